@@ -1,0 +1,72 @@
+"""Benchmark: cold-start time of the CLI and time to evaluate a speedup surface.
+
+Targets (issue: core): ``specsim optimal-gamma --alpha 0.8`` from a cold
+process under 0.5 s on a 2-core machine, and a surface of
+101 alpha x 17 gamma x 10 batch sizes x 4 contexts under 50 ms.
+
+Run:  python benchmarks/bench_core.py [--repeats N]
+
+Prints figures; asserts nothing (timings on shared machines are noisy).  The
+``python -c pass`` start-up is measured in the same run so the CLI's own cost
+can be read as a difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def cold_runs(cmd: list[str], repeats: int) -> list[float]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=10)
+    args = parser.parse_args()
+
+    exe = shutil.which("specsim")
+    cli = [exe] if exe else [sys.executable, "-m", "specsim"]
+    bare = cold_runs([sys.executable, "-c", "pass"], args.repeats)
+    cold = cold_runs(cli + ["optimal-gamma", "--alpha", "0.8"], args.repeats)
+    print(f"cold process, {args.repeats} runs ({' '.join(cli)}):")
+    print(f"  python -c pass                        median {statistics.median(bare) * 1e3:7.1f} ms  min {min(bare) * 1e3:7.1f} ms")
+    print(f"  specsim optimal-gamma --alpha 0.8     median {statistics.median(cold) * 1e3:7.1f} ms  min {min(cold) * 1e3:7.1f} ms"
+          f"   (target < 500 ms)")
+
+    from specsim.speedup import Deployment
+
+    dep = Deployment.from_names()
+    alpha = np.linspace(0.0, 1.0, 101)[:, None, None, None]
+    gamma = np.arange(17)[None, :, None, None]
+    batch = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512])[None, None, :, None]
+    context = np.array([512, 1128, 4096, 8192])[None, None, None, :]
+    dep.speedup(alpha, gamma, batch, context)  # warm caches
+    surface_times = []
+    for _ in range(max(args.repeats, 20)):
+        start = time.perf_counter()
+        s = dep.speedup(alpha, gamma, batch, context)
+        surface_times.append(time.perf_counter() - start)
+    print(f"speedup surface {s.shape} = {s.size:,} points (step times included):")
+    print(f"  median {statistics.median(surface_times) * 1e3:.2f} ms  min {min(surface_times) * 1e3:.2f} ms   (target < 50 ms)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,498 @@
+"""The ``specsim`` command.
+
+Each subcommand is a ``_cmd_*`` function that takes the parsed arguments and
+returns an exit status.  Defaults come from the library (``speedup.DEFAULT_*``)
+and are only referenced here.  Errors in user input (``ValueError``,
+``KeyError``, ``OSError``) become one line on stderr and exit status 2.
+
+The hot path (``specsim optimal-gamma``) imports numpy and PyYAML only;
+matplotlib, pandas, scipy and torch are imported inside the commands that need
+them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any, Callable, Sequence
+
+from . import __version__
+from .speedup import (
+    DEFAULT_ALPHA,
+    DEFAULT_BATCHES,
+    DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_DRAFT,
+    DEFAULT_GAMMA_MAX,
+    DEFAULT_HARDWARE,
+    DEFAULT_TARGET,
+)
+
+__all__ = ["main", "build_parser"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error message instead of usage plus error."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+# -- argument types: each rejects bad input with the allowed range ----------------
+def _alpha(text: str) -> float:
+    value = _float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"alpha must be in [0, 1], got {text}")
+    return value
+
+
+def _float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def _nonneg_float(text: str) -> float:
+    value = _float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def _int_at_least(minimum: int, what: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be an integer >= {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{what} must be an integer >= {minimum}, got {text}")
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
+def _int_list(minimum: int, what: str) -> Callable[[str], list[int]]:
+    one = _int_at_least(minimum, what)
+
+    def parse(text: str) -> list[int]:
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(f"{what} needs a comma-separated list of integers >= {minimum}, got {text!r}")
+        return [one(item) for item in items]
+
+    parse.__name__ = what
+    return parse
+
+
+_gamma = _int_at_least(0, "gamma")
+_gamma_max = _int_at_least(0, "gamma-max")
+_context = _int_at_least(0, "context")
+_batches = _int_list(1, "batch")
+
+
+# -- output helpers ------------------------------------------------------------
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
+    """Plain-text table; ``align`` holds one of '<' or '>' per column (default: text left, numbers right)."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    if align is None:
+        align = "".join(">" if rows and isinstance(rows[0][i], (int, float)) else "<" for i in range(len(headers)))
+    fmt = "  ".join(f"{{:{a}{w}}}" for a, w in zip(align, widths))
+    lines = [fmt.format(*headers), "  ".join("-" * w for w in widths)]
+    lines += [fmt.format(*row) for row in cells]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _print_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, allow_nan=False))
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f}"
+
+
+def _short_bound(bound: str) -> str:
+    return {"memory": "mem", "compute": "comp"}[bound]
+
+
+def _deployment(args: argparse.Namespace):
+    from .speedup import Deployment
+
+    return Deployment.from_names(args.hardware, args.target, args.draft)
+
+
+def _describe(dep, context: int) -> str:
+    from .models import format_count
+
+    hw = dep.hardware
+    t, d = dep.target, dep.draft
+    return (
+        f"target {t.name} ({format_count(t.params)} params, {t.weight_dtype}) + draft {d.name} "
+        f"({format_count(d.params)}, {d.weight_dtype}) on {hw.name}; context {context} tokens\n"
+        f"roofline: {hw.peak_flop_per_s / 1e12:.0f} TFLOP/s x {hw.compute_eff:g}, "
+        f"{hw.peak_bytes_per_s / 1e12:.2f} TB/s x {hw.bandwidth_eff:g}, "
+        f"overhead {hw.overhead_s * 1e3:.2f} ms/pass"
+        + (f" + {hw.per_layer_overhead_s * 1e6:.1f} us/layer" if hw.per_layer_overhead_s else "")
+        + f", ridge {hw.ridge_flop_per_byte:.0f} FLOP/byte"
+    )
+
+
+# -- commands --------------------------------------------------------------------
+def _cmd_optimal_gamma(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    dep = _deployment(args)
+    batches = np.array(args.batch, dtype=float)
+    best = dep.optimal_gamma(args.alpha, batches, args.context, args.gamma_max, args.rtol)
+    times = best.times
+    rows = []
+    for i, batch in enumerate(args.batch):
+        gamma = int(best.gamma[i])
+        row = {
+            "batch": batch,
+            "gamma": gamma,
+            "speedup": float(best.speedup[i]),
+            "tokens_per_step": float(_expected(args.alpha, gamma)),
+            "t_target_s": float(times.target.total_s[i]),
+            "t_draft_s": float(times.draft.total_s[i]),
+            "t_verify_s": float(times.verify.total_s[i]),
+            "cost_ratio": float(times.cost_ratio[i]),
+            "bound_target": str(times.target.bound[i]),
+            "bound_draft": str(times.draft.bound[i]),
+            "bound_verify": str(times.verify.bound[i]),
+            "at_gamma_max": bool(best.at_limit[i]),
+            "recommendation": (f"speculate with gamma={gamma}" if gamma > 0 else "turn speculation off"),
+        }
+        rows.append(row)
+    if args.json:
+        _print_json(rows)
+        return 0
+    print(_describe(dep, args.context))
+    print(f"alpha {args.alpha:g}; gamma searched over 0..{args.gamma_max}" + (f" (smallest within {args.rtol:g} of best)" if args.rtol else ""))
+    print()
+    headers = ["batch", "gamma", "speedup", "t_T ms", "t_D ms", "t_V ms", "c", "bound T/D/V", "recommendation"]
+    table_rows = []
+    for r in rows:
+        rec = r["recommendation"] + (" (at --gamma-max; raise it)" if r["at_gamma_max"] else "")
+        bounds = "/".join(_short_bound(r[k]) for k in ("bound_target", "bound_draft", "bound_verify"))
+        table_rows.append(
+            [r["batch"], r["gamma"], f"{r['speedup']:.3f}", _ms(r["t_target_s"]), _ms(r["t_draft_s"]),
+             _ms(r["t_verify_s"]), f"{r['cost_ratio']:.3f}", bounds, rec]
+        )
+    print(_table(headers, table_rows, ">>>>>>><<"))
+    off = [r["batch"] for r in rows if r["gamma"] == 0]
+    if off:
+        print(f"\nspeculation does not pay at batch {', '.join(map(str, off))}: verification of gamma+1 tokens per sequence is compute-bound there.")
+    return 0
+
+
+def _expected(alpha: float, gamma: int) -> float:
+    from .speedup import expected_tokens
+
+    return float(expected_tokens(alpha, gamma))
+
+
+def _cmd_speedup(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .speedup import expected_tokens, speedup_from_cost_ratio
+
+    tokens = float(expected_tokens(args.alpha, args.gamma))
+    if args.cost_ratio is not None:
+        model_flags = [f for f in ("hardware", "target", "draft", "batch", "context") if getattr(args, f) is not None]
+        if model_flags:
+            raise ValueError(f"--cost-ratio replaces the step-time model; drop --{', --'.join(model_flags)} or drop --cost-ratio")
+        s = float(speedup_from_cost_ratio(args.alpha, args.gamma, args.cost_ratio))
+        out = {"alpha": args.alpha, "gamma": args.gamma, "cost_ratio": args.cost_ratio, "tokens_per_step": tokens, "speedup": s}
+        if args.json:
+            _print_json(out)
+        else:
+            print(f"alpha {args.alpha:g}, gamma {args.gamma}, c {args.cost_ratio:g} (verification costs one decode step)")
+            print(f"tokens per step {tokens:.4f}, speedup {s:.4f}")
+        return 0
+    for key, default in (("hardware", DEFAULT_HARDWARE), ("target", DEFAULT_TARGET), ("draft", DEFAULT_DRAFT),
+                         ("batch", list(DEFAULT_BATCHES)), ("context", DEFAULT_CONTEXT_TOKENS)):
+        if getattr(args, key) is None:
+            setattr(args, key, default)
+    dep = _deployment(args)
+    batches = np.array(args.batch, dtype=float)
+    times = dep.pass_times(batches, args.gamma, args.context)
+    s = dep.speedup(args.alpha, args.gamma, batches, args.context)
+    rows = [
+        {
+            "batch": b,
+            "alpha": args.alpha,
+            "gamma": args.gamma,
+            "tokens_per_step": tokens,
+            "speedup": float(s[i]),
+            "t_target_s": float(times.target.total_s[i]),
+            "t_draft_s": float(times.draft.total_s[i]),
+            "t_verify_s": float(times.verify.total_s[i]),
+            "cost_ratio": float(times.cost_ratio[i]),
+        }
+        for i, b in enumerate(args.batch)
+    ]
+    if args.json:
+        _print_json(rows)
+        return 0
+    print(_describe(dep, args.context))
+    print(f"alpha {args.alpha:g}, gamma {args.gamma}: {tokens:.4f} tokens per target pass\n")
+    print(_table(
+        ["batch", "speedup", "t_T ms", "t_D ms", "t_V ms", "c", "t_V/t_T"],
+        [[r["batch"], f"{r['speedup']:.3f}", _ms(r["t_target_s"]), _ms(r["t_draft_s"]), _ms(r["t_verify_s"]),
+          f"{r['cost_ratio']:.3f}", f"{r['t_verify_s'] / r['t_target_s']:.3f}"] for r in rows],
+        ">>>>>>>",
+    ))
+    return 0
+
+
+def _cmd_steptime(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .hardware import load_hardware
+    from .models import format_count, get_model
+    from .steptime import step_time
+
+    hw = load_hardware(args.hardware)
+    model = get_model(args.model)
+    batches = np.array(args.batch, dtype=float)
+    t = step_time(hw, model, batches, args.tokens_per_seq, args.context)
+    rows = [
+        {
+            "batch": b,
+            "tokens_per_seq": args.tokens_per_seq,
+            "context": args.context,
+            "step_time_s": float(t.total_s[i]),
+            "compute_s": float(t.compute_s[i]),
+            "memory_s": float(t.memory_s[i]),
+            "overhead_s": float(t.overhead_s),
+            "bound": str(t.bound[i]),
+            "flop": float(t.flop[i]),
+            "bytes": float(t.bytes[i]),
+        }
+        for i, b in enumerate(args.batch)
+    ]
+    if args.json:
+        _print_json(rows)
+        return 0
+    print(f"{model.name} ({format_count(model.params)} params, {model.weight_dtype}) on {hw.name}: "
+          f"{args.tokens_per_seq} new token(s) per sequence over {args.context} cached\n")
+    print(_table(
+        ["batch", "step ms", "compute ms", "memory ms", "overhead ms", "bound", "FLOP/byte"],
+        [[r["batch"], _ms(r["step_time_s"]), _ms(r["compute_s"]), _ms(r["memory_s"]), _ms(r["overhead_s"]), r["bound"],
+          f"{r['flop'] / r['bytes']:.1f}"] for r in rows],
+        ">>>>><>",
+    ))
+    print(f"\nridge: {hw.ridge_flop_per_byte:.1f} FLOP/byte (compute-bound above it)")
+    return 0
+
+
+def _cmd_alpha(args: argparse.Namespace) -> int:
+    from .speedup import alpha_from_acceptance_length
+
+    if args.acceptance_length is None or args.gamma is None:
+        raise ValueError("give --acceptance-length X and --gamma G (the gamma the measurement used)")
+    alpha = float(alpha_from_acceptance_length(args.acceptance_length, args.gamma))
+    if args.json:
+        _print_json({"alpha": alpha, "acceptance_length": args.acceptance_length, "gamma": args.gamma})
+    else:
+        print(f"alpha = {alpha:.4f}  (mean acceptance length {args.acceptance_length:g} at gamma {args.gamma})")
+    return 0
+
+
+def _cmd_hardware(args: argparse.Namespace) -> int:
+    from .hardware import builtin_names, load_hardware, profile_to_mapping
+
+    if args.action == "show":
+        hw = load_hardware(args.name)
+        if args.json:
+            _print_json({**profile_to_mapping(hw), "ridge_flop_per_byte": hw.ridge_flop_per_byte})
+            return 0
+        print(f"{hw.name}: {hw.description}")
+        print(f"  dense 16-bit peak   {hw.peak_flop_per_s / 1e12:9.1f} TFLOP/s")
+        if hw.peak_fp8_flop_per_s:
+            print(f"  dense FP8 peak      {hw.peak_fp8_flop_per_s / 1e12:9.1f} TFLOP/s")
+        print(f"  memory bandwidth    {hw.peak_bytes_per_s / 1e12:9.3f} TB/s")
+        print(f"  memory capacity     {hw.memory_bytes / 1e9:9.1f} GB")
+        print(f"  efficiencies        compute {hw.compute_eff:g}, bandwidth {hw.bandwidth_eff:g}")
+        print(f"  overhead            {hw.overhead_s * 1e3:.3f} ms per forward pass"
+              + (f" + {hw.per_layer_overhead_s * 1e6:.2f} us per layer" if hw.per_layer_overhead_s else ""))
+        print(f"  ridge               {hw.ridge_flop_per_byte:.1f} FLOP/byte (datasheet peaks: {hw.peak_ridge_flop_per_byte:.1f})")
+        for key, url in hw.sources.items():
+            print(f"  source of {key}: {url}")
+        if hw.calibration:
+            print(f"  calibrated from {hw.calibration.get('source', '?')} on {hw.calibration.get('date', '?')}")
+        if hw.notes:
+            print("  " + hw.notes.replace("\n", "\n  "))
+        return 0
+    rows = []
+    for name in builtin_names():
+        hw = load_hardware(name)
+        rows.append([name, f"{hw.peak_flop_per_s / 1e12:.0f}", f"{hw.peak_bytes_per_s / 1e12:.2f}", f"{hw.memory_bytes / 1e9:.0f}",
+                     f"{hw.compute_eff:.2f}/{hw.bandwidth_eff:.2f}", f"{hw.overhead_s * 1e3:.3f}", f"{hw.ridge_flop_per_byte:.0f}",
+                     "calibrated" if hw.calibration else "datasheet + article preset"])
+    if args.json:
+        _print_json([profile_to_mapping(load_hardware(name)) for name in builtin_names()])
+        return 0
+    print(_table(["name", "TFLOP/s", "TB/s", "GB", "eff c/bw", "overhead ms", "ridge", "efficiencies from"], rows, "<>>>>>><"))
+    print("\nshow one: specsim hardware show NAME; use your own: --hardware path/to/profile.yaml")
+    return 0
+
+
+def _cmd_models(args: argparse.Namespace) -> int:
+    from .models import builtin_model_names, format_count, get_model
+
+    if args.action == "show":
+        model = get_model(args.name)
+        if args.json:
+            _print_json(model.to_dict())
+            return 0
+        d = model.to_dict()
+        width = max(map(len, d))
+        for key, value in d.items():
+            print(f"{key:<{width}}  {value:,}" if isinstance(value, int) and not isinstance(value, bool) else f"{key:<{width}}  {value}")
+        return 0
+    models = [get_model(n) for n in builtin_model_names()]
+    if args.json:
+        _print_json([m.to_dict() for m in models])
+        return 0
+    print(_table(
+        ["name", "params", "layers", "hidden", "heads/kv", "head_dim", "tied", "weights GB", "KV kB/token"],
+        [[m.name, format_count(m.params), m.n_layers, m.hidden_size, f"{m.n_heads}/{m.n_kv_heads}", m.head_dim,
+          "yes" if m.tie_embeddings else "no", f"{m.weight_bytes / 1e9:.2f}", f"{m.kv_bytes_per_token / 1e3:.1f}"] for m in models],
+        "<>>>>><>>",
+    ))
+    print("\nshow one: specsim models show NAME; use your own: --target path/to/config.json")
+    return 0
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from .article import reproduce
+
+    checks = reproduce()
+    if args.json:
+        _print_json([
+            {"quantity": c.quantity, "quoted": c.quoted, "value": c.value, "interval": c.interval, "unit": c.unit, "passed": c.passed}
+            for c in checks
+        ])
+    else:
+        print("the article's numbers from its preset: H100 SXM (989 TFLOP/s x 0.6, 3.35 TB/s x 0.8, 0.5 ms/pass),")
+        print("article-8b target, article-1b draft, context 1128 tokens\n")
+        print(_table(
+            ["quantity", "quoted", "specsim", "must land in", "result"],
+            [[c.quantity, c.quoted, f"{c.value:.4f} {c.unit}".strip(), c.interval, "pass" if c.passed else "FAIL"] for c in checks],
+            "<<><<",
+        ))
+        failed = sum(not c.passed for c in checks)
+        print(f"\n{len(checks) - failed}/{len(checks)} pass")
+    return 0 if all(c.passed for c in checks) else 1
+
+
+# -- parser ----------------------------------------------------------------------
+def _add_deployment_args(p: argparse.ArgumentParser, *, defaults: bool = True) -> None:
+    p.add_argument("--hardware", default=DEFAULT_HARDWARE if defaults else None,
+                   help=f"built-in profile name or path to a YAML profile (default {DEFAULT_HARDWARE}; list: specsim hardware)")
+    p.add_argument("--target", default=DEFAULT_TARGET if defaults else None,
+                   help=f"target model: built-in name or path to a Hugging Face config.json (default {DEFAULT_TARGET})")
+    p.add_argument("--draft", default=DEFAULT_DRAFT if defaults else None,
+                   help=f"draft model: built-in name or path to a config.json (default {DEFAULT_DRAFT})")
+    p.add_argument("--batch", type=_batches, default=list(DEFAULT_BATCHES) if defaults else None,
+                   help=f"comma-separated batch sizes (default {','.join(map(str, DEFAULT_BATCHES))})")
+    p.add_argument("--context", type=_context, default=DEFAULT_CONTEXT_TOKENS if defaults else None,
+                   help=f"cached tokens per sequence, L (default {DEFAULT_CONTEXT_TOKENS}: a 1000-token prompt plus half of 256 generated)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="specsim",
+        description="Roofline model of speculative decoding: step times, speedup and the optimal gamma.",
+        epilog="Start with: specsim optimal-gamma --alpha 0.8",
+    )
+    parser.add_argument("--version", action="version", version=f"specsim {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("optimal-gamma", help="the best gamma per batch size, with its speedup and step times",
+                       description="The speedup-maximising gamma per batch size; gamma 0 means turn speculation off.")
+    p.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA, help=f"per-token acceptance rate in [0, 1] (default {DEFAULT_ALPHA})")
+    _add_deployment_args(p)
+    p.add_argument("--gamma-max", type=_gamma_max, default=DEFAULT_GAMMA_MAX, help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})")
+    p.add_argument("--rtol", type=_nonneg_float, default=0.0,
+                   help="pick the smallest gamma within this fraction of the best speedup (default 0: exact argmax)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_optimal_gamma)
+
+    p = sub.add_parser("speedup", help="speedup of one (alpha, gamma), from a cost ratio or the step-time model",
+                       description="Speedup for a given alpha and gamma: from --cost-ratio c (closed form, "
+                       "verification costs one decode step) or from the step-time model per batch size.")
+    p.add_argument("--alpha", type=_alpha, required=True, help="per-token acceptance rate in [0, 1]")
+    p.add_argument("--gamma", type=_gamma, required=True, help="drafted tokens per step, >= 0")
+    p.add_argument("--cost-ratio", type=_nonneg_float, help="c = t_D / t_T; replaces the step-time model")
+    _add_deployment_args(p, defaults=False)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_speedup)
+
+    p = sub.add_parser("steptime", help="modelled time of one forward pass, with its compute, memory and overhead parts")
+    p.add_argument("--hardware", default=DEFAULT_HARDWARE, help=f"profile name or YAML path (default {DEFAULT_HARDWARE})")
+    p.add_argument("--model", default=DEFAULT_TARGET, help=f"model name or config.json path (default {DEFAULT_TARGET})")
+    p.add_argument("--batch", type=_batches, default=list(DEFAULT_BATCHES), help="comma-separated batch sizes")
+    p.add_argument("--tokens-per-seq", type=_int_at_least(1, "tokens-per-seq"), default=1,
+                   help="new tokens per sequence, q (1: decode; gamma+1: verification; default 1)")
+    p.add_argument("--context", type=_context, default=DEFAULT_CONTEXT_TOKENS, help=f"cached tokens per sequence (default {DEFAULT_CONTEXT_TOKENS})")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_steptime)
+
+    p = sub.add_parser("alpha", help="alpha from a measured mean acceptance length",
+                       description="Invert E(alpha, gamma): vLLM's mean acceptance length is 1 + accepted/drafts.")
+    p.add_argument("--acceptance-length", type=_float, help="mean tokens per verification pass, in [1, gamma+1]")
+    p.add_argument("--gamma", type=_int_at_least(1, "gamma"), help="speculative tokens per step of the measurement")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_alpha)
+
+    p = sub.add_parser("hardware", help="list hardware profiles, or show one")
+    p.add_argument("action", nargs="?", choices=["show"], help="show one profile")
+    p.add_argument("name", nargs="?", help="profile name or YAML path (with show)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_hardware)
+
+    p = sub.add_parser("models", help="list built-in model shapes, or show one")
+    p.add_argument("action", nargs="?", choices=["show"], help="show one model")
+    p.add_argument("name", nargs="?", help="model name or config.json path (with show)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_models)
+
+    p = sub.add_parser("reproduce", help="recompute every number the reference article quotes; exit 0 only if all match")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_reproduce)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # argparse: --help, --version or a usage error
+        return int(stop.code or 0)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    if getattr(args, "action", None) == "show" and not args.name:
+        print(f"specsim {args.command} show: error: give a NAME (list them with: specsim {args.command})", file=sys.stderr)
+        return 2
+    try:
+        return args.func(args)
+    except BrokenPipeError:  # e.g. specsim ... | head
+        return 0
+    except KeyError as err:
+        message = err.args[0] if err.args else str(err)
+    except (ValueError, OSError) as err:
+        message = str(err)
+    print(f"specsim {args.command}: error: {message}", file=sys.stderr)
+    return 2

@@ -1,0 +1,350 @@
+"""Tokens per step, speedup and the optimal speculation length gamma.
+
+Tokens per target pass
+    With each drafted token accepted independently with probability alpha
+    (Leviathan et al. 2022, arXiv:2211.17192, eq. 1), the accepted prefix is
+    truncated-geometric and every pass also emits one token from the target
+    (the correction at the first rejection, or a bonus token when all gamma
+    are accepted):
+
+        E(alpha, gamma) = sum_{k=0..gamma} alpha^k = (1 - alpha^(gamma+1)) / (1 - alpha)
+
+    with E = gamma + 1 at alpha = 1 and E = 1 at gamma = 0.  With an acceptance
+    rate a_i per draft position instead of one alpha,
+    E = 1 + sum_k prod_{i<=k} a_i.
+
+Speedup
+    One draft step costs t_D, a verification pass of gamma + 1 tokens per
+    sequence costs t_V and a plain target decode step t_T.  Per generated
+    token, speculation spends (gamma * t_D + t_V) / E against t_T:
+
+        S = E * t_T / (gamma * t_D + t_V)
+
+    When verification costs one decode step (t_V = t_T, small batch) and
+    c = t_D / t_T, this is the closed form S = E / (gamma * c + 1).
+
+Optimal gamma
+    The integer argmax of S over gamma = 0..gamma_max, where gamma = 0 means
+    "do not speculate" (S = 1 exactly).  Tie rule: the exact float64 argmax;
+    equal values go to the smaller gamma (less draft work and memory).  With
+    c = 0.05 and alpha = 0.7, gamma = 5 and 6 differ by 2e-6 (2.3529360 and
+    2.3529377): the float64 argmax is 6, as in the article.  ``rtol`` > 0
+    instead picks the smallest gamma within that fraction of the best, for
+    users who prefer short drafts where the curve is flat.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .hardware import HardwareProfile, load_hardware
+from .models import ModelShape, get_model
+from .steptime import StepTime, step_time
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "DEFAULT_BATCHES",
+    "DEFAULT_CONTEXT_TOKENS",
+    "DEFAULT_DRAFT",
+    "DEFAULT_GAMMA_MAX",
+    "DEFAULT_HARDWARE",
+    "DEFAULT_TARGET",
+    "Deployment",
+    "OptimalGamma",
+    "PassTimes",
+    "alpha_from_acceptance_length",
+    "argmax_gamma",
+    "expected_tokens",
+    "expected_tokens_per_position",
+    "optimal_gamma_cost_ratio",
+    "speedup_from_cost_ratio",
+    "speedup_from_times",
+]
+
+# The defaults of every command and helper live here and nowhere else.
+DEFAULT_HARDWARE = "h100-sxm"
+DEFAULT_TARGET = "llama-3.1-8b"
+DEFAULT_DRAFT = "llama-3.2-1b"
+DEFAULT_ALPHA = 0.8
+#: Mean cached context over a generation: a 1000-token prompt plus half of a
+#: 256-token completion (the article's preset).
+DEFAULT_CONTEXT_TOKENS = 1128
+DEFAULT_GAMMA_MAX = 16
+DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def _check_alpha(alpha: np.ndarray) -> None:
+    if not np.all((alpha >= 0.0) & (alpha <= 1.0)):
+        raise ValueError(f"alpha must be in [0, 1], got {alpha.tolist()!r}")
+
+
+def _check_gamma(gamma: np.ndarray) -> None:
+    if not np.all((gamma >= 0) & (gamma == np.round(gamma))):
+        raise ValueError(f"gamma must be an integer >= 0, got {gamma.tolist()!r}")
+
+
+def expected_tokens(alpha: object, gamma: object) -> np.ndarray:
+    """Expected tokens emitted per target pass, E(alpha, gamma).
+
+    Parameters
+    ----------
+    alpha : array_like
+        Per-token acceptance probability in [0, 1].
+    gamma : array_like
+        Drafted tokens per step, integers >= 0.
+
+    Computed as ``-expm1((gamma+1) log alpha) / (1 - alpha)``, which stays
+    accurate as alpha -> 1 where the textbook form cancels; alpha = 1 gives
+    gamma + 1 exactly.
+
+    Examples
+    --------
+    >>> float(expected_tokens(0.8, 4)), float(expected_tokens(1.0, 4)), float(expected_tokens(0.3, 0))
+    (3.3616, 5.0, 1.0)
+    """
+    a = np.asarray(alpha, dtype=float)
+    g = np.asarray(gamma, dtype=float)
+    _check_alpha(a)
+    _check_gamma(g)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        body = -np.expm1((g + 1.0) * np.log(a)) / (1.0 - a)
+    return np.where(a == 1.0, g + 1.0, np.where(g == 0, 1.0, body))
+
+
+def expected_tokens_per_position(rates: object) -> np.ndarray:
+    """E = 1 + sum_k prod_{i<=k} a_i for per-position acceptance rates.
+
+    Parameters
+    ----------
+    rates : array_like, shape (..., gamma)
+        a_k = P(draft token k accepted | tokens 1..k-1 accepted), in [0, 1].
+
+    >>> round(float(expected_tokens_per_position([0.8, 0.8, 0.8, 0.8])), 10)
+    3.3616
+    >>> float(expected_tokens_per_position([0.9, 0.5]))
+    2.35
+    """
+    a = np.asarray(rates, dtype=float)
+    _check_alpha(a)
+    if a.ndim == 0:
+        raise ValueError("rates must have one entry per draft position")
+    return 1.0 + np.cumprod(a, axis=-1).sum(axis=-1)
+
+
+def speedup_from_cost_ratio(alpha: object, gamma: object, cost_ratio: object) -> np.ndarray:
+    """Closed-form speedup E / (gamma * c + 1) when verification costs one decode step.
+
+    >>> round(float(speedup_from_cost_ratio(0.8, 8, 0.05)), 4)
+    3.0921
+    """
+    c = np.asarray(cost_ratio, dtype=float)
+    if not np.all(np.isfinite(c) & (c >= 0)):
+        raise ValueError(f"cost_ratio must be >= 0, got {c.tolist()!r}")
+    g = np.asarray(gamma, dtype=float)
+    return expected_tokens(alpha, g) / (g * c + 1.0)
+
+
+def speedup_from_times(alpha: object, gamma: object, t_target_s: object, t_draft_s: object, t_verify_s: object) -> np.ndarray:
+    """Speedup S = E * t_T / (gamma * t_D + t_V) from step times in seconds.
+
+    >>> round(float(speedup_from_times(0.8, 4, 6.525e-3, 1.26e-3, 6.525e-3)), 3)
+    1.897
+    """
+    g = np.asarray(gamma, dtype=float)
+    e = expected_tokens(alpha, g)
+    s = e * np.asarray(t_target_s, dtype=float) / (g * np.asarray(t_draft_s, dtype=float) + np.asarray(t_verify_s, dtype=float))
+    # gamma = 0 is plain decoding: exactly 1, whatever rounding t_V picked up.
+    return np.where(g == 0, 1.0, s)
+
+
+def argmax_gamma(speedup: np.ndarray, rtol: float = 0.0) -> np.ndarray:
+    """Index of the best gamma along axis 0 of a (gamma, ...) speedup array.
+
+    Exact ties go to the smaller gamma (numpy's argmax returns the first).
+    With ``rtol`` > 0, the smallest gamma within ``rtol`` of the best.
+
+    >>> argmax_gamma(np.array([1.0, 1.5, 1.5, 1.2])).item()
+    1
+    >>> argmax_gamma(np.array([1.0, 1.49, 1.5, 1.2]), rtol=0.01).item()
+    1
+    """
+    if rtol < 0:
+        raise ValueError(f"rtol must be >= 0, got {rtol!r}")
+    if rtol == 0:
+        return np.argmax(speedup, axis=0)
+    best = speedup.max(axis=0)
+    return np.argmax(speedup >= best * (1.0 - rtol), axis=0)
+
+
+def _gamma_grid(gamma_max: int) -> np.ndarray:
+    if isinstance(gamma_max, bool) or int(gamma_max) != gamma_max or gamma_max < 0:
+        raise ValueError(f"gamma_max must be an integer >= 0, got {gamma_max!r}")
+    return np.arange(int(gamma_max) + 1)
+
+
+def optimal_gamma_cost_ratio(
+    alpha: object, cost_ratio: object, gamma_max: int = DEFAULT_GAMMA_MAX, rtol: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Optimal integer gamma and its speedup for the closed form E / (gamma c + 1).
+
+    Returns ``(gamma, speedup)`` broadcast over alpha and cost_ratio.
+
+    The article's c = 0.05 examples (Figure 2):
+
+    >>> g, s = optimal_gamma_cost_ratio([0.5, 0.7, 0.8, 0.9], 0.05)
+    >>> g.tolist(), np.round(s, 2).tolist()
+    ([3, 6, 8, 13], [1.63, 2.35, 3.09, 4.67])
+    """
+    grid = _gamma_grid(gamma_max)
+    a = np.asarray(alpha, dtype=float)
+    c = np.asarray(cost_ratio, dtype=float)
+    shape = np.broadcast_shapes(a.shape, c.shape)
+    g = grid.reshape((-1,) + (1,) * len(shape))
+    s = speedup_from_cost_ratio(a, g, c)
+    idx = argmax_gamma(s, rtol)
+    return grid[idx], np.take_along_axis(s, idx[None, ...], axis=0)[0]
+
+
+def alpha_from_acceptance_length(mean_length: object, gamma: object) -> np.ndarray:
+    """The alpha whose E(alpha, gamma) equals a measured mean acceptance length.
+
+    vLLM reports the mean acceptance length as 1 + accepted / drafts, which is
+    E: the tokens one verification pass emits.  E is strictly increasing in
+    alpha for gamma >= 1, so the root in [0, 1] is unique (found with
+    ``scipy.optimize.brentq`` to 1e-12).
+
+    Parameters
+    ----------
+    mean_length : array_like
+        Mean tokens per verification pass, in [1, gamma + 1].
+    gamma : array_like
+        Speculative tokens per step the measurement used, >= 1.
+
+    >>> round(float(alpha_from_acceptance_length(3.3616, 4)), 6)
+    0.8
+    """
+    from scipy.optimize import brentq
+
+    x = np.asarray(mean_length, dtype=float)
+    g = np.asarray(gamma, dtype=float)
+    _check_gamma(g)
+    if np.any(g < 1):
+        raise ValueError("gamma must be >= 1 to infer alpha (gamma = 0 drafts nothing)")
+    if not np.all(np.isfinite(x) & (x >= 1.0) & (x <= g + 1.0)):
+        raise ValueError(
+            f"mean acceptance length must be in [1, gamma + 1], got {x.tolist()!r} with gamma {g.tolist()!r}"
+        )
+
+    def solve(length: float, n: float) -> float:
+        if length <= 1.0:
+            return 0.0
+        if length >= n + 1.0:
+            return 1.0
+        return brentq(lambda a: float(expected_tokens(a, n)) - length, 0.0, 1.0, xtol=1e-14, rtol=1e-14)
+
+    return np.vectorize(solve, otypes=[float])(x, g)
+
+
+# -- a deployment: hardware, target and draft ---------------------------------
+@dataclass(frozen=True)
+class PassTimes:
+    """Modelled step times of the three passes of speculative decoding."""
+
+    target: StepTime  #: plain decode step of the target, q = 1
+    draft: StepTime  #: one draft step, q = 1
+    verify: StepTime  #: verification pass of the target, q = gamma + 1
+
+    @property
+    def cost_ratio(self) -> np.ndarray:
+        """c = t_D / t_T."""
+        return self.draft.total_s / self.target.total_s
+
+    @property
+    def verify_ratio(self) -> np.ndarray:
+        """t_V / t_T: how much dearer verification is than a decode step."""
+        return self.verify.total_s / self.target.total_s
+
+
+@dataclass(frozen=True)
+class OptimalGamma:
+    """The best gamma per point, with its speedup and the passes at that gamma."""
+
+    gamma: np.ndarray
+    speedup: np.ndarray
+    times: PassTimes
+    gamma_max: int
+
+    @property
+    def at_limit(self) -> np.ndarray:
+        """True where the optimum sits at gamma_max (a larger gamma may be better)."""
+        return (self.gamma == self.gamma_max) & (self.gamma > 0)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A target and a draft model served on one device.
+
+    Examples
+    --------
+    The article's preset: an 8B target, a 1B draft, an H100 and L = 1128.
+
+    >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b")
+    >>> np.round(dep.speedup(0.8, 4, [1, 64, 128, 256]), 2).tolist()
+    [1.9, 1.81, 1.49, 1.25]
+    """
+
+    hardware: HardwareProfile
+    target: ModelShape
+    draft: ModelShape
+
+    @classmethod
+    def from_names(
+        cls,
+        hardware: str = DEFAULT_HARDWARE,
+        target: str = DEFAULT_TARGET,
+        draft: str = DEFAULT_DRAFT,
+    ) -> "Deployment":
+        """Load hardware and models by built-in name or file path."""
+        return cls(load_hardware(hardware), get_model(target), get_model(draft))
+
+    def pass_times(self, batch: object, gamma: object, context: object = DEFAULT_CONTEXT_TOKENS) -> PassTimes:
+        """t_T, t_D and t_V, broadcast over batch, gamma and context."""
+        g = np.asarray(gamma, dtype=float)
+        _check_gamma(g)
+        return PassTimes(
+            target=step_time(self.hardware, self.target, batch, 1, context),
+            draft=step_time(self.hardware, self.draft, batch, 1, context),
+            verify=step_time(self.hardware, self.target, batch, g + 1.0, context),
+        )
+
+    def speedup(self, alpha: object, gamma: object, batch: object = 1, context: object = DEFAULT_CONTEXT_TOKENS) -> np.ndarray:
+        """Speedup S(alpha, gamma, batch, context), all four broadcast together."""
+        times = self.pass_times(batch, gamma, context)
+        return speedup_from_times(alpha, gamma, times.target.total_s, times.draft.total_s, times.verify.total_s)
+
+    def optimal_gamma(
+        self,
+        alpha: object,
+        batch: object = DEFAULT_BATCHES,
+        context: object = DEFAULT_CONTEXT_TOKENS,
+        gamma_max: int = DEFAULT_GAMMA_MAX,
+        rtol: float = 0.0,
+    ) -> OptimalGamma:
+        """Best gamma in 0..gamma_max per point of broadcast (alpha, batch, context)."""
+        grid = _gamma_grid(gamma_max)
+        a = np.asarray(alpha, dtype=float)
+        b = np.asarray(batch, dtype=float)
+        L = np.asarray(context, dtype=float)
+        shape = np.broadcast_shapes(a.shape, b.shape, L.shape)
+        g = grid.reshape((-1,) + (1,) * len(shape))
+        s = self.speedup(a, g, b, L)
+        idx = argmax_gamma(s, rtol)
+        best = grid[idx]
+        return OptimalGamma(
+            gamma=best,
+            speedup=np.take_along_axis(s, idx[None, ...], axis=0)[0],
+            times=self.pass_times(np.broadcast_to(b, shape), best, np.broadcast_to(L, shape)),
+            gamma_max=int(gamma_max),
+        )

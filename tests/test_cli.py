@@ -1,0 +1,151 @@
+"""The specsim command: output, JSON keys, exit statuses and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from specsim.cli import main
+from specsim.speedup import Deployment
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_optimal_gamma_defaults_print_a_table(capsys):
+    code, out, err = run(capsys, "optimal-gamma")
+    assert code == 0 and not err
+    assert "llama-3.1-8b" in out and "llama-3.2-1b" in out and "h100-sxm" in out and "context 1128" in out
+    assert "speculate with gamma=" in out
+
+
+def test_optimal_gamma_json_agrees_with_the_library(capsys):
+    code, out, _ = run(capsys, "optimal-gamma", "--alpha", "0.7", "--batch", "1,8,64,256", "--json")
+    assert code == 0
+    rows = json.loads(out)
+    assert [r["batch"] for r in rows] == [1, 8, 64, 256]
+    for key in ("batch", "gamma", "speedup", "t_target_s", "t_draft_s", "t_verify_s", "cost_ratio"):
+        assert all(key in r for r in rows), key
+    best = Deployment.from_names().optimal_gamma(0.7, [1, 8, 64, 256], 1128)
+    assert [r["gamma"] for r in rows] == best.gamma.tolist()
+    for r, s in zip(rows, best.speedup):
+        assert r["speedup"] == pytest.approx(float(s))
+        assert r["cost_ratio"] == pytest.approx(r["t_draft_s"] / r["t_target_s"])
+
+
+def test_optimal_gamma_says_turn_off_where_it_does_not_pay(capsys):
+    code, out, _ = run(capsys, "optimal-gamma", "--alpha", "0.6", "--target", "article-8b", "--draft", "article-1b",
+                       "--batch", "1,1024", "--context", "128", "--json")
+    rows = json.loads(out)
+    assert rows[0]["gamma"] > 0 and rows[1]["gamma"] == 0
+    assert rows[1]["speedup"] == 1.0 and rows[1]["recommendation"] == "turn speculation off"
+
+
+def test_speedup_closed_form(capsys):
+    code, out, _ = run(capsys, "speedup", "--alpha", "0.8", "--gamma", "8", "--cost-ratio", "0.05", "--json")
+    data = json.loads(out)
+    assert code == 0 and round(data["speedup"], 2) == 3.09 and data["tokens_per_step"] == pytest.approx(4.3289, abs=1e-4)
+
+
+def test_speedup_from_the_model_reproduces_figure_3(capsys):
+    code, out, _ = run(capsys, "speedup", "--alpha", "0.8", "--gamma", "4", "--target", "article-8b", "--draft", "article-1b",
+                       "--batch", "1,64,128,256", "--json")
+    rows = json.loads(out)
+    assert [round(r["speedup"], 2) for r in rows] == [1.90, 1.81, 1.49, 1.25]
+    assert all({"t_target_s", "t_draft_s", "t_verify_s", "tokens_per_step"} <= set(r) for r in rows)
+
+
+def test_steptime_json_keys_and_article_value(capsys):
+    code, out, _ = run(capsys, "steptime", "--model", "article-8b", "--batch", "1", "--json")
+    row = json.loads(out)[0]
+    assert {"batch", "step_time_s", "compute_s", "memory_s", "overhead_s", "bound"} <= set(row)
+    assert row["step_time_s"] == pytest.approx(6.525e-3, abs=5e-7) and row["bound"] == "memory"
+
+
+def test_alpha_from_acceptance_length(capsys):
+    code, out, _ = run(capsys, "alpha", "--acceptance-length", "3.3616", "--gamma", "4")
+    assert code == 0 and "alpha = 0.8000" in out
+
+
+def test_models_show_json_params(capsys):
+    code, out, _ = run(capsys, "models", "show", "llama-3.1-8b", "--json")
+    assert json.loads(out)["params"] == 8_030_261_248
+
+
+def test_hardware_list_and_show(capsys):
+    code, out, _ = run(capsys, "hardware")
+    assert code == 0 and all(n in out for n in ("h100-sxm", "mi300x", "l4"))
+    code, out, _ = run(capsys, "hardware", "show", "h100-sxm")
+    assert "221.4 FLOP/byte" in out and "https://www.nvidia.com" in out
+
+
+def test_reproduce_passes_and_exits_zero(capsys):
+    code, out, _ = run(capsys, "reproduce", "--json")
+    rows = json.loads(out)
+    assert code == 0 and all(r["passed"] for r in rows) and len(rows) == 25
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["optimal-gamma", "--alpha", "1.5"], "alpha must be in [0, 1]"),
+        (["optimal-gamma", "--alpha", "x"], "expected a number"),
+        (["optimal-gamma", "--batch", "0"], "batch must be an integer >= 1"),
+        (["optimal-gamma", "--batch", "4,,x"], "batch must be an integer >= 1"),
+        (["optimal-gamma", "--context", "-5"], "context must be an integer >= 0"),
+        (["optimal-gamma", "--hardware", "h900"], "unknown hardware 'h900'; built-in profiles: a100-sxm-80gb"),
+        (["optimal-gamma", "--target", "gpt-9"], "unknown model 'gpt-9'; built-in models:"),
+        (["speedup", "--alpha", "0.5", "--gamma", "-1", "--cost-ratio", "0.1"], "gamma must be an integer >= 0"),
+        (["speedup", "--alpha", "0.5", "--gamma", "2", "--cost-ratio", "0.1", "--batch", "4"], "drop --batch"),
+        (["alpha", "--acceptance-length", "9", "--gamma", "4"], "must be in [1, gamma + 1]"),
+        (["models", "show"], "give a NAME"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_bad_yaml_profile_is_one_line(capsys, tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text("name: mine\npeak_flop_per_s: 1e12\npeak_bytes_per_s: 0\nmemory_bytes: 8e9\n")
+    code, _, err = run(capsys, "optimal-gamma", "--hardware", str(path))
+    assert code == 2 and "peak_bytes_per_s must be > 0" in err and len(err.strip().splitlines()) == 1
+
+
+def test_config_json_target(capsys, tmp_path):
+    cfg = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "tie_word_embeddings": False}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    _, from_file, _ = run(capsys, "optimal-gamma", "--target", str(path), "--json")
+    _, builtin, _ = run(capsys, "optimal-gamma", "--json")
+    assert [r["speedup"] for r in json.loads(from_file)] == [r["speedup"] for r in json.loads(builtin)]
+
+
+def test_cli_as_a_subprocess(repo):
+    # The real entry point, once: exit status, stdout and no traceback on bad input.
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    ok = subprocess.run([sys.executable, "-m", "specsim", "optimal-gamma", "--json", "--batch", "1"],
+                        capture_output=True, text=True, env=env, cwd=repo, timeout=60)
+    assert ok.returncode == 0 and json.loads(ok.stdout)[0]["batch"] == 1
+    bad = subprocess.run([sys.executable, "-m", "specsim", "optimal-gamma", "--alpha", "2"],
+                         capture_output=True, text=True, env=env, cwd=repo, timeout=60)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_optimal_gamma_path_does_not_import_heavy_libraries(repo):
+    code = ("import sys; from specsim.cli import main; main(['optimal-gamma', '--json']); "
+            "print(sorted(m for m in ('matplotlib', 'pandas', 'scipy', 'torch') if m in sys.modules))")
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=repo, timeout=60)
+    assert out.stdout.strip().splitlines()[-1] == "[]"

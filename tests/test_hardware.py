@@ -1,0 +1,135 @@
+"""Hardware profiles: built-ins load, datasheet numbers, validation of user files."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import yaml
+
+from specsim.hardware import (
+    HardwareProfile,
+    builtin_dir,
+    builtin_names,
+    load_hardware,
+    profile_from_mapping,
+    profile_to_mapping,
+)
+
+REQUIRED_DEVICES = ["h100-sxm", "h100-pcie", "h200", "a100-sxm-80gb", "l40s", "l4", "b200", "mi300x"]
+
+
+def test_required_devices_are_built_in():
+    assert set(REQUIRED_DEVICES) <= set(builtin_names())
+
+
+@pytest.mark.parametrize("name", REQUIRED_DEVICES)
+def test_builtin_profile_cites_a_source_for_every_datasheet_number(name):
+    hw = load_hardware(name)
+    for key in ("peak_flop_per_s", "peak_bytes_per_s", "memory_bytes"):
+        assert hw.sources.get(key, "").startswith("https://"), (name, key)
+    if hw.peak_fp8_flop_per_s is not None:
+        assert hw.sources["peak_fp8_flop_per_s"].startswith("https://")
+    # The defaults are the article's preset until calibration replaces them, and say so.
+    assert (hw.bandwidth_eff, hw.compute_eff, hw.overhead_s) == (0.8, 0.6, 0.5e-3)
+    assert "article" in hw.notes
+
+
+@pytest.mark.parametrize(
+    "name, tflops, tbps, gb",
+    [
+        # Datasheet values (dense, no sparsity); URLs in each YAML file.
+        ("h100-sxm", 989, 3.35, 80),
+        ("h200", 989, 4.8, 141),
+        ("a100-sxm-80gb", 312, 2.039, 80),
+        ("mi300x", 1307.4, 5.3, 192),
+    ],
+)
+def test_datasheet_numbers(name, tflops, tbps, gb):
+    hw = load_hardware(name)
+    assert hw.peak_flop_per_s == pytest.approx(tflops * 1e12)
+    assert hw.peak_bytes_per_s == pytest.approx(tbps * 1e12)
+    assert hw.memory_bytes == pytest.approx(gb * 1e9)
+
+
+def test_a100_has_no_fp8_and_h100_does():
+    assert load_hardware("a100-sxm-80gb").peak_fp8_flop_per_s is None
+    assert load_hardware("h100-sxm").peak_fp8_flop_per_s == pytest.approx(2 * 989.4e12, rel=1e-3)
+
+
+def test_ridge_of_the_article_preset():
+    # article-model.md: 0.6 * 989 / (0.8 * 3.35) = 221.4 FLOP/byte.
+    assert load_hardware("h100-sxm").ridge_flop_per_byte == pytest.approx(221.418, abs=1e-3)
+
+
+def test_pyyaml_exponent_strings_are_converted(tmp_path):
+    # PyYAML reads 3.35e12 (no sign in the exponent) as a string.
+    text = "name: mine\npeak_flop_per_s: 989e12\npeak_bytes_per_s: 3.35e12\nmemory_bytes: 80e9\n"
+    assert isinstance(yaml.safe_load(text)["peak_bytes_per_s"], str)
+    path = tmp_path / "mine.yaml"
+    path.write_text(text)
+    hw = load_hardware(str(path))
+    assert hw.peak_bytes_per_s == 3.35e12 and hw.peak_flop_per_s == 989e12
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"peak_bytes_per_s": "fast"}, "peak_bytes_per_s must be a number"),
+        ({"peak_bytes_per_s": 0}, "peak_bytes_per_s must be > 0"),
+        ({"peak_flop_per_s": -1e12}, "peak_flop_per_s must be > 0"),
+        ({"bandwidth_eff": 1.5}, "bandwidth_eff must be in (0, 1]"),
+        ({"compute_eff": 0}, "compute_eff must be in (0, 1]"),
+        ({"overhead_s": -0.001}, "overhead_s must be >= 0"),
+        ({"overhead_s": True}, "overhead_s must be a number"),
+        ({"peak_flop_per_s": float("nan")}, "finite"),
+        ({"bandwith_eff": 0.7}, "unknown key(s) bandwith_eff"),
+        ({"memory_bytes": None}, "missing required key(s) memory_bytes"),
+    ],
+)
+def test_bad_profiles_name_the_key_and_the_rule(change, message):
+    data = {"name": "x", "peak_flop_per_s": 1e12, "peak_bytes_per_s": 1e12, "memory_bytes": 1e9, **change}
+    with pytest.raises(ValueError) as err:
+        profile_from_mapping(data, where="x.yaml")
+    assert message in str(err.value) and "x.yaml" in str(err.value)
+
+
+def test_unknown_name_lists_known_profiles():
+    with pytest.raises(KeyError) as err:
+        load_hardware("h900")
+    assert "h100-sxm" in err.value.args[0] and "mi300x" in err.value.args[0]
+
+
+def test_invalid_yaml_names_the_line(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("name: x\npeak_flop_per_s: [1\n")
+    with pytest.raises(ValueError, match="not valid YAML at line"):
+        load_hardware(str(path))
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        load_hardware(str(tmp_path / "nope.yaml"))
+
+
+def test_mapping_round_trip():
+    hw = load_hardware("l40s")
+    assert profile_from_mapping(profile_to_mapping(hw)) == hw
+
+
+def test_profiles_are_frozen_and_replace_validates():
+    hw = load_hardware("h100-sxm")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        hw.compute_eff = 0.9  # type: ignore[misc]
+    with pytest.raises(ValueError, match="compute_eff"):
+        dataclasses.replace(hw, compute_eff=2.0)
+
+
+def test_per_layer_overhead_adds_per_layer():
+    hw = HardwareProfile("x", 1e12, 1e12, 1e9, overhead_s=1e-4, per_layer_overhead_s=1e-5)
+    assert hw.overhead_for(32) == pytest.approx(1e-4 + 32e-5)
+
+
+def test_every_builtin_yaml_file_is_valid():
+    for path in builtin_dir().glob("*.yaml"):
+        assert load_hardware(str(path)).name == path.stem

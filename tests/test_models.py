@@ -1,0 +1,148 @@
+"""Model shapes: parameter counts from the shape, bytes by dtype, config.json reading."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from specsim.models import ModelShape, builtin_model_names, get_model, model_from_hf_config
+
+
+@pytest.mark.parametrize(
+    "name, params",
+    [
+        # Counts Hugging Face reports for the published checkpoints.
+        ("llama-3.1-8b", 8_030_261_248),
+        ("llama-3.2-1b", 1_235_814_400),
+        ("llama-3.1-70b", 70_553_706_496),
+        ("llama-3.2-3b", 3_212_749_824),
+        ("qwen2.5-7b", 7_615_616_512),
+        ("qwen2.5-0.5b", 494_032_768),
+    ],
+)
+def test_parameter_counts_from_the_shape(name, params):
+    assert get_model(name).params == params
+
+
+def test_article_presets_are_round_and_stream_all_weights():
+    big, small = get_model("article-8b"), get_model("article-1b")
+    assert (big.params, small.params) == (8_000_000_000, 1_000_000_000)
+    assert big.streamed_weight_bytes == 2 * 8e9 and small.streamed_weight_bytes == 2 * 1e9
+    # KV shapes of Llama-3.1-8B and Llama-3.2-1B (article-model.md).
+    assert big.kv_bytes_per_token == 131_072 and small.kv_bytes_per_token == 32_768
+
+
+def test_untied_embedding_table_is_not_streamed_but_tied_head_is():
+    big = get_model("llama-3.1-8b")
+    assert big.streamed_params == big.params - 128256 * 4096
+    small = get_model("llama-3.2-1b")
+    assert small.streamed_params == small.params
+
+
+@pytest.mark.parametrize("dtype, factor", [("bf16", 2.0), ("fp16", 2.0), ("fp8", 1.0), ("int4", 0.5)])
+def test_weight_bytes_by_dtype(dtype, factor):
+    model = get_model("llama-3.1-8b", weight_dtype=dtype)
+    assert model.weight_bytes == model.params * factor
+    # KV cache keeps its own dtype.
+    assert model.kv_bytes_per_token == 131_072
+
+
+def test_fp8_kv_cache_halves_kv_bytes():
+    assert get_model("llama-3.1-8b", kv_dtype="fp8").kv_bytes_per_token == 65_536
+
+
+def test_unknown_dtype_is_rejected():
+    with pytest.raises(ValueError, match="weight_dtype must be one of"):
+        get_model("llama-3.1-8b", weight_dtype="fp4x")
+
+
+LLAMA_1B_CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "hidden_size": 2048,
+    "intermediate_size": 8192,
+    "num_hidden_layers": 16,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 64,
+    "vocab_size": 128256,
+    "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
+}
+
+
+def test_config_json_matches_builtin(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA_1B_CONFIG))
+    model = get_model(str(path))
+    builtin = get_model("llama-3.2-1b")
+    assert model.params == builtin.params and model.kv_bytes_per_token == builtin.kv_bytes_per_token
+    # A folder holding config.json works too (a checkpoint directory).
+    assert get_model(str(tmp_path)).params == builtin.params
+
+
+def test_qwen2_config_gets_qkv_bias():
+    cfg = {
+        "architectures": ["Qwen2ForCausalLM"],
+        "hidden_size": 896,
+        "intermediate_size": 4864,
+        "num_hidden_layers": 24,
+        "num_attention_heads": 14,
+        "num_key_value_heads": 2,
+        "vocab_size": 151936,
+        "tie_word_embeddings": True,
+    }
+    assert model_from_hf_config(cfg).params == 494_032_768
+
+
+def test_mistral_config_defaults_head_dim():
+    cfg = {
+        "architectures": ["MistralForCausalLM"],
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 32768,
+        "tie_word_embeddings": False,
+    }
+    # Mistral-7B-v0.3: 7,248,023,552 parameters.
+    assert model_from_hf_config(cfg).params == 7_248_023_552
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"architectures": ["MixtralForCausalLM"]}, "unsupported architecture 'MixtralForCausalLM'"),
+        ({"architectures": []}, "missing key 'architectures'"),
+        ({"hidden_size": None}, "missing key 'hidden_size'"),
+        ({"num_hidden_layers": "32"}, "num_hidden_layers must be a positive integer"),
+        ({"vocab_size": -5}, "vocab_size must be a positive integer"),
+        ({"num_key_value_heads": 5}, "must be a multiple of n_kv_heads"),
+        ({"tie_word_embeddings": "yes"}, "tie_word_embeddings must be true or false"),
+    ],
+)
+def test_bad_configs_are_clear_errors(change, message):
+    cfg = {**LLAMA_1B_CONFIG, **change}
+    cfg = {k: v for k, v in cfg.items() if v is not None}
+    with pytest.raises(ValueError) as err:
+        model_from_hf_config(cfg, name="mine/config.json")
+    assert message in str(err.value) and "mine/config.json" in str(err.value)
+
+
+def test_unknown_model_lists_builtins():
+    with pytest.raises(KeyError) as err:
+        get_model("gpt-5")
+    assert all(name in err.value.args[0] for name in builtin_model_names())
+
+
+def test_not_json_is_a_clear_error(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        get_model(str(path))
+
+
+def test_shape_validation():
+    with pytest.raises(ValueError, match="n_layers must be a positive integer"):
+        ModelShape("x", 10, 8, 16, 0, 2, 1, 4)

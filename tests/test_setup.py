@@ -1,0 +1,30 @@
+"""The README's two set-up commands, and CI running the second one verbatim."""
+
+from __future__ import annotations
+
+import re
+
+
+def _commands(readme: str) -> list[str]:
+    # Set-up commands are the indented or fenced lines that create the virtual environment.
+    return [line.strip() for line in readme.splitlines() if re.match(r"^\s*python3 -m venv \.venv &&", line)]
+
+
+def test_readme_has_exactly_two_setup_commands(repo):
+    commands = _commands((repo / "README.md").read_text())
+    assert len(commands) == 2
+    main_job, tests = commands
+    assert main_job.endswith("specsim optimal-gamma")
+    assert tests.endswith("python -m pytest")
+
+
+def test_ci_runs_the_readme_test_command(repo):
+    tests = _commands((repo / "README.md").read_text())[1]
+    ci = (repo / ".ci" / "run").read_text()
+    assert tests in ci.splitlines()
+
+
+def test_torch_is_pinned_before_the_package_in_ci(repo):
+    # A looser torch pulls a multi-GB CUDA build; the exact CPU wheel lies on the CI machine.
+    tests = _commands((repo / "README.md").read_text())[1]
+    assert tests.index("torch==2.13.0") < tests.index("'.[test,harness]'")

@@ -1,0 +1,204 @@
+"""Tokens per step, speedup and optimal gamma: published values, limits, properties."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specsim.speedup import (
+    Deployment,
+    alpha_from_acceptance_length,
+    expected_tokens,
+    expected_tokens_per_position,
+    optimal_gamma_cost_ratio,
+    speedup_from_cost_ratio,
+    speedup_from_times,
+)
+
+alphas = st.floats(0.0, 1.0, allow_nan=False)
+gammas = st.integers(0, 64)
+costs = st.floats(0.0, 2.0, allow_nan=False)
+
+
+# -- E(alpha, gamma) -----------------------------------------------------------
+@given(alphas, gammas)
+def test_expected_tokens_bounds(alpha, gamma):
+    e = float(expected_tokens(alpha, gamma))
+    assert 1.0 - 1e-12 <= e <= gamma + 1 + 1e-9
+
+
+@given(alphas, gammas)
+def test_expected_tokens_equals_the_geometric_sum(alpha, gamma):
+    direct = sum(alpha**k for k in range(gamma + 1))
+    assert float(expected_tokens(alpha, gamma)) == pytest.approx(direct, rel=1e-9, abs=1e-12)
+
+
+@given(st.floats(0.0, 0.999), st.floats(1e-6, 0.5), st.integers(1, 32))
+def test_expected_tokens_increases_with_alpha(alpha, step, gamma):
+    higher = min(1.0, alpha + step)
+    assert float(expected_tokens(higher, gamma)) > float(expected_tokens(alpha, gamma))
+
+
+@given(st.integers(0, 64), st.floats(1e-15, 1e-6))
+def test_expected_tokens_is_continuous_at_alpha_one(gamma, eps):
+    # E -> gamma + 1 as alpha -> 1, with no cancellation blow-up.
+    near = float(expected_tokens(1.0 - eps, gamma))
+    assert near == pytest.approx(gamma + 1, rel=eps * gamma * (gamma + 1) + 1e-12)
+
+
+def test_expected_tokens_limits_are_exact():
+    assert float(expected_tokens(1.0, 7)) == 8.0
+    assert float(expected_tokens(0.0, 7)) == 1.0
+    assert float(expected_tokens(0.37, 0)) == 1.0
+    assert float(expected_tokens(1.0, 0)) == 1.0
+
+
+def test_expected_tokens_broadcasts():
+    e = expected_tokens(np.array([0.5, 0.8])[:, None], np.arange(5)[None, :])
+    assert e.shape == (2, 5)
+
+
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=16))
+def test_per_position_rates_reduce_to_alpha_when_equal(rates):
+    alpha = rates[0]
+    equal = [alpha] * len(rates)
+    assert float(expected_tokens_per_position(equal)) == pytest.approx(float(expected_tokens(alpha, len(rates))), rel=1e-12)
+    assert 1.0 <= float(expected_tokens_per_position(rates)) <= len(rates) + 1
+
+
+def test_per_position_rates_example():
+    # 1 + 0.9 + 0.9*0.7 + 0.9*0.7*0.5
+    assert float(expected_tokens_per_position([0.9, 0.7, 0.5])) == pytest.approx(1 + 0.9 + 0.63 + 0.315)
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.1, np.nan])
+def test_alpha_out_of_range_is_rejected(bad):
+    with pytest.raises(ValueError, match=r"alpha must be in \[0, 1\]"):
+        expected_tokens(bad, 4)
+
+
+def test_negative_or_fractional_gamma_is_rejected():
+    with pytest.raises(ValueError, match="gamma must be an integer >= 0"):
+        expected_tokens(0.5, -1)
+    with pytest.raises(ValueError, match="gamma must be an integer >= 0"):
+        expected_tokens(0.5, 2.5)
+
+
+# -- speedup -----------------------------------------------------------------------
+@given(alphas, costs)
+def test_speedup_is_one_at_gamma_zero(alpha, c):
+    assert float(speedup_from_cost_ratio(alpha, 0, c)) == 1.0
+    assert float(speedup_from_times(alpha, 0, 5e-3, 1e-3, 5e-3 * 1.0000001)) == 1.0
+
+
+@given(st.floats(0.0, 0.99), st.floats(1e-4, 0.5), st.integers(1, 32), costs)
+def test_speedup_increases_with_alpha(alpha, step, gamma, c):
+    higher = min(1.0, alpha + step)
+    assert float(speedup_from_cost_ratio(higher, gamma, c)) > float(speedup_from_cost_ratio(alpha, gamma, c))
+
+
+@given(alphas, costs)
+def test_speedup_needs_alpha_above_c_for_gamma_one(alpha, c):
+    # S > 1 requires alpha > c at least (article); for gamma = 1 it is exact: (1+a)/(1+c).
+    s = float(speedup_from_cost_ratio(alpha, 1, c))
+    assert (s > 1.0) == (alpha > c) or abs(alpha - c) < 1e-12
+
+
+@given(st.integers(0, 32), costs)
+def test_speedup_at_alpha_one_is_gamma_plus_one_over_cost(gamma, c):
+    assert float(speedup_from_cost_ratio(1.0, gamma, c)) == pytest.approx((gamma + 1) / (gamma * c + 1))
+
+
+@settings(max_examples=50)
+@given(alphas, st.integers(0, 16), st.floats(1e-4, 1.0), st.floats(1.0, 3.0))
+def test_times_form_matches_closed_form_when_verify_costs_a_step(alpha, gamma, c, t_target_ms):
+    t = t_target_ms * 1e-3
+    assert float(speedup_from_times(alpha, gamma, t, c * t, t)) == pytest.approx(float(speedup_from_cost_ratio(alpha, gamma, c)), rel=1e-12)
+
+
+def test_published_closed_form_optima():
+    # Article, "Expected tokens per step and speedup": c = 0.05.
+    g, s = optimal_gamma_cost_ratio([0.5, 0.7, 0.8, 0.9], 0.05)
+    assert g.tolist() == [3, 6, 8, 13]
+    assert np.round(s, 2).tolist() == [1.63, 2.35, 3.09, 4.67]
+
+
+def test_tie_rule_alpha_07_is_the_float64_argmax():
+    # article-model.md: gamma 5 and 6 differ by 2e-6; the exact argmax is 6.
+    s5 = float(speedup_from_cost_ratio(0.7, 5, 0.05))
+    s6 = float(speedup_from_cost_ratio(0.7, 6, 0.05))
+    assert 0 < s6 - s5 < 3e-6
+    assert optimal_gamma_cost_ratio(0.7, 0.05)[0].item() == 6
+    # With a tolerance the user asks for the shortest near-optimal draft.
+    assert optimal_gamma_cost_ratio(0.7, 0.05, rtol=1e-5)[0].item() == 5
+
+
+@given(alphas, costs, st.integers(0, 24))
+def test_optimal_gamma_is_the_best_on_the_grid(alpha, c, gamma_max):
+    g, s = optimal_gamma_cost_ratio(alpha, c, gamma_max)
+    grid = speedup_from_cost_ratio(alpha, np.arange(gamma_max + 1), c)
+    assert float(s) == grid.max()
+    assert int(g) == int(np.argmax(grid))
+    assert float(s) >= 1.0  # gamma = 0 is always available
+
+
+def test_no_speculation_when_draft_is_too_expensive():
+    g, s = optimal_gamma_cost_ratio(0.3, 0.5)
+    assert g.item() == 0 and s.item() == 1.0
+
+
+# -- inverse --------------------------------------------------------------------------
+@given(st.floats(0.0, 1.0), st.integers(1, 16))
+def test_alpha_from_acceptance_length_inverts_expected_tokens(alpha, gamma):
+    length = float(expected_tokens(alpha, gamma))
+    assert float(alpha_from_acceptance_length(length, gamma)) == pytest.approx(alpha, abs=1e-9)
+
+
+def test_alpha_from_vllm_style_counts():
+    # vLLM: mean acceptance length = 1 + accepted / drafts.  At gamma = 3 with
+    # 1000 drafts and 1952 accepted tokens, E = 2.952 -> alpha = 0.8 (1 + .8 + .64 + .512).
+    assert float(alpha_from_acceptance_length(1 + 1952 / 1000, 3)) == pytest.approx(0.8, abs=1e-9)
+
+
+@pytest.mark.parametrize("length, gamma", [(0.5, 4), (5.5, 4), (np.nan, 4), (2.0, 0)])
+def test_alpha_from_impossible_length_is_rejected(length, gamma):
+    with pytest.raises(ValueError):
+        alpha_from_acceptance_length(length, gamma)
+
+
+# -- deployments ---------------------------------------------------------------------
+def test_article_batch_speedups():
+    dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b")
+    s = dep.speedup(0.8, 4, np.array([1, 64, 128, 256]), 1128)
+    np.testing.assert_allclose(s, [1.8966, 1.8143, 1.4947, 1.2501], atol=5e-5)
+
+
+def test_optimal_gamma_broadcasts_and_matches_pointwise():
+    dep = Deployment.from_names()
+    alpha = np.array([0.6, 0.8])[:, None, None]
+    batch = np.array([1, 64, 512])[None, :, None]
+    context = np.array([512, 8192])[None, None, :]
+    best = dep.optimal_gamma(alpha, batch, context, gamma_max=12)
+    assert best.gamma.shape == (2, 3, 2)
+    for i, a in enumerate([0.6, 0.8]):
+        for j, b in enumerate([1, 64, 512]):
+            for k, L in enumerate([512, 8192]):
+                curve = dep.speedup(a, np.arange(13), b, L)
+                assert best.gamma[i, j, k] == int(np.argmax(curve))
+                assert best.speedup[i, j, k] == pytest.approx(curve.max(), rel=1e-15)
+
+
+def test_optimal_gamma_falls_with_batch_and_turns_off():
+    dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b")
+    best = dep.optimal_gamma(0.6, [1, 16, 64, 256, 1024], 128)
+    assert np.all(np.diff(best.gamma) <= 0)
+    assert best.gamma[-1] == 0 and best.speedup[-1] == 1.0
+    assert best.gamma[0] >= 2
+
+
+def test_at_limit_flags_a_capped_search():
+    dep = Deployment.from_names()
+    best = dep.optimal_gamma(0.99, [1], gamma_max=4)
+    assert best.gamma.item() == 4 and best.at_limit.item()

@@ -1,0 +1,96 @@
+"""The roofline step-time model: the article's numbers, its parts, broadcasting."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from specsim.hardware import load_hardware
+from specsim.models import get_model
+from specsim.steptime import step_time
+
+
+@pytest.fixture
+def h100():
+    return load_hardware("h100-sxm")
+
+
+def test_article_target_step_at_batch_1(h100):
+    # article-model.md: 6.525 ms, of which 0.028 ms arithmetic.
+    t = step_time(h100, get_model("article-8b"), 1, 1, 1128)
+    assert float(t.total_s) == pytest.approx(6.525e-3, abs=5e-7)
+    assert float(t.compute_s) == pytest.approx(0.028e-3, abs=5e-7)
+    assert t.bound.item() == "memory"
+
+
+def test_formula_term_by_term(h100):
+    model = get_model("article-8b")
+    b, q, L = 16, 5, 2000
+    t = step_time(h100, model, b, q, L)
+    flop = 2 * 8e9 * b * q + 4 * 32 * 32 * 128 * L * b * q
+    nbytes = 16e9 + 131072 * b * (L + q)
+    assert float(t.flop) == pytest.approx(flop, rel=1e-12)
+    assert float(t.bytes) == pytest.approx(nbytes, rel=1e-12)
+    assert float(t.compute_s) == pytest.approx(flop / (0.6 * 989e12), rel=1e-12)
+    assert float(t.memory_s) == pytest.approx(nbytes / (0.8 * 3.35e12), rel=1e-12)
+    assert float(t.total_s) == pytest.approx(0.5e-3 + max(flop / (0.6 * 989e12), nbytes / (0.8 * 3.35e12)), rel=1e-12)
+
+
+def test_broadcasts_over_batch_tokens_and_context(h100):
+    model = get_model("llama-3.1-8b")
+    batch = np.array([1, 8, 64, 256])
+    q = np.array([1, 5])[:, None, None]
+    L = np.array([0, 512, 8192])[None, None, :]
+    t = step_time(h100, model, batch[None, :, None], q, L)
+    assert t.total_s.shape == (2, 4, 3)
+    for i, qq in enumerate([1, 5]):
+        for j, bb in enumerate(batch):
+            for k, LL in enumerate([0, 512, 8192]):
+                one = step_time(h100, model, int(bb), qq, LL)
+                assert t.total_s[i, j, k] == pytest.approx(float(one.total_s), rel=1e-15)
+
+
+def test_decode_crosses_from_memory_to_compute_bound_near_the_ridge(h100):
+    # With no context, a 16-bit model's intensity is about b*q FLOP/byte: the
+    # pass turns compute-bound just past the ridge (221 tokens).
+    model = get_model("article-8b")
+    assert step_time(h100, model, 200, 1, 0).bound.item() == "memory"
+    assert step_time(h100, model, 240, 1, 0).bound.item() == "compute"
+
+
+def test_long_context_keeps_large_batches_memory_bound(h100):
+    # KV reads grow with L as fast as attention FLOPs, so intensity falls (MagicDec's point).
+    model = get_model("llama-3.1-8b")
+    short = step_time(h100, model, 256, 5, 512)
+    long = step_time(h100, model, 256, 5, 32768)
+    assert short.bound.item() == "compute" and long.bound.item() == "memory"
+    assert long.intensity_flop_per_byte < short.intensity_flop_per_byte
+
+
+def test_step_time_is_monotone_in_batch_tokens_and_context(h100):
+    model = get_model("llama-3.1-8b")
+    grid = np.arange(1, 513)
+    assert np.all(np.diff(step_time(h100, model, grid, 1, 1000).total_s) > 0)
+    assert np.all(np.diff(step_time(h100, model, 8, grid, 1000).total_s) > 0)
+    assert np.all(np.diff(step_time(h100, model, 8, 1, grid).total_s) > 0)
+
+
+def test_overhead_is_per_pass_and_per_layer(h100):
+    model = get_model("llama-3.1-8b")
+    base = step_time(h100, model, 1, 1, 0)
+    hw = dataclasses.replace(h100, per_layer_overhead_s=10e-6)
+    more = step_time(hw, model, 1, 1, 0)
+    assert float(more.total_s - base.total_s) == pytest.approx(32 * 10e-6, rel=1e-9)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"batch": 0}, "batch must be >= 1"),
+    ({"tokens_per_seq": 0}, "tokens_per_seq must be >= 1"),
+    ({"context": -1}, "context must be >= 0"),
+    ({"context": np.nan}, "context must be finite"),
+])
+def test_rejects_bad_shapes(h100, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        step_time(h100, get_model("llama-3.1-8b"), **kwargs)
