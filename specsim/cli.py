@@ -395,6 +395,24 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     return 0 if all(c.passed for c in checks) else 1
 
 
+def _cmd_figures(args: argparse.Namespace) -> int:
+    import time
+
+    from .figures import FIGURES, make_all
+
+    if args.list:
+        for spec in FIGURES:
+            print(spec.name)
+        return 0
+    start = time.perf_counter()
+    paths = make_all(args.out, args.only)
+    elapsed = time.perf_counter() - start
+    for path in paths:
+        print(path)
+    print(f"{len(paths)} files in {elapsed:.1f} s", file=sys.stderr)
+    return 0
+
+
 # -- parser ----------------------------------------------------------------------
 def _add_deployment_args(p: argparse.ArgumentParser, *, defaults: bool = True) -> None:
     p.add_argument("--hardware", default=DEFAULT_HARDWARE if defaults else None,
@@ -466,6 +484,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", nargs="?", help="model name or config.json path (with show)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_models)
+
+    p = sub.add_parser("figures", help="regenerate every figure (PNG and SVG) with fixed file names")
+    p.add_argument("--out", default="figures", help="output folder, created if missing (default: figures)")
+    p.add_argument("--only", type=lambda text: [n.strip() for n in text.split(",") if n.strip()],
+                   help="comma-separated figure names (see --list)")
+    p.add_argument("--list", action="store_true", help="list the figure names and exit")
+    p.set_defaults(func=_cmd_figures)
 
     p = sub.add_parser("reproduce", help="recompute every number the reference article quotes; exit 0 only if all match")
     p.add_argument("--json", action="store_true", help="print JSON")

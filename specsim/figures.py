@@ -1,0 +1,465 @@
+"""Figures: every plot is a ``plot_*(data, *, ax=None)`` function over a table.
+
+The tables come from :mod:`specsim.sweep` (``figure_data`` below names the
+configuration of each committed figure); no plot computes physics of its own.
+Each ``plot_*`` draws on the axes it is given (or a new figure), never calls
+``plt.show()``, and returns what it drew so that notebooks and tests can read
+the data back.  :func:`make_all` regenerates every file in ``figures/`` with
+fixed names, as PNG (150 dpi) and SVG, byte-for-byte reproducible from the
+code (no timestamps, a fixed SVG hash salt).
+
+Figures
+    speedup-vs-gamma          article Figure 2: closed form at c = 0.05
+    speedup-vs-batch          article Figure 3: 8B target, 1B draft, H100
+    roofline                  attainable FLOP/s and where each pass sits
+    step-times                t_T, t_D, t_V with compute, memory and overhead parts
+    speedup-heatmaps          alpha x gamma at batch 1, batch x gamma at alpha 0.8
+    optimal-gamma-vs-batch    the gamma schedule a serving engine would use
+    speedup-vs-batch-devices  Figure 3 on H100, H200 and A100
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from ._io import atomic_write_bytes
+from .article import ARTICLE_CONTEXT_TOKENS, article_deployment
+from .hardware import HardwareProfile, load_hardware
+from .speedup import DEFAULT_CONTEXT_TOKENS, Deployment
+from .sweep import closed_form_table, optimal_gamma_table, pass_table, roofline_table, sweep
+
+__all__ = [
+    "FIGURES",
+    "make_all",
+    "plot_optimal_gamma_vs_batch",
+    "plot_roofline",
+    "plot_speedup_heatmap",
+    "plot_speedup_vs_batch",
+    "plot_speedup_vs_batch_devices",
+    "plot_speedup_vs_gamma",
+    "plot_step_times",
+]
+
+_BATCH_AXIS = np.arange(1, 513)
+_COLORS = ["#1b6ca8", "#d1495b", "#2e933c", "#edae49", "#7b4b94", "#00798c", "#6c757d"]
+
+
+def _axes(ax: Any = None, **subplots: Any) -> Any:
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    _, ax = plt.subplots(figsize=(7.5, 4.6), **subplots)
+    return ax
+
+
+def _log2_batch_axis(ax: Any, top: int = 512) -> None:
+    ax.set_xscale("log", base=2)
+    ticks = [2**k for k in range(0, int(np.log2(top)) + 1)]
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([str(t) for t in ticks])
+    ax.set_xlim(1, top)
+
+
+# -- 1. speedup against gamma (closed form) ------------------------------------------
+def plot_speedup_vs_gamma(table: pd.DataFrame, *, ax: Any = None) -> dict[str, Any]:
+    """Speedup against gamma, one curve per alpha, each optimum marked.
+
+    ``table`` is :func:`specsim.sweep.closed_form_table` output for one cost ratio.
+    Returns ``{"lines": {alpha: Line2D}, "optima": {alpha: (gamma, speedup)}}``.
+    """
+    ax = _axes(ax)
+    c = table.cost_ratio.unique()
+    if len(c) != 1:
+        raise ValueError(f"plot_speedup_vs_gamma needs one cost ratio, got {c.tolist()}")
+    lines, optima = {}, {}
+    for color, (alpha, group) in zip(_COLORS, table.groupby("alpha")):
+        group = group.sort_values("gamma")
+        (line,) = ax.plot(group.gamma, group.speedup, "-o", ms=3, color=color, label=f"α = {alpha:g}")
+        best = group.loc[group.speedup.idxmax()]  # first maximum: exact ties go to the smaller gamma
+        optima[float(alpha)] = (int(best.gamma), float(best.speedup))
+        ax.plot(best.gamma, best.speedup, "*", ms=14, color=color, markeredgecolor="black", zorder=5)
+        ax.annotate(f"γ*={int(best.gamma)}, {best.speedup:.2f}×", (best.gamma, best.speedup),
+                    textcoords="offset points", xytext=(0, 9), ha="center", fontsize=8.5)
+        lines[float(alpha)] = line
+    ax.axhline(1.0, color="gray", lw=1, ls="--")
+    ax.set_xlabel("γ (drafted tokens per step)")
+    ax.set_ylabel("speedup over plain decoding (×)")
+    ax.set_title(f"Speedup E/(γc+1) against γ at c = {c[0]:g} (verification = one decode step)")
+    ax.set_xlim(0, table.gamma.max())
+    ax.set_ylim(0.9, table.speedup.max() * 1.12)
+    ax.legend(loc="upper left", fontsize=9)
+    ax.grid(alpha=0.3)
+    return {"ax": ax, "lines": lines, "optima": optima}
+
+
+# -- 2. speedup against batch size -----------------------------------------------------
+def plot_speedup_vs_batch(
+    table: pd.DataFrame, *, ax: Any = None, curves: tuple[tuple[float, int], ...] = ((0.8, 4), (0.8, 8), (0.6, 4)),
+    marks: tuple[int, ...] = (1, 64, 128, 256), title: str | None = None,
+) -> dict[str, Any]:
+    """Speedup against batch size for (alpha, gamma) curves, with the break-even line.
+
+    ``table`` is :func:`specsim.sweep.sweep` output for one deployment and context.
+    The first curve's speedup is labelled at the ``marks`` batch sizes.
+    Returns ``{"lines": {(alpha, gamma): Line2D}, "break_even": Line2D, "crossings": {(alpha, gamma): batch or None}}``.
+    """
+    ax = _axes(ax)
+    lines, crossings = {}, {}
+    for i, (alpha, gamma) in enumerate(curves):
+        group = table[np.isclose(table.alpha, alpha) & (table.gamma == gamma)].sort_values("batch")
+        if group.empty:
+            raise ValueError(f"no rows for alpha={alpha}, gamma={gamma} in the table")
+        (line,) = ax.plot(group.batch, group.speedup, color=_COLORS[i], lw=2, label=f"α = {alpha:g}, γ = {gamma}")
+        lines[(alpha, gamma)] = line
+        below = group[group.speedup < 1.0]
+        crossings[(alpha, gamma)] = int(below.batch.iloc[0]) if len(below) else None
+        if crossings[(alpha, gamma)] is not None:
+            ax.plot(crossings[(alpha, gamma)], 1.0, "v", color=_COLORS[i], ms=8)
+        if i == 0:
+            for b in marks:
+                s = group[group.batch == b].speedup
+                if len(s):
+                    ax.plot(b, s.item(), "o", color=_COLORS[i], ms=6, markeredgecolor="black")
+                    first = b == group.batch.min()
+                    ax.annotate(f"{s.item():.2f} at b={b}", (b, s.item()), textcoords="offset points",
+                                xytext=(6, 6) if first else (-5, 6), ha="left" if first else "right", fontsize=9)
+    break_even = ax.axhline(1.0, color="black", lw=1, ls="--", label="break-even (no speedup)")
+    drawn = np.concatenate([line.get_ydata() for line in lines.values()])
+    ax.set_ylim(min(0.9, drawn.min() - 0.05), drawn.max() + 0.12)
+    _log2_batch_axis(ax, int(table.batch.max()))
+    ax.set_xlabel("batch size (sequences)")
+    ax.set_ylabel("speedup over plain decoding (×)")
+    if title is None:
+        row = table.iloc[0]
+        title = f"{row.target} target, {row.draft} draft on {row.hardware}, L = {int(row.context)}"
+    ax.set_title(title, fontsize=10)
+    ax.legend(loc="lower left", fontsize=9)
+    ax.grid(alpha=0.3, which="both")
+    return {"ax": ax, "lines": lines, "break_even": break_even, "crossings": crossings}
+
+
+# -- 3. roofline -------------------------------------------------------------------------
+def plot_roofline(
+    roof: pd.DataFrame, passes: pd.DataFrame, hardware: HardwareProfile, *, ax: Any = None
+) -> dict[str, Any]:
+    """Attainable FLOP/s against arithmetic intensity, with passes as points.
+
+    ``roof`` is :func:`specsim.sweep.roofline_table`; ``passes`` is
+    :func:`specsim.sweep.pass_table` (decode and verification rows are drawn).
+    Points sit on the roof at their intensity (overhead excluded); filled where
+    compute-bound, hollow where memory-bound.
+    """
+    ax = _axes(ax)
+    (roof_line,) = ax.plot(roof.intensity_flop_per_byte, roof.attainable_flop_per_s / 1e12, color="black", lw=2,
+                           label=f"roofline: {hardware.compute_eff:g}×{hardware.peak_flop_per_s / 1e12:.0f} TFLOP/s, "
+                                 f"{hardware.bandwidth_eff:g}×{hardware.peak_bytes_per_s / 1e12:.2f} TB/s")
+    ridge = hardware.ridge_flop_per_byte
+    ax.axvline(ridge, color="gray", ls=":", lw=1.2)
+    ax.annotate(f"ridge {ridge:.0f} FLOP/byte", (ridge, hardware.flop_per_s / 1e12), textcoords="offset points",
+                xytext=(6, -28), fontsize=9, color="dimgray")
+    points = {}
+    for color, (name, group) in zip(("#1b6ca8", "#d1495b"), passes[passes["pass"] != "draft step"].groupby("pass", sort=False)):
+        q = int(group.tokens_per_seq.iloc[0])
+        x = group.intensity_flop_per_byte.to_numpy()
+        y = np.minimum(hardware.flop_per_s, x * hardware.bytes_per_s) / 1e12
+        compute = (group.bound == "compute").to_numpy()
+        ax.scatter(x[~compute], y[~compute], s=46, facecolors="white", edgecolors=color, linewidths=1.8, zorder=4)  # memory-bound
+        pts = ax.scatter(x[compute], y[compute], s=46, color=color, zorder=4)
+        first = group.batch[group.bound == "compute"]
+        where = f"compute-bound from b={first.iloc[0]}" if len(first) else "memory-bound at every b shown"
+        ax.plot([], [], "o", color=color, label=f"{name} (q = {q}): {where}")
+        for b, xi, yi, on_roof in zip(group.batch, x, y, compute):
+            # Labels on the flat roof crowd together: tilt them upwards.
+            ax.annotate(f"b={b}", (xi, yi), textcoords="offset points", fontsize=7.5, color=color,
+                        xytext=(0, 7) if on_roof else (5, -12 if color == "#1b6ca8" else 5), rotation=60 if on_roof else 0)
+        points[name] = pts
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_ylim(top=hardware.flop_per_s / 1e12 * 3)
+    ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
+    ax.set_ylabel("attainable throughput (TFLOP/s)")
+    row = passes.iloc[0]
+    ax.set_title(f"Roofline of {hardware.name}: {row.model} passes at L = {int(row.context)} "
+                 "(filled: compute-bound, hollow: memory-bound)", fontsize=10)
+    ax.legend(loc="lower right", fontsize=8)
+    ax.grid(alpha=0.3, which="both")
+    return {"ax": ax, "roof": roof_line, "ridge": ridge, "points": points}
+
+
+# -- 4. step times -------------------------------------------------------------------------
+def plot_step_times(passes: pd.DataFrame, *, axes: Any = None) -> dict[str, Any]:
+    """t_T, t_D and t_V against batch size, one panel each, with their parts.
+
+    The overhead is the shaded band; dashed and dotted lines are overhead +
+    compute and overhead + memory; the step time (solid) is the larger.
+    ``passes`` is :func:`specsim.sweep.pass_table` for one context.
+    """
+    if axes is None:
+        import matplotlib.pyplot as plt
+
+        _, axes = plt.subplots(1, 3, figsize=(13, 4.4), sharey=True)
+    totals = {}
+    for ax, (name, group) in zip(axes, passes.groupby("pass", sort=False)):
+        group = group.sort_values("batch")
+        b = group.batch.to_numpy()
+        ms = 1e3
+        (total,) = ax.plot(b, group.step_time_s * ms, color="black", lw=5, alpha=0.3,
+                           label="step time = overhead + max(compute, memory)")
+        ax.fill_between(b, 1e-3, group.overhead_s * ms, color="#bbbbbb", alpha=0.6, label="overhead per pass")
+        ax.plot(b, group.memory_s * ms, "-", color="#1b6ca8", lw=1.6, label="memory time (weights + KV)")
+        ax.plot(b, group.compute_s * ms, "--", color="#d1495b", lw=1.6, label="compute time (matmuls + attention)")
+        totals[name] = total
+        cross = group[group.bound == "compute"]
+        if len(cross):
+            ax.axvline(cross.batch.iloc[0], color="#d1495b", lw=0.8, alpha=0.6)
+            ax.annotate(f"compute-bound\nfrom b={cross.batch.iloc[0]}", (cross.batch.iloc[0], group.step_time_s.max() * ms * 0.5),
+                        textcoords="offset points", xytext=(-4, 0), ha="right", fontsize=8, color="#d1495b")
+        _log2_batch_axis(ax, int(b.max()))
+        ax.set_yscale("log")
+        ax.set_ylim(bottom=min(group.compute_s.min(), group.overhead_s.min()) * ms * 0.5)
+        ax.set_xlabel("batch size (sequences)")
+        q = int(group.tokens_per_seq.iloc[0])
+        ax.set_title(f"{name}: {group.model.iloc[0]}, q = {q}", fontsize=10)
+        ax.grid(alpha=0.3, which="both")
+    axes[0].set_ylabel("time per forward pass (ms)")
+    axes[0].legend(loc="upper left", fontsize=8)
+    return {"axes": axes, "totals": totals}
+
+
+# -- 5. heat maps --------------------------------------------------------------------------
+def plot_speedup_heatmap(table: pd.DataFrame, row: str, *, ax: Any = None, title: str | None = None) -> dict[str, Any]:
+    """Speedup as a heat map over (``row``, gamma), with the optimal gamma traced.
+
+    ``row`` is "alpha" or "batch"; ``table`` holds one value of the other axes.
+    Colours diverge at 1 (red: slower than plain decoding, blue: faster).
+    Returns ``{"image": AxesImage, "trace": Line2D, "optimal": Series of best gamma per row}``.
+    """
+    from matplotlib.colors import TwoSlopeNorm
+
+    ax = _axes(ax)
+    grid = table.pivot_table(index=row, columns="gamma", values="speedup")
+    values = grid.to_numpy()
+    norm = TwoSlopeNorm(vmin=min(values.min(), 0.99), vcenter=1.0, vmax=max(values.max(), 1.01))
+    image = ax.imshow(values, origin="lower", aspect="auto", cmap="RdBu", norm=norm,
+                      extent=(grid.columns.min() - 0.5, grid.columns.max() + 0.5, -0.5, len(grid.index) - 0.5))
+    optimal = grid.idxmax(axis=1)  # first maximum per row: ties go to the smaller gamma
+    (trace,) = ax.plot(optimal.to_numpy(), np.arange(len(grid.index)), "-o", color="black", lw=1.8, ms=3.5,
+                       label="optimal γ")
+    # Break-even contour over gamma >= 1 (gamma = 0 is exactly 1 everywhere).
+    speculating = grid.columns.to_numpy() >= 1
+    ax.contour(grid.columns.to_numpy()[speculating], np.arange(len(grid.index)), values[:, speculating], levels=[1.0],
+               colors="black", linewidths=1.0, linestyles="--")
+    labels = grid.index.to_numpy()
+    step = max(1, len(labels) // 10)
+    ax.set_yticks(np.arange(len(labels))[::step])
+    ax.set_yticklabels([f"{v:g}" for v in labels[::step]])
+    ax.set_xlabel("γ (drafted tokens per step)")
+    ax.set_ylabel({"alpha": "α (acceptance rate)", "batch": "batch size (sequences)"}.get(row, row))
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.legend(loc="upper right", fontsize=8)
+    colorbar = ax.figure.colorbar(image, ax=ax, label="speedup (×); dashed: break-even")
+    return {"ax": ax, "image": image, "trace": trace, "optimal": optimal, "colorbar": colorbar}
+
+
+# -- 6. optimal gamma schedule -----------------------------------------------------------------
+def plot_optimal_gamma_vs_batch(table: pd.DataFrame, *, ax: Any = None, title: str | None = None) -> dict[str, Any]:
+    """Optimal gamma against batch size, one step curve per alpha.
+
+    ``table`` is :func:`specsim.sweep.optimal_gamma_table` for one context.
+    Where speculation stops paying (gamma = 0) the curve ends with a cross and
+    the batch size is labelled.  Returns ``{"lines": {alpha: Line2D}, "off_from": {alpha: batch or None}}``.
+    """
+    ax = _axes(ax)
+    lines, off_from = {}, {}
+    for color, (alpha, group) in zip(_COLORS, table.groupby("alpha")):
+        group = group.sort_values("batch")
+        (line,) = ax.step(group.batch, group.gamma, where="post", color=color, lw=2, label=f"α = {alpha:g}")
+        lines[float(alpha)] = line
+        off = group[group.gamma == 0]
+        off_from[float(alpha)] = int(off.batch.iloc[0]) if len(off) else None
+        if off_from[float(alpha)] is not None:
+            ax.plot(off_from[float(alpha)], 0, "X", color=color, ms=9, markeredgecolor="black", zorder=5)
+    offs = [f"α = {a:g}: b ≥ {b}" for a, b in off_from.items() if b is not None]
+    if offs:
+        ax.text(0.02, 0.97, "speculation off (X) from\n" + "\n".join(offs), transform=ax.transAxes, va="top",
+                fontsize=8.5, bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.9, "edgecolor": "#999999"})
+    _log2_batch_axis(ax, int(table.batch.max()))
+    ax.set_xlabel("batch size (sequences)")
+    ax.set_ylabel("optimal γ (0 = speculation off)")
+    ax.set_ylim(-0.5, table.gamma.max() + 4)
+    if title is None:
+        row = table.iloc[0]
+        title = f"{row.target} + {row.draft} on {row.hardware}, L = {int(row.context)}"
+    ax.set_title(title, fontsize=10)
+    ax.legend(loc="upper right", fontsize=8, ncol=2)
+    ax.grid(alpha=0.3, which="both")
+    return {"ax": ax, "lines": lines, "off_from": off_from}
+
+
+# -- 7. devices side by side -----------------------------------------------------------------
+def plot_speedup_vs_batch_devices(table: pd.DataFrame, *, axes: Any = None) -> dict[str, Any]:
+    """Figure 3 per device, side by side, with where verification turns compute-bound.
+
+    ``table`` is :func:`specsim.sweep.sweep` over several hardware profiles.
+    The dotted line is the first batch size at which the alpha = 0.8, gamma = 4
+    verification pass is compute-bound; the speedup falls from there, so the
+    crossover moves right as the device's ridge grows.
+    """
+    names = list(dict.fromkeys(table.hardware))
+    alpha, gamma = 0.8, 4
+    if axes is None:
+        import matplotlib.pyplot as plt
+
+        _, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 4.4), sharey=True)
+    panels = {}
+    for ax, name in zip(np.atleast_1d(axes), names):
+        hw = load_hardware(name)
+        rows = table[table.hardware == name]
+        row = rows.iloc[0]
+        drawn = plot_speedup_vs_batch(rows, ax=ax, marks=(), title=f"{name}: ridge {hw.ridge_flop_per_byte:.0f} FLOP/byte")
+        curve = rows[np.isclose(rows.alpha, alpha) & (rows.gamma == gamma)]
+        compute = curve[curve.bound_verify == "compute"].batch
+        if len(compute):
+            ax.axvline(compute.min(), color="gray", ls=":", lw=1.2)
+            ax.annotate(f"γ={gamma} verification\ncompute-bound from b={compute.min()}", (compute.min(), 1.0),
+                        textcoords="offset points", xytext=(-4, 75), ha="right", fontsize=8, color="dimgray")
+        cross = drawn["crossings"][(alpha, gamma)]
+        if cross is not None:
+            ax.annotate(f"S < 1 from b={cross}", (cross, 1.0), textcoords="offset points", xytext=(4, 8), fontsize=8,
+                        color=_COLORS[0])
+        panels[name] = drawn
+    np.atleast_1d(axes)[0].figure.suptitle(
+        f"The same deployment on three devices: {row.target} target, {row.draft} draft, L = {int(row.context)}, "
+        "article efficiencies", fontsize=11)
+    np.atleast_1d(axes)[0].set_ylabel("speedup over plain decoding (×)")
+    for ax in np.atleast_1d(axes)[1:]:
+        ax.set_ylabel("")
+    return {"axes": axes, "panels": panels}
+
+
+# -- the committed figures ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FigureSpec:
+    """One committed figure: its file stem, size and how to draw it."""
+
+    name: str
+    size: tuple[float, float]
+    draw: Callable[[Any], dict[str, Any]]
+    panels: int = 1
+
+
+def _fig_speedup_vs_gamma(fig: Any) -> dict[str, Any]:
+    table = closed_form_table(alpha=[0.5, 0.6, 0.7, 0.8, 0.9], gamma=range(0, 17), cost_ratio=0.05)
+    return plot_speedup_vs_gamma(table, ax=fig.subplots())
+
+
+def _article_sweep(hardware: Any = None) -> pd.DataFrame:
+    dep = article_deployment()
+    return sweep(alpha=[0.6, 0.8], gamma=[4, 8], batch=_BATCH_AXIS, context=ARTICLE_CONTEXT_TOKENS,
+                 hardware=hardware if hardware is not None else dep.hardware, pairs=(dep.target, dep.draft))
+
+
+def _fig_speedup_vs_batch(fig: Any) -> dict[str, Any]:
+    return plot_speedup_vs_batch(
+        _article_sweep(), ax=fig.subplots(),
+        title="Article Figure 3: 8B target, 1B draft, H100 SXM (article preset), L = 1128",
+    )
+
+
+def _fig_roofline(fig: Any) -> dict[str, Any]:
+    dep = Deployment.from_names()
+    passes = pass_table(dep, batch=[1, 4, 16, 64, 128, 256, 512], gamma=4, context=DEFAULT_CONTEXT_TOKENS)
+    roof = roofline_table(dep.hardware, np.geomspace(0.5, 5000, 400))
+    return plot_roofline(roof, passes, dep.hardware, ax=fig.subplots())
+
+
+def _fig_step_times(fig: Any) -> dict[str, Any]:
+    dep = Deployment.from_names()
+    return plot_step_times(pass_table(dep, batch=_BATCH_AXIS, gamma=4, context=DEFAULT_CONTEXT_TOKENS),
+                           axes=fig.subplots(1, 3, sharey=True))
+
+
+def _fig_heatmaps(fig: Any) -> dict[str, Any]:
+    dep = Deployment.from_names()
+    left, right = fig.subplots(1, 2)
+    by_alpha = sweep(alpha=np.round(np.arange(0.30, 1.0001, 0.025), 3), gamma=range(0, 17), batch=1,
+                     hardware=dep.hardware, pairs=(dep.target, dep.draft))
+    by_batch = sweep(alpha=0.8, gamma=range(0, 17), batch=[2**k for k in range(0, 11)], hardware=dep.hardware,
+                     pairs=(dep.target, dep.draft))
+    a = plot_speedup_heatmap(by_alpha, "alpha", ax=left,
+                             title=f"batch 1: {dep.target.name} + {dep.draft.name}, {dep.hardware.name}, L = {DEFAULT_CONTEXT_TOKENS}")
+    b = plot_speedup_heatmap(by_batch, "batch", ax=right, title="α = 0.8: the best γ shrinks as the batch grows")
+    return {"alpha": a, "batch": b}
+
+
+def _fig_optimal_gamma(fig: Any) -> dict[str, Any]:
+    left, right = fig.subplots(1, 2, sharey=True)
+    out = {}
+    for ax, context in ((left, 128), (right, DEFAULT_CONTEXT_TOKENS)):
+        table = optimal_gamma_table(alpha=[0.5, 0.6, 0.7, 0.8, 0.9], batch=_BATCH_AXIS, context=context)
+        row = table.iloc[0]
+        out[context] = plot_optimal_gamma_vs_batch(
+            table, ax=ax, title=f"{row.target} + {row.draft} on {row.hardware}, L = {context}"
+            + ("" if (table.gamma == 0).any() else ": γ ≥ 1 pays up to b = 512"))
+    right.set_ylabel("")
+    return out
+
+
+def _fig_devices(fig: Any) -> dict[str, Any]:
+    table = _article_sweep(hardware=["h100-sxm", "h200", "a100-sxm-80gb"])
+    return plot_speedup_vs_batch_devices(table, axes=fig.subplots(1, 3, sharey=True))
+
+
+FIGURES: tuple[FigureSpec, ...] = (
+    FigureSpec("speedup-vs-gamma", (7.5, 4.6), _fig_speedup_vs_gamma),
+    FigureSpec("speedup-vs-batch", (7.5, 4.6), _fig_speedup_vs_batch),
+    FigureSpec("roofline", (7.5, 5.2), _fig_roofline),
+    FigureSpec("step-times", (14, 4.6), _fig_step_times, 3),
+    FigureSpec("speedup-heatmaps", (14, 5.2), _fig_heatmaps, 2),
+    FigureSpec("optimal-gamma-vs-batch", (13, 4.6), _fig_optimal_gamma, 2),
+    FigureSpec("speedup-vs-batch-devices", (15, 4.6), _fig_devices, 3),
+)
+
+
+def render(spec: FigureSpec) -> tuple[Any, dict[str, Any]]:
+    """Draw one committed figure on a new (pyplot-free) Figure."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=spec.size, layout="constrained")
+    return fig, spec.draw(fig)
+
+
+def make_all(outdir: str | Path = "figures", names: list[str] | None = None) -> list[Path]:
+    """Regenerate the committed figures as PNG and SVG in ``outdir``.
+
+    Files are written atomically; the output is deterministic (no dates in the
+    metadata, a fixed SVG hash salt).  Returns the paths written.
+    """
+    import matplotlib
+
+    known = {spec.name: spec for spec in FIGURES}
+    chosen = names or list(known)
+    unknown = [n for n in chosen if n not in known]
+    if unknown:
+        raise KeyError(f"unknown figure(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    with matplotlib.rc_context({"svg.hashsalt": "specsim", "font.size": 10}):
+        for name in chosen:
+            fig, _ = render(known[name])
+            # PNG keeps matplotlib's "Software" tag (its version); SVG drops the date.
+            for fmt, meta in (("png", {}), ("svg", {"Date": None})):
+                buffer = io.BytesIO()
+                fig.savefig(buffer, format=fmt, dpi=150, metadata=meta)
+                written.append(atomic_write_bytes(out / f"{name}.{fmt}", buffer.getvalue()))
+    return written
+

@@ -1,0 +1,129 @@
+"""Figures: the data each one draws, read back from the returned artists."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from specsim.figures import FIGURES, make_all, render  # noqa: E402
+from specsim.sweep import optimal_gamma_table  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def drawn():
+    return {spec.name: render(spec)[1] for spec in FIGURES}
+
+
+def _y_at(line, x):
+    xs, ys = np.asarray(line.get_xdata()), np.asarray(line.get_ydata())
+    return float(ys[np.flatnonzero(xs == x)[0]])
+
+
+def test_figure_names_are_fixed():
+    assert [spec.name for spec in FIGURES] == [
+        "speedup-vs-gamma", "speedup-vs-batch", "roofline", "step-times", "speedup-heatmaps",
+        "optimal-gamma-vs-batch", "speedup-vs-batch-devices",
+    ]
+
+
+def test_speedup_vs_gamma_marks_the_article_optima(drawn):
+    # Article Figure 2 (c = 0.05): optima gamma = 3, 6, 8, 13 with 1.63, 2.35, 3.09, 4.67.
+    optima = drawn["speedup-vs-gamma"]["optima"]
+    assert {a: g for a, (g, _) in optima.items() if a != 0.6} == {0.5: 3, 0.7: 6, 0.8: 8, 0.9: 13}
+    assert [round(optima[a][1], 2) for a in (0.5, 0.7, 0.8, 0.9)] == [1.63, 2.35, 3.09, 4.67]
+    # Each drawn curve peaks where its star is.
+    for alpha, line in drawn["speedup-vs-gamma"]["lines"].items():
+        assert int(np.argmax(line.get_ydata())) == optima[alpha][0]
+
+
+def test_speedup_vs_batch_passes_through_the_quoted_speedups(drawn):
+    # Article Figure 3: 1.90 at batch 1, 1.81 at 64, 1.49 at 128, 1.25 at 256 (within 0.005).
+    lines = drawn["speedup-vs-batch"]["lines"]
+    for batch, quoted in ((1, 1.90), (64, 1.81), (128, 1.49), (256, 1.25)):
+        assert abs(_y_at(lines[(0.8, 4)], batch) - quoted) < 0.005
+    assert _y_at(lines[(0.8, 8)], 256) < 1.0
+    assert abs(_y_at(lines[(0.6, 4)], 256) - 0.86) < 0.005
+    assert drawn["speedup-vs-batch"]["break_even"].get_ydata()[0] == 1.0
+
+
+def test_roofline_marks_the_ridge_and_the_compute_bound_verification(drawn):
+    fig = drawn["roofline"]
+    assert fig["ridge"] == pytest.approx(221.4, abs=0.05)
+    # Decode at L = 1128 stays memory-bound (no filled points); verification at b >= 128 is compute-bound.
+    assert len(fig["points"]["target decode"].get_offsets()) == 0
+    filled = fig["points"]["verification"].get_offsets()
+    assert len(filled) >= 2 and np.all(filled[:, 0] > 221.4)
+
+
+def test_step_times_show_verification_dearer_than_decode_at_large_batch(drawn):
+    totals = drawn["step-times"]["totals"]
+    assert _y_at(totals["verification"], 1) == pytest.approx(_y_at(totals["target decode"], 1), rel=1e-3)
+    assert _y_at(totals["verification"], 512) > 1.5 * _y_at(totals["target decode"], 512)
+
+
+def test_heatmap_traces_the_optimal_gamma(drawn):
+    batch_panel = drawn["speedup-heatmaps"]["batch"]
+    expected = optimal_gamma_table(alpha=0.8, batch=[2**k for k in range(11)], gamma_max=16).gamma.to_numpy()
+    np.testing.assert_array_equal(np.asarray(batch_panel["trace"].get_xdata()), expected)
+    alpha_panel = drawn["speedup-heatmaps"]["alpha"]
+    assert np.all(np.diff(alpha_panel["trace"].get_xdata()) >= 0)  # higher alpha -> longer drafts
+
+
+def test_optimal_gamma_schedule_turns_off_later_for_higher_alpha(drawn):
+    short = drawn["optimal-gamma-vs-batch"][128]["off_from"]
+    values = [short[a] for a in sorted(short)]
+    assert all(v is not None for v in values) and values == sorted(values)
+    table = optimal_gamma_table(alpha=0.8, batch=np.arange(1, 513), context=128)
+    assert short[0.8] == int(table[table.gamma == 0].batch.min())
+    # At L = 1128 the KV reads keep verification cheap enough that gamma >= 1 pays up to 512.
+    assert all(v is None for v in drawn["optimal-gamma-vs-batch"][1128]["off_from"].values())
+
+
+def test_devices_crossover_moves_with_the_ridge(drawn):
+    panels = drawn["speedup-vs-batch-devices"]["panels"]
+    cross = {name: panel["crossings"][(0.8, 4)] for name, panel in panels.items()}
+    # Ridge: H100 221 > H200 155 > A100 115 FLOP/byte; a lower ridge breaks even at a smaller batch.
+    assert cross["h100-sxm"] is None or cross["h100-sxm"] > cross["h200"]
+    assert cross["h200"] > cross["a100-sxm-80gb"]
+
+
+def test_make_all_writes_png_and_svg_deterministically(tmp_path):
+    first = make_all(tmp_path / "a", ["speedup-vs-gamma"])
+    second = make_all(tmp_path / "b", ["speedup-vs-gamma"])
+    assert [p.name for p in first] == ["speedup-vs-gamma.png", "speedup-vs-gamma.svg"]
+    for a, b in zip(first, second):
+        assert a.read_bytes() == b.read_bytes()
+    assert first[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not list((tmp_path / "a").glob(".*.tmp"))
+
+
+def test_committed_figures_are_current(repo, tmp_path):
+    # figures/ holds exactly what make_all produces now (PNG compared byte for byte).
+    import matplotlib
+    from PIL import Image
+
+    committed = repo / "figures"
+    with Image.open(committed / "speedup-vs-batch.png") as image:
+        made_with = image.info.get("Software", "")
+    if matplotlib.__version__ not in made_with:
+        pytest.skip(f"figures were rendered by {made_with!r}; this is matplotlib {matplotlib.__version__}")
+    fresh = make_all(tmp_path, ["speedup-vs-batch"])
+    assert (committed / "speedup-vs-batch.png").read_bytes() == fresh[0].read_bytes()
+    for spec in FIGURES:
+        assert (committed / f"{spec.name}.png").exists() and (committed / f"{spec.name}.svg").exists()
+
+
+def test_unknown_figure_name_lists_the_known_ones(tmp_path):
+    with pytest.raises(KeyError, match="known: speedup-vs-gamma"):
+        make_all(tmp_path, ["nope"])
+
+
+def test_cli_figures(tmp_path, capsys):
+    from specsim.cli import main
+
+    assert main(["figures", "--out", str(tmp_path), "--only", "roofline"]) == 0
+    assert (tmp_path / "roofline.png").stat().st_size > 10_000
+    assert main(["figures", "--only", "nope", "--out", str(tmp_path)]) == 2
+    assert "unknown figure" in capsys.readouterr().err
