@@ -259,6 +259,9 @@ def get_model(name_or_path: str | Path, *, weight_dtype: str | None = None, kv_d
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise ValueError(f"model config {str(path)!r}: not valid JSON ({err})") from None
         model = model_from_hf_config(config, name=str(path))
+        # "path/to/my-finetune/config.json" is called "my-finetune" in tables and plots.
+        if path.name == "config.json" and path.resolve().parent.name:
+            model = dataclasses.replace(model, name=path.resolve().parent.name)
     changes = {k: v for k, v in (("weight_dtype", weight_dtype), ("kv_dtype", kv_dtype)) if v is not None}
     return dataclasses.replace(model, **changes) if changes else model
 
