@@ -19,6 +19,8 @@ import sys
 from typing import Any, Callable, Sequence
 
 from . import __version__
+from .capacity import DEFAULT_MEMORY_UTILIZATION
+from .schedule import DEFAULT_MAX_BATCH
 from .speedup import (
     DEFAULT_ALPHA,
     DEFAULT_BATCHES,
@@ -91,6 +93,13 @@ def _int_list(minimum: int, what: str) -> Callable[[str], list[int]]:
     return parse
 
 
+def _fraction(text: str) -> float:
+    value = _float(text)
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
+    return value
+
+
 _gamma = _int_at_least(0, "gamma")
 _gamma_max = _int_at_least(0, "gamma-max")
 _context = _int_at_least(0, "context")
@@ -148,10 +157,13 @@ def _describe(dep, context: int) -> str:
 def _cmd_optimal_gamma(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from .capacity import capacity
+
     dep = _deployment(args)
     batches = np.array(args.batch, dtype=float)
     best = dep.optimal_gamma(args.alpha, batches, args.context, args.gamma_max, args.rtol)
     times = best.times
+    cap = capacity(dep, args.max_context or args.context, args.memory_util)
     rows = []
     for i, batch in enumerate(args.batch):
         gamma = int(best.gamma[i])
@@ -168,6 +180,8 @@ def _cmd_optimal_gamma(args: argparse.Namespace) -> int:
             "bound_draft": str(times.draft.bound[i]),
             "bound_verify": str(times.verify.bound[i]),
             "at_gamma_max": bool(best.at_limit[i]),
+            "fits_without_draft": batch <= cap.max_batch_without_draft,
+            "fits_with_draft": batch <= cap.max_batch_with_draft,
             "recommendation": (f"speculate with gamma={gamma}" if gamma > 0 else "turn speculation off"),
         }
         rows.append(row)
@@ -176,11 +190,15 @@ def _cmd_optimal_gamma(args: argparse.Namespace) -> int:
         return 0
     print(_describe(dep, args.context))
     print(f"alpha {args.alpha:g}; gamma searched over 0..{args.gamma_max}" + (f" (smallest within {args.rtol:g} of best)" if args.rtol else ""))
+    for line in _capacity_summary(cap, dep):
+        print(line)
     print()
     headers = ["batch", "gamma", "speedup", "t_T ms", "t_D ms", "t_V ms", "c", "bound T/D/V", "recommendation"]
     table_rows = []
     for r in rows:
         rec = r["recommendation"] + (" (at --gamma-max; raise it)" if r["at_gamma_max"] else "")
+        if not r["fits_with_draft"]:
+            rec += "; does not fit in memory" + (" with the draft" if r["fits_without_draft"] else "")
         bounds = "/".join(_short_bound(r[k]) for k in ("bound_target", "bound_draft", "bound_verify"))
         table_rows.append(
             [r["batch"], r["gamma"], f"{r['speedup']:.3f}", _ms(r["t_target_s"]), _ms(r["t_draft_s"]),
@@ -297,13 +315,162 @@ def _cmd_steptime(args: argparse.Namespace) -> int:
 def _cmd_alpha(args: argparse.Namespace) -> int:
     from .speedup import alpha_from_acceptance_length
 
+    if args.metrics is not None:
+        if args.acceptance_length is not None:
+            raise ValueError("give either --metrics FILE or --acceptance-length X with --gamma G, not both")
+        return _alpha_from_metrics(args)
     if args.acceptance_length is None or args.gamma is None:
-        raise ValueError("give --acceptance-length X and --gamma G (the gamma the measurement used)")
+        raise ValueError("give --acceptance-length X and --gamma G (the gamma the measurement used), or --metrics FILE")
     alpha = float(alpha_from_acceptance_length(args.acceptance_length, args.gamma))
     if args.json:
         _print_json({"alpha": alpha, "acceptance_length": args.acceptance_length, "gamma": args.gamma})
     else:
         print(f"alpha = {alpha:.4f}  (mean acceptance length {args.acceptance_length:g} at gamma {args.gamma})")
+    return 0
+
+
+def _alpha_from_metrics(args: argparse.Namespace) -> int:
+    from .metrics import read_metrics_file
+
+    m = read_metrics_file(args.metrics, args.model_name)
+    far = m.independence_deviation()
+    out = {
+        "alpha": m.alpha,
+        "gamma": m.gamma,
+        "mean_acceptance_length": m.mean_acceptance_length,
+        "acceptance_rate": m.acceptance_rate,
+        "drafts": m.drafts,
+        "draft_tokens": m.draft_tokens,
+        "accepted_tokens": m.accepted_tokens,
+        "per_position_cumulative": m.cumulative_rates.tolist(),
+        "per_position_conditional": m.conditional_rates.tolist(),
+        "independent_alpha_consistent": not far,
+        "positions_far_from_alpha": far,
+    }
+    if args.json:
+        _print_json(out)
+        return 0
+    print(f"{args.metrics}: {m.drafts:,.0f} drafts of gamma = {m.gamma}, {m.accepted_tokens:,.0f} of {m.draft_tokens:,.0f} drafted tokens accepted")
+    print(f"mean acceptance length {m.mean_acceptance_length:.4f} tokens per target pass; implied alpha = {m.alpha:.4f}")
+    if m.accepted_per_position:
+        print()
+        print(_table(
+            ["position", "P(accepted so far)", "P(accepted | previous accepted)", "alpha model"],
+            [[k, f"{c:.4f}", f"{a:.4f}", f"{m.alpha ** (k + 1):.4f} / {m.alpha:.4f}"]
+             for k, (c, a) in enumerate(zip(m.cumulative_rates, m.conditional_rates))],
+            ">>><",
+        ))
+    if far:
+        print(f"\nwarning: the acceptance rate at position(s) {', '.join(map(str, far))} differs from alpha by more than "
+              "sampling noise: acceptance is not independent per position.  For gamma <= "
+              f"{m.gamma}, use the per-position rates (E = 1 + sum of P(accepted so far)) rather than one alpha.",
+              file=sys.stderr)
+    return 0
+
+
+def _capacity_summary(cap, dep) -> list[str]:
+    gb = 1e9
+    lines = [f"memory: {cap.memory_bytes / gb:.0f} GB x {cap.usable_bytes / cap.memory_bytes:g} usable = {cap.usable_bytes / gb:.1f} GB; "
+             f"weights {dep.target.name} {cap.target_weight_bytes / gb:.1f} GB + {dep.draft.name} {cap.draft_weight_bytes / gb:.1f} GB; "
+             f"KV per sequence at {cap.context_tokens} tokens {cap.target_kv_bytes_per_seq / gb:.3f} + {cap.draft_kv_bytes_per_seq / gb:.3f} GB"]
+    if not cap.target_fits:
+        lines.append(f"{dep.target.name} does not fit on {dep.hardware.name} in {dep.target.weight_dtype}: "
+                     f"its weights ({cap.target_weight_bytes / gb:.1f} GB) exceed the usable {cap.usable_bytes / gb:.1f} GB; "
+                     "use more GPUs (tensor parallelism), a smaller dtype (fp8, int4) or a larger device")
+    elif not cap.both_fit:
+        lines.append(f"{dep.target.name} fits but not with the {dep.draft.name} draft beside it")
+    else:
+        lines.append(f"max batch at {cap.context_tokens} tokens per sequence: {cap.max_batch_without_draft} without the draft, "
+                     f"{cap.max_batch_with_draft} with it")
+    return lines
+
+
+def _cmd_capacity(args: argparse.Namespace) -> int:
+    from .capacity import capacity
+
+    dep = _deployment(args)
+    cap = capacity(dep, args.context, args.memory_util)
+    if args.json:
+        _print_json({"hardware": dep.hardware.name, "target": dep.target.name, "draft": dep.draft.name, **cap.to_dict()})
+        return 0
+    for line in _capacity_summary(cap, dep):
+        print(line)
+    return 0
+
+
+def _cmd_schedule(args: argparse.Namespace) -> int:
+    from .capacity import capacity
+    from .schedule import gamma_schedule, to_trtllm, to_vllm
+
+    dep = _deployment(args)
+    ranges = gamma_schedule(dep, args.alpha, args.max_batch, args.context, args.gamma_max, args.min_gain)
+    draft_model = dep.draft.source or dep.draft.name
+    cap = capacity(dep, args.max_context or args.context, args.memory_util)
+    notes = []
+    if cap.max_batch_with_draft < args.max_batch:
+        notes.append(f"batch sizes above {cap.max_batch_with_draft} do not fit in memory with the draft at "
+                     f"{cap.context_tokens} tokens per sequence (specsim capacity)")
+    if args.format == "vllm":
+        config = to_vllm(ranges, draft_model)
+        if config is None:
+            print(f"# speculation does not pay (gain >= {args.min_gain:g}) at any batch size 1..{args.max_batch}: leave speculative_config unset")
+        else:
+            # One schedule entry per line: the form vLLM's documentation shows.
+            entries = ",\n    ".join(json.dumps(entry) for entry in config["num_speculative_tokens_per_batch_size"])
+            head = json.dumps({k: v for k, v in config.items() if k != "num_speculative_tokens_per_batch_size"}, indent=2)
+            print(head[:-2] + f',\n  "num_speculative_tokens_per_batch_size": [\n    {entries}\n  ]\n}}')
+    elif args.format == "trtllm":
+        config = to_trtllm(ranges, draft_model)
+        if config is None:
+            print(f"# speculation does not pay (gain >= {args.min_gain:g}) at batch 1: leave speculative_config unset")
+        else:
+            import yaml
+
+            print(yaml.safe_dump({"speculative_config": config}, sort_keys=False).rstrip())
+    elif args.format == "json":
+        _print_json([{"start_batch": r.start_batch, "end_batch": r.end_batch, "gamma": r.gamma,
+                      "min_speedup": r.min_speedup, "max_speedup": r.max_speedup} for r in ranges])
+    else:
+        print(_describe(dep, args.context))
+        print(f"alpha {args.alpha:g}; speculate only where the predicted speedup >= {args.min_gain:g}\n")
+        print(_table(["batch sizes", "gamma", "predicted speedup"],
+                     [[f"{r.start_batch}-{r.end_batch}", r.gamma,
+                       "off" if r.gamma == 0 else f"{r.min_speedup:.3f}-{r.max_speedup:.3f}"] for r in ranges], "<><"))
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from .capacity import capacity, throughput_table
+
+    dep = _deployment(args)
+    table = throughput_table(dep, args.alpha, args.batch, args.context, args.gamma, args.gamma_max,
+                             args.max_context, args.memory_util)
+    cap = capacity(dep, args.max_context or args.context, args.memory_util)
+    if args.json:
+        _print_json(table.to_dict(orient="records"))
+        return 0
+    print(_describe(dep, args.context))
+    print(f"alpha {args.alpha:g}; " + ("optimal gamma per batch size" if args.gamma is None else f"gamma fixed at {args.gamma}"))
+    for line in _capacity_summary(cap, dep):
+        print(line)
+    print()
+    rows = []
+    for r in table.itertuples():
+        fits = "yes" if r.fits_with_draft else ("plain only" if r.fits_without_draft else "no")
+        rows.append([r.batch, r.gamma, f"{r.latency_plain_s * 1e3:.2f}", f"{r.latency_spec_s * 1e3:.2f}",
+                     f"{r.tokens_per_s_seq_plain:.0f}", f"{r.tokens_per_s_seq_spec:.0f}",
+                     f"{r.tokens_per_s_plain:,.0f}", f"{r.tokens_per_s_spec:,.0f}", f"{r.speedup:.2f}", fits])
+    print(_table(["batch", "gamma", "ms/token plain", "ms/token spec", "tok/s/seq plain", "tok/s/seq spec",
+                  "device tok/s plain", "device tok/s spec", "speedup", "fits"], rows, ">>>>>>>>><"))
+    if cap.target_fits and cap.both_fit and cap.max_batch_with_draft > 0:
+        best = throughput_table(dep, args.alpha, [cap.max_batch_with_draft, max(cap.max_batch_without_draft, 1)], args.context,
+                                args.gamma, args.gamma_max, args.max_context, args.memory_util)
+        spec_peak, plain_peak = best.tokens_per_s_spec.iloc[0], best.tokens_per_s_plain.iloc[1]
+        print(f"\nat the largest batch that fits: {spec_peak:,.0f} tok/s with speculation (b = {cap.max_batch_with_draft}) "
+              f"against {plain_peak:,.0f} tok/s without the draft (b = {cap.max_batch_without_draft}): "
+              f"{spec_peak / plain_peak - 1:+.0%} device throughput")
     return 0
 
 
@@ -443,6 +610,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gamma-max", type=_gamma_max, default=DEFAULT_GAMMA_MAX, help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})")
     p.add_argument("--rtol", type=_nonneg_float, default=0.0,
                    help="pick the smallest gamma within this fraction of the best speedup (default 0: exact argmax)")
+    p.add_argument("--max-context", type=_int_at_least(1, "max-context"),
+                   help="tokens each sequence reserves (prompt + completion), for the memory check (default: --context)")
+    p.add_argument("--memory-util", type=_fraction, default=DEFAULT_MEMORY_UTILIZATION,
+                   help=f"fraction of device memory the engine uses (default {DEFAULT_MEMORY_UTILIZATION})")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_optimal_gamma)
 
@@ -466,12 +637,49 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_steptime)
 
-    p = sub.add_parser("alpha", help="alpha from a measured mean acceptance length",
-                       description="Invert E(alpha, gamma): vLLM's mean acceptance length is 1 + accepted/drafts.")
+    p = sub.add_parser("alpha", help="alpha from a measured mean acceptance length or a saved vLLM /metrics page",
+                       description="Invert E(alpha, gamma): vLLM's mean acceptance length is 1 + accepted/drafts. "
+                       "With --metrics, read vLLM's spec_decode counters and per-position acceptance.")
     p.add_argument("--acceptance-length", type=_float, help="mean tokens per verification pass, in [1, gamma+1]")
     p.add_argument("--gamma", type=_int_at_least(1, "gamma"), help="speculative tokens per step of the measurement")
+    p.add_argument("--metrics", help="a saved Prometheus /metrics page of a vLLM server")
+    p.add_argument("--model-name", help="with --metrics: the model_name label to read, if several")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_alpha)
+
+    p = sub.add_parser("capacity", help="memory: do the models fit, and the largest batch with and without the draft")
+    _add_deployment_args(p)
+    p.add_argument("--memory-util", type=_fraction, default=DEFAULT_MEMORY_UTILIZATION,
+                   help=f"fraction of device memory the engine uses (default {DEFAULT_MEMORY_UTILIZATION}, vLLM's gpu_memory_utilization)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_capacity)
+
+    p = sub.add_parser("schedule", help="batch-size-dependent gamma schedule for vLLM or TensorRT-LLM",
+                       description="The optimal gamma for every batch size 1..--max-batch, merged into ranges, "
+                       "printed as a vLLM speculative_config or a TensorRT-LLM speculative_config.")
+    p.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA, help=f"per-token acceptance rate (default {DEFAULT_ALPHA})")
+    _add_deployment_args(p)
+    p.add_argument("--max-batch", type=_int_at_least(1, "max-batch"), default=DEFAULT_MAX_BATCH,
+                   help=f"largest batch size (max_num_seqs) to schedule (default {DEFAULT_MAX_BATCH})")
+    p.add_argument("--min-gain", type=_float, default=1.0,
+                   help="speculate only where the predicted speedup is at least this (e.g. 1.05; default 1)")
+    p.add_argument("--gamma-max", type=_gamma_max, default=DEFAULT_GAMMA_MAX, help=f"largest gamma (default {DEFAULT_GAMMA_MAX})")
+    p.add_argument("--max-context", type=_int_at_least(1, "max-context"),
+                   help="tokens each sequence reserves, for the memory check (default: --context)")
+    p.add_argument("--memory-util", type=_fraction, default=DEFAULT_MEMORY_UTILIZATION, help="fraction of device memory used")
+    p.add_argument("--format", choices=["vllm", "trtllm", "json", "table"], default="table", help="output form (default table)")
+    p.set_defaults(func=_cmd_schedule)
+
+    p = sub.add_parser("compare", help="latency and throughput with and without speculation, per batch size")
+    p.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA, help=f"per-token acceptance rate (default {DEFAULT_ALPHA})")
+    _add_deployment_args(p)
+    p.add_argument("--gamma", type=_gamma, help="fixed gamma (default: the optimal gamma per batch size)")
+    p.add_argument("--gamma-max", type=_gamma_max, default=DEFAULT_GAMMA_MAX, help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})")
+    p.add_argument("--max-context", type=_int_at_least(1, "max-context"),
+                   help="tokens each sequence reserves, for the memory check (default: --context)")
+    p.add_argument("--memory-util", type=_fraction, default=DEFAULT_MEMORY_UTILIZATION, help="fraction of device memory used")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_compare)
 
     p = sub.add_parser("hardware", help="list hardware profiles, or show one")
     p.add_argument("action", nargs="?", choices=["show"], help="show one profile")

@@ -16,6 +16,7 @@ Figures
     speedup-heatmaps          alpha x gamma at batch 1, batch x gamma at alpha 0.8
     optimal-gamma-vs-batch    the gamma schedule a serving engine would use
     speedup-vs-batch-devices  Figure 3 on H100, H200 and A100
+    throughput-vs-latency     device throughput against per-token latency, up to full memory
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ __all__ = [
     "plot_speedup_vs_batch_devices",
     "plot_speedup_vs_gamma",
     "plot_step_times",
+    "plot_throughput_vs_latency",
 ]
 
 _BATCH_AXIS = np.arange(1, 513)
@@ -345,6 +347,53 @@ def plot_speedup_vs_batch_devices(table: pd.DataFrame, *, axes: Any = None) -> d
     return {"axes": axes, "panels": panels}
 
 
+# -- 8. throughput against latency ---------------------------------------------------------------
+def plot_throughput_vs_latency(tables: dict[str, pd.DataFrame], *, ax: Any = None,
+                               marks: tuple[int, ...] = (1, 8, 32, 64, 128, 256)) -> dict[str, Any]:
+    """Device throughput against per-token latency, one curve per policy, batch size along each curve.
+
+    ``tables`` maps a label to :func:`specsim.capacity.throughput_table`
+    output; the label "plain decoding" draws the no-speculation columns and
+    stops at the largest batch that fits without the draft, every other label
+    draws the speculative columns and stops where the draft no longer fits.
+    Returns ``{"lines": {label: Line2D}, "ends": {label: last batch drawn}}``.
+    """
+    from matplotlib.ticker import FuncFormatter
+
+    ax = _axes(ax)
+    lines, ends = {}, {}
+    styles = [("--", 2.0), ("-", 3.2), (":", 2.0), ("-.", 1.5)]
+    for i, (color, (label, table)) in enumerate(zip(_COLORS, tables.items())):
+        plain = label == "plain decoding"
+        rows = table[table.fits_without_draft if plain else table.fits_with_draft]
+        x = (rows.latency_plain_s if plain else rows.latency_spec_s) * 1e3
+        y = rows.tokens_per_s_plain if plain else rows.tokens_per_s_spec
+        ls, lw = styles[i % len(styles)]
+        (line,) = ax.plot(x, y, color=color, lw=lw, ls=ls, label=label)
+        lines[label], ends[label] = line, int(rows.batch.max())
+        for b in marks:
+            hit = rows.batch == b
+            if hit.any():
+                ax.plot(x[hit], y[hit], "o", color=color, ms=4)
+                if plain or color == _COLORS[1]:
+                    ax.annotate(f"b={b}", (x[hit].item(), y[hit].item()), textcoords="offset points",
+                                xytext=(5, -11) if plain else (-6, 6), ha="left" if plain else "right", fontsize=7.5, color=color)
+        ax.plot(x.iloc[-1], y.iloc[-1], "s", color=color, ms=8, markeredgecolor="black")
+        ax.annotate(f"memory full: b={ends[label]}, {y.iloc[-1]:,.0f} tok/s", (x.iloc[-1], y.iloc[-1]),
+                    textcoords="offset points", xytext=(-8, -16 - 12 * i), ha="right", fontsize=8, color=color)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    plain_numbers = FuncFormatter(lambda value, _: f"{value:g}")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(plain_numbers)
+        axis.set_minor_formatter(FuncFormatter(lambda value, _: f"{value:g}" if str(value)[0] in "25" else ""))
+    ax.set_xlabel("latency per generated token of one sequence (ms)")
+    ax.set_ylabel("device throughput (tokens/s)")
+    ax.legend(loc="lower right", fontsize=8.5, title="squares: largest batch that fits", title_fontsize=8)
+    ax.grid(alpha=0.3, which="both")
+    return {"ax": ax, "lines": lines, "ends": ends}
+
+
 # -- the committed figures ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class FigureSpec:
@@ -418,6 +467,26 @@ def _fig_devices(fig: Any) -> dict[str, Any]:
     return plot_speedup_vs_batch_devices(table, axes=fig.subplots(1, 3, sharey=True))
 
 
+def _fig_throughput(fig: Any) -> dict[str, Any]:
+    from .capacity import capacity, throughput_table
+
+    dep = Deployment.from_names()
+    left, right = fig.subplots(1, 2)
+    out = {}
+    for ax, context in ((left, 512), (right, 4096)):
+        top = capacity(dep, context).max_batch_without_draft
+        batch = np.arange(1, top + 1)
+        tables = {
+            "plain decoding": throughput_table(dep, 0.8, batch, context, gamma=0),
+            "speculation, optimal γ per batch": throughput_table(dep, 0.8, batch, context),
+            "speculation, γ = 4 at every batch": throughput_table(dep, 0.8, batch, context, gamma=4),
+        }
+        out[context] = plot_throughput_vs_latency(tables, ax=ax)
+        ax.set_title(f"{dep.target.name} + {dep.draft.name} on {dep.hardware.name}, α = 0.8, "
+                     f"every sequence at L = {context}", fontsize=10)
+    return out
+
+
 FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("speedup-vs-gamma", (7.5, 4.6), _fig_speedup_vs_gamma),
     FigureSpec("speedup-vs-batch", (7.5, 4.6), _fig_speedup_vs_batch),
@@ -426,6 +495,7 @@ FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("speedup-heatmaps", (14, 5.2), _fig_heatmaps, 2),
     FigureSpec("optimal-gamma-vs-batch", (13, 4.6), _fig_optimal_gamma, 2),
     FigureSpec("speedup-vs-batch-devices", (15, 4.6), _fig_devices, 3),
+    FigureSpec("throughput-vs-latency", (14, 5.4), _fig_throughput, 2),
 )
 
 

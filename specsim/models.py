@@ -74,6 +74,9 @@ class ModelShape:
     params_override : int or None
         A round parameter count that replaces the computed one (the article's
         presets).  All of those parameters are then streamed every step.
+    source : str
+        Where the checkpoint lives (a Hugging Face id or a local folder), used
+        in the serving-engine snippets that ``specsim schedule`` prints.
 
     Examples
     --------
@@ -95,6 +98,8 @@ class ModelShape:
     weight_dtype: str = "bf16"
     kv_dtype: str = "bf16"
     params_override: int | None = None
+    #: Where the weights live: a Hugging Face id for built-ins, the folder of a config.json.
+    source: str = ""
 
     def __post_init__(self) -> None:
         where = f"model {self.name!r}"
@@ -201,6 +206,7 @@ class ModelShape:
             "weight_bytes": self.weight_bytes,
             "streamed_weight_bytes": self.streamed_weight_bytes,
             "kv_bytes_per_token": self.kv_bytes_per_token,
+            "source": self.source,
         }
 
 
@@ -211,12 +217,15 @@ _LLAMA3_VOCAB = 128256
 _BUILTINS: dict[str, ModelShape] = {
     m.name: m
     for m in (
-        ModelShape("llama-3.1-8b", _LLAMA3_VOCAB, 4096, 14336, 32, 32, 8, 128),
-        ModelShape("llama-3.1-70b", _LLAMA3_VOCAB, 8192, 28672, 80, 64, 8, 128),
-        ModelShape("llama-3.2-1b", _LLAMA3_VOCAB, 2048, 8192, 16, 32, 8, 64, tie_embeddings=True),
-        ModelShape("llama-3.2-3b", _LLAMA3_VOCAB, 3072, 8192, 28, 24, 8, 128, tie_embeddings=True),
-        ModelShape("qwen2.5-7b", 152064, 3584, 18944, 28, 28, 4, 128, qkv_bias=True),
-        ModelShape("qwen2.5-0.5b", 151936, 896, 4864, 24, 14, 2, 64, tie_embeddings=True, qkv_bias=True),
+        ModelShape("llama-3.1-8b", _LLAMA3_VOCAB, 4096, 14336, 32, 32, 8, 128, source="meta-llama/Llama-3.1-8B-Instruct"),
+        ModelShape("llama-3.1-70b", _LLAMA3_VOCAB, 8192, 28672, 80, 64, 8, 128, source="meta-llama/Llama-3.1-70B-Instruct"),
+        ModelShape("llama-3.2-1b", _LLAMA3_VOCAB, 2048, 8192, 16, 32, 8, 64, tie_embeddings=True,
+                   source="meta-llama/Llama-3.2-1B-Instruct"),
+        ModelShape("llama-3.2-3b", _LLAMA3_VOCAB, 3072, 8192, 28, 24, 8, 128, tie_embeddings=True,
+                   source="meta-llama/Llama-3.2-3B-Instruct"),
+        ModelShape("qwen2.5-7b", 152064, 3584, 18944, 28, 28, 4, 128, qkv_bias=True, source="Qwen/Qwen2.5-7B-Instruct"),
+        ModelShape("qwen2.5-0.5b", 151936, 896, 4864, 24, 14, 2, 64, tie_embeddings=True, qkv_bias=True,
+                   source="Qwen/Qwen2.5-0.5B-Instruct"),
         # The article's round-number presets (shared/design/article-model.md).
         ModelShape("article-8b", _LLAMA3_VOCAB, 4096, 14336, 32, 32, 8, 128, params_override=8_000_000_000),
         ModelShape(
@@ -262,6 +271,7 @@ def get_model(name_or_path: str | Path, *, weight_dtype: str | None = None, kv_d
         # "path/to/my-finetune/config.json" is called "my-finetune" in tables and plots.
         if path.name == "config.json" and path.resolve().parent.name:
             model = dataclasses.replace(model, name=path.resolve().parent.name)
+        model = dataclasses.replace(model, source=str(path.resolve().parent))
     changes = {k: v for k, v in (("weight_dtype", weight_dtype), ("kv_dtype", kv_dtype)) if v is not None}
     return dataclasses.replace(model, **changes) if changes else model
 

@@ -149,3 +149,33 @@ def test_optimal_gamma_path_does_not_import_heavy_libraries(repo):
     env = {**os.environ, "PYTHONPATH": str(repo)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=repo, timeout=60)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_capacity_says_70b_does_not_fit_in_bf16(capsys):
+    code, out, _ = run(capsys, "capacity", "--target", "llama-3.1-70b")
+    assert code == 0 and "llama-3.1-70b does not fit on h100-sxm in bf16" in out
+
+
+def test_capacity_8b_with_draft_at_8192(capsys):
+    code, out, _ = run(capsys, "capacity", "--context", "8192")
+    assert "52 without the draft, 39 with it" in out
+    code, out, _ = run(capsys, "capacity", "--context", "8192", "--json")
+    data = json.loads(out)
+    assert (data["max_batch_without_draft"], data["max_batch_with_draft"]) == (52, 39)
+
+
+def test_optimal_gamma_flags_batches_that_do_not_fit(capsys):
+    code, out, _ = run(capsys, "optimal-gamma", "--batch", "1,39,40,64", "--max-context", "8192", "--json")
+    rows = json.loads(out)
+    assert [r["fits_with_draft"] for r in rows] == [True, True, False, False]
+    assert [r["fits_without_draft"] for r in rows] == [True, True, True, False]
+    code, out, _ = run(capsys, "optimal-gamma", "--batch", "1,64", "--max-context", "8192")
+    assert "does not fit in memory" in out
+
+
+def test_compare_prints_latency_and_throughput(capsys):
+    code, out, _ = run(capsys, "compare", "--batch", "1,256", "--json")
+    rows = json.loads(out)
+    assert code == 0 and rows[0]["tokens_per_s_spec"] > rows[0]["tokens_per_s_plain"]
+    code, out, _ = run(capsys, "compare", "--batch", "1,256")
+    assert "device tok/s plain" in out and "at the largest batch that fits" in out

@@ -24,7 +24,7 @@ def _y_at(line, x):
 def test_figure_names_are_fixed():
     assert [spec.name for spec in FIGURES] == [
         "speedup-vs-gamma", "speedup-vs-batch", "roofline", "step-times", "speedup-heatmaps",
-        "optimal-gamma-vs-batch", "speedup-vs-batch-devices",
+        "optimal-gamma-vs-batch", "speedup-vs-batch-devices", "throughput-vs-latency",
     ]
 
 
@@ -87,6 +87,22 @@ def test_devices_crossover_moves_with_the_ridge(drawn):
     # Ridge: H100 221 > H200 155 > A100 115 FLOP/byte; a lower ridge breaks even at a smaller batch.
     assert cross["h100-sxm"] is None or cross["h100-sxm"] > cross["h200"]
     assert cross["h200"] > cross["a100-sxm-80gb"]
+
+
+def test_throughput_figure_ends_at_memory_capacity_and_shows_the_cost(drawn):
+    from specsim.capacity import capacity
+    from specsim.speedup import Deployment
+
+    short = drawn["throughput-vs-latency"][512]
+    cap = capacity(Deployment.from_names(), 512)
+    assert short["ends"]["plain decoding"] == cap.max_batch_without_draft
+    assert short["ends"]["speculation, optimal γ per batch"] == cap.max_batch_with_draft
+    peak = {label: max(line.get_ydata()) for label, line in short["lines"].items()}
+    # At short context the draft's memory costs peak device throughput; a fixed gamma = 4 costs more.
+    assert peak["plain decoding"] > peak["speculation, optimal γ per batch"] > peak["speculation, γ = 4 at every batch"]
+    # At low concurrency speculation is faster per token: the speculative curve starts left of plain decoding.
+    first = {label: line.get_xdata()[0] for label, line in short["lines"].items()}
+    assert first["speculation, optimal γ per batch"] < 0.7 * first["plain decoding"]
 
 
 def test_make_all_writes_png_and_svg_deterministically(tmp_path):

@@ -1,0 +1,172 @@
+"""Memory capacity and throughput: what speculation costs at high concurrency.
+
+Memory
+    A device with ``memory_bytes`` of which a serving engine may use a
+    fraction ``memory_utilization`` (vLLM's ``gpu_memory_utilization``,
+    default 0.9) holds the weights of every model it serves and, in what is
+    left, the KV cache of the running sequences.  Each sequence reserves KV
+    for ``context`` tokens (the longest it gets: prompt plus completion), in
+    the target and, when speculating, in the draft too:
+
+        max batch without draft = floor((U - W_T) / (kv_T * L))
+        max batch with draft    = floor((U - W_T - W_D) / ((kv_T + kv_D) * L))
+
+    with U = memory_utilization * memory_bytes.  Activations, CUDA graphs and
+    the few lookahead slots of the gamma drafted tokens are not counted (the
+    utilisation margin covers them).  The draft's weights and cache take
+    memory that would otherwise hold target KV (the article's "memory
+    pressure"), so the largest batch shrinks.
+
+Throughput
+    Per sequence, plain decoding emits 1 / t_T tokens per second and
+    speculation E / (gamma t_D + t_V); the device emits b times that.  At low
+    concurrency speculation buys latency; at high concurrency the smaller
+    maximum batch and the dearer verification pass cost device throughput.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .speedup import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, Deployment, expected_tokens
+
+if TYPE_CHECKING:  # pandas is imported where a table is built, keeping the CLI's hot path light
+    import pandas as pd
+
+__all__ = ["DEFAULT_MEMORY_UTILIZATION", "Capacity", "capacity", "throughput_table"]
+
+#: Fraction of device memory an engine may use; vLLM's gpu_memory_utilization default.
+DEFAULT_MEMORY_UTILIZATION = 0.9
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """Memory budget of a deployment at one context length (bytes and sequences)."""
+
+    memory_bytes: float
+    usable_bytes: float
+    target_weight_bytes: float
+    draft_weight_bytes: float
+    target_kv_bytes_per_seq: float
+    draft_kv_bytes_per_seq: float
+    context_tokens: int
+
+    @property
+    def target_fits(self) -> bool:
+        """Whether the target's weights fit at all."""
+        return self.target_weight_bytes < self.usable_bytes
+
+    @property
+    def both_fit(self) -> bool:
+        """Whether target and draft weights fit together."""
+        return self.target_weight_bytes + self.draft_weight_bytes < self.usable_bytes
+
+    @property
+    def max_batch_without_draft(self) -> int:
+        """Most sequences of ``context_tokens`` that fit beside the target alone."""
+        free = self.usable_bytes - self.target_weight_bytes
+        return max(0, int(free // self.target_kv_bytes_per_seq)) if free > 0 else 0
+
+    @property
+    def max_batch_with_draft(self) -> int:
+        """Most sequences that fit with the draft's weights and KV cache as well."""
+        free = self.usable_bytes - self.target_weight_bytes - self.draft_weight_bytes
+        per_seq = self.target_kv_bytes_per_seq + self.draft_kv_bytes_per_seq
+        return max(0, int(free // per_seq)) if free > 0 else 0
+
+    def to_dict(self) -> dict:
+        return {
+            "memory_bytes": self.memory_bytes,
+            "usable_bytes": self.usable_bytes,
+            "target_weight_bytes": self.target_weight_bytes,
+            "draft_weight_bytes": self.draft_weight_bytes,
+            "target_kv_bytes_per_seq": self.target_kv_bytes_per_seq,
+            "draft_kv_bytes_per_seq": self.draft_kv_bytes_per_seq,
+            "context_tokens": self.context_tokens,
+            "target_fits": self.target_fits,
+            "both_fit": self.both_fit,
+            "max_batch_without_draft": self.max_batch_without_draft,
+            "max_batch_with_draft": self.max_batch_with_draft,
+        }
+
+
+def capacity(
+    dep: Deployment, context: int = DEFAULT_CONTEXT_TOKENS, memory_utilization: float = DEFAULT_MEMORY_UTILIZATION
+) -> Capacity:
+    """Memory budget of ``dep`` with every sequence holding ``context`` tokens.
+
+    Examples
+    --------
+    Llama-3.1-8B with a Llama-3.2-1B draft on an H100 80 GB at 8192 tokens:
+
+    >>> cap = capacity(Deployment.from_names("h100-sxm", "llama-3.1-8b", "llama-3.2-1b"), 8192)
+    >>> cap.max_batch_without_draft, cap.max_batch_with_draft
+    (52, 39)
+    """
+    if not 0.0 < memory_utilization <= 1.0:
+        raise ValueError(f"memory utilization must be in (0, 1], got {memory_utilization!r}")
+    if isinstance(context, bool) or int(context) != context or context < 1:
+        raise ValueError(f"context must be an integer >= 1 token for a capacity estimate, got {context!r}")
+    return Capacity(
+        memory_bytes=dep.hardware.memory_bytes,
+        usable_bytes=memory_utilization * dep.hardware.memory_bytes,
+        target_weight_bytes=dep.target.weight_bytes,
+        draft_weight_bytes=dep.draft.weight_bytes,
+        target_kv_bytes_per_seq=dep.target.kv_bytes_per_token * context,
+        draft_kv_bytes_per_seq=dep.draft.kv_bytes_per_token * context,
+        context_tokens=int(context),
+    )
+
+
+def throughput_table(
+    dep: Deployment,
+    alpha: float,
+    batch: object,
+    context: int = DEFAULT_CONTEXT_TOKENS,
+    gamma: int | None = None,
+    gamma_max: int = DEFAULT_GAMMA_MAX,
+    max_context: int | None = None,
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+) -> "pd.DataFrame":
+    """Latency and throughput with and without speculation, one row per batch size.
+
+    ``gamma`` None uses the optimal gamma per batch size; an integer fixes it.
+    ``max_context`` (default ``context``) sizes the KV reservation for the
+    memory check.  Columns: batch, gamma, speedup, latency_plain_s and
+    latency_spec_s (seconds per token per sequence), tokens_per_s_seq_plain,
+    tokens_per_s_seq_spec, tokens_per_s_plain, tokens_per_s_spec (whole
+    device), fits_without_draft, fits_with_draft.
+    """
+    import pandas as pd
+
+    b = np.atleast_1d(np.asarray(batch, dtype=float))
+    if gamma is None:
+        best = dep.optimal_gamma(alpha, b, context, gamma_max)
+        g = best.gamma
+    else:
+        g = np.full(b.shape, int(gamma))
+    times = dep.pass_times(b, g, context)
+    e = expected_tokens(alpha, g)
+    latency_plain = times.target.total_s
+    latency_spec = np.where(g == 0, latency_plain, (g * times.draft.total_s + times.verify.total_s) / e)
+    cap = capacity(dep, max_context if max_context is not None else context, memory_utilization)
+    return pd.DataFrame(
+        {
+            "batch": b.astype(int),
+            "gamma": g.astype(int),
+            "speedup": latency_plain / latency_spec,
+            "latency_plain_s": latency_plain,
+            "latency_spec_s": latency_spec,
+            "tokens_per_s_seq_plain": 1.0 / latency_plain,
+            "tokens_per_s_seq_spec": 1.0 / latency_spec,
+            "tokens_per_s_plain": b / latency_plain,
+            "tokens_per_s_spec": b / latency_spec,
+            "fits_without_draft": b <= cap.max_batch_without_draft,
+            # gamma = 0 rows still hold the draft in memory if the engine serves it.
+            "fits_with_draft": b <= cap.max_batch_with_draft,
+        }
+    )

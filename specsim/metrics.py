@@ -1,0 +1,232 @@
+"""Acceptance measured by a serving engine: alpha from vLLM's Prometheus counters.
+
+vLLM exports, per engine and model (Prometheus text exposition on /metrics):
+
+    vllm:spec_decode_num_drafts_total              verification passes with drafts
+    vllm:spec_decode_num_draft_tokens_total        drafted tokens
+    vllm:spec_decode_num_accepted_tokens_total     accepted drafted tokens
+    vllm:spec_decode_num_accepted_tokens_per_pos_total{position="k"}
+                                                   drafts whose token k was accepted
+
+From these:
+
+* mean acceptance length  E = 1 + accepted / drafts  (tokens per target pass);
+* gamma = draft_tokens / drafts (num_speculative_tokens);
+* cumulative per-position rate  c_k = count_k / drafts = P(tokens 0..k accepted);
+* conditional rate  a_k = c_k / c_{k-1}  (c_{-1} = 1): P(token k accepted | 0..k-1 were);
+* implied alpha: the alpha whose E(alpha, gamma) equals the measured E.
+
+Under the independence assumption of Leviathan et al. every a_k equals alpha.
+Real drafts usually accept the first position more often than later ones; when
+the a_k differ from alpha by more than sampling noise, :func:`acceptance_from_prometheus`
+flags it, and E at gamma <= the measured gamma should then come from the
+per-position form 1 + sum_k c_k (``expected_tokens_per_position``).
+
+The parser is a small strict reader of the text format (metric name, optional
+``{label="value",...}``, value, optional timestamp) so that a malformed file
+is reported with its line number.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .speedup import alpha_from_acceptance_length, expected_tokens_per_position
+
+__all__ = ["AcceptanceMetrics", "acceptance_from_prometheus", "parse_prometheus", "read_metrics_file"]
+
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)(\s+-?\d+)?\s*$")
+_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|$)')
+
+_PREFIX = "vllm:spec_decode_"
+_COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "num_accepted_tokens_per_pos")
+
+
+def _parse_labels(block: str, where: str) -> tuple[tuple[str, str], ...]:
+    inner = block[1:-1].strip()
+    labels = []
+    pos = 0
+    while pos < len(inner):
+        m = _LABEL.match(inner, pos)
+        if not m:
+            raise ValueError(f"{where}: malformed labels {block!r}; expected {{name=\"value\",...}}")
+        value = m.group(2).replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
+        labels.append((m.group(1), value))
+        pos = m.end()
+    return tuple(sorted(labels))
+
+
+def parse_prometheus(text: str, source: str = "metrics") -> list[tuple[str, dict[str, str], float]]:
+    """Samples of a Prometheus text exposition as ``(name, labels, value)``.
+
+    Comment lines (``# HELP``, ``# TYPE``) and blank lines are skipped; any
+    other line that is not a valid sample raises ValueError naming the line.
+
+    >>> parse_prometheus('# TYPE x counter\\nx_total{engine="0"} 12.0\\n')
+    [('x_total', {'engine': '0'}, 12.0)]
+    """
+    samples = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        where = f"{source}, line {number}"
+        m = _SAMPLE.match(line)
+        if not m:
+            raise ValueError(f"{where}: not a Prometheus sample: {raw.strip()[:80]!r}; expected 'name{{labels}} value'")
+        name, block, value_text = m.group(1), m.group(2), m.group(3)
+        try:
+            value = float(value_text)
+        except ValueError:
+            raise ValueError(f"{where}: value {value_text!r} is not a number") from None
+        labels = dict(_parse_labels(block, where)) if block else {}
+        samples.append((name, labels, value))
+    return samples
+
+
+@dataclass(frozen=True)
+class AcceptanceMetrics:
+    """Speculative-decoding counters of one serving run, and what follows from them."""
+
+    drafts: float
+    draft_tokens: float
+    accepted_tokens: float
+    accepted_per_position: tuple[float, ...]
+
+    @property
+    def gamma(self) -> int:
+        """Speculative tokens per draft (num_speculative_tokens)."""
+        return int(round(self.draft_tokens / self.drafts))
+
+    @property
+    def mean_acceptance_length(self) -> float:
+        """E = 1 + accepted / drafts: tokens emitted per verification pass."""
+        return 1.0 + self.accepted_tokens / self.drafts
+
+    @property
+    def acceptance_rate(self) -> float:
+        """accepted / drafted tokens (vLLM's 'draft acceptance rate'; not alpha)."""
+        return self.accepted_tokens / self.draft_tokens
+
+    @property
+    def cumulative_rates(self) -> np.ndarray:
+        """c_k = P(draft tokens 0..k all accepted), per position."""
+        return np.asarray(self.accepted_per_position) / self.drafts
+
+    @property
+    def conditional_rates(self) -> np.ndarray:
+        """a_k = P(token k accepted | tokens 0..k-1 accepted), per position."""
+        c = self.cumulative_rates
+        previous = np.r_[1.0, c[:-1]]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(previous > 0, c / previous, np.nan)
+
+    @property
+    def alpha(self) -> float:
+        """The alpha whose E(alpha, gamma) equals the measured mean acceptance length."""
+        return float(alpha_from_acceptance_length(self.mean_acceptance_length, self.gamma))
+
+    @property
+    def per_position_tokens_per_step(self) -> float | None:
+        """E from the per-position rates, 1 + sum_k c_k (None without per-position counts)."""
+        if not self.accepted_per_position:
+            return None
+        return float(expected_tokens_per_position(np.clip(self.conditional_rates, 0.0, 1.0)))
+
+    def independence_deviation(self) -> list[int]:
+        """Positions whose conditional rate is far from alpha.
+
+        Far means more than 0.05 away and more than four standard errors of a
+        binomial proportion over the drafts that reached that position (a
+        false alarm under independence has probability below 1e-4 per position).
+        """
+        if not self.accepted_per_position:
+            return []
+        alpha = self.alpha
+        reached = np.r_[self.drafts, np.asarray(self.accepted_per_position[:-1])]
+        out = []
+        for k, (rate, n) in enumerate(zip(self.conditional_rates, reached)):
+            if n <= 0 or not np.isfinite(rate):
+                continue
+            stderr = math.sqrt(max(alpha * (1 - alpha), 1e-12) / n)
+            if abs(rate - alpha) > max(0.05, 4 * stderr):
+                out.append(k)
+        return out
+
+
+def acceptance_from_prometheus(text: str, source: str = "metrics", model_name: str | None = None) -> AcceptanceMetrics:
+    """Sum vLLM's speculative-decoding counters over engines and read them out.
+
+    Counters are matched with or without the ``_total`` suffix; ``_created``
+    samples are ignored.  If the file holds several ``model_name`` labels,
+    ``model_name`` picks one.
+    """
+    totals = {key: 0.0 for key in _COUNTERS[:3]}
+    per_pos: dict[int, float] = {}
+    models = set()
+    found = set()
+    samples = parse_prometheus(text, source)
+    for name, labels, _ in samples:
+        if name.startswith(_PREFIX) and "model_name" in labels:
+            models.add(labels["model_name"])
+    if model_name is None and len(models) > 1:
+        raise ValueError(f"{source}: counters of several models ({', '.join(sorted(models))}); choose one with --model-name")
+    if model_name is not None and model_name not in models:
+        raise ValueError(f"{source}: no speculative-decoding counters for model {model_name!r}; found: {', '.join(sorted(models)) or 'none'}")
+    for name, labels, value in samples:
+        if not name.startswith(_PREFIX) or name.endswith("_created"):
+            continue
+        if model_name is not None and labels.get("model_name") != model_name:
+            continue
+        key = name[len(_PREFIX):].removesuffix("_total")
+        if key not in _COUNTERS:
+            continue
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"{source}: {name} must be a finite count >= 0, got {value!r}")
+        found.add(key)
+        if key == "num_accepted_tokens_per_pos":
+            if "position" not in labels or not labels["position"].isdigit():
+                raise ValueError(f"{source}: {name} needs a position=\"<integer>\" label, got {labels!r}")
+            pos = int(labels["position"])
+            per_pos[pos] = per_pos.get(pos, 0.0) + value
+        else:
+            totals[key] += value
+    missing = [f"{_PREFIX}{key}_total" for key in _COUNTERS[:3] if key not in found]
+    if missing:
+        raise ValueError(f"{source}: missing counter(s) {', '.join(missing)}; is speculative decoding enabled on that server?")
+    if totals["num_drafts"] <= 0:
+        raise ValueError(f"{source}: {_PREFIX}num_drafts_total is 0: no speculative steps were recorded")
+    if per_pos and sorted(per_pos) != list(range(len(per_pos))):
+        raise ValueError(f"{source}: per-position counters are not contiguous from 0: positions {sorted(per_pos)}")
+    metrics = AcceptanceMetrics(
+        drafts=totals["num_drafts"],
+        draft_tokens=totals["num_draft_tokens"],
+        accepted_tokens=totals["num_accepted_tokens"],
+        accepted_per_position=tuple(per_pos[k] for k in sorted(per_pos)),
+    )
+    if metrics.accepted_tokens > metrics.draft_tokens:
+        raise ValueError(f"{source}: more accepted tokens ({metrics.accepted_tokens:g}) than drafted ({metrics.draft_tokens:g})")
+    if per_pos and len(per_pos) != metrics.gamma:
+        raise ValueError(f"{source}: {len(per_pos)} per-position counters but {metrics.gamma} draft tokens per draft")
+    if per_pos and abs(sum(per_pos.values()) - metrics.accepted_tokens) > 1e-6 * max(1.0, metrics.accepted_tokens):
+        raise ValueError(f"{source}: per-position counts sum to {sum(per_pos.values()):g}, not the {metrics.accepted_tokens:g} accepted tokens")
+    return metrics
+
+
+def read_metrics_file(path: str | Path, model_name: str | None = None) -> AcceptanceMetrics:
+    """:func:`acceptance_from_prometheus` on a saved ``/metrics`` page."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"metrics file {str(path)!r} does not exist")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"metrics file {str(path)!r} is not UTF-8 text") from None
+    if not text.strip():
+        raise ValueError(f"metrics file {str(path)!r} is empty")
+    return acceptance_from_prometheus(text, source=p.name, model_name=model_name)

@@ -1,0 +1,124 @@
+"""Batch-size-dependent speculation schedules, in the forms serving engines accept.
+
+The optimal gamma falls with the batch size (verification turns compute-bound)
+and reaches 0 where speculation stops paying.  Engines now take such a
+schedule but ship no defaults, because the right values depend on hardware,
+models and acceptance rate.  :func:`gamma_schedule` computes the optimal gamma
+for every batch size 1..max_batch, applies a minimum gain (speculate only
+where the predicted speedup is at least ``min_gain``, so that a schedule does
+not switch on for a 1% model-predicted gain that noise can erase) and merges
+equal neighbours into ranges.
+
+Engine formats (checked against each engine's documentation and source):
+
+vLLM (docs/features/speculative_decoding/dynamic_speculative_decoding.md,
+https://docs.vllm.ai/en/latest/features/speculative_decoding/dynamic_speculative_decoding/,
+vLLM 0.24): ``speculative_config["num_speculative_tokens_per_batch_size"]`` is
+a list of ``[start_bs, end_bs, k]`` with inclusive ranges; ``k = 0`` turns
+speculation off in that range; ``num_speculative_tokens`` is the largest k.
+
+TensorRT-LLM (PR NVIDIA/TensorRT-LLM#10860; ``get_draft_len_for_batch_size``
+in tensorrt_llm/_torch/speculative/utils.py and its unit tests):
+``speculative_config.draft_len_schedule`` maps an inclusive *upper* batch
+threshold to a draft length, ``{4: 4, 8: 2, 32: 1}`` meaning 1-4 -> 4,
+5-8 -> 2, 9-32 -> 1; batch sizes above the largest key get 0, but
+draft-target (two-model) decoding floors a runtime draft length of 0 to 1, so
+speculation is switched off above a batch size with ``max_concurrency``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .speedup import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, Deployment
+
+__all__ = ["DEFAULT_MAX_BATCH", "ScheduleRange", "gamma_schedule", "to_trtllm", "to_vllm"]
+
+#: vLLM's default max_num_seqs.
+DEFAULT_MAX_BATCH = 256
+
+
+@dataclass(frozen=True)
+class ScheduleRange:
+    """Batch sizes start..end (inclusive) that share one gamma."""
+
+    start_batch: int
+    end_batch: int
+    gamma: int
+    min_speedup: float
+    max_speedup: float
+
+
+def gamma_schedule(
+    dep: Deployment,
+    alpha: float,
+    max_batch: int = DEFAULT_MAX_BATCH,
+    context: int = DEFAULT_CONTEXT_TOKENS,
+    gamma_max: int = DEFAULT_GAMMA_MAX,
+    min_gain: float = 1.0,
+) -> list[ScheduleRange]:
+    """Optimal gamma for every batch size 1..max_batch, merged into ranges.
+
+    Where the best predicted speedup is below ``min_gain`` the range gets
+    gamma = 0 (speculation off) and speedup 1.
+
+    >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b")
+    >>> [(r.start_batch, r.end_batch, r.gamma) for r in gamma_schedule(dep, 0.6, 256, context=128)]
+    [(1, 86, 2), (87, 188, 1), (189, 256, 0)]
+    """
+    if isinstance(max_batch, bool) or int(max_batch) != max_batch or max_batch < 1:
+        raise ValueError(f"max batch must be an integer >= 1, got {max_batch!r}")
+    if not np.isfinite(min_gain) or min_gain < 1.0:
+        raise ValueError(f"min gain must be >= 1 (1 = any predicted gain), got {min_gain!r}")
+    batch = np.arange(1, int(max_batch) + 1)
+    best = dep.optimal_gamma(alpha, batch, context, gamma_max)
+    gamma = np.where(best.speedup >= min_gain, best.gamma, 0)
+    speedup = np.where(gamma > 0, best.speedup, 1.0)
+    # Split where gamma changes; each run becomes one range.
+    starts = np.flatnonzero(np.r_[True, gamma[1:] != gamma[:-1]])
+    ends = np.r_[starts[1:] - 1, len(batch) - 1]
+    return [
+        ScheduleRange(int(batch[s]), int(batch[e]), int(gamma[s]), float(speedup[s : e + 1].min()), float(speedup[s : e + 1].max()))
+        for s, e in zip(starts, ends)
+    ]
+
+
+def to_vllm(ranges: list[ScheduleRange], draft_model: str) -> dict[str, Any] | None:
+    """vLLM ``speculative_config`` with a per-batch-size schedule; None if gamma is 0 everywhere."""
+    k_max = max(r.gamma for r in ranges)
+    if k_max == 0:
+        return None
+    return {
+        "model": draft_model,
+        "num_speculative_tokens": k_max,
+        "num_speculative_tokens_per_batch_size": [[r.start_batch, r.end_batch, r.gamma] for r in ranges],
+    }
+
+
+def to_trtllm(ranges: list[ScheduleRange], draft_model: str) -> dict[str, Any] | None:
+    """TensorRT-LLM ``speculative_config`` (draft-target) with ``draft_len_schedule``.
+
+    Keys are the inclusive upper batch thresholds of the ranges with gamma > 0
+    that start at batch 1.  Where speculation is off above some batch size,
+    ``max_concurrency`` says so (draft-target decoding floors a scheduled 0 to
+    1).  TensorRT-LLM wants the batch-1 draft length to be the largest; a later
+    larger gamma is capped to it.  Returns None if speculation does not pay at
+    batch 1 (a threshold schedule that starts off cannot turn it on later).
+    """
+    if ranges[0].gamma == 0:
+        return None
+    first = ranges[0].gamma
+    on = list(itertools.takewhile(lambda r: r.gamma > 0, ranges))
+    config: dict[str, Any] = {
+        "decoding_type": "Draft_Target",
+        "max_draft_len": first,
+        "speculative_model": draft_model,
+        "draft_len_schedule": {r.end_batch: min(r.gamma, first) for r in on},
+    }
+    if len(on) < len(ranges):
+        config["max_concurrency"] = on[-1].end_batch
+    return config

@@ -1,0 +1,69 @@
+"""Memory capacity and throughput: hand-checked budgets, and the tables' internal consistency."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from specsim.capacity import capacity, throughput_table
+from specsim.speedup import Deployment
+
+
+def test_8b_with_1b_draft_at_8192_tokens_by_hand():
+    # By hand: usable 0.9 * 80e9 = 72e9 bytes; weights 8,030,261,248 * 2 and 1,235,814,400 * 2 bytes;
+    # KV per sequence 131,072 * 8192 (target) and 32,768 * 8192 (draft) bytes.
+    cap = capacity(Deployment.from_names("h100-sxm", "llama-3.1-8b", "llama-3.2-1b"), 8192)
+    usable = 72e9
+    w_t, w_d = 8_030_261_248 * 2, 1_235_814_400 * 2
+    assert cap.max_batch_without_draft == int((usable - w_t) // (131_072 * 8192)) == 52
+    assert cap.max_batch_with_draft == int((usable - w_t - w_d) // ((131_072 + 32_768) * 8192)) == 39
+
+
+def test_70b_does_not_fit_on_one_h100_in_bf16_but_fp8_does():
+    dep = Deployment.from_names("h100-sxm", "llama-3.1-70b", "llama-3.2-1b")
+    cap = capacity(dep, 1128)
+    assert not cap.target_fits and cap.max_batch_without_draft == 0 and cap.max_batch_with_draft == 0
+    import dataclasses
+
+    fp8 = Deployment(dep.hardware, dataclasses.replace(dep.target, weight_dtype="fp8"), dep.draft)
+    assert capacity(fp8, 1128).target_fits
+
+
+def test_draft_always_costs_batch_capacity():
+    for hw in ("h100-sxm", "h200", "a100-sxm-80gb", "l40s"):
+        cap = capacity(Deployment.from_names(hw), 4096)
+        assert cap.max_batch_with_draft < cap.max_batch_without_draft
+
+
+def test_capacity_rejects_bad_inputs():
+    dep = Deployment.from_names()
+    with pytest.raises(ValueError, match="memory utilization"):
+        capacity(dep, 1024, 1.5)
+    with pytest.raises(ValueError, match="context must be an integer >= 1"):
+        capacity(dep, 0)
+
+
+def test_throughput_table_is_consistent_with_the_speedup_model():
+    dep = Deployment.from_names()
+    t = throughput_table(dep, 0.8, [1, 16, 128, 512], 1128)
+    np.testing.assert_allclose(t.speedup, t.latency_plain_s / t.latency_spec_s)
+    np.testing.assert_allclose(t.tokens_per_s_spec, t.batch / t.latency_spec_s)
+    best = dep.optimal_gamma(0.8, [1, 16, 128, 512], 1128)
+    np.testing.assert_allclose(t.speedup, best.speedup, rtol=1e-12)
+    assert t.gamma.tolist() == best.gamma.tolist()
+
+
+def test_fixed_gamma_costs_throughput_at_high_batch_and_gains_at_low_batch():
+    dep = Deployment.from_names()
+    t = throughput_table(dep, 0.8, [1, 800], 128, gamma=4)
+    assert t.tokens_per_s_spec.iloc[0] > t.tokens_per_s_plain.iloc[0]
+    assert t.tokens_per_s_spec.iloc[1] < t.tokens_per_s_plain.iloc[1]
+
+
+def test_fit_flags_follow_capacity():
+    dep = Deployment.from_names()
+    cap = capacity(dep, 8192)
+    t = throughput_table(dep, 0.8, [cap.max_batch_with_draft, cap.max_batch_with_draft + 1, cap.max_batch_without_draft + 1],
+                         1128, max_context=8192)
+    assert t.fits_with_draft.tolist() == [True, False, False]
+    assert t.fits_without_draft.tolist() == [True, True, False]

@@ -1,0 +1,123 @@
+"""vLLM Prometheus counters -> mean acceptance length, per-position rates and alpha."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from specsim.cli import main
+from specsim.metrics import acceptance_from_prometheus, parse_prometheus
+from specsim.speedup import expected_tokens
+
+
+def exposition(drafts, gamma, per_position, model="meta-llama/Llama-3.1-8B-Instruct", engines=1):
+    """A /metrics page in the format vLLM writes (prometheus_client text exposition 0.0.4)."""
+    lines = []
+    per_engine = [drafts / engines] * engines
+    for name, help_text in (("num_drafts", "Number of spec decoding drafts."),
+                            ("num_draft_tokens", "Number of draft tokens."),
+                            ("num_accepted_tokens", "Number of accepted tokens."),
+                            ("num_accepted_tokens_per_pos", "Accepted tokens per draft position.")):
+        lines.append(f"# HELP vllm:spec_decode_{name}_total {help_text}")
+        lines.append(f"# TYPE vllm:spec_decode_{name}_total counter")
+        for e, d in enumerate(per_engine):
+            labels = f'engine="{e}",model_name="{model}"'
+            share = d / drafts
+            if name == "num_drafts":
+                lines.append(f"vllm:spec_decode_{name}_total{{{labels}}} {d}")
+            elif name == "num_draft_tokens":
+                lines.append(f"vllm:spec_decode_{name}_total{{{labels}}} {d * gamma}")
+            elif name == "num_accepted_tokens":
+                lines.append(f"vllm:spec_decode_{name}_total{{{labels}}} {sum(per_position) * share}")
+            else:
+                for k, count in enumerate(per_position):
+                    lines.append(f'vllm:spec_decode_{name}_total{{{labels},position="{k}"}} {count * share}')
+            lines.append(f"vllm:spec_decode_{name}_created{{{labels}}} 1.7e9")
+    lines.append('vllm:num_requests_running{engine="0",model_name="x"} 3.0')
+    return "\n".join(lines) + "\n"
+
+
+def test_recovers_a_known_alpha_within_0001():
+    # Independent acceptance alpha = 0.73 at gamma = 5: position k accepted in drafts * alpha^(k+1).
+    alpha, gamma, drafts = 0.73, 5, 200_000
+    per_pos = [round(drafts * alpha ** (k + 1)) for k in range(gamma)]
+    m = acceptance_from_prometheus(exposition(drafts, gamma, per_pos, engines=2))
+    assert m.gamma == 5
+    assert abs(m.alpha - alpha) < 0.001
+    np.testing.assert_allclose(m.conditional_rates, alpha, atol=0.001)
+    assert m.mean_acceptance_length == pytest.approx(float(expected_tokens(alpha, gamma)), abs=1e-4)
+    assert m.independence_deviation() == []
+
+
+def test_recovers_per_position_rates_and_flags_dependence():
+    rates = [0.9, 0.7, 0.55, 0.5]  # first position much likelier, as with real drafts
+    drafts = 100_000
+    cumulative = np.cumprod(rates)
+    m = acceptance_from_prometheus(exposition(drafts, 4, [round(drafts * c) for c in cumulative]))
+    np.testing.assert_allclose(m.conditional_rates, rates, atol=0.001)
+    np.testing.assert_allclose(m.cumulative_rates, cumulative, atol=0.001)
+    assert m.per_position_tokens_per_step == pytest.approx(m.mean_acceptance_length, abs=1e-9)
+    assert 0 in m.independence_deviation() and 3 in m.independence_deviation()
+
+
+def test_cli_alpha_from_metrics(tmp_path, capsys):
+    alpha, gamma, drafts = 0.8, 3, 50_000
+    path = tmp_path / "metrics.txt"
+    path.write_text(exposition(drafts, gamma, [round(drafts * alpha ** (k + 1)) for k in range(gamma)]))
+    assert main(["alpha", "--metrics", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert abs(out["alpha"] - 0.8) < 0.001 and out["gamma"] == 3 and out["independent_alpha_consistent"]
+    assert main(["alpha", "--metrics", str(path)]) == 0
+    assert "implied alpha = 0.800" in capsys.readouterr().out
+
+
+def test_dependence_warning_in_cli(tmp_path, capsys):
+    path = tmp_path / "metrics.txt"
+    path.write_text(exposition(10_000, 3, [9000, 5400, 2700]))
+    assert main(["alpha", "--metrics", str(path)]) == 0
+    assert "not independent per position" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("vllm:spec_decode_num_drafts_total{engine=\"0\"} twelve\n", "line 1: value 'twelve' is not a number"),
+        ("# HELP x\nvllm:spec_decode_num_drafts_total{engine=0} 1\n", "line 2: malformed labels"),
+        ("this is not prometheus\n", "line 1: not a Prometheus sample"),
+        ("vllm:num_requests_running 1\n", "missing counter(s) vllm:spec_decode_num_drafts_total"),
+    ],
+)
+def test_malformed_files_name_the_line_or_the_missing_counter(text, message):
+    with pytest.raises(ValueError) as err:
+        acceptance_from_prometheus(text, source="metrics.txt")
+    assert message in str(err.value) and "metrics.txt" in str(err.value)
+
+
+def test_inconsistent_counters_are_rejected():
+    bad = exposition(1000, 3, [800, 640, 512]).replace("vllm:spec_decode_num_draft_tokens_total{engine=\"0\",model_name=\"meta-llama/Llama-3.1-8B-Instruct\"} 3000",
+                                                      "vllm:spec_decode_num_draft_tokens_total{engine=\"0\",model_name=\"meta-llama/Llama-3.1-8B-Instruct\"} 1000")
+    with pytest.raises(ValueError, match="more accepted tokens"):
+        acceptance_from_prometheus(bad)
+
+
+def test_several_models_need_a_choice():
+    text = exposition(1000, 2, [800, 640], model="a") + exposition(1000, 2, [500, 250], model="b")
+    with pytest.raises(ValueError, match="several models"):
+        acceptance_from_prometheus(text)
+    assert acceptance_from_prometheus(text, model_name="b").conditional_rates[0] == pytest.approx(0.5)
+
+
+def test_cli_bad_metrics_file_is_one_line(tmp_path, capsys):
+    path = tmp_path / "m.txt"
+    path.write_text("garbage line here {\n")
+    assert main(["alpha", "--metrics", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "m.txt, line 1" in err and len(err.strip().splitlines()) == 1
+    assert main(["alpha", "--metrics", str(tmp_path / "none.txt")]) == 2
+
+
+def test_parser_handles_escapes_and_timestamps():
+    samples = parse_prometheus('m{a="x\\"y",b="z"} 1.5 1700000000000\n')
+    assert samples == [("m", {"a": 'x"y', "b": "z"}, 1.5)]

@@ -1,0 +1,108 @@
+"""Engine schedules: ranges cover every batch size, agree with the optimal-gamma table, parse back."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from specsim.cli import main
+from specsim.schedule import gamma_schedule, to_trtllm, to_vllm
+from specsim.speedup import Deployment
+
+
+@pytest.fixture
+def dep():
+    return Deployment.from_names()
+
+
+def _expand_vllm(entries, max_batch):
+    k = np.full(max_batch + 1, -1)
+    for start, end, gamma in entries:
+        assert 1 <= start <= end <= max_batch
+        assert np.all(k[start : end + 1] == -1), "ranges overlap"
+        k[start : end + 1] = gamma
+    return k[1:]
+
+
+def _expand_trtllm(config, max_batch):
+    # TensorRT-LLM semantics (get_draft_len_for_batch_size): keys are inclusive upper
+    # thresholds; above the largest key the draft length is 0; max_concurrency turns speculation off above it.
+    thresholds = sorted(config["draft_len_schedule"])
+    out = []
+    for b in range(1, max_batch + 1):
+        above = [t for t in thresholds if t >= b]
+        k = config["draft_len_schedule"][above[0]] if above else 0
+        if "max_concurrency" in config and b > config["max_concurrency"]:
+            k = 0
+        out.append(k)
+    return np.array(out)
+
+
+def test_ranges_cover_every_batch_size_once(dep):
+    ranges = gamma_schedule(dep, 0.8, 300, context=128)
+    assert ranges[0].start_batch == 1 and ranges[-1].end_batch == 300
+    for a, b in zip(ranges, ranges[1:]):
+        assert b.start_batch == a.end_batch + 1 and b.gamma != a.gamma
+
+
+@pytest.mark.parametrize("context", [128, 1128])
+def test_schedule_matches_the_optimal_gamma_table(dep, context):
+    ranges = gamma_schedule(dep, 0.8, 256, context=context)
+    expanded = _expand_vllm([[r.start_batch, r.end_batch, r.gamma] for r in ranges], 256)
+    best = dep.optimal_gamma(0.8, np.arange(1, 257), context)
+    np.testing.assert_array_equal(expanded, best.gamma)
+
+
+def test_min_gain_turns_off_marginal_batch_sizes(dep):
+    plain = gamma_schedule(dep, 0.8, 256, context=128)
+    strict = gamma_schedule(dep, 0.8, 256, context=128, min_gain=1.05)
+    best = dep.optimal_gamma(0.8, np.arange(1, 257), 128)
+    expanded = _expand_vllm([[r.start_batch, r.end_batch, r.gamma] for r in strict], 256)
+    np.testing.assert_array_equal(expanded, np.where(best.speedup >= 1.05, best.gamma, 0))
+    off_plain = next(r.start_batch for r in plain if r.gamma == 0)
+    off_strict = next(r.start_batch for r in strict if r.gamma == 0)
+    assert off_strict < off_plain
+
+
+def test_cli_vllm_snippet_parses_back_and_matches(dep, capsys):
+    assert main(["schedule", "--alpha", "0.8", "--format", "vllm"]) == 0
+    config = json.loads(capsys.readouterr().out)
+    assert config["model"] == "meta-llama/Llama-3.2-1B-Instruct"
+    entries = config["num_speculative_tokens_per_batch_size"]
+    assert config["num_speculative_tokens"] == max(e[2] for e in entries)
+    best = dep.optimal_gamma(0.8, np.arange(1, 257), 1128)
+    np.testing.assert_array_equal(_expand_vllm(entries, 256), best.gamma)
+
+
+def test_cli_trtllm_snippet_parses_back_and_matches(dep, capsys):
+    assert main(["schedule", "--alpha", "0.8", "--format", "trtllm"]) == 0
+    config = yaml.safe_load(capsys.readouterr().out)["speculative_config"]
+    assert config["decoding_type"] == "Draft_Target"
+    assert config["max_draft_len"] == config["draft_len_schedule"][min(config["draft_len_schedule"])]
+    best = dep.optimal_gamma(0.8, np.arange(1, 257), 1128)
+    np.testing.assert_array_equal(_expand_trtllm(config, 256), best.gamma)
+
+
+def test_trtllm_switches_off_with_max_concurrency(dep):
+    ranges = gamma_schedule(dep, 0.8, 256, context=128)
+    assert ranges[-1].gamma == 0
+    config = to_trtllm(ranges, "draft")
+    assert config["max_concurrency"] == ranges[-1].start_batch - 1
+    best = dep.optimal_gamma(0.8, np.arange(1, 257), 128)
+    np.testing.assert_array_equal(_expand_trtllm(config, 256), best.gamma)
+
+
+def test_never_paying_schedule_gives_no_config():
+    dep = Deployment.from_names("h100-sxm", "llama-3.1-8b", "llama-3.1-8b")  # a draft as large as the target
+    ranges = gamma_schedule(dep, 0.5, 64)
+    assert [r.gamma for r in ranges] == [0]
+    assert to_vllm(ranges, "x") is None and to_trtllm(ranges, "x") is None
+
+
+@pytest.mark.parametrize("kwargs, message", [({"max_batch": 0}, "max batch"), ({"min_gain": 0.9}, "min gain")])
+def test_bad_arguments(dep, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        gamma_schedule(dep, 0.8, **{"max_batch": 16, **kwargs})
