@@ -474,6 +474,125 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_toy(args: argparse.Namespace) -> int:
+    from . import toy
+
+    if args.experiment == "exactness":
+        hand = toy.hand_example(seed=args.seed)
+        result = toy.exactness(seed=args.seed)
+        if args.json:
+            _print_json({"hand_example": hand, "bigram": result})
+            return 0
+        print("hand example: p = (0.6, 0.3, 0.1), q = (0.3, 0.6, 0.1)")
+        print(f"  beta = sum min(p, q) = {hand['beta']:g}; draft B accepted with probability {hand['accept_b']:g}; "
+              f"residual max(0, p - q) normalised = {hand['residual']} (always A)")
+        print(f"  output distribution, exact enumeration: {hand['exact_output']}  (= p)")
+        mc = ", ".join(f"{v:.4f}" for v in hand["mc_output"])
+        print(f"  Monte Carlo, {hand['samples']:,} steps: ({mc}); TV from p {hand['mc_tv']:.4f}, chi-square p-value {hand['mc_chi2_p']:.3f}")
+        print()
+        print(f"bigram target ({result['vocab']} tokens, logits N(0, 2^2)), draft logits + N(0, 1.2^2), seed {result['seed']}: "
+              f"alpha under the target's stationary distribution = {result['alpha_stationary']:.4f}")
+        print(f"token {result['position']} of {result['generations']:,} generations, speculative sampling with gamma = {result['gamma']}:")
+        print(_table(["sampler", "TV from exact marginal", "chi-square p-value"], [
+            ["speculative (gamma = 4)", f"{result['tv_speculative']:.4f}", f"{result['chi2_p_speculative']:.3f}"],
+            ["plain target sampling", f"{result['tv_plain']:.4f}", f"{result['chi2_p_plain']:.3f}"],
+        ], "<>>"))
+        print(f"expected TV of an exact sample of this size (sampling noise): {result['tv_noise_level']:.4f}; "
+              "the article's run gave 0.0101 and 0.0089")
+        return 0
+    if args.experiment == "tokens-per-step":
+        result = toy.tokens_per_step(seed=args.seed)
+        if args.json:
+            _print_json(result)
+            return 0
+        print(f"bigram toy, seed {result['seed']}: alpha = {result['alpha_stationary']:.4f} under the target's stationary distribution")
+        print(_table(["gamma", "measured tokens/pass", "formula E(alpha, gamma)", "difference", "target passes"],
+                     [[r["gamma"], f"{r['measured']:.4f}", f"{r['formula']:.4f}", f"{r['relative_error']:+.2%}", f"{r['passes']:,}"]
+                      for r in result["rows"]], ">>>>>"))
+        print("the article: measured 1.634, 2.038, 2.297, 2.472, 2.645, 2.707 against 1.638, 2.044, 2.303, 2.469, 2.641, 2.712")
+        return 0
+    result = toy.realign(seed=args.seed)
+    if args.json:
+        _print_json(result)
+        return 0
+    print(f"re-aligning a stale rank-{result['rank']} draft to a fine-tuned {result['vocab']}-token bigram target, seed {result['seed']}")
+    print("alpha and tokens per step (gamma = 4) under the fine-tuned target's stationary distribution\n")
+    stale = result["rows"][0]["tokens_per_step_gamma4"]
+    print(_table(["draft", "alpha", "tokens/step", "vs stale", "greedy agreement"],
+                 [[r["draft"], f"{r['alpha']:.3f}", f"{r['tokens_per_step_gamma4']:.2f}",
+                   f"{r['tokens_per_step_gamma4'] / stale - 1:+.0%}", f"{r['greedy_agreement']:.3f}"] for r in result["rows"]],
+                 "<>>>>"))
+    print("\nthe article: stale 2.39, SFT 3.33, TVD 3.96 (about 0.88 acceptance), KL objectives in between, on-policy no extra gain")
+    return 0
+
+
+def _load_logits(path: str, what: str):
+    import numpy as np
+
+    try:
+        data = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise ValueError(f"{what} file {path!r} does not exist") from None
+    except (ValueError, OSError, EOFError) as err:
+        raise ValueError(f"{what} file {path!r} is not a .npy or .npz array file ({err})") from None
+    if isinstance(data, np.lib.npyio.NpzFile):
+        with data:
+            keys = list(data.keys())
+            if not keys:
+                raise ValueError(f"{what} file {path!r} holds no arrays")
+            key = "logits" if "logits" in keys else keys[0]
+            if len(keys) > 1 and key != "logits":
+                raise ValueError(f"{what} file {path!r} holds several arrays ({', '.join(keys)}); name the logits 'logits'")
+            data = data[key]
+    if data.ndim != 2 or data.size == 0:
+        raise ValueError(f"{what} must have shape [positions, vocab] with both > 0, got {data.shape}")
+    if not np.issubdtype(data.dtype, np.floating) and not np.issubdtype(data.dtype, np.integer):
+        raise ValueError(f"{what} must be numeric, got dtype {data.dtype}")
+    if not np.all(np.isfinite(data)):
+        raise ValueError(f"{what} holds NaN or infinite values ({int((~np.isfinite(data)).sum())} of {data.size})")
+    return data.astype(float)
+
+
+def _cmd_acceptance(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .sampling import acceptance_rate_from_logits
+    from .speedup import expected_tokens
+
+    target = _load_logits(args.target_logits, "target logits")
+    draft = _load_logits(args.draft_logits, "draft logits")
+    if target.shape != draft.shape:
+        raise ValueError(f"target and draft logits must cover the same positions and vocabulary, got {target.shape} and {draft.shape}")
+    rates = acceptance_rate_from_logits(target, draft, args.temperature)
+    alpha = float(rates.mean())
+    gammas = np.arange(1, 9)
+    independent = expected_tokens(alpha, gammas)
+    # If acceptance were the same at every position of a step (fully correlated within a step),
+    # E would be the mean of E(alpha_i, gamma): an upper bound beside the independent estimate.
+    correlated = expected_tokens(rates[:, None], gammas[None, :]).mean(axis=0)
+    out = {
+        "positions": int(len(rates)),
+        "vocab": int(target.shape[1]),
+        "temperature": args.temperature,
+        "alpha": alpha,
+        "alpha_std": float(rates.std()),
+        "alpha_percentiles": {str(q): float(np.percentile(rates, q)) for q in (10, 25, 50, 75, 90)},
+        "tokens_per_step": [{"gamma": int(g), "independent": float(e), "correlated_bound": float(c)}
+                            for g, e, c in zip(gammas, independent, correlated)],
+    }
+    if args.json:
+        _print_json(out)
+        return 0
+    print(f"{out['positions']:,} positions x {out['vocab']:,} tokens at temperature {args.temperature:g}")
+    pct = out["alpha_percentiles"]
+    print(f"alpha = mean of sum min(p, q) = {alpha:.4f} (std {out['alpha_std']:.3f}; 10/50/90th percentiles "
+          f"{pct['10']:.3f} / {pct['50']:.3f} / {pct['90']:.3f})\n")
+    print(_table(["gamma", "tokens/step (independent, alpha)", "if acceptance is shared within a step"],
+                 [[r["gamma"], f"{r['independent']:.3f}", f"{r['correlated_bound']:.3f}"] for r in out["tokens_per_step"]], ">>>"))
+    print(f"\nnext: specsim optimal-gamma --alpha {alpha:.3f} ...")
+    return 0
+
+
 def _cmd_hardware(args: argparse.Namespace) -> int:
     from .hardware import builtin_names, load_hardware, profile_to_mapping
 
@@ -680,6 +799,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--memory-util", type=_fraction, default=DEFAULT_MEMORY_UTILIZATION, help="fraction of device memory used")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_compare)
+
+    p = sub.add_parser("toy", help="the article's seeded toy experiments: exactness, tokens per step, draft re-alignment")
+    p.add_argument("experiment", choices=["exactness", "tokens-per-step", "distill"])
+    p.add_argument("--seed", type=_int_at_least(0, "seed"), default=0, help="random seed (default 0)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_toy)
+
+    p = sub.add_parser("acceptance", help="alpha measured from target and draft logits at a temperature",
+                       description="Read two [positions, vocab] logit arrays (.npy or .npz) over the same positions and "
+                       "vocabulary; print alpha = mean sum min(p, q), its spread and tokens per step for gamma 1..8.")
+    p.add_argument("--target-logits", required=True, help=".npy or .npz file, shape [positions, vocab]")
+    p.add_argument("--draft-logits", required=True, help=".npy or .npz file, same shape")
+    p.add_argument("--temperature", type=_nonneg_float, default=1.0, help="serving temperature (0 = greedy; default 1)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_acceptance)
 
     p = sub.add_parser("hardware", help="list hardware profiles, or show one")
     p.add_argument("action", nargs="?", choices=["show"], help="show one profile")

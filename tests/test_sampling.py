@@ -1,0 +1,129 @@
+"""The acceptance rule: exactness against closed forms, by enumeration and by Monte Carlo.
+
+Monte Carlo checks use fixed seeds and chi-square goodness-of-fit tests at
+significance 1e-4: with a correct sampler a test fails with probability 1e-4
+for a given seed (the seeds are fixed, so a pass is reproducible).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import chisquare
+
+from specsim.sampling import (
+    acceptance_rate,
+    acceptance_rate_from_logits,
+    output_distribution,
+    residual_distribution,
+    sample_rows,
+    softmax,
+    verify,
+)
+
+SIGNIFICANCE = 1e-4
+
+
+def dirichlet_pairs(rng, n, vocab, concentration=0.5):
+    return rng.dirichlet(np.full(vocab, concentration), n), rng.dirichlet(np.full(vocab, concentration), n)
+
+
+def test_hand_example_exactly():
+    # Article: p = (0.6, 0.3, 0.1), q = (0.3, 0.6, 0.1): beta = 0.7, B accepted with probability 0.5,
+    # residual "always A", output exactly p.
+    p, q = np.array([0.6, 0.3, 0.1]), np.array([0.3, 0.6, 0.1])
+    assert float(acceptance_rate(p, q)) == pytest.approx(0.7, abs=1e-15)
+    np.testing.assert_array_equal(residual_distribution(p, q), [1.0, 0.0, 0.0])
+    np.testing.assert_allclose(output_distribution(p, q), p, atol=1e-15)
+
+
+def test_hand_example_by_monte_carlo():
+    rng = np.random.default_rng(7)
+    n = 300_000
+    p, q = np.array([0.6, 0.3, 0.1]), np.array([0.3, 0.6, 0.1])
+    drafted = sample_rows(np.tile(q, (n, 1)), rng)[:, None]
+    step = verify(drafted, np.tile(q, (n, 1, 1)), np.tile(p, (n, 2, 1)), rng)
+    counts = np.bincount(step.tokens[:, 0], minlength=3)
+    assert chisquare(counts, p * n).pvalue > SIGNIFICANCE
+    # Acceptance of a drafted B is 0.5: binomial, 4 standard errors.
+    was_b = drafted[:, 0] == 1
+    rate = step.num_accepted[was_b].mean()
+    assert abs(rate - 0.5) < 4 * np.sqrt(0.25 / was_b.sum())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(2, 12), st.integers(0, 2**32 - 1))
+def test_output_distribution_is_the_target_for_any_draft(vocab, seed):
+    rng = np.random.default_rng(seed)
+    p, q = dirichlet_pairs(rng, 1, vocab)
+    np.testing.assert_allclose(output_distribution(p[0], q[0]), p[0], atol=1e-12)
+    assert float(acceptance_rate(p[0], q[0])) == pytest.approx(1.0 - 0.5 * np.abs(p[0] - q[0]).sum(), abs=1e-12)
+
+
+def test_every_emitted_position_is_distributed_as_the_target():
+    # A chain of gamma = 3 positions with fixed (context-free) p_i and q_i: whatever was accepted before,
+    # the token emitted at position i is drawn from p_i.  Check position 0 and the bonus/residual mix.
+    rng = np.random.default_rng(11)
+    n, gamma, vocab = 200_000, 3, 6
+    p = rng.dirichlet(np.ones(vocab), gamma + 1)
+    q = rng.dirichlet(np.ones(vocab), gamma)
+    drafted = np.stack([sample_rows(np.tile(q[i], (n, 1)), rng) for i in range(gamma)], axis=1)
+    step = verify(drafted, np.broadcast_to(q, (n, gamma, vocab)), np.broadcast_to(p, (n, gamma + 1, vocab)), rng)
+    for i in range(gamma + 1):
+        reached = step.tokens[:, i] >= 0
+        if i > 0:
+            # Position i is emitted only if positions < i were accepted; given that, it is still p_i.
+            reached &= step.num_accepted >= i
+        counts = np.bincount(step.tokens[reached, i], minlength=vocab)
+        assert chisquare(counts, p[i] * reached.sum()).pvalue > SIGNIFICANCE, i
+
+
+def test_accepted_counts_follow_the_product_of_betas():
+    rng = np.random.default_rng(5)
+    n, gamma, vocab = 200_000, 4, 8
+    p = rng.dirichlet(np.ones(vocab), gamma + 1)
+    q = rng.dirichlet(np.ones(vocab), gamma)
+    drafted = np.stack([sample_rows(np.tile(q[i], (n, 1)), rng) for i in range(gamma)], axis=1)
+    step = verify(drafted, np.broadcast_to(q, (n, gamma, vocab)), np.broadcast_to(p, (n, gamma + 1, vocab)), rng)
+    betas = acceptance_rate(p[:gamma], q)
+    expected = 1.0 + np.cumprod(betas).sum()
+    sd = step.num_emitted.std()
+    assert abs(step.num_emitted.mean() - expected) < 4 * sd / np.sqrt(n)
+
+
+def test_greedy_emits_the_target_argmax_chain():
+    rng = np.random.default_rng(3)
+    n, gamma, vocab = 1000, 4, 10
+    p = rng.dirichlet(np.ones(vocab), (n, gamma + 1))
+    q = rng.dirichlet(np.ones(vocab), (n, gamma))
+    drafted = np.argmax(q, axis=-1)
+    drafted[::2] = np.argmax(p[::2, :gamma], axis=-1)  # half of the drafts agree with the target
+    step = verify(drafted, q, p, rng, greedy=True)
+    target_argmax = np.argmax(p, axis=-1)
+    for row in range(n):
+        k = step.num_accepted[row]
+        assert np.array_equal(step.tokens[row, : k + 1], target_argmax[row, : k + 1])
+        assert np.all(step.tokens[row, k + 1 :] == -1)
+    assert np.all(step.num_accepted[::2] == gamma)
+
+
+def test_verify_rejects_mismatched_shapes():
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="shapes disagree"):
+        verify(np.zeros((2, 3), int), np.full((2, 3, 4), 0.25), np.full((2, 3, 4), 0.25), rng)
+
+
+def test_acceptance_from_logits_matches_probabilities_and_temperature():
+    rng = np.random.default_rng(1)
+    t, d = rng.normal(size=(50, 20)), rng.normal(size=(50, 20))
+    np.testing.assert_allclose(acceptance_rate_from_logits(t, d, 0.7), acceptance_rate(softmax(t, 0.7), softmax(d, 0.7)))
+    greedy = acceptance_rate_from_logits(t, d, 0.0)
+    np.testing.assert_array_equal(greedy, (t.argmax(1) == d.argmax(1)).astype(float))
+    assert np.all(acceptance_rate_from_logits(t, t, 1.3) == pytest.approx(1.0))
+
+
+def test_softmax_rejects_negative_temperature():
+    with pytest.raises(ValueError, match="temperature must be >= 0"):
+        softmax(np.zeros(3), -1.0)
