@@ -16,13 +16,18 @@ __all__ = ["atomic_write_bytes", "atomic_write_text", "refuse_builtin"]
 
 
 def refuse_builtin(path: str | Path) -> None:
-    """Raise ValueError if ``path`` is inside the built-in hardware folder."""
+    """Raise ValueError if ``path`` would replace a built-in datasheet profile.
+
+    The top of the built-in folder (``hardware/*.yaml``) is never written;
+    its ``measurements/`` subfolder is where calibrated profiles are
+    regenerated, on purpose, by ``specsim calibrate``.
+    """
     from .hardware import builtin_dir
 
     target = Path(path).expanduser().resolve()
     root = builtin_dir().resolve()
-    if target == root or root in target.parents:
-        raise ValueError(f"refusing to write {str(path)!r}: it is inside the built-in profiles ({root}); choose another --out")
+    if target == root or target.parent == root:
+        raise ValueError(f"refusing to write {str(path)!r}: built-in profiles in {root} are never overwritten; choose another --out")
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
@@ -39,6 +44,10 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     if not folder.is_dir():
         raise ValueError(f"cannot write {str(path)!r}: folder {str(folder)!r} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    # mkstemp creates the file private (0600); give the result the permissions a plain open() would.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

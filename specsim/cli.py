@@ -132,9 +132,16 @@ def _short_bound(bound: str) -> str:
 
 
 def _deployment(args: argparse.Namespace):
+    import dataclasses
+
     from .speedup import Deployment
 
-    return Deployment.from_names(args.hardware, args.target, args.draft)
+    dep = Deployment.from_names(args.hardware, args.target, args.draft)
+    extra = getattr(args, "engine_overhead_ms", None)
+    if extra:
+        # Kernel-calibrated profiles carry GPU time only; the engine's per-step CPU and scheduler time adds to it.
+        dep = dataclasses.replace(dep, hardware=dataclasses.replace(dep.hardware, overhead_s=dep.hardware.overhead_s + extra / 1e3))
+    return dep
 
 
 def _describe(dep, context: int) -> str:
@@ -145,8 +152,8 @@ def _describe(dep, context: int) -> str:
     return (
         f"target {t.name} ({format_count(t.params)} params, {t.weight_dtype}) + draft {d.name} "
         f"({format_count(d.params)}, {d.weight_dtype}) on {hw.name}; context {context} tokens\n"
-        f"roofline: {hw.peak_flop_per_s / 1e12:.0f} TFLOP/s x {hw.compute_eff:g}, "
-        f"{hw.peak_bytes_per_s / 1e12:.2f} TB/s x {hw.bandwidth_eff:g}, "
+        f"roofline: {hw.peak_flop_per_s / 1e12:.4g} TFLOP/s x {hw.compute_eff:.3g}, "
+        f"{hw.peak_bytes_per_s / 1e12:.3g} TB/s x {hw.bandwidth_eff:.3g}, "
         f"overhead {hw.overhead_s * 1e3:.2f} ms/pass"
         + (f" + {hw.per_layer_overhead_s * 1e6:.1f} us/layer" if hw.per_layer_overhead_s else "")
         + f", ridge {hw.ridge_flop_per_byte:.0f} FLOP/byte"
@@ -593,6 +600,152 @@ def _cmd_acceptance(args: argparse.Namespace) -> int:
     return 0
 
 
+def _harness():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise ValueError("the timing harness needs torch: pip install 'specsim[harness]' (on a CPU-only machine: pip install torch==2.13.0 first)") from None
+    from . import harness
+
+    return harness
+
+
+def _cmd_measure(args: argparse.Namespace) -> int:
+    import csv
+    import io
+
+    _harness()
+    from ._io import atomic_write_text, refuse_builtin
+    from .harness.timing import CSV_COLUMNS, measure_sweep
+    from .models import get_model
+
+    refuse_builtin(args.out)
+    shape = get_model(args.model, weight_dtype=args.dtype, kv_dtype=args.dtype)
+    rows = measure_sweep(shape, args.batch, args.tokens_per_seq, args.context, dtype=args.dtype, device=args.device,
+                         repeats=args.repeats, warmup=args.warmup, cuda_graphs=args.cuda_graphs, seed=args.seed)
+    if not rows:
+        raise ValueError("no configuration fitted in memory; nothing written")
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write_text(args.out, buffer.getvalue())
+    print(f"{len(rows)} configurations measured on {rows[0]['device_name']} -> {args.out}")
+    return 0
+
+
+def _cmd_measure_loop(args: argparse.Namespace) -> int:
+    _harness()
+    from .harness.specloop import run_speculative_loop
+    from .models import get_model
+    from .speedup import Deployment, expected_tokens, speedup_from_times
+
+    target = get_model(args.target, weight_dtype=args.dtype, kv_dtype=args.dtype)
+    draft = get_model(args.draft, weight_dtype=args.dtype, kv_dtype=args.dtype)
+    profile = None
+    if args.hardware:
+        from .hardware import load_hardware
+
+        profile = load_hardware(args.hardware)
+    results = []
+    for batch in args.batch:
+        r = run_speculative_loop(target, draft, args.alpha, args.gamma, batch, args.context, tokens=args.tokens,
+                                 dtype=args.dtype, device=args.device, seed=args.seed, repeats=args.repeats)
+        r["formula_speedup_from_measured_passes"] = float(speedup_from_times(args.alpha, args.gamma, r["t_target_s"],
+                                                                             r["t_draft_s"], r["t_verify_s"]))
+        r["expected_tokens_per_pass"] = float(expected_tokens(args.alpha, args.gamma))
+        if profile is not None:
+            dep = Deployment(profile, target, draft)
+            r["predicted_speedup"] = float(dep.speedup(args.alpha, args.gamma, batch, args.context + args.tokens // 2))
+            r["profile"] = profile.name
+        results.append(r)
+    if args.json:
+        _print_json(results)
+        return 0
+    where = "CPU" if results[0]["device"] == "cpu" else results[0]["device"]
+    print(f"end-to-end speculative loop on the {where}: {target.name} target, {draft.name} draft, {args.dtype}, "
+          f"alpha {args.alpha:g}, gamma {args.gamma}, context {args.context} + {args.tokens} generated tokens")
+    headers = ["batch", "ms/token plain", "ms/token spec", "measured speedup", "tokens/pass (E)", "S from measured t_T,t_D,t_V"]
+    if profile is not None:
+        headers.append(f"predicted ({profile.name})")
+    rows = []
+    for r in results:
+        row = [r["batch"], f"{r['plain_s_per_token'] * 1e3:.3f}", f"{r['spec_s_per_token'] * 1e3:.3f}", f"{r['measured_speedup']:.3f}",
+               f"{r['measured_tokens_per_pass']:.3f} ({r['expected_tokens_per_pass']:.3f})", f"{r['formula_speedup_from_measured_passes']:.3f}"]
+        if profile is not None:
+            row.append(f"{r['predicted_speedup']:.3f}")
+        rows.append(row)
+    print(_table(headers, rows, ">" * len(headers)))
+    return 0
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from ._io import atomic_write_bytes, atomic_write_text, refuse_builtin
+    from .calibrate import calibrate, profile_yaml, residual_figure
+    from .hardware import load_hardware
+
+    out = __import__("pathlib").Path(args.out)
+    refuse_builtin(out)
+    if out.suffix not in (".yaml", ".yml"):
+        raise ValueError(f"--out must name a .yaml file, got {args.out!r}")
+    name = args.name or out.stem
+    from .hardware import builtin_dir
+
+    datasheet = {p.stem for p in builtin_dir().glob("*.yaml")}
+    if name in datasheet:
+        raise ValueError(f"profile name {name!r} is a built-in datasheet profile; choose another --name")
+    result = calibrate(args.measurements, load_hardware(args.hardware), holdout=args.holdout, seed=args.seed,
+                       per_layer=args.per_layer, name=name)
+    plot = out.with_name(out.stem + "-residuals.png")
+    import io
+
+    buffer = io.BytesIO()
+    residual_figure(result).savefig(buffer, format="png", dpi=120)
+    atomic_write_text(out, profile_yaml(result.profile))
+    atomic_write_bytes(plot, buffer.getvalue())
+    s = result.summary()
+    if args.json:
+        _print_json({**s, "profile": str(out), "residual_plot": str(plot), "name": name})
+        return 0
+    p = result.profile
+    print(f"{args.measurements}: {s['points']} measurements; fitted on {s['train_points']}, judged on {s['holdout_points']} held out")
+    print(f"fitted: compute_eff {p.compute_eff:.3f}, bandwidth_eff {p.bandwidth_eff:.3f}, overhead {p.overhead_s * 1e3:.4f} ms"
+          + (f" + {p.per_layer_overhead_s * 1e6:.2f} us/layer" if s["per_layer_overhead_fitted"] else " (no per-layer term)"))
+    print(_table(["held-out points", "mean abs error", "worst error"], [
+        [f"before: {result.base.name} as shipped", f"{s['holdout_before']['mape']:.1%}", f"{s['holdout_before']['max_abs_error']:.1%}"],
+        [f"after: {name}", f"{s['holdout_after']['mape']:.1%}", f"{s['holdout_after']['max_abs_error']:.1%}"],
+    ], "<>>"))
+    print(f"wrote {out} and {plot}")
+    return 0
+
+
+def _cmd_compose_kernels(args: argparse.Namespace) -> int:
+    import io
+
+    import pandas as pd
+
+    from ._io import atomic_write_text, refuse_builtin
+    from .kernels import DEVICE_FILES, compose_steps, load_tables
+    from .models import get_model
+
+    devices = args.devices or list(DEVICE_FILES)
+    for device in devices:
+        tables = load_tables(device, args.data)
+        frames = [compose_steps(tables, get_model(m)) for m in args.models]
+        df = pd.concat([f for f in frames if len(f)], ignore_index=True) if any(len(f) for f in frames) else pd.DataFrame()
+        if df.empty:
+            print(f"{device}: no configuration covered by the data", file=sys.stderr)
+            continue
+        path = __import__("pathlib").Path(args.out) / f"{device}-vllm-kernel-steps.csv"
+        refuse_builtin(path)
+        buffer = io.StringIO()
+        df.to_csv(buffer, index=False, float_format="%.9g")
+        atomic_write_text(path, buffer.getvalue())
+        covered = ", ".join(f"{m} ({(df.model == m).sum()})" for m in df.model.unique())
+        print(f"{device} ({tables.device_name}): {len(df)} steps composed -> {path}  [{covered}]")
+    return 0
+
+
 def _cmd_hardware(args: argparse.Namespace) -> int:
     from .hardware import builtin_names, load_hardware, profile_to_mapping
 
@@ -602,7 +755,7 @@ def _cmd_hardware(args: argparse.Namespace) -> int:
             _print_json({**profile_to_mapping(hw), "ridge_flop_per_byte": hw.ridge_flop_per_byte})
             return 0
         print(f"{hw.name}: {hw.description}")
-        print(f"  dense 16-bit peak   {hw.peak_flop_per_s / 1e12:9.1f} TFLOP/s")
+        print(f"  dense 16-bit peak   {hw.peak_flop_per_s / 1e12:9.4g} TFLOP/s")
         if hw.peak_fp8_flop_per_s:
             print(f"  dense FP8 peak      {hw.peak_fp8_flop_per_s / 1e12:9.1f} TFLOP/s")
         print(f"  memory bandwidth    {hw.peak_bytes_per_s / 1e12:9.3f} TB/s")
@@ -621,7 +774,7 @@ def _cmd_hardware(args: argparse.Namespace) -> int:
     rows = []
     for name in builtin_names():
         hw = load_hardware(name)
-        rows.append([name, f"{hw.peak_flop_per_s / 1e12:.0f}", f"{hw.peak_bytes_per_s / 1e12:.2f}", f"{hw.memory_bytes / 1e9:.0f}",
+        rows.append([name, f"{hw.peak_flop_per_s / 1e12:.4g}", f"{hw.peak_bytes_per_s / 1e12:.3g}", f"{hw.memory_bytes / 1e9:.0f}",
                      f"{hw.compute_eff:.2f}/{hw.bandwidth_eff:.2f}", f"{hw.overhead_s * 1e3:.3f}", f"{hw.ridge_flop_per_byte:.0f}",
                      "calibrated" if hw.calibration else "datasheet + article preset"])
     if args.json:
@@ -711,6 +864,9 @@ def _add_deployment_args(p: argparse.ArgumentParser, *, defaults: bool = True) -
                    help=f"comma-separated batch sizes (default {','.join(map(str, DEFAULT_BATCHES))})")
     p.add_argument("--context", type=_context, default=DEFAULT_CONTEXT_TOKENS if defaults else None,
                    help=f"cached tokens per sequence, L (default {DEFAULT_CONTEXT_TOKENS}: a 1000-token prompt plus half of 256 generated)")
+    p.add_argument("--engine-overhead-ms", type=_nonneg_float, default=0.0,
+                   help="extra time per forward pass, ms, added to the profile's overhead (e.g. a serving engine's "
+                   "scheduling and sampling time on top of a kernel-calibrated profile; default 0)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -814,6 +970,58 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--temperature", type=_nonneg_float, default=1.0, help="serving temperature (0 = greedy; default 1)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_acceptance)
+
+    p = sub.add_parser("measure", help="time real forward passes with the PyTorch harness (needs torch) and write a CSV",
+                       description="Build a Llama-architecture decoder with the model's shape and random weights, and time "
+                       "one forward pass per (batch, tokens per sequence, context).")
+    p.add_argument("--model", required=True, help="built-in model name or config.json path (on a CPU: tiny-28m, tiny-5m)")
+    p.add_argument("--batch", type=_batches, default=[1, 2, 4, 8], help="comma-separated batch sizes (default 1,2,4,8)")
+    p.add_argument("--tokens-per-seq", type=_int_list(1, "tokens-per-seq"), default=[1], help="comma-separated q values (default 1)")
+    p.add_argument("--context", type=_int_list(0, "context"), default=[0, 512], help="comma-separated cached lengths (default 0,512)")
+    p.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default="bf16", help="weights and KV cache (default bf16; fp32 is faster on most CPUs)")
+    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="default cuda")
+    p.add_argument("--repeats", type=_int_at_least(1, "repeats"), default=10, help="timed passes per configuration (default 10)")
+    p.add_argument("--warmup", type=_int_at_least(0, "warmup"), default=3, help="untimed passes first (default 3)")
+    p.add_argument("--cuda-graphs", action="store_true", help="capture each pass in a CUDA graph and time its replay")
+    p.add_argument("--seed", type=_int_at_least(0, "seed"), default=0)
+    p.add_argument("--out", required=True, help="CSV file to write (atomically)")
+    p.set_defaults(func=_cmd_measure)
+
+    p = sub.add_parser("measure-loop", help="time an end-to-end speculative loop (controlled acceptance) against plain decoding")
+    p.add_argument("--target", default="tiny-28m", help="target model (default tiny-28m, CPU-sized)")
+    p.add_argument("--draft", default="tiny-5m", help="draft model (default tiny-5m)")
+    p.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA, help=f"acceptance probability per drafted token (default {DEFAULT_ALPHA})")
+    p.add_argument("--gamma", type=_int_at_least(1, "gamma"), default=4, help="drafted tokens per step (default 4)")
+    p.add_argument("--batch", type=_batches, default=[1, 4], help="comma-separated batch sizes (default 1,4)")
+    p.add_argument("--context", type=_context, default=256, help="cached tokens before generating (default 256)")
+    p.add_argument("--tokens", type=_int_at_least(1, "tokens"), default=48, help="tokens generated per sequence (default 48)")
+    p.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default="fp32", help="default fp32")
+    p.add_argument("--device", choices=["cuda", "cpu"], default="cpu", help="default cpu")
+    p.add_argument("--repeats", type=_int_at_least(1, "repeats"), default=3)
+    p.add_argument("--seed", type=_int_at_least(0, "seed"), default=0)
+    p.add_argument("--hardware", help="profile to predict the speedup with (e.g. a calibrated cpu profile)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_measure_loop)
+
+    p = sub.add_parser("calibrate", help="fit a profile's efficiencies and overheads to measured step times",
+                       description="Robust least squares on measured step times; held-out points judge the fit before and after.")
+    p.add_argument("measurements", help="CSV from specsim measure or specsim compose-kernels")
+    p.add_argument("--hardware", required=True, help="base profile whose datasheet peaks are kept")
+    p.add_argument("--out", required=True, help="profile YAML to write (a residual plot is written beside it)")
+    p.add_argument("--name", help="name of the fitted profile (default: the --out file's stem)")
+    p.add_argument("--holdout", type=_fraction, default=0.25, help="fraction of points held out of the fit (default 0.25)")
+    p.add_argument("--per-layer", choices=["auto", "yes", "no"], default="auto", help="fit a per-layer overhead (default auto)")
+    p.add_argument("--seed", type=_int_at_least(0, "seed"), default=0, help="seed of the train / held-out split")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_calibrate)
+
+    p = sub.add_parser("compose-kernels", help="compose per-step times from the public vLLM kernel timings")
+    p.add_argument("--data", default="../shared/data/public-kernel-timings", help="folder of the public kernel timing CSVs")
+    p.add_argument("--devices", type=lambda t: [d.strip() for d in t.split(",") if d.strip()], help="comma-separated (default all)")
+    p.add_argument("--models", type=lambda t: [m.strip() for m in t.split(",") if m.strip()],
+                   default=["llama-3.2-1b", "llama-3.1-8b"], help="comma-separated model shapes (default llama-3.2-1b,llama-3.1-8b)")
+    p.add_argument("--out", default="hardware/measurements", help="output folder (default hardware/measurements)")
+    p.set_defaults(func=_cmd_compose_kernels)
 
     p = sub.add_parser("hardware", help="list hardware profiles, or show one")
     p.add_argument("action", nargs="?", choices=["show"], help="show one profile")

@@ -45,6 +45,7 @@ __all__ = [
 ]
 
 BYTES_PER_ELEMENT = {
+    "fp32": 4.0,
     "bf16": 2.0,
     "fp16": 2.0,
     "fp8": 1.0,
@@ -226,6 +227,10 @@ _BUILTINS: dict[str, ModelShape] = {
         ModelShape("qwen2.5-7b", 152064, 3584, 18944, 28, 28, 4, 128, qkv_bias=True, source="Qwen/Qwen2.5-7B-Instruct"),
         ModelShape("qwen2.5-0.5b", 151936, 896, 4864, 24, 14, 2, 64, tie_embeddings=True, qkv_bias=True,
                    source="Qwen/Qwen2.5-0.5B-Instruct"),
+        # CPU-sized Llama shapes for the timing harness's demonstration on a CPU
+        # (specsim measure --device cpu); not real checkpoints.
+        ModelShape("tiny-28m", 8192, 512, 1536, 8, 8, 2, 64, tie_embeddings=True),
+        ModelShape("tiny-5m", 8192, 256, 768, 4, 4, 1, 64, tie_embeddings=True),
         # The article's round-number presets (shared/design/article-model.md).
         ModelShape("article-8b", _LLAMA3_VOCAB, 4096, 14336, 32, 32, 8, 128, params_override=8_000_000_000),
         ModelShape(
@@ -282,7 +287,7 @@ _SUPPORTED_ARCHITECTURES = {
     "MistralForCausalLM": False,
     "Qwen2ForCausalLM": True,  # q, k, v projections carry biases
 }
-_TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16"}
+_TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 
 
 def model_from_hf_config(config: Any, name: str = "config.json") -> ModelShape:

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The whole GPU measurement in one run, for a lent H200 (about 6-8 minutes of device time):
+#   1. step times of the llama-3.2-1b and llama-3.1-8b shapes in bf16 with CUDA graphs,
+#      b = 1..256, q = 1, 2, 3, 5, 9, L = 512..8192 (configurations that do not fit are skipped);
+#   2. a calibrated profile fitted to them, with held-out error and a residual plot;
+#   3. the end-to-end speculative loop (8B target, 1B draft) at a few batch sizes;
+#   4. measured step times beside the public H200 kernel sums and specsim's predictions.
+# Everything lands in $OUT (at most 8 files, as the device tool brings back).
+#
+# On the device machine (its python3 has torch, numpy, scipy, pandas, pyyaml, matplotlib):
+#   bash scripts/gpu_measure.sh
+# Rehearsal on a CPU with tiny shapes (what the test suite checks):
+#   DEVICE=cpu DTYPE=fp32 MODELS="tiny-5m tiny-28m" LOOP_TARGET=tiny-28m LOOP_DRAFT=tiny-5m BASE=cpu-epyc-2vcpu \
+#   BATCH=1,2 Q=1,3 CTX=64,128 REPEATS=2 LOOP_BATCH=1 LOOP_TOKENS=8 OUT=/tmp/out bash scripts/gpu_measure.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:?set OUT to an empty output folder}
+mkdir -p "$OUT"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+PY=${PYTHON:-python3}
+DEVICE=${DEVICE:-cuda}
+DTYPE=${DTYPE:-bf16}
+MODELS=${MODELS:-llama-3.2-1b llama-3.1-8b}
+BATCH=${BATCH:-1,2,4,8,16,32,64,128,256}
+Q=${Q:-1,2,3,5,9}
+CTX=${CTX:-512,1024,2048,4096,8192}
+REPEATS=${REPEATS:-10}
+BASE=${BASE:-h200}
+LOOP_TARGET=${LOOP_TARGET:-llama-3.1-8b}
+LOOP_DRAFT=${LOOP_DRAFT:-llama-3.2-1b}
+LOOP_BATCH=${LOOP_BATCH:-1,16,64}
+LOOP_TOKENS=${LOOP_TOKENS:-64}
+LOG="$OUT/log.txt"
+GRAPHS=$([ "$DEVICE" = cuda ] && echo --cuda-graphs || true)
+
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  $PY -c "import torch, sys; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda)"
+  if [ "$DEVICE" = cuda ]; then nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv || true; fi
+} >> "$LOG" 2>&1
+
+first=1
+for model in $MODELS; do
+  $PY -m specsim measure --model "$model" --device "$DEVICE" --dtype "$DTYPE" --batch "$BATCH" --tokens-per-seq "$Q" \
+      --context "$CTX" --repeats "$REPEATS" $GRAPHS --out "$OUT/part.csv" >> "$LOG" 2>&1
+  if [ $first = 1 ]; then cat "$OUT/part.csv" > "$OUT/measured.csv"; first=0; else tail -n +2 "$OUT/part.csv" >> "$OUT/measured.csv"; fi
+  rm -f "$OUT/part.csv"
+done
+
+$PY -m specsim calibrate "$OUT/measured.csv" --hardware "$BASE" --out "$OUT/$BASE-measured.yaml" >> "$LOG" 2>&1
+$PY -m specsim measure-loop --target "$LOOP_TARGET" --draft "$LOOP_DRAFT" --dtype "$DTYPE" --device "$DEVICE" \
+    --batch "$LOOP_BATCH" --context 1024 --tokens "$LOOP_TOKENS" --gamma 4 --alpha 0.8 \
+    --hardware "$OUT/$BASE-measured.yaml" --json > "$OUT/loop.json" 2>> "$LOG"
+$PY scripts/compare_measured.py "$OUT/measured.csv" --base "$BASE" --calibrated "$OUT/$BASE-measured.yaml" \
+    --out "$OUT/comparison.csv" >> "$LOG" 2>&1
+echo "done: $(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$LOG"
+cat "$LOG" | tail -40

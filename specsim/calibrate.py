@@ -1,0 +1,304 @@
+"""Calibration: fit a profile's efficiencies and overheads to measured step times.
+
+The roofline model (``steptime``) has four free numbers per device:
+
+    t(b, q, L) = overhead_s + per_layer_overhead_s * n_layers
+                 + max(flop / (compute_eff * peak_flop_per_s), bytes / (bandwidth_eff * peak_bytes_per_s))
+
+Given measured step times (CSV from ``specsim measure`` or composed kernel
+timings), :func:`calibrate` fits them by robust least squares
+(``scipy.optimize.least_squares`` with a soft-L1 loss on relative errors, so a
+few outliers do not drag the fit) from several starting points, keeps the
+datasheet peaks, and judges the result on points the fit never saw: the
+measurements are split at random into a training set and a held-out set, and
+the mean absolute percentage error (MAPE) and the worst error are reported on
+the held-out set, before (the base profile as it is) and after calibration.
+
+The per-layer overhead (per-kernel launch floors, which make a many-layer
+small model slower than its bytes suggest) is fitted only when the data call
+for it: with at least two layer counts in the data and a training MAPE that
+drops by more than 5% (relative) when it is added (``per_layer="auto"``).
+
+Efficiencies are bounded to (0, 1]: a fit that wants more than the datasheet
+peak (data served from cache, say) stops at 1 and leaves the error visible.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .hardware import HardwareProfile, profile_to_mapping
+from .models import ModelShape, get_model
+from .steptime import step_time
+
+__all__ = ["CalibrationResult", "calibrate", "load_measurements", "predict", "residual_figure"]
+
+_SHAPE_COLUMNS = ("vocab_size", "hidden_size", "intermediate_size", "n_layers", "n_heads", "n_kv_heads", "head_dim")
+_TIME_COLUMNS = ("median_s", "step_time_s")
+MIN_POINTS = 8
+
+
+def _dtype_key(value: object) -> str:
+    text = str(value).lower().replace("torch.", "")
+    return {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32"}.get(text, text)
+
+
+def load_measurements(path: str | Path) -> pd.DataFrame:
+    """Read measured step times and attach a ModelShape to every row.
+
+    Required columns: ``batch``, ``tokens_per_seq``, ``context``, a time column
+    (``median_s`` or ``step_time_s``, seconds), and either the shape columns
+    that ``specsim measure`` writes or a ``model`` naming a built-in shape.
+    Optional: ``dtype`` (weights and KV), ``device_name``.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"measurements file {str(path)!r} does not exist")
+    try:
+        df = pd.read_csv(p, comment="#")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise ValueError(f"measurements file {p.name!r} is not a readable CSV ({str(err).splitlines()[0]})") from None
+    where = f"measurements file {p.name!r}"
+    time_col = next((c for c in _TIME_COLUMNS if c in df.columns), None)
+    missing = [c for c in ("batch", "tokens_per_seq", "context") if c not in df.columns]
+    if time_col is None:
+        missing.append("median_s (or step_time_s)")
+    has_shape = all(c in df.columns for c in _SHAPE_COLUMNS)
+    if not has_shape and "model" not in df.columns:
+        missing.append("model (or the shape columns " + ", ".join(_SHAPE_COLUMNS) + ")")
+    if missing:
+        raise ValueError(f"{where}: missing column(s) {', '.join(missing)}")
+    if len(df) < MIN_POINTS:
+        raise ValueError(f"{where}: {len(df)} measurements; calibration needs at least {MIN_POINTS}")
+    numeric = ["batch", "tokens_per_seq", "context", time_col]
+    for col in numeric:
+        values = pd.to_numeric(df[col], errors="coerce")
+        bad = values.isna() | ~np.isfinite(values)
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            raise ValueError(f"{where}: column {col} has a missing or non-numeric value at data row {row + 1} ({df[col].iloc[row]!r})")
+        df[col] = values
+    if (df[time_col] <= 0).any():
+        row = int(np.flatnonzero((df[time_col] <= 0).to_numpy())[0])
+        raise ValueError(f"{where}: step times must be > 0 seconds; data row {row + 1} has {df[time_col].iloc[row]!r}")
+    if (df["batch"] < 1).any() or (df["tokens_per_seq"] < 1).any() or (df["context"] < 0).any():
+        raise ValueError(f"{where}: batch and tokens_per_seq must be >= 1 and context >= 0")
+    df = df.rename(columns={time_col: "measured_s"})
+    shapes: dict[tuple, ModelShape] = {}
+    keys = []
+    for row in df.itertuples(index=False):
+        dtype = _dtype_key(getattr(row, "dtype", "bf16"))
+        if has_shape:
+            key = tuple(int(getattr(row, c)) for c in _SHAPE_COLUMNS) + (
+                bool(getattr(row, "tie_embeddings", False)), bool(getattr(row, "qkv_bias", False)), dtype, str(getattr(row, "model", "")))
+            if key not in shapes:
+                v, d, f, n, h, kv, hd = key[:7]
+                shapes[key] = ModelShape(str(key[10]) or "measured", v, d, f, n, h, kv, hd, tie_embeddings=key[7],
+                                         qkv_bias=key[8], weight_dtype=dtype, kv_dtype=dtype)
+        else:
+            key = (str(row.model), dtype)
+            if key not in shapes:
+                shapes[key] = get_model(str(row.model), weight_dtype=dtype, kv_dtype=dtype)
+        keys.append(key)
+    df["shape"] = [shapes[k] for k in keys]
+    df["model_name"] = [s.name for s in df["shape"]]
+    df["n_layers_"] = [s.n_layers for s in df["shape"]]
+    return df
+
+
+def predict(profile: HardwareProfile, df: pd.DataFrame) -> np.ndarray:
+    """Modelled step time of every row (seconds), one vectorised call per model shape."""
+    out = np.empty(len(df))
+    for shape, idx in df.groupby("model_name").groups.items():
+        rows = df.loc[idx]
+        t = step_time(profile, rows["shape"].iloc[0], rows["batch"].to_numpy(float), rows["tokens_per_seq"].to_numpy(float),
+                      rows["context"].to_numpy(float))
+        out[df.index.get_indexer(idx)] = t.total_s
+    return out
+
+
+@dataclass(frozen=True)
+class CalibrationResult:
+    """A fitted profile, the split it was judged on, and the errors before and after."""
+
+    profile: HardwareProfile
+    base: HardwareProfile
+    data: pd.DataFrame  # with columns measured_s, before_s, after_s, holdout (bool)
+    per_layer: bool
+    source: str
+    source_sha256: str
+
+    def errors(self, which: str = "after", holdout: bool = True) -> np.ndarray:
+        """Relative errors (predicted / measured - 1) on the held-out or training rows."""
+        rows = self.data[self.data.holdout == holdout]
+        return rows[f"{which}_s"].to_numpy() / rows["measured_s"].to_numpy() - 1.0
+
+    def summary(self) -> dict[str, Any]:
+        def stats(which: str, holdout: bool) -> dict[str, float]:
+            e = np.abs(self.errors(which, holdout))
+            return {"mape": float(e.mean()) if len(e) else float("nan"), "max_abs_error": float(e.max()) if len(e) else float("nan")}
+
+        return {
+            "points": int(len(self.data)),
+            "train_points": int((~self.data.holdout).sum()),
+            "holdout_points": int(self.data.holdout.sum()),
+            "per_layer_overhead_fitted": self.per_layer,
+            "holdout_before": stats("before", True),
+            "holdout_after": stats("after", True),
+            "train_after": stats("after", False),
+            "compute_eff": self.profile.compute_eff,
+            "bandwidth_eff": self.profile.bandwidth_eff,
+            "overhead_s": self.profile.overhead_s,
+            "per_layer_overhead_s": self.profile.per_layer_overhead_s,
+        }
+
+
+def _fit(base: HardwareProfile, train: pd.DataFrame, per_layer: bool) -> tuple[HardwareProfile, float]:
+    from scipy.optimize import least_squares
+
+    measured = train["measured_s"].to_numpy()
+    top = float(measured.max())
+    layers = float(train["n_layers_"].min())
+
+    def profile_of(theta: np.ndarray) -> HardwareProfile:
+        return dataclasses.replace(base, compute_eff=float(theta[0]), bandwidth_eff=float(theta[1]), overhead_s=float(theta[2]),
+                                   per_layer_overhead_s=float(theta[3]) if per_layer else 0.0)
+
+    def residuals(theta: np.ndarray) -> np.ndarray:
+        return predict(profile_of(theta), train) / measured - 1.0
+
+    lower = [1e-4, 1e-4, 0.0, 0.0]
+    upper = [1.0, 1.0, top, top / layers if per_layer else 1e-12]
+    best = None
+    for ce in (0.2, 0.5, 0.9):
+        for be in (0.3, 0.6, 0.9):
+            start = np.array([ce, be, min(float(measured.min()) * 0.3, top), 0.0])
+            fit = least_squares(residuals, start, bounds=(lower, upper), loss="soft_l1", f_scale=0.05, x_scale="jac")
+            if best is None or fit.cost < best.cost:
+                best = fit
+    profile = profile_of(best.x)
+    mape = float(np.abs(residuals(best.x)).mean())
+    return profile, mape
+
+
+def calibrate(
+    path: str | Path,
+    base: HardwareProfile,
+    holdout: float = 0.25,
+    seed: int = 0,
+    per_layer: str = "auto",
+    name: str | None = None,
+) -> CalibrationResult:
+    """Fit ``base``'s efficiencies and overheads to the measurements in ``path``.
+
+    Parameters
+    ----------
+    path : CSV of measured step times (see :func:`load_measurements`).
+    base : the profile whose datasheet peaks are kept and whose efficiencies are the "before".
+    holdout : fraction of points held out of the fit, in [0.05, 0.8].
+    seed : seed of the random train / held-out split.
+    per_layer : "auto", "yes" or "no": fit a per-layer overhead.
+    name : name of the fitted profile (default ``<base>-calibrated``).
+    """
+    if not 0.05 <= holdout <= 0.8:
+        raise ValueError(f"holdout fraction must be in [0.05, 0.8], got {holdout!r}")
+    if per_layer not in ("auto", "yes", "no"):
+        raise ValueError(f"per_layer must be auto, yes or no, got {per_layer!r}")
+    df = load_measurements(path).reset_index(drop=True)
+    rng = np.random.default_rng(seed)
+    n_hold = max(1, int(round(holdout * len(df))))
+    if len(df) - n_hold < 4:
+        raise ValueError(f"too few points: {len(df)} measurements leave {len(df) - n_hold} to fit 4 parameters")
+    mask = np.zeros(len(df), dtype=bool)
+    mask[rng.choice(len(df), n_hold, replace=False)] = True
+    df["holdout"] = mask
+    train = df[~mask]
+    layer_counts = train["n_layers_"].nunique()
+    if per_layer == "yes" and layer_counts < 2:
+        raise ValueError("a per-layer overhead needs measurements of at least two layer counts (models)")
+    plain, plain_mape = _fit(base, train, per_layer=False)
+    chosen, use_layers = plain, False
+    if per_layer == "yes" or (per_layer == "auto" and layer_counts >= 2):
+        layered, layered_mape = _fit(base, train, per_layer=True)
+        if per_layer == "yes" or layered_mape < 0.95 * plain_mape:
+            chosen, use_layers = layered, True
+    raw = Path(path).read_bytes()
+    devices = sorted(set(map(str, df["device_name"]))) if "device_name" in df.columns else []
+    result_profile = dataclasses.replace(chosen, name=name or f"{base.name}-calibrated")
+    df["before_s"] = predict(base, df)
+    df["after_s"] = predict(result_profile, df)
+    result = CalibrationResult(result_profile, base, df, use_layers, Path(path).name, hashlib.sha256(raw).hexdigest())
+    summary = result.summary()
+    provenance = {
+        "source": result.source,
+        "source_sha256": result.source_sha256,
+        "devices": devices,
+        "date": _dt.date.today().isoformat(),
+        "base_profile": base.name,
+        "holdout_fraction": holdout,
+        "split_seed": seed,
+        "per_layer_overhead_fitted": use_layers,
+        "points": summary["points"],
+        "train_points": summary["train_points"],
+        "holdout_points": summary["holdout_points"],
+        "holdout_mape_before": round(summary["holdout_before"]["mape"], 6),
+        "holdout_mape_after": round(summary["holdout_after"]["mape"], 6),
+        "holdout_max_error_before": round(summary["holdout_before"]["max_abs_error"], 6),
+        "holdout_max_error_after": round(summary["holdout_after"]["max_abs_error"], 6),
+        "train_mape_after": round(summary["train_after"]["mape"], 6),
+    }
+    notes = (f"Calibrated by specsim calibrate from {result.source} (sha256 {result.source_sha256[:12]}...) on "
+             f"{provenance['date']}: efficiencies and overheads fitted by robust least squares to "
+             f"{summary['train_points']} points; on {summary['holdout_points']} held-out points the mean absolute "
+             f"error is {summary['holdout_after']['mape']:.1%} (base profile: {summary['holdout_before']['mape']:.1%}). "
+             "Datasheet peaks and sources are those of the base profile.")
+    final = dataclasses.replace(result_profile, calibration=provenance, notes=notes,
+                                description=f"{base.description} - calibrated")
+    return dataclasses.replace(result, profile=final)
+
+
+def profile_yaml(profile: HardwareProfile) -> str:
+    """YAML text of a profile; numbers written so that PyYAML reads them back as floats."""
+    import yaml
+
+    data = profile_to_mapping(profile)
+    return yaml.safe_dump(data, sort_keys=False, width=100)
+
+
+def residual_figure(result: CalibrationResult, fig=None):
+    """Relative error against batch size, before and after calibration, training and held-out points.
+
+    Draws on ``fig`` (e.g. ``plt.figure(figsize=(12, 4.6))`` in a notebook) or
+    on a new pyplot-free Figure, and returns it.
+    """
+    if fig is None:
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(12, 4.6), layout="constrained")
+    axes = fig.subplots(1, 2, sharey=True)
+    data = result.data
+    markers = dict(zip(sorted(data.model_name.unique()), "osD^v<>"))
+    for ax, which, title in ((axes[0], "before", f"before: {result.base.name} as shipped"),
+                             (axes[1], "after", f"after: {result.profile.name}")):
+        for (model, held), rows in data.groupby(["model_name", "holdout"]):
+            err = 100.0 * (rows[f"{which}_s"] / rows["measured_s"] - 1.0)
+            ax.scatter(rows["batch"] * (1.0 + 0.04 * rows["tokens_per_seq"]), err, marker=markers[model],
+                       facecolors="none" if not held else None, edgecolors="#1b6ca8" if not held else None,
+                       c=None if not held else "#d1495b", s=22, label=f"{model}, {'held out' if held else 'fitted'}")
+        e = np.abs(result.errors(which, True))
+        ax.axhline(0.0, color="black", lw=1)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("batch size (points spread by tokens per sequence)")
+        ax.set_title(f"{title}\nheld-out MAPE {e.mean():.1%}, worst {e.max():.1%}", fontsize=10)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("model error: predicted / measured - 1 (%)")
+    axes[1].legend(fontsize=7.5, loc="best")
+    return fig

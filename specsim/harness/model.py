@@ -1,0 +1,161 @@
+"""A Llama-architecture decoder with random weights, for timing forward passes.
+
+The decoder has the dimensions of a :class:`specsim.models.ModelShape` and the
+structure of Llama / Qwen2 / Mistral: token embedding, per layer RMSNorm ->
+fused QKV projection (with biases for Qwen2) -> rotary embeddings ->
+grouped-query attention over a preallocated KV cache -> output projection ->
+residual, RMSNorm -> fused gate/up projection -> SiLU(gate) * up -> down
+projection -> residual; a final RMSNorm and the LM head (tied or untied).
+Weights are random (nothing is downloaded): timing does not depend on them.
+
+The KV cache holds ``capacity`` positions for each of ``batch`` sequences and
+a length per sequence.  A forward pass of q new tokens per sequence writes
+their K and V at positions ``lengths .. lengths + q - 1`` and attends to
+everything before; rolling back rejected draft tokens is just not advancing
+a sequence's length (the stale entries are masked and later overwritten), as
+paged engines do with their slot tables.
+
+Grouped-query attention never repeats K and V: the ``group`` query heads that
+share a KV head are folded into the query-length axis, so scaled dot-product
+attention sees ``n_kv_heads`` heads with ``group * q`` queries each.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ..models import ModelShape
+
+__all__ = ["DecoderTimingModel", "TORCH_DTYPES"]
+
+TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    variance = x.float().pow(2).mean(-1, keepdim=True)
+    return (x.float() * torch.rsqrt(variance + eps)).to(x.dtype) * weight
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary embedding, half-split convention (Llama in Hugging Face)."""
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
+
+
+class DecoderTimingModel(torch.nn.Module):
+    """Random-weight decoder; :meth:`allocate` gives it a KV cache for a batch."""
+
+    def __init__(
+        self,
+        shape: ModelShape,
+        dtype: str = "bf16",
+        device: str = "cpu",
+        seed: int = 0,
+        rope_theta: float = 500000.0,
+    ) -> None:
+        super().__init__()
+        if dtype not in TORCH_DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(TORCH_DTYPES)}, got {dtype!r}")
+        self.shape = shape
+        self.batch, self.capacity = 0, 0
+        self.k_cache = self.v_cache = None
+        self.dtype, self.device = TORCH_DTYPES[dtype], torch.device(device)
+        d, hd = shape.hidden_size, shape.head_dim
+        self.n_heads, self.n_kv, self.head_dim = shape.n_heads, shape.n_kv_heads, hd
+        self.group = shape.n_heads // shape.n_kv_heads
+        gen = torch.Generator(device=self.device).manual_seed(seed)
+
+        def param(*size: int) -> torch.nn.Parameter:
+            t = torch.empty(size, dtype=self.dtype, device=self.device).normal_(0.0, 0.02, generator=gen)
+            return torch.nn.Parameter(t, requires_grad=False)
+
+        def ones(n: int) -> torch.nn.Parameter:
+            return torch.nn.Parameter(torch.ones(n, dtype=self.dtype, device=self.device), requires_grad=False)
+
+        qkv_out = (self.n_heads + 2 * self.n_kv) * hd
+        self.embed = param(shape.vocab_size, d)
+        self.layers = torch.nn.ModuleList()
+        for _ in range(shape.n_layers):
+            layer = torch.nn.Module()
+            layer.attn_norm = ones(d)
+            layer.wqkv = param(qkv_out, d)
+            layer.bqkv = param(qkv_out) if shape.qkv_bias else None
+            layer.wo = param(d, self.n_heads * hd)
+            layer.mlp_norm = ones(d)
+            layer.w_gate_up = param(2 * shape.intermediate_size, d)
+            layer.w_down = param(d, shape.intermediate_size)
+            self.layers.append(layer)
+        self.final_norm = ones(d)
+        self.lm_head = self.embed if shape.tie_embeddings else param(shape.vocab_size, d)
+        self.inv_freq = 1.0 / (rope_theta ** (torch.arange(0, hd, 2, device=self.device, dtype=torch.float32) / hd))
+
+    def allocate(self, batch: int, capacity: int) -> None:
+        """(Re)allocate the KV cache for ``batch`` sequences of up to ``capacity`` tokens."""
+        self.k_cache = self.v_cache = None  # free the old cache first
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        shape = (self.shape.n_layers, batch, capacity, self.n_kv, self.head_dim)
+        self.k_cache = torch.zeros(shape, dtype=self.dtype, device=self.device)
+        self.v_cache = torch.zeros(shape, dtype=self.dtype, device=self.device)
+        self.batch, self.capacity = batch, capacity
+
+    def cache_bytes(self, batch: int, capacity: int) -> int:
+        """Bytes :meth:`allocate` would take."""
+        element = torch.tensor([], dtype=self.dtype).element_size()
+        return 2 * self.shape.n_layers * batch * capacity * self.n_kv * self.head_dim * element
+
+    def parameter_count(self) -> int:
+        """Parameters held (a tied head counted once); equals ``shape.params``."""
+        return sum(p.numel() for p in {id(p): p for p in self.parameters()}.values())
+
+    @torch.inference_mode()
+    def forward(self, tokens: torch.Tensor, lengths: torch.Tensor, span: int | None = None, uniform: bool = False) -> torch.Tensor:
+        """Logits for ``tokens`` (b, q) appended at positions ``lengths`` (b,) of each sequence.
+
+        ``span`` (keys attended, max(lengths) + q) may be given by a caller
+        that knows it, so that the pass has no host synchronisation and can be
+        captured in a CUDA graph.  ``uniform`` promises that every sequence
+        has the same length, which allows one mask for the batch (none at q = 1).
+        """
+        b, q = tokens.shape
+        if self.k_cache is None or b > self.batch:
+            raise ValueError(f"allocate a KV cache for at least {b} sequences first")
+        positions = lengths[:, None] + torch.arange(q, device=self.device)[None, :]  # (b, q)
+        if span is None:
+            span = int(positions.max()) + 1  # keys 0 .. span-1 are attended
+        if span > self.capacity:
+            raise ValueError(f"KV cache capacity {self.capacity} exceeded (span {span})")
+        angles = positions[..., None].float() * self.inv_freq  # (b, q, hd/2)
+        cos = torch.cos(angles)[:, :, None, :].to(self.dtype)  # (b, q, 1, hd/2), broadcast over heads
+        sin = torch.sin(angles)[:, :, None, :].to(self.dtype)
+        # Key s is visible to the query at position p iff s <= p; queries of one KV head are
+        # folded as (group, q), so the mask repeats over the group.
+        if uniform and q == 1:
+            mask = None  # every cached key is visible to the single new query
+        else:
+            rows_m = positions[:1] if uniform else positions  # uniform: one mask row set broadcasts over the batch
+            visible = torch.arange(span, device=self.device)[None, None, :] <= rows_m[:, :, None]  # (b or 1, q, span)
+            mask = visible[:, None, None].expand(-1, 1, self.group, q, span).reshape(visible.shape[0], 1, self.group * q, span)
+        rows = torch.arange(b, device=self.device)[:, None]
+        x = self.embed[tokens]
+        for index, layer in enumerate(self.layers):
+            h = _rms_norm(x, layer.attn_norm)
+            qkv = F.linear(h, layer.wqkv, layer.bqkv)
+            qh, kh, vh = qkv.split([self.n_heads * self.head_dim, self.n_kv * self.head_dim, self.n_kv * self.head_dim], dim=-1)
+            qh = _rotate(qh.view(b, q, self.n_heads, self.head_dim), cos, sin)
+            kh = _rotate(kh.view(b, q, self.n_kv, self.head_dim), cos, sin)
+            self.k_cache[index, rows, positions] = kh
+            self.v_cache[index, rows, positions] = vh.view(b, q, self.n_kv, self.head_dim)
+            keys = self.k_cache[index, :b, :span].transpose(1, 2)  # (b, n_kv, span, hd)
+            values = self.v_cache[index, :b, :span].transpose(1, 2)
+            queries = qh.view(b, q, self.n_kv, self.group, self.head_dim).permute(0, 2, 3, 1, 4)
+            queries = queries.reshape(b, self.n_kv, self.group * q, self.head_dim)
+            attn = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask)
+            attn = attn.view(b, self.n_kv, self.group, q, self.head_dim).permute(0, 3, 1, 2, 4).reshape(b, q, -1)
+            x = x + F.linear(attn, layer.wo)
+            h = _rms_norm(x, layer.mlp_norm)
+            gate, up = F.linear(h, layer.w_gate_up).chunk(2, dim=-1)
+            x = x + F.linear(F.silu(gate) * up, layer.w_down)
+        return F.linear(_rms_norm(x, self.final_norm), self.lm_head)

@@ -1,0 +1,154 @@
+"""Timing one forward pass per (batch, tokens per sequence, context), written as tidy CSV rows.
+
+For each configuration: allocate a KV cache for b sequences of L + q tokens,
+run ``warmup`` untimed passes, then time ``repeats`` passes of q new tokens per
+sequence on top of L cached ones.  On a GPU each pass is bracketed by CUDA
+events after a device synchronisation (optionally replaying a captured CUDA
+graph, which removes CPU launch overhead the way serving engines do); on a CPU
+by ``time.perf_counter``.  The median is the step time; the 10th and 90th
+percentiles give the spread.  Configurations whose weights, cache and
+activations would not fit in device memory are skipped with a note.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import statistics
+import sys
+import time
+from typing import Callable, Iterable
+
+import numpy as np
+import torch
+
+from ..models import ModelShape
+from .model import TORCH_DTYPES, DecoderTimingModel
+
+__all__ = ["CSV_COLUMNS", "device_name", "measure_sweep", "time_pass"]
+
+CSV_COLUMNS = [
+    "model", "params", "n_layers", "hidden_size", "intermediate_size", "n_heads", "n_kv_heads", "head_dim",
+    "vocab_size", "tie_embeddings", "qkv_bias", "batch", "tokens_per_seq", "context", "dtype", "device",
+    "device_name", "torch_version", "date", "cuda_graphs", "repeats", "median_s", "p10_s", "p90_s", "min_s",
+]
+
+
+def device_name(device: torch.device) -> str:
+    """The accelerator's name, or the CPU's model name, labelled as such."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return f"CPU: {line.split(':', 1)[1].strip()} ({torch.get_num_threads()} threads)"
+    except OSError:
+        pass
+    return f"CPU ({torch.get_num_threads()} threads)"
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_pass(run: Callable[[], object], device: torch.device, repeats: int, warmup: int, cuda_graphs: bool = False) -> list[float]:
+    """Seconds per call of ``run`` over ``repeats`` timed calls after ``warmup`` untimed ones."""
+    for _ in range(warmup):
+        run()
+    if cuda_graphs and device.type == "cuda":
+        graph = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            run()  # one more warm-up on the capture stream
+        torch.cuda.current_stream().wait_stream(stream)
+        with torch.cuda.graph(graph):
+            run()
+        run = graph.replay
+        run()
+    times = []
+    for _ in range(repeats):
+        _sync(device)
+        if device.type == "cuda":
+            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            run()
+            stop.record()
+            stop.synchronize()
+            times.append(start.elapsed_time(stop) / 1e3)
+        else:
+            t0 = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - t0)
+    return times
+
+
+def _free_bytes(device: torch.device) -> int:
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return int(free)
+    try:
+        import os
+
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62
+
+
+def measure_sweep(
+    shape: ModelShape,
+    batches: Iterable[int],
+    tokens_per_seq: Iterable[int],
+    contexts: Iterable[int],
+    dtype: str = "bf16",
+    device: str = "cpu",
+    repeats: int = 10,
+    warmup: int = 3,
+    cuda_graphs: bool = False,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> list[dict]:
+    """Time every (b, q, L) of the grid; one CSV-ready dict per configuration that fits."""
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda was asked for, but torch sees no CUDA device")
+    say = progress or (lambda message: print(message, file=sys.stderr, flush=True))
+    model = DecoderTimingModel(shape, dtype=dtype, device=device, seed=seed)
+    stamp = {
+        "model": shape.name, "params": shape.params, "n_layers": shape.n_layers, "hidden_size": shape.hidden_size,
+        "intermediate_size": shape.intermediate_size, "n_heads": shape.n_heads, "n_kv_heads": shape.n_kv_heads,
+        "head_dim": shape.head_dim, "vocab_size": shape.vocab_size, "tie_embeddings": shape.tie_embeddings,
+        "qkv_bias": shape.qkv_bias, "dtype": dtype, "device": dev.type, "device_name": device_name(dev),
+        "torch_version": torch.__version__, "date": _dt.date.today().isoformat(), "cuda_graphs": bool(cuda_graphs and dev.type == "cuda"),
+    }
+    grid = [(b, q, L) for b in batches for q in tokens_per_seq for L in contexts]
+    element = torch.tensor([], dtype=TORCH_DTYPES[dtype]).element_size()
+    rows = []
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    for i, (b, q, L) in enumerate(grid, start=1):
+        tag = f"[{i}/{len(grid)}] {shape.name} b={b} q={q} L={L}"
+        # Cache, plus logits and MLP activations of the pass (the largest temporaries), with 10% slack.
+        need = model.cache_bytes(b, L + q) + 1.1 * b * q * (shape.vocab_size + 3 * shape.intermediate_size) * element * 2
+        if need > _free_bytes(dev):
+            say(f"{tag}: skipped, needs {need / 1e9:.1f} GB beyond the weights and that much is not free")
+            continue
+        try:
+            model.allocate(b, L + q)
+            tokens = torch.randint(0, shape.vocab_size, (b, q), generator=gen).to(dev)
+            lengths = torch.full((b,), L, dtype=torch.long, device=dev)
+            times = time_pass(lambda: model(tokens, lengths, span=L + q, uniform=True), dev, repeats, warmup, cuda_graphs)
+        except torch.OutOfMemoryError:
+            model.k_cache = model.v_cache = None
+            if dev.type == "cuda":
+                torch.cuda.empty_cache()
+            say(f"{tag}: skipped, out of memory")
+            continue
+        median = statistics.median(times)
+        rows.append({
+            **stamp, "batch": b, "tokens_per_seq": q, "context": L, "repeats": repeats, "median_s": median,
+            "p10_s": float(np.percentile(times, 10)), "p90_s": float(np.percentile(times, 90)), "min_s": min(times),
+        })
+        say(f"{tag}: {median * 1e3:.3f} ms (p10 {rows[-1]['p10_s'] * 1e3:.3f}, p90 {rows[-1]['p90_s'] * 1e3:.3f})")
+    model.k_cache = model.v_cache = None
+    return rows

@@ -1,0 +1,141 @@
+"""The PyTorch timing harness on the CPU: a correct decoder, the measure -> calibrate loop, the speculative loop.
+
+Skipped where torch is not installed (it is in CI: .ci/run installs torch==2.13.0).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from specsim.cli import main  # noqa: E402
+from specsim.harness.model import DecoderTimingModel  # noqa: E402
+from specsim.harness.specloop import run_speculative_loop  # noqa: E402
+from specsim.models import ModelShape, get_model  # noqa: E402
+
+MICRO = ModelShape("micro", 512, 64, 128, 2, 4, 2, 16, tie_embeddings=False, weight_dtype="fp32", kv_dtype="fp32")
+MICRO_QWEN = ModelShape("micro-qwen", 512, 64, 128, 2, 4, 1, 16, tie_embeddings=True, qkv_bias=True)
+
+
+@pytest.mark.parametrize("shape", [MICRO, MICRO_QWEN, get_model("tiny-5m")])
+def test_parameter_count_matches_the_shape(shape):
+    assert DecoderTimingModel(shape, dtype="fp32").parameter_count() == shape.params
+
+
+def test_incremental_decoding_equals_one_pass():
+    # KV cache, rotary positions and masking are right iff token-by-token decoding matches a full pass.
+    model = DecoderTimingModel(MICRO, dtype="fp32")
+    tokens = torch.randint(0, 512, (3, 7), generator=torch.Generator().manual_seed(0))
+    model.allocate(3, 16)
+    full = model(tokens, torch.zeros(3, dtype=torch.long))
+    model.allocate(3, 16)
+    parts = [model(tokens[:, :4], torch.zeros(3, dtype=torch.long))]
+    parts += [model(tokens[:, i : i + 1], torch.full((3,), i)) for i in range(4, 7)]
+    torch.testing.assert_close(torch.cat(parts, dim=1), full, rtol=1e-4, atol=1e-5)
+
+
+def test_ragged_lengths_and_rollback():
+    # Sequences at different lengths; rewriting a position (rolled-back draft) gives the fresh result.
+    model = DecoderTimingModel(MICRO, dtype="fp32")
+    model.allocate(2, 32)
+    prefix = torch.randint(0, 512, (2, 10), generator=torch.Generator().manual_seed(1))
+    model(prefix, torch.zeros(2, dtype=torch.long))
+    lengths = torch.tensor([6, 10])
+    nxt = torch.randint(0, 512, (2, 1), generator=torch.Generator().manual_seed(2))
+    ragged = model(nxt, lengths)
+    ref = DecoderTimingModel(MICRO, dtype="fp32")
+    ref.allocate(1, 32)
+    ref(prefix[:1, :6], torch.zeros(1, dtype=torch.long))
+    torch.testing.assert_close(ragged[:1], ref(nxt[:1], torch.tensor([6])), rtol=1e-4, atol=1e-5)
+
+
+def test_measure_then_calibrate_on_the_cpu(tmp_path, capsys):
+    # The whole loop on real (CPU) measurements: measure two tiny shapes, calibrate, use the profile.
+    paths = []
+    for layers, name in ((2, "a"), (4, "b")):
+        cfg = {"architectures": ["LlamaForCausalLM"], "hidden_size": 128, "intermediate_size": 384, "num_hidden_layers": layers,
+               "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 2048, "tie_word_embeddings": True}
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(cfg))
+        out = tmp_path / f"{name}.csv"
+        assert main(["measure", "--model", str(folder), "--device", "cpu", "--dtype", "fp32", "--batch", "1,4,16",
+                     "--tokens-per-seq", "1,4", "--context", "0,128", "--repeats", "3", "--warmup", "1", "--out", str(out)]) == 0
+        paths.append(out)
+    captured = capsys.readouterr()
+    assert "[12/12]" in captured.err  # progress on the sweep
+    with open(paths[0]) as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 12 and rows[0]["device_name"].startswith("CPU") and rows[0]["torch_version"] == torch.__version__
+    assert all(float(r["p10_s"]) <= float(r["median_s"]) <= float(r["p90_s"]) for r in rows)
+    merged = tmp_path / "both.csv"
+    merged.write_text(paths[0].read_text() + "".join(paths[1].read_text().splitlines(True)[1:]))
+    profile = tmp_path / "cpu-test.yaml"
+    assert main(["calibrate", str(merged), "--hardware", "cpu-epyc-2vcpu", "--out", str(profile), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    # The article preset knows nothing of this CPU; the fit must do much better on points it did not see.
+    assert report["holdout_after"]["mape"] < 0.5 * report["holdout_before"]["mape"]
+    assert main(["steptime", "--hardware", str(profile), "--model", str(tmp_path / "a"), "--batch", "4", "--json"]) == 0
+
+
+def test_measure_needs_a_writable_target_and_torch_device(tmp_path, capsys):
+    code = main(["measure", "--model", "tiny-5m", "--device", "cuda", "--batch", "1", "--out", str(tmp_path / "x.csv")])
+    if not torch.cuda.is_available():
+        assert code == 2 and "no CUDA device" in capsys.readouterr().err
+        assert not (tmp_path / "x.csv").exists()
+
+
+def test_speculative_loop_accepts_at_the_controlled_rate():
+    r = run_speculative_loop(MICRO, dataclass_replace(MICRO, name="micro-draft", n_layers=1), alpha=0.7, gamma=3, batch=8,
+                             context=16, tokens=40, dtype="fp32", repeats=2)
+    expected = 1 + 0.7 + 0.49 + 0.343
+    # 8 sequences x >= 40 tokens per repeat: the mean tokens per pass is within 0.4 of E (about 4 standard errors).
+    assert abs(r["measured_tokens_per_pass"] - expected) < 0.4
+    assert r["plain_s_per_token"] > 0 and r["spec_s_per_token"] > 0
+    assert r["measured_speedup"] == pytest.approx(r["plain_s_per_token"] / r["spec_s_per_token"])
+
+
+def dataclass_replace(shape, **changes):
+    import dataclasses
+
+    return dataclasses.replace(shape, **changes)
+
+
+def test_measure_loop_cli_prints_measured_beside_predicted(capsys):
+    assert main(["measure-loop", "--target", "tiny-5m", "--draft", "tiny-5m", "--batch", "1", "--tokens", "8", "--context", "16",
+                 "--repeats", "1", "--hardware", "cpu", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)[0]
+    assert {"measured_speedup", "predicted_speedup", "formula_speedup_from_measured_passes"} <= set(out)
+
+
+def test_uniform_fast_path_equals_the_general_mask():
+    model = DecoderTimingModel(MICRO, dtype="fp32")
+    model.allocate(3, 40)
+    model(torch.randint(0, 512, (3, 20), generator=torch.Generator().manual_seed(4)), torch.zeros(3, dtype=torch.long))
+    lengths = torch.full((3,), 20)
+    for q in (1, 4):
+        tokens = torch.randint(0, 512, (3, q), generator=torch.Generator().manual_seed(q))
+        general = model(tokens, lengths)
+        fast = model(tokens, lengths, span=20 + q, uniform=True)
+        torch.testing.assert_close(fast, general, rtol=1e-5, atol=1e-6)
+
+
+def test_gpu_script_rehearses_on_the_cpu(repo, tmp_path):
+    # scripts/gpu_measure.sh is what a lent GPU runs; here it runs end to end with tiny CPU shapes.
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable, "DEVICE": "cpu", "DTYPE": "fp32", "MODELS": "tiny-5m",
+           "LOOP_TARGET": "tiny-5m", "LOOP_DRAFT": "tiny-5m", "BASE": "cpu-epyc-2vcpu", "BATCH": "1,2", "Q": "1,3",
+           "CTX": "16,32", "REPEATS": "2", "LOOP_BATCH": "1", "LOOP_TOKENS": "4"}
+    done = subprocess.run(["bash", str(repo / "scripts" / "gpu_measure.sh")], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["comparison.csv", "cpu-epyc-2vcpu-measured-residuals.png", "cpu-epyc-2vcpu-measured.yaml", "log.txt",
+                     "loop.json", "measured.csv"]
+    assert len(names) <= 8  # the device tool brings back at most 8 files
