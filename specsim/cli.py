@@ -760,7 +760,7 @@ def _cmd_hardware(args: argparse.Namespace) -> int:
             print(f"  dense FP8 peak      {hw.peak_fp8_flop_per_s / 1e12:9.1f} TFLOP/s")
         print(f"  memory bandwidth    {hw.peak_bytes_per_s / 1e12:9.3f} TB/s")
         print(f"  memory capacity     {hw.memory_bytes / 1e9:9.1f} GB")
-        print(f"  efficiencies        compute {hw.compute_eff:g}, bandwidth {hw.bandwidth_eff:g}")
+        print(f"  efficiencies        compute {hw.compute_eff:.3g}, bandwidth {hw.bandwidth_eff:.3g}")
         print(f"  overhead            {hw.overhead_s * 1e3:.3f} ms per forward pass"
               + (f" + {hw.per_layer_overhead_s * 1e6:.2f} us per layer" if hw.per_layer_overhead_s else ""))
         print(f"  ridge               {hw.ridge_flop_per_byte:.1f} FLOP/byte (datasheet peaks: {hw.peak_ridge_flop_per_byte:.1f})")
@@ -853,20 +853,28 @@ def _cmd_figures(args: argparse.Namespace) -> int:
 
 
 # -- parser ----------------------------------------------------------------------
-def _add_deployment_args(p: argparse.ArgumentParser, *, defaults: bool = True) -> None:
+def _add_deployment_args(p: argparse.ArgumentParser, *, defaults: bool = True, batch: bool = True) -> None:
     p.add_argument("--hardware", default=DEFAULT_HARDWARE if defaults else None,
                    help=f"built-in profile name or path to a YAML profile (default {DEFAULT_HARDWARE}; list: specsim hardware)")
     p.add_argument("--target", default=DEFAULT_TARGET if defaults else None,
                    help=f"target model: built-in name or path to a Hugging Face config.json (default {DEFAULT_TARGET})")
     p.add_argument("--draft", default=DEFAULT_DRAFT if defaults else None,
                    help=f"draft model: built-in name or path to a config.json (default {DEFAULT_DRAFT})")
-    p.add_argument("--batch", type=_batches, default=list(DEFAULT_BATCHES) if defaults else None,
-                   help=f"comma-separated batch sizes (default {','.join(map(str, DEFAULT_BATCHES))})")
+    if batch:
+        p.add_argument("--batch", type=_batches, default=list(DEFAULT_BATCHES) if defaults else None,
+                       help=f"comma-separated batch sizes (default {','.join(map(str, DEFAULT_BATCHES))})")
     p.add_argument("--context", type=_context, default=DEFAULT_CONTEXT_TOKENS if defaults else None,
                    help=f"cached tokens per sequence, L (default {DEFAULT_CONTEXT_TOKENS}: a 1000-token prompt plus half of 256 generated)")
     p.add_argument("--engine-overhead-ms", type=_nonneg_float, default=0.0,
                    help="extra time per forward pass, ms, added to the profile's overhead (e.g. a serving engine's "
                    "scheduling and sampling time on top of a kernel-calibrated profile; default 0)")
+
+
+def _add_memory_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-context", type=_int_at_least(1, "max-context"),
+                   help="tokens each sequence reserves (prompt + completion), for the memory check (default: --context)")
+    p.add_argument("--memory-util", type=_fraction, default=DEFAULT_MEMORY_UTILIZATION,
+                   help=f"fraction of device memory the engine uses (default {DEFAULT_MEMORY_UTILIZATION}, vLLM's gpu_memory_utilization)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -885,10 +893,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gamma-max", type=_gamma_max, default=DEFAULT_GAMMA_MAX, help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})")
     p.add_argument("--rtol", type=_nonneg_float, default=0.0,
                    help="pick the smallest gamma within this fraction of the best speedup (default 0: exact argmax)")
-    p.add_argument("--max-context", type=_int_at_least(1, "max-context"),
-                   help="tokens each sequence reserves (prompt + completion), for the memory check (default: --context)")
-    p.add_argument("--memory-util", type=_fraction, default=DEFAULT_MEMORY_UTILIZATION,
-                   help=f"fraction of device memory the engine uses (default {DEFAULT_MEMORY_UTILIZATION})")
+    _add_memory_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_optimal_gamma)
 
@@ -923,7 +928,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_alpha)
 
     p = sub.add_parser("capacity", help="memory: do the models fit, and the largest batch with and without the draft")
-    _add_deployment_args(p)
+    _add_deployment_args(p, batch=False)
     p.add_argument("--memory-util", type=_fraction, default=DEFAULT_MEMORY_UTILIZATION,
                    help=f"fraction of device memory the engine uses (default {DEFAULT_MEMORY_UTILIZATION}, vLLM's gpu_memory_utilization)")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -933,15 +938,13 @@ def build_parser() -> argparse.ArgumentParser:
                        description="The optimal gamma for every batch size 1..--max-batch, merged into ranges, "
                        "printed as a vLLM speculative_config or a TensorRT-LLM speculative_config.")
     p.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA, help=f"per-token acceptance rate (default {DEFAULT_ALPHA})")
-    _add_deployment_args(p)
+    _add_deployment_args(p, batch=False)
     p.add_argument("--max-batch", type=_int_at_least(1, "max-batch"), default=DEFAULT_MAX_BATCH,
                    help=f"largest batch size (max_num_seqs) to schedule (default {DEFAULT_MAX_BATCH})")
     p.add_argument("--min-gain", type=_float, default=1.0,
                    help="speculate only where the predicted speedup is at least this (e.g. 1.05; default 1)")
     p.add_argument("--gamma-max", type=_gamma_max, default=DEFAULT_GAMMA_MAX, help=f"largest gamma (default {DEFAULT_GAMMA_MAX})")
-    p.add_argument("--max-context", type=_int_at_least(1, "max-context"),
-                   help="tokens each sequence reserves, for the memory check (default: --context)")
-    p.add_argument("--memory-util", type=_fraction, default=DEFAULT_MEMORY_UTILIZATION, help="fraction of device memory used")
+    _add_memory_args(p)
     p.add_argument("--format", choices=["vllm", "trtllm", "json", "table"], default="table", help="output form (default table)")
     p.set_defaults(func=_cmd_schedule)
 
@@ -950,9 +953,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_deployment_args(p)
     p.add_argument("--gamma", type=_gamma, help="fixed gamma (default: the optimal gamma per batch size)")
     p.add_argument("--gamma-max", type=_gamma_max, default=DEFAULT_GAMMA_MAX, help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})")
-    p.add_argument("--max-context", type=_int_at_least(1, "max-context"),
-                   help="tokens each sequence reserves, for the memory check (default: --context)")
-    p.add_argument("--memory-util", type=_fraction, default=DEFAULT_MEMORY_UTILIZATION, help="fraction of device memory used")
+    _add_memory_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_compare)
 

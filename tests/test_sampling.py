@@ -62,16 +62,22 @@ def test_output_distribution_is_the_target_for_any_draft(vocab, seed):
     assert float(acceptance_rate(p[0], q[0])) == pytest.approx(1.0 - 0.5 * np.abs(p[0] - q[0]).sum(), abs=1e-12)
 
 
-def test_every_emitted_position_is_distributed_as_the_target():
-    # A chain of gamma = 3 positions with fixed (context-free) p_i and q_i: whatever was accepted before,
-    # the token emitted at position i is drawn from p_i.  Check position 0 and the bonus/residual mix.
-    rng = np.random.default_rng(11)
-    n, gamma, vocab = 200_000, 3, 6
+def context_free_chain(seed, n, gamma, vocab):
+    """Fixed per-position distributions p_i, q_i; the draft samples, verify decides."""
+    rng = np.random.default_rng(seed)
     p = rng.dirichlet(np.ones(vocab), gamma + 1)
     q = rng.dirichlet(np.ones(vocab), gamma)
     drafted = np.stack([sample_rows(np.tile(q[i], (n, 1)), rng) for i in range(gamma)], axis=1)
     step = verify(drafted, np.broadcast_to(q, (n, gamma, vocab)), np.broadcast_to(p, (n, gamma + 1, vocab)), rng)
-    for i in range(gamma + 1):
+    return p, q, step
+
+
+def test_every_emitted_position_is_distributed_as_the_target():
+    # A chain of gamma = 3 positions with fixed (context-free) p_i and q_i: whatever was accepted before,
+    # the token emitted at position i is drawn from p_i.  Check position 0 and the bonus/residual mix.
+    vocab = 6
+    p, q, step = context_free_chain(11, 200_000, 3, vocab)
+    for i in range(len(p)):
         reached = step.tokens[:, i] >= 0
         if i > 0:
             # Position i is emitted only if positions < i were accepted; given that, it is still p_i.
@@ -81,12 +87,8 @@ def test_every_emitted_position_is_distributed_as_the_target():
 
 
 def test_accepted_counts_follow_the_product_of_betas():
-    rng = np.random.default_rng(5)
-    n, gamma, vocab = 200_000, 4, 8
-    p = rng.dirichlet(np.ones(vocab), gamma + 1)
-    q = rng.dirichlet(np.ones(vocab), gamma)
-    drafted = np.stack([sample_rows(np.tile(q[i], (n, 1)), rng) for i in range(gamma)], axis=1)
-    step = verify(drafted, np.broadcast_to(q, (n, gamma, vocab)), np.broadcast_to(p, (n, gamma + 1, vocab)), rng)
+    n, gamma = 200_000, 4
+    p, q, step = context_free_chain(5, n, gamma, 8)
     betas = acceptance_rate(p[:gamma], q)
     expected = 1.0 + np.cumprod(betas).sum()
     sd = step.num_emitted.std()
