@@ -16,6 +16,7 @@ import argparse
 import json
 import math
 import sys
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from . import __version__
@@ -680,11 +681,13 @@ def _cmd_measure_loop(args: argparse.Namespace) -> int:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
+    import io
+
     from ._io import atomic_write_bytes, atomic_write_text, refuse_builtin
     from .calibrate import calibrate, profile_yaml, residual_figure
     from .hardware import load_hardware
 
-    out = __import__("pathlib").Path(args.out)
+    out = Path(args.out)
     refuse_builtin(out)
     if out.suffix not in (".yaml", ".yml"):
         raise ValueError(f"--out must name a .yaml file, got {args.out!r}")
@@ -697,8 +700,6 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     result = calibrate(args.measurements, load_hardware(args.hardware), holdout=args.holdout, seed=args.seed,
                        per_layer=args.per_layer, name=name)
     plot = out.with_name(out.stem + "-residuals.png")
-    import io
-
     buffer = io.BytesIO()
     residual_figure(result).savefig(buffer, format="png", dpi=120)
     atomic_write_text(out, profile_yaml(result.profile))
@@ -736,7 +737,7 @@ def _cmd_compose_kernels(args: argparse.Namespace) -> int:
         if df.empty:
             print(f"{device}: no configuration covered by the data", file=sys.stderr)
             continue
-        path = __import__("pathlib").Path(args.out) / f"{device}-vllm-kernel-steps.csv"
+        path = Path(args.out) / f"{device}-vllm-kernel-steps.csv"
         refuse_builtin(path)
         buffer = io.StringIO()
         df.to_csv(buffer, index=False, float_format="%.9g")

@@ -52,12 +52,13 @@ _BATCH_AXIS = np.arange(1, 513)
 _COLORS = ["#1b6ca8", "#d1495b", "#2e933c", "#edae49", "#7b4b94", "#00798c", "#6c757d"]
 
 
-def _axes(ax: Any = None, **subplots: Any) -> Any:
+def _axes(ax: Any = None) -> Any:
+    """The given axes, or new ones on a pyplot figure (for notebooks)."""
     if ax is not None:
         return ax
     import matplotlib.pyplot as plt
 
-    _, ax = plt.subplots(figsize=(7.5, 4.6), **subplots)
+    _, ax = plt.subplots(figsize=(7.5, 4.6))
     return ax
 
 

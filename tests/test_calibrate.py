@@ -14,6 +14,7 @@ from specsim.calibrate import calibrate, load_measurements, predict
 from specsim.cli import main
 from specsim.hardware import load_hardware
 from specsim.models import get_model
+from specsim.steptime import step_time
 
 
 def synthetic(tmp_path, truth, noise=0.0, seed=0, models=("llama-3.2-1b", "llama-3.1-8b")):
@@ -26,7 +27,7 @@ def synthetic(tmp_path, truth, noise=0.0, seed=0, models=("llama-3.2-1b", "llama
     df["device_name"] = "synthetic"
     for m in models:
         sel = df.model == m
-        t = __import__("specsim.steptime", fromlist=["step_time"]).step_time(
+        t = step_time(
             truth, get_model(m), df[sel].batch.to_numpy(float), df[sel].tokens_per_seq.to_numpy(float), df[sel].context.to_numpy(float))
         df.loc[sel, "median_s"] = t.total_s * np.exp(rng.normal(0, noise, sel.sum()))
     path = tmp_path / "measured.csv"

@@ -9,7 +9,9 @@ import pytest
 from specsim.kernels import compose_steps, load_tables
 from specsim.models import get_model
 
-DATA = __import__("conftest").REPO.parent / "shared" / "data" / "public-kernel-timings"
+from conftest import REPO  # noqa: E402
+
+DATA = REPO.parent / "shared" / "data" / "public-kernel-timings"
 pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data/public-kernel-timings is not beside the checkout")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 nbformat = pytest.importorskip("nbformat")
@@ -28,7 +30,7 @@ def test_committed_without_outputs(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_executes(path, monkeypatch):
     # The kernel imports this checkout's specsim, installed or not.
-    monkeypatch.setenv("PYTHONPATH", str(REPO), prepend=__import__("os").pathsep)
+    monkeypatch.setenv("PYTHONPATH", str(REPO), prepend=os.pathsep)
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
     client.execute()  # raises CellExecutionError, naming the cell, if any cell fails
