@@ -363,7 +363,7 @@ def _alpha_from_metrics(args: argparse.Namespace) -> int:
     if m.accepted_per_position:
         print()
         print(_table(
-            ["position", "P(accepted so far)", "P(accepted | previous accepted)", "alpha model"],
+            ["position", "P(accepted so far)", "P(accepted | previous accepted)", "one-alpha model: alpha^(k+1) / alpha"],
             [[k, f"{c:.4f}", f"{a:.4f}", f"{m.alpha ** (k + 1):.4f} / {m.alpha:.4f}"]
              for k, (c, a) in enumerate(zip(m.cumulative_rates, m.conditional_rates))],
             ">>><",
