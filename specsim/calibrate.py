@@ -117,7 +117,7 @@ def load_measurements(path: str | Path) -> pd.DataFrame:
 def predict(profile: HardwareProfile, df: pd.DataFrame) -> np.ndarray:
     """Modelled step time of every row (seconds), one vectorised call per model shape."""
     out = np.empty(len(df))
-    for shape, idx in df.groupby("model_name").groups.items():
+    for _, idx in df.groupby("model_name").groups.items():
         rows = df.loc[idx]
         t = step_time(profile, rows["shape"].iloc[0], rows["batch"].to_numpy(float), rows["tokens_per_seq"].to_numpy(float),
                       rows["context"].to_numpy(float))

@@ -59,15 +59,17 @@ class KernelTables:
     attention: pd.DataFrame  # indexed by (num_heads, num_key_value_heads, head_dim, batch_size, kv_len)
     sources: tuple[str, str]
 
-    def gemm_s(self, m: float, n: int, k: int) -> float:
-        """Seconds of one GEMM, interpolated; NaN outside the measured grid or next to a gap."""
+    def __post_init__(self) -> None:
         from scipy.interpolate import RegularGridInterpolator
 
+        # Built once per device: every GEMM lookup of every composed step uses it.
+        self._interp = RegularGridInterpolator(self.gemm_axes, self.gemm_ms, bounds_error=False, fill_value=np.nan)
+
+    def gemm_s(self, m: float, n: int, k: int) -> float:
+        """Seconds of one GEMM, interpolated; NaN outside the measured grid or next to a gap."""
         n_max = self.gemm_axes[1][-1]
         pieces = int(np.ceil(n / n_max))
-        piece = n / pieces
-        interp = RegularGridInterpolator(self.gemm_axes, self.gemm_ms, bounds_error=False, fill_value=np.nan)
-        value = float(interp([[m, piece, k]])[0])
+        value = float(self._interp([[m, n / pieces, k]])[0])
         return pieces * value * 1e-3
 
     def attention_s(self, shape: ModelShape, batch: int, kv_len: int) -> float:

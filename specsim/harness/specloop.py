@@ -28,14 +28,9 @@ import torch
 
 from ..models import ModelShape
 from .model import DecoderTimingModel
-from .timing import time_pass
+from .timing import _sync, time_pass
 
 __all__ = ["run_speculative_loop"]
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def run_speculative_loop(
