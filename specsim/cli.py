@@ -21,6 +21,8 @@ from typing import Any, Callable, Sequence
 
 from . import __version__
 from .capacity import DEFAULT_MEMORY_UTILIZATION
+from .engines import DEFAULT_ENGINE, ENGINES
+from .timing import DEFAULT_TIMING, TIMING_CHOICES
 from .schedule import DEFAULT_MAX_BATCH
 from .speedup import (
     DEFAULT_ALPHA,
@@ -132,17 +134,45 @@ def _short_bound(bound: str) -> str:
     return {"memory": "mem", "compute": "comp"}[bound]
 
 
-def _deployment(args: argparse.Namespace):
-    import dataclasses
+def _progress(line: str) -> None:
+    print(f"specsim: {line}", file=sys.stderr, flush=True)
 
+
+def _source(args: argparse.Namespace, hardware):
+    """The step-time source and engine preset that ``--timing`` and ``--engine`` name."""
+    from .engines import get_engine
+    from .timing import make_source
+
+    engine = get_engine(args.engine)
+    source = make_source(args.timing, hardware, engine.kernel_engine, progress=_progress)
+    engine = engine.for_source(source.name)
+    if args.engine_overhead_ms is not None:
+        engine = engine.with_iteration_ms(args.engine_overhead_ms)
+    return source, engine
+
+
+def _deployment(args: argparse.Namespace):
     from .speedup import Deployment
 
-    dep = Deployment.from_names(args.hardware, args.target, args.draft)
-    extra = getattr(args, "engine_overhead_ms", None)
-    if extra:
-        # Kernel-calibrated profiles carry GPU time only; the engine's per-step CPU and scheduler time adds to it.
-        dep = dataclasses.replace(dep, hardware=dataclasses.replace(dep.hardware, overhead_s=dep.hardware.overhead_s + extra / 1e3))
-    return dep
+    return Deployment.build(args.hardware, args.target, args.draft, args.timing, args.engine, args.engine_overhead_ms,
+                            progress=_progress)
+
+
+def _print_notes(dep) -> None:
+    """What the step-time source could not answer from its own data, on stderr."""
+    for note in dep.notes():
+        print(f"note: {note}", file=sys.stderr)
+
+
+def _row_source(dep, times, i) -> str:
+    """Which source produced row i's step times."""
+    import numpy as np
+
+    name = dep.timing.name if dep.timing is not None else "roofline"
+    for t in (times.target, times.draft, times.verify):
+        if t.fallback is not None and bool(np.asarray(t.fallback).reshape(-1)[i] if np.ndim(t.fallback) else t.fallback):
+            return f"{name}, roofline outside the kernel data"
+    return name
 
 
 def _describe(dep, context: int) -> str:
@@ -153,11 +183,7 @@ def _describe(dep, context: int) -> str:
     return (
         f"target {t.name} ({format_count(t.params)} params, {t.weight_dtype}) + draft {d.name} "
         f"({format_count(d.params)}, {d.weight_dtype}) on {hw.name}; context {context} tokens\n"
-        f"roofline: {hw.peak_flop_per_s / 1e12:.4g} TFLOP/s x {hw.compute_eff:.3g}, "
-        f"{hw.peak_bytes_per_s / 1e12:.3g} TB/s x {hw.bandwidth_eff:.3g}, "
-        f"overhead {hw.overhead_s * 1e3:.2f} ms/pass"
-        + (f" + {hw.per_layer_overhead_s * 1e6:.1f} us/layer" if hw.per_layer_overhead_s else "")
-        + f", ridge {hw.ridge_flop_per_byte:.0f} FLOP/byte"
+        + "\n".join(f"step times: {line}" if i == 0 else line for i, line in enumerate(dep.provenance()))
     )
 
 
@@ -191,10 +217,13 @@ def _cmd_optimal_gamma(args: argparse.Namespace) -> int:
             "fits_without_draft": batch <= cap.max_batch_without_draft,
             "fits_with_draft": batch <= cap.max_batch_with_draft,
             "recommendation": (f"speculate with gamma={gamma}" if gamma > 0 else "turn speculation off"),
+            "timing_source": _row_source(dep, times, i),
+            "provenance": dep.provenance(),
         }
         rows.append(row)
     if args.json:
         _print_json(rows)
+        _print_notes(dep)
         return 0
     print(_describe(dep, args.context))
     print(f"alpha {args.alpha:g}; gamma searched over 0..{args.gamma_max}" + (f" (smallest within {args.rtol:g} of best)" if args.rtol else ""))
@@ -215,8 +244,18 @@ def _cmd_optimal_gamma(args: argparse.Namespace) -> int:
     print(_table(headers, table_rows, ">>>>>>><<"))
     off = [r["batch"] for r in rows if r["gamma"] == 0]
     if off:
-        print(f"\nspeculation does not pay at batch {', '.join(map(str, off))}: verification of gamma+1 tokens per sequence is compute-bound there.")
+        print(f"\nspeculation does not pay at batch {', '.join(map(str, off))}: {_why_off(rows)}")
+    _print_notes(dep)
     return 0
+
+
+def _why_off(rows: list) -> str:
+    """The reason speculation is off, from the numbers rather than a fixed sentence."""
+    off = [r for r in rows if r["gamma"] == 0]
+    if all(r["bound_verify"] == "memory" for r in off):
+        return ("even gamma = 1 costs more (one draft step plus a verification pass) than the tokens it saves "
+                "at this alpha; every pass there is memory-bound.")
+    return "verification of gamma+1 tokens per sequence is compute-bound there and costs more than the tokens it saves."
 
 
 def _expected(alpha: float, gamma: int) -> float:
@@ -262,11 +301,14 @@ def _cmd_speedup(args: argparse.Namespace) -> int:
             "t_draft_s": float(times.draft.total_s[i]),
             "t_verify_s": float(times.verify.total_s[i]),
             "cost_ratio": float(times.cost_ratio[i]),
+            "timing_source": _row_source(dep, times, i),
+            "provenance": dep.provenance(),
         }
         for i, b in enumerate(args.batch)
     ]
     if args.json:
         _print_json(rows)
+        _print_notes(dep)
         return 0
     print(_describe(dep, args.context))
     print(f"alpha {args.alpha:g}, gamma {args.gamma}: {tokens:.4f} tokens per target pass\n")
@@ -276,6 +318,7 @@ def _cmd_speedup(args: argparse.Namespace) -> int:
           f"{r['cost_ratio']:.3f}", f"{r['t_verify_s'] / r['t_target_s']:.3f}"] for r in rows],
         ">>>>>>>",
     ))
+    _print_notes(dep)
     return 0
 
 
@@ -284,12 +327,15 @@ def _cmd_steptime(args: argparse.Namespace) -> int:
 
     from .hardware import load_hardware
     from .models import format_count, get_model
-    from .steptime import step_time
+    from .speedup import _plus
 
     hw = load_hardware(args.hardware)
     model = get_model(args.model)
+    source, engine = _source(args, hw)
     batches = np.array(args.batch, dtype=float)
-    t = step_time(hw, model, batches, args.tokens_per_seq, args.context)
+    t = _plus(source.step_time(model, batches, args.tokens_per_seq, args.context), engine.iteration_s)
+    provenance = [source.describe(), engine.describe()]
+    fallback = np.zeros(batches.shape, bool) if t.fallback is None else np.broadcast_to(t.fallback, batches.shape)
     rows = [
         {
             "batch": b,
@@ -302,21 +348,26 @@ def _cmd_steptime(args: argparse.Namespace) -> int:
             "bound": str(t.bound[i]),
             "flop": float(t.flop[i]),
             "bytes": float(t.bytes[i]),
+            "timing_source": source.name + (", roofline outside its data" if fallback[i] else ""),
+            "provenance": provenance,
         }
         for i, b in enumerate(args.batch)
     ]
     if args.json:
         _print_json(rows)
-        return 0
-    print(f"{model.name} ({format_count(model.params)} params, {model.weight_dtype}) on {hw.name}: "
-          f"{args.tokens_per_seq} new token(s) per sequence over {args.context} cached\n")
-    print(_table(
-        ["batch", "step ms", "compute ms", "memory ms", "overhead ms", "bound", "FLOP/byte"],
-        [[r["batch"], _ms(r["step_time_s"]), _ms(r["compute_s"]), _ms(r["memory_s"]), _ms(r["overhead_s"]), r["bound"],
-          f"{r['flop'] / r['bytes']:.1f}"] for r in rows],
-        ">>>>><>",
-    ))
-    print(f"\nridge: {hw.ridge_flop_per_byte:.1f} FLOP/byte (compute-bound above it)")
+    else:
+        print(f"{model.name} ({format_count(model.params)} params, {model.weight_dtype}) on {hw.name}: "
+              f"{args.tokens_per_seq} new token(s) per sequence over {args.context} cached")
+        print("\n".join(f"step times: {line}" if i == 0 else line for i, line in enumerate(provenance)) + "\n")
+        print(_table(
+            ["batch", "step ms", "roofline compute ms", "roofline memory ms", "overhead ms", "bound", "FLOP/byte", "source"],
+            [[r["batch"], _ms(r["step_time_s"]), _ms(r["compute_s"]), _ms(r["memory_s"]), _ms(r["overhead_s"]), r["bound"],
+              f"{r['flop'] / r['bytes']:.1f}", r["timing_source"]] for r in rows],
+            ">>>>><><",
+        ))
+        print(f"\nridge: {hw.ridge_flop_per_byte:.1f} FLOP/byte (compute-bound above it; the bound column is the roofline's)")
+    for note in source.notes:
+        print(f"note: {note}", file=sys.stderr)
     return 0
 
 
@@ -446,6 +497,10 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
                        "off" if r.gamma == 0 else f"{r.min_speedup:.3f}-{r.max_speedup:.3f}"] for r in ranges], "<><"))
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
+    if args.format != "table":
+        for line in dep.provenance():
+            print(f"note: step times: {line}", file=sys.stderr)
+    _print_notes(dep)
     return 0
 
 
@@ -457,7 +512,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                              args.max_context, args.memory_util)
     cap = capacity(dep, args.max_context or args.context, args.memory_util)
     if args.json:
-        _print_json(table.to_dict(orient="records"))
+        records = table.to_dict(orient="records")
+        for r in records:
+            r["provenance"] = dep.provenance()
+        _print_json(records)
+        _print_notes(dep)
         return 0
     print(_describe(dep, args.context))
     print(f"alpha {args.alpha:g}; " + ("optimal gamma per batch size" if args.gamma is None else f"gamma fixed at {args.gamma}"))
@@ -479,6 +538,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print(f"\nat the largest batch that fits: {spec_peak:,.0f} tok/s with speculation (b = {cap.max_batch_with_draft}) "
               f"against {plain_peak:,.0f} tok/s without the draft (b = {cap.max_batch_without_draft}): "
               f"{spec_peak / plain_peak - 1:+.0%} device throughput")
+    _print_notes(dep)
     return 0
 
 
@@ -866,9 +926,17 @@ def _add_deployment_args(p: argparse.ArgumentParser, *, defaults: bool = True, b
                        help=f"comma-separated batch sizes (default {','.join(map(str, DEFAULT_BATCHES))})")
     p.add_argument("--context", type=_context, default=DEFAULT_CONTEXT_TOKENS if defaults else None,
                    help=f"cached tokens per sequence, L (default {DEFAULT_CONTEXT_TOKENS}: a 1000-token prompt plus half of 256 generated)")
-    p.add_argument("--engine-overhead-ms", type=_nonneg_float, default=0.0,
-                   help="extra time per forward pass, ms, added to the profile's overhead (e.g. a serving engine's "
-                   "scheduling and sampling time on top of a kernel-calibrated profile; default 0)")
+    _add_timing_args(p)
+
+
+def _add_timing_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--timing", default=DEFAULT_TIMING, metavar="SOURCE",
+                   help=f"step-time source: {TIMING_CHOICES} (default {DEFAULT_TIMING}: the roofline for decode steps, "
+                   "measured kernels for the cost of verification; see README, Fidelity)")
+    p.add_argument("--engine", choices=list(ENGINES), default=DEFAULT_ENGINE,
+                   help=f"serving engine whose per-iteration CPU time and kernels apply (default {DEFAULT_ENGINE}; none: add nothing)")
+    p.add_argument("--engine-overhead-ms", type=_nonneg_float,
+                   help="the engine's time per iteration, ms, replacing the --engine preset's fitted value")
 
 
 def _add_memory_args(p: argparse.ArgumentParser) -> None:
@@ -915,6 +983,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokens-per-seq", type=_int_at_least(1, "tokens-per-seq"), default=1,
                    help="new tokens per sequence, q (1: decode; gamma+1: verification; default 1)")
     p.add_argument("--context", type=_context, default=DEFAULT_CONTEXT_TOKENS, help=f"cached tokens per sequence (default {DEFAULT_CONTEXT_TOKENS})")
+    _add_timing_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_steptime)
 

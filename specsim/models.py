@@ -70,6 +70,9 @@ class ModelShape:
         Whether the LM head shares the input embedding matrix.
     qkv_bias : bool
         Whether the q, k and v projections carry biases (Qwen2).
+    qk_norm : bool
+        Whether each layer normalises queries and keys per head (Qwen3: two
+        RMSNorm weights of head_dim each).
     weight_dtype, kv_dtype : str
         Storage types of the weights and the KV cache; keys of ``BYTES_PER_ELEMENT``.
     params_override : int or None
@@ -96,6 +99,7 @@ class ModelShape:
     head_dim: int
     tie_embeddings: bool = False
     qkv_bias: bool = False
+    qk_norm: bool = False
     weight_dtype: str = "bf16"
     kv_dtype: str = "bf16"
     params_override: int | None = None
@@ -128,7 +132,8 @@ class ModelShape:
         o = self.n_heads * hd * d
         bias = (self.n_heads + 2 * self.n_kv_heads) * hd if self.qkv_bias else 0
         mlp = 3 * d * self.intermediate_size
-        return q + kv + o + bias + mlp + 2 * d
+        qk_norm = 2 * hd if self.qk_norm else 0
+        return q + kv + o + bias + mlp + 2 * d + qk_norm
 
     @property
     def embedding_params(self) -> int:
@@ -202,6 +207,7 @@ class ModelShape:
             "head_dim": self.head_dim,
             "tie_embeddings": self.tie_embeddings,
             "qkv_bias": self.qkv_bias,
+            "qk_norm": self.qk_norm,
             "weight_dtype": self.weight_dtype,
             "kv_dtype": self.kv_dtype,
             "weight_bytes": self.weight_bytes,
@@ -225,6 +231,8 @@ _BUILTINS: dict[str, ModelShape] = {
         ModelShape("llama-3.2-3b", _LLAMA3_VOCAB, 3072, 8192, 28, 24, 8, 128, tie_embeddings=True,
                    source="meta-llama/Llama-3.2-3B-Instruct"),
         ModelShape("qwen2.5-7b", 152064, 3584, 18944, 28, 28, 4, 128, qkv_bias=True, source="Qwen/Qwen2.5-7B-Instruct"),
+        # Qwen/Qwen3-32B: 32.8B parameters on its model card (32,762,123,264 computed).
+        ModelShape("qwen3-32b", 151936, 5120, 25600, 64, 64, 8, 128, qk_norm=True, source="Qwen/Qwen3-32B"),
         ModelShape("qwen2.5-0.5b", 151936, 896, 4864, 24, 14, 2, 64, tie_embeddings=True, qkv_bias=True,
                    source="Qwen/Qwen2.5-0.5B-Instruct"),
         # CPU-sized Llama shapes for the timing harness's demonstration on a CPU
@@ -286,8 +294,31 @@ _SUPPORTED_ARCHITECTURES = {
     "LlamaForCausalLM": False,
     "MistralForCausalLM": False,
     "Qwen2ForCausalLM": True,  # q, k, v projections carry biases
+    "Qwen3ForCausalLM": False,  # per-head q/k RMSNorm, no biases
 }
+_QK_NORM_ARCHITECTURES = {"Qwen3ForCausalLM"}
 _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+#: quantization_config.quant_method values whose weight storage specsim models, and as what.
+_QUANT_METHODS = {"fp8": "fp8", "fbgemm_fp8": "fp8"}
+
+
+def _config_dtypes(config: dict, where: str) -> tuple[str, str]:
+    """(weight dtype, KV dtype) of a config.json: read, or refused; never guessed."""
+    raw = config.get("torch_dtype", config.get("dtype", "bfloat16"))
+    if str(raw) not in _TORCH_DTYPES:
+        raise ValueError(f"{where}: torch_dtype {raw!r} is not one of {', '.join(_TORCH_DTYPES)}")
+    dtype = _TORCH_DTYPES[str(raw)]
+    quant = config.get("quantization_config")
+    if quant is None:
+        return dtype, dtype
+    method = quant.get("quant_method") if isinstance(quant, dict) else None
+    if method not in _QUANT_METHODS:
+        raise ValueError(
+            f"{where}: quantization_config with quant_method {method!r} is not modelled; supported: "
+            f"{', '.join(_QUANT_METHODS)} (or remove the block to model the unquantised weights)"
+        )
+    # FP8 checkpoints quantise the weights; the KV cache stays in the activation dtype unless the engine is told otherwise.
+    return _QUANT_METHODS[method], dtype
 
 
 def model_from_hf_config(config: Any, name: str = "config.json") -> ModelShape:
@@ -343,7 +374,7 @@ def model_from_hf_config(config: Any, name: str = "config.json") -> ModelShape:
     qkv_bias = _SUPPORTED_ARCHITECTURES[arch] or bool(config.get("attention_bias", False))
     if config.get("mlp_bias"):
         raise ValueError(f"{where}: mlp_bias=true is not supported")
-    dtype = _TORCH_DTYPES.get(str(config.get("torch_dtype", config.get("dtype", "bfloat16"))), "bf16")
+    weight_dtype, kv_dtype = _config_dtypes(config, where)
     return ModelShape(
         name=name,
         vocab_size=need_int("vocab_size"),
@@ -355,8 +386,9 @@ def model_from_hf_config(config: Any, name: str = "config.json") -> ModelShape:
         head_dim=head_dim,
         tie_embeddings=tie,
         qkv_bias=qkv_bias,
-        weight_dtype=dtype,
-        kv_dtype=dtype,
+        qk_norm=arch in _QK_NORM_ARCHITECTURES,
+        weight_dtype=weight_dtype,
+        kv_dtype=kv_dtype,
     )
 
 

@@ -35,6 +35,7 @@ Optimal gamma
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -248,6 +249,13 @@ def alpha_from_acceptance_length(mean_length: object, gamma: object) -> np.ndarr
 
 
 # -- a deployment: hardware, target and draft ---------------------------------
+def _plus(t: StepTime, extra_s: float) -> StepTime:
+    """A step time with ``extra_s`` of engine time added to its total and overhead."""
+    if not extra_s:
+        return t
+    return dataclasses.replace(t, total_s=t.total_s + extra_s, overhead_s=t.overhead_s + extra_s)
+
+
 @dataclass(frozen=True)
 class PassTimes:
     """Modelled step times of the three passes of speculative decoding."""
@@ -298,6 +306,10 @@ class Deployment:
     hardware: HardwareProfile
     target: ModelShape
     draft: ModelShape
+    #: Where step times come from (a :mod:`specsim.timing` source); None: the roofline over ``hardware``.
+    timing: object = None
+    #: The serving engine's CPU time per iteration and round (:mod:`specsim.engines`); None: nothing added.
+    engine: object = None
 
     @classmethod
     def from_names(
@@ -309,15 +321,64 @@ class Deployment:
         """Load hardware and models by built-in name or file path."""
         return cls(load_hardware(hardware), get_model(target), get_model(draft))
 
+    @classmethod
+    def build(
+        cls,
+        hardware: str = DEFAULT_HARDWARE,
+        target: str = DEFAULT_TARGET,
+        draft: str = DEFAULT_DRAFT,
+        timing: str | None = None,
+        engine: str | None = None,
+        engine_overhead_ms: float | None = None,
+        progress=None,
+    ) -> "Deployment":
+        """A deployment with a step-time source and an engine preset: what every command uses.
+
+        ``timing`` defaults to :data:`specsim.timing.DEFAULT_TIMING` and ``engine``
+        to :data:`specsim.engines.DEFAULT_ENGINE`; ``engine_overhead_ms``
+        replaces the preset's per-iteration time.  (``from_names`` keeps the
+        article's bare roofline.)
+        """
+        from .engines import DEFAULT_ENGINE, get_engine
+        from .timing import DEFAULT_TIMING, make_source
+
+        dep = cls.from_names(hardware, target, draft)
+        preset = get_engine(DEFAULT_ENGINE if engine is None else engine)
+        source = make_source(DEFAULT_TIMING if timing is None else timing, dep.hardware, preset.kernel_engine, progress)
+        preset = preset.for_source(source.name)
+        if engine_overhead_ms is not None:
+            preset = preset.with_iteration_ms(engine_overhead_ms)
+        return dataclasses.replace(dep, timing=source, engine=preset)
+
     def pass_times(self, batch: object, gamma: object, context: object = DEFAULT_CONTEXT_TOKENS) -> PassTimes:
         """t_T, t_D and t_V, broadcast over batch, gamma and context."""
         g = np.asarray(gamma, dtype=float)
         _check_gamma(g)
-        return PassTimes(
-            target=step_time(self.hardware, self.target, batch, 1, context),
-            draft=step_time(self.hardware, self.draft, batch, 1, context),
-            verify=step_time(self.hardware, self.target, batch, g + 1.0, context),
-        )
+        if self.timing is None:
+            times = (step_time(self.hardware, self.target, batch, 1, context),
+                     step_time(self.hardware, self.draft, batch, 1, context),
+                     step_time(self.hardware, self.target, batch, g + 1.0, context))
+        else:
+            times = (self.timing.step_time(self.target, batch, 1, context),
+                     self.timing.step_time(self.draft, batch, 1, context),
+                     self.timing.step_time(self.target, batch, g + 1.0, context))
+        if self.engine is not None:
+            e = self.engine
+            times = (_plus(times[0], e.iteration_s), _plus(times[1], e.draft_step_s),
+                     _plus(times[2], e.iteration_s + e.spec_round_s))
+        return PassTimes(*times)
+
+    def provenance(self) -> list[str]:
+        """One line per input that shaped the step times: the source and the engine preset."""
+        lines = [self.timing.describe() if self.timing is not None else
+                 f"roofline: profile {self.hardware.name} (the article's model)"]
+        if self.engine is not None:
+            lines.append(self.engine.describe())
+        return lines
+
+    def notes(self) -> list[str]:
+        """What the step-time source could not answer from its own data."""
+        return list(getattr(self.timing, "notes", []) or [])
 
     def speedup(self, alpha: object, gamma: object, batch: object = 1, context: object = DEFAULT_CONTEXT_TOKENS) -> np.ndarray:
         """Speedup S(alpha, gamma, batch, context), all four broadcast together."""

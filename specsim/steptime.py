@@ -51,6 +51,16 @@ class StepTime:
         Fixed per-pass overhead, seconds.
     flop, bytes : ndarray
         Work of the pass, FLOP and bytes.
+    source : str
+        Which step-time source produced ``total_s`` (``"roofline"`` here; the
+        sources in :mod:`specsim.timing` set their own label).
+    fallback : ndarray of bool or None
+        Where a data-driven source had no data and the roofline answered
+        instead; None when every point came from the named source.
+
+    ``compute_s``, ``memory_s``, ``flop`` and ``bytes`` are always the
+    roofline's: they explain which bound a pass sits at, whichever source
+    gave its time.
     """
 
     total_s: np.ndarray
@@ -59,6 +69,8 @@ class StepTime:
     overhead_s: float
     flop: np.ndarray
     bytes: np.ndarray
+    source: str = "roofline"
+    fallback: np.ndarray | None = None
 
     @property
     def compute_bound(self) -> np.ndarray:

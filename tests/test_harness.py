@@ -72,14 +72,34 @@ def test_measure_then_calibrate_on_the_cpu(tmp_path, capsys):
         rows = list(csv.DictReader(handle))
     assert len(rows) == 12 and rows[0]["device_name"].startswith("CPU") and rows[0]["torch_version"] == torch.__version__
     assert all(float(r["p10_s"]) <= float(r["median_s"]) <= float(r["p90_s"]) for r in rows)
+    # Calibration is judged on timings with a known answer, not on this shared CPU's wall clock: the measured
+    # rows' shapes and grid, with times from a known profile and 2% seeded noise.
+    import numpy as np
+    import pandas as pd
+
+    from specsim.calibrate import load_measurements
+    from specsim.hardware import load_hardware
+    from specsim.steptime import step_time
+
+    truth = dataclass_replace(load_hardware("cpu-epyc-2vcpu"), compute_eff=0.31, bandwidth_eff=0.52, overhead_s=4e-4)
+    frames = []
+    for path in paths:
+        df = pd.read_csv(path)
+        shape = load_measurements(path)["shape"].iloc[0]
+        t = step_time(truth, shape, df["batch"].to_numpy(float), df["tokens_per_seq"].to_numpy(float), df["context"].to_numpy(float))
+        df["median_s"] = t.total_s * np.random.default_rng(len(frames)).normal(1.0, 0.02, len(df))
+        frames.append(df)
     merged = tmp_path / "both.csv"
-    merged.write_text(paths[0].read_text() + "".join(paths[1].read_text().splitlines(True)[1:]))
+    pd.concat(frames).to_csv(merged, index=False)
     profile = tmp_path / "cpu-test.yaml"
-    assert main(["calibrate", str(merged), "--hardware", "cpu-epyc-2vcpu", "--out", str(profile), "--json"]) == 0
+    assert main(["calibrate", str(merged), "--hardware", "cpu-epyc-2vcpu", "--out", str(profile), "--per-layer", "no", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    # The article preset knows nothing of this CPU; the fit must do much better on points it did not see.
-    assert report["holdout_after"]["mape"] < 0.5 * report["holdout_before"]["mape"]
-    assert main(["steptime", "--hardware", str(profile), "--model", str(tmp_path / "a"), "--batch", "4", "--json"]) == 0
+    fitted = load_hardware(str(profile))
+    # 24 points with 2% noise pin the overhead and the bound that dominates; held-out error stays near the noise.
+    assert report["holdout_after"]["mape"] < 0.06 and report["holdout_after"]["mape"] < report["holdout_before"]["mape"]
+    assert fitted.overhead_s == pytest.approx(4e-4, rel=0.25)
+    assert main(["steptime", "--hardware", str(profile), "--model", str(tmp_path / "a"), "--batch", "4", "--timing", "roofline",
+                 "--json"]) == 0
 
 
 def test_measure_needs_a_writable_target_and_torch_device(tmp_path, capsys):

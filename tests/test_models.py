@@ -146,3 +146,39 @@ def test_not_json_is_a_clear_error(tmp_path):
 def test_shape_validation():
     with pytest.raises(ValueError, match="n_layers must be a positive integer"):
         ModelShape("x", 10, 8, 16, 0, 2, 1, 4)
+
+
+def test_qwen3_32b_matches_its_model_card():
+    # Qwen/Qwen3-32B model card: 32.8B parameters; q/k norms add 2 * head_dim per layer.
+    from specsim.models import model_from_hf_config
+
+    m = get_model("qwen3-32b")
+    assert m.params == pytest.approx(32.8e9, rel=0.002)
+    cfg = {"architectures": ["Qwen3ForCausalLM"], "hidden_size": 5120, "intermediate_size": 25600, "num_hidden_layers": 64,
+           "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
+           "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+    assert model_from_hf_config(cfg).params == m.params
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"torch_dtype": "float8_e4m3"}, "torch_dtype 'float8_e4m3' is not one of"),
+    ({"quantization_config": {"quant_method": "awq", "bits": 4}}, "quant_method 'awq' is not modelled"),
+    ({"quantization_config": "yes"}, "quant_method None is not modelled"),
+])
+def test_config_dtypes_are_read_or_refused_never_defaulted(extra, message):
+    from specsim.models import model_from_hf_config
+
+    cfg = {"architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, **extra}
+    with pytest.raises(ValueError, match=message):
+        model_from_hf_config(cfg)
+
+
+def test_fp8_checkpoint_stores_fp8_weights_and_bf16_kv():
+    from specsim.models import model_from_hf_config
+
+    cfg = {"architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "torch_dtype": "bfloat16",
+           "quantization_config": {"quant_method": "fp8"}}
+    m = model_from_hf_config(cfg)
+    assert (m.weight_dtype, m.kv_dtype) == ("fp8", "bf16")

@@ -67,7 +67,8 @@ def test_min_gain_turns_off_marginal_batch_sizes(dep):
     assert off_strict < off_plain
 
 
-def test_cli_vllm_snippet_parses_back_and_matches(dep, capsys):
+def test_cli_vllm_snippet_parses_back_and_matches(capsys):
+    dep = Deployment.build()  # the CLI's default source and engine
     assert main(["schedule", "--alpha", "0.8", "--format", "vllm"]) == 0
     config = json.loads(capsys.readouterr().out)
     assert config["model"] == "meta-llama/Llama-3.2-1B-Instruct"
@@ -77,7 +78,8 @@ def test_cli_vllm_snippet_parses_back_and_matches(dep, capsys):
     np.testing.assert_array_equal(_expand_vllm(entries, 256), best.gamma)
 
 
-def test_cli_trtllm_snippet_parses_back_and_matches(dep, capsys):
+def test_cli_trtllm_snippet_parses_back_and_matches(capsys):
+    dep = Deployment.build()
     assert main(["schedule", "--alpha", "0.8", "--format", "trtllm"]) == 0
     config = yaml.safe_load(capsys.readouterr().out)["speculative_config"]
     assert config["decoding_type"] == "Draft_Target"

@@ -76,13 +76,19 @@ def realigned():
     return realign(seed=0)
 
 
+#: Seed-to-seed spread of (best re-aligned draft - TVD) in tokens per step at gamma 4: 0.00, 0.12, 0.00, 0.00 over
+#: seeds 0-3 (README); TVD and its on-policy variant differ by less than that, and by SIMD path (AVX-512 or not).
+#: The test therefore never asserts their order, only that TVD is within this tolerance of the best.
+TVD_TOLERANCE_TOKENS = 0.15
+
+
 def test_realign_shape_of_the_article(realigned):
-    # Article: TVD gives the most tokens per step and every re-aligned draft beats the stale one.
+    # Article: TVD gives (about) the most tokens per step and every re-aligned draft beats the stale one by a wide margin.
     rows = {r["draft"]: r for r in realigned["rows"]}
     stale = rows.pop("stale (distilled on base)")["tokens_per_step_gamma4"]
-    assert all(r["tokens_per_step_gamma4"] > stale for r in rows.values())
-    best = max(rows.values(), key=lambda r: r["tokens_per_step_gamma4"])
-    assert best["draft"] == "total variation (TVD)"
+    assert all(r["tokens_per_step_gamma4"] > stale + 1.0 for r in rows.values())
+    best = max(r["tokens_per_step_gamma4"] for r in rows.values())
+    assert rows["total variation (TVD)"]["tokens_per_step_gamma4"] >= best - TVD_TOLERANCE_TOKENS
     assert rows["total variation (TVD)"]["alpha"] > rows["forward KL"]["alpha"] > rows["SFT on sampled text"]["alpha"]
 
 

@@ -1,0 +1,170 @@
+"""How well each step-time source predicts what serving engines measure.
+
+The public measurements are the single-GPU rows of ``silicon_sample.csv``,
+which ``aiconfigurator-core`` ships (Apache-2.0): per-token latency (TPOT) of
+vLLM, SGLang and TensorRT-LLM serving Llama-3.1-8B-Instruct and Qwen3-32B on
+H100 SXM and H200 at a fixed concurrency, for several prompt (ISL) and output
+(OSL) lengths, with the engine version and date of each run.
+
+A measured TPOT under a steady concurrency ``c`` is a decode step of ``c``
+sequences at the mean context plus the prefills that interleave with it:
+every request is replaced after OSL tokens, so each decode iteration carries
+on average ``c / OSL`` prompt prefills of ISL tokens (chunked prefill spreads
+them over iterations; their sum is what a token waits for on average):
+
+    TPOT = t(c, 1, ISL + OSL / 2) + engine_iteration + share * (c / OSL) * t_prefill(ISL)
+
+``share`` is how much of that prefill work lands inside other requests'
+decode: 1 when the engine mixes prefill chunks into decode iterations as
+requests come and go (TensorRT-LLM's in-flight batching fits it), 0 when
+requests of one length run in lockstep (a fixed-concurrency benchmark starts
+them together, so every prefill falls in the TTFT) or the engine runs prefill
+as separate batches.  The engine's per-iteration time and this share are the
+two free parameters per (source, engine); they are fitted on a training half
+of the rows (least squares on relative error, both bounded: time in [0, 5] ms,
+share in [0, 1]) and judged on the other half, split by a hash of the row id
+so that the split is fixed and independent of row order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .hardware import HardwareProfile, load_hardware
+from .models import get_model
+from .steptime import step_time
+
+__all__ = ["CANDIDATES", "PUBLIC_MODELS", "FidelityResult", "load_public_tpot", "predict_tpot", "evaluate"]
+
+#: model_path in silicon_sample.csv -> specsim built-in.
+PUBLIC_MODELS = {"meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b", "Qwen/Qwen3-32B": "qwen3-32b"}
+#: system in silicon_sample.csv -> specsim profile.
+PUBLIC_SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "a100_sxm": "a100-sxm-80gb"}
+_PRECISIONS = {"bf16": "bf16", "fp8": "fp8"}
+
+
+def silicon_sample_path() -> Path:
+    spec = importlib.util.find_spec("aiconfigurator_core")
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError("the public TPOT measurements ship with aiconfigurator-core; pip install 'aiconfigurator-core==0.12.0'")
+    return Path(list(spec.submodule_search_locations)[0]) / "systems" / "silicon_sample.csv"
+
+
+def load_public_tpot(path: str | Path | None = None) -> pd.DataFrame:
+    """Single-GPU, aggregated-serving TPOT rows for the models and devices specsim describes."""
+    df = pd.read_csv(silicon_sample_path() if path is None else path)
+    df = df[(df["mode"] == "agg") & (df["tp_size"] == 1) & (df["pp_size"].fillna(1) == 1)
+            & (df["attention_dp_size"].fillna(1) <= 1) & df["model_path"].isin(PUBLIC_MODELS)
+            & df["system"].isin(PUBLIC_SYSTEMS)].copy()
+    # A missing precision is the checkpoint's own bf16 (the GEMM quant mode is empty on those rows too).
+    df["precision"] = df["precision"].fillna("bf16")
+    df = df[df["precision"].isin(_PRECISIONS) & df["silicon_tpot_ms"].notna() & (df["batch_size"] >= 1)]
+    df["model"] = df["model_path"].map(PUBLIC_MODELS)
+    df["hardware"] = df["system"].map(PUBLIC_SYSTEMS)
+    df["concurrency"] = df["batch_size"].astype(int)
+    df["holdout"] = [int(hashlib.sha256(str(i).encode()).hexdigest(), 16) % 2 == 1 for i in df["id"]]
+    keep = ["id", "backend", "backend_version", "model", "hardware", "precision", "isl", "osl", "concurrency",
+            "silicon_tpot_ms", "silicon_ttft_ms", "holdout", "silicon_data_source"]
+    return df[keep].reset_index(drop=True)
+
+
+def _source(kind: str, hardware: HardwareProfile, engine: str):
+    from .timing.kernels import KernelSource
+    from .timing.roofline import RooflineSource
+
+    from .timing.hybrid import HybridSource
+
+    if kind == "kernels":
+        return KernelSource(hardware, engine)
+    if kind == "hybrid":
+        return HybridSource(RooflineSource(hardware), KernelSource(hardware, engine))
+    return RooflineSource(hardware)
+
+
+#: Candidate step-time sources: name -> (source kind, profile suffix).
+CANDIDATES = {
+    "roofline (article profile)": ("roofline", ""),
+    "roofline (kernel-calibrated *-vllm profile)": ("roofline", "-vllm"),
+    "kernels": ("kernels", ""),
+    "hybrid (default)": ("hybrid", ""),
+}
+
+
+def predict_tpot(df: pd.DataFrame, candidate: str) -> tuple[np.ndarray, np.ndarray]:
+    """Decode step and amortised prefill per token (seconds) of every row, without engine time."""
+    kind, suffix = CANDIDATES[candidate]
+    out = np.full(len(df), np.nan)
+    pre = np.full(len(df), np.nan)
+    for (hw_name, backend, model_name, precision), rows in df.groupby(["hardware", "backend", "model", "precision"]):
+        hardware = load_hardware(hw_name + suffix)
+        model = get_model(model_name, weight_dtype=_PRECISIONS[precision], kv_dtype="bf16")
+        src = _source(kind, hardware, backend)
+        c = rows["concurrency"].to_numpy(float)
+        isl = rows["isl"].to_numpy(float)
+        osl = rows["osl"].to_numpy(float)
+        decode = src.step_time(model, c, 1, isl + osl / 2).total_s
+        if kind == "kernels":
+            prefill = src.prefill_time(model, isl)
+        else:
+            prefill = step_time(hardware, model, 1, isl, 0).total_s
+        idx = df.index.get_indexer(rows.index)
+        out[idx] = decode
+        pre[idx] = (c / osl) * prefill
+    return out, pre
+
+
+@dataclass(frozen=True)
+class FidelityResult:
+    """Per-row predictions and errors, and the fitted engine times, of one candidate."""
+
+    candidate: str
+    rows: pd.DataFrame  # with predicted_ms, error (signed fraction), holdout
+    engine_iteration_s: dict  # backend -> fitted seconds
+    prefill_share: dict  # backend -> fitted share of interleaved prefill
+
+    def mape(self, holdout: bool | None = True, by: str | None = None):
+        rows = self.rows if holdout is None else self.rows[self.rows["holdout"] == holdout]
+        err = rows["error"].abs() * 100
+        return err.mean() if by is None else err.groupby(rows[by]).mean()
+
+
+def evaluate(df: pd.DataFrame, candidate: str, fit_engine: bool = True) -> FidelityResult:
+    """Fit each engine's per-iteration time and prefill share on the training rows; errors on all rows.
+
+    With ``fit_engine=False`` no engine time is added and every prefill counts (share 1).
+    """
+    from scipy.optimize import least_squares
+
+    decode, prefill = predict_tpot(df, candidate)
+    measured = df["silicon_tpot_ms"].to_numpy(float) / 1e3
+    fitted, shares = {}, {}
+    pred = decode + prefill
+    holdout = df["holdout"].to_numpy()
+
+    def fit(train: np.ndarray) -> np.ndarray:
+        res = least_squares(lambda th: (decode[train] + th[0] + th[1] * prefill[train]) / measured[train] - 1,
+                            x0=[1e-3, 0.5], bounds=([0.0, 0.0], [5e-3, 1.0]))
+        return res.x
+
+    all_train = np.flatnonzero(~holdout)
+    pooled = fit(all_train) if fit_engine and all_train.size >= 2 else np.array([0.0, 1.0])
+    fitted["pooled"], shares["pooled"] = float(pooled[0]), float(pooled[1])
+    for backend, rows in df.groupby("backend"):
+        idx = df.index.get_indexer(rows.index)
+        train = idx[~holdout[idx]]
+        theta = np.array([0.0, 1.0])
+        if fit_engine:
+            # An engine with fewer than two training rows takes the fit pooled over all engines.
+            theta = fit(train) if train.size >= 2 else pooled
+        fitted[backend], shares[backend] = float(theta[0]), float(theta[1])
+        pred[idx] = decode[idx] + theta[0] + theta[1] * prefill[idx]
+    out = df.copy()
+    out["predicted_ms"] = pred * 1e3
+    out["error"] = pred / measured - 1
+    return FidelityResult(candidate, out, fitted, shares)

@@ -1,0 +1,63 @@
+"""The default source: the roofline for a decode step, measured kernels for what verification adds.
+
+    t_hybrid(b, q, L) = t_roofline(b, 1, L) * t_kernels(b, q, L) / t_kernels(b, 1, L)
+
+A decode or draft step (q = 1) is the roofline's, with the profile's per-pass
+overhead; a verification pass is that step scaled by the ratio the measured
+kernels give between a pass of q tokens per sequence and a decode step of the
+same batch and context.  This combination is the default because the fidelity
+table (``benchmarks/validate_steptimes.py``) measures it best on both counts:
+on public per-token latencies of serving engines the roofline with an engine
+preset beats the kernel sum (held-out MAPE in the README), while the cost of
+verification relative to decode is what the kernel measurements show and the
+whole-pass roofline misses (it holds t_V / t_T at 1 up to the ridge).  Where
+the kernel data end, the ratio is the roofline's own and the point is flagged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..models import ModelShape
+from ..steptime import StepTime
+from .kernels import KernelSource
+from .roofline import RooflineSource
+
+__all__ = ["HybridSource"]
+
+
+class HybridSource:
+    """Roofline decode steps, kernel-measured verification-to-decode ratio."""
+
+    name = "hybrid"
+
+    def __init__(self, roofline: RooflineSource, kernels: KernelSource):
+        self.roofline = roofline
+        self.kernels = kernels
+
+    @property
+    def notes(self) -> list[str]:
+        return self.kernels.notes
+
+    def describe(self) -> str:
+        return (f"hybrid: decode and draft steps from the {self.roofline.describe()}; verification / decode ratio from "
+                f"{self.kernels.describe()[len('kernels: '):]}")
+
+    def step_time(self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0) -> StepTime:
+        decode = self.roofline.step_time(model, batch, 1, context)
+        roof = self.roofline.step_time(model, batch, tokens_per_seq, context)
+        k = self.kernels.step_time(model, batch, tokens_per_seq, context)
+        k1 = self.kernels.step_time(model, batch, 1, context)
+        total = decode.total_s * (k.total_s / k1.total_s)
+        fallback = None
+        if k.fallback is not None or k1.fallback is not None:
+            shape = np.shape(total)
+            fb = np.zeros(shape, bool)
+            for part in (k.fallback, k1.fallback):
+                if part is not None:
+                    fb |= np.broadcast_to(part, shape)
+            fallback = fb if fb.any() else None
+        return dataclasses.replace(roof, total_s=np.broadcast_to(total, np.shape(roof.total_s)) if np.ndim(total) < np.ndim(roof.total_s) else total,
+                                   source=self.name, fallback=fallback)

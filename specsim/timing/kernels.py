@@ -1,0 +1,512 @@
+"""Step times composed from NVIDIA AIConfigurator's measured kernel database.
+
+``aiconfigurator-core`` (Apache-2.0, pinned at :data:`AIC_VERSION`) ships
+latencies of real GPU kernels measured per device and per serving engine
+(vLLM, SGLang, TensorRT-LLM) under ``aiconfigurator_core/systems/data``.  This
+module reads those files directly (the SDK's per-operator query costs about
+15 ms and returns one number; the files give a whole grid at once) and composes
+a forward pass of ``b`` sequences with ``q`` new tokens each over ``L`` cached
+tokens as
+
+    t(b, q, L) = G(b q)                                        GEMMs
+               + n_layers * A_decode(b, L + q)                 attention, KV read
+               + 4 n_layers n_heads head_dim (q - 1) (L + q) b / R_ctx
+                                                               extra queries
+
+* ``G(m)``: every weight GEMM of the pass at ``m = b q`` tokens, summed over
+  the layers (QKV, O, gate+up, down) plus the LM head, each read from the
+  measured (m, n, k) grid by linear interpolation in n and k, then linear in
+  m between measured m.  The LM head's n (the vocabulary) is split into equal
+  pieces inside the grid.  GEMMs at ``m = b (gamma + 1)`` run far below peak
+  for m = 8..256; this is what makes verification dearer than a decode step
+  long before the whole-pass roofline's ridge.
+* ``A_decode(b, L)``: the engine's decode-attention kernel (one query per
+  sequence) for the model's (heads, KV heads, head_dim) and KV dtype, bilinear
+  in (b, L) between measured points.
+* Extra queries: a verification pass puts ``q`` queries per sequence on the
+  same KV.  Their QK^T and PV FLOP are costed at ``R_ctx``, the best FLOP rate
+  the engine's context-attention (prefill) kernel reaches for this head shape
+  in the database: the extra queries ride in the same kernel, so they cost
+  their arithmetic, not another pass over the KV cache.
+
+Norms, rotary embeddings, activations and residual adds are not in the
+database and not in the sum; neither is any CPU time (see
+:mod:`specsim.engines` for the engine's per-iteration time).
+
+Points outside the measured data (a batch or context beyond the grid, a head
+shape or dtype the database lacks) are never extrapolated: they get the
+roofline's answer and are flagged in ``StepTime.fallback``; the source's
+``notes`` say which.  Each (device, engine, model shape, database version)
+table is built once, cached on disk as ``.npz`` (written atomically; a file
+that fails to load or validate is rebuilt) and evaluated in numpy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..hardware import HardwareProfile
+from ..models import ModelShape
+from ..steptime import StepTime, step_time
+
+__all__ = [
+    "AIC_DISTRIBUTION",
+    "AIC_VERSION",
+    "DEVICE_FOLDERS",
+    "KernelDataError",
+    "KernelSource",
+    "KernelTable",
+    "build_table",
+    "cache_dir",
+    "database_root",
+    "database_version",
+    "device_folder",
+]
+
+AIC_DISTRIBUTION = "aiconfigurator-core"
+#: The database version specsim is validated against (pyproject pins it).
+AIC_VERSION = "0.12.0"
+
+#: specsim hardware profile -> device folder in the database.
+DEVICE_FOLDERS = {
+    "h100-sxm": "h100_sxm",
+    "h100-pcie": "h100_pcie",
+    "h200": "h200_sxm",
+    "a100-sxm-80gb": "a100_sxm",
+    "b200": "b200_sxm",
+    "l40s": "l40s",
+    "l4": "l4",
+}
+#: Model storage dtype -> the database's GEMM dtype; KV dtype -> attention kv_cache_dtype.
+_GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}
+_KV_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}
+_SCHEMA = 4  # bump when the table layout or the composition changes
+
+
+class KernelDataError(ValueError):
+    """The database cannot compose this model on this device and engine."""
+
+
+def database_root() -> Path:
+    """Folder of the installed database (``aiconfigurator_core/systems/data``)."""
+    spec = importlib.util.find_spec("aiconfigurator_core")
+    if spec is None or not spec.submodule_search_locations:
+        raise KernelDataError(
+            f"the kernel source needs {AIC_DISTRIBUTION}=={AIC_VERSION} (pip install '{AIC_DISTRIBUTION}=={AIC_VERSION}')"
+        )
+    root = Path(list(spec.submodule_search_locations)[0]) / "systems" / "data"
+    if not root.is_dir():
+        raise KernelDataError(f"{AIC_DISTRIBUTION} is installed but has no kernel data folder at {root}")
+    return root
+
+
+def database_version() -> str:
+    """Installed version of ``aiconfigurator-core``."""
+    try:
+        return importlib.metadata.version(AIC_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        raise KernelDataError(
+            f"the kernel source needs {AIC_DISTRIBUTION}=={AIC_VERSION} (pip install '{AIC_DISTRIBUTION}=={AIC_VERSION}')"
+        ) from None
+
+
+def device_folder(hardware: HardwareProfile) -> str:
+    """The database's folder for a profile (calibrated ``*-vllm`` profiles map to their device)."""
+    name = re.sub(r"-vllm$", "", hardware.name)
+    if name not in DEVICE_FOLDERS:
+        raise KernelDataError(f"the kernel database has no device {hardware.name!r}; it has {', '.join(DEVICE_FOLDERS)}")
+    return DEVICE_FOLDERS[name]
+
+
+def cache_dir() -> Path:
+    """Where built tables are cached: ``$SPECSIM_CACHE_DIR``, else ``$XDG_CACHE_HOME/specsim`` or ``~/.cache/specsim``."""
+    if os.environ.get("SPECSIM_CACHE_DIR"):
+        return Path(os.environ["SPECSIM_CACHE_DIR"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "specsim"
+
+
+def _version_key(text: str) -> tuple:
+    return tuple(int(x) for x in re.findall(r"\d+", text))
+
+
+def _newest(folder: Path) -> Path:
+    versions = [p for p in folder.iterdir() if p.is_dir()] if folder.is_dir() else []
+    if not versions:
+        raise KernelDataError(f"no measurements in {folder}")
+    return max(versions, key=lambda p: (_version_key(p.name), p.name))
+
+
+@dataclass(frozen=True)
+class KernelTable:
+    """One model's composed kernel times on one device and engine (all layers summed).
+
+    ``gemm_s[i]``: every GEMM of a pass at ``gemm_m[i]`` tokens.  ``attn_s[i, j]``:
+    decode attention of all layers at ``attn_b[i]`` sequences and
+    ``attn_L[j]`` cached tokens (NaN where not measured).  ``ctx_flop_per_s``:
+    best measured context-attention FLOP rate.  ``prefill_attn_s[j]``: context
+    attention of all layers for one sequence of ``prefill_isl[j]`` tokens.
+    """
+
+    gemm_m: np.ndarray
+    gemm_s: np.ndarray
+    attn_b: np.ndarray
+    attn_L: np.ndarray
+    attn_s: np.ndarray
+    ctx_flop_per_s: float
+    prefill_isl: np.ndarray
+    prefill_attn_s: np.ndarray
+    meta: dict
+    #: 1 where a decode-attention cell was scaled in batch, not measured (see ``_fill_by_batch``).
+    attn_scaled: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("gemm_m", "gemm_s", "attn_b", "attn_L", "prefill_isl", "prefill_attn_s"):
+            arr = getattr(self, name)
+            if arr.ndim != 1:
+                raise ValueError(f"kernel table: {name} must be one-dimensional")
+        if self.gemm_m.size < 2 or self.gemm_m.shape != self.gemm_s.shape or np.any(np.diff(self.gemm_m) <= 0):
+            raise ValueError("kernel table: GEMM grid must be increasing with at least two points")
+        if self.attn_s.shape != (self.attn_b.size, self.attn_L.size) or self.attn_b.size < 2 or self.attn_L.size < 2:
+            raise ValueError("kernel table: attention grid does not match its axes")
+        if np.any(np.diff(self.attn_b) <= 0) or np.any(np.diff(self.attn_L) <= 0):
+            raise ValueError("kernel table: attention axes must be increasing")
+        if not (np.all(np.isfinite(self.gemm_s)) and np.all(self.gemm_s > 0)):
+            raise ValueError("kernel table: GEMM times must be finite and positive")
+        finite = self.attn_s[np.isfinite(self.attn_s)]
+        if finite.size == 0 or np.any(finite <= 0):
+            raise ValueError("kernel table: attention times must be positive where measured")
+        if self.attn_scaled is not None and self.attn_scaled.shape != self.attn_s.shape:
+            raise ValueError("kernel table: scaled-cell mask does not match the attention grid")
+        if not (np.isfinite(self.ctx_flop_per_s) and self.ctx_flop_per_s > 0):
+            raise ValueError("kernel table: context-attention FLOP rate must be positive")
+
+    def save(self, path: Path) -> None:
+        from .._io import atomic_write_bytes
+        import io
+
+        buffer = io.BytesIO()
+        np.savez(buffer, gemm_m=self.gemm_m, gemm_s=self.gemm_s, attn_b=self.attn_b, attn_L=self.attn_L,
+                 attn_s=self.attn_s, ctx_flop_per_s=np.array(self.ctx_flop_per_s), prefill_isl=self.prefill_isl,
+                 prefill_attn_s=self.prefill_attn_s, meta=np.array(json.dumps(self.meta, sort_keys=True)),
+                 attn_scaled=self.attn_scaled if self.attn_scaled is not None else np.zeros(self.attn_s.shape))
+        atomic_write_bytes(path, buffer.getvalue())
+
+    @classmethod
+    def load(cls, path: Path, expected_meta: dict) -> "KernelTable":
+        """Read a cached table; raises ValueError if it is damaged or was built for something else."""
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            if {k: meta.get(k) for k in expected_meta} != expected_meta:
+                raise ValueError("cached kernel table was built for another model, device or database")
+            return cls(gemm_m=z["gemm_m"].astype(float), gemm_s=z["gemm_s"].astype(float), attn_b=z["attn_b"].astype(float),
+                       attn_L=z["attn_L"].astype(float), attn_s=z["attn_s"].astype(float),
+                       ctx_flop_per_s=float(z["ctx_flop_per_s"]), prefill_isl=z["prefill_isl"].astype(float),
+                       prefill_attn_s=z["prefill_attn_s"].astype(float), meta=meta,
+                       attn_scaled=z["attn_scaled"].astype(float))
+
+    # -- evaluation ---------------------------------------------------------
+    def gemm(self, m: np.ndarray) -> np.ndarray:
+        """All GEMMs of a pass at ``m`` tokens, seconds; NaN outside the measured m."""
+        return np.interp(m, self.gemm_m, self.gemm_s, left=np.nan, right=np.nan)
+
+    def decode_attention(self, b: np.ndarray, L: np.ndarray) -> np.ndarray:
+        """Decode attention of all layers, bilinear in (b, L); NaN outside or next to a gap."""
+        return _bilinear(self.attn_b, self.attn_L, self.attn_s, b, L)
+
+    def uses_scaled_attention(self, b: np.ndarray, L: np.ndarray) -> np.ndarray:
+        """True where the decode-attention answer leans on a cell scaled in batch."""
+        if self.attn_scaled is None or not self.attn_scaled.any():
+            return np.zeros(np.broadcast_shapes(np.shape(b), np.shape(L)), bool)
+        return np.nan_to_num(_bilinear(self.attn_b, self.attn_L, self.attn_scaled, b, L)) > 0
+
+    def prefill_attention(self, isl: np.ndarray) -> np.ndarray:
+        """Context attention of all layers for one sequence of ``isl`` tokens; NaN outside."""
+        if self.prefill_isl.size < 2:
+            return np.full(np.shape(isl), np.nan)
+        return np.interp(isl, self.prefill_isl, self.prefill_attn_s, left=np.nan, right=np.nan)
+
+
+def _bilinear(xs: np.ndarray, ys: np.ndarray, grid: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    x, y = np.broadcast_arrays(np.asarray(x, float), np.asarray(y, float))
+    inside = (x >= xs[0]) & (x <= xs[-1]) & (y >= ys[0]) & (y <= ys[-1])
+    i = np.clip(np.searchsorted(xs, x, side="right") - 1, 0, xs.size - 2)
+    j = np.clip(np.searchsorted(ys, y, side="right") - 1, 0, ys.size - 2)
+    tx = (x - xs[i]) / (xs[i + 1] - xs[i])
+    ty = (y - ys[j]) / (ys[j + 1] - ys[j])
+    # A corner with zero weight must not poison the result with its NaN.
+    def corner(di: int, dj: int, w: np.ndarray) -> np.ndarray:
+        v = grid[i + di, j + dj]
+        return np.where(w > 0, w * v, 0.0)
+
+    out = (corner(0, 0, (1 - tx) * (1 - ty)) + corner(1, 0, tx * (1 - ty))
+           + corner(0, 1, (1 - tx) * ty) + corner(1, 1, tx * ty))
+    return np.where(inside, out, np.nan)
+
+
+# -- building a table from the database files --------------------------------
+def _read(path: Path):
+    import pandas as pd
+
+    try:
+        return pd.read_parquet(path)
+    except ImportError as exc:  # pandas without pyarrow
+        raise KernelDataError(f"reading {path.name} needs pyarrow, which {AIC_DISTRIBUTION} installs: {exc}") from None
+
+
+def _gemm_line(model: ModelShape, gemm, where: str) -> tuple[np.ndarray, np.ndarray]:
+    from scipy.interpolate import RegularGridInterpolator
+
+    gemm = gemm.groupby(["m", "n", "k"], as_index=False)["latency"].mean()
+    axes = tuple(np.array(sorted(gemm[c].unique()), dtype=float) for c in ("m", "n", "k"))
+    grid = np.full(tuple(a.size for a in axes), np.nan)
+    index = tuple(np.searchsorted(a, gemm[c].to_numpy(float)) for a, c in zip(axes, ("m", "n", "k")))
+    grid[index] = gemm["latency"].to_numpy(float) * 1e-3
+    interp = RegularGridInterpolator(axes, grid, bounds_error=False, fill_value=np.nan)
+    d, hd, f = model.hidden_size, model.head_dim, model.intermediate_size
+    n_max = axes[1][-1]
+    # (n, k, count per pass) of every weight GEMM.
+    shapes = [((model.n_heads + 2 * model.n_kv_heads) * hd, d, model.n_layers), (d, model.n_heads * hd, model.n_layers),
+              (2 * f, d, model.n_layers), (d, f, model.n_layers), (model.vocab_size, d, 1)]
+    m = axes[0]
+    total = np.zeros_like(m)
+    for n, k, count in shapes:
+        pieces = int(np.ceil(n / n_max))
+        pts = np.column_stack([m, np.full_like(m, n / pieces), np.full_like(m, float(k))])
+        total += count * pieces * interp(pts)
+    ok = np.isfinite(total)
+    if ok.sum() < 2 or not ok[0]:
+        raise KernelDataError(f"{where}: the GEMM data do not cover this model's matrix shapes")
+    # Keep the contiguous covered range from the smallest m up.
+    stop = int(np.argmin(ok)) if not ok.all() else ok.size
+    return m[:stop], _suffix_min(total[:stop])
+
+
+def _suffix_min(values: np.ndarray, axis: int = 0) -> np.ndarray:
+    """t_eff(x) = min over x' >= x of t(x'): more work never costs less.
+
+    Measured kernels are not monotone (GEMMs at m = 128 ran faster than at
+    m = 64 on the H100, a different tile choice or noise); an engine pads a
+    pass up to a faster captured size, so the larger size's time is the one to
+    use.  NaN (unmeasured) cells are left alone.
+    """
+    flipped = np.flip(values, axis)
+    filled = np.where(np.isnan(flipped), np.inf, flipped)
+    out = np.flip(np.minimum.accumulate(filled, axis=axis), axis)
+    return np.where(np.isnan(values), np.nan, out)
+
+
+def _select_attention(frame, model: ModelShape):
+    kv = _KV_DTYPES[model.kv_dtype]
+    keep = ((frame["num_heads"] == model.n_heads) & (frame["num_key_value_heads"] == model.n_kv_heads)
+            & (frame["head_dim"] == model.head_dim) & (frame["kv_cache_dtype"] == kv))
+    if "window_size" in frame.columns:
+        keep &= frame["window_size"] == 0
+    if "beam_width" in frame.columns:
+        keep &= frame["beam_width"] == 1
+    return frame[keep]
+
+
+def build_table(model: ModelShape, device: str, engine: str, *, root: Path | None = None) -> KernelTable:
+    """Compose one model's kernel table from the database files (no cache)."""
+    root = database_root() if root is None else root
+    where = f"kernel database: {model.name} on {device} ({engine})"
+    if model.weight_dtype not in _GEMM_DTYPES or model.kv_dtype not in _KV_DTYPES:
+        raise KernelDataError(f"{where}: no measurements for weight dtype {model.weight_dtype} / KV dtype {model.kv_dtype}")
+    dev = root / device
+    if not dev.is_dir():
+        raise KernelDataError(f"kernel database has no device folder {device!r}")
+    gemm_dir = _newest(dev / "gemm" / engine)
+    attn_dir = _newest(dev / "attention" / engine)
+    gemm = _read(gemm_dir / "gemm_perf.parquet")
+    gemm = gemm[gemm["gemm_dtype"] == _GEMM_DTYPES[model.weight_dtype]]
+    if gemm.empty:
+        raise KernelDataError(f"{where}: no {_GEMM_DTYPES[model.weight_dtype]} GEMM measurements")
+    gemm_m, gemm_s = _gemm_line(model, gemm, where)
+
+    gen = _select_attention(_read(attn_dir / "generation_attention_perf.parquet"), model)
+    if gen.empty:
+        raise KernelDataError(
+            f"{where}: no decode-attention measurements for {model.n_heads} heads, {model.n_kv_heads} KV heads, "
+            f"head_dim {model.head_dim}, KV {model.kv_dtype}"
+        )
+    piv = gen.pivot_table(index="batch_size", columns="step", values="latency", aggfunc="mean")
+    attn_b = piv.index.to_numpy(float)
+    attn_L = piv.columns.to_numpy(float)
+    attn_s = piv.to_numpy(float) * 1e-3 * model.n_layers
+    attn_s, filled = _fill_by_batch(attn_b, _suffix_min(attn_s, axis=0))
+
+    ctx = _select_attention(_read(attn_dir / "context_attention_perf.parquet"), model)
+    if "step" in ctx.columns:
+        ctx = ctx[ctx["step"] == 0]  # prefill from an empty cache
+    if ctx.empty:
+        raise KernelDataError(f"{where}: no context-attention measurements for this head shape")
+    isl = ctx["isl"].to_numpy(float)
+    flop = 2.0 * model.n_heads * model.head_dim * isl * isl * ctx["batch_size"].to_numpy(float)  # causal QK^T + PV
+    ctx_rate = float(np.max(flop / (ctx["latency"].to_numpy(float) * 1e-3)))
+    one = ctx[ctx["batch_size"] == 1].groupby("isl")["latency"].mean()
+    prefill_isl = one.index.to_numpy(float)
+    prefill_attn_s = one.to_numpy(float) * 1e-3 * model.n_layers
+
+    meta = _meta(model, device, engine)
+    meta["files"] = [str(p.relative_to(root)) for p in (gemm_dir, attn_dir)]
+    meta["attention_cells_scaled_in_batch"] = int(filled.sum())
+    return KernelTable(gemm_m, gemm_s, attn_b, attn_L, attn_s, ctx_rate, prefill_isl, prefill_attn_s, meta,
+                       attn_scaled=filled.astype(float))
+
+
+#: Decode attention is scaled linearly in batch past the largest measured batch
+#: only from a measured batch at least this large (the GPU is saturated there).
+SCALE_FROM_BATCH = 64
+
+
+def _fill_by_batch(b: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Fill cells past the largest measured batch of each context by t(b) = t(b0) b / b0.
+
+    The database stops at shorter contexts for larger batches (memory).  Past
+    batch 64 decode attention is bound by KV reads of independent sequences, so
+    doubling the batch costs 1.7-1.95x in the measured cells (H100, vLLM):
+    linear scaling is mildly conservative.  Filled cells are returned as a mask
+    and every answer that uses one says so.
+    """
+    grid = grid.copy()
+    filled = np.zeros(grid.shape, bool)
+    for j in range(grid.shape[1]):
+        for i in range(1, grid.shape[0]):
+            if np.isnan(grid[i, j]) and np.isfinite(grid[i - 1, j]) and b[i - 1] >= SCALE_FROM_BATCH:
+                grid[i, j] = grid[i - 1, j] * b[i] / b[i - 1]
+                filled[i, j] = True
+    return grid, filled
+
+
+def _meta(model: ModelShape, device: str, engine: str) -> dict:
+    shape = {k: getattr(model, k) for k in ("vocab_size", "hidden_size", "intermediate_size", "n_layers", "n_heads",
+                                            "n_kv_heads", "head_dim", "weight_dtype", "kv_dtype")}
+    return {"schema": _SCHEMA, "database": f"{AIC_DISTRIBUTION} {database_version()}", "device": device, "engine": engine,
+            "shape": shape}
+
+
+# -- the source ---------------------------------------------------------------
+class KernelSource:
+    """Step times from the kernel database, with the roofline where the data end.
+
+    Parameters
+    ----------
+    hardware : HardwareProfile
+        The device (mapped to a database folder) and the roofline used for
+        points outside the data.
+    engine : str
+        Which engine's kernels: ``"vllm"``, ``"sglang"`` or ``"trtllm"``.
+    progress : callable or None
+        Called with a line of text while a table is built (first use only).
+    """
+
+    name = "kernels"
+
+    def __init__(self, hardware: HardwareProfile, engine: str = "vllm", progress: Callable[[str], None] | None = None):
+        if engine not in ("vllm", "sglang", "trtllm"):
+            raise ValueError(f"kernel database engine must be vllm, sglang or trtllm, got {engine!r}")
+        self.hardware = hardware
+        self.engine = engine
+        self.progress = progress
+        self.device = device_folder(hardware)
+        self.version = database_version()
+        self.notes: list[str] = []
+        self._noted: set = set()
+        self._tables: dict[tuple, KernelTable | None] = {}
+
+    def describe(self) -> str:
+        return (f"kernels: {AIC_DISTRIBUTION} {self.version} measured {self.engine} kernels on {self.device} "
+                f"(Apache-2.0), roofline ({self.hardware.name}) outside the data")
+
+    def _note(self, text: str, key: object = None) -> None:
+        """Record a note once per ``key`` (default: its text)."""
+        key = text if key is None else key
+        if key not in self._noted:
+            self._noted.add(key)
+            self.notes.append(text)
+
+    def table(self, model: ModelShape) -> KernelTable | None:
+        """The model's table (cached in memory and on disk), or None where the database cannot compose it."""
+        meta = _meta(model, self.device, self.engine)
+        key = json.dumps(meta, sort_keys=True)
+        if key in self._tables:
+            return self._tables[key]
+        path = cache_dir() / f"kernels-{hashlib.sha256(key.encode()).hexdigest()[:20]}.npz"
+        table = None
+        if path.is_file():
+            try:
+                table = KernelTable.load(path, meta)
+            except Exception:  # damaged, truncated or foreign: rebuild, never trust it
+                self._note(f"kernel cache {path} was unreadable and is rebuilt")
+                table = None
+        if table is None:
+            if self.progress:
+                self.progress(f"building the kernel table for {model.name} on {self.device} ({self.engine}, "
+                              f"{AIC_DISTRIBUTION} {self.version}); cached in {path.parent}")
+            try:
+                table = build_table(model, self.device, self.engine)
+            except KernelDataError as exc:
+                self._note(f"{exc}; using the roofline for {model.name}")
+                self._tables[key] = None
+                return None
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                table.save(path)
+            except (OSError, ValueError) as exc:
+                self._note(f"could not cache the kernel table in {path.parent}: {exc}")
+        self._tables[key] = table
+        return table
+
+    def step_time(self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0) -> StepTime:
+        """t(b, q, L) from the database, the roofline where it has no data (flagged in ``fallback``)."""
+        roof = step_time(self.hardware, model, batch, tokens_per_seq, context)
+        table = self.table(model)
+        b = np.asarray(batch, float)
+        q = np.asarray(tokens_per_seq, float)
+        L = np.asarray(context, float)
+        if table is None:
+            fallback = np.ones(np.shape(roof.total_s), bool)
+            return dataclasses.replace(roof, source=self.name, fallback=fallback)
+        gemm = table.gemm(b * q)
+        attn = table.decode_attention(b, L + q)
+        extra = model.attention_flop_per_token_per_context * (q - 1.0) * (L + q) * b / table.ctx_flop_per_s
+        total = gemm + attn + extra
+        # A pass of q > 1 tokens does strictly more work than a decode step of the same batch and
+        # context; measured kernels differ by a few percent run to run, so hold it at least at q = 1.
+        total = np.maximum(total, table.gemm(b) + table.decode_attention(b, L + 1.0))
+        fallback = ~np.isfinite(total)
+        if np.any(fallback):
+            self._note(f"{model.name}: some points lie outside the {self.engine} kernel data on {self.device} (b up to "
+                       f"{table.attn_b[-1]:.0f}, b*q up to {table.gemm_m[-1]:.0f}, context within the measured range); "
+                       f"the roofline answers there (marked in the output)", (model.name, "fallback"))
+        scaled = table.uses_scaled_attention(b, L + q) & ~fallback
+        if np.any(scaled):
+            self._note(f"{model.name}: at some batch sizes the context is past the largest measured batch of the decode-"
+                       f"attention data; attention there is scaled linearly in batch from the largest measured one",
+                       (model.name, "scaled"))
+        total = np.where(fallback, roof.total_s, total)
+        return dataclasses.replace(roof, total_s=total, overhead_s=0.0, source=self.name,
+                                   fallback=fallback if np.any(fallback) else None)
+
+    def prefill_time(self, model: ModelShape, prompt_tokens: object) -> np.ndarray:
+        """One sequence's prefill of ``prompt_tokens`` tokens: GEMMs at m = tokens plus context attention."""
+        table = self.table(model)
+        isl = np.asarray(prompt_tokens, float)
+        roof = step_time(self.hardware, model, 1, isl, 0).total_s
+        if table is None:
+            return roof
+        t = table.gemm(isl) + table.prefill_attention(isl)
+        return np.where(np.isfinite(t), t, roof)
+

@@ -1,0 +1,130 @@
+"""Step times from your own measurements (``specsim measure`` CSVs), interpolated.
+
+A ``specsim measure`` CSV holds whole-pass times t(b, q, L) of one or more
+models on one device.  For each model shape in the file this source builds the
+(b, q, L) grid of its points (the median where a point was measured twice) and
+answers by linear interpolation along each axis present in the data (an axis
+with one value, e.g. one context, must be matched exactly).  Points outside the
+measured box, or next to a grid point that was not measured, get the roofline's
+answer and are flagged in ``StepTime.fallback``.
+
+Models are matched by shape (layers, widths, heads, vocabulary, dtype), not by
+name: the same architecture measured under another name still matches, and two
+dtypes of one model are kept apart.  A model with no rows in the file is an
+error, not a silent fallback: measure your draft too, or pick another source.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+from ..hardware import HardwareProfile
+from ..models import ModelShape
+from ..steptime import StepTime, step_time
+
+__all__ = ["MeasuredSource"]
+
+_MATCH = ("vocab_size", "hidden_size", "intermediate_size", "n_layers", "n_heads", "n_kv_heads", "head_dim", "weight_dtype",
+          "kv_dtype")
+
+
+def _shape_key(model: ModelShape) -> tuple:
+    return tuple(getattr(model, k) for k in _MATCH)
+
+
+class MeasuredSource:
+    """Interpolated step times from a measurement CSV, the roofline outside it.
+
+    Parameters
+    ----------
+    path : str or Path
+        A CSV in the form ``specsim measure`` writes (or any CSV that
+        ``specsim calibrate`` reads).
+    hardware : HardwareProfile
+        The roofline used outside the measured points.
+    """
+
+    name = "measured"
+
+    def __init__(self, path: str | Path, hardware: HardwareProfile):
+        from ..calibrate import load_measurements
+
+        self.path = Path(path)
+        self.hardware = hardware
+        df = load_measurements(self.path)
+        self.sha256 = hashlib.sha256(self.path.read_bytes()).hexdigest()[:12]
+        self.devices = sorted(set(map(str, df["device_name"]))) if "device_name" in df.columns else []
+        self.notes: list[str] = []
+        self._grids: dict[tuple, tuple] = {}
+        self._names: dict[tuple, str] = {}
+        df = df.assign(_key=[_shape_key(s) for s in df["shape"]])
+        for key, rows in df.groupby("_key", sort=False):
+            med = rows.groupby(["batch", "tokens_per_seq", "context"])["measured_s"].median()
+            axes = tuple(np.array(sorted(set(med.index.get_level_values(i))), float) for i in range(3))
+            grid = np.full(tuple(a.size for a in axes), np.nan)
+            idx = tuple(np.searchsorted(axes[i], med.index.get_level_values(i).to_numpy(float)) for i in range(3))
+            grid[idx] = med.to_numpy(float)
+            self._grids[key] = (axes, grid)
+            self._names[key] = str(rows["model_name"].iloc[0])
+
+    def describe(self) -> str:
+        where = f" on {', '.join(self.devices)}" if self.devices else ""
+        return f"measured: {self.path.name} (sha256 {self.sha256}){where}, roofline ({self.hardware.name}) outside it"
+
+    def models(self) -> list[str]:
+        return list(self._names.values())
+
+    def step_time(self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0) -> StepTime:
+        """Interpolated t(b, q, L); the roofline where the file has no data (flagged)."""
+        key = _shape_key(model)
+        if key not in self._grids:
+            raise ValueError(
+                f"{self.path.name} has no measurements of {model.name} ({model.n_layers} layers, hidden {model.hidden_size}, "
+                f"{model.weight_dtype}); it has {', '.join(self.models())}: measure this model too, or use --timing roofline|kernels"
+            )
+        roof = step_time(self.hardware, model, batch, tokens_per_seq, context)
+        axes, grid = self._grids[key]
+        pts = np.broadcast_arrays(np.asarray(batch, float), np.asarray(tokens_per_seq, float), np.asarray(context, float))
+        total = _interp_nd(axes, grid, pts)
+        fallback = ~np.isfinite(total)
+        if np.any(fallback):
+            note = (f"{model.name}: {int(np.count_nonzero(fallback))} of {fallback.size} points lie outside the measurements "
+                    f"in {self.path.name} (b {axes[0][0]:.0f}-{axes[0][-1]:.0f}, q {axes[1][0]:.0f}-{axes[1][-1]:.0f}, "
+                    f"L {axes[2][0]:.0f}-{axes[2][-1]:.0f}); the roofline answers there")
+            if note not in self.notes:
+                self.notes.append(note)
+        total = np.where(fallback, roof.total_s, total)
+        return dataclasses.replace(roof, total_s=total, source=self.name, fallback=fallback if np.any(fallback) else None)
+
+
+def _interp_nd(axes: tuple, grid: np.ndarray, pts: list) -> np.ndarray:
+    """Multilinear interpolation; NaN outside the axes or next to an unmeasured corner."""
+    shape = np.shape(pts[0])
+    inside = np.ones(shape, bool)
+    lo, frac = [], []
+    for ax, x in zip(axes, pts):
+        inside &= (x >= ax[0]) & (x <= ax[-1])
+        if ax.size == 1:
+            lo.append(np.zeros(shape, int))
+            frac.append(np.zeros(shape))
+            continue
+        i = np.clip(np.searchsorted(ax, x, side="right") - 1, 0, ax.size - 2)
+        lo.append(i)
+        frac.append((x - ax[i]) / (ax[i + 1] - ax[i]))
+    out = np.zeros(shape)
+    for corner in range(8):
+        offs = [(corner >> d) & 1 for d in range(3)]
+        if any(o and ax.size == 1 for o, ax in zip(offs, axes)):
+            continue
+        w = np.ones(shape)
+        index = []
+        for d in range(3):
+            w = w * (frac[d] if offs[d] else 1.0 - frac[d])
+            index.append(np.minimum(lo[d] + offs[d], axes[d].size - 1))
+        v = grid[tuple(index)]
+        out = out + np.where(w > 0, w * v, 0.0)
+    return np.where(inside, out, np.nan)
