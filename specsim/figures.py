@@ -488,6 +488,68 @@ def _fig_throughput(fig: Any) -> dict[str, Any]:
     return out
 
 
+def plot_verify_cost(ratios: pd.DataFrame, speedups: pd.DataFrame, *, axes: Any = None) -> dict[str, Any]:
+    """Left: t_V / t_T against batch per device and source; right: speedup against batch per draft and source.
+
+    ``ratios`` has columns batch, device, source, ratio; ``speedups`` has batch,
+    draft, source, speedup.  Measured-kernel and default lines are solid, the
+    whole-pass roofline dashed.
+    """
+    left, right = axes
+    lines: dict[str, Any] = {"ratio": {}, "speedup": {}}
+    colours = {}
+    for (device, source), rows in ratios.groupby(["device", "source"], sort=False):
+        colour = colours.setdefault(device, f"C{len(colours)}")
+        (line,) = left.plot(rows.batch, rows.ratio, marker="o", ms=3, color=colour,
+                            ls="--" if source == "roofline" else "-", label=f"{device}, {source}")
+        lines["ratio"][(device, source)] = line
+    left.set_xscale("log", base=2)
+    left.set_xlabel("batch size b")
+    left.set_ylabel("t_V / t_T  (verify 4 tokens per sequence / decode 1)")
+    left.set_title("Verification vs decode, Llama-3.1-8B, L = 400", fontsize=10)
+    left.axhline(1.0, color="0.6", lw=0.8)
+    left.legend(fontsize=8)
+    colours = {}
+    for (draft, source), rows in speedups.groupby(["draft", "source"], sort=False):
+        colour = colours.setdefault(draft, f"C{len(colours) + 3}")
+        (line,) = right.plot(rows.batch, rows.speedup, marker="o", ms=3, color=colour,
+                             ls="--" if source.startswith("roofline") else "-", label=f"{draft}, {source}")
+        lines["speedup"][(draft, source)] = line
+    right.set_xscale("log", base=2)
+    right.set_xlabel("batch size b")
+    right.set_ylabel("speedup")
+    right.axhline(1.0, color="0.6", lw=0.8)
+    right.set_title("Llama-3.1-8B on H100, α = 0.8, γ = 3, L = 400, vLLM preset", fontsize=10)
+    right.legend(fontsize=8)
+    return lines
+
+
+def _fig_verify_cost(fig: Any) -> dict[str, Any]:
+    import dataclasses
+
+    from .models import get_model
+    from .timing import make_source
+
+    batch = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256], float)
+    target = get_model("llama-3.1-8b")
+    ratios = []
+    for device in ("h100-sxm", "h200", "a100-sxm-80gb"):
+        hw = Deployment.from_names(device).hardware
+        for source in ("measured kernels", "roofline"):
+            src = make_source("kernels" if source != "roofline" else "roofline", hw)
+            r = src.step_time(target, batch, 4, 400).total_s / src.step_time(target, batch, 1, 400).total_s
+            ratios += [{"batch": b, "device": device, "source": source, "ratio": v} for b, v in zip(batch, r)]
+    one_layer = dataclasses.replace(target, n_layers=1, name="1-layer draft, 8B width")
+    speedups = []
+    for draft in (one_layer, get_model("llama-3.2-1b")):
+        for source in ("hybrid", "roofline"):
+            dep = dataclasses.replace(Deployment.build("h100-sxm", timing=source), draft=draft)
+            s = dep.speedup(0.8, 3, batch, 400)
+            label = "default (hybrid)" if source == "hybrid" else "roofline"
+            speedups += [{"batch": b, "draft": draft.name, "source": label, "speedup": v} for b, v in zip(batch, s)]
+    return plot_verify_cost(pd.DataFrame(ratios), pd.DataFrame(speedups), axes=fig.subplots(1, 2))
+
+
 FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("speedup-vs-gamma", (7.5, 4.6), _fig_speedup_vs_gamma),
     FigureSpec("speedup-vs-batch", (7.5, 4.6), _fig_speedup_vs_batch),
@@ -497,6 +559,7 @@ FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("optimal-gamma-vs-batch", (13, 4.6), _fig_optimal_gamma, 2),
     FigureSpec("speedup-vs-batch-devices", (15, 4.6), _fig_devices, 3),
     FigureSpec("throughput-vs-latency", (14, 5.4), _fig_throughput, 2),
+    FigureSpec("verification-cost", (14, 5.2), _fig_verify_cost, 2),
 )
 
 
