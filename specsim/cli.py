@@ -23,7 +23,7 @@ from . import __version__
 from .capacity import DEFAULT_MEMORY_UTILIZATION
 from .engines import DEFAULT_ENGINE, ENGINES
 from .timing import DEFAULT_TIMING, TIMING_CHOICES
-from .schedule import DEFAULT_MAX_BATCH
+from .schedule import DEFAULT_MAX_BATCH, DEFAULT_SCHEDULE_RTOL
 from .speedup import (
     DEFAULT_ALPHA,
     DEFAULT_BATCHES,
@@ -462,7 +462,7 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
     from .schedule import gamma_schedule, to_trtllm, to_vllm
 
     dep = _deployment(args)
-    ranges = gamma_schedule(dep, args.alpha, args.max_batch, args.context, args.gamma_max, args.min_gain)
+    ranges = gamma_schedule(dep, args.alpha, args.max_batch, args.context, args.gamma_max, args.min_gain, args.rtol)
     draft_model = dep.draft.source or dep.draft.name
     cap = capacity(dep, args.max_context or args.context, args.memory_util)
     notes = []
@@ -1014,6 +1014,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-gain", type=_float, default=1.0,
                    help="speculate only where the predicted speedup is at least this (e.g. 1.05; default 1)")
     p.add_argument("--gamma-max", type=_gamma_max, default=DEFAULT_GAMMA_MAX, help=f"largest gamma (default {DEFAULT_GAMMA_MAX})")
+    p.add_argument("--rtol", type=_nonneg_float, default=DEFAULT_SCHEDULE_RTOL,
+                   help=f"take the smallest gamma within this fraction of the best speedup (default {DEFAULT_SCHEDULE_RTOL}; 0: exact argmax)")
     _add_memory_args(p)
     p.add_argument("--format", choices=["vllm", "trtllm", "json", "table"], default="table", help="output form (default table)")
     p.set_defaults(func=_cmd_schedule)
