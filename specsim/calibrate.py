@@ -117,11 +117,15 @@ def load_measurements(path: str | Path) -> pd.DataFrame:
 def predict(profile: HardwareProfile, df: pd.DataFrame) -> np.ndarray:
     """Modelled step time of every row (seconds), one vectorised call per model shape."""
     out = np.empty(len(df))
-    for _, idx in df.groupby("model_name").groups.items():
-        rows = df.loc[idx]
-        t = step_time(profile, rows["shape"].iloc[0], rows["batch"].to_numpy(float), rows["tokens_per_seq"].to_numpy(float),
+    # Group by the shape itself (dtype included), never by name: one model measured at two dtypes, or rows with
+    # shape columns and no model name, must each be predicted with their own shape.
+    codes, shapes = pd.factorize(df["shape"])
+    for code, shape in enumerate(shapes):
+        pos = np.flatnonzero(codes == code)
+        rows = df.iloc[pos]
+        t = step_time(profile, shape, rows["batch"].to_numpy(float), rows["tokens_per_seq"].to_numpy(float),
                       rows["context"].to_numpy(float))
-        out[df.index.get_indexer(idx)] = t.total_s
+        out[pos] = t.total_s
     return out
 
 

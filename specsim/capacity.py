@@ -37,7 +37,7 @@ from .speedup import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, Deployment, expe
 if TYPE_CHECKING:  # pandas is imported where a table is built, keeping the CLI's hot path light
     import pandas as pd
 
-__all__ = ["DEFAULT_MEMORY_UTILIZATION", "Capacity", "capacity", "throughput_table"]
+__all__ = ["DEFAULT_MEMORY_UTILIZATION", "Capacity", "capacity", "reserved_context", "throughput_table"]
 
 #: Fraction of device memory an engine may use; vLLM's gpu_memory_utilization default.
 DEFAULT_MEMORY_UTILIZATION = 0.9
@@ -92,6 +92,20 @@ class Capacity:
             "max_batch_without_draft": self.max_batch_without_draft,
             "max_batch_with_draft": self.max_batch_with_draft,
         }
+
+
+def reserved_context(context: int, max_context: int | None) -> int:
+    """Tokens each sequence reserves: ``max_context`` if given, else the mean ``context``.
+
+    >>> reserved_context(1128, None), reserved_context(1128, 4096)
+    (1128, 4096)
+    """
+    if max_context is None:
+        return int(context)
+    if max_context < context:
+        raise ValueError(f"--max-context ({max_context}) must be at least the mean --context ({context}): a sequence "
+                         "reserves at least the tokens it holds on average")
+    return int(max_context)
 
 
 def capacity(
@@ -153,7 +167,7 @@ def throughput_table(
     e = expected_tokens(alpha, g)
     latency_plain = times.target.total_s
     latency_spec = np.where(g == 0, latency_plain, (g * times.draft.total_s + times.verify.total_s) / e)
-    cap = capacity(dep, max_context if max_context is not None else context, memory_utilization)
+    cap = capacity(dep, reserved_context(context, max_context), memory_utilization)
     return pd.DataFrame(
         {
             "batch": b.astype(int),

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from . import __version__
-from .capacity import DEFAULT_MEMORY_UTILIZATION
+from .capacity import DEFAULT_MEMORY_UTILIZATION, reserved_context
 from .engines import DEFAULT_ENGINE, ENGINES
 from .timing import DEFAULT_TIMING, TIMING_CHOICES
 from .schedule import DEFAULT_MAX_BATCH, DEFAULT_SCHEDULE_RTOL
@@ -197,7 +197,7 @@ def _cmd_optimal_gamma(args: argparse.Namespace) -> int:
     batches = np.array(args.batch, dtype=float)
     best = dep.optimal_gamma(args.alpha, batches, args.context, args.gamma_max, args.rtol)
     times = best.times
-    cap = capacity(dep, args.max_context or args.context, args.memory_util)
+    cap = capacity(dep, reserved_context(args.context, args.max_context), args.memory_util)
     rows = []
     for i, batch in enumerate(args.batch):
         gamma = int(best.gamma[i])
@@ -464,7 +464,7 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
     dep = _deployment(args)
     ranges = gamma_schedule(dep, args.alpha, args.max_batch, args.context, args.gamma_max, args.min_gain, args.rtol)
     draft_model = dep.draft.source or dep.draft.name
-    cap = capacity(dep, args.max_context or args.context, args.memory_util)
+    cap = capacity(dep, reserved_context(args.context, args.max_context), args.memory_util)
     notes = []
     if cap.max_batch_with_draft < args.max_batch:
         notes.append(f"batch sizes above {cap.max_batch_with_draft} do not fit in memory with the draft at "
@@ -510,7 +510,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     dep = _deployment(args)
     table = throughput_table(dep, args.alpha, args.batch, args.context, args.gamma, args.gamma_max,
                              args.max_context, args.memory_util)
-    cap = capacity(dep, args.max_context or args.context, args.memory_util)
+    cap = capacity(dep, reserved_context(args.context, args.max_context), args.memory_util)
     if args.json:
         records = table.to_dict(orient="records")
         for r in records:

@@ -69,7 +69,8 @@ def acceptance_rate(target_probs: np.ndarray, draft_probs: np.ndarray, axis: int
     q = np.asarray(draft_probs, dtype=float)
     if p.shape != q.shape:
         raise ValueError(f"target and draft probabilities must have the same shape, got {p.shape} and {q.shape}")
-    return np.minimum(p, q).sum(axis=axis)
+    # Sum min(p, q) is at most 1; identical distributions sum to 1 + 2e-16 in floating point.
+    return np.clip(np.minimum(p, q).sum(axis=axis), 0.0, 1.0)
 
 
 def acceptance_rate_from_logits(target_logits: np.ndarray, draft_logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:

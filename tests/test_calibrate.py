@@ -146,3 +146,25 @@ def test_predict_uses_each_rows_model(tmp_path):
     base = load_hardware("h100-sxm")
     df = load_measurements(synthetic(tmp_path, base))
     np.testing.assert_allclose(predict(base, df), df.measured_s, rtol=1e-12)
+
+
+def test_predict_groups_rows_by_shape_not_by_name(tmp_path):
+    # One model name at two dtypes: each half must be predicted with its own weight bytes.
+    import numpy as np
+    import pandas as pd
+
+    from specsim.calibrate import load_measurements, predict
+    from specsim.hardware import load_hardware
+    from specsim.models import get_model
+    from specsim.steptime import step_time
+
+    hw = load_hardware("h100-sxm")
+    rows = []
+    for dtype in ("bf16", "fp8"):
+        m = get_model("llama-3.2-1b", weight_dtype=dtype, kv_dtype=dtype)
+        for b in (1, 8, 64, 256):
+            rows.append({"model": "llama-3.2-1b", "batch": b, "tokens_per_seq": 1, "context": 512, "dtype": dtype,
+                         "median_s": float(step_time(hw, m, b, 1, 512).total_s)})
+    pd.DataFrame(rows).to_csv(tmp_path / "m.csv", index=False)
+    df = load_measurements(tmp_path / "m.csv")
+    np.testing.assert_allclose(predict(hw, df), df["measured_s"].to_numpy(), rtol=1e-12)

@@ -67,3 +67,11 @@ def test_fit_flags_follow_capacity():
                          1128, max_context=8192)
     assert t.fits_with_draft.tolist() == [True, False, False]
     assert t.fits_without_draft.tolist() == [True, True, False]
+
+
+def test_max_context_below_the_mean_context_is_refused(capsys):
+    from specsim.cli import main
+
+    assert main(["optimal-gamma", "--context", "4096", "--max-context", "1024", "--timing", "roofline"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--max-context (1024) must be at least the mean --context (4096)" in err

@@ -129,3 +129,11 @@ def test_acceptance_from_logits_matches_probabilities_and_temperature():
 def test_softmax_rejects_negative_temperature():
     with pytest.raises(ValueError, match="temperature must be >= 0"):
         softmax(np.zeros(3), -1.0)
+
+
+def test_identical_distributions_accept_with_probability_exactly_one():
+    # sum(min(p, q)) of a distribution with itself rounds to 1 + 2e-16 for some vectors; it is clamped to 1.
+    rng = np.random.default_rng(7)
+    p = rng.dirichlet(np.ones(1000), size=50)
+    alpha = acceptance_rate(p, p)
+    assert np.all(alpha <= 1.0) and np.allclose(alpha, 1.0)
