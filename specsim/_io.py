@@ -12,22 +12,43 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write_bytes", "atomic_write_text", "refuse_builtin"]
+__all__ = ["atomic_write_bytes", "atomic_write_many", "atomic_write_text", "check_output", "refuse_builtin"]
 
 
 def refuse_builtin(path: str | Path) -> None:
-    """Raise ValueError if ``path`` would replace a built-in datasheet profile.
+    """Raise ValueError if ``path`` lies in the built-in profiles (datasheet or calibrated).
 
-    The top of the built-in folder (``hardware/*.yaml``) is never written;
-    its ``measurements/`` subfolder is where calibrated profiles are
-    regenerated, on purpose, by ``specsim calibrate``.
+    Nothing under the built-in folder is ever written by a command: to
+    regenerate a calibrated profile, write it elsewhere and review the change
+    before copying it in.
     """
     from .hardware import builtin_dir
 
     target = Path(path).expanduser().resolve()
     root = builtin_dir().resolve()
-    if target == root or target.parent == root:
-        raise ValueError(f"refusing to write {str(path)!r}: built-in profiles in {root} are never overwritten; choose another --out")
+    if target == root or root in target.parents:
+        raise ValueError(f"refusing to write {str(path)!r}: the built-in profiles in {root} are never overwritten; choose another --out")
+
+
+def check_output(path: str | Path, suffixes: tuple[str, ...] = ()) -> Path:
+    """Check an output path before any work: allowed suffix, not built in, folder exists and is writable.
+
+    >>> check_output("/nonexistent-folder/x.csv")
+    Traceback (most recent call last):
+    ValueError: cannot write '/nonexistent-folder/x.csv': folder '/nonexistent-folder' does not exist
+    """
+    path = Path(path).expanduser()
+    if suffixes and path.suffix not in suffixes:
+        raise ValueError(f"--out must end in {' or '.join(suffixes)}, got {str(path)!r}")
+    refuse_builtin(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise ValueError(f"cannot write {str(path)!r}: folder {str(folder)!r} does not exist")
+    if path.is_dir():
+        raise ValueError(f"cannot write {str(path)!r}: it is a folder")
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"cannot write {str(path)!r}: folder {str(folder)!r} is not writable")
+    return path
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
@@ -58,6 +79,34 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def atomic_write_many(files: list[tuple[str | Path, bytes]]) -> list[Path]:
+    """Write several files all-or-nothing: every one is staged in full before any is moved into place.
+
+    A failure while staging (disk full, permissions) leaves every destination as it was.
+    """
+    staged: list[tuple[str, Path]] = []
+    try:
+        for path, data in files:
+            path = Path(path).expanduser()
+            check_output(path)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
+            staged.append((tmp, path))
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+    except BaseException:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
+        raise
+    for tmp, path in staged:
+        os.replace(tmp, path)
+    return [path for _, path in staged]
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:

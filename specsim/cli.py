@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 from . import __version__
 from .capacity import DEFAULT_MEMORY_UTILIZATION, reserved_context
 from .engines import DEFAULT_ENGINE, ENGINES
+from .limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA
 from .timing import DEFAULT_TIMING, TIMING_CHOICES
 from .schedule import DEFAULT_MAX_BATCH, DEFAULT_SCHEDULE_RTOL
 from .speedup import (
@@ -69,22 +70,23 @@ def _nonneg_float(text: str) -> float:
     return value
 
 
-def _int_at_least(minimum: int, what: str) -> Callable[[str], int]:
+def _int_at_least(minimum: int, what: str, maximum: int = 2**31 - 1) -> Callable[[str], int]:
     def parse(text: str) -> int:
+        shown = text if len(text) <= 30 else f"a {len(text)}-character value"
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{what} must be an integer >= {minimum}, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{what} must be an integer >= {minimum}, got {text}")
+            raise argparse.ArgumentTypeError(f"{what} must be an integer in [{minimum}, {maximum}], got {shown!r}") from None
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"{what} must be an integer in [{minimum}, {maximum}], got {shown}")
         return value
 
     parse.__name__ = what
     return parse
 
 
-def _int_list(minimum: int, what: str) -> Callable[[str], list[int]]:
-    one = _int_at_least(minimum, what)
+def _int_list(minimum: int, what: str, maximum: int = 2**31 - 1) -> Callable[[str], list[int]]:
+    one = _int_at_least(minimum, what, maximum)
 
     def parse(text: str) -> list[int]:
         items = [item.strip() for item in text.split(",") if item.strip()]
@@ -103,10 +105,10 @@ def _fraction(text: str) -> float:
     return value
 
 
-_gamma = _int_at_least(0, "gamma")
-_gamma_max = _int_at_least(0, "gamma-max")
-_context = _int_at_least(0, "context")
-_batches = _int_list(1, "batch")
+_gamma = _int_at_least(0, "gamma", MAX_GAMMA)
+_gamma_max = _int_at_least(0, "gamma-max", MAX_GAMMA)
+_context = _int_at_least(0, "context", MAX_CONTEXT)
+_batches = _int_list(1, "batch", MAX_BATCH)
 
 
 # -- output helpers ------------------------------------------------------------
@@ -594,41 +596,16 @@ def _cmd_toy(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_logits(path: str, what: str):
-    import numpy as np
-
-    try:
-        data = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise ValueError(f"{what} file {path!r} does not exist") from None
-    except (ValueError, OSError, EOFError) as err:
-        raise ValueError(f"{what} file {path!r} is not a .npy or .npz array file ({err})") from None
-    if isinstance(data, np.lib.npyio.NpzFile):
-        with data:
-            keys = list(data.keys())
-            if not keys:
-                raise ValueError(f"{what} file {path!r} holds no arrays")
-            key = "logits" if "logits" in keys else keys[0]
-            if len(keys) > 1 and key != "logits":
-                raise ValueError(f"{what} file {path!r} holds several arrays ({', '.join(keys)}); name the logits 'logits'")
-            data = data[key]
-    if data.ndim != 2 or data.size == 0:
-        raise ValueError(f"{what} must have shape [positions, vocab] with both > 0, got {data.shape}")
-    if not np.issubdtype(data.dtype, np.floating) and not np.issubdtype(data.dtype, np.integer):
-        raise ValueError(f"{what} must be numeric, got dtype {data.dtype}")
-    if not np.all(np.isfinite(data)):
-        raise ValueError(f"{what} holds NaN or infinite values ({int((~np.isfinite(data)).sum())} of {data.size})")
-    return data.astype(float)
-
-
 def _cmd_acceptance(args: argparse.Namespace) -> int:
     import numpy as np
 
     from .sampling import acceptance_rate_from_logits
     from .speedup import expected_tokens
 
-    target = _load_logits(args.target_logits, "target logits")
-    draft = _load_logits(args.draft_logits, "draft logits")
+    from .sampling import load_logits
+
+    target = load_logits(args.target_logits, "target logits")
+    draft = load_logits(args.draft_logits, "draft logits")
     if target.shape != draft.shape:
         raise ValueError(f"target and draft logits must cover the same positions and vocabulary, got {target.shape} and {draft.shape}")
     rates = acceptance_rate_from_logits(target, draft, args.temperature)
@@ -676,11 +653,11 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     import io
 
     _harness()
-    from ._io import atomic_write_text, refuse_builtin
+    from ._io import atomic_write_text, check_output
     from .harness.timing import CSV_COLUMNS, measure_sweep
     from .models import get_model
 
-    refuse_builtin(args.out)
+    check_output(args.out, (".csv",))  # before the sweep: a long GPU run must not be lost at the end
     shape = get_model(args.model, weight_dtype=args.dtype, kv_dtype=args.dtype)
     rows = measure_sweep(shape, args.batch, args.tokens_per_seq, args.context, dtype=args.dtype, device=args.device,
                          repeats=args.repeats, warmup=args.warmup, cuda_graphs=args.cuda_graphs, seed=args.seed)
@@ -743,14 +720,12 @@ def _cmd_measure_loop(args: argparse.Namespace) -> int:
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     import io
 
-    from ._io import atomic_write_bytes, atomic_write_text, refuse_builtin
+    from ._io import atomic_write_many, check_output
     from .calibrate import calibrate, profile_yaml, residual_figure
     from .hardware import load_hardware
 
-    out = Path(args.out)
-    refuse_builtin(out)
-    if out.suffix not in (".yaml", ".yml"):
-        raise ValueError(f"--out must name a .yaml file, got {args.out!r}")
+    out = check_output(args.out, (".yaml", ".yml"))
+    check_output(out.with_name(out.stem + "-residuals.png"))
     name = args.name or out.stem
     from .hardware import builtin_dir
 
@@ -762,8 +737,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     plot = out.with_name(out.stem + "-residuals.png")
     buffer = io.BytesIO()
     residual_figure(result).savefig(buffer, format="png", dpi=120)
-    atomic_write_text(out, profile_yaml(result.profile))
-    atomic_write_bytes(plot, buffer.getvalue())
+    # The profile and its residual plot land together or not at all.
+    atomic_write_many([(out, profile_yaml(result.profile).encode("utf-8")), (plot, buffer.getvalue())])
     s = result.summary()
     if args.json:
         _print_json({**s, "profile": str(out), "residual_plot": str(plot), "name": name})
@@ -940,7 +915,7 @@ def _add_timing_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_memory_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-context", type=_int_at_least(1, "max-context"),
+    p.add_argument("--max-context", type=_int_at_least(1, "max-context", MAX_CONTEXT),
                    help="tokens each sequence reserves (prompt + completion), for the memory check (default: --context)")
     p.add_argument("--memory-util", type=_fraction, default=DEFAULT_MEMORY_UTILIZATION,
                    help=f"fraction of device memory the engine uses (default {DEFAULT_MEMORY_UTILIZATION}, vLLM's gpu_memory_utilization)")
@@ -980,7 +955,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hardware", default=DEFAULT_HARDWARE, help=f"profile name or YAML path (default {DEFAULT_HARDWARE})")
     p.add_argument("--model", default=DEFAULT_TARGET, help=f"model name or config.json path (default {DEFAULT_TARGET})")
     p.add_argument("--batch", type=_batches, default=list(DEFAULT_BATCHES), help="comma-separated batch sizes")
-    p.add_argument("--tokens-per-seq", type=_int_at_least(1, "tokens-per-seq"), default=1,
+    p.add_argument("--tokens-per-seq", type=_int_at_least(1, "tokens-per-seq", MAX_GAMMA + 1), default=1,
                    help="new tokens per sequence, q (1: decode; gamma+1: verification; default 1)")
     p.add_argument("--context", type=_context, default=DEFAULT_CONTEXT_TOKENS, help=f"cached tokens per sequence (default {DEFAULT_CONTEXT_TOKENS})")
     _add_timing_args(p)
@@ -991,7 +966,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Invert E(alpha, gamma): vLLM's mean acceptance length is 1 + accepted/drafts. "
                        "With --metrics, read vLLM's spec_decode counters and per-position acceptance.")
     p.add_argument("--acceptance-length", type=_float, help="mean tokens per verification pass, in [1, gamma+1]")
-    p.add_argument("--gamma", type=_int_at_least(1, "gamma"), help="speculative tokens per step of the measurement")
+    p.add_argument("--gamma", type=_int_at_least(1, "gamma", MAX_GAMMA), help="speculative tokens per step of the measurement")
     p.add_argument("--metrics", help="a saved Prometheus /metrics page of a vLLM server")
     p.add_argument("--model-name", help="with --metrics: the model_name label to read, if several")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -1009,7 +984,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "printed as a vLLM speculative_config or a TensorRT-LLM speculative_config.")
     p.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA, help=f"per-token acceptance rate (default {DEFAULT_ALPHA})")
     _add_deployment_args(p, batch=False)
-    p.add_argument("--max-batch", type=_int_at_least(1, "max-batch"), default=DEFAULT_MAX_BATCH,
+    p.add_argument("--max-batch", type=_int_at_least(1, "max-batch", MAX_BATCH), default=DEFAULT_MAX_BATCH,
                    help=f"largest batch size (max_num_seqs) to schedule (default {DEFAULT_MAX_BATCH})")
     p.add_argument("--min-gain", type=_float, default=1.0,
                    help="speculate only where the predicted speedup is at least this (e.g. 1.05; default 1)")
@@ -1031,7 +1006,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("toy", help="the article's seeded toy experiments: exactness, tokens per step, draft re-alignment")
     p.add_argument("experiment", choices=["exactness", "tokens-per-step", "distill"])
-    p.add_argument("--seed", type=_int_at_least(0, "seed"), default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=_int_at_least(0, "seed", 2**32 - 1), default=0, help="random seed (default 0)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_toy)
 
@@ -1049,14 +1024,14 @@ def build_parser() -> argparse.ArgumentParser:
                        "one forward pass per (batch, tokens per sequence, context).")
     p.add_argument("--model", required=True, help="built-in model name or config.json path (on a CPU: tiny-28m, tiny-5m)")
     p.add_argument("--batch", type=_batches, default=[1, 2, 4, 8], help="comma-separated batch sizes (default 1,2,4,8)")
-    p.add_argument("--tokens-per-seq", type=_int_list(1, "tokens-per-seq"), default=[1], help="comma-separated q values (default 1)")
-    p.add_argument("--context", type=_int_list(0, "context"), default=[0, 512], help="comma-separated cached lengths (default 0,512)")
+    p.add_argument("--tokens-per-seq", type=_int_list(1, "tokens-per-seq", MAX_GAMMA + 1), default=[1], help="comma-separated q values (default 1)")
+    p.add_argument("--context", type=_int_list(0, "context", MAX_CONTEXT), default=[0, 512], help="comma-separated cached lengths (default 0,512)")
     p.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default="bf16", help="weights and KV cache (default bf16; fp32 is faster on most CPUs)")
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="default cuda")
-    p.add_argument("--repeats", type=_int_at_least(1, "repeats"), default=10, help="timed passes per configuration (default 10)")
-    p.add_argument("--warmup", type=_int_at_least(0, "warmup"), default=3, help="untimed passes first (default 3)")
+    p.add_argument("--repeats", type=_int_at_least(1, "repeats", 10_000), default=10, help="timed passes per configuration (default 10)")
+    p.add_argument("--warmup", type=_int_at_least(0, "warmup", 10_000), default=3, help="untimed passes first (default 3)")
     p.add_argument("--cuda-graphs", action="store_true", help="capture each pass in a CUDA graph and time its replay")
-    p.add_argument("--seed", type=_int_at_least(0, "seed"), default=0)
+    p.add_argument("--seed", type=_int_at_least(0, "seed", 2**32 - 1), default=0)
     p.add_argument("--out", required=True, help="CSV file to write (atomically)")
     p.set_defaults(func=_cmd_measure)
 
@@ -1064,14 +1039,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", default="tiny-28m", help="target model (default tiny-28m, CPU-sized)")
     p.add_argument("--draft", default="tiny-5m", help="draft model (default tiny-5m)")
     p.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA, help=f"acceptance probability per drafted token (default {DEFAULT_ALPHA})")
-    p.add_argument("--gamma", type=_int_at_least(1, "gamma"), default=4, help="drafted tokens per step (default 4)")
+    p.add_argument("--gamma", type=_int_at_least(1, "gamma", MAX_GAMMA), default=4, help="drafted tokens per step (default 4)")
     p.add_argument("--batch", type=_batches, default=[1, 4], help="comma-separated batch sizes (default 1,4)")
     p.add_argument("--context", type=_context, default=256, help="cached tokens before generating (default 256)")
-    p.add_argument("--tokens", type=_int_at_least(1, "tokens"), default=48, help="tokens generated per sequence (default 48)")
+    p.add_argument("--tokens", type=_int_at_least(1, "tokens", 100_000), default=48, help="tokens generated per sequence (default 48)")
     p.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default="fp32", help="default fp32")
     p.add_argument("--device", choices=["cuda", "cpu"], default="cpu", help="default cpu")
-    p.add_argument("--repeats", type=_int_at_least(1, "repeats"), default=3)
-    p.add_argument("--seed", type=_int_at_least(0, "seed"), default=0)
+    p.add_argument("--repeats", type=_int_at_least(1, "repeats", 10_000), default=3)
+    p.add_argument("--seed", type=_int_at_least(0, "seed", 2**32 - 1), default=0)
     p.add_argument("--hardware", help="profile to predict the speedup with (e.g. a calibrated cpu profile)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_measure_loop)
@@ -1084,7 +1059,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="name of the fitted profile (default: the --out file's stem)")
     p.add_argument("--holdout", type=_fraction, default=0.25, help="fraction of points held out of the fit (default 0.25)")
     p.add_argument("--per-layer", choices=["auto", "yes", "no"], default="auto", help="fit a per-layer overhead (default auto)")
-    p.add_argument("--seed", type=_int_at_least(0, "seed"), default=0, help="seed of the train / held-out split")
+    p.add_argument("--seed", type=_int_at_least(0, "seed", 2**32 - 1), default=0, help="seed of the train / held-out split")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_calibrate)
 

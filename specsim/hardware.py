@@ -66,6 +66,14 @@ _TEXT = ("name", "description", "notes")
 _MAPPINGS = ("sources", "calibration")
 
 
+_PLAUSIBLE = (
+    ("peak_flop_per_s", 1e9, 1e18, "FLOP/s"),
+    ("peak_fp8_flop_per_s", 1e9, 1e18, "FLOP/s"),
+    ("peak_bytes_per_s", 1e8, 1e15, "bytes/s"),
+    ("memory_bytes", 1e8, 1e14, "bytes"),
+)
+
+
 @dataclass(frozen=True)
 class HardwareProfile:
     """One accelerator as the roofline sees it.
@@ -124,6 +132,12 @@ class HardwareProfile:
             _check_positive(where, key, getattr(self, key))
         if self.peak_fp8_flop_per_s is not None:
             _check_positive(where, "peak_fp8_flop_per_s", self.peak_fp8_flop_per_s)
+        # Plausible ranges: from a laptop CPU to beyond any announced accelerator; outside them a typo
+        # (a missing e+12) would give meaningless or non-finite step times.
+        for key, low, high, unit in _PLAUSIBLE:
+            value = getattr(self, key)
+            if value is not None and not low <= value <= high:
+                raise ValueError(f"{where}: {key} must be in [{low:g}, {high:g}] {unit}, got {value!r}")
         for key in ("bandwidth_eff", "compute_eff"):
             value = getattr(self, key)
             _check_finite(where, key, value)
@@ -132,8 +146,8 @@ class HardwareProfile:
         for key in ("overhead_s", "per_layer_overhead_s"):
             value = getattr(self, key)
             _check_finite(where, key, value)
-            if value < 0.0:
-                raise ValueError(f"{where}: {key} must be >= 0 seconds, got {value!r}")
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{where}: {key} must be in [0, 1] seconds, got {value!r}")
 
     @property
     def flop_per_s(self) -> float:
@@ -282,12 +296,7 @@ def load_hardware(name_or_path: str | Path) -> HardwareProfile:
             raise KeyError(f"unknown hardware {text!r}; built-in profiles: {', '.join(sorted(files))} (or give a path to a YAML file)")
         if not path.is_file():
             raise ValueError(f"hardware file {text!r} does not exist")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ValueError(f"hardware file {str(path)!r}: not valid YAML{at}") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"hardware file {str(path)!r}: not UTF-8 text") from None
+    from .limits import load_yaml
+
+    data = load_yaml(path, "hardware file")
     return profile_from_mapping(data, where=f"hardware file {path.name!r}")

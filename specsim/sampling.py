@@ -59,6 +59,25 @@ def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def load_logits(path: str, what: str) -> np.ndarray:
+    """A ``[positions, vocab]`` logits array from ``.npy`` or ``.npz``, checked before and after reading.
+
+    The header is checked against :data:`specsim.limits.MAX_ARRAY_ELEMENTS`
+    before anything is allocated; the array must be 2-D, non-empty, numeric
+    and finite.
+    """
+    from .limits import load_array
+
+    data = load_array(path, f"{what} file")
+    if data.ndim != 2 or data.size == 0:
+        raise ValueError(f"{what} must have shape [positions, vocab] with both > 0, got {data.shape}")
+    if not np.issubdtype(data.dtype, np.floating) and not np.issubdtype(data.dtype, np.integer):
+        raise ValueError(f"{what} must be numeric, got dtype {data.dtype}")
+    if not np.all(np.isfinite(data)):
+        raise ValueError(f"{what} holds NaN or infinite values ({int((~np.isfinite(data)).sum())} of {data.size})")
+    return data.astype(float)
+
+
 def acceptance_rate(target_probs: np.ndarray, draft_probs: np.ndarray, axis: int = -1) -> np.ndarray:
     """beta = sum_x min(p(x), q(x)) = 1 - TV(p, q), per distribution.
 

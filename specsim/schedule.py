@@ -79,8 +79,9 @@ def gamma_schedule(
     >>> [(r.start_batch, r.end_batch, r.gamma) for r in gamma_schedule(dep, 0.6, 256, context=128, rtol=0)]
     [(1, 86, 2), (87, 188, 1), (189, 256, 0)]
     """
-    if isinstance(max_batch, bool) or int(max_batch) != max_batch or max_batch < 1:
-        raise ValueError(f"max batch must be an integer >= 1, got {max_batch!r}")
+    from .limits import MAX_BATCH, check_int
+
+    max_batch = check_int("max batch", max_batch, 1, MAX_BATCH)
     if not np.isfinite(min_gain) or min_gain < 1.0:
         raise ValueError(f"min gain must be >= 1 (1 = any predicted gain), got {min_gain!r}")
     batch = np.arange(1, int(max_batch) + 1)

@@ -180,9 +180,9 @@ def argmax_gamma(speedup: np.ndarray, rtol: float = 0.0) -> np.ndarray:
 
 
 def _gamma_grid(gamma_max: int) -> np.ndarray:
-    if isinstance(gamma_max, bool) or int(gamma_max) != gamma_max or gamma_max < 0:
-        raise ValueError(f"gamma_max must be an integer >= 0, got {gamma_max!r}")
-    return np.arange(int(gamma_max) + 1)
+    from .limits import MAX_GAMMA, check_int
+
+    return np.arange(check_int("gamma_max", gamma_max, 0, MAX_GAMMA) + 1)
 
 
 def optimal_gamma_cost_ratio(
@@ -394,6 +394,11 @@ class Deployment:
         rtol: float = 0.0,
     ) -> OptimalGamma:
         """Best gamma in 0..gamma_max per point of broadcast (alpha, batch, context)."""
+        from .limits import MAX_GAMMA, check_int
+
+        gamma_max = check_int("gamma_max", gamma_max, 0, MAX_GAMMA)
+        if not (np.isfinite(rtol) and 0 <= rtol < 0.5):
+            raise ValueError(f"rtol must be in [0, 0.5), got {rtol!r}")
         grid = _gamma_grid(gamma_max)
         a = np.asarray(alpha, dtype=float)
         b = np.asarray(batch, dtype=float)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .hardware import HardwareProfile
+from .limits import MAX_BATCH, MAX_CONTEXT
 from .models import ModelShape
 
 __all__ = ["StepTime", "step_time", "pass_flop", "pass_bytes"]
@@ -88,12 +89,14 @@ class StepTime:
         return self.flop / self.bytes
 
 
-def _as_array(name: str, value: object, minimum: float) -> np.ndarray:
-    arr = np.asarray(value, dtype=float)
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    if np.any(arr < minimum):
-        raise ValueError(f"{name} must be >= {minimum:g}, got {value!r}")
+def _as_array(name: str, value: object, minimum: float, maximum: float) -> np.ndarray:
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be numbers in [{minimum:g}, {maximum:g}]") from None
+    if not np.all(np.isfinite(arr)) or np.any(arr < minimum) or np.any(arr > maximum):
+        bad = arr[~(np.isfinite(arr) & (arr >= minimum) & (arr <= maximum))].reshape(-1)[0]
+        raise ValueError(f"{name} must be in [{minimum:g}, {maximum:g}], got {bad:g}")
     return arr
 
 
@@ -143,9 +146,9 @@ def step_time(
     >>> round(float(t.total_s) * 1e3, 3), round(float(t.compute_s) * 1e3, 3), str(t.bound)
     (6.525, 0.028, 'memory')
     """
-    b = _as_array("batch", batch, 1)
-    q = _as_array("tokens_per_seq", tokens_per_seq, 1)
-    L = _as_array("context", context, 0)
+    b = _as_array("batch", batch, 1, MAX_BATCH)
+    q = _as_array("tokens_per_seq", tokens_per_seq, 1, MAX_CONTEXT)  # a prefill pass has q = prompt tokens
+    L = _as_array("context", context, 0, MAX_CONTEXT)
     flop = pass_flop(model, b, q, L)
     nbytes = pass_bytes(model, b, q, L)
     compute_s = flop / hardware.flop_per_s

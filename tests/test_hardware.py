@@ -80,7 +80,7 @@ def test_pyyaml_exponent_strings_are_converted(tmp_path):
         ({"peak_flop_per_s": -1e12}, "peak_flop_per_s must be > 0"),
         ({"bandwidth_eff": 1.5}, "bandwidth_eff must be in (0, 1]"),
         ({"compute_eff": 0}, "compute_eff must be in (0, 1]"),
-        ({"overhead_s": -0.001}, "overhead_s must be >= 0"),
+        ({"overhead_s": -0.001}, "overhead_s must be in [0, 1] seconds"),
         ({"overhead_s": True}, "overhead_s must be a number"),
         ({"peak_flop_per_s": float("nan")}, "finite"),
         ({"bandwith_eff": 0.7}, "unknown key(s) bandwith_eff"),

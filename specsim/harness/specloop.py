@@ -54,7 +54,9 @@ def run_speculative_loop(
         raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
     if gamma < 1:
         raise ValueError(f"gamma must be >= 1 for a speculative loop, got {gamma!r}")
-    dev = torch.device(device)
+    from .timing import check_device_and_memory
+
+    dev = check_device_and_memory([target_shape, draft_shape], device, dtype)
     gen = torch.Generator(device="cpu").manual_seed(seed)
     # The loop runs until the slowest sequence has `tokens`; a lucky one may emit gamma + 1 per pass meanwhile.
     capacity = context + (gamma + 1) * tokens + 2

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import statistics
+import os
 import sys
 import time
 from typing import Callable, Iterable
@@ -96,6 +97,35 @@ def _free_bytes(device: torch.device) -> int:
         return 1 << 62
 
 
+def check_device_and_memory(shapes: list[ModelShape], device: str, dtype: str) -> "torch.device":
+    """The torch device, after checking that it exists and that the models' weights fit in 80% of its memory.
+
+    Raises ValueError (one line) instead of letting torch allocate for minutes or fail with a traceback.
+    """
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ValueError(f"--device {device!r} is not a torch device (use cpu or cuda)") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError("--device cuda was asked for, but torch sees no CUDA device")
+        total = torch.cuda.get_device_properties(dev.index or 0).total_memory
+        where = torch.cuda.get_device_name(dev.index or 0)
+    elif dev.type == "cpu":
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        where = "this machine's RAM"
+    else:
+        raise ValueError(f"--device {device!r}: the harness runs on cpu or cuda")
+    from ..models import BYTES_PER_ELEMENT
+
+    need = sum(s.params * BYTES_PER_ELEMENT[dtype] for s in shapes)
+    if need > 0.8 * total:
+        names = " + ".join(s.name for s in shapes)
+        raise ValueError(f"{names} needs {need / 1e9:.1f} GB of {dtype} weights; {where} has {total / 1e9:.1f} GB "
+                         "(the harness uses at most 80%): pick a smaller model or another device")
+    return dev
+
+
 def measure_sweep(
     shape: ModelShape,
     batches: Iterable[int],
@@ -110,9 +140,7 @@ def measure_sweep(
     progress: Callable[[str], None] | None = None,
 ) -> list[dict]:
     """Time every (b, q, L) of the grid; one CSV-ready dict per configuration that fits."""
-    dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("--device cuda was asked for, but torch sees no CUDA device")
+    dev = check_device_and_memory([shape], device, dtype)
     say = progress or (lambda message: print(message, file=sys.stderr, flush=True))
     model = DecoderTimingModel(shape, dtype=dtype, device=device, seed=seed)
     stamp = {

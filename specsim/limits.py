@@ -1,0 +1,172 @@
+"""The input contract: plausible ranges for every size, and readers that refuse hostile files.
+
+Every number that enters specsim (a CLI flag, a YAML profile, a CSV, a
+config.json, a logits file) is finite and inside a range that a real
+deployment can reach; beyond it the answer would be meaningless or the search
+would allocate without bound.  The ranges live here, once, and the CLI's
+parsers, the dataclasses and the library's entry points all check against them.
+
+Memory budget: with these bounds the largest search (``schedule`` at
+``MAX_BATCH`` batch sizes times ``MAX_GAMMA + 1`` values of gamma) holds about
+4.3 million points per array, under 40 MB each.
+
+File readers
+    :func:`load_yaml` refuses aliases (a profile never needs them, and an
+    alias bomb expands a few hundred bytes to gigabytes), duplicate keys
+    (the second silently replaced the first), nesting deeper than
+    :data:`MAX_YAML_DEPTH` and files over :data:`MAX_TEXT_BYTES`.
+    :func:`load_array` reads the ``.npy`` header (or each member's header in
+    an ``.npz``) and refuses arrays over :data:`MAX_ARRAY_ELEMENTS` before
+    anything is allocated.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "MAX_ARRAY_ELEMENTS",
+    "MAX_BATCH",
+    "MAX_CONTEXT",
+    "MAX_GAMMA",
+    "MAX_TEXT_BYTES",
+    "MAX_YAML_DEPTH",
+    "check_int",
+    "load_array",
+    "load_yaml",
+]
+
+#: Sequences in one batch (vLLM's max_num_seqs tops out in the low thousands).
+MAX_BATCH = 65_536
+#: Tokens cached per sequence (4M: beyond every released context window).
+MAX_CONTEXT = 4_194_304
+#: Drafted tokens per step (engines cap speculation far below this).
+MAX_GAMMA = 64
+#: Elements of one logits array read by ``specsim acceptance`` (800 MB in float64).
+MAX_ARRAY_ELEMENTS = 100_000_000
+#: Bytes of one text input (YAML profile, config.json, metrics page, CSV).
+MAX_TEXT_BYTES = 64 * 1024 * 1024
+#: Nesting depth of a YAML profile (profiles use 3).
+MAX_YAML_DEPTH = 16
+
+
+def check_int(what: str, value: Any, minimum: int, maximum: int) -> int:
+    """``value`` as an int in [minimum, maximum], or ValueError naming ``what`` and the range.
+
+    Accepts integer-valued floats (8.0) and refuses 8.9, booleans, NaN and strings.
+
+    >>> check_int("batch", 8.0, 1, MAX_BATCH)
+    8
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{what} must be an integer in [{minimum}, {maximum}], got {value!r}")
+    if isinstance(value, (float, np.floating)) and not (np.isfinite(value) and float(value).is_integer()):
+        raise ValueError(f"{what} must be an integer in [{minimum}, {maximum}], got {value!r}")
+    number = int(value)
+    if not minimum <= number <= maximum:
+        shown = str(number) if len(str(number)) <= 30 else f"a {len(str(number))}-digit number"
+        raise ValueError(f"{what} must be an integer in [{minimum}, {maximum}], got {shown}")
+    return number
+
+
+def _read_text(path: Path, what: str) -> str:
+    size = path.stat().st_size
+    if size > MAX_TEXT_BYTES:
+        raise ValueError(f"{what} {str(path)!r} is {size:,} bytes; the limit is {MAX_TEXT_BYTES:,}")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{what} {str(path)!r} is not UTF-8 text") from None
+
+
+def load_yaml(path: str | Path, what: str = "YAML file") -> Any:
+    """Parse a YAML file safely: no aliases, no duplicate keys, bounded depth and size."""
+    import yaml
+
+    path = Path(path)
+    text = _read_text(path, what)
+
+    class Loader(yaml.SafeLoader):
+        def compose_node(self, parent, index):  # type: ignore[override]
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise ValueError(f"{what} {str(path)!r}, line {event.start_mark.line + 1}: YAML aliases (*name) are not allowed")
+            self._depth = getattr(self, "_depth", 0) + 1
+            try:
+                if self._depth > MAX_YAML_DEPTH:
+                    mark = self.peek_event().start_mark
+                    raise ValueError(f"{what} {str(path)!r}, line {mark.line + 1}: nested deeper than {MAX_YAML_DEPTH} levels")
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+
+        def construct_mapping(self, node, deep=False):  # type: ignore[override]
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                if key in seen:
+                    raise ValueError(f"{what} {str(path)!r}, line {key_node.start_mark.line + 1}: duplicate key {key!r}")
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    try:
+        return yaml.load(text, Loader=Loader)  # noqa: S506 - Loader is a SafeLoader subclass
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ValueError(f"{what} {str(path)!r}: not valid YAML{at}") from None
+
+
+def _check_header(shape: tuple, dtype: np.dtype, where: str) -> None:
+    if dtype.hasobject:
+        raise ValueError(f"{where}: arrays of Python objects are not read (dtype {dtype})")
+    count = int(np.prod(shape, dtype=object)) if shape else 1
+    if count > MAX_ARRAY_ELEMENTS:
+        raise ValueError(f"{where}: shape {shape} has {count:,} elements; the limit is {MAX_ARRAY_ELEMENTS:,}")
+
+
+def _npy_header(handle, where: str) -> tuple:
+    try:
+        version = np.lib.format.read_magic(handle)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(handle)
+        elif version == (2, 0):
+            shape, _, dtype = np.lib.format.read_array_header_2_0(handle)
+        else:
+            raise ValueError(f"{where}: unsupported .npy version {version}")
+    except (ValueError, OSError) as err:
+        if str(err).startswith(where):
+            raise
+        raise ValueError(f"{where}: not a readable .npy array ({err})") from None
+    _check_header(shape, dtype, where)
+    return shape
+
+
+def load_array(path: str | Path, what: str = "array file") -> np.ndarray:
+    """Read a ``.npy`` file, or the single (or ``logits``) array of an ``.npz``, within the size budget."""
+    path = Path(path)
+    where = f"{what} {str(path)!r}"
+    if not path.is_file():
+        raise ValueError(f"{where} does not exist")
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            names = [n for n in archive.namelist() if n.endswith(".npy")]
+            if not names:
+                raise ValueError(f"{where}: the .npz holds no arrays")
+            name = "logits.npy" if "logits.npy" in names else names[0]
+            if len(names) > 1 and name != "logits.npy":
+                raise ValueError(f"{where}: the .npz holds {len(names)} arrays; name the one to read 'logits'")
+            with archive.open(name) as member:
+                _npy_header(member, where)
+        with np.load(path, allow_pickle=False) as data:
+            return np.asarray(data[name[:-4]])
+    with path.open("rb") as handle:
+        _npy_header(handle, where)
+    try:
+        return np.load(path, allow_pickle=False)
+    except ValueError as err:
+        raise ValueError(f"{where}: not a readable .npy array ({err})") from None
