@@ -37,9 +37,10 @@ import pandas as pd
 
 from .hardware import HardwareProfile, profile_to_mapping
 from .models import ModelShape, get_model
+from .limits import check_int
 from .steptime import step_time
 
-__all__ = ["CalibrationResult", "calibrate", "load_measurements", "predict", "residual_figure"]
+__all__ = ["CalibrationResult", "calibrate", "implausible", "load_measurements", "predict", "residual_figure"]
 
 _SHAPE_COLUMNS = ("vocab_size", "hidden_size", "intermediate_size", "n_layers", "n_heads", "n_kv_heads", "head_dim")
 _TIME_COLUMNS = ("median_s", "step_time_s")
@@ -49,6 +50,28 @@ MIN_POINTS = 8
 def _dtype_key(value: object) -> str:
     text = str(value).lower().replace("torch.", "")
     return {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32"}.get(text, text)
+
+
+def _number(value: object) -> object:
+    """A CSV cell as a number where it is one (pandas may hand over strings), else unchanged."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _flag(value: object, key: str, where: str) -> bool:
+    """A CSV boolean: True/False, true/false or 1/0; anything else is refused, never coerced."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    text = str(value).strip().lower()
+    if text in ("true", "1", "1.0"):
+        return True
+    if text in ("false", "0", "0.0"):
+        return False
+    raise ValueError(f"{where}: {key} must be true or false, got {value!r}")
 
 
 def load_measurements(path: str | Path) -> pd.DataFrame:
@@ -94,11 +117,13 @@ def load_measurements(path: str | Path) -> pd.DataFrame:
     df = df.rename(columns={time_col: "measured_s"})
     shapes: dict[tuple, ModelShape] = {}
     keys = []
-    for row in df.itertuples(index=False):
+    for number, row in enumerate(df.itertuples(index=False), start=1):
         dtype = _dtype_key(getattr(row, "dtype", "bf16"))
         if has_shape:
-            key = tuple(int(getattr(row, c)) for c in _SHAPE_COLUMNS) + (
-                bool(getattr(row, "tie_embeddings", False)), bool(getattr(row, "qkv_bias", False)), dtype, str(getattr(row, "model", "")))
+            at = f"{where}, data row {number}"
+            dims = tuple(check_int(f"{at}: {c}", _number(getattr(row, c)), 1, 10_000_000) for c in _SHAPE_COLUMNS)
+            key = dims + (_flag(getattr(row, "tie_embeddings", False), "tie_embeddings", at),
+                          _flag(getattr(row, "qkv_bias", False), "qkv_bias", at), dtype, str(getattr(row, "model", "")))
             if key not in shapes:
                 v, d, f, n, h, kv, hd = key[:7]
                 shapes[key] = ModelShape(str(key[10]) or "measured", v, d, f, n, h, kv, hd, tie_embeddings=key[7],
@@ -217,12 +242,18 @@ def calibrate(
     if per_layer not in ("auto", "yes", "no"):
         raise ValueError(f"per_layer must be auto, yes or no, got {per_layer!r}")
     df = load_measurements(path).reset_index(drop=True)
+    # Hold out distinct points, not rows: a repeated measurement of a held-out (shape, b, q, L) must not sit in
+    # the training half, or the held-out error measures memory instead of prediction.
+    point_codes, _ = pd.factorize(pd.Series(list(zip(df["shape"], df["batch"], df["tokens_per_seq"], df["context"]))))
+    n_points = int(point_codes.max()) + 1
+    n_params = 4 if per_layer == "yes" else 3
+    n_hold = max(1, int(round(holdout * n_points)))
+    if n_points - n_hold < n_params + 1:
+        raise ValueError(f"too few distinct points: {n_points} distinct (model, batch, tokens, context) points leave "
+                         f"{n_points - n_hold} to fit {n_params} parameters; measure at least {n_params + 1 + n_hold} distinct points")
     rng = np.random.default_rng(seed)
-    n_hold = max(1, int(round(holdout * len(df))))
-    if len(df) - n_hold < 4:
-        raise ValueError(f"too few points: {len(df)} measurements leave {len(df) - n_hold} to fit 4 parameters")
-    mask = np.zeros(len(df), dtype=bool)
-    mask[rng.choice(len(df), n_hold, replace=False)] = True
+    held_points = rng.choice(n_points, n_hold, replace=False)
+    mask = np.isin(point_codes, held_points)
     df["holdout"] = mask
     train = df[~mask]
     layer_counts = train["n_layers_"].nunique()
@@ -267,6 +298,22 @@ def calibrate(
     final = dataclasses.replace(result_profile, calibration=provenance, notes=notes,
                                 description=f"{base.description} - calibrated")
     return dataclasses.replace(result, profile=final)
+
+
+def implausible(result: CalibrationResult) -> list[str]:
+    """Warnings about a fit that should not be trusted as it stands (empty when none)."""
+    s = result.summary()
+    p = result.profile
+    out = []
+    for key in ("compute_eff", "bandwidth_eff"):
+        value = getattr(p, key)
+        if value >= 0.999 or value <= 0.02:
+            out.append(f"{key} = {value:.3f} sits at its bound: the data do not pin it (all points bound by the other resource?)")
+    if s["holdout_after"]["mape"] > 0.2:
+        out.append(f"held-out error {s['holdout_after']['mape']:.1%} is large: the roofline does not describe these measurements well")
+    if s["holdout_after"]["mape"] > s["holdout_before"]["mape"]:
+        out.append("the fitted profile predicts the held-out points worse than the base profile")
+    return out
 
 
 def profile_yaml(profile: HardwareProfile) -> str:

@@ -394,33 +394,27 @@ def _alpha_from_metrics(args: argparse.Namespace) -> int:
     from .metrics import read_metrics_file
 
     m = read_metrics_file(args.metrics, args.model_name)
-    far = m.independence_deviation()
-    out = {
-        "alpha": m.alpha,
-        "gamma": m.gamma,
-        "mean_acceptance_length": m.mean_acceptance_length,
-        "acceptance_rate": m.acceptance_rate,
-        "drafts": m.drafts,
-        "draft_tokens": m.draft_tokens,
-        "accepted_tokens": m.accepted_tokens,
-        "per_position_cumulative": m.cumulative_rates.tolist(),
-        "per_position_conditional": m.conditional_rates.tolist(),
-        "independent_alpha_consistent": not far,
-        "positions_far_from_alpha": far,
-    }
+    out = m.to_dict()
     if args.json:
         _print_json(out)
         return 0
-    print(f"{args.metrics}: {m.drafts:,.0f} drafts of gamma = {m.gamma}, {m.accepted_tokens:,.0f} of {m.draft_tokens:,.0f} drafted tokens accepted")
-    print(f"mean acceptance length {m.mean_acceptance_length:.4f} tokens per target pass; implied alpha = {m.alpha:.4f}")
-    if m.accepted_per_position:
+    far = out["positions_far_from_alpha"]
+    if m.gamma is None:
+        print(f"{args.metrics}: {m.drafts:,.0f} drafts with {m.mean_draft_length:.2f} drafted tokens each on average (gamma varied: "
+              f"a dynamic schedule), {m.accepted_tokens:,.0f} of {m.draft_tokens:,.0f} drafted tokens accepted ({m.acceptance_rate:.1%})")
+        print(f"mean acceptance length {m.mean_acceptance_length:.4f} tokens per target pass; alpha is not identifiable from "
+              "counters that mix draft lengths: measure at a fixed gamma (num_speculative_tokens without a schedule)")
+    else:
+        print(f"{args.metrics}: {m.drafts:,.0f} drafts of gamma = {m.gamma}, {m.accepted_tokens:,.0f} of {m.draft_tokens:,.0f} drafted tokens accepted")
+        print(f"mean acceptance length {m.mean_acceptance_length:.4f} tokens per target pass; implied alpha = {m.alpha:.4f}")
+    if m.accepted_per_position and m.gamma is not None:
         print()
-        print(_table(
-            ["position", "P(accepted so far)", "P(accepted | previous accepted)", "one-alpha model: alpha^(k+1) / alpha"],
-            [[k, f"{c:.4f}", f"{a:.4f}", f"{m.alpha ** (k + 1):.4f} / {m.alpha:.4f}"]
-             for k, (c, a) in enumerate(zip(m.cumulative_rates, m.conditional_rates))],
-            ">>><",
-        ))
+        rows = []
+        for k, (c, a) in enumerate(zip(out["per_position_cumulative"], out["per_position_conditional"])):
+            rows.append([k, f"{c:.4f}", "undefined (no draft reached it)" if a is None else f"{a:.4f}",
+                         f"{m.alpha ** (k + 1):.4f} / {m.alpha:.4f}"])
+        print(_table(["position", "P(accepted so far)", "P(accepted | previous accepted)", "one-alpha model: alpha^(k+1) / alpha"],
+                     rows, ">>><"))
     if far:
         print(f"\nwarning: the acceptance rate at position(s) {', '.join(map(str, far))} differs from alpha by more than "
               "sampling noise: acceptance is not independent per position.  For gamma <= "
@@ -461,9 +455,15 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
 
 def _cmd_schedule(args: argparse.Namespace) -> int:
     from .capacity import capacity
-    from .schedule import gamma_schedule, to_trtllm, to_vllm
+    from .schedule import check_vllm_pair, gamma_schedule, to_trtllm, to_vllm
 
+    if args.json:
+        if args.format not in ("table", "json"):
+            raise ValueError(f"--json prints the schedule as JSON; it cannot be combined with --format {args.format}")
+        args.format = "json"
     dep = _deployment(args)
+    if args.format == "vllm":
+        check_vllm_pair(dep)
     ranges = gamma_schedule(dep, args.alpha, args.max_batch, args.context, args.gamma_max, args.min_gain, args.rtol)
     draft_model = dep.draft.source or dep.draft.name
     cap = capacity(dep, reserved_context(args.context, args.max_context), args.memory_util)
@@ -668,7 +668,10 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     writer.writeheader()
     writer.writerows(rows)
     atomic_write_text(args.out, buffer.getvalue())
-    print(f"{len(rows)} configurations measured on {rows[0]['device_name']} -> {args.out}")
+    if args.json:
+        _print_json({"configurations": len(rows), "device_name": rows[0]["device_name"], "out": str(args.out)})
+    else:
+        print(f"{len(rows)} configurations measured on {rows[0]['device_name']} -> {args.out}")
     return 0
 
 
@@ -721,7 +724,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     import io
 
     from ._io import atomic_write_many, check_output
-    from .calibrate import calibrate, profile_yaml, residual_figure
+    from .calibrate import calibrate, implausible, profile_yaml, residual_figure
     from .hardware import load_hardware
 
     out = check_output(args.out, (".yaml", ".yml"))
@@ -740,8 +743,11 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     # The profile and its residual plot land together or not at all.
     atomic_write_many([(out, profile_yaml(result.profile).encode("utf-8")), (plot, buffer.getvalue())])
     s = result.summary()
+    warnings = implausible(result)
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
     if args.json:
-        _print_json({**s, "profile": str(out), "residual_plot": str(plot), "name": name})
+        _print_json({**s, "profile": str(out), "residual_plot": str(plot), "name": name, "warnings": warnings})
         return 0
     p = result.profile
     print(f"{args.measurements}: {s['points']} measurements; fitted on {s['train_points']}, judged on {s['holdout_points']} held out")
@@ -760,25 +766,40 @@ def _cmd_compose_kernels(args: argparse.Namespace) -> int:
 
     import pandas as pd
 
-    from ._io import atomic_write_text, refuse_builtin
-    from .kernels import DEVICE_FILES, compose_steps, load_tables
+    from ._io import atomic_write_many, check_output
+    from .hardware import load_hardware
     from .models import get_model
+    from .timing.kernels import KernelSource, compose_steps
 
-    devices = args.devices or list(DEVICE_FILES)
-    for device in devices:
-        tables = load_tables(device, args.data)
-        frames = [compose_steps(tables, get_model(m)) for m in args.models]
-        df = pd.concat([f for f in frames if len(f)], ignore_index=True) if any(len(f) for f in frames) else pd.DataFrame()
+    out = Path(args.out)
+    if not out.is_dir():
+        raise ValueError(f"--out {args.out!r} is not a folder")
+    jobs = []
+    for device in args.hardware:
+        path = check_output(out / f"{device}-{args.engine}-kernel-steps.csv")
+        jobs.append((KernelSource(load_hardware(device), args.engine, progress=_progress), path))
+    files, report = [], []
+    for source, path in jobs:
+        frames = [compose_steps(source, get_model(m)) for m in args.models]
+        df = pd.concat(frames, ignore_index=True)
+        for note in source.notes:
+            print(f"note: {note}", file=sys.stderr)
         if df.empty:
-            print(f"{device}: no configuration covered by the data", file=sys.stderr)
-            continue
-        path = Path(args.out) / f"{device}-vllm-kernel-steps.csv"
-        refuse_builtin(path)
+            raise ValueError(f"{source.device}: no configuration of {', '.join(args.models)} is covered by the {args.engine} "
+                             "kernel data; nothing written")
         buffer = io.StringIO()
         df.to_csv(buffer, index=False, float_format="%.9g")
-        atomic_write_text(path, buffer.getvalue())
-        covered = ", ".join(f"{m} ({(df.model == m).sum()})" for m in df.model.unique())
-        print(f"{device} ({tables.device_name}): {len(df)} steps composed -> {path}  [{covered}]")
+        files.append((path, buffer.getvalue().encode("utf-8")))
+        report.append({"hardware": source.hardware.name, "file": str(path), "steps": int(len(df)),
+                       "models": {m: int((df.model == m).sum()) for m in df.model.unique()},
+                       "source": source.describe()})
+    atomic_write_many(files)
+    if args.json:
+        _print_json(report)
+    else:
+        for r in report:
+            covered = ", ".join(f"{m} ({n})" for m, n in r["models"].items())
+            print(f"{r['hardware']}: {r['steps']} steps composed -> {r['file']}  [{covered}]; {r['source']}")
     return 0
 
 
@@ -876,14 +897,20 @@ def _cmd_figures(args: argparse.Namespace) -> int:
     from .figures import FIGURES, make_all
 
     if args.list:
-        for spec in FIGURES:
-            print(spec.name)
+        if args.json:
+            _print_json([spec.name for spec in FIGURES])
+        else:
+            for spec in FIGURES:
+                print(spec.name)
         return 0
     start = time.perf_counter()
     paths = make_all(args.out, args.only)
     elapsed = time.perf_counter() - start
-    for path in paths:
-        print(path)
+    if args.json:
+        _print_json([str(p) for p in paths])
+    else:
+        for path in paths:
+            print(path)
     print(f"{len(paths)} files in {elapsed:.1f} s", file=sys.stderr)
     return 0
 
@@ -993,6 +1020,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"take the smallest gamma within this fraction of the best speedup (default {DEFAULT_SCHEDULE_RTOL}; 0: exact argmax)")
     _add_memory_args(p)
     p.add_argument("--format", choices=["vllm", "trtllm", "json", "table"], default="table", help="output form (default table)")
+    p.add_argument("--json", action="store_true", help="print JSON (the same as --format json)")
     p.set_defaults(func=_cmd_schedule)
 
     p = sub.add_parser("compare", help="latency and throughput with and without speculation, per batch size")
@@ -1032,7 +1060,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=_int_at_least(0, "warmup", 10_000), default=3, help="untimed passes first (default 3)")
     p.add_argument("--cuda-graphs", action="store_true", help="capture each pass in a CUDA graph and time its replay")
     p.add_argument("--seed", type=_int_at_least(0, "seed", 2**32 - 1), default=0)
-    p.add_argument("--out", required=True, help="CSV file to write (atomically)")
+    p.add_argument("--out", required=True, help="CSV file to write (atomically; checked before the sweep starts)")
+    p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_measure)
 
     p = sub.add_parser("measure-loop", help="time an end-to-end speculative loop (controlled acceptance) against plain decoding")
@@ -1063,12 +1092,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_calibrate)
 
-    p = sub.add_parser("compose-kernels", help="compose per-step times from the public vLLM kernel timings")
-    p.add_argument("--data", default="../shared/data/public-kernel-timings", help="folder of the public kernel timing CSVs")
-    p.add_argument("--devices", type=lambda t: [d.strip() for d in t.split(",") if d.strip()], help="comma-separated (default all)")
+    p = sub.add_parser("compose-kernels", help="per-step times composed from AIConfigurator's measured kernels, as a CSV for calibrate")
+    p.add_argument("--hardware", type=lambda t: [d.strip() for d in t.split(",") if d.strip()], default=["h100-sxm"],
+                   help="comma-separated profiles whose device the database has (default h100-sxm)")
+    p.add_argument("--engine", choices=["vllm", "sglang", "trtllm"], default="vllm", help="whose kernels (default vllm)")
     p.add_argument("--models", type=lambda t: [m.strip() for m in t.split(",") if m.strip()],
-                   default=["llama-3.2-1b", "llama-3.1-8b"], help="comma-separated model shapes (default llama-3.2-1b,llama-3.1-8b)")
-    p.add_argument("--out", default="hardware/measurements", help="output folder (default hardware/measurements)")
+                   default=["llama-3.2-1b", "llama-3.1-8b"], help="comma-separated models (default llama-3.2-1b,llama-3.1-8b)")
+    p.add_argument("--out", required=True, help="output folder for <hardware>-<engine>-kernel-steps.csv")
+    p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_compose_kernels)
 
     p = sub.add_parser("hardware", help="list hardware profiles, or show one")
@@ -1088,6 +1119,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", type=lambda text: [n.strip() for n in text.split(",") if n.strip()],
                    help="comma-separated figure names (see --list)")
     p.add_argument("--list", action="store_true", help="list the figure names and exit")
+    p.add_argument("--json", action="store_true", help="print JSON (the files written, or with --list the names)")
     p.set_defaults(func=_cmd_figures)
 
     p = sub.add_parser("reproduce", help="recompute every number the reference article quotes; exit 0 only if all match")

@@ -99,9 +99,20 @@ class AcceptanceMetrics:
     accepted_per_position: tuple[float, ...]
 
     @property
-    def gamma(self) -> int:
-        """Speculative tokens per draft (num_speculative_tokens)."""
-        return int(round(self.draft_tokens / self.drafts))
+    def mean_draft_length(self) -> float:
+        """Drafted tokens per draft: num_speculative_tokens when it is fixed, a mean under a dynamic schedule."""
+        return self.draft_tokens / self.drafts
+
+    @property
+    def gamma(self) -> int | None:
+        """Speculative tokens per draft when every draft had the same length, else None.
+
+        A whole ``draft_tokens / drafts`` is read as a fixed gamma; a fractional
+        one (vLLM's per-batch-size schedules, which ``specsim schedule``
+        writes) means gamma varied, and is never rounded.
+        """
+        g = self.mean_draft_length
+        return int(round(g)) if abs(g - round(g)) <= 1e-9 * max(1.0, g) else None
 
     @property
     def mean_acceptance_length(self) -> float:
@@ -127,8 +138,14 @@ class AcceptanceMetrics:
             return np.where(previous > 0, c / previous, np.nan)
 
     @property
-    def alpha(self) -> float:
-        """The alpha whose E(alpha, gamma) equals the measured mean acceptance length."""
+    def alpha(self) -> float | None:
+        """The alpha whose E(alpha, gamma) equals the measured mean acceptance length.
+
+        None when gamma varied between drafts: the counters then mix drafts of
+        different lengths, and no single E(alpha, gamma) describes them.
+        """
+        if self.gamma is None:
+            return None
         return float(alpha_from_acceptance_length(self.mean_acceptance_length, self.gamma))
 
     @property
@@ -145,7 +162,7 @@ class AcceptanceMetrics:
         binomial proportion over the drafts that reached that position (a
         false alarm under independence has probability below 1e-4 per position).
         """
-        if not self.accepted_per_position:
+        if not self.accepted_per_position or self.alpha is None:
             return []
         alpha = self.alpha
         reached = np.r_[self.drafts, np.asarray(self.accepted_per_position[:-1])]
@@ -157,6 +174,28 @@ class AcceptanceMetrics:
             if abs(rate - alpha) > max(0.05, 4 * stderr):
                 out.append(k)
         return out
+
+
+    def to_dict(self) -> dict:
+        """Everything the counters say, JSON-ready (undefined rates are None, never NaN)."""
+        def clean(values: np.ndarray) -> list:
+            return [float(v) if np.isfinite(v) else None for v in values]
+
+        far = self.independence_deviation()
+        return {
+            "alpha": self.alpha,
+            "gamma": self.gamma,
+            "mean_draft_length": self.mean_draft_length,
+            "mean_acceptance_length": self.mean_acceptance_length,
+            "acceptance_rate": self.acceptance_rate,
+            "drafts": self.drafts,
+            "draft_tokens": self.draft_tokens,
+            "accepted_tokens": self.accepted_tokens,
+            "per_position_cumulative": clean(self.cumulative_rates),
+            "per_position_conditional": clean(self.conditional_rates),
+            "independent_alpha_consistent": (not far) if self.alpha is not None else None,
+            "positions_far_from_alpha": far,
+        }
 
 
 def acceptance_from_prometheus(text: str, source: str = "metrics", model_name: str | None = None) -> AcceptanceMetrics:
@@ -178,9 +217,15 @@ def acceptance_from_prometheus(text: str, source: str = "metrics", model_name: s
         raise ValueError(f"{source}: counters of several models ({', '.join(sorted(models))}); choose one with --model-name")
     if model_name is not None and model_name not in models:
         raise ValueError(f"{source}: no speculative-decoding counters for model {model_name!r}; found: {', '.join(sorted(models)) or 'none'}")
+    seen: set = set()
     for name, labels, value in samples:
         if not name.startswith(_PREFIX) or name.endswith("_created"):
             continue
+        series = (name.removesuffix("_total"), tuple(sorted(labels.items())))
+        if series in seen:
+            raise ValueError(f"{source}: the series {name}{{{', '.join(f'{k}={v!r}' for k, v in sorted(labels.items()))}}} "
+                             "appears twice; save one /metrics page per file")
+        seen.add(series)
         if model_name is not None and labels.get("model_name") != model_name:
             continue
         key = name[len(_PREFIX):].removesuffix("_total")
@@ -211,8 +256,18 @@ def acceptance_from_prometheus(text: str, source: str = "metrics", model_name: s
     )
     if metrics.accepted_tokens > metrics.draft_tokens:
         raise ValueError(f"{source}: more accepted tokens ({metrics.accepted_tokens:g}) than drafted ({metrics.draft_tokens:g})")
-    if per_pos and len(per_pos) != metrics.gamma:
+    if per_pos and metrics.gamma is not None and len(per_pos) != metrics.gamma:
         raise ValueError(f"{source}: {len(per_pos)} per-position counters but {metrics.gamma} draft tokens per draft")
+    if per_pos and metrics.gamma is None and len(per_pos) < metrics.mean_draft_length:
+        raise ValueError(f"{source}: {len(per_pos)} per-position counters but {metrics.mean_draft_length:.2f} draft tokens per draft on average")
+    counts = [per_pos[k] for k in sorted(per_pos)]
+    if counts and counts[0] > metrics.drafts:
+        raise ValueError(f"{source}: {counts[0]:g} drafts accepted position 0, more than the {metrics.drafts:g} drafts")
+    rising = [k for k in range(1, len(counts)) if counts[k] > counts[k - 1]]
+    if rising:
+        k = rising[0]
+        raise ValueError(f"{source}: position {k} was accepted {counts[k]:g} times, more than position {k - 1} ({counts[k - 1]:g}); "
+                         "a token is only accepted after every earlier one was")
     if per_pos and abs(sum(per_pos.values()) - metrics.accepted_tokens) > 1e-6 * max(1.0, metrics.accepted_tokens):
         raise ValueError(f"{source}: per-position counts sum to {sum(per_pos.values()):g}, not the {metrics.accepted_tokens:g} accepted tokens")
     return metrics

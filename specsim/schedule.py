@@ -111,6 +111,21 @@ def to_vllm(ranges: list[ScheduleRange], draft_model: str) -> dict[str, Any] | N
     }
 
 
+def check_vllm_pair(dep: Deployment) -> None:
+    """Refuse a pair vLLM's draft-model speculation rejects: its vocabulary sizes must be equal.
+
+    vLLM asserts equal vocab sizes of draft and target (vllm-project/vllm issue #5203; the opt-in padding of
+    PR #42775 was still open in 2026-05), so a Qwen2.5 0.5B draft (151,936) for a 14B+ target (152,064) fails
+    to start even though the tokenizers agree.
+    """
+    if dep.target.vocab_size != dep.draft.vocab_size:
+        raise ValueError(
+            f"vLLM requires the draft's vocab_size to equal the target's: {dep.draft.name} has {dep.draft.vocab_size:,}, "
+            f"{dep.target.name} {dep.target.vocab_size:,} (vllm-project/vllm#5203); pad the draft's embedding and config "
+            "to the target's size, or choose another draft"
+        )
+
+
 def to_trtllm(ranges: list[ScheduleRange], draft_model: str) -> dict[str, Any] | None:
     """TensorRT-LLM ``speculative_config`` (draft-target) with ``draft_len_schedule``.
 

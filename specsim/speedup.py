@@ -74,6 +74,8 @@ DEFAULT_ALPHA = 0.8
 DEFAULT_CONTEXT_TOKENS = 1128
 DEFAULT_GAMMA_MAX = 16
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+#: Largest difference in embedding rows read as padding of one vocabulary (Qwen2.5: 128; llama.cpp allows 100).
+MAX_VOCAB_PADDING = 128
 
 
 def _check_alpha(alpha: np.ndarray) -> None:
@@ -310,6 +312,18 @@ class Deployment:
     timing: object = None
     #: The serving engine's CPU time per iteration and round (:mod:`specsim.engines`); None: nothing added.
     engine: object = None
+
+    def __post_init__(self) -> None:
+        # Speculative decoding compares the draft's and the target's distributions token by token: they must share
+        # a tokenizer.  Embedding tables padded to different multiples (Qwen2.5: 151,936 rows up to 7B, 152,064 from
+        # 14B; the ids past 151,646 are unused) are the same vocabulary; a larger difference is another tokenizer.
+        gap = abs(self.target.vocab_size - self.draft.vocab_size)
+        if gap > MAX_VOCAB_PADDING:
+            raise ValueError(
+                f"target {self.target.name} has a vocabulary of {self.target.vocab_size:,} and draft {self.draft.name} "
+                f"{self.draft.vocab_size:,}: the vocabularies differ, and a draft must share the target's tokenizer "
+                f"(sizes up to {MAX_VOCAB_PADDING} apart are read as padding of one vocabulary)"
+            )
 
     @classmethod
     def from_names(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pandas as pd
@@ -188,3 +189,33 @@ def test_measured_source_matches_by_shape_and_refuses_a_missing_model(tmp_path):
 def test_bad_timing_specs(spec, message):
     with pytest.raises(ValueError, match=message):
         make_source(spec, H100)
+
+
+def test_composed_1b_decode_step_matches_the_design_note():
+    # shared/design/article-model.md: "summed vLLM kernels of a Llama-3.2-1B-shaped decode step on an H100 take about
+    # 1.3 ms at batch 1" (from the same database, an earlier snapshot).
+    t = KernelSource(H100).step_time(get_model("llama-3.2-1b"), 1, 1, np.array([511.0, 1023.0])).total_s
+    assert np.all((t > 1.2e-3) & (t < 1.45e-3))
+
+
+def test_compose_kernels_writes_only_measured_points(tmp_path, capsys):
+    from specsim.cli import main
+
+    assert main(["compose-kernels", "--hardware", "h100-sxm,a100-sxm-80gb", "--models", "llama-3.2-1b,llama-3.1-8b",
+                 "--out", str(tmp_path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    h100 = pd.read_csv(tmp_path / "h100-sxm-vllm-kernel-steps.csv")
+    a100 = pd.read_csv(tmp_path / "a100-sxm-80gb-vllm-kernel-steps.csv")
+    assert set(h100.model) == {"llama-3.2-1b", "llama-3.1-8b"} and set(a100.model) == {"llama-3.1-8b"}  # A100: no head_dim 64
+    assert len(h100) < 2 * 9 * 5 * 5  # large batches at long context are outside the data, left out, not invented
+    assert report[0]["steps"] == len(h100) and "aiconfigurator-core" in report[0]["source"]
+    from specsim.calibrate import load_measurements
+
+    assert len(load_measurements(tmp_path / "h100-sxm-vllm-kernel-steps.csv")) == len(h100)  # calibrate reads it
+
+
+def test_compose_kernels_refuses_a_device_without_data(tmp_path, capsys):
+    from specsim.cli import main
+
+    assert main(["compose-kernels", "--hardware", "mi300x", "--out", str(tmp_path)]) == 2
+    assert "no device 'mi300x'" in capsys.readouterr().err and not list(tmp_path.iterdir())

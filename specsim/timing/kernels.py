@@ -68,6 +68,7 @@ __all__ = [
     "KernelSource",
     "KernelTable",
     "build_table",
+    "compose_steps",
     "cache_dir",
     "database_root",
     "database_version",
@@ -510,3 +511,30 @@ class KernelSource:
         t = table.gemm(isl) + table.prefill_attention(isl)
         return np.where(np.isfinite(t), t, roof)
 
+
+
+def compose_steps(source: KernelSource, model: ModelShape, batches=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+                  tokens_per_seq=(1, 2, 3, 5, 9), contexts=(511, 1023, 2047, 4095, 8191)):
+    """Kernel-composed step times on a (b, q, L) grid, in the CSV form ``specsim calibrate`` reads.
+
+    Only points inside the measured data are returned (no roofline fallback,
+    no attention scaled in batch): a calibration must see measurements only.
+    """
+    import pandas as pd
+
+    b, q, L = (a.ravel() for a in np.meshgrid(np.asarray(batches, float), np.asarray(tokens_per_seq, float),
+                                               np.asarray(contexts, float), indexing="ij"))
+    t = source.step_time(model, b, q, L)
+    table = source.table(model)
+    keep = np.ones(b.shape, bool) if t.fallback is None else ~t.fallback
+    if table is not None:
+        keep &= ~table.uses_scaled_attention(b, L + q)
+    rows = pd.DataFrame({
+        "model": model.name, "params": model.params, "n_layers": model.n_layers, "hidden_size": model.hidden_size,
+        "intermediate_size": model.intermediate_size, "n_heads": model.n_heads, "n_kv_heads": model.n_kv_heads,
+        "head_dim": model.head_dim, "vocab_size": model.vocab_size, "tie_embeddings": model.tie_embeddings,
+        "qkv_bias": model.qkv_bias, "batch": b.astype(int), "tokens_per_seq": q.astype(int), "context": L.astype(int),
+        "dtype": model.weight_dtype, "device": source.hardware.name, "device_name": source.device,
+        "step_time_s": t.total_s, "source": f"{AIC_DISTRIBUTION} {source.version} {source.engine} kernels",
+    })
+    return rows[keep & (table is not None)].reset_index(drop=True)

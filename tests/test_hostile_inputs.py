@@ -1,0 +1,245 @@
+"""Hostile and edge-case input, one row per case, for every command and every file format specsim reads.
+
+Each bad input must end in exit status 2 with exactly one line on stderr that names what is wrong (the
+expected words are beside each row), no traceback, and nothing written.  Valid edge cases at the end must
+give the right answer.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+
+from specsim.cli import main
+from specsim.hardware import builtin_dir
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+
+PROFILE = "name: mine\npeak_flop_per_s: 9.89e+14\npeak_bytes_per_s: 3.35e+12\nmemory_bytes: 8.0e+10\n"
+CONFIG = ('{"architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16, '
+          '"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256%s}')
+CSV_HEAD = "model,batch,tokens_per_seq,context,median_s\n"
+SHAPE_HEAD = "vocab_size,hidden_size,intermediate_size,n_layers,n_heads,n_kv_heads,head_dim,tie_embeddings,batch,tokens_per_seq,context,median_s\n"
+METRICS = ('vllm:spec_decode_num_drafts_total{{engine="0",model_name="m"}} {d}\n'
+           'vllm:spec_decode_num_draft_tokens_total{{engine="0",model_name="m"}} {t}\n'
+           'vllm:spec_decode_num_accepted_tokens_total{{engine="0",model_name="m"}} {a}\n')
+POS = 'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="0",model_name="m",position="{k}"}} {v}\n'
+
+
+def _csv_rows(n: int, layers: str = "16", tie: str = "True", same: bool = False) -> str:
+    rows = [f"128256,2048,8192,{layers},32,8,64,{tie},{1 if same else 2 ** (i % 6)},{1 + (0 if same else i % 3)},"
+            f"{0 if same else 128 * (i // 6)},0.0015\n" for i in range(n)]
+    return SHAPE_HEAD + "".join(rows)
+
+
+def _npy_with_header(path, shape, descr="<f8"):
+    """A .npy file whose header claims ``shape`` but which holds no data (the header alone is checked)."""
+    header = {"descr": descr, "fortran_order": False, "shape": shape}
+    with open(path, "wb") as handle:
+        np.lib.format.write_array_header_1_0(handle, header)
+
+
+# Files each case can refer to as {name}; written fresh into tmp_path for every case.
+FILES = {
+    "alias.yaml": "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n" + PROFILE.replace("name: mine", "name: x"),
+    "deep.yaml": PROFILE + "sources: " + "[" * 5000 + "]" * 5000 + "\n",
+    "dupkey.yaml": PROFILE + "memory_bytes: 1.0e+11\n",
+    "tiny-peak.yaml": PROFILE.replace("9.89e+14", "1.0e-300"),
+    "huge-overhead.yaml": PROFILE + "overhead_s: 1.0e+308\n",
+    "string-number.yaml": PROFILE.replace("9.89e+14", "lots"),
+    "list.yaml": "- 1\n- 2\n",
+    "latin1.yaml": b"name: m\xe9\n",
+    "fp8q.json": CONFIG % ', "quantization_config": {"quant_method": "gptq", "bits": 4}',
+    "dtype.json": CONFIG % ', "torch_dtype": "float8_e4m3fn"',
+    "moe.json": CONFIG % ', "num_local_experts": 8',
+    "badjson.json": "{not json",
+    "array.json": "[1, 2]",
+    "fraclayers.json": (CONFIG % "").replace('"num_hidden_layers": 16', '"num_hidden_layers": 8.9'),
+    "bigvocab.json": (CONFIG % "").replace('"vocab_size": 128256', '"vocab_size": 151936'),  # Qwen's size, Llama's shape
+    "missing-cols.csv": "model,batch\nllama-3.2-1b,1\n",
+    "nan.csv": CSV_HEAD + "".join(f"llama-3.2-1b,{b},1,0,{'nan' if b == 4 else 0.001}\n" for b in (1, 2, 4, 8, 16, 32, 64, 128)),
+    "negative.csv": CSV_HEAD + "".join(f"llama-3.2-1b,{b},1,0,{-0.001 if b == 8 else 0.001}\n" for b in (1, 2, 4, 8, 16, 32, 64, 128)),
+    "unknown-model.csv": CSV_HEAD + "".join(f"gpt-17,{b},1,0,0.001\n" for b in (1, 2, 4, 8, 16, 32, 64, 128)),
+    "fraclayers.csv": _csv_rows(12, layers="8.9"),
+    "tie-no.csv": _csv_rows(12, tie="no"),
+    "identical.csv": _csv_rows(20, same=True),
+    "binary.csv": b"\x00\x01\x02\xff\xfe",
+    "metrics-dup.txt": METRICS.format(d=100, t=300, a=150) * 2,
+    "metrics-rising.txt": METRICS.format(d=100, t=200, a=90) + POS.format(k=0, v=40) + POS.format(k=1, v=50),
+    "metrics-above.txt": METRICS.format(d=100, t=200, a=190) + POS.format(k=0, v=120) + POS.format(k=1, v=70),
+    "metrics-garbage.txt": "this is not prometheus\n",
+    "metrics-empty.txt": "",
+    "metrics-negative.txt": METRICS.format(d=100, t=300, a=-5),
+    "metrics-no-drafts.txt": METRICS.format(d=0, t=0, a=0),
+}
+
+
+def _write(tmp_path):
+    for name, content in FILES.items():
+        path = tmp_path / name
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    _npy_with_header(tmp_path / "huge.npy", (100000, 100000))
+    np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    np.save(tmp_path / "three-d.npy", np.zeros((2, 3, 4)))
+    np.save(tmp_path / "nan-logits.npy", np.array([[0.0, np.nan]]))
+    np.save(tmp_path / "ok-logits.npy", np.zeros((4, 10)))
+    np.save(tmp_path / "other-vocab.npy", np.zeros((4, 12)))
+    (tmp_path / "empty.npy").write_bytes(b"")
+    (tmp_path / "out").mkdir()
+
+
+CASES = [
+    # optimal-gamma, and the deployment flags every model command shares
+    ("optimal-gamma --alpha 1.5", "alpha must be in [0, 1]"),
+    ("optimal-gamma --alpha nan", "expected a finite number"),
+    ("optimal-gamma --batch 0", "batch must be an integer in [1, 65536]"),
+    ("optimal-gamma --batch 1e30", "batch must be an integer in [1, 65536]"),
+    ("optimal-gamma --batch " + "9" * 400, "a 400-character value"),
+    ("optimal-gamma --gamma-max 1000000000", "gamma-max must be an integer in [0, 64]"),
+    ("optimal-gamma --context -1", "context must be an integer in [0, 4194304]"),
+    ("optimal-gamma --rtol 0.7", "rtol must be in [0, 0.5)"),
+    ("optimal-gamma --memory-util 0", "must be in (0, 1]"),
+    ("optimal-gamma --context 4096 --max-context 1024", "--max-context (1024) must be at least the mean --context (4096)"),
+    ("optimal-gamma --hardware nope", "unknown hardware 'nope'"),
+    ("optimal-gamma --target nope", "unknown model 'nope'"),
+    ("optimal-gamma --timing guess", "unknown step-time source 'guess'"),
+    ("optimal-gamma --timing measured:", "needs a file"),
+    ("optimal-gamma --timing measured:{tmp}/missing-cols.csv", "missing column(s)"),
+    ("optimal-gamma --engine tgi", "invalid choice: 'tgi'"),
+    ("optimal-gamma --engine-overhead-ms -1", "must be >= 0"),
+    # hardware profiles (YAML)
+    ("optimal-gamma --hardware {tmp}/alias.yaml", "YAML aliases (*name) are not allowed"),
+    ("optimal-gamma --hardware {tmp}/deep.yaml", "nested deeper than 16 levels"),
+    ("optimal-gamma --hardware {tmp}/dupkey.yaml", "duplicate key 'memory_bytes'"),
+    ("optimal-gamma --hardware {tmp}/tiny-peak.yaml", "peak_flop_per_s must be in [1e+09, 1e+18]"),
+    ("optimal-gamma --hardware {tmp}/huge-overhead.yaml", "overhead_s must be in [0, 1] seconds"),
+    ("optimal-gamma --hardware {tmp}/string-number.yaml", "peak_flop_per_s"),
+    ("optimal-gamma --hardware {tmp}/list.yaml", "hardware file"),
+    ("optimal-gamma --hardware {tmp}/latin1.yaml", "not UTF-8"),
+    # model configs (config.json)
+    ("optimal-gamma --target {tmp}/fp8q.json", "quant_method 'gptq' is not modelled"),
+    ("optimal-gamma --target {tmp}/dtype.json", "torch_dtype 'float8_e4m3fn' is not one of"),
+    ("optimal-gamma --target {tmp}/moe.json", "mixture-of-experts"),
+    ("optimal-gamma --target {tmp}/badjson.json", "not valid JSON"),
+    ("optimal-gamma --target {tmp}/array.json", "expected a JSON object"),
+    ("optimal-gamma --target {tmp}/fraclayers.json", "num_hidden_layers must be a positive integer"),
+    ("optimal-gamma --draft {tmp}/bigvocab.json", "the vocabularies differ"),
+    ("schedule --target qwen2.5-7b --draft {tmp}/bigvocab.json --format vllm", "vLLM requires the draft's vocab_size"),
+    # speedup and steptime
+    ("speedup --alpha 0.8 --gamma -1 --cost-ratio 0.1", "gamma must be an integer in [0, 64]"),
+    ("speedup --alpha 0.8 --gamma 3 --cost-ratio -1", "must be >= 0"),
+    ("speedup --alpha 0.8 --gamma 3 --cost-ratio 0.1 --batch 4", "--cost-ratio replaces the step-time model"),
+    ("speedup --alpha 0.8", "required: --gamma"),
+    ("steptime --tokens-per-seq 0", "tokens-per-seq must be an integer in [1, 65]"),
+    ("steptime --model {tmp}/moe.json", "mixture-of-experts"),
+    # alpha and the metrics page
+    ("alpha --acceptance-length 0.5 --gamma 3", "acceptance length"),
+    ("alpha --acceptance-length 2.0", "--gamma"),
+    ("alpha --metrics {tmp}/metrics-dup.txt", "appears twice"),
+    ("alpha --metrics {tmp}/metrics-rising.txt", "position 1 was accepted 50 times, more than position 0 (40)"),
+    ("alpha --metrics {tmp}/metrics-above.txt", "more than the 100 drafts"),
+    ("alpha --metrics {tmp}/metrics-garbage.txt", "line 1: not a Prometheus sample"),
+    ("alpha --metrics {tmp}/metrics-empty.txt", "is empty"),
+    ("alpha --metrics {tmp}/metrics-negative.txt", "must be a finite count >= 0"),
+    ("alpha --metrics {tmp}/metrics-no-drafts.txt", "num_drafts_total is 0"),
+    ("alpha --metrics {tmp}/none.txt", "does not exist"),
+    # capacity, schedule, compare
+    ("capacity --memory-util 2", "must be in (0, 1]"),
+    ("schedule --max-batch 1000000000", "max-batch must be an integer in [1, 65536]"),
+    ("schedule --min-gain 0.5", "min gain must be >= 1"),
+    ("schedule --format vllm --json", "cannot be combined with --format vllm"),
+    ("compare --batch x", "batch must be an integer in [1, 65536]"),
+    ("compare --gamma 65", "gamma must be an integer in [0, 64]"),
+    # toy and acceptance (logits files)
+    ("toy nonsense", "invalid choice: 'nonsense'"),
+    ("toy exactness --seed -1", "seed must be an integer in [0, 4294967295]"),
+    ("acceptance --target-logits {tmp}/huge.npy --draft-logits {tmp}/huge.npy", "the limit is 100,000,000"),
+    ("acceptance --target-logits {tmp}/objects.npy --draft-logits {tmp}/objects.npy", "arrays of Python objects are not read"),
+    ("acceptance --target-logits {tmp}/empty.npy --draft-logits {tmp}/empty.npy", "not a readable .npy array"),
+    ("acceptance --target-logits {tmp}/three-d.npy --draft-logits {tmp}/three-d.npy", "shape [positions, vocab]"),
+    ("acceptance --target-logits {tmp}/nan-logits.npy --draft-logits {tmp}/nan-logits.npy", "NaN or infinite"),
+    ("acceptance --target-logits {tmp}/ok-logits.npy --draft-logits {tmp}/other-vocab.npy", "same positions and vocabulary"),
+    ("acceptance --target-logits {tmp}/ok-logits.npy --draft-logits {tmp}/ok-logits.npy --temperature -1", "must be >= 0"),
+    ("acceptance --target-logits {tmp}/none.npy --draft-logits {tmp}/ok-logits.npy", "does not exist"),
+    # calibrate (measurement CSVs) and its outputs
+    ("calibrate {tmp}/missing-cols.csv --hardware h100-sxm --out {tmp}/out/p.yaml", "missing column(s)"),
+    ("calibrate {tmp}/nan.csv --hardware h100-sxm --out {tmp}/out/p.yaml", "missing or non-numeric value at data row 3"),
+    ("calibrate {tmp}/negative.csv --hardware h100-sxm --out {tmp}/out/p.yaml", "step times must be > 0 seconds"),
+    ("calibrate {tmp}/unknown-model.csv --hardware h100-sxm --out {tmp}/out/p.yaml", "unknown model 'gpt-17'"),
+    ("calibrate {tmp}/fraclayers.csv --hardware h100-sxm --out {tmp}/out/p.yaml", "n_layers must be an integer"),
+    ("calibrate {tmp}/tie-no.csv --hardware h100-sxm --out {tmp}/out/p.yaml", "tie_embeddings must be true or false, got 'no'"),
+    ("calibrate {tmp}/identical.csv --hardware h100-sxm --out {tmp}/out/p.yaml", "too few distinct points"),
+    ("calibrate {tmp}/binary.csv --hardware h100-sxm --out {tmp}/out/p.yaml", "measurements file"),
+    ("calibrate {tmp}/nan.csv --hardware h100-sxm --out {tmp}/out/p.txt", "--out must end in .yaml or .yml"),
+    ("calibrate {tmp}/nan.csv --hardware h100-sxm --out {tmp}/nowhere/p.yaml", "does not exist"),
+    ("calibrate {tmp}/nan.csv --hardware h100-sxm --out {builtin}/measurements/h100-sxm-vllm.yaml", "never overwritten"),
+    ("calibrate {tmp}/nan.csv --hardware h100-sxm --out {builtin}/h100-sxm.yaml", "never overwritten"),
+    # compose-kernels, hardware, models, figures, reproduce
+    ("compose-kernels --hardware mi300x --out {tmp}/out", "no device 'mi300x'"),
+    ("compose-kernels --out {tmp}/nan.csv", "is not a folder"),
+    ("hardware show nope", "unknown hardware 'nope'"),
+    ("models show nope", "unknown model 'nope'"),
+    ("figures --only nope --out {tmp}/out", "unknown figure(s) nope"),
+    ("reproduce --what", "unrecognized arguments: --what"),
+]
+if HAS_TORCH:
+    CASES += [
+        ("measure --model tiny-5m --device cpu --batch 1 --out {tmp}/nowhere/x.csv", "does not exist"),
+        ("measure --model tiny-5m --device cpu --batch 1 --out {tmp}/out/x.txt", "--out must end in .csv"),
+        ("measure --model llama-3.1-70b --device cpu --batch 1 --out {tmp}/out/x.csv", "needs 141.1 GB of bf16 weights"),
+        ("measure-loop --target tiny-5m --draft tiny-5m --alpha 2", "alpha must be in [0, 1]"),
+        ("measure-loop --target tiny-5m --draft tiny-5m --gamma 100000", "gamma must be an integer in [1, 64]"),
+    ]
+
+
+@pytest.mark.parametrize("command, message", CASES, ids=[c[0][:60] for c in CASES])
+def test_bad_input_gets_one_line_and_exit_2(command, message, tmp_path, capsys):
+    _write(tmp_path)
+    before = sorted(p.name for p in (tmp_path / "out").iterdir())
+    argv = command.format(tmp=tmp_path, builtin=builtin_dir()).split(" ")
+    code = main(argv)
+    out, err = capsys.readouterr()
+    lines = [line for line in err.strip().splitlines() if not line.startswith(("note: ", "specsim: building"))]
+    assert code == 2, (command, out, err)
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert message in lines[0], lines[0]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == before  # nothing written
+
+
+def test_builtin_profiles_are_untouched_by_the_rows_above():
+    assert (builtin_dir() / "measurements" / "h100-sxm-vllm.yaml").read_text().startswith(("name:", "#"))
+
+
+# -- valid edge cases give the right answer -------------------------------------
+def test_identical_distributions_give_alpha_exactly_one(tmp_path, capsys):
+    logits = np.random.default_rng(0).normal(size=(16, 300))
+    np.save(tmp_path / "t.npy", logits)
+    assert main(["acceptance", "--target-logits", str(tmp_path / "t.npy"), "--draft-logits", str(tmp_path / "t.npy"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["alpha"] == pytest.approx(1.0, abs=1e-12)
+
+
+def test_gamma_zero_is_plain_decoding_and_alpha_one_accepts_everything(capsys):
+    assert main(["speedup", "--alpha", "0.5", "--gamma", "0", "--cost-ratio", "0.3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["speedup"] == 1.0
+    assert main(["speedup", "--alpha", "1", "--gamma", "4", "--cost-ratio", "0", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tokens_per_step"] == 5.0
+
+
+def test_fractional_draft_length_is_reported_not_rounded(tmp_path, capsys):
+    # 100 drafts, 250 drafted and 180 accepted tokens: a dynamic schedule. gamma is not 2, and alpha is not 0.93.
+    (tmp_path / "m.txt").write_text(METRICS.format(d=100, t=250, a=180))
+    assert main(["alpha", "--metrics", str(tmp_path / "m.txt"), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["gamma"] is None and data["alpha"] is None
+    assert data["mean_draft_length"] == 2.5 and data["acceptance_rate"] == pytest.approx(0.72)
+
+
+def test_a_position_no_draft_reached_is_null_in_json(tmp_path, capsys):
+    page = METRICS.format(d=100, t=300, a=40) + POS.format(k=0, v=40) + POS.format(k=1, v=0) + POS.format(k=2, v=0)
+    (tmp_path / "m.txt").write_text(page)
+    assert main(["alpha", "--metrics", str(tmp_path / "m.txt"), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["per_position_conditional"][0] == pytest.approx(0.4) and data["per_position_conditional"][2] is None
