@@ -100,12 +100,32 @@ def verify_table() -> None:
         print(pd.DataFrame(rows).to_string(index=False))
 
 
+def decay_table() -> None:
+    from pathlib import Path
+
+    from specsim.fidelity import PUBLISHED_DECAYS, predicted_decay
+
+    root = Path(__file__).resolve().parent.parent
+    print("\n3. Published speculative speedup against batch (acceptance and context unpublished: ranges over "
+          "alpha 0.6-0.8 and L 256-1024)\n")
+    rows = []
+    for check in PUBLISHED_DECAYS:
+        line = {"measurement": check.description, f"measured S({check.batch_to})/S({check.batch_from}) - 1": f"{check.measured_change:+.1%}"}
+        for timing in ("roofline", "kernels", "hybrid"):
+            lo, hi = predicted_decay(check, timing, root=root)
+            line[timing] = f"{lo:+.1%} to {hi:+.1%}"
+        rows.append(line)
+        print(pd.DataFrame([line]).T.to_string(header=False))
+        print(f"  source: {check.source}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", action="store_true", help="print every held-out row")
     args = parser.parse_args(argv)
     decode_table(args.rows)
     verify_table()
+    decay_table()
     return 0
 
 

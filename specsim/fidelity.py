@@ -40,7 +40,8 @@ from .hardware import HardwareProfile, load_hardware
 from .models import get_model
 from .steptime import step_time
 
-__all__ = ["CANDIDATES", "PUBLIC_MODELS", "FidelityResult", "load_public_tpot", "predict_tpot", "evaluate"]
+__all__ = ["CANDIDATES", "PUBLIC_MODELS", "PUBLISHED_DECAYS", "FidelityResult", "PublishedDecay", "evaluate", "load_public_tpot",
+           "predict_tpot", "predicted_decay"]
 
 #: model_path in silicon_sample.csv -> specsim built-in.
 PUBLIC_MODELS = {"meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b", "Qwen/Qwen3-32B": "qwen3-32b"}
@@ -168,3 +169,46 @@ def evaluate(df: pd.DataFrame, candidate: str, fit_engine: bool = True) -> Fidel
     out["predicted_ms"] = pred * 1e3
     out["error"] = pred / measured - 1
     return FidelityResult(candidate, out, fitted, shares)
+
+
+# -- published speculative speedups against batch --------------------------------
+@dataclass(frozen=True)
+class PublishedDecay:
+    """A measured change of speculative speedup between two batch sizes, with its source."""
+
+    description: str
+    hardware: str
+    target: str
+    draft: str  # a built-in or a config.json of a draft with the drafter's per-step cost
+    gamma: int
+    batch_from: int
+    batch_to: int
+    measured_change: float  # S(batch_to) / S(batch_from) - 1
+    source: str
+    #: The acceptance and context are not published; predictions span these ranges.
+    alphas: tuple = (0.6, 0.8)
+    contexts: tuple = (256, 1024)
+
+
+PUBLISHED_DECAYS = (
+    PublishedDecay(
+        "EAGLE, k = 3, ShareGPT, Llama-3.1-8B-Instruct on one H100, vLLM 0.10.1",
+        "h100-sxm", "llama-3.1-8b", "examples/draft-1layer-llama-3.1-8b/config.json", 3, 1, 32, -0.043,
+        "Liu, Yu, Park, Stoica, Cheung (2026), 'Speculative Decoding: Performance or Illusion?', arXiv:2601.11580, "
+        "and specdecode-bench.github.io: 'going from batch 1 to 32 reduces speedup by 4.3% on the 8B model'",
+    ),
+)
+
+
+def predicted_decay(check: PublishedDecay, timing: str, engine: str = "vllm", root: str | Path | None = None) -> tuple[float, float]:
+    """(lowest, highest) predicted S(batch_to) / S(batch_from) - 1 over the unpublished alpha and context ranges."""
+    from .speedup import Deployment
+
+    draft = check.draft if root is None or not check.draft.endswith(".json") else str(Path(root) / check.draft)
+    dep = Deployment.build(check.hardware, check.target, draft, timing=timing, engine=engine)
+    changes = []
+    for alpha in check.alphas:
+        for context in check.contexts:
+            s = dep.speedup(alpha, check.gamma, [check.batch_from, check.batch_to], context)
+            changes.append(float(s[1] / s[0] - 1))
+    return min(changes), max(changes)
