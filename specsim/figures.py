@@ -82,14 +82,15 @@ def plot_speedup_vs_gamma(table: pd.DataFrame, *, ax: Any = None) -> dict[str, A
     if len(c) != 1:
         raise ValueError(f"plot_speedup_vs_gamma needs one cost ratio, got {c.tolist()}")
     lines, optima = {}, {}
-    for color, (alpha, group) in zip(_COLORS, table.groupby("alpha")):
+    for i, (color, (alpha, group)) in enumerate(zip(_COLORS, table.groupby("alpha"))):
         group = group.sort_values("gamma")
         (line,) = ax.plot(group.gamma, group.speedup, "-o", ms=3, color=color, label=f"α = {alpha:g}")
         best = group.loc[group.speedup.idxmax()]  # first maximum: exact ties go to the smaller gamma
         optima[float(alpha)] = (int(best.gamma), float(best.speedup))
         ax.plot(best.gamma, best.speedup, "*", ms=14, color=color, markeredgecolor="black", zorder=5)
+        # Above the star, except for the lowest curve, whose label would sit on the next curve up.
         ax.annotate(f"γ*={int(best.gamma)}, {best.speedup:.2f}×", (best.gamma, best.speedup),
-                    textcoords="offset points", xytext=(0, 9), ha="center", fontsize=8.5)
+                    textcoords="offset points", xytext=(0, -17) if i == 0 else (0, 9), ha="center", fontsize=8.5)
         lines[float(alpha)] = line
     ax.axhline(1.0, color="gray", lw=1, ls="--")
     ax.set_xlabel("γ (drafted tokens per step)")
@@ -130,9 +131,9 @@ def plot_speedup_vs_batch(
                 s = group[group.batch == b].speedup
                 if len(s):
                     ax.plot(b, s.item(), "o", color=_COLORS[i], ms=6, markeredgecolor="black")
-                    first = b == group.batch.min()
+                    # Up and to the right: the curve only falls to the right, so the label stays clear of it.
                     ax.annotate(f"{s.item():.2f} at b={b}", (b, s.item()), textcoords="offset points",
-                                xytext=(6, 6) if first else (-5, 6), ha="left" if first else "right", fontsize=9)
+                                xytext=(7, 5), ha="left", fontsize=9)
     break_even = ax.axhline(1.0, color="black", lw=1, ls="--", label="break-even (no speedup)")
     drawn = np.concatenate([line.get_ydata() for line in lines.values()])
     ax.set_ylim(min(0.9, drawn.min() - 0.05), drawn.max() + 0.12)
@@ -178,10 +179,17 @@ def plot_roofline(
         first = group.batch[group.bound == "compute"]
         where = f"compute-bound from b={first.iloc[0]}" if len(first) else "memory-bound at every b shown"
         ax.plot([], [], "o", color=color, label=f"{name} (q = {q}): {where}")
+        on_roof_batches = list(group.batch[compute])
         for b, xi, yi, on_roof in zip(group.batch, x, y, compute):
+            if on_roof and b not in (on_roof_batches[0], on_roof_batches[-1]):
+                continue  # points on the flat roof sit close together: label the first and the last
             # Labels on the flat roof crowd together: tilt them upwards.
+            # Decode labels below and right of their points, verification labels to the left: the two rows of
+            # points interleave along the slope.
+            decode = color == "#1b6ca8"
             ax.annotate(f"b={b}", (xi, yi), textcoords="offset points", fontsize=7.5, color=color,
-                        xytext=(0, 7) if on_roof else (5, -12 if color == "#1b6ca8" else 5), rotation=60 if on_roof else 0)
+                        xytext=(0, 7) if on_roof else ((5, -12) if decode else (-7, 1)),
+                        ha="left" if (on_roof or decode) else "right", rotation=60 if on_roof else 0)
         points[name] = pts
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -189,7 +197,7 @@ def plot_roofline(
     ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
     ax.set_ylabel("attainable throughput (TFLOP/s)")
     row = passes.iloc[0]
-    ax.set_title(f"Roofline of {hardware.name}: {row.model} passes at L = {int(row.context)} "
+    ax.set_title(f"Roofline of {hardware.name}: {row.model} passes at L = {int(row.context)}\n"
                  "(filled: compute-bound, hollow: memory-bound)", fontsize=10)
     ax.legend(loc="lower right", fontsize=8)
     ax.grid(alpha=0.3, which="both")
@@ -332,8 +340,10 @@ def plot_speedup_vs_batch_devices(table: pd.DataFrame, *, axes: Any = None) -> d
         compute = curve[curve.bound_verify == "compute"].batch
         if len(compute):
             ax.axvline(compute.min(), color="gray", ls=":", lw=1.2)
-            ax.annotate(f"γ={gamma} verification\ncompute-bound from b={compute.min()}", (compute.min(), 1.0),
-                        textcoords="offset points", xytext=(-4, 75), ha="right", fontsize=8, color="dimgray")
+            # At the top of the panel, clear of the curves, on a white box.
+            ax.annotate(f"γ={gamma} verification\ncompute-bound\nfrom b={compute.min()}", (compute.min(), 0.97),
+                        xycoords=("data", "axes fraction"), textcoords="offset points", xytext=(4, 0), ha="left",
+                        va="top", fontsize=8, color="dimgray", bbox={"fc": "white", "ec": "none", "alpha": 0.9, "pad": 1})
         cross = drawn["crossings"][(alpha, gamma)]
         if cross is not None:
             ax.annotate(f"S < 1 from b={cross}", (cross, 1.0), textcoords="offset points", xytext=(4, 8), fontsize=8,
@@ -370,7 +380,9 @@ def plot_throughput_vs_latency(tables: dict[str, pd.DataFrame], *, ax: Any = Non
         x = (rows.latency_plain_s if plain else rows.latency_spec_s) * 1e3
         y = rows.tokens_per_s_plain if plain else rows.tokens_per_s_spec
         ls, lw = styles[i % len(styles)]
-        (line,) = ax.plot(x, y, color=color, lw=lw, ls=ls, label=label)
+        # The memory limit goes in the legend: as a label at the end of the curve it collided with the others.
+        (line,) = ax.plot(x, y, color=color, lw=lw, ls=ls,
+                          label=f"{label}: memory full at b={int(rows.batch.max())}, {y.iloc[-1]:,.0f} tok/s")
         lines[label], ends[label] = line, int(rows.batch.max())
         for b in marks:
             hit = rows.batch == b
@@ -380,8 +392,6 @@ def plot_throughput_vs_latency(tables: dict[str, pd.DataFrame], *, ax: Any = Non
                     ax.annotate(f"b={b}", (x[hit].item(), y[hit].item()), textcoords="offset points",
                                 xytext=(5, -11) if plain else (-6, 6), ha="left" if plain else "right", fontsize=7.5, color=color)
         ax.plot(x.iloc[-1], y.iloc[-1], "s", color=color, ms=8, markeredgecolor="black")
-        ax.annotate(f"memory full: b={ends[label]}, {y.iloc[-1]:,.0f} tok/s", (x.iloc[-1], y.iloc[-1]),
-                    textcoords="offset points", xytext=(-8, -16 - 12 * i), ha="right", fontsize=8, color=color)
     ax.set_xscale("log")
     ax.set_yscale("log")
     plain_numbers = FuncFormatter(lambda value, _: f"{value:g}")
@@ -390,7 +400,8 @@ def plot_throughput_vs_latency(tables: dict[str, pd.DataFrame], *, ax: Any = Non
         axis.set_minor_formatter(FuncFormatter(lambda value, _: f"{value:g}" if str(value)[0] in "25" else ""))
     ax.set_xlabel("latency per generated token of one sequence (ms)")
     ax.set_ylabel("device throughput (tokens/s)")
-    ax.legend(loc="lower right", fontsize=8.5, title="squares: largest batch that fits", title_fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize=8.5, title="squares: largest batch that fits",
+              title_fontsize=8)
     ax.grid(alpha=0.3, which="both")
     return {"ax": ax, "lines": lines, "ends": ends}
 
@@ -558,7 +569,7 @@ FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("speedup-heatmaps", (14, 5.2), _fig_heatmaps, 2),
     FigureSpec("optimal-gamma-vs-batch", (13, 4.6), _fig_optimal_gamma, 2),
     FigureSpec("speedup-vs-batch-devices", (15, 4.6), _fig_devices, 3),
-    FigureSpec("throughput-vs-latency", (14, 5.4), _fig_throughput, 2),
+    FigureSpec("throughput-vs-latency", (14, 6.2), _fig_throughput, 2),
     FigureSpec("verification-cost", (14, 5.2), _fig_verify_cost, 2),
 )
 
@@ -568,7 +579,23 @@ def render(spec: FigureSpec) -> tuple[Any, dict[str, Any]]:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=spec.size, layout="constrained")
-    return fig, spec.draw(fig)
+    drawn = spec.draw(fig)
+    _freeze_layout(fig)
+    return fig, drawn
+
+
+def _freeze_layout(fig: Any) -> None:
+    """Run the constrained layout once, snap every axes to a 1e-4 grid of the figure, and switch the layout off.
+
+    The layout solver's floating-point result differs in the last bits between CPUs (AVX-512 or not), which
+    changed SVG coordinates in their sixth decimal; positions rounded to 1e-4 of the figure (0.1 pt on a
+    14-inch figure) make every coordinate derive from the same numbers on every machine.
+    """
+    fig.draw_without_rendering()
+    positions = [(ax, [round(v, 4) for v in ax.get_position().bounds]) for ax in fig.axes]
+    fig.set_layout_engine("none")
+    for ax, bounds in positions:
+        ax.set_position(bounds)
 
 
 def make_all(outdir: str | Path = "figures", names: list[str] | None = None) -> list[Path]:
