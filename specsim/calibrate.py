@@ -45,6 +45,8 @@ __all__ = ["CalibrationResult", "calibrate", "implausible", "load_measurements",
 _SHAPE_COLUMNS = ("vocab_size", "hidden_size", "intermediate_size", "n_layers", "n_heads", "n_kv_heads", "head_dim")
 _TIME_COLUMNS = ("median_s", "step_time_s")
 MIN_POINTS = 8
+#: Fraction of distinct (model, b, q, L) points held out of a fit.
+DEFAULT_HOLDOUT = 0.25
 
 
 def _dtype_key(value: object) -> str:
@@ -221,7 +223,7 @@ def _fit(base: HardwareProfile, train: pd.DataFrame, per_layer: bool) -> tuple[H
 def calibrate(
     path: str | Path,
     base: HardwareProfile,
-    holdout: float = 0.25,
+    holdout: float = DEFAULT_HOLDOUT,
     seed: int = 0,
     per_layer: str = "auto",
     name: str | None = None,
@@ -241,6 +243,13 @@ def calibrate(
         raise ValueError(f"holdout fraction must be in [0.05, 0.8], got {holdout!r}")
     if per_layer not in ("auto", "yes", "no"):
         raise ValueError(f"per_layer must be auto, yes or no, got {per_layer!r}")
+    from .hardware import builtin_dir
+
+    name = name or f"{base.name}-calibrated"
+    # A calibrated profile may carry the name of a built-in calibrated one (that is how they are regenerated),
+    # never the name of a datasheet profile.
+    if name in {p.stem for p in builtin_dir().glob("*.yaml")}:
+        raise ValueError(f"profile name {name!r} is a built-in datasheet profile; choose another --name")
     df = load_measurements(path).reset_index(drop=True)
     # Hold out distinct points, not rows: a repeated measurement of a held-out (shape, b, q, L) must not sit in
     # the training half, or the held-out error measures memory instead of prediction.
@@ -267,7 +276,7 @@ def calibrate(
             chosen, use_layers = layered, True
     raw = Path(path).read_bytes()
     devices = sorted(set(map(str, df["device_name"]))) if "device_name" in df.columns else []
-    result_profile = dataclasses.replace(chosen, name=name or f"{base.name}-calibrated")
+    result_profile = dataclasses.replace(chosen, name=name)
     df["before_s"] = predict(base, df)
     df["after_s"] = predict(result_profile, df)
     result = CalibrationResult(result_profile, base, df, use_layers, Path(path).name, hashlib.sha256(raw).hexdigest())

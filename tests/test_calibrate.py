@@ -75,7 +75,7 @@ def test_cli_writes_profile_with_provenance_and_residual_plot(tmp_path, capsys):
     assert main(["calibrate", str(path), "--hardware", "h100-sxm", "--out", str(out), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     data = yaml.safe_load(out.read_text())
-    assert data["name"] == "mine" and data["calibration"]["source"] == "measured.csv"
+    assert data["name"] == "h100-sxm-calibrated" == report["name"] and data["calibration"]["source"] == "measured.csv"
     assert len(data["calibration"]["source_sha256"]) == 64
     assert data["calibration"]["holdout_mape_after"] == pytest.approx(report["holdout_after"]["mape"], abs=1e-6)
     assert (tmp_path / "mine-residuals.png").read_bytes()[:4] == b"\x89PNG"

@@ -183,3 +183,18 @@ def test_compare_prints_latency_and_throughput(capsys):
     assert code == 0 and rows[0]["tokens_per_s_spec"] > rows[0]["tokens_per_s_plain"]
     code, out, _ = run(capsys, "compare", "--batch", "1,256")
     assert "device tok/s plain" in out and "at the largest batch that fits" in out
+
+
+def test_parser_defaults_are_the_librarys():
+    # Defaults live in the library; where a help text states one, it must be the library's value.
+    from specsim.calibrate import DEFAULT_HOLDOUT
+    from specsim.cli import build_parser
+    from specsim.harness import defaults
+
+    parser = build_parser()
+    sub = {a.dest: a for a in parser._subparsers._group_actions[0].choices["calibrate"]._actions}
+    assert f"default {DEFAULT_HOLDOUT}" in sub["holdout"].help and sub["holdout"].default is None
+    loop = {a.dest: a for a in parser._subparsers._group_actions[0].choices["measure-loop"]._actions}
+    assert loop["tokens"].default == defaults.LOOP_TOKENS and loop["dtype"].default == defaults.LOOP_DTYPE
+    measure = {a.dest: a for a in parser._subparsers._group_actions[0].choices["measure"]._actions}
+    assert measure["device"].default == defaults.MEASURE_DEVICE and measure["repeats"].default == defaults.MEASURE_REPEATS

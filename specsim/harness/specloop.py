@@ -26,6 +26,8 @@ import time
 
 import torch
 
+from . import defaults
+
 from ..models import ModelShape
 from .model import DecoderTimingModel
 from .timing import _sync, time_pass
@@ -40,11 +42,11 @@ def run_speculative_loop(
     gamma: int,
     batch: int,
     context: int,
-    tokens: int = 64,
-    dtype: str = "bf16",
-    device: str = "cpu",
+    tokens: int = defaults.LOOP_TOKENS,
+    dtype: str = defaults.LOOP_DTYPE,
+    device: str = defaults.LOOP_DEVICE,
     seed: int = 0,
-    repeats: int = 5,
+    repeats: int = defaults.LOOP_REPEATS,
 ) -> dict:
     """Measured tokens per second with and without speculation, and the pass times.
 

@@ -22,6 +22,8 @@ from typing import Callable, Iterable
 import numpy as np
 import torch
 
+from . import defaults
+
 from ..models import ModelShape
 from .model import TORCH_DTYPES, DecoderTimingModel
 
@@ -131,10 +133,10 @@ def measure_sweep(
     batches: Iterable[int],
     tokens_per_seq: Iterable[int],
     contexts: Iterable[int],
-    dtype: str = "bf16",
-    device: str = "cpu",
-    repeats: int = 10,
-    warmup: int = 3,
+    dtype: str = defaults.MEASURE_DTYPE,
+    device: str = defaults.MEASURE_DEVICE,
+    repeats: int = defaults.MEASURE_REPEATS,
+    warmup: int = defaults.MEASURE_WARMUP,
     cuda_graphs: bool = False,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,

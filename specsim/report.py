@@ -1,0 +1,104 @@
+"""Text output of the command line: tables, the deployment a table describes, notes and reasons.
+
+Formatting only: every number here comes from a library function; this module
+decides how it reads in a terminal (plain-text tables, milliseconds, one line
+of provenance per step-time source) and how JSON is printed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Sequence
+
+__all__ = ["capacity_summary", "describe", "expected", "ms", "print_json", "print_notes", "progress", "row_source",
+           "short_bound", "table", "why_off"]
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
+    """Plain-text table; ``align`` holds one of '<' or '>' per column (default: text left, numbers right)."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    if align is None:
+        align = "".join(">" if rows and isinstance(rows[0][i], (int, float)) else "<" for i in range(len(headers)))
+    fmt = "  ".join(f"{{:{a}{w}}}" for a, w in zip(align, widths))
+    lines = [fmt.format(*headers), "  ".join("-" * w for w in widths)]
+    lines += [fmt.format(*row) for row in cells]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def print_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, allow_nan=False))
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f}"
+
+
+def short_bound(bound: str) -> str:
+    return {"memory": "mem", "compute": "comp"}[bound]
+
+
+def describe(dep, context: int) -> str:
+    from .models import format_count
+
+    hw = dep.hardware
+    t, d = dep.target, dep.draft
+    return (
+        f"target {t.name} ({format_count(t.params)} params, {t.weight_dtype}) + draft {d.name} "
+        f"({format_count(d.params)}, {d.weight_dtype}) on {hw.name}; context {context} tokens\n"
+        + "\n".join(f"step times: {line}" if i == 0 else line for i, line in enumerate(dep.provenance()))
+    )
+
+
+def row_source(dep, times, i) -> str:
+    """Which source produced row i's step times."""
+    import numpy as np
+
+    name = dep.timing.name if dep.timing is not None else "roofline"
+    for t in (times.target, times.draft, times.verify):
+        if t.fallback is not None and bool(np.asarray(t.fallback).reshape(-1)[i] if np.ndim(t.fallback) else t.fallback):
+            return f"{name}, roofline outside the kernel data"
+    return name
+
+
+def print_notes(dep) -> None:
+    """What the step-time source could not answer from its own data, on stderr."""
+    for note in dep.notes():
+        print(f"note: {note}", file=sys.stderr)
+
+
+def why_off(rows: list) -> str:
+    """The reason speculation is off, from the numbers rather than a fixed sentence."""
+    off = [r for r in rows if r["gamma"] == 0]
+    if all(r["bound_verify"] == "memory" for r in off):
+        return ("even gamma = 1 costs more (one draft step plus a verification pass) than the tokens it saves "
+                "at this alpha; every pass there is memory-bound.")
+    return "verification of gamma+1 tokens per sequence is compute-bound there and costs more than the tokens it saves."
+
+
+def capacity_summary(cap, dep) -> list[str]:
+    gb = 1e9
+    lines = [f"memory: {cap.memory_bytes / gb:.0f} GB x {cap.usable_bytes / cap.memory_bytes:g} usable = {cap.usable_bytes / gb:.1f} GB; "
+             f"weights {dep.target.name} {cap.target_weight_bytes / gb:.1f} GB + {dep.draft.name} {cap.draft_weight_bytes / gb:.1f} GB; "
+             f"KV per sequence at {cap.context_tokens} tokens {cap.target_kv_bytes_per_seq / gb:.3f} + {cap.draft_kv_bytes_per_seq / gb:.3f} GB"]
+    if not cap.target_fits:
+        lines.append(f"{dep.target.name} does not fit on {dep.hardware.name} in {dep.target.weight_dtype}: "
+                     f"its weights ({cap.target_weight_bytes / gb:.1f} GB) exceed the usable {cap.usable_bytes / gb:.1f} GB; "
+                     "use more GPUs (tensor parallelism), a smaller dtype (fp8, int4) or a larger device")
+    elif not cap.both_fit:
+        lines.append(f"{dep.target.name} fits but not with the {dep.draft.name} draft beside it")
+    else:
+        lines.append(f"max batch at {cap.context_tokens} tokens per sequence: {cap.max_batch_without_draft} without the draft, "
+                     f"{cap.max_batch_with_draft} with it")
+    return lines
+
+
+def expected(alpha: float, gamma: int) -> float:
+    from .speedup import expected_tokens
+
+    return float(expected_tokens(alpha, gamma))
+
+
+def progress(line: str) -> None:
+    print(f"specsim: {line}", file=sys.stderr, flush=True)
