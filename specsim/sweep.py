@@ -46,26 +46,42 @@ def _as_list(value: object) -> list:
 def deployments(
     hardware: object = DEFAULT_HARDWARE,
     pairs: object = ((DEFAULT_TARGET, DEFAULT_DRAFT),),
+    timing: str | None = None,
+    engine: str | None = None,
 ) -> list[Deployment]:
     """Every combination of hardware and (target, draft) pair as a Deployment.
 
     ``hardware`` is a name, a path, a HardwareProfile or a list of them;
     ``pairs`` is one (target, draft) tuple or a list of them, each a name,
-    config.json path or ModelShape.
+    config.json path or ModelShape.  ``timing`` and ``engine`` choose the
+    step-time source and engine preset as on the command line (``"hybrid"``,
+    ``"vllm"``, ...); left at None, the article's bare roofline answers.
     """
     out = []
     pair_list = [pairs] if isinstance(pairs, tuple) and len(pairs) == 2 and not isinstance(pairs[0], tuple) else list(pairs)  # type: ignore[arg-type]
     for hw in _as_list(hardware):
         profile = hw if isinstance(hw, HardwareProfile) else load_hardware(hw)
         for target, draft in pair_list:
-            out.append(
-                Deployment(
-                    profile,
-                    target if isinstance(target, ModelShape) else get_model(target),
-                    draft if isinstance(draft, ModelShape) else get_model(draft),
-                )
+            dep = Deployment(
+                profile,
+                target if isinstance(target, ModelShape) else get_model(target),
+                draft if isinstance(draft, ModelShape) else get_model(draft),
             )
+            if timing is not None or engine is not None:
+                dep = _with_source(dep, timing, engine)
+            out.append(dep)
     return out
+
+
+def _with_source(dep: Deployment, timing: str | None, engine: str | None) -> Deployment:
+    import dataclasses
+
+    from .engines import DEFAULT_ENGINE, get_engine
+    from .timing import DEFAULT_TIMING, make_source
+
+    preset = get_engine(DEFAULT_ENGINE if engine is None else engine)
+    source = make_source(DEFAULT_TIMING if timing is None else timing, dep.hardware, preset.kernel_engine)
+    return dataclasses.replace(dep, timing=source, engine=preset.for_source(source.name))
 
 
 def _grid(**axes: object) -> dict[str, np.ndarray]:
@@ -84,6 +100,8 @@ def _frame(dep: Deployment, shape: tuple[int, ...], columns: dict[str, np.ndarra
     frame.insert(0, "draft", dep.draft.name)
     frame.insert(0, "target", dep.target.name)
     frame.insert(0, "hardware", dep.hardware.name)
+    frame["timing"] = dep.timing.name if dep.timing is not None else "roofline"
+    frame["engine"] = dep.engine.name if dep.engine is not None else "none"
     return frame
 
 
@@ -101,6 +119,8 @@ def sweep(
     context: object = DEFAULT_CONTEXT_TOKENS,
     hardware: object = DEFAULT_HARDWARE,
     pairs: object = ((DEFAULT_TARGET, DEFAULT_DRAFT),),
+    timing: str | None = None,
+    engine: str | None = None,
 ) -> pd.DataFrame:
     """Speedup and step times on a grid, one row per point.
 
@@ -110,13 +130,16 @@ def sweep(
         Axes of the grid (acceptance rate, drafted tokens, sequences, cached tokens).
     hardware : name, path, HardwareProfile, or a list of them
     pairs : (target, draft) or a list of such pairs
+    timing, engine : step-time source and engine preset (as ``--timing`` and
+        ``--engine``); None: the article's bare roofline
 
     Returns
     -------
     DataFrame
         Columns: hardware, target, draft, alpha, gamma, batch, context,
         t_target_s, t_draft_s, t_verify_s, cost_ratio, verify_ratio,
-        tokens_per_step, speedup, bound_target, bound_draft, bound_verify.
+        tokens_per_step, speedup, bound_target, bound_draft, bound_verify,
+        timing, engine.
 
     Examples
     --------
@@ -125,7 +148,7 @@ def sweep(
     (4, 1.25)
     """
     frames = []
-    for dep in deployments(hardware, pairs):
+    for dep in deployments(hardware, pairs, timing, engine):
         g = _grid(alpha=alpha, gamma=gamma, batch=batch, context=context)
         shape = np.broadcast_shapes(*(a.shape for a in g.values()))
         times = dep.pass_times(g["batch"], g["gamma"], g["context"])
@@ -159,19 +182,22 @@ def optimal_gamma_table(
     pairs: object = ((DEFAULT_TARGET, DEFAULT_DRAFT),),
     gamma_max: int = DEFAULT_GAMMA_MAX,
     rtol: float = 0.0,
+    timing: str | None = None,
+    engine: str | None = None,
 ) -> pd.DataFrame:
     """The best gamma per (hardware, pair, alpha, batch, context), one row each.
 
     Columns: hardware, target, draft, alpha, batch, context, gamma, speedup,
     tokens_per_step, t_target_s, t_draft_s, t_verify_s, cost_ratio,
-    bound_target, bound_draft, bound_verify, at_gamma_max.
+    bound_target, bound_draft, bound_verify, at_gamma_max, timing, engine.
+    ``timing`` and ``engine`` as in :func:`sweep`.
 
     >>> t = optimal_gamma_table(alpha=0.8, batch=[1, 256], pairs=("article-8b", "article-1b"))
     >>> t.gamma.tolist()
     [4, 2]
     """
     frames = []
-    for dep in deployments(hardware, pairs):
+    for dep in deployments(hardware, pairs, timing, engine):
         g = _grid(alpha=alpha, batch=batch, context=context)
         shape = np.broadcast_shapes(*(a.shape for a in g.values()))
         best = dep.optimal_gamma(g["alpha"], g["batch"], g["context"], gamma_max, rtol)

@@ -64,3 +64,15 @@ def test_roofline_meets_at_the_ridge():
 def test_empty_axis_is_rejected():
     with pytest.raises(ValueError, match="batch must be a non-empty"):
         sweep(batch=[])
+
+
+def test_sweep_takes_the_step_time_source_and_labels_it():
+    from specsim.speedup import Deployment
+
+    df = sweep(alpha=0.8, gamma=3, batch=[2, 64], context=400, timing="hybrid", engine="vllm")
+    assert set(df.timing) == {"hybrid"} and set(df.engine) == {"vllm"}
+    expected = Deployment.build(timing="hybrid", engine="vllm").speedup(0.8, 3, [2, 64], 400)
+    np.testing.assert_allclose(df.speedup, expected, rtol=1e-12)
+    assert set(sweep(alpha=0.8, gamma=3, batch=2).timing) == {"roofline"}  # the article's model unless asked
+    best = optimal_gamma_table(alpha=0.8, batch=[1, 64], timing="hybrid")
+    assert best.gamma.tolist() == Deployment.build().optimal_gamma(0.8, [1, 64], 1128).gamma.tolist()
