@@ -156,6 +156,6 @@ def test_gpu_script_rehearses_on_the_cpu(repo, tmp_path):
     done = subprocess.run(["bash", str(repo / "scripts" / "gpu_measure.sh")], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == ["comparison.csv", "cpu-epyc-2vcpu-measured-residuals.png", "cpu-epyc-2vcpu-measured.yaml", "log.txt",
-                     "loop.json", "measured.csv"]
+    assert names == ["comparison-verify-ratio.csv", "comparison.csv", "cpu-epyc-2vcpu-measured-residuals.png",
+                     "cpu-epyc-2vcpu-measured.yaml", "log.txt", "loop.json", "measured.csv"]
     assert len(names) <= 8  # the device tool brings back at most 8 files
