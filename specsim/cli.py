@@ -23,7 +23,7 @@ from .engines import DEFAULT_ENGINE, ENGINES
 from .harness import defaults as hd
 from .limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA
 from .timing import DEFAULT_TIMING, TIMING_CHOICES
-from .schedule import DEFAULT_MAX_BATCH, DEFAULT_SCHEDULE_RTOL
+from .schedule import DEFAULT_MAX_BATCH, DEFAULT_MIN_GAIN, DEFAULT_SCHEDULE_RTOL
 from .speedup import (
     DEFAULT_ALPHA,
     DEFAULT_BATCHES,
@@ -31,6 +31,7 @@ from .speedup import (
     DEFAULT_DRAFT,
     DEFAULT_GAMMA_MAX,
     DEFAULT_HARDWARE,
+    DEFAULT_RTOL,
     DEFAULT_TARGET,
 )
 
@@ -159,7 +160,7 @@ def _parser_optimal_gamma(sub) -> None:
     p.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA, help=f"per-token acceptance rate in [0, 1] (default {DEFAULT_ALPHA})")
     _add_deployment_args(p)
     p.add_argument("--gamma-max", type=_gamma_max, default=DEFAULT_GAMMA_MAX, help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})")
-    p.add_argument("--rtol", type=_nonneg_float, default=0.0,
+    p.add_argument("--rtol", type=_nonneg_float, default=DEFAULT_RTOL,
                    help="pick the smallest gamma within this fraction of the best speedup (default 0: exact argmax)")
     _add_memory_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -220,7 +221,7 @@ def _parser_schedule(sub) -> None:
     _add_deployment_args(p, batch=False)
     p.add_argument("--max-batch", type=_int_at_least(1, "max-batch", MAX_BATCH), default=DEFAULT_MAX_BATCH,
                    help=f"largest batch size (max_num_seqs) to schedule (default {DEFAULT_MAX_BATCH})")
-    p.add_argument("--min-gain", type=_float, default=1.0,
+    p.add_argument("--min-gain", type=_float, default=DEFAULT_MIN_GAIN,
                    help="speculate only where the predicted speedup is at least this (e.g. 1.05; default 1)")
     p.add_argument("--gamma-max", type=_gamma_max, default=DEFAULT_GAMMA_MAX, help=f"largest gamma (default {DEFAULT_GAMMA_MAX})")
     p.add_argument("--rtol", type=_nonneg_float, default=DEFAULT_SCHEDULE_RTOL,
@@ -323,7 +324,8 @@ def _parser_compose_kernels(sub) -> None:
     p = sub.add_parser("compose-kernels", help="per-step times composed from AIConfigurator's measured kernels, as a CSV for calibrate")
     p.add_argument("--hardware", type=lambda t: [d.strip() for d in t.split(",") if d.strip()], default=["h100-sxm"],
                    help="comma-separated profiles whose device the database has (default h100-sxm)")
-    p.add_argument("--engine", choices=["vllm", "sglang", "trtllm"], default="vllm", help="whose kernels (default vllm)")
+    p.add_argument("--engine", choices=["vllm", "sglang", "trtllm"], default=ENGINES[DEFAULT_ENGINE].kernel_engine,
+                   help=f"whose kernels (default {ENGINES[DEFAULT_ENGINE].kernel_engine})")
     p.add_argument("--models", type=lambda t: [m.strip() for m in t.split(",") if m.strip()],
                    default=["llama-3.2-1b", "llama-3.1-8b"], help="comma-separated models (default llama-3.2-1b,llama-3.1-8b)")
     p.add_argument("--out", required=True, help="output folder for <hardware>-<engine>-kernel-steps.csv")

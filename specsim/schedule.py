@@ -58,6 +58,8 @@ class ScheduleRange:
 #: kernel times switches gamma back and forth on differences smaller than the data's own 1-2% noise
 #: (with 0.5% the default H100 schedule still had nine ranges; with 1% it has four).
 DEFAULT_SCHEDULE_RTOL = 0.01
+#: Speculate where the predicted speedup is at least this (1: any predicted gain).
+DEFAULT_MIN_GAIN = 1.0
 
 
 def gamma_schedule(
@@ -66,7 +68,7 @@ def gamma_schedule(
     max_batch: int = DEFAULT_MAX_BATCH,
     context: int = DEFAULT_CONTEXT_TOKENS,
     gamma_max: int = DEFAULT_GAMMA_MAX,
-    min_gain: float = 1.0,
+    min_gain: float = DEFAULT_MIN_GAIN,
     rtol: float = DEFAULT_SCHEDULE_RTOL,
 ) -> list[ScheduleRange]:
     """Best gamma for every batch size 1..max_batch, merged into ranges.

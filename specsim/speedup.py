@@ -51,6 +51,7 @@ __all__ = [
     "DEFAULT_DRAFT",
     "DEFAULT_GAMMA_MAX",
     "DEFAULT_HARDWARE",
+    "DEFAULT_RTOL",
     "DEFAULT_TARGET",
     "Deployment",
     "OptimalGamma",
@@ -73,6 +74,8 @@ DEFAULT_ALPHA = 0.8
 #: 256-token completion (the article's preset).
 DEFAULT_CONTEXT_TOKENS = 1128
 DEFAULT_GAMMA_MAX = 16
+#: optimal-gamma's tie tolerance: 0 is the exact float64 argmax (ties to the smaller gamma).
+DEFAULT_RTOL = 0.0
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 #: Largest difference in embedding rows read as padding of one vocabulary (Qwen2.5: 128; llama.cpp allows 100).
 MAX_VOCAB_PADDING = 128
@@ -405,7 +408,7 @@ class Deployment:
         batch: object = DEFAULT_BATCHES,
         context: object = DEFAULT_CONTEXT_TOKENS,
         gamma_max: int = DEFAULT_GAMMA_MAX,
-        rtol: float = 0.0,
+        rtol: float = DEFAULT_RTOL,
     ) -> OptimalGamma:
         """Best gamma in 0..gamma_max per point of broadcast (alpha, batch, context)."""
         from .limits import MAX_GAMMA, check_int
