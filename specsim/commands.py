@@ -257,7 +257,8 @@ def run_schedule(args: argparse.Namespace) -> int:
             print(yaml.safe_dump({"speculative_config": config}, sort_keys=False).rstrip())
     elif args.format == "json":
         print_json([{"start_batch": r.start_batch, "end_batch": r.end_batch, "gamma": r.gamma,
-                      "min_speedup": r.min_speedup, "max_speedup": r.max_speedup} for r in ranges])
+                     "min_speedup": r.min_speedup, "max_speedup": r.max_speedup, "provenance": dep.provenance()}
+                    for r in ranges])
     else:
         print(describe(dep, args.context))
         print(f"alpha {args.alpha:g}; speculate only where the predicted speedup >= {args.min_gain:g}\n")
