@@ -168,3 +168,45 @@ def test_predict_groups_rows_by_shape_not_by_name(tmp_path):
     pd.DataFrame(rows).to_csv(tmp_path / "m.csv", index=False)
     df = load_measurements(tmp_path / "m.csv")
     np.testing.assert_allclose(predict(hw, df), df["measured_s"].to_numpy(), rtol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    base = load_hardware("h100-sxm")
+    truth = dataclasses.replace(base, compute_eff=0.5, bandwidth_eff=0.75, overhead_s=0.2e-3)
+    return calibrate(synthetic(tmp_path_factory.mktemp("fit"), truth, noise=0.02), base)
+
+
+def test_residual_figure_draws_the_errors_it_reports(fitted):
+    from specsim.calibrate import residual_figure
+
+    fig = residual_figure(fitted)
+    before, after = fig.axes
+    assert before.get_shared_y_axes().joined(before, after) and before.get_xscale() == "log"
+    for ax, which in ((before, "before"), (after, "after")):
+        e = np.abs(fitted.errors(which, True))
+        assert f"held-out MAPE {e.mean():.1%}, worst {e.max():.1%}" in ax.get_title()
+        drawn = np.concatenate([c.get_offsets()[:, 1] for c in ax.collections])
+        data = fitted.data
+        expected = 100.0 * (data[f"{which}_s"] / data["measured_s"] - 1.0)
+        np.testing.assert_allclose(np.sort(drawn), np.sort(expected.to_numpy()), rtol=1e-12)
+        xs = np.concatenate([c.get_offsets()[:, 0] for c in ax.collections])
+        np.testing.assert_allclose(np.sort(xs), np.sort((data.batch * (1 + 0.04 * data.tokens_per_seq)).to_numpy()))
+    labels = [t.get_text() for t in after.get_legend().get_texts()]
+    assert {"llama-3.2-1b, held out", "llama-3.2-1b, fitted", "llama-3.1-8b, held out", "llama-3.1-8b, fitted"} == set(labels)
+    assert "predicted / measured - 1" in before.get_ylabel()
+
+
+def test_implausible_flags_each_kind_of_bad_fit(fitted):
+    from specsim.calibrate import implausible
+
+    assert implausible(fitted) == []  # a clean fit of the data's own model
+    at_bound = dataclasses.replace(fitted, profile=dataclasses.replace(fitted.profile, compute_eff=1.0))
+    assert any("compute_eff = 1.000 sits at its bound" in w for w in implausible(at_bound))
+    floor = dataclasses.replace(fitted, profile=dataclasses.replace(fitted.profile, bandwidth_eff=0.02))
+    assert any("bandwidth_eff = 0.020 sits at its bound" in w for w in implausible(floor))
+    worse = fitted.data.assign(after_s=fitted.data.before_s * 1.01 + fitted.data.measured_s * 0.3)
+    warnings = implausible(dataclasses.replace(fitted, data=worse))
+    assert any("is large" in w for w in warnings) and any("worse than the base profile" in w for w in warnings)
+    same = fitted.data.assign(after_s=fitted.data.before_s)
+    assert not any("worse than the base" in w for w in implausible(dataclasses.replace(fitted, data=same)))

@@ -75,3 +75,28 @@ def test_max_context_below_the_mean_context_is_refused(capsys):
     assert main(["optimal-gamma", "--context", "4096", "--max-context", "1024", "--timing", "roofline"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "--max-context (1024) must be at least the mean --context (4096)" in err
+
+
+def test_capacity_to_dict_is_every_field_under_its_own_name():
+    from specsim.capacity import capacity
+    from specsim.speedup import Deployment
+
+    cap = capacity(Deployment.from_names(), 8192)
+    fields = ["memory_bytes", "usable_bytes", "target_weight_bytes", "draft_weight_bytes", "target_kv_bytes_per_seq",
+              "draft_kv_bytes_per_seq", "context_tokens", "target_fits", "both_fit", "max_batch_without_draft",
+              "max_batch_with_draft"]
+    assert cap.to_dict() == {name: getattr(cap, name) for name in fields}
+
+
+def test_throughput_table_columns_are_consistent_with_each_other():
+    # Per-sequence rates are the reciprocal of latency, device rates multiply by the batch, gamma stays in range.
+    from specsim.capacity import throughput_table
+    from specsim.speedup import Deployment
+
+    t = throughput_table(Deployment.from_names(), 0.9, [1, 8, 64], 1128, gamma_max=2)
+    np.testing.assert_allclose(t.tokens_per_s_seq_spec, 1.0 / t.latency_spec_s, rtol=1e-12)
+    np.testing.assert_allclose(t.tokens_per_s_seq_plain, 1.0 / t.latency_plain_s, rtol=1e-12)
+    np.testing.assert_allclose(t.tokens_per_s_spec, t.batch * t.tokens_per_s_seq_spec, rtol=1e-12)
+    np.testing.assert_allclose(t.speedup, t.latency_plain_s / t.latency_spec_s, rtol=1e-12)
+    assert t.batch.dtype.kind == "i" and t.batch.tolist() == [1, 8, 64]
+    assert t.gamma.max() == 2  # at alpha 0.9 the unconstrained optimum is larger: gamma_max is respected

@@ -121,3 +121,44 @@ def test_cli_bad_metrics_file_is_one_line(tmp_path, capsys):
 def test_parser_handles_escapes_and_timestamps():
     samples = parse_prometheus('m{a="x\\"y",b="z"} 1.5 1700000000000\n')
     assert samples == [("m", {"a": 'x"y', "b": "z"}, 1.5)]
+
+
+def test_metrics_to_dict_reports_every_quantity_under_its_name():
+    m = acceptance_from_prometheus(exposition(1000, 3, [800, 560, 392]))
+    d = m.to_dict()
+    for key in ("alpha", "gamma", "mean_draft_length", "mean_acceptance_length", "acceptance_rate", "drafts",
+                "draft_tokens", "accepted_tokens"):
+        assert d[key] == getattr(m, key), key
+    assert d["per_position_cumulative"] == pytest.approx([0.8, 0.56, 0.392])
+    assert d["per_position_conditional"] == pytest.approx([0.8, 0.7, 0.7])
+    assert d["positions_far_from_alpha"] == m.independence_deviation() and d["independent_alpha_consistent"] is (not m.independence_deviation())
+    assert set(d) == {"alpha", "gamma", "mean_draft_length", "mean_acceptance_length", "acceptance_rate", "drafts",
+                      "draft_tokens", "accepted_tokens", "per_position_cumulative", "per_position_conditional",
+                      "independent_alpha_consistent", "positions_far_from_alpha"}
+
+
+def test_independence_deviation_threshold_is_max_of_005_and_four_standard_errors():
+    # 10,000 drafts: four standard errors of a rate near 0.75 are about 0.017, so the 0.05 floor decides.
+    far = acceptance_from_prometheus(exposition(10_000, 3, [8_000, 5_200, 3_900]))  # conditional 0.80, 0.65, 0.75
+    # alpha 0.744: positions 0 (0.056 away) and 1 (0.094) are flagged, position 2 (0.006) is not.
+    assert far.alpha == pytest.approx(0.7442, abs=1e-4) and far.independence_deviation() == [0, 1]
+    near = acceptance_from_prometheus(exposition(10_000, 3, [7_600, 5_624, 4_162]))  # 0.76, 0.74, 0.74: within 0.05
+    assert near.independence_deviation() == []
+    # 40 drafts: four standard errors (about 0.27) exceed 0.05, so the same 0.15 gap is not flagged.
+    few = acceptance_from_prometheus(exposition(40, 3, [32, 21, 16]))
+    assert few.independence_deviation() == []
+
+
+def test_metrics_file_errors_name_the_file(tmp_path):
+    from specsim.metrics import read_metrics_file
+
+    with pytest.raises(ValueError, match=r"metrics file '.*missing.txt' does not exist"):
+        read_metrics_file(tmp_path / "missing.txt")
+    (tmp_path / "bin.txt").write_bytes(b"\xff\xfe")
+    with pytest.raises(ValueError, match="is not UTF-8 text"):
+        read_metrics_file(tmp_path / "bin.txt")
+    (tmp_path / "blank.txt").write_text("  \n")
+    with pytest.raises(ValueError, match="is empty"):
+        read_metrics_file(tmp_path / "blank.txt")
+    (tmp_path / "ok.txt").write_text(exposition(100, 2, [50, 25]))
+    assert read_metrics_file(tmp_path / "ok.txt").drafts == 100

@@ -182,3 +182,21 @@ def test_fp8_checkpoint_stores_fp8_weights_and_bf16_kv():
            "quantization_config": {"quant_method": "fp8"}}
     m = model_from_hf_config(cfg)
     assert (m.weight_dtype, m.kv_dtype) == ("fp8", "bf16")
+
+
+def test_model_to_dict_is_every_field_under_its_own_name():
+    m = get_model("qwen3-32b")
+    fields = ["name", "params", "computed_params", "streamed_params", "vocab_size", "hidden_size", "intermediate_size",
+              "n_layers", "n_heads", "n_kv_heads", "head_dim", "tie_embeddings", "qkv_bias", "qk_norm", "weight_dtype",
+              "kv_dtype", "weight_bytes", "streamed_weight_bytes", "kv_bytes_per_token", "source"]
+    assert m.to_dict() == {name: getattr(m, name) for name in fields}
+
+
+@pytest.mark.parametrize("n, text", [
+    (1e12, "1T"), (2.5e12, "2.5T"), (1e9, "1B"), (999_999_999, "1e+03M"), (1e6, "1M"), (1e3, "1k"), (999, "999"),
+    (8030261248, "8.03B"), (-2e9, "-2B"), (0, "0"),
+])
+def test_format_count_thresholds(n, text):
+    from specsim.models import format_count
+
+    assert format_count(n) == text

@@ -137,3 +137,38 @@ def test_identical_distributions_accept_with_probability_exactly_one():
     p = rng.dirichlet(np.ones(1000), size=50)
     alpha = acceptance_rate(p, p)
     assert np.all(alpha <= 1.0) and np.allclose(alpha, 1.0)
+
+
+def test_softmax_normalises_each_row_on_its_own():
+    logits = np.array([[0.0, np.log(3.0), -1e9], [2.0, 0.0, 0.0]])
+    probs = softmax(logits)
+    np.testing.assert_allclose(probs[0], [0.25, 0.75, 0.0], atol=1e-12)
+    np.testing.assert_allclose(probs[1], np.exp([2.0, 0.0, 0.0]) / np.exp([2.0, 0.0, 0.0]).sum(), rtol=1e-12)
+    np.testing.assert_allclose(softmax(logits, temperature=0.5)[1], softmax(logits[1] * 2.0), rtol=1e-12)
+    assert softmax(np.array([[1.0, 2.0], [3.0, 0.0]]), temperature=0).tolist() == [[0.0, 1.0], [1.0, 0.0]]
+    assert softmax(np.array([[1, 2]]), temperature=1).dtype == np.float64  # integer logits become floats
+
+
+def test_output_distribution_is_the_target_row_by_row_even_where_the_draft_has_no_mass():
+    p = np.array([[0.5, 0.5, 0.0], [0.1, 0.2, 0.7]])
+    q = np.array([[0.0, 0.5, 0.5], [0.7, 0.2, 0.1]])
+    np.testing.assert_allclose(output_distribution(p, q), p, atol=1e-12)
+
+
+def test_verify_exact_outcomes_greedy_and_certain():
+    # Greedy: accept while the drafted token is the target's argmax, then emit the target's argmax.
+    p = np.array([[[0.1, 0.9], [0.8, 0.2], [0.3, 0.7]],
+                  [[0.6, 0.4], [0.1, 0.9], [0.5, 0.5]]])
+    q = np.full((2, 2, 2), 0.5)
+    step = verify(np.array([[1, 0], [1, 1]]), q, p, np.random.default_rng(0), greedy=True)
+    assert step.num_accepted.tolist() == [2, 0]
+    assert step.tokens.tolist() == [[1, 0, 1], [0, -1, -1]] and step.tokens.dtype == np.int64
+    # Sampling with a one-hot target: a drafted token the target rules out is always rejected and replaced.
+    one_hot = np.tile(np.array([0.0, 0.0, 1.0]), (3, 3, 1))
+    draft = np.tile(np.array([0.5, 0.0, 0.5]), (3, 2, 1))
+    step = verify(np.array([[2, 2], [0, 2], [2, 0]]), draft, one_hot, np.random.default_rng(1))
+    assert step.num_accepted.tolist() == [2, 0, 1]
+    assert step.tokens.tolist() == [[2, 2, 2], [2, -1, -1], [2, 2, -1]]
+    # gamma = 0: one token straight from the target.
+    zero = verify(np.zeros((2, 0), dtype=int), np.zeros((2, 0, 3)), one_hot[:2, :1], np.random.default_rng(2))
+    assert zero.tokens.tolist() == [[2], [2]] and zero.num_accepted.tolist() == [0, 0]

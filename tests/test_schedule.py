@@ -108,3 +108,37 @@ def test_never_paying_schedule_gives_no_config():
 def test_bad_arguments(dep, kwargs, message):
     with pytest.raises(ValueError, match=message):
         gamma_schedule(dep, 0.8, **{"max_batch": 16, **kwargs})
+
+
+def test_range_speedups_are_the_min_and_max_over_exactly_their_batches(dep):
+    ranges = gamma_schedule(dep, 0.8, 256, context=128, rtol=0)
+    best = dep.optimal_gamma(0.8, np.arange(1, 257), 128)
+    for r in ranges:
+        inside = best.speedup[r.start_batch - 1:r.end_batch]
+        if r.gamma == 0:
+            assert r.min_speedup == r.max_speedup == 1.0  # speculation off: no gain, whatever the model says
+        else:
+            assert r.min_speedup == pytest.approx(inside.min(), rel=1e-12) and r.max_speedup == pytest.approx(inside.max(), rel=1e-12)
+    # A single-batch schedule (max_batch 1) is one range of one batch.
+    (one,) = gamma_schedule(dep, 0.8, 1, context=128)
+    assert (one.start_batch, one.end_batch) == (1, 1) and one.min_speedup == one.max_speedup > 1
+
+
+def test_min_gain_is_inclusive_and_rtol_bounds(dep):
+    best = dep.optimal_gamma(0.8, np.array([1]), 128, rtol=0)
+    exact = float(best.speedup[0])
+    assert gamma_schedule(dep, 0.8, 1, context=128, min_gain=exact, rtol=0)[0].gamma == int(best.gamma[0])
+    assert gamma_schedule(dep, 0.8, 1, context=128, min_gain=exact * 1.001, rtol=0)[0].gamma == 0
+    for bad in (-0.01, 0.5, float("nan")):
+        with pytest.raises(ValueError, match="rtol must be in"):
+            gamma_schedule(dep, 0.8, 16, rtol=bad)
+    with pytest.raises(ValueError, match=r"max batch must be an integer in \[1, 65536\]"):
+        gamma_schedule(dep, 0.8, 0)
+
+
+def test_trtllm_config_names_the_draft_and_caps_only_when_speculation_stops(dep):
+    on_everywhere = gamma_schedule(dep, 0.8, 64, context=1128)
+    config = to_trtllm(on_everywhere, "meta-llama/Llama-3.2-1B-Instruct")
+    assert config["speculative_model"] == "meta-llama/Llama-3.2-1B-Instruct" and "max_concurrency" not in config
+    off_late = gamma_schedule(dep, 0.8, 256, context=128)
+    assert "max_concurrency" in to_trtllm(off_late, "x")

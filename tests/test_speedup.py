@@ -202,3 +202,39 @@ def test_at_limit_flags_a_capped_search():
     dep = Deployment.from_names()
     best = dep.optimal_gamma(0.99, [1], gamma_max=4)
     assert best.gamma.item() == 4 and best.at_limit.item()
+
+
+def test_acceptance_length_boundaries_are_exact():
+    # E = 1 means nothing was ever accepted (alpha 0); E = gamma + 1 means everything was (alpha 1); integers work.
+    assert float(alpha_from_acceptance_length(1, 3)) == 0.0
+    assert float(alpha_from_acceptance_length(4, 3)) == 1.0
+    out = alpha_from_acceptance_length(np.array([1, 4]), np.array([3, 3]))
+    assert out.dtype == np.float64 and out.tolist() == [0.0, 1.0]
+    # Just inside the range the solver must land on E's inverse to 1e-12.
+    assert float(expected_tokens(float(alpha_from_acceptance_length(3.999999, 3)), 3)) == pytest.approx(3.999999, abs=1e-12)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: alpha_from_acceptance_length(1.5, 0), r"^gamma must be >= 1 to infer alpha \(gamma = 0 drafts nothing\)$"),
+    (lambda: expected_tokens_per_position(0.8), r"^rates must have one entry per draft position$"),
+    (lambda: speedup_from_cost_ratio(0.8, 2, -0.1), r"^cost_ratio must be >= 0, got -0\.1$"),
+    (lambda: speedup_from_cost_ratio(0.8, 2, float("nan")), r"^cost_ratio must be >= 0, got nan$"),
+])
+def test_error_messages_are_exact(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_per_position_tokens_per_step_row_by_row():
+    rates = np.array([[0.9, 0.5], [1.0, 1.0], [0.0, 1.0]])
+    np.testing.assert_allclose(expected_tokens_per_position(rates), [1 + 0.9 + 0.45, 3.0, 1.0], rtol=1e-12)
+
+
+def test_cost_ratio_optimum_broadcasts_alpha_against_cost():
+    gamma, speedup = optimal_gamma_cost_ratio(np.array([[0.5], [0.9]]), np.array([0.01, 0.05, 0.2]))
+    assert gamma.shape == speedup.shape == (2, 3)
+    for i, a in enumerate((0.5, 0.9)):
+        for j, c in enumerate((0.01, 0.05, 0.2)):
+            g1, s1 = optimal_gamma_cost_ratio(a, c)
+            assert int(gamma[i, j]) == int(g1) and float(speedup[i, j]) == pytest.approx(float(s1), rel=1e-12)
+    assert gamma[1, 1] == 13 and gamma[0, 1] == 3  # the article's c = 0.05 optima
