@@ -162,3 +162,60 @@ def test_metrics_file_errors_name_the_file(tmp_path):
         read_metrics_file(tmp_path / "blank.txt")
     (tmp_path / "ok.txt").write_text(exposition(100, 2, [50, 25]))
     assert read_metrics_file(tmp_path / "ok.txt").drafts == 100
+
+
+def _page(drafts, tokens, accepted, per_pos=(), model="m", extra=""):
+    lines = [f'vllm:spec_decode_num_drafts_total{{model_name="{model}"}} {drafts}',
+             f'vllm:spec_decode_num_draft_tokens_total{{model_name="{model}"}} {tokens}',
+             f'vllm:spec_decode_num_accepted_tokens_total{{model_name="{model}"}} {accepted}']
+    lines += [f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{model_name="{model}",position="{k}"}} {v}'
+              for k, v in enumerate(per_pos)]
+    return "\n".join(lines) + "\n" + extra
+
+
+def test_label_escapes_are_read():
+    samples = parse_prometheus('x{a="say \\"hi\\"",b="two\\nlines",c="back\\\\slash"} 1\n')
+    assert samples == [("x", {"a": 'say "hi"', "b": "two\nlines", "c": "back\\slash"}, 1.0)]
+
+
+def test_boundary_pages_are_valid():
+    one = acceptance_from_prometheus(_page(1, 3, 3, (1, 1, 1)))  # one draft, everything accepted: alpha 1
+    assert one.alpha == 1.0 and one.mean_acceptance_length == 4.0
+    assert acceptance_from_prometheus(_page(100, 200, 100, (60, 40))).cumulative_rates.tolist() == [0.6, 0.4]
+    assert acceptance_from_prometheus(_page(100, 200, 150, (100, 50))).conditional_rates.tolist() == [1.0, 0.5]
+    # Per-position counts may be fractional after engines are summed; a mismatch of half a token in 1,000 is rounding.
+    assert acceptance_from_prometheus(_page(1000, 2000, 1000, (600, 400.0005))).accepted_tokens == 1000
+
+
+@pytest.mark.parametrize("page, message", [
+    (_page(100, 200, 102, (60, 40)), r"^metrics: per-position counts sum to 100, not the 102 accepted tokens$"),
+    (_page(1, 2, 1, (1, 0.0000015)), r"per-position counts sum to 1, not the 1 accepted tokens$"),
+    (_page(100, 200, 201), r"^metrics: more accepted tokens \(201\) than drafted \(200\)$"),
+    (_page(100, 200, 100, (60, 40, 0)), r"^metrics: 3 per-position counters but 2 draft tokens per draft$"),
+    (_page(100, 200, 100, (101, -1)), r"must be a finite count >= 0"),
+    (_page(100, 200, 100) + 'vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name="m",position="2"} 5\n',
+     r"^metrics: per-position counters are not contiguous from 0: positions \[2\]$"),
+    (_page(100, 200, 100) + 'vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name="m"} 5\n',
+     r"needs a position=\"<integer>\" label"),
+    (_page(100, 200, 100) + 'vllm:spec_decode_num_drafts{model_name="m"} 100\n',
+     r"^metrics: the series vllm:spec_decode_num_drafts\{model_name='m'\} appears twice; save one /metrics page per file$"),
+    (_page(100, 200, 100) + _page(5, 10, 5, model="other"),
+     r"^metrics: counters of several models \(m, other\); choose one with --model-name$"),
+    ('vllm:spec_decode_num_drafts_total{model_name="m"} 100\n',
+     r"^metrics: missing counter\(s\) vllm:spec_decode_num_draft_tokens_total, vllm:spec_decode_num_accepted_tokens_total; "
+     r"is speculative decoding enabled on that server\?$"),
+    (_page(0, 0, 0), r"^metrics: vllm:spec_decode_num_drafts_total is 0: no speculative steps were recorded$"),
+    ("x" * 200 + "\n", r"^metrics, line 1: not a Prometheus sample: '" + "x" * 80 + r"'; expected 'name\{labels\} value'$"),
+])
+def test_bad_pages_give_exact_messages(page, message):
+    with pytest.raises(ValueError, match=message):
+        acceptance_from_prometheus(page)
+
+
+def test_model_selection_messages():
+    page = _page(100, 200, 100, model="a") + _page(10, 20, 10, model="b")
+    assert acceptance_from_prometheus(page, model_name="b").drafts == 10
+    with pytest.raises(ValueError, match=r"^metrics: no speculative-decoding counters for model 'c'; found: a, b$"):
+        acceptance_from_prometheus(page, model_name="c")
+    with pytest.raises(ValueError, match=r"found: none$"):
+        acceptance_from_prometheus("up 1\n", model_name="c")

@@ -200,3 +200,53 @@ def test_format_count_thresholds(n, text):
     from specsim.models import format_count
 
     assert format_count(n) == text
+
+
+_BASE_CFG = {"architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
+             "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256}
+
+
+@pytest.mark.parametrize("change, field, value", [
+    ({"num_key_value_heads": None}, "n_kv_heads", 32),  # absent: multi-head attention, one KV head per query head
+    ({}, "tie_embeddings", False),  # absent: an untied LM head
+    ({"tie_word_embeddings": True}, "tie_embeddings", True),
+    ({"attention_bias": True}, "qkv_bias", True),
+    ({}, "qkv_bias", False),
+    ({"dtype": "float16"}, "weight_dtype", "fp16"),  # newer configs say "dtype"
+    ({"torch_dtype": "float32", "dtype": "float16"}, "weight_dtype", "fp32"),  # torch_dtype wins where both exist
+    ({}, "weight_dtype", "bf16"),
+    ({"head_dim": 128}, "head_dim", 128),
+    ({}, "head_dim", 64),  # hidden / heads
+    ({"num_hidden_layers": 16.0}, "n_layers", 16),  # an integer-valued float is that integer
+])
+def test_config_fields_are_read_as_documented(change, field, value):
+    cfg = {k: v for k, v in {**_BASE_CFG, **change}.items() if v is not None}
+    assert getattr(model_from_hf_config(cfg), field) == value
+
+
+def test_mha_config_without_kv_heads_has_full_kv_bytes():
+    # The mutation 'num_key_value_heads defaults to 1' gave 32x too few KV bytes; the default is the head count.
+    cfg = {k: v for k, v in _BASE_CFG.items() if k != "num_key_value_heads"}
+    assert model_from_hf_config(cfg).kv_bytes_per_token == 2 * 16 * 32 * 64 * 2
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"num_experts": 64}, r"^model config 'config.json': mixture-of-experts configs are not supported$"),
+    ({"num_local_experts": 8}, r"mixture-of-experts configs are not supported$"),
+    ({"mlp_bias": True}, r"^model config 'config.json': mlp_bias=true is not supported$"),
+    ({"hidden_size": 2050}, r"^model config 'config.json': missing key 'head_dim' \(hidden_size is not a multiple of num_attention_heads\)$"),
+    ({"num_hidden_layers": True}, r"^model config 'config.json': num_hidden_layers must be a positive integer, got True$"),
+    ({"num_hidden_layers": "16"}, r"num_hidden_layers must be a positive integer, got '16'$"),
+    ({"num_hidden_layers": 0}, r"num_hidden_layers must be a positive integer, got 0$"),
+    ({"vocab_size": None}, r"^model config 'config.json': missing key 'vocab_size'$"),
+    ({"architectures": ["GPT2LMHeadModel"]}, r"^model config 'config.json': unsupported architecture 'GPT2LMHeadModel'; supported: "
+     r"LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM \(dense decoders with grouped-query attention and a gated MLP\)$"),
+    ({"architectures": []}, r"^model config 'config.json': missing key 'architectures'; supported: LlamaForCausalLM, MistralForCausalLM, "
+     r"Qwen2ForCausalLM, Qwen3ForCausalLM$"),
+    ({"torch_dtype": "int3"}, r"^model config 'config.json': torch_dtype 'int3' is not one of bfloat16, float16, float32$"),
+    ({"quantization_config": {"quant_method": "awq"}}, r"quant_method 'awq' is not modelled; supported: fp8, fbgemm_fp8 \(or remove"),
+])
+def test_config_refusals_are_exact(change, message):
+    cfg = {k: v for k, v in {**_BASE_CFG, **change}.items() if v is not None}
+    with pytest.raises(ValueError, match=message):
+        model_from_hf_config(cfg)
