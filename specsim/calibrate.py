@@ -40,7 +40,7 @@ from .models import ModelShape, get_model
 from .limits import check_int
 from .steptime import step_time
 
-__all__ = ["CalibrationResult", "calibrate", "implausible", "load_measurements", "predict", "residual_figure"]
+__all__ = ["CalibrationResult", "calibrate", "implausible", "load_measurements", "predict"]
 
 _SHAPE_COLUMNS = ("vocab_size", "hidden_size", "intermediate_size", "n_layers", "n_heads", "n_kv_heads", "head_dim")
 _TIME_COLUMNS = ("median_s", "step_time_s")
@@ -331,34 +331,3 @@ def profile_yaml(profile: HardwareProfile) -> str:
 
     data = profile_to_mapping(profile)
     return yaml.safe_dump(data, sort_keys=False, width=100)
-
-
-def residual_figure(result: CalibrationResult, fig=None):
-    """Relative error against batch size, before and after calibration, training and held-out points.
-
-    Draws on ``fig`` (e.g. ``plt.figure(figsize=(12, 4.6))`` in a notebook) or
-    on a new pyplot-free Figure, and returns it.
-    """
-    if fig is None:
-        from matplotlib.figure import Figure
-
-        fig = Figure(figsize=(12, 4.6), layout="constrained")
-    axes = fig.subplots(1, 2, sharey=True)
-    data = result.data
-    markers = dict(zip(sorted(data.model_name.unique()), "osD^v<>"))
-    for ax, which, title in ((axes[0], "before", f"before: {result.base.name} as shipped"),
-                             (axes[1], "after", f"after: {result.profile.name}")):
-        for (model, held), rows in data.groupby(["model_name", "holdout"]):
-            err = 100.0 * (rows[f"{which}_s"] / rows["measured_s"] - 1.0)
-            ax.scatter(rows["batch"] * (1.0 + 0.04 * rows["tokens_per_seq"]), err, marker=markers[model],
-                       facecolors="none" if not held else None, edgecolors="#1b6ca8" if not held else None,
-                       c=None if not held else "#d1495b", s=22, label=f"{model}, {'held out' if held else 'fitted'}")
-        e = np.abs(result.errors(which, True))
-        ax.axhline(0.0, color="black", lw=1)
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("batch size (points spread by tokens per sequence)")
-        ax.set_title(f"{title}\nheld-out MAPE {e.mean():.1%}, worst {e.max():.1%}", fontsize=10)
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("model error: predicted / measured - 1 (%)")
-    axes[1].legend(fontsize=7.5, loc="best")
-    return fig

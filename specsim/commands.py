@@ -482,7 +482,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
     import io
 
     from ._io import atomic_write_many, check_output
-    from .calibrate import calibrate, implausible, profile_yaml, residual_figure
+    from .calibrate import calibrate, implausible, profile_yaml
+    from .figures import plot_residuals
     from .hardware import load_hardware
 
     out = check_output(args.out, (".yaml", ".yml"))
@@ -493,7 +494,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     name = result.profile.name
     plot = out.with_name(out.stem + "-residuals.png")
     buffer = io.BytesIO()
-    residual_figure(result).savefig(buffer, format="png", dpi=120)
+    plot_residuals(result).savefig(buffer, format="png", dpi=120)
     # The profile and its residual plot land together or not at all.
     atomic_write_many([(out, profile_yaml(result.profile).encode("utf-8")), (plot, buffer.getvalue())])
     s = result.summary()

@@ -178,9 +178,9 @@ def fitted(tmp_path_factory):
 
 
 def test_residual_figure_draws_the_errors_it_reports(fitted):
-    from specsim.calibrate import residual_figure
+    from specsim.figures import plot_residuals
 
-    fig = residual_figure(fitted)
+    fig = plot_residuals(fitted)
     before, after = fig.axes
     assert before.get_shared_y_axes().joined(before, after) and before.get_xscale() == "log"
     for ax, which in ((before, "before"), (after, "after")):
