@@ -210,3 +210,28 @@ def test_implausible_flags_each_kind_of_bad_fit(fitted):
     assert any("is large" in w for w in warnings) and any("worse than the base profile" in w for w in warnings)
     same = fitted.data.assign(after_s=fitted.data.before_s)
     assert not any("worse than the base" in w for w in implausible(dataclasses.replace(fitted, data=same)))
+
+
+@pytest.mark.parametrize("text, value", [("True", True), (" true ", True), ("1", True), ("1.0", True), (True, True),
+                                          ("False", False), ("FALSE", False), ("0", False), ("0.0", False), (np.bool_(False), False)])
+def test_csv_booleans_are_read_strictly(text, value):
+    from specsim.calibrate import _flag
+
+    assert _flag(text, "tie_embeddings", "here") is value
+
+
+@pytest.mark.parametrize("text", ["yes", "no", "", "2", "nan"])
+def test_csv_booleans_refuse_anything_else(text):
+    from specsim.calibrate import _flag
+
+    with pytest.raises(ValueError, match=f"^here: tie_embeddings must be true or false, got {text!r}$"):
+        _flag(text, "tie_embeddings", "here")
+
+
+def test_profile_yaml_keeps_field_order_and_wraps_long_notes(fitted):
+    from specsim.calibrate import profile_yaml
+
+    text = profile_yaml(fitted.profile)
+    assert text.splitlines()[0].startswith("name:")
+    assert max(len(line) for line in text.splitlines()) <= 110  # notes wrap near 100 columns
+    assert yaml.safe_load(text)["name"] == fitted.profile.name

@@ -100,3 +100,18 @@ def test_throughput_table_columns_are_consistent_with_each_other():
     np.testing.assert_allclose(t.speedup, t.latency_plain_s / t.latency_spec_s, rtol=1e-12)
     assert t.batch.dtype.kind == "i" and t.batch.tolist() == [1, 8, 64]
     assert t.gamma.max() == 2  # at alpha 0.9 the unconstrained optimum is larger: gamma_max is respected
+
+
+def test_capacity_accepts_its_boundaries_and_refuses_past_them():
+    from specsim.capacity import capacity
+    from specsim.speedup import Deployment
+
+    dep = Deployment.from_names()
+    full = capacity(dep, 1, 1.0)  # all of the memory, one token per sequence
+    assert full.usable_bytes == full.memory_bytes and full.context_tokens == 1
+    for util in (0.0, 1.0001):
+        with pytest.raises(ValueError, match=r"memory utilization must be in \(0, 1\]"):
+            capacity(dep, 1128, util)
+    for context in (0, 1.5, True):
+        with pytest.raises(ValueError, match="context must be an integer >= 1 token"):
+            capacity(dep, context)

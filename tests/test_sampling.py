@@ -172,3 +172,23 @@ def test_verify_exact_outcomes_greedy_and_certain():
     # gamma = 0: one token straight from the target.
     zero = verify(np.zeros((2, 0), dtype=int), np.zeros((2, 0, 3)), one_hot[:2, :1], np.random.default_rng(2))
     assert zero.tokens.tolist() == [[2], [2]] and zero.num_accepted.tolist() == [0, 0]
+
+
+def test_categorical_table_refuses_what_is_not_a_table():
+    from specsim.sampling import CategoricalTable
+
+    for bad in (np.array([0.5, 0.5]), np.array([[0.5, -0.1], [0.5, 0.5]]), np.array([[0.0, 0.0], [0.5, 0.5]])):
+        with pytest.raises(ValueError, match="^a categorical table needs a 2-D array of non-negative rows with positive sums$"):
+            CategoricalTable(bad)
+
+
+def test_sample_rows_handles_unnormalised_rows_per_row():
+    # Rows [1, 3] and [3, 1] (unnormalised): frequencies within 5 standard errors of 1/4 and 3/4
+    # (false-failure probability below 1e-6 per check).
+    rng = np.random.default_rng(11)
+    n = 200_000
+    probs = np.tile(np.array([[[1.0, 3.0], [3.0, 1.0]]]), (n, 1, 1))
+    draws = sample_rows(probs, rng)
+    se = np.sqrt(0.25 * 0.75 / n)
+    assert abs(draws[:, 0].mean() - 0.75) < 5 * se and abs(draws[:, 1].mean() - 0.25) < 5 * se
+    assert sample_rows(np.array([[0.0, 0.0, 2.0], [0.0, 5.0, 0.0]]), rng).tolist() == [2, 1]

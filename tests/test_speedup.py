@@ -238,3 +238,18 @@ def test_cost_ratio_optimum_broadcasts_alpha_against_cost():
             g1, s1 = optimal_gamma_cost_ratio(a, c)
             assert int(gamma[i, j]) == int(g1) and float(speedup[i, j]) == pytest.approx(float(s1), rel=1e-12)
     assert gamma[1, 1] == 13 and gamma[0, 1] == 3  # the article's c = 0.05 optima
+
+
+def test_gamma_max_zero_is_plain_decoding_and_bad_gamma_max_is_named():
+    dep = Deployment.from_names()
+    best = dep.optimal_gamma(0.8, [1, 64], 1128, gamma_max=0)
+    assert best.gamma.tolist() == [0, 0] and best.speedup.tolist() == [1.0, 1.0]
+    with pytest.raises(ValueError, match=r"^gamma_max must be an integer in \[0, 64\], got 65$"):
+        dep.optimal_gamma(0.8, [1], 1128, gamma_max=65)
+
+
+def test_deployment_notes_come_from_its_source():
+    assert Deployment.from_names().notes() == []
+    dep = Deployment.build(timing="kernels")
+    dep.speedup(0.8, 3, [4096], 400)  # batch 4096 is past the kernel data
+    assert dep.notes() and dep.notes() == dep.timing.notes and dep.notes() is not dep.timing.notes
