@@ -192,3 +192,22 @@ def test_sample_rows_handles_unnormalised_rows_per_row():
     se = np.sqrt(0.25 * 0.75 / n)
     assert abs(draws[:, 0].mean() - 0.75) < 5 * se and abs(draws[:, 1].mean() - 0.25) < 5 * se
     assert sample_rows(np.array([[0.0, 0.0, 2.0], [0.0, 5.0, 0.0]]), rng).tolist() == [2, 1]
+
+
+def test_load_logits_reads_numbers_and_refuses_the_rest(tmp_path):
+    from specsim.sampling import load_logits
+
+    np.save(tmp_path / "int.npy", np.array([[1, 2], [3, 4]], dtype=np.int32))
+    out = load_logits(str(tmp_path / "int.npy"), "target logits")
+    assert out.dtype == np.float64 and out.tolist() == [[1.0, 2.0], [3.0, 4.0]]  # integer logits are read as floats
+    np.save(tmp_path / "str.npy", np.array([["a", "b"]]))
+    with pytest.raises(ValueError, match=r"^target logits must be numeric, got dtype <U1$"):
+        load_logits(str(tmp_path / "str.npy"), "target logits")
+    np.save(tmp_path / "bool.npy", np.array([[True, False]]))
+    with pytest.raises(ValueError, match=r"^draft logits must be numeric, got dtype bool$"):
+        load_logits(str(tmp_path / "bool.npy"), "draft logits")
+    np.save(tmp_path / "inf.npy", np.array([[0.0, np.inf, np.nan, 1.0]]))
+    with pytest.raises(ValueError, match=r"^draft logits holds NaN or infinite values \(2 of 4\)$"):
+        load_logits(str(tmp_path / "inf.npy"), "draft logits")
+    with pytest.raises(ValueError, match=r"^draft logits file '.*missing.npy' does not exist$"):
+        load_logits(str(tmp_path / "missing.npy"), "draft logits")
