@@ -235,3 +235,47 @@ def test_profile_yaml_keeps_field_order_and_wraps_long_notes(fitted):
     assert text.splitlines()[0].startswith("name:")
     assert max(len(line) for line in text.splitlines()) <= 110  # notes wrap near 100 columns
     assert yaml.safe_load(text)["name"] == fitted.profile.name
+
+
+def test_summary_is_computed_from_the_right_rows(fitted):
+    data = fitted.data
+    held, train = data[data.holdout], data[~data.holdout]
+
+    def mape(rows, which):
+        return float(np.abs(rows[f"{which}_s"] / rows["measured_s"] - 1).mean())
+
+    s = fitted.summary()
+    assert s["points"] == len(data) and s["train_points"] == len(train) and s["holdout_points"] == len(held) > 0
+    assert s["holdout_before"]["mape"] == pytest.approx(mape(held, "before"), rel=1e-12)
+    assert s["holdout_after"]["mape"] == pytest.approx(mape(held, "after"), rel=1e-12)
+    assert s["train_after"]["mape"] == pytest.approx(mape(train, "after"), rel=1e-12)
+    assert s["holdout_after"]["max_abs_error"] == pytest.approx(float(np.abs(held.after_s / held.measured_s - 1).max()))
+    np.testing.assert_allclose(fitted.errors("after", False), (train.after_s / train.measured_s - 1).to_numpy())
+    p = fitted.profile
+    assert (s["compute_eff"], s["bandwidth_eff"], s["overhead_s"], s["per_layer_overhead_s"]) == (
+        p.compute_eff, p.bandwidth_eff, p.overhead_s, p.per_layer_overhead_s)
+    assert s["per_layer_overhead_fitted"] is fitted.per_layer
+
+
+def test_summary_of_an_empty_half_is_nan_not_an_error(fitted):
+    none_held = dataclasses.replace(fitted, data=fitted.data.assign(holdout=False))
+    s = none_held.summary()
+    assert np.isnan(s["holdout_after"]["mape"]) and np.isnan(s["holdout_after"]["max_abs_error"])
+
+
+def test_holdout_fraction_bounds_are_inclusive(tmp_path):
+    base = load_hardware("h100-sxm")
+    path = synthetic(tmp_path, base, models=("llama-3.2-1b",))
+    for ok in (0.05, 0.8):
+        assert calibrate(path, base, holdout=ok, per_layer="no").summary()["holdout_points"] > 0
+    for bad in (0.049, 0.81):
+        with pytest.raises(ValueError, match=r"holdout fraction must be in \[0.05, 0.8\]"):
+            calibrate(path, base, holdout=bad)
+
+
+def test_without_a_per_layer_term_none_is_fitted(tmp_path):
+    base = load_hardware("h100-sxm")
+    result = calibrate(synthetic(tmp_path, dataclasses.replace(base, overhead_s=3e-4), models=("llama-3.2-1b",)), base,
+                       per_layer="no")
+    assert result.profile.per_layer_overhead_s == 0.0 and result.per_layer is False
+    assert result.profile.overhead_s == pytest.approx(3e-4, rel=0.02)
