@@ -250,3 +250,24 @@ def test_config_refusals_are_exact(change, message):
     cfg = {k: v for k, v in {**_BASE_CFG, **change}.items() if v is not None}
     with pytest.raises(ValueError, match=message):
         model_from_hf_config(cfg)
+
+
+def test_get_model_names_and_sources_a_config_by_its_folder(tmp_path):
+    import json as _json
+
+    folder = tmp_path / "my-finetune"
+    folder.mkdir()
+    (folder / "config.json").write_text(_json.dumps(_BASE_CFG))
+    by_file, by_folder = get_model(str(folder / "config.json")), get_model(str(folder))
+    assert by_file.name == by_folder.name == "my-finetune" and by_file.source == str(folder.resolve())
+    (folder / "other.json").write_text(_json.dumps(_BASE_CFG))
+    other = get_model(str(folder / "other.json"))
+    assert other.name == str(folder / "other.json") and other.source == str(folder.resolve())
+    assert get_model(str(folder), weight_dtype="fp8").weight_dtype == "fp8" and get_model(str(folder)).weight_dtype == "bf16"
+    with pytest.raises(ValueError, match=r"^model config '.*missing.json' does not exist$"):
+        get_model(str(folder / "missing.json"))
+    (folder / "bad.json").write_text("{oops")
+    with pytest.raises(ValueError, match=r"^model config '.*bad.json': not valid JSON"):
+        get_model(str(folder / "bad.json"))
+    with pytest.raises(KeyError, match=r"unknown model 'nope'; built-in models: article-1b, article-8b, "):
+        get_model("nope")
