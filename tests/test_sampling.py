@@ -211,3 +211,27 @@ def test_load_logits_reads_numbers_and_refuses_the_rest(tmp_path):
         load_logits(str(tmp_path / "inf.npy"), "draft logits")
     with pytest.raises(ValueError, match=r"^draft logits file '.*missing.npy' does not exist$"):
         load_logits(str(tmp_path / "missing.npy"), "draft logits")
+
+
+def test_softmax_is_stable_for_large_logits_row_by_row():
+    probs = softmax(np.array([[1000.0, 1001.0], [0.0, -1000.0], [5.0, 5.0]]))
+    assert np.all(np.isfinite(probs))
+    np.testing.assert_allclose(probs[0], [1 / (1 + np.e), np.e / (1 + np.e)], rtol=1e-12)
+    np.testing.assert_allclose(probs[1], [1.0, 0.0], atol=1e-300)
+    np.testing.assert_allclose(probs[2], [0.5, 0.5])
+
+
+def test_residual_of_identical_distributions_is_the_target():
+    p = np.array([[0.2, 0.3, 0.5], [1.0, 0.0, 0.0]])
+    np.testing.assert_array_equal(residual_distribution(p, p), p)
+
+
+def test_categorical_table_normalises_unnormalised_rows():
+    from specsim.sampling import CategoricalTable
+
+    table = CategoricalTable(np.array([[1.0, 3.0], [30.0, 10.0]]))
+    rng = np.random.default_rng(5)
+    n = 100_000
+    se = np.sqrt(0.25 * 0.75 / n)  # 5 standard errors: false-failure probability below 1e-6 per check
+    assert abs(table.sample(np.zeros(n, int), rng).mean() - 0.75) < 5 * se
+    assert abs(table.sample(np.ones(n, int), rng).mean() - 0.25) < 5 * se

@@ -253,3 +253,36 @@ def test_deployment_notes_come_from_its_source():
     dep = Deployment.build(timing="kernels")
     dep.speedup(0.8, 3, [4096], 400)  # batch 4096 is past the kernel data
     assert dep.notes() and dep.notes() == dep.timing.notes and dep.notes() is not dep.timing.notes
+
+
+def test_engine_time_is_part_of_the_reported_overhead():
+    bare = Deployment.build(timing="roofline", engine="none").pass_times(8, 3, 1128)
+    vllm = Deployment.build(timing="roofline", engine="vllm").pass_times(8, 3, 1128)
+    from specsim.engines import get_engine
+
+    extra = get_engine("vllm").iteration_s
+    assert vllm.target.overhead_s == pytest.approx(bare.target.overhead_s + extra, rel=1e-12)
+    assert vllm.verify.overhead_s == pytest.approx(bare.verify.overhead_s + extra, rel=1e-12)
+
+
+def test_kernel_sources_take_the_presets_gpu_time_value_and_report_progress(tmp_path, monkeypatch):
+    from specsim.engines import get_engine
+
+    monkeypatch.setenv("SPECSIM_CACHE_DIR", str(tmp_path))
+    lines = []
+    dep = Deployment.build(timing="kernels", engine="sglang", progress=lines.append)
+    assert dep.engine.iteration_s == get_engine("sglang").kernel_iteration_s != get_engine("sglang").iteration_s
+    dep.speedup(0.8, 3, 4, 400)
+    assert lines and "building the kernel table" in lines[0]
+
+
+def test_a_bare_deployment_says_it_is_the_articles_roofline():
+    assert Deployment.from_names().provenance() == ["roofline: profile h100-sxm (the article's model)"]
+
+
+def test_rtol_half_and_gamma_max_messages():
+    dep = Deployment.from_names()
+    with pytest.raises(ValueError, match=r"^rtol must be in \[0, 0.5\), got 0.5$"):
+        dep.optimal_gamma(0.8, [1], 1128, rtol=0.5)
+    with pytest.raises(ValueError, match=r"^gamma_max must be an integer in \[0, 64\], got 65$"):
+        optimal_gamma_cost_ratio(0.8, 0.05, gamma_max=65)
