@@ -89,14 +89,19 @@ class StepTime:
         return self.flop / self.bytes
 
 
+def _number(value: float) -> str:
+    """An integer-valued number in full (4194305, not 4.1943e+06), anything else in %g."""
+    return str(int(value)) if np.isfinite(value) and float(value).is_integer() and abs(value) < 1e15 else f"{value:g}"
+
+
 def _as_array(name: str, value: object, minimum: float, maximum: float) -> np.ndarray:
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"{name} must be numbers in [{minimum:g}, {maximum:g}]") from None
+        raise ValueError(f"{name} must be numbers in [{_number(minimum)}, {_number(maximum)}]") from None
     if not np.all(np.isfinite(arr)) or np.any(arr < minimum) or np.any(arr > maximum):
         bad = arr[~(np.isfinite(arr) & (arr >= minimum) & (arr <= maximum))].reshape(-1)[0]
-        raise ValueError(f"{name} must be in [{minimum:g}, {maximum:g}], got {bad:g}")
+        raise ValueError(f"{name} must be in [{_number(minimum)}, {_number(maximum)}], got {_number(bad)}")
     return arr
 
 
