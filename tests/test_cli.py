@@ -198,3 +198,16 @@ def test_parser_defaults_are_the_librarys():
     assert loop["tokens"].default == defaults.LOOP_TOKENS and loop["dtype"].default == defaults.LOOP_DTYPE
     measure = {a.dest: a for a in parser._subparsers._group_actions[0].choices["measure"]._actions}
     assert measure["device"].default == defaults.MEASURE_DEVICE and measure["repeats"].default == defaults.MEASURE_REPEATS
+
+
+def test_optimal_gamma_json_step_times_are_at_the_chosen_gamma(capsys):
+    # Issue 10's surviving mutant: t_V reported at another gamma than the one chosen.
+    code, out, _ = run(capsys, "optimal-gamma", "--alpha", "0.8", "--batch", "1,64,256", "--json")
+    rows = json.loads(out)
+    dep = Deployment.build()
+    for r in rows:
+        times = dep.pass_times(r["batch"], r["gamma"], 1128)
+        assert r["t_verify_s"] == pytest.approx(float(times.verify.total_s), rel=1e-12)
+        assert r["t_target_s"] == pytest.approx(float(times.target.total_s), rel=1e-12)
+        assert r["t_draft_s"] == pytest.approx(float(times.draft.total_s), rel=1e-12)
+    assert len({r["gamma"] for r in rows}) > 1  # gammas differ across rows, so a wrong gamma would show
