@@ -279,3 +279,60 @@ def test_without_a_per_layer_term_none_is_fitted(tmp_path):
                        per_layer="no")
     assert result.profile.per_layer_overhead_s == 0.0 and result.per_layer is False
     assert result.profile.overhead_s == pytest.approx(3e-4, rel=0.02)
+
+
+def _points_csv(tmp_path, truth, points, models=("llama-3.2-1b",), repeats=2):
+    """``points`` distinct (b, q, L) per model, each measured ``repeats`` times, from a known profile."""
+    grid = [(b, q, L) for b in (1, 8, 64, 256) for q in (1, 5) for L in (256, 4096)][:points]
+    rows = []
+    for m in models:
+        shape = get_model(m)
+        for b, q, L in grid:
+            t = float(step_time(truth, shape, b, q, L).total_s)
+            rows += [{"model": m, "batch": b, "tokens_per_seq": q, "context": L, "median_s": t}] * repeats
+    path = tmp_path / f"p{points}-{len(models)}.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_distinct_point_minimum_is_exact(tmp_path):
+    base = load_hardware("h100-sxm")
+    # 3 parameters and a quarter held out: 5 distinct points leave 4 to fit (enough), 4 leave 3 (not).
+    assert calibrate(_points_csv(tmp_path, base, 5), base, per_layer="no").summary()["train_points"] == 8
+    with pytest.raises(ValueError, match=r"^too few distinct points: 4 distinct \(model, batch, tokens, context\) points leave 3 "
+                                         r"to fit 3 parameters; measure at least 5 distinct points$"):
+        calibrate(_points_csv(tmp_path, base, 4), base, per_layer="no")
+    # 4 parameters with a per-layer term: two models of 3 points each (6 distinct, 2 held out) leave 4, one short.
+    with pytest.raises(ValueError, match=r"leave 4 to fit 4 parameters; measure at least 7 distinct points$"):
+        calibrate(_points_csv(tmp_path, base, 3, models=("llama-3.2-1b", "llama-3.1-8b")), base, per_layer="yes")
+
+
+def test_per_layer_switch(tmp_path):
+    base = load_hardware("h100-sxm")
+    truth = dataclasses.replace(base, overhead_s=0.1e-3, per_layer_overhead_s=20e-6)
+    two = synthetic(tmp_path, truth)
+    assert calibrate(two, base, per_layer="auto").per_layer is True  # two layer counts and a real per-layer term
+    assert calibrate(two, base, per_layer="no").per_layer is False
+    one = _points_csv(tmp_path, truth, 8)
+    assert calibrate(one, base, per_layer="auto").per_layer is False  # one layer count cannot separate the terms
+    with pytest.raises(ValueError, match=r"^a per-layer overhead needs measurements of at least two layer counts \(models\)$"):
+        calibrate(one, base, per_layer="yes")
+    with pytest.raises(ValueError, match=r"^per_layer must be auto, yes or no, got 'maybe'$"):
+        calibrate(one, base, per_layer="maybe")
+
+
+def test_provenance_records_the_fit(tmp_path):
+    import hashlib
+
+    base = load_hardware("h100-sxm")
+    path = synthetic(tmp_path, dataclasses.replace(base, compute_eff=0.5), noise=0.01)
+    result = calibrate(path, base, holdout=0.3, seed=7, name="mine")
+    prov, s = result.profile.calibration, result.summary()
+    assert prov["source"] == "measured.csv" and prov["source_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert prov["devices"] == ["synthetic"] and prov["base_profile"] == "h100-sxm" and result.profile.name == "mine"
+    assert (prov["holdout_fraction"], prov["split_seed"], prov["per_layer_overhead_fitted"]) == (0.3, 7, result.per_layer)
+    assert (prov["points"], prov["train_points"], prov["holdout_points"]) == (s["points"], s["train_points"], s["holdout_points"])
+    assert prov["holdout_mape_after"] == pytest.approx(s["holdout_after"]["mape"], abs=1e-6)
+    assert prov["holdout_mape_before"] == pytest.approx(s["holdout_before"]["mape"], abs=1e-6)
+    assert prov["train_mape_after"] == pytest.approx(s["train_after"]["mape"], abs=1e-6)
+    assert f"{s['holdout_after']['mape']:.1%}" in result.profile.notes
