@@ -715,15 +715,9 @@ def _harness():
 
 def _source(args: argparse.Namespace, hardware):
     """The step-time source and engine preset that ``--timing`` and ``--engine`` name."""
-    from .engines import get_engine
-    from .timing import make_source
+    from .timing import source_and_engine
 
-    engine = get_engine(args.engine)
-    source = make_source(args.timing, hardware, engine.kernel_engine, progress=progress)
-    engine = engine.for_source(source.name)
-    if args.engine_overhead_ms is not None:
-        engine = engine.with_iteration_ms(args.engine_overhead_ms)
-    return source, engine
+    return source_and_engine(hardware, args.timing, args.engine, args.engine_overhead_ms, progress=progress)
 
 
 def _deployment(args: argparse.Namespace):

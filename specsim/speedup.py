@@ -356,16 +356,15 @@ class Deployment:
         replaces the preset's per-iteration time.  (``from_names`` keeps the
         article's bare roofline.)
         """
-        from .engines import DEFAULT_ENGINE, get_engine
-        from .timing import DEFAULT_TIMING, make_source
+        return cls.from_names(hardware, target, draft).with_source(timing, engine, engine_overhead_ms, progress)
 
-        dep = cls.from_names(hardware, target, draft)
-        preset = get_engine(DEFAULT_ENGINE if engine is None else engine)
-        source = make_source(DEFAULT_TIMING if timing is None else timing, dep.hardware, preset.kernel_engine, progress)
-        preset = preset.for_source(source.name)
-        if engine_overhead_ms is not None:
-            preset = preset.with_iteration_ms(engine_overhead_ms)
-        return dataclasses.replace(dep, timing=source, engine=preset)
+    def with_source(self, timing: str | None = None, engine: str | None = None, engine_overhead_ms: float | None = None,
+                    progress=None) -> "Deployment":
+        """This deployment with a step-time source and engine preset (see :func:`specsim.timing.source_and_engine`)."""
+        from .timing import source_and_engine
+
+        source, preset = source_and_engine(self.hardware, timing, engine, engine_overhead_ms, progress)
+        return dataclasses.replace(self, timing=source, engine=preset)
 
     def pass_times(self, batch: object, gamma: object, context: object = DEFAULT_CONTEXT_TOKENS) -> PassTimes:
         """t_T, t_D and t_V, broadcast over batch, gamma and context."""

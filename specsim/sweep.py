@@ -68,20 +68,9 @@ def deployments(
                 draft if isinstance(draft, ModelShape) else get_model(draft),
             )
             if timing is not None or engine is not None:
-                dep = _with_source(dep, timing, engine)
+                dep = dep.with_source(timing, engine)
             out.append(dep)
     return out
-
-
-def _with_source(dep: Deployment, timing: str | None, engine: str | None) -> Deployment:
-    import dataclasses
-
-    from .engines import DEFAULT_ENGINE, get_engine
-    from .timing import DEFAULT_TIMING, make_source
-
-    preset = get_engine(DEFAULT_ENGINE if engine is None else engine)
-    source = make_source(DEFAULT_TIMING if timing is None else timing, dep.hardware, preset.kernel_engine)
-    return dataclasses.replace(dep, timing=source, engine=preset.for_source(source.name))
 
 
 def _grid(**axes: object) -> dict[str, np.ndarray]:

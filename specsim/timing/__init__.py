@@ -27,7 +27,7 @@ from ..hardware import HardwareProfile
 from ..models import ModelShape
 from ..steptime import StepTime
 
-__all__ = ["DEFAULT_TIMING", "StepTimeSource", "TIMING_CHOICES", "make_source"]
+__all__ = ["DEFAULT_TIMING", "StepTimeSource", "TIMING_CHOICES", "make_source", "source_and_engine"]
 
 #: Chosen by the fidelity table (benchmarks/validate_steptimes.py, README "Fidelity").
 DEFAULT_TIMING = "hybrid"
@@ -80,3 +80,27 @@ def make_source(spec: str, hardware: HardwareProfile, kernel_engine: str = "vllm
             raise ValueError("--timing measured:FILE needs a file, e.g. measured:h200.csv")
         return MeasuredSource(path, hardware)
     raise ValueError(f"unknown step-time source {spec!r}; choose {TIMING_CHOICES}")
+
+
+def source_and_engine(hardware: HardwareProfile, timing: str | None = None, engine: str | None = None,
+                      engine_overhead_ms: float | None = None, progress: Callable[[str], None] | None = None):
+    """The step-time source and the engine preset that apply to it, as ``--timing`` and ``--engine`` choose them.
+
+    ``timing`` and ``engine`` default to :data:`DEFAULT_TIMING` and
+    :data:`specsim.engines.DEFAULT_ENGINE`; the kernel source reads the
+    engine's own kernels, and GPU-time sources take the preset's GPU-time
+    value; ``engine_overhead_ms`` replaces the per-iteration time.
+
+    >>> from specsim.hardware import load_hardware
+    >>> source, preset = source_and_engine(load_hardware("h100-sxm"), "roofline", "trtllm")
+    >>> source.name, round(preset.iteration_s * 1e3, 2)
+    ('roofline', 0.61)
+    """
+    from ..engines import DEFAULT_ENGINE, get_engine
+
+    preset = get_engine(DEFAULT_ENGINE if engine is None else engine)
+    source = make_source(DEFAULT_TIMING if timing is None else timing, hardware, preset.kernel_engine, progress)
+    preset = preset.for_source(source.name)
+    if engine_overhead_ms is not None:
+        preset = preset.with_iteration_ms(engine_overhead_ms)
+    return source, preset
