@@ -64,7 +64,18 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise ValueError(f"cannot write {str(path)!r}: folder {str(folder)!r} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    tmp = _stage(path, data)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _stage(path: Path, data: bytes) -> str:
+    """Write ``data`` in full to a temporary file beside ``path`` (synced to disk) and return its name."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
     # mkstemp creates the file private (0600); give the result the permissions a plain open() would.
     umask = os.umask(0)
     os.umask(umask)
@@ -74,11 +85,10 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return path
+    return tmp
 
 
 def atomic_write_many(files: list[tuple[str | Path, bytes]]) -> list[Path]:
@@ -91,15 +101,7 @@ def atomic_write_many(files: list[tuple[str | Path, bytes]]) -> list[Path]:
         for path, data in files:
             path = Path(path).expanduser()
             check_output(path)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
-            staged.append((tmp, path))
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
+            staged.append((_stage(path, data), path))
     except BaseException:
         for tmp, _ in staged:
             Path(tmp).unlink(missing_ok=True)

@@ -72,9 +72,9 @@ class EnginePreset:
                 f"{self.kernel_iteration_s * 1e3:.2f} ms on GPU time ({self.basis}); per draft step "
                 f"{self.draft_step_s * 1e3:.2f} ms and per round {self.spec_round_s * 1e3:.2f} ms: no public measurement")
 
-    def for_source(self, source_name: str) -> "EnginePreset":
-        """The preset as it applies to a step-time source: GPU-time sources take ``kernel_iteration_s``."""
-        if source_name in ("kernels", "measured"):
+    def for_source(self, source: object) -> "EnginePreset":
+        """The preset as it applies to a step-time source: sources of bare GPU time take ``kernel_iteration_s``."""
+        if getattr(source, "gpu_time_only", False):
             return dataclasses.replace(self, iteration_s=self.kernel_iteration_s)
         return self
 

@@ -36,9 +36,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .hardware import HardwareProfile, load_hardware
+from .hardware import load_hardware
 from .models import get_model
 from .steptime import step_time
+from .timing import make_source
 
 __all__ = ["CANDIDATES", "PUBLIC_MODELS", "PUBLISHED_DECAYS", "FidelityResult", "PublishedDecay", "evaluate", "load_public_tpot",
            "predict_tpot", "predicted_decay"]
@@ -75,19 +76,6 @@ def load_public_tpot(path: str | Path | None = None) -> pd.DataFrame:
     return df[keep].reset_index(drop=True)
 
 
-def _source(kind: str, hardware: HardwareProfile, engine: str):
-    from .timing.kernels import KernelSource
-    from .timing.roofline import RooflineSource
-
-    from .timing.hybrid import HybridSource
-
-    if kind == "kernels":
-        return KernelSource(hardware, engine)
-    if kind == "hybrid":
-        return HybridSource(RooflineSource(hardware), KernelSource(hardware, engine))
-    return RooflineSource(hardware)
-
-
 #: Candidate step-time sources: name -> (source kind, profile suffix).
 CANDIDATES = {
     "roofline (article profile)": ("roofline", ""),
@@ -105,7 +93,7 @@ def predict_tpot(df: pd.DataFrame, candidate: str) -> tuple[np.ndarray, np.ndarr
     for (hw_name, backend, model_name, precision), rows in df.groupby(["hardware", "backend", "model", "precision"]):
         hardware = load_hardware(hw_name + suffix)
         model = get_model(model_name, weight_dtype=_PRECISIONS[precision], kv_dtype="bf16")
-        src = _source(kind, hardware, backend)
+        src = make_source(kind, hardware, backend)
         c = rows["concurrency"].to_numpy(float)
         isl = rows["isl"].to_numpy(float)
         osl = rows["osl"].to_numpy(float)

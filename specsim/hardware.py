@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
 
 __all__ = [
     "ARTICLE_BANDWIDTH_EFF",

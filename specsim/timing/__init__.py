@@ -37,6 +37,8 @@ TIMING_CHOICES = "hybrid, roofline, kernels or measured:FILE"
 class StepTimeSource(Protocol):
     name: str
     notes: list
+    #: True where step times are bare GPU time (no per-pass overhead): engine presets then add their GPU-time value.
+    gpu_time_only: bool
 
     def describe(self) -> str: ...
 
@@ -100,7 +102,7 @@ def source_and_engine(hardware: HardwareProfile, timing: str | None = None, engi
 
     preset = get_engine(DEFAULT_ENGINE if engine is None else engine)
     source = make_source(DEFAULT_TIMING if timing is None else timing, hardware, preset.kernel_engine, progress)
-    preset = preset.for_source(source.name)
+    preset = preset.for_source(source)
     if engine_overhead_ms is not None:
         preset = preset.with_iteration_ms(engine_overhead_ms)
     return source, preset

@@ -32,6 +32,7 @@ class HybridSource:
     """Roofline decode steps, kernel-measured verification-to-decode ratio."""
 
     name = "hybrid"
+    gpu_time_only = False  # its decode steps are the roofline's, with the profile's per-pass overhead
 
     def __init__(self, roofline: RooflineSource, kernels: KernelSource):
         self.roofline = roofline
@@ -50,14 +51,9 @@ class HybridSource:
         roof = self.roofline.step_time(model, batch, tokens_per_seq, context)
         k = self.kernels.step_time(model, batch, tokens_per_seq, context)
         k1 = self.kernels.step_time(model, batch, 1, context)
-        total = decode.total_s * (k.total_s / k1.total_s)
-        fallback = None
-        if k.fallback is not None or k1.fallback is not None:
-            shape = np.shape(total)
-            fb = np.zeros(shape, bool)
-            for part in (k.fallback, k1.fallback):
-                if part is not None:
-                    fb |= np.broadcast_to(part, shape)
-            fallback = fb if fb.any() else None
-        return dataclasses.replace(roof, total_s=np.broadcast_to(total, np.shape(roof.total_s)) if np.ndim(total) < np.ndim(roof.total_s) else total,
-                                   source=self.name, fallback=fallback)
+        total = decode.total_s * (k.total_s / k1.total_s)  # k has the full (b, q, L) shape, so total does too
+        fb = np.zeros(np.shape(total), bool)
+        for part in (k.fallback, k1.fallback):
+            if part is not None:
+                fb |= part
+        return dataclasses.replace(roof, total_s=total, source=self.name, fallback=fb if fb.any() else None)

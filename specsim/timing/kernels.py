@@ -59,6 +59,7 @@ import numpy as np
 from ..hardware import HardwareProfile
 from ..models import ModelShape
 from ..steptime import StepTime, step_time
+from ._grid import interp_grid
 
 __all__ = [
     "AIC_DISTRIBUTION",
@@ -224,36 +225,19 @@ class KernelTable:
 
     def decode_attention(self, b: np.ndarray, L: np.ndarray) -> np.ndarray:
         """Decode attention of all layers, bilinear in (b, L); NaN outside or next to a gap."""
-        return _bilinear(self.attn_b, self.attn_L, self.attn_s, b, L)
+        return interp_grid((self.attn_b, self.attn_L), self.attn_s, [b, L])
 
     def uses_scaled_attention(self, b: np.ndarray, L: np.ndarray) -> np.ndarray:
         """True where the decode-attention answer leans on a cell scaled in batch."""
         if self.attn_scaled is None or not self.attn_scaled.any():
             return np.zeros(np.broadcast_shapes(np.shape(b), np.shape(L)), bool)
-        return np.nan_to_num(_bilinear(self.attn_b, self.attn_L, self.attn_scaled, b, L)) > 0
+        return np.nan_to_num(interp_grid((self.attn_b, self.attn_L), self.attn_scaled, [b, L])) > 0
 
     def prefill_attention(self, isl: np.ndarray) -> np.ndarray:
         """Context attention of all layers for one sequence of ``isl`` tokens; NaN outside."""
         if self.prefill_isl.size < 2:
             return np.full(np.shape(isl), np.nan)
         return np.interp(isl, self.prefill_isl, self.prefill_attn_s, left=np.nan, right=np.nan)
-
-
-def _bilinear(xs: np.ndarray, ys: np.ndarray, grid: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    x, y = np.broadcast_arrays(np.asarray(x, float), np.asarray(y, float))
-    inside = (x >= xs[0]) & (x <= xs[-1]) & (y >= ys[0]) & (y <= ys[-1])
-    i = np.clip(np.searchsorted(xs, x, side="right") - 1, 0, xs.size - 2)
-    j = np.clip(np.searchsorted(ys, y, side="right") - 1, 0, ys.size - 2)
-    tx = (x - xs[i]) / (xs[i + 1] - xs[i])
-    ty = (y - ys[j]) / (ys[j + 1] - ys[j])
-    # A corner with zero weight must not poison the result with its NaN.
-    def corner(di: int, dj: int, w: np.ndarray) -> np.ndarray:
-        v = grid[i + di, j + dj]
-        return np.where(w > 0, w * v, 0.0)
-
-    out = (corner(0, 0, (1 - tx) * (1 - ty)) + corner(1, 0, tx * (1 - ty))
-           + corner(0, 1, (1 - tx) * ty) + corner(1, 1, tx * ty))
-    return np.where(inside, out, np.nan)
 
 
 # -- building a table from the database files --------------------------------
@@ -360,7 +344,7 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
     prefill_isl = one.index.to_numpy(float)
     prefill_attn_s = one.to_numpy(float) * 1e-3 * model.n_layers
 
-    meta = _meta(model, device, engine)
+    meta = _meta(model, device, engine, database_version())
     meta["files"] = [str(p.relative_to(root)) for p in (gemm_dir, attn_dir)]
     meta["attention_cells_scaled_in_batch"] = int(filled.sum())
     return KernelTable(gemm_m, gemm_s, attn_b, attn_L, attn_s, ctx_rate, prefill_isl, prefill_attn_s, meta,
@@ -391,10 +375,10 @@ def _fill_by_batch(b: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndar
     return grid, filled
 
 
-def _meta(model: ModelShape, device: str, engine: str) -> dict:
+def _meta(model: ModelShape, device: str, engine: str, version: str) -> dict:
     shape = {k: getattr(model, k) for k in ("vocab_size", "hidden_size", "intermediate_size", "n_layers", "n_heads",
                                             "n_kv_heads", "head_dim", "weight_dtype", "kv_dtype")}
-    return {"schema": _SCHEMA, "database": f"{AIC_DISTRIBUTION} {database_version()}", "device": device, "engine": engine,
+    return {"schema": _SCHEMA, "database": f"{AIC_DISTRIBUTION} {version}", "device": device, "engine": engine,
             "shape": shape}
 
 
@@ -414,6 +398,8 @@ class KernelSource:
     """
 
     name = "kernels"
+    #: Kernel sums carry no per-pass CPU time: engine presets add their GPU-time value (see EnginePreset.for_source).
+    gpu_time_only = True
 
     def __init__(self, hardware: HardwareProfile, engine: str = "vllm", progress: Callable[[str], None] | None = None):
         if engine not in ("vllm", "sglang", "trtllm"):
@@ -440,7 +426,8 @@ class KernelSource:
 
     def table(self, model: ModelShape) -> KernelTable | None:
         """The model's table (cached in memory and on disk), or None where the database cannot compose it."""
-        meta = _meta(model, self.device, self.engine)
+        # The version read once in __init__: this runs on every step_time call, so no metadata I/O here.
+        meta = _meta(model, self.device, self.engine, self.version)
         key = json.dumps(meta, sort_keys=True)
         if key in self._tables:
             return self._tables[key]

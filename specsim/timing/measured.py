@@ -25,6 +25,7 @@ import numpy as np
 from ..hardware import HardwareProfile
 from ..models import ModelShape
 from ..steptime import StepTime, step_time
+from ._grid import interp_grid
 
 __all__ = ["MeasuredSource"]
 
@@ -49,6 +50,8 @@ class MeasuredSource:
     """
 
     name = "measured"
+    #: Harness measurements time the GPU passes only: engine presets add their GPU-time value.
+    gpu_time_only = True
 
     def __init__(self, path: str | Path, hardware: HardwareProfile):
         from ..calibrate import load_measurements
@@ -88,8 +91,7 @@ class MeasuredSource:
             )
         roof = step_time(self.hardware, model, batch, tokens_per_seq, context)
         axes, grid = self._grids[key]
-        pts = np.broadcast_arrays(np.asarray(batch, float), np.asarray(tokens_per_seq, float), np.asarray(context, float))
-        total = _interp_nd(axes, grid, pts)
+        total = interp_grid(axes, grid, [batch, tokens_per_seq, context])
         fallback = ~np.isfinite(total)
         if np.any(fallback):
             note = (f"{model.name}: {int(np.count_nonzero(fallback))} of {fallback.size} points lie outside the measurements "
@@ -99,32 +101,3 @@ class MeasuredSource:
                 self.notes.append(note)
         total = np.where(fallback, roof.total_s, total)
         return dataclasses.replace(roof, total_s=total, source=self.name, fallback=fallback if np.any(fallback) else None)
-
-
-def _interp_nd(axes: tuple, grid: np.ndarray, pts: list) -> np.ndarray:
-    """Multilinear interpolation; NaN outside the axes or next to an unmeasured corner."""
-    shape = np.shape(pts[0])
-    inside = np.ones(shape, bool)
-    lo, frac = [], []
-    for ax, x in zip(axes, pts):
-        inside &= (x >= ax[0]) & (x <= ax[-1])
-        if ax.size == 1:
-            lo.append(np.zeros(shape, int))
-            frac.append(np.zeros(shape))
-            continue
-        i = np.clip(np.searchsorted(ax, x, side="right") - 1, 0, ax.size - 2)
-        lo.append(i)
-        frac.append((x - ax[i]) / (ax[i + 1] - ax[i]))
-    out = np.zeros(shape)
-    for corner in range(8):
-        offs = [(corner >> d) & 1 for d in range(3)]
-        if any(o and ax.size == 1 for o, ax in zip(offs, axes)):
-            continue
-        w = np.ones(shape)
-        index = []
-        for d in range(3):
-            w = w * (frac[d] if offs[d] else 1.0 - frac[d])
-            index.append(np.minimum(lo[d] + offs[d], axes[d].size - 1))
-        v = grid[tuple(index)]
-        out = out + np.where(w > 0, w * v, 0.0)
-    return np.where(inside, out, np.nan)

@@ -20,6 +20,7 @@ class RooflineSource:
     """
 
     name = "roofline"
+    gpu_time_only = False  # the profile's per-pass overhead is already in every step
 
     def __init__(self, hardware: HardwareProfile):
         self.hardware = hardware

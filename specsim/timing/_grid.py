@@ -1,0 +1,48 @@
+"""Multilinear interpolation on a rectilinear grid that may have unmeasured (NaN) cells.
+
+Shared by the kernel source (decode attention over (b, L)) and the measured
+source (whole passes over (b, q, L)).  Never extrapolates: a point outside the
+axes, or one that needs a NaN corner with non-zero weight, gives NaN, which the
+sources turn into a flagged roofline fallback.  An axis with a single value
+must be matched exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["interp_grid"]
+
+
+def interp_grid(axes: tuple, grid: np.ndarray, points: list) -> np.ndarray:
+    """Interpolate ``grid`` (one dimension per axis, increasing axes) at broadcast ``points``.
+
+    >>> interp_grid((np.array([0.0, 1.0]),), np.array([0.0, 2.0]), [np.array([0.25, 2.0])]).tolist()
+    [0.5, nan]
+    """
+    pts = np.broadcast_arrays(*(np.asarray(p, float) for p in points))
+    shape = np.shape(pts[0])
+    inside = np.ones(shape, bool)
+    lo, frac = [], []
+    for ax, x in zip(axes, pts):
+        inside &= (x >= ax[0]) & (x <= ax[-1])
+        if ax.size == 1:
+            lo.append(np.zeros(shape, int))
+            frac.append(np.zeros(shape))
+            continue
+        i = np.clip(np.searchsorted(ax, x, side="right") - 1, 0, ax.size - 2)
+        lo.append(i)
+        frac.append((x - ax[i]) / (ax[i + 1] - ax[i]))
+    out = np.zeros(shape)
+    for corner in range(2 ** len(axes)):
+        offs = [(corner >> d) & 1 for d in range(len(axes))]
+        if any(o and ax.size == 1 for o, ax in zip(offs, axes)):
+            continue
+        w = np.ones(shape)
+        index = []
+        for d, ax in enumerate(axes):
+            w = w * (frac[d] if offs[d] else 1.0 - frac[d])
+            index.append(np.minimum(lo[d] + offs[d], ax.size - 1))
+        # A corner with zero weight must not poison the result with its NaN.
+        out = out + np.where(w > 0, w * grid[tuple(index)], 0.0)
+    return np.where(inside, out, np.nan)
