@@ -457,6 +457,7 @@ def run_measure_loop(args: argparse.Namespace) -> int:
             dep = Deployment(profile, target, draft)
             r["predicted_speedup"] = float(dep.speedup(args.alpha, args.gamma, batch, args.context + args.tokens // 2))
             r["profile"] = profile.name
+            r["prediction_source"] = f"roofline: profile {profile.name}, no engine time (the harness times bare passes)"
         results.append(r)
     if args.json:
         print_json(results)
@@ -466,7 +467,7 @@ def run_measure_loop(args: argparse.Namespace) -> int:
           f"alpha {args.alpha:g}, gamma {args.gamma}, context {args.context} + {args.tokens} generated tokens")
     headers = ["batch", "ms/token plain", "ms/token spec", "measured speedup", "tokens/pass (E)", "S from measured t_T,t_D,t_V"]
     if profile is not None:
-        headers.append(f"predicted ({profile.name})")
+        headers.append(f"predicted (roofline, {profile.name})")
     rows = []
     for r in results:
         row = [r["batch"], f"{r['plain_s_per_token'] * 1e3:.3f}", f"{r['spec_s_per_token'] * 1e3:.3f}", f"{r['measured_speedup']:.3f}",
