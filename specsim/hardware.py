@@ -35,6 +35,9 @@ __all__ = [
     "ARTICLE_BANDWIDTH_EFF",
     "ARTICLE_COMPUTE_EFF",
     "ARTICLE_OVERHEAD_S",
+    "FOUR_BIT_DTYPES",
+    "FP8_MATMUL_SPEEDUP",
+    "W4A16_COMPUTE_FRACTION",
     "HardwareProfile",
     "builtin_dir",
     "builtin_names",
@@ -50,6 +53,20 @@ ARTICLE_BANDWIDTH_EFF = 0.8
 ARTICLE_COMPUTE_EFF = 0.6
 ARTICLE_OVERHEAD_S = 0.5e-3
 
+#: 4-bit weight formats, dequantised to 16-bit inside the GEMM on every profile specsim ships.
+FOUR_BIT_DTYPES = ("int4", "mxfp4", "nvfp4")
+#: Compute-bound FP8 GEMMs run this many times faster than BF16 ones of the same shape, not the datasheet's 2x:
+#: the median over aiconfigurator-core 0.12.0's GEMM tables (H100, H200, B200; vLLM, SGLang, TensorRT-LLM; all
+#: shapes with m >= 1024 and n, k >= 4096), whose per-table medians range from 1.22 to 1.60.  On the public TPOT
+#: rows (benchmarks/validate_steptimes.py) the default source's held-out error is 8.8% with it and 12.4% with the
+#: datasheet's 2x.
+FP8_MATMUL_SPEEDUP = 1.5
+#: Share of the 16-bit matmul rate a dequantising 4-bit GEMM reaches when compute-bound.  Not measured
+#: (the kernel database has no 4-bit GEMMs): an assumption, printed wherever it applies.  Marlin's authors
+#: report W4A16 kernels close to, but below, FP16 throughput at batch 64-128 (Frantar et al. 2024,
+#: arXiv:2408.11743, Fig. 1); 0.8 is a round value under theirs.
+W4A16_COMPUTE_FRACTION = 0.8
+
 _REQUIRED = ("name", "peak_flop_per_s", "peak_bytes_per_s", "memory_bytes")
 _NUMERIC = (
     "peak_flop_per_s",
@@ -60,6 +77,9 @@ _NUMERIC = (
     "compute_eff",
     "overhead_s",
     "per_layer_overhead_s",
+    "interconnect_bytes_per_s",
+    "interconnect_latency_s",
+    "max_devices",
 )
 _TEXT = ("name", "description", "notes")
 _MAPPINGS = ("sources", "calibration")
@@ -70,6 +90,7 @@ _PLAUSIBLE = (
     ("peak_fp8_flop_per_s", 1e9, 1e18, "FLOP/s"),
     ("peak_bytes_per_s", 1e8, 1e15, "bytes/s"),
     ("memory_bytes", 1e8, 1e14, "bytes"),
+    ("interconnect_bytes_per_s", 1e8, 1e14, "bytes/s"),
 )
 
 
@@ -100,6 +121,14 @@ class HardwareProfile:
         Field name -> URL of the datasheet it came from.
     calibration : mapping or None
         Provenance of a fitted profile (source file, hash, residuals).
+    interconnect_bytes_per_s : float or None
+        Peak device-to-device bandwidth per GPU, one direction, bytes/s
+        (NVLink, Infinity Fabric or PCIe); tensor parallelism needs it.
+    interconnect_latency_s : float
+        Fixed time of one small collective (an all-reduce of a few hundred
+        bytes), seconds.
+    max_devices : int
+        Devices one tensor-parallel group may span (one node's).
 
     Examples
     --------
@@ -122,6 +151,9 @@ class HardwareProfile:
     notes: str = ""
     sources: Mapping[str, str] = field(default_factory=dict)
     calibration: Mapping[str, Any] | None = None
+    interconnect_bytes_per_s: float | None = None
+    interconnect_latency_s: float = 0.0
+    max_devices: int = 1
 
     def __post_init__(self) -> None:
         where = f"hardware profile {self.name!r}"
@@ -142,7 +174,13 @@ class HardwareProfile:
             _check_finite(where, key, value)
             if not 0.0 < value <= 1.0:
                 raise ValueError(f"{where}: {key} must be in (0, 1], got {value!r}")
-        for key in ("overhead_s", "per_layer_overhead_s"):
+        if self.interconnect_bytes_per_s is not None:
+            _check_positive(where, "interconnect_bytes_per_s", self.interconnect_bytes_per_s)
+        md = self.max_devices
+        if isinstance(md, bool) or not isinstance(md, (int, float)) or md != int(md) or not 1 <= md <= 1024:
+            raise ValueError(f"{where}: max_devices must be a whole number in [1, 1024], got {md!r}")
+        object.__setattr__(self, "max_devices", int(md))
+        for key in ("overhead_s", "per_layer_overhead_s", "interconnect_latency_s"):
             value = getattr(self, key)
             _check_finite(where, key, value)
             if not 0.0 <= value <= 1.0:
@@ -167,6 +205,27 @@ class HardwareProfile:
     def peak_ridge_flop_per_byte(self) -> float:
         """Ridge of the bare datasheet peaks (efficiencies of 1), FLOP/byte."""
         return self.peak_flop_per_s / self.peak_bytes_per_s
+
+    def flop_per_s_for(self, weight_dtype: str) -> float:
+        """Achieved rate of the weight matmuls for weights stored as ``weight_dtype``, FLOP/s.
+
+        FP8 and INT8 weights multiply FP8/INT8 activations (W8A8, as vLLM and
+        TensorRT-LLM run them on Hopper and Blackwell) on the 8-bit tensor
+        cores: :data:`FP8_MATMUL_SPEEDUP` times the 16-bit rate (measured),
+        never above ``compute_eff`` of the profile's 8-bit peak.  A profile
+        without an 8-bit peak (A100) dequantises to 16-bit.  4-bit weights
+        (INT4 AWQ/GPTQ, MXFP4, NVFP4) are dequantised in the GEMM and run at
+        :data:`W4A16_COMPUTE_FRACTION` of the 16-bit rate.
+
+        >>> hw = HardwareProfile("demo", 989e12, 3.35e12, 80e9, peak_fp8_flop_per_s=1979e12)
+        >>> hw.flop_per_s_for("fp8") / hw.flop_per_s_for("bf16")
+        1.5
+        """
+        if weight_dtype in ("fp8", "int8") and self.peak_fp8_flop_per_s is not None:
+            return min(self.flop_per_s * FP8_MATMUL_SPEEDUP, self.compute_eff * self.peak_fp8_flop_per_s)
+        if weight_dtype in FOUR_BIT_DTYPES:
+            return self.flop_per_s * W4A16_COMPUTE_FRACTION
+        return self.flop_per_s
 
     def overhead_for(self, n_layers: int) -> float:
         """Fixed time of one forward pass of an ``n_layers`` model, seconds."""
