@@ -88,9 +88,9 @@ _BASIS = "fitted to public TPOT, aiconfigurator-core 0.12.0 silicon_sample.csv"
 
 # Values printed by benchmarks/validate_steptimes.py (hybrid and kernels candidates); tests/test_engines.py refits them.
 ENGINES = {
-    "vllm": EnginePreset("vllm", "vllm", 0.42e-3, 0.0, 0.0, 0.0, _BASIS + ", pooled over engines (no single-GPU vLLM rows)"),
+    "vllm": EnginePreset("vllm", "vllm", 0.0, 0.0, 0.0, 0.0, _BASIS + ", pooled over engines (no single-GPU vLLM rows)"),
     "sglang": EnginePreset("sglang", "sglang", 0.0, 0.066e-3, 0.0, 0.0, _BASIS + ", SGLang rows"),
-    "trtllm": EnginePreset("trtllm", "trtllm", 0.61e-3, 0.0, 0.0, 0.0, _BASIS + ", TensorRT-LLM rows"),
+    "trtllm": EnginePreset("trtllm", "trtllm", 0.20e-3, 0.0, 0.0, 0.0, _BASIS + ", TensorRT-LLM rows"),
     "none": EnginePreset("none", "vllm", 0.0, 0.0, 0.0, 0.0, "no engine time"),
 }
 DEFAULT_ENGINE = "vllm"

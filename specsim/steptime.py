@@ -4,15 +4,22 @@ A forward pass of ``b`` sequences, each adding ``q`` new tokens on top of
 ``L`` tokens already in its KV cache, takes (shared/design/article-model.md)
 
     t(b, q, L) = overhead + max(flop / achieved_flop_per_s,
-                                bytes / achieved_bytes_per_s)
+                                bytes / achieved_bytes_per_s) + comm
 
     flop  = 2 * N * b * q                                  (weight matmuls)
           + 4 * n_layers * n_heads * head_dim * L * b * q  (QK^T and PV)
-    bytes = W + kv_bytes_per_token * b * (L + q)
+    bytes = W(b q) + kv_bytes_per_token * b * (L + q)
 
-with N the parameters multiplied per token, W the weight bytes streamed per
-pass, the KV cache of every sequence read once (also when q > 1) and the q
-new tokens' K and V written.  ``q = 1`` is a decode (or draft) step and
+with N the parameters multiplied per token, W the weight bytes read by a pass
+of b q tokens (constant for a dense model; the experts those tokens touch for
+a mixture of experts, :meth:`~specsim.models.ModelShape.weight_bytes_read`),
+the KV cache of every sequence read once (also when q > 1; local layers read
+at most their window) and the q new tokens' K and V written.  The matmul FLOP
+run at the rate of their weights' dtype (FP8 at the FP8 peak, 4-bit weights
+dequantised: :meth:`~specsim.hardware.HardwareProfile.flop_per_s_for`);
+attention at the 16-bit rate.  ``comm`` is zero on one device and the
+tensor-parallel collectives of :mod:`specsim.parallel` otherwise; all the
+other terms are per rank.  ``q = 1`` is a decode (or draft) step and
 ``q = gamma + 1`` the verification pass that scores gamma drafted tokens plus
 the bonus position.
 
@@ -50,6 +57,8 @@ class StepTime:
         Arithmetic time and memory time, seconds (the larger one counts).
     overhead_s : float
         Fixed per-pass overhead, seconds.
+    comm_s : ndarray or float
+        Tensor-parallel communication, seconds (0 on one device).
     flop, bytes : ndarray
         Work of the pass, FLOP and bytes.
     source : str
@@ -72,6 +81,7 @@ class StepTime:
     bytes: np.ndarray
     source: str = "roofline"
     fallback: np.ndarray | None = None
+    comm_s: np.ndarray | float = 0.0
 
     @property
     def compute_bound(self) -> np.ndarray:
@@ -106,14 +116,24 @@ def _as_array(name: str, value: object, minimum: float, maximum: float) -> np.nd
 
 
 def pass_flop(model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray, context: np.ndarray) -> np.ndarray:
-    """FLOP of one forward pass: weight matmuls plus attention over the cache."""
+    """FLOP of one forward pass on one rank: weight matmuls plus attention over the cache."""
     tokens = batch * tokens_per_seq
-    return 2.0 * model.streamed_params * tokens + model.attention_flop_per_token_per_context * context * tokens
+    matmul = sum(flop for flop, _ in model.matmul_flop_by_dtype(tokens))
+    return matmul + model.attention_flop(context) * tokens
+
+
+def compute_time_s(hardware: HardwareProfile, model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray,
+                   context: np.ndarray) -> np.ndarray:
+    """Arithmetic time of one pass: each dtype's matmuls at its rate, attention at the 16-bit rate."""
+    tokens = batch * tokens_per_seq
+    matmul = sum(flop / hardware.flop_per_s_for(dtype) for flop, dtype in model.matmul_flop_by_dtype(tokens))
+    return matmul + model.attention_flop(context) * tokens / hardware.flop_per_s
 
 
 def pass_bytes(model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray, context: np.ndarray) -> np.ndarray:
-    """Bytes of one forward pass: weights once, each sequence's KV read and new KV written."""
-    return model.streamed_weight_bytes + model.kv_bytes_per_token * batch * (context + tokens_per_seq)
+    """Bytes of one forward pass on one rank: the weights it needs, each sequence's KV read and new KV written."""
+    return (model.weight_bytes_read(batch * tokens_per_seq)
+            + batch * (model.kv_bytes(context) + model.kv_bytes_per_token * tokens_per_seq))
 
 
 def step_time(
@@ -156,8 +176,14 @@ def step_time(
     L = _as_array("context", context, 0, MAX_CONTEXT)
     flop = pass_flop(model, b, q, L)
     nbytes = pass_bytes(model, b, q, L)
-    compute_s = flop / hardware.flop_per_s
+    compute_s = compute_time_s(hardware, model, b, q, L)
     memory_s = nbytes / hardware.bytes_per_s
     overhead_s = hardware.overhead_for(model.n_layers)
-    total_s = overhead_s + np.maximum(compute_s, memory_s)
-    return StepTime(total_s, compute_s, memory_s, overhead_s, flop, nbytes)
+    comm_s = 0.0
+    if model.tp > 1:
+        from .parallel import check_tp, comm_time_s
+
+        check_tp(hardware, model.tp, f"tensor parallelism of {model.name}")
+        comm_s = comm_time_s(hardware, model, b * q)
+    total_s = overhead_s + np.maximum(compute_s, memory_s) + comm_s
+    return StepTime(total_s, compute_s, memory_s, overhead_s, flop, nbytes, comm_s=comm_s)

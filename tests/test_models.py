@@ -40,10 +40,14 @@ def test_untied_embedding_table_is_not_streamed_but_tied_head_is():
     assert small.streamed_params == small.params
 
 
-@pytest.mark.parametrize("dtype, factor", [("bf16", 2.0), ("fp16", 2.0), ("fp8", 1.0), ("int4", 0.5)])
+@pytest.mark.parametrize("dtype, factor", [("bf16", 2.0), ("fp16", 2.0), ("fp8", 1.0), ("int4", (4 + 20 / 128) / 8)])
 def test_weight_bytes_by_dtype(dtype, factor):
+    # The blocks' linear layers take the dtype; embedding, LM head and norms keep the checkpoint's bf16,
+    # as engines' online quantisation and every quantised checkpoint read here leave them.
     model = get_model("llama-3.1-8b", weight_dtype=dtype)
-    assert model.weight_bytes == model.params * factor
+    vocab_and_norms = 2 * 128256 * 4096 + 32 * 2 * 4096 + 4096
+    assert model.weight_bytes == pytest.approx((model.params - vocab_and_norms) * factor + vocab_and_norms * 2, rel=1e-12)
+    assert model.head_dtype_ == "bf16"
     # KV cache keeps its own dtype.
     assert model.kv_bytes_per_token == 131_072
 
@@ -113,12 +117,12 @@ def test_mistral_config_defaults_head_dim():
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"architectures": ["MixtralForCausalLM"]}, "unsupported architecture 'MixtralForCausalLM'"),
+        ({"architectures": ["GPTNeoXForCausalLM"]}, "unsupported architecture 'GPTNeoXForCausalLM'"),
         ({"architectures": []}, "missing key 'architectures'"),
         ({"hidden_size": None}, "missing key 'hidden_size'"),
         ({"num_hidden_layers": "32"}, "num_hidden_layers must be a positive integer"),
         ({"vocab_size": -5}, "vocab_size must be a positive integer"),
-        ({"num_key_value_heads": 5}, "must be a multiple of n_kv_heads"),
+        ({"num_key_value_heads": 5}, "must be a multiple of num_key_value_heads (5)"),
         ({"tie_word_embeddings": "yes"}, "tie_word_embeddings must be true or false"),
     ],
 )
@@ -162,7 +166,7 @@ def test_qwen3_32b_matches_its_model_card():
 
 @pytest.mark.parametrize("extra, message", [
     ({"torch_dtype": "float8_e4m3"}, "torch_dtype 'float8_e4m3' is not one of"),
-    ({"quantization_config": {"quant_method": "awq", "bits": 4}}, "quant_method 'awq' is not modelled"),
+    ({"quantization_config": {"quant_method": "awq", "bits": 8}}, "awq with 8-bit weights is not modelled"),
     ({"quantization_config": "yes"}, "quant_method None is not modelled"),
 ])
 def test_config_dtypes_are_read_or_refused_never_defaulted(extra, message):
@@ -188,8 +192,14 @@ def test_model_to_dict_is_every_field_under_its_own_name():
     m = get_model("qwen3-32b")
     fields = ["name", "params", "computed_params", "streamed_params", "vocab_size", "hidden_size", "intermediate_size",
               "n_layers", "n_heads", "n_kv_heads", "head_dim", "tie_embeddings", "qkv_bias", "qk_norm", "weight_dtype",
-              "kv_dtype", "weight_bytes", "streamed_weight_bytes", "kv_bytes_per_token", "source"]
-    assert m.to_dict() == {name: getattr(m, name) for name in fields}
+              "kv_dtype", "weight_bytes", "streamed_weight_bytes", "kv_bytes_per_token", "source", "architecture",
+              "active_params", "non_embedding_params", "n_experts", "n_active_experts", "moe_intermediate_size",
+              "n_shared_experts", "n_dense_layers", "routing_effective_experts", "kv_lora_rank", "sliding_window",
+              "n_sliding_layers", "extra_params", "n_mtp_layers", "tp"]
+    d = m.to_dict()
+    assert {k: d[k] for k in fields} == {name: getattr(m, name) for name in fields}
+    assert (d["expert_dtype"], d["head_dtype"], d["notes"]) == (m.expert_dtype_, m.head_dtype_, list(m.notes))
+    assert set(d) == set(fields) | {"expert_dtype", "head_dtype", "notes"}
 
 
 @pytest.mark.parametrize("n, text", [
@@ -231,8 +241,9 @@ def test_mha_config_without_kv_heads_has_full_kv_bytes():
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"num_experts": 64}, r"^model config 'config.json': mixture-of-experts configs are not supported$"),
-    ({"num_local_experts": 8}, r"mixture-of-experts configs are not supported$"),
+    ({"num_experts": 64}, r"^model config 'config.json': LlamaForCausalLM with experts is not a known layout; MoE architectures "
+     r"read: MixtralForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM, DeepseekV3ForCausalLM$"),
+    ({"num_local_experts": 8}, r"LlamaForCausalLM with experts is not a known layout"),
     ({"mlp_bias": True}, r"^model config 'config.json': mlp_bias=true is not supported$"),
     ({"hidden_size": 2050}, r"^model config 'config.json': missing key 'head_dim' \(hidden_size is not a multiple of num_attention_heads\)$"),
     ({"num_hidden_layers": True}, r"^model config 'config.json': num_hidden_layers must be a positive integer, got True$"),
@@ -240,11 +251,15 @@ def test_mha_config_without_kv_heads_has_full_kv_bytes():
     ({"num_hidden_layers": 0}, r"num_hidden_layers must be a positive integer, got 0$"),
     ({"vocab_size": None}, r"^model config 'config.json': missing key 'vocab_size'$"),
     ({"architectures": ["GPT2LMHeadModel"]}, r"^model config 'config.json': unsupported architecture 'GPT2LMHeadModel'; supported: "
-     r"LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM \(dense decoders with grouped-query attention and a gated MLP\)$"),
+     r"LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM, "
+     r"Gemma3ForConditionalGeneration, MixtralForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM, DeepseekV3ForCausalLM$"),
     ({"architectures": []}, r"^model config 'config.json': missing key 'architectures'; supported: LlamaForCausalLM, MistralForCausalLM, "
-     r"Qwen2ForCausalLM, Qwen3ForCausalLM$"),
+     r"Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM"),
     ({"torch_dtype": "int3"}, r"^model config 'config.json': torch_dtype 'int3' is not one of bfloat16, float16, float32$"),
-    ({"quantization_config": {"quant_method": "awq"}}, r"quant_method 'awq' is not modelled; supported: fp8, fbgemm_fp8 \(or remove"),
+    ({"quantization_config": {"quant_method": "awq"}}, r"^model config 'config.json': awq with None-bit weights is not modelled; "
+     r"supported: 4-bit$"),
+    ({"quantization_config": {"quant_method": "hqq"}}, r"quant_method 'hqq' is not modelled; supported: fp8, fbgemm_fp8, "
+     r"compressed-tensors .* \(or remove the block to model the unquantised weights\)$"),
 ])
 def test_config_refusals_are_exact(change, message):
     cfg = {k: v for k, v in {**_BASE_CFG, **change}.items() if v is not None}

@@ -96,7 +96,7 @@ def source_and_engine(hardware: HardwareProfile, timing: str | None = None, engi
     >>> from specsim.hardware import load_hardware
     >>> source, preset = source_and_engine(load_hardware("h100-sxm"), "roofline", "trtllm")
     >>> source.name, round(preset.iteration_s * 1e3, 2)
-    ('roofline', 0.61)
+    ('roofline', 0.2)
     """
     from ..engines import DEFAULT_ENGINE, get_engine
 
