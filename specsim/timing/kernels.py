@@ -29,6 +29,24 @@ tokens as
   in the database: the extra queries ride in the same kernel, so they cost
   their arithmetic, not another pass over the KV cache.
 
+* Mixture of experts: the routed experts of each MoE layer are the engine's
+  fused-MoE kernel measured at ``m`` tokens (``moe`` tables), for the model's
+  experts, top-k, sizes, tensor-parallel size and expert dtype, under the
+  database's "balanced" routing: each token's experts are distinct from the
+  other tokens' until every expert is busy, so a pass reads ``min(E, m k)``
+  experts.  That bounds from above the ``E (1 - (1 - k/E)^m)`` distinct
+  experts of uniform random routing (the roofline's): the two agree while
+  ``m k`` is small against ``E`` and differ by up to 1.6x in between (Qwen3-
+  30B-A3B at m = 16: 128 vs 82 experts).
+* Tensor parallelism: every GEMM at its per-rank shape, attention at the
+  per-rank head counts, and ``2 n_layers`` all-reduces of the ``m x hidden``
+  activations from the engine's measured all-reduce latencies at that TP
+  size (``comm`` tables; the profile's link figures where absent), plus the
+  roofline's all-gather of the logits.
+* Sliding-window layers read the decode-attention table at ``min(L, window)``.
+  Multi-head latent attention has no composition here yet: DeepSeek-V3-style
+  models get the roofline, with a note.
+
 Norms, rotary embeddings, activations and residual adds are not in the
 database and not in the sum; neither is any CPU time (see
 :mod:`specsim.engines` for the engine's per-iteration time).
@@ -93,7 +111,11 @@ DEVICE_FOLDERS = {
 #: Model storage dtype -> the database's GEMM dtype; KV dtype -> attention kv_cache_dtype.
 _GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}
 _KV_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}
-_SCHEMA = 4  # bump when the table layout or the composition changes
+#: Expert storage dtype -> the database's MoE dtypes, in order of preference.
+#: FP8 prefers the block-scaled kernels: Qwen3's and DeepSeek-V3's FP8 checkpoints are 128x128 block-scaled.
+_MOE_DTYPES = {"bf16": ("bfloat16",), "fp16": ("bfloat16",), "fp8": ("fp8_block", "fp8"), "mxfp4": ("w4a16_mxfp4",),
+               "int4": ("int4_wo",)}
+_SCHEMA = 5  # bump when the table layout or the composition changes
 
 
 class KernelDataError(ValueError):
@@ -152,13 +174,18 @@ def _newest(folder: Path) -> Path:
 
 @dataclass(frozen=True)
 class KernelTable:
-    """One model's composed kernel times on one device and engine (all layers summed).
+    """One model's composed kernel times on one device and engine, per tensor-parallel rank.
 
-    ``gemm_s[i]``: every GEMM of a pass at ``gemm_m[i]`` tokens.  ``attn_s[i, j]``:
-    decode attention of all layers at ``attn_b[i]`` sequences and
-    ``attn_L[j]`` cached tokens (NaN where not measured).  ``ctx_flop_per_s``:
-    best measured context-attention FLOP rate.  ``prefill_attn_s[j]``: context
-    attention of all layers for one sequence of ``prefill_isl[j]`` tokens.
+    ``gemm_s[i]``: every GEMM of a pass at ``gemm_m[i]`` tokens, the routed
+    experts of MoE layers included (measured fused-MoE kernels).
+    ``attn_s[i, j]``: decode attention of *one* layer at ``attn_b[i]``
+    sequences and ``attn_L[j]`` cached tokens (NaN where not measured);
+    :meth:`decode_attention` sums the layers, local layers at their window.
+    ``ctx_flop_per_s``: best measured context-attention FLOP rate.
+    ``prefill_attn_s[j]``: context attention of one layer for one sequence of
+    ``prefill_isl[j]`` tokens.  ``comm_elems`` / ``comm_s``: measured
+    all-reduce latency against message size (16-bit elements) at the model's
+    tensor-parallel size (empty on one device).
     """
 
     gemm_m: np.ndarray
@@ -172,6 +199,8 @@ class KernelTable:
     meta: dict
     #: 1 where a decode-attention cell was scaled in batch, not measured (see ``_fill_by_batch``).
     attn_scaled: np.ndarray | None = None
+    comm_elems: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    comm_s: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         for name in ("gemm_m", "gemm_s", "attn_b", "attn_L", "prefill_isl", "prefill_attn_s"):
@@ -193,6 +222,9 @@ class KernelTable:
             raise ValueError("kernel table: scaled-cell mask does not match the attention grid")
         if not (np.isfinite(self.ctx_flop_per_s) and self.ctx_flop_per_s > 0):
             raise ValueError("kernel table: context-attention FLOP rate must be positive")
+        if self.comm_elems.shape != self.comm_s.shape or (self.comm_elems.size and (
+                np.any(np.diff(self.comm_elems) <= 0) or not np.all(self.comm_s > 0))):
+            raise ValueError("kernel table: all-reduce grid must be increasing with positive times")
 
     def save(self, path: Path) -> None:
         from .._io import atomic_write_bytes
@@ -202,7 +234,8 @@ class KernelTable:
         np.savez(buffer, gemm_m=self.gemm_m, gemm_s=self.gemm_s, attn_b=self.attn_b, attn_L=self.attn_L,
                  attn_s=self.attn_s, ctx_flop_per_s=np.array(self.ctx_flop_per_s), prefill_isl=self.prefill_isl,
                  prefill_attn_s=self.prefill_attn_s, meta=np.array(json.dumps(self.meta, sort_keys=True)),
-                 attn_scaled=self.attn_scaled if self.attn_scaled is not None else np.zeros(self.attn_s.shape))
+                 attn_scaled=self.attn_scaled if self.attn_scaled is not None else np.zeros(self.attn_s.shape),
+                 comm_elems=self.comm_elems, comm_s=self.comm_s)
         atomic_write_bytes(path, buffer.getvalue())
 
     @classmethod
@@ -216,16 +249,30 @@ class KernelTable:
                        attn_L=z["attn_L"].astype(float), attn_s=z["attn_s"].astype(float),
                        ctx_flop_per_s=float(z["ctx_flop_per_s"]), prefill_isl=z["prefill_isl"].astype(float),
                        prefill_attn_s=z["prefill_attn_s"].astype(float), meta=meta,
-                       attn_scaled=z["attn_scaled"].astype(float))
+                       attn_scaled=z["attn_scaled"].astype(float), comm_elems=z["comm_elems"].astype(float),
+                       comm_s=z["comm_s"].astype(float))
 
     # -- evaluation ---------------------------------------------------------
     def gemm(self, m: np.ndarray) -> np.ndarray:
         """All GEMMs of a pass at ``m`` tokens, seconds; NaN outside the measured m."""
         return np.interp(m, self.gemm_m, self.gemm_s, left=np.nan, right=np.nan)
 
+    def _layers(self) -> tuple[int, int, float]:
+        shape = self.meta["shape"]
+        n_sliding = int(shape.get("n_sliding_layers", 0))
+        return int(shape["n_layers"]) - n_sliding, n_sliding, float(shape.get("sliding_window", 0))
+
+    def _local(self, L: np.ndarray) -> np.ndarray:
+        return np.minimum(L, self._layers()[2])
+
     def decode_attention(self, b: np.ndarray, L: np.ndarray) -> np.ndarray:
-        """Decode attention of all layers, bilinear in (b, L); NaN outside or next to a gap."""
-        return interp_grid((self.attn_b, self.attn_L), self.attn_s, [b, L])
+        """Decode attention of all layers, bilinear in (b, L); local layers read min(L, window); NaN outside."""
+        n_full, n_sliding, _ = self._layers()
+        axes = (self.attn_b, self.attn_L)
+        out = n_full * interp_grid(axes, self.attn_s, [b, L])
+        if n_sliding:
+            out = out + n_sliding * interp_grid(axes, self.attn_s, [b, self._local(np.asarray(L, float))])
+        return out
 
     def uses_scaled_attention(self, b: np.ndarray, L: np.ndarray) -> np.ndarray:
         """True where the decode-attention answer leans on a cell scaled in batch."""
@@ -234,10 +281,28 @@ class KernelTable:
         return np.nan_to_num(interp_grid((self.attn_b, self.attn_L), self.attn_scaled, [b, L])) > 0
 
     def prefill_attention(self, isl: np.ndarray) -> np.ndarray:
-        """Context attention of all layers for one sequence of ``isl`` tokens; NaN outside."""
+        """Context attention of all layers for one sequence of ``isl`` tokens; NaN outside.
+
+        A local layer attends over at most its window: its cost is the measured
+        cost at ``min(isl, window)`` tokens, scaled by ``isl / min(isl, window)``.
+        """
         if self.prefill_isl.size < 2:
             return np.full(np.shape(isl), np.nan)
-        return np.interp(isl, self.prefill_isl, self.prefill_attn_s, left=np.nan, right=np.nan)
+        isl = np.asarray(isl, float)
+        one = lambda n: np.interp(n, self.prefill_isl, self.prefill_attn_s, left=np.nan, right=np.nan)  # noqa: E731
+        n_full, n_sliding, _ = self._layers()
+        out = n_full * one(isl)
+        if n_sliding:
+            local = self._local(isl)
+            out = out + n_sliding * one(local) * isl / np.maximum(local, 1.0)
+        return out
+
+    def allreduce(self, elems: np.ndarray) -> np.ndarray:
+        """Measured all-reduce of ``elems`` 16-bit values, log-log interpolated; NaN outside or without data."""
+        if self.comm_elems.size < 2:
+            return np.full(np.shape(elems), np.nan)
+        x = np.log(np.maximum(np.asarray(elems, float), 1.0))
+        return np.exp(np.interp(x, np.log(self.comm_elems), np.log(self.comm_s), left=np.nan, right=np.nan))
 
 
 # -- building a table from the database files --------------------------------
@@ -259,16 +324,26 @@ def _gemm_line(model: ModelShape, gemm, where: str) -> tuple[np.ndarray, np.ndar
     index = tuple(np.searchsorted(a, gemm[c].to_numpy(float)) for a, c in zip(axes, ("m", "n", "k")))
     grid[index] = gemm["latency"].to_numpy(float) * 1e-3
     interp = RegularGridInterpolator(axes, grid, bounds_error=False, fill_value=np.nan)
-    d, hd, f = model.hidden_size, model.head_dim, model.intermediate_size
+    d, hd, f, tp = model.hidden_size, model.head_dim, model.intermediate_size, model.tp
+    heads, kv_heads = model.n_heads // tp, max(1, model.n_kv_heads // tp)
+    dense = model.n_layers - model.n_moe_layers
     n_max = axes[1][-1]
-    # (n, k, count per pass) of every weight GEMM.
-    shapes = [((model.n_heads + 2 * model.n_kv_heads) * hd, d, model.n_layers), (d, model.n_heads * hd, model.n_layers),
-              (2 * f, d, model.n_layers), (d, f, model.n_layers), (model.vocab_size, d, 1)]
+    # (n, k, count per pass) of every weight GEMM on one rank: column-parallel layers split n, row-parallel split k.
+    shapes = [((heads + 2 * kv_heads) * hd, d, model.n_layers), (d, heads * hd, model.n_layers),
+              (2 * f // tp, d, dense), (d, f // tp, dense), (-(-model.vocab_size // tp), d, 1)]
+    if model.is_moe:
+        shapes.append((model.n_experts, d, model.n_moe_layers))  # the router
+        shared = model.n_shared_experts * model.moe_intermediate_size // tp
+        if shared:
+            shapes += [(2 * shared, d, model.n_moe_layers), (d, shared, model.n_moe_layers)]
+    shapes = [s for s in shapes if s[2] > 0]
     m = axes[0]
     total = np.zeros_like(m)
+    n_min, k_min = axes[1][0], axes[2][0]
     for n, k, count in shapes:
         pieces = int(np.ceil(n / n_max))
-        pts = np.column_stack([m, np.full_like(m, n / pieces), np.full_like(m, float(k))])
+        # A matrix narrower than any measured one (an 8-expert router) costs at least the smallest measured GEMM.
+        pts = np.column_stack([m, np.full_like(m, max(n / pieces, n_min)), np.full_like(m, float(max(k, k_min)))])
         total += count * pieces * interp(pts)
     ok = np.isfinite(total)
     if ok.sum() < 2 or not ok[0]:
@@ -292,9 +367,51 @@ def _suffix_min(values: np.ndarray, axis: int = 0) -> np.ndarray:
     return np.where(np.isnan(values), np.nan, out)
 
 
+def _moe_line(model: ModelShape, root: Path, dev: Path, engine: str, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """(tokens, seconds) of one MoE layer's fused routed-expert kernel on one rank, balanced routing."""
+    folder = _newest(dev / "moe" / engine)
+    frame = _read(folder / "moe_perf.parquet")
+    keep = ((frame["hidden_size"] == model.hidden_size) & (frame["inter_size"] == model.moe_intermediate_size)
+            & (frame["topk"] == model.n_active_experts) & (frame["num_experts"] == model.n_experts)
+            & (frame["moe_tp_size"] == model.tp) & (frame["moe_ep_size"] == 1) & (frame["distribution"] == "balanced"))
+    for dtype in _MOE_DTYPES.get(model.expert_dtype_, ()):
+        rows = frame[keep & (frame["moe_dtype"] == dtype)]
+        if len(rows) >= 2:
+            line = rows.groupby("num_tokens")["latency"].mean()
+            return line.index.to_numpy(float), _suffix_min(line.to_numpy(float) * 1e-3)
+    raise KernelDataError(
+        f"{where}: no fused-MoE measurements for {model.n_experts} experts, top-{model.n_active_experts}, hidden "
+        f"{model.hidden_size}, expert size {model.moe_intermediate_size}, TP {model.tp}, {model.expert_dtype_} experts")
+
+
+def _comm_line(model: ModelShape, dev: Path, engine: str) -> tuple[np.ndarray, np.ndarray]:
+    """(16-bit elements, seconds) of the engine's measured all-reduce at the model's TP size; empty where absent."""
+    empty = (np.zeros(0), np.zeros(0))
+    if model.tp == 1:
+        return empty
+    try:
+        folder = _newest(dev / "comm" / engine)
+        files = sorted((dev / "comm" / engine).glob("*/custom_allreduce_perf.parquet"), key=lambda p: _version_key(p.parent.name))
+        if not files:
+            return empty
+        frame = _read(files[-1])
+    except KernelDataError:
+        return empty
+    del folder
+    rows = frame[(frame["num_gpus"] == model.tp) & (frame["allreduce_dtype"] == "bfloat16")]
+    label = "backend" if "backend" in rows.columns else "implementation"
+    graph = rows[rows[label].astype(str).str.contains("graph")]
+    rows = graph if len(graph) else rows  # engines capture decode in CUDA graphs where they can
+    line = rows.groupby("message_size")["latency"].min()
+    if len(line) < 2:
+        return empty
+    return line.index.to_numpy(float), line.to_numpy(float) * 1e-3
+
+
 def _select_attention(frame, model: ModelShape):
     kv = _KV_DTYPES[model.kv_dtype]
-    keep = ((frame["num_heads"] == model.n_heads) & (frame["num_key_value_heads"] == model.n_kv_heads)
+    heads, kv_heads = model.n_heads // model.tp, max(1, model.n_kv_heads // model.tp)
+    keep = ((frame["num_heads"] == heads) & (frame["num_key_value_heads"] == kv_heads)
             & (frame["head_dim"] == model.head_dim) & (frame["kv_cache_dtype"] == kv))
     if "window_size" in frame.columns:
         keep &= frame["window_size"] == 0
@@ -309,6 +426,8 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
     where = f"kernel database: {model.name} on {device} ({engine})"
     if model.weight_dtype not in _GEMM_DTYPES or model.kv_dtype not in _KV_DTYPES:
         raise KernelDataError(f"{where}: no measurements for weight dtype {model.weight_dtype} / KV dtype {model.kv_dtype}")
+    if model.is_mla:
+        raise KernelDataError(f"{where}: multi-head latent attention is not composed from the kernel database yet")
     dev = root / device
     if not dev.is_dir():
         raise KernelDataError(f"kernel database has no device folder {device!r}")
@@ -319,6 +438,14 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
     if gemm.empty:
         raise KernelDataError(f"{where}: no {_GEMM_DTYPES[model.weight_dtype]} GEMM measurements")
     gemm_m, gemm_s = _gemm_line(model, gemm, where)
+    if model.is_moe:
+        moe_m, moe_s = _moe_line(model, root, dev, engine, where)
+        moe = np.interp(np.log(gemm_m), np.log(moe_m), moe_s, left=np.nan, right=np.nan)
+        inside = np.isfinite(moe)
+        if inside.sum() < 2 or not inside[0]:
+            raise KernelDataError(f"{where}: the fused-MoE measurements do not cover the GEMM token range")
+        stop = int(np.argmin(inside)) if not inside.all() else inside.size
+        gemm_m, gemm_s = gemm_m[:stop], gemm_s[:stop] + model.n_moe_layers * moe[:stop]
 
     gen = _select_attention(_read(attn_dir / "generation_attention_perf.parquet"), model)
     if gen.empty:
@@ -329,7 +456,7 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
     piv = gen.pivot_table(index="batch_size", columns="step", values="latency", aggfunc="mean")
     attn_b = piv.index.to_numpy(float)
     attn_L = piv.columns.to_numpy(float)
-    attn_s = piv.to_numpy(float) * 1e-3 * model.n_layers
+    attn_s = piv.to_numpy(float) * 1e-3  # one layer; decode_attention sums the layers
     attn_s, filled = _fill_by_batch(attn_b, _suffix_min(attn_s, axis=0))
 
     ctx = _select_attention(_read(attn_dir / "context_attention_perf.parquet"), model)
@@ -338,17 +465,19 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
     if ctx.empty:
         raise KernelDataError(f"{where}: no context-attention measurements for this head shape")
     isl = ctx["isl"].to_numpy(float)
-    flop = 2.0 * model.n_heads * model.head_dim * isl * isl * ctx["batch_size"].to_numpy(float)  # causal QK^T + PV
+    flop = 2.0 * (model.n_heads // model.tp) * model.head_dim * isl * isl * ctx["batch_size"].to_numpy(float)  # causal QK^T + PV
     ctx_rate = float(np.max(flop / (ctx["latency"].to_numpy(float) * 1e-3)))
     one = ctx[ctx["batch_size"] == 1].groupby("isl")["latency"].mean()
     prefill_isl = one.index.to_numpy(float)
-    prefill_attn_s = one.to_numpy(float) * 1e-3 * model.n_layers
+    prefill_attn_s = one.to_numpy(float) * 1e-3  # one layer
+    comm_elems, comm_s = _comm_line(model, dev, engine)
 
     meta = _meta(model, device, engine, database_version())
     meta["files"] = [str(p.relative_to(root)) for p in (gemm_dir, attn_dir)]
     meta["attention_cells_scaled_in_batch"] = int(filled.sum())
+    meta["allreduce"] = "measured" if comm_elems.size else ("none" if model.tp == 1 else "roofline")
     return KernelTable(gemm_m, gemm_s, attn_b, attn_L, attn_s, ctx_rate, prefill_isl, prefill_attn_s, meta,
-                       attn_scaled=filled.astype(float))
+                       attn_scaled=filled.astype(float), comm_elems=comm_elems, comm_s=comm_s)
 
 
 #: Decode attention is scaled linearly in batch past the largest measured batch
@@ -377,7 +506,10 @@ def _fill_by_batch(b: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 def _meta(model: ModelShape, device: str, engine: str, version: str) -> dict:
     shape = {k: getattr(model, k) for k in ("vocab_size", "hidden_size", "intermediate_size", "n_layers", "n_heads",
-                                            "n_kv_heads", "head_dim", "weight_dtype", "kv_dtype")}
+                                            "n_kv_heads", "head_dim", "weight_dtype", "kv_dtype", "n_experts",
+                                            "n_active_experts", "moe_intermediate_size", "n_shared_experts",
+                                            "n_dense_layers", "kv_lora_rank", "sliding_window", "n_sliding_layers", "tp")}
+    shape["expert_dtype"] = model.expert_dtype_
     return {"schema": _SCHEMA, "database": f"{AIC_DISTRIBUTION} {version}", "device": device, "engine": engine,
             "shape": shape}
 
@@ -469,11 +601,13 @@ class KernelSource:
             return dataclasses.replace(roof, source=self.name, fallback=fallback)
         gemm = table.gemm(b * q)
         attn = table.decode_attention(b, L + q)
-        extra = model.attention_flop_per_token_per_context * (q - 1.0) * (L + q) * b / table.ctx_flop_per_s
-        total = gemm + attn + extra
+        # Extra queries on the same KV: their FLOP at the best measured context-attention rate (per rank).
+        extra = model.attention_flop(L + q) * (q - 1.0) * b / table.ctx_flop_per_s
+        comm = self._comm(table, model, b * q)
+        total = gemm + attn + extra + comm
         # A pass of q > 1 tokens does strictly more work than a decode step of the same batch and
         # context; measured kernels differ by a few percent run to run, so hold it at least at q = 1.
-        total = np.maximum(total, table.gemm(b) + table.decode_attention(b, L + 1.0))
+        total = np.maximum(total, table.gemm(b) + table.decode_attention(b, L + 1.0) + self._comm(table, model, b))
         fallback = ~np.isfinite(total)
         if np.any(fallback):
             self._note(f"{model.name}: some points lie outside the {self.engine} kernel data on {self.device} (b up to "
@@ -486,7 +620,22 @@ class KernelSource:
                        (model.name, "scaled"))
         total = np.where(fallback, roof.total_s, total)
         return dataclasses.replace(roof, total_s=total, overhead_s=0.0, source=self.name,
-                                   fallback=fallback if np.any(fallback) else None)
+                                   fallback=fallback if np.any(fallback) else None,
+                                   comm_s=np.where(fallback, roof.comm_s, comm) if model.tp > 1 else 0.0)
+
+    def _comm(self, table: KernelTable, model: ModelShape, tokens: np.ndarray) -> np.ndarray:
+        """Tensor-parallel collectives of a pass: measured all-reduces where the database has them, else the roofline's."""
+        if model.tp == 1:
+            return np.zeros(np.shape(tokens))
+        from ..parallel import allgather_s, allreduce_s, comm_bytes
+
+        act, logits = comm_bytes(model, tokens)
+        measured = table.allreduce(tokens * model.hidden_size)
+        if np.any(~np.isfinite(measured)):
+            self._note(f"{model.name}: no measured {self.engine} all-reduce at TP {model.tp} on {self.device} for some "
+                       f"message sizes; the profile's link bandwidth and latency answer there", (model.name, "comm"))
+        ar = np.where(np.isfinite(measured), measured, allreduce_s(self.hardware, model.tp, act))
+        return 2 * model.n_layers * ar + allgather_s(self.hardware, model.tp, logits)
 
     def prefill_time(self, model: ModelShape, prompt_tokens: object) -> np.ndarray:
         """One sequence's prefill of ``prompt_tokens`` tokens: GEMMs at m = tokens plus context attention."""
