@@ -1,6 +1,10 @@
 """Memory capacity and throughput: what speculation costs at high concurrency.
 
 Memory
+    Every quantity is per GPU: with tensor parallelism over N GPUs each holds
+    1/N of the target's weights and KV heads (see ``ModelShape.tp``), and a
+    draft at TP 1 sits whole on the first GPU, which therefore binds.  Local
+    (sliding-window) layers keep at most their window of KV per sequence.
     A device with ``memory_bytes`` of which a serving engine may use a
     fraction ``memory_utilization`` (vLLM's ``gpu_memory_utilization``,
     default 0.9) holds the weights of every model it serves and, in what is
@@ -37,7 +41,7 @@ from .speedup import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, Deployment, expe
 if TYPE_CHECKING:  # pandas is imported where a table is built, keeping the CLI's hot path light
     import pandas as pd
 
-__all__ = ["DEFAULT_MEMORY_UTILIZATION", "Capacity", "capacity", "reserved_context", "throughput_table"]
+__all__ = ["DEFAULT_MEMORY_UTILIZATION", "Capacity", "capacity", "reserved_context", "smallest_fitting_tp", "throughput_table"]
 
 #: Fraction of device memory an engine may use; vLLM's gpu_memory_utilization default.
 DEFAULT_MEMORY_UTILIZATION = 0.9
@@ -54,6 +58,8 @@ class Capacity:
     target_kv_bytes_per_seq: float
     draft_kv_bytes_per_seq: float
     context_tokens: int
+    #: GPUs the deployment spans (the target's tensor-parallel size); every byte above is per GPU.
+    gpus: int = 1
 
     @property
     def target_fits(self) -> bool:
@@ -87,6 +93,7 @@ class Capacity:
             "target_kv_bytes_per_seq": self.target_kv_bytes_per_seq,
             "draft_kv_bytes_per_seq": self.draft_kv_bytes_per_seq,
             "context_tokens": self.context_tokens,
+            "gpus": self.gpus,
             "target_fits": self.target_fits,
             "both_fit": self.both_fit,
             "max_batch_without_draft": self.max_batch_without_draft,
@@ -130,10 +137,40 @@ def capacity(
         usable_bytes=memory_utilization * dep.hardware.memory_bytes,
         target_weight_bytes=dep.target.weight_bytes,
         draft_weight_bytes=dep.draft.weight_bytes,
-        target_kv_bytes_per_seq=dep.target.kv_bytes_per_token * context,
-        draft_kv_bytes_per_seq=dep.draft.kv_bytes_per_token * context,
+        target_kv_bytes_per_seq=float(dep.target.kv_bytes(context)),
+        draft_kv_bytes_per_seq=float(dep.draft.kv_bytes(context)),
         context_tokens=int(context),
+        gpus=dep.target.tp,
     )
+
+
+def smallest_fitting_tp(dep: Deployment, context: int = DEFAULT_CONTEXT_TOKENS,
+                        memory_utilization: float = DEFAULT_MEMORY_UTILIZATION, batch: int = 1) -> int | None:
+    """The fewest tensor-parallel GPUs (a power of two the heads allow, within one node) that hold the target,
+    its draft and ``batch`` sequences of ``context`` tokens; None if no node size does.
+
+    The draft keeps its own TP unless it was at the target's, in which case it follows.
+
+    >>> smallest_fitting_tp(Deployment.from_names("h100-sxm", "llama-3.3-70b", "llama-3.2-1b"), 8192, batch=16)
+    4
+    """
+    import dataclasses
+
+    n = 1
+    while n <= dep.hardware.max_devices:
+        try:
+            target = dataclasses.replace(dep.target, tp=n)
+            draft = dataclasses.replace(dep.draft, tp=n) if dep.draft.tp == dep.target.tp and dep.draft.tp > 1 else dep.draft
+            if n > 1 and dep.hardware.interconnect_bytes_per_s is None:
+                return None
+            trial = dataclasses.replace(dep, target=target, draft=draft)
+        except ValueError:  # the heads do not split n ways
+            n *= 2
+            continue
+        if capacity(trial, context, memory_utilization).max_batch_with_draft >= batch:
+            return n
+        n *= 2
+    return None
 
 
 def throughput_table(
@@ -152,8 +189,9 @@ def throughput_table(
     ``max_context`` (default ``context``) sizes the KV reservation for the
     memory check.  Columns: batch, gamma, speedup, latency_plain_s and
     latency_spec_s (seconds per token per sequence), tokens_per_s_seq_plain,
-    tokens_per_s_seq_spec, tokens_per_s_plain, tokens_per_s_spec (whole
-    device), fits_without_draft, fits_with_draft.
+    tokens_per_s_seq_spec, tokens_per_s_plain, tokens_per_s_spec (the whole
+    deployment, all its tensor-parallel GPUs), tokens_per_s_per_gpu_plain,
+    tokens_per_s_per_gpu_spec, fits_without_draft, fits_with_draft.
     """
     import pandas as pd
 
@@ -179,6 +217,8 @@ def throughput_table(
             "tokens_per_s_seq_spec": 1.0 / latency_spec,
             "tokens_per_s_plain": b / latency_plain,
             "tokens_per_s_spec": b / latency_spec,
+            "tokens_per_s_per_gpu_plain": b / latency_plain / dep.target.tp,
+            "tokens_per_s_per_gpu_spec": b / latency_spec / dep.target.tp,
             "fits_without_draft": b <= cap.max_batch_without_draft,
             # gamma = 0 rows still hold the draft in memory if the engine serves it.
             "fits_with_draft": b <= cap.max_batch_with_draft,

@@ -22,6 +22,7 @@ from .capacity import DEFAULT_MEMORY_UTILIZATION
 from .engines import DEFAULT_ENGINE, ENGINES
 from .harness import defaults as hd
 from .limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA
+from .models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
 from .timing import DEFAULT_TIMING, TIMING_CHOICES
 from .schedule import DEFAULT_MAX_BATCH, DEFAULT_MIN_GAIN, DEFAULT_SCHEDULE_RTOL
 from .speedup import (
@@ -134,7 +135,24 @@ def _add_deployment_args(p: argparse.ArgumentParser, *, defaults: bool = True, b
                        help=f"comma-separated batch sizes (default {','.join(map(str, DEFAULT_BATCHES))})")
     p.add_argument("--context", type=_context, default=DEFAULT_CONTEXT_TOKENS if defaults else None,
                    help=f"cached tokens per sequence, L (default {DEFAULT_CONTEXT_TOKENS}: a 1000-token prompt plus half of 256 generated)")
+    _add_model_args(p, draft=True)
     _add_timing_args(p)
+
+
+def _add_model_args(p: argparse.ArgumentParser, *, draft: bool) -> None:
+    """Precision, tensor parallelism and routing skew; unset means what the config.json says (and TP 1)."""
+    tp = _int_at_least(1, "tp", 1024)
+    p.add_argument("--weight-dtype", choices=WEIGHT_DTYPE_CHOICES,
+                   help="storage of the target's linear layers (default: the config.json's torch_dtype or quantization_config)")
+    p.add_argument("--kv-dtype", choices=KV_DTYPE_CHOICES, help="the target's KV-cache dtype (default: its activation dtype)")
+    p.add_argument("--tp", type=tp, help="tensor-parallel GPUs for the target (default 1)")
+    p.add_argument("--moe-effective-experts", type=_float, metavar="E_EFF",
+                   help="effective number of experts for skewed routing (default: uniform over all experts)")
+    if draft:
+        p.add_argument("--draft-tp", type=tp,
+                       help="tensor-parallel GPUs for the draft: 1 (default) or the target's --tp (vLLM's default)")
+        p.add_argument("--draft-weight-dtype", choices=WEIGHT_DTYPE_CHOICES, help="the draft's weight storage (default: its config)")
+        p.add_argument("--draft-kv-dtype", choices=KV_DTYPE_CHOICES, help="the draft's KV-cache dtype (default: its config)")
 
 
 def _add_timing_args(p: argparse.ArgumentParser) -> None:
@@ -187,6 +205,7 @@ def _parser_steptime(sub) -> None:
     p.add_argument("--tokens-per-seq", type=_int_at_least(1, "tokens-per-seq", MAX_GAMMA + 1), default=1,
                    help="new tokens per sequence, q (1: decode; gamma+1: verification; default 1)")
     p.add_argument("--context", type=_context, default=DEFAULT_CONTEXT_TOKENS, help=f"cached tokens per sequence (default {DEFAULT_CONTEXT_TOKENS})")
+    _add_model_args(p, draft=False)
     _add_timing_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=commands.run_steptime)

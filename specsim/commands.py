@@ -32,6 +32,9 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
     best = dep.optimal_gamma(args.alpha, batches, args.context, args.gamma_max, args.rtol)
     times = best.times
     cap = capacity(dep, reserved_context(args.context, args.max_context), args.memory_util)
+    _require_target_fits(dep, cap)
+    other = _other_draft_tp(dep)
+    other_best = other.optimal_gamma(args.alpha, batches, args.context, args.gamma_max, args.rtol) if other else None
     rows = []
     for i, batch in enumerate(args.batch):
         gamma = int(best.gamma[i])
@@ -54,6 +57,9 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
             "timing_source": row_source(dep, times, i),
             "provenance": dep.provenance(),
         }
+        if other_best is not None:
+            row[f"speedup_draft_tp{other.draft.tp}"] = float(other_best.speedup[i])
+            row[f"gamma_draft_tp{other.draft.tp}"] = int(other_best.gamma[i])
         rows.append(row)
     if args.json:
         print_json(rows)
@@ -79,8 +85,41 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
     off = [r["batch"] for r in rows if r["gamma"] == 0]
     if off:
         print(f"\nspeculation does not pay at batch {', '.join(map(str, off))}: {why_off(rows)}")
+    if other_best is not None:
+        pairs = ", ".join(f"{b}: {s:.3f} (gamma {g})" for b, s, g in zip(args.batch, other_best.speedup, other_best.gamma))
+        print(f"\nwith the draft at --draft-tp {other.draft.tp} instead of {dep.draft.tp}: speedup by batch {pairs}")
     print_notes(dep)
     return 0
+
+
+def _require_target_fits(dep, cap) -> None:
+    """Refuse step-time answers for a target whose weights cannot be held: name the TP that can."""
+    from .capacity import smallest_fitting_tp
+    from .models import BYTES_PER_ELEMENT
+
+    if cap.target_fits:
+        return
+    n = smallest_fitting_tp(dep, cap.context_tokens, cap.usable_bytes / cap.memory_bytes)
+    where = f"{dep.hardware.name} x {dep.target.tp}" if dep.target.tp > 1 else f"one {dep.hardware.name}"
+    smaller = [d for d in ("fp8", "int4") if BYTES_PER_ELEMENT[d] < BYTES_PER_ELEMENT[dep.target.weight_dtype]]
+    fix = (f"--tp {n} fits" if n is not None else
+           f"no tensor-parallel size within one node ({dep.hardware.max_devices} GPUs) fits; "
+           + (f"try --weight-dtype {' or '.join(smaller)}, or " if smaller else "") + "a device with more memory")
+    raise ValueError(f"{dep.target.name} in {dep.target.weight_dtype} ({cap.target_weight_bytes / 1e9:.1f} GB of weights per GPU) "
+                     f"does not fit on {where} ({cap.usable_bytes / 1e9:.1f} GB usable per GPU): {fix}")
+
+
+def _other_draft_tp(dep):
+    """The same deployment with the draft at the other TP engines allow (1 or the target's), or None on one GPU."""
+    import dataclasses
+
+    if dep.target.tp == 1:
+        return None
+    other = dep.target.tp if dep.draft.tp == 1 else 1
+    try:
+        return dataclasses.replace(dep, draft=dataclasses.replace(dep.draft, tp=other))
+    except ValueError:  # the draft's heads do not split that many ways
+        return None
 
 
 def run_speedup(args: argparse.Namespace) -> int:
@@ -148,13 +187,20 @@ def run_steptime(args: argparse.Namespace) -> int:
     from .models import format_count, get_model
     from .speedup import _plus
 
+    from .parallel import check_tp
+    from .speedup import model_assumptions
+
     hw = load_hardware(args.hardware)
-    model = get_model(args.model)
+    opts = model_options(args)
+    if "tp" in opts:
+        check_tp(hw, opts["tp"])
+    model = get_model(args.model, **opts)
     source, engine = _source(args, hw)
     batches = np.array(args.batch, dtype=float)
     t = _plus(source.step_time(model, batches, args.tokens_per_seq, args.context), engine.iteration_s)
-    provenance = [source.describe(), engine.describe()]
+    provenance = [source.describe(), engine.describe()] + model_assumptions(hw, [model])
     fallback = np.zeros(batches.shape, bool) if t.fallback is None else np.broadcast_to(t.fallback, batches.shape)
+    comm = np.broadcast_to(np.asarray(t.comm_s, float), batches.shape)
     rows = [
         {
             "batch": b,
@@ -164,6 +210,7 @@ def run_steptime(args: argparse.Namespace) -> int:
             "compute_s": float(t.compute_s[i]),
             "memory_s": float(t.memory_s[i]),
             "overhead_s": float(t.overhead_s),
+            "comm_s": float(comm[i]),
             "bound": str(t.bound[i]),
             "flop": float(t.flop[i]),
             "bytes": float(t.bytes[i]),
@@ -175,17 +222,24 @@ def run_steptime(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
     else:
-        print(f"{model.name} ({format_count(model.params)} params, {model.weight_dtype}) on {hw.name}: "
+        gpus = f" x {model.tp} GPUs" if model.tp > 1 else ""
+        print(f"{model.describe()} on {hw.name}{gpus}: "
               f"{args.tokens_per_seq} new token(s) per sequence over {args.context} cached")
         print("\n".join(f"step times: {line}" if i == 0 else line for i, line in enumerate(provenance)) + "\n")
+        headers = ["batch", "step ms", "roofline compute ms", "roofline memory ms", "overhead ms"]
+        headers += ["all-reduce ms"] if model.tp > 1 else []
         print(table(
-            ["batch", "step ms", "roofline compute ms", "roofline memory ms", "overhead ms", "bound", "FLOP/byte", "source"],
-            [[r["batch"], ms(r["step_time_s"]), ms(r["compute_s"]), ms(r["memory_s"]), ms(r["overhead_s"]), r["bound"],
-              f"{r['flop'] / r['bytes']:.1f}", r["timing_source"]] for r in rows],
-            ">>>>><><",
+            headers + ["bound", "FLOP/byte", "source"],
+            [[r["batch"], ms(r["step_time_s"]), ms(r["compute_s"]), ms(r["memory_s"]), ms(r["overhead_s"])]
+             + ([ms(r["comm_s"])] if model.tp > 1 else [])
+             + [r["bound"], f"{r['flop'] / r['bytes']:.1f}", r["timing_source"]] for r in rows],
+            ">>>>>" + (">" if model.tp > 1 else "") + "<><",
         ))
+        if model.tp > 1:
+            print(f"\nper GPU: weights {model.weight_bytes / 1e9:.1f} GB, KV {model.kv_bytes_per_token / 1e3:.1f} kB per token; "
+                  "the all-reduce column is inside the step time")
         print(f"\nridge: {hw.ridge_flop_per_byte:.1f} FLOP/byte (compute-bound above it; the bound column is the roofline's)")
-    for note in source.notes:
+    for note in list(source.notes) + [f"{model.name}: {n}" for n in model.notes]:
         print(f"note: {note}", file=sys.stderr)
     return 0
 
@@ -210,10 +264,13 @@ def run_alpha(args: argparse.Namespace) -> int:
 def run_capacity(args: argparse.Namespace) -> int:
     from .capacity import capacity
 
+    from .capacity import smallest_fitting_tp
+
     dep = _deployment(args)
     cap = capacity(dep, args.context, args.memory_util)
     if args.json:
-        print_json({"hardware": dep.hardware.name, "target": dep.target.name, "draft": dep.draft.name, **cap.to_dict()})
+        print_json({"hardware": dep.hardware.name, "target": dep.target.name, "draft": dep.draft.name, **cap.to_dict(),
+                    "smallest_fitting_tp": smallest_fitting_tp(dep, args.context, args.memory_util)})
         return 0
     for line in capacity_summary(cap, dep):
         print(line)
@@ -231,6 +288,7 @@ def run_schedule(args: argparse.Namespace) -> int:
     dep = _deployment(args)
     if args.format == "vllm":
         check_vllm_pair(dep)
+    _require_target_fits(dep, capacity(dep, reserved_context(args.context, args.max_context), args.memory_util))
     ranges = gamma_schedule(dep, args.alpha, args.max_batch, args.context, args.gamma_max, args.min_gain, args.rtol)
     draft_model = dep.draft.source or dep.draft.name
     cap = capacity(dep, reserved_context(args.context, args.max_context), args.memory_util)
@@ -278,6 +336,7 @@ def run_compare(args: argparse.Namespace) -> int:
     from .capacity import capacity, throughput_table
 
     dep = _deployment(args)
+    _require_target_fits(dep, capacity(dep, reserved_context(args.context, args.max_context), args.memory_util))
     frame = throughput_table(dep, args.alpha, args.batch, args.context, args.gamma, args.gamma_max,
                              args.max_context, args.memory_util)
     cap = capacity(dep, reserved_context(args.context, args.max_context), args.memory_util)
@@ -599,29 +658,47 @@ def run_hardware(args: argparse.Namespace) -> int:
 
 
 def run_models(args: argparse.Namespace) -> int:
-    from .models import builtin_model_names, format_count, get_model
+    from .models import builtin_model_names, catalog_entry, format_count, get_model
 
     if args.action == "show":
         model = get_model(args.name)
-        if args.json:
-            print_json(model.to_dict())
-            return 0
         d = model.to_dict()
+        entry = catalog_entry(args.name)
+        if entry is not None:
+            d["catalog"] = entry
+        if args.json:
+            print_json(d)
+            return 0
         width = max(map(len, d))
         for key, value in d.items():
             print(f"{key:<{width}}  {value:,}" if isinstance(value, int) and not isinstance(value, bool) else f"{key:<{width}}  {value}")
         return 0
-    models = [get_model(n) for n in builtin_model_names()]
+    names = builtin_model_names()
+    models = [get_model(n) for n in names]
     if args.json:
-        print_json([m.to_dict() for m in models])
+        print_json([{**m.to_dict(), "catalog": catalog_entry(n)} for n, m in zip(names, models)])
         return 0
+
+    def kind(m) -> str:
+        parts = [f"MoE {m.n_active_experts}/{m.n_experts}" if m.is_moe else "dense"]
+        parts += ["MLA"] if m.is_mla else []
+        parts += [f"window {m.sliding_window}"] if m.n_sliding_layers else []
+        return ", ".join(parts)
+
+    def draft(name: str) -> str:
+        entry = catalog_entry(name)
+        if entry is None:
+            return "(preset)"
+        return str(entry["draft"]).split(" (")[0]
+
+    dtype = lambda m: m.weight_dtype if m.expert_dtype_ == m.weight_dtype else f"{m.weight_dtype}/{m.expert_dtype_}"  # noqa: E731
     print(table(
-        ["name", "params", "layers", "hidden", "heads/kv", "head_dim", "tied", "weights GB", "KV kB/token"],
-        [[m.name, format_count(m.params), m.n_layers, m.hidden_size, f"{m.n_heads}/{m.n_kv_heads}", m.head_dim,
-          "yes" if m.tie_embeddings else "no", f"{m.weight_bytes / 1e9:.2f}", f"{m.kv_bytes_per_token / 1e3:.1f}"] for m in models],
-        "<>>>>><>>",
+        ["name", "params", "active", "kind", "layers", "heads/kv", "weights", "weights GB", "KV kB/token", "draft"],
+        [[m.name, format_count(m.params), format_count(m.active_params), kind(m), m.n_layers, f"{m.n_heads}/{m.n_kv_heads}",
+          dtype(m), f"{m.weight_bytes / 1e9:.1f}", f"{m.kv_bytes_per_token / 1e3:.1f}", draft(n)] for n, m in zip(names, models)],
+        "<>><>><>><",
     ))
-    print("\nshow one: specsim models show NAME; use your own: --target path/to/config.json")
+    print("\nshow one (with its source and published size): specsim models show NAME; use your own: --target path/to/config.json")
     return 0
 
 
@@ -721,8 +798,18 @@ def _source(args: argparse.Namespace, hardware):
     return source_and_engine(hardware, args.timing, args.engine, args.engine_overhead_ms, progress=progress)
 
 
+def model_options(args: argparse.Namespace, prefix: str = "") -> dict:
+    """get_model keyword arguments from --weight-dtype, --kv-dtype, --tp, --moe-effective-experts (or their --draft- forms)."""
+    keys = {"weight_dtype": "weight_dtype", "kv_dtype": "kv_dtype", "tp": "tp"}
+    opts = {key: getattr(args, prefix + attr, None) for key, attr in keys.items()}
+    if not prefix:
+        opts["routing_effective_experts"] = getattr(args, "moe_effective_experts", None)
+    return {k: v for k, v in opts.items() if v is not None}
+
+
 def _deployment(args: argparse.Namespace):
     from .speedup import Deployment
 
     return Deployment.build(args.hardware, args.target, args.draft, args.timing, args.engine, args.engine_overhead_ms,
+                            target_options=model_options(args), draft_options=model_options(args, "draft_"),
                             progress=progress)

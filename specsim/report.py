@@ -44,9 +44,9 @@ def describe(dep, context: int) -> str:
 
     hw = dep.hardware
     t, d = dep.target, dep.draft
+    gpus = f" x {t.tp} GPUs" if t.tp > 1 else ""
     return (
-        f"target {t.name} ({format_count(t.params)} params, {t.weight_dtype}) + draft {d.name} "
-        f"({format_count(d.params)}, {d.weight_dtype}) on {hw.name}; context {context} tokens\n"
+        f"target {t.describe()} + draft {d.describe()} on {hw.name}{gpus}; context {context} tokens\n"
         + "\n".join(f"step times: {line}" if i == 0 else line for i, line in enumerate(dep.provenance()))
     )
 
@@ -78,16 +78,24 @@ def why_off(rows: list) -> str:
 
 
 def capacity_summary(cap, dep) -> list[str]:
+    from .capacity import smallest_fitting_tp
+
     gb = 1e9
-    lines = [f"memory: {cap.memory_bytes / gb:.0f} GB x {cap.usable_bytes / cap.memory_bytes:g} usable = {cap.usable_bytes / gb:.1f} GB; "
-             f"weights {dep.target.name} {cap.target_weight_bytes / gb:.1f} GB + {dep.draft.name} {cap.draft_weight_bytes / gb:.1f} GB; "
+    per = " per GPU" if cap.gpus > 1 else ""
+    where = f"{dep.hardware.name} x {cap.gpus}" if cap.gpus > 1 else dep.hardware.name
+    lines = [f"memory{per}: {cap.memory_bytes / gb:.0f} GB x {cap.usable_bytes / cap.memory_bytes:g} usable = {cap.usable_bytes / gb:.1f} GB; "
+             f"weights {dep.target.name} {cap.target_weight_bytes / gb:.1f} GB + {dep.draft.name} {cap.draft_weight_bytes / gb:.1f} GB"
+             + (f" (draft whole on one GPU)" if cap.gpus > 1 and dep.draft.tp == 1 else "") + "; "
              f"KV per sequence at {cap.context_tokens} tokens {cap.target_kv_bytes_per_seq / gb:.3f} + {cap.draft_kv_bytes_per_seq / gb:.3f} GB"]
-    if not cap.target_fits:
-        lines.append(f"{dep.target.name} does not fit on {dep.hardware.name} in {dep.target.weight_dtype}: "
-                     f"its weights ({cap.target_weight_bytes / gb:.1f} GB) exceed the usable {cap.usable_bytes / gb:.1f} GB; "
-                     "use more GPUs (tensor parallelism), a smaller dtype (fp8, int4) or a larger device")
-    elif not cap.both_fit:
-        lines.append(f"{dep.target.name} fits but not with the {dep.draft.name} draft beside it")
+    if not cap.both_fit:
+        what = "does not fit" if not cap.target_fits else "fits but not with the draft beside it"
+        lines.append(f"{dep.target.name} {what} on {where} in {dep.target.weight_dtype}: weights "
+                     f"{cap.target_weight_bytes / gb:.1f} + {cap.draft_weight_bytes / gb:.1f} GB against the usable "
+                     f"{cap.usable_bytes / gb:.1f} GB{per}")
+        n = smallest_fitting_tp(dep, cap.context_tokens, cap.usable_bytes / cap.memory_bytes)
+        lines.append(f"smallest tensor parallelism that fits with the draft and one sequence: --tp {n}" if n is not None else
+                     f"no tensor-parallel size within one {dep.hardware.name} node ({dep.hardware.max_devices} GPUs) fits; "
+                     "use a smaller dtype (--weight-dtype fp8 or int4) or a larger device")
     else:
         lines.append(f"max batch at {cap.context_tokens} tokens per sequence: {cap.max_batch_without_draft} without the draft, "
                      f"{cap.max_batch_with_draft} with it")

@@ -295,6 +295,30 @@ class OptimalGamma:
         return (self.gamma == self.gamma_max) & (self.gamma > 0)
 
 
+def model_assumptions(hardware: HardwareProfile, models) -> list[str]:
+    """Lines saying how precision, experts and tensor parallelism enter the step times of these models."""
+    from .hardware import FOUR_BIT_DTYPES, FP8_MATMUL_SPEEDUP, W4A16_COMPUTE_FRACTION
+
+    lines = []
+    dtypes = {d for m in models for d in (m.weight_dtype, m.expert_dtype_)}
+    if dtypes & {"fp8", "int8"}:
+        how = (f"{FP8_MATMUL_SPEEDUP:g}x the BF16 rate (median of the kernel database's FP8/BF16 GEMMs)"
+               if hardware.peak_fp8_flop_per_s is not None else "the 16-bit rate (no 8-bit tensor cores in the profile)")
+        lines.append(f"precision: FP8/INT8 matmuls at {how}")
+    if dtypes & set(FOUR_BIT_DTYPES):
+        lines.append(f"precision: 4-bit weights dequantised in the GEMM at {W4A16_COMPUTE_FRACTION:g}x the 16-bit rate "
+                     "when compute-bound (assumed, not measured)")
+    if any(m.is_moe for m in models):
+        lines.append("experts: a pass reads the distinct experts its tokens route to, E(1-(1-k/E)^tokens) under uniform "
+                     "routing" + ("; skewed routing set by --moe-effective-experts" if any(m.routing_effective_experts for m in models) else ""))
+    tps = sorted({m.tp for m in models if m.tp > 1})
+    if tps:
+        lines.append(f"tensor parallelism: per-GPU shards; 2 all-reduces per layer and a logits all-gather over "
+                     f"{hardware.interconnect_bytes_per_s / 1e9:.0f} GB/s per direction, {hardware.interconnect_latency_s * 1e6:.1f} us "
+                     "each (profile), or the kernel database's measured all-reduce")
+    return lines
+
+
 @dataclass(frozen=True)
 class Deployment:
     """A target and a draft model served on one device.
@@ -320,6 +344,9 @@ class Deployment:
         # Speculative decoding compares the draft's and the target's distributions token by token: they must share
         # a tokenizer.  Embedding tables padded to different multiples (Qwen2.5: 151,936 rows up to 7B, 152,064 from
         # 14B; the ids past 151,646 are unused) are the same vocabulary; a larger difference is another tokenizer.
+        if self.draft.tp not in (1, self.target.tp):
+            raise ValueError(f"draft tensor parallelism {self.draft.tp} must be 1 or the target's {self.target.tp} "
+                             "(vLLM's draft_tensor_parallel_size; SGLang and TensorRT-LLM run the draft at the target's)")
         gap = abs(self.target.vocab_size - self.draft.vocab_size)
         if gap > MAX_VOCAB_PADDING:
             raise ValueError(
@@ -334,9 +361,23 @@ class Deployment:
         hardware: str = DEFAULT_HARDWARE,
         target: str = DEFAULT_TARGET,
         draft: str = DEFAULT_DRAFT,
+        target_options: dict | None = None,
+        draft_options: dict | None = None,
     ) -> "Deployment":
-        """Load hardware and models by built-in name or file path."""
-        return cls(load_hardware(hardware), get_model(target), get_model(draft))
+        """Load hardware and models by built-in name or file path.
+
+        ``target_options`` and ``draft_options`` go to :func:`~specsim.models.get_model`
+        (``weight_dtype``, ``kv_dtype``, ``tp``, ``routing_effective_experts``); a
+        tensor-parallel size is checked against the profile's node.
+        """
+        from .parallel import check_tp
+
+        profile = load_hardware(hardware)
+        t_opts, d_opts = dict(target_options or {}), dict(draft_options or {})
+        for what, opts in (("--tp", t_opts), ("--draft-tp", d_opts)):
+            if opts.get("tp") is not None:
+                check_tp(profile, opts["tp"], what)
+        return cls(profile, get_model(target, **t_opts), get_model(draft, **d_opts))
 
     @classmethod
     def build(
@@ -348,6 +389,8 @@ class Deployment:
         engine: str | None = None,
         engine_overhead_ms: float | None = None,
         progress=None,
+        target_options: dict | None = None,
+        draft_options: dict | None = None,
     ) -> "Deployment":
         """A deployment with a step-time source and an engine preset: what every command uses.
 
@@ -356,7 +399,8 @@ class Deployment:
         replaces the preset's per-iteration time.  (``from_names`` keeps the
         article's bare roofline.)
         """
-        return cls.from_names(hardware, target, draft).with_source(timing, engine, engine_overhead_ms, progress)
+        return cls.from_names(hardware, target, draft, target_options, draft_options).with_source(
+            timing, engine, engine_overhead_ms, progress)
 
     def with_source(self, timing: str | None = None, engine: str | None = None, engine_overhead_ms: float | None = None,
                     progress=None) -> "Deployment":
@@ -385,16 +429,20 @@ class Deployment:
         return PassTimes(*times)
 
     def provenance(self) -> list[str]:
-        """One line per input that shaped the step times: the source and the engine preset."""
+        """One line per input that shaped the step times: the source, the engine preset, precision and parallelism."""
         lines = [self.timing.describe() if self.timing is not None else
                  f"roofline: profile {self.hardware.name} (the article's model)"]
         if self.engine is not None:
             lines.append(self.engine.describe())
+        lines += model_assumptions(self.hardware, (self.target, self.draft))
         return lines
 
     def notes(self) -> list[str]:
-        """What the step-time source could not answer from its own data."""
-        return list(getattr(self.timing, "notes", []) or [])
+        """What the step-time source could not answer from its own data, and defaults the configs relied on."""
+        notes = list(getattr(self.timing, "notes", []) or [])
+        for model in (self.target, self.draft):
+            notes += [f"{model.name}: {n}" for n in model.notes]
+        return notes
 
     def speedup(self, alpha: object, gamma: object, batch: object = 1, context: object = DEFAULT_CONTEXT_TOKENS) -> np.ndarray:
         """Speedup S(alpha, gamma, batch, context), all four broadcast together."""

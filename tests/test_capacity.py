@@ -83,7 +83,7 @@ def test_capacity_to_dict_is_every_field_under_its_own_name():
 
     cap = capacity(Deployment.from_names(), 8192)
     fields = ["memory_bytes", "usable_bytes", "target_weight_bytes", "draft_weight_bytes", "target_kv_bytes_per_seq",
-              "draft_kv_bytes_per_seq", "context_tokens", "target_fits", "both_fit", "max_batch_without_draft",
+              "draft_kv_bytes_per_seq", "context_tokens", "gpus", "target_fits", "both_fit", "max_batch_without_draft",
               "max_batch_with_draft"]
     assert cap.to_dict() == {name: getattr(cap, name) for name in fields}
 
