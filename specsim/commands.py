@@ -85,6 +85,13 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
     off = [r["batch"] for r in rows if r["gamma"] == 0]
     if off:
         print(f"\nspeculation does not pay at batch {', '.join(map(str, off))}: {why_off(rows)}")
+    peak = int(np.argmax(best.speedup))
+    if peak > 0 and best.speedup[peak] > best.speedup[0] * 1.01:
+        why = (f": a decode step at batch {args.batch[0]} reads few of {dep.target.name}'s experts and verifying gamma+1 "
+               "tokens per sequence reads many more; at larger batches decode already reads most of them"
+               if dep.target.is_moe else "")
+        print(f"\nspeculation pays most at batch {args.batch[peak]} ({best.speedup[peak]:.3f}x with gamma "
+              f"{int(best.gamma[peak])}), not at batch {args.batch[0]}{why}")
     if other_best is not None:
         pairs = ", ".join(f"{b}: {s:.3f} (gamma {g})" for b, s, g in zip(args.batch, other_best.speedup, other_best.gamma))
         print(f"\nwith the draft at --draft-tp {other.draft.tp} instead of {dep.draft.tp}: speedup by batch {pairs}")
@@ -279,7 +286,7 @@ def run_capacity(args: argparse.Namespace) -> int:
 
 def run_schedule(args: argparse.Namespace) -> int:
     from .capacity import capacity
-    from .schedule import check_vllm_pair, gamma_schedule, to_trtllm, to_vllm
+    from .schedule import check_vllm_pair, engine_settings, gamma_schedule, to_trtllm, to_vllm, trtllm_options
 
     if args.json:
         if args.format not in ("table", "json"):
@@ -296,8 +303,14 @@ def run_schedule(args: argparse.Namespace) -> int:
     if cap.max_batch_with_draft < args.max_batch:
         notes.append(f"batch sizes above {cap.max_batch_with_draft} do not fit in memory with the draft at "
                      f"{cap.context_tokens} tokens per sequence (specsim capacity)")
+    if args.format in ("vllm", "trtllm"):
+        flags, engine_notes = engine_settings(dep, args.format)
+        notes += engine_notes
+        if flags and args.format == "vllm":
+            notes.append(f"serve the target with: vllm serve {dep.target.source or dep.target.name} {' '.join(flags)} "
+                         "--speculative-config '<the JSON above>'")
     if args.format == "vllm":
-        config = to_vllm(ranges, draft_model)
+        config = to_vllm(ranges, draft_model, dep)
         if config is None:
             print(f"# speculation does not pay (gain >= {args.min_gain:g}) at any batch size 1..{args.max_batch}: leave speculative_config unset")
         else:
@@ -312,7 +325,7 @@ def run_schedule(args: argparse.Namespace) -> int:
         else:
             import yaml
 
-            print(yaml.safe_dump({"speculative_config": config}, sort_keys=False).rstrip())
+            print(yaml.safe_dump(trtllm_options(dep, config), sort_keys=False).rstrip())
     elif args.format == "json":
         print_json([{"start_batch": r.start_batch, "end_batch": r.end_batch, "gamma": r.gamma,
                      "min_speedup": r.min_speedup, "max_speedup": r.max_speedup, "provenance": dep.provenance()}

@@ -595,6 +595,72 @@ def _fig_verify_cost(fig: Any) -> dict[str, Any]:
     return plot_verify_cost(pd.DataFrame(ratios), pd.DataFrame(speedups), axes=fig.subplots(1, 2))
 
 
+def plot_moe_speculation(ratios: pd.DataFrame, speedups: pd.DataFrame, *, axes: Any = None) -> dict[str, Any]:
+    """Left: t_V / t_T against batch for an MoE and a dense target; right: best speedup against batch, peaks marked.
+
+    ``ratios``: batch, model, source, ratio.  ``speedups``: batch, model, source, speedup, gamma.
+    """
+    if axes is None:
+        import matplotlib.pyplot as plt
+
+        _, axes = plt.subplots(1, 2, figsize=(14, 5.2))
+    left, right = axes
+    colours = {}
+    lines: dict[str, Any] = {"ratio": {}, "speedup": {}, "peaks": {}}
+    for (model, source), rows in ratios.groupby(["model", "source"], sort=False):
+        colour = colours.setdefault(model, f"C{len(colours)}")
+        (line,) = left.plot(rows.batch, rows.ratio, marker="o", ms=3, color=colour,
+                            ls="--" if source == "roofline" else "-", label=f"{model}, {source}")
+        lines["ratio"][(model, source)] = line
+    left.set_xscale("log", base=2)
+    left.set_xlabel("batch size b")
+    left.set_ylabel("t_V / t_T  (verify 4 tokens per sequence / decode 1)")
+    left.axhline(1.0, color="0.6", lw=0.8)
+    left.set_title("Verification vs decode on H100, L = 1128", fontsize=10)
+    left.legend(fontsize=8)
+    for (model, source), rows in speedups.groupby(["model", "source"], sort=False):
+        colour = colours.setdefault(model, f"C{len(colours)}")
+        (line,) = right.plot(rows.batch, rows.speedup, marker="o", ms=3, color=colour,
+                             ls="--" if source == "roofline" else "-", label=f"{model}, {source}")
+        lines["speedup"][(model, source)] = line
+        top = rows.loc[rows.speedup.idxmax()]
+        right.plot([top.batch], [top.speedup], marker="*", ms=13, color=colour, ls="none")
+        seen = [b for (m, _), (b, _) in lines["peaks"].items() if m == model]
+        if int(top.batch) not in seen:  # one label where both sources peak at the same batch
+            right.annotate(f"peak: b = {int(top.batch)}, γ = {int(top.gamma)} ({source})", (top.batch, top.speedup),
+                           textcoords="offset points", xytext=(8, 4 if not seen else -14), fontsize=8, color=colour)
+        lines["peaks"][(model, source)] = (int(top.batch), float(top.speedup))
+    right.set_xscale("log", base=2)
+    right.set_xlabel("batch size b")
+    right.set_ylabel("speedup at the optimal γ")
+    right.axhline(1.0, color="0.6", lw=0.8)
+    right.set_title("Qwen3-0.6B draft, α = 0.8, L = 1128, H100, vLLM preset", fontsize=10)
+    right.legend(fontsize=8)
+    return lines
+
+
+def _fig_moe(fig: Any) -> dict[str, Any]:
+    from .models import get_model
+    from .timing import make_source
+
+    batch = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256], float)
+    hw = Deployment.from_names("h100-sxm").hardware
+    labels = {"qwen3-30b-a3b": "Qwen3-30B-A3B (MoE 8/128)", "qwen3-32b": "Qwen3-32B (dense)"}
+    ratios, speedups = [], []
+    for name, label in labels.items():
+        model = get_model(name)
+        for source in ("measured kernels", "roofline"):
+            src = make_source("kernels" if source != "roofline" else "roofline", hw)
+            r = src.step_time(model, batch, 4, 1128).total_s / src.step_time(model, batch, 1, 1128).total_s
+            ratios += [{"batch": b, "model": label, "source": source, "ratio": v} for b, v in zip(batch, r)]
+        for source in ("hybrid", "roofline"):
+            best = Deployment.build("h100-sxm", name, "qwen3-0.6b", timing=source).optimal_gamma(0.8, batch, 1128)
+            shown = "default (hybrid)" if source == "hybrid" else "roofline"
+            speedups += [{"batch": b, "model": label, "source": shown, "speedup": s, "gamma": g}
+                         for b, s, g in zip(batch, best.speedup, best.gamma)]
+    return plot_moe_speculation(pd.DataFrame(ratios), pd.DataFrame(speedups), axes=fig.subplots(1, 2))
+
+
 FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("speedup-vs-gamma", (7.5, 4.6), _fig_speedup_vs_gamma),
     FigureSpec("speedup-vs-batch", (7.5, 4.6), _fig_speedup_vs_batch),
@@ -605,6 +671,7 @@ FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("speedup-vs-batch-devices", (15, 4.6), _fig_devices, 3),
     FigureSpec("throughput-vs-latency", (14, 6.2), _fig_throughput, 2),
     FigureSpec("verification-cost", (14, 5.2), _fig_verify_cost, 2),
+    FigureSpec("moe-speculation", (14, 5.2), _fig_moe, 2),
 )
 
 

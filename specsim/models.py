@@ -209,6 +209,8 @@ class ModelShape:
     tp: int = 1
     architecture: str = ""
     notes: tuple = ()
+    #: The checkpoint's own weight dtype where ``weight_dtype`` overrides it (quantised when the engine loads it).
+    checkpoint_dtype: str | None = None
 
     def __post_init__(self) -> None:
         where = f"model {self.name!r}"
@@ -548,6 +550,7 @@ class ModelShape:
             "extra_params": self.extra_params,
             "n_mtp_layers": self.n_mtp_layers,
             "tp": self.tp,
+            "checkpoint_dtype": self.checkpoint_dtype,
             "notes": list(self.notes),
         })
         return out
@@ -640,7 +643,9 @@ def get_model(name_or_path: str | Path, *, weight_dtype: str | None = None, kv_d
             raise ValueError(f"model {model.name!r}: weight_dtype must be one of {', '.join(BYTES_PER_ELEMENT)}, got {weight_dtype!r}")
         if model.params_override is None:
             changes["head_dtype"] = model.head_dtype_
-        changes.update(weight_dtype=weight_dtype, expert_dtype=None)
+        stored = model.checkpoint_dtype or model.weight_dtype
+        changes.update(weight_dtype=weight_dtype, expert_dtype=None,
+                       checkpoint_dtype=stored if weight_dtype != stored or model.expert_dtype else None)
     if kv_dtype is not None:
         changes["kv_dtype"] = kv_dtype
     if tp is not None:

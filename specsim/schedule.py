@@ -36,7 +36,7 @@ import numpy as np
 
 from .speedup import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, Deployment
 
-__all__ = ["DEFAULT_MAX_BATCH", "ScheduleRange", "gamma_schedule", "to_trtllm", "to_vllm"]
+__all__ = ["DEFAULT_MAX_BATCH", "ScheduleRange", "engine_settings", "gamma_schedule", "to_trtllm", "to_vllm", "trtllm_options"]
 
 #: vLLM's default max_num_seqs.
 DEFAULT_MAX_BATCH = 256
@@ -101,16 +101,55 @@ def gamma_schedule(
     ]
 
 
-def to_vllm(ranges: list[ScheduleRange], draft_model: str) -> dict[str, Any] | None:
-    """vLLM ``speculative_config`` with a per-batch-size schedule; None if gamma is 0 everywhere."""
+def to_vllm(ranges: list[ScheduleRange], draft_model: str, dep: Deployment | None = None) -> dict[str, Any] | None:
+    """vLLM ``speculative_config`` with a per-batch-size schedule; None if gamma is 0 everywhere.
+
+    With a tensor-parallel target, ``draft_tensor_parallel_size`` says where
+    the draft runs (vLLM accepts 1 or the target's size; its own default is
+    the target's, so it is always written).  A draft quantised on load gets
+    ``"quantization"`` (a field of vLLM's SpeculativeConfig).
+    """
     k_max = max(r.gamma for r in ranges)
     if k_max == 0:
         return None
-    return {
-        "model": draft_model,
-        "num_speculative_tokens": k_max,
-        "num_speculative_tokens_per_batch_size": [[r.start_batch, r.end_batch, r.gamma] for r in ranges],
-    }
+    config: dict[str, Any] = {"model": draft_model, "num_speculative_tokens": k_max}
+    if dep is not None and dep.target.tp > 1:
+        config["draft_tensor_parallel_size"] = dep.draft.tp
+    if dep is not None and dep.draft.checkpoint_dtype and dep.draft.weight_dtype == "fp8":
+        config["quantization"] = "fp8"
+    config["num_speculative_tokens_per_batch_size"] = [[r.start_batch, r.end_batch, r.gamma] for r in ranges]
+    return config
+
+
+def engine_settings(dep: Deployment, engine: str) -> tuple[list[str], list[str]]:
+    """(settings for the target, notes) that the engine needs besides ``speculative_config``.
+
+    vLLM command-line flags (docs.vllm.ai, "Engine Arguments"): ``--tensor-parallel-size``,
+    ``--quantization fp8`` for FP8 quantisation of a 16-bit checkpoint on load, ``--kv-cache-dtype fp8``.
+    TensorRT-LLM ``LlmArgs`` keys for ``--extra_llm_api_options`` (``tensor_parallel_size``,
+    ``kv_cache_config.dtype``) are written into its YAML by :func:`to_trtllm`.  A pre-quantised checkpoint
+    needs no flag (both engines read its ``quantization_config``); a dtype the engine cannot produce on load
+    becomes a note asking for a quantised checkpoint.
+    """
+    t = dep.target
+    flags: list[str] = []
+    notes: list[str] = []
+    if engine == "vllm":
+        if t.tp > 1:
+            flags += ["--tensor-parallel-size", str(t.tp)]
+        if t.kv_dtype == "fp8":
+            flags += ["--kv-cache-dtype", "fp8"]
+    for model, who in ((t, "target"), (dep.draft, "draft")):
+        if not model.checkpoint_dtype:
+            continue
+        if engine == "vllm" and model.weight_dtype == "fp8":
+            if who == "target":
+                flags += ["--quantization", "fp8"]
+        else:
+            notes.append(f"the {who} {model.name} is modelled in {model.weight_dtype} but its checkpoint is "
+                         f"{model.checkpoint_dtype}: serve a {model.weight_dtype}-quantised checkpoint of it "
+                         + ("(vLLM quantises to FP8 on load only)" if engine == "vllm" else "(TensorRT-LLM reads pre-quantised checkpoints)"))
+    return flags, notes
 
 
 def check_vllm_pair(dep: Deployment) -> None:
@@ -151,3 +190,15 @@ def to_trtllm(ranges: list[ScheduleRange], draft_model: str) -> dict[str, Any] |
     if len(on) < len(ranges):
         config["max_concurrency"] = on[-1].end_batch
     return config
+
+
+def trtllm_options(dep: Deployment, speculative_config: dict[str, Any]) -> dict[str, Any]:
+    """The ``--extra_llm_api_options`` YAML: LlmArgs keys for the target's parallelism and KV dtype, then the
+    ``speculative_config``."""
+    out: dict[str, Any] = {}
+    if dep.target.tp > 1:
+        out["tensor_parallel_size"] = dep.target.tp
+    if dep.target.kv_dtype == "fp8":
+        out["kv_cache_config"] = {"dtype": "fp8"}
+    out["speculative_config"] = speculative_config
+    return out

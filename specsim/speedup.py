@@ -449,6 +449,23 @@ class Deployment:
         times = self.pass_times(batch, gamma, context)
         return speedup_from_times(alpha, gamma, times.target.total_s, times.draft.total_s, times.verify.total_s)
 
+    def speculation_peak(self, alpha: float, batch: object = DEFAULT_BATCHES, context: object = DEFAULT_CONTEXT_TOKENS,
+                         gamma_max: int = DEFAULT_GAMMA_MAX) -> tuple[int, int, float]:
+        """(batch, gamma, speedup) where the best speedup over ``batch`` is largest.
+
+        For a dense target this is the smallest batch; for a mixture of experts
+        it moves to a moderate batch, where a decode step already reads most
+        experts and verifying gamma + 1 tokens per sequence reads few more.
+
+        >>> dep = Deployment.from_names("h100-sxm", "qwen3-30b-a3b", "qwen3-0.6b")
+        >>> dep.speculation_peak(0.8, [1, 4, 16, 64, 256], 1128)[0]
+        64
+        """
+        b = np.asarray(batch, dtype=float).reshape(-1)
+        best = self.optimal_gamma(alpha, b, context, gamma_max)
+        i = int(np.argmax(best.speedup))
+        return int(b[i]), int(best.gamma[i]), float(best.speedup[i])
+
     def optimal_gamma(
         self,
         alpha: object,

@@ -24,7 +24,7 @@ def _y_at(line, x):
 def test_figure_names_are_fixed():
     assert [spec.name for spec in FIGURES] == [
         "speedup-vs-gamma", "speedup-vs-batch", "roofline", "step-times", "speedup-heatmaps",
-        "optimal-gamma-vs-batch", "speedup-vs-batch-devices", "throughput-vs-latency", "verification-cost",
+        "optimal-gamma-vs-batch", "speedup-vs-batch-devices", "throughput-vs-latency", "verification-cost", "moe-speculation",
     ]
 
 
@@ -155,3 +155,18 @@ def test_cli_figures(tmp_path, capsys):
     assert (tmp_path / "roofline.png").stat().st_size > 10_000
     assert main(["figures", "--only", "nope", "--out", str(tmp_path)]) == 2
     assert "unknown figure" in capsys.readouterr().err
+
+
+def test_moe_figure_shows_speculation_peaking_at_a_moderate_batch(drawn):
+    # Issue 11: speculation on an MoE target peaks past batch 1 (verification reads more experts than a decode
+    # step until decode already reads most of them); on the dense target of the same family it peaks at batch 1.
+    peaks = drawn["moe-speculation"]["peaks"]
+    moe = {src: b for (model, src), (b, _) in peaks.items() if "MoE" in model}
+    dense = {src: b for (model, src), (b, _) in peaks.items() if "dense" in model}
+    assert set(moe) == set(dense) == {"default (hybrid)", "roofline"}
+    assert all(8 <= b <= 64 for b in moe.values()) and all(b == 1 for b in dense.values())
+    ratios = drawn["moe-speculation"]["ratio"]
+    moe_ratio = ratios[("Qwen3-30B-A3B (MoE 8/128)", "roofline")]
+    dense_ratio = ratios[("Qwen3-32B (dense)", "roofline")]
+    # At batch 1 the MoE target's 4-token verification costs over twice its decode step; the dense one's costs the same.
+    assert _y_at(moe_ratio, 1) > 2.0 and _y_at(dense_ratio, 1) == pytest.approx(1.0, abs=0.01)
