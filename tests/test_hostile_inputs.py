@@ -21,6 +21,9 @@ HAS_TORCH = importlib.util.find_spec("torch") is not None
 PROFILE = "name: mine\npeak_flop_per_s: 9.89e+14\npeak_bytes_per_s: 3.35e+12\nmemory_bytes: 8.0e+10\n"
 CONFIG = ('{"architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16, '
           '"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256%s}')
+MOE = ('{"architectures": ["Qwen3MoeForCausalLM"], "hidden_size": 2048, "intermediate_size": 6144, "num_hidden_layers": 4, '
+       '"num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "vocab_size": 151936, "moe_intermediate_size": 768, '
+       '"num_experts": 128, "num_experts_per_tok": %d}')
 CSV_HEAD = "model,batch,tokens_per_seq,context,median_s\n"
 SHAPE_HEAD = "vocab_size,hidden_size,intermediate_size,n_layers,n_heads,n_kv_heads,head_dim,tie_embeddings,batch,tokens_per_seq,context,median_s\n"
 METRICS = ('vllm:spec_decode_num_drafts_total{{engine="0",model_name="m"}} {d}\n'
@@ -57,6 +60,14 @@ FILES = {
     "dtype.json": CONFIG % ', "torch_dtype": "float8_e4m3fn"',
     "moe.json": CONFIG % ', "num_local_experts": 8',
     "badjson.json": "{not json",
+    "moe-k.json": MOE % 200,
+    "arch.json": (CONFIG % "").replace("LlamaForCausalLM", "MambaForCausalLM"),
+    "mxfp4-dense.json": CONFIG % ', "quantization_config": {"quant_method": "mxfp4"}',
+    "ct-mixed.json": CONFIG % (', "quantization_config": {"quant_method": "compressed-tensors", "config_groups": {'
+                               '"a": {"weights": {"num_bits": 8, "type": "float"}}, "b": {"weights": {"num_bits": 4, "type": "int"}}}}'),
+    "layer-types.json": CONFIG % ', "sliding_window": 512, "layer_types": ["sliding_attention", "full_attention"]',
+    "swa-some.json": CONFIG % ', "sliding_window": 4096, "use_sliding_window": true',
+    "kvheads5.json": (CONFIG % "").replace('"num_key_value_heads": 8', '"num_key_value_heads": 5'),
     "array.json": "[1, 2]",
     "fraclayers.json": (CONFIG % "").replace('"num_hidden_layers": 16', '"num_hidden_layers": 8.9'),
     "bigvocab.json": (CONFIG % "").replace('"vocab_size": 128256', '"vocab_size": 151936'),  # Qwen's size, Llama's shape
@@ -180,6 +191,28 @@ CASES = [
     ("calibrate {tmp}/nan.csv --hardware h100-sxm --out {builtin}/measurements/h100-sxm-vllm.yaml", "never overwritten"),
     ("calibrate {tmp}/nan.csv --hardware h100-sxm --out {builtin}/h100-sxm.yaml", "never overwritten"),
     # compose-kernels, hardware, models, figures, reproduce
+    # Issue 11: architectures, precision and tensor parallelism.
+    ("optimal-gamma --target {tmp}/arch.json", "unsupported architecture 'MambaForCausalLM'"),
+    ("optimal-gamma --target {tmp}/moe-k.json --draft qwen3-0.6b", "num_experts_per_tok (200) exceeds num_experts (128)"),
+    ("optimal-gamma --target {tmp}/mxfp4-dense.json", "mxfp4 quantisation is modelled for the experts of an MoE model only"),
+    ("optimal-gamma --target {tmp}/ct-mixed.json", "compressed-tensors groups mix fp8, int4"),
+    ("optimal-gamma --target {tmp}/layer-types.json", "layer_types must list one type per layer (16)"),
+    ("optimal-gamma --target {tmp}/swa-some.json", "use_sliding_window=true (windows on some layers only) is not modelled"),
+    ("steptime --model {tmp}/kvheads5.json", "num_attention_heads (32) must be a multiple of num_key_value_heads (5)"),
+    ("optimal-gamma --weight-dtype fp4", "argument --weight-dtype: invalid choice: 'fp4'"),
+    ("optimal-gamma --kv-dtype int4", "argument --kv-dtype: invalid choice: 'int4'"),
+    ("optimal-gamma --target llama-3.3-70b --tp 16", "--tp 16 exceeds the 8 devices of one h100-sxm node"),
+    ("optimal-gamma --target llama-3.3-70b --tp 3", "tensor parallelism 3 must divide the 64 attention heads"),
+    ("optimal-gamma --target llama-3.3-70b --tp 0", "tp must be an integer in [1, 1024], got 0"),
+    ("steptime --model qwen2.5-7b --tp 8", "tensor parallelism 8 must divide the 28 attention heads"),
+    ("steptime --model qwen2.5-7b --tp 7 --hardware mi300x", "tensor parallelism 7 and the 4 KV heads must divide one another"),
+    ("steptime --model qwen3-30b-a3b --tp 8 --hardware cpu-epyc-2vcpu", "--tp 8 exceeds the 1 devices of one cpu-epyc-2vcpu node"),
+    ("optimal-gamma --target llama-3.3-70b --tp 4 --draft-tp 2", "draft tensor parallelism 2 must be 1 or the target's 4"),
+    ("optimal-gamma --target llama-3.3-70b", "does not fit on one h100-sxm (72.0 GB usable per GPU): --tp 4 fits"),
+    ("schedule --target llama-3.3-70b --format vllm", "does not fit on one h100-sxm"),
+    ("optimal-gamma --target qwen3-30b-a3b --draft qwen3-0.6b --moe-effective-experts 4",
+     "routing_effective_experts must lie between the experts per token and the number of experts (8..128), got 4.0"),
+    ("optimal-gamma --moe-effective-experts 16", "routing_effective_experts must lie between"),
     ("compose-kernels --hardware mi300x --out {tmp}/out", "no device 'mi300x'"),
     ("compose-kernels --out {tmp}/nan.csv", "is not a folder"),
     ("hardware show nope", "unknown hardware 'nope'"),
