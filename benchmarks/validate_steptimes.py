@@ -19,6 +19,15 @@ Run:  python benchmarks/validate_steptimes.py  [--rows]
    construction: the table shows how far the whole-pass roofline is from
    what the kernels measure.  No public end-to-end measurement of verify-pass
    cost against batch was available to this project; see the README.
+3. Published speculative speedup against batch (one measurement, EAGLE on vLLM).
+4. Multi-GPU and MoE deployments (issue 11).  Public TPOT rows of tensor-parallel
+   (TP 2-8) Llama-3.1-8B, Qwen3-32B, Llama-3.1-70B and of gpt-oss-120b (MoE, MXFP4)
+   on H100/H200, which the single-GPU fit of table 1 never saw.  First with the
+   single-GPU engine presets and the physics alone, then with one more engine
+   parameter, the time per tensor-parallel collective, fitted on a training half
+   of these rows (hash split) and judged on the other half.
+5. All-reduce: the profile's ring formula (datasheet link bandwidth plus a
+   small-message latency) against the kernel database's measured vLLM all-reduce.
 """
 
 from __future__ import annotations
@@ -119,6 +128,55 @@ def decay_table() -> None:
         print(f"  source: {check.source}")
 
 
+def multi_gpu_table() -> None:
+    from specsim.fidelity import evaluate_out_of_sample, fit_collectives, load_out_of_sample_tpot
+
+    base = load_public_tpot()
+    multi = load_out_of_sample_tpot()
+    print(f"\n4. Multi-GPU and MoE TPOT: {len(multi)} public rows the single-GPU fit never saw "
+          f"({', '.join(f'{k} {v}' for k, v in multi.groupby('backend').size().items())}); "
+          f"{int(multi.holdout.sum())} held out from the collective-time fit\n")
+    rows = []
+    for name in ("hybrid (default)", "kernels", "roofline (article profile)"):
+        fitted = evaluate(base, name)
+        collectives = fit_collectives(multi, name, fitted)
+        for label, extra in (("physics only (single-GPU presets)", None), ("+ fitted time per collective", collectives)):
+            r = evaluate_out_of_sample(multi, name, fitted, extra)
+            h = r[r.holdout]
+            line = {"source": name, "engine terms": label, "held-out MAPE %": round(h.error.abs().mean() * 100, 1),
+                    "bias %": round(h.error.mean() * 100, 1)}
+            for (model, tp), v in h.assign(a=h.error.abs() * 100).groupby(["model", "tp"]).a.mean().items():
+                line[f"{model} TP{tp}"] = round(v, 1)
+            rows.append(line)
+        print(f"  {name}: time per collective fitted " + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in collectives.items()))
+    with pd.option_context("display.width", 300, "display.max_columns", 40):
+        print(pd.DataFrame(rows).set_index(["source", "engine terms"]).T.to_string())
+
+
+def allreduce_table() -> None:
+    from specsim.parallel import allreduce_s
+    from specsim.timing.kernels import KernelSource
+
+    print("\n5. All-reduce of m x hidden bf16 activations: ring formula of the profile against measured (vLLM kernels)\n")
+    rows = []
+    for device in ("h100-sxm", "h200", "a100-sxm-80gb"):
+        hw = load_hardware(device)
+        src = KernelSource(hw, "vllm")
+        for tp in (2, 4, 8):
+            table = src.table(get_model("llama-3.1-70b", tp=tp))
+            for tokens in (1, 16, 64, 256, 1024):
+                elems = tokens * 8192.0
+                measured = float(table.allreduce(np.array(elems)))
+                formula = float(allreduce_s(hw, tp, elems * 2))
+                rows.append({"device": device, "tp": tp, "tokens": tokens, "measured us": round(measured * 1e6, 1),
+                             "formula us": round(formula * 1e6, 1), "error %": round((formula / measured - 1) * 100, 1)})
+    frame = pd.DataFrame(rows)
+    with pd.option_context("display.width", 250, "display.max_rows", 100):
+        print(frame.pivot_table(index=["device", "tp"], columns="tokens", values="error %").to_string())
+        print(f"\n  MAPE {frame['error %'].abs().mean():.1f}% over {len(frame)} points; measured latency at 1 token: "
+              + ", ".join(f"{d} TP{t} {v:.1f} us" for (d, t), v in frame[frame.tokens == 1].set_index(["device", "tp"])["measured us"].items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", action="store_true", help="print every held-out row")
@@ -126,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     decode_table(args.rows)
     verify_table()
     decay_table()
+    multi_gpu_table()
+    allreduce_table()
     return 0
 
 

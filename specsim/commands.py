@@ -204,7 +204,7 @@ def run_steptime(args: argparse.Namespace) -> int:
     model = get_model(args.model, **opts)
     source, engine = _source(args, hw)
     batches = np.array(args.batch, dtype=float)
-    t = _plus(source.step_time(model, batches, args.tokens_per_seq, args.context), engine.iteration_s)
+    t = _plus(source.step_time(model, batches, args.tokens_per_seq, args.context), engine.iteration_s + engine.collectives_s(model))
     provenance = [source.describe(), engine.describe()] + model_assumptions(hw, [model])
     fallback = np.zeros(batches.shape, bool) if t.fallback is None else np.broadcast_to(t.fallback, batches.shape)
     comm = np.broadcast_to(np.asarray(t.comm_s, float), batches.shape)

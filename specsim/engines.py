@@ -18,6 +18,13 @@ per-token latency engines report.  Each preset holds
 ``spec_round_s``
     Extra time per speculative round (rejection sampler, KV rollback,
     bookkeeping), added to t_V.
+``collective_s`` / ``kernel_collective_s``
+    Extra time per tensor-parallel collective (2 per layer plus the logits
+    gather) in a real engine iteration, beyond the isolated all-reduce kernel
+    (4.5 us on an H100 pair in the kernel database).  Fitted, with the
+    single-GPU values above held fixed, on a training half of the public
+    multi-GPU TPOT rows and judged on the other half
+    (:func:`specsim.fidelity.fit_collectives`).
 
 Both are fitted to public measured per-token latencies (TPOT) of that engine
 (``silicon_sample.csv`` of aiconfigurator-core 0.12.0) minus each source's
@@ -58,9 +65,13 @@ class EnginePreset:
     spec_round_s: float
     #: Where the numbers come from.
     basis: str
+    #: Time per tensor-parallel collective inside an engine iteration, on top of the profile's (or the kernel
+    #: database's) all-reduce: the effective cost engines show, fitted on multi-GPU rows.
+    collective_s: float = 0.0
+    kernel_collective_s: float = 0.0
 
     def __post_init__(self) -> None:
-        for key in ("iteration_s", "kernel_iteration_s", "draft_step_s", "spec_round_s"):
+        for key in ("iteration_s", "kernel_iteration_s", "draft_step_s", "spec_round_s", "collective_s", "kernel_collective_s"):
             value = getattr(self, key)
             if not (isinstance(value, (int, float)) and np.isfinite(value) and 0 <= value <= 1.0):
                 raise ValueError(f"engine {self.name!r}: {key} must be in [0, 1] seconds, got {value!r}")
@@ -70,12 +81,18 @@ class EnginePreset:
             return "engine: none (no CPU time added)"
         return (f"engine: {self.name} preset, {self.iteration_s * 1e3:.2f} ms per iteration on a roofline step, "
                 f"{self.kernel_iteration_s * 1e3:.2f} ms on GPU time ({self.basis}); per draft step "
-                f"{self.draft_step_s * 1e3:.2f} ms and per round {self.spec_round_s * 1e3:.2f} ms: no public measurement")
+                f"{self.draft_step_s * 1e3:.2f} ms and per round {self.spec_round_s * 1e3:.2f} ms: no public measurement"
+                + (f"; {self.collective_s * 1e6:.1f} us more per tensor-parallel collective (fitted on multi-GPU TPOT)"
+                   if self.collective_s else ""))
+
+    def collectives_s(self, model) -> float:
+        """Engine time of a pass's tensor-parallel collectives (2 per layer and the logits gather); 0 on one GPU."""
+        return self.collective_s * (2 * model.n_layers + 1) if model.tp > 1 else 0.0
 
     def for_source(self, source: object) -> "EnginePreset":
         """The preset as it applies to a step-time source: sources of bare GPU time take ``kernel_iteration_s``."""
         if getattr(source, "gpu_time_only", False):
-            return dataclasses.replace(self, iteration_s=self.kernel_iteration_s)
+            return dataclasses.replace(self, iteration_s=self.kernel_iteration_s, collective_s=self.kernel_collective_s)
         return self
 
     def with_iteration_ms(self, ms: float) -> "EnginePreset":
@@ -88,9 +105,12 @@ _BASIS = "fitted to public TPOT, aiconfigurator-core 0.12.0 silicon_sample.csv"
 
 # Values printed by benchmarks/validate_steptimes.py (hybrid and kernels candidates); tests/test_engines.py refits them.
 ENGINES = {
-    "vllm": EnginePreset("vllm", "vllm", 0.0, 0.0, 0.0, 0.0, _BASIS + ", pooled over engines (no single-GPU vLLM rows)"),
-    "sglang": EnginePreset("sglang", "sglang", 0.0, 0.066e-3, 0.0, 0.0, _BASIS + ", SGLang rows"),
-    "trtllm": EnginePreset("trtllm", "trtllm", 0.20e-3, 0.0, 0.0, 0.0, _BASIS + ", TensorRT-LLM rows"),
+    "vllm": EnginePreset("vllm", "vllm", 0.0, 0.0, 0.0, 0.0, _BASIS + ", pooled over engines (no single-GPU vLLM rows)",
+                         collective_s=28.4e-6, kernel_collective_s=6.9e-6),
+    "sglang": EnginePreset("sglang", "sglang", 0.0, 0.066e-3, 0.0, 0.0, _BASIS + ", SGLang rows",
+                           collective_s=12.5e-6, kernel_collective_s=15.1e-6),
+    "trtllm": EnginePreset("trtllm", "trtllm", 0.20e-3, 0.0, 0.0, 0.0, _BASIS + ", TensorRT-LLM rows",
+                           collective_s=23.9e-6, kernel_collective_s=12.3e-6),
     "none": EnginePreset("none", "vllm", 0.0, 0.0, 0.0, 0.0, "no engine time"),
 }
 DEFAULT_ENGINE = "vllm"

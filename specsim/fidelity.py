@@ -41,8 +41,8 @@ from .models import get_model
 from .steptime import step_time
 from .timing import make_source
 
-__all__ = ["CANDIDATES", "PUBLIC_MODELS", "PUBLISHED_DECAYS", "FidelityResult", "PublishedDecay", "evaluate", "load_public_tpot",
-           "predict_tpot", "predicted_decay"]
+__all__ = ["CANDIDATES", "OUT_OF_SAMPLE_MODELS", "PUBLIC_MODELS", "PUBLISHED_DECAYS", "FidelityResult", "PublishedDecay",
+           "evaluate", "evaluate_out_of_sample", "fit_collectives", "load_out_of_sample_tpot", "load_public_tpot", "predict_tpot", "predicted_decay"]
 
 #: model_path in silicon_sample.csv -> specsim built-in.
 PUBLIC_MODELS = {"meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b", "Qwen/Qwen3-32B": "qwen3-32b"}
@@ -85,14 +85,65 @@ CANDIDATES = {
 }
 
 
+#: Rows the fit never sees: multi-GPU (tensor-parallel) and mixture-of-experts deployments of catalog models.
+#: model_path -> (specsim built-in, {precision in the CSV: weight dtype, None for the checkpoint's own}).
+OUT_OF_SAMPLE_MODELS = {
+    "meta-llama/Llama-3.1-8B-Instruct": ("llama-3.1-8b", {"bf16": "bf16", "fp8": "fp8"}),
+    "nvidia/Llama-3.1-8B-Instruct-FP8": ("llama-3.1-8b", {"fp8": "fp8"}),
+    "Qwen/Qwen3-32B": ("qwen3-32b", {"bf16": "bf16", "fp8": "fp8"}),
+    "meta-llama/Llama-3.1-70B": ("llama-3.1-70b", {"bf16": "bf16", "fp8": "fp8"}),
+    "openai/gpt-oss-120b": ("gpt-oss-120b", {"fp4": "checkpoint"}),  # its own: MXFP4 experts, bf16 attention
+}
+
+
+def load_out_of_sample_tpot(path: str | Path | None = None) -> pd.DataFrame:
+    """Public TPOT rows of the tensor-parallel and MoE deployments specsim now describes (no expert or
+    attention data parallelism, one pipeline stage), on the devices it has profiles for."""
+    df = pd.read_csv(silicon_sample_path() if path is None else path)
+    df["precision"] = df["precision"].fillna("bf16")
+    keep = ((df["mode"] == "agg") & (df["pp_size"].fillna(1) == 1) & (df["attention_dp_size"].fillna(1) <= 1)
+            & (df["moe_ep_size"].fillna(1) <= 1) & df["model_path"].isin(OUT_OF_SAMPLE_MODELS)
+            & df["system"].isin(PUBLIC_SYSTEMS) & df["silicon_tpot_ms"].notna() & (df["batch_size"] >= 1))
+    df = df[keep].copy()
+    df["model"] = df["model_path"].map(lambda p: OUT_OF_SAMPLE_MODELS[p][0])
+    df["weight_dtype"] = [OUT_OF_SAMPLE_MODELS[p][1].get(prec, "unmodelled") for p, prec in zip(df["model_path"], df["precision"])]
+    df = df[df["weight_dtype"] != "unmodelled"]
+    df["tp"] = df["tp_size"].astype(int)
+    # The single-GPU dense rows are the fit's own data (load_public_tpot); leave them out here.
+    df = df[(df["tp"] > 1) | (df["model"] == "gpt-oss-120b") | (df["model"] == "llama-3.1-70b")]
+    df["hardware"] = df["system"].map(PUBLIC_SYSTEMS)
+    df["concurrency"] = df["batch_size"].astype(int)
+    # Concurrency above 256 is capped by the engines' max_num_seqs / memory in these runs (TPOT falls as
+    # concurrency rises): the running batch is unknown, so those rows cannot be predicted and are left out.
+    df = df[df["concurrency"] <= 256]
+    df["holdout"] = [int(hashlib.sha256(str(i).encode()).hexdigest(), 16) % 2 == 1 for i in df["id"]]
+    keep_cols = ["id", "backend", "backend_version", "model", "hardware", "precision", "weight_dtype", "tp", "isl", "osl",
+                 "concurrency", "silicon_tpot_ms", "holdout", "silicon_data_source"]
+    return df[keep_cols].reset_index(drop=True)
+
+
+def _row_model(model_name: str, precision: str, row_dtype: object, tp: int):
+    """The row's model: ``row_dtype`` "checkpoint" keeps the checkpoint's own dtypes; empty falls back to the precision."""
+    if row_dtype == "checkpoint":
+        dtype = None
+    elif isinstance(row_dtype, str) and row_dtype:
+        dtype = row_dtype
+    else:
+        dtype = _PRECISIONS[precision]
+    return get_model(model_name, weight_dtype=dtype, kv_dtype="bf16", tp=tp)
+
+
 def predict_tpot(df: pd.DataFrame, candidate: str) -> tuple[np.ndarray, np.ndarray]:
     """Decode step and amortised prefill per token (seconds) of every row, without engine time."""
     kind, suffix = CANDIDATES[candidate]
     out = np.full(len(df), np.nan)
     pre = np.full(len(df), np.nan)
-    for (hw_name, backend, model_name, precision), rows in df.groupby(["hardware", "backend", "model", "precision"]):
+    df = df.assign(tp=df["tp"].fillna(1) if "tp" in df else 1,
+                   weight_dtype=df["weight_dtype"].fillna("") if "weight_dtype" in df else "")
+    for (hw_name, backend, model_name, precision, tp, row_dtype), rows in df.groupby(
+            ["hardware", "backend", "model", "precision", "tp", "weight_dtype"]):
         hardware = load_hardware(hw_name + suffix)
-        model = get_model(model_name, weight_dtype=_PRECISIONS[precision], kv_dtype="bf16")
+        model = _row_model(model_name, precision, row_dtype, int(tp))
         src = make_source(kind, hardware, backend)
         c = rows["concurrency"].to_numpy(float)
         isl = rows["isl"].to_numpy(float)
@@ -157,6 +208,56 @@ def evaluate(df: pd.DataFrame, candidate: str, fit_engine: bool = True) -> Fidel
     out["predicted_ms"] = pred * 1e3
     out["error"] = pred / measured - 1
     return FidelityResult(candidate, out, fitted, shares)
+
+
+def _collective_counts(df: pd.DataFrame) -> np.ndarray:
+    return np.array([2 * get_model(m).n_layers + 1 if tp > 1 else 0 for m, tp in zip(df["model"], df["tp"])], float)
+
+
+def fit_collectives(df: pd.DataFrame, candidate: str, fitted: FidelityResult) -> dict:
+    """Per engine, the extra time per tensor-parallel collective that the multi-GPU training rows show.
+
+    The single-GPU engine time and prefill share stay as ``fitted``; one parameter per engine is fitted by least
+    squares on relative error over the rows with ``holdout`` False and ``tp`` > 1 (bounded to [0, 1] ms).
+    """
+    from scipy.optimize import least_squares
+
+    decode, prefill = predict_tpot(df, candidate)
+    base = decode + _engine_terms(df, fitted, prefill)
+    measured = df["silicon_tpot_ms"].to_numpy(float) / 1e3
+    counts = _collective_counts(df)
+    out = {}
+    for backend, rows in df.groupby("backend"):
+        idx = df.index.get_indexer(rows.index)
+        idx = idx[~df["holdout"].to_numpy(bool)[idx] & (counts[idx] > 0)]
+        if idx.size < 2:
+            continue
+        res = least_squares(lambda th: (base[idx] + th[0] * counts[idx]) / measured[idx] - 1, x0=[1e-5], bounds=([0.0], [1e-3]))
+        out[backend] = float(res.x[0])
+    return out
+
+
+def _engine_terms(df: pd.DataFrame, fitted: FidelityResult, prefill: np.ndarray) -> np.ndarray:
+    engine = np.array([fitted.engine_iteration_s.get(b, fitted.engine_iteration_s["pooled"]) for b in df["backend"]])
+    share = np.array([fitted.prefill_share.get(b, fitted.prefill_share["pooled"]) for b in df["backend"]])
+    return engine + share * prefill
+
+
+def evaluate_out_of_sample(df: pd.DataFrame, candidate: str, fitted: FidelityResult,
+                           collective_s: dict | None = None) -> pd.DataFrame:
+    """Predict multi-GPU and MoE rows with the engine time and prefill share fitted on single-GPU dense rows.
+
+    ``collective_s`` (per engine, seconds per tensor-parallel collective) adds :func:`fit_collectives`'
+    engine term; without it the rows are judged with the physics alone.  Returns the rows with
+    ``predicted_ms`` and ``error``.
+    """
+    decode, prefill = predict_tpot(df, candidate)
+    extra = np.array([(collective_s or {}).get(b, 0.0) for b in df["backend"]]) * _collective_counts(df)
+    pred = decode + _engine_terms(df, fitted, prefill) + extra
+    out = df.copy()
+    out["predicted_ms"] = pred * 1e3
+    out["error"] = pred / (df["silicon_tpot_ms"].to_numpy(float) / 1e3) - 1
+    return out
 
 
 # -- published speculative speedups against batch --------------------------------

@@ -424,8 +424,9 @@ class Deployment:
                      self.timing.step_time(self.target, batch, g + 1.0, context))
         if self.engine is not None:
             e = self.engine
-            times = (_plus(times[0], e.iteration_s), _plus(times[1], e.draft_step_s),
-                     _plus(times[2], e.iteration_s + e.spec_round_s))
+            target_s = e.iteration_s + e.collectives_s(self.target)
+            times = (_plus(times[0], target_s), _plus(times[1], e.draft_step_s + e.collectives_s(self.draft)),
+                     _plus(times[2], target_s + e.spec_round_s))
         return PassTimes(*times)
 
     def provenance(self) -> list[str]:

@@ -34,6 +34,23 @@ def test_shipped_presets_are_the_fit(hybrid, public):
         assert ENGINES[name].kernel_iteration_s == pytest.approx(kernels[name], abs=0.01e-3), name
 
 
+def test_shipped_collective_times_are_the_multi_gpu_fit_and_help_held_out_rows(hybrid, public):
+    from specsim.fidelity import evaluate_out_of_sample, fit_collectives, load_out_of_sample_tpot
+
+    multi = load_out_of_sample_tpot()
+    assert (multi.tp > 1).sum() >= 300 and 0.35 < multi.holdout.mean() < 0.65
+    fit = fit_collectives(multi, "hybrid (default)", hybrid)
+    for name in ("vllm", "sglang", "trtllm"):
+        assert ENGINES[name].collective_s == pytest.approx(fit[name], abs=0.1e-6), name
+    kernels = fit_collectives(multi, "kernels", evaluate(public, "kernels"))
+    for name in ("vllm", "sglang", "trtllm"):
+        assert ENGINES[name].kernel_collective_s == pytest.approx(kernels[name], abs=0.1e-6), name
+    held = lambda r: r[r.holdout & (r.tp > 1)].error.abs().mean()  # noqa: E731
+    physics = held(evaluate_out_of_sample(multi, "hybrid (default)", hybrid))
+    engine = held(evaluate_out_of_sample(multi, "hybrid (default)", hybrid, fit))
+    assert engine < 0.2 and engine < 0.7 * physics  # fractions: held-out multi-GPU TPOT error
+
+
 def test_default_source_beats_the_bare_article_roofline_on_held_out_rows(hybrid, public):
     bare = evaluate(public, "roofline (article profile)", fit_engine=False)
     assert hybrid.mape() < 0.9 * bare.mape()
