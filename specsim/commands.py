@@ -243,8 +243,11 @@ def run_steptime(args: argparse.Namespace) -> int:
             ">>>>>" + (">" if model.tp > 1 else "") + "<><",
         ))
         if model.tp > 1:
+            n = 2 * model.n_layers + 1
             print(f"\nper GPU: weights {model.weight_bytes / 1e9:.1f} GB, KV {model.kv_bytes_per_token / 1e3:.1f} kB per token; "
-                  "the all-reduce column is inside the step time")
+                  f"the all-reduce column (the collectives' kernels) is inside the step time, and the overhead column holds "
+                  f"the {engine.name} preset's {engine.collective_s * 1e6:.1f} us x {n} collectives = "
+                  f"{engine.collectives_s(model) * 1e3:.2f} ms of engine time around them")
         print(f"\nridge: {hw.ridge_flop_per_byte:.1f} FLOP/byte (compute-bound above it; the bound column is the roofline's)")
     for note in list(source.notes) + [f"{model.name}: {n}" for n in model.notes]:
         print(f"note: {note}", file=sys.stderr)
