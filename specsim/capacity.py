@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .speedup import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, Deployment, expected_tokens
+from .speedup import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, Deployment, expected
 
 if TYPE_CHECKING:  # pandas is imported where a table is built, keeping the CLI's hot path light
     import pandas as pd
@@ -136,9 +136,9 @@ def capacity(
         memory_bytes=dep.hardware.memory_bytes,
         usable_bytes=memory_utilization * dep.hardware.memory_bytes,
         target_weight_bytes=dep.target.weight_bytes,
-        draft_weight_bytes=dep.draft.weight_bytes,
+        draft_weight_bytes=dep.draft.weight_bytes if dep.draft is not None else 0.0,
         target_kv_bytes_per_seq=float(dep.target.kv_bytes(context)),
-        draft_kv_bytes_per_seq=float(dep.draft.kv_bytes(context)),
+        draft_kv_bytes_per_seq=float(dep.draft.kv_bytes(context)) if dep.draft is not None else 0.0,
         context_tokens=int(context),
         gpus=dep.target.tp,
     )
@@ -160,7 +160,8 @@ def smallest_fitting_tp(dep: Deployment, context: int = DEFAULT_CONTEXT_TOKENS,
     while n <= dep.hardware.max_devices:
         try:
             target = dataclasses.replace(dep.target, tp=n)
-            draft = dataclasses.replace(dep.draft, tp=n) if dep.draft.tp == dep.target.tp and dep.draft.tp > 1 else dep.draft
+            follows = dep.draft is not None and dep.draft.tp == dep.target.tp and dep.draft.tp > 1
+            draft = dataclasses.replace(dep.draft, tp=n) if follows else dep.draft
             if n > 1 and dep.hardware.interconnect_bytes_per_s is None:
                 return None
             trial = dataclasses.replace(dep, target=target, draft=draft)
@@ -202,7 +203,7 @@ def throughput_table(
     else:
         g = np.full(b.shape, int(gamma))
     times = dep.pass_times(b, g, context)
-    e = expected_tokens(alpha, g)
+    e = expected(alpha, g)
     latency_plain = times.target.total_s
     latency_spec = np.where(g == 0, latency_plain, (g * times.draft.total_s + times.verify.total_s) / e)
     cap = capacity(dep, reserved_context(context, max_context), memory_utilization)

@@ -129,7 +129,13 @@ def _add_deployment_args(p: argparse.ArgumentParser, *, defaults: bool = True, b
     p.add_argument("--target", default=DEFAULT_TARGET if defaults else None,
                    help=f"target model: built-in name or path to a Hugging Face config.json (default {DEFAULT_TARGET})")
     p.add_argument("--draft", default=DEFAULT_DRAFT if defaults else None,
-                   help=f"draft model: built-in name or path to a config.json (default {DEFAULT_DRAFT})")
+                   help=f"drafter: a draft model (built-in name or config.json), eagle, eagle3 (or eagle3:HEAD/config.json), "
+                   f"mtp (the target's own MTP layers) or ngram (default {DEFAULT_DRAFT})")
+    p.add_argument("--draft-checkpoint", metavar="ID",
+                   help="the drafter's checkpoint for engine configurations (default: the draft model's, or a known "
+                   "EAGLE head for the target)")
+    p.add_argument("--ngram-cpu-ns", type=_nonneg_float, metavar="NS",
+                   help="with --draft ngram: CPU nanoseconds per cached token scanned per round (default 0.15, vLLM PR #56732)")
     if batch:
         p.add_argument("--batch", type=_batches, default=list(DEFAULT_BATCHES) if defaults else None,
                        help=f"comma-separated batch sizes (default {','.join(map(str, DEFAULT_BATCHES))})")
@@ -165,6 +171,20 @@ def _add_timing_args(p: argparse.ArgumentParser) -> None:
                    help="the engine's time per iteration, ms, replacing the --engine preset's fitted value")
 
 
+def _add_acceptance_args(p: argparse.ArgumentParser) -> None:
+    """One alpha, per-position rates, or a saved /metrics page (one of them; alpha defaults to the library's)."""
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--alpha", type=_alpha, help=f"per-token acceptance rate in [0, 1] (default {DEFAULT_ALPHA})")
+    group.add_argument("--acceptance", metavar="RATES",
+                       help="per-position acceptance, P(drafted token k accepted) for k = 1, 2, ... as vLLM's per-position "
+                       "counters give it (e.g. 0.92,0.81,0.70); gamma stops at the last position given")
+    group.add_argument("--metrics", metavar="FILE",
+                       help="a saved /metrics page: vLLM's spec_decode counters (per-position when present) or SGLang's "
+                       "spec_accept_length (then give --metrics-gamma)")
+    p.add_argument("--metrics-gamma", type=_int_at_least(1, "metrics-gamma", MAX_GAMMA),
+                   help="with an SGLang --metrics page: the --speculative-num-steps it was measured at")
+
+
 def _add_memory_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-context", type=_int_at_least(1, "max-context", MAX_CONTEXT),
                    help="tokens each sequence reserves (prompt + completion), for the memory check (default: --context)")
@@ -175,21 +195,30 @@ def _add_memory_args(p: argparse.ArgumentParser) -> None:
 def _parser_optimal_gamma(sub) -> None:
     p = sub.add_parser("optimal-gamma", help="the best gamma per batch size, with its speedup and step times",
                        description="The speedup-maximising gamma per batch size; gamma 0 means turn speculation off.")
-    p.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA, help=f"per-token acceptance rate in [0, 1] (default {DEFAULT_ALPHA})")
+    _add_acceptance_args(p)
     _add_deployment_args(p)
     p.add_argument("--gamma-max", type=_gamma_max, default=DEFAULT_GAMMA_MAX, help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})")
     p.add_argument("--rtol", type=_nonneg_float, default=DEFAULT_RTOL,
                    help="pick the smallest gamma within this fraction of the best speedup (default 0: exact argmax)")
+    _add_tree_args(p)
     _add_memory_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=commands.run_optimal_gamma)
+
+
+def _add_tree_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tree", default="chain", metavar="SPEC",
+                   help="chain (default: the gamma search) or topk:K,depth:D,tokens:N: the largest token tree; the best "
+                   "tree within it (top-k <= K, depth <= D, verified tokens <= N) is chosen per batch size")
+    p.add_argument("--sibling-factor", type=_fraction,
+                   help="tree acceptance of the r-th ranked sibling relative to the first, per rank (default 0.6, an assumption)")
 
 
 def _parser_speedup(sub) -> None:
     p = sub.add_parser("speedup", help="speedup of one (alpha, gamma), from a cost ratio or the step-time model",
                        description="Speedup for a given alpha and gamma: from --cost-ratio c (closed form, "
                        "verification costs one decode step) or from the step-time model per batch size.")
-    p.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA, help=f"per-token acceptance rate in [0, 1] (default {DEFAULT_ALPHA})")
+    _add_acceptance_args(p)
     p.add_argument("--gamma", type=_gamma, required=True, help="drafted tokens per step, >= 0")
     p.add_argument("--cost-ratio", type=_nonneg_float, help="c = t_D / t_T; replaces the step-time model")
     _add_deployment_args(p, defaults=False)
@@ -236,7 +265,7 @@ def _parser_schedule(sub) -> None:
     p = sub.add_parser("schedule", help="batch-size-dependent gamma schedule for vLLM or TensorRT-LLM",
                        description="The optimal gamma for every batch size 1..--max-batch, merged into ranges, "
                        "printed as a vLLM speculative_config or a TensorRT-LLM speculative_config.")
-    p.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA, help=f"per-token acceptance rate (default {DEFAULT_ALPHA})")
+    _add_acceptance_args(p)
     _add_deployment_args(p, batch=False)
     p.add_argument("--max-batch", type=_int_at_least(1, "max-batch", MAX_BATCH), default=DEFAULT_MAX_BATCH,
                    help=f"largest batch size (max_num_seqs) to schedule (default {DEFAULT_MAX_BATCH})")
@@ -246,14 +275,17 @@ def _parser_schedule(sub) -> None:
     p.add_argument("--rtol", type=_nonneg_float, default=DEFAULT_SCHEDULE_RTOL,
                    help=f"take the smallest gamma within this fraction of the best speedup (default {DEFAULT_SCHEDULE_RTOL}; 0: exact argmax)")
     _add_memory_args(p)
-    p.add_argument("--format", choices=["vllm", "trtllm", "json", "table"], default="table", help="output form (default table)")
+    _add_tree_args(p)
+    p.add_argument("--contexts", type=_int_list(0, "contexts", MAX_CONTEXT),
+                   help="comma-separated context lengths: also print the (batch, context) table of the best choice")
+    p.add_argument("--format", choices=["vllm", "sglang", "trtllm", "json", "table"], default="table", help="output form (default table)")
     p.add_argument("--json", action="store_true", help="print JSON (the same as --format json)")
     p.set_defaults(func=commands.run_schedule)
 
 
 def _parser_compare(sub) -> None:
     p = sub.add_parser("compare", help="latency and throughput with and without speculation, per batch size")
-    p.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA, help=f"per-token acceptance rate (default {DEFAULT_ALPHA})")
+    _add_acceptance_args(p)
     _add_deployment_args(p)
     p.add_argument("--gamma", type=_gamma, help="fixed gamma (default: the optimal gamma per batch size)")
     p.add_argument("--gamma-max", type=_gamma_max, default=DEFAULT_GAMMA_MAX, help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})")

@@ -27,14 +27,22 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
 
     from .capacity import capacity
 
+    from .acceptance import parse_tree
+
+    acc, acc_label = resolve_acceptance(args)
+    tree = parse_tree(args.tree)
     dep = _deployment(args)
     batches = np.array(args.batch, dtype=float)
-    best = dep.optimal_gamma(args.alpha, batches, args.context, args.gamma_max, args.rtol)
-    times = best.times
     cap = capacity(dep, reserved_context(args.context, args.max_context), args.memory_util)
     _require_target_fits(dep, cap)
+    if tree is not None:
+        return _optimal_tree(args, dep, acc, acc_label, tree, cap)
+    if args.sibling_factor is not None:
+        raise ValueError("--sibling-factor applies to --tree topk:K,depth:D,tokens:N only")
+    best = dep.optimal_gamma(acc, batches, args.context, args.gamma_max, args.rtol)
+    times = best.times
     other = _other_draft_tp(dep)
-    other_best = other.optimal_gamma(args.alpha, batches, args.context, args.gamma_max, args.rtol) if other else None
+    other_best = other.optimal_gamma(acc, batches, args.context, args.gamma_max, args.rtol) if other else None
     rows = []
     for i, batch in enumerate(args.batch):
         gamma = int(best.gamma[i])
@@ -42,7 +50,9 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
             "batch": batch,
             "gamma": gamma,
             "speedup": float(best.speedup[i]),
-            "tokens_per_step": float(expected(args.alpha, gamma)),
+            "tokens_per_step": float(expected_of(acc, gamma)),
+            "acceptance": acc_label,
+            "drafter": dep.drafter.kind,
             "t_target_s": float(times.target.total_s[i]),
             "t_draft_s": float(times.draft.total_s[i]),
             "t_verify_s": float(times.verify.total_s[i]),
@@ -66,14 +76,17 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
         print_notes(dep)
         return 0
     print(describe(dep, args.context))
-    print(f"alpha {args.alpha:g}; gamma searched over 0..{args.gamma_max}" + (f" (smallest within {args.rtol:g} of best)" if args.rtol else ""))
+    print(f"{acc_label}; gamma searched over 0..{best.gamma_max}" + (f" (smallest within {args.rtol:g} of best)" if args.rtol else ""))
+    if best.gamma_max < args.gamma_max:
+        print(f"note: acceptance is measured for {best.gamma_max} positions: gamma is not searched past them (no extrapolation)")
     for line in capacity_summary(cap, dep):
         print(line)
     print()
     headers = ["batch", "gamma", "speedup", "t_T ms", "t_D ms", "t_V ms", "c", "bound T/D/V", "recommendation"]
     table_rows = []
     for r in rows:
-        rec = r["recommendation"] + (" (at --gamma-max; raise it)" if r["at_gamma_max"] else "")
+        limit = " (at --gamma-max; raise it)" if best.gamma_max == args.gamma_max else " (at the last measured position)"
+        rec = r["recommendation"] + (limit if r["at_gamma_max"] else "")
         if not r["fits_with_draft"]:
             rec += "; does not fit in memory" + (" with the draft" if r["fits_without_draft"] else "")
         bounds = "/".join(short_bound(r[k]) for k in ("bound_target", "bound_draft", "bound_verify"))
@@ -99,6 +112,63 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
     return 0
 
 
+def expected_of(acceptance, gamma) -> float:
+    from .speedup import expected as _expected
+
+    return float(_expected(acceptance, gamma))
+
+
+def _optimal_tree(args, dep, acc, acc_label, bounds, cap) -> int:
+    """optimal-gamma --tree: the best tree within the bounds per batch size, next to the best chain."""
+    import numpy as np
+
+    batches = np.array(args.batch, dtype=float)
+    trees, speedup, tokens = dep.optimal_tree(acc, bounds, batches, args.context, args.sibling_factor, args.rtol)
+    chain = dep.optimal_gamma(acc, batches, args.context, args.gamma_max, args.rtol)
+    rows = []
+    for i, batch in enumerate(args.batch):
+        t = trees[i]
+        rows.append({
+            "batch": batch,
+            "tree": None if t is None else {"topk": t.topk, "depth": t.depth, "tokens": t.tokens},
+            "speedup": float(speedup[i]),
+            "tokens_per_step": float(tokens[i]),
+            "chain_gamma": int(chain.gamma[i]),
+            "chain_speedup": float(chain.speedup[i]),
+            "fits_with_draft": batch <= cap.max_batch_with_draft,
+            "recommendation": "turn speculation off" if t is None else (
+                f"chain, gamma={t.depth}" if t.is_chain else f"tree topk={t.topk} depth={t.depth} tokens={t.tokens}"),
+            "acceptance": acc_label,
+            "drafter": dep.drafter.kind,
+            "provenance": dep.provenance(),
+        })
+    if args.json:
+        print_json(rows)
+        print_notes(dep)
+        return 0
+    from .acceptance import DEFAULT_SIBLING_FACTOR
+
+    print(describe(dep, args.context))
+    sib = DEFAULT_SIBLING_FACTOR if args.sibling_factor is None else args.sibling_factor
+    print(f"{acc_label}; trees within top-k {bounds.topk}, depth {bounds.depth}, {bounds.tokens} verified tokens; sibling factor "
+          f"{sib:g}" + (" (an assumption; --sibling-factor)" if args.sibling_factor is None else ""))
+    for line in capacity_summary(cap, dep):
+        print(line)
+    print()
+    print(table(
+        ["batch", "best tree", "tokens/step", "speedup", "best chain", "chain speedup", "recommendation"],
+        [[r["batch"], "-" if r["tree"] is None else ("chain" if r["tree"]["topk"] == 1 else
+          f"k{r['tree']['topk']} d{r['tree']['depth']} n{r['tree']['tokens']}"), f"{r['tokens_per_step']:.3f}",
+          f"{r['speedup']:.3f}", f"gamma {r['chain_gamma']}", f"{r['chain_speedup']:.3f}",
+          r["recommendation"] + ("" if r["fits_with_draft"] else "; does not fit in memory with the draft")] for r in rows],
+        "><>>>><",
+    ))
+    print("\nE(tree) is exact for independent acceptance per depth and sibling rank (specsim.acceptance); a tree round "
+          "drafts depth levels of top-k tokens per sequence and verifies the chosen tokens in one pass")
+    print_notes(dep)
+    return 0
+
+
 def _require_target_fits(dep, cap) -> None:
     """Refuse step-time answers for a target whose weights cannot be held: name the TP that can."""
     from .capacity import smallest_fitting_tp
@@ -120,7 +190,7 @@ def _other_draft_tp(dep):
     """The same deployment with the draft at the other TP engines allow (1 or the target's), or None on one GPU."""
     import dataclasses
 
-    if dep.target.tp == 1:
+    if dep.target.tp == 1 or dep.draft is None:
         return None
     other = dep.target.tp if dep.draft.tp == 1 else 1
     try:
@@ -132,10 +202,14 @@ def _other_draft_tp(dep):
 def run_speedup(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from .speedup import expected_tokens, speedup_from_cost_ratio
+    from .speedup import speedup_from_cost_ratio
 
-    tokens = float(expected_tokens(args.alpha, args.gamma))
+    acc, acc_label = resolve_acceptance(args)
+    tokens = expected_of(acc, args.gamma)
     if args.cost_ratio is not None:
+        if not isinstance(acc, float):
+            raise ValueError("--cost-ratio takes --alpha; per-position acceptance needs the step-time model")
+        args.alpha = acc
         model_flags = [f for f in ("hardware", "target", "draft", "batch", "context") if getattr(args, f) is not None]
         if model_flags:
             raise ValueError(f"--cost-ratio replaces the step-time model; drop --{', --'.join(model_flags)} or drop --cost-ratio")
@@ -154,11 +228,12 @@ def run_speedup(args: argparse.Namespace) -> int:
     dep = _deployment(args)
     batches = np.array(args.batch, dtype=float)
     times = dep.pass_times(batches, args.gamma, args.context)
-    s = dep.speedup(args.alpha, args.gamma, batches, args.context)
+    s = dep.speedup(acc, args.gamma, batches, args.context)
     rows = [
         {
             "batch": b,
-            "alpha": args.alpha,
+            "alpha": acc if isinstance(acc, float) else None,
+            "acceptance": acc_label,
             "gamma": args.gamma,
             "tokens_per_step": tokens,
             "speedup": float(s[i]),
@@ -176,7 +251,7 @@ def run_speedup(args: argparse.Namespace) -> int:
         print_notes(dep)
         return 0
     print(describe(dep, args.context))
-    print(f"alpha {args.alpha:g}, gamma {args.gamma}: {tokens:.4f} tokens per target pass\n")
+    print(f"{acc_label}, gamma {args.gamma}: {tokens:.4f} tokens per target pass\n")
     print(table(
         ["batch", "speedup", "t_T ms", "t_D ms", "t_V ms", "c", "t_V/t_T"],
         [[r["batch"], f"{r['speedup']:.3f}", ms(r["t_target_s"]), ms(r["t_draft_s"]), ms(r["t_verify_s"]),
@@ -279,7 +354,7 @@ def run_capacity(args: argparse.Namespace) -> int:
     dep = _deployment(args)
     cap = capacity(dep, args.context, args.memory_util)
     if args.json:
-        print_json({"hardware": dep.hardware.name, "target": dep.target.name, "draft": dep.draft.name, **cap.to_dict(),
+        print_json({"hardware": dep.hardware.name, "target": dep.target.name, "draft": dep.drafter.name, **cap.to_dict(),
                     "smallest_fitting_tp": smallest_fitting_tp(dep, args.context, args.memory_util)})
         return 0
     for line in capacity_summary(cap, dep):
@@ -288,32 +363,44 @@ def run_capacity(args: argparse.Namespace) -> int:
 
 
 def run_schedule(args: argparse.Namespace) -> int:
+    from .acceptance import parse_tree
     from .capacity import capacity
-    from .schedule import check_vllm_pair, engine_settings, gamma_schedule, to_trtllm, to_vllm, trtllm_options
+    from .schedule import (check_vllm_pair, context_table, drafter_checkpoint, engine_settings, gamma_schedule, to_sglang,
+                           to_trtllm, to_vllm, tree_schedule, trtllm_options)
 
     if args.json:
         if args.format not in ("table", "json"):
             raise ValueError(f"--json prints the schedule as JSON; it cannot be combined with --format {args.format}")
         args.format = "json"
+    acc, acc_label = resolve_acceptance(args)
+    tree = parse_tree(args.tree)
+    if tree is None and args.sibling_factor is not None:
+        raise ValueError("--sibling-factor applies to --tree topk:K,depth:D,tokens:N only")
+    if tree is not None and args.format in ("vllm", "trtllm"):
+        raise ValueError(f"--tree schedules are written for SGLang (--format sglang); {args.format}'s configuration here "
+                         "drafts a chain: drop --tree")
     dep = _deployment(args)
     if args.format == "vllm":
         check_vllm_pair(dep)
-    _require_target_fits(dep, capacity(dep, reserved_context(args.context, args.max_context), args.memory_util))
-    ranges = gamma_schedule(dep, args.alpha, args.max_batch, args.context, args.gamma_max, args.min_gain, args.rtol)
-    draft_model = dep.draft.source or dep.draft.name
     cap = capacity(dep, reserved_context(args.context, args.max_context), args.memory_util)
+    _require_target_fits(dep, cap)
+    checkpoint = drafter_checkpoint(dep, args.draft_checkpoint) if args.format in ("vllm", "sglang", "trtllm") else None
+    if tree is None:
+        ranges = gamma_schedule(dep, acc, args.max_batch, args.context, args.gamma_max, args.min_gain, args.rtol)
+    else:
+        ranges = tree_schedule(dep, acc, tree, args.max_batch, args.context, args.min_gain, args.rtol, args.sibling_factor)
     notes = []
     if cap.max_batch_with_draft < args.max_batch:
         notes.append(f"batch sizes above {cap.max_batch_with_draft} do not fit in memory with the draft at "
                      f"{cap.context_tokens} tokens per sequence (specsim capacity)")
-    if args.format in ("vllm", "trtllm"):
-        flags, engine_notes = engine_settings(dep, args.format)
+    if args.format in ("vllm", "trtllm", "sglang"):
+        flags, engine_notes = engine_settings(dep, "trtllm" if args.format == "trtllm" else "vllm")
         notes += engine_notes
         if flags and args.format == "vllm":
             notes.append(f"serve the target with: vllm serve {dep.target.source or dep.target.name} {' '.join(flags)} "
                          "--speculative-config '<the JSON above>'")
     if args.format == "vllm":
-        config = to_vllm(ranges, draft_model, dep)
+        config = to_vllm(ranges, checkpoint, dep)
         if config is None:
             print(f"# speculation does not pay (gain >= {args.min_gain:g}) at any batch size 1..{args.max_batch}: leave speculative_config unset")
         else:
@@ -321,24 +408,54 @@ def run_schedule(args: argparse.Namespace) -> int:
             entries = ",\n    ".join(json.dumps(entry) for entry in config["num_speculative_tokens_per_batch_size"])
             head = json.dumps({k: v for k, v in config.items() if k != "num_speculative_tokens_per_batch_size"}, indent=2)
             print(head[:-2] + f',\n  "num_speculative_tokens_per_batch_size": [\n    {entries}\n  ]\n}}')
+    elif args.format == "sglang":
+        print(f"python -m sglang.launch_server --model-path {dep.target.source or dep.target.name} "
+              + "\n".join(to_sglang(ranges, dep, checkpoint)))
+        notes.append("SGLang takes one static configuration: the first line is the best at batch 1; the comments say "
+                     "where another is better")
     elif args.format == "trtllm":
-        config = to_trtllm(ranges, draft_model)
+        config = to_trtllm(ranges, checkpoint, dep)
         if config is None:
             print(f"# speculation does not pay (gain >= {args.min_gain:g}) at batch 1: leave speculative_config unset")
         else:
             import yaml
 
             print(yaml.safe_dump(trtllm_options(dep, config), sort_keys=False).rstrip())
+            if dep.drafter.kind != "draft_model":
+                notes.append(f"TensorRT-LLM's {config['decoding_type']} decoding takes no per-batch schedule: the "
+                             "batch-1 draft length is written; it cannot switch speculation off at large batch")
     elif args.format == "json":
-        print_json([{"start_batch": r.start_batch, "end_batch": r.end_batch, "gamma": r.gamma,
-                     "min_speedup": r.min_speedup, "max_speedup": r.max_speedup, "provenance": dep.provenance()}
-                    for r in ranges])
+        key = "gamma" if tree is None else "tree"
+        out = {"ranges": [{"start_batch": r.start_batch, "end_batch": r.end_batch,
+                           key: r.gamma if tree is None else (None if r.tree is None else r.tree.label()),
+                           "min_speedup": r.min_speedup, "max_speedup": r.max_speedup} for r in ranges],
+               "acceptance": acc_label, "drafter": dep.drafter.kind, "provenance": dep.provenance()}
+        if args.contexts:
+            out["by_context"] = context_table(dep, acc, _powers_of_two(args.max_batch), args.contexts, args.gamma_max,
+                                              args.rtol, tree, args.sibling_factor)
+        print_json(out)
     else:
         print(describe(dep, args.context))
-        print(f"alpha {args.alpha:g}; speculate only where the predicted speedup >= {args.min_gain:g}\n")
-        print(table(["batch sizes", "gamma", "predicted speedup"],
-                     [[f"{r.start_batch}-{r.end_batch}", r.gamma,
-                       "off" if r.gamma == 0 else f"{r.min_speedup:.3f}-{r.max_speedup:.3f}"] for r in ranges], "<><"))
+        print(f"{acc_label}; speculate only where the predicted speedup >= {args.min_gain:g}\n")
+        if tree is None:
+            print(table(["batch sizes", "gamma", "predicted speedup"],
+                        [[f"{r.start_batch}-{r.end_batch}", r.gamma,
+                          "off" if r.gamma == 0 else f"{r.min_speedup:.3f}-{r.max_speedup:.3f}"] for r in ranges], "<><"))
+        else:
+            print(table(["batch sizes", "tree", "predicted speedup"],
+                        [[f"{r.start_batch}-{r.end_batch}", "off" if r.tree is None else r.tree.label(),
+                          "off" if r.tree is None else f"{r.min_speedup:.3f}-{r.max_speedup:.3f}"] for r in ranges], "<<<"))
+        if args.contexts:
+            cells = context_table(dep, acc, _powers_of_two(args.max_batch), args.contexts, args.gamma_max, args.rtol, tree,
+                                  args.sibling_factor)
+            what = "gamma" if tree is None else "tree"
+            print(f"\nbest {what} (speedup) by batch and context:")
+            batches = sorted({c["batch"] for c in cells})
+            lookup = {(c["batch"], c["context"]): c for c in cells}
+            fmt = (lambda c: "off" if (c.get("gamma") == 0 or (tree is not None and c["tree"] is None)) else
+                   f"{c['gamma'] if tree is None else c['tree']} ({c['speedup']:.2f})")
+            print(table(["batch"] + [f"L={L}" for L in args.contexts],
+                        [[b] + [fmt(lookup[(b, L)]) for L in args.contexts] for b in batches], ">" + ">" * len(args.contexts)))
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     if args.format != "table":
@@ -348,12 +465,21 @@ def run_schedule(args: argparse.Namespace) -> int:
     return 0
 
 
+def _powers_of_two(top: int) -> list[int]:
+    out, b = [], 1
+    while b < top:
+        out.append(b)
+        b *= 2
+    return out + [top]
+
+
 def run_compare(args: argparse.Namespace) -> int:
     from .capacity import capacity, throughput_table
 
     dep = _deployment(args)
     _require_target_fits(dep, capacity(dep, reserved_context(args.context, args.max_context), args.memory_util))
-    frame = throughput_table(dep, args.alpha, args.batch, args.context, args.gamma, args.gamma_max,
+    acc, acc_label = resolve_acceptance(args)
+    frame = throughput_table(dep, acc, args.batch, args.context, args.gamma, args.gamma_max,
                              args.max_context, args.memory_util)
     cap = capacity(dep, reserved_context(args.context, args.max_context), args.memory_util)
     if args.json:
@@ -364,7 +490,7 @@ def run_compare(args: argparse.Namespace) -> int:
         print_notes(dep)
         return 0
     print(describe(dep, args.context))
-    print(f"alpha {args.alpha:g}; " + ("optimal gamma per batch size" if args.gamma is None else f"gamma fixed at {args.gamma}"))
+    print(f"{acc_label}; " + ("optimal gamma per batch size" if args.gamma is None else f"gamma fixed at {args.gamma}"))
     for line in capacity_summary(cap, dep):
         print(line)
     print()
@@ -377,7 +503,7 @@ def run_compare(args: argparse.Namespace) -> int:
     print(table(["batch", "gamma", "ms/token plain", "ms/token spec", "tok/s/seq plain", "tok/s/seq spec",
                   "device tok/s plain", "device tok/s spec", "speedup", "fits"], rows, ">>>>>>>>><"))
     if cap.target_fits and cap.both_fit and cap.max_batch_with_draft > 0:
-        best = throughput_table(dep, args.alpha, [cap.max_batch_with_draft, max(cap.max_batch_without_draft, 1)], args.context,
+        best = throughput_table(dep, acc, [cap.max_batch_with_draft, max(cap.max_batch_without_draft, 1)], args.context,
                                 args.gamma, args.gamma_max, args.max_context, args.memory_util)
         spec_peak, plain_peak = best.tokens_per_s_spec.iloc[0], best.tokens_per_s_plain.iloc[1]
         print(f"\nat the largest batch that fits: {spec_peak:,.0f} tok/s with speculation (b = {cap.max_batch_with_draft}) "
@@ -814,6 +940,52 @@ def _source(args: argparse.Namespace, hardware):
     return source_and_engine(hardware, args.timing, args.engine, args.engine_overhead_ms, progress=progress)
 
 
+def resolve_acceptance(args: argparse.Namespace):
+    """(value, label): --acceptance or --metrics as an Acceptance, else --alpha (the library default if unset)."""
+    import numpy as np
+
+    from .acceptance import Acceptance, parse_acceptance
+    from .speedup import DEFAULT_ALPHA, alpha_from_acceptance_length
+
+    if getattr(args, "metrics_gamma", None) is not None and getattr(args, "metrics", None) is None:
+        raise ValueError("--metrics-gamma goes with an SGLang --metrics page")
+    if getattr(args, "acceptance", None) is not None:
+        acc = parse_acceptance(args.acceptance)
+        return acc, acc.describe()
+    if getattr(args, "metrics", None) is not None:
+        from pathlib import Path
+
+        from .metrics import read_metrics_file
+
+        path = Path(args.metrics)
+        text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+        if "sglang:spec_accept_length" in text and "vllm:spec_decode" not in text:
+            from .metrics import parse_prometheus
+
+            values = [v for name, _, v in parse_prometheus(text, path.name) if name == "sglang:spec_accept_length"]
+            if args.metrics_gamma is None:
+                raise ValueError(f"{path.name}: SGLang reports only the mean accept length; give --metrics-gamma, the "
+                                 "--speculative-num-steps it ran with")
+            length = float(np.mean(values))
+            if not 1.0 <= length <= args.metrics_gamma + 1:
+                raise ValueError(f"{path.name}: sglang:spec_accept_length {length:g} is outside [1, {args.metrics_gamma + 1}]")
+            alpha = float(alpha_from_acceptance_length(length, args.metrics_gamma))
+            acc = Acceptance(alpha=alpha, source=f"{path.name}: SGLang mean accept length {length:.3f} at {args.metrics_gamma} steps")
+            return acc, acc.describe()
+        if args.metrics_gamma is not None:
+            raise ValueError("--metrics-gamma is for SGLang pages; vLLM's counters say the draft length themselves")
+        m = read_metrics_file(args.metrics)
+        if m.accepted_per_position:
+            acc = Acceptance(cumulative=tuple(float(c) for c in m.cumulative_rates), source=f"{path.name}, vLLM counters")
+        else:
+            if m.alpha is None:
+                raise ValueError(f"{path.name}: no per-position counters and a varying draft length: cannot infer acceptance")
+            acc = Acceptance(alpha=float(m.alpha), source=f"{path.name}, vLLM mean acceptance length (no per-position counters)")
+        return acc, acc.describe()
+    alpha = DEFAULT_ALPHA if args.alpha is None else args.alpha
+    return alpha, f"alpha {alpha:g}"
+
+
 def model_options(args: argparse.Namespace, prefix: str = "") -> dict:
     """get_model keyword arguments from --weight-dtype, --kv-dtype, --tp, --moe-effective-experts (or their --draft- forms)."""
     keys = {"weight_dtype": "weight_dtype", "kv_dtype": "kv_dtype", "tp": "tp"}
@@ -826,6 +998,8 @@ def model_options(args: argparse.Namespace, prefix: str = "") -> dict:
 def _deployment(args: argparse.Namespace):
     from .speedup import Deployment
 
+    ngram = getattr(args, "ngram_cpu_ns", None)
     return Deployment.build(args.hardware, args.target, args.draft, args.timing, args.engine, args.engine_overhead_ms,
                             target_options=model_options(args), draft_options=model_options(args, "draft_"),
+                            ngram_cpu_s_per_token=None if ngram is None else ngram * 1e-9,
                             progress=progress)

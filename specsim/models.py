@@ -211,6 +211,8 @@ class ModelShape:
     notes: tuple = ()
     #: The checkpoint's own weight dtype where ``weight_dtype`` overrides it (quantised when the engine loads it).
     checkpoint_dtype: str | None = None
+    #: Linear weights outside the layers, read and multiplied every pass (an EAGLE head's feature projection).
+    extra_linear_params: int = 0
 
     def __post_init__(self) -> None:
         where = f"model {self.name!r}"
@@ -219,7 +221,7 @@ class ModelShape:
             _positive_int(where, key, getattr(self, key))
         for key in ("norms_per_layer", "n_experts", "n_active_experts", "moe_intermediate_size", "n_shared_experts",
                     "n_dense_layers", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
-                    "v_head_dim", "sliding_window", "n_sliding_layers", "extra_params", "n_mtp_layers"):
+                    "v_head_dim", "sliding_window", "n_sliding_layers", "extra_params", "n_mtp_layers", "extra_linear_params"):
             _positive_int(where, key, getattr(self, key), minimum=0)
         if self.n_heads % self.n_kv_heads:
             raise ValueError(f"{where}: n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})")
@@ -342,7 +344,7 @@ class ModelShape:
         heads = 1 if self.tie_embeddings else 2
         layers = self.n_layers * (int(round(self._attention_params())) + self._norm_params_per_layer)
         mlps = (self.n_layers - self.n_moe_layers) * self.dense_mlp_params + self.n_moe_layers * self._moe_layer_params
-        return layers + mlps + heads * self.embedding_params + self.hidden_size
+        return layers + mlps + heads * self.embedding_params + self.hidden_size + self.extra_linear_params
 
     @property
     def params(self) -> int:
@@ -393,7 +395,8 @@ class ModelShape:
         d = self.hidden_size
         dense_layers = self.n_layers - self.n_moe_layers
         linear = (self.n_layers * self._attention_params(tp) + dense_layers * self.dense_mlp_params / tp
-                  + self.n_moe_layers * (self.router_params + self.n_shared_experts * 3 * d * self.moe_intermediate_size / tp))
+                  + self.n_moe_layers * (self.router_params + self.n_shared_experts * 3 * d * self.moe_intermediate_size / tp)
+                  + self.extra_linear_params / tp)
         # Norm vectors are replicated on every rank; qk norms and MLA latent norms sit in _attention_params.
         norms = self.n_layers * self._norm_params_per_layer + d
         return {"linear": linear, "expert": self.expert_params / tp, "head": self.embedding_params / tp, "norms": norms}

@@ -45,8 +45,9 @@ def describe(dep, context: int) -> str:
     hw = dep.hardware
     t, d = dep.target, dep.draft
     gpus = f" x {t.tp} GPUs" if t.tp > 1 else ""
+    drafter = d.describe() if d is not None else "n-gram prompt lookup (no network)"
     return (
-        f"target {t.describe()} + draft {d.describe()} on {hw.name}{gpus}; context {context} tokens\n"
+        f"target {t.describe()} + draft {drafter} on {hw.name}{gpus}; context {context} tokens\n"
         + "\n".join(f"step times: {line}" if i == 0 else line for i, line in enumerate(dep.provenance()))
     )
 
@@ -57,6 +58,8 @@ def row_source(dep, times, i) -> str:
 
     name = dep.timing.name if dep.timing is not None else "roofline"
     for t in (times.target, times.draft, times.verify):
+        if t is None:
+            continue
         if t.fallback is not None and bool(np.asarray(t.fallback).reshape(-1)[i] if np.ndim(t.fallback) else t.fallback):
             return f"{name}, roofline outside the kernel data"
     return name
@@ -84,8 +87,8 @@ def capacity_summary(cap, dep) -> list[str]:
     per = " per GPU" if cap.gpus > 1 else ""
     where = f"{dep.hardware.name} x {cap.gpus}" if cap.gpus > 1 else dep.hardware.name
     lines = [f"memory{per}: {cap.memory_bytes / gb:.0f} GB x {cap.usable_bytes / cap.memory_bytes:g} usable = {cap.usable_bytes / gb:.1f} GB; "
-             f"weights {dep.target.name} {cap.target_weight_bytes / gb:.1f} GB + {dep.draft.name} {cap.draft_weight_bytes / gb:.1f} GB"
-             + (f" (draft whole on one GPU)" if cap.gpus > 1 and dep.draft.tp == 1 else "") + "; "
+             f"weights {dep.target.name} {cap.target_weight_bytes / gb:.1f} GB + {dep.drafter.name} {cap.draft_weight_bytes / gb:.1f} GB"
+             + (" (draft whole on one GPU)" if cap.gpus > 1 and dep.draft is not None and dep.draft.tp == 1 else "") + "; "
              f"KV per sequence at {cap.context_tokens} tokens {cap.target_kv_bytes_per_seq / gb:.3f} + {cap.draft_kv_bytes_per_seq / gb:.3f} GB"]
     if not cap.both_fit:
         what = "does not fit" if not cap.target_fits else "fits but not with the draft beside it"

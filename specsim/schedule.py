@@ -24,6 +24,24 @@ threshold to a draft length, ``{4: 4, 8: 2, 32: 1}`` meaning 1-4 -> 4,
 5-8 -> 2, 9-32 -> 1; batch sizes above the largest key get 0, but
 draft-target (two-model) decoding floors a runtime draft length of 0 to 1, so
 speculation is switched off above a batch size with ``max_concurrency``.
+
+Per drafter (issue 12):
+
+* vLLM ``speculative_config["method"]`` is ``draft_model``, ``eagle``, ``eagle3``, ``mtp`` or ``ngram``
+  (vllm/config/speculative.py, ``SpeculativeMethod``; docs/features/speculative_decoding/); ``model`` names
+  the draft or head checkpoint (none for ``mtp``, which reads the target's own layers, or ``ngram``, which
+  takes ``prompt_lookup_min`` / ``prompt_lookup_max``).  vLLM drafts chains here: a tree schedule is refused.
+* SGLang takes launch flags, one static configuration (docs.sglang.io, "Speculative Decoding"):
+  ``--speculative-algorithm`` STANDALONE (draft model), EAGLE, EAGLE3 or NGRAM (MTP checkpoints such as
+  DeepSeek-V3 run as EAGLE over their NextN layers), ``--speculative-draft-model-path``,
+  ``--speculative-num-steps`` (depth), ``--speculative-eagle-topk`` (top-k, 1 for a chain) and
+  ``--speculative-num-draft-tokens`` (tokens verified per sequence).  :func:`to_sglang` prints the
+  configuration for one batch size and, as comments, where another is better.
+* TensorRT-LLM ``speculative_config.decoding_type`` is ``Draft_Target``, ``Eagle3`` (with
+  ``speculative_model_dir``), ``MTP`` (``num_nextn_predict_layers``) or ``NGram``
+  (``max_matching_ngram_size``) with ``max_draft_len`` (nvidia.github.io/TensorRT-LLM, "Speculative
+  Decoding"); only draft-target decoding takes a ``draft_len_schedule``, and the documentation says the
+  others cannot switch speculation off dynamically, so they get the batch-1 draft length.
 """
 
 from __future__ import annotations
@@ -36,7 +54,39 @@ import numpy as np
 
 from .speedup import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, Deployment
 
-__all__ = ["DEFAULT_MAX_BATCH", "ScheduleRange", "engine_settings", "gamma_schedule", "to_trtllm", "to_vllm", "trtllm_options"]
+__all__ = ["DEFAULT_MAX_BATCH", "KNOWN_HEADS", "ScheduleRange", "context_table", "drafter_checkpoint", "engine_settings",
+           "gamma_schedule", "to_sglang", "to_trtllm", "to_vllm", "tree_schedule", "trtllm_options"]
+
+#: Published EAGLE heads for built-in targets: (target, drafter kind) -> checkpoint.  The EAGLE authors' heads,
+#: as vLLM's and TensorRT-LLM's documentation use them.
+KNOWN_HEADS = {
+    ("llama-3.1-8b", "eagle"): "yuhuili/EAGLE-LLaMA3.1-Instruct-8B",
+    ("llama-3.1-8b", "eagle3"): "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+}
+_VLLM_METHODS = {"draft_model": "draft_model", "eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram"}
+_SGLANG_ALGORITHMS = {"draft_model": "STANDALONE", "eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "EAGLE", "ngram": "NGRAM"}
+#: vLLM's n-gram lookup window, as the reference article's example sets it.
+NGRAM_LOOKUP = {"prompt_lookup_min": 2, "prompt_lookup_max": 4}
+
+
+def drafter_checkpoint(dep: Deployment, given: str | None = None) -> str | None:
+    """The checkpoint an engine loads for the drafter: ``given``, the draft model's, a known head; None for MTP and
+    n-gram (nothing separate to load)."""
+    kind = dep.drafter.kind
+    if kind in ("mtp", "ngram"):
+        if given:
+            raise ValueError(f"--draft-checkpoint does not apply to --draft {kind}: it loads no separate checkpoint")
+        return None
+    if given:
+        return given
+    if kind == "draft_model":
+        return dep.draft.source or dep.draft.name
+    if dep.draft.source:  # a head read from its own config.json
+        return dep.draft.source
+    known = KNOWN_HEADS.get((dep.target.name, kind))
+    if known is None:
+        raise ValueError(f"no published {kind} head is known for {dep.target.name}; give its checkpoint with --draft-checkpoint")
+    return known
 
 #: vLLM's default max_num_seqs.
 DEFAULT_MAX_BATCH = 256
@@ -112,10 +162,18 @@ def to_vllm(ranges: list[ScheduleRange], draft_model: str, dep: Deployment | Non
     k_max = max(r.gamma for r in ranges)
     if k_max == 0:
         return None
-    config: dict[str, Any] = {"model": draft_model, "num_speculative_tokens": k_max}
-    if dep is not None and dep.target.tp > 1:
+    kind = "draft_model" if dep is None else dep.drafter.kind
+    config: dict[str, Any] = {}
+    if kind != "draft_model":
+        config["method"] = _VLLM_METHODS[kind]
+    if draft_model is not None:
+        config["model"] = draft_model
+    config["num_speculative_tokens"] = k_max
+    if kind == "ngram":
+        config.update(NGRAM_LOOKUP)
+    if dep is not None and dep.target.tp > 1 and dep.draft is not None:
         config["draft_tensor_parallel_size"] = dep.draft.tp
-    if dep is not None and dep.draft.checkpoint_dtype and dep.draft.weight_dtype == "fp8":
+    if dep is not None and dep.draft is not None and dep.draft.checkpoint_dtype and dep.draft.weight_dtype == "fp8":
         config["quantization"] = "fp8"
     config["num_speculative_tokens_per_batch_size"] = [[r.start_batch, r.end_batch, r.gamma] for r in ranges]
     return config
@@ -140,7 +198,7 @@ def engine_settings(dep: Deployment, engine: str) -> tuple[list[str], list[str]]
         if t.kv_dtype == "fp8":
             flags += ["--kv-cache-dtype", "fp8"]
     for model, who in ((t, "target"), (dep.draft, "draft")):
-        if not model.checkpoint_dtype:
+        if model is None or not model.checkpoint_dtype:
             continue
         if engine == "vllm" and model.weight_dtype == "fp8":
             if who == "target":
@@ -159,6 +217,8 @@ def check_vllm_pair(dep: Deployment) -> None:
     PR #42775 was still open in 2026-05), so a Qwen2.5 0.5B draft (151,936) for a 14B+ target (152,064) fails
     to start even though the tokenizers agree.
     """
+    if dep.drafter.kind != "draft_model":
+        return
     if dep.target.vocab_size != dep.draft.vocab_size:
         raise ValueError(
             f"vLLM requires the draft's vocab_size to equal the target's: {dep.draft.name} has {dep.draft.vocab_size:,}, "
@@ -167,7 +227,7 @@ def check_vllm_pair(dep: Deployment) -> None:
         )
 
 
-def to_trtllm(ranges: list[ScheduleRange], draft_model: str) -> dict[str, Any] | None:
+def to_trtllm(ranges: list[ScheduleRange], draft_model: str | None, dep: Deployment | None = None) -> dict[str, Any] | None:
     """TensorRT-LLM ``speculative_config`` (draft-target) with ``draft_len_schedule``.
 
     Keys are the inclusive upper batch thresholds of the ranges with gamma > 0
@@ -180,6 +240,14 @@ def to_trtllm(ranges: list[ScheduleRange], draft_model: str) -> dict[str, Any] |
     if ranges[0].gamma == 0:
         return None
     first = ranges[0].gamma
+    kind = "draft_model" if dep is None else dep.drafter.kind
+    if kind == "eagle3" or kind == "eagle":
+        return {"decoding_type": "Eagle3" if kind == "eagle3" else "Eagle", "max_draft_len": first,
+                "speculative_model_dir": draft_model}
+    if kind == "mtp":
+        return {"decoding_type": "MTP", "num_nextn_predict_layers": first}
+    if kind == "ngram":
+        return {"decoding_type": "NGram", "max_draft_len": first, "max_matching_ngram_size": NGRAM_LOOKUP["prompt_lookup_max"]}
     on = list(itertools.takewhile(lambda r: r.gamma > 0, ranges))
     config: dict[str, Any] = {
         "decoding_type": "Draft_Target",
@@ -202,3 +270,92 @@ def trtllm_options(dep: Deployment, speculative_config: dict[str, Any]) -> dict[
         out["kv_cache_config"] = {"dtype": "fp8"}
     out["speculative_config"] = speculative_config
     return out
+
+
+@dataclass(frozen=True)
+class TreeRange:
+    """Batch sizes start..end (inclusive) that share one tree (None: speculation off)."""
+
+    start_batch: int
+    end_batch: int
+    tree: Any
+    min_speedup: float
+    max_speedup: float
+
+
+def tree_schedule(dep: Deployment, acceptance: object, bounds: Any, max_batch: int = DEFAULT_MAX_BATCH,
+                  context: int = DEFAULT_CONTEXT_TOKENS, min_gain: float = DEFAULT_MIN_GAIN, rtol: float = DEFAULT_SCHEDULE_RTOL,
+                  sibling: float | None = None) -> list[TreeRange]:
+    """The best tree within ``bounds`` for every batch size 1..max_batch, merged into ranges."""
+    from .limits import MAX_BATCH, check_int
+
+    max_batch = check_int("max batch", max_batch, 1, MAX_BATCH)
+    batch = np.arange(1, max_batch + 1)
+    trees, speedup, _ = dep.optimal_tree(acceptance, bounds, batch, context, sibling, rtol)
+    trees = [t if t is not None and s >= min_gain else None for t, s in zip(trees, speedup)]
+    out: list[TreeRange] = []
+    for tree, group in itertools.groupby(range(max_batch), key=lambda i: trees[i]):
+        idx = list(group)
+        s = speedup[idx] if tree is not None else np.ones(len(idx))
+        out.append(TreeRange(idx[0] + 1, idx[-1] + 1, tree, float(s.min()), float(s.max())))
+    return out
+
+
+def _sglang_flags(dep: Deployment, checkpoint: str | None, depth: int, topk: int, tokens: int) -> list[str]:
+    """``--speculative-algorithm`` and its draft flags (the algorithm first, the draft path next if given)."""
+    flags = ["--speculative-algorithm", _SGLANG_ALGORITHMS[dep.drafter.kind]]
+    if checkpoint is not None:
+        flags += ["--speculative-draft-model-path", checkpoint]
+    if dep.drafter.kind != "ngram":
+        flags += ["--speculative-num-steps", str(depth), "--speculative-eagle-topk", str(topk)]
+    flags += ["--speculative-num-draft-tokens", str(tokens)]
+    return flags
+
+
+def to_sglang(ranges: list, dep: Deployment, checkpoint: str | None, at_batch: int = 1) -> list[str]:
+    """SGLang launch flags for the configuration that is best at ``at_batch``, then one comment line per range.
+
+    ``ranges`` are :class:`ScheduleRange` (chains: depth gamma, top-k 1, gamma + 1 tokens) or :class:`TreeRange`.
+    The first line is empty of flags (a comment) where speculation does not pay at ``at_batch``.
+    """
+    def spec(r):
+        if isinstance(r, TreeRange):
+            return None if r.tree is None else (r.tree.depth, r.tree.topk, r.tree.tokens)
+        return None if r.gamma == 0 else (r.gamma, 1, r.gamma + 1)
+
+    def at(batch):
+        return next(r for r in ranges if r.start_batch <= batch <= r.end_batch)
+
+    chosen = at(at_batch)
+    lines = []
+    tp = ["--tp", str(dep.target.tp)] if dep.target.tp > 1 else []
+    if spec(chosen) is None:
+        lines.append(f"# speculation does not pay at batch {at_batch}: launch without --speculative-algorithm")
+    else:
+        lines.append(" ".join(tp + _sglang_flags(dep, checkpoint, *spec(chosen))))
+    top, b = ranges[-1].end_batch, 1
+    while True:  # the best configuration at powers of two: where to change it if the load moves
+        r = at(b)
+        what = "off" if spec(r) is None else " ".join(_sglang_flags(dep, None, *spec(r))[2:])
+        lines.append(f"# best at batch {b}: {what}" + ("" if spec(r) is None else f" (predicted {r.min_speedup:.3f}-{r.max_speedup:.3f}x in batch {r.start_batch}-{r.end_batch})"))
+        if b == top:
+            break
+        b = min(2 * b, top)
+    return lines
+
+
+def context_table(dep: Deployment, acceptance: object, batches, contexts, gamma_max: int = DEFAULT_GAMMA_MAX,
+                  rtol: float = DEFAULT_SCHEDULE_RTOL, bounds: Any = None, sibling: float | None = None) -> list[dict]:
+    """The best gamma (or tree) and its speedup for every (batch, context): long contexts keep verification
+    memory-bound, so the choice depends on context as much as on batch.  One dict per cell."""
+    rows = []
+    for L in contexts:
+        if bounds is None:
+            best = dep.optimal_gamma(acceptance, np.asarray(batches, float), L, gamma_max, rtol)
+            for b, g, s in zip(batches, best.gamma, best.speedup):
+                rows.append({"batch": int(b), "context": int(L), "gamma": int(g), "speedup": float(s)})
+        else:
+            trees, speedup, _ = dep.optimal_tree(acceptance, bounds, np.asarray(batches, float), L, sibling, rtol)
+            for b, t, s in zip(batches, trees, speedup):
+                rows.append({"batch": int(b), "context": int(L), "tree": None if t is None else t.label(), "speedup": float(s)})
+    return rows

@@ -152,14 +152,23 @@ def speedup_from_cost_ratio(alpha: object, gamma: object, cost_ratio: object) ->
     return expected_tokens(alpha, g) / (g * c + 1.0)
 
 
+def expected(acceptance: object, gamma: object) -> np.ndarray:
+    """E(gamma) for an alpha (float or array) or a :class:`specsim.acceptance.Acceptance`."""
+    if hasattr(acceptance, "expected_tokens"):
+        return acceptance.expected_tokens(gamma)
+    return expected_tokens(acceptance, gamma)
+
+
 def speedup_from_times(alpha: object, gamma: object, t_target_s: object, t_draft_s: object, t_verify_s: object) -> np.ndarray:
     """Speedup S = E * t_T / (gamma * t_D + t_V) from step times in seconds.
+
+    ``alpha`` is a per-token rate (float or array) or an :class:`~specsim.acceptance.Acceptance` (per-position).
 
     >>> round(float(speedup_from_times(0.8, 4, 6.525e-3, 1.26e-3, 6.525e-3)), 3)
     1.897
     """
     g = np.asarray(gamma, dtype=float)
-    e = expected_tokens(alpha, g)
+    e = expected(alpha, g)
     s = e * np.asarray(t_target_s, dtype=float) / (g * np.asarray(t_draft_s, dtype=float) + np.asarray(t_verify_s, dtype=float))
     # gamma = 0 is plain decoding: exactly 1, whatever rounding t_V picked up.
     return np.where(g == 0, 1.0, s)
@@ -334,21 +343,33 @@ class Deployment:
 
     hardware: HardwareProfile
     target: ModelShape
-    draft: ModelShape
+    #: The network one draft step runs (a draft model, an EAGLE or MTP head); None for n-gram drafting.
+    draft: ModelShape | None
     #: Where step times come from (a :mod:`specsim.timing` source); None: the roofline over ``hardware``.
     timing: object = None
     #: The serving engine's CPU time per iteration and round (:mod:`specsim.engines`); None: nothing added.
     engine: object = None
+    #: What kind of drafter runs ``draft`` and what else a round costs (:mod:`specsim.drafters`); None: a draft model.
+    drafter: object = None
 
     def __post_init__(self) -> None:
-        # Speculative decoding compares the draft's and the target's distributions token by token: they must share
-        # a tokenizer.  Embedding tables padded to different multiples (Qwen2.5: 151,936 rows up to 7B, 152,064 from
-        # 14B; the ids past 151,646 are unused) are the same vocabulary; a larger difference is another tokenizer.
+        from .drafters import Drafter
+
+        if self.drafter is None:
+            if self.draft is None:
+                raise ValueError("a deployment without a draft network needs a drafter (n-gram)")
+            object.__setattr__(self, "drafter", Drafter("draft_model", self.draft.name, self.draft))
+        if self.draft is None:
+            return
         if self.draft.tp not in (1, self.target.tp):
             raise ValueError(f"draft tensor parallelism {self.draft.tp} must be 1 or the target's {self.target.tp} "
                              "(vLLM's draft_tensor_parallel_size; SGLang and TensorRT-LLM run the draft at the target's)")
+        # Speculative decoding compares the draft's and the target's distributions token by token: they must share
+        # a tokenizer.  Embedding tables padded to different multiples (Qwen2.5: 151,936 rows up to 7B, 152,064 from
+        # 14B; the ids past 151,646 are unused) are the same vocabulary; a larger difference is another tokenizer.
+        # (EAGLE-3 heads predict over a reduced draft vocabulary mapped onto the target's: no check there.)
         gap = abs(self.target.vocab_size - self.draft.vocab_size)
-        if gap > MAX_VOCAB_PADDING:
+        if self.drafter.shares_vocabulary and gap > MAX_VOCAB_PADDING:
             raise ValueError(
                 f"target {self.target.name} has a vocabulary of {self.target.vocab_size:,} and draft {self.draft.name} "
                 f"{self.draft.vocab_size:,}: the vocabularies differ, and a draft must share the target's tokenizer "
@@ -363,13 +384,16 @@ class Deployment:
         draft: str = DEFAULT_DRAFT,
         target_options: dict | None = None,
         draft_options: dict | None = None,
+        ngram_cpu_s_per_token: float | None = None,
     ) -> "Deployment":
         """Load hardware and models by built-in name or file path.
 
-        ``target_options`` and ``draft_options`` go to :func:`~specsim.models.get_model`
-        (``weight_dtype``, ``kv_dtype``, ``tp``, ``routing_effective_experts``); a
-        tensor-parallel size is checked against the profile's node.
+        ``draft`` is a drafter (:func:`specsim.drafters.make_drafter`): a model name or config.json,
+        ``eagle``, ``eagle3``, ``mtp`` or ``ngram``.  ``target_options`` and ``draft_options`` go to
+        :func:`~specsim.models.get_model` (``weight_dtype``, ``kv_dtype``, ``tp``,
+        ``routing_effective_experts``); a tensor-parallel size is checked against the profile's node.
         """
+        from .drafters import make_drafter
         from .parallel import check_tp
 
         profile = load_hardware(hardware)
@@ -377,7 +401,9 @@ class Deployment:
         for what, opts in (("--tp", t_opts), ("--draft-tp", d_opts)):
             if opts.get("tp") is not None:
                 check_tp(profile, opts["tp"], what)
-        return cls(profile, get_model(target, **t_opts), get_model(draft, **d_opts))
+        target_model = get_model(target, **t_opts)
+        drafter = make_drafter(str(draft), target_model, d_opts, ngram_cpu_s_per_token)
+        return cls(profile, target_model, drafter.step_model, drafter=drafter)
 
     @classmethod
     def build(
@@ -391,6 +417,7 @@ class Deployment:
         progress=None,
         target_options: dict | None = None,
         draft_options: dict | None = None,
+        ngram_cpu_s_per_token: float | None = None,
     ) -> "Deployment":
         """A deployment with a step-time source and an engine preset: what every command uses.
 
@@ -399,7 +426,7 @@ class Deployment:
         replaces the preset's per-iteration time.  (``from_names`` keeps the
         article's bare roofline.)
         """
-        return cls.from_names(hardware, target, draft, target_options, draft_options).with_source(
+        return cls.from_names(hardware, target, draft, target_options, draft_options, ngram_cpu_s_per_token).with_source(
             timing, engine, engine_overhead_ms, progress)
 
     def with_source(self, timing: str | None = None, engine: str | None = None, engine_overhead_ms: float | None = None,
@@ -410,24 +437,45 @@ class Deployment:
         source, preset = source_and_engine(self.hardware, timing, engine, engine_overhead_ms, progress)
         return dataclasses.replace(self, timing=source, engine=preset)
 
-    def pass_times(self, batch: object, gamma: object, context: object = DEFAULT_CONTEXT_TOKENS) -> PassTimes:
-        """t_T, t_D and t_V, broadcast over batch, gamma and context."""
+    def _step(self, model: ModelShape, batch: object, q: object, context: object) -> StepTime:
+        if self.timing is None:
+            return step_time(self.hardware, model, batch, q, context)
+        return self.timing.step_time(model, batch, q, context)
+
+    def pass_times(self, batch: object, gamma: object, context: object = DEFAULT_CONTEXT_TOKENS,
+                   draft_width: object = 1, verify_tokens: object = None) -> PassTimes:
+        """t_T, t_D and t_V, broadcast over batch, gamma and context.
+
+        ``t_V`` is the round's fixed part: the verification pass over ``verify_tokens`` per sequence (default
+        gamma + 1) plus the drafter's per-round extras (an EAGLE/MTP draft-extend pass, n-gram CPU time).
+        ``draft_width`` is the tokens per sequence of one draft step (a tree's top-k; 1 for a chain).
+        """
         g = np.asarray(gamma, dtype=float)
         _check_gamma(g)
-        if self.timing is None:
-            times = (step_time(self.hardware, self.target, batch, 1, context),
-                     step_time(self.hardware, self.draft, batch, 1, context),
-                     step_time(self.hardware, self.target, batch, g + 1.0, context))
+        q_verify = g + 1.0 if verify_tokens is None else np.asarray(verify_tokens, dtype=float)
+        target = self._step(self.target, batch, 1, context)
+        verify = self._step(self.target, batch, q_verify, context)
+        d = self.drafter
+        if self.draft is None:  # n-gram: no network; CPU time per cached token scanned, once per round
+            draft = dataclasses.replace(target, total_s=np.zeros(np.shape(target.total_s)), compute_s=np.zeros(np.shape(target.total_s)),
+                                        memory_s=np.zeros(np.shape(target.total_s)), overhead_s=0.0,
+                                        flop=np.zeros(np.shape(target.total_s)), bytes=np.zeros(np.shape(target.total_s)),
+                                        fallback=None, comm_s=0.0)
+            cpu = d.cpu_s_per_token * np.asarray(batch, dtype=float) * np.asarray(context, dtype=float)
+            verify = dataclasses.replace(verify, total_s=verify.total_s + cpu)
         else:
-            times = (self.timing.step_time(self.target, batch, 1, context),
-                     self.timing.step_time(self.draft, batch, 1, context),
-                     self.timing.step_time(self.target, batch, g + 1.0, context))
+            draft = self._step(self.draft, batch, draft_width, context)
+            if d.extend_pass:  # the head re-reads the verified tokens to get the next round's hidden states
+                extend = self._step(self.draft, batch, q_verify, context)
+                verify = dataclasses.replace(verify, total_s=verify.total_s + extend.total_s)
         if self.engine is not None:
             e = self.engine
             target_s = e.iteration_s + e.collectives_s(self.target)
-            times = (_plus(times[0], target_s), _plus(times[1], e.draft_step_s + e.collectives_s(self.draft)),
-                     _plus(times[2], target_s + e.spec_round_s))
-        return PassTimes(*times)
+            draft_s = 0.0 if self.draft is None else e.draft_step_s + e.collectives_s(self.draft)
+            extend_s = e.collectives_s(self.draft) if d.extend_pass else 0.0
+            target, draft, verify = (_plus(target, target_s), _plus(draft, draft_s),
+                                     _plus(verify, target_s + e.spec_round_s + extend_s))
+        return PassTimes(target, draft, verify)
 
     def provenance(self) -> list[str]:
         """One line per input that shaped the step times: the source, the engine preset, precision and parallelism."""
@@ -435,20 +483,86 @@ class Deployment:
                  f"roofline: profile {self.hardware.name} (the article's model)"]
         if self.engine is not None:
             lines.append(self.engine.describe())
-        lines += model_assumptions(self.hardware, (self.target, self.draft))
+        if self.drafter.kind != "draft_model":
+            lines.append(self.drafter.describe())
+        lines += model_assumptions(self.hardware, [m for m in (self.target, self.draft) if m is not None])
         return lines
 
     def notes(self) -> list[str]:
         """What the step-time source could not answer from its own data, and defaults the configs relied on."""
         notes = list(getattr(self.timing, "notes", []) or [])
         for model in (self.target, self.draft):
-            notes += [f"{model.name}: {n}" for n in model.notes]
+            if model is not None:
+                notes += [f"{model.name}: {n}" for n in model.notes]
         return notes
 
     def speedup(self, alpha: object, gamma: object, batch: object = 1, context: object = DEFAULT_CONTEXT_TOKENS) -> np.ndarray:
         """Speedup S(alpha, gamma, batch, context), all four broadcast together."""
         times = self.pass_times(batch, gamma, context)
         return speedup_from_times(alpha, gamma, times.target.total_s, times.draft.total_s, times.verify.total_s)
+
+    def tree_speedup(self, acceptance: object, tree: object, batch: object = 1, context: object = DEFAULT_CONTEXT_TOKENS,
+                     sibling: float | None = None) -> np.ndarray:
+        """Speedup of one draft tree (:class:`~specsim.acceptance.TreeSpec`) per (batch, context).
+
+        A round drafts ``depth`` levels, each a draft step over ``topk`` tokens per sequence (an upper bound:
+        the first level expands only the root), verifies ``tokens`` per sequence, and emits E(tree) tokens
+        (:func:`~specsim.acceptance.build_tree`).
+        """
+        from .acceptance import DEFAULT_SIBLING_FACTOR, as_acceptance, build_tree
+
+        if self.draft is None:
+            raise ValueError("token trees need a drafting network (draft model, EAGLE or MTP); n-gram drafts a chain")
+        built = build_tree(tree, as_acceptance(acceptance), DEFAULT_SIBLING_FACTOR if sibling is None else sibling)
+        times = self.pass_times(batch, tree.depth, context, draft_width=tree.topk, verify_tokens=tree.tokens)
+        return built.expected_tokens * times.target.total_s / (tree.depth * times.draft.total_s + times.verify.total_s)
+
+    def optimal_tree(self, acceptance: object, bounds: object, batch: object = DEFAULT_BATCHES,
+                     context: object = DEFAULT_CONTEXT_TOKENS, sibling: float | None = None, rtol: float = DEFAULT_RTOL):
+        """The best tree within ``bounds`` (top-k <= K, depth <= D, tokens <= N) per batch size, chains included.
+
+        Returns ``(trees, speedup, expected_tokens)``: a list of :class:`~specsim.acceptance.TreeSpec` (None where
+        no tree beats plain decoding), and arrays over ``batch``.  Among trees within ``rtol`` of the best
+        speedup, the one verifying the fewest tokens wins (then the shallowest).
+        """
+        from .acceptance import DEFAULT_SIBLING_FACTOR, TreeSpec, as_acceptance, build_tree
+
+        if self.draft is None:
+            raise ValueError("token trees need a drafting network (draft model, EAGLE or MTP); n-gram drafts a chain")
+        acc = as_acceptance(acceptance)
+        sib = DEFAULT_SIBLING_FACTOR if sibling is None else sibling
+        max_depth = bounds.depth if acc.max_gamma is None else min(bounds.depth, acc.max_gamma)
+        candidates = []
+        for k in range(1, bounds.topk + 1):
+            for depth in range(1, max_depth + 1):
+                most = 1 + k + (depth - 1) * k * k
+                sizes = [depth + 1] if k == 1 else range(2, min(bounds.tokens, most) + 1)
+                for n in sizes:
+                    if n <= bounds.tokens:
+                        candidates.append(TreeSpec(k, depth, n))
+        if not candidates:
+            raise ValueError(f"no tree fits within {bounds}")
+        b = np.atleast_1d(np.asarray(batch, dtype=float))
+        L = np.asarray(context, dtype=float)
+        e = np.array([build_tree(c, acc, sib).expected_tokens for c in candidates])
+        # Step times once per distinct width, verified size and depth, then combined per candidate.
+        widths = sorted({c.topk for c in candidates})
+        sizes = sorted({c.tokens for c in candidates})
+        draft = {w: self.pass_times(b, 1, L, draft_width=w).draft.total_s for w in widths}
+        verify = {n: self.pass_times(b, n - 1, L, verify_tokens=n).verify.total_s for n in sizes}
+        t_target = self.pass_times(b, 1, L).target.total_s
+        s = np.stack([e[i] * t_target / (c.depth * draft[c.topk] + verify[c.tokens]) for i, c in enumerate(candidates)])
+        best = s.max(axis=0)
+        order = sorted(range(len(candidates)), key=lambda i: (candidates[i].tokens, candidates[i].depth, candidates[i].topk))
+        trees, speedup, tokens = [], np.ones(b.size), np.ones(b.size)
+        for j in range(b.size):
+            if best[j] <= 1.0:
+                trees.append(None)
+                continue
+            i = next(i for i in order if s[i, j] >= best[j] * (1.0 - rtol))
+            trees.append(candidates[i])
+            speedup[j], tokens[j] = s[i, j], e[i]
+        return trees, speedup, tokens
 
     def speculation_peak(self, alpha: float, batch: object = DEFAULT_BATCHES, context: object = DEFAULT_CONTEXT_TOKENS,
                          gamma_max: int = DEFAULT_GAMMA_MAX) -> tuple[int, int, float]:
@@ -475,19 +589,30 @@ class Deployment:
         gamma_max: int = DEFAULT_GAMMA_MAX,
         rtol: float = DEFAULT_RTOL,
     ) -> OptimalGamma:
-        """Best gamma in 0..gamma_max per point of broadcast (alpha, batch, context)."""
+        """Best gamma in 0..gamma_max per point of broadcast (alpha, batch, context).
+
+        ``alpha`` may be an :class:`~specsim.acceptance.Acceptance` with per-position rates: gamma then stops at
+        the last measured position (check ``gamma_max`` of the result).
+        """
         from .limits import MAX_GAMMA, check_int
 
         gamma_max = check_int("gamma_max", gamma_max, 0, MAX_GAMMA)
         if not (np.isfinite(rtol) and 0 <= rtol < 0.5):
             raise ValueError(f"rtol must be in [0, 0.5), got {rtol!r}")
+        if hasattr(alpha, "expected_tokens"):
+            if alpha.max_gamma is not None:
+                gamma_max = min(gamma_max, alpha.max_gamma)
+            acceptance, a = alpha, np.zeros(())
+        else:
+            acceptance, a = None, np.asarray(alpha, dtype=float)
         grid = _gamma_grid(gamma_max)
-        a = np.asarray(alpha, dtype=float)
         b = np.asarray(batch, dtype=float)
         L = np.asarray(context, dtype=float)
         shape = np.broadcast_shapes(a.shape, b.shape, L.shape)
         g = grid.reshape((-1,) + (1,) * len(shape))
-        s = self.speedup(a, g, b, L)
+        s = self.speedup(acceptance if acceptance is not None else a, g, b, L)
+        if acceptance is not None:
+            s = np.broadcast_to(s, (grid.size,) + shape)
         idx = argmax_gamma(s, rtol)
         best = grid[idx]
         return OptimalGamma(

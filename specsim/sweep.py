@@ -86,7 +86,7 @@ def _grid(**axes: object) -> dict[str, np.ndarray]:
 def _frame(dep: Deployment, shape: tuple[int, ...], columns: dict[str, np.ndarray]) -> pd.DataFrame:
     """Flatten broadcast columns into rows labelled with the deployment."""
     frame = pd.DataFrame({k: np.broadcast_to(v, shape).ravel() for k, v in columns.items()})
-    frame.insert(0, "draft", dep.draft.name)
+    frame.insert(0, "draft", dep.drafter.name)
     frame.insert(0, "target", dep.target.name)
     frame.insert(0, "hardware", dep.hardware.name)
     frame["timing"] = dep.timing.name if dep.timing is not None else "roofline"
