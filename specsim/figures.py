@@ -661,6 +661,57 @@ def _fig_moe(fig: Any) -> dict[str, Any]:
     return plot_moe_speculation(pd.DataFrame(ratios), pd.DataFrame(speedups), axes=fig.subplots(1, 2))
 
 
+def plot_drafters(speedups: pd.DataFrame, *, axes: Any = None) -> dict[str, Any]:
+    """Best speedup against batch per drafter kind; one panel per target.
+
+    ``speedups``: panel, drafter, batch, speedup.
+    """
+    panels = list(dict.fromkeys(speedups.panel))
+    if axes is None:
+        import matplotlib.pyplot as plt
+
+        _, axes = plt.subplots(1, len(panels), figsize=(14, 5.2))
+    lines: dict[str, Any] = {}
+    styles = {"draft model": ("C0", "-"), "EAGLE-3 chain": ("C1", "-"), "EAGLE-3 tree": ("C1", "--"), "n-gram, code editing": ("C2", "-"),
+              "MTP": ("C3", "-")}
+    for ax, panel in zip(np.atleast_1d(axes), panels):
+        rows = speedups[speedups.panel == panel]
+        for drafter, group in rows.groupby("drafter", sort=False):
+            colour, ls = styles.get(drafter, ("C4", "-"))
+            (line,) = ax.plot(group.batch, group.speedup, marker="o", ms=3, color=colour, ls=ls, label=drafter)
+            lines[(panel, drafter)] = line
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("batch size b")
+        ax.set_ylabel("speedup at the best gamma (or tree)")
+        ax.axhline(1.0, color="0.6", lw=0.8)
+        ax.set_title(panel, fontsize=10)
+        ax.legend(fontsize=8)
+    return lines
+
+
+def _fig_drafters(fig: Any) -> dict[str, Any]:
+    from .acceptance import TreeSpec, published_acceptance
+
+    published = published_acceptance()
+    batch = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256], float)
+    rows = []
+    left = "Llama-3.1-8B on H100, L = 1128, published acceptance per drafter (README)"
+    for label, draft, kind in (("draft model", "llama-3.2-1b", "draft_model"), ("EAGLE-3 chain", "eagle3", "eagle3"),
+                               ("n-gram, code editing", "ngram", "ngram")):
+        dep = Deployment.build("h100-sxm", "llama-3.1-8b", draft)
+        best = dep.optimal_gamma(published[kind][0], batch, 1128)
+        rows += [{"panel": left, "drafter": label, "batch": b, "speedup": v} for b, v in zip(batch, best.speedup)]
+        if kind == "eagle3":
+            _, s, _ = dep.optimal_tree(published[kind][0], TreeSpec(4, 5, 16), batch, 1128)
+            rows += [{"panel": left, "drafter": "EAGLE-3 tree", "batch": b, "speedup": v} for b, v in zip(batch, s)]
+    right = "DeepSeek-V3 (FP8) on 8 x H200, L = 1128"
+    for label, draft, kind in (("MTP", "mtp", "mtp"), ("n-gram, code editing", "ngram", "ngram")):
+        dep = Deployment.build("h200", "deepseek-v3", draft, target_options={"tp": 8})
+        best = dep.optimal_gamma(published[kind][0], batch, 1128)
+        rows += [{"panel": right, "drafter": label, "batch": b, "speedup": v} for b, v in zip(batch, best.speedup)]
+    return plot_drafters(pd.DataFrame(rows), axes=fig.subplots(1, 2))
+
+
 FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("speedup-vs-gamma", (7.5, 4.6), _fig_speedup_vs_gamma),
     FigureSpec("speedup-vs-batch", (7.5, 4.6), _fig_speedup_vs_batch),
@@ -672,6 +723,7 @@ FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("throughput-vs-latency", (14, 6.2), _fig_throughput, 2),
     FigureSpec("verification-cost", (14, 5.2), _fig_verify_cost, 2),
     FigureSpec("moe-speculation", (14, 5.2), _fig_moe, 2),
+    FigureSpec("drafters", (14, 5.2), _fig_drafters, 2),
 )
 
 

@@ -24,7 +24,7 @@ def _y_at(line, x):
 def test_figure_names_are_fixed():
     assert [spec.name for spec in FIGURES] == [
         "speedup-vs-gamma", "speedup-vs-batch", "roofline", "step-times", "speedup-heatmaps",
-        "optimal-gamma-vs-batch", "speedup-vs-batch-devices", "throughput-vs-latency", "verification-cost", "moe-speculation",
+        "optimal-gamma-vs-batch", "speedup-vs-batch-devices", "throughput-vs-latency", "verification-cost", "moe-speculation", "drafters",
     ]
 
 
@@ -170,3 +170,16 @@ def test_moe_figure_shows_speculation_peaking_at_a_moderate_batch(drawn):
     dense_ratio = ratios[("Qwen3-32B (dense)", "roofline")]
     # At batch 1 the MoE target's 4-token verification costs over twice its decode step; the dense one's costs the same.
     assert _y_at(moe_ratio, 1) > 2.0 and _y_at(dense_ratio, 1) == pytest.approx(1.0, abs=0.01)
+
+
+def test_drafter_figure_compares_the_kinds_at_their_published_acceptance(drawn):
+    lines = drawn["drafters"]
+    left = "Llama-3.1-8B on H100, L = 1128, published acceptance per drafter (README)"
+    tree, chain = lines[(left, "EAGLE-3 tree")], lines[(left, "EAGLE-3 chain")]
+    draft = lines[(left, "draft model")]
+    # A tree beats the chain at batch 1 and converges to it by batch 64; EAGLE-3's cheap head beats the 1B draft.
+    assert _y_at(tree, 1) > 1.1 * _y_at(chain, 1) and _y_at(tree, 64) == pytest.approx(_y_at(chain, 64), rel=0.02)
+    assert all(_y_at(chain, b) > _y_at(draft, b) for b in (1, 16, 256))
+    right = "DeepSeek-V3 (FP8) on 8 x H200, L = 1128"
+    mtp = lines[(right, "MTP")]
+    assert 1.0 < _y_at(mtp, 1) < 1.8  # one MTP token at 87.5% acceptance: at most 1.875 tokens per pass
