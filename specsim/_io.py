@@ -30,7 +30,7 @@ def refuse_builtin(path: str | Path) -> None:
         raise ValueError(f"refusing to write {str(path)!r}: the built-in profiles in {root} are never overwritten; choose another --out")
 
 
-def check_output(path: str | Path, suffixes: tuple[str, ...] = ()) -> Path:
+def check_output(path: str | Path, suffixes: tuple[str, ...] = (), flag: str = "--out") -> Path:
     """Check an output path before any work: allowed suffix, not built in, folder exists and is writable.
 
     >>> check_output("/nonexistent-folder/x.csv")
@@ -39,7 +39,7 @@ def check_output(path: str | Path, suffixes: tuple[str, ...] = ()) -> Path:
     """
     path = Path(path).expanduser()
     if suffixes and path.suffix not in suffixes:
-        raise ValueError(f"--out must end in {' or '.join(suffixes)}, got {str(path)!r}")
+        raise ValueError(f"{flag} must end in {' or '.join(suffixes)}, got {str(path)!r}")
     refuse_builtin(path)
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():

@@ -123,7 +123,7 @@ _batches = _int_list(1, "batch", MAX_BATCH)
 
 
 # -- parser ----------------------------------------------------------------------
-def _add_deployment_args(p: argparse.ArgumentParser, *, defaults: bool = True, batch: bool = True) -> None:
+def _add_deployment_args(p: argparse.ArgumentParser, *, defaults: bool = True, batch: bool = True, context: bool = True) -> None:
     p.add_argument("--hardware", default=DEFAULT_HARDWARE if defaults else None,
                    help=f"built-in profile name or path to a YAML profile (default {DEFAULT_HARDWARE}; list: specsim hardware)")
     p.add_argument("--target", default=DEFAULT_TARGET if defaults else None,
@@ -139,8 +139,9 @@ def _add_deployment_args(p: argparse.ArgumentParser, *, defaults: bool = True, b
     if batch:
         p.add_argument("--batch", type=_batches, default=list(DEFAULT_BATCHES) if defaults else None,
                        help=f"comma-separated batch sizes (default {','.join(map(str, DEFAULT_BATCHES))})")
-    p.add_argument("--context", type=_context, default=DEFAULT_CONTEXT_TOKENS if defaults else None,
-                   help=f"cached tokens per sequence, L (default {DEFAULT_CONTEXT_TOKENS}: a 1000-token prompt plus half of 256 generated)")
+    if context:
+        p.add_argument("--context", type=_context, default=DEFAULT_CONTEXT_TOKENS if defaults else None,
+                       help=f"cached tokens per sequence, L (default {DEFAULT_CONTEXT_TOKENS}: a 1000-token prompt plus half of 256 generated)")
     _add_model_args(p, draft=True)
     _add_timing_args(p)
 
@@ -294,6 +295,66 @@ def _parser_compare(sub) -> None:
     p.set_defaults(func=commands.run_compare)
 
 
+def _add_serving_args(p: argparse.ArgumentParser) -> None:
+    from .serving import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, DEFAULT_REQUESTS
+    from .workloads import DEFAULT_WORKLOAD, WORKLOADS
+
+    _add_acceptance_args(p)
+    _add_deployment_args(p, batch=False, context=False)
+    p.add_argument("--workload", choices=list(WORKLOADS),
+                   help=f"prompt and output length distribution (default {DEFAULT_WORKLOAD}; see specsim.workloads for sources)")
+    p.add_argument("--requests", type=_int_at_least(1, "requests", 1_000_000),
+                   help=f"requests to simulate (default {DEFAULT_REQUESTS})")
+    p.add_argument("--seed", type=_int_at_least(0, "seed", 2**32 - 1), default=0, help="random seed (default 0)")
+    p.add_argument("--gamma", type=_int_at_least(1, "gamma", MAX_GAMMA),
+                   help="fixed gamma (default: the optimal gamma per running batch size)")
+    p.add_argument("--gamma-max", type=_int_at_least(1, "gamma-max", MAX_GAMMA), default=8,
+                   help="largest gamma of the per-batch schedule (default 8)")
+    p.add_argument("--max-num-seqs", type=_int_at_least(1, "max-num-seqs", 65536), default=DEFAULT_MAX_NUM_SEQS,
+                   help=f"sequences in flight at most (default {DEFAULT_MAX_NUM_SEQS}, vLLM's)")
+    p.add_argument("--max-batched-tokens", type=_int_at_least(1, "max-batched-tokens", 65536), default=DEFAULT_MAX_BATCHED_TOKENS,
+                   help=f"tokens per iteration for decode plus prefill chunks (default {DEFAULT_MAX_BATCHED_TOKENS})")
+    p.add_argument("--memory-util", type=_fraction, default=DEFAULT_MEMORY_UTILIZATION,
+                   help=f"fraction of device memory the engine uses (default {DEFAULT_MEMORY_UTILIZATION})")
+    p.add_argument("--slo-ttft-ms", type=_positive_float, help="time-to-first-token objective, ms (> 0)")
+    p.add_argument("--slo-tpot-ms", type=_positive_float, help="time-per-output-token objective, ms (> 0)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _positive_float(text: str) -> float:
+    value = _float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _parser_serve_sim(sub) -> None:
+    p = sub.add_parser("serve-sim", help="simulate an engine under load, with and without speculation",
+                       description="Continuous batching with chunked prefill, request by request: TTFT, TPOT and "
+                       "end-to-end latency percentiles, throughput and running batch, with and without speculation.")
+    load = p.add_mutually_exclusive_group(required=True)
+    load.add_argument("--rate", type=_positive_float, help="Poisson arrivals, requests per second (> 0)")
+    load.add_argument("--concurrency", type=_int_at_least(1, "concurrency", 65536),
+                      help="a closed loop of this many users, each sending its next request when the last finishes")
+    load.add_argument("--trace", metavar="FILE", help="requests from a CSV or JSONL trace: arrival_s, prompt_tokens, output_tokens")
+    _add_serving_args(p)
+    p.add_argument("--csv", metavar="FILE", help="write one row per request (both runs) to this CSV")
+    p.set_defaults(func=commands.run_serve_sim)
+
+
+def _parser_serve_sweep(sub) -> None:
+    p = sub.add_parser("serve-sweep", help="serve-sim over a range of request rates",
+                       description="serve-sim at each Poisson rate: where speculation stops lowering TPOT, and the "
+                       "largest rate that meets the SLOs with and without it.")
+    p.add_argument("--rates", type=lambda t: [_positive_float(x) for x in t.split(",") if x.strip()], required=True,
+                   help="comma-separated request rates per second, e.g. 1,2,4,8,16")
+    _add_serving_args(p)
+    p.add_argument("--workers", type=_int_at_least(1, "workers", 256), default=1,
+                   help="parallel simulations (a process pool; default 1)")
+    p.add_argument("--plot", metavar="FILE", help="write the TPOT and throughput figure (.png or .svg)")
+    p.set_defaults(func=commands.run_serve_sweep)
+
+
 def _parser_toy(sub) -> None:
     p = sub.add_parser("toy", help="the article's seeded toy experiments: exactness, tokens per step, draft re-alignment")
     p.add_argument("experiment", choices=["exactness", "tokens-per-step", "distill"])
@@ -417,7 +478,7 @@ def _parser_reproduce(sub) -> None:
 
 
 #: One function per subcommand, in the order ``specsim --help`` lists them.
-_SUBCOMMANDS = (_parser_optimal_gamma, _parser_speedup, _parser_steptime, _parser_alpha, _parser_capacity, _parser_schedule, _parser_compare, _parser_toy, _parser_acceptance, _parser_measure, _parser_measure_loop, _parser_calibrate, _parser_compose_kernels, _parser_hardware, _parser_models, _parser_figures, _parser_reproduce)
+_SUBCOMMANDS = (_parser_optimal_gamma, _parser_speedup, _parser_steptime, _parser_alpha, _parser_capacity, _parser_schedule, _parser_compare, _parser_serve_sim, _parser_serve_sweep, _parser_toy, _parser_acceptance, _parser_measure, _parser_measure_loop, _parser_calibrate, _parser_compose_kernels, _parser_hardware, _parser_models, _parser_figures, _parser_reproduce)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -712,6 +712,69 @@ def _fig_drafters(fig: Any) -> dict[str, Any]:
     return plot_drafters(pd.DataFrame(rows), axes=fig.subplots(1, 2))
 
 
+def plot_serve_sweep(frame: pd.DataFrame, *, axes: Any = None, title: str | None = None) -> dict[str, Any]:
+    """Left: TPOT p50 and p99 against request rate, speculation off and on; right: output tokens/s."""
+    if axes is None:
+        import matplotlib.pyplot as plt
+
+        _, axes = plt.subplots(1, 2, figsize=(14, 5.2))
+    left, right = axes
+    lines: dict[str, Any] = {}
+    for name, colour, label in (("off", "C0", "speculation off"), ("on", "C1", "speculation on")):
+        for q, ls in (("p50", "-"), ("p99", ":")):
+            (line,) = left.plot(frame.rate, frame[f"{name}_tpot_{q}_s"] * 1e3, marker="o", ms=3, color=colour, ls=ls,
+                                label=f"{label}, TPOT {q}")
+            lines[(name, q)] = line
+        (line,) = right.plot(frame.rate, frame[f"{name}_tokens_per_s"], marker="o", ms=3, color=colour, label=label)
+        lines[(name, "tokens_per_s")] = line
+    worse = frame[frame.on_tpot_p50_s >= frame.off_tpot_p50_s]
+    if not worse.empty:
+        rate = float(worse.rate.min())
+        for ax in (left, right):
+            ax.axvline(rate, color="0.5", lw=0.8, ls="--")
+        left.annotate(f"speculation stops lowering TPOT p50 at {rate:g} req/s", (rate, left.get_ylim()[1]),
+                      textcoords="offset points", xytext=(-6, -14), ha="right", fontsize=8)
+        lines["stops_at"] = rate
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("request rate (requests/s, Poisson)")
+    left.set_yscale("log")
+    left.set_ylabel("time per output token, ms")
+    right.set_ylabel("output tokens/s")
+    left.legend(fontsize=8)
+    right.legend(fontsize=8)
+    if title:
+        left.set_title(title, fontsize=10)
+    right.set_title("throughput", fontsize=10)
+    return lines
+
+
+def save_serve_sweep(frame: pd.DataFrame, path: str | Path, title: str | None = None) -> Path:
+    """Draw :func:`plot_serve_sweep` and write it atomically (PNG or SVG)."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context({"svg.hashsalt": "specsim", "font.size": 10}):
+        fig = Figure(figsize=(14, 5.2), layout="constrained")
+        plot_serve_sweep(frame, axes=fig.subplots(1, 2), title=title)
+        _freeze_layout(fig)
+        buffer = io.BytesIO()
+        fmt = Path(path).suffix.lstrip(".")
+        fig.savefig(buffer, format=fmt, dpi=150, metadata={} if fmt == "png" else {"Date": None})
+    return atomic_write_bytes(Path(path), buffer.getvalue())
+
+
+def _fig_serve_sweep(fig: Any) -> dict[str, Any]:
+    from .serving import serve_sweep
+    from .workloads import get_workload
+
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
+    rates = [0.5, 1, 2, 4, 8, 16, 24, 32]
+    frame = serve_sweep(dep, rates, get_workload("chat"), 600, 0.8, seed=0)
+    return plot_serve_sweep(frame, axes=fig.subplots(1, 2),
+                            title="Llama-3.1-8B + Llama-3.2-1B on H100, chat workload, α = 0.8, vLLM preset")
+
+
 FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("speedup-vs-gamma", (7.5, 4.6), _fig_speedup_vs_gamma),
     FigureSpec("speedup-vs-batch", (7.5, 4.6), _fig_speedup_vs_batch),
@@ -724,6 +787,7 @@ FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("verification-cost", (14, 5.2), _fig_verify_cost, 2),
     FigureSpec("moe-speculation", (14, 5.2), _fig_moe, 2),
     FigureSpec("drafters", (14, 5.2), _fig_drafters, 2),
+    FigureSpec("serve-sweep", (14, 5.2), _fig_serve_sweep, 2),
 )
 
 

@@ -24,7 +24,7 @@ def _y_at(line, x):
 def test_figure_names_are_fixed():
     assert [spec.name for spec in FIGURES] == [
         "speedup-vs-gamma", "speedup-vs-batch", "roofline", "step-times", "speedup-heatmaps",
-        "optimal-gamma-vs-batch", "speedup-vs-batch-devices", "throughput-vs-latency", "verification-cost", "moe-speculation", "drafters",
+        "optimal-gamma-vs-batch", "speedup-vs-batch-devices", "throughput-vs-latency", "verification-cost", "moe-speculation", "drafters", "serve-sweep",
     ]
 
 
@@ -183,3 +183,12 @@ def test_drafter_figure_compares_the_kinds_at_their_published_acceptance(drawn):
     right = "DeepSeek-V3 (FP8) on 8 x H200, L = 1128"
     mtp = lines[(right, "MTP")]
     assert 1.0 < _y_at(mtp, 1) < 1.8  # one MTP token at 87.5% acceptance: at most 1.875 tokens per pass
+
+
+def test_serve_sweep_figure_shows_speculation_helping_until_the_engine_saturates(drawn):
+    lines = drawn["serve-sweep"]
+    off, on = lines[("off", "p50")], lines[("on", "p50")]
+    assert _y_at(on, 0.5) < 0.75 * _y_at(off, 0.5)  # at low load speculation cuts TPOT by a quarter or more
+    assert lines["stops_at"] >= 16  # and keeps helping until the engine is saturated
+    tput_off, tput_on = lines[("off", "tokens_per_s")], lines[("on", "tokens_per_s")]
+    assert _y_at(tput_on, 1) == pytest.approx(_y_at(tput_off, 1), rel=0.05)  # below saturation both serve the offered load
