@@ -510,9 +510,13 @@ def run_serve_sim(args: argparse.Namespace) -> int:
         requests, concurrency = Requests.closed_loop(args.requests, workload, rng), args.concurrency
     else:
         requests = Requests.poisson(args.rate, args.requests, workload, rng)
-    too_long = int((np.asarray(requests.prompt) + np.asarray(requests.output) > 4194304).sum())
-    if too_long:
-        raise ValueError(f"{too_long} request(s) exceed the 4,194,304-token context limit")
+    limit = dep.target.max_position_embeddings or 4194304
+    lengths = np.asarray(requests.prompt) + np.asarray(requests.output)
+    too_long = np.flatnonzero(lengths > limit)
+    if too_long.size:
+        what = f"{dep.target.name}'s context limit (max_position_embeddings)" if dep.target.max_position_embeddings else "specsim's limit"
+        raise ValueError(f"{too_long.size} request(s) need more than {limit:,} tokens (prompt + output), {what}; the first, "
+                         f"request {too_long[0] + 1}, needs {int(lengths[too_long[0]]):,}")
     plain, spec, meta = serve_compare(dep, requests, acc, gamma, limits, concurrency, args.seed, args.memory_util,
                                       args.gamma_max)
     summaries = [r.summary(*slo) for r in (plain, spec)]

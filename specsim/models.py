@@ -213,6 +213,8 @@ class ModelShape:
     checkpoint_dtype: str | None = None
     #: Linear weights outside the layers, read and multiplied every pass (an EAGLE head's feature projection).
     extra_linear_params: int = 0
+    #: The longest sequence the checkpoint supports (config.json max_position_embeddings); 0: not stated.
+    max_position_embeddings: int = 0
 
     def __post_init__(self) -> None:
         where = f"model {self.name!r}"
@@ -221,7 +223,8 @@ class ModelShape:
             _positive_int(where, key, getattr(self, key))
         for key in ("norms_per_layer", "n_experts", "n_active_experts", "moe_intermediate_size", "n_shared_experts",
                     "n_dense_layers", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
-                    "v_head_dim", "sliding_window", "n_sliding_layers", "extra_params", "n_mtp_layers", "extra_linear_params"):
+                    "v_head_dim", "sliding_window", "n_sliding_layers", "extra_params", "n_mtp_layers", "extra_linear_params",
+                    "max_position_embeddings"):
             _positive_int(where, key, getattr(self, key), minimum=0)
         if self.n_heads % self.n_kv_heads:
             raise ValueError(f"{where}: n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})")
@@ -904,6 +907,7 @@ def model_from_hf_config(config: Any, name: str = "config.json") -> ModelShape:
         extra_params=extra_params,
         architecture=arch,
         notes=tuple(notes),
+        max_position_embeddings=need_int("max_position_embeddings", 0, minimum=0),
         **fields,
     )
 

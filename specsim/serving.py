@@ -166,6 +166,8 @@ class ServeResult:
             "output_tokens_per_s": float(self.output[self.served].sum() / span) if span > 0 else float("nan"),
             "requests_per_s": float(self.served.sum() / span) if span > 0 else float("nan"),
             "mean_running_batch": self.mean_batch,
+            "running_batch_time_share": {int(b): float(v / self.batch_time_s.sum())
+                                         for b, v in enumerate(self.batch_time_s) if v > 0} if self.batch_time_s.sum() > 0 else {},
             "max_running_batch": int(np.flatnonzero(self.batch_time_s > 0).max()) if np.any(self.batch_time_s > 0) else 0,
             "mean_in_system": float(self.in_system_integral / span) if span > 0 else float("nan"),
         }

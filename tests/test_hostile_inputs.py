@@ -247,7 +247,7 @@ CASES = [
     ("serve-sim --trace {tmp}/trace-neg.csv", "arrival_s must be a finite time >= 0, got -1"),
     ("serve-sim --trace {tmp}/trace-back.csv", "request 3: arrival_s 1 is before the previous request's 2"),
     ("serve-sim --trace {tmp}/trace-zero.csv", "output_tokens must be a whole number >= 1, got 0"),
-    ("serve-sim --trace {tmp}/trace-long.jsonl", "exceed the 4,194,304-token context limit"),
+    ("serve-sim --trace {tmp}/trace-long.jsonl", "need more than 131,072 tokens (prompt + output), llama-3.1-8b's context limit"),
     ("serve-sim --trace {tmp}/trace-header.csv", "the header must name arrival_s, prompt_tokens, output_tokens"),
     ("serve-sim --trace {tmp}/trace-text.jsonl", "must be numbers"),
     ("serve-sim --trace {tmp}/nowhere.csv", "does not exist"),
