@@ -866,6 +866,9 @@ def model_from_hf_config(config: Any, name: str = "config.json") -> ModelShape:
             fields.update(n_shared_experts=need_int("n_shared_experts", 0, minimum=0),
                           n_dense_layers=need_int("first_k_dense_replace", 0, minimum=0),
                           n_mtp_layers=need_int("num_nextn_predict_layers", 0, minimum=0))
+            if cfg.get("n_group") and cfg.get("topk_group"):
+                notes.append(f"group-limited routing (each token picks experts from {cfg['topk_group']} of {cfg['n_group']} "
+                             "groups) is read as uniform over all experts: every group is equally likely")
         if family == "gpt_oss":
             fields.update(expert_bias=True, attention_sinks=True)
 
