@@ -263,9 +263,10 @@ def _parser_capacity(sub) -> None:
 
 
 def _parser_schedule(sub) -> None:
-    p = sub.add_parser("schedule", help="batch-size-dependent gamma schedule for vLLM or TensorRT-LLM",
-                       description="The optimal gamma for every batch size 1..--max-batch, merged into ranges, "
-                       "printed as a vLLM speculative_config or a TensorRT-LLM speculative_config.")
+    p = sub.add_parser("schedule", help="batch-size-dependent gamma (or tree) schedule for vLLM, SGLang or TensorRT-LLM",
+                       description="The optimal gamma (or token tree) for every batch size 1..--max-batch, merged into "
+                       "ranges, printed as a vLLM speculative_config, SGLang launch flags or a TensorRT-LLM "
+                       "speculative_config, for the drafter --draft names.")
     _add_acceptance_args(p)
     _add_deployment_args(p, batch=False)
     p.add_argument("--max-batch", type=_int_at_least(1, "max-batch", MAX_BATCH), default=DEFAULT_MAX_BATCH,
