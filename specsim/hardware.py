@@ -61,10 +61,11 @@ FOUR_BIT_DTYPES = ("int4", "mxfp4", "nvfp4")
 #: rows (benchmarks/validate_steptimes.py) the default source's held-out error is 8.8% with it and 12.4% with the
 #: datasheet's 2x.
 FP8_MATMUL_SPEEDUP = 1.5
-#: Share of the 16-bit matmul rate a dequantising 4-bit GEMM reaches when compute-bound.  Not measured
-#: (the kernel database has no 4-bit GEMMs): an assumption, printed wherever it applies.  Marlin's authors
-#: report W4A16 kernels close to, but below, FP16 throughput at batch 64-128 (Frantar et al. 2024,
-#: arXiv:2408.11743, Fig. 1); 0.8 is a round value under theirs.
+#: Share of the 16-bit matmul rate a dequantising 4-bit GEMM reaches when compute-bound.  An assumption, printed
+#: wherever it applies: the kernel database has no dense 4-bit GEMMs.  Marlin's authors report W4A16 kernels close
+#: to, but below, FP16 throughput at batch 64-128 (Frantar et al. 2024, arXiv:2408.11743, Fig. 1).  The database's
+#: only 4-bit kernels, vLLM 0.24's Marlin W4A16 fused-MoE on H100 (hidden 7168, 384 experts), run at 0.69-1.12
+#: (median 0.92) of the BF16 rate at 4,096-16,384 tokens if its FP8 block kernels run at 1.5x BF16: 0.8 sits inside.
 W4A16_COMPUTE_FRACTION = 0.8
 
 _REQUIRED = ("name", "peak_flop_per_s", "peak_bytes_per_s", "memory_bytes")
