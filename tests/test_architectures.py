@@ -243,3 +243,22 @@ def test_schedule_outputs_carry_tp_and_quantisation(capsys):
     options = yaml.safe_load(capsys.readouterr().out)
     assert options["tensor_parallel_size"] == 4 and options["kv_cache_config"] == {"dtype": "fp8"}
     assert options["speculative_config"]["decoding_type"] == "Draft_Target"
+
+
+def test_collectives_at_their_boundaries():
+    assert float(allreduce_s(H100, 2, 1e6)) == pytest.approx(4.5e-6 + 1e6 / 450e9)
+    assert float(allgather_s(H100, 2, 1e6)) == pytest.approx(4.5e-6 + 0.5 * 1e6 / 450e9)
+    assert float(allgather_s(H100, 1, 1e6)) == 0.0 and float(allreduce_s(H100, 1, 1e6)) == 0.0
+    two = get_model("llama-3.1-70b", tp=2)
+    assert float(comm_time_s(H100, two, 1)) > 161 * 4.5e-6
+    assert comm_time_s(H100, get_model("llama-3.1-70b"), np.array([1.0, 8.0])).tolist() == [0.0, 0.0]
+    check_tp(H100, 8)  # a whole node is allowed
+    check_tp(load_hardware("cpu-epyc-2vcpu"), 1)  # one device needs no interconnect
+    for bad in (0, True, 2.0):
+        with pytest.raises(ValueError, match=r"^--tp must be a positive integer, got "):
+            check_tp(H100, bad)
+    import dataclasses as dc
+
+    no_link = dc.replace(H100, interconnect_bytes_per_s=None)
+    with pytest.raises(ValueError, match=r"^--tp 2 needs the device-to-device bandwidth, which profile h100-sxm does not give"):
+        check_tp(no_link, 2)

@@ -209,3 +209,114 @@ def test_metrics_pages_feed_every_command(tmp_path, capsys):
     assert main(["speedup", "--metrics", str(sg), "--metrics-gamma", "3", "--gamma", "3", "--batch", "1", "--json"]) == 0
     row = json.loads(capsys.readouterr().out)[0]
     assert row["tokens_per_step"] == pytest.approx(2.5, abs=1e-9)
+
+
+# -- boundaries and exact values the mutation run showed untested ---------------------------------------------
+def test_per_position_expected_tokens_at_gamma_0_and_conditional_rates_after_a_zero():
+    acc = Acceptance(cumulative=(0.5, 0.0, 0.0))
+    assert acc.expected_tokens(0).item() == 1.0 and acc.expected_tokens([1, 3]).tolist() == [1.5, 1.5]
+    assert acc.conditional(3).tolist() == [0.5, 0.0, 0.0]  # 0/0 after a zero is a zero, not NaN
+    with pytest.raises(ValueError, match=r"^gamma must be whole numbers >= 0$"):
+        acc.expected_tokens(1.5)
+    with pytest.raises(ValueError, match=r"^gamma must be whole numbers >= 0$"):
+        acc.expected_tokens(-1)
+
+
+@pytest.mark.parametrize("kwargs, ok", [
+    ({"alpha": 0.0}, True), ({"alpha": 1.0}, True), ({"alpha": 1.0001}, False), ({"alpha": True}, False),
+    ({"cumulative": (1.0, 1.0, 0.0)}, True), ({"cumulative": (0.5, 0.5 + 1e-13)}, True), ({"cumulative": (0.5, 0.5001)}, False),
+    ({}, False), ({"alpha": 0.5, "cumulative": (0.5,)}, False), ({"cumulative": (float("nan"),)}, False),
+])
+def test_acceptance_bounds(kwargs, ok):
+    if ok:
+        Acceptance(**kwargs)
+    else:
+        with pytest.raises(ValueError):
+            Acceptance(**kwargs)
+
+
+def test_acceptance_describes_itself():
+    assert Acceptance(alpha=0.75, source="x").describe() == "alpha 0.75 (x)"
+    assert parse_acceptance("0.9,0.72").describe() == "per-position acceptance 0.9, 0.72 (--acceptance)"
+
+
+def _reference_tree(a, sibling, topk, depth, tokens):
+    """An independent EAGLE-2 expansion: each level's topk most probable nodes get topk children, then the
+    tokens - 1 most probable drafted nodes are kept.  Returns their probabilities, sorted."""
+    level = [(1.0, ())]
+    everything = []
+    for d in range(depth):
+        children = []
+        for p, path in level:
+            miss = 1.0
+            for r in range(topk):
+                edge = a[d] * sibling ** r
+                children.append((p * miss * edge, path + (r,)))
+                miss *= 1 - edge
+        everything += children
+        level = sorted(children, key=lambda c: -c[0])[:topk]
+    return sorted((p for p, _ in everything), reverse=True)[: tokens - 1]
+
+
+@pytest.mark.parametrize("cum, topk, depth, tokens", [((0.9, 0.6, 0.3), 2, 3, 6), ((0.95, 0.8, 0.5, 0.4), 3, 4, 12)])
+def test_tree_construction_matches_an_independent_reference(cum, topk, depth, tokens):
+    acc = Acceptance(cumulative=cum)
+    a = acc.conditional(depth)
+    tree = build_tree(TreeSpec(topk, depth, tokens), acc, sibling=0.5)
+    expected = _reference_tree(a, 0.5, topk, depth, tokens)
+    assert sorted(tree.p_node.tolist(), reverse=True) == pytest.approx(expected, rel=1e-12)
+    assert tree.expected_tokens == pytest.approx(1 + sum(expected), rel=1e-12)
+    # A chain of per-position rates is the per-position chain formula.
+    chain = build_tree(TreeSpec(1, depth, depth + 1), acc)
+    assert chain.expected_tokens == pytest.approx(acc.expected_tokens(depth).item(), rel=1e-12)
+
+
+def test_sibling_factor_bounds_and_tree_spec_limits():
+    acc = Acceptance(alpha=0.8)
+    for s in (0.0, 1.0):
+        build_tree(TreeSpec(2, 2, 4), acc, sibling=s)
+    with pytest.raises(ValueError, match=r"sibling factor must be in \[0, 1\], got 1.01"):
+        build_tree(TreeSpec(2, 2, 4), acc, sibling=1.01)
+    TreeSpec(16, 16, 256)  # the limits are inclusive
+    for bad in ((17, 2, 4), (2, 17, 4), (16, 16, 257)):
+        with pytest.raises(ValueError, match=r"tree topk <= 16, depth <= 16 and tokens <= 256"):
+            TreeSpec(*bad)
+    TreeSpec(3, 2, 1 + 3 + 9)  # exactly full
+    with pytest.raises(ValueError, match=r"holds at most 13 tokens \(the root, 3 at depth 1 and 9 per deeper level\), not 14"):
+        TreeSpec(3, 2, 14)
+    with pytest.raises(ValueError, match="tree topk must be a positive integer"):
+        TreeSpec(True, 2, 3)
+    assert parse_tree(" topk:2, depth:3, tokens:6 ") == TreeSpec(2, 3, 6)
+    assert TreeSpec(1, 3, 4).label() == "chain" and TreeSpec(2, 3, 6).label() == "topk 2, depth 3, tokens 6"
+
+
+def test_published_acceptance_is_what_its_sources_say():
+    from specsim.acceptance import published_acceptance
+
+    pub = published_acceptance()
+    assert set(pub) == {"draft_model", "eagle3", "ngram", "mtp"}
+    assert pub["draft_model"][0].alpha == 0.8 and "above 0.8" in pub["draft_model"][1]
+    # vLLM issue #26191: 12,208 accepted over 4,816 drafts of 7 tokens -> mean acceptance length 3.535.
+    assert pub["eagle3"][0].expected_tokens(7).item() == pytest.approx(1 + 12208 / 4816, rel=1e-9)
+    assert "#26191" in pub["eagle3"][1] and "3.53" in pub["eagle3"][1]
+    # vLLM PR #24344: 2.96 tokens per pass over all passes, matches and misses.
+    assert pub["ngram"][0].expected_tokens(5).item() == pytest.approx(2.96, abs=0.01)
+    assert pub["ngram"][0].cumulative[0] == pytest.approx(0.81 * 993 / 1814, abs=1e-4) and "#24344" in pub["ngram"][1]
+    assert pub["mtp"][0].cumulative == (0.875,) and "85-90%" in pub["mtp"][1]
+    for acc, source in pub.values():
+        assert acc.source and len(source) > 40
+
+
+def test_acceptance_messages_and_tree_arrays_are_exact():
+    with pytest.raises(ValueError, match=r"position 2 accepted 0.8 > position 1 0.7\): a token is accepted only if every"):
+        Acceptance(cumulative=(0.7, 0.8))
+    for bad in ((1.5,), (-0.1,)):
+        with pytest.raises(ValueError, match=r"^per-position acceptance rates must be numbers in \[0, 1\]"):
+            Acceptance(cumulative=bad)
+    assert Acceptance(alpha=0.5).describe() == "alpha 0.5"
+    assert Acceptance(cumulative=(0.5,)).describe() == "per-position acceptance 0.5"
+    tree = build_tree(TreeSpec(2, 2, 5), Acceptance(cumulative=(0.9, 0.6)), sibling=0.5)
+    # Kept: both depth-1 candidates and the first one's two children (P 0.9, 0.045, 0.6, 0.1; the second
+    # candidate's first child would have 0.03).
+    assert tree.depth.tolist() == [1, 1, 2, 2] and tree.rank.tolist() == [1, 2, 1, 2]
+    assert tree.parent.tolist() == [-1, -1, 0, 0]
