@@ -70,6 +70,35 @@ def _log2_batch_axis(ax: Any, top: int = 512) -> None:
     ax.set_xlim(1, top)
 
 
+def _lines_by_source(ax: Any, frame: pd.DataFrame, key: str, y: str, colours: dict, offset: int = 0) -> dict:
+    """One line per (``key``, source) of ``frame`` against batch: a colour per key, dashed for the roofline."""
+    lines = {}
+    for (name, source), rows in frame.groupby([key, "source"], sort=False):
+        colour = colours.setdefault(name, f"C{len(colours) + offset}")
+        (line,) = ax.plot(rows.batch, rows[y], marker="o", ms=3, color=colour,
+                          ls="--" if str(source).startswith("roofline") else "-", label=f"{name}, {source}")
+        lines[(name, source)] = line
+    return lines
+
+
+def _batch_panel(ax: Any, ylabel: str, title: str) -> None:
+    """Log2 batch axis, a line at 1, labels, title and legend: the panels of the later figures."""
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("batch size b")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.axhline(1.0, color="0.6", lw=0.8)
+    ax.legend(fontsize=8)
+
+
+def _verify_ratio(hardware: Any, model: Any, batch: np.ndarray, context: float, source: str) -> np.ndarray:
+    """t(b, 4, L) / t(b, 1, L) from the measured kernels or the roofline."""
+    from .timing import make_source
+
+    src = make_source("roofline" if source == "roofline" else "kernels", hardware)
+    return src.step_time(model, batch, 4, context).total_s / src.step_time(model, batch, 1, context).total_s
+
+
 # -- 1. speedup against gamma (closed form) ------------------------------------------
 def plot_speedup_vs_gamma(table: pd.DataFrame, *, ax: Any = None) -> dict[str, Any]:
     """Speedup against gamma, one curve per alpha, each optimum marked.
@@ -541,48 +570,26 @@ def plot_verify_cost(ratios: pd.DataFrame, speedups: pd.DataFrame, *, axes: Any 
     whole-pass roofline dashed.
     """
     left, right = axes
-    lines: dict[str, Any] = {"ratio": {}, "speedup": {}}
-    colours = {}
-    for (device, source), rows in ratios.groupby(["device", "source"], sort=False):
-        colour = colours.setdefault(device, f"C{len(colours)}")
-        (line,) = left.plot(rows.batch, rows.ratio, marker="o", ms=3, color=colour,
-                            ls="--" if source == "roofline" else "-", label=f"{device}, {source}")
-        lines["ratio"][(device, source)] = line
-    left.set_xscale("log", base=2)
-    left.set_xlabel("batch size b")
-    left.set_ylabel("t_V / t_T  (verify 4 tokens per sequence / decode 1)")
-    left.set_title("Verification vs decode, Llama-3.1-8B, L = 400", fontsize=10)
-    left.axhline(1.0, color="0.6", lw=0.8)
-    left.legend(fontsize=8)
-    colours = {}
-    for (draft, source), rows in speedups.groupby(["draft", "source"], sort=False):
-        colour = colours.setdefault(draft, f"C{len(colours) + 3}")
-        (line,) = right.plot(rows.batch, rows.speedup, marker="o", ms=3, color=colour,
-                             ls="--" if source.startswith("roofline") else "-", label=f"{draft}, {source}")
-        lines["speedup"][(draft, source)] = line
-    right.set_xscale("log", base=2)
-    right.set_xlabel("batch size b")
-    right.set_ylabel("speedup")
-    right.axhline(1.0, color="0.6", lw=0.8)
-    right.set_title("Llama-3.1-8B on H100, α = 0.8, γ = 3, L = 400, vLLM preset", fontsize=10)
-    right.legend(fontsize=8)
+    lines: dict[str, Any] = {"ratio": _lines_by_source(left, ratios, "device", "ratio", {})}
+    _batch_panel(left, "t_V / t_T  (verify 4 tokens per sequence / decode 1)", "Verification vs decode, Llama-3.1-8B, L = 400")
+    lines["speedup"] = _lines_by_source(right, speedups, "draft", "speedup", {}, offset=3)
+    _batch_panel(right, "speedup", "Llama-3.1-8B on H100, α = 0.8, γ = 3, L = 400, vLLM preset")
     return lines
 
 
 def _fig_verify_cost(fig: Any) -> dict[str, Any]:
     import dataclasses
 
+    from .hardware import load_hardware
     from .models import get_model
-    from .timing import make_source
 
     batch = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256], float)
     target = get_model("llama-3.1-8b")
     ratios = []
     for device in ("h100-sxm", "h200", "a100-sxm-80gb"):
-        hw = Deployment.from_names(device).hardware
+        hw = load_hardware(device)
         for source in ("measured kernels", "roofline"):
-            src = make_source("kernels" if source != "roofline" else "roofline", hw)
-            r = src.step_time(target, batch, 4, 400).total_s / src.step_time(target, batch, 1, 400).total_s
+            r = _verify_ratio(hw, target, batch, 400, source)
             ratios += [{"batch": b, "device": device, "source": source, "ratio": v} for b, v in zip(batch, r)]
     one_layer = dataclasses.replace(target, n_layers=1, name="1-layer draft, 8B width")
     speedups = []
@@ -605,20 +612,11 @@ def plot_moe_speculation(ratios: pd.DataFrame, speedups: pd.DataFrame, *, axes: 
 
         _, axes = plt.subplots(1, 2, figsize=(14, 5.2))
     left, right = axes
-    colours = {}
-    lines: dict[str, Any] = {"ratio": {}, "speedup": {}, "peaks": {}}
-    for (model, source), rows in ratios.groupby(["model", "source"], sort=False):
-        colour = colours.setdefault(model, f"C{len(colours)}")
-        (line,) = left.plot(rows.batch, rows.ratio, marker="o", ms=3, color=colour,
-                            ls="--" if source == "roofline" else "-", label=f"{model}, {source}")
-        lines["ratio"][(model, source)] = line
-    left.set_xscale("log", base=2)
-    left.set_xlabel("batch size b")
-    left.set_ylabel("t_V / t_T  (verify 4 tokens per sequence / decode 1)")
-    left.axhline(1.0, color="0.6", lw=0.8)
-    left.set_title("Verification vs decode on H100, L = 1128", fontsize=10)
-    left.legend(fontsize=8)
+    colours: dict = {}
+    lines: dict[str, Any] = {"ratio": _lines_by_source(left, ratios, "model", "ratio", colours), "speedup": {}, "peaks": {}}
+    _batch_panel(left, "t_V / t_T  (verify 4 tokens per sequence / decode 1)", "Verification vs decode on H100, L = 1128")
     for (model, source), rows in speedups.groupby(["model", "source"], sort=False):
+        # Each line with its peak marker, in that order (not _lines_by_source: the stars draw over their own line).
         colour = colours.setdefault(model, f"C{len(colours)}")
         (line,) = right.plot(rows.batch, rows.speedup, marker="o", ms=3, color=colour,
                              ls="--" if source == "roofline" else "-", label=f"{model}, {source}")
@@ -630,28 +628,22 @@ def plot_moe_speculation(ratios: pd.DataFrame, speedups: pd.DataFrame, *, axes: 
             right.annotate(f"peak: b = {int(top.batch)}, γ = {int(top.gamma)} ({source})", (top.batch, top.speedup),
                            textcoords="offset points", xytext=(8, 4 if not seen else -14), fontsize=8, color=colour)
         lines["peaks"][(model, source)] = (int(top.batch), float(top.speedup))
-    right.set_xscale("log", base=2)
-    right.set_xlabel("batch size b")
-    right.set_ylabel("speedup at the optimal γ")
-    right.axhline(1.0, color="0.6", lw=0.8)
-    right.set_title("Qwen3-0.6B draft, α = 0.8, L = 1128, H100, vLLM preset", fontsize=10)
-    right.legend(fontsize=8)
+    _batch_panel(right, "speedup at the optimal γ", "Qwen3-0.6B draft, α = 0.8, L = 1128, H100, vLLM preset")
     return lines
 
 
 def _fig_moe(fig: Any) -> dict[str, Any]:
+    from .hardware import load_hardware
     from .models import get_model
-    from .timing import make_source
 
     batch = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256], float)
-    hw = Deployment.from_names("h100-sxm").hardware
+    hw = load_hardware("h100-sxm")
     labels = {"qwen3-30b-a3b": "Qwen3-30B-A3B (MoE 8/128)", "qwen3-32b": "Qwen3-32B (dense)"}
     ratios, speedups = [], []
     for name, label in labels.items():
         model = get_model(name)
         for source in ("measured kernels", "roofline"):
-            src = make_source("kernels" if source != "roofline" else "roofline", hw)
-            r = src.step_time(model, batch, 4, 1128).total_s / src.step_time(model, batch, 1, 1128).total_s
+            r = _verify_ratio(hw, model, batch, 1128, source)
             ratios += [{"batch": b, "model": label, "source": source, "ratio": v} for b, v in zip(batch, r)]
         for source in ("hybrid", "roofline"):
             best = Deployment.build("h100-sxm", name, "qwen3-0.6b", timing=source).optimal_gamma(0.8, batch, 1128)
@@ -680,12 +672,7 @@ def plot_drafters(speedups: pd.DataFrame, *, axes: Any = None) -> dict[str, Any]
             colour, ls = styles.get(drafter, ("C4", "-"))
             (line,) = ax.plot(group.batch, group.speedup, marker="o", ms=3, color=colour, ls=ls, label=drafter)
             lines[(panel, drafter)] = line
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("batch size b")
-        ax.set_ylabel("speedup at the best gamma (or tree)")
-        ax.axhline(1.0, color="0.6", lw=0.8)
-        ax.set_title(panel, fontsize=10)
-        ax.legend(fontsize=8)
+        _batch_panel(ax, "speedup at the best gamma (or tree)", panel)
     return lines
 
 
