@@ -12,7 +12,23 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write_bytes", "atomic_write_many", "atomic_write_text", "check_output", "refuse_builtin"]
+__all__ = ["atomic_write_bytes", "atomic_write_many", "atomic_write_text", "check_output", "read_text", "refuse_builtin"]
+
+
+def read_text(path: str | Path, what: str) -> str:
+    """A user's text file, or ValueError naming ``what`` it is and why it cannot be read (missing, not UTF-8).
+
+    >>> read_text("/nonexistent/x.csv", "trace")
+    Traceback (most recent call last):
+    ValueError: trace '/nonexistent/x.csv' does not exist
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"{what} {str(path)!r} does not exist")
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{what} {str(path)!r} is not UTF-8 text") from None
 
 
 def refuse_builtin(path: str | Path) -> None:

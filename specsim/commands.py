@@ -50,7 +50,7 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
             "batch": batch,
             "gamma": gamma,
             "speedup": float(best.speedup[i]),
-            "tokens_per_step": float(expected_of(acc, gamma)),
+            "tokens_per_step": float(expected(acc, gamma)),
             "acceptance": acc_label,
             "drafter": dep.drafter.kind,
             "t_target_s": float(times.target.total_s[i]),
@@ -98,7 +98,7 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
     off = [r["batch"] for r in rows if r["gamma"] == 0]
     if off:
         print(f"\nspeculation does not pay at batch {', '.join(map(str, off))}: {why_off(rows)}")
-    peak = int(np.argmax(best.speedup))
+    peak = best.peak
     if peak > 0 and best.speedup[peak] > best.speedup[0] * 1.01:
         why = (f": a decode step at batch {args.batch[0]} reads few of {dep.target.name}'s experts and verifying gamma+1 "
                "tokens per sequence reads many more; at larger batches decode already reads most of them"
@@ -110,12 +110,6 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
         print(f"\nwith the draft at --draft-tp {other.draft.tp} instead of {dep.draft.tp}: speedup by batch {pairs}")
     print_notes(dep)
     return 0
-
-
-def expected_of(acceptance, gamma) -> float:
-    from .speedup import expected as _expected
-
-    return float(_expected(acceptance, gamma))
 
 
 def _optimal_tree(args, dep, acc, acc_label, bounds, cap) -> int:
@@ -205,7 +199,7 @@ def run_speedup(args: argparse.Namespace) -> int:
     from .speedup import speedup_from_cost_ratio
 
     acc, acc_label = resolve_acceptance(args)
-    tokens = expected_of(acc, args.gamma)
+    tokens = expected(acc, args.gamma)
     if args.cost_ratio is not None:
         if not isinstance(acc, float):
             raise ValueError("--cost-ratio takes --alpha; per-position acceptance needs the step-time model")
@@ -266,11 +260,9 @@ def run_steptime(args: argparse.Namespace) -> int:
     import numpy as np
 
     from .hardware import load_hardware
-    from .models import format_count, get_model
-    from .speedup import _plus
-
+    from .models import get_model
     from .parallel import check_tp
-    from .speedup import model_assumptions
+    from .speedup import _plus, model_assumptions
 
     hw = load_hardware(args.hardware)
     opts = model_options(args)
@@ -1100,48 +1092,20 @@ def _source(args: argparse.Namespace, hardware):
 
 def resolve_acceptance(args: argparse.Namespace):
     """(value, label): --acceptance or --metrics as an Acceptance, else --alpha (the library default if unset)."""
-    import numpy as np
-
-    from .acceptance import Acceptance, parse_acceptance
-    from .speedup import DEFAULT_ALPHA, alpha_from_acceptance_length
+    from .acceptance import parse_acceptance
+    from .metrics import acceptance_from_page
+    from .speedup import DEFAULT_ALPHA
 
     if getattr(args, "metrics_gamma", None) is not None and getattr(args, "metrics", None) is None:
         raise ValueError("--metrics-gamma goes with an SGLang --metrics page")
     if getattr(args, "acceptance", None) is not None:
         acc = parse_acceptance(args.acceptance)
-        return acc, acc.describe()
-    if getattr(args, "metrics", None) is not None:
-        from pathlib import Path
-
-        from .metrics import read_metrics_file
-
-        path = Path(args.metrics)
-        text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
-        if "sglang:spec_accept_length" in text and "vllm:spec_decode" not in text:
-            from .metrics import parse_prometheus
-
-            values = [v for name, _, v in parse_prometheus(text, path.name) if name == "sglang:spec_accept_length"]
-            if args.metrics_gamma is None:
-                raise ValueError(f"{path.name}: SGLang reports only the mean accept length; give --metrics-gamma, the "
-                                 "--speculative-num-steps it ran with")
-            length = float(np.mean(values))
-            if not 1.0 <= length <= args.metrics_gamma + 1:
-                raise ValueError(f"{path.name}: sglang:spec_accept_length {length:g} is outside [1, {args.metrics_gamma + 1}]")
-            alpha = float(alpha_from_acceptance_length(length, args.metrics_gamma))
-            acc = Acceptance(alpha=alpha, source=f"{path.name}: SGLang mean accept length {length:.3f} at {args.metrics_gamma} steps")
-            return acc, acc.describe()
-        if args.metrics_gamma is not None:
-            raise ValueError("--metrics-gamma is for SGLang pages; vLLM's counters say the draft length themselves")
-        m = read_metrics_file(args.metrics)
-        if m.accepted_per_position:
-            acc = Acceptance(cumulative=tuple(float(c) for c in m.cumulative_rates), source=f"{path.name}, vLLM counters")
-        else:
-            if m.alpha is None:
-                raise ValueError(f"{path.name}: no per-position counters and a varying draft length: cannot infer acceptance")
-            acc = Acceptance(alpha=float(m.alpha), source=f"{path.name}, vLLM mean acceptance length (no per-position counters)")
-        return acc, acc.describe()
-    alpha = DEFAULT_ALPHA if args.alpha is None else args.alpha
-    return alpha, f"alpha {alpha:g}"
+    elif getattr(args, "metrics", None) is not None:
+        acc = acceptance_from_page(args.metrics, args.metrics_gamma)
+    else:
+        alpha = DEFAULT_ALPHA if args.alpha is None else args.alpha
+        return alpha, f"alpha {alpha:g}"
+    return acc, acc.describe()
 
 
 def model_options(args: argparse.Namespace, prefix: str = "") -> dict:

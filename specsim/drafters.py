@@ -28,11 +28,10 @@ Every drafter's steps go through the active step-time source, like the target's.
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .models import ModelShape, get_model, model_from_hf_config
+from .models import ModelShape, _read_json, get_model, model_from_hf_config
 
 __all__ = ["DRAFTER_KINDS", "EAGLE3_DRAFT_VOCAB", "NGRAM_CPU_S_PER_TOKEN", "Drafter", "make_drafter"]
 
@@ -101,10 +100,7 @@ def _head_from_config(path: str, target: ModelShape, kind: str) -> ModelShape:
         config_path = config_path / "config.json"
     if not config_path.is_file():
         raise ValueError(f"{kind} head config {path!r} does not exist")
-    try:
-        config = json.loads(config_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"{kind} head config {str(config_path)!r}: not valid JSON ({err})") from None
+    config = _read_json(config_path, f"{kind} head config")
     arch = (config.get("architectures") or [None])[0] if isinstance(config, dict) else None
     if arch not in _EAGLE_ARCHITECTURES:
         raise ValueError(f"{kind} head config {str(config_path)!r}: architecture {arch!r} is not an EAGLE head; "

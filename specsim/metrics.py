@@ -38,7 +38,7 @@ import numpy as np
 
 from .speedup import alpha_from_acceptance_length, expected_tokens_per_position
 
-__all__ = ["AcceptanceMetrics", "acceptance_from_prometheus", "parse_prometheus", "read_metrics_file"]
+__all__ = ["AcceptanceMetrics", "acceptance_from_page", "acceptance_from_prometheus", "parse_prometheus", "read_metrics_file"]
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)(\s+-?\d+)?\s*$")
 _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|$)')
@@ -275,13 +275,43 @@ def acceptance_from_prometheus(text: str, source: str = "metrics", model_name: s
 
 def read_metrics_file(path: str | Path, model_name: str | None = None) -> AcceptanceMetrics:
     """:func:`acceptance_from_prometheus` on a saved ``/metrics`` page."""
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"metrics file {str(path)!r} does not exist")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"metrics file {str(path)!r} is not UTF-8 text") from None
+    from ._io import read_text
+
+    text = read_text(path, "metrics file")
     if not text.strip():
         raise ValueError(f"metrics file {str(path)!r} is empty")
-    return acceptance_from_prometheus(text, source=p.name, model_name=model_name)
+    return acceptance_from_prometheus(text, source=Path(path).name, model_name=model_name)
+
+
+def acceptance_from_page(path: str | Path, sglang_gamma: int | None = None):
+    """An :class:`~specsim.acceptance.Acceptance` from a saved ``/metrics`` page, read once.
+
+    vLLM pages give per-position rates where their per-position counters exist, else the alpha of the mean
+    acceptance length.  SGLang pages give only ``sglang:spec_accept_length``, the mean tokens per verification;
+    ``sglang_gamma`` (its ``--speculative-num-steps``) turns it into an alpha.
+    """
+    from ._io import read_text
+    from .acceptance import Acceptance
+
+    name = Path(path).name
+    text = read_text(path, "metrics file")
+    if not text.strip():
+        raise ValueError(f"metrics file {str(path)!r} is empty")
+    if "sglang:spec_accept_length" in text and "vllm:spec_decode" not in text:
+        values = [v for key, _, v in parse_prometheus(text, name) if key == "sglang:spec_accept_length"]
+        if sglang_gamma is None:
+            raise ValueError(f"{name}: SGLang reports only the mean accept length; give --metrics-gamma, the "
+                             "--speculative-num-steps it ran with")
+        length = float(np.mean(values))
+        if not 1.0 <= length <= sglang_gamma + 1:
+            raise ValueError(f"{name}: sglang:spec_accept_length {length:g} is outside [1, {sglang_gamma + 1}]")
+        alpha = float(alpha_from_acceptance_length(length, sglang_gamma))
+        return Acceptance(alpha=alpha, source=f"{name}: SGLang mean accept length {length:.3f} at {sglang_gamma} steps")
+    if sglang_gamma is not None:
+        raise ValueError("--metrics-gamma is for SGLang pages; vLLM's counters say the draft length themselves")
+    m = acceptance_from_prometheus(text, source=name)
+    if m.accepted_per_position:
+        return Acceptance(cumulative=tuple(float(c) for c in m.cumulative_rates), source=f"{name}, vLLM counters")
+    if m.alpha is None:
+        raise ValueError(f"{name}: no per-position counters and a varying draft length: cannot infer acceptance")
+    return Acceptance(alpha=float(m.alpha), source=f"{name}, vLLM mean acceptance length (no per-position counters)")

@@ -40,8 +40,6 @@ def short_bound(bound: str) -> str:
 
 
 def describe(dep, context: int) -> str:
-    from .models import format_count
-
     hw = dep.hardware
     t, d = dep.target, dep.draft
     gpus = f" x {t.tp} GPUs" if t.tp > 1 else ""
@@ -105,10 +103,11 @@ def capacity_summary(cap, dep) -> list[str]:
     return lines
 
 
-def expected(alpha: float, gamma: int) -> float:
-    from .speedup import expected_tokens
+def expected(acceptance, gamma: int) -> float:
+    """E(gamma) for an alpha or a per-position :class:`~specsim.acceptance.Acceptance`."""
+    from .speedup import expected as _expected
 
-    return float(expected_tokens(alpha, gamma))
+    return float(_expected(acceptance, gamma))
 
 
 def progress(line: str) -> None:

@@ -120,13 +120,10 @@ class Requests:
 
 def read_trace(path: str | Path) -> Requests:
     """A trace of ``arrival_s, prompt_tokens, output_tokens`` per request: CSV with a header, or JSON lines."""
+    from ._io import read_text
+
     p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"trace {str(path)!r} does not exist")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"trace {str(path)!r} is not UTF-8 text") from None
+    text = read_text(path, "trace")
     keys = ("arrival_s", "prompt_tokens", "output_tokens")
     rows = []
     if p.suffix in (".jsonl", ".json"):
