@@ -783,7 +783,6 @@ def model_from_hf_config(config: Any, name: str = "config.json") -> ModelShape:
         raise ValueError(f"{where}: unsupported architecture {arch!r}; supported: {', '.join(_ARCHITECTURES)}")
     family = _ARCHITECTURES[arch]
     notes: list[str] = []
-    top = config
     extra_params = 0
     if arch == "Gemma3ForConditionalGeneration":
         text = config.get("text_config")

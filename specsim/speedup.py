@@ -303,6 +303,11 @@ class OptimalGamma:
         """True where the optimum sits at gamma_max (a larger gamma may be better)."""
         return (self.gamma == self.gamma_max) & (self.gamma > 0)
 
+    @property
+    def peak(self) -> int:
+        """Index of the point (over a 1-D batch axis: the batch) where speculation pays most."""
+        return int(np.argmax(self.speedup))
+
 
 def model_assumptions(hardware: HardwareProfile, models) -> list[str]:
     """Lines saying how precision, experts and tensor parallelism enter the step times of these models."""
@@ -578,7 +583,7 @@ class Deployment:
         """
         b = np.asarray(batch, dtype=float).reshape(-1)
         best = self.optimal_gamma(alpha, b, context, gamma_max)
-        i = int(np.argmax(best.speedup))
+        i = best.peak
         return int(b[i]), int(best.gamma[i]), float(best.speedup[i])
 
     def optimal_gamma(

@@ -389,15 +389,10 @@ def _comm_line(model: ModelShape, dev: Path, engine: str) -> tuple[np.ndarray, n
     empty = (np.zeros(0), np.zeros(0))
     if model.tp == 1:
         return empty
-    try:
-        folder = _newest(dev / "comm" / engine)
-        files = sorted((dev / "comm" / engine).glob("*/custom_allreduce_perf.parquet"), key=lambda p: _version_key(p.parent.name))
-        if not files:
-            return empty
-        frame = _read(files[-1])
-    except KernelDataError:
+    files = sorted((dev / "comm" / engine).glob("*/custom_allreduce_perf.parquet"), key=lambda p: _version_key(p.parent.name))
+    if not files:
         return empty
-    del folder
+    frame = _read(files[-1])
     rows = frame[(frame["num_gpus"] == model.tp) & (frame["allreduce_dtype"] == "bfloat16")]
     label = "backend" if "backend" in rows.columns else "implementation"
     graph = rows[rows[label].astype(str).str.contains("graph")]
