@@ -329,6 +329,13 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _rate_list(text: str) -> list[float]:
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"rates needs a comma-separated list of request rates > 0, got {text!r}")
+    return [_positive_float(item) for item in items]
+
+
 def _parser_serve_sim(sub) -> None:
     p = sub.add_parser("serve-sim", help="simulate an engine under load, with and without speculation",
                        description="Continuous batching with chunked prefill, request by request: TTFT, TPOT and "
@@ -347,8 +354,7 @@ def _parser_serve_sweep(sub) -> None:
     p = sub.add_parser("serve-sweep", help="serve-sim over a range of request rates",
                        description="serve-sim at each Poisson rate: where speculation stops lowering TPOT, and the "
                        "largest rate that meets the SLOs with and without it.")
-    p.add_argument("--rates", type=lambda t: [_positive_float(x) for x in t.split(",") if x.strip()], required=True,
-                   help="comma-separated request rates per second, e.g. 1,2,4,8,16")
+    p.add_argument("--rates", type=_rate_list, required=True, help="comma-separated request rates per second, e.g. 1,2,4,8,16")
     _add_serving_args(p)
     p.add_argument("--workers", type=_int_at_least(1, "workers", 256), default=1,
                    help="parallel simulations (a process pool; default 1)")

@@ -258,6 +258,7 @@ CASES = [
     ("serve-sim --trace {tmp}/trace-back.csv --requests 5", "--trace gives the requests"),
     ("serve-sim --rate 4 --csv {tmp}/out/x.txt", "--csv must end in .csv"),
     ("serve-sweep --rates 1,0", "must be > 0, got 0"),
+    ("serve-sweep --rates ,", "rates needs a comma-separated list of request rates > 0, got ','"),
     ("serve-sweep --rates 1,2 --plot {tmp}/out/x.pdf", "--plot must end in .png or .svg"),
     ("serve-sim --rate 4 --target llama-3.3-70b", "does not fit on h100-sxm"),
     ("compose-kernels --hardware mi300x --out {tmp}/out", "no device 'mi300x'"),
