@@ -480,6 +480,21 @@ class FigureSpec:
     panels: int = 1
 
 
+# The batch sizes the verification, MoE and drafter figures sweep.
+_FIGURE_BATCHES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256], float)
+# How those figures name a step-time source in their legends.
+_SOURCE_LABEL = {"hybrid": "default (hybrid)", "roofline": "roofline"}
+
+
+def _ratio_rows(hardware: Any, model: Any, context: float, /, **columns: Any) -> list[dict[str, Any]]:
+    """Rows of t_V / t_T per batch from measured kernels and from the roofline, tagged with ``columns``."""
+    rows = []
+    for source in ("measured kernels", "roofline"):
+        r = _verify_ratio(hardware, model, _FIGURE_BATCHES, context, source)
+        rows += [{"batch": b, **columns, "source": source, "ratio": v} for b, v in zip(_FIGURE_BATCHES, r)]
+    return rows
+
+
 def _fig_speedup_vs_gamma(fig: Any) -> dict[str, Any]:
     table = closed_form_table(alpha=[0.5, 0.6, 0.7, 0.8, 0.9], gamma=range(0, 17), cost_ratio=0.05)
     return plot_speedup_vs_gamma(table, ax=fig.subplots())
@@ -583,22 +598,19 @@ def _fig_verify_cost(fig: Any) -> dict[str, Any]:
     from .hardware import load_hardware
     from .models import get_model
 
-    batch = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256], float)
+    batch = _FIGURE_BATCHES
     target = get_model("llama-3.1-8b")
     ratios = []
     for device in ("h100-sxm", "h200", "a100-sxm-80gb"):
-        hw = load_hardware(device)
-        for source in ("measured kernels", "roofline"):
-            r = _verify_ratio(hw, target, batch, 400, source)
-            ratios += [{"batch": b, "device": device, "source": source, "ratio": v} for b, v in zip(batch, r)]
+        ratios += _ratio_rows(load_hardware(device), target, 400, device=device)
     one_layer = dataclasses.replace(target, n_layers=1, name="1-layer draft, 8B width")
     speedups = []
     for draft in (one_layer, get_model("llama-3.2-1b")):
         for source in ("hybrid", "roofline"):
             dep = dataclasses.replace(Deployment.build("h100-sxm", timing=source), draft=draft)
             s = dep.speedup(0.8, 3, batch, 400)
-            label = "default (hybrid)" if source == "hybrid" else "roofline"
-            speedups += [{"batch": b, "draft": draft.name, "source": label, "speedup": v} for b, v in zip(batch, s)]
+            speedups += [{"batch": b, "draft": draft.name, "source": _SOURCE_LABEL[source], "speedup": v}
+                         for b, v in zip(batch, s)]
     return plot_verify_cost(pd.DataFrame(ratios), pd.DataFrame(speedups), axes=fig.subplots(1, 2))
 
 
@@ -636,19 +648,15 @@ def _fig_moe(fig: Any) -> dict[str, Any]:
     from .hardware import load_hardware
     from .models import get_model
 
-    batch = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256], float)
+    batch = _FIGURE_BATCHES
     hw = load_hardware("h100-sxm")
     labels = {"qwen3-30b-a3b": "Qwen3-30B-A3B (MoE 8/128)", "qwen3-32b": "Qwen3-32B (dense)"}
     ratios, speedups = [], []
     for name, label in labels.items():
-        model = get_model(name)
-        for source in ("measured kernels", "roofline"):
-            r = _verify_ratio(hw, model, batch, 1128, source)
-            ratios += [{"batch": b, "model": label, "source": source, "ratio": v} for b, v in zip(batch, r)]
+        ratios += _ratio_rows(hw, get_model(name), 1128, model=label)
         for source in ("hybrid", "roofline"):
             best = Deployment.build("h100-sxm", name, "qwen3-0.6b", timing=source).optimal_gamma(0.8, batch, 1128)
-            shown = "default (hybrid)" if source == "hybrid" else "roofline"
-            speedups += [{"batch": b, "model": label, "source": shown, "speedup": s, "gamma": g}
+            speedups += [{"batch": b, "model": label, "source": _SOURCE_LABEL[source], "speedup": s, "gamma": g}
                          for b, s, g in zip(batch, best.speedup, best.gamma)]
     return plot_moe_speculation(pd.DataFrame(ratios), pd.DataFrame(speedups), axes=fig.subplots(1, 2))
 
@@ -680,7 +688,7 @@ def _fig_drafters(fig: Any) -> dict[str, Any]:
     from .acceptance import TreeSpec, published_acceptance
 
     published = published_acceptance()
-    batch = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256], float)
+    batch = _FIGURE_BATCHES
     rows = []
     left = "Llama-3.1-8B on H100, L = 1128, published acceptance per drafter (README)"
     for label, draft, kind in (("draft model", "llama-3.2-1b", "draft_model"), ("EAGLE-3 chain", "eagle3", "eagle3"),
