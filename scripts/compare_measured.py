@@ -23,7 +23,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from specsim.calibrate import load_measurements, predict  # noqa: E402
+from specsim.calibrate import predict  # noqa: E402
+from specsim.measurements import load_measurements  # noqa: E402
 from specsim.hardware import builtin_names, load_hardware  # noqa: E402
 from specsim.hardware import builtin_dir  # noqa: E402
 

@@ -55,8 +55,13 @@ __all__ = [
     "published_acceptance",
     "Acceptance",
     "TreeSpec",
+    "alpha_from_acceptance_length",
     "as_acceptance",
     "build_tree",
+    "expected",
+    "expected_from_cumulative",
+    "expected_tokens",
+    "expected_tokens_per_position",
     "monte_carlo_tree",
     "parse_acceptance",
     "parse_tree",
@@ -67,6 +72,128 @@ __all__ = [
 #: 0.6 corresponds to a draft whose top-1 guess matches the target 80% of the time and top-2 90%
 #: (p(2) = (0.9 - 0.8) / (1 - 0.8) = 0.5 = 0.8 * 0.625).  Set it from your own top-k hit rates.
 DEFAULT_SIBLING_FACTOR = 0.6
+
+
+# -- tokens per verification pass of a chain ----------------------------------------
+def _check_alpha(alpha: np.ndarray) -> None:
+    if not np.all((alpha >= 0.0) & (alpha <= 1.0)):
+        raise ValueError(f"alpha must be in [0, 1], got {alpha.tolist()!r}")
+
+
+def _check_gamma(gamma: np.ndarray) -> None:
+    if not np.all((gamma >= 0) & (gamma == np.round(gamma))):
+        raise ValueError(f"gamma must be an integer >= 0, got {gamma.tolist()!r}")
+
+
+def expected_tokens(alpha: object, gamma: object) -> np.ndarray:
+    """Expected tokens emitted per target pass, E(alpha, gamma).
+
+    Parameters
+    ----------
+    alpha : array_like
+        Per-token acceptance probability in [0, 1].
+    gamma : array_like
+        Drafted tokens per step, integers >= 0.
+
+    Computed as ``-expm1((gamma+1) log alpha) / (1 - alpha)``, which stays
+    accurate as alpha -> 1 where the textbook form cancels; alpha = 1 gives
+    gamma + 1 exactly.
+
+    Examples
+    --------
+    >>> float(expected_tokens(0.8, 4)), float(expected_tokens(1.0, 4)), float(expected_tokens(0.3, 0))
+    (3.3616, 5.0, 1.0)
+    """
+    a = np.asarray(alpha, dtype=float)
+    g = np.asarray(gamma, dtype=float)
+    _check_alpha(a)
+    _check_gamma(g)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        body = -np.expm1((g + 1.0) * np.log(a)) / (1.0 - a)
+    return np.where(a == 1.0, g + 1.0, np.where(g == 0, 1.0, body))
+
+
+def expected_tokens_per_position(rates: object) -> np.ndarray:
+    """E = 1 + sum_k prod_{i<=k} a_i for per-position acceptance rates.
+
+    Parameters
+    ----------
+    rates : array_like, shape (..., gamma)
+        a_k = P(draft token k accepted | tokens 1..k-1 accepted), in [0, 1].
+
+    >>> round(float(expected_tokens_per_position([0.8, 0.8, 0.8, 0.8])), 10)
+    3.3616
+    >>> float(expected_tokens_per_position([0.9, 0.5]))
+    2.35
+    """
+    a = np.asarray(rates, dtype=float)
+    _check_alpha(a)
+    if a.ndim == 0:
+        raise ValueError("rates must have one entry per draft position")
+    return expected_from_cumulative(np.cumprod(a, axis=-1))
+
+
+def expected_from_cumulative(cumulative: object, gamma: object = None) -> np.ndarray:
+    """E = 1 + c_1 + ... + c_gamma: tokens per verification from P(drafted token k accepted).
+
+    The one home of the per-position form; ``gamma`` None sums every position (along the last axis),
+    else ``cumulative`` is 1-D and ``gamma`` an array of whole numbers up to its length.
+
+    >>> float(expected_from_cumulative([0.9, 0.72, 0.5])), expected_from_cumulative([0.9, 0.72], [0, 2]).tolist()
+    (3.12, [1.0, 2.62])
+    """
+    c = np.asarray(cumulative, dtype=float)
+    if gamma is None:
+        return 1.0 + np.cumsum(c, axis=-1)[..., -1]
+    sums = np.r_[0.0, np.cumsum(c)]
+    return 1.0 + sums[np.asarray(gamma).astype(int)]
+
+
+def expected(acceptance: object, gamma: object) -> np.ndarray:
+    """E(gamma) for an alpha (float or array) or a :class:`specsim.acceptance.Acceptance`."""
+    if hasattr(acceptance, "expected_tokens"):
+        return acceptance.expected_tokens(gamma)
+    return expected_tokens(acceptance, gamma)
+
+
+def alpha_from_acceptance_length(mean_length: object, gamma: object) -> np.ndarray:
+    """The alpha whose E(alpha, gamma) equals a measured mean acceptance length.
+
+    vLLM reports the mean acceptance length as 1 + accepted / drafts, which is
+    E: the tokens one verification pass emits.  E is strictly increasing in
+    alpha for gamma >= 1, so the root in [0, 1] is unique (found with
+    ``scipy.optimize.brentq`` to 1e-12).
+
+    Parameters
+    ----------
+    mean_length : array_like
+        Mean tokens per verification pass, in [1, gamma + 1].
+    gamma : array_like
+        Speculative tokens per step the measurement used, >= 1.
+
+    >>> round(float(alpha_from_acceptance_length(3.3616, 4)), 6)
+    0.8
+    """
+    from scipy.optimize import brentq
+
+    x = np.asarray(mean_length, dtype=float)
+    g = np.asarray(gamma, dtype=float)
+    _check_gamma(g)
+    if np.any(g < 1):
+        raise ValueError("gamma must be >= 1 to infer alpha (gamma = 0 drafts nothing)")
+    if not np.all(np.isfinite(x) & (x >= 1.0) & (x <= g + 1.0)):
+        raise ValueError(
+            f"mean acceptance length must be in [1, gamma + 1], got {x.tolist()!r} with gamma {g.tolist()!r}"
+        )
+
+    def solve(length: float, n: float) -> float:
+        if length <= 1.0:
+            return 0.0
+        if length >= n + 1.0:
+            return 1.0
+        return brentq(lambda a: float(expected_tokens(a, n)) - length, 0.0, 1.0, xtol=1e-14, rtol=1e-14)
+
+    return np.vectorize(solve, otypes=[float])(x, g)
 
 
 @dataclass(frozen=True)
@@ -133,8 +260,6 @@ class Acceptance:
         """E(gamma): tokens per verification pass of a chain, broadcast over ``gamma``."""
         g = np.asarray(gamma)
         if self.alpha is not None:
-            from .speedup import expected_tokens
-
             return expected_tokens(self.alpha, g)
         gi = g.astype(int)
         if np.any(gi != g) or np.any(gi < 0):
@@ -142,8 +267,22 @@ class Acceptance:
         if np.any(gi > len(self.cumulative)):
             raise ValueError(f"acceptance is measured for {len(self.cumulative)} positions, not {int(gi.max())}; "
                              "specsim does not extrapolate it")
-        sums = np.r_[0.0, np.cumsum(self.cumulative)]
-        return 1.0 + sums[gi]
+        return expected_from_cumulative(self.cumulative, gi)
+
+    def cumulative_rates(self, gamma: int) -> np.ndarray:
+        """c_1..c_gamma, P(drafted token k accepted): alpha^k for one alpha, else the measured rates.
+
+        >>> Acceptance(alpha=0.5).cumulative_rates(3).tolist()
+        [0.5, 0.25, 0.125]
+        """
+        if gamma == 0:
+            return np.zeros(0)
+        if self.alpha is None:
+            c = np.asarray(self.cumulative, dtype=float)
+            if c.size < gamma:
+                raise ValueError(f"acceptance is measured for {c.size} positions; the speculation policy uses gamma up to {gamma}")
+            return c[:gamma]
+        return float(self.alpha) ** np.arange(1, gamma + 1)
 
     def describe(self) -> str:
         if self.alpha is not None:
@@ -305,8 +444,6 @@ def published_acceptance() -> dict:
 
     Workload-specific numbers, for comparing drafter kinds; measure your own (``specsim alpha --metrics``).
     """
-    from .speedup import alpha_from_acceptance_length
-
     eagle3 = float(alpha_from_acceptance_length(1 + 12208 / 4816, 7))
     return {
         "draft_model": (Acceptance(alpha=0.8, source="a matched same-family draft, the reference article: 'above 0.8'"),

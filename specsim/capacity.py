@@ -36,7 +36,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .speedup import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, Deployment, expected
+from .acceptance import expected
+from .defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
+from .speedup import Deployment
 
 if TYPE_CHECKING:  # pandas is imported where a table is built, keeping the CLI's hot path light
     import pandas as pd

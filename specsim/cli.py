@@ -25,7 +25,7 @@ from .limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA
 from .models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
 from .timing import DEFAULT_TIMING, TIMING_CHOICES
 from .schedule import DEFAULT_MAX_BATCH, DEFAULT_MIN_GAIN, DEFAULT_SCHEDULE_RTOL
-from .speedup import (
+from .defaults import (
     DEFAULT_ALPHA,
     DEFAULT_BATCHES,
     DEFAULT_CONTEXT_TOKENS,

@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from .speedup import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
+from .defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
 
 from .capacity import reserved_context
 from .report import (capacity_summary, describe, expected, ms, print_json, print_notes, progress, row_source, short_bound,
@@ -322,7 +322,7 @@ def run_steptime(args: argparse.Namespace) -> int:
 
 
 def run_alpha(args: argparse.Namespace) -> int:
-    from .speedup import alpha_from_acceptance_length
+    from .acceptance import alpha_from_acceptance_length
 
     if args.metrics is not None:
         if args.acceptance_length is not None:
@@ -719,7 +719,7 @@ def run_acceptance(args: argparse.Namespace) -> int:
     import numpy as np
 
     from .sampling import acceptance_rate_from_logits
-    from .speedup import expected_tokens
+    from .acceptance import expected_tokens
 
     from .sampling import load_logits
 
@@ -1085,7 +1085,7 @@ def _harness():
 
 def _source(args: argparse.Namespace, hardware):
     """The step-time source and engine preset that ``--timing`` and ``--engine`` name."""
-    from .timing import source_and_engine
+    from .engines import source_and_engine
 
     return source_and_engine(hardware, args.timing, args.engine, args.engine_overhead_ms, progress=progress)
 
@@ -1094,7 +1094,7 @@ def resolve_acceptance(args: argparse.Namespace):
     """(value, label): --acceptance or --metrics as an Acceptance, else --alpha (the library default if unset)."""
     from .acceptance import parse_acceptance
     from .metrics import acceptance_from_page
-    from .speedup import DEFAULT_ALPHA
+    from .defaults import DEFAULT_ALPHA
 
     if getattr(args, "metrics_gamma", None) is not None and getattr(args, "metrics", None) is None:
         raise ValueError("--metrics-gamma goes with an SGLang --metrics page")

@@ -49,7 +49,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["DEFAULT_ENGINE", "ENGINES", "EnginePreset", "get_engine"]
+from .parallel import collective_count
+
+__all__ = ["DEFAULT_ENGINE", "ENGINES", "EnginePreset", "get_engine", "source_and_engine"]
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,7 @@ class EnginePreset:
 
     def collectives_s(self, model) -> float:
         """Engine time of a pass's tensor-parallel collectives (2 per layer and the logits gather); 0 on one GPU."""
-        return self.collective_s * (2 * model.n_layers + 1) if model.tp > 1 else 0.0
+        return self.collective_s * collective_count(model)
 
     def for_source(self, source: object) -> "EnginePreset":
         """The preset as it applies to a step-time source: sources of bare GPU time take ``kernel_iteration_s``."""
@@ -125,3 +127,27 @@ def get_engine(name: str) -> EnginePreset:
     if name not in ENGINES:
         raise ValueError(f"unknown engine {name!r}; choose {', '.join(ENGINES)}")
     return ENGINES[name]
+
+
+def source_and_engine(hardware, timing: str | None = None, engine: str | None = None,
+                      engine_overhead_ms: float | None = None, progress=None):
+    """The step-time source and the engine preset that apply to it, as ``--timing`` and ``--engine`` choose them.
+
+    ``timing`` and ``engine`` default to :data:`specsim.timing.DEFAULT_TIMING` and
+    :data:`DEFAULT_ENGINE`; the kernel source reads the engine's own kernels, and
+    GPU-time sources take the preset's GPU-time value; ``engine_overhead_ms``
+    replaces the per-iteration time.
+
+    >>> from specsim.hardware import load_hardware
+    >>> source, preset = source_and_engine(load_hardware("h100-sxm"), "roofline", "trtllm")
+    >>> source.name, round(preset.iteration_s * 1e3, 2)
+    ('roofline', 0.2)
+    """
+    from .timing import DEFAULT_TIMING, make_source
+
+    preset = get_engine(DEFAULT_ENGINE if engine is None else engine)
+    source = make_source(DEFAULT_TIMING if timing is None else timing, hardware, preset.kernel_engine, progress)
+    preset = preset.for_source(source)
+    if engine_overhead_ms is not None:
+        preset = preset.with_iteration_ms(engine_overhead_ms)
+    return source, preset

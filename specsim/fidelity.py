@@ -38,8 +38,9 @@ import pandas as pd
 
 from .hardware import load_hardware
 from .models import get_model
-from .steptime import step_time
+from .parallel import collective_count
 from .timing import make_source
+from .timing.roofline import step_time
 
 __all__ = ["CANDIDATES", "OUT_OF_SAMPLE_MODELS", "PUBLIC_MODELS", "PUBLISHED_DECAYS", "FidelityResult", "PublishedDecay",
            "evaluate", "evaluate_out_of_sample", "fit_collectives", "load_out_of_sample_tpot", "load_public_tpot", "predict_tpot", "predicted_decay"]
@@ -211,7 +212,7 @@ def evaluate(df: pd.DataFrame, candidate: str, fit_engine: bool = True) -> Fidel
 
 
 def _collective_counts(df: pd.DataFrame) -> np.ndarray:
-    return np.array([2 * get_model(m).n_layers + 1 if tp > 1 else 0 for m, tp in zip(df["model"], df["tp"])], float)
+    return np.array([collective_count(get_model(m, tp=int(tp))) for m, tp in zip(df["model"], df["tp"])], float)
 
 
 def fit_collectives(df: pd.DataFrame, candidate: str, fitted: FidelityResult) -> dict:

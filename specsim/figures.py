@@ -32,7 +32,8 @@ import pandas as pd
 from ._io import atomic_write_bytes
 from .article import ARTICLE_CONTEXT_TOKENS, article_deployment
 from .hardware import HardwareProfile, load_hardware
-from .speedup import DEFAULT_CONTEXT_TOKENS, Deployment
+from .defaults import DEFAULT_CONTEXT_TOKENS
+from .speedup import Deployment
 from .sweep import closed_form_table, optimal_gamma_table, pass_table, roofline_table, sweep
 
 __all__ = [

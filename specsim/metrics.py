@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .speedup import alpha_from_acceptance_length, expected_tokens_per_position
+from .acceptance import alpha_from_acceptance_length, expected_tokens_per_position
 
 __all__ = ["AcceptanceMetrics", "acceptance_from_page", "acceptance_from_prometheus", "parse_prometheus", "read_metrics_file"]
 

@@ -37,7 +37,8 @@ import numpy as np
 from .hardware import HardwareProfile
 from .models import ModelShape
 
-__all__ = ["ACTIVATION_BYTES", "allgather_s", "allreduce_s", "check_tp", "comm_bytes", "comm_time_s"]
+__all__ = ["ACTIVATION_BYTES", "allgather_s", "allreduce_s", "check_tp", "collective_count", "collectives_per_pass", "comm_bytes",
+           "comm_time_s"]
 
 #: Activations and logits travel in 16-bit.
 ACTIVATION_BYTES = 2.0
@@ -83,6 +84,24 @@ def allgather_s(hardware: HardwareProfile, n: int, nbytes: object) -> np.ndarray
     return hardware.interconnect_latency_s + (n - 1) / n * size / hardware.interconnect_bytes_per_s
 
 
+def collectives_per_pass(model: ModelShape) -> tuple[int, int]:
+    """(all-reduces, all-gathers) of one forward pass: ``2 n_layers`` and 1 on a tensor-parallel model, none on one GPU.
+
+    The one place this count lives: the roofline's and the kernel source's communication time, the engine
+    presets' time per collective and the fidelity fit all take it from here.
+
+    >>> from specsim.models import get_model
+    >>> collectives_per_pass(get_model("llama-3.1-70b", tp=4)), collectives_per_pass(get_model("llama-3.1-70b"))
+    ((160, 1), (0, 0))
+    """
+    return (2 * model.n_layers, 1) if model.tp > 1 else (0, 0)
+
+
+def collective_count(model: ModelShape) -> int:
+    """Collectives of one forward pass, all-reduces and all-gathers together."""
+    return sum(collectives_per_pass(model))
+
+
 def comm_bytes(model: ModelShape, tokens: object) -> tuple[np.ndarray, np.ndarray]:
     """(bytes of one activation all-reduce, bytes of the logits all-gather) for ``tokens`` tokens."""
     m = np.asarray(tokens, dtype=float)
@@ -105,4 +124,5 @@ def comm_time_s(hardware: HardwareProfile, model: ModelShape, tokens: object) ->
     if model.tp == 1:
         return np.zeros(np.shape(np.asarray(tokens, dtype=float)))
     act, logits = comm_bytes(model, tokens)
-    return 2 * model.n_layers * allreduce_s(hardware, model.tp, act) + allgather_s(hardware, model.tp, logits)
+    reduces, gathers = collectives_per_pass(model)
+    return reduces * allreduce_s(hardware, model.tp, act) + gathers * allgather_s(hardware, model.tp, logits)

@@ -105,7 +105,7 @@ def capacity_summary(cap, dep) -> list[str]:
 
 def expected(acceptance, gamma: int) -> float:
     """E(gamma) for an alpha or a per-position :class:`~specsim.acceptance.Acceptance`."""
-    from .speedup import expected as _expected
+    from .acceptance import expected as _expected
 
     return float(_expected(acceptance, gamma))
 

@@ -52,7 +52,8 @@ from typing import Any
 
 import numpy as np
 
-from .speedup import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, Deployment
+from .defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
+from .speedup import Deployment
 
 __all__ = ["DEFAULT_MAX_BATCH", "KNOWN_HEADS", "ScheduleRange", "context_table", "drafter_checkpoint", "engine_settings",
            "gamma_schedule", "to_sglang", "to_trtllm", "to_vllm", "tree_schedule", "trtllm_options"]

@@ -40,9 +40,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .acceptance import (_check_gamma, alpha_from_acceptance_length, expected, expected_tokens,
+                         expected_tokens_per_position)
+from .defaults import (DEFAULT_ALPHA, DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_GAMMA_MAX,
+                       DEFAULT_HARDWARE, DEFAULT_RTOL, DEFAULT_TARGET)
 from .hardware import HardwareProfile, load_hardware
 from .models import ModelShape, get_model
-from .steptime import StepTime, step_time
+from .timing.base import StepTime
+from .timing.roofline import step_time
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -65,78 +70,8 @@ __all__ = [
     "speedup_from_times",
 ]
 
-# The defaults of every command and helper live here and nowhere else.
-DEFAULT_HARDWARE = "h100-sxm"
-DEFAULT_TARGET = "llama-3.1-8b"
-DEFAULT_DRAFT = "llama-3.2-1b"
-DEFAULT_ALPHA = 0.8
-#: Mean cached context over a generation: a 1000-token prompt plus half of a
-#: 256-token completion (the article's preset).
-DEFAULT_CONTEXT_TOKENS = 1128
-DEFAULT_GAMMA_MAX = 16
-#: optimal-gamma's tie tolerance: 0 is the exact float64 argmax (ties to the smaller gamma).
-DEFAULT_RTOL = 0.0
-DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 #: Largest difference in embedding rows read as padding of one vocabulary (Qwen2.5: 128; llama.cpp allows 100).
 MAX_VOCAB_PADDING = 128
-
-
-def _check_alpha(alpha: np.ndarray) -> None:
-    if not np.all((alpha >= 0.0) & (alpha <= 1.0)):
-        raise ValueError(f"alpha must be in [0, 1], got {alpha.tolist()!r}")
-
-
-def _check_gamma(gamma: np.ndarray) -> None:
-    if not np.all((gamma >= 0) & (gamma == np.round(gamma))):
-        raise ValueError(f"gamma must be an integer >= 0, got {gamma.tolist()!r}")
-
-
-def expected_tokens(alpha: object, gamma: object) -> np.ndarray:
-    """Expected tokens emitted per target pass, E(alpha, gamma).
-
-    Parameters
-    ----------
-    alpha : array_like
-        Per-token acceptance probability in [0, 1].
-    gamma : array_like
-        Drafted tokens per step, integers >= 0.
-
-    Computed as ``-expm1((gamma+1) log alpha) / (1 - alpha)``, which stays
-    accurate as alpha -> 1 where the textbook form cancels; alpha = 1 gives
-    gamma + 1 exactly.
-
-    Examples
-    --------
-    >>> float(expected_tokens(0.8, 4)), float(expected_tokens(1.0, 4)), float(expected_tokens(0.3, 0))
-    (3.3616, 5.0, 1.0)
-    """
-    a = np.asarray(alpha, dtype=float)
-    g = np.asarray(gamma, dtype=float)
-    _check_alpha(a)
-    _check_gamma(g)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        body = -np.expm1((g + 1.0) * np.log(a)) / (1.0 - a)
-    return np.where(a == 1.0, g + 1.0, np.where(g == 0, 1.0, body))
-
-
-def expected_tokens_per_position(rates: object) -> np.ndarray:
-    """E = 1 + sum_k prod_{i<=k} a_i for per-position acceptance rates.
-
-    Parameters
-    ----------
-    rates : array_like, shape (..., gamma)
-        a_k = P(draft token k accepted | tokens 1..k-1 accepted), in [0, 1].
-
-    >>> round(float(expected_tokens_per_position([0.8, 0.8, 0.8, 0.8])), 10)
-    3.3616
-    >>> float(expected_tokens_per_position([0.9, 0.5]))
-    2.35
-    """
-    a = np.asarray(rates, dtype=float)
-    _check_alpha(a)
-    if a.ndim == 0:
-        raise ValueError("rates must have one entry per draft position")
-    return 1.0 + np.cumprod(a, axis=-1).sum(axis=-1)
 
 
 def speedup_from_cost_ratio(alpha: object, gamma: object, cost_ratio: object) -> np.ndarray:
@@ -150,13 +85,6 @@ def speedup_from_cost_ratio(alpha: object, gamma: object, cost_ratio: object) ->
         raise ValueError(f"cost_ratio must be >= 0, got {c.tolist()!r}")
     g = np.asarray(gamma, dtype=float)
     return expected_tokens(alpha, g) / (g * c + 1.0)
-
-
-def expected(acceptance: object, gamma: object) -> np.ndarray:
-    """E(gamma) for an alpha (float or array) or a :class:`specsim.acceptance.Acceptance`."""
-    if hasattr(acceptance, "expected_tokens"):
-        return acceptance.expected_tokens(gamma)
-    return expected_tokens(acceptance, gamma)
 
 
 def speedup_from_times(alpha: object, gamma: object, t_target_s: object, t_draft_s: object, t_verify_s: object) -> np.ndarray:
@@ -220,46 +148,6 @@ def optimal_gamma_cost_ratio(
     s = speedup_from_cost_ratio(a, g, c)
     idx = argmax_gamma(s, rtol)
     return grid[idx], np.take_along_axis(s, idx[None, ...], axis=0)[0]
-
-
-def alpha_from_acceptance_length(mean_length: object, gamma: object) -> np.ndarray:
-    """The alpha whose E(alpha, gamma) equals a measured mean acceptance length.
-
-    vLLM reports the mean acceptance length as 1 + accepted / drafts, which is
-    E: the tokens one verification pass emits.  E is strictly increasing in
-    alpha for gamma >= 1, so the root in [0, 1] is unique (found with
-    ``scipy.optimize.brentq`` to 1e-12).
-
-    Parameters
-    ----------
-    mean_length : array_like
-        Mean tokens per verification pass, in [1, gamma + 1].
-    gamma : array_like
-        Speculative tokens per step the measurement used, >= 1.
-
-    >>> round(float(alpha_from_acceptance_length(3.3616, 4)), 6)
-    0.8
-    """
-    from scipy.optimize import brentq
-
-    x = np.asarray(mean_length, dtype=float)
-    g = np.asarray(gamma, dtype=float)
-    _check_gamma(g)
-    if np.any(g < 1):
-        raise ValueError("gamma must be >= 1 to infer alpha (gamma = 0 drafts nothing)")
-    if not np.all(np.isfinite(x) & (x >= 1.0) & (x <= g + 1.0)):
-        raise ValueError(
-            f"mean acceptance length must be in [1, gamma + 1], got {x.tolist()!r} with gamma {g.tolist()!r}"
-        )
-
-    def solve(length: float, n: float) -> float:
-        if length <= 1.0:
-            return 0.0
-        if length >= n + 1.0:
-            return 1.0
-        return brentq(lambda a: float(expected_tokens(a, n)) - length, 0.0, 1.0, xtol=1e-14, rtol=1e-14)
-
-    return np.vectorize(solve, otypes=[float])(x, g)
 
 
 # -- a deployment: hardware, target and draft ---------------------------------
@@ -436,8 +324,8 @@ class Deployment:
 
     def with_source(self, timing: str | None = None, engine: str | None = None, engine_overhead_ms: float | None = None,
                     progress=None) -> "Deployment":
-        """This deployment with a step-time source and engine preset (see :func:`specsim.timing.source_and_engine`)."""
-        from .timing import source_and_engine
+        """This deployment with a step-time source and engine preset (see :func:`specsim.engines.source_and_engine`)."""
+        from .engines import source_and_engine
 
         source, preset = source_and_engine(self.hardware, timing, engine, engine_overhead_ms, progress)
         return dataclasses.replace(self, timing=source, engine=preset)

@@ -21,18 +21,10 @@ import pandas as pd
 
 from .hardware import HardwareProfile, load_hardware
 from .models import ModelShape, get_model
-from .speedup import (
-    DEFAULT_BATCHES,
-    DEFAULT_CONTEXT_TOKENS,
-    DEFAULT_DRAFT,
-    DEFAULT_GAMMA_MAX,
-    DEFAULT_HARDWARE,
-    DEFAULT_TARGET,
-    Deployment,
-    expected_tokens,
-    speedup_from_cost_ratio,
-)
-from .steptime import step_time
+from .acceptance import expected_tokens
+from .defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_GAMMA_MAX, DEFAULT_HARDWARE, DEFAULT_TARGET
+from .speedup import Deployment, speedup_from_cost_ratio
+from .timing.roofline import step_time
 
 __all__ = ["closed_form_table", "deployments", "optimal_gamma_table", "pass_table", "roofline_table", "sweep"]
 

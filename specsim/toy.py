@@ -46,7 +46,7 @@ from .sampling import (
     softmax,
     verify,
 )
-from .speedup import expected_tokens
+from .acceptance import expected_tokens
 
 __all__ = [
     "Bigram",

@@ -13,7 +13,7 @@ from specsim.hardware import FP8_MATMUL_SPEEDUP, W4A16_COMPUTE_FRACTION, load_ha
 from specsim.models import BYTES_PER_ELEMENT, get_model, model_from_hf_config
 from specsim.parallel import allgather_s, allreduce_s, check_tp, comm_time_s
 from specsim.speedup import Deployment
-from specsim.steptime import step_time
+from specsim.timing.roofline import step_time
 
 H100 = load_hardware("h100-sxm")
 

@@ -10,11 +10,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from specsim.calibrate import calibrate, load_measurements, predict
+from specsim.calibrate import calibrate, predict
+from specsim.measurements import load_measurements
 from specsim.cli import main
 from specsim.hardware import load_hardware
 from specsim.models import get_model
-from specsim.steptime import step_time
+from specsim.timing.roofline import step_time
 
 
 def synthetic(tmp_path, truth, noise=0.0, seed=0, models=("llama-3.2-1b", "llama-3.1-8b")):
@@ -153,10 +154,11 @@ def test_predict_groups_rows_by_shape_not_by_name(tmp_path):
     import numpy as np
     import pandas as pd
 
-    from specsim.calibrate import load_measurements, predict
+    from specsim.calibrate import predict
+    from specsim.measurements import load_measurements
     from specsim.hardware import load_hardware
     from specsim.models import get_model
-    from specsim.steptime import step_time
+    from specsim.timing.roofline import step_time
 
     hw = load_hardware("h100-sxm")
     rows = []
@@ -215,14 +217,14 @@ def test_implausible_flags_each_kind_of_bad_fit(fitted):
 @pytest.mark.parametrize("text, value", [("True", True), (" true ", True), ("1", True), ("1.0", True), (True, True),
                                           ("False", False), ("FALSE", False), ("0", False), ("0.0", False), (np.bool_(False), False)])
 def test_csv_booleans_are_read_strictly(text, value):
-    from specsim.calibrate import _flag
+    from specsim.measurements import _flag
 
     assert _flag(text, "tie_embeddings", "here") is value
 
 
 @pytest.mark.parametrize("text", ["yes", "no", "", "2", "nan"])
 def test_csv_booleans_refuse_anything_else(text):
-    from specsim.calibrate import _flag
+    from specsim.measurements import _flag
 
     with pytest.raises(ValueError, match=f"^here: tie_embeddings must be true or false, got {text!r}$"):
         _flag(text, "tie_embeddings", "here")

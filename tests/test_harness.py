@@ -77,9 +77,9 @@ def test_measure_then_calibrate_on_the_cpu(tmp_path, capsys):
     import numpy as np
     import pandas as pd
 
-    from specsim.calibrate import load_measurements
+    from specsim.measurements import load_measurements
     from specsim.hardware import load_hardware
-    from specsim.steptime import step_time
+    from specsim.timing.roofline import step_time
 
     truth = dataclass_replace(load_hardware("cpu-epyc-2vcpu"), compute_eff=0.31, bandwidth_eff=0.52, overhead_s=4e-4)
     frames = []

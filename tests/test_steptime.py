@@ -9,7 +9,7 @@ import pytest
 
 from specsim.hardware import load_hardware
 from specsim.models import get_model
-from specsim.steptime import step_time
+from specsim.timing.roofline import step_time
 
 
 @pytest.fixture

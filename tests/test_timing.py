@@ -12,7 +12,7 @@ import pytest
 from specsim.hardware import load_hardware
 from specsim.models import get_model
 from specsim.speedup import Deployment
-from specsim.steptime import step_time
+from specsim.timing.roofline import step_time
 from specsim.timing import make_source
 from specsim.timing.kernels import KernelSource, KernelTable, _suffix_min, build_table, cache_dir
 
@@ -209,7 +209,7 @@ def test_compose_kernels_writes_only_measured_points(tmp_path, capsys):
     assert set(h100.model) == {"llama-3.2-1b", "llama-3.1-8b"} and set(a100.model) == {"llama-3.1-8b"}  # A100: no head_dim 64
     assert len(h100) < 2 * 9 * 5 * 5  # large batches at long context are outside the data, left out, not invented
     assert report[0]["steps"] == len(h100) and "aiconfigurator-core" in report[0]["source"]
-    from specsim.calibrate import load_measurements
+    from specsim.measurements import load_measurements
 
     assert len(load_measurements(tmp_path / "h100-sxm-vllm-kernel-steps.csv")) == len(h100)  # calibrate reads it
 

@@ -1,14 +1,14 @@
-"""Sources of step time behind one interface: t(model, b, q, L) -> :class:`~specsim.steptime.StepTime`.
+"""Sources of step time behind one interface: t(model, b, q, L) -> :class:`~specsim.timing.base.StepTime`.
 
 Every source has ``name``, ``describe()`` (one line of provenance: which
 profile, which database and version, which file), ``notes`` (lines about
 points it could not answer itself) and ``step_time(model, batch,
-tokens_per_seq, context)``, vectorised over broadcast arrays.
+tokens_per_seq, context)``, vectorised over broadcast arrays
+(:class:`~specsim.timing.base.StepTimeSource`).
 
 ``roofline``
     The article's whole-pass roofline over a hardware profile
-    (:mod:`specsim.steptime`); ``specsim reproduce`` and the article's figures
-    use it.
+    (:mod:`.roofline`); ``specsim reproduce`` and the article's figures use it.
 ``kernels``
     Per-operator latencies measured on real GPUs by NVIDIA AIConfigurator
     (``aiconfigurator-core``), composed per pass (:mod:`.kernels`).
@@ -17,40 +17,29 @@ tokens_per_seq, context)``, vectorised over broadcast arrays.
     what a verification pass costs relative to a decode step (:mod:`.hybrid`).
 ``measured:FILE``
     Your own ``specsim measure`` CSV, interpolated (:mod:`.measured`).
+
+Which engine's time is added on top, and how a round of speculation is
+composed from these passes, is the deployment's business
+(:mod:`specsim.deployment`), not a source's.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from typing import Callable
 
 from ..hardware import HardwareProfile
-from ..models import ModelShape
-from ..steptime import StepTime
+from .base import StepTime, StepTimeSource
 
-__all__ = ["DEFAULT_TIMING", "StepTimeSource", "TIMING_CHOICES", "make_source", "source_and_engine"]
+__all__ = ["DEFAULT_TIMING", "StepTime", "StepTimeSource", "TIMING_CHOICES", "make_source"]
 
 #: Chosen by the fidelity table (benchmarks/validate_steptimes.py, README "Fidelity").
 DEFAULT_TIMING = "hybrid"
 TIMING_CHOICES = "hybrid, roofline, kernels or measured:FILE"
 
 
-class StepTimeSource(Protocol):
-    name: str
-    notes: list
-    #: True where step times are bare GPU time (no per-pass overhead): engine presets then add their GPU-time value.
-    gpu_time_only: bool
-
-    def describe(self) -> str: ...
-
-    def step_time(self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0) -> StepTime: ...
-
-
 def make_source(spec: str, hardware: HardwareProfile, kernel_engine: str = "vllm",
                 progress: Callable[[str], None] | None = None) -> StepTimeSource:
-    """The source named by ``spec`` (``roofline``, ``kernels`` or ``hybrid`` (the default)
-    The roofline for decode and draft steps, the kernel database's ratio for
-    what a verification pass costs relative to a decode step (:mod:`.hybrid`).
-``measured:FILE``).
+    """The source named by ``spec``: ``roofline``, ``kernels``, ``hybrid`` or ``measured:FILE``.
 
     Where the kernel database has no such device, the roofline answers and the
     source says so in its ``notes`` (the caller prints them).
@@ -82,27 +71,3 @@ def make_source(spec: str, hardware: HardwareProfile, kernel_engine: str = "vllm
             raise ValueError("--timing measured:FILE needs a file, e.g. measured:h200.csv")
         return MeasuredSource(path, hardware)
     raise ValueError(f"unknown step-time source {spec!r}; choose {TIMING_CHOICES}")
-
-
-def source_and_engine(hardware: HardwareProfile, timing: str | None = None, engine: str | None = None,
-                      engine_overhead_ms: float | None = None, progress: Callable[[str], None] | None = None):
-    """The step-time source and the engine preset that apply to it, as ``--timing`` and ``--engine`` choose them.
-
-    ``timing`` and ``engine`` default to :data:`DEFAULT_TIMING` and
-    :data:`specsim.engines.DEFAULT_ENGINE`; the kernel source reads the
-    engine's own kernels, and GPU-time sources take the preset's GPU-time
-    value; ``engine_overhead_ms`` replaces the per-iteration time.
-
-    >>> from specsim.hardware import load_hardware
-    >>> source, preset = source_and_engine(load_hardware("h100-sxm"), "roofline", "trtllm")
-    >>> source.name, round(preset.iteration_s * 1e3, 2)
-    ('roofline', 0.2)
-    """
-    from ..engines import DEFAULT_ENGINE, get_engine
-
-    preset = get_engine(DEFAULT_ENGINE if engine is None else engine)
-    source = make_source(DEFAULT_TIMING if timing is None else timing, hardware, preset.kernel_engine, progress)
-    preset = preset.for_source(source)
-    if engine_overhead_ms is not None:
-        preset = preset.with_iteration_ms(engine_overhead_ms)
-    return source, preset

@@ -21,7 +21,7 @@ import dataclasses
 import numpy as np
 
 from ..models import ModelShape
-from ..steptime import StepTime
+from .base import StepTime
 from .kernels import KernelSource
 from .roofline import RooflineSource
 

@@ -76,7 +76,8 @@ import numpy as np
 
 from ..hardware import HardwareProfile
 from ..models import ModelShape
-from ..steptime import StepTime, step_time
+from .base import StepTime
+from .roofline import step_time
 from ._grid import interp_grid
 
 __all__ = [
@@ -622,15 +623,16 @@ class KernelSource:
         """Tensor-parallel collectives of a pass: measured all-reduces where the database has them, else the roofline's."""
         if model.tp == 1:
             return np.zeros(np.shape(tokens))
-        from ..parallel import allgather_s, allreduce_s, comm_bytes
+        from ..parallel import allgather_s, allreduce_s, collectives_per_pass, comm_bytes
 
         act, logits = comm_bytes(model, tokens)
+        reduces, gathers = collectives_per_pass(model)
         measured = table.allreduce(tokens * model.hidden_size)
         if np.any(~np.isfinite(measured)):
             self._note(f"{model.name}: no measured {self.engine} all-reduce at TP {model.tp} on {self.device} for some "
                        f"message sizes; the profile's link bandwidth and latency answer there", (model.name, "comm"))
         ar = np.where(np.isfinite(measured), measured, allreduce_s(self.hardware, model.tp, act))
-        return 2 * model.n_layers * ar + allgather_s(self.hardware, model.tp, logits)
+        return reduces * ar + gathers * allgather_s(self.hardware, model.tp, logits)
 
     def prefill_time(self, model: ModelShape, prompt_tokens: object) -> np.ndarray:
         """One sequence's prefill of ``prompt_tokens`` tokens: GEMMs at m = tokens plus context attention."""

@@ -24,7 +24,9 @@ import numpy as np
 
 from ..hardware import HardwareProfile
 from ..models import ModelShape
-from ..steptime import StepTime, step_time
+from ..measurements import load_measurements
+from .base import StepTime
+from .roofline import step_time
 from ._grid import interp_grid
 
 __all__ = ["MeasuredSource"]
@@ -54,8 +56,6 @@ class MeasuredSource:
     gpu_time_only = True
 
     def __init__(self, path: str | Path, hardware: HardwareProfile):
-        from ..calibrate import load_measurements
-
         self.path = Path(path)
         self.hardware = hardware
         df = load_measurements(self.path)

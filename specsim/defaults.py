@@ -1,0 +1,38 @@
+"""What specsim assumes when the user does not say: one home for every default of the commands and the library.
+
+Each default is a choice of deployment or of search range, not a physical constant (those live with the
+equation that uses them, with their source).  Every output that rests on one of these says so: the
+acceptance rate and the deployment are printed with each table.
+
+``DEFAULT_HARDWARE``, ``DEFAULT_TARGET``, ``DEFAULT_DRAFT``
+    The reference article's deployment: an H100 SXM serving Llama-3.1-8B with a Llama-3.2-1B draft.
+``DEFAULT_ALPHA``
+    0.8, the article's example acceptance of a matched same-family draft ("above 0.8").
+``DEFAULT_CONTEXT_TOKENS``
+    1,128 cached tokens: a 1,000-token prompt plus half of a 256-token completion, the mean context over
+    a generation (the article's preset, ``shared/design/article-model.md``).
+``DEFAULT_BATCHES``
+    Powers of two from 1 to 256, vLLM's default ``max_num_seqs``.
+``DEFAULT_GAMMA_MAX``
+    The largest gamma searched; engines cap speculation well below it.
+``DEFAULT_SERVING_GAMMA_MAX``
+    The largest gamma of a per-batch schedule inside the serving simulation: its step table holds one
+    column per gamma, so it is kept to what engines deploy (vLLM's examples use up to 5-7 tokens).
+``DEFAULT_RTOL``
+    0: optimal-gamma takes the exact float64 argmax (ties to the smaller gamma).
+"""
+
+from __future__ import annotations
+
+__all__ = ["DEFAULT_ALPHA", "DEFAULT_BATCHES", "DEFAULT_CONTEXT_TOKENS", "DEFAULT_DRAFT", "DEFAULT_GAMMA_MAX", "DEFAULT_HARDWARE",
+           "DEFAULT_RTOL", "DEFAULT_SERVING_GAMMA_MAX", "DEFAULT_TARGET"]
+
+DEFAULT_HARDWARE = "h100-sxm"
+DEFAULT_TARGET = "llama-3.1-8b"
+DEFAULT_DRAFT = "llama-3.2-1b"
+DEFAULT_ALPHA = 0.8
+DEFAULT_CONTEXT_TOKENS = 1128
+DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+DEFAULT_GAMMA_MAX = 16
+DEFAULT_SERVING_GAMMA_MAX = 8
+DEFAULT_RTOL = 0.0
