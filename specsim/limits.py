@@ -33,6 +33,8 @@ __all__ = [
     "MAX_BATCH",
     "MAX_CONTEXT",
     "MAX_GAMMA",
+    "MAX_LAYERS",
+    "MAX_MODEL_DIM",
     "MAX_TEXT_BYTES",
     "MAX_YAML_DEPTH",
     "check_int",
@@ -44,6 +46,12 @@ __all__ = [
 MAX_BATCH = 65_536
 #: Tokens cached per sequence (4M: beyond every released context window).
 MAX_CONTEXT = 4_194_304
+#: Largest width, head count, vocabulary or expert count read from a config.json (vocabularies reach 262,208 in
+#: Gemma 3; no released model has a dimension in the millions).
+MAX_MODEL_DIM = 10_000_000
+#: Most layers a config.json may declare (the deepest released decoders have about 130; each layer costs work in
+#: every step-time call).
+MAX_LAYERS = 1024
 #: Drafted tokens per step (engines cap speculation far below this).
 MAX_GAMMA = 64
 #: Elements of one logits array read by ``specsim acceptance`` (800 MB in float64).

@@ -246,9 +246,15 @@ def test_mha_config_without_kv_heads_has_full_kv_bytes():
     ({"num_local_experts": 8}, r"LlamaForCausalLM with experts is not a known layout"),
     ({"mlp_bias": True}, r"^model config 'config.json': mlp_bias=true is not supported$"),
     ({"hidden_size": 2050}, r"^model config 'config.json': missing key 'head_dim' \(hidden_size is not a multiple of num_attention_heads\)$"),
-    ({"num_hidden_layers": True}, r"^model config 'config.json': num_hidden_layers must be a positive integer, got True$"),
-    ({"num_hidden_layers": "16"}, r"num_hidden_layers must be a positive integer, got '16'$"),
-    ({"num_hidden_layers": 0}, r"num_hidden_layers must be a positive integer, got 0$"),
+    ({"num_hidden_layers": True}, r"^model config 'config.json': num_hidden_layers must be a positive integer up to 1,024, got True$"),
+    ({"num_hidden_layers": "16"}, r"num_hidden_layers must be a positive integer up to 1,024, got '16'$"),
+    ({"num_hidden_layers": 0}, r"num_hidden_layers must be a positive integer up to 1,024, got 0$"),
+    ({"num_hidden_layers": 1e308}, r"num_hidden_layers must be a positive integer up to 1,024, got 1e\+308$"),
+    ({"num_hidden_layers": 1_000_000}, r"num_hidden_layers must be a positive integer up to 1,024, got 1000000$"),
+    ({"hidden_size": 10**400}, r"hidden_size must be a positive integer up to 10,000,000, got a 401-character value$"),
+    ({"architectures": [["LlamaForCausalLM"]]}, r"unsupported architecture \['LlamaForCausalLM'\]; supported: "),
+    ({"architectures": [5]}, r"unsupported architecture 5; supported: "),
+    ({"torch_dtype": ["bfloat16"]}, r"torch_dtype \['bfloat16'\] is not one of "),
     ({"vocab_size": None}, r"^model config 'config.json': missing key 'vocab_size'$"),
     ({"architectures": ["GPT2LMHeadModel"]}, r"^model config 'config.json': unsupported architecture 'GPT2LMHeadModel'; supported: "
      r"LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM, "

@@ -116,7 +116,7 @@ _KV_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}
 #: FP8 prefers the block-scaled kernels: Qwen3's and DeepSeek-V3's FP8 checkpoints are 128x128 block-scaled.
 _MOE_DTYPES = {"bf16": ("bfloat16",), "fp16": ("bfloat16",), "fp8": ("fp8_block", "fp8"), "mxfp4": ("w4a16_mxfp4",),
                "int4": ("int4_wo",)}
-_SCHEMA = 5  # bump when the table layout or the composition changes
+_SCHEMA = 6  # bump when the table layout or the composition changes
 
 
 class KernelDataError(ValueError):
@@ -325,19 +325,10 @@ def _gemm_line(model: ModelShape, gemm, where: str) -> tuple[np.ndarray, np.ndar
     index = tuple(np.searchsorted(a, gemm[c].to_numpy(float)) for a, c in zip(axes, ("m", "n", "k")))
     grid[index] = gemm["latency"].to_numpy(float) * 1e-3
     interp = RegularGridInterpolator(axes, grid, bounds_error=False, fill_value=np.nan)
-    d, hd, f, tp = model.hidden_size, model.head_dim, model.intermediate_size, model.tp
-    heads, kv_heads = model.n_heads // tp, max(1, model.n_kv_heads // tp)
-    dense = model.n_layers - model.n_moe_layers
     n_max = axes[1][-1]
-    # (n, k, count per pass) of every weight GEMM on one rank: column-parallel layers split n, row-parallel split k.
-    shapes = [((heads + 2 * kv_heads) * hd, d, model.n_layers), (d, heads * hd, model.n_layers),
-              (2 * f // tp, d, dense), (d, f // tp, dense), (-(-model.vocab_size // tp), d, 1)]
-    if model.is_moe:
-        shapes.append((model.n_experts, d, model.n_moe_layers))  # the router
-        shared = model.n_shared_experts * model.moe_intermediate_size // tp
-        if shared:
-            shapes += [(2 * shared, d, model.n_moe_layers), (d, shared, model.n_moe_layers)]
-    shapes = [s for s in shapes if s[2] > 0]
+    # (n, k, count per pass) of every weight GEMM on one rank, from the model's one list of operations; the routed
+    # experts are priced by the fused-MoE tables instead (build_table), the embedding is a gather.
+    shapes = [(op.n, op.k, op.count) for op in model.ops() if op.is_matmul and op.part != "expert"]
     m = axes[0]
     total = np.zeros_like(m)
     n_min, k_min = axes[1][0], axes[2][0]
