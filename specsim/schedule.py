@@ -64,8 +64,6 @@ KNOWN_HEADS = {
     ("llama-3.1-8b", "eagle"): "yuhuili/EAGLE-LLaMA3.1-Instruct-8B",
     ("llama-3.1-8b", "eagle3"): "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
 }
-_VLLM_METHODS = {"draft_model": "draft_model", "eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram"}
-_SGLANG_ALGORITHMS = {"draft_model": "STANDALONE", "eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "EAGLE", "ngram": "NGRAM"}
 #: vLLM's n-gram lookup window, as the reference article's example sets it.
 NGRAM_LOOKUP = {"prompt_lookup_min": 2, "prompt_lookup_max": 4}
 
@@ -166,7 +164,7 @@ def to_vllm(ranges: list[ScheduleRange], draft_model: str, dep: Deployment | Non
     kind = "draft_model" if dep is None else dep.drafter.kind
     config: dict[str, Any] = {}
     if kind != "draft_model":
-        config["method"] = _VLLM_METHODS[kind]
+        config["method"] = dep.drafter.vllm_method
     if draft_model is not None:
         config["model"] = draft_model
     config["num_speculative_tokens"] = k_max
@@ -241,13 +239,12 @@ def to_trtllm(ranges: list[ScheduleRange], draft_model: str | None, dep: Deploym
     if ranges[0].gamma == 0:
         return None
     first = ranges[0].gamma
-    kind = "draft_model" if dep is None else dep.drafter.kind
-    if kind == "eagle3" or kind == "eagle":
-        return {"decoding_type": "Eagle3" if kind == "eagle3" else "Eagle", "max_draft_len": first,
-                "speculative_model_dir": draft_model}
-    if kind == "mtp":
+    decoding = "Draft_Target" if dep is None else dep.drafter.trtllm_decoding
+    if decoding in ("Eagle3", "Eagle"):
+        return {"decoding_type": decoding, "max_draft_len": first, "speculative_model_dir": draft_model}
+    if decoding == "MTP":
         return {"decoding_type": "MTP", "num_nextn_predict_layers": first}
-    if kind == "ngram":
+    if decoding == "NGram":
         return {"decoding_type": "NGram", "max_draft_len": first, "max_matching_ngram_size": NGRAM_LOOKUP["prompt_lookup_max"]}
     on = list(itertools.takewhile(lambda r: r.gamma > 0, ranges))
     config: dict[str, Any] = {
@@ -304,7 +301,7 @@ def tree_schedule(dep: Deployment, acceptance: object, bounds: Any, max_batch: i
 
 def _sglang_flags(dep: Deployment, checkpoint: str | None, depth: int, topk: int, tokens: int) -> list[str]:
     """``--speculative-algorithm`` and its draft flags (the algorithm first, the draft path next if given)."""
-    flags = ["--speculative-algorithm", _SGLANG_ALGORITHMS[dep.drafter.kind]]
+    flags = ["--speculative-algorithm", dep.drafter.sglang_algorithm]
     if checkpoint is not None:
         flags += ["--speculative-draft-model-path", checkpoint]
     if dep.drafter.kind != "ngram":

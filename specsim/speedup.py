@@ -246,12 +246,12 @@ class Deployment:
     drafter: object = None
 
     def __post_init__(self) -> None:
-        from .drafters import Drafter
+        from .drafters import DraftModel
 
         if self.drafter is None:
             if self.draft is None:
                 raise ValueError("a deployment without a draft network needs a drafter (n-gram)")
-            object.__setattr__(self, "drafter", Drafter("draft_model", self.draft.name, self.draft))
+            object.__setattr__(self, "drafter", DraftModel(self.draft.name, self.draft))
         if self.draft is None:
             return
         if self.draft.tp not in (1, self.target.tp):
@@ -354,7 +354,7 @@ class Deployment:
                                         memory_s=np.zeros(np.shape(target.total_s)), overhead_s=0.0,
                                         flop=np.zeros(np.shape(target.total_s)), bytes=np.zeros(np.shape(target.total_s)),
                                         fallback=None, comm_s=0.0)
-            cpu = d.cpu_s_per_token * np.asarray(batch, dtype=float) * np.asarray(context, dtype=float)
+            cpu = d.host_s(batch, context)
             verify = dataclasses.replace(verify, total_s=verify.total_s + cpu)
         else:
             draft = self._step(self.draft, batch, draft_width, context)
