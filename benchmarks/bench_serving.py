@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from specsim.serving import EngineLimits, StepTable, simulate
-from specsim.speedup import Deployment
+from specsim.deployment import Deployment
 from specsim.workloads import Requests
 
 

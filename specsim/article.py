@@ -23,12 +23,9 @@ import numpy as np
 
 from .hardware import ARTICLE_BANDWIDTH_EFF, ARTICLE_COMPUTE_EFF, ARTICLE_OVERHEAD_S, load_hardware
 from .models import get_model
-from .speedup import (
-    Deployment,
-    alpha_from_acceptance_length,
-    expected_tokens,
-    optimal_gamma_cost_ratio,
-)
+from .acceptance import alpha_from_acceptance_length, expected_tokens
+from .deployment import Deployment
+from .speedup import optimal_gamma_cost_ratio, speedup
 
 __all__ = ["ARTICLE_CONTEXT_TOKENS", "Check", "article_deployment", "reproduce"]
 
@@ -101,12 +98,12 @@ def reproduce() -> list[Check]:
     checks.append(Check("cost ratio c at batch 1 (8B target, 1B draft)", "≈ 0.19", float(t1.cost_ratio), 0.185, 0.195))
 
     for batch, quoted in ((1, "1.90"), (64, "1.81"), (128, "1.49"), (256, "1.25")):
-        s = float(dep.speedup(0.8, 4, batch, L))
+        s = float(speedup(dep, 0.8, 4, batch, L))
         checks.append(_rounded(f"speedup, alpha=0.8, gamma=4, batch {batch}", quoted, s, 2))
     t256 = dep.pass_times(256, 4, L)
     checks.append(_rounded("t_V / t_T at batch 256 (gamma=4)", "1.76", float(t256.verify_ratio), 2))
-    checks.append(Check("speedup, alpha=0.8, gamma=8, batch 256", "below 1", float(dep.speedup(0.8, 8, 256, L)), -np.inf, 1.0))
-    checks.append(_rounded("speedup, alpha=0.6, gamma=4, batch 256", "0.86", float(dep.speedup(0.6, 4, 256, L)), 2))
+    checks.append(Check("speedup, alpha=0.8, gamma=8, batch 256", "below 1", float(speedup(dep, 0.8, 8, 256, L)), -np.inf, 1.0))
+    checks.append(_rounded("speedup, alpha=0.6, gamma=4, batch 256", "0.86", float(speedup(dep, 0.6, 4, 256, L)), 2))
 
     alphas = np.array([0.5, 0.7, 0.8, 0.9])
     gammas, speedups = optimal_gamma_cost_ratio(alphas, 0.05)

@@ -38,7 +38,8 @@ import numpy as np
 
 from .acceptance import expected
 from .defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
-from .speedup import Deployment
+from .deployment import Deployment
+from .speedup import optimal_gamma
 
 if TYPE_CHECKING:  # pandas is imported where a table is built, keeping the CLI's hot path light
     import pandas as pd
@@ -156,17 +157,12 @@ def smallest_fitting_tp(dep: Deployment, context: int = DEFAULT_CONTEXT_TOKENS,
     >>> smallest_fitting_tp(Deployment.from_names("h100-sxm", "llama-3.3-70b", "llama-3.2-1b"), 8192, batch=16)
     4
     """
-    import dataclasses
-
     n = 1
     while n <= dep.hardware.max_devices:
+        if n > 1 and dep.hardware.interconnect_bytes_per_s is None:
+            return None
         try:
-            target = dataclasses.replace(dep.target, tp=n)
-            follows = dep.draft is not None and dep.draft.tp == dep.target.tp and dep.draft.tp > 1
-            draft = dataclasses.replace(dep.draft, tp=n) if follows else dep.draft
-            if n > 1 and dep.hardware.interconnect_bytes_per_s is None:
-                return None
-            trial = dataclasses.replace(dep, target=target, draft=draft)
+            trial = dep.with_tp(n)
         except ValueError:  # the heads do not split n ways
             n *= 2
             continue
@@ -200,7 +196,7 @@ def throughput_table(
 
     b = np.atleast_1d(np.asarray(batch, dtype=float))
     if gamma is None:
-        best = dep.optimal_gamma(alpha, b, context, gamma_max)
+        best = optimal_gamma(dep, alpha, b, context, gamma_max)
         g = best.gamma
     else:
         g = np.full(b.shape, int(gamma))

@@ -16,6 +16,7 @@ from pathlib import Path
 from .defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
 
 from .capacity import reserved_context
+from .speedup import optimal_gamma, optimal_tree
 from .report import (capacity_summary, describe, expected, ms, print_json, print_notes, progress, row_source, short_bound,
                      table, why_off)
 
@@ -39,10 +40,10 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
         return _optimal_tree(args, dep, acc, acc_label, tree, cap)
     if args.sibling_factor is not None:
         raise ValueError("--sibling-factor applies to --tree topk:K,depth:D,tokens:N only")
-    best = dep.optimal_gamma(acc, batches, args.context, args.gamma_max, args.rtol)
+    best = optimal_gamma(dep, acc, batches, args.context, args.gamma_max, args.rtol)
     times = best.times
     other = _other_draft_tp(dep)
-    other_best = other.optimal_gamma(acc, batches, args.context, args.gamma_max, args.rtol) if other else None
+    other_best = optimal_gamma(other, acc, batches, args.context, args.gamma_max, args.rtol) if other else None
     rows = []
     for i, batch in enumerate(args.batch):
         gamma = int(best.gamma[i])
@@ -117,8 +118,8 @@ def _optimal_tree(args, dep, acc, acc_label, bounds, cap) -> int:
     import numpy as np
 
     batches = np.array(args.batch, dtype=float)
-    trees, speedup, tokens = dep.optimal_tree(acc, bounds, batches, args.context, args.sibling_factor, args.rtol)
-    chain = dep.optimal_gamma(acc, batches, args.context, args.gamma_max, args.rtol)
+    trees, speedup, tokens = optimal_tree(dep, acc, bounds, batches, args.context, args.sibling_factor, args.rtol)
+    chain = optimal_gamma(dep, acc, batches, args.context, args.gamma_max, args.rtol)
     rows = []
     for i, batch in enumerate(args.batch):
         t = trees[i]
@@ -188,7 +189,7 @@ def _other_draft_tp(dep):
         return None
     other = dep.target.tp if dep.draft.tp == 1 else 1
     try:
-        return dataclasses.replace(dep, draft=dataclasses.replace(dep.draft, tp=other))
+        return dep.with_draft(dataclasses.replace(dep.draft, tp=other))
     except ValueError:  # the draft's heads do not split that many ways
         return None
 
@@ -196,7 +197,7 @@ def _other_draft_tp(dep):
 def run_speedup(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from .speedup import speedup_from_cost_ratio
+    from .speedup import speedup, speedup_from_cost_ratio
 
     acc, acc_label = resolve_acceptance(args)
     tokens = expected(acc, args.gamma)
@@ -222,7 +223,7 @@ def run_speedup(args: argparse.Namespace) -> int:
     dep = _deployment(args)
     batches = np.array(args.batch, dtype=float)
     times = dep.pass_times(batches, args.gamma, args.context)
-    s = dep.speedup(acc, args.gamma, batches, args.context)
+    s = speedup(dep, acc, args.gamma, batches, args.context)
     rows = [
         {
             "batch": b,
@@ -262,7 +263,7 @@ def run_steptime(args: argparse.Namespace) -> int:
     from .hardware import load_hardware
     from .models import get_model
     from .parallel import check_tp
-    from .speedup import _plus, model_assumptions
+    from .deployment import _plus, model_assumptions
 
     hw = load_hardware(args.hardware)
     opts = model_options(args)
@@ -788,7 +789,8 @@ def run_measure_loop(args: argparse.Namespace) -> int:
     _harness()
     from .harness.specloop import run_speculative_loop
     from .models import get_model
-    from .speedup import Deployment, expected_tokens, speedup_from_times
+    from .deployment import Deployment
+    from .speedup import expected_tokens, speedup, speedup_from_times
 
     target = get_model(args.target, weight_dtype=args.dtype, kv_dtype=args.dtype)
     draft = get_model(args.draft, weight_dtype=args.dtype, kv_dtype=args.dtype)
@@ -806,7 +808,7 @@ def run_measure_loop(args: argparse.Namespace) -> int:
         r["expected_tokens_per_pass"] = float(expected_tokens(args.alpha, args.gamma))
         if profile is not None:
             dep = Deployment(profile, target, draft)
-            r["predicted_speedup"] = float(dep.speedup(args.alpha, args.gamma, batch, args.context + args.tokens // 2))
+            r["predicted_speedup"] = float(speedup(dep, args.alpha, args.gamma, batch, args.context + args.tokens // 2))
             r["profile"] = profile.name
             r["prediction_source"] = f"roofline: profile {profile.name}, no engine time (the harness times bare passes)"
         results.append(r)
@@ -1118,7 +1120,7 @@ def model_options(args: argparse.Namespace, prefix: str = "") -> dict:
 
 
 def _deployment(args: argparse.Namespace):
-    from .speedup import Deployment
+    from .deployment import Deployment
 
     ngram = getattr(args, "ngram_cpu_ns", None)
     return Deployment.build(args.hardware, args.target, args.draft, args.timing, args.engine, args.engine_overhead_ms,

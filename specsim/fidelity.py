@@ -292,13 +292,14 @@ PUBLISHED_DECAYS = (
 
 def predicted_decay(check: PublishedDecay, timing: str, engine: str = "vllm", root: str | Path | None = None) -> tuple[float, float]:
     """(lowest, highest) predicted S(batch_to) / S(batch_from) - 1 over the unpublished alpha and context ranges."""
-    from .speedup import Deployment
+    from .deployment import Deployment
+    from .speedup import speedup
 
     draft = check.draft if root is None or not check.draft.endswith(".json") else str(Path(root) / check.draft)
     dep = Deployment.build(check.hardware, check.target, draft, timing=timing, engine=engine)
     changes = []
     for alpha in check.alphas:
         for context in check.contexts:
-            s = dep.speedup(alpha, check.gamma, [check.batch_from, check.batch_to], context)
+            s = speedup(dep, alpha, check.gamma, [check.batch_from, check.batch_to], context)
             changes.append(float(s[1] / s[0] - 1))
     return min(changes), max(changes)

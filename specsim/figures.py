@@ -33,7 +33,8 @@ from ._io import atomic_write_bytes
 from .article import ARTICLE_CONTEXT_TOKENS, article_deployment
 from .hardware import HardwareProfile, load_hardware
 from .defaults import DEFAULT_CONTEXT_TOKENS
-from .speedup import Deployment
+from .deployment import Deployment
+from .speedup import optimal_gamma, optimal_tree, speedup
 from .sweep import closed_form_table, optimal_gamma_table, pass_table, roofline_table, sweep
 
 __all__ = [
@@ -608,8 +609,8 @@ def _fig_verify_cost(fig: Any) -> dict[str, Any]:
     speedups = []
     for draft in (one_layer, get_model("llama-3.2-1b")):
         for source in ("hybrid", "roofline"):
-            dep = dataclasses.replace(Deployment.build("h100-sxm", timing=source), draft=draft)
-            s = dep.speedup(0.8, 3, batch, 400)
+            dep = Deployment.build("h100-sxm", timing=source).with_draft(draft)
+            s = speedup(dep, 0.8, 3, batch, 400)
             speedups += [{"batch": b, "draft": draft.name, "source": _SOURCE_LABEL[source], "speedup": v}
                          for b, v in zip(batch, s)]
     return plot_verify_cost(pd.DataFrame(ratios), pd.DataFrame(speedups), axes=fig.subplots(1, 2))
@@ -656,7 +657,7 @@ def _fig_moe(fig: Any) -> dict[str, Any]:
     for name, label in labels.items():
         ratios += _ratio_rows(hw, get_model(name), 1128, model=label)
         for source in ("hybrid", "roofline"):
-            best = Deployment.build("h100-sxm", name, "qwen3-0.6b", timing=source).optimal_gamma(0.8, batch, 1128)
+            best = optimal_gamma(Deployment.build("h100-sxm", name, "qwen3-0.6b", timing=source), 0.8, batch, 1128)
             speedups += [{"batch": b, "model": label, "source": _SOURCE_LABEL[source], "speedup": s, "gamma": g}
                          for b, s, g in zip(batch, best.speedup, best.gamma)]
     return plot_moe_speculation(pd.DataFrame(ratios), pd.DataFrame(speedups), axes=fig.subplots(1, 2))
@@ -695,15 +696,15 @@ def _fig_drafters(fig: Any) -> dict[str, Any]:
     for label, draft, kind in (("draft model", "llama-3.2-1b", "draft_model"), ("EAGLE-3 chain", "eagle3", "eagle3"),
                                ("n-gram, code editing", "ngram", "ngram")):
         dep = Deployment.build("h100-sxm", "llama-3.1-8b", draft)
-        best = dep.optimal_gamma(published[kind][0], batch, 1128)
+        best = optimal_gamma(dep, published[kind][0], batch, 1128)
         rows += [{"panel": left, "drafter": label, "batch": b, "speedup": v} for b, v in zip(batch, best.speedup)]
         if kind == "eagle3":
-            _, s, _ = dep.optimal_tree(published[kind][0], TreeSpec(4, 5, 16), batch, 1128)
+            _, s, _ = optimal_tree(dep, published[kind][0], TreeSpec(4, 5, 16), batch, 1128)
             rows += [{"panel": left, "drafter": "EAGLE-3 tree", "batch": b, "speedup": v} for b, v in zip(batch, s)]
     right = "DeepSeek-V3 (FP8) on 8 x H200, L = 1128"
     for label, draft, kind in (("MTP", "mtp", "mtp"), ("n-gram, code editing", "ngram", "ngram")):
         dep = Deployment.build("h200", "deepseek-v3", draft, target_options={"tp": 8})
-        best = dep.optimal_gamma(published[kind][0], batch, 1128)
+        best = optimal_gamma(dep, published[kind][0], batch, 1128)
         rows += [{"panel": right, "drafter": label, "batch": b, "speedup": v} for b, v in zip(batch, best.speedup)]
     return plot_drafters(pd.DataFrame(rows), axes=fig.subplots(1, 2))
 

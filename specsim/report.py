@@ -54,7 +54,7 @@ def row_source(dep, times, i) -> str:
     """Which source produced row i's step times."""
     import numpy as np
 
-    name = dep.timing.name if dep.timing is not None else "roofline"
+    name = dep.source.name
     for t in (times.target, times.draft, times.verify):
         if t is None:
             continue

@@ -53,7 +53,8 @@ from typing import Any
 import numpy as np
 
 from .defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
-from .speedup import Deployment
+from .deployment import Deployment
+from .speedup import optimal_gamma, optimal_tree
 
 __all__ = ["DEFAULT_MAX_BATCH", "KNOWN_HEADS", "ScheduleRange", "context_table", "drafter_checkpoint", "engine_settings",
            "gamma_schedule", "to_sglang", "to_trtllm", "to_vllm", "tree_schedule", "trtllm_options"]
@@ -138,7 +139,7 @@ def gamma_schedule(
     batch = np.arange(1, int(max_batch) + 1)
     if not (np.isfinite(rtol) and 0 <= rtol < 0.5):
         raise ValueError(f"rtol must be in [0, 0.5), got {rtol!r}")
-    best = dep.optimal_gamma(alpha, batch, context, gamma_max, rtol)
+    best = optimal_gamma(dep, alpha, batch, context, gamma_max, rtol)
     gamma = np.where(best.speedup >= min_gain, best.gamma, 0)
     speedup = np.where(gamma > 0, best.speedup, 1.0)
     # Split where gamma changes; each run becomes one range.
@@ -289,7 +290,7 @@ def tree_schedule(dep: Deployment, acceptance: object, bounds: Any, max_batch: i
 
     max_batch = check_int("max batch", max_batch, 1, MAX_BATCH)
     batch = np.arange(1, max_batch + 1)
-    trees, speedup, _ = dep.optimal_tree(acceptance, bounds, batch, context, sibling, rtol)
+    trees, speedup, _ = optimal_tree(dep, acceptance, bounds, batch, context, sibling, rtol)
     trees = [t if t is not None and s >= min_gain else None for t, s in zip(trees, speedup)]
     out: list[TreeRange] = []
     for tree, group in itertools.groupby(range(max_batch), key=lambda i: trees[i]):
@@ -349,11 +350,11 @@ def context_table(dep: Deployment, acceptance: object, batches, contexts, gamma_
     rows = []
     for L in contexts:
         if bounds is None:
-            best = dep.optimal_gamma(acceptance, np.asarray(batches, float), L, gamma_max, rtol)
+            best = optimal_gamma(dep, acceptance, np.asarray(batches, float), L, gamma_max, rtol)
             for b, g, s in zip(batches, best.gamma, best.speedup):
                 rows.append({"batch": int(b), "context": int(L), "gamma": int(g), "speedup": float(s)})
         else:
-            trees, speedup, _ = dep.optimal_tree(acceptance, bounds, np.asarray(batches, float), L, sibling, rtol)
+            trees, speedup, _ = optimal_tree(dep, acceptance, bounds, np.asarray(batches, float), L, sibling, rtol)
             for b, t, s in zip(batches, trees, speedup):
                 rows.append({"batch": int(b), "context": int(L), "tree": None if t is None else t.label(), "speedup": float(s)})
     return rows

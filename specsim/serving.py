@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .speedup import Deployment
+from .deployment import Deployment
+from .speedup import optimal_gamma
 
 __all__ = ["DEFAULT_MAX_BATCHED_TOKENS", "DEFAULT_MAX_NUM_SEQS", "DEFAULT_REQUESTS", "DEFAULT_SLO_ATTAINMENT", "EngineLimits", "ServeResult",
            "StepTable", "serve_compare", "serve_sweep", "simulate", "sweep_findings"]
@@ -83,16 +84,13 @@ class StepTable:
         grid = np.unique(np.r_[0.0, np.round(np.geomspace(16, max(max_context, 32), 28))])
         self.contexts = grid
         self.gamma_max = int(gamma_max)
-        t = dep.pass_times(b[:, None], 1, grid[None, :])
-        rounds = [t.target.total_s]
-        for g in range(1, self.gamma_max + 1):
-            tg = dep.pass_times(b[:, None], g, grid[None, :])
-            rounds.append(g * tg.draft.total_s + tg.verify.total_s)
+        rounds = [dep.decode(b[:, None], grid[None, :]).total_s]
+        rounds += [dep.round_time(b[:, None], grid[None, :], g).total_s for g in range(1, self.gamma_max + 1)]
         self.table = np.stack(rounds, axis=-1)  # (batch, context, gamma)
         tokens = np.unique(np.round(np.geomspace(1, max(max_prefill_tokens, 2), 40)))
-        base = float(np.asarray(dep._step(dep.target, 1, 1, 0).total_s))
+        base = float(np.asarray(dep.gpu_pass(dep.target, 1, 1, 0).total_s))
         self.prefill_tokens = tokens
-        self.prefill_table = np.asarray(dep._step(dep.target, 1, tokens, 0).total_s, dtype=float) - base
+        self.prefill_table = np.asarray(dep.gpu_pass(dep.target, 1, tokens, 0).total_s, dtype=float) - base
         self.base_s = base
 
     def round_s(self, batch: int, context: np.ndarray, gamma: int) -> np.ndarray:
@@ -407,7 +405,7 @@ def serve_compare(dep: Deployment, requests, acceptance: object, gamma: object =
     if free_plain <= 0:
         raise ValueError(f"{dep.target.name} does not fit on {dep.hardware.name}: no memory is left for the KV cache")
     if gamma == "schedule":
-        best = dep.optimal_gamma(acceptance, np.arange(1, limits.max_num_seqs + 1), hint, gamma_max)
+        best = optimal_gamma(dep, acceptance, np.arange(1, limits.max_num_seqs + 1), hint, gamma_max)
         policy = np.r_[0, best.gamma]
         label = f"per-batch optimal gamma at L = {hint:.0f}"
     else:

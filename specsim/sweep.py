@@ -23,7 +23,8 @@ from .hardware import HardwareProfile, load_hardware
 from .models import ModelShape, get_model
 from .acceptance import expected_tokens
 from .defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_GAMMA_MAX, DEFAULT_HARDWARE, DEFAULT_TARGET
-from .speedup import Deployment, speedup_from_cost_ratio
+from .deployment import Deployment
+from .speedup import optimal_gamma, speedup, speedup_from_cost_ratio
 from .timing.roofline import step_time
 
 __all__ = ["closed_form_table", "deployments", "optimal_gamma_table", "pass_table", "roofline_table", "sweep"]
@@ -81,8 +82,8 @@ def _frame(dep: Deployment, shape: tuple[int, ...], columns: dict[str, np.ndarra
     frame.insert(0, "draft", dep.drafter.name)
     frame.insert(0, "target", dep.target.name)
     frame.insert(0, "hardware", dep.hardware.name)
-    frame["timing"] = dep.timing.name if dep.timing is not None else "roofline"
-    frame["engine"] = dep.engine.name if dep.engine is not None else "none"
+    frame["timing"] = dep.source.name
+    frame["engine"] = dep.engine.name
     return frame
 
 
@@ -134,7 +135,7 @@ def sweep(
         shape = np.broadcast_shapes(*(a.shape for a in g.values()))
         times = dep.pass_times(g["batch"], g["gamma"], g["context"])
         tokens = expected_tokens(g["alpha"], g["gamma"])
-        speedup = dep.speedup(g["alpha"], g["gamma"], g["batch"], g["context"])
+        s = speedup(dep, g["alpha"], g["gamma"], g["batch"], g["context"])
         columns = {
             "alpha": g["alpha"],
             "gamma": g["gamma"],
@@ -146,7 +147,7 @@ def sweep(
             "cost_ratio": times.cost_ratio,
             "verify_ratio": times.verify_ratio,
             "tokens_per_step": tokens,
-            "speedup": speedup,
+            "speedup": s,
             "bound_target": times.target.bound,
             "bound_draft": times.draft.bound,
             "bound_verify": times.verify.bound,
@@ -181,7 +182,7 @@ def optimal_gamma_table(
     for dep in deployments(hardware, pairs, timing, engine):
         g = _grid(alpha=alpha, batch=batch, context=context)
         shape = np.broadcast_shapes(*(a.shape for a in g.values()))
-        best = dep.optimal_gamma(g["alpha"], g["batch"], g["context"], gamma_max, rtol)
+        best = optimal_gamma(dep, g["alpha"], g["batch"], g["context"], gamma_max, rtol)
         times = best.times
         columns = {
             "alpha": g["alpha"],

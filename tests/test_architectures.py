@@ -12,7 +12,8 @@ from specsim.cli import main
 from specsim.hardware import FP8_MATMUL_SPEEDUP, W4A16_COMPUTE_FRACTION, load_hardware
 from specsim.models import BYTES_PER_ELEMENT, get_model, model_from_hf_config
 from specsim.parallel import allgather_s, allreduce_s, check_tp, comm_time_s
-from specsim.speedup import Deployment
+from specsim.deployment import Deployment
+from specsim.speedup import speculation_peak
 from specsim.timing.roofline import step_time
 
 H100 = load_hardware("h100-sxm")
@@ -63,8 +64,8 @@ def test_verification_costs_an_moe_target_far_more_than_a_dense_one_at_batch_1()
 
 def test_moe_speculation_peaks_at_a_moderate_batch_dense_at_batch_1():
     batch = [1, 2, 4, 8, 16, 32, 64, 128, 256]
-    moe = Deployment.build("h100-sxm", "qwen3-30b-a3b", "qwen3-0.6b", timing="roofline").speculation_peak(0.8, batch, 1128)
-    dense = Deployment.build("h100-sxm", "qwen3-32b", "qwen3-0.6b", timing="roofline").speculation_peak(0.8, batch, 1128)
+    moe = speculation_peak(Deployment.build("h100-sxm", "qwen3-30b-a3b", "qwen3-0.6b", timing="roofline"), 0.8, batch, 1128)
+    dense = speculation_peak(Deployment.build("h100-sxm", "qwen3-32b", "qwen3-0.6b", timing="roofline"), 0.8, batch, 1128)
     assert 8 <= moe[0] <= 64 and dense[0] == 1
 
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from specsim.capacity import capacity, throughput_table
-from specsim.speedup import Deployment
+from specsim.deployment import Deployment
+from specsim.speedup import optimal_gamma
 
 
 def test_8b_with_1b_draft_at_8192_tokens_by_hand():
@@ -48,7 +49,7 @@ def test_throughput_table_is_consistent_with_the_speedup_model():
     t = throughput_table(dep, 0.8, [1, 16, 128, 512], 1128)
     np.testing.assert_allclose(t.speedup, t.latency_plain_s / t.latency_spec_s)
     np.testing.assert_allclose(t.tokens_per_s_spec, t.batch / t.latency_spec_s)
-    best = dep.optimal_gamma(0.8, [1, 16, 128, 512], 1128)
+    best = optimal_gamma(dep, 0.8, [1, 16, 128, 512], 1128)
     np.testing.assert_allclose(t.speedup, best.speedup, rtol=1e-12)
     assert t.gamma.tolist() == best.gamma.tolist()
 
@@ -79,7 +80,7 @@ def test_max_context_below_the_mean_context_is_refused(capsys):
 
 def test_capacity_to_dict_is_every_field_under_its_own_name():
     from specsim.capacity import capacity
-    from specsim.speedup import Deployment
+    from specsim.deployment import Deployment
 
     cap = capacity(Deployment.from_names(), 8192)
     fields = ["memory_bytes", "usable_bytes", "target_weight_bytes", "draft_weight_bytes", "target_kv_bytes_per_seq",
@@ -91,7 +92,7 @@ def test_capacity_to_dict_is_every_field_under_its_own_name():
 def test_throughput_table_columns_are_consistent_with_each_other():
     # Per-sequence rates are the reciprocal of latency, device rates multiply by the batch, gamma stays in range.
     from specsim.capacity import throughput_table
-    from specsim.speedup import Deployment
+    from specsim.deployment import Deployment
 
     t = throughput_table(Deployment.from_names(), 0.9, [1, 8, 64], 1128, gamma_max=2)
     np.testing.assert_allclose(t.tokens_per_s_seq_spec, 1.0 / t.latency_spec_s, rtol=1e-12)
@@ -104,7 +105,7 @@ def test_throughput_table_columns_are_consistent_with_each_other():
 
 def test_capacity_accepts_its_boundaries_and_refuses_past_them():
     from specsim.capacity import capacity
-    from specsim.speedup import Deployment
+    from specsim.deployment import Deployment
 
     dep = Deployment.from_names()
     full = capacity(dep, 1, 1.0)  # all of the memory, one token per sequence

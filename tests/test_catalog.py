@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from specsim.models import _CATALOG, _catalog_index, catalog_entry, get_model, model_from_hf_config
-from specsim.speedup import Deployment
+from specsim.deployment import Deployment
 
 NAMES = sorted(_catalog_index())
 

@@ -13,7 +13,8 @@ from specsim.acceptance import (Acceptance, TreeSpec, build_tree, monte_carlo_tr
 from specsim.cli import main
 from specsim.drafters import NGRAM_CPU_S_PER_TOKEN, make_drafter
 from specsim.models import get_model
-from specsim.speedup import Deployment, expected_tokens, expected_tokens_per_position
+from specsim.deployment import Deployment
+from specsim.speedup import expected_tokens, expected_tokens_per_position, optimal_gamma, optimal_tree
 
 
 # -- acceptance -----------------------------------------------------------------
@@ -25,12 +26,12 @@ def test_per_position_acceptance_is_the_sum_of_cumulative_rates_and_is_not_extra
     with pytest.raises(ValueError, match="measured for 3 positions, not 4; specsim does not extrapolate"):
         acc.expected_tokens(4)
     dep = Deployment.from_names()
-    best = dep.optimal_gamma(acc, [1, 64], 1128, gamma_max=16)
+    best = optimal_gamma(dep, acc, [1, 64], 1128, gamma_max=16)
     assert best.gamma_max == 3 and best.gamma.max() <= 3
     # One alpha and its per-position equivalent give the same answer.
     alpha = Acceptance(cumulative=tuple(0.8 ** k for k in range(1, 9)))
-    a = dep.optimal_gamma(alpha, [1, 64], 1128, gamma_max=8)
-    b = dep.optimal_gamma(0.8, [1, 64], 1128, gamma_max=8)
+    a = optimal_gamma(dep, alpha, [1, 64], 1128, gamma_max=8)
+    b = optimal_gamma(dep, 0.8, [1, 64], 1128, gamma_max=8)
     assert a.gamma.tolist() == b.gamma.tolist() and np.allclose(a.speedup, b.speedup)
 
 
@@ -83,9 +84,9 @@ def test_bad_trees_are_refused(text, message):
 
 def test_optimal_tree_picks_trees_at_small_batch_and_chains_at_large():
     dep = Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3")
-    trees, speedup, tokens = dep.optimal_tree(0.8, TreeSpec(4, 5, 16), [1, 256], 1128)
+    trees, speedup, tokens = optimal_tree(dep, 0.8, TreeSpec(4, 5, 16), [1, 256], 1128)
     assert trees[0].topk > 1 and trees[1].topk == 1
-    chain = dep.optimal_gamma(0.8, [1, 256], 1128)
+    chain = optimal_gamma(dep, 0.8, [1, 256], 1128)
     assert speedup[0] > chain.speedup[0] and speedup[1] == pytest.approx(chain.speedup[1], rel=0.011)
 
 
@@ -111,8 +112,8 @@ def test_round_costs_per_drafter():
     eagle = Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", timing="roofline", engine="none")
     times = eagle.pass_times(np.array([1.0, 64.0]), 3, 1128)
     plain = eagle.pass_times(np.array([1.0, 64.0]), 3, 1128)
-    verify = eagle._step(eagle.target, np.array([1.0, 64.0]), 4, 1128).total_s
-    extend = eagle._step(eagle.draft, np.array([1.0, 64.0]), 4, 1128).total_s
+    verify = eagle.gpu_pass(eagle.target, np.array([1.0, 64.0]), 4, 1128).total_s
+    extend = eagle.gpu_pass(eagle.draft, np.array([1.0, 64.0]), 4, 1128).total_s
     assert np.allclose(times.verify.total_s, verify + extend) and np.allclose(plain.draft.total_s, times.draft.total_s)
     ngram = Deployment.build("h100-sxm", "llama-3.1-8b", "ngram", timing="roofline", engine="none")
     t = ngram.pass_times(np.array([1.0, 64.0]), 3, 1128)

@@ -102,7 +102,7 @@ def test_devices_crossover_moves_with_the_ridge(drawn):
 
 def test_throughput_figure_ends_at_memory_capacity_and_shows_the_cost(drawn):
     from specsim.capacity import capacity
-    from specsim.speedup import Deployment
+    from specsim.deployment import Deployment
 
     short = drawn["throughput-vs-latency"][512]
     cap = capacity(Deployment.from_names(), 512)

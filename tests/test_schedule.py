@@ -10,7 +10,8 @@ import yaml
 
 from specsim.cli import main
 from specsim.schedule import DEFAULT_SCHEDULE_RTOL, gamma_schedule, to_trtllm, to_vllm
-from specsim.speedup import Deployment
+from specsim.deployment import Deployment
+from specsim.speedup import optimal_gamma
 
 
 @pytest.fixture
@@ -52,14 +53,14 @@ def test_ranges_cover_every_batch_size_once(dep):
 def test_schedule_matches_the_optimal_gamma_table(dep, context):
     ranges = gamma_schedule(dep, 0.8, 256, context=context)
     expanded = _expand_vllm([[r.start_batch, r.end_batch, r.gamma] for r in ranges], 256)
-    best = dep.optimal_gamma(0.8, np.arange(1, 257), context, rtol=DEFAULT_SCHEDULE_RTOL)
+    best = optimal_gamma(dep, 0.8, np.arange(1, 257), context, rtol=DEFAULT_SCHEDULE_RTOL)
     np.testing.assert_array_equal(expanded, best.gamma)
 
 
 def test_min_gain_turns_off_marginal_batch_sizes(dep):
     plain = gamma_schedule(dep, 0.8, 256, context=128)
     strict = gamma_schedule(dep, 0.8, 256, context=128, min_gain=1.05)
-    best = dep.optimal_gamma(0.8, np.arange(1, 257), 128, rtol=DEFAULT_SCHEDULE_RTOL)
+    best = optimal_gamma(dep, 0.8, np.arange(1, 257), 128, rtol=DEFAULT_SCHEDULE_RTOL)
     expanded = _expand_vllm([[r.start_batch, r.end_batch, r.gamma] for r in strict], 256)
     np.testing.assert_array_equal(expanded, np.where(best.speedup >= 1.05, best.gamma, 0))
     off_plain = next(r.start_batch for r in plain if r.gamma == 0)
@@ -74,7 +75,7 @@ def test_cli_vllm_snippet_parses_back_and_matches(capsys):
     assert config["model"] == "meta-llama/Llama-3.2-1B-Instruct"
     entries = config["num_speculative_tokens_per_batch_size"]
     assert config["num_speculative_tokens"] == max(e[2] for e in entries)
-    best = dep.optimal_gamma(0.8, np.arange(1, 257), 1128, rtol=DEFAULT_SCHEDULE_RTOL)
+    best = optimal_gamma(dep, 0.8, np.arange(1, 257), 1128, rtol=DEFAULT_SCHEDULE_RTOL)
     np.testing.assert_array_equal(_expand_vllm(entries, 256), best.gamma)
 
 
@@ -84,7 +85,7 @@ def test_cli_trtllm_snippet_parses_back_and_matches(capsys):
     config = yaml.safe_load(capsys.readouterr().out)["speculative_config"]
     assert config["decoding_type"] == "Draft_Target"
     assert config["max_draft_len"] == config["draft_len_schedule"][min(config["draft_len_schedule"])]
-    best = dep.optimal_gamma(0.8, np.arange(1, 257), 1128, rtol=DEFAULT_SCHEDULE_RTOL)
+    best = optimal_gamma(dep, 0.8, np.arange(1, 257), 1128, rtol=DEFAULT_SCHEDULE_RTOL)
     np.testing.assert_array_equal(_expand_trtllm(config, 256), best.gamma)
 
 
@@ -93,7 +94,7 @@ def test_trtllm_switches_off_with_max_concurrency(dep):
     assert ranges[-1].gamma == 0
     config = to_trtllm(ranges, "draft")
     assert config["max_concurrency"] == ranges[-1].start_batch - 1
-    best = dep.optimal_gamma(0.8, np.arange(1, 257), 128, rtol=DEFAULT_SCHEDULE_RTOL)
+    best = optimal_gamma(dep, 0.8, np.arange(1, 257), 128, rtol=DEFAULT_SCHEDULE_RTOL)
     np.testing.assert_array_equal(_expand_trtllm(config, 256), best.gamma)
 
 
@@ -112,7 +113,7 @@ def test_bad_arguments(dep, kwargs, message):
 
 def test_range_speedups_are_the_min_and_max_over_exactly_their_batches(dep):
     ranges = gamma_schedule(dep, 0.8, 256, context=128, rtol=0)
-    best = dep.optimal_gamma(0.8, np.arange(1, 257), 128)
+    best = optimal_gamma(dep, 0.8, np.arange(1, 257), 128)
     for r in ranges:
         inside = best.speedup[r.start_batch - 1:r.end_batch]
         if r.gamma == 0:
@@ -125,7 +126,7 @@ def test_range_speedups_are_the_min_and_max_over_exactly_their_batches(dep):
 
 
 def test_min_gain_is_inclusive_and_rtol_bounds(dep):
-    best = dep.optimal_gamma(0.8, np.array([1]), 128, rtol=0)
+    best = optimal_gamma(dep, 0.8, np.array([1]), 128, rtol=0)
     exact = float(best.speedup[0])
     assert gamma_schedule(dep, 0.8, 1, context=128, min_gain=exact, rtol=0)[0].gamma == int(best.gamma[0])
     assert gamma_schedule(dep, 0.8, 1, context=128, min_gain=exact * 1.001, rtol=0)[0].gamma == 0

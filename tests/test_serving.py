@@ -9,7 +9,8 @@ import pytest
 
 from specsim.cli import main
 from specsim.serving import EngineLimits, StepTable, serve_compare, simulate
-from specsim.speedup import Deployment, expected_tokens
+from specsim.deployment import Deployment
+from specsim.speedup import expected_tokens
 from specsim.workloads import Requests, get_workload, read_trace
 
 DEP = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline")

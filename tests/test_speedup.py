@@ -7,12 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from specsim.deployment import Deployment
 from specsim.speedup import (
-    Deployment,
     alpha_from_acceptance_length,
     expected_tokens,
     expected_tokens_per_position,
+    optimal_gamma,
     optimal_gamma_cost_ratio,
+    speedup,
     speedup_from_cost_ratio,
     speedup_from_times,
 )
@@ -171,7 +173,7 @@ def test_alpha_from_impossible_length_is_rejected(length, gamma):
 # -- deployments ---------------------------------------------------------------------
 def test_article_batch_speedups():
     dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b")
-    s = dep.speedup(0.8, 4, np.array([1, 64, 128, 256]), 1128)
+    s = speedup(dep, 0.8, 4, np.array([1, 64, 128, 256]), 1128)
     np.testing.assert_allclose(s, [1.8966, 1.8143, 1.4947, 1.2501], atol=5e-5)
 
 
@@ -180,19 +182,19 @@ def test_optimal_gamma_broadcasts_and_matches_pointwise():
     alpha = np.array([0.6, 0.8])[:, None, None]
     batch = np.array([1, 64, 512])[None, :, None]
     context = np.array([512, 8192])[None, None, :]
-    best = dep.optimal_gamma(alpha, batch, context, gamma_max=12)
+    best = optimal_gamma(dep, alpha, batch, context, gamma_max=12)
     assert best.gamma.shape == (2, 3, 2)
     for i, a in enumerate([0.6, 0.8]):
         for j, b in enumerate([1, 64, 512]):
             for k, L in enumerate([512, 8192]):
-                curve = dep.speedup(a, np.arange(13), b, L)
+                curve = speedup(dep, a, np.arange(13), b, L)
                 assert best.gamma[i, j, k] == int(np.argmax(curve))
                 assert best.speedup[i, j, k] == pytest.approx(curve.max(), rel=1e-15)
 
 
 def test_optimal_gamma_falls_with_batch_and_turns_off():
     dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b")
-    best = dep.optimal_gamma(0.6, [1, 16, 64, 256, 1024], 128)
+    best = optimal_gamma(dep, 0.6, [1, 16, 64, 256, 1024], 128)
     assert np.all(np.diff(best.gamma) <= 0)
     assert best.gamma[-1] == 0 and best.speedup[-1] == 1.0
     assert best.gamma[0] >= 2
@@ -200,7 +202,7 @@ def test_optimal_gamma_falls_with_batch_and_turns_off():
 
 def test_at_limit_flags_a_capped_search():
     dep = Deployment.from_names()
-    best = dep.optimal_gamma(0.99, [1], gamma_max=4)
+    best = optimal_gamma(dep, 0.99, [1], gamma_max=4)
     assert best.gamma.item() == 4 and best.at_limit.item()
 
 
@@ -242,17 +244,17 @@ def test_cost_ratio_optimum_broadcasts_alpha_against_cost():
 
 def test_gamma_max_zero_is_plain_decoding_and_bad_gamma_max_is_named():
     dep = Deployment.from_names()
-    best = dep.optimal_gamma(0.8, [1, 64], 1128, gamma_max=0)
+    best = optimal_gamma(dep, 0.8, [1, 64], 1128, gamma_max=0)
     assert best.gamma.tolist() == [0, 0] and best.speedup.tolist() == [1.0, 1.0]
     with pytest.raises(ValueError, match=r"^gamma_max must be an integer in \[0, 64\], got 65$"):
-        dep.optimal_gamma(0.8, [1], 1128, gamma_max=65)
+        optimal_gamma(dep, 0.8, [1], 1128, gamma_max=65)
 
 
 def test_deployment_notes_come_from_its_source():
     assert Deployment.from_names().notes() == []
     dep = Deployment.build(timing="kernels")
-    dep.speedup(0.8, 3, [4096], 400)  # batch 4096 is past the kernel data
-    assert dep.notes() and dep.notes() == dep.timing.notes and dep.notes() is not dep.timing.notes
+    speedup(dep, 0.8, 3, [4096], 400)  # batch 4096 is past the kernel data
+    assert dep.notes() and dep.notes() == dep.source.notes and dep.notes() is not dep.source.notes
 
 
 def test_engine_time_is_part_of_the_reported_overhead():
@@ -272,17 +274,18 @@ def test_kernel_sources_take_the_presets_gpu_time_value_and_report_progress(tmp_
     lines = []
     dep = Deployment.build(timing="kernels", engine="sglang", progress=lines.append)
     assert dep.engine.iteration_s == get_engine("sglang").kernel_iteration_s != get_engine("sglang").iteration_s
-    dep.speedup(0.8, 3, 4, 400)
+    speedup(dep, 0.8, 3, 4, 400)
     assert lines and "building the kernel table" in lines[0]
 
 
-def test_a_bare_deployment_says_it_is_the_articles_roofline():
-    assert Deployment.from_names().provenance() == ["roofline: profile h100-sxm (the article's model)"]
+def test_a_bare_deployment_says_it_is_the_articles_roofline_with_no_engine_time():
+    assert Deployment.from_names().provenance() == [
+        "roofline: profile h100-sxm (compute eff 0.60, bandwidth eff 0.80, 0.50 ms/pass)", "engine: none (no CPU time added)"]
 
 
 def test_rtol_half_and_gamma_max_messages():
     dep = Deployment.from_names()
     with pytest.raises(ValueError, match=r"^rtol must be in \[0, 0.5\), got 0.5$"):
-        dep.optimal_gamma(0.8, [1], 1128, rtol=0.5)
+        optimal_gamma(dep, 0.8, [1], 1128, rtol=0.5)
     with pytest.raises(ValueError, match=r"^gamma_max must be an integer in \[0, 64\], got 65$"):
         optimal_gamma_cost_ratio(0.8, 0.05, gamma_max=65)

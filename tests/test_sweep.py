@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specsim.speedup import Deployment
+from specsim.deployment import Deployment
+from specsim.speedup import optimal_gamma, speedup
 from specsim.sweep import closed_form_table, optimal_gamma_table, pass_table, roofline_table, sweep
 
 
@@ -24,7 +25,7 @@ def test_sweep_rows_match_the_pointwise_model():
                pairs=("llama-3.1-8b", "llama-3.2-1b"))
     dep = Deployment.from_names("a100-sxm-80gb", "llama-3.1-8b", "llama-3.2-1b")
     for row in df.itertuples():
-        assert row.speedup == pytest.approx(float(dep.speedup(row.alpha, row.gamma, row.batch, row.context)), rel=1e-12)
+        assert row.speedup == pytest.approx(float(speedup(dep, row.alpha, row.gamma, row.batch, row.context)), rel=1e-12)
         assert row.cost_ratio == pytest.approx(row.t_draft_s / row.t_target_s, rel=1e-12)
     assert (df[df.gamma == 0].speedup == 1.0).all()
 
@@ -67,12 +68,12 @@ def test_empty_axis_is_rejected():
 
 
 def test_sweep_takes_the_step_time_source_and_labels_it():
-    from specsim.speedup import Deployment
+    from specsim.deployment import Deployment
 
     df = sweep(alpha=0.8, gamma=3, batch=[2, 64], context=400, timing="hybrid", engine="vllm")
     assert set(df.timing) == {"hybrid"} and set(df.engine) == {"vllm"}
-    expected = Deployment.build(timing="hybrid", engine="vllm").speedup(0.8, 3, [2, 64], 400)
+    expected = speedup(Deployment.build(timing="hybrid", engine="vllm"), 0.8, 3, [2, 64], 400)
     np.testing.assert_allclose(df.speedup, expected, rtol=1e-12)
     assert set(sweep(alpha=0.8, gamma=3, batch=2).timing) == {"roofline"}  # the article's model unless asked
     best = optimal_gamma_table(alpha=0.8, batch=[1, 64], timing="hybrid")
-    assert best.gamma.tolist() == Deployment.build().optimal_gamma(0.8, [1, 64], 1128).gamma.tolist()
+    assert best.gamma.tolist() == optimal_gamma(Deployment.build(), 0.8, [1, 64], 1128).gamma.tolist()

@@ -11,7 +11,8 @@ import pytest
 
 from specsim.hardware import load_hardware
 from specsim.models import get_model
-from specsim.speedup import Deployment
+from specsim.deployment import Deployment
+from specsim.speedup import optimal_gamma, speedup
 from specsim.timing.roofline import step_time
 from specsim.timing import make_source
 from specsim.timing.kernels import KernelSource, KernelTable, _suffix_min, build_table, cache_dir
@@ -112,7 +113,7 @@ def test_hybrid_decode_is_the_roofline_and_verification_follows_the_kernels():
 
 def test_article_numbers_are_unchanged_by_the_new_sources():
     dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b")
-    assert np.round(dep.speedup(0.8, 4, [1, 64, 128, 256]), 2).tolist() == [1.9, 1.81, 1.49, 1.25]
+    assert np.round(speedup(dep, 0.8, 4, [1, 64, 128, 256]), 2).tolist() == [1.9, 1.81, 1.49, 1.25]
 
 
 def test_engine_time_adds_to_decode_and_verification_not_to_draft_steps():
@@ -131,19 +132,19 @@ def test_engine_time_adds_to_decode_and_verification_not_to_draft_steps():
 def test_default_speedup_of_a_one_layer_draft_falls_with_batch():
     # Issue 9's check: 8B target, 1-layer draft of its width, gamma 3, L 400 on the H100 with the default source.
     dep = Deployment.build("h100-sxm", "llama-3.1-8b", "examples/draft-1layer-llama-3.1-8b/config.json")
-    s = dep.speedup(0.8, 3, [2, 16, 64, 128, 256], 400)
+    s = speedup(dep, 0.8, 3, [2, 16, 64, 128, 256], 400)
     assert np.all(np.diff(s) < 0.005)  # never rises by more than the kernel data's noise
     assert s[0] - s[2] > 0.05 and s[2] - s[4] > 0.4
     roof = Deployment.build("h100-sxm", "llama-3.1-8b", "examples/draft-1layer-llama-3.1-8b/config.json", timing="roofline")
-    r = roof.speedup(0.8, 3, [2, 16, 64], 400)
+    r = speedup(roof, 0.8, 3, [2, 16, 64], 400)
     assert r[2] >= r[0]  # the roofline alone predicts no decay to batch 64
 
 
 def test_default_optimal_gamma_is_smaller_than_the_rooflines_at_moderate_batch():
     # At L = 1128 and alpha 0.8 both pick gamma 4 at batch 1; at batch 32 the measured verification cost
     # (1.10x a decode step at q = 5 where the roofline says 1.00x) makes gamma 3 the better choice.
-    hybrid = Deployment.build().optimal_gamma(0.8, [1, 32], 1128).gamma
-    roof = Deployment.build(timing="roofline").optimal_gamma(0.8, [1, 32], 1128).gamma
+    hybrid = optimal_gamma(Deployment.build(), 0.8, [1, 32], 1128).gamma
+    roof = optimal_gamma(Deployment.build(timing="roofline"), 0.8, [1, 32], 1128).gamma
     assert hybrid[0] == roof[0] and hybrid[1] < roof[1]
 
 
