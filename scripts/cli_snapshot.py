@@ -43,7 +43,7 @@ def invocations(path: Path = INVOCATIONS) -> list[tuple[str, str]]:
 
 
 def write_fixtures(folder: Path) -> None:
-    """A vLLM and an SGLang /metrics page, two logits arrays, a request trace and an EAGLE-3 head config, always the same bytes."""
+    """A vLLM and an SGLang /metrics page, two logits arrays, two request traces and an EAGLE-3 head config, always the same bytes."""
     folder.mkdir(parents=True, exist_ok=True)
     drafts, per_pos = 40_000, (33_200, 25_600, 18_900)
     lines = []
@@ -64,6 +64,8 @@ def write_fixtures(folder: Path) -> None:
     rows = ["arrival_s,prompt_tokens,output_tokens"] + [
         f"{a:.6f},{int(p)},{int(o)}" for a, p, o in zip(arrivals, rng.integers(50, 2000, 60), rng.integers(2, 400, 60))]
     (folder / "trace.csv").write_text("\n".join(rows) + "\n")
+    long = ["arrival_s,prompt_tokens,output_tokens"] + [f"{i * 0.01:.2f},30000,400" for i in range(60)]
+    (folder / "trace-long.csv").write_text("\n".join(long) + "\n")
     head = folder / "eagle3-head"  # the fields of yuhuili/EAGLE3-LLaMA3.1-Instruct-8B's config.json
     head.mkdir(exist_ok=True)
     (head / "config.json").write_text(json.dumps({

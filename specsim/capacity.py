@@ -59,7 +59,8 @@ class Capacity:
     target_weight_bytes: float
     draft_weight_bytes: float
     target_kv_bytes_per_seq: float
-    draft_kv_bytes_per_seq: float
+    #: KV bytes of one sequence in the target and the draft together (:func:`sequence_kv_bytes`).
+    kv_bytes_per_seq: float
     context_tokens: int
     #: GPUs the deployment spans (the target's tensor-parallel size); every byte above is per GPU.
     gpus: int = 1
@@ -75,17 +76,31 @@ class Capacity:
         return self.target_weight_bytes + self.draft_weight_bytes < self.usable_bytes
 
     @property
+    def draft_kv_bytes_per_seq(self) -> float:
+        """The draft's share of a sequence's KV bytes."""
+        return self.kv_bytes_per_seq - self.target_kv_bytes_per_seq
+
+    @property
+    def free_bytes_without_draft(self) -> float:
+        """Bytes left for the KV cache beside the target's weights (negative: the target does not fit)."""
+        return self.usable_bytes - self.target_weight_bytes
+
+    @property
+    def free_bytes_with_draft(self) -> float:
+        """Bytes left for the KV cache beside the target's and the draft's weights."""
+        return self.usable_bytes - self.target_weight_bytes - self.draft_weight_bytes
+
+    @property
     def max_batch_without_draft(self) -> int:
         """Most sequences of ``context_tokens`` that fit beside the target alone."""
-        free = self.usable_bytes - self.target_weight_bytes
+        free = self.free_bytes_without_draft
         return max(0, int(free // self.target_kv_bytes_per_seq)) if free > 0 else 0
 
     @property
     def max_batch_with_draft(self) -> int:
         """Most sequences that fit with the draft's weights and KV cache as well."""
-        free = self.usable_bytes - self.target_weight_bytes - self.draft_weight_bytes
-        per_seq = self.target_kv_bytes_per_seq + self.draft_kv_bytes_per_seq
-        return max(0, int(free // per_seq)) if free > 0 else 0
+        free = self.free_bytes_with_draft
+        return max(0, int(free // self.kv_bytes_per_seq)) if free > 0 else 0
 
     def to_dict(self) -> dict:
         return {
@@ -102,6 +117,23 @@ class Capacity:
             "max_batch_without_draft": self.max_batch_without_draft,
             "max_batch_with_draft": self.max_batch_with_draft,
         }
+
+
+def sequence_kv_bytes(dep: Deployment, tokens: object, with_draft: bool = True) -> np.ndarray:
+    """KV-cache bytes one sequence of ``tokens`` tokens holds on one GPU: the target's and, speculating, the draft's.
+
+    The one home of a sequence's KV footprint: window layers hold at most their window, an MLA cache its
+    latent, tensor parallelism splits (or replicates) KV heads (:meth:`specsim.shapes.ModelShape.kv_bytes`).
+    ``specsim capacity`` and the serving simulation both reserve this.
+
+    >>> dep = Deployment.from_names("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
+    >>> float(sequence_kv_bytes(dep, 1000)), float(sequence_kv_bytes(dep, 1000, with_draft=False))
+    (163840000.0, 131072000.0)
+    """
+    kv = np.asarray(dep.target.kv_bytes(tokens), dtype=float)
+    if with_draft and dep.draft is not None:
+        kv = kv + dep.draft.kv_bytes(tokens)
+    return kv
 
 
 def reserved_context(context: int, max_context: int | None) -> int:
@@ -140,8 +172,8 @@ def capacity(
         usable_bytes=memory_utilization * dep.hardware.memory_bytes,
         target_weight_bytes=dep.target.weight_bytes,
         draft_weight_bytes=dep.draft.weight_bytes if dep.draft is not None else 0.0,
-        target_kv_bytes_per_seq=float(dep.target.kv_bytes(context)),
-        draft_kv_bytes_per_seq=float(dep.draft.kv_bytes(context)) if dep.draft is not None else 0.0,
+        target_kv_bytes_per_seq=float(sequence_kv_bytes(dep, context, with_draft=False)),
+        kv_bytes_per_seq=float(sequence_kv_bytes(dep, context)),
         context_tokens=int(context),
         gpus=dep.target.tp,
     )
@@ -200,10 +232,9 @@ def throughput_table(
         g = best.gamma
     else:
         g = np.full(b.shape, int(gamma))
-    times = dep.pass_times(b, g, context)
     e = expected(alpha, g)
-    latency_plain = times.target.total_s
-    latency_spec = np.where(g == 0, latency_plain, (g * times.draft.total_s + times.verify.total_s) / e)
+    latency_plain = dep.decode(b, context).total_s
+    latency_spec = np.where(g == 0, latency_plain, dep.round_time(b, context, g).total_s / e)
     cap = capacity(dep, reserved_context(context, max_context), memory_utilization)
     return pd.DataFrame(
         {

@@ -527,7 +527,8 @@ def run_serve_sim(args: argparse.Namespace) -> int:
                                      f"acceptance: {acc_label}; speculation: {meta['gamma_policy']}",
                                      f"engine limits: max_num_seqs {limits.max_num_seqs}, max_batched_tokens "
                                      f"{limits.max_batched_tokens}; KV capacity {meta['kv_capacity_tokens_plain']:,.0f} tokens "
-                                     f"without the draft, {meta['kv_capacity_tokens_spec']:,.0f} with it (prompt + output reserved per request)"]
+                                     f"without the draft, {meta['kv_capacity_tokens_spec']:,.0f} with it (prompt + output reserved per request)"
+                                     + _window_clause(dep)]
     if args.json:
         print_json({"off": summaries[0], "on": summaries[1], "provenance": provenance,
                     "gamma_by_batch": meta["gamma_by_batch"]})
@@ -567,6 +568,15 @@ def run_serve_sim(args: argparse.Namespace) -> int:
             print(f"note: {note}", file=sys.stderr)
     print_notes(dep)
     return 0
+
+
+def _window_clause(dep) -> str:
+    """Serve-sim's KV capacity is in full-attention tokens; say when window layers make a request reserve less."""
+    t = dep.target
+    if not t.n_sliding_layers:
+        return ""
+    return (f"; {t.n_sliding_layers} of {t.n_layers} layers keep at most {t.sliding_window:,} tokens, so a request "
+            "reserves less than its length (the same KV as specsim capacity)")
 
 
 def run_serve_sweep(args: argparse.Namespace) -> int:

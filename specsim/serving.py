@@ -29,11 +29,15 @@ vectorised step; there is no per-token Python loop.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .acceptance import as_acceptance
+from .capacity import DEFAULT_MEMORY_UTILIZATION, capacity, sequence_kv_bytes
+from .defaults import DEFAULT_SERVING_GAMMA_MAX
 from .deployment import Deployment
 from .speedup import optimal_gamma
 
@@ -54,11 +58,12 @@ _JUMP = 256  # rounds advanced at most in one vectorised step
 
 @dataclass(frozen=True)
 class EngineLimits:
-    """The engine's scheduling limits: sequences in flight, tokens per iteration, KV tokens it can hold."""
+    """The engine's scheduling limits: sequences in flight, tokens per iteration, KV bytes it can hold."""
 
     max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
     max_batched_tokens: int = DEFAULT_MAX_BATCHED_TOKENS
-    kv_capacity_tokens: float = float("inf")
+    #: Bytes of KV cache (per GPU) the running requests may reserve (:func:`specsim.capacity.capacity`).
+    kv_capacity_bytes: float = float("inf")
     #: False: prompts cost no time (the per-batch model's setting, for checks).
     include_prefill: bool = True
 
@@ -67,8 +72,8 @@ class EngineLimits:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65536:
                 raise ValueError(f"{key} must be a whole number in [1, 65536], got {value!r}")
-        if not self.kv_capacity_tokens > 0:
-            raise ValueError(f"KV capacity must be > 0 tokens, got {self.kv_capacity_tokens!r}")
+        if not self.kv_capacity_bytes > 0:
+            raise ValueError(f"KV capacity must be > 0 bytes, got {self.kv_capacity_bytes!r}")
 
 
 class StepTable:
@@ -182,22 +187,158 @@ class ServeResult:
         return out
 
 
-def _cumulative(acceptance: object, gamma_max: int) -> np.ndarray:
-    """c_1..c_gamma_max for sampling accepted counts."""
-    if gamma_max == 0:
-        return np.zeros(0)
-    if hasattr(acceptance, "cumulative") and getattr(acceptance, "alpha", None) is None:
-        c = np.asarray(acceptance.cumulative, dtype=float)
-        if c.size < gamma_max:
-            raise ValueError(f"acceptance is measured for {c.size} positions; the speculation policy uses gamma up to {gamma_max}")
-        return c[:gamma_max]
-    alpha = float(getattr(acceptance, "alpha", acceptance))
-    return alpha ** np.arange(1, gamma_max + 1)
+class _Engine:
+    """The state of one simulated engine while requests play through it (see :func:`simulate`)."""
+
+    def __init__(self, requests, table: StepTable, limits: EngineLimits, cum: np.ndarray, gamma_by_batch: np.ndarray,
+                 rng: np.random.Generator, concurrency: int | None, reserve: np.ndarray):
+        n = len(requests)
+        self.n, self.table, self.limits, self.cum, self.gamma_by_batch, self.rng = n, table, limits, cum, gamma_by_batch, rng
+        self.concurrency, self.reserve = concurrency, reserve
+        self.prompt = np.asarray(requests.prompt, dtype=np.int64)
+        self.output = np.asarray(requests.output, dtype=np.int64)
+        self.rejected = reserve > limits.kv_capacity_bytes
+        if concurrency is None:
+            if requests.arrival_s is None:
+                raise ValueError("a closed-loop request set needs a concurrency")
+            self.arrival = np.asarray(requests.arrival_s, dtype=float).copy()
+        else:
+            if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+                raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
+            self.arrival = np.full(n, np.nan)
+            self.arrival[: min(concurrency, n)] = 0.0
+        self.first = np.full(n, np.nan)
+        self.finish = np.full(n, np.nan)
+        self.ctx = np.zeros(n)
+        self.remaining = self.output.copy()
+        self.batch_time = np.zeros(limits.max_num_seqs + 1)
+        self.in_system = 0.0
+        self.next_arrival = 0  # requests[:next_arrival] have arrived (arrival order)
+        self.waiting: deque = deque()
+        self.prefilling: deque = deque()  # [request, prompt tokens left]
+        self.running = np.zeros(0, dtype=np.int64)
+        self.kv_used = 0.0
+        self.t = 0.0
+        self.closed_next = min(concurrency, n) if concurrency is not None else n
+        self.done = 0
+
+    @property
+    def _limit(self) -> int:
+        """Requests that have been sent so far (all of them in an open loop)."""
+        return self.n if self.concurrency is None else self.closed_next
+
+    def arrive(self, upto: float) -> None:
+        while self.next_arrival < self._limit and self.arrival[self.next_arrival] <= upto:
+            i = self.next_arrival
+            if self.rejected[i]:
+                self.done += 1
+                if self.concurrency is not None:
+                    self.release(self.arrival[i])
+            else:
+                self.waiting.append(i)
+                self.in_system += upto - self.arrival[i]  # in the system since it arrived, inside the last step
+            self.next_arrival += 1
+
+    def release(self, at: float) -> None:
+        """A user of the closed loop sends the next request at ``at``."""
+        if self.concurrency is not None and self.closed_next < self.n:
+            self.arrival[self.closed_next] = at
+            self.closed_next += 1
+
+    def finish_requests(self, ids: np.ndarray, at) -> None:
+        for i, when in zip(ids.tolist(), np.broadcast_to(at, ids.shape).tolist()):
+            self.finish[i] = when
+            self.kv_used -= self.reserve[i]
+            self.done += 1
+            self.release(when)
+
+    def admit(self) -> None:
+        """First come, first served while sequences and KV memory last (each request reserves its whole length)."""
+        limits = self.limits
+        while (self.waiting and self.running.size + len(self.prefilling) < limits.max_num_seqs
+               and self.kv_used + self.reserve[self.waiting[0]] <= limits.kv_capacity_bytes):
+            i = self.waiting.popleft()
+            self.kv_used += self.reserve[i]
+            self.prefilling.append([i, int(self.prompt[i]) if limits.include_prefill else 0])
+
+    def _advance(self, dt_or_ends, emitted: np.ndarray) -> None:
+        """Book the time spent and the tokens each running sequence emitted; retire the finished ones."""
+        run = self.running
+        emitted = np.minimum(emitted, self.remaining[run])
+        self.ctx[run] += emitted
+        self.remaining[run] -= emitted
+        over = self.remaining[run] == 0
+        if over.any():
+            self.finish_requests(run[over], dt_or_ends[over] if np.ndim(dt_or_ends) else dt_or_ends)
+            self.running = run[~over]
+
+    def prefill_iteration(self, b: int, g: int) -> None:
+        """One iteration: every running sequence's round and prompt chunks in the token budget left."""
+        budget = max(self.limits.max_batched_tokens - b * (g + 1), 0)
+        chunk, completed = 0, []
+        for item in self.prefilling:
+            take = min(item[1], budget - chunk)
+            item[1] -= take
+            chunk += take
+            if item[1] == 0:
+                completed.append(item[0])
+            if chunk >= budget:
+                break
+        table = self.table
+        dt = table.prefill_s(chunk) + (float(table.round_s(b, self.ctx[self.running].mean(), g)) if b else table.base_s)
+        emitted = _emit(self.rng, self.cum, g, b, 1)[:, 0] if b else np.zeros(0)
+        self.in_system += (b + len(self.prefilling) + len(self.waiting)) * dt
+        self.batch_time[b] += dt
+        self.t += dt
+        if b:
+            self._advance(self.t, emitted)
+        for i in completed:
+            self.prefilling.popleft()
+            self.first[i] = self.t
+            self.ctx[i] = self.prompt[i] + 1
+            self.remaining[i] -= 1
+            if self.remaining[i] == 0:
+                self.finish_requests(np.array([i]), self.t)
+            else:
+                self.running = np.append(self.running, i)
+
+    def wait_for_arrival(self) -> bool:
+        """Idle until the next request arrives; False when none will."""
+        if self.next_arrival >= self._limit:
+            if self.waiting:  # pragma: no cover - admission always succeeds on an empty engine for fitting requests
+                raise RuntimeError("a waiting request could not be admitted on an idle engine")
+            return False
+        self.t = max(self.t, self.arrival[self.next_arrival])
+        return True
+
+    def decode_jump(self, b: int, g: int) -> None:
+        """Advance up to _JUMP rounds with this running set, stopping at the first completion or arrival.
+
+        About as many rounds are drawn as the nearest completion needs at the mean rate (a few more), not all _JUMP.
+        """
+        run = self.running
+        rem = self.remaining[run]
+        per_round = 1.0 + (self.cum[:g].sum() if g else 0.0)
+        rounds = int(min(_JUMP, max(4, np.ceil(rem.min() / per_round) + 3)))
+        cum_e = np.cumsum(_emit(self.rng, self.cum, g, b, rounds), axis=1)
+        finished_by = np.where(cum_e >= rem[:, None], np.arange(rounds)[None, :], rounds).min(axis=1)
+        k = int(min(finished_by.min() + 1, rounds))
+        mean_before = self.ctx[run].mean() + np.r_[0.0, np.minimum(cum_e[:, : k - 1], rem[:, None]).mean(axis=0)]
+        ends = self.t + np.cumsum(self.table.round_s(b, mean_before, g))
+        if self.next_arrival < self._limit and self.arrival[self.next_arrival] < ends[-1]:
+            k = int(np.searchsorted(ends, self.arrival[self.next_arrival], side="left")) + 1
+            ends = ends[:k]
+        span = ends[-1] - self.t
+        self.in_system += (b + len(self.prefilling) + len(self.waiting)) * span
+        self.batch_time[b] += span
+        self._advance(ends[np.minimum(finished_by, k - 1)], cum_e[:, k - 1])
+        self.t = ends[-1]
+        # Arrivals that came during the jump join the queue with their own times (in_system counted them from t).
 
 
 def simulate(requests, table: StepTable, limits: EngineLimits, acceptance: object = 0.0, gamma: object = 0,
              rng: np.random.Generator | None = None, concurrency: int | None = None,
-             reserve_tokens_per_request: np.ndarray | None = None, label: str = "") -> ServeResult:
+             reserve_bytes: np.ndarray | None = None, label: str = "") -> ServeResult:
     """Play ``requests`` through one engine.
 
     Parameters
@@ -207,7 +348,7 @@ def simulate(requests, table: StepTable, limits: EngineLimits, acceptance: objec
     table : StepTable
         Round times of the deployment.
     limits : EngineLimits
-        max_num_seqs, token budget, KV capacity.
+        max_num_seqs, token budget, KV capacity in bytes.
     acceptance : float or Acceptance
         Per-token alpha or per-position rates (used when gamma > 0).
     gamma : int or ndarray
@@ -216,11 +357,11 @@ def simulate(requests, table: StepTable, limits: EngineLimits, acceptance: objec
         Draws of accepted tokens.
     concurrency : int or None
         Users of a closed loop: each sends its next request when the last one finishes.
+    reserve_bytes : ndarray or None
+        KV bytes each request reserves for its whole length (:func:`specsim.capacity.sequence_kv_bytes`);
+        None: nothing is reserved, and only ``max_num_seqs`` limits admission.
     """
     rng = np.random.default_rng(0) if rng is None else rng
-    n = len(requests)
-    prompt = np.asarray(requests.prompt, dtype=np.int64)
-    output = np.asarray(requests.output, dtype=np.int64)
     if np.ndim(gamma) == 0:
         gamma_by_batch = np.full(limits.max_num_seqs + 1, int(gamma), dtype=int)
     else:
@@ -230,147 +371,25 @@ def simulate(requests, table: StepTable, limits: EngineLimits, acceptance: objec
     gmax = int(gamma_by_batch.max())
     if gmax > table.gamma_max:
         raise ValueError(f"the step table holds gamma up to {table.gamma_max}, the policy uses {gmax}")
-    cum = _cumulative(acceptance, gmax)
-    reserve = (prompt + output).astype(float) if reserve_tokens_per_request is None else reserve_tokens_per_request
-    rejected = reserve > limits.kv_capacity_tokens
-    if concurrency is None:
-        if requests.arrival_s is None:
-            raise ValueError("a closed-loop request set needs a concurrency")
-        arrival = np.asarray(requests.arrival_s, dtype=float).copy()
-    else:
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
-        arrival = np.full(n, np.nan)
-        arrival[: min(concurrency, n)] = 0.0
-    first = np.full(n, np.nan)
-    finish = np.full(n, np.nan)
-    ctx = np.zeros(n)
-    remaining = output.copy()
-    batch_time = np.zeros(limits.max_num_seqs + 1)
-    in_system = 0.0
-    next_arrival = 0  # requests[:next_arrival] have arrived (arrival order)
-    waiting: deque = deque()
-    prefilling: deque = deque()  # [request, prompt tokens left]
-    running = np.zeros(0, dtype=np.int64)
-    kv_used = 0.0
-    t = 0.0
-    closed_next = min(concurrency, n) if concurrency is not None else n
-    done = 0
-    notes = []
-
-    def arrive(upto: float) -> None:
-        nonlocal next_arrival, done, in_system
-        limit = n if concurrency is None else closed_next
-        while next_arrival < limit and arrival[next_arrival] <= upto:
-            if rejected[next_arrival]:
-                done += 1
-                if concurrency is not None:
-                    release(arrival[next_arrival])
-            else:
-                waiting.append(next_arrival)
-                in_system += upto - arrival[next_arrival]  # in the system since it arrived, inside the last step
-            next_arrival += 1
-            limit = n if concurrency is None else closed_next
-
-    def release(at: float) -> None:
-        """A user of the closed loop sends the next request at ``at``."""
-        nonlocal closed_next
-        if concurrency is not None and closed_next < n:
-            arrival[closed_next] = at
-            closed_next += 1
-
-    def finish_requests(ids: np.ndarray, at) -> None:
-        nonlocal kv_used, done
-        for i, when in zip(ids.tolist(), np.broadcast_to(at, ids.shape).tolist()):
-            finish[i] = when
-            kv_used -= reserve[i]
-            done += 1
-            release(when)
-
-    while done < n:
-        arrive(t)
-        while waiting and running.size + len(prefilling) < limits.max_num_seqs and kv_used + reserve[waiting[0]] <= limits.kv_capacity_tokens:
-            i = waiting.popleft()
-            kv_used += reserve[i]
-            prefilling.append([i, int(prompt[i]) if limits.include_prefill else 0])
-        in_flight = running.size + len(prefilling)
-        b = running.size
+    cum = as_acceptance(acceptance).cumulative_rates(gmax)
+    reserve = np.zeros(len(requests)) if reserve_bytes is None else np.asarray(reserve_bytes, dtype=float)
+    eng = _Engine(requests, table, limits, cum, gamma_by_batch, rng, concurrency, reserve)
+    while eng.done < eng.n:
+        eng.arrive(eng.t)
+        eng.admit()
+        b = eng.running.size
         g = int(gamma_by_batch[b]) if b else 0
-        if prefilling:
-            # One iteration: every running sequence's round and prompt chunks in the budget left.
-            budget = max(limits.max_batched_tokens - b * (g + 1), 0)
-            chunk = 0
-            completed_prefill = []
-            for item in prefilling:
-                take = min(item[1], budget - chunk)
-                item[1] -= take
-                chunk += take
-                if item[1] == 0:
-                    completed_prefill.append(item[0])
-                if chunk >= budget:
-                    break
-            dt = table.prefill_s(chunk) + (float(table.round_s(b, ctx[running].mean(), g)) if b else table.base_s)
-            emitted = _emit(rng, cum, g, b, 1)[:, 0] if b else np.zeros(0)
-            in_system += (in_flight + len(waiting)) * dt
-            batch_time[b] += dt
-            t += dt
-            if b:
-                emitted = np.minimum(emitted, remaining[running])
-                ctx[running] += emitted
-                remaining[running] -= emitted
-                over = running[remaining[running] == 0]
-                if over.size:
-                    finish_requests(over, t)
-                    running = running[remaining[running] > 0]
-            for i in completed_prefill:
-                prefilling.popleft()
-                first[i] = t
-                ctx[i] = prompt[i] + 1
-                remaining[i] -= 1
-                if remaining[i] == 0:
-                    finish_requests(np.array([i]), t)
-                else:
-                    running = np.append(running, i)
-            continue
-        if b == 0:
-            # Idle until the next arrival.
-            limit = n if concurrency is None else closed_next
-            if next_arrival >= limit:
-                if waiting:  # pragma: no cover - admission always succeeds on an empty engine for fitting requests
-                    raise RuntimeError("a waiting request could not be admitted on an idle engine")
-                break
-            t = max(t, arrival[next_arrival])
-            continue
-        # Advance up to _JUMP rounds with this running set: stop at the first completion or arrival.  Draw about
-        # as many rounds as the nearest completion needs at the mean rate (a few more), not all _JUMP.
-        rem = remaining[running]
-        per_round = 1.0 + (cum[:g].sum() if g else 0.0)
-        rounds = int(min(_JUMP, max(4, np.ceil(rem.min() / per_round) + 3)))
-        e = _emit(rng, cum, g, b, rounds)
-        cum_e = np.cumsum(e, axis=1)
-        finished_by = np.where(cum_e >= rem[:, None], np.arange(rounds)[None, :], rounds).min(axis=1)
-        k = int(min(finished_by.min() + 1, rounds))
-        mean_before = ctx[running].mean() + np.r_[0.0, np.minimum(cum_e[:, : k - 1], rem[:, None]).mean(axis=0)]
-        ends = t + np.cumsum(table.round_s(b, mean_before, g))
-        limit = n if concurrency is None else closed_next
-        if next_arrival < limit and arrival[next_arrival] < ends[-1]:
-            k = int(np.searchsorted(ends, arrival[next_arrival], side="left")) + 1
-            ends = ends[:k]
-        span = ends[-1] - t
-        in_system += (in_flight + len(waiting)) * span
-        batch_time[b] += span
-        got = np.minimum(cum_e[:, k - 1], rem)
-        ctx[running] += got
-        remaining[running] = rem - got
-        done_now = remaining[running] == 0
-        if done_now.any():
-            finish_requests(running[done_now], ends[np.minimum(finished_by[done_now], k - 1)])
-            running = running[~done_now]
-        t = ends[-1]
-        # Arrivals that came during the jump join the queue with their own times (in_system counted them from t).
-    if rejected.any():
-        notes.append(f"{int(rejected.sum())} request(s) need more KV than the engine holds and were never served")
-    return ServeResult(arrival, first, finish, prompt, output, rejected, batch_time, in_system, label, notes)
+        if eng.prefilling:
+            eng.prefill_iteration(b, g)
+        elif b:
+            eng.decode_jump(b, g)
+        elif not eng.wait_for_arrival():
+            break
+    notes = []
+    if eng.rejected.any():
+        notes.append(f"{int(eng.rejected.sum())} request(s) need more KV than the engine holds and were never served")
+    return ServeResult(eng.arrival, eng.first, eng.finish, eng.prompt, eng.output, eng.rejected, eng.batch_time, eng.in_system,
+                       label, notes)
 
 
 def _emit(rng: np.random.Generator, cum: np.ndarray, gamma: int, batch: int, rounds: int) -> np.ndarray:
@@ -383,27 +402,28 @@ def _emit(rng: np.random.Generator, cum: np.ndarray, gamma: int, batch: int, rou
 
 def serve_compare(dep: Deployment, requests, acceptance: object, gamma: object = "schedule",
                   limits: EngineLimits | None = None, concurrency: int | None = None, seed: int = 0,
-                  memory_utilization: float | None = None, gamma_max: int = 8, context_hint: float | None = None):
+                  memory_utilization: float | None = None, gamma_max: int = DEFAULT_SERVING_GAMMA_MAX,
+                  context_hint: float | None = None):
     """Simulate ``requests`` without and with speculation on ``dep``: ``(plain, spec, meta)``.
 
     ``gamma``: an int (fixed) or ``"schedule"`` (the optimal gamma per running batch at ``context_hint``,
-    default the workload's mean prompt plus half its mean output).  The KV capacity comes from the capacity
-    model: the plain run holds the target alone, the speculative run the target and the draft.
+    default the workload's mean prompt plus half its mean output).  The KV capacity is the capacity
+    model's (:func:`specsim.capacity.capacity`): the plain run holds the target alone, the speculative run
+    the target and the draft, and each request reserves :func:`specsim.capacity.sequence_kv_bytes` of its
+    whole length, window layers capped at their window, so that a run of equal requests admits exactly
+    the batch ``specsim capacity`` reports.
     """
-    from .capacity import DEFAULT_MEMORY_UTILIZATION, capacity
-
     limits = EngineLimits() if limits is None else limits
     util = DEFAULT_MEMORY_UTILIZATION if memory_utilization is None else memory_utilization
     prompt, output = np.asarray(requests.prompt), np.asarray(requests.output)
     max_context = int((prompt + output).max())
     hint = float(prompt.mean() + output.mean() / 2) if context_hint is None else float(context_hint)
     cap = capacity(dep, max(int(hint), 1), util)
-    free_plain = cap.usable_bytes - cap.target_weight_bytes
-    free_spec = cap.usable_bytes - cap.target_weight_bytes - cap.draft_weight_bytes
-    per_token_plain = dep.target.kv_bytes_per_token
-    per_token_spec = per_token_plain + (dep.draft.kv_bytes_per_token if dep.draft is not None else 0.0)
-    if free_plain <= 0:
+    if cap.free_bytes_without_draft <= 0:
         raise ValueError(f"{dep.target.name} does not fit on {dep.hardware.name}: no memory is left for the KV cache")
+    if cap.free_bytes_with_draft <= 0:
+        raise ValueError(f"{dep.target.name} with {dep.drafter.name} does not fit on {dep.hardware.name}: no memory is left "
+                         "for the KV cache beside the draft's weights")
     if gamma == "schedule":
         best = optimal_gamma(dep, acceptance, np.arange(1, limits.max_num_seqs + 1), hint, gamma_max)
         policy = np.r_[0, best.gamma]
@@ -413,15 +433,18 @@ def serve_compare(dep: Deployment, requests, acceptance: object, gamma: object =
         label = f"gamma {policy}"
     gmax = int(np.max(policy))
     table = StepTable(dep, limits.max_num_seqs, max_context, gmax, limits.max_batched_tokens)
-    plain_limits = EngineLimits(limits.max_num_seqs, limits.max_batched_tokens, free_plain / per_token_plain,
-                                limits.include_prefill)
-    spec_limits = EngineLimits(limits.max_num_seqs, limits.max_batched_tokens, max(free_spec, 0.0) / per_token_spec,
-                               limits.include_prefill)
-    plain = simulate(requests, table, plain_limits, acceptance, 0, np.random.default_rng(seed), concurrency, label="off")
-    spec = simulate(requests, table, spec_limits, acceptance, policy, np.random.default_rng(seed), concurrency, label=label)
-    meta = {"kv_capacity_tokens_plain": plain_limits.kv_capacity_tokens, "kv_capacity_tokens_spec": spec_limits.kv_capacity_tokens,
+    lengths = (prompt + output).astype(float)
+    runs = []
+    for name, with_draft, free, rule in (("off", False, cap.free_bytes_without_draft, 0), ("on", True, cap.free_bytes_with_draft, policy)):
+        run_limits = dataclasses.replace(limits, kv_capacity_bytes=free)
+        runs.append(simulate(requests, table, run_limits, acceptance, rule, np.random.default_rng(seed), concurrency,
+                             sequence_kv_bytes(dep, lengths, with_draft), label="off" if name == "off" else label))
+    per_token = (dep.target.kv_bytes_per_token, dep.target.kv_bytes_per_token + (dep.draft.kv_bytes_per_token if dep.draft is not None else 0.0))
+    meta = {"kv_capacity_tokens_plain": cap.free_bytes_without_draft / per_token[0],
+            "kv_capacity_tokens_spec": cap.free_bytes_with_draft / per_token[1],
+            "kv_capacity_bytes_plain": cap.free_bytes_without_draft, "kv_capacity_bytes_spec": cap.free_bytes_with_draft,
             "gamma_policy": label, "gamma_by_batch": np.atleast_1d(policy).tolist(), "context_hint": hint}
-    return plain, spec, meta
+    return runs[0], runs[1], meta
 
 
 def _sweep_point(args):
@@ -444,7 +467,7 @@ def _sweep_point(args):
 
 def serve_sweep(dep: Deployment, rates, workload, n: int, acceptance: object, gamma: object = "schedule",
                 limits: EngineLimits | None = None, seed: int = 0, slo_ttft_s: float | None = None,
-                slo_tpot_s: float | None = None, gamma_max: int = 8, executor=None):
+                slo_tpot_s: float | None = None, gamma_max: int = DEFAULT_SERVING_GAMMA_MAX, executor=None):
     """:func:`serve_compare` at each Poisson ``rate`` (requests/s), as a DataFrame with one row per rate.
 
     The simulations are independent: ``executor`` (any :class:`concurrent.futures.Executor`, e.g. a

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from specsim.cli import main
+from specsim.capacity import capacity
 from specsim.serving import EngineLimits, StepTable, serve_compare, simulate
 from specsim.deployment import Deployment
 from specsim.speedup import expected_tokens
@@ -87,7 +88,9 @@ def test_a_replayed_trace_gives_exactly_the_same_run(tmp_path, suffix):
 
 def test_a_request_that_can_never_fit_is_reported_not_dropped(table):
     req = Requests(np.array([100, 5000, 100]), np.array([50, 50, 50]), np.array([0.0, 0.1, 0.2]))
-    result = simulate(req, table, EngineLimits(64, kv_capacity_tokens=1000), 0.8, 0)
+    per_token = DEP.target.kv_bytes_per_token
+    result = simulate(req, table, EngineLimits(64, kv_capacity_bytes=1000 * per_token), 0.8, 0,
+                      reserve_bytes=(req.prompt + req.output) * per_token)
     assert result.rejected.tolist() == [False, True, False] and result.summary()["never_fit"] == 1
     assert result.summary()["served"] == 2 and "never served" in result.notes[0]
 
@@ -124,3 +127,23 @@ def test_sweep_finds_where_speculation_stops_helping(capsys, tmp_path):
     low, high = data["rates"]
     assert low["on_tpot_p50_s"] < low["off_tpot_p50_s"]
     assert data["findings"]["max_rate_meeting_slo_on"] == 1.0
+
+
+@pytest.mark.parametrize("target, draft, length", [("gemma-3-27b", "gemma-3-270m", 24_000), ("gpt-oss-20b", "eagle3", 60_000),
+                                                   ("llama-3.1-8b", "llama-3.2-1b", 24_000)])
+def test_serving_admits_exactly_the_batch_specsim_capacity_reports(target, draft, length):
+    # Issue 17: capacity capped window layers at their window and serve-sim did not, so for Gemma 3 (5 of 6 layers
+    # local, window 1,024) and gpt-oss (half the layers, window 128) serve-sim admitted fewer requests than
+    # `specsim capacity` said fit.  With one KV function both agree exactly: a closed loop of more users than fit,
+    # every request the same length, runs at the capacity model's largest batch.
+    dep = Deployment.build("h200", target, draft, timing="roofline")
+    cap = capacity(dep, length)
+    users = cap.max_batch_without_draft + 5
+    req = Requests(np.full(2 * users, length - 100), np.full(2 * users, 100), None)
+    limits = EngineLimits(4096, include_prefill=False)  # prompts cost no time: every admitted request decodes at once
+    plain, spec, _ = serve_compare(dep, req, 0.8, gamma=1, concurrency=users, limits=limits)
+    assert plain.summary()["max_running_batch"] == cap.max_batch_without_draft
+    assert spec.summary()["max_running_batch"] == cap.max_batch_with_draft
+    # The old reservation, full attention on every layer, admits fewer for the window models only.
+    full = int(cap.free_bytes_without_draft // (dep.target.kv_bytes_per_token * length))
+    assert (full < cap.max_batch_without_draft) == (dep.target.n_sliding_layers > 0)
