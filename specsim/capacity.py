@@ -39,12 +39,14 @@ import numpy as np
 from .acceptance import expected
 from .defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
 from .deployment import Deployment
+from .models import BYTES_PER_ELEMENT
 from .speedup import optimal_gamma
 
 if TYPE_CHECKING:  # pandas is imported where a table is built, keeping the CLI's hot path light
     import pandas as pd
 
-__all__ = ["DEFAULT_MEMORY_UTILIZATION", "Capacity", "capacity", "reserved_context", "smallest_fitting_tp", "throughput_table"]
+__all__ = ["DEFAULT_MEMORY_UTILIZATION", "Capacity", "capacity", "require_target_fits", "reserved_context", "sequence_kv_bytes",
+           "smallest_fitting_tp", "throughput_table"]
 
 #: Fraction of device memory an engine may use; vLLM's gpu_memory_utilization default.
 DEFAULT_MEMORY_UTILIZATION = 0.9
@@ -202,6 +204,20 @@ def smallest_fitting_tp(dep: Deployment, context: int = DEFAULT_CONTEXT_TOKENS,
             return n
         n *= 2
     return None
+
+
+def require_target_fits(dep: Deployment, cap: Capacity) -> None:
+    """Refuse step-time answers for a target whose weights cannot be held: name the TP (or dtype) that can."""
+    if cap.target_fits:
+        return
+    n = smallest_fitting_tp(dep, cap.context_tokens, cap.usable_bytes / cap.memory_bytes)
+    where = f"{dep.hardware.name} x {dep.target.tp}" if dep.target.tp > 1 else f"one {dep.hardware.name}"
+    smaller = [d for d in ("fp8", "int4") if BYTES_PER_ELEMENT[d] < BYTES_PER_ELEMENT[dep.target.weight_dtype]]
+    fix = (f"--tp {n} fits" if n is not None else
+           f"no tensor-parallel size within one node ({dep.hardware.max_devices} GPUs) fits; "
+           + (f"try --weight-dtype {' or '.join(smaller)}, or " if smaller else "") + "a device with more memory")
+    raise ValueError(f"{dep.target.name} in {dep.target.weight_dtype} ({cap.target_weight_bytes / 1e9:.1f} GB of weights per GPU) "
+                     f"does not fit on {where} ({cap.usable_bytes / 1e9:.1f} GB usable per GPU): {fix}")
 
 
 def throughput_table(

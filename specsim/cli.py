@@ -21,7 +21,7 @@ from . import __version__, commands
 from .capacity import DEFAULT_MEMORY_UTILIZATION
 from .engines import DEFAULT_ENGINE, ENGINES
 from .harness import defaults as hd
-from .limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA
+from .limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, MAX_LOOP_TOKENS, MAX_REPEATS, MAX_REQUESTS, MAX_SEED, MAX_TP, MAX_WORKERS
 from .models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
 from .timing import DEFAULT_TIMING, TIMING_CHOICES
 from .schedule import DEFAULT_MAX_BATCH, DEFAULT_MIN_GAIN, DEFAULT_SCHEDULE_RTOL
@@ -33,6 +33,7 @@ from .defaults import (
     DEFAULT_GAMMA_MAX,
     DEFAULT_HARDWARE,
     DEFAULT_RTOL,
+    DEFAULT_SERVING_GAMMA_MAX,
     DEFAULT_TARGET,
 )
 
@@ -148,7 +149,7 @@ def _add_deployment_args(p: argparse.ArgumentParser, *, defaults: bool = True, b
 
 def _add_model_args(p: argparse.ArgumentParser, *, draft: bool) -> None:
     """Precision, tensor parallelism and routing skew; unset means what the config.json says (and TP 1)."""
-    tp = _int_at_least(1, "tp", 1024)
+    tp = _int_at_least(1, "tp", MAX_TP)
     p.add_argument("--weight-dtype", choices=WEIGHT_DTYPE_CHOICES,
                    help="storage of the target's linear layers (default: the config.json's torch_dtype or quantization_config)")
     p.add_argument("--kv-dtype", choices=KV_DTYPE_CHOICES, help="the target's KV-cache dtype (default: its activation dtype)")
@@ -296,24 +297,25 @@ def _parser_compare(sub) -> None:
     p.set_defaults(func=commands.run_compare)
 
 
-def _add_serving_args(p: argparse.ArgumentParser) -> None:
+def _add_serving_args(p: argparse.ArgumentParser, *, lengths: bool = True) -> None:
+    """The flags of serve-sim and serve-sweep; ``lengths`` False leaves --workload and --requests unset (a trace gives them)."""
     from .serving import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, DEFAULT_REQUESTS
     from .workloads import DEFAULT_WORKLOAD, WORKLOADS
 
     _add_acceptance_args(p)
     _add_deployment_args(p, batch=False, context=False)
-    p.add_argument("--workload", choices=list(WORKLOADS),
+    p.add_argument("--workload", choices=list(WORKLOADS), default=DEFAULT_WORKLOAD if lengths else None,
                    help=f"prompt and output length distribution (default {DEFAULT_WORKLOAD}; see specsim.workloads for sources)")
-    p.add_argument("--requests", type=_int_at_least(1, "requests", 1_000_000),
+    p.add_argument("--requests", type=_int_at_least(1, "requests", MAX_REQUESTS), default=DEFAULT_REQUESTS if lengths else None,
                    help=f"requests to simulate (default {DEFAULT_REQUESTS})")
-    p.add_argument("--seed", type=_int_at_least(0, "seed", 2**32 - 1), default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=_int_at_least(0, "seed", MAX_SEED), default=0, help="random seed (default 0)")
     p.add_argument("--gamma", type=_int_at_least(1, "gamma", MAX_GAMMA),
                    help="fixed gamma (default: the optimal gamma per running batch size)")
-    p.add_argument("--gamma-max", type=_int_at_least(1, "gamma-max", MAX_GAMMA), default=8,
-                   help="largest gamma of the per-batch schedule (default 8)")
-    p.add_argument("--max-num-seqs", type=_int_at_least(1, "max-num-seqs", 65536), default=DEFAULT_MAX_NUM_SEQS,
+    p.add_argument("--gamma-max", type=_int_at_least(1, "gamma-max", MAX_GAMMA), default=DEFAULT_SERVING_GAMMA_MAX,
+                   help=f"largest gamma of the per-batch schedule (default {DEFAULT_SERVING_GAMMA_MAX})")
+    p.add_argument("--max-num-seqs", type=_int_at_least(1, "max-num-seqs", MAX_BATCH), default=DEFAULT_MAX_NUM_SEQS,
                    help=f"sequences in flight at most (default {DEFAULT_MAX_NUM_SEQS}, vLLM's)")
-    p.add_argument("--max-batched-tokens", type=_int_at_least(1, "max-batched-tokens", 65536), default=DEFAULT_MAX_BATCHED_TOKENS,
+    p.add_argument("--max-batched-tokens", type=_int_at_least(1, "max-batched-tokens", MAX_BATCH), default=DEFAULT_MAX_BATCHED_TOKENS,
                    help=f"tokens per iteration for decode plus prefill chunks (default {DEFAULT_MAX_BATCHED_TOKENS})")
     p.add_argument("--memory-util", type=_fraction, default=DEFAULT_MEMORY_UTILIZATION,
                    help=f"fraction of device memory the engine uses (default {DEFAULT_MEMORY_UTILIZATION})")
@@ -342,10 +344,10 @@ def _parser_serve_sim(sub) -> None:
                        "end-to-end latency percentiles, throughput and running batch, with and without speculation.")
     load = p.add_mutually_exclusive_group(required=True)
     load.add_argument("--rate", type=_positive_float, help="Poisson arrivals, requests per second (> 0)")
-    load.add_argument("--concurrency", type=_int_at_least(1, "concurrency", 65536),
+    load.add_argument("--concurrency", type=_int_at_least(1, "concurrency", MAX_BATCH),
                       help="a closed loop of this many users, each sending its next request when the last finishes")
     load.add_argument("--trace", metavar="FILE", help="requests from a CSV or JSONL trace: arrival_s, prompt_tokens, output_tokens")
-    _add_serving_args(p)
+    _add_serving_args(p, lengths=False)
     p.add_argument("--csv", metavar="FILE", help="write one row per request (both runs) to this CSV")
     p.set_defaults(func=commands.run_serve_sim)
 
@@ -356,7 +358,7 @@ def _parser_serve_sweep(sub) -> None:
                        "largest rate that meets the SLOs with and without it.")
     p.add_argument("--rates", type=_rate_list, required=True, help="comma-separated request rates per second, e.g. 1,2,4,8,16")
     _add_serving_args(p)
-    p.add_argument("--workers", type=_int_at_least(1, "workers", 256), default=1,
+    p.add_argument("--workers", type=_int_at_least(1, "workers", MAX_WORKERS), default=1,
                    help="parallel simulations (a process pool; default 1)")
     p.add_argument("--plot", metavar="FILE", help="write the TPOT and throughput figure (.png or .svg)")
     p.set_defaults(func=commands.run_serve_sweep)
@@ -365,7 +367,7 @@ def _parser_serve_sweep(sub) -> None:
 def _parser_toy(sub) -> None:
     p = sub.add_parser("toy", help="the article's seeded toy experiments: exactness, tokens per step, draft re-alignment")
     p.add_argument("experiment", choices=["exactness", "tokens-per-step", "distill"])
-    p.add_argument("--seed", type=_int_at_least(0, "seed", 2**32 - 1), default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=_int_at_least(0, "seed", MAX_SEED), default=0, help="random seed (default 0)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=commands.run_toy)
 
@@ -394,12 +396,12 @@ def _parser_measure(sub) -> None:
     p.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default=hd.MEASURE_DTYPE,
                    help=f"weights and KV cache (default {hd.MEASURE_DTYPE}; fp32 is faster on most CPUs)")
     p.add_argument("--device", choices=["cuda", "cpu"], default=hd.MEASURE_DEVICE, help=f"default {hd.MEASURE_DEVICE}")
-    p.add_argument("--repeats", type=_int_at_least(1, "repeats", 10_000), default=hd.MEASURE_REPEATS,
+    p.add_argument("--repeats", type=_int_at_least(1, "repeats", MAX_REPEATS), default=hd.MEASURE_REPEATS,
                    help=f"timed passes per configuration (default {hd.MEASURE_REPEATS})")
-    p.add_argument("--warmup", type=_int_at_least(0, "warmup", 10_000), default=hd.MEASURE_WARMUP,
+    p.add_argument("--warmup", type=_int_at_least(0, "warmup", MAX_REPEATS), default=hd.MEASURE_WARMUP,
                    help=f"untimed passes first (default {hd.MEASURE_WARMUP})")
     p.add_argument("--cuda-graphs", action="store_true", help="capture each pass in a CUDA graph and time its replay")
-    p.add_argument("--seed", type=_int_at_least(0, "seed", 2**32 - 1), default=0)
+    p.add_argument("--seed", type=_int_at_least(0, "seed", MAX_SEED), default=0)
     p.add_argument("--out", required=True, help="CSV file to write (atomically; checked before the sweep starts)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=commands.run_measure)
@@ -413,12 +415,12 @@ def _parser_measure_loop(sub) -> None:
     p.add_argument("--gamma", type=_int_at_least(1, "gamma", MAX_GAMMA), default=hd.LOOP_GAMMA, help=f"drafted tokens per step (default {hd.LOOP_GAMMA})")
     p.add_argument("--batch", type=_batches, default=list(hd.LOOP_BATCHES), help=f"comma-separated batch sizes (default {_csv(hd.LOOP_BATCHES)})")
     p.add_argument("--context", type=_context, default=hd.LOOP_CONTEXT, help=f"cached tokens before generating (default {hd.LOOP_CONTEXT})")
-    p.add_argument("--tokens", type=_int_at_least(1, "tokens", 100_000), default=hd.LOOP_TOKENS,
+    p.add_argument("--tokens", type=_int_at_least(1, "tokens", MAX_LOOP_TOKENS), default=hd.LOOP_TOKENS,
                    help=f"tokens generated per sequence (default {hd.LOOP_TOKENS})")
     p.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default=hd.LOOP_DTYPE, help=f"default {hd.LOOP_DTYPE}")
     p.add_argument("--device", choices=["cuda", "cpu"], default=hd.LOOP_DEVICE, help=f"default {hd.LOOP_DEVICE}")
-    p.add_argument("--repeats", type=_int_at_least(1, "repeats", 10_000), default=hd.LOOP_REPEATS, help=f"default {hd.LOOP_REPEATS}")
-    p.add_argument("--seed", type=_int_at_least(0, "seed", 2**32 - 1), default=0)
+    p.add_argument("--repeats", type=_int_at_least(1, "repeats", MAX_REPEATS), default=hd.LOOP_REPEATS, help=f"default {hd.LOOP_REPEATS}")
+    p.add_argument("--seed", type=_int_at_least(0, "seed", MAX_SEED), default=0)
     p.add_argument("--hardware", help="profile to predict the speedup with (e.g. a calibrated cpu profile)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=commands.run_measure_loop)
@@ -434,19 +436,19 @@ def _parser_calibrate(sub) -> None:
     p.add_argument("--holdout", type=_fraction,
                    help="fraction of distinct points held out of the fit (default 0.25: specsim.calibrate.DEFAULT_HOLDOUT)")
     p.add_argument("--per-layer", choices=["auto", "yes", "no"], default="auto", help="fit a per-layer overhead (default auto)")
-    p.add_argument("--seed", type=_int_at_least(0, "seed", 2**32 - 1), default=0, help="seed of the train / held-out split")
+    p.add_argument("--seed", type=_int_at_least(0, "seed", MAX_SEED), default=0, help="seed of the train / held-out split")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=commands.run_calibrate)
 
 
 def _parser_compose_kernels(sub) -> None:
     p = sub.add_parser("compose-kernels", help="per-step times composed from AIConfigurator's measured kernels, as a CSV for calibrate")
-    p.add_argument("--hardware", type=lambda t: [d.strip() for d in t.split(",") if d.strip()], default=["h100-sxm"],
-                   help="comma-separated profiles whose device the database has (default h100-sxm)")
+    p.add_argument("--hardware", type=lambda t: [d.strip() for d in t.split(",") if d.strip()], default=[DEFAULT_HARDWARE],
+                   help=f"comma-separated profiles whose device the database has (default {DEFAULT_HARDWARE})")
     p.add_argument("--engine", choices=["vllm", "sglang", "trtllm"], default=ENGINES[DEFAULT_ENGINE].kernel_engine,
                    help=f"whose kernels (default {ENGINES[DEFAULT_ENGINE].kernel_engine})")
     p.add_argument("--models", type=lambda t: [m.strip() for m in t.split(",") if m.strip()],
-                   default=["llama-3.2-1b", "llama-3.1-8b"], help="comma-separated models (default llama-3.2-1b,llama-3.1-8b)")
+                   default=[DEFAULT_DRAFT, DEFAULT_TARGET], help=f"comma-separated models (default {DEFAULT_DRAFT},{DEFAULT_TARGET})")
     p.add_argument("--out", required=True, help="output folder for <hardware>-<engine>-kernel-steps.csv")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=commands.run_compose_kernels)

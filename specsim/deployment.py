@@ -232,30 +232,35 @@ class Deployment:
 
     # -- construction ------------------------------------------------------------------
     @classmethod
-    def from_names(cls, hardware: str = DEFAULT_HARDWARE, target: str = DEFAULT_TARGET, draft: str | None = DEFAULT_DRAFT,
+    def from_names(cls, hardware: str | None = None, target: str | None = None, draft: str | None = None,
                    target_options: dict | None = None, draft_options: dict | None = None,
-                   ngram_cpu_s_per_token: float | None = None) -> "Deployment":
+                   ngram_cpu_s_per_token: float | None = None, decode_only: bool = False) -> "Deployment":
         """Load hardware and models by built-in name or file path, with the article's bare roofline.
 
-        ``draft`` is a drafter (:func:`specsim.drafters.make_drafter`): a model name or config.json,
-        ``eagle``, ``eagle3``, ``mtp`` or ``ngram``; None decodes only.  ``target_options`` and
+        ``hardware``, ``target`` and ``draft`` default to :data:`~specsim.defaults.DEFAULT_HARDWARE`,
+        ``DEFAULT_TARGET`` and ``DEFAULT_DRAFT``.  ``draft`` is a drafter
+        (:func:`specsim.drafters.make_drafter`): a model name or config.json, ``eagle``, ``eagle3``, ``mtp``
+        or ``ngram``; ``decode_only`` builds a deployment without one.  ``target_options`` and
         ``draft_options`` go to :func:`~specsim.models.get_model` (``weight_dtype``, ``kv_dtype``, ``tp``,
         ``routing_effective_experts``); a tensor-parallel size is checked against the profile's node.
         """
+        hardware = DEFAULT_HARDWARE if hardware is None else hardware
+        target = DEFAULT_TARGET if target is None else target
+        draft = DEFAULT_DRAFT if draft is None else draft
         profile = load_hardware(hardware)
         t_opts, d_opts = dict(target_options or {}), dict(draft_options or {})
         for what, opts in (("--tp", t_opts), ("--draft-tp", d_opts)):
             if opts.get("tp") is not None:
                 check_tp(profile, opts["tp"], what)
         target_model = get_model(target, **t_opts)
-        drafter = None if draft is None else make_drafter(str(draft), target_model, d_opts, ngram_cpu_s_per_token)
+        drafter = None if decode_only else make_drafter(str(draft), target_model, d_opts, ngram_cpu_s_per_token)
         return cls(profile, target_model, drafter)
 
     @classmethod
-    def build(cls, hardware: str = DEFAULT_HARDWARE, target: str = DEFAULT_TARGET, draft: str | None = DEFAULT_DRAFT,
+    def build(cls, hardware: str | None = None, target: str | None = None, draft: str | None = None,
               timing: str | None = None, engine: str | None = None, engine_overhead_ms: float | None = None,
               progress=None, target_options: dict | None = None, draft_options: dict | None = None,
-              ngram_cpu_s_per_token: float | None = None) -> "Deployment":
+              ngram_cpu_s_per_token: float | None = None, decode_only: bool = False) -> "Deployment":
         """A deployment with a step-time source and an engine preset: what every command uses.
 
         ``timing`` defaults to :data:`specsim.timing.DEFAULT_TIMING` and ``engine``
@@ -263,7 +268,7 @@ class Deployment:
         replaces the preset's per-iteration time.  (``from_names`` keeps the
         article's bare roofline.)
         """
-        return cls.from_names(hardware, target, draft, target_options, draft_options, ngram_cpu_s_per_token).with_source(
+        return cls.from_names(hardware, target, draft, target_options, draft_options, ngram_cpu_s_per_token, decode_only).with_source(
             timing, engine, engine_overhead_ms, progress)
 
     def with_source(self, timing: str | None = None, engine: str | None = None, engine_overhead_ms: float | None = None,

@@ -34,7 +34,13 @@ __all__ = [
     "MAX_CONTEXT",
     "MAX_GAMMA",
     "MAX_LAYERS",
+    "MAX_LOOP_TOKENS",
     "MAX_MODEL_DIM",
+    "MAX_REPEATS",
+    "MAX_REQUESTS",
+    "MAX_SEED",
+    "MAX_TP",
+    "MAX_WORKERS",
     "MAX_TEXT_BYTES",
     "MAX_YAML_DEPTH",
     "check_int",
@@ -52,6 +58,18 @@ MAX_MODEL_DIM = 10_000_000
 #: Most layers a config.json may declare (the deepest released decoders have about 130; each layer costs work in
 #: every step-time call).
 MAX_LAYERS = 1024
+#: GPUs in one tensor-parallel group (a hardware profile's max_devices is at most this).
+MAX_TP = 1024
+#: Requests in one serving simulation (10,000 x 1,000 tokens take about 1.4 s; see benchmarks/bench_serving.py).
+MAX_REQUESTS = 1_000_000
+#: Timed repeats (and untimed warm-up passes) of one harness configuration.
+MAX_REPEATS = 10_000
+#: Tokens generated per sequence by the harness's speculative loop.
+MAX_LOOP_TOKENS = 100_000
+#: Worker processes of a serving sweep.
+MAX_WORKERS = 256
+#: Largest random seed (numpy's SeedSequence takes any non-negative integer; 32 bits keep seeds printable).
+MAX_SEED = 2**32 - 1
 #: Drafted tokens per step (engines cap speculation far below this).
 MAX_GAMMA = 64
 #: Elements of one logits array read by ``specsim acceptance`` (800 MB in float64).

@@ -11,8 +11,7 @@ import json
 import sys
 from typing import Any, Sequence
 
-__all__ = ["capacity_summary", "describe", "expected", "ms", "print_json", "print_notes", "progress", "row_source",
-           "short_bound", "table", "why_off"]
+__all__ = ["capacity_summary", "describe", "ms", "print_json", "print_notes", "progress", "short_bound", "table"]
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
@@ -50,32 +49,10 @@ def describe(dep, context: int) -> str:
     )
 
 
-def row_source(dep, times, i) -> str:
-    """Which source produced row i's step times."""
-    import numpy as np
-
-    name = dep.source.name
-    for t in (times.target, times.draft, times.verify):
-        if t is None:
-            continue
-        if t.fallback is not None and bool(np.asarray(t.fallback).reshape(-1)[i] if np.ndim(t.fallback) else t.fallback):
-            return f"{name}, roofline outside the kernel data"
-    return name
-
-
 def print_notes(dep) -> None:
     """What the step-time source could not answer from its own data, on stderr."""
     for note in dep.notes():
         print(f"note: {note}", file=sys.stderr)
-
-
-def why_off(rows: list) -> str:
-    """The reason speculation is off, from the numbers rather than a fixed sentence."""
-    off = [r for r in rows if r["gamma"] == 0]
-    if all(r["bound_verify"] == "memory" for r in off):
-        return ("even gamma = 1 costs more (one draft step plus a verification pass) than the tokens it saves "
-                "at this alpha; every pass there is memory-bound.")
-    return "verification of gamma+1 tokens per sequence is compute-bound there and costs more than the tokens it saves."
 
 
 def capacity_summary(cap, dep) -> list[str]:
@@ -101,13 +78,6 @@ def capacity_summary(cap, dep) -> list[str]:
         lines.append(f"max batch at {cap.context_tokens} tokens per sequence: {cap.max_batch_without_draft} without the draft, "
                      f"{cap.max_batch_with_draft} with it")
     return lines
-
-
-def expected(acceptance, gamma: int) -> float:
-    """E(gamma) for an alpha or a per-position :class:`~specsim.acceptance.Acceptance`."""
-    from .acceptance import expected as _expected
-
-    return float(_expected(acceptance, gamma))
 
 
 def progress(line: str) -> None:

@@ -27,12 +27,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .acceptance import expected_tokens
+
 __all__ = [
     "CategoricalTable",
     "SpecStep",
     "accepted_prefix_length",
     "acceptance_rate",
     "acceptance_rate_from_logits",
+    "logits_acceptance_summary",
     "output_distribution",
     "residual_distribution",
     "sample_rows",
@@ -267,3 +270,27 @@ def verify(
     tokens[:, :gamma] = np.where(keep, x, -1)
     tokens[np.arange(n), stop] = last
     return SpecStep(tokens, num_accepted)
+
+
+def logits_acceptance_summary(target_logits: np.ndarray, draft_logits: np.ndarray, temperature: float = 1.0,
+                              gammas: object = range(1, 9)) -> dict:
+    """alpha measured from two logit arrays over the same positions, its spread, and tokens per step by gamma.
+
+    ``independent`` is E(alpha, gamma) with one alpha; ``correlated_bound`` is the mean of E(alpha_i, gamma) over
+    positions, which is what E would be if acceptance were the same at every position of a step (fully correlated
+    within a step): an upper bound beside the independent estimate (E is convex in alpha).
+    """
+    if target_logits.shape != draft_logits.shape:
+        raise ValueError(f"target and draft logits must cover the same positions and vocabulary, got {target_logits.shape} "
+                         f"and {draft_logits.shape}")
+    rates = acceptance_rate_from_logits(target_logits, draft_logits, temperature)
+    alpha = float(rates.mean())
+    g = np.asarray(list(gammas))
+    independent = expected_tokens(alpha, g)
+    correlated = expected_tokens(rates[:, None], g[None, :]).mean(axis=0)
+    return {
+        "positions": int(len(rates)), "vocab": int(target_logits.shape[1]), "temperature": temperature, "alpha": alpha,
+        "alpha_std": float(rates.std()), "alpha_percentiles": {str(q): float(np.percentile(rates, q)) for q in (10, 25, 50, 75, 90)},
+        "tokens_per_step": [{"gamma": int(k), "independent": float(e), "correlated_bound": float(c)}
+                            for k, e, c in zip(g, independent, correlated)],
+    }

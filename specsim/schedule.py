@@ -56,7 +56,7 @@ from .defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
 from .deployment import Deployment
 from .speedup import optimal_gamma, optimal_tree
 
-__all__ = ["DEFAULT_MAX_BATCH", "KNOWN_HEADS", "ScheduleRange", "context_table", "drafter_checkpoint", "engine_settings",
+__all__ = ["DEFAULT_MAX_BATCH", "KNOWN_HEADS", "ScheduleRange", "batch_grid", "context_table", "drafter_checkpoint", "engine_settings",
            "gamma_schedule", "to_sglang", "to_trtllm", "to_vllm", "tree_schedule", "trtllm_options"]
 
 #: Published EAGLE heads for built-in targets: (target, drafter kind) -> checkpoint.  The EAGLE authors' heads,
@@ -341,6 +341,19 @@ def to_sglang(ranges: list, dep: Deployment, checkpoint: str | None, at_batch: i
             break
         b = min(2 * b, top)
     return lines
+
+
+def batch_grid(top: int) -> list[int]:
+    """Powers of two below ``top``, then ``top``: the batch sizes of a (batch, context) table.
+
+    >>> batch_grid(100)
+    [1, 2, 4, 8, 16, 32, 64, 100]
+    """
+    out, b = [], 1
+    while b < top:
+        out.append(b)
+        b *= 2
+    return out + [top]
 
 
 def context_table(dep: Deployment, acceptance: object, batches, contexts, gamma_max: int = DEFAULT_GAMMA_MAX,

@@ -37,12 +37,13 @@ import numpy as np
 
 from .acceptance import as_acceptance
 from .capacity import DEFAULT_MEMORY_UTILIZATION, capacity, sequence_kv_bytes
-from .defaults import DEFAULT_SERVING_GAMMA_MAX
+from .defaults import DEFAULT_ALPHA, DEFAULT_SERVING_GAMMA_MAX
 from .deployment import Deployment
 from .speedup import optimal_gamma
+from .workloads import mean_context_tokens
 
 __all__ = ["DEFAULT_MAX_BATCHED_TOKENS", "DEFAULT_MAX_NUM_SEQS", "DEFAULT_REQUESTS", "DEFAULT_SLO_ATTAINMENT", "EngineLimits", "ServeResult",
-           "StepTable", "serve_compare", "serve_sweep", "simulate", "sweep_findings"]
+           "StepTable", "requests_for", "serve_compare", "serve_sweep", "simulate", "sweep_findings"]
 
 #: Requests simulated per run unless told otherwise.
 DEFAULT_REQUESTS = 1000
@@ -417,7 +418,7 @@ def serve_compare(dep: Deployment, requests, acceptance: object, gamma: object =
     util = DEFAULT_MEMORY_UTILIZATION if memory_utilization is None else memory_utilization
     prompt, output = np.asarray(requests.prompt), np.asarray(requests.output)
     max_context = int((prompt + output).max())
-    hint = float(prompt.mean() + output.mean() / 2) if context_hint is None else float(context_hint)
+    hint = float(mean_context_tokens(prompt.mean(), output.mean())) if context_hint is None else float(context_hint)
     cap = capacity(dep, max(int(hint), 1), util)
     if cap.free_bytes_without_draft <= 0:
         raise ValueError(f"{dep.target.name} does not fit on {dep.hardware.name}: no memory is left for the KV cache")
@@ -447,6 +448,40 @@ def serve_compare(dep: Deployment, requests, acceptance: object, gamma: object =
     return runs[0], runs[1], meta
 
 
+def requests_for(target, *, rate: float | None = None, concurrency: int | None = None, trace: str | None = None,
+                 workload: str | None = None, n: int | None = None, rng: np.random.Generator | None = None):
+    """The requests of a serving run, ``(requests, concurrency)``: Poisson arrivals at ``rate``, a closed loop of
+    ``concurrency`` users, or a ``trace`` file (which gives its own lengths: no ``workload`` or ``n`` with it).
+
+    ``workload`` and ``n`` default to :data:`specsim.workloads.DEFAULT_WORKLOAD` and :data:`DEFAULT_REQUESTS`.
+    Every request must fit the target's context (``max_position_embeddings``, else specsim's limit).
+    """
+    from .limits import MAX_CONTEXT
+    from .workloads import DEFAULT_WORKLOAD, Requests, get_workload, read_trace
+
+    if sum(x is not None for x in (rate, concurrency, trace)) != 1:
+        raise ValueError("give exactly one of a rate, a concurrency or a trace")
+    if trace is not None and (n is not None or workload is not None):
+        raise ValueError("--trace gives the requests and their lengths: drop --requests and --workload")
+    rng = np.random.default_rng(0) if rng is None else rng
+    spec = get_workload(DEFAULT_WORKLOAD if workload is None else workload)
+    n = DEFAULT_REQUESTS if n is None else n
+    if trace is not None:
+        requests = read_trace(trace)
+    elif concurrency is not None:
+        requests = Requests.closed_loop(n, spec, rng)
+    else:
+        requests = Requests.poisson(rate, n, spec, rng)
+    limit = target.max_position_embeddings or MAX_CONTEXT
+    lengths = np.asarray(requests.prompt) + np.asarray(requests.output)
+    too_long = np.flatnonzero(lengths > limit)
+    if too_long.size:
+        what = f"{target.name}'s context limit (max_position_embeddings)" if target.max_position_embeddings else "specsim's limit"
+        raise ValueError(f"{too_long.size} request(s) need more than {limit:,} tokens (prompt + output), {what}; the first, "
+                         f"request {too_long[0] + 1}, needs {int(lengths[too_long[0]]):,}")
+    return requests, concurrency
+
+
 def _sweep_point(args):
     dep, rate, workload, n, acceptance, gamma, limits, seed, slo_ttft_s, slo_tpot_s, gamma_max = args
     from .workloads import Requests
@@ -465,10 +500,13 @@ def _sweep_point(args):
     return row
 
 
-def serve_sweep(dep: Deployment, rates, workload, n: int, acceptance: object, gamma: object = "schedule",
-                limits: EngineLimits | None = None, seed: int = 0, slo_ttft_s: float | None = None,
+def serve_sweep(dep: Deployment, rates, workload=None, n: int | None = None, acceptance: object = DEFAULT_ALPHA,
+                gamma: object = "schedule", limits: EngineLimits | None = None, seed: int = 0, slo_ttft_s: float | None = None,
                 slo_tpot_s: float | None = None, gamma_max: int = DEFAULT_SERVING_GAMMA_MAX, executor=None):
     """:func:`serve_compare` at each Poisson ``rate`` (requests/s), as a DataFrame with one row per rate.
+
+    ``workload`` (a :class:`~specsim.workloads.Workload` or its name) and ``n`` default to
+    :data:`specsim.workloads.DEFAULT_WORKLOAD` and :data:`DEFAULT_REQUESTS`.
 
     The simulations are independent: ``executor`` (any :class:`concurrent.futures.Executor`, e.g. a
     ``ProcessPoolExecutor``, or a cluster's, such as dask.distributed's ``Client.get_executor()``) runs them
@@ -477,6 +515,11 @@ def serve_sweep(dep: Deployment, rates, workload, n: int, acceptance: object, ga
     """
     import pandas as pd
 
+    from .workloads import DEFAULT_WORKLOAD, get_workload
+
+    if workload is None or isinstance(workload, str):
+        workload = get_workload(DEFAULT_WORKLOAD if workload is None else workload)
+    n = DEFAULT_REQUESTS if n is None else n
     jobs = [(dep, float(rate), workload, n, acceptance, gamma, limits, seed, slo_ttft_s, slo_tpot_s, gamma_max) for rate in rates]
     rows = list(executor.map(_sweep_point, jobs)) if executor is not None else [_sweep_point(j) for j in jobs]
     return pd.DataFrame(rows)

@@ -1,0 +1,248 @@
+"""The answer of each model command, as a library result: rows to print or serialise, and what they imply.
+
+The command line (:mod:`specsim.commands`) turns these into tables or JSON and adds nothing: every number,
+every recommendation and every finding it prints is computed here from the deployment, the speedup search,
+the capacity model and the schedule, so that a notebook gets the same answer from the same call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from .acceptance import DEFAULT_SIBLING_FACTOR, TreeSpec, expected
+from .capacity import Capacity, capacity, require_target_fits, reserved_context, throughput_table
+from .defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS
+from .deployment import Deployment, model_assumptions
+from .speedup import OptimalGamma, optimal_gamma, optimal_tree, speedup, speedup_from_cost_ratio
+
+__all__ = ["CompareAnswer", "GammaAnswer", "TreeAnswer", "compare_answer", "gamma_answer", "row_source", "speedup_rows",
+           "steptime_rows", "tree_answer", "why_off"]
+
+
+def row_source(dep: Deployment, times, i: int) -> str:
+    """Which source produced row i's step times (and whether the roofline stood in for it)."""
+    name = dep.source.name
+    for t in (times.target, times.draft, times.verify):
+        if t is None:
+            continue
+        if t.fallback is not None and bool(np.asarray(t.fallback).reshape(-1)[i] if np.ndim(t.fallback) else t.fallback):
+            return f"{name}, roofline outside the kernel data"
+    return name
+
+
+def why_off(rows: list) -> str:
+    """The reason speculation is off, from the numbers rather than a fixed sentence."""
+    off = [r for r in rows if r["gamma"] == 0]
+    if all(r["bound_verify"] == "memory" for r in off):
+        return ("even gamma = 1 costs more (one draft step plus a verification pass) than the tokens it saves "
+                "at this alpha; every pass there is memory-bound.")
+    return "verification of gamma+1 tokens per sequence is compute-bound there and costs more than the tokens it saves."
+
+
+# -- optimal-gamma -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GammaAnswer:
+    """optimal-gamma for chains: the best gamma per batch, with its step times, memory and where it pays most."""
+
+    deployment: Deployment
+    acceptance: str
+    capacity: Capacity
+    best: OptimalGamma
+    rows: list
+    batches: list
+    #: The same answer with the draft at the other tensor-parallel size engines allow (None on one GPU).
+    other: tuple | None
+
+    @property
+    def off_batches(self) -> list:
+        return [r["batch"] for r in self.rows if r["gamma"] == 0]
+
+    @property
+    def off_reason(self) -> str:
+        return why_off(self.rows)
+
+    @property
+    def peak(self) -> dict | None:
+        """Where speculation pays clearly most, when that is not the smallest batch; with the reason for an MoE target."""
+        best, dep = self.best, self.deployment
+        if not best.peaks_later:
+            return None
+        i = best.peak
+        why = (f": a decode step at batch {self.batches[0]} reads few of {dep.target.name}'s experts and verifying gamma+1 "
+               "tokens per sequence reads many more; at larger batches decode already reads most of them"
+               if dep.target.is_moe else "")
+        return {"batch": self.batches[i], "speedup": float(best.speedup[i]), "gamma": int(best.gamma[i]), "why": why}
+
+
+def _other_draft_tp(dep: Deployment) -> Deployment | None:
+    """The same deployment with the draft at the other TP engines allow (1 or the target's), or None on one GPU."""
+    if dep.target.tp == 1 or dep.draft is None:
+        return None
+    other = dep.target.tp if dep.draft.tp == 1 else 1
+    try:
+        return dep.with_draft(dataclasses.replace(dep.draft, tp=other))
+    except ValueError:  # the draft's heads do not split that many ways
+        return None
+
+
+def gamma_answer(dep: Deployment, acceptance: object, label: str, batches: list, context: int, gamma_max: int, rtol: float,
+                 cap: Capacity) -> GammaAnswer:
+    """The best gamma per batch size, each row with its step times, bounds, memory fit and recommendation."""
+    b = np.array(batches, dtype=float)
+    best = optimal_gamma(dep, acceptance, b, context, gamma_max, rtol)
+    times = best.times
+    other_dep = _other_draft_tp(dep)
+    other = (other_dep, optimal_gamma(other_dep, acceptance, b, context, gamma_max, rtol)) if other_dep else None
+    rows = []
+    for i, batch in enumerate(batches):
+        gamma = int(best.gamma[i])
+        row = {
+            "batch": batch, "gamma": gamma, "speedup": float(best.speedup[i]), "tokens_per_step": float(expected(acceptance, gamma)),
+            "acceptance": label, "drafter": dep.drafter.kind,
+            "t_target_s": float(times.target.total_s[i]), "t_draft_s": float(times.draft.total_s[i]),
+            "t_verify_s": float(times.verify.total_s[i]), "cost_ratio": float(times.cost_ratio[i]),
+            "bound_target": str(times.target.bound[i]), "bound_draft": str(times.draft.bound[i]),
+            "bound_verify": str(times.verify.bound[i]), "at_gamma_max": bool(best.at_limit[i]),
+            "fits_without_draft": batch <= cap.max_batch_without_draft, "fits_with_draft": batch <= cap.max_batch_with_draft,
+            "recommendation": (f"speculate with gamma={gamma}" if gamma > 0 else "turn speculation off"),
+            "timing_source": row_source(dep, times, i), "provenance": dep.provenance(),
+        }
+        if other is not None:
+            row[f"speedup_draft_tp{other_dep.draft.tp}"] = float(other[1].speedup[i])
+            row[f"gamma_draft_tp{other_dep.draft.tp}"] = int(other[1].gamma[i])
+        rows.append(row)
+    return GammaAnswer(dep, label, cap, best, rows, list(batches), other)
+
+
+@dataclass(frozen=True)
+class TreeAnswer:
+    """optimal-gamma --tree: the best tree within the bounds per batch size, next to the best chain."""
+
+    deployment: Deployment
+    acceptance: str
+    capacity: Capacity
+    bounds: TreeSpec
+    sibling: float
+    sibling_assumed: bool
+    rows: list
+
+
+def tree_answer(dep: Deployment, acceptance: object, label: str, bounds: TreeSpec, batches: list, context: int, gamma_max: int,
+                rtol: float, sibling: float | None, cap: Capacity) -> TreeAnswer:
+    b = np.array(batches, dtype=float)
+    trees, speedups, tokens = optimal_tree(dep, acceptance, bounds, b, context, sibling, rtol)
+    chain = optimal_gamma(dep, acceptance, b, context, gamma_max, rtol)
+    rows = []
+    for i, batch in enumerate(batches):
+        t = trees[i]
+        rows.append({
+            "batch": batch, "tree": None if t is None else {"topk": t.topk, "depth": t.depth, "tokens": t.tokens},
+            "speedup": float(speedups[i]), "tokens_per_step": float(tokens[i]), "chain_gamma": int(chain.gamma[i]),
+            "chain_speedup": float(chain.speedup[i]), "fits_with_draft": batch <= cap.max_batch_with_draft,
+            "recommendation": "turn speculation off" if t is None else (
+                f"chain, gamma={t.depth}" if t.is_chain else f"tree topk={t.topk} depth={t.depth} tokens={t.tokens}"),
+            "acceptance": label, "drafter": dep.drafter.kind, "provenance": dep.provenance(),
+        })
+    return TreeAnswer(dep, label, cap, bounds, DEFAULT_SIBLING_FACTOR if sibling is None else sibling, sibling is None, rows)
+
+
+def deployment_capacity(dep: Deployment, context: int, max_context: int | None, memory_utilization: float) -> Capacity:
+    """The memory budget at the tokens each sequence reserves; refuses a target whose weights do not fit."""
+    cap = capacity(dep, reserved_context(context, max_context), memory_utilization)
+    require_target_fits(dep, cap)
+    return cap
+
+
+# -- speedup and steptime ---------------------------------------------------------------------
+def closed_form_answer(alpha: float, gamma: int, cost_ratio: float) -> dict:
+    """speedup --cost-ratio: the closed form E / (gamma c + 1)."""
+    return {"alpha": alpha, "gamma": gamma, "cost_ratio": cost_ratio, "tokens_per_step": float(expected(alpha, gamma)),
+            "speedup": float(speedup_from_cost_ratio(alpha, gamma, cost_ratio))}
+
+
+def speedup_rows(dep: Deployment, acceptance: object, label: str, gamma: int, batches: list | None = None,
+                 context: int | None = None) -> tuple[list[dict], int]:
+    """speedup: one (acceptance, gamma) per batch size (default :data:`~specsim.defaults.DEFAULT_BATCHES`, at
+    :data:`~specsim.defaults.DEFAULT_CONTEXT_TOKENS`), with the three step times; and the context used."""
+    batches = list(DEFAULT_BATCHES) if batches is None else batches
+    context = DEFAULT_CONTEXT_TOKENS if context is None else context
+    b = np.array(batches, dtype=float)
+    times = dep.pass_times(b, gamma, context)
+    s = speedup(dep, acceptance, gamma, b, context)
+    tokens = float(expected(acceptance, gamma))
+    return [{"batch": batch, "alpha": acceptance if isinstance(acceptance, float) else None, "acceptance": label, "gamma": gamma,
+             "tokens_per_step": tokens, "speedup": float(s[i]), "t_target_s": float(times.target.total_s[i]),
+             "t_draft_s": float(times.draft.total_s[i]), "t_verify_s": float(times.verify.total_s[i]),
+             "cost_ratio": float(times.cost_ratio[i]), "timing_source": row_source(dep, times, i), "provenance": dep.provenance()}
+            for i, batch in enumerate(batches)], context
+
+
+def steptime_rows(dep: Deployment, batches: list, tokens_per_seq: int, context: int) -> tuple[list[dict], list[str]]:
+    """steptime: one engine iteration of the deployment's target per batch size, with its roofline parts."""
+    model = dep.target
+    b = np.array(batches, dtype=float)
+    t = dep.pass_time(model, b, tokens_per_seq, context)
+    provenance = [dep.source.describe(), dep.engine.describe()] + model_assumptions(dep.hardware, [model])
+    fallback = np.zeros(b.shape, bool) if t.fallback is None else np.broadcast_to(t.fallback, b.shape)
+    comm = np.broadcast_to(np.asarray(t.comm_s, float), b.shape)
+    rows = [{"batch": batch, "tokens_per_seq": tokens_per_seq, "context": context, "step_time_s": float(t.total_s[i]),
+             "compute_s": float(t.compute_s[i]), "memory_s": float(t.memory_s[i]), "overhead_s": float(t.overhead_s),
+             "comm_s": float(comm[i]), "bound": str(t.bound[i]), "flop": float(t.flop[i]), "bytes": float(t.bytes[i]),
+             "timing_source": dep.source.name + (", roofline outside its data" if fallback[i] else ""), "provenance": provenance}
+            for i, batch in enumerate(batches)]
+    return rows, provenance
+
+
+# -- compare ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CompareAnswer:
+    """compare: latency and throughput per batch size (:attr:`frame`), and at the largest batch that fits."""
+
+    frame: object  # pandas DataFrame, one row per batch (see capacity.throughput_table)
+    capacity: Capacity
+    deployment: Deployment
+    acceptance: object
+    options: tuple  # (context, gamma, gamma_max, max_context, memory_utilization)
+
+    def at_largest(self) -> tuple | None:
+        """(tokens/s with speculation at its largest batch, tokens/s without the draft at its largest batch), or None
+        where the draft does not fit beside the target."""
+        cap = self.capacity
+        if not (cap.target_fits and cap.both_fit and cap.max_batch_with_draft > 0):
+            return None
+        context, gamma, gamma_max, max_context, util = self.options
+        best = throughput_table(self.deployment, self.acceptance, [cap.max_batch_with_draft, max(cap.max_batch_without_draft, 1)],
+                                context, gamma, gamma_max, max_context, util)
+        return float(best.tokens_per_s_spec.iloc[0]), float(best.tokens_per_s_plain.iloc[1])
+
+
+def compare_answer(dep: Deployment, acceptance: object, batches: list, context: int, gamma: int | None, gamma_max: int,
+                   max_context: int | None, memory_utilization: float) -> CompareAnswer:
+    cap = deployment_capacity(dep, context, max_context, memory_utilization)
+    frame = throughput_table(dep, acceptance, batches, context, gamma, gamma_max, max_context, memory_utilization)
+    return CompareAnswer(frame, cap, dep, acceptance, (context, gamma, gamma_max, max_context, memory_utilization))
+
+
+# -- measure-loop --------------------------------------------------------------------------------
+def loop_rows(results: list[dict], target, draft, alpha: float, gamma: int, context: int, tokens: int, profile=None) -> list[dict]:
+    """measure-loop: each measured loop with the formula's speedup from its own pass times and, given a profile,
+    the model's prediction at the loop's mean context (the prompt plus half the generated tokens)."""
+    from .speedup import speedup_from_times
+    from .workloads import mean_context_tokens
+
+    out = []
+    for r in results:
+        r = dict(r)
+        r["formula_speedup_from_measured_passes"] = float(speedup_from_times(alpha, gamma, r["t_target_s"], r["t_draft_s"],
+                                                                             r["t_verify_s"]))
+        r["expected_tokens_per_pass"] = float(expected(alpha, gamma))
+        if profile is not None:
+            dep = Deployment(profile, target, draft)
+            r["predicted_speedup"] = float(speedup(dep, alpha, gamma, r["batch"], mean_context_tokens(context, tokens)))
+            r["profile"] = profile.name
+            r["prediction_source"] = f"roofline: profile {profile.name}, no engine time (the harness times bare passes)"
+        out.append(r)
+    return out

@@ -1,0 +1,59 @@
+"""From parsed arguments to library objects: the deployment, the acceptance and the model options a flag names."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["deployment", "harness", "model_options", "resolve_acceptance"]
+
+
+def resolve_acceptance(args: argparse.Namespace):
+    """(value, label): --acceptance or --metrics as an Acceptance, else --alpha (the library default if unset)."""
+    from ..acceptance import parse_acceptance
+    from ..defaults import DEFAULT_ALPHA
+    from ..metrics import acceptance_from_page
+
+    if getattr(args, "metrics_gamma", None) is not None and getattr(args, "metrics", None) is None:
+        raise ValueError("--metrics-gamma goes with an SGLang --metrics page")
+    if getattr(args, "acceptance", None) is not None:
+        acc = parse_acceptance(args.acceptance)
+    elif getattr(args, "metrics", None) is not None:
+        acc = acceptance_from_page(args.metrics, args.metrics_gamma)
+    else:
+        alpha = DEFAULT_ALPHA if args.alpha is None else args.alpha
+        return alpha, f"alpha {alpha:g}"
+    return acc, acc.describe()
+
+
+def model_options(args: argparse.Namespace, prefix: str = "") -> dict:
+    """get_model keyword arguments from --weight-dtype, --kv-dtype, --tp, --moe-effective-experts (or their --draft- forms)."""
+    keys = {"weight_dtype": "weight_dtype", "kv_dtype": "kv_dtype", "tp": "tp"}
+    opts = {key: getattr(args, prefix + attr, None) for key, attr in keys.items()}
+    if not prefix:
+        opts["routing_effective_experts"] = getattr(args, "moe_effective_experts", None)
+    return {k: v for k, v in opts.items() if v is not None}
+
+
+def deployment(args: argparse.Namespace, *, draft: bool = True):
+    """The deployment the flags describe: --hardware, --target (or --model), --draft, --timing, --engine and the
+    model options; ``draft`` False builds one that only decodes (``steptime``)."""
+    from ..deployment import Deployment
+    from ..report import progress
+
+    ngram = getattr(args, "ngram_cpu_ns", None)
+    return Deployment.build(args.hardware, getattr(args, "target", None) or getattr(args, "model", None),
+                            getattr(args, "draft", None), args.timing, args.engine, args.engine_overhead_ms,
+                            target_options=model_options(args), draft_options=model_options(args, "draft_") if draft else None,
+                            ngram_cpu_s_per_token=None if ngram is None else ngram * 1e-9, progress=progress, decode_only=not draft)
+
+
+def harness():
+    """The timing harness, or one line saying how to install torch."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise ValueError("the timing harness needs torch: pip install 'specsim[harness]' (for the CPU build: pip install torch "
+                         "--index-url https://download.pytorch.org/whl/cpu)") from None
+    from .. import harness as module
+
+    return module
