@@ -12,7 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write_bytes", "atomic_write_many", "atomic_write_text", "check_output", "read_text", "refuse_builtin"]
+__all__ = ["atomic_write_bytes", "atomic_write_many", "atomic_write_text", "builtin_dir", "check_output", "read_text", "refuse_builtin"]
 
 
 def read_text(path: str | Path, what: str) -> str:
@@ -31,6 +31,19 @@ def read_text(path: str | Path, what: str) -> str:
         raise ValueError(f"{what} {str(path)!r} is not UTF-8 text") from None
 
 
+def builtin_dir() -> Path:
+    """Folder holding the built-in profiles.
+
+    An installed wheel has them in ``specsim/_hardware``; a source checkout
+    (tests, editable installs) reads the repository's ``hardware/`` folder.
+    """
+    here = Path(__file__).resolve().parent
+    packaged = here / "_hardware"
+    if packaged.is_dir() and any(packaged.glob("*.yaml")):
+        return packaged
+    return here.parent / "hardware"
+
+
 def refuse_builtin(path: str | Path) -> None:
     """Raise ValueError if ``path`` lies in the built-in profiles (datasheet or calibrated).
 
@@ -38,8 +51,6 @@ def refuse_builtin(path: str | Path) -> None:
     regenerate a calibrated profile, write it elsewhere and review the change
     before copying it in.
     """
-    from .hardware import builtin_dir
-
     target = Path(path).expanduser().resolve()
     root = builtin_dir().resolve()
     if target == root or root in target.parents:

@@ -155,20 +155,8 @@ def calibrate(
     if name in {p.stem for p in builtin_dir().glob("*.yaml")}:
         raise ValueError(f"profile name {name!r} is a built-in datasheet profile; choose another --name")
     df = load_measurements(path).reset_index(drop=True)
-    # Hold out distinct points, not rows: a repeated measurement of a held-out (shape, b, q, L) must not sit in
-    # the training half, or the held-out error measures memory instead of prediction.
-    point_codes, _ = pd.factorize(pd.Series(list(zip(df["shape"], df["batch"], df["tokens_per_seq"], df["context"]))))
-    n_points = int(point_codes.max()) + 1
-    n_params = 4 if per_layer == "yes" else 3
-    n_hold = max(1, int(round(holdout * n_points)))
-    if n_points - n_hold < n_params + 1:
-        raise ValueError(f"too few distinct points: {n_points} distinct (model, batch, tokens, context) points leave "
-                         f"{n_points - n_hold} to fit {n_params} parameters; measure at least {n_params + 1 + n_hold} distinct points")
-    rng = np.random.default_rng(seed)
-    held_points = rng.choice(n_points, n_hold, replace=False)
-    mask = np.isin(point_codes, held_points)
-    df["holdout"] = mask
-    train = df[~mask]
+    df["holdout"] = _holdout_mask(df, holdout, seed, 4 if per_layer == "yes" else 3)
+    train = df[~df["holdout"]]
     layer_counts = train["n_layers_"].nunique()
     if per_layer == "yes" and layer_counts < 2:
         raise ValueError("a per-layer overhead needs measurements of at least two layer counts (models)")
@@ -184,6 +172,28 @@ def calibrate(
     df["before_s"] = predict(base, df)
     df["after_s"] = predict(result_profile, df)
     result = CalibrationResult(result_profile, base, df, use_layers, Path(path).name, hashlib.sha256(raw).hexdigest())
+    return _with_provenance(result, devices, holdout, seed)
+
+
+def _holdout_mask(df: pd.DataFrame, holdout: float, seed: int, n_params: int) -> np.ndarray:
+    """Rows held out of the fit: a random ``holdout`` share of the distinct points, with every repeat of each.
+
+    Distinct points, not rows: a repeated measurement of a held-out (shape, b, q, L) must not sit in the
+    training half, or the held-out error measures memory instead of prediction.
+    """
+    point_codes, _ = pd.factorize(pd.Series(list(zip(df["shape"], df["batch"], df["tokens_per_seq"], df["context"]))))
+    n_points = int(point_codes.max()) + 1
+    n_hold = max(1, int(round(holdout * n_points)))
+    if n_points - n_hold < n_params + 1:
+        raise ValueError(f"too few distinct points: {n_points} distinct (model, batch, tokens, context) points leave "
+                         f"{n_points - n_hold} to fit {n_params} parameters; measure at least {n_params + 1 + n_hold} distinct points")
+    held_points = np.random.default_rng(seed).choice(n_points, n_hold, replace=False)
+    return np.isin(point_codes, held_points)
+
+
+def _with_provenance(result: CalibrationResult, devices: list, holdout: float, seed: int) -> CalibrationResult:
+    """The result with its profile's calibration record (source, hash, split, errors) and notes."""
+    base, use_layers = result.base, result.per_layer
     summary = result.summary()
     provenance = {
         "source": result.source,
@@ -208,7 +218,7 @@ def calibrate(
              f"{summary['train_points']} points; on {summary['holdout_points']} held-out points the mean absolute "
              f"error is {summary['holdout_after']['mape']:.1%} (base profile: {summary['holdout_before']['mape']:.1%}). "
              "Datasheet peaks and sources are those of the base profile.")
-    final = dataclasses.replace(result_profile, calibration=provenance, notes=notes,
+    final = dataclasses.replace(result.profile, calibration=provenance, notes=notes,
                                 description=f"{base.description} - calibrated")
     return dataclasses.replace(result, profile=final)
 

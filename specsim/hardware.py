@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from ._io import builtin_dir
+
 
 __all__ = [
     "ARTICLE_BANDWIDTH_EFF",
@@ -306,19 +308,6 @@ def profile_to_mapping(profile: HardwareProfile) -> dict[str, Any]:
             continue
         out[f.name] = dict(value) if isinstance(value, Mapping) else value
     return out
-
-
-def builtin_dir() -> Path:
-    """Folder holding the built-in profiles.
-
-    An installed wheel has them in ``specsim/_hardware``; a source checkout
-    (tests, editable installs) reads the repository's ``hardware/`` folder.
-    """
-    here = Path(__file__).resolve().parent
-    packaged = here / "_hardware"
-    if packaged.is_dir() and any(packaged.glob("*.yaml")):
-        return packaged
-    return here.parent / "hardware"
 
 
 def _builtin_files() -> dict[str, Path]:

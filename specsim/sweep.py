@@ -25,7 +25,6 @@ from .acceptance import expected_tokens
 from .defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_GAMMA_MAX, DEFAULT_HARDWARE, DEFAULT_TARGET
 from .deployment import Deployment
 from .speedup import optimal_gamma, speedup, speedup_from_cost_ratio
-from .timing.roofline import step_time
 
 __all__ = ["closed_form_table", "deployments", "optimal_gamma_table", "pass_table", "roofline_table", "sweep"]
 
@@ -227,7 +226,7 @@ def closed_form_table(alpha: object = 0.8, gamma: object = range(0, 17), cost_ra
 
 
 def pass_table(dep: Deployment, batch: object = DEFAULT_BATCHES, gamma: int = 4, context: object = DEFAULT_CONTEXT_TOKENS) -> pd.DataFrame:
-    """Step time and its parts for the three passes, one row per (pass, batch, context).
+    """Step time and its parts for the three passes on the GPU, one row per (pass, batch, context).
 
     ``pass`` is "target decode", "draft step" or "verification" (gamma + 1 tokens).
     Columns: pass, model, batch, context, tokens_per_seq, step_time_s,
@@ -241,7 +240,7 @@ def pass_table(dep: Deployment, batch: object = DEFAULT_BATCHES, gamma: int = 4,
         ("draft step", dep.draft, 1),
         ("verification", dep.target, gamma + 1),
     ):
-        t = step_time(dep.hardware, model, g["batch"], q, g["context"])
+        t = dep.gpu_pass(model, g["batch"], q, g["context"])
         columns = {
             "batch": g["batch"],
             "context": g["context"],

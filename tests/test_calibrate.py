@@ -180,7 +180,7 @@ def fitted(tmp_path_factory):
 
 
 def test_residual_figure_draws_the_errors_it_reports(fitted):
-    from specsim.figures import plot_residuals
+    from specsim.plots import plot_residuals
 
     fig = plot_residuals(fitted)
     before, after = fig.axes

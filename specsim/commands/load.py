@@ -124,7 +124,7 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
             executor.shutdown()
     findings = sweep_findings(frame)
     if args.plot:
-        from ..figures import save_serve_sweep
+        from ..plots import save_serve_sweep
 
         save_serve_sweep(frame, args.plot, title=f"{dep.target.name} + {dep.drafter.name} on {dep.hardware.name}, "
                                                  f"{workload.name}, {acc_label}")

@@ -78,7 +78,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
     from .._io import atomic_write_many, check_output
     from ..calibrate import calibrate, implausible, profile_yaml
-    from ..figures import plot_residuals
+    from ..plots import plot_residuals
     from ..hardware import load_hardware
 
     out = check_output(args.out, (".yaml", ".yml"))

@@ -35,6 +35,72 @@ from .timing import _sync, time_pass
 __all__ = ["run_speculative_loop"]
 
 
+class _Loop:
+    """Plain and speculative generation of ``tokens`` tokens per sequence with a target and a draft model."""
+
+    def __init__(self, target, draft, gamma: int, alpha: float, batch: int, context: int, tokens: int, dev, gen):
+        self.target, self.draft, self.gamma, self.alpha = target, draft, gamma, alpha
+        self.batch, self.context, self.tokens, self.dev, self.gen = batch, context, tokens, dev, gen
+        self.rows = torch.arange(batch, device=dev)
+
+    def plain(self) -> float:
+        dev, batch = self.dev, self.batch
+        lengths = torch.full((batch,), self.context, dtype=torch.long, device=dev)
+        last = torch.zeros((batch, 1), dtype=torch.long, device=dev)
+        _sync(dev)
+        start = time.perf_counter()
+        for _ in range(self.tokens):
+            logits = self.target(last, lengths)
+            last = logits[:, -1].argmax(-1, keepdim=True)
+            lengths += 1
+        _sync(dev)
+        return time.perf_counter() - start
+
+    def speculative(self) -> tuple[float, float, float]:
+        """(seconds, mean tokens generated per sequence, mean tokens per verification pass)."""
+        dev, batch, gamma, rows = self.dev, self.batch, self.gamma, self.rows
+        lengths = torch.full((batch,), self.context, dtype=torch.long, device=dev)  # tokens in both caches
+        history = torch.zeros((batch, 2), dtype=torch.long, device=dev)  # last two emitted tokens
+        generated = torch.zeros(batch, dtype=torch.long)
+        passes = 0
+        _sync(dev)
+        start = time.perf_counter()
+        while int(generated.min()) < self.tokens:
+            drafted = []
+            feed, at = history, lengths - 1
+            for _ in range(gamma):
+                logits = self.draft(feed, at)
+                nxt = logits[:, -1].argmax(-1, keepdim=True)
+                drafted.append(nxt)
+                feed, at = nxt, at + feed.shape[1]
+            proposal = torch.cat(drafted, dim=1)  # (b, gamma)
+            target_logits = self.target(torch.cat([history[:, 1:], proposal], dim=1), lengths)
+            correction = target_logits.argmax(-1)  # the target's token at each position
+            accept = torch.rand((batch, gamma), generator=self.gen) < self.alpha
+            accepted = torch.cumprod(accept.long(), dim=1).sum(dim=1).to(dev)
+            emitted = torch.cat([proposal, correction[:, -1:]], dim=1)
+            emitted[rows, accepted] = correction[rows, accepted]
+            last_two = torch.stack([emitted[rows, (accepted - 1).clamp(min=0)], emitted[rows, accepted]], dim=1)
+            history = torch.where((accepted > 0)[:, None], last_two, torch.stack([history[:, 1], emitted[:, 0]], dim=1))
+            lengths = lengths + accepted + 1  # roll back: rejected positions are beyond the new length
+            generated += (accepted + 1).cpu()
+            passes += 1
+        _sync(dev)
+        mean_generated = float(generated.float().mean())
+        return time.perf_counter() - start, mean_generated, mean_generated / passes
+
+    def pass_times(self, repeats: int) -> tuple[float, float, float]:
+        """The three passes on their own at the loop's mean context: t_T, t_D and t_V (median seconds)."""
+        dev, batch = self.dev, self.batch
+        span = self.context + self.tokens // 2
+        mid = torch.full((batch,), span, dtype=torch.long, device=dev)
+        one = torch.zeros((batch, 1), dtype=torch.long, device=dev)
+        many = torch.zeros((batch, self.gamma + 1), dtype=torch.long, device=dev)
+        return (statistics.median(time_pass(lambda: self.target(one, mid, span + 1, True), dev, repeats, 2)),
+                statistics.median(time_pass(lambda: self.draft(one, mid, span + 1, True), dev, repeats, 2)),
+                statistics.median(time_pass(lambda: self.target(many, mid, span + self.gamma + 1, True), dev, repeats, 2)))
+
+
 def run_speculative_loop(
     target_shape: ModelShape,
     draft_shape: ModelShape,
@@ -66,66 +132,14 @@ def run_speculative_loop(
     draft = DecoderTimingModel(draft_shape, dtype=dtype, device=device, seed=seed + 1)
     target.allocate(batch, capacity)
     draft.allocate(batch, capacity)
-    rows = torch.arange(batch, device=dev)
-
-    def plain() -> float:
-        lengths = torch.full((batch,), context, dtype=torch.long, device=dev)
-        last = torch.zeros((batch, 1), dtype=torch.long, device=dev)
-        _sync(dev)
-        start = time.perf_counter()
-        for _ in range(tokens):
-            logits = target(last, lengths)
-            last = logits[:, -1].argmax(-1, keepdim=True)
-            lengths += 1
-        _sync(dev)
-        return time.perf_counter() - start
-
-    def speculative() -> tuple[float, float, float]:
-        lengths = torch.full((batch,), context, dtype=torch.long, device=dev)  # tokens in both caches
-        history = torch.zeros((batch, 2), dtype=torch.long, device=dev)  # last two emitted tokens
-        generated = torch.zeros(batch, dtype=torch.long)
-        passes = 0
-        _sync(dev)
-        start = time.perf_counter()
-        while int(generated.min()) < tokens:
-            drafted = []
-            feed, at = history, lengths - 1
-            for _ in range(gamma):
-                logits = draft(feed, at)
-                nxt = logits[:, -1].argmax(-1, keepdim=True)
-                drafted.append(nxt)
-                feed, at = nxt, at + feed.shape[1]
-            proposal = torch.cat(drafted, dim=1)  # (b, gamma)
-            target_logits = target(torch.cat([history[:, 1:], proposal], dim=1), lengths)
-            correction = target_logits.argmax(-1)  # the target's token at each position
-            accept = torch.rand((batch, gamma), generator=gen) < alpha
-            accepted = torch.cumprod(accept.long(), dim=1).sum(dim=1).to(dev)
-            emitted = torch.cat([proposal, correction[:, -1:]], dim=1)
-            emitted[rows, accepted] = correction[rows, accepted]
-            last_two = torch.stack([emitted[rows, (accepted - 1).clamp(min=0)], emitted[rows, accepted]], dim=1)
-            history = torch.where((accepted > 0)[:, None], last_two, torch.stack([history[:, 1], emitted[:, 0]], dim=1))
-            lengths = lengths + accepted + 1  # roll back: rejected positions are beyond the new length
-            generated += (accepted + 1).cpu()
-            passes += 1
-        _sync(dev)
-        mean_generated = float(generated.float().mean())
-        return time.perf_counter() - start, mean_generated, mean_generated / passes
-
-    plain()  # warm up both loops (allocator, kernels)
-    speculative()
-    plain_per_token = statistics.median(plain() / tokens for _ in range(repeats))
-    spec_runs = [speculative() for _ in range(repeats)]
+    loop = _Loop(target, draft, gamma, alpha, batch, context, tokens, dev, gen)
+    loop.plain()  # warm up both loops (allocator, kernels)
+    loop.speculative()
+    plain_per_token = statistics.median(loop.plain() / tokens for _ in range(repeats))
+    spec_runs = [loop.speculative() for _ in range(repeats)]
     spec_per_token = statistics.median(elapsed / generated for elapsed, generated, _ in spec_runs)
     tokens_per_pass = statistics.mean(run[2] for run in spec_runs)
-
-    # The three passes on their own, at the loop's mean context.
-    mid = torch.full((batch,), context + tokens // 2, dtype=torch.long, device=dev)
-    one = torch.zeros((batch, 1), dtype=torch.long, device=dev)
-    many = torch.zeros((batch, gamma + 1), dtype=torch.long, device=dev)
-    span = context + tokens // 2
-    t_target = statistics.median(time_pass(lambda: target(one, mid, span + 1, True), dev, repeats * 3, 2))
-    t_draft = statistics.median(time_pass(lambda: draft(one, mid, span + 1, True), dev, repeats * 3, 2))
-    t_verify = statistics.median(time_pass(lambda: target(many, mid, span + gamma + 1, True), dev, repeats * 3, 2))
+    t_target, t_draft, t_verify = loop.pass_times(repeats * 3)
     return {
         "target": target_shape.name,
         "draft": draft_shape.name,
