@@ -122,14 +122,15 @@ class RoundTime:
     def parts(self) -> dict[str, np.ndarray]:
         """Where the round's time goes, seconds per named part; the parts add up to :attr:`total_s`."""
         f = self.fixed
-        out = {"draft steps": self.steps * self.draft.gpu.total_s, "draft-step engine time": self.steps * self.draft.engine_s,
-               "verification": np.asarray(f.verify.total_s, dtype=float)}
+        parts = {"draft steps": self.steps * self.draft.gpu.total_s, "draft-step engine time": self.steps * self.draft.engine_s,
+                 "verification": f.verify.total_s}
         if f.extend is not None:
-            out["draft extend"] = np.asarray(f.extend.total_s, dtype=float)
+            parts["draft extend"] = f.extend.total_s
         if np.any(np.asarray(f.host_s) != 0):
-            out["drafter host time"] = np.asarray(f.host_s, dtype=float)
-        out["engine per round"] = np.full(np.shape(f.total_s), f.engine_s)
-        return out
+            parts["drafter host time"] = f.host_s
+        parts["engine per round"] = f.engine_s
+        shape = np.shape(self.total_s)
+        return {name: np.broadcast_to(np.asarray(value, dtype=float), shape) for name, value in parts.items()}
 
 
 @dataclass(frozen=True)

@@ -69,16 +69,26 @@ class Drafter:
     extend_pass: ClassVar[bool] = False
     #: A separate model that must share the target's tokenizer.
     shares_vocabulary: ClassVar[bool] = False
-    #: vLLM's speculative_config "method" (vllm/config/speculative.py, SpeculativeMethod).
-    vllm_method: ClassVar[str]
-    #: SGLang's --speculative-algorithm (MTP checkpoints such as DeepSeek-V3 run as EAGLE over their NextN layers).
-    sglang_algorithm: ClassVar[str]
+    #: What the engines call it: vLLM's speculative_config "method" (vllm/config/speculative.py, SpeculativeMethod),
+    #: SGLang's --speculative-algorithm (MTP checkpoints such as DeepSeek-V3 run as EAGLE over their NextN layers) and
     #: TensorRT-LLM's speculative_config.decoding_type.
-    trtllm_decoding: ClassVar[str]
+    engine_names: ClassVar[tuple[str, str, str]]
 
     def __post_init__(self) -> None:
         if self.step_model is None:
             raise ValueError(f"drafter {self.name!r}: only n-gram drafting runs no network")
+
+    @property
+    def vllm_method(self) -> str:
+        return self.engine_names[0]
+
+    @property
+    def sglang_algorithm(self) -> str:
+        return self.engine_names[1]
+
+    @property
+    def trtllm_decoding(self) -> str:
+        return self.engine_names[2]
 
     def host_s(self, batch: object, context: object) -> np.ndarray | float:
         """CPU seconds a round spends drafting outside any network, per (batch, context)."""
@@ -95,9 +105,7 @@ class DraftModel(Drafter):
 
     kind: ClassVar[str] = "draft_model"
     shares_vocabulary: ClassVar[bool] = True
-    vllm_method: ClassVar[str] = "draft_model"
-    sglang_algorithm: ClassVar[str] = "STANDALONE"
-    trtllm_decoding: ClassVar[str] = "Draft_Target"
+    engine_names: ClassVar[tuple[str, str, str]] = ("draft_model", "STANDALONE", "Draft_Target")
 
     @classmethod
     def build(cls, spec: str, target: ModelShape, options: dict) -> "DraftModel":
@@ -111,9 +119,7 @@ class EagleHead(Drafter):
 
     kind: ClassVar[str] = "eagle"
     extend_pass: ClassVar[bool] = True
-    vllm_method: ClassVar[str] = "eagle"
-    sglang_algorithm: ClassVar[str] = "EAGLE"
-    trtllm_decoding: ClassVar[str] = "Eagle"
+    engine_names: ClassVar[tuple[str, str, str]] = ("eagle", "EAGLE", "Eagle")
     #: The head's own draft vocabulary when derived from the target (None: the target's).
     default_vocab: ClassVar[int | None] = None
 
@@ -136,9 +142,7 @@ class Eagle3Head(EagleHead):
     """An EAGLE-3 head: a 3d -> d fusion of three target layers, 2d-wide attention input, its own draft vocabulary."""
 
     kind: ClassVar[str] = "eagle3"
-    vllm_method: ClassVar[str] = "eagle3"
-    sglang_algorithm: ClassVar[str] = "EAGLE3"
-    trtllm_decoding: ClassVar[str] = "Eagle3"
+    engine_names: ClassVar[tuple[str, str, str]] = ("eagle3", "EAGLE3", "Eagle3")
     default_vocab: ClassVar[int | None] = EAGLE3_DRAFT_VOCAB
 
 
@@ -148,9 +152,7 @@ class MtpHead(Drafter):
 
     kind: ClassVar[str] = "mtp"
     extend_pass: ClassVar[bool] = True
-    vllm_method: ClassVar[str] = "mtp"
-    sglang_algorithm: ClassVar[str] = "EAGLE"
-    trtllm_decoding: ClassVar[str] = "MTP"
+    engine_names: ClassVar[tuple[str, str, str]] = ("mtp", "EAGLE", "MTP")
 
     @classmethod
     def build(cls, path: str, target: ModelShape, options: dict) -> "MtpHead":
@@ -176,9 +178,7 @@ class NgramDrafter(Drafter):
     cpu_s_per_token: float = NGRAM_CPU_S_PER_TOKEN
 
     kind: ClassVar[str] = "ngram"
-    vllm_method: ClassVar[str] = "ngram"
-    sglang_algorithm: ClassVar[str] = "NGRAM"
-    trtllm_decoding: ClassVar[str] = "NGram"
+    engine_names: ClassVar[tuple[str, str, str]] = ("ngram", "NGRAM", "NGram")
 
     def __post_init__(self) -> None:
         if self.step_model is not None:
@@ -238,14 +238,15 @@ def _head_shape(kind: str, target: ModelShape, vocab: int, *, heads: int | None 
                 source: str = "") -> ModelShape:
     """An EAGLE head of the target's width: ``layers`` dense decoder layers plus the feature projection.
 
-    Built field by field: the target's width, attention layout (biases, q/k norms, sinks, norms per layer),
-    dtypes and tensor parallelism; the head's own heads, MLP size and vocabulary where its config gives them;
-    no experts, windows or latent attention (an MLA target's head attends with full heads).  A field added to
-    ModelShape takes its default here unless this function says otherwise.
+    Built field by field: the target's width and attention layout (biases, q/k norms, sinks, norms per layer);
+    the head's own heads, MLP size and vocabulary where its config gives them; no experts, windows or latent
+    attention (an MLA target's head attends with full heads: its config reads n_kv_heads = n_heads).  Dtypes
+    and tensor parallelism are the drafter options' (:func:`_with_options`).  A field added to ModelShape takes
+    its default here unless this function says otherwise.
     """
     d = target.hidden_size
     heads = target.n_heads if heads is None else heads
-    kv_heads = (target.n_heads if target.is_mla else target.n_kv_heads) if kv_heads is None else kv_heads
+    kv_heads = target.n_kv_heads if kv_heads is None else kv_heads
     head_dim = target.head_dim if head_dim is None else head_dim
     qkv_rows = (heads + 2 * kv_heads) * head_dim
     # EAGLE: fc(2d -> d).  EAGLE-3: fc(3d -> d) for the fused features, and q, k, v read the 2d-wide input.
@@ -255,7 +256,6 @@ def _head_shape(kind: str, target: ModelShape, vocab: int, *, heads: int | None 
         intermediate_size=target.intermediate_size if intermediate is None else intermediate, n_layers=layers,
         n_heads=heads, n_kv_heads=kv_heads, head_dim=head_dim, qkv_bias=target.qkv_bias, qk_norm=target.qk_norm,
         o_bias=target.o_bias, norms_per_layer=target.norms_per_layer, attention_sinks=target.attention_sinks,
-        weight_dtype=target.weight_dtype, kv_dtype=target.kv_dtype, head_dtype=target.head_dtype, tp=target.tp,
         extra_linear_params=extra, architecture=target.architecture,
         max_position_embeddings=target.max_position_embeddings, source=source)
 

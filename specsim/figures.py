@@ -28,7 +28,7 @@ import pandas as pd
 
 from ._io import atomic_write_bytes
 from .article import ARTICLE_CONTEXT_TOKENS, article_deployment
-from .defaults import DEFAULT_CONTEXT_TOKENS
+from .defaults import DEFAULT_ALPHA, DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
 from .deployment import Deployment
 from .plots import (_BATCH_AXIS, _freeze_layout, plot_drafters, plot_moe_speculation, plot_optimal_gamma_vs_batch, plot_roofline, plot_serve_sweep,
                     plot_speedup_heatmap, plot_speedup_vs_batch, plot_speedup_vs_batch_devices, plot_speedup_vs_gamma,
@@ -55,6 +55,8 @@ class FigureSpec:
 _FIGURE_BATCHES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256], float)
 
 
+#: The devices the device-comparison figures put side by side.
+_DEVICES = (DEFAULT_HARDWARE, "h200", "a100-sxm-80gb")
 # How those figures name a step-time source in their legends.
 _SOURCE_LABEL = {"hybrid": "default (hybrid)", "roofline": "roofline"}
 
@@ -132,7 +134,7 @@ def _fig_optimal_gamma(fig: Any) -> dict[str, Any]:
 
 
 def _fig_devices(fig: Any) -> dict[str, Any]:
-    table = _article_sweep(hardware=["h100-sxm", "h200", "a100-sxm-80gb"])
+    table = _article_sweep(hardware=list(_DEVICES))
     return plot_speedup_vs_batch_devices(table, axes=fig.subplots(1, 3, sharey=True))
 
 
@@ -146,9 +148,9 @@ def _fig_throughput(fig: Any) -> dict[str, Any]:
         top = capacity(dep, context).max_batch_without_draft
         batch = np.arange(1, top + 1)
         tables = {
-            "plain decoding": throughput_table(dep, 0.8, batch, context, gamma=0),
-            "speculation, optimal γ per batch": throughput_table(dep, 0.8, batch, context),
-            "speculation, γ = 4 at every batch": throughput_table(dep, 0.8, batch, context, gamma=4),
+            "plain decoding": throughput_table(dep, DEFAULT_ALPHA, batch, context, gamma=0),
+            "speculation, optimal γ per batch": throughput_table(dep, DEFAULT_ALPHA, batch, context),
+            "speculation, γ = 4 at every batch": throughput_table(dep, DEFAULT_ALPHA, batch, context, gamma=4),
         }
         out[context] = plot_throughput_vs_latency(tables, ax=ax)
         ax.set_title(f"{dep.target.name} + {dep.draft.name} on {dep.hardware.name}, α = 0.8, "
@@ -165,14 +167,14 @@ def _fig_verify_cost(fig: Any) -> dict[str, Any]:
     batch = _FIGURE_BATCHES
     target = get_model("llama-3.1-8b")
     ratios = []
-    for device in ("h100-sxm", "h200", "a100-sxm-80gb"):
+    for device in _DEVICES:
         ratios += _ratio_rows(load_hardware(device), target, 400, device=device)
     one_layer = dataclasses.replace(target, n_layers=1, name="1-layer draft, 8B width")
     speedups = []
     for draft in (one_layer, get_model("llama-3.2-1b")):
         for source in ("hybrid", "roofline"):
-            dep = Deployment.build("h100-sxm", timing=source).with_draft(draft)
-            s = speedup(dep, 0.8, 3, batch, 400)
+            dep = Deployment.build(DEFAULT_HARDWARE, timing=source).with_draft(draft)
+            s = speedup(dep, DEFAULT_ALPHA, 3, batch, 400)
             speedups += [{"batch": b, "draft": draft.name, "source": _SOURCE_LABEL[source], "speedup": v}
                          for b, v in zip(batch, s)]
     return plot_verify_cost(pd.DataFrame(ratios), pd.DataFrame(speedups), axes=fig.subplots(1, 2))
@@ -183,13 +185,14 @@ def _fig_moe(fig: Any) -> dict[str, Any]:
     from .models import get_model
 
     batch = _FIGURE_BATCHES
-    hw = load_hardware("h100-sxm")
+    hw = load_hardware(DEFAULT_HARDWARE)
     labels = {"qwen3-30b-a3b": "Qwen3-30B-A3B (MoE 8/128)", "qwen3-32b": "Qwen3-32B (dense)"}
     ratios, speedups = [], []
     for name, label in labels.items():
-        ratios += _ratio_rows(hw, get_model(name), 1128, model=label)
+        ratios += _ratio_rows(hw, get_model(name), DEFAULT_CONTEXT_TOKENS, model=label)
         for source in ("hybrid", "roofline"):
-            best = optimal_gamma(Deployment.build("h100-sxm", name, "qwen3-0.6b", timing=source), 0.8, batch, 1128)
+            best = optimal_gamma(Deployment.build(DEFAULT_HARDWARE, name, "qwen3-0.6b", timing=source), DEFAULT_ALPHA, batch,
+                                 DEFAULT_CONTEXT_TOKENS)
             speedups += [{"batch": b, "model": label, "source": _SOURCE_LABEL[source], "speedup": s, "gamma": g}
                          for b, s, g in zip(batch, best.speedup, best.gamma)]
     return plot_moe_speculation(pd.DataFrame(ratios), pd.DataFrame(speedups), axes=fig.subplots(1, 2))
@@ -204,16 +207,16 @@ def _fig_drafters(fig: Any) -> dict[str, Any]:
     left = "Llama-3.1-8B on H100, L = 1128, published acceptance per drafter (README)"
     for label, draft, kind in (("draft model", "llama-3.2-1b", "draft_model"), ("EAGLE-3 chain", "eagle3", "eagle3"),
                                ("n-gram, code editing", "ngram", "ngram")):
-        dep = Deployment.build("h100-sxm", "llama-3.1-8b", draft)
-        best = optimal_gamma(dep, published[kind][0], batch, 1128)
+        dep = Deployment.build(DEFAULT_HARDWARE, DEFAULT_TARGET, draft)
+        best = optimal_gamma(dep, published[kind][0], batch, DEFAULT_CONTEXT_TOKENS)
         rows += [{"panel": left, "drafter": label, "batch": b, "speedup": v} for b, v in zip(batch, best.speedup)]
         if kind == "eagle3":
-            _, s, _ = optimal_tree(dep, published[kind][0], TreeSpec(4, 5, 16), batch, 1128)
+            _, s, _ = optimal_tree(dep, published[kind][0], TreeSpec(4, 5, 16), batch, DEFAULT_CONTEXT_TOKENS)
             rows += [{"panel": left, "drafter": "EAGLE-3 tree", "batch": b, "speedup": v} for b, v in zip(batch, s)]
     right = "DeepSeek-V3 (FP8) on 8 x H200, L = 1128"
     for label, draft, kind in (("MTP", "mtp", "mtp"), ("n-gram, code editing", "ngram", "ngram")):
         dep = Deployment.build("h200", "deepseek-v3", draft, target_options={"tp": 8})
-        best = optimal_gamma(dep, published[kind][0], batch, 1128)
+        best = optimal_gamma(dep, published[kind][0], batch, DEFAULT_CONTEXT_TOKENS)
         rows += [{"panel": right, "drafter": label, "batch": b, "speedup": v} for b, v in zip(batch, best.speedup)]
     return plot_drafters(pd.DataFrame(rows), axes=fig.subplots(1, 2))
 
@@ -222,9 +225,9 @@ def _fig_serve_sweep(fig: Any) -> dict[str, Any]:
     from .serving import serve_sweep
     from .workloads import get_workload
 
-    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
+    dep = Deployment.build(DEFAULT_HARDWARE, DEFAULT_TARGET, DEFAULT_DRAFT)
     rates = [0.5, 1, 2, 4, 8, 16, 24, 32]
-    frame = serve_sweep(dep, rates, get_workload("chat"), 600, 0.8, seed=0)
+    frame = serve_sweep(dep, rates, get_workload("chat"), 600, DEFAULT_ALPHA, seed=0)
     return plot_serve_sweep(frame, axes=fig.subplots(1, 2),
                             title="Llama-3.1-8B + Llama-3.2-1B on H100, chat workload, α = 0.8, vLLM preset")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 
@@ -11,7 +12,7 @@ import yaml
 
 from specsim.acceptance import (Acceptance, TreeSpec, build_tree, monte_carlo_tree, parse_acceptance, parse_tree)
 from specsim.cli import main
-from specsim.drafters import NGRAM_CPU_S_PER_TOKEN, make_drafter
+from specsim.drafters import NGRAM_CPU_S_PER_TOKEN, NgramDrafter, make_drafter
 from specsim.models import get_model
 from specsim.deployment import Deployment
 from specsim.speedup import expected_tokens, expected_tokens_per_position, optimal_gamma, optimal_tree
@@ -321,3 +322,164 @@ def test_acceptance_messages_and_tree_arrays_are_exact():
     # candidate's first child would have 0.03).
     assert tree.depth.tolist() == [1, 1, 2, 2] and tree.rank.tolist() == [1, 2, 1, 2]
     assert tree.parent.tolist() == [-1, -1, 0, 0]
+
+
+# -- one class per drafter kind (issue 17) ------------------------------------------------
+@pytest.mark.parametrize("spec, cls, kind, names, extend, shares", [
+    ("llama-3.2-1b", "DraftModel", "draft_model", ("draft_model", "STANDALONE", "Draft_Target"), False, True),
+    ("eagle", "EagleHead", "eagle", ("eagle", "EAGLE", "Eagle"), True, False),
+    ("eagle3", "Eagle3Head", "eagle3", ("eagle3", "EAGLE3", "Eagle3"), True, False),
+    ("ngram", "NgramDrafter", "ngram", ("ngram", "NGRAM", "NGram"), False, False),
+])
+def test_each_kind_is_one_class_with_its_round_and_engine_names(spec, cls, kind, names, extend, shares):
+    d = make_drafter(spec, get_model("llama-3.1-8b"))
+    assert type(d).__name__ == cls and d.kind == kind and d.extend_pass is extend and d.shares_vocabulary is shares
+    assert (d.vllm_method, d.sglang_algorithm, d.trtllm_decoding) == names
+    host = d.host_s(np.array([2.0]), np.array([1000.0]))
+    assert np.all(np.asarray(host) == (NGRAM_CPU_S_PER_TOKEN * 2000 if kind == "ngram" else 0.0))
+
+
+def test_mtp_is_its_own_class_running_the_targets_layers():
+    d = make_drafter("mtp", get_model("deepseek-v3"))
+    assert type(d).__name__ == "MtpHead" and (d.vllm_method, d.sglang_algorithm, d.trtllm_decoding) == ("mtp", "EAGLE", "MTP")
+    assert d.extend_pass and d.step_model.extra_linear_params == 2 * 7168 * 7168 and not d.step_model.tie_embeddings
+    assert d.step_model.n_mtp_layers == 0 and d.step_model.n_dense_layers == 0 and d.step_model.source == ""
+    assert d.basis == "1 MTP layer(s) of the target's checkpoint"
+    with pytest.raises(ValueError, match="mtp takes no path"):
+        make_drafter("mtp:some/config.json", get_model("deepseek-v3"))
+
+
+def test_a_head_is_built_field_by_field_not_copied_from_the_target():
+    # gpt-oss: MoE with biased experts, attention sinks, window layers, MXFP4 experts.  The head takes the target's
+    # width, attention layout and dtypes; it has no experts, windows, MTP layers or vision encoder.
+    target = get_model("gpt-oss-20b")
+    head = make_drafter("eagle3", target).step_model
+    assert (head.n_layers, head.hidden_size, head.n_heads, head.n_kv_heads, head.head_dim) == (
+        1, target.hidden_size, target.n_heads, target.n_kv_heads, target.head_dim)
+    assert (head.n_experts, head.n_sliding_layers, head.n_mtp_layers, head.extra_params, head.params_override) == (0, 0, 0, 0, None)
+    assert head.attention_sinks and head.qkv_bias == target.qkv_bias and head.o_bias == target.o_bias
+    assert head.intermediate_size == target.intermediate_size and head.vocab_size == 32000 and head.tp == 1
+    assert head.expert_dtype is None and head.notes == () and head.checkpoint_dtype is None and not head.tie_embeddings
+    # An MLA target's head attends with full heads; its KV is per head, not a latent.
+    mla = make_drafter("eagle", get_model("deepseek-v3")).step_model
+    assert not mla.is_mla and mla.n_kv_heads == mla.n_heads == 128 and mla.kv_lora_rank == 0
+
+
+def test_head_options_follow_the_target_unless_given():
+    target = get_model("llama-3.1-8b", weight_dtype="fp8", kv_dtype="fp8")
+    head = make_drafter("eagle3", target).step_model
+    assert (head.weight_dtype, head.kv_dtype, head.head_dtype_) == ("fp8", "fp8", "bf16")
+    given = make_drafter("eagle3", target, {"weight_dtype": "bf16", "kv_dtype": "bf16"}).step_model
+    assert (given.weight_dtype, given.kv_dtype) == ("bf16", "bf16")
+
+
+def test_a_head_config_gives_the_heads_own_shape(tmp_path):
+    config = {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096, "intermediate_size": 11008,
+              "num_hidden_layers": 2, "num_attention_heads": 32, "num_key_value_heads": 4, "vocab_size": 128256,
+              "draft_vocab_size": 16000, "torch_dtype": "bfloat16"}
+    folder = tmp_path / "my-head"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    d = make_drafter(f"eagle3:{folder}", get_model("llama-3.1-8b"))
+    head = d.step_model
+    assert (head.name, head.n_layers, head.n_kv_heads, head.intermediate_size, head.vocab_size) == ("my-head", 2, 4, 11008, 16000)
+    assert head.extra_linear_params == 3 * 4096 * 4096 + (32 + 8) * 128 * 4096 and head.source == str(folder.resolve())
+    assert d.basis == f"head config {folder}"
+    with pytest.raises(ValueError, match="describes an eagle3 head"):
+        make_drafter(f"eagle:{folder}", get_model("llama-3.1-8b"))
+    with pytest.raises(ValueError, match="has hidden size 4096, the target llama-3.2-1b 2048: it is a head for another model"):
+        make_drafter(f"eagle3:{folder}", get_model("llama-3.2-1b"))
+    with pytest.raises(ValueError, match="eagle3 head config 'nowhere/config.json' does not exist"):
+        make_drafter("eagle3:nowhere/config.json", get_model("llama-3.1-8b"))
+
+
+def test_drafters_describe_themselves_with_their_basis():
+    target = get_model("llama-3.1-8b")
+    assert make_drafter("eagle3", target).describe() == (
+        "drafter: eagle3 head (llama-3.1-8b) (" + make_drafter("eagle3", target).step_model.describe()[len("eagle3 head (llama-3.1-8b) ("):]
+        + "; plus a draft-extend pass over the gamma + 1 verified tokens per round (derived from the target's shape; draft "
+        "vocabulary 32,000 as in yuhuili/EAGLE3-LLaMA3.1-Instruct-8B)")
+    assert make_drafter("ngram", target).describe() == ("drafter: n-gram prompt lookup, no network; 0.15 ns of CPU per cached "
+                                                         "token per round (vLLM PR #56732: 9.95 ms per step for 66.3M tokens "
+                                                         "with 8 threads)")
+    assert make_drafter("ngram", target, ngram_cpu_s_per_token=2e-9).describe().endswith("2 ns of CPU per cached token per "
+                                                                                          "round (set by --ngram-cpu-ns)")
+    moe = make_drafter("eagle", get_model("qwen3-30b-a3b"))
+    assert moe.basis == "derived from the target's shape: a dense layer of its attention and dense MLP sizes"
+    assert make_drafter("llama-3.2-1b", target).describe().startswith("drafter: llama-3.2-1b (")
+
+
+@pytest.mark.parametrize("spec, options, ngram, message", [
+    ("ngram:x", {}, None, "ngram takes no path"),
+    ("ngram", {"weight_dtype": "fp8"}, None, "--draft ngram runs no network"),
+    ("ngram", {"tp": 2}, None, "--draft ngram runs no network"),
+    ("llama-3.2-1b", {}, 1e-9, "--ngram-cpu-ns applies to --draft ngram only"),
+    ("eagle3", {}, 1e-9, "--ngram-cpu-ns applies to --draft ngram only"),
+])
+def test_drafter_options_that_do_not_apply_are_refused(spec, options, ngram, message):
+    with pytest.raises(ValueError, match=message):
+        make_drafter(spec, get_model("llama-3.1-8b"), options, ngram)
+
+
+def test_drafter_names_and_exact_messages():
+    target = get_model("llama-3.1-8b")
+    assert make_drafter("eagle", target).name == "eagle head (llama-3.1-8b)"
+    assert make_drafter("ngram", target).name == "n-gram" and make_drafter("ngram", target, ngram_cpu_s_per_token=1e-9).name == "n-gram"
+    assert make_drafter("ngram", target, ngram_cpu_s_per_token=0.0).cpu_s_per_token == 0.0  # a free scan is allowed
+    assert make_drafter("mtp", get_model("deepseek-v3")).name == "mtp (deepseek-v3)"
+    exact = [
+        (lambda: make_drafter("mtp:x", get_model("deepseek-v3")), "mtp takes no path: it is the target's own multi-token-prediction layers"),
+        (lambda: make_drafter("mtp", target), "--draft mtp: the target llama-3.1-8b's config declares no multi-token-prediction layers "
+                                              "(num_nextn_predict_layers); mtp needs a checkpoint that ships them, e.g. deepseek-v3"),
+        (lambda: make_drafter("ngram:x", target), "ngram takes no path"),
+        (lambda: make_drafter("ngram", target, {"kv_dtype": "fp8"}), "--draft ngram runs no network: --draft-weight-dtype, "
+                                                                       "--draft-kv-dtype and --draft-tp do not apply"),
+        (lambda: make_drafter("llama-3.2-1b", target, ngram_cpu_s_per_token=1e-9), "--ngram-cpu-ns applies to --draft ngram only"),
+        (lambda: NgramDrafter("n-gram", target), "n-gram drafting runs no network"),
+    ]
+    for call, message in exact:
+        with pytest.raises(ValueError) as info:
+            call()
+        assert str(info.value) == message
+
+
+def test_describe_without_an_extend_pass_or_a_basis():
+    d = make_drafter("llama-3.2-1b", get_model("llama-3.1-8b"))
+    assert d.describe() == f"drafter: {d.step_model.describe()}"
+
+
+def test_an_mtp_head_drops_what_belongs_to_the_whole_checkpoint():
+    # A synthetic MoE target with tied embeddings, a vision encoder, notes and MXFP4 experts: its MTP layer keeps the
+    # experts' dtype and nothing that belongs to the whole checkpoint.
+    base = get_model("deepseek-v3")
+    target = dataclasses.replace(base, tie_embeddings=True, extra_params=10**9, notes=("a note",), expert_dtype="mxfp4")
+    head = make_drafter("mtp", target).step_model
+    assert not head.tie_embeddings and head.extra_params == 0 and head.notes == () and head.expert_dtype == "mxfp4"
+    assert make_drafter("eagle", get_model("qwen3-30b-a3b")).step_model.expert_dtype is None
+
+
+def test_a_head_config_with_its_own_heads_and_the_targets_vocabulary(tmp_path):
+    config = {"architectures": ["EagleLlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
+              "num_hidden_layers": 1, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 64,
+              "vocab_size": 128256, "torch_dtype": "bfloat16"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    head = make_drafter(f"eagle:{path}", get_model("llama-3.1-8b")).step_model
+    assert (head.n_heads, head.n_kv_heads, head.head_dim, head.vocab_size) == (16, 8, 64, 128256)
+    assert head.extra_linear_params == 2 * 4096 * 4096
+
+
+@pytest.mark.parametrize("content, message", [
+    ("[1, 2]", r"^eagle3 head config '.*config\.json': architecture None is not an EAGLE head; read: LlamaForCausalLMEagle3, "
+               r"Eagle3LlamaForCausalLM, LlamaForCausalLMEagle, EagleLlamaForCausalLM$"),
+    ('{"architectures": ["EagleLlamaForCausalLM"]}', r"^eagle3 head config '.*config\.json' describes an eagle head$"),
+    ('{"architectures": ["LlamaForCausalLMEagle3"], "vocab_size": 32000}', r"^model config '.*config\.json': missing key 'num_hidden_layers'$"),
+    ('{"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 1, '
+     '"num_attention_heads": 32, "vocab_size": 32000}', r"^eagle3 head '.*config\.json' has hidden size 2048, the target "
+                                                        r"llama-3.1-8b 4096: it is a head for another model$"),
+])
+def test_bad_head_configs_are_refused_naming_the_file(tmp_path, content, message):
+    path = tmp_path / "config.json"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=message):
+        make_drafter(f"eagle3:{path}", get_model("llama-3.1-8b"))

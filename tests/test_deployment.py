@@ -1,0 +1,320 @@
+"""The deployment layer: every term of a round in its place, composed once, and the deployment's own invariants."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from specsim.deployment import (MAX_VOCAB_PADDING, Deployment, DraftStep, RoundFixed, model_assumptions, round_seconds)
+from specsim.drafters import DraftModel, NgramDrafter, make_drafter
+from specsim.engines import ENGINES, EnginePreset
+from specsim.hardware import load_hardware
+from specsim.models import get_model
+from specsim.timing.roofline import RooflineSource, step_time
+
+H100 = load_hardware("h100-sxm")
+# Distinct powers of two, so that every sum below identifies which terms went in.
+ENGINE = EnginePreset("test", "vllm", iteration_s=1e-3, kernel_iteration_s=0.0, draft_step_s=2e-4, spec_round_s=4e-3,
+                      basis="test", collective_s=1e-6)
+B, L = np.array([1.0, 8.0, 64.0]), 1128
+
+
+def _dep(target="llama-3.1-8b", draft="llama-3.2-1b", engine=ENGINE, tp=None, draft_tp=None, hardware=H100):
+    t = get_model(target, tp=tp)
+    drafter = make_drafter(draft, t, {"tp": draft_tp} if draft_tp else {})
+    return Deployment(hardware, t, drafter, RooflineSource(hardware), engine)
+
+
+def _gpu(model, b, q, ctx=L):
+    return step_time(H100, model, b, q, ctx).total_s
+
+
+def test_round_seconds_is_steps_times_a_step_plus_the_fixed_part():
+    assert round_seconds(3, 2.0, 5.0) == 11.0
+    np.testing.assert_array_equal(round_seconds([0, 1, 2], [1.0, 1.0, 1.0], 0.5), [0.5, 1.5, 2.5])
+
+
+def test_a_draft_model_round_adds_every_engine_term_once():
+    dep = _dep()
+    r = dep.round_time(B, L, 3)
+    draft, target = dep.draft, dep.target
+    np.testing.assert_allclose(r.draft.gpu.total_s, _gpu(draft, B, 1), rtol=1e-15)
+    assert r.draft.engine_s == ENGINE.draft_step_s  # one GPU, no collectives
+    np.testing.assert_allclose(r.draft.total_s, _gpu(draft, B, 1) + 2e-4, rtol=1e-15)
+    np.testing.assert_allclose(r.fixed.verify.total_s, _gpu(target, B, 4), rtol=1e-15)
+    assert r.fixed.extend is None and r.fixed.host_s == 0.0
+    assert r.fixed.engine_s == pytest.approx(1e-3 + 4e-3, abs=1e-18)
+    np.testing.assert_allclose(r.total_s, 3 * (_gpu(draft, B, 1) + 2e-4) + _gpu(target, B, 4) + 5e-3, rtol=1e-14)
+    np.testing.assert_allclose(sum(r.parts().values()), r.total_s, rtol=1e-14)
+    assert list(r.parts()) == ["draft steps", "draft-step engine time", "verification", "engine per round"]
+
+
+def test_a_decode_step_carries_the_iteration_time_and_no_round_term():
+    dep = _dep()
+    np.testing.assert_allclose(dep.decode(B, L).total_s, _gpu(dep.target, B, 1) + 1e-3, rtol=1e-15)
+    assert dep.decode(1, L).overhead_s == pytest.approx(H100.overhead_s + 1e-3)
+    np.testing.assert_allclose(dep.pass_time(dep.target, B, 5, L).total_s, _gpu(dep.target, B, 5) + 1e-3, rtol=1e-15)
+
+
+def test_an_eagle_round_adds_a_draft_extend_pass_over_the_verified_tokens():
+    dep = _dep(draft="eagle3")
+    r = dep.round_time(B, L, 4)
+    np.testing.assert_allclose(r.fixed.extend.total_s, _gpu(dep.draft, B, 5), rtol=1e-15)
+    np.testing.assert_allclose(r.fixed.total_s, _gpu(dep.target, B, 5) + _gpu(dep.draft, B, 5) + 5e-3, rtol=1e-14)
+    assert "draft extend" in r.parts()
+    np.testing.assert_allclose(sum(r.parts().values()), r.total_s, rtol=1e-14)
+
+
+def test_an_ngram_round_has_no_draft_pass_and_pays_its_scan_on_the_host():
+    dep = _dep(draft="ngram")
+    r = dep.round_time(B, L, 3)
+    np.testing.assert_array_equal(r.draft.total_s, 0.0)
+    assert r.draft.engine_s == 0.0 and dep.draft is None
+    host = dep.drafter.cpu_s_per_token * B * L
+    np.testing.assert_allclose(r.fixed.host_s, host, rtol=1e-15)
+    np.testing.assert_allclose(r.total_s, _gpu(dep.target, B, 4) + host + 5e-3, rtol=1e-14)
+    assert r.parts()["drafter host time"] == pytest.approx(host)
+    assert "draft extend" not in r.parts()
+
+
+def test_tensor_parallel_collectives_cost_engine_time_in_each_pass_that_runs_them():
+    dep = _dep("llama-3.3-70b", tp=4, draft_tp=4)
+    count = 2 * 80 + 1
+    r = dep.round_time(B, L, 2)
+    assert r.draft.engine_s == pytest.approx(2e-4 + 1e-6 * (2 * 16 + 1))
+    assert r.fixed.engine_s == pytest.approx(1e-3 + 1e-6 * count + 4e-3)
+    np.testing.assert_allclose(dep.decode(B, L).total_s, _gpu(dep.target, B, 1) + 1e-3 + 1e-6 * count, rtol=1e-14)
+    head = _dep("llama-3.3-70b", draft="eagle3", tp=4, draft_tp=4)
+    extend_collectives = 1e-6 * (2 * 1 + 1)
+    assert head.round_time(1, L, 2).fixed.engine_s == pytest.approx(1e-3 + 1e-6 * count + 4e-3 + extend_collectives)
+
+
+def test_no_engine_adds_nothing_and_the_passes_are_the_sources():
+    dep = _dep(engine=ENGINES["none"])
+    r = dep.round_time(B, L, 4)
+    np.testing.assert_array_equal(r.total_s, 4 * _gpu(dep.draft, B, 1) + _gpu(dep.target, B, 5))
+    np.testing.assert_array_equal(dep.decode(B, L).total_s, _gpu(dep.target, B, 1))
+    assert r.fixed.as_step().overhead_s == H100.overhead_s
+
+
+def test_pass_times_give_the_speedup_formulas_three_numbers():
+    dep = _dep()
+    t = dep.pass_times(B, 3, L)
+    r = dep.round_time(B, L, 3)
+    np.testing.assert_array_equal(t.draft.total_s, r.draft.total_s)
+    np.testing.assert_array_equal(t.verify.total_s, r.fixed.total_s)
+    np.testing.assert_array_equal(3 * t.draft.total_s + t.verify.total_s, r.total_s)
+    # The fixed part keeps the verification pass's roofline parts and counts engine time as overhead.
+    np.testing.assert_array_equal(t.verify.flop, r.fixed.verify.flop)
+    assert t.verify.overhead_s == pytest.approx(H100.overhead_s + 5e-3)
+    np.testing.assert_allclose(t.cost_ratio, t.draft.total_s / t.target.total_s)
+    np.testing.assert_allclose(t.verify_ratio, t.verify.total_s / t.target.total_s)
+
+
+def test_trees_draft_wide_steps_and_verify_their_own_token_count():
+    dep = _dep(draft="eagle3")
+    r = dep.round_time(B, L, 5, draft_width=4, verify_tokens=16)
+    np.testing.assert_allclose(r.draft.gpu.total_s, _gpu(dep.draft, B, 4), rtol=1e-15)
+    np.testing.assert_allclose(r.fixed.verify.total_s, _gpu(dep.target, B, 16), rtol=1e-15)
+    np.testing.assert_allclose(r.fixed.extend.total_s, _gpu(dep.draft, B, 16), rtol=1e-15)
+    np.testing.assert_array_equal(r.steps, 5.0)
+
+
+def test_steps_and_contexts_broadcast():
+    dep = _dep()
+    r = dep.round_time(B[None, :], np.array([[128.0], [4096.0]]), np.array([[1.0], [6.0]]))
+    assert r.total_s.shape == (2, 3)
+    assert r.total_s[1, 0] == pytest.approx(float(dep.round_time(1, 4096, 6).total_s))
+    with pytest.raises(ValueError, match="gamma must be an integer >= 0"):
+        dep.round_time(1, L, 1.5)
+
+
+def test_a_deployment_without_a_drafter_decodes_and_refuses_a_round():
+    dep = Deployment(H100, get_model("llama-3.1-8b"))
+    assert dep.draft is None and dep.source.name == "roofline" and dep.engine is ENGINES["none"]
+    assert dep.provenance() == [RooflineSource(H100).describe(), "engine: none (no CPU time added)"]
+    with pytest.raises(ValueError, match="has no drafter: a round needs a draft model, EAGLE, MTP or n-gram drafter"):
+        dep.round_time(1, L, 3)
+    with pytest.raises(ValueError, match="has no drafter"):
+        dep.draft_step(1, L)
+
+
+def test_a_model_shape_as_drafter_is_a_draft_model():
+    dep = Deployment(H100, get_model("llama-3.1-8b"), get_model("llama-3.2-1b"))
+    assert isinstance(dep.drafter, DraftModel) and dep.drafter.name == "llama-3.2-1b" and dep.draft is dep.drafter.step_model
+
+
+@pytest.mark.parametrize("draft, tp, message", [
+    ("qwen3-0.6b", None, r"vocabulary of 128,256 and draft qwen3-0.6b 151,936: the vocabularies differ"),
+    ("llama-3.2-1b", 2, r"draft tensor parallelism 2 must be 1 or the target's 1"),
+])
+def test_a_draft_must_share_the_vocabulary_and_a_legal_tp(draft, tp, message):
+    with pytest.raises(ValueError, match=message):
+        Deployment(H100, get_model("llama-3.1-8b"), get_model(draft, tp=tp))
+
+
+def test_vocabularies_within_the_padding_allowance_are_one_tokenizer():
+    target = get_model("llama-3.1-8b")
+    padded = dataclasses.replace(get_model("llama-3.2-1b"), vocab_size=target.vocab_size + MAX_VOCAB_PADDING)
+    Deployment(H100, target, padded)  # accepted
+    with pytest.raises(ValueError, match="vocabularies differ"):
+        Deployment(H100, target, dataclasses.replace(padded, vocab_size=target.vocab_size + MAX_VOCAB_PADDING + 1))
+    # An EAGLE-3 head predicts over its own draft vocabulary: no tokenizer check.
+    assert Deployment(H100, target, make_drafter("eagle3", target)).draft.vocab_size == 32000
+
+
+def test_with_tp_moves_a_draft_that_followed_the_target_and_keeps_one_that_did_not():
+    follows = _dep("llama-3.3-70b", tp=4, draft_tp=4).with_tp(8)
+    assert follows.target.tp == 8 and follows.draft.tp == 8
+    alone = _dep("llama-3.3-70b", tp=4).with_tp(8)
+    assert alone.target.tp == 8 and alone.draft.tp == 1
+    single = _dep().with_tp(2)
+    assert single.draft.tp == 1 and single.drafter.kind == "draft_model"
+
+
+def test_with_draft_replaces_the_network_and_keeps_the_drafter_kind():
+    dep = _dep(draft="eagle3")
+    fp8 = dataclasses.replace(dep.draft, weight_dtype="fp8")
+    assert dep.with_draft(fp8).drafter.kind == "eagle3" and dep.with_draft(fp8).draft.weight_dtype == "fp8"
+    other = _dep().with_draft(get_model("llama-3.2-3b"))
+    assert other.drafter.name == "llama-3.2-3b" and other.draft.n_layers == 28
+
+
+def test_provenance_names_the_source_the_engine_the_drafter_and_the_assumptions():
+    lines = _dep("qwen3-30b-a3b", draft="eagle3", tp=2).provenance()
+    assert lines[0] == RooflineSource(H100).describe() and lines[1] == ENGINE.describe()
+    assert lines[2].startswith("drafter: eagle3 head (qwen3-30b-a3b)")
+    assert any(line.startswith("experts: ") for line in lines) and any(line.startswith("tensor parallelism: ") for line in lines)
+    assert len(_dep().provenance()) == 2  # a draft model needs no drafter line; a bf16 dense model no assumption
+
+
+def test_model_assumptions_name_precision_experts_skew_and_parallelism():
+    assert model_assumptions(H100, [get_model("llama-3.1-8b")]) == []
+    fp8 = model_assumptions(H100, [get_model("llama-3.1-8b", weight_dtype="fp8")])
+    assert fp8 == ["precision: FP8/INT8 matmuls at 1.5x the BF16 rate (median of the kernel database's FP8/BF16 GEMMs)"]
+    a100 = model_assumptions(load_hardware("a100-sxm-80gb"), [get_model("llama-3.1-8b", weight_dtype="int8")])
+    assert a100 == ["precision: FP8/INT8 matmuls at the 16-bit rate (no 8-bit tensor cores in the profile)"]
+    int4 = model_assumptions(H100, [get_model("llama-3.1-8b", weight_dtype="int4")])
+    assert int4 == ["precision: 4-bit weights dequantised in the GEMM at 0.8x the 16-bit rate when compute-bound (assumed, not measured)"]
+    skew = model_assumptions(H100, [get_model("qwen3-30b-a3b", routing_effective_experts=64)])
+    assert skew[0].endswith("; skewed routing set by --moe-effective-experts")
+    assert not model_assumptions(H100, [get_model("qwen3-30b-a3b")])[0].endswith("--moe-effective-experts")
+    tp = model_assumptions(H100, [get_model("llama-3.3-70b", tp=4)])
+    assert tp == ["tensor parallelism: per-GPU shards; 2 all-reduces per layer and a logits all-gather over 450 GB/s per "
+                  "direction, 4.5 us each (profile), or the kernel database's measured all-reduce"]
+
+
+def test_notes_gather_the_sources_and_each_models_notes():
+    gemma = Deployment.from_names("h100-sxm", "gemma-3-27b", "gemma-3-270m")
+    notes = gemma.notes()
+    assert notes and all(n.startswith(("gemma-3-27b: ", "gemma-3-270m: ")) for n in notes)
+    assert notes is not gemma.source.notes
+
+
+def test_from_names_defaults_and_build_with_a_source():
+    dep = Deployment.from_names()
+    assert (dep.hardware.name, dep.target.name, dep.drafter.name) == ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
+    assert Deployment.from_names(decode_only=True).drafter is None
+    built = Deployment.build(timing="roofline", engine="trtllm")
+    assert built.source.name == "roofline" and built.engine.name == "trtllm"
+    with pytest.raises(ValueError, match="--tp 16 exceeds the 8 devices"):
+        Deployment.from_names(target_options={"tp": 16})
+    with pytest.raises(ValueError, match="--draft-tp 16 exceeds"):
+        Deployment.from_names(draft_options={"tp": 16})
+
+
+def test_draft_step_and_round_fixed_pieces():
+    dep = _dep()
+    step = dep.draft_step(B, L, 2)
+    assert isinstance(step, DraftStep) and step.as_step().overhead_s == pytest.approx(step.gpu.overhead_s + 2e-4)
+    fixed = dep.round_fixed(B, L, 4)
+    assert isinstance(fixed, RoundFixed)
+    none = _dep(engine=ENGINES["none"]).draft_step(B, L)
+    assert none.as_step() is none.gpu  # nothing added, nothing copied
+
+
+def test_an_ngram_drafter_rejects_a_network_and_bounds_its_scan():
+    with pytest.raises(ValueError, match="n-gram drafting runs no network"):
+        NgramDrafter("n-gram", get_model("llama-3.2-1b"))
+    with pytest.raises(ValueError, match=r"n-gram CPU time per token must be in \[0, 1e-3\) s"):
+        NgramDrafter("n-gram", None, cpu_s_per_token=1e-3)
+    with pytest.raises(ValueError, match="only n-gram drafting runs no network"):
+        DraftModel("x", None)
+
+
+# -- the rest of the contract, from a mutation run (mutmut 3.8.1) -------------------------
+def test_a_round_is_composed_in_floating_point_from_whole_numbers():
+    out = round_seconds(np.array([1, 2]), np.array([3, 4]), np.array([1, 1]))
+    assert out.dtype == np.float64 and out.tolist() == [4.0, 9.0]
+    dep = _dep()
+    r = dep.round_time(1, L, np.array([2, 3]), verify_tokens=np.array([3, 4]))
+    assert r.steps.dtype == np.float64 and r.total_s.shape == (2,)
+
+
+def test_an_ngram_draft_step_is_a_pass_with_every_part_zero():
+    step = _dep(draft="ngram").draft_step(B, L)
+    t = step.as_step()
+    for part in (t.total_s, t.compute_s, t.memory_s, t.flop, t.bytes):
+        np.testing.assert_array_equal(part, np.zeros(3))
+    assert t.overhead_s == 0.0 and t.comm_s == 0.0 and t.fallback is None and step.engine_s == 0.0
+
+
+def test_round_parts_are_arrays_of_the_rounds_shape():
+    r = _dep(draft="ngram").round_time(B, L, 2)
+    parts = r.parts()
+    assert all(np.shape(v) == (3,) for v in parts.values())
+    np.testing.assert_array_equal(parts["engine per round"], np.full(3, 5e-3))
+
+
+def test_model_assumption_lines_are_exact():
+    moe = model_assumptions(H100, [get_model("qwen3-30b-a3b")])
+    assert moe == ["experts: a pass reads the distinct experts its tokens route to, E(1-(1-k/E)^tokens) under uniform routing"]
+    skew = model_assumptions(H100, [get_model("qwen3-30b-a3b", routing_effective_experts=64)])
+    assert skew == [moe[0] + "; skewed routing set by --moe-effective-experts"]
+
+
+def test_the_draft_tp_refusal_is_exact():
+    with pytest.raises(ValueError, match=r"^draft tensor parallelism 2 must be 1 or the target's 1 \(vLLM's "
+                                         r"draft_tensor_parallel_size; SGLang and TensorRT-LLM run the draft at the target's\)$"):
+        Deployment(H100, get_model("llama-3.1-8b"), get_model("llama-3.2-1b", tp=2))
+
+
+def test_from_names_and_build_pass_every_option_through():
+    ngram = Deployment.from_names(draft="ngram", ngram_cpu_s_per_token=2e-9)
+    assert ngram.drafter.cpu_s_per_token == 2e-9
+    fp8 = Deployment.from_names(draft_options={"weight_dtype": "fp8"})
+    assert fp8.draft.weight_dtype == "fp8"
+    lines = []
+    built = Deployment.build(draft="ngram", draft_options={}, ngram_cpu_s_per_token=3e-9, timing="roofline",
+                             engine_overhead_ms=0.7, decode_only=False, progress=lines.append)
+    assert built.drafter.cpu_s_per_token == 3e-9 and built.engine.iteration_s == pytest.approx(7e-4)
+    assert Deployment.build(decode_only=True).drafter is None
+    assert Deployment.build(draft_options={"kv_dtype": "fp8"}, timing="roofline").draft.kv_dtype == "fp8"
+
+
+def test_with_source_passes_the_overhead_and_the_progress_callback(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECSIM_CACHE_DIR", str(tmp_path))  # an empty cache: the first table is built and reported
+    lines = []
+    dep = Deployment.from_names().with_source("kernels", "sglang", 0.25, progress=lines.append)
+    assert dep.source.name == "kernels" and dep.engine.iteration_s == pytest.approx(2.5e-4)
+    dep.decode(1, L)
+    assert lines and "building the kernel table" in lines[0]
+
+
+def test_with_tp_moves_a_draft_at_tp_2_with_a_target_at_tp_2():
+    dep = _dep("llama-3.3-70b", tp=2, draft_tp=2).with_tp(4)
+    assert dep.draft.tp == 4
+
+
+def test_pass_times_pass_the_verified_token_count_through():
+    dep = _dep(draft="eagle3")
+    t = dep.pass_times(1, 3, L, draft_width=2, verify_tokens=9)
+    np.testing.assert_allclose(t.verify.total_s, _gpu(dep.target, 1, 9) + _gpu(dep.draft, 1, 9) + 5e-3, rtol=1e-14)
+
+
+def test_notes_keep_both_models_notes():
+    target = dataclasses.replace(get_model("llama-3.1-8b"), notes=("a target note",))
+    draft = dataclasses.replace(get_model("llama-3.2-1b"), notes=("a draft note",))
+    assert Deployment(H100, target, draft).notes() == ["llama-3.1-8b: a target note", "llama-3.2-1b: a draft note"]
