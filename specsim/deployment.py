@@ -11,18 +11,24 @@ ones.  What the engine adds is composed here, from the preset's terms:
 
     t_decode = t_T(b, 1, L) + e_iter + c_T                       a plain decode step of the target
 
-    t_step   = t_D(b, w, L) + e_step + c_D                       one draft step, w tokens per sequence
+    t_step   = t_D(b, w, L) + c_D                                one draft step, w tokens per sequence
                                                                  (1 for a chain, the top-k of a tree)
     t_fixed  = t_V(b, n, L) + t_X(b, n, L) + h(b, L)             verification of n tokens per sequence
-               + e_iter + c_T + e_round + c_X                    (gamma + 1 for a chain), the head's
+               + e_iter + c_T + c_X                              (gamma + 1 for a chain), the head's
                                                                  draft-extend pass, the drafter's host time
-    t_round  = s * t_step + t_fixed                              s draft steps per round (gamma, or a
+    t_pass   = s * t_step + t_fixed                              s draft steps per round (gamma, or a
                                                                  tree's depth)
+    H        = e_round + s * e_step + b * e_seq                  the engine's host work per round
+    t_round  = t_pass + H            (serial engines)
+             = max(t_pass, H)        (engines that overlap a round's host work with the GPU)
 
-with ``e_iter`` the engine's time per iteration, ``e_step`` per draft step, ``e_round`` per speculative
-round, and ``c_T``, ``c_D``, ``c_X`` its time around the tensor-parallel collectives of the target's,
-the draft's and the extend pass (:meth:`specsim.engines.EnginePreset.collectives_s`).  ``t_X`` is
-present only for drafters with a draft-extend pass (EAGLE, MTP), ``h`` only for n-gram lookup.
+with ``e_iter`` the engine's time per iteration, ``c_T``, ``c_D``, ``c_X`` its time around the
+tensor-parallel collectives of the target's, the draft's and the extend pass
+(:meth:`specsim.engines.EnginePreset.collectives_s`), and ``e_round``, ``e_step``, ``e_seq`` the host
+time a speculative round adds per round, per draft step and per sequence
+(:class:`specsim.engines.SpecHost`; n-gram lookup runs no draft step, so its s is 0 there).  Which
+engine versions overlap, for which drafters, is the preset's (:meth:`~specsim.engines.EnginePreset.overlaps`).
+``t_X`` is present only for drafters with a draft-extend pass (EAGLE, MTP), ``h`` only for n-gram lookup.
 Everything is vectorised over broadcast batch, context, steps and token counts.
 """
 
@@ -50,13 +56,19 @@ __all__ = ["MAX_VOCAB_PADDING", "Deployment", "DraftStep", "PassTimes", "RoundFi
 MAX_VOCAB_PADDING = 128
 
 
-def round_seconds(steps: object, draft_step_s: object, fixed_s: object) -> np.ndarray:
-    """t_round = s * t_step + t_fixed: the one place a round's parts are added up.
+def round_seconds(steps: object, draft_step_s: object, fixed_s: object, host_s: object = 0.0,
+                  overlapped: bool = False) -> np.ndarray:
+    """t_round = s * t_step + t_fixed, plus the engine's host work H (or max with it where the engine overlaps
+    it): the one place a round's parts are added up.
 
-    >>> round(float(round_seconds(4, 1.0e-3, 6.5e-3)), 6)
+    >>> round(float(round_seconds(4, 1.0e-3, 6.5e-3)), 6), round(float(round_seconds(4, 1.0e-3, 6.5e-3, 2e-3)), 6)
+    (0.0105, 0.0125)
+    >>> round(float(round_seconds(4, 1.0e-3, 6.5e-3, 2e-3, overlapped=True)), 6)
     0.0105
     """
-    return np.asarray(steps, dtype=float) * np.asarray(draft_step_s, dtype=float) + np.asarray(fixed_s, dtype=float)
+    passes = np.asarray(steps, dtype=float) * np.asarray(draft_step_s, dtype=float) + np.asarray(fixed_s, dtype=float)
+    host = np.asarray(host_s, dtype=float)
+    return np.maximum(passes, host) if overlapped else passes + host
 
 
 def _plus(t: StepTime, extra_s: float) -> StepTime:
@@ -75,7 +87,7 @@ def _zero_like(t: StepTime) -> StepTime:
 
 @dataclass(frozen=True)
 class DraftStep:
-    """One draft step: the pass on the GPU (zero for n-gram lookup) and the engine's time per draft step."""
+    """One draft step: the pass on the GPU (zero for n-gram lookup) and the engine's time around its collectives."""
 
     gpu: StepTime
     engine_s: float
@@ -92,12 +104,13 @@ class DraftStep:
 
 @dataclass(frozen=True)
 class RoundFixed:
-    """What a round costs once, whatever its draft steps: verification, the extend pass, host and engine time."""
+    """What a round's passes cost once, whatever its draft steps: verification, the extend pass, the drafter's host
+    time and the engine's per-iteration time."""
 
     verify: StepTime  #: the target's verification pass on the GPU
     extend: StepTime | None  #: the head's draft-extend pass on the GPU (None without one)
     host_s: np.ndarray | float  #: the drafter's host time (n-gram scan)
-    engine_s: float  #: e_iter + c_T + e_round + c_X
+    engine_s: float  #: e_iter + c_T + c_X
     total_s: np.ndarray  #: t_fixed
 
     def as_step(self) -> StepTime:
@@ -108,42 +121,64 @@ class RoundFixed:
 
 @dataclass(frozen=True)
 class RoundTime:
-    """One speculative round: ``steps`` draft steps and the fixed part, broadcast over (batch, context, steps, tokens)."""
+    """One speculative round: ``steps`` draft steps, the fixed part and the engine's host work, broadcast over
+    (batch, context, steps, tokens)."""
 
     steps: np.ndarray
     draft: DraftStep
     fixed: RoundFixed
+    host_s: np.ndarray | float = 0.0  #: H, the engine's host work per round
+    overlapped: bool = False  #: whether the engine overlaps H with the round's passes
+
+    @property
+    def passes_s(self) -> np.ndarray:
+        """t_pass = s * t_step + t_fixed: the round's passes without the engine's host work."""
+        return round_seconds(self.steps, self.draft.total_s, self.fixed.total_s)
 
     @property
     def total_s(self) -> np.ndarray:
-        """t_round = s * t_step + t_fixed."""
-        return round_seconds(self.steps, self.draft.total_s, self.fixed.total_s)
+        """t_round: t_pass + H, or max(t_pass, H) where the engine overlaps them."""
+        return round_seconds(self.steps, self.draft.total_s, self.fixed.total_s, self.host_s, self.overlapped)
+
+    @property
+    def exposed_host_s(self) -> np.ndarray:
+        """The part of H the round waits for: all of it when serial, what the passes do not cover when overlapped."""
+        return self.total_s - self.passes_s
+
+    @property
+    def hidden_host_s(self) -> np.ndarray:
+        """The part of H that runs behind the GPU."""
+        return np.broadcast_to(np.asarray(self.host_s, dtype=float), np.shape(self.total_s)) - self.exposed_host_s
 
     def parts(self) -> dict[str, np.ndarray]:
         """Where the round's time goes, seconds per named part; the parts add up to :attr:`total_s`."""
         f = self.fixed
-        parts = {"draft steps": self.steps * self.draft.gpu.total_s, "draft-step engine time": self.steps * self.draft.engine_s,
+        parts = {"draft steps": self.steps * self.draft.gpu.total_s, "draft-step collectives": self.steps * self.draft.engine_s,
                  "verification": f.verify.total_s}
         if f.extend is not None:
             parts["draft extend"] = f.extend.total_s
         if np.any(np.asarray(f.host_s) != 0):
             parts["drafter host time"] = f.host_s
-        parts["engine per round"] = f.engine_s
+        parts["engine per iteration"] = f.engine_s
+        parts["engine host time"] = self.exposed_host_s
         shape = np.shape(self.total_s)
         return {name: np.broadcast_to(np.asarray(value, dtype=float), shape) for name, value in parts.items()}
 
 
 @dataclass(frozen=True)
 class PassTimes:
-    """The three numbers of the speedup formula: a decode step, one draft step and a round's fixed part.
+    """The numbers of the speedup formula: a decode step, one draft step, a round's fixed part, and the round.
 
     ``verify`` carries the verification pass's roofline parts (its bound, FLOP and bytes) with the round's
-    whole fixed part as its total, so that S = E t_T / (gamma t_D + t_V).
+    fixed part of the passes as its total; ``host`` is the engine's host time the round waits for, so that
+    t_round = gamma t_D + t_V + host and S = E t_T / t_round.
     """
 
     target: StepTime  #: plain decode step of the target, q = 1
     draft: StepTime  #: one draft step
-    verify: StepTime  #: verification pass and the round's other fixed costs
+    verify: StepTime  #: verification pass and the round's other fixed pass costs
+    host_s: np.ndarray | float = 0.0  #: the engine's host time the round waits for
+    round_s: np.ndarray | None = None  #: t_round
 
     @property
     def cost_ratio(self) -> np.ndarray:
@@ -311,7 +346,7 @@ class Deployment:
         self._require_drafter()
         if self.draft is None:
             return DraftStep(_zero_like(self.gpu_pass(self.target, batch, 1, context)), 0.0)
-        return DraftStep(self.gpu_pass(self.draft, batch, width, context), self.engine.draft_step_s + self.engine.collectives_s(self.draft))
+        return DraftStep(self.gpu_pass(self.draft, batch, width, context), self.engine.collectives_s(self.draft))
 
     def round_fixed(self, batch: object, context: object, verify_tokens: object) -> RoundFixed:
         """t_fixed: the verification of ``verify_tokens`` per sequence and everything else a round pays once."""
@@ -326,11 +361,17 @@ class Deployment:
         elif d.extend_pass:  # the head re-reads the verified tokens to get the next round's hidden states
             extend = self.gpu_pass(self.draft, batch, verify_tokens, context)
             fixed = fixed + extend.total_s
-        engine_s = e.iteration_s + e.collectives_s(self.target) + e.spec_round_s + (
-            e.collectives_s(self.draft) if extend is not None else 0.0)
+        engine_s = e.iteration_s + e.collectives_s(self.target) + (e.collectives_s(self.draft) if extend is not None else 0.0)
         if engine_s:
             fixed = fixed + engine_s
         return RoundFixed(verify, extend, host, engine_s, fixed)
+
+    def round_host(self, batch: object, steps: object, draft_width: object = 1) -> tuple[np.ndarray, bool]:
+        """(H, overlapped): the engine's host work per round of ``steps`` draft steps, and whether this engine version
+        overlaps it with the GPU for this drafter and draft width.  n-gram lookup launches no draft step."""
+        self._require_drafter()
+        s = np.asarray(steps, dtype=float) if self.draft is not None else 0.0
+        return self.engine.round_host(batch, s), self.engine.overlaps(self.drafter.kind, draft_width)
 
     def round_time(self, batch: object, context: object = DEFAULT_CONTEXT_TOKENS, steps: object = 1, draft_width: object = 1,
                    verify_tokens: object = None) -> RoundTime:
@@ -339,19 +380,20 @@ class Deployment:
         s = np.asarray(steps, dtype=float)
         _check_gamma(s)
         n = s + 1.0 if verify_tokens is None else np.asarray(verify_tokens, dtype=float)
-        return RoundTime(s, self.draft_step(batch, context, draft_width), self.round_fixed(batch, context, n))
+        host, overlapped = self.round_host(batch, s, draft_width)
+        return RoundTime(s, self.draft_step(batch, context, draft_width), self.round_fixed(batch, context, n), host, overlapped)
 
     def pass_times(self, batch: object, gamma: object, context: object = DEFAULT_CONTEXT_TOKENS, draft_width: object = 1,
                    verify_tokens: object = None) -> PassTimes:
-        """t_T, t_D and the round's fixed part t_V, broadcast over batch, gamma and context.
+        """t_T, t_D, the round's fixed part t_V and the host time it waits for, broadcast over batch, gamma and context.
 
         ``t_V`` is the verification pass over ``verify_tokens`` per sequence (default gamma + 1) plus the
-        round's other fixed costs (an EAGLE/MTP draft-extend pass, n-gram CPU time, engine time per round).
+        round's other fixed costs (an EAGLE/MTP draft-extend pass, n-gram CPU time, engine time per iteration).
         ``draft_width`` is the tokens per sequence of one draft step (a tree's top-k; 1 for a chain).
         """
         target = self.decode(batch, context)
         r = self.round_time(batch, context, gamma, draft_width, verify_tokens)
-        return PassTimes(target, r.draft.as_step(), r.fixed.as_step())
+        return PassTimes(target, r.draft.as_step(), r.fixed.as_step(), r.exposed_host_s, r.total_s)
 
     def _require_drafter(self) -> None:
         if self.drafter is None:

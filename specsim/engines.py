@@ -1,100 +1,154 @@
-"""Serving-engine presets: the CPU time per engine iteration that kernel times miss.
+"""Serving-engine presets: the CPU time per engine iteration and per speculative round that kernel times miss.
 
-A serving engine does more per iteration than its GPU kernels: scheduling,
-preparing inputs, sampling, detokenising and Python bookkeeping.  Kernel sums
-(and kernel-calibrated rooflines) miss it, and it is why they fall short of the
-per-token latency engines report.  Each preset holds
+A serving engine does more per iteration than its GPU kernels: scheduling, preparing inputs, sampling,
+detokenising and Python bookkeeping.  Kernel sums (and kernel-calibrated rooflines) miss it.  Each
+preset holds, per engine *and version*:
 
-``iteration_s``
-    CPU/scheduler time per engine iteration on top of a roofline step (which
-    already carries its profile's per-pass overhead): used with the
-    ``hybrid`` and ``roofline`` sources.  Added to a plain decode step t_T
-    and to a speculative round's verification pass t_V (one iteration each).
-``kernel_iteration_s``
-    The same on top of bare GPU time (``kernels`` and ``measured`` sources).
-``draft_step_s``
-    Extra time per draft forward pass inside a speculative round (its launch
-    and sampling), added to t_D.
-``spec_round_s``
-    Extra time per speculative round (rejection sampler, KV rollback,
-    bookkeeping), added to t_V.
-``collective_s`` / ``kernel_collective_s``
-    Extra time per tensor-parallel collective (2 per layer plus the logits
-    gather) in a real engine iteration, beyond the isolated all-reduce kernel
-    (4.5 us on an H100 pair in the kernel database).  Fitted, with the
-    single-GPU values above held fixed, on a training half of the public
-    multi-GPU TPOT rows and judged on the other half
-    (:func:`specsim.fidelity.fit_collectives`).
+Plain decoding
+    ``iteration_s``: CPU/scheduler time per engine iteration on top of a roofline step (which already
+    carries its profile's per-pass overhead), used with the ``hybrid`` and ``roofline`` sources;
+    ``kernel_iteration_s``: the same on top of bare GPU time (``kernels`` and ``measured``).
+    ``collective_s`` / ``kernel_collective_s``: time per tensor-parallel collective beyond the isolated
+    all-reduce kernel.  Fitted to public per-token latencies (TPOT) of each engine
+    (``silicon_sample.csv`` of aiconfigurator-core 0.12.0) minus each source's prediction, on a
+    training half of the rows (:mod:`specsim.fidelity`).  Engines overlap most of a plain step's host
+    work with the GPU (vLLM's async scheduling, SGLang's overlap scheduler); what they do not is in
+    ``iteration_s``.
 
-Both are fitted to public measured per-token latencies (TPOT) of that engine
-(``silicon_sample.csv`` of aiconfigurator-core 0.12.0) minus each source's
-prediction for the same model, device, concurrency and lengths, on a training
-half of the rows; the other half is held out and its error reported
-(:mod:`specsim.fidelity`; ``benchmarks/validate_steptimes.py`` prints the fit
-and the errors, the README's "Fidelity" section states them, and a test checks
-that the numbers below are what the fit gives).  The public data hold no
-single-GPU vLLM rows but one, so vLLM takes the fit pooled over all engines.
-On kernel sums the fits are 0 to 0.07 ms: the kernel sum alone already
-comes close to the measured TPOT (TensorRT-LLM's C++ runtime hides its CPU
-time behind the GPU's).  ``draft_step_s`` and
-``spec_round_s`` have no public measurement we could find; they are 0 and every
-output that uses a preset says so.  ``--engine-overhead-ms`` replaces
-``iteration_s`` explicitly.
+Speculative rounds (:class:`SpecHost`)
+    The host work a speculative round adds, which no kernel measures: reading the accepted lengths
+    back to the host, the rejection sampler and bookkeeping (``round_s``), launching and sampling each
+    draft step (``step_s``) and per-sequence scheduling of the drafted tokens (``seq_s``):
+
+        H(b, s) = round_s + s * step_s + b * seq_s
+
+    An engine that does not overlap it with the GPU (vLLM before 0.14, SGLang's spec v1, which turns
+    its overlap scheduler off for EAGLE: sgl-project/sglang#9961) pays t_GPU + H per round; one that
+    does (vLLM >= 0.14 for EAGLE and MTP, vllm-project/vllm#31998; SGLang spec v2 for top-k 1 chains,
+    sgl-project/sglang#11398) pays max(t_GPU, H) (:func:`specsim.deployment.round_seconds`).  The
+    terms are fitted to public speculative speedups across batch sizes (:mod:`specsim.spec_fit`,
+    ``specsim/data/speculation_public.csv``) on the serial versions; an overlapping version does the
+    same host work, hidden, so it carries the same terms.  ``spec`` applies on a roofline step,
+    ``kernel_spec`` on bare GPU time.
+
+A preset is named ``engine@version`` (``vllm@0.10``, ``sglang@0.5``); a bare name is the current
+release (:data:`DEFAULT_VERSIONS`).  Every output that uses a preset names it, its version and terms.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .parallel import collective_count
 
-__all__ = ["DEFAULT_ENGINE", "ENGINES", "EnginePreset", "get_engine", "source_and_engine"]
+__all__ = ["DEFAULT_ENGINE", "DEFAULT_VERSIONS", "ENGINES", "ENGINE_NAMES", "PRESETS", "EnginePreset", "SpecHost", "get_engine",
+           "source_and_engine"]
+
+#: Largest engine term accepted, seconds (a second per iteration is no engine anyone runs).
+MAX_TERM_S = 1.0
+
+
+def _check_term(owner: str, key: str, value: object) -> None:
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value) and 0 <= value <= MAX_TERM_S):
+        raise ValueError(f"engine {owner}: {key} must be a finite time in [0, {MAX_TERM_S:g}] seconds, got {value!r}")
+
+
+@dataclass(frozen=True)
+class SpecHost:
+    """Host seconds a speculative round adds: per round, per draft step and per sequence of the batch."""
+
+    round_s: float = 0.0
+    step_s: float = 0.0
+    seq_s: float = 0.0
+
+    def check(self, owner: str) -> None:
+        for key in ("round_s", "step_s", "seq_s"):
+            _check_term(owner, key, getattr(self, key))
+
+    def seconds(self, batch: object, steps: object) -> np.ndarray:
+        """H(b, s) = round_s + s * step_s + b * seq_s, broadcast over batch and steps."""
+        return (self.round_s + np.asarray(steps, dtype=float) * self.step_s
+                + np.asarray(batch, dtype=float) * self.seq_s)
+
+    @property
+    def is_zero(self) -> bool:
+        return not (self.round_s or self.step_s or self.seq_s)
+
+    def describe(self) -> str:
+        return (f"{self.round_s * 1e3:.2f} ms per round + {self.step_s * 1e3:.3f} ms per draft step + "
+                f"{self.seq_s * 1e6:.1f} us per sequence")
 
 
 @dataclass(frozen=True)
 class EnginePreset:
-    """Per-iteration and per-round times of a serving engine, seconds."""
+    """Per-iteration and per-round times of one version of a serving engine, seconds."""
 
     name: str
     #: Which engine's kernels the kernel source reads for this preset.
     kernel_engine: str
     iteration_s: float
     kernel_iteration_s: float
-    draft_step_s: float
-    spec_round_s: float
-    #: Where the numbers come from.
+    #: Where the plain-decoding numbers come from.
     basis: str
-    #: Time per tensor-parallel collective inside an engine iteration, on top of the profile's (or the kernel
-    #: database's) all-reduce: the effective cost engines show, fitted on multi-GPU rows.
     collective_s: float = 0.0
     kernel_collective_s: float = 0.0
+    version: str = ""
+    #: What this version is, in a line (releases it covers, how it schedules speculation).
+    release: str = ""
+    spec: SpecHost = field(default_factory=SpecHost)
+    kernel_spec: SpecHost = field(default_factory=SpecHost)
+    #: Where the speculative terms come from.
+    spec_basis: str = "no public measurement"
+    #: Drafter kinds whose round host work this version overlaps with the GPU.
+    overlap_kinds: frozenset = frozenset()
+    #: Overlap only for chains (top-k 1), as SGLang's spec v2.
+    overlap_chains_only: bool = False
 
     def __post_init__(self) -> None:
-        for key in ("iteration_s", "kernel_iteration_s", "draft_step_s", "spec_round_s", "collective_s", "kernel_collective_s"):
-            value = getattr(self, key)
-            if not (isinstance(value, (int, float)) and np.isfinite(value) and 0 <= value <= 1.0):
-                raise ValueError(f"engine {self.name!r}: {key} must be in [0, 1] seconds, got {value!r}")
+        for key in ("iteration_s", "kernel_iteration_s", "collective_s", "kernel_collective_s"):
+            _check_term(repr(self.name), key, getattr(self, key))
+        self.spec.check(repr(self.name))
+        self.kernel_spec.check(repr(self.name))
+
+    @property
+    def key(self) -> str:
+        """``name@version`` (just the name for the preset that adds nothing)."""
+        return f"{self.name}@{self.version}" if self.version else self.name
+
+    def overlaps(self, drafter_kind: str | None, draft_width: object = 1) -> bool:
+        """Whether this version overlaps a round's host work with the GPU for this drafter and draft width."""
+        if drafter_kind not in self.overlap_kinds:
+            return False
+        return not self.overlap_chains_only or bool(np.all(np.asarray(draft_width) == 1))
+
+    def round_host(self, batch: object, steps: object) -> np.ndarray:
+        """H(b, s): the host seconds a round adds (:class:`SpecHost`)."""
+        return self.spec.seconds(batch, steps)
 
     def describe(self) -> str:
         if self.name == "none":
             return "engine: none (no CPU time added)"
-        return (f"engine: {self.name} preset, {self.iteration_s * 1e3:.2f} ms per iteration on a roofline step, "
-                f"{self.kernel_iteration_s * 1e3:.2f} ms on GPU time ({self.basis}); per draft step "
-                f"{self.draft_step_s * 1e3:.2f} ms and per round {self.spec_round_s * 1e3:.2f} ms: no public measurement"
-                + (f"; {self.collective_s * 1e6:.1f} us more per tensor-parallel collective (fitted on multi-GPU TPOT)"
-                   if self.collective_s else ""))
+        overlap = ("overlapped with the GPU for " + ", ".join(sorted(self.overlap_kinds))
+                   + (" chains (top-k 1)" if self.overlap_chains_only else "") + ", serial otherwise"
+                   if self.overlap_kinds else "serial (not overlapped with the GPU)")
+        return (f"engine: {self.key} preset ({self.release}); per iteration {self.iteration_s * 1e3:.2f} ms on a roofline step, "
+                f"{self.kernel_iteration_s * 1e3:.2f} ms on GPU time ({self.basis})"
+                + (f"; {self.collective_s * 1e6:.1f} us more per tensor-parallel collective" if self.collective_s else "")
+                + f"; speculative round host time {self.spec.describe()} ({self.spec_basis}), {overlap}")
 
     def collectives_s(self, model) -> float:
         """Engine time of a pass's tensor-parallel collectives (2 per layer and the logits gather); 0 on one GPU."""
         return self.collective_s * collective_count(model)
 
     def for_source(self, source: object) -> "EnginePreset":
-        """The preset as it applies to a step-time source: sources of bare GPU time take ``kernel_iteration_s``."""
+        """The preset as it applies to a step-time source: sources of bare GPU time take the ``kernel_`` terms."""
         if getattr(source, "gpu_time_only", False):
-            return dataclasses.replace(self, iteration_s=self.kernel_iteration_s, collective_s=self.kernel_collective_s)
+            return dataclasses.replace(self, iteration_s=self.kernel_iteration_s, collective_s=self.kernel_collective_s,
+                                       spec=self.kernel_spec)
         return self
 
     def with_iteration_ms(self, ms: float) -> "EnginePreset":
@@ -102,31 +156,123 @@ class EnginePreset:
         s = ms / 1e3
         return dataclasses.replace(self, iteration_s=s, kernel_iteration_s=s, basis="set by --engine-overhead-ms")
 
+    def with_spec(self, round_ms: float | None = None, step_ms: float | None = None, seq_us: float | None = None,
+                  overlap: bool | None = None) -> "EnginePreset":
+        """The preset with some speculative terms replaced (``--engine-round-ms``, ``--engine-step-ms``,
+        ``--engine-seq-us``, ``--engine-overlap``); the others keep the preset's values."""
+        given = {"round_s": round_ms, "step_s": step_ms, "seq_s": seq_us}
+        if all(v is None for v in given.values()) and overlap is None:
+            return self
+        per_second = {"round_s": 1e3, "step_s": 1e3, "seq_s": 1e6}
+        changes = {k: v / per_second[k] for k, v in given.items() if v is not None}
+        for key, value in changes.items():
+            _check_term(repr(self.name), key, value)
+        spec = dataclasses.replace(self.spec, **changes)
+        kernel_spec = dataclasses.replace(self.kernel_spec, **changes)
+        named = ", ".join(f"--engine-{k.split('_')[0]}" for k in changes) or ""
+        out = dataclasses.replace(self, spec=spec, kernel_spec=kernel_spec,
+                                  spec_basis=self.spec_basis + (f"; {named} set by the user" if named else ""))
+        if overlap is not None:
+            kinds = frozenset({"draft_model", "eagle", "eagle3", "mtp"}) if overlap else frozenset()
+            out = dataclasses.replace(out, overlap_kinds=kinds, overlap_chains_only=False,
+                                      release=out.release + f"; overlap {'on' if overlap else 'off'} by --engine-overlap")
+        return out
+
 
 _BASIS = "fitted to public TPOT, aiconfigurator-core 0.12.0 silicon_sample.csv"
+_SPEC_BASIS = "fitted to public speculative speedups, specsim/data/speculation_public.csv"
+_HEADS = frozenset({"eagle", "eagle3", "mtp"})
 
-# Values printed by benchmarks/validate_steptimes.py (hybrid and kernels candidates); tests/test_engines.py refits them.
-ENGINES = {
-    "vllm": EnginePreset("vllm", "vllm", 0.0, 0.0, 0.0, 0.0, _BASIS + ", pooled over engines (no single-GPU vLLM rows)",
-                         collective_s=28.4e-6, kernel_collective_s=6.9e-6),
-    "sglang": EnginePreset("sglang", "sglang", 0.0, 0.066e-3, 0.0, 0.0, _BASIS + ", SGLang rows",
-                           collective_s=12.5e-6, kernel_collective_s=15.1e-6),
-    "trtllm": EnginePreset("trtllm", "trtllm", 0.20e-3, 0.0, 0.0, 0.0, _BASIS + ", TensorRT-LLM rows",
-                           collective_s=23.9e-6, kernel_collective_s=12.3e-6),
-    "none": EnginePreset("none", "vllm", 0.0, 0.0, 0.0, 0.0, "no engine time"),
+# Plain-decoding values printed by benchmarks/validate_steptimes.py (tests/test_engines.py refits them).
+_PLAIN = {
+    "vllm": dict(kernel_engine="vllm", iteration_s=0.0, kernel_iteration_s=0.0,
+                 basis=_BASIS + ", pooled over engines (no single-GPU vLLM rows)", collective_s=28.4e-6, kernel_collective_s=6.9e-6),
+    "sglang": dict(kernel_engine="sglang", iteration_s=0.0, kernel_iteration_s=0.066e-3, basis=_BASIS + ", SGLang rows",
+                   collective_s=12.5e-6, kernel_collective_s=15.1e-6),
+    "trtllm": dict(kernel_engine="trtllm", iteration_s=0.20e-3, kernel_iteration_s=0.0, basis=_BASIS + ", TensorRT-LLM rows",
+                   collective_s=23.9e-6, kernel_collective_s=12.3e-6),
 }
+# Speculative host terms printed by benchmarks/validate_speculation.py (tests/test_spec_fit.py refits them): fitted
+# on each engine's serial versions, roofline step (spec) and GPU time (kernel_spec).
+_VLLM_SPEC = SpecHost(0.0, 0.0, 0.0)
+_VLLM_KERNEL_SPEC = SpecHost(0.0, 0.0, 0.0)
+_SGLANG_SPEC = SpecHost(0.0, 0.0, 0.0)
+_SGLANG_KERNEL_SPEC = SpecHost(0.0, 0.0, 0.0)
+
+
+def _preset(name: str, version: str, release: str, spec: SpecHost, kernel_spec: SpecHost, spec_basis: str,
+            overlap: frozenset = frozenset(), chains_only: bool = False) -> EnginePreset:
+    return EnginePreset(name=name, version=version, release=release, spec=spec, kernel_spec=kernel_spec, spec_basis=spec_basis,
+                        overlap_kinds=overlap, overlap_chains_only=chains_only, **_PLAIN[name])
+
+
+#: Every preset by ``name@version``.  The versions are where an engine changed how it schedules a round.
+PRESETS = {p.key: p for p in (
+    _preset("vllm", "0.10", "vLLM 0.10-0.13: V1 engine, speculative rounds serial (async scheduling off with speculation)",
+            _VLLM_SPEC, _VLLM_KERNEL_SPEC, _SPEC_BASIS + ", vLLM rows"),
+    _preset("vllm", "0.14", "vLLM 0.14-0.19: async scheduling on by default with EAGLE/MTP (vllm-project/vllm#31998, "
+            "0.14.0 of 2026-01-17); draft models and n-gram serial", _VLLM_SPEC, _VLLM_KERNEL_SPEC,
+            _SPEC_BASIS + ", vLLM rows (serial versions; the same host work, overlapped)", _HEADS),
+    _preset("vllm", "latest", "vLLM after vllm-project/vllm#48341 (2026-07-11): async scheduling also with draft models; "
+            "n-gram serial", _VLLM_SPEC, _VLLM_KERNEL_SPEC,
+            _SPEC_BASIS + ", vLLM rows (serial versions; the same host work, overlapped)", _HEADS | {"draft_model"}),
+    _preset("sglang", "0.5", "SGLang 0.4-0.5, spec v1: the overlap scheduler is off for speculative decoding "
+            "(sgl-project/sglang#9961)", _SGLANG_SPEC, _SGLANG_KERNEL_SPEC, _SPEC_BASIS + ", SGLang rows"),
+    _preset("sglang", "latest", "SGLang spec v2 (sgl-project/sglang#11398; the default by 2026-06, sgl-project/sglang#26981): "
+            "rounds overlapped for top-k 1 chains, trees and n-gram serial", _SGLANG_SPEC, _SGLANG_KERNEL_SPEC,
+            _SPEC_BASIS + ", SGLang rows (spec v1; the same host work, overlapped)", _HEADS | {"draft_model"}, chains_only=True),
+    _preset("trtllm", "latest", "TensorRT-LLM: C++ runtime; speculative host terms 0", SpecHost(), SpecHost(),
+            "no public measurement across batch sizes"),
+)}
+PRESETS["none"] = EnginePreset("none", "vllm", 0.0, 0.0, "no engine time")
+
+#: The version a bare engine name means: the current release.
+DEFAULT_VERSIONS = {"vllm": "latest", "sglang": "latest", "trtllm": "latest"}
+#: Numbered releases each preset covers, [first, last] inclusive: ``vllm@0.11`` is the 0.10 preset.
+_RANGES = {"vllm": [((0, 10), (0, 13), "0.10"), ((0, 14), (0, 19), "0.14")],
+           "sglang": [((0, 4), (0, 5), "0.5")],
+           "trtllm": []}
+#: Other names of a version.
+_ALIASES = {("sglang", "spec-v2"): "latest", ("sglang", "spec-v1"): "0.5", ("sglang", "0.4"): "0.5"}
+
+ENGINE_NAMES = ("vllm", "sglang", "trtllm", "none")
+#: The preset each bare name means (the current release).
+ENGINES = {name: PRESETS[name if name == "none" else f"{name}@{DEFAULT_VERSIONS[name]}"] for name in ENGINE_NAMES}
 DEFAULT_ENGINE = "vllm"
 
 
-def get_engine(name: str) -> EnginePreset:
-    """A preset by name.
+def _known(name: str) -> str:
+    ranges = [f"{a[0]}.{a[1]}-{b[0]}.{b[1]}" for a, b, _ in _RANGES[name]]
+    return ", ".join(ranges + ["latest"] + [alias for (n, alias) in _ALIASES if n == name])
 
-    >>> get_engine("none").iteration_s
-    0.0
+
+def get_engine(spec: str) -> EnginePreset:
+    """A preset by ``name`` (the current release) or ``name@version``.
+
+    A numbered version maps to the preset covering it (``vllm@0.11`` is ``vllm@0.10``); a version no preset
+    covers is refused.
+
+    >>> get_engine("vllm@0.11").key, get_engine("sglang").key
+    ('vllm@0.10', 'sglang@latest')
     """
-    if name not in ENGINES:
-        raise ValueError(f"unknown engine {name!r}; choose {', '.join(ENGINES)}")
-    return ENGINES[name]
+    text = str(spec).strip().lower()
+    name, _, version = text.partition("@")
+    if name not in ENGINE_NAMES:
+        raise ValueError(f"unknown engine {name!r}; choose {', '.join(ENGINE_NAMES)}, optionally with @version (vllm@0.10)")
+    if not version:
+        return ENGINES[name]
+    if name == "none":
+        raise ValueError("engine 'none' has no versions")
+    version = _ALIASES.get((name, version), version)
+    if f"{name}@{version}" in PRESETS:
+        return PRESETS[f"{name}@{version}"]
+    m = re.fullmatch(r"(\d+)\.(\d+)(?:\.[0-9a-z.]+)?", version)
+    if m:
+        number = (int(m.group(1)), int(m.group(2)))
+        for first, last, key in _RANGES[name]:
+            if first <= number <= last:
+                return PRESETS[f"{name}@{key}"]
+    raise ValueError(f"no {name} preset for version {version!r}; known: {_known(name)}")
 
 
 def source_and_engine(hardware, timing: str | None = None, engine: str | None = None,
@@ -135,7 +281,7 @@ def source_and_engine(hardware, timing: str | None = None, engine: str | None = 
 
     ``timing`` and ``engine`` default to :data:`specsim.timing.DEFAULT_TIMING` and
     :data:`DEFAULT_ENGINE`; the kernel source reads the engine's own kernels, and
-    GPU-time sources take the preset's GPU-time value; ``engine_overhead_ms``
+    GPU-time sources take the preset's GPU-time values; ``engine_overhead_ms``
     replaces the per-iteration time.
 
     >>> from specsim.hardware import load_hardware
@@ -145,7 +291,7 @@ def source_and_engine(hardware, timing: str | None = None, engine: str | None = 
     """
     from .timing import DEFAULT_TIMING, make_source
 
-    preset = get_engine(DEFAULT_ENGINE if engine is None else engine)
+    preset = engine if isinstance(engine, EnginePreset) else get_engine(DEFAULT_ENGINE if engine is None else engine)
     source = make_source(DEFAULT_TIMING if timing is None else timing, hardware, preset.kernel_engine, progress)
     preset = preset.for_source(source)
     if engine_overhead_ms is not None:

@@ -2,10 +2,11 @@
 
 Speedup
     Per generated token, plain decoding spends one decode step t_T and speculation one round
-    (:mod:`specsim.deployment`: gamma draft steps t_D and the round's fixed part t_V, verification and
-    whatever else a round pays once) per E tokens (:func:`specsim.acceptance.expected_tokens`):
+    (:mod:`specsim.deployment`: gamma draft steps t_D, the round's fixed part t_V, verification and
+    whatever else a round pays once, and the engine's host time the round waits for) per E tokens
+    (:func:`specsim.acceptance.expected_tokens`):
 
-        S = E * t_T / (gamma * t_D + t_V)
+        S = E * t_T / t_round,   t_round = gamma * t_D + t_V (+ host)
 
     When verification costs one decode step (t_V = t_T, small batch) and
     c = t_D / t_T, this is the closed form S = E / (gamma * c + 1).
@@ -50,6 +51,7 @@ __all__ = [
     "speculation_peak",
     "speedup",
     "speedup_from_cost_ratio",
+    "speedup_from_round",
     "speedup_from_times",
     "tree_speedup",
 ]
@@ -72,8 +74,21 @@ def speedup_from_cost_ratio(alpha: object, gamma: object, cost_ratio: object) ->
     return expected_tokens(alpha, g) / (g * c + 1.0)
 
 
+def speedup_from_round(alpha: object, gamma: object, t_target_s: object, t_round_s: object) -> np.ndarray:
+    """Speedup S = E * t_T / t_round from a decode step and a round in seconds; exactly 1 at gamma = 0.
+
+    >>> round(float(speedup_from_round(0.8, 4, 6.525e-3, 11.565e-3)), 3)
+    1.897
+    """
+    g = np.asarray(gamma, dtype=float)
+    s = expected(alpha, g) * np.asarray(t_target_s, dtype=float) / np.asarray(t_round_s, dtype=float)
+    # gamma = 0 is plain decoding: exactly 1, whatever rounding t_V picked up.
+    return np.where(g == 0, 1.0, s)
+
+
 def speedup_from_times(alpha: object, gamma: object, t_target_s: object, t_draft_s: object, t_verify_s: object) -> np.ndarray:
-    """Speedup S = E * t_T / (gamma * t_D + t_V) from step times in seconds (the round from :func:`round_seconds`).
+    """Speedup S = E * t_T / (gamma * t_D + t_V) from pass times in seconds, no engine host time (the round from
+    :func:`round_seconds`): what bare measured passes give.
 
     ``alpha`` is a per-token rate (float or array) or an :class:`~specsim.acceptance.Acceptance` (per-position).
 
@@ -81,10 +96,7 @@ def speedup_from_times(alpha: object, gamma: object, t_target_s: object, t_draft
     1.897
     """
     g = np.asarray(gamma, dtype=float)
-    e = expected(alpha, g)
-    s = e * np.asarray(t_target_s, dtype=float) / round_seconds(g, t_draft_s, t_verify_s)
-    # gamma = 0 is plain decoding: exactly 1, whatever rounding t_V picked up.
-    return np.where(g == 0, 1.0, s)
+    return speedup_from_round(alpha, g, t_target_s, round_seconds(g, t_draft_s, t_verify_s))
 
 
 def argmax_gamma(speedup: np.ndarray, rtol: float = 0.0) -> np.ndarray:
@@ -167,7 +179,7 @@ def speedup(dep: Deployment, acceptance: object, gamma: object, batch: object = 
     [1.9, 1.81, 1.49, 1.25]
     """
     times = dep.pass_times(batch, gamma, context)
-    return speedup_from_times(acceptance, gamma, times.target.total_s, times.draft.total_s, times.verify.total_s)
+    return speedup_from_round(acceptance, gamma, times.target.total_s, times.round_s)
 
 
 def tree_speedup(dep: Deployment, acceptance: object, tree: TreeSpec, batch: object = 1,
@@ -219,7 +231,8 @@ def optimal_tree(dep: Deployment, acceptance: object, bounds: TreeSpec, batch: o
     t_target = dep.decode(b, L).total_s
     draft = {w: dep.draft_step(b, L, w).total_s for w in sorted({c.topk for c in candidates})}
     fixed = {n: dep.round_fixed(b, L, n).total_s for n in sorted({c.tokens for c in candidates})}
-    s = np.stack([e[i] * t_target / round_seconds(c.depth, draft[c.topk], fixed[c.tokens]) for i, c in enumerate(candidates)])
+    s = np.stack([e[i] * t_target / round_seconds(c.depth, draft[c.topk], fixed[c.tokens], *dep.round_host(b, c.depth, c.topk))
+                  for i, c in enumerate(candidates)])
     best = s.max(axis=0)
     order = sorted(range(len(candidates)), key=lambda i: (candidates[i].tokens, candidates[i].depth, candidates[i].topk))
     trees, speedups, tokens = [], np.ones(b.size), np.ones(b.size)

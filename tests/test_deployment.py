@@ -9,15 +9,19 @@ import pytest
 
 from specsim.deployment import (MAX_VOCAB_PADDING, Deployment, DraftStep, RoundFixed, model_assumptions, round_seconds)
 from specsim.drafters import DraftModel, NgramDrafter, make_drafter
-from specsim.engines import ENGINES, EnginePreset
+from specsim.engines import ENGINES, EnginePreset, SpecHost
 from specsim.hardware import load_hardware
 from specsim.models import get_model
+from specsim.acceptance import expected_tokens
+from specsim.speedup import speedup
 from specsim.timing.roofline import RooflineSource, step_time
 
 H100 = load_hardware("h100-sxm")
 # Distinct powers of two, so that every sum below identifies which terms went in.
-ENGINE = EnginePreset("test", "vllm", iteration_s=1e-3, kernel_iteration_s=0.0, draft_step_s=2e-4, spec_round_s=4e-3,
-                      basis="test", collective_s=1e-6)
+# H = 4 ms per round + 0.25 ms per draft step + 2 us per sequence.
+ENGINE = EnginePreset("test", "vllm", iteration_s=1e-3, kernel_iteration_s=0.0, basis="test", collective_s=1e-6,
+                      spec=SpecHost(4e-3, 2.5e-4, 2e-6))
+OVERLAP = dataclasses.replace(ENGINE, overlap_kinds=frozenset({"draft_model", "eagle3"}), overlap_chains_only=True)
 B, L = np.array([1.0, 8.0, 64.0]), 1128
 
 
@@ -36,19 +40,54 @@ def test_round_seconds_is_steps_times_a_step_plus_the_fixed_part():
     np.testing.assert_array_equal(round_seconds([0, 1, 2], [1.0, 1.0, 1.0], 0.5), [0.5, 1.5, 2.5])
 
 
+def test_host_work_adds_to_a_serial_round_and_hides_behind_an_overlapped_one():
+    assert round_seconds(3, 2.0, 5.0, 4.0) == 15.0
+    np.testing.assert_array_equal(round_seconds(3, 2.0, 5.0, [4.0, 11.0, 20.0], overlapped=True), [11.0, 11.0, 20.0])
+
+
+def _host(b, s):
+    return 4e-3 + 2.5e-4 * s + 2e-6 * np.asarray(b, dtype=float)
+
+
 def test_a_draft_model_round_adds_every_engine_term_once():
     dep = _dep()
     r = dep.round_time(B, L, 3)
     draft, target = dep.draft, dep.target
     np.testing.assert_allclose(r.draft.gpu.total_s, _gpu(draft, B, 1), rtol=1e-15)
-    assert r.draft.engine_s == ENGINE.draft_step_s  # one GPU, no collectives
-    np.testing.assert_allclose(r.draft.total_s, _gpu(draft, B, 1) + 2e-4, rtol=1e-15)
+    assert r.draft.engine_s == 0.0  # one GPU, no collectives
+    np.testing.assert_allclose(r.draft.total_s, _gpu(draft, B, 1), rtol=1e-15)
     np.testing.assert_allclose(r.fixed.verify.total_s, _gpu(target, B, 4), rtol=1e-15)
     assert r.fixed.extend is None and r.fixed.host_s == 0.0
-    assert r.fixed.engine_s == pytest.approx(1e-3 + 4e-3, abs=1e-18)
-    np.testing.assert_allclose(r.total_s, 3 * (_gpu(draft, B, 1) + 2e-4) + _gpu(target, B, 4) + 5e-3, rtol=1e-14)
+    assert r.fixed.engine_s == pytest.approx(1e-3, abs=1e-18)
+    assert not r.overlapped
+    np.testing.assert_allclose(r.host_s, _host(B, 3), rtol=1e-15)
+    passes = 3 * _gpu(draft, B, 1) + _gpu(target, B, 4) + 1e-3
+    np.testing.assert_allclose(r.passes_s, passes, rtol=1e-14)
+    np.testing.assert_allclose(r.total_s, passes + _host(B, 3), rtol=1e-14)
     np.testing.assert_allclose(sum(r.parts().values()), r.total_s, rtol=1e-14)
-    assert list(r.parts()) == ["draft steps", "draft-step engine time", "verification", "engine per round"]
+    assert list(r.parts()) == ["draft steps", "draft-step collectives", "verification", "engine per iteration", "engine host time"]
+    np.testing.assert_allclose(r.parts()["engine host time"], _host(B, 3), rtol=1e-12)
+
+
+def test_an_overlapping_engine_hides_the_host_work_behind_the_passes_of_a_chain_only():
+    serial, overlap = _dep(), _dep(engine=OVERLAP)
+    r = overlap.round_time(B, L, 3)
+    assert r.overlapped
+    np.testing.assert_array_equal(r.passes_s, serial.round_time(B, L, 3).passes_s)
+    np.testing.assert_allclose(r.total_s, np.maximum(r.passes_s, _host(B, 3)), rtol=1e-15)
+    np.testing.assert_allclose(r.exposed_host_s + r.hidden_host_s, _host(B, 3), rtol=1e-12)
+    np.testing.assert_allclose(sum(r.parts().values()), r.total_s, rtol=1e-14)
+    # Host work longer than the passes shows through by what the passes do not cover.
+    slow = _dep(engine=dataclasses.replace(OVERLAP, spec=SpecHost(0.5, 0.0, 0.0))).round_time(B, L, 3)
+    np.testing.assert_allclose(slow.total_s, 0.5, rtol=1e-15)
+    np.testing.assert_allclose(slow.exposed_host_s, 0.5 - slow.passes_s, rtol=1e-12)
+    # Trees (top-k > 1) stay serial where the version overlaps chains only, and kinds it does not list do too.
+    assert not overlap.round_time(B, L, 3, draft_width=2, verify_tokens=6).overlapped
+    assert not _dep(draft="eagle", engine=OVERLAP).round_time(B, L, 3).overlapped
+    # The speedup is E t_T over the composed round, not over the sum of the passes.
+    times = overlap.pass_times(B, 3, L)
+    np.testing.assert_allclose(times.round_s, r.total_s, rtol=1e-15)
+    np.testing.assert_allclose(speedup(overlap, 0.8, 3, B, L), expected_tokens(0.8, 3) * times.target.total_s / r.total_s, rtol=1e-14)
 
 
 def test_a_decode_step_carries_the_iteration_time_and_no_round_term():
@@ -62,7 +101,8 @@ def test_an_eagle_round_adds_a_draft_extend_pass_over_the_verified_tokens():
     dep = _dep(draft="eagle3")
     r = dep.round_time(B, L, 4)
     np.testing.assert_allclose(r.fixed.extend.total_s, _gpu(dep.draft, B, 5), rtol=1e-15)
-    np.testing.assert_allclose(r.fixed.total_s, _gpu(dep.target, B, 5) + _gpu(dep.draft, B, 5) + 5e-3, rtol=1e-14)
+    np.testing.assert_allclose(r.fixed.total_s, _gpu(dep.target, B, 5) + _gpu(dep.draft, B, 5) + 1e-3, rtol=1e-14)
+    np.testing.assert_allclose(r.total_s, 4 * _gpu(dep.draft, B, 1) + r.fixed.total_s + _host(B, 4), rtol=1e-14)
     assert "draft extend" in r.parts()
     np.testing.assert_allclose(sum(r.parts().values()), r.total_s, rtol=1e-14)
 
@@ -74,7 +114,9 @@ def test_an_ngram_round_has_no_draft_pass_and_pays_its_scan_on_the_host():
     assert r.draft.engine_s == 0.0 and dep.draft is None
     host = dep.drafter.cpu_s_per_token * B * L
     np.testing.assert_allclose(r.fixed.host_s, host, rtol=1e-15)
-    np.testing.assert_allclose(r.total_s, _gpu(dep.target, B, 4) + host + 5e-3, rtol=1e-14)
+    # No draft step: the engine's host work is its per-round and per-sequence part only.
+    np.testing.assert_allclose(r.host_s, _host(B, 0), rtol=1e-15)
+    np.testing.assert_allclose(r.total_s, _gpu(dep.target, B, 4) + host + 1e-3 + _host(B, 0), rtol=1e-14)
     assert r.parts()["drafter host time"] == pytest.approx(host)
     assert "draft extend" not in r.parts()
 
@@ -83,12 +125,12 @@ def test_tensor_parallel_collectives_cost_engine_time_in_each_pass_that_runs_the
     dep = _dep("llama-3.3-70b", tp=4, draft_tp=4)
     count = 2 * 80 + 1
     r = dep.round_time(B, L, 2)
-    assert r.draft.engine_s == pytest.approx(2e-4 + 1e-6 * (2 * 16 + 1))
-    assert r.fixed.engine_s == pytest.approx(1e-3 + 1e-6 * count + 4e-3)
+    assert r.draft.engine_s == pytest.approx(1e-6 * (2 * 16 + 1))
+    assert r.fixed.engine_s == pytest.approx(1e-3 + 1e-6 * count)
     np.testing.assert_allclose(dep.decode(B, L).total_s, _gpu(dep.target, B, 1) + 1e-3 + 1e-6 * count, rtol=1e-14)
     head = _dep("llama-3.3-70b", draft="eagle3", tp=4, draft_tp=4)
     extend_collectives = 1e-6 * (2 * 1 + 1)
-    assert head.round_time(1, L, 2).fixed.engine_s == pytest.approx(1e-3 + 1e-6 * count + 4e-3 + extend_collectives)
+    assert head.round_time(1, L, 2).fixed.engine_s == pytest.approx(1e-3 + 1e-6 * count + extend_collectives)
 
 
 def test_no_engine_adds_nothing_and_the_passes_are_the_sources():
@@ -99,16 +141,18 @@ def test_no_engine_adds_nothing_and_the_passes_are_the_sources():
     assert r.fixed.as_step().overhead_s == H100.overhead_s
 
 
-def test_pass_times_give_the_speedup_formulas_three_numbers():
+def test_pass_times_give_the_speedup_formulas_numbers():
     dep = _dep()
     t = dep.pass_times(B, 3, L)
     r = dep.round_time(B, L, 3)
     np.testing.assert_array_equal(t.draft.total_s, r.draft.total_s)
     np.testing.assert_array_equal(t.verify.total_s, r.fixed.total_s)
-    np.testing.assert_array_equal(3 * t.draft.total_s + t.verify.total_s, r.total_s)
+    np.testing.assert_array_equal(3 * t.draft.total_s + t.verify.total_s, r.passes_s)
+    np.testing.assert_array_equal(t.round_s, r.total_s)
+    np.testing.assert_allclose(3 * t.draft.total_s + t.verify.total_s + t.host_s, t.round_s, rtol=1e-14)
     # The fixed part keeps the verification pass's roofline parts and counts engine time as overhead.
     np.testing.assert_array_equal(t.verify.flop, r.fixed.verify.flop)
-    assert t.verify.overhead_s == pytest.approx(H100.overhead_s + 5e-3)
+    assert t.verify.overhead_s == pytest.approx(H100.overhead_s + 1e-3)
     np.testing.assert_allclose(t.cost_ratio, t.draft.total_s / t.target.total_s)
     np.testing.assert_allclose(t.verify_ratio, t.verify.total_s / t.target.total_s)
 
@@ -227,8 +271,8 @@ def test_from_names_defaults_and_build_with_a_source():
 
 def test_draft_step_and_round_fixed_pieces():
     dep = _dep()
-    step = dep.draft_step(B, L, 2)
-    assert isinstance(step, DraftStep) and step.as_step().overhead_s == pytest.approx(step.gpu.overhead_s + 2e-4)
+    step = _dep("llama-3.3-70b", tp=4, draft_tp=4).draft_step(B, L, 2)
+    assert isinstance(step, DraftStep) and step.as_step().overhead_s == pytest.approx(step.gpu.overhead_s + 1e-6 * (2 * 16 + 1))
     fixed = dep.round_fixed(B, L, 4)
     assert isinstance(fixed, RoundFixed)
     none = _dep(engine=ENGINES["none"]).draft_step(B, L)
@@ -265,7 +309,8 @@ def test_round_parts_are_arrays_of_the_rounds_shape():
     r = _dep(draft="ngram").round_time(B, L, 2)
     parts = r.parts()
     assert all(np.shape(v) == (3,) for v in parts.values())
-    np.testing.assert_array_equal(parts["engine per round"], np.full(3, 5e-3))
+    np.testing.assert_array_equal(parts["engine per iteration"], np.full(3, 1e-3))
+    np.testing.assert_allclose(parts["engine host time"], _host(B, 0), rtol=1e-15)
 
 
 def test_model_assumption_lines_are_exact():
@@ -311,7 +356,8 @@ def test_with_tp_moves_a_draft_at_tp_2_with_a_target_at_tp_2():
 def test_pass_times_pass_the_verified_token_count_through():
     dep = _dep(draft="eagle3")
     t = dep.pass_times(1, 3, L, draft_width=2, verify_tokens=9)
-    np.testing.assert_allclose(t.verify.total_s, _gpu(dep.target, 1, 9) + _gpu(dep.draft, 1, 9) + 5e-3, rtol=1e-14)
+    np.testing.assert_allclose(t.verify.total_s, _gpu(dep.target, 1, 9) + _gpu(dep.draft, 1, 9) + 1e-3, rtol=1e-14)
+    np.testing.assert_allclose(t.host_s, _host(1, 3), rtol=1e-12)
 
 
 def test_notes_keep_both_models_notes():

@@ -123,8 +123,15 @@ def test_engine_time_adds_to_decode_and_verification_not_to_draft_steps():
 
     e = get_engine("vllm")
     np.testing.assert_allclose(vllm.target.total_s - bare.target.total_s, e.iteration_s)
-    np.testing.assert_allclose(vllm.verify.total_s - bare.verify.total_s, e.iteration_s + e.spec_round_s)
-    np.testing.assert_allclose(vllm.draft.total_s - bare.draft.total_s, e.draft_step_s)
+    np.testing.assert_allclose(vllm.verify.total_s - bare.verify.total_s, e.iteration_s)
+    np.testing.assert_allclose(vllm.draft.total_s - bare.draft.total_s, 0.0)
+    np.testing.assert_allclose(bare.host_s, 0.0)
+    # A draft-model round on this vLLM version is serial or overlapped as the preset says; either way it waits
+    # for the host work H, or for its passes if those take longer.
+    passes = 3 * vllm.draft.total_s + vllm.verify.total_s
+    H = e.round_host(B, 3)
+    expect = np.maximum(passes, H) if e.overlaps("draft_model") else passes + H
+    np.testing.assert_allclose(vllm.round_s, expect, rtol=1e-14)
     over = Deployment.build(timing="roofline", engine="vllm", engine_overhead_ms=2.0).pass_times(B, 3, 1128)
     np.testing.assert_allclose(over.target.total_s - bare.target.total_s, 2e-3)
 
