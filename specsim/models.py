@@ -8,7 +8,7 @@ bytes and FLOP live in :mod:`specsim.shapes`) for
 * a preset: the article's round-number ``article-8b`` / ``article-1b`` and CPU-sized shapes for the
   timing harness;
 * a path to a ``config.json`` (or its folder), read by :func:`model_from_hf_config`: Llama, Mistral,
-  Qwen2/3 dense, Gemma 3, Mixtral, Qwen3-MoE, gpt-oss and DeepSeek-V3.  Any field that changes the
+  Qwen2/3 dense, Gemma 3, Mixtral, Qwen3-MoE, gpt-oss, DeepSeek-V3 (and Kimi K2) and GLM-4.5.  Any field that changes the
   arithmetic and is not read is refused by name, quantisation is read from ``quantization_config`` (or
   ModelOpt's ``hf_quant_config.json``) or refused, and defaults a checkpoint relies on become notes.
 
@@ -165,8 +165,13 @@ _ARCHITECTURES = {
     "Qwen3MoeForCausalLM": "qwen3_moe",
     "GptOssForCausalLM": "gpt_oss",
     "DeepseekV3ForCausalLM": "deepseek_v3",
+    "Glm4MoeForCausalLM": "glm4_moe",
 }
 _QKV_BIAS_ARCHITECTURES = {"Qwen2ForCausalLM"}  # q, k, v carry biases whatever attention_bias says
+#: attention_bias puts biases on q, k and v only (GLM-4.5's o_proj has none: transformers' Glm4Attention).
+_QKV_ONLY_BIAS_ARCHITECTURES = {"Glm4MoeForCausalLM"}
+#: q/k norms where the config says so (GLM-4.5 and 4.6: use_qk_norm true; GLM-4.5-Air: false).
+_QK_NORM_FLAG_ARCHITECTURES = {"Glm4MoeForCausalLM"}
 _QK_NORM_ARCHITECTURES = {"Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"}
 #: Defaults of transformers' config classes that real checkpoints rely on (keys their config.json leaves out).
 #: Gemma3TextConfig: vocab_size 262208, sliding_window_pattern 6, tied embeddings.
@@ -301,7 +306,7 @@ def model_from_hf_config(config: Any, name: str = "config.json") -> ModelShape:
     cfg = _Config({**defaults, **config}, where)
     if family == "llama" and (cfg.get("num_local_experts") or cfg.get("num_experts")):
         raise ValueError(f"{where}: {arch} with experts is not a known layout; MoE architectures read: "
-                         "MixtralForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM, DeepseekV3ForCausalLM")
+                         "MixtralForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM, DeepseekV3ForCausalLM, Glm4MoeForCausalLM")
     if cfg.get("mlp_bias"):
         raise ValueError(f"{where}: mlp_bias=true is not supported")
     n_layers = cfg.int("num_hidden_layers", maximum=MAX_LAYERS)
@@ -351,23 +356,26 @@ def _attention_fields(cfg: _Config, family: str, arch: str) -> dict[str, Any]:
         raise ValueError(f"{cfg.where}: num_attention_heads ({heads}) must be a multiple of num_key_value_heads "
                          f"({fields['n_kv_heads']})")
     attention_bias = cfg.flag("attention_bias")
-    fields.update(qkv_bias=arch in _QKV_BIAS_ARCHITECTURES or attention_bias,
-                  o_bias=attention_bias and arch not in _QKV_BIAS_ARCHITECTURES, qk_norm=arch in _QK_NORM_ARCHITECTURES)
+    qkv_only = arch in _QKV_BIAS_ARCHITECTURES | _QKV_ONLY_BIAS_ARCHITECTURES
+    qk_norm = cfg.flag("use_qk_norm") if arch in _QK_NORM_FLAG_ARCHITECTURES else arch in _QK_NORM_ARCHITECTURES
+    fields.update(qkv_bias=arch in _QKV_BIAS_ARCHITECTURES or attention_bias, o_bias=attention_bias and not qkv_only,
+                  qk_norm=qk_norm)
     return fields
 
 
 def _moe_fields(cfg: _Config, family: str, n_layers: int, notes: list[str]) -> dict[str, Any]:
     """Routed and shared experts, dense layers and MTP layers of the MoE families; nothing for dense ones."""
-    if family not in ("mixtral", "qwen3_moe", "gpt_oss", "deepseek_v3"):
+    if family not in ("mixtral", "qwen3_moe", "gpt_oss", "deepseek_v3", "glm4_moe"):
         return {}
     where = cfg.where
-    experts_key = {"mixtral": "num_local_experts", "gpt_oss": "num_local_experts", "deepseek_v3": "n_routed_experts"}.get(
-        family, "num_experts")
+    experts_key = {"mixtral": "num_local_experts", "gpt_oss": "num_local_experts", "deepseek_v3": "n_routed_experts",
+                   "glm4_moe": "n_routed_experts"}.get(family, "num_experts")
     per_tok_key = "experts_per_token" if family == "gpt_oss" and "num_experts_per_tok" not in cfg else "num_experts_per_tok"
     n_exp, k = cfg.int(experts_key), cfg.int(per_tok_key)
     if k > n_exp:
         raise ValueError(f"{where}: {per_tok_key} ({k}) exceeds {experts_key} ({n_exp})")
-    moe_size = cfg.int("moe_intermediate_size") if family in ("qwen3_moe", "deepseek_v3") else cfg.int("intermediate_size")
+    moe_size = (cfg.int("moe_intermediate_size") if family in ("qwen3_moe", "deepseek_v3", "glm4_moe")
+                else cfg.int("intermediate_size"))
     fields: dict[str, Any] = {"n_experts": n_exp, "n_active_experts": k, "moe_intermediate_size": moe_size}
     if family == "qwen3_moe":
         if cfg.int("decoder_sparse_step", 1) != 1:
@@ -377,13 +385,17 @@ def _moe_fields(cfg: _Config, family: str, n_layers: int, notes: list[str]) -> d
                                               for i in dense):
             raise ValueError(f"{where}: mlp_only_layers must be a list of layer indices in [0, {n_layers - 1}]")
         fields["n_dense_layers"] = len(set(dense))
-    if family == "deepseek_v3":
-        if cfg.int("moe_layer_freq", 1) != 1:
-            raise ValueError(f"{where}: moe_layer_freq other than 1 is not modelled")
+    if family in ("deepseek_v3", "glm4_moe"):
+        # GLM-4.5's MoE block is DeepSeek-V3's (routed experts, one shared expert, leading dense layers, NextN layers)
+        # under grouped-query attention.
+        for key in ("moe_layer_freq", "decoder_sparse_step"):
+            if cfg.int(key, 1) != 1:
+                raise ValueError(f"{where}: {key} other than 1 is not modelled")
         fields.update(n_shared_experts=cfg.int("n_shared_experts", 0, minimum=0),
                       n_dense_layers=cfg.int("first_k_dense_replace", 0, minimum=0),
                       n_mtp_layers=cfg.int("num_nextn_predict_layers", 0, minimum=0, maximum=MAX_LAYERS))
-        if cfg.get("n_group") and cfg.get("topk_group"):
+        groups, picked = cfg.get("n_group"), cfg.get("topk_group")
+        if isinstance(groups, int) and isinstance(picked, int) and 0 < picked < groups:
             notes.append(f"group-limited routing (each token picks experts from {cfg.get('topk_group')} of "
                          f"{cfg.get('n_group')} groups) is read as uniform over all experts: every group is equally likely")
     if family == "gpt_oss":

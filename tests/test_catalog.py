@@ -97,3 +97,41 @@ def test_catalog_ships_with_the_package():
     text = Path(__file__).resolve().parents[1].joinpath("pyproject.toml").read_text()
     assert '"catalog/*.json", "catalog/*.yaml"' in text
     assert model_from_hf_config(json.loads((_CATALOG / "qwen3-8b.json").read_text())).params == get_model("qwen3-8b").params
+
+
+def test_the_moe_models_deployed_now_are_in_the_catalog_with_their_published_activated_counts():
+    # Issue 18: Qwen3-235B-A22B, GLM-4.5/4.6 (Glm4MoeForCausalLM), Kimi K2 on the DeepSeek-V3 architecture.
+    assert {"qwen3-235b-a22b", "glm-4.5", "glm-4.6", "glm-4.5-air", "kimi-k2"} <= set(NAMES)
+    assert get_model("glm-4.5").architecture == "Glm4MoeForCausalLM" and get_model("kimi-k2").architecture == "DeepseekV3ForCausalLM"
+    # Qwen3 counts the input embedding in "activated" (as for Qwen3-30B-A3B); DeepSeek-V3's family does not (37B).
+    qwen = get_model("qwen3-235b-a22b")
+    assert abs(qwen.active_params + qwen.embedding_params - 22e9) <= _tolerance(22e9)
+    assert abs(get_model("kimi-k2").active_params - 32e9) <= _tolerance(32e9)
+    assert abs(get_model("deepseek-v3").active_params - 37e9) <= _tolerance(37e9)
+
+
+def test_glm_attention_biases_q_k_v_only_and_reads_its_qk_norm_flag():
+    glm, air = get_model("glm-4.5"), get_model("glm-4.5-air")
+    assert glm.qkv_bias and not glm.o_bias and glm.qk_norm and not air.qk_norm
+    assert (glm.n_experts, glm.n_active_experts, glm.n_shared_experts, glm.n_dense_layers, glm.n_mtp_layers) == (160, 8, 1, 3, 1)
+    # The 4.6 checkpoint is the 4.5 architecture with a longer context.
+    six = get_model("glm-4.6")
+    assert six.params == glm.params and six.max_position_embeddings == 202752 > glm.max_position_embeddings
+    # Its NextN layer drafts (SGLang serves GLM-4.5 with EAGLE over it).
+    dep = Deployment.from_names("h200", "glm-4.5", "mtp", target_options={"tp": 8})
+    assert dep.draft.n_layers == 1 and dep.draft.n_experts == 160
+
+
+def test_glm_layouts_specsim_does_not_model_are_refused():
+    config = json.loads((_CATALOG / "glm-4.5.json").read_text())
+    for key, value in (("decoder_sparse_step", 2), ("moe_layer_freq", 2)):
+        with pytest.raises(ValueError, match=f"{key} other than 1 is not modelled"):
+            model_from_hf_config({**config, key: value})
+
+
+def test_llama_4_is_refused_with_the_architectures_read():
+    # Llama 4's config nests its text model (Llama4ForConditionalGeneration) and interleaves chunked-attention and
+    # MoE layers: not read yet, and said so.
+    config = {"architectures": ["Llama4ForConditionalGeneration"], "text_config": {"hidden_size": 5120}}
+    with pytest.raises(ValueError, match="unsupported architecture 'Llama4ForConditionalGeneration'; supported: .*Glm4MoeForCausalLM"):
+        model_from_hf_config(config)
