@@ -109,25 +109,6 @@ def verify_table() -> None:
         print(pd.DataFrame(rows).to_string(index=False))
 
 
-def decay_table() -> None:
-    from pathlib import Path
-
-    from specsim.fidelity import PUBLISHED_DECAYS, predicted_decay
-
-    root = Path(__file__).resolve().parent.parent
-    print("\n3. Published speculative speedup against batch (acceptance and context unpublished: ranges over "
-          "alpha 0.6-0.8 and L 256-1024)\n")
-    rows = []
-    for check in PUBLISHED_DECAYS:
-        line = {"measurement": check.description, f"measured S({check.batch_to})/S({check.batch_from}) - 1": f"{check.measured_change:+.1%}"}
-        for timing in ("roofline", "kernels", "hybrid"):
-            lo, hi = predicted_decay(check, timing, root=root)
-            line[timing] = f"{lo:+.1%} to {hi:+.1%}"
-        rows.append(line)
-        print(pd.DataFrame([line]).T.to_string(header=False))
-        print(f"  source: {check.source}")
-
-
 def multi_gpu_table() -> None:
     from specsim.fidelity import evaluate_out_of_sample, fit_collectives, load_out_of_sample_tpot
 
@@ -183,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     decode_table(args.rows)
     verify_table()
-    decay_table()
+    print("\n3. Speculative rounds across batch sizes: benchmarks/validate_speculation.py")
     multi_gpu_table()
     allreduce_table()
     return 0

@@ -14,12 +14,12 @@ import numpy as np
 
 from .acceptance import DEFAULT_SIBLING_FACTOR, TreeSpec, expected
 from .capacity import Capacity, capacity, require_target_fits, reserved_context, throughput_table
-from .defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS
+from .defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
 from .deployment import Deployment, model_assumptions
 from .speedup import OptimalGamma, optimal_gamma, optimal_tree, speedup, speedup_from_cost_ratio
 
-__all__ = ["CompareAnswer", "GammaAnswer", "TreeAnswer", "compare_answer", "gamma_answer", "row_source", "speedup_rows",
-           "steptime_rows", "tree_answer", "why_off"]
+__all__ = ["CompareAnswer", "GammaAnswer", "RoundAnatomy", "TreeAnswer", "compare_answer", "gamma_answer", "round_anatomy",
+           "row_source", "speedup_rows", "steptime_rows", "tree_answer", "why_off"]
 
 
 def row_source(dep: Deployment, times, i: int) -> str:
@@ -103,7 +103,8 @@ def gamma_answer(dep: Deployment, acceptance: object, label: str, batches: list,
             "batch": batch, "gamma": gamma, "speedup": float(best.speedup[i]), "tokens_per_step": float(expected(acceptance, gamma)),
             "acceptance": label, "drafter": dep.drafter.kind,
             "t_target_s": float(times.target.total_s[i]), "t_draft_s": float(times.draft.total_s[i]),
-            "t_verify_s": float(times.verify.total_s[i]), "cost_ratio": float(times.cost_ratio[i]),
+            "t_verify_s": float(times.verify.total_s[i]), "t_host_s": float(np.asarray(times.host_s)[i]),
+            "t_round_s": float(times.round_s[i]), "cost_ratio": float(times.cost_ratio[i]),
             "bound_target": str(times.target.bound[i]), "bound_draft": str(times.draft.bound[i]),
             "bound_verify": str(times.verify.bound[i]), "at_gamma_max": bool(best.at_limit[i]),
             "fits_without_draft": batch <= cap.max_batch_without_draft, "fits_with_draft": batch <= cap.max_batch_with_draft,
@@ -176,23 +177,31 @@ def speedup_rows(dep: Deployment, acceptance: object, label: str, gamma: int, ba
     return [{"batch": batch, "alpha": acceptance if isinstance(acceptance, float) else None, "acceptance": label, "gamma": gamma,
              "tokens_per_step": tokens, "speedup": float(s[i]), "t_target_s": float(times.target.total_s[i]),
              "t_draft_s": float(times.draft.total_s[i]), "t_verify_s": float(times.verify.total_s[i]),
+             "t_host_s": float(np.broadcast_to(times.host_s, b.shape)[i]), "t_round_s": float(np.broadcast_to(times.round_s, b.shape)[i]),
              "cost_ratio": float(times.cost_ratio[i]), "timing_source": row_source(dep, times, i), "provenance": dep.provenance()}
             for i, batch in enumerate(batches)], context
 
 
-def steptime_rows(dep: Deployment, batches: list, tokens_per_seq: int, context: int) -> tuple[list[dict], list[str]]:
-    """steptime: one engine iteration of the deployment's target per batch size, with its roofline parts."""
+def steptime_rows(dep: Deployment, batches: list, tokens_per_seq: object, context: object) -> tuple[list[dict], list[str]]:
+    """steptime: one engine iteration of the deployment's target per (tokens per sequence, context, batch size), with
+    its roofline parts; ``tokens_per_seq`` and ``context`` are a number or a list of them."""
     model = dep.target
-    b = np.array(batches, dtype=float)
-    t = dep.pass_time(model, b, tokens_per_seq, context)
+    qs = [int(q) for q in np.atleast_1d(tokens_per_seq)]
+    contexts = [int(c) for c in np.atleast_1d(context)]
     provenance = [dep.source.describe(), dep.engine.describe()] + model_assumptions(dep.hardware, [model])
-    fallback = np.zeros(b.shape, bool) if t.fallback is None else np.broadcast_to(t.fallback, b.shape)
-    comm = np.broadcast_to(np.asarray(t.comm_s, float), b.shape)
-    rows = [{"batch": batch, "tokens_per_seq": tokens_per_seq, "context": context, "step_time_s": float(t.total_s[i]),
-             "compute_s": float(t.compute_s[i]), "memory_s": float(t.memory_s[i]), "overhead_s": float(t.overhead_s),
-             "comm_s": float(comm[i]), "bound": str(t.bound[i]), "flop": float(t.flop[i]), "bytes": float(t.bytes[i]),
-             "timing_source": dep.source.name + (", roofline outside its data" if fallback[i] else ""), "provenance": provenance}
-            for i, batch in enumerate(batches)]
+    b = np.array(batches, dtype=float)
+    rows = []
+    for q in qs:
+        for L in contexts:
+            t = dep.pass_time(model, b, q, L)
+            fallback = np.zeros(b.shape, bool) if t.fallback is None else np.broadcast_to(t.fallback, b.shape)
+            comm = np.broadcast_to(np.asarray(t.comm_s, float), b.shape)
+            rows += [{"batch": batch, "tokens_per_seq": q, "context": L, "step_time_s": float(t.total_s[i]),
+                      "compute_s": float(t.compute_s[i]), "memory_s": float(t.memory_s[i]), "overhead_s": float(t.overhead_s),
+                      "comm_s": float(comm[i]), "bound": str(t.bound[i]), "flop": float(t.flop[i]), "bytes": float(t.bytes[i]),
+                      "timing_source": dep.source.name + (", roofline outside its data" if fallback[i] else ""),
+                      "provenance": provenance}
+                     for i, batch in enumerate(batches)]
     return rows, provenance
 
 
@@ -246,3 +255,68 @@ def loop_rows(results: list[dict], target, draft, alpha: float, gamma: int, cont
             r["prediction_source"] = f"roofline: profile {profile.name}, no engine time (the harness times bare passes)"
         out.append(r)
     return out
+
+
+# -- explain: where a round's time goes --------------------------------------------------------
+@dataclass(frozen=True)
+class RoundAnatomy:
+    """specsim explain: per batch size, a round's parts next to a plain decode step, and what they imply."""
+
+    deployment: Deployment
+    acceptance: str
+    context: int
+    rows: list
+    #: Part names in the order a round adds them (:meth:`specsim.deployment.RoundTime.parts`).
+    parts: list
+
+    @property
+    def stops_paying(self) -> int | None:
+        """The first batch size where the round costs more than plain decoding of the tokens it yields."""
+        return next((r["batch"] for r in self.rows if r["speedup"] <= 1.0), None)
+
+    def findings(self) -> list[str]:
+        """What the breakdown says, in sentences computed from it."""
+        first, last = self.rows[0], self.rows[-1]
+        out = []
+        for r in (first, last):
+            host = r["parts_s"]["engine host time"] + r["hidden_host_s"]
+            share = r["parts_s"]["engine host time"] / r["t_round_s"]
+            hidden = (f", {r['hidden_host_s'] * 1e3:.2f} ms of it hidden behind the passes"
+                      if r["hidden_host_s"] > 1e-9 * r["t_round_s"] else "")
+            out.append(f"batch {r['batch']}: the round costs {r['round_over_decode']:.2f} decode steps and yields "
+                       f"{r['tokens_per_round']:.2f} tokens; engine host work {host * 1e3:.2f} ms per round{hidden}; "
+                       f"the round waits {share:.0%} of its time on it")
+        stop = self.stops_paying
+        out.append(f"speculation stops paying at batch {stop}: from there a round costs more decode steps than it yields tokens"
+                   if stop is not None else f"speculation pays at every batch shown (up to {last['batch']})")
+        grow = {p: last["parts_s"][p] / last["t_decode_s"] - first["parts_s"][p] / first["t_decode_s"] for p in self.parts}
+        part = max(grow, key=grow.get)
+        if grow[part] > 0:
+            out.append(f"from batch {first['batch']} to {last['batch']} the {part} grows most: +{grow[part]:.2f} decode steps per round")
+        return out
+
+
+def round_anatomy(dep: Deployment, acceptance: object, label: str, batches: list, context: int, gamma: int | None = None,
+                  gamma_max: int = DEFAULT_GAMMA_MAX) -> RoundAnatomy:
+    """A round's parts per batch size at ``gamma`` (default: the best gamma per batch, at least 1, so that a batch where
+    speculation does not pay still shows the round it would run), with the plain decode step it replaces."""
+    b = np.array(batches, dtype=float)
+    if gamma is None:
+        gammas = np.maximum(optimal_gamma(dep, acceptance, b, context, gamma_max).gamma, 1)
+    else:
+        gammas = np.full(b.shape, int(gamma))
+    rows, names = [], []
+    for batch, g in zip(batches, gammas):
+        r = dep.round_time(batch, context, int(g))
+        parts = {name: float(v) for name, v in r.parts().items()}
+        names += [n for n in parts if n not in names]
+        decode = float(dep.decode(batch, context).total_s)
+        tokens = float(expected(acceptance, int(g)))
+        total = float(r.total_s)
+        rows.append({"batch": batch, "gamma": int(g), "tokens_per_round": tokens, "t_decode_s": decode, "t_round_s": total,
+                     "parts_s": parts, "hidden_host_s": float(r.hidden_host_s), "overlapped": bool(r.overlapped),
+                     "round_over_decode": total / decode, "speedup": tokens * decode / total, "acceptance": label,
+                     "provenance": dep.provenance()})
+    for row in rows:  # every row names every part (0 where a batch's round has none of it)
+        row["parts_s"] = {n: row["parts_s"].get(n, 0.0) for n in names}
+    return RoundAnatomy(dep, label, context, rows, names)

@@ -19,7 +19,9 @@ from typing import Callable, Sequence
 
 from . import __version__, commands
 from .capacity import DEFAULT_MEMORY_UTILIZATION
-from .engines import DEFAULT_ENGINE, ENGINES
+from .engines import DEFAULT_ENGINE, ENGINES, PRESETS, get_engine
+
+ENGINE_CHOICES = ", ".join(["vllm", "sglang", "trtllm", "none"] + [k for k in PRESETS if "@" in k])
 from .harness import defaults as hd
 from .limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, MAX_LOOP_TOKENS, MAX_REPEATS, MAX_REQUESTS, MAX_SEED, MAX_TP, MAX_WORKERS
 from .models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
@@ -145,6 +147,15 @@ def _add_deployment_args(p: argparse.ArgumentParser, *, defaults: bool = True, b
                        help=f"cached tokens per sequence, L (default {DEFAULT_CONTEXT_TOKENS}: a 1000-token prompt plus half of 256 generated)")
     _add_model_args(p, draft=True)
     _add_timing_args(p)
+    _add_round_cost_args(p)
+
+
+def _engine(text: str) -> str:
+    try:
+        get_engine(text)
+    except ValueError as err:  # one line naming the engines and versions known
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
 
 
 def _add_model_args(p: argparse.ArgumentParser, *, draft: bool) -> None:
@@ -167,10 +178,20 @@ def _add_timing_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timing", default=DEFAULT_TIMING, metavar="SOURCE",
                    help=f"step-time source: {TIMING_CHOICES} (default {DEFAULT_TIMING}: the roofline for decode steps, "
                    "measured kernels for the cost of verification; see README, Fidelity)")
-    p.add_argument("--engine", choices=list(ENGINES), default=DEFAULT_ENGINE,
-                   help=f"serving engine whose per-iteration CPU time and kernels apply (default {DEFAULT_ENGINE}; none: add nothing)")
+    p.add_argument("--engine", type=_engine, default=DEFAULT_ENGINE, metavar="ENGINE[@VERSION]",
+                   help=f"serving engine and version whose CPU time, round costs and kernels apply: {ENGINE_CHOICES} "
+                   f"(default {DEFAULT_ENGINE}, its current release; none: add nothing)")
     p.add_argument("--engine-overhead-ms", type=_nonneg_float,
                    help="the engine's time per iteration, ms, replacing the --engine preset's fitted value")
+
+
+def _add_round_cost_args(p: argparse.ArgumentParser) -> None:
+    """Overrides of the engine's host work per speculative round (README, Fidelity: the fitted values)."""
+    p.add_argument("--engine-round-ms", type=_nonneg_float, metavar="MS", help="engine host time per speculative round, ms")
+    p.add_argument("--engine-step-ms", type=_nonneg_float, metavar="MS", help="engine host time per draft step, ms")
+    p.add_argument("--engine-seq-us", type=_nonneg_float, metavar="US", help="engine host time per sequence per round, us")
+    p.add_argument("--engine-overlap", choices=["on", "off"],
+                   help="whether the engine overlaps a round's host work with the GPU (default: as the version does)")
 
 
 def _add_acceptance_args(p: argparse.ArgumentParser) -> None:
@@ -216,6 +237,21 @@ def _add_tree_args(p: argparse.ArgumentParser) -> None:
                    help="tree acceptance of the r-th ranked sibling relative to the first, per rank (default 0.6, an assumption)")
 
 
+def _parser_explain(sub) -> None:
+    p = sub.add_parser("explain", help="where a speculative round's time goes against batch, next to a plain decode step",
+                       description="A round's parts per batch size (draft steps, verification, draft extend, collectives, "
+                       "the engine's per-iteration and host time, hidden or not) next to the plain decode step it "
+                       "replaces and the tokens it yields: why speculation stops paying.")
+    _add_acceptance_args(p)
+    _add_deployment_args(p)
+    p.add_argument("--gamma", type=_int_at_least(1, "gamma", MAX_GAMMA),
+                   help="draft steps per round (default: the best gamma per batch, at least 1)")
+    p.add_argument("--gamma-max", type=_gamma_max, default=DEFAULT_GAMMA_MAX, help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})")
+    p.add_argument("--plot", metavar="FILE.png", help="also draw the breakdown as a PNG")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=commands.run_explain)
+
+
 def _parser_speedup(sub) -> None:
     p = sub.add_parser("speedup", help="speedup of one (alpha, gamma), from a cost ratio or the step-time model",
                        description="Speedup for a given alpha and gamma: from --cost-ratio c (closed form, "
@@ -233,9 +269,10 @@ def _parser_steptime(sub) -> None:
     p.add_argument("--hardware", default=DEFAULT_HARDWARE, help=f"profile name or YAML path (default {DEFAULT_HARDWARE})")
     p.add_argument("--model", default=DEFAULT_TARGET, help=f"model name or config.json path (default {DEFAULT_TARGET})")
     p.add_argument("--batch", type=_batches, default=list(DEFAULT_BATCHES), help="comma-separated batch sizes")
-    p.add_argument("--tokens-per-seq", type=_int_at_least(1, "tokens-per-seq", MAX_GAMMA + 1), default=1,
-                   help="new tokens per sequence, q (1: decode; gamma+1: verification; default 1)")
-    p.add_argument("--context", type=_context, default=DEFAULT_CONTEXT_TOKENS, help=f"cached tokens per sequence (default {DEFAULT_CONTEXT_TOKENS})")
+    p.add_argument("--tokens-per-seq", type=_int_list(1, "tokens-per-seq", MAX_GAMMA + 1), default=[1],
+                   help="comma-separated new tokens per sequence, q (1: decode; gamma+1: verification; default 1)")
+    p.add_argument("--context", type=_int_list(0, "context", MAX_CONTEXT), default=[DEFAULT_CONTEXT_TOKENS],
+                   help=f"comma-separated cached tokens per sequence (default {DEFAULT_CONTEXT_TOKENS})")
     _add_model_args(p, draft=False)
     _add_timing_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -487,7 +524,7 @@ def _parser_reproduce(sub) -> None:
 
 
 #: One function per subcommand, in the order ``specsim --help`` lists them.
-_SUBCOMMANDS = (_parser_optimal_gamma, _parser_speedup, _parser_steptime, _parser_alpha, _parser_capacity, _parser_schedule, _parser_compare, _parser_serve_sim, _parser_serve_sweep, _parser_toy, _parser_acceptance, _parser_measure, _parser_measure_loop, _parser_calibrate, _parser_compose_kernels, _parser_hardware, _parser_models, _parser_figures, _parser_reproduce)
+_SUBCOMMANDS = (_parser_optimal_gamma, _parser_explain, _parser_speedup, _parser_steptime, _parser_alpha, _parser_capacity, _parser_schedule, _parser_compare, _parser_serve_sim, _parser_serve_sweep, _parser_toy, _parser_acceptance, _parser_measure, _parser_measure_loop, _parser_calibrate, _parser_compose_kernels, _parser_hardware, _parser_models, _parser_figures, _parser_reproduce)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -78,6 +78,14 @@ def _plus(t: StepTime, extra_s: float) -> StepTime:
     return dataclasses.replace(t, total_s=t.total_s + extra_s, overhead_s=t.overhead_s + extra_s)
 
 
+def _overhead_share(t: StepTime, share: float) -> StepTime:
+    """A pass that keeps ``share`` of the per-pass overhead its source added (a roofline's; kernel sums add none)."""
+    if not np.any(t.overhead_s) or share >= 1.0:
+        return t
+    cut = t.overhead_s * (1.0 - share)
+    return dataclasses.replace(t, total_s=t.total_s - cut, overhead_s=t.overhead_s - cut)
+
+
 def _zero_like(t: StepTime) -> StepTime:
     """A pass that costs nothing (an n-gram drafter's draft step), shaped like ``t``."""
     zero = np.zeros(np.shape(t.total_s))
@@ -148,7 +156,10 @@ class RoundTime:
     @property
     def hidden_host_s(self) -> np.ndarray:
         """The part of H that runs behind the GPU."""
-        return np.broadcast_to(np.asarray(self.host_s, dtype=float), np.shape(self.total_s)) - self.exposed_host_s
+        if not self.overlapped:
+            return np.zeros(np.shape(self.total_s))
+        host = np.broadcast_to(np.asarray(self.host_s, dtype=float), np.shape(self.total_s))
+        return host - self.exposed_host_s
 
     def parts(self) -> dict[str, np.ndarray]:
         """Where the round's time goes, seconds per named part; the parts add up to :attr:`total_s`."""
@@ -307,9 +318,10 @@ class Deployment:
         return cls.from_names(hardware, target, draft, target_options, draft_options, ngram_cpu_s_per_token, decode_only).with_source(
             timing, engine, engine_overhead_ms, progress)
 
-    def with_source(self, timing: str | None = None, engine: str | None = None, engine_overhead_ms: float | None = None,
-                    progress=None) -> "Deployment":
-        """This deployment with a step-time source and engine preset (see :func:`specsim.engines.source_and_engine`)."""
+    def with_source(self, timing: str | None = None, engine: "str | EnginePreset | None" = None,
+                    engine_overhead_ms: float | None = None, progress=None) -> "Deployment":
+        """This deployment with a step-time source and engine preset, by name (``vllm@0.10``) or as a preset (see
+        :func:`specsim.engines.source_and_engine`)."""
         source, preset = source_and_engine(self.hardware, timing, engine, engine_overhead_ms, progress)
         return dataclasses.replace(self, source=source, engine=preset)
 
@@ -337,6 +349,14 @@ class Deployment:
         """One engine iteration running a pass of ``model``: the GPU pass plus e_iter and the collectives' engine time."""
         return _plus(self.gpu_pass(model, batch, tokens_per_seq, context), self.engine.iteration_s + self.engine.collectives_s(model))
 
+    def _draft_pass(self, batch: object, tokens_per_seq: object, context: object) -> StepTime:
+        """A pass of the drafter's network inside a round, with its layers' share of the source's per-pass overhead
+        (:attr:`~specsim.engines.EnginePreset.draft_overhead_by_layers`)."""
+        t = self.gpu_pass(self.draft, batch, tokens_per_seq, context)
+        if not self.engine.draft_overhead_by_layers:
+            return t
+        return _overhead_share(t, self.draft.n_layers / self.target.n_layers)
+
     def decode(self, batch: object, context: object = DEFAULT_CONTEXT_TOKENS) -> StepTime:
         """t_decode: a plain decode step of the target (one token per sequence), engine time included."""
         return self.pass_time(self.target, batch, 1, context)
@@ -346,7 +366,7 @@ class Deployment:
         self._require_drafter()
         if self.draft is None:
             return DraftStep(_zero_like(self.gpu_pass(self.target, batch, 1, context)), 0.0)
-        return DraftStep(self.gpu_pass(self.draft, batch, width, context), self.engine.collectives_s(self.draft))
+        return DraftStep(self._draft_pass(batch, width, context), self.engine.collectives_s(self.draft))
 
     def round_fixed(self, batch: object, context: object, verify_tokens: object) -> RoundFixed:
         """t_fixed: the verification of ``verify_tokens`` per sequence and everything else a round pays once."""
@@ -359,7 +379,7 @@ class Deployment:
             host = d.host_s(batch, context)
             fixed = fixed + host
         elif d.extend_pass:  # the head re-reads the verified tokens to get the next round's hidden states
-            extend = self.gpu_pass(self.draft, batch, verify_tokens, context)
+            extend = self._draft_pass(batch, verify_tokens, context)
             fixed = fixed + extend.total_s
         engine_s = e.iteration_s + e.collectives_s(self.target) + (e.collectives_s(self.draft) if extend is not None else 0.0)
         if engine_s:

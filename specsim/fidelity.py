@@ -42,8 +42,8 @@ from .parallel import collective_count
 from .timing import make_source
 from .timing.roofline import step_time
 
-__all__ = ["CANDIDATES", "OUT_OF_SAMPLE_MODELS", "PUBLIC_MODELS", "PUBLISHED_DECAYS", "FidelityResult", "PublishedDecay",
-           "evaluate", "evaluate_out_of_sample", "fit_collectives", "load_out_of_sample_tpot", "load_public_tpot", "predict_tpot", "predicted_decay"]
+__all__ = ["CANDIDATES", "OUT_OF_SAMPLE_MODELS", "PUBLIC_MODELS", "FidelityResult", "evaluate", "evaluate_out_of_sample",
+           "fit_collectives", "load_out_of_sample_tpot", "load_public_tpot", "predict_tpot"]
 
 #: model_path in silicon_sample.csv -> specsim built-in.
 PUBLIC_MODELS = {"meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b", "Qwen/Qwen3-32B": "qwen3-32b"}
@@ -259,47 +259,3 @@ def evaluate_out_of_sample(df: pd.DataFrame, candidate: str, fitted: FidelityRes
     out["predicted_ms"] = pred * 1e3
     out["error"] = pred / (df["silicon_tpot_ms"].to_numpy(float) / 1e3) - 1
     return out
-
-
-# -- published speculative speedups against batch --------------------------------
-@dataclass(frozen=True)
-class PublishedDecay:
-    """A measured change of speculative speedup between two batch sizes, with its source."""
-
-    description: str
-    hardware: str
-    target: str
-    draft: str  # a built-in or a config.json of a draft with the drafter's per-step cost
-    gamma: int
-    batch_from: int
-    batch_to: int
-    measured_change: float  # S(batch_to) / S(batch_from) - 1
-    source: str
-    #: The acceptance and context are not published; predictions span these ranges.
-    alphas: tuple = (0.6, 0.8)
-    contexts: tuple = (256, 1024)
-
-
-PUBLISHED_DECAYS = (
-    PublishedDecay(
-        "EAGLE, k = 3, ShareGPT, Llama-3.1-8B-Instruct on one H100, vLLM 0.10.1",
-        "h100-sxm", "llama-3.1-8b", "examples/draft-1layer-llama-3.1-8b/config.json", 3, 1, 32, -0.043,
-        "Liu, Yu, Park, Stoica, Cheung (2026), 'Speculative Decoding: Performance or Illusion?', arXiv:2601.11580, "
-        "and specdecode-bench.github.io: 'going from batch 1 to 32 reduces speedup by 4.3% on the 8B model'",
-    ),
-)
-
-
-def predicted_decay(check: PublishedDecay, timing: str, engine: str = "vllm", root: str | Path | None = None) -> tuple[float, float]:
-    """(lowest, highest) predicted S(batch_to) / S(batch_from) - 1 over the unpublished alpha and context ranges."""
-    from .deployment import Deployment
-    from .speedup import speedup
-
-    draft = check.draft if root is None or not check.draft.endswith(".json") else str(Path(root) / check.draft)
-    dep = Deployment.build(check.hardware, check.target, draft, timing=timing, engine=engine)
-    changes = []
-    for alpha in check.alphas:
-        for context in check.contexts:
-            s = speedup(dep, alpha, check.gamma, [check.batch_from, check.batch_to], context)
-            changes.append(float(s[1] / s[0] - 1))
-    return min(changes), max(changes)

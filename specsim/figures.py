@@ -14,6 +14,11 @@ Figures
     optimal-gamma-vs-batch    the gamma schedule a serving engine would use
     speedup-vs-batch-devices  Figure 3 on H100, H200 and A100
     throughput-vs-latency     device throughput against per-token latency, up to full memory
+    verification-cost         t_V / t_T measured against the roofline; what it does to the speedup
+    moe-speculation           a mixture of experts against a dense model of its size
+    drafters                  draft model, EAGLE-3 chain and tree, n-gram, MTP against batch
+    serve-sweep               TPOT and throughput against request rate, speculation off and on
+    round-anatomy             where a round's time goes against batch, SGLang spec v1 against spec v2
 """
 
 from __future__ import annotations
@@ -30,7 +35,9 @@ from ._io import atomic_write_bytes
 from .article import ARTICLE_CONTEXT_TOKENS, article_deployment
 from .defaults import DEFAULT_ALPHA, DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
 from .deployment import Deployment
-from .plots import (_BATCH_AXIS, _freeze_layout, plot_drafters, plot_moe_speculation, plot_optimal_gamma_vs_batch, plot_roofline, plot_serve_sweep,
+from .engines import DEFAULT_ENGINE, ENGINES
+from .plots import (_BATCH_AXIS, _freeze_layout, plot_drafters, plot_moe_speculation, plot_optimal_gamma_vs_batch, plot_roofline, plot_round_anatomy,
+                    plot_serve_sweep,
                     plot_speedup_heatmap, plot_speedup_vs_batch, plot_speedup_vs_batch_devices, plot_speedup_vs_gamma,
                     plot_step_times, plot_throughput_vs_latency, plot_verify_cost)
 from .speedup import optimal_gamma, optimal_tree, speedup
@@ -53,6 +60,7 @@ class FigureSpec:
 
 # The batch sizes the verification, MoE and drafter figures sweep.
 _FIGURE_BATCHES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256], float)
+_ROUND_BATCHES = (1, 2, 4, 8, 16, 32, 64)
 
 
 #: The devices the device-comparison figures put side by side.
@@ -173,7 +181,8 @@ def _fig_verify_cost(fig: Any) -> dict[str, Any]:
     speedups = []
     for draft in (one_layer, get_model("llama-3.2-1b")):
         for source in ("hybrid", "roofline"):
-            dep = Deployment.build(DEFAULT_HARDWARE, timing=source).with_draft(draft)
+            # The sources alone, no engine: this panel is about what verification costs on the GPU.
+            dep = Deployment.build(DEFAULT_HARDWARE, timing=source, engine="none").with_draft(draft)
             s = speedup(dep, DEFAULT_ALPHA, 3, batch, 400)
             speedups += [{"batch": b, "draft": draft.name, "source": _SOURCE_LABEL[source], "speedup": v}
                          for b, v in zip(batch, s)]
@@ -204,7 +213,7 @@ def _fig_drafters(fig: Any) -> dict[str, Any]:
     published = published_acceptance()
     batch = _FIGURE_BATCHES
     rows = []
-    left = "Llama-3.1-8B on H100, L = 1128, published acceptance per drafter (README)"
+    left = f"Llama-3.1-8B on H100, {ENGINES[DEFAULT_ENGINE].key} preset, L = 1128, published acceptance per drafter (README)"
     for label, draft, kind in (("draft model", "llama-3.2-1b", "draft_model"), ("EAGLE-3 chain", "eagle3", "eagle3"),
                                ("n-gram, code editing", "ngram", "ngram")):
         dep = Deployment.build(DEFAULT_HARDWARE, DEFAULT_TARGET, draft)
@@ -213,7 +222,7 @@ def _fig_drafters(fig: Any) -> dict[str, Any]:
         if kind == "eagle3":
             _, s, _ = optimal_tree(dep, published[kind][0], TreeSpec(4, 5, 16), batch, DEFAULT_CONTEXT_TOKENS)
             rows += [{"panel": left, "drafter": "EAGLE-3 tree", "batch": b, "speedup": v} for b, v in zip(batch, s)]
-    right = "DeepSeek-V3 (FP8) on 8 x H200, L = 1128"
+    right = f"DeepSeek-V3 (FP8) on 8 x H200, {ENGINES[DEFAULT_ENGINE].key} preset, L = 1128"
     for label, draft, kind in (("MTP", "mtp", "mtp"), ("n-gram, code editing", "ngram", "ngram")):
         dep = Deployment.build("h200", "deepseek-v3", draft, target_options={"tp": 8})
         best = optimal_gamma(dep, published[kind][0], batch, DEFAULT_CONTEXT_TOKENS)
@@ -229,7 +238,27 @@ def _fig_serve_sweep(fig: Any) -> dict[str, Any]:
     rates = [0.5, 1, 2, 4, 8, 16, 24, 32]
     frame = serve_sweep(dep, rates, get_workload("chat"), 600, DEFAULT_ALPHA, seed=0)
     return plot_serve_sweep(frame, axes=fig.subplots(1, 2),
-                            title="Llama-3.1-8B + Llama-3.2-1B on H100, chat workload, α = 0.8, vLLM preset")
+                            title=f"Llama-3.1-8B + Llama-3.2-1B on H100, chat workload, α = 0.8, {dep.engine.key} preset")
+
+
+def _fig_round_anatomy(fig: Any) -> dict[str, Any]:
+    from .acceptance import alpha_from_acceptance_length
+    from .answers import round_anatomy
+
+    # The published EAGLE-3 head for Llama-3.1-8B: acceptance length 2.79 at 3 steps (vllm-project/vllm#20780); SGLang's
+    # default chain of 3 steps (top-k 1, 4 draft tokens).
+    alpha = float(alpha_from_acceptance_length(2.79, 3))
+    drawn = {}
+    axes = fig.subplots(1, 2, sharey=True)
+    for ax, version, what in zip(axes, ("0.5", "latest"), ("spec v1: host work serial", "spec v2: host work overlapped")):
+        dep = Deployment.build(DEFAULT_HARDWARE, DEFAULT_TARGET, "eagle3", engine=f"sglang@{version}")
+        answer = round_anatomy(dep, alpha, "", list(_ROUND_BATCHES), 512, gamma=3)
+        drawn[version] = plot_round_anatomy(answer.rows, ax=ax, title=f"Llama-3.1-8B + EAGLE-3 on H100, {dep.engine.key} ({what})")
+        drawn[version]["rows"] = answer.rows
+    axes[1].set_ylabel("")
+    fig.suptitle("Where a speculative round's time goes (γ = 3, α from the published head's acceptance length 2.79, L = 512; "
+                 "SGLang host terms fitted at batch 1-8)", fontsize=10)
+    return drawn
 
 
 FIGURES: tuple[FigureSpec, ...] = (
@@ -245,6 +274,7 @@ FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("moe-speculation", (14, 5.2), _fig_moe, 2),
     FigureSpec("drafters", (14, 5.2), _fig_drafters, 2),
     FigureSpec("serve-sweep", (14, 5.2), _fig_serve_sweep, 2),
+    FigureSpec("round-anatomy", (15, 5.6), _fig_round_anatomy, 2),
 )
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "plot_moe_speculation",
     "plot_optimal_gamma_vs_batch",
     "plot_residuals",
+    "plot_round_anatomy",
     "plot_roofline",
     "plot_serve_sweep",
     "plot_speedup_heatmap",
@@ -32,6 +33,7 @@ __all__ = [
     "plot_step_times",
     "plot_throughput_vs_latency",
     "plot_verify_cost",
+    "save_round_anatomy",
     "save_serve_sweep",
 ]
 
@@ -519,6 +521,48 @@ def plot_drafters(speedups: pd.DataFrame, *, axes: Any = None) -> dict[str, Any]
     return lines
 
 
+#: Colours of a round's parts (specsim.deployment.RoundTime.parts), the engine's host work in the warm ones.
+_PART_COLORS = {"draft steps": "#1b6ca8", "draft-step collectives": "#7fb3d5", "verification": "#6c757d",
+                "draft extend": "#00798c", "drafter host time": "#2e933c", "engine per iteration": "#edae49",
+                "engine host time": "#d1495b"}
+
+
+def plot_round_anatomy(rows: list[dict], *, ax: Any = None, title: str | None = None) -> dict[str, Any]:
+    """One stacked bar per batch size: a round's parts in units of that batch's plain decode step, against the
+    tokens the round yields (plain decoding needs one step per token: speculation pays while the bar is below the
+    line).  ``rows``: :func:`specsim.answers.round_anatomy` rows.  Host work hidden behind the passes is hatched
+    above the bar."""
+    ax = _axes(ax)
+    x = np.arange(len(rows))
+    bottom = np.zeros(len(rows))
+    drawn: dict[str, Any] = {}
+    names = list(dict.fromkeys(n for r in rows for n in r["parts_s"]))
+    for name in names:
+        height = np.array([r["parts_s"][name] / r["t_decode_s"] for r in rows])
+        if not np.any(height > 1e-6):
+            continue
+        drawn[name] = ax.bar(x, height, bottom=bottom, color=_PART_COLORS.get(name, "C4"), width=0.7, label=name)
+        bottom += height
+    hidden = np.array([r["hidden_host_s"] / r["t_decode_s"] for r in rows])
+    if np.any(hidden > 1e-6):
+        # It runs while the passes do: drawn over the passes, below the host time the round still waits for.
+        passes_top = bottom - np.array([r["parts_s"].get("engine host time", 0.0) / r["t_decode_s"] for r in rows])
+        drawn["hidden engine host time"] = ax.bar(x, hidden, bottom=passes_top - hidden, width=0.7, fill=False, hatch="//",
+                                                  edgecolor="#d1495b", lw=0, label="engine host time hidden behind the passes")
+    (drawn["tokens per round"],) = ax.plot(x, [r["tokens_per_round"] for r in rows], color="black", marker="D", ms=4,
+                                           label="tokens per round (plain decoding needs this many steps)")
+    ax.axhline(1.0, color="0.6", lw=0.8, ls=":")
+    ax.set_xticks(x)
+    ax.set_xticklabels([f"{r['batch']}\nγ={r['gamma']}" for r in rows])
+    ax.set_xlabel("batch size b (γ per round)")
+    ax.set_ylabel("time per round, in plain decode steps of that batch")
+    ax.legend(fontsize=7, loc="upper left")
+    if title:
+        ax.set_title(title, fontsize=10)
+    drawn["bars_top"] = bottom
+    return drawn
+
+
 def plot_serve_sweep(frame: pd.DataFrame, *, axes: Any = None, title: str | None = None) -> dict[str, Any]:
     """Left: TPOT p50 and p99 against request rate, speculation off and on; right: output tokens/s."""
     if axes is None:
@@ -554,6 +598,18 @@ def plot_serve_sweep(frame: pd.DataFrame, *, axes: Any = None, title: str | None
         left.set_title(title, fontsize=10)
     right.set_title("throughput", fontsize=10)
     return lines
+
+
+def save_round_anatomy(rows: list[dict], path: str | Path, title: str | None = None) -> Path:
+    """Draw :func:`plot_round_anatomy` on its own figure and write it as a PNG, atomically."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(9, 5.2), layout="constrained")
+    plot_round_anatomy(rows, ax=fig.subplots(), title=title)
+    _freeze_layout(fig)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=150)
+    return atomic_write_bytes(Path(path), buffer.getvalue())
 
 
 def save_serve_sweep(frame: pd.DataFrame, path: str | Path, title: str | None = None) -> Path:

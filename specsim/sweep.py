@@ -82,7 +82,7 @@ def _frame(dep: Deployment, shape: tuple[int, ...], columns: dict[str, np.ndarra
     frame.insert(0, "target", dep.target.name)
     frame.insert(0, "hardware", dep.hardware.name)
     frame["timing"] = dep.source.name
-    frame["engine"] = dep.engine.name
+    frame["engine"] = dep.engine.key
     return frame
 
 
@@ -143,6 +143,8 @@ def sweep(
             "t_target_s": times.target.total_s,
             "t_draft_s": times.draft.total_s,
             "t_verify_s": times.verify.total_s,
+            "t_host_s": times.host_s,
+            "t_round_s": times.round_s,
             "cost_ratio": times.cost_ratio,
             "verify_ratio": times.verify_ratio,
             "tokens_per_step": tokens,
@@ -193,6 +195,8 @@ def optimal_gamma_table(
             "t_target_s": times.target.total_s,
             "t_draft_s": times.draft.total_s,
             "t_verify_s": times.verify.total_s,
+            "t_host_s": times.host_s,
+            "t_round_s": times.round_s,
             "cost_ratio": times.cost_ratio,
             "bound_target": times.target.bound,
             "bound_draft": times.draft.bound,

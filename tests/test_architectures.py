@@ -263,3 +263,16 @@ def test_collectives_at_their_boundaries():
     no_link = dc.replace(H100, interconnect_bytes_per_s=None)
     with pytest.raises(ValueError, match=r"^--tp 2 needs the device-to-device bandwidth, which profile h100-sxm does not give"):
         check_tp(no_link, 2)
+
+
+def test_steptime_takes_lists_of_tokens_per_sequence_and_contexts(capsys):
+    code = main(["steptime", "--tokens-per-seq", "1,4", "--context", "512,8192", "--batch", "1,64", "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert code == 0 and len(rows) == 8
+    assert {(r["tokens_per_seq"], r["context"], r["batch"]) for r in rows} == {
+        (q, L, b) for q in (1, 4) for L in (512, 8192) for b in (1, 64)}
+    one = {(r["tokens_per_seq"], r["context"], r["batch"]): r["step_time_s"] for r in rows}
+    # Each point is the single-value command's: a list changes what is printed, not the numbers.
+    assert main(["steptime", "--tokens-per-seq", "4", "--context", "8192", "--batch", "64", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["step_time_s"] == one[(4, 8192, 64)]
+    assert one[(1, 8192, 64)] > one[(1, 512, 64)] and one[(4, 512, 64)] > one[(1, 512, 64)]

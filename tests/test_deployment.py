@@ -35,6 +35,11 @@ def _gpu(model, b, q, ctx=L):
     return step_time(H100, model, b, q, ctx).total_s
 
 
+def _draft_gpu(model, b, q, ctx=L, target_layers=32):
+    """A drafter's pass inside a round under an engine: its layers' share of the roofline's per-pass overhead."""
+    return _gpu(model, b, q, ctx) - H100.overhead_s * (1 - model.n_layers / target_layers)
+
+
 def test_round_seconds_is_steps_times_a_step_plus_the_fixed_part():
     assert round_seconds(3, 2.0, 5.0) == 11.0
     np.testing.assert_array_equal(round_seconds([0, 1, 2], [1.0, 1.0, 1.0], 0.5), [0.5, 1.5, 2.5])
@@ -53,15 +58,15 @@ def test_a_draft_model_round_adds_every_engine_term_once():
     dep = _dep()
     r = dep.round_time(B, L, 3)
     draft, target = dep.draft, dep.target
-    np.testing.assert_allclose(r.draft.gpu.total_s, _gpu(draft, B, 1), rtol=1e-15)
+    np.testing.assert_allclose(r.draft.gpu.total_s, _draft_gpu(draft, B, 1), rtol=1e-15)
     assert r.draft.engine_s == 0.0  # one GPU, no collectives
-    np.testing.assert_allclose(r.draft.total_s, _gpu(draft, B, 1), rtol=1e-15)
+    np.testing.assert_allclose(r.draft.total_s, _draft_gpu(draft, B, 1), rtol=1e-15)
     np.testing.assert_allclose(r.fixed.verify.total_s, _gpu(target, B, 4), rtol=1e-15)
     assert r.fixed.extend is None and r.fixed.host_s == 0.0
     assert r.fixed.engine_s == pytest.approx(1e-3, abs=1e-18)
     assert not r.overlapped
     np.testing.assert_allclose(r.host_s, _host(B, 3), rtol=1e-15)
-    passes = 3 * _gpu(draft, B, 1) + _gpu(target, B, 4) + 1e-3
+    passes = 3 * _draft_gpu(draft, B, 1) + _gpu(target, B, 4) + 1e-3
     np.testing.assert_allclose(r.passes_s, passes, rtol=1e-14)
     np.testing.assert_allclose(r.total_s, passes + _host(B, 3), rtol=1e-14)
     np.testing.assert_allclose(sum(r.parts().values()), r.total_s, rtol=1e-14)
@@ -100,9 +105,9 @@ def test_a_decode_step_carries_the_iteration_time_and_no_round_term():
 def test_an_eagle_round_adds_a_draft_extend_pass_over_the_verified_tokens():
     dep = _dep(draft="eagle3")
     r = dep.round_time(B, L, 4)
-    np.testing.assert_allclose(r.fixed.extend.total_s, _gpu(dep.draft, B, 5), rtol=1e-15)
-    np.testing.assert_allclose(r.fixed.total_s, _gpu(dep.target, B, 5) + _gpu(dep.draft, B, 5) + 1e-3, rtol=1e-14)
-    np.testing.assert_allclose(r.total_s, 4 * _gpu(dep.draft, B, 1) + r.fixed.total_s + _host(B, 4), rtol=1e-14)
+    np.testing.assert_allclose(r.fixed.extend.total_s, _draft_gpu(dep.draft, B, 5), rtol=1e-15)
+    np.testing.assert_allclose(r.fixed.total_s, _gpu(dep.target, B, 5) + _draft_gpu(dep.draft, B, 5) + 1e-3, rtol=1e-14)
+    np.testing.assert_allclose(r.total_s, 4 * _draft_gpu(dep.draft, B, 1) + r.fixed.total_s + _host(B, 4), rtol=1e-14)
     assert "draft extend" in r.parts()
     np.testing.assert_allclose(sum(r.parts().values()), r.total_s, rtol=1e-14)
 
@@ -133,6 +138,17 @@ def test_tensor_parallel_collectives_cost_engine_time_in_each_pass_that_runs_the
     assert head.round_time(1, L, 2).fixed.engine_s == pytest.approx(1e-3 + 1e-6 * count + extend_collectives)
 
 
+def test_an_engine_runs_draft_passes_as_gpu_time_and_no_engine_keeps_the_sources_pass():
+    with_engine, none = _dep(draft="eagle3"), _dep(draft="eagle3", engine=ENGINES["none"])
+    a, b = with_engine.round_time(B, L, 3), none.round_time(B, L, 3)
+    cut = H100.overhead_s * (1 - 1 / 32)  # a one-layer head keeps 1/32 of a 32-layer target's per-pass overhead
+    np.testing.assert_allclose(b.draft.total_s - a.draft.total_s, cut, rtol=1e-12)
+    np.testing.assert_allclose(b.fixed.extend.total_s - a.fixed.extend.total_s, cut, rtol=1e-12)
+    assert a.draft.gpu.overhead_s == pytest.approx(H100.overhead_s / 32) and b.draft.gpu.overhead_s == H100.overhead_s
+    # The target's passes keep the overhead: they are engine iterations.
+    np.testing.assert_array_equal(a.fixed.verify.total_s, b.fixed.verify.total_s)
+
+
 def test_no_engine_adds_nothing_and_the_passes_are_the_sources():
     dep = _dep(engine=ENGINES["none"])
     r = dep.round_time(B, L, 4)
@@ -160,9 +176,9 @@ def test_pass_times_give_the_speedup_formulas_numbers():
 def test_trees_draft_wide_steps_and_verify_their_own_token_count():
     dep = _dep(draft="eagle3")
     r = dep.round_time(B, L, 5, draft_width=4, verify_tokens=16)
-    np.testing.assert_allclose(r.draft.gpu.total_s, _gpu(dep.draft, B, 4), rtol=1e-15)
+    np.testing.assert_allclose(r.draft.gpu.total_s, _draft_gpu(dep.draft, B, 4), rtol=1e-15)
     np.testing.assert_allclose(r.fixed.verify.total_s, _gpu(dep.target, B, 16), rtol=1e-15)
-    np.testing.assert_allclose(r.fixed.extend.total_s, _gpu(dep.draft, B, 16), rtol=1e-15)
+    np.testing.assert_allclose(r.fixed.extend.total_s, _draft_gpu(dep.draft, B, 16), rtol=1e-15)
     np.testing.assert_array_equal(r.steps, 5.0)
 
 
@@ -356,7 +372,7 @@ def test_with_tp_moves_a_draft_at_tp_2_with_a_target_at_tp_2():
 def test_pass_times_pass_the_verified_token_count_through():
     dep = _dep(draft="eagle3")
     t = dep.pass_times(1, 3, L, draft_width=2, verify_tokens=9)
-    np.testing.assert_allclose(t.verify.total_s, _gpu(dep.target, 1, 9) + _gpu(dep.draft, 1, 9) + 1e-3, rtol=1e-14)
+    np.testing.assert_allclose(t.verify.total_s, _gpu(dep.target, 1, 9) + _draft_gpu(dep.draft, 1, 9) + 1e-3, rtol=1e-14)
     np.testing.assert_allclose(t.host_s, _host(1, 3), rtol=1e-12)
 
 

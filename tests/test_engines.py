@@ -107,17 +107,3 @@ def test_overrides_replace_only_the_terms_given_and_refuse_bad_ones():
     for bad in (-1.0, float("inf"), float("nan"), 2e3):
         with pytest.raises(ValueError, match="round_s must be a finite time in"):
             base.with_spec(round_ms=bad)
-
-
-def test_published_speedup_decay_is_bracketed_by_the_measured_sources(repo):
-    # Liu et al. 2026 (arXiv:2601.11580) measured speedup falling 4.3% from batch 1 to 32 (EAGLE k=3, Llama-3.1-8B,
-    # H100, vLLM). Acceptance and context are unpublished, so each source predicts a range; the tolerance of
-    # 2 points covers the 1-layer head standing in for the EAGLE head.
-    from specsim.fidelity import PUBLISHED_DECAYS, predicted_decay
-
-    check = PUBLISHED_DECAYS[0]
-    for timing in ("kernels", "hybrid"):
-        lo, hi = predicted_decay(check, timing, root=repo)
-        assert lo - 0.02 <= check.measured_change <= hi + 0.02, (timing, lo, hi)
-    lo, hi = predicted_decay(check, "roofline", root=repo)
-    assert lo > 0  # the whole-pass roofline predicts speedup rising to batch 32: the wrong sign

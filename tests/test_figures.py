@@ -25,7 +25,22 @@ def test_figure_names_are_fixed():
     assert [spec.name for spec in FIGURES] == [
         "speedup-vs-gamma", "speedup-vs-batch", "roofline", "step-times", "speedup-heatmaps",
         "optimal-gamma-vs-batch", "speedup-vs-batch-devices", "throughput-vs-latency", "verification-cost", "moe-speculation", "drafters", "serve-sweep",
+        "round-anatomy",
     ]
+
+
+def test_round_anatomy_shows_host_work_making_spec_v1_stop_paying_and_spec_v2_hiding_it(drawn):
+    v1, v2 = drawn["round-anatomy"]["0.5"], drawn["round-anatomy"]["latest"]
+    top1, top2 = v1["bars_top"], v2["bars_top"]
+    tokens = np.array([r["tokens_per_round"] for r in v1["rows"]])
+    # Serial host work grows with the batch: the bar (the round in decode steps) rises and crosses the tokens it yields.
+    assert np.all(np.diff(top1) > 0) and top1[0] < tokens[0] and top1[-1] > tokens[-1]
+    # Overlapped, the same host work hides behind the passes at small batch: every bar is lower, none above the line.
+    assert np.all(top2 < top1) and np.all(top2 < tokens)
+    assert all(r["hidden_host_s"] > 0 for r in v2["rows"]) and all(r["hidden_host_s"] == 0 for r in v1["rows"])
+    # The bars are the rounds: the parts add up to each round's time.
+    for r in v1["rows"] + v2["rows"]:
+        assert sum(r["parts_s"].values()) == pytest.approx(r["t_round_s"], rel=1e-12)
 
 
 def test_verification_cost_figure_shows_measured_kernels_departing_from_the_roofline(drawn):
@@ -174,13 +189,13 @@ def test_moe_figure_shows_speculation_peaking_at_a_moderate_batch(drawn):
 
 def test_drafter_figure_compares_the_kinds_at_their_published_acceptance(drawn):
     lines = drawn["drafters"]
-    left = "Llama-3.1-8B on H100, L = 1128, published acceptance per drafter (README)"
+    left = "Llama-3.1-8B on H100, vllm@latest preset, L = 1128, published acceptance per drafter (README)"
     tree, chain = lines[(left, "EAGLE-3 tree")], lines[(left, "EAGLE-3 chain")]
     draft = lines[(left, "draft model")]
     # A tree beats the chain at batch 1 and converges to it by batch 64; EAGLE-3's cheap head beats the 1B draft.
     assert _y_at(tree, 1) > 1.1 * _y_at(chain, 1) and _y_at(tree, 64) == pytest.approx(_y_at(chain, 64), rel=0.02)
     assert all(_y_at(chain, b) > _y_at(draft, b) for b in (1, 16, 256))
-    right = "DeepSeek-V3 (FP8) on 8 x H200, L = 1128"
+    right = "DeepSeek-V3 (FP8) on 8 x H200, vllm@latest preset, L = 1128"
     mtp = lines[(right, "MTP")]
     assert 1.0 < _y_at(mtp, 1) < 1.8  # one MTP token at 87.5% acceptance: at most 1.875 tokens per pass
 
@@ -189,6 +204,6 @@ def test_serve_sweep_figure_shows_speculation_helping_until_the_engine_saturates
     lines = drawn["serve-sweep"]
     off, on = lines[("off", "p50")], lines[("on", "p50")]
     assert _y_at(on, 0.5) < 0.75 * _y_at(off, 0.5)  # at low load speculation cuts TPOT by a quarter or more
-    assert lines["stops_at"] >= 16  # and keeps helping until the engine is saturated
+    assert lines.get("stops_at", np.inf) >= 16  # and keeps helping until the engine is saturated (or through the sweep)
     tput_off, tput_on = lines[("off", "tokens_per_s")], lines[("on", "tokens_per_s")]
     assert _y_at(tput_on, 1) == pytest.approx(_y_at(tput_off, 1), rel=0.05)  # below saturation both serve the offered load

@@ -28,7 +28,7 @@ LAYERS = [
     ["specsim.drafters", "specsim.engines"],
     ["specsim.deployment"],
     ["specsim.speedup"],
-    ["specsim.capacity", "specsim.schedule", "specsim.article", "specsim.sweep", "specsim.fidelity"],
+    ["specsim.capacity", "specsim.schedule", "specsim.article", "specsim.sweep", "specsim.fidelity", "specsim.spec_fit"],
     ["specsim.serving", "specsim.answers", "specsim.report", "specsim.plots"],
     ["specsim.figures"],
     ["specsim.commands._args"],

@@ -71,7 +71,7 @@ def test_sweep_takes_the_step_time_source_and_labels_it():
     from specsim.deployment import Deployment
 
     df = sweep(alpha=0.8, gamma=3, batch=[2, 64], context=400, timing="hybrid", engine="vllm")
-    assert set(df.timing) == {"hybrid"} and set(df.engine) == {"vllm"}
+    assert set(df.timing) == {"hybrid"} and set(df.engine) == {"vllm@latest"}  # the preset and its version
     expected = speedup(Deployment.build(timing="hybrid", engine="vllm"), 0.8, 3, [2, 64], 400)
     np.testing.assert_allclose(df.speedup, expected, rtol=1e-12)
     assert set(sweep(alpha=0.8, gamma=3, batch=2).timing) == {"roofline"}  # the article's model unless asked

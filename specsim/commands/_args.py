@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 __all__ = ["deployment", "harness", "model_options", "resolve_acceptance"]
 
@@ -41,10 +42,16 @@ def deployment(args: argparse.Namespace, *, draft: bool = True):
     from ..report import progress
 
     ngram = getattr(args, "ngram_cpu_ns", None)
-    return Deployment.build(args.hardware, getattr(args, "target", None) or getattr(args, "model", None),
-                            getattr(args, "draft", None), args.timing, args.engine, args.engine_overhead_ms,
-                            target_options=model_options(args), draft_options=model_options(args, "draft_") if draft else None,
-                            ngram_cpu_s_per_token=None if ngram is None else ngram * 1e-9, progress=progress, decode_only=not draft)
+    dep = Deployment.build(args.hardware, getattr(args, "target", None) or getattr(args, "model", None),
+                           getattr(args, "draft", None), args.timing, args.engine, args.engine_overhead_ms,
+                           target_options=model_options(args), draft_options=model_options(args, "draft_") if draft else None,
+                           ngram_cpu_s_per_token=None if ngram is None else ngram * 1e-9, progress=progress, decode_only=not draft)
+    overlap = getattr(args, "engine_overlap", None)
+    engine = dep.engine.with_spec(getattr(args, "engine_round_ms", None), getattr(args, "engine_step_ms", None),
+                                  getattr(args, "engine_seq_us", None), None if overlap is None else overlap == "on")
+    if engine is not dep.engine and dep.engine.name == "none":
+        raise ValueError("--engine none adds no engine time: the --engine-round-ms/-step-ms/-seq-us/-overlap flags need an engine")
+    return dataclasses.replace(dep, engine=engine)
 
 
 def harness():

@@ -8,7 +8,7 @@ import sys
 from ..report import capacity_summary, describe, ms, print_json, print_notes, short_bound, table
 from ._args import deployment, resolve_acceptance
 
-__all__ = ["run_alpha", "run_capacity", "run_compare", "run_optimal_gamma", "run_speedup", "run_steptime"]
+__all__ = ["run_alpha", "run_capacity", "run_compare", "run_explain", "run_optimal_gamma", "run_speedup", "run_steptime"]
 
 
 def run_optimal_gamma(args: argparse.Namespace) -> int:
@@ -43,7 +43,7 @@ def _print_gamma_table(args: argparse.Namespace, answer) -> None:
     for line in capacity_summary(answer.capacity, dep):
         print(line)
     print()
-    headers = ["batch", "gamma", "speedup", "t_T ms", "t_D ms", "t_V ms", "c", "bound T/D/V", "recommendation"]
+    headers = ["batch", "gamma", "speedup", "t_T ms", "t_D ms", "t_V ms", "host ms", "round ms", "c", "bound T/D/V", "recommendation"]
     table_rows = []
     for r in rows:
         limit = " (at --gamma-max; raise it)" if best.gamma_max == args.gamma_max else " (at the last measured position)"
@@ -52,8 +52,10 @@ def _print_gamma_table(args: argparse.Namespace, answer) -> None:
             rec += "; does not fit in memory" + (" with the draft" if r["fits_without_draft"] else "")
         bounds = "/".join(short_bound(r[k]) for k in ("bound_target", "bound_draft", "bound_verify"))
         table_rows.append([r["batch"], r["gamma"], f"{r['speedup']:.3f}", ms(r["t_target_s"]), ms(r["t_draft_s"]),
-                           ms(r["t_verify_s"]), f"{r['cost_ratio']:.3f}", bounds, rec])
-    print(table(headers, table_rows, ">>>>>>><<"))
+                           ms(r["t_verify_s"]), ms(r["t_host_s"]), ms(r["t_round_s"]), f"{r['cost_ratio']:.3f}", bounds, rec])
+    print(table(headers, table_rows, ">>>>>>>>><<"))
+    print("round = gamma t_D + t_V + the engine's host time the round waits for (host: serial, or what the passes do not "
+          "cover where the engine overlaps it); speedup = tokens per round x t_T / round")
     if answer.off_batches:
         print(f"\nspeculation does not pay at batch {', '.join(map(str, answer.off_batches))}: {answer.off_reason}")
     peak = answer.peak
@@ -120,10 +122,10 @@ def run_speedup(args: argparse.Namespace) -> int:
     print(describe(dep, context))
     print(f"{acc_label}, gamma {args.gamma}: {rows[0]['tokens_per_step']:.4f} tokens per target pass\n")
     print(table(
-        ["batch", "speedup", "t_T ms", "t_D ms", "t_V ms", "c", "t_V/t_T"],
-        [[r["batch"], f"{r['speedup']:.3f}", ms(r["t_target_s"]), ms(r["t_draft_s"]), ms(r["t_verify_s"]),
-          f"{r['cost_ratio']:.3f}", f"{r['t_verify_s'] / r['t_target_s']:.3f}"] for r in rows],
-        ">>>>>>>",
+        ["batch", "speedup", "t_T ms", "t_D ms", "t_V ms", "host ms", "round ms", "c", "t_V/t_T"],
+        [[r["batch"], f"{r['speedup']:.3f}", ms(r["t_target_s"]), ms(r["t_draft_s"]), ms(r["t_verify_s"]), ms(r["t_host_s"]),
+          ms(r["t_round_s"]), f"{r['cost_ratio']:.3f}", f"{r['t_verify_s'] / r['t_target_s']:.3f}"] for r in rows],
+        ">>>>>>>>>",
     ))
     print_notes(dep)
     return 0
@@ -140,16 +142,21 @@ def run_steptime(args: argparse.Namespace) -> int:
         print_json(rows)
     else:
         gpus = f" x {model.tp} GPUs" if model.tp > 1 else ""
-        print(f"{model.describe()} on {hw.name}{gpus}: {args.tokens_per_seq} new token(s) per sequence over {args.context} cached")
+        several = len(args.tokens_per_seq) > 1 or len(args.context) > 1
+        what = ("" if several else
+                f": {args.tokens_per_seq[0]} new token(s) per sequence over {args.context[0]} cached")
+        print(f"{model.describe()} on {hw.name}{gpus}{what}")
         print("\n".join(f"step times: {line}" if i == 0 else line for i, line in enumerate(provenance)) + "\n")
-        headers = ["batch", "step ms", "roofline compute ms", "roofline memory ms", "overhead ms"]
+        lead = ["q", "context"] if several else []
+        headers = lead + ["batch", "step ms", "roofline compute ms", "roofline memory ms", "overhead ms"]
         headers += ["all-reduce ms"] if model.tp > 1 else []
         print(table(
             headers + ["bound", "FLOP/byte", "source"],
-            [[r["batch"], ms(r["step_time_s"]), ms(r["compute_s"]), ms(r["memory_s"]), ms(r["overhead_s"])]
+            [([r["tokens_per_seq"], r["context"]] if several else [])
+             + [r["batch"], ms(r["step_time_s"]), ms(r["compute_s"]), ms(r["memory_s"]), ms(r["overhead_s"])]
              + ([ms(r["comm_s"])] if model.tp > 1 else [])
              + [r["bound"], f"{r['flop'] / r['bytes']:.1f}", r["timing_source"]] for r in rows],
-            ">>>>>" + (">" if model.tp > 1 else "") + "<><",
+            ">" * len(lead) + ">>>>>" + (">" if model.tp > 1 else "") + "<><",
         ))
         if model.tp > 1:
             print(f"\nper GPU: weights {model.weight_bytes / 1e9:.1f} GB, KV {model.kv_bytes_per_token / 1e3:.1f} kB per token; "
@@ -260,4 +267,47 @@ def run_compare(args: argparse.Namespace) -> int:
               f"against {plain_peak:,.0f} tok/s without the draft (b = {cap.max_batch_without_draft}): "
               f"{spec_peak / plain_peak - 1:+.0%} device throughput")
     print_notes(dep)
+    return 0
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    """Where a round's time goes against batch, next to a plain decode step (text, JSON or a PNG)."""
+    from ..answers import round_anatomy
+
+    acc, acc_label = resolve_acceptance(args)
+    dep = deployment(args)
+    out = None
+    if args.plot:
+        from .._io import check_output
+
+        out = check_output(args.plot, (".png",), "--plot")  # refuse a bad path before computing anything
+    answer = round_anatomy(dep, acc, acc_label, args.batch, args.context, args.gamma, args.gamma_max)
+    if args.json:
+        print_json(answer.rows)
+        print_notes(dep)
+    else:
+        print(describe(dep, args.context))
+        how = f"gamma {args.gamma}" if args.gamma is not None else "the best gamma per batch (at least 1)"
+        print(f"{acc_label}; {how}; every time below is per round, ms\n")
+        # Parts no batch has (collectives on one GPU, an engine's per-iteration time of 0) are left out of the table.
+        names = [n for n in answer.parts if any(r["parts_s"][n] > 0 for r in answer.rows)]
+        hidden = any(r["hidden_host_s"] > 0 for r in answer.rows)
+        headers = (["batch", "gamma", "tokens", "decode"] + names + (["hidden host"] if hidden else [])
+                   + ["round", "decode x tokens", "speedup"])
+        body = [[r["batch"], r["gamma"], f"{r['tokens_per_round']:.2f}", ms(r["t_decode_s"])]
+                + [ms(r["parts_s"][n]) for n in names] + ([ms(r["hidden_host_s"])] if hidden else [])
+                + [ms(r["t_round_s"]), ms(r["t_decode_s"] * r["tokens_per_round"]), f"{r['speedup']:.3f}"]
+                for r in answer.rows]
+        print(table(headers, body, ">" * len(headers)))
+        print("\nround = the parts added up" + (" (hidden host: the engine's host work running behind the GPU passes, "
+              "not added)" if hidden else "") + "; speculation pays while round < decode x tokens")
+        for line in answer.findings():
+            print(f"- {line}")
+        print_notes(dep)
+    if out is not None:
+        from ..plots import save_round_anatomy
+
+        title = f"{dep.target.name} + {dep.drafter.name} on {dep.hardware.name}, {dep.engine.key}, L = {args.context}"
+        path = save_round_anatomy(answer.rows, out, title)
+        print(f"wrote {path}", file=sys.stderr)
     return 0

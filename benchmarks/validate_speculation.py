@@ -1,0 +1,81 @@
+"""How well specsim predicts published speculative speedups, per source and engine, with sources held out.
+
+    python benchmarks/validate_speculation.py            # tables per source and engine, both step-time sources
+    python benchmarks/validate_speculation.py --rows     # and every row
+
+The rows are ``specsim/data/speculation_public.csv`` (see :mod:`specsim.spec_fit` for what each kind compares).
+For each engine the host terms of a speculative round (per round, per draft step, per sequence) are fitted on
+all its sources (what the presets ship) and, for each source, on the others only (the held-out error).  The
+peers run on the same rows: specsim as it was before the engine's round costs were modelled ("before": every
+draft pass with the source's whole per-pass overhead, no host work), the round passes alone ("no host"), and
+SpecDecode-Bench's simulator on the rows of its own deployment (Llama-3.1-8B, H100, vLLM, EAGLE).  Errors are
+mean absolute relative errors of the speedup (or of the speedup ratio between two batches), percent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import pandas as pd
+
+from specsim.spec_fit import FIT_KINDS, evaluate, load_public_speculation
+
+COLUMNS = {"before": "specsim before", "no_host": "passes only", "held_out": "held out", "fitted": "fitted (in-sample)",
+           "specdecode_bench": "SpecDecode-Bench sim"}
+
+
+def error_table(fit) -> pd.DataFrame:
+    t = fit.table[fit.table.kind.isin(FIT_KINDS)]
+    out = pd.DataFrame({label: fit.error_by("source", col) for col, label in COLUMNS.items()}).round(1)
+    out.insert(0, "rows", t.groupby("source").size())
+    out.insert(0, "engine", t.drop_duplicates("source").set_index("source").engine)
+    by_engine = out.groupby("engine")[list(COLUMNS.values())].mean().round(1)
+    by_engine.insert(0, "rows", out.groupby("engine").rows.sum())
+    by_engine.index = [f"{e} (mean over sources)" for e in by_engine.index]
+    by_engine.insert(0, "engine", "")
+    return pd.concat([out.sort_values(["engine", "rows"], ascending=[False, False]), by_engine])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", action="store_true", help="print every row with its predictions")
+    args = parser.parse_args(argv)
+    df = load_public_speculation()
+    print(f"{len(df)} public rows from {df.source.nunique()} sources: "
+          + ", ".join(f"{k} {v}" for k, v in df.groupby("kind").size().items()) + "\n")
+    for timing in ("hybrid", "kernels"):
+        fit = evaluate(df, timing)
+        print(f"== step-time source: {timing}; host terms fitted per engine on its serial versions ==")
+        for engine, host in fit.fitted.items():
+            print(f"  {engine}: {host.describe()}")
+        with pd.option_context("display.width", 250):
+            print("\nSpeedup error, % (mean absolute, per source):")
+            print(error_table(fit).to_string())
+        t = fit.table
+        gain = t[t.kind == "overlap_gain"]
+        print("\nSGLang spec v2 over v1 at the same acceptance length (held out of every fit; the model hides H entirely):")
+        for _, r in gain.iterrows():
+            print(f"  {r.source} ({r.target}, {r.drafter} {int(r.steps)} steps): measured {r.measured_value:.3f}x, "
+                  f"predicted {r.fitted:.3f}x ({(r.fitted / r.measured_value - 1) * 100:+.1f}%)")
+        change = t[t.kind == "batch_change"]
+        print("\nSpeedup change from batch 1 to 32 (SpecDecode-Bench, vLLM 0.10.1, EAGLE k = 3):")
+        for _, r in change.iterrows():
+            print(f"  {r.target} TP {int(r.tp)}: measured {r.measured_value - 1:+.1%}; before {r.before - 1:+.1%}, "
+                  f"held out {r.held_out - 1:+.1%}, fitted {r.fitted - 1:+.1%}")
+        plain = t[t.kind == "plain"]
+        err = (plain.no_host / plain.measured_value - 1) * 100
+        print("\nPlain decode step of the preset against the sources' plain throughput (per sequence, includes prefill), %:")
+        print("  " + "; ".join(f"{s}: " + ", ".join(f"b{int(b)} {e:+.0f}" for b, e in zip(g.batch, err[g.index]))
+                               for s, g in plain.groupby("source", sort=False)))
+        if args.rows:
+            cols = ["kind", "source", "target", "tp", "drafter", "steps", "topk", "verify_tokens", "batch", "batch_to",
+                    "accept_length", "measured_value", "before", "no_host", "held_out", "fitted", "specdecode_bench"]
+            with pd.option_context("display.width", 250, "display.max_rows", 200):
+                print(t[cols].round(3).to_string(index=False))
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
