@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = [
+    "default_acceptance",
     "DEFAULT_SIBLING_FACTOR",
     "published_acceptance",
     "Acceptance",
@@ -161,8 +162,8 @@ def alpha_from_acceptance_length(mean_length: object, gamma: object) -> np.ndarr
 
     vLLM reports the mean acceptance length as 1 + accepted / drafts, which is
     E: the tokens one verification pass emits.  E is strictly increasing in
-    alpha for gamma >= 1, so the root in [0, 1] is unique (found with
-    ``scipy.optimize.brentq`` to 1e-12).
+    alpha for gamma >= 1, so the root in [0, 1] is unique (found by bisection
+    to below 1e-15).
 
     Parameters
     ----------
@@ -174,8 +175,6 @@ def alpha_from_acceptance_length(mean_length: object, gamma: object) -> np.ndarr
     >>> round(float(alpha_from_acceptance_length(3.3616, 4)), 6)
     0.8
     """
-    from scipy.optimize import brentq
-
     x = np.asarray(mean_length, dtype=float)
     g = np.asarray(gamma, dtype=float)
     _check_gamma(g)
@@ -186,14 +185,14 @@ def alpha_from_acceptance_length(mean_length: object, gamma: object) -> np.ndarr
             f"mean acceptance length must be in [1, gamma + 1], got {x.tolist()!r} with gamma {g.tolist()!r}"
         )
 
-    def solve(length: float, n: float) -> float:
-        if length <= 1.0:
-            return 0.0
-        if length >= n + 1.0:
-            return 1.0
-        return brentq(lambda a: float(expected_tokens(a, n)) - length, 0.0, 1.0, xtol=1e-14, rtol=1e-14)
-
-    return np.vectorize(solve, otypes=[float])(x, g)
+    # Bisection on [0, 1], vectorised: 64 halvings leave an interval below 1e-19, and E is strictly increasing.
+    x, g = np.broadcast_arrays(x, g)
+    lo, hi = np.zeros(x.shape), np.ones(x.shape)
+    for _ in range(64):
+        mid = 0.5 * (lo + hi)
+        low = np.asarray(expected_tokens(mid, g)) < x
+        lo, hi = np.where(low, mid, lo), np.where(low, hi, mid)
+    return np.where(x <= 1.0, 0.0, np.where(x >= g + 1.0, 1.0, 0.5 * (lo + hi)))
 
 
 @dataclass(frozen=True)
@@ -439,15 +438,43 @@ def monte_carlo_tree(tree: Tree, trials: int, rng: np.random.Generator) -> np.nd
     return 1.0 + accepted.sum(axis=1)
 
 
+def default_acceptance(drafter_kind: str) -> tuple[Acceptance, str]:
+    """The acceptance a command assumes when the user gives none: the published one for this kind of drafter, with a
+    label that names it as a default and says how to give one's own.  n-gram acceptance depends on the workload
+    too much for a default: refused with the published code-editing rates as an example.
+
+    >>> round(default_acceptance("eagle3")[0].alpha, 3)
+    0.744
+    """
+    table = published_acceptance()
+    if drafter_kind == "ngram":
+        rates = ",".join(f"{c:g}" for c in table["ngram"][0].cumulative)
+        raise ValueError("n-gram acceptance depends on the workload (how often the output repeats the prompt): pass "
+                         "--alpha, --acceptance or --metrics; on code editing vLLM PR #24344 measured --acceptance "
+                         f"{rates} (per position, passes without a match included)")
+    acc, citation = table.get(drafter_kind, table["draft_model"])
+    value = f"alpha {acc.alpha:.3f}" if acc.alpha is not None else "acceptance " + ", ".join(f"{c:g}" for c in acc.cumulative)
+    return acc, (f"{value}, the published default for {_KIND_NAMES.get(drafter_kind, drafter_kind)} ({citation}); pass "
+                 "--alpha, --acceptance or --metrics for yours")
+
+
+_KIND_NAMES = {"draft_model": "a draft model", "eagle": "an EAGLE head", "eagle3": "an EAGLE-3 head", "mtp": "an MTP layer"}
+
+
 def published_acceptance() -> dict:
     """Acceptance each drafter kind is published to reach, with the source: kind -> (Acceptance, citation).
 
     Workload-specific numbers, for comparing drafter kinds; measure your own (``specsim alpha --metrics``).
     """
     eagle3 = float(alpha_from_acceptance_length(1 + 12208 / 4816, 7))
+    eagle = float(alpha_from_acceptance_length(2.29, 3))
     return {
+        "eagle": (Acceptance(alpha=eagle, source="vLLM issue #20780"),
+                  "vLLM issue #20780: EAGLE head yuhuili/EAGLE-LLaMA3.1-Instruct-8B on Llama-3.1-8B-Instruct, MT-bench, "
+                  f"3 speculative tokens: mean acceptance length 2.29 (alpha {eagle:.3f})"),
         "draft_model": (Acceptance(alpha=0.8, source="a matched same-family draft, the reference article: 'above 0.8'"),
-                        "reference article (shared/seed), a stock same-family draft on its own target: alpha above 0.8"),
+                        "the reference article, 'Speculative decoding with draft models, explained': a stock same-family "
+                        "draft on its own target reaches alpha above 0.8"),
         "eagle3": (Acceptance(alpha=eagle3, source="vLLM issue #26191"),
                    "vLLM issue #26191: EAGLE-3 head yuhuili/EAGLE3-LLaMA3.1-Instruct-8B on Llama-3.1-8B-Instruct, MT-bench, "
                    f"T = 0, 7 speculative tokens: 4,816 drafts, 12,208 accepted, mean acceptance length 3.53 (alpha {eagle3:.3f})"),

@@ -48,6 +48,7 @@ __all__ = [
     "optimal_gamma",
     "optimal_gamma_cost_ratio",
     "optimal_tree",
+    "require_network",
     "speculation_peak",
     "speedup",
     "speedup_from_cost_ratio",
@@ -189,13 +190,14 @@ def tree_speedup(dep: Deployment, acceptance: object, tree: TreeSpec, batch: obj
     A round drafts ``depth`` levels, each a draft step over ``topk`` tokens per sequence (an upper bound:
     the first level expands only the root), verifies ``tokens`` per sequence, and emits E(tree) tokens.
     """
-    _require_network(dep)
+    require_network(dep)
     built = build_tree(tree, as_acceptance(acceptance), DEFAULT_SIBLING_FACTOR if sibling is None else sibling)
     r = dep.round_time(batch, context, tree.depth, draft_width=tree.topk, verify_tokens=tree.tokens)
     return built.expected_tokens * dep.decode(batch, context).total_s / r.total_s
 
 
-def _require_network(dep: Deployment) -> None:
+def require_network(dep: Deployment) -> None:
+    """Refuse a tree for a drafter without a network (n-gram drafts a chain)."""
     if dep.draft is None:
         raise ValueError("token trees need a drafting network (draft model, EAGLE or MTP); n-gram drafts a chain")
 
@@ -220,7 +222,7 @@ def optimal_tree(dep: Deployment, acceptance: object, bounds: TreeSpec, batch: o
     no tree beats plain decoding), and arrays over ``batch``.  Among trees within ``rtol`` of the best
     speedup, the one verifying the fewest tokens wins (then the shallowest).
     """
-    _require_network(dep)
+    require_network(dep)
     acc = as_acceptance(acceptance)
     sib = DEFAULT_SIBLING_FACTOR if sibling is None else sibling
     candidates = _tree_candidates(bounds, bounds.depth if acc.max_gamma is None else min(bounds.depth, acc.max_gamma))

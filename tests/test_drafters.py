@@ -296,7 +296,9 @@ def test_published_acceptance_is_what_its_sources_say():
     from specsim.acceptance import published_acceptance
 
     pub = published_acceptance()
-    assert set(pub) == {"draft_model", "eagle3", "ngram", "mtp"}
+    assert set(pub) == {"draft_model", "eagle", "eagle3", "ngram", "mtp"}
+    # vLLM issue #20780: the EAGLE head's mean acceptance length 2.29 with 3 speculative tokens.
+    assert pub["eagle"][0].expected_tokens(3).item() == pytest.approx(2.29, rel=1e-12) and "#20780" in pub["eagle"][1]
     assert pub["draft_model"][0].alpha == 0.8 and "above 0.8" in pub["draft_model"][1]
     # vLLM issue #26191: 12,208 accepted over 4,816 drafts of 7 tokens -> mean acceptance length 3.535.
     assert pub["eagle3"][0].expected_tokens(7).item() == pytest.approx(1 + 12208 / 4816, rel=1e-9)
@@ -483,3 +485,27 @@ def test_bad_head_configs_are_refused_naming_the_file(tmp_path, content, message
     path.write_text(content)
     with pytest.raises(ValueError, match=message):
         make_drafter(f"eagle3:{path}", get_model("llama-3.1-8b"))
+
+
+
+@pytest.mark.parametrize("draft, kind", [("llama-3.2-1b", "draft_model"), ("eagle", "eagle"), ("eagle3", "eagle3"),
+                                         ("eagle3:some/head", "eagle3")])
+def test_commands_default_to_the_published_acceptance_of_the_drafter_and_say_so(draft, kind):
+    import argparse
+
+    from specsim.acceptance import published_acceptance
+    from specsim.commands._args import resolve_acceptance
+
+    args = argparse.Namespace(draft=draft, alpha=None, acceptance=None, metrics=None, metrics_gamma=None)
+    acc, label = resolve_acceptance(args)
+    published, citation = published_acceptance()[kind]
+    assert acc == published and citation in label and "pass --alpha, --acceptance or --metrics for yours" in label
+    # --alpha still overrides.
+    assert resolve_acceptance(argparse.Namespace(**{**vars(args), "alpha": 0.6})) == (0.6, "alpha 0.6")
+
+
+def test_ngram_has_no_default_acceptance_and_says_what_to_pass():
+    from specsim.acceptance import default_acceptance
+
+    with pytest.raises(ValueError, match=r"n-gram acceptance depends on the workload.*--acceptance 0\.4434,0\.4051"):
+        default_acceptance("ngram")

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from ..defaults import DEFAULT_DRAFT
+
 __all__ = ["deployment", "harness", "model_options", "resolve_acceptance"]
 
 
 def resolve_acceptance(args: argparse.Namespace):
     """(value, label): --acceptance or --metrics as an Acceptance, else --alpha (the library default if unset)."""
-    from ..acceptance import parse_acceptance
-    from ..defaults import DEFAULT_ALPHA
+    from ..acceptance import default_acceptance, parse_acceptance
     from ..metrics import acceptance_from_page
 
     if getattr(args, "metrics_gamma", None) is not None and getattr(args, "metrics", None) is None:
@@ -20,10 +21,19 @@ def resolve_acceptance(args: argparse.Namespace):
         acc = parse_acceptance(args.acceptance)
     elif getattr(args, "metrics", None) is not None:
         acc = acceptance_from_page(args.metrics, args.metrics_gamma)
+    elif args.alpha is not None:
+        return args.alpha, f"alpha {args.alpha:g}"
     else:
-        alpha = DEFAULT_ALPHA if args.alpha is None else args.alpha
-        return alpha, f"alpha {alpha:g}"
+        return default_acceptance(_drafter_kind(getattr(args, "draft", None)))
     return acc, acc.describe()
+
+
+def _drafter_kind(draft: str | None) -> str:
+    """The drafter kind --draft names (a model name or path is a draft model)."""
+    from ..drafters import DRAFTERS
+
+    kind = str(draft or DEFAULT_DRAFT).partition(":")[0]
+    return kind if kind in DRAFTERS else "draft_model"
 
 
 def model_options(args: argparse.Namespace, prefix: str = "") -> dict:

@@ -16,12 +16,12 @@ def run_schedule(args: argparse.Namespace) -> int:
     from ..acceptance import parse_tree
     from ..answers import deployment_capacity
     from ..schedule import check_vllm_pair, drafter_checkpoint, engine_settings, gamma_schedule, tree_schedule
+    from ..speedup import require_network
 
     if args.json:
         if args.format not in ("table", "json"):
             raise ValueError(f"--json prints the schedule as JSON; it cannot be combined with --format {args.format}")
         args.format = "json"
-    acc, acc_label = resolve_acceptance(args)
     tree = parse_tree(args.tree)
     if tree is None and args.sibling_factor is not None:
         raise ValueError("--sibling-factor applies to --tree topk:K,depth:D,tokens:N only")
@@ -29,8 +29,11 @@ def run_schedule(args: argparse.Namespace) -> int:
         raise ValueError(f"--tree schedules are written for SGLang (--format sglang); {args.format}'s configuration here "
                          "drafts a chain: drop --tree")
     dep = deployment(args)
+    if tree is not None:
+        require_network(dep)
     if args.format == "vllm":
         check_vllm_pair(dep)
+    acc, acc_label = resolve_acceptance(args)
     cap = deployment_capacity(dep, args.context, args.max_context, args.memory_util)
     checkpoint = drafter_checkpoint(dep, args.draft_checkpoint) if args.format in ("vllm", "sglang", "trtllm") else None
     if tree is None:

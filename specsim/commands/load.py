@@ -14,8 +14,8 @@ __all__ = ["run_serve_sim", "run_serve_sweep"]
 def _setup(args: argparse.Namespace):
     from ..serving import EngineLimits
 
-    acc, acc_label = resolve_acceptance(args)
     dep = deployment(args)
+    acc, acc_label = resolve_acceptance(args)
     limits = EngineLimits(args.max_num_seqs, args.max_batched_tokens)
     slo = (None if args.slo_ttft_ms is None else args.slo_ttft_ms / 1e3, None if args.slo_tpot_ms is None else args.slo_tpot_ms / 1e3)
     gamma = "schedule" if args.gamma is None else args.gamma

@@ -14,10 +14,13 @@ __all__ = ["run_alpha", "run_capacity", "run_compare", "run_explain", "run_optim
 def run_optimal_gamma(args: argparse.Namespace) -> int:
     from ..acceptance import parse_tree
     from ..answers import deployment_capacity, gamma_answer, tree_answer
+    from ..speedup import require_network
 
-    acc, acc_label = resolve_acceptance(args)
     tree = parse_tree(args.tree)
     dep = deployment(args)
+    if tree is not None:
+        require_network(dep)
+    acc, acc_label = resolve_acceptance(args)  # after the deployment: its errors come first, then the drafter's default
     cap = deployment_capacity(dep, args.context, args.max_context, args.memory_util)
     if tree is not None:
         answer = tree_answer(dep, acc, acc_label, tree, args.batch, args.context, args.gamma_max, args.rtol, args.sibling_factor, cap)
@@ -274,8 +277,8 @@ def run_explain(args: argparse.Namespace) -> int:
     """Where a round's time goes against batch, next to a plain decode step (text, JSON or a PNG)."""
     from ..answers import round_anatomy
 
-    acc, acc_label = resolve_acceptance(args)
     dep = deployment(args)
+    acc, acc_label = resolve_acceptance(args)
     out = None
     if args.plot:
         from .._io import check_output
