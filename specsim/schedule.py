@@ -54,7 +54,7 @@ import numpy as np
 
 from .defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
 from .deployment import Deployment
-from .speedup import optimal_gamma, optimal_tree
+from .speedup import optimal_gamma, optimal_tree, speedup
 
 __all__ = ["DEFAULT_MAX_BATCH", "KNOWN_HEADS", "ScheduleRange", "batch_grid", "context_table", "drafter_checkpoint", "engine_settings",
            "gamma_schedule", "to_sglang", "to_trtllm", "to_vllm", "tree_schedule", "trtllm_options"]
@@ -101,12 +101,13 @@ class ScheduleRange:
     gamma: int
     min_speedup: float
     max_speedup: float
+    #: How far below the best gamma of its batch sizes the range's speedup falls at most (0: the best everywhere).
+    shortfall: float = 0.0
 
 
-#: A schedule takes the smallest gamma within this fraction of the best speedup: near the optimum the curve
+#: A schedule counts a shortfall within this fraction of a batch's best speedup as none: near the optimum the curve
 #: is flat (gamma 3 and 4 differ by under 0.3% at batch 10-64 on an H100), and an exact argmax over measured
-#: kernel times switches gamma back and forth on differences smaller than the data's own 1-2% noise
-#: (with 0.5% the default H100 schedule still had nine ranges; with 1% it has four).
+#: kernel times switches gamma back and forth on differences smaller than the data's own 1-2% noise.
 DEFAULT_SCHEDULE_RTOL = 0.01
 #: Speculate where the predicted speedup is at least this (1: any predicted gain).
 DEFAULT_MIN_GAIN = 1.0
@@ -121,11 +122,15 @@ def gamma_schedule(
     min_gain: float = DEFAULT_MIN_GAIN,
     rtol: float = DEFAULT_SCHEDULE_RTOL,
 ) -> list[ScheduleRange]:
-    """Best gamma for every batch size 1..max_batch, merged into ranges.
+    """A gamma for every batch size 1..max_batch that an engine can run, merged into ranges.
 
-    The smallest gamma within ``rtol`` of the best speedup (0: the exact
-    argmax).  Where the best predicted speedup is below ``min_gain`` the range
-    gets gamma = 0 (speculation off) and speedup 1.
+    Gamma never rises with batch (engines that tune it per batch size choose fewer steps as the batch grows:
+    SGLang's AutoSpec, TensorRT-LLM's draft_len_schedule): of all schedules that never rise, the one whose
+    speedups fall least below each batch's best, where a shortfall within ``rtol`` counts as none (then the
+    smaller gamma wins: less draft work).  Without that rule the measured kernels' steps (a GEMM dearer once
+    b(gamma+1) passes 256) made schedules switch back and forth for 1-3%.  Where the chosen speedup is below
+    ``min_gain`` the range gets gamma = 0 (speculation off) and speedup 1; each range carries how far below the
+    best of its batches it is (``shortfall``).
 
     >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b")
     >>> [(r.start_batch, r.end_batch, r.gamma) for r in gamma_schedule(dep, 0.6, 256, context=128, rtol=0)]
@@ -139,16 +144,56 @@ def gamma_schedule(
     batch = np.arange(1, int(max_batch) + 1)
     if not (np.isfinite(rtol) and 0 <= rtol < 0.5):
         raise ValueError(f"rtol must be in [0, 0.5), got {rtol!r}")
-    best = optimal_gamma(dep, alpha, batch, context, gamma_max, rtol)
-    gamma = np.where(best.speedup >= min_gain, best.gamma, 0)
-    speedup = np.where(gamma > 0, best.speedup, 1.0)
+    # The exact argmax per batch bounds gamma (an Acceptance stops it at its last measured position).
+    top = optimal_gamma(dep, alpha, batch, context, gamma_max, 0.0).gamma_max
+    grid = np.arange(top + 1)
+    surface = np.broadcast_to(speedup(dep, alpha, grid[:, None], batch[None, :], context), (grid.size, batch.size))
+    chosen = monotone_gammas(surface, rtol)
+    columns = np.arange(batch.size)
+    s = surface[chosen, columns]
+    gamma = np.where(s >= min_gain, chosen, 0)
+    values = np.where(gamma > 0, s, 1.0)
+    short = 1.0 - values / surface.max(axis=0)  # row 0 is gamma = 0, speedup 1: the best is at least 1
     # Split where gamma changes; each run becomes one range.
     starts = np.flatnonzero(np.r_[True, gamma[1:] != gamma[:-1]])
     ends = np.r_[starts[1:] - 1, len(batch) - 1]
     return [
-        ScheduleRange(int(batch[s]), int(batch[e]), int(gamma[s]), float(speedup[s : e + 1].min()), float(speedup[s : e + 1].max()))
+        ScheduleRange(int(batch[s]), int(batch[e]), int(gamma[s]), float(values[s : e + 1].min()), float(values[s : e + 1].max()),
+                      float(short[s : e + 1].max()))
         for s, e in zip(starts, ends)
     ]
+
+
+def monotone_gammas(surface: np.ndarray, rtol: float) -> np.ndarray:
+    """Per column of ``surface`` (speedup over gamma = 0, 1, ... by rows, batch by columns), the gammas >= 1 of the
+    schedule that never rises along the columns and falls least below each column's best, a shortfall within
+    ``rtol`` counting as none; ties go to the smaller gamma.
+
+    >>> surface = np.array([[1.0, 1.0, 1.0, 1.0], [1.5, 1.5, 1.40, 1.30], [1.6, 1.52, 1.45, 1.28]])
+    >>> monotone_gammas(surface, 0.02).tolist()  # gamma 2 at batch 3 would be 3.4% better, but only after a drop to 1
+    [2, 2, 2, 1]
+    """
+    rows = surface[1:]
+    best = rows.max(axis=0)
+    cost = np.maximum(1.0 - rows / best - rtol, 0.0)
+    n_gamma, n_batch = rows.shape
+    total = cost[:, 0].copy()
+    back = np.zeros((n_gamma, n_batch), dtype=int)
+    for j in range(1, n_batch):
+        # The cheapest path into gamma g comes from some g' >= g: a running minimum from the top row down; on a tie the
+        # smaller predecessor (found first from the bottom of each suffix) keeps the schedule from holding a large gamma.
+        suffix = np.minimum.accumulate(total[::-1])[::-1]
+        arg = np.empty(n_gamma, dtype=int)
+        arg[-1] = n_gamma - 1
+        for g in range(n_gamma - 2, -1, -1):
+            arg[g] = g if total[g] <= suffix[g + 1] else arg[g + 1]
+        back[:, j] = arg
+        total = cost[:, j] + suffix
+    out = np.empty(n_batch, dtype=int)
+    out[-1] = int(np.argmin(total))
+    for j in range(n_batch - 1, 0, -1):
+        out[j - 1] = back[out[j], j]
+    return out + 1
 
 
 def to_vllm(ranges: list[ScheduleRange], draft_model: str, dep: Deployment | None = None) -> dict[str, Any] | None:
@@ -280,6 +325,8 @@ class TreeRange:
     tree: Any
     min_speedup: float
     max_speedup: float
+    #: How far below the best gamma of its batch sizes the range's speedup falls at most (0: the best everywhere).
+    shortfall: float = 0.0
 
 
 def tree_schedule(dep: Deployment, acceptance: object, bounds: Any, max_batch: int = DEFAULT_MAX_BATCH,

@@ -11,7 +11,7 @@ import yaml
 from specsim.cli import main
 from specsim.schedule import DEFAULT_SCHEDULE_RTOL, gamma_schedule, to_trtllm, to_vllm
 from specsim.deployment import Deployment
-from specsim.speedup import optimal_gamma
+from specsim.speedup import optimal_gamma, speedup
 
 
 @pytest.fixture
@@ -49,20 +49,63 @@ def test_ranges_cover_every_batch_size_once(dep):
         assert b.start_batch == a.end_batch + 1 and b.gamma != a.gamma
 
 
+def _surface(dep, alpha, max_batch, context, gamma_max=16):
+    grid = np.arange(gamma_max + 1)
+    return speedup(dep, alpha, grid[:, None], np.arange(1, max_batch + 1)[None, :], context)
+
+
 @pytest.mark.parametrize("context", [128, 1128])
-def test_schedule_matches_the_optimal_gamma_table(dep, context):
+def test_schedule_never_rises_and_says_how_far_below_the_best_each_range_falls(dep, context):
     ranges = gamma_schedule(dep, 0.8, 256, context=context)
-    expanded = _expand_vllm([[r.start_batch, r.end_batch, r.gamma] for r in ranges], 256)
-    best = optimal_gamma(dep, 0.8, np.arange(1, 257), context, rtol=DEFAULT_SCHEDULE_RTOL)
-    np.testing.assert_array_equal(expanded, best.gamma)
+    gamma = _expand_vllm([[r.start_batch, r.end_batch, r.gamma] for r in ranges], 256)
+    on = gamma[gamma > 0]
+    assert np.all(np.diff(on) <= 0) and np.all(gamma[np.flatnonzero(gamma == 0)[0]:] == 0 if (gamma == 0).any() else True)
+    surface = _surface(dep, 0.8, 256, context)
+    chosen = np.where(gamma > 0, surface[gamma, np.arange(256)], 1.0)
+    short = 1 - chosen / surface.max(axis=0)
+    for r in ranges:
+        assert r.shortfall == pytest.approx(short[r.start_batch - 1:r.end_batch].max(), abs=1e-12)
+    # Against the per-batch argmax it gives up little: at most 3% anywhere, and nothing where the tolerance allows.
+    assert short.max() < 0.03
+
+
+def test_monotone_gammas_is_the_cheapest_schedule_that_never_rises():
+    # Exhaustive check on random surfaces: every non-increasing sequence of gamma in 1..3 over 7 batches.
+    import itertools
+
+    from specsim.schedule import monotone_gammas
+
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        rows = 1.0 + rng.random((3, 7))
+        surface = np.vstack([np.ones(7), rows])
+        rtol = float(rng.choice([0.0, 0.02, 0.1]))
+        cost = np.maximum(1 - rows / rows.max(axis=0) - rtol, 0)
+        paths = [p for p in itertools.product(range(3), repeat=7) if all(a >= b for a, b in zip(p, p[1:]))]
+        best = min(sum(cost[g, j] for j, g in enumerate(p)) for p in paths)
+        got = monotone_gammas(surface, rtol) - 1
+        assert np.all(np.diff(got) <= 0)
+        assert sum(cost[g, j] for j, g in enumerate(got)) == pytest.approx(best, abs=1e-12)
+
+
+def test_the_70b_fp8_tp4_schedule_from_measured_acceptance_is_deployable():
+    # Issue 20: with per-position acceptance from a metrics page this schedule switched gamma 3, 2, 3, 2, 3, 2, 3, 1.
+    dep = Deployment.build("h100-sxm", "llama-3.3-70b", "llama-3.2-1b", target_options={"weight_dtype": "fp8", "tp": 4})
+    from specsim.acceptance import parse_acceptance
+
+    ranges = gamma_schedule(dep, parse_acceptance("0.83,0.64,0.4725"), 256)
+    gammas = [r.gamma for r in ranges]
+    assert gammas == sorted(gammas, reverse=True) and len(ranges) <= 4
+    # The price of never rising, said in the output: at batch 65-85 gamma 3 runs where 2 would be up to 7.6% faster
+    # (the 256-token GEMM step); an engine switching back and forth for it is what the rule avoids.
+    assert 0.0 < max(r.shortfall for r in ranges) < 0.10
 
 
 def test_min_gain_turns_off_marginal_batch_sizes(dep):
     plain = gamma_schedule(dep, 0.8, 256, context=128)
     strict = gamma_schedule(dep, 0.8, 256, context=128, min_gain=1.05)
-    best = optimal_gamma(dep, 0.8, np.arange(1, 257), 128, rtol=DEFAULT_SCHEDULE_RTOL)
-    expanded = _expand_vllm([[r.start_batch, r.end_batch, r.gamma] for r in strict], 256)
-    np.testing.assert_array_equal(expanded, np.where(best.speedup >= 1.05, best.gamma, 0))
+    for r in strict:
+        assert r.gamma == 0 or r.min_speedup >= 1.05
     off_plain = next(r.start_batch for r in plain if r.gamma == 0)
     off_strict = next(r.start_batch for r in strict if r.gamma == 0)
     assert off_strict < off_plain
@@ -75,8 +118,8 @@ def test_cli_vllm_snippet_parses_back_and_matches(capsys):
     assert config["model"] == "meta-llama/Llama-3.2-1B-Instruct"
     entries = config["num_speculative_tokens_per_batch_size"]
     assert config["num_speculative_tokens"] == max(e[2] for e in entries)
-    best = optimal_gamma(dep, 0.8, np.arange(1, 257), 1128, rtol=DEFAULT_SCHEDULE_RTOL)
-    np.testing.assert_array_equal(_expand_vllm(entries, 256), best.gamma)
+    ranges = gamma_schedule(dep, 0.8, 256, 1128)
+    np.testing.assert_array_equal(_expand_vllm(entries, 256), _expand_vllm([[r.start_batch, r.end_batch, r.gamma] for r in ranges], 256))
 
 
 def test_cli_trtllm_snippet_parses_back_and_matches(capsys):
@@ -85,8 +128,8 @@ def test_cli_trtllm_snippet_parses_back_and_matches(capsys):
     config = yaml.safe_load(capsys.readouterr().out)["speculative_config"]
     assert config["decoding_type"] == "Draft_Target"
     assert config["max_draft_len"] == config["draft_len_schedule"][min(config["draft_len_schedule"])]
-    best = optimal_gamma(dep, 0.8, np.arange(1, 257), 1128, rtol=DEFAULT_SCHEDULE_RTOL)
-    np.testing.assert_array_equal(_expand_trtllm(config, 256), best.gamma)
+    ranges = gamma_schedule(dep, 0.8, 256, 1128)
+    np.testing.assert_array_equal(_expand_trtllm(config, 256), _expand_vllm([[r.start_batch, r.end_batch, r.gamma] for r in ranges], 256))
 
 
 def test_trtllm_switches_off_with_max_concurrency(dep):
@@ -94,8 +137,7 @@ def test_trtllm_switches_off_with_max_concurrency(dep):
     assert ranges[-1].gamma == 0
     config = to_trtllm(ranges, "draft")
     assert config["max_concurrency"] == ranges[-1].start_batch - 1
-    best = optimal_gamma(dep, 0.8, np.arange(1, 257), 128, rtol=DEFAULT_SCHEDULE_RTOL)
-    np.testing.assert_array_equal(_expand_trtllm(config, 256), best.gamma)
+    np.testing.assert_array_equal(_expand_trtllm(config, 256), _expand_vllm([[r.start_batch, r.end_batch, r.gamma] for r in ranges], 256))
 
 
 def test_never_paying_schedule_gives_no_config():

@@ -109,7 +109,8 @@ def _print_json(args, dep, ranges, checkpoint, tree, acc, acc_label) -> None:
     key = "gamma" if tree is None else "tree"
     out = {"ranges": [{"start_batch": r.start_batch, "end_batch": r.end_batch,
                        key: r.gamma if tree is None else (None if r.tree is None else r.tree.label()),
-                       "min_speedup": r.min_speedup, "max_speedup": r.max_speedup} for r in ranges],
+                       "min_speedup": r.min_speedup, "max_speedup": r.max_speedup}
+                      | ({"shortfall": r.shortfall} if tree is None else {}) for r in ranges],
            "acceptance": acc_label, "drafter": dep.drafter.kind, "provenance": dep.provenance()}
     if args.contexts:
         out["by_context"] = _context_cells(args, dep, tree, acc)
@@ -120,9 +121,12 @@ def _print_table(args, dep, ranges, checkpoint, tree, acc, acc_label) -> None:
     print(describe(dep, args.context))
     print(f"{acc_label}; speculate only where the predicted speedup >= {args.min_gain:g}\n")
     if tree is None:
-        print(table(["batch sizes", "gamma", "predicted speedup"],
+        print(table(["batch sizes", "gamma", "predicted speedup", "below the best"],
                     [[f"{r.start_batch}-{r.end_batch}", r.gamma,
-                      "off" if r.gamma == 0 else f"{r.min_speedup:.3f}-{r.max_speedup:.3f}"] for r in ranges], "<><"))
+                      "off" if r.gamma == 0 else f"{r.min_speedup:.3f}-{r.max_speedup:.3f}", f"{r.shortfall:.1%}"]
+                     for r in ranges], "<><>"))
+        print(f"\ngamma never rises with batch; 'below the best' is the most a range's speedup falls below the best gamma of "
+              f"its batch sizes (shortfalls within --rtol {args.rtol:g} count as none, the smaller gamma winning)")
     else:
         print(table(["batch sizes", "tree", "predicted speedup"],
                     [[f"{r.start_batch}-{r.end_batch}", "off" if r.tree is None else r.tree.label(),
