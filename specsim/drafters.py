@@ -50,7 +50,8 @@ __all__ = ["DRAFTERS", "DRAFTER_KINDS", "EAGLE3_DRAFT_VOCAB", "NGRAM_CPU_S_PER_T
 
 #: vLLM PR #56732 (2026): 9.95 ms for 66.3M tokens scanned with 8 threads.
 NGRAM_CPU_S_PER_TOKEN = 9.95e-3 / 66.3e6
-#: draft_vocab_size of yuhuili/EAGLE3-LLaMA3.1-Instruct-8B (the EAGLE-3 authors' Llama-3.1-8B head).
+#: draft_vocab_size of yuhuili/EAGLE3-LLaMA3.1-Instruct-8B (the EAGLE-3 authors' Llama-3.1-8B head), and of SpecForge's
+#: EAGLE-3 configs for other families (configs/qwen3-30B-A3B-eagle3.1.json, qwen3-235B-A22B-eagle3.json: 32,000 too).
 EAGLE3_DRAFT_VOCAB = 32000
 _EAGLE_ARCHITECTURES = {"LlamaForCausalLMEagle3": "eagle3", "Eagle3LlamaForCausalLM": "eagle3", "LlamaForCausalLMEagle": "eagle",
                         "EagleLlamaForCausalLM": "eagle"}
@@ -133,7 +134,9 @@ class EagleHead(Drafter):
             basis = ("derived from the target's shape: a dense layer of its attention and dense MLP sizes" if target.is_moe
                      else "derived from the target's shape")
             if cls.default_vocab:
-                basis += f"; draft vocabulary {cls.default_vocab:,} as in yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
+                basis += (f"; draft vocabulary {cls.default_vocab:,}, the EAGLE-3 trainers' default for every family "
+                          "(yuhuili/EAGLE3-LLaMA3.1-Instruct-8B; SpecForge's Qwen3 configs, e.g. qwen3-30B-A3B-eagle3.1.json); "
+                          "eagle3:HEAD/config.json reads a head's own")
         return cls(head.name, _with_options(head, options, target), basis)
 
 
@@ -222,13 +225,20 @@ def make_drafter(spec: str, target: ModelShape, draft_options: dict | None = Non
     """
     opts = dict(draft_options or {})
     kind, _, path = spec.partition(":")
-    cls = DRAFTERS.get(kind)
+    cls = DRAFTERS.get(kind.lower())
     if cls is NgramDrafter:
         return NgramDrafter.build(path, target, opts, ngram_cpu_s_per_token)
     if ngram_cpu_s_per_token is not None:
         raise ValueError("--ngram-cpu-ns applies to --draft ngram only")
     if cls is None:
-        return DraftModel.build(spec, target, opts)
+        try:
+            return DraftModel.build(spec, target, opts)
+        except KeyError as err:
+            import difflib
+
+            close = difflib.get_close_matches(kind.lower().replace("-", "").replace("_", ""), list(DRAFTERS), n=1, cutoff=0.6)
+            hint = f"; did you mean --draft {close[0]}?" if close else ""
+            raise KeyError(f"{err.args[0]}; --draft also takes a drafter: {', '.join(DRAFTERS)}{hint}") from None
     return cls.build(path, target, opts)
 
 

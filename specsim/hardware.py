@@ -34,6 +34,7 @@ from ._io import builtin_dir
 
 
 __all__ = [
+    "ALIASES",
     "ARTICLE_BANDWIDTH_EFF",
     "ARTICLE_COMPUTE_EFF",
     "ARTICLE_OVERHEAD_S",
@@ -318,6 +319,12 @@ def _builtin_files() -> dict[str, Path]:
     return files
 
 
+#: Names people type for a device -> the built-in profile (the SXM boards where a name leaves the form open: they are
+#: what serving clusters run; the PCIe H100 keeps its own name).
+ALIASES = {"h100": "h100-sxm", "h100-sxm5": "h100-sxm", "h100-80gb": "h100-sxm", "a100": "a100-sxm-80gb",
+           "a100-80gb": "a100-sxm-80gb", "a100-sxm": "a100-sxm-80gb", "h200-sxm": "h200", "b200-sxm": "b200"}
+
+
 def builtin_names() -> list[str]:
     """Names of the built-in profiles, datasheet and calibrated, sorted."""
     return sorted(_builtin_files())
@@ -335,13 +342,15 @@ def load_hardware(name_or_path: str | Path) -> HardwareProfile:
     """
     text = str(name_or_path)
     files = _builtin_files()
+    text = ALIASES.get(text.lower(), text) if text.lower() in ALIASES else text
     if text in files:
         path = files[text]
     else:
         path = Path(text).expanduser()
         looks_like_path = path.suffix in (".yaml", ".yml") or "/" in text or path.exists()
         if not looks_like_path:
-            raise KeyError(f"unknown hardware {text!r}; built-in profiles: {', '.join(sorted(files))} (or give a path to a YAML file)")
+            raise KeyError(f"unknown hardware {text!r}; built-in profiles: {', '.join(sorted(files))}; aliases: "
+                           f"{', '.join(f'{a} ({t})' for a, t in ALIASES.items())} (or give a path to a YAML file)")
         if not path.is_file():
             raise ValueError(f"hardware file {text!r} does not exist")
     from .limits import load_yaml

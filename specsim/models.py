@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,16 @@ def _catalog_index() -> dict[str, dict]:
     return {str(k): dict(v) for k, v in index.items()}
 
 
+def _hub_ids() -> dict[str, str]:
+    """Hugging Face IDs of the catalog's checkpoints (lower case), with and without "-Instruct", -> catalog name."""
+    out = {}
+    for name, entry in _catalog_index().items():
+        hub = str(entry["hub_id"]).lower()
+        out[hub] = name
+        out.setdefault(hub.removesuffix("-instruct"), name)
+    return out
+
+
 def catalog_entry(name: str) -> dict | None:
     """The catalog's record of a built-in checkpoint (hub id, published counts, draft), or None."""
     return _catalog_index().get(name)
@@ -99,15 +110,20 @@ def get_model(name_or_path: str | Path, *, weight_dtype: str | None = None, kv_d
         A config.json that is missing keys, has bad values or an unsupported architecture.
     """
     text = str(name_or_path)
+    hub = _hub_ids().get(text.lower())
     if text in _PRESETS:
         model = _PRESETS[text]
-    elif text in _catalog_index():
-        model = _catalog_model(text)
+    elif text in _catalog_index() or hub is not None:
+        model = _catalog_model(text if hub is None else hub)
     else:
         path = Path(text).expanduser()
         if path.is_dir():
             path = path / "config.json"
         if path.suffix != ".json" and not path.exists():
+            if re.fullmatch(r"[\w.-]+/[\w.-]+", text):
+                raise KeyError(f"unknown model {text!r}: a Hugging Face ID specsim does not ship; download its config.json "
+                               f"(huggingface-cli download {text} config.json) and pass its path; the IDs it knows are "
+                               f"listed by specsim models")
             raise KeyError(f"unknown model {text!r}; built-in models: {', '.join(builtin_model_names())} (or give a path to a config.json)")
         if not path.is_file():
             raise ValueError(f"model config {text!r} does not exist")

@@ -400,7 +400,8 @@ def test_drafters_describe_themselves_with_their_basis():
     assert make_drafter("eagle3", target).describe() == (
         "drafter: eagle3 head (llama-3.1-8b) (" + make_drafter("eagle3", target).step_model.describe()[len("eagle3 head (llama-3.1-8b) ("):]
         + "; plus a draft-extend pass over the gamma + 1 verified tokens per round (derived from the target's shape; draft "
-        "vocabulary 32,000 as in yuhuili/EAGLE3-LLaMA3.1-Instruct-8B)")
+        "vocabulary 32,000, the EAGLE-3 trainers' default for every family (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B; SpecForge's "
+        "Qwen3 configs, e.g. qwen3-30B-A3B-eagle3.1.json); eagle3:HEAD/config.json reads a head's own)")
     assert make_drafter("ngram", target).describe() == ("drafter: n-gram prompt lookup, no network; 0.15 ns of CPU per cached "
                                                          "token per round (vLLM PR #56732: 9.95 ms per step for 66.3M tokens "
                                                          "with 8 threads)")
@@ -509,3 +510,11 @@ def test_ngram_has_no_default_acceptance_and_says_what_to_pass():
 
     with pytest.raises(ValueError, match=r"n-gram acceptance depends on the workload.*--acceptance 0\.4434,0\.4051"):
         default_acceptance("ngram")
+
+
+
+def test_drafter_keywords_are_case_blind_and_a_near_miss_is_named():
+    target = get_model("llama-3.1-8b")
+    assert make_drafter("EAGLE3", target).kind == "eagle3"
+    with pytest.raises(KeyError, match=r"--draft also takes a drafter: eagle, eagle3, mtp, ngram; did you mean --draft eagle3\?"):
+        make_drafter("eagle-3", target)

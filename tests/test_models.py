@@ -292,3 +292,23 @@ def test_get_model_names_and_sources_a_config_by_its_folder(tmp_path):
         get_model(str(folder / "bad.json"))
     with pytest.raises(KeyError, match=r"unknown model 'nope'; built-in models: article-1b, article-8b, "):
         get_model("nope")
+
+
+def test_hugging_face_ids_of_catalog_checkpoints_resolve_and_others_say_what_to_do():
+    from specsim.models import catalog_entry
+
+    assert get_model("meta-llama/Llama-3.1-8B-Instruct").name == "llama-3.1-8b"
+    assert get_model("META-LLAMA/llama-3.1-8b").name == "llama-3.1-8b"  # case and the -Instruct suffix do not matter
+    assert get_model("Qwen/Qwen3-235B-A22B").source == catalog_entry("qwen3-235b-a22b")["hub_id"]
+    with pytest.raises(KeyError, match=r"a Hugging Face ID specsim does not ship; download its config.json .huggingface-cli download org/nope"):
+        get_model("org/nope")
+
+
+def test_hardware_aliases_resolve_and_are_listed():
+    from specsim.hardware import ALIASES, load_hardware
+
+    assert load_hardware("h100").name == "h100-sxm" and load_hardware("H100").name == "h100-sxm"
+    assert load_hardware("a100").name == load_hardware("a100-sxm-80gb").name
+    with pytest.raises(KeyError, match=r"aliases: h100 \(h100-sxm\)"):
+        load_hardware("h300")
+    assert set(ALIASES.values()) <= {"h100-sxm", "a100-sxm-80gb", "h200", "b200"}

@@ -32,7 +32,7 @@ def _drafter_kind(draft: str | None) -> str:
     """The drafter kind --draft names (a model name or path is a draft model)."""
     from ..drafters import DRAFTERS
 
-    kind = str(draft or DEFAULT_DRAFT).partition(":")[0]
+    kind = str(draft or DEFAULT_DRAFT).partition(":")[0].lower()
     return kind if kind in DRAFTERS else "draft_model"
 
 

@@ -116,7 +116,10 @@ def run_hardware(args: argparse.Namespace) -> int:
         print_json([profile_to_mapping(load_hardware(name)) for name in builtin_names()])
         return 0
     print(table(["name", "TFLOP/s", "TB/s", "GB", "eff c/bw", "overhead ms", "ridge", "efficiencies from"], rows, "<>>>>>><"))
-    print("\nshow one: specsim hardware show NAME; use your own: --hardware path/to/profile.yaml")
+    from ..hardware import ALIASES
+
+    print("\naliases: " + ", ".join(f"{a} = {t}" for a, t in ALIASES.items()))
+    print("show one: specsim hardware show NAME; use your own: --hardware path/to/profile.yaml")
     return 0
 
 
