@@ -454,8 +454,8 @@ def default_acceptance(drafter_kind: str) -> tuple[Acceptance, str]:
                          f"{rates} (per position, passes without a match included)")
     acc, citation = table.get(drafter_kind, table["draft_model"])
     value = f"alpha {acc.alpha:.3f}" if acc.alpha is not None else "acceptance " + ", ".join(f"{c:g}" for c in acc.cumulative)
-    return acc, (f"{value}, the published default for {_KIND_NAMES.get(drafter_kind, drafter_kind)} ({citation}); pass "
-                 "--alpha, --acceptance or --metrics for yours")
+    return acc, (f"{value} (the published default for {_KIND_NAMES.get(drafter_kind, drafter_kind)}: {acc.source}; pass "
+                 "--alpha, --acceptance or --metrics for yours)")
 
 
 _KIND_NAMES = {"draft_model": "a draft model", "eagle": "an EAGLE head", "eagle3": "an EAGLE-3 head", "mtp": "an MTP layer"}

@@ -537,6 +537,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for add in _SUBCOMMANDS:
         add(sub)
+    for command in sub.choices.values():
+        command.add_argument("-v", "--verbose", action="store_true",
+                             help="print every source and assumption behind the numbers (by default one line; --json has all)")
     return parser
 
 
@@ -553,6 +556,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "action", None) == "show" and not args.name:
         print(f"specsim {args.command} show: error: give a NAME (list them with: specsim {args.command})", file=sys.stderr)
         return 2
+    from . import report
+
+    report.VERBOSE = bool(getattr(args, "verbose", False))
     try:
         return args.func(args)
     except BrokenPipeError:  # e.g. specsim ... | head

@@ -429,6 +429,24 @@ class Deployment:
         lines += model_assumptions(self.hardware, [m for m in (self.target, self.draft) if m is not None])
         return lines
 
+    def brief(self) -> str:
+        """The provenance in one line: source, profile, kernel data, engine preset and version (all of it: provenance)."""
+        engine = self.engine
+        overlap = ""
+        if self.drafter is not None and engine.name != "none":
+            overlap = ", round host work " + ("overlapped" if engine.overlaps(self.drafter.kind) else "serial")
+        models = [m for m in (self.target, self.draft) if m is not None]
+        tags = []
+        if {d for m in models for d in (m.weight_dtype, m.expert_dtype_)} & {"fp8", "int8"}:
+            tags.append(f"FP8/INT8 matmuls at {FP8_MATMUL_SPEEDUP:g}x BF16")
+        if any(m.is_moe for m in models):
+            tags.append("experts read as uniformly routed" if not any(m.routing_effective_experts for m in models)
+                        else "experts read under --moe-effective-experts")
+        if any(m.tp > 1 for m in models):
+            tags.append("2 all-reduces per layer + logits gather per pass")
+        assumed = f"; assumed: {', '.join(tags)}" if tags else ""
+        return f"step times: {self.source.name} ({self.source.brief()}); engine {engine.key}{overlap}{assumed}; -v for every source"
+
     def notes(self) -> list[str]:
         """What the step-time source could not answer from its own data, and defaults the configs relied on."""
         notes = list(self.source.notes)

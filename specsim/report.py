@@ -38,15 +38,19 @@ def short_bound(bound: str) -> str:
     return {"memory": "mem", "compute": "comp"}[bound]
 
 
+#: Print every provenance line (-v/--verbose) rather than the one-line summary; set by the command line.
+VERBOSE = False
+
+
 def describe(dep, context: int) -> str:
     hw = dep.hardware
     t, d = dep.target, dep.draft
     gpus = f" x {t.tp} GPUs" if t.tp > 1 else ""
     drafter = d.describe() if d is not None else "n-gram prompt lookup (no network)"
-    return (
-        f"target {t.describe()} + draft {drafter} on {hw.name}{gpus}; context {context} tokens\n"
-        + "\n".join(f"step times: {line}" if i == 0 else line for i, line in enumerate(dep.provenance()))
-    )
+    head = f"target {t.describe()} + draft {drafter} on {hw.name}{gpus}; context {context} tokens\n"
+    if not VERBOSE:
+        return head + dep.brief()
+    return head + "\n".join(f"step times: {line}" if i == 0 else line for i, line in enumerate(dep.provenance()))
 
 
 def print_notes(dep) -> None:

@@ -215,8 +215,13 @@ def test_capacity_names_the_smallest_tp_and_counts_every_gpu(capsys):
 def test_issue_command_prints_what_it_assumed(capsys):
     from specsim.models import _CATALOG
 
-    code = main(["optimal-gamma", "--target", str(_CATALOG / "qwen3-30b-a3b.json"), "--draft", "qwen3-0.6b",
-                 "--weight-dtype", "fp8", "--tp", "2", "--hardware", "h100-sxm"])
+    argv = ["optimal-gamma", "--target", str(_CATALOG / "qwen3-30b-a3b.json"), "--draft", "qwen3-0.6b",
+            "--weight-dtype", "fp8", "--tp", "2", "--hardware", "h100-sxm"]
+    assert main(argv) == 0
+    brief = capsys.readouterr().out.splitlines()[1]
+    # By default one line names the assumptions; -v prints each in full.
+    assert "FP8/INT8 matmuls at 1.5x BF16, experts read as uniformly routed, 2 all-reduces per layer" in brief
+    code = main(argv + ["-v"])
     out = capsys.readouterr().out
     assert code == 0
     head = out.splitlines()[0]

@@ -24,7 +24,10 @@ def test_optimal_gamma_defaults_print_a_table(capsys):
     code, out, err = run(capsys, "optimal-gamma")
     # stderr carries only notes about the step-time data (and progress while a kernel table is built).
     assert code == 0 and all(line.startswith(("note: ", "specsim: building")) for line in err.splitlines())
-    assert "step times: hybrid" in out and "aiconfigurator-core" in out and "engine: vllm" in out
+    assert "step times: hybrid" in out and "aiconfigurator-core 0.12.0" in out and "engine vllm@latest" in out
+    assert "-v for every source" in out and len(out.splitlines()[1]) < 250  # one short provenance line by default
+    code, verbose, _ = run(capsys, "optimal-gamma", "-v")
+    assert code == 0 and "engine: vllm@latest preset" in verbose and "compute eff 0.60" in verbose
     assert "llama-3.1-8b" in out and "llama-3.2-1b" in out and "h100-sxm" in out and "context 1128" in out
     assert "speculate with gamma=" in out
 

@@ -500,7 +500,7 @@ def test_commands_default_to_the_published_acceptance_of_the_drafter_and_say_so(
     args = argparse.Namespace(draft=draft, alpha=None, acceptance=None, metrics=None, metrics_gamma=None)
     acc, label = resolve_acceptance(args)
     published, citation = published_acceptance()[kind]
-    assert acc == published and citation in label and "pass --alpha, --acceptance or --metrics for yours" in label
+    assert acc == published and published.source in label and "pass --alpha, --acceptance or --metrics for yours" in label
     # --alpha still overrides.
     assert resolve_acceptance(argparse.Namespace(**{**vars(args), "alpha": 0.6})) == (0.6, "alpha 0.6")
 

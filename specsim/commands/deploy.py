@@ -55,8 +55,10 @@ def run_schedule(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     if args.format != "table":
-        for line in dep.provenance():
-            print(f"note: step times: {line}", file=sys.stderr)
+        from .. import report
+
+        for line in dep.provenance() if report.VERBOSE else [dep.brief()]:
+            print(f"note: {line if line.startswith('step times') else 'step times: ' + line}", file=sys.stderr)
     print_notes(dep)
     return 0
 

@@ -149,7 +149,10 @@ def run_steptime(args: argparse.Namespace) -> int:
         what = ("" if several else
                 f": {args.tokens_per_seq[0]} new token(s) per sequence over {args.context[0]} cached")
         print(f"{model.describe()} on {hw.name}{gpus}{what}")
-        print("\n".join(f"step times: {line}" if i == 0 else line for i, line in enumerate(provenance)) + "\n")
+        from .. import report
+
+        print(("\n".join(f"step times: {line}" if i == 0 else line for i, line in enumerate(provenance)) if report.VERBOSE
+               else dep.brief()) + "\n")
         lead = ["q", "context"] if several else []
         headers = lead + ["batch", "step ms", "roofline compute ms", "roofline memory ms", "overhead ms"]
         headers += ["all-reduce ms"] if model.tp > 1 else []

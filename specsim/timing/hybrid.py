@@ -42,6 +42,9 @@ class HybridSource:
     def notes(self) -> list[str]:
         return self.kernels.notes
 
+    def brief(self) -> str:
+        return f"{self.roofline.brief()}, verification from {self.kernels.brief()}"
+
     def describe(self) -> str:
         return (f"hybrid: decode and draft steps from the {self.roofline.describe()}; verification / decode ratio from "
                 f"{self.kernels.describe()[len('kernels: '):]}")

@@ -532,6 +532,9 @@ class KernelSource:
         self._noted: set = set()
         self._tables: dict[tuple, KernelTable | None] = {}
 
+    def brief(self) -> str:
+        return f"{AIC_DISTRIBUTION} {self.version} {self.engine} kernels on {self.device}"
+
     def describe(self) -> str:
         return (f"kernels: {AIC_DISTRIBUTION} {self.version} measured {self.engine} kernels on {self.device} "
                 f"(Apache-2.0), roofline ({self.hardware.name}) outside the data")
@@ -602,8 +605,11 @@ class KernelSource:
                        f"the roofline answers there (marked in the output)", (model.name, "fallback"))
         scaled = table.uses_scaled_attention(b, L + q) & ~fallback
         if np.any(scaled):
-            self._note(f"{model.name}: at some batch sizes the context is past the largest measured batch of the decode-"
-                       f"attention data; attention there is scaled linearly in batch from the largest measured one",
+            where_b = np.broadcast_to(np.asarray(b, float), scaled.shape)[scaled]
+            where_l = np.broadcast_to(np.asarray(L + q, float), scaled.shape)[scaled]
+            span = lambda x: f"{x.min():.0f}" if x.min() == x.max() else f"{x.min():.0f}-{x.max():.0f}"  # noqa: E731
+            self._note(f"{model.name}: at batch {span(where_b)} with context {span(where_l)} the decode-attention data stop at a "
+                       f"smaller batch; attention there is scaled linearly in batch from the largest measured one",
                        (model.name, "scaled"))
         total = np.where(fallback, roof.total_s, total)
         return dataclasses.replace(roof, total_s=total, overhead_s=0.0, source=self.name,

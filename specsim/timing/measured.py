@@ -74,6 +74,9 @@ class MeasuredSource:
             self._grids[key] = (axes, grid)
             self._names[key] = str(rows["model_name"].iloc[0])
 
+    def brief(self) -> str:
+        return f"measured {self.path.name}"
+
     def describe(self) -> str:
         where = f" on {', '.join(self.devices)}" if self.devices else ""
         return f"measured: {self.path.name} (sha256 {self.sha256}){where}, roofline ({self.hardware.name}) outside it"

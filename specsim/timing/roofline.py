@@ -131,6 +131,9 @@ class RooflineSource:
         self.hardware = hardware
         self.notes: list[str] = []
 
+    def brief(self) -> str:
+        return f"roofline of profile {self.hardware.name}"
+
     def describe(self) -> str:
         hw = self.hardware
         return (f"roofline: profile {hw.name} (compute eff {hw.compute_eff:.2f}, bandwidth eff {hw.bandwidth_eff:.2f}, "
