@@ -141,6 +141,9 @@ CASES = [
     ("explain --plot /nonexistent-folder/x.png", "folder '/nonexistent-folder' does not exist"),
     ("explain --plot out.txt", "--plot must end in .png"),
     ("explain --gamma 0", "gamma"),
+    ("steptime --model llama-3.1-70b", "does not fit on one h100-sxm (72.0 GB usable per GPU): --tp 2 fits"),
+    ("speedup --gamma 3 --target llama-3.1-70b", "does not fit on one h100-sxm"),
+    ("explain --target llama-3.1-70b", "does not fit on one h100-sxm"),
     ("optimal-gamma --engine-overhead-ms -1", "must be >= 0"),
     # hardware profiles (YAML)
     ("optimal-gamma --hardware {tmp}/alias.yaml", "YAML aliases (*name) are not allowed"),

@@ -100,6 +100,7 @@ def _print_tree(args: argparse.Namespace, answer) -> int:
 
 def run_speedup(args: argparse.Namespace) -> int:
     from ..answers import closed_form_answer, speedup_rows
+    from ..defaults import DEFAULT_CONTEXT_TOKENS
 
     acc, acc_label = resolve_acceptance(args)
     if args.cost_ratio is not None:
@@ -117,6 +118,7 @@ def run_speedup(args: argparse.Namespace) -> int:
         return 0
     # The parser leaves the model's flags unset so that --cost-ratio can refuse them; the library's defaults apply here.
     dep = deployment(args)
+    _require_fits(dep, DEFAULT_CONTEXT_TOKENS if args.context is None else args.context)
     rows, context = speedup_rows(dep, acc, acc_label, args.gamma, args.batch, args.context)
     if args.json:
         print_json(rows)
@@ -139,6 +141,7 @@ def run_steptime(args: argparse.Namespace) -> int:
     from ..parallel import collective_count
 
     dep = deployment(args, draft=False)
+    _require_fits(dep, max(args.context))
     model, hw, engine = dep.target, dep.hardware, dep.engine
     rows, provenance = steptime_rows(dep, args.batch, args.tokens_per_seq, args.context)
     if args.json:
@@ -281,6 +284,7 @@ def run_explain(args: argparse.Namespace) -> int:
     from ..answers import round_anatomy
 
     dep = deployment(args)
+    _require_fits(dep, args.context)
     acc, acc_label = resolve_acceptance(args)
     out = None
     if args.plot:
@@ -317,3 +321,11 @@ def run_explain(args: argparse.Namespace) -> int:
         path = save_round_anatomy(answer.rows, out, title)
         print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+def _require_fits(dep, context: int) -> None:
+    """Refuse a target whose weights cannot be held, as optimal-gamma does (naming the TP or dtype that fits)."""
+    from ..answers import deployment_capacity
+    from ..capacity import DEFAULT_MEMORY_UTILIZATION
+
+    deployment_capacity(dep, max(int(context), 1), None, DEFAULT_MEMORY_UTILIZATION)
