@@ -1,0 +1,84 @@
+"""Every `specsim` command the README shows runs as written, and the output it quotes is what the command prints.
+
+The commands are the `$ specsim ...` lines of the README's console blocks; the lines a block shows after a command
+(other than `...`) must each appear, verbatim, in what the command prints.  They run from a scratch folder that sees
+the repository's `examples/` and `specsim/` (so the README's relative paths resolve and nothing is written into the
+checkout); outputs under /tmp go to the scratch folder.  Commands that need a GPU are listed, not run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from specsim.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+#: Commands that need an accelerator: the README shows them for GPU users.
+NEEDS_GPU = ("--cuda-graphs", "--device cuda")
+
+
+def _blocks(readme: str) -> list[list[tuple[str, list[str]]]]:
+    """Console blocks as lists of (command, shown output lines)."""
+    blocks = []
+    for body in re.findall(r"```console\n(.*?)```", readme, flags=re.S):
+        entries: list[tuple[str, list[str]]] = []
+        for line in body.splitlines():
+            if line.startswith("$ "):
+                entries.append((line[2:], []))
+            elif entries:
+                entries[-1][1].append(line)
+        blocks.append(entries)
+    return blocks
+
+
+def _commands(repo) -> list[tuple[str, list[str]]]:
+    out = []
+    for block in _blocks((repo / "README.md").read_text()):
+        for command, shown in block:
+            command = re.split(r"\s#\s", command)[0].strip()  # a trailing comment
+            if command.startswith("specsim ") and not any(flag in command for flag in NEEDS_GPU):
+                out.append((command, shown))
+    return out
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("readme")
+    for name in ("examples", "specsim"):
+        (folder / name).symlink_to(REPO / name)
+    return folder
+
+
+def test_the_readme_shows_its_commands(repo):
+    commands = [c for c, _ in _commands(repo)]
+    assert len(commands) >= 35 and any("explain" in c for c in commands) and any("examples/" in c for c in commands)
+
+
+@pytest.mark.parametrize("command, shown", _commands(REPO), ids=lambda v: v if isinstance(v, str) else "")
+def test_readme_command_runs_and_prints_what_the_readme_quotes(command, shown, scratch, monkeypatch):
+    argv = [a.replace("/tmp/", f"{scratch}/") for a in shlex.split(command)[1:]]
+    monkeypatch.chdir(scratch)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    assert code == 0, f"{command}: {err.getvalue()[-500:]}"
+    printed = {line.rstrip() for line in out.getvalue().splitlines()}
+    for line in shown:
+        if line.strip() in ("", "...") or line.rstrip().endswith(": ..."):
+            continue
+        assert line.rstrip() in printed, f"{command}: the README shows a line it does not print:\n{line}"
+
+
+def test_gpu_only_commands_are_the_measure_ones(repo):
+    text = (repo / "README.md").read_text()
+    gpu = [line for block in _blocks(text) for line, _ in block if any(flag in line for flag in NEEDS_GPU)]
+    assert gpu and all(line.startswith("specsim measure") for line in gpu)
+    assert os.path.isfile(repo / "examples" / "h200-measured.csv")
