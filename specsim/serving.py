@@ -155,8 +155,9 @@ class ServeResult:
     def summary(self, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None) -> dict:
         """Percentiles, throughput, batch and goodput, in seconds and tokens per second."""
         def pct(x):
-            return {f"p{q}": float(np.percentile(x, q)) if x.size else float("nan") for q in (50, 90, 99)} | {
-                "mean": float(np.mean(x)) if x.size else float("nan")}
+            # Nothing to average (no request served, or none with a second token for TPOT): None, said as n/a.
+            return {f"p{q}": float(np.percentile(x, q)) if x.size else None for q in (50, 90, 99)} | {
+                "mean": float(np.mean(x)) if x.size else None}
 
         span = self.makespan_s
         out = {
@@ -167,13 +168,13 @@ class ServeResult:
             "ttft_s": pct(self.ttft_s),
             "tpot_s": pct(self.tpot_s),
             "e2e_s": pct(self.e2e_s),
-            "output_tokens_per_s": float(self.output[self.served].sum() / span) if span > 0 else float("nan"),
-            "requests_per_s": float(self.served.sum() / span) if span > 0 else float("nan"),
+            "output_tokens_per_s": float(self.output[self.served].sum() / span) if span > 0 else None,
+            "requests_per_s": float(self.served.sum() / span) if span > 0 else None,
             "mean_running_batch": self.mean_batch,
             "running_batch_time_share": {int(b): float(v / self.batch_time_s.sum())
                                          for b, v in enumerate(self.batch_time_s) if v > 0} if self.batch_time_s.sum() > 0 else {},
             "max_running_batch": int(np.flatnonzero(self.batch_time_s > 0).max()) if np.any(self.batch_time_s > 0) else 0,
-            "mean_in_system": float(self.in_system_integral / span) if span > 0 else float("nan"),
+            "mean_in_system": float(self.in_system_integral / span) if span > 0 else None,
         }
         if slo_ttft_s is not None or slo_tpot_s is not None:
             ok = self.served.copy()

@@ -31,6 +31,10 @@ __all__ = ["DEFAULT_WORKLOAD", "WORKLOADS", "Requests", "Workload", "get_workloa
 DEFAULT_WORKLOAD = "chat"
 
 
+#: Longest simulated horizon, seconds: at 1e7 s a float64 clock still resolves steps of about 2 ns.
+MAX_HORIZON_S = 1e7
+
+
 def mean_context_tokens(prompt_tokens: object, output_tokens: object) -> np.ndarray:
     """The mean cached context over a generation: the prompt plus half of the output (the article's 1,000 + 256 / 2).
 
@@ -107,12 +111,18 @@ class Requests:
             a = np.asarray(self.arrival_s, dtype=float)
             if a.shape != p.shape or not np.all(np.isfinite(a)) or np.any(a < 0) or np.any(np.diff(a) < 0):
                 raise ValueError("arrival times must be finite, >= 0 and non-decreasing")
+            if a[-1] > MAX_HORIZON_S:
+                raise ValueError(f"arrivals reach {a[-1]:.3g} s; at most {MAX_HORIZON_S:g} s (about 116 days) are simulated, "
+                                 "where the clock still resolves a microsecond step")
 
     @classmethod
     def poisson(cls, rate: float, n: int, workload: Workload, rng: np.random.Generator) -> "Requests":
         """``n`` requests arriving as a Poisson process of ``rate`` per second."""
         if not (np.isfinite(rate) and rate > 0):
             raise ValueError(f"request rate must be > 0 per second, got {rate!r}")
+        if n / rate > MAX_HORIZON_S / 10:
+            raise ValueError(f"a rate of {rate:g} requests/s spreads {n:,} requests over about {n / rate:.3g} s; the simulated "
+                             f"horizon is at most {MAX_HORIZON_S:g} s: give a rate of at least {10 * n / MAX_HORIZON_S:.3g} requests/s")
         arrivals = np.cumsum(rng.exponential(1.0 / rate, n))
         prompt, output = workload.sample(n, rng)
         return cls(prompt, output, arrivals, f"Poisson, {rate:g} requests/s, workload {workload.name}")
@@ -145,6 +155,9 @@ def read_trace(path: str | Path) -> Requests:
                 raise ValueError(f"trace {p.name}, line {i}: not JSON ({err.msg})") from None
             if not isinstance(obj, dict) or any(k not in obj for k in keys):
                 raise ValueError(f"trace {p.name}, line {i}: needs {', '.join(keys)}")
+            bad = [k for k in keys if isinstance(obj[k], bool) or not isinstance(obj[k], (int, float))]
+            if bad:
+                raise ValueError(f"trace {p.name}, line {i}: {bad[0]} must be a number, got {obj[bad[0]]!r}")
             rows.append([obj[k] for k in keys])
     else:
         lines = [line for line in text.splitlines() if line.strip()]

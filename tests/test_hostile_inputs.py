@@ -78,6 +78,11 @@ FILES = {
     "trace-long.jsonl": '{"arrival_s": 0, "prompt_tokens": 5000000, "output_tokens": 10}\n',
     "trace-header.csv": "time,prompt,output\n0,10,10\n",
     "trace-text.jsonl": '{"arrival_s": "soon", "prompt_tokens": 10, "output_tokens": 10}\n',
+    "trace-bool.jsonl": '{"arrival_s": 0, "prompt_tokens": 10, "output_tokens": true}\n',
+    "trace-far.csv": "arrival_s,prompt_tokens,output_tokens\n0,10,10\n1e17,10,10\n",
+    # Verification cheaper than decode (t proportional to 1/q): not step times of one model.
+    "inverse-q.csv": CSV_HEAD + "".join(f"llama-3.2-1b,{b},{q},{L},{0.01 / q}\n" for b in (1, 4, 16) for q in (1, 2, 4)
+                                        for L in (0, 512)),
     "nospec-metrics.txt": 'vllm:num_requests_running{model_name="m"} 3\n',
     "array.json": "[1, 2]",
     "fraclayers.json": (CONFIG % "").replace('"num_hidden_layers": 16', '"num_hidden_layers": 8.9'),
@@ -261,7 +266,7 @@ CASES = [
     ("serve-sim --trace {tmp}/trace-zero.csv", "output_tokens must be a whole number >= 1, got 0"),
     ("serve-sim --trace {tmp}/trace-long.jsonl", "need more than 131,072 tokens (prompt + output), llama-3.1-8b's context limit"),
     ("serve-sim --trace {tmp}/trace-header.csv", "the header must name arrival_s, prompt_tokens, output_tokens"),
-    ("serve-sim --trace {tmp}/trace-text.jsonl", "must be numbers"),
+    ("serve-sim --trace {tmp}/trace-text.jsonl", "arrival_s must be a number, got 'soon'"),
     ("serve-sim --trace {tmp}/nowhere.csv", "does not exist"),
     ("serve-sim --rate 0", "argument --rate: must be > 0, got 0"),
     ("serve-sim --rate 4 --slo-tpot-ms -5", "argument --slo-tpot-ms: must be > 0, got -5"),
@@ -279,6 +284,13 @@ CASES = [
     ("models show nope", "unknown model 'nope'"),
     ("figures --only nope --out {tmp}/out", "unknown figure(s) nope"),
     ("reproduce --what", "unrecognized arguments: --what"),
+    # issue 21: serving at tiny rates, far arrivals, values read as the wrong type, measured passes that break physics
+    ("serve-sim --rate 1e-15 --requests 50", "a rate of 1e-15 requests/s spreads 50 requests over about 5e+16 s"),
+    ("serve-sweep --rates 1e-300 --requests 20", "the simulated horizon is at most 1e+07 s"),
+    ("serve-sim --trace {tmp}/trace-far.csv", "arrivals reach 1e+17 s; at most 1e+07 s"),
+    ("serve-sim --trace {tmp}/trace-bool.jsonl", "line 1: output_tokens must be a number, got True"),
+    ("optimal-gamma --timing measured:{tmp}/inverse-q.csv --target llama-3.2-1b --draft llama-3.2-1b --alpha 0.8",
+     "takes 5 ms, more than 10% less than a pass with fewer tokens per sequence"),
 ]
 if HAS_TORCH:
     CASES += [

@@ -147,3 +147,19 @@ def test_serving_admits_exactly_the_batch_specsim_capacity_reports(target, draft
     # The old reservation, full attention on every layer, admits fewer for the window models only.
     full = int(cap.free_bytes_without_draft // (dep.target.kv_bytes_per_token * length))
     assert (full < cap.max_batch_without_draft) == (dep.target.n_sliding_layers > 0)
+
+
+def test_a_run_with_nothing_to_average_says_so_instead_of_nan(tmp_path, capsys):
+    import json
+
+    from specsim.cli import main
+
+    trace = tmp_path / "one-token.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n0,100,1\n1,100,1\n")
+    assert main(["serve-sim", "--trace", str(trace), "--alpha", "0.8", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)  # valid JSON: no NaN
+    assert out["off"]["tpot_s"] == {"p50": None, "p90": None, "p99": None, "mean": None}
+    assert out["off"]["ttft_s"]["p50"] > 0 and out["off"]["served"] == 2
+    assert main(["serve-sim", "--trace", str(trace), "--alpha", "0.8"]) == 0
+    text = capsys.readouterr().out
+    assert "nan" not in text and "no TPOT to compare: no served request produced a second token" in text

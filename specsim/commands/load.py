@@ -82,14 +82,19 @@ def _write_requests(path, requests, plain, spec) -> None:
 
 def _print_summaries(off: dict, on: dict) -> None:
     def trio(d, scale, unit):
+        if d["p50"] is None:
+            return "n/a"
         return f"{d['p50'] * scale:.1f} / {d['p90'] * scale:.1f} / {d['p99'] * scale:.1f} {unit}"
+
+    def num(x, fmt):
+        return "n/a" if x is None else format(x, fmt)
 
     rows = [
         ["TTFT p50 / p90 / p99", trio(off["ttft_s"], 1e3, "ms"), trio(on["ttft_s"], 1e3, "ms")],
         ["TPOT p50 / p90 / p99", trio(off["tpot_s"], 1e3, "ms"), trio(on["tpot_s"], 1e3, "ms")],
         ["end-to-end p50 / p90 / p99", trio(off["e2e_s"], 1, "s"), trio(on["e2e_s"], 1, "s")],
-        ["output tokens/s", f"{off['output_tokens_per_s']:,.0f}", f"{on['output_tokens_per_s']:,.0f}"],
-        ["requests/s served", f"{off['requests_per_s']:.2f}", f"{on['requests_per_s']:.2f}"],
+        ["output tokens/s", num(off["output_tokens_per_s"], ",.0f"), num(on["output_tokens_per_s"], ",.0f")],
+        ["requests/s served", num(off["requests_per_s"], ".2f"), num(on["requests_per_s"], ".2f")],
         ["running batch mean (max)", f"{off['mean_running_batch']:.1f} ({off['max_running_batch']})",
          f"{on['mean_running_batch']:.1f} ({on['max_running_batch']})"],
         ["requests served / never fit", f"{off['served']} / {off['never_fit']}", f"{on['served']} / {on['never_fit']}"],
@@ -98,6 +103,9 @@ def _print_summaries(off: dict, on: dict) -> None:
         rows.append(["goodput (both SLOs met)", f"{off['goodput_requests_per_s']:.2f} req/s ({off['slo_met']})",
                      f"{on['goodput_requests_per_s']:.2f} req/s ({on['slo_met']})"])
     print(table(["", "speculation off", "speculation on"], rows, "<>>"))
+    if off["tpot_s"]["p50"] is None or on["tpot_s"]["p50"] is None:
+        print("\nno TPOT to compare: no served request produced a second token (TPOT is the time between output tokens)")
+        return
     change = on["tpot_s"]["p50"] / off["tpot_s"]["p50"] - 1
     print(f"\nspeculation changes TPOT p50 by {change:+.1%} and throughput by "
           f"{on['output_tokens_per_s'] / off['output_tokens_per_s'] - 1:+.1%} at this load")

@@ -39,6 +39,29 @@ def _shape_key(model: ModelShape) -> tuple:
     return tuple(getattr(model, k) for k in _MATCH)
 
 
+#: A measured pass may cost this much less than a smaller one (timing noise) before the file is refused.
+MONOTONE_TOLERANCE = 0.10
+
+
+def _monotone(grid: np.ndarray, axes: tuple, name: str, model: str) -> np.ndarray:
+    """The grid with the physical rule every source follows: a pass of more sequences or more tokens per sequence
+    never costs less.  Dips within :data:`MONOTONE_TOLERANCE` are timing noise and are raised to the smaller pass's
+    time; a larger dip means the file is not step times of one model, and it is refused with the point named."""
+    out = grid.copy()
+    for axis, what in ((1, "tokens per sequence"), (0, "batch")):
+        moved = np.moveaxis(out, axis, 0)
+        running = np.fmax.accumulate(moved, axis=0)  # NaN (unmeasured) points neither raise nor lower the run
+        dip = np.isfinite(moved) & (moved < running * (1.0 - MONOTONE_TOLERANCE))
+        if np.any(dip):
+            i = tuple(int(v[0]) for v in np.nonzero(np.moveaxis(dip, 0, axis)))
+            b, q, L = (axes[k][i[k]] for k in range(3))
+            raise ValueError(f"{name}: {model} at batch {b:g}, {q:g} tokens per sequence, context {L:g} takes "
+                             f"{grid[i] * 1e3:.3g} ms, more than {MONOTONE_TOLERANCE:.0%} less than a pass with fewer "
+                             f"{what}; a larger pass never costs less: these are not step times of one model")
+        out = np.moveaxis(np.where(np.isfinite(moved), np.fmax(moved, running), moved), 0, axis)
+    return out
+
+
 class MeasuredSource:
     """Interpolated step times from a measurement CSV, the roofline outside it.
 
@@ -71,7 +94,7 @@ class MeasuredSource:
             grid = np.full(tuple(a.size for a in axes), np.nan)
             idx = tuple(np.searchsorted(axes[i], med.index.get_level_values(i).to_numpy(float)) for i in range(3))
             grid[idx] = med.to_numpy(float)
-            self._grids[key] = (axes, grid)
+            self._grids[key] = (axes, _monotone(grid, axes, self.path.name, str(rows["model_name"].iloc[0])))
             self._names[key] = str(rows["model_name"].iloc[0])
 
     def brief(self) -> str:
