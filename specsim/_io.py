@@ -22,13 +22,12 @@ def read_text(path: str | Path, what: str) -> str:
     Traceback (most recent call last):
     ValueError: trace '/nonexistent/x.csv' does not exist
     """
+    from .limits import _read_text
+
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"{what} {str(path)!r} does not exist")
-    try:
-        return p.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"{what} {str(path)!r} is not UTF-8 text") from None
+    return _read_text(p, what)  # within the size budget (limits.MAX_TEXT_BYTES)
 
 
 def builtin_dir() -> Path:

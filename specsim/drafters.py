@@ -126,9 +126,10 @@ class EagleHead(Drafter):
 
     @classmethod
     def build(cls, path: str, target: ModelShape, options: dict) -> "EagleHead":
+        own = bool(path)
         if path:
             head = _head_from_config(path, target, cls.kind)
-            basis = f"head config {path}"
+            basis = f"head config {path}" + (f"; stored in {head.weight_dtype}" if head.weight_dtype != target.weight_dtype else "")
         else:
             head = _head_shape(cls.kind, target, cls.default_vocab or target.vocab_size)
             basis = ("derived from the target's shape: a dense layer of its attention and dense MLP sizes" if target.is_moe
@@ -137,7 +138,7 @@ class EagleHead(Drafter):
                 basis += (f"; draft vocabulary {cls.default_vocab:,}, the EAGLE-3 trainers' default for every family "
                           "(yuhuili/EAGLE3-LLaMA3.1-Instruct-8B; SpecForge's Qwen3 configs, e.g. qwen3-30B-A3B-eagle3.1.json); "
                           "eagle3:HEAD/config.json reads a head's own")
-        return cls(head.name, _with_options(head, options, target), basis)
+        return cls(head.name, _with_options(head, options, target, own), basis)
 
 
 @dataclass(frozen=True)
@@ -276,27 +277,39 @@ def _head_from_config(path: str, target: ModelShape, kind: str) -> ModelShape:
         config_path = config_path / "config.json"
     if not config_path.is_file():
         raise ValueError(f"{kind} head config {path!r} does not exist")
+    where = f"{kind} head config {str(config_path)!r}"
     config = _read_json(config_path, f"{kind} head config")
-    arch = (config.get("architectures") or [None])[0] if isinstance(config, dict) else None
-    if arch not in _EAGLE_ARCHITECTURES:
-        raise ValueError(f"{kind} head config {str(config_path)!r}: architecture {arch!r} is not an EAGLE head; "
-                         f"read: {', '.join(_EAGLE_ARCHITECTURES)}")
+    if not isinstance(config, dict):
+        raise ValueError(f"{where}: expected a JSON object")
+    archs = config.get("architectures")
+    arch = archs[0] if isinstance(archs, list) and archs else None
+    if not isinstance(arch, str) or arch not in _EAGLE_ARCHITECTURES:
+        shown = repr(arch) if isinstance(arch, str) or arch is None else f"a {type(archs).__name__} that names none"
+        raise ValueError(f"{where}: architecture {shown} is not an EAGLE head; read: {', '.join(_EAGLE_ARCHITECTURES)}")
     if _EAGLE_ARCHITECTURES[arch] != kind:
         raise ValueError(f"{kind} head config {str(config_path)!r} describes an {_EAGLE_ARCHITECTURES[arch]} head")
-    vocab = config.get("draft_vocab_size") or config.get("vocab_size")
+    # The head's own draft vocabulary (EAGLE-3), else its vocab_size; a value that is there must be a real size.
+    vocab = config.get("draft_vocab_size", config.get("vocab_size"))
+    if isinstance(vocab, bool) or not isinstance(vocab, int) or not 1 <= vocab <= 10_000_000:
+        key = "draft_vocab_size" if "draft_vocab_size" in config else "vocab_size"
+        raise ValueError(f"{where}: {key} must be a whole number of tokens in [1, 10000000], got {vocab!r}")
+    # Read through the target's reader: dtypes and quantization_config are read or refused there, as for a target.
     layer = model_from_hf_config({**config, "architectures": ["LlamaForCausalLM"], "vocab_size": vocab},
                                  name=str(config_path))
     if layer.hidden_size != target.hidden_size:
         raise ValueError(f"{kind} head {str(config_path)!r} has hidden size {layer.hidden_size}, the target "
                          f"{target.name} {target.hidden_size}: it is a head for another model")
-    return _head_shape(kind, target, layer.vocab_size, heads=layer.n_heads, kv_heads=layer.n_kv_heads, head_dim=layer.head_dim,
+    head = _head_shape(kind, target, layer.vocab_size, heads=layer.n_heads, kv_heads=layer.n_kv_heads, head_dim=layer.head_dim,
                        intermediate=layer.intermediate_size, layers=layer.n_layers, name=config_path.resolve().parent.name,
                        source=str(config_path.resolve().parent))
+    # Its stored precision is its own (an FP8 head is FP8), not the target's.
+    return dataclasses.replace(head, weight_dtype=layer.weight_dtype, head_dtype=layer.head_dtype, checkpoint_dtype=None)
 
 
-def _with_options(head: ModelShape, opts: dict, target: ModelShape) -> ModelShape:
-    """A head takes --draft-weight-dtype / --draft-kv-dtype / --draft-tp; by default the target's dtypes."""
-    changes = {"weight_dtype": opts.get("weight_dtype") or target.weight_dtype,
+def _with_options(head: ModelShape, opts: dict, target: ModelShape, own_dtype: bool = False) -> ModelShape:
+    """A head takes --draft-weight-dtype / --draft-kv-dtype / --draft-tp; by default the target's dtypes (a head read
+    from its own config.json, ``own_dtype``, keeps its stored weight dtype)."""
+    changes = {"weight_dtype": opts.get("weight_dtype") or (head.weight_dtype if own_dtype else target.weight_dtype),
                "kv_dtype": opts.get("kv_dtype") or target.kv_dtype, "tp": opts.get("tp") or 1,
                "head_dtype": target.head_dtype_, "expert_dtype": target.expert_dtype if head.is_moe else None}
     return dataclasses.replace(head, **changes)

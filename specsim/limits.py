@@ -41,7 +41,10 @@ __all__ = [
     "MAX_SEED",
     "MAX_TP",
     "MAX_WORKERS",
+    "MAX_JSON_BYTES",
+    "MAX_JSON_DEPTH",
     "MAX_TEXT_BYTES",
+    "load_json",
     "MAX_YAML_DEPTH",
     "check_int",
     "load_array",
@@ -107,6 +110,50 @@ def _read_text(path: Path, what: str) -> str:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise ValueError(f"{what} {str(path)!r} is not UTF-8 text") from None
+
+
+#: A config.json (a model's or a head's) is a few kB; this bounds what is parsed, and how deep.
+MAX_JSON_BYTES = 16 * 1024 * 1024
+MAX_JSON_DEPTH = 64
+
+
+def load_json(path: str | Path, what: str = "JSON file") -> Any:
+    """Parse a JSON file within a size and nesting budget; NaN and Infinity (not JSON) are refused."""
+    import json
+
+    p = Path(path)
+    size = p.stat().st_size
+    if size > MAX_JSON_BYTES:
+        raise ValueError(f"{what} {str(p)!r} is {size:,} bytes; the limit is {MAX_JSON_BYTES:,}")
+    text = _read_text(p, what)
+    depth = deepest = 0
+    in_string = escape = False
+    for ch in text:  # bracket depth outside strings, before the recursive parser sees it
+        if in_string:
+            if escape:
+                escape = False
+            elif ch == "\\":
+                escape = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    if deepest > MAX_JSON_DEPTH:
+        raise ValueError(f"{what} {str(p)!r} nests {deepest} levels deep; at most {MAX_JSON_DEPTH}")
+
+    def constant(name: str) -> None:
+        raise ValueError(f"{what} {str(p)!r}: {name} is not a JSON number")
+
+    try:
+        return json.loads(text, parse_constant=constant)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{what} {str(p)!r}: not valid JSON ({err})") from None
 
 
 def load_yaml(path: str | Path, what: str = "YAML file") -> Any:

@@ -155,10 +155,10 @@ def get_model(name_or_path: str | Path, *, weight_dtype: str | None = None, kv_d
 
 
 def _read_json(path: Path, what: str) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"{what} {str(path)!r}: not valid JSON ({err})") from None
+    """A config file within the size and nesting budget of :func:`specsim.limits.load_json`."""
+    from .limits import load_json
+
+    return load_json(path, what)
 
 
 def _modelopt(data: Any, path: Path) -> dict:

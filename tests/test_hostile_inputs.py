@@ -45,6 +45,10 @@ def _npy_with_header(path, shape, descr="<f8"):
         np.lib.format.write_array_header_1_0(handle, header)
 
 
+HEAD3 = ('{"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 1, '
+         '"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256%s}')
+
+
 # Files each case can refer to as {name}; written fresh into tmp_path for every case.
 FILES = {
     "alias.yaml": "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n" + PROFILE.replace("name: mine", "name: x"),
@@ -78,6 +82,14 @@ FILES = {
     "trace-long.jsonl": '{"arrival_s": 0, "prompt_tokens": 5000000, "output_tokens": 10}\n',
     "trace-header.csv": "time,prompt,output\n0,10,10\n",
     "trace-text.jsonl": '{"arrival_s": "soon", "prompt_tokens": 10, "output_tokens": 10}\n',
+    "head-obj.json": '{"a": 1}',
+    "head-int-arch.json": '{"architectures": 5}',
+    "head-nested-arch.json": '{"architectures": [["LlamaForCausalLMEagle3"]]}',
+    "head-zero-vocab.json": HEAD3 % ', "draft_vocab_size": 0',
+    "head-bool-vocab.json": HEAD3 % ', "draft_vocab_size": true',
+    "head-inf.json": HEAD3.replace('"hidden_size": 4096', '"hidden_size": Infinity') % "",
+    "head-deep.json": '{"a": ' * 200 + "1" + "}" * 200,
+    "head-bnb.json": HEAD3 % ', "quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": true}',
     "trace-bool.jsonl": '{"arrival_s": 0, "prompt_tokens": 10, "output_tokens": true}\n',
     "trace-far.csv": "arrival_s,prompt_tokens,output_tokens\n0,10,10\n1e17,10,10\n",
     # Verification cheaper than decode (t proportional to 1/q): not step times of one model.
@@ -291,6 +303,15 @@ CASES = [
     ("serve-sim --trace {tmp}/trace-bool.jsonl", "line 1: output_tokens must be a number, got True"),
     ("optimal-gamma --timing measured:{tmp}/inverse-q.csv --target llama-3.2-1b --draft llama-3.2-1b --alpha 0.8",
      "takes 5 ms, more than 10% less than a pass with fewer tokens per sequence"),
+    # issue 21: EAGLE head configs get the target's validation
+    ("optimal-gamma --draft eagle3:{tmp}/head-obj.json", "architecture None is not an EAGLE head"),
+    ("optimal-gamma --draft eagle3:{tmp}/head-int-arch.json", "is not an EAGLE head; read: LlamaForCausalLMEagle3"),
+    ("optimal-gamma --draft eagle3:{tmp}/head-nested-arch.json", "architecture a list that names none is not an EAGLE head"),
+    ("optimal-gamma --draft eagle3:{tmp}/head-zero-vocab.json", "draft_vocab_size must be a whole number of tokens in [1, 10000000], got 0"),
+    ("optimal-gamma --draft eagle3:{tmp}/head-bool-vocab.json", "draft_vocab_size must be a whole number of tokens"),
+    ("optimal-gamma --draft eagle3:{tmp}/head-inf.json", "Infinity is not a JSON number"),
+    ("optimal-gamma --draft eagle3:{tmp}/head-deep.json", "nests 200 levels deep; at most 64"),
+    ("optimal-gamma --draft eagle3:{tmp}/head-bnb.json", "quant_method 'bitsandbytes' is not modelled"),
 ]
 if HAS_TORCH:
     CASES += [
