@@ -206,6 +206,8 @@ def _add_acceptance_args(p: argparse.ArgumentParser) -> None:
                        "spec_accept_length (then give --metrics-gamma)")
     p.add_argument("--metrics-gamma", type=_int_at_least(1, "metrics-gamma", MAX_GAMMA),
                    help="with an SGLang --metrics page: the --speculative-num-steps it was measured at")
+    p.add_argument("--metrics-model", metavar="NAME",
+                   help="with a --metrics page holding several models' counters: the model_name label to read")
 
 
 def _add_memory_args(p: argparse.ArgumentParser) -> None:
@@ -368,11 +370,28 @@ def _positive_float(text: str) -> float:
     return value
 
 
+#: Rates one serve-sweep simulates (each is two full simulations).
+MAX_RATES = 64
+
+
 def _rate_list(text: str) -> list[float]:
     items = [item.strip() for item in text.split(",") if item.strip()]
     if not items:
         raise argparse.ArgumentTypeError(f"rates needs a comma-separated list of request rates > 0, got {text!r}")
+    if len(items) > MAX_RATES:
+        raise argparse.ArgumentTypeError(f"rates lists {len(items):,} rates; at most {MAX_RATES} per sweep (each is two "
+                                         "simulations): split the sweep")
     return [_positive_float(item) for item in items]
+
+
+def _nonempty(what: str):
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"--{what} needs a file name, got an empty one")
+        return text
+
+    parse.__name__ = what
+    return parse
 
 
 def _parser_serve_sim(sub) -> None:
@@ -385,7 +404,7 @@ def _parser_serve_sim(sub) -> None:
                       help="a closed loop of this many users, each sending its next request when the last finishes")
     load.add_argument("--trace", metavar="FILE", help="requests from a CSV or JSONL trace: arrival_s, prompt_tokens, output_tokens")
     _add_serving_args(p, lengths=False)
-    p.add_argument("--csv", metavar="FILE", help="write one row per request (both runs) to this CSV")
+    p.add_argument("--csv", type=_nonempty("csv"), metavar="FILE", help="write one row per request (both runs) to this CSV")
     p.set_defaults(func=commands.run_serve_sim)
 
 

@@ -287,6 +287,10 @@ def profile_from_mapping(data: Any, where: str = "hardware profile") -> Hardware
         if key in data and data[key] is not None:
             if not isinstance(data[key], str):
                 raise ValueError(f"{where}: {key} must be text, got {data[key]!r}")
+            bad = [c for c in data[key] if ord(c) < 32 and c not in "\n\t" or ord(c) == 127]
+            if bad or (key == "name" and ("\n" in data[key] or "\t" in data[key])):
+                raise ValueError(f"{where}: {key} holds a control character ({(bad or [chr(10)])[0]!r}); "
+                                 "printable text only (it is printed to a terminal)")
             kwargs[key] = data[key].strip()
     for key in _MAPPINGS:
         if key in data and data[key] is not None:

@@ -64,7 +64,7 @@ MAX_LAYERS = 1024
 #: GPUs in one tensor-parallel group (a hardware profile's max_devices is at most this).
 MAX_TP = 1024
 #: Requests in one serving simulation (10,000 x 1,000 tokens take about 1.4 s; see benchmarks/bench_serving.py).
-MAX_REQUESTS = 1_000_000
+MAX_REQUESTS = 200_000
 #: Timed repeats (and untimed warm-up passes) of one harness configuration.
 MAX_REPEATS = 10_000
 #: Tokens generated per sequence by the harness's speculative loop.
@@ -114,6 +114,8 @@ def _read_text(path: Path, what: str) -> str:
 
 #: A config.json (a model's or a head's) is a few kB; this bounds what is parsed, and how deep.
 MAX_JSON_BYTES = 16 * 1024 * 1024
+#: A hardware profile or catalog index is a few kB.
+MAX_YAML_BYTES = 1024 * 1024
 MAX_JSON_DEPTH = 64
 
 
@@ -161,6 +163,9 @@ def load_yaml(path: str | Path, what: str = "YAML file") -> Any:
     import yaml
 
     path = Path(path)
+    size = path.stat().st_size
+    if size > MAX_YAML_BYTES:
+        raise ValueError(f"{what} {str(path)!r} is {size:,} bytes; a profile is a few kB, the limit is {MAX_YAML_BYTES:,}")
     text = _read_text(path, what)
 
     class Loader(yaml.SafeLoader):

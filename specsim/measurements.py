@@ -22,6 +22,8 @@ _SHAPE_COLUMNS = ("vocab_size", "hidden_size", "intermediate_size", "n_layers", 
 _TIME_COLUMNS = ("median_s", "step_time_s")
 #: Fewest rows a measurements file may hold: a calibration fits up to four numbers and holds a quarter out.
 MIN_POINTS = 8
+#: Rows one measurements file may hold: the calibration fit is seconds at this size, minutes at ten times it.
+MAX_POINTS = 20_000
 
 def _dtype_key(value: object) -> str:
     text = str(value).lower().replace("torch.", "")
@@ -77,6 +79,9 @@ def load_measurements(path: str | Path) -> pd.DataFrame:
         raise ValueError(f"{where}: missing column(s) {', '.join(missing)}")
     if len(df) < MIN_POINTS:
         raise ValueError(f"{where}: {len(df)} measurements; calibration needs at least {MIN_POINTS}")
+    if len(df) > MAX_POINTS:
+        raise ValueError(f"{where}: {len(df):,} measurements; at most {MAX_POINTS:,} (a sweep of `specsim measure` is a few "
+                         "hundred; repeats are summarised by their median)")
     numeric = ["batch", "tokens_per_seq", "context", time_col]
     for col in numeric:
         values = pd.to_numeric(df[col], errors="coerce")

@@ -214,7 +214,8 @@ def acceptance_from_prometheus(text: str, source: str = "metrics", model_name: s
         if name.startswith(_PREFIX) and "model_name" in labels:
             models.add(labels["model_name"])
     if model_name is None and len(models) > 1:
-        raise ValueError(f"{source}: counters of several models ({', '.join(sorted(models))}); choose one with --model-name")
+        raise ValueError(f"{source}: counters of several models ({', '.join(sorted(models))}); choose one with "
+                         "--model-name (specsim alpha) or --metrics-model (the model commands)")
     if model_name is not None and model_name not in models:
         raise ValueError(f"{source}: no speculative-decoding counters for model {model_name!r}; found: {', '.join(sorted(models)) or 'none'}")
     seen: set = set()
@@ -283,12 +284,13 @@ def read_metrics_file(path: str | Path, model_name: str | None = None) -> Accept
     return acceptance_from_prometheus(text, source=Path(path).name, model_name=model_name)
 
 
-def acceptance_from_page(path: str | Path, sglang_gamma: int | None = None):
+def acceptance_from_page(path: str | Path, sglang_gamma: int | None = None, model_name: str | None = None):
     """An :class:`~specsim.acceptance.Acceptance` from a saved ``/metrics`` page, read once.
 
     vLLM pages give per-position rates where their per-position counters exist, else the alpha of the mean
     acceptance length.  SGLang pages give only ``sglang:spec_accept_length``, the mean tokens per verification;
-    ``sglang_gamma`` (its ``--speculative-num-steps``) turns it into an alpha.
+    ``sglang_gamma`` (its ``--speculative-num-steps``) turns it into an alpha; ``model_name`` picks one model's counters
+    on a page that holds several (``--metrics-model``).
     """
     from ._io import read_text
     from .acceptance import Acceptance
@@ -309,7 +311,7 @@ def acceptance_from_page(path: str | Path, sglang_gamma: int | None = None):
         return Acceptance(alpha=alpha, source=f"{name}: SGLang mean accept length {length:.3f} at {sglang_gamma} steps")
     if sglang_gamma is not None:
         raise ValueError("--metrics-gamma is for SGLang pages; vLLM's counters say the draft length themselves")
-    m = acceptance_from_prometheus(text, source=name)
+    m = acceptance_from_prometheus(text, source=name, model_name=model_name)
     if m.accepted_per_position:
         return Acceptance(cumulative=tuple(float(c) for c in m.cumulative_rates), source=f"{name}, vLLM counters")
     if m.alpha is None:

@@ -60,6 +60,8 @@ __all__ = [
 #: A peak of speculation at a larger batch is reported only when it beats the smallest batch by more than this
 #: fraction: closer than 1%, the curve is flat and the step-time data's own noise (1-2%) could place it anywhere.
 PEAK_MARGIN = 0.01
+#: Trees x batch sizes one tree search scores (a float64 each: 160 MB at the limit, seconds of work).
+MAX_TREE_EVALUATIONS = 20_000_000
 
 
 def speedup_from_cost_ratio(alpha: object, gamma: object, cost_ratio: object) -> np.ndarray:
@@ -227,6 +229,10 @@ def optimal_tree(dep: Deployment, acceptance: object, bounds: TreeSpec, batch: o
     sib = DEFAULT_SIBLING_FACTOR if sibling is None else sibling
     candidates = _tree_candidates(bounds, bounds.depth if acc.max_gamma is None else min(bounds.depth, acc.max_gamma))
     b = np.atleast_1d(np.asarray(batch, dtype=float))
+    work = len(candidates) * b.size
+    if work > MAX_TREE_EVALUATIONS:
+        raise ValueError(f"a tree search over {len(candidates):,} trees x {b.size:,} batch sizes ({work:,} evaluations) is "
+                         f"past the limit of {MAX_TREE_EVALUATIONS:,}: lower the --tree bounds or --max-batch")
     L = np.asarray(context, dtype=float)
     e = np.array([build_tree(c, acc, sib).expected_tokens for c in candidates])
     # Each distinct draft width and verified size is timed once, then rounds are composed per candidate.

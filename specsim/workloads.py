@@ -174,8 +174,10 @@ def read_trace(path: str | Path) -> Requests:
             rows.append([cells[j].strip() for j in idx])
     if not rows:
         raise ValueError(f"trace {p.name} holds no requests")
-    if len(rows) > 10_000_000:
-        raise ValueError(f"trace {p.name} holds {len(rows):,} requests; at most 10,000,000")
+    from .limits import MAX_REQUESTS
+
+    if len(rows) > MAX_REQUESTS:
+        raise ValueError(f"trace {p.name} holds {len(rows):,} requests; at most {MAX_REQUESTS:,} per simulation")
     try:
         arr = np.array(rows, dtype=float)
     except (TypeError, ValueError):

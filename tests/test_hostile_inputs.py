@@ -90,6 +90,10 @@ FILES = {
     "head-inf.json": HEAD3.replace('"hidden_size": 4096', '"hidden_size": Infinity') % "",
     "head-deep.json": '{"a": ' * 200 + "1" + "}" * 200,
     "head-bnb.json": HEAD3 % ', "quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": true}',
+    "two-models.txt": ('vllm:spec_decode_num_drafts_total{engine="0",model_name="a"} 10\n'
+                       'vllm:spec_decode_num_drafts_total{engine="0",model_name="b"} 10\n'),
+    "ansi.yaml": PROFILE.replace("name: mine", 'name: "a\\x1b[31mred"'),  # YAML's escape: the file holds a backslash
+    "big.yaml": PROFILE + "#" * (2 * 1024 * 1024) + "\n",
     "trace-bool.jsonl": '{"arrival_s": 0, "prompt_tokens": 10, "output_tokens": true}\n',
     "trace-far.csv": "arrival_s,prompt_tokens,output_tokens\n0,10,10\n1e17,10,10\n",
     # Verification cheaper than decode (t proportional to 1/q): not step times of one model.
@@ -312,6 +316,16 @@ CASES = [
     ("optimal-gamma --draft eagle3:{tmp}/head-inf.json", "Infinity is not a JSON number"),
     ("optimal-gamma --draft eagle3:{tmp}/head-deep.json", "nests 200 levels deep; at most 64"),
     ("optimal-gamma --draft eagle3:{tmp}/head-bnb.json", "quant_method 'bitsandbytes' is not modelled"),
+    # issue 21: bounded work, names that reach the terminal, contexts past the model, empty file names
+    ("schedule --draft eagle3 --alpha 0.8 --tree topk:16,depth:16,tokens:256 --max-batch 65536 --format sglang",
+     "46,142 trees x 65,536 batch sizes (3,023,962,112 evaluations) is past the limit of 20,000,000"),
+    ("serve-sweep --rates " + ",".join(["1"] * 65), "at most 64 per sweep"),
+    ("serve-sim --rate 4 --requests 300000", "requests must be an integer in [1, 200000]"),
+    ("optimal-gamma --context 4194304", "a context of 4,194,304 tokens is past llama-3.1-8b's max_position_embeddings (131,072)"),
+    ("optimal-gamma --metrics {tmp}/two-models.txt", "choose one with --model-name (specsim alpha) or --metrics-model"),
+    ("optimal-gamma --metrics-model a", "--metrics-model goes with a --metrics page"),
+    ("hardware show {tmp}/ansi.yaml", "name holds a control character ('\\x1b')"),
+    ("hardware show {tmp}/big.yaml", "a profile is a few kB, the limit is 1,048,576"),
 ]
 if HAS_TORCH:
     CASES += [
@@ -371,3 +385,10 @@ def test_a_position_no_draft_reached_is_null_in_json(tmp_path, capsys):
     assert main(["alpha", "--metrics", str(tmp_path / "m.txt"), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["per_position_conditional"][0] == pytest.approx(0.4) and data["per_position_conditional"][2] is None
+
+
+
+def test_an_empty_csv_name_is_refused_not_ignored(capsys):
+    # From a shell, --csv '' is an empty argument: it used to be skipped silently.
+    assert main(["serve-sim", "--rate", "4", "--requests", "10", "--csv", ""]) == 2
+    assert "--csv needs a file name, got an empty one" in capsys.readouterr().err

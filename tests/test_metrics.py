@@ -200,7 +200,7 @@ def test_boundary_pages_are_valid():
     (_page(100, 200, 100) + 'vllm:spec_decode_num_drafts{model_name="m"} 100\n',
      r"^metrics: the series vllm:spec_decode_num_drafts\{model_name='m'\} appears twice; save one /metrics page per file$"),
     (_page(100, 200, 100) + _page(5, 10, 5, model="other"),
-     r"^metrics: counters of several models \(m, other\); choose one with --model-name$"),
+     r"^metrics: counters of several models \(m, other\); choose one with --model-name \(specsim alpha\) or --metrics-model \(the model commands\)$"),
     ('vllm:spec_decode_num_drafts_total{model_name="m"} 100\n',
      r"^metrics: missing counter\(s\) vllm:spec_decode_num_draft_tokens_total, vllm:spec_decode_num_accepted_tokens_total; "
      r"is speculative decoding enabled on that server\?$"),

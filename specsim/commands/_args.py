@@ -17,10 +17,12 @@ def resolve_acceptance(args: argparse.Namespace):
 
     if getattr(args, "metrics_gamma", None) is not None and getattr(args, "metrics", None) is None:
         raise ValueError("--metrics-gamma goes with an SGLang --metrics page")
+    if getattr(args, "metrics_model", None) is not None and getattr(args, "metrics", None) is None:
+        raise ValueError("--metrics-model goes with a --metrics page")
     if getattr(args, "acceptance", None) is not None:
         acc = parse_acceptance(args.acceptance)
     elif getattr(args, "metrics", None) is not None:
-        acc = acceptance_from_page(args.metrics, args.metrics_gamma)
+        acc = acceptance_from_page(args.metrics, args.metrics_gamma, getattr(args, "metrics_model", None))
     elif args.alpha is not None:
         return args.alpha, f"alpha {args.alpha:g}"
     else:

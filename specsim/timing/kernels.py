@@ -156,10 +156,13 @@ def device_folder(hardware: HardwareProfile) -> str:
 
 def cache_dir() -> Path:
     """Where built tables are cached: ``$SPECSIM_CACHE_DIR``, else ``$XDG_CACHE_HOME/specsim`` or ``~/.cache/specsim``."""
-    if os.environ.get("SPECSIM_CACHE_DIR"):
-        return Path(os.environ["SPECSIM_CACHE_DIR"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "specsim"
+    try:
+        if os.environ.get("SPECSIM_CACHE_DIR"):
+            return Path(os.environ["SPECSIM_CACHE_DIR"]).expanduser()
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        return Path(base).expanduser() / "specsim"
+    except RuntimeError as err:  # "~nosuchuser/..." or no home directory: tables are built in memory, uncached
+        raise OSError(f"no kernel cache folder ({err})") from None
 
 
 def _version_key(text: str) -> tuple:
@@ -553,9 +556,14 @@ class KernelSource:
         key = json.dumps(meta, sort_keys=True)
         if key in self._tables:
             return self._tables[key]
-        path = cache_dir() / f"kernels-{hashlib.sha256(key.encode()).hexdigest()[:20]}.npz"
+        try:
+            path = cache_dir() / f"kernels-{hashlib.sha256(key.encode()).hexdigest()[:20]}.npz"
+            cached = path.is_file()
+        except OSError as exc:  # no home, a name too long, a loop: build in memory and say so
+            self._note(f"kernel tables are not cached: {exc}", "no-cache")
+            path, cached = None, False
         table = None
-        if path.is_file():
+        if cached:
             try:
                 table = KernelTable.load(path, meta)
             except Exception:  # damaged, truncated or foreign: rebuild, never trust it
@@ -564,18 +572,19 @@ class KernelSource:
         if table is None:
             if self.progress:
                 self.progress(f"building the kernel table for {model.name} on {self.device} ({self.engine}, "
-                              f"{AIC_DISTRIBUTION} {self.version}); cached in {path.parent}")
+                              f"{AIC_DISTRIBUTION} {self.version})" + (f"; cached in {path.parent}" if path else ""))
             try:
                 table = build_table(model, self.device, self.engine)
             except KernelDataError as exc:
                 self._note(f"{exc}; using the roofline for {model.name}")
                 self._tables[key] = None
                 return None
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                table.save(path)
-            except (OSError, ValueError) as exc:
-                self._note(f"could not cache the kernel table in {path.parent}: {exc}")
+            if path is not None:
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    table.save(path)
+                except (OSError, ValueError) as exc:
+                    self._note(f"could not cache the kernel table in {path.parent}: {exc}")
         self._tables[key] = table
         return table
 
