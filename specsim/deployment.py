@@ -49,7 +49,7 @@ from .parallel import check_tp
 from .timing.base import StepTime, StepTimeSource
 from .timing.roofline import RooflineSource
 
-__all__ = ["MAX_VOCAB_PADDING", "Deployment", "DraftStep", "PassTimes", "RoundFixed", "RoundTime", "model_assumptions",
+__all__ = ["MAX_VOCAB_PADDING", "Deployment", "check_shared_vocabulary", "DraftStep", "PassTimes", "RoundFixed", "RoundTime", "model_assumptions",
            "round_seconds"]
 
 #: Largest difference in embedding rows read as padding of one vocabulary (Qwen2.5: 128; llama.cpp allows 100).
@@ -69,6 +69,21 @@ def round_seconds(steps: object, draft_step_s: object, fixed_s: object, host_s: 
     passes = np.asarray(steps, dtype=float) * np.asarray(draft_step_s, dtype=float) + np.asarray(fixed_s, dtype=float)
     host = np.asarray(host_s, dtype=float)
     return np.maximum(passes, host) if overlapped else passes + host
+
+
+def check_shared_vocabulary(target: ModelShape, draft: ModelShape) -> None:
+    """Refuse a draft model whose tokenizer is not the target's.
+
+    Speculative decoding compares the draft's and the target's distributions token by token: they must share a
+    tokenizer.  Embedding tables padded to different multiples (Qwen2.5: 151,936 rows up to 7B, 152,064 from 14B;
+    the ids past 151,646 are unused) are the same vocabulary; a larger difference is another tokenizer.
+    """
+    if abs(target.vocab_size - draft.vocab_size) > MAX_VOCAB_PADDING:
+        raise ValueError(
+            f"target {target.name} has a vocabulary of {target.vocab_size:,} and draft {draft.name} "
+            f"{draft.vocab_size:,}: the vocabularies differ, and a draft must share the target's tokenizer "
+            f"(sizes up to {MAX_VOCAB_PADDING} apart are read as padding of one vocabulary)"
+        )
 
 
 def _plus(t: StepTime, extra_s: float) -> StepTime:
@@ -260,17 +275,9 @@ class Deployment:
         if draft.tp not in (1, self.target.tp):
             raise ValueError(f"draft tensor parallelism {draft.tp} must be 1 or the target's {self.target.tp} "
                              "(vLLM's draft_tensor_parallel_size; SGLang and TensorRT-LLM run the draft at the target's)")
-        # Speculative decoding compares the draft's and the target's distributions token by token: they must share
-        # a tokenizer.  Embedding tables padded to different multiples (Qwen2.5: 151,936 rows up to 7B, 152,064 from
-        # 14B; the ids past 151,646 are unused) are the same vocabulary; a larger difference is another tokenizer.
         # (EAGLE-3 heads predict over a reduced draft vocabulary mapped onto the target's: no check there.)
-        gap = abs(self.target.vocab_size - draft.vocab_size)
-        if self.drafter.shares_vocabulary and gap > MAX_VOCAB_PADDING:
-            raise ValueError(
-                f"target {self.target.name} has a vocabulary of {self.target.vocab_size:,} and draft {draft.name} "
-                f"{draft.vocab_size:,}: the vocabularies differ, and a draft must share the target's tokenizer "
-                f"(sizes up to {MAX_VOCAB_PADDING} apart are read as padding of one vocabulary)"
-            )
+        if self.drafter.shares_vocabulary:
+            check_shared_vocabulary(self.target, draft)
 
     @property
     def draft(self) -> ModelShape | None:

@@ -326,6 +326,8 @@ CASES = [
     ("optimal-gamma --metrics-model a", "--metrics-model goes with a --metrics page"),
     ("hardware show {tmp}/ansi.yaml", "name holds a control character ('\\x1b')"),
     ("hardware show {tmp}/big.yaml", "a profile is a few kB, the limit is 1,048,576"),
+    ("measure-loop --target tiny-28m --draft llama-3.2-1b --batch 1 --tokens 4",
+     "target tiny-28m has a vocabulary of 8,192 and draft llama-3.2-1b 128,256: the vocabularies differ"),
 ]
 if HAS_TORCH:
     CASES += [

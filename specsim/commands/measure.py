@@ -42,12 +42,14 @@ def run_measure(args: argparse.Namespace) -> int:
 def run_measure_loop(args: argparse.Namespace) -> int:
     harness()
     from ..answers import loop_rows
+    from ..deployment import check_shared_vocabulary
     from ..hardware import load_hardware
     from ..harness.specloop import run_speculative_loop
     from ..models import get_model
 
     target = get_model(args.target, weight_dtype=args.dtype, kv_dtype=args.dtype)
     draft = get_model(args.draft, weight_dtype=args.dtype, kv_dtype=args.dtype)
+    check_shared_vocabulary(target, draft)  # before any model is built: every other command refuses the pair too
     profile = load_hardware(args.hardware) if args.hardware else None
     measured = [run_speculative_loop(target, draft, args.alpha, args.gamma, batch, args.context, tokens=args.tokens,
                                      dtype=args.dtype, device=args.device, seed=args.seed, repeats=args.repeats)
