@@ -302,8 +302,9 @@ def _head_from_config(path: str, target: ModelShape, kind: str) -> ModelShape:
     head = _head_shape(kind, target, layer.vocab_size, heads=layer.n_heads, kv_heads=layer.n_kv_heads, head_dim=layer.head_dim,
                        intermediate=layer.intermediate_size, layers=layer.n_layers, name=config_path.resolve().parent.name,
                        source=str(config_path.resolve().parent))
-    # Its stored precision is its own (an FP8 head is FP8), not the target's.
-    return dataclasses.replace(head, weight_dtype=layer.weight_dtype, head_dtype=layer.head_dtype, checkpoint_dtype=None)
+    # Its stored precision is its own (an FP8 head is FP8), not the target's; its logits run at the target's
+    # head precision (:func:`_with_options`).
+    return dataclasses.replace(head, weight_dtype=layer.weight_dtype)
 
 
 def _with_options(head: ModelShape, opts: dict, target: ModelShape, own_dtype: bool = False) -> ModelShape:

@@ -285,3 +285,13 @@ def test_steptime_takes_lists_of_tokens_per_sequence_and_contexts(capsys):
     assert main(["steptime", "--tokens-per-seq", "4", "--context", "8192", "--batch", "64", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["step_time_s"] == one[(4, 8192, 64)]
     assert one[(1, 8192, 64)] > one[(1, 512, 64)] and one[(4, 512, 64)] > one[(1, 512, 64)]
+
+
+def test_collectives_on_one_rank_cost_float_zeros_of_the_inputs_shape():
+    from specsim.parallel import allgather_s, allreduce_s
+
+    for f in (allreduce_s, allgather_s):
+        out = f(H100, 1, np.array([1, 2, 3]))
+        assert out.dtype == np.float64 and out.shape == (3,) and not out.any()
+        two = f(H100, 2, np.array([1, 2, 3]))
+        assert two.dtype == np.float64 and np.all(two > H100.interconnect_latency_s)

@@ -9,7 +9,7 @@ import pytest
 
 from specsim.deployment import (MAX_VOCAB_PADDING, Deployment, DraftStep, RoundFixed, model_assumptions, round_seconds)
 from specsim.drafters import DraftModel, NgramDrafter, make_drafter
-from specsim.engines import ENGINES, EnginePreset, SpecHost
+from specsim.engines import ENGINES, EnginePreset, SpecHost, get_engine
 from specsim.hardware import load_hardware
 from specsim.models import get_model
 from specsim.acceptance import expected_tokens
@@ -380,3 +380,53 @@ def test_notes_keep_both_models_notes():
     target = dataclasses.replace(get_model("llama-3.1-8b"), notes=("a target note",))
     draft = dataclasses.replace(get_model("llama-3.2-1b"), notes=("a draft note",))
     assert Deployment(H100, target, draft).notes() == ["llama-3.1-8b: a target note", "llama-3.2-1b: a draft note"]
+
+
+def test_an_ngram_draft_step_under_tensor_parallelism_runs_no_collective():
+    # The target's pass that the zero step is shaped on has all-reduces; the n-gram step has none.
+    dep = _dep("llama-3.3-70b", draft="ngram", tp=4)
+    assert np.all(np.asarray(dep.gpu_pass(dep.target, B, 1, L).comm_s) > 0)
+    t = dep.draft_step(B, L).as_step()
+    assert t.comm_s == 0.0 and t.fallback is None
+
+
+def test_round_defaults_are_one_step_of_one_token_at_the_default_context():
+    from specsim.deployment import DEFAULT_CONTEXT_TOKENS
+
+    dep = _dep()
+    one = dep.round_time(B, DEFAULT_CONTEXT_TOKENS, 1, 1)
+    np.testing.assert_array_equal(dep.round_time(B).total_s, one.total_s)
+    np.testing.assert_array_equal(dep.round_time(B).host_s, one.host_s)
+    np.testing.assert_array_equal(dep.draft_step(B).as_step().total_s, dep.draft_step(B, DEFAULT_CONTEXT_TOKENS, 1).as_step().total_s)
+    # The engine overlaps chains only: the default draft width (1) is a chain.
+    head = _dep(draft="eagle3", engine=OVERLAP)
+    assert head.round_host(B, 3)[1] is True and head.round_host(B, 3, 2)[1] is False
+    np.testing.assert_array_equal(head.round_host(B, 3)[0], _host(B, 3))
+
+
+@pytest.mark.parametrize("target, draft, engine, expected", [
+    ("llama-3.1-8b", "llama-3.2-1b", "vllm@0.10", "; engine vllm@0.10, round host work serial; -v for every source"),
+    ("llama-3.1-8b", "eagle3", "vllm@0.14", "; engine vllm@0.14, round host work overlapped; -v for every source"),
+    ("llama-3.1-8b", "llama-3.2-1b", "vllm@0.14", "; engine vllm@0.14, round host work serial; -v for every source"),
+    ("llama-3.1-8b", "eagle3", "none", "; engine none; -v for every source"),
+    ("llama-3.1-8b", None, "vllm@0.14", "; engine vllm@0.14; -v for every source"),
+    ("llama-3.1-8b:int8", None, "none", "; engine none; assumed: FP8/INT8 matmuls at 1.5x BF16; -v for every source"),
+    ("qwen3-30b-a3b-fp8", None, "none", "; engine none; assumed: FP8/INT8 matmuls at 1.5x BF16, experts read as uniformly "
+                                        "routed; -v for every source"),
+    ("qwen3-30b-a3b:skew", None, "none", "; engine none; assumed: experts read under --moe-effective-experts; -v for every source"),
+    ("llama-3.3-70b:tp4", None, "none", "; engine none; assumed: 2 all-reduces per layer + logits gather per pass; -v for every source"),
+])
+def test_the_one_line_brief_names_the_engine_its_overlap_and_each_assumption(target, draft, engine, expected):
+    name, _, option = target.partition(":")
+    options = {"int8": {"weight_dtype": "int8"}, "skew": {"routing_effective_experts": 64}, "tp4": {"tp": 4}}.get(option, {})
+    t = get_model(name, **options)
+    drafter = make_drafter(draft, t) if draft else None
+    brief = Deployment(H100, t, drafter, RooflineSource(H100), get_engine(engine)).brief()
+    assert brief == f"step times: roofline ({RooflineSource(H100).brief()})" + expected
+
+
+def test_build_passes_the_progress_callback_to_the_source(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECSIM_CACHE_DIR", str(tmp_path))
+    lines = []
+    Deployment.build(timing="kernels", engine="sglang", progress=lines.append).decode(1, L)
+    assert lines and "building the kernel table" in lines[0]

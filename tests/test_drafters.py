@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shlex
 
 import numpy as np
@@ -487,6 +488,57 @@ def test_bad_head_configs_are_refused_naming_the_file(tmp_path, content, message
         make_drafter(f"eagle3:{path}", get_model("llama-3.1-8b"))
 
 
+_HEAD = ('{"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096, "intermediate_size": 14336, '
+         '"num_hidden_layers": 1, "num_attention_heads": 32, "num_key_value_heads": 8%s}')
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{", r"^eagle3 head config '.*config\.json': not valid JSON \(Expecting property name"),
+    ('{"architectures": "LlamaForCausalLMEagle3"}', r"^eagle3 head config '.*config\.json': architecture None is not an EAGLE head; "
+                                                    r"read: LlamaForCausalLMEagle3, Eagle3LlamaForCausalLM, LlamaForCausalLMEagle, EagleLlamaForCausalLM$"),
+    ('{"architectures": [7]}', r"^eagle3 head config '.*config\.json': architecture a list that names none is not an EAGLE head"),
+    ('{"architectures": ["MistralForCausalLM"]}', r"^eagle3 head config '.*config\.json': architecture 'MistralForCausalLM' is not"),
+    (_HEAD % ', "draft_vocab_size": 0', r"draft_vocab_size must be a whole number of tokens in \[1, 10000000\], got 0$"),
+    (_HEAD % ', "draft_vocab_size": 3.5', r"draft_vocab_size must be a whole number of tokens in \[1, 10000000\], got 3\.5$"),
+    (_HEAD % ', "draft_vocab_size": true', r"draft_vocab_size must be a whole number of tokens in \[1, 10000000\], got True$"),
+    (_HEAD % ', "draft_vocab_size": 10000001', r"draft_vocab_size must be a whole number of tokens in \[1, 10000000\], got 10000001$"),
+    (_HEAD % ', "vocab_size": -5', r"'.*config\.json': vocab_size must be a whole number of tokens in \[1, 10000000\], got -5$"),
+    (_HEAD % ', "vocab_size": 32000, "draft_vocab_size": null', r": draft_vocab_size must be a whole number .*, got None$"),
+])
+def test_head_config_fields_are_read_or_refused_exactly(tmp_path, content, message):
+    """Each refusal names the file, the field and what is allowed (issue 21)."""
+    path = tmp_path / "config.json"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=message):
+        make_drafter(f"eagle3:{path}", get_model("llama-3.1-8b"))
+
+
+@pytest.mark.parametrize("vocab", [1, 10_000_000])
+def test_head_vocabulary_bounds_are_inclusive(tmp_path, vocab):
+    path = tmp_path / "config.json"
+    path.write_text(_HEAD % f', "vocab_size": 128256, "draft_vocab_size": {vocab}')
+    assert make_drafter(f"eagle3:{path}", get_model("llama-3.1-8b")).step_model.vocab_size == vocab
+
+
+def test_a_head_config_missing_a_key_is_named_by_its_path(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text('{"architectures": ["LlamaForCausalLMEagle3"], "vocab_size": 32000}')
+    with pytest.raises(ValueError, match=r"^model config '" + re.escape(str(path)) + r"': missing key 'num_hidden_layers'$"):
+        make_drafter(f"eagle3:{path}", get_model("llama-3.1-8b"))
+
+
+def test_a_head_takes_the_targets_attention_layout_and_position_limit():
+    # Qwen3 has q/k norms; the head attends as the target does and is read under the target's context limit.
+    target = get_model("qwen3-8b")
+    head = make_drafter("eagle3", target).step_model
+    assert target.qk_norm is True and head.qk_norm is True
+    assert head.architecture == target.architecture and head.norms_per_layer == target.norms_per_layer
+    assert head.max_position_embeddings == target.max_position_embeddings
+    # Gemma 3 has four norms per layer (pre/post attention and MLP); its head has them too.
+    gemma = get_model("gemma-3-27b")
+    assert gemma.norms_per_layer == 4 and make_drafter("eagle3", gemma).step_model.norms_per_layer == 4
+
+
 
 @pytest.mark.parametrize("draft, kind", [("llama-3.2-1b", "draft_model"), ("eagle", "eagle"), ("eagle3", "eagle3"),
                                          ("eagle3:some/head", "eagle3")])
@@ -517,6 +569,14 @@ def test_drafter_keywords_are_case_blind_and_a_near_miss_is_named():
     assert make_drafter("EAGLE3", target).kind == "eagle3"
     with pytest.raises(KeyError, match=r"--draft also takes a drafter: eagle, eagle3, mtp, ngram; did you mean --draft eagle3\?"):
         make_drafter("eagle-3", target)
+    # Separators are dropped before matching: "M---T---P" is mtp (difflib alone scores it 0.5, under the 0.6 cutoff).
+    with pytest.raises(KeyError, match=r"did you mean --draft mtp\?"):
+        make_drafter("M---T---P", target)
+    with pytest.raises(KeyError, match=r"did you mean --draft ngram\?"):
+        make_drafter("n___g___r___a___m", target)
+    # A name near nothing gets the list and no guess.
+    with pytest.raises(KeyError, match="--draft also takes a drafter: eagle, eagle3, mtp, ngram\"$"):
+        make_drafter("zzzzqqq", target)
 
 
 def test_an_fp8_head_config_is_read_as_fp8_not_as_the_targets_bf16(tmp_path):
@@ -531,5 +591,8 @@ def test_an_fp8_head_config_is_read_as_fp8_not_as_the_targets_bf16(tmp_path):
     target = get_model("llama-3.1-8b")
     bf16, fp8 = (make_drafter(f"eagle3:{tmp_path / n}", target).step_model for n in ("bf16", "fp8"))
     assert bf16.weight_dtype == "bf16" and fp8.weight_dtype == "fp8" and fp8.weight_bytes < bf16.weight_bytes
+    # The basis says so when the head's stored precision is not the target's.
+    assert make_drafter(f"eagle3:{tmp_path / 'fp8'}", target).basis == f"head config {tmp_path / 'fp8'}; stored in fp8"
+    assert make_drafter(f"eagle3:{tmp_path / 'bf16'}", target).basis == f"head config {tmp_path / 'bf16'}"
     # --draft-weight-dtype still overrides.
     assert make_drafter(f"eagle3:{tmp_path / 'fp8'}", target, {"weight_dtype": "bf16"}).step_model.weight_dtype == "bf16"

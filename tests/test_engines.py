@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
 
-from specsim.engines import ENGINES, EnginePreset, SpecHost, get_engine
+import numpy as np
+
+from specsim.engines import ENGINES, EnginePreset, SpecHost, get_engine, source_and_engine
 from specsim.fidelity import evaluate, load_public_tpot
 
 
@@ -107,3 +110,100 @@ def test_overrides_replace_only_the_terms_given_and_refuse_bad_ones():
     for bad in (-1.0, float("inf"), float("nan"), 2e3):
         with pytest.raises(ValueError, match="round_s must be a finite time in"):
             base.with_spec(round_ms=bad)
+
+
+# -- exact texts and boundaries (the mutation run's survivors) --------------------------
+def test_a_term_of_one_second_is_accepted_and_the_message_names_the_preset():
+    EnginePreset("x", "vllm", 1.0, 0.0, "test")  # the bound is inclusive
+    with pytest.raises(ValueError, match=r"^engine 'x': iteration_s must be a finite time in \[0, 1\] seconds, got 1\.001$"):
+        EnginePreset("x", "vllm", 1.001, 0.0, "test")
+    with pytest.raises(ValueError, match=r"^engine 'x': step_s must be a finite time"):
+        EnginePreset("x", "vllm", 0.0, 0.0, "test", spec=SpecHost(0.0, -1.0, 0.0))
+    with pytest.raises(ValueError, match=r"^engine 'x': round_s must be a finite time"):
+        EnginePreset("x", "vllm", 0.0, 0.0, "test", kernel_spec=SpecHost(2.0, 0.0, 0.0))
+    with pytest.raises(ValueError, match=r"^engine 'sglang': seq_s must be a finite time"):
+        get_engine("sglang").with_spec(seq_us=-1.0)
+
+
+def test_describe_prints_every_term_with_its_unit():
+    # Values whose last printed digit moves if a unit were off by 0.1%.
+    preset = EnginePreset("x", "vllm", 8e-3, 6e-3, "basis B", collective_s=80e-6, version="9", release="release R",
+                          spec=SpecHost(8e-3, 0.8e-3, 80e-6), spec_basis="spec basis S",
+                          overlap_kinds=frozenset({"eagle3", "mtp"}), overlap_chains_only=True)
+    assert SpecHost(8e-3, 0.8e-3, 80e-6).describe() == "8.00 ms per round + 0.800 ms per draft step + 80.0 us per sequence"
+    assert preset.describe() == (
+        "engine: x@9 preset (release R); per iteration 8.00 ms on a roofline step, 6.00 ms on GPU time (basis B); 80.0 us "
+        "more per tensor-parallel collective; speculative round host time 8.00 ms per round + 0.800 ms per draft step + "
+        "80.0 us per sequence (spec basis S), overlapped with the GPU for eagle3, mtp chains (top-k 1), serial otherwise")
+    every = dataclasses.replace(preset, overlap_chains_only=False, collective_s=0.0)
+    assert every.describe() == (
+        "engine: x@9 preset (release R); per iteration 8.00 ms on a roofline step, 6.00 ms on GPU time (basis B); "
+        "speculative round host time 8.00 ms per round + 0.800 ms per draft step + 80.0 us per sequence (spec basis S), "
+        "overlapped with the GPU for eagle3, mtp, serial otherwise")
+    serial = EnginePreset("y", "vllm", 0.0, 0.0, "b", version="1", release="r")
+    assert serial.describe() == ("engine: y@1 preset (r); per iteration 0.00 ms on a roofline step, 0.00 ms on GPU time (b); "
+                                 "speculative round host time 0.00 ms per round + 0.000 ms per draft step + 0.0 us per "
+                                 "sequence (no public measurement), serial (not overlapped with the GPU)")
+    assert ENGINES["none"].describe() == "engine: none (no CPU time added)" and ENGINES["none"].key == "none"
+    big = dataclasses.replace(serial, collective_s=0.2, spec=SpecHost(0.0, 0.0, 0.2))  # microseconds to the last digit
+    assert "; 200000.0 us more per tensor-parallel collective;" in big.describe() and "+ 200000.0 us per sequence" in big.describe()
+    # A chain is the default draft width: chains-only versions overlap it.
+    assert preset.overlaps("eagle3") and not preset.overlaps("eagle3", 2)
+
+
+def test_host_work_is_float_seconds_over_integer_batches_and_steps():
+    h = SpecHost(1e-3, 0.5e-3, 10e-6).seconds(np.array([1, 64]), np.array([[2], [4]]))
+    assert h.dtype == np.float64 and h.shape == (2, 2)
+    np.testing.assert_allclose(h, [[2.01e-3, 2.64e-3], [3.01e-3, 3.64e-3]], rtol=1e-12)
+
+
+def test_gpu_time_sources_take_the_kernel_terms_others_keep_theirs():
+    base = get_engine("sglang@0.5")
+
+    class Roof:  # no gpu_time_only attribute at all
+        pass
+
+    class Bare:
+        gpu_time_only = True
+
+    assert base.for_source(Roof()) is base
+    bare = base.for_source(Bare())
+    assert bare.spec == base.kernel_spec != base.spec
+    assert (bare.iteration_s, bare.collective_s) == (base.kernel_iteration_s, base.kernel_collective_s)
+
+
+def test_overrides_say_what_they_set():
+    base = get_engine("vllm@0.10")
+    it = base.with_iteration_ms(1.5)
+    assert (it.iteration_s, it.kernel_iteration_s, it.basis) == (1.5e-3, 1.5e-3, "set by --engine-overhead-ms")
+    step = base.with_spec(step_ms=0.25)
+    assert step.spec == SpecHost(base.spec.round_s, 0.25e-3, base.spec.seq_s) and step.kernel_spec.step_s == 0.25e-3
+    assert step.spec_basis == base.spec_basis + "; --engine-step set by the user"
+    three = base.with_spec(1.0, 2.0, 3.0)
+    assert three.spec_basis.endswith("; --engine-round, --engine-step, --engine-seq set by the user")
+    only = base.with_spec(overlap=True)
+    assert only.spec_basis == base.spec_basis and only.release == base.release + "; overlap on by --engine-overlap"
+    assert all(only.overlaps(k) for k in ("draft_model", "eagle", "eagle3", "mtp")) and not only.overlaps("ngram")
+    assert base.with_spec(overlap=False).release == base.release + "; overlap off by --engine-overlap"
+    # Turning overlap on for SGLang's chains-only version overlaps trees too: the user said so.
+    tree = get_engine("sglang@latest").with_spec(overlap=True)
+    assert tree.overlaps("eagle3", 4) and not tree.overlap_chains_only
+
+
+def test_engine_errors_are_exact():
+    with pytest.raises(ValueError, match=r"^unknown engine 'tgi'; choose vllm, sglang, trtllm, none, optionally with @version \(vllm@0\.10\)$"):
+        get_engine("tgi")
+    with pytest.raises(ValueError, match=r"^engine 'none' has no versions$"):
+        get_engine("none@1")
+    with pytest.raises(ValueError, match=r"^no sglang preset for version '0.7'; known: 0.4-0.5, latest, spec-v2, spec-v1, 0.4$"):
+        get_engine("sglang@0.7")
+    assert get_engine("vllm@0.13.0rc1").key == "vllm@0.10"  # a release candidate's suffix is read
+
+
+def test_source_and_engine_defaults_to_the_current_vllm():
+    from specsim.hardware import load_hardware
+
+    _, preset = source_and_engine(load_hardware("h100-sxm"), "roofline", None)
+    assert preset.key == "vllm@latest"
+    _, given = source_and_engine(load_hardware("h100-sxm"), "roofline", get_engine("sglang@0.5"))
+    assert given.key == "sglang@0.5"
