@@ -259,6 +259,8 @@ def _to_float(where: str, key: str, value: Any) -> float:
         number = float(value)
     except (TypeError, ValueError):
         raise ValueError(f"{where}: {key} must be a number, got {value!r}") from None
+    except OverflowError:  # an integer of hundreds of digits does not fit a float
+        raise ValueError(f"{where}: {key} must be a finite number, got a {len(str(value))}-digit number") from None
     if not math.isfinite(number):
         raise ValueError(f"{where}: {key} must be a finite number, got {value!r}")
     return number

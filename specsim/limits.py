@@ -119,6 +119,22 @@ MAX_YAML_BYTES = 1024 * 1024
 MAX_JSON_DEPTH = 64
 
 
+# Longest integer literal a JSON or YAML file may hold: no count or size here needs 20 digits, and Python refuses to
+# convert integers of more than 4300.
+MAX_INT_CHARS = 64
+
+
+def _check_int_chars(where: str, text: str) -> None:
+    if len(text) > MAX_INT_CHARS:
+        raise ValueError(f"{where}: an integer of {len(text):,} characters; numbers here have at most {MAX_INT_CHARS}")
+
+
+def int_literal(where: str, text: str) -> int:
+    """A JSON integer literal, refused past :data:`MAX_INT_CHARS` characters (``json.loads``'s ``parse_int``)."""
+    _check_int_chars(where, text)
+    return int(text)
+
+
 def load_json(path: str | Path, what: str = "JSON file") -> Any:
     """Parse a JSON file within a size and nesting budget; NaN and Infinity (not JSON) are refused."""
     import json
@@ -152,8 +168,11 @@ def load_json(path: str | Path, what: str = "JSON file") -> Any:
     def constant(name: str) -> None:
         raise ValueError(f"{what} {str(p)!r}: {name} is not a JSON number")
 
+    def integer(literal: str) -> int:
+        return int_literal(f"{what} {str(p)!r}", literal)
+
     try:
-        return json.loads(text, parse_constant=constant)
+        return json.loads(text, parse_constant=constant, parse_int=integer)
     except json.JSONDecodeError as err:
         raise ValueError(f"{what} {str(p)!r}: not valid JSON ({err})") from None
 
@@ -185,12 +204,20 @@ def load_yaml(path: str | Path, what: str = "YAML file") -> Any:
         def construct_mapping(self, node, deep=False):  # type: ignore[override]
             seen = set()
             for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise ValueError(f"{what} {str(path)!r}, line {key_node.start_mark.line + 1}: a key must be a plain "
+                                     "name, not a list or mapping")
                 key = self.construct_object(key_node, deep=True)
                 if key in seen:
                     raise ValueError(f"{what} {str(path)!r}, line {key_node.start_mark.line + 1}: duplicate key {key!r}")
                 seen.add(key)
             return super().construct_mapping(node, deep=deep)
 
+    def construct_int(loader, node):
+        _check_int_chars(f"{what} {str(path)!r}, line {node.start_mark.line + 1}", node.value)
+        return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+    Loader.add_constructor("tag:yaml.org,2002:int", construct_int)
     try:
         return yaml.load(text, Loader=Loader)  # noqa: S506 - Loader is a SafeLoader subclass
     except yaml.YAMLError as err:

@@ -140,6 +140,7 @@ class Requests:
 def read_trace(path: str | Path) -> Requests:
     """A trace of ``arrival_s, prompt_tokens, output_tokens`` per request: CSV with a header, or JSON lines."""
     from ._io import read_text
+    from .limits import int_literal
 
     p = Path(path)
     text = read_text(path, "trace")
@@ -150,7 +151,7 @@ def read_trace(path: str | Path) -> Requests:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = json.loads(line, parse_int=lambda literal: int_literal(f"trace {p.name}, line {i}", literal))
             except json.JSONDecodeError as err:
                 raise ValueError(f"trace {p.name}, line {i}: not JSON ({err.msg})") from None
             if not isinstance(obj, dict) or any(k not in obj for k in keys):

@@ -85,6 +85,7 @@ def test_pyyaml_exponent_strings_are_converted(tmp_path):
         ({"peak_flop_per_s": float("nan")}, "finite"),
         ({"bandwith_eff": 0.7}, "unknown key(s) bandwith_eff"),
         ({"memory_bytes": None}, "missing required key(s) memory_bytes"),
+        ({"memory_bytes": 10**400}, "memory_bytes must be a finite number, got a 401-digit number"),
     ],
 )
 def test_bad_profiles_name_the_key_and_the_rule(change, message):

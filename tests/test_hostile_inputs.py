@@ -94,6 +94,11 @@ FILES = {
                        'vllm:spec_decode_num_drafts_total{engine="0",model_name="b"} 10\n'),
     "ansi.yaml": PROFILE.replace("name: mine", 'name: "a\\x1b[31mred"'),  # YAML's escape: the file holds a backslash
     "big.yaml": PROFILE + "#" * (2 * 1024 * 1024) + "\n",
+    "huge-int.yaml": PROFILE.replace("8.0e+10", "9" * 400),
+    "huge5k.yaml": PROFILE.replace("8.0e+10", "9" * 5000),  # past Python's 4300-digit int conversion limit
+    "list-key.yaml": PROFILE + "? [a, b]\n: 1\n",
+    "huge5k.json": CONFIG % (', "max_position_embeddings": ' + "9" * 5000),
+    "trace-huge.jsonl": '{"arrival_s": 0, "prompt_tokens": %s, "output_tokens": 5}\n' % ("9" * 5000),
     "trace-bool.jsonl": '{"arrival_s": 0, "prompt_tokens": 10, "output_tokens": true}\n',
     "trace-far.csv": "arrival_s,prompt_tokens,output_tokens\n0,10,10\n1e17,10,10\n",
     # Verification cheaper than decode (t proportional to 1/q): not step times of one model.
@@ -328,6 +333,11 @@ CASES = [
     ("hardware show {tmp}/big.yaml", "a profile is a few kB, the limit is 1,048,576"),
     ("measure-loop --target tiny-28m --draft llama-3.2-1b --batch 1 --tokens 4",
      "target tiny-28m has a vocabulary of 8,192 and draft llama-3.2-1b 128,256: the vocabularies differ"),
+    ("hardware show {tmp}/huge-int.yaml", "huge-int.yaml', line 4: an integer of 400 characters; numbers here have at most 64"),
+    ("steptime --model {tmp}/huge5k.json", "huge5k.json': an integer of 5,000 characters; numbers here have at most 64"),
+    ("serve-sim --trace {tmp}/trace-huge.jsonl", "trace trace-huge.jsonl, line 1: an integer of 5,000 characters; numbers here have at most 64"),
+    ("hardware show {tmp}/huge5k.yaml", "huge5k.yaml', line 4: an integer of 5,000 characters; numbers here have at most 64"),
+    ("hardware show {tmp}/list-key.yaml", "a key must be a plain name, not a list or mapping"),
 ]
 if HAS_TORCH:
     CASES += [
