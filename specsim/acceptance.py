@@ -283,11 +283,14 @@ class Acceptance:
             return c[:gamma]
         return float(self.alpha) ** np.arange(1, gamma + 1)
 
-    def describe(self) -> str:
+    def brief(self) -> str:
+        """The rates alone, for a caption: ``alpha 0.8`` or ``per-position acceptance 0.8, 0.7``."""
         if self.alpha is not None:
-            return f"alpha {self.alpha:g}" + (f" ({self.source})" if self.source else "")
-        rates = ", ".join(f"{c:.3g}" for c in self.cumulative)
-        return f"per-position acceptance {rates}" + (f" ({self.source})" if self.source else "")
+            return f"alpha {self.alpha:g}"
+        return "per-position acceptance " + ", ".join(f"{c:.3g}" for c in self.cumulative)
+
+    def describe(self) -> str:
+        return self.brief() + (f" ({self.source})" if self.source else "")
 
 
 def as_acceptance(value: object) -> Acceptance:

@@ -372,6 +372,9 @@ def _positive_float(text: str) -> float:
 
 #: Rates one serve-sweep simulates (each is two full simulations).
 MAX_RATES = 64
+#: serve-sim's independent runs by default (Student t with 9 degrees of freedom: 2.26 standard errors), and at most.
+DEFAULT_SERVE_RUNS = 10
+MAX_SERVE_RUNS = 100
 
 
 def _rate_list(text: str) -> list[float]:
@@ -404,7 +407,11 @@ def _parser_serve_sim(sub) -> None:
                       help="a closed loop of this many users, each sending its next request when the last finishes")
     load.add_argument("--trace", metavar="FILE", help="requests from a CSV or JSONL trace: arrival_s, prompt_tokens, output_tokens")
     _add_serving_args(p, lengths=False)
-    p.add_argument("--csv", type=_nonempty("csv"), metavar="FILE", help="write one row per request (both runs) to this CSV")
+    p.add_argument("--runs", type=_int_at_least(1, "runs", MAX_SERVE_RUNS), default=DEFAULT_SERVE_RUNS,
+                   help=f"independent runs, seeds --seed, --seed + 1, ...: each figure is their mean with a 95%% confidence "
+                   f"interval (default {DEFAULT_SERVE_RUNS}; 1: one run, no interval)")
+    p.add_argument("--csv", type=_nonempty("csv"), metavar="FILE",
+                   help="write one row per request of the run with --seed (speculation off and on) to this CSV")
     p.set_defaults(func=commands.run_serve_sim)
 
 

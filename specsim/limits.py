@@ -65,6 +65,8 @@ MAX_LAYERS = 1024
 MAX_TP = 1024
 #: Requests in one serving simulation (10,000 x 1,000 tokens take about 1.4 s; see benchmarks/bench_serving.py).
 MAX_REQUESTS = 200_000
+#: Requests one serve-sim command simulates over all its runs (about 2.5 minutes on one core).
+MAX_SIMULATED_REQUESTS = 1_000_000
 #: Timed repeats (and untimed warm-up passes) of one harness configuration.
 MAX_REPEATS = 10_000
 #: Tokens generated per sequence by the harness's speculative loop.

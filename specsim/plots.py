@@ -563,8 +563,10 @@ def plot_round_anatomy(rows: list[dict], *, ax: Any = None, title: str | None = 
     return drawn
 
 
-def plot_serve_sweep(frame: pd.DataFrame, *, axes: Any = None, title: str | None = None) -> dict[str, Any]:
-    """Left: TPOT p50 and p99 against request rate, speculation off and on; right: output tokens/s."""
+def plot_serve_sweep(frame: pd.DataFrame, *, axes: Any = None, title: str | None = None,
+                     slo_tpot_ms: float | None = None) -> dict[str, Any]:
+    """Left: TPOT p50 and p99 against request rate, speculation off and on, and the TPOT objective when one is
+    given; right: output tokens/s."""
     if axes is None:
         import matplotlib.pyplot as plt
 
@@ -578,6 +580,8 @@ def plot_serve_sweep(frame: pd.DataFrame, *, axes: Any = None, title: str | None
             lines[(name, q)] = line
         (line,) = right.plot(frame.rate, frame[f"{name}_tokens_per_s"], marker="o", ms=3, color=colour, label=label)
         lines[(name, "tokens_per_s")] = line
+    if slo_tpot_ms is not None:
+        lines["slo"] = left.axhline(slo_tpot_ms, color="C3", lw=1.0, ls="-.", label=f"TPOT objective {slo_tpot_ms:g} ms")
     worse = frame[frame.on_tpot_p50_s >= frame.off_tpot_p50_s]
     if not worse.empty:
         rate = float(worse.rate.min())
@@ -612,14 +616,14 @@ def save_round_anatomy(rows: list[dict], path: str | Path, title: str | None = N
     return atomic_write_bytes(Path(path), buffer.getvalue())
 
 
-def save_serve_sweep(frame: pd.DataFrame, path: str | Path, title: str | None = None) -> Path:
+def save_serve_sweep(frame: pd.DataFrame, path: str | Path, title: str | None = None, slo_tpot_ms: float | None = None) -> Path:
     """Draw :func:`plot_serve_sweep` and write it atomically (PNG or SVG)."""
     import matplotlib
     from matplotlib.figure import Figure
 
     with matplotlib.rc_context({"svg.hashsalt": "specsim", "font.size": 10}):
         fig = Figure(figsize=(14, 5.2), layout="constrained")
-        plot_serve_sweep(frame, axes=fig.subplots(1, 2), title=title)
+        plot_serve_sweep(frame, axes=fig.subplots(1, 2), title=title, slo_tpot_ms=slo_tpot_ms)
         _freeze_layout(fig)
         buffer = io.BytesIO()
         fmt = Path(path).suffix.lstrip(".")

@@ -43,7 +43,7 @@ from .speedup import optimal_gamma
 from .workloads import mean_context_tokens
 
 __all__ = ["DEFAULT_MAX_BATCHED_TOKENS", "DEFAULT_MAX_NUM_SEQS", "DEFAULT_REQUESTS", "DEFAULT_SLO_ATTAINMENT", "EngineLimits", "ServeResult",
-           "StepTable", "requests_for", "serve_compare", "serve_sweep", "simulate", "sweep_findings"]
+           "StepTable", "requests_for", "serve_compare", "serve_sweep", "simulate", "summarize_runs", "sweep_findings"]
 
 #: Requests simulated per run unless told otherwise.
 DEFAULT_REQUESTS = 1000
@@ -152,6 +152,25 @@ class ServeResult:
         busy = self.batch_time_s[1:].sum()
         return float((np.arange(1, self.batch_time_s.size) * self.batch_time_s[1:]).sum() / busy) if busy > 0 else 0.0
 
+    def _arrivals(self) -> dict:
+        """Why requests/s served is not the offered rate: the arrivals' own rate over their span (a Poisson stream
+        of n requests comes at its rate only on average), the drain after the last arrival (served/s counts from
+        the first arrival to the last finish), and the requests waiting or running at the middle and the last
+        arrival (a queue that grows between them is past the engine's capacity)."""
+        arrived = np.sort(self.arrival_s[np.isfinite(self.arrival_s)])
+        span = float(arrived[-1] - arrived[0]) if arrived.size > 1 else 0.0
+        last = arrived[-1] if arrived.size else np.nan
+        middle = arrived[arrived.size // 2] if arrived.size else np.nan
+
+        def in_system(t):
+            return int(((self.arrival_s <= t) & ~self.rejected & ~(self.finish_s <= t)).sum())
+
+        grew = in_system(last) - in_system(middle)
+        return {"arrival_rate_per_s": (arrived.size - 1) / span if span > 0 else None,
+                "drain_s": float(np.nanmax(self.finish_s) - last) if self.served.any() else None,
+                "in_system_at_middle_arrival": in_system(middle), "in_system_at_last_arrival": in_system(last),
+                "queue_growth_per_s": grew / float(last - middle) if last > middle else None}
+
     def summary(self, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None) -> dict:
         """Percentiles, throughput, batch and goodput, in seconds and tokens per second."""
         def pct(x):
@@ -175,6 +194,7 @@ class ServeResult:
                                          for b, v in enumerate(self.batch_time_s) if v > 0} if self.batch_time_s.sum() > 0 else {},
             "max_running_batch": int(np.flatnonzero(self.batch_time_s > 0).max()) if np.any(self.batch_time_s > 0) else 0,
             "mean_in_system": float(self.in_system_integral / span) if span > 0 else None,
+            **self._arrivals(),
         }
         if slo_ttft_s is not None or slo_tpot_s is not None:
             ok = self.served.copy()
@@ -185,7 +205,7 @@ class ServeResult:
             if slo_tpot_s is not None:
                 ok &= tpot <= slo_tpot_s
             out["slo_met"] = int(ok.sum())
-            out["goodput_requests_per_s"] = float(ok.sum() / span) if span > 0 else float("nan")
+            out["goodput_requests_per_s"] = float(ok.sum() / span) if span > 0 else None
         return out
 
 
@@ -447,6 +467,56 @@ def serve_compare(dep: Deployment, requests, acceptance: object, gamma: object =
             "kv_capacity_bytes_plain": cap.free_bytes_without_draft, "kv_capacity_bytes_spec": cap.free_bytes_with_draft,
             "gamma_policy": label, "gamma_by_batch": np.atleast_1d(policy).tolist(), "context_hint": hint}
     return runs[0], runs[1], meta
+
+
+#: Confidence level of the intervals serve-sim prints over independent runs.
+CONFIDENCE = 0.95
+_SUMMED = ("requests", "served", "never_fit", "slo_met")
+
+
+def summarize_runs(summaries: list[dict], level: float = CONFIDENCE) -> dict:
+    """One summary of independent runs (:meth:`ServeResult.summary` each, e.g. one per seed).
+
+    Each latency percentile, rate, mean batch and arrival figure is the mean over the runs, and ``ci`` holds the
+    half-width of its ``level`` confidence interval, Student t over the runs: ``t(level, R-1) s / sqrt(R)``.
+    The runs are independent where a single run's requests are not (a queue's latencies are correlated), which
+    is why the interval is over runs and not a bootstrap over one run's requests.  Counts are summed over the
+    runs, ``max_running_batch`` is the largest, batch shares are averaged.  A figure that any run lacks (no
+    request with a second token: no TPOT) is None, with no interval.  One run: no intervals (None).
+    """
+    from scipy import stats
+
+    runs = len(summaries)
+    if runs < 1:
+        raise ValueError("summarize_runs needs at least one run")
+    scale = float(stats.t.ppf(0.5 + level / 2, runs - 1)) / np.sqrt(runs) if runs > 1 else None
+
+    def mean_ci(values):
+        if any(v is None for v in values):
+            return None, None
+        x = np.asarray(values, dtype=float)
+        return float(x.mean()), (float(scale * x.std(ddof=1)) if scale is not None else None)
+
+    first = summaries[0]
+    out, ci = {"speculation": first["speculation"], "runs": runs, "confidence": level}, {}
+    for key, value in first.items():
+        if key == "speculation":
+            continue
+        values = [s[key] for s in summaries]
+        if key in _SUMMED:
+            out[key] = int(sum(values))
+        elif key == "max_running_batch":
+            out[key] = int(max(values))
+        elif key == "running_batch_time_share":
+            batches = sorted({b for v in values for b in v})
+            out[key] = {b: float(np.mean([v.get(b, 0.0) for v in values])) for b in batches}
+        elif isinstance(value, dict):
+            pairs = {q: mean_ci([v[q] for v in values]) for q in value}
+            out[key], ci[key] = {q: m for q, (m, _) in pairs.items()}, {q: h for q, (_, h) in pairs.items()}
+        else:
+            out[key], ci[key] = mean_ci(values)
+    out["ci"] = ci
+    return out
 
 
 def requests_for(target, *, rate: float | None = None, concurrency: int | None = None, trace: str | None = None,

@@ -309,6 +309,8 @@ CASES = [
     ("serve-sim --rate 1e-15 --requests 50", "a rate of 1e-15 requests/s spreads 50 requests over about 5e+16 s"),
     ("serve-sweep --rates 1e-300 --requests 20", "the simulated horizon is at most 1e+07 s"),
     ("serve-sim --trace {tmp}/trace-far.csv", "arrivals reach 1e+17 s; at most 1e+07 s"),
+    ("serve-sim --rate 8 --runs 0", "runs must be an integer in [1, 100], got 0"),
+    ("serve-sim --rate 8 --runs 100 --requests 20000", "--runs 100 of 20,000 requests simulate 2,000,000; at most 1,000,000 per command"),
     ("serve-sim --trace {tmp}/trace-bool.jsonl", "line 1: output_tokens must be a number, got True"),
     ("optimal-gamma --timing measured:{tmp}/inverse-q.csv --target llama-3.2-1b --draft llama-3.2-1b --alpha 0.8",
      "takes 5 ms, more than 10% less than a pass with fewer tokens per sequence"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from specsim.cli import main
@@ -115,7 +116,9 @@ def test_cli_prints_both_columns_with_percentiles(capsys, tmp_path):
     assert lines[0].startswith("speculation,request,arrival_s") and len(lines) == 1 + 2 * 200
     code = main(["serve-sim", "--concurrency", "8", "--requests", "100", "--json"])
     data = json.loads(capsys.readouterr().out)
-    assert code == 0 and data["off"]["served"] == 100 and data["on"]["mean_running_batch"] <= 8.0 + 1e-9
+    # Ten runs by default (seeds 0-9): counts are totals over them, the batch is a mean.
+    assert code == 0 and data["off"]["runs"] == 10 and data["seeds"] == list(range(10))
+    assert data["off"]["served"] == 1000 and data["on"]["mean_running_batch"] <= 8.0 + 1e-9
 
 
 def test_sweep_finds_where_speculation_stops_helping(capsys, tmp_path):
@@ -159,7 +162,96 @@ def test_a_run_with_nothing_to_average_says_so_instead_of_nan(tmp_path, capsys):
     assert main(["serve-sim", "--trace", str(trace), "--alpha", "0.8", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)  # valid JSON: no NaN
     assert out["off"]["tpot_s"] == {"p50": None, "p90": None, "p99": None, "mean": None}
-    assert out["off"]["ttft_s"]["p50"] > 0 and out["off"]["served"] == 2
+    assert out["off"]["ttft_s"]["p50"] > 0 and out["off"]["served"] == 2 * 10 and out["off"]["ci"]["tpot_s"]["p50"] is None
     assert main(["serve-sim", "--trace", str(trace), "--alpha", "0.8"]) == 0
     text = capsys.readouterr().out
     assert "nan" not in text and "no TPOT to compare: no served request produced a second token" in text
+
+
+def _summary(p50, p99, served=100, batch=(1, 4)):
+    return {"speculation": "off", "requests": 100, "served": served, "never_fit": 0,
+            "tpot_s": {"p50": p50, "p90": p50, "p99": p99, "mean": p50}, "output_tokens_per_s": None if p50 is None else 10.0 * p50,
+            "max_running_batch": batch[1], "running_batch_time_share": {batch[0]: 0.5, batch[1]: 0.5}}
+
+
+def test_summarize_runs_is_the_mean_with_a_student_t_interval_over_runs():
+    from scipy import stats
+
+    from specsim.serving import summarize_runs
+
+    p50 = [1.0, 2.0, 4.0, 3.0]
+    out = summarize_runs([_summary(v, 2 * v, served=90 + i, batch=(1, 3 + i)) for i, v in enumerate(p50)])
+    low, high = stats.t.interval(0.95, 3, loc=np.mean(p50), scale=stats.sem(p50))
+    assert out["tpot_s"]["p50"] == pytest.approx(2.5) and out["ci"]["tpot_s"]["p50"] == pytest.approx((high - low) / 2, rel=1e-12)
+    assert out["ci"]["tpot_s"]["p99"] == pytest.approx(high - low, rel=1e-12)  # twice the values, twice the interval
+    assert out["ci"]["output_tokens_per_s"] == pytest.approx(10 * (high - low) / 2, rel=1e-12)
+    assert (out["served"], out["requests"], out["max_running_batch"], out["runs"]) == (90 + 91 + 92 + 93, 400, 6, 4)
+    assert out["running_batch_time_share"] == {1: 0.5, 3: 0.125, 4: 0.125, 5: 0.125, 6: 0.125}
+    # A figure one run lacks has no mean and no interval; one run has no intervals at all.
+    gap = summarize_runs([_summary(1.0, 2.0), _summary(None, None)])
+    assert gap["tpot_s"]["p50"] is None and gap["ci"]["tpot_s"]["p50"] is None and gap["output_tokens_per_s"] is None
+    one = summarize_runs([_summary(1.0, 2.0)])
+    assert one["tpot_s"]["p50"] == 1.0 and one["ci"]["tpot_s"]["p50"] is None and one["ci"]["output_tokens_per_s"] is None
+    with pytest.raises(ValueError, match="at least one run"):
+        summarize_runs([])
+
+
+def test_the_interval_covers_the_true_mean_95_percent_of_the_time():
+    # 4,000 sets of 10 normal draws: coverage is binomial(4000, 0.95), standard deviation 0.0034; the tolerance
+    # 0.012 is 3.5 of them (false-failure probability 5e-4 for a correct interval; the draws are seeded).
+    from specsim.serving import summarize_runs
+
+    rng = np.random.default_rng(7)
+    draws = rng.normal(5.0, 2.0, size=(4000, 10))
+    hits = 0
+    for row in draws:
+        out = summarize_runs([_summary(float(v), float(v)) for v in row])
+        hits += abs(out["tpot_s"]["p50"] - 5.0) <= out["ci"]["tpot_s"]["p50"]
+    assert abs(hits / 4000 - 0.95) < 0.012
+
+
+def test_intervals_from_disjoint_seeds_overlap_and_single_runs_scatter_outside_them(capsys):
+    # Two 95% intervals of the same mean, from independent runs, fail to overlap with probability about 0.6%;
+    # single 1,000-request runs vary more than the mean of ten (issue 20: seed 0 and seed 1 moved p99 TPOT by 8%).
+    def ci(seed, runs):
+        assert main(["serve-sim", "--rate", "8", "--seed", str(seed), "--runs", str(runs), "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        return data["on"]["tpot_s"]["p99"], data["on"]["ci"]["tpot_s"]["p99"]
+
+    (a, ha), (b, hb) = ci(0, 10), ci(10, 10)
+    assert ha > 0 and hb > 0 and abs(a - b) < ha + hb
+    singles = [ci(s, 1)[0] for s in (20, 21, 22, 23)]
+    assert np.std(singles, ddof=1) > ha / 2.262  # a single run's spread exceeds the standard error of the mean of ten
+
+
+def test_served_rate_is_explained_against_the_offered_rate(capsys):
+    assert main(["serve-sim", "--rate", "8", "--runs", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "requests/s served against the offered 8 req/s: served/s counts from the first arrival to the last finish" in out
+    assert out.count("the engine kept up (") == 2
+    assert main(["serve-sim", "--rate", "60", "--runs", "2", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    for name in ("off", "on"):
+        s = data[name]
+        # Past capacity the queue grows between the middle and the last arrival, and arrivals less that growth is
+        # about what the engine completes: the served rate measured from the first arrival to the last finish.
+        assert s["in_system_at_last_arrival"] > 1.5 * s["in_system_at_middle_arrival"]
+        assert s["arrival_rate_per_s"] - s["queue_growth_per_s"] == pytest.approx(s["requests_per_s"], rel=0.2)
+    assert main(["serve-sim", "--rate", "60", "--runs", "2"]) == 0
+    assert capsys.readouterr().out.count("past its capacity (a longer run queues more)") == 2
+    assert main(["serve-sim", "--concurrency", "4", "--requests", "50", "--runs", "1"]) == 0
+    assert "a closed loop of 4 users sends a request only when one finishes" in capsys.readouterr().out
+
+
+def test_sweep_prints_its_figure_and_draws_the_tpot_objective(capsys, tmp_path):
+    from specsim.plots import plot_serve_sweep
+
+    plot = tmp_path / "sweep.png"
+    assert main(["serve-sweep", "--rates", "2,8", "--requests", "100", "--slo-tpot-ms", "20", "--plot", str(plot)]) == 0
+    assert f"figure: {plot} (the dash-dot line is the TPOT objective, 20 ms)" in capsys.readouterr().out
+    frame = pd.DataFrame({"rate": [1.0, 2.0], "off_tpot_p50_s": [0.01, 0.02], "on_tpot_p50_s": [0.005, 0.03],
+                          "off_tpot_p99_s": [0.02, 0.04], "on_tpot_p99_s": [0.01, 0.05], "off_tokens_per_s": [10, 20],
+                          "on_tokens_per_s": [11, 19]})
+    lines = plot_serve_sweep(frame, slo_tpot_ms=25.0)
+    assert list(lines["slo"].get_ydata()) == [25.0, 25.0] and lines["stops_at"] == 2.0
+    assert "slo" not in plot_serve_sweep(frame)
