@@ -116,16 +116,22 @@ def _fig_step_times(fig: Any) -> dict[str, Any]:
 
 
 def _fig_heatmaps(fig: Any) -> dict[str, Any]:
+    from .capacity import capacity
+
     dep = Deployment.from_names()
     left, right = fig.subplots(1, 2)
     by_alpha = sweep(alpha=np.round(np.arange(0.30, 1.0001, 0.025), 3), gamma=range(0, 17), batch=1,
                      hardware=dep.hardware, pairs=(dep.target, dep.draft))
-    by_batch = sweep(alpha=0.8, gamma=range(0, 17), batch=[2**k for k in range(0, 11)], hardware=dep.hardware,
+    # Only the batches whose KV fits beside both models' weights at this context.
+    fits = capacity(dep, DEFAULT_CONTEXT_TOKENS).max_batch_with_draft
+    by_batch = sweep(alpha=0.8, gamma=range(0, 17), batch=[2**k for k in range(0, 11) if 2**k <= fits], hardware=dep.hardware,
                      pairs=(dep.target, dep.draft))
-    a = plot_speedup_heatmap(by_alpha, "alpha", ax=left,
-                             title=f"batch 1: {dep.target.name} + {dep.draft.name}, {dep.hardware.name}, L = {DEFAULT_CONTEXT_TOKENS}")
-    b = plot_speedup_heatmap(by_batch, "batch", ax=right, title="α = 0.8: the best γ shrinks as the batch grows")
-    return {"alpha": a, "batch": b}
+    limits = (min(by_alpha.speedup.min(), by_batch.speedup.min()), max(by_alpha.speedup.max(), by_batch.speedup.max()))
+    where = f"{dep.target.name} + {dep.draft.name}, {dep.hardware.name}, L = {DEFAULT_CONTEXT_TOKENS}, roofline (no engine)"
+    a = plot_speedup_heatmap(by_alpha, "alpha", ax=left, title=f"batch 1: {where}", limits=limits)
+    b = plot_speedup_heatmap(by_batch, "batch", ax=right, limits=limits,
+                             title=f"α = 0.8: the best γ shrinks as the batch grows (batches that fit: up to {fits})")
+    return {"alpha": a, "batch": b, "fits": fits}
 
 
 def _fig_optimal_gamma(fig: Any) -> dict[str, Any]:
@@ -135,9 +141,9 @@ def _fig_optimal_gamma(fig: Any) -> dict[str, Any]:
         table = optimal_gamma_table(alpha=[0.5, 0.6, 0.7, 0.8, 0.9], batch=_BATCH_AXIS, context=context)
         row = table.iloc[0]
         out[context] = plot_optimal_gamma_vs_batch(
-            table, ax=ax, title=f"{row.target} + {row.draft} on {row.hardware}, L = {context}"
-            + ("" if (table.gamma == 0).any() else ": γ ≥ 1 pays up to b = 512"))
+            table, ax=ax, title=f"L = {context}" + ("" if (table.gamma == 0).any() else ": γ ≥ 1 pays up to b = 512"))
     right.set_ylabel("")
+    fig.suptitle(f"Optimal γ against batch: {row.target} + {row.draft} on {row.hardware}, roofline (no engine)", fontsize=11)
     return out
 
 
@@ -161,8 +167,9 @@ def _fig_throughput(fig: Any) -> dict[str, Any]:
             "speculation, γ = 4 at every batch": throughput_table(dep, DEFAULT_ALPHA, batch, context, gamma=4),
         }
         out[context] = plot_throughput_vs_latency(tables, ax=ax)
-        ax.set_title(f"{dep.target.name} + {dep.draft.name} on {dep.hardware.name}, α = 0.8, "
-                     f"every sequence at L = {context}", fontsize=10)
+        ax.set_title(f"every sequence at L = {context}", fontsize=10)
+    fig.suptitle(f"Throughput against latency: {dep.target.name} + {dep.draft.name} on {dep.hardware.name}, α = 0.8, "
+                 "roofline (no engine)", fontsize=11)
     return out
 
 
@@ -204,7 +211,8 @@ def _fig_moe(fig: Any) -> dict[str, Any]:
                                  DEFAULT_CONTEXT_TOKENS)
             speedups += [{"batch": b, "model": label, "source": _SOURCE_LABEL[source], "speedup": s, "gamma": g}
                          for b, s, g in zip(batch, best.speedup, best.gamma)]
-    return plot_moe_speculation(pd.DataFrame(ratios), pd.DataFrame(speedups), axes=fig.subplots(1, 2))
+    return plot_moe_speculation(pd.DataFrame(ratios), pd.DataFrame(speedups), axes=fig.subplots(1, 2),
+                                title=f"Qwen3-0.6B draft, α = 0.8, L = {DEFAULT_CONTEXT_TOKENS}, H100, {ENGINES[DEFAULT_ENGINE].key} preset")
 
 
 def _fig_drafters(fig: Any) -> dict[str, Any]:
@@ -213,17 +221,32 @@ def _fig_drafters(fig: Any) -> dict[str, Any]:
     published = published_acceptance()
     batch = _FIGURE_BATCHES
     rows = []
-    left = f"Llama-3.1-8B on H100, {ENGINES[DEFAULT_ENGINE].key} preset, L = 1128, published acceptance per drafter (README)"
+    left = f"Llama-3.1-8B on H100, {ENGINES[DEFAULT_ENGINE].key} preset, L = 1128, published acceptance per drafter"
+    # Each drafter's legend names the acceptance it was drawn at and where that figure comes from.
+    where = {"draft_model": "the article", "eagle3": "MT-bench, vLLM #26191", "ngram": "code editing, vLLM #24344",
+             "mtp": "DeepSeek-V3 report"}
+
+    def named(kind: str, name: str) -> str:
+        acc = published[kind][0]
+        c = acc.cumulative_rates(len(acc.cumulative)) if acc.alpha is None else None
+        rate = f"α {acc.alpha:.3g}" if c is None else (f"{c[0]:.3g}" if len(c) == 1 else f"{c[0]:.2f} to {c[-1]:.2f} by position")
+        return f"{name} ({rate}, {where[kind]})"
+
+    labels = {kind: named(kind, name) for kind, name in (("draft_model", "draft model"), ("eagle3", "EAGLE-3 chain"),
+                                                          ("ngram", "n-gram"), ("mtp", "MTP"))}
     for label, draft, kind in (("draft model", "llama-3.2-1b", "draft_model"), ("EAGLE-3 chain", "eagle3", "eagle3"),
-                               ("n-gram, code editing", "ngram", "ngram")):
+                               ("n-gram", "ngram", "ngram")):
+        label = labels[kind]
         dep = Deployment.build(DEFAULT_HARDWARE, DEFAULT_TARGET, draft)
         best = optimal_gamma(dep, published[kind][0], batch, DEFAULT_CONTEXT_TOKENS)
         rows += [{"panel": left, "drafter": label, "batch": b, "speedup": v} for b, v in zip(batch, best.speedup)]
         if kind == "eagle3":
             _, s, _ = optimal_tree(dep, published[kind][0], TreeSpec(4, 5, 16), batch, DEFAULT_CONTEXT_TOKENS)
-            rows += [{"panel": left, "drafter": "EAGLE-3 tree", "batch": b, "speedup": v} for b, v in zip(batch, s)]
+            rows += [{"panel": left, "drafter": "EAGLE-3 tree (best of top-k 4, depth 5, 16 tokens)", "batch": b, "speedup": v}
+                     for b, v in zip(batch, s)]
     right = f"DeepSeek-V3 (FP8) on 8 x H200, {ENGINES[DEFAULT_ENGINE].key} preset, L = 1128"
-    for label, draft, kind in (("MTP", "mtp", "mtp"), ("n-gram, code editing", "ngram", "ngram")):
+    for draft, kind in (("mtp", "mtp"), ("ngram", "ngram")):
+        label = labels[kind]
         dep = Deployment.build("h200", "deepseek-v3", draft, target_options={"tp": 8})
         best = optimal_gamma(dep, published[kind][0], batch, DEFAULT_CONTEXT_TOKENS)
         rows += [{"panel": right, "drafter": label, "batch": b, "speedup": v} for b, v in zip(batch, best.speedup)]
@@ -238,7 +261,8 @@ def _fig_serve_sweep(fig: Any) -> dict[str, Any]:
     rates = [0.5, 1, 2, 4, 8, 16, 24, 32]
     frame = serve_sweep(dep, rates, get_workload("chat"), 600, DEFAULT_ALPHA, seed=0)
     return plot_serve_sweep(frame, axes=fig.subplots(1, 2),
-                            title=f"Llama-3.1-8B + Llama-3.2-1B on H100, chat workload, α = 0.8, {dep.engine.key} preset")
+                            title=f"Llama-3.1-8B + Llama-3.2-1B on H100, chat workload, α = 0.8, {dep.engine.key} preset, "
+                                  "600 requests per rate (seed 0)")
 
 
 def _fig_round_anatomy(fig: Any) -> dict[str, Any]:

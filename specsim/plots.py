@@ -54,6 +54,28 @@ def _axes(ax: Any = None) -> Any:
     return ax
 
 
+def _plain_log2(ax: Any) -> None:
+    """A log2 x axis whose ticks read as plain numbers (0.5, 1, 2, 4 ...): every batch and rate axis here."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _plain_log(axis: Any) -> None:
+    """A log axis (base 10) labelled in plain numbers: 1, 10, 100 at the decades and 2 and 5 between them."""
+    from matplotlib.ticker import FuncFormatter
+
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set_minor_formatter(FuncFormatter(lambda value, _: f"{value:g}" if f"{value:g}"[0] in "25" else ""))
+
+
+def _break_even(ax: Any) -> Any:
+    """The line at speedup 1, labelled, on every panel that plots a speedup."""
+    return ax.axhline(1.0, color="black", lw=1, ls="--", label="break-even (S = 1)", zorder=1)
+
+
 def _log2_batch_axis(ax: Any, top: int = 512) -> None:
     ax.set_xscale("log", base=2)
     ticks = [2**k for k in range(0, int(np.log2(top)) + 1)]
@@ -73,14 +95,18 @@ def _lines_by_source(ax: Any, frame: pd.DataFrame, key: str, y: str, colours: di
     return lines
 
 
-def _batch_panel(ax: Any, ylabel: str, title: str) -> None:
-    """Log2 batch axis, a line at 1, labels, title and legend: the panels of the later figures."""
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("batch size b")
+def _batch_panel(ax: Any, ylabel: str, title: str, speedup: bool = True) -> None:
+    """Log2 batch axis, the break-even line (a plain line at 1 on a ratio panel), labels, title and legend."""
+    _plain_log2(ax)
+    ax.set_xlabel("batch size (sequences)")
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
-    ax.axhline(1.0, color="0.6", lw=0.8)
+    if speedup:
+        _break_even(ax)
+    else:
+        ax.axhline(1.0, color="0.6", lw=0.8)
     ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, which="both")
 
 
 # -- 1. speedup against gamma (closed form) ------------------------------------------
@@ -105,7 +131,7 @@ def plot_speedup_vs_gamma(table: pd.DataFrame, *, ax: Any = None) -> dict[str, A
         ax.annotate(f"γ*={int(best.gamma)}, {best.speedup:.2f}×", (best.gamma, best.speedup),
                     textcoords="offset points", xytext=(0, -17) if i == 0 else (0, 9), ha="center", fontsize=8.5)
         lines[float(alpha)] = line
-    ax.axhline(1.0, color="gray", lw=1, ls="--")
+    _break_even(ax)
     ax.set_xlabel("γ (drafted tokens per step)")
     ax.set_ylabel("speedup over plain decoding (×)")
     ax.set_title(f"Speedup E/(γc+1) against γ at c = {c[0]:g} (verification = one decode step)")
@@ -129,14 +155,19 @@ def plot_speedup_vs_batch(
     """
     ax = _axes(ax)
     lines, crossings = {}, {}
+    # Curves can meet (past the knee the gamma = 8 and alpha = 0.6 ones nearly coincide): each its own dash.
+    styles = ["-", (0, (6, 3)), (0, (1.5, 1.5))]
     for i, (alpha, gamma) in enumerate(curves):
         group = table[np.isclose(table.alpha, alpha) & (table.gamma == gamma)].sort_values("batch")
         if group.empty:
             raise ValueError(f"no rows for alpha={alpha}, gamma={gamma} in the table")
-        (line,) = ax.plot(group.batch, group.speedup, color=_COLORS[i], lw=2, label=f"α = {alpha:g}, γ = {gamma}")
-        lines[(alpha, gamma)] = line
         below = group[group.speedup < 1.0]
         crossings[(alpha, gamma)] = int(below.batch.iloc[0]) if len(below) else None
+        # Where speculation stops paying goes in the legend, where no curve or panel edge can cover it.
+        where = "" if crossings[(alpha, gamma)] is None else f": S < 1 from b = {crossings[(alpha, gamma)]}"
+        (line,) = ax.plot(group.batch, group.speedup, color=_COLORS[i], lw=2, ls=styles[i % len(styles)],
+                          label=f"α = {alpha:g}, γ = {gamma}{where}")
+        lines[(alpha, gamma)] = line
         if crossings[(alpha, gamma)] is not None:
             ax.plot(crossings[(alpha, gamma)], 1.0, "v", color=_COLORS[i], ms=8)
         if i == 0:
@@ -147,7 +178,7 @@ def plot_speedup_vs_batch(
                     # Up and to the right: the curve only falls to the right, so the label stays clear of it.
                     ax.annotate(f"{s.item():.2f} at b={b}", (b, s.item()), textcoords="offset points",
                                 xytext=(7, 5), ha="left", fontsize=9)
-    break_even = ax.axhline(1.0, color="black", lw=1, ls="--", label="break-even (no speedup)")
+    break_even = _break_even(ax)
     drawn = np.concatenate([line.get_ydata() for line in lines.values()])
     ax.set_ylim(min(0.9, drawn.min() - 0.05), drawn.max() + 0.12)
     _log2_batch_axis(ax, int(table.batch.max()))
@@ -206,6 +237,8 @@ def plot_roofline(
         points[name] = pts
     ax.set_xscale("log")
     ax.set_yscale("log")
+    _plain_log(ax.xaxis)
+    _plain_log(ax.yaxis)
     ax.set_ylim(top=hardware.flop_per_s / 1e12 * 3)
     ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
     ax.set_ylabel("attainable throughput (TFLOP/s)")
@@ -247,22 +280,28 @@ def plot_step_times(passes: pd.DataFrame, *, axes: Any = None) -> dict[str, Any]
                         textcoords="offset points", xytext=(-4, 0), ha="right", fontsize=8, color="#d1495b")
         _log2_batch_axis(ax, int(b.max()))
         ax.set_yscale("log")
+        _plain_log(ax.yaxis)
         ax.set_ylim(bottom=min(group.compute_s.min(), group.overhead_s.min()) * ms * 0.5)
         ax.set_xlabel("batch size (sequences)")
         q = int(group.tokens_per_seq.iloc[0])
         ax.set_title(f"{name}: {group.model.iloc[0]}, q = {q}", fontsize=10)
         ax.grid(alpha=0.3, which="both")
+    top = max(float(np.max(line.get_ydata())) for line in totals.values())
+    for ax in axes:
+        ax.set_ylim(top=top * 1.6)  # the tallest pass (verification at the largest batch) inside every panel
     axes[0].set_ylabel("time per forward pass (ms)")
     axes[0].legend(loc="upper left", fontsize=8)
     return {"axes": axes, "totals": totals}
 
 
 # -- 5. heat maps --------------------------------------------------------------------------
-def plot_speedup_heatmap(table: pd.DataFrame, row: str, *, ax: Any = None, title: str | None = None) -> dict[str, Any]:
+def plot_speedup_heatmap(table: pd.DataFrame, row: str, *, ax: Any = None, title: str | None = None,
+                         limits: tuple[float, float] | None = None) -> dict[str, Any]:
     """Speedup as a heat map over (``row``, gamma), with the optimal gamma traced.
 
     ``row`` is "alpha" or "batch"; ``table`` holds one value of the other axes.
-    Colours diverge at 1 (red: slower than plain decoding, blue: faster).
+    Colours diverge at 1 (red: slower than plain decoding, blue: faster); ``limits`` (low, high) fixes the colour
+    scale, so that panels side by side share one.
     Returns ``{"image": AxesImage, "trace": Line2D, "optimal": Series of best gamma per row}``.
     """
     from matplotlib.colors import TwoSlopeNorm
@@ -270,7 +309,8 @@ def plot_speedup_heatmap(table: pd.DataFrame, row: str, *, ax: Any = None, title
     ax = _axes(ax)
     grid = table.pivot_table(index=row, columns="gamma", values="speedup")
     values = grid.to_numpy()
-    norm = TwoSlopeNorm(vmin=min(values.min(), 0.99), vcenter=1.0, vmax=max(values.max(), 1.01))
+    low, high = (values.min(), values.max()) if limits is None else limits
+    norm = TwoSlopeNorm(vmin=min(low, 0.99), vcenter=1.0, vmax=max(high, 1.01))
     image = ax.imshow(values, origin="lower", aspect="auto", cmap="RdBu", norm=norm,
                       extent=(grid.columns.min() - 0.5, grid.columns.max() + 0.5, -0.5, len(grid.index) - 0.5))
     optimal = grid.idxmax(axis=1)  # first maximum per row: ties go to the smaller gamma
@@ -294,6 +334,10 @@ def plot_speedup_heatmap(table: pd.DataFrame, row: str, *, ax: Any = None, title
 
 
 # -- 6. optimal gamma schedule -----------------------------------------------------------------
+#: Vertical spacing of the optimal-gamma curves, so that equal gammas stay visible.
+OPTIMAL_GAMMA_OFFSET = 0.08
+
+
 def plot_optimal_gamma_vs_batch(table: pd.DataFrame, *, ax: Any = None, title: str | None = None) -> dict[str, Any]:
     """Optimal gamma against batch size, one step curve per alpha.
 
@@ -303,21 +347,24 @@ def plot_optimal_gamma_vs_batch(table: pd.DataFrame, *, ax: Any = None, title: s
     """
     ax = _axes(ax)
     lines, off_from = {}, {}
-    for color, (alpha, group) in zip(_COLORS, table.groupby("alpha")):
+    groups = list(table.groupby("alpha"))
+    for i, (color, (alpha, group)) in enumerate(zip(_COLORS, groups)):
         group = group.sort_values("batch")
-        (line,) = ax.step(group.batch, group.gamma, where="post", color=color, lw=2, label=f"α = {alpha:g}")
+        # Curves at the same gamma would hide each other: each is lifted by OPTIMAL_GAMMA_OFFSET per alpha.
+        lift = (i - (len(groups) - 1) / 2) * OPTIMAL_GAMMA_OFFSET
+        (line,) = ax.step(group.batch, group.gamma + lift, where="post", color=color, lw=2, label=f"α = {alpha:g}")
         lines[float(alpha)] = line
         off = group[group.gamma == 0]
         off_from[float(alpha)] = int(off.batch.iloc[0]) if len(off) else None
         if off_from[float(alpha)] is not None:
-            ax.plot(off_from[float(alpha)], 0, "X", color=color, ms=9, markeredgecolor="black", zorder=5)
+            ax.plot(off_from[float(alpha)], lift, "X", color=color, ms=9, markeredgecolor="black", zorder=5)
     offs = [f"α = {a:g}: b ≥ {b}" for a, b in off_from.items() if b is not None]
     if offs:
         ax.text(0.02, 0.97, "speculation off (X) from\n" + "\n".join(offs), transform=ax.transAxes, va="top",
                 fontsize=8.5, bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.9, "edgecolor": "#999999"})
     _log2_batch_axis(ax, int(table.batch.max()))
     ax.set_xlabel("batch size (sequences)")
-    ax.set_ylabel("optimal γ (0 = speculation off)")
+    ax.set_ylabel(f"optimal γ (0 = speculation off; curves {OPTIMAL_GAMMA_OFFSET:g} apart)")
     ax.set_ylim(-0.5, table.gamma.max() + 4)
     if title is None:
         row = table.iloc[0]
@@ -357,10 +404,6 @@ def plot_speedup_vs_batch_devices(table: pd.DataFrame, *, axes: Any = None) -> d
             ax.annotate(f"γ={gamma} verification\ncompute-bound\nfrom b={compute.min()}", (compute.min(), 0.97),
                         xycoords=("data", "axes fraction"), textcoords="offset points", xytext=(4, 0), ha="left",
                         va="top", fontsize=8, color="dimgray", bbox={"fc": "white", "ec": "none", "alpha": 0.9, "pad": 1})
-        cross = drawn["crossings"][(alpha, gamma)]
-        if cross is not None:
-            ax.annotate(f"S < 1 from b={cross}", (cross, 1.0), textcoords="offset points", xytext=(4, 8), fontsize=8,
-                        color=_COLORS[0])
         panels[name] = drawn
     np.atleast_1d(axes)[0].figure.suptitle(
         f"The same deployment on three devices: {row.target} target, {row.draft} draft, L = {int(row.context)}, "
@@ -382,8 +425,6 @@ def plot_throughput_vs_latency(tables: dict[str, pd.DataFrame], *, ax: Any = Non
     draws the speculative columns and stops where the draft no longer fits.
     Returns ``{"lines": {label: Line2D}, "ends": {label: last batch drawn}}``.
     """
-    from matplotlib.ticker import FuncFormatter
-
     ax = _axes(ax)
     lines, ends = {}, {}
     styles = [("--", 2.0), ("-", 3.2), (":", 2.0), ("-.", 1.5)]
@@ -407,10 +448,10 @@ def plot_throughput_vs_latency(tables: dict[str, pd.DataFrame], *, ax: Any = Non
         ax.plot(x.iloc[-1], y.iloc[-1], "s", color=color, ms=8, markeredgecolor="black")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    plain_numbers = FuncFormatter(lambda value, _: f"{value:g}")
+    left = min(line.get_xdata().min() for line in lines.values())
+    ax.set_xlim(left=left * 0.8)  # room for the b=1 labels, which sit left of their points
     for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_formatter(plain_numbers)
-        axis.set_minor_formatter(FuncFormatter(lambda value, _: f"{value:g}" if str(value)[0] in "25" else ""))
+        _plain_log(axis)
     ax.set_xlabel("latency per generated token of one sequence (ms)")
     ax.set_ylabel("device throughput (tokens/s)")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize=8.5, title="squares: largest batch that fits",
@@ -444,7 +485,7 @@ def plot_residuals(result: Any, *, fig: Any = None) -> Any:
                        c=None if not held else "#d1495b", s=22, label=f"{model}, {'held out' if held else 'fitted'}")
         e = np.abs(result.errors(which, True))
         ax.axhline(0.0, color="black", lw=1)
-        ax.set_xscale("log", base=2)
+        _plain_log2(ax)
         ax.set_xlabel("batch size (points spread by tokens per sequence)")
         ax.set_title(f"{title}\nheld-out MAPE {e.mean():.1%}, worst {e.max():.1%}", fontsize=10)
         ax.grid(alpha=0.3)
@@ -462,13 +503,15 @@ def plot_verify_cost(ratios: pd.DataFrame, speedups: pd.DataFrame, *, axes: Any 
     """
     left, right = axes
     lines: dict[str, Any] = {"ratio": _lines_by_source(left, ratios, "device", "ratio", {})}
-    _batch_panel(left, "t_V / t_T  (verify 4 tokens per sequence / decode 1)", "Verification vs decode, Llama-3.1-8B, L = 400")
+    _batch_panel(left, "t_V / t_T  (verify 4 tokens per sequence / decode 1)", "Verification vs decode, Llama-3.1-8B, L = 400",
+                 speedup=False)
     lines["speedup"] = _lines_by_source(right, speedups, "draft", "speedup", {}, offset=3)
-    _batch_panel(right, "speedup", "Llama-3.1-8B on H100, α = 0.8, γ = 3, L = 400, vLLM preset")
+    _batch_panel(right, "speedup", "Llama-3.1-8B on H100, α = 0.8, γ = 3, L = 400, step-time sources alone (no engine)")
     return lines
 
 
-def plot_moe_speculation(ratios: pd.DataFrame, speedups: pd.DataFrame, *, axes: Any = None) -> dict[str, Any]:
+def plot_moe_speculation(ratios: pd.DataFrame, speedups: pd.DataFrame, *, axes: Any = None,
+                         title: str = "Qwen3-0.6B draft, α = 0.8, L = 1128, H100, vLLM preset") -> dict[str, Any]:
     """Left: t_V / t_T against batch for an MoE and a dense target; right: best speedup against batch, peaks marked.
 
     ``ratios``: batch, model, source, ratio.  ``speedups``: batch, model, source, speedup, gamma.
@@ -480,21 +523,19 @@ def plot_moe_speculation(ratios: pd.DataFrame, speedups: pd.DataFrame, *, axes: 
     left, right = axes
     colours: dict = {}
     lines: dict[str, Any] = {"ratio": _lines_by_source(left, ratios, "model", "ratio", colours), "speedup": {}, "peaks": {}}
-    _batch_panel(left, "t_V / t_T  (verify 4 tokens per sequence / decode 1)", "Verification vs decode on H100, L = 1128")
+    _batch_panel(left, "t_V / t_T  (verify 4 tokens per sequence / decode 1)", "Verification vs decode on H100, L = 1128",
+                 speedup=False)
     for (model, source), rows in speedups.groupby(["model", "source"], sort=False):
-        # Each line with its peak marker, in that order (not _lines_by_source: the stars draw over their own line).
+        # Each line with its peak star; the peak is written in the legend, where it covers nothing.
         colour = colours.setdefault(model, f"C{len(colours)}")
-        (line,) = right.plot(rows.batch, rows.speedup, marker="o", ms=3, color=colour,
-                             ls="--" if source == "roofline" else "-", label=f"{model}, {source}")
-        lines["speedup"][(model, source)] = line
         top = rows.loc[rows.speedup.idxmax()]
+        (line,) = right.plot(rows.batch, rows.speedup, marker="o", ms=3, color=colour, ls="--" if source == "roofline" else "-",
+                             label=f"{model}, {source}: peak {top.speedup:.2f}× at b = {int(top.batch)}, γ = {int(top.gamma)}")
+        lines["speedup"][(model, source)] = line
         right.plot([top.batch], [top.speedup], marker="*", ms=13, color=colour, ls="none")
-        seen = [b for (m, _), (b, _) in lines["peaks"].items() if m == model]
-        if int(top.batch) not in seen:  # one label where both sources peak at the same batch
-            right.annotate(f"peak: b = {int(top.batch)}, γ = {int(top.gamma)} ({source})", (top.batch, top.speedup),
-                           textcoords="offset points", xytext=(8, 4 if not seen else -14), fontsize=8, color=colour)
         lines["peaks"][(model, source)] = (int(top.batch), float(top.speedup))
-    _batch_panel(right, "speedup at the optimal γ", "Qwen3-0.6B draft, α = 0.8, L = 1128, H100, vLLM preset")
+    _batch_panel(right, "speedup at the optimal γ (star: peak)", title)
+    right.set_ylim(top=float(speedups.speedup.max()) * 1.25)  # room for the legend above the curves
     return lines
 
 
@@ -509,12 +550,12 @@ def plot_drafters(speedups: pd.DataFrame, *, axes: Any = None) -> dict[str, Any]
 
         _, axes = plt.subplots(1, len(panels), figsize=(14, 5.2))
     lines: dict[str, Any] = {}
-    styles = {"draft model": ("C0", "-"), "EAGLE-3 chain": ("C1", "-"), "EAGLE-3 tree": ("C1", "--"), "n-gram, code editing": ("C2", "-"),
+    styles = {"draft model": ("C0", "-"), "EAGLE-3 chain": ("C1", "-"), "EAGLE-3 tree": ("C1", "--"), "n-gram": ("C2", "-"),
               "MTP": ("C3", "-")}
     for ax, panel in zip(np.atleast_1d(axes), panels):
         rows = speedups[speedups.panel == panel]
         for drafter, group in rows.groupby("drafter", sort=False):
-            colour, ls = styles.get(drafter, ("C4", "-"))
+            colour, ls = next((v for k, v in styles.items() if drafter.startswith(k)), ("C4", "-"))
             (line,) = ax.plot(group.batch, group.speedup, marker="o", ms=3, color=colour, ls=ls, label=drafter)
             lines[(panel, drafter)] = line
         _batch_panel(ax, "speedup at the best gamma (or tree)", panel)
@@ -591,9 +632,11 @@ def plot_serve_sweep(frame: pd.DataFrame, *, axes: Any = None, title: str | None
                       textcoords="offset points", xytext=(-6, -14), ha="right", fontsize=8)
         lines["stops_at"] = rate
     for ax in (left, right):
-        ax.set_xscale("log", base=2)
+        _plain_log2(ax)
         ax.set_xlabel("request rate (requests/s, Poisson)")
+        ax.grid(alpha=0.3, which="both")
     left.set_yscale("log")
+    _plain_log(left.yaxis)
     left.set_ylabel("time per output token, ms")
     right.set_ylabel("output tokens/s")
     left.legend(fontsize=8)
