@@ -504,6 +504,34 @@ def _parser_calibrate(sub) -> None:
     p.set_defaults(func=commands.run_calibrate)
 
 
+def _parser_calibrate_engine(sub) -> None:
+    p = sub.add_parser("calibrate-engine", help="fit the engine's terms to your engine's own benchmark files",
+                       description="Reads vllm bench serve --save-result JSON, sglang.bench_serving JSON lines or GuideLLM "
+                       "reports, with and without speculation at the same loads, and fits the engine's time per "
+                       "iteration, the profile's efficiency and the host time of a speculative round; the error is "
+                       "judged on loads held out of the fit.")
+    p.add_argument("--plain", nargs="+", required=True, metavar="FILE", help="benchmark files of runs without speculation")
+    p.add_argument("--spec", nargs="+", default=[], metavar="FILE", help="benchmark files of runs with speculation")
+    p.add_argument("--hardware", required=True, help="the GPU the runs were on (a profile name or YAML); no file says it")
+    p.add_argument("--target", help="the served model (default: the model the files name, where specsim knows it)")
+    p.add_argument("--draft", help="the drafter of the speculative runs: a draft model, eagle, eagle3, mtp or ngram")
+    p.add_argument("--steps", type=_int_at_least(1, "steps", MAX_GAMMA),
+                   help="draft steps per round the runs used (vLLM num_speculative_tokens, SGLang --speculative-num-steps)")
+    p.add_argument("--topk", type=_int_at_least(1, "topk", MAX_GAMMA), default=1, help="draft tokens per step (default 1: a chain)")
+    p.add_argument("--verify-tokens", type=_int_at_least(1, "verify-tokens", 4096),
+                   help="tokens verified per sequence (default steps + 1; SGLang --speculative-num-draft-tokens)")
+    p.add_argument("--tp", type=_int_at_least(1, "tp", MAX_TP), help="tensor-parallel GPUs of the target (default 1)")
+    p.add_argument("--timing", choices=["roofline", "hybrid", "kernels"], default="roofline",
+                   help="step-time source the terms apply to (default roofline: its efficiency is fitted too)")
+    p.add_argument("--engine", type=_engine, default=DEFAULT_ENGINE, metavar="ENGINE[@VERSION]",
+                   help=f"the engine and version that served the runs (default {DEFAULT_ENGINE}, its current release)")
+    p.add_argument("--metrics", metavar="FILE",
+                   help="a /metrics page saved after the speculative runs, for runs whose file has no acceptance length")
+    p.add_argument("--out", metavar="PROFILE.yaml", help="write the profile with the fitted efficiency (roofline or hybrid)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=commands.run_calibrate_engine)
+
+
 def _parser_compose_kernels(sub) -> None:
     p = sub.add_parser("compose-kernels", help="per-step times composed from AIConfigurator's measured kernels, as a CSV for calibrate")
     p.add_argument("--hardware", type=lambda t: [d.strip() for d in t.split(",") if d.strip()], default=[DEFAULT_HARDWARE],
@@ -550,7 +578,7 @@ def _parser_reproduce(sub) -> None:
 
 
 #: One function per subcommand, in the order ``specsim --help`` lists them.
-_SUBCOMMANDS = (_parser_optimal_gamma, _parser_explain, _parser_speedup, _parser_steptime, _parser_alpha, _parser_capacity, _parser_schedule, _parser_compare, _parser_serve_sim, _parser_serve_sweep, _parser_toy, _parser_acceptance, _parser_measure, _parser_measure_loop, _parser_calibrate, _parser_compose_kernels, _parser_hardware, _parser_models, _parser_figures, _parser_reproduce)
+_SUBCOMMANDS = (_parser_optimal_gamma, _parser_explain, _parser_speedup, _parser_steptime, _parser_alpha, _parser_capacity, _parser_schedule, _parser_compare, _parser_serve_sim, _parser_serve_sweep, _parser_toy, _parser_acceptance, _parser_measure, _parser_measure_loop, _parser_calibrate, _parser_calibrate_engine, _parser_compose_kernels, _parser_hardware, _parser_models, _parser_figures, _parser_reproduce)
 
 
 def build_parser() -> argparse.ArgumentParser:

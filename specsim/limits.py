@@ -137,15 +137,20 @@ def int_literal(where: str, text: str) -> int:
     return int(text)
 
 
-def load_json(path: str | Path, what: str = "JSON file") -> Any:
-    """Parse a JSON file within a size and nesting budget; NaN and Infinity (not JSON) are refused."""
-    import json
-
+def load_json(path: str | Path, what: str = "JSON file", allow_infinity: bool = False) -> Any:
+    """Parse a JSON file within a size and nesting budget; NaN and Infinity (not JSON) are refused, except that
+    ``allow_infinity`` reads ``Infinity`` (Python's json writes it for float('inf'), as SGLang's benchmark does)."""
     p = Path(path)
     size = p.stat().st_size
     if size > MAX_JSON_BYTES:
         raise ValueError(f"{what} {str(p)!r} is {size:,} bytes; the limit is {MAX_JSON_BYTES:,}")
-    text = _read_text(p, what)
+    return loads_json(_read_text(p, what), f"{what} {str(p)!r}", allow_infinity)
+
+
+def loads_json(text: str, where: str, allow_infinity: bool = False) -> Any:
+    """Parse JSON text within the nesting budget (the caller bounds its size); see :func:`load_json`."""
+    import json
+
     depth = deepest = 0
     in_string = escape = False
     for ch in text:  # bracket depth outside strings, before the recursive parser sees it
@@ -165,18 +170,20 @@ def load_json(path: str | Path, what: str = "JSON file") -> Any:
         elif ch in "]}":
             depth -= 1
     if deepest > MAX_JSON_DEPTH:
-        raise ValueError(f"{what} {str(p)!r} nests {deepest} levels deep; at most {MAX_JSON_DEPTH}")
+        raise ValueError(f"{where} nests {deepest} levels deep; at most {MAX_JSON_DEPTH}")
 
-    def constant(name: str) -> None:
-        raise ValueError(f"{what} {str(p)!r}: {name} is not a JSON number")
+    def constant(name: str) -> float:
+        if allow_infinity and name == "Infinity":
+            return float("inf")
+        raise ValueError(f"{where}: {name} is not a JSON number")
 
     def integer(literal: str) -> int:
-        return int_literal(f"{what} {str(p)!r}", literal)
+        return int_literal(where, literal)
 
     try:
         return json.loads(text, parse_constant=constant, parse_int=integer)
     except json.JSONDecodeError as err:
-        raise ValueError(f"{what} {str(p)!r}: not valid JSON ({err})") from None
+        raise ValueError(f"{where}: not valid JSON ({err})") from None
 
 
 def load_yaml(path: str | Path, what: str = "YAML file") -> Any:

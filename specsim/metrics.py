@@ -284,6 +284,25 @@ def read_metrics_file(path: str | Path, model_name: str | None = None) -> Accept
     return acceptance_from_prometheus(text, source=Path(path).name, model_name=model_name)
 
 
+def accept_length_from_page(path: str | Path, model_name: str | None = None) -> tuple[float, str]:
+    """(AL, where it came from): tokens per verification pass from a saved ``/metrics`` page of vLLM
+    (1 + accepted / drafts) or SGLang (``sglang:spec_accept_length``).  A page counts from the server's start."""
+    from ._io import read_text
+
+    name = Path(path).name
+    text = read_text(path, "metrics file")
+    if not text.strip():
+        raise ValueError(f"metrics file {str(path)!r} is empty")
+    if "sglang:spec_accept_length" in text and "vllm:spec_decode" not in text:
+        values = [v for key, _, v in parse_prometheus(text, name) if key == "sglang:spec_accept_length"]
+        length = float(np.mean(values))
+        if not (np.isfinite(length) and length >= 1.0):
+            raise ValueError(f"{name}: sglang:spec_accept_length {length:g} is not a length of at least 1")
+        return length, f"{name}: SGLang mean accept length"
+    m = acceptance_from_prometheus(text, source=name, model_name=model_name)
+    return m.mean_acceptance_length, f"{name}: vLLM 1 + accepted / drafts"
+
+
 def acceptance_from_page(path: str | Path, sglang_gamma: int | None = None, model_name: str | None = None):
     """An :class:`~specsim.acceptance.Acceptance` from a saved ``/metrics`` page, read once.
 

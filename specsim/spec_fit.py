@@ -52,7 +52,7 @@ SERIAL_PRESETS = {"vllm": "vllm@0.10", "sglang": "sglang@0.5"}
 FIT_KINDS = ("speedup", "batch_change")
 KINDS = FIT_KINDS + ("overlap_gain", "plain")
 #: Bounds of the fitted terms, seconds: round, draft step, sequence.
-_UPPER = np.array([20e-3, 5e-3, 0.5e-3])
+TERM_UPPER = np.array([20e-3, 5e-3, 0.5e-3])
 _TIMINGS = ("hybrid", "kernels")
 _RIDGE = 1e-3
 
@@ -166,7 +166,7 @@ def fit_host(terms: RoundTerms, index: np.ndarray) -> SpecHost:
     index = np.asarray(index)
     if index.size == 0:
         return SpecHost()
-    scale = _UPPER / 10.0
+    scale = TERM_UPPER / 10.0
 
     def residuals(x):
         # A faint pull towards 0 (1e-3 per tenth of a term's range) settles the terms the rows cannot tell apart (at
@@ -174,7 +174,7 @@ def fit_host(terms: RoundTerms, index: np.ndarray) -> SpecHost:
         return np.concatenate([terms.errors(SpecHost(*(x * scale)))[index], _RIDGE * x])
 
     # trf moves nothing from a start on its lower bound: start inside, from a few points, keep the best.
-    fits = [least_squares(residuals, x0=np.full(3, x0), bounds=(np.zeros(3), _UPPER / scale)) for x0 in (0.05, 0.5, 2.0)]
+    fits = [least_squares(residuals, x0=np.full(3, x0), bounds=(np.zeros(3), TERM_UPPER / scale)) for x0 in (0.05, 0.5, 2.0)]
     x = min(fits, key=lambda r: r.cost).x * scale
     # Round to what a preset prints (0.01 ms, 0.001 ms, 0.1 us) so that the shipped constants are the fit exactly.
     return SpecHost(round(float(x[0]), 5), round(float(x[1]), 6), round(float(x[2]), 7))

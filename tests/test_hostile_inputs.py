@@ -107,6 +107,16 @@ FILES = {
     "nospec-metrics.txt": 'vllm:num_requests_running{model_name="m"} 3\n',
     "array.json": "[1, 2]",
     "fraclayers.json": (CONFIG % "").replace('"num_hidden_layers": 16', '"num_hidden_layers": 8.9'),
+    "bench-unknown.json": '{"hello": 1}',
+    "bench-c8.jsonl": '{"backend": "sglang", "total_output_tokens_retokenized": 1, "max_concurrency": 8, "completed": 10, '
+                      '"duration": 5, "total_input_tokens": 100, "total_output_tokens": 1000, "mean_tpot_ms": 5, "accept_length": 2.5}\n',
+    "bench-v3.json": '{"metadata": {"version": 3}, "benchmarks": []}',
+    "bench-nan.jsonl": '{"backend": "vllm", "model_id": "m", "date": "x", "max_concurrency": 4, "completed": 10, "duration": 5, '
+                       '"total_input_tokens": 100, "total_output_tokens": 1000, "mean_tpot_ms": NaN}\n',
+    "bench-inf-tpot.jsonl": '{"backend": "sglang", "total_output_tokens_retokenized": 1, "max_concurrency": 4, "completed": 10, '
+                            '"duration": 5, "total_input_tokens": 100, "total_output_tokens": 1000, "mean_tpot_ms": Infinity}\n',
+    "bench-one-token.jsonl": '{"backend": "sglang", "total_output_tokens_retokenized": 1, "max_concurrency": 4, "completed": 10, '
+                             '"duration": 5, "total_input_tokens": 100, "total_output_tokens": 10, "mean_tpot_ms": 5}\n',
     "bigvocab.json": (CONFIG % "").replace('"vocab_size": 128256', '"vocab_size": 151936'),  # Qwen's size, Llama's shape
     "missing-cols.csv": "model,batch\nllama-3.2-1b,1\n",
     "nan.csv": CSV_HEAD + "".join(f"llama-3.2-1b,{b},1,0,{'nan' if b == 4 else 0.001}\n" for b in (1, 2, 4, 8, 16, 32, 64, 128)),
@@ -340,6 +350,27 @@ CASES = [
     ("serve-sim --trace {tmp}/trace-huge.jsonl", "trace trace-huge.jsonl, line 1: an integer of 5,000 characters; numbers here have at most 64"),
     ("hardware show {tmp}/huge5k.yaml", "huge5k.yaml', line 4: an integer of 5,000 characters; numbers here have at most 64"),
     ("hardware show {tmp}/list-key.yaml", "a key must be a plain name, not a list or mapping"),
+    ("calibrate-engine --plain {tmp}/bench-unknown.json --hardware h100 --target llama-3.1-8b",
+     "bench-unknown.json: not a benchmark file specsim reads; read: vllm bench serve"),
+    ("calibrate-engine --plain {tmp}/bench-v3.json --hardware h100 --target llama-3.1-8b",
+     "GuideLLM report schema version 3; read: 1 (GuideLLM 0.6), 2 (0.7 and later)"),
+    ("calibrate-engine --plain {tmp}/bench-nan.jsonl --hardware h100 --target llama-3.1-8b", "NaN is not a JSON number"),
+    ("calibrate-engine --plain {tmp}/bench-inf-tpot.jsonl --hardware h100 --target llama-3.1-8b",
+     "mean_tpot_ms must be a finite number, got inf"),
+    ("calibrate-engine --plain {tmp}/bench-one-token.jsonl --hardware h100 --target llama-3.1-8b",
+     "a mean of 1 output tokens per request leaves no decode steps to time"),
+    ("calibrate-engine --plain examples/bench/vllm-eagle3.jsonl --hardware h100",
+     "vllm-eagle3.jsonl#1: given with --plain but it reports an acceptance length of 2.80"),
+    ("calibrate-engine --plain examples/bench/vllm-plain.jsonl --spec {tmp}/bench-c8.jsonl --hardware h100 --draft eagle3 --steps 3",
+     "bench-c8.jsonl#1: speculative run at concurrency 8 has no plain run at the same load; plain runs are at concurrency 1, "),
+    ("calibrate-engine --plain examples/bench/guidellm-plain.json --spec examples/bench/guidellm-eagle3.json --hardware h100 "
+     "--draft eagle3 --steps 3", "a speculative run without an acceptance length (guidellm did not record one): pass --metrics"),
+    ("calibrate-engine --plain examples/bench/vllm-plain.jsonl --spec examples/bench/vllm-eagle3.jsonl --hardware h100",
+     "--spec runs need --draft and --steps"),
+    ("calibrate-engine --plain examples/bench/vllm-plain.jsonl --hardware h100 --target qwen3-8b",
+     "--target qwen3-8b but the benchmark files ran meta-llama/Llama-3.1-8B-Instruct"),
+    ("calibrate-engine --plain examples/bench/vllm-plain.jsonl examples/bench/guidellm-plain.json --hardware h100 --timing kernels "
+     "--out {tmp}/out/fitted.yaml", "--out: no efficiency was fitted"),
 ]
 if HAS_TORCH:
     CASES += [

@@ -153,3 +153,167 @@ def run_compose_kernels(args: argparse.Namespace) -> int:
             covered = ", ".join(f"{m} ({n})" for m, n in r["models"].items())
             print(f"{r['hardware']}: {r['steps']} steps composed -> {r['file']}  [{covered}]; {r['source']}")
     return 0
+
+
+def _fitted_profile(hw, dep, fit, args: argparse.Namespace):
+    """The profile with the fitted efficiencies and a calibration record: the files (and their SHA-256), the tools,
+    the engine preset, the fitted terms and the held-out error."""
+    import dataclasses
+    import datetime
+    import hashlib
+
+    files = list(args.plain) + list(args.spec)
+    held = fit.error("held_out")
+    record = {
+        "source": ", ".join(files),
+        "source_sha256": [hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in files],
+        "date": datetime.date.today().isoformat(),
+        "base_profile": dep.hardware.name,
+        "fitted_by": "specsim calibrate-engine",
+        "engine_preset": dep.engine.key,
+        "efficiency_scale": fit.scale,
+        "engine_iteration_ms": round(fit.iteration_s * 1e3, 6),
+        "runs": len(fit.runs),
+        "holdout_mape_after": None if held != held else round(held, 6),
+        "holdout_mape_before": round(fit.error("preset"), 6),
+    }
+    notes = (f"Fitted by specsim calibrate-engine on {record['date']} to {len(fit.runs)} benchmark runs of "
+             f"{dep.target.name} ({record['source']}): compute and bandwidth efficiency x{fit.scale:.3f} of "
+             f"{dep.hardware.name}'s, with the {dep.engine.key} preset at {fit.iteration_s * 1e3:.3f} ms per iteration. "
+             "Datasheet peaks and sources are those of the base profile.")
+    return dataclasses.replace(hw, calibration=record, notes=notes, description=f"{dep.hardware.description} - fitted to engine benchmarks")
+
+
+def _finite_or_none(value: float) -> float | None:
+    import math
+
+    return None if math.isnan(value) else value
+
+
+def _calibrate_engine_target(args: argparse.Namespace, runs: list) -> str:
+    """--target, or the model the benchmark files name; refused where the two disagree or neither is known."""
+    from ..models import get_model
+
+    named = sorted({r.model for r in runs if r.model})
+    if args.target is None:
+        if not named:
+            raise ValueError("the benchmark files name no model: pass --target")
+        try:
+            get_model(named[0])
+        except KeyError:
+            raise ValueError(f"the files name {named[0]!r}, which specsim does not ship: pass --target with its config.json") from None
+        return named[0]
+    if named:
+        try:
+            theirs = get_model(named[0]).name
+        except KeyError:
+            return args.target  # a model specsim does not know: --target says what it is
+        if theirs != get_model(args.target).name:
+            raise ValueError(f"--target {args.target} but the benchmark files ran {named[0]}")
+    return args.target
+
+
+def run_calibrate_engine(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from .._io import atomic_write_text, check_output
+    from ..bench_files import TOOLS, read_bench_file
+    from ..calibrate import profile_yaml
+    from ..deployment import Deployment
+    from ..engine_calibrate import fit_engine
+    from ..metrics import accept_length_from_page
+
+    import numpy as np
+
+    if args.spec and (args.draft is None or args.steps is None):
+        raise ValueError("--spec runs need --draft and --steps (the drafter and draft steps per round they ran with)")
+    if not args.spec and (args.draft or args.steps or args.metrics):
+        raise ValueError("--draft, --steps and --metrics describe speculative runs: give them with --spec FILE")
+    out = check_output(args.out, (".yaml", ".yml")) if args.out else None
+    plain = [r for path in args.plain for r in read_bench_file(path)]
+    spec = [r for path in args.spec for r in read_bench_file(path)]
+    al_note = None
+    if args.metrics:
+        length, al_note = accept_length_from_page(args.metrics)
+        spec = [r if r.accept_length is not None else dataclasses.replace(r, accept_length=length) for r in spec]
+    target = _calibrate_engine_target(args, plain + spec)
+    dep = Deployment.build(args.hardware, target, args.draft, args.timing, args.engine,
+                           target_options={"tp": args.tp} if args.tp else None, decode_only=not args.spec)
+    fit = fit_engine(dep, plain, spec, args.steps or 1, args.topk, args.verify_tokens)
+    hw = dataclasses.replace(dep.hardware, name=f"{dep.hardware.name}-{dep.engine.name}-fitted",
+                             compute_eff=min(1.0, dep.hardware.compute_eff * fit.scale),
+                             bandwidth_eff=min(1.0, dep.hardware.bandwidth_eff * fit.scale))
+    if out is not None and not fit.scale_fitted:
+        raise ValueError("--out: no efficiency was fitted (it needs --timing roofline or hybrid and plain runs at decode "
+                         "batches at least 1.5x apart); nothing written")
+    h = fit.host
+    flags = (f"--timing {args.timing} --engine {dep.engine.key} --engine-overhead-ms {fit.iteration_s * 1e3:g}"
+             + (f" --engine-round-ms {h.round_s * 1e3:g} --engine-step-ms {h.step_s * 1e3:g} --engine-seq-us {h.seq_s * 1e6:g}"
+                if spec else ""))
+    tools = sorted({TOOLS[r.tool] for r in fit.runs})
+    held = not np.all(np.isnan(fit.held_out))
+    summary = {
+        "runs": [{"file": r.where, "tool": r.tool, "kind": k, "load": r.load, "decode_batch": r.decode_batch,
+                  "context": r.context, "tpot_ms": r.tpot_s * 1e3, "accept_length": r.accept_length,
+                  "fitted_tpot_ms": float(p) * 1e3, "held_out_tpot_ms": None if np.isnan(q) else float(q) * 1e3,
+                  "preset_tpot_ms": float(s) * 1e3}
+                 for r, k, p, q, s in zip(fit.runs, fit.kinds, fit.predicted, fit.held_out, fit.preset)],
+        "tools": tools, "deployment": dep.brief(), "engine_preset": dep.engine.key,
+        "efficiency_scale": fit.scale, "efficiency_fitted": fit.scale_fitted,
+        "compute_eff": hw.compute_eff, "bandwidth_eff": hw.bandwidth_eff,
+        "engine_iteration_ms": fit.iteration_s * 1e3,
+        "spec_host": {"round_ms": h.round_s * 1e3, "step_ms": h.step_s * 1e3, "seq_us": h.seq_s * 1e6} if spec else None,
+        "accept_length_source": al_note,
+        "error": {which: {kind or "all": _finite_or_none(fit.error(which, kind)) for kind in (None, "plain", "spec")}
+                  for which in ("held_out", "predicted", "preset")},
+        "speedup": [{"load": load, "measured": m, "held_out": p} for load, m, p in fit.speedups(fit.held_out)] if held else [],
+        "flags": flags, "profile": str(out) if out else None,
+    }
+    if out is not None:
+        atomic_write_text(out, profile_yaml(_fitted_profile(hw, dep, fit, args)))
+    if args.json:
+        print_json(summary)
+        return 0
+    _print_engine_fit(args, summary, fit, dep, target, out)
+    return 0
+
+
+def _print_engine_fit(args: argparse.Namespace, summary: dict, fit, dep, target: str, out) -> None:
+    import numpy as np
+
+    plain = [r for r, k in zip(fit.runs, fit.kinds) if k == "plain"]
+    spec = [r for r, k in zip(fit.runs, fit.kinds) if k == "spec"]
+    h, hw, al_note, tools = fit.host, summary, summary["accept_length_source"], summary["tools"]
+    held = any(r["held_out_tpot_ms"] is not None for r in summary["runs"])
+    print(f"calibrate-engine: {len(plain)} plain and {len(spec)} speculative runs of {dep.target.name} on {dep.hardware.name}; "
+          f"read as {'; '.join(tools)}")
+    print(f"  {dep.brief()}")
+    if al_note:
+        print(f"  acceptance length of runs without one: {al_note}")
+    rows = []
+    for r, k, p, q, s in zip(fit.runs, fit.kinds, fit.predicted, fit.held_out, fit.preset):
+        rows.append([r.where, k, r.load, f"{r.decode_batch:.1f}", f"{r.context:.0f}", "" if r.accept_length is None else f"{r.accept_length:.2f}",
+                     f"{r.tpot_s * 1e3:.2f}", "" if np.isnan(q) else f"{q * 1e3:.2f}", f"{s * 1e3:.2f}"])
+    print(table(["run", "kind", "load", "decode batch", "context", "AL", "TPOT ms", "held out", f"{dep.engine.key} as shipped"],
+                rows, "<<<>>>>>>"))
+    scale = (f"profile efficiency x{fit.scale:.3f} (compute {hw['compute_eff']:.3f}, bandwidth {hw['bandwidth_eff']:.3f})"
+             if fit.scale_fitted else "profile efficiency not fitted (" + ("--timing kernels" if args.timing == "kernels"
+                                                                               else "plain runs at one decode batch") + ")")
+    print(f"fitted: {scale}; engine {fit.iteration_s * 1e3:.3f} ms per iteration"
+          + (f"; speculative round host time {h.describe()}" if spec else ""))
+    if held:
+        err = summary["error"]
+        print(f"held-out error (each load fitted without its runs): plain TPOT {err['held_out']['plain']:.1%}"
+              + (f", speculative TPOT {err['held_out']['spec']:.1%}" if spec else "")
+              + f"; {dep.engine.key} as shipped: plain {err['preset']['plain']:.1%}"
+              + (f", speculative {err['preset']['spec']:.1%}" if spec else ""))
+        for load, measured, predicted in fit.speedups(fit.held_out):
+            print(f"  {load}: measured speedup {measured:.2f}x, held-out prediction {predicted:.2f}x")
+    else:
+        print("held-out error: runs at one load only, nothing to hold out (benchmark two or more concurrencies)")
+    draft = f" --draft {args.draft}" if args.draft else ""
+    print(f"use: specsim optimal-gamma --hardware {out or args.hardware} --target {target}{draft} {summary['flags']}")
+    if out:
+        print(f"wrote {out}")
+    elif fit.scale_fitted:
+        print("  (that profile is the shipped one: --out PROFILE.yaml writes the fitted efficiency for --hardware)")
