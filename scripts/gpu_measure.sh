@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole GPU measurement in one run, for a lent H200 (about 6-8 minutes of device time):
-#   1. step times t(b, q, L) of the llama-3.2-1b and llama-3.1-8b shapes in bf16 with CUDA graphs,
-#      b = 1..128, q = 1..5, L = 512..8192 (configurations that do not fit are skipped);
+#   1. step times t(b, q, L) of the llama-3.2-1b and llama-3.1-8b shapes in bf16 with CUDA graphs, the
+#      engine-grade pass (fused norm, grouped-query SDPA, no dense mask), b = 1..128, q = 1, 2, 4, 5,
+#      L = 512, 2048, 8192 (configurations that do not fit are skipped); for the 8B (FLOOR_MODELS) each
+#      pass's GEMMs and attention are also timed alone, so every row reports its own kernel floor;
 #   2. a calibrated profile fitted to them, with held-out error and a residual plot;
 #   3. the end-to-end speculative loop (8B target, 1B draft) at a few batch sizes;
 #   4. measured step times beside specsim's predictions (and, where aiconfigurator-core is installed,
@@ -12,7 +14,7 @@
 # On the device machine (its python3 has torch, numpy, scipy, pandas, pyyaml, matplotlib):
 #   bash scripts/gpu_measure.sh
 # Rehearsal on a CPU with tiny shapes (what the test suite checks):
-#   DEVICE=cpu DTYPE=fp32 MODELS="tiny-5m tiny-28m" LOOP_TARGET=tiny-28m LOOP_DRAFT=tiny-5m BASE=cpu-epyc-2vcpu \
+#   DEVICE=cpu DTYPE=fp32 MODELS="tiny-5m tiny-28m" FLOOR_MODELS=tiny-5m LOOP_TARGET=tiny-28m LOOP_DRAFT=tiny-5m BASE=cpu-epyc-2vcpu \
 #   BATCH=1,2 Q=1,3 CTX=64,128 REPEATS=2 LOOP_BATCH=1 LOOP_TOKENS=8 OUT=/tmp/out bash scripts/gpu_measure.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,9 +25,11 @@ PY=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
 DTYPE=${DTYPE:-bf16}
 MODELS=${MODELS:-llama-3.2-1b llama-3.1-8b}
-BATCH=${BATCH:-1,2,4,8,16,32,64,128}
-Q=${Q:-1,2,3,4,5}
-CTX=${CTX:-512,1024,2048,4096,8192}
+BATCH=${BATCH:-1,4,8,16,32,64,128}
+Q=${Q:-1,2,4,5}
+CTX=${CTX:-512,2048,8192}
+FLOOR_MODELS=${FLOOR_MODELS:-llama-3.1-8b}
+COMPILE=${COMPILE:-}  # set to --compile to fuse each layer with torch.compile (adds compile time per shape)
 REPEATS=${REPEATS:-10}
 BASE=${BASE:-h200}
 LOOP_TARGET=${LOOP_TARGET:-llama-3.1-8b}
@@ -43,8 +47,9 @@ GRAPHS=$([ "$DEVICE" = cuda ] && echo --cuda-graphs || true)
 
 first=1
 for model in $MODELS; do
+  FLOOR=$(case " $FLOOR_MODELS " in *" $model "*) echo --floor;; esac)
   $PY -m specsim measure --model "$model" --device "$DEVICE" --dtype "$DTYPE" --batch "$BATCH" --tokens-per-seq "$Q" \
-      --context "$CTX" --repeats "$REPEATS" $GRAPHS --out "$OUT/part.csv" >> "$LOG" 2>&1
+      --context "$CTX" --repeats "$REPEATS" $GRAPHS $FLOOR $COMPILE --out "$OUT/part.csv" >> "$LOG" 2>&1
   if [ $first = 1 ]; then cat "$OUT/part.csv" > "$OUT/measured.csv"; first=0; else tail -n +2 "$OUT/part.csv" >> "$OUT/measured.csv"; fi
   rm -f "$OUT/part.csv"
 done

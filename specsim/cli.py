@@ -464,6 +464,13 @@ def _parser_measure(sub) -> None:
     p.add_argument("--warmup", type=_int_at_least(0, "warmup", MAX_REPEATS), default=hd.MEASURE_WARMUP,
                    help=f"untimed passes first (default {hd.MEASURE_WARMUP})")
     p.add_argument("--cuda-graphs", action="store_true", help="capture each pass in a CUDA graph and time its replay")
+    p.add_argument("--pass", dest="pass_kind", choices=["engine", "reference"], default=hd.MEASURE_PASS,
+                   help=f"engine: fused norm, grouped-query SDPA, no dense mask; reference: the plain formulation "
+                   f"(default {hd.MEASURE_PASS})")
+    p.add_argument("--compile", action="store_true", help="torch.compile each layer (fuses the element-wise work; "
+                   "compiling takes minutes on a GPU)")
+    p.add_argument("--floor", action="store_true", help="also time each pass's GEMMs and attention alone: floor_* columns, "
+                   "and the pass over its kernel floor in the progress lines")
     p.add_argument("--seed", type=_int_at_least(0, "seed", MAX_SEED), default=0)
     p.add_argument("--out", required=True, help="CSV file to write (atomically; checked before the sweep starts)")
     p.add_argument("--json", action="store_true", help="print JSON")

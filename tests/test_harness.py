@@ -152,10 +152,56 @@ def test_gpu_script_rehearses_on_the_cpu(repo, tmp_path):
 
     env = {**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable, "DEVICE": "cpu", "DTYPE": "fp32", "MODELS": "tiny-5m",
            "LOOP_TARGET": "tiny-5m", "LOOP_DRAFT": "tiny-5m", "BASE": "cpu-epyc-2vcpu", "BATCH": "1,2", "Q": "1,3",
-           "CTX": "16,32", "REPEATS": "2", "LOOP_BATCH": "1", "LOOP_TOKENS": "4"}
+           "CTX": "16,32", "REPEATS": "2", "LOOP_BATCH": "1", "LOOP_TOKENS": "4", "FLOOR_MODELS": "tiny-5m"}
     done = subprocess.run(["bash", str(repo / "scripts" / "gpu_measure.sh")], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["comparison-verify-ratio.csv", "comparison.csv", "cpu-epyc-2vcpu-measured-residuals.png",
                      "cpu-epyc-2vcpu-measured.yaml", "log.txt", "loop.json", "measured.csv"]
     assert len(names) <= 8  # the device tool brings back at most 8 files
+    with open(tmp_path / "measured.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert {r["pass_kind"] for r in rows} == {"engine"}
+    assert all(0 < float(r["floor_s"]) == pytest.approx(float(r["floor_gemm_s"]) + float(r["floor_attn_s"])) for r in rows)
+
+
+@pytest.mark.parametrize("shape", [MICRO, MICRO_QWEN])
+def test_engine_pass_computes_the_reference_logits(shape):
+    # The engine-grade pass (fused RMSNorm, SDPA's enable_gqa, a lower-right causal bias instead of a dense mask) must
+    # give the plain reference's logits: prefill, q = 1 and q = 4 on a shared length, and ragged lengths.
+    shape = ModelShape(**{**shape.__dict__, "weight_dtype": "fp32", "kv_dtype": "fp32"}) if shape.weight_dtype != "fp32" else shape
+    engine, reference = (DecoderTimingModel(shape, dtype="fp32", kind=k) for k in ("engine", "reference"))
+    gen = torch.Generator().manual_seed(5)
+    prefix = torch.randint(0, 512, (3, 12), generator=gen)
+    zeros = torch.zeros(3, dtype=torch.long)
+    for model in (engine, reference):
+        model.allocate(3, 32)
+    torch.testing.assert_close(engine(prefix, zeros), reference(prefix, zeros), rtol=1e-4, atol=1e-5)
+    lengths = torch.full((3,), 12)
+    for q in (1, 4):
+        tokens = torch.randint(0, 512, (3, q), generator=gen)
+        fast = engine(tokens, lengths, span=12 + q, uniform=True)
+        torch.testing.assert_close(fast, reference(tokens, lengths, span=12 + q, uniform=True), rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(fast, reference(tokens, lengths), rtol=1e-4, atol=1e-5)
+    ragged = torch.tensor([5, 9, 12])
+    tokens = torch.randint(0, 512, (3, 3), generator=gen)
+    torch.testing.assert_close(engine(tokens, ragged), reference(tokens, ragged), rtol=1e-4, atol=1e-5)
+
+
+def test_engine_pass_builds_no_dense_mask_on_a_shared_length():
+    from torch.nn.attention.bias import CausalBias
+
+    model = DecoderTimingModel(MICRO, dtype="fp32")
+    positions = torch.full((2, 4), 7) + torch.arange(4)
+    assert model._mask(positions[:, :1], 8, uniform=True) is None
+    assert isinstance(model._mask(positions, 11, uniform=True), CausalBias)
+    reference = DecoderTimingModel(MICRO, dtype="fp32", kind="reference")
+    assert reference._mask(positions, 11, uniform=True).dtype == torch.bool  # the reference keeps its dense mask
+
+
+def test_kv_cache_keeps_each_heads_keys_contiguous():
+    model = DecoderTimingModel(MICRO, dtype="fp32")
+    model.allocate(2, 16)
+    keys = model.k_cache[0, :2, :, :9]  # what attention reads at span 9
+    assert keys.shape == (2, MICRO.n_kv_heads, 9, MICRO.head_dim)
+    assert keys.stride(-1) == 1 and keys.stride(-2) == MICRO.head_dim  # positions of one head are adjacent rows

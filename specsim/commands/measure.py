@@ -24,7 +24,8 @@ def run_measure(args: argparse.Namespace) -> int:
     check_output(args.out, (".csv",))  # before the sweep: a long GPU run must not be lost at the end
     shape = get_model(args.model, weight_dtype=args.dtype, kv_dtype=args.dtype)
     rows = measure_sweep(shape, args.batch, args.tokens_per_seq, args.context, dtype=args.dtype, device=args.device,
-                         repeats=args.repeats, warmup=args.warmup, cuda_graphs=args.cuda_graphs, seed=args.seed)
+                         repeats=args.repeats, warmup=args.warmup, cuda_graphs=args.cuda_graphs, seed=args.seed,
+                         kind=args.pass_kind, compile=args.compile, floor=args.floor)
     if not rows:
         raise ValueError("no configuration fitted in memory; nothing written")
     buffer = io.StringIO()
@@ -32,10 +33,16 @@ def run_measure(args: argparse.Namespace) -> int:
     writer.writeheader()
     writer.writerows(rows)
     atomic_write_text(args.out, buffer.getvalue())
+    floors = [r["median_s"] / r["floor_s"] for r in rows if r["floor_s"]]
     if args.json:
-        print_json({"configurations": len(rows), "device_name": rows[0]["device_name"], "out": str(args.out)})
+        print_json({"configurations": len(rows), "device_name": rows[0]["device_name"], "out": str(args.out),
+                    "pass": args.pass_kind, "compiled": args.compile,
+                    "pass_over_floor": {"min": min(floors), "max": max(floors)} if floors else None})
     else:
-        print(f"{len(rows)} configurations measured on {rows[0]['device_name']} -> {args.out}")
+        print(f"{len(rows)} configurations measured on {rows[0]['device_name']} ({args.pass_kind} pass"
+              f"{', compiled' if args.compile else ''}) -> {args.out}")
+        if floors:
+            print(f"pass time over its kernel floor (GEMMs + attention timed alone): {min(floors):.2f}x to {max(floors):.2f}x")
     return 0
 
 

@@ -13,6 +13,8 @@ MEASURE_TOKENS_PER_SEQ = (1,)
 MEASURE_CONTEXTS = (0, 512)
 MEASURE_REPEATS = 10
 MEASURE_WARMUP = 3
+#: The engine-grade pass (specsim.harness.model): what an engine runs, not the plain reference.
+MEASURE_PASS = "engine"
 
 #: ``specsim measure-loop``: CPU-sized shapes in fp32 by default, so that it runs anywhere.
 LOOP_DEVICE = "cpu"

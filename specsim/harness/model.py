@@ -15,21 +15,35 @@ everything before; rolling back rejected draft tokens is just not advancing
 a sequence's length (the stale entries are masked and later overwritten), as
 paged engines do with their slot tables.
 
-Grouped-query attention never repeats K and V: the ``group`` query heads that
-share a KV head are folded into the query-length axis, so scaled dot-product
-attention sees ``n_kv_heads`` heads with ``group * q`` queries each.
+The cache is laid out (layer, sequence, KV head, position, head_dim), so that
+attention reads each head's keys contiguously, as engines' paged caches do.
+
+Two passes compute the same logits (a test holds them together on the CPU):
+
+``engine`` (the default)  what an engine runs: PyTorch's fused RMSNorm, grouped-query
+    attention by SDPA's ``enable_gqa`` (K and V never repeated), no dense mask when the
+    batch shares one length (none at q = 1; at q > 1 a lower-right causal bias, which
+    SDPA hands to its flash or memory-efficient kernel without building a mask), and
+    optionally each layer compiled (``compile=True``: ``torch.compile`` fuses the
+    element-wise work: norms, rotary, SiLU * up, residuals).  Sequences at different
+    lengths (a speculative loop's) still need a mask: engines use variable-length
+    kernels there, which PyTorch does not expose.
+``reference``  the plain formulation kept to check it: RMSNorm in fp32 by hand and the
+    ``group`` query heads of a KV head folded into the query axis under a dense mask.
 """
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention.bias import causal_lower_right
 
 from ..models import ModelShape
 
-__all__ = ["DecoderTimingModel", "TORCH_DTYPES"]
+__all__ = ["DecoderTimingModel", "PASS_KINDS", "TORCH_DTYPES"]
 
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+PASS_KINDS = ("engine", "reference")
 
 
 def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
@@ -54,11 +68,15 @@ class DecoderTimingModel(torch.nn.Module):
         device: str = "cpu",
         seed: int = 0,
         rope_theta: float = 500000.0,
+        kind: str = "engine",
+        compile: bool = False,
     ) -> None:
         super().__init__()
         if dtype not in TORCH_DTYPES:
             raise ValueError(f"dtype must be one of {', '.join(TORCH_DTYPES)}, got {dtype!r}")
-        self.shape = shape
+        if kind not in PASS_KINDS:
+            raise ValueError(f"pass kind must be one of {', '.join(PASS_KINDS)}, got {kind!r}")
+        self.shape, self.kind = shape, kind
         self.batch, self.capacity = 0, 0
         self.k_cache = self.v_cache = None
         self.dtype, self.device = TORCH_DTYPES[dtype], torch.device(device)
@@ -90,13 +108,14 @@ class DecoderTimingModel(torch.nn.Module):
         self.final_norm = ones(d)
         self.lm_head = self.embed if shape.tie_embeddings else param(shape.vocab_size, d)
         self.inv_freq = 1.0 / (rope_theta ** (torch.arange(0, hd, 2, device=self.device, dtype=torch.float32) / hd))
+        self._layer = torch.compile(self._layer_pass, dynamic=True) if compile else self._layer_pass
 
     def allocate(self, batch: int, capacity: int) -> None:
         """(Re)allocate the KV cache for ``batch`` sequences of up to ``capacity`` tokens."""
         self.k_cache = self.v_cache = None  # free the old cache first
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
-        shape = (self.shape.n_layers, batch, capacity, self.n_kv, self.head_dim)
+        shape = (self.shape.n_layers, batch, self.n_kv, capacity, self.head_dim)
         self.k_cache = torch.zeros(shape, dtype=self.dtype, device=self.device)
         self.v_cache = torch.zeros(shape, dtype=self.dtype, device=self.device)
         self.batch, self.capacity = batch, capacity
@@ -109,6 +128,54 @@ class DecoderTimingModel(torch.nn.Module):
     def parameter_count(self) -> int:
         """Parameters held (a tied head counted once); equals ``shape.params``."""
         return sum(p.numel() for p in {id(p): p for p in self.parameters()}.values())
+
+    def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        if self.kind == "engine":
+            return F.rms_norm(x, (x.shape[-1],), weight, 1e-5)
+        return _rms_norm(x, weight)
+
+    def _mask(self, positions: torch.Tensor, span: int, uniform: bool):
+        """The attention mask of a pass: None or a lower-right causal bias where the engine pass needs no dense one."""
+        b, q = positions.shape
+        if uniform and q == 1:
+            return None  # every cached key is visible to the single new query
+        if uniform and self.kind == "engine":
+            return causal_lower_right(q, span)  # the q new tokens see the cache and each other causally
+        rows_m = positions[:1] if uniform else positions  # uniform: one mask row set broadcasts over the batch
+        visible = torch.arange(span, device=self.device)[None, None, :] <= rows_m[:, :, None]  # (b or 1, q, span)
+        if self.kind == "engine":
+            return visible[:, None]  # (b, 1, q, span), broadcast over heads
+        # Key s is visible to the query at position p iff s <= p; queries of one KV head are folded as (group, q).
+        return visible[:, None, None].expand(-1, 1, self.group, q, span).reshape(visible.shape[0], 1, self.group * q, span)
+
+    def _attend(self, qh: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask) -> torch.Tensor:
+        b, q = qh.shape[:2]
+        if self.kind == "engine":
+            attn = F.scaled_dot_product_attention(qh.transpose(1, 2), keys, values, attn_mask=mask, enable_gqa=True)
+            return attn.transpose(1, 2).reshape(b, q, -1)
+        queries = qh.view(b, q, self.n_kv, self.group, self.head_dim).permute(0, 2, 3, 1, 4)
+        queries = queries.reshape(b, self.n_kv, self.group * q, self.head_dim)
+        attn = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask)
+        return attn.view(b, self.n_kv, self.group, q, self.head_dim).permute(0, 3, 1, 2, 4).reshape(b, q, -1)
+
+    def _layer_pass(self, index: int, x, cos, sin, rows, positions, span: int, mask):
+        """One decoder layer of a pass: x (b, q, d) in, x out; writes the layer's K and V into the cache."""
+        layer = self.layers[index]
+        b, q = x.shape[:2]
+        hd = self.head_dim
+        h = self._norm(x, layer.attn_norm)
+        qkv = F.linear(h, layer.wqkv, layer.bqkv)
+        qh, kh, vh = qkv.split([self.n_heads * hd, self.n_kv * hd, self.n_kv * hd], dim=-1)
+        qh = _rotate(qh.view(b, q, self.n_heads, hd), cos, sin)
+        kh = _rotate(kh.view(b, q, self.n_kv, hd), cos, sin)
+        self.k_cache[index, rows, :, positions] = kh  # (b, q, n_kv, hd) into (layer, seq, head, position, hd)
+        self.v_cache[index, rows, :, positions] = vh.view(b, q, self.n_kv, hd)
+        keys = self.k_cache[index, :b, :, :span]  # (b, n_kv, span, hd): each head's keys contiguous
+        values = self.v_cache[index, :b, :, :span]
+        x = x + F.linear(self._attend(qh, keys, values, mask), layer.wo)
+        h = self._norm(x, layer.mlp_norm)
+        gate, up = F.linear(h, layer.w_gate_up).chunk(2, dim=-1)
+        return x + F.linear(F.silu(gate) * up, layer.w_down)
 
     @torch.inference_mode()
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor, span: int | None = None, uniform: bool = False) -> torch.Tensor:
@@ -130,32 +197,9 @@ class DecoderTimingModel(torch.nn.Module):
         angles = positions[..., None].float() * self.inv_freq  # (b, q, hd/2)
         cos = torch.cos(angles)[:, :, None, :].to(self.dtype)  # (b, q, 1, hd/2), broadcast over heads
         sin = torch.sin(angles)[:, :, None, :].to(self.dtype)
-        # Key s is visible to the query at position p iff s <= p; queries of one KV head are
-        # folded as (group, q), so the mask repeats over the group.
-        if uniform and q == 1:
-            mask = None  # every cached key is visible to the single new query
-        else:
-            rows_m = positions[:1] if uniform else positions  # uniform: one mask row set broadcasts over the batch
-            visible = torch.arange(span, device=self.device)[None, None, :] <= rows_m[:, :, None]  # (b or 1, q, span)
-            mask = visible[:, None, None].expand(-1, 1, self.group, q, span).reshape(visible.shape[0], 1, self.group * q, span)
+        mask = self._mask(positions, span, uniform)
         rows = torch.arange(b, device=self.device)[:, None]
         x = self.embed[tokens]
-        for index, layer in enumerate(self.layers):
-            h = _rms_norm(x, layer.attn_norm)
-            qkv = F.linear(h, layer.wqkv, layer.bqkv)
-            qh, kh, vh = qkv.split([self.n_heads * self.head_dim, self.n_kv * self.head_dim, self.n_kv * self.head_dim], dim=-1)
-            qh = _rotate(qh.view(b, q, self.n_heads, self.head_dim), cos, sin)
-            kh = _rotate(kh.view(b, q, self.n_kv, self.head_dim), cos, sin)
-            self.k_cache[index, rows, positions] = kh
-            self.v_cache[index, rows, positions] = vh.view(b, q, self.n_kv, self.head_dim)
-            keys = self.k_cache[index, :b, :span].transpose(1, 2)  # (b, n_kv, span, hd)
-            values = self.v_cache[index, :b, :span].transpose(1, 2)
-            queries = qh.view(b, q, self.n_kv, self.group, self.head_dim).permute(0, 2, 3, 1, 4)
-            queries = queries.reshape(b, self.n_kv, self.group * q, self.head_dim)
-            attn = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask)
-            attn = attn.view(b, self.n_kv, self.group, q, self.head_dim).permute(0, 3, 1, 2, 4).reshape(b, q, -1)
-            x = x + F.linear(attn, layer.wo)
-            h = _rms_norm(x, layer.mlp_norm)
-            gate, up = F.linear(h, layer.w_gate_up).chunk(2, dim=-1)
-            x = x + F.linear(F.silu(gate) * up, layer.w_down)
-        return F.linear(_rms_norm(x, self.final_norm), self.lm_head)
+        for index in range(len(self.layers)):
+            x = self._layer(index, x, cos, sin, rows, positions, span, mask)
+        return F.linear(self._norm(x, self.final_norm), self.lm_head)

@@ -13,20 +13,29 @@ assumption behind E(alpha, gamma).  One speculative step for a batch:
    accepted + 1; rejected entries are masked and later overwritten).
 
 Plain decoding runs the target one token per pass on the same batch from the
-same context.  Both loops include their per-pass Python and sampling work, so
-the measured speedup is wall-clock, end to end; the three pass times are also
-timed separately so that the formula S = E t_T / (gamma t_D + t_V) can be
-checked on measured step times as well as on the roofline's.
+same context.  Neither loop synchronises with the host inside it, as engines'
+device-side loops do not: acceptance is drawn on the device, every pass is
+told how many keys to read (a bound the host knows: the context plus gamma + 1
+per round so far, the rejected slots masked), and the speculative loop runs a
+fixed number of rounds, ceil(tokens / E(alpha, gamma)), counting the tokens it
+emitted once at the end.  The measured speedup is wall-clock, end to end,
+including each pass's Python launch work (eager PyTorch: no CUDA graph around a
+round); the three pass times are also timed separately so that the formula
+S = E t_T / (gamma t_D + t_V) can be checked on measured step times as well as
+on the roofline's.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 
 import torch
 
 from . import defaults
+
+from ..acceptance import expected_tokens
 
 from ..models import ModelShape
 from .model import DecoderTimingModel
@@ -44,50 +53,55 @@ class _Loop:
         self.rows = torch.arange(batch, device=dev)
 
     def plain(self) -> float:
-        dev, batch = self.dev, self.batch
-        lengths = torch.full((batch,), self.context, dtype=torch.long, device=dev)
+        dev, batch, context = self.dev, self.batch, self.context
+        lengths = torch.full((batch,), context, dtype=torch.long, device=dev)
         last = torch.zeros((batch, 1), dtype=torch.long, device=dev)
         _sync(dev)
         start = time.perf_counter()
-        for _ in range(self.tokens):
-            logits = self.target(last, lengths)
+        for i in range(self.tokens):
+            logits = self.target(last, lengths, span=context + i + 1, uniform=True)
             last = logits[:, -1].argmax(-1, keepdim=True)
             lengths += 1
         _sync(dev)
         return time.perf_counter() - start
+
+    @property
+    def rounds(self) -> int:
+        """Rounds the speculative loop runs: enough for ``tokens`` per sequence at the expected rate."""
+        return max(1, math.ceil(self.tokens / float(expected_tokens(self.alpha, self.gamma))))
 
     def speculative(self) -> tuple[float, float, float]:
         """(seconds, mean tokens generated per sequence, mean tokens per verification pass)."""
         dev, batch, gamma, rows = self.dev, self.batch, self.gamma, self.rows
         lengths = torch.full((batch,), self.context, dtype=torch.long, device=dev)  # tokens in both caches
         history = torch.zeros((batch, 2), dtype=torch.long, device=dev)  # last two emitted tokens
-        generated = torch.zeros(batch, dtype=torch.long)
-        passes = 0
+        generated = torch.zeros(batch, dtype=torch.long, device=dev)
         _sync(dev)
         start = time.perf_counter()
-        while int(generated.min()) < self.tokens:
+        for r in range(self.rounds):
+            span = self.context + r * (gamma + 1) + gamma + 2  # no sequence reads past this in round r
             drafted = []
             feed, at = history, lengths - 1
             for _ in range(gamma):
-                logits = self.draft(feed, at)
+                logits = self.draft(feed, at, span=span)
                 nxt = logits[:, -1].argmax(-1, keepdim=True)
                 drafted.append(nxt)
                 feed, at = nxt, at + feed.shape[1]
             proposal = torch.cat(drafted, dim=1)  # (b, gamma)
-            target_logits = self.target(torch.cat([history[:, 1:], proposal], dim=1), lengths)
+            target_logits = self.target(torch.cat([history[:, 1:], proposal], dim=1), lengths, span=span)
             correction = target_logits.argmax(-1)  # the target's token at each position
-            accept = torch.rand((batch, gamma), generator=self.gen) < self.alpha
-            accepted = torch.cumprod(accept.long(), dim=1).sum(dim=1).to(dev)
+            accept = torch.rand((batch, gamma), generator=self.gen, device=dev) < self.alpha
+            accepted = torch.cumprod(accept.long(), dim=1).sum(dim=1)
             emitted = torch.cat([proposal, correction[:, -1:]], dim=1)
             emitted[rows, accepted] = correction[rows, accepted]
             last_two = torch.stack([emitted[rows, (accepted - 1).clamp(min=0)], emitted[rows, accepted]], dim=1)
             history = torch.where((accepted > 0)[:, None], last_two, torch.stack([history[:, 1], emitted[:, 0]], dim=1))
             lengths = lengths + accepted + 1  # roll back: rejected positions are beyond the new length
-            generated += (accepted + 1).cpu()
-            passes += 1
+            generated += accepted + 1
         _sync(dev)
-        mean_generated = float(generated.float().mean())
-        return time.perf_counter() - start, mean_generated, mean_generated / passes
+        elapsed = time.perf_counter() - start
+        mean_generated = float(generated.float().mean())  # the loop's one read of the device's counts
+        return elapsed, mean_generated, mean_generated / self.rounds
 
     def pass_times(self, repeats: int) -> tuple[float, float, float]:
         """The three passes on their own at the loop's mean context: t_T, t_D and t_V (median seconds)."""
@@ -125,9 +139,9 @@ def run_speculative_loop(
     from .timing import check_device_and_memory
 
     dev = check_device_and_memory([target_shape, draft_shape], device, dtype)
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-    # The loop runs until the slowest sequence has `tokens`; a lucky one may emit gamma + 1 per pass meanwhile.
-    capacity = context + (gamma + 1) * tokens + 2
+    gen = torch.Generator(device=dev).manual_seed(seed)
+    # Every round may emit gamma + 1 tokens per sequence; the loop runs at most `tokens` rounds.
+    capacity = context + (gamma + 1) * (tokens + 1) + 2
     target = DecoderTimingModel(target_shape, dtype=dtype, device=device, seed=seed)
     draft = DecoderTimingModel(draft_shape, dtype=dtype, device=device, seed=seed + 1)
     target.allocate(batch, capacity)

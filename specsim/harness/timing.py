@@ -32,7 +32,8 @@ __all__ = ["CSV_COLUMNS", "device_name", "measure_sweep", "time_pass"]
 CSV_COLUMNS = [
     "model", "params", "n_layers", "hidden_size", "intermediate_size", "n_heads", "n_kv_heads", "head_dim",
     "vocab_size", "tie_embeddings", "qkv_bias", "batch", "tokens_per_seq", "context", "dtype", "device",
-    "device_name", "torch_version", "date", "cuda_graphs", "repeats", "median_s", "p10_s", "p90_s", "min_s",
+    "device_name", "torch_version", "date", "cuda_graphs", "pass_kind", "compiled", "repeats", "median_s", "p10_s", "p90_s",
+    "min_s", "floor_gemm_s", "floor_attn_s", "floor_s",
 ]
 
 
@@ -128,6 +129,43 @@ def check_device_and_memory(shapes: list[ModelShape], device: str, dtype: str) -
     return dev
 
 
+def kernel_floor(model: DecoderTimingModel, b: int, q: int, L: int, dev: torch.device, repeats: int, warmup: int,
+                 cuda_graphs: bool) -> tuple[float, float]:
+    """(GEMM seconds, attention seconds): the pass's kernels timed alone in the same run, median of ``repeats``.
+
+    The GEMMs are every layer's four projections (its own weights, so nothing stays in cache that would not in the
+    pass) and the LM head on a (b, q) batch of activations; attention is SDPA over every layer's cached keys with the
+    pass's own mask (none at q = 1, a lower-right causal bias at q > 1: the engine pass's kernels, whichever pass is timed).  What the pass takes
+    beyond their sum is its own overhead: element-wise work, cache writes, launches.
+    """
+    import torch.nn.functional as F
+    from torch.nn.attention.bias import causal_lower_right
+
+    shape, hd = model.shape, model.head_dim
+    span = L + q
+    x = torch.randn(b, q, shape.hidden_size, dtype=model.dtype, device=dev)
+    attn_in = torch.randn(b, q, model.n_heads * hd, dtype=model.dtype, device=dev)
+    mlp_in = torch.randn(b, q, shape.intermediate_size, dtype=model.dtype, device=dev)
+    queries = torch.randn(b, model.n_heads, q, hd, dtype=model.dtype, device=dev)
+    mask = None if q == 1 else causal_lower_right(q, span)  # the kernels of the engine pass, whichever pass is timed
+
+    def gemms():
+        for layer in model.layers:
+            F.linear(x, layer.wqkv, layer.bqkv)
+            F.linear(attn_in, layer.wo)
+            F.linear(x, layer.w_gate_up)
+            F.linear(mlp_in, layer.w_down)
+        F.linear(x, model.lm_head)
+
+    def attention():
+        for index in range(len(model.layers)):
+            F.scaled_dot_product_attention(queries, model.k_cache[index, :b, :, :span], model.v_cache[index, :b, :, :span],
+                                           attn_mask=mask, enable_gqa=True)
+
+    return (statistics.median(time_pass(gemms, dev, repeats, warmup, cuda_graphs)),
+            statistics.median(time_pass(attention, dev, repeats, warmup, cuda_graphs)))
+
+
 def measure_sweep(
     shape: ModelShape,
     batches: Iterable[int],
@@ -140,17 +178,25 @@ def measure_sweep(
     cuda_graphs: bool = False,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
+    kind: str = "engine",
+    compile: bool = False,
+    floor: bool = False,
 ) -> list[dict]:
-    """Time every (b, q, L) of the grid; one CSV-ready dict per configuration that fits."""
+    """Time every (b, q, L) of the grid; one CSV-ready dict per configuration that fits.
+
+    ``kind`` is the pass (:data:`~specsim.harness.model.PASS_KINDS`), ``compile`` compiles each layer, and ``floor``
+    also times the pass's GEMMs and attention alone (:func:`kernel_floor`) into the ``floor_*`` columns.
+    """
     dev = check_device_and_memory([shape], device, dtype)
     say = progress or (lambda message: print(message, file=sys.stderr, flush=True))
-    model = DecoderTimingModel(shape, dtype=dtype, device=device, seed=seed)
+    model = DecoderTimingModel(shape, dtype=dtype, device=device, seed=seed, kind=kind, compile=compile)
     stamp = {
         "model": shape.name, "params": shape.params, "n_layers": shape.n_layers, "hidden_size": shape.hidden_size,
         "intermediate_size": shape.intermediate_size, "n_heads": shape.n_heads, "n_kv_heads": shape.n_kv_heads,
         "head_dim": shape.head_dim, "vocab_size": shape.vocab_size, "tie_embeddings": shape.tie_embeddings,
         "qkv_bias": shape.qkv_bias, "dtype": dtype, "device": dev.type, "device_name": device_name(dev),
         "torch_version": torch.__version__, "date": _dt.date.today().isoformat(), "cuda_graphs": bool(cuda_graphs and dev.type == "cuda"),
+        "pass_kind": kind, "compiled": bool(compile),
     }
     grid = [(b, q, L) for b in batches for q in tokens_per_seq for L in contexts]
     element = torch.tensor([], dtype=TORCH_DTYPES[dtype]).element_size()
@@ -175,10 +221,13 @@ def measure_sweep(
             say(f"{tag}: skipped, out of memory")
             continue
         median = statistics.median(times)
+        gemm_s, attn_s = kernel_floor(model, b, q, L, dev, repeats, warmup, cuda_graphs) if floor else (None, None)
         rows.append({
             **stamp, "batch": b, "tokens_per_seq": q, "context": L, "repeats": repeats, "median_s": median,
             "p10_s": float(np.percentile(times, 10)), "p90_s": float(np.percentile(times, 90)), "min_s": min(times),
+            "floor_gemm_s": gemm_s, "floor_attn_s": attn_s, "floor_s": None if gemm_s is None else gemm_s + attn_s,
         })
-        say(f"{tag}: {median * 1e3:.3f} ms (p10 {rows[-1]['p10_s'] * 1e3:.3f}, p90 {rows[-1]['p90_s'] * 1e3:.3f})")
+        over = f"; kernel floor {rows[-1]['floor_s'] * 1e3:.3f} ms, pass/floor {median / rows[-1]['floor_s']:.2f}" if floor else ""
+        say(f"{tag}: {median * 1e3:.3f} ms (p10 {rows[-1]['p10_s'] * 1e3:.3f}, p90 {rows[-1]['p90_s'] * 1e3:.3f}){over}")
     model.k_cache = model.v_cache = None
     return rows
