@@ -28,3 +28,13 @@ def test_torch_is_pinned_before_the_package_in_ci(repo):
     # A looser torch pulls a multi-GB CUDA build; the exact CPU wheel lies on the CI machine.
     tests = _commands((repo / "README.md").read_text())[1]
     assert tests.index("torch==2.13.0") < tests.index("'.[test,harness]'")
+
+
+def test_every_package_folder_ships_in_the_wheel(repo):
+    # The test suite imports specsim from the checkout, so a package missing from pyproject's list (specsim.commands
+    # was) only breaks an installed specsim: `pip install .` then `specsim` ends in an ImportError.
+    import tomllib
+
+    listed = set(tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {".".join(p.parent.relative_to(repo).parts) for p in (repo / "specsim").rglob("__init__.py")}
+    assert folders - listed == set(), f"packages missing from pyproject.toml: {sorted(folders - listed)}"
