@@ -118,7 +118,7 @@ def _serve_run(path: Path, index: int, record: object, tool: str) -> BenchRun:
     al = _number(where, record, key, optional=True)
     if al is not None and al < 1:
         raise ValueError(f"{where}: {key} must be at least 1 (tokens per verification pass), got {al:g}")
-    model = record.get("model_id") if tool == "vllm" else record.get("model_id", record.get("model"))
+    model = record.get("model_id")  # vLLM names it; SGLang's result does not
     if model is not None and not isinstance(model, str):
         raise ValueError(f"{where}: model_id must be a string, got {model!r}")
     return BenchRun(str(path), index, tool, model, _load(where, record), int(completed), tpot_s,

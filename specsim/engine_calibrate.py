@@ -69,7 +69,7 @@ class EngineFit:
     scale_fitted: bool
     iteration_s: float
     host: SpecHost
-    engine: EnginePreset  # the preset with the fitted terms
+    deployment: object  # the deployment with the fitted profile and engine terms (a Deployment)
     runs: list  # of BenchRun, plain first
     kinds: list  # "plain" or "spec", per run
     predicted: np.ndarray  # TPOT seconds with everything fitted on all runs
@@ -200,4 +200,4 @@ def fit_engine(dep, plain: list[BenchRun], spec: list[BenchRun], steps: int, top
             s, it, h, _ = model.fit(train, dep.engine)
             held_out[out] = model.predict(model.deployment(s, it, h), out)
     preset = model.predict(dep, everything)
-    return EngineFit(scale, scale_fitted, iteration_s, host, fitted_dep.engine, runs, kinds, predicted, held_out, preset)
+    return EngineFit(scale, scale_fitted, iteration_s, host, fitted_dep, runs, kinds, predicted, held_out, preset)

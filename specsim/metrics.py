@@ -284,18 +284,31 @@ def read_metrics_file(path: str | Path, model_name: str | None = None) -> Accept
     return acceptance_from_prometheus(text, source=Path(path).name, model_name=model_name)
 
 
-def accept_length_from_page(path: str | Path, model_name: str | None = None) -> tuple[float, str]:
-    """(AL, where it came from): tokens per verification pass from a saved ``/metrics`` page of vLLM
-    (1 + accepted / drafts) or SGLang (``sglang:spec_accept_length``).  A page counts from the server's start."""
+def _page(path: str | Path) -> tuple[str, str]:
+    """(file name, text) of a saved ``/metrics`` page; an empty page is refused."""
     from ._io import read_text
 
-    name = Path(path).name
     text = read_text(path, "metrics file")
     if not text.strip():
         raise ValueError(f"metrics file {str(path)!r} is empty")
-    if "sglang:spec_accept_length" in text and "vllm:spec_decode" not in text:
-        values = [v for key, _, v in parse_prometheus(text, name) if key == "sglang:spec_accept_length"]
-        length = float(np.mean(values))
+    return Path(path).name, text
+
+
+def _is_sglang(text: str) -> bool:
+    return "sglang:spec_accept_length" in text and "vllm:spec_decode" not in text
+
+
+def _sglang_accept_length(text: str, name: str) -> float:
+    """The mean of a page's ``sglang:spec_accept_length`` gauges (one per model or rank)."""
+    return float(np.mean([v for key, _, v in parse_prometheus(text, name) if key == "sglang:spec_accept_length"]))
+
+
+def accept_length_from_page(path: str | Path, model_name: str | None = None) -> tuple[float, str]:
+    """(AL, where it came from): tokens per verification pass from a saved ``/metrics`` page of vLLM
+    (1 + accepted / drafts) or SGLang (``sglang:spec_accept_length``).  A page counts from the server's start."""
+    name, text = _page(path)
+    if _is_sglang(text):
+        length = _sglang_accept_length(text, name)
         if not (np.isfinite(length) and length >= 1.0):
             raise ValueError(f"{name}: sglang:spec_accept_length {length:g} is not a length of at least 1")
         return length, f"{name}: SGLang mean accept length"
@@ -311,19 +324,14 @@ def acceptance_from_page(path: str | Path, sglang_gamma: int | None = None, mode
     ``sglang_gamma`` (its ``--speculative-num-steps``) turns it into an alpha; ``model_name`` picks one model's counters
     on a page that holds several (``--metrics-model``).
     """
-    from ._io import read_text
     from .acceptance import Acceptance
 
-    name = Path(path).name
-    text = read_text(path, "metrics file")
-    if not text.strip():
-        raise ValueError(f"metrics file {str(path)!r} is empty")
-    if "sglang:spec_accept_length" in text and "vllm:spec_decode" not in text:
-        values = [v for key, _, v in parse_prometheus(text, name) if key == "sglang:spec_accept_length"]
+    name, text = _page(path)
+    if _is_sglang(text):
         if sglang_gamma is None:
             raise ValueError(f"{name}: SGLang reports only the mean accept length; give --metrics-gamma, the "
                              "--speculative-num-steps it ran with")
-        length = float(np.mean(values))
+        length = _sglang_accept_length(text, name)
         if not 1.0 <= length <= sglang_gamma + 1:
             raise ValueError(f"{name}: sglang:spec_accept_length {length:g} is outside [1, {sglang_gamma + 1}]")
         alpha = float(alpha_from_acceptance_length(length, sglang_gamma))

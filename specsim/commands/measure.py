@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .. import report
 from ..report import print_json, progress, table
 from ._args import harness
 
@@ -247,9 +248,7 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
     dep = Deployment.build(args.hardware, target, args.draft, args.timing, args.engine,
                            target_options={"tp": args.tp} if args.tp else None, decode_only=not args.spec)
     fit = fit_engine(dep, plain, spec, args.steps or 1, args.topk, args.verify_tokens)
-    hw = dataclasses.replace(dep.hardware, name=f"{dep.hardware.name}-{dep.engine.name}-fitted",
-                             compute_eff=min(1.0, dep.hardware.compute_eff * fit.scale),
-                             bandwidth_eff=min(1.0, dep.hardware.bandwidth_eff * fit.scale))
+    hw = dataclasses.replace(fit.deployment.hardware, name=f"{dep.hardware.name}-{dep.engine.name}-fitted")
     if out is not None and not fit.scale_fitted:
         raise ValueError("--out: no efficiency was fitted (it needs --timing roofline or hybrid and plain runs at decode "
                          "batches at least 1.5x apart); nothing written")
@@ -265,7 +264,7 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
                   "fitted_tpot_ms": float(p) * 1e3, "held_out_tpot_ms": None if np.isnan(q) else float(q) * 1e3,
                   "preset_tpot_ms": float(s) * 1e3}
                  for r, k, p, q, s in zip(fit.runs, fit.kinds, fit.predicted, fit.held_out, fit.preset)],
-        "tools": tools, "deployment": dep.brief(), "engine_preset": dep.engine.key,
+        "tools": tools, "deployment": dep.brief(), "provenance": dep.provenance(), "engine_preset": dep.engine.key,
         "efficiency_scale": fit.scale, "efficiency_fitted": fit.scale_fitted,
         "compute_eff": hw.compute_eff, "bandwidth_eff": hw.bandwidth_eff,
         "engine_iteration_ms": fit.iteration_s * 1e3,
@@ -294,7 +293,7 @@ def _print_engine_fit(args: argparse.Namespace, summary: dict, fit, dep, target:
     held = any(r["held_out_tpot_ms"] is not None for r in summary["runs"])
     print(f"calibrate-engine: {len(plain)} plain and {len(spec)} speculative runs of {dep.target.name} on {dep.hardware.name}; "
           f"read as {'; '.join(tools)}")
-    print(f"  {dep.brief()}")
+    print("\n".join(f"  {line}" for line in (dep.provenance() if report.VERBOSE else [dep.brief()])))
     if al_note:
         print(f"  acceptance length of runs without one: {al_note}")
     rows = []

@@ -40,7 +40,7 @@ from torch.nn.attention.bias import causal_lower_right
 
 from ..models import ModelShape
 
-__all__ = ["DecoderTimingModel", "PASS_KINDS", "TORCH_DTYPES"]
+__all__ = ["DecoderTimingModel", "PASS_KINDS", "TORCH_DTYPES", "shared_length_mask"]
 
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 PASS_KINDS = ("engine", "reference")
@@ -56,6 +56,12 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
     half = x.shape[-1] // 2
     x1, x2 = x[..., :half], x[..., half:]
     return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
+
+
+def shared_length_mask(q: int, span: int):
+    """The engine pass's mask when every sequence has one length: none at q = 1, else a lower-right causal bias
+    (the q new tokens see the cache and each other causally; SDPA needs no dense mask for it)."""
+    return None if q == 1 else causal_lower_right(q, span)
 
 
 class DecoderTimingModel(torch.nn.Module):
@@ -137,10 +143,8 @@ class DecoderTimingModel(torch.nn.Module):
     def _mask(self, positions: torch.Tensor, span: int, uniform: bool):
         """The attention mask of a pass: None or a lower-right causal bias where the engine pass needs no dense one."""
         b, q = positions.shape
-        if uniform and q == 1:
-            return None  # every cached key is visible to the single new query
-        if uniform and self.kind == "engine":
-            return causal_lower_right(q, span)  # the q new tokens see the cache and each other causally
+        if uniform and (q == 1 or self.kind == "engine"):
+            return shared_length_mask(q, span)
         rows_m = positions[:1] if uniform else positions  # uniform: one mask row set broadcasts over the batch
         visible = torch.arange(span, device=self.device)[None, None, :] <= rows_m[:, :, None]  # (b or 1, q, span)
         if self.kind == "engine":

@@ -25,7 +25,7 @@ import torch
 from . import defaults
 
 from ..models import ModelShape
-from .model import TORCH_DTYPES, DecoderTimingModel
+from .model import TORCH_DTYPES, DecoderTimingModel, shared_length_mask
 
 __all__ = ["CSV_COLUMNS", "device_name", "measure_sweep", "time_pass"]
 
@@ -139,7 +139,6 @@ def kernel_floor(model: DecoderTimingModel, b: int, q: int, L: int, dev: torch.d
     beyond their sum is its own overhead: element-wise work, cache writes, launches.
     """
     import torch.nn.functional as F
-    from torch.nn.attention.bias import causal_lower_right
 
     shape, hd = model.shape, model.head_dim
     span = L + q
@@ -147,7 +146,7 @@ def kernel_floor(model: DecoderTimingModel, b: int, q: int, L: int, dev: torch.d
     attn_in = torch.randn(b, q, model.n_heads * hd, dtype=model.dtype, device=dev)
     mlp_in = torch.randn(b, q, shape.intermediate_size, dtype=model.dtype, device=dev)
     queries = torch.randn(b, model.n_heads, q, hd, dtype=model.dtype, device=dev)
-    mask = None if q == 1 else causal_lower_right(q, span)  # the kernels of the engine pass, whichever pass is timed
+    mask = shared_length_mask(q, span)  # the kernels of the engine pass, whichever pass is timed
 
     def gemms():
         for layer in model.layers:
