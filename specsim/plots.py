@@ -175,9 +175,11 @@ def plot_speedup_vs_batch(
                 s = group[group.batch == b].speedup
                 if len(s):
                     ax.plot(b, s.item(), "o", color=_COLORS[i], ms=6, markeredgecolor="black")
-                    # Up and to the right: the curve only falls to the right, so the label stays clear of it.
+                    # Up and to the right: the curve only falls to the right, so the label stays clear of it; near
+                    # the right edge, below and to the left, under the higher curve there, so it stays inside the panel.
+                    edge = b > table.batch.max() / 4
                     ax.annotate(f"{s.item():.2f} at b={b}", (b, s.item()), textcoords="offset points",
-                                xytext=(7, 5), ha="left", fontsize=9)
+                                xytext=(-7, -14) if edge else (7, 5), ha="right" if edge else "left", fontsize=9)
     break_even = _break_even(ax)
     drawn = np.concatenate([line.get_ydata() for line in lines.values()])
     ax.set_ylim(min(0.9, drawn.min() - 0.05), drawn.max() + 0.12)
@@ -641,8 +643,9 @@ def plot_serve_sweep(frame: pd.DataFrame, *, axes: Any = None, title: str | None
     right.set_ylabel("output tokens/s")
     left.legend(fontsize=8)
     right.legend(fontsize=8)
-    if title:
-        left.set_title(title, fontsize=10)
+    if title:  # over both panels: a title this long does not fit over one
+        left.figure.suptitle(title, fontsize=10)
+    left.set_title("time per output token", fontsize=10)
     right.set_title("throughput", fontsize=10)
     return lines
 
