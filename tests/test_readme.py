@@ -38,13 +38,16 @@ def _blocks(readme: str) -> list[list[tuple[str, list[str]]]]:
     return blocks
 
 
-def _commands(repo) -> list[tuple[str, list[str]]]:
+def _commands(repo) -> list[tuple[str, list[str], tuple[str, ...]]]:
+    """(command, shown output, the block's earlier commands): a command may read what an earlier one wrote."""
     out = []
     for block in _blocks((repo / "README.md").read_text()):
+        earlier: list[str] = []
         for command, shown in block:
             command = re.split(r"\s#\s", command)[0].strip()  # a trailing comment
             if command.startswith("specsim ") and not any(flag in command for flag in NEEDS_GPU):
-                out.append((command, shown))
+                out.append((command, shown, tuple(earlier)))
+                earlier.append(command)
     return out
 
 
@@ -57,20 +60,37 @@ def scratch(tmp_path_factory):
 
 
 def test_the_readme_shows_its_commands(repo):
-    commands = [c for c, _ in _commands(repo)]
+    commands = [c for c, *_ in _commands(repo)]
     assert len(commands) >= 35 and any("explain" in c for c in commands) and any("examples/" in c for c in commands)
 
 
-@pytest.mark.parametrize("command, shown", _commands(REPO), ids=lambda v: v if isinstance(v, str) else "")
-def test_readme_command_runs_and_prints_what_the_readme_quotes(command, shown, scratch, monkeypatch):
+@pytest.fixture(scope="module")
+def ran():
+    """Commands already run in the module's scratch folder (what they wrote is there)."""
+    return set()
+
+
+def _run(command: str, scratch) -> tuple[int, str, str]:
     argv = [a.replace("/tmp/", f"{scratch}/") for a in shlex.split(command)[1:]]
-    monkeypatch.chdir(scratch)
-    monkeypatch.setenv("MPLBACKEND", "Agg")
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(argv)
-    assert code == 0, f"{command}: {err.getvalue()[-500:]}"
-    printed = {line.rstrip() for line in out.getvalue().splitlines()}
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("command, shown, earlier", _commands(REPO), ids=lambda v: v if isinstance(v, str) else "")
+def test_readme_command_runs_and_prints_what_the_readme_quotes(command, shown, earlier, scratch, ran, monkeypatch):
+    monkeypatch.chdir(scratch)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    for before in earlier:  # in any test order: what the block ran before this command, first (cpu.csv for calibrate)
+        if before not in ran:
+            code, _, err = _run(before, scratch)
+            assert code == 0, f"{before}: {err[-500:]}"
+            ran.add(before)
+    code, out, err = _run(command, scratch)
+    ran.add(command)
+    assert code == 0, f"{command}: {err[-500:]}"
+    printed = {line.rstrip() for line in out.splitlines()}
     for line in shown:
         if line.strip() in ("", "...") or line.rstrip().endswith(": ..."):
             continue
