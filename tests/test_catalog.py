@@ -100,8 +100,8 @@ def test_catalog_ships_with_the_package():
 
 
 def test_the_moe_models_deployed_now_are_in_the_catalog_with_their_published_activated_counts():
-    # Issue 18: Qwen3-235B-A22B, GLM-4.5/4.6 (Glm4MoeForCausalLM), Kimi K2 on the DeepSeek-V3 architecture.
-    assert {"qwen3-235b-a22b", "glm-4.5", "glm-4.6", "glm-4.5-air", "kimi-k2"} <= set(NAMES)
+    # Issue 18: Qwen3-235B-A22B, GLM-4.5/4.6/4.7 (Glm4MoeForCausalLM), Kimi K2 on the DeepSeek-V3 architecture.
+    assert {"qwen3-235b-a22b", "glm-4.5", "glm-4.6", "glm-4.7", "glm-4.5-air", "kimi-k2"} <= set(NAMES)
     assert get_model("glm-4.5").architecture == "Glm4MoeForCausalLM" and get_model("kimi-k2").architecture == "DeepseekV3ForCausalLM"
     # Qwen3 counts the input embedding in "activated" (as for Qwen3-30B-A3B); DeepSeek-V3's family does not (37B).
     qwen = get_model("qwen3-235b-a22b")
@@ -114,9 +114,10 @@ def test_glm_attention_biases_q_k_v_only_and_reads_its_qk_norm_flag():
     glm, air = get_model("glm-4.5"), get_model("glm-4.5-air")
     assert glm.qkv_bias and not glm.o_bias and glm.qk_norm and not air.qk_norm
     assert (glm.n_experts, glm.n_active_experts, glm.n_shared_experts, glm.n_dense_layers, glm.n_mtp_layers) == (160, 8, 1, 3, 1)
-    # The 4.6 checkpoint is the 4.5 architecture with a longer context.
-    six = get_model("glm-4.6")
-    assert six.params == glm.params and six.max_position_embeddings == 202752 > glm.max_position_embeddings
+    # The 4.6 and 4.7 checkpoints are the 4.5 architecture with a longer context.
+    for name in ("glm-4.6", "glm-4.7"):
+        later = get_model(name)
+        assert later.params == glm.params and later.max_position_embeddings == 202752 > glm.max_position_embeddings
     # Its NextN layer drafts (SGLang serves GLM-4.5 with EAGLE over it).
     dep = Deployment.from_names("h200", "glm-4.5", "mtp", target_options={"tp": 8})
     assert dep.draft.n_layers == 1 and dep.draft.n_experts == 160
