@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+import numpy as np
 import pandas as pd
 
 from specsim.spec_fit import FIT_KINDS, evaluate, load_public_speculation
@@ -37,6 +38,23 @@ def error_table(fit) -> pd.DataFrame:
     return pd.concat([out.sort_values(["engine", "rows"], ascending=[False, False]), by_engine])
 
 
+def step_choices(table: pd.DataFrame, prediction: str = "held_out"):
+    """Per step-sweep source: the best measured steps per batch, the steps the prediction ranks first among the measured
+    ones, and the share of the best measured throughput that pick loses (rows give throughput relative to ref_steps)."""
+    out = []
+    for source, rows in table[table.kind == "step_sweep"].groupby("source", sort=False):
+        best, picked, loss = [], [], []
+        for _, g in rows.groupby("batch"):
+            steps = [3] + g.steps.astype(int).tolist()  # the reference steps: throughput ratio 1 by definition
+            measured = np.array([1.0] + g.measured_value.tolist())
+            predicted = np.array([1.0] + g[prediction].tolist())
+            best.append(steps[int(np.argmax(measured))])
+            picked.append(steps[int(np.argmax(predicted))])
+            loss.append(1.0 - measured[int(np.argmax(predicted))] / measured.max())
+        out.append((source, best, picked, loss))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", action="store_true", help="print every row with its predictions")
@@ -54,15 +72,24 @@ def main(argv: list[str] | None = None) -> int:
             print(error_table(fit).to_string())
         t = fit.table
         gain = t[t.kind == "overlap_gain"]
-        print("\nSGLang spec v2 over v1 at the same acceptance length (held out of every fit; the model hides H entirely):")
-        for _, r in gain.iterrows():
-            print(f"  {r.source} ({r.target}, {r.drafter} {int(r.steps)} steps): measured {r.measured_value:.3f}x, "
-                  f"predicted {r.fitted:.3f}x ({(r.fitted / r.measured_value - 1) * 100:+.1f}%)")
+        print("\nSGLang spec v2 over v1 at the same acceptance length: the share of H spec v2 hides, fitted on these rows "
+              f"{fit.shares.get('sglang', 1.0):.2f}; each row with the share fitted on the other (held out), and hiding all of H:")
+        for i, r in gain.iterrows():
+            full = fit.terms.predict(fit.fitted[r.engine], fit.alphas, 1.0)[i]
+            print(f"  {r.source} ({r.target}, {r.drafter} {int(r.steps)} steps): measured {r.measured_value:.3f}x; "
+                  f"share {fit.held_out_shares[i]:.2f} from the other row: {r.held_out:.3f}x "
+                  f"({(r.held_out / r.measured_value - 1) * 100:+.1f}%); all of H hidden: {full:.3f}x "
+                  f"({(full / r.measured_value - 1) * 100:+.1f}%)")
         change = t[t.kind == "batch_change"]
         print("\nSpeedup change from batch 1 to 32 (SpecDecode-Bench, vLLM 0.10.1, EAGLE k = 3):")
         for _, r in change.iterrows():
             print(f"  {r.target} TP {int(r.tp)}: measured {r.measured_value - 1:+.1%}; before {r.before - 1:+.1%}, "
                   f"held out {r.held_out - 1:+.1%}, fitted {r.fitted - 1:+.1%}")
+        print("\nSGLang's step sweeps (AutoSpec, sglang#22246): the steps that measured best per batch, and the steps the model")
+        print("picks among those measured with the sweep held out (its acceptance fitted alone: "
+              + ", ".join(f"{k} alpha {v:.3f}" for k, v in fit.held_out_alphas.items()) + "), with the throughput that pick loses:")
+        for source, best, picked, loss in step_choices(t):
+            print(f"  {source}: measured best {best}; picked {picked}; lost " + ", ".join(f"{x:.1%}" for x in loss))
         plain = t[t.kind == "plain"]
         err = (plain.no_host / plain.measured_value - 1) * 100
         print("\nPlain decode step of the preset against the sources' plain throughput (per sequence, includes prefill), %:")

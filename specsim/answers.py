@@ -321,6 +321,7 @@ def round_anatomy(dep: Deployment, acceptance: object, label: str, batches: list
         total = float(r.total_s)
         rows.append({"batch": batch, "gamma": int(g), "tokens_per_round": tokens, "t_decode_s": decode, "t_round_s": total,
                      "parts_s": parts, "hidden_host_s": float(r.hidden_host_s), "overlapped": bool(r.overlapped),
+                     "hidden_share": float(r.overlapped),
                      "round_over_decode": total / decode, "speedup": tokens * decode / total, "acceptance": label,
                      "provenance": dep.provenance()})
     for row in rows:  # every row names every part (0 where a batch's round has none of it)

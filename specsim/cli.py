@@ -190,6 +190,8 @@ def _add_round_cost_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine-round-ms", type=_nonneg_float, metavar="MS", help="engine host time per speculative round, ms")
     p.add_argument("--engine-step-ms", type=_nonneg_float, metavar="MS", help="engine host time per draft step, ms")
     p.add_argument("--engine-seq-us", type=_nonneg_float, metavar="US", help="engine host time per sequence per round, us")
+    p.add_argument("--engine-seq-step-us", type=_nonneg_float, metavar="US",
+                   help="engine time per sequence per draft step, us")
     p.add_argument("--engine-overlap", choices=["on", "off"],
                    help="whether the engine overlaps a round's host work with the GPU (default: as the version does)")
 

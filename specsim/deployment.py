@@ -18,16 +18,17 @@ ones.  What the engine adds is composed here, from the preset's terms:
                                                                  draft-extend pass, the drafter's host time
     t_pass   = s * t_step + t_fixed                              s draft steps per round (gamma, or a
                                                                  tree's depth)
-    H        = e_round + s * e_step + b * e_seq                  the engine's host work per round
-    t_round  = t_pass + H            (serial engines)
-             = max(t_pass, H)        (engines that overlap a round's host work with the GPU)
+    H        = e_round + s * e_step + b * e_seq + b * s * e_ss   the engine's host work per round
+    t_round  = t_pass + H                        (serial engines)
+             = max(t_pass, h H) + (1 - h) H      (engines that overlap a share h of it with the GPU)
 
 with ``e_iter`` the engine's time per iteration, ``c_T``, ``c_D``, ``c_X`` its time around the
 tensor-parallel collectives of the target's, the draft's and the extend pass
-(:meth:`specsim.engines.EnginePreset.collectives_s`), and ``e_round``, ``e_step``, ``e_seq`` the host
-time a speculative round adds per round, per draft step and per sequence
-(:class:`specsim.engines.SpecHost`; n-gram lookup runs no draft step, so its s is 0 there).  Which
-engine versions overlap, for which drafters, is the preset's (:meth:`~specsim.engines.EnginePreset.overlaps`).
+(:meth:`specsim.engines.EnginePreset.collectives_s`), and ``e_round``, ``e_step``, ``e_seq``, ``e_ss`` the host
+time a speculative round adds per round, per draft step, per sequence and per sequence and step
+(:class:`specsim.engines.SpecHost`; n-gram lookup runs no draft step, so its s is 0 for ``e_step``, and its
+proposed tokens count as steps for ``e_ss``).  Which engine versions overlap, for which drafters, and what share
+h they hide is the preset's (:meth:`~specsim.engines.EnginePreset.hidden_share`).
 ``t_X`` is present only for drafters with a draft-extend pass (EAGLE, MTP), ``h`` only for n-gram lookup.
 Everything is vectorised over broadcast batch, context, steps and token counts.
 """
@@ -57,18 +58,22 @@ MAX_VOCAB_PADDING = 128
 
 
 def round_seconds(steps: object, draft_step_s: object, fixed_s: object, host_s: object = 0.0,
-                  overlapped: bool = False) -> np.ndarray:
-    """t_round = s * t_step + t_fixed, plus the engine's host work H (or max with it where the engine overlaps
-    it): the one place a round's parts are added up.
+                  hidden: float = 0.0) -> np.ndarray:
+    """t_round = s * t_step + t_fixed, plus the engine's host work H, of which an engine that overlaps it with the
+    GPU hides the share ``hidden`` behind the passes: t_pass + H when serial (``hidden`` 0), max(t_pass, h H) +
+    (1 - h) H otherwise.  The one place a round's parts are added up.
 
     >>> round(float(round_seconds(4, 1.0e-3, 6.5e-3)), 6), round(float(round_seconds(4, 1.0e-3, 6.5e-3, 2e-3)), 6)
     (0.0105, 0.0125)
-    >>> round(float(round_seconds(4, 1.0e-3, 6.5e-3, 2e-3, overlapped=True)), 6)
-    0.0105
+    >>> round(float(round_seconds(4, 1.0e-3, 6.5e-3, 2e-3, hidden=1.0)), 6), round(float(round_seconds(4, 1.0e-3, 6.5e-3, 2e-3, hidden=0.4)), 6)
+    (0.0105, 0.0117)
     """
     passes = np.asarray(steps, dtype=float) * np.asarray(draft_step_s, dtype=float) + np.asarray(fixed_s, dtype=float)
     host = np.asarray(host_s, dtype=float)
-    return np.maximum(passes, host) if overlapped else passes + host
+    h = float(hidden)
+    if not 0.0 <= h <= 1.0:
+        raise ValueError(f"the hidden share of a round's host work must be in [0, 1], got {hidden!r}")
+    return np.maximum(passes, h * host) + (1.0 - h) * host if h else passes + host
 
 
 def check_shared_vocabulary(target: ModelShape, draft: ModelShape) -> None:
@@ -151,7 +156,7 @@ class RoundTime:
     draft: DraftStep
     fixed: RoundFixed
     host_s: np.ndarray | float = 0.0  #: H, the engine's host work per round
-    overlapped: bool = False  #: whether the engine overlaps H with the round's passes
+    overlapped: float = 0.0  #: the share of H the engine overlaps with the round's passes (0: serial)
 
     @property
     def passes_s(self) -> np.ndarray:
@@ -160,7 +165,7 @@ class RoundTime:
 
     @property
     def total_s(self) -> np.ndarray:
-        """t_round: t_pass + H, or max(t_pass, H) where the engine overlaps them."""
+        """t_round: t_pass + H, or max(t_pass, h H) + (1 - h) H where the engine overlaps a share h of H."""
         return round_seconds(self.steps, self.draft.total_s, self.fixed.total_s, self.host_s, self.overlapped)
 
     @property
@@ -393,12 +398,14 @@ class Deployment:
             fixed = fixed + engine_s
         return RoundFixed(verify, extend, host, engine_s, fixed)
 
-    def round_host(self, batch: object, steps: object, draft_width: object = 1) -> tuple[np.ndarray, bool]:
-        """(H, overlapped): the engine's host work per round of ``steps`` draft steps, and whether this engine version
-        overlaps it with the GPU for this drafter and draft width.  n-gram lookup launches no draft step."""
+    def round_host(self, batch: object, steps: object, draft_width: object = 1) -> tuple[np.ndarray, float]:
+        """(H, hidden): the engine's host work per round of ``steps`` draft steps, and the share of it this engine
+        version overlaps with the GPU for this drafter and draft width (0: serial).  n-gram lookup launches no draft
+        step; its ``steps`` proposed tokens carry the per-sequence work of steps."""
         self._require_drafter()
-        s = np.asarray(steps, dtype=float) if self.draft is not None else 0.0
-        return self.engine.round_host(batch, s), self.engine.overlaps(self.drafter.kind, draft_width)
+        steps = np.asarray(steps, dtype=float)
+        s = steps if self.draft is not None else 0.0
+        return self.engine.round_host(batch, s, steps), self.engine.hidden_share(self.drafter.kind, draft_width)
 
     def round_time(self, batch: object, context: object = DEFAULT_CONTEXT_TOKENS, steps: object = 1, draft_width: object = 1,
                    verify_tokens: object = None) -> RoundTime:

@@ -13,7 +13,8 @@ Fitted in two stages, least squares on relative error with the terms bounded to 
    efficiency scale ``e`` that multiplies the profile's compute and bandwidth efficiencies (each capped at 1);
    with fewer than two distinct decode batches ``e`` cannot be told from the per-iteration time and stays 1;
 2. on the speculative runs, with stage 1 fixed, the host terms of a round H = round_s + s * step_s + b * seq_s
-   (:class:`specsim.engines.SpecHost`), serial or overlapped as the engine version runs them.
+   (:class:`specsim.engines.SpecHost`), serial or overlapped as the engine version runs them; the per-sequence-and-step
+   term b * s * seq_step_s is set to 0, since the runs share one number of draft steps and it is then a per-sequence term.
 
 The error reported is on held-out loads: for each load, everything fitted again without that load's runs, and its
 runs predicted.  With one load there is nothing to hold out and the output says so.
@@ -123,7 +124,8 @@ class _Model:
             roof = RooflineSource(hw)
             source = HybridSource(roof, dep.source.kernels) if isinstance(dep.source, HybridSource) else roof
             dep = dataclasses.replace(dep, hardware=hw, source=source)
-        engine = dep.engine.with_iteration_ms(iteration_s * 1e3).with_spec(host.round_s * 1e3, host.step_s * 1e3, host.seq_s * 1e6)
+        engine = dep.engine.with_iteration_ms(iteration_s * 1e3).with_spec(host.round_s * 1e3, host.step_s * 1e3, host.seq_s * 1e6,
+                                                                          seq_step_us=host.seq_step_s * 1e6)
         return dataclasses.replace(dep, engine=engine)
 
     def predict(self, dep, index: np.ndarray) -> np.ndarray:
@@ -159,13 +161,14 @@ class _Model:
         scale = round(float(fit1.x[1]), 4) if scale_free else 1.0
         if spec.size == 0:
             return scale, iteration_s, SpecHost(), scale_free
-        unit = TERM_UPPER / 10.0
+        # At one number of draft steps a per-sequence-and-step second is a per-sequence second: the three other terms, seq_step_s 0.
+        unit = TERM_UPPER[:3] / 10.0
 
         def stage2(x):
             dep = self.deployment(scale, iteration_s, SpecHost(*(x * unit)))
             return np.concatenate([self.predict(dep, spec) / self.tpot[spec] - 1, 1e-3 * x])
 
-        fits = [least_squares(stage2, x0=np.full(3, x0), bounds=(np.zeros(3), TERM_UPPER / unit)) for x0 in (0.05, 0.5, 2.0)]
+        fits = [least_squares(stage2, x0=np.full(3, x0), bounds=(np.zeros(3), TERM_UPPER[:3] / unit)) for x0 in (0.05, 0.5, 2.0)]
         x = min(fits, key=lambda r: r.cost).x * unit
         return scale, iteration_s, SpecHost(round(float(x[0]), 5), round(float(x[1]), 6), round(float(x[2]), 7)), scale_free
 

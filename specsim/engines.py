@@ -18,14 +18,21 @@ Plain decoding
 Speculative rounds (:class:`SpecHost`)
     The host work a speculative round adds, which no kernel measures: reading the accepted lengths
     back to the host, the rejection sampler and bookkeeping (``round_s``), launching and sampling each
-    draft step (``step_s``) and per-sequence scheduling of the drafted tokens (``seq_s``):
+    draft step (``step_s``), per-sequence scheduling of the drafted tokens (``seq_s``) and the work
+    each sequence carries at each draft step (``seq_step_s``: its sampling, tree and mask building,
+    acceptance bookkeeping, and what verifying its drafted tokens costs beyond the kernel tables):
 
-        H(b, s) = round_s + s * step_s + b * seq_s
+        H(b, s) = round_s + s * step_s + b * seq_s + b * s * seq_step_s
+
+    An n-gram proposal launches no draft step (s = 0 for ``step_s``) but its proposed tokens carry the
+    per-sequence work as a chain's steps do (s = gamma for ``seq_step_s``).
 
     An engine that does not overlap it with the GPU (vLLM before 0.14, SGLang's spec v1, which turns
     its overlap scheduler off for EAGLE: sgl-project/sglang#9961) pays t_GPU + H per round; one that
     does (vLLM >= 0.14 for EAGLE and MTP, vllm-project/vllm#31998; SGLang spec v2 for top-k 1 chains,
-    sgl-project/sglang#11398) pays max(t_GPU, H) (:func:`specsim.deployment.round_seconds`).  The
+    sgl-project/sglang#11398) hides a share h of it, max(t_GPU, h H) + (1 - h) H
+    (:func:`specsim.deployment.round_seconds`): 40% for SGLang's spec v2, fitted to its measured gains
+    over spec v1, and all of it for vLLM, whose gain no public measurement gives.  The
     terms are fitted to public speculative speedups across batch sizes (:mod:`specsim.spec_fit`,
     ``specsim/data/speculation_public.csv``) on the serial versions; an overlapping version does the
     same host work, hidden, so it carries the same terms.  ``spec`` applies on a roofline step,
@@ -59,28 +66,36 @@ def _check_term(owner: str, key: str, value: object) -> None:
 
 @dataclass(frozen=True)
 class SpecHost:
-    """Host seconds a speculative round adds: per round, per draft step and per sequence of the batch."""
+    """Host seconds a speculative round adds: per round, per draft step, per sequence of the batch and per sequence
+    and draft step."""
 
     round_s: float = 0.0
     step_s: float = 0.0
     seq_s: float = 0.0
+    seq_step_s: float = 0.0
 
     def check(self, owner: str) -> None:
-        for key in ("round_s", "step_s", "seq_s"):
+        for key in TERMS:
             _check_term(owner, key, getattr(self, key))
 
-    def seconds(self, batch: object, steps: object) -> np.ndarray:
-        """H(b, s) = round_s + s * step_s + b * seq_s, broadcast over batch and steps."""
-        return (self.round_s + np.asarray(steps, dtype=float) * self.step_s
-                + np.asarray(batch, dtype=float) * self.seq_s)
+    def seconds(self, batch: object, steps: object, seq_steps: object = None) -> np.ndarray:
+        """H(b, s) = round_s + s * step_s + b * seq_s + b * s' * seq_step_s, broadcast over batch, steps and
+        ``seq_steps`` s' (default ``steps``; an n-gram proposal's length, which launches no draft step)."""
+        b, s = np.asarray(batch, dtype=float), np.asarray(steps, dtype=float)
+        per_seq = s if seq_steps is None else np.asarray(seq_steps, dtype=float)
+        return self.round_s + s * self.step_s + b * self.seq_s + b * per_seq * self.seq_step_s
 
     @property
     def is_zero(self) -> bool:
-        return not (self.round_s or self.step_s or self.seq_s)
+        return not any(getattr(self, key) for key in TERMS)
 
     def describe(self) -> str:
         return (f"{self.round_s * 1e3:.2f} ms per round + {self.step_s * 1e3:.3f} ms per draft step + "
-                f"{self.seq_s * 1e6:.1f} us per sequence")
+                f"{self.seq_s * 1e6:.1f} us per sequence + {self.seq_step_s * 1e6:.1f} us per sequence per draft step")
+
+
+#: The terms of :class:`SpecHost`, in the order the fits and the override flags use.
+TERMS = ("round_s", "step_s", "seq_s", "seq_step_s")
 
 
 @dataclass(frozen=True)
@@ -107,6 +122,12 @@ class EnginePreset:
     overlap_kinds: frozenset = frozenset()
     #: Overlap only for chains (top-k 1), as SGLang's spec v2.
     overlap_chains_only: bool = False
+    #: The share of a round's host work an overlapping version hides behind the GPU (:func:`round_seconds`), on a
+    #: roofline step and on bare GPU time.
+    overlap_share: float = 1.0
+    kernel_overlap_share: float = 1.0
+    #: Where the share comes from.
+    overlap_basis: str = "no public measurement: all of it"
     #: A drafter's passes (draft steps, draft extend) carry the share of a source's per-pass overhead that their layers
     #: are of the target's: the overhead beyond the roofline is per kernel, so per layer (on the H200, the kernel
     #: database exceeds the bare roofline by 20 us per layer for Llama-3.1-8B and 24 us for Llama-3.2-1B at batch 1),
@@ -119,6 +140,10 @@ class EnginePreset:
             _check_term(repr(self.name), key, getattr(self, key))
         self.spec.check(repr(self.name))
         self.kernel_spec.check(repr(self.name))
+        for key in ("overlap_share", "kernel_overlap_share"):
+            share = getattr(self, key)
+            if not (isinstance(share, (int, float)) and not isinstance(share, bool) and 0.0 <= share <= 1.0):
+                raise ValueError(f"engine {self.name!r}: {key} must be a share in [0, 1], got {share!r}")
 
     @property
     def key(self) -> str:
@@ -131,14 +156,19 @@ class EnginePreset:
             return False
         return not self.overlap_chains_only or bool(np.all(np.asarray(draft_width) == 1))
 
-    def round_host(self, batch: object, steps: object) -> np.ndarray:
+    def hidden_share(self, drafter_kind: str | None, draft_width: object = 1) -> float:
+        """The share of a round's host work this version hides behind the GPU for this drafter (0: serial)."""
+        return float(self.overlap_share) if self.overlaps(drafter_kind, draft_width) else 0.0
+
+    def round_host(self, batch: object, steps: object, seq_steps: object = None) -> np.ndarray:
         """H(b, s): the host seconds a round adds (:class:`SpecHost`)."""
-        return self.spec.seconds(batch, steps)
+        return self.spec.seconds(batch, steps, seq_steps)
 
     def describe(self) -> str:
         if self.name == "none":
             return "engine: none (no CPU time added)"
-        overlap = ("overlapped with the GPU for " + ", ".join(sorted(self.overlap_kinds))
+        overlap = (f"{self.overlap_share:.0%} of it overlapped with the GPU ({self.overlap_basis}) for "
+                   + ", ".join(sorted(self.overlap_kinds))
                    + (" chains (top-k 1)" if self.overlap_chains_only else "") + ", serial otherwise"
                    if self.overlap_kinds else "serial (not overlapped with the GPU)")
         return (f"engine: {self.key} preset ({self.release}); per iteration {self.iteration_s * 1e3:.2f} ms on a roofline step, "
@@ -154,7 +184,7 @@ class EnginePreset:
         """The preset as it applies to a step-time source: sources of bare GPU time take the ``kernel_`` terms."""
         if getattr(source, "gpu_time_only", False):
             return dataclasses.replace(self, iteration_s=self.kernel_iteration_s, collective_s=self.kernel_collective_s,
-                                       spec=self.kernel_spec)
+                                       spec=self.kernel_spec, overlap_share=self.kernel_overlap_share)
         return self
 
     def with_iteration_ms(self, ms: float) -> "EnginePreset":
@@ -163,19 +193,20 @@ class EnginePreset:
         return dataclasses.replace(self, iteration_s=s, kernel_iteration_s=s, basis="set by --engine-overhead-ms")
 
     def with_spec(self, round_ms: float | None = None, step_ms: float | None = None, seq_us: float | None = None,
-                  overlap: bool | None = None) -> "EnginePreset":
+                  overlap: bool | None = None, seq_step_us: float | None = None) -> "EnginePreset":
         """The preset with some speculative terms replaced (``--engine-round-ms``, ``--engine-step-ms``,
-        ``--engine-seq-us``, ``--engine-overlap``); the others keep the preset's values."""
-        given = {"round_s": round_ms, "step_s": step_ms, "seq_s": seq_us}
+        ``--engine-seq-us``, ``--engine-seq-step-us``, ``--engine-overlap``); the others keep the preset's values."""
+        given = {"round_s": round_ms, "step_s": step_ms, "seq_s": seq_us, "seq_step_s": seq_step_us}
         if all(v is None for v in given.values()) and overlap is None:
             return self
-        per_second = {"round_s": 1e3, "step_s": 1e3, "seq_s": 1e6}
+        per_second = {"round_s": 1e3, "step_s": 1e3, "seq_s": 1e6, "seq_step_s": 1e6}
         changes = {k: v / per_second[k] for k, v in given.items() if v is not None}
         for key, value in changes.items():
             _check_term(repr(self.name), key, value)
         spec = dataclasses.replace(self.spec, **changes)
         kernel_spec = dataclasses.replace(self.kernel_spec, **changes)
-        named = ", ".join(f"--engine-{k.split('_')[0]}" for k in changes) or ""
+        flags = {"round_s": "--engine-round", "step_s": "--engine-step", "seq_s": "--engine-seq", "seq_step_s": "--engine-seq-step"}
+        named = ", ".join(flags[k] for k in changes)
         out = dataclasses.replace(self, spec=spec, kernel_spec=kernel_spec,
                                   spec_basis=self.spec_basis + (f"; {named} set by the user" if named else ""))
         if overlap is not None:
@@ -190,12 +221,12 @@ _SPEC_BASIS = "fitted to public speculative speedups, specsim/data/speculation_p
 _HEADS = frozenset({"eagle", "eagle3", "mtp"})
 #: The batch sizes the fitted rows span: beyond them the per-sequence term is extrapolated, and outputs say so.
 _VLLM_RANGE = " at batch 1-32 (beyond: extrapolated)"
-_SGLANG_RANGE = " at batch 1-8 (beyond: extrapolated)"
+_SGLANG_RANGE = " at batch 1-64 (beyond: extrapolated)"
 
 # Plain-decoding values printed by benchmarks/validate_steptimes.py (tests/test_engines.py refits them).
 _PLAIN = {
     "vllm": dict(kernel_engine="vllm", iteration_s=0.0, kernel_iteration_s=0.0,
-                 basis=_BASIS + ", pooled over engines (no single-GPU vLLM rows)", collective_s=28.4e-6, kernel_collective_s=6.9e-6),
+                 basis=_BASIS + ", pooled over engines (no single-GPU vLLM rows)", collective_s=28.4e-6, kernel_collective_s=9.1e-6),
     "sglang": dict(kernel_engine="sglang", iteration_s=0.0, kernel_iteration_s=0.066e-3, basis=_BASIS + ", SGLang rows",
                    collective_s=12.5e-6, kernel_collective_s=15.1e-6),
     "trtllm": dict(kernel_engine="trtllm", iteration_s=0.20e-3, kernel_iteration_s=0.0, basis=_BASIS + ", TensorRT-LLM rows",
@@ -203,16 +234,24 @@ _PLAIN = {
 }
 # Speculative host terms printed by benchmarks/validate_speculation.py (tests/test_spec_fit.py refits them): fitted
 # on each engine's serial versions, roofline step (spec) and GPU time (kernel_spec).
-_VLLM_SPEC = SpecHost(round_s=0.0, step_s=0.427e-3, seq_s=19.2e-6)
-_VLLM_KERNEL_SPEC = SpecHost(round_s=0.0, step_s=0.477e-3, seq_s=25.6e-6)
-_SGLANG_SPEC = SpecHost(round_s=2.17e-3, step_s=0.0, seq_s=252.4e-6)
-_SGLANG_KERNEL_SPEC = SpecHost(round_s=3.23e-3, step_s=0.0, seq_s=387.8e-6)
+_VLLM_SPEC = SpecHost(round_s=0.0, step_s=0.425e-3, seq_s=0.0, seq_step_s=5.4e-6)
+_VLLM_KERNEL_SPEC = SpecHost(round_s=0.0, step_s=0.475e-3, seq_s=0.2e-6, seq_step_s=6.8e-6)
+_SGLANG_SPEC = SpecHost(round_s=2.62e-3, step_s=0.0, seq_s=4.2e-6, seq_step_s=50.3e-6)
+_SGLANG_KERNEL_SPEC = SpecHost(round_s=3.87e-3, step_s=0.0, seq_s=26.4e-6, seq_step_s=64.7e-6)
+
+# The share of H that SGLang's spec v2 hides (roofline step, GPU time), fitted to its measured gains over spec v1 (the
+# overlap_gain rows; each row's share fitted on the other alone gives it within 1.1%): validate_speculation.py prints it.
+_SGLANG_V2_SHARE = (0.40, 0.31)
+_SGLANG_V2_SHARE_BASIS = "fitted to spec v2's measured gains, sgl-project/sglang#11398 and #12128"
 
 
 def _preset(name: str, version: str, release: str, spec: SpecHost, kernel_spec: SpecHost, spec_basis: str,
-            overlap: frozenset = frozenset(), chains_only: bool = False) -> EnginePreset:
+            overlap: frozenset = frozenset(), chains_only: bool = False, share: tuple = (1.0, 1.0),
+            share_basis: str = "no public measurement: all of it") -> EnginePreset:
     return EnginePreset(name=name, version=version, release=release, spec=spec, kernel_spec=kernel_spec, spec_basis=spec_basis,
-                        overlap_kinds=overlap, overlap_chains_only=chains_only, **_PLAIN[name])
+                        overlap_kinds=overlap, overlap_chains_only=chains_only, overlap_share=share[0],
+                        kernel_overlap_share=share[1], overlap_basis=share_basis,
+                        **_PLAIN[name])
 
 
 #: Every preset by ``name@version``.  The versions are where an engine changed how it schedules a round.
@@ -231,7 +270,7 @@ PRESETS = {p.key: p for p in (
     _preset("sglang", "latest", "SGLang spec v2 (sgl-project/sglang#11398; the default by 2026-06, sgl-project/sglang#26981): "
             "rounds overlapped for top-k 1 chains, trees and n-gram serial", _SGLANG_SPEC, _SGLANG_KERNEL_SPEC,
             _SPEC_BASIS + ", SGLang rows (spec v1; the same host work, overlapped)" + _SGLANG_RANGE, _HEADS | {"draft_model"},
-            chains_only=True),
+            chains_only=True, share=_SGLANG_V2_SHARE, share_basis=_SGLANG_V2_SHARE_BASIS),
     _preset("trtllm", "latest", "TensorRT-LLM: C++ runtime; speculative host terms 0", SpecHost(), SpecHost(),
             "no public measurement across batch sizes"),
 )}

@@ -274,14 +274,16 @@ def _fig_round_anatomy(fig: Any) -> dict[str, Any]:
     alpha = float(alpha_from_acceptance_length(2.79, 3))
     drawn = {}
     axes = fig.subplots(1, 2, sharey=True)
-    for ax, version, what in zip(axes, ("0.5", "latest"), ("spec v1: host work serial", "spec v2: host work overlapped")):
+    for ax, version in zip(axes, ("0.5", "latest")):
         dep = Deployment.build(DEFAULT_HARDWARE, DEFAULT_TARGET, "eagle3", engine=f"sglang@{version}")
+        share = dep.engine.hidden_share("eagle3")
+        what = f"spec v2: {share:.0%} of the host work overlapped" if share else "spec v1: host work serial"
         answer = round_anatomy(dep, alpha, "", list(_ROUND_BATCHES), 512, gamma=3)
         drawn[version] = plot_round_anatomy(answer.rows, ax=ax, title=f"Llama-3.1-8B + EAGLE-3 on H100, {dep.engine.key} ({what})")
         drawn[version]["rows"] = answer.rows
     axes[1].set_ylabel("")
     fig.suptitle("Where a speculative round's time goes (γ = 3, α from the published head's acceptance length 2.79, L = 512; "
-                 "SGLang host terms fitted at batch 1-8)", fontsize=10)
+                 "SGLang host terms fitted at batch 1-64)", fontsize=10)
     return drawn
 
 

@@ -599,6 +599,8 @@ def plot_round_anatomy(rows: list[dict], *, ax: Any = None, title: str | None = 
     ax.set_xticklabels([f"{r['batch']}\nγ={r['gamma']}" for r in rows])
     ax.set_xlabel("batch size b (γ per round)")
     ax.set_ylabel("time per round, in plain decode steps of that batch")
+    # Headroom above the tallest bar and the tokens line, so that the legend covers neither.
+    ax.set_ylim(0.0, 1.45 * max(float(bottom.max()), max(r["tokens_per_round"] for r in rows)))
     ax.legend(fontsize=7, loc="upper left")
     if title:
         ax.set_title(title, fontsize=10)

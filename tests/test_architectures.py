@@ -227,9 +227,11 @@ def test_issue_command_prints_what_it_assumed(capsys):
     head = out.splitlines()[0]
     assert "MoE 8/128" in head and "weights fp8" in head and "TP 2" in head and "x 2 GPUs" in head
     for line in ("precision: FP8/INT8 matmuls at 1.5x", "experts: a pass reads the distinct experts",
-                 "tensor parallelism: per-GPU shards", "with the draft at --draft-tp 2 instead of 1",
-                 "speculation pays most at batch"):
+                 "tensor parallelism: per-GPU shards", "with the draft at --draft-tp 2 instead of 1"):
         assert line in out, line
+    # In BF16 the speedup peaks past batch 1, and the output says why (experts read by decode and by verification).
+    assert main([a for a in argv if a not in ("--weight-dtype", "fp8")]) == 0
+    assert "speculation pays most at batch 16" in capsys.readouterr().out
 
 
 def test_steptime_shows_the_all_reduce_of_the_70b_at_tp4(capsys):

@@ -47,7 +47,12 @@ def test_round_seconds_is_steps_times_a_step_plus_the_fixed_part():
 
 def test_host_work_adds_to_a_serial_round_and_hides_behind_an_overlapped_one():
     assert round_seconds(3, 2.0, 5.0, 4.0) == 15.0
-    np.testing.assert_array_equal(round_seconds(3, 2.0, 5.0, [4.0, 11.0, 20.0], overlapped=True), [11.0, 11.0, 20.0])
+    np.testing.assert_array_equal(round_seconds(3, 2.0, 5.0, [4.0, 11.0, 20.0], hidden=1.0), [11.0, 11.0, 20.0])
+    # A version that hides a share h of H: max(t_pass, h H) + (1 - h) H.
+    np.testing.assert_allclose(round_seconds(3, 2.0, 5.0, [4.0, 20.0, 40.0], hidden=0.5), [13.0, 21.0, 40.0], rtol=1e-15)
+    for bad in (-0.1, 1.5):
+        with pytest.raises(ValueError, match=r"hidden share of a round's host work must be in \[0, 1\]"):
+            round_seconds(3, 2.0, 5.0, 4.0, hidden=bad)
 
 
 def _host(b, s):
@@ -400,7 +405,7 @@ def test_round_defaults_are_one_step_of_one_token_at_the_default_context():
     np.testing.assert_array_equal(dep.draft_step(B).as_step().total_s, dep.draft_step(B, DEFAULT_CONTEXT_TOKENS, 1).as_step().total_s)
     # The engine overlaps chains only: the default draft width (1) is a chain.
     head = _dep(draft="eagle3", engine=OVERLAP)
-    assert head.round_host(B, 3)[1] is True and head.round_host(B, 3, 2)[1] is False
+    assert head.round_host(B, 3)[1] == OVERLAP.overlap_share == 1.0 and head.round_host(B, 3, 2)[1] == 0.0
     np.testing.assert_array_equal(head.round_host(B, 3)[0], _host(B, 3))
 
 

@@ -110,7 +110,9 @@ def test_the_printed_flags_reproduce_the_fitted_predictions(tmp_path, capsys):
     dep = Deployment.build(str(out), "llama-3.1-8b", "eagle3", opt["--timing"], opt["--engine"],
                            engine_overhead_ms=float(opt["--engine-overhead-ms"]))
     dep = dep.with_source(opt["--timing"], dep.engine.with_spec(float(opt["--engine-round-ms"]), float(opt["--engine-step-ms"]),
-                                                                 float(opt["--engine-seq-us"])))
+                                                                 float(opt["--engine-seq-us"]),
+                                                                 seq_step_us=float(opt["--engine-seq-step-us"])))
+    assert float(opt["--engine-seq-step-us"]) == 0.0  # one number of steps: the per-sequence-and-step term is the per-sequence one
     for run in s["runs"]:
         if run["kind"] == "plain":
             t = float(dep.decode(run["decode_batch"], run["context"]).total_s)

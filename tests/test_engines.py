@@ -103,7 +103,10 @@ def test_versions_differ_only_in_what_they_overlap():
 def test_overrides_replace_only_the_terms_given_and_refuse_bad_ones():
     base = get_engine("sglang@0.5")
     out = base.with_spec(round_ms=1.5, seq_us=20.0)
-    assert out.spec == SpecHost(1.5e-3, base.spec.step_s, 20e-6) and out.kernel_spec.round_s == 1.5e-3
+    assert out.spec == SpecHost(1.5e-3, base.spec.step_s, 20e-6, base.spec.seq_step_s) and out.kernel_spec.round_s == 1.5e-3
+    token = base.with_spec(seq_step_us=7.0)
+    assert token.spec == dataclasses.replace(base.spec, seq_step_s=7e-6) and token.kernel_spec.seq_step_s == 7e-6
+    assert token.spec_basis.endswith("; --engine-seq-step set by the user")
     assert "--engine-round, --engine-seq set by the user" in out.spec_basis
     assert base.with_spec() is base
     assert base.with_spec(overlap=True).overlaps("draft_model") and not base.with_spec(overlap=False).overlaps("eagle3")
@@ -130,23 +133,31 @@ def test_describe_prints_every_term_with_its_unit():
     preset = EnginePreset("x", "vllm", 8e-3, 6e-3, "basis B", collective_s=80e-6, version="9", release="release R",
                           spec=SpecHost(8e-3, 0.8e-3, 80e-6), spec_basis="spec basis S",
                           overlap_kinds=frozenset({"eagle3", "mtp"}), overlap_chains_only=True)
-    assert SpecHost(8e-3, 0.8e-3, 80e-6).describe() == "8.00 ms per round + 0.800 ms per draft step + 80.0 us per sequence"
+    assert SpecHost(8e-3, 0.8e-3, 80e-6, 8e-6).describe() == ("8.00 ms per round + 0.800 ms per draft step + 80.0 us per "
+                                                              "sequence + 8.0 us per sequence per draft step")
     assert preset.describe() == (
         "engine: x@9 preset (release R); per iteration 8.00 ms on a roofline step, 6.00 ms on GPU time (basis B); 80.0 us "
         "more per tensor-parallel collective; speculative round host time 8.00 ms per round + 0.800 ms per draft step + "
-        "80.0 us per sequence (spec basis S), overlapped with the GPU for eagle3, mtp chains (top-k 1), serial otherwise")
+        "80.0 us per sequence + 0.0 us per sequence per draft step (spec basis S), 100% of it overlapped with the GPU "
+        "(no public measurement: all of it) for eagle3, mtp chains (top-k 1), serial otherwise")
     every = dataclasses.replace(preset, overlap_chains_only=False, collective_s=0.0)
     assert every.describe() == (
         "engine: x@9 preset (release R); per iteration 8.00 ms on a roofline step, 6.00 ms on GPU time (basis B); "
-        "speculative round host time 8.00 ms per round + 0.800 ms per draft step + 80.0 us per sequence (spec basis S), "
-        "overlapped with the GPU for eagle3, mtp, serial otherwise")
+        "speculative round host time 8.00 ms per round + 0.800 ms per draft step + 80.0 us per sequence + 0.0 us per "
+        "sequence per draft step (spec basis S), 100% of it overlapped with the GPU (no public measurement: all of it) "
+        "for eagle3, mtp, serial otherwise")
+    part = dataclasses.replace(every, overlap_share=0.36, overlap_basis="basis O")
+    assert "36% of it overlapped with the GPU (basis O) for eagle3, mtp" in part.describe()
+    assert part.hidden_share("mtp") == 0.36 and part.hidden_share("draft_model") == 0.0
     serial = EnginePreset("y", "vllm", 0.0, 0.0, "b", version="1", release="r")
     assert serial.describe() == ("engine: y@1 preset (r); per iteration 0.00 ms on a roofline step, 0.00 ms on GPU time (b); "
                                  "speculative round host time 0.00 ms per round + 0.000 ms per draft step + 0.0 us per "
-                                 "sequence (no public measurement), serial (not overlapped with the GPU)")
+                                 "sequence + 0.0 us per sequence per draft step (no public measurement), serial (not "
+                                 "overlapped with the GPU)")
     assert ENGINES["none"].describe() == "engine: none (no CPU time added)" and ENGINES["none"].key == "none"
-    big = dataclasses.replace(serial, collective_s=0.2, spec=SpecHost(0.0, 0.0, 0.2))  # microseconds to the last digit
+    big = dataclasses.replace(serial, collective_s=0.2, spec=SpecHost(0.0, 0.0, 0.2, 0.3))  # microseconds to the last digit
     assert "; 200000.0 us more per tensor-parallel collective;" in big.describe() and "+ 200000.0 us per sequence" in big.describe()
+    assert "+ 300000.0 us per sequence per draft step" in big.describe()
     # A chain is the default draft width: chains-only versions overlap it.
     assert preset.overlaps("eagle3") and not preset.overlaps("eagle3", 2)
 
@@ -155,6 +166,9 @@ def test_host_work_is_float_seconds_over_integer_batches_and_steps():
     h = SpecHost(1e-3, 0.5e-3, 10e-6).seconds(np.array([1, 64]), np.array([[2], [4]]))
     assert h.dtype == np.float64 and h.shape == (2, 2)
     np.testing.assert_allclose(h, [[2.01e-3, 2.64e-3], [3.01e-3, 3.64e-3]], rtol=1e-12)
+    # The last term is per sequence and per draft step: b * s * seq_step_s.
+    t = SpecHost(seq_step_s=1e-6).seconds(np.array([1, 64]), np.array([[2], [4]]))
+    np.testing.assert_allclose(t, [[2e-6, 128e-6], [4e-6, 256e-6]], rtol=1e-12)
 
 
 def test_gpu_time_sources_take_the_kernel_terms_others_keep_theirs():
@@ -177,7 +191,7 @@ def test_overrides_say_what_they_set():
     it = base.with_iteration_ms(1.5)
     assert (it.iteration_s, it.kernel_iteration_s, it.basis) == (1.5e-3, 1.5e-3, "set by --engine-overhead-ms")
     step = base.with_spec(step_ms=0.25)
-    assert step.spec == SpecHost(base.spec.round_s, 0.25e-3, base.spec.seq_s) and step.kernel_spec.step_s == 0.25e-3
+    assert step.spec == SpecHost(base.spec.round_s, 0.25e-3, base.spec.seq_s, base.spec.seq_step_s) and step.kernel_spec.step_s == 0.25e-3
     assert step.spec_basis == base.spec_basis + "; --engine-step set by the user"
     three = base.with_spec(1.0, 2.0, 3.0)
     assert three.spec_basis.endswith("; --engine-round, --engine-step, --engine-seq set by the user")

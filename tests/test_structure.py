@@ -127,7 +127,7 @@ def _source_without_docstrings(path: Path) -> str:
     # The collective count of a tensor-parallel pass: 2 all-reduces per layer and one all-gather.
     (r"2\s*\*\s*(?:self|model|m)\.n_layers", {"specsim.parallel"}),
     # A round's time from its parts: steps x draft step + fixed part.
-    (r"round_seconds\(", {"specsim.deployment", "specsim.speedup"}),
+    (r"round_seconds\(", {"specsim.deployment", "specsim.speedup", "specsim.spec_fit"}),
     # The step-time source answers a pass only through the deployment (and the sources composing each other).
     (r"\.gpu_pass\(|source\.step_time\(|src\.step_time\(", {"specsim.deployment", "specsim.speedup", "specsim.serving",
                                                             "specsim.sweep", "specsim.figures", "specsim.fidelity",

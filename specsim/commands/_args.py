@@ -60,9 +60,11 @@ def deployment(args: argparse.Namespace, *, draft: bool = True):
                            ngram_cpu_s_per_token=None if ngram is None else ngram * 1e-9, progress=progress, decode_only=not draft)
     overlap = getattr(args, "engine_overlap", None)
     engine = dep.engine.with_spec(getattr(args, "engine_round_ms", None), getattr(args, "engine_step_ms", None),
-                                  getattr(args, "engine_seq_us", None), None if overlap is None else overlap == "on")
+                                  getattr(args, "engine_seq_us", None), None if overlap is None else overlap == "on",
+                                  getattr(args, "engine_seq_step_us", None))
     if engine is not dep.engine and dep.engine.name == "none":
-        raise ValueError("--engine none adds no engine time: the --engine-round-ms/-step-ms/-seq-us/-overlap flags need an engine")
+        raise ValueError("--engine none adds no engine time: the --engine-round-ms/-step-ms/-seq-us/-token-us/-overlap flags "
+                         "need an engine")
     return dataclasses.replace(dep, engine=engine)
 
 

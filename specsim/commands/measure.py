@@ -255,6 +255,7 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
     h = fit.host
     flags = (f"--timing {args.timing} --engine {dep.engine.key} --engine-overhead-ms {fit.iteration_s * 1e3:g}"
              + (f" --engine-round-ms {h.round_s * 1e3:g} --engine-step-ms {h.step_s * 1e3:g} --engine-seq-us {h.seq_s * 1e6:g}"
+                f" --engine-seq-step-us {h.seq_step_s * 1e6:g}"
                 if spec else ""))
     tools = sorted({TOOLS[r.tool] for r in fit.runs})
     held = not np.all(np.isnan(fit.held_out))
@@ -268,7 +269,8 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
         "efficiency_scale": fit.scale, "efficiency_fitted": fit.scale_fitted,
         "compute_eff": hw.compute_eff, "bandwidth_eff": hw.bandwidth_eff,
         "engine_iteration_ms": fit.iteration_s * 1e3,
-        "spec_host": {"round_ms": h.round_s * 1e3, "step_ms": h.step_s * 1e3, "seq_us": h.seq_s * 1e6} if spec else None,
+        "spec_host": {"round_ms": h.round_s * 1e3, "step_ms": h.step_s * 1e3, "seq_us": h.seq_s * 1e6,
+                      "seq_step_us": h.seq_step_s * 1e6} if spec else None,
         "accept_length_source": al_note,
         "error": {which: {kind or "all": _finite_or_none(fit.error(which, kind)) for kind in (None, "plain", "spec")}
                   for which in ("held_out", "predicted", "preset")},

@@ -31,13 +31,17 @@ tokens as
 
 * Mixture of experts: the routed experts of each MoE layer are the engine's
   fused-MoE kernel measured at ``m`` tokens (``moe`` tables), for the model's
-  experts, top-k, sizes, tensor-parallel size and expert dtype, under the
-  database's "balanced" routing: each token's experts are distinct from the
-  other tokens' until every expert is busy, so a pass reads ``min(E, m k)``
-  experts.  That bounds from above the ``E (1 - (1 - k/E)^m)`` distinct
-  experts of uniform random routing (the roofline's): the two agree while
-  ``m k`` is small against ``E`` and differ by up to 1.6x in between (Qwen3-
-  30B-A3B at m = 16: 128 vs 82 experts).
+  experts, top-k, sizes, tensor-parallel size and expert dtype.  The database
+  measures it under "balanced" routing, where a pass reads ``min(E, m k)``
+  experts; the routing here is the roofline's, ``E (1 - (1 - k/E)^m)``
+  distinct experts (uniform, or over ``routing_effective_experts``), up to
+  1.6x fewer in between (Qwen3-30B-A3B at m = 16: 82 vs 128).  A kernel at
+  these sizes is paced by the experts it reads, so the layer at ``m`` tokens
+  is the balanced measurement at the token count that reads as many experts,
+  plus what the measurements add once every expert is read
+  (:func:`_moe_uniform`).  The database's power-law rows are not used: its
+  generator switches regime where ``m k`` passes ``E``, which puts a step in
+  the measured line that is not in any engine.
 * Tensor parallelism: every GEMM at its per-rank shape, attention at the
   per-rank head counts, and ``2 n_layers`` all-reduces of the ``m x hidden``
   activations from the engine's measured all-reduce latencies at that TP
@@ -116,7 +120,7 @@ _KV_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}
 #: FP8 prefers the block-scaled kernels: Qwen3's and DeepSeek-V3's FP8 checkpoints are 128x128 block-scaled.
 _MOE_DTYPES = {"bf16": ("bfloat16",), "fp16": ("bfloat16",), "fp8": ("fp8_block", "fp8"), "mxfp4": ("w4a16_mxfp4",),
                "int4": ("int4_wo",)}
-_SCHEMA = 6  # bump when the table layout or the composition changes
+_SCHEMA = 7  # bump when the table layout or the composition changes
 
 
 class KernelDataError(ValueError):
@@ -379,6 +383,26 @@ def _moe_line(model: ModelShape, root: Path, dev: Path, engine: str, where: str)
         f"{model.hidden_size}, expert size {model.moe_intermediate_size}, TP {model.tp}, {model.expert_dtype_} experts")
 
 
+def _moe_uniform(model: ModelShape, m: np.ndarray, bal_m: np.ndarray, bal_s: np.ndarray) -> np.ndarray:
+    """Seconds of one MoE layer at ``m`` tokens under the roofline's routing, from the balanced measurements.
+
+    Balanced routing gives ``m`` tokens ``min(E, m k)`` distinct experts; routing as the roofline has it
+    (:meth:`~specsim.shapes.ModelShape.experts_touched`, uniform or over an effective count) gives fewer, D(m).  A
+    fused-MoE kernel at these sizes is paced by the experts it reads, so the layer is the balanced kernel at the
+    token count that reads D(m) experts, D(m) / k, plus what the balanced kernel adds beyond the point where every
+    expert is read (more tokens per expert): t(m) = t_bal(D(m) / k) + max(0, t_bal(m) - t_bal(E / k)).  NaN outside
+    the measured tokens.
+    """
+    def bal(x):
+        return np.interp(np.log(x), np.log(bal_m), bal_s, left=np.nan, right=np.nan)
+
+    k = float(model.n_active_experts)
+    full = float(model.routing_effective_experts or model.n_experts) / k
+    reads = bal(np.maximum(model.experts_touched(m) / k, bal_m[0]))
+    beyond = np.maximum(bal(m) - bal(np.full_like(m, min(full, bal_m[-1]))), 0.0)
+    return reads + beyond
+
+
 def _comm_line(model: ModelShape, dev: Path, engine: str) -> tuple[np.ndarray, np.ndarray]:
     """(16-bit elements, seconds) of the engine's measured all-reduce at the model's TP size; empty where absent."""
     empty = (np.zeros(0), np.zeros(0))
@@ -430,7 +454,7 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
     gemm_m, gemm_s = _gemm_line(model, gemm, where)
     if model.is_moe:
         moe_m, moe_s = _moe_line(model, root, dev, engine, where)
-        moe = np.interp(np.log(gemm_m), np.log(moe_m), moe_s, left=np.nan, right=np.nan)
+        moe = _moe_uniform(model, gemm_m, moe_m, moe_s)
         inside = np.isfinite(moe)
         if inside.sum() < 2 or not inside[0]:
             raise KernelDataError(f"{where}: the fused-MoE measurements do not cover the GEMM token range")
@@ -498,7 +522,8 @@ def _meta(model: ModelShape, device: str, engine: str, version: str) -> dict:
     shape = {k: getattr(model, k) for k in ("vocab_size", "hidden_size", "intermediate_size", "n_layers", "n_heads",
                                             "n_kv_heads", "head_dim", "weight_dtype", "kv_dtype", "n_experts",
                                             "n_active_experts", "moe_intermediate_size", "n_shared_experts",
-                                            "n_dense_layers", "kv_lora_rank", "sliding_window", "n_sliding_layers", "tp")}
+                                            "n_dense_layers", "kv_lora_rank", "sliding_window", "n_sliding_layers", "tp",
+                                            "routing_effective_experts")}
     shape["expert_dtype"] = model.expert_dtype_
     return {"schema": _SCHEMA, "database": f"{AIC_DISTRIBUTION} {version}", "device": device, "engine": engine,
             "shape": shape}
