@@ -596,3 +596,55 @@ def test_an_fp8_head_config_is_read_as_fp8_not_as_the_targets_bf16(tmp_path):
     assert make_drafter(f"eagle3:{tmp_path / 'bf16'}", target).basis == f"head config {tmp_path / 'bf16'}"
     # --draft-weight-dtype still overrides.
     assert make_drafter(f"eagle3:{tmp_path / 'fp8'}", target, {"weight_dtype": "bf16"}).step_model.weight_dtype == "bf16"
+
+
+def test_the_published_citations_and_default_labels_are_printed_exactly():
+    # Users read these lines as the provenance of a number: every word, case and digit is checked.
+    from specsim.acceptance import default_acceptance, published_acceptance
+
+    pub = published_acceptance()
+    assert {k: (v[0].source, v[1]) for k, v in pub.items()} == {
+        "eagle": ("vLLM issue #20780", "vLLM issue #20780: EAGLE head yuhuili/EAGLE-LLaMA3.1-Instruct-8B on Llama-3.1-8B-Instruct, "
+                                       "MT-bench, 3 speculative tokens: mean acceptance length 2.29 (alpha 0.634)"),
+        "draft_model": ("a matched same-family draft, the reference article: 'above 0.8'",
+                        "the reference article, 'Speculative decoding with draft models, explained': a stock same-family "
+                        "draft on its own target reaches alpha above 0.8"),
+        "eagle3": ("vLLM issue #26191", "vLLM issue #26191: EAGLE-3 head yuhuili/EAGLE3-LLaMA3.1-Instruct-8B on "
+                                        "Llama-3.1-8B-Instruct, MT-bench, T = 0, 7 speculative tokens: 4,816 drafts, 12,208 "
+                                        "accepted, mean acceptance length 3.53 (alpha 0.744)"),
+        "ngram": ("vLLM PR #24344, code editing", "vLLM PR #24344: n-gram (prompt lookup 2-5, 5 tokens) on the "
+                  "vdaita/edit_5k_char code-editing set, per-position acceptance 0.81, 0.74, 0.70, 0.68, 0.66 where a match "
+                  "was found, no proposal in 821 of 1,814 passes: 2.96 tokens per pass (a favourable, high-overlap workload)"),
+        "mtp": ("DeepSeek-V3 report", "DeepSeek-V3 Technical Report (arXiv:2412.19437) section 5.4.3: the second token's "
+                                      "acceptance is 85-90%"),
+    }
+    assert pub["ngram"][0].cumulative == (0.4434, 0.4051, 0.3832, 0.3722, 0.3613)
+    tail = "; pass --alpha, --acceptance or --metrics for yours)"
+    assert default_acceptance("eagle3")[1] == "alpha 0.744 (the published default for an EAGLE-3 head: vLLM issue #26191" + tail
+    assert default_acceptance("eagle")[1] == "alpha 0.634 (the published default for an EAGLE head: vLLM issue #20780" + tail
+    assert default_acceptance("mtp")[1] == "acceptance 0.875 (the published default for an MTP layer: DeepSeek-V3 report" + tail
+    assert default_acceptance("draft_model")[1] == ("alpha 0.800 (the published default for a draft model: a matched "
+                                                    "same-family draft, the reference article: 'above 0.8'" + tail)
+    other, label = default_acceptance("something else")
+    assert other == pub["draft_model"][0] and "the published default for something else: a matched" in label
+    with pytest.raises(ValueError) as err:
+        default_acceptance("ngram")
+    assert str(err.value) == ("n-gram acceptance depends on the workload (how often the output repeats the prompt): pass "
+                              "--alpha, --acceptance or --metrics; on code editing vLLM PR #24344 measured --acceptance "
+                              "0.4434,0.4051,0.3832,0.3722,0.3613 (per position, passes without a match included)")
+
+
+def test_alpha_from_a_length_says_what_is_wrong_and_is_exact_at_the_bounds():
+    from specsim.acceptance import alpha_from_acceptance_length, expected_tokens
+
+    with pytest.raises(ValueError, match=r"^gamma must be >= 1 to infer alpha \(gamma = 0 drafts nothing\)$"):
+        alpha_from_acceptance_length(1.0, 0)
+    with pytest.raises(ValueError, match=r"^mean acceptance length must be in \[1, gamma \+ 1\], got \[5\.5\] with gamma \[4\.0\]$"):
+        alpha_from_acceptance_length([5.5], [4])
+    with pytest.raises(ValueError, match=r"got 0\.99 with gamma 4\.0$"):
+        alpha_from_acceptance_length(0.99, 4)
+    a = alpha_from_acceptance_length(np.array([1.0, 2.5, 5.0]), 4)
+    assert a[0] == 0.0 and a[2] == 1.0 and abs(float(expected_tokens(a[1], 4)) - 2.5) < 1e-14
+    both = alpha_from_acceptance_length(np.array([[2.0], [3.0]]), np.array([2, 5]))  # broadcast: (2, 2)
+    assert both.shape == (2, 2)
+    np.testing.assert_allclose(expected_tokens(both, np.array([2, 5])), [[2.0, 2.0], [3.0, 3.0]], rtol=1e-13)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -248,3 +249,260 @@ def test_measured_dips_within_noise_are_raised_to_the_smaller_pass(tmp_path):
     model = get_model("llama-3.2-1b")
     one, two, four = (float(src.step_time(model, 4, q, 512).total_s) for q in (1, 2, 4))
     assert two == one < four
+
+
+# -- the composition, checked against the database rows (the mutation run's gaps) ----------------------------------
+def _raw(kind: str, engine: str, name: str, device: str = "h100_sxm") -> pd.DataFrame:
+    from specsim.timing.kernels import _newest, database_root
+
+    return pd.read_parquet(_newest(database_root() / device / kind / engine) / name)
+
+
+def test_moe_layer_is_the_balanced_kernel_at_the_token_count_that_reads_as_many_experts():
+    from specsim.timing.kernels import _moe_uniform
+
+    bal_m = np.array([1.0, 2, 4, 8, 16, 32, 64, 128])
+    bal_s = 1e-5 * (1.0 + bal_m / 4.0)  # linear in m, so the log-m interpolation is checkable by hand
+
+    def bal(x):
+        return np.interp(np.log(x), np.log(bal_m), bal_s, left=np.nan, right=np.nan)
+
+    for model, experts in ((get_model("qwen3-30b-a3b"), 128.0), (get_model("qwen3-30b-a3b", routing_effective_experts=64), 64.0)):
+        m = np.array([1.0, 3.0, 16.0, 100.0, 200.0])
+        touched = experts * (1.0 - (1.0 - 8.0 / experts) ** m)
+        expect = bal(np.maximum(touched / 8.0, 1.0)) + np.maximum(bal(m) - bal(np.full_like(m, experts / 8.0)), 0.0)
+        got = _moe_uniform(model, m, bal_m, bal_s)
+        np.testing.assert_allclose(got[:4], expect[:4], rtol=1e-12)
+        assert np.isnan(got[4])  # past the measured tokens
+        assert got[0] == pytest.approx(bal_s[0]) and np.all(np.diff(got[:4]) > 0)
+    # Uniform routing reads fewer experts than balanced routing in between: cheaper than the balanced row at 16 tokens.
+    assert _moe_uniform(get_model("qwen3-30b-a3b"), np.array([16.0]), bal_m, bal_s)[0] < bal(np.array([16.0]))[0]
+
+
+def test_moe_line_is_the_balanced_rows_of_the_models_shape_and_a_missing_shape_is_refused():
+    from specsim.timing.kernels import KernelDataError, _moe_line, database_root
+
+    model = get_model("qwen3-30b-a3b", tp=2)
+    frame = _raw("moe", "vllm", "moe_perf.parquet")
+    rows = frame[(frame.hidden_size == 2048) & (frame.inter_size == 768) & (frame.topk == 8) & (frame.num_experts == 128)
+                 & (frame.moe_tp_size == 2) & (frame.moe_ep_size == 1) & (frame.distribution == "balanced")
+                 & (frame.moe_dtype == "bfloat16")]
+    line = rows.groupby("num_tokens").latency.mean()
+    root = database_root()
+    m, s = _moe_line(model, root, root / "h100_sxm", "vllm", "here")
+    np.testing.assert_array_equal(m, line.index.to_numpy(float))
+    np.testing.assert_allclose(s, _suffix_min(line.to_numpy(float) * 1e-3), rtol=1e-12)
+    with pytest.raises(KernelDataError, match=r"^here: no fused-MoE measurements for 128 experts, top-8, hidden 2048, expert size "
+                                              r"700, TP 2, bf16 experts$"):
+        _moe_line(dataclasses.replace(model, moe_intermediate_size=700), root, root / "h100_sxm", "vllm", "here")
+
+
+def test_built_moe_table_adds_every_moe_layer_once_and_stops_where_the_moe_rows_stop():
+    from specsim.timing.kernels import _GEMM_DTYPES, _gemm_line, _moe_line, _moe_uniform, database_root
+
+    model = get_model("qwen3-30b-a3b", tp=2)
+    table = build_table(model, "h100_sxm", "vllm")
+    gemm = _raw("gemm", "vllm", "gemm_perf.parquet")
+    dense_m, dense_s = _gemm_line(model, gemm[gemm.gemm_dtype == _GEMM_DTYPES["bf16"]], "x")
+    root = database_root()
+    moe_m, moe_s = _moe_line(model, root, root / "h100_sxm", "vllm", "x")
+    moe = _moe_uniform(model, dense_m, moe_m, moe_s)
+    n = table.gemm_m.size
+    assert n <= dense_m.size and np.all(np.isfinite(moe[:n])) and (n == dense_m.size or np.isnan(moe[n]))
+    np.testing.assert_array_equal(table.gemm_m, dense_m[:n])
+    np.testing.assert_allclose(table.gemm_s, dense_s[:n] + model.n_moe_layers * moe[:n], rtol=1e-12)
+    assert model.n_moe_layers == 48 and table.meta["shape"]["tp"] == 2
+
+
+def test_allreduce_line_is_the_fastest_graph_captured_bf16_allreduce_at_the_tp_size():
+    from specsim.timing.kernels import _comm_line, database_root
+
+    frame = _raw("comm", "vllm", "custom_allreduce_perf.parquet")
+    rows = frame[(frame.num_gpus == 4) & (frame.allreduce_dtype == "bfloat16")]
+    label = "backend" if "backend" in rows.columns else "implementation"
+    graph = rows[rows[label].astype(str).str.contains("graph")]
+    line = (graph if len(graph) else rows).groupby("message_size").latency.min()
+    root = database_root()
+    elems, secs = _comm_line(get_model("llama-3.1-8b", tp=4), root / "h100_sxm", "vllm")
+    np.testing.assert_array_equal(elems, line.index.to_numpy(float))
+    np.testing.assert_allclose(secs, line.to_numpy(float) * 1e-3, rtol=1e-12)
+    assert _comm_line(get_model("llama-3.1-8b"), root / "h100_sxm", "vllm")[0].size == 0  # one GPU: no collective
+    table = build_table(get_model("llama-3.1-8b", tp=4), "h100_sxm", "vllm")
+    assert table.meta["allreduce"] == "measured" and table.comm_s.size == secs.size
+
+
+def _table(**changes) -> KernelTable:
+    base = dict(gemm_m=np.array([1.0, 100.0]), gemm_s=np.array([1e-3, 2e-3]), attn_b=np.array([1.0, 8.0]),
+                attn_L=np.array([16.0, 1024.0]), attn_s=np.array([[1e-5, 2e-5], [3e-5, 4e-5]]), ctx_flop_per_s=1e14,
+                prefill_isl=np.array([10.0, 100.0, 1000.0]), prefill_attn_s=np.array([1e-3, 2e-3, 3e-3]),
+                meta={"shape": {"n_layers": 4, "n_sliding_layers": 2, "sliding_window": 100}})
+    return KernelTable(**(base | changes))
+
+
+def test_prefill_attention_sums_the_layers_and_a_local_layer_pays_its_window_times_the_chunks():
+    t = _table()
+    one = lambda n: np.interp(n, [10.0, 100.0, 1000.0], [1e-3, 2e-3, 3e-3])  # noqa: E731
+    got = t.prefill_attention(np.array([50.0, 500.0]))
+    np.testing.assert_allclose(got, [4 * one(50.0), 2 * one(500.0) + 2 * one(100.0) * 5.0], rtol=1e-12)
+    assert np.isnan(t.prefill_attention(np.array([5000.0]))).all()
+    assert np.isnan(_table(prefill_isl=np.array([10.0]), prefill_attn_s=np.array([1e-3])).prefill_attention(np.array([10.0]))).all()
+    dense = _table(meta={"shape": {"n_layers": 4}})
+    np.testing.assert_allclose(dense.prefill_attention(np.array([500.0])), 4 * one(500.0), rtol=1e-12)
+
+
+def test_allreduce_is_log_log_interpolated_and_nan_outside_or_without_data():
+    t = _table(comm_elems=np.array([100.0, 10000.0]), comm_s=np.array([1e-5, 1e-3]))
+    np.testing.assert_allclose(t.allreduce(np.array([1000.0, 100.0, 10000.0])), [1e-4, 1e-5, 1e-3], rtol=1e-12)
+    assert np.isnan(t.allreduce(np.array([50.0, 0.0, 20000.0]))).all()
+    assert np.isnan(_table().allreduce(np.array([1000.0]))).all()
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"gemm_m": np.array([[1.0, 2.0]]), "gemm_s": np.array([[1.0, 2.0]])}, "gemm_m must be one-dimensional"),
+    ({"prefill_attn_s": np.zeros((1, 3))}, "prefill_attn_s must be one-dimensional"),
+    ({"gemm_m": np.array([1.0]), "gemm_s": np.array([1e-3])}, "GEMM grid must be increasing with at least two points"),
+    ({"gemm_m": np.array([2.0, 1.0])}, "GEMM grid must be increasing"),
+    ({"gemm_s": np.array([1e-3, 2e-3, 3e-3])}, "GEMM grid must be increasing"),
+    ({"attn_s": np.ones((3, 2))}, "attention grid does not match its axes"),
+    ({"attn_b": np.array([1.0]), "attn_s": np.ones((1, 2))}, "attention grid does not match its axes"),
+    ({"attn_L": np.array([16.0]), "attn_s": np.ones((2, 1))}, "attention grid does not match its axes"),
+    ({"attn_b": np.array([8.0, 1.0])}, "attention axes must be increasing"),
+    ({"attn_L": np.array([16.0, 16.0])}, "attention axes must be increasing"),
+    ({"gemm_s": np.array([1e-3, np.inf])}, "GEMM times must be finite and positive"),
+    ({"gemm_s": np.array([0.0, 1e-3])}, "GEMM times must be finite and positive"),
+    ({"attn_s": np.full((2, 2), np.nan)}, "attention times must be positive where measured"),
+    ({"attn_s": np.array([[np.nan, 0.0], [1e-5, 1e-5]])}, "attention times must be positive where measured"),
+    ({"attn_scaled": np.zeros((3, 2))}, "scaled-cell mask does not match"),
+    ({"ctx_flop_per_s": 0.0}, "context-attention FLOP rate must be positive"),
+    ({"ctx_flop_per_s": np.nan}, "context-attention FLOP rate must be positive"),
+    ({"comm_elems": np.array([1.0, 2.0]), "comm_s": np.array([1e-5])}, "all-reduce grid must be increasing"),
+    ({"comm_elems": np.array([2.0, 1.0]), "comm_s": np.array([1e-5, 1e-5])}, "all-reduce grid must be increasing"),
+    ({"comm_elems": np.array([1.0, 2.0]), "comm_s": np.array([1e-5, 0.0])}, "all-reduce grid must be increasing"),
+])
+def test_a_malformed_table_is_refused_with_what_is_wrong(changes, message):
+    with pytest.raises(ValueError, match=f"^kernel table: {message}"):
+        _table(**changes)
+
+
+def test_a_table_survives_its_cache_file_and_is_refused_for_another_model(tmp_path):
+    t = _table(attn_scaled=np.array([[0.0, 1.0], [0.0, 0.0]]), comm_elems=np.array([1.0, 2.0]), comm_s=np.array([1e-5, 2e-5]),
+               meta={"shape": {"n_layers": 4}, "model": "a"})
+    t.save(tmp_path / "t.npz")
+    back = KernelTable.load(tmp_path / "t.npz", {"model": "a"})
+    for name in ("gemm_m", "gemm_s", "attn_b", "attn_L", "attn_s", "prefill_isl", "prefill_attn_s", "attn_scaled",
+                 "comm_elems", "comm_s"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(t, name))
+    assert back.ctx_flop_per_s == t.ctx_flop_per_s and back.meta == t.meta
+    with pytest.raises(ValueError, match="built for another model, device or database"):
+        KernelTable.load(tmp_path / "t.npz", {"model": "b"})
+    assert _table().uses_scaled_attention(np.array([4.0]), np.array([100.0])).tolist() == [False]
+    assert back.uses_scaled_attention(np.array([1.0, 8.0]), np.array([1024.0, 16.0])).tolist() == [True, False]
+
+
+def test_decode_attention_past_the_last_measured_batch_scales_in_batch_only_from_a_saturated_one():
+    from specsim.timing.kernels import SCALE_FROM_BATCH, _fill_by_batch
+
+    b = np.array([16.0, 64.0, 128.0, 256.0])
+    grid = np.array([[1.0, 2.0], [4.0, 8.0], [np.nan, 16.0], [np.nan, np.nan]])
+    filled, mask = _fill_by_batch(b, grid)
+    assert SCALE_FROM_BATCH == 64
+    np.testing.assert_array_equal(filled, [[1.0, 2.0], [4.0, 8.0], [8.0, 16.0], [16.0, 32.0]])
+    np.testing.assert_array_equal(mask, [[False, False], [False, False], [True, False], [True, True]])
+    small = _fill_by_batch(np.array([16.0, 32.0, 64.0]), np.array([[1.0], [2.0], [np.nan]]))
+    assert np.isnan(small[0][2, 0]) and not small[1].any()  # the last measured batch, 32, is below 64: not scaled
+    assert grid[2, 0] != grid[2, 0]  # the input is left as it was
+
+
+def test_prefill_is_the_gemms_at_the_prompt_plus_context_attention_and_the_roofline_past_the_data():
+    src = KernelSource(H100)
+    model = get_model("llama-3.1-8b")
+    table = src.table(model)
+    isl = np.array([128.0, 4e6])
+    got = src.prefill_time(model, isl)
+    assert got[0] == pytest.approx(float(table.gemm(128.0) + table.prefill_attention(np.array(128.0))), rel=1e-12)
+    assert got[1] == pytest.approx(float(step_time(H100, model, 1, 4e6, 0).total_s), rel=1e-12)
+    none = KernelSource(load_hardware("h100-sxm"))
+    mla = get_model("deepseek-v3", tp=8)  # not composed from the database: the roofline answers
+    assert none.prefill_time(mla, np.array([64.0]))[0] == pytest.approx(float(step_time(H100, mla, 1, 64.0, 0).total_s))
+
+
+def test_composed_steps_are_the_sources_times_at_measured_points_only():
+    from specsim.timing.kernels import compose_steps
+
+    src = KernelSource(H100)
+    model = get_model("llama-3.2-1b")
+    rows = compose_steps(src, model, batches=(1, 4, 4096), tokens_per_seq=(1, 3), contexts=(511, 1023))
+    assert sorted(set(rows.batch)) == [1, 4] and len(rows) == 2 * 2 * 2  # batch 4096 is outside the data
+    for r in rows.itertuples():
+        assert r.step_time_s == pytest.approx(float(src.step_time(model, r.batch, r.tokens_per_seq, r.context).total_s), rel=1e-12)
+    assert (rows.params == model.params).all() and (rows.n_layers == 16).all() and (rows.device_name == "h100_sxm").all()
+    assert rows.source.iloc[0].startswith("aiconfigurator-core ") and rows.source.iloc[0].endswith(" vllm kernels")
+    assert compose_steps(KernelSource(H100), get_model("deepseek-v3", tp=8), batches=(1,), tokens_per_seq=(1,),
+                         contexts=(511,)).empty  # no table, no rows
+
+
+def _grid_csv(path, times: dict, model="llama-3.2-1b", device="synthetic gpu"):
+    rows = ["model,batch,tokens_per_seq,context,median_s,device_name"]
+    rows += [f"{model},{b},{q},{L},{t},{device}" for (b, q, L), t in times.items()]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_monotone_raises_dips_within_the_tolerance_along_both_axes_and_refuses_larger_ones_by_the_point():
+    from specsim.timing.measured import MONOTONE_TOLERANCE, _monotone
+
+    axes = (np.array([1.0, 4.0]), np.array([1.0, 2.0, 4.0]), np.array([512.0]))
+    grid = np.array([[[10.0], [9.5], [12.0]],  # q = 2 dips 5% below q = 1: raised to 10
+                     [[9.2], [13.0], [np.nan]]])  # batch 4 at q = 1 dips 8% below batch 1: raised; NaN stays NaN
+    out = _monotone(grid, axes, "f.csv", "m")
+    np.testing.assert_array_equal(out[:, :, 0], [[10.0, 10.0, 12.0], [10.0, 13.0, np.nan]])
+    assert grid[0, 1, 0] == 9.5 and MONOTONE_TOLERANCE == 0.10
+    edge = np.array([[[10.0], [9.0 + 1e-9], [12.0]]])  # just inside the 10% tolerance
+    assert _monotone(edge, (axes[0][:1],) + axes[1:], "f.csv", "m")[0, 1, 0] == 10.0
+    bad = np.array([[[10.0], [8.9], [12.0]]])
+    message = ("f.csv: m at batch 1, 2 tokens per sequence, context 512 takes 8.9e+03 ms, more than 10% less than a pass with "
+               "fewer tokens per sequence; a larger pass never costs less: these are not step times of one model")
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        _monotone(bad, (axes[0][:1],) + axes[1:], "f.csv", "m")
+    with pytest.raises(ValueError, match=r"^g\.csv: n at batch 4, 1 tokens per sequence, context 512 takes .* fewer batch;"):
+        _monotone(np.array([[[10.0], [11.0]], [[8.0], [12.0]]]), (axes[0], axes[1][:2], axes[2]), "g.csv", "n")
+
+
+def test_measured_source_takes_the_median_of_repeats_and_names_file_devices_and_hash(tmp_path):
+    import hashlib
+
+    from specsim.timing.measured import MeasuredSource
+
+    times = {(b, q, L): 1e-3 * b * q + L * 1e-6 for b in (1, 4) for q in (1, 2) for L in (0, 512)}
+    path = _grid_csv(tmp_path / "grid.csv", times)
+    with path.open("a") as f:  # a repeat of one point, twice as slow, and another: the median of the three
+        f.write("llama-3.2-1b,1,1,0,0.003,other gpu\nllama-3.2-1b,1,1,0,0.002,other gpu\n")
+    src = MeasuredSource(path, H100)
+    model = get_model("llama-3.2-1b")
+    assert float(src.step_time(model, 1, 1, 0).total_s) == pytest.approx(0.002)
+    assert float(src.step_time(model, 4, 2, 512).total_s) == pytest.approx(times[(4, 2, 512)])
+    # Linear between grid points along each axis.
+    assert float(src.step_time(model, 2.5, 2, 512).total_s) == pytest.approx(0.5 * (times[(1, 2, 512)] + times[(4, 2, 512)]))
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    assert src.describe() == (f"measured: grid.csv (sha256 {sha}) on other gpu, synthetic gpu, roofline (h100-sxm) outside it")
+    assert src.brief() == "measured grid.csv" and src.models() == ["llama-3.2-1b"]
+    assert src.name == "measured" and src.gpu_time_only
+    t = src.step_time(model, np.array([4.0, 8.0, 4.0]), np.array([1.0, 1.0, 3.0]), 0)
+    assert t.fallback.tolist() == [False, True, True] and t.source == "measured"
+    np.testing.assert_allclose(t.total_s[1:], step_time(H100, model, np.array([8.0, 4.0]), np.array([1.0, 3.0]), 0).total_s)
+    assert src.notes == [f"llama-3.2-1b: 2 of 3 points lie outside the measurements in grid.csv (b 1-4, q 1-2, L 0-512); "
+                         "the roofline answers there"]
+    src.step_time(model, np.array([8.0]), 1, 0)
+    assert len(src.notes) == 2  # another count is another note; the same one is not repeated
+    src.step_time(model, np.array([8.0]), 1, 0)
+    assert len(src.notes) == 2
+
+
+def test_measured_source_refuses_a_model_it_has_not_measured_with_what_it_has(tmp_path):
+    from specsim.timing.measured import MeasuredSource
+
+    src = MeasuredSource(_grid_csv(tmp_path / "g.csv", {(b, q, L): 1e-3 * b * q for b in (1, 4) for q in (1, 2) for L in (0, 9)}),
+                         H100)
+    with pytest.raises(ValueError, match=r"^g\.csv has no measurements of llama-3\.1-8b \(32 layers, hidden 4096, bf16\); it has "
+                                         r"llama-3\.2-1b: measure this model too, or use --timing roofline\|kernels$"):
+        src.step_time(get_model("llama-3.1-8b"), 1, 1, 0)
