@@ -169,7 +169,8 @@ def _add_model_args(p: argparse.ArgumentParser, *, draft: bool) -> None:
                    help="effective number of experts for skewed routing (default: uniform over all experts)")
     if draft:
         p.add_argument("--draft-tp", type=tp,
-                       help="tensor-parallel GPUs for the draft: 1 (default) or the target's --tp (vLLM's default)")
+                       help="tensor-parallel GPUs for the draft: 1 (default) or the target's --tp (vLLM's default; "
+                            "with --engine sglang always the target's, as its draft worker shares the TP group)")
         p.add_argument("--draft-weight-dtype", choices=WEIGHT_DTYPE_CHOICES, help="the draft's weight storage (default: its config)")
         p.add_argument("--draft-kv-dtype", choices=KV_DTYPE_CHOICES, help="the draft's KV-cache dtype (default: its config)")
 

@@ -211,3 +211,19 @@ def test_the_held_out_steps_choice_loses_little_of_the_measured_best_throughput(
         have = [s for s in steps if (b, s) in measured]
         pick = max(have, key=lambda s: float(speedup(dep, alpha, s, [b], 512)[0]))
         assert measured[(b, pick)] >= 0.95 * max(measured[(b, s)] for s in have), (source, b, pick)
+
+
+def test_under_sglang_the_drafter_is_sharded_like_the_target_by_default(capsys):
+    from specsim.cli import main
+
+    argv = ["optimal-gamma", "--target", "qwen3-235b-a22b", "--draft", "eagle3", "--tp", "8", "--hardware", "h200",
+            "--batch", "1,64", "--alpha", "0.6", "--json"]
+    assert main(argv + ["--engine", "sglang@0.5"]) == 0
+    sglang = capsys.readouterr().out
+    assert main(argv + ["--engine", "sglang@0.5", "--draft-tp", "1"]) == 0
+    forced = capsys.readouterr().out
+    assert main(argv + ["--engine", "vllm@0.10"]) == 0
+    vllm = capsys.readouterr().out
+    # SGLang has no draft TP of its own: TP 8 unless the user asks otherwise; vLLM's default here stays 1.
+    assert "KV bf16, TP 8); plus a draft-extend pass" in sglang and "TP 8); plus" not in forced
+    assert "TP 8); plus" not in vllm and "TP 1" not in vllm.split("drafter: eagle3 head")[1].split(";")[0]

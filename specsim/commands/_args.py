@@ -51,20 +51,25 @@ def deployment(args: argparse.Namespace, *, draft: bool = True):
     """The deployment the flags describe: --hardware, --target (or --model), --draft, --timing, --engine and the
     model options; ``draft`` False builds one that only decodes (``steptime``)."""
     from ..deployment import Deployment
+    from ..engines import get_engine
     from ..report import progress
 
     ngram = getattr(args, "ngram_cpu_ns", None)
+    draft_options = model_options(args, "draft_") if draft else None
+    if draft and "tp" not in draft_options and get_engine(args.engine).name == "sglang" and (args.tp or 1) > 1:
+        # SGLang's draft worker shares the target's tensor-parallel group: it has no separate draft TP.
+        draft_options["tp"] = args.tp
     dep = Deployment.build(args.hardware, getattr(args, "target", None) or getattr(args, "model", None),
                            getattr(args, "draft", None), args.timing, args.engine, args.engine_overhead_ms,
-                           target_options=model_options(args), draft_options=model_options(args, "draft_") if draft else None,
+                           target_options=model_options(args), draft_options=draft_options,
                            ngram_cpu_s_per_token=None if ngram is None else ngram * 1e-9, progress=progress, decode_only=not draft)
     overlap = getattr(args, "engine_overlap", None)
     engine = dep.engine.with_spec(getattr(args, "engine_round_ms", None), getattr(args, "engine_step_ms", None),
                                   getattr(args, "engine_seq_us", None), None if overlap is None else overlap == "on",
                                   getattr(args, "engine_seq_step_us", None))
     if engine is not dep.engine and dep.engine.name == "none":
-        raise ValueError("--engine none adds no engine time: the --engine-round-ms/-step-ms/-seq-us/-token-us/-overlap flags "
-                         "need an engine")
+        raise ValueError("--engine none adds no engine time: the --engine-round-ms/-step-ms/-seq-us/-seq-step-us/-overlap "
+                         "flags need an engine")
     return dataclasses.replace(dep, engine=engine)
 
 
