@@ -648,3 +648,21 @@ def test_alpha_from_a_length_says_what_is_wrong_and_is_exact_at_the_bounds():
     both = alpha_from_acceptance_length(np.array([[2.0], [3.0]]), np.array([2, 5]))  # broadcast: (2, 2)
     assert both.shape == (2, 2)
     np.testing.assert_allclose(expected_tokens(both, np.array([2, 5])), [[2.0, 2.0], [3.0, 3.0]], rtol=1e-13)
+
+
+def test_acceptance_messages_are_exact():
+    from specsim.acceptance import parse_acceptance
+
+    with pytest.raises(ValueError) as err:
+        parse_acceptance("0.9,x")
+    assert str(err.value) == "--acceptance takes comma-separated rates in [0, 1], e.g. 0.92,0.81,0.70; got '0.9,x'"
+    with pytest.raises(ValueError) as err:
+        parse_acceptance(" , ")
+    assert str(err.value) == "--acceptance needs at least one rate"
+    with pytest.raises(ValueError) as err:
+        Acceptance(cumulative=(0.9, 0.8)).conditional(3)
+    assert str(err.value) == "acceptance is measured for 2 positions, not 3; specsim does not extrapolate it"
+    np.testing.assert_allclose(Acceptance(cumulative=(0.9, 0.72, 0.0, 0.0)).conditional(4), [0.9, 0.8, 0.0, 0.0])
+    with pytest.raises(ValueError) as err:
+        TreeSpec(1, 1, 1)
+    assert str(err.value) == "a tree verifies at least 2 tokens (the root and one drafted token)"

@@ -506,3 +506,65 @@ def test_measured_source_refuses_a_model_it_has_not_measured_with_what_it_has(tm
     with pytest.raises(ValueError, match=r"^g\.csv has no measurements of llama-3\.1-8b \(32 layers, hidden 4096, bf16\); it has "
                                          r"llama-3\.2-1b: measure this model too, or use --timing roofline\|kernels$"):
         src.step_time(get_model("llama-3.1-8b"), 1, 1, 0)
+
+
+def test_table_edges_the_mutation_run_probed():
+    from specsim.timing.kernels import _moe_uniform
+
+    # Two prefill points are enough to interpolate; one is not (NaN in the input's shape); below the first point is NaN.
+    two = _table(prefill_isl=np.array([1.0, 100.0]), prefill_attn_s=np.array([1e-3, 2e-3]), meta={"shape": {"n_layers": 2}})
+    np.testing.assert_allclose(two.prefill_attention(np.array([50.5])), [2 * 1.5e-3], rtol=1e-12)
+    one = _table(prefill_isl=np.array([10.0]), prefill_attn_s=np.array([1e-3]))
+    assert one.prefill_attention(np.array([10.0, 20.0])).shape == (2,)
+    assert np.isnan(_table().prefill_attention(np.array([5.0]))).all()
+    # A local layer's one-token prefill is its one-token measurement (divided by max(local, 1) = 1).
+    local = _table(prefill_isl=np.array([1.0, 10.0]), prefill_attn_s=np.array([1e-3, 2e-3]))
+    np.testing.assert_allclose(local.prefill_attention(np.array([1.0])), [4e-3], rtol=1e-12)
+    # The balanced line starting past one token: one token is outside it.
+    model = get_model("qwen3-30b-a3b")
+    assert np.isnan(_moe_uniform(model, np.array([1.0]), np.array([2.0, 4.0, 8.0]), np.array([1e-5, 2e-5, 3e-5]))).all()
+    # A balanced line that stops before every expert is read (E/k = 16 tokens): the step past it is the last measured one.
+    m = np.array([1.0, 2, 4, 8, 12])
+    s = 1e-5 * (1 + m)
+    got = _moe_uniform(model, np.array([10.0]), m, s)
+    bal = lambda x: np.interp(np.log(x), np.log(m), s)  # noqa: E731
+    touched = 128 * (1 - (1 - 1 / 16) ** 10)
+    assert got[0] == pytest.approx(bal(touched / 8) + max(bal(10.0) - bal(12.0), 0.0), rel=1e-12)
+
+
+def test_measured_source_edges_the_mutation_run_probed(tmp_path):
+    from specsim.timing.measured import MeasuredSource
+
+    # Three points per axis, none shared between axes: the note names each axis's own range.
+    times = {(b, q, L): 1e-3 * b * q + L * 1e-6 for b in (2, 4, 8) for q in (1, 2, 3) for L in (0, 256, 512)}
+    path = _grid_csv(tmp_path / "three.csv", times)
+    src = MeasuredSource(path, H100)
+    src.step_time(get_model("llama-3.2-1b"), np.array([1.0, 4.0]), 1, 0)
+    assert src.notes == ["llama-3.2-1b: 1 of 2 points lie outside the measurements in three.csv (b 2-8, q 1-3, L 0-512); the "
+                         "roofline answers there"]
+    # No device column: nothing named.
+    bare = tmp_path / "bare.csv"
+    bare.write_text("\n".join(["model,batch,tokens_per_seq,context,median_s"]
+                              + [f"llama-3.2-1b,{b},{q},{L},{t}" for (b, q, L), t in times.items()]) + "\n")
+    assert MeasuredSource(bare, H100).describe().startswith("measured: bare.csv (sha256 ") and " on " not in MeasuredSource(
+        bare, H100).describe().split(")")[1]
+    # Two models, the larger first: kept in file order, each by its own name, and both named when a third is asked for.
+    two = tmp_path / "two.csv"
+    lines = ["model,batch,tokens_per_seq,context,median_s"]
+    for name in ("qwen3-0.6b", "llama-3.2-1b"):
+        lines += [f"{name},{b},{q},{L},{t}" for (b, q, L), t in times.items()]
+    two.write_text("\n".join(lines) + "\n")
+    both = MeasuredSource(two, H100)
+    assert both.models() == ["qwen3-0.6b", "llama-3.2-1b"]
+    with pytest.raises(ValueError, match=r"it has qwen3-0\.6b, llama-3\.2-1b: measure this model too"):
+        both.step_time(get_model("llama-3.1-8b"), 2, 1, 0)
+    # A dip of exactly the tolerance is noise (raised: 10 x 0.9 is 9 in binary too); a larger one is refused, naming the
+    # file and the model.
+    from specsim.timing.measured import _monotone
+
+    exact = _monotone(np.array([[[10.0], [9.0]]]), (np.array([1.0]), np.array([1.0, 2.0]), np.array([0.0])), "f", "m")
+    assert exact[0, 1, 0] == 10.0
+    dip = dict(times)
+    dip[(4, 3, 256)] = 0.5 * times[(4, 2, 256)]
+    with pytest.raises(ValueError, match=r"^dip\.csv: llama-3\.2-1b at batch 4, 3 tokens per sequence, context 256 takes"):
+        MeasuredSource(_grid_csv(tmp_path / "dip.csv", dip), H100)
