@@ -255,3 +255,53 @@ def test_sweep_prints_its_figure_and_draws_the_tpot_objective(capsys, tmp_path):
     lines = plot_serve_sweep(frame, slo_tpot_ms=25.0)
     assert list(lines["slo"].get_ydata()) == [25.0, 25.0] and lines["stops_at"] == 2.0
     assert "slo" not in plot_serve_sweep(frame)
+
+
+# -- the sweep, checked against what it composes (the mutation run's survivors) -------------------------------------
+def test_a_sweep_row_is_serve_compare_at_that_rate_with_every_argument_passed_on():
+    from specsim.serving import serve_sweep
+
+    wl = get_workload("chat")
+    limits = EngineLimits(max_num_seqs=8, max_batched_tokens=4096)
+    frame = serve_sweep(DEP, [3.0], wl, 40, 0.7, 2, limits, seed=5, slo_ttft_s=0.1, slo_tpot_s=0.0068, gamma_max=6)
+    requests = Requests.poisson(3.0, 40, wl, np.random.default_rng(5))
+    plain, spec, _ = serve_compare(DEP, requests, 0.7, 2, limits, seed=5, gamma_max=6)
+    row = frame.iloc[0]
+    for name, result in (("off", plain), ("on", spec)):
+        s = result.summary(0.1, 0.0068)
+        assert row[f"{name}_tpot_p50_s"] == s["tpot_s"]["p50"] and row[f"{name}_tpot_p99_s"] == s["tpot_s"]["p99"]
+        assert row[f"{name}_ttft_p50_s"] == s["ttft_s"]["p50"] and row[f"{name}_ttft_p99_s"] == s["ttft_s"]["p99"]
+        assert row[f"{name}_e2e_p50_s"] == s["e2e_s"]["p50"] and row[f"{name}_tokens_per_s"] == s["output_tokens_per_s"]
+        assert row[f"{name}_mean_batch"] == s["mean_running_batch"]
+        assert row[f"{name}_slo_attainment"] == s["slo_met"] / s["served"] and 0 < s["slo_met"] < s["served"]
+    assert row["off_mean_batch"] <= 8  # the limits reached the simulation
+    # Another seed is another arrival draw; the same seed the same frame.
+    again = serve_sweep(DEP, [3.0], wl, 40, 0.7, 2, limits, seed=5, slo_ttft_s=0.1, slo_tpot_s=0.0068, gamma_max=6)
+    pd.testing.assert_frame_equal(frame, again)
+    other = serve_sweep(DEP, [3.0], wl, 40, 0.7, 2, limits, seed=6, slo_ttft_s=0.1, slo_tpot_s=0.0068, gamma_max=6)
+    assert other.iloc[0]["off_tpot_p50_s"] != row["off_tpot_p50_s"]
+
+
+def test_sweep_defaults_are_the_default_workload_seed_zero_and_the_schedule():
+    from specsim.serving import serve_sweep
+    from specsim.workloads import DEFAULT_WORKLOAD
+
+    base = serve_sweep(DEP, [2.0], n=30)
+    pd.testing.assert_frame_equal(base, serve_sweep(DEP, [2.0], DEFAULT_WORKLOAD, 30, gamma="schedule", seed=0))
+    pd.testing.assert_frame_equal(base, serve_sweep(DEP, [2.0], get_workload(DEFAULT_WORKLOAD), 30))
+    assert "off_slo_attainment" not in base  # no SLO given: no attainment column
+
+
+def test_sweep_findings_count_ties_against_speculation_and_an_attainment_equal_to_the_target_as_met():
+    from specsim.serving import sweep_findings
+
+    frame = pd.DataFrame({"rate": [1.0, 2.0, 4.0, 8.0], "on_tpot_p50_s": [1.0, 2.0, 3.0, 5.0],
+                          "off_tpot_p50_s": [2.0, 2.0, 2.5, 6.0], "off_slo_attainment": [1.0, 0.9, 0.5, 0.0],
+                          "on_slo_attainment": [1.0, 1.0, 0.95, 0.89]})
+    assert sweep_findings(frame) == {"speculation_stops_helping_at_rate": 2.0, "max_rate_meeting_slo_off": 2.0,
+                                     "max_rate_meeting_slo_on": 4.0}
+    assert sweep_findings(frame, attainment=0.95)["max_rate_meeting_slo_off"] == 1.0
+    better = frame.assign(on_tpot_p50_s=0.5 * frame.off_tpot_p50_s, off_slo_attainment=0.0)
+    assert sweep_findings(better) == {"speculation_stops_helping_at_rate": None, "max_rate_meeting_slo_off": None,
+                                      "max_rate_meeting_slo_on": 4.0}
+    assert sweep_findings(frame[["rate", "on_tpot_p50_s", "off_tpot_p50_s"]]) == {"speculation_stops_helping_at_rate": 2.0}
