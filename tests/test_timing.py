@@ -439,6 +439,25 @@ def test_composed_steps_are_the_sources_times_at_measured_points_only():
     assert rows.source.iloc[0].startswith("aiconfigurator-core ") and rows.source.iloc[0].endswith(" vllm kernels")
     assert compose_steps(KernelSource(H100), get_model("deepseek-v3", tp=8), batches=(1,), tokens_per_seq=(1,),
                          contexts=(511,)).empty  # no table, no rows
+    assert list(rows.columns) == ["model", "params", "n_layers", "hidden_size", "intermediate_size", "n_heads", "n_kv_heads",
+                                  "head_dim", "vocab_size", "tie_embeddings", "qkv_bias", "batch", "tokens_per_seq", "context",
+                                  "dtype", "device", "device_name", "step_time_s", "source"]
+    assert all(rows[c].dtype.kind == "i" for c in ("batch", "tokens_per_seq", "context"))
+    assert (rows.hidden_size == 2048).all() and (rows.vocab_size == model.vocab_size).all() and (rows.dtype == "bf16").all()
+    assert (rows.device == "h100-sxm").all() and (rows.n_heads == 32).all() and (rows.head_dim == 64).all()
+    # Attention scaled in batch past the measured cells is not a measurement: those points are left out.
+    big = get_model("llama-3.1-8b")
+    grid = dict(batches=(64, 128), tokens_per_seq=(1, 3), contexts=(511, 4095))  # 128 at 4095: scaled; the rest measured
+    kept = compose_steps(src, big, **grid)
+    table = src.table(big)
+    for b in grid["batches"]:
+        for q in grid["tokens_per_seq"]:
+            for L in grid["contexts"]:
+                scaled = bool(table.uses_scaled_attention(np.array(float(b)), np.array(float(L + q))))
+                fallback = src.step_time(big, b, q, L).fallback is not None
+                present = ((kept.batch == b) & (kept.tokens_per_seq == q) & (kept.context == L)).any()
+                assert present == (not scaled and not fallback), (b, q, L)
+    assert len(kept) == 6 and not ((kept.batch == 128) & (kept.context == 4095)).any()
 
 
 def _grid_csv(path, times: dict, model="llama-3.2-1b", device="synthetic gpu"):
@@ -568,3 +587,40 @@ def test_measured_source_edges_the_mutation_run_probed(tmp_path):
     dip[(4, 3, 256)] = 0.5 * times[(4, 2, 256)]
     with pytest.raises(ValueError, match=r"^dip\.csv: llama-3\.2-1b at batch 4, 3 tokens per sequence, context 256 takes"):
         MeasuredSource(_grid_csv(tmp_path / "dip.csv", dip), H100)
+
+
+def test_allreduce_line_reads_the_newest_version_prefers_graph_capture_and_needs_two_sizes(tmp_path):
+    from specsim.timing.kernels import KernelDataError, _comm_line, _newest
+
+    dev = tmp_path / "dev"
+
+    def write(version, rows, label="backend"):
+        folder = dev / "comm" / "vllm" / version
+        folder.mkdir(parents=True)
+        pd.DataFrame(rows, columns=["num_gpus", "allreduce_dtype", label, "message_size", "latency"]).to_parquet(
+            folder / "custom_allreduce_perf.parquet")
+
+    old = [(2, "bfloat16", "nccl", 1024, 9.0), (2, "bfloat16", "nccl", 4096, 9.0)]
+    new = [(2, "bfloat16", "nccl", 1024, 0.010), (2, "bfloat16", "cuda_graph", 1024, 0.020),
+           (2, "bfloat16", "cuda_graph", 1024, 0.015), (2, "bfloat16", "cuda_graph", 4096, 0.030),
+           (2, "float16", "cuda_graph", 4096, 0.001), (4, "bfloat16", "cuda_graph", 8192, 0.001)]
+    write("0.9.2", old)
+    write("0.10.0", new)  # newer by number, older by text
+    model = get_model("llama-3.1-8b", tp=2)
+    elems, secs = _comm_line(model, dev, "vllm")
+    np.testing.assert_array_equal(elems, [1024.0, 4096.0])
+    np.testing.assert_allclose(secs, [15e-6, 30e-6], rtol=1e-12)  # graph-captured rows only, the fastest of them
+    assert _newest(dev / "comm" / "vllm").name == "0.10.0"
+    assert _comm_line(get_model("llama-3.1-8b"), dev, "vllm")[0].size == 0
+    # An older schema names the column "implementation"; without graph rows every row counts; one size is too few.
+    dev2 = tmp_path / "dev2"
+    dev, dev_saved = dev2, dev
+    write("1.0", [(2, "bfloat16", "nccl", 1024, 0.010), (2, "bfloat16", "custom", 1024, 0.008),
+                  (2, "bfloat16", "nccl", 2048, 0.012)], label="implementation")
+    np.testing.assert_allclose(_comm_line(model, dev2, "vllm")[1], [8e-6, 12e-6], rtol=1e-12)
+    dev = tmp_path / "dev3"
+    write("1.0", [(2, "bfloat16", "cuda_graph", 1024, 0.010)])
+    assert _comm_line(model, dev, "vllm")[0].size == 0
+    with pytest.raises(KernelDataError, match=r"^no measurements in .*nothing$"):
+        _newest(tmp_path / "nothing")
+    assert _comm_line(model, tmp_path / "none", "vllm")[0].size == 0 and dev_saved.is_dir()
