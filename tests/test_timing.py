@@ -624,3 +624,46 @@ def test_allreduce_line_reads_the_newest_version_prefers_graph_capture_and_needs
     with pytest.raises(KernelDataError, match=r"^no measurements in .*nothing$"):
         _newest(tmp_path / "nothing")
     assert _comm_line(model, tmp_path / "none", "vllm")[0].size == 0 and dev_saved.is_dir()
+
+
+def test_build_table_names_what_it_cannot_compose_and_records_what_it_read():
+    from specsim.timing.kernels import KernelDataError, database_root
+
+    where = "kernel database: llama-3.1-8b on h100_sxm (vllm)"
+    with pytest.raises(KernelDataError, match=rf"^{re.escape(where)}: no measurements for weight dtype int4 / KV dtype bf16$"):
+        build_table(get_model("llama-3.1-8b", weight_dtype="int4"), "h100_sxm", "vllm")
+    with pytest.raises(KernelDataError, match=r"^kernel database: deepseek-v3 on h100_sxm \(vllm\): multi-head latent attention "
+                                              r"is not composed from the kernel database yet$"):
+        build_table(get_model("deepseek-v3"), "h100_sxm", "vllm")
+    with pytest.raises(KernelDataError, match=r"^kernel database has no device folder 'tpu_v9'$"):
+        build_table(get_model("llama-3.1-8b"), "tpu_v9", "vllm")
+    table = build_table(get_model("llama-3.1-8b"), "h100_sxm", "vllm")
+    assert table.meta["allreduce"] == "none" and table.meta["engine"] == "vllm" and table.meta["device"] == "h100_sxm"
+    assert all(f.startswith("h100_sxm/") for f in table.meta["files"]) and len(table.meta["files"]) == 2
+    assert table.meta["files"][0].startswith("h100_sxm/gemm/vllm/") and table.meta["files"][1].startswith("h100_sxm/attention/vllm/")
+    assert table.meta["attention_cells_scaled_in_batch"] == int(table.attn_scaled.sum()) > 0
+    assert table.meta["database"].startswith("aiconfigurator-core ")
+    # Context attention: one sequence's prefill per measured length, and the best FLOP rate over all rows.
+    ctx = _raw("attention", "vllm", "context_attention_perf.parquet")
+    ctx = ctx[(ctx.num_heads == 32) & (ctx.num_key_value_heads == 8) & (ctx.head_dim == 128) & (ctx.kv_cache_dtype == "bfloat16")]
+    for col, value in (("window_size", 0), ("beam_width", 1), ("step", 0)):
+        if col in ctx.columns:
+            ctx = ctx[ctx[col] == value]
+    one = ctx[ctx.batch_size == 1].groupby("isl").latency.mean()
+    np.testing.assert_array_equal(table.prefill_isl, one.index.to_numpy(float))
+    np.testing.assert_allclose(table.prefill_attn_s, one.to_numpy(float) * 1e-3, rtol=1e-12)
+    rate = (2.0 * 32 * 128 * ctx.isl.to_numpy(float) ** 2 * ctx.batch_size.to_numpy(float) / (ctx.latency.to_numpy(float) * 1e-3)).max()
+    assert table.ctx_flop_per_s == pytest.approx(rate, rel=1e-12)
+    # Decode attention: the mean latency per (batch, context) cell, one layer, in seconds, before any scaling.
+    gen = _raw("attention", "vllm", "generation_attention_perf.parquet")
+    gen = gen[(gen.num_heads == 32) & (gen.num_key_value_heads == 8) & (gen.head_dim == 128) & (gen.kv_cache_dtype == "bfloat16")]
+    for col, value in (("window_size", 0), ("beam_width", 1)):
+        if col in gen.columns:
+            gen = gen[gen[col] == value]
+    cell = gen[(gen.batch_size == 8) & (gen.step == 1024)].latency
+    if len(cell):
+        j, i = list(table.attn_L).index(1024.0), list(table.attn_b).index(8.0)
+        assert table.attn_s[i, j] <= cell.mean() * 1e-3 * (1 + 1e-12)  # the cheapest of it and the longer contexts
+    tp2 = build_table(get_model("llama-3.2-1b", tp=2), "h100_sxm", "vllm")
+    assert tp2.meta["allreduce"] == "measured" and tp2.meta["shape"]["tp"] == 2
+    assert database_root().name == "data" and database_root().parent.name == "systems"
