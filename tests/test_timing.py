@@ -667,3 +667,22 @@ def test_build_table_names_what_it_cannot_compose_and_records_what_it_read():
     tp2 = build_table(get_model("llama-3.2-1b", tp=2), "h100_sxm", "vllm")
     assert tp2.meta["allreduce"] == "measured" and tp2.meta["shape"]["tp"] == 2
     assert database_root().name == "data" and database_root().parent.name == "systems"
+
+
+def test_grid_interpolation_is_multilinear_matches_single_value_axes_and_never_lets_a_nan_corner_through():
+    from specsim.timing._grid import interp_grid
+
+    axes = (np.array([1.0, 2.0, 4.0]), np.array([10.0]), np.array([0.0, 100.0]))
+    grid = np.array([[[1.0, 2.0]], [[3.0, np.nan]], [[5.0, 6.0]]])
+    # Broadcast points of different shapes; the middle axis has one value and must be hit exactly.
+    b = np.array([[1.0], [3.0]])
+    got = interp_grid(axes, grid, [b, 10.0, np.array([0.0, 50.0])])
+    assert got.shape == (2, 2)
+    np.testing.assert_allclose(got[0], [1.0, 1.5], rtol=1e-15)  # b = 1: linear in the last axis
+    assert got[1, 0] == pytest.approx(4.0) and np.isnan(got[1, 1])  # b = 3, L = 0: halfway 3 -> 5; L = 50 needs the NaN
+    assert np.isnan(interp_grid(axes, grid, [1.0, 10.5, 0.0]))  # off the single value
+    assert interp_grid(axes, grid, [4.0, 10.0, 100.0]) == pytest.approx(6.0)  # the last grid point, exactly
+    assert interp_grid(axes, grid, [2.0, 10.0, 0.0]) == pytest.approx(3.0)  # on a grid point next to a NaN
+    assert np.isnan(interp_grid(axes, grid, [0.5, 10.0, 0.0])) and np.isnan(interp_grid(axes, grid, [5.0, 10.0, 0.0]))
+    # Integer inputs are read as numbers on the same axes.
+    assert interp_grid(axes, grid, [np.array([3]), np.array([10]), np.array([0])])[0] == pytest.approx(4.0)
