@@ -80,7 +80,7 @@ class GammaAnswer:
 def _other_draft_tp(dep: Deployment) -> Deployment | None:
     """The same deployment with the draft at the other TP engines allow (1 or the target's), or None on one GPU and
     under SGLang, whose draft worker always shares the target's TP group."""
-    if dep.target.tp == 1 or dep.draft is None or dep.engine.name == "sglang":
+    if dep.target.tp == 1 or dep.draft is None or dep.engine.draft_shares_tp:
         return None
     other = dep.target.tp if dep.draft.tp == 1 else 1
     try:

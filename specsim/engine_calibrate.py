@@ -170,7 +170,7 @@ class _Model:
 
         fits = [least_squares(stage2, x0=np.full(3, x0), bounds=(np.zeros(3), TERM_UPPER[:3] / unit)) for x0 in (0.05, 0.5, 2.0)]
         x = min(fits, key=lambda r: r.cost).x * unit
-        return scale, iteration_s, SpecHost(round(float(x[0]), 5), round(float(x[1]), 6), round(float(x[2]), 7)), scale_free
+        return scale, iteration_s, SpecHost.rounded(x), scale_free
 
 
 def fit_engine(dep, plain: list[BenchRun], spec: list[BenchRun], steps: int, topk: int = 1,

@@ -89,13 +89,22 @@ class SpecHost:
     def is_zero(self) -> bool:
         return not any(getattr(self, key) for key in TERMS)
 
+    @classmethod
+    def rounded(cls, values) -> "SpecHost":
+        """Terms from fitted seconds (in :data:`TERMS` order), rounded to what :meth:`describe` prints (0.01 ms, 0.001 ms,
+        0.1 us, 0.1 us), so that a shipped constant is its fit exactly; a missing last term is 0."""
+        digits = (5, 6, 7, 7)
+        return cls(*(round(float(v), d) for v, d in zip(values, digits)))
+
     def describe(self) -> str:
         return (f"{self.round_s * 1e3:.2f} ms per round + {self.step_s * 1e3:.3f} ms per draft step + "
                 f"{self.seq_s * 1e6:.1f} us per sequence + {self.seq_step_s * 1e6:.1f} us per sequence per draft step")
 
 
-#: The terms of :class:`SpecHost`, in the order the fits and the override flags use.
-TERMS = ("round_s", "step_s", "seq_s", "seq_step_s")
+#: The terms of :class:`SpecHost`, in the order the fits use, with the override flag and its unit per second of each.
+_TERM_FLAGS = {"round_s": ("--engine-round", 1e3), "step_s": ("--engine-step", 1e3), "seq_s": ("--engine-seq", 1e6),
+               "seq_step_s": ("--engine-seq-step", 1e6)}
+TERMS = tuple(_TERM_FLAGS)
 
 
 @dataclass(frozen=True)
@@ -128,6 +137,8 @@ class EnginePreset:
     kernel_overlap_share: float = 1.0
     #: Where the share comes from.
     overlap_basis: str = "no public measurement: all of it"
+    #: The drafter always runs in the target's tensor-parallel group (SGLang's draft worker; no draft TP of its own).
+    draft_shares_tp: bool = False
     #: A drafter's passes (draft steps, draft extend) carry the share of a source's per-pass overhead that their layers
     #: are of the target's: the overhead beyond the roofline is per kernel, so per layer (on the H200, the kernel
     #: database exceeds the bare roofline by 20 us per layer for Llama-3.1-8B and 24 us for Llama-3.2-1B at batch 1),
@@ -196,17 +207,15 @@ class EnginePreset:
                   overlap: bool | None = None, seq_step_us: float | None = None) -> "EnginePreset":
         """The preset with some speculative terms replaced (``--engine-round-ms``, ``--engine-step-ms``,
         ``--engine-seq-us``, ``--engine-seq-step-us``, ``--engine-overlap``); the others keep the preset's values."""
-        given = {"round_s": round_ms, "step_s": step_ms, "seq_s": seq_us, "seq_step_s": seq_step_us}
+        given = dict(zip(TERMS, (round_ms, step_ms, seq_us, seq_step_us)))
         if all(v is None for v in given.values()) and overlap is None:
             return self
-        per_second = {"round_s": 1e3, "step_s": 1e3, "seq_s": 1e6, "seq_step_s": 1e6}
-        changes = {k: v / per_second[k] for k, v in given.items() if v is not None}
+        changes = {k: v / _TERM_FLAGS[k][1] for k, v in given.items() if v is not None}
         for key, value in changes.items():
             _check_term(repr(self.name), key, value)
         spec = dataclasses.replace(self.spec, **changes)
         kernel_spec = dataclasses.replace(self.kernel_spec, **changes)
-        flags = {"round_s": "--engine-round", "step_s": "--engine-step", "seq_s": "--engine-seq", "seq_step_s": "--engine-seq-step"}
-        named = ", ".join(flags[k] for k in changes)
+        named = ", ".join(_TERM_FLAGS[k][0] for k in changes)
         out = dataclasses.replace(self, spec=spec, kernel_spec=kernel_spec,
                                   spec_basis=self.spec_basis + (f"; {named} set by the user" if named else ""))
         if overlap is not None:
@@ -250,7 +259,7 @@ def _preset(name: str, version: str, release: str, spec: SpecHost, kernel_spec: 
             share_basis: str = "no public measurement: all of it") -> EnginePreset:
     return EnginePreset(name=name, version=version, release=release, spec=spec, kernel_spec=kernel_spec, spec_basis=spec_basis,
                         overlap_kinds=overlap, overlap_chains_only=chains_only, overlap_share=share[0],
-                        kernel_overlap_share=share[1], overlap_basis=share_basis,
+                        kernel_overlap_share=share[1], overlap_basis=share_basis, draft_shares_tp=name == "sglang",
                         **_PLAIN[name])
 
 

@@ -218,8 +218,7 @@ def fit_host(terms: RoundTerms, index: np.ndarray) -> tuple[SpecHost, dict]:
             for x0 in (0.05, 0.5, 2.0)]
     best = min(fits, key=lambda r: r.cost).x
     x = best[:k] * scale
-    # Round to what a preset prints (0.01 ms, 0.001 ms, 0.1 us) so that the shipped constants are the fit exactly.
-    host = SpecHost(round(float(x[0]), 5), round(float(x[1]), 6), round(float(x[2]), 7), round(float(x[3]), 7))
+    host = SpecHost.rounded(x)
     return host, {src: round(float(a), 3) for src, a in zip(sweeps, best[k:])}
 
 

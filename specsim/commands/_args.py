@@ -56,9 +56,8 @@ def deployment(args: argparse.Namespace, *, draft: bool = True):
 
     ngram = getattr(args, "ngram_cpu_ns", None)
     draft_options = model_options(args, "draft_") if draft else None
-    if draft and "tp" not in draft_options and get_engine(args.engine).name == "sglang" and (args.tp or 1) > 1:
-        # SGLang's draft worker shares the target's tensor-parallel group: it has no separate draft TP.
-        draft_options["tp"] = args.tp
+    if draft and "tp" not in draft_options and get_engine(args.engine).draft_shares_tp and (args.tp or 1) > 1:
+        draft_options["tp"] = args.tp  # the engine's draft worker shares the target's tensor-parallel group
     dep = Deployment.build(args.hardware, getattr(args, "target", None) or getattr(args, "model", None),
                            getattr(args, "draft", None), args.timing, args.engine, args.engine_overhead_ms,
                            target_options=model_options(args), draft_options=draft_options,
