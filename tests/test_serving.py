@@ -305,3 +305,105 @@ def test_sweep_findings_count_ties_against_speculation_and_an_attainment_equal_t
     assert sweep_findings(better) == {"speculation_stops_helping_at_rate": None, "max_rate_meeting_slo_off": None,
                                       "max_rate_meeting_slo_on": 4.0}
     assert sweep_findings(frame[["rate", "on_tpot_p50_s", "off_tpot_p50_s"]]) == {"speculation_stops_helping_at_rate": 2.0}
+
+
+def test_a_sweep_run_by_an_executor_is_the_serial_sweep_row_for_row():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from specsim.serving import serve_sweep
+
+    class Recording(ThreadPoolExecutor):
+        calls = []
+
+        def map(self, fn, *iterables, **kw):
+            jobs = list(iterables[0])
+            Recording.calls.append((fn.__name__, [job[1] for job in jobs]))
+            return super().map(fn, jobs, **kw)
+
+    serial = serve_sweep(DEP, [1.0, 6.0], n=30, acceptance=0.7)
+    with Recording(max_workers=2) as pool:
+        parallel = serve_sweep(DEP, [1.0, 6.0], n=30, acceptance=0.7, executor=pool)
+    assert Recording.calls == [("_sweep_point", [1.0, 6.0])]  # every rate went to the executor, as floats, in order
+    pd.testing.assert_frame_equal(serial, parallel)
+    assert list(parallel.rate) == [1.0, 6.0]
+
+
+# -- the requests of a run, and their refusals, word for word --------------------------------------------------------
+def test_requests_for_draws_poisson_closed_loop_or_trace_with_the_documented_defaults(tmp_path):
+    from specsim.serving import DEFAULT_REQUESTS, requests_for
+    from specsim.workloads import DEFAULT_WORKLOAD
+
+    target = DEP.target
+    poisson, users = requests_for(target, rate=4.0)
+    expected = Requests.poisson(4.0, DEFAULT_REQUESTS, get_workload(DEFAULT_WORKLOAD), np.random.default_rng(0))
+    assert users is None and len(poisson) == DEFAULT_REQUESTS == 1000
+    np.testing.assert_array_equal(poisson.arrival_s, expected.arrival_s)
+    np.testing.assert_array_equal(poisson.output, expected.output)
+    other, _ = requests_for(target, rate=4.0, workload="summarization", n=20, rng=np.random.default_rng(3))
+    np.testing.assert_array_equal(other.prompt, Requests.poisson(4.0, 20, get_workload("summarization"),
+                                                                 np.random.default_rng(3)).prompt)
+    closed, users = requests_for(target, concurrency=6, n=15)
+    assert users == 6 and closed.arrival_s is None and len(closed) == 15
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n0,10,3\n2,20,4\n")
+    replay, users = requests_for(target, trace=str(trace))
+    assert users is None and list(replay.prompt) == [10, 20] and list(replay.arrival_s) == [0.0, 2.0]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({}, "give exactly one of a rate, a concurrency or a trace"),
+    ({"rate": 1.0, "concurrency": 2}, "give exactly one of a rate, a concurrency or a trace"),
+    ({"rate": 1.0, "trace": "x.csv"}, "give exactly one of a rate, a concurrency or a trace"),
+    ({"trace": "x.csv", "n": 5}, "--trace gives the requests and their lengths: drop --requests and --workload"),
+    ({"trace": "x.csv", "workload": "chat"}, "--trace gives the requests and their lengths: drop --requests and --workload"),
+])
+def test_requests_for_refuses_what_does_not_name_one_source(kwargs, message):
+    from specsim.serving import requests_for
+
+    with pytest.raises(ValueError) as err:
+        requests_for(DEP.target, **kwargs)
+    assert str(err.value) == message
+
+
+def test_a_request_past_the_context_limit_is_named_with_the_limit_it_breaks(tmp_path):
+    import dataclasses
+
+    from specsim.limits import MAX_CONTEXT
+    from specsim.serving import requests_for
+
+    trace = tmp_path / "long.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n0,100,28\n1,100,29\n2,120,10\n")
+    short = dataclasses.replace(DEP.target, max_position_embeddings=128)
+    with pytest.raises(ValueError) as err:
+        requests_for(short, trace=str(trace))  # 128 tokens fit exactly; 129 and 130 do not
+    assert str(err.value) == ("2 request(s) need more than 128 tokens (prompt + output), llama-3.1-8b's context limit "
+                              "(max_position_embeddings); the first, request 2, needs 129")
+    # A model that does not state its context is held to specsim's own limit, named as such.
+    unstated = dataclasses.replace(DEP.target, max_position_embeddings=0)
+    far = tmp_path / "far.csv"
+    far.write_text(f"arrival_s,prompt_tokens,output_tokens\n0,{MAX_CONTEXT},1\n")
+    with pytest.raises(ValueError) as err:
+        requests_for(unstated, trace=str(far))
+    assert str(err.value) == (f"1 request(s) need more than {MAX_CONTEXT:,} tokens (prompt + output), specsim's limit; "
+                              f"the first, request 1, needs {MAX_CONTEXT + 1:,}")
+
+
+def test_sweep_names_its_workload_passes_its_gamma_limit_and_counts_one_served_request_whole():
+    from specsim.serving import serve_sweep
+
+    named = serve_sweep(DEP, [2.0], "reasoning", 30)
+    pd.testing.assert_frame_equal(named, serve_sweep(DEP, [2.0], get_workload("reasoning"), 30))
+    assert not named.equals(serve_sweep(DEP, [2.0], n=30))  # the name was read, not the default workload
+    # The scheduled gamma is capped by gamma_max: a cap of 1 is another speculative run than the default cap.
+    capped = serve_sweep(DEP, [2.0], n=30, acceptance=0.9, gamma_max=1)
+    assert capped.on_tpot_p50_s[0] != serve_sweep(DEP, [2.0], n=30, acceptance=0.9).on_tpot_p50_s[0]
+    # One request that meets a generous objective: attainment 1, not 1/2.
+    one = serve_sweep(DEP, [2.0], n=1, slo_ttft_s=10.0, slo_tpot_s=1.0)
+    assert one.off_slo_attainment[0] == 1.0 and one.on_slo_attainment[0] == 1.0
+
+
+def test_sweep_without_a_request_count_simulates_the_default_number():
+    from specsim.serving import DEFAULT_REQUESTS, serve_sweep
+
+    pd.testing.assert_frame_equal(serve_sweep(DEP, [40.0], acceptance=0.7),
+                                  serve_sweep(DEP, [40.0], n=DEFAULT_REQUESTS, acceptance=0.7))

@@ -686,3 +686,41 @@ def test_grid_interpolation_is_multilinear_matches_single_value_axes_and_never_l
     assert np.isnan(interp_grid(axes, grid, [0.5, 10.0, 0.0])) and np.isnan(interp_grid(axes, grid, [5.0, 10.0, 0.0]))
     # Integer inputs are read as numbers on the same axes.
     assert interp_grid(axes, grid, [np.array([3]), np.array([10]), np.array([0])])[0] == pytest.approx(4.0)
+
+
+def test_gemm_line_interpolates_a_synthetic_grid_exactly_splits_wide_matrices_and_clips_narrow_ones():
+    # A synthetic GEMM table whose latency is g(m) * (1 + n k / 1e6) ms: bilinear in (n, k), so the grid's linear
+    # interpolation reproduces it exactly between measured shapes, and g is not monotone in m (1 costs more than 2).
+    from specsim.timing.kernels import KernelDataError, _gemm_line
+
+    g = {1.0: 3.0, 2.0: 1.0, 4.0: 2.0, 8.0: 4.0}
+    ns, ks = (4096.0, 8192.0, 16384.0), (4096.0, 8192.0)
+    rows = [(m, n, k, g[m] * (1 + n * k / 1e6)) for m in g for n in ns for k in ks]
+    rows += [(2.0, 4096.0, 4096.0, 1.0 * (1 + 4096 * 4096 / 1e6) + 0.5)]  # a repeat: its mean with the row above
+    frame = pd.DataFrame(rows, columns=["m", "n", "k", "latency"])
+    frame.loc[(frame.m == 2.0) & (frame.n == 4096.0) & (frame.k == 4096.0), "latency"] -= 0.25  # both: mean unchanged
+    model = get_model("llama-3.2-1b")  # qkv 3072x2048, o 2048x2048, gate_up 16384x2048, down 2048x8192 (16 each), lm_head
+    m, s = _gemm_line(model, frame, "syn")
+
+    def f(mm, n, k):
+        return g[mm] * (1 + n * k / 1e6) * 1e-3
+
+    # n below the smallest measured (4096) and k below 4096 are priced at the smallest; lm_head (128,256 wide) is
+    # eight pieces of 16,032 columns.
+    raw = np.array([16 * (f(x, 4096, 4096) + f(x, 4096, 4096) + f(x, 16384, 4096) + f(x, 4096, 8192))
+                    + 8 * f(x, 128256 / 8, 4096) for x in g])
+    np.testing.assert_array_equal(m, [1.0, 2.0, 4.0, 8.0])
+    np.testing.assert_allclose(s, np.minimum.accumulate(raw[::-1])[::-1], rtol=1e-12)
+    assert s[0] == s[1] < raw[0]  # more work never costs less: m = 1 takes m = 2's cheaper time
+
+    # A shape missing at m = 8 ends the line at 4; missing at the smallest m, or covering one m only, is refused.
+    hole = frame[~((frame.m == 8.0) & (frame.n == 4096.0) & (frame.k == 4096.0))]
+    m_hole, s_hole = _gemm_line(model, hole, "syn")
+    np.testing.assert_array_equal(m_hole, [1.0, 2.0, 4.0])
+    np.testing.assert_allclose(s_hole, np.minimum.accumulate(raw[2::-1])[::-1], rtol=1e-12)  # an unmeasured neighbour
+    # of zero weight (m = 8 beside m = 4) does not blank m = 4: the one interpolation of the grids, interp_grid
+    for broken in (frame[~((frame.m == 1.0) & (frame.n == 4096.0) & (frame.k == 4096.0))],
+                   frame[~((frame.m == 2.0) & (frame.n == 4096.0) & (frame.k == 4096.0))]):
+        with pytest.raises(KernelDataError) as err:
+            _gemm_line(model, broken, "h100_sxm gemm")
+        assert str(err.value) == "h100_sxm gemm: the GEMM data do not cover this model's matrix shapes"

@@ -120,7 +120,7 @@ _KV_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}
 #: FP8 prefers the block-scaled kernels: Qwen3's and DeepSeek-V3's FP8 checkpoints are 128x128 block-scaled.
 _MOE_DTYPES = {"bf16": ("bfloat16",), "fp16": ("bfloat16",), "fp8": ("fp8_block", "fp8"), "mxfp4": ("w4a16_mxfp4",),
                "int4": ("int4_wo",)}
-_SCHEMA = 7  # bump when the table layout or the composition changes
+_SCHEMA = 8  # bump when the table layout or the composition changes
 
 
 class KernelDataError(ValueError):
@@ -324,14 +324,11 @@ def _read(path: Path):
 
 
 def _gemm_line(model: ModelShape, gemm, where: str) -> tuple[np.ndarray, np.ndarray]:
-    from scipy.interpolate import RegularGridInterpolator
-
     gemm = gemm.groupby(["m", "n", "k"], as_index=False)["latency"].mean()
     axes = tuple(np.array(sorted(gemm[c].unique()), dtype=float) for c in ("m", "n", "k"))
     grid = np.full(tuple(a.size for a in axes), np.nan)
     index = tuple(np.searchsorted(a, gemm[c].to_numpy(float)) for a, c in zip(axes, ("m", "n", "k")))
     grid[index] = gemm["latency"].to_numpy(float) * 1e-3
-    interp = RegularGridInterpolator(axes, grid, bounds_error=False, fill_value=np.nan)
     n_max = axes[1][-1]
     # (n, k, count per pass) of every weight GEMM on one rank, from the model's one list of operations; the routed
     # experts are priced by the fused-MoE tables instead (build_table), the embedding is a gather.
@@ -342,13 +339,13 @@ def _gemm_line(model: ModelShape, gemm, where: str) -> tuple[np.ndarray, np.ndar
     for n, k, count in shapes:
         pieces = int(np.ceil(n / n_max))
         # A matrix narrower than any measured one (an 8-expert router) costs at least the smallest measured GEMM.
-        pts = np.column_stack([m, np.full_like(m, max(n / pieces, n_min)), np.full_like(m, float(max(k, k_min)))])
-        total += count * pieces * interp(pts)
+        # The grid's one interpolation (interp_grid): an unmeasured neighbour of zero weight does not blank a point.
+        total += count * pieces * interp_grid(axes, grid, [m, max(n / pieces, n_min), float(max(k, k_min))])
     ok = np.isfinite(total)
-    if ok.sum() < 2 or not ok[0]:
-        raise KernelDataError(f"{where}: the GEMM data do not cover this model's matrix shapes")
-    # Keep the contiguous covered range from the smallest m up.
+    # Keep the contiguous covered range from the smallest m up; a line needs two points of it.
     stop = int(np.argmin(ok)) if not ok.all() else ok.size
+    if stop < 2:
+        raise KernelDataError(f"{where}: the GEMM data do not cover this model's matrix shapes")
     return m[:stop], _suffix_min(total[:stop])
 
 
