@@ -192,8 +192,13 @@ def test_summarize_runs_is_the_mean_with_a_student_t_interval_over_runs():
     assert gap["tpot_s"]["p50"] is None and gap["ci"]["tpot_s"]["p50"] is None and gap["output_tokens_per_s"] is None
     one = summarize_runs([_summary(1.0, 2.0)])
     assert one["tpot_s"]["p50"] == 1.0 and one["ci"]["tpot_s"]["p50"] is None and one["ci"]["output_tokens_per_s"] is None
-    with pytest.raises(ValueError, match="at least one run"):
+    with pytest.raises(ValueError) as err:
         summarize_runs([])
+    assert str(err.value) == "summarize_runs needs at least one run"
+    # Two runs already have an interval: t(0.975, 1) = 12.706 standard errors; the labels are carried over.
+    two = summarize_runs([_summary(1.0, 2.0), _summary(3.0, 2.0)], level=0.95)
+    assert two["ci"]["tpot_s"]["p50"] == pytest.approx(stats.t.ppf(0.975, 1) * np.std([1.0, 3.0], ddof=1) / np.sqrt(2))
+    assert (two["speculation"], two["runs"], two["confidence"]) == ("off", 2, 0.95)
 
 
 def test_the_interval_covers_the_true_mean_95_percent_of_the_time():

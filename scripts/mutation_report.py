@@ -1,0 +1,150 @@
+"""Kill rate per module of a mutmut run, with the equivalent mutants listed by name taken out.
+
+    python scripts/mutation_report.py [MUTANTS_DIR] [--equivalents FILE] [--survivors]
+    python scripts/mutation_report.py [MUTANTS_DIR] --fresh PREFIX --tests TEST [TEST ...]
+
+Reads mutmut's own result files (``mutants/**/*.py.meta``, mutmut 3.8.1) and the list of equivalent mutants
+(``tests/mutation_equivalents.txt``: one mutant name per line, then the reason).  A timeout counts as killed, as
+mutmut's own score does; a mutant no test reaches ("no tests") counts as survived.  An equivalent that a test
+kills, or that no longer exists, is reported: the list is kept honest by the run, not by hand.
+
+``--fresh`` judges surviving mutants of code that runs when its module is imported (engines' preset table):
+mutmut forks its workers from a process that imported the module already, so such a mutant is never switched
+on and survives whatever the tests say.  Each surviving mutant whose name starts with PREFIX is run in a new
+Python process with ``MUTANT_UNDER_TEST`` set (mutmut's trampoline then picks it at import) against ``--tests``,
+and its exit code is recorded in mutmut's result file as mutmut records its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# mutmut 3.8.1's meaning of a mutant's exit code (mutmut/stats.py); anything else is "suspicious".
+_STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped", 36: "timeout",
+           37: "type check", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", -11: "segfault",
+           -9: "segfault", None: "not checked"}
+_KILLED = {"killed", "timeout", "type check"}
+_SURVIVED = {"survived", "no tests"}
+
+
+def read_equivalents(path: Path) -> dict[str, str]:
+    out = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, _, why = line.partition(" ")
+        if not why.strip():
+            raise SystemExit(f"{path}:{number}: an equivalent mutant needs its reason after the name")
+        out[name] = why.strip()
+    return out
+
+
+def read_results(mutants: Path) -> dict[str, str]:
+    """{mutant name: status} over every ``*.py.meta`` under ``mutants``."""
+    out = {}
+    for meta in sorted(mutants.rglob("*.py.meta")):
+        data = json.loads(meta.read_text())
+        for name, code in data.get("exit_code_by_key", {}).items():
+            out[name] = _STATUS.get(code, "suspicious")
+    return out
+
+
+def rerun_fresh(mutants: Path, prefix: str, tests: list[str]) -> list[tuple[str, str]]:
+    """Run each surviving mutant named ``prefix...`` in a fresh process; record and return (name, new status)."""
+    done = []
+    for meta in sorted(mutants.rglob("*.py.meta")):
+        data = json.loads(meta.read_text())
+        codes = data.get("exit_code_by_key", {})
+        for name in sorted(codes):
+            if not name.startswith(prefix) or _STATUS.get(codes[name]) not in _SURVIVED:
+                continue
+            env = dict(os.environ, MUTANT_UNDER_TEST=name)
+            run = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+                                  *tests], cwd=mutants, env=env, capture_output=True, text=True)
+            codes[name] = run.returncode
+            done.append((name, _STATUS.get(run.returncode, "suspicious")))
+        meta.write_text(json.dumps(data))
+    return done
+
+
+def module_of(name: str) -> str:
+    # specsim.timing.kernels.x_build_table__mutmut_3, specsim.serving.xǁStepTableǁ__init____mutmut_1
+    return name.split(".x_")[0].split(".xǁ")[0]
+
+
+def report(results: dict[str, str], equivalents: dict[str, str]) -> tuple[list[dict], list[str]]:
+    rows, problems = defaultdict(lambda: defaultdict(int)), []
+    for name, status in results.items():
+        row = rows[module_of(name)]
+        row["mutants"] += 1
+        if status == "not checked" or status == "skipped":
+            continue
+        row["run"] += 1
+        if status in _KILLED:
+            row["killed"] += 1
+            if name in equivalents:
+                problems.append(f"{name} is listed as equivalent but a test kills it")
+        elif name in equivalents:
+            row["equivalent"] += 1
+        elif status in _SURVIVED:
+            row["survived"] += 1
+        else:
+            row["other"] += 1
+    problems += [f"{name} is listed as equivalent but is not a mutant of this run" for name in equivalents
+                 if name not in results and module_of(name) in rows]
+    table = []
+    for module in sorted(rows):
+        r = rows[module]
+        judged = r["run"] - r["equivalent"]
+        table.append({"module": module.removeprefix("specsim."), "mutants": r["mutants"], "run": r["run"],
+                      "killed": r["killed"], "survived": r["survived"] + r["other"], "equivalent": r["equivalent"],
+                      "kill_rate": r["killed"] / judged if judged else None})
+    return table, problems
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mutants", nargs="?", default="mutants", help="mutmut's working folder (default ./mutants)")
+    parser.add_argument("--equivalents", default=str(ROOT / "tests" / "mutation_equivalents.txt"))
+    parser.add_argument("--survivors", action="store_true", help="list every survivor that is not a listed equivalent")
+    parser.add_argument("--fresh", metavar="PREFIX", help="rerun surviving mutants named PREFIX... each in a new process")
+    parser.add_argument("--tests", nargs="+", default=[], help="with --fresh: the test files or ids to run")
+    args = parser.parse_args(argv)
+    mutants = Path(args.mutants)
+    if not mutants.is_dir():
+        print(f"error: {mutants} is not a folder; run `mutmut run` first (it writes ./mutants)", file=sys.stderr)
+        return 2
+    if args.fresh is not None:
+        if not args.tests:
+            print("error: --fresh needs --tests: the tests that judge the mutants", file=sys.stderr)
+            return 2
+        for name, status in rerun_fresh(mutants, args.fresh, args.tests):
+            print(f"fresh: {name}: {status}")
+    results = read_results(mutants)
+    equivalents = read_equivalents(Path(args.equivalents))
+    table, problems = report(results, equivalents)
+    print("| module | mutants | run | killed | survived | equivalent (listed) | kill rate (killed / (run - equivalent)) |")
+    print("|---|---|---|---|---|---|---|")
+    for r in table:
+        rate = "-" if r["kill_rate"] is None else f"{100 * r['kill_rate']:.1f}%"
+        print(f"| {r['module']} | {r['mutants']} | {r['run']} | {r['killed']} | {r['survived']} | {r['equivalent']} | {rate} |")
+    for line in problems:
+        print(f"warning: {line}")
+    if args.survivors:
+        for name, status in sorted(results.items()):
+            if status in _SURVIVED and name not in equivalents:
+                print(f"survivor: {name} ({status})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
