@@ -435,3 +435,14 @@ def test_build_passes_the_progress_callback_to_the_source(tmp_path, monkeypatch)
     lines = []
     Deployment.build(timing="kernels", engine="sglang", progress=lines.append).decode(1, L)
     assert lines and "building the kernel table" in lines[0]
+
+
+def test_a_free_draft_step_is_zero_everywhere_and_carries_no_fallback_flags_of_the_pass_it_copies():
+    from specsim.deployment import _zero_like
+
+    step = step_time(H100, get_model("llama-3.2-1b"), np.array([1.0, 8.0]), 1, 512)
+    flagged = dataclasses.replace(step, fallback=np.array([True, False]), comm_s=np.array([1e-5, 2e-5]))
+    zero = _zero_like(flagged)
+    assert zero.fallback is None and zero.comm_s == 0.0 and zero.overhead_s == 0.0
+    for name in ("total_s", "compute_s", "memory_s", "flop", "bytes"):
+        np.testing.assert_array_equal(getattr(zero, name), [0.0, 0.0])

@@ -443,6 +443,9 @@ def test_composed_steps_are_the_sources_times_at_measured_points_only():
                                   "head_dim", "vocab_size", "tie_embeddings", "qkv_bias", "batch", "tokens_per_seq", "context",
                                   "dtype", "device", "device_name", "step_time_s", "source"]
     assert all(rows[c].dtype.kind == "i" for c in ("batch", "tokens_per_seq", "context"))
+    # Rows run over the grid batch first, then tokens per sequence, then context (the order calibrate's CSVs have).
+    assert list(zip(rows.batch, rows.tokens_per_seq, rows.context)) == [(b, q, L) for b in (1, 4) for q in (1, 3)
+                                                                        for L in (511, 1023)]
     assert (rows.hidden_size == 2048).all() and (rows.vocab_size == model.vocab_size).all() and (rows.dtype == "bf16").all()
     assert (rows.device == "h100-sxm").all() and (rows.n_heads == 32).all() and (rows.head_dim == 64).all()
     # Attention scaled in batch past the measured cells is not a measurement: those points are left out.
@@ -724,3 +727,36 @@ def test_gemm_line_interpolates_a_synthetic_grid_exactly_splits_wide_matrices_an
         with pytest.raises(KernelDataError) as err:
             _gemm_line(model, broken, "h100_sxm gemm")
         assert str(err.value) == "h100_sxm gemm: the GEMM data do not cover this model's matrix shapes"
+
+
+def test_measured_source_defaults_fallback_context_one_row_models_and_a_bare_description(tmp_path):
+    import hashlib
+
+    from specsim.timing.measured import MeasuredSource
+
+    times = {(b, q, L): 1e-3 * b * q + L * 1e-6 for b in (1, 4) for q in (1, 2) for L in (0, 512)}
+    lines = ["model,batch,tokens_per_seq,context,median_s"] + [f"llama-3.2-1b,{b},{q},{L},{t}" for (b, q, L), t in times.items()]
+    lines.append("qwen3-0.6b,2,1,64,0.004")  # a model measured at one point only
+    path = tmp_path / "bare.csv"
+    path.write_text("\n".join(lines) + "\n")
+    src = MeasuredSource(path, H100)
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    assert src.describe() == f"measured: bare.csv (sha256 {sha}), roofline (h100-sxm) outside it"  # no device column
+    model = get_model("llama-3.2-1b")
+    # The defaults are one sequence, one token, no context: the measured point (1, 1, 0) exactly.
+    assert float(src.step_time(model).total_s) == times[(1, 1, 0)]
+    # Outside the grid the roofline answers at the context asked for.
+    out = src.step_time(model, 8, 1, 512)
+    assert out.fallback is not None and bool(np.all(out.fallback))
+    assert float(out.total_s) == float(step_time(H100, model, 8, 1, 512).total_s) != float(step_time(H100, model, 8, 1, 0).total_s)
+    # A model measured at one point answers there, by its own name.
+    assert src.models() == ["llama-3.2-1b", "qwen3-0.6b"]
+    assert float(src.step_time(get_model("qwen3-0.6b"), 2, 1, 64).total_s) == 0.004
+
+
+@pytest.mark.parametrize("value, text", [(4194305.0, "4194305"), (2.5, "2.5"), (1e15, "1e+15"), (999999999999999.0, "999999999999999"),
+                                         (1e20, "1e+20"), (float("inf"), "inf"), (-3.0, "-3")])
+def test_numbers_in_messages_are_whole_in_full_below_1e15_and_g_format_otherwise(value, text):
+    from specsim.timing.base import _number
+
+    assert _number(value) == text
