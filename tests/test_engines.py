@@ -221,3 +221,15 @@ def test_source_and_engine_defaults_to_the_current_vllm():
     assert preset.key == "vllm@latest"
     _, given = source_and_engine(load_hardware("h100-sxm"), "roofline", get_engine("sglang@0.5"))
     assert given.key == "sglang@0.5"
+
+
+@pytest.mark.parametrize("key", ["overlap_share", "kernel_overlap_share"])
+@pytest.mark.parametrize("share, ok", [(0.0, True), (1, True), (0.4, True), (1.5, False), (-0.1, False), (True, False),
+                                       ("0.4", False), (float("nan"), False)])
+def test_an_overlap_share_is_a_number_in_zero_to_one(key, share, ok):
+    if ok:
+        assert getattr(EnginePreset("x", "vllm", 0.0, 0.0, "test", **{key: share}), key) == share
+        return
+    with pytest.raises(ValueError) as err:
+        EnginePreset("x", "vllm", 0.0, 0.0, "test", **{key: share})
+    assert str(err.value) == f"engine 'x': {key} must be a share in [0, 1], got {share!r}"
