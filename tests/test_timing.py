@@ -760,3 +760,31 @@ def test_numbers_in_messages_are_whole_in_full_below_1e15_and_g_format_otherwise
     from specsim.timing.base import _number
 
     assert _number(value) == text
+
+
+def test_moe_line_from_a_synthetic_database_needs_two_rows_and_refuses_a_dtype_it_has_no_table_for(tmp_path):
+    from specsim.timing.kernels import KernelDataError, _moe_line
+
+    model = get_model("qwen3-30b-a3b", tp=2)
+    shape = dict(hidden_size=2048, inter_size=768, topk=8, num_experts=128, moe_tp_size=2, moe_ep_size=1,
+                 distribution="balanced", moe_dtype="bfloat16")
+
+    def database(rows, version="1.0.0"):
+        folder = tmp_path / version / "dev" / "moe" / "vllm" / version
+        folder.mkdir(parents=True)
+        pd.DataFrame([{**shape, **r} for r in rows]).to_parquet(folder / "moe_perf.parquet")
+        return tmp_path / version / "dev"
+
+    two = database([{"num_tokens": 4, "latency": 0.03}, {"num_tokens": 1, "latency": 0.02}], "1.0.0")
+    m, s = _moe_line(model, tmp_path, two, "vllm", "syn")
+    np.testing.assert_array_equal(m, [1.0, 4.0])
+    np.testing.assert_allclose(s, [2e-5, 3e-5], rtol=1e-12)
+    one = database([{"num_tokens": 1, "latency": 0.02}], "2.0.0")
+    message = "syn: no fused-MoE measurements for 128 experts, top-8, hidden 2048, expert size 768, TP 2, {} experts"
+    with pytest.raises(KernelDataError) as err:
+        _moe_line(model, tmp_path, one, "vllm", "syn")
+    assert str(err.value) == message.format("bf16")
+    # An expert precision the database has no fused-MoE table for (NVFP4 here) is refused the same way, not a crash.
+    with pytest.raises(KernelDataError) as err:
+        _moe_line(dataclasses.replace(model, expert_dtype="nvfp4"), tmp_path, two, "vllm", "syn")
+    assert str(err.value) == message.format("nvfp4")
