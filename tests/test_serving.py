@@ -412,3 +412,63 @@ def test_sweep_without_a_request_count_simulates_the_default_number():
 
     pd.testing.assert_frame_equal(serve_sweep(DEP, [40.0], acceptance=0.7),
                                   serve_sweep(DEP, [40.0], n=DEFAULT_REQUESTS, acceptance=0.7))
+
+
+# -- one request played through exactly: the simulator's bookkeeping, round by round -------------------------------
+def _alone(prompt, output):
+    return Requests(np.array([prompt]), np.array([output]), np.array([0.0]))
+
+
+def test_one_plain_request_finishes_after_its_prefill_and_one_round_per_token_at_the_context_each_reads(table):
+    # 299 decode rounds: more than one vectorised jump (256), so the jumps' bookkeeping adds up.
+    prompt, output = 100, 300
+    run = simulate(_alone(prompt, output), table, EngineLimits(64), 0.8, 0)
+    first = table.prefill_s(prompt) + table.base_s  # the prompt's iteration runs no decode (batch 0)
+    rounds = table.round_s(1, prompt + 1 + np.arange(output - 1, dtype=float), 0)  # round i reads P + 1 + i tokens
+    assert run.first_token_s[0] == pytest.approx(first, rel=1e-12)
+    assert run.finish_s[0] == pytest.approx(first + rounds.sum(), rel=1e-12)
+    assert run.tpot_s[0] == pytest.approx(rounds.mean(), rel=1e-12)
+    share = run.summary()["running_batch_time_share"]
+    assert share == pytest.approx({0: first / (first + rounds.sum()), 1: rounds.sum() / (first + rounds.sum())}, rel=1e-12)
+    assert run.mean_batch == 1.0 and run.in_system_integral == pytest.approx(first + rounds.sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("g", [1, 2])
+def test_with_every_draft_accepted_a_round_emits_gamma_plus_one_tokens_of_the_gamma_the_batch_uses(table, g):
+    # Acceptance 1: deterministic rounds.  The schedule gives batch 1 gamma g while the table holds up to 4:
+    # the draws must use the batch's gamma, not the largest.
+    prompt, output = 50, 41
+    schedule = np.r_[0, g, np.full(64, 4)]
+    run = simulate(_alone(prompt, output), table, EngineLimits(64), 1.0, schedule)
+    first = table.prefill_s(prompt) + table.base_s
+    n_rounds = int(np.ceil((output - 1) / (g + 1)))
+    contexts = prompt + 1 + (g + 1) * np.arange(n_rounds, dtype=float)
+    assert run.finish_s[0] == pytest.approx(first + table.round_s(1, contexts, g).sum(), rel=1e-12)
+
+
+def _result(arrival, finish, rejected=None):
+    arrival, finish = np.asarray(arrival, float), np.asarray(finish, float)
+    from specsim.serving import ServeResult
+
+    return ServeResult(arrival, finish, finish, np.ones(arrival.size, int), np.ones(arrival.size, int),
+                       np.zeros(arrival.size, bool) if rejected is None else np.asarray(rejected), np.array([0.0, 1.0]), 0.0, "off")
+
+
+def test_arrival_figures_are_exact_on_a_hand_made_run():
+    # Arrivals 0, 1, 3, 6 (middle: the third, at 3; last at 6); finishes 3 (exactly at the middle arrival), 7, 9, 10.
+    s = _result([1.0, 0.0, 3.0, 6.0], [7.0, 3.0, 9.0, 10.0])._arrivals()
+    assert s["arrival_rate_per_s"] == 3 / 6 and s["drain_s"] == 10.0 - 6.0
+    # At 3: requests arrived at 0, 1 and 3 (arrival <= t), less the one finished at 3 (finish <= t): 2.  At 6: 3.
+    assert (s["in_system_at_middle_arrival"], s["in_system_at_last_arrival"]) == (2, 3)
+    assert s["queue_growth_per_s"] == (3 - 2) / (6 - 3)
+    # A rejected request never counts as in the system.
+    assert _result([0.0, 1.0, 3.0, 6.0], [np.nan, 7.0, 9.0, 10.0], [True, False, False, False])._arrivals()[
+        "in_system_at_middle_arrival"] == 2
+    # Two arrivals half a second apart: one gap, rate 2.  One arrival: no rate.  Nothing served: no drain.
+    assert _result([0.0, 0.5], [1.0, 2.0])._arrivals()["arrival_rate_per_s"] == 2.0
+    one = _result([4.0], [5.0])._arrivals()
+    assert one["arrival_rate_per_s"] is None and one["drain_s"] == 1.0 and one["queue_growth_per_s"] is None
+    assert _result([0.0, 2.0], [np.nan, np.nan])._arrivals()["drain_s"] is None
+    none = _result([np.nan], [np.nan])._arrivals()  # nothing ever sent
+    assert none == {"arrival_rate_per_s": None, "drain_s": None, "in_system_at_middle_arrival": 0,
+                    "in_system_at_last_arrival": 0, "queue_growth_per_s": None}
