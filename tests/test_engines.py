@@ -233,3 +233,27 @@ def test_an_overlap_share_is_a_number_in_zero_to_one(key, share, ok):
     with pytest.raises(ValueError) as err:
         EnginePreset("x", "vllm", 0.0, 0.0, "test", **{key: share})
     assert str(err.value) == f"engine 'x': {key} must be a share in [0, 1], got {share!r}"
+
+
+def test_each_shipped_preset_says_what_it_overlaps_on_what_basis_and_how_its_drafter_is_sharded():
+    from specsim.engines import PRESETS, _PLAIN
+
+    heads = {"eagle", "eagle3", "mtp"}
+    expected = {  # key: (overlapped kinds, chains only, (share, kernel share), drafter on the target's TP group)
+        "vllm@0.10": (set(), False, (1.0, 1.0), False), "vllm@0.14": (heads, False, (1.0, 1.0), False),
+        "vllm@latest": (heads | {"draft_model"}, False, (1.0, 1.0), False), "sglang@0.5": (set(), False, (1.0, 1.0), True),
+        "sglang@latest": (heads | {"draft_model"}, True, (0.40, 0.31), True), "trtllm@latest": (set(), False, (1.0, 1.0), False)}
+    assert set(PRESETS) == set(expected) | {"none"}
+    for key, (kinds, chains, share, shares_tp) in expected.items():
+        p = PRESETS[key]
+        assert (p.key, set(p.overlap_kinds), p.overlap_chains_only, (p.overlap_share, p.kernel_overlap_share),
+                p.draft_shares_tp) == (key, kinds, chains, share, shares_tp)
+        name = key.split("@")[0]
+        assert (p.kernel_engine, p.iteration_s, p.kernel_iteration_s, p.collective_s, p.kernel_collective_s, p.basis) == tuple(
+            _PLAIN[name][k] for k in ("kernel_engine", "iteration_s", "kernel_iteration_s", "collective_s",
+                                      "kernel_collective_s", "basis"))
+        basis = ("fitted to spec v2's measured gains, sgl-project/sglang#11398 and #12128" if key == "sglang@latest"
+                 else "no public measurement: all of it")
+        assert p.overlap_basis == basis and p.release and p.spec_basis
+    assert PRESETS["trtllm@latest"].spec == SpecHost() == PRESETS["trtllm@latest"].kernel_spec
+    assert PRESETS["vllm@0.10"].spec == PRESETS["vllm@latest"].spec != PRESETS["sglang@0.5"].spec == PRESETS["sglang@latest"].spec
