@@ -472,3 +472,23 @@ def test_arrival_figures_are_exact_on_a_hand_made_run():
     none = _result([np.nan], [np.nan])._arrivals()  # nothing ever sent
     assert none == {"arrival_rate_per_s": None, "drain_s": None, "in_system_at_middle_arrival": 0,
                     "in_system_at_last_arrival": 0, "queue_growth_per_s": None}
+
+
+def test_summary_is_exact_on_a_hand_made_run_including_spans_under_a_second_and_of_zero():
+    from specsim.serving import ServeResult
+
+    # Two requests over 0.5 s: 3 and 5 output tokens, first tokens at 0.1 and 0.2.
+    run = ServeResult(np.array([0.0, 0.1]), np.array([0.1, 0.2]), np.array([0.3, 0.5]), np.array([10, 10]), np.array([3, 5]),
+                      np.array([False, False]), np.array([0.1, 0.3, 0.1]), 0.7, "off")
+    s = run.summary()
+    assert (s["requests"], s["served"], s["never_fit"]) == (2, 2, 0)
+    assert s["tpot_s"]["mean"] == pytest.approx(np.mean([0.2 / 2, 0.3 / 4]), rel=1e-12)
+    assert s["output_tokens_per_s"] == pytest.approx(8 / 0.5) and s["requests_per_s"] == pytest.approx(2 / 0.5)
+    assert s["mean_in_system"] == pytest.approx(0.7 / 0.5) and s["max_running_batch"] == 2
+    assert s["running_batch_time_share"] == pytest.approx({0: 0.2, 1: 0.6, 2: 0.2})
+    assert s["mean_running_batch"] == pytest.approx((0.3 + 2 * 0.1) / 0.4)
+    # A run whose only request arrives and finishes at once: no span, so no rates; no busy time, no shares.
+    still = ServeResult(np.array([1.0]), np.array([1.0]), np.array([1.0]), np.array([1]), np.array([1]), np.array([False]),
+                        np.zeros(3), 0.0, "off").summary()
+    assert still["output_tokens_per_s"] is None and still["requests_per_s"] is None and still["mean_in_system"] is None
+    assert still["running_batch_time_share"] == {} and still["max_running_batch"] == 0 and still["mean_running_batch"] == 0.0
