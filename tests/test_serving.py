@@ -492,3 +492,22 @@ def test_summary_is_exact_on_a_hand_made_run_including_spans_under_a_second_and_
                         np.zeros(3), 0.0, "off").summary()
     assert still["output_tokens_per_s"] is None and still["requests_per_s"] is None and still["mean_in_system"] is None
     assert still["running_batch_time_share"] == {} and still["max_running_batch"] == 0 and still["mean_running_batch"] == 0.0
+
+
+def test_slo_attainment_and_goodput_are_exact_with_each_objective_met_at_equality():
+    from specsim.serving import ServeResult
+
+    # TTFT 0.125, 0.125, 0.25, 0.125 s; TPOT 0.125, 0.125, none (one token: meets any TPOT objective), 0.25 s; span 0.75 s.
+    run = ServeResult(np.array([0.0, 0.125, 0.25, 0.25]), np.array([0.125, 0.25, 0.5, 0.375]),
+                      np.array([0.375, 0.75, 0.5, 0.625]), np.full(4, 10), np.array([3, 5, 1, 2]), np.zeros(4, bool),
+                      np.array([0.0, 0.75]), 1.0, "off")
+    ttft = run.summary(slo_ttft_s=0.125)
+    tpot = run.summary(slo_tpot_s=0.125)
+    both = run.summary(0.125, 0.125)
+    assert (ttft["slo_met"], tpot["slo_met"], both["slo_met"]) == (3, 3, 2)
+    assert (ttft["goodput_requests_per_s"], tpot["goodput_requests_per_s"], both["goodput_requests_per_s"]) == (4.0, 4.0, 2 / 0.75)
+    assert "slo_met" not in run.summary() and "goodput_requests_per_s" not in run.summary()
+    # Nothing over no time: the count, and no goodput.
+    still = ServeResult(np.array([1.0]), np.array([1.0]), np.array([1.0]), np.array([1]), np.array([1]), np.array([False]),
+                        np.zeros(2), 0.0, "off").summary(slo_ttft_s=1.0)
+    assert still["slo_met"] == 1 and still["goodput_requests_per_s"] is None
