@@ -38,8 +38,22 @@ def test_per_position_acceptance_is_the_sum_of_cumulative_rates_and_is_not_extra
 
 
 def test_acceptance_that_rises_with_depth_is_refused():
-    with pytest.raises(ValueError, match="must not increase with depth"):
+    with pytest.raises(ValueError) as err:
         parse_acceptance("0.7,0.8")
+    assert str(err.value) == ("per-position acceptance must not increase with depth (position 2 accepted 0.8 > position 1 "
+                              "0.7): a token is accepted only if every earlier one was, so these are P(token k accepted) as "
+                              "vLLM's per-position counters give them, not conditional rates")
+
+
+def test_cumulative_rates_are_alpha_powers_or_the_measured_prefix_and_too_short_a_measurement_is_refused():
+    assert Acceptance(alpha=0.5).cumulative_rates(1).tolist() == [0.5]
+    assert Acceptance(alpha=0.5).cumulative_rates(0).shape == (0,)
+    measured = Acceptance(cumulative=(0.8, 0.6))
+    assert measured.cumulative_rates(2).tolist() == [0.8, 0.6] and measured.cumulative_rates(1).tolist() == [0.8]
+    assert measured.cumulative_rates(0).shape == (0,)
+    with pytest.raises(ValueError) as err:
+        measured.cumulative_rates(3)
+    assert str(err.value) == "acceptance is measured for 2 positions; the speculation policy uses gamma up to 3"
 
 
 # -- trees ---------------------------------------------------------------------

@@ -257,3 +257,15 @@ def test_each_shipped_preset_says_what_it_overlaps_on_what_basis_and_how_its_dra
         assert p.overlap_basis == basis and p.release and p.spec_basis
     assert PRESETS["trtllm@latest"].spec == SpecHost() == PRESETS["trtllm@latest"].kernel_spec
     assert PRESETS["vllm@0.10"].spec == PRESETS["vllm@latest"].spec != PRESETS["sglang@0.5"].spec == PRESETS["sglang@latest"].spec
+
+
+def test_host_work_counts_an_ngram_proposals_tokens_per_sequence_without_draft_steps():
+    host = SpecHost(round_s=1e-3, step_s=2e-4, seq_s=3e-6, seq_step_s=5e-6)
+    # A chain of 3 draft steps at batch 8: every term; an n-gram proposal of 3 tokens: no draft step, the same per-token work.
+    assert float(host.seconds(8, 3)) == pytest.approx(1e-3 + 3 * 2e-4 + 8 * 3e-6 + 8 * 3 * 5e-6, rel=1e-12)
+    assert float(host.seconds(8, 0, seq_steps=3)) == pytest.approx(1e-3 + 8 * 3e-6 + 8 * 3 * 5e-6, rel=1e-12)
+    preset = dataclasses.replace(get_engine("sglang@0.5"), spec=host)
+    assert float(preset.round_host(8, 0, 3)) == float(host.seconds(8, 0, seq_steps=3))
+    # The overlapping version hides its share for a chain (width 1, the default) and nothing for a tree.
+    v2 = get_engine("sglang@latest")
+    assert v2.hidden_share("eagle3") == v2.overlap_share == 0.40 and v2.hidden_share("eagle3", 2) == 0.0

@@ -788,3 +788,111 @@ def test_moe_line_from_a_synthetic_database_needs_two_rows_and_refuses_a_dtype_i
     with pytest.raises(KernelDataError) as err:
         _moe_line(dataclasses.replace(model, expert_dtype="nvfp4"), tmp_path, two, "vllm", "syn")
     assert str(err.value) == message.format("nvfp4")
+
+
+@pytest.fixture(scope="module")
+def synthetic_root(tmp_path_factory):
+    """A database root with the shipped H100 attention tables and our own GEMM and fused-MoE tables (no all-reduce)."""
+    from specsim.timing.kernels import _newest, database_root
+
+    real = database_root() / "h100_sxm"
+    root = tmp_path_factory.mktemp("db")
+    (root / "h100_sxm").mkdir()
+    (root / "h100_sxm" / "attention").symlink_to(real / "attention")
+    gemm = pd.read_parquet(_newest(real / "gemm" / "vllm") / "gemm_perf.parquet")
+    moe = pd.read_parquet(_newest(real / "moe" / "vllm") / "moe_perf.parquet")
+    return root, gemm[gemm.gemm_dtype == "bfloat16"], moe
+
+
+def _database(root, gemm, moe, name):
+    for kind, file, frame in (("gemm", "gemm_perf.parquet", gemm), ("moe", "moe_perf.parquet", moe)):
+        folder = root / "h100_sxm" / kind / "vllm" / name
+        folder.mkdir(parents=True)
+        frame.to_parquet(folder / file)
+
+
+def test_built_moe_table_on_a_synthetic_database_stops_where_either_table_stops_and_names_a_missing_all_reduce(
+        synthetic_root, tmp_path):
+    import shutil
+
+    from specsim.timing.kernels import KernelDataError
+
+    root, gemm, moe = synthetic_root
+    model = get_model("qwen3-30b-a3b", tp=2)
+    shipped = build_table(model, "h100_sxm", "vllm")
+
+    def build(gemm_rows, moe_rows):
+        shutil.rmtree(root / "h100_sxm" / "gemm", ignore_errors=True)
+        shutil.rmtree(root / "h100_sxm" / "moe", ignore_errors=True)
+        _database(root, gemm_rows, moe_rows, "9.9.9")
+        return build_table(model, "h100_sxm", "vllm", root=root)
+
+    # The shipped rows without an all-reduce table: the same GEMM + MoE line, and the all-reduce priced by the roofline.
+    full = build(gemm, moe)
+    np.testing.assert_array_equal(full.gemm_m, shipped.gemm_m)
+    np.testing.assert_allclose(full.gemm_s, shipped.gemm_s, rtol=1e-12)
+    assert full.meta["allreduce"] == "roofline" and shipped.meta["allreduce"] == "measured" and full.comm_elems.size == 0
+    # GEMMs measured only up to m = 8192, inside the MoE rows (to 16384): the line keeps every GEMM point.
+    short = build(gemm[gemm.m <= 8192], moe)
+    assert short.gemm_m[-1] == 8192.0 and short.gemm_m.size == np.unique(gemm.m[gemm.m <= 8192]).size
+    # MoE rows from 1.9 tokens: one token (8 experts of 128, 1 balanced token) is outside, two (1.94) inside: refused.
+    rows = moe[moe.num_tokens >= 2].astype({"num_tokens": float})
+    first = rows[rows.num_tokens == 2.0].assign(num_tokens=1.9)
+    with pytest.raises(KernelDataError) as err:
+        build(gemm, pd.concat([first, rows]))
+    assert str(err.value) == ("kernel database: qwen3-30b-a3b on h100_sxm (vllm): the fused-MoE measurements do not cover the "
+                              "GEMM token range")
+
+
+def test_built_table_names_the_model_device_and_engine_when_its_experts_have_no_fused_moe_rows():
+    from specsim.timing.kernels import KernelDataError
+
+    model = dataclasses.replace(get_model("qwen3-30b-a3b", tp=2), expert_dtype="nvfp4")
+    with pytest.raises(KernelDataError) as err:
+        build_table(model, "h100_sxm", "vllm")
+    assert str(err.value) == ("kernel database: qwen3-30b-a3b on h100_sxm (vllm): no fused-MoE measurements for 128 experts, "
+                              "top-8, hidden 2048, expert size 768, TP 2, nvfp4 experts")
+
+
+def test_attention_rows_are_those_of_one_rank_with_at_least_one_kv_head():
+    from specsim.timing.kernels import _select_attention
+
+    frame = _raw("attention", "vllm", "generation_attention_perf.parquet")
+    rows = _select_attention(frame, get_model("llama-3.1-8b", tp=8))  # 32 heads, 8 KV heads: 4 and 1 per rank
+    assert not rows.empty and set(rows.num_heads) == {4} and set(rows.num_key_value_heads) == {1}
+    assert set(rows.head_dim) == {128}
+
+
+def test_kernel_notes_are_recorded_once_per_key():
+    src = KernelSource(H100)
+    src._note("a")
+    src._note("a")
+    src._note("b", key=1)
+    src._note("c", key=1)
+    assert src.notes == ["a", "b"]
+
+
+def test_allreduce_from_a_table_clamps_below_one_element_and_keeps_the_input_shape_without_data():
+    t = _table(comm_elems=np.array([1.0, 1024.0]), comm_s=np.array([1e-5, 4e-5]))
+    np.testing.assert_allclose(t.allreduce(np.array([1.0, 0.5, 32.0])), [1e-5, 1e-5, 2e-5], rtol=1e-12)  # log-log: 32 halfway
+    assert np.isnan(t.allreduce(np.array([2048.0]))).all()
+    none = _table()
+    assert none.allreduce(np.array([1.0, 2.0, 3.0])).shape == (3,) and np.isnan(none.allreduce(np.array([[1.0]]))).all()
+
+
+def test_a_database_package_without_its_data_folder_is_named(monkeypatch, tmp_path):
+    import importlib.machinery
+    import importlib.util
+
+    from specsim.timing import kernels
+
+    spec = importlib.machinery.ModuleSpec("aiconfigurator_core", None, is_package=True)
+    spec.submodule_search_locations = [str(tmp_path)]
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: spec)
+    with pytest.raises(kernels.KernelDataError) as err:
+        kernels.database_root()
+    assert str(err.value) == f"aiconfigurator-core is installed but has no kernel data folder at {tmp_path / 'systems' / 'data'}"
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(kernels.KernelDataError) as err:
+        kernels.database_root()
+    assert str(err.value) == f"the kernel source needs aiconfigurator-core=={kernels.AIC_VERSION} (pip install 'aiconfigurator-core=={kernels.AIC_VERSION}')"
