@@ -1,6 +1,6 @@
 """Kill rate per module of a mutmut run, with the equivalent mutants listed by name taken out.
 
-    python scripts/mutation_report.py [MUTANTS_DIR] [--equivalents FILE] [--survivors]
+    python scripts/mutation_report.py [MUTANTS_DIR] [--equivalents FILE] [--survivors] [--sample FILE]
     python scripts/mutation_report.py [MUTANTS_DIR] --fresh PREFIX --tests TEST [TEST ...]
 
 Reads mutmut's own result files (``mutants/**/*.py.meta``, mutmut 3.8.1) and the list of equivalent mutants
@@ -81,20 +81,36 @@ def module_of(name: str) -> str:
     return name.split(".x_")[0].split(".xǁ")[0]
 
 
-def report(results: dict[str, str], equivalents: dict[str, str]) -> tuple[list[dict], list[str]]:
+def wilson(k: float, n: float, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a proportion k / n (95% by default)."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = k / n
+    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
+    return max(centre - half, 0.0), min(centre + half, 1.0)
+
+
+def report(results: dict[str, str], equivalents: dict[str, str], sample: frozenset = frozenset()) -> tuple[list[dict], list[str]]:
+    """Counts per module.  Where a module's run is a complete first part plus ``sample``, a uniform random draw from
+    the mutants the first part left, the kill rate of the whole module is also estimated: the first part's counts
+    plus the sample's shares scaled to the mutants left, with the sample's 95% Wilson interval."""
     rows, problems = defaultdict(lambda: defaultdict(int)), []
     for name, status in results.items():
         row = rows[module_of(name)]
         row["mutants"] += 1
+        part = "s_" if name in sample else ""
         if status == "not checked" or status == "skipped":
             continue
         row["run"] += 1
+        row[part + "run"] += 1 if part else 0
         if status in _KILLED:
             row["killed"] += 1
+            row[part + "killed"] += 1 if part else 0
             if name in equivalents:
                 problems.append(f"{name} is listed as equivalent but a test kills it")
         elif name in equivalents:
             row["equivalent"] += 1
+            row[part + "equivalent"] += 1 if part else 0
         elif status in _SURVIVED:
             row["survived"] += 1
         else:
@@ -105,9 +121,18 @@ def report(results: dict[str, str], equivalents: dict[str, str]) -> tuple[list[d
     for module in sorted(rows):
         r = rows[module]
         judged = r["run"] - r["equivalent"]
-        table.append({"module": module.removeprefix("specsim."), "mutants": r["mutants"], "run": r["run"],
-                      "killed": r["killed"], "survived": r["survived"] + r["other"], "equivalent": r["equivalent"],
-                      "kill_rate": r["killed"] / judged if judged else None})
+        entry = {"module": module.removeprefix("specsim."), "mutants": r["mutants"], "run": r["run"],
+                 "killed": r["killed"], "survived": r["survived"] + r["other"], "equivalent": r["equivalent"],
+                 "kill_rate": r["killed"] / judged if judged else None, "sampled": r["s_run"], "estimate": None}
+        if r["s_run"]:
+            # First part: everything run outside the sample; the rest of the module is what the sample was drawn from.
+            k1, j1 = r["killed"] - r["s_killed"], (r["run"] - r["s_run"]) - (r["equivalent"] - r["s_equivalent"])
+            rest = r["mutants"] - (r["run"] - r["s_run"])
+            killed_share, judged_share = r["s_killed"] / r["s_run"], (r["s_run"] - r["s_equivalent"]) / r["s_run"]
+            low, high = wilson(r["s_killed"], r["s_run"])
+            denominator = j1 + rest * judged_share
+            entry["estimate"] = tuple(min((k1 + rest * f) / denominator, 1.0) for f in (killed_share, low, high))
+        table.append(entry)
     return table, problems
 
 
@@ -116,6 +141,7 @@ def main(argv=None) -> int:
     parser.add_argument("mutants", nargs="?", default="mutants", help="mutmut's working folder (default ./mutants)")
     parser.add_argument("--equivalents", default=str(ROOT / "tests" / "mutation_equivalents.txt"))
     parser.add_argument("--survivors", action="store_true", help="list every survivor that is not a listed equivalent")
+    parser.add_argument("--sample", help="a file of mutant names drawn uniformly at random from those a first run left")
     parser.add_argument("--fresh", metavar="PREFIX", help="rerun surviving mutants named PREFIX... each in a new process")
     parser.add_argument("--tests", nargs="+", default=[], help="with --fresh: the test files or ids to run")
     args = parser.parse_args(argv)
@@ -131,12 +157,21 @@ def main(argv=None) -> int:
             print(f"fresh: {name}: {status}")
     results = read_results(mutants)
     equivalents = read_equivalents(Path(args.equivalents))
-    table, problems = report(results, equivalents)
-    print("| module | mutants | run | killed | survived | equivalent (listed) | kill rate (killed / (run - equivalent)) |")
-    print("|---|---|---|---|---|---|---|")
+    sample = frozenset(Path(args.sample).read_text().split()) if args.sample else frozenset()
+    table, problems = report(results, equivalents, sample)
+    print("| module | mutants | run (of which sampled) | killed | survived | equivalent (listed) | kill rate of those run "
+          "| whole module, estimated (95% interval) |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in table:
         rate = "-" if r["kill_rate"] is None else f"{100 * r['kill_rate']:.1f}%"
-        print(f"| {r['module']} | {r['mutants']} | {r['run']} | {r['killed']} | {r['survived']} | {r['equivalent']} | {rate} |")
+        if r["estimate"] is not None:
+            whole = "{:.1f}% ({:.1f}-{:.1f}%)".format(*(100 * v for v in r["estimate"]))
+        elif r["run"] == r["mutants"]:
+            whole = rate + " (all run)"
+        else:
+            whole = f"- ({r['mutants'] - r['run']} not run)"
+        print(f"| {r['module']} | {r['mutants']} | {r['run']} ({r['sampled']}) | {r['killed']} | {r['survived']} | "
+              f"{r['equivalent']} | {rate} | {whole} |")
     for line in problems:
         print(f"warning: {line}")
     if args.survivors:

@@ -35,8 +35,8 @@ def test_rates_count_timeouts_as_killed_and_leave_out_unrun_and_listed_equivalen
     out = capsys.readouterr().out
     # serving: 6 mutants, 5 run (one not checked), 2 killed (a timeout is a kill), 1 equivalent, 2 survived
     # (one with no test reaching it): 2 / (5 - 1) = 50%.
-    assert "| serving | 6 | 5 | 2 | 2 | 1 | 50.0% |" in out
-    assert "| timing.kernels | 2 | 2 | 2 | 0 | 0 | 100.0% |" in out
+    assert "| serving | 6 | 5 (0) | 2 | 2 | 1 | 50.0% | - (1 not run) |" in out
+    assert "| timing.kernels | 2 | 2 (0) | 2 | 0 | 0 | 100.0% | 100.0% (all run) |" in out
     assert "warning: specsim.timing.kernels.x_b__mutmut_2 is listed as equivalent but a test kills it" in out
     assert "warning: specsim.serving.x_gone__mutmut_9 is listed as equivalent but is not a mutant of this run" in out
     assert "survivor: specsim.serving.x_a__mutmut_3 (survived)" in out and "survivor: specsim.serving.x_a__mutmut_5 (no tests)" in out
@@ -78,3 +78,17 @@ def test_fresh_reruns_each_named_survivor_in_a_new_process_and_records_its_verdi
     assert codes == {"pkg.m.x_f__mutmut_1": 1, "pkg.m.x_f__mutmut_2": 0, "pkg.m.x_g__mutmut_1": 0, "pkg.m.x_f__mutmut_3": 1}
     assert report["main"]([str(mutants), "--fresh", "pkg.m.x_f__"]) == 2
     assert "--fresh needs --tests" in capsys.readouterr().err
+
+
+def test_a_sampled_remainder_scales_to_the_whole_module_with_its_wilson_interval(report):
+    # 10 mutants: the first 4 run (3 killed, 1 equivalent); of the 6 left, 2 drawn at random: 1 killed, 1 survived.
+    names = [f"specsim.serving.x_f__mutmut_{i}" for i in range(10)]
+    results = dict(zip(names, ["killed", "killed", "killed", "survived", "killed", "survived"] + ["not checked"] * 4))
+    table, problems = report["report"](results, {names[3]: "dtype"}, frozenset(names[4:6]))
+    row = table[0]
+    assert problems == [] and (row["run"], row["sampled"], row["killed"], row["equivalent"]) == (6, 2, 4, 1)
+    # First part 3 of 3 judged; the 6 left would hold 6 * 1/2 killed of 6 * 2/2 judged: (3 + 3) / (3 + 6).
+    assert row["estimate"][0] == pytest.approx(6 / 9)
+    low, high = report["wilson"](1, 2)
+    assert row["estimate"][1:] == pytest.approx(((3 + 6 * low) / 9, (3 + 6 * high) / 9))
+    assert 0 < low < 0.5 < high < 1 and report["wilson"](0, 0) == (0.0, 1.0)
