@@ -184,6 +184,8 @@ def test_gpu_time_sources_take_the_kernel_terms_others_keep_theirs():
     bare = base.for_source(Bare())
     assert bare.spec == base.kernel_spec != base.spec
     assert (bare.iteration_s, bare.collective_s) == (base.kernel_iteration_s, base.kernel_collective_s)
+    v2 = get_engine("sglang@latest")  # the hidden share fitted on GPU time is its own
+    assert v2.for_source(Bare()).overlap_share == v2.kernel_overlap_share == 0.31 and v2.for_source(Roof()).overlap_share == 0.40
 
 
 def test_overrides_say_what_they_set():

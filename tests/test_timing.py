@@ -896,3 +896,21 @@ def test_a_database_package_without_its_data_folder_is_named(monkeypatch, tmp_pa
     with pytest.raises(kernels.KernelDataError) as err:
         kernels.database_root()
     assert str(err.value) == f"the kernel source needs aiconfigurator-core=={kernels.AIC_VERSION} (pip install 'aiconfigurator-core=={kernels.AIC_VERSION}')"
+
+
+def test_roofline_description_prints_the_profiles_efficiencies_and_overhead_in_milliseconds():
+    from specsim.timing.roofline import RooflineSource
+
+    hw = dataclasses.replace(H100, compute_eff=0.5, bandwidth_eff=0.75, overhead_s=0.0123)
+    assert RooflineSource(hw).describe() == ("roofline: profile h100-sxm (compute eff 0.50, bandwidth eff 0.75, 12.30 ms/pass)")
+
+
+def test_a_table_without_scaled_cells_round_trips_through_the_cache_with_a_zero_mask(tmp_path):
+    table = _table()
+    assert table.attn_scaled is None
+    path = tmp_path / "t.npz"
+    table.save(path)
+    back = KernelTable.load(path, {})
+    np.testing.assert_array_equal(back.attn_scaled, np.zeros(table.attn_s.shape))
+    np.testing.assert_array_equal(back.gemm_s, table.gemm_s)
+    np.testing.assert_array_equal(back.attn_L, table.attn_L)
