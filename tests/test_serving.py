@@ -511,3 +511,83 @@ def test_slo_attainment_and_goodput_are_exact_with_each_objective_met_at_equalit
     still = ServeResult(np.array([1.0]), np.array([1.0]), np.array([1.0]), np.array([1]), np.array([1]), np.array([False]),
                         np.zeros(2), 0.0, "off").summary(slo_ttft_s=1.0)
     assert still["slo_met"] == 1 and still["goodput_requests_per_s"] is None
+
+
+def test_chunked_prefill_fills_each_iterations_token_budget_less_the_running_sequences_round(table):
+    # Budget 100 tokens; A (80 prompt tokens) and B (200) arrive together; every draft accepted, gamma 1 (2 tokens/round).
+    req = Requests(np.array([80, 200]), np.array([50, 5]), np.array([0.0, 0.0]))
+    run = simulate(req, table, EngineLimits(64, max_batched_tokens=100), 1.0, 1)
+    first = table.prefill_s(100) + table.base_s  # A's 80 tokens and 20 of B's; nothing decodes yet
+    second = table.prefill_s(98) + float(table.round_s(1, np.array([81.0]), 1)[0])  # 100 - 1 x (1 + 1) left for B
+    third = table.prefill_s(82) + float(table.round_s(1, np.array([83.0]), 1)[0])  # B's last 82; A read 81 + 2
+    assert run.first_token_s[0] == pytest.approx(first, rel=1e-12)
+    assert run.first_token_s[1] == pytest.approx(first + second + third, rel=1e-12)
+
+
+def test_step_table_prices_one_prompt_token_at_nothing_beyond_a_one_token_pass():
+    table = StepTable(DEP, 4, 1024, 1, max_prefill_tokens=512)
+    assert table.base_s == float(DEP.gpu_pass(DEP.target, 1, 1, 0).total_s)
+    assert table.prefill_s(1) == 0.0 and table.prefill_s(0) == 0.0 and table.prefill_s(-3) == 0.0
+    assert table.prefill_s(512) == pytest.approx(float(DEP.gpu_pass(DEP.target, 1, 512, 0).total_s) - table.base_s, rel=1e-12)
+    assert table.prefill_tokens[0] == 1.0 and table.prefill_tokens[-1] == 512.0 and table.table.shape == (4, 29, 2)
+
+
+@pytest.mark.parametrize("concurrency, ok", [(1, True), (3, True), (0, False), (-2, False), (True, False), ("2", False)])
+def test_a_closed_loop_needs_a_whole_number_of_users(table, concurrency, ok):
+    req = Requests(np.array([10, 10]), np.array([3, 3]), None)
+    if ok:
+        assert simulate(req, table, EngineLimits(64), 0.8, 0, concurrency=concurrency).served.all()
+        return
+    with pytest.raises(ValueError) as err:
+        simulate(req, table, EngineLimits(64), 0.8, 0, concurrency=concurrency)
+    assert str(err.value) == f"concurrency must be a whole number >= 1, got {concurrency!r}"
+
+
+def test_simulate_refuses_a_closed_loop_without_users_and_a_short_schedule_and_carries_its_label(table):
+    closed = Requests(np.array([10]), np.array([3]), None)
+    with pytest.raises(ValueError) as err:
+        simulate(closed, table, EngineLimits(64), 0.8, 0)
+    assert str(err.value) == "a closed-loop request set needs a concurrency"
+    with pytest.raises(ValueError) as err:
+        simulate(_alone(10, 3), table, EngineLimits(4), 0.8, np.array([0, 1, 1]))
+    assert str(err.value) == "a gamma schedule needs one entry per batch size 0..max_num_seqs"
+    assert simulate(_alone(10, 3), table, EngineLimits(64), 0.8, 0, label="a label").speculation == "a label"
+
+
+def test_serve_compare_is_two_simulations_of_its_composition_with_labels_capacities_and_the_schedule():
+    from specsim.capacity import capacity, sequence_kv_bytes
+    from specsim.speedup import optimal_gamma
+
+    req = Requests.poisson(6.0, 40, get_workload("chat"), np.random.default_rng(2))
+    limits = EngineLimits(8, max_batched_tokens=512)
+    plain, spec, meta = serve_compare(DEP, req, 0.8, 2, limits, seed=3, memory_utilization=0.5, context_hint=300.0)
+    cap = capacity(DEP, 300, 0.5)
+    lengths = (np.asarray(req.prompt) + np.asarray(req.output)).astype(float)
+    table = StepTable(DEP, 8, int(lengths.max()), 2, 512)
+    for run, free, rule, draft, label in ((plain, cap.free_bytes_without_draft, 0, False, "off"),
+                                          (spec, cap.free_bytes_with_draft, 2, True, "gamma 2")):
+        again = simulate(req, table, EngineLimits(8, 512, kv_capacity_bytes=free), 0.8, rule, np.random.default_rng(3), None,
+                         sequence_kv_bytes(DEP, lengths, draft), label=label)
+        np.testing.assert_array_equal(run.finish_s, again.finish_s)
+        assert run.speculation == label
+    per_token = DEP.target.kv_bytes_per_token, DEP.target.kv_bytes_per_token + DEP.draft.kv_bytes_per_token
+    assert meta == {"kv_capacity_tokens_plain": cap.free_bytes_without_draft / per_token[0],
+                    "kv_capacity_tokens_spec": cap.free_bytes_with_draft / per_token[1],
+                    "kv_capacity_bytes_plain": cap.free_bytes_without_draft, "kv_capacity_bytes_spec": cap.free_bytes_with_draft,
+                    "gamma_policy": "gamma 2", "gamma_by_batch": [2], "context_hint": 300.0}
+    # The schedule: batch 0 runs nothing, batches 1..max_num_seqs their optimal gamma at the hint, up to gamma_max.
+    _, sched, smeta = serve_compare(DEP, req, 0.8, "schedule", limits, seed=3, context_hint=300.0, gamma_max=3)
+    best = optimal_gamma(DEP, 0.8, np.arange(1, 9), 300.0, 3)
+    assert smeta["gamma_by_batch"] == [0] + best.gamma.tolist() and max(smeta["gamma_by_batch"]) <= 3
+    assert sched.speculation == smeta["gamma_policy"] == "per-batch optimal gamma at L = 300"
+
+
+def test_serve_compare_refuses_a_draft_that_leaves_no_memory_for_the_kv_cache():
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-3b", timing="roofline")
+    with pytest.raises(ValueError) as err:
+        serve_compare(dep, _alone(100, 10), 0.8, 2, memory_utilization=0.25)  # 3.9 GB left without the draft, -2.5 GB with
+    assert str(err.value) == ("llama-3.1-8b with llama-3.2-3b does not fit on h100-sxm: no memory is left for the KV cache "
+                              "beside the draft's weights")
+    with pytest.raises(ValueError) as err:
+        serve_compare(dep, _alone(100, 10), 0.8, 2, memory_utilization=0.1)
+    assert str(err.value) == "llama-3.1-8b does not fit on h100-sxm: no memory is left for the KV cache"
