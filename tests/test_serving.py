@@ -465,7 +465,7 @@ def test_arrival_figures_are_exact_on_a_hand_made_run():
     assert _result([0.0, 1.0, 3.0, 6.0], [np.nan, 7.0, 9.0, 10.0], [True, False, False, False])._arrivals()[
         "in_system_at_middle_arrival"] == 2
     # Two arrivals half a second apart: one gap, rate 2.  One arrival: no rate.  Nothing served: no drain.
-    assert _result([0.0, 0.5], [1.0, 2.0])._arrivals()["arrival_rate_per_s"] == 2.0
+    assert _result([2.0, 2.5], [3.0, 4.0])._arrivals()["arrival_rate_per_s"] == 2.0  # the span is last - first
     one = _result([4.0], [5.0])._arrivals()
     assert one["arrival_rate_per_s"] is None and one["drain_s"] == 1.0 and one["queue_growth_per_s"] is None
     assert _result([0.0, 2.0], [np.nan, np.nan])._arrivals()["drain_s"] is None
@@ -514,14 +514,16 @@ def test_slo_attainment_and_goodput_are_exact_with_each_objective_met_at_equalit
 
 
 def test_chunked_prefill_fills_each_iterations_token_budget_less_the_running_sequences_round(table):
-    # Budget 100 tokens; A (80 prompt tokens) and B (200) arrive together; every draft accepted, gamma 1 (2 tokens/round).
-    req = Requests(np.array([80, 200]), np.array([50, 5]), np.array([0.0, 0.0]))
-    run = simulate(req, table, EngineLimits(64, max_batched_tokens=100), 1.0, 1)
-    first = table.prefill_s(100) + table.base_s  # A's 80 tokens and 20 of B's; nothing decodes yet
-    second = table.prefill_s(98) + float(table.round_s(1, np.array([81.0]), 1)[0])  # 100 - 1 x (1 + 1) left for B
-    third = table.prefill_s(82) + float(table.round_s(1, np.array([83.0]), 1)[0])  # B's last 82; A read 81 + 2
+    # Budget 2,048 tokens (prompts this long are compute-bound, so each token counts); A (1,500 prompt tokens) and B
+    # (4,000) arrive together; every draft accepted, gamma 1: a running sequence's round takes 2 tokens of the budget.
+    req = Requests(np.array([1500, 4000]), np.array([50, 5]), np.array([0.0, 0.0]))
+    run = simulate(req, table, EngineLimits(64, max_batched_tokens=2048), 1.0, 1)
+    first = table.prefill_s(2048) + table.base_s  # A's 1,500 tokens and 548 of B's; nothing decodes yet
+    second = table.prefill_s(2046) + float(table.round_s(1, np.array([1501.0]), 1)[0])  # 2,048 - 1 x (1 + 1) for B
+    third = table.prefill_s(1406) + float(table.round_s(1, np.array([1503.0]), 1)[0])  # B's last 1,406; A read 2 more
     assert run.first_token_s[0] == pytest.approx(first, rel=1e-12)
     assert run.first_token_s[1] == pytest.approx(first + second + third, rel=1e-12)
+    assert table.prefill_s(2046) < table.prefill_s(2047)  # one token of budget shows in the time
 
 
 def test_step_table_prices_one_prompt_token_at_nothing_beyond_a_one_token_pass():
