@@ -914,3 +914,50 @@ def test_a_table_without_scaled_cells_round_trips_through_the_cache_with_a_zero_
     np.testing.assert_array_equal(back.attn_scaled, np.zeros(table.attn_s.shape))
     np.testing.assert_array_equal(back.gemm_s, table.gemm_s)
     np.testing.assert_array_equal(back.attn_L, table.attn_L)
+
+
+def test_grid_interpolation_on_one_axis_is_np_interp_inside_and_nan_outside():
+    from specsim.timing._grid import interp_grid
+
+    ax = np.array([0.0, 1.0, 4.0])
+    got = interp_grid((ax,), np.array([0.0, 2.0, 8.0]), [np.array([0.5, 1.0, 2.5, 4.0, 5.0, -1.0])])
+    np.testing.assert_allclose(got[:4], np.interp([0.5, 1.0, 2.5, 4.0], ax, [0.0, 2.0, 8.0]), rtol=1e-12)
+    assert np.isnan(got[4:]).all() and got.shape == (6,)
+
+
+def test_hybrid_source_is_the_roofline_pass_with_its_total_scaled_by_the_kernel_ratio_and_flags_either_fallback():
+    from specsim.timing.roofline import RooflineSource
+
+    hybrid = make_source("hybrid", H100)
+    model = get_model("llama-3.1-8b")
+    assert hybrid.step_time(model).total_s == hybrid.step_time(model, 1, 1, 0).total_s  # defaults: one token, no context
+    t = hybrid.step_time(model, 4, 3, 2048)
+    roof = RooflineSource(H100).step_time(model, 4, 3, 2048)
+    k, k1 = hybrid.kernels.step_time(model, 4, 3, 2048), hybrid.kernels.step_time(model, 4, 1, 2048)
+    decode = RooflineSource(H100).step_time(model, 4, 1, 2048)
+    assert float(t.total_s) == pytest.approx(float(decode.total_s * k.total_s / k1.total_s), rel=1e-12)
+    assert (t.bytes, t.flop, t.memory_s, t.source, t.fallback) == (roof.bytes, roof.flop, roof.memory_s, "hybrid", None)
+    # 256 x 200 tokens lie past the measured GEMMs while one token per sequence does not: the pass is flagged.
+    far = hybrid.step_time(model, np.array([4.0, 256.0]), np.array([3.0, 200.0]), 512)
+    assert hybrid.kernels.step_time(model, 256, 1, 512).fallback is None
+    assert far.fallback.tolist() == [False, True]
+    assert RooflineSource(H100).step_time(model).total_s == step_time(H100, model, 1, 1, 0).total_s
+
+
+def test_pass_inputs_name_the_first_value_out_of_range_of_any_shape_and_take_the_bounds_themselves():
+    from specsim.limits import MAX_BATCH
+    from specsim.timing.base import _as_array
+
+    assert _as_array("batch", [1, MAX_BATCH], 1, MAX_BATCH).tolist() == [1.0, float(MAX_BATCH)]
+    with pytest.raises(ValueError) as err:
+        _as_array("batch", [[float(MAX_BATCH), 0.0], [np.inf, 2.0]], 1, MAX_BATCH)
+    assert str(err.value) == f"batch must be in [1, {MAX_BATCH}], got 0"
+    with pytest.raises(ValueError) as err:
+        _as_array("context", "many", 0, 10)
+    assert str(err.value) == "context must be numbers in [0, 10]"
+
+
+def test_a_measured_source_without_its_file_is_refused_with_an_example():
+    with pytest.raises(ValueError) as err:
+        make_source("measured:", H100)
+    assert str(err.value) == "--timing measured:FILE needs a file, e.g. measured:h200.csv"
