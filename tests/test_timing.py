@@ -961,3 +961,76 @@ def test_a_measured_source_without_its_file_is_refused_with_an_example():
     with pytest.raises(ValueError) as err:
         make_source("measured:", H100)
     assert str(err.value) == "--timing measured:FILE needs a file, e.g. measured:h200.csv"
+
+
+def test_kernel_source_notes_name_the_data_limits_and_only_the_scaled_points_it_answers():
+    src = KernelSource(H100)
+    model = get_model("llama-3.1-8b")
+    table = src.table(model)
+    # Batch 128 at context 4,095 leans on attention scaled in batch; 128 x 300 tokens also lie past the GEMMs.
+    t = src.step_time(model, np.array([128.0, 128.0]), np.array([1.0, 300.0]), 4095)
+    assert t.source == "kernels" and t.fallback.tolist() == [False, True]
+    assert src.notes == [
+        f"llama-3.1-8b: some points lie outside the vllm kernel data on h100_sxm (b up to {table.attn_b[-1]:.0f}, b*q up to "
+        f"{table.gemm_m[-1]:.0f}, context within the measured range); the roofline answers there (marked in the output)",
+        "llama-3.1-8b: at batch 128 with context 4096 the decode-attention data stop at a smaller batch; attention there is "
+        "scaled linearly in batch from the largest measured one"]
+    assert table.attn_b[-1] != table.attn_b[-2] and table.attn_b[-1] != table.attn_b[1]
+
+
+def test_measured_all_reduces_are_noted_only_where_a_message_size_is_missing():
+    src = KernelSource(H100)
+    model = get_model("llama-3.1-70b", tp=4)
+    src.step_time(model, 1, 1, 512)
+    assert not any("all-reduce" in n for n in src.notes)
+    src.step_time(model, 256, 300, 512)  # 76,800 tokens x 8,192 values: past the largest measured message (2^29)
+    assert ("llama-3.1-70b: no measured vllm all-reduce at TP 4 on h100_sxm for some message sizes; the profile's link "
+            "bandwidth and latency answer there") in src.notes
+
+
+def test_kernel_tables_carry_their_schema_and_database_and_cache_into_a_folder_they_create(monkeypatch, tmp_path):
+    from specsim.timing.kernels import _SCHEMA, database_version
+
+    monkeypatch.setenv("SPECSIM_CACHE_DIR", str(tmp_path / "a" / "b"))
+    src = KernelSource(H100)
+    table = src.table(get_model("llama-3.2-1b"))
+    assert table.meta["schema"] == _SCHEMA and table.meta["database"] == f"aiconfigurator-core {database_version()}"
+    assert len(list((tmp_path / "a" / "b").glob("kernels-*.npz"))) == 1 and src.notes == []
+
+
+def test_cache_folder_defaults_to_xdg_then_home(monkeypatch, tmp_path):
+    monkeypatch.delenv("SPECSIM_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "specsim"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_dir() == tmp_path / "home" / ".cache" / "specsim"
+
+
+def test_kernel_source_refusals_are_word_for_word(monkeypatch):
+    import importlib.metadata
+
+    from specsim.timing import kernels
+
+    with pytest.raises(ValueError) as err:
+        KernelSource(H100, engine="tgi")
+    assert str(err.value) == "kernel database engine must be vllm, sglang or trtllm, got 'tgi'"
+    with pytest.raises(kernels.KernelDataError) as err:
+        kernels.device_folder(dataclasses.replace(H100, name="tpu-v5"))
+    assert str(err.value) == f"the kernel database has no device 'tpu-v5'; it has {', '.join(kernels.DEVICE_FOLDERS)}"
+
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    with pytest.raises(kernels.KernelDataError) as err:
+        kernels.database_version()
+    assert str(err.value) == (f"the kernel source needs aiconfigurator-core=={kernels.AIC_VERSION} "
+                              f"(pip install 'aiconfigurator-core=={kernels.AIC_VERSION}')")
+
+
+def test_table_edges_below_the_first_gemm_and_without_scaled_cells():
+    t = _table()
+    assert np.isnan(t.gemm(np.array([0.5]))).all() and np.isnan(t.gemm(np.array([101.0]))).all()
+    none = t.uses_scaled_attention(4.0, np.array([16.0, 32.0, 64.0]))
+    assert none.dtype == bool and none.shape == (3,) and not none.any()
