@@ -514,16 +514,17 @@ def test_slo_attainment_and_goodput_are_exact_with_each_objective_met_at_equalit
 
 
 def test_chunked_prefill_fills_each_iterations_token_budget_less_the_running_sequences_round(table):
-    # Budget 2,048 tokens (prompts this long are compute-bound, so each token counts); A (1,500 prompt tokens) and B
-    # (4,000) arrive together; every draft accepted, gamma 1: a running sequence's round takes 2 tokens of the budget.
-    req = Requests(np.array([1500, 4000]), np.array([50, 5]), np.array([0.0, 0.0]))
+    # Budget 2,048 tokens; A (1,500 prompt tokens) and B (2,595) arrive together; every draft accepted, gamma 1: a
+    # running sequence's round takes 1 + 1 tokens of the budget.  B's last 2,047 tokens need one more iteration than a
+    # budget of 2,048 - 2 holds: the round's tokens are counted whole.
+    req = Requests(np.array([1500, 2595]), np.array([50, 5]), np.array([0.0, 0.0]))
     run = simulate(req, table, EngineLimits(64, max_batched_tokens=2048), 1.0, 1)
     first = table.prefill_s(2048) + table.base_s  # A's 1,500 tokens and 548 of B's; nothing decodes yet
     second = table.prefill_s(2046) + float(table.round_s(1, np.array([1501.0]), 1)[0])  # 2,048 - 1 x (1 + 1) for B
-    third = table.prefill_s(1406) + float(table.round_s(1, np.array([1503.0]), 1)[0])  # B's last 1,406; A read 2 more
+    third = table.prefill_s(1) + float(table.round_s(1, np.array([1503.0]), 1)[0])  # B's last token; A read 2 more
     assert run.first_token_s[0] == pytest.approx(first, rel=1e-12)
     assert run.first_token_s[1] == pytest.approx(first + second + third, rel=1e-12)
-    assert table.prefill_s(2046) < table.prefill_s(2047)  # one token of budget shows in the time
+    assert table.prefill_s(2046) < table.prefill_s(2047)  # compute-bound: each token of budget shows in the time
 
 
 def test_step_table_prices_one_prompt_token_at_nothing_beyond_a_one_token_pass():
