@@ -941,6 +941,11 @@ def test_hybrid_source_is_the_roofline_pass_with_its_total_scaled_by_the_kernel_
     far = hybrid.step_time(model, np.array([4.0, 256.0]), np.array([3.0, 200.0]), 512)
     assert hybrid.kernels.step_time(model, 256, 1, 512).fallback is None
     assert far.fallback.tolist() == [False, True]
+    # A third point whose one-token pass also falls back (a context past the attention data): each pass's flags count.
+    three = hybrid.step_time(model, np.array([4.0, 256.0, 4.0]), np.array([3.0, 200.0, 3.0]), np.array([512.0, 512.0, 1e5]))
+    assert hybrid.kernels.step_time(model, np.array([4.0, 256.0, 4.0]), 1, np.array([512.0, 512.0, 1e5])).fallback.tolist() == [
+        False, False, True]
+    assert three.fallback.tolist() == [False, True, True]
     assert RooflineSource(H100).step_time(model).total_s == step_time(H100, model, 1, 1, 0).total_s
 
 
@@ -996,6 +1001,9 @@ def test_kernel_tables_carry_their_schema_and_database_and_cache_into_a_folder_t
     table = src.table(get_model("llama-3.2-1b"))
     assert table.meta["schema"] == _SCHEMA and table.meta["database"] == f"aiconfigurator-core {database_version()}"
     assert len(list((tmp_path / "a" / "b").glob("kernels-*.npz"))) == 1 and src.notes == []
+    again = KernelSource(H100)  # a new process reads the cached table back: it matches, nothing is rebuilt
+    np.testing.assert_array_equal(again.table(get_model("llama-3.2-1b")).gemm_s, table.gemm_s)
+    assert again.notes == []
 
 
 def test_cache_folder_defaults_to_xdg_then_home(monkeypatch, tmp_path):
@@ -1034,3 +1042,10 @@ def test_table_edges_below_the_first_gemm_and_without_scaled_cells():
     assert np.isnan(t.gemm(np.array([0.5]))).all() and np.isnan(t.gemm(np.array([101.0]))).all()
     none = t.uses_scaled_attention(4.0, np.array([16.0, 32.0, 64.0]))
     assert none.dtype == bool and none.shape == (3,) and not none.any()
+
+
+def test_the_roofline_refuses_a_models_tp_beyond_the_node_naming_the_model():
+    model = dataclasses.replace(get_model("llama-3.1-8b"), tp=16)
+    with pytest.raises(ValueError) as err:
+        step_time(H100, model, 1, 1, 0)
+    assert str(err.value) == "tensor parallelism of llama-3.1-8b 16 exceeds the 8 devices of one h100-sxm node (max_devices in its profile)"

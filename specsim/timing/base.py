@@ -84,7 +84,7 @@ def _as_array(name: str, value: object, minimum: float, maximum: float) -> np.nd
     except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be numbers in [{_number(minimum)}, {_number(maximum)}]") from None
     if not np.all(np.isfinite(arr)) or np.any(arr < minimum) or np.any(arr > maximum):
-        bad = arr[~(np.isfinite(arr) & (arr >= minimum) & (arr <= maximum))].reshape(-1)[0]
+        bad = arr[~(np.isfinite(arr) & (arr >= minimum) & (arr <= maximum))][0]  # a boolean mask gives a flat array
         raise ValueError(f"{name} must be in [{_number(minimum)}, {_number(maximum)}], got {_number(bad)}")
     return arr
 
