@@ -258,6 +258,14 @@ def test_each_shipped_preset_says_what_it_overlaps_on_what_basis_and_how_its_dra
                  else "no public measurement: all of it")
         assert p.overlap_basis == basis and p.release and p.spec_basis
     assert PRESETS["trtllm@latest"].spec == SpecHost() == PRESETS["trtllm@latest"].kernel_spec
+    from specsim.engines import _SGLANG_KERNEL_SPEC, _SGLANG_SPEC, _SPEC_BASIS, _VLLM_KERNEL_SPEC, _VLLM_SPEC
+
+    for key, p in PRESETS.items():
+        if key.startswith(("vllm@", "sglang@")):
+            vllm = key.startswith("vllm@")
+            assert (p.spec, p.kernel_spec) == ((_VLLM_SPEC, _VLLM_KERNEL_SPEC) if vllm else (_SGLANG_SPEC, _SGLANG_KERNEL_SPEC))
+            assert p.spec_basis.startswith(_SPEC_BASIS + (", vLLM rows" if vllm else ", SGLang rows"))
+    assert PRESETS["trtllm@latest"].spec_basis == "no public measurement across batch sizes"
     assert PRESETS["vllm@0.10"].spec == PRESETS["vllm@latest"].spec != PRESETS["sglang@0.5"].spec == PRESETS["sglang@latest"].spec
 
 
