@@ -594,3 +594,11 @@ def test_serve_compare_refuses_a_draft_that_leaves_no_memory_for_the_kv_cache():
     with pytest.raises(ValueError) as err:
         serve_compare(dep, _alone(100, 10), 0.8, 2, memory_utilization=0.1)
     assert str(err.value) == "llama-3.1-8b does not fit on h100-sxm: no memory is left for the KV cache"
+
+
+def test_serve_compare_draws_acceptance_with_seed_zero_by_default():
+    req = Requests.poisson(6.0, 40, get_workload("chat"), np.random.default_rng(2))
+    default = serve_compare(DEP, req, 0.8, 2, EngineLimits(8))
+    zero, one = serve_compare(DEP, req, 0.8, 2, EngineLimits(8), seed=0), serve_compare(DEP, req, 0.8, 2, EngineLimits(8), seed=1)
+    np.testing.assert_array_equal(default[1].finish_s, zero[1].finish_s)
+    assert not np.array_equal(default[1].finish_s, one[1].finish_s)
