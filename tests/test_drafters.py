@@ -680,3 +680,32 @@ def test_acceptance_messages_are_exact():
     with pytest.raises(ValueError) as err:
         TreeSpec(1, 1, 1)
     assert str(err.value) == "a tree verifies at least 2 tokens (the root and one drafted token)"
+
+
+def test_acceptance_refusals_word_for_word_and_a_rise_within_rounding_accepted():
+    with pytest.raises(ValueError) as err:
+        Acceptance(alpha=0.5, cumulative=(0.5,))
+    assert str(err.value) == "acceptance needs either one alpha or per-position rates, not both"
+    with pytest.raises(ValueError) as err:
+        Acceptance(alpha=1.5)
+    assert str(err.value) == "alpha must be in [0, 1], got 1.5"
+    assert Acceptance(cumulative=(0.0, 1e-12)).cumulative == (0.0, 1e-12)  # a rise of 1e-12 is rounding, not a rise
+
+
+def test_a_per_position_default_is_labelled_with_its_rates(monkeypatch):
+    from specsim import acceptance
+
+    acc, label = acceptance.default_acceptance("mtp")
+    assert label.startswith("acceptance 0.875 (the published default for an MTP layer: DeepSeek-V3 report; ")
+    table = dict(acceptance.published_acceptance())
+    table["mtp"] = (Acceptance(cumulative=(0.8, 0.6), source="two depths"), table["mtp"][1])
+    monkeypatch.setattr(acceptance, "published_acceptance", lambda: table)
+    assert acceptance.default_acceptance("mtp")[1].startswith("acceptance 0.8, 0.6 (the published default for an MTP layer: "
+                                                             "two depths; pass --alpha, --acceptance or --metrics for yours)")
+
+
+def test_alpha_from_the_longest_and_shortest_mean_length_is_exactly_one_and_zero():
+    from specsim.acceptance import alpha_from_acceptance_length
+
+    got = alpha_from_acceptance_length(np.array([1.0, 5.0, 3.0, 2.0]), np.array([4, 4, 2, 1]))
+    assert got[0] == 0.0 and got[1] == 1.0 and got[2] == 1.0 and got[3] == 1.0
