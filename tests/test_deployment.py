@@ -446,3 +446,10 @@ def test_a_free_draft_step_is_zero_everywhere_and_carries_no_fallback_flags_of_t
     assert zero.fallback is None and zero.comm_s == 0.0 and zero.overhead_s == 0.0
     for name in ("total_s", "compute_s", "memory_s", "flop", "bytes"):
         np.testing.assert_array_equal(getattr(zero, name), [0.0, 0.0])
+
+
+def test_a_draft_pays_its_layers_share_of_the_per_pass_overhead_and_never_more_than_all_of_it():
+    shallow = Deployment.build("h100-sxm", "llama-3.2-3b", "llama-3.2-1b", timing="roofline", engine="vllm")
+    deep = Deployment.build("h100-sxm", "llama-3.2-1b", "llama-3.2-3b", timing="roofline", engine="vllm")
+    assert shallow.draft_step(1, 512).gpu.overhead_s == pytest.approx(H100.overhead_s * 16 / 28, rel=1e-12)
+    assert deep.draft_step(1, 512).gpu.overhead_s == H100.overhead_s  # 28 layers drafting for 16: the whole overhead
