@@ -453,3 +453,12 @@ def test_a_draft_pays_its_layers_share_of_the_per_pass_overhead_and_never_more_t
     deep = Deployment.build("h100-sxm", "llama-3.2-1b", "llama-3.2-3b", timing="roofline", engine="vllm")
     assert shallow.draft_step(1, 512).gpu.overhead_s == pytest.approx(H100.overhead_s * 16 / 28, rel=1e-12)
     assert deep.draft_step(1, 512).gpu.overhead_s == H100.overhead_s  # 28 layers drafting for 16: the whole overhead
+
+
+def test_an_ngram_round_carries_per_sequence_work_for_its_proposed_tokens_without_draft_steps():
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "ngram", timing="roofline", engine="sglang@0.5",
+                           ngram_cpu_s_per_token=0.0)
+    host, hidden = dep.round_host(8, 3)
+    spec = dep.engine.spec
+    assert spec.seq_step_s > 0 and hidden == 0.0
+    assert float(host) == pytest.approx(spec.round_s + 8 * spec.seq_s + 8 * 3 * spec.seq_step_s, rel=1e-12)
