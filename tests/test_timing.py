@@ -1049,3 +1049,114 @@ def test_the_roofline_refuses_a_models_tp_beyond_the_node_naming_the_model():
     with pytest.raises(ValueError) as err:
         step_time(H100, model, 1, 1, 0)
     assert str(err.value) == "tensor parallelism of llama-3.1-8b 16 exceeds the 8 devices of one h100-sxm node (max_devices in its profile)"
+
+
+def test_fill_by_batch_scales_only_from_a_measured_batch_of_at_least_64_and_never_wraps_around():
+    from specsim.timing.kernels import _fill_by_batch
+
+    b = np.array([64.0, 128.0, 256.0, 512.0])
+    grid = np.array([[2.0, np.nan, 1.0],
+                     [np.nan, 3.0, np.nan],
+                     [np.nan, 5.0, np.nan],
+                     [np.nan, 7.0, np.nan]])
+    out, filled = _fill_by_batch(b, grid)
+    np.testing.assert_array_equal(out[:, 0], [2.0, 4.0, 8.0, 16.0])  # t(b) = t(b0) b / b0, step by step
+    assert np.isnan(out[0, 1]) and list(out[1:, 1]) == [3.0, 5.0, 7.0]  # nothing below the first measured batch
+    np.testing.assert_array_equal(out[:, 2], [1.0, 2.0, 4.0, 8.0])
+    assert filled.dtype == bool and filled.sum() == 6 and not filled[0].any()
+    small = _fill_by_batch(np.array([16.0, 32.0]), np.array([[1.0], [np.nan]]))[0]
+    assert np.isnan(small[1, 0])  # from batch 16 the GPU is not saturated: no scaling
+
+
+def test_attention_rows_keep_only_beam_1_and_full_attention_rows_of_the_shape():
+    from specsim.timing.kernels import _select_attention
+
+    model = get_model("llama-3.1-8b")
+    shape = dict(num_heads=32, num_key_value_heads=8, head_dim=128, kv_cache_dtype="bfloat16")
+    frame = pd.DataFrame([{**shape, "beam_width": 1, "window_size": 0, "latency": 1.0},
+                          {**shape, "beam_width": 4, "window_size": 0, "latency": 2.0},
+                          {**shape, "beam_width": 1, "window_size": 128, "latency": 3.0}])
+    assert _select_attention(frame, model).latency.tolist() == [1.0]
+    assert _select_attention(frame.drop(columns=["beam_width", "window_size"]), model).latency.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_built_attention_is_the_raw_rows_composed_and_the_context_rate_the_best_measured_one():
+    from specsim.timing.kernels import _fill_by_batch, _select_attention
+
+    model = get_model("llama-3.1-8b")
+    table = build_table(model, "h100_sxm", "vllm")
+    gen = _select_attention(_raw("attention", "vllm", "generation_attention_perf.parquet"), model)
+    piv = gen.pivot_table(index="batch_size", columns="step", values="latency", aggfunc="mean")
+    attn, filled = _fill_by_batch(piv.index.to_numpy(float), _suffix_min(piv.to_numpy(float) * 1e-3, axis=0))
+    np.testing.assert_allclose(table.attn_s, attn, rtol=1e-12)
+    ctx = _select_attention(_raw("attention", "vllm", "context_attention_perf.parquet"), model)
+    ctx = ctx[ctx.step == 0]
+    flop = 2.0 * 32 * 128 * ctx.isl.to_numpy(float) ** 2 * ctx.batch_size.to_numpy(float)
+    assert table.ctx_flop_per_s == pytest.approx(float(np.max(flop / (ctx.latency.to_numpy(float) * 1e-3))), rel=1e-12)
+    assert (ctx.batch_size > 1).any()
+
+
+def test_built_table_refusals_on_synthetic_databases_name_where_they_read(tmp_path):
+    from specsim.timing.kernels import KernelDataError, _newest, database_root
+
+    real = database_root() / "h100_sxm"
+    gemm = pd.read_parquet(_newest(real / "gemm" / "vllm") / "gemm_perf.parquet")
+    attn = _newest(real / "attention" / "vllm")
+    model = get_model("llama-3.1-8b")
+    where = "kernel database: llama-3.1-8b on h100_sxm (vllm)"
+
+    def root(name, gemm_rows, context=None):
+        dev = tmp_path / name / "h100_sxm"
+        (dev / "gemm" / "vllm" / "1.0").mkdir(parents=True)
+        gemm_rows.to_parquet(dev / "gemm" / "vllm" / "1.0" / "gemm_perf.parquet")
+        folder = dev / "attention" / "vllm" / "1.0"
+        folder.mkdir(parents=True)
+        (folder / "generation_attention_perf.parquet").symlink_to(attn / "generation_attention_perf.parquet")
+        ctx = pd.read_parquet(attn / "context_attention_perf.parquet") if context is None else context
+        ctx.to_parquet(folder / "context_attention_perf.parquet")
+        return tmp_path / name
+
+    with pytest.raises(KernelDataError) as err:
+        build_table(model, "h100_sxm", "vllm", root=root("fp8", gemm[gemm.gemm_dtype != "bfloat16"]))
+    assert str(err.value) == f"{where}: no bfloat16 GEMM measurements"
+    bf16 = gemm[gemm.gemm_dtype == "bfloat16"]
+    with pytest.raises(KernelDataError) as err:
+        build_table(model, "h100_sxm", "vllm", root=root("hole", bf16[bf16.m == 1]))  # one m: no line
+    assert str(err.value) == f"{where}: the GEMM data do not cover this model's matrix shapes"
+    ctx = pd.read_parquet(attn / "context_attention_perf.parquet")
+    with pytest.raises(KernelDataError) as err:
+        build_table(model, "h100_sxm", "vllm", root=root("noctx", bf16, ctx[ctx.num_heads != 32]))
+    assert str(err.value) == f"{where}: no context-attention measurements for this head shape"
+    # Context rows of a later step (a prefill onto a filled cache) are not a prefill from an empty one: left out.
+    later = ctx.assign(step=1, latency=ctx.latency * 100)
+    mixed = build_table(model, "h100_sxm", "vllm", root=root("steps", bf16, pd.concat([ctx, later])))
+    shipped = build_table(model, "h100_sxm", "vllm")
+    np.testing.assert_allclose(mixed.prefill_attn_s, shipped.prefill_attn_s, rtol=1e-12)
+    assert mixed.ctx_flop_per_s == shipped.ctx_flop_per_s
+
+
+def test_gemm_line_of_two_covered_points_is_a_line_and_clips_n_and_k_at_their_own_smallest_values():
+    from specsim.timing.kernels import _gemm_line
+
+    ns, ks = (4096.0, 16384.0), (2048.0, 8192.0)  # the smallest n (4096) differs from the smallest k (2048)
+    frame = pd.DataFrame([(m, n, k, m * (1 + n * k / 1e6)) for m in (1.0, 2.0) for n in ns for k in ks],
+                         columns=["m", "n", "k", "latency"])
+    model = get_model("llama-3.2-1b")
+    m, s = _gemm_line(model, frame, "syn")
+    np.testing.assert_array_equal(m, [1.0, 2.0])
+
+    def f(x, n, k):
+        return x * (1 + n * k / 1e6) * 1e-3
+
+    # qkv (3072 wide) and o (2048) are priced at n = 4096; k = 2048 is measured as it is; lm_head: 8 pieces of 16,032.
+    expected = [16 * (f(x, 4096, 2048) + f(x, 4096, 2048) + f(x, 16384, 2048) + f(x, 4096, 8192)) + 8 * f(x, 128256 / 8, 2048)
+                for x in (1.0, 2.0)]
+    np.testing.assert_allclose(s, expected, rtol=1e-12)
+    # A MoE model's routed experts are priced by the fused-MoE tables, not as GEMMs here.
+    moe = get_model("qwen3-30b-a3b")
+    dense = [(op.n, op.k, op.count) for op in moe.ops() if op.is_matmul and op.part != "expert"]
+    assert any(op.part == "expert" for op in moe.ops() if op.is_matmul)
+    wide = pd.DataFrame([(mm, n, k, 1.0) for mm in (1.0, 2.0) for n in (64.0, 262144.0) for k in (64.0, 65536.0)],
+                        columns=["m", "n", "k", "latency"])
+    got = _gemm_line(moe, wide, "syn")[1]
+    np.testing.assert_allclose(got, [1e-3 * sum(c * np.ceil(n / 262144.0) for n, _, c in dense)] * 2, rtol=1e-12)
