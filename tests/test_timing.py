@@ -869,7 +869,8 @@ def test_kernel_notes_are_recorded_once_per_key():
     src._note("a")
     src._note("b", key=1)
     src._note("c", key=1)
-    assert src.notes == ["a", "b"]
+    src._note("d")
+    assert src.notes == ["a", "b", "d"]  # a note without a key is keyed by its text
 
 
 def test_allreduce_from_a_table_clamps_below_one_element_and_keeps_the_input_shape_without_data():
@@ -1160,3 +1161,40 @@ def test_gemm_line_of_two_covered_points_is_a_line_and_clips_n_and_k_at_their_ow
                         columns=["m", "n", "k", "latency"])
     got = _gemm_line(moe, wide, "syn")[1]
     np.testing.assert_allclose(got, [1e-3 * sum(c * np.ceil(n / 262144.0) for n, _, c in dense)] * 2, rtol=1e-12)
+
+
+def test_suffix_min_runs_along_the_axis_asked_for():
+    grid = np.array([[3.0, 1.0, 2.0],
+                     [2.0, 5.0, 4.0]])
+    np.testing.assert_array_equal(_suffix_min(grid, axis=0), [[2.0, 1.0, 2.0], [2.0, 5.0, 4.0]])
+    np.testing.assert_array_equal(_suffix_min(grid, axis=1), [[1.0, 1.0, 2.0], [2.0, 4.0, 4.0]])
+
+
+def test_a_cached_table_is_never_unpickled_and_a_foreign_one_is_named(tmp_path):
+    import io
+
+    table = _table()
+    path = tmp_path / "t.npz"
+    table.save(path)
+    with pytest.raises(ValueError) as err:
+        KernelTable.load(path, {"device": "another"})
+    assert str(err.value) == "cached kernel table was built for another model, device or database"
+    evil = tmp_path / "evil.npz"
+    buffer = io.BytesIO()
+    np.savez(buffer, meta=np.array([{"not": "data"}], dtype=object))
+    evil.write_bytes(buffer.getvalue())
+    with pytest.raises(ValueError, match="allow_pickle"):
+        KernelTable.load(evil, {})
+
+
+def test_reading_the_database_without_pyarrow_names_what_is_missing(monkeypatch, tmp_path):
+    from specsim.timing import kernels
+
+    def no_pyarrow(path):
+        raise ImportError("Unable to find a usable engine")
+
+    monkeypatch.setattr(pd, "read_parquet", no_pyarrow)
+    with pytest.raises(kernels.KernelDataError) as err:
+        kernels._read(tmp_path / "gemm_perf.parquet")
+    assert str(err.value) == ("reading gemm_perf.parquet needs pyarrow, which aiconfigurator-core installs: "
+                              "Unable to find a usable engine")
