@@ -98,23 +98,20 @@ def report(results: dict[str, str], equivalents: dict[str, str], sample: frozens
     for name, status in results.items():
         row = rows[module_of(name)]
         row["mutants"] += 1
-        part = "s_" if name in sample else ""
         if status == "not checked" or status == "skipped":
             continue
-        row["run"] += 1
-        row[part + "run"] += 1 if part else 0
         if status in _KILLED:
-            row["killed"] += 1
-            row[part + "killed"] += 1 if part else 0
+            verdict = "killed"
             if name in equivalents:
                 problems.append(f"{name} is listed as equivalent but a test kills it")
         elif name in equivalents:
-            row["equivalent"] += 1
-            row[part + "equivalent"] += 1 if part else 0
-        elif status in _SURVIVED:
-            row["survived"] += 1
+            verdict = "equivalent"
         else:
-            row["other"] += 1
+            verdict = "survived" if status in _SURVIVED else "other"
+        for key in ("run", verdict):
+            row[key] += 1
+            if name in sample:  # the sample's own counts, for the whole-module estimate
+                row["s_" + key] += 1
     problems += [f"{name} is listed as equivalent but is not a mutant of this run" for name in equivalents
                  if name not in results and module_of(name) in rows]
     table = []
