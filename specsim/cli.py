@@ -127,13 +127,18 @@ _batches = _int_list(1, "batch", MAX_BATCH)
 
 # -- parser ----------------------------------------------------------------------
 def _add_deployment_args(p: argparse.ArgumentParser, *, defaults: bool = True, batch: bool = True, context: bool = True) -> None:
-    p.add_argument("--hardware", default=DEFAULT_HARDWARE if defaults else None,
+    # --hardware, --target, --draft, --timing and --engine stay unset when not given, so that a --calibration file can
+    # refuse the ones that name another deployment; the library's defaults apply (Deployment.build).
+    p.add_argument("--hardware",
                    help=f"built-in profile name or path to a YAML profile (default {DEFAULT_HARDWARE}; list: specsim hardware)")
-    p.add_argument("--target", default=DEFAULT_TARGET if defaults else None,
+    p.add_argument("--target",
                    help=f"target model: built-in name or path to a Hugging Face config.json (default {DEFAULT_TARGET})")
-    p.add_argument("--draft", default=DEFAULT_DRAFT if defaults else None,
+    p.add_argument("--draft",
                    help=f"drafter: a draft model (built-in name or config.json), eagle, eagle3 (or eagle3:HEAD/config.json), "
                    f"mtp (the target's own MTP layers) or ngram (default {DEFAULT_DRAFT})")
+    p.add_argument("--calibration", metavar="FILE",
+                   help="a calibrate-engine --out file: the fitted profile, engine terms and measured acceptance of your engine "
+                   "(its hardware, target, tensor parallelism, timing and engine; flags naming others are refused)")
     p.add_argument("--draft-checkpoint", metavar="ID",
                    help="the drafter's checkpoint for engine configurations (default: the draft model's, or a known "
                    "EAGLE head for the target)")
@@ -176,10 +181,10 @@ def _add_model_args(p: argparse.ArgumentParser, *, draft: bool) -> None:
 
 
 def _add_timing_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--timing", default=DEFAULT_TIMING, metavar="SOURCE",
+    p.add_argument("--timing", metavar="SOURCE",
                    help=f"step-time source: {TIMING_CHOICES} (default {DEFAULT_TIMING}: the roofline for decode steps, "
                    "measured kernels for the cost of verification; see README, Fidelity)")
-    p.add_argument("--engine", type=_engine, default=DEFAULT_ENGINE, metavar="ENGINE[@VERSION]",
+    p.add_argument("--engine", type=_engine, metavar="ENGINE[@VERSION]",
                    help=f"serving engine and version whose CPU time, round costs and kernels apply: {ENGINE_CHOICES} "
                    f"(default {DEFAULT_ENGINE}, its current release; none: add nothing)")
     p.add_argument("--engine-overhead-ms", type=_nonneg_float,
@@ -271,8 +276,9 @@ def _parser_speedup(sub) -> None:
 
 def _parser_steptime(sub) -> None:
     p = sub.add_parser("steptime", help="modelled time of one forward pass, with its compute, memory and overhead parts")
-    p.add_argument("--hardware", default=DEFAULT_HARDWARE, help=f"profile name or YAML path (default {DEFAULT_HARDWARE})")
-    p.add_argument("--model", default=DEFAULT_TARGET, help=f"model name or config.json path (default {DEFAULT_TARGET})")
+    p.add_argument("--hardware", help=f"profile name or YAML path (default {DEFAULT_HARDWARE})")
+    p.add_argument("--model", help=f"model name or config.json path (default {DEFAULT_TARGET})")
+    p.add_argument("--calibration", metavar="FILE", help="a calibrate-engine --out file (its profile, target and engine terms)")
     p.add_argument("--batch", type=_batches, default=list(DEFAULT_BATCHES), help="comma-separated batch sizes")
     p.add_argument("--tokens-per-seq", type=_int_list(1, "tokens-per-seq", MAX_GAMMA + 1), default=[1],
                    help="comma-separated new tokens per sequence, q (1: decode; gamma+1: verification; default 1)")
@@ -516,13 +522,16 @@ def _parser_calibrate(sub) -> None:
 
 def _parser_calibrate_engine(sub) -> None:
     p = sub.add_parser("calibrate-engine", help="fit the engine's terms to your engine's own benchmark files",
-                       description="Reads vllm bench serve --save-result JSON, sglang.bench_serving JSON lines or GuideLLM "
-                       "reports, with and without speculation at the same loads, and fits the engine's time per "
-                       "iteration, the profile's efficiency and the host time of a speculative round; the error is "
-                       "judged on loads held out of the fit.")
-    p.add_argument("--plain", nargs="+", required=True, metavar="FILE", help="benchmark files of runs without speculation")
+                       description="Reads a bench-plan folder's results (--plan), or vllm bench serve --save-result JSON, "
+                       "sglang.bench_serving JSON lines, TensorRT-LLM benchmark_serving JSON or GuideLLM reports (--plain, "
+                       "--spec), and fits the profile's efficiency, the engine's time per iteration, the host terms of a "
+                       "speculative round and the acceptance the files do not record, each with a 95% interval; the error "
+                       "is judged on loads held out of the fit.  --out writes one file every predicting command takes with "
+                       "--calibration.")
+    p.add_argument("--plan", metavar="PLAN.yaml", help="a specsim bench-plan manifest: its deployment and the results its run.sh wrote")
+    p.add_argument("--plain", nargs="+", default=[], metavar="FILE", help="benchmark files of runs without speculation")
     p.add_argument("--spec", nargs="+", default=[], metavar="FILE", help="benchmark files of runs with speculation")
-    p.add_argument("--hardware", required=True, help="the GPU the runs were on (a profile name or YAML); no file says it")
+    p.add_argument("--hardware", help="the GPU the runs were on (a profile name or YAML); no benchmark file says it")
     p.add_argument("--target", help="the served model (default: the model the files name, where specsim knows it)")
     p.add_argument("--draft", help="the drafter of the speculative runs: a draft model, eagle, eagle3, mtp or ngram")
     p.add_argument("--steps", type=_int_at_least(1, "steps", MAX_GAMMA),
@@ -531,15 +540,53 @@ def _parser_calibrate_engine(sub) -> None:
     p.add_argument("--verify-tokens", type=_int_at_least(1, "verify-tokens", 4096),
                    help="tokens verified per sequence (default steps + 1; SGLang --speculative-num-draft-tokens)")
     p.add_argument("--tp", type=_int_at_least(1, "tp", MAX_TP), help="tensor-parallel GPUs of the target (default 1)")
-    p.add_argument("--timing", choices=["roofline", "hybrid", "kernels"], default="roofline",
-                   help="step-time source the terms apply to (default roofline: its efficiency is fitted too)")
-    p.add_argument("--engine", type=_engine, default=DEFAULT_ENGINE, metavar="ENGINE[@VERSION]",
-                   help=f"the engine and version that served the runs (default {DEFAULT_ENGINE}, its current release)")
+    p.add_argument("--timing", choices=["roofline", "hybrid", "kernels"],
+                   help=f"step-time source the terms apply to (default {DEFAULT_TIMING} where the kernel database has the "
+                   "GPU, else roofline; the roofline's and hybrid's efficiency is fitted too)")
+    p.add_argument("--engine", type=_engine, metavar="ENGINE[@VERSION]",
+                   help="the engine and version that served the runs (default: the files' backend, else "
+                   f"{DEFAULT_ENGINE}; its current release)")
     p.add_argument("--metrics", metavar="FILE",
                    help="a /metrics page saved after the speculative runs, for runs whose file has no acceptance length")
-    p.add_argument("--out", metavar="PROFILE.yaml", help="write the profile with the fitted efficiency (roofline or hybrid)")
+    p.add_argument("--out", metavar="CALIBRATION.yaml", help="write the calibration: use it with --calibration FILE")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=commands.run_calibrate_engine)
+
+
+def _parser_bench_plan(sub) -> None:
+    from .calibration.plan import DEFAULT_CONCURRENCY, DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, DEFAULT_STEPS
+
+    p = sub.add_parser("bench-plan", help="write the benchmark of your engine that calibrate-engine needs",
+                       description="Writes a folder with run.sh (your engine's own server and benchmark client over a "
+                       "design that separates every term calibrate-engine fits: plain and speculative runs at the same "
+                       "loads, two prompt lengths, two numbers of draft steps, acceptance pinned by the engine at known "
+                       "lengths, and a run with real acceptance on your prompts), README.md and plan.yaml.")
+    p.add_argument("--engine", type=_engine, required=True, metavar="ENGINE@VERSION",
+                   help="vllm, sglang or trtllm with the version you run (vllm@0.24.0); the flags are that version's")
+    p.add_argument("--hardware", help=f"the GPU (default {DEFAULT_HARDWARE})")
+    p.add_argument("--target", help=f"the served model: a built-in name or its config.json (default {DEFAULT_TARGET})")
+    p.add_argument("--served-model", metavar="ID", help="what the server loads (default: the target's Hugging Face ID)")
+    p.add_argument("--draft", help=f"the drafter (default {DEFAULT_DRAFT}): a draft model, eagle, eagle3, mtp or ngram")
+    p.add_argument("--draft-checkpoint", metavar="ID", help="the drafter's checkpoint (default: the draft model's, or a known head)")
+    _add_model_args(p, draft=True)
+    p.add_argument("--timing", metavar="SOURCE", help=f"step-time source of the wall-time estimate (default {DEFAULT_TIMING})")
+    p.add_argument("--concurrency", type=_int_list(1, "concurrency", MAX_BATCH), default=list(DEFAULT_CONCURRENCY),
+                   help=f"comma-separated concurrency levels (default {_csv(DEFAULT_CONCURRENCY)})")
+    p.add_argument("--input-tokens", type=_int_list(1, "input-tokens", MAX_CONTEXT), default=list(DEFAULT_INPUT_TOKENS),
+                   help=f"two prompt lengths of the random runs (default {_csv(DEFAULT_INPUT_TOKENS)})")
+    p.add_argument("--output-tokens", type=_int_at_least(2, "output-tokens", MAX_CONTEXT), default=DEFAULT_OUTPUT_TOKENS,
+                   help=f"tokens generated per request (default {DEFAULT_OUTPUT_TOKENS})")
+    p.add_argument("--steps", type=_int_list(1, "steps", MAX_GAMMA), default=list(DEFAULT_STEPS),
+                   help=f"two numbers of draft steps (default {_csv(DEFAULT_STEPS)})")
+    p.add_argument("--pin-accept-length", type=lambda t: [_float(x) for x in t.split(",") if x.strip()], metavar="AL,AL",
+                   help="the acceptance length pinned at each step count (default: the drafter's published acceptance)")
+    p.add_argument("--no-pin", action="store_true",
+                   help="real acceptance on --prompts at every step count (for engine versions that cannot pin it)")
+    p.add_argument("--prompts", metavar="FILE.jsonl", help="your prompts, one {\"prompt\": ...} per line, for the real-acceptance run")
+    p.add_argument("--port", type=_int_at_least(1, "port", 65535), default=8000, help="the server's port (default 8000)")
+    p.add_argument("--out", required=True, metavar="FOLDER", help="a new (or empty) folder for the plan")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=commands.run_bench_plan)
 
 
 def _parser_compose_kernels(sub) -> None:
@@ -588,7 +635,7 @@ def _parser_reproduce(sub) -> None:
 
 
 #: One function per subcommand, in the order ``specsim --help`` lists them.
-_SUBCOMMANDS = (_parser_optimal_gamma, _parser_explain, _parser_speedup, _parser_steptime, _parser_alpha, _parser_capacity, _parser_schedule, _parser_compare, _parser_serve_sim, _parser_serve_sweep, _parser_toy, _parser_acceptance, _parser_measure, _parser_measure_loop, _parser_calibrate, _parser_calibrate_engine, _parser_compose_kernels, _parser_hardware, _parser_models, _parser_figures, _parser_reproduce)
+_SUBCOMMANDS = (_parser_optimal_gamma, _parser_explain, _parser_speedup, _parser_steptime, _parser_alpha, _parser_capacity, _parser_schedule, _parser_compare, _parser_serve_sim, _parser_serve_sweep, _parser_toy, _parser_acceptance, _parser_measure, _parser_measure_loop, _parser_calibrate, _parser_bench_plan, _parser_calibrate_engine, _parser_compose_kernels, _parser_hardware, _parser_models, _parser_figures, _parser_reproduce)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -306,7 +306,7 @@ class Deployment:
         hardware = DEFAULT_HARDWARE if hardware is None else hardware
         target = DEFAULT_TARGET if target is None else target
         draft = DEFAULT_DRAFT if draft is None else draft
-        profile = load_hardware(hardware)
+        profile = hardware if isinstance(hardware, HardwareProfile) else load_hardware(hardware)
         t_opts, d_opts = dict(target_options or {}), dict(draft_options or {})
         for what, opts in (("--tp", t_opts), ("--draft-tp", d_opts)):
             if opts.get("tp") is not None:
@@ -368,6 +368,20 @@ class Deployment:
         if not self.engine.draft_overhead_by_layers:
             return t
         return _overhead_share(t, self.draft.n_layers / self.target.n_layers)
+
+    def prefill_s(self, prompt_tokens: object) -> np.ndarray:
+        """The marginal GPU time of prefilling ``prompt_tokens`` in an iteration that also decodes: t(1, P, 0) - t(1, 1, 0)
+        from the step-time source (the weights are read once for both), 0 for no tokens.  What chunked prefill adds to
+        the iteration it rides in (:mod:`specsim.serving`, :mod:`specsim.calibration.runs`).
+
+        >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b")
+        >>> [round(float(t) * 1e3, 2) for t in dep.prefill_s([0, 1, 1000])]
+        [0.0, 0.0, 20.99]
+        """
+        p = np.asarray(prompt_tokens, dtype=float)
+        base = np.asarray(self.gpu_pass(self.target, 1, 1, 0).total_s, dtype=float)
+        full = np.asarray(self.gpu_pass(self.target, 1, np.maximum(p, 1.0), 0).total_s, dtype=float)
+        return np.where(p > 0, full - base, 0.0)
 
     def decode(self, batch: object, context: object = DEFAULT_CONTEXT_TOKENS) -> StepTime:
         """t_decode: a plain decode step of the target (one token per sequence), engine time included."""
@@ -459,7 +473,7 @@ class Deployment:
         if any(m.tp > 1 for m in models):
             tags.append("2 all-reduces per layer + logits gather per pass")
         assumed = f"; assumed: {', '.join(tags)}" if tags else ""
-        return f"step times: {self.source.name} ({self.source.brief()}); engine {engine.key}{overlap}{assumed}; -v for every source"
+        return f"step times: {self.source.name} ({self.source.brief()}); engine {engine.label}{overlap}{assumed}; -v for every source"
 
     def notes(self) -> list[str]:
         """What the step-time source could not answer from its own data, and defaults the configs relied on."""

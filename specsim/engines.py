@@ -53,7 +53,7 @@ import numpy as np
 from .parallel import collective_count
 
 __all__ = ["DEFAULT_ENGINE", "DEFAULT_VERSIONS", "ENGINES", "ENGINE_NAMES", "PRESETS", "EnginePreset", "SpecHost", "get_engine",
-           "source_and_engine"]
+           "parse_version", "source_and_engine"]
 
 #: Largest engine term accepted, seconds (a second per iteration is no engine anyone runs).
 MAX_TERM_S = 1.0
@@ -145,6 +145,8 @@ class EnginePreset:
     #: and a one-layer EAGLE head does not pay a 32-layer target's.  The engine's per-draft-step host time covers their
     #: launch.  False for the preset that adds nothing: the article's model charges every pass the whole overhead.
     draft_overhead_by_layers: bool = True
+    #: The calibration file whose fitted terms these are ("" for a shipped preset).
+    calibration: str = ""
 
     def __post_init__(self) -> None:
         for key in ("iteration_s", "kernel_iteration_s", "collective_s", "kernel_collective_s"):
@@ -160,6 +162,11 @@ class EnginePreset:
     def key(self) -> str:
         """``name@version`` (just the name for the preset that adds nothing)."""
         return f"{self.name}@{self.version}" if self.version else self.name
+
+    @property
+    def label(self) -> str:
+        """The key, and the calibration file whose terms it carries where it carries one's."""
+        return self.key + (f" calibrated by {self.calibration}" if self.calibration else "")
 
     def overlaps(self, drafter_kind: str | None, draft_width: object = 1) -> bool:
         """Whether this version overlaps a round's host work with the GPU for this drafter and draft width."""
@@ -182,7 +189,8 @@ class EnginePreset:
                    + ", ".join(sorted(self.overlap_kinds))
                    + (" chains (top-k 1)" if self.overlap_chains_only else "") + ", serial otherwise"
                    if self.overlap_kinds else "serial (not overlapped with the GPU)")
-        return (f"engine: {self.key} preset ({self.release}); per iteration {self.iteration_s * 1e3:.2f} ms on a roofline step, "
+        kind = f"calibrated by {self.calibration}" if self.calibration else "preset"
+        return (f"engine: {self.key} {kind} ({self.release}); per iteration {self.iteration_s * 1e3:.2f} ms on a roofline step, "
                 f"{self.kernel_iteration_s * 1e3:.2f} ms on GPU time ({self.basis})"
                 + (f"; {self.collective_s * 1e6:.1f} us more per tensor-parallel collective" if self.collective_s else "")
                 + f"; speculative round host time {self.spec.describe()} ({self.spec_basis}), {overlap}")
@@ -267,16 +275,19 @@ def _preset(name: str, version: str, release: str, spec: SpecHost, kernel_spec: 
 PRESETS = {p.key: p for p in (
     _preset("vllm", "0.10", "vLLM 0.10-0.13: V1 engine, speculative rounds serial (async scheduling off with speculation)",
             _VLLM_SPEC, _VLLM_KERNEL_SPEC, _SPEC_BASIS + ", vLLM rows" + _VLLM_RANGE),
-    _preset("vllm", "0.14", "vLLM 0.14-0.19: async scheduling on by default with EAGLE/MTP (vllm-project/vllm#31998, "
+    _preset("vllm", "0.14", "vLLM 0.14-0.27: async scheduling on by default with EAGLE/MTP (vllm-project/vllm#31998, "
             "0.14.0 of 2026-01-17); draft models and n-gram serial", _VLLM_SPEC, _VLLM_KERNEL_SPEC,
             _SPEC_BASIS + ", vLLM rows (serial versions; the same host work, overlapped)" + _VLLM_RANGE, _HEADS),
-    _preset("vllm", "latest", "vLLM after vllm-project/vllm#48341 (2026-07-11): async scheduling also with draft models; "
+    # vllm/config/vllm.py of the 0.28.0 wheel first lets draft_model keep async scheduling by default (it is missing
+    # from the methods that turn it off; 0.27.0 still lists it): vllm-project/vllm#48341, merged 2026-07-11.
+    _preset("vllm", "latest", "vLLM 0.28 and later (vllm-project/vllm#48341): async scheduling also with draft models; "
             "n-gram serial", _VLLM_SPEC, _VLLM_KERNEL_SPEC,
             _SPEC_BASIS + ", vLLM rows (serial versions; the same host work, overlapped)" + _VLLM_RANGE,
             _HEADS | {"draft_model"}),
-    _preset("sglang", "0.5", "SGLang 0.4-0.5, spec v1: the overlap scheduler is off for speculative decoding "
-            "(sgl-project/sglang#9961)", _SGLANG_SPEC, _SGLANG_KERNEL_SPEC, _SPEC_BASIS + ", SGLang rows" + _SGLANG_RANGE),
-    _preset("sglang", "latest", "SGLang spec v2 (sgl-project/sglang#11398; the default by 2026-06, sgl-project/sglang#26981): "
+    _preset("sglang", "0.5", "SGLang 0.4-0.5.10, spec v1: the overlap scheduler is off for speculative decoding "
+            "(sgl-project/sglang#9961; SGLANG_ENABLE_SPEC_V2 defaults to off up to 0.5.10, python/sglang/srt/environ.py)", _SGLANG_SPEC, _SGLANG_KERNEL_SPEC, _SPEC_BASIS + ", SGLang rows" + _SGLANG_RANGE),
+    _preset("sglang", "latest", "SGLang 0.5.11 and later, spec v2 (sgl-project/sglang#11398; SGLANG_ENABLE_SPEC_V2 on by "
+            "default from 0.5.11, the only worker from 0.5.14): "
             "rounds overlapped for top-k 1 chains, trees and n-gram serial", _SGLANG_SPEC, _SGLANG_KERNEL_SPEC,
             _SPEC_BASIS + ", SGLang rows (spec v1; the same host work, overlapped)" + _SGLANG_RANGE, _HEADS | {"draft_model"},
             chains_only=True, share=_SGLANG_V2_SHARE, share_basis=_SGLANG_V2_SHARE_BASIS),
@@ -287,12 +298,30 @@ PRESETS["none"] = EnginePreset("none", "vllm", 0.0, 0.0, "no engine time", draft
 
 #: The version a bare engine name means: the current release.
 DEFAULT_VERSIONS = {"vllm": "latest", "sglang": "latest", "trtllm": "latest"}
-#: Numbered releases each preset covers, [first, last] inclusive: ``vllm@0.11`` is the 0.10 preset.
-_RANGES = {"vllm": [((0, 10), (0, 13), "0.10"), ((0, 14), (0, 19), "0.14")],
-           "sglang": [((0, 4), (0, 5), "0.5")],
+#: Numbered releases each preset covers, (first, last) inclusive as (major, minor, patch): ``vllm@0.11`` is the 0.10
+#: preset, ``vllm@0.33`` the current one.  The boundaries are where each engine changed how it schedules a round (see
+#: each preset's release line); the current preset ends at the newest release whose source was read (vLLM 0.33.0,
+#: SGLang 0.5.23), so that a later number is refused rather than assumed.
+_RANGES = {"vllm": [((0, 10, 0), (0, 13, 99), "0.10"), ((0, 14, 0), (0, 27, 99), "0.14"), ((0, 28, 0), (0, 33, 99), "latest")],
+           "sglang": [((0, 4, 0), (0, 5, 10), "0.5"), ((0, 5, 11), (0, 5, 23), "latest")],
            "trtllm": []}
 #: Other names of a version.
 _ALIASES = {("sglang", "spec-v2"): "latest", ("sglang", "spec-v1"): "0.5", ("sglang", "0.4"): "0.5"}
+#: A numbered version: digits only (ASCII), two or three parts, an optional release-candidate or post suffix.
+_VERSION = re.compile(r"([0-9]+)\.([0-9]+)(?:\.([0-9]+))?((?:rc|\.post|post)[0-9]+)?", re.ASCII)
+
+
+def parse_version(name: str, text: str) -> tuple[int, int, int] | None:
+    """(major, minor, patch) of a numbered version, None if ``text`` is not one.
+
+    >>> parse_version("vllm", "0.24.0"), parse_version("sglang", "0.5"), parse_version("vllm", "latest")
+    ((0, 24, 0), (0, 5, 0), None)
+    """
+    m = _VERSION.fullmatch(text)
+    if m is None:
+        return None
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
 
 ENGINE_NAMES = ("vllm", "sglang", "trtllm", "none")
 #: The preset each bare name means (the current release).
@@ -301,7 +330,10 @@ DEFAULT_ENGINE = "vllm"
 
 
 def _known(name: str) -> str:
-    ranges = [f"{a[0]}.{a[1]}-{b[0]}.{b[1]}" for a, b, _ in _RANGES[name]]
+    def show(v):
+        return f"{v[0]}.{v[1]}" + (f".{v[2]}" if v[2] not in (0, 99) else "")
+
+    ranges = [f"{show(a)}-{show(b)}" for a, b, _ in _RANGES[name]]
     return ", ".join(ranges + ["latest"] + [alias for (n, alias) in _ALIASES if n == name])
 
 
@@ -309,15 +341,18 @@ def get_engine(spec: str) -> EnginePreset:
     """A preset by ``name`` (the current release) or ``name@version``.
 
     A numbered version maps to the preset covering it (``vllm@0.11`` is ``vllm@0.10``); a version no preset
-    covers is refused.
+    covers is refused, and so is an empty one.
 
-    >>> get_engine("vllm@0.11").key, get_engine("sglang").key
-    ('vllm@0.10', 'sglang@latest')
+    >>> get_engine("vllm@0.11").key, get_engine("sglang").key, get_engine("vllm@0.33.0").key
+    ('vllm@0.10', 'sglang@latest', 'vllm@latest')
     """
     text = str(spec).strip().lower()
-    name, _, version = text.partition("@")
+    name, at, version = text.partition("@")
     if name not in ENGINE_NAMES:
         raise ValueError(f"unknown engine {name!r}; choose {', '.join(ENGINE_NAMES)}, optionally with @version (vllm@0.10)")
+    if at and not version:
+        raise ValueError(f"--engine {spec!r} names no version after '@': give one ({name}@{DEFAULT_VERSIONS.get(name, 'latest')}) "
+                         "or the bare name for the current release")
     if not version:
         return ENGINES[name]
     if name == "none":
@@ -325,9 +360,8 @@ def get_engine(spec: str) -> EnginePreset:
     version = _ALIASES.get((name, version), version)
     if f"{name}@{version}" in PRESETS:
         return PRESETS[f"{name}@{version}"]
-    m = re.fullmatch(r"(\d+)\.(\d+)(?:\.[0-9a-z.]+)?", version)
-    if m:
-        number = (int(m.group(1)), int(m.group(2)))
+    number = parse_version(name, version)
+    if number is not None:
         for first, last, key in _RANGES[name]:
             if first <= number <= last:
                 return PRESETS[f"{name}@{key}"]

@@ -85,7 +85,7 @@ _NUMERIC = (
     "interconnect_latency_s",
     "max_devices",
 )
-_TEXT = ("name", "description", "notes")
+_TEXT = ("name", "description", "notes", "device")
 _MAPPINGS = ("sources", "calibration")
 
 
@@ -158,6 +158,9 @@ class HardwareProfile:
     interconnect_bytes_per_s: float | None = None
     interconnect_latency_s: float = 0.0
     max_devices: int = 1
+    #: The device of the kernel database this profile describes, where its name does not say it (a profile fitted
+    #: by calibrate-engine keeps its base's: ``h100-sxm``).
+    device: str | None = None
 
     def __post_init__(self) -> None:
         where = f"hardware profile {self.name!r}"

@@ -38,7 +38,8 @@ import numpy as np
 
 from .acceptance import alpha_from_acceptance_length, expected_tokens_per_position
 
-__all__ = ["AcceptanceMetrics", "acceptance_from_page", "acceptance_from_prometheus", "parse_prometheus", "read_metrics_file"]
+__all__ = ["AcceptanceMetrics", "acceptance_between", "acceptance_from_page", "acceptance_from_prometheus", "parse_prometheus",
+           "read_metrics_file"]
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)(\s+-?\d+)?\s*$")
 _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|$)')
@@ -344,3 +345,40 @@ def acceptance_from_page(path: str | Path, sglang_gamma: int | None = None, mode
     if m.alpha is None:
         raise ValueError(f"{name}: no per-position counters and a varying draft length: cannot infer acceptance")
     return Acceptance(alpha=float(m.alpha), source=f"{name}, vLLM mean acceptance length (no per-position counters)")
+
+def acceptance_between(before: str | Path | None, after: str | Path, model_name: str | None = None) -> AcceptanceMetrics:
+    """The counters of one benchmark run: a vLLM ``/metrics`` page saved after it less the page saved before it (the
+    counters run from the server's start).  A page before the first speculative step carries no counters: it counts
+    as zero.  SGLang pages hold a gauge, not counters: refused here (its client records ``accept_length`` itself).
+
+    >>> import pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> page = "vllm:spec_decode_num_drafts_total {}\\nvllm:spec_decode_num_draft_tokens_total {}\\nvllm:spec_decode_num_accepted_tokens_total {}\\n"
+    >>> _ = (d / "a.txt").write_text(page.format(100, 300, 150)); _ = (d / "b.txt").write_text(page.format(300, 900, 550))
+    >>> round(acceptance_between(d / "a.txt", d / "b.txt").mean_acceptance_length, 3)
+    3.0
+    """
+    name, text = _page(after)
+    if _is_sglang(text):
+        raise ValueError(f"{name}: an SGLang page holds the accept-length gauge, not counters: its client's accept_length "
+                         "(with --flush-cache) is the run's")
+    end = acceptance_from_prometheus(text, source=name, model_name=model_name)
+    start = None
+    if before is not None:
+        bname, btext = _page(before)
+        drafts = sum(v for key, _, v in parse_prometheus(btext, bname) if key.removesuffix("_total") == _PREFIX + "num_drafts")
+        if drafts > 0:  # a server that has not speculated yet shows its counters at 0, or none
+            start = acceptance_from_prometheus(btext, source=bname, model_name=model_name)
+    if start is None:
+        return end
+    where = f"{name} less {Path(before).name}"
+    if len(start.accepted_per_position) not in (0, len(end.accepted_per_position)):
+        raise ValueError(f"{where}: the pages hold {len(start.accepted_per_position)} and {len(end.accepted_per_position)} "
+                         "per-position counters: not one server")
+    diff = {k: getattr(end, k) - getattr(start, k) for k in ("drafts", "draft_tokens", "accepted_tokens")}
+    pos = tuple(e - b for e, b in zip(end.accepted_per_position, start.accepted_per_position or (0.0,) * len(end.accepted_per_position)))
+    if any(v < 0 for v in diff.values()) or any(v < 0 for v in pos):
+        raise ValueError(f"{where}: a counter went down between the pages: the server restarted, or the pages are swapped")
+    if diff["drafts"] <= 0:
+        raise ValueError(f"{where}: no speculative steps between the two pages")
+    return AcceptanceMetrics(diff["drafts"], diff["draft_tokens"], diff["accepted_tokens"], pos)

@@ -11,8 +11,11 @@ instance iteration by iteration, the way vLLM's continuous batching runs them:
   request that can never fit is reported, never dropped silently.
 * **Chunked prefill.**  Each iteration carries every running sequence's decode tokens and, in the
   token budget left (``max_batched_tokens``), prompt chunks of admitted requests, oldest first.  A
-  mixed iteration costs the decode round plus the marginal cost of the prefill tokens,
-  ``t(1, P, 0) - t(1, 1, 0)`` from the same step-time source (the weights are read once for both).
+  mixed iteration costs the decode round plus the marginal cost of each prompt's piece: extending that
+  prompt's prefill from the tokens done to the tokens done after it, with a prompt's prefill
+  ``t(1, P, 0) - t(1, 1, 0)`` from the same step-time source (the weights are read once for both;
+  :meth:`specsim.deployment.Deployment.prefill_s`), so that pieces of several prompts in one iteration
+  attend each to its own prompt, and a prompt costs its whole prefill once however it is cut.
   The iteration that finishes a prompt emits its first token (time to first token).
 * **Decode.**  Without speculation an iteration emits one token per running sequence and takes
   ``t_T(b, L)``.  With speculation it is a round: ``gamma t_D + t_V`` at the running batch ``b`` and
@@ -93,11 +96,10 @@ class StepTable:
         rounds = [dep.decode(b[:, None], grid[None, :]).total_s]
         rounds += [dep.round_time(b[:, None], grid[None, :], g).total_s for g in range(1, self.gamma_max + 1)]
         self.table = np.stack(rounds, axis=-1)  # (batch, context, gamma)
-        tokens = np.unique(np.round(np.geomspace(1, max(max_prefill_tokens, 2), 40)))
-        base = float(np.asarray(dep.gpu_pass(dep.target, 1, 1, 0).total_s))
+        tokens = np.unique(np.round(np.geomspace(1, max(max_prefill_tokens, max_context, 2), 40)))
         self.prefill_tokens = tokens
-        self.prefill_table = np.asarray(dep.gpu_pass(dep.target, 1, tokens, 0).total_s, dtype=float) - base
-        self.base_s = base
+        self.prefill_table = dep.prefill_s(tokens)
+        self.base_s = float(np.asarray(dep.gpu_pass(dep.target, 1, 1, 0).total_s))
 
     def round_s(self, batch: int, context: np.ndarray, gamma: int) -> np.ndarray:
         row = self.table[batch - 1, :, gamma]
@@ -297,17 +299,21 @@ class _Engine:
     def prefill_iteration(self, b: int, g: int) -> None:
         """One iteration: every running sequence's round and prompt chunks in the token budget left."""
         budget = max(self.limits.max_batched_tokens - b * (g + 1), 0)
-        chunk, completed = 0, []
+        table = self.table
+        chunk, completed, prefill_s = 0, [], 0.0
         for item in self.prefilling:
             take = min(item[1], budget - chunk)
+            # Each prompt's piece attends to its own earlier tokens only: it costs what extending that prompt's prefill
+            # from its tokens done so far costs, so a prompt prefilled in pieces costs its whole prefill once.
+            done = int(self.prompt[item[0]]) - item[1]
+            prefill_s += table.prefill_s(done + take) - table.prefill_s(done)
             item[1] -= take
             chunk += take
             if item[1] == 0:
                 completed.append(item[0])
             if chunk >= budget:
                 break
-        table = self.table
-        dt = table.prefill_s(chunk) + (float(table.round_s(b, self.ctx[self.running].mean(), g)) if b else table.base_s)
+        dt = prefill_s + (float(table.round_s(b, self.ctx[self.running].mean(), g)) if b else table.base_s)
         emitted = _emit(self.rng, self.cum, g, b, 1)[:, 0] if b else np.zeros(0)
         self.in_system += (b + len(self.prefilling) + len(self.waiting)) * dt
         self.batch_time[b] += dt

@@ -58,6 +58,7 @@ the attention and KV shapes of Llama-3.1-8B and Llama-3.2-1B.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -322,7 +323,9 @@ class ModelShape:
         >>> [(op.name, op.n, op.k, op.count) for op in get_model("llama-3.2-1b").ops() if op.is_matmul]
         [('qkv', 3072.0, 2048, 16), ('o', 2048, 2048.0, 16), ('gate_up', 16384.0, 2048, 16), ('down', 2048, 8192.0, 16), ('lm_head', 128256.0, 2048, 1)]
         """
-        tp = self.tp if tp is None else tp
+        return _ops(self, self.tp if tp is None else tp)
+
+    def _build_ops(self, tp: int) -> tuple[Op, ...]:
         d, H, layers = self.hidden_size, self.n_heads, self.n_layers
         out = self._attention_ops(tp)
         dense = layers - self.n_moe_layers
@@ -445,6 +448,9 @@ class ModelShape:
 
     def _rank_parts(self) -> dict[str, float]:
         """Per-rank parameters of each storage group: linear (weight dtype), one expert, one vocabulary matrix, norms."""
+        return _rank_parts(self)
+
+    def _count_rank_parts(self) -> dict[str, float]:
         tp = self.tp
         return {"linear": self._params(part="linear", tp=tp), "expert": self._params(part="expert", tp=tp, per_instance=True),
                 "head": self._params(("lm_head",), tp=tp), "norms": self._params(part="norms", tp=tp)}
@@ -617,3 +623,15 @@ def format_count(n: float) -> str:
         if abs(n) >= div:
             return f"{n / div:.3g}{suffix}"
     return f"{n:g}"
+
+
+# The weights of a shape depend only on its (frozen, hashable) fields: each list and count is built once per distinct
+# shape and kept (a sweep asks for them at every point of every pass).
+@functools.lru_cache(maxsize=512)
+def _ops(shape: ModelShape, tp: int) -> tuple[Op, ...]:
+    return shape._build_ops(tp)
+
+
+@functools.lru_cache(maxsize=512)
+def _rank_parts(shape: ModelShape) -> dict[str, float]:
+    return shape._count_rank_parts()

@@ -74,6 +74,8 @@ def test_bad_presets_and_names():
 
 @pytest.mark.parametrize("spec, key", [("vllm", "vllm@latest"), ("vllm@0.10", "vllm@0.10"), ("vllm@0.11", "vllm@0.10"),
                                        ("vllm@0.13.2", "vllm@0.10"), ("VLLM@0.14.0", "vllm@0.14"), ("vllm@0.19", "vllm@0.14"),
+                                       ("vllm@0.27.1", "vllm@0.14"), ("vllm@0.28.0", "vllm@latest"), ("vllm@0.33", "vllm@latest"),
+                                       ("sglang@0.5.10", "sglang@0.5"), ("sglang@0.5.11", "sglang@latest"),
                                        ("sglang", "sglang@latest"), ("sglang@0.4", "sglang@0.5"), ("sglang@0.5.3", "sglang@0.5"),
                                        ("sglang@spec-v2", "sglang@latest"), ("sglang@spec-v1", "sglang@0.5"),
                                        ("trtllm", "trtllm@latest"), ("none", "none")])
@@ -81,8 +83,9 @@ def test_versions_resolve_to_the_preset_covering_them(spec, key):
     assert get_engine(spec).key == key
 
 
-@pytest.mark.parametrize("spec, message", [("vllm@0.9", "no vllm preset for version '0.9'; known: 0.10-0.13, 0.14-0.19, latest"),
-                                           ("vllm@1.0", "no vllm preset for version '1.0'"), ("sglang@0.6", "no sglang preset"),
+@pytest.mark.parametrize("spec, message", [("vllm@0.9", "no vllm preset for version '0.9'; known: 0.10-0.13, 0.14-0.27, 0.28-0.33, latest"),
+                                           ("vllm@1.0", "no vllm preset for version '1.0'"), ("sglang@0.6", "no sglang preset"), ("vllm@0.34", "no vllm preset for version '0.34'"),
+                                           ("vllm@", "names no version after '@'"), ("vllm@٠.١٠", "no vllm preset"),
                                            ("vllm@abc", "no vllm preset for version 'abc'"), ("none@1", "has no versions"),
                                            ("trtllm@0.20", "known: latest")])
 def test_versions_no_preset_covers_are_refused_with_the_known_ones(spec, message):
@@ -211,7 +214,7 @@ def test_engine_errors_are_exact():
         get_engine("tgi")
     with pytest.raises(ValueError, match=r"^engine 'none' has no versions$"):
         get_engine("none@1")
-    with pytest.raises(ValueError, match=r"^no sglang preset for version '0.7'; known: 0.4-0.5, latest, spec-v2, spec-v1, 0.4$"):
+    with pytest.raises(ValueError, match=r"^no sglang preset for version '0.7'; known: 0.4-0.5.10, 0.5.11-0.5.23, latest, spec-v2, spec-v1, 0.4$"):
         get_engine("sglang@0.7")
     assert get_engine("vllm@0.13.0rc1").key == "vllm@0.10"  # a release candidate's suffix is read
 

@@ -519,9 +519,11 @@ def test_chunked_prefill_fills_each_iterations_token_budget_less_the_running_seq
     # budget of 2,048 - 2 holds: the round's tokens are counted whole.
     req = Requests(np.array([1500, 2595]), np.array([50, 5]), np.array([0.0, 0.0]))
     run = simulate(req, table, EngineLimits(64, max_batched_tokens=2048), 1.0, 1)
-    first = table.prefill_s(2048) + table.base_s  # A's 1,500 tokens and 548 of B's; nothing decodes yet
-    second = table.prefill_s(2046) + float(table.round_s(1, np.array([1501.0]), 1)[0])  # 2,048 - 1 x (1 + 1) for B
-    third = table.prefill_s(1) + float(table.round_s(1, np.array([1503.0]), 1)[0])  # B's last token; A read 2 more
+    # Each prompt's piece costs what extending that prompt's prefill costs: A's whole 1,500 and B's first 548 tokens...
+    first = table.prefill_s(1500) + table.prefill_s(548) + table.base_s  # nothing decodes yet
+    # ... then B from 548 to 548 + 2,046 tokens (2,048 - 1 x (1 + 1) of budget), then its last token.
+    second = table.prefill_s(2594) - table.prefill_s(548) + float(table.round_s(1, np.array([1501.0]), 1)[0])
+    third = table.prefill_s(2595) - table.prefill_s(2594) + float(table.round_s(1, np.array([1503.0]), 1)[0])  # A read 2 more
     assert run.first_token_s[0] == pytest.approx(first, rel=1e-12)
     assert run.first_token_s[1] == pytest.approx(first + second + third, rel=1e-12)
     assert table.prefill_s(2046) < table.prefill_s(2047)  # compute-bound: each token of budget shows in the time
@@ -532,7 +534,8 @@ def test_step_table_prices_one_prompt_token_at_nothing_beyond_a_one_token_pass()
     assert table.base_s == float(DEP.gpu_pass(DEP.target, 1, 1, 0).total_s)
     assert table.prefill_s(1) == 0.0 and table.prefill_s(0) == 0.0 and table.prefill_s(-3) == 0.0
     assert table.prefill_s(512) == pytest.approx(float(DEP.gpu_pass(DEP.target, 1, 512, 0).total_s) - table.base_s, rel=1e-12)
-    assert table.prefill_tokens[0] == 1.0 and table.prefill_tokens[-1] == 512.0 and table.table.shape == (4, 29, 2)
+    # The prefill table reaches the longest prompt (a piece may extend a prompt past the token budget): 1,024 here.
+    assert table.prefill_tokens[0] == 1.0 and table.prefill_tokens[-1] == 1024.0 and table.table.shape == (4, 29, 2)
 
 
 @pytest.mark.parametrize("concurrency, ok", [(1, True), (3, True), (0, False), (-2, False), (True, False), ("2", False)])

@@ -9,6 +9,7 @@ here.  No physics, default or threshold lives here: every number printed comes f
 ``deploy``   schedule, in each engine's form
 ``load``     serve-sim, serve-sweep
 ``measure``  measure, measure-loop, calibrate, compose-kernels (the timing harness and calibration)
+``engine``   bench-plan, calibrate-engine (your own engine's benchmarks)
 ``info``     toy, acceptance, hardware, models, reproduce, figures
 """
 
@@ -17,9 +18,10 @@ from __future__ import annotations
 from .deploy import run_schedule
 from .info import run_acceptance, run_figures, run_hardware, run_models, run_reproduce, run_toy
 from .load import run_serve_sim, run_serve_sweep
-from .measure import run_calibrate, run_calibrate_engine, run_compose_kernels, run_measure, run_measure_loop
+from .engine import run_bench_plan, run_calibrate_engine
+from .measure import run_calibrate, run_compose_kernels, run_measure, run_measure_loop
 from .model import run_alpha, run_capacity, run_compare, run_explain, run_optimal_gamma, run_speedup, run_steptime
 
-__all__ = ["run_acceptance", "run_alpha", "run_calibrate", "run_calibrate_engine", "run_capacity", "run_compare", "run_compose_kernels", "run_figures",
+__all__ = ["run_acceptance", "run_bench_plan", "run_alpha", "run_calibrate", "run_calibrate_engine", "run_capacity", "run_compare", "run_compose_kernels", "run_figures",
            "run_explain", "run_hardware", "run_measure", "run_measure_loop", "run_models", "run_optimal_gamma", "run_reproduce", "run_schedule",
            "run_serve_sim", "run_serve_sweep", "run_speedup", "run_steptime", "run_toy"]

@@ -7,7 +7,7 @@ import dataclasses
 
 from ..defaults import DEFAULT_DRAFT
 
-__all__ = ["deployment", "harness", "model_options", "resolve_acceptance"]
+__all__ = ["calibration", "deployment", "harness", "model_options", "resolve_acceptance"]
 
 
 def resolve_acceptance(args: argparse.Namespace):
@@ -26,8 +26,62 @@ def resolve_acceptance(args: argparse.Namespace):
     elif args.alpha is not None:
         return args.alpha, f"alpha {args.alpha:g}"
     else:
-        return default_acceptance(_drafter_kind(getattr(args, "draft", None)))
+        cal = calibration(args)
+        draft = getattr(args, "draft", None)
+        if cal is not None and cal.acceptance is not None and draft in (None, cal.drafter):
+            return cal.acceptance, cal.acceptance_label
+        kind = _drafter_kind(draft if draft is not None or cal is None else cal.drafter)
+        acc, label = default_acceptance(kind)
+        if cal is not None:
+            label += (f"; {cal.name} measured no acceptance on real prompts (its runs were pinned)" if cal.acceptance is None
+                      else f"; {cal.name}'s acceptance is of {cal.drafter}, not --draft {draft}")
+        return acc, label
     return acc, acc.describe()
+
+
+def calibration(args: argparse.Namespace):
+    """The --calibration file, read once per command (None without one)."""
+    path = getattr(args, "calibration", None)
+    if path is None:
+        return None
+    cached = getattr(args, "_calibration", None)
+    if cached is None:
+        from ..calibration.file import read_calibration
+
+        cached = read_calibration(path)
+        args._calibration = cached
+    return cached
+
+
+def _calibrated(args: argparse.Namespace, cal) -> dict:
+    """Deployment.build arguments from a calibration, refusing flags that name another deployment."""
+    from ..engines import get_engine
+    from ..models import get_model
+
+    def differs(flag: str, given, theirs) -> None:
+        raise ValueError(f"--{flag} {given} but {cal.name} calibrates {theirs}: a fit of one deployment says nothing of "
+                         f"another (drop --{flag}, or calibrate that deployment)")
+
+    hardware = getattr(args, "hardware", None)
+    if hardware is not None and hardware not in (cal.base_hardware, cal.profile.name):
+        from ..hardware import load_hardware
+
+        if load_hardware(hardware).name != cal.base_hardware:
+            differs("hardware", hardware, cal.base_hardware)
+    target = getattr(args, "target", None) or getattr(args, "model", None)
+    if target is not None and target != cal.target and get_model(target).name != cal.target_name:
+        differs("target", target, cal.target_name)
+    if getattr(args, "tp", None) is not None and args.tp != cal.tp:
+        differs("tp", args.tp, f"tensor parallelism {cal.tp}")
+    timing = getattr(args, "timing", None)
+    if timing is not None and timing != cal.timing:
+        differs("timing", timing, f"the {cal.timing} step-time source")
+    engine = getattr(args, "engine", None)
+    if engine is not None and get_engine(engine).key != get_engine(cal.engine).key:
+        differs("engine", engine, cal.engine)
+    if getattr(args, "engine_overhead_ms", None) is not None:
+        raise ValueError(f"--engine-overhead-ms replaces the time per iteration {cal.name} fitted: drop one of them")
+    return {"hardware": cal.profile, "target": cal.target, "tp": cal.tp, "timing": cal.timing, "engine": cal.engine}
 
 
 def _drafter_kind(draft: str | None) -> str:
@@ -54,14 +108,34 @@ def deployment(args: argparse.Namespace, *, draft: bool = True):
     from ..engines import get_engine
     from ..report import progress
 
+    from ..defaults import DEFAULT_DRAFT
+    from ..engines import DEFAULT_ENGINE
+
     ngram = getattr(args, "ngram_cpu_ns", None)
+    cal = calibration(args)
+    hardware, target = args.hardware, getattr(args, "target", None) or getattr(args, "model", None)
+    timing, engine_name, tp = args.timing, args.engine, getattr(args, "tp", None)
+    drafter = getattr(args, "draft", None)
+    target_options = model_options(args)
     draft_options = model_options(args, "draft_") if draft else None
-    if draft and "tp" not in draft_options and get_engine(args.engine).draft_shares_tp and (args.tp or 1) > 1:
-        draft_options["tp"] = args.tp  # the engine's draft worker shares the target's tensor-parallel group
-    dep = Deployment.build(args.hardware, getattr(args, "target", None) or getattr(args, "model", None),
-                           getattr(args, "draft", None), args.timing, args.engine, args.engine_overhead_ms,
-                           target_options=model_options(args), draft_options=draft_options,
+    if cal is not None:
+        fixed = _calibrated(args, cal)
+        hardware, target, timing, engine_name, tp = fixed["hardware"], fixed["target"], fixed["timing"], fixed["engine"], fixed["tp"]
+        target_options["tp"] = tp
+        if draft and drafter is None:
+            drafter = cal.drafter or DEFAULT_DRAFT
+            if cal.draft_tp is not None and "tp" not in draft_options:
+                draft_options["tp"] = cal.draft_tp
+    engine_name = DEFAULT_ENGINE if engine_name is None else engine_name
+    if draft and "tp" not in draft_options and get_engine(engine_name).draft_shares_tp and (tp or 1) > 1:
+        draft_options["tp"] = tp  # the engine's draft worker shares the target's tensor-parallel group
+    dep = Deployment.build(hardware, target, drafter, timing, engine_name, getattr(args, "engine_overhead_ms", None),
+                           target_options=target_options, draft_options=draft_options,
                            ngram_cpu_s_per_token=None if ngram is None else ngram * 1e-9, progress=progress, decode_only=not draft)
+    if cal is not None:
+        from ..calibration.file import apply_to_engine
+
+        dep = dataclasses.replace(dep, engine=apply_to_engine(cal, dep.engine))
     overlap = getattr(args, "engine_overlap", None)
     engine = dep.engine.with_spec(getattr(args, "engine_round_ms", None), getattr(args, "engine_step_ms", None),
                                   getattr(args, "engine_seq_us", None), None if overlap is None else overlap == "on",

@@ -152,7 +152,7 @@ def database_version() -> str:
 
 def device_folder(hardware: HardwareProfile) -> str:
     """The database's folder for a profile (calibrated ``*-vllm`` profiles map to their device)."""
-    name = re.sub(r"-vllm$", "", hardware.name)
+    name = hardware.device or re.sub(r"-vllm$", "", hardware.name)
     if name not in DEVICE_FOLDERS:
         raise KernelDataError(f"the kernel database has no device {hardware.name!r}; it has {', '.join(DEVICE_FOLDERS)}")
     return DEVICE_FOLDERS[name]

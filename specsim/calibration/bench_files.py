@@ -12,6 +12,9 @@ Three tools, their formats taken from their source:
     ``max_concurrency``, ``request_rate``, ``completed``, ``duration``, ``total_input_tokens``,
     ``total_output_tokens``, ``mean_tpot_ms`` and ``accept_length`` (the server's
     ``avg_spec_accept_length``, null without speculation) (SGLang's ``python/sglang/bench_serving.py``).
+``python -m tensorrt_llm.serve.scripts.benchmark_serving --save-result``  vLLM's keys, and per run the summary of
+    each request's ``avg_decoded_tokens_per_iter`` (``tensorrt_llm/serve/scripts/benchmark_serving.py``): its mean is the
+    acceptance length of a speculative run.
 ``guidellm benchmark --output-path *.json``  a report of several benchmarks; schema version 1 (GuideLLM 0.6)
     and 2 (0.7): ``benchmarks[].config.strategy`` (``type_``, ``streams`` or ``rate``) and, of the successful
     requests, the means of ``metrics.time_per_output_token_ms``, ``request_latency``, ``request_concurrency``,
@@ -32,19 +35,23 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from .limits import MAX_JSON_BYTES, loads_json
-from .workloads import mean_context_tokens
+from ..limits import MAX_JSON_BYTES, loads_json
+from ..workloads import mean_context_tokens
 
 __all__ = ["TOOLS", "BenchRun", "read_bench_file"]
 
 #: The tools and versions read, as outputs name them.
 TOOLS = {
     "vllm": "vllm bench serve --save-result JSON (vLLM 0.10 and later; benchmark_serving.py before it)",
+    "trtllm": "TensorRT-LLM benchmark_serving --save-result JSON (vLLM's keys and avg_decoded_tokens_per_iter)",
     "sglang": "sglang.bench_serving --output-file JSON lines (SGLang 0.4 and later)",
     "guidellm": "GuideLLM benchmark report, schema version 1 (0.6) or 2 (0.7 and later)",
 }
 #: Most runs read from one file (a sweep of concurrencies is tens).
 MAX_RUNS_PER_FILE = 1000
+#: Requests in flight (or sequences decoding) past the configured concurrency by more than this factor cannot have been
+#: measured in one run (Little's law; the slack covers means of unequal requests).
+LITTLE_SLACK = 1.25
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,17 @@ class BenchRun:
     prompt_tokens: float  # means per request
     output_tokens: float
     accept_length: float | None  # tokens per verification pass, where the tool read it
+    rate_per_s: float = 0.0  # requests finished per second (completed / duration; GuideLLM: concurrency / latency)
+    concurrency: int | None = None  # the configured concurrency, where the load is one
+    server: str | None = None  # the engine the tool says it benchmarked, where it names one
+
+    @property
+    def others_rate_per_s(self) -> float:
+        """The rate at which other requests arrive while one decodes: all of them in an open loop (Poisson arrivals
+        see the time averages), the other ``c - 1`` users' share in a closed loop of ``c`` (a request's own successor
+        arrives after it ends)."""
+        c = self.concurrency
+        return self.rate_per_s * (c - 1) / c if c else self.rate_per_s
 
     @property
     def where(self) -> str:
@@ -98,6 +116,26 @@ def _load(where: str, record: dict) -> str:
     return f"rate {_number(where, record, 'request_rate'):g}/s"
 
 
+def _concurrency(load: str) -> int | None:
+    kind, _, value = load.partition(" ")
+    return int(value) if kind == "concurrency" else None
+
+
+#: The client backends of vllm bench serve and sglang.bench_serving that name the engine behind them (an OpenAI-style
+#: backend such as ``openai-chat`` names none).
+_SERVERS = {"vllm": "vllm", "sglang": "sglang", "sglang-oai": "sglang", "sglang-native": "sglang", "tensorrt-llm": "trtllm",
+            "trt": "trtllm", "tgi": "tgi", "lmdeploy": "lmdeploy", "deepspeed-mii": "deepspeed-mii", "scalellm": "scalellm"}
+
+
+def _server(where: str, record: dict) -> str | None:
+    backend = record.get("backend")
+    if backend is None:
+        return None
+    if not isinstance(backend, str):
+        raise ValueError(f"{where}: backend must be a string, got {backend!r}")
+    return _SERVERS.get(backend.strip().lower())
+
+
 def _little(where: str, completed: float, duration: float, tpot_s: float, output: float) -> float:
     if output < 2:
         raise ValueError(f"{where}: a mean of {output:g} output tokens per request leaves no decode steps to time "
@@ -114,15 +152,27 @@ def _serve_run(path: Path, index: int, record: object, tool: str) -> BenchRun:
     tpot_s = _number(where, record, "mean_tpot_ms") / 1e3
     prompt = _number(where, record, "total_input_tokens", positive=False) / completed
     output = _number(where, record, "total_output_tokens") / completed
-    key = "spec_decode_acceptance_length" if tool == "vllm" else "accept_length"
-    al = _number(where, record, key, optional=True)
+    if tool == "trtllm":
+        # Tokens per iteration of each request (its avg_decoded_tokens_per_iter), summarised over the run: the
+        # acceptance length where the server speculated, 1 where it did not.
+        key = "avg_decoded_tokens_per_iter"
+        summary = record.get(key)
+        if not isinstance(summary, dict):
+            raise ValueError(f"{where}: {key} must be an object with a mean, got {summary!r}")
+        al = _number(f"{where}: {key}", summary, "mean")
+        al = None if al == 1.0 else al
+    else:
+        key = "spec_decode_acceptance_length" if tool == "vllm" else "accept_length"
+        al = _number(where, record, key, optional=True)
     if al is not None and al < 1:
         raise ValueError(f"{where}: {key} must be at least 1 (tokens per verification pass), got {al:g}")
     model = record.get("model_id")  # vLLM names it; SGLang's result does not
     if model is not None and not isinstance(model, str):
         raise ValueError(f"{where}: model_id must be a string, got {model!r}")
-    return BenchRun(str(path), index, tool, model, _load(where, record), int(completed), tpot_s,
-                    _little(where, completed, duration, tpot_s, output), prompt, output, al)
+    load = _load(where, record)
+    return BenchRun(str(path), index, tool, model, load, int(completed), tpot_s,
+                    _little(where, completed, duration, tpot_s, output), prompt, output, al, completed / duration,
+                    _concurrency(load), _server(where, record))
 
 
 def _mean(where: str, metrics: dict, key: str) -> float:
@@ -152,7 +202,10 @@ def _guidellm_runs(path: Path, report: dict) -> list[BenchRun]:
             raise ValueError(f"{where}: config.strategy is missing")
         kind = strategy.get("type_")
         if kind == "concurrent":
-            load = f"concurrency {int(_number(where, strategy, 'streams'))}"
+            streams = _number(where, strategy, "streams")
+            if streams != int(streams):
+                raise ValueError(f"{where}: config.strategy.streams must be a whole number of streams, got {strategy['streams']!r}")
+            load = f"concurrency {int(streams)}"
         elif kind == "synchronous":
             load = "concurrency 1"
         elif kind in ("constant", "poisson"):
@@ -177,14 +230,21 @@ def _guidellm_runs(path: Path, report: dict) -> list[BenchRun]:
             raise ValueError(f"{where}: a mean of {output:g} output tokens per request leaves no decode steps to time")
         backend = (bench.get("config") or {}).get("backend")
         model = backend.get("model") if isinstance(backend, dict) and isinstance(backend.get("model"), str) else None
+        if concurrency <= 0:
+            raise ValueError(f"{where}: metrics.request_concurrency.successful.mean must be positive, got {concurrency:g}")
+        streams = _concurrency(load)
+        if streams is not None and concurrency > LITTLE_SLACK * streams:
+            raise ValueError(f"{where}: a mean of {concurrency:g} requests in flight at {streams} stream(s) is more than the "
+                             "load lets in: these fields are not of one run")
         batch = max(1.0, concurrency * tpot_s * (output - 1) / latency)
-        runs.append(BenchRun(str(path), index, "guidellm", model, load, completed, tpot_s, batch, prompt, output, None))
+        runs.append(BenchRun(str(path), index, "guidellm", model, load, completed, tpot_s, batch, prompt, output, None,
+                             concurrency / latency, streams))
     return runs
 
 
 def _records(path: Path) -> list:
     """The file's JSON: one document, or JSON lines (vLLM's --append-result, SGLang's --output-file)."""
-    from ._io import read_text
+    from .._io import read_text
 
     size = path.stat().st_size
     if size > MAX_JSON_BYTES:
@@ -207,6 +267,8 @@ def _records(path: Path) -> list:
 def _tool_of(path: Path, record: dict) -> str:
     if "benchmarks" in record and "metadata" in record:
         return "guidellm"
+    if "avg_decoded_tokens_per_iter" in record:
+        return "trtllm"
     if "total_output_tokens_retokenized" in record or ("accept_length" in record and "spec_decode_acceptance_length" not in record):
         return "sglang"
     if "backend" in record and ("endpoint_type" in record or "model_id" in record or "spec_decode_acceptance_length" in record):

@@ -1,0 +1,95 @@
+"""Check every flag and config key that `specsim bench-plan` writes against the engines' released source.
+
+Reads released wheels (zip files: the tags' code; nothing is installed or run) and reports, per engine version, whether
+each name the plan writers use is defined there: a literal ``"--flag"`` argument, a config dataclass field
+(``name:``, for flags argparse builds from fields: vLLM's FrontendArgs, SGLang's arg groups from 0.5.14), or a
+``SpeculativeConfig`` key.  Writes the names found to ``tests/data/engine_flags.yaml``, which the test suite holds the
+plans against (tests/test_bench_plan.py).  TensorRT-LLM publishes no wheel on PyPI: its names are listed by hand in
+that file with the commits they were read at.
+
+    python scripts/check_engine_flags.py FOLDER [FOLDER ...]   # searched for vllm-*.whl, sglang-*.whl, unpacked sglang-X/
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import zipfile
+from pathlib import Path
+
+import yaml
+
+#: What the plan writers use, per engine: command-line flags, and keys of vLLM's --speculative-config.
+VLLM_FLAGS = ["--port", "--tensor-parallel-size", "--max-num-seqs", "--enable-prefix-caching", "--speculative-config",
+              "--backend", "--base-url", "--model", "--num-prompts", "--max-concurrency", "--request-rate", "--ignore-eos",
+              "--save-result", "--result-dir", "--result-filename", "--dataset-name", "--random-input-len",
+              "--random-output-len", "--random-range-ratio", "--dataset-path", "--custom-output-len"]
+VLLM_KEYS = ["method", "model", "num_speculative_tokens", "draft_tensor_parallel_size", "prompt_lookup_min",
+             "prompt_lookup_max", "rejection_sample_method", "synthetic_acceptance_length"]
+SGLANG_FLAGS = ["--model-path", "--port", "--tp-size", "--max-running-requests", "--enable-metrics", "--disable-radix-cache",
+                "--speculative-algorithm", "--speculative-draft-model-path", "--speculative-num-steps",
+                "--speculative-eagle-topk", "--speculative-num-draft-tokens",
+                "--backend", "--base-url", "--num-prompts", "--max-concurrency", "--request-rate", "--flush-cache",
+                "--output-file", "--dataset-name", "--dataset-path", "--sharegpt-output-len", "--random-input-len",
+                "--random-output-len", "--random-range-ratio"]
+SGLANG_ENV = ["SIMULATE_ACC_LEN", "SIMULATE_ACC_METHOD", "SGLANG_SIMULATE_ACC_LEN", "SGLANG_SIMULATE_ACC_METHOD"]
+
+
+def _sources(wheel: Path, prefix: str) -> str:
+    """The text of the wheel's (or unpacked wheel folder's) .py files under ``prefix`` (a folder, or one file)."""
+    if wheel.is_dir():
+        target = wheel / prefix.rstrip("/")
+        files = [target] if target.is_file() else sorted(target.rglob("*.py")) if target.is_dir() else []
+        return "\n".join(p.read_text("utf-8", "replace") for p in files)
+    with zipfile.ZipFile(wheel) as z:
+        return "\n".join(z.read(n).decode("utf-8", "replace") for n in z.namelist() if n.startswith(prefix) and n.endswith(".py"))
+
+
+def _version_key(name: str) -> list[int]:
+    return [int(x) for x in re.findall(r"\d+", name.split("-")[1])]
+
+
+def _has_flag(text: str, flag: str) -> bool:
+    field = flag[2:].replace("-", "_")
+    return f'"{flag}"' in text or re.search(rf"^\s+{field}\s*:", text, re.M) is not None
+
+
+def vllm(wheel: Path) -> dict:
+    text = _sources(wheel, "vllm/")
+    spec = _sources(wheel, "vllm/config/speculative.py") or text
+    return {"flags": [f for f in VLLM_FLAGS if _has_flag(text, f)],
+            "speculative_config": [k for k in VLLM_KEYS if re.search(rf"^\s+{k}\s*:", spec, re.M)],
+            "synthetic": '"synthetic"' in spec}
+
+
+def sglang(wheel: Path) -> dict:
+    text = _sources(wheel, "sglang/")
+    return {"flags": [f for f in SGLANG_FLAGS if _has_flag(text, f)],
+            "env": [e for e in SGLANG_ENV if re.search(rf"(?<![A-Z_]){e}(?![A-Z_])", text)],
+            "match_expected": '"match-expected"' in text}
+
+
+def main(*roots: str) -> None:
+    out: dict = {"vllm": {}, "sglang": {}}
+    wheels = [w for r in roots for w in Path(r).glob("**/*") if w.name.startswith(("vllm-", "sglang-"))
+              and (w.suffix == ".whl" or (w.is_dir() and (w / w.name.split("-")[0]).is_dir()))]
+    for wheel in sorted(wheels, key=lambda w: (w.name.split("-")[0], _version_key(w.name))):
+        engine, version = wheel.name.split("-")[:2]
+        if version in out[engine]:
+            continue
+        out[engine][version] = found = (vllm if engine == "vllm" else sglang)(wheel)
+        wanted = VLLM_FLAGS if engine == "vllm" else SGLANG_FLAGS
+        print(f"{engine} {version}: flags missing {sorted(set(wanted) - set(found['flags']))}; "
+              + (f"speculative-config keys missing {sorted(set(VLLM_KEYS) - set(found['speculative_config']))}"
+                 if engine == "vllm" else f"environment {found['env']}, match-expected {found['match_expected']}"))
+    path = Path("tests/data/engine_flags.yaml")
+    old = yaml.safe_load(path.read_text()) if path.exists() else {}
+    out["trtllm"] = old.get("trtllm", {})
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("# Written by scripts/check_engine_flags.py from released wheels (vLLM, SGLang); TensorRT-LLM by hand.\n"
+                    + yaml.safe_dump(out, sort_keys=False, width=110, default_flow_style=None))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

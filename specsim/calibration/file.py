@@ -1,0 +1,165 @@
+"""One file for a fit to the user's engine: what ``calibrate-engine --out`` writes and ``--calibration`` reads.
+
+A calibration holds everything a prediction needs to be the fitted one: the profile with its fitted efficiency (the
+whole profile, so that no other file is needed), the target, tensor parallelism and drafter that were benchmarked,
+the step-time source, the engine preset and version with the fitted time per iteration and round terms, the
+acceptance measured on the user's own prompts (or fitted, with its interval) where the runs had real acceptance, and
+where each value came from: fitted (with its 95% interval), held at the preset (and why), the runs and their SHA-256.
+
+Every command that predicts takes ``--calibration FILE``.  The deployment it describes is then the calibrated one:
+a ``--hardware`` or ``--target`` other than the calibrated one is refused (a fit of one GPU and model says nothing of
+another), and so are ``--timing``, ``--engine`` and ``--tp`` that differ; the engine's round-term flags still override
+single terms, named as the user's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["SCHEMA", "Calibration", "read_calibration", "calibration_mapping"]
+
+SCHEMA = 1
+_KEYS = ("specsim_calibration", "date", "profile", "base_hardware", "target", "target_name", "tp", "drafter", "draft_tp",
+         "timing", "engine", "iteration_s", "round_terms", "terms", "runs", "errors")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A calibration file, read and checked."""
+
+    path: str
+    profile: object  # HardwareProfile with the fitted efficiencies
+    base_hardware: str
+    target: str
+    target_name: str
+    tp: int
+    drafter: str | None
+    draft_tp: int | None
+    timing: str
+    engine: str
+    iteration_s: float
+    round_terms: dict  # SpecHost field -> seconds
+    acceptance: object | None  # Acceptance measured on real runs, or None
+    acceptance_label: str | None
+    record: dict
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).name
+
+    def brief(self) -> str:
+        return f"calibration {self.name} (fitted {self.record.get('date', '?')} to {len(self.record.get('runs', []))} runs)"
+
+
+def calibration_mapping(fit, dep, target_spec: str, drafter_spec: str | None, timing: str, files: list[str],
+                        acceptance=None, acceptance_label: str | None = None) -> dict:
+    """The calibration file's content: the fit of :func:`specsim.engine_calibrate.fit_engine` on ``dep``."""
+    import datetime
+    import hashlib
+
+    from ..engines import TERMS
+    from ..hardware import profile_to_mapping
+
+    hw = fit.deployment.hardware
+    # The fitted profile keeps its base's kernel-database device, so that the hybrid and kernel sources still find it.
+    device = dep.hardware.device or dep.hardware.name.removesuffix("-vllm")
+    profile = profile_to_mapping(dataclasses.replace(hw, name=f"{dep.hardware.name}-{dep.engine.name}-fitted", device=device,
+                                                     calibration=None, description=f"{hw.description} - fitted by calibrate-engine"))
+    terms = {name: _clean(t.to_dict()) for name, t in fit.terms.items()}
+    record = {
+        "specsim_calibration": SCHEMA,
+        "fitted_by": "specsim calibrate-engine",
+        "date": datetime.date.today().isoformat(),
+        "profile": profile,
+        "base_hardware": dep.hardware.name,
+        "target": target_spec,
+        "target_name": dep.target.name,
+        "tp": dep.target.tp,
+        "drafter": drafter_spec,
+        "draft_tp": dep.draft.tp if dep.draft is not None else None,
+        "timing": timing,
+        "engine": dep.engine.key,
+        "iteration_s": float(fit.iteration_s),
+        "round_terms": {t: float(getattr(fit.host, t)) for t in TERMS},
+        "terms": terms,
+        "acceptance": None,
+        "runs": [{"file": c.run.where, "kind": c.kind, "load": c.run.load, "tpot_s": c.run.tpot_s,
+                  "decode_batch": c.run.decode_batch, "context": c.run.context, "steps": c.setup.steps if c.setup else None,
+                  "fitted_tpot_s": float(p), "fitted_step_s": float(s), "prefill_share": float(r)}
+                 for c, p, s, r in zip(fit.runs, fit.predicted, fit.step, fit.prefill_share)],
+        "files": [{"path": f, "sha256": hashlib.sha256(Path(f).read_bytes()).hexdigest()} for f in files],
+        "errors": {which: {kind or "all": _none_if_nan(fit.error(which, kind)) for kind in (None, "plain", "spec")}
+                   for which in ("held_out", "held_out_sweep", "predicted", "preset")},
+        "warnings": list(fit.warnings),
+    }
+    if acceptance is not None:
+        record["acceptance"] = ({"alpha": acceptance.alpha} if acceptance.alpha is not None
+                                else {"cumulative": list(acceptance.cumulative)}) | {"source": acceptance_label}
+    return record
+
+
+def _none_if_nan(x: float):
+    return None if x != x else float(x)
+
+
+def _clean(d: dict) -> dict:
+    return {k: (float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v) for k, v in d.items()}
+
+
+def read_calibration(path: str | Path) -> Calibration:
+    """A calibration file, every key checked; refused in one line naming the key where it is not one."""
+    from ..acceptance import Acceptance
+    from ..engines import TERMS, get_engine
+    from ..hardware import profile_from_mapping
+    from ..limits import load_yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"calibration file {str(p)!r} does not exist or is not a file")
+    data = load_yaml(p, "calibration file")
+    where = p.name
+    if not isinstance(data, dict) or data.get("specsim_calibration") != SCHEMA:
+        raise ValueError(f"{where}: not a specsim calibration (specsim_calibration: {SCHEMA}; calibrate-engine --out writes one)")
+    for key in _KEYS:
+        if key not in data:
+            raise ValueError(f"{where}: the key {key!r} is missing")
+    profile = profile_from_mapping(data["profile"], f"{where}: profile")
+    for key in ("target", "target_name", "timing", "engine", "base_hardware"):
+        if not isinstance(data[key], str) or not data[key]:
+            raise ValueError(f"{where}: {key} must be a non-empty string, got {data[key]!r}")
+    get_engine(data["engine"])
+    tp = data["tp"]
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+        raise ValueError(f"{where}: tp must be a whole number >= 1, got {tp!r}")
+    terms = data["round_terms"]
+    if not isinstance(terms, dict) or set(terms) != set(TERMS):
+        raise ValueError(f"{where}: round_terms must hold {', '.join(TERMS)}")
+    for key, value in list(terms.items()) + [("iteration_s", data["iteration_s"])]:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise ValueError(f"{where}: {key} must be a time in [0, 1] seconds, got {value!r}")
+    acc, label = None, None
+    raw = data.get("acceptance")
+    if raw is not None:
+        if not isinstance(raw, dict):
+            raise ValueError(f"{where}: acceptance must be a mapping with alpha or cumulative")
+        label = f"acceptance from {where}: {raw.get('source') or 'calibrate-engine'}"
+        try:
+            acc = Acceptance(alpha=raw.get("alpha"), cumulative=tuple(raw.get("cumulative") or ()), source=label)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{where}: acceptance: {err}") from None
+    draft_tp = data.get("draft_tp")
+    return Calibration(str(p), profile, data["base_hardware"], data["target"], data["target_name"], tp, data.get("drafter"),
+                       draft_tp, data["timing"], data["engine"], float(data["iteration_s"]),
+                       {k: float(v) for k, v in terms.items()}, acc, label, data)
+
+
+def apply_to_engine(cal: Calibration, preset):
+    """The preset with the calibration's time per iteration and round terms (its overlap rule is the version's)."""
+    from ..engines import SpecHost
+
+    host = SpecHost(**cal.round_terms)
+    engine = preset.with_iteration_ms(cal.iteration_s * 1e3)
+    return dataclasses.replace(engine, basis=f"fitted by calibrate-engine ({cal.name})", spec=host, kernel_spec=host,
+                               spec_basis=f"fitted by calibrate-engine ({cal.name})", calibration=cal.name)

@@ -1,0 +1,665 @@
+"""A benchmark plan for the user's own engine: the runs that let ``calibrate-engine`` separate every term it fits.
+
+specsim fits, from an engine's own benchmark runs (:mod:`specsim.engine_calibrate`), the profile's efficiency, the
+engine's time per iteration, the host terms of a speculative round (per round, per draft step, per sequence, per
+sequence and step) and the acceptance.  Which of them a set of runs can tell apart is a matter of design:
+
+* plain and speculative runs at the same loads (a speculative run is judged against its plain twin);
+* a concurrency grid, whose decode batches spread far more than 1.5x (per-sequence terms, the efficiency);
+* two input lengths (the KV-cache reads, the prefill share of each iteration);
+* two numbers of draft steps (per-draft-step terms against per-round ones);
+* acceptance pinned at known lengths by the engine's own synthetic acceptance, so that a round's cost is measured
+  without an unknown acceptance in it (vLLM ``rejection_sample_method: synthetic`` with
+  ``synthetic_acceptance_length``, vllm-project/vllm#40662; SGLang ``SGLANG_SIMULATE_ACC_LEN``; TensorRT-LLM
+  ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS``, documented together in SemiAnalysis InferenceX's
+  ``golden_al_distribution/README.md``);
+* one run with real acceptance on the user's own prompts, whose ``/metrics`` page is saved before and after, for the
+  acceptance rate and its per-position shape on the user's workload.
+
+:func:`design_plan` lays the runs out; each engine's writer (:data:`WRITERS`) turns them into the engine's own server
+and benchmark-client commands, with the flags of the version named (each read from that version's source, cited
+beside the code that writes it).  A version that lacks a knob is refused with the nearest design that works.  The
+script prints its estimated wall time (specsim's own prediction of every run) before it starts, and writes every
+result and a manifest (``plan.yaml``) where ``calibrate-engine --plan`` finds them.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from dataclasses import dataclass, field
+
+from ..engines import DEFAULT_VERSIONS, get_engine, parse_version
+
+__all__ = ["BenchPlan", "PlanRun", "WRITERS", "design_plan", "read_plan"]
+
+#: The schema of plan.yaml.
+PLAN_SCHEMA = 1
+DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32)
+DEFAULT_INPUT_TOKENS = (512, 2048)
+DEFAULT_OUTPUT_TOKENS = 256
+DEFAULT_STEPS = (2, 4)
+#: Prompts per run: this many per concurrent user, at least ``MIN_PROMPTS`` (a run's mean TPOT then averages over
+#: several generations of every user; the first few requests of a closed loop start together).
+PROMPTS_PER_USER = 8
+MIN_PROMPTS = 32
+#: Seconds a server takes to load a checkpoint, capture its graphs and answer /health: an assumption (minutes for an
+#: 8B model on one GPU), printed with every estimate.
+SERVER_START_S = 180.0
+#: Concurrency levels and runs one plan may hold.
+MAX_LOADS = 16
+MAX_RUNS = 400
+
+
+@dataclass(frozen=True)
+class PlanRun:
+    """One benchmark run: which server it needs, its load and lengths, and where its result goes."""
+
+    name: str
+    kind: str  # "plain" or "spec"
+    server: str  # the server configuration it runs against (a key of BenchPlan.servers)
+    concurrency: int
+    input_tokens: int | None  # None: the user's prompts
+    output_tokens: int
+    num_prompts: int
+    file: str  # the result, relative to the plan's folder
+    steps: int | None = None
+    pinned_accept_length: float | None = None
+    metrics_before: str | None = None
+    metrics_after: str | None = None
+    estimate_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Server:
+    """A server configuration: plain, or speculative at ``steps`` with acceptance pinned (or real)."""
+
+    key: str
+    steps: int | None = None
+    pinned_accept_length: float | None = None
+
+
+@dataclass(frozen=True)
+class BenchPlan:
+    """The whole plan: the deployment, its server configurations and runs, and what the writer needs."""
+
+    engine: str
+    version: str
+    preset: str
+    hardware: str
+    target: str
+    served_model: str
+    drafter: str
+    draft_checkpoint: str | None
+    tp: int
+    draft_tp: int
+    servers: dict
+    runs: list
+    prompts: str | None
+    port: int = 8000
+    notes: list = field(default_factory=list)
+
+    @property
+    def estimate_s(self) -> float:
+        return sum(r.estimate_s for r in self.runs) + SERVER_START_S * len({r.server for r in self.runs})
+
+    def to_dict(self) -> dict:
+        runs = []
+        for r in self.runs:
+            row = {"name": r.name, "kind": r.kind, "server": r.server, "concurrency": r.concurrency, "input_tokens": r.input_tokens,
+                   "output_tokens": r.output_tokens, "num_prompts": r.num_prompts, "file": r.file}
+            if r.kind == "spec":
+                row |= {"steps": r.steps, "pinned_accept_length": r.pinned_accept_length}
+            if r.metrics_before:
+                row |= {"metrics_before": r.metrics_before, "metrics_after": r.metrics_after}
+            row["estimate_s"] = round(r.estimate_s, 1)
+            runs.append(row)
+        return {"specsim_bench_plan": PLAN_SCHEMA, "engine": self.engine, "version": self.version, "preset": self.preset,
+                "hardware": self.hardware, "target": self.target, "served_model": self.served_model, "drafter": self.drafter,
+                "draft_checkpoint": self.draft_checkpoint, "tp": self.tp, "draft_tp": self.draft_tp, "prompts": self.prompts,
+                "port": self.port, "estimate_s": round(self.estimate_s, 1), "notes": list(self.notes), "runs": runs}
+
+
+# -- the engines' own commands ------------------------------------------------------------------------------------------
+class _Writer:
+    """What one engine needs: its server and client commands and how it pins acceptance, per version."""
+
+    name: str
+    #: The newest release whose source these commands were checked against (what ``@latest`` writes for).
+    newest: str
+    health = "/health"
+    metrics = "/metrics"
+
+    def check(self, version: tuple, drafter: str, pins: list[float | None], topk: int) -> list[str]:
+        """Refuse what this version cannot run; return notes on what it runs differently."""
+        raise NotImplementedError
+
+    def server(self, plan: BenchPlan, server: Server) -> tuple[dict, list[str], dict | None]:
+        """(environment, command, extra config files {name: text})."""
+        raise NotImplementedError
+
+    def client(self, plan: BenchPlan, run: PlanRun, url: str) -> list[str]:
+        raise NotImplementedError
+
+    def prompts_prep(self, plan: BenchPlan) -> list[str]:
+        """Shell lines that turn the user's prompts (JSONL, one {"prompt": ...} per line) into the client's format."""
+        return []
+
+
+def _version_text(v: tuple) -> str:
+    return f"{v[0]}.{v[1]}.{v[2]}"
+
+
+class _Vllm(_Writer):
+    """vLLM: ``vllm serve`` and ``vllm bench serve``.
+
+    Read from the released wheels (the tags' code): ``vllm/config/speculative.py`` (``SpeculativeConfig``: ``method``,
+    ``model``, ``num_speculative_tokens``, ``draft_tensor_parallel_size``, ``prompt_lookup_min``/``max``, and from
+    0.20.0 ``rejection_sample_method: synthetic`` with ``synthetic_acceptance_length`` in [1, k + 1], turned into the
+    per-position schedule [1, ..., 1, frac, 0, ...] by ``_acceptance_length_to_rates``; 0.19 had only a per-token
+    ``synthetic_acceptance_rate`` on Model Runner V2), ``vllm/engine/arg_utils.py`` (``--speculative-config`` JSON,
+    ``--tensor-parallel-size``, ``--max-num-seqs``, ``--enable-prefix-caching``/``--no-enable-prefix-caching``),
+    ``vllm/benchmarks/serve.py`` and ``vllm/benchmarks/datasets.py`` (``vllm bench serve`` from 0.10.0: ``--backend``,
+    ``--base-url``, ``--model``, ``--dataset-name random|custom``, ``--random-input-len``, ``--random-output-len``,
+    ``--random-range-ratio``, ``--custom-output-len``, ``--num-prompts``, ``--max-concurrency``, ``--request-rate``,
+    ``--ignore-eos``, ``--save-result``, ``--result-dir``, ``--result-filename``; ``spec_decode_acceptance_length``
+    in the result from 0.14.0).  ``draft_model`` is refused by vLLM before 0.15.0 (``arg_utils.py``).
+    """
+
+    name, newest = "vllm", "0.33.0"
+    _METHODS = {"draft_model": "draft_model", "eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram"}
+
+    def check(self, version, drafter, pins, topk):
+        if version < (0, 10, 0):
+            raise ValueError(f"vllm {_version_text(version)}: specsim writes plans for vLLM 0.10.0 and later, where "
+                             "`vllm bench serve` exists (vllm/entrypoints/cli/benchmark/serve.py)")
+        if topk > 1:
+            raise ValueError("vLLM drafts chains in these plans (top-k 1); a token tree is an SGLang or TensorRT-LLM plan")
+        if drafter == "draft_model" and version < (0, 15, 0):
+            raise ValueError(f"vllm {_version_text(version)} refuses method draft_model ('not supported yet', "
+                             "vllm/engine/arg_utils.py): use vllm 0.15.0 or later, or an EAGLE head")
+        if any(p is not None for p in pins) and version < (0, 20, 0):
+            raise ValueError(f"vllm {_version_text(version)} cannot pin acceptance at a length: synthetic_acceptance_length "
+                             "arrived in 0.20.0 (vllm-project/vllm#40662; 0.19 pins only a per-token rate on Model Runner V2); "
+                             "use vllm 0.20.0 or later, or --no-pin (real acceptance on --prompts at both step counts, "
+                             "its /metrics saved around each run)")
+        notes = []
+        if version < (0, 14, 0):
+            notes.append(f"vllm {_version_text(version)}'s client records no acceptance length (from 0.14.0): every "
+                         "speculative run saves /metrics before and after, and calibrate-engine reads the difference")
+        return notes
+
+    def _spec_config(self, plan, server):
+        kind = _drafter_kind(plan.drafter)
+        config = {"method": self._METHODS[kind], "num_speculative_tokens": server.steps}
+        if plan.draft_checkpoint:
+            config["model"] = plan.draft_checkpoint
+        if kind == "ngram":
+            config |= {"prompt_lookup_min": 2, "prompt_lookup_max": 4}
+        if kind == "draft_model" and plan.draft_tp != plan.tp:
+            config["draft_tensor_parallel_size"] = plan.draft_tp
+        if server.pinned_accept_length is not None:
+            config |= {"rejection_sample_method": "synthetic", "synthetic_acceptance_length": server.pinned_accept_length}
+        return config
+
+    def server(self, plan, server):
+        import json
+
+        cmd = ["vllm", "serve", plan.served_model, "--port", str(plan.port), "--tensor-parallel-size", str(plan.tp),
+               "--max-num-seqs", str(_max_concurrency(plan)), "--no-enable-prefix-caching"]
+        if server.steps is not None:
+            cmd += ["--speculative-config", json.dumps(self._spec_config(plan, server), separators=(",", ":"))]
+        return {}, cmd, None
+
+    def client(self, plan, run, url):
+        cmd = ["vllm", "bench", "serve", "--backend", "vllm", "--base-url", url, "--model", plan.served_model,
+               "--num-prompts", str(run.num_prompts), "--max-concurrency", str(run.concurrency), "--request-rate", "inf",
+               "--ignore-eos", "--save-result", "--result-dir", "results", "--result-filename", run.file.split("/", 1)[1]]
+        if run.input_tokens is None:
+            cmd += ["--dataset-name", "custom", "--dataset-path", "prompts.jsonl", "--custom-output-len", str(run.output_tokens)]
+        else:
+            cmd += ["--dataset-name", "random", "--random-input-len", str(run.input_tokens), "--random-output-len",
+                    str(run.output_tokens), "--random-range-ratio", "0"]
+        return cmd
+
+    def prompts_prep(self, plan):
+        return ['cp "$PROMPTS" prompts.jsonl   # vllm bench serve --dataset-name custom reads {"prompt": ...} lines']
+
+
+class _Sglang(_Writer):
+    """SGLang: ``python -m sglang.launch_server`` and ``python -m sglang.bench_serving``.
+
+    Read from the released wheels: ``python/sglang/srt/server_args.py`` up to 0.5.13 and
+    ``python/sglang/srt/arg_groups/fields/`` from 0.5.14 (``--model-path``, ``--tp-size``, ``--port``,
+    ``--max-running-requests`` (forced to 48 with speculation unless given), ``--enable-metrics``,
+    ``--disable-radix-cache``, ``--speculative-algorithm`` EAGLE / EAGLE3 (0.4.5) / NEXTN / STANDALONE (0.5.2) /
+    NGRAM (0.5.3), ``--speculative-draft-model-path``, ``--speculative-num-steps``, ``--speculative-eagle-topk``,
+    ``--speculative-num-draft-tokens``), ``python/sglang/srt/speculative/eagle_utils.py`` and ``srt/environ.py``
+    (simulated acceptance: ``SIMULATE_ACC_LEN`` from 0.4.5, ``SGLANG_SIMULATE_ACC_LEN`` from 0.5.3, the length with
+    the bonus token, drawn once per verification for the whole batch; ``SGLANG_SIMULATE_ACC_METHOD`` /
+    ``SIMULATE_ACC_METHOD`` ``match-expected`` from 0.4.8, the default only from 0.5.11), and
+    ``python/sglang/bench_serving.py`` (``--backend sglang``, ``--base-url``, ``--dataset-name random-ids|sharegpt``,
+    ``--dataset-path``, ``--sharegpt-output-len``, ``--random-input-len``, ``--random-output-len``,
+    ``--random-range-ratio 1.0`` (fixed lengths), ``--num-prompts``, ``--max-concurrency``, ``--request-rate``,
+    ``--flush-cache`` (so that ``accept_length``, a running total since the last flush, is the run's),
+    ``--output-file``; EOS is ignored by default).
+    """
+
+    name, newest = "sglang", "0.5.23"
+    _ALGORITHMS = {"draft_model": ("STANDALONE", (0, 5, 2)), "eagle": ("EAGLE", (0, 4, 3)), "eagle3": ("EAGLE3", (0, 4, 5)),
+                   "mtp": ("NEXTN", (0, 4, 4)), "ngram": ("NGRAM", (0, 5, 3))}
+
+    def check(self, version, drafter, pins, topk):
+        algorithm, first = self._ALGORITHMS[drafter]
+        if version < (0, 4, 8):
+            raise ValueError(f"sglang {_version_text(version)}: specsim writes plans for SGLang 0.4.8 and later, where the "
+                             "simulated acceptance can match its mean (SIMULATE_ACC_METHOD=match-expected, "
+                             "python/sglang/srt/speculative/eagle_utils.py)")
+        if version < first:
+            raise ValueError(f"sglang {_version_text(version)} has no --speculative-algorithm {algorithm} (from "
+                             f"{_version_text(first)}, python/sglang/srt/server_args.py)")
+        if drafter == "ngram" and any(p is not None for p in pins) and version < (0, 5, 14):
+            raise ValueError(f"sglang {_version_text(version)} simulates acceptance for EAGLE-family workers only; NGRAM "
+                             "takes it from 0.5.14 (python/sglang/srt/speculative/ngram_worker.py): use 0.5.14 or --no-pin")
+        notes = []
+        if (0, 5, 5) <= version <= (0, 5, 10):
+            notes.append(f"sglang {_version_text(version)} runs spec v1 (SGLANG_ENABLE_SPEC_V2 defaults to off up to 0.5.10): "
+                         "rounds are serial, as specsim's sglang@0.5 preset models them")
+        return notes
+
+    def _acc_env(self, version):
+        return ("SGLANG_SIMULATE_ACC_LEN", "SGLANG_SIMULATE_ACC_METHOD") if version >= (0, 5, 3) else \
+            ("SIMULATE_ACC_LEN", "SIMULATE_ACC_METHOD")
+
+    def server(self, plan, server):
+        version = parse_version("sglang", plan.version)
+        cmd = ["python", "-m", "sglang.launch_server", "--model-path", plan.served_model, "--port", str(plan.port),
+               "--tp-size", str(plan.tp), "--max-running-requests", str(_max_concurrency(plan)), "--enable-metrics",
+               "--disable-radix-cache"]
+        env = {}
+        if server.steps is not None:
+            kind = _drafter_kind(plan.drafter)
+            algorithm, _ = self._ALGORITHMS[kind]
+            cmd += ["--speculative-algorithm", algorithm, "--speculative-num-steps", str(server.steps),
+                    "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(server.steps + 1)]
+            if plan.draft_checkpoint:
+                cmd += ["--speculative-draft-model-path", plan.draft_checkpoint]
+            if server.pinned_accept_length is not None:
+                length, method = self._acc_env(version)
+                env = {length: f"{server.pinned_accept_length:g}", method: "match-expected"}
+        return env, cmd, None
+
+    def client(self, plan, run, url):
+        cmd = ["python", "-m", "sglang.bench_serving", "--backend", "sglang", "--base-url", url,
+               "--num-prompts", str(run.num_prompts), "--max-concurrency", str(run.concurrency), "--request-rate", "inf",
+               "--flush-cache", "--output-file", run.file]
+        if run.input_tokens is None:
+            cmd += ["--dataset-name", "sharegpt", "--dataset-path", "prompts.sharegpt.json", "--sharegpt-output-len",
+                    str(run.output_tokens)]
+        else:
+            cmd += ["--dataset-name", "random-ids", "--random-input-len", str(run.input_tokens), "--random-output-len",
+                    str(run.output_tokens), "--random-range-ratio", "1.0"]
+        return cmd
+
+    def prompts_prep(self, plan):
+        return [_SHAREGPT_PREP]
+
+
+#: Turns {"prompt": ...} lines into the ShareGPT list that sglang.bench_serving (and TensorRT-LLM's client) read with
+#: --dataset-name sharegpt: [{"conversations": [{"from": "human", "value": ...}, {"from": "gpt", "value": ""}]}].
+_SHAREGPT_PREP = ('python3 -c \'import json,sys; rows=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]; '
+                  'json.dump([{"conversations":[{"from":"human","value":r["prompt"]},{"from":"gpt","value":""}]} for r in rows], '
+                  'open("prompts.sharegpt.json","w"))\' "$PROMPTS"')
+
+
+class _Trtllm(_Writer):
+    """TensorRT-LLM: ``trtllm-serve`` with an ``--extra_llm_api_options`` YAML, and its ``benchmark_serving`` client.
+
+    No release wheel could be read here; read from the stored source of NVIDIA/TensorRT-LLM (commits named):
+    ``tensorrt_llm/commands/serve.py`` (00209af1: ``trtllm-serve MODEL --backend pytorch --tp_size --port
+    --max_batch_size --extra_llm_api_options FILE``), ``tensorrt_llm/llmapi/llm_args.py`` (fcd3f316:
+    ``speculative_config`` with ``decoding_type`` Eagle / Eagle3 / MTP / NGram / DraftTarget, ``max_draft_len``,
+    ``speculative_model_dir``; ``kv_cache_config.enable_block_reuse``), ``tensorrt_llm/_torch/speculative/interface.py``
+    (00b6d5a2: ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`` counts accepted *draft* tokens, so AL - 1 (PR #9608);
+    fractional values only on the one-model path, PR #13569; the two-model path parses it with ``int()``), and
+    ``tensorrt_llm/serve/scripts/benchmark_serving.py`` (0228a712: vLLM's client with ``--random-ids``; its result
+    holds vLLM's keys and ``avg_decoded_tokens_per_iter``, the tokens per iteration).  The first release with the
+    variable was not found: these plans are for 1.3 (InferenceX runs them on 1.3.0rc14-rc24 images).
+    """
+
+    name, newest = "trtllm", "1.3.0"
+    metrics = "/prometheus/metrics"
+    _TYPES = {"draft_model": "DraftTarget", "eagle": "Eagle", "eagle3": "Eagle3", "mtp": "MTP", "ngram": "NGram"}
+    _ONE_MODEL = ("eagle3", "mtp")  # one-model workers take a fractional forced count
+
+    def check(self, version, drafter, pins, topk):
+        if version < (1, 3, 0) and any(p is not None for p in pins):
+            raise ValueError(f"trtllm {_version_text(version)}: the release that first reads "
+                             "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS was not found; specsim writes pinned plans for "
+                             "TensorRT-LLM 1.3 (the 1.3.0rc14-rc24 images SemiAnalysis InferenceX pins it on), or --no-pin")
+        if drafter not in self._ONE_MODEL:
+            for p in pins:
+                if p is not None and p != int(p):
+                    raise ValueError(f"TensorRT-LLM's two-model path ({self._TYPES[drafter]}) reads "
+                                     "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS as a whole number (tensorrt_llm/_torch/"
+                                     f"pyexecutor/sampler.py); pin whole acceptance lengths (--pin-accept-length), not {p:g}")
+        return ["TensorRT-LLM's /prometheus/metrics carries no speculative counters: the real-acceptance run's length is "
+                "its client's avg_decoded_tokens_per_iter"]
+
+    def server(self, plan, server):
+        extra = {"kv_cache_config": {"enable_block_reuse": False}}
+        env = {}
+        if server.steps is not None:
+            kind = _drafter_kind(plan.drafter)
+            spec = {"decoding_type": self._TYPES[kind], "max_draft_len": server.steps}
+            if plan.draft_checkpoint:
+                spec["speculative_model_dir"] = plan.draft_checkpoint
+            if kind == "ngram":
+                spec["max_matching_ngram_size"] = 4
+            extra["speculative_config"] = spec
+            if server.pinned_accept_length is not None:
+                env = {"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS": f"{server.pinned_accept_length - 1:g}"}
+        import yaml
+
+        name = f"extra-{server.key}.yml"
+        cmd = ["trtllm-serve", plan.served_model, "--backend", "pytorch", "--tp_size", str(plan.tp), "--port", str(plan.port),
+               "--max_batch_size", str(_max_concurrency(plan)), "--extra_llm_api_options", name]
+        return env, cmd, {name: yaml.safe_dump(extra, sort_keys=False)}
+
+    def client(self, plan, run, url):
+        cmd = ["python", "-m", "tensorrt_llm.serve.scripts.benchmark_serving", "--backend", "openai", "--base-url", url,
+               "--model", plan.served_model, "--num-prompts", str(run.num_prompts), "--max-concurrency", str(run.concurrency),
+               "--request-rate", "inf", "--ignore-eos", "--save-result", "--result-dir", "results", "--result-filename",
+               run.file.split("/", 1)[1]]
+        if run.input_tokens is None:
+            cmd += ["--dataset-name", "sharegpt", "--dataset-path", "prompts.sharegpt.json"]
+        else:
+            cmd += ["--dataset-name", "random", "--random-ids", "--random-input-len", str(run.input_tokens),
+                    "--random-output-len", str(run.output_tokens), "--random-range-ratio", "0"]
+        return cmd
+
+    def prompts_prep(self, plan):
+        return [_SHAREGPT_PREP]
+
+
+WRITERS = {w.name: w for w in (_Vllm(), _Sglang(), _Trtllm())}
+
+
+def _drafter_kind(drafter: str) -> str:
+    from ..drafters import DRAFTERS
+
+    kind = drafter.partition(":")[0].lower()
+    return kind if kind in DRAFTERS else "draft_model"
+
+
+def _max_concurrency(plan: BenchPlan) -> int:
+    return max(r.concurrency for r in plan.runs)
+
+
+# -- the design -------------------------------------------------------------------------------------------------------
+def resolve_version(engine: str) -> tuple[str, str, str]:
+    """(engine name, numbered version, specsim preset key) of ``--engine``: a bare name or ``@latest`` is the newest
+    release the writer was checked against."""
+    from ..engines import get_engine
+
+    name, _, version = str(engine).strip().lower().partition("@")
+    preset = get_engine(engine)  # refuses unknown engines and versions
+    if name == "none":
+        raise ValueError("--engine none serves nothing: name the engine and version to benchmark (vllm, sglang or trtllm)")
+    writer = WRITERS[name]
+    if version in ("", "latest") or version == DEFAULT_VERSIONS.get(name):
+        version = writer.newest
+    if parse_version(name, version) is None:
+        raise ValueError(f"--engine {engine}: a plan needs a numbered version ({name}@{writer.newest}), got {version!r}")
+    return name, version, preset.key
+
+
+def design_plan(dep, engine: str, *, served_model: str | None = None, draft_checkpoint: str | None = None,
+                concurrency=DEFAULT_CONCURRENCY, input_tokens=DEFAULT_INPUT_TOKENS, output_tokens: int = DEFAULT_OUTPUT_TOKENS,
+                steps=DEFAULT_STEPS, pinned: list[float] | None = None, pin: bool = True, prompts: str | None = None,
+                port: int = 8000) -> BenchPlan:
+    """Lay out the runs for ``dep`` served by ``engine`` (``vllm@0.24.0``).
+
+    ``pinned`` holds one acceptance length per step count (default: the drafter's published default acceptance rate
+    at each step count, :func:`specsim.acceptance.default_acceptance`); ``pin`` False runs every speculative server with
+    real acceptance on ``prompts`` instead (for versions that cannot pin).  The real-acceptance run on ``prompts`` is
+    added when ``prompts`` is given.
+    """
+    from ..acceptance import default_acceptance, expected
+    from ..schedule import drafter_checkpoint
+
+    name, version, preset = resolve_version(engine)
+    writer = WRITERS[name]
+    if dep.drafter is None:
+        raise ValueError("a plan benchmarks speculation against plain decoding: give --draft")
+    concurrency = sorted(set(int(c) for c in concurrency))
+    if len(concurrency) < 3:
+        raise ValueError(f"--concurrency needs at least 3 loads (the fit holds each out in turn and needs decode batches "
+                         f"at least 1.5x apart), got {len(concurrency)}")
+    if len(concurrency) > MAX_LOADS:
+        raise ValueError(f"--concurrency lists {len(concurrency)} loads; at most {MAX_LOADS}")
+    steps = sorted(set(int(s) for s in steps))
+    if len(steps) < 2:
+        raise ValueError("--steps needs two numbers of draft steps: one cannot tell a per-step term from a per-round one")
+    kind = dep.drafter.kind
+    if pin:
+        if pinned is None:
+            acc, _ = default_acceptance(kind)
+            pinned = [round(float(expected(acc, s)), 2) for s in steps]
+        if len(pinned) != len(steps):
+            raise ValueError(f"--pin-accept-length gives {len(pinned)} lengths for {len(steps)} step counts: one per step count")
+        for s, p in zip(steps, pinned):
+            if not 1.0 <= p <= s + 1:
+                raise ValueError(f"a pinned acceptance length of {p:g} at {s} draft steps is outside [1, {s + 1}]: {s} steps "
+                                 f"accept at most {s} drafted tokens plus the target's own")
+    else:
+        if prompts is None:
+            raise ValueError("--no-pin measures acceptance on your prompts: give --prompts FILE.jsonl")
+        pinned = [None] * len(steps)
+    notes = writer.check(parse_version(name, version), kind, list(pinned), 1)
+    modelled = get_engine(f"{name}@{version}")
+    if modelled.overlaps(kind):
+        notes.append(f"{name} {version} overlaps a round's host work with the GPU for this drafter ({modelled.release}): the "
+                     "runs show it only where it outlasts the round's passes, and calibrate-engine says so where they cannot "
+                     "separate it")
+    checkpoint = drafter_checkpoint(dep, draft_checkpoint)
+    served = served_model or dep.target.source or dep.target.name
+    tp = dep.target.tp
+    draft_tp = dep.draft.tp if dep.draft is not None else tp
+    servers = {"plain": Server("plain")}
+    runs: list[PlanRun] = []
+    inputs = [None] if not pin else sorted(set(int(i) for i in input_tokens))
+    if pin and len(inputs) < 2:
+        raise ValueError("--input-tokens needs two prompt lengths: one cannot tell the KV-cache reads from the rest")
+    for s, p in zip(steps, pinned):
+        key = f"s{s}-al{p:g}" if p is not None else f"s{s}-real"
+        servers[key] = Server(key, s, p)
+    plain_inputs = inputs
+    for server in servers.values():
+        for L in plain_inputs:
+            for c in concurrency:
+                runs.append(_run(server, c, L, output_tokens, pin))
+    if prompts is not None and pin:
+        s = max(steps)
+        servers[f"s{s}-real"] = real = Server(f"s{s}-real", s, None)
+        for c in concurrency[:2]:
+            runs.append(_run(real, c, None, output_tokens, pin))
+        # The plain twins of the real-acceptance runs, on the same prompts.
+        for c in concurrency[:2]:
+            runs.append(_run(servers["plain"], c, None, output_tokens, pin))
+    if len(runs) > MAX_RUNS:
+        raise ValueError(f"the plan holds {len(runs)} runs; at most {MAX_RUNS}: fewer --concurrency levels or --input-tokens")
+    plan = BenchPlan(name, version, preset, dep.hardware.name, dep.target.source or dep.target.name, served, _drafter_spec(dep),
+                     checkpoint, tp, draft_tp, servers, runs, prompts, port, notes)
+    return _with_estimates(dep, plan)
+
+
+def _drafter_spec(dep) -> str:
+    return dep.drafter.kind if dep.drafter.kind != "draft_model" else (dep.draft.source or dep.draft.name)
+
+
+def _run(server: Server, c: int, input_tokens: int | None, output_tokens: int, pin: bool) -> PlanRun:
+    data = "prompts" if input_tokens is None else f"in{input_tokens}"
+    name = f"{'plain' if server.steps is None else server.key}-{data}-c{c}"
+    n = max(MIN_PROMPTS, PROMPTS_PER_USER * c)
+    kind = "plain" if server.steps is None else "spec"
+    metrics = server.steps is not None
+    return PlanRun(name, kind, server.key, c, input_tokens, output_tokens, n, f"results/{name}.json", server.steps,
+                   server.pinned_accept_length, f"results/{name}.metrics-before.txt" if metrics else None,
+                   f"results/{name}.metrics-after.txt" if metrics else None)
+
+
+def _with_estimates(dep, plan: BenchPlan) -> BenchPlan:
+    """Each run's wall time as specsim predicts it: a closed loop of ``c`` users, its TPOT from the deployment with the
+    prefill of the others' prompts in it (:func:`specsim.engine_calibrate.closed_loop`)."""
+    import dataclasses
+
+    from .runs import closed_loop
+
+    runs = []
+    for r in plan.runs:
+        prompt = r.input_tokens if r.input_tokens is not None else 1000
+        al = r.pinned_accept_length if r.pinned_accept_length is not None else None
+        duration = closed_loop(dep, r.concurrency, prompt, r.output_tokens, r.num_prompts, r.steps, al)
+        runs.append(dataclasses.replace(r, estimate_s=duration))
+    return dataclasses.replace(plan, runs=runs)
+
+
+# -- the files ---------------------------------------------------------------------------------------------------------
+def _minutes(seconds: float) -> str:
+    m = int(math.ceil(seconds / 60))
+    return f"{m // 60} h {m % 60} min" if m >= 60 else f"{m} min"
+
+
+def script(plan: BenchPlan) -> tuple[str, dict]:
+    """(run.sh, extra files {name: text}) of the plan."""
+    writer = WRITERS[plan.engine]
+    url = f"http://127.0.0.1:{plan.port}"
+    extra: dict = {}
+    lines = ["#!/usr/bin/env bash",
+             f"# Written by specsim bench-plan for {plan.engine} {plan.version} (specsim models it with its {plan.preset} preset):",
+             f"# {plan.served_model} on {plan.tp} x {plan.hardware}, drafter {plan.drafter}. See README.md for what each run measures.",
+             "# Results land in results/, where `specsim calibrate-engine --plan plan.yaml` reads them.",
+             "set -euo pipefail", 'cd "$(dirname "$0")"', "mkdir -p results logs",
+             f'echo "specsim bench-plan: {len(plan.runs)} runs on {len(plan.servers)} servers; estimated wall time '
+             f'{_minutes(plan.estimate_s)} (specsim\'s prediction of each run, and {SERVER_START_S / 60:g} min per server start, '
+             'assumed)"',
+             "",
+             "wait_ready() {  # until the server answers, or 30 minutes",
+             f'  for _ in $(seq 1800); do curl -sf {url}{writer.health} >/dev/null && return 0; sleep 1; done',
+             '  echo "the server did not come up: see logs/" >&2; return 1', "}", ""]
+    has_real = any(r.input_tokens is None for r in plan.runs)
+    if has_real:
+        lines += [f'PROMPTS="${{PROMPTS:-{plan.prompts or ""}}}"',
+                  'if [ -n "$PROMPTS" ] && [ -f "$PROMPTS" ]; then', *("  " + x for x in writer.prompts_prep(plan)),
+                  "else", '  echo "no prompts file (PROMPTS, or --prompts to bench-plan): the real-acceptance runs are skipped"',
+                  "fi", ""]
+    for server in plan.servers.values():
+        runs = [r for r in plan.runs if r.server == server.key]
+        if not runs:
+            continue
+        env, cmd, files = writer.server(plan, server)
+        extra |= files or {}
+        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        lines.append(f"# server {server.key}: " + ("no speculation" if server.steps is None else
+                     f"{server.steps} draft steps, " + (f"acceptance pinned at {server.pinned_accept_length:g} tokens per verification"
+                                                        if server.pinned_accept_length is not None else "real acceptance")))
+        lines.append(f"{prefix + ' ' if prefix else ''}{shlex.join(cmd)} > logs/server-{server.key}.log 2>&1 &")
+        lines.append("SERVER=$!; wait_ready")
+        for r in runs:
+            guard = 'if [ -n "${PROMPTS:-}" ] && [ -f "${PROMPTS:-}" ]; then ' if r.input_tokens is None else ""
+            body = []
+            if r.metrics_before:
+                body.append(f"curl -sf {url}{writer.metrics} > {r.metrics_before} || true")
+            body.append(shlex.join(writer.client(plan, r, url)) + f" > logs/{r.name}.log 2>&1")
+            if r.metrics_after:
+                body.append(f"curl -sf {url}{writer.metrics} > {r.metrics_after} || true")
+            lines.append(f"echo 'run {r.name} (about {max(r.estimate_s, 1):.0f} s)'")
+            lines.append(guard + "; ".join(body) + ("; fi" if guard else ""))
+        lines += ["kill $SERVER; wait $SERVER 2>/dev/null || true", ""]
+    lines.append('echo "done: specsim calibrate-engine --plan plan.yaml --out calibration.yaml"')
+    return "\n".join(lines) + "\n", extra
+
+
+def readme(plan: BenchPlan) -> str:
+    """What the plan runs and what each group of runs measures."""
+    spec = [s for s in plan.servers.values() if s.steps is not None]
+    pins = [s for s in spec if s.pinned_accept_length is not None]
+    loads = sorted({r.concurrency for r in plan.runs})
+    inputs = sorted({r.input_tokens for r in plan.runs if r.input_tokens is not None})
+    out = [f"# Benchmark plan: {plan.served_model} on {plan.engine} {plan.version}", "",
+           f"Written by `specsim bench-plan`. specsim models {plan.engine} {plan.version} with its `{plan.preset}` preset; the "
+           f"deployment is {plan.tp} x {plan.hardware} (tensor parallelism {plan.tp}, drafter at {plan.draft_tp}), drafter "
+           f"`{plan.drafter}`" + (f" (`{plan.draft_checkpoint}`)" if plan.draft_checkpoint else "") + ".", "",
+           f"Estimated wall time: {_minutes(plan.estimate_s)} ({len(plan.runs)} runs on {len(plan.servers)} servers; each run as "
+           f"specsim predicts it, and {SERVER_START_S / 60:g} minutes per server start, assumed).", "",
+           "    bash run.sh                                        # needs the GPUs, the checkpoints and the engine installed",
+           "    specsim calibrate-engine --plan plan.yaml --out calibration.yaml",
+           "    specsim optimal-gamma --calibration calibration.yaml", "",
+           "## What each run measures", "",
+           f"* **Plain runs** at concurrency {', '.join(map(str, loads))} and prompts of {' and '.join(map(str, inputs))} tokens: "
+           "the engine's time per iteration and the profile's efficiency (the decode batches spread over the grid; two "
+           "prompt lengths change the KV-cache reads and the prefill share while the weights stay).",
+           ]
+    if pins:
+        out.append("* **Speculative runs with pinned acceptance** (" + "; ".join(
+            f"{s.steps} draft steps at {s.pinned_accept_length:g} tokens per verification" for s in pins)
+            + ") at the same loads and prompts: the host cost of a round, with no unknown acceptance in it. Two step "
+            "counts separate what a round costs per draft step from what it costs once; the concurrency grid separates "
+            "what it costs per sequence. The engine accepts the pinned number of tokens whatever the drafts are, so "
+            "the outputs are not the model's: these runs time the engine, not the answers.")
+    real = [s for s in spec if s.pinned_accept_length is None]
+    if real:
+        out.append("* **Real-acceptance runs** on your prompts (`PROMPTS` or `--prompts`, JSONL of `{\"prompt\": ...}` lines), "
+                   "with the server's metrics page saved before and after: the acceptance rate and its per-position "
+                   "shape on your workload (with their plain twins on the same prompts). Without a prompts file they are skipped.")
+    if plan.notes:
+        out += ["", "## Notes", ""] + [f"* {n}" for n in plan.notes]
+    out += ["", "## Files", "", "* `run.sh`: the whole measurement; `plan.yaml`: every run, its server and its result file "
+            "(what calibrate-engine reads); `results/`: the benchmark client's files and saved metrics pages; `logs/`: "
+            "server and client output."]
+    return "\n".join(out) + "\n"
+
+
+def plan_files(plan: BenchPlan) -> dict[str, str]:
+    """Every file of the plan's folder: name -> text."""
+    import yaml
+
+    run, extra = script(plan)
+    return {"run.sh": run, "README.md": readme(plan), "plan.yaml": yaml.safe_dump(plan.to_dict(), sort_keys=False), **extra}
+
+
+def read_plan(path: str) -> dict:
+    """plan.yaml as written by :func:`plan_files`, checked: its schema, the deployment keys and every run's fields."""
+    from pathlib import Path
+
+    from ..limits import load_yaml
+
+    data = load_yaml(path, "benchmark plan")
+    where = Path(path).name
+    if not isinstance(data, dict) or data.get("specsim_bench_plan") != PLAN_SCHEMA:
+        raise ValueError(f"{where}: not a specsim bench-plan manifest (specsim_bench_plan: {PLAN_SCHEMA})")
+    for key, kind in (("engine", str), ("version", str), ("preset", str), ("hardware", str), ("target", str), ("drafter", str),
+                      ("tp", int), ("draft_tp", int), ("runs", list)):
+        value = data.get(key)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ValueError(f"{where}: {key} must be a {kind.__name__}, got {value!r}")
+    if not data["runs"]:
+        raise ValueError(f"{where}: the plan holds no runs")
+    for i, run in enumerate(data["runs"], start=1):
+        if not isinstance(run, dict):
+            raise ValueError(f"{where}: run {i} must be a mapping")
+        if run.get("kind") not in ("plain", "spec"):
+            raise ValueError(f"{where}: run {i}: kind must be plain or spec, got {run.get('kind')!r}")
+        if not isinstance(run.get("file"), str) or not run["file"]:
+            raise ValueError(f"{where}: run {i}: file must be a path, got {run.get('file')!r}")
+        if run["kind"] == "spec":
+            steps = run.get("steps")
+            if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 64:
+                raise ValueError(f"{where}: run {i}: steps must be a whole number in [1, 64], got {steps!r}")
+            pin = run.get("pinned_accept_length")
+            if pin is not None and (isinstance(pin, bool) or not isinstance(pin, (int, float)) or not 1 <= pin <= steps + 1):
+                raise ValueError(f"{where}: run {i}: pinned_accept_length must be in [1, {steps + 1}] for {steps} draft steps, "
+                                 f"got {pin!r}")
+    return data
+

@@ -1,0 +1,51 @@
+"""A step-time source that keeps its answers: for callers that ask the same passes many times.
+
+A fit (:mod:`specsim.calibration.engine_fit`) re-evaluates the same runs hundreds of times while only a roofline's
+efficiency changes; the kernel database's answer for a pass does not.  :class:`MemoSource` wraps any source and
+answers a repeated (model, batch, tokens per sequence, context) from memory, exactly as the wrapped source did.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import StepTime
+
+__all__ = ["MemoSource"]
+
+
+class MemoSource:
+    """Another source's answers, each computed once.
+
+    >>> from specsim.hardware import load_hardware
+    >>> from specsim.models import get_model
+    >>> from specsim.timing.roofline import RooflineSource
+    >>> src = MemoSource(RooflineSource(load_hardware("h100-sxm")))
+    >>> m = get_model("llama-3.2-1b")
+    >>> src.step_time(m, 4, 1, 512) is src.step_time(m, 4, 1, 512), src.name
+    (True, 'roofline')
+    """
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.name, self.gpu_time_only = inner.name, inner.gpu_time_only
+        self._answers: dict = {}
+        self._models: dict = {}  # id -> model: an id is never reused while it is a key
+
+    @property
+    def notes(self) -> list:
+        return self.inner.notes
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+    def brief(self) -> str:
+        return self.inner.brief()
+
+    def step_time(self, model, batch: object = 1, tokens_per_seq: object = 1, context: object = 0) -> StepTime:
+        args = [np.asarray(x, dtype=float) for x in (batch, tokens_per_seq, context)]
+        key = (id(model),) + tuple((a.shape, a.tobytes()) for a in args)
+        if key not in self._answers:
+            self._models[id(model)] = model
+            self._answers[key] = self.inner.step_time(model, *args)
+        return self._answers[key]
