@@ -203,8 +203,9 @@ def steptime_rows(dep: Deployment, batches: list, tokens_per_seq: object, contex
             t = dep.pass_time(model, b, q, L)
             fallback = np.zeros(b.shape, bool) if t.fallback is None else np.broadcast_to(t.fallback, b.shape)
             comm = np.broadcast_to(np.asarray(t.comm_s, float), b.shape)
+            overhead = np.broadcast_to(np.asarray(t.overhead_s, float), b.shape)  # per batch where the engine adds per-sequence time
             rows += [{"batch": batch, "tokens_per_seq": q, "context": L, "step_time_s": float(t.total_s[i]),
-                      "compute_s": float(t.compute_s[i]), "memory_s": float(t.memory_s[i]), "overhead_s": float(t.overhead_s),
+                      "compute_s": float(t.compute_s[i]), "memory_s": float(t.memory_s[i]), "overhead_s": float(overhead[i]),
                       "comm_s": float(comm[i]), "bound": str(t.bound[i]), "flop": float(t.flop[i]), "bytes": float(t.bytes[i]),
                       "timing_source": dep.source.name + (", roofline outside its data" if fallback[i] else ""),
                       "provenance": provenance}

@@ -540,6 +540,9 @@ def _parser_calibrate_engine(sub) -> None:
     p.add_argument("--verify-tokens", type=_int_at_least(1, "verify-tokens", 4096),
                    help="tokens verified per sequence (default steps + 1; SGLang --speculative-num-draft-tokens)")
     p.add_argument("--tp", type=_int_at_least(1, "tp", MAX_TP), help="tensor-parallel GPUs of the target (default 1)")
+    p.add_argument("--weight-dtype", choices=WEIGHT_DTYPE_CHOICES,
+                   help="storage of the target's linear layers (default: the config.json's torch_dtype or quantization_config)")
+    p.add_argument("--kv-dtype", choices=KV_DTYPE_CHOICES, help="the target's KV-cache dtype (default: its activation dtype)")
     p.add_argument("--timing", choices=["roofline", "hybrid", "kernels"],
                    help=f"step-time source the terms apply to (default {DEFAULT_TIMING} where the kernel database has the "
                    "GPU, else roofline; the roofline's and hybrid's efficiency is fitted too)")

@@ -9,12 +9,12 @@ pass times itself.
 The time of a pass on the GPU is the source's, t(b, q, L) for b sequences of q new tokens over L cached
 ones.  What the engine adds is composed here, from the preset's terms:
 
-    t_decode = t_T(b, 1, L) + e_iter + c_T                       a plain decode step of the target
+    t_decode = t_T(b, 1, L) + e_iter + b e_seq + c_T             a plain decode step of the target
 
     t_step   = t_D(b, w, L) + c_D                                one draft step, w tokens per sequence
                                                                  (1 for a chain, the top-k of a tree)
     t_fixed  = t_V(b, n, L) + t_X(b, n, L) + h(b, L)             verification of n tokens per sequence
-               + e_iter + c_T + c_X                              (gamma + 1 for a chain), the head's
+               + e_iter + b e_seq + c_T + c_X                    (gamma + 1 for a chain), the head's
                                                                  draft-extend pass, the drafter's host time
     t_pass   = s * t_step + t_fixed                              s draft steps per round (gamma, or a
                                                                  tree's depth)
@@ -22,7 +22,8 @@ ones.  What the engine adds is composed here, from the preset's terms:
     t_round  = t_pass + H                        (serial engines)
              = max(t_pass, h H) + (1 - h) H      (engines that overlap a share h of it with the GPU)
 
-with ``e_iter`` the engine's time per iteration, ``c_T``, ``c_D``, ``c_X`` its time around the
+with ``e_iter`` the engine's time per iteration and ``e_seq`` per sequence of it (0 in the shipped presets; fitted by
+calibrate-engine), ``c_T``, ``c_D``, ``c_X`` its time around the
 tensor-parallel collectives of the target's, the draft's and the extend pass
 (:meth:`specsim.engines.EnginePreset.collectives_s`), and ``e_round``, ``e_step``, ``e_seq``, ``e_ss`` the host
 time a speculative round adds per round, per draft step, per sequence and per sequence and step
@@ -93,7 +94,7 @@ def check_shared_vocabulary(target: ModelShape, draft: ModelShape) -> None:
 
 def _plus(t: StepTime, extra_s: float) -> StepTime:
     """A step time with ``extra_s`` of engine time added to its total and overhead."""
-    if not extra_s:
+    if not np.any(extra_s):
         return t
     return dataclasses.replace(t, total_s=t.total_s + extra_s, overhead_s=t.overhead_s + extra_s)
 
@@ -138,13 +139,13 @@ class RoundFixed:
     verify: StepTime  #: the target's verification pass on the GPU
     extend: StepTime | None  #: the head's draft-extend pass on the GPU (None without one)
     host_s: np.ndarray | float  #: the drafter's host time (n-gram scan)
-    engine_s: float  #: e_iter + c_T + c_X
+    engine_s: np.ndarray | float  #: e_iter + b e_seq + c_T + c_X
     total_s: np.ndarray  #: t_fixed
 
     def as_step(self) -> StepTime:
         """The verification pass's parts with the whole fixed part as its total (engine time counted as overhead)."""
         out = dataclasses.replace(self.verify, total_s=self.total_s)
-        return dataclasses.replace(out, overhead_s=out.overhead_s + self.engine_s) if self.engine_s else out
+        return dataclasses.replace(out, overhead_s=out.overhead_s + self.engine_s) if np.any(self.engine_s) else out
 
 
 @dataclass(frozen=True)
@@ -359,7 +360,7 @@ class Deployment:
 
     def pass_time(self, model: ModelShape, batch: object, tokens_per_seq: object, context: object) -> StepTime:
         """One engine iteration running a pass of ``model``: the GPU pass plus e_iter and the collectives' engine time."""
-        return _plus(self.gpu_pass(model, batch, tokens_per_seq, context), self.engine.iteration_s + self.engine.collectives_s(model))
+        return _plus(self.gpu_pass(model, batch, tokens_per_seq, context), self.engine.iteration_time(batch) + self.engine.collectives_s(model))
 
     def _draft_pass(self, batch: object, tokens_per_seq: object, context: object) -> StepTime:
         """A pass of the drafter's network inside a round, with its layers' share of the source's per-pass overhead
@@ -407,8 +408,8 @@ class Deployment:
         elif d.extend_pass:  # the head re-reads the verified tokens to get the next round's hidden states
             extend = self._draft_pass(batch, verify_tokens, context)
             fixed = fixed + extend.total_s
-        engine_s = e.iteration_s + e.collectives_s(self.target) + (e.collectives_s(self.draft) if extend is not None else 0.0)
-        if engine_s:
+        engine_s = e.iteration_time(batch) + e.collectives_s(self.target) + (e.collectives_s(self.draft) if extend is not None else 0.0)
+        if np.any(engine_s):
             fixed = fixed + engine_s
         return RoundFixed(verify, extend, host, engine_s, fixed)
 

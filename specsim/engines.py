@@ -147,9 +147,13 @@ class EnginePreset:
     draft_overhead_by_layers: bool = True
     #: The calibration file whose fitted terms these are ("" for a shipped preset).
     calibration: str = ""
+    #: Engine time per running sequence per iteration (scheduling, sampling and output processing of each request) on
+    #: top of ``iteration_s``: 0 in the shipped presets (their public rows do not separate it), fitted by calibrate-engine
+    #: where the user's runs span batch sizes and prompt lengths.
+    iteration_seq_s: float = 0.0
 
     def __post_init__(self) -> None:
-        for key in ("iteration_s", "kernel_iteration_s", "collective_s", "kernel_collective_s"):
+        for key in ("iteration_s", "kernel_iteration_s", "collective_s", "kernel_collective_s", "iteration_seq_s"):
             _check_term(repr(self.name), key, getattr(self, key))
         self.spec.check(repr(self.name))
         self.kernel_spec.check(repr(self.name))
@@ -178,6 +182,12 @@ class EnginePreset:
         """The share of a round's host work this version hides behind the GPU for this drafter (0: serial)."""
         return float(self.overlap_share) if self.overlaps(drafter_kind, draft_width) else 0.0
 
+    def iteration_time(self, batch: object) -> np.ndarray | float:
+        """The engine's time around one iteration of ``batch`` running sequences: e_iter + b * e_seq_iter."""
+        if not self.iteration_seq_s:
+            return self.iteration_s
+        return self.iteration_s + self.iteration_seq_s * np.asarray(batch, dtype=float)
+
     def round_host(self, batch: object, steps: object, seq_steps: object = None) -> np.ndarray:
         """H(b, s): the host seconds a round adds (:class:`SpecHost`)."""
         return self.spec.seconds(batch, steps, seq_steps)
@@ -192,6 +202,7 @@ class EnginePreset:
         kind = f"calibrated by {self.calibration}" if self.calibration else "preset"
         return (f"engine: {self.key} {kind} ({self.release}); per iteration {self.iteration_s * 1e3:.2f} ms on a roofline step, "
                 f"{self.kernel_iteration_s * 1e3:.2f} ms on GPU time ({self.basis})"
+                + (f" + {self.iteration_seq_s * 1e6:.1f} us per sequence" if self.iteration_seq_s else "")
                 + (f"; {self.collective_s * 1e6:.1f} us more per tensor-parallel collective" if self.collective_s else "")
                 + f"; speculative round host time {self.spec.describe()} ({self.spec_basis}), {overlap}")
 
@@ -206,10 +217,14 @@ class EnginePreset:
                                        spec=self.kernel_spec, overlap_share=self.kernel_overlap_share)
         return self
 
-    def with_iteration_ms(self, ms: float) -> "EnginePreset":
-        """The preset with an explicit per-iteration time (``--engine-overhead-ms``)."""
+    def with_iteration_ms(self, ms: float, seq_us: float | None = None) -> "EnginePreset":
+        """The preset with an explicit per-iteration time (``--engine-overhead-ms``) and, where given, per-sequence time."""
         s = ms / 1e3
-        return dataclasses.replace(self, iteration_s=s, kernel_iteration_s=s, basis="set by --engine-overhead-ms")
+        out = dataclasses.replace(self, iteration_s=s, kernel_iteration_s=s, basis="set by --engine-overhead-ms")
+        if seq_us is not None:
+            _check_term(repr(self.name), "iteration_seq_s", seq_us / 1e6)
+            out = dataclasses.replace(out, iteration_seq_s=seq_us / 1e6)
+        return out
 
     def with_spec(self, round_ms: float | None = None, step_ms: float | None = None, seq_us: float | None = None,
                   overlap: bool | None = None, seq_step_us: float | None = None) -> "EnginePreset":
@@ -291,7 +306,7 @@ PRESETS = {p.key: p for p in (
             "rounds overlapped for top-k 1 chains, trees and n-gram serial", _SGLANG_SPEC, _SGLANG_KERNEL_SPEC,
             _SPEC_BASIS + ", SGLang rows (spec v1; the same host work, overlapped)" + _SGLANG_RANGE, _HEADS | {"draft_model"},
             chains_only=True, share=_SGLANG_V2_SHARE, share_basis=_SGLANG_V2_SHARE_BASIS),
-    _preset("trtllm", "latest", "TensorRT-LLM: C++ runtime; speculative host terms 0", SpecHost(), SpecHost(),
+    _preset("trtllm", "latest", "TensorRT-LLM 1.0-1.3: C++ runtime; speculative host terms 0", SpecHost(), SpecHost(),
             "no public measurement across batch sizes"),
 )}
 PRESETS["none"] = EnginePreset("none", "vllm", 0.0, 0.0, "no engine time", draft_overhead_by_layers=False)
@@ -304,7 +319,7 @@ DEFAULT_VERSIONS = {"vllm": "latest", "sglang": "latest", "trtllm": "latest"}
 #: SGLang 0.5.23), so that a later number is refused rather than assumed.
 _RANGES = {"vllm": [((0, 10, 0), (0, 13, 99), "0.10"), ((0, 14, 0), (0, 27, 99), "0.14"), ((0, 28, 0), (0, 33, 99), "latest")],
            "sglang": [((0, 4, 0), (0, 5, 10), "0.5"), ((0, 5, 11), (0, 5, 23), "latest")],
-           "trtllm": []}
+           "trtllm": [((1, 0, 0), (1, 3, 99), "latest")]}
 #: Other names of a version.
 _ALIASES = {("sglang", "spec-v2"): "latest", ("sglang", "spec-v1"): "0.5", ("sglang", "0.4"): "0.5"}
 #: A numbered version: digits only (ASCII), two or three parts, an optional release-candidate or post suffix.

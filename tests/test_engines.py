@@ -87,7 +87,7 @@ def test_versions_resolve_to_the_preset_covering_them(spec, key):
                                            ("vllm@1.0", "no vllm preset for version '1.0'"), ("sglang@0.6", "no sglang preset"), ("vllm@0.34", "no vllm preset for version '0.34'"),
                                            ("vllm@", "names no version after '@'"), ("vllm@٠.١٠", "no vllm preset"),
                                            ("vllm@abc", "no vllm preset for version 'abc'"), ("none@1", "has no versions"),
-                                           ("trtllm@0.20", "known: latest")])
+                                           ("trtllm@0.20", "known: 1.0-1.3, latest")])
 def test_versions_no_preset_covers_are_refused_with_the_known_ones(spec, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         get_engine(spec)

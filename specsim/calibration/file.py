@@ -35,11 +35,13 @@ class Calibration:
     target: str
     target_name: str
     tp: int
+    target_options: dict
     drafter: str | None
     draft_tp: int | None
     timing: str
     engine: str
     iteration_s: float
+    iteration_seq_s: float
     round_terms: dict  # SpecHost field -> seconds
     acceptance: object | None  # Acceptance measured on real runs, or None
     acceptance_label: str | None
@@ -54,7 +56,7 @@ class Calibration:
 
 
 def calibration_mapping(fit, dep, target_spec: str, drafter_spec: str | None, timing: str, files: list[str],
-                        acceptance=None, acceptance_label: str | None = None) -> dict:
+                        acceptance=None, acceptance_label: str | None = None, target_options: dict | None = None) -> dict:
     """The calibration file's content: the fit of :func:`specsim.engine_calibrate.fit_engine` on ``dep``."""
     import datetime
     import hashlib
@@ -77,11 +79,13 @@ def calibration_mapping(fit, dep, target_spec: str, drafter_spec: str | None, ti
         "target": target_spec,
         "target_name": dep.target.name,
         "tp": dep.target.tp,
+        "target_options": dict(target_options or {}),
         "drafter": drafter_spec,
         "draft_tp": dep.draft.tp if dep.draft is not None else None,
         "timing": timing,
         "engine": dep.engine.key,
         "iteration_s": float(fit.iteration_s),
+        "iteration_seq_s": float(fit.iteration_seq_s),
         "round_terms": {t: float(getattr(fit.host, t)) for t in TERMS},
         "terms": terms,
         "acceptance": None,
@@ -136,7 +140,8 @@ def read_calibration(path: str | Path) -> Calibration:
     terms = data["round_terms"]
     if not isinstance(terms, dict) or set(terms) != set(TERMS):
         raise ValueError(f"{where}: round_terms must hold {', '.join(TERMS)}")
-    for key, value in list(terms.items()) + [("iteration_s", data["iteration_s"])]:
+    seq = data.get("iteration_seq_s", 0.0)
+    for key, value in list(terms.items()) + [("iteration_s", data["iteration_s"]), ("iteration_seq_s", seq)]:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
             raise ValueError(f"{where}: {key} must be a time in [0, 1] seconds, got {value!r}")
     acc, label = None, None
@@ -150,8 +155,14 @@ def read_calibration(path: str | Path) -> Calibration:
         except (TypeError, ValueError) as err:
             raise ValueError(f"{where}: acceptance: {err}") from None
     draft_tp = data.get("draft_tp")
-    return Calibration(str(p), profile, data["base_hardware"], data["target"], data["target_name"], tp, data.get("drafter"),
-                       draft_tp, data["timing"], data["engine"], float(data["iteration_s"]),
+    options = data.get("target_options") or {}
+    from ..models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
+
+    if not isinstance(options, dict) or set(options) - {"weight_dtype", "kv_dtype"} or \
+            options.get("weight_dtype", "bf16") not in WEIGHT_DTYPE_CHOICES or options.get("kv_dtype", "bf16") not in KV_DTYPE_CHOICES:
+        raise ValueError(f"{where}: target_options must hold a weight_dtype and a kv_dtype specsim reads, got {options!r}")
+    return Calibration(str(p), profile, data["base_hardware"], data["target"], data["target_name"], tp, dict(options), data.get("drafter"),
+                       draft_tp, data["timing"], data["engine"], float(data["iteration_s"]), float(seq),
                        {k: float(v) for k, v in terms.items()}, acc, label, data)
 
 
@@ -160,6 +171,6 @@ def apply_to_engine(cal: Calibration, preset):
     from ..engines import SpecHost
 
     host = SpecHost(**cal.round_terms)
-    engine = preset.with_iteration_ms(cal.iteration_s * 1e3)
+    engine = preset.with_iteration_ms(cal.iteration_s * 1e3, cal.iteration_seq_s * 1e6)
     return dataclasses.replace(engine, basis=f"fitted by calibrate-engine ({cal.name})", spec=host, kernel_spec=host,
                                spec_basis=f"fitted by calibrate-engine ({cal.name})", calibration=cal.name)

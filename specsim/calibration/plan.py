@@ -425,7 +425,6 @@ def design_plan(dep, engine: str, *, served_model: str | None = None, draft_chec
     real acceptance on ``prompts`` instead (for versions that cannot pin).  The real-acceptance run on ``prompts`` is
     added when ``prompts`` is given.
     """
-    from ..acceptance import default_acceptance, expected
     from ..schedule import drafter_checkpoint
 
     name, version, preset = resolve_version(engine)
@@ -442,20 +441,7 @@ def design_plan(dep, engine: str, *, served_model: str | None = None, draft_chec
     if len(steps) < 2:
         raise ValueError("--steps needs two numbers of draft steps: one cannot tell a per-step term from a per-round one")
     kind = dep.drafter.kind
-    if pin:
-        if pinned is None:
-            acc, _ = default_acceptance(kind)
-            pinned = [round(float(expected(acc, s)), 2) for s in steps]
-        if len(pinned) != len(steps):
-            raise ValueError(f"--pin-accept-length gives {len(pinned)} lengths for {len(steps)} step counts: one per step count")
-        for s, p in zip(steps, pinned):
-            if not 1.0 <= p <= s + 1:
-                raise ValueError(f"a pinned acceptance length of {p:g} at {s} draft steps is outside [1, {s + 1}]: {s} steps "
-                                 f"accept at most {s} drafted tokens plus the target's own")
-    else:
-        if prompts is None:
-            raise ValueError("--no-pin measures acceptance on your prompts: give --prompts FILE.jsonl")
-        pinned = [None] * len(steps)
+    pinned = _pins(kind, steps, pinned, pin, prompts)
     notes = writer.check(parse_version(name, version), kind, list(pinned), 1)
     modelled = get_engine(f"{name}@{version}")
     if modelled.overlaps(kind):
@@ -466,6 +452,42 @@ def design_plan(dep, engine: str, *, served_model: str | None = None, draft_chec
     served = served_model or dep.target.source or dep.target.name
     tp = dep.target.tp
     draft_tp = dep.draft.tp if dep.draft is not None else tp
+    servers, runs = _layout(steps, pinned, concurrency, input_tokens, output_tokens, pin, prompts)
+    if len(runs) > MAX_RUNS:
+        raise ValueError(f"the plan holds {len(runs)} runs; at most {MAX_RUNS}: fewer --concurrency levels or --input-tokens")
+    plan = BenchPlan(name, version, preset, dep.hardware.name, dep.target.source or dep.target.name, served, _drafter_spec(dep),
+                     checkpoint, tp, draft_tp, servers, runs, prompts, port, notes)
+    return _with_estimates(dep, plan)
+
+
+def _pins(kind: str, steps: list[int], pinned: list[float] | None, pin: bool, prompts: str | None) -> list:
+    """The acceptance length pinned at each step count (None where the runs take real acceptance), checked."""
+    from ..acceptance import default_acceptance, expected
+
+    if not pin:
+        if prompts is None:
+            raise ValueError("--no-pin measures acceptance on your prompts: give --prompts FILE.jsonl")
+        return [None] * len(steps)
+    if pinned is None:
+        if kind == "ngram":
+            raise ValueError("n-gram acceptance depends on the workload: give the lengths to pin with --pin-accept-length "
+                             "(one per step count), or --no-pin with --prompts")
+        acc, _ = default_acceptance(kind)
+        if acc.max_gamma is not None and acc.max_gamma < max(steps):
+            raise ValueError(f"the published acceptance of this drafter covers {acc.max_gamma} draft position(s), not "
+                             f"{max(steps)}: give the lengths to pin with --pin-accept-length (one per step count)")
+        pinned = [round(float(expected(acc, s)), 2) for s in steps]
+    if len(pinned) != len(steps):
+        raise ValueError(f"--pin-accept-length gives {len(pinned)} lengths for {len(steps)} step counts: one per step count")
+    for s, p in zip(steps, pinned):
+        if not 1.0 <= p <= s + 1:
+            raise ValueError(f"a pinned acceptance length of {p:g} at {s} draft steps is outside [1, {s + 1}]: {s} steps "
+                             f"accept at most {s} drafted tokens plus the target's own")
+    return list(pinned)
+
+
+def _layout(steps, pinned, concurrency, input_tokens, output_tokens, pin: bool, prompts) -> tuple[dict, list]:
+    """(servers, runs): every server at every load and prompt length, and the real-acceptance runs with their twins."""
     servers = {"plain": Server("plain")}
     runs: list[PlanRun] = []
     inputs = [None] if not pin else sorted(set(int(i) for i in input_tokens))
@@ -474,9 +496,8 @@ def design_plan(dep, engine: str, *, served_model: str | None = None, draft_chec
     for s, p in zip(steps, pinned):
         key = f"s{s}-al{p:g}" if p is not None else f"s{s}-real"
         servers[key] = Server(key, s, p)
-    plain_inputs = inputs
     for server in servers.values():
-        for L in plain_inputs:
+        for L in inputs:
             for c in concurrency:
                 runs.append(_run(server, c, L, output_tokens, pin))
     if prompts is not None and pin:
@@ -484,14 +505,9 @@ def design_plan(dep, engine: str, *, served_model: str | None = None, draft_chec
         servers[f"s{s}-real"] = real = Server(f"s{s}-real", s, None)
         for c in concurrency[:2]:
             runs.append(_run(real, c, None, output_tokens, pin))
-        # The plain twins of the real-acceptance runs, on the same prompts.
-        for c in concurrency[:2]:
+        for c in concurrency[:2]:  # the plain twins of the real-acceptance runs, on the same prompts
             runs.append(_run(servers["plain"], c, None, output_tokens, pin))
-    if len(runs) > MAX_RUNS:
-        raise ValueError(f"the plan holds {len(runs)} runs; at most {MAX_RUNS}: fewer --concurrency levels or --input-tokens")
-    plan = BenchPlan(name, version, preset, dep.hardware.name, dep.target.source or dep.target.name, served, _drafter_spec(dep),
-                     checkpoint, tp, draft_tp, servers, runs, prompts, port, notes)
-    return _with_estimates(dep, plan)
+    return servers, runs
 
 
 def _drafter_spec(dep) -> str:
@@ -517,9 +533,12 @@ def _with_estimates(dep, plan: BenchPlan) -> BenchPlan:
     from .runs import closed_loop
 
     runs = []
+    pins = {s.steps: s.pinned_accept_length for s in plan.servers.values() if s.pinned_accept_length is not None}
     for r in plan.runs:
-        prompt = r.input_tokens if r.input_tokens is not None else 1000
-        al = r.pinned_accept_length if r.pinned_accept_length is not None else None
+        prompt = r.input_tokens if r.input_tokens is not None else 1000  # the user's prompts: their length is not known here
+        al = r.pinned_accept_length
+        if al is None and r.steps is not None and (dep.drafter.kind in ("ngram", "mtp") or not pins):
+            al = pins.get(r.steps, 1.0 + 0.5 * r.steps)  # an estimate's guess where no published acceptance extends
         duration = closed_loop(dep, r.concurrency, prompt, r.output_tokens, r.num_prompts, r.steps, al)
         runs.append(dataclasses.replace(r, estimate_s=duration))
     return dataclasses.replace(plan, runs=runs)

@@ -186,6 +186,7 @@ def identifiable(runs: list[CalRun], fit_scale: bool, overlapped: bool = False) 
     plain = [c.run.decode_batch for c in runs if c.kind == "plain"]
     spec = [c for c in runs if c.kind == "spec"]
     out = {"iteration_s": "" if plain else "no plain runs"}
+    contexts = [c.run.context for c in runs if c.kind == "plain"]
 
     def spread(values) -> bool:
         return len(values) > 1 and max(values) / min(values) >= SPREAD
@@ -194,6 +195,13 @@ def identifiable(runs: list[CalRun], fit_scale: bool, overlapped: bool = False) 
         out["scale"] = "the step-time source is bare GPU time (no efficiency to fit)"
     else:
         out["scale"] = "" if spread(plain) else "the plain runs' decode batches are less than 1.5x apart"
+    if not spread(plain):
+        out["iteration_seq_s"] = "the plain runs' decode batches are less than 1.5x apart"
+    elif fit_scale and not spread(contexts):
+        out["iteration_seq_s"] = ("the plain runs are at one prompt length: a time per sequence cannot be told from the "
+                                  "KV-cache reads")
+    else:
+        out["iteration_seq_s"] = ""
     if not spec:
         return out
     steps = sorted({c.setup.steps for c in spec})
@@ -290,13 +298,20 @@ class _Runs:
         self._plain_cache: dict[float, tuple[np.ndarray, np.ndarray]] = {}
 
     # The deployment for a scale and per-iteration time, with no host terms: the passes of every run.
-    def deployment(self, scale: float, iteration_s: float, host: SpecHost | None = None):
+    def deployment(self, scale: float, iteration: float | tuple, host: SpecHost | tuple | None = None):
+        """The deployment at an efficiency ``scale``, the engine's time per iteration ``iteration`` (seconds, or a pair
+        with its time per sequence of an iteration) and the round's host terms ``host`` (none by default)."""
         dep = self.dep
         if self.fit_scale and scale != 1.0:
             dep = _scaled(dep, scale)
-        engine = dep.engine.with_iteration_ms(iteration_s * 1e3)
-        h = SpecHost() if host is None else host
+        per_iteration, per_seq = (iteration, 0.0) if np.ndim(iteration) == 0 else iteration
+        engine = dep.engine.with_iteration_ms(per_iteration * 1e3, per_seq * 1e6)
+        # ``host`` is the round's terms, or (terms, the share of them the engine hides; None: the version's own).
+        h, share = (host, None) if host is None or isinstance(host, SpecHost) else host
+        h = SpecHost() if h is None else h
         engine = dataclasses.replace(engine, spec=h, kernel_spec=h)
+        if share is not None:
+            engine = dataclasses.replace(engine, overlap_share=share, kernel_overlap_share=share)
         return dataclasses.replace(dep, engine=engine)
 
     def plain_parts(self, scale: float, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -334,8 +349,8 @@ class _Runs:
         share of time left by prefill."""
         rounds = np.empty(index.size)
         for j, w, r in groups:
-            host, _ = dep_host.round_host(self.batch[index[j]], self.steps[index[j]], w)
-            rounds[j] = dataclasses.replace(r, host_s=host).total_s
+            host, hidden = dep_host.round_host(self.batch[index[j]], self.steps[index[j]], w)
+            rounds[j] = dataclasses.replace(r, host_s=host, overlapped=hidden).total_s
         return tpot_with_prefill(rounds / self.accept_length(index, alphas), 1.0, rho)
 
 

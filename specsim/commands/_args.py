@@ -81,7 +81,12 @@ def _calibrated(args: argparse.Namespace, cal) -> dict:
         differs("engine", engine, cal.engine)
     if getattr(args, "engine_overhead_ms", None) is not None:
         raise ValueError(f"--engine-overhead-ms replaces the time per iteration {cal.name} fitted: drop one of them")
-    return {"hardware": cal.profile, "target": cal.target, "tp": cal.tp, "timing": cal.timing, "engine": cal.engine}
+    for key, flag in (("weight_dtype", "weight-dtype"), ("kv_dtype", "kv-dtype")):
+        given = getattr(args, key, None)
+        if given is not None and given != cal.target_options.get(key, given):
+            differs(flag, given, f"a {cal.target_options[key]} {key.split('_')[0]} target")
+    return {"hardware": cal.profile, "target": cal.target, "tp": cal.tp, "timing": cal.timing, "engine": cal.engine,
+            "target_options": cal.target_options}
 
 
 def _drafter_kind(draft: str | None) -> str:
@@ -121,7 +126,7 @@ def deployment(args: argparse.Namespace, *, draft: bool = True):
     if cal is not None:
         fixed = _calibrated(args, cal)
         hardware, target, timing, engine_name, tp = fixed["hardware"], fixed["target"], fixed["timing"], fixed["engine"], fixed["tp"]
-        target_options["tp"] = tp
+        target_options = fixed["target_options"] | target_options | {"tp": tp}
         if draft and drafter is None:
             drafter = cal.drafter or DEFAULT_DRAFT
             if cal.draft_tp is not None and "tp" not in draft_options:

@@ -193,8 +193,8 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
     out = check_output(args.out, (".yaml", ".yml")) if args.out else None
     plan = None
     if args.plan:
-        given = [f"--{k.replace('_', '-')}" for k in ("plain", "spec", "hardware", "target", "draft", "steps", "tp", "engine")
-                 if getattr(args, k)]
+        given = [f"--{k.replace('_', '-')}" for k in ("plain", "spec", "hardware", "target", "draft", "steps", "tp", "engine",
+                                                       "weight_dtype", "kv_dtype") if getattr(args, k)]
         if given:
             raise ValueError(f"--plan names the deployment and its runs: drop {', '.join(given)}")
         plan, runs, files, notes = _plan_runs(args)
@@ -219,13 +219,15 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
         notes.append(f"step times: {timing_note}")
     spec_runs = any(c.kind == "spec" for c in runs)
     draft_options = {"tp": draft_tp if draft_tp is not None else tp} if (tp or 1) > 1 and spec_runs else None
+    target_options = {k: v for k, v in (("tp", tp), ("weight_dtype", args.weight_dtype), ("kv_dtype", args.kv_dtype)) if v}
     dep = Deployment.build(hardware, target, drafter if spec_runs else None, timing, engine,
-                           target_options={"tp": tp} if tp else None, draft_options=draft_options, decode_only=not spec_runs)
+                           target_options=target_options, draft_options=draft_options, decode_only=not spec_runs)
     fit = fit_engine(dep, runs)
     record = None
     if out is not None:
         acceptance, label = _real_acceptance(fit)
-        record = calibration_mapping(fit, dep, target, drafter if spec_runs else None, timing, files, acceptance, label)
+        record = calibration_mapping(fit, dep, target, drafter if spec_runs else None, timing, files, acceptance, label,
+                                     {k: v for k, v in target_options.items() if k != "tp"})
         import yaml
 
         atomic_write_text(out, yaml.safe_dump(record, sort_keys=False, width=110))

@@ -6,7 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import report
 from ..report import print_json, progress, table
 from ._args import harness
 
