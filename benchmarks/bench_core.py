@@ -54,8 +54,8 @@ def main() -> None:
     print(f"  specsim optimal-gamma --alpha 0.8     median {statistics.median(cold) * 1e3:7.1f} ms  min {min(cold) * 1e3:7.1f} ms"
           f"   (target < 500 ms)")
 
-    from specsim.deployment import Deployment
-    from specsim.speedup import speedup
+    from specsim.speculation.deployment import Deployment
+    from specsim.speculation.search import speedup
 
     alpha = np.linspace(0.0, 1.0, 101)[:, None, None, None]
     gamma = np.arange(17)[None, :, None, None]

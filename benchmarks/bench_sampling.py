@@ -20,7 +20,7 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from specsim.toy import speculative_step_bigram, toy_pair  # noqa: E402
+from specsim.article.toy import speculative_step_bigram, toy_pair
 
 GAMMA = 4
 

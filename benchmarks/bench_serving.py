@@ -12,9 +12,9 @@ import time
 
 import numpy as np
 
-from specsim.serving import EngineLimits, StepTable, simulate
-from specsim.deployment import Deployment
-from specsim.workloads import Requests
+from specsim.serving.simulator import EngineLimits, StepTable, simulate
+from specsim.speculation.deployment import Deployment
+from specsim.serving.workloads import Requests
 
 
 def main() -> None:

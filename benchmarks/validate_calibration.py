@@ -22,11 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from specsim.acceptance import expected_tokens
+from specsim.speculation.acceptance import expected_tokens
 from specsim.calibration.bench_files import read_bench_file
 from specsim.calibration.engine_fit import fit_engine
 from specsim.calibration.runs import CalRun, SpecSetup
-from specsim.deployment import Deployment
+from specsim.speculation.deployment import Deployment
 
 ROOT = Path("examples/bench/public")
 A100 = ROOT / "a100-llama-3.1-8b-eagle3"

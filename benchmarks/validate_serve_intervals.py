@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from specsim.deployment import Deployment
-from specsim.serving import requests_for, serve_compare
+from specsim.speculation.deployment import Deployment
+from specsim.serving.simulator import requests_for, serve_compare
 
 SEEDS, RATE, RESAMPLES = 20, 8.0, 2000
 

@@ -3,7 +3,7 @@
     python benchmarks/validate_speculation.py            # tables per source and engine, both step-time sources
     python benchmarks/validate_speculation.py --rows     # and every row
 
-The rows are ``specsim/data/speculation_public.csv`` (see :mod:`specsim.spec_fit` for what each kind compares).
+The rows are ``specsim/calibration/data/speculation_public.csv`` (see :mod:`specsim.calibration.public` for what each kind compares).
 For each engine the host terms of a speculative round (per round, per draft step, per sequence) are fitted on
 all its sources (what the presets ship) and, for each source, on the others only (the held-out error).  The
 peers run on the same rows: specsim as it was before the engine's round costs were modelled ("before": every
@@ -20,7 +20,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from specsim.spec_fit import FIT_KINDS, evaluate, load_public_speculation
+from specsim.calibration.public import FIT_KINDS, evaluate, load_public_speculation
 
 COLUMNS = {"before": "specsim before", "no_host": "passes only", "held_out": "held out", "fitted": "fitted (in-sample)",
            "specdecode_bench": "SpecDecode-Bench sim"}

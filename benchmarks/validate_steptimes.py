@@ -5,7 +5,7 @@ Run:  python benchmarks/validate_steptimes.py  [--rows]
 1. Plain decode.  Public per-token latencies (TPOT) of TensorRT-LLM and SGLang
    (and one vLLM row) serving Llama-3.1-8B and Qwen3-32B on one H100 SXM or
    H200, shipped as ``silicon_sample.csv`` with aiconfigurator-core 0.12.0
-   (Apache-2.0).  Each candidate predicts TPOT as in :mod:`specsim.fidelity`;
+   (Apache-2.0).  Each candidate predicts TPOT as in :mod:`specsim.calibration.fidelity`;
    each engine's per-iteration time and prefill share are fitted on a training
    half (split by a hash of the row id), and the mean absolute percentage error
    (MAPE) is printed on the held-out half, per candidate, engine, device and
@@ -38,9 +38,9 @@ import sys
 import numpy as np
 import pandas as pd
 
-from specsim.fidelity import CANDIDATES, evaluate, load_public_tpot
-from specsim.hardware import load_hardware
-from specsim.models import get_model
+from specsim.calibration.fidelity import CANDIDATES, evaluate, load_public_tpot
+from specsim.describe.hardware import load_hardware
+from specsim.describe.models import get_model
 from specsim.timing import make_source
 
 
@@ -110,7 +110,7 @@ def verify_table() -> None:
 
 
 def multi_gpu_table() -> None:
-    from specsim.fidelity import evaluate_out_of_sample, fit_collectives, load_out_of_sample_tpot
+    from specsim.calibration.fidelity import evaluate_out_of_sample, fit_collectives, load_out_of_sample_tpot
 
     base = load_public_tpot()
     multi = load_out_of_sample_tpot()
@@ -135,7 +135,7 @@ def multi_gpu_table() -> None:
 
 
 def allreduce_table() -> None:
-    from specsim.parallel import allreduce_s
+    from specsim.describe.parallel import allreduce_s
     from specsim.timing.kernels import KernelSource
 
     print("\n5. All-reduce of m x hidden bf16 activations: ring formula of the profile against measured (vLLM kernels)\n")

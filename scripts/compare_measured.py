@@ -23,10 +23,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from specsim.calibrate import predict  # noqa: E402
-from specsim.measurements import load_measurements  # noqa: E402
-from specsim.hardware import builtin_names, load_hardware  # noqa: E402
-from specsim.hardware import builtin_dir  # noqa: E402
+from specsim.calibration.profile import predict
+from specsim.timing.measurements import load_measurements
+from specsim.describe.hardware import builtin_names, load_hardware
+from specsim.describe.hardware import builtin_dir
 
 
 def main() -> None:

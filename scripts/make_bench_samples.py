@@ -3,7 +3,7 @@ its results, for calibrate-engine.
 
 The formats are the tools' own (keys and nesting from vllm/benchmarks/serve.py, sglang/bench_serving.py and
 GuideLLM's report schema 2), trimmed to the summary a saved result holds without per-request detail.  The numbers
-are NOT measurements: every run is played through specsim's request-level simulator (:mod:`specsim.serving`: a
+are NOT measurements: every run is played through specsim's request-level simulator (:mod:`specsim.serving.simulator`: a
 closed loop of ``c`` users, chunked prefill, speculative rounds drawn from the acceptance) on a deployment with known
 terms (below), and its mean TPOT gets 2% Gaussian noise (seed 0).  The simulator is not the model calibrate-engine
 fits (a run's mean TPOT with the prefill share of the others' prompts), so recovering the terms tests that model too.
@@ -19,13 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from specsim.acceptance import Acceptance, alpha_from_acceptance_length, expected
+from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length, expected
 from specsim.calibration.plan import design_plan, plan_files
 from specsim.calibration.runs import _scaled
-from specsim.deployment import Deployment
+from specsim.speculation.deployment import Deployment
 from specsim.engines import SpecHost
-from specsim.serving import EngineLimits, StepTable, simulate
-from specsim.workloads import Requests
+from specsim.serving.simulator import EngineLimits, StepTable, simulate
+from specsim.serving.workloads import Requests
 
 OUT = Path("examples/bench")
 #: The terms both samples are generated with: calibrate-engine should find them within its intervals.
@@ -87,7 +87,7 @@ def vllm_record(run: dict, c: int, prompt: int, output: int, n: int, model: str,
 
 def tool_files(rng) -> None:
     """The three tools' files of one deployment: Llama-3.1-8B with an EAGLE-3 head (3 steps) on an H100, vLLM 0.10."""
-    from specsim.metrics import accept_length_from_page
+    from specsim.speculation.metrics import accept_length_from_page
 
     dep = truth(Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", engine="vllm@0.10"), TRUE_HOST_ONE_STEP)
     al_guidellm, _ = accept_length_from_page("examples/vllm-metrics.txt")

@@ -8,12 +8,12 @@ import json
 import numpy as np
 import pytest
 
-from specsim.cli import main
-from specsim.hardware import FP8_MATMUL_SPEEDUP, W4A16_COMPUTE_FRACTION, load_hardware
-from specsim.models import BYTES_PER_ELEMENT, get_model, model_from_hf_config
-from specsim.parallel import allgather_s, allreduce_s, check_tp, comm_time_s
-from specsim.deployment import Deployment
-from specsim.speedup import speculation_peak
+from specsim.cli.main import main
+from specsim.describe.hardware import FP8_MATMUL_SPEEDUP, W4A16_COMPUTE_FRACTION, load_hardware
+from specsim.describe.models import BYTES_PER_ELEMENT, get_model, model_from_hf_config
+from specsim.describe.parallel import allgather_s, allreduce_s, check_tp, comm_time_s
+from specsim.speculation.deployment import Deployment
+from specsim.speculation.search import speculation_peak
 from specsim.timing.roofline import step_time
 
 H100 = load_hardware("h100-sxm")
@@ -196,7 +196,7 @@ def test_tensor_parallel_checks():
 
 
 def test_capacity_names_the_smallest_tp_and_counts_every_gpu(capsys):
-    from specsim.capacity import capacity, smallest_fitting_tp, throughput_table
+    from specsim.serving.capacity import capacity, smallest_fitting_tp, throughput_table
 
     dep = Deployment.build("h100-sxm", "llama-3.3-70b", "llama-3.2-1b", target_options={"tp": 4})
     assert smallest_fitting_tp(dep, 1128) == 4
@@ -213,7 +213,7 @@ def test_capacity_names_the_smallest_tp_and_counts_every_gpu(capsys):
 
 # -- what the CLI prints ---------------------------------------------------------------
 def test_issue_command_prints_what_it_assumed(capsys):
-    from specsim.models import _CATALOG
+    from specsim.describe.models import _CATALOG
 
     argv = ["optimal-gamma", "--target", str(_CATALOG / "qwen3-30b-a3b.json"), "--draft", "qwen3-0.6b",
             "--weight-dtype", "fp8", "--tp", "2", "--hardware", "h100-sxm"]
@@ -290,7 +290,7 @@ def test_steptime_takes_lists_of_tokens_per_sequence_and_contexts(capsys):
 
 
 def test_collectives_on_one_rank_cost_float_zeros_of_the_inputs_shape():
-    from specsim.parallel import allgather_s, allreduce_s
+    from specsim.describe.parallel import allgather_s, allreduce_s
 
     for f in (allreduce_s, allgather_s):
         out = f(H100, 1, np.array([1, 2, 3]))

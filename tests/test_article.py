@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from specsim.article import article_deployment, reproduce
-from specsim.deployment import Deployment
-from specsim.speedup import speedup
+from specsim.article.reproduce import article_deployment, reproduce
+from specsim.speculation.deployment import Deployment
+from specsim.speculation.search import speedup
 
 
 def test_every_quoted_number_is_reproduced():

@@ -17,8 +17,8 @@ import yaml
 from specsim.calibration.bench_files import BenchRun
 from specsim.calibration.plan import design_plan, plan_files, read_plan
 from specsim.calibration.runs import CalRun, SpecSetup, identifiable
-from specsim.cli import main
-from specsim.deployment import Deployment
+from specsim.cli.main import main
+from specsim.speculation.deployment import Deployment
 
 FLAGS = yaml.safe_load(Path("tests/data/engine_flags.yaml").read_text())
 

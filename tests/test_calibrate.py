@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from specsim.calibrate import calibrate, predict
-from specsim.measurements import load_measurements
-from specsim.cli import main
-from specsim.hardware import load_hardware
-from specsim.models import get_model
+from specsim.calibration.profile import calibrate, predict
+from specsim.timing.measurements import load_measurements
+from specsim.cli.main import main
+from specsim.describe.hardware import load_hardware
+from specsim.describe.models import get_model
 from specsim.timing.roofline import step_time
 
 
@@ -86,7 +86,7 @@ def test_cli_writes_profile_with_provenance_and_residual_plot(tmp_path, capsys):
 
 
 def test_builtin_profiles_are_never_overwritten(tmp_path, capsys):
-    from specsim.hardware import builtin_dir
+    from specsim.describe.hardware import builtin_dir
 
     base = load_hardware("h100-sxm")
     path = synthetic(tmp_path, base)
@@ -154,10 +154,10 @@ def test_predict_groups_rows_by_shape_not_by_name(tmp_path):
     import numpy as np
     import pandas as pd
 
-    from specsim.calibrate import predict
-    from specsim.measurements import load_measurements
-    from specsim.hardware import load_hardware
-    from specsim.models import get_model
+    from specsim.calibration.profile import predict
+    from specsim.timing.measurements import load_measurements
+    from specsim.describe.hardware import load_hardware
+    from specsim.describe.models import get_model
     from specsim.timing.roofline import step_time
 
     hw = load_hardware("h100-sxm")
@@ -180,7 +180,7 @@ def fitted(tmp_path_factory):
 
 
 def test_residual_figure_draws_the_errors_it_reports(fitted):
-    from specsim.plots import plot_residuals
+    from specsim.figures.plots import plot_residuals
 
     fig = plot_residuals(fitted)
     before, after = fig.axes
@@ -200,7 +200,7 @@ def test_residual_figure_draws_the_errors_it_reports(fitted):
 
 
 def test_implausible_flags_each_kind_of_bad_fit(fitted):
-    from specsim.calibrate import implausible
+    from specsim.calibration.profile import implausible
 
     assert implausible(fitted) == []  # a clean fit of the data's own model
     at_bound = dataclasses.replace(fitted, profile=dataclasses.replace(fitted.profile, compute_eff=1.0))
@@ -217,21 +217,21 @@ def test_implausible_flags_each_kind_of_bad_fit(fitted):
 @pytest.mark.parametrize("text, value", [("True", True), (" true ", True), ("1", True), ("1.0", True), (True, True),
                                           ("False", False), ("FALSE", False), ("0", False), ("0.0", False), (np.bool_(False), False)])
 def test_csv_booleans_are_read_strictly(text, value):
-    from specsim.measurements import _flag
+    from specsim.timing.measurements import _flag
 
     assert _flag(text, "tie_embeddings", "here") is value
 
 
 @pytest.mark.parametrize("text", ["yes", "no", "", "2", "nan"])
 def test_csv_booleans_refuse_anything_else(text):
-    from specsim.measurements import _flag
+    from specsim.timing.measurements import _flag
 
     with pytest.raises(ValueError, match=f"^here: tie_embeddings must be true or false, got {text!r}$"):
         _flag(text, "tie_embeddings", "here")
 
 
 def test_profile_yaml_keeps_field_order_and_wraps_long_notes(fitted):
-    from specsim.calibrate import profile_yaml
+    from specsim.calibration.profile import profile_yaml
 
     text = profile_yaml(fitted.profile)
     assert text.splitlines()[0].startswith("name:")

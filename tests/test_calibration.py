@@ -16,8 +16,8 @@ import yaml
 from specsim.calibration.bench_files import BenchRun, read_bench_file
 from specsim.calibration.engine_fit import fit_engine
 from specsim.calibration.runs import CalRun, SpecSetup, _Runs, load_key, tpot_with_prefill
-from specsim.cli import main
-from specsim.deployment import Deployment
+from specsim.cli.main import main
+from specsim.speculation.deployment import Deployment
 from specsim.engines import SpecHost
 
 BENCH = "examples/bench"
@@ -103,11 +103,11 @@ def test_rows_come_in_load_order_whatever_the_file_order():
 
 # -- the run model ---------------------------------------------------------------------------------------------------
 def test_the_run_model_follows_the_request_level_simulator(dep):
-    """A closed loop of c users with fixed lengths, played through specsim.serving, against TPOT = t / (1 - rho) at the
+    """A closed loop of c users with fixed lengths, played through specsim.serving.simulator, against TPOT = t / (1 - rho) at the
     simulated run's own rate and Little's-law batch: within 8% (a deterministic comparison; the mean-value model
     ignores that equal requests finish in step at small c, which is its largest error)."""
-    from specsim.serving import EngineLimits, StepTable, simulate
-    from specsim.workloads import Requests
+    from specsim.serving.simulator import EngineLimits, StepTable, simulate
+    from specsim.serving.workloads import Requests
 
     true = _truth(dep)
     for P in (512, 2048):
@@ -190,8 +190,8 @@ def test_the_tool_samples_give_back_what_one_step_count_can_fit_within_its_inter
         assert t["low"] <= value <= t["high"], (name, value, t)
     assert s["terms"]["step_s"]["status"] == "held" and s["terms"]["seq_step_s"]["status"] == "held"
     if tool == "guidellm":  # no acceptance recorded: one rate fitted for the file, covering the one it was made with
-        from specsim.acceptance import alpha_from_acceptance_length
-        from specsim.metrics import accept_length_from_page
+        from specsim.speculation.acceptance import alpha_from_acceptance_length
+        from specsim.speculation.metrics import accept_length_from_page
 
         (acc,) = s["acceptance"].values()
         true_alpha = float(alpha_from_acceptance_length(accept_length_from_page("examples/vllm-metrics.txt")[0], 3))
@@ -223,8 +223,8 @@ def _preset_runs(dep):
 
 # -- one file, every command ---------------------------------------------------------------------------------------------
 def test_the_calibration_file_reproduces_every_fitted_tpot_within_one_percent(tmp_path, capsys):
-    from specsim.commands._args import deployment
-    from specsim.cli import build_parser
+    from specsim.cli.args import deployment
+    from specsim.cli.main import build_parser
 
     out = tmp_path / "calibration.yaml"
     s = _json(["calibrate-engine", "--plan", PLAN, "--out", str(out)], capsys)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specsim.capacity import capacity, throughput_table
-from specsim.deployment import Deployment
-from specsim.speedup import optimal_gamma
+from specsim.serving.capacity import capacity, throughput_table
+from specsim.speculation.deployment import Deployment
+from specsim.speculation.search import optimal_gamma
 
 
 def test_8b_with_1b_draft_at_8192_tokens_by_hand():
@@ -71,7 +71,7 @@ def test_fit_flags_follow_capacity():
 
 
 def test_max_context_below_the_mean_context_is_refused(capsys):
-    from specsim.cli import main
+    from specsim.cli.main import main
 
     assert main(["optimal-gamma", "--context", "4096", "--max-context", "1024", "--timing", "roofline"]) == 2
     err = capsys.readouterr().err
@@ -79,8 +79,8 @@ def test_max_context_below_the_mean_context_is_refused(capsys):
 
 
 def test_capacity_to_dict_is_every_field_under_its_own_name():
-    from specsim.capacity import capacity
-    from specsim.deployment import Deployment
+    from specsim.serving.capacity import capacity
+    from specsim.speculation.deployment import Deployment
 
     cap = capacity(Deployment.from_names(), 8192)
     fields = ["memory_bytes", "usable_bytes", "target_weight_bytes", "draft_weight_bytes", "target_kv_bytes_per_seq",
@@ -91,8 +91,8 @@ def test_capacity_to_dict_is_every_field_under_its_own_name():
 
 def test_throughput_table_columns_are_consistent_with_each_other():
     # Per-sequence rates are the reciprocal of latency, device rates multiply by the batch, gamma stays in range.
-    from specsim.capacity import throughput_table
-    from specsim.deployment import Deployment
+    from specsim.serving.capacity import throughput_table
+    from specsim.speculation.deployment import Deployment
 
     t = throughput_table(Deployment.from_names(), 0.9, [1, 8, 64], 1128, gamma_max=2)
     np.testing.assert_allclose(t.tokens_per_s_seq_spec, 1.0 / t.latency_spec_s, rtol=1e-12)
@@ -104,8 +104,8 @@ def test_throughput_table_columns_are_consistent_with_each_other():
 
 
 def test_capacity_accepts_its_boundaries_and_refuses_past_them():
-    from specsim.capacity import capacity
-    from specsim.deployment import Deployment
+    from specsim.serving.capacity import capacity
+    from specsim.speculation.deployment import Deployment
 
     dep = Deployment.from_names()
     full = capacity(dep, 1, 1.0)  # all of the memory, one token per sequence

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from specsim.models import _CATALOG, _catalog_index, catalog_entry, get_model, model_from_hf_config
-from specsim.deployment import Deployment
+from specsim.describe.models import _CATALOG, _catalog_index, catalog_entry, get_model, model_from_hf_config
+from specsim.speculation.deployment import Deployment
 
 NAMES = sorted(_catalog_index())
 

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from specsim.cli import main
-from specsim.deployment import Deployment
-from specsim.speedup import optimal_gamma
+from specsim.cli.main import main
+from specsim.speculation.deployment import Deployment
+from specsim.speculation.search import optimal_gamma
 
 
 def run(capsys, *argv):
@@ -152,7 +152,7 @@ def test_cli_as_a_subprocess(repo):
 
 
 def test_optimal_gamma_path_does_not_import_heavy_libraries(repo):
-    code = ("import sys; from specsim.cli import main; main(['optimal-gamma', '--json']); "
+    code = ("import sys; from specsim.cli.main import main; main(['optimal-gamma', '--json']); "
             "print(sorted(m for m in ('matplotlib', 'pandas', 'scipy', 'torch') if m in sys.modules))")
     env = {**os.environ, "PYTHONPATH": str(repo)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=repo, timeout=60)
@@ -191,8 +191,8 @@ def test_compare_prints_latency_and_throughput(capsys):
 
 def test_parser_defaults_are_the_librarys():
     # Defaults live in the library; where a help text states one, it must be the library's value.
-    from specsim.calibrate import DEFAULT_HOLDOUT
-    from specsim.cli import build_parser
+    from specsim.calibration.profile import DEFAULT_HOLDOUT
+    from specsim.cli.main import build_parser
     from specsim.harness import defaults
 
     parser = build_parser()

@@ -7,13 +7,13 @@ import dataclasses
 import numpy as np
 import pytest
 
-from specsim.deployment import (MAX_VOCAB_PADDING, Deployment, DraftStep, RoundFixed, model_assumptions, round_seconds)
-from specsim.drafters import DraftModel, NgramDrafter, make_drafter
+from specsim.speculation.deployment import (MAX_VOCAB_PADDING, Deployment, DraftStep, RoundFixed, model_assumptions, round_seconds)
+from specsim.speculation.drafters import DraftModel, NgramDrafter, make_drafter
 from specsim.engines import ENGINES, EnginePreset, SpecHost, get_engine
-from specsim.hardware import load_hardware
-from specsim.models import get_model
-from specsim.acceptance import expected_tokens
-from specsim.speedup import speedup
+from specsim.describe.hardware import load_hardware
+from specsim.describe.models import get_model
+from specsim.speculation.acceptance import expected_tokens
+from specsim.speculation.search import speedup
 from specsim.timing.roofline import RooflineSource, step_time
 
 H100 = load_hardware("h100-sxm")
@@ -396,7 +396,7 @@ def test_an_ngram_draft_step_under_tensor_parallelism_runs_no_collective():
 
 
 def test_round_defaults_are_one_step_of_one_token_at_the_default_context():
-    from specsim.deployment import DEFAULT_CONTEXT_TOKENS
+    from specsim.speculation.deployment import DEFAULT_CONTEXT_TOKENS
 
     dep = _dep()
     one = dep.round_time(B, DEFAULT_CONTEXT_TOKENS, 1, 1)
@@ -438,7 +438,7 @@ def test_build_passes_the_progress_callback_to_the_source(tmp_path, monkeypatch)
 
 
 def test_a_free_draft_step_is_zero_everywhere_and_carries_no_fallback_flags_of_the_pass_it_copies():
-    from specsim.deployment import _zero_like
+    from specsim.speculation.deployment import _zero_like
 
     step = step_time(H100, get_model("llama-3.2-1b"), np.array([1.0, 8.0]), 1, 512)
     flagged = dataclasses.replace(step, fallback=np.array([True, False]), comm_s=np.array([1e-5, 2e-5]))

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import yaml
 
-from specsim.acceptance import (Acceptance, TreeSpec, build_tree, monte_carlo_tree, parse_acceptance, parse_tree)
-from specsim.cli import main
-from specsim.drafters import NGRAM_CPU_S_PER_TOKEN, NgramDrafter, make_drafter
-from specsim.models import get_model
-from specsim.deployment import Deployment
-from specsim.speedup import expected_tokens, expected_tokens_per_position, optimal_gamma, optimal_tree
+from specsim.speculation.acceptance import (Acceptance, TreeSpec, build_tree, monte_carlo_tree, parse_acceptance, parse_tree)
+from specsim.cli.main import main
+from specsim.speculation.drafters import NGRAM_CPU_S_PER_TOKEN, NgramDrafter, make_drafter
+from specsim.describe.models import get_model
+from specsim.speculation.deployment import Deployment
+from specsim.speculation.search import expected_tokens, expected_tokens_per_position, optimal_gamma, optimal_tree
 
 
 # -- acceptance -----------------------------------------------------------------
@@ -308,7 +308,7 @@ def test_sibling_factor_bounds_and_tree_spec_limits():
 
 
 def test_published_acceptance_is_what_its_sources_say():
-    from specsim.acceptance import published_acceptance
+    from specsim.speculation.acceptance import published_acceptance
 
     pub = published_acceptance()
     assert set(pub) == {"draft_model", "eagle", "eagle3", "ngram", "mtp"}
@@ -559,8 +559,8 @@ def test_a_head_takes_the_targets_attention_layout_and_position_limit():
 def test_commands_default_to_the_published_acceptance_of_the_drafter_and_say_so(draft, kind):
     import argparse
 
-    from specsim.acceptance import published_acceptance
-    from specsim.commands._args import resolve_acceptance
+    from specsim.speculation.acceptance import published_acceptance
+    from specsim.cli.args import resolve_acceptance
 
     args = argparse.Namespace(draft=draft, alpha=None, acceptance=None, metrics=None, metrics_gamma=None)
     acc, label = resolve_acceptance(args)
@@ -571,7 +571,7 @@ def test_commands_default_to_the_published_acceptance_of_the_drafter_and_say_so(
 
 
 def test_ngram_has_no_default_acceptance_and_says_what_to_pass():
-    from specsim.acceptance import default_acceptance
+    from specsim.speculation.acceptance import default_acceptance
 
     with pytest.raises(ValueError, match=r"n-gram acceptance depends on the workload.*--acceptance 0\.4434,0\.4051"):
         default_acceptance("ngram")
@@ -614,7 +614,7 @@ def test_an_fp8_head_config_is_read_as_fp8_not_as_the_targets_bf16(tmp_path):
 
 def test_the_published_citations_and_default_labels_are_printed_exactly():
     # Users read these lines as the provenance of a number: every word, case and digit is checked.
-    from specsim.acceptance import default_acceptance, published_acceptance
+    from specsim.speculation.acceptance import default_acceptance, published_acceptance
 
     pub = published_acceptance()
     assert {k: (v[0].source, v[1]) for k, v in pub.items()} == {
@@ -649,7 +649,7 @@ def test_the_published_citations_and_default_labels_are_printed_exactly():
 
 
 def test_alpha_from_a_length_says_what_is_wrong_and_is_exact_at_the_bounds():
-    from specsim.acceptance import alpha_from_acceptance_length, expected_tokens
+    from specsim.speculation.acceptance import alpha_from_acceptance_length, expected_tokens
 
     with pytest.raises(ValueError, match=r"^gamma must be >= 1 to infer alpha \(gamma = 0 drafts nothing\)$"):
         alpha_from_acceptance_length(1.0, 0)
@@ -665,7 +665,7 @@ def test_alpha_from_a_length_says_what_is_wrong_and_is_exact_at_the_bounds():
 
 
 def test_acceptance_messages_are_exact():
-    from specsim.acceptance import parse_acceptance
+    from specsim.speculation.acceptance import parse_acceptance
 
     with pytest.raises(ValueError) as err:
         parse_acceptance("0.9,x")
@@ -693,7 +693,7 @@ def test_acceptance_refusals_word_for_word_and_a_rise_within_rounding_accepted()
 
 
 def test_a_per_position_default_is_labelled_with_its_rates(monkeypatch):
-    from specsim import acceptance
+    from specsim.speculation import acceptance
 
     acc, label = acceptance.default_acceptance("mtp")
     assert label.startswith("acceptance 0.875 (the published default for an MTP layer: DeepSeek-V3 report; ")
@@ -705,7 +705,7 @@ def test_a_per_position_default_is_labelled_with_its_rates(monkeypatch):
 
 
 def test_alpha_from_the_longest_and_shortest_mean_length_is_exactly_one_and_zero():
-    from specsim.acceptance import alpha_from_acceptance_length
+    from specsim.speculation.acceptance import alpha_from_acceptance_length
 
     got = alpha_from_acceptance_length(np.array([1.0, 5.0, 3.0, 2.0]), np.array([4, 4, 2, 1]))
     assert got[0] == 0.0 and got[1] == 1.0 and got[2] == 1.0 and got[3] == 1.0

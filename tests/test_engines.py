@@ -10,7 +10,7 @@ import pytest
 import numpy as np
 
 from specsim.engines import ENGINES, EnginePreset, SpecHost, get_engine, source_and_engine
-from specsim.fidelity import evaluate, load_public_tpot
+from specsim.calibration.fidelity import evaluate, load_public_tpot
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def test_shipped_presets_are_the_fit(hybrid, public):
 
 
 def test_shipped_collective_times_are_the_multi_gpu_fit_and_help_held_out_rows(hybrid, public):
-    from specsim.fidelity import evaluate_out_of_sample, fit_collectives, load_out_of_sample_tpot
+    from specsim.calibration.fidelity import evaluate_out_of_sample, fit_collectives, load_out_of_sample_tpot
 
     multi = load_out_of_sample_tpot()
     assert (multi.tp > 1).sum() >= 300 and 0.35 < multi.holdout.mean() < 0.65
@@ -220,7 +220,7 @@ def test_engine_errors_are_exact():
 
 
 def test_source_and_engine_defaults_to_the_current_vllm():
-    from specsim.hardware import load_hardware
+    from specsim.describe.hardware import load_hardware
 
     _, preset = source_and_engine(load_hardware("h100-sxm"), "roofline", None)
     assert preset.key == "vllm@latest"
@@ -241,7 +241,7 @@ def test_an_overlap_share_is_a_number_in_zero_to_one(key, share, ok):
 
 
 def test_each_shipped_preset_says_what_it_overlaps_on_what_basis_and_how_its_drafter_is_sharded():
-    from specsim.engines import PRESETS, _PLAIN
+    from specsim.engines import ENGINE_MODULES, PRESETS
 
     heads = {"eagle", "eagle3", "mtp"}
     expected = {  # key: (overlapped kinds, chains only, (share, kernel share), drafter on the target's TP group)
@@ -255,13 +255,16 @@ def test_each_shipped_preset_says_what_it_overlaps_on_what_basis_and_how_its_dra
                 p.draft_shares_tp) == (key, kinds, chains, share, shares_tp)
         name = key.split("@")[0]
         assert (p.kernel_engine, p.iteration_s, p.kernel_iteration_s, p.collective_s, p.kernel_collective_s, p.basis) == tuple(
-            _PLAIN[name][k] for k in ("kernel_engine", "iteration_s", "kernel_iteration_s", "collective_s",
+            ENGINE_MODULES[name].PLAIN[k] for k in ("kernel_engine", "iteration_s", "kernel_iteration_s", "collective_s",
                                       "kernel_collective_s", "basis"))
         basis = ("fitted to spec v2's measured gains, sgl-project/sglang#11398 and #12128" if key == "sglang@latest"
                  else "no public measurement: all of it")
         assert p.overlap_basis == basis and p.release and p.spec_basis
     assert PRESETS["trtllm@latest"].spec == SpecHost() == PRESETS["trtllm@latest"].kernel_spec
-    from specsim.engines import _SGLANG_KERNEL_SPEC, _SGLANG_SPEC, _SPEC_BASIS, _VLLM_KERNEL_SPEC, _VLLM_SPEC
+    from specsim.engines import sglang, vllm as vllm_engine
+    from specsim.engines.base import _SPEC_BASIS
+
+    _SGLANG_SPEC, _SGLANG_KERNEL_SPEC, _VLLM_SPEC, _VLLM_KERNEL_SPEC = sglang.SPEC, sglang.KERNEL_SPEC, vllm_engine.SPEC, vllm_engine.KERNEL_SPEC
 
     for key, p in PRESETS.items():
         if key.startswith(("vllm@", "sglang@")):

@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from specsim.figures import FIGURES, make_all, render  # noqa: E402
-from specsim.sweep import optimal_gamma_table  # noqa: E402
+from specsim.figures.make import FIGURES, make_all, render
+from specsim.speculation.sweep import optimal_gamma_table
 
 
 @pytest.fixture(scope="module")
@@ -117,8 +117,8 @@ def test_devices_crossover_moves_with_the_ridge(drawn):
 
 
 def test_throughput_figure_ends_at_memory_capacity_and_shows_the_cost(drawn):
-    from specsim.capacity import capacity
-    from specsim.deployment import Deployment
+    from specsim.serving.capacity import capacity
+    from specsim.speculation.deployment import Deployment
 
     short = drawn["throughput-vs-latency"][512]
     cap = capacity(Deployment.from_names(), 512)
@@ -165,7 +165,7 @@ def test_unknown_figure_name_lists_the_known_ones(tmp_path):
 
 
 def test_cli_figures(tmp_path, capsys):
-    from specsim.cli import main
+    from specsim.cli.main import main
 
     assert main(["figures", "--out", str(tmp_path), "--only", "roofline"]) == 0
     assert (tmp_path / "roofline.png").stat().st_size > 10_000

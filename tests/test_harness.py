@@ -12,10 +12,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from specsim.cli import main  # noqa: E402
-from specsim.harness.model import DecoderTimingModel  # noqa: E402
-from specsim.harness.specloop import run_speculative_loop  # noqa: E402
-from specsim.models import ModelShape, get_model  # noqa: E402
+from specsim.cli.main import main
+from specsim.harness.model import DecoderTimingModel
+from specsim.harness.specloop import run_speculative_loop
+from specsim.describe.models import ModelShape, get_model
 
 MICRO = ModelShape("micro", 512, 64, 128, 2, 4, 2, 16, tie_embeddings=False, weight_dtype="fp32", kv_dtype="fp32")
 MICRO_QWEN = ModelShape("micro-qwen", 512, 64, 128, 2, 4, 1, 16, tie_embeddings=True, qkv_bias=True)
@@ -77,8 +77,8 @@ def test_measure_then_calibrate_on_the_cpu(tmp_path, capsys):
     import numpy as np
     import pandas as pd
 
-    from specsim.measurements import load_measurements
-    from specsim.hardware import load_hardware
+    from specsim.timing.measurements import load_measurements
+    from specsim.describe.hardware import load_hardware
     from specsim.timing.roofline import step_time
 
     truth = dataclass_replace(load_hardware("cpu-epyc-2vcpu"), compute_eff=0.31, bandwidth_eff=0.52, overhead_s=4e-4)

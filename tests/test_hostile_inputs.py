@@ -13,8 +13,8 @@ import json
 import numpy as np
 import pytest
 
-from specsim.cli import main
-from specsim.hardware import builtin_dir
+from specsim.cli.main import main
+from specsim.describe.hardware import builtin_dir
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 

@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from specsim.cli import main
-from specsim.metrics import acceptance_from_prometheus, parse_prometheus
-from specsim.speedup import expected_tokens
+from specsim.cli.main import main
+from specsim.speculation.metrics import acceptance_from_prometheus, parse_prometheus
+from specsim.speculation.search import expected_tokens
 
 
 def exposition(drafts, gamma, per_position, model="meta-llama/Llama-3.1-8B-Instruct", engines=1):
@@ -150,7 +150,7 @@ def test_independence_deviation_threshold_is_max_of_005_and_four_standard_errors
 
 
 def test_metrics_file_errors_name_the_file(tmp_path):
-    from specsim.metrics import read_metrics_file
+    from specsim.speculation.metrics import read_metrics_file
 
     with pytest.raises(ValueError, match=r"metrics file '.*missing.txt' does not exist"):
         read_metrics_file(tmp_path / "missing.txt")

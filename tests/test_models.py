@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from specsim.models import ModelShape, builtin_model_names, get_model, model_from_hf_config
+from specsim.describe.models import ModelShape, builtin_model_names, get_model, model_from_hf_config
 
 
 @pytest.mark.parametrize(
@@ -154,7 +154,7 @@ def test_shape_validation():
 
 def test_qwen3_32b_matches_its_model_card():
     # Qwen/Qwen3-32B model card: 32.8B parameters; q/k norms add 2 * head_dim per layer.
-    from specsim.models import model_from_hf_config
+    from specsim.describe.models import model_from_hf_config
 
     m = get_model("qwen3-32b")
     assert m.params == pytest.approx(32.8e9, rel=0.002)
@@ -170,7 +170,7 @@ def test_qwen3_32b_matches_its_model_card():
     ({"quantization_config": "yes"}, "quant_method None is not modelled"),
 ])
 def test_config_dtypes_are_read_or_refused_never_defaulted(extra, message):
-    from specsim.models import model_from_hf_config
+    from specsim.describe.models import model_from_hf_config
 
     cfg = {"architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
            "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, **extra}
@@ -179,7 +179,7 @@ def test_config_dtypes_are_read_or_refused_never_defaulted(extra, message):
 
 
 def test_fp8_checkpoint_stores_fp8_weights_and_bf16_kv():
-    from specsim.models import model_from_hf_config
+    from specsim.describe.models import model_from_hf_config
 
     cfg = {"architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
            "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "torch_dtype": "bfloat16",
@@ -207,7 +207,7 @@ def test_model_to_dict_is_every_field_under_its_own_name():
     (8030261248, "8.03B"), (-2e9, "-2B"), (0, "0"),
 ])
 def test_format_count_thresholds(n, text):
-    from specsim.models import format_count
+    from specsim.describe.models import format_count
 
     assert format_count(n) == text
 
@@ -295,7 +295,7 @@ def test_get_model_names_and_sources_a_config_by_its_folder(tmp_path):
 
 
 def test_hugging_face_ids_of_catalog_checkpoints_resolve_and_others_say_what_to_do():
-    from specsim.models import catalog_entry
+    from specsim.describe.models import catalog_entry
 
     assert get_model("meta-llama/Llama-3.1-8B-Instruct").name == "llama-3.1-8b"
     assert get_model("META-LLAMA/llama-3.1-8b").name == "llama-3.1-8b"  # case and the -Instruct suffix do not matter
@@ -305,7 +305,7 @@ def test_hugging_face_ids_of_catalog_checkpoints_resolve_and_others_say_what_to_
 
 
 def test_hardware_aliases_resolve_and_are_listed():
-    from specsim.hardware import ALIASES, load_hardware
+    from specsim.describe.hardware import ALIASES, load_hardware
 
     assert load_hardware("h100").name == "h100-sxm" and load_hardware("H100").name == "h100-sxm"
     assert load_hardware("a100").name == load_hardware("a100-sxm-80gb").name

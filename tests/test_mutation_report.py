@@ -23,7 +23,7 @@ def _meta(folder: Path, relative: str, codes: dict) -> None:
 
 def test_rates_count_timeouts_as_killed_and_leave_out_unrun_and_listed_equivalent_mutants(tmp_path, report, capsys):
     mutants = tmp_path / "mutants"
-    _meta(mutants, "specsim/serving.py.meta", {
+    _meta(mutants, "specsim/serving/simulator.py.meta", {
         "specsim.serving.x_a__mutmut_1": 1, "specsim.serving.x_a__mutmut_2": 36, "specsim.serving.x_a__mutmut_3": 0,
         "specsim.serving.xǁEǁf__mutmut_1": 0, "specsim.serving.x_a__mutmut_4": None, "specsim.serving.x_a__mutmut_5": 33})
     _meta(mutants, "specsim/timing/kernels.py.meta", {"specsim.timing.kernels.x_b__mutmut_1": 1,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from specsim.cli import main
+from specsim.cli.main import main
 
 REPO = Path(__file__).resolve().parent.parent
 #: Commands that need an accelerator: the README shows them for GPU users.

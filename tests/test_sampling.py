@@ -13,15 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare
 
-from specsim.sampling import (
-    acceptance_rate,
-    acceptance_rate_from_logits,
-    output_distribution,
-    residual_distribution,
-    sample_rows,
-    softmax,
-    verify,
-)
+from specsim.speculation.sampling import (acceptance_rate, acceptance_rate_from_logits, output_distribution, residual_distribution, sample_rows, softmax, verify)
 
 SIGNIFICANCE = 1e-4
 
@@ -175,7 +167,7 @@ def test_verify_exact_outcomes_greedy_and_certain():
 
 
 def test_categorical_table_refuses_what_is_not_a_table():
-    from specsim.sampling import CategoricalTable
+    from specsim.speculation.sampling import CategoricalTable
 
     for bad in (np.array([0.5, 0.5]), np.array([[0.5, -0.1], [0.5, 0.5]]), np.array([[0.0, 0.0], [0.5, 0.5]])):
         with pytest.raises(ValueError, match="^a categorical table needs a 2-D array of non-negative rows with positive sums$"):
@@ -195,7 +187,7 @@ def test_sample_rows_handles_unnormalised_rows_per_row():
 
 
 def test_load_logits_reads_numbers_and_refuses_the_rest(tmp_path):
-    from specsim.sampling import load_logits
+    from specsim.speculation.sampling import load_logits
 
     np.save(tmp_path / "int.npy", np.array([[1, 2], [3, 4]], dtype=np.int32))
     out = load_logits(str(tmp_path / "int.npy"), "target logits")
@@ -227,7 +219,7 @@ def test_residual_of_identical_distributions_is_the_target():
 
 
 def test_categorical_table_normalises_unnormalised_rows():
-    from specsim.sampling import CategoricalTable
+    from specsim.speculation.sampling import CategoricalTable
 
     table = CategoricalTable(np.array([[1.0, 3.0], [30.0, 10.0]]))
     rng = np.random.default_rng(5)

@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 import yaml
 
-from specsim.cli import main
-from specsim.schedule import DEFAULT_SCHEDULE_RTOL, gamma_schedule, to_trtllm, to_vllm
-from specsim.deployment import Deployment
-from specsim.speedup import optimal_gamma, speedup
+from specsim.cli.main import main
+from specsim.engines.trtllm import to_trtllm
+from specsim.engines.vllm import to_vllm
+from specsim.speculation.schedule import DEFAULT_SCHEDULE_RTOL, gamma_schedule
+from specsim.speculation.deployment import Deployment
+from specsim.speculation.search import optimal_gamma, speedup
 
 
 @pytest.fixture
@@ -73,7 +75,7 @@ def test_monotone_gammas_is_the_cheapest_schedule_that_never_rises():
     # Exhaustive check on random surfaces: every non-increasing sequence of gamma in 1..3 over 7 batches.
     import itertools
 
-    from specsim.schedule import monotone_gammas
+    from specsim.speculation.schedule import monotone_gammas
 
     rng = np.random.default_rng(5)
     for _ in range(200):
@@ -91,7 +93,7 @@ def test_monotone_gammas_is_the_cheapest_schedule_that_never_rises():
 def test_the_70b_fp8_tp4_schedule_from_measured_acceptance_is_deployable():
     # Issue 20: with per-position acceptance from a metrics page this schedule switched gamma 3, 2, 3, 2, 3, 2, 3, 1.
     dep = Deployment.build("h100-sxm", "llama-3.3-70b", "llama-3.2-1b", target_options={"weight_dtype": "fp8", "tp": 4})
-    from specsim.acceptance import parse_acceptance
+    from specsim.speculation.acceptance import parse_acceptance
 
     ranges = gamma_schedule(dep, parse_acceptance("0.83,0.64,0.4725"), 256)
     gammas = [r.gamma for r in ranges]

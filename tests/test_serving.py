@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specsim.cli import main
-from specsim.capacity import capacity
-from specsim.serving import EngineLimits, StepTable, serve_compare, simulate
-from specsim.deployment import Deployment
-from specsim.speedup import expected_tokens
-from specsim.workloads import Requests, get_workload, read_trace
+from specsim.cli.main import main
+from specsim.serving.capacity import capacity
+from specsim.serving.simulator import EngineLimits, StepTable, serve_compare, simulate
+from specsim.speculation.deployment import Deployment
+from specsim.speculation.search import expected_tokens
+from specsim.serving.workloads import Requests, get_workload, read_trace
 
 DEP = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline")
 
@@ -155,7 +155,7 @@ def test_serving_admits_exactly_the_batch_specsim_capacity_reports(target, draft
 def test_a_run_with_nothing_to_average_says_so_instead_of_nan(tmp_path, capsys):
     import json
 
-    from specsim.cli import main
+    from specsim.cli.main import main
 
     trace = tmp_path / "one-token.csv"
     trace.write_text("arrival_s,prompt_tokens,output_tokens\n0,100,1\n1,100,1\n")
@@ -177,7 +177,7 @@ def _summary(p50, p99, served=100, batch=(1, 4)):
 def test_summarize_runs_is_the_mean_with_a_student_t_interval_over_runs():
     from scipy import stats
 
-    from specsim.serving import summarize_runs
+    from specsim.serving.simulator import summarize_runs
 
     p50 = [1.0, 2.0, 4.0, 3.0]
     out = summarize_runs([_summary(v, 2 * v, served=90 + i, batch=(1, 3 + i)) for i, v in enumerate(p50)])
@@ -204,7 +204,7 @@ def test_summarize_runs_is_the_mean_with_a_student_t_interval_over_runs():
 def test_the_interval_covers_the_true_mean_95_percent_of_the_time():
     # 4,000 sets of 10 normal draws: coverage is binomial(4000, 0.95), standard deviation 0.0034; the tolerance
     # 0.012 is 3.5 of them (false-failure probability 5e-4 for a correct interval; the draws are seeded).
-    from specsim.serving import summarize_runs
+    from specsim.serving.simulator import summarize_runs
 
     rng = np.random.default_rng(7)
     draws = rng.normal(5.0, 2.0, size=(4000, 10))
@@ -249,7 +249,7 @@ def test_served_rate_is_explained_against_the_offered_rate(capsys):
 
 
 def test_sweep_prints_its_figure_and_draws_the_tpot_objective(capsys, tmp_path):
-    from specsim.plots import plot_serve_sweep
+    from specsim.figures.plots import plot_serve_sweep
 
     plot = tmp_path / "sweep.png"
     assert main(["serve-sweep", "--rates", "2,8", "--requests", "100", "--slo-tpot-ms", "20", "--plot", str(plot)]) == 0
@@ -264,7 +264,7 @@ def test_sweep_prints_its_figure_and_draws_the_tpot_objective(capsys, tmp_path):
 
 # -- the sweep, checked against what it composes (the mutation run's survivors) -------------------------------------
 def test_a_sweep_row_is_serve_compare_at_that_rate_with_every_argument_passed_on():
-    from specsim.serving import serve_sweep
+    from specsim.serving.simulator import serve_sweep
 
     wl = get_workload("chat")
     limits = EngineLimits(max_num_seqs=8, max_batched_tokens=4096)
@@ -288,8 +288,8 @@ def test_a_sweep_row_is_serve_compare_at_that_rate_with_every_argument_passed_on
 
 
 def test_sweep_defaults_are_the_default_workload_seed_zero_and_the_schedule():
-    from specsim.serving import serve_sweep
-    from specsim.workloads import DEFAULT_WORKLOAD
+    from specsim.serving.simulator import serve_sweep
+    from specsim.serving.workloads import DEFAULT_WORKLOAD
 
     base = serve_sweep(DEP, [2.0], n=30)
     pd.testing.assert_frame_equal(base, serve_sweep(DEP, [2.0], DEFAULT_WORKLOAD, 30, gamma="schedule", seed=0))
@@ -298,7 +298,7 @@ def test_sweep_defaults_are_the_default_workload_seed_zero_and_the_schedule():
 
 
 def test_sweep_findings_count_ties_against_speculation_and_an_attainment_equal_to_the_target_as_met():
-    from specsim.serving import sweep_findings
+    from specsim.serving.simulator import sweep_findings
 
     frame = pd.DataFrame({"rate": [1.0, 2.0, 4.0, 8.0], "on_tpot_p50_s": [1.0, 2.0, 3.0, 5.0],
                           "off_tpot_p50_s": [2.0, 2.0, 2.5, 6.0], "off_slo_attainment": [1.0, 0.9, 0.5, 0.0],
@@ -315,7 +315,7 @@ def test_sweep_findings_count_ties_against_speculation_and_an_attainment_equal_t
 def test_a_sweep_run_by_an_executor_is_the_serial_sweep_row_for_row():
     from concurrent.futures import ThreadPoolExecutor
 
-    from specsim.serving import serve_sweep
+    from specsim.serving.simulator import serve_sweep
 
     class Recording(ThreadPoolExecutor):
         calls = []
@@ -335,8 +335,8 @@ def test_a_sweep_run_by_an_executor_is_the_serial_sweep_row_for_row():
 
 # -- the requests of a run, and their refusals, word for word --------------------------------------------------------
 def test_requests_for_draws_poisson_closed_loop_or_trace_with_the_documented_defaults(tmp_path):
-    from specsim.serving import DEFAULT_REQUESTS, requests_for
-    from specsim.workloads import DEFAULT_WORKLOAD
+    from specsim.serving.simulator import DEFAULT_REQUESTS, requests_for
+    from specsim.serving.workloads import DEFAULT_WORKLOAD
 
     target = DEP.target
     poisson, users = requests_for(target, rate=4.0)
@@ -363,7 +363,7 @@ def test_requests_for_draws_poisson_closed_loop_or_trace_with_the_documented_def
     ({"trace": "x.csv", "workload": "chat"}, "--trace gives the requests and their lengths: drop --requests and --workload"),
 ])
 def test_requests_for_refuses_what_does_not_name_one_source(kwargs, message):
-    from specsim.serving import requests_for
+    from specsim.serving.simulator import requests_for
 
     with pytest.raises(ValueError) as err:
         requests_for(DEP.target, **kwargs)
@@ -373,8 +373,8 @@ def test_requests_for_refuses_what_does_not_name_one_source(kwargs, message):
 def test_a_request_past_the_context_limit_is_named_with_the_limit_it_breaks(tmp_path):
     import dataclasses
 
-    from specsim.limits import MAX_CONTEXT
-    from specsim.serving import requests_for
+    from specsim.core.limits import MAX_CONTEXT
+    from specsim.serving.simulator import requests_for
 
     trace = tmp_path / "long.csv"
     trace.write_text("arrival_s,prompt_tokens,output_tokens\n0,100,28\n1,100,29\n2,120,10\n")
@@ -394,7 +394,7 @@ def test_a_request_past_the_context_limit_is_named_with_the_limit_it_breaks(tmp_
 
 
 def test_sweep_names_its_workload_passes_its_gamma_limit_and_counts_one_served_request_whole():
-    from specsim.serving import serve_sweep
+    from specsim.serving.simulator import serve_sweep
 
     named = serve_sweep(DEP, [2.0], "reasoning", 30)
     pd.testing.assert_frame_equal(named, serve_sweep(DEP, [2.0], get_workload("reasoning"), 30))
@@ -408,7 +408,7 @@ def test_sweep_names_its_workload_passes_its_gamma_limit_and_counts_one_served_r
 
 
 def test_sweep_without_a_request_count_simulates_the_default_number():
-    from specsim.serving import DEFAULT_REQUESTS, serve_sweep
+    from specsim.serving.simulator import DEFAULT_REQUESTS, serve_sweep
 
     pd.testing.assert_frame_equal(serve_sweep(DEP, [40.0], acceptance=0.7),
                                   serve_sweep(DEP, [40.0], n=DEFAULT_REQUESTS, acceptance=0.7))
@@ -448,7 +448,7 @@ def test_with_every_draft_accepted_a_round_emits_gamma_plus_one_tokens_of_the_ga
 
 def _result(arrival, finish, rejected=None):
     arrival, finish = np.asarray(arrival, float), np.asarray(finish, float)
-    from specsim.serving import ServeResult
+    from specsim.serving.simulator import ServeResult
 
     return ServeResult(arrival, finish, finish, np.ones(arrival.size, int), np.ones(arrival.size, int),
                        np.zeros(arrival.size, bool) if rejected is None else np.asarray(rejected), np.array([0.0, 1.0]), 0.0, "off")
@@ -475,7 +475,7 @@ def test_arrival_figures_are_exact_on_a_hand_made_run():
 
 
 def test_summary_is_exact_on_a_hand_made_run_including_spans_under_a_second_and_of_zero():
-    from specsim.serving import ServeResult
+    from specsim.serving.simulator import ServeResult
 
     # Two requests over 0.5 s: 3 and 5 output tokens, first tokens at 0.1 and 0.2.
     run = ServeResult(np.array([0.0, 0.1]), np.array([0.1, 0.2]), np.array([0.3, 0.5]), np.array([10, 10]), np.array([3, 5]),
@@ -495,7 +495,7 @@ def test_summary_is_exact_on_a_hand_made_run_including_spans_under_a_second_and_
 
 
 def test_slo_attainment_and_goodput_are_exact_with_each_objective_met_at_equality():
-    from specsim.serving import ServeResult
+    from specsim.serving.simulator import ServeResult
 
     # TTFT 0.125, 0.125, 0.25, 0.125 s; TPOT 0.125, 0.125, none (one token: meets any TPOT objective), 0.25 s; span 0.75 s.
     run = ServeResult(np.array([0.0, 0.125, 0.25, 0.25]), np.array([0.125, 0.25, 0.5, 0.375]),
@@ -561,8 +561,8 @@ def test_simulate_refuses_a_closed_loop_without_users_and_a_short_schedule_and_c
 
 
 def test_serve_compare_is_two_simulations_of_its_composition_with_labels_capacities_and_the_schedule():
-    from specsim.capacity import capacity, sequence_kv_bytes
-    from specsim.speedup import optimal_gamma
+    from specsim.serving.capacity import capacity, sequence_kv_bytes
+    from specsim.speculation.search import optimal_gamma
 
     req = Requests.poisson(6.0, 40, get_workload("chat"), np.random.default_rng(2))
     limits = EngineLimits(8, max_batched_tokens=512)

@@ -31,7 +31,7 @@ def test_torch_is_pinned_before_the_package_in_ci(repo):
 
 
 def test_every_package_folder_ships_in_the_wheel(repo):
-    # The test suite imports specsim from the checkout, so a package missing from pyproject's list (specsim.commands
+    # The test suite imports specsim from the checkout, so a package missing from pyproject's list (specsim.cli.commands
     # was) only breaks an installed specsim: `pip install .` then `specsim` ends in an ImportError.
     import tomllib
 

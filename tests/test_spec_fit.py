@@ -9,12 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specsim.acceptance import alpha_from_acceptance_length
-from specsim.deployment import Deployment
+from specsim.speculation.acceptance import alpha_from_acceptance_length
+from specsim.speculation.deployment import Deployment
 from specsim.engines import PRESETS, SpecHost
-from specsim.spec_fit import (FIT_KINDS, SERIAL_PRESETS, evaluate, load_public_speculation, round_terms,
-                              specdecode_bench_speedup)
-from specsim.speedup import optimal_gamma, speedup
+from specsim.calibration.public import (FIT_KINDS, SERIAL_PRESETS, evaluate, load_public_speculation, round_terms, specdecode_bench_speedup)
+from specsim.speculation.search import optimal_gamma, speedup
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +160,7 @@ def test_presets_state_the_batch_range_their_rows_span(rows):
 def test_explain_prints_a_round_whose_parts_add_up_and_whose_speedup_is_the_models(capsys):
     import json
 
-    from specsim.cli import main
+    from specsim.cli.main import main
 
     assert main(["explain", "--draft", "eagle3", "--engine", "sglang@0.5", "--batch", "1,16", "--alpha", "0.75",
                  "--gamma", "3", "--context", "512", "--json"]) == 0
@@ -214,7 +213,7 @@ def test_the_held_out_steps_choice_loses_little_of_the_measured_best_throughput(
 
 
 def test_under_sglang_the_drafter_is_sharded_like_the_target_by_default(capsys):
-    from specsim.cli import main
+    from specsim.cli.main import main
 
     argv = ["optimal-gamma", "--target", "qwen3-235b-a22b", "--draft", "eagle3", "--tp", "8", "--hardware", "h200",
             "--batch", "1,64", "--alpha", "0.6", "--json"]

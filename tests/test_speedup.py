@@ -7,17 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specsim.deployment import Deployment
-from specsim.speedup import (
-    alpha_from_acceptance_length,
-    expected_tokens,
-    expected_tokens_per_position,
-    optimal_gamma,
-    optimal_gamma_cost_ratio,
-    speedup,
-    speedup_from_cost_ratio,
-    speedup_from_times,
-)
+from specsim.speculation.deployment import Deployment
+from specsim.speculation.search import (alpha_from_acceptance_length, expected_tokens, expected_tokens_per_position, optimal_gamma, optimal_gamma_cost_ratio, speedup, speedup_from_cost_ratio, speedup_from_times)
 
 alphas = st.floats(0.0, 1.0, allow_nan=False)
 gammas = st.integers(0, 64)

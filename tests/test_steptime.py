@@ -7,8 +7,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from specsim.hardware import load_hardware
-from specsim.models import get_model
+from specsim.describe.hardware import load_hardware
+from specsim.describe.models import get_model
 from specsim.timing.roofline import step_time
 
 

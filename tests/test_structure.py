@@ -11,35 +11,15 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "specsim"
 
-#: Every module's layer, lowest first.  A module may import from its own layer or any lower one, never a higher one.
-#: parallel sits below the timing sources because the roofline and the kernel source price tensor-parallel
-#: collectives (STYLE.md draws it beside the drafters); drafters and engines sit above the sources because an engine
-#: preset chooses its source's kernels.
-LAYERS = [
-    ["specsim", "specsim.limits", "specsim.defaults", "specsim._io", "specsim.shapes", "specsim.acceptance", "specsim.calibration",
-     "specsim.timing._grid", "specsim.harness", "specsim.harness.defaults"],
-    ["specsim.hardware", "specsim.models", "specsim.sampling", "specsim.workloads", "specsim.metrics"],
-    ["specsim.parallel", "specsim.measurements", "specsim.calibration.bench_files", "specsim.toy", "specsim.harness.model"],
-    ["specsim.timing.base", "specsim.harness.timing"],
-    ["specsim.timing.roofline", "specsim.harness.specloop"],
-    ["specsim.timing.kernels", "specsim.timing.measured", "specsim.calibrate"],
-    ["specsim.timing.hybrid", "specsim.timing.memo"],
-    ["specsim.timing"],
-    ["specsim.drafters", "specsim.engines"],
-    ["specsim.deployment"],
-    ["specsim.speedup"],
-    ["specsim.capacity", "specsim.schedule", "specsim.article", "specsim.sweep", "specsim.fidelity", "specsim.spec_fit",
-     "specsim.calibration.file"],
-    ["specsim.serving", "specsim.answers", "specsim.report", "specsim.plots", "specsim.calibration.runs"],
-    ["specsim.calibration.engine_fit", "specsim.calibration.plan"],
-    ["specsim.figures"],
-    ["specsim.commands._args"],
-    ["specsim.commands.model", "specsim.commands.deploy", "specsim.commands.load", "specsim.commands.measure",
-     "specsim.commands.info", "specsim.commands.engine"],
-    ["specsim.commands"],
-    ["specsim.cli", "specsim.__main__"],
-]
-LAYER = {module: i for i, modules in enumerate(LAYERS) for module in modules}
+#: The floors of the house, lowest first: every module of a package may import from its own package or a lower one,
+#: never a higher one (STYLE.md, "Layout shows the architecture").  Within a package, no import cycle (below).
+#: describe: what is deployed (hardware, model shapes, tensor parallelism); timing: step-time sources; engines: each
+#: engine's presets and writers; speculation: acceptance, drafters, the deployment and its outcome, the searches;
+#: serving: capacity and the request-level simulation; harness: the torch timing harness; calibration: fits to
+#: measurements and benchmark files; article: the reference article's numbers and toys; answers: each command's answer
+#: as a library result; figures; cli.
+PACKAGES = ["core", "describe", "timing", "engines", "speculation", "serving", "harness", "calibration", "article", "answers",
+            "figures", "cli"]
 
 
 def _modules() -> dict[str, Path]:
@@ -73,13 +53,20 @@ def _imports(name: str, path: Path) -> set[str]:
 GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
 
 
-def test_every_module_has_a_layer():
-    assert sorted(set(MODULES) - set(LAYER)) == [] and sorted(set(LAYER) - set(MODULES)) == []
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] != "__main__" else ""
 
 
-def test_no_import_goes_up_a_layer():
-    upward = sorted(f"{a} (layer {LAYER[a]}) imports {b} (layer {LAYER[b]})" for a, deps in GRAPH.items() for b in deps
-                    if LAYER[b] > LAYER[a])
+def test_every_module_lives_in_a_package_of_the_plan():
+    loose = sorted(m for m in MODULES if _package(m) not in PACKAGES and m not in ("specsim", "specsim.__main__"))
+    assert loose == []
+
+
+def test_no_import_goes_up_a_floor():
+    floor = {p: i for i, p in enumerate(PACKAGES)}
+    upward = sorted(f"{a} ({_package(a)}) imports {b} ({_package(b)})" for a, deps in GRAPH.items() for b in deps
+                    if _package(a) in floor and _package(b) in floor and floor[_package(b)] > floor[_package(a)])
     assert upward == []
 
 
@@ -127,15 +114,15 @@ def _source_without_docstrings(path: Path) -> str:
 
 @pytest.mark.parametrize("pattern, home", [
     # The collective count of a tensor-parallel pass: 2 all-reduces per layer and one all-gather.
-    (r"2\s*\*\s*(?:self|model|m)\.n_layers", {"specsim.parallel"}),
+    (r"2\s*\*\s*(?:self|model|m)\.n_layers", {"specsim.describe.parallel"}),
     # A round's time from its parts: steps x draft step + fixed part.
-    (r"round_seconds\(", {"specsim.deployment", "specsim.speedup", "specsim.spec_fit"}),
+    (r"round_seconds\(", {"specsim.speculation.deployment", "specsim.speculation.search", "specsim.calibration.public"}),
     # The step-time source answers a pass only through the deployment (and the sources composing each other).
-    (r"\.gpu_pass\(|source\.step_time\(|src\.step_time\(", {"specsim.deployment", "specsim.speedup", "specsim.serving",
-                                                            "specsim.sweep", "specsim.figures", "specsim.fidelity",
+    (r"\.gpu_pass\(|source\.step_time\(|src\.step_time\(", {"specsim.speculation.deployment", "specsim.speculation.search", "specsim.serving.simulator",
+                                                            "specsim.speculation.sweep", "specsim.figures.make", "specsim.calibration.fidelity",
                                                             "specsim.timing.kernels"}),
     # A sequence's KV footprint for admission and capacity.
-    (r"sequence_kv_bytes\(", {"specsim.capacity", "specsim.serving"}),
+    (r"sequence_kv_bytes\(", {"specsim.serving.capacity", "specsim.serving.simulator"}),
 ])
 def test_formulas_have_one_home(pattern, home):
     found = {name for name, path in MODULES.items() if re.search(pattern, _source_without_docstrings(path))}

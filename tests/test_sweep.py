@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specsim.deployment import Deployment
-from specsim.speedup import optimal_gamma, speedup
-from specsim.sweep import closed_form_table, optimal_gamma_table, pass_table, roofline_table, sweep
+from specsim.speculation.deployment import Deployment
+from specsim.speculation.search import optimal_gamma, speedup
+from specsim.speculation.sweep import closed_form_table, optimal_gamma_table, pass_table, roofline_table, sweep
 
 
 def test_sweep_has_one_row_per_point_and_the_documented_columns():
@@ -55,7 +55,7 @@ def test_pass_table_has_three_passes_and_verify_uses_gamma_plus_one():
 
 
 def test_roofline_meets_at_the_ridge():
-    from specsim.hardware import load_hardware
+    from specsim.describe.hardware import load_hardware
 
     hw = load_hardware("h200")
     t = roofline_table(hw, [hw.ridge_flop_per_byte / 2, hw.ridge_flop_per_byte, hw.ridge_flop_per_byte * 2])
@@ -68,7 +68,7 @@ def test_empty_axis_is_rejected():
 
 
 def test_sweep_takes_the_step_time_source_and_labels_it():
-    from specsim.deployment import Deployment
+    from specsim.speculation.deployment import Deployment
 
     df = sweep(alpha=0.8, gamma=3, batch=[2, 64], context=400, timing="hybrid", engine="vllm")
     assert set(df.timing) == {"hybrid"} and set(df.engine) == {"vllm@latest"}  # the preset and its version

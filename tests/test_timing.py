@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specsim.hardware import load_hardware
-from specsim.models import get_model
-from specsim.deployment import Deployment
-from specsim.speedup import optimal_gamma, speedup
+from specsim.describe.hardware import load_hardware
+from specsim.describe.models import get_model
+from specsim.speculation.deployment import Deployment
+from specsim.speculation.search import optimal_gamma, speedup
 from specsim.timing.roofline import step_time
 from specsim.timing import make_source
 from specsim.timing.kernels import KernelSource, KernelTable, _suffix_min, build_table, cache_dir
@@ -212,7 +212,7 @@ def test_composed_1b_decode_step_matches_the_design_note():
 
 
 def test_compose_kernels_writes_only_measured_points(tmp_path, capsys):
-    from specsim.cli import main
+    from specsim.cli.main import main
 
     assert main(["compose-kernels", "--hardware", "h100-sxm,a100-sxm-80gb", "--models", "llama-3.2-1b,llama-3.1-8b",
                  "--out", str(tmp_path), "--json"]) == 0
@@ -222,13 +222,13 @@ def test_compose_kernels_writes_only_measured_points(tmp_path, capsys):
     assert set(h100.model) == {"llama-3.2-1b", "llama-3.1-8b"} and set(a100.model) == {"llama-3.1-8b"}  # A100: no head_dim 64
     assert len(h100) < 2 * 9 * 5 * 5  # large batches at long context are outside the data, left out, not invented
     assert report[0]["steps"] == len(h100) and "aiconfigurator-core" in report[0]["source"]
-    from specsim.measurements import load_measurements
+    from specsim.timing.measurements import load_measurements
 
     assert len(load_measurements(tmp_path / "h100-sxm-vllm-kernel-steps.csv")) == len(h100)  # calibrate reads it
 
 
 def test_compose_kernels_refuses_a_device_without_data(tmp_path, capsys):
-    from specsim.cli import main
+    from specsim.cli.main import main
 
     assert main(["compose-kernels", "--hardware", "mi300x", "--out", str(tmp_path)]) == 2
     assert "no device 'mi300x'" in capsys.readouterr().err and not list(tmp_path.iterdir())
@@ -951,7 +951,7 @@ def test_hybrid_source_is_the_roofline_pass_with_its_total_scaled_by_the_kernel_
 
 
 def test_pass_inputs_name_the_first_value_out_of_range_of_any_shape_and_take_the_bounds_themselves():
-    from specsim.limits import MAX_BATCH
+    from specsim.core.limits import MAX_BATCH
     from specsim.timing.base import _as_array
 
     assert _as_array("batch", [1, MAX_BATCH], 1, MAX_BATCH).tolist() == [1.0, float(MAX_BATCH)]

@@ -11,9 +11,9 @@ import json
 import numpy as np
 import pytest
 
-from specsim.cli import main
-from specsim.speedup import expected_tokens
-from specsim.toy import Bigram, exactness, hand_example, realign, speculative_step_bigram, tokens_per_step, toy_pair
+from specsim.cli.main import main
+from specsim.speculation.search import expected_tokens
+from specsim.article.toy import (Bigram, exactness, hand_example, realign, speculative_step_bigram, tokens_per_step, toy_pair)
 
 
 def test_hand_example_table():
@@ -93,9 +93,9 @@ def test_realign_shape_of_the_article(realigned):
 
 
 def test_toy_cli_json(capsys, monkeypatch, realigned):
-    import specsim.toy
+    import specsim.article.toy as toy
 
-    monkeypatch.setattr(specsim.toy, "realign", lambda seed: realigned)  # computed once in the fixture
+    monkeypatch.setattr(toy, "realign", lambda seed: realigned)  # computed once in the fixture
     assert main(["toy", "distill", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["seed"] == 0 and len(data["rows"]) == 6
@@ -115,7 +115,7 @@ def test_acceptance_cli(tmp_path, capsys):
     assert main(["acceptance", "--target-logits", str(tmp_path / "t.npy"), "--draft-logits", str(tmp_path / "d.npz"),
                  "--temperature", "0.8", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    from specsim.sampling import acceptance_rate_from_logits
+    from specsim.speculation.sampling import acceptance_rate_from_logits
 
     assert out["alpha"] == pytest.approx(float(acceptance_rate_from_logits(target, draft, 0.8).mean()))
     assert out["tokens_per_step"][3]["independent"] == pytest.approx(float(expected_tokens(out["alpha"], 4)))

@@ -35,8 +35,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..limits import MAX_JSON_BYTES, loads_json
-from ..workloads import mean_context_tokens
+from specsim.core.limits import MAX_JSON_BYTES, loads_json
+from specsim.serving.workloads import mean_context_tokens
 
 __all__ = ["TOOLS", "BenchRun", "read_bench_file"]
 
@@ -244,7 +244,7 @@ def _guidellm_runs(path: Path, report: dict) -> list[BenchRun]:
 
 def _records(path: Path) -> list:
     """The file's JSON: one document, or JSON lines (vLLM's --append-result, SGLang's --output-file)."""
-    from .._io import read_text
+    from specsim.core.files import read_text
 
     size = path.stat().st_size
     if size > MAX_JSON_BYTES:

@@ -30,9 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..engines import TERMS, EnginePreset, SpecHost
-from .runs import (ALPHA_BOUNDS, MAX_PREFILL_SHARE, CalRun, _Runs, check_design, check_runs, identifiable, load_key, scale_upper,
-                   tpot_with_prefill)
+from specsim.engines import TERMS, EnginePreset, SpecHost
+from specsim.calibration.runs import (ALPHA_BOUNDS, MAX_PREFILL_SHARE, CalRun, _Runs, check_design, check_runs, identifiable, load_key, scale_upper, tpot_with_prefill)
 
 __all__ = ["CONFIDENCE", "EngineFit", "Term", "fit_engine"]
 
@@ -599,7 +598,7 @@ def _preset_prediction(model: _Runs, preset: EnginePreset) -> np.ndarray:
 def _better_engine(model: _Runs, named: EnginePreset, mine: float) -> tuple[str, float] | None:
     """(key, error) of another engine version whose round structure (overlap rule, the terms held at its preset) the runs
     fit far better than ``named``'s: fitted the same way, its error under half ``mine``; None if there is none."""
-    from ..engines import PRESETS
+    from specsim.engines import PRESETS
 
     best = None
     everything = np.arange(len(model.runs))

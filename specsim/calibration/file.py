@@ -61,8 +61,8 @@ def calibration_mapping(fit, dep, target_spec: str, drafter_spec: str | None, ti
     import datetime
     import hashlib
 
-    from ..engines import TERMS
-    from ..hardware import profile_to_mapping
+    from specsim.engines import TERMS
+    from specsim.describe.hardware import profile_to_mapping
 
     hw = fit.deployment.hardware
     # The fitted profile keeps its base's kernel-database device, so that the hybrid and kernel sources still find it.
@@ -114,10 +114,10 @@ def _clean(d: dict) -> dict:
 
 def read_calibration(path: str | Path) -> Calibration:
     """A calibration file, every key checked; refused in one line naming the key where it is not one."""
-    from ..acceptance import Acceptance
-    from ..engines import TERMS, get_engine
-    from ..hardware import profile_from_mapping
-    from ..limits import load_yaml
+    from specsim.speculation.acceptance import Acceptance
+    from specsim.engines import TERMS, get_engine
+    from specsim.describe.hardware import profile_from_mapping
+    from specsim.core.limits import load_yaml
 
     p = Path(path)
     if not p.is_file():
@@ -156,7 +156,7 @@ def read_calibration(path: str | Path) -> Calibration:
             raise ValueError(f"{where}: acceptance: {err}") from None
     draft_tp = data.get("draft_tp")
     options = data.get("target_options") or {}
-    from ..models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
+    from specsim.describe.models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
 
     if not isinstance(options, dict) or set(options) - {"weight_dtype", "kv_dtype"} or \
             options.get("weight_dtype", "bf16") not in WEIGHT_DTYPE_CHOICES or options.get("kv_dtype", "bf16") not in KV_DTYPE_CHOICES:
@@ -168,7 +168,7 @@ def read_calibration(path: str | Path) -> Calibration:
 
 def apply_to_engine(cal: Calibration, preset):
     """The preset with the calibration's time per iteration and round terms (its overlap rule is the version's)."""
-    from ..engines import SpecHost
+    from specsim.engines import SpecHost
 
     host = SpecHost(**cal.round_terms)
     engine = preset.with_iteration_ms(cal.iteration_s * 1e3, cal.iteration_seq_s * 1e6)

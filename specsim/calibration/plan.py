@@ -29,7 +29,10 @@ import math
 import shlex
 from dataclasses import dataclass, field
 
-from ..engines import DEFAULT_VERSIONS, get_engine, parse_version
+from specsim.engines import DEFAULT_VERSIONS, get_engine, parse_version
+from specsim.engines.sglang import SglangBench
+from specsim.engines.trtllm import TrtllmBench
+from specsim.engines.vllm import VllmBench
 
 __all__ = ["BenchPlan", "PlanRun", "WRITERS", "design_plan", "read_plan"]
 
@@ -98,6 +101,11 @@ class BenchPlan:
     prompts: str | None
     port: int = 8000
     notes: list = field(default_factory=list)
+    drafter_kind: str = "draft_model"
+
+    @property
+    def max_concurrency(self) -> int:
+        return max(r.concurrency for r in self.runs)
 
     @property
     def estimate_s(self) -> float:
@@ -120,287 +128,15 @@ class BenchPlan:
                 "port": self.port, "estimate_s": round(self.estimate_s, 1), "notes": list(self.notes), "runs": runs}
 
 
-# -- the engines' own commands ------------------------------------------------------------------------------------------
-class _Writer:
-    """What one engine needs: its server and client commands and how it pins acceptance, per version."""
-
-    name: str
-    #: The newest release whose source these commands were checked against (what ``@latest`` writes for).
-    newest: str
-    health = "/health"
-    metrics = "/metrics"
-
-    def check(self, version: tuple, drafter: str, pins: list[float | None], topk: int) -> list[str]:
-        """Refuse what this version cannot run; return notes on what it runs differently."""
-        raise NotImplementedError
-
-    def server(self, plan: BenchPlan, server: Server) -> tuple[dict, list[str], dict | None]:
-        """(environment, command, extra config files {name: text})."""
-        raise NotImplementedError
-
-    def client(self, plan: BenchPlan, run: PlanRun, url: str) -> list[str]:
-        raise NotImplementedError
-
-    def prompts_prep(self, plan: BenchPlan) -> list[str]:
-        """Shell lines that turn the user's prompts (JSONL, one {"prompt": ...} per line) into the client's format."""
-        return []
-
-
-def _version_text(v: tuple) -> str:
-    return f"{v[0]}.{v[1]}.{v[2]}"
-
-
-class _Vllm(_Writer):
-    """vLLM: ``vllm serve`` and ``vllm bench serve``.
-
-    Read from the released wheels (the tags' code): ``vllm/config/speculative.py`` (``SpeculativeConfig``: ``method``,
-    ``model``, ``num_speculative_tokens``, ``draft_tensor_parallel_size``, ``prompt_lookup_min``/``max``, and from
-    0.20.0 ``rejection_sample_method: synthetic`` with ``synthetic_acceptance_length`` in [1, k + 1], turned into the
-    per-position schedule [1, ..., 1, frac, 0, ...] by ``_acceptance_length_to_rates``; 0.19 had only a per-token
-    ``synthetic_acceptance_rate`` on Model Runner V2), ``vllm/engine/arg_utils.py`` (``--speculative-config`` JSON,
-    ``--tensor-parallel-size``, ``--max-num-seqs``, ``--enable-prefix-caching``/``--no-enable-prefix-caching``),
-    ``vllm/benchmarks/serve.py`` and ``vllm/benchmarks/datasets.py`` (``vllm bench serve`` from 0.10.0: ``--backend``,
-    ``--base-url``, ``--model``, ``--dataset-name random|custom``, ``--random-input-len``, ``--random-output-len``,
-    ``--random-range-ratio``, ``--custom-output-len``, ``--num-prompts``, ``--max-concurrency``, ``--request-rate``,
-    ``--ignore-eos``, ``--save-result``, ``--result-dir``, ``--result-filename``; ``spec_decode_acceptance_length``
-    in the result from 0.14.0).  ``draft_model`` is refused by vLLM before 0.15.0 (``arg_utils.py``).
-    """
-
-    name, newest = "vllm", "0.33.0"
-    _METHODS = {"draft_model": "draft_model", "eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram"}
-
-    def check(self, version, drafter, pins, topk):
-        if version < (0, 10, 0):
-            raise ValueError(f"vllm {_version_text(version)}: specsim writes plans for vLLM 0.10.0 and later, where "
-                             "`vllm bench serve` exists (vllm/entrypoints/cli/benchmark/serve.py)")
-        if topk > 1:
-            raise ValueError("vLLM drafts chains in these plans (top-k 1); a token tree is an SGLang or TensorRT-LLM plan")
-        if drafter == "draft_model" and version < (0, 15, 0):
-            raise ValueError(f"vllm {_version_text(version)} refuses method draft_model ('not supported yet', "
-                             "vllm/engine/arg_utils.py): use vllm 0.15.0 or later, or an EAGLE head")
-        if any(p is not None for p in pins) and version < (0, 20, 0):
-            raise ValueError(f"vllm {_version_text(version)} cannot pin acceptance at a length: synthetic_acceptance_length "
-                             "arrived in 0.20.0 (vllm-project/vllm#40662; 0.19 pins only a per-token rate on Model Runner V2); "
-                             "use vllm 0.20.0 or later, or --no-pin (real acceptance on --prompts at both step counts, "
-                             "its /metrics saved around each run)")
-        notes = []
-        if version < (0, 14, 0):
-            notes.append(f"vllm {_version_text(version)}'s client records no acceptance length (from 0.14.0): every "
-                         "speculative run saves /metrics before and after, and calibrate-engine reads the difference")
-        return notes
-
-    def _spec_config(self, plan, server):
-        kind = _drafter_kind(plan.drafter)
-        config = {"method": self._METHODS[kind], "num_speculative_tokens": server.steps}
-        if plan.draft_checkpoint:
-            config["model"] = plan.draft_checkpoint
-        if kind == "ngram":
-            config |= {"prompt_lookup_min": 2, "prompt_lookup_max": 4}
-        if kind == "draft_model" and plan.draft_tp != plan.tp:
-            config["draft_tensor_parallel_size"] = plan.draft_tp
-        if server.pinned_accept_length is not None:
-            config |= {"rejection_sample_method": "synthetic", "synthetic_acceptance_length": server.pinned_accept_length}
-        return config
-
-    def server(self, plan, server):
-        import json
-
-        cmd = ["vllm", "serve", plan.served_model, "--port", str(plan.port), "--tensor-parallel-size", str(plan.tp),
-               "--max-num-seqs", str(_max_concurrency(plan)), "--no-enable-prefix-caching"]
-        if server.steps is not None:
-            cmd += ["--speculative-config", json.dumps(self._spec_config(plan, server), separators=(",", ":"))]
-        return {}, cmd, None
-
-    def client(self, plan, run, url):
-        cmd = ["vllm", "bench", "serve", "--backend", "vllm", "--base-url", url, "--model", plan.served_model,
-               "--num-prompts", str(run.num_prompts), "--max-concurrency", str(run.concurrency), "--request-rate", "inf",
-               "--ignore-eos", "--save-result", "--result-dir", "results", "--result-filename", run.file.split("/", 1)[1]]
-        if run.input_tokens is None:
-            cmd += ["--dataset-name", "custom", "--dataset-path", "prompts.jsonl", "--custom-output-len", str(run.output_tokens)]
-        else:
-            cmd += ["--dataset-name", "random", "--random-input-len", str(run.input_tokens), "--random-output-len",
-                    str(run.output_tokens), "--random-range-ratio", "0"]
-        return cmd
-
-    def prompts_prep(self, plan):
-        return ['cp "$PROMPTS" prompts.jsonl   # vllm bench serve --dataset-name custom reads {"prompt": ...} lines']
-
-
-class _Sglang(_Writer):
-    """SGLang: ``python -m sglang.launch_server`` and ``python -m sglang.bench_serving``.
-
-    Read from the released wheels: ``python/sglang/srt/server_args.py`` up to 0.5.13 and
-    ``python/sglang/srt/arg_groups/fields/`` from 0.5.14 (``--model-path``, ``--tp-size``, ``--port``,
-    ``--max-running-requests`` (forced to 48 with speculation unless given), ``--enable-metrics``,
-    ``--disable-radix-cache``, ``--speculative-algorithm`` EAGLE / EAGLE3 (0.4.5) / NEXTN / STANDALONE (0.5.2) /
-    NGRAM (0.5.3), ``--speculative-draft-model-path``, ``--speculative-num-steps``, ``--speculative-eagle-topk``,
-    ``--speculative-num-draft-tokens``), ``python/sglang/srt/speculative/eagle_utils.py`` and ``srt/environ.py``
-    (simulated acceptance: ``SIMULATE_ACC_LEN`` from 0.4.5, ``SGLANG_SIMULATE_ACC_LEN`` from 0.5.3, the length with
-    the bonus token, drawn once per verification for the whole batch; ``SGLANG_SIMULATE_ACC_METHOD`` /
-    ``SIMULATE_ACC_METHOD`` ``match-expected`` from 0.4.8, the default only from 0.5.11), and
-    ``python/sglang/bench_serving.py`` (``--backend sglang``, ``--base-url``, ``--dataset-name random-ids|sharegpt``,
-    ``--dataset-path``, ``--sharegpt-output-len``, ``--random-input-len``, ``--random-output-len``,
-    ``--random-range-ratio 1.0`` (fixed lengths), ``--num-prompts``, ``--max-concurrency``, ``--request-rate``,
-    ``--flush-cache`` (so that ``accept_length``, a running total since the last flush, is the run's),
-    ``--output-file``; EOS is ignored by default).
-    """
-
-    name, newest = "sglang", "0.5.23"
-    _ALGORITHMS = {"draft_model": ("STANDALONE", (0, 5, 2)), "eagle": ("EAGLE", (0, 4, 3)), "eagle3": ("EAGLE3", (0, 4, 5)),
-                   "mtp": ("NEXTN", (0, 4, 4)), "ngram": ("NGRAM", (0, 5, 3))}
-
-    def check(self, version, drafter, pins, topk):
-        algorithm, first = self._ALGORITHMS[drafter]
-        if version < (0, 4, 8):
-            raise ValueError(f"sglang {_version_text(version)}: specsim writes plans for SGLang 0.4.8 and later, where the "
-                             "simulated acceptance can match its mean (SIMULATE_ACC_METHOD=match-expected, "
-                             "python/sglang/srt/speculative/eagle_utils.py)")
-        if version < first:
-            raise ValueError(f"sglang {_version_text(version)} has no --speculative-algorithm {algorithm} (from "
-                             f"{_version_text(first)}, python/sglang/srt/server_args.py)")
-        if drafter == "ngram" and any(p is not None for p in pins) and version < (0, 5, 14):
-            raise ValueError(f"sglang {_version_text(version)} simulates acceptance for EAGLE-family workers only; NGRAM "
-                             "takes it from 0.5.14 (python/sglang/srt/speculative/ngram_worker.py): use 0.5.14 or --no-pin")
-        notes = []
-        if (0, 5, 5) <= version <= (0, 5, 10):
-            notes.append(f"sglang {_version_text(version)} runs spec v1 (SGLANG_ENABLE_SPEC_V2 defaults to off up to 0.5.10): "
-                         "rounds are serial, as specsim's sglang@0.5 preset models them")
-        return notes
-
-    def _acc_env(self, version):
-        return ("SGLANG_SIMULATE_ACC_LEN", "SGLANG_SIMULATE_ACC_METHOD") if version >= (0, 5, 3) else \
-            ("SIMULATE_ACC_LEN", "SIMULATE_ACC_METHOD")
-
-    def server(self, plan, server):
-        version = parse_version("sglang", plan.version)
-        cmd = ["python", "-m", "sglang.launch_server", "--model-path", plan.served_model, "--port", str(plan.port),
-               "--tp-size", str(plan.tp), "--max-running-requests", str(_max_concurrency(plan)), "--enable-metrics",
-               "--disable-radix-cache"]
-        env = {}
-        if server.steps is not None:
-            kind = _drafter_kind(plan.drafter)
-            algorithm, _ = self._ALGORITHMS[kind]
-            cmd += ["--speculative-algorithm", algorithm, "--speculative-num-steps", str(server.steps),
-                    "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(server.steps + 1)]
-            if plan.draft_checkpoint:
-                cmd += ["--speculative-draft-model-path", plan.draft_checkpoint]
-            if server.pinned_accept_length is not None:
-                length, method = self._acc_env(version)
-                env = {length: f"{server.pinned_accept_length:g}", method: "match-expected"}
-        return env, cmd, None
-
-    def client(self, plan, run, url):
-        cmd = ["python", "-m", "sglang.bench_serving", "--backend", "sglang", "--base-url", url,
-               "--num-prompts", str(run.num_prompts), "--max-concurrency", str(run.concurrency), "--request-rate", "inf",
-               "--flush-cache", "--output-file", run.file]
-        if run.input_tokens is None:
-            cmd += ["--dataset-name", "sharegpt", "--dataset-path", "prompts.sharegpt.json", "--sharegpt-output-len",
-                    str(run.output_tokens)]
-        else:
-            cmd += ["--dataset-name", "random-ids", "--random-input-len", str(run.input_tokens), "--random-output-len",
-                    str(run.output_tokens), "--random-range-ratio", "1.0"]
-        return cmd
-
-    def prompts_prep(self, plan):
-        return [_SHAREGPT_PREP]
-
-
-#: Turns {"prompt": ...} lines into the ShareGPT list that sglang.bench_serving (and TensorRT-LLM's client) read with
-#: --dataset-name sharegpt: [{"conversations": [{"from": "human", "value": ...}, {"from": "gpt", "value": ""}]}].
-_SHAREGPT_PREP = ('python3 -c \'import json,sys; rows=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]; '
-                  'json.dump([{"conversations":[{"from":"human","value":r["prompt"]},{"from":"gpt","value":""}]} for r in rows], '
-                  'open("prompts.sharegpt.json","w"))\' "$PROMPTS"')
-
-
-class _Trtllm(_Writer):
-    """TensorRT-LLM: ``trtllm-serve`` with an ``--extra_llm_api_options`` YAML, and its ``benchmark_serving`` client.
-
-    No release wheel could be read here; read from the stored source of NVIDIA/TensorRT-LLM (commits named):
-    ``tensorrt_llm/commands/serve.py`` (00209af1: ``trtllm-serve MODEL --backend pytorch --tp_size --port
-    --max_batch_size --extra_llm_api_options FILE``), ``tensorrt_llm/llmapi/llm_args.py`` (fcd3f316:
-    ``speculative_config`` with ``decoding_type`` Eagle / Eagle3 / MTP / NGram / DraftTarget, ``max_draft_len``,
-    ``speculative_model_dir``; ``kv_cache_config.enable_block_reuse``), ``tensorrt_llm/_torch/speculative/interface.py``
-    (00b6d5a2: ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`` counts accepted *draft* tokens, so AL - 1 (PR #9608);
-    fractional values only on the one-model path, PR #13569; the two-model path parses it with ``int()``), and
-    ``tensorrt_llm/serve/scripts/benchmark_serving.py`` (0228a712: vLLM's client with ``--random-ids``; its result
-    holds vLLM's keys and ``avg_decoded_tokens_per_iter``, the tokens per iteration).  The first release with the
-    variable was not found: these plans are for 1.3 (InferenceX runs them on 1.3.0rc14-rc24 images).
-    """
-
-    name, newest = "trtllm", "1.3.0"
-    metrics = "/prometheus/metrics"
-    _TYPES = {"draft_model": "DraftTarget", "eagle": "Eagle", "eagle3": "Eagle3", "mtp": "MTP", "ngram": "NGram"}
-    _ONE_MODEL = ("eagle3", "mtp")  # one-model workers take a fractional forced count
-
-    def check(self, version, drafter, pins, topk):
-        if version < (1, 3, 0) and any(p is not None for p in pins):
-            raise ValueError(f"trtllm {_version_text(version)}: the release that first reads "
-                             "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS was not found; specsim writes pinned plans for "
-                             "TensorRT-LLM 1.3 (the 1.3.0rc14-rc24 images SemiAnalysis InferenceX pins it on), or --no-pin")
-        if drafter not in self._ONE_MODEL:
-            for p in pins:
-                if p is not None and p != int(p):
-                    raise ValueError(f"TensorRT-LLM's two-model path ({self._TYPES[drafter]}) reads "
-                                     "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS as a whole number (tensorrt_llm/_torch/"
-                                     f"pyexecutor/sampler.py); pin whole acceptance lengths (--pin-accept-length), not {p:g}")
-        return ["TensorRT-LLM's /prometheus/metrics carries no speculative counters: the real-acceptance run's length is "
-                "its client's avg_decoded_tokens_per_iter"]
-
-    def server(self, plan, server):
-        extra = {"kv_cache_config": {"enable_block_reuse": False}}
-        env = {}
-        if server.steps is not None:
-            kind = _drafter_kind(plan.drafter)
-            spec = {"decoding_type": self._TYPES[kind], "max_draft_len": server.steps}
-            if plan.draft_checkpoint:
-                spec["speculative_model_dir"] = plan.draft_checkpoint
-            if kind == "ngram":
-                spec["max_matching_ngram_size"] = 4
-            extra["speculative_config"] = spec
-            if server.pinned_accept_length is not None:
-                env = {"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS": f"{server.pinned_accept_length - 1:g}"}
-        import yaml
-
-        name = f"extra-{server.key}.yml"
-        cmd = ["trtllm-serve", plan.served_model, "--backend", "pytorch", "--tp_size", str(plan.tp), "--port", str(plan.port),
-               "--max_batch_size", str(_max_concurrency(plan)), "--extra_llm_api_options", name]
-        return env, cmd, {name: yaml.safe_dump(extra, sort_keys=False)}
-
-    def client(self, plan, run, url):
-        cmd = ["python", "-m", "tensorrt_llm.serve.scripts.benchmark_serving", "--backend", "openai", "--base-url", url,
-               "--model", plan.served_model, "--num-prompts", str(run.num_prompts), "--max-concurrency", str(run.concurrency),
-               "--request-rate", "inf", "--ignore-eos", "--save-result", "--result-dir", "results", "--result-filename",
-               run.file.split("/", 1)[1]]
-        if run.input_tokens is None:
-            cmd += ["--dataset-name", "sharegpt", "--dataset-path", "prompts.sharegpt.json"]
-        else:
-            cmd += ["--dataset-name", "random", "--random-ids", "--random-input-len", str(run.input_tokens),
-                    "--random-output-len", str(run.output_tokens), "--random-range-ratio", "0"]
-        return cmd
-
-    def prompts_prep(self, plan):
-        return [_SHAREGPT_PREP]
-
-
-WRITERS = {w.name: w for w in (_Vllm(), _Sglang(), _Trtllm())}
-
-
-def _drafter_kind(drafter: str) -> str:
-    from ..drafters import DRAFTERS
-
-    kind = drafter.partition(":")[0].lower()
-    return kind if kind in DRAFTERS else "draft_model"
-
-
-def _max_concurrency(plan: BenchPlan) -> int:
-    return max(r.concurrency for r in plan.runs)
+#: Each engine's benchmark writer (its module in :mod:`specsim.engines`).
+WRITERS = {w.name: w for w in (VllmBench(), SglangBench(), TrtllmBench())}
 
 
 # -- the design -------------------------------------------------------------------------------------------------------
 def resolve_version(engine: str) -> tuple[str, str, str]:
     """(engine name, numbered version, specsim preset key) of ``--engine``: a bare name or ``@latest`` is the newest
     release the writer was checked against."""
-    from ..engines import get_engine
+    from specsim.engines import get_engine
 
     name, _, version = str(engine).strip().lower().partition("@")
     preset = get_engine(engine)  # refuses unknown engines and versions
@@ -425,7 +161,7 @@ def design_plan(dep, engine: str, *, served_model: str | None = None, draft_chec
     real acceptance on ``prompts`` instead (for versions that cannot pin).  The real-acceptance run on ``prompts`` is
     added when ``prompts`` is given.
     """
-    from ..schedule import drafter_checkpoint
+    from specsim.speculation.schedule import drafter_checkpoint
 
     name, version, preset = resolve_version(engine)
     writer = WRITERS[name]
@@ -456,13 +192,13 @@ def design_plan(dep, engine: str, *, served_model: str | None = None, draft_chec
     if len(runs) > MAX_RUNS:
         raise ValueError(f"the plan holds {len(runs)} runs; at most {MAX_RUNS}: fewer --concurrency levels or --input-tokens")
     plan = BenchPlan(name, version, preset, dep.hardware.name, dep.target.source or dep.target.name, served, _drafter_spec(dep),
-                     checkpoint, tp, draft_tp, servers, runs, prompts, port, notes)
+                     checkpoint, tp, draft_tp, servers, runs, prompts, port, notes, dep.drafter.kind)
     return _with_estimates(dep, plan)
 
 
 def _pins(kind: str, steps: list[int], pinned: list[float] | None, pin: bool, prompts: str | None) -> list:
     """The acceptance length pinned at each step count (None where the runs take real acceptance), checked."""
-    from ..acceptance import default_acceptance, expected
+    from specsim.speculation.acceptance import default_acceptance, expected
 
     if not pin:
         if prompts is None:
@@ -530,7 +266,7 @@ def _with_estimates(dep, plan: BenchPlan) -> BenchPlan:
     prefill of the others' prompts in it (:func:`specsim.engine_calibrate.closed_loop`)."""
     import dataclasses
 
-    from .runs import closed_loop
+    from specsim.calibration.runs import closed_loop
 
     runs = []
     pins = {s.steps: s.pinned_accept_length for s in plan.servers.values() if s.pinned_accept_length is not None}
@@ -652,7 +388,7 @@ def read_plan(path: str) -> dict:
     """plan.yaml as written by :func:`plan_files`, checked: its schema, the deployment keys and every run's fields."""
     from pathlib import Path
 
-    from ..limits import load_yaml
+    from specsim.core.limits import load_yaml
 
     data = load_yaml(path, "benchmark plan")
     where = Path(path).name

@@ -3,7 +3,7 @@
 A run (:class:`CalRun`) is a benchmark file's run (:class:`~specsim.calibration.bench_files.BenchRun`: its mean TPOT
 ``y``, its decode batch ``b`` by Little's law over the decode phase, its mean context ``L``, its mean prompt ``P``, the
 rate ``lambda`` at which its requests finished) and what it ran with (:class:`SpecSetup`).  Its model is the
-deployment's (:class:`specsim.deployment.Deployment`, the one home of a pass's and a round's time), with the prefill
+deployment's (:class:`specsim.speculation.deployment.Deployment`, the one home of a pass's and a round's time), with the prefill
 work of the other requests that rides in the same iterations:
 
     plain TPOT        = t_decode(b, L) / (1 - rho)
@@ -15,7 +15,7 @@ the prompts of the requests that arrive meanwhile take that share of every secon
 decode iterations; without it they pause them, at the same cost).  ``lambda'`` is the rate at which the others arrive:
 the finishing rate ``lambda`` in an open loop, ``lambda (c - 1) / c`` in a closed loop of ``c`` users, whose own
 successor comes only after it ends (:attr:`BenchRun.others_rate_per_s`; a lone user's TPOT holds no prefill at all).
-Checked against the request-level simulator (:mod:`specsim.serving`) in ``tests/test_engine_calibrate.py``.
+Checked against the request-level simulator (:mod:`specsim.serving.simulator`) in ``tests/test_engine_calibrate.py``.
 
 AL comes from the engine's pinned (synthetic) acceptance, from the file, from a saved ``/metrics`` page, or, where none
 is recorded, from one acceptance rate per sweep (the runs of one file share their prompts and drafter): AL(alpha, s) =
@@ -32,9 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..acceptance import expected_tokens
-from ..engines import SpecHost
-from .bench_files import LITTLE_SLACK, BenchRun
+from specsim.speculation.acceptance import expected_tokens
+from specsim.engines import SpecHost
+from specsim.calibration.bench_files import LITTLE_SLACK, BenchRun
 
 __all__ = ["CalRun", "SpecSetup", "check_design", "check_runs", "closed_loop", "identifiable", "load_key", "model_key",
            "tpot_with_prefill"]
@@ -114,7 +114,7 @@ def closed_loop(dep, concurrency: int, prompt_tokens: float, output_tokens: floa
     ``accept_length`` tokens per verification, default the drafter's published acceptance): each request takes its
     prefill plus (output - 1) TPOTs, the users keep ``concurrency`` of them in flight, and the TPOT carries the prefill
     share of the requests that arrive meanwhile (solved by fixed-point iteration)."""
-    from ..acceptance import default_acceptance, expected
+    from specsim.speculation.acceptance import default_acceptance, expected
 
     L = float(prompt_tokens) + float(output_tokens) / 2
     b = float(concurrency)
@@ -141,7 +141,7 @@ def check_runs(dep, runs: list[CalRun]) -> None:
     what the draft steps allow or off its pin, more sequences decoding than the load lets in (Little's law), a context
     past the model's positions, weights that do not fit the GPUs, a TPOT faster than reading the weights at the
     datasheet bandwidth, and a run spent nearly all in prefill."""
-    from ..capacity import capacity
+    from specsim.serving.capacity import capacity
 
     target = dep.target
     limit = target.max_position_embeddings
@@ -326,7 +326,7 @@ class _Runs:
         return step[index], rho[index]
 
     def spec_passes(self, dep, index: np.ndarray) -> tuple[list, np.ndarray]:
-        """(rounds, prefill share) of speculative runs ``index`` on ``dep``: one :class:`~specsim.deployment.RoundTime`
+        """(rounds, prefill share) of speculative runs ``index`` on ``dep``: one :class:`~specsim.speculation.deployment.RoundTime`
         per draft width (its hidden share is per width), with the row positions it covers."""
         groups = []
         for w in np.unique(self.topk[index]):
@@ -356,10 +356,10 @@ class _Runs:
 
 def _memoised(dep):
     """``dep`` with the parts of its source that do not depend on the efficiency kept between calls."""
-    from ..timing.hybrid import HybridSource
-    from ..timing.roofline import RooflineSource
+    from specsim.timing.hybrid import HybridSource
+    from specsim.timing.roofline import RooflineSource
 
-    from ..timing.memo import MemoSource
+    from specsim.timing.memo import MemoSource
 
     source = dep.source
     if isinstance(source, HybridSource):
@@ -370,16 +370,16 @@ def _memoised(dep):
 
 
 def _scales(source) -> bool:
-    from ..timing.hybrid import HybridSource
-    from ..timing.roofline import RooflineSource
+    from specsim.timing.hybrid import HybridSource
+    from specsim.timing.roofline import RooflineSource
 
     return isinstance(source, (RooflineSource, HybridSource))
 
 
 def _scaled(dep, scale: float):
     """The deployment with its profile's compute and bandwidth efficiencies times ``scale`` (each at most 1)."""
-    from ..timing.hybrid import HybridSource
-    from ..timing.roofline import RooflineSource
+    from specsim.timing.hybrid import HybridSource
+    from specsim.timing.roofline import RooflineSource
 
     hw = dep.hardware
     hw = dataclasses.replace(hw, compute_eff=min(1.0, hw.compute_eff * scale), bandwidth_eff=min(1.0, hw.bandwidth_eff * scale))

@@ -2,7 +2,7 @@
 
 This package is the only part of specsim that imports torch (the optional
 ``harness`` extra).  Measuring and modelling stay apart: the harness writes
-tidy CSVs of measured step times; :mod:`specsim.calibrate` reads them and fits
+tidy CSVs of measured step times; :mod:`specsim.calibration.profile` reads them and fits
 hardware profiles without torch.
 
     model      DecoderTimingModel: random weights, KV cache, GQA, RoPE

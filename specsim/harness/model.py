@@ -1,6 +1,6 @@
 """A Llama-architecture decoder with random weights, for timing forward passes.
 
-The decoder has the dimensions of a :class:`specsim.models.ModelShape` and the
+The decoder has the dimensions of a :class:`specsim.describe.models.ModelShape` and the
 structure of Llama / Qwen2 / Mistral: token embedding, per layer RMSNorm ->
 fused QKV projection (with biases for Qwen2) -> rotary embeddings ->
 grouped-query attention over a preallocated KV cache -> output projection ->
@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention.bias import causal_lower_right
 
-from ..models import ModelShape
+from specsim.describe.models import ModelShape
 
 __all__ = ["DecoderTimingModel", "PASS_KINDS", "TORCH_DTYPES", "shared_length_mask"]
 

@@ -33,13 +33,13 @@ import time
 
 import torch
 
-from . import defaults
+from specsim.harness import defaults
 
-from ..acceptance import expected_tokens
+from specsim.speculation.acceptance import expected_tokens
 
-from ..models import ModelShape
-from .model import DecoderTimingModel
-from .timing import _sync, time_pass
+from specsim.describe.models import ModelShape
+from specsim.harness.model import DecoderTimingModel
+from specsim.harness.timing import _sync, time_pass
 
 __all__ = ["run_speculative_loop"]
 
@@ -136,7 +136,7 @@ def run_speculative_loop(
         raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
     if gamma < 1:
         raise ValueError(f"gamma must be >= 1 for a speculative loop, got {gamma!r}")
-    from .timing import check_device_and_memory
+    from specsim.harness.timing import check_device_and_memory
 
     dev = check_device_and_memory([target_shape, draft_shape], device, dtype)
     gen = torch.Generator(device=dev).manual_seed(seed)

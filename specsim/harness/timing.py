@@ -22,10 +22,10 @@ from typing import Callable, Iterable
 import numpy as np
 import torch
 
-from . import defaults
+from specsim.harness import defaults
 
-from ..models import ModelShape
-from .model import TORCH_DTYPES, DecoderTimingModel, shared_length_mask
+from specsim.describe.models import ModelShape
+from specsim.harness.model import TORCH_DTYPES, DecoderTimingModel, shared_length_mask
 
 __all__ = ["CSV_COLUMNS", "device_name", "measure_sweep", "time_pass"]
 
@@ -119,7 +119,7 @@ def check_device_and_memory(shapes: list[ModelShape], device: str, dtype: str) -
         where = "this machine's RAM"
     else:
         raise ValueError(f"--device {device!r}: the harness runs on cpu or cuda")
-    from ..models import BYTES_PER_ELEMENT
+    from specsim.describe.models import BYTES_PER_ELEMENT
 
     need = sum(s.params * BYTES_PER_ELEMENT[dtype] for s in shapes)
     if need > 0.8 * total:

@@ -20,15 +20,15 @@ tokens_per_seq, context)``, vectorised over broadcast arrays
 
 Which engine's time is added on top, and how a round of speculation is
 composed from these passes, is the deployment's business
-(:mod:`specsim.deployment`), not a source's.
+(:mod:`specsim.speculation.deployment`), not a source's.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-from ..hardware import HardwareProfile
-from .base import StepTime, StepTimeSource
+from specsim.describe.hardware import HardwareProfile
+from specsim.timing.base import StepTime, StepTimeSource
 
 __all__ = ["DEFAULT_TIMING", "StepTime", "StepTimeSource", "TIMING_CHOICES", "make_source"]
 
@@ -44,17 +44,17 @@ def make_source(spec: str, hardware: HardwareProfile, kernel_engine: str = "vllm
     Where the kernel database has no such device, the roofline answers and the
     source says so in its ``notes`` (the caller prints them).
 
-    >>> from specsim.hardware import load_hardware
+    >>> from specsim.describe.hardware import load_hardware
     >>> make_source("roofline", load_hardware("h100-sxm")).name
     'roofline'
     """
-    from .roofline import RooflineSource
+    from specsim.timing.roofline import RooflineSource
 
     if spec == "roofline":
         return RooflineSource(hardware)
     if spec in ("kernels", "hybrid"):
-        from .hybrid import HybridSource
-        from .kernels import KernelDataError, KernelSource
+        from specsim.timing.hybrid import HybridSource
+        from specsim.timing.kernels import KernelDataError, KernelSource
 
         try:
             kernels = KernelSource(hardware, kernel_engine, progress)
@@ -64,7 +64,7 @@ def make_source(spec: str, hardware: HardwareProfile, kernel_engine: str = "vllm
             return src
         return kernels if spec == "kernels" else HybridSource(RooflineSource(hardware), kernels)
     if spec.startswith("measured:"):
-        from .measured import MeasuredSource
+        from specsim.timing.measured import MeasuredSource
 
         path = spec[len("measured:"):]
         if not path:

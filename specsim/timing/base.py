@@ -13,8 +13,8 @@ from typing import Protocol
 
 import numpy as np
 
-from ..limits import MAX_BATCH, MAX_CONTEXT
-from ..models import ModelShape
+from specsim.core.limits import MAX_BATCH, MAX_CONTEXT
+from specsim.describe.models import ModelShape
 
 __all__ = ["StepTime", "StepTimeSource", "check_pass"]
 

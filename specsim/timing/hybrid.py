@@ -20,10 +20,10 @@ import dataclasses
 
 import numpy as np
 
-from ..models import ModelShape
-from .base import StepTime
-from .kernels import KernelSource
-from .roofline import RooflineSource
+from specsim.describe.models import ModelShape
+from specsim.timing.base import StepTime
+from specsim.timing.kernels import KernelSource
+from specsim.timing.roofline import RooflineSource
 
 __all__ = ["HybridSource"]
 

@@ -78,11 +78,11 @@ from typing import Callable
 
 import numpy as np
 
-from ..hardware import HardwareProfile
-from ..models import ModelShape
-from .base import StepTime
-from .roofline import step_time
-from ._grid import interp_grid
+from specsim.describe.hardware import HardwareProfile
+from specsim.describe.models import ModelShape
+from specsim.timing.base import StepTime
+from specsim.timing.roofline import step_time
+from specsim.timing._grid import interp_grid
 
 __all__ = [
     "AIC_DISTRIBUTION",
@@ -235,7 +235,7 @@ class KernelTable:
             raise ValueError("kernel table: all-reduce grid must be increasing with positive times")
 
     def save(self, path: Path) -> None:
-        from .._io import atomic_write_bytes
+        from specsim.core.files import atomic_write_bytes
         import io
 
         buffer = io.BytesIO()
@@ -384,7 +384,7 @@ def _moe_uniform(model: ModelShape, m: np.ndarray, bal_m: np.ndarray, bal_s: np.
     """Seconds of one MoE layer at ``m`` tokens under the roofline's routing, from the balanced measurements.
 
     Balanced routing gives ``m`` tokens ``min(E, m k)`` distinct experts; routing as the roofline has it
-    (:meth:`~specsim.shapes.ModelShape.experts_touched`, uniform or over an effective count) gives fewer, D(m).  A
+    (:meth:`~specsim.describe.shapes.ModelShape.experts_touched`, uniform or over an effective count) gives fewer, D(m).  A
     fused-MoE kernel at these sizes is paced by the experts it reads, so the layer is the balanced kernel at the
     token count that reads D(m) experts, D(m) / k, plus what the balanced kernel adds beyond the point where every
     expert is read (more tokens per expert): t(m) = t_bal(D(m) / k) + max(0, t_bal(m) - t_bal(E / k)).  NaN outside
@@ -651,7 +651,7 @@ class KernelSource:
         """Tensor-parallel collectives of a pass: measured all-reduces where the database has them, else the roofline's."""
         if model.tp == 1:
             return np.zeros(np.shape(tokens))
-        from ..parallel import allgather_s, allreduce_s, collectives_per_pass, comm_bytes
+        from specsim.describe.parallel import allgather_s, allreduce_s, collectives_per_pass, comm_bytes
 
         act, logits = comm_bytes(model, tokens)
         reduces, gathers = collectives_per_pass(model)

@@ -22,12 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..hardware import HardwareProfile
-from ..models import ModelShape
-from ..measurements import load_measurements
-from .base import StepTime
-from .roofline import step_time
-from ._grid import interp_grid
+from specsim.describe.hardware import HardwareProfile
+from specsim.describe.models import ModelShape
+from specsim.timing.measurements import load_measurements
+from specsim.timing.base import StepTime
+from specsim.timing.roofline import step_time
+from specsim.timing._grid import interp_grid
 
 __all__ = ["MeasuredSource"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import StepTime
+from specsim.timing.base import StepTime
 
 __all__ = ["MemoSource"]
 
@@ -17,8 +17,8 @@ __all__ = ["MemoSource"]
 class MemoSource:
     """Another source's answers, each computed once.
 
-    >>> from specsim.hardware import load_hardware
-    >>> from specsim.models import get_model
+    >>> from specsim.describe.hardware import load_hardware
+    >>> from specsim.describe.models import get_model
     >>> from specsim.timing.roofline import RooflineSource
     >>> src = MemoSource(RooflineSource(load_hardware("h100-sxm")))
     >>> m = get_model("llama-3.2-1b")

@@ -12,13 +12,13 @@ A forward pass of ``b`` sequences, each adding ``q`` new tokens on top of
 
 with N the parameters multiplied per token, W the weight bytes read by a pass
 of b q tokens (constant for a dense model; the experts those tokens touch for
-a mixture of experts, :meth:`~specsim.models.ModelShape.weight_bytes_read`),
+a mixture of experts, :meth:`~specsim.describe.models.ModelShape.weight_bytes_read`),
 the KV cache of every sequence read once (also when q > 1; local layers read
 at most their window) and the q new tokens' K and V written.  The matmul FLOP
 run at the rate of their weights' dtype (FP8 at the FP8 peak, 4-bit weights
-dequantised: :meth:`~specsim.hardware.HardwareProfile.flop_per_s_for`);
+dequantised: :meth:`~specsim.describe.hardware.HardwareProfile.flop_per_s_for`);
 attention at the 16-bit rate.  ``comm`` is zero on one device and the
-tensor-parallel collectives of :mod:`specsim.parallel` otherwise; all the
+tensor-parallel collectives of :mod:`specsim.describe.parallel` otherwise; all the
 other terms are per rank.  ``q = 1`` is a decode (or draft) step and
 ``q = gamma + 1`` the verification pass that scores gamma drafted tokens plus
 the bonus position.
@@ -36,10 +36,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..hardware import HardwareProfile
-from ..models import ModelShape
-from ..parallel import check_tp, comm_time_s
-from .base import StepTime, check_pass
+from specsim.describe.hardware import HardwareProfile
+from specsim.describe.models import ModelShape
+from specsim.describe.parallel import check_tp, comm_time_s
+from specsim.timing.base import StepTime, check_pass
 
 __all__ = ["RooflineSource", "compute_time_s", "pass_bytes", "pass_flop", "step_time"]
 
@@ -94,8 +94,8 @@ def step_time(
     The article's 8B target on an H100 at batch 1 and L = 1128 takes 6.525 ms,
     of which 0.028 ms is arithmetic:
 
-    >>> from specsim.hardware import load_hardware
-    >>> from specsim.models import get_model
+    >>> from specsim.describe.hardware import load_hardware
+    >>> from specsim.describe.models import get_model
     >>> t = step_time(load_hardware("h100-sxm"), get_model("article-8b"), 1, 1, 1128)
     >>> round(float(t.total_s) * 1e3, 3), round(float(t.compute_s) * 1e3, 3), str(t.bound)
     (6.525, 0.028, 'memory')
@@ -117,8 +117,8 @@ def step_time(
 class RooflineSource:
     """t(b, q, L) from one roofline over the whole pass, with the profile's per-pass overhead.
 
-    >>> from specsim.hardware import load_hardware
-    >>> from specsim.models import get_model
+    >>> from specsim.describe.hardware import load_hardware
+    >>> from specsim.describe.models import get_model
     >>> src = RooflineSource(load_hardware("h100-sxm"))
     >>> round(float(src.step_time(get_model("article-8b"), 1, 1, 1128).total_s) * 1e3, 3)
     6.525

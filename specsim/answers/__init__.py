@@ -1,0 +1,331 @@
+"""The answer of each model command, as a library result: rows to print or serialise, and what they imply.
+
+The command line (:mod:`specsim.cli.commands`) turns these into tables or JSON and adds nothing: every number,
+every recommendation and every finding it prints is computed here from the deployment, the speedup search,
+the capacity model and the schedule, so that a notebook gets the same answer from the same call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR, TreeSpec, expected
+from specsim.serving.capacity import Capacity, capacity, require_target_fits, reserved_context, throughput_table
+from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
+from specsim.speculation.deployment import Deployment, model_assumptions
+from specsim.speculation.search import OptimalGamma, optimal_gamma, optimal_tree, speedup, speedup_from_cost_ratio
+
+__all__ = ["CompareAnswer", "GammaAnswer", "RoundAnatomy", "TreeAnswer", "compare_answer", "gamma_answer", "round_anatomy",
+           "row_source", "speedup_rows", "steptime_rows", "tree_answer", "why_off"]
+
+
+def row_source(dep: Deployment, times, i: int) -> str:
+    """Which source produced row i's step times (and whether the roofline stood in for it)."""
+    name = dep.source.name
+    for t in (times.target, times.draft, times.verify):
+        if t is None:
+            continue
+        if t.fallback is not None and bool(np.asarray(t.fallback).reshape(-1)[i] if np.ndim(t.fallback) else t.fallback):
+            return f"{name}, roofline outside the kernel data"
+    return name
+
+
+def why_off(rows: list) -> str:
+    """The reason speculation is off, from the numbers rather than a fixed sentence."""
+    off = [r for r in rows if r["gamma"] == 0]
+    if all(r["bound_verify"] == "memory" for r in off):
+        return ("even gamma = 1 costs more (one draft step plus a verification pass) than the tokens it saves "
+                "at this alpha; every pass there is memory-bound.")
+    return "verification of gamma+1 tokens per sequence is compute-bound there and costs more than the tokens it saves."
+
+
+# -- optimal-gamma -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GammaAnswer:
+    """optimal-gamma for chains: the best gamma per batch, with its step times, memory and where it pays most."""
+
+    deployment: Deployment
+    acceptance: str
+    capacity: Capacity
+    best: OptimalGamma
+    rows: list
+    batches: list
+    #: The same answer with the draft at the other tensor-parallel size engines allow (None on one GPU).
+    other: tuple | None
+
+    @property
+    def off_batches(self) -> list:
+        return [r["batch"] for r in self.rows if r["gamma"] == 0]
+
+    @property
+    def off_reason(self) -> str:
+        return why_off(self.rows)
+
+    @property
+    def peak(self) -> dict | None:
+        """Where speculation pays clearly most, when that is not the smallest batch; with the reason for an MoE target."""
+        best, dep = self.best, self.deployment
+        if not best.peaks_later:
+            return None
+        i = best.peak
+        why = (f": a decode step at batch {self.batches[0]} reads few of {dep.target.name}'s experts and verifying gamma+1 "
+               "tokens per sequence reads many more; at larger batches decode already reads most of them"
+               if dep.target.is_moe else "")
+        return {"batch": self.batches[i], "speedup": float(best.speedup[i]), "gamma": int(best.gamma[i]), "why": why}
+
+
+def _other_draft_tp(dep: Deployment) -> Deployment | None:
+    """The same deployment with the draft at the other TP engines allow (1 or the target's), or None on one GPU and
+    under SGLang, whose draft worker always shares the target's TP group."""
+    if dep.target.tp == 1 or dep.draft is None or dep.engine.draft_shares_tp:
+        return None
+    other = dep.target.tp if dep.draft.tp == 1 else 1
+    try:
+        return dep.with_draft(dataclasses.replace(dep.draft, tp=other))
+    except ValueError:  # the draft's heads do not split that many ways
+        return None
+
+
+def gamma_answer(dep: Deployment, acceptance: object, label: str, batches: list, context: int, gamma_max: int, rtol: float,
+                 cap: Capacity) -> GammaAnswer:
+    """The best gamma per batch size, each row with its step times, bounds, memory fit and recommendation."""
+    b = np.array(batches, dtype=float)
+    best = optimal_gamma(dep, acceptance, b, context, gamma_max, rtol)
+    times = best.times
+    other_dep = _other_draft_tp(dep)
+    other = (other_dep, optimal_gamma(other_dep, acceptance, b, context, gamma_max, rtol)) if other_dep else None
+    rows = []
+    for i, batch in enumerate(batches):
+        gamma = int(best.gamma[i])
+        row = {
+            "batch": batch, "gamma": gamma, "speedup": float(best.speedup[i]), "tokens_per_step": float(expected(acceptance, gamma)),
+            "acceptance": label, "drafter": dep.drafter.kind,
+            "t_target_s": float(times.target.total_s[i]), "t_draft_s": float(times.draft.total_s[i]),
+            "t_verify_s": float(times.verify.total_s[i]), "t_host_s": float(np.asarray(times.host_s)[i]),
+            "t_round_s": float(times.round_s[i]), "cost_ratio": float(times.cost_ratio[i]),
+            "bound_target": str(times.target.bound[i]), "bound_draft": str(times.draft.bound[i]),
+            "bound_verify": str(times.verify.bound[i]), "at_gamma_max": bool(best.at_limit[i]),
+            "fits_without_draft": batch <= cap.max_batch_without_draft, "fits_with_draft": batch <= cap.max_batch_with_draft,
+            "recommendation": (f"speculate with gamma={gamma}" if gamma > 0 else "turn speculation off"),
+            "timing_source": row_source(dep, times, i), "provenance": dep.provenance(),
+        }
+        if other is not None:
+            row[f"speedup_draft_tp{other_dep.draft.tp}"] = float(other[1].speedup[i])
+            row[f"gamma_draft_tp{other_dep.draft.tp}"] = int(other[1].gamma[i])
+        rows.append(row)
+    return GammaAnswer(dep, label, cap, best, rows, list(batches), other)
+
+
+@dataclass(frozen=True)
+class TreeAnswer:
+    """optimal-gamma --tree: the best tree within the bounds per batch size, next to the best chain."""
+
+    deployment: Deployment
+    acceptance: str
+    capacity: Capacity
+    bounds: TreeSpec
+    sibling: float
+    sibling_assumed: bool
+    rows: list
+
+
+def tree_answer(dep: Deployment, acceptance: object, label: str, bounds: TreeSpec, batches: list, context: int, gamma_max: int,
+                rtol: float, sibling: float | None, cap: Capacity) -> TreeAnswer:
+    b = np.array(batches, dtype=float)
+    trees, speedups, tokens = optimal_tree(dep, acceptance, bounds, b, context, sibling, rtol)
+    chain = optimal_gamma(dep, acceptance, b, context, gamma_max, rtol)
+    rows = []
+    for i, batch in enumerate(batches):
+        t = trees[i]
+        rows.append({
+            "batch": batch, "tree": None if t is None else {"topk": t.topk, "depth": t.depth, "tokens": t.tokens},
+            "speedup": float(speedups[i]), "tokens_per_step": float(tokens[i]), "chain_gamma": int(chain.gamma[i]),
+            "chain_speedup": float(chain.speedup[i]), "fits_with_draft": batch <= cap.max_batch_with_draft,
+            "recommendation": "turn speculation off" if t is None else (
+                f"chain, gamma={t.depth}" if t.is_chain else f"tree topk={t.topk} depth={t.depth} tokens={t.tokens}"),
+            "acceptance": label, "drafter": dep.drafter.kind, "provenance": dep.provenance(),
+        })
+    return TreeAnswer(dep, label, cap, bounds, DEFAULT_SIBLING_FACTOR if sibling is None else sibling, sibling is None, rows)
+
+
+def deployment_capacity(dep: Deployment, context: int, max_context: int | None, memory_utilization: float) -> Capacity:
+    """The memory budget at the tokens each sequence reserves; refuses a target whose weights do not fit, and a
+    context past what the target or the draft was built for (``max_position_embeddings``)."""
+    tokens = reserved_context(context, max_context)
+    for model in (dep.target, dep.draft):
+        if model is not None and model.max_position_embeddings and tokens > model.max_position_embeddings:
+            raise ValueError(f"a context of {tokens:,} tokens is past {model.name}'s max_position_embeddings "
+                             f"({model.max_position_embeddings:,}); give --context (and --max-context) within it")
+    cap = capacity(dep, tokens, memory_utilization)
+    require_target_fits(dep, cap)
+    return cap
+
+
+# -- speedup and steptime ---------------------------------------------------------------------
+def closed_form_answer(alpha: float, gamma: int, cost_ratio: float) -> dict:
+    """speedup --cost-ratio: the closed form E / (gamma c + 1)."""
+    return {"alpha": alpha, "gamma": gamma, "cost_ratio": cost_ratio, "tokens_per_step": float(expected(alpha, gamma)),
+            "speedup": float(speedup_from_cost_ratio(alpha, gamma, cost_ratio))}
+
+
+def speedup_rows(dep: Deployment, acceptance: object, label: str, gamma: int, batches: list | None = None,
+                 context: int | None = None) -> tuple[list[dict], int]:
+    """speedup: one (acceptance, gamma) per batch size (default :data:`~specsim.core.defaults.DEFAULT_BATCHES`, at
+    :data:`~specsim.core.defaults.DEFAULT_CONTEXT_TOKENS`), with the three step times; and the context used."""
+    batches = list(DEFAULT_BATCHES) if batches is None else batches
+    context = DEFAULT_CONTEXT_TOKENS if context is None else context
+    b = np.array(batches, dtype=float)
+    times = dep.pass_times(b, gamma, context)
+    s = speedup(dep, acceptance, gamma, b, context)
+    tokens = float(expected(acceptance, gamma))
+    return [{"batch": batch, "alpha": acceptance if isinstance(acceptance, float) else None, "acceptance": label, "gamma": gamma,
+             "tokens_per_step": tokens, "speedup": float(s[i]), "t_target_s": float(times.target.total_s[i]),
+             "t_draft_s": float(times.draft.total_s[i]), "t_verify_s": float(times.verify.total_s[i]),
+             "t_host_s": float(np.broadcast_to(times.host_s, b.shape)[i]), "t_round_s": float(np.broadcast_to(times.round_s, b.shape)[i]),
+             "cost_ratio": float(times.cost_ratio[i]), "timing_source": row_source(dep, times, i), "provenance": dep.provenance()}
+            for i, batch in enumerate(batches)], context
+
+
+def steptime_rows(dep: Deployment, batches: list, tokens_per_seq: object, context: object) -> tuple[list[dict], list[str]]:
+    """steptime: one engine iteration of the deployment's target per (tokens per sequence, context, batch size), with
+    its roofline parts; ``tokens_per_seq`` and ``context`` are a number or a list of them."""
+    model = dep.target
+    qs = [int(q) for q in np.atleast_1d(tokens_per_seq)]
+    contexts = [int(c) for c in np.atleast_1d(context)]
+    provenance = [dep.source.describe(), dep.engine.describe()] + model_assumptions(dep.hardware, [model])
+    b = np.array(batches, dtype=float)
+    rows = []
+    for q in qs:
+        for L in contexts:
+            t = dep.pass_time(model, b, q, L)
+            fallback = np.zeros(b.shape, bool) if t.fallback is None else np.broadcast_to(t.fallback, b.shape)
+            comm = np.broadcast_to(np.asarray(t.comm_s, float), b.shape)
+            overhead = np.broadcast_to(np.asarray(t.overhead_s, float), b.shape)  # per batch where the engine adds per-sequence time
+            rows += [{"batch": batch, "tokens_per_seq": q, "context": L, "step_time_s": float(t.total_s[i]),
+                      "compute_s": float(t.compute_s[i]), "memory_s": float(t.memory_s[i]), "overhead_s": float(overhead[i]),
+                      "comm_s": float(comm[i]), "bound": str(t.bound[i]), "flop": float(t.flop[i]), "bytes": float(t.bytes[i]),
+                      "timing_source": dep.source.name + (", roofline outside its data" if fallback[i] else ""),
+                      "provenance": provenance}
+                     for i, batch in enumerate(batches)]
+    return rows, provenance
+
+
+# -- compare ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CompareAnswer:
+    """compare: latency and throughput per batch size (:attr:`frame`), and at the largest batch that fits."""
+
+    frame: object  # pandas DataFrame, one row per batch (see capacity.throughput_table)
+    capacity: Capacity
+    deployment: Deployment
+    acceptance: object
+    options: tuple  # (context, gamma, gamma_max, max_context, memory_utilization)
+
+    def at_largest(self) -> tuple | None:
+        """(tokens/s with speculation at its largest batch, tokens/s without the draft at its largest batch), or None
+        where the draft does not fit beside the target."""
+        cap = self.capacity
+        if not (cap.target_fits and cap.both_fit and cap.max_batch_with_draft > 0):
+            return None
+        context, gamma, gamma_max, max_context, util = self.options
+        best = throughput_table(self.deployment, self.acceptance, [cap.max_batch_with_draft, max(cap.max_batch_without_draft, 1)],
+                                context, gamma, gamma_max, max_context, util)
+        return float(best.tokens_per_s_spec.iloc[0]), float(best.tokens_per_s_plain.iloc[1])
+
+
+def compare_answer(dep: Deployment, acceptance: object, batches: list, context: int, gamma: int | None, gamma_max: int,
+                   max_context: int | None, memory_utilization: float) -> CompareAnswer:
+    cap = deployment_capacity(dep, context, max_context, memory_utilization)
+    frame = throughput_table(dep, acceptance, batches, context, gamma, gamma_max, max_context, memory_utilization)
+    return CompareAnswer(frame, cap, dep, acceptance, (context, gamma, gamma_max, max_context, memory_utilization))
+
+
+# -- measure-loop --------------------------------------------------------------------------------
+def loop_rows(results: list[dict], target, draft, alpha: float, gamma: int, context: int, tokens: int, profile=None) -> list[dict]:
+    """measure-loop: each measured loop with the formula's speedup from its own pass times and, given a profile,
+    the model's prediction at the loop's mean context (the prompt plus half the generated tokens)."""
+    from specsim.speculation.search import speedup_from_times
+    from specsim.serving.workloads import mean_context_tokens
+
+    out = []
+    for r in results:
+        r = dict(r)
+        r["formula_speedup_from_measured_passes"] = float(speedup_from_times(alpha, gamma, r["t_target_s"], r["t_draft_s"],
+                                                                             r["t_verify_s"]))
+        r["expected_tokens_per_pass"] = float(expected(alpha, gamma))
+        if profile is not None:
+            dep = Deployment(profile, target, draft)
+            r["predicted_speedup"] = float(speedup(dep, alpha, gamma, r["batch"], mean_context_tokens(context, tokens)))
+            r["profile"] = profile.name
+            r["prediction_source"] = f"roofline: profile {profile.name}, no engine time (the harness times bare passes)"
+        out.append(r)
+    return out
+
+
+# -- explain: where a round's time goes --------------------------------------------------------
+@dataclass(frozen=True)
+class RoundAnatomy:
+    """specsim explain: per batch size, a round's parts next to a plain decode step, and what they imply."""
+
+    deployment: Deployment
+    acceptance: str
+    context: int
+    rows: list
+    #: Part names in the order a round adds them (:meth:`specsim.speculation.deployment.RoundTime.parts`).
+    parts: list
+
+    @property
+    def stops_paying(self) -> int | None:
+        """The first batch size where the round costs more than plain decoding of the tokens it yields."""
+        return next((r["batch"] for r in self.rows if r["speedup"] <= 1.0), None)
+
+    def findings(self) -> list[str]:
+        """What the breakdown says, in sentences computed from it."""
+        first, last = self.rows[0], self.rows[-1]
+        out = []
+        for r in (first, last):
+            host = r["parts_s"]["engine host time"] + r["hidden_host_s"]
+            share = r["parts_s"]["engine host time"] / r["t_round_s"]
+            hidden = (f", {r['hidden_host_s'] * 1e3:.2f} ms of it hidden behind the passes"
+                      if r["hidden_host_s"] > 1e-9 * r["t_round_s"] else "")
+            out.append(f"batch {r['batch']}: the round costs {r['round_over_decode']:.2f} decode steps and yields "
+                       f"{r['tokens_per_round']:.2f} tokens; engine host work {host * 1e3:.2f} ms per round{hidden}; "
+                       f"the round waits {share:.0%} of its time on it")
+        stop = self.stops_paying
+        out.append(f"speculation stops paying at batch {stop}: from there a round costs more decode steps than it yields tokens"
+                   if stop is not None else f"speculation pays at every batch shown (up to {last['batch']})")
+        grow = {p: last["parts_s"][p] / last["t_decode_s"] - first["parts_s"][p] / first["t_decode_s"] for p in self.parts}
+        part = max(grow, key=grow.get)
+        if grow[part] > 0:
+            out.append(f"from batch {first['batch']} to {last['batch']} the {part} grows most: +{grow[part]:.2f} decode steps per round")
+        return out
+
+
+def round_anatomy(dep: Deployment, acceptance: object, label: str, batches: list, context: int, gamma: int | None = None,
+                  gamma_max: int = DEFAULT_GAMMA_MAX) -> RoundAnatomy:
+    """A round's parts per batch size at ``gamma`` (default: the best gamma per batch, at least 1, so that a batch where
+    speculation does not pay still shows the round it would run), with the plain decode step it replaces."""
+    b = np.array(batches, dtype=float)
+    if gamma is None:
+        gammas = np.maximum(optimal_gamma(dep, acceptance, b, context, gamma_max).gamma, 1)
+    else:
+        gammas = np.full(b.shape, int(gamma))
+    rows, names = [], []
+    for batch, g in zip(batches, gammas):
+        r = dep.round_time(batch, context, int(g))
+        parts = {name: float(v) for name, v in r.parts().items()}
+        names += [n for n in parts if n not in names]
+        decode = float(dep.decode(batch, context).total_s)
+        tokens = float(expected(acceptance, int(g)))
+        total = float(r.total_s)
+        rows.append({"batch": batch, "gamma": int(g), "tokens_per_round": tokens, "t_decode_s": decode, "t_round_s": total,
+                     "parts_s": parts, "hidden_host_s": float(r.hidden_host_s), "overlapped": bool(r.overlapped),
+                     "hidden_share": float(r.overlapped),
+                     "round_over_decode": total / decode, "speedup": tokens * decode / total, "acceptance": label,
+                     "provenance": dep.provenance()})
+    for row in rows:  # every row names every part (0 where a batch's round has none of it)
+        row["parts_s"] = {n: row["parts_s"].get(n, 0.0) for n in names}
+    return RoundAnatomy(dep, label, context, rows, names)

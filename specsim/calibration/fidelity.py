@@ -1,0 +1,261 @@
+"""How well each step-time source predicts what serving engines measure.
+
+The public measurements are the single-GPU rows of ``silicon_sample.csv``,
+which ``aiconfigurator-core`` ships (Apache-2.0): per-token latency (TPOT) of
+vLLM, SGLang and TensorRT-LLM serving Llama-3.1-8B-Instruct and Qwen3-32B on
+H100 SXM and H200 at a fixed concurrency, for several prompt (ISL) and output
+(OSL) lengths, with the engine version and date of each run.
+
+A measured TPOT under a steady concurrency ``c`` is a decode step of ``c``
+sequences at the mean context plus the prefills that interleave with it:
+every request is replaced after OSL tokens, so each decode iteration carries
+on average ``c / OSL`` prompt prefills of ISL tokens (chunked prefill spreads
+them over iterations; their sum is what a token waits for on average):
+
+    TPOT = t(c, 1, ISL + OSL / 2) + engine_iteration + share * (c / OSL) * t_prefill(ISL)
+
+``share`` is how much of that prefill work lands inside other requests'
+decode: 1 when the engine mixes prefill chunks into decode iterations as
+requests come and go (TensorRT-LLM's in-flight batching fits it), 0 when
+requests of one length run in lockstep (a fixed-concurrency benchmark starts
+them together, so every prefill falls in the TTFT) or the engine runs prefill
+as separate batches.  The engine's per-iteration time and this share are the
+two free parameters per (source, engine); they are fitted on a training half
+of the rows (least squares on relative error, both bounded: time in [0, 5] ms,
+share in [0, 1]) and judged on the other half, split by a hash of the row id
+so that the split is fixed and independent of row order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from specsim.describe.hardware import load_hardware
+from specsim.describe.models import get_model
+from specsim.describe.parallel import collective_count
+from specsim.timing import make_source
+from specsim.timing.roofline import step_time
+
+__all__ = ["CANDIDATES", "OUT_OF_SAMPLE_MODELS", "PUBLIC_MODELS", "FidelityResult", "evaluate", "evaluate_out_of_sample",
+           "fit_collectives", "load_out_of_sample_tpot", "load_public_tpot", "predict_tpot"]
+
+#: model_path in silicon_sample.csv -> specsim built-in.
+PUBLIC_MODELS = {"meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b", "Qwen/Qwen3-32B": "qwen3-32b"}
+#: system in silicon_sample.csv -> specsim profile.
+PUBLIC_SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "a100_sxm": "a100-sxm-80gb"}
+_PRECISIONS = {"bf16": "bf16", "fp8": "fp8"}
+
+
+def silicon_sample_path() -> Path:
+    spec = importlib.util.find_spec("aiconfigurator_core")
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError("the public TPOT measurements ship with aiconfigurator-core; pip install 'aiconfigurator-core==0.12.0'")
+    return Path(list(spec.submodule_search_locations)[0]) / "systems" / "silicon_sample.csv"
+
+
+def load_public_tpot(path: str | Path | None = None) -> pd.DataFrame:
+    """Single-GPU, aggregated-serving TPOT rows for the models and devices specsim describes."""
+    df = pd.read_csv(silicon_sample_path() if path is None else path)
+    df = df[(df["mode"] == "agg") & (df["tp_size"] == 1) & (df["pp_size"].fillna(1) == 1)
+            & (df["attention_dp_size"].fillna(1) <= 1) & df["model_path"].isin(PUBLIC_MODELS)
+            & df["system"].isin(PUBLIC_SYSTEMS)].copy()
+    # A missing precision is the checkpoint's own bf16 (the GEMM quant mode is empty on those rows too).
+    df["precision"] = df["precision"].fillna("bf16")
+    df = df[df["precision"].isin(_PRECISIONS) & df["silicon_tpot_ms"].notna() & (df["batch_size"] >= 1)]
+    df["model"] = df["model_path"].map(PUBLIC_MODELS)
+    df["hardware"] = df["system"].map(PUBLIC_SYSTEMS)
+    df["concurrency"] = df["batch_size"].astype(int)
+    df["holdout"] = [int(hashlib.sha256(str(i).encode()).hexdigest(), 16) % 2 == 1 for i in df["id"]]
+    keep = ["id", "backend", "backend_version", "model", "hardware", "precision", "isl", "osl", "concurrency",
+            "silicon_tpot_ms", "silicon_ttft_ms", "holdout", "silicon_data_source"]
+    return df[keep].reset_index(drop=True)
+
+
+#: Candidate step-time sources: name -> (source kind, profile suffix).
+CANDIDATES = {
+    "roofline (article profile)": ("roofline", ""),
+    "roofline (kernel-calibrated *-vllm profile)": ("roofline", "-vllm"),
+    "kernels": ("kernels", ""),
+    "hybrid (default)": ("hybrid", ""),
+}
+
+
+#: Rows the fit never sees: multi-GPU (tensor-parallel) and mixture-of-experts deployments of catalog models.
+#: model_path -> (specsim built-in, {precision in the CSV: weight dtype, None for the checkpoint's own}).
+OUT_OF_SAMPLE_MODELS = {
+    "meta-llama/Llama-3.1-8B-Instruct": ("llama-3.1-8b", {"bf16": "bf16", "fp8": "fp8"}),
+    "nvidia/Llama-3.1-8B-Instruct-FP8": ("llama-3.1-8b", {"fp8": "fp8"}),
+    "Qwen/Qwen3-32B": ("qwen3-32b", {"bf16": "bf16", "fp8": "fp8"}),
+    "meta-llama/Llama-3.1-70B": ("llama-3.1-70b", {"bf16": "bf16", "fp8": "fp8"}),
+    "openai/gpt-oss-120b": ("gpt-oss-120b", {"fp4": "checkpoint"}),  # its own: MXFP4 experts, bf16 attention
+}
+
+
+def load_out_of_sample_tpot(path: str | Path | None = None) -> pd.DataFrame:
+    """Public TPOT rows of the tensor-parallel and MoE deployments specsim now describes (no expert or
+    attention data parallelism, one pipeline stage), on the devices it has profiles for."""
+    df = pd.read_csv(silicon_sample_path() if path is None else path)
+    df["precision"] = df["precision"].fillna("bf16")
+    keep = ((df["mode"] == "agg") & (df["pp_size"].fillna(1) == 1) & (df["attention_dp_size"].fillna(1) <= 1)
+            & (df["moe_ep_size"].fillna(1) <= 1) & df["model_path"].isin(OUT_OF_SAMPLE_MODELS)
+            & df["system"].isin(PUBLIC_SYSTEMS) & df["silicon_tpot_ms"].notna() & (df["batch_size"] >= 1))
+    df = df[keep].copy()
+    df["model"] = df["model_path"].map(lambda p: OUT_OF_SAMPLE_MODELS[p][0])
+    df["weight_dtype"] = [OUT_OF_SAMPLE_MODELS[p][1].get(prec, "unmodelled") for p, prec in zip(df["model_path"], df["precision"])]
+    df = df[df["weight_dtype"] != "unmodelled"]
+    df["tp"] = df["tp_size"].astype(int)
+    # The single-GPU dense rows are the fit's own data (load_public_tpot); leave them out here.
+    df = df[(df["tp"] > 1) | (df["model"] == "gpt-oss-120b") | (df["model"] == "llama-3.1-70b")]
+    df["hardware"] = df["system"].map(PUBLIC_SYSTEMS)
+    df["concurrency"] = df["batch_size"].astype(int)
+    # Concurrency above 256 is capped by the engines' max_num_seqs / memory in these runs (TPOT falls as
+    # concurrency rises): the running batch is unknown, so those rows cannot be predicted and are left out.
+    df = df[df["concurrency"] <= 256]
+    df["holdout"] = [int(hashlib.sha256(str(i).encode()).hexdigest(), 16) % 2 == 1 for i in df["id"]]
+    keep_cols = ["id", "backend", "backend_version", "model", "hardware", "precision", "weight_dtype", "tp", "isl", "osl",
+                 "concurrency", "silicon_tpot_ms", "holdout", "silicon_data_source"]
+    return df[keep_cols].reset_index(drop=True)
+
+
+def _row_model(model_name: str, precision: str, row_dtype: object, tp: int):
+    """The row's model: ``row_dtype`` "checkpoint" keeps the checkpoint's own dtypes; empty falls back to the precision."""
+    if row_dtype == "checkpoint":
+        dtype = None
+    elif isinstance(row_dtype, str) and row_dtype:
+        dtype = row_dtype
+    else:
+        dtype = _PRECISIONS[precision]
+    return get_model(model_name, weight_dtype=dtype, kv_dtype="bf16", tp=tp)
+
+
+def predict_tpot(df: pd.DataFrame, candidate: str) -> tuple[np.ndarray, np.ndarray]:
+    """Decode step and amortised prefill per token (seconds) of every row, without engine time."""
+    kind, suffix = CANDIDATES[candidate]
+    out = np.full(len(df), np.nan)
+    pre = np.full(len(df), np.nan)
+    df = df.assign(tp=df["tp"].fillna(1) if "tp" in df else 1,
+                   weight_dtype=df["weight_dtype"].fillna("") if "weight_dtype" in df else "")
+    for (hw_name, backend, model_name, precision, tp, row_dtype), rows in df.groupby(
+            ["hardware", "backend", "model", "precision", "tp", "weight_dtype"]):
+        hardware = load_hardware(hw_name + suffix)
+        model = _row_model(model_name, precision, row_dtype, int(tp))
+        src = make_source(kind, hardware, backend)
+        c = rows["concurrency"].to_numpy(float)
+        isl = rows["isl"].to_numpy(float)
+        osl = rows["osl"].to_numpy(float)
+        decode = src.step_time(model, c, 1, isl + osl / 2).total_s
+        if kind == "kernels":
+            prefill = src.prefill_time(model, isl)
+        else:
+            prefill = step_time(hardware, model, 1, isl, 0).total_s
+        idx = df.index.get_indexer(rows.index)
+        out[idx] = decode
+        pre[idx] = (c / osl) * prefill
+    return out, pre
+
+
+@dataclass(frozen=True)
+class FidelityResult:
+    """Per-row predictions and errors, and the fitted engine times, of one candidate."""
+
+    candidate: str
+    rows: pd.DataFrame  # with predicted_ms, error (signed fraction), holdout
+    engine_iteration_s: dict  # backend -> fitted seconds
+    prefill_share: dict  # backend -> fitted share of interleaved prefill
+
+    def mape(self, holdout: bool | None = True, by: str | None = None):
+        rows = self.rows if holdout is None else self.rows[self.rows["holdout"] == holdout]
+        err = rows["error"].abs() * 100
+        return err.mean() if by is None else err.groupby(rows[by]).mean()
+
+
+def evaluate(df: pd.DataFrame, candidate: str, fit_engine: bool = True) -> FidelityResult:
+    """Fit each engine's per-iteration time and prefill share on the training rows; errors on all rows.
+
+    With ``fit_engine=False`` no engine time is added and every prefill counts (share 1).
+    """
+    from scipy.optimize import least_squares
+
+    decode, prefill = predict_tpot(df, candidate)
+    measured = df["silicon_tpot_ms"].to_numpy(float) / 1e3
+    fitted, shares = {}, {}
+    pred = decode + prefill
+    holdout = df["holdout"].to_numpy()
+
+    def fit(train: np.ndarray) -> np.ndarray:
+        res = least_squares(lambda th: (decode[train] + th[0] + th[1] * prefill[train]) / measured[train] - 1,
+                            x0=[1e-3, 0.5], bounds=([0.0, 0.0], [5e-3, 1.0]))
+        return res.x
+
+    all_train = np.flatnonzero(~holdout)
+    pooled = fit(all_train) if fit_engine and all_train.size >= 2 else np.array([0.0, 1.0])
+    fitted["pooled"], shares["pooled"] = float(pooled[0]), float(pooled[1])
+    for backend, rows in df.groupby("backend"):
+        idx = df.index.get_indexer(rows.index)
+        train = idx[~holdout[idx]]
+        theta = np.array([0.0, 1.0])
+        if fit_engine:
+            # An engine with fewer than two training rows takes the fit pooled over all engines.
+            theta = fit(train) if train.size >= 2 else pooled
+        fitted[backend], shares[backend] = float(theta[0]), float(theta[1])
+        pred[idx] = decode[idx] + theta[0] + theta[1] * prefill[idx]
+    out = df.copy()
+    out["predicted_ms"] = pred * 1e3
+    out["error"] = pred / measured - 1
+    return FidelityResult(candidate, out, fitted, shares)
+
+
+def _collective_counts(df: pd.DataFrame) -> np.ndarray:
+    return np.array([collective_count(get_model(m, tp=int(tp))) for m, tp in zip(df["model"], df["tp"])], float)
+
+
+def fit_collectives(df: pd.DataFrame, candidate: str, fitted: FidelityResult) -> dict:
+    """Per engine, the extra time per tensor-parallel collective that the multi-GPU training rows show.
+
+    The single-GPU engine time and prefill share stay as ``fitted``; one parameter per engine is fitted by least
+    squares on relative error over the rows with ``holdout`` False and ``tp`` > 1 (bounded to [0, 1] ms).
+    """
+    from scipy.optimize import least_squares
+
+    decode, prefill = predict_tpot(df, candidate)
+    base = decode + _engine_terms(df, fitted, prefill)
+    measured = df["silicon_tpot_ms"].to_numpy(float) / 1e3
+    counts = _collective_counts(df)
+    out = {}
+    for backend, rows in df.groupby("backend"):
+        idx = df.index.get_indexer(rows.index)
+        idx = idx[~df["holdout"].to_numpy(bool)[idx] & (counts[idx] > 0)]
+        if idx.size < 2:
+            continue
+        res = least_squares(lambda th: (base[idx] + th[0] * counts[idx]) / measured[idx] - 1, x0=[1e-5], bounds=([0.0], [1e-3]))
+        out[backend] = float(res.x[0])
+    return out
+
+
+def _engine_terms(df: pd.DataFrame, fitted: FidelityResult, prefill: np.ndarray) -> np.ndarray:
+    engine = np.array([fitted.engine_iteration_s.get(b, fitted.engine_iteration_s["pooled"]) for b in df["backend"]])
+    share = np.array([fitted.prefill_share.get(b, fitted.prefill_share["pooled"]) for b in df["backend"]])
+    return engine + share * prefill
+
+
+def evaluate_out_of_sample(df: pd.DataFrame, candidate: str, fitted: FidelityResult,
+                           collective_s: dict | None = None) -> pd.DataFrame:
+    """Predict multi-GPU and MoE rows with the engine time and prefill share fitted on single-GPU dense rows.
+
+    ``collective_s`` (per engine, seconds per tensor-parallel collective) adds :func:`fit_collectives`'
+    engine term; without it the rows are judged with the physics alone.  Returns the rows with
+    ``predicted_ms`` and ``error``.
+    """
+    decode, prefill = predict_tpot(df, candidate)
+    extra = np.array([(collective_s or {}).get(b, 0.0) for b in df["backend"]]) * _collective_counts(df)
+    pred = decode + _engine_terms(df, fitted, prefill) + extra
+    out = df.copy()
+    out["predicted_ms"] = pred * 1e3
+    out["error"] = pred / (df["silicon_tpot_ms"].to_numpy(float) / 1e3) - 1
+    return out

@@ -1,0 +1,247 @@
+"""Calibration: fit a profile's efficiencies and overheads to measured step times.
+
+The roofline model (``steptime``) has four free numbers per device:
+
+    t(b, q, L) = overhead_s + per_layer_overhead_s * n_layers
+                 + max(flop / (compute_eff * peak_flop_per_s), bytes / (bandwidth_eff * peak_bytes_per_s))
+
+Given measured step times (CSV from ``specsim measure`` or composed kernel
+timings), :func:`calibrate` fits them by robust least squares
+(``scipy.optimize.least_squares`` with a soft-L1 loss on relative errors, so a
+few outliers do not drag the fit) from several starting points, keeps the
+datasheet peaks, and judges the result on points the fit never saw: the
+measurements are split at random into a training set and a held-out set, and
+the mean absolute percentage error (MAPE) and the worst error are reported on
+the held-out set, before (the base profile as it is) and after calibration.
+
+The per-layer overhead (per-kernel launch floors, which make a many-layer
+small model slower than its bytes suggest) is fitted only when the data call
+for it: with at least two layer counts in the data and a training MAPE that
+drops by more than 5% (relative) when it is added (``per_layer="auto"``).
+
+Efficiencies are bounded to (0, 1]: a fit that wants more than the datasheet
+peak (data served from cache, say) stops at 1 and leaves the error visible.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from specsim.describe.hardware import HardwareProfile, profile_to_mapping
+from specsim.timing.measurements import MIN_POINTS, load_measurements
+from specsim.timing.roofline import step_time
+
+__all__ = ["CalibrationResult", "calibrate", "implausible", "predict"]
+
+#: Fraction of distinct (model, b, q, L) points held out of a fit.
+DEFAULT_HOLDOUT = 0.25
+
+
+def predict(profile: HardwareProfile, df: pd.DataFrame) -> np.ndarray:
+    """Modelled step time of every row (seconds), one vectorised call per model shape."""
+    out = np.empty(len(df))
+    # Group by the shape itself (dtype included), never by name: one model measured at two dtypes, or rows with
+    # shape columns and no model name, must each be predicted with their own shape.
+    codes, shapes = pd.factorize(df["shape"])
+    for code, shape in enumerate(shapes):
+        pos = np.flatnonzero(codes == code)
+        rows = df.iloc[pos]
+        t = step_time(profile, shape, rows["batch"].to_numpy(float), rows["tokens_per_seq"].to_numpy(float),
+                      rows["context"].to_numpy(float))
+        out[pos] = t.total_s
+    return out
+
+
+@dataclass(frozen=True)
+class CalibrationResult:
+    """A fitted profile, the split it was judged on, and the errors before and after."""
+
+    profile: HardwareProfile
+    base: HardwareProfile
+    data: pd.DataFrame  # with columns measured_s, before_s, after_s, holdout (bool)
+    per_layer: bool
+    source: str
+    source_sha256: str
+
+    def errors(self, which: str = "after", holdout: bool = True) -> np.ndarray:
+        """Relative errors (predicted / measured - 1) on the held-out or training rows."""
+        rows = self.data[self.data.holdout == holdout]
+        return rows[f"{which}_s"].to_numpy() / rows["measured_s"].to_numpy() - 1.0
+
+    def summary(self) -> dict[str, Any]:
+        def stats(which: str, holdout: bool) -> dict[str, float]:
+            e = np.abs(self.errors(which, holdout))
+            return {"mape": float(e.mean()) if len(e) else float("nan"), "max_abs_error": float(e.max()) if len(e) else float("nan")}
+
+        return {
+            "points": int(len(self.data)),
+            "train_points": int((~self.data.holdout).sum()),
+            "holdout_points": int(self.data.holdout.sum()),
+            "per_layer_overhead_fitted": self.per_layer,
+            "holdout_before": stats("before", True),
+            "holdout_after": stats("after", True),
+            "train_after": stats("after", False),
+            "compute_eff": self.profile.compute_eff,
+            "bandwidth_eff": self.profile.bandwidth_eff,
+            "overhead_s": self.profile.overhead_s,
+            "per_layer_overhead_s": self.profile.per_layer_overhead_s,
+        }
+
+
+def _fit(base: HardwareProfile, train: pd.DataFrame, per_layer: bool) -> tuple[HardwareProfile, float]:
+    from scipy.optimize import least_squares
+
+    measured = train["measured_s"].to_numpy()
+    top = float(measured.max())
+    layers = float(train["n_layers_"].min())
+
+    def profile_of(theta: np.ndarray) -> HardwareProfile:
+        return dataclasses.replace(base, compute_eff=float(theta[0]), bandwidth_eff=float(theta[1]), overhead_s=float(theta[2]),
+                                   per_layer_overhead_s=float(theta[3]) if per_layer else 0.0)
+
+    def residuals(theta: np.ndarray) -> np.ndarray:
+        return predict(profile_of(theta), train) / measured - 1.0
+
+    lower = [1e-4, 1e-4, 0.0, 0.0]
+    upper = [1.0, 1.0, top, top / layers if per_layer else 1e-12]
+    best = None
+    for ce in (0.2, 0.5, 0.9):
+        for be in (0.3, 0.6, 0.9):
+            start = np.array([ce, be, min(float(measured.min()) * 0.3, top), 0.0])
+            fit = least_squares(residuals, start, bounds=(lower, upper), loss="soft_l1", f_scale=0.05, x_scale="jac")
+            if best is None or fit.cost < best.cost:
+                best = fit
+    profile = profile_of(best.x)
+    mape = float(np.abs(residuals(best.x)).mean())
+    return profile, mape
+
+
+def calibrate(
+    path: str | Path,
+    base: HardwareProfile,
+    holdout: float = DEFAULT_HOLDOUT,
+    seed: int = 0,
+    per_layer: str = "auto",
+    name: str | None = None,
+) -> CalibrationResult:
+    """Fit ``base``'s efficiencies and overheads to the measurements in ``path``.
+
+    Parameters
+    ----------
+    path : CSV of measured step times (see :func:`load_measurements`).
+    base : the profile whose datasheet peaks are kept and whose efficiencies are the "before".
+    holdout : fraction of points held out of the fit, in [0.05, 0.8].
+    seed : seed of the random train / held-out split.
+    per_layer : "auto", "yes" or "no": fit a per-layer overhead.
+    name : name of the fitted profile (default ``<base>-calibrated``).
+    """
+    if not 0.05 <= holdout <= 0.8:
+        raise ValueError(f"holdout fraction must be in [0.05, 0.8], got {holdout!r}")
+    if per_layer not in ("auto", "yes", "no"):
+        raise ValueError(f"per_layer must be auto, yes or no, got {per_layer!r}")
+    from specsim.describe.hardware import builtin_dir
+
+    name = name or f"{base.name}-calibrated"
+    # A calibrated profile may carry the name of a built-in calibrated one (that is how they are regenerated),
+    # never the name of a datasheet profile.
+    if name in {p.stem for p in builtin_dir().glob("*.yaml")}:
+        raise ValueError(f"profile name {name!r} is a built-in datasheet profile; choose another --name")
+    df = load_measurements(path).reset_index(drop=True)
+    df["holdout"] = _holdout_mask(df, holdout, seed, 4 if per_layer == "yes" else 3)
+    train = df[~df["holdout"]]
+    layer_counts = train["n_layers_"].nunique()
+    if per_layer == "yes" and layer_counts < 2:
+        raise ValueError("a per-layer overhead needs measurements of at least two layer counts (models)")
+    plain, plain_mape = _fit(base, train, per_layer=False)
+    chosen, use_layers = plain, False
+    if per_layer == "yes" or (per_layer == "auto" and layer_counts >= 2):
+        layered, layered_mape = _fit(base, train, per_layer=True)
+        if per_layer == "yes" or layered_mape < 0.95 * plain_mape:
+            chosen, use_layers = layered, True
+    raw = Path(path).read_bytes()
+    devices = sorted(set(map(str, df["device_name"]))) if "device_name" in df.columns else []
+    result_profile = dataclasses.replace(chosen, name=name)
+    df["before_s"] = predict(base, df)
+    df["after_s"] = predict(result_profile, df)
+    result = CalibrationResult(result_profile, base, df, use_layers, Path(path).name, hashlib.sha256(raw).hexdigest())
+    return _with_provenance(result, devices, holdout, seed)
+
+
+def _holdout_mask(df: pd.DataFrame, holdout: float, seed: int, n_params: int) -> np.ndarray:
+    """Rows held out of the fit: a random ``holdout`` share of the distinct points, with every repeat of each.
+
+    Distinct points, not rows: a repeated measurement of a held-out (shape, b, q, L) must not sit in the
+    training half, or the held-out error measures memory instead of prediction.
+    """
+    point_codes, _ = pd.factorize(pd.Series(list(zip(df["shape"], df["batch"], df["tokens_per_seq"], df["context"]))))
+    n_points = int(point_codes.max()) + 1
+    n_hold = max(1, int(round(holdout * n_points)))
+    if n_points - n_hold < n_params + 1:
+        raise ValueError(f"too few distinct points: {n_points} distinct (model, batch, tokens, context) points leave "
+                         f"{n_points - n_hold} to fit {n_params} parameters; measure at least {n_params + 1 + n_hold} distinct points")
+    held_points = np.random.default_rng(seed).choice(n_points, n_hold, replace=False)
+    return np.isin(point_codes, held_points)
+
+
+def _with_provenance(result: CalibrationResult, devices: list, holdout: float, seed: int) -> CalibrationResult:
+    """The result with its profile's calibration record (source, hash, split, errors) and notes."""
+    base, use_layers = result.base, result.per_layer
+    summary = result.summary()
+    provenance = {
+        "source": result.source,
+        "source_sha256": result.source_sha256,
+        "devices": devices,
+        "date": _dt.date.today().isoformat(),
+        "base_profile": base.name,
+        "holdout_fraction": holdout,
+        "split_seed": seed,
+        "per_layer_overhead_fitted": use_layers,
+        "points": summary["points"],
+        "train_points": summary["train_points"],
+        "holdout_points": summary["holdout_points"],
+        "holdout_mape_before": round(summary["holdout_before"]["mape"], 6),
+        "holdout_mape_after": round(summary["holdout_after"]["mape"], 6),
+        "holdout_max_error_before": round(summary["holdout_before"]["max_abs_error"], 6),
+        "holdout_max_error_after": round(summary["holdout_after"]["max_abs_error"], 6),
+        "train_mape_after": round(summary["train_after"]["mape"], 6),
+    }
+    notes = (f"Calibrated by specsim calibrate from {result.source} (sha256 {result.source_sha256[:12]}...) on "
+             f"{provenance['date']}: efficiencies and overheads fitted by robust least squares to "
+             f"{summary['train_points']} points; on {summary['holdout_points']} held-out points the mean absolute "
+             f"error is {summary['holdout_after']['mape']:.1%} (base profile: {summary['holdout_before']['mape']:.1%}). "
+             "Datasheet peaks and sources are those of the base profile.")
+    final = dataclasses.replace(result.profile, calibration=provenance, notes=notes,
+                                description=f"{base.description} - calibrated")
+    return dataclasses.replace(result, profile=final)
+
+
+def implausible(result: CalibrationResult) -> list[str]:
+    """Warnings about a fit that should not be trusted as it stands (empty when none)."""
+    s = result.summary()
+    p = result.profile
+    out = []
+    for key in ("compute_eff", "bandwidth_eff"):
+        value = getattr(p, key)
+        if value >= 0.999 or value <= 0.02:
+            out.append(f"{key} = {value:.3f} sits at its bound: the data do not pin it (all points bound by the other resource?)")
+    if s["holdout_after"]["mape"] > 0.2:
+        out.append(f"held-out error {s['holdout_after']['mape']:.1%} is large: the roofline does not describe these measurements well")
+    if s["holdout_after"]["mape"] > s["holdout_before"]["mape"]:
+        out.append("the fitted profile predicts the held-out points worse than the base profile")
+    return out
+
+
+def profile_yaml(profile: HardwareProfile) -> str:
+    """YAML text of a profile; numbers written so that PyYAML reads them back as floats."""
+    import yaml
+
+    data = profile_to_mapping(profile)
+    return yaml.safe_dump(data, sort_keys=False, width=100)

@@ -1,0 +1,163 @@
+"""From parsed arguments to library objects: the deployment, the acceptance and the model options a flag names."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from specsim.core.defaults import DEFAULT_DRAFT
+
+__all__ = ["calibration", "deployment", "harness", "model_options", "resolve_acceptance"]
+
+
+def resolve_acceptance(args: argparse.Namespace):
+    """(value, label): --acceptance or --metrics as an Acceptance, else --alpha (the library default if unset)."""
+    from specsim.speculation.acceptance import default_acceptance, parse_acceptance
+    from specsim.speculation.metrics import acceptance_from_page
+
+    if getattr(args, "metrics_gamma", None) is not None and getattr(args, "metrics", None) is None:
+        raise ValueError("--metrics-gamma goes with an SGLang --metrics page")
+    if getattr(args, "metrics_model", None) is not None and getattr(args, "metrics", None) is None:
+        raise ValueError("--metrics-model goes with a --metrics page")
+    if getattr(args, "acceptance", None) is not None:
+        acc = parse_acceptance(args.acceptance)
+    elif getattr(args, "metrics", None) is not None:
+        acc = acceptance_from_page(args.metrics, args.metrics_gamma, getattr(args, "metrics_model", None))
+    elif args.alpha is not None:
+        return args.alpha, f"alpha {args.alpha:g}"
+    else:
+        cal = calibration(args)
+        draft = getattr(args, "draft", None)
+        if cal is not None and cal.acceptance is not None and draft in (None, cal.drafter):
+            return cal.acceptance, cal.acceptance_label
+        kind = _drafter_kind(draft if draft is not None or cal is None else cal.drafter)
+        acc, label = default_acceptance(kind)
+        if cal is not None:
+            label += (f"; {cal.name} measured no acceptance on real prompts (its runs were pinned)" if cal.acceptance is None
+                      else f"; {cal.name}'s acceptance is of {cal.drafter}, not --draft {draft}")
+        return acc, label
+    return acc, acc.describe()
+
+
+def calibration(args: argparse.Namespace):
+    """The --calibration file, read once per command (None without one)."""
+    path = getattr(args, "calibration", None)
+    if path is None:
+        return None
+    cached = getattr(args, "_calibration", None)
+    if cached is None:
+        from specsim.calibration.file import read_calibration
+
+        cached = read_calibration(path)
+        args._calibration = cached
+    return cached
+
+
+def _calibrated(args: argparse.Namespace, cal) -> dict:
+    """Deployment.build arguments from a calibration, refusing flags that name another deployment."""
+    from specsim.engines import get_engine
+    from specsim.describe.models import get_model
+
+    def differs(flag: str, given, theirs) -> None:
+        raise ValueError(f"--{flag} {given} but {cal.name} calibrates {theirs}: a fit of one deployment says nothing of "
+                         f"another (drop --{flag}, or calibrate that deployment)")
+
+    hardware = getattr(args, "hardware", None)
+    if hardware is not None and hardware not in (cal.base_hardware, cal.profile.name):
+        from specsim.describe.hardware import load_hardware
+
+        if load_hardware(hardware).name != cal.base_hardware:
+            differs("hardware", hardware, cal.base_hardware)
+    target = getattr(args, "target", None) or getattr(args, "model", None)
+    if target is not None and target != cal.target and get_model(target).name != cal.target_name:
+        differs("target", target, cal.target_name)
+    if getattr(args, "tp", None) is not None and args.tp != cal.tp:
+        differs("tp", args.tp, f"tensor parallelism {cal.tp}")
+    timing = getattr(args, "timing", None)
+    if timing is not None and timing != cal.timing:
+        differs("timing", timing, f"the {cal.timing} step-time source")
+    engine = getattr(args, "engine", None)
+    if engine is not None and get_engine(engine).key != get_engine(cal.engine).key:
+        differs("engine", engine, cal.engine)
+    if getattr(args, "engine_overhead_ms", None) is not None:
+        raise ValueError(f"--engine-overhead-ms replaces the time per iteration {cal.name} fitted: drop one of them")
+    for key, flag in (("weight_dtype", "weight-dtype"), ("kv_dtype", "kv-dtype")):
+        given = getattr(args, key, None)
+        if given is not None and given != cal.target_options.get(key, given):
+            differs(flag, given, f"a {cal.target_options[key]} {key.split('_')[0]} target")
+    return {"hardware": cal.profile, "target": cal.target, "tp": cal.tp, "timing": cal.timing, "engine": cal.engine,
+            "target_options": cal.target_options}
+
+
+def _drafter_kind(draft: str | None) -> str:
+    """The drafter kind --draft names (a model name or path is a draft model)."""
+    from specsim.speculation.drafters import DRAFTERS
+
+    kind = str(draft or DEFAULT_DRAFT).partition(":")[0].lower()
+    return kind if kind in DRAFTERS else "draft_model"
+
+
+def model_options(args: argparse.Namespace, prefix: str = "") -> dict:
+    """get_model keyword arguments from --weight-dtype, --kv-dtype, --tp, --moe-effective-experts (or their --draft- forms)."""
+    keys = {"weight_dtype": "weight_dtype", "kv_dtype": "kv_dtype", "tp": "tp"}
+    opts = {key: getattr(args, prefix + attr, None) for key, attr in keys.items()}
+    if not prefix:
+        opts["routing_effective_experts"] = getattr(args, "moe_effective_experts", None)
+    return {k: v for k, v in opts.items() if v is not None}
+
+
+def deployment(args: argparse.Namespace, *, draft: bool = True):
+    """The deployment the flags describe: --hardware, --target (or --model), --draft, --timing, --engine and the
+    model options; ``draft`` False builds one that only decodes (``steptime``)."""
+    from specsim.speculation.deployment import Deployment
+    from specsim.engines import get_engine
+    from specsim.cli.report import progress
+
+    from specsim.core.defaults import DEFAULT_DRAFT
+    from specsim.engines import DEFAULT_ENGINE
+
+    ngram = getattr(args, "ngram_cpu_ns", None)
+    cal = calibration(args)
+    hardware, target = args.hardware, getattr(args, "target", None) or getattr(args, "model", None)
+    timing, engine_name, tp = args.timing, args.engine, getattr(args, "tp", None)
+    drafter = getattr(args, "draft", None)
+    target_options = model_options(args)
+    draft_options = model_options(args, "draft_") if draft else None
+    if cal is not None:
+        fixed = _calibrated(args, cal)
+        hardware, target, timing, engine_name, tp = fixed["hardware"], fixed["target"], fixed["timing"], fixed["engine"], fixed["tp"]
+        target_options = fixed["target_options"] | target_options | {"tp": tp}
+        if draft and drafter is None:
+            drafter = cal.drafter or DEFAULT_DRAFT
+            if cal.draft_tp is not None and "tp" not in draft_options:
+                draft_options["tp"] = cal.draft_tp
+    engine_name = DEFAULT_ENGINE if engine_name is None else engine_name
+    if draft and "tp" not in draft_options and get_engine(engine_name).draft_shares_tp and (tp or 1) > 1:
+        draft_options["tp"] = tp  # the engine's draft worker shares the target's tensor-parallel group
+    dep = Deployment.build(hardware, target, drafter, timing, engine_name, getattr(args, "engine_overhead_ms", None),
+                           target_options=target_options, draft_options=draft_options,
+                           ngram_cpu_s_per_token=None if ngram is None else ngram * 1e-9, progress=progress, decode_only=not draft)
+    if cal is not None:
+        from specsim.calibration.file import apply_to_engine
+
+        dep = dataclasses.replace(dep, engine=apply_to_engine(cal, dep.engine))
+    overlap = getattr(args, "engine_overlap", None)
+    engine = dep.engine.with_spec(getattr(args, "engine_round_ms", None), getattr(args, "engine_step_ms", None),
+                                  getattr(args, "engine_seq_us", None), None if overlap is None else overlap == "on",
+                                  getattr(args, "engine_seq_step_us", None))
+    if engine is not dep.engine and dep.engine.name == "none":
+        raise ValueError("--engine none adds no engine time: the --engine-round-ms/-step-ms/-seq-us/-seq-step-us/-overlap "
+                         "flags need an engine")
+    return dataclasses.replace(dep, engine=engine)
+
+
+def harness():
+    """The timing harness, or one line saying how to install torch."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise ValueError("the timing harness needs torch: pip install 'specsim[harness]' (for the CPU build: pip install torch "
+                         "--index-url https://download.pytorch.org/whl/cpu)") from None
+    from specsim import harness as module
+
+    return module

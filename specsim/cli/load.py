@@ -1,0 +1,228 @@
+"""``specsim serve-sim`` and ``serve-sweep``: the request-level simulation on the command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from specsim.cli.report import describe, ms, print_json, print_notes, table
+from specsim.cli.args import deployment, resolve_acceptance
+
+__all__ = ["run_serve_sim", "run_serve_sweep"]
+
+
+def _setup(args: argparse.Namespace):
+    from specsim.serving.simulator import EngineLimits
+
+    dep = deployment(args)
+    acc, acc_label = resolve_acceptance(args)
+    limits = EngineLimits(args.max_num_seqs, args.max_batched_tokens)
+    slo = (None if args.slo_ttft_ms is None else args.slo_ttft_ms / 1e3, None if args.slo_tpot_ms is None else args.slo_tpot_ms / 1e3)
+    gamma = "schedule" if args.gamma is None else args.gamma
+    return acc, acc_label, dep, limits, slo, gamma
+
+
+def _window_clause(dep) -> str:
+    """Serve-sim's KV capacity is in full-attention tokens; say when window layers make a request reserve less."""
+    t = dep.target
+    if not t.n_sliding_layers:
+        return ""
+    return (f"; {t.n_sliding_layers} of {t.n_layers} layers keep at most {t.sliding_window:,} tokens, so a request "
+            "reserves less than its length (the same KV as specsim capacity)")
+
+
+def run_serve_sim(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from specsim.core.files import check_output
+    from specsim.core.limits import MAX_SIMULATED_REQUESTS
+    from specsim.serving.simulator import CONFIDENCE, requests_for, serve_compare, summarize_runs
+
+    if args.csv:
+        check_output(args.csv, (".csv",), "--csv")
+    acc, acc_label, dep, limits, slo, gamma = _setup(args)
+    seeds = list(range(args.seed, args.seed + args.runs))
+    runs = []
+    for seed in seeds:
+        requests, concurrency = requests_for(dep.target, rate=args.rate, concurrency=args.concurrency, trace=args.trace,
+                                             workload=args.workload, n=args.requests, rng=np.random.default_rng(seed))
+        if len(requests) * len(seeds) > MAX_SIMULATED_REQUESTS:
+            raise ValueError(f"--runs {len(seeds)} of {len(requests):,} requests simulate {len(requests) * len(seeds):,}; at most "
+                             f"{MAX_SIMULATED_REQUESTS:,} per command: pass fewer runs or requests")
+        runs.append((requests, *serve_compare(dep, requests, acc, gamma, limits, concurrency, seed, args.memory_util,
+                                              args.gamma_max)))
+    requests, plain, spec, meta = runs[0]
+    summaries = [summarize_runs([r[i].summary(*slo) for r in runs]) for i in (1, 2)]
+    if args.csv:
+        _write_requests(args.csv, requests, plain, spec)
+    span = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}-{seeds[-1]}"
+    provenance = dep.provenance() + [f"load: {requests.source}" + (f", {concurrency} users" if concurrency else ""),
+                                     f"acceptance: {acc_label}; speculation: {meta['gamma_policy']}",
+                                     f"engine limits: max_num_seqs {limits.max_num_seqs}, max_batched_tokens "
+                                     f"{limits.max_batched_tokens}; KV capacity {meta['kv_capacity_tokens_plain']:,.0f} tokens "
+                                     f"without the draft, {meta['kv_capacity_tokens_spec']:,.0f} with it (prompt + output reserved per request)"
+                                     + _window_clause(dep),
+                                     f"runs: {len(seeds)} of {len(requests):,} requests ({span})" + (
+                                         f"; each figure is the mean over the runs ± the half-width of its {CONFIDENCE:.0%} "
+                                         "confidence interval (Student t over runs)" if len(seeds) > 1 else "; no interval: pass "
+                                         "--runs 10 for one") + (f"; --csv holds the run with seed {seeds[0]}" if args.csv else "")]
+    if args.json:
+        print_json({"off": summaries[0], "on": summaries[1], "seeds": seeds, "provenance": provenance,
+                    "gamma_by_batch": meta["gamma_by_batch"]})
+    else:
+        print(describe(dep, int(meta["context_hint"])))
+        for line in provenance[len(dep.provenance()):]:
+            print(line)
+        print()
+        _print_summaries(*summaries)
+        print(_served_against_offered(args, summaries))
+    for r in (plain, spec):
+        for note in r.notes:
+            print(f"note: {note}", file=sys.stderr)
+    print_notes(dep)
+    return 0
+
+
+def _write_requests(path, requests, plain, spec) -> None:
+    import numpy as np
+    import pandas as pd
+
+    from specsim.core.files import atomic_write_bytes
+
+    frames = [pd.DataFrame({"speculation": name, "request": np.arange(len(requests)), "arrival_s": r.arrival_s,
+                            "first_token_s": r.first_token_s, "finish_s": r.finish_s, "prompt_tokens": r.prompt,
+                            "output_tokens": r.output, "never_fit": r.rejected})
+              for name, r in (("off", plain), ("on", spec))]
+    atomic_write_bytes(path, pd.concat(frames).to_csv(index=False).encode())
+
+
+def _print_summaries(off: dict, on: dict) -> None:
+    def trio(d, scale, unit):
+        if d["p50"] is None:
+            return "n/a"
+        return f"{d['p50'] * scale:.1f} / {d['p90'] * scale:.1f} / {d['p99'] * scale:.1f} {unit}"
+
+    def half(h):  # the decimals of the value, or two significant digits where those round an interval to 0
+        return "±0" if h == 0 else f"±{h:.1f}" if round(h, 1) > 0 else f"±{h:.2g}"
+
+    def trio_ci(d, scale, unit):
+        if d["p50"] is None:
+            return "n/a"
+        return f"{half(d['p50'] * scale)} / {half(d['p90'] * scale)} / {half(d['p99'] * scale)} {unit}"
+
+    def num(s, key, fmt):
+        x, h = s[key], s["ci"][key]
+        return "n/a" if x is None else format(x, fmt) + ("" if h is None else f" ±{format(h, fmt)}")
+
+    runs = off["runs"]
+    rows = []
+    for label, key, scale, unit in (("TTFT", "ttft_s", 1e3, "ms"), ("TPOT", "tpot_s", 1e3, "ms"), ("end-to-end", "e2e_s", 1, "s")):
+        rows.append([f"{label} p50 / p90 / p99", trio(off[key], scale, unit), trio(on[key], scale, unit)])
+        if runs > 1:
+            rows.append([f"  {off['confidence']:.0%} interval", trio_ci(off["ci"][key], scale, unit), trio_ci(on["ci"][key], scale, unit)])
+    rows += [
+        ["output tokens/s", num(off, "output_tokens_per_s", ",.0f"), num(on, "output_tokens_per_s", ",.0f")],
+        ["requests/s served", num(off, "requests_per_s", ".2f"), num(on, "requests_per_s", ".2f")],
+        ["running batch mean (max)", f"{num(off, 'mean_running_batch', '.1f')} ({off['max_running_batch']})",
+         f"{num(on, 'mean_running_batch', '.1f')} ({on['max_running_batch']})"],
+        ["requests served / never fit" + (f" ({runs} runs)" if runs > 1 else ""), f"{off['served']} / {off['never_fit']}",
+         f"{on['served']} / {on['never_fit']}"],
+    ]
+    if "goodput_requests_per_s" in off:
+        rows.append(["goodput (both SLOs met)", f"{num(off, 'goodput_requests_per_s', '.2f')} req/s ({off['slo_met']})",
+                     f"{num(on, 'goodput_requests_per_s', '.2f')} req/s ({on['slo_met']})"])
+    print(table(["", "speculation off", "speculation on"], rows, "<>>"))
+    if off["tpot_s"]["p50"] is None or on["tpot_s"]["p50"] is None:
+        print("\nno TPOT to compare: no served request produced a second token (TPOT is the time between output tokens)")
+        return
+    change = on["tpot_s"]["p50"] / off["tpot_s"]["p50"] - 1
+    print(f"\nspeculation changes TPOT p50 by {change:+.1%} and throughput by "
+          f"{on['output_tokens_per_s'] / off['output_tokens_per_s'] - 1:+.1%} at this load")
+
+
+def _served_against_offered(args: argparse.Namespace, summaries: list[dict]) -> str:
+    """Why requests/s served is not the rate asked for, and whether the engine kept up.  Under a steady load the
+    requests in the system at the last arrival are about as many as at the middle one; past capacity the queue
+    grows between them, and arrivals less that growth are what the engine completes.  Growth counts when it is
+    over 10 requests and over 5% of the arrival rate (a steady queue of n requests wanders by about sqrt(n))."""
+    if args.concurrency is not None:
+        return (f"requests/s served: a closed loop of {args.concurrency} users sends a request only when one finishes, so the "
+                "offered rate is what the engine serves")
+    head = (f"requests/s served against the offered {args.rate:g} req/s: served/s counts from the first arrival to the last "
+            "finish, and a Poisson stream of this many requests comes at its rate only on average" if args.rate is not None
+            else "requests/s served: counted from the trace's first arrival to the last finish")
+    lines = [head]
+    for name, s in zip(("off", "on"), summaries):
+        rate, drain, growth = s["arrival_rate_per_s"], s["drain_s"], s["queue_growth_per_s"]
+        if rate is None or drain is None or growth is None:
+            continue
+        middle, last = s["in_system_at_middle_arrival"], s["in_system_at_last_arrival"]
+        if last - middle > 10 and growth > 0.05 * rate:
+            verdict = (f"the queue grew from {middle:.0f} requests in the system at the middle arrival to {last:.0f} at the last, "
+                       f"{growth:.1f}/s: the engine completes about {rate - growth:.1f} req/s of the {rate:.1f} arriving, past its "
+                       "capacity (a longer run queues more)")
+        else:
+            verdict = f"the engine kept up ({middle:.0f} requests in the system at the middle arrival, {last:.0f} at the last)"
+        lines.append(f"  speculation {name}: arrivals came at {rate:.2f} req/s, the last requests finished {drain:.1f} s after the "
+                     f"last arrival; {verdict}")
+    return "\n".join(lines)
+
+
+def run_serve_sweep(args: argparse.Namespace) -> int:
+    from specsim.core.files import check_output
+    from specsim.serving.simulator import DEFAULT_SLO_ATTAINMENT, serve_sweep, sweep_findings
+    from specsim.serving.workloads import get_workload
+
+    if args.plot:
+        check_output(args.plot, (".png", ".svg"), "--plot")
+    acc, acc_label, dep, limits, slo, gamma = _setup(args)
+    workload, n = get_workload(args.workload), args.requests
+    executor = None
+    if args.workers > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        executor = ProcessPoolExecutor(max_workers=args.workers)
+    try:
+        frame = serve_sweep(dep, args.rates, workload, n, acc, gamma, limits, args.seed, *slo, args.gamma_max, executor=executor)
+    finally:
+        if executor is not None:
+            executor.shutdown()
+    findings = sweep_findings(frame)
+    if args.plot:
+        from specsim.figures.plots import save_serve_sweep
+
+        from specsim.speculation.acceptance import as_acceptance
+
+        given = args.alpha is not None or args.acceptance is not None or args.metrics is not None
+        accepted = as_acceptance(acc).brief() + ("" if given else " (the drafter's published default)")
+        save_serve_sweep(frame, args.plot, title=f"{dep.target.name} + {dep.drafter.name} on {dep.hardware.name}, "
+                                                 f"{workload.name} workload, {accepted}", slo_tpot_ms=args.slo_tpot_ms)
+    if args.json:
+        print_json({"rates": frame.to_dict(orient="records"), "findings": findings, "acceptance": acc_label,
+                    "workload": workload.name, "provenance": dep.provenance(), "plot": args.plot})
+        print_notes(dep)
+        return 0
+    print(describe(dep, 0).replace("; context 0 tokens", ""))
+    print(f"workload {workload.name} ({workload.source}); {n} requests per rate; {acc_label}\n")
+    cols = ["rate", "off_tpot_p50_s", "on_tpot_p50_s", "off_tpot_p99_s", "on_tpot_p99_s", "off_tokens_per_s", "on_tokens_per_s",
+            "off_mean_batch", "on_mean_batch"]
+    headers = ["req/s", "TPOT p50 off", "on", "TPOT p99 off", "on", "tok/s off", "on", "batch off", "on"]
+    rows = [[f"{r.rate:g}", ms(r.off_tpot_p50_s), ms(r.on_tpot_p50_s), ms(r.off_tpot_p99_s), ms(r.on_tpot_p99_s),
+             f"{r.off_tokens_per_s:,.0f}", f"{r.on_tokens_per_s:,.0f}", f"{r.off_mean_batch:.1f}", f"{r.on_mean_batch:.1f}"]
+            for r in frame[cols].itertuples()]
+    if "off_slo_attainment" in frame:
+        headers += ["SLO met off", "on"]
+        rows = [row + [f"{a:.0%}", f"{b:.0%}"] for row, a, b in zip(rows, frame.off_slo_attainment, frame.on_slo_attainment)]
+    print(table(headers, rows, ">" * len(headers)))
+    stop = findings["speculation_stops_helping_at_rate"]
+    print("\nspeculation lowers TPOT p50 at every rate swept" if stop is None else
+          f"\nspeculation stops lowering TPOT p50 at {stop:g} requests/s")
+    if "max_rate_meeting_slo_off" in findings:
+        fmt = lambda v: "none of the rates swept" if v is None else f"{v:g} requests/s"  # noqa: E731
+        print(f"largest rate meeting the SLOs ({DEFAULT_SLO_ATTAINMENT:.0%} of requests): {fmt(findings['max_rate_meeting_slo_off'])} "
+              f"without speculation, {fmt(findings['max_rate_meeting_slo_on'])} with it")
+    if args.plot:
+        print(f"figure: {args.plot}" + ("" if args.slo_tpot_ms is None else f" (the dash-dot line is the TPOT objective, "
+                                                                          f"{args.slo_tpot_ms:g} ms)"))
+    print_notes(dep)
+    return 0

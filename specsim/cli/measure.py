@@ -1,0 +1,162 @@
+"""The timing harness and calibration on the command line: measure, measure-loop, calibrate, compose-kernels."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from specsim.cli.report import print_json, progress, table
+from specsim.cli.args import harness
+
+__all__ = ["run_calibrate", "run_compose_kernels", "run_measure", "run_measure_loop"]
+
+
+def run_measure(args: argparse.Namespace) -> int:
+    import csv
+    import io
+
+    harness()
+    from specsim.core.files import atomic_write_text, check_output
+    from specsim.harness.timing import CSV_COLUMNS, measure_sweep
+    from specsim.describe.models import get_model
+
+    check_output(args.out, (".csv",))  # before the sweep: a long GPU run must not be lost at the end
+    shape = get_model(args.model, weight_dtype=args.dtype, kv_dtype=args.dtype)
+    rows = measure_sweep(shape, args.batch, args.tokens_per_seq, args.context, dtype=args.dtype, device=args.device,
+                         repeats=args.repeats, warmup=args.warmup, cuda_graphs=args.cuda_graphs, seed=args.seed,
+                         kind=args.pass_kind, compile=args.compile, floor=args.floor)
+    if not rows:
+        raise ValueError("no configuration fitted in memory; nothing written")
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write_text(args.out, buffer.getvalue())
+    floors = [r["median_s"] / r["floor_s"] for r in rows if r["floor_s"]]
+    if args.json:
+        print_json({"configurations": len(rows), "device_name": rows[0]["device_name"], "out": str(args.out),
+                    "pass": args.pass_kind, "compiled": args.compile,
+                    "pass_over_floor": {"min": min(floors), "max": max(floors)} if floors else None})
+    else:
+        print(f"{len(rows)} configurations measured on {rows[0]['device_name']} ({args.pass_kind} pass"
+              f"{', compiled' if args.compile else ''}) -> {args.out}")
+        if floors:
+            print(f"pass time over its kernel floor (GEMMs + attention timed alone): {min(floors):.2f}x to {max(floors):.2f}x")
+    return 0
+
+
+def run_measure_loop(args: argparse.Namespace) -> int:
+    harness()
+    from specsim.answers import loop_rows
+    from specsim.speculation.deployment import check_shared_vocabulary
+    from specsim.describe.hardware import load_hardware
+    from specsim.harness.specloop import run_speculative_loop
+    from specsim.describe.models import get_model
+
+    target = get_model(args.target, weight_dtype=args.dtype, kv_dtype=args.dtype)
+    draft = get_model(args.draft, weight_dtype=args.dtype, kv_dtype=args.dtype)
+    check_shared_vocabulary(target, draft)  # before any model is built: every other command refuses the pair too
+    profile = load_hardware(args.hardware) if args.hardware else None
+    measured = [run_speculative_loop(target, draft, args.alpha, args.gamma, batch, args.context, tokens=args.tokens,
+                                     dtype=args.dtype, device=args.device, seed=args.seed, repeats=args.repeats)
+                for batch in args.batch]
+    results = loop_rows(measured, target, draft, args.alpha, args.gamma, args.context, args.tokens, profile)
+    if args.json:
+        print_json(results)
+        return 0
+    where = "CPU" if results[0]["device"] == "cpu" else results[0]["device"]
+    print(f"end-to-end speculative loop on the {where}: {target.name} target, {draft.name} draft, {args.dtype}, "
+          f"alpha {args.alpha:g}, gamma {args.gamma}, context {args.context} + {args.tokens} generated tokens")
+    headers = ["batch", "ms/token plain", "ms/token spec", "measured speedup", "tokens/pass (E)", "S from measured t_T,t_D,t_V"]
+    if profile is not None:
+        headers.append(f"predicted (roofline, {profile.name})")
+    rows = []
+    for r in results:
+        row = [r["batch"], f"{r['plain_s_per_token'] * 1e3:.3f}", f"{r['spec_s_per_token'] * 1e3:.3f}", f"{r['measured_speedup']:.3f}",
+               f"{r['measured_tokens_per_pass']:.3f} ({r['expected_tokens_per_pass']:.3f})", f"{r['formula_speedup_from_measured_passes']:.3f}"]
+        if profile is not None:
+            row.append(f"{r['predicted_speedup']:.3f}")
+        rows.append(row)
+    print(table(headers, rows, ">" * len(headers)))
+    return 0
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    import io
+
+    from specsim.core.files import atomic_write_many, check_output
+    from specsim.calibration.profile import calibrate, implausible, profile_yaml
+    from specsim.figures.plots import plot_residuals
+    from specsim.describe.hardware import load_hardware
+
+    out = check_output(args.out, (".yaml", ".yml"))
+    check_output(out.with_name(out.stem + "-residuals.png"))
+    options = {"holdout": args.holdout} if args.holdout is not None else {}
+    result = calibrate(args.measurements, load_hardware(args.hardware), seed=args.seed, per_layer=args.per_layer,
+                       name=args.name, **options)
+    name = result.profile.name
+    plot = out.with_name(out.stem + "-residuals.png")
+    buffer = io.BytesIO()
+    plot_residuals(result).savefig(buffer, format="png", dpi=120)
+    # The profile and its residual plot land together or not at all.
+    atomic_write_many([(out, profile_yaml(result.profile).encode("utf-8")), (plot, buffer.getvalue())])
+    s = result.summary()
+    warnings = implausible(result)
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    if args.json:
+        print_json({**s, "profile": str(out), "residual_plot": str(plot), "name": name, "warnings": warnings})
+        return 0
+    p = result.profile
+    print(f"{args.measurements}: {s['points']} measurements; fitted on {s['train_points']}, judged on {s['holdout_points']} held out")
+    print(f"fitted: compute_eff {p.compute_eff:.3f}, bandwidth_eff {p.bandwidth_eff:.3f}, overhead {p.overhead_s * 1e3:.4f} ms"
+          + (f" + {p.per_layer_overhead_s * 1e6:.2f} us/layer" if s["per_layer_overhead_fitted"] else " (no per-layer term)"))
+    print(table(["held-out points", "mean abs error", "worst error"], [
+        [f"before: {result.base.name} as shipped", f"{s['holdout_before']['mape']:.1%}", f"{s['holdout_before']['max_abs_error']:.1%}"],
+        [f"after: {name}", f"{s['holdout_after']['mape']:.1%}", f"{s['holdout_after']['max_abs_error']:.1%}"],
+    ], "<>>"))
+    print(f"wrote {out} and {plot}")
+    return 0
+
+
+def run_compose_kernels(args: argparse.Namespace) -> int:
+    import io
+
+    import pandas as pd
+
+    from specsim.core.files import atomic_write_many, check_output
+    from specsim.describe.hardware import load_hardware
+    from specsim.describe.models import get_model
+    from specsim.timing.kernels import KernelSource, compose_steps
+
+    out = Path(args.out)
+    if not out.is_dir():
+        raise ValueError(f"--out {args.out!r} is not a folder")
+    jobs = []
+    for device in args.hardware:
+        path = check_output(out / f"{device}-{args.engine}-kernel-steps.csv")
+        jobs.append((KernelSource(load_hardware(device), args.engine, progress=progress), path))
+    files, report = [], []
+    for source, path in jobs:
+        frames = [compose_steps(source, get_model(m)) for m in args.models]
+        df = pd.concat(frames, ignore_index=True)
+        for note in source.notes:
+            print(f"note: {note}", file=sys.stderr)
+        if df.empty:
+            raise ValueError(f"{source.device}: no configuration of {', '.join(args.models)} is covered by the {args.engine} "
+                             "kernel data; nothing written")
+        buffer = io.StringIO()
+        df.to_csv(buffer, index=False, float_format="%.9g")
+        files.append((path, buffer.getvalue().encode("utf-8")))
+        report.append({"hardware": source.hardware.name, "file": str(path), "steps": int(len(df)),
+                       "models": {m: int((df.model == m).sum()) for m in df.model.unique()},
+                       "source": source.describe()})
+    atomic_write_many(files)
+    if args.json:
+        print_json(report)
+    else:
+        for r in report:
+            covered = ", ".join(f"{m} ({n})" for m, n in r["models"].items())
+            print(f"{r['hardware']}: {r['steps']} steps composed -> {r['file']}  [{covered}]; {r['source']}")
+    return 0

@@ -1,0 +1,331 @@
+"""The model's answers on the command line: optimal-gamma, speedup, steptime, compare, capacity and alpha."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from specsim.cli.report import capacity_summary, describe, ms, print_json, print_notes, short_bound, table
+from specsim.cli.args import deployment, resolve_acceptance
+
+__all__ = ["run_alpha", "run_capacity", "run_compare", "run_explain", "run_optimal_gamma", "run_speedup", "run_steptime"]
+
+
+def run_optimal_gamma(args: argparse.Namespace) -> int:
+    from specsim.speculation.acceptance import parse_tree
+    from specsim.answers import deployment_capacity, gamma_answer, tree_answer
+    from specsim.speculation.search import require_network
+
+    tree = parse_tree(args.tree)
+    dep = deployment(args)
+    if tree is not None:
+        require_network(dep)
+    acc, acc_label = resolve_acceptance(args)  # after the deployment: its errors come first, then the drafter's default
+    cap = deployment_capacity(dep, args.context, args.max_context, args.memory_util)
+    if tree is not None:
+        answer = tree_answer(dep, acc, acc_label, tree, args.batch, args.context, args.gamma_max, args.rtol, args.sibling_factor, cap)
+        return _print_tree(args, answer)
+    if args.sibling_factor is not None:
+        raise ValueError("--sibling-factor applies to --tree topk:K,depth:D,tokens:N only")
+    answer = gamma_answer(dep, acc, acc_label, args.batch, args.context, args.gamma_max, args.rtol, cap)
+    if args.json:
+        print_json(answer.rows)
+        print_notes(dep)
+        return 0
+    _print_gamma_table(args, answer)
+    print_notes(dep)
+    return 0
+
+
+def _print_gamma_table(args: argparse.Namespace, answer) -> None:
+    dep, best, rows = answer.deployment, answer.best, answer.rows
+    print(describe(dep, args.context))
+    print(f"{answer.acceptance}; gamma searched over 0..{best.gamma_max}" + (f" (smallest within {args.rtol:g} of best)" if args.rtol else ""))
+    if best.gamma_max < args.gamma_max:
+        print(f"note: acceptance is measured for {best.gamma_max} positions: gamma is not searched past them (no extrapolation)")
+    for line in capacity_summary(answer.capacity, dep):
+        print(line)
+    print()
+    headers = ["batch", "gamma", "speedup", "t_T ms", "t_D ms", "t_V ms", "host ms", "round ms", "c", "bound T/D/V", "recommendation"]
+    table_rows = []
+    for r in rows:
+        limit = " (at --gamma-max; raise it)" if best.gamma_max == args.gamma_max else " (at the last measured position)"
+        rec = r["recommendation"] + (limit if r["at_gamma_max"] else "")
+        if not r["fits_with_draft"]:
+            rec += "; does not fit in memory" + (" with the draft" if r["fits_without_draft"] else "")
+        bounds = "/".join(short_bound(r[k]) for k in ("bound_target", "bound_draft", "bound_verify"))
+        table_rows.append([r["batch"], r["gamma"], f"{r['speedup']:.3f}", ms(r["t_target_s"]), ms(r["t_draft_s"]),
+                           ms(r["t_verify_s"]), ms(r["t_host_s"]), ms(r["t_round_s"]), f"{r['cost_ratio']:.3f}", bounds, rec])
+    print(table(headers, table_rows, ">>>>>>>>><<"))
+    print("round = gamma t_D + t_V + the engine's host time the round waits for (host: serial, or what the passes do not "
+          "cover where the engine overlaps it); speedup = tokens per round x t_T / round")
+    if answer.off_batches:
+        print(f"\nspeculation does not pay at batch {', '.join(map(str, answer.off_batches))}: {answer.off_reason}")
+    peak = answer.peak
+    if peak is not None:
+        print(f"\nspeculation pays most at batch {peak['batch']} ({peak['speedup']:.3f}x with gamma {peak['gamma']}), not at batch "
+              f"{args.batch[0]}{peak['why']}")
+    if answer.other is not None:
+        other, other_best = answer.other
+        pairs = ", ".join(f"{b}: {s:.3f} (gamma {g})" for b, s, g in zip(args.batch, other_best.speedup, other_best.gamma))
+        print(f"\nwith the draft at --draft-tp {other.draft.tp} instead of {dep.draft.tp}: speedup by batch {pairs}")
+
+
+def _print_tree(args: argparse.Namespace, answer) -> int:
+    dep, rows = answer.deployment, answer.rows
+    if args.json:
+        print_json(rows)
+        print_notes(dep)
+        return 0
+    bounds = answer.bounds
+    print(describe(dep, args.context))
+    print(f"{answer.acceptance}; trees within top-k {bounds.topk}, depth {bounds.depth}, {bounds.tokens} verified tokens; sibling "
+          f"factor {answer.sibling:g}" + (" (an assumption; --sibling-factor)" if answer.sibling_assumed else ""))
+    for line in capacity_summary(answer.capacity, dep):
+        print(line)
+    print()
+    print(table(
+        ["batch", "best tree", "tokens/step", "speedup", "best chain", "chain speedup", "recommendation"],
+        [[r["batch"], "-" if r["tree"] is None else ("chain" if r["tree"]["topk"] == 1 else
+          f"k{r['tree']['topk']} d{r['tree']['depth']} n{r['tree']['tokens']}"), f"{r['tokens_per_step']:.3f}",
+          f"{r['speedup']:.3f}", f"gamma {r['chain_gamma']}", f"{r['chain_speedup']:.3f}",
+          r["recommendation"] + ("" if r["fits_with_draft"] else "; does not fit in memory with the draft")] for r in rows],
+        "><>>>><",
+    ))
+    print("\nE(tree) is exact for independent acceptance per depth and sibling rank (specsim.speculation.acceptance); a tree round "
+          "drafts depth levels of top-k tokens per sequence and verifies the chosen tokens in one pass")
+    print_notes(dep)
+    return 0
+
+
+def run_speedup(args: argparse.Namespace) -> int:
+    from specsim.answers import closed_form_answer, speedup_rows
+    from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS
+
+    acc, acc_label = resolve_acceptance(args)
+    if args.cost_ratio is not None:
+        if not isinstance(acc, float):
+            raise ValueError("--cost-ratio takes --alpha; per-position acceptance needs the step-time model")
+        model_flags = [f for f in ("hardware", "target", "draft", "batch", "context") if getattr(args, f) is not None]
+        if model_flags:
+            raise ValueError(f"--cost-ratio replaces the step-time model; drop --{', --'.join(model_flags)} or drop --cost-ratio")
+        out = closed_form_answer(acc, args.gamma, args.cost_ratio)
+        if args.json:
+            print_json(out)
+        else:
+            print(f"alpha {acc:g}, gamma {args.gamma}, c {args.cost_ratio:g} (verification costs one decode step)")
+            print(f"tokens per step {out['tokens_per_step']:.4f}, speedup {out['speedup']:.4f}")
+        return 0
+    # The parser leaves the model's flags unset so that --cost-ratio can refuse them; the library's defaults apply here.
+    dep = deployment(args)
+    _require_fits(dep, DEFAULT_CONTEXT_TOKENS if args.context is None else args.context)
+    rows, context = speedup_rows(dep, acc, acc_label, args.gamma, args.batch, args.context)
+    if args.json:
+        print_json(rows)
+        print_notes(dep)
+        return 0
+    print(describe(dep, context))
+    print(f"{acc_label}, gamma {args.gamma}: {rows[0]['tokens_per_step']:.4f} tokens per target pass\n")
+    print(table(
+        ["batch", "speedup", "t_T ms", "t_D ms", "t_V ms", "host ms", "round ms", "c", "t_V/t_T"],
+        [[r["batch"], f"{r['speedup']:.3f}", ms(r["t_target_s"]), ms(r["t_draft_s"]), ms(r["t_verify_s"]), ms(r["t_host_s"]),
+          ms(r["t_round_s"]), f"{r['cost_ratio']:.3f}", f"{r['t_verify_s'] / r['t_target_s']:.3f}"] for r in rows],
+        ">>>>>>>>>",
+    ))
+    print_notes(dep)
+    return 0
+
+
+def run_steptime(args: argparse.Namespace) -> int:
+    from specsim.answers import steptime_rows
+    from specsim.describe.parallel import collective_count
+
+    dep = deployment(args, draft=False)
+    _require_fits(dep, max(args.context))
+    model, hw, engine = dep.target, dep.hardware, dep.engine
+    rows, provenance = steptime_rows(dep, args.batch, args.tokens_per_seq, args.context)
+    if args.json:
+        print_json(rows)
+    else:
+        gpus = f" x {model.tp} GPUs" if model.tp > 1 else ""
+        several = len(args.tokens_per_seq) > 1 or len(args.context) > 1
+        what = ("" if several else
+                f": {args.tokens_per_seq[0]} new token(s) per sequence over {args.context[0]} cached")
+        print(f"{model.describe()} on {hw.name}{gpus}{what}")
+        from specsim.cli import report
+
+        print(("\n".join(f"step times: {line}" if i == 0 else line for i, line in enumerate(provenance)) if report.VERBOSE
+               else dep.brief()) + "\n")
+        lead = ["q", "context"] if several else []
+        headers = lead + ["batch", "step ms", "roofline compute ms", "roofline memory ms", "overhead ms"]
+        headers += ["all-reduce ms"] if model.tp > 1 else []
+        print(table(
+            headers + ["bound", "FLOP/byte", "source"],
+            [([r["tokens_per_seq"], r["context"]] if several else [])
+             + [r["batch"], ms(r["step_time_s"]), ms(r["compute_s"]), ms(r["memory_s"]), ms(r["overhead_s"])]
+             + ([ms(r["comm_s"])] if model.tp > 1 else [])
+             + [r["bound"], f"{r['flop'] / r['bytes']:.1f}", r["timing_source"]] for r in rows],
+            ">" * len(lead) + ">>>>>" + (">" if model.tp > 1 else "") + "<><",
+        ))
+        if model.tp > 1:
+            print(f"\nper GPU: weights {model.weight_bytes / 1e9:.1f} GB, KV {model.kv_bytes_per_token / 1e3:.1f} kB per token; "
+                  f"the all-reduce column (the collectives' kernels) is inside the step time, and the overhead column holds "
+                  f"the {engine.name} preset's {engine.collective_s * 1e6:.1f} us x {collective_count(model)} collectives = "
+                  f"{engine.collectives_s(model) * 1e3:.2f} ms of engine time around them")
+        print(f"\nridge: {hw.ridge_flop_per_byte:.1f} FLOP/byte (compute-bound above it; the bound column is the roofline's)")
+    for note in dep.notes():
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+def run_alpha(args: argparse.Namespace) -> int:
+    from specsim.speculation.acceptance import alpha_from_acceptance_length
+
+    if args.metrics is not None:
+        if args.acceptance_length is not None:
+            raise ValueError("give either --metrics FILE or --acceptance-length X with --gamma G, not both")
+        return _alpha_from_metrics(args)
+    if args.acceptance_length is None or args.gamma is None:
+        raise ValueError("give --acceptance-length X and --gamma G (the gamma the measurement used), or --metrics FILE")
+    alpha = float(alpha_from_acceptance_length(args.acceptance_length, args.gamma))
+    if args.json:
+        print_json({"alpha": alpha, "acceptance_length": args.acceptance_length, "gamma": args.gamma})
+    else:
+        print(f"alpha = {alpha:.4f}  (mean acceptance length {args.acceptance_length:g} at gamma {args.gamma})")
+    return 0
+
+
+def _alpha_from_metrics(args: argparse.Namespace) -> int:
+    from specsim.speculation.metrics import read_metrics_file
+
+    m = read_metrics_file(args.metrics, args.model_name)
+    out = m.to_dict()
+    if args.json:
+        print_json(out)
+        return 0
+    far = out["positions_far_from_alpha"]
+    if m.gamma is None:
+        print(f"{args.metrics}: {m.drafts:,.0f} drafts with {m.mean_draft_length:.2f} drafted tokens each on average (gamma varied: "
+              f"a dynamic schedule), {m.accepted_tokens:,.0f} of {m.draft_tokens:,.0f} drafted tokens accepted ({m.acceptance_rate:.1%})")
+        print(f"mean acceptance length {m.mean_acceptance_length:.4f} tokens per target pass; alpha is not identifiable from "
+              "counters that mix draft lengths: measure at a fixed gamma (num_speculative_tokens without a schedule)")
+    else:
+        print(f"{args.metrics}: {m.drafts:,.0f} drafts of gamma = {m.gamma}, {m.accepted_tokens:,.0f} of {m.draft_tokens:,.0f} drafted tokens accepted")
+        print(f"mean acceptance length {m.mean_acceptance_length:.4f} tokens per target pass; implied alpha = {m.alpha:.4f}")
+    if m.accepted_per_position and m.gamma is not None:
+        print()
+        rows = []
+        for k, (c, a) in enumerate(zip(out["per_position_cumulative"], out["per_position_conditional"])):
+            rows.append([k, f"{c:.4f}", "undefined (no draft reached it)" if a is None else f"{a:.4f}",
+                         f"{m.alpha ** (k + 1):.4f} / {m.alpha:.4f}"])
+        print(table(["position", "P(accepted so far)", "P(accepted | previous accepted)", "one-alpha model: alpha^(k+1) / alpha"],
+                     rows, ">>><"))
+    if far:
+        print(f"\nwarning: the acceptance rate at position(s) {', '.join(map(str, far))} differs from alpha by more than "
+              "sampling noise: acceptance is not independent per position.  For gamma <= "
+              f"{m.gamma}, use the per-position rates (E = 1 + sum of P(accepted so far)) rather than one alpha.",
+              file=sys.stderr)
+    return 0
+
+
+def run_capacity(args: argparse.Namespace) -> int:
+    from specsim.serving.capacity import capacity, smallest_fitting_tp
+
+    dep = deployment(args)
+    cap = capacity(dep, args.context, args.memory_util)
+    if args.json:
+        print_json({"hardware": dep.hardware.name, "target": dep.target.name, "draft": dep.drafter.name, **cap.to_dict(),
+                    "smallest_fitting_tp": smallest_fitting_tp(dep, args.context, args.memory_util)})
+        return 0
+    for line in capacity_summary(cap, dep):
+        print(line)
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from specsim.answers import compare_answer
+
+    dep = deployment(args)
+    acc, acc_label = resolve_acceptance(args)
+    answer = compare_answer(dep, acc, args.batch, args.context, args.gamma, args.gamma_max, args.max_context, args.memory_util)
+    frame, cap = answer.frame, answer.capacity
+    if args.json:
+        records = frame.to_dict(orient="records")
+        for r in records:
+            r["provenance"] = dep.provenance()
+        print_json(records)
+        print_notes(dep)
+        return 0
+    print(describe(dep, args.context))
+    print(f"{acc_label}; " + ("optimal gamma per batch size" if args.gamma is None else f"gamma fixed at {args.gamma}"))
+    for line in capacity_summary(cap, dep):
+        print(line)
+    print()
+    rows = []
+    for r in frame.itertuples():
+        fits = "yes" if r.fits_with_draft else ("plain only" if r.fits_without_draft else "no")
+        rows.append([r.batch, r.gamma, f"{r.latency_plain_s * 1e3:.2f}", f"{r.latency_spec_s * 1e3:.2f}",
+                     f"{r.tokens_per_s_seq_plain:.0f}", f"{r.tokens_per_s_seq_spec:.0f}",
+                     f"{r.tokens_per_s_plain:,.0f}", f"{r.tokens_per_s_spec:,.0f}", f"{r.speedup:.2f}", fits])
+    print(table(["batch", "gamma", "ms/token plain", "ms/token spec", "tok/s/seq plain", "tok/s/seq spec",
+                  "device tok/s plain", "device tok/s spec", "speedup", "fits"], rows, ">>>>>>>>><"))
+    at_largest = answer.at_largest()
+    if at_largest is not None:
+        spec_peak, plain_peak = at_largest
+        print(f"\nat the largest batch that fits: {spec_peak:,.0f} tok/s with speculation (b = {cap.max_batch_with_draft}) "
+              f"against {plain_peak:,.0f} tok/s without the draft (b = {cap.max_batch_without_draft}): "
+              f"{spec_peak / plain_peak - 1:+.0%} device throughput")
+    print_notes(dep)
+    return 0
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    """Where a round's time goes against batch, next to a plain decode step (text, JSON or a PNG)."""
+    from specsim.answers import round_anatomy
+
+    dep = deployment(args)
+    _require_fits(dep, args.context)
+    acc, acc_label = resolve_acceptance(args)
+    out = None
+    if args.plot:
+        from specsim.core.files import check_output
+
+        out = check_output(args.plot, (".png",), "--plot")  # refuse a bad path before computing anything
+    answer = round_anatomy(dep, acc, acc_label, args.batch, args.context, args.gamma, args.gamma_max)
+    if args.json:
+        print_json(answer.rows)
+        print_notes(dep)
+    else:
+        print(describe(dep, args.context))
+        how = f"gamma {args.gamma}" if args.gamma is not None else "the best gamma per batch (at least 1)"
+        print(f"{acc_label}; {how}; every time below is per round, ms\n")
+        # Parts no batch has (collectives on one GPU, an engine's per-iteration time of 0) are left out of the table.
+        names = [n for n in answer.parts if any(r["parts_s"][n] > 0 for r in answer.rows)]
+        hidden = any(r["hidden_host_s"] > 0 for r in answer.rows)
+        headers = (["batch", "gamma", "tokens", "decode"] + names + (["hidden host"] if hidden else [])
+                   + ["round", "decode x tokens", "speedup"])
+        body = [[r["batch"], r["gamma"], f"{r['tokens_per_round']:.2f}", ms(r["t_decode_s"])]
+                + [ms(r["parts_s"][n]) for n in names] + ([ms(r["hidden_host_s"])] if hidden else [])
+                + [ms(r["t_round_s"]), ms(r["t_decode_s"] * r["tokens_per_round"]), f"{r['speedup']:.3f}"]
+                for r in answer.rows]
+        print(table(headers, body, ">" * len(headers)))
+        print("\nround = the parts added up" + (" (hidden host: the engine's host work running behind the GPU passes, "
+              "not added)" if hidden else "") + "; speculation pays while round < decode x tokens")
+        for line in answer.findings():
+            print(f"- {line}")
+        print_notes(dep)
+    if out is not None:
+        from specsim.figures.plots import save_round_anatomy
+
+        title = f"{dep.target.name} + {dep.drafter.name} on {dep.hardware.name}, {dep.engine.key}, L = {args.context}"
+        path = save_round_anatomy(answer.rows, out, title)
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def _require_fits(dep, context: int) -> None:
+    """Refuse a target whose weights cannot be held, as optimal-gamma does (naming the TP or dtype that fits)."""
+    from specsim.answers import deployment_capacity
+    from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
+
+    deployment_capacity(dep, max(int(context), 1), None, DEFAULT_MEMORY_UTILIZATION)

@@ -1,0 +1,88 @@
+"""Text output of the command line: tables, the deployment a table describes, notes and reasons.
+
+Formatting only: every number here comes from a library function; this module
+decides how it reads in a terminal (plain-text tables, milliseconds, one line
+of provenance per step-time source) and how JSON is printed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Sequence
+
+__all__ = ["capacity_summary", "describe", "ms", "print_json", "print_notes", "progress", "short_bound", "table"]
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
+    """Plain-text table; ``align`` holds one of '<' or '>' per column (default: text left, numbers right)."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    if align is None:
+        align = "".join(">" if rows and isinstance(rows[0][i], (int, float)) else "<" for i in range(len(headers)))
+    fmt = "  ".join(f"{{:{a}{w}}}" for a, w in zip(align, widths))
+    lines = [fmt.format(*headers), "  ".join("-" * w for w in widths)]
+    lines += [fmt.format(*row) for row in cells]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def print_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, allow_nan=False))
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f}"
+
+
+def short_bound(bound: str) -> str:
+    return {"memory": "mem", "compute": "comp"}[bound]
+
+
+#: Print every provenance line (-v/--verbose) rather than the one-line summary; set by the command line.
+VERBOSE = False
+
+
+def describe(dep, context: int) -> str:
+    hw = dep.hardware
+    t, d = dep.target, dep.draft
+    gpus = f" x {t.tp} GPUs" if t.tp > 1 else ""
+    drafter = d.describe() if d is not None else "n-gram prompt lookup (no network)"
+    head = f"target {t.describe()} + draft {drafter} on {hw.name}{gpus}; context {context} tokens\n"
+    if not VERBOSE:
+        return head + dep.brief()
+    return head + "\n".join(f"step times: {line}" if i == 0 else line for i, line in enumerate(dep.provenance()))
+
+
+def print_notes(dep) -> None:
+    """What the step-time source could not answer from its own data, on stderr."""
+    for note in dep.notes():
+        print(f"note: {note}", file=sys.stderr)
+
+
+def capacity_summary(cap, dep) -> list[str]:
+    from specsim.serving.capacity import smallest_fitting_tp
+
+    gb = 1e9
+    per = " per GPU" if cap.gpus > 1 else ""
+    where = f"{dep.hardware.name} x {cap.gpus}" if cap.gpus > 1 else dep.hardware.name
+    lines = [f"memory{per}: {cap.memory_bytes / gb:.0f} GB x {cap.usable_bytes / cap.memory_bytes:g} usable = {cap.usable_bytes / gb:.1f} GB; "
+             f"weights {dep.target.name} {cap.target_weight_bytes / gb:.1f} GB + {dep.drafter.name} {cap.draft_weight_bytes / gb:.1f} GB"
+             + (" (draft whole on one GPU)" if cap.gpus > 1 and dep.draft is not None and dep.draft.tp == 1 else "") + "; "
+             f"KV per sequence at {cap.context_tokens} tokens {cap.target_kv_bytes_per_seq / gb:.3f} + {cap.draft_kv_bytes_per_seq / gb:.3f} GB"]
+    if not cap.both_fit:
+        what = "does not fit" if not cap.target_fits else "fits but not with the draft beside it"
+        lines.append(f"{dep.target.name} {what} on {where} in {dep.target.weight_dtype}: weights "
+                     f"{cap.target_weight_bytes / gb:.1f} + {cap.draft_weight_bytes / gb:.1f} GB against the usable "
+                     f"{cap.usable_bytes / gb:.1f} GB{per}")
+        n = smallest_fitting_tp(dep, cap.context_tokens, cap.usable_bytes / cap.memory_bytes)
+        lines.append(f"smallest tensor parallelism that fits with the draft and one sequence: --tp {n}" if n is not None else
+                     f"no tensor-parallel size within one {dep.hardware.name} node ({dep.hardware.max_devices} GPUs) fits; "
+                     "use a smaller dtype (--weight-dtype fp8 or int4) or a larger device")
+    else:
+        lines.append(f"max batch at {cap.context_tokens} tokens per sequence: {cap.max_batch_without_draft} without the draft, "
+                     f"{cap.max_batch_with_draft} with it")
+    return lines
+
+
+def progress(line: str) -> None:
+    print(f"specsim: {line}", file=sys.stderr, flush=True)

@@ -1,0 +1,368 @@
+"""Hardware profiles: the numbers a roofline needs, and where they come from.
+
+A decode step of a transformer is bound either by how fast the device streams
+bytes from its memory or by how fast it does arithmetic.  A profile therefore
+holds the datasheet peaks (dense 16-bit tensor FLOP/s, memory bandwidth,
+memory capacity) and three numbers that turn peaks into achieved rates:
+
+    achieved FLOP/s  = compute_eff   * peak_flop_per_s
+    achieved bytes/s = bandwidth_eff * peak_bytes_per_s
+    overhead per forward pass = overhead_s + per_layer_overhead_s * n_layers
+
+The ridge point, the arithmetic intensity (FLOP per byte) at which the two
+limits meet, is ``achieved FLOP/s / achieved bytes/s``.  With the article's
+preset on an H100 SXM (0.6 * 989e12) / (0.8 * 3.35e12) = 221.4 FLOP/byte; for
+16-bit weights, where one token costs 2 FLOP per parameter and each parameter
+is 2 bytes, that is also the number of tokens per pass at which a step stops
+being memory-bound.
+
+Built-in profiles are the YAML files in the repository's ``hardware/`` folder
+(shipped in the wheel as ``specsim._hardware``).  Every number is converted
+explicitly: PyYAML 1.1 reads ``3.35e12`` as a *string* (only ``3.35e+12`` is a
+float), so a bare ``float(value)`` with a clear error is the only safe path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from specsim.core.files import builtin_dir
+
+
+__all__ = [
+    "ALIASES",
+    "ARTICLE_BANDWIDTH_EFF",
+    "ARTICLE_COMPUTE_EFF",
+    "ARTICLE_OVERHEAD_S",
+    "FOUR_BIT_DTYPES",
+    "FP8_MATMUL_SPEEDUP",
+    "W4A16_COMPUTE_FRACTION",
+    "HardwareProfile",
+    "builtin_dir",
+    "builtin_names",
+    "load_hardware",
+    "profile_from_mapping",
+    "profile_to_mapping",
+]
+
+# The article's guessed efficiencies and fixed per-pass overhead
+# (shared/design/article-model.md).  Built-in profiles carry them until a
+# calibration against measurements replaces them.
+ARTICLE_BANDWIDTH_EFF = 0.8
+ARTICLE_COMPUTE_EFF = 0.6
+ARTICLE_OVERHEAD_S = 0.5e-3
+
+#: 4-bit weight formats, dequantised to 16-bit inside the GEMM on every profile specsim ships.
+FOUR_BIT_DTYPES = ("int4", "mxfp4", "nvfp4")
+#: Compute-bound FP8 GEMMs run this many times faster than BF16 ones of the same shape, not the datasheet's 2x:
+#: the median over aiconfigurator-core 0.12.0's GEMM tables (H100, H200, B200; vLLM, SGLang, TensorRT-LLM; all
+#: shapes with m >= 1024 and n, k >= 4096), whose per-table medians range from 1.22 to 1.60.  On the public TPOT
+#: rows (benchmarks/validate_steptimes.py) the default source's held-out error is 8.8% with it and 12.4% with the
+#: datasheet's 2x.
+FP8_MATMUL_SPEEDUP = 1.5
+#: Share of the 16-bit matmul rate a dequantising 4-bit GEMM reaches when compute-bound.  An assumption, printed
+#: wherever it applies: the kernel database has no dense 4-bit GEMMs.  Marlin's authors report W4A16 kernels close
+#: to, but below, FP16 throughput at batch 64-128 (Frantar et al. 2024, arXiv:2408.11743, Fig. 1).  The database's
+#: only 4-bit kernels, vLLM 0.24's Marlin W4A16 fused-MoE on H100 (hidden 7168, 384 experts), run at 0.69-1.12
+#: (median 0.92) of the BF16 rate at 4,096-16,384 tokens if its FP8 block kernels run at 1.5x BF16: 0.8 sits inside.
+W4A16_COMPUTE_FRACTION = 0.8
+
+_REQUIRED = ("name", "peak_flop_per_s", "peak_bytes_per_s", "memory_bytes")
+_NUMERIC = (
+    "peak_flop_per_s",
+    "peak_fp8_flop_per_s",
+    "peak_bytes_per_s",
+    "memory_bytes",
+    "bandwidth_eff",
+    "compute_eff",
+    "overhead_s",
+    "per_layer_overhead_s",
+    "interconnect_bytes_per_s",
+    "interconnect_latency_s",
+    "max_devices",
+)
+_TEXT = ("name", "description", "notes", "device")
+_MAPPINGS = ("sources", "calibration")
+
+
+_PLAUSIBLE = (
+    ("peak_flop_per_s", 1e9, 1e18, "FLOP/s"),
+    ("peak_fp8_flop_per_s", 1e9, 1e18, "FLOP/s"),
+    ("peak_bytes_per_s", 1e8, 1e15, "bytes/s"),
+    ("memory_bytes", 1e8, 1e14, "bytes"),
+    ("interconnect_bytes_per_s", 1e8, 1e14, "bytes/s"),
+)
+
+
+@dataclass(frozen=True)
+class HardwareProfile:
+    """One accelerator as the roofline sees it.
+
+    Parameters
+    ----------
+    name : str
+        Registry name, e.g. ``"h100-sxm"``.
+    peak_flop_per_s : float
+        Dense (no sparsity) 16-bit tensor-core peak, FLOP/s.
+    peak_bytes_per_s : float
+        Peak memory (HBM or GDDR) bandwidth, bytes/s.
+    memory_bytes : float
+        Device memory capacity, bytes.
+    bandwidth_eff, compute_eff : float
+        Fractions of the peaks that a decode step achieves, in (0, 1].
+    overhead_s : float
+        Fixed time per forward pass (kernel launches, scheduling), seconds.
+    per_layer_overhead_s : float
+        Extra fixed time per transformer layer per forward pass, seconds
+        (per-kernel launch floors; 0 in the article's model).
+    peak_fp8_flop_per_s : float or None
+        Dense 8-bit floating-point peak where the device has FP8 tensor cores.
+    sources : mapping
+        Field name -> URL of the datasheet it came from.
+    calibration : mapping or None
+        Provenance of a fitted profile (source file, hash, residuals).
+    interconnect_bytes_per_s : float or None
+        Peak device-to-device bandwidth per GPU, one direction, bytes/s
+        (NVLink, Infinity Fabric or PCIe); tensor parallelism needs it.
+    interconnect_latency_s : float
+        Fixed time of one small collective (an all-reduce of a few hundred
+        bytes), seconds.
+    max_devices : int
+        Devices one tensor-parallel group may span (one node's).
+
+    Examples
+    --------
+    >>> hw = HardwareProfile("demo", peak_flop_per_s=989e12,
+    ...                      peak_bytes_per_s=3.35e12, memory_bytes=80e9)
+    >>> round(hw.ridge_flop_per_byte, 1)
+    221.4
+    """
+
+    name: str
+    peak_flop_per_s: float
+    peak_bytes_per_s: float
+    memory_bytes: float
+    bandwidth_eff: float = ARTICLE_BANDWIDTH_EFF
+    compute_eff: float = ARTICLE_COMPUTE_EFF
+    overhead_s: float = ARTICLE_OVERHEAD_S
+    per_layer_overhead_s: float = 0.0
+    peak_fp8_flop_per_s: float | None = None
+    description: str = ""
+    notes: str = ""
+    sources: Mapping[str, str] = field(default_factory=dict)
+    calibration: Mapping[str, Any] | None = None
+    interconnect_bytes_per_s: float | None = None
+    interconnect_latency_s: float = 0.0
+    max_devices: int = 1
+    #: The device of the kernel database this profile describes, where its name does not say it (a profile fitted
+    #: by calibrate-engine keeps its base's: ``h100-sxm``).
+    device: str | None = None
+
+    def __post_init__(self) -> None:
+        where = f"hardware profile {self.name!r}"
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"{where}: name must be a non-empty string")
+        for key in ("peak_flop_per_s", "peak_bytes_per_s", "memory_bytes"):
+            _check_positive(where, key, getattr(self, key))
+        if self.peak_fp8_flop_per_s is not None:
+            _check_positive(where, "peak_fp8_flop_per_s", self.peak_fp8_flop_per_s)
+        # Plausible ranges: from a laptop CPU to beyond any announced accelerator; outside them a typo
+        # (a missing e+12) would give meaningless or non-finite step times.
+        for key, low, high, unit in _PLAUSIBLE:
+            value = getattr(self, key)
+            if value is not None and not low <= value <= high:
+                raise ValueError(f"{where}: {key} must be in [{low:g}, {high:g}] {unit}, got {value!r}")
+        for key in ("bandwidth_eff", "compute_eff"):
+            value = getattr(self, key)
+            _check_finite(where, key, value)
+            if not 0.0 < value <= 1.0:
+                raise ValueError(f"{where}: {key} must be in (0, 1], got {value!r}")
+        if self.interconnect_bytes_per_s is not None:
+            _check_positive(where, "interconnect_bytes_per_s", self.interconnect_bytes_per_s)
+        md = self.max_devices
+        if isinstance(md, bool) or not isinstance(md, (int, float)) or md != int(md) or not 1 <= md <= 1024:
+            raise ValueError(f"{where}: max_devices must be a whole number in [1, 1024], got {md!r}")
+        object.__setattr__(self, "max_devices", int(md))
+        for key in ("overhead_s", "per_layer_overhead_s", "interconnect_latency_s"):
+            value = getattr(self, key)
+            _check_finite(where, key, value)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{where}: {key} must be in [0, 1] seconds, got {value!r}")
+
+    @property
+    def flop_per_s(self) -> float:
+        """Achieved arithmetic rate, FLOP/s (``compute_eff * peak``)."""
+        return self.compute_eff * self.peak_flop_per_s
+
+    @property
+    def bytes_per_s(self) -> float:
+        """Achieved memory bandwidth, bytes/s (``bandwidth_eff * peak``)."""
+        return self.bandwidth_eff * self.peak_bytes_per_s
+
+    @property
+    def ridge_flop_per_byte(self) -> float:
+        """Arithmetic intensity where compute time equals memory time, FLOP/byte."""
+        return self.flop_per_s / self.bytes_per_s
+
+    @property
+    def peak_ridge_flop_per_byte(self) -> float:
+        """Ridge of the bare datasheet peaks (efficiencies of 1), FLOP/byte."""
+        return self.peak_flop_per_s / self.peak_bytes_per_s
+
+    def flop_per_s_for(self, weight_dtype: str) -> float:
+        """Achieved rate of the weight matmuls for weights stored as ``weight_dtype``, FLOP/s.
+
+        FP8 and INT8 weights multiply FP8/INT8 activations (W8A8, as vLLM and
+        TensorRT-LLM run them on Hopper and Blackwell) on the 8-bit tensor
+        cores: :data:`FP8_MATMUL_SPEEDUP` times the 16-bit rate (measured),
+        never above ``compute_eff`` of the profile's 8-bit peak.  A profile
+        without an 8-bit peak (A100) dequantises to 16-bit.  4-bit weights
+        (INT4 AWQ/GPTQ, MXFP4, NVFP4) are dequantised in the GEMM and run at
+        :data:`W4A16_COMPUTE_FRACTION` of the 16-bit rate.
+
+        >>> hw = HardwareProfile("demo", 989e12, 3.35e12, 80e9, peak_fp8_flop_per_s=1979e12)
+        >>> hw.flop_per_s_for("fp8") / hw.flop_per_s_for("bf16")
+        1.5
+        """
+        if weight_dtype in ("fp8", "int8") and self.peak_fp8_flop_per_s is not None:
+            return min(self.flop_per_s * FP8_MATMUL_SPEEDUP, self.compute_eff * self.peak_fp8_flop_per_s)
+        if weight_dtype in FOUR_BIT_DTYPES:
+            return self.flop_per_s * W4A16_COMPUTE_FRACTION
+        return self.flop_per_s
+
+    def overhead_for(self, n_layers: int) -> float:
+        """Fixed time of one forward pass of an ``n_layers`` model, seconds."""
+        return self.overhead_s + self.per_layer_overhead_s * n_layers
+
+
+def _check_finite(where: str, key: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{where}: {key} must be a finite number, got {value!r}")
+
+
+def _check_positive(where: str, key: str, value: Any) -> None:
+    _check_finite(where, key, value)
+    if value <= 0:
+        raise ValueError(f"{where}: {key} must be > 0, got {value!r}")
+
+
+def _to_float(where: str, key: str, value: Any) -> float:
+    """Convert a YAML scalar to float, rejecting what does not convert.
+
+    >>> _to_float("f.yaml", "peak_bytes_per_s", "3.35e12")   # PyYAML's string
+    3350000000000.0
+    """
+    if isinstance(value, bool) or value is None:
+        raise ValueError(f"{where}: {key} must be a number, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: {key} must be a number, got {value!r}") from None
+    except OverflowError:  # an integer of hundreds of digits does not fit a float
+        raise ValueError(f"{where}: {key} must be a finite number, got a {len(str(value))}-digit number") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{where}: {key} must be a finite number, got {value!r}")
+    return number
+
+
+def profile_from_mapping(data: Any, where: str = "hardware profile") -> HardwareProfile:
+    """Build and validate a profile from a parsed YAML mapping.
+
+    Unknown keys are rejected so that a misspelt ``bandwith_eff`` cannot
+    silently fall back to a default.
+    """
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected a mapping of keys to values, got {type(data).__name__}")
+    allowed = set(_NUMERIC) | set(_TEXT) | set(_MAPPINGS)
+    unknown = sorted(set(map(str, data)) - allowed)
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
+    missing = [key for key in _REQUIRED if key not in data or data[key] is None]
+    if missing:
+        raise ValueError(f"{where}: missing required key(s) {', '.join(missing)}")
+    kwargs: dict[str, Any] = {}
+    for key in _NUMERIC:
+        if key in data and data[key] is not None:
+            kwargs[key] = _to_float(where, key, data[key])
+    for key in _TEXT:
+        if key in data and data[key] is not None:
+            if not isinstance(data[key], str):
+                raise ValueError(f"{where}: {key} must be text, got {data[key]!r}")
+            bad = [c for c in data[key] if ord(c) < 32 and c not in "\n\t" or ord(c) == 127]
+            if bad or (key == "name" and ("\n" in data[key] or "\t" in data[key])):
+                raise ValueError(f"{where}: {key} holds a control character ({(bad or [chr(10)])[0]!r}); "
+                                 "printable text only (it is printed to a terminal)")
+            kwargs[key] = data[key].strip()
+    for key in _MAPPINGS:
+        if key in data and data[key] is not None:
+            if not isinstance(data[key], dict):
+                raise ValueError(f"{where}: {key} must be a mapping, got {data[key]!r}")
+            kwargs[key] = dict(data[key])
+    try:
+        return HardwareProfile(**kwargs)
+    except ValueError as err:
+        # The dataclass names the profile; add the file it came from.
+        raise ValueError(f"{where}: {err}") from None
+
+
+def profile_to_mapping(profile: HardwareProfile) -> dict[str, Any]:
+    """The YAML-ready mapping of a profile (inverse of :func:`profile_from_mapping`)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(profile):
+        value = getattr(profile, f.name)
+        if value is None or value == "" or (isinstance(value, Mapping) and not value):
+            continue
+        out[f.name] = dict(value) if isinstance(value, Mapping) else value
+    return out
+
+
+def _builtin_files() -> dict[str, Path]:
+    files = {path.stem: path for path in builtin_dir().glob("*.yaml")}
+    measured = builtin_dir() / "measurements"
+    if measured.is_dir():
+        files.update({path.stem: path for path in measured.glob("*.yaml")})
+    return files
+
+
+#: Names people type for a device -> the built-in profile (the SXM boards where a name leaves the form open: they are
+#: what serving clusters run; the PCIe H100 keeps its own name).
+ALIASES = {"h100": "h100-sxm", "h100-sxm5": "h100-sxm", "h100-80gb": "h100-sxm", "a100": "a100-sxm-80gb",
+           "a100-80gb": "a100-sxm-80gb", "a100-sxm": "a100-sxm-80gb", "h200-sxm": "h200", "b200-sxm": "b200"}
+
+
+def builtin_names() -> list[str]:
+    """Names of the built-in profiles, datasheet and calibrated, sorted."""
+    return sorted(_builtin_files())
+
+
+def load_hardware(name_or_path: str | Path) -> HardwareProfile:
+    """Load a built-in profile by name, or a user's YAML file by path.
+
+    Raises
+    ------
+    KeyError
+        Unknown name (the message lists the known ones).
+    ValueError
+        A file that is not valid YAML or fails validation.
+    """
+    text = str(name_or_path)
+    files = _builtin_files()
+    text = ALIASES.get(text.lower(), text) if text.lower() in ALIASES else text
+    if text in files:
+        path = files[text]
+    else:
+        path = Path(text).expanduser()
+        looks_like_path = path.suffix in (".yaml", ".yml") or "/" in text or path.exists()
+        if not looks_like_path:
+            raise KeyError(f"unknown hardware {text!r}; built-in profiles: {', '.join(sorted(files))}; aliases: "
+                           f"{', '.join(f'{a} ({t})' for a, t in ALIASES.items())} (or give a path to a YAML file)")
+        if not path.is_file():
+            raise ValueError(f"hardware file {text!r} does not exist")
+    from specsim.core.limits import load_yaml
+
+    data = load_yaml(path, "hardware file")
+    return profile_from_mapping(data, where=f"hardware file {path.name!r}")

@@ -1,0 +1,637 @@
+"""Model shapes: the operations of a pass, parameter counts, weight bytes, KV-cache bytes and FLOP of a decoder.
+
+Dense layers
+    A Llama-style layer with hidden size ``d``, MLP size ``f``, ``H`` query
+    heads and ``KV`` key/value heads of size ``hd`` holds q and o projections
+    (``d H hd`` each), k and v (``d KV hd`` each), a gated MLP (``3 d f``) and
+    its norms; once per model come the embedding ``V d``, the final norm and
+    an LM head ``V d`` unless tied.  Llama-3.1-8B comes to 8,030,261,248
+    parameters, the count Hugging Face reports.
+
+Mixture of experts (Mixtral, Qwen3-MoE, gpt-oss, DeepSeek-V3)
+    An MoE layer replaces the MLP by a router (``d E``), ``E`` routed experts
+    of size ``3 d f_e`` and, in DeepSeek-V3, shared experts that every token
+    uses.  A token multiplies only its ``k`` routed experts, so FLOP follow the
+    *active* parameters; but a pass reads every expert that *any* of its
+    tokens routes to.  With ``m = b q`` tokens each picking ``k`` of ``E``
+    experts uniformly, the expected number of distinct experts one layer reads
+    is
+
+        E_touched(m) = E (1 - (1 - k/E)^m)
+
+    (``routing_effective_experts`` replaces ``E`` by a smaller effective
+    count for measured, skewed routing).  At batch 1 a decode step reads ``k``
+    experts and a verification pass of ``gamma + 1`` tokens up to
+    ``(gamma + 1) k``: verification costs an MoE target far more than a decode
+    step, until the batch is large enough that decode already reads most
+    experts.
+
+Multi-head latent attention (DeepSeek-V3)
+    The cache holds one latent vector of ``kv_lora_rank + qk_rope_head_dim``
+    values per token per layer instead of per-head keys and values (576 vs
+    32,768 for DeepSeek-V3's 128 heads); decode runs the absorbed form, whose
+    attention costs ``2 (kv_lora_rank + rope) + 2 kv_lora_rank`` FLOP per head
+    per cached token.
+
+Sliding-window layers (Gemma 3, gpt-oss, Mistral-7B-v0.1)
+    A local layer attends to, caches and reads at most ``sliding_window``
+    tokens: KV bytes and attention FLOP of a sequence at context ``L`` are
+    ``per_layer * (n_full L + n_sliding min(L, window))``.
+
+Precision
+    ``weight_dtype`` is the storage of the linear layers of the blocks,
+    ``expert_dtype`` of the routed experts (gpt-oss keeps attention in bf16
+    and experts in MXFP4), ``head_dtype`` of the embedding, LM head and norms
+    (quantised checkpoints keep them in 16-bit), ``kv_dtype`` of the cache.
+
+Tensor parallelism
+    ``tp`` ranks split heads, MLP and expert columns and the vocabulary; KV
+    heads are split while ``tp <= KV`` and replicated beyond; the MLA latent
+    cache and its down-projections are replicated on every rank (as vLLM and
+    SGLang run it).  Byte and FLOP properties are **per rank**; parameter
+    counts are of the whole model.
+
+The article's round-number presets ``article-8b`` and ``article-1b`` set
+N = 8e9 and 1e9 exactly, stream all 2N bytes and do 2N FLOP per token, with
+the attention and KV shapes of Llama-3.1-8B and Llama-3.2-1B.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["BYTES_PER_ELEMENT", "KV_DTYPE_CHOICES", "ModelShape", "Op", "WEIGHT_DTYPE_CHOICES", "format_count"]
+
+BYTES_PER_ELEMENT = {
+    "fp32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    # 4-bit integer weights with a 16-bit scale and a 4-bit zero point per group of 128 (AWQ and GPTQ's
+    # usual layout): 4 + 20/128 bits.
+    "int4": (4 + 20 / 128) / 8,
+    # OCP microscaling FP4: an 8-bit shared scale per 32 values (4.25 bits), gpt-oss's expert format.
+    "mxfp4": 4.25 / 8,
+    # NVIDIA NVFP4: an FP8 scale per 16 values (4.5 bits).
+    "nvfp4": 4.5 / 8,
+}
+#: Dtypes the CLI offers for --weight-dtype and --kv-dtype (the others are read from config.json files).
+WEIGHT_DTYPE_CHOICES = ("bf16", "fp16", "fp8", "int8", "int4", "mxfp4", "nvfp4")
+KV_DTYPE_CHOICES = ("bf16", "fp16", "fp8")
+
+
+def _positive_int(where: str, key: str, value: Any, minimum: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise ValueError(f"{where}: {key} must be {kind}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Op:
+    """One weight of a forward pass on one tensor-parallel rank: a matmul of ``n x k`` and its vectors.
+
+    ``part`` says how it is stored and read: ``linear`` (the blocks' weight dtype, read every pass),
+    ``expert`` (the expert dtype, read when a token routes to it), ``head`` (embedding and LM head, in
+    the head dtype) or ``norms`` (norm weights, head dtype, replicated).  ``count`` is how many
+    instances the model holds (layers, or layers times experts); ``vectors`` the parameters beside the
+    matmul (biases, norm weights, attention sinks); ``gather``: an embedding table, rows looked up, not
+    multiplied.
+    """
+
+    name: str
+    part: str
+    count: int
+    n: float = 0.0
+    k: float = 0.0
+    vectors: float = 0.0
+    gather: bool = False
+
+    @property
+    def params(self) -> float:
+        """Parameters of one instance on one rank."""
+        return self.n * self.k + self.vectors
+
+    @property
+    def is_matmul(self) -> bool:
+        """Whether a pass multiplies activations by this weight (an (n, k) GEMM)."""
+        return self.n > 0 and self.k > 0 and not self.gather
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The shape of a decoder-only transformer, dense or mixture-of-experts.
+
+    Parameters
+    ----------
+    name : str
+        Registry name or the path it was read from.
+    vocab_size, hidden_size, intermediate_size, n_layers, n_heads, n_kv_heads, head_dim : int
+        Architecture dimensions, as in a Hugging Face ``config.json``
+        (``intermediate_size``: the dense MLP's).
+    tie_embeddings : bool
+        Whether the LM head shares the input embedding matrix.
+    qkv_bias, o_bias : bool
+        Biases on the q, k, v projections (Qwen2, gpt-oss) and on the output projection (gpt-oss).
+    qk_norm : bool
+        Per-head RMSNorm of queries and keys (Qwen3, Gemma 3): 2 * head_dim weights per layer.
+    weight_dtype, kv_dtype : str
+        Storage of the blocks' linear weights and of the KV cache; keys of ``BYTES_PER_ELEMENT``.
+    params_override : int or None
+        A round parameter count that replaces the computed one (the article's
+        presets).  All of those parameters are then streamed every step.
+    source : str
+        Where the checkpoint lives (a Hugging Face id or a local folder), used
+        in the serving-engine snippets that ``specsim schedule`` prints.
+    norms_per_layer : int
+        RMSNorm weight vectors of size d per layer (2; Gemma 3 has 4).
+    attention_sinks : bool
+        One learned sink logit per head per layer (gpt-oss).
+    n_experts, n_active_experts, moe_intermediate_size : int
+        Routed experts per MoE layer (0: dense), experts per token, and each expert's MLP size.
+    n_shared_experts : int
+        Experts every token uses (DeepSeek-V3), of ``moe_intermediate_size`` each.
+    n_dense_layers : int
+        Layers with a dense MLP in an MoE model (DeepSeek-V3's first three).
+    expert_bias : bool
+        Biases on expert and router projections (gpt-oss).
+    routing_effective_experts : float or None
+        Effective number of experts for skewed routing (None: uniform over ``n_experts``).
+    kv_lora_rank, q_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim : int
+        Multi-head latent attention (0: grouped-query attention).
+    sliding_window, n_sliding_layers : int
+        Window of the local layers and how many layers are local (0: none).
+    expert_dtype, head_dtype : str or None
+        Storage of the routed experts and of embedding, LM head and norms (None: ``weight_dtype``).
+    extra_params : int
+        Parameters held in memory but not run per generated token (a vision encoder).
+    n_mtp_layers : int
+        Multi-token-prediction layers the checkpoint ships (not counted in ``params``).
+    tp : int
+        Tensor-parallel ranks the model is split over.
+    architecture : str
+        The config.json architecture it was read as.
+    notes : tuple of str
+        What was assumed while reading it (defaults the config did not state).
+
+    Examples
+    --------
+    >>> from specsim.describe.models import get_model
+    >>> m = get_model("llama-3.1-8b")
+    >>> m.params, m.kv_bytes_per_token
+    (8030261248, 131072.0)
+    >>> moe = get_model("qwen3-30b-a3b")
+    >>> round(float(moe.experts_touched(1))), round(float(moe.experts_touched(4)), 1)
+    (8, 29.1)
+    """
+
+    name: str
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    tie_embeddings: bool = False
+    qkv_bias: bool = False
+    qk_norm: bool = False
+    weight_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    params_override: int | None = None
+    #: Where the weights live: a Hugging Face id for built-ins, the folder of a config.json.
+    source: str = ""
+    o_bias: bool = False
+    norms_per_layer: int = 2
+    attention_sinks: bool = False
+    n_experts: int = 0
+    n_active_experts: int = 0
+    moe_intermediate_size: int = 0
+    n_shared_experts: int = 0
+    n_dense_layers: int = 0
+    expert_bias: bool = False
+    routing_effective_experts: float | None = None
+    kv_lora_rank: int = 0
+    q_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    qk_nope_head_dim: int = 0
+    v_head_dim: int = 0
+    sliding_window: int = 0
+    n_sliding_layers: int = 0
+    expert_dtype: str | None = None
+    head_dtype: str | None = None
+    extra_params: int = 0
+    n_mtp_layers: int = 0
+    tp: int = 1
+    architecture: str = ""
+    notes: tuple = ()
+    #: The checkpoint's own weight dtype where ``weight_dtype`` overrides it (quantised when the engine loads it).
+    checkpoint_dtype: str | None = None
+    #: Linear weights outside the layers, read and multiplied every pass (an EAGLE head's feature projection).
+    extra_linear_params: int = 0
+    #: The longest sequence the checkpoint supports (config.json max_position_embeddings); 0: not stated.
+    max_position_embeddings: int = 0
+
+    def __post_init__(self) -> None:
+        where = f"model {self.name!r}"
+        for key in ("vocab_size", "hidden_size", "intermediate_size", "n_layers", "n_heads", "n_kv_heads", "head_dim",
+                    "tp"):
+            _positive_int(where, key, getattr(self, key))
+        for key in ("norms_per_layer", "n_experts", "n_active_experts", "moe_intermediate_size", "n_shared_experts",
+                    "n_dense_layers", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
+                    "v_head_dim", "sliding_window", "n_sliding_layers", "extra_params", "n_mtp_layers", "extra_linear_params",
+                    "max_position_embeddings"):
+            _positive_int(where, key, getattr(self, key), minimum=0)
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"{where}: n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})")
+        for key in ("weight_dtype", "kv_dtype", "expert_dtype", "head_dtype"):
+            value = getattr(self, key)
+            if value is not None and value not in BYTES_PER_ELEMENT:
+                raise ValueError(f"{where}: {key} must be one of {', '.join(BYTES_PER_ELEMENT)}, got {value!r}")
+        if self.params_override is not None:
+            _positive_int(where, "params_override", self.params_override)
+        if self.n_experts:
+            if not 1 <= self.n_active_experts <= self.n_experts:
+                raise ValueError(f"{where}: experts per token ({self.n_active_experts}) must be between 1 and the number "
+                                 f"of experts ({self.n_experts})")
+            if self.moe_intermediate_size < 1:
+                raise ValueError(f"{where}: an MoE model needs moe_intermediate_size >= 1")
+            if self.n_dense_layers >= self.n_layers:
+                raise ValueError(f"{where}: n_dense_layers ({self.n_dense_layers}) must be fewer than n_layers ({self.n_layers})")
+        elif self.n_active_experts or self.n_shared_experts:
+            raise ValueError(f"{where}: experts per token or shared experts given without routed experts")
+        eff = self.routing_effective_experts
+        if eff is not None:
+            if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not math.isfinite(eff):
+                raise ValueError(f"{where}: routing_effective_experts must be a number, got {eff!r}")
+            if not self.n_experts or not self.n_active_experts <= eff <= self.n_experts:
+                raise ValueError(f"{where}: routing_effective_experts must lie between the experts per token and the "
+                                 f"number of experts ({self.n_active_experts}..{self.n_experts}), got {eff!r}")
+        if self.kv_lora_rank and (self.qk_rope_head_dim < 1 or self.qk_nope_head_dim < 1 or self.v_head_dim < 1):
+            raise ValueError(f"{where}: multi-head latent attention needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim")
+        if self.n_sliding_layers > self.n_layers:
+            raise ValueError(f"{where}: n_sliding_layers ({self.n_sliding_layers}) exceeds n_layers ({self.n_layers})")
+        if bool(self.sliding_window) != bool(self.n_sliding_layers):
+            raise ValueError(f"{where}: sliding_window and n_sliding_layers must both be set or both be 0")
+        if self.n_heads % self.tp:
+            raise ValueError(f"{where}: tensor parallelism {self.tp} must divide the {self.n_heads} attention heads")
+        if not self.is_mla and self.n_kv_heads % self.tp and self.tp % self.n_kv_heads:
+            raise ValueError(f"{where}: tensor parallelism {self.tp} and the {self.n_kv_heads} KV heads must divide one "
+                             "another (engines split or replicate whole KV heads)")
+
+    # -- kinds ---------------------------------------------------------------
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def n_moe_layers(self) -> int:
+        return self.n_layers - self.n_dense_layers if self.is_moe else 0
+
+    @property
+    def n_full_layers(self) -> int:
+        """Layers that attend to the whole context."""
+        return self.n_layers - self.n_sliding_layers
+
+    @property
+    def expert_dtype_(self) -> str:
+        return self.expert_dtype or self.weight_dtype
+
+    @property
+    def head_dtype_(self) -> str:
+        return self.head_dtype or self.weight_dtype
+
+    # -- the weights of a pass: one list that sizes the model and feeds every timing source ----------
+    def ops(self, tp: int | None = None) -> tuple[Op, ...]:
+        """Every weight of the model on one of ``tp`` tensor-parallel ranks (default the model's own), as :class:`Op`.
+
+        The one list of a forward pass's weights: parameter counts, resident and streamed bytes and matmul
+        FLOP are sums over it, and the kernel source prices its matmuls' (n, k) shapes.  Column-parallel
+        layers split n, row-parallel ones split k; KV heads split while ``tp <= n_kv_heads`` and are
+        replicated beyond; routers, norms and MLA down-projections are replicated on every rank.
+
+        >>> from specsim.describe.models import get_model
+        >>> [(op.name, op.n, op.k, op.count) for op in get_model("llama-3.2-1b").ops() if op.is_matmul]
+        [('qkv', 3072.0, 2048, 16), ('o', 2048, 2048.0, 16), ('gate_up', 16384.0, 2048, 16), ('down', 2048, 8192.0, 16), ('lm_head', 128256.0, 2048, 1)]
+        """
+        return _ops(self, self.tp if tp is None else tp)
+
+    def _build_ops(self, tp: int) -> tuple[Op, ...]:
+        d, H, layers = self.hidden_size, self.n_heads, self.n_layers
+        out = self._attention_ops(tp)
+        dense = layers - self.n_moe_layers
+        f = self.intermediate_size
+        out += [Op("gate_up", "linear", dense, 2 * f / tp, d), Op("down", "linear", dense, d, f / tp)]
+        # An untied input table is gathered (one row per token), the LM head multiplied; a tied table is both.
+        out += [Op("embedding", "head", 0 if self.tie_embeddings else 1, self.vocab_size / tp, d, gather=True),
+                Op("lm_head", "head", 1, self.vocab_size / tp, d)]
+        moe = self.n_moe_layers
+        if self.is_moe:
+            e, fe = self.n_experts, self.moe_intermediate_size
+            shared = self.n_shared_experts * fe
+            out += [Op("router", "linear", moe, e, d, vectors=e if self.expert_bias else 0),
+                    Op("shared_gate_up", "linear", moe, 2 * shared / tp, d), Op("shared_down", "linear", moe, d, shared / tp),
+                    Op("expert_gate_up", "expert", moe * e, 2 * fe / tp, d),
+                    Op("expert_down", "expert", moe * e, d, fe / tp, vectors=(2 * fe + d) / tp if self.expert_bias else 0)]
+        out += [Op("layer_norms", "norms", layers, vectors=self.norms_per_layer * d), Op("final_norm", "norms", 1, vectors=d)]
+        # An EAGLE head's feature projection is a parameter count without one (n, k) shape: it is read and multiplied
+        # every pass (bytes and FLOP) but not priced by the kernel source.
+        out.append(Op("feature_projection", "linear", 1, vectors=self.extra_linear_params / tp))
+        return tuple(op for op in out if op.count > 0 and op.params > 0)
+
+    def _attention_ops(self, tp: int) -> list[Op]:
+        """The attention projections of a layer (and its biases, sinks and q/k norms) on one of ``tp`` ranks."""
+        d, H, layers = self.hidden_size, self.n_heads, self.n_layers
+        if self.is_mla:
+            qk = self.qk_nope_head_dim + self.qk_rope_head_dim
+            ql, kl, rope = self.q_lora_rank, self.kv_lora_rank, self.qk_rope_head_dim
+            ops = [Op("q_a", "linear", layers, ql, d, vectors=ql)] if ql else []  # down-projection and its norm
+            ops += [Op("q_b" if ql else "q", "linear", layers, H / tp * qk, ql if ql else d),
+                    Op("kv_a", "linear", layers, kl + rope, d, vectors=kl),
+                    Op("kv_b", "linear", layers, H / tp * (self.qk_nope_head_dim + self.v_head_dim), kl),
+                    Op("o", "linear", layers, d, H / tp * self.v_head_dim)]
+            return ops
+        hd = self.head_dim
+        heads = H / tp
+        kv_heads = self.n_kv_heads / tp if self.n_kv_heads >= tp else 1
+        vectors = (((heads + 2 * kv_heads) * hd if self.qkv_bias else 0) + (d if self.o_bias else 0)
+                   + (heads if self.attention_sinks else 0) + (2 * hd if self.qk_norm else 0))
+        return [Op("qkv", "linear", layers, (heads + 2 * kv_heads) * hd, d), Op("o", "linear", layers, d, heads * hd),
+                Op("attention_vectors", "linear", layers, vectors=vectors)]
+
+    def _params(self, names: tuple[str, ...] | None = None, part: str | None = None, tp: int = 1, per_instance: bool = False) -> float:
+        """Parameters of the ops with these names or in this storage part (all by default), summed over the model."""
+        return sum(op.params * (1 if per_instance else op.count) for op in self.ops(tp)
+                   if (names is None or op.name in names) and (part is None or op.part == part))
+
+    @property
+    def dense_mlp_params(self) -> int:
+        """One dense gated MLP: gate, up and down, 3 d f (the ``gate_up`` and ``down`` ops at one rank)."""
+        return 3 * self.hidden_size * self.intermediate_size
+
+    @property
+    def expert_params(self) -> int:
+        """One routed expert (gated MLP of moe_intermediate_size, with biases in gpt-oss)."""
+        return int(self._params(part="expert", per_instance=True))
+
+    @property
+    def router_params(self) -> int:
+        return int(self._params(("router",), per_instance=True))
+
+    @property
+    def params_per_layer(self) -> int:
+        """Parameters of one dense layer (attention, dense MLP, norms); MoE layers: see ``computed_params``."""
+        attention = self._params(("q_a", "q_b", "q", "kv_a", "kv_b", "qkv", "o", "attention_vectors"), per_instance=True)
+        return int(attention + self.dense_mlp_params + self.norms_per_layer * self.hidden_size)
+
+    @property
+    def embedding_params(self) -> int:
+        """Parameters of one vocabulary matrix (input embedding or LM head)."""
+        return self.vocab_size * self.hidden_size
+
+    @property
+    def computed_params(self) -> int:
+        """Total parameters computed from the shape (vision encoder and MTP layers not included)."""
+        return int(self._params())
+
+    @property
+    def params(self) -> int:
+        """Total parameters: the override if set, else computed from the shape."""
+        return self.params_override if self.params_override is not None else self.computed_params
+
+    @property
+    def total_params(self) -> int:
+        """Every parameter of the checkpoint's model: ``params`` plus a vision encoder (MTP layers excluded)."""
+        return self.params + self.extra_params
+
+    @property
+    def non_embedding_params(self) -> int:
+        """Parameters less the embedding and an untied LM head."""
+        return self.params - (1 if self.tie_embeddings else 2) * self.embedding_params
+
+    @property
+    def active_params(self) -> int:
+        """Parameters one token multiplies: all but the unused routed experts and the input-embedding gather."""
+        if self.params_override is not None:
+            return self.params
+        unused = self.n_moe_layers * (self.n_experts - self.n_active_experts) * self.expert_params
+        return self.streamed_params_dense - unused
+
+    @property
+    def streamed_params_dense(self) -> int:
+        if self.params_override is not None or self.tie_embeddings:
+            return self.params
+        return self.params - self.embedding_params
+
+    @property
+    def streamed_params(self) -> int:
+        """Parameters read from memory and multiplied by a one-token pass.
+
+        All of them, less an untied input-embedding table (a step gathers one
+        row per token from it) and the routed experts no token chose.
+        """
+        return self.active_params
+
+    # -- per rank: bytes --------------------------------------------------------
+    @property
+    def bytes_per_weight(self) -> float:
+        return BYTES_PER_ELEMENT[self.weight_dtype]
+
+    def _rank_parts(self) -> dict[str, float]:
+        """Per-rank parameters of each storage group: linear (weight dtype), one expert, one vocabulary matrix, norms."""
+        return _rank_parts(self)
+
+    def _count_rank_parts(self) -> dict[str, float]:
+        tp = self.tp
+        return {"linear": self._params(part="linear", tp=tp), "expert": self._params(part="expert", tp=tp, per_instance=True),
+                "head": self._params(("lm_head",), tp=tp), "norms": self._params(part="norms", tp=tp)}
+
+    def experts_touched(self, tokens: object) -> np.ndarray:
+        """Expected distinct routed experts one MoE layer reads for ``tokens`` tokens: E_eff (1 - (1 - k/E_eff)^m)."""
+        m = np.asarray(tokens, dtype=float)
+        if not self.is_moe:
+            return np.zeros_like(m)
+        e = float(self.routing_effective_experts or self.n_experts)
+        return e * (1.0 - (1.0 - self.n_active_experts / e) ** m)
+
+    @property
+    def weight_bytes(self) -> float:
+        """Bytes of weights resident on one rank (every expert, both vocabulary matrices, a vision encoder)."""
+        if self.params_override is not None:
+            return self.params * self.bytes_per_weight / self.tp
+        p = self._rank_parts()
+        head = BYTES_PER_ELEMENT[self.head_dtype_]
+        vocab = (1 if self.tie_embeddings else 2) * p["head"]
+        experts = self.n_moe_layers * self.n_experts * p["expert"] * BYTES_PER_ELEMENT[self.expert_dtype_]
+        return p["linear"] * self.bytes_per_weight + experts + (vocab + p["norms"] + self.extra_params / self.tp) * head
+
+    @property
+    def total_weight_bytes(self) -> float:
+        """Bytes of weights over all ranks."""
+        return self.weight_bytes * self.tp
+
+    def weight_bytes_read(self, tokens: object = 1) -> np.ndarray:
+        """Bytes of weights one rank reads in a pass of ``tokens`` tokens (MoE: the experts they touch)."""
+        m = np.asarray(tokens, dtype=float)
+        if self.params_override is not None:
+            return np.full(m.shape, self.params * self.bytes_per_weight / self.tp)
+        p = self._rank_parts()
+        head = BYTES_PER_ELEMENT[self.head_dtype_]
+        # A tied table is read in full as the LM head; an untied input table only has rows gathered.
+        fixed = p["linear"] * self.bytes_per_weight + (p["head"] + p["norms"]) * head
+        experts = self.n_moe_layers * self.experts_touched(m) * p["expert"] * BYTES_PER_ELEMENT[self.expert_dtype_]
+        return fixed + experts
+
+    @property
+    def streamed_weight_bytes(self) -> float:
+        """Bytes of weights one rank reads in a one-token pass."""
+        return float(self.weight_bytes_read(1))
+
+    def matmul_flop_by_dtype(self, tokens: object) -> list[tuple[np.ndarray, str]]:
+        """FLOP of the weight matmuls of one rank for ``tokens`` tokens, grouped by the dtype that sets their rate."""
+        m = np.asarray(tokens, dtype=float)
+        if self.params_override is not None:
+            return [(2.0 * self.params / self.tp * m, self.weight_dtype)]
+        p = self._rank_parts()
+        experts = self.n_moe_layers * self.n_active_experts * p["expert"]
+        # Norms count 2 FLOP per weight like the matmuls, as the article's 2N FLOP per token does.
+        return [(2.0 * p["linear"] * m, self.weight_dtype), (2.0 * experts * m, self.expert_dtype_),
+                (2.0 * (p["head"] + p["norms"]) * m, self.head_dtype_)]
+
+    # -- per rank: KV cache and attention ------------------------------------------
+    @property
+    def kv_bytes_per_token_per_layer(self) -> float:
+        """KV-cache bytes one rank stores per token per layer (MLA: the replicated latent)."""
+        elem = BYTES_PER_ELEMENT[self.kv_dtype]
+        if self.is_mla:
+            return (self.kv_lora_rank + self.qk_rope_head_dim) * elem
+        kv_heads = self.n_kv_heads / self.tp if self.n_kv_heads >= self.tp else 1
+        return 2.0 * kv_heads * self.head_dim * elem
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """KV-cache bytes per token over all layers on one rank, below any sliding window."""
+        return self.n_layers * self.kv_bytes_per_token_per_layer
+
+    def attended_tokens(self, context: object) -> np.ndarray:
+        """Layer-tokens a sequence at ``context`` caches and attends to: n_full L + n_sliding min(L, window)."""
+        L = np.asarray(context, dtype=float)
+        local = np.minimum(L, self.sliding_window) if self.n_sliding_layers else 0.0
+        return self.n_full_layers * L + self.n_sliding_layers * local
+
+    def kv_bytes(self, context: object) -> np.ndarray:
+        """KV-cache bytes of one sequence at ``context`` tokens on one rank (local layers keep only their window)."""
+        return self.kv_bytes_per_token_per_layer * self.attended_tokens(context)
+
+    @property
+    def attention_flop_per_layer_per_context(self) -> float:
+        """Attention FLOP one rank does per new token per cached token per layer (QK^T and PV)."""
+        heads = self.n_heads / self.tp
+        if self.is_mla:  # absorbed form: scores over the latent plus rope part, values over the latent
+            return heads * (2.0 * (self.kv_lora_rank + self.qk_rope_head_dim) + 2.0 * self.kv_lora_rank)
+        return 4.0 * heads * self.head_dim
+
+    @property
+    def attention_flop_per_token_per_context(self) -> float:
+        """FLOP of attention per new token per cached token, all layers, below any window:
+        ``4 * n_layers * n_heads * head_dim`` for grouped-query attention."""
+        return self.n_layers * self.attention_flop_per_layer_per_context
+
+    def attention_flop(self, context: object) -> np.ndarray:
+        """Attention FLOP per new token of a sequence at ``context`` on one rank."""
+        return self.attention_flop_per_layer_per_context * self.attended_tokens(context)
+
+    def describe(self) -> str:
+        """One line: kind, size and precision, for table headers."""
+        kind = []
+        if self.is_moe:
+            kind.append(f"MoE {self.n_active_experts}/{self.n_experts}" + (f"+{self.n_shared_experts} shared" if self.n_shared_experts else ""))
+        if self.is_mla:
+            kind.append(f"MLA r{self.kv_lora_rank}")
+        if self.n_sliding_layers:
+            kind.append(f"{self.n_sliding_layers}/{self.n_layers} layers window {self.sliding_window}")
+        dtype = self.weight_dtype if self.expert_dtype_ == self.weight_dtype else f"{self.weight_dtype}, experts {self.expert_dtype_}"
+        active = f", {format_count(self.active_params)} active" if self.is_moe else ""
+        tp = f", TP {self.tp}" if self.tp > 1 else ""
+        return (f"{self.name} ({format_count(self.params)} params{active}; " + (", ".join(kind) + "; " if kind else "")
+                + f"weights {dtype}, KV {self.kv_dtype}{tp})")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Shape and derived counts, for ``--json`` output (bytes per tensor-parallel rank)."""
+        out = {
+            "name": self.name,
+            "params": self.params,
+            "computed_params": self.computed_params,
+            "streamed_params": self.streamed_params,
+            "vocab_size": self.vocab_size,
+            "hidden_size": self.hidden_size,
+            "intermediate_size": self.intermediate_size,
+            "n_layers": self.n_layers,
+            "n_heads": self.n_heads,
+            "n_kv_heads": self.n_kv_heads,
+            "head_dim": self.head_dim,
+            "tie_embeddings": self.tie_embeddings,
+            "qkv_bias": self.qkv_bias,
+            "qk_norm": self.qk_norm,
+            "weight_dtype": self.weight_dtype,
+            "kv_dtype": self.kv_dtype,
+            "weight_bytes": self.weight_bytes,
+            "streamed_weight_bytes": self.streamed_weight_bytes,
+            "kv_bytes_per_token": self.kv_bytes_per_token,
+            "source": self.source,
+        }
+        out.update({
+            "architecture": self.architecture,
+            "active_params": self.active_params,
+            "non_embedding_params": self.non_embedding_params,
+            "expert_dtype": self.expert_dtype_,
+            "head_dtype": self.head_dtype_,
+            "n_experts": self.n_experts,
+            "n_active_experts": self.n_active_experts,
+            "moe_intermediate_size": self.moe_intermediate_size,
+            "n_shared_experts": self.n_shared_experts,
+            "n_dense_layers": self.n_dense_layers,
+            "routing_effective_experts": self.routing_effective_experts,
+            "kv_lora_rank": self.kv_lora_rank,
+            "sliding_window": self.sliding_window,
+            "n_sliding_layers": self.n_sliding_layers,
+            "extra_params": self.extra_params,
+            "n_mtp_layers": self.n_mtp_layers,
+            "tp": self.tp,
+            "checkpoint_dtype": self.checkpoint_dtype,
+            "notes": list(self.notes),
+        })
+        return out
+
+
+def format_count(n: float) -> str:
+    """A parameter count for people, three significant digits.
+
+    >>> format_count(8030261248), format_count(494032768)
+    ('8.03B', '494M')
+    """
+    for div, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= div:
+            return f"{n / div:.3g}{suffix}"
+    return f"{n:g}"
+
+
+# The weights of a shape depend only on its (frozen, hashable) fields: each list and count is built once per distinct
+# shape and kept (a sweep asks for them at every point of every pass).
+@functools.lru_cache(maxsize=512)
+def _ops(shape: ModelShape, tp: int) -> tuple[Op, ...]:
+    return shape._build_ops(tp)
+
+
+@functools.lru_cache(maxsize=512)
+def _rank_parts(shape: ModelShape) -> dict[str, float]:
+    return shape._count_rank_parts()

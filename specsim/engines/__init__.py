@@ -1,0 +1,93 @@
+"""Serving engines: one module per engine (:mod:`.vllm`, :mod:`.sglang`, :mod:`.trtllm`) with its versioned presets,
+what it overlaps, its config writers and its benchmark plan; what a preset holds is :mod:`.base`'s.
+
+A preset is named ``engine@version`` (``vllm@0.10``, ``sglang@0.5``); a bare name is the current release
+(:data:`DEFAULT_VERSIONS`), a numbered release maps to the preset covering it (each module's ``RANGES``).  Every output
+that uses a preset names it, its version and terms.
+"""
+
+from __future__ import annotations
+
+from specsim.engines import sglang, trtllm, vllm
+from specsim.engines.base import MAX_TERM_S, TERMS, EnginePreset, SpecHost, parse_version
+
+__all__ = ["DEFAULT_ENGINE", "DEFAULT_VERSIONS", "ENGINES", "ENGINE_MODULES", "ENGINE_NAMES", "MAX_TERM_S", "PRESETS", "TERMS",
+           "EnginePreset", "SpecHost", "get_engine", "parse_version", "source_and_engine"]
+
+#: Each engine's module, by the name ``--engine`` takes.
+ENGINE_MODULES = {m.NAME: m for m in (vllm, sglang, trtllm)}
+#: Every preset by ``name@version``; ``none`` adds no engine time (the reference article's model).
+PRESETS = {p.key: p for m in ENGINE_MODULES.values() for p in m.PRESETS}
+PRESETS["none"] = EnginePreset("none", "vllm", 0.0, 0.0, "no engine time", draft_overhead_by_layers=False)
+#: The version a bare engine name means: the current release.
+DEFAULT_VERSIONS = {name: "latest" for name in ENGINE_MODULES}
+_RANGES = {name: m.RANGES for name, m in ENGINE_MODULES.items()}
+_ALIASES = {(name, alias): key for name, m in ENGINE_MODULES.items() for alias, key in m.ALIASES.items()}
+
+ENGINE_NAMES = tuple(ENGINE_MODULES) + ("none",)
+#: The preset each bare name means (the current release).
+ENGINES = {name: PRESETS[name if name == "none" else f"{name}@{DEFAULT_VERSIONS[name]}"] for name in ENGINE_NAMES}
+DEFAULT_ENGINE = "vllm"
+
+
+def _known(name: str) -> str:
+    def show(v):
+        return f"{v[0]}.{v[1]}" + (f".{v[2]}" if v[2] not in (0, 99) else "")
+
+    ranges = [f"{show(a)}-{show(b)}" for a, b, _ in _RANGES[name]]
+    return ", ".join(ranges + ["latest"] + [alias for (n, alias) in _ALIASES if n == name])
+
+
+def get_engine(spec: str) -> EnginePreset:
+    """A preset by ``name`` (the current release) or ``name@version``.
+
+    A numbered version maps to the preset covering it (``vllm@0.11`` is ``vllm@0.10``); a version no preset
+    covers is refused, and so is an empty one.
+
+    >>> get_engine("vllm@0.11").key, get_engine("sglang").key, get_engine("vllm@0.33.0").key
+    ('vllm@0.10', 'sglang@latest', 'vllm@latest')
+    """
+    text = str(spec).strip().lower()
+    name, at, version = text.partition("@")
+    if name not in ENGINE_NAMES:
+        raise ValueError(f"unknown engine {name!r}; choose {', '.join(ENGINE_NAMES)}, optionally with @version (vllm@0.10)")
+    if at and not version:
+        raise ValueError(f"--engine {spec!r} names no version after '@': give one ({name}@{DEFAULT_VERSIONS.get(name, 'latest')}) "
+                         "or the bare name for the current release")
+    if not version:
+        return ENGINES[name]
+    if name == "none":
+        raise ValueError("engine 'none' has no versions")
+    version = _ALIASES.get((name, version), version)
+    if f"{name}@{version}" in PRESETS:
+        return PRESETS[f"{name}@{version}"]
+    number = parse_version(name, version)
+    if number is not None:
+        for first, last, key in _RANGES[name]:
+            if first <= number <= last:
+                return PRESETS[f"{name}@{key}"]
+    raise ValueError(f"no {name} preset for version {version!r}; known: {_known(name)}")
+
+
+def source_and_engine(hardware, timing: str | None = None, engine: str | None = None,
+                      engine_overhead_ms: float | None = None, progress=None):
+    """The step-time source and the engine preset that apply to it, as ``--timing`` and ``--engine`` choose them.
+
+    ``timing`` and ``engine`` default to :data:`specsim.timing.DEFAULT_TIMING` and
+    :data:`DEFAULT_ENGINE`; the kernel source reads the engine's own kernels, and
+    GPU-time sources take the preset's GPU-time values; ``engine_overhead_ms``
+    replaces the per-iteration time.
+
+    >>> from specsim.describe.hardware import load_hardware
+    >>> source, preset = source_and_engine(load_hardware("h100-sxm"), "roofline", "trtllm")
+    >>> source.name, round(preset.iteration_s * 1e3, 2)
+    ('roofline', 0.2)
+    """
+    from specsim.timing import DEFAULT_TIMING, make_source
+
+    preset = engine if isinstance(engine, EnginePreset) else get_engine(DEFAULT_ENGINE if engine is None else engine)
+    source = make_source(DEFAULT_TIMING if timing is None else timing, hardware, preset.kernel_engine, progress)
+    preset = preset.for_source(source)
+    if engine_overhead_ms is not None:
+        preset = preset.with_iteration_ms(engine_overhead_ms)
+    return source, preset

@@ -1,0 +1,283 @@
+"""What an engine preset holds (every engine has one per version), and how a version is read.
+
+Serving-engine presets: the CPU time per engine iteration and per speculative round that kernel times miss.
+
+A serving engine does more per iteration than its GPU kernels: scheduling, preparing inputs, sampling,
+detokenising and Python bookkeeping.  Kernel sums (and kernel-calibrated rooflines) miss it.  Each
+preset holds, per engine *and version*:
+
+Plain decoding
+    ``iteration_s``: CPU/scheduler time per engine iteration on top of a roofline step (which already
+    carries its profile's per-pass overhead), used with the ``hybrid`` and ``roofline`` sources;
+    ``kernel_iteration_s``: the same on top of bare GPU time (``kernels`` and ``measured``).
+    ``collective_s`` / ``kernel_collective_s``: time per tensor-parallel collective beyond the isolated
+    all-reduce kernel.  Fitted to public per-token latencies (TPOT) of each engine
+    (``silicon_sample.csv`` of aiconfigurator-core 0.12.0) minus each source's prediction, on a
+    training half of the rows (:mod:`specsim.calibration.fidelity`).  Engines overlap most of a plain step's host
+    work with the GPU (vLLM's async scheduling, SGLang's overlap scheduler); what they do not is in
+    ``iteration_s``.
+
+Speculative rounds (:class:`SpecHost`)
+    The host work a speculative round adds, which no kernel measures: reading the accepted lengths
+    back to the host, the rejection sampler and bookkeeping (``round_s``), launching and sampling each
+    draft step (``step_s``), per-sequence scheduling of the drafted tokens (``seq_s``) and the work
+    each sequence carries at each draft step (``seq_step_s``: its sampling, tree and mask building,
+    acceptance bookkeeping, and what verifying its drafted tokens costs beyond the kernel tables):
+
+        H(b, s) = round_s + s * step_s + b * seq_s + b * s * seq_step_s
+
+    An n-gram proposal launches no draft step (s = 0 for ``step_s``) but its proposed tokens carry the
+    per-sequence work as a chain's steps do (s = gamma for ``seq_step_s``).
+
+    An engine that does not overlap it with the GPU (vLLM before 0.14, SGLang's spec v1, which turns
+    its overlap scheduler off for EAGLE: sgl-project/sglang#9961) pays t_GPU + H per round; one that
+    does (vLLM >= 0.14 for EAGLE and MTP, vllm-project/vllm#31998; SGLang spec v2 for top-k 1 chains,
+    sgl-project/sglang#11398) hides a share h of it, max(t_GPU, h H) + (1 - h) H
+    (:func:`specsim.deployment.round_seconds`): 40% for SGLang's spec v2, fitted to its measured gains
+    over spec v1, and all of it for vLLM, whose gain no public measurement gives.  The
+    terms are fitted to public speculative speedups across batch sizes (:mod:`specsim.calibration.public`,
+    ``specsim/calibration/data/speculation_public.csv``) on the serial versions; an overlapping version does the
+    same host work, hidden, so it carries the same terms.  ``spec`` applies on a roofline step,
+    ``kernel_spec`` on bare GPU time.
+
+A preset is named ``engine@version`` (``vllm@0.10``, ``sglang@0.5``); a bare name is the current
+release (:data:`DEFAULT_VERSIONS`).  Every output that uses a preset names it, its version and terms.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from specsim.describe.parallel import collective_count
+
+__all__ = ["MAX_TERM_S", "TERMS", "EnginePreset", "SpecHost", "make_preset", "parse_version"]
+
+#: Largest engine term accepted, seconds (a second per iteration is no engine anyone runs).
+MAX_TERM_S = 1.0
+
+
+def _check_term(owner: str, key: str, value: object) -> None:
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value) and 0 <= value <= MAX_TERM_S):
+        raise ValueError(f"engine {owner}: {key} must be a finite time in [0, {MAX_TERM_S:g}] seconds, got {value!r}")
+
+
+@dataclass(frozen=True)
+class SpecHost:
+    """Host seconds a speculative round adds: per round, per draft step, per sequence of the batch and per sequence
+    and draft step."""
+
+    round_s: float = 0.0
+    step_s: float = 0.0
+    seq_s: float = 0.0
+    seq_step_s: float = 0.0
+
+    def check(self, owner: str) -> None:
+        for key in TERMS:
+            _check_term(owner, key, getattr(self, key))
+
+    def seconds(self, batch: object, steps: object, seq_steps: object = None) -> np.ndarray:
+        """H(b, s) = round_s + s * step_s + b * seq_s + b * s' * seq_step_s, broadcast over batch, steps and
+        ``seq_steps`` s' (default ``steps``; an n-gram proposal's length, which launches no draft step)."""
+        b, s = np.asarray(batch, dtype=float), np.asarray(steps, dtype=float)
+        per_seq = s if seq_steps is None else np.asarray(seq_steps, dtype=float)
+        return self.round_s + s * self.step_s + b * self.seq_s + b * per_seq * self.seq_step_s
+
+    @property
+    def is_zero(self) -> bool:
+        return not any(getattr(self, key) for key in TERMS)
+
+    @classmethod
+    def rounded(cls, values) -> "SpecHost":
+        """Terms from fitted seconds (in :data:`TERMS` order), rounded to what :meth:`describe` prints (0.01 ms, 0.001 ms,
+        0.1 us, 0.1 us), so that a shipped constant is its fit exactly; a missing last term is 0."""
+        digits = (5, 6, 7, 7)
+        return cls(*(round(float(v), d) for v, d in zip(values, digits)))
+
+    def describe(self) -> str:
+        return (f"{self.round_s * 1e3:.2f} ms per round + {self.step_s * 1e3:.3f} ms per draft step + "
+                f"{self.seq_s * 1e6:.1f} us per sequence + {self.seq_step_s * 1e6:.1f} us per sequence per draft step")
+
+
+#: The terms of :class:`SpecHost`, in the order the fits use, with the override flag and its unit per second of each.
+_TERM_FLAGS = {"round_s": ("--engine-round", 1e3), "step_s": ("--engine-step", 1e3), "seq_s": ("--engine-seq", 1e6),
+               "seq_step_s": ("--engine-seq-step", 1e6)}
+TERMS = tuple(_TERM_FLAGS)
+
+
+@dataclass(frozen=True)
+class EnginePreset:
+    """Per-iteration and per-round times of one version of a serving engine, seconds."""
+
+    name: str
+    #: Which engine's kernels the kernel source reads for this preset.
+    kernel_engine: str
+    iteration_s: float
+    kernel_iteration_s: float
+    #: Where the plain-decoding numbers come from.
+    basis: str
+    collective_s: float = 0.0
+    kernel_collective_s: float = 0.0
+    version: str = ""
+    #: What this version is, in a line (releases it covers, how it schedules speculation).
+    release: str = ""
+    spec: SpecHost = field(default_factory=SpecHost)
+    kernel_spec: SpecHost = field(default_factory=SpecHost)
+    #: Where the speculative terms come from.
+    spec_basis: str = "no public measurement"
+    #: Drafter kinds whose round host work this version overlaps with the GPU.
+    overlap_kinds: frozenset = frozenset()
+    #: Overlap only for chains (top-k 1), as SGLang's spec v2.
+    overlap_chains_only: bool = False
+    #: The share of a round's host work an overlapping version hides behind the GPU (:func:`round_seconds`), on a
+    #: roofline step and on bare GPU time.
+    overlap_share: float = 1.0
+    kernel_overlap_share: float = 1.0
+    #: Where the share comes from.
+    overlap_basis: str = "no public measurement: all of it"
+    #: The drafter always runs in the target's tensor-parallel group (SGLang's draft worker; no draft TP of its own).
+    draft_shares_tp: bool = False
+    #: A drafter's passes (draft steps, draft extend) carry the share of a source's per-pass overhead that their layers
+    #: are of the target's: the overhead beyond the roofline is per kernel, so per layer (on the H200, the kernel
+    #: database exceeds the bare roofline by 20 us per layer for Llama-3.1-8B and 24 us for Llama-3.2-1B at batch 1),
+    #: and a one-layer EAGLE head does not pay a 32-layer target's.  The engine's per-draft-step host time covers their
+    #: launch.  False for the preset that adds nothing: the article's model charges every pass the whole overhead.
+    draft_overhead_by_layers: bool = True
+    #: The calibration file whose fitted terms these are ("" for a shipped preset).
+    calibration: str = ""
+    #: Engine time per running sequence per iteration (scheduling, sampling and output processing of each request) on
+    #: top of ``iteration_s``: 0 in the shipped presets (their public rows do not separate it), fitted by calibrate-engine
+    #: where the user's runs span batch sizes and prompt lengths.
+    iteration_seq_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        for key in ("iteration_s", "kernel_iteration_s", "collective_s", "kernel_collective_s", "iteration_seq_s"):
+            _check_term(repr(self.name), key, getattr(self, key))
+        self.spec.check(repr(self.name))
+        self.kernel_spec.check(repr(self.name))
+        for key in ("overlap_share", "kernel_overlap_share"):
+            share = getattr(self, key)
+            if not (isinstance(share, (int, float)) and not isinstance(share, bool) and 0.0 <= share <= 1.0):
+                raise ValueError(f"engine {self.name!r}: {key} must be a share in [0, 1], got {share!r}")
+
+    @property
+    def key(self) -> str:
+        """``name@version`` (just the name for the preset that adds nothing)."""
+        return f"{self.name}@{self.version}" if self.version else self.name
+
+    @property
+    def label(self) -> str:
+        """The key, and the calibration file whose terms it carries where it carries one's."""
+        return self.key + (f" calibrated by {self.calibration}" if self.calibration else "")
+
+    def overlaps(self, drafter_kind: str | None, draft_width: object = 1) -> bool:
+        """Whether this version overlaps a round's host work with the GPU for this drafter and draft width."""
+        if drafter_kind not in self.overlap_kinds:
+            return False
+        return not self.overlap_chains_only or bool(np.all(np.asarray(draft_width) == 1))
+
+    def hidden_share(self, drafter_kind: str | None, draft_width: object = 1) -> float:
+        """The share of a round's host work this version hides behind the GPU for this drafter (0: serial)."""
+        return float(self.overlap_share) if self.overlaps(drafter_kind, draft_width) else 0.0
+
+    def iteration_time(self, batch: object) -> np.ndarray | float:
+        """The engine's time around one iteration of ``batch`` running sequences: e_iter + b * e_seq_iter."""
+        if not self.iteration_seq_s:
+            return self.iteration_s
+        return self.iteration_s + self.iteration_seq_s * np.asarray(batch, dtype=float)
+
+    def round_host(self, batch: object, steps: object, seq_steps: object = None) -> np.ndarray:
+        """H(b, s): the host seconds a round adds (:class:`SpecHost`)."""
+        return self.spec.seconds(batch, steps, seq_steps)
+
+    def describe(self) -> str:
+        if self.name == "none":
+            return "engine: none (no CPU time added)"
+        overlap = (f"{self.overlap_share:.0%} of it overlapped with the GPU ({self.overlap_basis}) for "
+                   + ", ".join(sorted(self.overlap_kinds))
+                   + (" chains (top-k 1)" if self.overlap_chains_only else "") + ", serial otherwise"
+                   if self.overlap_kinds else "serial (not overlapped with the GPU)")
+        kind = f"calibrated by {self.calibration}" if self.calibration else "preset"
+        return (f"engine: {self.key} {kind} ({self.release}); per iteration {self.iteration_s * 1e3:.2f} ms on a roofline step, "
+                f"{self.kernel_iteration_s * 1e3:.2f} ms on GPU time ({self.basis})"
+                + (f" + {self.iteration_seq_s * 1e6:.1f} us per sequence" if self.iteration_seq_s else "")
+                + (f"; {self.collective_s * 1e6:.1f} us more per tensor-parallel collective" if self.collective_s else "")
+                + f"; speculative round host time {self.spec.describe()} ({self.spec_basis}), {overlap}")
+
+    def collectives_s(self, model) -> float:
+        """Engine time of a pass's tensor-parallel collectives (2 per layer and the logits gather); 0 on one GPU."""
+        return self.collective_s * collective_count(model)
+
+    def for_source(self, source: object) -> "EnginePreset":
+        """The preset as it applies to a step-time source: sources of bare GPU time take the ``kernel_`` terms."""
+        if getattr(source, "gpu_time_only", False):
+            return dataclasses.replace(self, iteration_s=self.kernel_iteration_s, collective_s=self.kernel_collective_s,
+                                       spec=self.kernel_spec, overlap_share=self.kernel_overlap_share)
+        return self
+
+    def with_iteration_ms(self, ms: float, seq_us: float | None = None) -> "EnginePreset":
+        """The preset with an explicit per-iteration time (``--engine-overhead-ms``) and, where given, per-sequence time."""
+        s = ms / 1e3
+        out = dataclasses.replace(self, iteration_s=s, kernel_iteration_s=s, basis="set by --engine-overhead-ms")
+        if seq_us is not None:
+            _check_term(repr(self.name), "iteration_seq_s", seq_us / 1e6)
+            out = dataclasses.replace(out, iteration_seq_s=seq_us / 1e6)
+        return out
+
+    def with_spec(self, round_ms: float | None = None, step_ms: float | None = None, seq_us: float | None = None,
+                  overlap: bool | None = None, seq_step_us: float | None = None) -> "EnginePreset":
+        """The preset with some speculative terms replaced (``--engine-round-ms``, ``--engine-step-ms``,
+        ``--engine-seq-us``, ``--engine-seq-step-us``, ``--engine-overlap``); the others keep the preset's values."""
+        given = dict(zip(TERMS, (round_ms, step_ms, seq_us, seq_step_us)))
+        if all(v is None for v in given.values()) and overlap is None:
+            return self
+        changes = {k: v / _TERM_FLAGS[k][1] for k, v in given.items() if v is not None}
+        for key, value in changes.items():
+            _check_term(repr(self.name), key, value)
+        spec = dataclasses.replace(self.spec, **changes)
+        kernel_spec = dataclasses.replace(self.kernel_spec, **changes)
+        named = ", ".join(_TERM_FLAGS[k][0] for k in changes)
+        out = dataclasses.replace(self, spec=spec, kernel_spec=kernel_spec,
+                                  spec_basis=self.spec_basis + (f"; {named} set by the user" if named else ""))
+        if overlap is not None:
+            kinds = frozenset({"draft_model", "eagle", "eagle3", "mtp"}) if overlap else frozenset()
+            out = dataclasses.replace(out, overlap_kinds=kinds, overlap_chains_only=False,
+                                      release=out.release + f"; overlap {'on' if overlap else 'off'} by --engine-overlap")
+        return out
+
+
+
+_BASIS = "fitted to public TPOT, aiconfigurator-core 0.12.0 silicon_sample.csv"
+_SPEC_BASIS = "fitted to public speculative speedups, specsim/calibration/data/speculation_public.csv"
+#: The drafter kinds whose rounds an overlapping version hides: the heads (EAGLE, EAGLE-3, MTP).
+HEADS = frozenset({"eagle", "eagle3", "mtp"})
+
+
+def make_preset(name: str, version: str, release: str, plain: dict, spec: SpecHost, kernel_spec: SpecHost, spec_basis: str,
+                overlap: frozenset = frozenset(), chains_only: bool = False, share: tuple = (1.0, 1.0),
+                share_basis: str = "no public measurement: all of it", draft_shares_tp: bool = False) -> EnginePreset:
+    """One version's preset from its engine's plain-decoding terms ``plain`` and its round terms."""
+    return EnginePreset(name=name, version=version, release=release, spec=spec, kernel_spec=kernel_spec, spec_basis=spec_basis,
+                        overlap_kinds=overlap, overlap_chains_only=chains_only, overlap_share=share[0],
+                        kernel_overlap_share=share[1], overlap_basis=share_basis, draft_shares_tp=draft_shares_tp, **plain)
+
+
+#: A numbered version: digits only (ASCII), two or three parts, an optional release-candidate or post suffix.
+_VERSION = re.compile(r"([0-9]+)\.([0-9]+)(?:\.([0-9]+))?((?:rc|\.post|post)[0-9]+)?", re.ASCII)
+
+
+def parse_version(name: str, text: str) -> tuple[int, int, int] | None:
+    """(major, minor, patch) of a numbered version, None if ``text`` is not one.
+
+    >>> parse_version("vllm", "0.24.0"), parse_version("sglang", "0.5"), parse_version("vllm", "latest")
+    ((0, 24, 0), (0, 5, 0), None)
+    """
+    m = _VERSION.fullmatch(text)
+    if m is None:
+        return None
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+

@@ -1,0 +1,163 @@
+"""SGLang: its presets per version, its launch-flag writers and its benchmark plan.
+
+Presets: spec v1 (0.4-0.5.10: the overlap scheduler off for speculative decoding, sgl-project/sglang#9961;
+SGLANG_ENABLE_SPEC_V2 off by default up to 0.5.10, python/sglang/srt/environ.py) and spec v2 (0.5.11-0.5.23: rounds
+overlapped for top-k 1 chains, sgl-project/sglang#11398), with the terms fitted to public rows.
+
+Writers: the static ``--speculative-*`` launch flags (python/sglang/srt/server_args.py; arg_groups/fields/spec.py from
+0.5.14) for the best configuration at one batch size, and the benchmark plan's server and client commands.
+"""
+
+from __future__ import annotations
+
+from specsim.engines.base import _BASIS, _SPEC_BASIS, HEADS, SpecHost, make_preset, parse_version
+from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP, BenchWriter, version_text as _version_text
+
+__all__ = ["NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "SglangBench", "to_sglang"]
+
+NAME = "sglang"
+PLAIN = dict(kernel_engine="sglang", iteration_s=0.0, kernel_iteration_s=0.066e-3, basis=_BASIS + ", SGLang rows",
+             collective_s=12.5e-6, kernel_collective_s=15.1e-6)
+SPEC = SpecHost(round_s=2.62e-3, step_s=0.0, seq_s=4.2e-6, seq_step_s=50.3e-6)
+KERNEL_SPEC = SpecHost(round_s=3.87e-3, step_s=0.0, seq_s=26.4e-6, seq_step_s=64.7e-6)
+# The share of H that spec v2 hides (roofline step, GPU time), fitted to its measured gains over spec v1 (the
+# overlap_gain rows; each row's share fitted on the other alone gives it within 1.1%): validate_speculation.py prints it.
+V2_SHARE = (0.40, 0.31)
+V2_SHARE_BASIS = "fitted to spec v2's measured gains, sgl-project/sglang#11398 and #12128"
+_RANGE = " at batch 1-64 (beyond: extrapolated)"
+PRESETS = [
+    make_preset("sglang", "0.5", "SGLang 0.4-0.5.10, spec v1: the overlap scheduler is off for speculative decoding "
+                "(sgl-project/sglang#9961; SGLANG_ENABLE_SPEC_V2 defaults to off up to 0.5.10, python/sglang/srt/environ.py)",
+                PLAIN, SPEC, KERNEL_SPEC, _SPEC_BASIS + ", SGLang rows" + _RANGE, draft_shares_tp=True),
+    make_preset("sglang", "latest", "SGLang 0.5.11 and later, spec v2 (sgl-project/sglang#11398; SGLANG_ENABLE_SPEC_V2 on by "
+                "default from 0.5.11, the only worker from 0.5.14): rounds overlapped for top-k 1 chains, trees and n-gram serial",
+                PLAIN, SPEC, KERNEL_SPEC, _SPEC_BASIS + ", SGLang rows (spec v1; the same host work, overlapped)" + _RANGE,
+                HEADS | {"draft_model"}, chains_only=True, share=V2_SHARE, share_basis=V2_SHARE_BASIS, draft_shares_tp=True),
+]
+RANGES = [((0, 4, 0), (0, 5, 10), "0.5"), ((0, 5, 11), (0, 5, 23), "latest")]
+ALIASES = {"spec-v2": "latest", "spec-v1": "0.5", "0.4": "0.5"}
+NEWEST = "0.5.23"
+
+
+def _sglang_flags(dep, checkpoint: str | None, depth: int, topk: int, tokens: int) -> list[str]:
+    """``--speculative-algorithm`` and its draft flags (the algorithm first, the draft path next if given)."""
+    flags = ["--speculative-algorithm", dep.drafter.sglang_algorithm]
+    if checkpoint is not None:
+        flags += ["--speculative-draft-model-path", checkpoint]
+    if dep.drafter.kind != "ngram":
+        flags += ["--speculative-num-steps", str(depth), "--speculative-eagle-topk", str(topk)]
+    flags += ["--speculative-num-draft-tokens", str(tokens)]
+    return flags
+
+
+def to_sglang(ranges: list, dep, checkpoint: str | None, at_batch: int = 1) -> list[str]:
+    """SGLang launch flags for the configuration that is best at ``at_batch``, then one comment line per range.
+
+    ``ranges`` are :class:`ScheduleRange` (chains: depth gamma, top-k 1, gamma + 1 tokens) or :class:`TreeRange`.
+    The first line is empty of flags (a comment) where speculation does not pay at ``at_batch``.
+    """
+    def spec(r):
+        if hasattr(r, "tree"):
+            return None if r.tree is None else (r.tree.depth, r.tree.topk, r.tree.tokens)
+        return None if r.gamma == 0 else (r.gamma, 1, r.gamma + 1)
+
+    def at(batch):
+        return next(r for r in ranges if r.start_batch <= batch <= r.end_batch)
+
+    chosen = at(at_batch)
+    lines = []
+    tp = ["--tp", str(dep.target.tp)] if dep.target.tp > 1 else []
+    if spec(chosen) is None:
+        lines.append(f"# speculation does not pay at batch {at_batch}: launch without --speculative-algorithm")
+    else:
+        lines.append(" ".join(tp + _sglang_flags(dep, checkpoint, *spec(chosen))))
+    top, b = ranges[-1].end_batch, 1
+    while True:  # the best configuration at powers of two: where to change it if the load moves
+        r = at(b)
+        what = "off" if spec(r) is None else " ".join(_sglang_flags(dep, None, *spec(r))[2:])
+        lines.append(f"# best at batch {b}: {what}" + ("" if spec(r) is None else f" (predicted {r.min_speedup:.3f}-{r.max_speedup:.3f}x in batch {r.start_batch}-{r.end_batch})"))
+        if b == top:
+            break
+        b = min(2 * b, top)
+    return lines
+
+
+class SglangBench(BenchWriter):
+    """SGLang: ``python -m sglang.launch_server`` and ``python -m sglang.bench_serving``.
+
+    Read from the released wheels: ``python/sglang/srt/server_args.py`` up to 0.5.13 and
+    ``python/sglang/srt/arg_groups/fields/`` from 0.5.14 (``--model-path``, ``--tp-size``, ``--port``,
+    ``--max-running-requests`` (forced to 48 with speculation unless given), ``--enable-metrics``,
+    ``--disable-radix-cache``, ``--speculative-algorithm`` EAGLE / EAGLE3 (0.4.5) / NEXTN / STANDALONE (0.5.2) /
+    NGRAM (0.5.3), ``--speculative-draft-model-path``, ``--speculative-num-steps``, ``--speculative-eagle-topk``,
+    ``--speculative-num-draft-tokens``), ``python/sglang/srt/speculative/eagle_utils.py`` and ``srt/environ.py``
+    (simulated acceptance: ``SIMULATE_ACC_LEN`` from 0.4.5, ``SGLANG_SIMULATE_ACC_LEN`` from 0.5.3, the length with
+    the bonus token, drawn once per verification for the whole batch; ``SGLANG_SIMULATE_ACC_METHOD`` /
+    ``SIMULATE_ACC_METHOD`` ``match-expected`` from 0.4.8, the default only from 0.5.11), and
+    ``python/sglang/bench_serving.py`` (``--backend sglang``, ``--base-url``, ``--dataset-name random-ids|sharegpt``,
+    ``--dataset-path``, ``--sharegpt-output-len``, ``--random-input-len``, ``--random-output-len``,
+    ``--random-range-ratio 1.0`` (fixed lengths), ``--num-prompts``, ``--max-concurrency``, ``--request-rate``,
+    ``--flush-cache`` (so that ``accept_length``, a running total since the last flush, is the run's),
+    ``--output-file``; EOS is ignored by default).
+    """
+
+    name, newest = "sglang", "0.5.23"
+    _ALGORITHMS = {"draft_model": ("STANDALONE", (0, 5, 2)), "eagle": ("EAGLE", (0, 4, 3)), "eagle3": ("EAGLE3", (0, 4, 5)),
+                   "mtp": ("NEXTN", (0, 4, 4)), "ngram": ("NGRAM", (0, 5, 3))}
+
+    def check(self, version, drafter, pins, topk):
+        algorithm, first = self._ALGORITHMS[drafter]
+        if version < (0, 4, 8):
+            raise ValueError(f"sglang {_version_text(version)}: specsim writes plans for SGLang 0.4.8 and later, where the "
+                             "simulated acceptance can match its mean (SIMULATE_ACC_METHOD=match-expected, "
+                             "python/sglang/srt/speculative/eagle_utils.py)")
+        if version < first:
+            raise ValueError(f"sglang {_version_text(version)} has no --speculative-algorithm {algorithm} (from "
+                             f"{_version_text(first)}, python/sglang/srt/server_args.py)")
+        if drafter == "ngram" and any(p is not None for p in pins) and version < (0, 5, 14):
+            raise ValueError(f"sglang {_version_text(version)} simulates acceptance for EAGLE-family workers only; NGRAM "
+                             "takes it from 0.5.14 (python/sglang/srt/speculative/ngram_worker.py): use 0.5.14 or --no-pin")
+        notes = []
+        if (0, 5, 5) <= version <= (0, 5, 10):
+            notes.append(f"sglang {_version_text(version)} runs spec v1 (SGLANG_ENABLE_SPEC_V2 defaults to off up to 0.5.10): "
+                         "rounds are serial, as specsim's sglang@0.5 preset models them")
+        return notes
+
+    def _acc_env(self, version):
+        return ("SGLANG_SIMULATE_ACC_LEN", "SGLANG_SIMULATE_ACC_METHOD") if version >= (0, 5, 3) else \
+            ("SIMULATE_ACC_LEN", "SIMULATE_ACC_METHOD")
+
+    def server(self, plan, server):
+        version = parse_version("sglang", plan.version)
+        cmd = ["python", "-m", "sglang.launch_server", "--model-path", plan.served_model, "--port", str(plan.port),
+               "--tp-size", str(plan.tp), "--max-running-requests", str(plan.max_concurrency), "--enable-metrics",
+               "--disable-radix-cache"]
+        env = {}
+        if server.steps is not None:
+            kind = plan.drafter_kind
+            algorithm, _ = self._ALGORITHMS[kind]
+            cmd += ["--speculative-algorithm", algorithm, "--speculative-num-steps", str(server.steps),
+                    "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(server.steps + 1)]
+            if plan.draft_checkpoint:
+                cmd += ["--speculative-draft-model-path", plan.draft_checkpoint]
+            if server.pinned_accept_length is not None:
+                length, method = self._acc_env(version)
+                env = {length: f"{server.pinned_accept_length:g}", method: "match-expected"}
+        return env, cmd, None
+
+    def client(self, plan, run, url):
+        cmd = ["python", "-m", "sglang.bench_serving", "--backend", "sglang", "--base-url", url,
+               "--num-prompts", str(run.num_prompts), "--max-concurrency", str(run.concurrency), "--request-rate", "inf",
+               "--flush-cache", "--output-file", run.file]
+        if run.input_tokens is None:
+            cmd += ["--dataset-name", "sharegpt", "--dataset-path", "prompts.sharegpt.json", "--sharegpt-output-len",
+                    str(run.output_tokens)]
+        else:
+            cmd += ["--dataset-name", "random-ids", "--random-input-len", str(run.input_tokens), "--random-output-len",
+                    str(run.output_tokens), "--random-range-ratio", "1.0"]
+        return cmd
+
+    def prompts_prep(self, plan):
+        return [_SHAREGPT_PREP]
+
+

@@ -1,0 +1,142 @@
+"""TensorRT-LLM: its preset, its speculative_config writer and its benchmark plan.
+
+One preset (1.0-1.3: the C++ runtime; no public batch sweep of its speculative rounds: their host terms are 0).
+Writers: ``speculative_config`` with ``draft_len_schedule`` (PR NVIDIA/TensorRT-LLM#10860; ``get_draft_len_for_batch_size``
+in tensorrt_llm/_torch/speculative/utils.py), the ``--extra_llm_api_options`` YAML, and the benchmark plan.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from specsim.engines.base import _BASIS, SpecHost, make_preset
+from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP, BenchWriter, version_text as _version_text
+
+__all__ = ["NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "TrtllmBench", "to_trtllm", "trtllm_options"]
+
+NAME = "trtllm"
+NGRAM_LOOKUP = {"prompt_lookup_min": 2, "prompt_lookup_max": 4}
+PLAIN = dict(kernel_engine="trtllm", iteration_s=0.20e-3, kernel_iteration_s=0.0, basis=_BASIS + ", TensorRT-LLM rows",
+             collective_s=23.9e-6, kernel_collective_s=12.3e-6)
+PRESETS = [make_preset("trtllm", "latest", "TensorRT-LLM 1.0-1.3: C++ runtime; speculative host terms 0", PLAIN, SpecHost(),
+                       SpecHost(), "no public measurement across batch sizes")]
+RANGES = [((1, 0, 0), (1, 3, 99), "latest")]
+ALIASES: dict[str, str] = {}
+NEWEST = "1.3.0"
+
+
+def to_trtllm(ranges: list, draft_model: str | None, dep=None) -> dict[str, Any] | None:
+    """TensorRT-LLM ``speculative_config`` (draft-target) with ``draft_len_schedule``.
+
+    Keys are the inclusive upper batch thresholds of the ranges with gamma > 0
+    that start at batch 1.  Where speculation is off above some batch size,
+    ``max_concurrency`` says so (draft-target decoding floors a scheduled 0 to
+    1).  TensorRT-LLM wants the batch-1 draft length to be the largest; a later
+    larger gamma is capped to it.  Returns None if speculation does not pay at
+    batch 1 (a threshold schedule that starts off cannot turn it on later).
+    """
+    if ranges[0].gamma == 0:
+        return None
+    first = ranges[0].gamma
+    decoding = "Draft_Target" if dep is None else dep.drafter.trtllm_decoding
+    if decoding in ("Eagle3", "Eagle"):
+        return {"decoding_type": decoding, "max_draft_len": first, "speculative_model_dir": draft_model}
+    if decoding == "MTP":
+        return {"decoding_type": "MTP", "num_nextn_predict_layers": first}
+    if decoding == "NGram":
+        return {"decoding_type": "NGram", "max_draft_len": first, "max_matching_ngram_size": NGRAM_LOOKUP["prompt_lookup_max"]}
+    on = list(itertools.takewhile(lambda r: r.gamma > 0, ranges))
+    config: dict[str, Any] = {
+        "decoding_type": "Draft_Target",
+        "max_draft_len": first,
+        "speculative_model": draft_model,
+        "draft_len_schedule": {r.end_batch: min(r.gamma, first) for r in on},
+    }
+    if len(on) < len(ranges):
+        config["max_concurrency"] = on[-1].end_batch
+    return config
+
+
+def trtllm_options(dep, speculative_config: dict[str, Any]) -> dict[str, Any]:
+    """The ``--extra_llm_api_options`` YAML: LlmArgs keys for the target's parallelism and KV dtype, then the
+    ``speculative_config``."""
+    out: dict[str, Any] = {}
+    if dep.target.tp > 1:
+        out["tensor_parallel_size"] = dep.target.tp
+    if dep.target.kv_dtype == "fp8":
+        out["kv_cache_config"] = {"dtype": "fp8"}
+    out["speculative_config"] = speculative_config
+    return out
+
+
+class TrtllmBench(BenchWriter):
+    """TensorRT-LLM: ``trtllm-serve`` with an ``--extra_llm_api_options`` YAML, and its ``benchmark_serving`` client.
+
+    No release wheel could be read here; read from the stored source of NVIDIA/TensorRT-LLM (commits named):
+    ``tensorrt_llm/commands/serve.py`` (00209af1: ``trtllm-serve MODEL --backend pytorch --tp_size --port
+    --max_batch_size --extra_llm_api_options FILE``), ``tensorrt_llm/llmapi/llm_args.py`` (fcd3f316:
+    ``speculative_config`` with ``decoding_type`` Eagle / Eagle3 / MTP / NGram / DraftTarget, ``max_draft_len``,
+    ``speculative_model_dir``; ``kv_cache_config.enable_block_reuse``), ``tensorrt_llm/_torch/speculative/interface.py``
+    (00b6d5a2: ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`` counts accepted *draft* tokens, so AL - 1 (PR #9608);
+    fractional values only on the one-model path, PR #13569; the two-model path parses it with ``int()``), and
+    ``tensorrt_llm/serve/scripts/benchmark_serving.py`` (0228a712: vLLM's client with ``--random-ids``; its result
+    holds vLLM's keys and ``avg_decoded_tokens_per_iter``, the tokens per iteration).  The first release with the
+    variable was not found: these plans are for 1.3 (InferenceX runs them on 1.3.0rc14-rc24 images).
+    """
+
+    name, newest = "trtllm", "1.3.0"
+    metrics = "/prometheus/metrics"
+    _TYPES = {"draft_model": "DraftTarget", "eagle": "Eagle", "eagle3": "Eagle3", "mtp": "MTP", "ngram": "NGram"}
+    _ONE_MODEL = ("eagle3", "mtp")  # one-model workers take a fractional forced count
+
+    def check(self, version, drafter, pins, topk):
+        if version < (1, 3, 0) and any(p is not None for p in pins):
+            raise ValueError(f"trtllm {_version_text(version)}: the release that first reads "
+                             "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS was not found; specsim writes pinned plans for "
+                             "TensorRT-LLM 1.3 (the 1.3.0rc14-rc24 images SemiAnalysis InferenceX pins it on), or --no-pin")
+        if drafter not in self._ONE_MODEL:
+            for p in pins:
+                if p is not None and p != int(p):
+                    raise ValueError(f"TensorRT-LLM's two-model path ({self._TYPES[drafter]}) reads "
+                                     "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS as a whole number (tensorrt_llm/_torch/"
+                                     f"pyexecutor/sampler.py); pin whole acceptance lengths (--pin-accept-length), not {p:g}")
+        return ["TensorRT-LLM's /prometheus/metrics carries no speculative counters: the real-acceptance run's length is "
+                "its client's avg_decoded_tokens_per_iter"]
+
+    def server(self, plan, server):
+        extra = {"kv_cache_config": {"enable_block_reuse": False}}
+        env = {}
+        if server.steps is not None:
+            kind = plan.drafter_kind
+            spec = {"decoding_type": self._TYPES[kind], "max_draft_len": server.steps}
+            if plan.draft_checkpoint:
+                spec["speculative_model_dir"] = plan.draft_checkpoint
+            if kind == "ngram":
+                spec["max_matching_ngram_size"] = 4
+            extra["speculative_config"] = spec
+            if server.pinned_accept_length is not None:
+                env = {"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS": f"{server.pinned_accept_length - 1:g}"}
+        import yaml
+
+        name = f"extra-{server.key}.yml"
+        cmd = ["trtllm-serve", plan.served_model, "--backend", "pytorch", "--tp_size", str(plan.tp), "--port", str(plan.port),
+               "--max_batch_size", str(plan.max_concurrency), "--extra_llm_api_options", name]
+        return env, cmd, {name: yaml.safe_dump(extra, sort_keys=False)}
+
+    def client(self, plan, run, url):
+        cmd = ["python", "-m", "tensorrt_llm.serve.scripts.benchmark_serving", "--backend", "openai", "--base-url", url,
+               "--model", plan.served_model, "--num-prompts", str(run.num_prompts), "--max-concurrency", str(run.concurrency),
+               "--request-rate", "inf", "--ignore-eos", "--save-result", "--result-dir", "results", "--result-filename",
+               run.file.split("/", 1)[1]]
+        if run.input_tokens is None:
+            cmd += ["--dataset-name", "sharegpt", "--dataset-path", "prompts.sharegpt.json"]
+        else:
+            cmd += ["--dataset-name", "random", "--random-ids", "--random-input-len", str(run.input_tokens),
+                    "--random-output-len", str(run.output_tokens), "--random-range-ratio", "0"]
+        return cmd
+
+    def prompts_prep(self, plan):
+        return [_SHAREGPT_PREP]
+
+

@@ -1,0 +1,201 @@
+"""vLLM: its presets per version, its speculative_config writers and its benchmark plan.
+
+Presets (:class:`~specsim.engines.base.EnginePreset`): the versions where vLLM changed how it schedules a round --
+0.10-0.13 serial, 0.14-0.27 async scheduling with EAGLE/MTP (vllm-project/vllm#31998), 0.28-0.33 also with draft models
+(vllm-project/vllm#48341; read in vllm/config/vllm.py of the 0.28.0 wheel) -- with the terms fitted to public rows
+(:mod:`specsim.calibration.fidelity`, :mod:`specsim.calibration.public`).
+
+Writers: ``speculative_config`` with a per-batch-size schedule (``num_speculative_tokens_per_batch_size``, a list of
+``[start_bs, end_bs, k]`` with inclusive ranges, docs/features/speculative_decoding/dynamic_speculative_decoding.md of
+vLLM 0.24), the target's serve flags, and the benchmark plan's server and client commands.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from specsim.engines.base import _BASIS, _SPEC_BASIS, HEADS, SpecHost, make_preset
+from specsim.engines.writers import BenchWriter, version_text as _version_text
+
+__all__ = ["NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "VllmBench", "check_vllm_pair", "engine_settings", "to_vllm"]
+
+NAME = "vllm"
+#: vLLM's n-gram lookup window, as the reference article's example sets it.
+NGRAM_LOOKUP = {"prompt_lookup_min": 2, "prompt_lookup_max": 4}
+PLAIN = dict(kernel_engine="vllm", iteration_s=0.0, kernel_iteration_s=0.0,
+             basis=_BASIS + ", pooled over engines (no single-GPU vLLM rows)", collective_s=28.4e-6, kernel_collective_s=9.1e-6)
+# Speculative host terms printed by benchmarks/validate_speculation.py (tests/test_spec_fit.py refits them): fitted
+# on the serial versions, roofline step (spec) and GPU time (kernel_spec).
+SPEC = SpecHost(round_s=0.0, step_s=0.425e-3, seq_s=0.0, seq_step_s=5.4e-6)
+KERNEL_SPEC = SpecHost(round_s=0.0, step_s=0.475e-3, seq_s=0.2e-6, seq_step_s=6.8e-6)
+#: The batch sizes the fitted rows span: beyond them the per-sequence term is extrapolated, and outputs say so.
+_RANGE = " at batch 1-32 (beyond: extrapolated)"
+PRESETS = [
+    make_preset("vllm", "0.10", "vLLM 0.10-0.13: V1 engine, speculative rounds serial (async scheduling off with speculation)",
+                PLAIN, SPEC, KERNEL_SPEC, _SPEC_BASIS + ", vLLM rows" + _RANGE),
+    make_preset("vllm", "0.14", "vLLM 0.14-0.27: async scheduling on by default with EAGLE/MTP (vllm-project/vllm#31998, "
+                "0.14.0 of 2026-01-17); draft models and n-gram serial", PLAIN, SPEC, KERNEL_SPEC,
+                _SPEC_BASIS + ", vLLM rows (serial versions; the same host work, overlapped)" + _RANGE, HEADS),
+    make_preset("vllm", "latest", "vLLM 0.28 and later (vllm-project/vllm#48341): async scheduling also with draft models; "
+                "n-gram serial", PLAIN, SPEC, KERNEL_SPEC,
+                _SPEC_BASIS + ", vLLM rows (serial versions; the same host work, overlapped)" + _RANGE, HEADS | {"draft_model"}),
+]
+#: Numbered releases each preset covers, (first, last) inclusive; the last ends at the newest release read (0.33.0).
+RANGES = [((0, 10, 0), (0, 13, 99), "0.10"), ((0, 14, 0), (0, 27, 99), "0.14"), ((0, 28, 0), (0, 33, 99), "latest")]
+ALIASES: dict[str, str] = {}
+#: The newest release whose source the writers were checked against (what ``vllm@latest`` writes for).
+NEWEST = "0.33.0"
+
+
+def to_vllm(ranges: list, draft_model: str, dep=None) -> dict[str, Any] | None:
+    """vLLM ``speculative_config`` with a per-batch-size schedule; None if gamma is 0 everywhere.
+
+    With a tensor-parallel target, ``draft_tensor_parallel_size`` says where
+    the draft runs (vLLM accepts 1 or the target's size; its own default is
+    the target's, so it is always written).  A draft quantised on load gets
+    ``"quantization"`` (a field of vLLM's SpeculativeConfig).
+    """
+    k_max = max(r.gamma for r in ranges)
+    if k_max == 0:
+        return None
+    kind = "draft_model" if dep is None else dep.drafter.kind
+    config: dict[str, Any] = {}
+    if kind != "draft_model":
+        config["method"] = dep.drafter.vllm_method
+    if draft_model is not None:
+        config["model"] = draft_model
+    config["num_speculative_tokens"] = k_max
+    if kind == "ngram":
+        config.update(NGRAM_LOOKUP)
+    if dep is not None and dep.target.tp > 1 and dep.draft is not None:
+        config["draft_tensor_parallel_size"] = dep.draft.tp
+    if dep is not None and dep.draft is not None and dep.draft.checkpoint_dtype and dep.draft.weight_dtype == "fp8":
+        config["quantization"] = "fp8"
+    config["num_speculative_tokens_per_batch_size"] = [[r.start_batch, r.end_batch, r.gamma] for r in ranges]
+    return config
+
+
+def engine_settings(dep, engine: str) -> tuple[list[str], list[str]]:
+    """(settings for the target, notes) that the engine needs besides ``speculative_config``.
+
+    vLLM command-line flags (docs.vllm.ai, "Engine Arguments"): ``--tensor-parallel-size``,
+    ``--quantization fp8`` for FP8 quantisation of a 16-bit checkpoint on load, ``--kv-cache-dtype fp8``.
+    TensorRT-LLM ``LlmArgs`` keys for ``--extra_llm_api_options`` (``tensor_parallel_size``,
+    ``kv_cache_config.dtype``) are written into its YAML by :func:`to_trtllm`.  A pre-quantised checkpoint
+    needs no flag (both engines read its ``quantization_config``); a dtype the engine cannot produce on load
+    becomes a note asking for a quantised checkpoint.
+    """
+    t = dep.target
+    flags: list[str] = []
+    notes: list[str] = []
+    if engine == "vllm":
+        if t.tp > 1:
+            flags += ["--tensor-parallel-size", str(t.tp)]
+        if t.kv_dtype == "fp8":
+            flags += ["--kv-cache-dtype", "fp8"]
+    for model, who in ((t, "target"), (dep.draft, "draft")):
+        if model is None or not model.checkpoint_dtype:
+            continue
+        if engine == "vllm" and model.weight_dtype == "fp8":
+            if who == "target":
+                flags += ["--quantization", "fp8"]
+        else:
+            notes.append(f"the {who} {model.name} is modelled in {model.weight_dtype} but its checkpoint is "
+                         f"{model.checkpoint_dtype}: serve a {model.weight_dtype}-quantised checkpoint of it "
+                         + ("(vLLM quantises to FP8 on load only)" if engine == "vllm" else "(TensorRT-LLM reads pre-quantised checkpoints)"))
+    return flags, notes
+
+
+def check_vllm_pair(dep) -> None:
+    """Refuse a pair vLLM's draft-model speculation rejects: its vocabulary sizes must be equal.
+
+    vLLM asserts equal vocab sizes of draft and target (vllm-project/vllm issue #5203; the opt-in padding of
+    PR #42775 was still open in 2026-05), so a Qwen2.5 0.5B draft (151,936) for a 14B+ target (152,064) fails
+    to start even though the tokenizers agree.
+    """
+    if dep.drafter.kind != "draft_model":
+        return
+    if dep.target.vocab_size != dep.draft.vocab_size:
+        raise ValueError(
+            f"vLLM requires the draft's vocab_size to equal the target's: {dep.draft.name} has {dep.draft.vocab_size:,}, "
+            f"{dep.target.name} {dep.target.vocab_size:,} (vllm-project/vllm#5203); pad the draft's embedding and config "
+            "to the target's size, or choose another draft"
+        )
+
+
+class VllmBench(BenchWriter):
+    """vLLM: ``vllm serve`` and ``vllm bench serve``.
+
+    Read from the released wheels (the tags' code): ``vllm/config/speculative.py`` (``SpeculativeConfig``: ``method``,
+    ``model``, ``num_speculative_tokens``, ``draft_tensor_parallel_size``, ``prompt_lookup_min``/``max``, and from
+    0.20.0 ``rejection_sample_method: synthetic`` with ``synthetic_acceptance_length`` in [1, k + 1], turned into the
+    per-position schedule [1, ..., 1, frac, 0, ...] by ``_acceptance_length_to_rates``; 0.19 had only a per-token
+    ``synthetic_acceptance_rate`` on Model Runner V2), ``vllm/engine/arg_utils.py`` (``--speculative-config`` JSON,
+    ``--tensor-parallel-size``, ``--max-num-seqs``, ``--enable-prefix-caching``/``--no-enable-prefix-caching``),
+    ``vllm/benchmarks/serve.py`` and ``vllm/benchmarks/datasets.py`` (``vllm bench serve`` from 0.10.0: ``--backend``,
+    ``--base-url``, ``--model``, ``--dataset-name random|custom``, ``--random-input-len``, ``--random-output-len``,
+    ``--random-range-ratio``, ``--custom-output-len``, ``--num-prompts``, ``--max-concurrency``, ``--request-rate``,
+    ``--ignore-eos``, ``--save-result``, ``--result-dir``, ``--result-filename``; ``spec_decode_acceptance_length``
+    in the result from 0.14.0).  ``draft_model`` is refused by vLLM before 0.15.0 (``arg_utils.py``).
+    """
+
+    name, newest = "vllm", "0.33.0"
+    _METHODS = {"draft_model": "draft_model", "eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram"}
+
+    def check(self, version, drafter, pins, topk):
+        if version < (0, 10, 0):
+            raise ValueError(f"vllm {_version_text(version)}: specsim writes plans for vLLM 0.10.0 and later, where "
+                             "`vllm bench serve` exists (vllm/entrypoints/cli/benchmark/serve.py)")
+        if topk > 1:
+            raise ValueError("vLLM drafts chains in these plans (top-k 1); a token tree is an SGLang or TensorRT-LLM plan")
+        if drafter == "draft_model" and version < (0, 15, 0):
+            raise ValueError(f"vllm {_version_text(version)} refuses method draft_model ('not supported yet', "
+                             "vllm/engine/arg_utils.py): use vllm 0.15.0 or later, or an EAGLE head")
+        if any(p is not None for p in pins) and version < (0, 20, 0):
+            raise ValueError(f"vllm {_version_text(version)} cannot pin acceptance at a length: synthetic_acceptance_length "
+                             "arrived in 0.20.0 (vllm-project/vllm#40662; 0.19 pins only a per-token rate on Model Runner V2); "
+                             "use vllm 0.20.0 or later, or --no-pin (real acceptance on --prompts at both step counts, "
+                             "its /metrics saved around each run)")
+        notes = []
+        if version < (0, 14, 0):
+            notes.append(f"vllm {_version_text(version)}'s client records no acceptance length (from 0.14.0): every "
+                         "speculative run saves /metrics before and after, and calibrate-engine reads the difference")
+        return notes
+
+    def _spec_config(self, plan, server):
+        kind = plan.drafter_kind
+        config = {"method": self._METHODS[kind], "num_speculative_tokens": server.steps}
+        if plan.draft_checkpoint:
+            config["model"] = plan.draft_checkpoint
+        if kind == "ngram":
+            config |= {"prompt_lookup_min": 2, "prompt_lookup_max": 4}
+        if kind == "draft_model" and plan.draft_tp != plan.tp:
+            config["draft_tensor_parallel_size"] = plan.draft_tp
+        if server.pinned_accept_length is not None:
+            config |= {"rejection_sample_method": "synthetic", "synthetic_acceptance_length": server.pinned_accept_length}
+        return config
+
+    def server(self, plan, server):
+        import json
+
+        cmd = ["vllm", "serve", plan.served_model, "--port", str(plan.port), "--tensor-parallel-size", str(plan.tp),
+               "--max-num-seqs", str(plan.max_concurrency), "--no-enable-prefix-caching"]
+        if server.steps is not None:
+            cmd += ["--speculative-config", json.dumps(self._spec_config(plan, server), separators=(",", ":"))]
+        return {}, cmd, None
+
+    def client(self, plan, run, url):
+        cmd = ["vllm", "bench", "serve", "--backend", "vllm", "--base-url", url, "--model", plan.served_model,
+               "--num-prompts", str(run.num_prompts), "--max-concurrency", str(run.concurrency), "--request-rate", "inf",
+               "--ignore-eos", "--save-result", "--result-dir", "results", "--result-filename", run.file.split("/", 1)[1]]
+        if run.input_tokens is None:
+            cmd += ["--dataset-name", "custom", "--dataset-path", "prompts.jsonl", "--custom-output-len", str(run.output_tokens)]
+        else:
+            cmd += ["--dataset-name", "random", "--random-input-len", str(run.input_tokens), "--random-output-len",
+                    str(run.output_tokens), "--random-range-ratio", "0"]
+        return cmd
+
+    def prompts_prep(self, plan):
+        return ['cp "$PROMPTS" prompts.jsonl   # vllm bench serve --dataset-name custom reads {"prompt": ...} lines']
+
+

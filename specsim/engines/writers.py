@@ -1,0 +1,44 @@
+"""What every engine's benchmark writer answers (:mod:`specsim.calibration.plan` lays the runs out; each engine's
+module of this package says how its server and client run them), and the helpers they share."""
+
+from __future__ import annotations
+
+__all__ = ["BenchWriter", "SHAREGPT_PREP", "version_text"]
+
+
+class BenchWriter:
+    """What one engine needs: its server and client commands and how it pins acceptance, per version."""
+
+    name: str
+    #: The newest release whose source these commands were checked against (what ``@latest`` writes for).
+    newest: str
+    health = "/health"
+    metrics = "/metrics"
+
+    def check(self, version: tuple, drafter: str, pins: list[float | None], topk: int) -> list[str]:
+        """Refuse what this version cannot run; return notes on what it runs differently."""
+        raise NotImplementedError
+
+    def server(self, plan, server) -> tuple[dict, list[str], dict | None]:
+        """(environment, command, extra config files {name: text})."""
+        raise NotImplementedError
+
+    def client(self, plan, run, url: str) -> list[str]:
+        raise NotImplementedError
+
+    def prompts_prep(self, plan) -> list[str]:
+        """Shell lines that turn the user's prompts (JSONL, one {"prompt": ...} per line) into the client's format."""
+        return []
+
+
+def version_text(v: tuple) -> str:
+    return f"{v[0]}.{v[1]}.{v[2]}"
+
+
+#: Turns {"prompt": ...} lines into the ShareGPT list that sglang.bench_serving (and TensorRT-LLM's client) read with
+#: --dataset-name sharegpt: [{"conversations": [{"from": "human", "value": ...}, {"from": "gpt", "value": ""}]}].
+SHAREGPT_PREP = ('python3 -c \'import json,sys; rows=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]; '
+                  'json.dump([{"conversations":[{"from":"human","value":r["prompt"]},{"from":"gpt","value":""}]} for r in rows], '
+                  'open("prompts.sharegpt.json","w"))\' "$PROMPTS"')
+
+

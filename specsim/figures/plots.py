@@ -1,0 +1,693 @@
+"""Plots: every ``plot_*(data, *, ax=None)`` draws a table it is given and computes no physics of its own.
+
+The tables come from :mod:`specsim.speculation.sweep`, :mod:`specsim.serving.simulator` and the library's answers; the committed
+figures (which data each one draws) are :mod:`specsim.figures.make`.  Each ``plot_*`` draws on the axes it is
+given (or a new figure), never calls ``plt.show()``, and returns what it drew so that notebooks and tests can
+read the data back.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from specsim.core.files import atomic_write_bytes
+from specsim.describe.hardware import HardwareProfile, load_hardware
+
+__all__ = [
+    "plot_drafters",
+    "plot_moe_speculation",
+    "plot_optimal_gamma_vs_batch",
+    "plot_residuals",
+    "plot_round_anatomy",
+    "plot_roofline",
+    "plot_serve_sweep",
+    "plot_speedup_heatmap",
+    "plot_speedup_vs_batch",
+    "plot_speedup_vs_batch_devices",
+    "plot_speedup_vs_gamma",
+    "plot_step_times",
+    "plot_throughput_vs_latency",
+    "plot_verify_cost",
+    "save_round_anatomy",
+    "save_serve_sweep",
+]
+
+
+_BATCH_AXIS = np.arange(1, 513)
+
+
+_COLORS = ["#1b6ca8", "#d1495b", "#2e933c", "#edae49", "#7b4b94", "#00798c", "#6c757d"]
+
+
+def _axes(ax: Any = None) -> Any:
+    """The given axes, or new ones on a pyplot figure (for notebooks)."""
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    _, ax = plt.subplots(figsize=(7.5, 4.6))
+    return ax
+
+
+def _plain_log2(ax: Any) -> None:
+    """A log2 x axis whose ticks read as plain numbers (0.5, 1, 2, 4 ...): every batch and rate axis here."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _plain_log(axis: Any) -> None:
+    """A log axis (base 10) labelled in plain numbers: 1, 10, 100 at the decades and 2 and 5 between them."""
+    from matplotlib.ticker import FuncFormatter
+
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set_minor_formatter(FuncFormatter(lambda value, _: f"{value:g}" if f"{value:g}"[0] in "25" else ""))
+
+
+def _break_even(ax: Any) -> Any:
+    """The line at speedup 1, labelled, on every panel that plots a speedup."""
+    return ax.axhline(1.0, color="black", lw=1, ls="--", label="break-even (S = 1)", zorder=1)
+
+
+def _log2_batch_axis(ax: Any, top: int = 512) -> None:
+    ax.set_xscale("log", base=2)
+    ticks = [2**k for k in range(0, int(np.log2(top)) + 1)]
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([str(t) for t in ticks])
+    ax.set_xlim(1, top)
+
+
+def _lines_by_source(ax: Any, frame: pd.DataFrame, key: str, y: str, colours: dict, offset: int = 0) -> dict:
+    """One line per (``key``, source) of ``frame`` against batch: a colour per key, dashed for the roofline."""
+    lines = {}
+    for (name, source), rows in frame.groupby([key, "source"], sort=False):
+        colour = colours.setdefault(name, f"C{len(colours) + offset}")
+        (line,) = ax.plot(rows.batch, rows[y], marker="o", ms=3, color=colour,
+                          ls="--" if str(source).startswith("roofline") else "-", label=f"{name}, {source}")
+        lines[(name, source)] = line
+    return lines
+
+
+def _batch_panel(ax: Any, ylabel: str, title: str, speedup: bool = True) -> None:
+    """Log2 batch axis, the break-even line (a plain line at 1 on a ratio panel), labels, title and legend."""
+    _plain_log2(ax)
+    ax.set_xlabel("batch size (sequences)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    if speedup:
+        _break_even(ax)
+    else:
+        ax.axhline(1.0, color="0.6", lw=0.8)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, which="both")
+
+
+# -- 1. speedup against gamma (closed form) ------------------------------------------
+def plot_speedup_vs_gamma(table: pd.DataFrame, *, ax: Any = None) -> dict[str, Any]:
+    """Speedup against gamma, one curve per alpha, each optimum marked.
+
+    ``table`` is :func:`specsim.sweep.closed_form_table` output for one cost ratio.
+    Returns ``{"lines": {alpha: Line2D}, "optima": {alpha: (gamma, speedup)}}``.
+    """
+    ax = _axes(ax)
+    c = table.cost_ratio.unique()
+    if len(c) != 1:
+        raise ValueError(f"plot_speedup_vs_gamma needs one cost ratio, got {c.tolist()}")
+    lines, optima = {}, {}
+    for i, (color, (alpha, group)) in enumerate(zip(_COLORS, table.groupby("alpha"))):
+        group = group.sort_values("gamma")
+        (line,) = ax.plot(group.gamma, group.speedup, "-o", ms=3, color=color, label=f"α = {alpha:g}")
+        best = group.loc[group.speedup.idxmax()]  # first maximum: exact ties go to the smaller gamma
+        optima[float(alpha)] = (int(best.gamma), float(best.speedup))
+        ax.plot(best.gamma, best.speedup, "*", ms=14, color=color, markeredgecolor="black", zorder=5)
+        # Above the star, except for the lowest curve, whose label would sit on the next curve up.
+        ax.annotate(f"γ*={int(best.gamma)}, {best.speedup:.2f}×", (best.gamma, best.speedup),
+                    textcoords="offset points", xytext=(0, -17) if i == 0 else (0, 9), ha="center", fontsize=8.5)
+        lines[float(alpha)] = line
+    _break_even(ax)
+    ax.set_xlabel("γ (drafted tokens per step)")
+    ax.set_ylabel("speedup over plain decoding (×)")
+    ax.set_title(f"Speedup E/(γc+1) against γ at c = {c[0]:g} (verification = one decode step)")
+    ax.set_xlim(0, table.gamma.max())
+    ax.set_ylim(0.9, table.speedup.max() * 1.12)
+    ax.legend(loc="upper left", fontsize=9)
+    ax.grid(alpha=0.3)
+    return {"ax": ax, "lines": lines, "optima": optima}
+
+
+# -- 2. speedup against batch size -----------------------------------------------------
+def plot_speedup_vs_batch(
+    table: pd.DataFrame, *, ax: Any = None, curves: tuple[tuple[float, int], ...] = ((0.8, 4), (0.8, 8), (0.6, 4)),
+    marks: tuple[int, ...] = (1, 64, 128, 256), title: str | None = None,
+) -> dict[str, Any]:
+    """Speedup against batch size for (alpha, gamma) curves, with the break-even line.
+
+    ``table`` is :func:`specsim.sweep.sweep` output for one deployment and context.
+    The first curve's speedup is labelled at the ``marks`` batch sizes.
+    Returns ``{"lines": {(alpha, gamma): Line2D}, "break_even": Line2D, "crossings": {(alpha, gamma): batch or None}}``.
+    """
+    ax = _axes(ax)
+    lines, crossings = {}, {}
+    # Curves can meet (past the knee the gamma = 8 and alpha = 0.6 ones nearly coincide): each its own dash.
+    styles = ["-", (0, (6, 3)), (0, (1.5, 1.5))]
+    for i, (alpha, gamma) in enumerate(curves):
+        group = table[np.isclose(table.alpha, alpha) & (table.gamma == gamma)].sort_values("batch")
+        if group.empty:
+            raise ValueError(f"no rows for alpha={alpha}, gamma={gamma} in the table")
+        below = group[group.speedup < 1.0]
+        crossings[(alpha, gamma)] = int(below.batch.iloc[0]) if len(below) else None
+        # Where speculation stops paying goes in the legend, where no curve or panel edge can cover it.
+        where = "" if crossings[(alpha, gamma)] is None else f": S < 1 from b = {crossings[(alpha, gamma)]}"
+        (line,) = ax.plot(group.batch, group.speedup, color=_COLORS[i], lw=2, ls=styles[i % len(styles)],
+                          label=f"α = {alpha:g}, γ = {gamma}{where}")
+        lines[(alpha, gamma)] = line
+        if crossings[(alpha, gamma)] is not None:
+            ax.plot(crossings[(alpha, gamma)], 1.0, "v", color=_COLORS[i], ms=8)
+        if i == 0:
+            for b in marks:
+                s = group[group.batch == b].speedup
+                if len(s):
+                    ax.plot(b, s.item(), "o", color=_COLORS[i], ms=6, markeredgecolor="black")
+                    # Up and to the right: the curve only falls to the right, so the label stays clear of it; near
+                    # the right edge, below and to the left, under the higher curve there, so it stays inside the panel.
+                    edge = b > table.batch.max() / 4
+                    ax.annotate(f"{s.item():.2f} at b={b}", (b, s.item()), textcoords="offset points",
+                                xytext=(-7, -14) if edge else (7, 5), ha="right" if edge else "left", fontsize=9)
+    break_even = _break_even(ax)
+    drawn = np.concatenate([line.get_ydata() for line in lines.values()])
+    ax.set_ylim(min(0.9, drawn.min() - 0.05), drawn.max() + 0.12)
+    _log2_batch_axis(ax, int(table.batch.max()))
+    ax.set_xlabel("batch size (sequences)")
+    ax.set_ylabel("speedup over plain decoding (×)")
+    if title is None:
+        row = table.iloc[0]
+        title = f"{row.target} target, {row.draft} draft on {row.hardware}, L = {int(row.context)}"
+    ax.set_title(title, fontsize=10)
+    ax.legend(loc="lower left", fontsize=9)
+    ax.grid(alpha=0.3, which="both")
+    return {"ax": ax, "lines": lines, "break_even": break_even, "crossings": crossings}
+
+
+# -- 3. roofline -------------------------------------------------------------------------
+def plot_roofline(
+    roof: pd.DataFrame, passes: pd.DataFrame, hardware: HardwareProfile, *, ax: Any = None
+) -> dict[str, Any]:
+    """Attainable FLOP/s against arithmetic intensity, with passes as points.
+
+    ``roof`` is :func:`specsim.sweep.roofline_table`; ``passes`` is
+    :func:`specsim.sweep.pass_table` (decode and verification rows are drawn).
+    Points sit on the roof at their intensity (overhead excluded); filled where
+    compute-bound, hollow where memory-bound.
+    """
+    ax = _axes(ax)
+    (roof_line,) = ax.plot(roof.intensity_flop_per_byte, roof.attainable_flop_per_s / 1e12, color="black", lw=2,
+                           label=f"roofline: {hardware.compute_eff:g}×{hardware.peak_flop_per_s / 1e12:.0f} TFLOP/s, "
+                                 f"{hardware.bandwidth_eff:g}×{hardware.peak_bytes_per_s / 1e12:.2f} TB/s")
+    ridge = hardware.ridge_flop_per_byte
+    ax.axvline(ridge, color="gray", ls=":", lw=1.2)
+    ax.annotate(f"ridge {ridge:.0f} FLOP/byte", (ridge, hardware.flop_per_s / 1e12), textcoords="offset points",
+                xytext=(6, -28), fontsize=9, color="dimgray")
+    points = {}
+    for color, (name, group) in zip(("#1b6ca8", "#d1495b"), passes[passes["pass"] != "draft step"].groupby("pass", sort=False)):
+        q = int(group.tokens_per_seq.iloc[0])
+        x = group.intensity_flop_per_byte.to_numpy()
+        y = np.minimum(hardware.flop_per_s, x * hardware.bytes_per_s) / 1e12
+        compute = (group.bound == "compute").to_numpy()
+        ax.scatter(x[~compute], y[~compute], s=46, facecolors="white", edgecolors=color, linewidths=1.8, zorder=4)  # memory-bound
+        pts = ax.scatter(x[compute], y[compute], s=46, color=color, zorder=4)
+        first = group.batch[group.bound == "compute"]
+        where = f"compute-bound from b={first.iloc[0]}" if len(first) else "memory-bound at every b shown"
+        ax.plot([], [], "o", color=color, label=f"{name} (q = {q}): {where}")
+        on_roof_batches = list(group.batch[compute])
+        for b, xi, yi, on_roof in zip(group.batch, x, y, compute):
+            if on_roof and b not in (on_roof_batches[0], on_roof_batches[-1]):
+                continue  # points on the flat roof sit close together: label the first and the last
+            # Labels on the flat roof crowd together: tilt them upwards.
+            # Decode labels below and right of their points, verification labels to the left: the two rows of
+            # points interleave along the slope.
+            decode = color == "#1b6ca8"
+            ax.annotate(f"b={b}", (xi, yi), textcoords="offset points", fontsize=7.5, color=color,
+                        xytext=(0, 7) if on_roof else ((5, -12) if decode else (-7, 1)),
+                        ha="left" if (on_roof or decode) else "right", rotation=60 if on_roof else 0)
+        points[name] = pts
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _plain_log(ax.xaxis)
+    _plain_log(ax.yaxis)
+    ax.set_ylim(top=hardware.flop_per_s / 1e12 * 3)
+    ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
+    ax.set_ylabel("attainable throughput (TFLOP/s)")
+    row = passes.iloc[0]
+    ax.set_title(f"Roofline of {hardware.name}: {row.model} passes at L = {int(row.context)}\n"
+                 "(filled: compute-bound, hollow: memory-bound)", fontsize=10)
+    ax.legend(loc="lower right", fontsize=8)
+    ax.grid(alpha=0.3, which="both")
+    return {"ax": ax, "roof": roof_line, "ridge": ridge, "points": points}
+
+
+# -- 4. step times -------------------------------------------------------------------------
+def plot_step_times(passes: pd.DataFrame, *, axes: Any = None) -> dict[str, Any]:
+    """t_T, t_D and t_V against batch size, one panel each, with their parts.
+
+    The overhead is the shaded band; dashed and dotted lines are overhead +
+    compute and overhead + memory; the step time (solid) is the larger.
+    ``passes`` is :func:`specsim.sweep.pass_table` for one context.
+    """
+    if axes is None:
+        import matplotlib.pyplot as plt
+
+        _, axes = plt.subplots(1, 3, figsize=(13, 4.4), sharey=True)
+    totals = {}
+    for ax, (name, group) in zip(axes, passes.groupby("pass", sort=False)):
+        group = group.sort_values("batch")
+        b = group.batch.to_numpy()
+        ms = 1e3
+        (total,) = ax.plot(b, group.step_time_s * ms, color="black", lw=5, alpha=0.3,
+                           label="step time = overhead + max(compute, memory)")
+        ax.fill_between(b, 1e-3, group.overhead_s * ms, color="#bbbbbb", alpha=0.6, label="overhead per pass")
+        ax.plot(b, group.memory_s * ms, "-", color="#1b6ca8", lw=1.6, label="memory time (weights + KV)")
+        ax.plot(b, group.compute_s * ms, "--", color="#d1495b", lw=1.6, label="compute time (matmuls + attention)")
+        totals[name] = total
+        cross = group[group.bound == "compute"]
+        if len(cross):
+            ax.axvline(cross.batch.iloc[0], color="#d1495b", lw=0.8, alpha=0.6)
+            ax.annotate(f"compute-bound\nfrom b={cross.batch.iloc[0]}", (cross.batch.iloc[0], group.step_time_s.max() * ms * 0.5),
+                        textcoords="offset points", xytext=(-4, 0), ha="right", fontsize=8, color="#d1495b")
+        _log2_batch_axis(ax, int(b.max()))
+        ax.set_yscale("log")
+        _plain_log(ax.yaxis)
+        ax.set_ylim(bottom=min(group.compute_s.min(), group.overhead_s.min()) * ms * 0.5)
+        ax.set_xlabel("batch size (sequences)")
+        q = int(group.tokens_per_seq.iloc[0])
+        ax.set_title(f"{name}: {group.model.iloc[0]}, q = {q}", fontsize=10)
+        ax.grid(alpha=0.3, which="both")
+    top = max(float(np.max(line.get_ydata())) for line in totals.values())
+    for ax in axes:
+        ax.set_ylim(top=top * 1.6)  # the tallest pass (verification at the largest batch) inside every panel
+    axes[0].set_ylabel("time per forward pass (ms)")
+    axes[0].legend(loc="upper left", fontsize=8)
+    return {"axes": axes, "totals": totals}
+
+
+# -- 5. heat maps --------------------------------------------------------------------------
+def plot_speedup_heatmap(table: pd.DataFrame, row: str, *, ax: Any = None, title: str | None = None,
+                         limits: tuple[float, float] | None = None) -> dict[str, Any]:
+    """Speedup as a heat map over (``row``, gamma), with the optimal gamma traced.
+
+    ``row`` is "alpha" or "batch"; ``table`` holds one value of the other axes.
+    Colours diverge at 1 (red: slower than plain decoding, blue: faster); ``limits`` (low, high) fixes the colour
+    scale, so that panels side by side share one.
+    Returns ``{"image": AxesImage, "trace": Line2D, "optimal": Series of best gamma per row}``.
+    """
+    from matplotlib.colors import TwoSlopeNorm
+
+    ax = _axes(ax)
+    grid = table.pivot_table(index=row, columns="gamma", values="speedup")
+    values = grid.to_numpy()
+    low, high = (values.min(), values.max()) if limits is None else limits
+    norm = TwoSlopeNorm(vmin=min(low, 0.99), vcenter=1.0, vmax=max(high, 1.01))
+    image = ax.imshow(values, origin="lower", aspect="auto", cmap="RdBu", norm=norm,
+                      extent=(grid.columns.min() - 0.5, grid.columns.max() + 0.5, -0.5, len(grid.index) - 0.5))
+    optimal = grid.idxmax(axis=1)  # first maximum per row: ties go to the smaller gamma
+    (trace,) = ax.plot(optimal.to_numpy(), np.arange(len(grid.index)), "-o", color="black", lw=1.8, ms=3.5,
+                       label="optimal γ")
+    # Break-even contour over gamma >= 1 (gamma = 0 is exactly 1 everywhere).
+    speculating = grid.columns.to_numpy() >= 1
+    ax.contour(grid.columns.to_numpy()[speculating], np.arange(len(grid.index)), values[:, speculating], levels=[1.0],
+               colors="black", linewidths=1.0, linestyles="--")
+    labels = grid.index.to_numpy()
+    step = max(1, len(labels) // 10)
+    ax.set_yticks(np.arange(len(labels))[::step])
+    ax.set_yticklabels([f"{v:g}" for v in labels[::step]])
+    ax.set_xlabel("γ (drafted tokens per step)")
+    ax.set_ylabel({"alpha": "α (acceptance rate)", "batch": "batch size (sequences)"}.get(row, row))
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.legend(loc="upper right", fontsize=8)
+    colorbar = ax.figure.colorbar(image, ax=ax, label="speedup (×); dashed: break-even")
+    return {"ax": ax, "image": image, "trace": trace, "optimal": optimal, "colorbar": colorbar}
+
+
+# -- 6. optimal gamma schedule -----------------------------------------------------------------
+#: Vertical spacing of the optimal-gamma curves, so that equal gammas stay visible.
+OPTIMAL_GAMMA_OFFSET = 0.08
+
+
+def plot_optimal_gamma_vs_batch(table: pd.DataFrame, *, ax: Any = None, title: str | None = None) -> dict[str, Any]:
+    """Optimal gamma against batch size, one step curve per alpha.
+
+    ``table`` is :func:`specsim.sweep.optimal_gamma_table` for one context.
+    Where speculation stops paying (gamma = 0) the curve ends with a cross and
+    the batch size is labelled.  Returns ``{"lines": {alpha: Line2D}, "off_from": {alpha: batch or None}}``.
+    """
+    ax = _axes(ax)
+    lines, off_from = {}, {}
+    groups = list(table.groupby("alpha"))
+    for i, (color, (alpha, group)) in enumerate(zip(_COLORS, groups)):
+        group = group.sort_values("batch")
+        # Curves at the same gamma would hide each other: each is lifted by OPTIMAL_GAMMA_OFFSET per alpha.
+        lift = (i - (len(groups) - 1) / 2) * OPTIMAL_GAMMA_OFFSET
+        (line,) = ax.step(group.batch, group.gamma + lift, where="post", color=color, lw=2, label=f"α = {alpha:g}")
+        lines[float(alpha)] = line
+        off = group[group.gamma == 0]
+        off_from[float(alpha)] = int(off.batch.iloc[0]) if len(off) else None
+        if off_from[float(alpha)] is not None:
+            ax.plot(off_from[float(alpha)], lift, "X", color=color, ms=9, markeredgecolor="black", zorder=5)
+    offs = [f"α = {a:g}: b ≥ {b}" for a, b in off_from.items() if b is not None]
+    if offs:
+        ax.text(0.02, 0.97, "speculation off (X) from\n" + "\n".join(offs), transform=ax.transAxes, va="top",
+                fontsize=8.5, bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.9, "edgecolor": "#999999"})
+    _log2_batch_axis(ax, int(table.batch.max()))
+    ax.set_xlabel("batch size (sequences)")
+    ax.set_ylabel(f"optimal γ (0 = speculation off; curves {OPTIMAL_GAMMA_OFFSET:g} apart)")
+    ax.set_ylim(-0.5, table.gamma.max() + 4)
+    if title is None:
+        row = table.iloc[0]
+        title = f"{row.target} + {row.draft} on {row.hardware}, L = {int(row.context)}"
+    ax.set_title(title, fontsize=10)
+    ax.legend(loc="upper right", fontsize=8, ncol=2)
+    ax.grid(alpha=0.3, which="both")
+    return {"ax": ax, "lines": lines, "off_from": off_from}
+
+
+# -- 7. devices side by side -----------------------------------------------------------------
+def plot_speedup_vs_batch_devices(table: pd.DataFrame, *, axes: Any = None) -> dict[str, Any]:
+    """Figure 3 per device, side by side, with where verification turns compute-bound.
+
+    ``table`` is :func:`specsim.sweep.sweep` over several hardware profiles.
+    The dotted line is the first batch size at which the alpha = 0.8, gamma = 4
+    verification pass is compute-bound; the speedup falls from there, so the
+    crossover moves right as the device's ridge grows.
+    """
+    names = list(dict.fromkeys(table.hardware))
+    alpha, gamma = 0.8, 4
+    if axes is None:
+        import matplotlib.pyplot as plt
+
+        _, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 4.4), sharey=True)
+    panels = {}
+    for ax, name in zip(np.atleast_1d(axes), names):
+        hw = load_hardware(name)
+        rows = table[table.hardware == name]
+        row = rows.iloc[0]
+        drawn = plot_speedup_vs_batch(rows, ax=ax, marks=(), title=f"{name}: ridge {hw.ridge_flop_per_byte:.0f} FLOP/byte")
+        curve = rows[np.isclose(rows.alpha, alpha) & (rows.gamma == gamma)]
+        compute = curve[curve.bound_verify == "compute"].batch
+        if len(compute):
+            ax.axvline(compute.min(), color="gray", ls=":", lw=1.2)
+            # At the top of the panel, clear of the curves, on a white box.
+            ax.annotate(f"γ={gamma} verification\ncompute-bound\nfrom b={compute.min()}", (compute.min(), 0.97),
+                        xycoords=("data", "axes fraction"), textcoords="offset points", xytext=(4, 0), ha="left",
+                        va="top", fontsize=8, color="dimgray", bbox={"fc": "white", "ec": "none", "alpha": 0.9, "pad": 1})
+        panels[name] = drawn
+    np.atleast_1d(axes)[0].figure.suptitle(
+        f"The same deployment on three devices: {row.target} target, {row.draft} draft, L = {int(row.context)}, "
+        "article efficiencies", fontsize=11)
+    np.atleast_1d(axes)[0].set_ylabel("speedup over plain decoding (×)")
+    for ax in np.atleast_1d(axes)[1:]:
+        ax.set_ylabel("")
+    return {"axes": axes, "panels": panels}
+
+
+# -- 8. throughput against latency ---------------------------------------------------------------
+def plot_throughput_vs_latency(tables: dict[str, pd.DataFrame], *, ax: Any = None,
+                               marks: tuple[int, ...] = (1, 8, 32, 64, 128, 256)) -> dict[str, Any]:
+    """Device throughput against per-token latency, one curve per policy, batch size along each curve.
+
+    ``tables`` maps a label to :func:`specsim.capacity.throughput_table`
+    output; the label "plain decoding" draws the no-speculation columns and
+    stops at the largest batch that fits without the draft, every other label
+    draws the speculative columns and stops where the draft no longer fits.
+    Returns ``{"lines": {label: Line2D}, "ends": {label: last batch drawn}}``.
+    """
+    ax = _axes(ax)
+    lines, ends = {}, {}
+    styles = [("--", 2.0), ("-", 3.2), (":", 2.0), ("-.", 1.5)]
+    for i, (color, (label, table)) in enumerate(zip(_COLORS, tables.items())):
+        plain = label == "plain decoding"
+        rows = table[table.fits_without_draft if plain else table.fits_with_draft]
+        x = (rows.latency_plain_s if plain else rows.latency_spec_s) * 1e3
+        y = rows.tokens_per_s_plain if plain else rows.tokens_per_s_spec
+        ls, lw = styles[i % len(styles)]
+        # The memory limit goes in the legend: as a label at the end of the curve it collided with the others.
+        (line,) = ax.plot(x, y, color=color, lw=lw, ls=ls,
+                          label=f"{label}: memory full at b={int(rows.batch.max())}, {y.iloc[-1]:,.0f} tok/s")
+        lines[label], ends[label] = line, int(rows.batch.max())
+        for b in marks:
+            hit = rows.batch == b
+            if hit.any():
+                ax.plot(x[hit], y[hit], "o", color=color, ms=4)
+                if plain or color == _COLORS[1]:
+                    ax.annotate(f"b={b}", (x[hit].item(), y[hit].item()), textcoords="offset points",
+                                xytext=(5, -11) if plain else (-6, 6), ha="left" if plain else "right", fontsize=7.5, color=color)
+        ax.plot(x.iloc[-1], y.iloc[-1], "s", color=color, ms=8, markeredgecolor="black")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    left = min(line.get_xdata().min() for line in lines.values())
+    ax.set_xlim(left=left * 0.8)  # room for the b=1 labels, which sit left of their points
+    for axis in (ax.xaxis, ax.yaxis):
+        _plain_log(axis)
+    ax.set_xlabel("latency per generated token of one sequence (ms)")
+    ax.set_ylabel("device throughput (tokens/s)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize=8.5, title="squares: largest batch that fits",
+              title_fontsize=8)
+    ax.grid(alpha=0.3, which="both")
+    return {"ax": ax, "lines": lines, "ends": ends}
+
+
+# -- calibration residuals -------------------------------------------------------------------
+def plot_residuals(result: Any, *, fig: Any = None) -> Any:
+    """Relative error against batch size, before and after calibration, training and held-out points.
+
+    ``result`` is a :class:`specsim.calibration.profile.CalibrationResult`.
+
+    Draws on ``fig`` (e.g. ``plt.figure(figsize=(12, 4.6))`` in a notebook) or
+    on a new pyplot-free Figure, and returns it.
+    """
+    if fig is None:
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(12, 4.6), layout="constrained")
+    axes = fig.subplots(1, 2, sharey=True)
+    data = result.data
+    markers = dict(zip(sorted(data.model_name.unique()), "osD^v<>"))
+    for ax, which, title in ((axes[0], "before", f"before: {result.base.name} as shipped"),
+                             (axes[1], "after", f"after: {result.profile.name}")):
+        for (model, held), rows in data.groupby(["model_name", "holdout"]):
+            err = 100.0 * (rows[f"{which}_s"] / rows["measured_s"] - 1.0)
+            ax.scatter(rows["batch"] * (1.0 + 0.04 * rows["tokens_per_seq"]), err, marker=markers[model],
+                       facecolors="none" if not held else None, edgecolors="#1b6ca8" if not held else None,
+                       c=None if not held else "#d1495b", s=22, label=f"{model}, {'held out' if held else 'fitted'}")
+        e = np.abs(result.errors(which, True))
+        ax.axhline(0.0, color="black", lw=1)
+        _plain_log2(ax)
+        ax.set_xlabel("batch size (points spread by tokens per sequence)")
+        ax.set_title(f"{title}\nheld-out MAPE {e.mean():.1%}, worst {e.max():.1%}", fontsize=10)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("model error: predicted / measured - 1 (%)")
+    axes[1].legend(fontsize=7.5, loc="best")
+    return fig
+
+
+def plot_verify_cost(ratios: pd.DataFrame, speedups: pd.DataFrame, *, axes: Any = None) -> dict[str, Any]:
+    """Left: t_V / t_T against batch per device and source; right: speedup against batch per draft and source.
+
+    ``ratios`` has columns batch, device, source, ratio; ``speedups`` has batch,
+    draft, source, speedup.  Measured-kernel and default lines are solid, the
+    whole-pass roofline dashed.
+    """
+    left, right = axes
+    lines: dict[str, Any] = {"ratio": _lines_by_source(left, ratios, "device", "ratio", {})}
+    _batch_panel(left, "t_V / t_T  (verify 4 tokens per sequence / decode 1)", "Verification vs decode, Llama-3.1-8B, L = 400",
+                 speedup=False)
+    lines["speedup"] = _lines_by_source(right, speedups, "draft", "speedup", {}, offset=3)
+    _batch_panel(right, "speedup", "Llama-3.1-8B on H100, α = 0.8, γ = 3, L = 400, step-time sources alone (no engine)")
+    return lines
+
+
+def plot_moe_speculation(ratios: pd.DataFrame, speedups: pd.DataFrame, *, axes: Any = None,
+                         title: str = "Qwen3-0.6B draft, α = 0.8, L = 1128, H100, vLLM preset") -> dict[str, Any]:
+    """Left: t_V / t_T against batch for an MoE and a dense target; right: best speedup against batch, peaks marked.
+
+    ``ratios``: batch, model, source, ratio.  ``speedups``: batch, model, source, speedup, gamma.
+    """
+    if axes is None:
+        import matplotlib.pyplot as plt
+
+        _, axes = plt.subplots(1, 2, figsize=(14, 5.2))
+    left, right = axes
+    colours: dict = {}
+    lines: dict[str, Any] = {"ratio": _lines_by_source(left, ratios, "model", "ratio", colours), "speedup": {}, "peaks": {}}
+    _batch_panel(left, "t_V / t_T  (verify 4 tokens per sequence / decode 1)", "Verification vs decode on H100, L = 1128",
+                 speedup=False)
+    for (model, source), rows in speedups.groupby(["model", "source"], sort=False):
+        # Each line with its peak star; the peak is written in the legend, where it covers nothing.
+        colour = colours.setdefault(model, f"C{len(colours)}")
+        top = rows.loc[rows.speedup.idxmax()]
+        (line,) = right.plot(rows.batch, rows.speedup, marker="o", ms=3, color=colour, ls="--" if source == "roofline" else "-",
+                             label=f"{model}, {source}: peak {top.speedup:.2f}× at b = {int(top.batch)}, γ = {int(top.gamma)}")
+        lines["speedup"][(model, source)] = line
+        right.plot([top.batch], [top.speedup], marker="*", ms=13, color=colour, ls="none")
+        lines["peaks"][(model, source)] = (int(top.batch), float(top.speedup))
+    _batch_panel(right, "speedup at the optimal γ (star: peak)", title)
+    right.set_ylim(top=float(speedups.speedup.max()) * 1.25)  # room for the legend above the curves
+    return lines
+
+
+def plot_drafters(speedups: pd.DataFrame, *, axes: Any = None) -> dict[str, Any]:
+    """Best speedup against batch per drafter kind; one panel per target.
+
+    ``speedups``: panel, drafter, batch, speedup.
+    """
+    panels = list(dict.fromkeys(speedups.panel))
+    if axes is None:
+        import matplotlib.pyplot as plt
+
+        _, axes = plt.subplots(1, len(panels), figsize=(14, 5.2))
+    lines: dict[str, Any] = {}
+    styles = {"draft model": ("C0", "-"), "EAGLE-3 chain": ("C1", "-"), "EAGLE-3 tree": ("C1", "--"), "n-gram": ("C2", "-"),
+              "MTP": ("C3", "-")}
+    for ax, panel in zip(np.atleast_1d(axes), panels):
+        rows = speedups[speedups.panel == panel]
+        for drafter, group in rows.groupby("drafter", sort=False):
+            colour, ls = next((v for k, v in styles.items() if drafter.startswith(k)), ("C4", "-"))
+            (line,) = ax.plot(group.batch, group.speedup, marker="o", ms=3, color=colour, ls=ls, label=drafter)
+            lines[(panel, drafter)] = line
+        _batch_panel(ax, "speedup at the best gamma (or tree)", panel)
+    return lines
+
+
+#: Colours of a round's parts (specsim.speculation.deployment.RoundTime.parts), the engine's host work in the warm ones.
+_PART_COLORS = {"draft steps": "#1b6ca8", "draft-step collectives": "#7fb3d5", "verification": "#6c757d",
+                "draft extend": "#00798c", "drafter host time": "#2e933c", "engine per iteration": "#edae49",
+                "engine host time": "#d1495b"}
+
+
+def plot_round_anatomy(rows: list[dict], *, ax: Any = None, title: str | None = None) -> dict[str, Any]:
+    """One stacked bar per batch size: a round's parts in units of that batch's plain decode step, against the
+    tokens the round yields (plain decoding needs one step per token: speculation pays while the bar is below the
+    line).  ``rows``: :func:`specsim.answers.round_anatomy` rows.  Host work hidden behind the passes is hatched
+    above the bar."""
+    ax = _axes(ax)
+    x = np.arange(len(rows))
+    bottom = np.zeros(len(rows))
+    drawn: dict[str, Any] = {}
+    names = list(dict.fromkeys(n for r in rows for n in r["parts_s"]))
+    for name in names:
+        height = np.array([r["parts_s"][name] / r["t_decode_s"] for r in rows])
+        if not np.any(height > 1e-6):
+            continue
+        drawn[name] = ax.bar(x, height, bottom=bottom, color=_PART_COLORS.get(name, "C4"), width=0.7, label=name)
+        bottom += height
+    hidden = np.array([r["hidden_host_s"] / r["t_decode_s"] for r in rows])
+    if np.any(hidden > 1e-6):
+        # It runs while the passes do: drawn over the passes, below the host time the round still waits for.
+        passes_top = bottom - np.array([r["parts_s"].get("engine host time", 0.0) / r["t_decode_s"] for r in rows])
+        drawn["hidden engine host time"] = ax.bar(x, hidden, bottom=passes_top - hidden, width=0.7, fill=False, hatch="//",
+                                                  edgecolor="#d1495b", lw=0, label="engine host time hidden behind the passes")
+    (drawn["tokens per round"],) = ax.plot(x, [r["tokens_per_round"] for r in rows], color="black", marker="D", ms=4,
+                                           label="tokens per round (plain decoding needs this many steps)")
+    ax.axhline(1.0, color="0.6", lw=0.8, ls=":")
+    ax.set_xticks(x)
+    ax.set_xticklabels([f"{r['batch']}\nγ={r['gamma']}" for r in rows])
+    ax.set_xlabel("batch size b (γ per round)")
+    ax.set_ylabel("time per round, in plain decode steps of that batch")
+    # Headroom above the tallest bar and the tokens line, so that the legend covers neither.
+    ax.set_ylim(0.0, 1.45 * max(float(bottom.max()), max(r["tokens_per_round"] for r in rows)))
+    ax.legend(fontsize=7, loc="upper left")
+    if title:
+        ax.set_title(title, fontsize=10)
+    drawn["bars_top"] = bottom
+    return drawn
+
+
+def plot_serve_sweep(frame: pd.DataFrame, *, axes: Any = None, title: str | None = None,
+                     slo_tpot_ms: float | None = None) -> dict[str, Any]:
+    """Left: TPOT p50 and p99 against request rate, speculation off and on, and the TPOT objective when one is
+    given; right: output tokens/s."""
+    if axes is None:
+        import matplotlib.pyplot as plt
+
+        _, axes = plt.subplots(1, 2, figsize=(14, 5.2))
+    left, right = axes
+    lines: dict[str, Any] = {}
+    for name, colour, label in (("off", "C0", "speculation off"), ("on", "C1", "speculation on")):
+        for q, ls in (("p50", "-"), ("p99", ":")):
+            (line,) = left.plot(frame.rate, frame[f"{name}_tpot_{q}_s"] * 1e3, marker="o", ms=3, color=colour, ls=ls,
+                                label=f"{label}, TPOT {q}")
+            lines[(name, q)] = line
+        (line,) = right.plot(frame.rate, frame[f"{name}_tokens_per_s"], marker="o", ms=3, color=colour, label=label)
+        lines[(name, "tokens_per_s")] = line
+    if slo_tpot_ms is not None:
+        lines["slo"] = left.axhline(slo_tpot_ms, color="C3", lw=1.0, ls="-.", label=f"TPOT objective {slo_tpot_ms:g} ms")
+    worse = frame[frame.on_tpot_p50_s >= frame.off_tpot_p50_s]
+    if not worse.empty:
+        rate = float(worse.rate.min())
+        for ax in (left, right):
+            ax.axvline(rate, color="0.5", lw=0.8, ls="--")
+        left.annotate(f"speculation stops lowering TPOT p50 at {rate:g} req/s", (rate, left.get_ylim()[1]),
+                      textcoords="offset points", xytext=(-6, -14), ha="right", fontsize=8)
+        lines["stops_at"] = rate
+    for ax in (left, right):
+        _plain_log2(ax)
+        ax.set_xlabel("request rate (requests/s, Poisson)")
+        ax.grid(alpha=0.3, which="both")
+    left.set_yscale("log")
+    _plain_log(left.yaxis)
+    left.set_ylabel("time per output token, ms")
+    right.set_ylabel("output tokens/s")
+    left.legend(fontsize=8)
+    right.legend(fontsize=8)
+    if title:  # over both panels: a title this long does not fit over one
+        left.figure.suptitle(title, fontsize=10)
+    left.set_title("time per output token", fontsize=10)
+    right.set_title("throughput", fontsize=10)
+    return lines
+
+
+def save_round_anatomy(rows: list[dict], path: str | Path, title: str | None = None) -> Path:
+    """Draw :func:`plot_round_anatomy` on its own figure and write it as a PNG, atomically."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(9, 5.2), layout="constrained")
+    plot_round_anatomy(rows, ax=fig.subplots(), title=title)
+    _freeze_layout(fig)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=150)
+    return atomic_write_bytes(Path(path), buffer.getvalue())
+
+
+def save_serve_sweep(frame: pd.DataFrame, path: str | Path, title: str | None = None, slo_tpot_ms: float | None = None) -> Path:
+    """Draw :func:`plot_serve_sweep` and write it atomically (PNG or SVG)."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context({"svg.hashsalt": "specsim", "font.size": 10}):
+        fig = Figure(figsize=(14, 5.2), layout="constrained")
+        plot_serve_sweep(frame, axes=fig.subplots(1, 2), title=title, slo_tpot_ms=slo_tpot_ms)
+        _freeze_layout(fig)
+        buffer = io.BytesIO()
+        fmt = Path(path).suffix.lstrip(".")
+        fig.savefig(buffer, format=fmt, dpi=150, metadata={} if fmt == "png" else {"Date": None})
+    return atomic_write_bytes(Path(path), buffer.getvalue())
+
+
+def _freeze_layout(fig: Any) -> None:
+    """Run the constrained layout once, snap every axes to a 1e-4 grid of the figure, and switch the layout off.
+
+    The layout solver's floating-point result differs in the last bits between CPUs (AVX-512 or not), which
+    changed SVG coordinates in their sixth decimal; positions rounded to 1e-4 of the figure (0.1 pt on a
+    14-inch figure) make every coordinate derive from the same numbers on every machine.
+    """
+    fig.draw_without_rendering()
+    positions = [(ax, [round(v, 4) for v in ax.get_position().bounds]) for ax in fig.axes]
+    fig.set_layout_engine("none")
+    for ax, bounds in positions:
+        ax.set_position(bounds)

@@ -1,0 +1,272 @@
+"""Memory capacity and throughput: what speculation costs at high concurrency.
+
+Memory
+    Every quantity is per GPU: with tensor parallelism over N GPUs each holds
+    1/N of the target's weights and KV heads (see ``ModelShape.tp``), and a
+    draft at TP 1 sits whole on the first GPU, which therefore binds.  Local
+    (sliding-window) layers keep at most their window of KV per sequence.
+    A device with ``memory_bytes`` of which a serving engine may use a
+    fraction ``memory_utilization`` (vLLM's ``gpu_memory_utilization``,
+    default 0.9) holds the weights of every model it serves and, in what is
+    left, the KV cache of the running sequences.  Each sequence reserves KV
+    for ``context`` tokens (the longest it gets: prompt plus completion), in
+    the target and, when speculating, in the draft too:
+
+        max batch without draft = floor((U - W_T) / (kv_T * L))
+        max batch with draft    = floor((U - W_T - W_D) / ((kv_T + kv_D) * L))
+
+    with U = memory_utilization * memory_bytes.  Activations, CUDA graphs and
+    the few lookahead slots of the gamma drafted tokens are not counted (the
+    utilisation margin covers them).  The draft's weights and cache take
+    memory that would otherwise hold target KV (the article's "memory
+    pressure"), so the largest batch shrinks.
+
+Throughput
+    Per sequence, plain decoding emits 1 / t_T tokens per second and
+    speculation E / (gamma t_D + t_V); the device emits b times that.  At low
+    concurrency speculation buys latency; at high concurrency the smaller
+    maximum batch and the dearer verification pass cost device throughput.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from specsim.speculation.acceptance import expected
+from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
+from specsim.speculation.deployment import Deployment
+from specsim.describe.models import BYTES_PER_ELEMENT
+from specsim.speculation.search import optimal_gamma
+
+if TYPE_CHECKING:  # pandas is imported where a table is built, keeping the CLI's hot path light
+    import pandas as pd
+
+__all__ = ["DEFAULT_MEMORY_UTILIZATION", "Capacity", "capacity", "require_target_fits", "reserved_context", "sequence_kv_bytes",
+           "smallest_fitting_tp", "throughput_table"]
+
+#: Fraction of device memory an engine may use; vLLM's gpu_memory_utilization default.
+DEFAULT_MEMORY_UTILIZATION = 0.9
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """Memory budget of a deployment at one context length (bytes and sequences)."""
+
+    memory_bytes: float
+    usable_bytes: float
+    target_weight_bytes: float
+    draft_weight_bytes: float
+    target_kv_bytes_per_seq: float
+    #: KV bytes of one sequence in the target and the draft together (:func:`sequence_kv_bytes`).
+    kv_bytes_per_seq: float
+    context_tokens: int
+    #: GPUs the deployment spans (the target's tensor-parallel size); every byte above is per GPU.
+    gpus: int = 1
+
+    @property
+    def target_fits(self) -> bool:
+        """Whether the target's weights fit at all."""
+        return self.target_weight_bytes < self.usable_bytes
+
+    @property
+    def both_fit(self) -> bool:
+        """Whether target and draft weights fit together."""
+        return self.target_weight_bytes + self.draft_weight_bytes < self.usable_bytes
+
+    @property
+    def draft_kv_bytes_per_seq(self) -> float:
+        """The draft's share of a sequence's KV bytes."""
+        return self.kv_bytes_per_seq - self.target_kv_bytes_per_seq
+
+    @property
+    def free_bytes_without_draft(self) -> float:
+        """Bytes left for the KV cache beside the target's weights (negative: the target does not fit)."""
+        return self.usable_bytes - self.target_weight_bytes
+
+    @property
+    def free_bytes_with_draft(self) -> float:
+        """Bytes left for the KV cache beside the target's and the draft's weights."""
+        return self.usable_bytes - self.target_weight_bytes - self.draft_weight_bytes
+
+    @property
+    def max_batch_without_draft(self) -> int:
+        """Most sequences of ``context_tokens`` that fit beside the target alone."""
+        free = self.free_bytes_without_draft
+        return max(0, int(free // self.target_kv_bytes_per_seq)) if free > 0 else 0
+
+    @property
+    def max_batch_with_draft(self) -> int:
+        """Most sequences that fit with the draft's weights and KV cache as well."""
+        free = self.free_bytes_with_draft
+        return max(0, int(free // self.kv_bytes_per_seq)) if free > 0 else 0
+
+    def to_dict(self) -> dict:
+        return {
+            "memory_bytes": self.memory_bytes,
+            "usable_bytes": self.usable_bytes,
+            "target_weight_bytes": self.target_weight_bytes,
+            "draft_weight_bytes": self.draft_weight_bytes,
+            "target_kv_bytes_per_seq": self.target_kv_bytes_per_seq,
+            "draft_kv_bytes_per_seq": self.draft_kv_bytes_per_seq,
+            "context_tokens": self.context_tokens,
+            "gpus": self.gpus,
+            "target_fits": self.target_fits,
+            "both_fit": self.both_fit,
+            "max_batch_without_draft": self.max_batch_without_draft,
+            "max_batch_with_draft": self.max_batch_with_draft,
+        }
+
+
+def sequence_kv_bytes(dep: Deployment, tokens: object, with_draft: bool = True) -> np.ndarray:
+    """KV-cache bytes one sequence of ``tokens`` tokens holds on one GPU: the target's and, speculating, the draft's.
+
+    The one home of a sequence's KV footprint: window layers hold at most their window, an MLA cache its
+    latent, tensor parallelism splits (or replicates) KV heads (:meth:`specsim.describe.shapes.ModelShape.kv_bytes`).
+    ``specsim capacity`` and the serving simulation both reserve this.
+
+    >>> dep = Deployment.from_names("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
+    >>> float(sequence_kv_bytes(dep, 1000)), float(sequence_kv_bytes(dep, 1000, with_draft=False))
+    (163840000.0, 131072000.0)
+    """
+    kv = np.asarray(dep.target.kv_bytes(tokens), dtype=float)
+    if with_draft and dep.draft is not None:
+        kv = kv + dep.draft.kv_bytes(tokens)
+    return kv
+
+
+def reserved_context(context: int, max_context: int | None) -> int:
+    """Tokens each sequence reserves: ``max_context`` if given, else the mean ``context``.
+
+    >>> reserved_context(1128, None), reserved_context(1128, 4096)
+    (1128, 4096)
+    """
+    if max_context is None:
+        return int(context)
+    if max_context < context:
+        raise ValueError(f"--max-context ({max_context}) must be at least the mean --context ({context}): a sequence "
+                         "reserves at least the tokens it holds on average")
+    return int(max_context)
+
+
+def capacity(
+    dep: Deployment, context: int = DEFAULT_CONTEXT_TOKENS, memory_utilization: float = DEFAULT_MEMORY_UTILIZATION
+) -> Capacity:
+    """Memory budget of ``dep`` with every sequence holding ``context`` tokens.
+
+    Examples
+    --------
+    Llama-3.1-8B with a Llama-3.2-1B draft on an H100 80 GB at 8192 tokens:
+
+    >>> cap = capacity(Deployment.from_names("h100-sxm", "llama-3.1-8b", "llama-3.2-1b"), 8192)
+    >>> cap.max_batch_without_draft, cap.max_batch_with_draft
+    (52, 39)
+    """
+    if not 0.0 < memory_utilization <= 1.0:
+        raise ValueError(f"memory utilization must be in (0, 1], got {memory_utilization!r}")
+    if isinstance(context, bool) or int(context) != context or context < 1:
+        raise ValueError(f"context must be an integer >= 1 token for a capacity estimate, got {context!r}")
+    return Capacity(
+        memory_bytes=dep.hardware.memory_bytes,
+        usable_bytes=memory_utilization * dep.hardware.memory_bytes,
+        target_weight_bytes=dep.target.weight_bytes,
+        draft_weight_bytes=dep.draft.weight_bytes if dep.draft is not None else 0.0,
+        target_kv_bytes_per_seq=float(sequence_kv_bytes(dep, context, with_draft=False)),
+        kv_bytes_per_seq=float(sequence_kv_bytes(dep, context)),
+        context_tokens=int(context),
+        gpus=dep.target.tp,
+    )
+
+
+def smallest_fitting_tp(dep: Deployment, context: int = DEFAULT_CONTEXT_TOKENS,
+                        memory_utilization: float = DEFAULT_MEMORY_UTILIZATION, batch: int = 1) -> int | None:
+    """The fewest tensor-parallel GPUs (a power of two the heads allow, within one node) that hold the target,
+    its draft and ``batch`` sequences of ``context`` tokens; None if no node size does.
+
+    The draft keeps its own TP unless it was at the target's, in which case it follows.
+
+    >>> smallest_fitting_tp(Deployment.from_names("h100-sxm", "llama-3.3-70b", "llama-3.2-1b"), 8192, batch=16)
+    4
+    """
+    n = 1
+    while n <= dep.hardware.max_devices:
+        if n > 1 and dep.hardware.interconnect_bytes_per_s is None:
+            return None
+        try:
+            trial = dep.with_tp(n)
+        except ValueError:  # the heads do not split n ways
+            n *= 2
+            continue
+        if capacity(trial, context, memory_utilization).max_batch_with_draft >= batch:
+            return n
+        n *= 2
+    return None
+
+
+def require_target_fits(dep: Deployment, cap: Capacity) -> None:
+    """Refuse step-time answers for a target whose weights cannot be held: name the TP (or dtype) that can."""
+    if cap.target_fits:
+        return
+    n = smallest_fitting_tp(dep, cap.context_tokens, cap.usable_bytes / cap.memory_bytes)
+    where = f"{dep.hardware.name} x {dep.target.tp}" if dep.target.tp > 1 else f"one {dep.hardware.name}"
+    smaller = [d for d in ("fp8", "int4") if BYTES_PER_ELEMENT[d] < BYTES_PER_ELEMENT[dep.target.weight_dtype]]
+    fix = (f"--tp {n} fits" if n is not None else
+           f"no tensor-parallel size within one node ({dep.hardware.max_devices} GPUs) fits; "
+           + (f"try --weight-dtype {' or '.join(smaller)}, or " if smaller else "") + "a device with more memory")
+    raise ValueError(f"{dep.target.name} in {dep.target.weight_dtype} ({cap.target_weight_bytes / 1e9:.1f} GB of weights per GPU) "
+                     f"does not fit on {where} ({cap.usable_bytes / 1e9:.1f} GB usable per GPU): {fix}")
+
+
+def throughput_table(
+    dep: Deployment,
+    alpha: float,
+    batch: object,
+    context: int = DEFAULT_CONTEXT_TOKENS,
+    gamma: int | None = None,
+    gamma_max: int = DEFAULT_GAMMA_MAX,
+    max_context: int | None = None,
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+) -> "pd.DataFrame":
+    """Latency and throughput with and without speculation, one row per batch size.
+
+    ``gamma`` None uses the optimal gamma per batch size; an integer fixes it.
+    ``max_context`` (default ``context``) sizes the KV reservation for the
+    memory check.  Columns: batch, gamma, speedup, latency_plain_s and
+    latency_spec_s (seconds per token per sequence), tokens_per_s_seq_plain,
+    tokens_per_s_seq_spec, tokens_per_s_plain, tokens_per_s_spec (the whole
+    deployment, all its tensor-parallel GPUs), tokens_per_s_per_gpu_plain,
+    tokens_per_s_per_gpu_spec, fits_without_draft, fits_with_draft.
+    """
+    import pandas as pd
+
+    b = np.atleast_1d(np.asarray(batch, dtype=float))
+    if gamma is None:
+        best = optimal_gamma(dep, alpha, b, context, gamma_max)
+        g = best.gamma
+    else:
+        g = np.full(b.shape, int(gamma))
+    e = expected(alpha, g)
+    latency_plain = dep.decode(b, context).total_s
+    latency_spec = np.where(g == 0, latency_plain, dep.round_time(b, context, g).total_s / e)
+    cap = capacity(dep, reserved_context(context, max_context), memory_utilization)
+    return pd.DataFrame(
+        {
+            "batch": b.astype(int),
+            "gamma": g.astype(int),
+            "speedup": latency_plain / latency_spec,
+            "latency_plain_s": latency_plain,
+            "latency_spec_s": latency_spec,
+            "tokens_per_s_seq_plain": 1.0 / latency_plain,
+            "tokens_per_s_seq_spec": 1.0 / latency_spec,
+            "tokens_per_s_plain": b / latency_plain,
+            "tokens_per_s_spec": b / latency_spec,
+            "tokens_per_s_per_gpu_plain": b / latency_plain / dep.target.tp,
+            "tokens_per_s_per_gpu_spec": b / latency_spec / dep.target.tp,
+            "fits_without_draft": b <= cap.max_batch_without_draft,
+            # gamma = 0 rows still hold the draft in memory if the engine serves it.
+            "fits_with_draft": b <= cap.max_batch_with_draft,
+        }
+    )

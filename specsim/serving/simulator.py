@@ -1,0 +1,615 @@
+"""A request-level simulation of one serving engine, with and without speculation.
+
+Users do not choose a batch size; they send traffic.  This module plays requests through one engine
+instance iteration by iteration, the way vLLM's continuous batching runs them:
+
+* **Admission.**  A waiting request is admitted (first come, first served) while fewer than
+  ``max_num_seqs`` are in flight and the KV cache can hold it: each admitted request reserves
+  ``prompt + output`` tokens of KV (target and, when speculating, draft) in the memory the capacity
+  model leaves after the weights (:func:`specsim.capacity.capacity`).  Real engines allocate blocks as
+  tokens arrive and preempt when they run out; reserving up front is the conservative version.  A
+  request that can never fit is reported, never dropped silently.
+* **Chunked prefill.**  Each iteration carries every running sequence's decode tokens and, in the
+  token budget left (``max_batched_tokens``), prompt chunks of admitted requests, oldest first.  A
+  mixed iteration costs the decode round plus the marginal cost of each prompt's piece: extending that
+  prompt's prefill from the tokens done to the tokens done after it, with a prompt's prefill
+  ``t(1, P, 0) - t(1, 1, 0)`` from the same step-time source (the weights are read once for both;
+  :meth:`specsim.speculation.deployment.Deployment.prefill_s`), so that pieces of several prompts in one iteration
+  attend each to its own prompt, and a prompt costs its whole prefill once however it is cut.
+  The iteration that finishes a prompt emits its first token (time to first token).
+* **Decode.**  Without speculation an iteration emits one token per running sequence and takes
+  ``t_T(b, L)``.  With speculation it is a round: ``gamma t_D + t_V`` at the running batch ``b`` and
+  mean context ``L``, ``gamma`` fixed or from a per-batch schedule, and each sequence emits
+  ``1 + A`` tokens (never past its output length), ``A`` drawn from the acceptance model: with
+  ``c_k = P(drafted token k accepted)``, ``A = #{k <= gamma : u < c_k}`` for one uniform ``u`` per
+  sequence and round (exactly the per-position distribution; ``c_k = alpha^k`` for one alpha).
+
+Step times come from the deployment's step-time source and engine preset, tabulated once on a
+(batch, context, gamma) grid and interpolated linearly in context.  Between events (an arrival, a
+completion, the end of a prefill) the running set is fixed, so many rounds are advanced in one
+vectorised step; there is no per-token Python loop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from specsim.speculation.acceptance import as_acceptance
+from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION, capacity, sequence_kv_bytes
+from specsim.core.defaults import DEFAULT_ALPHA, DEFAULT_SERVING_GAMMA_MAX
+from specsim.speculation.deployment import Deployment
+from specsim.speculation.search import optimal_gamma
+from specsim.serving.workloads import mean_context_tokens
+
+__all__ = ["DEFAULT_MAX_BATCHED_TOKENS", "DEFAULT_MAX_NUM_SEQS", "DEFAULT_REQUESTS", "DEFAULT_SLO_ATTAINMENT", "EngineLimits", "ServeResult",
+           "StepTable", "requests_for", "serve_compare", "serve_sweep", "simulate", "summarize_runs", "sweep_findings"]
+
+#: Requests simulated per run unless told otherwise.
+DEFAULT_REQUESTS = 1000
+#: A rate "meets the SLOs" when at least this share of served requests meets both.
+DEFAULT_SLO_ATTAINMENT = 0.9
+
+#: vLLM's default max_num_seqs.
+DEFAULT_MAX_NUM_SEQS = 256
+#: Token budget per iteration for chunked prefill (vLLM's max_num_batched_tokens; set your engine's).
+DEFAULT_MAX_BATCHED_TOKENS = 8192
+_JUMP = 256  # rounds advanced at most in one vectorised step
+
+
+@dataclass(frozen=True)
+class EngineLimits:
+    """The engine's scheduling limits: sequences in flight, tokens per iteration, KV bytes it can hold."""
+
+    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
+    max_batched_tokens: int = DEFAULT_MAX_BATCHED_TOKENS
+    #: Bytes of KV cache (per GPU) the running requests may reserve (:func:`specsim.capacity.capacity`).
+    kv_capacity_bytes: float = float("inf")
+    #: False: prompts cost no time (the per-batch model's setting, for checks).
+    include_prefill: bool = True
+
+    def __post_init__(self) -> None:
+        for key in ("max_num_seqs", "max_batched_tokens"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65536:
+                raise ValueError(f"{key} must be a whole number in [1, 65536], got {value!r}")
+        if not self.kv_capacity_bytes > 0:
+            raise ValueError(f"KV capacity must be > 0 bytes, got {self.kv_capacity_bytes!r}")
+
+
+class StepTable:
+    """Round times of a deployment on a (batch 1..max_batch, context grid, gamma 0..gamma_max) grid.
+
+    ``round_s(b, L, gamma)``: ``t_T`` for gamma 0, ``gamma t_D + t_V`` otherwise.  ``prefill_s(P)``: the
+    marginal time of ``P`` prompt tokens in an iteration.
+    """
+
+    def __init__(self, dep: Deployment, max_batch: int, max_context: int, gamma_max: int = 0,
+                 max_prefill_tokens: int = DEFAULT_MAX_BATCHED_TOKENS):
+        b = np.arange(1, max_batch + 1, dtype=float)
+        grid = np.unique(np.r_[0.0, np.round(np.geomspace(16, max(max_context, 32), 28))])
+        self.contexts = grid
+        self.gamma_max = int(gamma_max)
+        rounds = [dep.decode(b[:, None], grid[None, :]).total_s]
+        rounds += [dep.round_time(b[:, None], grid[None, :], g).total_s for g in range(1, self.gamma_max + 1)]
+        self.table = np.stack(rounds, axis=-1)  # (batch, context, gamma)
+        tokens = np.unique(np.round(np.geomspace(1, max(max_prefill_tokens, max_context, 2), 40)))
+        self.prefill_tokens = tokens
+        self.prefill_table = dep.prefill_s(tokens)
+        self.base_s = float(np.asarray(dep.gpu_pass(dep.target, 1, 1, 0).total_s))
+
+    def round_s(self, batch: int, context: np.ndarray, gamma: int) -> np.ndarray:
+        row = self.table[batch - 1, :, gamma]
+        return np.interp(context, self.contexts, row)
+
+    def prefill_s(self, tokens: float) -> float:
+        if tokens <= 0:
+            return 0.0
+        return float(np.interp(tokens, self.prefill_tokens, self.prefill_table))
+
+
+@dataclass
+class ServeResult:
+    """Per-request times (seconds; NaN where a request never ran) and what the engine did."""
+
+    arrival_s: np.ndarray
+    first_token_s: np.ndarray
+    finish_s: np.ndarray
+    prompt: np.ndarray
+    output: np.ndarray
+    rejected: np.ndarray  # True: the request can never fit in the KV cache
+    batch_time_s: np.ndarray  # seconds spent with b running sequences, index b
+    in_system_integral: float  # integral over time of (waiting + in flight) requests
+    speculation: str
+    notes: list = field(default_factory=list)
+
+    @property
+    def served(self) -> np.ndarray:
+        return np.isfinite(self.finish_s)
+
+    @property
+    def ttft_s(self) -> np.ndarray:
+        return (self.first_token_s - self.arrival_s)[self.served]
+
+    @property
+    def tpot_s(self) -> np.ndarray:
+        """Time per output token after the first, per request with more than one output token."""
+        ok = self.served & (self.output > 1)
+        return (self.finish_s - self.first_token_s)[ok] / (self.output[ok] - 1)
+
+    @property
+    def e2e_s(self) -> np.ndarray:
+        return (self.finish_s - self.arrival_s)[self.served]
+
+    @property
+    def makespan_s(self) -> float:
+        return float(np.nanmax(self.finish_s) - np.nanmin(self.arrival_s)) if self.served.any() else 0.0
+
+    @property
+    def mean_batch(self) -> float:
+        """Time-weighted mean running batch while the engine was busy."""
+        busy = self.batch_time_s[1:].sum()
+        return float((np.arange(1, self.batch_time_s.size) * self.batch_time_s[1:]).sum() / busy) if busy > 0 else 0.0
+
+    def _arrivals(self) -> dict:
+        """Why requests/s served is not the offered rate: the arrivals' own rate over their span (a Poisson stream
+        of n requests comes at its rate only on average), the drain after the last arrival (served/s counts from
+        the first arrival to the last finish), and the requests waiting or running at the middle and the last
+        arrival (a queue that grows between them is past the engine's capacity)."""
+        arrived = np.sort(self.arrival_s[np.isfinite(self.arrival_s)])
+        span = float(arrived[-1] - arrived[0]) if arrived.size > 1 else 0.0
+        last = arrived[-1] if arrived.size else np.nan
+        middle = arrived[arrived.size // 2] if arrived.size else np.nan
+
+        def in_system(t):
+            return int(((self.arrival_s <= t) & ~self.rejected & ~(self.finish_s <= t)).sum())
+
+        grew = in_system(last) - in_system(middle)
+        return {"arrival_rate_per_s": (arrived.size - 1) / span if span > 0 else None,
+                "drain_s": float(np.nanmax(self.finish_s) - last) if self.served.any() else None,
+                "in_system_at_middle_arrival": in_system(middle), "in_system_at_last_arrival": in_system(last),
+                "queue_growth_per_s": grew / float(last - middle) if last > middle else None}
+
+    def summary(self, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None) -> dict:
+        """Percentiles, throughput, batch and goodput, in seconds and tokens per second."""
+        def pct(x):
+            # Nothing to average (no request served, or none with a second token for TPOT): None, said as n/a.
+            return {f"p{q}": float(np.percentile(x, q)) if x.size else None for q in (50, 90, 99)} | {
+                "mean": float(np.mean(x)) if x.size else None}
+
+        span = self.makespan_s
+        out = {
+            "speculation": self.speculation,
+            "requests": int(self.arrival_s.size),
+            "served": int(self.served.sum()),
+            "never_fit": int(self.rejected.sum()),
+            "ttft_s": pct(self.ttft_s),
+            "tpot_s": pct(self.tpot_s),
+            "e2e_s": pct(self.e2e_s),
+            "output_tokens_per_s": float(self.output[self.served].sum() / span) if span > 0 else None,
+            "requests_per_s": float(self.served.sum() / span) if span > 0 else None,
+            "mean_running_batch": self.mean_batch,
+            "running_batch_time_share": {int(b): float(v / self.batch_time_s.sum())
+                                         for b, v in enumerate(self.batch_time_s) if v > 0} if self.batch_time_s.sum() > 0 else {},
+            "max_running_batch": int(np.flatnonzero(self.batch_time_s > 0).max()) if np.any(self.batch_time_s > 0) else 0,
+            "mean_in_system": float(self.in_system_integral / span) if span > 0 else None,
+            **self._arrivals(),
+        }
+        if slo_ttft_s is not None or slo_tpot_s is not None:
+            ok = self.served.copy()
+            ttft = self.first_token_s - self.arrival_s
+            tpot = np.where(self.output > 1, (self.finish_s - self.first_token_s) / np.maximum(self.output - 1, 1), 0.0)
+            if slo_ttft_s is not None:
+                ok &= ttft <= slo_ttft_s
+            if slo_tpot_s is not None:
+                ok &= tpot <= slo_tpot_s
+            out["slo_met"] = int(ok.sum())
+            out["goodput_requests_per_s"] = float(ok.sum() / span) if span > 0 else None
+        return out
+
+
+class _Engine:
+    """The state of one simulated engine while requests play through it (see :func:`simulate`)."""
+
+    def __init__(self, requests, table: StepTable, limits: EngineLimits, cum: np.ndarray, gamma_by_batch: np.ndarray,
+                 rng: np.random.Generator, concurrency: int | None, reserve: np.ndarray):
+        n = len(requests)
+        self.n, self.table, self.limits, self.cum, self.gamma_by_batch, self.rng = n, table, limits, cum, gamma_by_batch, rng
+        self.concurrency, self.reserve = concurrency, reserve
+        self.prompt = np.asarray(requests.prompt, dtype=np.int64)
+        self.output = np.asarray(requests.output, dtype=np.int64)
+        self.rejected = reserve > limits.kv_capacity_bytes
+        if concurrency is None:
+            if requests.arrival_s is None:
+                raise ValueError("a closed-loop request set needs a concurrency")
+            self.arrival = np.asarray(requests.arrival_s, dtype=float).copy()
+        else:
+            if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+                raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
+            self.arrival = np.full(n, np.nan)
+            self.arrival[: min(concurrency, n)] = 0.0
+        self.first = np.full(n, np.nan)
+        self.finish = np.full(n, np.nan)
+        self.ctx = np.zeros(n)
+        self.remaining = self.output.copy()
+        self.batch_time = np.zeros(limits.max_num_seqs + 1)
+        self.in_system = 0.0
+        self.next_arrival = 0  # requests[:next_arrival] have arrived (arrival order)
+        self.waiting: deque = deque()
+        self.prefilling: deque = deque()  # [request, prompt tokens left]
+        self.running = np.zeros(0, dtype=np.int64)
+        self.kv_used = 0.0
+        self.t = 0.0
+        self.closed_next = min(concurrency, n) if concurrency is not None else n
+        self.done = 0
+
+    @property
+    def _limit(self) -> int:
+        """Requests that have been sent so far (all of them in an open loop)."""
+        return self.n if self.concurrency is None else self.closed_next
+
+    def arrive(self, upto: float) -> None:
+        while self.next_arrival < self._limit and self.arrival[self.next_arrival] <= upto:
+            i = self.next_arrival
+            if self.rejected[i]:
+                self.done += 1
+                if self.concurrency is not None:
+                    self.release(self.arrival[i])
+            else:
+                self.waiting.append(i)
+                self.in_system += upto - self.arrival[i]  # in the system since it arrived, inside the last step
+            self.next_arrival += 1
+
+    def release(self, at: float) -> None:
+        """A user of the closed loop sends the next request at ``at``."""
+        if self.concurrency is not None and self.closed_next < self.n:
+            self.arrival[self.closed_next] = at
+            self.closed_next += 1
+
+    def finish_requests(self, ids: np.ndarray, at) -> None:
+        for i, when in zip(ids.tolist(), np.broadcast_to(at, ids.shape).tolist()):
+            self.finish[i] = when
+            self.kv_used -= self.reserve[i]
+            self.done += 1
+            self.release(when)
+
+    def admit(self) -> None:
+        """First come, first served while sequences and KV memory last (each request reserves its whole length)."""
+        limits = self.limits
+        while (self.waiting and self.running.size + len(self.prefilling) < limits.max_num_seqs
+               and self.kv_used + self.reserve[self.waiting[0]] <= limits.kv_capacity_bytes):
+            i = self.waiting.popleft()
+            self.kv_used += self.reserve[i]
+            self.prefilling.append([i, int(self.prompt[i]) if limits.include_prefill else 0])
+
+    def _advance(self, dt_or_ends, emitted: np.ndarray) -> None:
+        """Book the time spent and the tokens each running sequence emitted; retire the finished ones."""
+        run = self.running
+        emitted = np.minimum(emitted, self.remaining[run])
+        self.ctx[run] += emitted
+        self.remaining[run] -= emitted
+        over = self.remaining[run] == 0
+        if over.any():
+            self.finish_requests(run[over], dt_or_ends[over] if np.ndim(dt_or_ends) else dt_or_ends)
+            self.running = run[~over]
+
+    def prefill_iteration(self, b: int, g: int) -> None:
+        """One iteration: every running sequence's round and prompt chunks in the token budget left."""
+        budget = max(self.limits.max_batched_tokens - b * (g + 1), 0)
+        table = self.table
+        chunk, completed, prefill_s = 0, [], 0.0
+        for item in self.prefilling:
+            take = min(item[1], budget - chunk)
+            # Each prompt's piece attends to its own earlier tokens only: it costs what extending that prompt's prefill
+            # from its tokens done so far costs, so a prompt prefilled in pieces costs its whole prefill once.
+            done = int(self.prompt[item[0]]) - item[1]
+            prefill_s += table.prefill_s(done + take) - table.prefill_s(done)
+            item[1] -= take
+            chunk += take
+            if item[1] == 0:
+                completed.append(item[0])
+            if chunk >= budget:
+                break
+        dt = prefill_s + (float(table.round_s(b, self.ctx[self.running].mean(), g)) if b else table.base_s)
+        emitted = _emit(self.rng, self.cum, g, b, 1)[:, 0] if b else np.zeros(0)
+        self.in_system += (b + len(self.prefilling) + len(self.waiting)) * dt
+        self.batch_time[b] += dt
+        self.t += dt
+        if b:
+            self._advance(self.t, emitted)
+        for i in completed:
+            self.prefilling.popleft()
+            self.first[i] = self.t
+            self.ctx[i] = self.prompt[i] + 1
+            self.remaining[i] -= 1
+            if self.remaining[i] == 0:
+                self.finish_requests(np.array([i]), self.t)
+            else:
+                self.running = np.append(self.running, i)
+
+    def wait_for_arrival(self) -> bool:
+        """Idle until the next request arrives; False when none will."""
+        if self.next_arrival >= self._limit:
+            if self.waiting:  # pragma: no cover - admission always succeeds on an empty engine for fitting requests
+                raise RuntimeError("a waiting request could not be admitted on an idle engine")
+            return False
+        self.t = max(self.t, self.arrival[self.next_arrival])
+        return True
+
+    def decode_jump(self, b: int, g: int) -> None:
+        """Advance up to _JUMP rounds with this running set, stopping at the first completion or arrival.
+
+        About as many rounds are drawn as the nearest completion needs at the mean rate (a few more), not all _JUMP.
+        """
+        run = self.running
+        rem = self.remaining[run]
+        per_round = 1.0 + (self.cum[:g].sum() if g else 0.0)
+        rounds = int(min(_JUMP, max(4, np.ceil(rem.min() / per_round) + 3)))
+        cum_e = np.cumsum(_emit(self.rng, self.cum, g, b, rounds), axis=1)
+        finished_by = np.where(cum_e >= rem[:, None], np.arange(rounds)[None, :], rounds).min(axis=1)
+        k = int(min(finished_by.min() + 1, rounds))
+        mean_before = self.ctx[run].mean() + np.r_[0.0, np.minimum(cum_e[:, : k - 1], rem[:, None]).mean(axis=0)]
+        ends = self.t + np.cumsum(self.table.round_s(b, mean_before, g))
+        if self.next_arrival < self._limit and self.arrival[self.next_arrival] < ends[-1]:
+            k = int(np.searchsorted(ends, self.arrival[self.next_arrival], side="left")) + 1
+            ends = ends[:k]
+        span = ends[-1] - self.t
+        self.in_system += (b + len(self.prefilling) + len(self.waiting)) * span
+        self.batch_time[b] += span
+        self._advance(ends[np.minimum(finished_by, k - 1)], cum_e[:, k - 1])
+        self.t = ends[-1]
+        # Arrivals that came during the jump join the queue with their own times (in_system counted them from t).
+
+
+def simulate(requests, table: StepTable, limits: EngineLimits, acceptance: object = 0.0, gamma: object = 0,
+             rng: np.random.Generator | None = None, concurrency: int | None = None,
+             reserve_bytes: np.ndarray | None = None, label: str = "") -> ServeResult:
+    """Play ``requests`` through one engine.
+
+    Parameters
+    ----------
+    requests : specsim.serving.workloads.Requests
+        Arrivals (None with ``concurrency``: a closed loop), prompt and output tokens.
+    table : StepTable
+        Round times of the deployment.
+    limits : EngineLimits
+        max_num_seqs, token budget, KV capacity in bytes.
+    acceptance : float or Acceptance
+        Per-token alpha or per-position rates (used when gamma > 0).
+    gamma : int or ndarray
+        0: no speculation; an int: fixed gamma; an array indexed by running batch (1..max_num_seqs).
+    rng : numpy Generator
+        Draws of accepted tokens.
+    concurrency : int or None
+        Users of a closed loop: each sends its next request when the last one finishes.
+    reserve_bytes : ndarray or None
+        KV bytes each request reserves for its whole length (:func:`specsim.capacity.sequence_kv_bytes`);
+        None: nothing is reserved, and only ``max_num_seqs`` limits admission.
+    """
+    rng = np.random.default_rng(0) if rng is None else rng
+    if np.ndim(gamma) == 0:
+        gamma_by_batch = np.full(limits.max_num_seqs + 1, int(gamma), dtype=int)
+    else:
+        gamma_by_batch = np.asarray(gamma, dtype=int)
+        if gamma_by_batch.size < limits.max_num_seqs + 1:
+            raise ValueError("a gamma schedule needs one entry per batch size 0..max_num_seqs")
+    gmax = int(gamma_by_batch.max())
+    if gmax > table.gamma_max:
+        raise ValueError(f"the step table holds gamma up to {table.gamma_max}, the policy uses {gmax}")
+    cum = as_acceptance(acceptance).cumulative_rates(gmax)
+    reserve = np.zeros(len(requests)) if reserve_bytes is None else np.asarray(reserve_bytes, dtype=float)
+    eng = _Engine(requests, table, limits, cum, gamma_by_batch, rng, concurrency, reserve)
+    while eng.done < eng.n:
+        eng.arrive(eng.t)
+        eng.admit()
+        b = eng.running.size
+        g = int(gamma_by_batch[b]) if b else 0
+        if eng.prefilling:
+            eng.prefill_iteration(b, g)
+        elif b:
+            eng.decode_jump(b, g)
+        elif not eng.wait_for_arrival():
+            break
+    notes = []
+    if eng.rejected.any():
+        notes.append(f"{int(eng.rejected.sum())} request(s) need more KV than the engine holds and were never served")
+    return ServeResult(eng.arrival, eng.first, eng.finish, eng.prompt, eng.output, eng.rejected, eng.batch_time, eng.in_system,
+                       label, notes)
+
+
+def _emit(rng: np.random.Generator, cum: np.ndarray, gamma: int, batch: int, rounds: int) -> np.ndarray:
+    """Tokens each of ``batch`` sequences emits in each of ``rounds`` rounds: 1 + accepted drafts."""
+    if gamma == 0:
+        return np.ones((batch, rounds), dtype=np.int64)
+    u = rng.random((batch, rounds, 1))
+    return 1 + (u < cum[None, None, :gamma]).sum(axis=2)
+
+
+def serve_compare(dep: Deployment, requests, acceptance: object, gamma: object = "schedule",
+                  limits: EngineLimits | None = None, concurrency: int | None = None, seed: int = 0,
+                  memory_utilization: float | None = None, gamma_max: int = DEFAULT_SERVING_GAMMA_MAX,
+                  context_hint: float | None = None):
+    """Simulate ``requests`` without and with speculation on ``dep``: ``(plain, spec, meta)``.
+
+    ``gamma``: an int (fixed) or ``"schedule"`` (the optimal gamma per running batch at ``context_hint``,
+    default the workload's mean prompt plus half its mean output).  The KV capacity is the capacity
+    model's (:func:`specsim.capacity.capacity`): the plain run holds the target alone, the speculative run
+    the target and the draft, and each request reserves :func:`specsim.capacity.sequence_kv_bytes` of its
+    whole length, window layers capped at their window, so that a run of equal requests admits exactly
+    the batch ``specsim capacity`` reports.
+    """
+    limits = EngineLimits() if limits is None else limits
+    util = DEFAULT_MEMORY_UTILIZATION if memory_utilization is None else memory_utilization
+    prompt, output = np.asarray(requests.prompt), np.asarray(requests.output)
+    max_context = int((prompt + output).max())
+    hint = float(mean_context_tokens(prompt.mean(), output.mean())) if context_hint is None else float(context_hint)
+    cap = capacity(dep, max(int(hint), 1), util)
+    if cap.free_bytes_without_draft <= 0:
+        raise ValueError(f"{dep.target.name} does not fit on {dep.hardware.name}: no memory is left for the KV cache")
+    if cap.free_bytes_with_draft <= 0:
+        raise ValueError(f"{dep.target.name} with {dep.drafter.name} does not fit on {dep.hardware.name}: no memory is left "
+                         "for the KV cache beside the draft's weights")
+    if gamma == "schedule":
+        best = optimal_gamma(dep, acceptance, np.arange(1, limits.max_num_seqs + 1), hint, gamma_max)
+        policy = np.r_[0, best.gamma]
+        label = f"per-batch optimal gamma at L = {hint:.0f}"
+    else:
+        policy = int(gamma)
+        label = f"gamma {policy}"
+    gmax = int(np.max(policy))
+    table = StepTable(dep, limits.max_num_seqs, max_context, gmax, limits.max_batched_tokens)
+    lengths = (prompt + output).astype(float)
+    runs = []
+    for name, with_draft, free, rule in (("off", False, cap.free_bytes_without_draft, 0), ("on", True, cap.free_bytes_with_draft, policy)):
+        run_limits = dataclasses.replace(limits, kv_capacity_bytes=free)
+        runs.append(simulate(requests, table, run_limits, acceptance, rule, np.random.default_rng(seed), concurrency,
+                             sequence_kv_bytes(dep, lengths, with_draft), label="off" if name == "off" else label))
+    per_token = (dep.target.kv_bytes_per_token, dep.target.kv_bytes_per_token + (dep.draft.kv_bytes_per_token if dep.draft is not None else 0.0))
+    meta = {"kv_capacity_tokens_plain": cap.free_bytes_without_draft / per_token[0],
+            "kv_capacity_tokens_spec": cap.free_bytes_with_draft / per_token[1],
+            "kv_capacity_bytes_plain": cap.free_bytes_without_draft, "kv_capacity_bytes_spec": cap.free_bytes_with_draft,
+            "gamma_policy": label, "gamma_by_batch": np.atleast_1d(policy).tolist(), "context_hint": hint}
+    return runs[0], runs[1], meta
+
+
+#: Confidence level of the intervals serve-sim prints over independent runs.
+CONFIDENCE = 0.95
+_SUMMED = ("requests", "served", "never_fit", "slo_met")
+
+
+def summarize_runs(summaries: list[dict], level: float = CONFIDENCE) -> dict:
+    """One summary of independent runs (:meth:`ServeResult.summary` each, e.g. one per seed).
+
+    Each latency percentile, rate, mean batch and arrival figure is the mean over the runs, and ``ci`` holds the
+    half-width of its ``level`` confidence interval, Student t over the runs: ``t(level, R-1) s / sqrt(R)``.
+    The runs are independent where a single run's requests are not (a queue's latencies are correlated), which
+    is why the interval is over runs and not a bootstrap over one run's requests.  Counts are summed over the
+    runs, ``max_running_batch`` is the largest, batch shares are averaged.  A figure that any run lacks (no
+    request with a second token: no TPOT) is None, with no interval.  One run: no intervals (None).
+    """
+    from scipy import stats
+
+    runs = len(summaries)
+    if runs < 1:
+        raise ValueError("summarize_runs needs at least one run")
+    scale = float(stats.t.ppf(0.5 + level / 2, runs - 1)) / np.sqrt(runs) if runs > 1 else None
+
+    def mean_ci(values):
+        if any(v is None for v in values):
+            return None, None
+        x = np.asarray(values, dtype=float)
+        return float(x.mean()), (float(scale * x.std(ddof=1)) if scale is not None else None)
+
+    first = summaries[0]
+    out, ci = {"speculation": first["speculation"], "runs": runs, "confidence": level}, {}
+    for key, value in first.items():
+        if key == "speculation":
+            continue
+        values = [s[key] for s in summaries]
+        if key in _SUMMED:
+            out[key] = int(sum(values))
+        elif key == "max_running_batch":
+            out[key] = int(max(values))
+        elif key == "running_batch_time_share":
+            batches = sorted({b for v in values for b in v})
+            out[key] = {b: float(np.mean([v.get(b, 0.0) for v in values])) for b in batches}
+        elif isinstance(value, dict):
+            pairs = {q: mean_ci([v[q] for v in values]) for q in value}
+            out[key], ci[key] = {q: m for q, (m, _) in pairs.items()}, {q: h for q, (_, h) in pairs.items()}
+        else:
+            out[key], ci[key] = mean_ci(values)
+    out["ci"] = ci
+    return out
+
+
+def requests_for(target, *, rate: float | None = None, concurrency: int | None = None, trace: str | None = None,
+                 workload: str | None = None, n: int | None = None, rng: np.random.Generator | None = None):
+    """The requests of a serving run, ``(requests, concurrency)``: Poisson arrivals at ``rate``, a closed loop of
+    ``concurrency`` users, or a ``trace`` file (which gives its own lengths: no ``workload`` or ``n`` with it).
+
+    ``workload`` and ``n`` default to :data:`specsim.serving.workloads.DEFAULT_WORKLOAD` and :data:`DEFAULT_REQUESTS`.
+    Every request must fit the target's context (``max_position_embeddings``, else specsim's limit).
+    """
+    from specsim.core.limits import MAX_CONTEXT
+    from specsim.serving.workloads import DEFAULT_WORKLOAD, Requests, get_workload, read_trace
+
+    if sum(x is not None for x in (rate, concurrency, trace)) != 1:
+        raise ValueError("give exactly one of a rate, a concurrency or a trace")
+    if trace is not None and (n is not None or workload is not None):
+        raise ValueError("--trace gives the requests and their lengths: drop --requests and --workload")
+    rng = np.random.default_rng(0) if rng is None else rng
+    spec = get_workload(DEFAULT_WORKLOAD if workload is None else workload)
+    n = DEFAULT_REQUESTS if n is None else n
+    if trace is not None:
+        requests = read_trace(trace)
+    elif concurrency is not None:
+        requests = Requests.closed_loop(n, spec, rng)
+    else:
+        requests = Requests.poisson(rate, n, spec, rng)
+    limit = target.max_position_embeddings or MAX_CONTEXT
+    lengths = np.asarray(requests.prompt) + np.asarray(requests.output)
+    too_long = np.flatnonzero(lengths > limit)
+    if too_long.size:
+        what = f"{target.name}'s context limit (max_position_embeddings)" if target.max_position_embeddings else "specsim's limit"
+        raise ValueError(f"{too_long.size} request(s) need more than {limit:,} tokens (prompt + output), {what}; the first, "
+                         f"request {too_long[0] + 1}, needs {int(lengths[too_long[0]]):,}")
+    return requests, concurrency
+
+
+def _sweep_point(args):
+    dep, rate, workload, n, acceptance, gamma, limits, seed, slo_ttft_s, slo_tpot_s, gamma_max = args
+    from specsim.serving.workloads import Requests
+
+    requests = Requests.poisson(rate, n, workload, np.random.default_rng(seed))
+    plain, spec, meta = serve_compare(dep, requests, acceptance, gamma, limits, seed=seed, gamma_max=gamma_max)
+    row = {"rate": rate}
+    for name, result in (("off", plain), ("on", spec)):
+        summary = result.summary(slo_ttft_s, slo_tpot_s)
+        row.update({f"{name}_tpot_p50_s": summary["tpot_s"]["p50"], f"{name}_tpot_p99_s": summary["tpot_s"]["p99"],
+                    f"{name}_ttft_p50_s": summary["ttft_s"]["p50"], f"{name}_ttft_p99_s": summary["ttft_s"]["p99"],
+                    f"{name}_e2e_p50_s": summary["e2e_s"]["p50"],
+                    f"{name}_tokens_per_s": summary["output_tokens_per_s"], f"{name}_mean_batch": summary["mean_running_batch"]})
+        if "slo_met" in summary:
+            row[f"{name}_slo_attainment"] = summary["slo_met"] / max(summary["served"], 1)
+    return row
+
+
+def serve_sweep(dep: Deployment, rates, workload=None, n: int | None = None, acceptance: object = DEFAULT_ALPHA,
+                gamma: object = "schedule", limits: EngineLimits | None = None, seed: int = 0, slo_ttft_s: float | None = None,
+                slo_tpot_s: float | None = None, gamma_max: int = DEFAULT_SERVING_GAMMA_MAX, executor=None):
+    """:func:`serve_compare` at each Poisson ``rate`` (requests/s), as a DataFrame with one row per rate.
+
+    ``workload`` (a :class:`~specsim.serving.workloads.Workload` or its name) and ``n`` default to
+    :data:`specsim.serving.workloads.DEFAULT_WORKLOAD` and :data:`DEFAULT_REQUESTS`.
+
+    The simulations are independent: ``executor`` (any :class:`concurrent.futures.Executor`, e.g. a
+    ``ProcessPoolExecutor``, or a cluster's, such as dask.distributed's ``Client.get_executor()``) runs them
+    in parallel; None runs them here, one after the other.  Each rate uses the same ``seed``, so the rates
+    differ only in arrival spacing.
+    """
+    import pandas as pd
+
+    from specsim.serving.workloads import DEFAULT_WORKLOAD, get_workload
+
+    if workload is None or isinstance(workload, str):
+        workload = get_workload(DEFAULT_WORKLOAD if workload is None else workload)
+    n = DEFAULT_REQUESTS if n is None else n
+    jobs = [(dep, float(rate), workload, n, acceptance, gamma, limits, seed, slo_ttft_s, slo_tpot_s, gamma_max) for rate in rates]
+    rows = list(executor.map(_sweep_point, jobs)) if executor is not None else [_sweep_point(j) for j in jobs]
+    return pd.DataFrame(rows)
+
+
+def sweep_findings(frame, attainment: float = DEFAULT_SLO_ATTAINMENT) -> dict:
+    """The first rate at which speculation no longer lowers TPOT p50, and the largest rate meeting the SLOs
+    (``attainment`` of requests) without and with speculation; None where no swept rate qualifies."""
+    worse = frame[frame.on_tpot_p50_s >= frame.off_tpot_p50_s]
+    out = {"speculation_stops_helping_at_rate": None if worse.empty else float(worse.rate.min())}
+    for name in ("off", "on"):
+        col = f"{name}_slo_attainment"
+        if col in frame:
+            ok = frame[frame[col] >= attainment]
+            out[f"max_rate_meeting_slo_{name}"] = None if ok.empty else float(ok.rate.max())
+    return out

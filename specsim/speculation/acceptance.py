@@ -1,0 +1,492 @@
+"""Expected accepted length for chains and token trees, from one rate or from per-position rates.
+
+Chains
+    With per-token acceptance ``alpha`` independent of position (Leviathan et
+    al. 2023) a verification pass over ``gamma`` drafted tokens emits
+    ``E = (1 - alpha^(gamma+1)) / (1 - alpha)`` tokens.  Measured engines
+    report per-position rates instead: vLLM's
+    ``spec_decode_num_accepted_tokens_per_pos[k] / spec_decode_num_drafts`` is
+    ``c_k``, the probability that drafted token k was accepted (which needs
+    tokens 1..k-1 accepted too), so ``c_1 >= c_2 >= ...`` and
+
+        E(gamma) = 1 + c_1 + ... + c_gamma.
+
+    :class:`Acceptance` holds either form.  Per-position rates are never
+    extrapolated: gamma stops at the last measured position, and callers say
+    so.
+
+Trees
+    A token tree (SpecInfer, EAGLE-2, SGLang's ``--speculative-eagle-topk``)
+    drafts up to ``topk`` children per node, ``depth`` levels deep, and
+    verifies ``tokens`` positions per sequence: the root (the last verified
+    token) and the ``tokens - 1`` best drafted nodes.  Verification walks down
+    the tree: at each accepted node it tries the children in rank order and
+    accepts at most one.  Under the independent-acceptance model a child of
+    rank r at depth d is accepted, given its parent was and its better-ranked
+    siblings were not, with probability
+
+        p(d, r) = a_d * s^(r - 1),      a_d = c_d / c_{d-1} (the chain's rate at depth d),
+
+    ``s`` the sibling factor (:data:`DEFAULT_SIBLING_FACTOR`), so a node's
+    probability of being accepted is the product along its path of
+    ``p(d, r) * prod_{j<r} (1 - p(d, j))``, and
+
+        E(tree) = 1 + sum over drafted nodes of P(node accepted)
+
+    exactly (linearity of expectation).  A chain is the tree with topk 1, and
+    gives the chain formula.  The drafted nodes kept are the ``tokens - 1`` of
+    highest P among the ``topk`` children of the ``topk`` best nodes at each
+    depth (EAGLE-2's expansion and re-ranking, with the model's P standing in
+    for the draft's confidence); a node's P never exceeds its parent's, so the
+    kept set is a tree.  :func:`monte_carlo_tree` samples the walk to check it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "default_acceptance",
+    "DEFAULT_SIBLING_FACTOR",
+    "published_acceptance",
+    "Acceptance",
+    "TreeSpec",
+    "alpha_from_acceptance_length",
+    "as_acceptance",
+    "build_tree",
+    "expected",
+    "expected_from_cumulative",
+    "expected_tokens",
+    "expected_tokens_per_position",
+    "monte_carlo_tree",
+    "parse_acceptance",
+    "parse_tree",
+]
+
+#: Probability of the second-ranked child being accepted relative to the first (given the first was rejected),
+#: third to second, and so on.  An assumption, not a measurement: no public per-rank acceptance data were found.
+#: 0.6 corresponds to a draft whose top-1 guess matches the target 80% of the time and top-2 90%
+#: (p(2) = (0.9 - 0.8) / (1 - 0.8) = 0.5 = 0.8 * 0.625).  Set it from your own top-k hit rates.
+DEFAULT_SIBLING_FACTOR = 0.6
+
+
+# -- tokens per verification pass of a chain ----------------------------------------
+def _check_alpha(alpha: np.ndarray) -> None:
+    if not np.all((alpha >= 0.0) & (alpha <= 1.0)):
+        raise ValueError(f"alpha must be in [0, 1], got {alpha.tolist()!r}")
+
+
+def _check_gamma(gamma: np.ndarray) -> None:
+    if not np.all((gamma >= 0) & (gamma == np.round(gamma))):
+        raise ValueError(f"gamma must be an integer >= 0, got {gamma.tolist()!r}")
+
+
+def expected_tokens(alpha: object, gamma: object) -> np.ndarray:
+    """Expected tokens emitted per target pass, E(alpha, gamma).
+
+    Parameters
+    ----------
+    alpha : array_like
+        Per-token acceptance probability in [0, 1].
+    gamma : array_like
+        Drafted tokens per step, integers >= 0.
+
+    Computed as ``-expm1((gamma+1) log alpha) / (1 - alpha)``, which stays
+    accurate as alpha -> 1 where the textbook form cancels; alpha = 1 gives
+    gamma + 1 exactly.
+
+    Examples
+    --------
+    >>> float(expected_tokens(0.8, 4)), float(expected_tokens(1.0, 4)), float(expected_tokens(0.3, 0))
+    (3.3616, 5.0, 1.0)
+    """
+    a = np.asarray(alpha, dtype=float)
+    g = np.asarray(gamma, dtype=float)
+    _check_alpha(a)
+    _check_gamma(g)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        body = -np.expm1((g + 1.0) * np.log(a)) / (1.0 - a)
+    return np.where(a == 1.0, g + 1.0, np.where(g == 0, 1.0, body))
+
+
+def expected_tokens_per_position(rates: object) -> np.ndarray:
+    """E = 1 + sum_k prod_{i<=k} a_i for per-position acceptance rates.
+
+    Parameters
+    ----------
+    rates : array_like, shape (..., gamma)
+        a_k = P(draft token k accepted | tokens 1..k-1 accepted), in [0, 1].
+
+    >>> round(float(expected_tokens_per_position([0.8, 0.8, 0.8, 0.8])), 10)
+    3.3616
+    >>> float(expected_tokens_per_position([0.9, 0.5]))
+    2.35
+    """
+    a = np.asarray(rates, dtype=float)
+    _check_alpha(a)
+    if a.ndim == 0:
+        raise ValueError("rates must have one entry per draft position")
+    return expected_from_cumulative(np.cumprod(a, axis=-1))
+
+
+def expected_from_cumulative(cumulative: object, gamma: object = None) -> np.ndarray:
+    """E = 1 + c_1 + ... + c_gamma: tokens per verification from P(drafted token k accepted).
+
+    The one home of the per-position form; ``gamma`` None sums every position (along the last axis),
+    else ``cumulative`` is 1-D and ``gamma`` an array of whole numbers up to its length.
+
+    >>> float(expected_from_cumulative([0.9, 0.72, 0.5])), expected_from_cumulative([0.9, 0.72], [0, 2]).tolist()
+    (3.12, [1.0, 2.62])
+    """
+    c = np.asarray(cumulative, dtype=float)
+    if gamma is None:
+        return 1.0 + np.cumsum(c, axis=-1)[..., -1]
+    sums = np.r_[0.0, np.cumsum(c)]
+    return 1.0 + sums[np.asarray(gamma).astype(int)]
+
+
+def expected(acceptance: object, gamma: object) -> np.ndarray:
+    """E(gamma) for an alpha (float or array) or a :class:`specsim.speculation.acceptance.Acceptance`."""
+    if hasattr(acceptance, "expected_tokens"):
+        return acceptance.expected_tokens(gamma)
+    return expected_tokens(acceptance, gamma)
+
+
+def alpha_from_acceptance_length(mean_length: object, gamma: object) -> np.ndarray:
+    """The alpha whose E(alpha, gamma) equals a measured mean acceptance length.
+
+    vLLM reports the mean acceptance length as 1 + accepted / drafts, which is
+    E: the tokens one verification pass emits.  E is strictly increasing in
+    alpha for gamma >= 1, so the root in [0, 1] is unique (found by bisection
+    to below 1e-15).
+
+    Parameters
+    ----------
+    mean_length : array_like
+        Mean tokens per verification pass, in [1, gamma + 1].
+    gamma : array_like
+        Speculative tokens per step the measurement used, >= 1.
+
+    >>> round(float(alpha_from_acceptance_length(3.3616, 4)), 6)
+    0.8
+    """
+    x = np.asarray(mean_length, dtype=float)
+    g = np.asarray(gamma, dtype=float)
+    _check_gamma(g)
+    if np.any(g < 1):
+        raise ValueError("gamma must be >= 1 to infer alpha (gamma = 0 drafts nothing)")
+    if not np.all(np.isfinite(x) & (x >= 1.0) & (x <= g + 1.0)):
+        raise ValueError(
+            f"mean acceptance length must be in [1, gamma + 1], got {x.tolist()!r} with gamma {g.tolist()!r}"
+        )
+
+    # Bisection on [0, 1], vectorised: 64 halvings leave an interval below 1e-19, and E is strictly increasing.
+    x, g = np.broadcast_arrays(x, g)
+    lo, hi = np.zeros(x.shape), np.ones(x.shape)
+    for _ in range(64):
+        mid = 0.5 * (lo + hi)
+        low = np.asarray(expected_tokens(mid, g)) < x
+        lo, hi = np.where(low, mid, lo), np.where(low, hi, mid)
+    return np.where(x <= 1.0, 0.0, np.where(x >= g + 1.0, 1.0, 0.5 * (lo + hi)))
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """Acceptance of drafted tokens: one rate ``alpha`` for every position, or measured per-position rates.
+
+    Parameters
+    ----------
+    alpha : float or None
+        Per-token acceptance, independent of position.
+    cumulative : tuple of float
+        ``c_k``: probability that drafted token k is accepted (tokens 1..k-1 too); non-increasing.
+    source : str
+        Where the numbers came from, for provenance lines.
+
+    Examples
+    --------
+    >>> Acceptance(alpha=0.8).expected_tokens(4).item()
+    3.3616
+    >>> a = Acceptance(cumulative=(0.9, 0.72, 0.5))
+    >>> round(a.expected_tokens(3).item(), 6), a.max_gamma
+    (3.12, 3)
+    """
+
+    alpha: float | None = None
+    cumulative: tuple = ()
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if (self.alpha is None) == (not self.cumulative):
+            raise ValueError("acceptance needs either one alpha or per-position rates, not both")
+        if self.alpha is not None:
+            if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not 0.0 <= self.alpha <= 1.0:
+                raise ValueError(f"alpha must be in [0, 1], got {self.alpha!r}")
+            return
+        c = np.asarray(self.cumulative, dtype=float)
+        if c.ndim != 1 or not np.all(np.isfinite(c)) or np.any((c < 0) | (c > 1)):
+            raise ValueError(f"per-position acceptance rates must be numbers in [0, 1], got {list(self.cumulative)!r}")
+        rising = np.flatnonzero(np.diff(c) > 1e-12)
+        if rising.size:
+            k = int(rising[0]) + 1
+            raise ValueError(
+                f"per-position acceptance must not increase with depth (position {k + 1} accepted {c[k]:g} > position {k} "
+                f"{c[k - 1]:g}): a token is accepted only if every earlier one was, so these are P(token k accepted) "
+                "as vLLM's per-position counters give them, not conditional rates")
+
+    @property
+    def max_gamma(self) -> int | None:
+        """The deepest position with a measured rate (None: any gamma)."""
+        return None if self.alpha is not None else len(self.cumulative)
+
+    def conditional(self, depth: int) -> np.ndarray:
+        """a_1..a_depth: acceptance at each depth given the previous tokens were accepted."""
+        if self.alpha is not None:
+            return np.full(depth, float(self.alpha))
+        if depth > len(self.cumulative):
+            raise ValueError(f"acceptance is measured for {len(self.cumulative)} positions, not {depth}; "
+                             "specsim does not extrapolate it")
+        c = np.asarray(self.cumulative[:depth], dtype=float)
+        prev = np.r_[1.0, c[:-1]]
+        return np.divide(c, prev, out=np.zeros_like(c), where=prev > 0)
+
+    def expected_tokens(self, gamma: object) -> np.ndarray:
+        """E(gamma): tokens per verification pass of a chain, broadcast over ``gamma``."""
+        g = np.asarray(gamma)
+        if self.alpha is not None:
+            return expected_tokens(self.alpha, g)
+        gi = g.astype(int)
+        if np.any(gi != g) or np.any(gi < 0):
+            raise ValueError("gamma must be whole numbers >= 0")
+        if np.any(gi > len(self.cumulative)):
+            raise ValueError(f"acceptance is measured for {len(self.cumulative)} positions, not {int(gi.max())}; "
+                             "specsim does not extrapolate it")
+        return expected_from_cumulative(self.cumulative, gi)
+
+    def cumulative_rates(self, gamma: int) -> np.ndarray:
+        """c_1..c_gamma, P(drafted token k accepted): alpha^k for one alpha, else the measured rates.
+
+        >>> Acceptance(alpha=0.5).cumulative_rates(3).tolist()
+        [0.5, 0.25, 0.125]
+        """
+        if gamma == 0:
+            return np.zeros(0)
+        if self.alpha is None:
+            c = np.asarray(self.cumulative, dtype=float)
+            if c.size < gamma:
+                raise ValueError(f"acceptance is measured for {c.size} positions; the speculation policy uses gamma up to {gamma}")
+            return c[:gamma]
+        return float(self.alpha) ** np.arange(1, gamma + 1)
+
+    def brief(self) -> str:
+        """The rates alone, for a caption: ``alpha 0.8`` or ``per-position acceptance 0.8, 0.7``."""
+        if self.alpha is not None:
+            return f"alpha {self.alpha:g}"
+        return "per-position acceptance " + ", ".join(f"{c:.3g}" for c in self.cumulative)
+
+    def describe(self) -> str:
+        return self.brief() + (f" ({self.source})" if self.source else "")
+
+
+def as_acceptance(value: object) -> Acceptance:
+    """An :class:`Acceptance` from a float alpha or an Acceptance."""
+    if isinstance(value, Acceptance):
+        return value
+    return Acceptance(alpha=float(value))
+
+
+def parse_acceptance(text: str) -> Acceptance:
+    """``--acceptance 0.92,0.81,0.70``: vLLM's per-position rates (P(token k accepted)).
+
+    >>> parse_acceptance("0.9, 0.72").cumulative
+    (0.9, 0.72)
+    """
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise ValueError(f"--acceptance takes comma-separated rates in [0, 1], e.g. 0.92,0.81,0.70; got {text!r}") from None
+    if not values:
+        raise ValueError("--acceptance needs at least one rate")
+    return Acceptance(cumulative=values, source="--acceptance")
+
+
+# -- trees --------------------------------------------------------------------
+@dataclass(frozen=True)
+class TreeSpec:
+    """A draft tree: ``topk`` children per expanded node, ``depth`` levels, ``tokens`` verified per sequence."""
+
+    topk: int
+    depth: int
+    tokens: int
+
+    def __post_init__(self) -> None:
+        for key in ("topk", "depth", "tokens"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"tree {key} must be a positive integer, got {value!r}")
+        if self.topk > 16 or self.depth > 16 or self.tokens > 256:
+            raise ValueError(f"tree topk <= 16, depth <= 16 and tokens <= 256, got {self}")
+        most = 1 + self.topk + (self.depth - 1) * self.topk * self.topk
+        if self.tokens > most:
+            raise ValueError(f"a tree of topk {self.topk} and depth {self.depth} holds at most {most} tokens "
+                             f"(the root, {self.topk} at depth 1 and {self.topk * self.topk} per deeper level), not {self.tokens}")
+        if self.tokens < 2:
+            raise ValueError("a tree verifies at least 2 tokens (the root and one drafted token)")
+
+    @property
+    def is_chain(self) -> bool:
+        return self.topk == 1
+
+    def label(self) -> str:
+        return "chain" if self.is_chain else f"topk {self.topk}, depth {self.depth}, tokens {self.tokens}"
+
+
+_TREE = re.compile(r"^topk:(\d+),depth:(\d+),tokens:(\d+)$")
+
+
+def parse_tree(text: str) -> TreeSpec | None:
+    """``chain`` (None: the gamma search) or ``topk:K,depth:D,tokens:N``.
+
+    >>> parse_tree("topk:4,depth:5,tokens:16")
+    TreeSpec(topk=4, depth=5, tokens=16)
+    """
+    text = text.strip()
+    if text == "chain":
+        return None
+    m = _TREE.match(text.replace(" ", ""))
+    if not m:
+        raise ValueError(f"--tree takes chain or topk:K,depth:D,tokens:N (e.g. topk:4,depth:5,tokens:16), got {text!r}")
+    return TreeSpec(*(int(g) for g in m.groups()))
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A built tree: each drafted node's parent index (-1: the root), depth, sibling rank and acceptance probability."""
+
+    spec: TreeSpec
+    parent: np.ndarray
+    depth: np.ndarray
+    rank: np.ndarray
+    p_edge: np.ndarray  # P(accepted | parent accepted, better siblings rejected)
+    p_node: np.ndarray  # P(accepted) of the node
+    expected_tokens: float = field(default=0.0)
+
+
+def build_tree(spec: TreeSpec, acceptance: Acceptance, sibling: float = DEFAULT_SIBLING_FACTOR) -> Tree:
+    """The ``spec.tokens - 1`` most probable drafted nodes, and E(tree) = 1 + their summed probabilities.
+
+    >>> chain = build_tree(TreeSpec(1, 4, 5), Acceptance(alpha=0.8))
+    >>> round(chain.expected_tokens, 4)
+    3.3616
+    >>> round(build_tree(TreeSpec(2, 4, 9), Acceptance(alpha=0.8)).expected_tokens, 4) > 3.3616
+    True
+    """
+    if not 0.0 <= sibling <= 1.0:
+        raise ValueError(f"sibling factor must be in [0, 1], got {sibling!r}")
+    a = acceptance.conditional(spec.depth)
+    # Expand level by level: the topk best nodes of each level get topk children (EAGLE-2).
+    nodes = []  # (p_node, depth, rank, parent, p_edge)
+    frontier = [(1.0, -1)]  # (p of the node, index) of nodes to expand; the root first
+    for d in range(1, spec.depth + 1):
+        level = []
+        for p_parent, parent in frontier:
+            rejected = 1.0
+            for r in range(1, spec.topk + 1):
+                edge = float(a[d - 1]) * sibling ** (r - 1)
+                p = p_parent * rejected * edge
+                rejected *= 1.0 - edge
+                level.append((p, d, r, parent, edge))
+        start = len(nodes)
+        nodes.extend(level)
+        best = heapq.nlargest(spec.topk, range(len(level)), key=lambda i: (level[i][0], -i))
+        frontier = [(level[i][0], start + i) for i in best]
+    # Keep the tokens - 1 most probable drafted nodes; ties go to the shallower, earlier node, so parents come first.
+    order = sorted(range(len(nodes)), key=lambda i: (-nodes[i][0], nodes[i][1], i))[: spec.tokens - 1]
+    keep = sorted(order)
+    # P never exceeds the parent's, so the kept set is closed under parents (a lost one would be a KeyError below).
+    index = {old: new for new, old in enumerate(keep)}
+    parent = np.array([index[nodes[i][3]] if nodes[i][3] >= 0 else -1 for i in keep], dtype=int)
+    p_node = np.array([nodes[i][0] for i in keep])
+    return Tree(spec, parent, np.array([nodes[i][1] for i in keep]), np.array([nodes[i][2] for i in keep]),
+                np.array([nodes[i][4] for i in keep]), p_node, 1.0 + float(p_node.sum()))
+
+
+def monte_carlo_tree(tree: Tree, trials: int, rng: np.random.Generator) -> np.ndarray:
+    """Tokens emitted per verification in ``trials`` sampled walks down ``tree`` (the bonus token included).
+
+    Each walk tries an accepted node's kept children in rank order, accepting each with its ``p_edge`` and at
+    most one, vectorised over trials.
+    """
+    n = tree.parent.size
+    accepted = np.zeros((trials, n), bool)
+    children = {i: [j for j in range(n) if tree.parent[j] == i] for i in itertools.chain([-1], range(n))}
+    # Process parents in index order: a node's parent always has a smaller index (levels are stored in order).
+    for parent in itertools.chain([-1], range(n)):
+        kids = sorted(children[parent], key=lambda j: tree.rank[j])
+        if not kids:
+            continue
+        alive = np.ones(trials, bool) if parent < 0 else accepted[:, parent].copy()
+        for j in kids:
+            hit = alive & (rng.random(trials) < tree.p_edge[j])
+            accepted[:, j] = hit
+            alive &= ~hit
+    return 1.0 + accepted.sum(axis=1)
+
+
+def default_acceptance(drafter_kind: str) -> tuple[Acceptance, str]:
+    """The acceptance a command assumes when the user gives none: the published one for this kind of drafter, with a
+    label that names it as a default and says how to give one's own.  n-gram acceptance depends on the workload
+    too much for a default: refused with the published code-editing rates as an example.
+
+    >>> round(default_acceptance("eagle3")[0].alpha, 3)
+    0.744
+    """
+    table = published_acceptance()
+    if drafter_kind == "ngram":
+        rates = ",".join(f"{c:g}" for c in table["ngram"][0].cumulative)
+        raise ValueError("n-gram acceptance depends on the workload (how often the output repeats the prompt): pass "
+                         "--alpha, --acceptance or --metrics; on code editing vLLM PR #24344 measured --acceptance "
+                         f"{rates} (per position, passes without a match included)")
+    acc, citation = table.get(drafter_kind, table["draft_model"])
+    value = f"alpha {acc.alpha:.3f}" if acc.alpha is not None else "acceptance " + ", ".join(f"{c:g}" for c in acc.cumulative)
+    return acc, (f"{value} (the published default for {_KIND_NAMES.get(drafter_kind, drafter_kind)}: {acc.source}; pass "
+                 "--alpha, --acceptance or --metrics for yours)")
+
+
+_KIND_NAMES = {"draft_model": "a draft model", "eagle": "an EAGLE head", "eagle3": "an EAGLE-3 head", "mtp": "an MTP layer"}
+
+
+def published_acceptance() -> dict:
+    """Acceptance each drafter kind is published to reach, with the source: kind -> (Acceptance, citation).
+
+    Workload-specific numbers, for comparing drafter kinds; measure your own (``specsim alpha --metrics``).
+    """
+    eagle3 = float(alpha_from_acceptance_length(1 + 12208 / 4816, 7))
+    eagle = float(alpha_from_acceptance_length(2.29, 3))
+    return {
+        "eagle": (Acceptance(alpha=eagle, source="vLLM issue #20780"),
+                  "vLLM issue #20780: EAGLE head yuhuili/EAGLE-LLaMA3.1-Instruct-8B on Llama-3.1-8B-Instruct, MT-bench, "
+                  f"3 speculative tokens: mean acceptance length 2.29 (alpha {eagle:.3f})"),
+        "draft_model": (Acceptance(alpha=0.8, source="a matched same-family draft, the reference article: 'above 0.8'"),
+                        "the reference article, 'Speculative decoding with draft models, explained': a stock same-family "
+                        "draft on its own target reaches alpha above 0.8"),
+        "eagle3": (Acceptance(alpha=eagle3, source="vLLM issue #26191"),
+                   "vLLM issue #26191: EAGLE-3 head yuhuili/EAGLE3-LLaMA3.1-Instruct-8B on Llama-3.1-8B-Instruct, MT-bench, "
+                   f"T = 0, 7 speculative tokens: 4,816 drafts, 12,208 accepted, mean acceptance length 3.53 (alpha {eagle3:.3f})"),
+        # 993 rounds proposed, 821 tokens came from passes with no proposal: 993 / 1,814 passes drafted.  Scaling the
+        # rates by that share charges a no-proposal pass as a round whose first draft was rejected (a little dearer
+        # than the plain decode step it was) and gives the measured 2.96 tokens per pass.
+        "ngram": (Acceptance(cumulative=tuple(round(c * 993 / 1814, 4) for c in (0.81, 0.74, 0.70, 0.68, 0.66)),
+                             source="vLLM PR #24344, code editing"),
+                  "vLLM PR #24344: n-gram (prompt lookup 2-5, 5 tokens) on the vdaita/edit_5k_char code-editing set, "
+                  "per-position acceptance 0.81, 0.74, 0.70, 0.68, 0.66 where a match was found, no proposal in 821 of "
+                  "1,814 passes: 2.96 tokens per pass (a favourable, high-overlap workload)"),
+        "mtp": (Acceptance(cumulative=(0.875,), source="DeepSeek-V3 report"),
+                "DeepSeek-V3 Technical Report (arXiv:2412.19437) section 5.4.3: the second token's acceptance is 85-90%"),
+    }
+

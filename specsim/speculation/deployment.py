@@ -1,0 +1,485 @@
+"""The deployment: the one place a forward pass or a round of speculative decoding gets its time.
+
+A deployment is a target model served on a device (hardware profile, tensor parallelism), a drafter
+(:mod:`specsim.speculation.drafters`), a source of step times (:mod:`specsim.timing`) and a serving engine's
+preset (:mod:`specsim.engines`).  Every answer specsim gives (speedup, the optimal gamma or tree,
+capacity, schedules, the serving simulation, reports) takes its times from here; none of them adds
+pass times itself.
+
+The time of a pass on the GPU is the source's, t(b, q, L) for b sequences of q new tokens over L cached
+ones.  What the engine adds is composed here, from the preset's terms:
+
+    t_decode = t_T(b, 1, L) + e_iter + b e_seq + c_T             a plain decode step of the target
+
+    t_step   = t_D(b, w, L) + c_D                                one draft step, w tokens per sequence
+                                                                 (1 for a chain, the top-k of a tree)
+    t_fixed  = t_V(b, n, L) + t_X(b, n, L) + h(b, L)             verification of n tokens per sequence
+               + e_iter + b e_seq + c_T + c_X                    (gamma + 1 for a chain), the head's
+                                                                 draft-extend pass, the drafter's host time
+    t_pass   = s * t_step + t_fixed                              s draft steps per round (gamma, or a
+                                                                 tree's depth)
+    H        = e_round + s * e_step + b * e_seq + b * s * e_ss   the engine's host work per round
+    t_round  = t_pass + H                        (serial engines)
+             = max(t_pass, h H) + (1 - h) H      (engines that overlap a share h of it with the GPU)
+
+with ``e_iter`` the engine's time per iteration and ``e_seq`` per sequence of it (0 in the shipped presets; fitted by
+calibrate-engine), ``c_T``, ``c_D``, ``c_X`` its time around the
+tensor-parallel collectives of the target's, the draft's and the extend pass
+(:meth:`specsim.engines.EnginePreset.collectives_s`), and ``e_round``, ``e_step``, ``e_seq``, ``e_ss`` the host
+time a speculative round adds per round, per draft step, per sequence and per sequence and step
+(:class:`specsim.engines.SpecHost`; n-gram lookup runs no draft step, so its s is 0 for ``e_step``, and its
+proposed tokens count as steps for ``e_ss``).  Which engine versions overlap, for which drafters, and what share
+h they hide is the preset's (:meth:`~specsim.engines.EnginePreset.hidden_share`).
+``t_X`` is present only for drafters with a draft-extend pass (EAGLE, MTP), ``h`` only for n-gram lookup.
+Everything is vectorised over broadcast batch, context, steps and token counts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from specsim.speculation.acceptance import _check_gamma
+from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
+from specsim.speculation.drafters import Drafter, DraftModel, make_drafter
+from specsim.engines import ENGINES, EnginePreset, source_and_engine
+from specsim.describe.hardware import (FOUR_BIT_DTYPES, FP8_MATMUL_SPEEDUP, W4A16_COMPUTE_FRACTION, HardwareProfile, load_hardware)
+from specsim.describe.models import ModelShape, get_model
+from specsim.describe.parallel import check_tp
+from specsim.timing.base import StepTime, StepTimeSource
+from specsim.timing.roofline import RooflineSource
+
+__all__ = ["MAX_VOCAB_PADDING", "Deployment", "check_shared_vocabulary", "DraftStep", "PassTimes", "RoundFixed", "RoundTime", "model_assumptions",
+           "round_seconds"]
+
+#: Largest difference in embedding rows read as padding of one vocabulary (Qwen2.5: 128; llama.cpp allows 100).
+MAX_VOCAB_PADDING = 128
+
+
+def round_seconds(steps: object, draft_step_s: object, fixed_s: object, host_s: object = 0.0,
+                  hidden: float = 0.0) -> np.ndarray:
+    """t_round = s * t_step + t_fixed, plus the engine's host work H, of which an engine that overlaps it with the
+    GPU hides the share ``hidden`` behind the passes: t_pass + H when serial (``hidden`` 0), max(t_pass, h H) +
+    (1 - h) H otherwise.  The one place a round's parts are added up.
+
+    >>> round(float(round_seconds(4, 1.0e-3, 6.5e-3)), 6), round(float(round_seconds(4, 1.0e-3, 6.5e-3, 2e-3)), 6)
+    (0.0105, 0.0125)
+    >>> round(float(round_seconds(4, 1.0e-3, 6.5e-3, 2e-3, hidden=1.0)), 6), round(float(round_seconds(4, 1.0e-3, 6.5e-3, 2e-3, hidden=0.4)), 6)
+    (0.0105, 0.0117)
+    """
+    passes = np.asarray(steps, dtype=float) * np.asarray(draft_step_s, dtype=float) + np.asarray(fixed_s, dtype=float)
+    host = np.asarray(host_s, dtype=float)
+    h = float(hidden)
+    if not 0.0 <= h <= 1.0:
+        raise ValueError(f"the hidden share of a round's host work must be in [0, 1], got {hidden!r}")
+    return np.maximum(passes, h * host) + (1.0 - h) * host if h else passes + host
+
+
+def check_shared_vocabulary(target: ModelShape, draft: ModelShape) -> None:
+    """Refuse a draft model whose tokenizer is not the target's.
+
+    Speculative decoding compares the draft's and the target's distributions token by token: they must share a
+    tokenizer.  Embedding tables padded to different multiples (Qwen2.5: 151,936 rows up to 7B, 152,064 from 14B;
+    the ids past 151,646 are unused) are the same vocabulary; a larger difference is another tokenizer.
+    """
+    if abs(target.vocab_size - draft.vocab_size) > MAX_VOCAB_PADDING:
+        raise ValueError(
+            f"target {target.name} has a vocabulary of {target.vocab_size:,} and draft {draft.name} "
+            f"{draft.vocab_size:,}: the vocabularies differ, and a draft must share the target's tokenizer "
+            f"(sizes up to {MAX_VOCAB_PADDING} apart are read as padding of one vocabulary)"
+        )
+
+
+def _plus(t: StepTime, extra_s: float) -> StepTime:
+    """A step time with ``extra_s`` of engine time added to its total and overhead."""
+    if not np.any(extra_s):
+        return t
+    return dataclasses.replace(t, total_s=t.total_s + extra_s, overhead_s=t.overhead_s + extra_s)
+
+
+def _overhead_share(t: StepTime, share: float) -> StepTime:
+    """A pass that keeps ``share`` of the per-pass overhead its source added (a roofline's; kernel sums add none)."""
+    if not np.any(t.overhead_s) or share >= 1.0:
+        return t
+    cut = t.overhead_s * (1.0 - share)
+    return dataclasses.replace(t, total_s=t.total_s - cut, overhead_s=t.overhead_s - cut)
+
+
+def _zero_like(t: StepTime) -> StepTime:
+    """A pass that costs nothing (an n-gram drafter's draft step), shaped like ``t``."""
+    zero = np.zeros(np.shape(t.total_s))
+    return dataclasses.replace(t, total_s=zero, compute_s=zero, memory_s=zero, overhead_s=0.0, flop=zero, bytes=zero,
+                               fallback=None, comm_s=0.0)
+
+
+@dataclass(frozen=True)
+class DraftStep:
+    """One draft step: the pass on the GPU (zero for n-gram lookup) and the engine's time around its collectives."""
+
+    gpu: StepTime
+    engine_s: float
+
+    @property
+    def total_s(self) -> np.ndarray:
+        """t_step."""
+        return self.as_step().total_s
+
+    def as_step(self) -> StepTime:
+        """The GPU pass with the engine's time in its total and overhead."""
+        return _plus(self.gpu, self.engine_s)
+
+
+@dataclass(frozen=True)
+class RoundFixed:
+    """What a round's passes cost once, whatever its draft steps: verification, the extend pass, the drafter's host
+    time and the engine's per-iteration time."""
+
+    verify: StepTime  #: the target's verification pass on the GPU
+    extend: StepTime | None  #: the head's draft-extend pass on the GPU (None without one)
+    host_s: np.ndarray | float  #: the drafter's host time (n-gram scan)
+    engine_s: np.ndarray | float  #: e_iter + b e_seq + c_T + c_X
+    total_s: np.ndarray  #: t_fixed
+
+    def as_step(self) -> StepTime:
+        """The verification pass's parts with the whole fixed part as its total (engine time counted as overhead)."""
+        out = dataclasses.replace(self.verify, total_s=self.total_s)
+        return dataclasses.replace(out, overhead_s=out.overhead_s + self.engine_s) if np.any(self.engine_s) else out
+
+
+@dataclass(frozen=True)
+class RoundTime:
+    """One speculative round: ``steps`` draft steps, the fixed part and the engine's host work, broadcast over
+    (batch, context, steps, tokens)."""
+
+    steps: np.ndarray
+    draft: DraftStep
+    fixed: RoundFixed
+    host_s: np.ndarray | float = 0.0  #: H, the engine's host work per round
+    overlapped: float = 0.0  #: the share of H the engine overlaps with the round's passes (0: serial)
+
+    @property
+    def passes_s(self) -> np.ndarray:
+        """t_pass = s * t_step + t_fixed: the round's passes without the engine's host work."""
+        return round_seconds(self.steps, self.draft.total_s, self.fixed.total_s)
+
+    @property
+    def total_s(self) -> np.ndarray:
+        """t_round: t_pass + H, or max(t_pass, h H) + (1 - h) H where the engine overlaps a share h of H."""
+        return round_seconds(self.steps, self.draft.total_s, self.fixed.total_s, self.host_s, self.overlapped)
+
+    @property
+    def exposed_host_s(self) -> np.ndarray:
+        """The part of H the round waits for: all of it when serial, what the passes do not cover when overlapped."""
+        return self.total_s - self.passes_s
+
+    @property
+    def hidden_host_s(self) -> np.ndarray:
+        """The part of H that runs behind the GPU."""
+        if not self.overlapped:
+            return np.zeros(np.shape(self.total_s))
+        host = np.broadcast_to(np.asarray(self.host_s, dtype=float), np.shape(self.total_s))
+        return host - self.exposed_host_s
+
+    def parts(self) -> dict[str, np.ndarray]:
+        """Where the round's time goes, seconds per named part; the parts add up to :attr:`total_s`."""
+        f = self.fixed
+        parts = {"draft steps": self.steps * self.draft.gpu.total_s, "draft-step collectives": self.steps * self.draft.engine_s,
+                 "verification": f.verify.total_s}
+        if f.extend is not None:
+            parts["draft extend"] = f.extend.total_s
+        if np.any(np.asarray(f.host_s) != 0):
+            parts["drafter host time"] = f.host_s
+        parts["engine per iteration"] = f.engine_s
+        parts["engine host time"] = self.exposed_host_s
+        shape = np.shape(self.total_s)
+        return {name: np.broadcast_to(np.asarray(value, dtype=float), shape) for name, value in parts.items()}
+
+
+@dataclass(frozen=True)
+class PassTimes:
+    """The numbers of the speedup formula: a decode step, one draft step, a round's fixed part, and the round.
+
+    ``verify`` carries the verification pass's roofline parts (its bound, FLOP and bytes) with the round's
+    fixed part of the passes as its total; ``host`` is the engine's host time the round waits for, so that
+    t_round = gamma t_D + t_V + host and S = E t_T / t_round.
+    """
+
+    target: StepTime  #: plain decode step of the target, q = 1
+    draft: StepTime  #: one draft step
+    verify: StepTime  #: verification pass and the round's other fixed pass costs
+    host_s: np.ndarray | float = 0.0  #: the engine's host time the round waits for
+    round_s: np.ndarray | None = None  #: t_round
+
+    @property
+    def cost_ratio(self) -> np.ndarray:
+        """c = t_D / t_T."""
+        return self.draft.total_s / self.target.total_s
+
+    @property
+    def verify_ratio(self) -> np.ndarray:
+        """t_V / t_T: how much dearer a round's fixed part is than a decode step."""
+        return self.verify.total_s / self.target.total_s
+
+
+def model_assumptions(hardware: HardwareProfile, models) -> list[str]:
+    """Lines saying how precision, experts and tensor parallelism enter the step times of these models."""
+    lines = []
+    dtypes = {d for m in models for d in (m.weight_dtype, m.expert_dtype_)}
+    if dtypes & {"fp8", "int8"}:
+        how = (f"{FP8_MATMUL_SPEEDUP:g}x the BF16 rate (median of the kernel database's FP8/BF16 GEMMs)"
+               if hardware.peak_fp8_flop_per_s is not None else "the 16-bit rate (no 8-bit tensor cores in the profile)")
+        lines.append(f"precision: FP8/INT8 matmuls at {how}")
+    if dtypes & set(FOUR_BIT_DTYPES):
+        lines.append(f"precision: 4-bit weights dequantised in the GEMM at {W4A16_COMPUTE_FRACTION:g}x the 16-bit rate "
+                     "when compute-bound (assumed, not measured)")
+    if any(m.is_moe for m in models):
+        lines.append("experts: a pass reads the distinct experts its tokens route to, E(1-(1-k/E)^tokens) under uniform "
+                     "routing" + ("; skewed routing set by --moe-effective-experts" if any(m.routing_effective_experts for m in models) else ""))
+    tps = sorted({m.tp for m in models if m.tp > 1})
+    if tps:
+        lines.append(f"tensor parallelism: per-GPU shards; 2 all-reduces per layer and a logits all-gather over "
+                     f"{hardware.interconnect_bytes_per_s / 1e9:.0f} GB/s per direction, {hardware.interconnect_latency_s * 1e6:.1f} us "
+                     "each (profile), or the kernel database's measured all-reduce")
+    return lines
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A target served on a device, with a drafter, a step-time source and an engine preset.
+
+    ``drafter`` may be given as a draft model's :class:`~specsim.describe.models.ModelShape` (a draft-model
+    drafter) or left None for a deployment that only decodes (``specsim steptime``).  ``source``
+    defaults to the article's roofline over ``hardware`` and ``engine`` to the preset that adds nothing.
+
+    Examples
+    --------
+    The article's preset: an 8B target, a 1B draft, an H100 and L = 1128.
+
+    >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b")
+    >>> round(float(dep.decode(1, 1128).total_s) * 1e3, 3), round(float(dep.round_time(1, 1128, 4).total_s) * 1e3, 3)
+    (6.525, 11.566)
+    """
+
+    hardware: HardwareProfile
+    target: ModelShape
+    drafter: Drafter | None = None
+    source: StepTimeSource | None = None
+    engine: EnginePreset | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.drafter, ModelShape):
+            object.__setattr__(self, "drafter", DraftModel(self.drafter.name, self.drafter))
+        if self.source is None:
+            object.__setattr__(self, "source", RooflineSource(self.hardware))
+        if self.engine is None:
+            object.__setattr__(self, "engine", ENGINES["none"])
+        draft = self.draft
+        if draft is None:
+            return
+        if draft.tp not in (1, self.target.tp):
+            raise ValueError(f"draft tensor parallelism {draft.tp} must be 1 or the target's {self.target.tp} "
+                             "(vLLM's draft_tensor_parallel_size; SGLang and TensorRT-LLM run the draft at the target's)")
+        # (EAGLE-3 heads predict over a reduced draft vocabulary mapped onto the target's: no check there.)
+        if self.drafter.shares_vocabulary:
+            check_shared_vocabulary(self.target, draft)
+
+    @property
+    def draft(self) -> ModelShape | None:
+        """The network one draft step runs (a draft model, an EAGLE or MTP head); None for n-gram or no drafter."""
+        return None if self.drafter is None else self.drafter.step_model
+
+    # -- construction ------------------------------------------------------------------
+    @classmethod
+    def from_names(cls, hardware: str | None = None, target: str | None = None, draft: str | None = None,
+                   target_options: dict | None = None, draft_options: dict | None = None,
+                   ngram_cpu_s_per_token: float | None = None, decode_only: bool = False) -> "Deployment":
+        """Load hardware and models by built-in name or file path, with the article's bare roofline.
+
+        ``hardware``, ``target`` and ``draft`` default to :data:`~specsim.core.defaults.DEFAULT_HARDWARE`,
+        ``DEFAULT_TARGET`` and ``DEFAULT_DRAFT``.  ``draft`` is a drafter
+        (:func:`specsim.drafters.make_drafter`): a model name or config.json, ``eagle``, ``eagle3``, ``mtp``
+        or ``ngram``; ``decode_only`` builds a deployment without one.  ``target_options`` and
+        ``draft_options`` go to :func:`~specsim.models.get_model` (``weight_dtype``, ``kv_dtype``, ``tp``,
+        ``routing_effective_experts``); a tensor-parallel size is checked against the profile's node.
+        """
+        hardware = DEFAULT_HARDWARE if hardware is None else hardware
+        target = DEFAULT_TARGET if target is None else target
+        draft = DEFAULT_DRAFT if draft is None else draft
+        profile = hardware if isinstance(hardware, HardwareProfile) else load_hardware(hardware)
+        t_opts, d_opts = dict(target_options or {}), dict(draft_options or {})
+        for what, opts in (("--tp", t_opts), ("--draft-tp", d_opts)):
+            if opts.get("tp") is not None:
+                check_tp(profile, opts["tp"], what)
+        target_model = get_model(target, **t_opts)
+        drafter = None if decode_only else make_drafter(str(draft), target_model, d_opts, ngram_cpu_s_per_token)
+        return cls(profile, target_model, drafter)
+
+    @classmethod
+    def build(cls, hardware: str | None = None, target: str | None = None, draft: str | None = None,
+              timing: str | None = None, engine: str | None = None, engine_overhead_ms: float | None = None,
+              progress=None, target_options: dict | None = None, draft_options: dict | None = None,
+              ngram_cpu_s_per_token: float | None = None, decode_only: bool = False) -> "Deployment":
+        """A deployment with a step-time source and an engine preset: what every command uses.
+
+        ``timing`` defaults to :data:`specsim.timing.DEFAULT_TIMING` and ``engine``
+        to :data:`specsim.engines.DEFAULT_ENGINE`; ``engine_overhead_ms``
+        replaces the preset's per-iteration time.  (``from_names`` keeps the
+        article's bare roofline.)
+        """
+        return cls.from_names(hardware, target, draft, target_options, draft_options, ngram_cpu_s_per_token, decode_only).with_source(
+            timing, engine, engine_overhead_ms, progress)
+
+    def with_source(self, timing: str | None = None, engine: "str | EnginePreset | None" = None,
+                    engine_overhead_ms: float | None = None, progress=None) -> "Deployment":
+        """This deployment with a step-time source and engine preset, by name (``vllm@0.10``) or as a preset (see
+        :func:`specsim.engines.source_and_engine`)."""
+        source, preset = source_and_engine(self.hardware, timing, engine, engine_overhead_ms, progress)
+        return dataclasses.replace(self, source=source, engine=preset)
+
+    def with_draft(self, step_model: ModelShape) -> "Deployment":
+        """The same deployment with the drafter's network replaced (another TP size or dtype of it, or another draft model)."""
+        if self.drafter is None or self.drafter.kind == "draft_model":
+            return dataclasses.replace(self, drafter=DraftModel(step_model.name, step_model))
+        return dataclasses.replace(self, drafter=dataclasses.replace(self.drafter, step_model=step_model))
+
+    def with_tp(self, tp: int) -> "Deployment":
+        """The same deployment on ``tp`` tensor-parallel GPUs; a draft that ran at the target's TP (> 1) follows it."""
+        draft = self.draft
+        follows = draft is not None and draft.tp == self.target.tp and draft.tp > 1
+        drafter = self.drafter
+        if follows:
+            drafter = dataclasses.replace(drafter, step_model=dataclasses.replace(draft, tp=tp))
+        return dataclasses.replace(self, target=dataclasses.replace(self.target, tp=tp), drafter=drafter)
+
+    # -- passes ------------------------------------------------------------------------
+    def gpu_pass(self, model: ModelShape, batch: object, tokens_per_seq: object, context: object) -> StepTime:
+        """One forward pass of ``model`` on the GPU, as the step-time source gives it (no engine time)."""
+        return self.source.step_time(model, batch, tokens_per_seq, context)
+
+    def pass_time(self, model: ModelShape, batch: object, tokens_per_seq: object, context: object) -> StepTime:
+        """One engine iteration running a pass of ``model``: the GPU pass plus e_iter and the collectives' engine time."""
+        return _plus(self.gpu_pass(model, batch, tokens_per_seq, context), self.engine.iteration_time(batch) + self.engine.collectives_s(model))
+
+    def _draft_pass(self, batch: object, tokens_per_seq: object, context: object) -> StepTime:
+        """A pass of the drafter's network inside a round, with its layers' share of the source's per-pass overhead
+        (:attr:`~specsim.engines.EnginePreset.draft_overhead_by_layers`)."""
+        t = self.gpu_pass(self.draft, batch, tokens_per_seq, context)
+        if not self.engine.draft_overhead_by_layers:
+            return t
+        return _overhead_share(t, self.draft.n_layers / self.target.n_layers)
+
+    def prefill_s(self, prompt_tokens: object) -> np.ndarray:
+        """The marginal GPU time of prefilling ``prompt_tokens`` in an iteration that also decodes: t(1, P, 0) - t(1, 1, 0)
+        from the step-time source (the weights are read once for both), 0 for no tokens.  What chunked prefill adds to
+        the iteration it rides in (:mod:`specsim.serving.simulator`, :mod:`specsim.calibration.runs`).
+
+        >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b")
+        >>> [round(float(t) * 1e3, 2) for t in dep.prefill_s([0, 1, 1000])]
+        [0.0, 0.0, 20.99]
+        """
+        p = np.asarray(prompt_tokens, dtype=float)
+        base = np.asarray(self.gpu_pass(self.target, 1, 1, 0).total_s, dtype=float)
+        full = np.asarray(self.gpu_pass(self.target, 1, np.maximum(p, 1.0), 0).total_s, dtype=float)
+        return np.where(p > 0, full - base, 0.0)
+
+    def decode(self, batch: object, context: object = DEFAULT_CONTEXT_TOKENS) -> StepTime:
+        """t_decode: a plain decode step of the target (one token per sequence), engine time included."""
+        return self.pass_time(self.target, batch, 1, context)
+
+    def draft_step(self, batch: object, context: object = DEFAULT_CONTEXT_TOKENS, width: object = 1) -> DraftStep:
+        """t_step: one draft step of ``width`` tokens per sequence (zero on the GPU for n-gram lookup)."""
+        self._require_drafter()
+        if self.draft is None:
+            return DraftStep(_zero_like(self.gpu_pass(self.target, batch, 1, context)), 0.0)
+        return DraftStep(self._draft_pass(batch, width, context), self.engine.collectives_s(self.draft))
+
+    def round_fixed(self, batch: object, context: object, verify_tokens: object) -> RoundFixed:
+        """t_fixed: the verification of ``verify_tokens`` per sequence and everything else a round pays once."""
+        self._require_drafter()
+        e, d = self.engine, self.drafter
+        verify = self.gpu_pass(self.target, batch, verify_tokens, context)
+        extend, host = None, 0.0
+        fixed = verify.total_s
+        if self.draft is None:
+            host = d.host_s(batch, context)
+            fixed = fixed + host
+        elif d.extend_pass:  # the head re-reads the verified tokens to get the next round's hidden states
+            extend = self._draft_pass(batch, verify_tokens, context)
+            fixed = fixed + extend.total_s
+        engine_s = e.iteration_time(batch) + e.collectives_s(self.target) + (e.collectives_s(self.draft) if extend is not None else 0.0)
+        if np.any(engine_s):
+            fixed = fixed + engine_s
+        return RoundFixed(verify, extend, host, engine_s, fixed)
+
+    def round_host(self, batch: object, steps: object, draft_width: object = 1) -> tuple[np.ndarray, float]:
+        """(H, hidden): the engine's host work per round of ``steps`` draft steps, and the share of it this engine
+        version overlaps with the GPU for this drafter and draft width (0: serial).  n-gram lookup launches no draft
+        step; its ``steps`` proposed tokens carry the per-sequence work of steps."""
+        self._require_drafter()
+        steps = np.asarray(steps, dtype=float)
+        s = steps if self.draft is not None else 0.0
+        return self.engine.round_host(batch, s, steps), self.engine.hidden_share(self.drafter.kind, draft_width)
+
+    def round_time(self, batch: object, context: object = DEFAULT_CONTEXT_TOKENS, steps: object = 1, draft_width: object = 1,
+                   verify_tokens: object = None) -> RoundTime:
+        """t_round for ``steps`` draft steps of ``draft_width`` tokens and ``verify_tokens`` verified per sequence
+        (default steps + 1: a chain of gamma = steps), broadcast over all of them."""
+        s = np.asarray(steps, dtype=float)
+        _check_gamma(s)
+        n = s + 1.0 if verify_tokens is None else np.asarray(verify_tokens, dtype=float)
+        host, overlapped = self.round_host(batch, s, draft_width)
+        return RoundTime(s, self.draft_step(batch, context, draft_width), self.round_fixed(batch, context, n), host, overlapped)
+
+    def pass_times(self, batch: object, gamma: object, context: object = DEFAULT_CONTEXT_TOKENS, draft_width: object = 1,
+                   verify_tokens: object = None) -> PassTimes:
+        """t_T, t_D, the round's fixed part t_V and the host time it waits for, broadcast over batch, gamma and context.
+
+        ``t_V`` is the verification pass over ``verify_tokens`` per sequence (default gamma + 1) plus the
+        round's other fixed costs (an EAGLE/MTP draft-extend pass, n-gram CPU time, engine time per iteration).
+        ``draft_width`` is the tokens per sequence of one draft step (a tree's top-k; 1 for a chain).
+        """
+        target = self.decode(batch, context)
+        r = self.round_time(batch, context, gamma, draft_width, verify_tokens)
+        return PassTimes(target, r.draft.as_step(), r.fixed.as_step(), r.exposed_host_s, r.total_s)
+
+    def _require_drafter(self) -> None:
+        if self.drafter is None:
+            raise ValueError(f"this deployment of {self.target.name} has no drafter: a round needs a draft model, EAGLE, "
+                             "MTP or n-gram drafter")
+
+    # -- provenance --------------------------------------------------------------------
+    def provenance(self) -> list[str]:
+        """One line per input that shaped the step times: the source, the engine preset, precision and parallelism."""
+        lines = [self.source.describe(), self.engine.describe()]
+        if self.drafter is not None and self.drafter.kind != "draft_model":
+            lines.append(self.drafter.describe())
+        lines += model_assumptions(self.hardware, [m for m in (self.target, self.draft) if m is not None])
+        return lines
+
+    def brief(self) -> str:
+        """The provenance in one line: source, profile, kernel data, engine preset and version (all of it: provenance)."""
+        engine = self.engine
+        overlap = ""
+        if self.drafter is not None and engine.name != "none":
+            overlap = ", round host work " + ("overlapped" if engine.overlaps(self.drafter.kind) else "serial")
+        models = [m for m in (self.target, self.draft) if m is not None]
+        tags = []
+        if {d for m in models for d in (m.weight_dtype, m.expert_dtype_)} & {"fp8", "int8"}:
+            tags.append(f"FP8/INT8 matmuls at {FP8_MATMUL_SPEEDUP:g}x BF16")
+        if any(m.is_moe for m in models):
+            tags.append("experts read as uniformly routed" if not any(m.routing_effective_experts for m in models)
+                        else "experts read under --moe-effective-experts")
+        if any(m.tp > 1 for m in models):
+            tags.append("2 all-reduces per layer + logits gather per pass")
+        assumed = f"; assumed: {', '.join(tags)}" if tags else ""
+        return f"step times: {self.source.name} ({self.source.brief()}); engine {engine.label}{overlap}{assumed}; -v for every source"
+
+    def notes(self) -> list[str]:
+        """What the step-time source could not answer from its own data, and defaults the configs relied on."""
+        notes = list(self.source.notes)
+        for model in (self.target, self.draft):
+            if model is not None:
+                notes += [f"{model.name}: {n}" for n in model.notes]
+        return notes

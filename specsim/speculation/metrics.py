@@ -1,0 +1,384 @@
+"""Acceptance measured by a serving engine: alpha from vLLM's Prometheus counters.
+
+vLLM exports, per engine and model (Prometheus text exposition on /metrics):
+
+    vllm:spec_decode_num_drafts_total              verification passes with drafts
+    vllm:spec_decode_num_draft_tokens_total        drafted tokens
+    vllm:spec_decode_num_accepted_tokens_total     accepted drafted tokens
+    vllm:spec_decode_num_accepted_tokens_per_pos_total{position="k"}
+                                                   drafts whose token k was accepted
+
+From these:
+
+* mean acceptance length  E = 1 + accepted / drafts  (tokens per target pass);
+* gamma = draft_tokens / drafts (num_speculative_tokens);
+* cumulative per-position rate  c_k = count_k / drafts = P(tokens 0..k accepted);
+* conditional rate  a_k = c_k / c_{k-1}  (c_{-1} = 1): P(token k accepted | 0..k-1 were);
+* implied alpha: the alpha whose E(alpha, gamma) equals the measured E.
+
+Under the independence assumption of Leviathan et al. every a_k equals alpha.
+Real drafts usually accept the first position more often than later ones; when
+the a_k differ from alpha by more than sampling noise, :func:`acceptance_from_prometheus`
+flags it, and E at gamma <= the measured gamma should then come from the
+per-position form 1 + sum_k c_k (``expected_tokens_per_position``).
+
+The parser is a small strict reader of the text format (metric name, optional
+``{label="value",...}``, value, optional timestamp) so that a malformed file
+is reported with its line number.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from specsim.speculation.acceptance import alpha_from_acceptance_length, expected_tokens_per_position
+
+__all__ = ["AcceptanceMetrics", "acceptance_between", "acceptance_from_page", "acceptance_from_prometheus", "parse_prometheus",
+           "read_metrics_file"]
+
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)(\s+-?\d+)?\s*$")
+_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|$)')
+
+_PREFIX = "vllm:spec_decode_"
+_COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "num_accepted_tokens_per_pos")
+
+
+def _parse_labels(block: str, where: str) -> tuple[tuple[str, str], ...]:
+    inner = block[1:-1].strip()
+    labels = []
+    pos = 0
+    while pos < len(inner):
+        m = _LABEL.match(inner, pos)
+        if not m:
+            raise ValueError(f"{where}: malformed labels {block!r}; expected {{name=\"value\",...}}")
+        value = m.group(2).replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
+        labels.append((m.group(1), value))
+        pos = m.end()
+    return tuple(sorted(labels))
+
+
+def parse_prometheus(text: str, source: str = "metrics") -> list[tuple[str, dict[str, str], float]]:
+    """Samples of a Prometheus text exposition as ``(name, labels, value)``.
+
+    Comment lines (``# HELP``, ``# TYPE``) and blank lines are skipped; any
+    other line that is not a valid sample raises ValueError naming the line.
+
+    >>> parse_prometheus('# TYPE x counter\\nx_total{engine="0"} 12.0\\n')
+    [('x_total', {'engine': '0'}, 12.0)]
+    """
+    samples = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        where = f"{source}, line {number}"
+        m = _SAMPLE.match(line)
+        if not m:
+            raise ValueError(f"{where}: not a Prometheus sample: {raw.strip()[:80]!r}; expected 'name{{labels}} value'")
+        name, block, value_text = m.group(1), m.group(2), m.group(3)
+        try:
+            value = float(value_text)
+        except ValueError:
+            raise ValueError(f"{where}: value {value_text!r} is not a number") from None
+        labels = dict(_parse_labels(block, where)) if block else {}
+        samples.append((name, labels, value))
+    return samples
+
+
+@dataclass(frozen=True)
+class AcceptanceMetrics:
+    """Speculative-decoding counters of one serving run, and what follows from them."""
+
+    drafts: float
+    draft_tokens: float
+    accepted_tokens: float
+    accepted_per_position: tuple[float, ...]
+
+    @property
+    def mean_draft_length(self) -> float:
+        """Drafted tokens per draft: num_speculative_tokens when it is fixed, a mean under a dynamic schedule."""
+        return self.draft_tokens / self.drafts
+
+    @property
+    def gamma(self) -> int | None:
+        """Speculative tokens per draft when every draft had the same length, else None.
+
+        A whole ``draft_tokens / drafts`` is read as a fixed gamma; a fractional
+        one (vLLM's per-batch-size schedules, which ``specsim schedule``
+        writes) means gamma varied, and is never rounded.
+        """
+        g = self.mean_draft_length
+        return int(round(g)) if abs(g - round(g)) <= 1e-9 * max(1.0, g) else None
+
+    @property
+    def mean_acceptance_length(self) -> float:
+        """E = 1 + accepted / drafts: tokens emitted per verification pass."""
+        return 1.0 + self.accepted_tokens / self.drafts
+
+    @property
+    def acceptance_rate(self) -> float:
+        """accepted / drafted tokens (vLLM's 'draft acceptance rate'; not alpha)."""
+        return self.accepted_tokens / self.draft_tokens
+
+    @property
+    def cumulative_rates(self) -> np.ndarray:
+        """c_k = P(draft tokens 0..k all accepted), per position."""
+        return np.asarray(self.accepted_per_position) / self.drafts
+
+    @property
+    def conditional_rates(self) -> np.ndarray:
+        """a_k = P(token k accepted | tokens 0..k-1 accepted), per position."""
+        c = self.cumulative_rates
+        previous = np.r_[1.0, c[:-1]]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(previous > 0, c / previous, np.nan)
+
+    @property
+    def alpha(self) -> float | None:
+        """The alpha whose E(alpha, gamma) equals the measured mean acceptance length.
+
+        None when gamma varied between drafts: the counters then mix drafts of
+        different lengths, and no single E(alpha, gamma) describes them.
+        """
+        if self.gamma is None:
+            return None
+        return float(alpha_from_acceptance_length(self.mean_acceptance_length, self.gamma))
+
+    @property
+    def per_position_tokens_per_step(self) -> float | None:
+        """E from the per-position rates, 1 + sum_k c_k (None without per-position counts)."""
+        if not self.accepted_per_position:
+            return None
+        return float(expected_tokens_per_position(np.clip(self.conditional_rates, 0.0, 1.0)))
+
+    def independence_deviation(self) -> list[int]:
+        """Positions whose conditional rate is far from alpha.
+
+        Far means more than 0.05 away and more than four standard errors of a
+        binomial proportion over the drafts that reached that position (a
+        false alarm under independence has probability below 1e-4 per position).
+        """
+        if not self.accepted_per_position or self.alpha is None:
+            return []
+        alpha = self.alpha
+        reached = np.r_[self.drafts, np.asarray(self.accepted_per_position[:-1])]
+        out = []
+        for k, (rate, n) in enumerate(zip(self.conditional_rates, reached)):
+            if n <= 0 or not np.isfinite(rate):
+                continue
+            stderr = math.sqrt(max(alpha * (1 - alpha), 1e-12) / n)
+            if abs(rate - alpha) > max(0.05, 4 * stderr):
+                out.append(k)
+        return out
+
+
+    def to_dict(self) -> dict:
+        """Everything the counters say, JSON-ready (undefined rates are None, never NaN)."""
+        def clean(values: np.ndarray) -> list:
+            return [float(v) if np.isfinite(v) else None for v in values]
+
+        far = self.independence_deviation()
+        return {
+            "alpha": self.alpha,
+            "gamma": self.gamma,
+            "mean_draft_length": self.mean_draft_length,
+            "mean_acceptance_length": self.mean_acceptance_length,
+            "acceptance_rate": self.acceptance_rate,
+            "drafts": self.drafts,
+            "draft_tokens": self.draft_tokens,
+            "accepted_tokens": self.accepted_tokens,
+            "per_position_cumulative": clean(self.cumulative_rates),
+            "per_position_conditional": clean(self.conditional_rates),
+            "independent_alpha_consistent": (not far) if self.alpha is not None else None,
+            "positions_far_from_alpha": far,
+        }
+
+
+def acceptance_from_prometheus(text: str, source: str = "metrics", model_name: str | None = None) -> AcceptanceMetrics:
+    """Sum vLLM's speculative-decoding counters over engines and read them out.
+
+    Counters are matched with or without the ``_total`` suffix; ``_created``
+    samples are ignored.  If the file holds several ``model_name`` labels,
+    ``model_name`` picks one.
+    """
+    totals = {key: 0.0 for key in _COUNTERS[:3]}
+    per_pos: dict[int, float] = {}
+    models = set()
+    found = set()
+    samples = parse_prometheus(text, source)
+    for name, labels, _ in samples:
+        if name.startswith(_PREFIX) and "model_name" in labels:
+            models.add(labels["model_name"])
+    if model_name is None and len(models) > 1:
+        raise ValueError(f"{source}: counters of several models ({', '.join(sorted(models))}); choose one with "
+                         "--model-name (specsim alpha) or --metrics-model (the model commands)")
+    if model_name is not None and model_name not in models:
+        raise ValueError(f"{source}: no speculative-decoding counters for model {model_name!r}; found: {', '.join(sorted(models)) or 'none'}")
+    seen: set = set()
+    for name, labels, value in samples:
+        if not name.startswith(_PREFIX) or name.endswith("_created"):
+            continue
+        series = (name.removesuffix("_total"), tuple(sorted(labels.items())))
+        if series in seen:
+            raise ValueError(f"{source}: the series {name}{{{', '.join(f'{k}={v!r}' for k, v in sorted(labels.items()))}}} "
+                             "appears twice; save one /metrics page per file")
+        seen.add(series)
+        if model_name is not None and labels.get("model_name") != model_name:
+            continue
+        key = name[len(_PREFIX):].removesuffix("_total")
+        if key not in _COUNTERS:
+            continue
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"{source}: {name} must be a finite count >= 0, got {value!r}")
+        found.add(key)
+        if key == "num_accepted_tokens_per_pos":
+            if "position" not in labels or not labels["position"].isdigit():
+                raise ValueError(f"{source}: {name} needs a position=\"<integer>\" label, got {labels!r}")
+            pos = int(labels["position"])
+            per_pos[pos] = per_pos.get(pos, 0.0) + value
+        else:
+            totals[key] += value
+    missing = [f"{_PREFIX}{key}_total" for key in _COUNTERS[:3] if key not in found]
+    if missing:
+        raise ValueError(f"{source}: missing counter(s) {', '.join(missing)}; is speculative decoding enabled on that server?")
+    if totals["num_drafts"] <= 0:
+        raise ValueError(f"{source}: {_PREFIX}num_drafts_total is 0: no speculative steps were recorded")
+    if per_pos and sorted(per_pos) != list(range(len(per_pos))):
+        raise ValueError(f"{source}: per-position counters are not contiguous from 0: positions {sorted(per_pos)}")
+    metrics = AcceptanceMetrics(
+        drafts=totals["num_drafts"],
+        draft_tokens=totals["num_draft_tokens"],
+        accepted_tokens=totals["num_accepted_tokens"],
+        accepted_per_position=tuple(per_pos[k] for k in sorted(per_pos)),
+    )
+    if metrics.accepted_tokens > metrics.draft_tokens:
+        raise ValueError(f"{source}: more accepted tokens ({metrics.accepted_tokens:g}) than drafted ({metrics.draft_tokens:g})")
+    if per_pos and metrics.gamma is not None and len(per_pos) != metrics.gamma:
+        raise ValueError(f"{source}: {len(per_pos)} per-position counters but {metrics.gamma} draft tokens per draft")
+    if per_pos and metrics.gamma is None and len(per_pos) < metrics.mean_draft_length:
+        raise ValueError(f"{source}: {len(per_pos)} per-position counters but {metrics.mean_draft_length:.2f} draft tokens per draft on average")
+    counts = [per_pos[k] for k in sorted(per_pos)]
+    if counts and counts[0] > metrics.drafts:
+        raise ValueError(f"{source}: {counts[0]:g} drafts accepted position 0, more than the {metrics.drafts:g} drafts")
+    rising = [k for k in range(1, len(counts)) if counts[k] > counts[k - 1]]
+    if rising:
+        k = rising[0]
+        raise ValueError(f"{source}: position {k} was accepted {counts[k]:g} times, more than position {k - 1} ({counts[k - 1]:g}); "
+                         "a token is only accepted after every earlier one was")
+    if per_pos and abs(sum(per_pos.values()) - metrics.accepted_tokens) > 1e-6 * max(1.0, metrics.accepted_tokens):
+        raise ValueError(f"{source}: per-position counts sum to {sum(per_pos.values()):g}, not the {metrics.accepted_tokens:g} accepted tokens")
+    return metrics
+
+
+def read_metrics_file(path: str | Path, model_name: str | None = None) -> AcceptanceMetrics:
+    """:func:`acceptance_from_prometheus` on a saved ``/metrics`` page."""
+    from specsim.core.files import read_text
+
+    text = read_text(path, "metrics file")
+    if not text.strip():
+        raise ValueError(f"metrics file {str(path)!r} is empty")
+    return acceptance_from_prometheus(text, source=Path(path).name, model_name=model_name)
+
+
+def _page(path: str | Path) -> tuple[str, str]:
+    """(file name, text) of a saved ``/metrics`` page; an empty page is refused."""
+    from specsim.core.files import read_text
+
+    text = read_text(path, "metrics file")
+    if not text.strip():
+        raise ValueError(f"metrics file {str(path)!r} is empty")
+    return Path(path).name, text
+
+
+def _is_sglang(text: str) -> bool:
+    return "sglang:spec_accept_length" in text and "vllm:spec_decode" not in text
+
+
+def _sglang_accept_length(text: str, name: str) -> float:
+    """The mean of a page's ``sglang:spec_accept_length`` gauges (one per model or rank)."""
+    return float(np.mean([v for key, _, v in parse_prometheus(text, name) if key == "sglang:spec_accept_length"]))
+
+
+def accept_length_from_page(path: str | Path, model_name: str | None = None) -> tuple[float, str]:
+    """(AL, where it came from): tokens per verification pass from a saved ``/metrics`` page of vLLM
+    (1 + accepted / drafts) or SGLang (``sglang:spec_accept_length``).  A page counts from the server's start."""
+    name, text = _page(path)
+    if _is_sglang(text):
+        length = _sglang_accept_length(text, name)
+        if not (np.isfinite(length) and length >= 1.0):
+            raise ValueError(f"{name}: sglang:spec_accept_length {length:g} is not a length of at least 1")
+        return length, f"{name}: SGLang mean accept length"
+    m = acceptance_from_prometheus(text, source=name, model_name=model_name)
+    return m.mean_acceptance_length, f"{name}: vLLM 1 + accepted / drafts"
+
+
+def acceptance_from_page(path: str | Path, sglang_gamma: int | None = None, model_name: str | None = None):
+    """An :class:`~specsim.speculation.acceptance.Acceptance` from a saved ``/metrics`` page, read once.
+
+    vLLM pages give per-position rates where their per-position counters exist, else the alpha of the mean
+    acceptance length.  SGLang pages give only ``sglang:spec_accept_length``, the mean tokens per verification;
+    ``sglang_gamma`` (its ``--speculative-num-steps``) turns it into an alpha; ``model_name`` picks one model's counters
+    on a page that holds several (``--metrics-model``).
+    """
+    from specsim.speculation.acceptance import Acceptance
+
+    name, text = _page(path)
+    if _is_sglang(text):
+        if sglang_gamma is None:
+            raise ValueError(f"{name}: SGLang reports only the mean accept length; give --metrics-gamma, the "
+                             "--speculative-num-steps it ran with")
+        length = _sglang_accept_length(text, name)
+        if not 1.0 <= length <= sglang_gamma + 1:
+            raise ValueError(f"{name}: sglang:spec_accept_length {length:g} is outside [1, {sglang_gamma + 1}]")
+        alpha = float(alpha_from_acceptance_length(length, sglang_gamma))
+        return Acceptance(alpha=alpha, source=f"{name}: SGLang mean accept length {length:.3f} at {sglang_gamma} steps")
+    if sglang_gamma is not None:
+        raise ValueError("--metrics-gamma is for SGLang pages; vLLM's counters say the draft length themselves")
+    m = acceptance_from_prometheus(text, source=name, model_name=model_name)
+    if m.accepted_per_position:
+        return Acceptance(cumulative=tuple(float(c) for c in m.cumulative_rates), source=f"{name}, vLLM counters")
+    if m.alpha is None:
+        raise ValueError(f"{name}: no per-position counters and a varying draft length: cannot infer acceptance")
+    return Acceptance(alpha=float(m.alpha), source=f"{name}, vLLM mean acceptance length (no per-position counters)")
+
+def acceptance_between(before: str | Path | None, after: str | Path, model_name: str | None = None) -> AcceptanceMetrics:
+    """The counters of one benchmark run: a vLLM ``/metrics`` page saved after it less the page saved before it (the
+    counters run from the server's start).  A page before the first speculative step carries no counters: it counts
+    as zero.  SGLang pages hold a gauge, not counters: refused here (its client records ``accept_length`` itself).
+
+    >>> import pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> page = "vllm:spec_decode_num_drafts_total {}\\nvllm:spec_decode_num_draft_tokens_total {}\\nvllm:spec_decode_num_accepted_tokens_total {}\\n"
+    >>> _ = (d / "a.txt").write_text(page.format(100, 300, 150)); _ = (d / "b.txt").write_text(page.format(300, 900, 550))
+    >>> round(acceptance_between(d / "a.txt", d / "b.txt").mean_acceptance_length, 3)
+    3.0
+    """
+    name, text = _page(after)
+    if _is_sglang(text):
+        raise ValueError(f"{name}: an SGLang page holds the accept-length gauge, not counters: its client's accept_length "
+                         "(with --flush-cache) is the run's")
+    end = acceptance_from_prometheus(text, source=name, model_name=model_name)
+    start = None
+    if before is not None:
+        bname, btext = _page(before)
+        drafts = sum(v for key, _, v in parse_prometheus(btext, bname) if key.removesuffix("_total") == _PREFIX + "num_drafts")
+        if drafts > 0:  # a server that has not speculated yet shows its counters at 0, or none
+            start = acceptance_from_prometheus(btext, source=bname, model_name=model_name)
+    if start is None:
+        return end
+    where = f"{name} less {Path(before).name}"
+    if len(start.accepted_per_position) not in (0, len(end.accepted_per_position)):
+        raise ValueError(f"{where}: the pages hold {len(start.accepted_per_position)} and {len(end.accepted_per_position)} "
+                         "per-position counters: not one server")
+    diff = {k: getattr(end, k) - getattr(start, k) for k in ("drafts", "draft_tokens", "accepted_tokens")}
+    pos = tuple(e - b for e, b in zip(end.accepted_per_position, start.accepted_per_position or (0.0,) * len(end.accepted_per_position)))
+    if any(v < 0 for v in diff.values()) or any(v < 0 for v in pos):
+        raise ValueError(f"{where}: a counter went down between the pages: the server restarted, or the pages are swapped")
+    if diff["drafts"] <= 0:
+        raise ValueError(f"{where}: no speculative steps between the two pages")
+    return AcceptanceMetrics(diff["drafts"], diff["draft_tokens"], diff["accepted_tokens"], pos)

@@ -1,0 +1,255 @@
+"""Batch-size-dependent speculation schedules, in the forms serving engines accept.
+
+The optimal gamma falls with the batch size (verification turns compute-bound)
+and reaches 0 where speculation stops paying.  Engines now take such a
+schedule but ship no defaults, because the right values depend on hardware,
+models and acceptance rate.  :func:`gamma_schedule` computes the optimal gamma
+for every batch size 1..max_batch, applies a minimum gain (speculate only
+where the predicted speedup is at least ``min_gain``, so that a schedule does
+not switch on for a 1% model-predicted gain that noise can erase) and merges
+equal neighbours into ranges.
+
+Engine formats (checked against each engine's documentation and source):
+
+vLLM (docs/features/speculative_decoding/dynamic_speculative_decoding.md,
+https://docs.vllm.ai/en/latest/features/speculative_decoding/dynamic_speculative_decoding/,
+vLLM 0.24): ``speculative_config["num_speculative_tokens_per_batch_size"]`` is
+a list of ``[start_bs, end_bs, k]`` with inclusive ranges; ``k = 0`` turns
+speculation off in that range; ``num_speculative_tokens`` is the largest k.
+
+TensorRT-LLM (PR NVIDIA/TensorRT-LLM#10860; ``get_draft_len_for_batch_size``
+in tensorrt_llm/_torch/speculative/utils.py and its unit tests):
+``speculative_config.draft_len_schedule`` maps an inclusive *upper* batch
+threshold to a draft length, ``{4: 4, 8: 2, 32: 1}`` meaning 1-4 -> 4,
+5-8 -> 2, 9-32 -> 1; batch sizes above the largest key get 0, but
+draft-target (two-model) decoding floors a runtime draft length of 0 to 1, so
+speculation is switched off above a batch size with ``max_concurrency``.
+
+Per drafter (issue 12):
+
+* vLLM ``speculative_config["method"]`` is ``draft_model``, ``eagle``, ``eagle3``, ``mtp`` or ``ngram``
+  (vllm/config/speculative.py, ``SpeculativeMethod``; docs/features/speculative_decoding/); ``model`` names
+  the draft or head checkpoint (none for ``mtp``, which reads the target's own layers, or ``ngram``, which
+  takes ``prompt_lookup_min`` / ``prompt_lookup_max``).  vLLM drafts chains here: a tree schedule is refused.
+* SGLang takes launch flags, one static configuration (docs.sglang.io, "Speculative Decoding"):
+  ``--speculative-algorithm`` STANDALONE (draft model), EAGLE, EAGLE3 or NGRAM (MTP checkpoints such as
+  DeepSeek-V3 run as EAGLE over their NextN layers), ``--speculative-draft-model-path``,
+  ``--speculative-num-steps`` (depth), ``--speculative-eagle-topk`` (top-k, 1 for a chain) and
+  ``--speculative-num-draft-tokens`` (tokens verified per sequence).  :func:`to_sglang` prints the
+  configuration for one batch size and, as comments, where another is better.
+* TensorRT-LLM ``speculative_config.decoding_type`` is ``Draft_Target``, ``Eagle3`` (with
+  ``speculative_model_dir``), ``MTP`` (``num_nextn_predict_layers``) or ``NGram``
+  (``max_matching_ngram_size``) with ``max_draft_len`` (nvidia.github.io/TensorRT-LLM, "Speculative
+  Decoding"); only draft-target decoding takes a ``draft_len_schedule``, and the documentation says the
+  others cannot switch speculation off dynamically, so they get the batch-1 draft length.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
+from specsim.speculation.deployment import Deployment
+from specsim.speculation.search import optimal_gamma, optimal_tree, speedup
+
+__all__ = ["DEFAULT_MAX_BATCH", "KNOWN_HEADS", "ScheduleRange", "batch_grid", "context_table", "drafter_checkpoint",
+           "gamma_schedule", "tree_schedule"]
+
+#: Published EAGLE heads for built-in targets: (target, drafter kind) -> checkpoint.  The EAGLE authors' heads,
+#: as vLLM's and TensorRT-LLM's documentation use them.
+KNOWN_HEADS = {
+    ("llama-3.1-8b", "eagle"): "yuhuili/EAGLE-LLaMA3.1-Instruct-8B",
+    ("llama-3.1-8b", "eagle3"): "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+}
+
+
+def drafter_checkpoint(dep: Deployment, given: str | None = None) -> str | None:
+    """The checkpoint an engine loads for the drafter: ``given``, the draft model's, a known head; None for MTP and
+    n-gram (nothing separate to load)."""
+    kind = dep.drafter.kind
+    if kind in ("mtp", "ngram"):
+        if given:
+            raise ValueError(f"--draft-checkpoint does not apply to --draft {kind}: it loads no separate checkpoint")
+        return None
+    if given:
+        return given
+    if kind == "draft_model":
+        return dep.draft.source or dep.draft.name
+    if dep.draft.source:  # a head read from its own config.json
+        return dep.draft.source
+    known = KNOWN_HEADS.get((dep.target.name, kind))
+    if known is None:
+        raise ValueError(f"no published {kind} head is known for {dep.target.name}; give its checkpoint with --draft-checkpoint")
+    return known
+
+#: vLLM's default max_num_seqs.
+DEFAULT_MAX_BATCH = 256
+
+
+@dataclass(frozen=True)
+class ScheduleRange:
+    """Batch sizes start..end (inclusive) that share one gamma."""
+
+    start_batch: int
+    end_batch: int
+    gamma: int
+    min_speedup: float
+    max_speedup: float
+    #: How far below the best gamma of its batch sizes the range's speedup falls at most (0: the best everywhere).
+    shortfall: float = 0.0
+
+
+#: A schedule counts a shortfall within this fraction of a batch's best speedup as none: near the optimum the curve
+#: is flat (gamma 3 and 4 differ by under 0.3% at batch 10-64 on an H100), and an exact argmax over measured
+#: kernel times switches gamma back and forth on differences smaller than the data's own 1-2% noise.
+DEFAULT_SCHEDULE_RTOL = 0.01
+#: Speculate where the predicted speedup is at least this (1: any predicted gain).
+DEFAULT_MIN_GAIN = 1.0
+
+
+def gamma_schedule(
+    dep: Deployment,
+    alpha: float,
+    max_batch: int = DEFAULT_MAX_BATCH,
+    context: int = DEFAULT_CONTEXT_TOKENS,
+    gamma_max: int = DEFAULT_GAMMA_MAX,
+    min_gain: float = DEFAULT_MIN_GAIN,
+    rtol: float = DEFAULT_SCHEDULE_RTOL,
+) -> list[ScheduleRange]:
+    """A gamma for every batch size 1..max_batch that an engine can run, merged into ranges.
+
+    Gamma never rises with batch (engines that tune it per batch size choose fewer steps as the batch grows:
+    SGLang's AutoSpec, TensorRT-LLM's draft_len_schedule): of all schedules that never rise, the one whose
+    speedups fall least below each batch's best, where a shortfall within ``rtol`` counts as none (then the
+    smaller gamma wins: less draft work).  Without that rule the measured kernels' steps (a GEMM dearer once
+    b(gamma+1) passes 256) made schedules switch back and forth for 1-3%.  Where the chosen speedup is below
+    ``min_gain`` the range gets gamma = 0 (speculation off) and speedup 1; each range carries how far below the
+    best of its batches it is (``shortfall``).
+
+    >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b")
+    >>> [(r.start_batch, r.end_batch, r.gamma) for r in gamma_schedule(dep, 0.6, 256, context=128, rtol=0)]
+    [(1, 86, 2), (87, 188, 1), (189, 256, 0)]
+    """
+    from specsim.core.limits import MAX_BATCH, check_int
+
+    max_batch = check_int("max batch", max_batch, 1, MAX_BATCH)
+    if not np.isfinite(min_gain) or min_gain < 1.0:
+        raise ValueError(f"min gain must be >= 1 (1 = any predicted gain), got {min_gain!r}")
+    batch = np.arange(1, int(max_batch) + 1)
+    if not (np.isfinite(rtol) and 0 <= rtol < 0.5):
+        raise ValueError(f"rtol must be in [0, 0.5), got {rtol!r}")
+    # The exact argmax per batch bounds gamma (an Acceptance stops it at its last measured position).
+    top = optimal_gamma(dep, alpha, batch, context, gamma_max, 0.0).gamma_max
+    grid = np.arange(top + 1)
+    surface = np.broadcast_to(speedup(dep, alpha, grid[:, None], batch[None, :], context), (grid.size, batch.size))
+    chosen = monotone_gammas(surface, rtol)
+    columns = np.arange(batch.size)
+    s = surface[chosen, columns]
+    gamma = np.where(s >= min_gain, chosen, 0)
+    values = np.where(gamma > 0, s, 1.0)
+    short = 1.0 - values / surface.max(axis=0)  # row 0 is gamma = 0, speedup 1: the best is at least 1
+    # Split where gamma changes; each run becomes one range.
+    starts = np.flatnonzero(np.r_[True, gamma[1:] != gamma[:-1]])
+    ends = np.r_[starts[1:] - 1, len(batch) - 1]
+    return [
+        ScheduleRange(int(batch[s]), int(batch[e]), int(gamma[s]), float(values[s : e + 1].min()), float(values[s : e + 1].max()),
+                      float(short[s : e + 1].max()))
+        for s, e in zip(starts, ends)
+    ]
+
+
+def monotone_gammas(surface: np.ndarray, rtol: float) -> np.ndarray:
+    """Per column of ``surface`` (speedup over gamma = 0, 1, ... by rows, batch by columns), the gammas >= 1 of the
+    schedule that never rises along the columns and falls least below each column's best, a shortfall within
+    ``rtol`` counting as none; ties go to the smaller gamma.
+
+    >>> surface = np.array([[1.0, 1.0, 1.0, 1.0], [1.5, 1.5, 1.40, 1.30], [1.6, 1.52, 1.45, 1.28]])
+    >>> monotone_gammas(surface, 0.02).tolist()  # gamma 2 at batch 3 would be 3.4% better, but only after a drop to 1
+    [2, 2, 2, 1]
+    """
+    rows = surface[1:]
+    best = rows.max(axis=0)
+    cost = np.maximum(1.0 - rows / best - rtol, 0.0)
+    n_gamma, n_batch = rows.shape
+    total = cost[:, 0].copy()
+    back = np.zeros((n_gamma, n_batch), dtype=int)
+    for j in range(1, n_batch):
+        # The cheapest path into gamma g comes from some g' >= g: a running minimum from the top row down; on a tie the
+        # smaller predecessor (found first from the bottom of each suffix) keeps the schedule from holding a large gamma.
+        suffix = np.minimum.accumulate(total[::-1])[::-1]
+        arg = np.empty(n_gamma, dtype=int)
+        arg[-1] = n_gamma - 1
+        for g in range(n_gamma - 2, -1, -1):
+            arg[g] = g if total[g] <= suffix[g + 1] else arg[g + 1]
+        back[:, j] = arg
+        total = cost[:, j] + suffix
+    out = np.empty(n_batch, dtype=int)
+    out[-1] = int(np.argmin(total))
+    for j in range(n_batch - 1, 0, -1):
+        out[j - 1] = back[out[j], j]
+    return out + 1
+
+
+@dataclass(frozen=True)
+class TreeRange:
+    """Batch sizes start..end (inclusive) that share one tree (None: speculation off)."""
+
+    start_batch: int
+    end_batch: int
+    tree: Any
+    min_speedup: float
+    max_speedup: float
+    #: How far below the best gamma of its batch sizes the range's speedup falls at most (0: the best everywhere).
+    shortfall: float = 0.0
+
+
+def tree_schedule(dep: Deployment, acceptance: object, bounds: Any, max_batch: int = DEFAULT_MAX_BATCH,
+                  context: int = DEFAULT_CONTEXT_TOKENS, min_gain: float = DEFAULT_MIN_GAIN, rtol: float = DEFAULT_SCHEDULE_RTOL,
+                  sibling: float | None = None) -> list[TreeRange]:
+    """The best tree within ``bounds`` for every batch size 1..max_batch, merged into ranges."""
+    from specsim.core.limits import MAX_BATCH, check_int
+
+    max_batch = check_int("max batch", max_batch, 1, MAX_BATCH)
+    batch = np.arange(1, max_batch + 1)
+    trees, speedup, _ = optimal_tree(dep, acceptance, bounds, batch, context, sibling, rtol)
+    trees = [t if t is not None and s >= min_gain else None for t, s in zip(trees, speedup)]
+    out: list[TreeRange] = []
+    for tree, group in itertools.groupby(range(max_batch), key=lambda i: trees[i]):
+        idx = list(group)
+        s = speedup[idx] if tree is not None else np.ones(len(idx))
+        out.append(TreeRange(idx[0] + 1, idx[-1] + 1, tree, float(s.min()), float(s.max())))
+    return out
+
+
+def batch_grid(top: int) -> list[int]:
+    """Powers of two below ``top``, then ``top``: the batch sizes of a (batch, context) table.
+
+    >>> batch_grid(100)
+    [1, 2, 4, 8, 16, 32, 64, 100]
+    """
+    out, b = [], 1
+    while b < top:
+        out.append(b)
+        b *= 2
+    return out + [top]
+
+
+def context_table(dep: Deployment, acceptance: object, batches, contexts, gamma_max: int = DEFAULT_GAMMA_MAX,
+                  rtol: float = DEFAULT_SCHEDULE_RTOL, bounds: Any = None, sibling: float | None = None) -> list[dict]:
+    """The best gamma (or tree) and its speedup for every (batch, context): long contexts keep verification
+    memory-bound, so the choice depends on context as much as on batch.  One dict per cell."""
+    rows = []
+    for L in contexts:
+        if bounds is None:
+            best = optimal_gamma(dep, acceptance, np.asarray(batches, float), L, gamma_max, rtol)
+            for b, g, s in zip(batches, best.gamma, best.speedup):
+                rows.append({"batch": int(b), "context": int(L), "gamma": int(g), "speedup": float(s)})
+        else:
+            trees, speedup, _ = optimal_tree(dep, acceptance, bounds, np.asarray(batches, float), L, sibling, rtol)
+            for b, t, s in zip(batches, trees, speedup):
+                rows.append({"batch": int(b), "context": int(L), "tree": None if t is None else t.label(), "speedup": float(s)})
+    return rows

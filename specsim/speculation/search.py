@@ -1,0 +1,306 @@
+"""Speedup and the optimal speculation length gamma (or token tree) over a deployment.
+
+Speedup
+    Per generated token, plain decoding spends one decode step t_T and speculation one round
+    (:mod:`specsim.speculation.deployment`: gamma draft steps t_D, the round's fixed part t_V, verification and
+    whatever else a round pays once, and the engine's host time the round waits for) per E tokens
+    (:func:`specsim.acceptance.expected_tokens`):
+
+        S = E * t_T / t_round,   t_round = gamma * t_D + t_V (+ host)
+
+    When verification costs one decode step (t_V = t_T, small batch) and
+    c = t_D / t_T, this is the closed form S = E / (gamma * c + 1).
+
+Optimal gamma
+    The integer argmax of S over gamma = 0..gamma_max, where gamma = 0 means
+    "do not speculate" (S = 1 exactly).  Tie rule: the exact float64 argmax;
+    equal values go to the smaller gamma (less draft work and memory).  With
+    c = 0.05 and alpha = 0.7, gamma = 5 and 6 differ by 2e-6 (2.3529360 and
+    2.3529377): the float64 argmax is 6, as in the article.  ``rtol`` > 0
+    instead picks the smallest gamma within that fraction of the best, for
+    users who prefer short drafts where the curve is flat.
+
+Optimal tree
+    Every tree within the bounds (top-k, depth, verified tokens) is scored with its exact E(tree)
+    (:func:`specsim.acceptance.build_tree`) over the deployment's draft step of top-k tokens and round
+    fixed part of the tree's verified tokens; chains are the trees of top-k 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from specsim.speculation.acceptance import (DEFAULT_SIBLING_FACTOR, TreeSpec, alpha_from_acceptance_length, as_acceptance, build_tree, expected, expected_tokens, expected_tokens_per_position)
+from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, DEFAULT_RTOL
+from specsim.speculation.deployment import Deployment, PassTimes, round_seconds
+from specsim.core.limits import MAX_GAMMA, check_int
+
+__all__ = [
+    "PEAK_MARGIN",
+    "OptimalGamma",
+    "alpha_from_acceptance_length",
+    "argmax_gamma",
+    "expected_tokens",
+    "expected_tokens_per_position",
+    "optimal_gamma",
+    "optimal_gamma_cost_ratio",
+    "optimal_tree",
+    "require_network",
+    "speculation_peak",
+    "speedup",
+    "speedup_from_cost_ratio",
+    "speedup_from_round",
+    "speedup_from_times",
+    "tree_speedup",
+]
+
+#: A peak of speculation at a larger batch is reported only when it beats the smallest batch by more than this
+#: fraction: closer than 1%, the curve is flat and the step-time data's own noise (1-2%) could place it anywhere.
+PEAK_MARGIN = 0.01
+#: Trees x batch sizes one tree search scores (a float64 each: 160 MB at the limit, seconds of work).
+MAX_TREE_EVALUATIONS = 20_000_000
+
+
+def speedup_from_cost_ratio(alpha: object, gamma: object, cost_ratio: object) -> np.ndarray:
+    """Closed-form speedup E / (gamma * c + 1) when verification costs one decode step.
+
+    >>> round(float(speedup_from_cost_ratio(0.8, 8, 0.05)), 4)
+    3.0921
+    """
+    c = np.asarray(cost_ratio, dtype=float)
+    if not np.all(np.isfinite(c) & (c >= 0)):
+        raise ValueError(f"cost_ratio must be >= 0, got {c.tolist()!r}")
+    g = np.asarray(gamma, dtype=float)
+    return expected_tokens(alpha, g) / (g * c + 1.0)
+
+
+def speedup_from_round(alpha: object, gamma: object, t_target_s: object, t_round_s: object) -> np.ndarray:
+    """Speedup S = E * t_T / t_round from a decode step and a round in seconds; exactly 1 at gamma = 0.
+
+    >>> round(float(speedup_from_round(0.8, 4, 6.525e-3, 11.565e-3)), 3)
+    1.897
+    """
+    g = np.asarray(gamma, dtype=float)
+    s = expected(alpha, g) * np.asarray(t_target_s, dtype=float) / np.asarray(t_round_s, dtype=float)
+    # gamma = 0 is plain decoding: exactly 1, whatever rounding t_V picked up.
+    return np.where(g == 0, 1.0, s)
+
+
+def speedup_from_times(alpha: object, gamma: object, t_target_s: object, t_draft_s: object, t_verify_s: object) -> np.ndarray:
+    """Speedup S = E * t_T / (gamma * t_D + t_V) from pass times in seconds, no engine host time (the round from
+    :func:`round_seconds`): what bare measured passes give.
+
+    ``alpha`` is a per-token rate (float or array) or an :class:`~specsim.speculation.acceptance.Acceptance` (per-position).
+
+    >>> round(float(speedup_from_times(0.8, 4, 6.525e-3, 1.26e-3, 6.525e-3)), 3)
+    1.897
+    """
+    g = np.asarray(gamma, dtype=float)
+    return speedup_from_round(alpha, g, t_target_s, round_seconds(g, t_draft_s, t_verify_s))
+
+
+def argmax_gamma(speedup: np.ndarray, rtol: float = 0.0) -> np.ndarray:
+    """Index of the best gamma along axis 0 of a (gamma, ...) speedup array.
+
+    Exact ties go to the smaller gamma (numpy's argmax returns the first).
+    With ``rtol`` > 0, the smallest gamma within ``rtol`` of the best.
+
+    >>> argmax_gamma(np.array([1.0, 1.5, 1.5, 1.2])).item()
+    1
+    >>> argmax_gamma(np.array([1.0, 1.49, 1.5, 1.2]), rtol=0.01).item()
+    1
+    """
+    if rtol < 0:
+        raise ValueError(f"rtol must be >= 0, got {rtol!r}")
+    if rtol == 0:
+        return np.argmax(speedup, axis=0)
+    best = speedup.max(axis=0)
+    return np.argmax(speedup >= best * (1.0 - rtol), axis=0)
+
+
+def _gamma_grid(gamma_max: int) -> np.ndarray:
+    return np.arange(check_int("gamma_max", gamma_max, 0, MAX_GAMMA) + 1)
+
+
+def optimal_gamma_cost_ratio(
+    alpha: object, cost_ratio: object, gamma_max: int = DEFAULT_GAMMA_MAX, rtol: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Optimal integer gamma and its speedup for the closed form E / (gamma c + 1).
+
+    Returns ``(gamma, speedup)`` broadcast over alpha and cost_ratio.
+
+    The article's c = 0.05 examples (Figure 2):
+
+    >>> g, s = optimal_gamma_cost_ratio([0.5, 0.7, 0.8, 0.9], 0.05)
+    >>> g.tolist(), np.round(s, 2).tolist()
+    ([3, 6, 8, 13], [1.63, 2.35, 3.09, 4.67])
+    """
+    grid = _gamma_grid(gamma_max)
+    a = np.asarray(alpha, dtype=float)
+    c = np.asarray(cost_ratio, dtype=float)
+    shape = np.broadcast_shapes(a.shape, c.shape)
+    g = grid.reshape((-1,) + (1,) * len(shape))
+    s = speedup_from_cost_ratio(a, g, c)
+    idx = argmax_gamma(s, rtol)
+    return grid[idx], np.take_along_axis(s, idx[None, ...], axis=0)[0]
+
+
+@dataclass(frozen=True)
+class OptimalGamma:
+    """The best gamma per point, with its speedup and the passes at that gamma."""
+
+    gamma: np.ndarray
+    speedup: np.ndarray
+    times: PassTimes
+    gamma_max: int
+
+    @property
+    def at_limit(self) -> np.ndarray:
+        """True where the optimum sits at gamma_max (a larger gamma may be better)."""
+        return (self.gamma == self.gamma_max) & (self.gamma > 0)
+
+    @property
+    def peak(self) -> int:
+        """Index of the point (over a 1-D batch axis: the batch) where speculation pays most."""
+        return int(np.argmax(self.speedup))
+
+    @property
+    def peaks_later(self) -> bool:
+        """Whether speculation pays clearly more (by :data:`PEAK_MARGIN`) at a later batch than at the first."""
+        return self.peak > 0 and bool(self.speedup[self.peak] > self.speedup[0] * (1.0 + PEAK_MARGIN))
+
+
+def speedup(dep: Deployment, acceptance: object, gamma: object, batch: object = 1,
+            context: object = DEFAULT_CONTEXT_TOKENS) -> np.ndarray:
+    """Speedup S(acceptance, gamma, batch, context) of a chain, all four broadcast together.
+
+    >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b")
+    >>> np.round(speedup(dep, 0.8, 4, [1, 64, 128, 256], 1128), 2).tolist()
+    [1.9, 1.81, 1.49, 1.25]
+    """
+    times = dep.pass_times(batch, gamma, context)
+    return speedup_from_round(acceptance, gamma, times.target.total_s, times.round_s)
+
+
+def tree_speedup(dep: Deployment, acceptance: object, tree: TreeSpec, batch: object = 1,
+                 context: object = DEFAULT_CONTEXT_TOKENS, sibling: float | None = None) -> np.ndarray:
+    """Speedup of one draft tree per (batch, context).
+
+    A round drafts ``depth`` levels, each a draft step over ``topk`` tokens per sequence (an upper bound:
+    the first level expands only the root), verifies ``tokens`` per sequence, and emits E(tree) tokens.
+    """
+    require_network(dep)
+    built = build_tree(tree, as_acceptance(acceptance), DEFAULT_SIBLING_FACTOR if sibling is None else sibling)
+    r = dep.round_time(batch, context, tree.depth, draft_width=tree.topk, verify_tokens=tree.tokens)
+    return built.expected_tokens * dep.decode(batch, context).total_s / r.total_s
+
+
+def require_network(dep: Deployment) -> None:
+    """Refuse a tree for a drafter without a network (n-gram drafts a chain)."""
+    if dep.draft is None:
+        raise ValueError("token trees need a drafting network (draft model, EAGLE or MTP); n-gram drafts a chain")
+
+
+def _tree_candidates(bounds: TreeSpec, max_depth: int) -> list[TreeSpec]:
+    out = []
+    for k in range(1, bounds.topk + 1):
+        for depth in range(1, max_depth + 1):
+            most = 1 + k + (depth - 1) * k * k
+            sizes = [depth + 1] if k == 1 else range(2, min(bounds.tokens, most) + 1)
+            out += [TreeSpec(k, depth, n) for n in sizes if n <= bounds.tokens]
+    if not out:
+        raise ValueError(f"no tree fits within {bounds}")
+    return out
+
+
+def optimal_tree(dep: Deployment, acceptance: object, bounds: TreeSpec, batch: object = DEFAULT_BATCHES,
+                 context: object = DEFAULT_CONTEXT_TOKENS, sibling: float | None = None, rtol: float = DEFAULT_RTOL):
+    """The best tree within ``bounds`` (top-k <= K, depth <= D, tokens <= N) per batch size, chains included.
+
+    Returns ``(trees, speedup, expected_tokens)``: a list of :class:`~specsim.speculation.acceptance.TreeSpec` (None where
+    no tree beats plain decoding), and arrays over ``batch``.  Among trees within ``rtol`` of the best
+    speedup, the one verifying the fewest tokens wins (then the shallowest).
+    """
+    require_network(dep)
+    acc = as_acceptance(acceptance)
+    sib = DEFAULT_SIBLING_FACTOR if sibling is None else sibling
+    candidates = _tree_candidates(bounds, bounds.depth if acc.max_gamma is None else min(bounds.depth, acc.max_gamma))
+    b = np.atleast_1d(np.asarray(batch, dtype=float))
+    work = len(candidates) * b.size
+    if work > MAX_TREE_EVALUATIONS:
+        raise ValueError(f"a tree search over {len(candidates):,} trees x {b.size:,} batch sizes ({work:,} evaluations) is "
+                         f"past the limit of {MAX_TREE_EVALUATIONS:,}: lower the --tree bounds or --max-batch")
+    L = np.asarray(context, dtype=float)
+    e = np.array([build_tree(c, acc, sib).expected_tokens for c in candidates])
+    # Each distinct draft width and verified size is timed once, then rounds are composed per candidate.
+    t_target = dep.decode(b, L).total_s
+    draft = {w: dep.draft_step(b, L, w).total_s for w in sorted({c.topk for c in candidates})}
+    fixed = {n: dep.round_fixed(b, L, n).total_s for n in sorted({c.tokens for c in candidates})}
+    s = np.stack([e[i] * t_target / round_seconds(c.depth, draft[c.topk], fixed[c.tokens], *dep.round_host(b, c.depth, c.topk))
+                  for i, c in enumerate(candidates)])
+    best = s.max(axis=0)
+    order = sorted(range(len(candidates)), key=lambda i: (candidates[i].tokens, candidates[i].depth, candidates[i].topk))
+    trees, speedups, tokens = [], np.ones(b.size), np.ones(b.size)
+    for j in range(b.size):
+        if best[j] <= 1.0:
+            trees.append(None)
+            continue
+        i = next(i for i in order if s[i, j] >= best[j] * (1.0 - rtol))
+        trees.append(candidates[i])
+        speedups[j], tokens[j] = s[i, j], e[i]
+    return trees, speedups, tokens
+
+
+def optimal_gamma(dep: Deployment, acceptance: object, batch: object = DEFAULT_BATCHES, context: object = DEFAULT_CONTEXT_TOKENS,
+                  gamma_max: int = DEFAULT_GAMMA_MAX, rtol: float = DEFAULT_RTOL) -> OptimalGamma:
+    """Best gamma in 0..gamma_max per point of broadcast (acceptance, batch, context).
+
+    ``acceptance`` is an alpha (float or array) or an :class:`~specsim.speculation.acceptance.Acceptance` with
+    per-position rates: gamma then stops at the last measured position (check ``gamma_max`` of the result).
+
+    >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b")
+    >>> best = optimal_gamma(dep, 0.8, [1, 256], 1128)
+    >>> best.gamma.tolist(), np.round(best.speedup, 3).tolist()
+    ([4, 2], [1.897, 1.594])
+    """
+    gamma_max = check_int("gamma_max", gamma_max, 0, MAX_GAMMA)
+    if not (np.isfinite(rtol) and 0 <= rtol < 0.5):
+        raise ValueError(f"rtol must be in [0, 0.5), got {rtol!r}")
+    if hasattr(acceptance, "expected_tokens"):
+        if acceptance.max_gamma is not None:
+            gamma_max = min(gamma_max, acceptance.max_gamma)
+        acc, a = acceptance, np.zeros(())
+    else:
+        acc, a = None, np.asarray(acceptance, dtype=float)
+    grid = _gamma_grid(gamma_max)
+    b = np.asarray(batch, dtype=float)
+    L = np.asarray(context, dtype=float)
+    shape = np.broadcast_shapes(a.shape, b.shape, L.shape)
+    g = grid.reshape((-1,) + (1,) * len(shape))
+    s = speedup(dep, acc if acc is not None else a, g, b, L)
+    if acc is not None:
+        s = np.broadcast_to(s, (grid.size,) + shape)
+    idx = argmax_gamma(s, rtol)
+    best = grid[idx]
+    return OptimalGamma(gamma=best, speedup=np.take_along_axis(s, idx[None, ...], axis=0)[0],
+                        times=dep.pass_times(np.broadcast_to(b, shape), best, np.broadcast_to(L, shape)),
+                        gamma_max=int(gamma_max))
+
+
+def speculation_peak(dep: Deployment, alpha: float, batch: object = DEFAULT_BATCHES, context: object = DEFAULT_CONTEXT_TOKENS,
+                     gamma_max: int = DEFAULT_GAMMA_MAX) -> tuple[int, int, float]:
+    """(batch, gamma, speedup) where the best speedup over ``batch`` is largest.
+
+    For a dense target this is the smallest batch; for a mixture of experts
+    it moves to a moderate batch, where a decode step already reads most
+    experts and verifying gamma + 1 tokens per sequence reads few more.
+
+    >>> speculation_peak(Deployment.from_names("h100-sxm", "qwen3-30b-a3b", "qwen3-0.6b"), 0.8, [1, 4, 16, 64, 256], 1128)[0]
+    64
+    """
+    b = np.asarray(batch, dtype=float).reshape(-1)
+    best = optimal_gamma(dep, alpha, b, context, gamma_max)
+    i = best.peak
+    return int(b[i]), int(best.gamma[i]), float(best.speedup[i])

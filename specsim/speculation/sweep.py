@@ -1,0 +1,286 @@
+"""Sweeps as tidy tables: one row per point of a grid, for notebooks and figures.
+
+:func:`sweep` evaluates the step-time and speedup model on the full grid of
+alpha x gamma x batch x context for each hardware profile and (target, draft)
+pair, and returns a pandas DataFrame with one row per point: the inputs, the
+three step times, c = t_D / t_T, tokens per step, speedup and which bound
+each pass hits.  :func:`optimal_gamma_table` gives the best gamma per
+(alpha, batch, context).  Figures and notebooks draw from these tables; the
+physics lives in ``steptime`` and ``speedup`` only.
+
+Each hardware x pair combination is one vectorised call on the grid; nothing
+loops over grid points.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from specsim.describe.hardware import HardwareProfile, load_hardware
+from specsim.describe.models import ModelShape, get_model
+from specsim.speculation.acceptance import expected_tokens
+from specsim.core.defaults import (DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_GAMMA_MAX, DEFAULT_HARDWARE, DEFAULT_TARGET)
+from specsim.speculation.deployment import Deployment
+from specsim.speculation.search import optimal_gamma, speedup, speedup_from_cost_ratio
+
+__all__ = ["closed_form_table", "deployments", "optimal_gamma_table", "pass_table", "roofline_table", "sweep"]
+
+
+def _as_list(value: object) -> list:
+    if isinstance(value, (str, HardwareProfile, ModelShape, tuple)):
+        return [value]
+    return list(value) if isinstance(value, Iterable) else [value]
+
+
+def deployments(
+    hardware: object = DEFAULT_HARDWARE,
+    pairs: object = ((DEFAULT_TARGET, DEFAULT_DRAFT),),
+    timing: str | None = None,
+    engine: str | None = None,
+) -> list[Deployment]:
+    """Every combination of hardware and (target, draft) pair as a Deployment.
+
+    ``hardware`` is a name, a path, a HardwareProfile or a list of them;
+    ``pairs`` is one (target, draft) tuple or a list of them, each a name,
+    config.json path or ModelShape.  ``timing`` and ``engine`` choose the
+    step-time source and engine preset as on the command line (``"hybrid"``,
+    ``"vllm"``, ...); left at None, the article's bare roofline answers.
+    """
+    out = []
+    pair_list = [pairs] if isinstance(pairs, tuple) and len(pairs) == 2 and not isinstance(pairs[0], tuple) else list(pairs)  # type: ignore[arg-type]
+    for hw in _as_list(hardware):
+        profile = hw if isinstance(hw, HardwareProfile) else load_hardware(hw)
+        for target, draft in pair_list:
+            dep = Deployment(
+                profile,
+                target if isinstance(target, ModelShape) else get_model(target),
+                draft if isinstance(draft, ModelShape) else get_model(draft),
+            )
+            if timing is not None or engine is not None:
+                dep = dep.with_source(timing, engine)
+            out.append(dep)
+    return out
+
+
+def _grid(**axes: object) -> dict[str, np.ndarray]:
+    """Broadcastable 1-D axes, in order, each along its own dimension."""
+    arrays = {name: np.atleast_1d(np.asarray(values, dtype=float)) for name, values in axes.items()}
+    for name, arr in arrays.items():
+        if arr.ndim != 1 or arr.size == 0:
+            raise ValueError(f"{name} must be a non-empty 1-D list of values")
+    n = len(arrays)
+    return {name: arr.reshape([-1 if i == k else 1 for k in range(n)]) for i, (name, arr) in enumerate(arrays.items())}
+
+
+def _frame(dep: Deployment, shape: tuple[int, ...], columns: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Flatten broadcast columns into rows labelled with the deployment."""
+    frame = pd.DataFrame({k: np.broadcast_to(v, shape).ravel() for k, v in columns.items()})
+    frame.insert(0, "draft", dep.drafter.name)
+    frame.insert(0, "target", dep.target.name)
+    frame.insert(0, "hardware", dep.hardware.name)
+    frame["timing"] = dep.source.name
+    frame["engine"] = dep.engine.key
+    return frame
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    df = pd.concat(frames, ignore_index=True)
+    for col in ("gamma", "batch", "context"):
+        df[col] = df[col].astype(int)
+    return df
+
+
+def sweep(
+    alpha: object = 0.8,
+    gamma: object = range(0, 9),
+    batch: object = DEFAULT_BATCHES,
+    context: object = DEFAULT_CONTEXT_TOKENS,
+    hardware: object = DEFAULT_HARDWARE,
+    pairs: object = ((DEFAULT_TARGET, DEFAULT_DRAFT),),
+    timing: str | None = None,
+    engine: str | None = None,
+) -> pd.DataFrame:
+    """Speedup and step times on a grid, one row per point.
+
+    Parameters
+    ----------
+    alpha, gamma, batch, context : scalar or sequence
+        Axes of the grid (acceptance rate, drafted tokens, sequences, cached tokens).
+    hardware : name, path, HardwareProfile, or a list of them
+    pairs : (target, draft) or a list of such pairs
+    timing, engine : step-time source and engine preset (as ``--timing`` and
+        ``--engine``); None: the article's bare roofline
+
+    Returns
+    -------
+    DataFrame
+        Columns: hardware, target, draft, alpha, gamma, batch, context,
+        t_target_s, t_draft_s, t_verify_s, cost_ratio, verify_ratio,
+        tokens_per_step, speedup, bound_target, bound_draft, bound_verify,
+        timing, engine.
+
+    Examples
+    --------
+    >>> df = sweep(alpha=[0.6, 0.8], gamma=4, batch=[1, 256], pairs=("article-8b", "article-1b"))
+    >>> len(df), round(df.query("alpha == 0.8 and batch == 256").speedup.item(), 2)
+    (4, 1.25)
+    """
+    frames = []
+    for dep in deployments(hardware, pairs, timing, engine):
+        g = _grid(alpha=alpha, gamma=gamma, batch=batch, context=context)
+        shape = np.broadcast_shapes(*(a.shape for a in g.values()))
+        times = dep.pass_times(g["batch"], g["gamma"], g["context"])
+        tokens = expected_tokens(g["alpha"], g["gamma"])
+        s = speedup(dep, g["alpha"], g["gamma"], g["batch"], g["context"])
+        columns = {
+            "alpha": g["alpha"],
+            "gamma": g["gamma"],
+            "batch": g["batch"],
+            "context": g["context"],
+            "t_target_s": times.target.total_s,
+            "t_draft_s": times.draft.total_s,
+            "t_verify_s": times.verify.total_s,
+            "t_host_s": times.host_s,
+            "t_round_s": times.round_s,
+            "cost_ratio": times.cost_ratio,
+            "verify_ratio": times.verify_ratio,
+            "tokens_per_step": tokens,
+            "speedup": s,
+            "bound_target": times.target.bound,
+            "bound_draft": times.draft.bound,
+            "bound_verify": times.verify.bound,
+        }
+        frames.append(_frame(dep, shape, columns))
+    return _concat(frames)
+
+
+def optimal_gamma_table(
+    alpha: object = 0.8,
+    batch: object = DEFAULT_BATCHES,
+    context: object = DEFAULT_CONTEXT_TOKENS,
+    hardware: object = DEFAULT_HARDWARE,
+    pairs: object = ((DEFAULT_TARGET, DEFAULT_DRAFT),),
+    gamma_max: int = DEFAULT_GAMMA_MAX,
+    rtol: float = 0.0,
+    timing: str | None = None,
+    engine: str | None = None,
+) -> pd.DataFrame:
+    """The best gamma per (hardware, pair, alpha, batch, context), one row each.
+
+    Columns: hardware, target, draft, alpha, batch, context, gamma, speedup,
+    tokens_per_step, t_target_s, t_draft_s, t_verify_s, cost_ratio,
+    bound_target, bound_draft, bound_verify, at_gamma_max, timing, engine.
+    ``timing`` and ``engine`` as in :func:`sweep`.
+
+    >>> t = optimal_gamma_table(alpha=0.8, batch=[1, 256], pairs=("article-8b", "article-1b"))
+    >>> t.gamma.tolist()
+    [4, 2]
+    """
+    frames = []
+    for dep in deployments(hardware, pairs, timing, engine):
+        g = _grid(alpha=alpha, batch=batch, context=context)
+        shape = np.broadcast_shapes(*(a.shape for a in g.values()))
+        best = optimal_gamma(dep, g["alpha"], g["batch"], g["context"], gamma_max, rtol)
+        times = best.times
+        columns = {
+            "alpha": g["alpha"],
+            "batch": g["batch"],
+            "context": g["context"],
+            "gamma": best.gamma,
+            "speedup": best.speedup,
+            "tokens_per_step": expected_tokens(g["alpha"], best.gamma),
+            "t_target_s": times.target.total_s,
+            "t_draft_s": times.draft.total_s,
+            "t_verify_s": times.verify.total_s,
+            "t_host_s": times.host_s,
+            "t_round_s": times.round_s,
+            "cost_ratio": times.cost_ratio,
+            "bound_target": times.target.bound,
+            "bound_draft": times.draft.bound,
+            "bound_verify": times.verify.bound,
+            "at_gamma_max": best.at_limit,
+        }
+        frames.append(_frame(dep, shape, columns))
+    return _concat(frames)
+
+
+
+def closed_form_table(alpha: object = 0.8, gamma: object = range(0, 17), cost_ratio: object = 0.05) -> pd.DataFrame:
+    """Closed-form speedup E / (gamma c + 1) on an alpha x gamma x c grid.
+
+    >>> t = closed_form_table([0.5, 0.9], range(0, 17), 0.05)
+    >>> t.loc[t.groupby("alpha").speedup.idxmax(), "gamma"].tolist()
+    [3, 13]
+    """
+    g = _grid(alpha=alpha, gamma=gamma, cost_ratio=cost_ratio)
+    shape = np.broadcast_shapes(*(a.shape for a in g.values()))
+    columns = {
+        "alpha": g["alpha"],
+        "gamma": g["gamma"],
+        "cost_ratio": g["cost_ratio"],
+        "tokens_per_step": expected_tokens(g["alpha"], g["gamma"]),
+        "speedup": speedup_from_cost_ratio(g["alpha"], g["gamma"], g["cost_ratio"]),
+    }
+    df = pd.DataFrame({k: np.broadcast_to(v, shape).ravel() for k, v in columns.items()})
+    df["gamma"] = df["gamma"].astype(int)
+    return df
+
+
+def pass_table(dep: Deployment, batch: object = DEFAULT_BATCHES, gamma: int = 4, context: object = DEFAULT_CONTEXT_TOKENS) -> pd.DataFrame:
+    """Step time and its parts for the three passes on the GPU, one row per (pass, batch, context).
+
+    ``pass`` is "target decode", "draft step" or "verification" (gamma + 1 tokens).
+    Columns: pass, model, batch, context, tokens_per_seq, step_time_s,
+    compute_s, memory_s, overhead_s, flop, bytes, intensity_flop_per_byte, bound.
+    """
+    g = _grid(batch=batch, context=context)
+    shape = np.broadcast_shapes(g["batch"].shape, g["context"].shape)
+    frames = []
+    for name, model, q in (
+        ("target decode", dep.target, 1),
+        ("draft step", dep.draft, 1),
+        ("verification", dep.target, gamma + 1),
+    ):
+        t = dep.gpu_pass(model, g["batch"], q, g["context"])
+        columns = {
+            "batch": g["batch"],
+            "context": g["context"],
+            "step_time_s": t.total_s,
+            "compute_s": t.compute_s,
+            "memory_s": t.memory_s,
+            "overhead_s": np.full(shape, t.overhead_s),
+            "flop": t.flop,
+            "bytes": t.bytes,
+            "intensity_flop_per_byte": t.intensity_flop_per_byte,
+            "bound": t.bound,
+        }
+        frame = pd.DataFrame({k: np.broadcast_to(v, shape).ravel() for k, v in columns.items()})
+        frame.insert(0, "tokens_per_seq", q)
+        frame.insert(0, "model", model.name)
+        frame.insert(0, "pass", name)
+        frames.append(frame)
+    df = pd.concat(frames, ignore_index=True)
+    df["batch"] = df["batch"].astype(int)
+    df["context"] = df["context"].astype(int)
+    return df
+
+
+def roofline_table(hardware: HardwareProfile, intensity_flop_per_byte: object) -> pd.DataFrame:
+    """The roofline: attainable FLOP/s = min(achieved peak, intensity x achieved bandwidth).
+
+    >>> hw = load_hardware("h100-sxm")
+    >>> t = roofline_table(hw, [1.0, hw.ridge_flop_per_byte, 1e4])
+    >>> (t.attainable_flop_per_s / hw.flop_per_s).round(4).tolist()
+    [0.0045, 1.0, 1.0]
+    """
+    x = np.asarray(intensity_flop_per_byte, dtype=float)
+    return pd.DataFrame(
+        {
+            "intensity_flop_per_byte": x,
+            "attainable_flop_per_s": np.minimum(hardware.flop_per_s, x * hardware.bytes_per_s),
+            "bandwidth_roof_flop_per_s": x * hardware.bytes_per_s,
+        }
+    )
