@@ -44,10 +44,10 @@ def test_the_fit_is_tight(change):
     moved = Deployment(dataclasses.replace(dep.hardware, **change), dep.target, dep.draft)
     quoted = {1: 1.90, 64: 1.81, 128: 1.49, 256: 1.25}
     off = [b for b, q in quoted.items() if round(float(speedup(moved, 0.8, 4, b, 1128)), 2) != q]
-    t = moved.pass_times(256, 4, 1128)
+    t = moved.outcome(0.8, 4, 256, 1128)
     ratio_off = round(float(t.verify_ratio), 2) != 1.76
-    c_off = not 0.185 <= float(moved.pass_times(1, 4, 1128).cost_ratio) < 0.195
-    ms_off = not 6.45 <= float(moved.pass_times(1, 4, 1128).target.total_s) * 1e3 <= 6.55
+    c_off = not 0.185 <= float(moved.outcome(0.8, 4, 1, 1128).cost_ratio) < 0.195
+    ms_off = not 6.45 <= float(moved.outcome(0.8, 4, 1, 1128).target.total_s) * 1e3 <= 6.55
     assert off or ratio_off or c_off or ms_off
 
 
@@ -56,5 +56,5 @@ def test_exact_llama_counts_do_not_reproduce_the_article():
     dep = article_deployment()
     real = Deployment.from_names("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
     real = Deployment(dep.hardware, real.target, real.draft)
-    t = float(real.pass_times(1, 4, 1128).target.total_s) * 1e3
+    t = float(real.outcome(0.8, 4, 1, 1128).target.total_s) * 1e3
     assert 5.8 <= t <= 6.3

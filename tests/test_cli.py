@@ -210,7 +210,7 @@ def test_optimal_gamma_json_step_times_are_at_the_chosen_gamma(capsys):
     rows = json.loads(out)
     dep = Deployment.build()
     for r in rows:
-        times = dep.pass_times(r["batch"], r["gamma"], 1128)
+        times = dep.outcome(0.8, r["gamma"], r["batch"], 1128)
         assert r["t_verify_s"] == pytest.approx(float(times.verify.total_s), rel=1e-12)
         assert r["t_target_s"] == pytest.approx(float(times.target.total_s), rel=1e-12)
         assert r["t_draft_s"] == pytest.approx(float(times.draft.total_s), rel=1e-12)

@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from specsim.speculation.acceptance import TreeSpec
 from specsim.speculation.deployment import (MAX_VOCAB_PADDING, Deployment, DraftStep, RoundFixed, model_assumptions, round_seconds)
 from specsim.speculation.drafters import DraftModel, NgramDrafter, make_drafter
 from specsim.engines import ENGINES, EnginePreset, SpecHost, get_engine
@@ -95,7 +96,7 @@ def test_an_overlapping_engine_hides_the_host_work_behind_the_passes_of_a_chain_
     assert not overlap.round_time(B, L, 3, draft_width=2, verify_tokens=6).overlapped
     assert not _dep(draft="eagle", engine=OVERLAP).round_time(B, L, 3).overlapped
     # The speedup is E t_T over the composed round, not over the sum of the passes.
-    times = overlap.pass_times(B, 3, L)
+    times = overlap.outcome(0.8, 3, B, L)
     np.testing.assert_allclose(times.round_s, r.total_s, rtol=1e-15)
     np.testing.assert_allclose(speedup(overlap, 0.8, 3, B, L), expected_tokens(0.8, 3) * times.target.total_s / r.total_s, rtol=1e-14)
 
@@ -162,9 +163,9 @@ def test_no_engine_adds_nothing_and_the_passes_are_the_sources():
     assert r.fixed.as_step().overhead_s == H100.overhead_s
 
 
-def test_pass_times_give_the_speedup_formulas_numbers():
+def test_an_outcome_gives_the_speedup_formulas_numbers():
     dep = _dep()
-    t = dep.pass_times(B, 3, L)
+    t = dep.outcome(0.8, 3, B, L)
     r = dep.round_time(B, L, 3)
     np.testing.assert_array_equal(t.draft.total_s, r.draft.total_s)
     np.testing.assert_array_equal(t.verify.total_s, r.fixed.total_s)
@@ -374,9 +375,9 @@ def test_with_tp_moves_a_draft_at_tp_2_with_a_target_at_tp_2():
     assert dep.draft.tp == 4
 
 
-def test_pass_times_pass_the_verified_token_count_through():
+def test_an_outcome_passes_the_trees_verified_token_count_through():
     dep = _dep(draft="eagle3")
-    t = dep.pass_times(1, 3, L, draft_width=2, verify_tokens=9)
+    t = dep.outcome(0.8, TreeSpec(2, 3, 9), 1, L)
     np.testing.assert_allclose(t.verify.total_s, _gpu(dep.target, 1, 9) + _draft_gpu(dep.draft, 1, 9) + 1e-3, rtol=1e-14)
     np.testing.assert_allclose(t.host_s, _host(1, 3), rtol=1e-12)
 
@@ -462,3 +463,37 @@ def test_an_ngram_round_carries_per_sequence_work_for_its_proposed_tokens_withou
     spec = dep.engine.spec
     assert spec.seq_step_s > 0 and hidden == 0.0
     assert float(host) == pytest.approx(spec.round_s + 8 * spec.seq_s + 8 * 3 * spec.seq_step_s, rel=1e-12)
+
+
+def test_an_outcome_is_tokens_over_a_rounds_time_and_plain_decoding_at_gamma_0():
+    dep = _dep()
+    out = dep.outcome(0.8, np.arange(5.0)[:, None], B, L)
+    decode = dep.decode(B, L).total_s
+    np.testing.assert_array_equal(out.speedup[0], 1.0)  # exactly: gamma 0 is plain decoding
+    np.testing.assert_array_equal(out.time_s[0], decode)
+    np.testing.assert_array_equal(out.latency_per_token_s[0], decode)
+    for g in range(1, 5):
+        tokens = (1 - 0.8 ** (g + 1)) / 0.2
+        np.testing.assert_allclose(out.tokens[g], tokens, rtol=1e-14)
+        np.testing.assert_allclose(out.speedup[g], tokens * decode / dep.round_time(B, L, g).total_s, rtol=1e-14)
+        np.testing.assert_allclose(out.latency_per_token_s[g], dep.round_time(B, L, g).total_s / tokens, rtol=1e-14)
+        np.testing.assert_allclose(sum(v[g] for v in out.parts().values()), out.time_s[g], rtol=1e-12)
+
+
+def test_a_chain_is_the_top_1_tree_and_a_list_of_trees_is_each_of_them():
+    dep = _dep(draft="eagle3", engine=get_engine("sglang"))
+    chain = dep.outcome(0.8, 3, B, L)
+    tree = dep.outcome(0.8, TreeSpec(1, 3, 4), B, L)
+    np.testing.assert_allclose(tree.speedup, chain.speedup, rtol=1e-12)
+    plans = [TreeSpec(1, 3, 4), TreeSpec(4, 5, 16), TreeSpec(2, 2, 5), TreeSpec(4, 3, 16)]
+    many = dep.outcome(0.8, plans, B, L)
+    for i, plan in enumerate(plans):  # the candidate axis times each width and size once, with the same answer
+        one = dep.outcome(0.8, plan, B, L)
+        np.testing.assert_allclose(many.speedup[i], one.speedup, rtol=1e-12)
+        np.testing.assert_allclose(many.time_s[i], one.time_s, rtol=1e-12)
+        assert float(many.tokens[i, 0]) == pytest.approx(float(one.tokens), rel=1e-12)
+
+
+def test_an_ngram_drafter_refuses_a_tree_plan():
+    with pytest.raises(ValueError, match="n-gram drafts a chain"):
+        _dep(draft="ngram").outcome(0.8, TreeSpec(2, 3, 6), B, L)

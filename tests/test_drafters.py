@@ -126,13 +126,13 @@ def test_mtp_needs_the_targets_own_layers():
 
 def test_round_costs_per_drafter():
     eagle = Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", timing="roofline", engine="none")
-    times = eagle.pass_times(np.array([1.0, 64.0]), 3, 1128)
-    plain = eagle.pass_times(np.array([1.0, 64.0]), 3, 1128)
+    times = eagle.outcome(0.8, 3, np.array([1.0, 64.0]), 1128)
+    plain = eagle.outcome(0.8, 3, np.array([1.0, 64.0]), 1128)
     verify = eagle.gpu_pass(eagle.target, np.array([1.0, 64.0]), 4, 1128).total_s
     extend = eagle.gpu_pass(eagle.draft, np.array([1.0, 64.0]), 4, 1128).total_s
     assert np.allclose(times.verify.total_s, verify + extend) and np.allclose(plain.draft.total_s, times.draft.total_s)
     ngram = Deployment.build("h100-sxm", "llama-3.1-8b", "ngram", timing="roofline", engine="none")
-    t = ngram.pass_times(np.array([1.0, 64.0]), 3, 1128)
+    t = ngram.outcome(0.8, 3, np.array([1.0, 64.0]), 1128)
     assert np.all(t.draft.total_s == 0)
     assert np.allclose(t.verify.total_s - verify, NGRAM_CPU_S_PER_TOKEN * np.array([1.0, 64.0]) * 1128)
 

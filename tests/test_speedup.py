@@ -249,8 +249,8 @@ def test_deployment_notes_come_from_its_source():
 
 
 def test_engine_time_is_part_of_the_reported_overhead():
-    bare = Deployment.build(timing="roofline", engine="none").pass_times(8, 3, 1128)
-    vllm = Deployment.build(timing="roofline", engine="vllm").pass_times(8, 3, 1128)
+    bare = Deployment.build(timing="roofline", engine="none").outcome(0.8, 3, 8, 1128)
+    vllm = Deployment.build(timing="roofline", engine="vllm").outcome(0.8, 3, 8, 1128)
     from specsim.engines import get_engine
 
     extra = get_engine("vllm").iteration_s

@@ -115,8 +115,11 @@ def _source_without_docstrings(path: Path) -> str:
 @pytest.mark.parametrize("pattern, home", [
     # The collective count of a tensor-parallel pass: 2 all-reduces per layer and one all-gather.
     (r"2\s*\*\s*(?:self|model|m)\.n_layers", {"specsim.describe.parallel"}),
-    # A round's time from its parts: steps x draft step + fixed part.
-    (r"round_seconds\(", {"specsim.speculation.deployment", "specsim.speculation.search", "specsim.calibration.public"}),
+    # A round's time from its parts (steps x draft step + fixed part + host work): composed by the deployment's rounds.
+    (r"round_seconds\(", {"specsim.speculation.deployment"}),
+    # E, the tokens a round yields: computed in the acceptance module, reached through tokens_per_round or an outcome.
+    (r"(?<![\w.])(?:expected|expected_tokens|expected_from_cumulative|expected_tokens_per_position|build_tree)\(|\.expected_tokens\(",
+     {"specsim.speculation.acceptance"}),
     # The step-time source answers a pass only through the deployment (and the sources composing each other).
     (r"\.gpu_pass\(|source\.step_time\(|src\.step_time\(", {"specsim.speculation.deployment", "specsim.speculation.search", "specsim.serving.simulator",
                                                             "specsim.speculation.sweep", "specsim.figures.make", "specsim.calibration.fidelity",
@@ -134,3 +137,28 @@ def test_a_rounds_time_is_composed_only_by_round_seconds():
     pattern = re.compile(r"(?:gamma|\bg|depth|steps)\s*\*\s*[\w.\[\]]*draft[\w.\[\]]*\s*\+")
     found = {name for name, path in MODULES.items() if pattern.search(_source_without_docstrings(path))}
     assert found == set()
+
+
+def _speedup_formulas(path: Path) -> list[str]:
+    """Every ``tokens * decode step / round`` (in either order of the product) and ``latency_plain / latency_spec`` in a module."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)):
+            continue
+        text = ast.unparse(node)
+        left = node.left
+        if isinstance(left, ast.BinOp) and isinstance(left.op, ast.Mult):
+            a, b = ast.unparse(left.left), ast.unparse(left.right)
+            for x, y in ((a, b), (b, a)):
+                if re.search(r"\b(?:tokens|expected\w*|e|al)\b", x) and re.search(r"decode|t_target|\bt_T\b|target_s", y):
+                    found.append(text)
+        elif re.search(r"latency_plain", ast.unparse(node.left)) and re.search(r"latency_spec", ast.unparse(node.right)):
+            found.append(text)
+    return found
+
+
+def test_the_speedup_formula_has_one_home():
+    # S = E t_T / t_round was written out in 7 places in 5 modules; speedup_of is its one home.
+    found = {name: f for name, path in MODULES.items() if (f := _speedup_formulas(path))}
+    assert set(found) <= {"specsim.speculation.deployment"}, found
+    assert len(_speedup_formulas(MODULES["specsim.speculation.deployment"])) == 1

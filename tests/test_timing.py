@@ -119,8 +119,8 @@ def test_article_numbers_are_unchanged_by_the_new_sources():
 
 def test_engine_time_adds_to_decode_and_verification_not_to_draft_steps():
     none = Deployment.build(timing="roofline", engine="none")
-    bare = none.pass_times(B, 3, 1128)
-    vllm = Deployment.build(timing="roofline", engine="vllm").pass_times(B, 3, 1128)
+    bare = none.outcome(0.8, 3, B, 1128)
+    vllm = Deployment.build(timing="roofline", engine="vllm").outcome(0.8, 3, B, 1128)
     from specsim.engines import get_engine
 
     e = get_engine("vllm")
@@ -137,7 +137,7 @@ def test_engine_time_adds_to_decode_and_verification_not_to_draft_steps():
     H = e.round_host(B, 3)
     expect = np.maximum(passes, H) if e.overlaps("draft_model") else passes + H
     np.testing.assert_allclose(vllm.round_s, expect, rtol=1e-14)
-    over = Deployment.build(timing="roofline", engine="vllm", engine_overhead_ms=2.0).pass_times(B, 3, 1128)
+    over = Deployment.build(timing="roofline", engine="vllm", engine_overhead_ms=2.0).outcome(0.8, 3, B, 1128)
     np.testing.assert_allclose(over.target.total_s - bare.target.total_s, 2e-3)
 
 

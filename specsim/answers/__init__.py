@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR, TreeSpec, expected
+from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR, TreeSpec, tokens_per_round
 from specsim.serving.capacity import Capacity, capacity, require_target_fits, reserved_context, throughput_table
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
 from specsim.speculation.deployment import Deployment, model_assumptions
-from specsim.speculation.search import OptimalGamma, optimal_gamma, optimal_tree, speedup, speedup_from_cost_ratio
+from specsim.speculation.search import OptimalGamma, optimal_gamma, optimal_tree, speedup_from_cost_ratio
 
 __all__ = ["CompareAnswer", "GammaAnswer", "RoundAnatomy", "TreeAnswer", "compare_answer", "gamma_answer", "round_anatomy",
            "row_source", "speedup_rows", "steptime_rows", "tree_answer", "why_off"]
@@ -94,14 +94,15 @@ def gamma_answer(dep: Deployment, acceptance: object, label: str, batches: list,
     """The best gamma per batch size, each row with its step times, bounds, memory fit and recommendation."""
     b = np.array(batches, dtype=float)
     best = optimal_gamma(dep, acceptance, b, context, gamma_max, rtol)
-    times = best.times
+    times = best.outcome
+    tokens = np.broadcast_to(times.tokens, b.shape)
     other_dep = _other_draft_tp(dep)
     other = (other_dep, optimal_gamma(other_dep, acceptance, b, context, gamma_max, rtol)) if other_dep else None
     rows = []
     for i, batch in enumerate(batches):
         gamma = int(best.gamma[i])
         row = {
-            "batch": batch, "gamma": gamma, "speedup": float(best.speedup[i]), "tokens_per_step": float(expected(acceptance, gamma)),
+            "batch": batch, "gamma": gamma, "speedup": float(best.speedup[i]), "tokens_per_step": float(tokens[i]),
             "acceptance": label, "drafter": dep.drafter.kind,
             "t_target_s": float(times.target.total_s[i]), "t_draft_s": float(times.draft.total_s[i]),
             "t_verify_s": float(times.verify.total_s[i]), "t_host_s": float(np.asarray(times.host_s)[i]),
@@ -167,7 +168,7 @@ def deployment_capacity(dep: Deployment, context: int, max_context: int | None, 
 # -- speedup and steptime ---------------------------------------------------------------------
 def closed_form_answer(alpha: float, gamma: int, cost_ratio: float) -> dict:
     """speedup --cost-ratio: the closed form E / (gamma c + 1)."""
-    return {"alpha": alpha, "gamma": gamma, "cost_ratio": cost_ratio, "tokens_per_step": float(expected(alpha, gamma)),
+    return {"alpha": alpha, "gamma": gamma, "cost_ratio": cost_ratio, "tokens_per_step": float(tokens_per_round(alpha, gamma)),
             "speedup": float(speedup_from_cost_ratio(alpha, gamma, cost_ratio))}
 
 
@@ -178,9 +179,9 @@ def speedup_rows(dep: Deployment, acceptance: object, label: str, gamma: int, ba
     batches = list(DEFAULT_BATCHES) if batches is None else batches
     context = DEFAULT_CONTEXT_TOKENS if context is None else context
     b = np.array(batches, dtype=float)
-    times = dep.pass_times(b, gamma, context)
-    s = speedup(dep, acceptance, gamma, b, context)
-    tokens = float(expected(acceptance, gamma))
+    times = dep.outcome(acceptance, gamma, b, context)
+    s = np.broadcast_to(times.speedup, b.shape)
+    tokens = float(times.tokens)
     return [{"batch": batch, "alpha": acceptance if isinstance(acceptance, float) else None, "acceptance": label, "gamma": gamma,
              "tokens_per_step": tokens, "speedup": float(s[i]), "t_target_s": float(times.target.total_s[i]),
              "t_draft_s": float(times.draft.total_s[i]), "t_verify_s": float(times.verify.total_s[i]),
@@ -255,10 +256,10 @@ def loop_rows(results: list[dict], target, draft, alpha: float, gamma: int, cont
         r = dict(r)
         r["formula_speedup_from_measured_passes"] = float(speedup_from_times(alpha, gamma, r["t_target_s"], r["t_draft_s"],
                                                                              r["t_verify_s"]))
-        r["expected_tokens_per_pass"] = float(expected(alpha, gamma))
+        r["expected_tokens_per_pass"] = float(tokens_per_round(alpha, gamma))
         if profile is not None:
             dep = Deployment(profile, target, draft)
-            r["predicted_speedup"] = float(speedup(dep, alpha, gamma, r["batch"], mean_context_tokens(context, tokens)))
+            r["predicted_speedup"] = float(dep.outcome(alpha, gamma, r["batch"], mean_context_tokens(context, tokens)).speedup)
             r["profile"] = profile.name
             r["prediction_source"] = f"roofline: profile {profile.name}, no engine time (the harness times bare passes)"
         out.append(r)
@@ -315,16 +316,17 @@ def round_anatomy(dep: Deployment, acceptance: object, label: str, batches: list
         gammas = np.full(b.shape, int(gamma))
     rows, names = [], []
     for batch, g in zip(batches, gammas):
-        r = dep.round_time(batch, context, int(g))
-        parts = {name: float(v) for name, v in r.parts().items()}
+        out = dep.outcome(acceptance, int(g), batch, context)
+        r = out.round
+        parts = {name: float(v) for name, v in out.parts().items()}
         names += [n for n in parts if n not in names]
-        decode = float(dep.decode(batch, context).total_s)
-        tokens = float(expected(acceptance, int(g)))
+        decode = float(out.decode.total_s)
+        tokens = float(out.tokens)
         total = float(r.total_s)
         rows.append({"batch": batch, "gamma": int(g), "tokens_per_round": tokens, "t_decode_s": decode, "t_round_s": total,
                      "parts_s": parts, "hidden_host_s": float(r.hidden_host_s), "overlapped": bool(r.overlapped),
                      "hidden_share": float(r.overlapped),
-                     "round_over_decode": total / decode, "speedup": tokens * decode / total, "acceptance": label,
+                     "round_over_decode": total / decode, "speedup": float(out.speedup), "acceptance": label,
                      "provenance": dep.provenance()})
     for row in rows:  # every row names every part (0 where a batch's round has none of it)
         row["parts_s"] = {n: row["parts_s"].get(n, 0.0) for n in names}

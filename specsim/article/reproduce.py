@@ -23,7 +23,7 @@ import numpy as np
 
 from specsim.describe.hardware import ARTICLE_BANDWIDTH_EFF, ARTICLE_COMPUTE_EFF, ARTICLE_OVERHEAD_S, load_hardware
 from specsim.describe.models import get_model
-from specsim.speculation.acceptance import alpha_from_acceptance_length, expected_tokens
+from specsim.speculation.acceptance import alpha_from_acceptance_length, tokens_per_round
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma_cost_ratio, speedup
 
@@ -89,7 +89,7 @@ def reproduce() -> list[Check]:
     L = ARTICLE_CONTEXT_TOKENS
     checks: list[Check] = []
 
-    t1 = dep.pass_times(1, 4, L)
+    t1 = dep.outcome(0.8, 4, 1, L)
     checks.append(
         Check("target decode step, 8B, batch 1", "about 6.5 ms", float(t1.target.total_s) * 1e3, 6.45, 6.55, "ms", True)
     )
@@ -100,7 +100,7 @@ def reproduce() -> list[Check]:
     for batch, quoted in ((1, "1.90"), (64, "1.81"), (128, "1.49"), (256, "1.25")):
         s = float(speedup(dep, 0.8, 4, batch, L))
         checks.append(_rounded(f"speedup, alpha=0.8, gamma=4, batch {batch}", quoted, s, 2))
-    t256 = dep.pass_times(256, 4, L)
+    t256 = dep.outcome(0.8, 4, 256, L)
     checks.append(_rounded("t_V / t_T at batch 256 (gamma=4)", "1.76", float(t256.verify_ratio), 2))
     checks.append(Check("speedup, alpha=0.8, gamma=8, batch 256", "below 1", float(speedup(dep, 0.8, 8, 256, L)), -np.inf, 1.0))
     checks.append(_rounded("speedup, alpha=0.6, gamma=4, batch 256", "0.86", float(speedup(dep, 0.6, 4, 256, L)), 2))
@@ -120,7 +120,7 @@ def reproduce() -> list[Check]:
     toy_quoted = ("1.638", "2.044", "2.303", "2.469", "2.641", "2.712")
     toy_alpha = float(alpha_from_acceptance_length(float(toy_quoted[-1]), toy_gammas[-1]))
     for gamma, quoted in zip(toy_gammas, toy_quoted):
-        e = float(expected_tokens(toy_alpha, gamma))
+        e = float(tokens_per_round(toy_alpha, gamma))
         checks.append(
             Check(
                 f"toy bigram formula, gamma={gamma} (alpha={toy_alpha:.4f})",

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from specsim.speculation.sampling import (CategoricalTable, SpecStep, acceptance_rate, accepted_prefix_length, residual_distribution, sample_rows, softmax, verify)
-from specsim.speculation.acceptance import expected_tokens
+from specsim.speculation.acceptance import tokens_per_round
 
 __all__ = [
     "Bigram",
@@ -241,7 +241,7 @@ def tokens_per_step(
             emitted += int(step.num_emitted.sum())
             context = step.tokens[np.arange(sequences), step.num_accepted]
         measured = emitted / (sequences * steps)
-        formula = float(expected_tokens(alpha, gamma))
+        formula = float(tokens_per_round(alpha, gamma))
         rows.append({"gamma": gamma, "measured": measured, "formula": formula, "relative_error": measured / formula - 1.0,
                      "passes": sequences * steps})
     return {"seed": seed, "alpha_stationary": alpha, "rows": rows}
@@ -349,7 +349,7 @@ def realign(seed: int = 0, rank: int = 4, steps: int = 3000, lr: float = 0.2, sf
         q = softmax(a @ b)
         alpha = float(pi_ft @ acceptance_rate(setup.finetuned.probs, q))
         greedy = float(pi_ft @ (np.argmax(q, axis=1) == np.argmax(setup.finetuned.probs, axis=1)))
-        return {"draft": name, "alpha": alpha, "tokens_per_step_gamma4": float(expected_tokens(alpha, 4)),
+        return {"draft": name, "alpha": alpha, "tokens_per_step_gamma4": float(tokens_per_round(alpha, 4)),
                 "greedy_agreement": greedy}
 
     rows = [score("stale (distilled on base)", stale_a, stale_b)]

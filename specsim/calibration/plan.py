@@ -198,7 +198,7 @@ def design_plan(dep, engine: str, *, served_model: str | None = None, draft_chec
 
 def _pins(kind: str, steps: list[int], pinned: list[float] | None, pin: bool, prompts: str | None) -> list:
     """The acceptance length pinned at each step count (None where the runs take real acceptance), checked."""
-    from specsim.speculation.acceptance import default_acceptance, expected
+    from specsim.speculation.acceptance import default_acceptance, tokens_per_round
 
     if not pin:
         if prompts is None:
@@ -212,7 +212,7 @@ def _pins(kind: str, steps: list[int], pinned: list[float] | None, pin: bool, pr
         if acc.max_gamma is not None and acc.max_gamma < max(steps):
             raise ValueError(f"the published acceptance of this drafter covers {acc.max_gamma} draft position(s), not "
                              f"{max(steps)}: give the lengths to pin with --pin-accept-length (one per step count)")
-        pinned = [round(float(expected(acc, s)), 2) for s in steps]
+        pinned = [round(float(tokens_per_round(acc, s)), 2) for s in steps]
     if len(pinned) != len(steps):
         raise ValueError(f"--pin-accept-length gives {len(pinned)} lengths for {len(steps)} step counts: one per step count")
     for s, p in zip(steps, pinned):

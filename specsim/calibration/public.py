@@ -46,8 +46,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from specsim.speculation.acceptance import expected_tokens
-from specsim.speculation.deployment import round_seconds
+from specsim.speculation.acceptance import tokens_per_round
+from specsim.speculation.deployment import speedup_of
 from specsim.engines import PRESETS, SpecHost
 
 __all__ = ["DATA", "FIT_KINDS", "SERIAL_PRESETS", "SpecFit", "fit_alpha", "fit_host",
@@ -104,20 +104,37 @@ def _measured(row: pd.Series) -> float:
 
 @dataclass(frozen=True)
 class RoundTerms:
-    """Per row, what a prediction needs: the model's decode steps and round passes at the row's one or two
-    (batch, draft steps) points (without the engine's host work), those points, and the measured quantity."""
+    """Per row, what a prediction needs: the model's decode steps and rounds at the row's one or two (batch, draft
+    steps) points (the rounds without the engine's host work, one :class:`~specsim.speculation.deployment.RoundTime`
+    per deployment over its rows), those points, and the measured quantity."""
 
     rows: pd.DataFrame
     timing: str
     decode: np.ndarray  # (n, 2) seconds; column 1 only for batch_change rows
-    passes: np.ndarray  # (n, 2) seconds; column 1 at batch_to (batch_change) or at ref_steps (step_sweep)
+    rounds: tuple  # (row indices, RoundTime over (rows, 2)) per deployment; column 1 at batch_to or at ref_steps
     batch: np.ndarray  # (n, 2)
     steps: np.ndarray  # (n, 2) draft steps that launch a pass (0 for n-gram)
     seq_steps: np.ndarray  # (n, 2) the steps the per-sequence-and-step term counts (an n-gram proposal's length)
     measured: np.ndarray  # (n,)
 
+    @property
+    def passes(self) -> np.ndarray:
+        """(n, 2) seconds of each row's round without the engine's host work (NaN for plain rows)."""
+        out = np.full(self.decode.shape, np.nan)
+        for index, r in self.rounds:
+            out[index] = r.passes_s
+        return out
+
     def host(self, terms: SpecHost) -> np.ndarray:
         return terms.seconds(self.batch, self.steps, self.seq_steps)
+
+    def round_s(self, terms: SpecHost, share: float = 0.0) -> np.ndarray:
+        """(n, 2) seconds of each row's round with the host work of ``terms``, the share ``share`` of it hidden."""
+        h = self.host(terms)
+        out = np.full(self.decode.shape, np.nan)
+        for index, r in self.rounds:
+            out[index] = r.with_host(h[index], share).total_s
+        return out
 
     def predict(self, terms: SpecHost, alphas: dict | None = None, share: float = 1.0) -> np.ndarray:
         """The model's value of each row's measured quantity with host terms ``terms`` (serial rounds; the overlap
@@ -126,21 +143,22 @@ class RoundTerms:
         kind = self.rows["kind"].to_numpy()
         al = self.rows["accept_length"].to_numpy(float)
         al2 = self.rows["accept_length_2"].to_numpy(float)
-        h = self.host(terms)
-        serial = round_seconds(0.0, 0.0, self.passes, h)
-        s = self.decode / serial
+        serial = self.round_s(terms)
         out = np.full(len(kind), np.nan)
-        out[kind == "speedup"] = (al * s[:, 0])[kind == "speedup"]
-        out[kind == "batch_change"] = (s[:, 1] / s[:, 0])[kind == "batch_change"]
+        speedup = kind == "speedup"
+        out[speedup] = (al * speedup_of(1.0, self.decode[:, 0], serial[:, 0]))[speedup]
+        change = kind == "batch_change"
+        out[change] = (speedup_of(1.0, self.decode[:, 1], serial[:, 1]) / speedup_of(1.0, self.decode[:, 0], serial[:, 0]))[change]
         sweep = kind == "step_sweep"
         alpha = self.rows["source"].map(alphas or {}).to_numpy(float)
         known = sweep & np.isfinite(alpha)
         if known.any():
             # AL(s) = 1 + alpha + ... + alpha^s: the source published no acceptance, one rate per source stands for it.
-            tokens = expected_tokens(alpha[known, None], self.steps[known])
-            out[known] = tokens[:, 0] / serial[known, 0] / (tokens[:, 1] / serial[known, 1])
-        gain = serial[:, 0] / round_seconds(0.0, 0.0, self.passes[:, 0], h[:, 0], share) * al2 / al
-        out[kind == "overlap_gain"] = gain[kind == "overlap_gain"]
+            tokens = tokens_per_round(alpha[known, None], self.steps[known])
+            out[known] = speedup_of(tokens[:, 0], 1.0, serial[known, 0]) / speedup_of(tokens[:, 1], 1.0, serial[known, 1])
+        gain = kind == "overlap_gain"
+        if gain.any():
+            out[gain] = (serial[:, 0] / self.round_s(terms, share)[:, 0] * al2 / al)[gain]
         out[kind == "plain"] = self.decode[kind == "plain", 0]
         return out
 
@@ -150,7 +168,7 @@ class RoundTerms:
 
 
 def round_terms(df: pd.DataFrame, timing: str = "hybrid", before: bool = False) -> RoundTerms:
-    """Decode steps and round passes of every row with the step-time source ``timing`` and the serial preset of the
+    """Decode steps and rounds of every row with the step-time source ``timing`` and the serial preset of the
     row's engine (whose host terms are left out: they are what is fitted).  ``before`` prices the drafter's passes
     as specsim did before the engine's round costs were modelled: each with the source's whole per-pass overhead."""
     import dataclasses
@@ -158,8 +176,9 @@ def round_terms(df: pd.DataFrame, timing: str = "hybrid", before: bool = False) 
     from specsim.speculation.deployment import Deployment
 
     n = len(df)
-    decode, passes, batch = np.full((n, 2), np.nan), np.full((n, 2), np.nan), np.full((n, 2), np.nan)
+    decode, batch = np.full((n, 2), np.nan), np.full((n, 2), np.nan)
     steps, seq_steps = np.zeros((n, 2)), np.zeros((n, 2))
+    rounds = []
     keys = ["hardware", "target", "target_note", "tp", "drafter", "engine"]
     for (hw, target, note, tp, drafter, engine), rows in df.groupby(keys, sort=False):
         options = {"tp": int(tp)} | ({"weight_dtype": note} if note in _DTYPE_NOTES else {})
@@ -170,21 +189,20 @@ def round_terms(df: pd.DataFrame, timing: str = "hybrid", before: bool = False) 
         # draft_tensor_parallel_size defaults to the target's).
         dep = Deployment.from_names(hw, target, drafter or None, target_options=options, draft_options={"tp": int(tp)},
                                     decode_only=not drafter).with_source(timing, preset)
-        for i, row in rows.iterrows():
-            b = np.array([row["batch"], row["batch_to"] if row["kind"] == "batch_change" else row["batch"]], float)
-            batch[i] = b
-            decode[i] = dep.decode(b, row["context"]).total_s
-            if row["kind"] == "plain":
-                continue
-            sweep = row["kind"] == "step_sweep"
-            s = np.array([row["steps"], row["ref_steps"] if sweep else row["steps"]], float)
-            verify = np.array([row["verify_tokens"], row["ref_steps"] + 1 if sweep else row["verify_tokens"]], float)
-            r = dep.round_time(b, row["context"], s, draft_width=row["topk"], verify_tokens=verify)
-            passes[i] = r.passes_s
-            steps[i] = s if dep.draft is not None else 0.0
-            seq_steps[i] = s
+        i = rows.index.to_numpy()
+        change, sweep = (rows["kind"] == "batch_change").to_numpy(), (rows["kind"] == "step_sweep").to_numpy()
+        b = np.stack([rows["batch"], np.where(change, rows["batch_to"], rows["batch"])], axis=1).astype(float)
+        context = rows["context"].to_numpy(float)[:, None]
+        batch[i], decode[i] = b, dep.decode(b, context).total_s
+        if not drafter:
+            continue
+        s = np.stack([rows["steps"], np.where(sweep, rows["ref_steps"], rows["steps"])], axis=1).astype(float)
+        verify = np.stack([rows["verify_tokens"], np.where(sweep, rows["ref_steps"] + 1, rows["verify_tokens"])], axis=1).astype(float)
+        rounds.append((i, dep.round_time(b, context, s, rows["topk"].to_numpy(float)[:, None], verify)))
+        steps[i] = s if dep.draft is not None else 0.0
+        seq_steps[i] = s
     measured = np.array([_measured(r) for _, r in df.iterrows()])
-    return RoundTerms(df, timing, decode, passes, batch, steps, seq_steps, measured)
+    return RoundTerms(df, timing, decode, tuple(rounds), batch, steps, seq_steps, measured)
 
 
 def _sweep_sources(terms: RoundTerms, index: np.ndarray) -> list:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specsim.speculation.acceptance import expected_tokens
+from specsim.speculation.acceptance import tokens_per_round
 from specsim.engines import SpecHost
 from specsim.calibration.bench_files import LITTLE_SLACK, BenchRun
 
@@ -114,7 +114,7 @@ def closed_loop(dep, concurrency: int, prompt_tokens: float, output_tokens: floa
     ``accept_length`` tokens per verification, default the drafter's published acceptance): each request takes its
     prefill plus (output - 1) TPOTs, the users keep ``concurrency`` of them in flight, and the TPOT carries the prefill
     share of the requests that arrive meanwhile (solved by fixed-point iteration)."""
-    from specsim.speculation.acceptance import default_acceptance, expected
+    from specsim.speculation.acceptance import default_acceptance, tokens_per_round
 
     L = float(prompt_tokens) + float(output_tokens) / 2
     b = float(concurrency)
@@ -124,7 +124,7 @@ def closed_loop(dep, concurrency: int, prompt_tokens: float, output_tokens: floa
         al = accept_length
         if al is None:
             acc, _ = default_acceptance(dep.drafter.kind)
-            al = float(expected(acc, steps))
+            al = float(tokens_per_round(acc, steps))
         step = float(dep.round_time(b, L, steps).total_s) / al
     prefill = float(dep.prefill_s(prompt_tokens))
     rate = 0.0
@@ -340,7 +340,7 @@ class _Runs:
         al = self.known_al[index].copy()
         unknown = self.sweep_index[index] >= 0
         if unknown.any():
-            al[unknown] = expected_tokens(alphas[self.sweep_index[index][unknown]], self.steps[index][unknown])
+            al[unknown] = tokens_per_round(alphas[self.sweep_index[index][unknown]], self.steps[index][unknown])
         return al
 
     def spec_tpot(self, dep_host, index: np.ndarray, groups: list, rho: np.ndarray, alphas: np.ndarray) -> np.ndarray:

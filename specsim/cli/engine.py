@@ -12,6 +12,7 @@ from pathlib import Path
 
 from specsim.cli import report
 from specsim.cli.report import print_json, table
+from specsim.speculation.acceptance import tokens_per_round
 
 __all__ = ["run_bench_plan", "run_calibrate_engine"]
 
@@ -341,9 +342,7 @@ def _print_fit(fit, dep, summary, notes, out) -> None:
         print(f"  {t.label:<28} {_value(t):>10}  {_interval(t):<22} {state}{extra}" + (f": {t.why}" if t.why and t.status != "bound" else ""))
     for sweep, t in fit.acceptance.items():
         steps = sorted({c.setup.steps for c in fit.runs if c.setup and c.sweep == sweep})
-        from specsim.speculation.acceptance import expected_tokens
-
-        lengths = ", ".join(f"AL {float(expected_tokens(t.value, s)):.2f} at {s} steps" for s in steps)
+        lengths = ", ".join(f"AL {float(tokens_per_round(t.value, s)):.2f} at {s} steps" for s in steps)
         print(f"  {'acceptance ' + Path(sweep).name:<28} {'alpha ' + _value(t):>10}  {_interval(t):<22} fitted (the runs recorded "
               f"none): {lengths}")
     held = [f for f in fit.held_out if np.isfinite(f)]

@@ -179,9 +179,16 @@ class EnginePreset:
             return False
         return not self.overlap_chains_only or bool(np.all(np.asarray(draft_width) == 1))
 
-    def hidden_share(self, drafter_kind: str | None, draft_width: object = 1) -> float:
-        """The share of a round's host work this version hides behind the GPU for this drafter (0: serial)."""
-        return float(self.overlap_share) if self.overlaps(drafter_kind, draft_width) else 0.0
+    def hidden_share(self, drafter_kind: str | None, draft_width: object = 1) -> np.ndarray | float:
+        """The share of a round's host work this version hides behind the GPU for this drafter (0: serial), per draft
+        width where ``draft_width`` is an array (a version that overlaps chains only runs trees serially)."""
+        if drafter_kind not in self.overlap_kinds:
+            return 0.0
+        if not self.overlap_chains_only:
+            return float(self.overlap_share)
+        if np.ndim(draft_width) == 0:
+            return float(self.overlap_share) if float(draft_width) == 1 else 0.0
+        return np.where(np.asarray(draft_width) == 1, float(self.overlap_share), 0.0)
 
     def iteration_time(self, batch: object) -> np.ndarray | float:
         """The engine's time around one iteration of ``batch`` running sequences: e_iter + b * e_seq_iter."""

@@ -35,7 +35,7 @@ import torch
 
 from specsim.harness import defaults
 
-from specsim.speculation.acceptance import expected_tokens
+from specsim.speculation.acceptance import tokens_per_round
 
 from specsim.describe.models import ModelShape
 from specsim.harness.model import DecoderTimingModel
@@ -68,7 +68,7 @@ class _Loop:
     @property
     def rounds(self) -> int:
         """Rounds the speculative loop runs: enough for ``tokens`` per sequence at the expected rate."""
-        return max(1, math.ceil(self.tokens / float(expected_tokens(self.alpha, self.gamma))))
+        return max(1, math.ceil(self.tokens / float(tokens_per_round(self.alpha, self.gamma))))
 
     def speculative(self) -> tuple[float, float, float]:
         """(seconds, mean tokens generated per sequence, mean tokens per verification pass)."""

@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from specsim.speculation.acceptance import expected
 from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
 from specsim.speculation.deployment import Deployment
 from specsim.describe.models import BYTES_PER_ELEMENT
@@ -248,15 +247,14 @@ def throughput_table(
         g = best.gamma
     else:
         g = np.full(b.shape, int(gamma))
-    e = expected(alpha, g)
-    latency_plain = dep.decode(b, context).total_s
-    latency_spec = np.where(g == 0, latency_plain, dep.round_time(b, context, g).total_s / e)
+    out = dep.outcome(alpha, g, b, context)
+    latency_plain, latency_spec = out.decode.total_s, out.latency_per_token_s
     cap = capacity(dep, reserved_context(context, max_context), memory_utilization)
     return pd.DataFrame(
         {
             "batch": b.astype(int),
             "gamma": g.astype(int),
-            "speedup": latency_plain / latency_spec,
+            "speedup": out.speedup,
             "latency_plain_s": latency_plain,
             "latency_spec_s": latency_spec,
             "tokens_per_s_seq_plain": 1.0 / latency_plain,

@@ -83,7 +83,7 @@ class EngineLimits:
 class StepTable:
     """Round times of a deployment on a (batch 1..max_batch, context grid, gamma 0..gamma_max) grid.
 
-    ``round_s(b, L, gamma)``: ``t_T`` for gamma 0, ``gamma t_D + t_V`` otherwise.  ``prefill_s(P)``: the
+    ``round_s(b, L, gamma)``: the time of a round of a gamma chain (:meth:`Deployment.outcome`; ``t_T`` for gamma 0).  ``prefill_s(P)``: the
     marginal time of ``P`` prompt tokens in an iteration.
     """
 
@@ -93,9 +93,12 @@ class StepTable:
         grid = np.unique(np.r_[0.0, np.round(np.geomspace(16, max(max_context, 32), 28))])
         self.contexts = grid
         self.gamma_max = int(gamma_max)
-        rounds = [dep.decode(b[:, None], grid[None, :]).total_s]
-        rounds += [dep.round_time(b[:, None], grid[None, :], g).total_s for g in range(1, self.gamma_max + 1)]
-        self.table = np.stack(rounds, axis=-1)  # (batch, context, gamma)
+        gammas = np.arange(self.gamma_max + 1, dtype=float)
+        if dep.drafter is None:
+            self.table = dep.decode(b[:, None, None], grid[None, :, None]).total_s
+        else:  # a round's time does not depend on the acceptance; gamma 0 is the decode step
+            self.table = dep.outcome(0.0, gammas[None, None, :], b[:, None, None], grid[None, :, None]).time_s
+        self.table = np.broadcast_to(self.table, (b.size, grid.size, gammas.size))  # (batch, context, gamma)
         tokens = np.unique(np.round(np.geomspace(1, max(max_prefill_tokens, max_context, 2), 40)))
         self.prefill_tokens = tokens
         self.prefill_table = dep.prefill_s(tokens)

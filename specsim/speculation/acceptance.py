@@ -66,6 +66,8 @@ __all__ = [
     "monte_carlo_tree",
     "parse_acceptance",
     "parse_tree",
+    "plan_arrays",
+    "tokens_per_round",
 ]
 
 #: Probability of the second-ranked child being accepted relative to the first (given the first was rejected),
@@ -414,6 +416,53 @@ def build_tree(spec: TreeSpec, acceptance: Acceptance, sibling: float = DEFAULT_
     p_node = np.array([nodes[i][0] for i in keep])
     return Tree(spec, parent, np.array([nodes[i][1] for i in keep]), np.array([nodes[i][2] for i in keep]),
                 np.array([nodes[i][4] for i in keep]), p_node, 1.0 + float(p_node.sum()))
+
+
+def _plans(plan: object) -> tuple | None:
+    """The trees of a sequence of :class:`TreeSpec` (a leading axis of candidates), or None for one plan."""
+    if isinstance(plan, (list, tuple)) and plan and all(isinstance(p, TreeSpec) for p in plan):
+        return tuple(plan)
+    return None
+
+
+def plan_arrays(plan: object, ndim: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(draft steps, tokens per draft step, tokens verified) per sequence of a round under ``plan``.
+
+    A plan is a :class:`TreeSpec`; a chain of gamma drafted tokens is the tree of top-k 1, depth gamma and gamma + 1
+    verified tokens, and may be given as gamma itself (a number or an array, for searches over gamma; 0 is plain
+    decoding).  A sequence of trees puts them on a new leading axis, in front of ``ndim`` axes of batch and context.
+
+    >>> [a.tolist() for a in plan_arrays(TreeSpec(4, 5, 16))], [a.tolist() for a in plan_arrays(3)]
+    ([5.0, 4.0, 16.0], [3.0, 1.0, 4.0])
+    """
+    many = _plans(plan)
+    if many is not None:
+        shape = (len(many),) + (1,) * ndim
+        return tuple(np.array([getattr(p, k) for p in many], dtype=float).reshape(shape) for k in ("depth", "topk", "tokens"))
+    if isinstance(plan, TreeSpec):
+        return np.asarray(float(plan.depth)), np.asarray(float(plan.topk)), np.asarray(float(plan.tokens))
+    steps = np.asarray(plan, dtype=float)
+    _check_gamma(steps)
+    return steps, np.ones(()), steps + 1.0
+
+
+def tokens_per_round(acceptance: object, plan: object, sibling: float | None = None) -> np.ndarray:
+    """E: the tokens one verification emits per sequence under ``plan`` (see :func:`plan_arrays`), the bonus token
+    included.  The one home of E: chains by the closed form (one alpha, float or array) or the per-position sums,
+    trees by :func:`build_tree` with the sibling factor ``sibling`` (default :data:`DEFAULT_SIBLING_FACTOR`).
+
+    >>> float(tokens_per_round(0.8, 4)), round(float(tokens_per_round(Acceptance(alpha=0.8), TreeSpec(1, 4, 5))), 4)
+    (3.3616, 3.3616)
+    >>> tokens_per_round(Acceptance(cumulative=(0.9, 0.72)), [TreeSpec(1, 1, 2), TreeSpec(1, 2, 3)]).tolist()
+    [1.9, 2.62]
+    """
+    sib = DEFAULT_SIBLING_FACTOR if sibling is None else sibling
+    many = _plans(plan)
+    if many is not None or isinstance(plan, TreeSpec):
+        acc = as_acceptance(acceptance)
+        e = [build_tree(p, acc, sib).expected_tokens for p in (many or (plan,))]
+        return np.array(e) if many is not None else np.asarray(e[0])
+    return expected(acceptance, plan)
 
 
 def monte_carlo_tree(tree: Tree, trials: int, rng: np.random.Generator) -> np.ndarray:

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specsim.speculation.acceptance import _check_gamma
+from specsim.speculation.acceptance import _check_gamma, plan_arrays, tokens_per_round
 from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
 from specsim.speculation.drafters import Drafter, DraftModel, make_drafter
 from specsim.engines import ENGINES, EnginePreset, source_and_engine
@@ -51,18 +51,18 @@ from specsim.describe.parallel import check_tp
 from specsim.timing.base import StepTime, StepTimeSource
 from specsim.timing.roofline import RooflineSource
 
-__all__ = ["MAX_VOCAB_PADDING", "Deployment", "check_shared_vocabulary", "DraftStep", "PassTimes", "RoundFixed", "RoundTime", "model_assumptions",
-           "round_seconds"]
+__all__ = ["MAX_VOCAB_PADDING", "Deployment", "check_shared_vocabulary", "DraftStep", "RoundFixed", "RoundOutcome", "RoundTime",
+           "model_assumptions", "round_seconds", "speedup_from_round", "speedup_from_times", "speedup_of"]
 
 #: Largest difference in embedding rows read as padding of one vocabulary (Qwen2.5: 128; llama.cpp allows 100).
 MAX_VOCAB_PADDING = 128
 
 
 def round_seconds(steps: object, draft_step_s: object, fixed_s: object, host_s: object = 0.0,
-                  hidden: float = 0.0) -> np.ndarray:
+                  hidden: object = 0.0) -> np.ndarray:
     """t_round = s * t_step + t_fixed, plus the engine's host work H, of which an engine that overlaps it with the
     GPU hides the share ``hidden`` behind the passes: t_pass + H when serial (``hidden`` 0), max(t_pass, h H) +
-    (1 - h) H otherwise.  The one place a round's parts are added up.
+    (1 - h) H otherwise.  The one place a round's parts are added up (``hidden`` may be an array: per draft width).
 
     >>> round(float(round_seconds(4, 1.0e-3, 6.5e-3)), 6), round(float(round_seconds(4, 1.0e-3, 6.5e-3, 2e-3)), 6)
     (0.0105, 0.0125)
@@ -71,10 +71,44 @@ def round_seconds(steps: object, draft_step_s: object, fixed_s: object, host_s: 
     """
     passes = np.asarray(steps, dtype=float) * np.asarray(draft_step_s, dtype=float) + np.asarray(fixed_s, dtype=float)
     host = np.asarray(host_s, dtype=float)
-    h = float(hidden)
-    if not 0.0 <= h <= 1.0:
+    h = np.asarray(hidden, dtype=float)
+    if not np.all((h >= 0.0) & (h <= 1.0)):
         raise ValueError(f"the hidden share of a round's host work must be in [0, 1], got {hidden!r}")
-    return np.maximum(passes, h * host) + (1.0 - h) * host if h else passes + host
+    return np.maximum(passes, h * host) + (1.0 - h) * host if np.any(h) else passes + host
+
+
+def speedup_of(tokens: object, decode_s: object, round_s: object) -> np.ndarray:
+    """S = E t_T / t_round: plain decoding spends a decode step per token, speculation a round per E tokens.  The one
+    home of the speedup formula (:attr:`RoundOutcome.speedup`, the article's closed form with t_T = 1, the fits).
+
+    >>> round(float(speedup_of(3.3616, 6.525e-3, 11.565e-3)), 3)
+    1.897
+    """
+    return np.asarray(tokens, dtype=float) * np.asarray(decode_s, dtype=float) / np.asarray(round_s, dtype=float)
+
+
+def speedup_from_round(alpha: object, gamma: object, t_target_s: object, t_round_s: object) -> np.ndarray:
+    """Speedup S = E * t_T / t_round from a decode step and a round in seconds; exactly 1 at gamma = 0.
+
+    >>> round(float(speedup_from_round(0.8, 4, 6.525e-3, 11.565e-3)), 3)
+    1.897
+    """
+    g = np.asarray(gamma, dtype=float)
+    # gamma = 0 is plain decoding: exactly 1, whatever rounding t_V picked up.
+    return np.where(g == 0, 1.0, speedup_of(tokens_per_round(alpha, g), t_target_s, t_round_s))
+
+
+def speedup_from_times(alpha: object, gamma: object, t_target_s: object, t_draft_s: object, t_verify_s: object) -> np.ndarray:
+    """Speedup S = E * t_T / (gamma * t_D + t_V) from pass times in seconds, no engine host time (the round from
+    :func:`round_seconds`): what bare measured passes give.
+
+    ``alpha`` is a per-token rate (float or array) or an :class:`~specsim.speculation.acceptance.Acceptance` (per-position).
+
+    >>> round(float(speedup_from_times(0.8, 4, 6.525e-3, 1.26e-3, 6.525e-3)), 3)
+    1.897
+    """
+    g = np.asarray(gamma, dtype=float)
+    return speedup_from_round(alpha, g, t_target_s, round_seconds(g, t_draft_s, t_verify_s))
 
 
 def check_shared_vocabulary(target: ModelShape, draft: ModelShape) -> None:
@@ -112,6 +146,14 @@ def _zero_like(t: StepTime) -> StepTime:
     zero = np.zeros(np.shape(t.total_s))
     return dataclasses.replace(t, total_s=zero, compute_s=zero, memory_s=zero, overhead_s=0.0, flop=zero, bytes=zero,
                                fallback=None, comm_s=0.0)
+
+
+def _take_rows(t: StepTime, rows: np.ndarray, ndim: int) -> StepTime:
+    """A pass timed once per distinct value along the leading axis (``ndim`` axes in all), spread to the candidates
+    ``rows`` index; parts that do not vary along that axis have fewer axes and are kept."""
+    out = {f.name: getattr(t, f.name)[rows] for f in dataclasses.fields(t)
+           if isinstance(getattr(t, f.name), np.ndarray) and getattr(t, f.name).ndim == ndim}
+    return dataclasses.replace(t, **out)
 
 
 @dataclass(frozen=True)
@@ -157,7 +199,7 @@ class RoundTime:
     draft: DraftStep
     fixed: RoundFixed
     host_s: np.ndarray | float = 0.0  #: H, the engine's host work per round
-    overlapped: float = 0.0  #: the share of H the engine overlaps with the round's passes (0: serial)
+    overlapped: np.ndarray | float = 0.0  #: the share of H the engine overlaps with the round's passes (0: serial)
 
     @property
     def passes_s(self) -> np.ndarray:
@@ -177,10 +219,14 @@ class RoundTime:
     @property
     def hidden_host_s(self) -> np.ndarray:
         """The part of H that runs behind the GPU."""
-        if not self.overlapped:
+        if not np.any(self.overlapped):
             return np.zeros(np.shape(self.total_s))
         host = np.broadcast_to(np.asarray(self.host_s, dtype=float), np.shape(self.total_s))
         return host - self.exposed_host_s
+
+    def with_host(self, host_s: object, overlapped: object) -> "RoundTime":
+        """The same passes with other host work and hidden share (what a fit of the engine's terms varies)."""
+        return dataclasses.replace(self, host_s=host_s, overlapped=overlapped)
 
     def parts(self) -> dict[str, np.ndarray]:
         """Where the round's time goes, seconds per named part; the parts add up to :attr:`total_s`."""
@@ -198,29 +244,82 @@ class RoundTime:
 
 
 @dataclass(frozen=True)
-class PassTimes:
-    """The numbers of the speedup formula: a decode step, one draft step, a round's fixed part, and the round.
+class RoundOutcome:
+    """What a round yields: ``tokens`` (E) per sequence in the round's time, against the plain decode step it replaces.
 
-    ``verify`` carries the verification pass's roofline parts (its bound, FLOP and bytes) with the round's
-    fixed part of the passes as its total; ``host`` is the engine's host time the round waits for, so that
-    t_round = gamma t_D + t_V + host and S = E t_T / t_round.
+    Broadcast over the plan's axes (gamma, or candidate trees) and batch and context.  A round of no draft steps
+    (gamma 0) is plain decoding: one token per decode step, speedup exactly 1.
+
+    >>> out = Deployment.from_names("h100-sxm", "article-8b", "article-1b").outcome(0.8, 4, 1, 1128)
+    >>> round(float(out.tokens), 4), round(float(out.speedup), 3), round(float(out.latency_per_token_s) * 1e3, 3)
+    (3.3616, 1.897, 3.441)
     """
 
-    target: StepTime  #: plain decode step of the target, q = 1
-    draft: StepTime  #: one draft step
-    verify: StepTime  #: verification pass and the round's other fixed pass costs
-    host_s: np.ndarray | float = 0.0  #: the engine's host time the round waits for
-    round_s: np.ndarray | None = None  #: t_round
+    decode: StepTime  #: t_T: a plain decode step of the target, engine time included
+    round: RoundTime  #: t_round with its named parts
+    tokens: np.ndarray  #: E: tokens per sequence per round, the bonus token included
+    acceptance: object  #: the acceptance the tokens came from (an alpha or an Acceptance)
+    plan: object  #: the plan (a TreeSpec, gamma, or a sequence of TreeSpecs)
+
+    @property
+    def steps(self) -> np.ndarray:
+        return self.round.steps
+
+    @property
+    def time_s(self) -> np.ndarray:
+        """Seconds per round: t_round, or the decode step where the plan drafts nothing."""
+        return np.where(self.steps == 0, self.decode.total_s, self.round.total_s)
+
+    @property
+    def speedup(self) -> np.ndarray:
+        """S = E t_T / t_round (:func:`speedup_of`); exactly 1 where the plan drafts nothing."""
+        return np.where(self.steps == 0, 1.0, speedup_of(self.tokens, self.decode.total_s, self.time_s))
+
+    @property
+    def latency_per_token_s(self) -> np.ndarray:
+        """Seconds per generated token of one sequence (TPOT): the round's time over its tokens."""
+        return self.time_s / np.asarray(self.tokens, dtype=float)
+
+    def parts(self) -> dict[str, np.ndarray]:
+        """Where the round's time goes (:meth:`RoundTime.parts`)."""
+        return self.round.parts()
+
+    # The numbers of the speedup formula, as the tables print them.
+    @property
+    def target(self) -> StepTime:
+        """t_T, the decode step."""
+        return self.decode
+
+    @property
+    def draft(self) -> StepTime:
+        """One draft step, the engine's time around its collectives included."""
+        return self.round.draft.as_step()
+
+    @property
+    def verify(self) -> StepTime:
+        """The round's fixed part (verification, extend pass, drafter host time, engine per iteration) with the
+        verification pass's roofline parts."""
+        return self.round.fixed.as_step()
+
+    @property
+    def host_s(self) -> np.ndarray:
+        """The engine's host time the round waits for."""
+        return self.round.exposed_host_s
+
+    @property
+    def round_s(self) -> np.ndarray:
+        """t_round (also where the plan drafts nothing: the round gamma 0 would run)."""
+        return self.round.total_s
 
     @property
     def cost_ratio(self) -> np.ndarray:
         """c = t_D / t_T."""
-        return self.draft.total_s / self.target.total_s
+        return self.draft.total_s / self.decode.total_s
 
     @property
     def verify_ratio(self) -> np.ndarray:
         """t_V / t_T: how much dearer a round's fixed part is than a decode step."""
-        return self.verify.total_s / self.target.total_s
+        return self.verify.total_s / self.decode.total_s
 
 
 def model_assumptions(hardware: HardwareProfile, models) -> list[str]:
@@ -432,17 +531,45 @@ class Deployment:
         host, overlapped = self.round_host(batch, s, draft_width)
         return RoundTime(s, self.draft_step(batch, context, draft_width), self.round_fixed(batch, context, n), host, overlapped)
 
-    def pass_times(self, batch: object, gamma: object, context: object = DEFAULT_CONTEXT_TOKENS, draft_width: object = 1,
-                   verify_tokens: object = None) -> PassTimes:
-        """t_T, t_D, the round's fixed part t_V and the host time it waits for, broadcast over batch, gamma and context.
+    def outcome(self, acceptance: object, plan: object = 1, batch: object = 1, context: object = DEFAULT_CONTEXT_TOKENS,
+                sibling: float | None = None) -> RoundOutcome:
+        """What a round under ``plan`` yields at ``acceptance``: its tokens E, its time with named parts, and so its
+        speedup and latency per token (:class:`RoundOutcome`), broadcast over the plan's axes, batch and context.
 
-        ``t_V`` is the verification pass over ``verify_tokens`` per sequence (default gamma + 1) plus the
-        round's other fixed costs (an EAGLE/MTP draft-extend pass, n-gram CPU time, engine time per iteration).
-        ``draft_width`` is the tokens per sequence of one draft step (a tree's top-k; 1 for a chain).
+        ``plan`` is a :class:`~specsim.speculation.acceptance.TreeSpec`, gamma for a chain (a number or an array; a
+        chain is the tree of top-k 1), or a sequence of trees, which adds a leading axis of candidates
+        (:func:`~specsim.speculation.acceptance.plan_arrays`).  ``acceptance`` is an alpha (float or array) or an
+        :class:`~specsim.speculation.acceptance.Acceptance`; ``sibling`` the tree's sibling factor.
         """
-        target = self.decode(batch, context)
-        r = self.round_time(batch, context, gamma, draft_width, verify_tokens)
-        return PassTimes(target, r.draft.as_step(), r.fixed.as_step(), r.exposed_host_s, r.total_s)
+        extra = np.broadcast(np.asarray(batch), np.asarray(context)).ndim
+        steps, width, verify = plan_arrays(plan, extra)
+        if self.draft is None and np.any(width > 1):
+            raise ValueError("token trees need a drafting network (draft model, EAGLE or MTP); n-gram drafts a chain")
+        decode = self.decode(batch, context)  # first: the target's data are read before the drafter's
+        tokens = tokens_per_round(acceptance, plan, sibling)
+        if tokens.ndim and steps.ndim and tokens.shape != steps.shape and tokens.size == steps.size:
+            tokens = tokens.reshape(steps.shape)
+        if np.ndim(width) and width.shape[0] > 1:
+            r = self._candidate_rounds(batch, context, steps, width, verify)
+        else:
+            r = self.round_time(batch, context, steps, width, verify)
+        return RoundOutcome(decode, r, tokens, acceptance, plan)
+
+    def _candidate_rounds(self, batch: object, context: object, steps: np.ndarray, width: np.ndarray,
+                          verify: np.ndarray) -> RoundTime:
+        """The rounds of many candidate plans (a leading axis), each distinct draft width and verified size timed once."""
+        widths, wi = np.unique(width.reshape(-1), return_inverse=True)
+        sizes, vi = np.unique(verify.reshape(-1), return_inverse=True)
+        tail = (1,) * (width.ndim - 1)
+        draft = self.draft_step(batch, context, widths.reshape((-1,) + tail))
+        fixed = self.round_fixed(batch, context, sizes.reshape((-1,) + tail))
+        n = width.ndim
+        draft = DraftStep(_take_rows(draft.gpu, wi, n), draft.engine_s)
+        fixed = dataclasses.replace(fixed, verify=_take_rows(fixed.verify, vi, n),
+                                    extend=None if fixed.extend is None else _take_rows(fixed.extend, vi, n),
+                                    total_s=np.asarray(fixed.total_s)[vi])
+        host, overlapped = self.round_host(batch, steps, width)
+        return RoundTime(steps, draft, fixed, host, overlapped)
 
     def _require_drafter(self) -> None:
         if self.drafter is None:

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specsim.speculation.acceptance import alpha_from_acceptance_length, expected_tokens_per_position
+from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length, tokens_per_round
 
 __all__ = ["AcceptanceMetrics", "acceptance_between", "acceptance_from_page", "acceptance_from_prometheus", "parse_prometheus",
            "read_metrics_file"]
@@ -154,7 +154,8 @@ class AcceptanceMetrics:
         """E from the per-position rates, 1 + sum_k c_k (None without per-position counts)."""
         if not self.accepted_per_position:
             return None
-        return float(expected_tokens_per_position(np.clip(self.conditional_rates, 0.0, 1.0)))
+        cumulative = np.cumprod(np.clip(self.conditional_rates, 0.0, 1.0))
+        return float(tokens_per_round(Acceptance(cumulative=tuple(cumulative.tolist())), cumulative.size))
 
     def independence_deviation(self) -> list[int]:
         """Positions whose conditional rate is far from alpha.

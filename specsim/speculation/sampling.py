@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specsim.speculation.acceptance import expected_tokens
+from specsim.speculation.acceptance import tokens_per_round
 
 __all__ = [
     "CategoricalTable",
@@ -286,8 +286,8 @@ def logits_acceptance_summary(target_logits: np.ndarray, draft_logits: np.ndarra
     rates = acceptance_rate_from_logits(target_logits, draft_logits, temperature)
     alpha = float(rates.mean())
     g = np.asarray(list(gammas))
-    independent = expected_tokens(alpha, g)
-    correlated = expected_tokens(rates[:, None], g[None, :]).mean(axis=0)
+    independent = tokens_per_round(alpha, g)
+    correlated = tokens_per_round(rates[:, None], g[None, :]).mean(axis=0)
     return {
         "positions": int(len(rates)), "vocab": int(target_logits.shape[1]), "temperature": temperature, "alpha": alpha,
         "alpha_std": float(rates.std()), "alpha_percentiles": {str(q): float(np.percentile(rates, q)) for q in (10, 25, 50, 75, 90)},

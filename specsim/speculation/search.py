@@ -32,9 +32,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specsim.speculation.acceptance import (DEFAULT_SIBLING_FACTOR, TreeSpec, alpha_from_acceptance_length, as_acceptance, build_tree, expected, expected_tokens, expected_tokens_per_position)
+from specsim.speculation.acceptance import (Acceptance, TreeSpec, alpha_from_acceptance_length, as_acceptance, expected_tokens,
+                                            expected_tokens_per_position, tokens_per_round)
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, DEFAULT_RTOL
-from specsim.speculation.deployment import Deployment, PassTimes, round_seconds
+from specsim.speculation.deployment import Deployment, RoundOutcome, speedup_from_round, speedup_from_times, speedup_of
 from specsim.core.limits import MAX_GAMMA, check_int
 
 __all__ = [
@@ -73,32 +74,7 @@ def speedup_from_cost_ratio(alpha: object, gamma: object, cost_ratio: object) ->
     if not np.all(np.isfinite(c) & (c >= 0)):
         raise ValueError(f"cost_ratio must be >= 0, got {c.tolist()!r}")
     g = np.asarray(gamma, dtype=float)
-    return expected_tokens(alpha, g) / (g * c + 1.0)
-
-
-def speedup_from_round(alpha: object, gamma: object, t_target_s: object, t_round_s: object) -> np.ndarray:
-    """Speedup S = E * t_T / t_round from a decode step and a round in seconds; exactly 1 at gamma = 0.
-
-    >>> round(float(speedup_from_round(0.8, 4, 6.525e-3, 11.565e-3)), 3)
-    1.897
-    """
-    g = np.asarray(gamma, dtype=float)
-    s = expected(alpha, g) * np.asarray(t_target_s, dtype=float) / np.asarray(t_round_s, dtype=float)
-    # gamma = 0 is plain decoding: exactly 1, whatever rounding t_V picked up.
-    return np.where(g == 0, 1.0, s)
-
-
-def speedup_from_times(alpha: object, gamma: object, t_target_s: object, t_draft_s: object, t_verify_s: object) -> np.ndarray:
-    """Speedup S = E * t_T / (gamma * t_D + t_V) from pass times in seconds, no engine host time (the round from
-    :func:`round_seconds`): what bare measured passes give.
-
-    ``alpha`` is a per-token rate (float or array) or an :class:`~specsim.speculation.acceptance.Acceptance` (per-position).
-
-    >>> round(float(speedup_from_times(0.8, 4, 6.525e-3, 1.26e-3, 6.525e-3)), 3)
-    1.897
-    """
-    g = np.asarray(gamma, dtype=float)
-    return speedup_from_round(alpha, g, t_target_s, round_seconds(g, t_draft_s, t_verify_s))
+    return speedup_of(tokens_per_round(alpha, g), 1.0, g * c + 1.0)
 
 
 def argmax_gamma(speedup: np.ndarray, rtol: float = 0.0) -> np.ndarray:
@@ -153,7 +129,7 @@ class OptimalGamma:
 
     gamma: np.ndarray
     speedup: np.ndarray
-    times: PassTimes
+    outcome: RoundOutcome  #: the round at the best gamma per point
     gamma_max: int
 
     @property
@@ -174,14 +150,14 @@ class OptimalGamma:
 
 def speedup(dep: Deployment, acceptance: object, gamma: object, batch: object = 1,
             context: object = DEFAULT_CONTEXT_TOKENS) -> np.ndarray:
-    """Speedup S(acceptance, gamma, batch, context) of a chain, all four broadcast together.
+    """Speedup S(acceptance, gamma, batch, context) of a chain, all four broadcast together
+    (:meth:`Deployment.outcome`).
 
     >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b")
     >>> np.round(speedup(dep, 0.8, 4, [1, 64, 128, 256], 1128), 2).tolist()
     [1.9, 1.81, 1.49, 1.25]
     """
-    times = dep.pass_times(batch, gamma, context)
-    return speedup_from_round(acceptance, gamma, times.target.total_s, times.round_s)
+    return dep.outcome(acceptance, gamma, batch, context).speedup
 
 
 def tree_speedup(dep: Deployment, acceptance: object, tree: TreeSpec, batch: object = 1,
@@ -192,9 +168,7 @@ def tree_speedup(dep: Deployment, acceptance: object, tree: TreeSpec, batch: obj
     the first level expands only the root), verifies ``tokens`` per sequence, and emits E(tree) tokens.
     """
     require_network(dep)
-    built = build_tree(tree, as_acceptance(acceptance), DEFAULT_SIBLING_FACTOR if sibling is None else sibling)
-    r = dep.round_time(batch, context, tree.depth, draft_width=tree.topk, verify_tokens=tree.tokens)
-    return built.expected_tokens * dep.decode(batch, context).total_s / r.total_s
+    return dep.outcome(as_acceptance(acceptance), tree, batch, context, sibling).speedup
 
 
 def require_network(dep: Deployment) -> None:
@@ -225,21 +199,14 @@ def optimal_tree(dep: Deployment, acceptance: object, bounds: TreeSpec, batch: o
     """
     require_network(dep)
     acc = as_acceptance(acceptance)
-    sib = DEFAULT_SIBLING_FACTOR if sibling is None else sibling
     candidates = _tree_candidates(bounds, bounds.depth if acc.max_gamma is None else min(bounds.depth, acc.max_gamma))
     b = np.atleast_1d(np.asarray(batch, dtype=float))
     work = len(candidates) * b.size
     if work > MAX_TREE_EVALUATIONS:
         raise ValueError(f"a tree search over {len(candidates):,} trees x {b.size:,} batch sizes ({work:,} evaluations) is "
                          f"past the limit of {MAX_TREE_EVALUATIONS:,}: lower the --tree bounds or --max-batch")
-    L = np.asarray(context, dtype=float)
-    e = np.array([build_tree(c, acc, sib).expected_tokens for c in candidates])
-    # Each distinct draft width and verified size is timed once, then rounds are composed per candidate.
-    t_target = dep.decode(b, L).total_s
-    draft = {w: dep.draft_step(b, L, w).total_s for w in sorted({c.topk for c in candidates})}
-    fixed = {n: dep.round_fixed(b, L, n).total_s for n in sorted({c.tokens for c in candidates})}
-    s = np.stack([e[i] * t_target / round_seconds(c.depth, draft[c.topk], fixed[c.tokens], *dep.round_host(b, c.depth, c.topk))
-                  for i, c in enumerate(candidates)])
+    out = dep.outcome(acc, candidates, b, np.asarray(context, dtype=float), sibling)
+    s, e = np.broadcast_to(out.speedup, (len(candidates), b.size)), out.tokens.reshape(-1)
     best = s.max(axis=0)
     order = sorted(range(len(candidates)), key=lambda i: (candidates[i].tokens, candidates[i].depth, candidates[i].topk))
     trees, speedups, tokens = [], np.ones(b.size), np.ones(b.size)
@@ -268,7 +235,7 @@ def optimal_gamma(dep: Deployment, acceptance: object, batch: object = DEFAULT_B
     gamma_max = check_int("gamma_max", gamma_max, 0, MAX_GAMMA)
     if not (np.isfinite(rtol) and 0 <= rtol < 0.5):
         raise ValueError(f"rtol must be in [0, 0.5), got {rtol!r}")
-    if hasattr(acceptance, "expected_tokens"):
+    if isinstance(acceptance, Acceptance):
         if acceptance.max_gamma is not None:
             gamma_max = min(gamma_max, acceptance.max_gamma)
         acc, a = acceptance, np.zeros(())
@@ -279,13 +246,11 @@ def optimal_gamma(dep: Deployment, acceptance: object, batch: object = DEFAULT_B
     L = np.asarray(context, dtype=float)
     shape = np.broadcast_shapes(a.shape, b.shape, L.shape)
     g = grid.reshape((-1,) + (1,) * len(shape))
-    s = speedup(dep, acc if acc is not None else a, g, b, L)
-    if acc is not None:
-        s = np.broadcast_to(s, (grid.size,) + shape)
+    s = np.broadcast_to(speedup(dep, acc if acc is not None else a, g, b, L), (grid.size,) + shape)
     idx = argmax_gamma(s, rtol)
     best = grid[idx]
-    return OptimalGamma(gamma=best, speedup=np.take_along_axis(s, idx[None, ...], axis=0)[0],
-                        times=dep.pass_times(np.broadcast_to(b, shape), best, np.broadcast_to(L, shape)),
+    at_best = dep.outcome(acc if acc is not None else a, best, np.broadcast_to(b, shape), np.broadcast_to(L, shape))
+    return OptimalGamma(gamma=best, speedup=np.take_along_axis(s, idx[None, ...], axis=0)[0], outcome=at_best,
                         gamma_max=int(gamma_max))
 
 

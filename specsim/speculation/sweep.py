@@ -21,10 +21,10 @@ import pandas as pd
 
 from specsim.describe.hardware import HardwareProfile, load_hardware
 from specsim.describe.models import ModelShape, get_model
-from specsim.speculation.acceptance import expected_tokens
+from specsim.speculation.acceptance import tokens_per_round
 from specsim.core.defaults import (DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_GAMMA_MAX, DEFAULT_HARDWARE, DEFAULT_TARGET)
 from specsim.speculation.deployment import Deployment
-from specsim.speculation.search import optimal_gamma, speedup, speedup_from_cost_ratio
+from specsim.speculation.search import optimal_gamma, speedup_from_cost_ratio
 
 __all__ = ["closed_form_table", "deployments", "optimal_gamma_table", "pass_table", "roofline_table", "sweep"]
 
@@ -132,9 +132,8 @@ def sweep(
     for dep in deployments(hardware, pairs, timing, engine):
         g = _grid(alpha=alpha, gamma=gamma, batch=batch, context=context)
         shape = np.broadcast_shapes(*(a.shape for a in g.values()))
-        times = dep.pass_times(g["batch"], g["gamma"], g["context"])
-        tokens = expected_tokens(g["alpha"], g["gamma"])
-        s = speedup(dep, g["alpha"], g["gamma"], g["batch"], g["context"])
+        times = dep.outcome(g["alpha"], g["gamma"], g["batch"], g["context"])
+        tokens, s = times.tokens, times.speedup
         columns = {
             "alpha": g["alpha"],
             "gamma": g["gamma"],
@@ -184,14 +183,14 @@ def optimal_gamma_table(
         g = _grid(alpha=alpha, batch=batch, context=context)
         shape = np.broadcast_shapes(*(a.shape for a in g.values()))
         best = optimal_gamma(dep, g["alpha"], g["batch"], g["context"], gamma_max, rtol)
-        times = best.times
+        times = best.outcome
         columns = {
             "alpha": g["alpha"],
             "batch": g["batch"],
             "context": g["context"],
             "gamma": best.gamma,
             "speedup": best.speedup,
-            "tokens_per_step": expected_tokens(g["alpha"], best.gamma),
+            "tokens_per_step": times.tokens,
             "t_target_s": times.target.total_s,
             "t_draft_s": times.draft.total_s,
             "t_verify_s": times.verify.total_s,
@@ -221,7 +220,7 @@ def closed_form_table(alpha: object = 0.8, gamma: object = range(0, 17), cost_ra
         "alpha": g["alpha"],
         "gamma": g["gamma"],
         "cost_ratio": g["cost_ratio"],
-        "tokens_per_step": expected_tokens(g["alpha"], g["gamma"]),
+        "tokens_per_step": tokens_per_round(g["alpha"], g["gamma"]),
         "speedup": speedup_from_cost_ratio(g["alpha"], g["gamma"], g["cost_ratio"]),
     }
     df = pd.DataFrame({k: np.broadcast_to(v, shape).ravel() for k, v in columns.items()})
