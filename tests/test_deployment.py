@@ -198,7 +198,7 @@ def test_steps_and_contexts_broadcast():
 
 
 def test_a_deployment_without_a_drafter_decodes_and_refuses_a_round():
-    dep = Deployment(H100, get_model("llama-3.1-8b"))
+    dep = Deployment(H100, get_model("llama-3.1-8b"), source=RooflineSource(H100), engine=ENGINES["none"])
     assert dep.draft is None and dep.source.name == "roofline" and dep.engine is ENGINES["none"]
     assert dep.provenance() == [RooflineSource(H100).describe(), "engine: none (no CPU time added)"]
     with pytest.raises(ValueError, match="has no drafter: a round needs a draft model, EAGLE, MTP or n-gram drafter"):

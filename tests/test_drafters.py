@@ -308,7 +308,7 @@ def test_sibling_factor_bounds_and_tree_spec_limits():
 
 
 def test_published_acceptance_is_what_its_sources_say():
-    from specsim.speculation.acceptance import published_acceptance
+    from specsim.speculation.drafters import published_acceptance
 
     pub = published_acceptance()
     assert set(pub) == {"draft_model", "eagle", "eagle3", "ngram", "mtp"}
@@ -343,7 +343,7 @@ def test_acceptance_messages_and_tree_arrays_are_exact():
 
 # -- one class per drafter kind (issue 17) ------------------------------------------------
 @pytest.mark.parametrize("spec, cls, kind, names, extend, shares", [
-    ("llama-3.2-1b", "DraftModel", "draft_model", ("draft_model", "STANDALONE", "Draft_Target"), False, True),
+    ("llama-3.2-1b", "DraftModel", "draft_model", ("draft_model", "STANDALONE", "DraftTarget"), False, True),
     ("eagle", "EagleHead", "eagle", ("eagle", "EAGLE", "Eagle"), True, False),
     ("eagle3", "Eagle3Head", "eagle3", ("eagle3", "EAGLE3", "Eagle3"), True, False),
     ("ngram", "NgramDrafter", "ngram", ("ngram", "NGRAM", "NGram"), False, False),
@@ -559,7 +559,7 @@ def test_a_head_takes_the_targets_attention_layout_and_position_limit():
 def test_commands_default_to_the_published_acceptance_of_the_drafter_and_say_so(draft, kind):
     import argparse
 
-    from specsim.speculation.acceptance import published_acceptance
+    from specsim.speculation.drafters import published_acceptance
     from specsim.cli.args import resolve_acceptance
 
     args = argparse.Namespace(draft=draft, alpha=None, acceptance=None, metrics=None, metrics_gamma=None)
@@ -571,10 +571,10 @@ def test_commands_default_to_the_published_acceptance_of_the_drafter_and_say_so(
 
 
 def test_ngram_has_no_default_acceptance_and_says_what_to_pass():
-    from specsim.speculation.acceptance import default_acceptance
+    from specsim.speculation.drafters import NgramDrafter
 
     with pytest.raises(ValueError, match=r"n-gram acceptance depends on the workload.*--acceptance 0\.4434,0\.4051"):
-        default_acceptance("ngram")
+        NgramDrafter.default_acceptance()
 
 
 
@@ -614,7 +614,10 @@ def test_an_fp8_head_config_is_read_as_fp8_not_as_the_targets_bf16(tmp_path):
 
 def test_the_published_citations_and_default_labels_are_printed_exactly():
     # Users read these lines as the provenance of a number: every word, case and digit is checked.
-    from specsim.speculation.acceptance import default_acceptance, published_acceptance
+    from specsim.speculation.drafters import drafter_class, published_acceptance
+
+    def default_acceptance(kind):
+        return drafter_class(kind).default_acceptance()
 
     pub = published_acceptance()
     assert {k: (v[0].source, v[1]) for k, v in pub.items()} == {
@@ -639,8 +642,9 @@ def test_the_published_citations_and_default_labels_are_printed_exactly():
     assert default_acceptance("mtp")[1] == "acceptance 0.875 (the published default for an MTP layer: DeepSeek-V3 report" + tail
     assert default_acceptance("draft_model")[1] == ("alpha 0.800 (the published default for a draft model: a matched "
                                                     "same-family draft, the reference article: 'above 0.8'" + tail)
-    other, label = default_acceptance("something else")
-    assert other == pub["draft_model"][0] and "the published default for something else: a matched" in label
+    # Any --draft that names no drafter kind is a draft model (a model name or a path), and says so.
+    other, label = default_acceptance("some/draft-model")
+    assert other == pub["draft_model"][0] and "the published default for a draft model: a matched" in label
     with pytest.raises(ValueError) as err:
         default_acceptance("ngram")
     assert str(err.value) == ("n-gram acceptance depends on the workload (how often the output repeats the prompt): pass "
@@ -693,14 +697,13 @@ def test_acceptance_refusals_word_for_word_and_a_rise_within_rounding_accepted()
 
 
 def test_a_per_position_default_is_labelled_with_its_rates(monkeypatch):
-    from specsim.speculation import acceptance
+    from specsim.speculation.drafters import MtpHead
 
-    acc, label = acceptance.default_acceptance("mtp")
+    acc, label = MtpHead.default_acceptance()
     assert label.startswith("acceptance 0.875 (the published default for an MTP layer: DeepSeek-V3 report; ")
-    table = dict(acceptance.published_acceptance())
-    table["mtp"] = (Acceptance(cumulative=(0.8, 0.6), source="two depths"), table["mtp"][1])
-    monkeypatch.setattr(acceptance, "published_acceptance", lambda: table)
-    assert acceptance.default_acceptance("mtp")[1].startswith("acceptance 0.8, 0.6 (the published default for an MTP layer: "
+    citation = MtpHead.published()[1]
+    monkeypatch.setattr(MtpHead, "published", classmethod(lambda cls: (Acceptance(cumulative=(0.8, 0.6), source="two depths"), citation)))
+    assert MtpHead.default_acceptance()[1].startswith("acceptance 0.8, 0.6 (the published default for an MTP layer: "
                                                              "two depths; pass --alpha, --acceptance or --metrics for yours)")
 
 

@@ -388,7 +388,7 @@ CASES = [
      "--steps needs two numbers of draft steps"),
     ("bench-plan --engine vllm@0.24.0 --draft eagle3 --concurrency 1,2 --out {tmp}/plan-out", "--concurrency needs at least 3 loads"),
     ("bench-plan --engine vllm@0.14.1 --draft llama-3.2-1b --out {tmp}/plan-out",
-     "vllm 0.14.1 refuses method draft_model ('not supported yet'"),
+     "vllm 0.14.1 refuses method draft_model (vllm/engine/arg_utils.py: 'not supported yet' before 0.15.0)"),
     ("bench-plan --engine sglang@0.4.7 --draft eagle3 --out {tmp}/plan-out", "specsim writes plans for SGLang 0.4.8 and later"),
     ("bench-plan --engine trtllm --draft llama-3.2-1b --pin-accept-length 2.5,3 --out {tmp}/plan-out",
      "TensorRT-LLM's two-model path (DraftTarget) reads TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS as a whole number"),

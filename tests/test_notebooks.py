@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+import numpy as np
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
@@ -40,3 +41,29 @@ def test_notebook_executes(path, monkeypatch):
     images = [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs
               if "image/png" in out.get("data", {})]
     assert images, f"{path.name} drew no figure"
+
+
+def test_notebook_01s_calls_give_what_the_command_line_gives(tmp_path, capsys):
+    # One default (issue 28): the quickstart says "the same answers come from the command line"; its library calls
+    # and the command it names are run side by side here, at its own inputs.
+    import json
+
+    from specsim.cli.main import main
+    from specsim.speculation.sweep import optimal_gamma_table
+
+    nb = nbformat.read(REPO / "notebooks" / "01-quickstart.ipynb", as_version=4)
+    source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert 'HARDWARE = "h200"' in source and 'DRAFT = "llama-3.2-1b"' in source and "CONTEXT = 2048" in source
+    assert "optimal_gamma_table(alpha=ALPHA, batch=[1, 2, 4, 8, 16, 32, 64, 128, 256], context=CONTEXT," in source
+    config = tmp_path / "config.json"  # the notebook's example target, the shape of Llama-3.1-8B
+    config.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
+                                  "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+                                  "vocab_size": 128256, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}))
+    batches = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    table = optimal_gamma_table(alpha=0.75, batch=batches, context=2048, hardware="h200", pairs=(str(config), "llama-3.2-1b"))
+    assert main(["optimal-gamma", "--alpha", "0.75", "--hardware", "h200", "--target", str(config), "--draft", "llama-3.2-1b",
+                 "--context", "2048", "--batch", ",".join(map(str, batches)), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["gamma"] for r in rows] == table.gamma.tolist()
+    np.testing.assert_allclose([r["speedup"] for r in rows], table.speedup, rtol=1e-12)
+    assert set(table.timing) == {rows[0]["timing_source"]} and set(table.engine) == {"vllm@latest"}

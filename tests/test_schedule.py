@@ -18,7 +18,7 @@ from specsim.speculation.search import optimal_gamma, speedup
 
 @pytest.fixture
 def dep():
-    return Deployment.from_names()
+    return Deployment.from_names(timing="roofline", engine="none")  # the physics these tests check, no engine time
 
 
 def _expand_vllm(entries, max_batch):

@@ -163,7 +163,7 @@ def test_alpha_from_impossible_length_is_rejected(length, gamma):
 
 # -- deployments ---------------------------------------------------------------------
 def test_article_batch_speedups():
-    dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b")
+    dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     s = speedup(dep, 0.8, 4, np.array([1, 64, 128, 256]), 1128)
     np.testing.assert_allclose(s, [1.8966, 1.8143, 1.4947, 1.2501], atol=5e-5)
 
@@ -184,7 +184,7 @@ def test_optimal_gamma_broadcasts_and_matches_pointwise():
 
 
 def test_optimal_gamma_falls_with_batch_and_turns_off():
-    dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b")
+    dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     best = optimal_gamma(dep, 0.6, [1, 16, 64, 256, 1024], 128)
     assert np.all(np.diff(best.gamma) <= 0)
     assert best.gamma[-1] == 0 and best.speedup[-1] == 1.0
@@ -269,8 +269,13 @@ def test_kernel_sources_take_the_presets_gpu_time_value_and_report_progress(tmp_
     assert lines and "building the kernel table" in lines[0]
 
 
-def test_a_bare_deployment_says_it_is_the_articles_roofline_with_no_engine_time():
-    assert Deployment.from_names().provenance() == [
+def test_a_bare_deployment_is_the_command_lines_and_says_so():
+    # One default: the library's constructors give what the command line gives, and name it.
+    bare, built = Deployment.from_names(), Deployment.build()
+    assert (bare.source.name, bare.engine.key) == (built.source.name, built.engine.key) == ("hybrid", "vllm@latest")
+    assert bare.provenance() == built.provenance()
+    np.testing.assert_array_equal(speedup(bare, 0.8, 3, [1, 64]), speedup(built, 0.8, 3, [1, 64]))
+    assert Deployment.from_names(timing="roofline", engine="none").provenance() == [
         "roofline: profile h100-sxm (compute eff 0.60, bandwidth eff 0.80, 0.50 ms/pass)", "engine: none (no CPU time added)"]
 
 

@@ -74,6 +74,7 @@ def test_sweep_takes_the_step_time_source_and_labels_it():
     assert set(df.timing) == {"hybrid"} and set(df.engine) == {"vllm@latest"}  # the preset and its version
     expected = speedup(Deployment.build(timing="hybrid", engine="vllm"), 0.8, 3, [2, 64], 400)
     np.testing.assert_allclose(df.speedup, expected, rtol=1e-12)
-    assert set(sweep(alpha=0.8, gamma=3, batch=2).timing) == {"roofline"}  # the article's model unless asked
+    assert set(sweep(alpha=0.8, gamma=3, batch=2).timing) == {"hybrid"}  # the command line's default unless asked
+    assert set(sweep(alpha=0.8, gamma=3, batch=2, timing="roofline", engine="none").engine) == {"none"}
     best = optimal_gamma_table(alpha=0.8, batch=[1, 64], timing="hybrid")
     assert best.gamma.tolist() == optimal_gamma(Deployment.build(), 0.8, [1, 64], 1128).gamma.tolist()

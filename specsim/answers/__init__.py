@@ -16,6 +16,8 @@ from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR, TreeSpec, tok
 from specsim.serving.capacity import Capacity, capacity, require_target_fits, reserved_context, throughput_table
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
 from specsim.speculation.deployment import Deployment, model_assumptions
+from specsim.engines import ENGINES
+from specsim.timing.roofline import RooflineSource
 from specsim.speculation.search import OptimalGamma, optimal_gamma, optimal_tree, speedup_from_cost_ratio
 
 __all__ = ["CompareAnswer", "GammaAnswer", "RoundAnatomy", "TreeAnswer", "compare_answer", "gamma_answer", "round_anatomy",
@@ -258,7 +260,7 @@ def loop_rows(results: list[dict], target, draft, alpha: float, gamma: int, cont
                                                                              r["t_verify_s"]))
         r["expected_tokens_per_pass"] = float(tokens_per_round(alpha, gamma))
         if profile is not None:
-            dep = Deployment(profile, target, draft)
+            dep = Deployment(profile, target, draft, RooflineSource(profile), ENGINES["none"])
             r["predicted_speedup"] = float(dep.outcome(alpha, gamma, r["batch"], mean_context_tokens(context, tokens)).speedup)
             r["profile"] = profile.name
             r["prediction_source"] = f"roofline: profile {profile.name}, no engine time (the harness times bare passes)"

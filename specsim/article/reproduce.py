@@ -25,6 +25,8 @@ from specsim.describe.hardware import ARTICLE_BANDWIDTH_EFF, ARTICLE_COMPUTE_EFF
 from specsim.describe.models import get_model
 from specsim.speculation.acceptance import alpha_from_acceptance_length, tokens_per_round
 from specsim.speculation.deployment import Deployment
+from specsim.engines import ENGINES
+from specsim.timing.roofline import RooflineSource
 from specsim.speculation.search import optimal_gamma_cost_ratio, speedup
 
 __all__ = ["ARTICLE_CONTEXT_TOKENS", "Check", "article_deployment", "reproduce"]
@@ -68,7 +70,7 @@ def article_deployment() -> Deployment:
         overhead_s=ARTICLE_OVERHEAD_S,
         per_layer_overhead_s=0.0,
     )
-    return Deployment(hardware, get_model("article-8b"), get_model("article-1b"))
+    return Deployment(hardware, get_model("article-8b"), get_model("article-1b"), RooflineSource(hardware), ENGINES["none"])
 
 
 def _rounded(quantity: str, quoted: str, value: float, decimals: int, unit: str = "") -> Check:

@@ -101,7 +101,8 @@ class BenchPlan:
     prompts: str | None
     port: int = 8000
     notes: list = field(default_factory=list)
-    drafter_kind: str = "draft_model"
+    #: The drafter's class (:mod:`specsim.speculation.drafters`): how each engine names it and takes its pins.
+    drafter_type: type | None = None
 
     @property
     def max_concurrency(self) -> int:
@@ -157,12 +158,10 @@ def design_plan(dep, engine: str, *, served_model: str | None = None, draft_chec
     """Lay out the runs for ``dep`` served by ``engine`` (``vllm@0.24.0``).
 
     ``pinned`` holds one acceptance length per step count (default: the drafter's published default acceptance rate
-    at each step count, :func:`specsim.acceptance.default_acceptance`); ``pin`` False runs every speculative server with
+    at each step count, :meth:`specsim.speculation.drafters.Drafter.default_acceptance`); ``pin`` False runs every speculative server with
     real acceptance on ``prompts`` instead (for versions that cannot pin).  The real-acceptance run on ``prompts`` is
     added when ``prompts`` is given.
     """
-    from specsim.speculation.schedule import drafter_checkpoint
-
     name, version, preset = resolve_version(engine)
     writer = WRITERS[name]
     if dep.drafter is None:
@@ -176,15 +175,14 @@ def design_plan(dep, engine: str, *, served_model: str | None = None, draft_chec
     steps = sorted(set(int(s) for s in steps))
     if len(steps) < 2:
         raise ValueError("--steps needs two numbers of draft steps: one cannot tell a per-step term from a per-round one")
-    kind = dep.drafter.kind
-    pinned = _pins(kind, steps, pinned, pin, prompts)
-    notes = writer.check(parse_version(name, version), kind, list(pinned), 1)
+    pinned = _pins(type(dep.drafter), steps, pinned, pin, prompts)
+    notes = writer.check(parse_version(name, version), type(dep.drafter), list(pinned), 1)
     modelled = get_engine(f"{name}@{version}")
-    if modelled.overlaps(kind):
+    if modelled.overlaps(dep.drafter.kind):
         notes.append(f"{name} {version} overlaps a round's host work with the GPU for this drafter ({modelled.release}): the "
                      "runs show it only where it outlasts the round's passes, and calibrate-engine says so where they cannot "
                      "separate it")
-    checkpoint = drafter_checkpoint(dep, draft_checkpoint)
+    checkpoint = dep.drafter.checkpoint(dep.target, draft_checkpoint)
     served = served_model or dep.target.source or dep.target.name
     tp = dep.target.tp
     draft_tp = dep.draft.tp if dep.draft is not None else tp
@@ -192,23 +190,31 @@ def design_plan(dep, engine: str, *, served_model: str | None = None, draft_chec
     if len(runs) > MAX_RUNS:
         raise ValueError(f"the plan holds {len(runs)} runs; at most {MAX_RUNS}: fewer --concurrency levels or --input-tokens")
     plan = BenchPlan(name, version, preset, dep.hardware.name, dep.target.source or dep.target.name, served, _drafter_spec(dep),
-                     checkpoint, tp, draft_tp, servers, runs, prompts, port, notes, dep.drafter.kind)
+                     checkpoint, tp, draft_tp, servers, runs, prompts, port, notes, type(dep.drafter))
     return _with_estimates(dep, plan)
 
 
-def _pins(kind: str, steps: list[int], pinned: list[float] | None, pin: bool, prompts: str | None) -> list:
+def _published(drafter: type):
+    """The drafter's published acceptance, or None where it has none (n-gram: it depends on the workload)."""
+    try:
+        return drafter.default_acceptance()[0]
+    except ValueError:
+        return None
+
+
+def _pins(drafter: type, steps: list[int], pinned: list[float] | None, pin: bool, prompts: str | None) -> list:
     """The acceptance length pinned at each step count (None where the runs take real acceptance), checked."""
-    from specsim.speculation.acceptance import default_acceptance, tokens_per_round
+    from specsim.speculation.acceptance import tokens_per_round
 
     if not pin:
         if prompts is None:
             raise ValueError("--no-pin measures acceptance on your prompts: give --prompts FILE.jsonl")
         return [None] * len(steps)
     if pinned is None:
-        if kind == "ngram":
-            raise ValueError("n-gram acceptance depends on the workload: give the lengths to pin with --pin-accept-length "
-                             "(one per step count), or --no-pin with --prompts")
-        acc, _ = default_acceptance(kind)
+        acc = _published(drafter)
+        if acc is None:
+            raise ValueError(f"{drafter.label} has no published acceptance (it depends on the workload): give the lengths "
+                             "to pin with --pin-accept-length (one per step count), or --no-pin with --prompts")
         if acc.max_gamma is not None and acc.max_gamma < max(steps):
             raise ValueError(f"the published acceptance of this drafter covers {acc.max_gamma} draft position(s), not "
                              f"{max(steps)}: give the lengths to pin with --pin-accept-length (one per step count)")
@@ -247,7 +253,7 @@ def _layout(steps, pinned, concurrency, input_tokens, output_tokens, pin: bool, 
 
 
 def _drafter_spec(dep) -> str:
-    return dep.drafter.kind if dep.drafter.kind != "draft_model" else (dep.draft.source or dep.draft.name)
+    return dep.drafter.kind if not dep.drafter.shares_vocabulary else (dep.draft.source or dep.draft.name)
 
 
 def _run(server: Server, c: int, input_tokens: int | None, output_tokens: int, pin: bool) -> PlanRun:
@@ -273,7 +279,9 @@ def _with_estimates(dep, plan: BenchPlan) -> BenchPlan:
     for r in plan.runs:
         prompt = r.input_tokens if r.input_tokens is not None else 1000  # the user's prompts: their length is not known here
         al = r.pinned_accept_length
-        if al is None and r.steps is not None and (dep.drafter.kind in ("ngram", "mtp") or not pins):
+        published = _published(type(dep.drafter))
+        covered = published is not None and (published.max_gamma is None or r.steps is None or published.max_gamma >= r.steps)
+        if al is None and r.steps is not None and (not covered or not pins):
             al = pins.get(r.steps, 1.0 + 0.5 * r.steps)  # an estimate's guess where no published acceptance extends
         duration = closed_loop(dep, r.concurrency, prompt, r.output_tokens, r.num_prompts, r.steps, al)
         runs.append(dataclasses.replace(r, estimate_s=duration))

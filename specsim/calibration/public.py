@@ -253,14 +253,19 @@ def fit_alpha(terms: RoundTerms, index: np.ndarray, host: SpecHost) -> dict:
     return out
 
 
+#: The one deployment SpecDecode-Bench's simulator was fitted to (its predictor.py, ``Llama8BH100``).
+_SPECDECODE_BENCH_DEPLOYMENT = {"target": "llama-3.1-8b", "hardware": "h100-sxm", "engine": "vllm", "drafter": "eagle"}
+
+
 def specdecode_bench_speedup(rows: pd.DataFrame) -> np.ndarray:
     """The SpecDecode-Bench simulator's speedup for each row of its deployment (Llama-3.1-8B, H100, vLLM, EAGLE); NaN
     elsewhere.  Its affine fits (predictor.py, ``Llama8BH100``): a target pass of n batched tokens over K cached
     ones takes 5.886 ms + 21.01 us n + 39.26 ps K, an EAGLE proposal 2.135 ms + 0.841 us per proposed token of
     a sequence + 2.378 ps K, and every step 1.207 ms more; a round verifies k + 1 tokens per sequence."""
     out = np.full(len(rows), np.nan)
-    ok = ((rows["target"] == "llama-3.1-8b") & (rows["hardware"] == "h100-sxm") & (rows["engine"] == "vllm")
-          & (rows["drafter"] == "eagle") & (rows["kind"].isin(FIT_KINDS))).to_numpy()
+    ok = rows["kind"].isin(FIT_KINDS).to_numpy().copy()
+    for column, value in _SPECDECODE_BENCH_DEPLOYMENT.items():
+        ok &= (rows[column] == value).to_numpy()
 
     def s(b, k, L, al):
         kv = b * L

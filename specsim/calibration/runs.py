@@ -114,7 +114,7 @@ def closed_loop(dep, concurrency: int, prompt_tokens: float, output_tokens: floa
     ``accept_length`` tokens per verification, default the drafter's published acceptance): each request takes its
     prefill plus (output - 1) TPOTs, the users keep ``concurrency`` of them in flight, and the TPOT carries the prefill
     share of the requests that arrive meanwhile (solved by fixed-point iteration)."""
-    from specsim.speculation.acceptance import default_acceptance, tokens_per_round
+    from specsim.speculation.acceptance import tokens_per_round
 
     L = float(prompt_tokens) + float(output_tokens) / 2
     b = float(concurrency)
@@ -123,7 +123,7 @@ def closed_loop(dep, concurrency: int, prompt_tokens: float, output_tokens: floa
     else:
         al = accept_length
         if al is None:
-            acc, _ = default_acceptance(dep.drafter.kind)
+            acc, _ = dep.drafter.default_acceptance()
             al = float(tokens_per_round(acc, steps))
         step = float(dep.round_time(b, L, steps).total_s) / al
     prefill = float(dep.prefill_s(prompt_tokens))

@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from specsim.core.defaults import DEFAULT_DRAFT
 
 __all__ = ["calibration", "deployment", "harness", "model_options", "resolve_acceptance"]
 
 
 def resolve_acceptance(args: argparse.Namespace):
     """(value, label): --acceptance or --metrics as an Acceptance, else --alpha (the library default if unset)."""
-    from specsim.speculation.acceptance import default_acceptance, parse_acceptance
+    from specsim.speculation.acceptance import parse_acceptance
+    from specsim.speculation.drafters import drafter_class
     from specsim.speculation.metrics import acceptance_from_page
 
     if getattr(args, "metrics_gamma", None) is not None and getattr(args, "metrics", None) is None:
@@ -30,8 +30,7 @@ def resolve_acceptance(args: argparse.Namespace):
         draft = getattr(args, "draft", None)
         if cal is not None and cal.acceptance is not None and draft in (None, cal.drafter):
             return cal.acceptance, cal.acceptance_label
-        kind = _drafter_kind(draft if draft is not None or cal is None else cal.drafter)
-        acc, label = default_acceptance(kind)
+        acc, label = drafter_class(draft if draft is not None or cal is None else cal.drafter).default_acceptance()
         if cal is not None:
             label += (f"; {cal.name} measured no acceptance on real prompts (its runs were pinned)" if cal.acceptance is None
                       else f"; {cal.name}'s acceptance is of {cal.drafter}, not --draft {draft}")
@@ -87,14 +86,6 @@ def _calibrated(args: argparse.Namespace, cal) -> dict:
             differs(flag, given, f"a {cal.target_options[key]} {key.split('_')[0]} target")
     return {"hardware": cal.profile, "target": cal.target, "tp": cal.tp, "timing": cal.timing, "engine": cal.engine,
             "target_options": cal.target_options}
-
-
-def _drafter_kind(draft: str | None) -> str:
-    """The drafter kind --draft names (a model name or path is a draft model)."""
-    from specsim.speculation.drafters import DRAFTERS
-
-    kind = str(draft or DEFAULT_DRAFT).partition(":")[0].lower()
-    return kind if kind in DRAFTERS else "draft_model"
 
 
 def model_options(args: argparse.Namespace, prefix: str = "") -> dict:

@@ -8,6 +8,10 @@ import sys
 
 from specsim.cli.report import describe, print_json, print_notes, table
 from specsim.cli.args import deployment, resolve_acceptance
+from specsim.cli.flags import (add_acceptance_args, add_deployment_args, add_memory_args, add_tree_args, gamma_max_type, int_at_least, int_list, nonneg_number, number)
+from specsim.core.defaults import DEFAULT_GAMMA_MAX
+from specsim.core.limits import MAX_BATCH, MAX_CONTEXT
+from specsim.speculation.schedule import DEFAULT_MAX_BATCH, DEFAULT_MIN_GAIN, DEFAULT_SCHEDULE_RTOL
 
 __all__ = ["run_schedule"]
 
@@ -16,7 +20,7 @@ def run_schedule(args: argparse.Namespace) -> int:
     from specsim.speculation.acceptance import parse_tree
     from specsim.answers import deployment_capacity
     from specsim.engines.vllm import check_vllm_pair, engine_settings
-    from specsim.speculation.schedule import (drafter_checkpoint, gamma_schedule, tree_schedule)
+    from specsim.speculation.schedule import gamma_schedule, tree_schedule
     from specsim.speculation.search import require_network
 
     if args.json:
@@ -36,7 +40,7 @@ def run_schedule(args: argparse.Namespace) -> int:
         check_vllm_pair(dep)
     acc, acc_label = resolve_acceptance(args)
     cap = deployment_capacity(dep, args.context, args.max_context, args.memory_util)
-    checkpoint = drafter_checkpoint(dep, args.draft_checkpoint) if args.format in ("vllm", "sglang", "trtllm") else None
+    checkpoint = dep.drafter.checkpoint(dep.target, args.draft_checkpoint) if args.format in ("vllm", "sglang", "trtllm") else None
     if tree is None:
         ranges = gamma_schedule(dep, acc, args.max_batch, args.context, args.gamma_max, args.min_gain, args.rtol)
     else:
@@ -96,7 +100,7 @@ def _print_trtllm(args, dep, ranges, checkpoint, tree, acc, acc_label) -> list[s
         print(f"# speculation does not pay (gain >= {args.min_gain:g}) at batch 1: leave speculative_config unset")
         return []
     print(yaml.safe_dump(trtllm_options(dep, config), sort_keys=False).rstrip())
-    if dep.drafter.kind != "draft_model":
+    if not dep.drafter.shares_vocabulary:
         return [f"TensorRT-LLM's {config['decoding_type']} decoding takes no per-batch schedule: the "
                 "batch-1 draft length is written; it cannot switch speculation off at large batch"]
     return []
@@ -145,3 +149,32 @@ def _print_table(args, dep, ranges, checkpoint, tree, acc, acc_label) -> None:
            f"{c['gamma'] if tree is None else c['tree']} ({c['speedup']:.2f})")
     print(table(["batch"] + [f"L={L}" for L in args.contexts],
                 [[b] + [fmt(lookup[(b, L)]) for L in args.contexts] for b in batches], ">" + ">" * len(args.contexts)))
+
+
+# -- flags: each command's own, declared beside its handler --------------------------------------------------
+def _parser_schedule(sub) -> None:
+    p = sub.add_parser("schedule", help="batch-size-dependent gamma (or tree) schedule for vLLM, SGLang or TensorRT-LLM",
+                       description="The optimal gamma (or token tree) for every batch size 1..--max-batch, merged into "
+                       "ranges, printed as a vLLM speculative_config, SGLang launch flags or a TensorRT-LLM "
+                       "speculative_config, for the drafter --draft names.")
+    add_acceptance_args(p)
+    add_deployment_args(p, batch=False)
+    p.add_argument("--max-batch", type=int_at_least(1, "max-batch", MAX_BATCH), default=DEFAULT_MAX_BATCH,
+                   help=f"largest batch size (max_num_seqs) to schedule (default {DEFAULT_MAX_BATCH})")
+    p.add_argument("--min-gain", type=number, default=DEFAULT_MIN_GAIN,
+                   help="speculate only where the predicted speedup is at least this (e.g. 1.05; default 1)")
+    p.add_argument("--gamma-max", type=gamma_max_type, default=DEFAULT_GAMMA_MAX, help=f"largest gamma (default {DEFAULT_GAMMA_MAX})")
+    p.add_argument("--rtol", type=nonneg_number, default=DEFAULT_SCHEDULE_RTOL,
+                   help=f"take the smallest gamma within this fraction of the best speedup (default {DEFAULT_SCHEDULE_RTOL}; 0: exact argmax)")
+    add_memory_args(p)
+    add_tree_args(p)
+    p.add_argument("--contexts", type=int_list(0, "contexts", MAX_CONTEXT),
+                   help="comma-separated context lengths: also print the (batch, context) table of the best choice")
+    p.add_argument("--format", choices=["vllm", "sglang", "trtllm", "json", "table"], default="table", help="output form (default table)")
+    p.add_argument("--json", action="store_true", help="print JSON (the same as --format json)")
+    p.set_defaults(func=run_schedule)
+
+
+
+#: The commands of this module, each with the function that declares its flags.
+PARSERS = {"schedule": _parser_schedule}

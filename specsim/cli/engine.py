@@ -13,6 +13,12 @@ from pathlib import Path
 from specsim.cli import report
 from specsim.cli.report import print_json, table
 from specsim.speculation.acceptance import tokens_per_round
+from specsim.cli.flags import (add_model_args, csv_text, engine_type, int_at_least, int_list, number)
+from specsim.core.defaults import DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
+from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, MAX_TP
+from specsim.describe.models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
+from specsim.engines import DEFAULT_ENGINE
+from specsim.timing import DEFAULT_TIMING
 
 __all__ = ["run_bench_plan", "run_calibrate_engine"]
 
@@ -366,3 +372,81 @@ def _print_fit(fit, dep, summary, notes, out) -> None:
 
 def _pct(x: float) -> str:
     return "-" if x != x else f"{x:.1%}"
+
+
+# -- flags: each command's own, declared beside its handler --------------------------------------------------
+def _parser_bench_plan(sub) -> None:
+    from specsim.calibration.plan import (DEFAULT_CONCURRENCY, DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, DEFAULT_STEPS)
+
+    p = sub.add_parser("bench-plan", help="write the benchmark of your engine that calibrate-engine needs",
+                       description="Writes a folder with run.sh (your engine's own server and benchmark client over a "
+                       "design that separates every term calibrate-engine fits: plain and speculative runs at the same "
+                       "loads, two prompt lengths, two numbers of draft steps, acceptance pinned by the engine at known "
+                       "lengths, and a run with real acceptance on your prompts), README.md and plan.yaml.")
+    p.add_argument("--engine", type=engine_type, required=True, metavar="ENGINE@VERSION",
+                   help="vllm, sglang or trtllm with the version you run (vllm@0.24.0); the flags are that version's")
+    p.add_argument("--hardware", help=f"the GPU (default {DEFAULT_HARDWARE})")
+    p.add_argument("--target", help=f"the served model: a built-in name or its config.json (default {DEFAULT_TARGET})")
+    p.add_argument("--served-model", metavar="ID", help="what the server loads (default: the target's Hugging Face ID)")
+    p.add_argument("--draft", help=f"the drafter (default {DEFAULT_DRAFT}): a draft model, eagle, eagle3, mtp or ngram")
+    p.add_argument("--draft-checkpoint", metavar="ID", help="the drafter's checkpoint (default: the draft model's, or a known head)")
+    add_model_args(p, draft=True)
+    p.add_argument("--timing", metavar="SOURCE", help=f"step-time source of the wall-time estimate (default {DEFAULT_TIMING})")
+    p.add_argument("--concurrency", type=int_list(1, "concurrency", MAX_BATCH), default=list(DEFAULT_CONCURRENCY),
+                   help=f"comma-separated concurrency levels (default {csv_text(DEFAULT_CONCURRENCY)})")
+    p.add_argument("--input-tokens", type=int_list(1, "input-tokens", MAX_CONTEXT), default=list(DEFAULT_INPUT_TOKENS),
+                   help=f"two prompt lengths of the random runs (default {csv_text(DEFAULT_INPUT_TOKENS)})")
+    p.add_argument("--output-tokens", type=int_at_least(2, "output-tokens", MAX_CONTEXT), default=DEFAULT_OUTPUT_TOKENS,
+                   help=f"tokens generated per request (default {DEFAULT_OUTPUT_TOKENS})")
+    p.add_argument("--steps", type=int_list(1, "steps", MAX_GAMMA), default=list(DEFAULT_STEPS),
+                   help=f"two numbers of draft steps (default {csv_text(DEFAULT_STEPS)})")
+    p.add_argument("--pin-accept-length", type=lambda t: [number(x) for x in t.split(",") if x.strip()], metavar="AL,AL",
+                   help="the acceptance length pinned at each step count (default: the drafter's published acceptance)")
+    p.add_argument("--no-pin", action="store_true",
+                   help="real acceptance on --prompts at every step count (for engine versions that cannot pin it)")
+    p.add_argument("--prompts", metavar="FILE.jsonl", help="your prompts, one {\"prompt\": ...} per line, for the real-acceptance run")
+    p.add_argument("--port", type=int_at_least(1, "port", 65535), default=8000, help="the server's port (default 8000)")
+    p.add_argument("--out", required=True, metavar="FOLDER", help="a new (or empty) folder for the plan")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_bench_plan)
+
+
+def _parser_calibrate_engine(sub) -> None:
+    p = sub.add_parser("calibrate-engine", help="fit the engine's terms to your engine's own benchmark files",
+                       description="Reads a bench-plan folder's results (--plan), or vllm bench serve --save-result JSON, "
+                       "sglang.bench_serving JSON lines, TensorRT-LLM benchmark_serving JSON or GuideLLM reports (--plain, "
+                       "--spec), and fits the profile's efficiency, the engine's time per iteration, the host terms of a "
+                       "speculative round and the acceptance the files do not record, each with a 95% interval; the error "
+                       "is judged on loads held out of the fit.  --out writes one file every predicting command takes with "
+                       "--calibration.")
+    p.add_argument("--plan", metavar="PLAN.yaml", help="a specsim bench-plan manifest: its deployment and the results its run.sh wrote")
+    p.add_argument("--plain", nargs="+", default=[], metavar="FILE", help="benchmark files of runs without speculation")
+    p.add_argument("--spec", nargs="+", default=[], metavar="FILE", help="benchmark files of runs with speculation")
+    p.add_argument("--hardware", help="the GPU the runs were on (a profile name or YAML); no benchmark file says it")
+    p.add_argument("--target", help="the served model (default: the model the files name, where specsim knows it)")
+    p.add_argument("--draft", help="the drafter of the speculative runs: a draft model, eagle, eagle3, mtp or ngram")
+    p.add_argument("--steps", type=int_at_least(1, "steps", MAX_GAMMA),
+                   help="draft steps per round the runs used (vLLM num_speculative_tokens, SGLang --speculative-num-steps)")
+    p.add_argument("--topk", type=int_at_least(1, "topk", MAX_GAMMA), default=1, help="draft tokens per step (default 1: a chain)")
+    p.add_argument("--verify-tokens", type=int_at_least(1, "verify-tokens", 4096),
+                   help="tokens verified per sequence (default steps + 1; SGLang --speculative-num-draft-tokens)")
+    p.add_argument("--tp", type=int_at_least(1, "tp", MAX_TP), help="tensor-parallel GPUs of the target (default 1)")
+    p.add_argument("--weight-dtype", choices=WEIGHT_DTYPE_CHOICES,
+                   help="storage of the target's linear layers (default: the config.json's torch_dtype or quantization_config)")
+    p.add_argument("--kv-dtype", choices=KV_DTYPE_CHOICES, help="the target's KV-cache dtype (default: its activation dtype)")
+    p.add_argument("--timing", choices=["roofline", "hybrid", "kernels"],
+                   help=f"step-time source the terms apply to (default {DEFAULT_TIMING} where the kernel database has the "
+                   "GPU, else roofline; the roofline's and hybrid's efficiency is fitted too)")
+    p.add_argument("--engine", type=engine_type, metavar="ENGINE[@VERSION]",
+                   help="the engine and version that served the runs (default: the files' backend, else "
+                   f"{DEFAULT_ENGINE}; its current release)")
+    p.add_argument("--metrics", metavar="FILE",
+                   help="a /metrics page saved after the speculative runs, for runs whose file has no acceptance length")
+    p.add_argument("--out", metavar="CALIBRATION.yaml", help="write the calibration: use it with --calibration FILE")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_calibrate_engine)
+
+
+
+#: The commands of this module, each with the function that declares its flags.
+PARSERS = {"bench-plan": _parser_bench_plan, "calibrate-engine": _parser_calibrate_engine}

@@ -6,6 +6,8 @@ import argparse
 import sys
 
 from specsim.cli.report import print_json, table
+from specsim.cli.flags import (int_at_least, nonneg_number)
+from specsim.core.limits import MAX_SEED
 
 __all__ = ["run_acceptance", "run_figures", "run_hardware", "run_models", "run_reproduce", "run_toy"]
 
@@ -212,3 +214,60 @@ def run_figures(args: argparse.Namespace) -> int:
             print(path)
     print(f"{len(paths)} files in {elapsed:.1f} s", file=sys.stderr)
     return 0
+
+
+# -- flags: each command's own, declared beside its handler --------------------------------------------------
+def _parser_toy(sub) -> None:
+    p = sub.add_parser("toy", help="the article's seeded toy experiments: exactness, tokens per step, draft re-alignment")
+    p.add_argument("experiment", choices=["exactness", "tokens-per-step", "distill"])
+    p.add_argument("--seed", type=int_at_least(0, "seed", MAX_SEED), default=0, help="random seed (default 0)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_toy)
+
+
+def _parser_acceptance(sub) -> None:
+    p = sub.add_parser("acceptance", help="alpha measured from target and draft logits at a temperature",
+                       description="Read two [positions, vocab] logit arrays (.npy or .npz) over the same positions and "
+                       "vocabulary; print alpha = mean sum min(p, q), its spread and tokens per step for gamma 1..8.")
+    p.add_argument("--target-logits", required=True, help=".npy or .npz file, shape [positions, vocab]")
+    p.add_argument("--draft-logits", required=True, help=".npy or .npz file, same shape")
+    p.add_argument("--temperature", type=nonneg_number, default=1.0, help="serving temperature (0 = greedy; default 1)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_acceptance)
+
+
+def _parser_hardware(sub) -> None:
+    p = sub.add_parser("hardware", help="list hardware profiles, or show one")
+    p.add_argument("action", nargs="?", choices=["show"], help="show one profile")
+    p.add_argument("name", nargs="?", help="profile name or YAML path (with show)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_hardware)
+
+
+def _parser_models(sub) -> None:
+    p = sub.add_parser("models", help="list built-in model shapes, or show one")
+    p.add_argument("action", nargs="?", choices=["show"], help="show one model")
+    p.add_argument("name", nargs="?", help="model name or config.json path (with show)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_models)
+
+
+def _parser_figures(sub) -> None:
+    p = sub.add_parser("figures", help="regenerate every figure (PNG and SVG) with fixed file names")
+    p.add_argument("--out", default="figures", help="output folder, created if missing (default: figures)")
+    p.add_argument("--only", type=lambda text: [n.strip() for n in text.split(",") if n.strip()],
+                   help="comma-separated figure names (see --list)")
+    p.add_argument("--list", action="store_true", help="list the figure names and exit")
+    p.add_argument("--json", action="store_true", help="print JSON (the files written, or with --list the names)")
+    p.set_defaults(func=run_figures)
+
+
+def _parser_reproduce(sub) -> None:
+    p = sub.add_parser("reproduce", help="recompute every number the reference article quotes; exit 0 only if all match")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_reproduce)
+
+
+
+#: The commands of this module, each with the function that declares its flags.
+PARSERS = {"toy": _parser_toy, "acceptance": _parser_acceptance, "hardware": _parser_hardware, "models": _parser_models, "figures": _parser_figures, "reproduce": _parser_reproduce}

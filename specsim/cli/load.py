@@ -7,6 +7,8 @@ import sys
 
 from specsim.cli.report import describe, ms, print_json, print_notes, table
 from specsim.cli.args import deployment, resolve_acceptance
+from specsim.cli.flags import (DEFAULT_SERVE_RUNS, MAX_SERVE_RUNS, add_serving_args, int_at_least, nonempty, positive_number, rate_list)
+from specsim.core.limits import MAX_BATCH, MAX_WORKERS
 
 __all__ = ["run_serve_sim", "run_serve_sweep"]
 
@@ -226,3 +228,39 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
                                                                           f"{args.slo_tpot_ms:g} ms)"))
     print_notes(dep)
     return 0
+
+
+# -- flags: each command's own, declared beside its handler --------------------------------------------------
+def _parser_serve_sim(sub) -> None:
+    p = sub.add_parser("serve-sim", help="simulate an engine under load, with and without speculation",
+                       description="Continuous batching with chunked prefill, request by request: TTFT, TPOT and "
+                       "end-to-end latency percentiles, throughput and running batch, with and without speculation.")
+    load = p.add_mutually_exclusive_group(required=True)
+    load.add_argument("--rate", type=positive_number, help="Poisson arrivals, requests per second (> 0)")
+    load.add_argument("--concurrency", type=int_at_least(1, "concurrency", MAX_BATCH),
+                      help="a closed loop of this many users, each sending its next request when the last finishes")
+    load.add_argument("--trace", metavar="FILE", help="requests from a CSV or JSONL trace: arrival_s, prompt_tokens, output_tokens")
+    add_serving_args(p, lengths=False)
+    p.add_argument("--runs", type=int_at_least(1, "runs", MAX_SERVE_RUNS), default=DEFAULT_SERVE_RUNS,
+                   help=f"independent runs, seeds --seed, --seed + 1, ...: each figure is their mean with a 95%% confidence "
+                   f"interval (default {DEFAULT_SERVE_RUNS}; 1: one run, no interval)")
+    p.add_argument("--csv", type=nonempty("csv"), metavar="FILE",
+                   help="write one row per request of the run with --seed (speculation off and on) to this CSV")
+    p.set_defaults(func=run_serve_sim)
+
+
+def _parser_serve_sweep(sub) -> None:
+    p = sub.add_parser("serve-sweep", help="serve-sim over a range of request rates",
+                       description="serve-sim at each Poisson rate: where speculation stops lowering TPOT, and the "
+                       "largest rate that meets the SLOs with and without it.")
+    p.add_argument("--rates", type=rate_list, required=True, help="comma-separated request rates per second, e.g. 1,2,4,8,16")
+    add_serving_args(p)
+    p.add_argument("--workers", type=int_at_least(1, "workers", MAX_WORKERS), default=1,
+                   help="parallel simulations (a process pool; default 1)")
+    p.add_argument("--plot", metavar="FILE", help="write the TPOT and throughput figure (.png or .svg)")
+    p.set_defaults(func=run_serve_sweep)
+
+
+
+#: The commands of this module, each with the function that declares its flags.
+PARSERS = {"serve-sim": _parser_serve_sim, "serve-sweep": _parser_serve_sweep}

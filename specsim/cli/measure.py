@@ -8,6 +8,11 @@ from pathlib import Path
 
 from specsim.cli.report import print_json, progress, table
 from specsim.cli.args import harness
+from specsim.cli.flags import (alpha_type, batches_type, context_type, csv_text, fraction, int_at_least, int_list)
+from specsim.core.defaults import DEFAULT_ALPHA, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
+from specsim.core.limits import MAX_CONTEXT, MAX_GAMMA, MAX_LOOP_TOKENS, MAX_REPEATS, MAX_SEED
+from specsim.engines import DEFAULT_ENGINE, ENGINES
+from specsim.harness import defaults as hd
 
 __all__ = ["run_calibrate", "run_compose_kernels", "run_measure", "run_measure_loop"]
 
@@ -160,3 +165,87 @@ def run_compose_kernels(args: argparse.Namespace) -> int:
             covered = ", ".join(f"{m} ({n})" for m, n in r["models"].items())
             print(f"{r['hardware']}: {r['steps']} steps composed -> {r['file']}  [{covered}]; {r['source']}")
     return 0
+
+
+# -- flags: each command's own, declared beside its handler --------------------------------------------------
+def _parser_measure(sub) -> None:
+    p = sub.add_parser("measure", help="time real forward passes with the PyTorch harness (needs torch) and write a CSV",
+                       description="Build a Llama-architecture decoder with the model's shape and random weights, and time "
+                       "one forward pass per (batch, tokens per sequence, context).")
+    p.add_argument("--model", required=True, help="built-in model name or config.json path (on a CPU: tiny-28m, tiny-5m)")
+    p.add_argument("--batch", type=batches_type, default=list(hd.MEASURE_BATCHES), help=f"comma-separated batch sizes (default {csv_text(hd.MEASURE_BATCHES)})")
+    p.add_argument("--tokens-per-seq", type=int_list(1, "tokens-per-seq", MAX_GAMMA + 1), default=list(hd.MEASURE_TOKENS_PER_SEQ),
+                   help=f"comma-separated q values (default {csv_text(hd.MEASURE_TOKENS_PER_SEQ)})")
+    p.add_argument("--context", type=int_list(0, "context", MAX_CONTEXT), default=list(hd.MEASURE_CONTEXTS),
+                   help=f"comma-separated cached lengths (default {csv_text(hd.MEASURE_CONTEXTS)})")
+    p.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default=hd.MEASURE_DTYPE,
+                   help=f"weights and KV cache (default {hd.MEASURE_DTYPE}; fp32 is faster on most CPUs)")
+    p.add_argument("--device", choices=["cuda", "cpu"], default=hd.MEASURE_DEVICE, help=f"default {hd.MEASURE_DEVICE}")
+    p.add_argument("--repeats", type=int_at_least(1, "repeats", MAX_REPEATS), default=hd.MEASURE_REPEATS,
+                   help=f"timed passes per configuration (default {hd.MEASURE_REPEATS})")
+    p.add_argument("--warmup", type=int_at_least(0, "warmup", MAX_REPEATS), default=hd.MEASURE_WARMUP,
+                   help=f"untimed passes first (default {hd.MEASURE_WARMUP})")
+    p.add_argument("--cuda-graphs", action="store_true", help="capture each pass in a CUDA graph and time its replay")
+    p.add_argument("--pass", dest="pass_kind", choices=["engine", "reference"], default=hd.MEASURE_PASS,
+                   help=f"engine: fused norm, grouped-query SDPA, no dense mask; reference: the plain formulation "
+                   f"(default {hd.MEASURE_PASS})")
+    p.add_argument("--compile", action="store_true", help="torch.compile each layer (fuses the element-wise work; "
+                   "compiling takes minutes on a GPU)")
+    p.add_argument("--floor", action="store_true", help="also time each pass's GEMMs and attention alone: floor_* columns, "
+                   "and the pass over its kernel floor in the progress lines")
+    p.add_argument("--seed", type=int_at_least(0, "seed", MAX_SEED), default=0)
+    p.add_argument("--out", required=True, help="CSV file to write (atomically; checked before the sweep starts)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_measure)
+
+
+def _parser_measure_loop(sub) -> None:
+    p = sub.add_parser("measure-loop", help="time an end-to-end speculative loop (controlled acceptance) against plain decoding")
+    p.add_argument("--target", default=hd.LOOP_TARGET, help=f"target model (default {hd.LOOP_TARGET}, CPU-sized)")
+    p.add_argument("--draft", default=hd.LOOP_DRAFT, help=f"draft model (default {hd.LOOP_DRAFT})")
+    p.add_argument("--alpha", type=alpha_type, default=DEFAULT_ALPHA, help=f"acceptance probability per drafted token (default {DEFAULT_ALPHA})")
+    p.add_argument("--gamma", type=int_at_least(1, "gamma", MAX_GAMMA), default=hd.LOOP_GAMMA, help=f"drafted tokens per step (default {hd.LOOP_GAMMA})")
+    p.add_argument("--batch", type=batches_type, default=list(hd.LOOP_BATCHES), help=f"comma-separated batch sizes (default {csv_text(hd.LOOP_BATCHES)})")
+    p.add_argument("--context", type=context_type, default=hd.LOOP_CONTEXT, help=f"cached tokens before generating (default {hd.LOOP_CONTEXT})")
+    p.add_argument("--tokens", type=int_at_least(1, "tokens", MAX_LOOP_TOKENS), default=hd.LOOP_TOKENS,
+                   help=f"tokens generated per sequence (default {hd.LOOP_TOKENS})")
+    p.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default=hd.LOOP_DTYPE, help=f"default {hd.LOOP_DTYPE}")
+    p.add_argument("--device", choices=["cuda", "cpu"], default=hd.LOOP_DEVICE, help=f"default {hd.LOOP_DEVICE}")
+    p.add_argument("--repeats", type=int_at_least(1, "repeats", MAX_REPEATS), default=hd.LOOP_REPEATS, help=f"default {hd.LOOP_REPEATS}")
+    p.add_argument("--seed", type=int_at_least(0, "seed", MAX_SEED), default=0)
+    p.add_argument("--hardware", help="profile to predict the speedup with (e.g. a calibrated cpu profile)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_measure_loop)
+
+
+def _parser_calibrate(sub) -> None:
+    p = sub.add_parser("calibrate", help="fit a profile's efficiencies and overheads to measured step times",
+                       description="Robust least squares on measured step times; held-out points judge the fit before and after.")
+    p.add_argument("measurements", help="CSV from specsim measure or specsim compose-kernels")
+    p.add_argument("--hardware", required=True, help="base profile whose datasheet peaks are kept")
+    p.add_argument("--out", required=True, help="profile YAML to write (a residual plot is written beside it)")
+    p.add_argument("--name", help="name of the fitted profile (default: <--hardware>-calibrated)")
+    p.add_argument("--holdout", type=fraction,
+                   help="fraction of distinct points held out of the fit (default 0.25: specsim.calibration.profile.DEFAULT_HOLDOUT)")
+    p.add_argument("--per-layer", choices=["auto", "yes", "no"], default="auto", help="fit a per-layer overhead (default auto)")
+    p.add_argument("--seed", type=int_at_least(0, "seed", MAX_SEED), default=0, help="seed of the train / held-out split")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_calibrate)
+
+
+def _parser_compose_kernels(sub) -> None:
+    p = sub.add_parser("compose-kernels", help="per-step times composed from AIConfigurator's measured kernels, as a CSV for calibrate")
+    p.add_argument("--hardware", type=lambda t: [d.strip() for d in t.split(",") if d.strip()], default=[DEFAULT_HARDWARE],
+                   help=f"comma-separated profiles whose device the database has (default {DEFAULT_HARDWARE})")
+    p.add_argument("--engine", choices=["vllm", "sglang", "trtllm"], default=ENGINES[DEFAULT_ENGINE].kernel_engine,
+                   help=f"whose kernels (default {ENGINES[DEFAULT_ENGINE].kernel_engine})")
+    p.add_argument("--models", type=lambda t: [m.strip() for m in t.split(",") if m.strip()],
+                   default=[DEFAULT_DRAFT, DEFAULT_TARGET], help=f"comma-separated models (default {DEFAULT_DRAFT},{DEFAULT_TARGET})")
+    p.add_argument("--out", required=True, help="output folder for <hardware>-<engine>-kernel-steps.csv")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_compose_kernels)
+
+
+
+#: The commands of this module, each with the function that declares its flags.
+PARSERS = {"measure": _parser_measure, "measure-loop": _parser_measure_loop, "calibrate": _parser_calibrate, "compose-kernels": _parser_compose_kernels}

@@ -7,6 +7,10 @@ import sys
 
 from specsim.cli.report import capacity_summary, describe, ms, print_json, print_notes, short_bound, table
 from specsim.cli.args import deployment, resolve_acceptance
+from specsim.cli.flags import (add_acceptance_args, add_deployment_args, add_memory_args, add_model_args, add_timing_args, add_tree_args, batches_type, fraction, gamma_max_type, gamma_type, int_at_least, int_list, nonneg_number, number)
+from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, DEFAULT_HARDWARE, DEFAULT_RTOL, DEFAULT_TARGET
+from specsim.core.limits import MAX_CONTEXT, MAX_GAMMA
+from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
 
 __all__ = ["run_alpha", "run_capacity", "run_compare", "run_explain", "run_optimal_gamma", "run_speedup", "run_steptime"]
 
@@ -329,3 +333,98 @@ def _require_fits(dep, context: int) -> None:
     from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
 
     deployment_capacity(dep, max(int(context), 1), None, DEFAULT_MEMORY_UTILIZATION)
+
+
+# -- flags: each command's own, declared beside its handler --------------------------------------------------
+def _parser_optimal_gamma(sub) -> None:
+    p = sub.add_parser("optimal-gamma", help="the best gamma per batch size, with its speedup and step times",
+                       description="The speedup-maximising gamma per batch size; gamma 0 means turn speculation off.")
+    add_acceptance_args(p)
+    add_deployment_args(p)
+    p.add_argument("--gamma-max", type=gamma_max_type, default=DEFAULT_GAMMA_MAX, help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})")
+    p.add_argument("--rtol", type=nonneg_number, default=DEFAULT_RTOL,
+                   help="pick the smallest gamma within this fraction of the best speedup (default 0: exact argmax)")
+    add_tree_args(p)
+    add_memory_args(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_optimal_gamma)
+
+
+def _parser_explain(sub) -> None:
+    p = sub.add_parser("explain", help="where a speculative round's time goes against batch, next to a plain decode step",
+                       description="A round's parts per batch size (draft steps, verification, draft extend, collectives, "
+                       "the engine's per-iteration and host time, hidden or not) next to the plain decode step it "
+                       "replaces and the tokens it yields: why speculation stops paying.")
+    add_acceptance_args(p)
+    add_deployment_args(p)
+    p.add_argument("--gamma", type=int_at_least(1, "gamma", MAX_GAMMA),
+                   help="draft steps per round (default: the best gamma per batch, at least 1)")
+    p.add_argument("--gamma-max", type=gamma_max_type, default=DEFAULT_GAMMA_MAX, help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})")
+    p.add_argument("--plot", metavar="FILE.png", help="also draw the breakdown as a PNG")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_explain)
+
+
+def _parser_speedup(sub) -> None:
+    p = sub.add_parser("speedup", help="speedup of one (alpha, gamma), from a cost ratio or the step-time model",
+                       description="Speedup for a given alpha and gamma: from --cost-ratio c (closed form, "
+                       "verification costs one decode step) or from the step-time model per batch size.")
+    add_acceptance_args(p)
+    p.add_argument("--gamma", type=gamma_type, required=True, help="drafted tokens per step, >= 0")
+    p.add_argument("--cost-ratio", type=nonneg_number, help="c = t_D / t_T; replaces the step-time model")
+    add_deployment_args(p, defaults=False)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_speedup)
+
+
+def _parser_steptime(sub) -> None:
+    p = sub.add_parser("steptime", help="modelled time of one forward pass, with its compute, memory and overhead parts")
+    p.add_argument("--hardware", help=f"profile name or YAML path (default {DEFAULT_HARDWARE})")
+    p.add_argument("--model", help=f"model name or config.json path (default {DEFAULT_TARGET})")
+    p.add_argument("--calibration", metavar="FILE", help="a calibrate-engine --out file (its profile, target and engine terms)")
+    p.add_argument("--batch", type=batches_type, default=list(DEFAULT_BATCHES), help="comma-separated batch sizes")
+    p.add_argument("--tokens-per-seq", type=int_list(1, "tokens-per-seq", MAX_GAMMA + 1), default=[1],
+                   help="comma-separated new tokens per sequence, q (1: decode; gamma+1: verification; default 1)")
+    p.add_argument("--context", type=int_list(0, "context", MAX_CONTEXT), default=[DEFAULT_CONTEXT_TOKENS],
+                   help=f"comma-separated cached tokens per sequence (default {DEFAULT_CONTEXT_TOKENS})")
+    add_model_args(p, draft=False)
+    add_timing_args(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_steptime)
+
+
+def _parser_alpha(sub) -> None:
+    p = sub.add_parser("alpha", help="alpha from a measured mean acceptance length or a saved vLLM /metrics page",
+                       description="Invert E(alpha, gamma): vLLM's mean acceptance length is 1 + accepted/drafts. "
+                       "With --metrics, read vLLM's spec_decode counters and per-position acceptance.")
+    p.add_argument("--acceptance-length", type=number, help="mean tokens per verification pass, in [1, gamma+1]")
+    p.add_argument("--gamma", type=int_at_least(1, "gamma", MAX_GAMMA), help="speculative tokens per step of the measurement")
+    p.add_argument("--metrics", help="a saved Prometheus /metrics page of a vLLM server")
+    p.add_argument("--model-name", help="with --metrics: the model_name label to read, if several")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_alpha)
+
+
+def _parser_capacity(sub) -> None:
+    p = sub.add_parser("capacity", help="memory: do the models fit, and the largest batch with and without the draft")
+    add_deployment_args(p, batch=False)
+    p.add_argument("--memory-util", type=fraction, default=DEFAULT_MEMORY_UTILIZATION,
+                   help=f"fraction of device memory the engine uses (default {DEFAULT_MEMORY_UTILIZATION}, vLLM's gpu_memory_utilization)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_capacity)
+
+
+def _parser_compare(sub) -> None:
+    p = sub.add_parser("compare", help="latency and throughput with and without speculation, per batch size")
+    add_acceptance_args(p)
+    add_deployment_args(p)
+    p.add_argument("--gamma", type=gamma_type, help="fixed gamma (default: the optimal gamma per batch size)")
+    p.add_argument("--gamma-max", type=gamma_max_type, default=DEFAULT_GAMMA_MAX, help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})")
+    add_memory_args(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_compare)
+
+
+
+#: The commands of this module, each with the function that declares its flags.
+PARSERS = {"optimal-gamma": _parser_optimal_gamma, "explain": _parser_explain, "speedup": _parser_speedup, "steptime": _parser_steptime, "alpha": _parser_alpha, "capacity": _parser_capacity, "compare": _parser_compare}

@@ -44,7 +44,7 @@ def _sglang_flags(dep, checkpoint: str | None, depth: int, topk: int, tokens: in
     flags = ["--speculative-algorithm", dep.drafter.sglang_algorithm]
     if checkpoint is not None:
         flags += ["--speculative-draft-model-path", checkpoint]
-    if dep.drafter.kind != "ngram":
+    if dep.drafter.launches_steps:
         flags += ["--speculative-num-steps", str(depth), "--speculative-eagle-topk", str(topk)]
     flags += ["--speculative-num-draft-tokens", str(tokens)]
     return flags
@@ -102,21 +102,20 @@ class SglangBench(BenchWriter):
     """
 
     name, newest = "sglang", "0.5.23"
-    _ALGORITHMS = {"draft_model": ("STANDALONE", (0, 5, 2)), "eagle": ("EAGLE", (0, 4, 3)), "eagle3": ("EAGLE3", (0, 4, 5)),
-                   "mtp": ("NEXTN", (0, 4, 4)), "ngram": ("NGRAM", (0, 5, 3))}
 
     def check(self, version, drafter, pins, topk):
-        algorithm, first = self._ALGORITHMS[drafter]
+        support = drafter.engines["sglang"]
         if version < (0, 4, 8):
             raise ValueError(f"sglang {_version_text(version)}: specsim writes plans for SGLang 0.4.8 and later, where the "
                              "simulated acceptance can match its mean (SIMULATE_ACC_METHOD=match-expected, "
                              "python/sglang/srt/speculative/eagle_utils.py)")
-        if version < first:
-            raise ValueError(f"sglang {_version_text(version)} has no --speculative-algorithm {algorithm} (from "
-                             f"{_version_text(first)}, python/sglang/srt/server_args.py)")
-        if drafter == "ngram" and any(p is not None for p in pins) and version < (0, 5, 14):
-            raise ValueError(f"sglang {_version_text(version)} simulates acceptance for EAGLE-family workers only; NGRAM "
-                             "takes it from 0.5.14 (python/sglang/srt/speculative/ngram_worker.py): use 0.5.14 or --no-pin")
+        if version < support.since:
+            raise ValueError(f"sglang {_version_text(version)} has no --speculative-algorithm {support.name} (from "
+                             f"{_version_text(support.since)}, {support.where})")
+        if support.pin_since and any(p is not None for p in pins) and version < support.pin_since:
+            raise ValueError(f"sglang {_version_text(version)} simulates acceptance for EAGLE-family workers only; "
+                             f"{support.name} takes it from {_version_text(support.pin_since)} "
+                             f"(python/sglang/srt/speculative/ngram_worker.py): use {_version_text(support.pin_since)} or --no-pin")
         notes = []
         if (0, 5, 5) <= version <= (0, 5, 10):
             notes.append(f"sglang {_version_text(version)} runs spec v1 (SGLANG_ENABLE_SPEC_V2 defaults to off up to 0.5.10): "
@@ -134,8 +133,7 @@ class SglangBench(BenchWriter):
                "--disable-radix-cache"]
         env = {}
         if server.steps is not None:
-            kind = plan.drafter_kind
-            algorithm, _ = self._ALGORITHMS[kind]
+            algorithm = plan.drafter_type.engines["sglang"].name
             cmd += ["--speculative-algorithm", algorithm, "--speculative-num-steps", str(server.steps),
                     "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(server.steps + 1)]
             if plan.draft_checkpoint:

@@ -16,7 +16,6 @@ from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP, BenchWriter
 __all__ = ["NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "TrtllmBench", "to_trtllm", "trtllm_options"]
 
 NAME = "trtllm"
-NGRAM_LOOKUP = {"prompt_lookup_min": 2, "prompt_lookup_max": 4}
 PLAIN = dict(kernel_engine="trtllm", iteration_s=0.20e-3, kernel_iteration_s=0.0, basis=_BASIS + ", TensorRT-LLM rows",
              collective_s=23.9e-6, kernel_collective_s=12.3e-6)
 PRESETS = [make_preset("trtllm", "latest", "TensorRT-LLM 1.0-1.3: C++ runtime; speculative host terms 0", PLAIN, SpecHost(),
@@ -45,7 +44,7 @@ def to_trtllm(ranges: list, draft_model: str | None, dep=None) -> dict[str, Any]
     if decoding == "MTP":
         return {"decoding_type": "MTP", "num_nextn_predict_layers": first}
     if decoding == "NGram":
-        return {"decoding_type": "NGram", "max_draft_len": first, "max_matching_ngram_size": NGRAM_LOOKUP["prompt_lookup_max"]}
+        return {"decoding_type": "NGram", "max_draft_len": first, "max_matching_ngram_size": dep.drafter.lookup[1]}
     on = list(itertools.takewhile(lambda r: r.gamma > 0, ranges))
     config: dict[str, Any] = {
         "decoding_type": "Draft_Target",
@@ -87,18 +86,17 @@ class TrtllmBench(BenchWriter):
 
     name, newest = "trtllm", "1.3.0"
     metrics = "/prometheus/metrics"
-    _TYPES = {"draft_model": "DraftTarget", "eagle": "Eagle", "eagle3": "Eagle3", "mtp": "MTP", "ngram": "NGram"}
-    _ONE_MODEL = ("eagle3", "mtp")  # one-model workers take a fractional forced count
 
     def check(self, version, drafter, pins, topk):
         if version < (1, 3, 0) and any(p is not None for p in pins):
             raise ValueError(f"trtllm {_version_text(version)}: the release that first reads "
                              "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS was not found; specsim writes pinned plans for "
                              "TensorRT-LLM 1.3 (the 1.3.0rc14-rc24 images SemiAnalysis InferenceX pins it on), or --no-pin")
-        if drafter not in self._ONE_MODEL:
+        support = drafter.support("trtllm", version)
+        if not support.fractional_pin:  # the two-model path; one-model workers (Eagle3, MTP) take a fractional count
             for p in pins:
                 if p is not None and p != int(p):
-                    raise ValueError(f"TensorRT-LLM's two-model path ({self._TYPES[drafter]}) reads "
+                    raise ValueError(f"TensorRT-LLM's two-model path ({support.name}) reads "
                                      "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS as a whole number (tensorrt_llm/_torch/"
                                      f"pyexecutor/sampler.py); pin whole acceptance lengths (--pin-accept-length), not {p:g}")
         return ["TensorRT-LLM's /prometheus/metrics carries no speculative counters: the real-acceptance run's length is "
@@ -108,12 +106,12 @@ class TrtllmBench(BenchWriter):
         extra = {"kv_cache_config": {"enable_block_reuse": False}}
         env = {}
         if server.steps is not None:
-            kind = plan.drafter_kind
-            spec = {"decoding_type": self._TYPES[kind], "max_draft_len": server.steps}
+            drafter = plan.drafter_type
+            spec = {"decoding_type": drafter.engines["trtllm"].name, "max_draft_len": server.steps}
             if plan.draft_checkpoint:
                 spec["speculative_model_dir"] = plan.draft_checkpoint
-            if kind == "ngram":
-                spec["max_matching_ngram_size"] = 4
+            if getattr(drafter, "lookup", None):
+                spec["max_matching_ngram_size"] = drafter.lookup[1]
             extra["speculative_config"] = spec
             if server.pinned_accept_length is not None:
                 env = {"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS": f"{server.pinned_accept_length - 1:g}"}

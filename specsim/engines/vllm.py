@@ -21,7 +21,6 @@ __all__ = ["NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "VllmBench", "check
 
 NAME = "vllm"
 #: vLLM's n-gram lookup window, as the reference article's example sets it.
-NGRAM_LOOKUP = {"prompt_lookup_min": 2, "prompt_lookup_max": 4}
 PLAIN = dict(kernel_engine="vllm", iteration_s=0.0, kernel_iteration_s=0.0,
              basis=_BASIS + ", pooled over engines (no single-GPU vLLM rows)", collective_s=28.4e-6, kernel_collective_s=9.1e-6)
 # Speculative host terms printed by benchmarks/validate_speculation.py (tests/test_spec_fit.py refits them): fitted
@@ -47,6 +46,12 @@ ALIASES: dict[str, str] = {}
 NEWEST = "0.33.0"
 
 
+def _lookup(drafter) -> dict:
+    """prompt_lookup_min / prompt_lookup_max of a lookup drafter (vllm/config/speculative.py), else nothing."""
+    sizes = getattr(drafter, "lookup", None)
+    return {"prompt_lookup_min": sizes[0], "prompt_lookup_max": sizes[1]} if sizes else {}
+
+
 def to_vllm(ranges: list, draft_model: str, dep=None) -> dict[str, Any] | None:
     """vLLM ``speculative_config`` with a per-batch-size schedule; None if gamma is 0 everywhere.
 
@@ -58,15 +63,14 @@ def to_vllm(ranges: list, draft_model: str, dep=None) -> dict[str, Any] | None:
     k_max = max(r.gamma for r in ranges)
     if k_max == 0:
         return None
-    kind = "draft_model" if dep is None else dep.drafter.kind
+    drafter = None if dep is None else dep.drafter
     config: dict[str, Any] = {}
-    if kind != "draft_model":
-        config["method"] = dep.drafter.vllm_method
+    if drafter is not None and not drafter.shares_vocabulary:  # a draft model's method is implied by its "model"
+        config["method"] = drafter.vllm_method
     if draft_model is not None:
         config["model"] = draft_model
     config["num_speculative_tokens"] = k_max
-    if kind == "ngram":
-        config.update(NGRAM_LOOKUP)
+    config.update(_lookup(drafter))
     if dep is not None and dep.target.tp > 1 and dep.draft is not None:
         config["draft_tensor_parallel_size"] = dep.draft.tp
     if dep is not None and dep.draft is not None and dep.draft.checkpoint_dtype and dep.draft.weight_dtype == "fp8":
@@ -113,7 +117,7 @@ def check_vllm_pair(dep) -> None:
     PR #42775 was still open in 2026-05), so a Qwen2.5 0.5B draft (151,936) for a 14B+ target (152,064) fails
     to start even though the tokenizers agree.
     """
-    if dep.drafter.kind != "draft_model":
+    if not dep.drafter.shares_vocabulary:
         return
     if dep.target.vocab_size != dep.draft.vocab_size:
         raise ValueError(
@@ -140,7 +144,6 @@ class VllmBench(BenchWriter):
     """
 
     name, newest = "vllm", "0.33.0"
-    _METHODS = {"draft_model": "draft_model", "eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram"}
 
     def check(self, version, drafter, pins, topk):
         if version < (0, 10, 0):
@@ -148,9 +151,10 @@ class VllmBench(BenchWriter):
                              "`vllm bench serve` exists (vllm/entrypoints/cli/benchmark/serve.py)")
         if topk > 1:
             raise ValueError("vLLM drafts chains in these plans (top-k 1); a token tree is an SGLang or TensorRT-LLM plan")
-        if drafter == "draft_model" and version < (0, 15, 0):
-            raise ValueError(f"vllm {_version_text(version)} refuses method draft_model ('not supported yet', "
-                             "vllm/engine/arg_utils.py): use vllm 0.15.0 or later, or an EAGLE head")
+        support = drafter.engines["vllm"]
+        if version < support.since:
+            raise ValueError(f"vllm {_version_text(version)} refuses method {support.name} ({support.where}): use vllm "
+                             f"{_version_text(support.since)} or later, or another drafter")
         if any(p is not None for p in pins) and version < (0, 20, 0):
             raise ValueError(f"vllm {_version_text(version)} cannot pin acceptance at a length: synthetic_acceptance_length "
                              "arrived in 0.20.0 (vllm-project/vllm#40662; 0.19 pins only a per-token rate on Model Runner V2); "
@@ -163,13 +167,12 @@ class VllmBench(BenchWriter):
         return notes
 
     def _spec_config(self, plan, server):
-        kind = plan.drafter_kind
-        config = {"method": self._METHODS[kind], "num_speculative_tokens": server.steps}
+        drafter = plan.drafter_type
+        config = {"method": drafter.engines["vllm"].name, "num_speculative_tokens": server.steps}
         if plan.draft_checkpoint:
             config["model"] = plan.draft_checkpoint
-        if kind == "ngram":
-            config |= {"prompt_lookup_min": 2, "prompt_lookup_max": 4}
-        if kind == "draft_model" and plan.draft_tp != plan.tp:
+        config |= _lookup(drafter)
+        if drafter.shares_vocabulary and plan.draft_tp != plan.tp:
             config["draft_tensor_parallel_size"] = plan.draft_tp
         if server.pinned_accept_length is not None:
             config |= {"rejection_sample_method": "synthetic", "synthetic_acceptance_length": server.pinned_accept_length}

@@ -62,6 +62,8 @@ _ROUND_BATCHES = (1, 2, 4, 8, 16, 32, 64)
 
 #: The devices the device-comparison figures put side by side.
 _DEVICES = (DEFAULT_HARDWARE, "h200", "a100-sxm-80gb")
+#: The figures drawn on the bare roofline with no engine time, as their titles say.
+_ROOFLINE = {"timing": "roofline", "engine": "none"}
 # How those figures name a step-time source in their legends.
 _SOURCE_LABEL = {"hybrid": "default (hybrid)", "roofline": "roofline"}
 
@@ -89,7 +91,7 @@ def _fig_speedup_vs_gamma(fig: Any) -> dict[str, Any]:
 def _article_sweep(hardware: Any = None) -> pd.DataFrame:
     dep = article_deployment()
     return sweep(alpha=[0.6, 0.8], gamma=[4, 8], batch=_BATCH_AXIS, context=ARTICLE_CONTEXT_TOKENS,
-                 hardware=hardware if hardware is not None else dep.hardware, pairs=(dep.target, dep.draft))
+                 hardware=hardware if hardware is not None else dep.hardware, pairs=(dep.target, dep.draft), **_ROOFLINE)
 
 
 def _fig_speedup_vs_batch(fig: Any) -> dict[str, Any]:
@@ -100,14 +102,14 @@ def _fig_speedup_vs_batch(fig: Any) -> dict[str, Any]:
 
 
 def _fig_roofline(fig: Any) -> dict[str, Any]:
-    dep = Deployment.from_names()
+    dep = Deployment.from_names(**_ROOFLINE)
     passes = pass_table(dep, batch=[1, 4, 16, 64, 128, 256, 512], gamma=4, context=DEFAULT_CONTEXT_TOKENS)
     roof = roofline_table(dep.hardware, np.geomspace(0.5, 5000, 400))
     return plot_roofline(roof, passes, dep.hardware, ax=fig.subplots())
 
 
 def _fig_step_times(fig: Any) -> dict[str, Any]:
-    dep = Deployment.from_names()
+    dep = Deployment.from_names(**_ROOFLINE)
     return plot_step_times(pass_table(dep, batch=_BATCH_AXIS, gamma=4, context=DEFAULT_CONTEXT_TOKENS),
                            axes=fig.subplots(1, 3, sharey=True))
 
@@ -115,14 +117,14 @@ def _fig_step_times(fig: Any) -> dict[str, Any]:
 def _fig_heatmaps(fig: Any) -> dict[str, Any]:
     from specsim.serving.capacity import capacity
 
-    dep = Deployment.from_names()
+    dep = Deployment.from_names(**_ROOFLINE)
     left, right = fig.subplots(1, 2)
     by_alpha = sweep(alpha=np.round(np.arange(0.30, 1.0001, 0.025), 3), gamma=range(0, 17), batch=1,
-                     hardware=dep.hardware, pairs=(dep.target, dep.draft))
+                     hardware=dep.hardware, pairs=(dep.target, dep.draft), **_ROOFLINE)
     # Only the batches whose KV fits beside both models' weights at this context.
     fits = capacity(dep, DEFAULT_CONTEXT_TOKENS).max_batch_with_draft
     by_batch = sweep(alpha=0.8, gamma=range(0, 17), batch=[2**k for k in range(0, 11) if 2**k <= fits], hardware=dep.hardware,
-                     pairs=(dep.target, dep.draft))
+                     pairs=(dep.target, dep.draft), **_ROOFLINE)
     limits = (min(by_alpha.speedup.min(), by_batch.speedup.min()), max(by_alpha.speedup.max(), by_batch.speedup.max()))
     where = f"{dep.target.name} + {dep.draft.name}, {dep.hardware.name}, L = {DEFAULT_CONTEXT_TOKENS}, roofline (no engine)"
     a = plot_speedup_heatmap(by_alpha, "alpha", ax=left, title=f"batch 1: {where}", limits=limits)
@@ -135,7 +137,7 @@ def _fig_optimal_gamma(fig: Any) -> dict[str, Any]:
     left, right = fig.subplots(1, 2, sharey=True)
     out = {}
     for ax, context in ((left, 128), (right, DEFAULT_CONTEXT_TOKENS)):
-        table = optimal_gamma_table(alpha=[0.5, 0.6, 0.7, 0.8, 0.9], batch=_BATCH_AXIS, context=context)
+        table = optimal_gamma_table(alpha=[0.5, 0.6, 0.7, 0.8, 0.9], batch=_BATCH_AXIS, context=context, **_ROOFLINE)
         row = table.iloc[0]
         out[context] = plot_optimal_gamma_vs_batch(
             table, ax=ax, title=f"L = {context}" + ("" if (table.gamma == 0).any() else ": γ ≥ 1 pays up to b = 512"))
@@ -152,7 +154,7 @@ def _fig_devices(fig: Any) -> dict[str, Any]:
 def _fig_throughput(fig: Any) -> dict[str, Any]:
     from specsim.serving.capacity import capacity, throughput_table
 
-    dep = Deployment.from_names()
+    dep = Deployment.from_names(**_ROOFLINE)
     left, right = fig.subplots(1, 2)
     out = {}
     for ax, context in ((left, 512), (right, 4096)):
@@ -213,15 +215,15 @@ def _fig_moe(fig: Any) -> dict[str, Any]:
 
 
 def _fig_drafters(fig: Any) -> dict[str, Any]:
-    from specsim.speculation.acceptance import TreeSpec, published_acceptance
+    from specsim.speculation.acceptance import TreeSpec
+    from specsim.speculation.drafters import DRAFTERS, DraftModel, published_acceptance
 
     published = published_acceptance()
     batch = _FIGURE_BATCHES
     rows = []
     left = f"Llama-3.1-8B on H100, {ENGINES[DEFAULT_ENGINE].key} preset, L = 1128, published acceptance per drafter"
     # Each drafter's legend names the acceptance it was drawn at and where that figure comes from.
-    where = {"draft_model": "the article", "eagle3": "MT-bench, vLLM #26191", "ngram": "code editing, vLLM #24344",
-             "mtp": "DeepSeek-V3 report"}
+    where = {"draft_model": DraftModel.published_short} | {kind: cls.published_short for kind, cls in DRAFTERS.items()}
 
     def named(kind: str, name: str) -> str:
         acc = published[kind][0]
@@ -231,13 +233,12 @@ def _fig_drafters(fig: Any) -> dict[str, Any]:
 
     labels = {kind: named(kind, name) for kind, name in (("draft_model", "draft model"), ("eagle3", "EAGLE-3 chain"),
                                                           ("ngram", "n-gram"), ("mtp", "MTP"))}
-    for label, draft, kind in (("draft model", "llama-3.2-1b", "draft_model"), ("EAGLE-3 chain", "eagle3", "eagle3"),
-                               ("n-gram", "ngram", "ngram")):
+    for draft, kind, with_tree in (("llama-3.2-1b", "draft_model", False), ("eagle3", "eagle3", True), ("ngram", "ngram", False)):
         label = labels[kind]
         dep = Deployment.build(DEFAULT_HARDWARE, DEFAULT_TARGET, draft)
         best = optimal_gamma(dep, published[kind][0], batch, DEFAULT_CONTEXT_TOKENS)
         rows += [{"panel": left, "drafter": label, "batch": b, "speedup": v} for b, v in zip(batch, best.speedup)]
-        if kind == "eagle3":
+        if with_tree:
             _, s, _ = optimal_tree(dep, published[kind][0], TreeSpec(4, 5, 16), batch, DEFAULT_CONTEXT_TOKENS)
             rows += [{"panel": left, "drafter": "EAGLE-3 tree (best of top-k 4, depth 5, 16 tokens)", "batch": b, "speedup": v}
                      for b, v in zip(batch, s)]

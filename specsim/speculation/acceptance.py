@@ -51,9 +51,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = [
-    "default_acceptance",
     "DEFAULT_SIBLING_FACTOR",
-    "published_acceptance",
     "Acceptance",
     "TreeSpec",
     "alpha_from_acceptance_length",
@@ -485,57 +483,3 @@ def monte_carlo_tree(tree: Tree, trials: int, rng: np.random.Generator) -> np.nd
             accepted[:, j] = hit
             alive &= ~hit
     return 1.0 + accepted.sum(axis=1)
-
-
-def default_acceptance(drafter_kind: str) -> tuple[Acceptance, str]:
-    """The acceptance a command assumes when the user gives none: the published one for this kind of drafter, with a
-    label that names it as a default and says how to give one's own.  n-gram acceptance depends on the workload
-    too much for a default: refused with the published code-editing rates as an example.
-
-    >>> round(default_acceptance("eagle3")[0].alpha, 3)
-    0.744
-    """
-    table = published_acceptance()
-    if drafter_kind == "ngram":
-        rates = ",".join(f"{c:g}" for c in table["ngram"][0].cumulative)
-        raise ValueError("n-gram acceptance depends on the workload (how often the output repeats the prompt): pass "
-                         "--alpha, --acceptance or --metrics; on code editing vLLM PR #24344 measured --acceptance "
-                         f"{rates} (per position, passes without a match included)")
-    acc, citation = table.get(drafter_kind, table["draft_model"])
-    value = f"alpha {acc.alpha:.3f}" if acc.alpha is not None else "acceptance " + ", ".join(f"{c:g}" for c in acc.cumulative)
-    return acc, (f"{value} (the published default for {_KIND_NAMES.get(drafter_kind, drafter_kind)}: {acc.source}; pass "
-                 "--alpha, --acceptance or --metrics for yours)")
-
-
-_KIND_NAMES = {"draft_model": "a draft model", "eagle": "an EAGLE head", "eagle3": "an EAGLE-3 head", "mtp": "an MTP layer"}
-
-
-def published_acceptance() -> dict:
-    """Acceptance each drafter kind is published to reach, with the source: kind -> (Acceptance, citation).
-
-    Workload-specific numbers, for comparing drafter kinds; measure your own (``specsim alpha --metrics``).
-    """
-    eagle3 = float(alpha_from_acceptance_length(1 + 12208 / 4816, 7))
-    eagle = float(alpha_from_acceptance_length(2.29, 3))
-    return {
-        "eagle": (Acceptance(alpha=eagle, source="vLLM issue #20780"),
-                  "vLLM issue #20780: EAGLE head yuhuili/EAGLE-LLaMA3.1-Instruct-8B on Llama-3.1-8B-Instruct, MT-bench, "
-                  f"3 speculative tokens: mean acceptance length 2.29 (alpha {eagle:.3f})"),
-        "draft_model": (Acceptance(alpha=0.8, source="a matched same-family draft, the reference article: 'above 0.8'"),
-                        "the reference article, 'Speculative decoding with draft models, explained': a stock same-family "
-                        "draft on its own target reaches alpha above 0.8"),
-        "eagle3": (Acceptance(alpha=eagle3, source="vLLM issue #26191"),
-                   "vLLM issue #26191: EAGLE-3 head yuhuili/EAGLE3-LLaMA3.1-Instruct-8B on Llama-3.1-8B-Instruct, MT-bench, "
-                   f"T = 0, 7 speculative tokens: 4,816 drafts, 12,208 accepted, mean acceptance length 3.53 (alpha {eagle3:.3f})"),
-        # 993 rounds proposed, 821 tokens came from passes with no proposal: 993 / 1,814 passes drafted.  Scaling the
-        # rates by that share charges a no-proposal pass as a round whose first draft was rejected (a little dearer
-        # than the plain decode step it was) and gives the measured 2.96 tokens per pass.
-        "ngram": (Acceptance(cumulative=tuple(round(c * 993 / 1814, 4) for c in (0.81, 0.74, 0.70, 0.68, 0.66)),
-                             source="vLLM PR #24344, code editing"),
-                  "vLLM PR #24344: n-gram (prompt lookup 2-5, 5 tokens) on the vdaita/edit_5k_char code-editing set, "
-                  "per-position acceptance 0.81, 0.74, 0.70, 0.68, 0.66 where a match was found, no proposal in 821 of "
-                  "1,814 passes: 2.96 tokens per pass (a favourable, high-overlap workload)"),
-        "mtp": (Acceptance(cumulative=(0.875,), source="DeepSeek-V3 report"),
-                "DeepSeek-V3 Technical Report (arXiv:2412.19437) section 5.4.3: the second token's acceptance is 85-90%"),
-    }
-

@@ -44,12 +44,11 @@ import numpy as np
 from specsim.speculation.acceptance import _check_gamma, plan_arrays, tokens_per_round
 from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
 from specsim.speculation.drafters import Drafter, DraftModel, make_drafter
-from specsim.engines import ENGINES, EnginePreset, source_and_engine
+from specsim.engines import DEFAULT_ENGINE, EnginePreset, get_engine, source_and_engine
 from specsim.describe.hardware import (FOUR_BIT_DTYPES, FP8_MATMUL_SPEEDUP, W4A16_COMPUTE_FRACTION, HardwareProfile, load_hardware)
 from specsim.describe.models import ModelShape, get_model
 from specsim.describe.parallel import check_tp
 from specsim.timing.base import StepTime, StepTimeSource
-from specsim.timing.roofline import RooflineSource
 
 __all__ = ["MAX_VOCAB_PADDING", "Deployment", "check_shared_vocabulary", "DraftStep", "RoundFixed", "RoundOutcome", "RoundTime",
            "model_assumptions", "round_seconds", "speedup_from_round", "speedup_from_times", "speedup_of"]
@@ -250,7 +249,7 @@ class RoundOutcome:
     Broadcast over the plan's axes (gamma, or candidate trees) and batch and context.  A round of no draft steps
     (gamma 0) is plain decoding: one token per decode step, speedup exactly 1.
 
-    >>> out = Deployment.from_names("h100-sxm", "article-8b", "article-1b").outcome(0.8, 4, 1, 1128)
+    >>> out = Deployment.from_names("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none").outcome(0.8, 4, 1, 1128)
     >>> round(float(out.tokens), 4), round(float(out.speedup), 3), round(float(out.latency_per_token_s) * 1e3, 3)
     (3.3616, 1.897, 3.441)
     """
@@ -354,9 +353,11 @@ class Deployment:
 
     Examples
     --------
-    The article's preset: an 8B target, a 1B draft, an H100 and L = 1128.
+    The article's preset: an 8B target, a 1B draft, an H100 and L = 1128, on the article's bare roofline with no
+    engine time (the defaults, as on the command line, are :data:`specsim.timing.DEFAULT_TIMING` and
+    :data:`specsim.engines.DEFAULT_ENGINE`).
 
-    >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b")
+    >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     >>> round(float(dep.decode(1, 1128).total_s) * 1e3, 3), round(float(dep.round_time(1, 1128, 4).total_s) * 1e3, 3)
     (6.525, 11.566)
     """
@@ -370,10 +371,13 @@ class Deployment:
     def __post_init__(self) -> None:
         if isinstance(self.drafter, ModelShape):
             object.__setattr__(self, "drafter", DraftModel(self.drafter.name, self.drafter))
+        # One default for the library and the command line: the default step-time source and engine preset.
         if self.source is None:
-            object.__setattr__(self, "source", RooflineSource(self.hardware))
-        if self.engine is None:
-            object.__setattr__(self, "engine", ENGINES["none"])
+            source, preset = source_and_engine(self.hardware, None, self.engine)
+            object.__setattr__(self, "source", source)
+            object.__setattr__(self, "engine", preset)
+        elif self.engine is None:
+            object.__setattr__(self, "engine", get_engine(DEFAULT_ENGINE).for_source(self.source))
         draft = self.draft
         if draft is None:
             return
@@ -393,15 +397,20 @@ class Deployment:
     @classmethod
     def from_names(cls, hardware: str | None = None, target: str | None = None, draft: str | None = None,
                    target_options: dict | None = None, draft_options: dict | None = None,
-                   ngram_cpu_s_per_token: float | None = None, decode_only: bool = False) -> "Deployment":
-        """Load hardware and models by built-in name or file path, with the article's bare roofline.
+                   ngram_cpu_s_per_token: float | None = None, decode_only: bool = False, *, timing: str | None = None,
+                   engine: "str | EnginePreset | None" = None, engine_overhead_ms: float | None = None,
+                   progress=None) -> "Deployment":
+        """Load hardware and models by built-in name or file path, with a step-time source and engine preset.
 
         ``hardware``, ``target`` and ``draft`` default to :data:`~specsim.core.defaults.DEFAULT_HARDWARE`,
         ``DEFAULT_TARGET`` and ``DEFAULT_DRAFT``.  ``draft`` is a drafter
         (:func:`specsim.drafters.make_drafter`): a model name or config.json, ``eagle``, ``eagle3``, ``mtp``
         or ``ngram``; ``decode_only`` builds a deployment without one.  ``target_options`` and
         ``draft_options`` go to :func:`~specsim.models.get_model` (``weight_dtype``, ``kv_dtype``, ``tp``,
-        ``routing_effective_experts``); a tensor-parallel size is checked against the profile's node.
+        ``routing_effective_experts``); a tensor-parallel size is checked against the profile's node.  ``timing``
+        and ``engine`` default to :data:`specsim.timing.DEFAULT_TIMING` and :data:`specsim.engines.DEFAULT_ENGINE`, as
+        on the command line (:func:`specsim.engines.source_and_engine`); ``engine_overhead_ms`` replaces the preset's
+        per-iteration time.
         """
         hardware = DEFAULT_HARDWARE if hardware is None else hardware
         target = DEFAULT_TARGET if target is None else target
@@ -413,22 +422,17 @@ class Deployment:
                 check_tp(profile, opts["tp"], what)
         target_model = get_model(target, **t_opts)
         drafter = None if decode_only else make_drafter(str(draft), target_model, d_opts, ngram_cpu_s_per_token)
-        return cls(profile, target_model, drafter)
+        source, preset = source_and_engine(profile, timing, engine, engine_overhead_ms, progress)
+        return cls(profile, target_model, drafter, source, preset)
 
     @classmethod
     def build(cls, hardware: str | None = None, target: str | None = None, draft: str | None = None,
               timing: str | None = None, engine: str | None = None, engine_overhead_ms: float | None = None,
               progress=None, target_options: dict | None = None, draft_options: dict | None = None,
               ngram_cpu_s_per_token: float | None = None, decode_only: bool = False) -> "Deployment":
-        """A deployment with a step-time source and an engine preset: what every command uses.
-
-        ``timing`` defaults to :data:`specsim.timing.DEFAULT_TIMING` and ``engine``
-        to :data:`specsim.engines.DEFAULT_ENGINE`; ``engine_overhead_ms``
-        replaces the preset's per-iteration time.  (``from_names`` keeps the
-        article's bare roofline.)
-        """
-        return cls.from_names(hardware, target, draft, target_options, draft_options, ngram_cpu_s_per_token, decode_only).with_source(
-            timing, engine, engine_overhead_ms, progress)
+        """:meth:`from_names` with the source and engine first: what every command calls."""
+        return cls.from_names(hardware, target, draft, target_options, draft_options, ngram_cpu_s_per_token, decode_only,
+                              timing=timing, engine=engine, engine_overhead_ms=engine_overhead_ms, progress=progress)
 
     def with_source(self, timing: str | None = None, engine: "str | EnginePreset | None" = None,
                     engine_overhead_ms: float | None = None, progress=None) -> "Deployment":
@@ -439,9 +443,9 @@ class Deployment:
 
     def with_draft(self, step_model: ModelShape) -> "Deployment":
         """The same deployment with the drafter's network replaced (another TP size or dtype of it, or another draft model)."""
-        if self.drafter is None or self.drafter.kind == "draft_model":
+        if self.drafter is None:
             return dataclasses.replace(self, drafter=DraftModel(step_model.name, step_model))
-        return dataclasses.replace(self, drafter=dataclasses.replace(self.drafter, step_model=step_model))
+        return dataclasses.replace(self, drafter=self.drafter.with_step_model(step_model))
 
     def with_tp(self, tp: int) -> "Deployment":
         """The same deployment on ``tp`` tensor-parallel GPUs; a draft that ran at the target's TP (> 1) follows it."""
@@ -449,7 +453,7 @@ class Deployment:
         follows = draft is not None and draft.tp == self.target.tp and draft.tp > 1
         drafter = self.drafter
         if follows:
-            drafter = dataclasses.replace(drafter, step_model=dataclasses.replace(draft, tp=tp))
+            drafter = drafter.with_step_model(dataclasses.replace(draft, tp=tp))
         return dataclasses.replace(self, target=dataclasses.replace(self.target, tp=tp), drafter=drafter)
 
     # -- passes ------------------------------------------------------------------------
@@ -461,7 +465,7 @@ class Deployment:
         """One engine iteration running a pass of ``model``: the GPU pass plus e_iter and the collectives' engine time."""
         return _plus(self.gpu_pass(model, batch, tokens_per_seq, context), self.engine.iteration_time(batch) + self.engine.collectives_s(model))
 
-    def _draft_pass(self, batch: object, tokens_per_seq: object, context: object) -> StepTime:
+    def drafter_pass(self, batch: object, tokens_per_seq: object, context: object) -> StepTime:
         """A pass of the drafter's network inside a round, with its layers' share of the source's per-pass overhead
         (:attr:`~specsim.engines.EnginePreset.draft_overhead_by_layers`)."""
         t = self.gpu_pass(self.draft, batch, tokens_per_seq, context)
@@ -474,7 +478,7 @@ class Deployment:
         from the step-time source (the weights are read once for both), 0 for no tokens.  What chunked prefill adds to
         the iteration it rides in (:mod:`specsim.serving.simulator`, :mod:`specsim.calibration.runs`).
 
-        >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b")
+        >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
         >>> [round(float(t) * 1e3, 2) for t in dep.prefill_s([0, 1, 1000])]
         [0.0, 0.0, 20.99]
         """
@@ -488,24 +492,24 @@ class Deployment:
         return self.pass_time(self.target, batch, 1, context)
 
     def draft_step(self, batch: object, context: object = DEFAULT_CONTEXT_TOKENS, width: object = 1) -> DraftStep:
-        """t_step: one draft step of ``width`` tokens per sequence (zero on the GPU for n-gram lookup)."""
+        """t_step: one draft step of ``width`` tokens per sequence (zero on the GPU for a drafter that runs no network)."""
         self._require_drafter()
-        if self.draft is None:
+        gpu = self.drafter.draft_pass(self, batch, width, context)
+        if gpu is None:
             return DraftStep(_zero_like(self.gpu_pass(self.target, batch, 1, context)), 0.0)
-        return DraftStep(self._draft_pass(batch, width, context), self.engine.collectives_s(self.draft))
+        return DraftStep(gpu, self.engine.collectives_s(self.draft))
 
     def round_fixed(self, batch: object, context: object, verify_tokens: object) -> RoundFixed:
         """t_fixed: the verification of ``verify_tokens`` per sequence and everything else a round pays once."""
         self._require_drafter()
         e, d = self.engine, self.drafter
         verify = self.gpu_pass(self.target, batch, verify_tokens, context)
-        extend, host = None, 0.0
+        # A head re-reads the verified tokens to get the next round's hidden states; n-gram scans on the host.
+        extend, host = d.extend(self, batch, verify_tokens, context), d.host_s(batch, context)
         fixed = verify.total_s
-        if self.draft is None:
-            host = d.host_s(batch, context)
+        if np.any(host):
             fixed = fixed + host
-        elif d.extend_pass:  # the head re-reads the verified tokens to get the next round's hidden states
-            extend = self._draft_pass(batch, verify_tokens, context)
+        if extend is not None:
             fixed = fixed + extend.total_s
         engine_s = e.iteration_time(batch) + e.collectives_s(self.target) + (e.collectives_s(self.draft) if extend is not None else 0.0)
         if np.any(engine_s):
@@ -518,8 +522,8 @@ class Deployment:
         step; its ``steps`` proposed tokens carry the per-sequence work of steps."""
         self._require_drafter()
         steps = np.asarray(steps, dtype=float)
-        s = steps if self.draft is not None else 0.0
-        return self.engine.round_host(batch, s, steps), self.engine.hidden_share(self.drafter.kind, draft_width)
+        launched = self.drafter.launched_steps(steps)
+        return self.engine.round_host(batch, launched, steps), self.engine.hidden_share(self.drafter.kind, draft_width)
 
     def round_time(self, batch: object, context: object = DEFAULT_CONTEXT_TOKENS, steps: object = 1, draft_width: object = 1,
                    verify_tokens: object = None) -> RoundTime:
@@ -543,7 +547,7 @@ class Deployment:
         """
         extra = np.broadcast(np.asarray(batch), np.asarray(context)).ndim
         steps, width, verify = plan_arrays(plan, extra)
-        if self.draft is None and np.any(width > 1):
+        if self.drafter is not None and not self.drafter.drafts_trees and np.any(width > 1):
             raise ValueError("token trees need a drafting network (draft model, EAGLE or MTP); n-gram drafts a chain")
         decode = self.decode(batch, context)  # first: the target's data are read before the drafter's
         tokens = tokens_per_round(acceptance, plan, sibling)
@@ -580,8 +584,8 @@ class Deployment:
     def provenance(self) -> list[str]:
         """One line per input that shaped the step times: the source, the engine preset, precision and parallelism."""
         lines = [self.source.describe(), self.engine.describe()]
-        if self.drafter is not None and self.drafter.kind != "draft_model":
-            lines.append(self.drafter.describe())
+        if self.drafter is not None:
+            lines += self.drafter.provenance()
         lines += model_assumptions(self.hardware, [m for m in (self.target, self.draft) if m is not None])
         return lines
 

@@ -10,7 +10,14 @@ proposer per method on one base class.  A drafter owns
   next round starts from.  Engines that take the first draft token from that pass save one draft step;
   specsim counts all gamma steps, an upper bound;
 * ``host_s(batch, context)``: CPU time a round spends outside any network (n-gram's scan);
-* the names the engines give it (``vllm_method``, ``sglang_algorithm``, ``trtllm_decoding``).
+* its part of a round (``draft_pass``, ``extend``, ``launched_steps``): the deployment asks the drafter and never
+  its kind;
+* ``published()`` and ``default_acceptance()``: the acceptance it is published to reach, with the citation, that a
+  command assumes when the user gives none (n-gram has none: it depends on the workload);
+* ``checkpoint(target, given)``: what an engine loads for it (the draft model's, a known head, nothing for MTP and
+  n-gram);
+* ``engines``: what each engine calls it, from which release it takes it and how it pins acceptance
+  (:class:`EngineSupport`).
 
 The kinds:
 
@@ -44,9 +51,11 @@ from typing import ClassVar
 import numpy as np
 
 from specsim.describe.models import ModelShape, _read_json, get_model, model_from_hf_config
+from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
 
 __all__ = ["DRAFTERS", "DRAFTER_KINDS", "EAGLE3_DRAFT_VOCAB", "NGRAM_CPU_S_PER_TOKEN", "DraftModel", "Drafter", "Eagle3Head",
-           "EagleHead", "MtpHead", "NgramDrafter", "make_drafter"]
+           "EagleHead", "EngineSupport", "MtpHead", "NgramDrafter", "default_acceptance_help", "drafter_class", "make_drafter",
+           "published_acceptance"]
 
 #: vLLM PR #56732 (2026): 9.95 ms for 66.3M tokens scanned with 8 threads.
 NGRAM_CPU_S_PER_TOKEN = 9.95e-3 / 66.3e6
@@ -58,6 +67,19 @@ _EAGLE_ARCHITECTURES = {"LlamaForCausalLMEagle3": "eagle3", "Eagle3LlamaForCausa
 
 
 @dataclass(frozen=True)
+class EngineSupport:
+    """How one engine takes a drafter: its name there, the first release that takes it, and how it pins acceptance."""
+
+    name: str  #: vLLM's speculative_config method, SGLang's --speculative-algorithm, TensorRT-LLM's decoding_type
+    since: tuple[int, int, int]  #: the first release that takes it (as specsim checked; its floor where older)
+    where: str  #: the source file that says so
+    #: The first release that pins this drafter's acceptance for a benchmark (None: every release that takes it).
+    pin_since: tuple[int, int, int] | None = None
+    #: Whether a pinned acceptance length may be fractional (TensorRT-LLM's two-model path reads a whole number).
+    fractional_pin: bool = True
+
+
+@dataclass(frozen=True)
 class Drafter:
     """A drafter: its name, the network one draft step runs (None for n-gram) and where the numbers come from."""
 
@@ -66,14 +88,25 @@ class Drafter:
     basis: str = ""
 
     kind: ClassVar[str]
+    #: How a sentence names the kind ("an EAGLE-3 head").
+    label: ClassVar[str]
     #: A pass of the head over the gamma + 1 verified tokens each round (EAGLE, MTP).
     extend_pass: ClassVar[bool] = False
-    #: A separate model that must share the target's tokenizer.
+    #: A separate model that must share the target's tokenizer (and that engines load as a model of its own).
     shares_vocabulary: ClassVar[bool] = False
-    #: What the engines call it: vLLM's speculative_config "method" (vllm/config/speculative.py, SpeculativeMethod),
-    #: SGLang's --speculative-algorithm (MTP checkpoints such as DeepSeek-V3 run as EAGLE over their NextN layers) and
-    #: TensorRT-LLM's speculative_config.decoding_type.
-    engine_names: ClassVar[tuple[str, str, str]]
+    #: Whether each drafted token costs a launched draft step (n-gram lookup proposes them all from one scan).
+    launches_steps: ClassVar[bool] = True
+    #: Whether it can draft a token tree (top-k > 1 per step): a network ranks candidates; a lookup drafts a chain.
+    drafts_trees: ClassVar[bool] = True
+    #: Whether an engine loads a checkpoint for it (MTP layers ship in the target's; n-gram loads nothing).
+    loads_checkpoint: ClassVar[bool] = True
+    #: Published checkpoints for built-in targets: target name -> checkpoint (the authors' heads, as the engines'
+    #: documentation uses them).
+    checkpoints: ClassVar[dict[str, str]] = {}
+    #: engine -> how it takes this drafter.
+    engines: ClassVar[dict[str, EngineSupport]]
+    #: Where the published acceptance comes from, in a few words (figure legends).
+    published_short: ClassVar[str]
 
     def __post_init__(self) -> None:
         if self.step_model is None:
@@ -81,15 +114,67 @@ class Drafter:
 
     @property
     def vllm_method(self) -> str:
-        return self.engine_names[0]
+        return self.engines["vllm"].name
 
     @property
     def sglang_algorithm(self) -> str:
-        return self.engine_names[1]
+        return self.engines["sglang"].name
 
     @property
     def trtllm_decoding(self) -> str:
-        return self.engine_names[2]
+        return self.engines["trtllm"].name
+
+    @classmethod
+    def support(cls, engine: str, version: tuple | None = None) -> EngineSupport:
+        """How ``engine`` takes this drafter; refused where it does not, or not yet at ``version``."""
+        if engine not in cls.engines:
+            raise ValueError(f"{engine} does not run {cls.label} (it runs: {', '.join(sorted(cls.engines))})")
+        s = cls.engines[engine]
+        if version is not None and tuple(version) < s.since:
+            raise ValueError(f"{engine} {_version(version)} has no {s.name} drafting for {cls.label}: it arrived in "
+                             f"{_version(s.since)} ({s.where})")
+        return s
+
+    @classmethod
+    def published(cls) -> tuple[Acceptance, str]:
+        """(acceptance, citation): what this kind is published to reach, on one workload."""
+        raise NotImplementedError
+
+    @classmethod
+    def default_acceptance(cls) -> tuple[Acceptance, str]:
+        """The acceptance a command assumes when the user gives none, with a label that names it as a default."""
+        acc, _ = cls.published()
+        value = f"alpha {acc.alpha:.3f}" if acc.alpha is not None else "acceptance " + ", ".join(f"{c:g}" for c in acc.cumulative)
+        return acc, (f"{value} (the published default for {cls.label}: {acc.source}; pass --alpha, --acceptance or "
+                     "--metrics for yours)")
+
+    def checkpoint(self, target: ModelShape, given: str | None = None) -> str | None:
+        """The checkpoint an engine loads for this drafter: ``given``, a head read from its config.json, a known head."""
+        if given:
+            return given
+        if self.step_model.source:  # a head read from its own config.json
+            return self.step_model.source
+        known = self.checkpoints.get(target.name)
+        if known is None:
+            raise ValueError(f"no published {self.kind} head is known for {target.name}; give its checkpoint with --draft-checkpoint")
+        return known
+
+    def with_step_model(self, model: ModelShape) -> "Drafter":
+        """The same drafter running another network (another TP size or dtype of it)."""
+        return dataclasses.replace(self, step_model=model)
+
+    # -- its part of a round (the deployment's passes, asked for by the drafter) --------------------------
+    def draft_pass(self, dep, batch: object, width: object, context: object):
+        """One draft step on the GPU: a pass of the drafter's network over ``width`` tokens per sequence."""
+        return dep.drafter_pass(batch, width, context)
+
+    def extend(self, dep, batch: object, verify_tokens: object, context: object):
+        """The draft-extend pass over the verified tokens (None for drafters without one)."""
+        return dep.drafter_pass(batch, verify_tokens, context) if self.extend_pass else None
+
+    def launched_steps(self, steps: np.ndarray) -> np.ndarray | float:
+        """The draft steps a round launches (the engine's per-step host work counts these)."""
+        return steps
 
     def host_s(self, batch: object, context: object) -> np.ndarray | float:
         """CPU seconds a round spends drafting outside any network, per (batch, context)."""
@@ -99,19 +184,55 @@ class Drafter:
         extra = "; plus a draft-extend pass over the gamma + 1 verified tokens per round" if self.extend_pass else ""
         return f"drafter: {self.step_model.describe()}{extra}" + (f" ({self.basis})" if self.basis else "")
 
+    def provenance(self) -> list[str]:
+        """Lines of provenance beyond the step model's own (a draft model is described with the target)."""
+        return [self.describe()]
+
+
+def _version(v) -> str:
+    return ".".join(str(x) for x in v)
+
+
+#: Engines' names for every kind, read from the engines' sources (vllm/config/speculative.py SpeculativeMethod;
+#: python/sglang/srt/server_args.py --speculative-algorithm; tensorrt_llm/llmapi/llm_args.py decoding_type).  vLLM
+#: releases before 0.10.0 and SGLang before 0.4.3 are below what specsim writes for.
+_VLLM_SPEC = "vllm/config/speculative.py"
+_SGLANG_ARGS = "python/sglang/srt/server_args.py"
+_TRT_ARGS = "tensorrt_llm/llmapi/llm_args.py"
+
 
 @dataclass(frozen=True)
 class DraftModel(Drafter):
     """A separate small model of the target's family: one forward pass of it per drafted token."""
 
     kind: ClassVar[str] = "draft_model"
+    label: ClassVar[str] = "a draft model"
     shares_vocabulary: ClassVar[bool] = True
-    engine_names: ClassVar[tuple[str, str, str]] = ("draft_model", "STANDALONE", "Draft_Target")
+    engines: ClassVar[dict[str, EngineSupport]] = {
+        "vllm": EngineSupport("draft_model", (0, 15, 0), "vllm/engine/arg_utils.py: 'not supported yet' before 0.15.0"),
+        "sglang": EngineSupport("STANDALONE", (0, 5, 2), _SGLANG_ARGS),
+        "trtllm": EngineSupport("DraftTarget", (1, 0, 0), _TRT_ARGS, fractional_pin=False)}
+    published_short: ClassVar[str] = "the article"
+
+    @classmethod
+    def published(cls) -> tuple[Acceptance, str]:
+        return (Acceptance(alpha=0.8, source="a matched same-family draft, the reference article: 'above 0.8'"),
+                "the reference article, 'Speculative decoding with draft models, explained': a stock same-family "
+                "draft on its own target reaches alpha above 0.8")
 
     @classmethod
     def build(cls, spec: str, target: ModelShape, options: dict) -> "DraftModel":
         model = get_model(spec, **options)
         return cls(model.name, model)
+
+    def checkpoint(self, target: ModelShape, given: str | None = None) -> str | None:
+        return given or self.step_model.source or self.step_model.name
+
+    def with_step_model(self, model: ModelShape) -> "DraftModel":
+        return DraftModel(model.name, model)
+
+    def provenance(self) -> list[str]:
+        return []
 
 
 @dataclass(frozen=True)
@@ -119,10 +240,22 @@ class EagleHead(Drafter):
     """An EAGLE-1/2 head: one decoder layer of the target's width over a 2d -> d feature projection."""
 
     kind: ClassVar[str] = "eagle"
+    label: ClassVar[str] = "an EAGLE head"
     extend_pass: ClassVar[bool] = True
-    engine_names: ClassVar[tuple[str, str, str]] = ("eagle", "EAGLE", "Eagle")
+    checkpoints: ClassVar[dict[str, str]] = {"llama-3.1-8b": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B"}
+    engines: ClassVar[dict[str, EngineSupport]] = {
+        "vllm": EngineSupport("eagle", (0, 10, 0), _VLLM_SPEC), "sglang": EngineSupport("EAGLE", (0, 4, 3), _SGLANG_ARGS),
+        "trtllm": EngineSupport("Eagle", (1, 0, 0), _TRT_ARGS, fractional_pin=False)}
+    published_short: ClassVar[str] = "MT-bench, vLLM #20780"
     #: The head's own draft vocabulary when derived from the target (None: the target's).
     default_vocab: ClassVar[int | None] = None
+
+    @classmethod
+    def published(cls) -> tuple[Acceptance, str]:
+        alpha = float(alpha_from_acceptance_length(2.29, 3))
+        return (Acceptance(alpha=alpha, source="vLLM issue #20780"),
+                "vLLM issue #20780: EAGLE head yuhuili/EAGLE-LLaMA3.1-Instruct-8B on Llama-3.1-8B-Instruct, MT-bench, "
+                f"3 speculative tokens: mean acceptance length 2.29 (alpha {alpha:.3f})")
 
     @classmethod
     def build(cls, path: str, target: ModelShape, options: dict) -> "EagleHead":
@@ -146,8 +279,20 @@ class Eagle3Head(EagleHead):
     """An EAGLE-3 head: a 3d -> d fusion of three target layers, 2d-wide attention input, its own draft vocabulary."""
 
     kind: ClassVar[str] = "eagle3"
-    engine_names: ClassVar[tuple[str, str, str]] = ("eagle3", "EAGLE3", "Eagle3")
+    label: ClassVar[str] = "an EAGLE-3 head"
+    checkpoints: ClassVar[dict[str, str]] = {"llama-3.1-8b": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"}
+    engines: ClassVar[dict[str, EngineSupport]] = {
+        "vllm": EngineSupport("eagle3", (0, 10, 0), _VLLM_SPEC), "sglang": EngineSupport("EAGLE3", (0, 4, 5), _SGLANG_ARGS),
+        "trtllm": EngineSupport("Eagle3", (1, 0, 0), _TRT_ARGS)}  # one-model path: a fractional forced count
+    published_short: ClassVar[str] = "MT-bench, vLLM #26191"
     default_vocab: ClassVar[int | None] = EAGLE3_DRAFT_VOCAB
+
+    @classmethod
+    def published(cls) -> tuple[Acceptance, str]:
+        alpha = float(alpha_from_acceptance_length(1 + 12208 / 4816, 7))
+        return (Acceptance(alpha=alpha, source="vLLM issue #26191"),
+                "vLLM issue #26191: EAGLE-3 head yuhuili/EAGLE3-LLaMA3.1-Instruct-8B on Llama-3.1-8B-Instruct, MT-bench, "
+                f"T = 0, 7 speculative tokens: 4,816 drafts, 12,208 accepted, mean acceptance length 3.53 (alpha {alpha:.3f})")
 
 
 @dataclass(frozen=True)
@@ -155,8 +300,23 @@ class MtpHead(Drafter):
     """The target's own multi-token-prediction layers (DeepSeek-V3's NextN layer)."""
 
     kind: ClassVar[str] = "mtp"
+    label: ClassVar[str] = "an MTP layer"
     extend_pass: ClassVar[bool] = True
-    engine_names: ClassVar[tuple[str, str, str]] = ("mtp", "EAGLE", "MTP")
+    loads_checkpoint: ClassVar[bool] = False
+    # SGLang runs MTP checkpoints such as DeepSeek-V3 as EAGLE over their NextN layers (NEXTN is its alias of EAGLE:
+    # 0.5.23 python/sglang/srt/arg_groups/speculative_hook.py).
+    engines: ClassVar[dict[str, EngineSupport]] = {
+        "vllm": EngineSupport("mtp", (0, 10, 0), _VLLM_SPEC), "sglang": EngineSupport("EAGLE", (0, 4, 3), _SGLANG_ARGS),
+        "trtllm": EngineSupport("MTP", (1, 0, 0), _TRT_ARGS)}
+    published_short: ClassVar[str] = "DeepSeek-V3 report"
+
+    @classmethod
+    def published(cls) -> tuple[Acceptance, str]:
+        return (Acceptance(cumulative=(0.875,), source="DeepSeek-V3 report"),
+                "DeepSeek-V3 Technical Report (arXiv:2412.19437) section 5.4.3: the second token's acceptance is 85-90%")
+
+    def checkpoint(self, target: ModelShape, given: str | None = None) -> str | None:
+        return _no_checkpoint(self.kind, given)
 
     @classmethod
     def build(cls, path: str, target: ModelShape, options: dict) -> "MtpHead":
@@ -182,7 +342,48 @@ class NgramDrafter(Drafter):
     cpu_s_per_token: float = NGRAM_CPU_S_PER_TOKEN
 
     kind: ClassVar[str] = "ngram"
-    engine_names: ClassVar[tuple[str, str, str]] = ("ngram", "NGRAM", "NGram")
+    label: ClassVar[str] = "n-gram prompt lookup"
+    launches_steps: ClassVar[bool] = False
+    drafts_trees: ClassVar[bool] = False
+    loads_checkpoint: ClassVar[bool] = False
+    engines: ClassVar[dict[str, EngineSupport]] = {
+        "vllm": EngineSupport("ngram", (0, 10, 0), _VLLM_SPEC),
+        "sglang": EngineSupport("NGRAM", (0, 5, 3), _SGLANG_ARGS, pin_since=(0, 5, 14)),  # speculative/ngram_worker.py
+        "trtllm": EngineSupport("NGram", (1, 0, 0), _TRT_ARGS, fractional_pin=False)}
+    published_short: ClassVar[str] = "code editing, vLLM #24344"
+    #: The n-gram sizes the lookup matches (vLLM's prompt_lookup_min / prompt_lookup_max; TensorRT-LLM's
+    #: max_matching_ngram_size is the larger).
+    lookup: ClassVar[tuple[int, int]] = (2, 4)
+
+    @classmethod
+    def published(cls) -> tuple[Acceptance, str]:
+        # 993 rounds proposed, 821 tokens came from passes with no proposal: 993 / 1,814 passes drafted.  Scaling the
+        # rates by that share charges a no-proposal pass as a round whose first draft was rejected (a little dearer
+        # than the plain decode step it was) and gives the measured 2.96 tokens per pass.
+        return (Acceptance(cumulative=tuple(round(c * 993 / 1814, 4) for c in (0.81, 0.74, 0.70, 0.68, 0.66)),
+                           source="vLLM PR #24344, code editing"),
+                "vLLM PR #24344: n-gram (prompt lookup 2-5, 5 tokens) on the vdaita/edit_5k_char code-editing set, "
+                "per-position acceptance 0.81, 0.74, 0.70, 0.68, 0.66 where a match was found, no proposal in 821 of "
+                "1,814 passes: 2.96 tokens per pass (a favourable, high-overlap workload)")
+
+    @classmethod
+    def default_acceptance(cls) -> tuple[Acceptance, str]:
+        rates = ",".join(f"{c:g}" for c in cls.published()[0].cumulative)
+        raise ValueError("n-gram acceptance depends on the workload (how often the output repeats the prompt): pass "
+                         "--alpha, --acceptance or --metrics; on code editing vLLM PR #24344 measured --acceptance "
+                         f"{rates} (per position, passes without a match included)")
+
+    def checkpoint(self, target: ModelShape, given: str | None = None) -> str | None:
+        return _no_checkpoint(self.kind, given)
+
+    def draft_pass(self, dep, batch: object, width: object, context: object):
+        return None  # no network: the proposals come from the scan (host_s)
+
+    def launched_steps(self, steps: np.ndarray) -> float:
+        return 0.0
+
+    def with_step_model(self, model: ModelShape) -> "Drafter":
+        raise ValueError("n-gram drafting runs no network to replace")
 
     def __post_init__(self) -> None:
         if self.step_model is not None:
@@ -208,9 +409,55 @@ class NgramDrafter(Drafter):
         return cls("n-gram", None, "set by --ngram-cpu-ns", cpu_s_per_token)
 
 
+def _no_checkpoint(kind: str, given: str | None) -> None:
+    if given:
+        raise ValueError(f"--draft-checkpoint does not apply to --draft {kind}: it loads no separate checkpoint")
+    return None
+
+
 #: Drafter keywords of ``--draft`` and their classes; any other value names a draft model.
 DRAFTERS: dict[str, type[Drafter]] = {"eagle": EagleHead, "eagle3": Eagle3Head, "mtp": MtpHead, "ngram": NgramDrafter}
 DRAFTER_KINDS = ("draft_model",) + tuple(DRAFTERS)
+#: Every kind's class by kind (the draft model's included).
+_BY_KIND: dict[str, type[Drafter]] = {"draft_model": DraftModel, **DRAFTERS}
+
+
+def drafter_class(spec: str | None) -> type[Drafter]:
+    """The class of the drafter ``--draft`` names (a model name or path is a draft model), or of a kind's name.
+
+    >>> drafter_class("eagle3:heads/config.json").label, drafter_class("llama-3.2-1b").kind
+    ('an EAGLE-3 head', 'draft_model')
+    """
+    from specsim.core.defaults import DEFAULT_DRAFT
+
+    kind = str(spec or DEFAULT_DRAFT).partition(":")[0].lower()
+    return _BY_KIND.get(kind, DraftModel)
+
+
+def default_acceptance_help() -> str:
+    """What --alpha defaults to, per drafter kind, for the command line's help.
+
+    >>> default_acceptance_help().split("; ")[:2]
+    ["the drafter's published acceptance: a draft model 0.8", 'an EAGLE head 0.634']
+    """
+    parts = []
+    for cls in _BY_KIND.values():
+        try:
+            acc, _ = cls.default_acceptance()
+        except ValueError:
+            parts.append(f"{cls.label}: none (depends on the workload; give one)")
+            continue
+        value = f"{acc.alpha:.3g}" if acc.alpha is not None else ", ".join(f"{c:g}" for c in acc.cumulative) + " by position"
+        parts.append(f"{cls.label} {value}")
+    return "the drafter's published acceptance: " + "; ".join(parts)
+
+
+def published_acceptance() -> dict:
+    """Acceptance each drafter kind is published to reach, with the source: kind -> (Acceptance, citation).
+
+    Workload-specific numbers, for comparing drafter kinds; measure your own (``specsim alpha --metrics``).
+    """
+    return {kind: cls.published() for kind, cls in _BY_KIND.items()}
 
 
 def make_drafter(spec: str, target: ModelShape, draft_options: dict | None = None,

@@ -56,35 +56,7 @@ from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma, optimal_tree, speedup
 
-__all__ = ["DEFAULT_MAX_BATCH", "KNOWN_HEADS", "ScheduleRange", "batch_grid", "context_table", "drafter_checkpoint",
-           "gamma_schedule", "tree_schedule"]
-
-#: Published EAGLE heads for built-in targets: (target, drafter kind) -> checkpoint.  The EAGLE authors' heads,
-#: as vLLM's and TensorRT-LLM's documentation use them.
-KNOWN_HEADS = {
-    ("llama-3.1-8b", "eagle"): "yuhuili/EAGLE-LLaMA3.1-Instruct-8B",
-    ("llama-3.1-8b", "eagle3"): "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
-}
-
-
-def drafter_checkpoint(dep: Deployment, given: str | None = None) -> str | None:
-    """The checkpoint an engine loads for the drafter: ``given``, the draft model's, a known head; None for MTP and
-    n-gram (nothing separate to load)."""
-    kind = dep.drafter.kind
-    if kind in ("mtp", "ngram"):
-        if given:
-            raise ValueError(f"--draft-checkpoint does not apply to --draft {kind}: it loads no separate checkpoint")
-        return None
-    if given:
-        return given
-    if kind == "draft_model":
-        return dep.draft.source or dep.draft.name
-    if dep.draft.source:  # a head read from its own config.json
-        return dep.draft.source
-    known = KNOWN_HEADS.get((dep.target.name, kind))
-    if known is None:
-        raise ValueError(f"no published {kind} head is known for {dep.target.name}; give its checkpoint with --draft-checkpoint")
-    return known
+__all__ = ["DEFAULT_MAX_BATCH", "ScheduleRange", "batch_grid", "context_table", "gamma_schedule", "tree_schedule"]
 
 #: vLLM's default max_num_seqs.
 DEFAULT_MAX_BATCH = 256
@@ -130,7 +102,7 @@ def gamma_schedule(
     ``min_gain`` the range gets gamma = 0 (speculation off) and speedup 1; each range carries how far below the
     best of its batches it is (``shortfall``).
 
-    >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b")
+    >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     >>> [(r.start_batch, r.end_batch, r.gamma) for r in gamma_schedule(dep, 0.6, 256, context=128, rtol=0)]
     [(1, 86, 2), (87, 188, 1), (189, 256, 0)]
     """

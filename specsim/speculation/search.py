@@ -153,7 +153,7 @@ def speedup(dep: Deployment, acceptance: object, gamma: object, batch: object = 
     """Speedup S(acceptance, gamma, batch, context) of a chain, all four broadcast together
     (:meth:`Deployment.outcome`).
 
-    >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b")
+    >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     >>> np.round(speedup(dep, 0.8, 4, [1, 64, 128, 256], 1128), 2).tolist()
     [1.9, 1.81, 1.49, 1.25]
     """
@@ -173,7 +173,7 @@ def tree_speedup(dep: Deployment, acceptance: object, tree: TreeSpec, batch: obj
 
 def require_network(dep: Deployment) -> None:
     """Refuse a tree for a drafter without a network (n-gram drafts a chain)."""
-    if dep.draft is None:
+    if dep.drafter is None or not dep.drafter.drafts_trees:
         raise ValueError("token trees need a drafting network (draft model, EAGLE or MTP); n-gram drafts a chain")
 
 
@@ -227,7 +227,7 @@ def optimal_gamma(dep: Deployment, acceptance: object, batch: object = DEFAULT_B
     ``acceptance`` is an alpha (float or array) or an :class:`~specsim.speculation.acceptance.Acceptance` with
     per-position rates: gamma then stops at the last measured position (check ``gamma_max`` of the result).
 
-    >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b")
+    >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     >>> best = optimal_gamma(dep, 0.8, [1, 256], 1128)
     >>> best.gamma.tolist(), np.round(best.speedup, 3).tolist()
     ([4, 2], [1.897, 1.594])
@@ -262,7 +262,8 @@ def speculation_peak(dep: Deployment, alpha: float, batch: object = DEFAULT_BATC
     it moves to a moderate batch, where a decode step already reads most
     experts and verifying gamma + 1 tokens per sequence reads few more.
 
-    >>> speculation_peak(Deployment.from_names("h100-sxm", "qwen3-30b-a3b", "qwen3-0.6b"), 0.8, [1, 4, 16, 64, 256], 1128)[0]
+    >>> dep = Deployment.from_names("h100-sxm", "qwen3-30b-a3b", "qwen3-0.6b", timing="roofline", engine="none")
+    >>> speculation_peak(dep, 0.8, [1, 4, 16, 64, 256], 1128)[0]
     64
     """
     b = np.asarray(batch, dtype=float).reshape(-1)

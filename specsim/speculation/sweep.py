@@ -23,6 +23,7 @@ from specsim.describe.hardware import HardwareProfile, load_hardware
 from specsim.describe.models import ModelShape, get_model
 from specsim.speculation.acceptance import tokens_per_round
 from specsim.core.defaults import (DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_GAMMA_MAX, DEFAULT_HARDWARE, DEFAULT_TARGET)
+from specsim.engines import source_and_engine
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma, speedup_from_cost_ratio
 
@@ -47,21 +48,17 @@ def deployments(
     ``pairs`` is one (target, draft) tuple or a list of them, each a name,
     config.json path or ModelShape.  ``timing`` and ``engine`` choose the
     step-time source and engine preset as on the command line (``"hybrid"``,
-    ``"vllm"``, ...); left at None, the article's bare roofline answers.
+    ``"vllm@0.10"``, ``"roofline"``, ``"none"``, ...); left at None, the command line's defaults
+    (:data:`specsim.timing.DEFAULT_TIMING`, :data:`specsim.engines.DEFAULT_ENGINE`).
     """
     out = []
     pair_list = [pairs] if isinstance(pairs, tuple) and len(pairs) == 2 and not isinstance(pairs[0], tuple) else list(pairs)  # type: ignore[arg-type]
     for hw in _as_list(hardware):
         profile = hw if isinstance(hw, HardwareProfile) else load_hardware(hw)
+        source, preset = source_and_engine(profile, timing, engine)
         for target, draft in pair_list:
-            dep = Deployment(
-                profile,
-                target if isinstance(target, ModelShape) else get_model(target),
-                draft if isinstance(draft, ModelShape) else get_model(draft),
-            )
-            if timing is not None or engine is not None:
-                dep = dep.with_source(timing, engine)
-            out.append(dep)
+            out.append(Deployment(profile, target if isinstance(target, ModelShape) else get_model(target),
+                                  draft if isinstance(draft, ModelShape) else get_model(draft), source, preset))
     return out
 
 
@@ -124,7 +121,8 @@ def sweep(
 
     Examples
     --------
-    >>> df = sweep(alpha=[0.6, 0.8], gamma=4, batch=[1, 256], pairs=("article-8b", "article-1b"))
+    >>> df = sweep(alpha=[0.6, 0.8], gamma=4, batch=[1, 256], pairs=("article-8b", "article-1b"),
+    ...    timing="roofline", engine="none")
     >>> len(df), round(df.query("alpha == 0.8 and batch == 256").speedup.item(), 2)
     (4, 1.25)
     """
@@ -174,7 +172,8 @@ def optimal_gamma_table(
     bound_target, bound_draft, bound_verify, at_gamma_max, timing, engine.
     ``timing`` and ``engine`` as in :func:`sweep`.
 
-    >>> t = optimal_gamma_table(alpha=0.8, batch=[1, 256], pairs=("article-8b", "article-1b"))
+    >>> t = optimal_gamma_table(alpha=0.8, batch=[1, 256], pairs=("article-8b", "article-1b"),
+    ...    timing="roofline", engine="none")
     >>> t.gamma.tolist()
     [4, 2]
     """

@@ -1,0 +1,272 @@
+"""The flags of the ``specsim`` commands: argument types that refuse bad input with the allowed range, and the flag
+groups several commands share.  Each command declares its own flags beside its handler (:mod:`specsim.cli.model`
+and the other command modules); :mod:`specsim.cli.main` assembles the parser from them."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_SERVING_GAMMA_MAX, DEFAULT_TARGET
+from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, MAX_REQUESTS, MAX_SEED, MAX_TP
+from specsim.describe.models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
+from specsim.engines import DEFAULT_ENGINE, PRESETS, get_engine
+from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
+from specsim.timing import DEFAULT_TIMING, TIMING_CHOICES
+from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR
+from specsim.speculation.drafters import NGRAM_CPU_S_PER_TOKEN, default_acceptance_help
+from typing import Callable
+
+__all__ = ['DEFAULT_SERVE_RUNS', 'ENGINE_CHOICES', 'MAX_RATES', 'MAX_SERVE_RUNS', 'add_acceptance_args', 'add_deployment_args', 'add_memory_args', 'add_model_args', 'add_round_cost_args', 'add_serving_args', 'add_timing_args', 'add_tree_args', 'alpha_type', 'batches_type', 'context_type', 'csv_text', 'engine_type', 'fraction', 'gamma_max_type', 'gamma_type', 'int_at_least', 'int_list', 'nonempty', 'nonneg_number', 'number', 'positive_number', 'rate_list']
+
+
+ENGINE_CHOICES = ", ".join(["vllm", "sglang", "trtllm", "none"] + [k for k in PRESETS if "@" in k])
+
+
+def alpha_type(text: str) -> float:
+    value = number(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"alpha must be in [0, 1], got {text}")
+    return value
+
+
+def number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def nonneg_number(text: str) -> float:
+    value = number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def int_at_least(minimum: int, what: str, maximum: int = 2**31 - 1) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        shown = text if len(text) <= 30 else f"a {len(text)}-character value"
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be an integer in [{minimum}, {maximum}], got {shown!r}") from None
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"{what} must be an integer in [{minimum}, {maximum}], got {shown}")
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
+def int_list(minimum: int, what: str, maximum: int = 2**31 - 1) -> Callable[[str], list[int]]:
+    one = int_at_least(minimum, what, maximum)
+
+    def parse(text: str) -> list[int]:
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(f"{what} needs a comma-separated list of integers >= {minimum}, got {text!r}")
+        return [one(item) for item in items]
+
+    parse.__name__ = what
+    return parse
+
+
+def csv_text(values) -> str:
+    return ",".join(map(str, values))
+
+
+def fraction(text: str) -> float:
+    value = number(text)
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
+    return value
+
+
+gamma_type = int_at_least(0, "gamma", MAX_GAMMA)
+
+
+gamma_max_type = int_at_least(0, "gamma-max", MAX_GAMMA)
+
+
+context_type = int_at_least(0, "context", MAX_CONTEXT)
+
+
+batches_type = int_list(1, "batch", MAX_BATCH)
+
+
+def add_deployment_args(p: argparse.ArgumentParser, *, defaults: bool = True, batch: bool = True, context: bool = True) -> None:
+    # --hardware, --target, --draft, --timing and --engine stay unset when not given, so that a --calibration file can
+    # refuse the ones that name another deployment; the library's defaults apply (Deployment.build).
+    p.add_argument("--hardware",
+                   help=f"built-in profile name or path to a YAML profile (default {DEFAULT_HARDWARE}; list: specsim hardware)")
+    p.add_argument("--target",
+                   help=f"target model: built-in name or path to a Hugging Face config.json (default {DEFAULT_TARGET})")
+    p.add_argument("--draft",
+                   help=f"drafter: a draft model (built-in name or config.json), eagle, eagle3 (or eagle3:HEAD/config.json), "
+                   f"mtp (the target's own MTP layers) or ngram (default {DEFAULT_DRAFT})")
+    p.add_argument("--calibration", metavar="FILE",
+                   help="a calibrate-engine --out file: the fitted profile, engine terms and measured acceptance of your engine "
+                   "(its hardware, target, tensor parallelism, timing and engine; flags naming others are refused)")
+    p.add_argument("--draft-checkpoint", metavar="ID",
+                   help="the drafter's checkpoint for engine configurations (default: the draft model's, or a known "
+                   "EAGLE head for the target)")
+    p.add_argument("--ngram-cpu-ns", type=nonneg_number, metavar="NS",
+                   help=f"with --draft ngram: CPU nanoseconds per cached token scanned per round (default "
+                   f"{NGRAM_CPU_S_PER_TOKEN * 1e9:.2g}, vLLM PR #56732)")
+    if batch:
+        p.add_argument("--batch", type=batches_type, default=list(DEFAULT_BATCHES) if defaults else None,
+                       help=f"comma-separated batch sizes (default {','.join(map(str, DEFAULT_BATCHES))})")
+    if context:
+        p.add_argument("--context", type=context_type, default=DEFAULT_CONTEXT_TOKENS if defaults else None,
+                       help=f"cached tokens per sequence, L (default {DEFAULT_CONTEXT_TOKENS}: a 1000-token prompt plus half of 256 generated)")
+    add_model_args(p, draft=True)
+    add_timing_args(p)
+    add_round_cost_args(p)
+
+
+def engine_type(text: str) -> str:
+    try:
+        get_engine(text)
+    except ValueError as err:  # one line naming the engines and versions known
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
+def add_model_args(p: argparse.ArgumentParser, *, draft: bool) -> None:
+    """Precision, tensor parallelism and routing skew; unset means what the config.json says (and TP 1)."""
+    tp = int_at_least(1, "tp", MAX_TP)
+    p.add_argument("--weight-dtype", choices=WEIGHT_DTYPE_CHOICES,
+                   help="storage of the target's linear layers (default: the config.json's torch_dtype or quantization_config)")
+    p.add_argument("--kv-dtype", choices=KV_DTYPE_CHOICES, help="the target's KV-cache dtype (default: its activation dtype)")
+    p.add_argument("--tp", type=tp, help="tensor-parallel GPUs for the target (default 1)")
+    p.add_argument("--moe-effective-experts", type=number, metavar="E_EFF",
+                   help="effective number of experts for skewed routing (default: uniform over all experts)")
+    if draft:
+        p.add_argument("--draft-tp", type=tp,
+                       help="tensor-parallel GPUs for the draft: 1 (default) or the target's --tp (vLLM's default; "
+                            "with --engine sglang always the target's, as its draft worker shares the TP group)")
+        p.add_argument("--draft-weight-dtype", choices=WEIGHT_DTYPE_CHOICES, help="the draft's weight storage (default: its config)")
+        p.add_argument("--draft-kv-dtype", choices=KV_DTYPE_CHOICES, help="the draft's KV-cache dtype (default: its config)")
+
+
+def add_timing_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--timing", metavar="SOURCE",
+                   help=f"step-time source: {TIMING_CHOICES} (default {DEFAULT_TIMING}: the roofline for decode steps, "
+                   "measured kernels for the cost of verification; see README, Fidelity)")
+    p.add_argument("--engine", type=engine_type, metavar="ENGINE[@VERSION]",
+                   help=f"serving engine and version whose CPU time, round costs and kernels apply: {ENGINE_CHOICES} "
+                   f"(default {DEFAULT_ENGINE}, its current release; none: add nothing)")
+    p.add_argument("--engine-overhead-ms", type=nonneg_number,
+                   help="the engine's time per iteration, ms, replacing the --engine preset's fitted value")
+
+
+def add_round_cost_args(p: argparse.ArgumentParser) -> None:
+    """Overrides of the engine's host work per speculative round (README, Fidelity: the fitted values)."""
+    p.add_argument("--engine-round-ms", type=nonneg_number, metavar="MS", help="engine host time per speculative round, ms")
+    p.add_argument("--engine-step-ms", type=nonneg_number, metavar="MS", help="engine host time per draft step, ms")
+    p.add_argument("--engine-seq-us", type=nonneg_number, metavar="US", help="engine host time per sequence per round, us")
+    p.add_argument("--engine-seq-step-us", type=nonneg_number, metavar="US",
+                   help="engine time per sequence per draft step, us")
+    p.add_argument("--engine-overlap", choices=["on", "off"],
+                   help="whether the engine overlaps a round's host work with the GPU (default: as the version does)")
+
+
+def add_acceptance_args(p: argparse.ArgumentParser) -> None:
+    """One alpha, per-position rates, or a saved /metrics page (one of them; alpha defaults to the library's)."""
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--alpha", type=alpha_type, help=f"per-token acceptance rate in [0, 1] (default: {default_acceptance_help()})")
+    group.add_argument("--acceptance", metavar="RATES",
+                       help="per-position acceptance, P(drafted token k accepted) for k = 1, 2, ... as vLLM's per-position "
+                       "counters give it (e.g. 0.92,0.81,0.70); gamma stops at the last position given")
+    group.add_argument("--metrics", metavar="FILE",
+                       help="a saved /metrics page: vLLM's spec_decode counters (per-position when present) or SGLang's "
+                       "spec_accept_length (then give --metrics-gamma)")
+    p.add_argument("--metrics-gamma", type=int_at_least(1, "metrics-gamma", MAX_GAMMA),
+                   help="with an SGLang --metrics page: the --speculative-num-steps it was measured at")
+    p.add_argument("--metrics-model", metavar="NAME",
+                   help="with a --metrics page holding several models' counters: the model_name label to read")
+
+
+def add_memory_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-context", type=int_at_least(1, "max-context", MAX_CONTEXT),
+                   help="tokens each sequence reserves (prompt + completion), for the memory check (default: --context)")
+    p.add_argument("--memory-util", type=fraction, default=DEFAULT_MEMORY_UTILIZATION,
+                   help=f"fraction of device memory the engine uses (default {DEFAULT_MEMORY_UTILIZATION}, vLLM's gpu_memory_utilization)")
+
+
+def add_tree_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tree", default="chain", metavar="SPEC",
+                   help="chain (default: the gamma search) or topk:K,depth:D,tokens:N: the largest token tree; the best "
+                   "tree within it (top-k <= K, depth <= D, verified tokens <= N) is chosen per batch size")
+    p.add_argument("--sibling-factor", type=fraction,
+                   help=f"tree acceptance of the r-th ranked sibling relative to the first, per rank (default "
+                   f"{DEFAULT_SIBLING_FACTOR:g}, an assumption)")
+
+
+def add_serving_args(p: argparse.ArgumentParser, *, lengths: bool = True) -> None:
+    """The flags of serve-sim and serve-sweep; ``lengths`` False leaves --workload and --requests unset (a trace gives them)."""
+    from specsim.serving.simulator import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, DEFAULT_REQUESTS
+    from specsim.serving.workloads import DEFAULT_WORKLOAD, WORKLOADS
+
+    add_acceptance_args(p)
+    add_deployment_args(p, batch=False, context=False)
+    p.add_argument("--workload", choices=list(WORKLOADS), default=DEFAULT_WORKLOAD if lengths else None,
+                   help=f"prompt and output length distribution (default {DEFAULT_WORKLOAD}; see specsim.serving.workloads for sources)")
+    p.add_argument("--requests", type=int_at_least(1, "requests", MAX_REQUESTS), default=DEFAULT_REQUESTS if lengths else None,
+                   help=f"requests to simulate (default {DEFAULT_REQUESTS})")
+    p.add_argument("--seed", type=int_at_least(0, "seed", MAX_SEED), default=0, help="random seed (default 0)")
+    p.add_argument("--gamma", type=int_at_least(1, "gamma", MAX_GAMMA),
+                   help="fixed gamma (default: the optimal gamma per running batch size)")
+    p.add_argument("--gamma-max", type=int_at_least(1, "gamma-max", MAX_GAMMA), default=DEFAULT_SERVING_GAMMA_MAX,
+                   help=f"largest gamma of the per-batch schedule (default {DEFAULT_SERVING_GAMMA_MAX})")
+    p.add_argument("--max-num-seqs", type=int_at_least(1, "max-num-seqs", MAX_BATCH), default=DEFAULT_MAX_NUM_SEQS,
+                   help=f"sequences in flight at most (default {DEFAULT_MAX_NUM_SEQS}, vLLM's)")
+    p.add_argument("--max-batched-tokens", type=int_at_least(1, "max-batched-tokens", MAX_BATCH), default=DEFAULT_MAX_BATCHED_TOKENS,
+                   help=f"tokens per iteration for decode plus prefill chunks (default {DEFAULT_MAX_BATCHED_TOKENS})")
+    p.add_argument("--memory-util", type=fraction, default=DEFAULT_MEMORY_UTILIZATION,
+                   help=f"fraction of device memory the engine uses (default {DEFAULT_MEMORY_UTILIZATION})")
+    p.add_argument("--slo-ttft-ms", type=positive_number, help="time-to-first-token objective, ms (> 0)")
+    p.add_argument("--slo-tpot-ms", type=positive_number, help="time-per-output-token objective, ms (> 0)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def positive_number(text: str) -> float:
+    value = number(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+#: Rates one serve-sweep simulates (each is two full simulations).
+MAX_RATES = 64
+
+
+#: serve-sim's independent runs by default (Student t with 9 degrees of freedom: 2.26 standard errors), and at most.
+DEFAULT_SERVE_RUNS = 10
+
+
+MAX_SERVE_RUNS = 100
+
+
+def rate_list(text: str) -> list[float]:
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"rates needs a comma-separated list of request rates > 0, got {text!r}")
+    if len(items) > MAX_RATES:
+        raise argparse.ArgumentTypeError(f"rates lists {len(items):,} rates; at most {MAX_RATES} per sweep (each is two "
+                                         "simulations): split the sweep")
+    return [positive_number(item) for item in items]
+
+
+def nonempty(what: str):
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"--{what} needs a file name, got an empty one")
+        return text
+
+    parse.__name__ = what
+    return parse
+
