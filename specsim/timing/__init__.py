@@ -30,16 +30,53 @@ from typing import Callable
 from specsim.describe.hardware import HardwareProfile
 from specsim.timing.base import StepTime, StepTimeSource
 
-__all__ = ["DEFAULT_TIMING", "StepTime", "StepTimeSource", "TIMING_CHOICES", "make_source"]
+__all__ = ["DEFAULT_TIMING", "SOURCES", "StepTime", "StepTimeSource", "TIMING_CHOICES", "make_source"]
 
 #: Chosen by the fidelity table (benchmarks/validate_steptimes.py, README "Fidelity").
 DEFAULT_TIMING = "hybrid"
 TIMING_CHOICES = "hybrid, roofline, kernels or measured:FILE"
 
 
+def _roofline(arg: str, hardware: HardwareProfile, kernel_engine: str, progress) -> StepTimeSource:
+    from specsim.timing.roofline import RooflineSource
+
+    return RooflineSource(hardware)
+
+
+def _kernel_source(hybrid: bool):
+    """The kernel database's source (or the hybrid over it); the roofline, with a note, where it has no such device."""
+    def build(arg: str, hardware: HardwareProfile, kernel_engine: str, progress) -> StepTimeSource:
+        from specsim.timing.hybrid import HybridSource
+        from specsim.timing.kernels import KernelDataError, KernelSource
+        from specsim.timing.roofline import RooflineSource
+
+        try:
+            kernels = KernelSource(hardware, kernel_engine, progress)
+        except KernelDataError as exc:
+            src = RooflineSource(hardware)
+            src.notes.append(f"{exc}; using the roofline instead")
+            return src
+        return HybridSource(RooflineSource(hardware), kernels) if hybrid else kernels
+    return build
+
+
+def _measured(arg: str, hardware: HardwareProfile, kernel_engine: str, progress) -> StepTimeSource:
+    from specsim.timing.measured import MeasuredSource
+
+    if not arg:
+        raise ValueError("--timing measured:FILE needs a file, e.g. measured:h200.csv")
+    return MeasuredSource(arg, hardware)
+
+
+#: Every step-time source by name: ``name`` or ``name:ARG`` builds ``SOURCES[name](ARG, hardware, kernel_engine,
+#: progress)``.  A new source is one module and one line here.
+SOURCES: dict[str, Callable] = {"roofline": _roofline, "kernels": _kernel_source(False), "hybrid": _kernel_source(True),
+                                "measured": _measured}
+
+
 def make_source(spec: str, hardware: HardwareProfile, kernel_engine: str = "vllm",
                 progress: Callable[[str], None] | None = None) -> StepTimeSource:
-    """The source named by ``spec``: ``roofline``, ``kernels``, ``hybrid`` or ``measured:FILE``.
+    """The source named by ``spec`` (:data:`SOURCES`): ``roofline``, ``kernels``, ``hybrid`` or ``measured:FILE``.
 
     Where the kernel database has no such device, the roofline answers and the
     source says so in its ``notes`` (the caller prints them).
@@ -48,26 +85,8 @@ def make_source(spec: str, hardware: HardwareProfile, kernel_engine: str = "vllm
     >>> make_source("roofline", load_hardware("h100-sxm")).name
     'roofline'
     """
-    from specsim.timing.roofline import RooflineSource
-
-    if spec == "roofline":
-        return RooflineSource(hardware)
-    if spec in ("kernels", "hybrid"):
-        from specsim.timing.hybrid import HybridSource
-        from specsim.timing.kernels import KernelDataError, KernelSource
-
-        try:
-            kernels = KernelSource(hardware, kernel_engine, progress)
-        except KernelDataError as exc:
-            src = RooflineSource(hardware)
-            src.notes.append(f"{exc}; using the roofline instead")
-            return src
-        return kernels if spec == "kernels" else HybridSource(RooflineSource(hardware), kernels)
-    if spec.startswith("measured:"):
-        from specsim.timing.measured import MeasuredSource
-
-        path = spec[len("measured:"):]
-        if not path:
-            raise ValueError("--timing measured:FILE needs a file, e.g. measured:h200.csv")
-        return MeasuredSource(path, hardware)
-    raise ValueError(f"unknown step-time source {spec!r}; choose {TIMING_CHOICES}")
+    name, colon, arg = spec.partition(":")
+    build = SOURCES.get(name)
+    if build is None or (colon and name != "measured") or (name == "measured" and not colon):
+        raise ValueError(f"unknown step-time source {spec!r}; choose {TIMING_CHOICES}")
+    return build(arg, hardware, kernel_engine, progress)
