@@ -127,3 +127,16 @@ def test_per_layer_overhead_adds_per_layer():
 def test_every_builtin_yaml_file_is_valid():
     for path in builtin_dir().glob("*.yaml"):
         assert load_hardware(str(path)).name == path.stem
+
+
+def test_every_shipped_yaml_reads_the_same_with_the_fast_and_the_checked_reader():
+    # load_yaml(shipped=True) skips the alias, duplicate-key and depth checks for the package's own files: they must
+    # pass those checks and give the same data.
+    from specsim.core.limits import load_yaml
+    from specsim.describe.hardware import _builtin_files
+    from specsim.describe.models import _CATALOG
+
+    paths = list(_builtin_files().values()) + [_CATALOG / "index.yaml"]
+    assert len(paths) > 10
+    for path in paths:
+        assert load_yaml(path, "shipped file", shipped=True) == load_yaml(path, "shipped file"), path

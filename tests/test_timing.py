@@ -1032,6 +1032,7 @@ def test_kernel_source_refusals_are_word_for_word(monkeypatch):
         raise importlib.metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(importlib.metadata, "version", missing)
+    monkeypatch.setattr(kernels.sys, "path", [])  # and no dist-info folder on the path
     with pytest.raises(kernels.KernelDataError) as err:
         kernels.database_version()
     assert str(err.value) == (f"the kernel source needs aiconfigurator-core=={kernels.AIC_VERSION} "
@@ -1198,3 +1199,29 @@ def test_reading_the_database_without_pyarrow_names_what_is_missing(monkeypatch,
         kernels._read(tmp_path / "gemm_perf.parquet")
     assert str(err.value) == ("reading gemm_perf.parquet needs pyarrow, which aiconfigurator-core installs: "
                               "Unable to find a usable engine")
+
+
+def test_the_kernel_databases_version_is_read_as_importlib_reads_it():
+    import importlib.metadata
+
+    from specsim.timing.kernels import AIC_DISTRIBUTION, database_version
+
+    assert database_version() == importlib.metadata.version(AIC_DISTRIBUTION)
+
+
+def test_the_two_axis_interpolation_is_the_general_one():
+    # _bilinear is interp_grid's fast path for the kernel source's (batch, context) tables: the same numbers, NaN cells
+    # of zero weight included, at and between the nodes and outside them.
+    from specsim.timing import _grid
+
+    rng = np.random.default_rng(3)
+    axes = (np.array([1.0, 2.0, 4.0, 8.0]), np.array([0.0, 100.0, 1000.0]))
+    grid = rng.random((4, 3))
+    grid[2, 1] = np.nan
+    x = np.concatenate([axes[0], rng.uniform(0.5, 9.0, 200)])[:, None]
+    y = np.concatenate([axes[1], rng.uniform(-10.0, 1100.0, 200)])[None, :]
+    fast = _grid.interp_grid(axes, grid, [x, y])
+    general = _grid._general(axes, grid, [x, y])
+    np.testing.assert_array_equal(np.isnan(fast), np.isnan(general))
+    np.testing.assert_allclose(fast[~np.isnan(fast)], general[~np.isnan(general)], rtol=1e-12)
+    assert np.isfinite(fast[1, 1]) and np.isnan(fast[2, 1])  # node (2, 100) is measured; (4, 100) is not

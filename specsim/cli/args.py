@@ -13,7 +13,6 @@ def resolve_acceptance(args: argparse.Namespace):
     """(value, label): --acceptance or --metrics as an Acceptance, else --alpha (the library default if unset)."""
     from specsim.speculation.acceptance import parse_acceptance
     from specsim.speculation.drafters import drafter_class
-    from specsim.speculation.metrics import acceptance_from_page
 
     if getattr(args, "metrics_gamma", None) is not None and getattr(args, "metrics", None) is None:
         raise ValueError("--metrics-gamma goes with an SGLang --metrics page")
@@ -22,6 +21,8 @@ def resolve_acceptance(args: argparse.Namespace):
     if getattr(args, "acceptance", None) is not None:
         acc = parse_acceptance(args.acceptance)
     elif getattr(args, "metrics", None) is not None:
+        from specsim.speculation.metrics import acceptance_from_page
+
         acc = acceptance_from_page(args.metrics, args.metrics_gamma, getattr(args, "metrics_model", None))
     elif args.alpha is not None:
         return args.alpha, f"alpha {args.alpha:g}"

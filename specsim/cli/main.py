@@ -13,19 +13,20 @@ imported inside the commands that need them.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from typing import Sequence
 
 from specsim import __version__
-from specsim.cli import deploy, engine, info, load, measure, model
 
 __all__ = ["COMMANDS", "main", "build_parser"]
 
-#: The commands in the order ``specsim --help`` lists them.
-COMMANDS = ("optimal-gamma", "explain", "speedup", "steptime", "alpha", "capacity", "schedule", "compare", "serve-sim",
-            "serve-sweep", "toy", "acceptance", "measure", "measure-loop", "calibrate", "bench-plan", "calibrate-engine",
-            "compose-kernels", "hardware", "models", "figures", "reproduce")
-_PARSERS = {**model.PARSERS, **deploy.PARSERS, **load.PARSERS, **measure.PARSERS, **engine.PARSERS, **info.PARSERS}
+#: The commands in the order ``specsim --help`` lists them, each with the module that declares its flags and runs it.
+COMMANDS = {"optimal-gamma": "model", "explain": "model", "speedup": "model", "steptime": "model", "alpha": "model",
+            "capacity": "model", "schedule": "deploy", "compare": "model", "serve-sim": "load", "serve-sweep": "load",
+            "toy": "info", "acceptance": "info", "measure": "measure", "measure-loop": "measure", "calibrate": "measure",
+            "bench-plan": "engine", "calibrate-engine": "engine", "compose-kernels": "measure", "hardware": "info",
+            "models": "info", "figures": "info", "reproduce": "info"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -35,16 +36,20 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or with ``only`` the parser of that one command (what a run needs: the other commands'
+    modules are not imported)."""
     parser = _Parser(
         prog="specsim",
-        description="Roofline model of speculative decoding: step times, speedup and the optimal gamma.",
+        description="A performance model of speculative decoding: step times, rounds, speedup, the optimal gamma or tree, "
+                    "engine schedules, a serving simulation and calibration to your own engine.",
         epilog="Start with: specsim optimal-gamma --alpha 0.8",
     )
     parser.add_argument("--version", action="version", version=f"specsim {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMANDS:
-        _PARSERS[name](sub)
+    for name, module in COMMANDS.items():
+        if only is None or name == only:
+            importlib.import_module(f"specsim.cli.{module}").PARSERS[name](sub)
     for command in sub.choices.values():
         command.add_argument("-v", "--verbose", action="store_true",
                              help="print every source and assumption behind the numbers (by default one line; --json has all)")
@@ -53,7 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    first = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(first if first in COMMANDS else None)
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # argparse: --help, --version or a usage error

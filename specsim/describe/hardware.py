@@ -352,7 +352,8 @@ def load_hardware(name_or_path: str | Path) -> HardwareProfile:
     text = str(name_or_path)
     files = _builtin_files()
     text = ALIASES.get(text.lower(), text) if text.lower() in ALIASES else text
-    if text in files:
+    shipped = text in files
+    if shipped:
         path = files[text]
     else:
         path = Path(text).expanduser()
@@ -364,5 +365,5 @@ def load_hardware(name_or_path: str | Path) -> HardwareProfile:
             raise ValueError(f"hardware file {text!r} does not exist")
     from specsim.core.limits import load_yaml
 
-    data = load_yaml(path, "hardware file")
+    data = load_yaml(path, "hardware file", shipped=shipped)
     return profile_from_mapping(data, where=f"hardware file {path.name!r}")

@@ -61,7 +61,7 @@ _PRESETS: dict[str, ModelShape] = {
 def _catalog_index() -> dict[str, dict]:
     from specsim.core.limits import load_yaml
 
-    index = load_yaml(_CATALOG / "index.yaml", "model catalog")
+    index = load_yaml(_CATALOG / "index.yaml", "model catalog", shipped=True)
     return {str(k): dict(v) for k, v in index.items()}
 
 

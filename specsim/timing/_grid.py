@@ -20,6 +20,13 @@ def interp_grid(axes: tuple, grid: np.ndarray, points: list) -> np.ndarray:
     >>> interp_grid((np.array([0.0, 1.0]),), np.array([0.0, 2.0]), [np.array([0.25, 2.0])]).tolist()
     [0.5, nan]
     """
+    if len(axes) == 2 and axes[0].size > 1 and axes[1].size > 1:
+        return _bilinear(axes, grid, points)
+    return _general(axes, grid, points)
+
+
+def _general(axes: tuple, grid: np.ndarray, points: list) -> np.ndarray:
+    """Any number of axes: each of the 2^d corners with its weight."""
     pts = np.broadcast_arrays(*(np.asarray(p, float) for p in points))
     shape = np.shape(pts[0])
     inside = np.ones(shape, bool)
@@ -45,4 +52,20 @@ def interp_grid(axes: tuple, grid: np.ndarray, points: list) -> np.ndarray:
             index.append(np.minimum(lo[d] + offs[d], ax.size - 1))
         # A corner with zero weight must not poison the result with its NaN.
         out = out + np.where(w > 0, w * grid[tuple(index)], 0.0)
+    return np.where(inside, out, np.nan)
+
+
+def _bilinear(axes: tuple, grid: np.ndarray, points: list) -> np.ndarray:
+    """:func:`interp_grid` on two axes of two or more values each, in fewer array operations (the kernel source's
+    decode attention is one per pass).  The same rule: no extrapolation, a NaN corner counts only with weight > 0."""
+    (xa, ya), (x, y) = axes, (np.asarray(points[0], float), np.asarray(points[1], float))
+    i = np.clip(np.searchsorted(xa, x, side="right") - 1, 0, xa.size - 2)
+    j = np.clip(np.searchsorted(ya, y, side="right") - 1, 0, ya.size - 2)
+    fx, fy = (x - xa[i]) / (xa[i + 1] - xa[i]), (y - ya[j]) / (ya[j + 1] - ya[j])
+    out = 0.0
+    for wx, di in ((1.0 - fx, 0), (fx, 1)):
+        for wy, dj in ((1.0 - fy, 0), (fy, 1)):
+            w = wx * wy
+            out = out + np.where(w > 0, w * grid[i + di, j + dj], 0.0)
+    inside = (x >= xa[0]) & (x <= xa[-1]) & (y >= ya[0]) & (y <= ya[-1])
     return np.where(inside, out, np.nan)

@@ -51,9 +51,12 @@ class HybridSource:
 
     def step_time(self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0) -> StepTime:
         decode = self.roofline.step_time(model, batch, 1, context)
-        roof = self.roofline.step_time(model, batch, tokens_per_seq, context)
         k = self.kernels.step_time(model, batch, tokens_per_seq, context)
-        k1 = self.kernels.step_time(model, batch, 1, context)
+        if np.all(np.asarray(tokens_per_seq) == 1):  # a decode or draft step: the pass is its own decode step
+            roof, k1 = decode, k
+        else:
+            roof = self.roofline.step_time(model, batch, tokens_per_seq, context)
+            k1 = self.kernels.step_time(model, batch, 1, context)
         total = decode.total_s * (k.total_s / k1.total_s)  # k has the full (b, q, L) shape, so total does too
         fb = np.zeros(np.shape(total), bool)
         for part in (k.fallback, k1.fallback):

@@ -67,8 +67,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib.metadata
 import importlib.util
+import sys
 import json
 import os
 import re
@@ -141,7 +141,26 @@ def database_root() -> Path:
 
 
 def database_version() -> str:
-    """Installed version of ``aiconfigurator-core``."""
+    """Installed version of ``aiconfigurator-core``: the ``Version:`` line of its dist-info METADATA, read directly
+    where the distribution sits on ``sys.path`` (``importlib.metadata`` costs a fifth of a cold run's imports)."""
+    prefix = AIC_DISTRIBUTION.replace("-", "_") + "-"
+    for entry in sys.path:
+        folder = Path(entry or ".")
+        try:
+            infos = [d for d in folder.iterdir() if d.name.startswith(prefix) and d.name.endswith(".dist-info")]
+        except OSError:
+            continue
+        for info in infos:
+            try:
+                for line in (info / "METADATA").read_text(encoding="utf-8").splitlines():
+                    if line.startswith("Version:"):
+                        return line.split(":", 1)[1].strip()
+                    if not line:
+                        break
+            except OSError:
+                continue
+    import importlib.metadata
+
     try:
         return importlib.metadata.version(AIC_DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
@@ -284,8 +303,13 @@ class KernelTable:
 
     def uses_scaled_attention(self, b: np.ndarray, L: np.ndarray) -> np.ndarray:
         """True where the decode-attention answer leans on a cell scaled in batch."""
+        shape = np.broadcast_shapes(np.shape(b), np.shape(L))
         if self.attn_scaled is None or not self.attn_scaled.any():
-            return np.zeros(np.broadcast_shapes(np.shape(b), np.shape(L)), bool)
+            return np.zeros(shape, bool)
+        # A point leans on a scaled cell only past the last batch below the first scaled one.
+        first = int(np.argmax(self.attn_scaled.any(axis=1)))
+        if first > 0 and np.max(b) <= self.attn_b[first - 1]:
+            return np.zeros(shape, bool)
         return np.nan_to_num(interp_grid((self.attn_b, self.attn_L), self.attn_scaled, [b, L])) > 0
 
     def prefill_attention(self, isl: np.ndarray) -> np.ndarray:
@@ -556,6 +580,7 @@ class KernelSource:
         self.notes: list[str] = []
         self._noted: set = set()
         self._tables: dict[tuple, KernelTable | None] = {}
+        self._by_model: dict[int, tuple] = {}  # id(model) -> (model, its table): the key composed once per model object
 
     def brief(self) -> str:
         return f"{AIC_DISTRIBUTION} {self.version} {self.engine} kernels on {self.device}"
@@ -573,10 +598,15 @@ class KernelSource:
 
     def table(self, model: ModelShape) -> KernelTable | None:
         """The model's table (cached in memory and on disk), or None where the database cannot compose it."""
-        # The version read once in __init__: this runs on every step_time call, so no metadata I/O here.
+        # The version read once in __init__: this runs on every step_time call, so no metadata I/O here; the same
+        # model object (the deployment's) finds its table without composing the key again.
+        known = self._by_model.get(id(model))
+        if known is not None and known[0] is model:
+            return known[1]
         meta = _meta(model, self.device, self.engine, self.version)
         key = json.dumps(meta, sort_keys=True)
         if key in self._tables:
+            self._by_model[id(model)] = (model, self._tables[key])
             return self._tables[key]
         try:
             path = cache_dir() / f"kernels-{hashlib.sha256(key.encode()).hexdigest()[:20]}.npz"
@@ -608,6 +638,7 @@ class KernelSource:
                 except (OSError, ValueError) as exc:
                     self._note(f"could not cache the kernel table in {path.parent}: {exc}")
         self._tables[key] = table
+        self._by_model[id(model)] = (model, table)
         return table
 
     def step_time(self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0) -> StepTime:
@@ -628,13 +659,15 @@ class KernelSource:
         total = gemm + attn + extra + comm
         # A pass of q > 1 tokens does strictly more work than a decode step of the same batch and
         # context; measured kernels differ by a few percent run to run, so hold it at least at q = 1.
-        total = np.maximum(total, table.gemm(b) + table.decode_attention(b, L + 1.0) + self._comm(table, model, b))
+        if not np.all(q == 1):  # (a decode step is its own floor)
+            total = np.maximum(total, table.gemm(b) + table.decode_attention(b, L + 1.0) + self._comm(table, model, b))
         fallback = ~np.isfinite(total)
         if np.any(fallback):
             self._note(f"{model.name}: some points lie outside the {self.engine} kernel data on {self.device} (b up to "
                        f"{table.attn_b[-1]:.0f}, b*q up to {table.gemm_m[-1]:.0f}, context within the measured range); "
                        f"the roofline answers there (marked in the output)", (model.name, "fallback"))
-        scaled = table.uses_scaled_attention(b, L + q) & ~fallback
+        scaled = (table.uses_scaled_attention(b, L + q) & ~fallback if (model.name, "scaled") not in self._noted
+                  else np.zeros(np.shape(fallback), bool))  # (noted once: the first pass that leans on it names it)
         if np.any(scaled):
             where_b = np.broadcast_to(np.asarray(b, float), scaled.shape)[scaled]
             where_l = np.broadcast_to(np.asarray(L + q, float), scaled.shape)[scaled]
