@@ -199,7 +199,8 @@ def test_capacity_names_the_smallest_tp_and_counts_every_gpu(capsys):
     from specsim.serving.capacity import capacity, smallest_fitting_tp, throughput_table
 
     dep = Deployment.build("h100-sxm", "llama-3.3-70b", "llama-3.2-1b", target_options={"tp": 4})
-    assert smallest_fitting_tp(dep, 1128) == 4
+    # The draft follows the target's TP (vLLM's default): 70.6 + 0.6 GB per GPU fit two 80 GB GPUs at 0.9 of memory.
+    assert dep.draft.tp == 4 and smallest_fitting_tp(dep, 1128) == 2
     cap = capacity(dep, 1128)
     assert cap.gpus == 4 and cap.target_weight_bytes == pytest.approx(dep.target.weight_bytes)
     frame = throughput_table(dep, 0.8, [1, 64], 1128)
@@ -227,11 +228,11 @@ def test_issue_command_prints_what_it_assumed(capsys):
     head = out.splitlines()[0]
     assert "MoE 8/128" in head and "weights fp8" in head and "TP 2" in head and "x 2 GPUs" in head
     for line in ("precision: FP8/INT8 matmuls at 1.5x", "experts: a pass reads the distinct experts",
-                 "tensor parallelism: per-GPU shards", "with the draft at --draft-tp 2 instead of 1"):
+                 "tensor parallelism: per-GPU shards", "with the draft at TP 1 instead of 2", "draft at TP 2: vLLM's default draft_tensor_parallel_size"):
         assert line in out, line
     # In BF16 the speedup peaks past batch 1, and the output says why (experts read by decode and by verification).
     assert main([a for a in argv if a not in ("--weight-dtype", "fp8")]) == 0
-    assert "speculation pays most at batch 16" in capsys.readouterr().out
+    assert "speculation pays most at batch 32" in capsys.readouterr().out  # (the draft at the target's TP 2, vLLM's default)
 
 
 def test_steptime_shows_the_all_reduce_of_the_70b_at_tp4(capsys):
@@ -248,7 +249,7 @@ def test_schedule_outputs_carry_tp_and_quantisation(capsys):
                  "--format", "vllm"])
     captured = capsys.readouterr()
     config = json.loads(captured.out)
-    assert code == 0 and config["draft_tensor_parallel_size"] == 1
+    assert code == 0 and config["draft_tensor_parallel_size"] == 4  # vLLM's default, the target's, written out
     assert "--tensor-parallel-size 4" in captured.err and "--quantization fp8" in captured.err
     assert "--kv-cache-dtype fp8" in captured.err
     code = main(["schedule", "--target", "llama-3.3-70b", "--tp", "4", "--kv-dtype", "fp8", "--format", "trtllm"])

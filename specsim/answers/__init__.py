@@ -79,16 +79,26 @@ class GammaAnswer:
         return {"batch": self.batches[i], "speedup": float(best.speedup[i]), "gamma": int(best.gamma[i]), "why": why}
 
 
-def _other_draft_tp(dep: Deployment) -> Deployment | None:
-    """The same deployment with the draft at the other TP engines allow (1 or the target's), or None on one GPU and
-    under SGLang, whose draft worker always shares the target's TP group."""
-    if dep.target.tp == 1 or dep.draft is None or dep.engine.draft_shares_tp:
+def _other_draft_tp(dep: Deployment) -> tuple[Deployment, str] | None:
+    """The same deployment with the draft at the other TP (1 or the target's) and how that alternative stands with the
+    engine: run as asked, or not something this engine does (:func:`specsim.engines.draft_tp`); None on one GPU, for
+    n-gram, and where the engine has no draft TP of its own (SGLang, TensorRT-LLM)."""
+    from specsim.engines import draft_tp
+
+    if dep.target.tp == 1 or dep.draft is None or dep.engine.draft_shares_tp or dep.engine.name == "trtllm":
         return None
     other = dep.target.tp if dep.draft.tp == 1 else 1
     try:
-        return dep.with_draft(dataclasses.replace(dep.draft, tp=other))
+        alternative = dep.with_draft(dataclasses.replace(dep.draft, tp=other))
     except ValueError:  # the draft's heads do not split that many ways
         return None
+    try:
+        ran, _ = draft_tp(dep.engine, dep.drafter.shares_vocabulary, dep.target.tp, other)
+    except ValueError as refused:
+        return alternative, f"which {dep.engine.key} refuses ({str(refused).split(' (')[0]})"
+    if ran != other:
+        return alternative, f"which {dep.engine.key} does not do for {dep.drafter.label} (it runs it at TP {ran})"
+    return alternative, ""
 
 
 def gamma_answer(dep: Deployment, acceptance: object, label: str, batches: list, context: int, gamma_max: int, rtol: float,
@@ -98,8 +108,9 @@ def gamma_answer(dep: Deployment, acceptance: object, label: str, batches: list,
     best = optimal_gamma(dep, acceptance, b, context, gamma_max, rtol)
     times = best.outcome
     tokens = np.broadcast_to(times.tokens, b.shape)
-    other_dep = _other_draft_tp(dep)
-    other = (other_dep, optimal_gamma(other_dep, acceptance, b, context, gamma_max, rtol)) if other_dep else None
+    alternative = _other_draft_tp(dep)
+    other_dep = alternative[0] if alternative else None
+    other = (other_dep, optimal_gamma(other_dep, acceptance, b, context, gamma_max, rtol), alternative[1]) if other_dep else None
     rows = []
     for i, batch in enumerate(batches):
         gamma = int(best.gamma[i])

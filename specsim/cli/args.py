@@ -102,7 +102,6 @@ def deployment(args: argparse.Namespace, *, draft: bool = True):
     """The deployment the flags describe: --hardware, --target (or --model), --draft, --timing, --engine and the
     model options; ``draft`` False builds one that only decodes (``steptime``)."""
     from specsim.speculation.deployment import Deployment
-    from specsim.engines import get_engine
     from specsim.cli.report import progress
 
     from specsim.core.defaults import DEFAULT_DRAFT
@@ -117,15 +116,14 @@ def deployment(args: argparse.Namespace, *, draft: bool = True):
     draft_options = model_options(args, "draft_") if draft else None
     if cal is not None:
         fixed = _calibrated(args, cal)
-        hardware, target, timing, engine_name, tp = fixed["hardware"], fixed["target"], fixed["timing"], fixed["engine"], fixed["tp"]
+        hardware, target, timing, engine_name = fixed["hardware"], fixed["target"], fixed["timing"], fixed["engine"]
+        tp = fixed["tp"]
         target_options = fixed["target_options"] | target_options | {"tp": tp}
         if draft and drafter is None:
             drafter = cal.drafter or DEFAULT_DRAFT
             if cal.draft_tp is not None and "tp" not in draft_options:
                 draft_options["tp"] = cal.draft_tp
     engine_name = DEFAULT_ENGINE if engine_name is None else engine_name
-    if draft and "tp" not in draft_options and get_engine(engine_name).draft_shares_tp and (tp or 1) > 1:
-        draft_options["tp"] = tp  # the engine's draft worker shares the target's tensor-parallel group
     dep = Deployment.build(hardware, target, drafter, timing, engine_name, getattr(args, "engine_overhead_ms", None),
                            target_options=target_options, draft_options=draft_options,
                            ngram_cpu_s_per_token=None if ngram is None else ngram * 1e-9, progress=progress, decode_only=not draft)

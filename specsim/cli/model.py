@@ -70,9 +70,10 @@ def _print_gamma_table(args: argparse.Namespace, answer) -> None:
         print(f"\nspeculation pays most at batch {peak['batch']} ({peak['speedup']:.3f}x with gamma {peak['gamma']}), not at batch "
               f"{args.batch[0]}{peak['why']}")
     if answer.other is not None:
-        other, other_best = answer.other
+        other, other_best, standing = answer.other
         pairs = ", ".join(f"{b}: {s:.3f} (gamma {g})" for b, s, g in zip(args.batch, other_best.speedup, other_best.gamma))
-        print(f"\nwith the draft at --draft-tp {other.draft.tp} instead of {dep.draft.tp}: speedup by batch {pairs}")
+        print(f"\nwith the draft at TP {other.draft.tp} instead of {dep.draft.tp}" + (f", {standing}" if standing else "")
+              + f": speedup by batch {pairs}")
 
 
 def _print_tree(args: argparse.Namespace, answer) -> int:

@@ -12,7 +12,7 @@ from specsim.engines import sglang, trtllm, vllm
 from specsim.engines.base import MAX_TERM_S, TERMS, EnginePreset, SpecHost, parse_version
 
 __all__ = ["DEFAULT_ENGINE", "DEFAULT_VERSIONS", "ENGINES", "ENGINE_MODULES", "ENGINE_NAMES", "MAX_TERM_S", "PRESETS", "TERMS",
-           "EnginePreset", "SpecHost", "get_engine", "parse_version", "source_and_engine"]
+           "EnginePreset", "SpecHost", "draft_tp", "get_engine", "parse_version", "source_and_engine"]
 
 #: Each engine's module, by the name ``--engine`` takes.
 ENGINE_MODULES = {m.NAME: m for m in (vllm, sglang, trtllm)}
@@ -67,6 +67,17 @@ def get_engine(spec: str) -> EnginePreset:
             if first <= number <= last:
                 return PRESETS[f"{name}@{key}"]
     raise ValueError(f"no {name} preset for version {version!r}; known: {_known(name)}")
+
+
+def draft_tp(preset: EnginePreset, separate_model: bool, target_tp: int, requested: int | None) -> tuple[int, str]:
+    """(the draft's tensor parallelism, a line naming the choice and the alternative) as ``preset``'s engine runs a
+    drafter beside a target at TP ``target_tp`` (each engine module's ``draft_tp``); ``engine none`` takes what is asked,
+    else 1.  ``separate_model`` is a draft model (heads follow their own rules)."""
+    module = ENGINE_MODULES.get(preset.name)
+    if module is None:
+        tp = requested or 1
+        return tp, f"draft at TP {tp}" + (" (no engine named; --draft-tp to change)" if requested is None else " (--draft-tp)")
+    return module.draft_tp(preset, separate_model, target_tp, requested)
 
 
 def source_and_engine(hardware, timing: str | None = None, engine: str | None = None,

@@ -39,6 +39,13 @@ ALIASES = {"spec-v2": "latest", "spec-v1": "0.5", "0.4": "0.5"}
 NEWEST = "0.5.23"
 
 
+def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None) -> tuple[int, str]:
+    """SGLang has no draft TP flag: its draft worker runs in the target's TP group (0.5.23:
+    python/sglang/srt/speculative/draft_parallel.py; no such field in arg_groups/fields/*.py)."""
+    line = f"draft at TP {target_tp}: SGLang's draft worker shares the target's tensor-parallel group (no draft TP flag)"
+    return target_tp, line + (f"; --draft-tp {requested} does not apply" if requested not in (None, target_tp) else "")
+
+
 def _sglang_flags(dep, checkpoint: str | None, depth: int, topk: int, tokens: int) -> list[str]:
     """``--speculative-algorithm`` and its draft flags (the algorithm first, the draft path next if given)."""
     flags = ["--speculative-algorithm", dep.drafter.sglang_algorithm]

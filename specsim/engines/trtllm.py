@@ -25,6 +25,13 @@ ALIASES: dict[str, str] = {}
 NEWEST = "1.3.0"
 
 
+def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None) -> tuple[int, str]:
+    """TensorRT-LLM has no separate draft TP (NVIDIA/TensorRT-LLM#11838, draft_tp_size, closed unmerged; no such key in
+    tensorrt_llm/llmapi/llm_args.py): the drafter runs at the target's."""
+    line = f"draft at TP {target_tp}: TensorRT-LLM runs the drafter at the target's TP (no draft TP key; #11838 closed)"
+    return target_tp, line + (f"; --draft-tp {requested} does not apply" if requested not in (None, target_tp) else "")
+
+
 def to_trtllm(ranges: list, draft_model: str | None, dep=None) -> dict[str, Any] | None:
     """TensorRT-LLM ``speculative_config`` (draft-target) with ``draft_len_schedule``.
 

@@ -17,7 +17,7 @@ from typing import Any
 from specsim.engines.base import _BASIS, _SPEC_BASIS, HEADS, SpecHost, make_preset
 from specsim.engines.writers import BenchWriter, version_text as _version_text
 
-__all__ = ["NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "VllmBench", "check_vllm_pair", "engine_settings", "to_vllm"]
+__all__ = ["NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "VllmBench", "check_vllm_pair", "draft_tp", "engine_settings", "to_vllm"]
 
 NAME = "vllm"
 #: vLLM's n-gram lookup window, as the reference article's example sets it.
@@ -44,6 +44,31 @@ RANGES = [((0, 10, 0), (0, 13, 99), "0.10"), ((0, 14, 0), (0, 27, 99), "0.14"), 
 ALIASES: dict[str, str] = {}
 #: The newest release whose source the writers were checked against (what ``vllm@latest`` writes for).
 NEWEST = "0.33.0"
+
+
+def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None) -> tuple[int, str]:
+    """(the draft's TP, one line naming the choice and the alternative) as vLLM runs a drafter next to a target at TP
+    ``target_tp``.  ``draft_tensor_parallel_size`` defaults to the target's (vllm/config/speculative.py,
+    ``_verify_and_get_draft_tp``, 0.24.0-0.33.0).  EAGLE-family and MTP heads are built from the target's parallel
+    config whatever it says (v1/spec_decode/llm_base_proposer.py; vllm-project/vllm#31345 closed unfixed, the fix #31886
+    open).  A draft model at another TP than the target's is refused from 0.17.0 (v1/spec_decode/draft_model.py)."""
+    if requested not in (None, 1, target_tp):
+        raise ValueError(f"draft tensor parallelism {requested} must be 1 or the target's {target_tp} (vLLM's "
+                         "draft_tensor_parallel_size: 'cannot be other value than 1 or target model tensor_parallel_size', "
+                         "vllm/config/speculative.py)")
+    if not separate_model:
+        line = (f"draft at TP {target_tp}: vLLM builds EAGLE and MTP heads at the target's TP, draft_tensor_parallel_size "
+                "notwithstanding (vllm-project/vllm#31345; #31886 open)")
+        return target_tp, line + (f"; --draft-tp {requested} has no effect there" if requested not in (None, target_tp) else "")
+    if requested in (None, target_tp):
+        return target_tp, (f"draft at TP {target_tp}: vLLM's default draft_tensor_parallel_size, the target's (--draft-tp 1 "
+                           "for a draft model on one GPU: vLLM 0.15-0.16 only)")
+    if preset.key == "vllm@latest":  # 0.28-0.33, all past 0.17.0
+        raise ValueError(f"vLLM 0.17 and later refuse a draft model at TP {requested} beside a target at TP {target_tp} "
+                         "('draft_tensor_parallel_size' and 'tensor_parallel_size' must be the same: "
+                         "vllm/v1/spec_decode/draft_model.py): drop --draft-tp, or model vllm@0.15")
+    return requested, (f"draft at TP {requested} (--draft-tp); vLLM 0.17 and later refuse a draft model at another TP "
+                       f"than the target's {target_tp} (vllm/v1/spec_decode/draft_model.py)")
 
 
 def _lookup(drafter) -> dict:

@@ -43,8 +43,8 @@ import numpy as np
 
 from specsim.speculation.acceptance import _check_gamma, plan_arrays, tokens_per_round
 from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
-from specsim.speculation.drafters import Drafter, DraftModel, make_drafter
-from specsim.engines import DEFAULT_ENGINE, EnginePreset, get_engine, source_and_engine
+from specsim.speculation.drafters import Drafter, DraftModel, drafter_class, make_drafter
+from specsim.engines import DEFAULT_ENGINE, EnginePreset, draft_tp, get_engine, source_and_engine
 from specsim.describe.hardware import (FOUR_BIT_DTYPES, FP8_MATMUL_SPEEDUP, W4A16_COMPUTE_FRACTION, HardwareProfile, load_hardware)
 from specsim.describe.models import ModelShape, get_model
 from specsim.describe.parallel import check_tp
@@ -367,6 +367,8 @@ class Deployment:
     drafter: Drafter | None = None
     source: StepTimeSource | None = None
     engine: EnginePreset | None = None
+    #: Choices made for the user where they gave none, each with its source (the draft's TP under this engine).
+    choices: tuple = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.drafter, ModelShape):
@@ -421,9 +423,14 @@ class Deployment:
             if opts.get("tp") is not None:
                 check_tp(profile, opts["tp"], what)
         target_model = get_model(target, **t_opts)
-        drafter = None if decode_only else make_drafter(str(draft), target_model, d_opts, ngram_cpu_s_per_token)
         source, preset = source_and_engine(profile, timing, engine, engine_overhead_ms, progress)
-        return cls(profile, target_model, drafter, source, preset)
+        choices = ()
+        kind = drafter_class(str(draft))
+        if not decode_only and kind.launches_steps and target_model.tp > 1:
+            d_opts["tp"], line = draft_tp(preset, kind.shares_vocabulary, target_model.tp, d_opts.get("tp"))
+            choices = (line,)
+        drafter = None if decode_only else make_drafter(str(draft), target_model, d_opts, ngram_cpu_s_per_token)
+        return cls(profile, target_model, drafter, source, preset, choices)
 
     @classmethod
     def build(cls, hardware: str | None = None, target: str | None = None, draft: str | None = None,
@@ -587,7 +594,7 @@ class Deployment:
         if self.drafter is not None:
             lines += self.drafter.provenance()
         lines += model_assumptions(self.hardware, [m for m in (self.target, self.draft) if m is not None])
-        return lines
+        return lines + list(self.choices)
 
     def brief(self) -> str:
         """The provenance in one line: source, profile, kernel data, engine preset and version (all of it: provenance)."""
@@ -608,8 +615,9 @@ class Deployment:
         return f"step times: {self.source.name} ({self.source.brief()}); engine {engine.label}{overlap}{assumed}; -v for every source"
 
     def notes(self) -> list[str]:
-        """What the step-time source could not answer from its own data, and defaults the configs relied on."""
-        notes = list(self.source.notes)
+        """What the step-time source could not answer from its own data, the choices made for the user, and defaults the
+        configs relied on."""
+        notes = list(self.choices) + list(self.source.notes)
         for model in (self.target, self.draft):
             if model is not None:
                 notes += [f"{model.name}: {n}" for n in model.notes]
