@@ -121,6 +121,11 @@ _KV_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}
 _MOE_DTYPES = {"bf16": ("bfloat16",), "fp16": ("bfloat16",), "fp8": ("fp8_block", "fp8"), "mxfp4": ("w4a16_mxfp4",),
                "int4": ("int4_wo",)}
 _SCHEMA = 8  # bump when the table layout or the composition changes
+#: Shape fields of the hybrid, chunked and interleaved layouts that change a table.
+_LAYOUT_FIELDS = ("n_chunked_layers", "attention_chunk_size", "n_recurrent_layers", "recurrent_kind", "rec_heads", "rec_head_dim",
+                  "rec_state_dim", "rec_groups", "rec_conv_kernel", "recurrent_verify", "n_mixer_free_layers", "n_ffn_free_layers",
+                  "moe_latent_size", "routing_correlation", "shared_expert_size", "gated_mlp", "attn_output_gate",
+                  "qk_norm_all_heads", "shared_expert_gate")
 
 
 class KernelDataError(ValueError):
@@ -209,6 +214,9 @@ class KernelTable:
     attn_scaled: np.ndarray | None = None
     comm_elems: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
     comm_s: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    #: One recurrent layer's measured decode (recurrence and convolution update) against batch; empty where absent.
+    rec_b: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    rec_s: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         for name in ("gemm_m", "gemm_s", "attn_b", "attn_L", "prefill_isl", "prefill_attn_s"):
@@ -243,7 +251,7 @@ class KernelTable:
                  attn_s=self.attn_s, ctx_flop_per_s=np.array(self.ctx_flop_per_s), prefill_isl=self.prefill_isl,
                  prefill_attn_s=self.prefill_attn_s, meta=np.array(json.dumps(self.meta, sort_keys=True)),
                  attn_scaled=self.attn_scaled if self.attn_scaled is not None else np.zeros(self.attn_s.shape),
-                 comm_elems=self.comm_elems, comm_s=self.comm_s)
+                 comm_elems=self.comm_elems, comm_s=self.comm_s, rec_b=self.rec_b, rec_s=self.rec_s)
         atomic_write_bytes(path, buffer.getvalue())
 
     @classmethod
@@ -258,7 +266,7 @@ class KernelTable:
                        ctx_flop_per_s=float(z["ctx_flop_per_s"]), prefill_isl=z["prefill_isl"].astype(float),
                        prefill_attn_s=z["prefill_attn_s"].astype(float), meta=meta,
                        attn_scaled=z["attn_scaled"].astype(float), comm_elems=z["comm_elems"].astype(float),
-                       comm_s=z["comm_s"].astype(float))
+                       comm_s=z["comm_s"].astype(float), rec_b=z["rec_b"].astype(float), rec_s=z["rec_s"].astype(float))
 
     # -- evaluation ---------------------------------------------------------
     def gemm(self, m: np.ndarray) -> np.ndarray:
@@ -268,19 +276,32 @@ class KernelTable:
     def _layers(self) -> tuple[int, int, float]:
         shape = self.meta["shape"]
         n_sliding = int(shape.get("n_sliding_layers", 0))
-        return int(shape["n_layers"]) - n_sliding, n_sliding, float(shape.get("sliding_window", 0))
+        attention = int(shape.get("n_attention_layers", shape["n_layers"])) - int(shape.get("n_chunked_layers", 0))
+        return attention - n_sliding, n_sliding, float(shape.get("sliding_window", 0))
 
     def _local(self, L: np.ndarray) -> np.ndarray:
         return np.minimum(L, self._layers()[2])
 
     def decode_attention(self, b: np.ndarray, L: np.ndarray) -> np.ndarray:
-        """Decode attention of all layers, bilinear in (b, L); local layers read min(L, window); NaN outside."""
+        """Decode attention of all layers, bilinear in (b, L); local layers read min(L, window), chunked layers
+        L mod chunk; NaN outside."""
         n_full, n_sliding, _ = self._layers()
         axes = (self.attn_b, self.attn_L)
         out = n_full * interp_grid(axes, self.attn_s, [b, L])
         if n_sliding:
             out = out + n_sliding * interp_grid(axes, self.attn_s, [b, self._local(np.asarray(L, float))])
+        chunked, chunk = int(self.meta["shape"].get("n_chunked_layers", 0)), self.meta["shape"].get("attention_chunk_size", 0)
+        if chunked:
+            within = np.maximum(np.mod(np.asarray(L, float), chunk), self.attn_L[0])  # the table's smallest context
+            out = out + chunked * interp_grid(axes, self.attn_s, [b, within])
         return out
+
+    def recurrence(self, b: np.ndarray) -> np.ndarray:
+        """One recurrent layer's measured decode step at ``b`` sequences (log-log in b); NaN without data or outside."""
+        if self.rec_b.size < 2:
+            return np.full(np.shape(b), np.nan)
+        x = np.log(np.asarray(b, float))
+        return np.exp(np.interp(x, np.log(self.rec_b), np.log(self.rec_s), left=np.nan, right=np.nan))
 
     def uses_scaled_attention(self, b: np.ndarray, L: np.ndarray) -> np.ndarray:
         """True where the decode-attention answer leans on a cell scaled in batch."""
@@ -482,13 +503,38 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
     prefill_isl = one.index.to_numpy(float)
     prefill_attn_s = one.to_numpy(float) * 1e-3  # one layer
     comm_elems, comm_s = _comm_line(model, dev, engine)
+    rec_b, rec_s = _recurrent_line(model, dev, engine)
 
     meta = _meta(model, device, engine, database_version())
+    meta["recurrence"] = "measured" if rec_b.size else ("none" if not model.is_hybrid else "roofline")
     meta["files"] = [str(p.relative_to(root)) for p in (gemm_dir, attn_dir)]
     meta["attention_cells_scaled_in_batch"] = int(filled.sum())
     meta["allreduce"] = "measured" if comm_elems.size else ("none" if model.tp == 1 else "roofline")
     return KernelTable(gemm_m, gemm_s, attn_b, attn_L, attn_s, ctx_rate, prefill_isl, prefill_attn_s, meta,
-                       attn_scaled=filled.astype(float), comm_elems=comm_elems, comm_s=comm_s)
+                       attn_scaled=filled.astype(float), comm_elems=comm_elems, comm_s=comm_s, rec_b=rec_b, rec_s=rec_s)
+
+
+def _recurrent_line(model: ModelShape, dev: Path, engine: str) -> tuple[np.ndarray, np.ndarray]:
+    """(batch, seconds) of one Gated DeltaNet layer's decode on one rank: the engine's fused recurrent kernel plus its
+    causal_conv1d_update, measured at one token per sequence (``linear_attention`` gdn tables, averaged over the model
+    widths measured with these head counts); empty for Mamba-2 (the tables have its convolution only) or no data."""
+    empty = (np.zeros(0), np.zeros(0))
+    if model.recurrent_kind != "gdn":
+        return empty
+    files = sorted((dev / "linear_attention" / engine).glob("*/gdn_perf.parquet"), key=lambda p: _version_key(p.parent.name))
+    if not files:
+        return empty
+    frame = _read(files[-1])
+    rows = frame[(frame["phase"] == "generation") & (frame["num_k_heads"] == model.rec_groups // model.tp)
+                 & (frame["num_v_heads"] == model.rec_heads // model.tp) & (frame["head_k_dim"] == model.rec_state_dim)
+                 & (frame["head_v_dim"] == model.rec_head_dim) & (frame["num_tokens"] == frame["batch_size"])]
+    kinds = rows["kernel_source"].astype(str)
+    recur = rows[kinds.str.startswith("fused_recurrent")].groupby("batch_size")["latency"].mean()
+    conv = rows[kinds == "causal_conv1d_update"].groupby("batch_size")["latency"].mean()
+    both = (recur + conv).dropna()
+    if len(both) < 2:
+        return empty
+    return both.index.to_numpy(float), _suffix_min(both.to_numpy(float)) * 1e-3
 
 
 #: Decode attention is scaled linearly in batch past the largest measured batch
@@ -522,6 +568,11 @@ def _meta(model: ModelShape, device: str, engine: str, version: str) -> dict:
                                             "n_dense_layers", "kv_lora_rank", "sliding_window", "n_sliding_layers", "tp",
                                             "routing_effective_experts")}
     shape["expert_dtype"] = model.expert_dtype_
+    # Fields of the layouts read since issue 29, where they differ from their defaults (older tables keep their keys).
+    defaults = {f.name: f.default for f in dataclasses.fields(ModelShape)}
+    shape.update({k: getattr(model, k) for k in _LAYOUT_FIELDS if getattr(model, k) != defaults[k]})
+    if model.n_attention_layers != model.n_layers:
+        shape["n_attention_layers"] = model.n_attention_layers
     return {"schema": _SCHEMA, "database": f"{AIC_DISTRIBUTION} {version}", "device": device, "engine": engine,
             "shape": shape}
 
@@ -625,10 +676,11 @@ class KernelSource:
         # Extra queries on the same KV: their FLOP at the best measured context-attention rate (per rank).
         extra = model.attention_flop(L + q) * (q - 1.0) * b / table.ctx_flop_per_s
         comm = self._comm(table, model, b * q)
-        total = gemm + attn + extra + comm
+        rec, rec1 = self._recurrence(table, model, b, q)
+        total = gemm + attn + extra + comm + rec
         # A pass of q > 1 tokens does strictly more work than a decode step of the same batch and
         # context; measured kernels differ by a few percent run to run, so hold it at least at q = 1.
-        total = np.maximum(total, table.gemm(b) + table.decode_attention(b, L + 1.0) + self._comm(table, model, b))
+        total = np.maximum(total, table.gemm(b) + table.decode_attention(b, L + 1.0) + self._comm(table, model, b) + rec1)
         fallback = ~np.isfinite(total)
         if np.any(fallback):
             self._note(f"{model.name}: some points lie outside the {self.engine} kernel data on {self.device} (b up to "
@@ -646,6 +698,22 @@ class KernelSource:
         return dataclasses.replace(roof, total_s=total, overhead_s=0.0, source=self.name,
                                    fallback=fallback if np.any(fallback) else None,
                                    comm_s=np.where(fallback, roof.comm_s, comm) if model.tp > 1 else 0.0)
+
+    def _recurrence(self, table: KernelTable, model: ModelShape, b: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(pass, decode step) time of the recurrent layers: the measured decode kernels scaled by the state bytes a pass
+        of q tokens moves against a decode step's (the verification kernel is bound by the states it writes), else the
+        roofline's time of the recurrences (noted)."""
+        if not model.is_hybrid:
+            return 0.0, 0.0
+        from specsim.timing.roofline import recurrent_time_s
+
+        measured = model.n_recurrent_layers * table.recurrence(b)
+        if table.rec_b.size:
+            ratio = model.recurrent_pass_bytes(q) / model.recurrent_pass_bytes(1.0)
+            return measured * ratio, measured
+        self._note(f"{model.name}: no measured {model.recurrent_kind} recurrence kernels for {self.engine} on {self.device}; "
+                   "the recurrent layers' state traffic and FLOP are the roofline's", (model.name, "recurrence"))
+        return recurrent_time_s(self.hardware, model, b, q), recurrent_time_s(self.hardware, model, b, 1.0)
 
     def _comm(self, table: KernelTable, model: ModelShape, tokens: np.ndarray) -> np.ndarray:
         """Tensor-parallel collectives of a pass: measured all-reduces where the database has them, else the roofline's."""

@@ -46,7 +46,7 @@ from specsim.describe.models import ModelShape
 from specsim.describe.parallel import check_tp, comm_time_s
 from specsim.timing.base import StepTime, check_pass
 
-__all__ = ["RooflineSource", "compute_time_s", "pass_bytes", "pass_flop", "step_time"]
+__all__ = ["RooflineSource", "compute_time_s", "pass_bytes", "pass_flop", "recurrent_time_s", "step_time"]
 
 
 def _mixer_flop(model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray, context: np.ndarray) -> np.ndarray:
@@ -81,6 +81,16 @@ def pass_bytes(model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray,
     if model.is_hybrid:
         out = out + batch * model.recurrent_pass_bytes(tokens_per_seq)
     return out
+
+
+def recurrent_time_s(hardware: HardwareProfile, model: ModelShape, batch: object, tokens_per_seq: object) -> np.ndarray:
+    """The roofline's time of a pass's recurrences alone (states moved and their FLOP; not their projections), seconds:
+    what a per-operator source charges the recurrent layers where it has no measured kernel for them."""
+    b, q = np.asarray(batch, dtype=float), np.asarray(tokens_per_seq, dtype=float)
+    if not model.is_hybrid:
+        return np.zeros(np.broadcast_shapes(b.shape, q.shape))
+    return np.maximum(model.recurrent_flop(b * q, q) / hardware.flop_per_s,
+                      b * model.recurrent_pass_bytes(q) / hardware.bytes_per_s)
 
 
 def step_time(
