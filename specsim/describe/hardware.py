@@ -331,7 +331,8 @@ def _builtin_files() -> dict[str, Path]:
 #: Names people type for a device -> the built-in profile (the SXM boards where a name leaves the form open: they are
 #: what serving clusters run; the PCIe H100 keeps its own name).
 ALIASES = {"h100": "h100-sxm", "h100-sxm5": "h100-sxm", "h100-80gb": "h100-sxm", "a100": "a100-sxm-80gb",
-           "a100-80gb": "a100-sxm-80gb", "a100-sxm": "a100-sxm-80gb", "h200-sxm": "h200", "b200-sxm": "b200"}
+           "a100-80gb": "a100-sxm-80gb", "a100-sxm": "a100-sxm-80gb", "h200-sxm": "h200", "b200-sxm": "b200",
+           "b300-sxm": "b300", "rtx-pro-6000-blackwell": "rtx-pro-6000", "rtx-pro-6000-server": "rtx-pro-6000"}
 
 
 def builtin_names() -> list[str]:

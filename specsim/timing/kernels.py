@@ -110,6 +110,9 @@ DEVICE_FOLDERS = {
     "h200": "h200_sxm",
     "a100-sxm-80gb": "a100_sxm",
     "b200": "b200_sxm",
+    "b300": "b300_sxm",
+    "gb300": "gb300",
+    "rtx-pro-6000": "rtx_pro_6000_server",
     "l40s": "l40s",
     "l4": "l4",
 }
