@@ -315,4 +315,4 @@ def test_hardware_aliases_resolve_and_are_listed():
     assert load_hardware("a100").name == load_hardware("a100-sxm-80gb").name
     with pytest.raises(KeyError, match=r"aliases: h100 \(h100-sxm\)"):
         load_hardware("h300")
-    assert set(ALIASES.values()) <= {"h100-sxm", "a100-sxm-80gb", "h200", "b200"}
+    assert set(ALIASES.values()) <= {"h100-sxm", "a100-sxm-80gb", "h200", "b200", "b300", "rtx-pro-6000"}

@@ -213,7 +213,8 @@ _QK_NORM_ARCHITECTURES = {"Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "Gemma3ForC
 #: Gemma3TextConfig: vocab_size 262208, sliding_window_pattern 6, tied embeddings.
 _CLASS_DEFAULTS = {"gemma3": {"vocab_size": 262208, "sliding_window_pattern": 6, "tie_word_embeddings": True}}
 _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
-_SUPPORTED_QUANT = "fp8, fbgemm_fp8, compressed-tensors (8-bit float or int, 4-bit int), awq and gptq (4-bit), mxfp4, modelopt (FP8, NVFP4)"
+_SUPPORTED_QUANT = ("fp8, fbgemm_fp8, compressed-tensors (8-bit float or int, 4-bit int), awq (4-bit), gptq (4- and 8-bit), mxfp4, "
+                    "modelopt (FP8, NVFP4)")
 
 
 def _quantisation(config: dict, where: str, base: str, is_moe: bool) -> tuple[str, str | None, str | None]:
@@ -231,8 +232,11 @@ def _quantisation(config: dict, where: str, base: str, is_moe: bool) -> tuple[st
         return "fp8", None, None
     if method in ("awq", "gptq"):
         bits = quant.get("bits", quant.get("w_bit"))
+        if bits == 8 and method == "gptq":
+            return "w8a16", None, None
         if bits != 4:
-            raise ValueError(f"{where}: {method} with {bits!r}-bit weights is not modelled; supported: 4-bit")
+            raise ValueError(f"{where}: {method} with {bits!r}-bit weights is not modelled; supported: 4-bit"
+                             + (", and 8-bit for gptq" if method == "gptq" else ""))
         return "int4", None, None
     if method == "mxfp4":
         if not is_moe:
@@ -261,7 +265,7 @@ def _quantisation(config: dict, where: str, base: str, is_moe: bool) -> tuple[st
                                  f"{weights.get('type')!r} are not modelled; supported: 8-bit float, 8-bit int, 4-bit int")
             acts = group.get("input_activations")
             if kind == "int8" and not (isinstance(acts, dict) and acts.get("num_bits") == 8):
-                raise ValueError(f"{where}: 8-bit integer weights with 16-bit activations are not modelled; supported: W8A8")
+                kind = "w8a16"  # weight-only: dequantised to the activations' 16 bits in the GEMM
             kinds.add(kind)
         if len(kinds) != 1:
             raise ValueError(f"{where}: compressed-tensors groups mix {', '.join(sorted(kinds))}; one weight type is modelled")

@@ -22,6 +22,9 @@ BYTES_PER_ELEMENT = {
     # 4-bit integer weights with a 16-bit scale and a 4-bit zero point per group of 128 (AWQ and GPTQ's
     # usual layout): 4 + 20/128 bits.
     "int4": (4 + 20 / 128) / 8,
+    # 8-bit integer weights with 16-bit activations (GPTQ 8-bit, compressed-tensors W8A16): a 16-bit scale per
+    # group of 128, dequantised to 16 bits in the GEMM.
+    "w8a16": (8 + 16 / 128) / 8,
     # OCP microscaling FP4: an 8-bit shared scale per 32 values (4.25 bits), gpt-oss's expert format.
     "mxfp4": 4.25 / 8,
     # NVIDIA NVFP4: an FP8 scale per 16 values (4.5 bits).

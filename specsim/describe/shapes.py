@@ -602,6 +602,18 @@ class ModelShape:
         return [(2.0 * p["linear"] * m, self.weight_dtype), (2.0 * experts * m, self.expert_dtype_),
                 (2.0 * (p["head"] + p["norms"]) * m, self.head_dtype_)]
 
+    def matmul_weights_by_dtype(self, tokens: object, tokens_per_seq: object = 1) -> list[tuple[np.ndarray, np.ndarray, str]]:
+        """(weights multiplied, tokens each of them multiplies, storage dtype) of one rank's pass of ``tokens`` tokens:
+        the blocks' linear weights see every token; each routed expert a pass touches (:meth:`experts_touched`) sees
+        m k / D of them on average; the head the tokens in the 16-bit type.  What a dequantising kernel's tiles count."""
+        m = np.asarray(tokens, dtype=float)
+        p = self._rank_parts()
+        out = [(np.full(m.shape, p["linear"]), m, self.weight_dtype), (np.full(m.shape, p["head"] + p["norms"]), m, self.head_dtype_)]
+        if self.is_moe and self.params_override is None:
+            touched = np.maximum(self.experts_touched(m, tokens_per_seq), 1e-12)
+            out.append((self.n_moe_layers * touched * p["expert"], m * self.n_active_experts / touched, self.expert_dtype_))
+        return out
+
     # -- per rank: KV cache and attention ------------------------------------------
     @property
     def kv_bytes_per_token_per_layer(self) -> float:

@@ -117,7 +117,9 @@ DEVICE_FOLDERS = {
     "l4": "l4",
 }
 #: Model storage dtype -> the database's GEMM dtype; KV dtype -> attention kv_cache_dtype.
-_GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}
+#: Weight-only GEMMs (W4A16, W8A16) are measured only for the A100 and TensorRT-LLM 1.0.0 (int4_wo, int8_wo) and for
+#: SGLang's int8_wo on the H100 in aiconfigurator-core 0.12.0; elsewhere the roofline prices them, dequantisation included.
+_GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "int4": "int4_wo", "w8a16": "int8_wo"}
 _KV_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}
 #: Expert storage dtype -> the database's MoE dtypes, in order of preference.
 #: FP8 prefers the block-scaled kernels: Qwen3's and DeepSeek-V3's FP8 checkpoints are 128x128 block-scaled.

@@ -46,7 +46,7 @@ from specsim.describe.models import ModelShape
 from specsim.describe.parallel import check_tp, comm_time_s
 from specsim.timing.base import StepTime, check_pass
 
-__all__ = ["RooflineSource", "compute_time_s", "pass_bytes", "pass_flop", "recurrent_time_s", "step_time"]
+__all__ = ["RooflineSource", "compute_time_s", "dequant_time_s", "pass_bytes", "pass_flop", "recurrent_time_s", "step_time"]
 
 
 def _mixer_flop(model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray, context: np.ndarray) -> np.ndarray:
@@ -67,10 +67,33 @@ def pass_flop(model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray, 
 
 def compute_time_s(hardware: HardwareProfile, model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray,
                    context: np.ndarray) -> np.ndarray:
-    """Arithmetic time of one pass: each dtype's matmuls at its rate, attention and recurrences at the 16-bit rate."""
+    """Arithmetic time of one pass: each dtype's matmuls at its rate, attention and recurrences at the 16-bit rate,
+    and the dequantisation of weight-only weights' last, partly filled tile of tokens."""
     tokens = batch * tokens_per_seq
     matmul = sum(flop / hardware.flop_per_s_for(dtype) for flop, dtype in model.matmul_flop_by_dtype(tokens))
-    return matmul + _mixer_flop(model, batch, tokens_per_seq, context) / hardware.flop_per_s
+    return matmul + dequant_time_s(hardware, model, batch, tokens_per_seq) + _mixer_flop(model, batch, tokens_per_seq, context) / hardware.flop_per_s
+
+
+def dequant_time_s(hardware: HardwareProfile, model: ModelShape, batch: object, tokens_per_seq: object) -> np.ndarray:
+    """What dequantising weight-only GEMMs (W4A16, W8A16, NVFP4/MXFP4 weights) add at few tokens per weight
+    (:meth:`~specsim.describe.hardware.HardwareProfile.dequant_time_s`); 0 for any other storage.
+
+    >>> from specsim.describe.hardware import load_hardware
+    >>> from specsim.describe.models import get_model
+    >>> hw, m = load_hardware("h100-sxm"), get_model("llama-3.1-8b", weight_dtype="int4")
+    >>> [round(float(dequant_time_s(hw, m, b, 1)) * 1e6, 1) for b in (1, 8, 16)]
+    [88.2, 47.0, 0.0]
+    """
+    from specsim.describe.hardware import WEIGHT_ONLY_DTYPES
+
+    b, q = np.asarray(batch, dtype=float), np.asarray(tokens_per_seq, dtype=float)
+    out = np.zeros(np.broadcast_shapes(b.shape, q.shape))
+    if model.params_override is not None:
+        return out
+    for weights, per_weight, dtype in model.matmul_weights_by_dtype(b * q, q):
+        if dtype in WEIGHT_ONLY_DTYPES:
+            out = out + hardware.dequant_time_s(weights, per_weight)
+    return out
 
 
 def pass_bytes(model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray, context: np.ndarray) -> np.ndarray:
