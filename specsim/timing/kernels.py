@@ -472,6 +472,8 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
     attn_dir = _newest(dev / "attention" / engine)
     gemm = _read(gemm_dir / "gemm_perf.parquet")
     gemm = gemm[gemm["gemm_dtype"] == _GEMM_DTYPES[model.weight_dtype]]
+    if gemm.empty and model.weight_dtype in ("int4", "w8a16"):  # weight-only tables: the A100's TensorRT-LLM ones only
+        raise KernelDataError(f"{where}: no measurements for weight dtype {model.weight_dtype} / KV dtype {model.kv_dtype}")
     if gemm.empty:
         raise KernelDataError(f"{where}: no {_GEMM_DTYPES[model.weight_dtype]} GEMM measurements")
     gemm_m, gemm_s = _gemm_line(model, gemm, where)
