@@ -12,7 +12,8 @@ bytes and FLOP live in :mod:`specsim.describe.shapes`) for
   arithmetic and is not read is refused by name, quantisation is read from ``quantization_config`` (or
   ModelOpt's ``hf_quant_config.json``) or refused, and defaults a checkpoint relies on become notes.
 
-``weight_dtype``, ``kv_dtype``, ``tp`` and ``routing_effective_experts`` override what the config says.
+``weight_dtype``, ``kv_dtype``, ``tp``, ``routing_effective_experts`` and ``routing_correlation`` override what the
+config says.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from specsim.describe.shapes import (BYTES_PER_ELEMENT, KV_DTYPE_CHOICES, WEIGHT
 
 __all__ = [
     "BYTES_PER_ELEMENT",
+    "DEFAULT_ROUTING_CORRELATION",
     "KV_DTYPE_CHOICES",
     "ModelShape",
     "Op",
@@ -95,13 +97,16 @@ def builtin_model_names() -> list[str]:
 
 
 def get_model(name_or_path: str | Path, *, weight_dtype: str | None = None, kv_dtype: str | None = None,
-              tp: int | None = None, routing_effective_experts: float | None = None) -> ModelShape:
+              tp: int | None = None, routing_effective_experts: float | None = None,
+              routing_correlation: float | None = None) -> ModelShape:
     """A built-in shape by name, or one read from a Hugging Face ``config.json``.
 
     ``weight_dtype`` stores every linear layer (experts included) in that type,
     as an engine's online quantisation does; the embedding, LM head and norms
     keep the checkpoint's 16-bit type.  ``kv_dtype`` sets the cache's type,
-    ``tp`` the tensor-parallel ranks, ``routing_effective_experts`` a skew.
+    ``tp`` the tensor-parallel ranks, ``routing_effective_experts`` a skew, ``routing_correlation`` the share
+    of a token's experts that repeat its predecessor's in the same sequence
+    (:meth:`~specsim.describe.shapes.ModelShape.experts_touched`).
 
     Raises
     ------
@@ -152,6 +157,8 @@ def get_model(name_or_path: str | Path, *, weight_dtype: str | None = None, kv_d
         changes["tp"] = tp
     if routing_effective_experts is not None:
         changes["routing_effective_experts"] = routing_effective_experts
+    if routing_correlation is not None:
+        changes["routing_correlation"] = routing_correlation
     return dataclasses.replace(model, **changes) if changes else model
 
 
@@ -170,6 +177,14 @@ def _modelopt(data: Any, path: Path) -> dict:
         raise ValueError(f"quantisation config {str(path)!r}: expected a 'quantization' mapping")
     return {"quant_algo": quant.get("quant_algo"), "kv_cache_quant_algo": quant.get("kv_cache_quant_algo")}
 
+
+#: The share of a token's routed experts that repeat its predecessor's in the same sequence, for every MoE model read
+#: (:meth:`~specsim.describe.shapes.ModelShape.experts_touched`): fitted to the public speculative sweeps of MoE
+#: targets (specsim/calibration/data/speculation_public.csv) with each source held out -- every held-out source picks
+#: 0.2 from the others -- and judged on Kimi-K2.6 with EAGLE-3.1 on 4 GPUs (benchmarks/validate_targets.py,
+#: docs/targets.md).  Consecutive tokens of one sequence route alike (Mixtral, arXiv:2401.04088 section 5; local routing
+#: consistency of 20 MoE models, arXiv:2505.16056); 0 is independent routing, the bound.
+DEFAULT_ROUTING_CORRELATION = 0.2
 
 # -- reading config.json ------------------------------------------------------------
 #: Architectures specsim reads, and the family whose keys it reads them with.
@@ -361,6 +376,10 @@ def model_from_hf_config(config: Any, name: str = "config.json") -> ModelShape:
     if family == "gemma3":
         fields["norms_per_layer"] = 4  # input, post-attention, pre- and post-feedforward
     fields.update(_precision(cfg, bool(fields.get("n_experts")), notes))
+    if fields.get("n_experts"):
+        fields["routing_correlation"] = DEFAULT_ROUTING_CORRELATION
+        notes.append(f"routing: a draft token repeats {DEFAULT_ROUTING_CORRELATION:.0%} of the previous token's experts in its "
+                     "sequence (fitted to public MoE speculative sweeps, docs/targets.md; 0: independent routing, the bound)")
     return ModelShape(name=name, vocab_size=cfg.int("vocab_size"), intermediate_size=_mlp_size(cfg, family, fields, notes),
                       n_layers=n_layers, tie_embeddings=cfg.flag("tie_word_embeddings"), extra_params=extra_params,
                       architecture=arch, notes=tuple(notes),

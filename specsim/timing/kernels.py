@@ -222,6 +222,10 @@ class KernelTable:
     #: One recurrent layer's measured decode (recurrence and convolution update) against batch; empty where absent.
     rec_b: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
     rec_s: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    #: One MoE layer's measured fused-MoE kernel under balanced routing against tokens (empty for a dense model):
+    #: what re-prices the experts of a pass whose sequences route alike (``routing_correlation``).
+    moe_m: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    moe_s: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         for name in ("gemm_m", "gemm_s", "attn_b", "attn_L", "prefill_isl", "prefill_attn_s"):
@@ -256,7 +260,8 @@ class KernelTable:
                  attn_s=self.attn_s, ctx_flop_per_s=np.array(self.ctx_flop_per_s), prefill_isl=self.prefill_isl,
                  prefill_attn_s=self.prefill_attn_s, meta=np.array(json.dumps(self.meta, sort_keys=True)),
                  attn_scaled=self.attn_scaled if self.attn_scaled is not None else np.zeros(self.attn_s.shape),
-                 comm_elems=self.comm_elems, comm_s=self.comm_s, rec_b=self.rec_b, rec_s=self.rec_s)
+                 comm_elems=self.comm_elems, comm_s=self.comm_s, rec_b=self.rec_b, rec_s=self.rec_s, moe_m=self.moe_m,
+                 moe_s=self.moe_s)
         atomic_write_bytes(path, buffer.getvalue())
 
     @classmethod
@@ -271,7 +276,8 @@ class KernelTable:
                        ctx_flop_per_s=float(z["ctx_flop_per_s"]), prefill_isl=z["prefill_isl"].astype(float),
                        prefill_attn_s=z["prefill_attn_s"].astype(float), meta=meta,
                        attn_scaled=z["attn_scaled"].astype(float), comm_elems=z["comm_elems"].astype(float),
-                       comm_s=z["comm_s"].astype(float), rec_b=z["rec_b"].astype(float), rec_s=z["rec_s"].astype(float))
+                       comm_s=z["comm_s"].astype(float),
+                       **{k: z[k].astype(float) for k in ("rec_b", "rec_s", "moe_m", "moe_s") if k in z.files})
 
     # -- evaluation ---------------------------------------------------------
     def gemm(self, m: np.ndarray) -> np.ndarray:
@@ -406,7 +412,8 @@ def _moe_line(model: ModelShape, root: Path, dev: Path, engine: str, where: str)
         f"{model.hidden_size}, expert size {model.moe_intermediate_size}, TP {model.tp}, {model.expert_dtype_} experts")
 
 
-def _moe_uniform(model: ModelShape, m: np.ndarray, bal_m: np.ndarray, bal_s: np.ndarray) -> np.ndarray:
+def _moe_uniform(model: ModelShape, m: np.ndarray, bal_m: np.ndarray, bal_s: np.ndarray,
+                 touched: np.ndarray | None = None) -> np.ndarray:
     """Seconds of one MoE layer at ``m`` tokens under the roofline's routing, from the balanced measurements.
 
     Balanced routing gives ``m`` tokens ``min(E, m k)`` distinct experts; routing as the roofline has it
@@ -421,7 +428,8 @@ def _moe_uniform(model: ModelShape, m: np.ndarray, bal_m: np.ndarray, bal_s: np.
 
     k = float(model.n_active_experts)
     full = float(model.routing_effective_experts or model.n_experts) / k
-    reads = bal(np.maximum(model.experts_touched(m) / k, bal_m[0]))
+    touched = model.experts_touched(m) if touched is None else touched  # a pass's distinct experts (one sequence each)
+    reads = bal(np.maximum(touched / k, bal_m[0]))
     beyond = np.maximum(bal(m) - bal(np.full_like(m, min(full, bal_m[-1]))), 0.0)
     return reads + beyond
 
@@ -477,6 +485,7 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
     if gemm.empty:
         raise KernelDataError(f"{where}: no {_GEMM_DTYPES[model.weight_dtype]} GEMM measurements")
     gemm_m, gemm_s = _gemm_line(model, gemm, where)
+    moe_m, moe_s = np.zeros(0), np.zeros(0)
     if model.is_moe:
         moe_m, moe_s = _moe_line(model, root, dev, engine, where)
         moe = _moe_uniform(model, gemm_m, moe_m, moe_s)
@@ -518,7 +527,8 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
     meta["attention_cells_scaled_in_batch"] = int(filled.sum())
     meta["allreduce"] = "measured" if comm_elems.size else ("none" if model.tp == 1 else "roofline")
     return KernelTable(gemm_m, gemm_s, attn_b, attn_L, attn_s, ctx_rate, prefill_isl, prefill_attn_s, meta,
-                       attn_scaled=filled.astype(float), comm_elems=comm_elems, comm_s=comm_s, rec_b=rec_b, rec_s=rec_s)
+                       attn_scaled=filled.astype(float), comm_elems=comm_elems, comm_s=comm_s, rec_b=rec_b, rec_s=rec_s,
+                       moe_m=moe_m, moe_s=moe_s)
 
 
 def _recurrent_line(model: ModelShape, dev: Path, engine: str) -> tuple[np.ndarray, np.ndarray]:
@@ -678,7 +688,7 @@ class KernelSource:
         if table is None:
             fallback = np.ones(np.shape(roof.total_s), bool)
             return dataclasses.replace(roof, source=self.name, fallback=fallback)
-        gemm = table.gemm(b * q)
+        gemm = table.gemm(b * q) + self._correlated_experts(table, model, b, q)
         attn = table.decode_attention(b, L + q)
         # Extra queries on the same KV: their FLOP at the best measured context-attention rate (per rank).
         extra = model.attention_flop(L + q) * (q - 1.0) * b / table.ctx_flop_per_s
@@ -705,6 +715,16 @@ class KernelSource:
         return dataclasses.replace(roof, total_s=total, overhead_s=0.0, source=self.name,
                                    fallback=fallback if np.any(fallback) else None,
                                    comm_s=np.where(fallback, roof.comm_s, comm) if model.tp > 1 else 0.0)
+
+    @staticmethod
+    def _correlated_experts(table: KernelTable, model: ModelShape, b: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """What the experts of a pass cost beyond the table's one-token-per-sequence routing when a sequence's q
+        tokens route alike (:meth:`~specsim.describe.shapes.ModelShape.experts_touched`): 0 at routing_correlation 0."""
+        if not model.routing_correlation or table.moe_m.size < 2:
+            return np.zeros(np.broadcast_shapes(np.shape(b), np.shape(q)))
+        m = np.asarray(b * q, float)
+        alike = _moe_uniform(model, m, table.moe_m, table.moe_s, model.experts_touched(m, q))
+        return model.n_moe_layers * (alike - _moe_uniform(model, m, table.moe_m, table.moe_s))
 
     def _recurrence(self, table: KernelTable, model: ModelShape, b: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(pass, decode step) time of the recurrent layers: the measured decode kernels scaled by the state bytes a pass
