@@ -81,7 +81,7 @@ W4A16_COMPUTE_FRACTION = 0.8
 DEQUANT_TILE_TOKENS = 16
 #: That work per weight per tile, in FLOP at the 16-bit tensor rate: what makes a full tile run at
 #: W4A16_COMPUTE_FRACTION of the 16-bit rate, 2 T (1 / f - 1) = 8.  With it, a W4A16 GEMM stops being memory-bound
-#: at a few tens of tokens (the whole-pass roofline: about 50 on an H100 for 4-bit weights, against 221 for BF16).
+#: at a few tens of tokens (the whole-pass roofline: 55 on an H100 for 4-bit weights, against 222 for BF16).
 DEQUANT_FLOP_PER_WEIGHT = 2 * DEQUANT_TILE_TOKENS * (1 / W4A16_COMPUTE_FRACTION - 1)
 #: Weight storage that is dequantised to 16 bits inside the GEMM (activations stay 16-bit): 4-bit formats and W8A16.
 WEIGHT_ONLY_DTYPES = FOUR_BIT_DTYPES + ("w8a16",)
