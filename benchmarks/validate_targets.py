@@ -264,7 +264,8 @@ def moe_routing(quick: bool) -> float:
         print("\nrho chosen on the other MoE sources, judged on the one held out:")
         print(loso.to_string(index=False))
         chosen = float(table.mean().idxmin())
-        print(f"rho minimising the mean over all MoE sources: {chosen}")
+        print(f"rho minimising the mean over all MoE sources: {chosen} (specsim.describe.models.FITTED_ROUTING_CORRELATION; "
+              "not the default, which is independent routing: the engine presets' host terms were fitted with it)")
     kimi(chosen)
     return chosen
 

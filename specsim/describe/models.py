@@ -31,7 +31,7 @@ from specsim.describe.shapes import (BYTES_PER_ELEMENT, KV_DTYPE_CHOICES, WEIGHT
 
 __all__ = [
     "BYTES_PER_ELEMENT",
-    "DEFAULT_ROUTING_CORRELATION",
+    "FITTED_ROUTING_CORRELATION",
     "KV_DTYPE_CHOICES",
     "ModelShape",
     "Op",
@@ -178,13 +178,15 @@ def _modelopt(data: Any, path: Path) -> dict:
     return {"quant_algo": quant.get("quant_algo"), "kv_cache_quant_algo": quant.get("kv_cache_quant_algo")}
 
 
-#: The share of a token's routed experts that repeat its predecessor's in the same sequence, for every MoE model read
-#: (:meth:`~specsim.describe.shapes.ModelShape.experts_touched`): fitted to the public speculative sweeps of MoE
+#: The share of a token's routed experts that repeat its predecessor's in the same sequence
+#: (:meth:`~specsim.describe.shapes.ModelShape.experts_touched`), fitted to the public speculative sweeps of MoE
 #: targets (specsim/calibration/data/speculation_public.csv) with each source held out -- every held-out source picks
 #: 0.2 from the others -- and judged on Kimi-K2.6 with EAGLE-3.1 on 4 GPUs (benchmarks/validate_targets.py,
 #: docs/targets.md).  Consecutive tokens of one sequence route alike (Mixtral, arXiv:2401.04088 section 5; local routing
-#: consistency of 20 MoE models, arXiv:2505.16056); 0 is independent routing, the bound.
-DEFAULT_ROUTING_CORRELATION = 0.2
+#: consistency of 20 MoE models, arXiv:2505.16056).  Not applied by default: the engine presets' host terms were fitted
+#: with independent routing (rho 0, the bound), and using it means refitting them; ``get_model(...,
+#: routing_correlation=FITTED_ROUTING_CORRELATION)`` applies it.
+FITTED_ROUTING_CORRELATION = 0.2
 
 # -- reading config.json ------------------------------------------------------------
 #: Architectures specsim reads, and the family whose keys it reads them with.
@@ -376,10 +378,6 @@ def model_from_hf_config(config: Any, name: str = "config.json") -> ModelShape:
     if family == "gemma3":
         fields["norms_per_layer"] = 4  # input, post-attention, pre- and post-feedforward
     fields.update(_precision(cfg, bool(fields.get("n_experts")), notes))
-    if fields.get("n_experts"):
-        fields["routing_correlation"] = DEFAULT_ROUTING_CORRELATION
-        notes.append(f"routing: a draft token repeats {DEFAULT_ROUTING_CORRELATION:.0%} of the previous token's experts in its "
-                     "sequence (fitted to public MoE speculative sweeps, docs/targets.md; 0: independent routing, the bound)")
     return ModelShape(name=name, vocab_size=cfg.int("vocab_size"), intermediate_size=_mlp_size(cfg, family, fields, notes),
                       n_layers=n_layers, tie_embeddings=cfg.flag("tie_word_embeddings"), extra_params=extra_params,
                       architecture=arch, notes=tuple(notes),
