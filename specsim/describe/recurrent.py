@@ -39,7 +39,7 @@ from specsim.describe.ops import BYTES_PER_ELEMENT, REPLAY_BUFFER_TOKENS, Op
 __all__ = ["pass_bytes", "recurrent_flop", "recurrent_ops", "scratch_bytes", "state_bytes"]
 
 
-def recurrent_ops(shape: "ModelShape", tp: int) -> list[Op]:
+def recurrent_ops(shape, tp: int) -> list[Op]:
     """The projections, convolution and per-head vectors of the recurrent layers, and their state, on one of ``tp`` ranks."""
     n = shape.n_recurrent_layers
     if not n:
@@ -58,28 +58,28 @@ def recurrent_ops(shape: "ModelShape", tp: int) -> list[Op]:
                conv_channels=conv / tp, flop_per_token=(flop + 2.0 * conv * K) / tp)]
 
 
-def _states(shape: "ModelShape") -> tuple[Op, ...]:
+def _states(shape) -> tuple[Op, ...]:
     return tuple(op for op in shape.ops() if op.part == "state")
 
 
-def _sizes(shape: "ModelShape") -> tuple[float, float]:
+def _sizes(shape) -> tuple[float, float]:
     """(bytes per state element, bytes per convolution element)."""
     return BYTES_PER_ELEMENT[shape.state_dtype_], BYTES_PER_ELEMENT[shape.head_dtype_]
 
 
-def _logged_bytes(shape: "ModelShape") -> float:
+def _logged_bytes(shape) -> float:
     """Bytes of one token's logged inputs per layer and rank when replaying (x, dt and B: H P + H + G N values)."""
     values = shape.rec_heads * shape.rec_head_dim + shape.rec_heads + shape.rec_groups * shape.rec_state_dim
     return values / shape.tp * BYTES_PER_ELEMENT[shape.head_dtype_]
 
 
-def state_bytes(shape: "ModelShape") -> float:
+def state_bytes(shape) -> float:
     """Bytes of recurrent state (states and convolution windows of every recurrent layer) a sequence holds per rank."""
     s, c = _sizes(shape)
     return float(sum(op.count * (op.state_elems * s + op.conv_elems * c) for op in _states(shape)))
 
 
-def scratch_bytes(shape: "ModelShape", draft_tokens: object) -> np.ndarray:
+def scratch_bytes(shape, draft_tokens: object) -> np.ndarray:
     """Bytes a speculating sequence reserves beyond its state for ``draft_tokens`` drafted tokens, per rank:
     ``checkpoint``, one state and one window column per draft token; ``replay``, the logged inputs of
     REPLAY_BUFFER_TOKENS steps."""
@@ -95,7 +95,7 @@ def scratch_bytes(shape: "ModelShape", draft_tokens: object) -> np.ndarray:
     return total
 
 
-def pass_bytes(shape: "ModelShape", tokens_per_seq: object) -> np.ndarray:
+def pass_bytes(shape, tokens_per_seq: object) -> np.ndarray:
     """State bytes one sequence's pass of ``tokens_per_seq`` tokens moves, per rank: ``checkpoint``, the state and
     window read once and a state and a window column written per token (a decode step: one read, one write);
     ``replay``, the checkpoint read, written back once per REPLAY_BUFFER_TOKENS tokens, the inputs logged and read."""
@@ -112,7 +112,7 @@ def pass_bytes(shape: "ModelShape", tokens_per_seq: object) -> np.ndarray:
     return total
 
 
-def recurrent_flop(shape: "ModelShape", tokens: object, tokens_per_seq: object = 1) -> np.ndarray:
+def recurrent_flop(shape, tokens: object, tokens_per_seq: object = 1) -> np.ndarray:
     """FLOP of the recurrences (not their projections) for ``tokens`` tokens per rank; replaying, each sequence also
     recomputes the tokens logged since its checkpoint, half of REPLAY_BUFFER_TOKENS on average."""
     m = np.asarray(tokens, dtype=float)
