@@ -242,7 +242,9 @@ def test_mha_config_without_kv_heads_has_full_kv_bytes():
 
 @pytest.mark.parametrize("change, message", [
     ({"num_experts": 64}, r"^model config 'config.json': LlamaForCausalLM with experts is not a known layout; MoE architectures "
-     r"read: MixtralForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM, DeepseekV3ForCausalLM, Glm4MoeForCausalLM$"),
+     r"read: MixtralForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM, DeepseekV3ForCausalLM, Glm4MoeForCausalLM, "
+     r"Qwen3NextForCausalLM, Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration, NemotronHForCausalLM, "
+     r"Llama4ForConditionalGeneration, Llama4ForCausalLM, MiniMaxM2ForCausalLM$"),
     ({"num_local_experts": 8}, r"LlamaForCausalLM with experts is not a known layout"),
     ({"mlp_bias": True}, r"^model config 'config.json': mlp_bias=true is not supported$"),
     ({"hidden_size": 2050}, r"^model config 'config.json': missing key 'head_dim' \(hidden_size is not a multiple of num_attention_heads\)$"),
@@ -258,7 +260,9 @@ def test_mha_config_without_kv_heads_has_full_kv_bytes():
     ({"vocab_size": None}, r"^model config 'config.json': missing key 'vocab_size'$"),
     ({"architectures": ["GPT2LMHeadModel"]}, r"^model config 'config.json': unsupported architecture 'GPT2LMHeadModel'; supported: "
      r"LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM, "
-     r"Gemma3ForConditionalGeneration, MixtralForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM, DeepseekV3ForCausalLM, Glm4MoeForCausalLM$"),
+     r"Gemma3ForConditionalGeneration, MixtralForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM, DeepseekV3ForCausalLM, Glm4MoeForCausalLM, "
+     r"Qwen3NextForCausalLM, Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration, NemotronHForCausalLM, "
+     r"Llama4ForConditionalGeneration, Llama4ForCausalLM, MiniMaxM2ForCausalLM$"),
     ({"architectures": []}, r"^model config 'config.json': missing key 'architectures'; supported: LlamaForCausalLM, MistralForCausalLM, "
      r"Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM"),
     ({"torch_dtype": "int3"}, r"^model config 'config.json': torch_dtype 'int3' is not one of bfloat16, float16, float32$"),
@@ -311,4 +315,4 @@ def test_hardware_aliases_resolve_and_are_listed():
     assert load_hardware("a100").name == load_hardware("a100-sxm-80gb").name
     with pytest.raises(KeyError, match=r"aliases: h100 \(h100-sxm\)"):
         load_hardware("h300")
-    assert set(ALIASES.values()) <= {"h100-sxm", "a100-sxm-80gb", "h200", "b200"}
+    assert set(ALIASES.values()) <= {"h100-sxm", "a100-sxm-80gb", "h200", "b200", "b300", "rtx-pro-6000"}

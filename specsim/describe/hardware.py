@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+import numpy as np
+
 from specsim.core.files import builtin_dir
 
 
@@ -38,9 +40,12 @@ __all__ = [
     "ARTICLE_BANDWIDTH_EFF",
     "ARTICLE_COMPUTE_EFF",
     "ARTICLE_OVERHEAD_S",
+    "DEQUANT_FLOP_PER_WEIGHT",
+    "DEQUANT_TILE_TOKENS",
     "FOUR_BIT_DTYPES",
     "FP8_MATMUL_SPEEDUP",
     "W4A16_COMPUTE_FRACTION",
+    "WEIGHT_ONLY_DTYPES",
     "HardwareProfile",
     "builtin_dir",
     "builtin_names",
@@ -70,6 +75,16 @@ FP8_MATMUL_SPEEDUP = 1.5
 #: only 4-bit kernels, vLLM 0.24's Marlin W4A16 fused-MoE on H100 (hidden 7168, 384 experts), run at 0.69-1.12
 #: (median 0.92) of the BF16 rate at 4,096-16,384 tokens if its FP8 block kernels run at 1.5x BF16: 0.8 sits inside.
 W4A16_COMPUTE_FRACTION = 0.8
+#: Dequantising (weight-only) GEMMs unpack each weight once per tile of tokens: the m = 16 rows of the tensor-core
+#: MMA they issue (mma.sync m16n8k16; Marlin, arXiv:2408.11743, dequantises in registers per such tile), so a pass of
+#: m tokens does the dequantisation work of ceil(m / 16) tiles whatever fraction of the last tile it fills.
+DEQUANT_TILE_TOKENS = 16
+#: That work per weight per tile, in FLOP at the 16-bit tensor rate: what makes a full tile run at
+#: W4A16_COMPUTE_FRACTION of the 16-bit rate, 2 T (1 / f - 1) = 8.  With it, a W4A16 GEMM stops being memory-bound
+#: at a few tens of tokens (the whole-pass roofline: 55 on an H100 for 4-bit weights, against 222 for BF16).
+DEQUANT_FLOP_PER_WEIGHT = 2 * DEQUANT_TILE_TOKENS * (1 / W4A16_COMPUTE_FRACTION - 1)
+#: Weight storage that is dequantised to 16 bits inside the GEMM (activations stay 16-bit): 4-bit formats and W8A16.
+WEIGHT_ONLY_DTYPES = FOUR_BIT_DTYPES + ("w8a16",)
 
 _REQUIRED = ("name", "peak_flop_per_s", "peak_bytes_per_s", "memory_bytes")
 _NUMERIC = (
@@ -230,9 +245,23 @@ class HardwareProfile:
         """
         if weight_dtype in ("fp8", "int8") and self.peak_fp8_flop_per_s is not None:
             return min(self.flop_per_s * FP8_MATMUL_SPEEDUP, self.compute_eff * self.peak_fp8_flop_per_s)
-        if weight_dtype in FOUR_BIT_DTYPES:
+        if weight_dtype in WEIGHT_ONLY_DTYPES:
             return self.flop_per_s * W4A16_COMPUTE_FRACTION
         return self.flop_per_s
+
+    def dequant_time_s(self, weights: object, tokens_per_weight: object) -> np.ndarray:
+        """Dequantisation a pass of ``tokens_per_weight`` tokens adds to ``weights`` weight-only weights beyond
+        :meth:`flop_per_s_for`'s full-tile rate: the unfilled share of its last tile of :data:`DEQUANT_TILE_TOKENS`,
+        DEQUANT_FLOP_PER_WEIGHT (ceil(m / T) - m / T) per weight at the 16-bit rate, seconds.
+
+        >>> hw = HardwareProfile("demo", 1e15, 1e12, 80e9, compute_eff=1.0)
+        >>> [round(float(hw.dequant_time_s(1e9, m)) * 1e6, 2) for m in (1, 8, 16, 17)]
+        [7.5, 4.0, 0.0, 7.5]
+        """
+        m = np.asarray(tokens_per_weight, dtype=float)
+        tiles = np.ceil(m / DEQUANT_TILE_TOKENS - 1e-9)  # a full tile's float division may land a hair above it
+        unfilled = np.maximum(tiles - m / DEQUANT_TILE_TOKENS, 0.0)
+        return DEQUANT_FLOP_PER_WEIGHT * np.asarray(weights, dtype=float) * unfilled / self.flop_per_s
 
     def overhead_for(self, n_layers: int) -> float:
         """Fixed time of one forward pass of an ``n_layers`` model, seconds."""
@@ -331,7 +360,8 @@ def _builtin_files() -> dict[str, Path]:
 #: Names people type for a device -> the built-in profile (the SXM boards where a name leaves the form open: they are
 #: what serving clusters run; the PCIe H100 keeps its own name).
 ALIASES = {"h100": "h100-sxm", "h100-sxm5": "h100-sxm", "h100-80gb": "h100-sxm", "a100": "a100-sxm-80gb",
-           "a100-80gb": "a100-sxm-80gb", "a100-sxm": "a100-sxm-80gb", "h200-sxm": "h200", "b200-sxm": "b200"}
+           "a100-80gb": "a100-sxm-80gb", "a100-sxm": "a100-sxm-80gb", "h200-sxm": "h200", "b200-sxm": "b200",
+           "b300-sxm": "b300", "rtx-pro-6000-blackwell": "rtx-pro-6000", "rtx-pro-6000-server": "rtx-pro-6000"}
 
 
 def builtin_names() -> list[str]:

@@ -12,7 +12,8 @@ bytes and FLOP live in :mod:`specsim.describe.shapes`) for
   arithmetic and is not read is refused by name, quantisation is read from ``quantization_config`` (or
   ModelOpt's ``hf_quant_config.json``) or refused, and defaults a checkpoint relies on become notes.
 
-``weight_dtype``, ``kv_dtype``, ``tp`` and ``routing_effective_experts`` override what the config says.
+``weight_dtype``, ``kv_dtype``, ``tp``, ``routing_effective_experts`` and ``routing_correlation`` override what the
+config says.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from specsim.core.limits import MAX_CONTEXT, MAX_LAYERS, MAX_MODEL_DIM
+from specsim.describe.layouts import HYBRID_FAMILIES, layout_fields
 from specsim.describe.shapes import (BYTES_PER_ELEMENT, KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES, ModelShape, Op, format_count)
 
 __all__ = [
     "BYTES_PER_ELEMENT",
+    "FITTED_ROUTING_CORRELATION",
     "KV_DTYPE_CHOICES",
     "ModelShape",
     "Op",
@@ -94,13 +97,16 @@ def builtin_model_names() -> list[str]:
 
 
 def get_model(name_or_path: str | Path, *, weight_dtype: str | None = None, kv_dtype: str | None = None,
-              tp: int | None = None, routing_effective_experts: float | None = None) -> ModelShape:
+              tp: int | None = None, routing_effective_experts: float | None = None,
+              routing_correlation: float | None = None) -> ModelShape:
     """A built-in shape by name, or one read from a Hugging Face ``config.json``.
 
     ``weight_dtype`` stores every linear layer (experts included) in that type,
     as an engine's online quantisation does; the embedding, LM head and norms
     keep the checkpoint's 16-bit type.  ``kv_dtype`` sets the cache's type,
-    ``tp`` the tensor-parallel ranks, ``routing_effective_experts`` a skew.
+    ``tp`` the tensor-parallel ranks, ``routing_effective_experts`` a skew, ``routing_correlation`` the share
+    of a token's experts that repeat its predecessor's in the same sequence
+    (:meth:`~specsim.describe.shapes.ModelShape.experts_touched`).
 
     Raises
     ------
@@ -127,7 +133,7 @@ def get_model(name_or_path: str | Path, *, weight_dtype: str | None = None, kv_d
             raise KeyError(f"unknown model {text!r}; built-in models: {', '.join(builtin_model_names())} (or give a path to a config.json)")
         if not path.is_file():
             raise ValueError(f"model config {text!r} does not exist")
-        config = _read_json(path, "model config")
+        config = _read_json(path, "model config", allow_infinity=True)
         side = path.parent / "hf_quant_config.json"  # NVIDIA ModelOpt checkpoints state their quantisation here
         if side.is_file() and "quantization_config" not in config:
             config = {**config, "quantization_config": {"quant_method": "modelopt", **_modelopt(_read_json(side, "quantisation config"), side)}}
@@ -151,14 +157,18 @@ def get_model(name_or_path: str | Path, *, weight_dtype: str | None = None, kv_d
         changes["tp"] = tp
     if routing_effective_experts is not None:
         changes["routing_effective_experts"] = routing_effective_experts
+    if routing_correlation is not None:
+        changes["routing_correlation"] = routing_correlation
     return dataclasses.replace(model, **changes) if changes else model
 
 
-def _read_json(path: Path, what: str) -> Any:
-    """A config file within the size and nesting budget of :func:`specsim.limits.load_json`."""
+def _read_json(path: Path, what: str, allow_infinity: bool = False) -> Any:
+    """A config file within the size and nesting budget of :func:`specsim.limits.load_json`.  A model's config.json
+    may hold ``Infinity`` (transformers writes float('inf') so: Nemotron-H's time_step_limit); every size key read
+    from it is range-checked."""
     from specsim.core.limits import load_json
 
-    return load_json(path, what)
+    return load_json(path, what, allow_infinity)
 
 
 def _modelopt(data: Any, path: Path) -> dict:
@@ -167,6 +177,16 @@ def _modelopt(data: Any, path: Path) -> dict:
         raise ValueError(f"quantisation config {str(path)!r}: expected a 'quantization' mapping")
     return {"quant_algo": quant.get("quant_algo"), "kv_cache_quant_algo": quant.get("kv_cache_quant_algo")}
 
+
+#: The share of a token's routed experts that repeat its predecessor's in the same sequence
+#: (:meth:`~specsim.describe.shapes.ModelShape.experts_touched`), fitted to the public speculative sweeps of MoE
+#: targets (specsim/calibration/data/speculation_public.csv) with each source held out -- every held-out source picks
+#: 0.2 from the others -- and judged on Kimi-K2.6 with EAGLE-3.1 on 4 GPUs (benchmarks/validate_targets.py,
+#: docs/targets.md).  Consecutive tokens of one sequence route alike (Mixtral, arXiv:2401.04088 section 5; local routing
+#: consistency of 20 MoE models, arXiv:2505.16056).  Not applied by default: the engine presets' host terms were fitted
+#: with independent routing (rho 0, the bound), and using it means refitting them; ``get_model(...,
+#: routing_correlation=FITTED_ROUTING_CORRELATION)`` applies it.
+FITTED_ROUTING_CORRELATION = 0.2
 
 # -- reading config.json ------------------------------------------------------------
 #: Architectures specsim reads, and the family whose keys it reads them with.
@@ -182,18 +202,36 @@ _ARCHITECTURES = {
     "GptOssForCausalLM": "gpt_oss",
     "DeepseekV3ForCausalLM": "deepseek_v3",
     "Glm4MoeForCausalLM": "glm4_moe",
+    "Qwen3NextForCausalLM": "qwen3_next",
+    "Qwen3_5ForConditionalGeneration": "qwen3_5",
+    "Qwen3_5MoeForConditionalGeneration": "qwen3_5",
+    "NemotronHForCausalLM": "nemotron_h",
+    "Llama4ForConditionalGeneration": "llama4",
+    "Llama4ForCausalLM": "llama4",
+    "MiniMaxM2ForCausalLM": "minimax_m2",
 }
+#: Multimodal checkpoints whose language model is their ``text_config`` (the vision tower is counted as resident).
+_TEXT_CONFIG_ARCHITECTURES = {"Gemma3ForConditionalGeneration", "Qwen3_5ForConditionalGeneration",
+                              "Qwen3_5MoeForConditionalGeneration", "Llama4ForConditionalGeneration"}
+#: The MoE families and the keys of their expert count and expert size (None: intermediate_size).
+_MOE_KEYS = {"mixtral": ("num_local_experts", None), "qwen3_moe": ("num_experts", "moe_intermediate_size"),
+             "gpt_oss": ("num_local_experts", None), "deepseek_v3": ("n_routed_experts", "moe_intermediate_size"),
+             "glm4_moe": ("n_routed_experts", "moe_intermediate_size"), "qwen3_next": ("num_experts", "moe_intermediate_size"),
+             "qwen3_5": ("num_experts", "moe_intermediate_size"), "nemotron_h": ("n_routed_experts", "moe_intermediate_size"),
+             "llama4": ("num_local_experts", None), "minimax_m2": ("num_local_experts", None)}
 _QKV_BIAS_ARCHITECTURES = {"Qwen2ForCausalLM"}  # q, k, v carry biases whatever attention_bias says
 #: attention_bias puts biases on q, k and v only (GLM-4.5's o_proj has none: transformers' Glm4Attention).
 _QKV_ONLY_BIAS_ARCHITECTURES = {"Glm4MoeForCausalLM"}
 #: q/k norms where the config says so (GLM-4.5 and 4.6: use_qk_norm true; GLM-4.5-Air: false).
 _QK_NORM_FLAG_ARCHITECTURES = {"Glm4MoeForCausalLM"}
-_QK_NORM_ARCHITECTURES = {"Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"}
+_QK_NORM_ARCHITECTURES = {"Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration",
+                          "Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"}
 #: Defaults of transformers' config classes that real checkpoints rely on (keys their config.json leaves out).
 #: Gemma3TextConfig: vocab_size 262208, sliding_window_pattern 6, tied embeddings.
 _CLASS_DEFAULTS = {"gemma3": {"vocab_size": 262208, "sliding_window_pattern": 6, "tie_word_embeddings": True}}
 _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
-_SUPPORTED_QUANT = "fp8, fbgemm_fp8, compressed-tensors (8-bit float or int, 4-bit int), awq and gptq (4-bit), mxfp4, modelopt (FP8, NVFP4)"
+_SUPPORTED_QUANT = ("fp8, fbgemm_fp8, compressed-tensors (8-bit float or int, 4-bit int), awq (4-bit), gptq (4- and 8-bit), mxfp4, "
+                    "modelopt (FP8, NVFP4)")
 
 
 def _quantisation(config: dict, where: str, base: str, is_moe: bool) -> tuple[str, str | None, str | None]:
@@ -211,8 +249,11 @@ def _quantisation(config: dict, where: str, base: str, is_moe: bool) -> tuple[st
         return "fp8", None, None
     if method in ("awq", "gptq"):
         bits = quant.get("bits", quant.get("w_bit"))
+        if bits == 8 and method == "gptq":
+            return "w8a16", None, None
         if bits != 4:
-            raise ValueError(f"{where}: {method} with {bits!r}-bit weights is not modelled; supported: 4-bit")
+            raise ValueError(f"{where}: {method} with {bits!r}-bit weights is not modelled; supported: 4-bit"
+                             + (", and 8-bit for gptq" if method == "gptq" else ""))
         return "int4", None, None
     if method == "mxfp4":
         if not is_moe:
@@ -241,7 +282,7 @@ def _quantisation(config: dict, where: str, base: str, is_moe: bool) -> tuple[st
                                  f"{weights.get('type')!r} are not modelled; supported: 8-bit float, 8-bit int, 4-bit int")
             acts = group.get("input_activations")
             if kind == "int8" and not (isinstance(acts, dict) and acts.get("num_bits") == 8):
-                raise ValueError(f"{where}: 8-bit integer weights with 16-bit activations are not modelled; supported: W8A8")
+                kind = "w8a16"  # weight-only: dequantised to the activations' 16 bits in the GEMM
             kinds.add(kind)
         if len(kinds) != 1:
             raise ValueError(f"{where}: compressed-tensors groups mix {', '.join(sorted(kinds))}; one weight type is modelled")
@@ -309,12 +350,13 @@ def model_from_hf_config(config: Any, name: str = "config.json") -> ModelShape:
     family = _ARCHITECTURES[arch]
     notes: list[str] = []
     extra_params = 0
-    if arch == "Gemma3ForConditionalGeneration":
+    if arch in _TEXT_CONFIG_ARCHITECTURES:
         text = config.get("text_config")
         if not isinstance(text, dict):
             raise ValueError(f"{where}: missing key 'text_config' (the language model of {arch})")
-        extra_params = _siglip_params(config.get("vision_config"), text.get("hidden_size"), where)
-        config = {**{k: v for k, v in config.items() if k in ("torch_dtype", "dtype", "quantization_config")}, **text}
+        extra_params = _vision_params(family, config.get("vision_config"), text.get("hidden_size"), where, notes)
+        outer = ("torch_dtype", "dtype", "quantization_config", "tie_word_embeddings")
+        config = {**{k: v for k, v in config.items() if k in outer}, **text}
     defaults = _CLASS_DEFAULTS.get(family, {})
     for key, value in defaults.items():
         if key not in config and not (key == "sliding_window_pattern" and "layer_types" in config):
@@ -322,22 +364,50 @@ def model_from_hf_config(config: Any, name: str = "config.json") -> ModelShape:
     cfg = _Config({**defaults, **config}, where)
     if family == "llama" and (cfg.get("num_local_experts") or cfg.get("num_experts")):
         raise ValueError(f"{where}: {arch} with experts is not a known layout; MoE architectures read: "
-                         "MixtralForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM, DeepseekV3ForCausalLM, Glm4MoeForCausalLM")
+                         + ", ".join(a for a, f in _ARCHITECTURES.items() if f in _MOE_KEYS))
     if cfg.get("mlp_bias"):
         raise ValueError(f"{where}: mlp_bias=true is not supported")
-    n_layers = cfg.int("num_hidden_layers", maximum=MAX_LAYERS)
+    n_layers = _layer_count(cfg, family)
     fields = _attention_fields(cfg, family, arch)
     fields.update(_moe_fields(cfg, family, n_layers, notes))
+    if family in HYBRID_FAMILIES:
+        fields.update(layout_fields(cfg, family, n_layers, notes))
     window, n_sliding = _sliding_layers(cfg.cfg, family, n_layers, where)
     if window:
         fields.update(sliding_window=window, n_sliding_layers=n_sliding)
     if family == "gemma3":
         fields["norms_per_layer"] = 4  # input, post-attention, pre- and post-feedforward
     fields.update(_precision(cfg, bool(fields.get("n_experts")), notes))
-    return ModelShape(name=name, vocab_size=cfg.int("vocab_size"), intermediate_size=cfg.int("intermediate_size"),
+    return ModelShape(name=name, vocab_size=cfg.int("vocab_size"), intermediate_size=_mlp_size(cfg, family, fields, notes),
                       n_layers=n_layers, tie_embeddings=cfg.flag("tie_word_embeddings"), extra_params=extra_params,
                       architecture=arch, notes=tuple(notes),
-                      max_position_embeddings=cfg.int("max_position_embeddings", 0, minimum=0, maximum=MAX_CONTEXT), **fields)
+                      max_position_embeddings=_max_positions(cfg, notes), **fields)
+
+
+def _max_positions(cfg: _Config, notes: list[str]) -> int:
+    """max_position_embeddings, within specsim's context limit (Llama 4 Scout states 10,485,760; the note says so)."""
+    value = cfg.int("max_position_embeddings", 0, minimum=0, maximum=4 * MAX_CONTEXT)
+    if value > MAX_CONTEXT:
+        notes.append(f"max_position_embeddings {value:,} is past specsim's context limit; contexts stop at {MAX_CONTEXT:,}")
+        return MAX_CONTEXT
+    return value
+
+
+def _layer_count(cfg: _Config, family: str) -> int:
+    """num_hidden_layers; Nemotron 3 Ultra states only its layers_block_type list."""
+    if family == "nemotron_h" and cfg.get("num_hidden_layers") is None and isinstance(cfg.get("layers_block_type"), list):
+        return len(cfg.get("layers_block_type"))
+    return cfg.int("num_hidden_layers", maximum=MAX_LAYERS)
+
+
+def _mlp_size(cfg: _Config, family: str, fields: dict, notes: list[str]) -> int:
+    """The dense MLP's size: Llama 4's intermediate_size_mlp; an all-MoE config without one takes the expert size."""
+    if family == "llama4":
+        return cfg.int("intermediate_size_mlp")
+    if cfg.get("intermediate_size") is None and fields.get("n_experts") and not fields.get("n_dense_layers"):
+        notes.append("no dense MLP (every layer is MoE): intermediate_size, which no layer uses, set to the expert size")
+        return int(fields["moe_intermediate_size"])
+    return cfg.int("intermediate_size")
 
 
 def _architecture(config: dict, where: str) -> str:
@@ -363,6 +433,8 @@ def _attention_fields(cfg: _Config, family: str, arch: str) -> dict[str, Any]:
     else:
         if cfg.get("head_dim") is not None:
             fields["head_dim"] = cfg.int("head_dim")
+        elif cfg.get("attention_head_dim") is not None:  # Nemotron-H's name for it
+            fields["head_dim"] = cfg.int("attention_head_dim")
         elif hidden % heads == 0:
             fields["head_dim"] = hidden // heads
         else:
@@ -381,19 +453,17 @@ def _attention_fields(cfg: _Config, family: str, arch: str) -> dict[str, Any]:
 
 def _moe_fields(cfg: _Config, family: str, n_layers: int, notes: list[str]) -> dict[str, Any]:
     """Routed and shared experts, dense layers and MTP layers of the MoE families; nothing for dense ones."""
-    if family not in ("mixtral", "qwen3_moe", "gpt_oss", "deepseek_v3", "glm4_moe"):
-        return {}
+    if family not in _MOE_KEYS or family in ("qwen3_next", "qwen3_5", "nemotron_h") and not cfg.get(_MOE_KEYS[family][0]):
+        return {}  # Qwen3.5-27B and Nemotron-H-8B: the hybrid families' dense members
     where = cfg.where
-    experts_key = {"mixtral": "num_local_experts", "gpt_oss": "num_local_experts", "deepseek_v3": "n_routed_experts",
-                   "glm4_moe": "n_routed_experts"}.get(family, "num_experts")
+    experts_key, size_key = _MOE_KEYS[family]
     per_tok_key = "experts_per_token" if family == "gpt_oss" and "num_experts_per_tok" not in cfg else "num_experts_per_tok"
     n_exp, k = cfg.int(experts_key), cfg.int(per_tok_key)
     if k > n_exp:
         raise ValueError(f"{where}: {per_tok_key} ({k}) exceeds {experts_key} ({n_exp})")
-    moe_size = (cfg.int("moe_intermediate_size") if family in ("qwen3_moe", "deepseek_v3", "glm4_moe")
-                else cfg.int("intermediate_size"))
+    moe_size = cfg.int(size_key or "intermediate_size")
     fields: dict[str, Any] = {"n_experts": n_exp, "n_active_experts": k, "moe_intermediate_size": moe_size}
-    if family == "qwen3_moe":
+    if family in ("qwen3_moe", "qwen3_next", "qwen3_5"):
         if cfg.int("decoder_sparse_step", 1) != 1:
             raise ValueError(f"{where}: decoder_sparse_step other than 1 is not modelled")
         dense = cfg.get("mlp_only_layers") or []
@@ -410,6 +480,7 @@ def _moe_fields(cfg: _Config, family: str, n_layers: int, notes: list[str]) -> d
         fields.update(n_shared_experts=cfg.int("n_shared_experts", 0, minimum=0),
                       n_dense_layers=cfg.int("first_k_dense_replace", 0, minimum=0),
                       n_mtp_layers=cfg.int("num_nextn_predict_layers", 0, minimum=0, maximum=MAX_LAYERS))
+    if family in ("deepseek_v3", "glm4_moe", "nemotron_h"):
         groups, picked = cfg.get("n_group"), cfg.get("topk_group")
         if isinstance(groups, int) and isinstance(picked, int) and 0 < picked < groups:
             notes.append(f"group-limited routing (each token picks experts from {cfg.get('topk_group')} of "
@@ -439,6 +510,8 @@ def _sliding_layers(cfg: dict, family: str, n_layers: int, where: str) -> tuple[
     """(window, number of window layers) from ``layer_types``, Gemma 3's pattern, or Mistral's all-layer window."""
     window = cfg.get("sliding_window")
     types = cfg.get("layer_types")
+    if family in HYBRID_FAMILIES:
+        return 0, 0  # their layer_types name recurrent and chunked layers, read by specsim.describe.layouts
     if types is not None:
         if not isinstance(types, list) or len(types) != n_layers:
             raise ValueError(f"{where}: layer_types must list one type per layer ({n_layers})")
@@ -464,6 +537,60 @@ def _sliding_layers(cfg: dict, family: str, n_layers: int, where: str) -> tuple[
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise ValueError(f"{where}: sliding_window must be a positive integer for the window layers, got {window!r}")
     return window, n_sliding
+
+
+def _vision_params(family: str, vision: Any, text_hidden: Any, where: str, notes: list[str]) -> int:
+    """Parameters of a multimodal checkpoint's vision tower (resident, idle while decoding)."""
+    if family == "gemma3":
+        return _siglip_params(vision, text_hidden, where)
+    if vision is None:
+        notes.append("no vision_config: the vision encoder is not counted")
+        return 0
+    if family == "qwen3_5":
+        return _qwen_vision_params(vision, where)
+    return _llama4_vision_params(vision, text_hidden, where)
+
+
+def _llama4_vision_params(vision: Any, text_hidden: Any, where: str) -> int:
+    """Llama 4's vision tower (transformers' Llama4VisionModel) and projector: an unfolded patch embedding, a class
+    token and learned positions, pre/post layer norms, ``num_hidden_layers`` blocks with biased attention and MLP,
+    the pixel-shuffle MLP (fc1 of intermediate_size -> projector_input_dim, fc2 projector_output_dim square, no
+    biases) and the projection into the text width (no bias)."""
+    if not isinstance(vision, dict):
+        raise ValueError(f"{where}: vision_config must be a mapping")
+    try:
+        d, f, n = (int(vision[k]) for k in ("hidden_size", "intermediate_size", "num_hidden_layers"))
+        patch, image, channels = int(vision["patch_size"]), int(vision["image_size"]), int(vision.get("num_channels", 3))
+        p_in, p_out, out = (int(vision[k]) for k in ("projector_input_dim", "projector_output_dim", "vision_output_dim"))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: vision_config needs hidden_size, intermediate_size, num_hidden_layers, patch_size, "
+                         f"image_size, projector_input_dim, projector_output_dim and vision_output_dim ({exc})") from None
+    if isinstance(text_hidden, bool) or not isinstance(text_hidden, int) or text_hidden < 1:
+        raise ValueError(f"{where}: text_config.hidden_size must be a positive integer, got {text_hidden!r}")
+    block = 4 * (d * d + d) + (d * f + f) + (f * d + d) + 2 * 2 * d
+    embed = channels * patch * patch * d + d + ((image // patch) ** 2 + 1) * d + 2 * 2 * d
+    adapter = f * p_in + p_out * p_out
+    return n * block + embed + adapter + out * text_hidden
+
+
+def _qwen_vision_params(vision: Any, where: str) -> int:
+    """Qwen3-VL's vision tower as Qwen3.5 ships it (transformers' Qwen3VLVisionModel): a 3-D patch embedding, learned
+    positions, ``depth`` pre-norm blocks with biased qkv, proj and MLP, and a 2x2 patch merger into the text width."""
+    if not isinstance(vision, dict):
+        raise ValueError(f"{where}: vision_config must be a mapping")
+    try:
+        d, f, depth = (int(vision[k]) for k in ("hidden_size", "intermediate_size", "depth"))
+        patch, temporal, positions = int(vision["patch_size"]), int(vision["temporal_patch_size"]), int(vision["num_position_embeddings"])
+        merge, out, channels = int(vision["spatial_merge_size"]), int(vision["out_hidden_size"]), int(vision.get("in_channels", 3))
+        deepstack = len(vision.get("deepstack_visual_indexes") or [])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: vision_config needs hidden_size, intermediate_size, depth, patch_size, "
+                         f"temporal_patch_size, num_position_embeddings, spatial_merge_size and out_hidden_size ({exc})") from None
+    block = 2 * 2 * d + (3 * d * d + 3 * d) + (d * d + d) + (d * f + f) + (f * d + d)  # two layer norms, attention, MLP
+    merged = d * merge * merge
+    merger = 2 * d + merged * merged + merged + merged * out + out
+    embed = channels * temporal * patch * patch * d + d + positions * d
+    return depth * block + embed + (1 + deepstack) * merger
 
 
 def _siglip_params(vision: Any, text_hidden: Any, where: str) -> int:

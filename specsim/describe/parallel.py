@@ -87,14 +87,17 @@ def allgather_s(hardware: HardwareProfile, n: int, nbytes: object) -> np.ndarray
 def collectives_per_pass(model: ModelShape) -> tuple[int, int]:
     """(all-reduces, all-gathers) of one forward pass: ``2 n_layers`` and 1 on a tensor-parallel model, none on one GPU.
 
-    The one place this count lives: the roofline's and the kernel source's communication time, the engine
-    presets' time per collective and the fidelity fit all take it from here.
+    One all-reduce after each row-parallel output: a layer's mixer (attention or recurrent) and its MLP.  A block
+    with only one of them (Nemotron-H's pattern) has one.  The one place this count lives: the roofline's and the
+    kernel source's communication time, the engine presets' time per collective and the fidelity fit all take it
+    from here.
 
     >>> from specsim.describe.models import get_model
     >>> collectives_per_pass(get_model("llama-3.1-70b", tp=4)), collectives_per_pass(get_model("llama-3.1-70b"))
     ((160, 1), (0, 0))
     """
-    return (2 * model.n_layers, 1) if model.tp > 1 else (0, 0)
+    outputs = 2 * model.n_layers - model.n_mixer_free_layers - model.n_ffn_free_layers
+    return (outputs, 1) if model.tp > 1 else (0, 0)
 
 
 def collective_count(model: ModelShape) -> int:

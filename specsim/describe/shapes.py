@@ -38,6 +38,25 @@ Sliding-window layers (Gemma 3, gpt-oss, Mistral-7B-v0.1)
     tokens: KV bytes and attention FLOP of a sequence at context ``L`` are
     ``per_layer * (n_full L + n_sliding min(L, window))``.
 
+Chunked local attention (Llama 4)
+    A chunked layer attends within its chunk of ``attention_chunk_size``
+    tokens only (transformers' ``chunked_attention`` mask): a token at
+    position ``L`` reads ``L mod C`` cached tokens, and the cache holds at
+    most ``C`` (vLLM's ``ChunkedLocalAttentionSpec``), so reads are
+    ``n_chunked (L mod C)`` and the reservation ``n_chunked min(L, C)``.
+
+Recurrent layers (Gated DeltaNet: Qwen3-Next, Qwen3.5/3.6; Mamba-2: Nemotron-H)
+    A fixed state per sequence instead of a KV cache, read and written by
+    every pass: :mod:`specsim.describe.recurrent` has the shapes, the FLOP and
+    how a pass of several tokens goes through them.
+
+Layer kinds
+    ``n_layers`` blocks: ``n_recurrent_layers`` have a recurrent mixer,
+    ``n_mixer_free_layers`` none (Nemotron-H's MLP and MoE blocks), the rest
+    attention (of which ``n_sliding_layers`` and ``n_chunked_layers`` are
+    local); ``n_ffn_free_layers`` have no MLP (Nemotron-H's mixer blocks), the
+    MoE layers are ``n_layers - n_dense_layers - n_ffn_free_layers``.
+
 Precision
     ``weight_dtype`` is the storage of the linear layers of the blocks,
     ``expert_dtype`` of the routed experts (gpt-oss keeps attention in bf16
@@ -65,63 +84,12 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BYTES_PER_ELEMENT", "KV_DTYPE_CHOICES", "ModelShape", "Op", "WEIGHT_DTYPE_CHOICES", "format_count"]
+from specsim.describe import recurrent
+from specsim.describe.ops import (BYTES_PER_ELEMENT, KV_DTYPE_CHOICES, RECURRENT_KINDS, RECURRENT_VERIFY_MODES,
+                                  REPLAY_BUFFER_TOKENS, WEIGHT_DTYPE_CHOICES, Op, _positive_int)
 
-BYTES_PER_ELEMENT = {
-    "fp32": 4.0,
-    "bf16": 2.0,
-    "fp16": 2.0,
-    "fp8": 1.0,
-    "int8": 1.0,
-    # 4-bit integer weights with a 16-bit scale and a 4-bit zero point per group of 128 (AWQ and GPTQ's
-    # usual layout): 4 + 20/128 bits.
-    "int4": (4 + 20 / 128) / 8,
-    # OCP microscaling FP4: an 8-bit shared scale per 32 values (4.25 bits), gpt-oss's expert format.
-    "mxfp4": 4.25 / 8,
-    # NVIDIA NVFP4: an FP8 scale per 16 values (4.5 bits).
-    "nvfp4": 4.5 / 8,
-}
-#: Dtypes the CLI offers for --weight-dtype and --kv-dtype (the others are read from config.json files).
-WEIGHT_DTYPE_CHOICES = ("bf16", "fp16", "fp8", "int8", "int4", "mxfp4", "nvfp4")
-KV_DTYPE_CHOICES = ("bf16", "fp16", "fp8")
-
-
-def _positive_int(where: str, key: str, value: Any, minimum: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise ValueError(f"{where}: {key} must be {kind}, got {value!r}")
-
-
-@dataclass(frozen=True)
-class Op:
-    """One weight of a forward pass on one tensor-parallel rank: a matmul of ``n x k`` and its vectors.
-
-    ``part`` says how it is stored and read: ``linear`` (the blocks' weight dtype, read every pass),
-    ``expert`` (the expert dtype, read when a token routes to it), ``head`` (embedding and LM head, in
-    the head dtype) or ``norms`` (norm weights, head dtype, replicated).  ``count`` is how many
-    instances the model holds (layers, or layers times experts); ``vectors`` the parameters beside the
-    matmul (biases, norm weights, attention sinks); ``gather``: an embedding table, rows looked up, not
-    multiplied.
-    """
-
-    name: str
-    part: str
-    count: int
-    n: float = 0.0
-    k: float = 0.0
-    vectors: float = 0.0
-    gather: bool = False
-
-    @property
-    def params(self) -> float:
-        """Parameters of one instance on one rank."""
-        return self.n * self.k + self.vectors
-
-    @property
-    def is_matmul(self) -> bool:
-        """Whether a pass multiplies activations by this weight (an (n, k) GEMM)."""
-        return self.n > 0 and self.k > 0 and not self.gather
-
+__all__ = ["BYTES_PER_ELEMENT", "KV_DTYPE_CHOICES", "ModelShape", "Op", "RECURRENT_KINDS", "RECURRENT_VERIFY_MODES",
+           "REPLAY_BUFFER_TOKENS", "WEIGHT_DTYPE_CHOICES", "format_count"]
 
 @dataclass(frozen=True)
 class ModelShape:
@@ -178,6 +146,36 @@ class ModelShape:
         The config.json architecture it was read as.
     notes : tuple of str
         What was assumed while reading it (defaults the config did not state).
+    gated_mlp : bool
+        Gated (SwiGLU: gate, up, down) MLPs and experts; False for Nemotron-H's squared-ReLU MLPs (up, down).
+    attn_output_gate : bool
+        A sigmoid output gate on attention (Qwen3-Next, Qwen3.5): the q projection is twice as wide.
+    qk_norm_all_heads : bool
+        q/k norms over all heads (MiniMax-M2's per-layer norms, ``(H + KV) head_dim`` weights) instead of per head.
+    shared_expert_size, shared_expert_gate : int, bool
+        MLP size of each shared expert (0: ``moe_intermediate_size``) and its sigmoid gate (Qwen3-Next, ``d`` weights).
+    n_recurrent_layers, recurrent_kind : int, str
+        Layers whose mixer is recurrent, and which recurrence: ``"gdn"`` (Gated DeltaNet) or ``"mamba2"``.
+    rec_heads, rec_head_dim, rec_state_dim, rec_groups, rec_conv_kernel : int
+        Recurrent heads ``H`` (GDN value heads), their dimension ``P``, the state's other dimension ``N`` (GDN key
+        dim, Mamba-2 ssm_state_size), key heads or B/C groups ``G``, and the convolution width ``K``.
+    rec_conv_bias : bool
+        A bias on the convolution (Mamba-2's use_conv_bias).
+    state_dtype : str or None
+        Storage of the recurrent state (vLLM's mamba_ssm_cache_dtype; None: the model's 16-bit type).
+    recurrent_verify : str
+        How a pass of several tokens goes through the recurrent layers: ``"checkpoint"`` (one state written per
+        token, vLLM's and SGLang's default) or ``"replay"`` (one checkpoint, inputs logged and replayed).
+    n_mixer_free_layers, n_ffn_free_layers : int
+        Blocks without a token mixer or without an MLP (Nemotron-H's pattern of single-purpose blocks).
+    attention_chunk_size, n_chunked_layers : int
+        Llama 4's chunked local attention: the chunk and how many layers use it (0: none).
+    moe_latent_size : int
+        Experts that work in a latent space of this width, projected from and back to ``d`` once per MoE layer
+        (Nemotron 3 Super and Ultra; 0: experts read the hidden state).
+    routing_correlation : float
+        rho in [0, 1): the share of a token's routed experts that repeat its predecessor's in the same sequence
+        (0: every token routes independently, the bound; see :meth:`experts_touched`).
 
     Examples
     --------
@@ -236,6 +234,27 @@ class ModelShape:
     extra_linear_params: int = 0
     #: The longest sequence the checkpoint supports (config.json max_position_embeddings); 0: not stated.
     max_position_embeddings: int = 0
+    gated_mlp: bool = True
+    attn_output_gate: bool = False
+    qk_norm_all_heads: bool = False
+    shared_expert_size: int = 0
+    shared_expert_gate: bool = False
+    n_recurrent_layers: int = 0
+    recurrent_kind: str = ""
+    rec_heads: int = 0
+    rec_head_dim: int = 0
+    rec_state_dim: int = 0
+    rec_groups: int = 0
+    rec_conv_kernel: int = 0
+    rec_conv_bias: bool = False
+    state_dtype: str | None = None
+    recurrent_verify: str = "checkpoint"
+    n_mixer_free_layers: int = 0
+    n_ffn_free_layers: int = 0
+    attention_chunk_size: int = 0
+    n_chunked_layers: int = 0
+    routing_correlation: float = 0.0
+    moe_latent_size: int = 0
 
     def __post_init__(self) -> None:
         where = f"model {self.name!r}"
@@ -245,11 +264,14 @@ class ModelShape:
         for key in ("norms_per_layer", "n_experts", "n_active_experts", "moe_intermediate_size", "n_shared_experts",
                     "n_dense_layers", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
                     "v_head_dim", "sliding_window", "n_sliding_layers", "extra_params", "n_mtp_layers", "extra_linear_params",
-                    "max_position_embeddings"):
+                    "max_position_embeddings", "shared_expert_size", "n_recurrent_layers", "rec_heads", "rec_head_dim",
+                    "rec_state_dim", "rec_groups", "rec_conv_kernel", "n_mixer_free_layers", "n_ffn_free_layers",
+                    "attention_chunk_size", "n_chunked_layers", "moe_latent_size"):
             _positive_int(where, key, getattr(self, key), minimum=0)
+        self._check_layout(where)
         if self.n_heads % self.n_kv_heads:
             raise ValueError(f"{where}: n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})")
-        for key in ("weight_dtype", "kv_dtype", "expert_dtype", "head_dtype"):
+        for key in ("weight_dtype", "kv_dtype", "expert_dtype", "head_dtype", "state_dtype"):
             value = getattr(self, key)
             if value is not None and value not in BYTES_PER_ELEMENT:
                 raise ValueError(f"{where}: {key} must be one of {', '.join(BYTES_PER_ELEMENT)}, got {value!r}")
@@ -261,8 +283,9 @@ class ModelShape:
                                  f"of experts ({self.n_experts})")
             if self.moe_intermediate_size < 1:
                 raise ValueError(f"{where}: an MoE model needs moe_intermediate_size >= 1")
-            if self.n_dense_layers >= self.n_layers:
-                raise ValueError(f"{where}: n_dense_layers ({self.n_dense_layers}) must be fewer than n_layers ({self.n_layers})")
+            if self.n_dense_layers + self.n_ffn_free_layers >= self.n_layers:
+                raise ValueError(f"{where}: n_dense_layers ({self.n_dense_layers}) and layers without an MLP "
+                                 f"({self.n_ffn_free_layers}) leave no MoE layer of the {self.n_layers}")
         elif self.n_active_experts or self.n_shared_experts:
             raise ValueError(f"{where}: experts per token or shared experts given without routed experts")
         eff = self.routing_effective_experts
@@ -274,15 +297,46 @@ class ModelShape:
                                  f"number of experts ({self.n_active_experts}..{self.n_experts}), got {eff!r}")
         if self.kv_lora_rank and (self.qk_rope_head_dim < 1 or self.qk_nope_head_dim < 1 or self.v_head_dim < 1):
             raise ValueError(f"{where}: multi-head latent attention needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim")
-        if self.n_sliding_layers > self.n_layers:
-            raise ValueError(f"{where}: n_sliding_layers ({self.n_sliding_layers}) exceeds n_layers ({self.n_layers})")
+        if self.n_sliding_layers + self.n_chunked_layers > self.n_attention_layers:
+            raise ValueError(f"{where}: window and chunked layers ({self.n_sliding_layers} + {self.n_chunked_layers}) exceed "
+                             f"the {self.n_attention_layers} attention layers")
         if bool(self.sliding_window) != bool(self.n_sliding_layers):
             raise ValueError(f"{where}: sliding_window and n_sliding_layers must both be set or both be 0")
+        if bool(self.attention_chunk_size) != bool(self.n_chunked_layers):
+            raise ValueError(f"{where}: attention_chunk_size and n_chunked_layers must both be set or both be 0")
+        rho = self.routing_correlation
+        if isinstance(rho, bool) or not isinstance(rho, (int, float)) or not 0.0 <= rho < 1.0:
+            raise ValueError(f"{where}: routing_correlation must be a number in [0, 1), got {rho!r}")
+        if rho and not self.n_experts:
+            raise ValueError(f"{where}: routing_correlation applies to routed experts; the model has none")
         if self.n_heads % self.tp:
             raise ValueError(f"{where}: tensor parallelism {self.tp} must divide the {self.n_heads} attention heads")
         if not self.is_mla and self.n_kv_heads % self.tp and self.tp % self.n_kv_heads:
             raise ValueError(f"{where}: tensor parallelism {self.tp} and the {self.n_kv_heads} KV heads must divide one "
                              "another (engines split or replicate whole KV heads)")
+
+    def _check_layout(self, where: str) -> None:
+        """The layer kinds add up, and a recurrent layer has every size its state needs."""
+        if self.n_recurrent_layers + self.n_mixer_free_layers > self.n_layers:
+            raise ValueError(f"{where}: recurrent layers ({self.n_recurrent_layers}) and layers without a mixer "
+                             f"({self.n_mixer_free_layers}) exceed the {self.n_layers} layers (a head built from a hybrid "
+                             "target keeps only attention layers: set n_recurrent_layers to 0)")
+        if self.n_ffn_free_layers > self.n_layers:
+            raise ValueError(f"{where}: layers without an MLP ({self.n_ffn_free_layers}) exceed the {self.n_layers} layers")
+        if self.recurrent_verify not in RECURRENT_VERIFY_MODES:
+            raise ValueError(f"{where}: recurrent_verify must be one of {', '.join(RECURRENT_VERIFY_MODES)}, "
+                             f"got {self.recurrent_verify!r}")
+        if not self.n_recurrent_layers:
+            if self.recurrent_kind:
+                raise ValueError(f"{where}: recurrent_kind {self.recurrent_kind!r} given without recurrent layers")
+            return
+        if self.recurrent_kind not in RECURRENT_KINDS:
+            raise ValueError(f"{where}: recurrent_kind must be one of {', '.join(RECURRENT_KINDS)}, got {self.recurrent_kind!r}")
+        for key in ("rec_heads", "rec_head_dim", "rec_state_dim", "rec_groups", "rec_conv_kernel"):
+            _positive_int(where, key, getattr(self, key))
+        if self.rec_heads % self.tp or self.rec_groups % self.tp and self.tp % self.rec_groups:
+            raise ValueError(f"{where}: tensor parallelism {self.tp} must divide the {self.rec_heads} recurrent heads, and "
+                             f"the {self.rec_groups} key heads or groups and it must divide one another")
 
     # -- kinds ---------------------------------------------------------------
     @property
@@ -294,13 +348,28 @@ class ModelShape:
         return self.kv_lora_rank > 0
 
     @property
+    def is_hybrid(self) -> bool:
+        """Whether some layers are recurrent (a fixed state per sequence) instead of attention."""
+        return self.n_recurrent_layers > 0
+
+    @property
+    def n_attention_layers(self) -> int:
+        """Layers whose mixer is attention (all of them but recurrent and mixer-free blocks)."""
+        return self.n_layers - self.n_recurrent_layers - self.n_mixer_free_layers
+
+    @property
     def n_moe_layers(self) -> int:
-        return self.n_layers - self.n_dense_layers if self.is_moe else 0
+        return self.n_layers - self.n_dense_layers - self.n_ffn_free_layers if self.is_moe else 0
+
+    @property
+    def n_mlp_layers(self) -> int:
+        """Layers with a dense MLP (an MoE model's dense layers; every layer with an MLP of a dense model)."""
+        return self.n_layers - self.n_ffn_free_layers - self.n_moe_layers
 
     @property
     def n_full_layers(self) -> int:
-        """Layers that attend to the whole context."""
-        return self.n_layers - self.n_sliding_layers
+        """Attention layers that attend to the whole context."""
+        return self.n_attention_layers - self.n_sliding_layers - self.n_chunked_layers
 
     @property
     def expert_dtype_(self) -> str:
@@ -326,31 +395,37 @@ class ModelShape:
         return _ops(self, self.tp if tp is None else tp)
 
     def _build_ops(self, tp: int) -> tuple[Op, ...]:
-        d, H, layers = self.hidden_size, self.n_heads, self.n_layers
-        out = self._attention_ops(tp)
-        dense = layers - self.n_moe_layers
-        f = self.intermediate_size
-        out += [Op("gate_up", "linear", dense, 2 * f / tp, d), Op("down", "linear", dense, d, f / tp)]
+        d, layers = self.hidden_size, self.n_layers
+        out = self._attention_ops(tp) + self._recurrent_ops(tp)
+        dense = self.n_mlp_layers
+        f, up = self.intermediate_size, 2 if self.gated_mlp else 1  # gate and up, or up alone (squared ReLU)
+        out += [Op("gate_up", "linear", dense, up * f / tp, d), Op("down", "linear", dense, d, f / tp)]
         # An untied input table is gathered (one row per token), the LM head multiplied; a tied table is both.
         out += [Op("embedding", "head", 0 if self.tie_embeddings else 1, self.vocab_size / tp, d, gather=True),
                 Op("lm_head", "head", 1, self.vocab_size / tp, d)]
         moe = self.n_moe_layers
         if self.is_moe:
             e, fe = self.n_experts, self.moe_intermediate_size
-            shared = self.n_shared_experts * fe
+            shared = self.n_shared_experts * (self.shared_expert_size or fe)
+            width = self.moe_latent_size or d  # latent experts read and write the latent, projected once per layer
             out += [Op("router", "linear", moe, e, d, vectors=e if self.expert_bias else 0),
-                    Op("shared_gate_up", "linear", moe, 2 * shared / tp, d), Op("shared_down", "linear", moe, d, shared / tp),
-                    Op("expert_gate_up", "expert", moe * e, 2 * fe / tp, d),
-                    Op("expert_down", "expert", moe * e, d, fe / tp, vectors=(2 * fe + d) / tp if self.expert_bias else 0)]
+                    Op("shared_gate_up", "linear", moe, up * shared / tp, d, vectors=d if self.shared_expert_gate else 0),
+                    Op("shared_down", "linear", moe, d, shared / tp),
+                    Op("latent_down", "linear", moe, self.moe_latent_size, d), Op("latent_up", "linear", moe, d, self.moe_latent_size),
+                    Op("expert_gate_up", "expert", moe * e, up * fe / tp, width),
+                    Op("expert_down", "expert", moe * e, width, fe / tp, vectors=(2 * fe + d) / tp if self.expert_bias else 0)]
         out += [Op("layer_norms", "norms", layers, vectors=self.norms_per_layer * d), Op("final_norm", "norms", 1, vectors=d)]
         # An EAGLE head's feature projection is a parameter count without one (n, k) shape: it is read and multiplied
         # every pass (bytes and FLOP) but not priced by the kernel source.
         out.append(Op("feature_projection", "linear", 1, vectors=self.extra_linear_params / tp))
-        return tuple(op for op in out if op.count > 0 and op.params > 0)
+        return tuple(op for op in out if op.count > 0 and (op.params > 0 or op.state_elems > 0))
+
+    def _recurrent_ops(self, tp: int) -> list[Op]:
+        return recurrent.recurrent_ops(self, tp)
 
     def _attention_ops(self, tp: int) -> list[Op]:
         """The attention projections of a layer (and its biases, sinks and q/k norms) on one of ``tp`` ranks."""
-        d, H, layers = self.hidden_size, self.n_heads, self.n_layers
+        d, H, layers = self.hidden_size, self.n_heads, self.n_attention_layers
         if self.is_mla:
             qk = self.qk_nope_head_dim + self.qk_rope_head_dim
             ql, kl, rope = self.q_lora_rank, self.kv_lora_rank, self.qk_rope_head_dim
@@ -363,9 +438,11 @@ class ModelShape:
         hd = self.head_dim
         heads = H / tp
         kv_heads = self.n_kv_heads / tp if self.n_kv_heads >= tp else 1
+        q_rows = (2 if self.attn_output_gate else 1) * heads  # an output gate doubles q_proj (query and gate)
+        norm = ((heads + kv_heads) * hd if self.qk_norm_all_heads else 2 * hd) if self.qk_norm else 0
         vectors = (((heads + 2 * kv_heads) * hd if self.qkv_bias else 0) + (d if self.o_bias else 0)
-                   + (heads if self.attention_sinks else 0) + (2 * hd if self.qk_norm else 0))
-        return [Op("qkv", "linear", layers, (heads + 2 * kv_heads) * hd, d), Op("o", "linear", layers, d, heads * hd),
+                   + (heads if self.attention_sinks else 0) + norm)
+        return [Op("qkv", "linear", layers, (q_rows + 2 * kv_heads) * hd, d), Op("o", "linear", layers, d, heads * hd),
                 Op("attention_vectors", "linear", layers, vectors=vectors)]
 
     def _params(self, names: tuple[str, ...] | None = None, part: str | None = None, tp: int = 1, per_instance: bool = False) -> float:
@@ -375,8 +452,8 @@ class ModelShape:
 
     @property
     def dense_mlp_params(self) -> int:
-        """One dense gated MLP: gate, up and down, 3 d f (the ``gate_up`` and ``down`` ops at one rank)."""
-        return 3 * self.hidden_size * self.intermediate_size
+        """One dense MLP: gate, up and down, 3 d f (2 d f ungated; the ``gate_up`` and ``down`` ops at one rank)."""
+        return (3 if self.gated_mlp else 2) * self.hidden_size * self.intermediate_size
 
     @property
     def expert_params(self) -> int:
@@ -455,13 +532,29 @@ class ModelShape:
         return {"linear": self._params(part="linear", tp=tp), "expert": self._params(part="expert", tp=tp, per_instance=True),
                 "head": self._params(("lm_head",), tp=tp), "norms": self._params(part="norms", tp=tp)}
 
-    def experts_touched(self, tokens: object) -> np.ndarray:
-        """Expected distinct routed experts one MoE layer reads for ``tokens`` tokens: E_eff (1 - (1 - k/E_eff)^m)."""
+    def experts_touched(self, tokens: object, tokens_per_seq: object = 1) -> np.ndarray:
+        """Expected distinct routed experts one MoE layer reads for ``tokens`` tokens in sequences of ``tokens_per_seq``.
+
+        Independent uniform routing (the bound): E_eff (1 - (1 - k/E_eff)^m).  With ``routing_correlation``
+        rho, each token after a sequence's first repeats a share rho of its predecessor's experts and draws the
+        rest afresh, so one sequence's q tokens route like 1 + (q - 1)(1 - rho) independent ones, and the pass
+        reads E_eff (1 - (1 - k/E_eff)^(b (1 + (q - 1)(1 - rho)))) with b = m / q sequences: rho = 0 is the
+        independent model, and a decode step (q = 1) reads the same either way.
+
+        >>> from specsim.describe.models import get_model
+        >>> import dataclasses
+        >>> m = get_model("qwen3-30b-a3b")
+        >>> round(float(m.experts_touched(16, 4)), 1), round(float(dataclasses.replace(m, routing_correlation=0.5).experts_touched(16, 4)), 1)
+        (82.4, 60.9)
+        """
         m = np.asarray(tokens, dtype=float)
         if not self.is_moe:
             return np.zeros_like(m)
+        q = np.asarray(tokens_per_seq, dtype=float)
         e = float(self.routing_effective_experts or self.n_experts)
-        return e * (1.0 - (1.0 - self.n_active_experts / e) ** m)
+        rho = self.routing_correlation
+        independent = m / q * (1.0 + (q - 1.0) * (1.0 - rho)) if rho else m * np.ones_like(q)
+        return e * (1.0 - (1.0 - self.n_active_experts / e) ** independent)
 
     @property
     def weight_bytes(self) -> float:
@@ -479,16 +572,18 @@ class ModelShape:
         """Bytes of weights over all ranks."""
         return self.weight_bytes * self.tp
 
-    def weight_bytes_read(self, tokens: object = 1) -> np.ndarray:
-        """Bytes of weights one rank reads in a pass of ``tokens`` tokens (MoE: the experts they touch)."""
+    def weight_bytes_read(self, tokens: object = 1, tokens_per_seq: object = 1) -> np.ndarray:
+        """Bytes of weights one rank reads in a pass of ``tokens`` tokens, ``tokens_per_seq`` per sequence (MoE: the
+        experts they touch, :meth:`experts_touched`)."""
         m = np.asarray(tokens, dtype=float)
         if self.params_override is not None:
-            return np.full(m.shape, self.params * self.bytes_per_weight / self.tp)
+            return np.full(np.broadcast_shapes(m.shape, np.shape(tokens_per_seq)), self.params * self.bytes_per_weight / self.tp)
         p = self._rank_parts()
         head = BYTES_PER_ELEMENT[self.head_dtype_]
         # A tied table is read in full as the LM head; an untied input table only has rows gathered.
         fixed = p["linear"] * self.bytes_per_weight + (p["head"] + p["norms"]) * head
-        experts = self.n_moe_layers * self.experts_touched(m) * p["expert"] * BYTES_PER_ELEMENT[self.expert_dtype_]
+        touched = self.experts_touched(m, tokens_per_seq)
+        experts = self.n_moe_layers * touched * p["expert"] * BYTES_PER_ELEMENT[self.expert_dtype_]
         return fixed + experts
 
     @property
@@ -507,6 +602,18 @@ class ModelShape:
         return [(2.0 * p["linear"] * m, self.weight_dtype), (2.0 * experts * m, self.expert_dtype_),
                 (2.0 * (p["head"] + p["norms"]) * m, self.head_dtype_)]
 
+    def matmul_weights_by_dtype(self, tokens: object, tokens_per_seq: object = 1) -> list[tuple[np.ndarray, np.ndarray, str]]:
+        """(weights multiplied, tokens each of them multiplies, storage dtype) of one rank's pass of ``tokens`` tokens:
+        the blocks' linear weights see every token; each routed expert a pass touches (:meth:`experts_touched`) sees
+        m k / D of them on average; the head the tokens in the 16-bit type.  What a dequantising kernel's tiles count."""
+        m = np.asarray(tokens, dtype=float)
+        p = self._rank_parts()
+        out = [(np.full(m.shape, p["linear"]), m, self.weight_dtype), (np.full(m.shape, p["head"] + p["norms"]), m, self.head_dtype_)]
+        if self.is_moe and self.params_override is None:
+            touched = np.maximum(self.experts_touched(m, tokens_per_seq), 1e-12)
+            out.append((self.n_moe_layers * touched * p["expert"], m * self.n_active_experts / touched, self.expert_dtype_))
+        return out
+
     # -- per rank: KV cache and attention ------------------------------------------
     @property
     def kv_bytes_per_token_per_layer(self) -> float:
@@ -519,18 +626,54 @@ class ModelShape:
 
     @property
     def kv_bytes_per_token(self) -> float:
-        """KV-cache bytes per token over all layers on one rank, below any sliding window."""
-        return self.n_layers * self.kv_bytes_per_token_per_layer
+        """KV-cache bytes per token over all attention layers on one rank, below any sliding window."""
+        return self.n_attention_layers * self.kv_bytes_per_token_per_layer
 
     def attended_tokens(self, context: object) -> np.ndarray:
-        """Layer-tokens a sequence at ``context`` caches and attends to: n_full L + n_sliding min(L, window)."""
+        """Layer-tokens a sequence at ``context`` caches and attends to:
+        n_full L + n_sliding min(L, window) + n_chunked (L mod chunk)."""
         L = np.asarray(context, dtype=float)
         local = np.minimum(L, self.sliding_window) if self.n_sliding_layers else 0.0
-        return self.n_full_layers * L + self.n_sliding_layers * local
+        out = self.n_full_layers * L + self.n_sliding_layers * local
+        if self.n_chunked_layers:
+            out = out + self.n_chunked_layers * np.mod(L, self.attention_chunk_size)
+        return out
 
     def kv_bytes(self, context: object) -> np.ndarray:
         """KV-cache bytes of one sequence at ``context`` tokens on one rank (local layers keep only their window)."""
         return self.kv_bytes_per_token_per_layer * self.attended_tokens(context)
+
+    def kv_bytes_reserved(self, context: object) -> np.ndarray:
+        """KV-cache bytes a sequence growing to ``context`` tokens holds at its largest: as :meth:`kv_bytes`, but a
+        chunked layer holds up to a whole chunk, min(L, chunk), on the way (vLLM's ChunkedLocalAttentionSpec)."""
+        if not self.n_chunked_layers:
+            return self.kv_bytes(context)
+        L = np.asarray(context, dtype=float)
+        spread = self.n_chunked_layers * (np.minimum(L, self.attention_chunk_size) - np.mod(L, self.attention_chunk_size))
+        return self.kv_bytes(context) + self.kv_bytes_per_token_per_layer * spread
+
+    # -- per rank: recurrent state (the physics: specsim.describe.recurrent) ---------------------
+    @property
+    def state_dtype_(self) -> str:
+        """Storage of the recurrent state: the config's (fp32 for Qwen3.5 and Nemotron 3), else the 16-bit type."""
+        return self.state_dtype or self.head_dtype_
+
+    @property
+    def recurrent_state_bytes(self) -> float:
+        """Bytes of recurrent state one sequence holds on one rank (all recurrent layers; 0 without them)."""
+        return recurrent.state_bytes(self)
+
+    def recurrent_scratch_bytes(self, draft_tokens: object) -> np.ndarray:
+        """Bytes a speculating sequence reserves beyond its state for ``draft_tokens`` drafted tokens, per rank."""
+        return recurrent.scratch_bytes(self, draft_tokens)
+
+    def recurrent_pass_bytes(self, tokens_per_seq: object) -> np.ndarray:
+        """State bytes one sequence's pass of ``tokens_per_seq`` tokens reads and writes, per rank."""
+        return recurrent.pass_bytes(self, tokens_per_seq)
+
+    def recurrent_flop(self, tokens: object, tokens_per_seq: object = 1) -> np.ndarray:
+        """FLOP of the recurrences themselves (not their projections) for ``tokens`` tokens, per rank."""
+        return recurrent.recurrent_flop(self, tokens, tokens_per_seq)
 
     @property
     def attention_flop_per_layer_per_context(self) -> float:
@@ -559,6 +702,11 @@ class ModelShape:
             kind.append(f"MLA r{self.kv_lora_rank}")
         if self.n_sliding_layers:
             kind.append(f"{self.n_sliding_layers}/{self.n_layers} layers window {self.sliding_window}")
+        if self.n_chunked_layers:
+            kind.append(f"{self.n_chunked_layers}/{self.n_layers} layers chunked {self.attention_chunk_size}")
+        if self.is_hybrid:
+            name = {"gdn": "Gated DeltaNet", "mamba2": "Mamba-2"}[self.recurrent_kind]
+            kind.append(f"{self.n_recurrent_layers}/{self.n_layers} layers {name}")
         dtype = self.weight_dtype if self.expert_dtype_ == self.weight_dtype else f"{self.weight_dtype}, experts {self.expert_dtype_}"
         active = f", {format_count(self.active_params)} active" if self.is_moe else ""
         tp = f", TP {self.tp}" if self.tp > 1 else ""
@@ -610,6 +758,16 @@ class ModelShape:
             "checkpoint_dtype": self.checkpoint_dtype,
             "notes": list(self.notes),
         })
+        # Fields of the layouts read since issue 29, only where a model has them (older outputs keep their keys).
+        if self.is_hybrid:
+            out.update({k: getattr(self, k) for k in ("n_recurrent_layers", "recurrent_kind", "rec_heads", "rec_head_dim",
+                                                      "rec_state_dim", "rec_groups", "rec_conv_kernel", "recurrent_verify")})
+            out.update(state_dtype=self.state_dtype_, recurrent_state_bytes=self.recurrent_state_bytes,
+                       n_attention_layers=self.n_attention_layers)
+        for key in ("n_mixer_free_layers", "n_ffn_free_layers", "attention_chunk_size", "n_chunked_layers",
+                    "routing_correlation", "shared_expert_size"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
         return out
 
 

@@ -54,7 +54,7 @@ import numpy as np
 
 from specsim.describe.parallel import collective_count
 
-__all__ = ["MAX_TERM_S", "TERMS", "EnginePreset", "SpecHost", "make_preset", "parse_version"]
+__all__ = ["MAX_TERM_S", "TERMS", "EnginePreset", "RecurrentVerify", "SpecHost", "make_preset", "parse_version"]
 
 #: Largest engine term accepted, seconds (a second per iteration is no engine anyone runs).
 MAX_TERM_S = 1.0
@@ -100,6 +100,45 @@ class SpecHost:
     def describe(self) -> str:
         return (f"{self.round_s * 1e3:.2f} ms per round + {self.step_s * 1e3:.3f} ms per draft step + "
                 f"{self.seq_s * 1e6:.1f} us per sequence + {self.seq_step_s * 1e6:.1f} us per sequence per draft step")
+
+
+@dataclass(frozen=True)
+class RecurrentVerify:
+    """How an engine version takes a pass of several tokens per sequence through recurrent (GDN, Mamba-2) layers.
+
+    ``mode`` is ``checkpoint`` (one state written per token, the accepted prefix picks its own) or ``replay`` (one
+    checkpoint and the logged inputs; :mod:`specsim.describe.recurrent`); ``extra_states`` is the scratch states a
+    speculating sequence holds beyond one per draft token (SGLang and TensorRT-LLM size theirs by the draft tokens
+    plus the bonus position); ``basis`` names the source file and version it was read from.
+    """
+
+    mode: str = "checkpoint"
+    extra_states: int = 0
+    basis: str = "no engine: the per-token checkpoints of vLLM's and SGLang's defaults"
+
+    def __post_init__(self) -> None:
+        from specsim.describe.ops import RECURRENT_VERIFY_MODES
+
+        if self.mode not in RECURRENT_VERIFY_MODES:
+            raise ValueError(f"recurrent verification must be one of {', '.join(RECURRENT_VERIFY_MODES)}, got {self.mode!r}")
+        if isinstance(self.extra_states, bool) or not isinstance(self.extra_states, int) or self.extra_states < 0:
+            raise ValueError(f"recurrent scratch extra_states must be an integer >= 0, got {self.extra_states!r}")
+
+    def scratch_tokens(self, gamma: object) -> np.ndarray:
+        """Per-token scratch states a sequence speculating ``gamma`` tokens holds (0 when not speculating)."""
+        g = np.asarray(gamma, dtype=float)
+        return np.where(g > 0, g + self.extra_states, 0.0)
+
+    def apply(self, model):
+        """The model as this engine runs it: a hybrid target takes the engine's mode; any other model is returned as is."""
+        if not getattr(model, "is_hybrid", False) or model.recurrent_verify == self.mode:
+            return model
+        return dataclasses.replace(model, recurrent_verify=self.mode)
+
+    def describe(self) -> str:
+        what = ("one state written per token, the accepted prefix's kept" if self.mode == "checkpoint"
+                else "one checkpoint replayed from logged inputs")
+        return f"recurrent layers verified by {self.mode} ({what}; {self.basis})"
 
 
 #: The terms of :class:`SpecHost`, in the order the fits use, with the override flag and its unit per second of each.
@@ -152,6 +191,8 @@ class EnginePreset:
     #: top of ``iteration_s``: 0 in the shipped presets (their public rows do not separate it), fitted by calibrate-engine
     #: where the user's runs span batch sizes and prompt lengths.
     iteration_seq_s: float = 0.0
+    #: How this version verifies through recurrent layers, with the file and version it was read from.
+    recurrent: RecurrentVerify = field(default_factory=RecurrentVerify)
 
     def __post_init__(self) -> None:
         for key in ("iteration_s", "kernel_iteration_s", "collective_s", "kernel_collective_s", "iteration_seq_s"):
@@ -265,11 +306,13 @@ HEADS = frozenset({"eagle", "eagle3", "mtp"})
 
 def make_preset(name: str, version: str, release: str, plain: dict, spec: SpecHost, kernel_spec: SpecHost, spec_basis: str,
                 overlap: frozenset = frozenset(), chains_only: bool = False, share: tuple = (1.0, 1.0),
-                share_basis: str = "no public measurement: all of it", draft_shares_tp: bool = False) -> EnginePreset:
+                share_basis: str = "no public measurement: all of it", draft_shares_tp: bool = False,
+                recurrent: RecurrentVerify | None = None) -> EnginePreset:
     """One version's preset from its engine's plain-decoding terms ``plain`` and its round terms."""
     return EnginePreset(name=name, version=version, release=release, spec=spec, kernel_spec=kernel_spec, spec_basis=spec_basis,
                         overlap_kinds=overlap, overlap_chains_only=chains_only, overlap_share=share[0],
-                        kernel_overlap_share=share[1], overlap_basis=share_basis, draft_shares_tp=draft_shares_tp, **plain)
+                        kernel_overlap_share=share[1], overlap_basis=share_basis, draft_shares_tp=draft_shares_tp,
+                        recurrent=recurrent or RecurrentVerify(), **plain)
 
 
 #: A numbered version: digits only (ASCII), two or three parts, an optional release-candidate or post suffix.

@@ -10,7 +10,7 @@ Writers: the static ``--speculative-*`` launch flags (python/sglang/srt/server_a
 
 from __future__ import annotations
 
-from specsim.engines.base import _BASIS, _SPEC_BASIS, HEADS, SpecHost, make_preset, parse_version
+from specsim.engines.base import _BASIS, _SPEC_BASIS, HEADS, RecurrentVerify, SpecHost, make_preset, parse_version
 from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP, BenchWriter, version_text as _version_text
 
 __all__ = ["NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "SglangBench", "to_sglang"]
@@ -25,14 +25,20 @@ KERNEL_SPEC = SpecHost(round_s=3.87e-3, step_s=0.0, seq_s=26.4e-6, seq_step_s=64
 V2_SHARE = (0.40, 0.31)
 V2_SHARE_BASIS = "fitted to spec v2's measured gains, sgl-project/sglang#11398 and #12128"
 _RANGE = " at batch 1-64 (beyond: extrapolated)"
+#: Recurrent layers: MambaPool keeps an intermediate_ssm_state_cache of one state per draft token "during target
+#: verify" for each running request, speculative_num_draft_tokens = steps + 1 of them (python/sglang/srt/mem_cache/
+#: memory_pool.py, 0.5.14 and 0.5.23); the linear ReplaySSM path (enable_linear_replayssm_spec) is off by default.
+RECURRENT = RecurrentVerify("checkpoint", 1, "SGLang 0.5.14 and 0.5.23: srt/mem_cache/memory_pool.py intermediate_ssm_state_cache "
+                                             "of speculative_num_draft_tokens states")
 PRESETS = [
     make_preset("sglang", "0.5", "SGLang 0.4-0.5.10, spec v1: the overlap scheduler is off for speculative decoding "
                 "(sgl-project/sglang#9961; SGLANG_ENABLE_SPEC_V2 defaults to off up to 0.5.10, python/sglang/srt/environ.py)",
-                PLAIN, SPEC, KERNEL_SPEC, _SPEC_BASIS + ", SGLang rows" + _RANGE, draft_shares_tp=True),
+                PLAIN, SPEC, KERNEL_SPEC, _SPEC_BASIS + ", SGLang rows" + _RANGE, draft_shares_tp=True, recurrent=RECURRENT),
     make_preset("sglang", "latest", "SGLang 0.5.11 and later, spec v2 (sgl-project/sglang#11398; SGLANG_ENABLE_SPEC_V2 on by "
                 "default from 0.5.11, the only worker from 0.5.14): rounds overlapped for top-k 1 chains, trees and n-gram serial",
                 PLAIN, SPEC, KERNEL_SPEC, _SPEC_BASIS + ", SGLang rows (spec v1; the same host work, overlapped)" + _RANGE,
-                HEADS | {"draft_model"}, chains_only=True, share=V2_SHARE, share_basis=V2_SHARE_BASIS, draft_shares_tp=True),
+                HEADS | {"draft_model"}, chains_only=True, share=V2_SHARE, share_basis=V2_SHARE_BASIS, draft_shares_tp=True,
+                recurrent=RECURRENT),
 ]
 RANGES = [((0, 4, 0), (0, 5, 10), "0.5"), ((0, 5, 11), (0, 5, 23), "latest")]
 ALIASES = {"spec-v2": "latest", "spec-v1": "0.5", "0.4": "0.5"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from specsim.engines.base import _BASIS, SpecHost, make_preset
+from specsim.engines.base import _BASIS, RecurrentVerify, SpecHost, make_preset
 from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP, BenchWriter, version_text as _version_text
 
 __all__ = ["NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "TrtllmBench", "to_trtllm", "trtllm_options"]
@@ -18,8 +18,14 @@ __all__ = ["NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "TrtllmBench", "to_
 NAME = "trtllm"
 PLAIN = dict(kernel_engine="trtllm", iteration_s=0.20e-3, kernel_iteration_s=0.0, basis=_BASIS + ", TensorRT-LLM rows",
              collective_s=23.9e-6, kernel_collective_s=12.3e-6)
+#: Recurrent layers: PythonMambaCacheManager keeps an intermediate_ssm state per step of T = draft tokens + 1 for each
+#: speculating slot ("Legacy: full intermediate SSM states at each step"), unless use_replay_state_update (default
+#: False in its constructor) selects the replay path (tensorrt_llm/_torch/pyexecutor/mamba_cache_manager.py, read at
+#: commit 00bce92c of NVIDIA/TensorRT-LLM: no 1.x wheel was read, so the version is the commit).
+RECURRENT = RecurrentVerify("checkpoint", 1, "TensorRT-LLM tensorrt_llm/_torch/pyexecutor/mamba_cache_manager.py at commit "
+                                             "00bce92c: intermediate_ssm per step, replay opt-in")
 PRESETS = [make_preset("trtllm", "latest", "TensorRT-LLM 1.0-1.3: C++ runtime; speculative host terms 0", PLAIN, SpecHost(),
-                       SpecHost(), "no public measurement across batch sizes")]
+                       SpecHost(), "no public measurement across batch sizes", recurrent=RECURRENT)]
 RANGES = [((1, 0, 0), (1, 3, 99), "latest")]
 ALIASES: dict[str, str] = {}
 NEWEST = "1.3.0"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from specsim.engines.base import _BASIS, _SPEC_BASIS, HEADS, SpecHost, make_preset
+from specsim.engines.base import _BASIS, _SPEC_BASIS, HEADS, RecurrentVerify, SpecHost, make_preset
 from specsim.engines.writers import BenchWriter, version_text as _version_text
 
 __all__ = ["NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "VllmBench", "check_vllm_pair", "draft_tp", "engine_settings", "to_vllm"]
@@ -29,15 +29,24 @@ SPEC = SpecHost(round_s=0.0, step_s=0.425e-3, seq_s=0.0, seq_step_s=5.4e-6)
 KERNEL_SPEC = SpecHost(round_s=0.0, step_s=0.475e-3, seq_s=0.2e-6, seq_step_s=6.8e-6)
 #: The batch sizes the fitted rows span: beyond them the per-sequence term is extrapolated, and outputs say so.
 _RANGE = " at batch 1-32 (beyond: extrapolated)"
+#: Recurrent layers: the verification kernel writes one state per draft position and the next round reads the one at
+#: num_accepted_tokens - 1 (vllm/model_executor/layers/fla/ops/fused_sigmoid_gating.py, mamba_mixer2.py of 0.24.0); each
+#: request holds 1 + num_speculative_tokens state pages (MambaSpec.max_memory_usage_bytes, vllm/v1/kv_cache_interface.py,
+#: 0.24.0 and 0.33.0; num_speculative_blocks = num_speculative_tokens in model_executor/layers/mamba/abstract.py).
+#: ReplaySSM (use_replayssm, vllm/config/cache.py) is opt-in, default False, from 0.28.0 to 0.33.0.
+RECURRENT = RecurrentVerify("checkpoint", 0, "vLLM 0.24.0 fla/ops/fused_sigmoid_gating.py; 1 + num_speculative_tokens "
+                                             "state pages in v1/kv_cache_interface.py of 0.11.0, 0.24.0 and 0.33.0; "
+                                             "use_replayssm off by default in config/cache.py, 0.28.0-0.33.0")
 PRESETS = [
     make_preset("vllm", "0.10", "vLLM 0.10-0.13: V1 engine, speculative rounds serial (async scheduling off with speculation)",
-                PLAIN, SPEC, KERNEL_SPEC, _SPEC_BASIS + ", vLLM rows" + _RANGE),
+                PLAIN, SPEC, KERNEL_SPEC, _SPEC_BASIS + ", vLLM rows" + _RANGE, recurrent=RECURRENT),
     make_preset("vllm", "0.14", "vLLM 0.14-0.27: async scheduling on by default with EAGLE/MTP (vllm-project/vllm#31998, "
                 "0.14.0 of 2026-01-17); draft models and n-gram serial", PLAIN, SPEC, KERNEL_SPEC,
-                _SPEC_BASIS + ", vLLM rows (serial versions; the same host work, overlapped)" + _RANGE, HEADS),
+                _SPEC_BASIS + ", vLLM rows (serial versions; the same host work, overlapped)" + _RANGE, HEADS, recurrent=RECURRENT),
     make_preset("vllm", "latest", "vLLM 0.28 and later (vllm-project/vllm#48341): async scheduling also with draft models; "
                 "n-gram serial", PLAIN, SPEC, KERNEL_SPEC,
-                _SPEC_BASIS + ", vLLM rows (serial versions; the same host work, overlapped)" + _RANGE, HEADS | {"draft_model"}),
+                _SPEC_BASIS + ", vLLM rows (serial versions; the same host work, overlapped)" + _RANGE, HEADS | {"draft_model"},
+                recurrent=RECURRENT),
 ]
 #: Numbered releases each preset covers, (first, last) inclusive; the last ends at the newest release read (0.33.0).
 RANGES = [((0, 10, 0), (0, 13, 99), "0.10"), ((0, 14, 0), (0, 27, 99), "0.14"), ((0, 28, 0), (0, 33, 99), "latest")]

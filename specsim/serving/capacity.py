@@ -17,7 +17,15 @@ Memory
 
     with U = memory_utilization * memory_bytes.  Activations, CUDA graphs and
     the few lookahead slots of the gamma drafted tokens are not counted (the
-    utilisation margin covers them).  The draft's weights and cache take
+    utilisation margin covers them).  A hybrid target's recurrent layers add a
+    fixed state per sequence (:mod:`specsim.describe.recurrent`), and a
+    speculating sequence the engine's scratch for its drafted tokens: one state
+    per draft token where the engine checkpoints per token (vLLM reserves
+    1 + num_speculative_tokens state pages per request, SGLang and TensorRT-LLM
+    one per draft token plus the bonus position; the preset's ``recurrent``
+    says which), sized for ``draft_tokens`` (default
+    :data:`DEFAULT_SCRATCH_DRAFT_TOKENS`).  Chunked attention layers (Llama 4)
+    reserve up to a whole chunk.  The draft's weights and cache take
     memory that would otherwise hold target KV (the article's "memory
     pressure"), so the largest batch shrinks.
 
@@ -36,7 +44,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
+from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, DEFAULT_SERVING_GAMMA_MAX
 from specsim.speculation.deployment import Deployment
 from specsim.describe.models import BYTES_PER_ELEMENT
 from specsim.speculation.search import optimal_gamma
@@ -44,11 +52,15 @@ from specsim.speculation.search import optimal_gamma
 if TYPE_CHECKING:  # pandas is imported where a table is built, keeping the CLI's hot path light
     import pandas as pd
 
-__all__ = ["DEFAULT_MEMORY_UTILIZATION", "Capacity", "capacity", "require_target_fits", "reserved_context", "sequence_kv_bytes",
-           "smallest_fitting_tp", "throughput_table"]
+__all__ = ["DEFAULT_MEMORY_UTILIZATION", "DEFAULT_SCRATCH_DRAFT_TOKENS", "Capacity", "capacity", "require_target_fits", "reserved_context", "sequence_kv_bytes",
+           "scratch_bytes", "smallest_fitting_tp", "throughput_table"]
 
 #: Fraction of device memory an engine may use; vLLM's gpu_memory_utilization default.
 DEFAULT_MEMORY_UTILIZATION = 0.9
+#: Draft tokens a hybrid target's speculative state scratch is sized for when the caller does not say: the largest
+#: gamma of the serving simulation's schedules (specsim.core.defaults.DEFAULT_SERVING_GAMMA_MAX), as an engine reserves
+#: scratch for its configured num_speculative_tokens, not the gamma of the moment.
+DEFAULT_SCRATCH_DRAFT_TOKENS = DEFAULT_SERVING_GAMMA_MAX
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,11 @@ class Capacity:
     context_tokens: int
     #: GPUs the deployment spans (the target's tensor-parallel size); every byte above is per GPU.
     gpus: int = 1
+    #: Of the bytes per sequence: a hybrid target's recurrent state, and the speculative scratch of a speculating
+    #: sequence (its draft tokens as sized: :data:`DEFAULT_SCRATCH_DRAFT_TOKENS` unless given); 0 for attention models.
+    recurrent_state_bytes_per_seq: float = 0.0
+    scratch_bytes_per_seq: float = 0.0
+    scratch_draft_tokens: int = 0
 
     @property
     def target_fits(self) -> bool:
@@ -117,24 +134,39 @@ class Capacity:
             "both_fit": self.both_fit,
             "max_batch_without_draft": self.max_batch_without_draft,
             "max_batch_with_draft": self.max_batch_with_draft,
-        }
+        } | ({"recurrent_state_bytes_per_seq": self.recurrent_state_bytes_per_seq,
+              "scratch_bytes_per_seq": self.scratch_bytes_per_seq, "scratch_draft_tokens": self.scratch_draft_tokens}
+             if self.recurrent_state_bytes_per_seq else {})
 
 
-def sequence_kv_bytes(dep: Deployment, tokens: object, with_draft: bool = True) -> np.ndarray:
-    """KV-cache bytes one sequence of ``tokens`` tokens holds on one GPU: the target's and, speculating, the draft's.
+def sequence_kv_bytes(dep: Deployment, tokens: object, with_draft: bool = True, draft_tokens: object = None) -> np.ndarray:
+    """Bytes one sequence of ``tokens`` tokens holds on one GPU: the target's KV cache and recurrent state and,
+    speculating, the draft's KV and the target's speculative state scratch for ``draft_tokens`` drafted tokens.
 
-    The one home of a sequence's KV footprint: window layers hold at most their window, an MLA cache its
-    latent, tensor parallelism splits (or replicates) KV heads (:meth:`specsim.describe.shapes.ModelShape.kv_bytes`).
+    The one home of a sequence's footprint: window layers hold at most their window, chunked layers a chunk, an MLA
+    cache its latent, tensor parallelism splits (or replicates) KV heads
+    (:meth:`specsim.describe.shapes.ModelShape.kv_bytes_reserved`); recurrent layers hold their state
+    (:mod:`specsim.describe.recurrent`) and, per the engine preset's ``recurrent``, one more state per draft token.
     ``specsim capacity`` and the serving simulation both reserve this.
 
     >>> dep = Deployment.from_names("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
     >>> float(sequence_kv_bytes(dep, 1000)), float(sequence_kv_bytes(dep, 1000, with_draft=False))
     (163840000.0, 131072000.0)
     """
-    kv = np.asarray(dep.target.kv_bytes(tokens), dtype=float)
+    kv = np.asarray(dep.target.kv_bytes_reserved(tokens), dtype=float) + dep.target.recurrent_state_bytes
     if with_draft and dep.draft is not None:
-        kv = kv + dep.draft.kv_bytes(tokens)
+        kv = kv + dep.draft.kv_bytes_reserved(tokens) + dep.draft.recurrent_state_bytes
+    if with_draft and dep.drafter is not None and dep.target.is_hybrid:
+        kv = kv + scratch_bytes(dep, draft_tokens)
     return kv
+
+
+def scratch_bytes(dep: Deployment, draft_tokens: object = None) -> np.ndarray:
+    """The speculative state scratch one speculating sequence of a hybrid target holds on one GPU, for ``draft_tokens``
+    drafted tokens (default :data:`DEFAULT_SCRATCH_DRAFT_TOKENS`), as the deployment's engine preset reserves it."""
+    tokens = DEFAULT_SCRATCH_DRAFT_TOKENS if draft_tokens is None else draft_tokens
+    verify = dep.engine.recurrent
+    return verify.apply(dep.target).recurrent_scratch_bytes(verify.scratch_tokens(tokens))
 
 
 def reserved_context(context: int, max_context: int | None) -> int:
@@ -152,9 +184,11 @@ def reserved_context(context: int, max_context: int | None) -> int:
 
 
 def capacity(
-    dep: Deployment, context: int = DEFAULT_CONTEXT_TOKENS, memory_utilization: float = DEFAULT_MEMORY_UTILIZATION
+    dep: Deployment, context: int = DEFAULT_CONTEXT_TOKENS, memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+    draft_tokens: int | None = None,
 ) -> Capacity:
-    """Memory budget of ``dep`` with every sequence holding ``context`` tokens.
+    """Memory budget of ``dep`` with every sequence holding ``context`` tokens (a hybrid target's speculative scratch
+    sized for ``draft_tokens``, default :data:`DEFAULT_SCRATCH_DRAFT_TOKENS`).
 
     Examples
     --------
@@ -174,9 +208,13 @@ def capacity(
         target_weight_bytes=dep.target.weight_bytes,
         draft_weight_bytes=dep.draft.weight_bytes if dep.draft is not None else 0.0,
         target_kv_bytes_per_seq=float(sequence_kv_bytes(dep, context, with_draft=False)),
-        kv_bytes_per_seq=float(sequence_kv_bytes(dep, context)),
+        kv_bytes_per_seq=float(sequence_kv_bytes(dep, context, draft_tokens=draft_tokens)),
         context_tokens=int(context),
         gpus=dep.target.tp,
+        recurrent_state_bytes_per_seq=dep.target.recurrent_state_bytes,
+        scratch_bytes_per_seq=float(scratch_bytes(dep, draft_tokens)) if dep.target.is_hybrid and dep.drafter is not None else 0.0,
+        scratch_draft_tokens=int(DEFAULT_SCRATCH_DRAFT_TOKENS if draft_tokens is None else draft_tokens)
+        if dep.target.is_hybrid and dep.drafter is not None else 0,
     )
 
 

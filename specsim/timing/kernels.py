@@ -110,17 +110,27 @@ DEVICE_FOLDERS = {
     "h200": "h200_sxm",
     "a100-sxm-80gb": "a100_sxm",
     "b200": "b200_sxm",
+    "b300": "b300_sxm",
+    "gb300": "gb300",
+    "rtx-pro-6000": "rtx_pro_6000_server",
     "l40s": "l40s",
     "l4": "l4",
 }
 #: Model storage dtype -> the database's GEMM dtype; KV dtype -> attention kv_cache_dtype.
-_GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}
+#: Weight-only GEMMs (W4A16, W8A16) are measured only for the A100 and TensorRT-LLM 1.0.0 (int4_wo, int8_wo) and for
+#: SGLang's int8_wo on the H100 in aiconfigurator-core 0.12.0; elsewhere the roofline prices them, dequantisation included.
+_GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "int4": "int4_wo", "w8a16": "int8_wo"}
 _KV_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}
 #: Expert storage dtype -> the database's MoE dtypes, in order of preference.
 #: FP8 prefers the block-scaled kernels: Qwen3's and DeepSeek-V3's FP8 checkpoints are 128x128 block-scaled.
 _MOE_DTYPES = {"bf16": ("bfloat16",), "fp16": ("bfloat16",), "fp8": ("fp8_block", "fp8"), "mxfp4": ("w4a16_mxfp4",),
                "int4": ("int4_wo",)}
 _SCHEMA = 8  # bump when the table layout or the composition changes
+#: Shape fields of the hybrid, chunked and interleaved layouts that change a table.
+_LAYOUT_FIELDS = ("n_chunked_layers", "attention_chunk_size", "n_recurrent_layers", "recurrent_kind", "rec_heads", "rec_head_dim",
+                  "rec_state_dim", "rec_groups", "rec_conv_kernel", "recurrent_verify", "n_mixer_free_layers", "n_ffn_free_layers",
+                  "moe_latent_size", "routing_correlation", "shared_expert_size", "gated_mlp", "attn_output_gate",
+                  "qk_norm_all_heads", "shared_expert_gate")
 
 
 class KernelDataError(ValueError):
@@ -228,6 +238,13 @@ class KernelTable:
     attn_scaled: np.ndarray | None = None
     comm_elems: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
     comm_s: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    #: One recurrent layer's measured decode (recurrence and convolution update) against batch; empty where absent.
+    rec_b: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    rec_s: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    #: One MoE layer's measured fused-MoE kernel under balanced routing against tokens (empty for a dense model):
+    #: what re-prices the experts of a pass whose sequences route alike (``routing_correlation``).
+    moe_m: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    moe_s: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         for name in ("gemm_m", "gemm_s", "attn_b", "attn_L", "prefill_isl", "prefill_attn_s"):
@@ -262,7 +279,8 @@ class KernelTable:
                  attn_s=self.attn_s, ctx_flop_per_s=np.array(self.ctx_flop_per_s), prefill_isl=self.prefill_isl,
                  prefill_attn_s=self.prefill_attn_s, meta=np.array(json.dumps(self.meta, sort_keys=True)),
                  attn_scaled=self.attn_scaled if self.attn_scaled is not None else np.zeros(self.attn_s.shape),
-                 comm_elems=self.comm_elems, comm_s=self.comm_s)
+                 comm_elems=self.comm_elems, comm_s=self.comm_s, rec_b=self.rec_b, rec_s=self.rec_s, moe_m=self.moe_m,
+                 moe_s=self.moe_s)
         atomic_write_bytes(path, buffer.getvalue())
 
     @classmethod
@@ -277,7 +295,8 @@ class KernelTable:
                        ctx_flop_per_s=float(z["ctx_flop_per_s"]), prefill_isl=z["prefill_isl"].astype(float),
                        prefill_attn_s=z["prefill_attn_s"].astype(float), meta=meta,
                        attn_scaled=z["attn_scaled"].astype(float), comm_elems=z["comm_elems"].astype(float),
-                       comm_s=z["comm_s"].astype(float))
+                       comm_s=z["comm_s"].astype(float),
+                       **{k: z[k].astype(float) for k in ("rec_b", "rec_s", "moe_m", "moe_s") if k in z.files})
 
     # -- evaluation ---------------------------------------------------------
     def gemm(self, m: np.ndarray) -> np.ndarray:
@@ -287,19 +306,32 @@ class KernelTable:
     def _layers(self) -> tuple[int, int, float]:
         shape = self.meta["shape"]
         n_sliding = int(shape.get("n_sliding_layers", 0))
-        return int(shape["n_layers"]) - n_sliding, n_sliding, float(shape.get("sliding_window", 0))
+        attention = int(shape.get("n_attention_layers", shape["n_layers"])) - int(shape.get("n_chunked_layers", 0))
+        return attention - n_sliding, n_sliding, float(shape.get("sliding_window", 0))
 
     def _local(self, L: np.ndarray) -> np.ndarray:
         return np.minimum(L, self._layers()[2])
 
     def decode_attention(self, b: np.ndarray, L: np.ndarray) -> np.ndarray:
-        """Decode attention of all layers, bilinear in (b, L); local layers read min(L, window); NaN outside."""
+        """Decode attention of all layers, bilinear in (b, L); local layers read min(L, window), chunked layers
+        L mod chunk; NaN outside."""
         n_full, n_sliding, _ = self._layers()
         axes = (self.attn_b, self.attn_L)
         out = n_full * interp_grid(axes, self.attn_s, [b, L])
         if n_sliding:
             out = out + n_sliding * interp_grid(axes, self.attn_s, [b, self._local(np.asarray(L, float))])
+        chunked, chunk = int(self.meta["shape"].get("n_chunked_layers", 0)), self.meta["shape"].get("attention_chunk_size", 0)
+        if chunked:
+            within = np.maximum(np.mod(np.asarray(L, float), chunk), self.attn_L[0])  # the table's smallest context
+            out = out + chunked * interp_grid(axes, self.attn_s, [b, within])
         return out
+
+    def recurrence(self, b: np.ndarray) -> np.ndarray:
+        """One recurrent layer's measured decode step at ``b`` sequences (log-log in b); NaN without data or outside."""
+        if self.rec_b.size < 2:
+            return np.full(np.shape(b), np.nan)
+        x = np.log(np.asarray(b, float))
+        return np.exp(np.interp(x, np.log(self.rec_b), np.log(self.rec_s), left=np.nan, right=np.nan))
 
     def uses_scaled_attention(self, b: np.ndarray, L: np.ndarray) -> np.ndarray:
         """True where the decode-attention answer leans on a cell scaled in batch."""
@@ -404,7 +436,8 @@ def _moe_line(model: ModelShape, root: Path, dev: Path, engine: str, where: str)
         f"{model.hidden_size}, expert size {model.moe_intermediate_size}, TP {model.tp}, {model.expert_dtype_} experts")
 
 
-def _moe_uniform(model: ModelShape, m: np.ndarray, bal_m: np.ndarray, bal_s: np.ndarray) -> np.ndarray:
+def _moe_uniform(model: ModelShape, m: np.ndarray, bal_m: np.ndarray, bal_s: np.ndarray,
+                 touched: np.ndarray | None = None) -> np.ndarray:
     """Seconds of one MoE layer at ``m`` tokens under the roofline's routing, from the balanced measurements.
 
     Balanced routing gives ``m`` tokens ``min(E, m k)`` distinct experts; routing as the roofline has it
@@ -419,7 +452,8 @@ def _moe_uniform(model: ModelShape, m: np.ndarray, bal_m: np.ndarray, bal_s: np.
 
     k = float(model.n_active_experts)
     full = float(model.routing_effective_experts or model.n_experts) / k
-    reads = bal(np.maximum(model.experts_touched(m) / k, bal_m[0]))
+    touched = model.experts_touched(m) if touched is None else touched  # a pass's distinct experts (one sequence each)
+    reads = bal(np.maximum(touched / k, bal_m[0]))
     beyond = np.maximum(bal(m) - bal(np.full_like(m, min(full, bal_m[-1]))), 0.0)
     return reads + beyond
 
@@ -470,9 +504,12 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
     attn_dir = _newest(dev / "attention" / engine)
     gemm = _read(gemm_dir / "gemm_perf.parquet")
     gemm = gemm[gemm["gemm_dtype"] == _GEMM_DTYPES[model.weight_dtype]]
+    if gemm.empty and model.weight_dtype in ("int4", "w8a16"):  # weight-only tables: the A100's TensorRT-LLM ones only
+        raise KernelDataError(f"{where}: no measurements for weight dtype {model.weight_dtype} / KV dtype {model.kv_dtype}")
     if gemm.empty:
         raise KernelDataError(f"{where}: no {_GEMM_DTYPES[model.weight_dtype]} GEMM measurements")
     gemm_m, gemm_s = _gemm_line(model, gemm, where)
+    moe_m, moe_s = np.zeros(0), np.zeros(0)
     if model.is_moe:
         moe_m, moe_s = _moe_line(model, root, dev, engine, where)
         moe = _moe_uniform(model, gemm_m, moe_m, moe_s)
@@ -506,13 +543,39 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
     prefill_isl = one.index.to_numpy(float)
     prefill_attn_s = one.to_numpy(float) * 1e-3  # one layer
     comm_elems, comm_s = _comm_line(model, dev, engine)
+    rec_b, rec_s = _recurrent_line(model, dev, engine)
 
     meta = _meta(model, device, engine, database_version())
+    meta["recurrence"] = "measured" if rec_b.size else ("none" if not model.is_hybrid else "roofline")
     meta["files"] = [str(p.relative_to(root)) for p in (gemm_dir, attn_dir)]
     meta["attention_cells_scaled_in_batch"] = int(filled.sum())
     meta["allreduce"] = "measured" if comm_elems.size else ("none" if model.tp == 1 else "roofline")
     return KernelTable(gemm_m, gemm_s, attn_b, attn_L, attn_s, ctx_rate, prefill_isl, prefill_attn_s, meta,
-                       attn_scaled=filled.astype(float), comm_elems=comm_elems, comm_s=comm_s)
+                       attn_scaled=filled.astype(float), comm_elems=comm_elems, comm_s=comm_s, rec_b=rec_b, rec_s=rec_s,
+                       moe_m=moe_m, moe_s=moe_s)
+
+
+def _recurrent_line(model: ModelShape, dev: Path, engine: str) -> tuple[np.ndarray, np.ndarray]:
+    """(batch, seconds) of one Gated DeltaNet layer's decode on one rank: the engine's fused recurrent kernel plus its
+    causal_conv1d_update, measured at one token per sequence (``linear_attention`` gdn tables, averaged over the model
+    widths measured with these head counts); empty for Mamba-2 (the tables have its convolution only) or no data."""
+    empty = (np.zeros(0), np.zeros(0))
+    if model.recurrent_kind != "gdn":
+        return empty
+    files = sorted((dev / "linear_attention" / engine).glob("*/gdn_perf.parquet"), key=lambda p: _version_key(p.parent.name))
+    if not files:
+        return empty
+    frame = _read(files[-1])
+    rows = frame[(frame["phase"] == "generation") & (frame["num_k_heads"] == model.rec_groups // model.tp)
+                 & (frame["num_v_heads"] == model.rec_heads // model.tp) & (frame["head_k_dim"] == model.rec_state_dim)
+                 & (frame["head_v_dim"] == model.rec_head_dim) & (frame["num_tokens"] == frame["batch_size"])]
+    kinds = rows["kernel_source"].astype(str)
+    recur = rows[kinds.str.startswith("fused_recurrent")].groupby("batch_size")["latency"].mean()
+    conv = rows[kinds == "causal_conv1d_update"].groupby("batch_size")["latency"].mean()
+    both = (recur + conv).dropna()
+    if len(both) < 2:
+        return empty
+    return both.index.to_numpy(float), _suffix_min(both.to_numpy(float)) * 1e-3
 
 
 #: Decode attention is scaled linearly in batch past the largest measured batch
@@ -546,6 +609,11 @@ def _meta(model: ModelShape, device: str, engine: str, version: str) -> dict:
                                             "n_dense_layers", "kv_lora_rank", "sliding_window", "n_sliding_layers", "tp",
                                             "routing_effective_experts")}
     shape["expert_dtype"] = model.expert_dtype_
+    # Fields of the layouts read since issue 29, where they differ from their defaults (older tables keep their keys).
+    defaults = {f.name: f.default for f in dataclasses.fields(ModelShape)}
+    shape.update({k: getattr(model, k) for k in _LAYOUT_FIELDS if getattr(model, k) != defaults[k]})
+    if model.n_attention_layers != model.n_layers:
+        shape["n_attention_layers"] = model.n_attention_layers
     return {"schema": _SCHEMA, "database": f"{AIC_DISTRIBUTION} {version}", "device": device, "engine": engine,
             "shape": shape}
 
@@ -651,16 +719,17 @@ class KernelSource:
         if table is None:
             fallback = np.ones(np.shape(roof.total_s), bool)
             return dataclasses.replace(roof, source=self.name, fallback=fallback)
-        gemm = table.gemm(b * q)
+        gemm = table.gemm(b * q) + self._correlated_experts(table, model, b, q)
         attn = table.decode_attention(b, L + q)
         # Extra queries on the same KV: their FLOP at the best measured context-attention rate (per rank).
         extra = model.attention_flop(L + q) * (q - 1.0) * b / table.ctx_flop_per_s
         comm = self._comm(table, model, b * q)
-        total = gemm + attn + extra + comm
+        rec, rec1 = self._recurrence(table, model, b, q)
+        total = gemm + attn + extra + comm + rec
         # A pass of q > 1 tokens does strictly more work than a decode step of the same batch and
         # context; measured kernels differ by a few percent run to run, so hold it at least at q = 1.
         if not np.all(q == 1):  # (a decode step is its own floor)
-            total = np.maximum(total, table.gemm(b) + table.decode_attention(b, L + 1.0) + self._comm(table, model, b))
+            total = np.maximum(total, table.gemm(b) + table.decode_attention(b, L + 1.0) + self._comm(table, model, b) + rec1)
         fallback = ~np.isfinite(total)
         if np.any(fallback):
             self._note(f"{model.name}: some points lie outside the {self.engine} kernel data on {self.device} (b up to "
@@ -679,6 +748,32 @@ class KernelSource:
         return dataclasses.replace(roof, total_s=total, overhead_s=0.0, source=self.name,
                                    fallback=fallback if np.any(fallback) else None,
                                    comm_s=np.where(fallback, roof.comm_s, comm) if model.tp > 1 else 0.0)
+
+    @staticmethod
+    def _correlated_experts(table: KernelTable, model: ModelShape, b: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """What the experts of a pass cost beyond the table's one-token-per-sequence routing when a sequence's q
+        tokens route alike (:meth:`~specsim.describe.shapes.ModelShape.experts_touched`): 0 at routing_correlation 0."""
+        if not model.routing_correlation or table.moe_m.size < 2:
+            return np.zeros(np.broadcast_shapes(np.shape(b), np.shape(q)))
+        m = np.asarray(b * q, float)
+        alike = _moe_uniform(model, m, table.moe_m, table.moe_s, model.experts_touched(m, q))
+        return model.n_moe_layers * (alike - _moe_uniform(model, m, table.moe_m, table.moe_s))
+
+    def _recurrence(self, table: KernelTable, model: ModelShape, b: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(pass, decode step) time of the recurrent layers: the measured decode kernels scaled by the state bytes a pass
+        of q tokens moves against a decode step's (the verification kernel is bound by the states it writes), else the
+        roofline's time of the recurrences (noted)."""
+        if not model.is_hybrid:
+            return 0.0, 0.0
+        from specsim.timing.roofline import recurrent_time_s
+
+        measured = model.n_recurrent_layers * table.recurrence(b)
+        if table.rec_b.size:
+            ratio = model.recurrent_pass_bytes(q) / model.recurrent_pass_bytes(1.0)
+            return measured * ratio, measured
+        self._note(f"{model.name}: no measured {model.recurrent_kind} recurrence kernels for {self.engine} on {self.device}; "
+                   "the recurrent layers' state traffic and FLOP are the roofline's", (model.name, "recurrence"))
+        return recurrent_time_s(self.hardware, model, b, q), recurrent_time_s(self.hardware, model, b, 1.0)
 
     def _comm(self, table: KernelTable, model: ModelShape, tokens: np.ndarray) -> np.ndarray:
         """Tensor-parallel collectives of a pass: measured all-reduces where the database has them, else the roofline's."""

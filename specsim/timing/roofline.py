@@ -8,13 +8,18 @@ A forward pass of ``b`` sequences, each adding ``q`` new tokens on top of
 
     flop  = 2 * N * b * q                                  (weight matmuls)
           + 4 * n_layers * n_heads * head_dim * L * b * q  (QK^T and PV)
-    bytes = W(b q) + kv_bytes_per_token * b * (L + q)
+    bytes = W(b q) + kv_bytes_per_token * b * (L + q) + b * S(q)
 
 with N the parameters multiplied per token, W the weight bytes read by a pass
 of b q tokens (constant for a dense model; the experts those tokens touch for
 a mixture of experts, :meth:`~specsim.describe.models.ModelShape.weight_bytes_read`),
 the KV cache of every sequence read once (also when q > 1; local layers read
-at most their window) and the q new tokens' K and V written.  The matmul FLOP
+at most their window) and the q new tokens' K and V written; S(q) is the
+recurrent state a hybrid model's sequence reads and writes in a pass of q
+tokens (one read and q per-token checkpoints, as vLLM and SGLang verify:
+:meth:`~specsim.describe.shapes.ModelShape.recurrent_pass_bytes`), and the
+recurrences add their FLOP (7 H P N per token and Gated DeltaNet layer, 5 H P N
+per Mamba-2 layer).  The matmul FLOP
 run at the rate of their weights' dtype (FP8 at the FP8 peak, 4-bit weights
 dequantised: :meth:`~specsim.describe.hardware.HardwareProfile.flop_per_s_for`);
 attention at the 16-bit rate.  ``comm`` is zero on one device and the
@@ -41,28 +46,74 @@ from specsim.describe.models import ModelShape
 from specsim.describe.parallel import check_tp, comm_time_s
 from specsim.timing.base import StepTime, check_pass
 
-__all__ = ["RooflineSource", "compute_time_s", "pass_bytes", "pass_flop", "step_time"]
+__all__ = ["RooflineSource", "compute_time_s", "dequant_time_s", "pass_bytes", "pass_flop", "recurrent_time_s", "step_time"]
+
+
+def _mixer_flop(model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray, context: np.ndarray) -> np.ndarray:
+    """FLOP of the token mixers beyond their weights: attention over the cache and the recurrences of hybrid layers."""
+    tokens = batch * tokens_per_seq
+    out = model.attention_flop(context) * tokens
+    if model.is_hybrid:
+        out = out + model.recurrent_flop(tokens, tokens_per_seq)
+    return out
 
 
 def pass_flop(model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray, context: np.ndarray) -> np.ndarray:
-    """FLOP of one forward pass on one rank: weight matmuls plus attention over the cache."""
+    """FLOP of one forward pass on one rank: weight matmuls plus attention over the cache (and recurrences)."""
     tokens = batch * tokens_per_seq
     matmul = sum(flop for flop, _ in model.matmul_flop_by_dtype(tokens))
-    return matmul + model.attention_flop(context) * tokens
+    return matmul + _mixer_flop(model, batch, tokens_per_seq, context)
 
 
 def compute_time_s(hardware: HardwareProfile, model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray,
                    context: np.ndarray) -> np.ndarray:
-    """Arithmetic time of one pass: each dtype's matmuls at its rate, attention at the 16-bit rate."""
+    """Arithmetic time of one pass: each dtype's matmuls at its rate, attention and recurrences at the 16-bit rate,
+    and the dequantisation of weight-only weights' last, partly filled tile of tokens."""
     tokens = batch * tokens_per_seq
     matmul = sum(flop / hardware.flop_per_s_for(dtype) for flop, dtype in model.matmul_flop_by_dtype(tokens))
-    return matmul + model.attention_flop(context) * tokens / hardware.flop_per_s
+    return matmul + dequant_time_s(hardware, model, batch, tokens_per_seq) + _mixer_flop(model, batch, tokens_per_seq, context) / hardware.flop_per_s
+
+
+def dequant_time_s(hardware: HardwareProfile, model: ModelShape, batch: object, tokens_per_seq: object) -> np.ndarray:
+    """What dequantising weight-only GEMMs (W4A16, W8A16, NVFP4/MXFP4 weights) add at few tokens per weight
+    (:meth:`~specsim.describe.hardware.HardwareProfile.dequant_time_s`); 0 for any other storage.
+
+    >>> from specsim.describe.hardware import load_hardware
+    >>> from specsim.describe.models import get_model
+    >>> hw, m = load_hardware("h100-sxm"), get_model("llama-3.1-8b", weight_dtype="int4")
+    >>> [round(float(dequant_time_s(hw, m, b, 1)) * 1e6, 1) for b in (1, 8, 16)]
+    [88.2, 47.0, 0.0]
+    """
+    from specsim.describe.hardware import WEIGHT_ONLY_DTYPES
+
+    b, q = np.asarray(batch, dtype=float), np.asarray(tokens_per_seq, dtype=float)
+    out = np.zeros(np.broadcast_shapes(b.shape, q.shape))
+    if model.params_override is not None:
+        return out
+    for weights, per_weight, dtype in model.matmul_weights_by_dtype(b * q, q):
+        if dtype in WEIGHT_ONLY_DTYPES:
+            out = out + hardware.dequant_time_s(weights, per_weight)
+    return out
 
 
 def pass_bytes(model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray, context: np.ndarray) -> np.ndarray:
-    """Bytes of one forward pass on one rank: the weights it needs, each sequence's KV read and new KV written."""
-    return (model.weight_bytes_read(batch * tokens_per_seq)
-            + batch * (model.kv_bytes(context) + model.kv_bytes_per_token * tokens_per_seq))
+    """Bytes of one forward pass on one rank: the weights it needs, each sequence's KV read and new KV written, and the
+    recurrent state each sequence reads and writes (:meth:`~specsim.describe.shapes.ModelShape.recurrent_pass_bytes`)."""
+    out = (model.weight_bytes_read(batch * tokens_per_seq, tokens_per_seq)
+           + batch * (model.kv_bytes(context) + model.kv_bytes_per_token * tokens_per_seq))
+    if model.is_hybrid:
+        out = out + batch * model.recurrent_pass_bytes(tokens_per_seq)
+    return out
+
+
+def recurrent_time_s(hardware: HardwareProfile, model: ModelShape, batch: object, tokens_per_seq: object) -> np.ndarray:
+    """The roofline's time of a pass's recurrences alone (states moved and their FLOP; not their projections), seconds:
+    what a per-operator source charges the recurrent layers where it has no measured kernel for them."""
+    b, q = np.asarray(batch, dtype=float), np.asarray(tokens_per_seq, dtype=float)
+    if not model.is_hybrid:
+        return np.zeros(np.broadcast_shapes(b.shape, q.shape))
+    return np.maximum(model.recurrent_flop(b * q, q) / hardware.flop_per_s,
+                      b * model.recurrent_pass_bytes(q) / hardware.bytes_per_s)
 
 
 def step_time(
