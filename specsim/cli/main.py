@@ -248,7 +248,7 @@ def _parser_explain(sub) -> None:
     p.add_argument("--gamma", type=_int_at_least(1, "gamma", MAX_GAMMA),
                    help="draft steps per round (default: the best gamma per batch, at least 1)")
     p.add_argument("--gamma-max", type=_gamma_max, default=DEFAULT_GAMMA_MAX, help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})")
-    p.add_argument("--plot", metavar="FILE.png", help="also draw the breakdown as a PNG")
+    p.add_argument("--plot", type=_nonempty("plot"), metavar="FILE.png", help="also draw the breakdown as a PNG")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=commands.run_explain)
 
@@ -387,10 +387,23 @@ def _rate_list(text: str) -> list[float]:
     return [_positive_float(item) for item in items]
 
 
-def _nonempty(what: str):
+def _names(what: str):
+    """A comma-separated list of names, refused when it names none (--only ',' once meant every figure)."""
+    def parse(text: str) -> list[str]:
+        names = [n.strip() for n in text.split(",") if n.strip()]
+        if not names:
+            raise argparse.ArgumentTypeError(f"--{what} needs a comma-separated list of names, got {text!r}")
+        return names
+
+    parse.__name__ = what
+    return parse
+
+
+def _nonempty(what: str, kind: str = "file"):
+    """A path flag's value, refused when empty: from a shell, --out '' is an empty argument that was once skipped."""
     def parse(text: str) -> str:
         if not text.strip():
-            raise argparse.ArgumentTypeError(f"--{what} needs a file name, got an empty one")
+            raise argparse.ArgumentTypeError(f"--{what} needs a {kind} name, got an empty one")
         return text
 
     parse.__name__ = what
@@ -423,7 +436,7 @@ def _parser_serve_sweep(sub) -> None:
     _add_serving_args(p)
     p.add_argument("--workers", type=_int_at_least(1, "workers", MAX_WORKERS), default=1,
                    help="parallel simulations (a process pool; default 1)")
-    p.add_argument("--plot", metavar="FILE", help="write the TPOT and throughput figure (.png or .svg)")
+    p.add_argument("--plot", type=_nonempty("plot"), metavar="FILE", help="write the TPOT and throughput figure (.png or .svg)")
     p.set_defaults(func=commands.run_serve_sweep)
 
 
@@ -472,7 +485,7 @@ def _parser_measure(sub) -> None:
     p.add_argument("--floor", action="store_true", help="also time each pass's GEMMs and attention alone: floor_* columns, "
                    "and the pass over its kernel floor in the progress lines")
     p.add_argument("--seed", type=_int_at_least(0, "seed", MAX_SEED), default=0)
-    p.add_argument("--out", required=True, help="CSV file to write (atomically; checked before the sweep starts)")
+    p.add_argument("--out", type=_nonempty("out"), required=True, help="CSV file to write (atomically; checked before the sweep starts)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=commands.run_measure)
 
@@ -501,7 +514,7 @@ def _parser_calibrate(sub) -> None:
                        description="Robust least squares on measured step times; held-out points judge the fit before and after.")
     p.add_argument("measurements", help="CSV from specsim measure or specsim compose-kernels")
     p.add_argument("--hardware", required=True, help="base profile whose datasheet peaks are kept")
-    p.add_argument("--out", required=True, help="profile YAML to write (a residual plot is written beside it)")
+    p.add_argument("--out", type=_nonempty("out"), required=True, help="profile YAML to write (a residual plot is written beside it)")
     p.add_argument("--name", help="name of the fitted profile (default: <--hardware>-calibrated)")
     p.add_argument("--holdout", type=_fraction,
                    help="fraction of distinct points held out of the fit (default 0.25: specsim.calibration.profile.DEFAULT_HOLDOUT)")
@@ -519,7 +532,7 @@ def _parser_calibrate_engine(sub) -> None:
                        "speculative round and the acceptance the files do not record, each with a 95% interval; the error "
                        "is judged on loads held out of the fit.  --out writes one file every predicting command takes with "
                        "--calibration.")
-    p.add_argument("--plan", metavar="PLAN.yaml", help="a specsim bench-plan manifest: its deployment and the results its run.sh wrote")
+    p.add_argument("--plan", type=_nonempty("plan"), metavar="PLAN.yaml", help="a specsim bench-plan manifest: its deployment and the results its run.sh wrote")
     p.add_argument("--plain", nargs="+", default=[], metavar="FILE", help="benchmark files of runs without speculation")
     p.add_argument("--spec", nargs="+", default=[], metavar="FILE", help="benchmark files of runs with speculation")
     p.add_argument("--hardware", help="the GPU the runs were on (a profile name or YAML); no benchmark file says it")
@@ -542,7 +555,7 @@ def _parser_calibrate_engine(sub) -> None:
                    f"{DEFAULT_ENGINE}; its current release)")
     p.add_argument("--metrics", metavar="FILE",
                    help="a /metrics page saved after the speculative runs, for runs whose file has no acceptance length")
-    p.add_argument("--out", metavar="CALIBRATION.yaml", help="write the calibration: use it with --calibration FILE")
+    p.add_argument("--out", type=_nonempty("out"), metavar="CALIBRATION.yaml", help="write the calibration: use it with --calibration FILE")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=commands.run_calibrate_engine)
 
@@ -576,22 +589,22 @@ def _parser_bench_plan(sub) -> None:
                    help="the acceptance length pinned at each step count (default: the drafter's published acceptance)")
     p.add_argument("--no-pin", action="store_true",
                    help="real acceptance on --prompts at every step count (for engine versions that cannot pin it)")
-    p.add_argument("--prompts", metavar="FILE.jsonl", help="your prompts, one {\"prompt\": ...} per line, for the real-acceptance run")
+    p.add_argument("--prompts", type=_nonempty("prompts"), metavar="FILE.jsonl", help="your prompts, one {\"prompt\": ...} per line, for the real-acceptance run")
     p.add_argument("--port", type=_int_at_least(1, "port", 65535), default=8000, help="the server's port (default 8000)")
-    p.add_argument("--out", required=True, metavar="FOLDER", help="a new (or empty) folder for the plan")
+    p.add_argument("--out", type=_nonempty("out", "folder"), required=True, metavar="FOLDER", help="a new (or empty) folder for the plan")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=commands.run_bench_plan)
 
 
 def _parser_compose_kernels(sub) -> None:
     p = sub.add_parser("compose-kernels", help="per-step times composed from AIConfigurator's measured kernels, as a CSV for calibrate")
-    p.add_argument("--hardware", type=lambda t: [d.strip() for d in t.split(",") if d.strip()], default=[DEFAULT_HARDWARE],
+    p.add_argument("--hardware", type=_names("hardware"), default=[DEFAULT_HARDWARE],
                    help=f"comma-separated profiles whose device the database has (default {DEFAULT_HARDWARE})")
     p.add_argument("--engine", choices=["vllm", "sglang", "trtllm"], default=ENGINES[DEFAULT_ENGINE].kernel_engine,
                    help=f"whose kernels (default {ENGINES[DEFAULT_ENGINE].kernel_engine})")
-    p.add_argument("--models", type=lambda t: [m.strip() for m in t.split(",") if m.strip()],
+    p.add_argument("--models", type=_names("models"),
                    default=[DEFAULT_DRAFT, DEFAULT_TARGET], help=f"comma-separated models (default {DEFAULT_DRAFT},{DEFAULT_TARGET})")
-    p.add_argument("--out", required=True, help="output folder for <hardware>-<engine>-kernel-steps.csv")
+    p.add_argument("--out", type=_nonempty("out", "folder"), required=True, help="output folder for <hardware>-<engine>-kernel-steps.csv")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=commands.run_compose_kernels)
 
@@ -614,8 +627,8 @@ def _parser_models(sub) -> None:
 
 def _parser_figures(sub) -> None:
     p = sub.add_parser("figures", help="regenerate every figure (PNG and SVG) with fixed file names")
-    p.add_argument("--out", default="figures", help="output folder, created if missing (default: figures)")
-    p.add_argument("--only", type=lambda text: [n.strip() for n in text.split(",") if n.strip()],
+    p.add_argument("--out", type=_nonempty("out", "folder"), default="figures", help="output folder, created if missing (default: figures)")
+    p.add_argument("--only", type=_names("only"),
                    help="comma-separated figure names (see --list)")
     p.add_argument("--list", action="store_true", help="list the figure names and exit")
     p.add_argument("--json", action="store_true", help="print JSON (the files written, or with --list the names)")

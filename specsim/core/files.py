@@ -50,7 +50,10 @@ def refuse_builtin(path: str | Path) -> None:
     regenerate a calibrated profile, write it elsewhere and review the change
     before copying it in.
     """
-    target = Path(path).expanduser().resolve()
+    try:
+        target = Path(path).expanduser().resolve()
+    except RuntimeError:  # Python before 3.13 raises this for a symlink that leads back to itself
+        raise ValueError(f"cannot write {str(path)!r}: it is a symlink loop") from None
     root = builtin_dir().resolve()
     if target == root or root in target.parents:
         raise ValueError(f"refusing to write {str(path)!r}: the built-in profiles in {root} are never overwritten; choose another --out")
@@ -63,6 +66,8 @@ def check_output(path: str | Path, suffixes: tuple[str, ...] = (), flag: str = "
     Traceback (most recent call last):
     ValueError: cannot write '/nonexistent-folder/x.csv': folder '/nonexistent-folder' does not exist
     """
+    if not str(path).strip():  # Path("") is ".": an empty --out would otherwise be read as the current folder
+        raise ValueError(f"{flag} needs a file name, got an empty one")
     path = Path(path).expanduser()
     if suffixes and path.suffix not in suffixes:
         raise ValueError(f"{flag} must end in {' or '.join(suffixes)}, got {str(path)!r}")

@@ -60,7 +60,12 @@ shape or dtype the database lacks) are never extrapolated: they get the
 roofline's answer and are flagged in ``StepTime.fallback``; the source's
 ``notes`` say which.  Each (device, engine, model shape, database version)
 table is built once, cached on disk as ``.npz`` (written atomically; a file
-that fails to load or validate is rebuilt) and evaluated in numpy.
+that fails to load or validate is rebuilt) and evaluated in numpy.  A cache
+folder that cannot be read or written (read-only, full, a symlink loop) never
+fails the answer: the table is built in memory and a note says so once.  A
+writer killed mid-write leaves its staging file (``.kernels-<hash>.npz.<random>.tmp``);
+staging files older than :data:`STALE_STAGING_S`, far longer than any write
+takes, are removed the next time the folder is used.
 """
 
 from __future__ import annotations
@@ -94,6 +99,7 @@ __all__ = [
     "build_table",
     "compose_steps",
     "cache_dir",
+    "clear_stale_staging",
     "database_root",
     "database_version",
     "device_folder",
@@ -167,6 +173,36 @@ def cache_dir() -> Path:
         return Path(base).expanduser() / "specsim"
     except RuntimeError as err:  # "~nosuchuser/..." or no home directory: tables are built in memory, uncached
         raise OSError(f"no kernel cache folder ({err})") from None
+
+
+#: Age past which a kernel-cache staging file belongs to no live writer: a table is written in well under a second,
+#: so an hour-old staging file was left by a writer that was killed.
+STALE_STAGING_S = 3600.0
+_SWEPT: set = set()  # cache folders already cleared of stale staging files in this process
+
+
+def clear_stale_staging(folder: Path, now: float | None = None) -> int:
+    """Remove the kernel-cache staging files in ``folder`` older than :data:`STALE_STAGING_S`; how many went.
+
+    Only names a cache write stages (``.kernels-*.npz.*.tmp``, :func:`specsim.core.files.atomic_write_bytes`) are
+    touched; anything that cannot be listed or removed is left alone.
+    """
+    import time
+
+    now = time.time() if now is None else now
+    removed = 0
+    try:
+        staged = list(folder.glob(".kernels-*.npz.*.tmp"))
+    except OSError:
+        return 0
+    for tmp in staged:
+        try:
+            if tmp.is_file() and not tmp.is_symlink() and now - tmp.stat().st_mtime > STALE_STAGING_S:
+                tmp.unlink()
+                removed += 1
+        except OSError:
+            continue
+    return removed
 
 
 def _version_key(text: str) -> tuple:
@@ -584,6 +620,9 @@ class KernelSource:
         except OSError as exc:  # no home, a name too long, a loop: build in memory and say so
             self._note(f"kernel tables are not cached: {exc}", "no-cache")
             path, cached = None, False
+        if path is not None and path.parent not in _SWEPT:  # once per folder and process: one listing
+            _SWEPT.add(path.parent)
+            clear_stale_staging(path.parent)
         table = None
         if cached:
             try:
@@ -602,13 +641,19 @@ class KernelSource:
                 self._tables[key] = None
                 return None
             if path is not None:
-                try:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    table.save(path)
-                except (OSError, ValueError) as exc:
-                    self._note(f"could not cache the kernel table in {path.parent}: {exc}")
+                self._save(table, path)
         self._tables[key] = table
         return table
+
+    def _save(self, table: KernelTable, path: Path) -> None:
+        """Write ``table`` to the cache; a folder that refuses it (read-only, full, a loop) is noted once, never raised."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            table.save(path)
+        except (OSError, ValueError, RuntimeError) as exc:  # RuntimeError: pathlib's "Symlink loop" before 3.13
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self._note(f"kernel tables are not cached in {path.parent} ({reason}): they are built in memory for this run",
+                       "no-cache")
 
     def step_time(self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0) -> StepTime:
         """t(b, q, L) from the database, the roofline where it has no data (flagged in ``fallback``)."""
