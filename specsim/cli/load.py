@@ -36,12 +36,16 @@ def run_serve_sim(args: argparse.Namespace) -> int:
 
     from specsim.core.files import check_output
     from specsim.core.limits import MAX_SIMULATED_REQUESTS
-    from specsim.serving.simulator import CONFIDENCE, requests_for, serve_compare, summarize_runs
+    from specsim.serving.simulator import CONFIDENCE, DEFAULT_RUNS, requests_for, serve_compare, summarize_runs
 
+    if args.trace is not None and args.runs not in (None, 1):
+        raise ValueError(f"--runs {args.runs} with --trace: a trace is one fixed set of requests and is replayed once "
+                         "(new runs draw new arrivals, which a trace does not have); drop --runs")
     if args.csv:
         check_output(args.csv, (".csv",), "--csv")
     acc, acc_label, dep, limits, slo, gamma = _setup(args)
-    seeds = list(range(args.seed, args.seed + args.runs))
+    runs_asked = (1 if args.trace is not None else DEFAULT_RUNS) if args.runs is None else args.runs
+    seeds = list(range(args.seed, args.seed + runs_asked))
     runs = []
     for seed in seeds:
         requests, concurrency = requests_for(dep.target, rate=args.rate, concurrency=args.concurrency, trace=args.trace,
@@ -64,8 +68,8 @@ def run_serve_sim(args: argparse.Namespace) -> int:
                                      + _window_clause(dep),
                                      f"runs: {len(seeds)} of {len(requests):,} requests ({span})" + (
                                          f"; each figure is the mean over the runs ± the half-width of its {CONFIDENCE:.0%} "
-                                         "confidence interval (Student t over runs)" if len(seeds) > 1 else "; no interval: pass "
-                                         "--runs 10 for one") + (f"; --csv holds the run with seed {seeds[0]}" if args.csv else "")]
+                                         "confidence interval (Student t over runs)" if len(seeds) > 1 else "; a trace is replayed once: no interval"
+                                         if args.trace is not None else "; no interval: pass --runs 10 for one") + (f"; --csv holds the run with seed {seeds[0]}" if args.csv else "")]
     if args.json:
         print_json({"off": summaries[0], "on": summaries[1], "seeds": seeds, "provenance": provenance,
                     "gamma_by_batch": meta["gamma_by_batch"]})

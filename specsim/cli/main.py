@@ -24,7 +24,7 @@ from specsim.engines import DEFAULT_ENGINE, ENGINES, PRESETS, get_engine
 
 ENGINE_CHOICES = ", ".join(["vllm", "sglang", "trtllm", "none"] + [k for k in PRESETS if "@" in k])
 from specsim.harness import defaults as hd
-from specsim.core.limits import (MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, MAX_LOOP_TOKENS, MAX_REPEATS, MAX_REQUESTS, MAX_SEED, MAX_TP, MAX_WORKERS)
+from specsim.core.limits import (MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, MAX_LOOP_TOKENS, MAX_RATE_PER_S, MAX_REPEATS, MAX_REQUESTS, MAX_SEED, MAX_TP, MAX_WORKERS)
 from specsim.describe.models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
 from specsim.timing import DEFAULT_TIMING, TIMING_CHOICES
 from specsim.speculation.schedule import DEFAULT_MAX_BATCH, DEFAULT_MIN_GAIN, DEFAULT_SCHEDULE_RTOL
@@ -372,9 +372,15 @@ def _positive_float(text: str) -> float:
 
 #: Rates one serve-sweep simulates (each is two full simulations).
 MAX_RATES = 64
-#: serve-sim's independent runs by default (Student t with 9 degrees of freedom: 2.26 standard errors), and at most.
-DEFAULT_SERVE_RUNS = 10
+#: serve-sim's independent runs at most (the default is the library's: specsim.serving.simulator.DEFAULT_RUNS).
 MAX_SERVE_RUNS = 100
+
+
+def _rate(text: str) -> float:
+    value = _positive_float(text)
+    if value > MAX_RATE_PER_S:
+        raise argparse.ArgumentTypeError(f"a request rate must be in (0, {MAX_RATE_PER_S:g}] per second, got {text}")
+    return value
 
 
 def _rate_list(text: str) -> list[float]:
@@ -384,7 +390,7 @@ def _rate_list(text: str) -> list[float]:
     if len(items) > MAX_RATES:
         raise argparse.ArgumentTypeError(f"rates lists {len(items):,} rates; at most {MAX_RATES} per sweep (each is two "
                                          "simulations): split the sweep")
-    return [_positive_float(item) for item in items]
+    return [_rate(item) for item in items]
 
 
 def _names(what: str):
@@ -415,14 +421,16 @@ def _parser_serve_sim(sub) -> None:
                        description="Continuous batching with chunked prefill, request by request: TTFT, TPOT and "
                        "end-to-end latency percentiles, throughput and running batch, with and without speculation.")
     load = p.add_mutually_exclusive_group(required=True)
-    load.add_argument("--rate", type=_positive_float, help="Poisson arrivals, requests per second (> 0)")
+    load.add_argument("--rate", type=_rate, help=f"Poisson arrivals, requests per second, in (0, {MAX_RATE_PER_S:g}]")
     load.add_argument("--concurrency", type=_int_at_least(1, "concurrency", MAX_BATCH),
                       help="a closed loop of this many users, each sending its next request when the last finishes")
     load.add_argument("--trace", metavar="FILE", help="requests from a CSV or JSONL trace: arrival_s, prompt_tokens, output_tokens")
     _add_serving_args(p, lengths=False)
-    p.add_argument("--runs", type=_int_at_least(1, "runs", MAX_SERVE_RUNS), default=DEFAULT_SERVE_RUNS,
+    from specsim.serving.simulator import DEFAULT_RUNS
+
+    p.add_argument("--runs", type=_int_at_least(1, "runs", MAX_SERVE_RUNS),
                    help=f"independent runs, seeds --seed, --seed + 1, ...: each figure is their mean with a 95%% confidence "
-                   f"interval (default {DEFAULT_SERVE_RUNS}; 1: one run, no interval)")
+                   f"interval (default {DEFAULT_RUNS}, or 1 with --trace: a trace is replayed once; 1: one run, no interval)")
     p.add_argument("--csv", type=_nonempty("csv"), metavar="FILE",
                    help="write one row per request of the run with --seed (speculation off and on) to this CSV")
     p.set_defaults(func=commands.run_serve_sim)

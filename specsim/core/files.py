@@ -12,7 +12,8 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write_bytes", "atomic_write_many", "atomic_write_text", "builtin_dir", "check_output", "read_text", "refuse_builtin"]
+__all__ = ["atomic_write_bytes", "atomic_write_many", "atomic_write_text", "builtin_dir", "check_output", "existing_file", "read_text",
+           "refuse_builtin"]
 
 
 def read_text(path: str | Path, what: str) -> str:
@@ -28,6 +29,22 @@ def read_text(path: str | Path, what: str) -> str:
     if not p.is_file():
         raise ValueError(f"{what} {str(path)!r} does not exist")
     return _read_text(p, what)  # within the size budget (limits.MAX_TEXT_BYTES)
+
+
+def existing_file(text: str) -> Path | None:
+    """``text`` as the path of a file that exists, else None (a name too long for a path, or with a NUL, is none).
+
+    The readers that take a built-in name or a path ask this first, so that a file named like a built-in is never
+    silently shadowed by it.
+
+    >>> existing_file("/nonexistent/h100") is None
+    True
+    """
+    try:
+        path = Path(text).expanduser()
+        return path if path.is_file() else None
+    except (OSError, ValueError, RuntimeError):
+        return None
 
 
 def builtin_dir() -> Path:
