@@ -341,7 +341,7 @@ def test_provenance_records_the_fit(tmp_path):
 
 
 # -- noisy timings against a bad model (issue 30) ----------------------------------------------------------
-def _timed(tmp_path, truth, burst=None, spread=0.02, seed=0, models=("llama-3.2-1b", "llama-3.1-8b")):
+def _timed(tmp_path, truth, burst=None, spread=0.02, seed=0, models=("llama-3.2-1b",)):
     """A `specsim measure`-like CSV: five repeats per point of a known profile's step time, each repeat scaled by
     exp(N(0, spread)), and, with ``burst``, every point's repeats scaled together by a factor drawn in [1, burst] (a
     busy machine: other processes take the cores for a while).  median_s, p10_s, p90_s and min_s as the harness writes."""
@@ -379,8 +379,8 @@ def test_timings_that_agree_are_fitted_and_written(tmp_path, capsys):
 
 def test_timings_of_a_busy_machine_are_refused_as_noise_in_one_line(tmp_path, capsys):
     # Each repeat slowed by a factor up to 20: the medians scatter beyond what any profile describes (this seed's fit
-    # needs a fixed cost above the fastest pass and misses held-out points by 24%), and the repeats of a point spread
-    # by a median 93% of it.
+    # needs a fixed cost of 5 ms above the fastest pass of 1.3 ms and misses held-out points by 29%), and the repeats
+    # of a point spread by a median 93% of it.
     from specsim.calibration.profile import NoisyTimings
 
     base = load_hardware("h100-sxm")
@@ -430,9 +430,9 @@ def test_an_overhead_past_the_profiles_limit_is_judged_not_raised(tmp_path):
 def test_a_fit_that_holds_on_spread_timings_is_written_with_a_warning(tmp_path):
     from specsim.calibration.profile import implausible
 
-    # Repeats slowed by up to 6x: they spread by a median 75%, yet this seed's fit misses held-out points by 18%.
+    # Repeats slowed by up to 3x: they spread by a median 52%, yet this seed's fit misses held-out points by 13%.
     base = load_hardware("h100-sxm")
-    result = calibrate(_timed(tmp_path, dataclasses.replace(base, compute_eff=0.5, overhead_s=0.2e-3), burst=6.0), base)
+    result = calibrate(_timed(tmp_path, dataclasses.replace(base, compute_eff=0.5, overhead_s=0.2e-3), burst=3.0), base)
     assert any("timings of a busy machine" in w for w in implausible(result))
 
 

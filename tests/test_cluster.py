@@ -28,8 +28,9 @@ REQUESTS = 40
 
 @pytest.fixture(scope="module")
 def client():
-    """Two worker processes of one thread each; no dashboard (its port would clash between parallel test runs)."""
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    """Two worker processes of one thread each; the scheduler and its HTTP server on free ports (8787, the default,
+    may be taken by another cluster on the machine, or by the other xdist worker)."""
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   scheduler_port=0, silence_logs=50) as cluster, distributed.Client(cluster) as c:
         yield c
 

@@ -38,25 +38,6 @@ def _guidellm_streams(value: float) -> str:
     return json.dumps(report)
 
 
-def _busy_machine_csv() -> str:
-    """Harness-form timings of a known profile, each repeat slowed by up to 20x (see tests/test_calibrate.py)."""
-    import sys
-    import tempfile
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from test_calibrate import _timed  # noqa: E402 - the same generator the calibration tests use
-
-    from specsim.describe.hardware import load_hardware
-
-    truth = load_hardware("h100-sxm")
-    import dataclasses
-
-    folder = Path(tempfile.mkdtemp())
-    path = _timed(folder, dataclasses.replace(truth, compute_eff=0.5, overhead_s=0.2e-3), burst=20.0)
-    return path.read_text()
-
-
 # Files a row may refer to as {tmp}/NAME; each is made only for the rows that name it.
 FILES = {
     "deep.jsonl": lambda: '{"a": ' * 100_000 + "1" + "}" * 100_000 + "\n",
@@ -71,7 +52,6 @@ FILES = {
     "h100": lambda: PROFILE,
     "meta-llama/Llama-3.1-8B-Instruct/config.json": lambda: Path(_catalog("llama-3.2-1b")).read_text(),
     "g45.json": lambda: _guidellm_streams(4.5),
-    "busy.csv": _busy_machine_csv,
 }
 
 
@@ -97,7 +77,6 @@ CASES = [
      "median_s must be a pass time in [1e-07, 1000] seconds; data row 1 has 1e+300"),
     ("optimal-gamma --timing measured:{tmp}/slow.csv --target llama-3.2-1b --draft llama-3.2-1b",
      "median_s must be a pass time in [1e-07, 1000] seconds"),
-    ("calibrate {tmp}/busy.csv --hardware h100-sxm --out {tmp}/out/p.yaml", "the timings are too noisy to fit"),
     # serving rates: no inf anywhere
     ("serve-sim --requests 200 --rate 1e308 --json", "a request rate must be in (0, 1e+06] per second, got 1e308"),
     ("serve-sweep --rates 1,1e308 --requests 20", "a request rate must be in (0, 1e+06] per second"),
@@ -275,3 +254,11 @@ def test_measured_percentiles_must_bracket_their_median(tmp_path):
     rows.to_csv(tmp_path / "m.csv", index=False)
     with pytest.raises(ValueError, match=r"data row 6 has a median 0.01 s outside its 10th-90th percentiles \[0.009, 0.005\] s"):
         load_measurements(tmp_path / "m.csv")
+
+
+def test_an_empty_figure_selection_is_refused_not_read_as_all(tmp_path):
+    from specsim.figures.make import make_all
+
+    with pytest.raises(ValueError, match=r"^no figure named; known: speedup-vs-gamma, "):
+        make_all(tmp_path, [])
+    assert list(tmp_path.iterdir()) == []
