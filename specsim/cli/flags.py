@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import math
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_SERVING_GAMMA_MAX, DEFAULT_TARGET
-from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, MAX_REQUESTS, MAX_SEED, MAX_TP
+from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, MAX_RATE_PER_S, MAX_REQUESTS, MAX_SEED, MAX_TP
 from specsim.describe.models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
 from specsim.engines import DEFAULT_ENGINE, PRESETS, get_engine
 from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
@@ -16,7 +16,7 @@ from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR
 from specsim.speculation.drafters import NGRAM_CPU_S_PER_TOKEN, default_acceptance_help
 from typing import Callable
 
-__all__ = ['DEFAULT_SERVE_RUNS', 'ENGINE_CHOICES', 'MAX_RATES', 'MAX_SERVE_RUNS', 'add_acceptance_args', 'add_deployment_args', 'add_memory_args', 'add_model_args', 'add_round_cost_args', 'add_serving_args', 'add_timing_args', 'add_tree_args', 'alpha_type', 'batches_type', 'context_type', 'csv_text', 'engine_type', 'fraction', 'gamma_max_type', 'gamma_type', 'int_at_least', 'int_list', 'nonempty', 'nonneg_number', 'number', 'positive_number', 'rate_list']
+__all__ = ['ENGINE_CHOICES', 'MAX_RATES', 'MAX_SERVE_RUNS', 'add_acceptance_args', 'add_deployment_args', 'add_memory_args', 'add_model_args', 'add_round_cost_args', 'add_serving_args', 'add_timing_args', 'add_tree_args', 'alpha_type', 'batches_type', 'context_type', 'csv_text', 'engine_type', 'fraction', 'gamma_max_type', 'gamma_type', 'int_at_least', 'int_list', 'names', 'nonempty', 'nonneg_number', 'number', 'positive_number', 'rate', 'rate_list']
 
 
 ENGINE_CHOICES = ", ".join(["vllm", "sglang", "trtllm", "none"] + [k for k in PRESETS if "@" in k])
@@ -244,11 +244,15 @@ def positive_number(text: str) -> float:
 MAX_RATES = 64
 
 
-#: serve-sim's independent runs by default (Student t with 9 degrees of freedom: 2.26 standard errors), and at most.
-DEFAULT_SERVE_RUNS = 10
-
-
+#: serve-sim's independent runs at most (the default is the library's: specsim.serving.simulator.DEFAULT_RUNS).
 MAX_SERVE_RUNS = 100
+
+
+def rate(text: str) -> float:
+    value = positive_number(text)
+    if value > MAX_RATE_PER_S:
+        raise argparse.ArgumentTypeError(f"a request rate must be in (0, {MAX_RATE_PER_S:g}] per second, got {text}")
+    return value
 
 
 def rate_list(text: str) -> list[float]:
@@ -258,13 +262,26 @@ def rate_list(text: str) -> list[float]:
     if len(items) > MAX_RATES:
         raise argparse.ArgumentTypeError(f"rates lists {len(items):,} rates; at most {MAX_RATES} per sweep (each is two "
                                          "simulations): split the sweep")
-    return [positive_number(item) for item in items]
+    return [rate(item) for item in items]
 
 
-def nonempty(what: str):
+def names(what: str):
+    """A comma-separated list of names, refused when it names none (--only ',' once meant every figure)."""
+    def parse(text: str) -> list[str]:
+        found = [n.strip() for n in text.split(",") if n.strip()]
+        if not found:
+            raise argparse.ArgumentTypeError(f"--{what} needs a comma-separated list of names, got {text!r}")
+        return found
+
+    parse.__name__ = what
+    return parse
+
+
+def nonempty(what: str, kind: str = "file"):
+    """A path flag's value, refused when empty: from a shell, --out '' is an empty argument that was once skipped."""
     def parse(text: str) -> str:
         if not text.strip():
-            raise argparse.ArgumentTypeError(f"--{what} needs a file name, got an empty one")
+            raise argparse.ArgumentTypeError(f"--{what} needs a {kind} name, got an empty one")
         return text
 
     parse.__name__ = what

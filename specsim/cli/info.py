@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from specsim.cli.report import print_json, table
-from specsim.cli.flags import (int_at_least, nonneg_number)
+from specsim.cli.flags import (int_at_least, names, nonempty, nonneg_number)
 from specsim.core.limits import MAX_SEED
 
 __all__ = ["run_acceptance", "run_figures", "run_hardware", "run_models", "run_reproduce", "run_toy"]
@@ -254,8 +254,8 @@ def _parser_models(sub) -> None:
 
 def _parser_figures(sub) -> None:
     p = sub.add_parser("figures", help="regenerate every figure (PNG and SVG) with fixed file names")
-    p.add_argument("--out", default="figures", help="output folder, created if missing (default: figures)")
-    p.add_argument("--only", type=lambda text: [n.strip() for n in text.split(",") if n.strip()],
+    p.add_argument("--out", type=nonempty("out", "folder"), default="figures", help="output folder, created if missing (default: figures)")
+    p.add_argument("--only", type=names("only"),
                    help="comma-separated figure names (see --list)")
     p.add_argument("--list", action="store_true", help="list the figure names and exit")
     p.add_argument("--json", action="store_true", help="print JSON (the files written, or with --list the names)")

@@ -7,7 +7,8 @@ import sys
 
 from specsim.cli.report import describe, ms, print_json, print_notes, table
 from specsim.cli.args import deployment, resolve_acceptance
-from specsim.cli.flags import (DEFAULT_SERVE_RUNS, MAX_SERVE_RUNS, add_serving_args, int_at_least, nonempty, positive_number, rate_list)
+from specsim.cli.flags import (MAX_SERVE_RUNS, add_serving_args, int_at_least, nonempty, rate, rate_list)
+from specsim.core.limits import MAX_RATE_PER_S
 from specsim.core.limits import MAX_BATCH, MAX_WORKERS
 
 __all__ = ["run_serve_sim", "run_serve_sweep"]
@@ -38,12 +39,16 @@ def run_serve_sim(args: argparse.Namespace) -> int:
 
     from specsim.core.files import check_output
     from specsim.core.limits import MAX_SIMULATED_REQUESTS
-    from specsim.serving.simulator import CONFIDENCE, requests_for, serve_compare, summarize_runs
+    from specsim.serving.simulator import CONFIDENCE, DEFAULT_RUNS, requests_for, serve_compare, summarize_runs
 
+    if args.trace is not None and args.runs not in (None, 1):
+        raise ValueError(f"--runs {args.runs} with --trace: a trace is one fixed set of requests and is replayed once "
+                         "(new runs draw new arrivals, which a trace does not have); drop --runs")
     if args.csv:
         check_output(args.csv, (".csv",), "--csv")
     acc, acc_label, dep, limits, slo, gamma = _setup(args)
-    seeds = list(range(args.seed, args.seed + args.runs))
+    runs_asked = (1 if args.trace is not None else DEFAULT_RUNS) if args.runs is None else args.runs
+    seeds = list(range(args.seed, args.seed + runs_asked))
     runs = []
     for seed in seeds:
         requests, concurrency = requests_for(dep.target, rate=args.rate, concurrency=args.concurrency, trace=args.trace,
@@ -66,8 +71,8 @@ def run_serve_sim(args: argparse.Namespace) -> int:
                                      + _window_clause(dep),
                                      f"runs: {len(seeds)} of {len(requests):,} requests ({span})" + (
                                          f"; each figure is the mean over the runs ± the half-width of its {CONFIDENCE:.0%} "
-                                         "confidence interval (Student t over runs)" if len(seeds) > 1 else "; no interval: pass "
-                                         "--runs 10 for one") + (f"; --csv holds the run with seed {seeds[0]}" if args.csv else "")]
+                                         "confidence interval (Student t over runs)" if len(seeds) > 1 else "; a trace is replayed once: no interval"
+                                         if args.trace is not None else "; no interval: pass --runs 10 for one") + (f"; --csv holds the run with seed {seeds[0]}" if args.csv else "")]
     if args.json:
         print_json({"off": summaries[0], "on": summaries[1], "seeds": seeds, "provenance": provenance,
                     "gamma_by_batch": meta["gamma_by_batch"]})
@@ -236,14 +241,16 @@ def _parser_serve_sim(sub) -> None:
                        description="Continuous batching with chunked prefill, request by request: TTFT, TPOT and "
                        "end-to-end latency percentiles, throughput and running batch, with and without speculation.")
     load = p.add_mutually_exclusive_group(required=True)
-    load.add_argument("--rate", type=positive_number, help="Poisson arrivals, requests per second (> 0)")
+    load.add_argument("--rate", type=rate, help=f"Poisson arrivals, requests per second, in (0, {MAX_RATE_PER_S:g}]")
     load.add_argument("--concurrency", type=int_at_least(1, "concurrency", MAX_BATCH),
                       help="a closed loop of this many users, each sending its next request when the last finishes")
     load.add_argument("--trace", metavar="FILE", help="requests from a CSV or JSONL trace: arrival_s, prompt_tokens, output_tokens")
     add_serving_args(p, lengths=False)
-    p.add_argument("--runs", type=int_at_least(1, "runs", MAX_SERVE_RUNS), default=DEFAULT_SERVE_RUNS,
+    from specsim.serving.simulator import DEFAULT_RUNS
+
+    p.add_argument("--runs", type=int_at_least(1, "runs", MAX_SERVE_RUNS),
                    help=f"independent runs, seeds --seed, --seed + 1, ...: each figure is their mean with a 95%% confidence "
-                   f"interval (default {DEFAULT_SERVE_RUNS}; 1: one run, no interval)")
+                   f"interval (default {DEFAULT_RUNS}, or 1 with --trace: a trace is replayed once; 1: one run, no interval)")
     p.add_argument("--csv", type=nonempty("csv"), metavar="FILE",
                    help="write one row per request of the run with --seed (speculation off and on) to this CSV")
     p.set_defaults(func=run_serve_sim)
@@ -257,7 +264,7 @@ def _parser_serve_sweep(sub) -> None:
     add_serving_args(p)
     p.add_argument("--workers", type=int_at_least(1, "workers", MAX_WORKERS), default=1,
                    help="parallel simulations (a process pool; default 1)")
-    p.add_argument("--plot", metavar="FILE", help="write the TPOT and throughput figure (.png or .svg)")
+    p.add_argument("--plot", type=nonempty("plot"), metavar="FILE", help="write the TPOT and throughput figure (.png or .svg)")
     p.set_defaults(func=run_serve_sweep)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from specsim.cli.report import print_json, progress, table
 from specsim.cli.args import harness
-from specsim.cli.flags import (alpha_type, batches_type, context_type, csv_text, fraction, int_at_least, int_list)
+from specsim.cli.flags import (alpha_type, batches_type, context_type, csv_text, fraction, int_at_least, int_list, names, nonempty)
 from specsim.core.defaults import DEFAULT_ALPHA, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
 from specsim.core.limits import MAX_CONTEXT, MAX_GAMMA, MAX_LOOP_TOKENS, MAX_REPEATS, MAX_SEED
 from specsim.engines import DEFAULT_ENGINE, ENGINES
@@ -56,12 +56,14 @@ def run_measure_loop(args: argparse.Namespace) -> int:
     from specsim.answers import loop_rows
     from specsim.speculation.deployment import check_shared_vocabulary
     from specsim.describe.hardware import load_hardware
-    from specsim.harness.specloop import run_speculative_loop
+    from specsim.harness.specloop import check_loop_memory, run_speculative_loop
     from specsim.describe.models import get_model
 
     target = get_model(args.target, weight_dtype=args.dtype, kv_dtype=args.dtype)
     draft = get_model(args.draft, weight_dtype=args.dtype, kv_dtype=args.dtype)
     check_shared_vocabulary(target, draft)  # before any model is built: every other command refuses the pair too
+    # The largest batch, before the first loop runs: a batch that cannot fit must not fail after minutes of the others.
+    check_loop_memory(target, draft, args.gamma, max(args.batch), args.context, args.tokens, args.dtype, args.device)
     profile = load_hardware(args.hardware) if args.hardware else None
     measured = [run_speculative_loop(target, draft, args.alpha, args.gamma, batch, args.context, tokens=args.tokens,
                                      dtype=args.dtype, device=args.device, seed=args.seed, repeats=args.repeats)
@@ -194,7 +196,7 @@ def _parser_measure(sub) -> None:
     p.add_argument("--floor", action="store_true", help="also time each pass's GEMMs and attention alone: floor_* columns, "
                    "and the pass over its kernel floor in the progress lines")
     p.add_argument("--seed", type=int_at_least(0, "seed", MAX_SEED), default=0)
-    p.add_argument("--out", required=True, help="CSV file to write (atomically; checked before the sweep starts)")
+    p.add_argument("--out", type=nonempty("out"), required=True, help="CSV file to write (atomically; checked before the sweep starts)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_measure)
 
@@ -223,7 +225,7 @@ def _parser_calibrate(sub) -> None:
                        description="Robust least squares on measured step times; held-out points judge the fit before and after.")
     p.add_argument("measurements", help="CSV from specsim measure or specsim compose-kernels")
     p.add_argument("--hardware", required=True, help="base profile whose datasheet peaks are kept")
-    p.add_argument("--out", required=True, help="profile YAML to write (a residual plot is written beside it)")
+    p.add_argument("--out", type=nonempty("out"), required=True, help="profile YAML to write (a residual plot is written beside it)")
     p.add_argument("--name", help="name of the fitted profile (default: <--hardware>-calibrated)")
     p.add_argument("--holdout", type=fraction,
                    help="fraction of distinct points held out of the fit (default 0.25: specsim.calibration.profile.DEFAULT_HOLDOUT)")
@@ -235,13 +237,13 @@ def _parser_calibrate(sub) -> None:
 
 def _parser_compose_kernels(sub) -> None:
     p = sub.add_parser("compose-kernels", help="per-step times composed from AIConfigurator's measured kernels, as a CSV for calibrate")
-    p.add_argument("--hardware", type=lambda t: [d.strip() for d in t.split(",") if d.strip()], default=[DEFAULT_HARDWARE],
+    p.add_argument("--hardware", type=names("hardware"), default=[DEFAULT_HARDWARE],
                    help=f"comma-separated profiles whose device the database has (default {DEFAULT_HARDWARE})")
     p.add_argument("--engine", choices=["vllm", "sglang", "trtllm"], default=ENGINES[DEFAULT_ENGINE].kernel_engine,
                    help=f"whose kernels (default {ENGINES[DEFAULT_ENGINE].kernel_engine})")
-    p.add_argument("--models", type=lambda t: [m.strip() for m in t.split(",") if m.strip()],
+    p.add_argument("--models", type=names("models"),
                    default=[DEFAULT_DRAFT, DEFAULT_TARGET], help=f"comma-separated models (default {DEFAULT_DRAFT},{DEFAULT_TARGET})")
-    p.add_argument("--out", required=True, help="output folder for <hardware>-<engine>-kernel-steps.csv")
+    p.add_argument("--out", type=nonempty("out", "folder"), required=True, help="output folder for <hardware>-<engine>-kernel-steps.csv")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_compose_kernels)
 

@@ -7,7 +7,7 @@ import sys
 
 from specsim.cli.report import capacity_summary, describe, ms, print_json, print_notes, short_bound, table
 from specsim.cli.args import deployment, resolve_acceptance
-from specsim.cli.flags import (add_acceptance_args, add_deployment_args, add_memory_args, add_model_args, add_timing_args, add_tree_args, batches_type, fraction, gamma_max_type, gamma_type, int_at_least, int_list, nonneg_number, number)
+from specsim.cli.flags import (add_acceptance_args, add_deployment_args, add_memory_args, add_model_args, add_timing_args, add_tree_args, batches_type, fraction, gamma_max_type, gamma_type, int_at_least, int_list, nonempty, nonneg_number, number)
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, DEFAULT_HARDWARE, DEFAULT_RTOL, DEFAULT_TARGET
 from specsim.core.limits import MAX_CONTEXT, MAX_GAMMA
 from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
@@ -361,7 +361,7 @@ def _parser_explain(sub) -> None:
     p.add_argument("--gamma", type=int_at_least(1, "gamma", MAX_GAMMA),
                    help="draft steps per round (default: the best gamma per batch, at least 1)")
     p.add_argument("--gamma-max", type=gamma_max_type, default=DEFAULT_GAMMA_MAX, help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})")
-    p.add_argument("--plot", metavar="FILE.png", help="also draw the breakdown as a PNG")
+    p.add_argument("--plot", type=nonempty("plot"), metavar="FILE.png", help="also draw the breakdown as a PNG")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_explain)
 

@@ -12,7 +12,8 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write_bytes", "atomic_write_many", "atomic_write_text", "builtin_dir", "check_output", "read_text", "refuse_builtin"]
+__all__ = ["atomic_write_bytes", "atomic_write_many", "atomic_write_text", "builtin_dir", "check_output", "existing_file", "read_text",
+           "refuse_builtin"]
 
 
 def read_text(path: str | Path, what: str) -> str:
@@ -28,6 +29,22 @@ def read_text(path: str | Path, what: str) -> str:
     if not p.is_file():
         raise ValueError(f"{what} {str(path)!r} does not exist")
     return _read_text(p, what)  # within the size budget (limits.MAX_TEXT_BYTES)
+
+
+def existing_file(text: str) -> Path | None:
+    """``text`` as the path of a file that exists, else None (a name too long for a path, or with a NUL, is none).
+
+    The readers that take a built-in name or a path ask this first, so that a file named like a built-in is never
+    silently shadowed by it.
+
+    >>> existing_file("/nonexistent/h100") is None
+    True
+    """
+    try:
+        path = Path(text).expanduser()
+        return path if path.is_file() else None
+    except (OSError, ValueError, RuntimeError):
+        return None
 
 
 def builtin_dir() -> Path:
@@ -50,7 +67,10 @@ def refuse_builtin(path: str | Path) -> None:
     regenerate a calibrated profile, write it elsewhere and review the change
     before copying it in.
     """
-    target = Path(path).expanduser().resolve()
+    try:
+        target = Path(path).expanduser().resolve()
+    except RuntimeError:  # Python before 3.13 raises this for a symlink that leads back to itself
+        raise ValueError(f"cannot write {str(path)!r}: it is a symlink loop") from None
     root = builtin_dir().resolve()
     if target == root or root in target.parents:
         raise ValueError(f"refusing to write {str(path)!r}: the built-in profiles in {root} are never overwritten; choose another --out")
@@ -63,6 +83,8 @@ def check_output(path: str | Path, suffixes: tuple[str, ...] = (), flag: str = "
     Traceback (most recent call last):
     ValueError: cannot write '/nonexistent-folder/x.csv': folder '/nonexistent-folder' does not exist
     """
+    if not str(path).strip():  # Path("") is ".": an empty --out would otherwise be read as the current folder
+        raise ValueError(f"{flag} needs a file name, got an empty one")
     path = Path(path).expanduser()
     if suffixes and path.suffix not in suffixes:
         raise ValueError(f"{flag} must end in {' or '.join(suffixes)}, got {str(path)!r}")

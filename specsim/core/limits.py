@@ -38,6 +38,7 @@ __all__ = [
     "MAX_MODEL_DIM",
     "MAX_REPEATS",
     "MAX_REQUESTS",
+    "MAX_RATE_PER_S",
     "MAX_SEED",
     "MAX_TP",
     "MAX_WORKERS",
@@ -67,6 +68,9 @@ MAX_TP = 1024
 MAX_REQUESTS = 200_000
 #: Requests one serve-sim command simulates over all its runs (about 2.5 minutes on one core).
 MAX_SIMULATED_REQUESTS = 1_000_000
+#: Poisson arrival rate of a serving simulation, requests per second: one engine instance serves tens to hundreds a
+#: second, and past a million the arrivals fall within a microsecond of each other (rates computed from them overflow).
+MAX_RATE_PER_S = 1e6
 #: Timed repeats (and untimed warm-up passes) of one harness configuration.
 MAX_REPEATS = 10_000
 #: Tokens generated per sequence by the harness's speculative loop.
@@ -147,8 +151,9 @@ def load_json(path: str | Path, what: str = "JSON file", allow_infinity: bool = 
     return loads_json(_read_text(p, what), f"{what} {str(p)!r}", allow_infinity)
 
 
-def loads_json(text: str, where: str, allow_infinity: bool = False) -> Any:
-    """Parse JSON text within the nesting budget (the caller bounds its size); see :func:`load_json`."""
+def loads_json(text: str, where: str, allow_infinity: bool = False, object_pairs_hook: Any = None) -> Any:
+    """Parse JSON text within the nesting budget (the caller bounds its size); see :func:`load_json`.
+    ``object_pairs_hook`` is ``json.loads``'s (a reader that refuses duplicate keys passes one)."""
     import json
 
     depth = deepest = 0
@@ -181,7 +186,7 @@ def loads_json(text: str, where: str, allow_infinity: bool = False) -> Any:
         return int_literal(where, literal)
 
     try:
-        return json.loads(text, parse_constant=constant, parse_int=integer)
+        return json.loads(text, parse_constant=constant, parse_int=integer, object_pairs_hook=object_pairs_hook)
     except json.JSONDecodeError as err:
         raise ValueError(f"{where}: not valid JSON ({err})") from None
 

@@ -369,6 +369,16 @@ def builtin_names() -> list[str]:
     return sorted(_builtin_files())
 
 
+def _refuse_shadowed(given: str, builtin: Path) -> None:
+    """ValueError when ``given`` names a built-in profile and is also the path of a file: neither is picked silently."""
+    from specsim.core.files import existing_file
+
+    local = existing_file(given)
+    if local is not None and local.resolve() != builtin.resolve():
+        raise ValueError(f"hardware {given!r} names both the file {str(local)!r} and the built-in profile {builtin.stem}: "
+                         f"give ./{given} for the file, or {builtin.stem if builtin.stem != given else builtin} for the built-in")
+
+
 def load_hardware(name_or_path: str | Path) -> HardwareProfile:
     """Load a built-in profile by name, or a user's YAML file by path.
 
@@ -379,12 +389,13 @@ def load_hardware(name_or_path: str | Path) -> HardwareProfile:
     ValueError
         A file that is not valid YAML or fails validation.
     """
-    text = str(name_or_path)
+    given = str(name_or_path)
     files = _builtin_files()
-    text = ALIASES.get(text.lower(), text) if text.lower() in ALIASES else text
+    text = ALIASES.get(given.lower(), given) if given.lower() in ALIASES else given
     shipped = text in files
     if shipped:
         path = files[text]
+        _refuse_shadowed(given, path)
     else:
         path = Path(text).expanduser()
         looks_like_path = path.suffix in (".yaml", ".yml") or "/" in text or path.exists()

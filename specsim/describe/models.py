@@ -96,6 +96,21 @@ def builtin_model_names() -> list[str]:
     return sorted(set(_catalog_index()) | set(_PRESETS))
 
 
+def _refuse_shadowed(given: str, builtin: str) -> None:
+    """ValueError when ``given`` names a built-in shape and is also a config.json (or a folder holding one) on disk:
+    neither is picked silently."""
+    from specsim.core.files import existing_file
+
+    local = existing_file(given) or existing_file(str(Path(given) / "config.json"))
+    if local is None:
+        return
+    other = (f"{builtin} for the built-in" if builtin != given else
+             f"{_CATALOG / (builtin + '.json')} for the built-in" if builtin in _catalog_index() else
+             "another folder to use the built-in")
+    raise ValueError(f"model {given!r} names both the file {str(local)!r} and the built-in shape {builtin}: give "
+                     f"./{local} for the file, or {other}")
+
+
 def get_model(name_or_path: str | Path, *, weight_dtype: str | None = None, kv_dtype: str | None = None,
               tp: int | None = None, routing_effective_experts: float | None = None,
               routing_correlation: float | None = None) -> ModelShape:
@@ -118,8 +133,10 @@ def get_model(name_or_path: str | Path, *, weight_dtype: str | None = None, kv_d
     text = str(name_or_path)
     hub = _hub_ids().get(text.lower())
     if text in _PRESETS:
+        _refuse_shadowed(text, text)
         model = _PRESETS[text]
     elif text in _catalog_index() or hub is not None:
+        _refuse_shadowed(text, text if hub is None else hub)
         model = _catalog_model(text if hub is None else hub)
     else:
         path = Path(text).expanduser()

@@ -321,7 +321,9 @@ def make_all(outdir: str | Path = "figures", names: list[str] | None = None) -> 
     import matplotlib
 
     known = {spec.name: spec for spec in FIGURES}
-    chosen = names or list(known)
+    if names is not None and not list(names):  # an empty selection is a mistake, not "every figure"
+        raise ValueError(f"no figure named; known: {', '.join(known)} (or pass names=None for all)")
+    chosen = list(known) if names is None else list(names)
     unknown = [n for n in chosen if n not in known]
     if unknown:
         raise KeyError(f"unknown figure(s) {', '.join(unknown)}; known: {', '.join(known)}")

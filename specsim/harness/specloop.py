@@ -41,7 +41,7 @@ from specsim.describe.models import ModelShape
 from specsim.harness.model import DecoderTimingModel
 from specsim.harness.timing import _sync, time_pass
 
-__all__ = ["run_speculative_loop"]
+__all__ = ["check_loop_memory", "run_speculative_loop"]
 
 
 class _Loop:
@@ -115,6 +115,24 @@ class _Loop:
                 statistics.median(time_pass(lambda: self.target(many, mid, span + self.gamma + 1, True), dev, repeats, 2)))
 
 
+def check_loop_memory(target_shape: ModelShape, draft_shape: ModelShape, gamma: int, batch: int, context: int, tokens: int,
+                      dtype: str = defaults.LOOP_DTYPE, device: str = defaults.LOOP_DEVICE):
+    """``(device, cache capacity per sequence)`` of a loop, after checking that both models' weights, KV caches and
+    activations fit in free memory; ValueError (one line) before anything is allocated otherwise."""
+    from specsim.describe.models import BYTES_PER_ELEMENT
+    from specsim.harness.timing import check_device_and_memory, check_free_memory, pass_bytes
+
+    dev = check_device_and_memory([target_shape, draft_shape], device, dtype)
+    # Every round may emit gamma + 1 tokens per sequence; the loop runs at most `tokens` rounds.
+    capacity = context + (gamma + 1) * (tokens + 1) + 2
+    weights = sum(s.params * BYTES_PER_ELEMENT[dtype] for s in (target_shape, draft_shape))
+    check_free_memory(weights + pass_bytes(target_shape, dtype, batch, capacity, gamma + 1)
+                      + pass_bytes(draft_shape, dtype, batch, capacity, 2), dev,
+                      f"the loop at batch {batch} (weights, and KV caches of {capacity:,} tokens per sequence: context "
+                      f"{context:,} plus {tokens:,} tokens at up to gamma + 1 = {gamma + 1} a round)")
+    return dev, capacity
+
+
 def run_speculative_loop(
     target_shape: ModelShape,
     draft_shape: ModelShape,
@@ -136,12 +154,8 @@ def run_speculative_loop(
         raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
     if gamma < 1:
         raise ValueError(f"gamma must be >= 1 for a speculative loop, got {gamma!r}")
-    from specsim.harness.timing import check_device_and_memory
-
-    dev = check_device_and_memory([target_shape, draft_shape], device, dtype)
+    dev, capacity = check_loop_memory(target_shape, draft_shape, gamma, batch, context, tokens, dtype, device)
     gen = torch.Generator(device=dev).manual_seed(seed)
-    # Every round may emit gamma + 1 tokens per sequence; the loop runs at most `tokens` rounds.
-    capacity = context + (gamma + 1) * (tokens + 1) + 2
     target = DecoderTimingModel(target_shape, dtype=dtype, device=device, seed=seed)
     draft = DecoderTimingModel(draft_shape, dtype=dtype, device=device, seed=seed + 1)
     target.allocate(batch, capacity)

@@ -27,7 +27,7 @@ from specsim.harness import defaults
 from specsim.describe.models import ModelShape
 from specsim.harness.model import TORCH_DTYPES, DecoderTimingModel, shared_length_mask
 
-__all__ = ["CSV_COLUMNS", "device_name", "measure_sweep", "time_pass"]
+__all__ = ["CSV_COLUMNS", "check_free_memory", "device_name", "measure_sweep", "pass_bytes", "time_pass"]
 
 CSV_COLUMNS = [
     "model", "params", "n_layers", "hidden_size", "intermediate_size", "n_heads", "n_kv_heads", "head_dim",
@@ -129,6 +129,25 @@ def check_device_and_memory(shapes: list[ModelShape], device: str, dtype: str) -
     return dev
 
 
+def pass_bytes(shape: ModelShape, dtype: str, batch: int, capacity: int, tokens_per_seq: int) -> float:
+    """Bytes a pass of ``batch`` sequences needs beyond the weights: a KV cache of ``capacity`` tokens per sequence
+    (:meth:`DecoderTimingModel.allocate`), and the logits and MLP activations of ``tokens_per_seq`` new tokens (the
+    largest temporaries), with 10% slack."""
+    element = torch.tensor([], dtype=TORCH_DTYPES[dtype]).element_size()
+    cache = 2 * shape.n_layers * batch * capacity * shape.n_kv_heads * shape.head_dim * element
+    return cache + 1.1 * batch * tokens_per_seq * (shape.vocab_size + 3 * shape.intermediate_size) * element * 2
+
+
+def check_free_memory(need_bytes: float, dev: torch.device, what: str) -> None:
+    """ValueError (one line) when ``need_bytes`` are not free on ``dev``: checked before allocating, as a pass that
+    does not fit would make torch allocate for minutes, swap, or end in an out-of-memory traceback."""
+    free = _free_bytes(dev)
+    if need_bytes > free:
+        raise ValueError(f"{what} needs {need_bytes / 1e9:,.1f} GB; "
+                         f"{free / 1e9:,.1f} GB are free on {'the GPU' if dev.type == 'cuda' else 'this machine'}: "
+                         "pick a smaller batch, context or token count")
+
+
 def kernel_floor(model: DecoderTimingModel, b: int, q: int, L: int, dev: torch.device, repeats: int, warmup: int,
                  cuda_graphs: bool) -> tuple[float, float]:
     """(GEMM seconds, attention seconds): the pass's kernels timed alone in the same run, median of ``repeats``.
@@ -186,6 +205,9 @@ def measure_sweep(
     ``kind`` is the pass (:data:`~specsim.harness.model.PASS_KINDS`), ``compile`` compiles each layer, and ``floor``
     also times the pass's GEMMs and attention alone (:func:`kernel_floor`) into the ``floor_*`` columns.
     """
+    if compile and warmup < 1:  # the first pass of a compiled model compiles it: timed, it would be minutes, not a step
+        raise ValueError("--compile needs --warmup of at least 1: the first pass of each shape compiles the model, and "
+                         "that pass must not be timed")
     dev = check_device_and_memory([shape], device, dtype)
     say = progress or (lambda message: print(message, file=sys.stderr, flush=True))
     model = DecoderTimingModel(shape, dtype=dtype, device=device, seed=seed, kind=kind, compile=compile)
@@ -198,13 +220,11 @@ def measure_sweep(
         "pass_kind": kind, "compiled": bool(compile),
     }
     grid = [(b, q, L) for b in batches for q in tokens_per_seq for L in contexts]
-    element = torch.tensor([], dtype=TORCH_DTYPES[dtype]).element_size()
     rows = []
     gen = torch.Generator(device="cpu").manual_seed(seed)
     for i, (b, q, L) in enumerate(grid, start=1):
         tag = f"[{i}/{len(grid)}] {shape.name} b={b} q={q} L={L}"
-        # Cache, plus logits and MLP activations of the pass (the largest temporaries), with 10% slack.
-        need = model.cache_bytes(b, L + q) + 1.1 * b * q * (shape.vocab_size + 3 * shape.intermediate_size) * element * 2
+        need = pass_bytes(shape, dtype, b, L + q, q)
         if need > _free_bytes(dev):
             say(f"{tag}: skipped, needs {need / 1e9:.1f} GB beyond the weights and that much is not free")
             continue

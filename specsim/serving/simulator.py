@@ -171,10 +171,10 @@ class ServeResult:
             return int(((self.arrival_s <= t) & ~self.rejected & ~(self.finish_s <= t)).sum())
 
         grew = in_system(last) - in_system(middle)
-        return {"arrival_rate_per_s": (arrived.size - 1) / span if span > 0 else None,
+        return {"arrival_rate_per_s": _ratio(arrived.size - 1, span),
                 "drain_s": float(np.nanmax(self.finish_s) - last) if self.served.any() else None,
                 "in_system_at_middle_arrival": in_system(middle), "in_system_at_last_arrival": in_system(last),
-                "queue_growth_per_s": grew / float(last - middle) if last > middle else None}
+                "queue_growth_per_s": _ratio(grew, float(last - middle)) if last > middle else None}
 
     def summary(self, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None) -> dict:
         """Percentiles, throughput, batch and goodput, in seconds and tokens per second."""
@@ -192,13 +192,13 @@ class ServeResult:
             "ttft_s": pct(self.ttft_s),
             "tpot_s": pct(self.tpot_s),
             "e2e_s": pct(self.e2e_s),
-            "output_tokens_per_s": float(self.output[self.served].sum() / span) if span > 0 else None,
-            "requests_per_s": float(self.served.sum() / span) if span > 0 else None,
+            "output_tokens_per_s": _ratio(self.output[self.served].sum(), span),
+            "requests_per_s": _ratio(self.served.sum(), span),
             "mean_running_batch": self.mean_batch,
             "running_batch_time_share": {int(b): float(v / self.batch_time_s.sum())
                                          for b, v in enumerate(self.batch_time_s) if v > 0} if self.batch_time_s.sum() > 0 else {},
             "max_running_batch": int(np.flatnonzero(self.batch_time_s > 0).max()) if np.any(self.batch_time_s > 0) else 0,
-            "mean_in_system": float(self.in_system_integral / span) if span > 0 else None,
+            "mean_in_system": _ratio(self.in_system_integral, span),
             **self._arrivals(),
         }
         if slo_ttft_s is not None or slo_tpot_s is not None:
@@ -210,8 +210,18 @@ class ServeResult:
             if slo_tpot_s is not None:
                 ok &= tpot <= slo_tpot_s
             out["slo_met"] = int(ok.sum())
-            out["goodput_requests_per_s"] = float(ok.sum() / span) if span > 0 else None
+            out["goodput_requests_per_s"] = _ratio(ok.sum(), span)
         return out
+
+
+def _ratio(amount: float, span_s: float) -> float | None:
+    """``amount`` per second of ``span_s``, or None where no finite rate follows (no span, or one so short that the
+    rate overflows: arrivals a denormal apart); a summary never holds inf, which JSON cannot carry."""
+    if not span_s > 0:
+        return None
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        rate = float(amount) / float(span_s)
+    return rate if np.isfinite(rate) else None
 
 
 class _Engine:
@@ -480,6 +490,10 @@ def serve_compare(dep: Deployment, requests, acceptance: object, gamma: object =
 
 #: Confidence level of the intervals serve-sim prints over independent runs.
 CONFIDENCE = 0.95
+#: Independent runs of a Poisson or closed-loop load by default (Student t with 9 degrees of freedom: 2.26 standard
+#: errors).  A trace is one fixed set of requests: it is replayed once (repeating it would count its requests again
+#: and put an interval over the acceptance draws alone).
+DEFAULT_RUNS = 10
 _SUMMED = ("requests", "served", "never_fit", "slo_met")
 
 

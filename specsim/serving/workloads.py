@@ -20,7 +20,6 @@ A trace file (CSV with a header, or JSON lines) gives ``arrival_s``, ``prompt_to
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,8 +117,10 @@ class Requests:
     @classmethod
     def poisson(cls, rate: float, n: int, workload: Workload, rng: np.random.Generator) -> "Requests":
         """``n`` requests arriving as a Poisson process of ``rate`` per second."""
-        if not (np.isfinite(rate) and rate > 0):
-            raise ValueError(f"request rate must be > 0 per second, got {rate!r}")
+        from specsim.core.limits import MAX_RATE_PER_S
+
+        if not (np.isfinite(rate) and 0 < rate <= MAX_RATE_PER_S):
+            raise ValueError(f"request rate must be in (0, {MAX_RATE_PER_S:g}] per second, got {rate:g}")
         if n / rate > MAX_HORIZON_S / 10:
             raise ValueError(f"a rate of {rate:g} requests/s spreads {n:,} requests over about {n / rate:.3g} s; the simulated "
                              f"horizon is at most {MAX_HORIZON_S:g} s: give a rate of at least {10 * n / MAX_HORIZON_S:.3g} requests/s")
@@ -137,10 +138,24 @@ class Requests:
         return int(np.asarray(self.prompt).size)
 
 
+def _trace_line(line: str, where: str) -> object:
+    """One JSON line of a trace, within the nesting and integer budgets of every JSON reader (core.limits), and with
+    no key given twice (JSON keeps the last one silently)."""
+    from specsim.core.limits import loads_json
+
+    def pairs(items: list) -> dict:
+        keys = [k for k, _ in items]
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:
+            raise ValueError(f"{where}: the key {twice[0]!r} appears twice; each once")
+        return dict(items)
+
+    return loads_json(line, where, object_pairs_hook=pairs)
+
+
 def read_trace(path: str | Path) -> Requests:
     """A trace of ``arrival_s, prompt_tokens, output_tokens`` per request: CSV with a header, or JSON lines."""
     from specsim.core.files import read_text
-    from specsim.core.limits import int_literal
 
     p = Path(path)
     text = read_text(path, "trace")
@@ -150,10 +165,7 @@ def read_trace(path: str | Path) -> Requests:
         for i, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
-            try:
-                obj = json.loads(line, parse_int=lambda literal: int_literal(f"trace {p.name}, line {i}", literal))
-            except json.JSONDecodeError as err:
-                raise ValueError(f"trace {p.name}, line {i}: not JSON ({err.msg})") from None
+            obj = _trace_line(line, f"trace {p.name}, line {i}")
             if not isinstance(obj, dict) or any(k not in obj for k in keys):
                 raise ValueError(f"trace {p.name}, line {i}: needs {', '.join(keys)}")
             bad = [k for k in keys if isinstance(obj[k], bool) or not isinstance(obj[k], (int, float))]
@@ -165,6 +177,9 @@ def read_trace(path: str | Path) -> Requests:
         if not lines:
             raise ValueError(f"trace {p.name} is empty")
         header = [h.strip() for h in lines[0].split(",")]
+        twice = sorted({h for h in header if header.count(h) > 1})
+        if twice:  # the first column of a name would be read and the second silently dropped
+            raise ValueError(f"trace {p.name}: the header names {', '.join(twice)} more than once; each column once")
         if any(k not in header for k in keys):
             raise ValueError(f"trace {p.name}: the header must name {', '.join(keys)}; got {', '.join(header)}")
         idx = [header.index(k) for k in keys]

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from specsim.core.limits import MAX_GAMMA
 from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length, tokens_per_round
 
 __all__ = ["AcceptanceMetrics", "acceptance_between", "acceptance_from_page", "acceptance_from_prometheus", "parse_prometheus",
@@ -43,6 +44,10 @@ __all__ = ["AcceptanceMetrics", "acceptance_between", "acceptance_from_page", "a
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)(\s+-?\d+)?\s*$")
 _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|$)')
+
+#: Longest line of a /metrics page read: vLLM's speculative-decoding samples are under 200 characters, and a label
+#: (a model path) is far shorter than this; a longer line is not a Prometheus page of a server.
+MAX_LINE_CHARS = 4096
 
 _PREFIX = "vllm:spec_decode_"
 _COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "num_accepted_tokens_per_pos")
@@ -73,10 +78,12 @@ def parse_prometheus(text: str, source: str = "metrics") -> list[tuple[str, dict
     """
     samples = []
     for number, raw in enumerate(text.splitlines(), start=1):
+        where = f"{source}, line {number}"
+        if len(raw) > MAX_LINE_CHARS:  # before any regex or label copy sees it
+            raise ValueError(f"{where} is {len(raw):,} characters long; a /metrics line has at most {MAX_LINE_CHARS:,}")
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        where = f"{source}, line {number}"
         m = _SAMPLE.match(line)
         if not m:
             raise ValueError(f"{where}: not a Prometheus sample: {raw.strip()[:80]!r}; expected 'name{{labels}} value'")
@@ -257,6 +264,9 @@ def acceptance_from_prometheus(text: str, source: str = "metrics", model_name: s
         accepted_tokens=totals["num_accepted_tokens"],
         accepted_per_position=tuple(per_pos[k] for k in sorted(per_pos)),
     )
+    if not 1.0 <= metrics.mean_draft_length <= MAX_GAMMA:
+        raise ValueError(f"{source}: {metrics.draft_tokens:g} draft tokens over {metrics.drafts:g} drafts is "
+                         f"{metrics.mean_draft_length:.3g} per draft; a draft proposes 1 to {MAX_GAMMA} tokens")
     if metrics.accepted_tokens > metrics.draft_tokens:
         raise ValueError(f"{source}: more accepted tokens ({metrics.accepted_tokens:g}) than drafted ({metrics.draft_tokens:g})")
     if per_pos and metrics.gamma is not None and len(per_pos) != metrics.gamma:
@@ -311,8 +321,9 @@ def accept_length_from_page(path: str | Path, model_name: str | None = None) -> 
     name, text = _page(path)
     if _is_sglang(text):
         length = _sglang_accept_length(text, name)
-        if not (np.isfinite(length) and length >= 1.0):
-            raise ValueError(f"{name}: sglang:spec_accept_length {length:g} is not a length of at least 1")
+        if not (np.isfinite(length) and 1.0 <= length <= MAX_GAMMA + 1):
+            raise ValueError(f"{name}: sglang:spec_accept_length {length:g} is not a length in [1, {MAX_GAMMA + 1}] "
+                             f"(a round emits at most {MAX_GAMMA} drafted tokens plus one)")
         return length, f"{name}: SGLang mean accept length"
     m = acceptance_from_prometheus(text, source=name, model_name=model_name)
     return m.mean_acceptance_length, f"{name}: vLLM 1 + accepted / drafts"

@@ -116,6 +116,8 @@ def gamma_schedule(
         raise ValueError(f"rtol must be in [0, 0.5), got {rtol!r}")
     # The exact argmax per batch bounds gamma (an Acceptance stops it at its last measured position).
     top = optimal_gamma(dep, alpha, batch, context, gamma_max, 0.0).gamma_max
+    if top == 0:  # gamma_max 0: speculation off at every batch, as optimal_gamma answers
+        return [ScheduleRange(1, int(max_batch), 0, 1.0, 1.0, 0.0)]
     grid = np.arange(top + 1)
     surface = np.broadcast_to(speedup(dep, alpha, grid[:, None], batch[None, :], context), (grid.size, batch.size))
     chosen = monotone_gammas(surface, rtol)

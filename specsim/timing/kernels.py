@@ -60,18 +60,20 @@ shape or dtype the database lacks) are never extrapolated: they get the
 roofline's answer and are flagged in ``StepTime.fallback``; the source's
 ``notes`` say which.  Each (device, engine, model shape, database version)
 table is built once, cached on disk as ``.npz`` (written atomically; a file
-that fails to load or validate is rebuilt) and evaluated in numpy.
+that fails to load or validate is rebuilt) and evaluated in numpy.  A cache
+folder that cannot be read or written (read-only, full, a symlink loop) never
+fails the answer: the table is built in memory and a note says so once.  A
+writer killed mid-write leaves its staging file (``.kernels-<hash>.npz.<random>.tmp``);
+staging files older than :data:`STALE_STAGING_S`, far longer than any write
+takes, are removed the next time the folder is used.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib.util
-import sys
+import sys  # noqa: F401 (tests empty kernels.sys.path to hide the database's dist-info)
 import json
-import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -94,28 +96,17 @@ __all__ = [
     "build_table",
     "compose_steps",
     "cache_dir",
+    "clear_stale_staging",
     "database_root",
     "database_version",
     "device_folder",
 ]
 
-AIC_DISTRIBUTION = "aiconfigurator-core"
-#: The database version specsim is validated against (pyproject pins it).
-AIC_VERSION = "0.12.0"
+from specsim.timing.kernel_db import (AIC_DISTRIBUTION, AIC_VERSION, DEVICE_FOLDERS, STALE_STAGING_S, KernelDataError,  # noqa: F401 (re-exported)
+                                      _newest, _version_key, cache_dir, clear_stale_staging, database_root, database_version, device_folder)
 
-#: specsim hardware profile -> device folder in the database.
-DEVICE_FOLDERS = {
-    "h100-sxm": "h100_sxm",
-    "h100-pcie": "h100_pcie",
-    "h200": "h200_sxm",
-    "a100-sxm-80gb": "a100_sxm",
-    "b200": "b200_sxm",
-    "b300": "b300_sxm",
-    "gb300": "gb300",
-    "rtx-pro-6000": "rtx_pro_6000_server",
-    "l40s": "l40s",
-    "l4": "l4",
-}
+_SWEPT: set = set()  # cache folders already cleared of stale staging files in this process
+
 #: Model storage dtype -> the database's GEMM dtype; KV dtype -> attention kv_cache_dtype.
 #: Weight-only GEMMs (W4A16, W8A16) are measured only for the A100 and TensorRT-LLM 1.0.0 (int4_wo, int8_wo) and for
 #: SGLang's int8_wo on the H100 in aiconfigurator-core 0.12.0; elsewhere the roofline prices them, dequantisation included.
@@ -131,82 +122,6 @@ _LAYOUT_FIELDS = ("n_chunked_layers", "attention_chunk_size", "n_recurrent_layer
                   "rec_state_dim", "rec_groups", "rec_conv_kernel", "recurrent_verify", "n_mixer_free_layers", "n_ffn_free_layers",
                   "moe_latent_size", "routing_correlation", "shared_expert_size", "gated_mlp", "attn_output_gate",
                   "qk_norm_all_heads", "shared_expert_gate")
-
-
-class KernelDataError(ValueError):
-    """The database cannot compose this model on this device and engine."""
-
-
-def database_root() -> Path:
-    """Folder of the installed database (``aiconfigurator_core/systems/data``)."""
-    spec = importlib.util.find_spec("aiconfigurator_core")
-    if spec is None or not spec.submodule_search_locations:
-        raise KernelDataError(
-            f"the kernel source needs {AIC_DISTRIBUTION}=={AIC_VERSION} (pip install '{AIC_DISTRIBUTION}=={AIC_VERSION}')"
-        )
-    root = Path(list(spec.submodule_search_locations)[0]) / "systems" / "data"
-    if not root.is_dir():
-        raise KernelDataError(f"{AIC_DISTRIBUTION} is installed but has no kernel data folder at {root}")
-    return root
-
-
-def database_version() -> str:
-    """Installed version of ``aiconfigurator-core``: the ``Version:`` line of its dist-info METADATA, read directly
-    where the distribution sits on ``sys.path`` (``importlib.metadata`` costs a fifth of a cold run's imports)."""
-    prefix = AIC_DISTRIBUTION.replace("-", "_") + "-"
-    for entry in sys.path:
-        folder = Path(entry or ".")
-        try:
-            infos = [d for d in folder.iterdir() if d.name.startswith(prefix) and d.name.endswith(".dist-info")]
-        except OSError:
-            continue
-        for info in infos:
-            try:
-                for line in (info / "METADATA").read_text(encoding="utf-8").splitlines():
-                    if line.startswith("Version:"):
-                        return line.split(":", 1)[1].strip()
-                    if not line:
-                        break
-            except OSError:
-                continue
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version(AIC_DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
-        raise KernelDataError(
-            f"the kernel source needs {AIC_DISTRIBUTION}=={AIC_VERSION} (pip install '{AIC_DISTRIBUTION}=={AIC_VERSION}')"
-        ) from None
-
-
-def device_folder(hardware: HardwareProfile) -> str:
-    """The database's folder for a profile (calibrated ``*-vllm`` profiles map to their device)."""
-    name = hardware.device or re.sub(r"-vllm$", "", hardware.name)
-    if name not in DEVICE_FOLDERS:
-        raise KernelDataError(f"the kernel database has no device {hardware.name!r}; it has {', '.join(DEVICE_FOLDERS)}")
-    return DEVICE_FOLDERS[name]
-
-
-def cache_dir() -> Path:
-    """Where built tables are cached: ``$SPECSIM_CACHE_DIR``, else ``$XDG_CACHE_HOME/specsim`` or ``~/.cache/specsim``."""
-    try:
-        if os.environ.get("SPECSIM_CACHE_DIR"):
-            return Path(os.environ["SPECSIM_CACHE_DIR"]).expanduser()
-        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        return Path(base).expanduser() / "specsim"
-    except RuntimeError as err:  # "~nosuchuser/..." or no home directory: tables are built in memory, uncached
-        raise OSError(f"no kernel cache folder ({err})") from None
-
-
-def _version_key(text: str) -> tuple:
-    return tuple(int(x) for x in re.findall(r"\d+", text))
-
-
-def _newest(folder: Path) -> Path:
-    versions = [p for p in folder.iterdir() if p.is_dir()] if folder.is_dir() else []
-    if not versions:
-        raise KernelDataError(f"no measurements in {folder}")
-    return max(versions, key=lambda p: (_version_key(p.name), p.name))
 
 
 @dataclass(frozen=True)
@@ -682,6 +597,9 @@ class KernelSource:
         except OSError as exc:  # no home, a name too long, a loop: build in memory and say so
             self._note(f"kernel tables are not cached: {exc}", "no-cache")
             path, cached = None, False
+        if path is not None and path.parent not in _SWEPT:  # once per folder and process: one listing
+            _SWEPT.add(path.parent)
+            clear_stale_staging(path.parent)
         table = None
         if cached:
             try:
@@ -700,14 +618,20 @@ class KernelSource:
                 self._tables[key] = None
                 return None
             if path is not None:
-                try:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    table.save(path)
-                except (OSError, ValueError) as exc:
-                    self._note(f"could not cache the kernel table in {path.parent}: {exc}")
+                self._save(table, path)
         self._tables[key] = table
         self._by_model[id(model)] = (model, table)
         return table
+
+    def _save(self, table: KernelTable, path: Path) -> None:
+        """Write ``table`` to the cache; a folder that refuses it (read-only, full, a loop) is noted once, never raised."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            table.save(path)
+        except (OSError, ValueError, RuntimeError) as exc:  # RuntimeError: pathlib's "Symlink loop" before 3.13
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self._note(f"kernel tables are not cached in {path.parent} ({reason}): they are built in memory for this run",
+                       "no-cache")
 
     def step_time(self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0) -> StepTime:
         """t(b, q, L) from the database, the roofline where it has no data (flagged in ``fallback``)."""

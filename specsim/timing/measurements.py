@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from specsim.core.limits import check_int
+from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, check_int
 from specsim.describe.models import ModelShape, get_model
 
 __all__ = ["MIN_POINTS", "load_measurements"]
@@ -24,6 +24,41 @@ _TIME_COLUMNS = ("median_s", "step_time_s")
 MIN_POINTS = 8
 #: Rows one measurements file may hold: the calibration fit is seconds at this size, minutes at ten times it.
 MAX_POINTS = 20_000
+
+#: The repeats' spread that ``specsim measure`` writes beside each median (10th and 90th percentiles, fastest repeat).
+_SPREAD_COLUMNS = ("p10_s", "p90_s", "min_s")
+#: Plausible time of one forward pass, seconds: a GPU kernel launch is microseconds, and a pass of minutes is a
+#: machine swapping, not a step time (the CLI's model sizes keep every measured pass far inside this).
+MIN_STEP_S = 1e-7
+MAX_STEP_S = 1e3
+
+
+def _shown(value: object) -> str:
+    text = f"{value:g}" if isinstance(value, (float, np.floating)) else repr(value)
+    return text if len(text) <= 30 else f"a {len(text)}-character value"
+
+
+def _cell(value: object) -> float:
+    """One CSV cell as a float, NaN where it is not a number (a 400-digit integer does not fit a float: NaN too)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return float("nan")
+
+
+def _numeric_column(column: pd.Series, col: str, where: str) -> pd.Series:
+    """The column as finite floats, or ValueError naming the first cell that is missing, not a number or out of range."""
+    values = pd.Series([_cell(v) for v in column], index=column.index, dtype=float)
+    bad = ~np.isfinite(values.to_numpy())
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        cell = column.iloc[row]
+        if isinstance(cell, (int, np.integer)) and not isinstance(cell, bool):  # parsed, but past any float
+            raise ValueError(f"{where}: column {col} has a {len(str(abs(int(cell))))}-digit number at data row {row + 1}, "
+                             "far out of range")
+        raise ValueError(f"{where}: column {col} has a missing or non-numeric value at data row {row + 1} ({_shown(cell)})")
+    return values
+
 
 def _dtype_key(value: object) -> str:
     text = str(value).lower().replace("torch.", "")
@@ -82,19 +117,28 @@ def load_measurements(path: str | Path) -> pd.DataFrame:
     if len(df) > MAX_POINTS:
         raise ValueError(f"{where}: {len(df):,} measurements; at most {MAX_POINTS:,} (a sweep of `specsim measure` is a few "
                          "hundred; repeats are summarised by their median)")
-    numeric = ["batch", "tokens_per_seq", "context", time_col]
-    for col in numeric:
-        values = pd.to_numeric(df[col], errors="coerce")
-        bad = values.isna() | ~np.isfinite(values)
-        if bad.any():
-            row = int(np.flatnonzero(bad.to_numpy())[0])
-            raise ValueError(f"{where}: column {col} has a missing or non-numeric value at data row {row + 1} ({df[col].iloc[row]!r})")
-        df[col] = values
+    for col in ["batch", "tokens_per_seq", "context", time_col] + [c for c in _SPREAD_COLUMNS if c in df.columns]:
+        df[col] = _numeric_column(df[col], col, where)
     if (df[time_col] <= 0).any():
         row = int(np.flatnonzero((df[time_col] <= 0).to_numpy())[0])
         raise ValueError(f"{where}: step times must be > 0 seconds; data row {row + 1} has {df[time_col].iloc[row]!r}")
     if (df["batch"] < 1).any() or (df["tokens_per_seq"] < 1).any() or (df["context"] < 0).any():
         raise ValueError(f"{where}: batch and tokens_per_seq must be >= 1 and context >= 0")
+    for col, low, high in (("batch", 1, MAX_BATCH), ("tokens_per_seq", 1, MAX_CONTEXT), ("context", 0, MAX_CONTEXT)):
+        bad = np.flatnonzero(((df[col] < low) | (df[col] > high) | (df[col] != np.round(df[col]))).to_numpy())
+        if bad.size:
+            raise ValueError(f"{where}: {col} must be a whole number in [{low:,}, {high:,}]; data row {bad[0] + 1} has "
+                             f"{_shown(df[col].iloc[bad[0]])}")
+    for col in [time_col] + [c for c in _SPREAD_COLUMNS if c in df.columns]:
+        bad = np.flatnonzero(((df[col] < MIN_STEP_S) | (df[col] > MAX_STEP_S)).to_numpy())
+        if bad.size:
+            raise ValueError(f"{where}: {col} must be a pass time in [{MIN_STEP_S:g}, {MAX_STEP_S:g}] seconds; data row "
+                             f"{bad[0] + 1} has {_shown(df[col].iloc[bad[0]])}")
+    if all(c in df.columns for c in ("p10_s", "p90_s")):
+        bad = np.flatnonzero(((df["p10_s"] > df[time_col]) | (df[time_col] > df["p90_s"])).to_numpy())
+        if bad.size:
+            raise ValueError(f"{where}: data row {bad[0] + 1} has a median {df[time_col].iloc[bad[0]]:g} s outside its "
+                             f"10th-90th percentiles [{df['p10_s'].iloc[bad[0]]:g}, {df['p90_s'].iloc[bad[0]]:g}] s")
     df = df.rename(columns={time_col: "measured_s"})
     shapes: dict[tuple, ModelShape] = {}
     keys = []

@@ -1,0 +1,144 @@
+"""Where NVIDIA AIConfigurator's kernel database and specsim's table cache live.
+
+The installed ``aiconfigurator-core`` package (its ``systems/data`` folder and
+version), the database's folder for each hardware profile, the newest
+measurement folder of a device and engine, and the cache folder of built
+tables with the clean-up of staging files a killed writer left.  The tables
+themselves are composed in :mod:`specsim.timing.kernels`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+from pathlib import Path
+
+from specsim.describe.hardware import HardwareProfile
+
+__all__ = ["AIC_DISTRIBUTION", "AIC_VERSION", "DEVICE_FOLDERS", "STALE_STAGING_S", "KernelDataError", "cache_dir",
+           "clear_stale_staging", "database_root", "database_version", "device_folder"]
+
+AIC_DISTRIBUTION = "aiconfigurator-core"
+#: The database version specsim is validated against (pyproject pins it).
+AIC_VERSION = "0.12.0"
+
+#: specsim hardware profile -> device folder in the database.
+DEVICE_FOLDERS = {
+    "h100-sxm": "h100_sxm",
+    "h100-pcie": "h100_pcie",
+    "h200": "h200_sxm",
+    "a100-sxm-80gb": "a100_sxm",
+    "b200": "b200_sxm",
+    "b300": "b300_sxm",
+    "gb300": "gb300",
+    "rtx-pro-6000": "rtx_pro_6000_server",
+    "l40s": "l40s",
+    "l4": "l4",
+}
+
+
+class KernelDataError(ValueError):
+    """The database cannot compose this model on this device and engine."""
+
+
+def database_root() -> Path:
+    """Folder of the installed database (``aiconfigurator_core/systems/data``)."""
+    spec = importlib.util.find_spec("aiconfigurator_core")
+    if spec is None or not spec.submodule_search_locations:
+        raise KernelDataError(
+            f"the kernel source needs {AIC_DISTRIBUTION}=={AIC_VERSION} (pip install '{AIC_DISTRIBUTION}=={AIC_VERSION}')"
+        )
+    root = Path(list(spec.submodule_search_locations)[0]) / "systems" / "data"
+    if not root.is_dir():
+        raise KernelDataError(f"{AIC_DISTRIBUTION} is installed but has no kernel data folder at {root}")
+    return root
+
+
+def database_version() -> str:
+    """Installed version of ``aiconfigurator-core``: the ``Version:`` line of its dist-info METADATA, read directly
+    where the distribution sits on ``sys.path`` (``importlib.metadata`` costs a fifth of a cold run's imports)."""
+    prefix = AIC_DISTRIBUTION.replace("-", "_") + "-"
+    for entry in sys.path:
+        folder = Path(entry or ".")
+        try:
+            infos = [d for d in folder.iterdir() if d.name.startswith(prefix) and d.name.endswith(".dist-info")]
+        except OSError:
+            continue
+        for info in infos:
+            try:
+                for line in (info / "METADATA").read_text(encoding="utf-8").splitlines():
+                    if line.startswith("Version:"):
+                        return line.split(":", 1)[1].strip()
+                    if not line:
+                        break
+            except OSError:
+                continue
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(AIC_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        raise KernelDataError(
+            f"the kernel source needs {AIC_DISTRIBUTION}=={AIC_VERSION} (pip install '{AIC_DISTRIBUTION}=={AIC_VERSION}')"
+        ) from None
+
+
+def device_folder(hardware: HardwareProfile) -> str:
+    """The database's folder for a profile (calibrated ``*-vllm`` profiles map to their device)."""
+    name = hardware.device or re.sub(r"-vllm$", "", hardware.name)
+    if name not in DEVICE_FOLDERS:
+        raise KernelDataError(f"the kernel database has no device {hardware.name!r}; it has {', '.join(DEVICE_FOLDERS)}")
+    return DEVICE_FOLDERS[name]
+
+
+def cache_dir() -> Path:
+    """Where built tables are cached: ``$SPECSIM_CACHE_DIR``, else ``$XDG_CACHE_HOME/specsim`` or ``~/.cache/specsim``."""
+    try:
+        if os.environ.get("SPECSIM_CACHE_DIR"):
+            return Path(os.environ["SPECSIM_CACHE_DIR"]).expanduser()
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        return Path(base).expanduser() / "specsim"
+    except RuntimeError as err:  # "~nosuchuser/..." or no home directory: tables are built in memory, uncached
+        raise OSError(f"no kernel cache folder ({err})") from None
+
+
+#: Age past which a kernel-cache staging file belongs to no live writer: a table is written in well under a second,
+#: so an hour-old staging file was left by a writer that was killed.
+STALE_STAGING_S = 3600.0
+
+
+def clear_stale_staging(folder: Path, now: float | None = None) -> int:
+    """Remove the kernel-cache staging files in ``folder`` older than :data:`STALE_STAGING_S`; how many went.
+
+    Only names a cache write stages (``.kernels-*.npz.*.tmp``, :func:`specsim.core.files.atomic_write_bytes`) are
+    touched; anything that cannot be listed or removed is left alone.
+    """
+    import time
+
+    now = time.time() if now is None else now
+    removed = 0
+    try:
+        staged = list(folder.glob(".kernels-*.npz.*.tmp"))
+    except OSError:
+        return 0
+    for tmp in staged:
+        try:
+            if tmp.is_file() and not tmp.is_symlink() and now - tmp.stat().st_mtime > STALE_STAGING_S:
+                tmp.unlink()
+                removed += 1
+        except OSError:
+            continue
+    return removed
+
+
+def _version_key(text: str) -> tuple:
+    return tuple(int(x) for x in re.findall(r"\d+", text))
+
+
+def _newest(folder: Path) -> Path:
+    versions = [p for p in folder.iterdir() if p.is_dir()] if folder.is_dir() else []
+    if not versions:
+        raise KernelDataError(f"no measurements in {folder}")
+    return max(versions, key=lambda p: (_version_key(p.name), p.name))
