@@ -107,6 +107,11 @@ def _cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def _code_cell(text: str) -> str:
+    """A table cell in backticks: only the pipe needs escaping there (a code span shows everything else as written)."""
+    return text.replace("|", "\\|")
+
+
 def _section(name: str, summary: str, parser: argparse.ArgumentParser, level: int = 2) -> list[str]:
     prog = parser.prog
     out = [f"{'#' * level} {prog}", ""]
@@ -118,7 +123,7 @@ def _section(name: str, summary: str, parser: argparse.ArgumentParser, level: in
     rows = [a for a in _actions(parser) if not isinstance(a, argparse._SubParsersAction)]
     if rows:
         out += ["| argument | default | what it is |", "|---|---|---|"]
-        out += [f"| `{_cell(_argument(a))}` | {_cell(_default(a))} | {_cell(_help(a, prog))} |" for a in rows]
+        out += [f"| `{_code_cell(_argument(a))}` | {_cell(_default(a))} | {_cell(_help(a, prog))} |" for a in rows]
         out.append("")
     if parser.epilog:
         out += [parser.epilog, ""]
