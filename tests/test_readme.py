@@ -1,9 +1,15 @@
-"""Every `specsim` command the README shows runs as written, and the output it quotes is what the command prints.
+"""Every `specsim` command the README and the docs show runs as written, and the output they quote is what it prints.
 
-The commands are the `$ specsim ...` lines of the README's console blocks; the lines a block shows after a command
-(other than `...`) must each appear, verbatim, in what the command prints.  They run from a scratch folder that sees
-the repository's `examples/` and `specsim/` (so the README's relative paths resolve and nothing is written into the
-checkout); outputs under /tmp go to the scratch folder.  Commands that need a GPU are listed, not run.
+The commands are the `$ specsim ...` lines of the console blocks of README.md and docs/**/*.md; the lines a block shows
+after a command (other than `...`) must each appear, verbatim, in what the command prints (stdout or stderr, as a
+terminal shows both); a line ending in `: ...` is quoted up to its colon.  A block that quotes an error line
+(`specsim CMD: error: ...`) expects the command to fail with exit status 2; every other command must exit 0.
+
+They run from a scratch folder that sees the repository's `examples/`, `specsim/` and `hardware/` (so the docs'
+relative paths resolve and nothing is written into the checkout); outputs under /tmp go to the scratch folder.  A
+command that reads what another writes (`--out`, `--plot`, `--csv`) runs after it, in the same test, so the tests hold
+in any order and under pytest-xdist; two different commands may not write one path.  The same command shown on
+several pages runs once and is checked against each page's quote.  Commands that need a GPU are listed, not run.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import io
 import os
 import re
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -20,83 +27,111 @@ import pytest
 from specsim.cli.main import main
 
 REPO = Path(__file__).resolve().parent.parent
-#: Commands that need an accelerator: the README shows them for GPU users.
+#: Commands that need an accelerator: the docs show them for GPU users.
 NEEDS_GPU = ("--cuda-graphs", "--device cuda")
+#: Flags whose value is a file or folder the command writes.
+WRITES = ("--out", "--plot", "--csv")
+#: What the scratch folder links to, so that the docs' relative paths resolve.
+LINKED = ("examples", "specsim", "hardware")
+#: The README's own floor: the front door shows at least this many distinct commands, and stays short.
+README_COMMANDS, README_MAX_LINES = 10, 250
+
+_FENCE = re.compile(r"^( *)```console\n(.*?)^\1```", flags=re.S | re.M)
 
 
-def _blocks(readme: str) -> list[list[tuple[str, list[str]]]]:
-    """Console blocks as lists of (command, shown output lines)."""
+def pages(repo: Path = REPO) -> list[Path]:
+    """README.md and every page of docs/, in a fixed order."""
+    return [repo / "README.md"] + sorted((repo / "docs").rglob("*.md"))
+
+
+def _blocks(text: str) -> list[list[tuple[str, list[str]]]]:
+    """Console blocks (fenced at any indentation) as lists of (command, shown output lines)."""
     blocks = []
-    for body in re.findall(r"```console\n(.*?)```", readme, flags=re.S):
+    for indent, body in _FENCE.findall(text):
         entries: list[tuple[str, list[str]]] = []
         for line in body.splitlines():
+            line = line[len(indent):] if line.startswith(indent) else line
             if line.startswith("$ "):
-                entries.append((line[2:], []))
+                entries.append((re.split(r"\s#\s", line[2:])[0].strip(), []))  # a trailing comment goes
             elif entries:
                 entries[-1][1].append(line)
         blocks.append(entries)
     return blocks
 
 
-def _commands(repo) -> list[tuple[str, list[str], tuple[str, ...]]]:
-    """(command, shown output, the block's earlier commands): a command may read what an earlier one wrote."""
+@dataclass(frozen=True)
+class Shown:
+    """One command as one page shows it."""
+
+    page: str
+    command: str
+    lines: tuple[str, ...]
+
+    @property
+    def fails(self) -> bool:
+        """The page quotes the command's one-line error: it must exit 2."""
+        return any(re.match(r"specsim [\w-]+: error: ", line) for line in self.lines)
+
+
+def shown(repo: Path = REPO) -> list[Shown]:
+    """Every runnable `specsim` command of the README and the docs, in page order."""
     out = []
-    for block in _blocks((repo / "README.md").read_text()):
-        earlier: list[str] = []
-        for command, shown in block:
-            command = re.split(r"\s#\s", command)[0].strip()  # a trailing comment
-            if command.startswith("specsim ") and not any(flag in command for flag in NEEDS_GPU):
-                out.append((command, shown, tuple(earlier)))
-                earlier.append(command)
+    for page in pages(repo):
+        for block in _blocks(page.read_text()):
+            for command, lines in block:
+                if command.startswith("specsim ") and not any(flag in command for flag in NEEDS_GPU):
+                    out.append(Shown(str(page.relative_to(repo)), command, tuple(lines)))
+    return out
+
+
+def _written(command: str) -> set[str]:
+    words = shlex.split(command)
+    return {words[i + 1] for i, w in enumerate(words[:-1]) if w in WRITES}
+
+
+def _reads(command: str, path: str) -> bool:
+    pattern = re.compile(rf"(^|[:=]){re.escape(path)}($|/)")
+    return any(pattern.search(word) for word in shlex.split(command))
+
+
+def groups(repo: Path = REPO) -> list[tuple[str, ...]]:
+    """The distinct commands, grouped with those whose output they read; each group in the order it must run."""
+    commands = list(dict.fromkeys(s.command for s in shown(repo)))
+    needs = {c: {w for w in commands if w != c and any(_reads(c, p) for p in _written(w))} for c in commands}
+    component = {c: {c} for c in commands}
+    for c in commands:
+        for w in needs[c]:
+            merged = component[c] | component[w]
+            for member in merged:
+                component[member] = merged
+    out, seen = [], set()
+    for c in commands:
+        if c in seen:
+            continue
+        order: list[str] = []
+
+        def visit(x: str) -> None:
+            if x not in order:
+                for w in sorted(needs[x], key=commands.index):
+                    visit(w)
+                order.append(x)
+
+        for member in sorted(component[c], key=commands.index):
+            visit(member)
+        seen.update(order)
+        out.append(tuple(order))
     return out
 
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("readme")
-    for name in ("examples", "specsim"):
+    folder = tmp_path_factory.mktemp("docs")
+    for name in LINKED:
         (folder / name).symlink_to(REPO / name)
     return folder
 
 
-def test_the_readme_shows_its_commands(repo):
-    commands = [c for c, *_ in _commands(repo)]
-    assert len(commands) >= 35 and any("explain" in c for c in commands) and any("examples/" in c for c in commands)
-
-
-@pytest.fixture(scope="module")
-def ran():
-    """Commands already run in the module's scratch folder (what they wrote is there)."""
-    return set()
-
-
-#: What ``specsim calibrate`` may answer, in one line, on timings this shared CPU took: its wall clock under load is
-#: noise (tests/test_calibrate.py judges the fit on synthetic timings with known answers).
-TIMING_REFUSALS = ("too noisy to fit", "does not describe these measurements")
-
-
-def _reads_cpu_timings(command: str, earlier) -> bool:
-    """Whether ``command`` reads a CSV that an earlier ``specsim measure --device cpu`` of its block timed here."""
-    args = shlex.split(command)[1:]
-    for before in earlier:
-        words = shlex.split(before)[1:]
-        if words[:1] == ["measure"] and "--device" in words and words[words.index("--device") + 1] == "cpu" \
-                and "--out" in words and words[words.index("--out") + 1] in args:
-            return True
-    return False
-
-
-def _timing_refusal(command: str, earlier, code: int, err: str, scratch) -> bool:
-    """A one-line refusal of CPU timings, with nothing written: a correct answer of calibrate on a busy machine."""
-    lines = err.strip().splitlines()
-    if not (code == 2 and _reads_cpu_timings(command, earlier) and len(lines) == 1 and any(r in lines[0] for r in TIMING_REFUSALS)):
-        return False
-    args = shlex.split(command)[1:]
-    out = args[args.index("--out") + 1] if "--out" in args else None
-    return out is None or not (scratch / out).exists()
-
-
-def _run(command: str, scratch) -> tuple[int, str, str]:
+def _run(command: str, scratch: Path) -> tuple[int, str, str]:
     argv = [a.replace("/tmp/", f"{scratch}/") for a in shlex.split(command)[1:]]
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -104,65 +139,77 @@ def _run(command: str, scratch) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-_OUTPUT_FLAGS = ("--out", "--csv", "--plot")
-
-
-def _needs(command: str, earlier) -> tuple[str, ...]:
-    """The earlier commands of the block whose files ``command`` reads (a path one of them wrote with --out, --csv or
-    --plot appears in its arguments), with what those read in turn, in the block's order.  Commands share nothing
-    else: each is a fresh process to the shell that runs the block."""
-    args = shlex.split(command)[1:]
-    needed: list[str] = []
-    for i, before in enumerate(earlier):
-        words = shlex.split(before)[1:]
-        wrote = [words[k + 1] for k, w in enumerate(words[:-1]) if w in _OUTPUT_FLAGS]
-        if any(path and any(path in a for a in args) for path in wrote):
-            needed += [c for c in _needs(before, earlier[:i]) if c not in needed] + [before]
-    return tuple(needed)
-
-
-def _params() -> list:
-    """The commands as test cases, each with the earlier commands whose files it reads.  A command and what it reads
-    share an xdist group, so that under ``pytest -n 2 --dist loadgroup`` they run in one worker and the earlier ones
-    (the README's CPU measurement: a minute of timed passes) run once, not again in each worker that needs them."""
-    cases = [(command, shown, _needs(command, earlier)) for command, shown, earlier in _commands(REPO)]
-    first = {command: needs[0] for command, _, needs in cases if needs}
-    chained = set(first.values())
-    out = []
-    for command, shown, needs in cases:
-        group = first.get(command, command if command in chained else None)
-        marks = [pytest.mark.xdist_group(name=f"readme: {group}")] if group else []
-        out.append(pytest.param(command, shown, needs, marks=marks, id=command))
-    return out
-
-
-@pytest.mark.parametrize("command, shown, earlier", _params())
-def test_readme_command_runs_and_prints_what_the_readme_quotes(command, shown, earlier, scratch, ran, monkeypatch):
-    monkeypatch.chdir(scratch)
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    for i, before in enumerate(earlier):  # in any test order: the block's commands this one reads from, first (cpu.csv for calibrate)
-        if before not in ran:
-            code, _, err = _run(before, scratch)
-            assert code == 0 or _timing_refusal(before, earlier[:i], code, err, scratch), f"{before}: {err[-500:]}"
-            ran.add(before)
-    code, out, err = _run(command, scratch)
-    ran.add(command)
-    if _timing_refusal(command, earlier, code, err, scratch):
-        return  # the README's calibrate of a CPU measurement, refused in one line on timings too noisy to fit
-    assert code == 0, f"{command}: {err[-500:]}"
-    printed = {line.rstrip() for line in out.splitlines()}
-    for line in shown:
+def _check(entry: Shown, code: int, out: str, err: str) -> None:
+    where = f"{entry.page}: {entry.command}"
+    if entry.fails:
+        assert code == 2, f"{where}: the page shows an error, the command exited {code}"
+    else:
+        assert code == 0, f"{where}: exit {code}: {err[-500:]}"
+    printed = {line.rstrip() for line in (out + "\n" + err).splitlines()}
+    for line in entry.lines:
         if line.strip() in ("", "..."):
             continue
         if line.rstrip().endswith(": ..."):  # a line shown up to its colon: some printed line starts so
             head = line.rstrip()[:-len(" ...")]
-            assert any(p.startswith(head) for p in printed), f"{command}: the README shows a line it does not print:\n{line}"
+            assert any(p.startswith(head) for p in printed), f"{where}: the page shows a line it does not print:\n{line}"
             continue
-        assert line.rstrip() in printed, f"{command}: the README shows a line it does not print:\n{line}"
+        assert line.rstrip() in printed, f"{where}: the page shows a line it does not print:\n{line}"
+
+
+@pytest.mark.parametrize("group", groups(), ids=lambda g: g[-1])
+def test_docs_command_runs_and_prints_what_the_docs_quote(group, scratch, monkeypatch):
+    monkeypatch.chdir(scratch)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    entries = shown()
+    for command in group:  # writers before the commands that read what they wrote
+        code, out, err = _run(command, scratch)
+        for entry in (e for e in entries if e.command == command):
+            _check(entry, code, out, err)
+
+
+def test_the_readme_is_a_front_door(repo):
+    text = (repo / "README.md").read_text()
+    commands = [s.command for s in shown(repo) if s.page == "README.md"]
+    assert len(set(commands)) >= README_COMMANDS, f"the README shows {len(set(commands))} commands, not {README_COMMANDS}"
+    assert commands[0] == "specsim optimal-gamma", "the README's first command is the headline answer"
+    assert any("examples/" in c for c in commands)
+    assert len(text.splitlines()) <= README_MAX_LINES, "the README is the front door; reference material goes in docs/"
+
+
+def test_every_console_block_of_the_docs_is_checked(repo):
+    # A block the parser missed (an unclosed fence, a different indentation) would go unchecked: count them twice.
+    runnable = {s.page for s in shown(repo)}
+    for page in pages(repo):
+        text = page.read_text()
+        fences = len(re.findall(r"^ *```console$", text, flags=re.M))
+        blocks = _blocks(text)
+        name = str(page.relative_to(repo))
+        assert len(blocks) == fences, f"{name}: {fences} console fences, {len(blocks)} read"
+        for block in blocks:
+            assert any(c.startswith("specsim ") for c, _ in block), f"{name}: a console block without a specsim command"
+        if blocks:
+            assert name in runnable or all(any(f in c for f in NEEDS_GPU) for b in blocks for c, _ in b), name
+    assert {"README.md", "docs/getting-started.md", "docs/calibrate.md"} <= runnable
+
+
+def test_no_two_commands_write_one_path(repo):
+    writers: dict[str, set[str]] = {}
+    for s in shown(repo):
+        for path in _written(s.command):
+            writers.setdefault(path, set()).add(s.command)
+    clashes = {p: sorted(c) for p, c in writers.items() if len(c) > 1}
+    assert not clashes, f"different commands write the same path (their order would decide the output): {clashes}"
+
+
+def test_a_command_that_reads_another_runs_after_it(repo):
+    order = {c: (i, j) for i, g in enumerate(groups(repo)) for j, c in enumerate(g)}
+    calibrated = [c for c in order if "--calibration /tmp/calibration.yaml" in c]
+    writer = "specsim calibrate-engine --plan examples/bench/plan/plan.yaml --out /tmp/calibration.yaml"
+    assert calibrated and all(order[c][0] == order[writer][0] and order[c][1] > order[writer][1] for c in calibrated)
 
 
 def test_gpu_only_commands_are_the_measure_ones(repo):
-    text = (repo / "README.md").read_text()
-    gpu = [line for block in _blocks(text) for line, _ in block if any(flag in line for flag in NEEDS_GPU)]
-    assert gpu and all(line.startswith("specsim measure") for line in gpu)
+    gpu = [c for page in pages(repo) for block in _blocks(page.read_text()) for c, _ in block
+           if any(flag in c for flag in NEEDS_GPU)]
+    assert gpu and all(c.startswith("specsim measure") for c in gpu)
     assert os.path.isfile(repo / "examples" / "h200-measured.csv")

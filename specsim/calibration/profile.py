@@ -24,7 +24,7 @@ peak (data served from cache, say) stops at 1 and leaves the error visible.
 
 Noisy timings or a bad model
     A fit in trouble (a fixed cost per pass above the fastest pass timed, an
-    overhead at the profile's 1 s limit, a held-out error above
+    efficiency at 1, an overhead at the profile's 1 s limit, a held-out error above
     :data:`LARGE_ERROR`, or worse than the base profile) is judged against
     the repeats' own spread, which ``specsim measure`` writes beside every
     median (``p10_s``, ``p90_s``).  When the repeats of a point spread by more
@@ -59,12 +59,11 @@ __all__ = ["LARGE_ERROR", "NOISY_SPREAD", "CalibrationResult", "NoisyTimings", "
 
 #: Fraction of distinct (model, b, q, L) points held out of a fit.
 DEFAULT_HOLDOUT = 0.25
-#: Held-out mean absolute error above which a fit is flagged: the roofline then misses by more than its fidelity
-#: against public step times (8-15%, README "Fidelity").
+#: Held-out mean absolute error above which a fit is flagged (the threshold :func:`implausible` has always used).
 LARGE_ERROR = 0.2
 #: Median over points of (p90 - p10) / median of the repeats beyond which timings are noise, not step times: the
-#: committed CPU measurement (hardware/measurements/cpu-epyc-2vcpu-measured.csv, an idle 2-vCPU machine) spreads 8%,
-#: the same command beside three busy processes 50-80%.
+#: committed CPU measurement (hardware/measurements/cpu-epyc-2vcpu-measured.csv, an idle 2-vCPU machine) spreads 8%;
+#: the README's CPU measurement on this 2-vCPU machine at a load average of 4-5 spread 78%.
 NOISY_SPREAD = 0.25
 #: The fixed cost of a pass (overhead + per-layer overhead x layers) may exceed the fastest pass timed by this
 #: share before the fit is called unphysical (the fit is least squares, not a bound).
@@ -270,7 +269,8 @@ def repeat_spread(df: pd.DataFrame) -> float | None:
 
 def fit_trouble(result: CalibrationResult) -> tuple[list[str], list[str]]:
     """``(unphysical, poor)``: what is wrong with a fit, as phrases.  Unphysical: a fixed cost per pass beyond the
-    fastest pass timed, an efficiency at 1 (faster than the datasheet), or an overhead at the profile's limit.  Poor: a large held-out error, or worse than the base."""
+    fastest pass timed, an efficiency at 1 (faster than the datasheet), or an overhead at the profile's limit.
+    Poor: a large held-out error, or one worse than the base profile's."""
     p, data, s = result.profile, result.data, result.summary()
     unphysical, poor = [], []
     fixed = p.overhead_s + p.per_layer_overhead_s * data["n_layers_"].to_numpy(float)
@@ -288,10 +288,10 @@ def fit_trouble(result: CalibrationResult) -> tuple[list[str], list[str]]:
     if p.overhead_s >= 0.999 * MAX_OVERHEAD_S:
         unphysical.append(f"a fitted overhead of {p.overhead_s:.3g} s per pass, at the profile's limit of {MAX_OVERHEAD_S:g} s")
     after, before = s["holdout_after"]["mape"], s["holdout_before"]["mape"]
-    if after > LARGE_ERROR:
-        poor.append(f"a held-out error of {after:.0%}")
     if after > before:
         poor.append(f"a held-out error of {after:.0%}, worse than the base profile's {before:.0%}")
+    elif after > LARGE_ERROR:
+        poor.append(f"a held-out error of {after:.0%}")
     return unphysical, poor
 
 

@@ -1,0 +1,119 @@
+"""The documentation site builds strictly, its CLI reference is the parser's, and what it names exists.
+
+* ``mkdocs build --strict`` fails on any warning: a page missing from the navigation or the navigation naming a page
+  that does not exist, a link or an anchor that does not resolve.
+* docs/reference/cli.md is what scripts/gen_cli_reference.py writes from ``build_parser()`` now, so a flag added,
+  renamed or re-described cannot leave it stale.
+* Every repository path (``specsim/...``, ``benchmarks/...``, ...) and every ``specsim.`` name the README and the docs
+  give in backticks exists, and every relative link and image of the README resolves (MkDocs checks the pages under
+  docs/, not the README).
+
+The commands of the console blocks are run by tests/test_readme.py.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+#: Top-level folders and files of the repository: a backticked path that starts with one of them must exist.
+ROOTS = ("specsim/", "benchmarks/", "scripts/", "examples/", "tests/", "notebooks/", "hardware/", "figures/", "docs/",
+         ".ci/", "pyproject.toml", "mkdocs.yml")
+
+
+def _pages() -> list[Path]:
+    return [REPO / "README.md"] + sorted((REPO / "docs").rglob("*.md"))
+
+
+def _code_spans(text: str) -> list[str]:
+    """Inline code of a page, outside fenced and indented blocks."""
+    text = re.sub(r"^( *)```.*?^\1```", "", text, flags=re.S | re.M)
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("    "))
+    return re.findall(r"`([^`\n]+)`", text)
+
+
+def test_the_docs_build_strictly(tmp_path):
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    run = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(REPO / "mkdocs.yml"),
+                          "--site-dir", str(tmp_path / "site")], capture_output=True, text=True, env=env, cwd=REPO)
+    assert run.returncode == 0, f"mkdocs build --strict failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    assert (tmp_path / "site" / "reference" / "cli" / "index.html").is_file()
+    assert (tmp_path / "site" / "figures" / "drafters.png").is_file()  # figures/ is served through docs/figures
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("gen_cli_reference", REPO / "scripts" / "gen_cli_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_cli_reference_is_what_the_parser_says_now():
+    generated = _generator().render()
+    committed = (REPO / "docs" / "reference" / "cli.md").read_text()
+    assert committed == generated, "docs/reference/cli.md is stale: run python scripts/gen_cli_reference.py"
+
+
+def test_the_cli_reference_lists_every_command_and_flag():
+    from specsim.cli.main import build_parser
+
+    text = (REPO / "docs" / "reference" / "cli.md").read_text()
+    sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    for name, parser in sub.choices.items():
+        assert f"## specsim {name}\n" in text, name
+        section = text.split(f"## specsim {name}\n", 1)[1].split("\n## specsim ", 1)[0]
+        for action in parser._actions:
+            for flag in action.option_strings:
+                if flag not in ("-h", "--help"):
+                    assert flag in section, f"specsim {name}: {flag} missing from the CLI reference"
+
+
+def test_every_path_the_docs_name_exists():
+    missing, checked = [], 0
+    for page in _pages():
+        for span in _code_spans(page.read_text()):
+            for word in span.split():
+                word = word.rstrip(".,;:)")
+                if word.startswith(ROOTS) and not any(c in word for c in "<>{}$"):
+                    checked += 1
+                    if not (list(REPO.glob(word)) if "*" in word else (REPO / word).exists()):
+                        missing.append(f"{page.relative_to(REPO)}: {word}")
+    assert checked > 100 and not missing, "paths the docs name that do not exist:\n" + "\n".join(missing)
+
+
+def _resolves(name: str) -> bool:
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return False
+        return True
+    return False
+
+
+def test_every_specsim_name_the_docs_give_resolves():
+    names = {(page, m) for page in _pages() for span in _code_spans(page.read_text())
+             for m in re.findall(r"\bspecsim(?:\.\w+)+", span)}
+    unresolved = sorted(f"{p.relative_to(REPO)}: {n}" for p, n in names if not _resolves(n))
+    assert names and not unresolved, "names the docs give that do not exist:\n" + "\n".join(unresolved)
+
+
+@pytest.mark.parametrize("target", sorted(set(re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", (REPO / "README.md").read_text()))))
+def test_the_readme_links_resolve(target):
+    if target.startswith(("http://", "https://")):
+        return
+    assert (REPO / target).exists(), f"README.md links to {target}, which does not exist"
