@@ -1,4 +1,4 @@
-"""Check every flag and config key that `specsim bench-plan` writes against the engines' released source.
+"""Check every flag and config key that `specsim bench-plan` and `specsim schedule` write against the engines' released source.
 
 Reads released wheels (zip files: the tags' code; nothing is installed or run) and reports, per engine version, whether
 each name the plan writers use is defined there: a literal ``"--flag"`` argument, a config dataclass field
@@ -25,13 +25,17 @@ VLLM_FLAGS = ["--port", "--tensor-parallel-size", "--max-num-seqs", "--enable-pr
               "--save-result", "--result-dir", "--result-filename", "--dataset-name", "--random-input-len",
               "--random-output-len", "--random-range-ratio", "--dataset-path", "--custom-output-len"]
 VLLM_KEYS = ["method", "model", "num_speculative_tokens", "draft_tensor_parallel_size", "prompt_lookup_min",
-             "prompt_lookup_max", "rejection_sample_method", "synthetic_acceptance_length"]
+             "prompt_lookup_max", "rejection_sample_method", "synthetic_acceptance_length",
+             # schedule --format vllm: the per-batch-size schedule (vllm-project/vllm#32374) and quantisation on load
+             "num_speculative_tokens_per_batch_size", "quantization"]
 SGLANG_FLAGS = ["--model-path", "--port", "--tp-size", "--max-running-requests", "--enable-metrics", "--disable-radix-cache",
                 "--speculative-algorithm", "--speculative-draft-model-path", "--speculative-num-steps",
                 "--speculative-eagle-topk", "--speculative-num-draft-tokens",
                 "--backend", "--base-url", "--num-prompts", "--max-concurrency", "--request-rate", "--flush-cache",
                 "--output-file", "--dataset-name", "--dataset-path", "--sharegpt-output-len", "--random-input-len",
-                "--random-output-len", "--random-range-ratio"]
+                "--random-output-len", "--random-range-ratio",
+                # schedule --format sglang: adaptive steps per batch size (sgl-project/sglang#24055)
+                "--speculative-adaptive", "--speculative-adaptive-config"]
 SGLANG_ENV = ["SIMULATE_ACC_LEN", "SIMULATE_ACC_METHOD", "SGLANG_SIMULATE_ACC_LEN", "SGLANG_SIMULATE_ACC_METHOD"]
 
 
@@ -64,9 +68,13 @@ def vllm(wheel: Path) -> dict:
 
 def sglang(wheel: Path) -> dict:
     text = _sources(wheel, "sglang/")
+    adaptive = _sources(wheel, "sglang/srt/speculative/adaptive_spec_params.py")
     return {"flags": [f for f in SGLANG_FLAGS if _has_flag(text, f)],
             "env": [e for e in SGLANG_ENV if re.search(rf"(?<![A-Z_]){e}(?![A-Z_])", text)],
-            "match_expected": '"match-expected"' in text}
+            "match_expected": '"match-expected"' in text,
+            # the per-batch-size slots of the adaptive config (integer-string keys) and whether a slot may pin step 0
+            "adaptive_batch_slots": "isdigit()" in adaptive and '"candidate_steps"' in adaptive,
+            "adaptive_step_zero": "non-negative" in adaptive}
 
 
 def main(*roots: str) -> None:
@@ -84,6 +92,9 @@ def main(*roots: str) -> None:
                  if engine == "vllm" else f"environment {found['env']}, match-expected {found['match_expected']}"))
     path = Path("tests/data/engine_flags.yaml")
     old = yaml.safe_load(path.read_text()) if path.exists() else {}
+    for engine in ("vllm", "sglang"):  # versions read before from wheels not given this time stay as they were read
+        kept = {v: entry for v, entry in old.get(engine, {}).items() if v not in out[engine]}
+        out[engine] = dict(sorted({**kept, **out[engine]}.items(), key=lambda item: _version_key(f"x-{item[0]}")))
     out["trtllm"] = old.get("trtllm", {})
     path.parent.mkdir(exist_ok=True)
     path.write_text("# Written by scripts/check_engine_flags.py from released wheels (vLLM, SGLang); TensorRT-LLM by hand.\n"

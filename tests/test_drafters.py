@@ -195,12 +195,13 @@ def test_sglang_flags_per_drafter(draft, algorithm, capsys):
     assert all(line.startswith("# best at batch ") for line in lines[1:])
 
 
-@pytest.mark.parametrize("draft, decoding", [("llama-3.2-1b", "Draft_Target"), ("eagle3", "Eagle3"), ("ngram", "NGram")])
+@pytest.mark.parametrize("draft, decoding", [("llama-3.2-1b", "DraftTarget"), ("eagle3", "Eagle3"), ("ngram", "NGram")])
 def test_trtllm_config_per_drafter_parses_back(draft, decoding, capsys):
     assert main(["schedule", "--draft", draft, "--alpha", "0.7", "--format", "trtllm"]) == 0
     config = yaml.safe_load(capsys.readouterr().out)["speculative_config"]
     assert config["decoding_type"] == decoding and config["max_draft_len"] >= 1
-    assert ("draft_len_schedule" in config) == (draft == "llama-3.2-1b")
+    # From 1.3.0 the one-model path of Eagle3, MTP and DraftTarget takes the schedule (NVIDIA/TensorRT-LLM#10860, #12262)
+    assert ("draft_len_schedule" in config) == (draft != "ngram")
 
 
 def test_schedule_by_context_keeps_larger_gamma_at_long_context(capsys):

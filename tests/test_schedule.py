@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from specsim.cli.main import main
-from specsim.engines.trtllm import to_trtllm
-from specsim.engines.vllm import to_vllm
+from specsim.engines.trtllm import to_trtllm, trtllm_notes
+from specsim.engines.vllm import to_vllm, vllm_notes
 from specsim.speculation.schedule import DEFAULT_SCHEDULE_RTOL, gamma_schedule
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma, speedup
@@ -124,22 +124,47 @@ def test_cli_vllm_snippet_parses_back_and_matches(capsys):
     np.testing.assert_array_equal(_expand_vllm(entries, 256), _expand_vllm([[r.start_batch, r.end_batch, r.gamma] for r in ranges], 256))
 
 
+def _one_model_lengths(ranges, max_batch):
+    """What TensorRT-LLM's one-model path should run per batch: specsim's gamma capped at the batch-1 length and never
+    below 1 (a 0-length tier there can collapse acceptance, NVIDIA/TensorRT-LLM#16888)."""
+    gammas = _expand_vllm([[r.start_batch, r.end_batch, r.gamma] for r in ranges], max_batch)
+    return np.clip(gammas, 1, ranges[0].gamma)
+
+
 def test_cli_trtllm_snippet_parses_back_and_matches(capsys):
-    dep = Deployment.build()
     assert main(["schedule", "--alpha", "0.8", "--format", "trtllm"]) == 0
-    config = yaml.safe_load(capsys.readouterr().out)["speculative_config"]
-    assert config["decoding_type"] == "Draft_Target"
+    out = capsys.readouterr()
+    config = yaml.safe_load(out.out)["speculative_config"]
+    assert config["decoding_type"] == "DraftTarget"  # the key DecodingBaseConfig.from_dict dispatches on
     assert config["max_draft_len"] == config["draft_len_schedule"][min(config["draft_len_schedule"])]
-    ranges = gamma_schedule(dep, 0.8, 256, 1128)
-    np.testing.assert_array_equal(_expand_trtllm(config, 256), _expand_vllm([[r.start_batch, r.end_batch, r.gamma] for r in ranges], 256))
+    assert "the round is modelled on trtllm@latest" in out.err  # --format trtllm models TensorRT-LLM's round
+    ranges = gamma_schedule(Deployment.build(engine="trtllm"), 0.8, 256, 1128)
+    np.testing.assert_array_equal(_expand_trtllm(config, 256), _one_model_lengths(ranges, 256))
 
 
-def test_trtllm_switches_off_with_max_concurrency(dep):
+def test_trtllm_keeps_the_one_model_schedule_at_one_where_speculation_stops(dep):
     ranges = gamma_schedule(dep, 0.8, 256, context=128)
     assert ranges[-1].gamma == 0
     config = to_trtllm(ranges, "draft")
-    assert config["max_concurrency"] == ranges[-1].start_batch - 1
-    np.testing.assert_array_equal(_expand_trtllm(config, 256), _expand_vllm([[r.start_batch, r.end_batch, r.gamma] for r in ranges], 256))
+    assert "max_concurrency" not in config and min(config["draft_len_schedule"].values()) == 1
+    np.testing.assert_array_equal(_expand_trtllm(config, 256), _one_model_lengths(ranges, 256))
+
+
+def test_trtllm_before_the_schedule_release_gets_the_batch_one_length(dep):
+    ranges = gamma_schedule(dep, 0.8, 256, context=128)
+    old = to_trtllm(ranges, "draft", version=(1, 2, 0))
+    assert "draft_len_schedule" not in old and old["max_draft_len"] == ranges[0].gamma
+    assert "1.3.0" in trtllm_notes(ranges, old, (1, 2, 0))[0]
+
+
+def test_vllm_per_batch_key_only_from_the_release_that_takes_it(dep):
+    ranges = gamma_schedule(dep, 0.8, 256, context=128)
+    assert "num_speculative_tokens_per_batch_size" in to_vllm(ranges, "x", version=(0, 24, 0))
+    old = to_vllm(ranges, "x", version=(0, 23, 1))
+    assert "num_speculative_tokens_per_batch_size" not in old and old["num_speculative_tokens"] == ranges[0].gamma
+    assert "0.24.0" in vllm_notes(ranges, (0, 23, 1))[0]
+    assert any("data-parallel" in n and "deadlock" in n for n in vllm_notes(ranges, (0, 25, 0)))
+    assert any("drops this key" in n for n in vllm_notes(ranges, (0, 26, 0)))
 
 
 def test_never_paying_schedule_gives_no_config():
@@ -186,4 +211,64 @@ def test_trtllm_config_names_the_draft_and_caps_only_when_speculation_stops(dep)
     config = to_trtllm(on_everywhere, "meta-llama/Llama-3.2-1B-Instruct")
     assert config["speculative_model"] == "meta-llama/Llama-3.2-1B-Instruct" and "max_concurrency" not in config
     off_late = gamma_schedule(dep, 0.8, 256, context=128)
-    assert "max_concurrency" in to_trtllm(off_late, "x")
+    assert "max_concurrency" not in to_trtllm(off_late, "x")  # the one-model schedule says it, at length 1
+    ngram = Deployment.build(draft="ngram")
+    ranges = gamma_schedule(ngram, 0.3, 256, context=128)
+    assert ranges[-1].gamma == 0 < ranges[0].gamma
+    config = to_trtllm(ranges, None, ngram)
+    assert config["decoding_type"] == "NGram" and config["max_concurrency"] == ranges[-1].start_batch - 1
+
+
+#: Releases whose source scripts/check_engine_flags.py read for the schedule writers' keys (unpacked wheels).
+_READ = {"vllm": ("0.22.0", "0.24.0", "0.26.0", "0.33.0"), "sglang": ("0.5.12", "0.5.13", "0.5.14", "0.5.23")}
+
+
+@pytest.mark.parametrize("version", _READ["vllm"])
+def test_vllm_config_keys_are_those_of_the_version_written_for(version):
+    import yaml as _yaml
+    from pathlib import Path
+
+    known = _yaml.safe_load(Path("tests/data/engine_flags.yaml").read_text())["vllm"][version]["speculative_config"]
+    dep = Deployment.build(draft="eagle3", engine="vllm")
+    ranges = gamma_schedule(dep, 0.8, 256, context=128)
+    assert len({r.gamma for r in ranges}) > 1  # a schedule that needs the per-batch key
+    config = to_vllm(ranges, "head", dep, tuple(int(x) for x in version.split(".")))
+    assert set(config) <= set(known), f"vLLM {version} has no {sorted(set(config) - set(known))}"
+    assert ("num_speculative_tokens_per_batch_size" in config) == ("num_speculative_tokens_per_batch_size" in known)
+
+
+@pytest.mark.parametrize("version", _READ["sglang"])
+def test_sglang_adaptive_config_only_where_the_version_reads_it(version):
+    import yaml as _yaml
+    from pathlib import Path
+
+    from specsim.engines.sglang import adaptive_config
+
+    known = _yaml.safe_load(Path("tests/data/engine_flags.yaml").read_text())["sglang"][version]
+    dep = Deployment.build(draft="eagle3", engine="sglang")
+    ranges = gamma_schedule(dep, 0.6, 256, context=1128)
+    assert ranges[-1].gamma == 0  # a schedule that turns speculation off
+    config, notes = adaptive_config(ranges, dep, tuple(int(x) for x in version.split(".")))
+    assert (config is not None) == known["adaptive_batch_slots"]
+    if config is not None:
+        assert {"--speculative-adaptive", "--speculative-adaptive-config"} <= set(known["flags"])
+        steps = [slot["candidate_steps"] for slot in config.values()]
+        assert all(len(s) == 1 for s in steps) and list(config) == [str(r.start_batch) for r in ranges]
+        assert (min(s[0] for s in steps) == 0) == known["adaptive_step_zero"]
+    else:
+        assert "0.5.13" in notes[0]
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--format", "vllm", "--engine", "vllm@0.20", "--per-batch", "require"], "vLLM 0.20.0 has no num_speculative_tokens_per_batch_size"),
+    (["--format", "sglang", "--engine", "sglang@0.5.12", "--draft", "eagle3", "--per-batch", "require"], "arrived in 0.5.13"),
+    (["--format", "trtllm", "--engine", "trtllm@1.2", "--per-batch", "require"], "TensorRT-LLM 1.2.0 takes no draft_len_schedule"),
+    (["--format", "trtllm", "--draft", "ngram", "--per-batch", "require"], "NGram decoding takes no draft_len_schedule"),
+    (["--format", "sglang", "--engine", "sglang@0.4.3", "--draft", "eagle3"], "sglang 0.4.3 has no EAGLE3 drafting"),
+    (["--format", "vllm", "--engine", "vllm@0.14"], "vllm 0.14.0 has no draft_model drafting"),
+])
+def test_a_key_or_drafter_the_version_lacks_is_refused_in_one_line(argv, says, capsys):
+    assert main(["schedule", "--alpha", "0.6", *argv]) == 2
+    out = capsys.readouterr()
+    errors = [line for line in out.err.splitlines() if not line.startswith("specsim: building")]
+    assert out.out == "" and len(errors) == 1 and says in errors[0], out.err

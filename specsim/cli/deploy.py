@@ -33,11 +33,15 @@ def run_schedule(args: argparse.Namespace) -> int:
     if tree is not None and args.format in ("vllm", "trtllm"):
         raise ValueError(f"--tree schedules are written for SGLang (--format sglang); {args.format}'s configuration here "
                          "drafts a chain: drop --tree")
+    modelled = _engine_for_format(args)
     dep = deployment(args)
     if tree is not None:
         require_network(dep)
     if args.format == "vllm":
         check_vllm_pair(dep)
+    args.writer_version = _writer_version(args)
+    if args.writer_version is not None:  # a drafter the version written for does not run: refused before any output
+        dep.drafter.support(args.format, args.writer_version)
     acc, acc_label = resolve_acceptance(args)
     cap = deployment_capacity(dep, args.context, args.max_context, args.memory_util)
     checkpoint = dep.drafter.checkpoint(dep.target, args.draft_checkpoint) if args.format in ("vllm", "sglang", "trtllm") else None
@@ -45,7 +49,9 @@ def run_schedule(args: argparse.Namespace) -> int:
         ranges = gamma_schedule(dep, acc, args.max_batch, args.context, args.gamma_max, args.min_gain, args.rtol)
     else:
         ranges = tree_schedule(dep, acc, tree, args.max_batch, args.context, args.min_gain, args.rtol, args.sibling_factor)
-    notes = []
+    if args.per_batch == "require":
+        _require_per_batch(args, dep, ranges)
+    notes = [] if modelled is None else [modelled.format(key=dep.engine.key)]
     if cap.max_batch_with_draft < args.max_batch:
         notes.append(f"batch sizes above {cap.max_batch_with_draft} do not fit in memory with the draft at "
                      f"{cap.context_tokens} tokens per sequence (specsim capacity)")
@@ -68,42 +74,111 @@ def run_schedule(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_vllm(args, dep, ranges, checkpoint, tree, acc, acc_label) -> None:
-    from specsim.engines.vllm import to_vllm
+def _require_per_batch(args: argparse.Namespace, dep, ranges: list) -> None:
+    """Refuse, before anything is printed, a --format whose engine version has no per-batch control for this drafter."""
+    if args.format not in ("vllm", "sglang", "trtllm"):
+        raise ValueError("--per-batch require applies to --format vllm, sglang or trtllm")
+    version = args.writer_version
+    v = ".".join(map(str, version))
+    missing = None
+    if args.format == "vllm":
+        from specsim.engines.vllm import PER_BATCH_SINCE
 
-    config = to_vllm(ranges, checkpoint, dep)
+        if version < PER_BATCH_SINCE:
+            missing = f"vLLM {v} has no num_speculative_tokens_per_batch_size (from 0.24.0, vllm-project/vllm#32374)"
+    elif args.format == "sglang":
+        from specsim.engines.sglang import adaptive_config
+
+        config, why = adaptive_config(ranges, dep, version)
+        if config is None and len(ranges) > 1:
+            missing = why[0]
+    else:
+        from specsim.engines.trtllm import ONE_MODEL_SCHEDULE, SCHEDULE_SINCE
+
+        decoding = dep.drafter.trtllm_decoding
+        if version < SCHEDULE_SINCE:
+            missing = f"TensorRT-LLM {v} takes no draft_len_schedule that specsim writes (from 1.3.0, NVIDIA/TensorRT-LLM#10860)"
+        elif decoding not in ONE_MODEL_SCHEDULE:
+            missing = (f"TensorRT-LLM's {decoding} decoding takes no draft_len_schedule (only {', '.join(ONE_MODEL_SCHEDULE)}); "
+                       "it stops speculating above max_concurrency instead")
+    if missing is not None:
+        raise ValueError(f"--per-batch require: {missing}; drop it to write the batch-1 length with a note")
+
+
+def _engine_for_format(args: argparse.Namespace) -> str | None:
+    """``--format ENGINE`` models that engine unless ``--engine`` (or a calibration) names one; the line that says so."""
+    if args.format not in ("vllm", "sglang", "trtllm") or args.engine is not None or getattr(args, "calibration", None):
+        return None
+    args.engine = args.format
+    return "the round is modelled on {key}, the engine --format " + args.format + " writes for (--engine to model another)"
+
+
+def _writer_version(args: argparse.Namespace) -> tuple | None:
+    """The release the configuration is written for: --engine's numbered version where it names the --format engine,
+    else that engine's newest release specsim read."""
+    from specsim.engines import ENGINE_MODULES, parse_version
+
+    module = ENGINE_MODULES.get(args.format)
+    if module is None:
+        return None
+    name, _, version = str(args.engine or "").strip().lower().partition("@")
+    number = parse_version(name, version) if name == args.format and version else None
+    return number or tuple(int(x) for x in module.NEWEST.split("."))
+
+
+def _print_vllm(args, dep, ranges, checkpoint, tree, acc, acc_label) -> list[str]:
+    from specsim.engines.vllm import to_vllm, vllm_notes
+
+    config = to_vllm(ranges, checkpoint, dep, args.writer_version)
     if config is None:
         print(f"# speculation does not pay (gain >= {args.min_gain:g}) at any batch size 1..{args.max_batch}: leave speculative_config unset")
-        return
-    # One schedule entry per line: the form vLLM's documentation shows.
-    entries = ",\n    ".join(json.dumps(entry) for entry in config["num_speculative_tokens_per_batch_size"])
+        return []
+    schedule = config.get("num_speculative_tokens_per_batch_size")
     head = json.dumps({k: v for k, v in config.items() if k != "num_speculative_tokens_per_batch_size"}, indent=2)
-    print(head[:-2] + f',\n  "num_speculative_tokens_per_batch_size": [\n    {entries}\n  ]\n}}')
+    if schedule is None:
+        print(head)
+    else:  # one schedule entry per line: the form vLLM's documentation shows
+        entries = ",\n    ".join(json.dumps(entry) for entry in schedule)
+        print(head[:-2] + f',\n  "num_speculative_tokens_per_batch_size": [\n    {entries}\n  ]\n}}')
+    return [f"written for vLLM {'.'.join(map(str, args.writer_version))}"] + vllm_notes(ranges, args.writer_version,
+                                                                                      dep.drafter.vllm_method)
 
 
 def _print_sglang(args, dep, ranges, checkpoint, tree, acc, acc_label) -> list[str]:
-    from specsim.engines.sglang import to_sglang
+    from specsim.engines.sglang import adaptive_config, to_sglang
 
-    print(f"python -m sglang.launch_server --model-path {dep.target.source or dep.target.name} "
-          + "\n".join(to_sglang(ranges, dep, checkpoint)))
-    return ["SGLang takes one static configuration: the first line is the best at batch 1; the comments say "
-            "where another is better"]
+    version = args.writer_version
+    lines = to_sglang(ranges, dep, checkpoint)
+    adaptive, notes = adaptive_config(ranges, dep, version)
+    served = dep.target.source or dep.target.name
+    if adaptive is None:
+        print(f"python -m sglang.launch_server --model-path {served} " + "\n".join(lines))
+    else:
+        steps = max(v["candidate_steps"][0] for v in adaptive.values())
+        tp = ["--tp", str(dep.target.tp)] if dep.target.tp > 1 else []
+        flags = ["--speculative-algorithm", dep.drafter.sglang_algorithm]
+        if checkpoint is not None:
+            flags += ["--speculative-draft-model-path", checkpoint]
+        flags += ["--speculative-num-steps", str(steps), "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens",
+                  str(steps + 1), "--speculative-adaptive", "--speculative-adaptive-config", "sglang-adaptive.json"]
+        slots = ",\n  ".join(f"{json.dumps(key)}: {json.dumps(slot)}" for key, slot in adaptive.items())  # a slot a line
+        print("cat > sglang-adaptive.json <<'EOF'\n{\n  " + slots + "\n}\nEOF")
+        print(f"python -m sglang.launch_server --model-path {served} " + " ".join(tp + flags))
+        print("\n".join(lines[1:]))
+    return [f"written for SGLang {'.'.join(map(str, version))}"] + notes
 
 
 def _print_trtllm(args, dep, ranges, checkpoint, tree, acc, acc_label) -> list[str]:
     import yaml
 
-    from specsim.engines.trtllm import to_trtllm, trtllm_options
+    from specsim.engines.trtllm import to_trtllm, trtllm_notes, trtllm_options
 
-    config = to_trtllm(ranges, checkpoint, dep)
+    config = to_trtllm(ranges, checkpoint, dep, args.writer_version)
     if config is None:
         print(f"# speculation does not pay (gain >= {args.min_gain:g}) at batch 1: leave speculative_config unset")
         return []
     print(yaml.safe_dump(trtllm_options(dep, config), sort_keys=False).rstrip())
-    if not dep.drafter.shares_vocabulary:
-        return [f"TensorRT-LLM's {config['decoding_type']} decoding takes no per-batch schedule: the "
-                "batch-1 draft length is written; it cannot switch speculation off at large batch"]
-    return []
+    return [f"written for TensorRT-LLM {'.'.join(map(str, args.writer_version))}"] + trtllm_notes(ranges, config, args.writer_version)
 
 
 def _context_cells(args, dep, tree, acc) -> list[dict]:
@@ -171,6 +246,10 @@ def _parser_schedule(sub) -> None:
     p.add_argument("--contexts", type=int_list(0, "contexts", MAX_CONTEXT),
                    help="comma-separated context lengths: also print the (batch, context) table of the best choice")
     p.add_argument("--format", choices=["vllm", "sglang", "trtllm", "json", "table"], default="table", help="output form (default table)")
+    p.add_argument("--per-batch", choices=["auto", "require"], default="auto",
+                   help="auto (default): the engine version's per-batch control where it has one (vLLM 0.24 "
+                   "num_speculative_tokens_per_batch_size, SGLang 0.5.13 adaptive steps, TensorRT-LLM 1.3 draft_len_schedule), "
+                   "else the batch-1 length with a note; require: refuse where it has none")
     p.add_argument("--json", action="store_true", help="print JSON (the same as --format json)")
     p.set_defaults(func=run_schedule)
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 from specsim.engines.base import _BASIS, _SPEC_BASIS, HEADS, RecurrentVerify, SpecHost, make_preset, parse_version
 from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP, BenchWriter, version_text as _version_text
 
-__all__ = ["NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "SglangBench", "to_sglang"]
+__all__ = ["ADAPTIVE_OFF_SINCE", "ADAPTIVE_SINCE", "ALIASES", "NAME", "NEWEST", "PRESETS", "RANGES", "SglangBench", "adaptive_config", "draft_tp",
+           "to_sglang"]
 
 NAME = "sglang"
 PLAIN = dict(kernel_engine="sglang", iteration_s=0.0, kernel_iteration_s=0.066e-3, basis=_BASIS + ", SGLang rows",
@@ -88,11 +89,56 @@ def to_sglang(ranges: list, dep, checkpoint: str | None, at_batch: int = 1) -> l
     while True:  # the best configuration at powers of two: where to change it if the load moves
         r = at(b)
         what = "off" if spec(r) is None else " ".join(_sglang_flags(dep, None, *spec(r))[2:])
-        lines.append(f"# best at batch {b}: {what}" + ("" if spec(r) is None else f" (predicted {r.min_speedup:.3f}-{r.max_speedup:.3f}x in batch {r.start_batch}-{r.end_batch})"))
+        lines.append(f"# best at batch {b}: {what}" + ("" if spec(r) is None else f" (predicted {_span(r)})"))
         if b == top:
             break
         b = min(2 * b, top)
     return lines
+
+
+def _span(r) -> str:
+    """A range's predicted speedup: one figure for one batch size, else its spread."""
+    if r.start_batch == r.end_batch:
+        return f"{r.max_speedup:.3f}x at batch {r.start_batch}"
+    return f"{r.min_speedup:.3f}-{r.max_speedup:.3f}x in batch {r.start_batch}-{r.end_batch}"
+
+
+#: Adaptive steps per batch size: first in 0.5.13 (sgl-project/sglang#24055), step 0 (no speculation) from 0.5.14
+#: ("candidate_steps must be a list of non-negative ints", python/sglang/srt/speculative/adaptive_spec_params.py).
+ADAPTIVE_SINCE, ADAPTIVE_OFF_SINCE = (0, 5, 13), (0, 5, 14)
+#: The algorithms the adaptive path takes (adaptive_unsupported_reason, 0.5.23: EAGLE/EAGLE3; NEXTN is EAGLE).
+ADAPTIVE_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN")
+
+
+def adaptive_config(ranges: list, dep, version: tuple) -> tuple[dict | None, list[str]]:
+    """(``--speculative-adaptive-config`` JSON, notes) pinning each batch-size slot to its best steps, or (None, why
+    not) where this version or drafter cannot.  A slot's key is the smallest batch of its range: SGLang routes a
+    batch to the slot with the largest key at or below it (after padding the batch up to a CUDA-graph size), and a
+    one-element ``candidate_steps`` pins the slot (adaptive_spec_params.py, 0.5.13-0.5.23)."""
+    v = _version_text(version)
+    if any(hasattr(r, "tree") for r in ranges):
+        return None, ["SGLang's adaptive steps take top-k 1 only (adaptive_unsupported_reason; trees: sgl-project/sglang#24054 "
+                      "open): one static tree is written"]
+    if len(ranges) == 1:
+        return None, []  # one length for every batch: the static flags are the whole schedule
+    if version < ADAPTIVE_SINCE:
+        return None, [f"SGLang {v} takes one static configuration (per-batch adaptive steps arrived in 0.5.13, "
+                      "sgl-project/sglang#24055): the first line is the best at batch 1; the comments say where another is better"]
+    if dep.drafter.sglang_algorithm not in ADAPTIVE_ALGORITHMS:
+        return None, [f"SGLang's adaptive steps take EAGLE and EAGLE-3 only, not {dep.drafter.sglang_algorithm} "
+                      "(adaptive_unsupported_reason): one static configuration is written"]
+    floor = 0 if version >= ADAPTIVE_OFF_SINCE else 1
+    config = {str(r.start_batch): {"candidate_steps": [max(r.gamma, floor)]} for r in ranges}
+    notes = []
+    raised = [r for r in ranges if r.gamma < floor]
+    if raised:
+        notes.append(f"SGLang {v} takes no step 0 (from 0.5.14): batch {raised[0].start_batch} on drafts 1 step where specsim "
+                     "has speculation off")
+    notes += ["SGLang pads the running batch up to its CUDA-graph batch size before it picks a slot, so a batch just below a "
+              "slot's key can take that slot (adaptive_spec_params.py, _route)",
+              "SGLang turns adaptive steps off, back to the static flags, under attention data parallelism, two-batch overlap "
+              "or multi-layer EAGLE (adaptive_unsupported_reason)"]
+    return config, notes
 
 
 class SglangBench(BenchWriter):

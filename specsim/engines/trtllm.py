@@ -13,7 +13,8 @@ from typing import Any
 from specsim.engines.base import _BASIS, RecurrentVerify, SpecHost, make_preset
 from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP, BenchWriter, version_text as _version_text
 
-__all__ = ["NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "TrtllmBench", "to_trtllm", "trtllm_options"]
+__all__ = ["ALIASES", "NAME", "NEWEST", "ONE_MODEL_SCHEDULE", "PRESETS", "RANGES", "SCHEDULE_SINCE", "TrtllmBench", "draft_tp",
+           "to_trtllm", "trtllm_notes", "trtllm_options"]
 
 NAME = "trtllm"
 PLAIN = dict(kernel_engine="trtllm", iteration_s=0.20e-3, kernel_iteration_s=0.0, basis=_BASIS + ", TensorRT-LLM rows",
@@ -38,36 +39,83 @@ def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None
     return target_tp, line + (f"; --draft-tp {requested} does not apply" if requested not in (None, target_tp) else "")
 
 
-def to_trtllm(ranges: list, draft_model: str | None, dep=None) -> dict[str, Any] | None:
-    """TensorRT-LLM ``speculative_config`` (draft-target) with ``draft_len_schedule``.
+#: draft_len_schedule keys read as inclusive upper batch bounds, the tail above the largest key at 0: the one-model
+#: path from 1.3.0rc8 (NVIDIA/TensorRT-LLM#10860), every algorithm after #12262 (in the 1.3.0rc27 and 1.4 API references;
+#: tensorrt_llm/_torch/speculative/utils.py, get_draft_len_for_batch_size).  specsim writes it for 1.3.0 and later.
+SCHEDULE_SINCE = (1, 3, 0)
+#: The decoding types whose one-model workers take the schedule (SpeculativeDecodingMode.support_dynamic_draft_len,
+#: tensorrt_llm/_torch/speculative/interface.py): a 0-length tier there can silently collapse acceptance when the batch
+#: shrinks back (#16888, open), so specsim keeps them at 1 or more.
+ONE_MODEL_SCHEDULE = ("Eagle3", "MTP", "DraftTarget")
 
-    Keys are the inclusive upper batch thresholds of the ranges with gamma > 0
-    that start at batch 1.  Where speculation is off above some batch size,
-    ``max_concurrency`` says so (draft-target decoding floors a scheduled 0 to
-    1).  TensorRT-LLM wants the batch-1 draft length to be the largest; a later
-    larger gamma is capped to it.  Returns None if speculation does not pay at
-    batch 1 (a threshold schedule that starts off cannot turn it on later).
+
+def to_trtllm(ranges: list, draft_model: str | None, dep=None, version: tuple | None = None) -> dict[str, Any] | None:
+    """TensorRT-LLM ``speculative_config`` for ``version`` (default :data:`NEWEST`); None if speculation does not pay at
+    batch 1.
+
+    From 1.3.0, ``draft_len_schedule`` ``{largest batch of a range: draft length}`` for Eagle3, MTP and DraftTarget
+    (``max_draft_len`` the value at its smallest key, every later length capped to it; where specsim has speculation off
+    the length is 1, not 0: see :data:`ONE_MODEL_SCHEDULE`); NGram keeps its length and stops speculating past
+    ``max_concurrency``.  Before 1.3.0 the batch-1 length alone.  :func:`trtllm_notes` says what each choice costs.
     """
+    version = _newest() if version is None else tuple(version)
     if ranges[0].gamma == 0:
         return None
     first = ranges[0].gamma
-    decoding = "Draft_Target" if dep is None else dep.drafter.trtllm_decoding
-    if decoding in ("Eagle3", "Eagle"):
-        return {"decoding_type": decoding, "max_draft_len": first, "speculative_model_dir": draft_model}
+    drafter = None if dep is None else dep.drafter
+    if drafter is not None:
+        drafter.support("trtllm", version)
+    decoding = "DraftTarget" if drafter is None else drafter.trtllm_decoding
+    config: dict[str, Any] = {"decoding_type": decoding}
     if decoding == "MTP":
-        return {"decoding_type": "MTP", "num_nextn_predict_layers": first}
-    if decoding == "NGram":
-        return {"decoding_type": "NGram", "max_draft_len": first, "max_matching_ngram_size": dep.drafter.lookup[1]}
+        config["num_nextn_predict_layers"] = first
+    else:
+        config["max_draft_len"] = first
+    if decoding in ("Eagle3", "Eagle"):
+        config["speculative_model_dir"] = draft_model
+    elif decoding == "DraftTarget":
+        config["speculative_model"] = draft_model
+    elif decoding == "NGram":
+        config["max_matching_ngram_size"] = drafter.lookup[1]
+    if version < SCHEDULE_SINCE:
+        return config
     on = list(itertools.takewhile(lambda r: r.gamma > 0, ranges))
-    config: dict[str, Any] = {
-        "decoding_type": "Draft_Target",
-        "max_draft_len": first,
-        "speculative_model": draft_model,
-        "draft_len_schedule": {r.end_batch: min(r.gamma, first) for r in on},
-    }
-    if len(on) < len(ranges):
+    if decoding in ONE_MODEL_SCHEDULE:
+        config["draft_len_schedule"] = {r.end_batch: max(1, min(r.gamma, first)) for r in ranges}
+    elif len(on) < len(ranges):
         config["max_concurrency"] = on[-1].end_batch
     return config
+
+
+def trtllm_notes(ranges: list, config: dict, version: tuple | None = None) -> list[str]:
+    """What the config :func:`to_trtllm` wrote does at ``version``, and what it had to give up."""
+    version = _newest() if version is None else tuple(version)
+    v = _version_text(version)
+    first = ranges[0].gamma
+    notes = []
+    if version < SCHEDULE_SINCE:
+        return [f"TensorRT-LLM {v}: specsim writes draft_len_schedule for 1.3.0 and later (the one-model path took it in "
+                "1.3.0rc8, NVIDIA/TensorRT-LLM#10860; every algorithm after #12262; the two-model form of #8194 read its keys "
+                "as lower bounds): the batch-1 length is written for every batch"]
+    if any(r.gamma > first for r in ranges):
+        notes.append(f"TensorRT-LLM wants max_draft_len at the smallest key to be the largest length: later lengths are "
+                     f"capped at the batch-1 length {first}")
+    if "draft_len_schedule" in config:
+        ones = [r for r in ranges if r.gamma == 0]
+        notes.append("draft_len_schedule keys are the largest batch of each range (TensorRT-LLM uses the smallest key at or "
+                     f"above the batch, and 0 above the largest key, {ranges[-1].end_batch})")
+        if ones:
+            notes.append(f"specsim has speculation off from batch {ones[0].start_batch}, written as length 1: a 0-length tier on "
+                         f"{config['decoding_type']}'s one-model path can silently collapse acceptance when the batch shrinks "
+                         "back (NVIDIA/TensorRT-LLM#16888, open); explain --gamma 1 shows what length 1 costs there")
+    elif "max_concurrency" in config:
+        notes.append(f"{config['decoding_type']} keeps length {first} and stops speculating above max_concurrency "
+                     f"{config['max_concurrency']} (its two-model path; the one-model schedule is not its)")
+    return notes
+
+
+def _newest() -> tuple:
+    return tuple(int(x) for x in NEWEST.split("."))
 
 
 def trtllm_options(dep, speculative_config: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,8 @@ from typing import Any
 from specsim.engines.base import _BASIS, _SPEC_BASIS, HEADS, RecurrentVerify, SpecHost, make_preset
 from specsim.engines.writers import BenchWriter, version_text as _version_text
 
-__all__ = ["NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "VllmBench", "check_vllm_pair", "draft_tp", "engine_settings", "to_vllm"]
+__all__ = ["NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "VllmBench", "PER_BATCH_SINCE", "check_vllm_pair", "draft_tp", "engine_settings", "to_vllm",
+           "vllm_notes"]
 
 NAME = "vllm"
 #: vLLM's n-gram lookup window, as the reference article's example sets it.
@@ -86,18 +87,30 @@ def _lookup(drafter) -> dict:
     return {"prompt_lookup_min": sizes[0], "prompt_lookup_max": sizes[1]} if sizes else {}
 
 
-def to_vllm(ranges: list, draft_model: str, dep=None) -> dict[str, Any] | None:
-    """vLLM ``speculative_config`` with a per-batch-size schedule; None if gamma is 0 everywhere.
+#: The first release with num_speculative_tokens_per_batch_size (vllm-project/vllm#32374; absent from
+#: vllm/config/speculative.py in every release 0.20.0-0.23.0, present 0.24.0-0.33.0).
+PER_BATCH_SINCE = (0, 24, 0)
 
-    With a tensor-parallel target, ``draft_tensor_parallel_size`` says where
-    the draft runs (vLLM accepts 1 or the target's size; its own default is
-    the target's, so it is always written).  A draft quantised on load gets
-    ``"quantization"`` (a field of vLLM's SpeculativeConfig).
+
+def to_vllm(ranges: list, draft_model: str, dep=None, version: tuple | None = None) -> dict[str, Any] | None:
+    """vLLM ``speculative_config`` for ``version`` (default :data:`NEWEST`); None if gamma is 0 everywhere (or, before
+    0.24.0, at batch 1).
+
+    From 0.24.0 with the per-batch-size schedule ``num_speculative_tokens_per_batch_size``: a list of inclusive
+    ``[start, end, K]`` ranges from batch 1 (vllm/v1/spec_decode/dynamic/utils.py), ``num_speculative_tokens`` the
+    largest K (the lookup clamps every K to it).  Before 0.24.0 vLLM V1 has no per-batch control: the batch-1 length.
+    ``draft_tensor_parallel_size`` is written for a draft model beside a tensor-parallel target (vLLM builds heads at
+    the target's TP whatever it says: :func:`draft_tp`).  A draft quantised on load gets ``"quantization"`` (a field of
+    vLLM's SpeculativeConfig).  :func:`vllm_notes` holds what vLLM says of these keys at that version.
     """
-    k_max = max(r.gamma for r in ranges)
+    version = _newest() if version is None else tuple(version)
+    dynamic = version >= PER_BATCH_SINCE
+    k_max = max(r.gamma for r in ranges) if dynamic else ranges[0].gamma
     if k_max == 0:
         return None
     drafter = None if dep is None else dep.drafter
+    if drafter is not None:
+        drafter.support("vllm", version)
     config: dict[str, Any] = {}
     if drafter is not None and not drafter.shares_vocabulary:  # a draft model's method is implied by its "model"
         config["method"] = drafter.vllm_method
@@ -105,12 +118,51 @@ def to_vllm(ranges: list, draft_model: str, dep=None) -> dict[str, Any] | None:
         config["model"] = draft_model
     config["num_speculative_tokens"] = k_max
     config.update(_lookup(drafter))
-    if dep is not None and dep.target.tp > 1 and dep.draft is not None:
+    if dep is not None and dep.target.tp > 1 and dep.draft is not None and drafter.shares_vocabulary:
         config["draft_tensor_parallel_size"] = dep.draft.tp
     if dep is not None and dep.draft is not None and dep.draft.checkpoint_dtype and dep.draft.weight_dtype == "fp8":
         config["quantization"] = "fp8"
-    config["num_speculative_tokens_per_batch_size"] = [[r.start_batch, r.end_batch, r.gamma] for r in ranges]
+    if dynamic:
+        config["num_speculative_tokens_per_batch_size"] = [[r.start_batch, r.end_batch, r.gamma] for r in ranges]
     return config
+
+
+def vllm_notes(ranges: list, version: tuple | None = None, method: str | None = None) -> list[str]:
+    """What vLLM ``version`` does with the config :func:`to_vllm` writes, read from that version's source: the
+    per-batch key's caveats (CUDA graphs, data parallelism, methods), its tail, and the per-context key no release has."""
+    version = _newest() if version is None else tuple(version)
+    v = _version_text(version)
+    off = next((r.start_batch for r in ranges if r.gamma == 0), None)
+    if version < PER_BATCH_SINCE:
+        return [f"vLLM {v} has no per-batch-size speculation control (num_speculative_tokens_per_batch_size arrived in 0.24.0, "
+                "vllm-project/vllm#32374; V1 before it had none): the batch-1 length is written for every batch"
+                + (f", though specsim has speculation off from batch {off}" if off is not None else "")]
+    notes = [f"the schedule ends at batch {ranges[-1].end_batch}; vLLM gives larger batches the last range's K "
+             "(build_dynamic_sd_schedule_lookup, vllm/v1/spec_decode/dynamic/utils.py)"]
+    if version < (0, 25, 0):
+        notes.append(f"vLLM {v} switches full CUDA graphs to PIECEWISE with this key, and its Model Runner V2 does not take it "
+                     "(vllm/config/vllm.py, _maybe_override_dynamic_sd_cudagraph_mode)")
+    else:
+        notes.append(f"vLLM {v} runs this key with PIECEWISE CUDA graphs on Model Runner V1; full graphs need "
+                     "VLLM_USE_V2_MODEL_RUNNER=1 (vllm/config/vllm.py, _maybe_override_dynamic_sd_cudagraph_mode)")
+    if version < (0, 26, 0):
+        notes.append(f"vLLM {v} does not guard this key under data parallelism: with --data-parallel-size > 1 ranks can pick "
+                     "different K and deadlock (guarded from 0.26.0); leave it out there")
+    else:
+        notes.append(f"with --data-parallel-size > 1 vLLM {v} drops this key and runs num_speculative_tokens for every batch "
+                     "(vllm/config/vllm.py, _maybe_disable_dynamic_sd_for_data_parallel)")
+    tested = ("eagle", "eagle3", "dflash")
+    if method is not None and method not in tested:
+        notes.append(f"vLLM's documentation says dynamic speculation was tested with EAGLE, EAGLE-3 and DFlash only; method "
+                     f"{method} 'may or may not work out of the box' (docs/features/speculative_decoding/"
+                     "dynamic_speculative_decoding.md)")
+    notes.append("vLLM has no per-context-length key in any release through 0.33.0 (RFC vllm-project/vllm#48627 and PR "
+                 "#48944 open): specsim schedule --contexts shows where context would change K")
+    return notes
+
+
+def _newest() -> tuple:
+    return tuple(int(x) for x in NEWEST.split("."))
 
 
 def engine_settings(dep, engine: str) -> tuple[list[str], list[str]]:
