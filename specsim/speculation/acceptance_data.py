@@ -120,8 +120,7 @@ class PublishedRow:
 
 _DSPARK = "DSpark paper (arXiv:2607.05147) Table 1, EAGLE-3 baseline retrained on Open-PerfectBlend, chain, gamma 7, T = 1"
 _PEAGLE = "vLLM blog 2026-03-13 (P-EAGLE), EAGLE-3 (AL) table, RedHatAI/gpt-oss-20b-speculator.eagle3, T = 0, B200"
-_SDB = ("SpecDecode-Bench/simulator @ 2fdccbd, data/llama3.1-8B/combined_{}.jsonl field acc_ngram: per-position "
-        "acceptance of a 3-token prompt lookup, derived from the released oracle traces (drafters REPORT 5d)")
+_SDB = "SpecDecode-Bench/simulator @ 2fdccbd, data/llama3.1-8B/combined_{}.jsonl (acc_ngram, 3-token lookup, derived)"
 
 #: Published rows beyond the drafters' own defaults (each class's ``published()`` with its ``published_for``).
 ROWS: tuple[PublishedRow, ...] = (
