@@ -22,13 +22,13 @@ Lookup order (:func:`resolve`)
        the workload;
     3. the drafter's own published default where it was measured on this family and workload;
     4. otherwise the drafter's published default, and the label says it fell back and why (n-gram has none: it
-       refuses, naming the workloads it has rows for).
+       refuses and says what to pass).
 
 Context
     Where acceptance was published at several context lengths for a kind and family (:data:`CONTEXT_CURVES`), the
     chosen acceptance is scaled at the deployment's context ``L`` by ``f(L) = v(L) / v(L_0)``: ``v`` interpolated
-    linearly in ``log L`` between the published points (DFlash's Table 4 falls by about the same amount per
-    doubling of context, not per token), held flat below the first point ``L_0`` (where the row is taken to hold)
+    linearly in ``log L`` between the published points (DFlash's Table 4 falls by a more nearly constant amount per
+    doubling of context than per token), held flat below the first point ``L_0`` (where the row is taken to hold)
     and beyond the last (no extrapolation).  ``f`` multiplies each depth's conditional acceptance, so ``alpha``
     becomes ``f alpha`` and ``c_k`` becomes ``f^k c_k``.  Elsewhere nothing changes and the label says "no published
     context dependence".
