@@ -6,11 +6,13 @@ import argparse
 import dataclasses
 
 
-__all__ = ["calibration", "deployment", "harness", "model_options", "resolve_acceptance"]
+__all__ = ["calibration", "deployment", "harness", "model_acceptance", "model_options", "resolve_acceptance"]
 
 
-def resolve_acceptance(args: argparse.Namespace):
-    """(value, label): --acceptance or --metrics as an Acceptance, else --alpha (the library default if unset)."""
+def resolve_acceptance(args: argparse.Namespace, dep=None, context: int | None = None, workload: str | None = None):
+    """(value, label): --acceptance or --metrics as an Acceptance, else --alpha, else a calibration's measured
+    acceptance, else the drafter's published acceptance for the deployment's target, ``workload`` and ``context``
+    (:meth:`specsim.speculation.drafters.Drafter.default_acceptance`; without ``dep``, the drafter's default)."""
     from specsim.speculation.acceptance import parse_acceptance
     from specsim.speculation.drafters import drafter_class
 
@@ -31,12 +33,24 @@ def resolve_acceptance(args: argparse.Namespace):
         draft = getattr(args, "draft", None)
         if cal is not None and cal.acceptance is not None and draft in (None, cal.drafter):
             return cal.acceptance, cal.acceptance_label
-        acc, label = drafter_class(draft if draft is not None or cal is None else cal.drafter).default_acceptance()
+        if dep is not None:
+            acc, label = type(dep.drafter).default_acceptance(dep.target, workload, context)
+        else:
+            acc, label = drafter_class(draft if draft is not None or cal is None else cal.drafter).default_acceptance()
         if cal is not None:
             label += (f"; {cal.name} measured no acceptance on real prompts (its runs were pinned)" if cal.acceptance is None
                       else f"; {cal.name}'s acceptance is of {cal.drafter}, not --draft {draft}")
         return acc, label
     return acc, acc.describe()
+
+
+def model_acceptance(args: argparse.Namespace, dep, context: int):
+    """resolve_acceptance for the model commands: their --workload names which published acceptance to read, and is
+    refused beside an acceptance the user gives (it would change nothing)."""
+    given = [f for f in ("alpha", "acceptance", "metrics") if getattr(args, f, None) is not None]
+    if given and args.workload is not None:
+        raise ValueError(f"--workload chooses a published acceptance; --{given[0]} gives yours: drop one of them")
+    return resolve_acceptance(args, dep, context, args.workload)
 
 
 def calibration(args: argparse.Namespace):

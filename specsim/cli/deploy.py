@@ -7,7 +7,7 @@ import json
 import sys
 
 from specsim.cli.report import describe, print_json, print_notes, table
-from specsim.cli.args import deployment, resolve_acceptance
+from specsim.cli.args import deployment, model_acceptance
 from specsim.cli.flags import (add_acceptance_args, add_deployment_args, add_memory_args, add_tree_args, gamma_max_type, int_at_least, int_list, nonneg_number, number)
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT
@@ -42,7 +42,7 @@ def run_schedule(args: argparse.Namespace) -> int:
     args.writer_version = _writer_version(args)
     if args.writer_version is not None:  # a drafter the version written for does not run: refused before any output
         dep.drafter.support(args.format, args.writer_version)
-    acc, acc_label = resolve_acceptance(args)
+    acc, acc_label = model_acceptance(args, dep, args.context)
     cap = deployment_capacity(dep, args.context, args.max_context, args.memory_util)
     checkpoint = dep.drafter.checkpoint(dep.target, args.draft_checkpoint) if args.format in ("vllm", "sglang", "trtllm") else None
     if tree is None:

@@ -16,7 +16,7 @@ from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR
 from specsim.speculation.drafters import NGRAM_CPU_S_PER_TOKEN, default_acceptance_help
 from typing import Callable
 
-__all__ = ['ENGINE_CHOICES', 'MAX_RATES', 'MAX_SERVE_RUNS', 'add_acceptance_args', 'add_deployment_args', 'add_memory_args', 'add_model_args', 'add_round_cost_args', 'add_serving_args', 'add_timing_args', 'add_tree_args', 'alpha_type', 'batches_type', 'context_type', 'csv_text', 'engine_type', 'fraction', 'gamma_max_type', 'gamma_type', 'int_at_least', 'int_list', 'names', 'nonempty', 'nonneg_number', 'number', 'positive_number', 'rate', 'rate_list']
+__all__ = ['ENGINE_CHOICES', 'MAX_RATES', 'MAX_SERVE_RUNS', 'add_acceptance_args', 'add_deployment_args', 'add_memory_args', 'add_model_args', 'add_round_cost_args', 'add_serving_args', 'add_timing_args', 'add_tree_args', 'alpha_type', 'batches_type', 'context_type', 'csv_text', 'engine_type', 'fraction', 'gamma_max_type', 'gamma_type', 'int_at_least', 'int_list', 'names', 'nonempty', 'nonneg_number', 'number', 'positive_number', 'rate', 'rate_list', 'workload_type']
 
 
 ENGINE_CHOICES = ", ".join(["vllm", "sglang", "trtllm", "none"] + [k for k in PRESETS if "@" in k])
@@ -174,8 +174,24 @@ def add_round_cost_args(p: argparse.ArgumentParser) -> None:
                    help="whether the engine overlaps a round's host work with the GPU (default: as the version does)")
 
 
-def add_acceptance_args(p: argparse.ArgumentParser) -> None:
-    """One alpha, per-position rates, or a saved /metrics page (one of them; alpha defaults to the library's)."""
+def workload_type(text: str) -> str:
+    from specsim.speculation.acceptance_data import check_workload
+
+    try:
+        return check_workload(text)
+    except ValueError as err:  # one line naming the workloads with published acceptance
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def add_acceptance_args(p: argparse.ArgumentParser, *, workload: bool = True) -> None:
+    """One alpha, per-position rates, or a saved /metrics page (one of them; alpha defaults to the library's), and
+    with ``workload`` the --workload whose published acceptance applies when none of them is given."""
+    if workload:
+        from specsim.speculation.acceptance_data import ACCEPTANCE_WORKLOADS, DEFAULT_ACCEPTANCE_WORKLOAD
+
+        p.add_argument("--workload", type=workload_type, metavar="WORKLOAD",
+                       help=f"what is asked, for the drafter's published acceptance: {', '.join(ACCEPTANCE_WORKLOADS)} "
+                       f"(default {DEFAULT_ACCEPTANCE_WORKLOAD}, MT-bench; see docs/deployments/acceptance.md)")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--alpha", type=alpha_type, help=f"per-token acceptance rate in [0, 1] (default: {default_acceptance_help()})")
     group.add_argument("--acceptance", metavar="RATES",
@@ -209,12 +225,13 @@ def add_tree_args(p: argparse.ArgumentParser) -> None:
 def add_serving_args(p: argparse.ArgumentParser, *, lengths: bool = True) -> None:
     """The flags of serve-sim and serve-sweep; ``lengths`` False leaves --workload and --requests unset (a trace gives them)."""
     from specsim.serving.simulator import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, DEFAULT_REQUESTS
-    from specsim.serving.workloads import DEFAULT_WORKLOAD, WORKLOADS
+    from specsim.serving.workloads import DEFAULT_WORKLOAD, WORKLOAD_ALIASES, WORKLOADS
 
-    add_acceptance_args(p)
+    add_acceptance_args(p, workload=False)
     add_deployment_args(p, batch=False, context=False)
-    p.add_argument("--workload", choices=list(WORKLOADS), default=DEFAULT_WORKLOAD if lengths else None,
-                   help=f"prompt and output length distribution (default {DEFAULT_WORKLOAD}; see specsim.serving.workloads for sources)")
+    p.add_argument("--workload", choices=list(WORKLOADS) + list(WORKLOAD_ALIASES), default=DEFAULT_WORKLOAD if lengths else None,
+                   help=f"prompt and output length distribution, and the drafter's published acceptance on it (default "
+                   f"{DEFAULT_WORKLOAD}; code is code-completion's old name; see specsim.serving.workloads for sources)")
     p.add_argument("--requests", type=int_at_least(1, "requests", MAX_REQUESTS), default=DEFAULT_REQUESTS if lengths else None,
                    help=f"requests to simulate (default {DEFAULT_REQUESTS})")
     p.add_argument("--seed", type=int_at_least(0, "seed", MAX_SEED), default=0, help="random seed (default 0)")

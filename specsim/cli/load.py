@@ -18,11 +18,27 @@ def _setup(args: argparse.Namespace):
     from specsim.serving.simulator import EngineLimits
 
     dep = deployment(args)
-    acc, acc_label = resolve_acceptance(args)
+    acc, acc_label = resolve_acceptance(args, dep, *_acceptance_question(args))
     limits = EngineLimits(args.max_num_seqs, args.max_batched_tokens)
     slo = (None if args.slo_ttft_ms is None else args.slo_ttft_ms / 1e3, None if args.slo_tpot_ms is None else args.slo_tpot_ms / 1e3)
     gamma = "schedule" if args.gamma is None else args.gamma
     return acc, acc_label, dep, limits, slo, gamma
+
+
+def _acceptance_question(args: argparse.Namespace) -> tuple[int, str]:
+    """(context, acceptance workload) whose published acceptance applies: the workload's, at the context of its median
+    request halfway through its output; a trace's median request's, on chat (a trace names no workload)."""
+    import numpy as np
+
+    from specsim.serving.workloads import DEFAULT_WORKLOAD, get_workload, mean_context_tokens, read_trace
+
+    if getattr(args, "trace", None) is not None:
+        if args.requests is not None or args.workload is not None:
+            return 0, "chat"  # requests_for refuses these with the trace, before anything is simulated
+        requests = read_trace(args.trace)
+        return int(np.median(mean_context_tokens(requests.prompt, requests.output))), "chat"
+    workload = get_workload(args.workload or DEFAULT_WORKLOAD)
+    return int(round(workload.median_context_tokens)), workload.acceptance
 
 
 def _window_clause(dep) -> str:

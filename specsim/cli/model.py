@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from specsim.cli.report import capacity_summary, describe, ms, print_json, print_notes, short_bound, table
-from specsim.cli.args import deployment, resolve_acceptance
+from specsim.cli.args import deployment, model_acceptance, resolve_acceptance
 from specsim.cli.flags import (add_acceptance_args, add_deployment_args, add_memory_args, add_model_args, add_timing_args, add_tree_args, batches_type, fraction, gamma_max_type, gamma_type, int_at_least, int_list, nonempty, nonneg_number, number)
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, DEFAULT_HARDWARE, DEFAULT_RTOL, DEFAULT_TARGET
 from specsim.core.limits import MAX_CONTEXT, MAX_GAMMA
@@ -24,7 +24,7 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
     dep = deployment(args)
     if tree is not None:
         require_network(dep)
-    acc, acc_label = resolve_acceptance(args)  # after the deployment: its errors come first, then the drafter's default
+    acc, acc_label = model_acceptance(args, dep, args.context)  # after the deployment: its errors come first, then the drafter's default
     cap = deployment_capacity(dep, args.context, args.max_context, args.memory_util)
     if tree is not None:
         answer = tree_answer(dep, acc, acc_label, tree, args.batch, args.context, args.gamma_max, args.rtol, args.sibling_factor, cap)
@@ -107,11 +107,12 @@ def run_speedup(args: argparse.Namespace) -> int:
     from specsim.answers import closed_form_answer, speedup_rows
     from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS
 
-    acc, acc_label = resolve_acceptance(args)
     if args.cost_ratio is not None:
+        acc, acc_label = resolve_acceptance(args)
         if not isinstance(acc, float):
             raise ValueError("--cost-ratio takes --alpha; per-position acceptance needs the step-time model")
-        model_flags = [f for f in ("hardware", "target", "draft", "batch", "context") if getattr(args, f) is not None]
+        model_flags = [f for f in ("hardware", "target", "draft", "batch", "context", "workload")
+                       if getattr(args, f) is not None]
         if model_flags:
             raise ValueError(f"--cost-ratio replaces the step-time model; drop --{', --'.join(model_flags)} or drop --cost-ratio")
         out = closed_form_answer(acc, args.gamma, args.cost_ratio)
@@ -124,6 +125,7 @@ def run_speedup(args: argparse.Namespace) -> int:
     # The parser leaves the model's flags unset so that --cost-ratio can refuse them; the library's defaults apply here.
     dep = deployment(args)
     _require_fits(dep, DEFAULT_CONTEXT_TOKENS if args.context is None else args.context)
+    acc, acc_label = model_acceptance(args, dep, DEFAULT_CONTEXT_TOKENS if args.context is None else args.context)
     rows, context = speedup_rows(dep, acc, acc_label, args.gamma, args.batch, args.context)
     if args.json:
         print_json(rows)
@@ -251,7 +253,7 @@ def run_compare(args: argparse.Namespace) -> int:
     from specsim.answers import compare_answer
 
     dep = deployment(args)
-    acc, acc_label = resolve_acceptance(args)
+    acc, acc_label = model_acceptance(args, dep, args.context)
     answer = compare_answer(dep, acc, args.batch, args.context, args.gamma, args.gamma_max, args.max_context, args.memory_util)
     frame, cap = answer.frame, answer.capacity
     if args.json:
@@ -290,7 +292,7 @@ def run_explain(args: argparse.Namespace) -> int:
 
     dep = deployment(args)
     _require_fits(dep, args.context)
-    acc, acc_label = resolve_acceptance(args)
+    acc, acc_label = model_acceptance(args, dep, args.context)
     out = None
     if args.plot:
         from specsim.core.files import check_output

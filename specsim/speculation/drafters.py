@@ -107,6 +107,9 @@ class Drafter:
     engines: ClassVar[dict[str, EngineSupport]]
     #: Where the published acceptance comes from, in a few words (figure legends).
     published_short: ClassVar[str]
+    #: (target family, workload) that :meth:`published` was measured on ("*": any family; None: no one workload), so
+    #: that the acceptance lookup finds it as a row (:mod:`specsim.speculation.acceptance_data`).
+    published_for: ClassVar[tuple[str, str] | None] = None
 
     def __post_init__(self) -> None:
         if self.step_model is None:
@@ -141,12 +144,22 @@ class Drafter:
         raise NotImplementedError
 
     @classmethod
-    def default_acceptance(cls) -> tuple[Acceptance, str]:
-        """The acceptance a command assumes when the user gives none, with a label that names it as a default."""
-        acc, _ = cls.published()
-        value = f"alpha {acc.alpha:.3f}" if acc.alpha is not None else "acceptance " + ", ".join(f"{c:g}" for c in acc.cumulative)
-        return acc, (f"{value} (the published default for {cls.label}: {acc.source}; pass --alpha, --acceptance or "
-                     "--metrics for yours)")
+    def default_acceptance(cls, target: ModelShape | None = None, workload: str | None = None,
+                           context: int | None = None) -> tuple[Acceptance, str]:
+        """The acceptance a command assumes when the user gives none, with a label that names its row or default.
+
+        Read from the published table for the target's family, the workload and the context
+        (:func:`specsim.speculation.acceptance_data.resolve`); without them, :meth:`published`.
+        """
+        from specsim.speculation.acceptance_data import resolve
+
+        found = resolve(cls, target, workload, context)
+        return found.acceptance, found.label
+
+    @classmethod
+    def fallback_acceptance(cls, reason: str | None = None) -> tuple[Acceptance, str]:
+        """What :meth:`default_acceptance` falls back to where no row is published: :meth:`published`."""
+        return cls.published()
 
     def checkpoint(self, target: ModelShape, given: str | None = None) -> str | None:
         """The checkpoint an engine loads for this drafter: ``given``, a head read from its config.json, a known head."""
@@ -247,6 +260,7 @@ class EagleHead(Drafter):
         "vllm": EngineSupport("eagle", (0, 10, 0), _VLLM_SPEC), "sglang": EngineSupport("EAGLE", (0, 4, 3), _SGLANG_ARGS),
         "trtllm": EngineSupport("Eagle", (1, 0, 0), _TRT_ARGS, fractional_pin=False)}
     published_short: ClassVar[str] = "MT-bench, vLLM #20780"
+    published_for: ClassVar[tuple[str, str] | None] = ("llama", "chat")
     #: The head's own draft vocabulary when derived from the target (None: the target's).
     default_vocab: ClassVar[int | None] = None
 
@@ -309,6 +323,8 @@ class MtpHead(Drafter):
         "vllm": EngineSupport("mtp", (0, 10, 0), _VLLM_SPEC), "sglang": EngineSupport("EAGLE", (0, 4, 3), _SGLANG_ARGS),
         "trtllm": EngineSupport("MTP", (1, 0, 0), _TRT_ARGS)}
     published_short: ClassVar[str] = "DeepSeek-V3 report"
+    #: The report measures "various generation topics" on DeepSeek-V3; chat is the nearest of the workloads.
+    published_for: ClassVar[tuple[str, str] | None] = ("deepseek", "chat")
 
     @classmethod
     def published(cls) -> tuple[Acceptance, str]:
@@ -351,6 +367,7 @@ class NgramDrafter(Drafter):
         "sglang": EngineSupport("NGRAM", (0, 5, 3), _SGLANG_ARGS, pin_since=(0, 5, 14)),  # speculative/ngram_worker.py
         "trtllm": EngineSupport("NGram", (1, 0, 0), _TRT_ARGS, fractional_pin=False)}
     published_short: ClassVar[str] = "code editing, vLLM #24344"
+    published_for: ClassVar[tuple[str, str] | None] = ("*", "code-editing")
     #: The n-gram sizes the lookup matches (vLLM's prompt_lookup_min / prompt_lookup_max; TensorRT-LLM's
     #: max_matching_ngram_size is the larger).
     lookup: ClassVar[tuple[int, int]] = (2, 4)
@@ -367,11 +384,11 @@ class NgramDrafter(Drafter):
                 "1,814 passes: 2.96 tokens per pass (a favourable, high-overlap workload)")
 
     @classmethod
-    def default_acceptance(cls) -> tuple[Acceptance, str]:
+    def fallback_acceptance(cls, reason: str | None = None) -> tuple[Acceptance, str]:
         rates = ",".join(f"{c:g}" for c in cls.published()[0].cumulative)
-        raise ValueError("n-gram acceptance depends on the workload (how often the output repeats the prompt): pass "
-                         "--alpha, --acceptance or --metrics; on code editing vLLM PR #24344 measured --acceptance "
-                         f"{rates} (per position, passes without a match included)")
+        raise ValueError((f"{reason}; " if reason else "") + "n-gram acceptance depends on the workload (how often the "
+                         "output repeats the prompt): pass --alpha, --acceptance or --metrics; on code editing vLLM PR "
+                         f"#24344 measured --acceptance {rates} (per position, passes without a match included)")
 
     def checkpoint(self, target: ModelShape, given: str | None = None) -> str | None:
         return _no_checkpoint(self.kind, given)
