@@ -73,10 +73,11 @@ def test_context_dependence_falls_monotonically_and_is_one_at_the_first_publishe
     contexts = np.geomspace(10, 500_000, 200)
     f = curve.factor(contexts)
     assert np.all(np.diff(f) <= 1e-12) and f[0] == 1.0 and f[-1] < 1.0
-    first, last = curve.points[0], curve.points[-1]
-    assert float(curve.factor(first[0])) == 1.0
-    assert float(curve.factor(last[0])) == pytest.approx(last[1] / first[1], rel=1e-12)
-    assert float(curve.factor(10 * last[0])) == float(curve.factor(last[0]))  # held flat past the data, no extrapolation
+    (first, _), (last, _) = curve.points[0], curve.points[-1]
+    alphas = curve.alphas()  # the per-token acceptance at each published context (a tau curve's solved from E)
+    assert float(curve.factor(first)) == 1.0 and np.all(np.diff(alphas) <= 0)
+    assert float(curve.factor(last)) == pytest.approx(alphas[-1] / alphas[0], rel=1e-12)
+    assert float(curve.factor(10 * last)) == float(curve.factor(last))  # held flat past the data, no extrapolation
 
 
 def test_context_scales_the_chosen_acceptance_and_says_so_where_published_and_nowhere_else():

@@ -103,7 +103,8 @@ class PublishedRow:
             raise ValueError(f"row {self.source}: give tau and gamma, or per-position rates")
         if self.tau is not None and (self.gamma is None or not 1.0 <= self.tau <= self.gamma + 1):
             raise ValueError(f"row {self.source}: tau {self.tau} must be in [1, gamma + 1] with gamma given")
-        self.acceptance  # refuses rates that rise with depth
+        if self.cumulative:
+            self.acceptance  # refuses rates that rise with depth (a tau row's alpha is solved only when it is used)
 
     @property
     def acceptance(self) -> Acceptance:
@@ -147,12 +148,21 @@ class ContextCurve:
     family: str
     points: tuple[tuple[int, float], ...]
     source: str
+    #: With a number of drafted tokens, ``points`` hold mean acceptance lengths (tau) at that many drafted tokens, each
+    #: turned into a per-token acceptance when the curve is used (E rises with alpha, so falling taus are falling alphas).
+    tau_gamma: int | None = None
 
     def __post_init__(self) -> None:
         ctx = np.array([p[0] for p in self.points], dtype=float)
         val = np.array([p[1] for p in self.points], dtype=float)
-        if ctx.size < 2 or np.any(ctx <= 0) or np.any(np.diff(ctx) <= 0) or np.any((val <= 0) | (val > 1)) or np.any(np.diff(val) > 0):
+        top = 1.0 if self.tau_gamma is None else self.tau_gamma + 1.0
+        low = 0.0 if self.tau_gamma is None else 1.0
+        if ctx.size < 2 or np.any(ctx <= 0) or np.any(np.diff(ctx) <= 0) or np.any((val <= low) | (val > top)) or np.any(np.diff(val) > 0):
             raise ValueError(f"context curve {self.source}: needs rising contexts > 0 and non-increasing acceptance in (0, 1]")
+
+    def alphas(self) -> np.ndarray:
+        val = np.array([p[1] for p in self.points], dtype=float)
+        return val if self.tau_gamma is None else np.asarray(alpha_from_acceptance_length(val, self.tau_gamma), dtype=float)
 
     def factor(self, context: object) -> np.ndarray:
         """f(L) = v(L) / v(L_0): interpolated in log L, flat outside the published range.
@@ -162,13 +172,9 @@ class ContextCurve:
         [1.0, 1.0, 0.75, 0.5, 0.5]
         """
         ctx = np.log([p[0] for p in self.points])
-        val = np.array([p[1] for p in self.points])
+        val = self.alphas()
         L = np.maximum(np.asarray(context, dtype=float), 1.0)
         return np.interp(np.log(L), ctx, val) / val[0]
-
-
-def _dflash_alpha(tau: float) -> float:
-    return round(float(alpha_from_acceptance_length(tau, 15)), 4)
 
 
 #: Acceptance against context, where published.
@@ -181,10 +187,9 @@ CONTEXT_CURVES: tuple[ContextCurve, ...] = (
                  "80-91% at ~100 tokens of context, ~53% at ~34K, 40-55% at ~86K"),
     # DFlash base drafter (trained at 4K) on Qwen3.5-27B, LongBench gov_report, block 16 (15 drafted tokens): tau 4.53
     # (1K), 3.32 (8K), 2.67 (16K), 2.09 (32K), each turned into a per-token alpha.
-    ContextCurve("dflash", "qwen3.5", ((1024, _dflash_alpha(4.53)), (8192, _dflash_alpha(3.32)), (16384, _dflash_alpha(2.67)),
-                                       (32768, _dflash_alpha(2.09))),
+    ContextCurve("dflash", "qwen3.5", ((1024, 4.53), (8192, 3.32), (16384, 2.67), (32768, 2.09)),
                  "DFlash paper (arXiv:2602.06036) Table 4, Qwen3.5-27B, gov_report: tau 4.53 at 1K, 3.32 at 8K, 2.67 at 16K, "
-                 "2.09 at 32K tokens (15 drafted tokens)"),
+                 "2.09 at 32K tokens (15 drafted tokens)", tau_gamma=15),
 )
 
 
