@@ -56,6 +56,10 @@ def to_trtllm(ranges: list, draft_model: str | None, dep=None) -> dict[str, Any]
         return {"decoding_type": decoding, "max_draft_len": first, "speculative_model_dir": draft_model}
     if decoding == "MTP":
         return {"decoding_type": "MTP", "num_nextn_predict_layers": first}
+    if decoding in ("PARD", "DFlash", "DSpark"):
+        # PARDDecodingConfig / DFlashDecodingConfig / DSparkDecodingConfig (1.3.0rc27, 1.4.0rc1 docs): max_draft_len and
+        # speculative_model; mask_token_id and target_layer_ids are left to the checkpoint (not verified that it is read).
+        return {"decoding_type": decoding, "max_draft_len": first, "speculative_model": draft_model}
     if decoding == "NGram":
         return {"decoding_type": "NGram", "max_draft_len": first, "max_matching_ngram_size": dep.drafter.lookup[1]}
     on = list(itertools.takewhile(lambda r: r.gamma > 0, ranges))
@@ -120,7 +124,7 @@ class TrtllmBench(BenchWriter):
         env = {}
         if server.steps is not None:
             drafter = plan.drafter_type
-            spec = {"decoding_type": drafter.engines["trtllm"].name, "max_draft_len": server.steps}
+            spec = {"decoding_type": drafter.support("trtllm").name, "max_draft_len": server.steps}
             if plan.draft_checkpoint:
                 spec["speculative_model_dir"] = plan.draft_checkpoint
             if getattr(drafter, "lookup", None):

@@ -233,6 +233,8 @@ def optimal_gamma(dep: Deployment, acceptance: object, batch: object = DEFAULT_B
     ([4, 2], [1.897, 1.594])
     """
     gamma_max = check_int("gamma_max", gamma_max, 0, MAX_GAMMA)
+    if dep.drafter is not None and dep.drafter.max_steps is not None:  # a block drafter drafts at most its block
+        gamma_max = min(gamma_max, dep.drafter.max_steps)
     if not (np.isfinite(rtol) and 0 <= rtol < 0.5):
         raise ValueError(f"rtol must be in [0, 0.5), got {rtol!r}")
     if isinstance(acceptance, Acceptance):
