@@ -31,7 +31,12 @@ def resolve_acceptance(args: argparse.Namespace):
         draft = getattr(args, "draft", None)
         if cal is not None and cal.acceptance is not None and draft in (None, cal.drafter):
             return cal.acceptance, cal.acceptance_label
-        acc, label = drafter_class(draft if draft is not None or cal is None else cal.drafter).default_acceptance()
+        kind = drafter_class(draft if draft is not None or cal is None else cal.drafter)
+        acc, label = kind.default_acceptance()
+        from specsim.cli import report
+
+        if report.VERBOSE:  # the default's source in full: target, workload, draft length, the published number
+            label += f"; the default in full: {kind.published()[1]}"
         if cal is not None:
             label += (f"; {cal.name} measured no acceptance on real prompts (its runs were pinned)" if cal.acceptance is None
                       else f"; {cal.name}'s acceptance is of {cal.drafter}, not --draft {draft}")

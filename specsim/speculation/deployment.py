@@ -543,7 +543,8 @@ class Deployment:
         self._require_drafter()
         steps = np.asarray(steps, dtype=float)
         launched = self.drafter.launched_steps(steps)
-        return self.engine.round_host(batch, launched, steps), self.engine.hidden_share(self.drafter.overlap_kind, draft_width)
+        return (self.engine.round_host(batch, launched, self.drafter.host_steps(steps)),
+                self.engine.hidden_share(self.drafter.overlap_kind, draft_width))
 
     def round_time(self, batch: object, context: object = DEFAULT_CONTEXT_TOKENS, steps: object = 1, draft_width: object = 1,
                    verify_tokens: object = None) -> RoundTime:

@@ -37,6 +37,11 @@ The kinds:
                  sequences of 129,536 tokens (66.3M tokens scanned) with 8 threads, 1.5e-10 s per token
                  (70.28 ms, 1.06e-9 s, with one thread).
 
+``peagle``, ``pard``, ``dflash``, ``dspark`` (:mod:`specsim.speculation.drafters.parallel`): one pass of a network drafts all
+                 gamma tokens of a round (P-EAGLE, PARD, DFlash's block diffusion, DSpark's block with a verified prefix
+                 per request); ``suffix`` (:mod:`specsim.speculation.drafters.suffix`): a CPU suffix-tree lookup with a
+                 draft length per request.
+
 Every drafter's steps go through the deployment's step-time source, like the target's
 (:mod:`specsim.speculation.deployment`).  A new kind is one new class and one entry in :data:`DRAFTERS`.
 """
@@ -219,6 +224,11 @@ class Drafter:
         """Passes of the drafter's network a round of ``steps`` draft tokens runs: one per token for a chain drafter."""
         return steps
 
+    def host_steps(self, steps: np.ndarray) -> np.ndarray:
+        """The steps the engine's per-sequence, per-step host work counts: every draft step of a chain, every proposed
+        token of a lookup (n-gram, suffix), the one pass of a parallel drafter."""
+        return steps
+
     def draft_tokens(self, steps: np.ndarray, width: object) -> object:
         """Tokens per sequence in one of those passes: the draft width (1 for a chain, a tree level's top-k)."""
         return width
@@ -292,6 +302,9 @@ class _OnePass:
         return (np.asarray(steps, dtype=float) > 0).astype(float)
 
     def launched_steps(self, steps: np.ndarray) -> np.ndarray:
+        return self.draft_passes(steps)
+
+    def host_steps(self, steps: np.ndarray) -> np.ndarray:
         return self.draft_passes(steps)
 
 
