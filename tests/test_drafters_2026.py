@@ -262,3 +262,23 @@ def test_serve_sim_refuses_a_drafter_whose_verified_length_depends_on_acceptance
     assert main(["serve-sim", "--draft", "dspark", "--target", "qwen3-8b", "--timing", "roofline", "--rate", "1",
                  "--requests", "20"]) == 2
     assert "cannot follow a DSpark confidence-scheduled drafter" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["optimal-gamma", "--draft", "dflash:/nonexistent/dflash", "--target", "qwen3-8b"],
+     "dflash drafter config '/nonexistent/dflash' does not exist"),
+    (["optimal-gamma", "--draft", "suffix:x"], "suffix takes no path"),
+    (["optimal-gamma", "--draft", "suffix", "--draft-weight-dtype", "fp8"],
+     "--draft suffix runs no network: --draft-weight-dtype, --draft-kv-dtype and --draft-tp do not apply"),
+    (["optimal-gamma", "--draft", "pard", "--target", "gemma-3-27b", "--alpha", "0.7"],
+     "no published PARD draft is known for gemma-3-27b (known: llama-3* (amd/PARD-Llama-3.2-1B), qwen3-* "
+     "(amd/PARD-Qwen3-0.6B)); give one with --draft pard:MODEL"),
+    (["explain", "--draft", "dspark", "--target", "qwen3-8b", "--gamma", "8", "--batch", "1"],
+     "a DSpark confidence-scheduled drafter drafts at most 7 tokens a round (its block): gamma 8 is beyond it"),
+    (["optimal-gamma", "--draft", "peagle", "--target", "gpt-oss-20b", "--tree", "topk:2,depth:3,tokens:6"],
+     "token trees need a drafting network (draft model, EAGLE or MTP); a P-EAGLE parallel-drafting head drafts a chain"),
+])
+def test_bad_input_to_the_new_drafters_is_one_line_and_exit_2(argv, line, capsys):
+    assert main(argv[:1] + ["--timing", "roofline"] + argv[1:]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"specsim {argv[0]}: error: ") and line in err[0], err

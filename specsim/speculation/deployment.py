@@ -570,7 +570,7 @@ class Deployment:
         extra = np.broadcast(np.asarray(batch), np.asarray(context)).ndim
         steps, width, verify = plan_arrays(plan, extra)
         if self.drafter is not None and not self.drafter.drafts_trees and np.any(width > 1):
-            raise ValueError("token trees need a drafting network (draft model, EAGLE or MTP); n-gram drafts a chain")
+            raise ValueError(f"token trees need a drafting network (draft model, EAGLE or MTP); {self.drafter.label} drafts a chain")
         decode = self.decode(batch, context)  # first: the target's data are read before the drafter's
         if self.drafter is not None and self.drafter.max_steps is not None and np.any(steps > self.drafter.max_steps):
             raise ValueError(f"{self.drafter.label} drafts at most {self.drafter.max_steps} tokens a round (its block): "

@@ -174,7 +174,8 @@ def tree_speedup(dep: Deployment, acceptance: object, tree: TreeSpec, batch: obj
 def require_network(dep: Deployment) -> None:
     """Refuse a tree for a drafter without a network (n-gram drafts a chain)."""
     if dep.drafter is None or not dep.drafter.drafts_trees:
-        raise ValueError("token trees need a drafting network (draft model, EAGLE or MTP); n-gram drafts a chain")
+        what = "a deployment without a drafter drafts nothing" if dep.drafter is None else f"{dep.drafter.label} drafts a chain"
+        raise ValueError(f"token trees need a drafting network (draft model, EAGLE or MTP); {what}")
 
 
 def _tree_candidates(bounds: TreeSpec, max_depth: int) -> list[TreeSpec]:

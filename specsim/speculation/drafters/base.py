@@ -138,6 +138,11 @@ class Drafter:
         return self.engine_kind or self.kind
 
     @property
+    def draft_spec(self) -> str:
+        """The ``--draft`` value that builds this drafter again (a plan's manifest records it)."""
+        return self.kind
+
+    @property
     def max_steps(self) -> int | None:
         """The most draft tokens one round can propose (None: no bound of the drafter's own)."""
         return None

@@ -49,6 +49,10 @@ class DraftModel(Drafter):
     def with_step_model(self, model: ModelShape) -> "DraftModel":
         return dataclasses.replace(self, name=model.name, step_model=model)
 
+    @property
+    def draft_spec(self) -> str:
+        return self.step_model.source or self.step_model.name
+
     def provenance(self) -> list[str]:
         return []
 

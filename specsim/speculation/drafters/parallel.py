@@ -129,6 +129,11 @@ class ParallelDraftModel(_OnePass, DraftModel):
     def checkpoint(self, target: ModelShape, given: str | None = None) -> str | None:
         return given or self.weights or self.step_model.source or self.step_model.name
 
+    @property
+    def draft_spec(self) -> str:
+        given = self.basis.startswith("draft ")  # built from pard:MODEL, not from the family's published draft
+        return f"pard:{self.step_model.source or self.step_model.name}" if given else "pard"
+
     def draft_tokens(self, steps: np.ndarray, width: object) -> np.ndarray:
         return 2.0 * np.asarray(steps, dtype=float) + 1.0  # K + 1 verified positions and K mask slots
 
