@@ -282,3 +282,21 @@ def test_bad_input_to_the_new_drafters_is_one_line_and_exit_2(argv, line, capsys
     assert main(argv[:1] + ["--timing", "roofline"] + argv[1:]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"specsim {argv[0]}: error: ") and line in err[0], err
+
+
+def test_speedup_gives_each_batch_its_own_tokens_where_the_verified_prefix_varies(capsys):
+    argv = ["speedup", "--draft", "dspark", "--target", "qwen3-8b", "--gamma", "7", "--batch", "1,512", "--timing", "roofline",
+            "--acceptance", "0.617,0.388,0.244,0.158,0.099,0.062,0.041"]
+    assert main(argv + ["--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    dep = _dep("dspark", "qwen3-8b")
+    acc = Acceptance(cumulative=(0.617, 0.388, 0.244, 0.158, 0.099, 0.062, 0.041))
+    want = dep.outcome(acc, 7, np.array([1.0, 512.0]), 1128).tokens
+    assert [r["tokens_per_step"] for r in rows] == pytest.approx(want.tolist(), rel=1e-12) and want[0] > want[1]
+    assert main(argv) == 0
+    assert f"gamma 7: {want[1]:.4f}-{want[0]:.4f} (the verified prefix varies with batch) tokens per target pass" in capsys.readouterr().out
+
+
+def test_a_schedule_for_an_engine_that_never_runs_the_drafter_is_refused_before_anything_else(capsys):
+    assert main(["schedule", "--format", "sglang", "--draft", "peagle", "--target", "gpt-oss-20b", "--timing", "roofline"]) == 2
+    assert capsys.readouterr().err.startswith("specsim schedule: error: sglang does not run a P-EAGLE parallel-drafting head")

@@ -134,7 +134,9 @@ def run_speedup(args: argparse.Namespace) -> int:
         print_notes(dep)
         return 0
     print(describe(dep, context))
-    print(f"{acc_label}, gamma {args.gamma}: {rows[0]['tokens_per_step']:.4f} tokens per target pass\n")
+    low, high = min(r["tokens_per_step"] for r in rows), max(r["tokens_per_step"] for r in rows)
+    tokens = f"{low:.4f}" if low == high else f"{low:.4f}-{high:.4f} (the verified prefix varies with batch)"
+    print(f"{acc_label}, gamma {args.gamma}: {tokens} tokens per target pass\n")
     print(table(
         ["batch", "speedup", "t_T ms", "t_D ms", "t_V ms", "host ms", "round ms", "c", "t_V/t_T"],
         [[r["batch"], f"{r['speedup']:.3f}", ms(r["t_target_s"]), ms(r["t_draft_s"]), ms(r["t_verify_s"]), ms(r["t_host_s"]),
