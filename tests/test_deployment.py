@@ -495,5 +495,5 @@ def test_a_chain_is_the_top_1_tree_and_a_list_of_trees_is_each_of_them():
 
 
 def test_an_ngram_drafter_refuses_a_tree_plan():
-    with pytest.raises(ValueError, match="n-gram drafts a chain"):
+    with pytest.raises(ValueError, match="n-gram prompt lookup drafts a chain"):
         _dep(draft="ngram").outcome(0.8, TreeSpec(2, 3, 6), B, L)

@@ -264,8 +264,8 @@ def test_sglang_adaptive_config_only_where_the_version_reads_it(version):
     (["--format", "sglang", "--engine", "sglang@0.5.12", "--draft", "eagle3", "--per-batch", "require"], "arrived in 0.5.13"),
     (["--format", "trtllm", "--engine", "trtllm@1.2", "--per-batch", "require"], "TensorRT-LLM 1.2.0 takes no draft_len_schedule"),
     (["--format", "trtllm", "--draft", "ngram", "--per-batch", "require"], "NGram decoding takes no draft_len_schedule"),
-    (["--format", "sglang", "--engine", "sglang@0.4.3", "--draft", "eagle3"], "sglang 0.4.3 has no EAGLE3 drafting"),
-    (["--format", "vllm", "--engine", "vllm@0.14"], "vllm 0.14.0 has no draft_model drafting"),
+    (["--format", "sglang", "--engine", "sglang@0.4.3", "--draft", "eagle3"], "sglang 0.4.3 refuses --speculative-algorithm EAGLE3"),
+    (["--format", "vllm", "--engine", "vllm@0.14"], "vllm 0.14.0 refuses method draft_model"),
 ])
 def test_a_key_or_drafter_the_version_lacks_is_refused_in_one_line(argv, says, capsys):
     assert main(["schedule", "--alpha", "0.6", *argv]) == 2

@@ -194,9 +194,9 @@ def speedup_rows(dep: Deployment, acceptance: object, label: str, gamma: int, ba
     b = np.array(batches, dtype=float)
     times = dep.outcome(acceptance, gamma, b, context)
     s = np.broadcast_to(times.speedup, b.shape)
-    tokens = float(times.tokens)
+    tokens = np.broadcast_to(times.tokens, b.shape)  # per batch where the verified prefix varies with it (DSpark, suffix)
     return [{"batch": batch, "alpha": acceptance if isinstance(acceptance, float) else None, "acceptance": label, "gamma": gamma,
-             "tokens_per_step": tokens, "speedup": float(s[i]), "t_target_s": float(times.target.total_s[i]),
+             "tokens_per_step": float(tokens[i]), "speedup": float(s[i]), "t_target_s": float(times.target.total_s[i]),
              "t_draft_s": float(times.draft.total_s[i]), "t_verify_s": float(times.verify.total_s[i]),
              "t_host_s": float(np.broadcast_to(times.host_s, b.shape)[i]), "t_round_s": float(np.broadcast_to(times.round_s, b.shape)[i]),
              "cost_ratio": float(times.cost_ratio[i]), "timing_source": row_source(dep, times, i), "provenance": dep.provenance()}

@@ -178,7 +178,7 @@ def design_plan(dep, engine: str, *, served_model: str | None = None, draft_chec
     pinned = _pins(type(dep.drafter), steps, pinned, pin, prompts)
     notes = writer.check(parse_version(name, version), type(dep.drafter), list(pinned), 1)
     modelled = get_engine(f"{name}@{version}")
-    if modelled.overlaps(dep.drafter.kind):
+    if modelled.overlaps(dep.drafter.overlap_kind):
         notes.append(f"{name} {version} overlaps a round's host work with the GPU for this drafter ({modelled.release}): the "
                      "runs show it only where it outlasts the round's passes, and calibrate-engine says so where they cannot "
                      "separate it")
@@ -213,7 +213,7 @@ def _pins(drafter: type, steps: list[int], pinned: list[float] | None, pin: bool
     if pinned is None:
         acc = _published(drafter)
         if acc is None:
-            raise ValueError(f"{drafter.label} has no published acceptance (it depends on the workload): give the lengths "
+            raise ValueError(f"{drafter.label} has no published acceptance ({drafter.no_default}): give the lengths "
                              "to pin with --pin-accept-length (one per step count), or --no-pin with --prompts")
         if acc.max_gamma is not None and acc.max_gamma < max(steps):
             raise ValueError(f"the published acceptance of this drafter covers {acc.max_gamma} draft position(s), not "
@@ -253,7 +253,7 @@ def _layout(steps, pinned, concurrency, input_tokens, output_tokens, pin: bool, 
 
 
 def _drafter_spec(dep) -> str:
-    return dep.drafter.kind if not dep.drafter.shares_vocabulary else (dep.draft.source or dep.draft.name)
+    return dep.drafter.draft_spec
 
 
 def _run(server: Server, c: int, input_tokens: int | None, output_tokens: int, pin: bool) -> PlanRun:

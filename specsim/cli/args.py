@@ -33,10 +33,13 @@ def resolve_acceptance(args: argparse.Namespace, dep=None, context: int | None =
         draft = getattr(args, "draft", None)
         if cal is not None and cal.acceptance is not None and draft in (None, cal.drafter):
             return cal.acceptance, cal.acceptance_label
-        if dep is not None:
-            acc, label = type(dep.drafter).default_acceptance(dep.target, workload, context)
-        else:
-            acc, label = drafter_class(draft if draft is not None or cal is None else cal.drafter).default_acceptance()
+        kind = type(dep.drafter) if dep is not None else drafter_class(draft if draft is not None or cal is None else cal.drafter)
+        acc, label = kind.default_acceptance(dep.target, workload, context) if dep is not None else kind.default_acceptance()
+        from specsim.cli import report
+
+        full = kind.published()[1]
+        if report.VERBOSE and full not in label:  # the default's source in full: target, workload, draft length, number
+            label += f"; the default in full: {full}"
         if cal is not None:
             label += (f"; {cal.name} measured no acceptance on real prompts (its runs were pinned)" if cal.acceptance is None
                       else f"; {cal.name}'s acceptance is of {cal.drafter}, not --draft {draft}")

@@ -37,6 +37,8 @@ def run_schedule(args: argparse.Namespace) -> int:
     dep = deployment(args)
     if tree is not None:
         require_network(dep)
+    if args.format in ("vllm", "sglang", "trtllm"):
+        dep.drafter.support(args.format)  # the engine the configuration is for takes this drafter (at some release)
     if args.format == "vllm":
         check_vllm_pair(dep)
     args.writer_version = _writer_version(args)

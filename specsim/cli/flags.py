@@ -106,7 +106,9 @@ def add_deployment_args(p: argparse.ArgumentParser, *, defaults: bool = True, ba
                    help=f"target model: built-in name or path to a Hugging Face config.json (default {DEFAULT_TARGET})")
     p.add_argument("--draft",
                    help=f"drafter: a draft model (built-in name or config.json), eagle, eagle3 (or eagle3:HEAD/config.json), "
-                   f"mtp (the target's own MTP layers) or ngram (default {DEFAULT_DRAFT})")
+                   "mtp (the target's own MTP layers), ngram, peagle (P-EAGLE; peagle:HEAD/config.json), pard (or "
+                   "pard:MODEL), dflash (or dflash:DRAFTER/config.json), dspark (or dspark:DRAFTER/config.json) or suffix "
+                   f"(suffix decoding) (default {DEFAULT_DRAFT})")
     p.add_argument("--calibration", metavar="FILE",
                    help="a calibrate-engine --out file: the fitted profile, engine terms and measured acceptance of your engine "
                    "(its hardware, target, tensor parallelism, timing and engine; flags naming others are refused)")

@@ -45,7 +45,10 @@ def _print_gamma_table(args: argparse.Namespace, answer) -> None:
     dep, best, rows = answer.deployment, answer.best, answer.rows
     print(describe(dep, args.context))
     print(f"{answer.acceptance}; gamma searched over 0..{best.gamma_max}" + (f" (smallest within {args.rtol:g} of best)" if args.rtol else ""))
-    if best.gamma_max < args.gamma_max:
+    block = dep.drafter is not None and dep.drafter.max_steps == best.gamma_max < args.gamma_max
+    if block:
+        print(f"note: {dep.drafter.label} drafts at most {best.gamma_max} tokens a round: gamma is not searched past them")
+    elif best.gamma_max < args.gamma_max:
         print(f"note: acceptance is measured for {best.gamma_max} positions: gamma is not searched past them (no extrapolation)")
     for line in capacity_summary(answer.capacity, dep):
         print(line)
@@ -53,7 +56,8 @@ def _print_gamma_table(args: argparse.Namespace, answer) -> None:
     headers = ["batch", "gamma", "speedup", "t_T ms", "t_D ms", "t_V ms", "host ms", "round ms", "c", "bound T/D/V", "recommendation"]
     table_rows = []
     for r in rows:
-        limit = " (at --gamma-max; raise it)" if best.gamma_max == args.gamma_max else " (at the last measured position)"
+        limit = (" (at --gamma-max; raise it)" if best.gamma_max == args.gamma_max else " (the drafter's most)" if block
+                 else " (at the last measured position)")
         rec = r["recommendation"] + (limit if r["at_gamma_max"] else "")
         if not r["fits_with_draft"]:
             rec += "; does not fit in memory" + (" with the draft" if r["fits_without_draft"] else "")
@@ -61,7 +65,7 @@ def _print_gamma_table(args: argparse.Namespace, answer) -> None:
         table_rows.append([r["batch"], r["gamma"], f"{r['speedup']:.3f}", ms(r["t_target_s"]), ms(r["t_draft_s"]),
                            ms(r["t_verify_s"]), ms(r["t_host_s"]), ms(r["t_round_s"]), f"{r['cost_ratio']:.3f}", bounds, rec])
     print(table(headers, table_rows, ">>>>>>>>><<"))
-    print("round = gamma t_D + t_V + the engine's host time the round waits for (host: serial, or what the passes do not "
+    print(f"round = {dep.drafter.round_formula} + t_V + the engine's host time the round waits for (host: serial, or what the passes do not "
           "cover where the engine overlaps it); speedup = tokens per round x t_T / round")
     if answer.off_batches:
         print(f"\nspeculation does not pay at batch {', '.join(map(str, answer.off_batches))}: {answer.off_reason}")
@@ -132,7 +136,9 @@ def run_speedup(args: argparse.Namespace) -> int:
         print_notes(dep)
         return 0
     print(describe(dep, context))
-    print(f"{acc_label}, gamma {args.gamma}: {rows[0]['tokens_per_step']:.4f} tokens per target pass\n")
+    low, high = min(r["tokens_per_step"] for r in rows), max(r["tokens_per_step"] for r in rows)
+    tokens = f"{low:.4f}" if low == high else f"{low:.4f}-{high:.4f} (the verified prefix varies with batch)"
+    print(f"{acc_label}, gamma {args.gamma}: {tokens} tokens per target pass\n")
     print(table(
         ["batch", "speedup", "t_T ms", "t_D ms", "t_V ms", "host ms", "round ms", "c", "t_V/t_T"],
         [[r["batch"], f"{r['speedup']:.3f}", ms(r["t_target_s"]), ms(r["t_draft_s"]), ms(r["t_verify_s"]), ms(r["t_host_s"]),

@@ -46,7 +46,7 @@ def describe(dep, context: int) -> str:
     hw = dep.hardware
     t, d = dep.target, dep.draft
     gpus = f" x {t.tp} GPUs" if t.tp > 1 else ""
-    drafter = d.describe() if d is not None else "n-gram prompt lookup (no network)"
+    drafter = d.describe() if d is not None else f"{getattr(dep.drafter, 'label', 'no drafter')} (no network)"
     head = f"target {t.describe()} + draft {drafter} on {hw.name}{gpus}; context {context} tokens\n"
     if not VERBOSE:
         return head + dep.brief()

@@ -12,7 +12,7 @@ from specsim.engines import sglang, trtllm, vllm
 from specsim.engines.base import MAX_TERM_S, TERMS, EnginePreset, SpecHost, parse_version
 
 __all__ = ["DEFAULT_ENGINE", "DEFAULT_VERSIONS", "ENGINES", "ENGINE_MODULES", "ENGINE_NAMES", "MAX_TERM_S", "PRESETS", "TERMS",
-           "EnginePreset", "SpecHost", "draft_tp", "get_engine", "parse_version", "source_and_engine"]
+           "EnginePreset", "SpecHost", "draft_tp", "get_engine", "named_release", "parse_version", "source_and_engine"]
 
 #: Each engine's module, by the name ``--engine`` takes.
 ENGINE_MODULES = {m.NAME: m for m in (vllm, sglang, trtllm)}
@@ -67,6 +67,30 @@ def get_engine(spec: str) -> EnginePreset:
             if first <= number <= last:
                 return PRESETS[f"{name}@{key}"]
     raise ValueError(f"no {name} preset for version {version!r}; known: {_known(name)}")
+
+
+def named_release(spec: str) -> tuple[str, tuple[int, int, int], str] | None:
+    """(engine, release, how to name it) that ``--engine`` names, for checking what that release runs: a numbered
+    release as given; a preset's key or alias (``vllm@0.10``, ``sglang@spec-v1``) the newest release it covers; a bare
+    name or ``latest`` the newest release specsim knows (each module's ``NEWEST``); None for ``none``.
+
+    >>> named_release("vllm@0.11.2"), named_release("vllm@0.10"), named_release("sglang"), named_release("none")
+    (('vllm', (0, 11, 2), 'vllm 0.11.2'), ('vllm', (0, 13, 99), 'vllm@0.10 (releases 0.10-0.13)'), ('sglang', (0, 5, 23), 'sglang 0.5.23'), None)
+    """
+    get_engine(spec)  # refuses what names no preset
+    name, _, version = str(spec).strip().lower().partition("@")
+    if name == "none":
+        return None
+    key = _ALIASES.get((name, version), version)
+    if not version or key == "latest":
+        newest = parse_version(name, ENGINE_MODULES[name].NEWEST)
+        return name, newest, f"{name} {ENGINE_MODULES[name].NEWEST}"
+    if f"{name}@{key}" in PRESETS:
+        first, last = next((a, b) for a, b, k in _RANGES[name] if k == key)
+        shown = f"{first[0]}.{first[1]}" + (f".{first[2]}" if first[2] else "")
+        return name, last, f"{name}@{version} (releases {shown}-{last[0]}.{last[1]}" + (f".{last[2]}" if last[2] != 99 else "") + ")"
+    number = parse_version(name, version)
+    return name, number, f"{name} {version}"
 
 
 def draft_tp(preset: EnginePreset, separate_model: bool, target_tp: int, requested: int | None) -> tuple[int, str]:

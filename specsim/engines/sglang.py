@@ -163,14 +163,11 @@ class SglangBench(BenchWriter):
     name, newest = "sglang", "0.5.23"
 
     def check(self, version, drafter, pins, topk):
-        support = drafter.engines["sglang"]
         if version < (0, 4, 8):
             raise ValueError(f"sglang {_version_text(version)}: specsim writes plans for SGLang 0.4.8 and later, where the "
                              "simulated acceptance can match its mean (SIMULATE_ACC_METHOD=match-expected, "
                              "python/sglang/srt/speculative/eagle_utils.py)")
-        if version < support.since:
-            raise ValueError(f"sglang {_version_text(version)} has no --speculative-algorithm {support.name} (from "
-                             f"{_version_text(support.since)}, {support.where})")
+        support = drafter.support("sglang", version)
         if support.pin_since and any(p is not None for p in pins) and version < support.pin_since:
             raise ValueError(f"sglang {_version_text(version)} simulates acceptance for EAGLE-family workers only; "
                              f"{support.name} takes it from {_version_text(support.pin_since)} "
@@ -192,7 +189,7 @@ class SglangBench(BenchWriter):
                "--disable-radix-cache"]
         env = {}
         if server.steps is not None:
-            algorithm = plan.drafter_type.engines["sglang"].name
+            algorithm = plan.drafter_type.support("sglang").name
             cmd += ["--speculative-algorithm", algorithm, "--speculative-num-steps", str(server.steps),
                     "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(server.steps + 1)]
             if plan.draft_checkpoint:

@@ -73,7 +73,9 @@ def to_trtllm(ranges: list, draft_model: str | None, dep=None, version: tuple | 
         config["max_draft_len"] = first
     if decoding in ("Eagle3", "Eagle"):
         config["speculative_model_dir"] = draft_model
-    elif decoding == "DraftTarget":
+    elif decoding in ("DraftTarget", "PARD", "DFlash", "DSpark"):
+        # PARDDecodingConfig / DFlashDecodingConfig / DSparkDecodingConfig (1.3.0rc27, 1.4.0rc1 docs): max_draft_len and
+        # speculative_model; mask_token_id and target_layer_ids are left to the checkpoint (not verified that it is read).
         config["speculative_model"] = draft_model
     elif decoding == "NGram":
         config["max_matching_ngram_size"] = drafter.lookup[1]
@@ -168,7 +170,7 @@ class TrtllmBench(BenchWriter):
         env = {}
         if server.steps is not None:
             drafter = plan.drafter_type
-            spec = {"decoding_type": drafter.engines["trtllm"].name, "max_draft_len": server.steps}
+            spec = {"decoding_type": drafter.support("trtllm").name, "max_draft_len": server.steps}
             if plan.draft_checkpoint:
                 spec["speculative_model_dir"] = plan.draft_checkpoint
             if getattr(drafter, "lookup", None):

@@ -118,6 +118,8 @@ def to_vllm(ranges: list, draft_model: str, dep=None, version: tuple | None = No
         config["model"] = draft_model
     config["num_speculative_tokens"] = k_max
     config.update(_lookup(drafter))
+    if drafter is not None:
+        config.update(drafter.engine_keys("vllm"))  # parallel_drafting for P-EAGLE and PARD
     if dep is not None and dep.target.tp > 1 and dep.draft is not None and drafter.shares_vocabulary:
         config["draft_tensor_parallel_size"] = dep.draft.tp
     if dep is not None and dep.draft is not None and dep.draft.checkpoint_dtype and dep.draft.weight_dtype == "fp8":
@@ -237,10 +239,7 @@ class VllmBench(BenchWriter):
                              "`vllm bench serve` exists (vllm/entrypoints/cli/benchmark/serve.py)")
         if topk > 1:
             raise ValueError("vLLM drafts chains in these plans (top-k 1); a token tree is an SGLang or TensorRT-LLM plan")
-        support = drafter.engines["vllm"]
-        if version < support.since:
-            raise ValueError(f"vllm {_version_text(version)} refuses method {support.name} ({support.where}): use vllm "
-                             f"{_version_text(support.since)} or later, or another drafter")
+        drafter.support("vllm", version)
         if any(p is not None for p in pins) and version < (0, 20, 0):
             raise ValueError(f"vllm {_version_text(version)} cannot pin acceptance at a length: synthetic_acceptance_length "
                              "arrived in 0.20.0 (vllm-project/vllm#40662; 0.19 pins only a per-token rate on Model Runner V2); "
@@ -254,10 +253,10 @@ class VllmBench(BenchWriter):
 
     def _spec_config(self, plan, server):
         drafter = plan.drafter_type
-        config = {"method": drafter.engines["vllm"].name, "num_speculative_tokens": server.steps}
+        config = {"method": drafter.support("vllm").name, "num_speculative_tokens": server.steps}
         if plan.draft_checkpoint:
             config["model"] = plan.draft_checkpoint
-        config |= _lookup(drafter)
+        config |= _lookup(drafter) | drafter.engine_keys("vllm")
         if drafter.shares_vocabulary and plan.draft_tp != plan.tp:
             config["draft_tensor_parallel_size"] = plan.draft_tp
         if server.pinned_accept_length is not None:

@@ -94,6 +94,9 @@ class StepTable:
         self.contexts = grid
         self.gamma_max = int(gamma_max)
         gammas = np.arange(self.gamma_max + 1, dtype=float)
+        if dep.drafter is not None and dep.drafter.varies_verification:
+            raise ValueError(f"the serving simulation times rounds at one acceptance, so it cannot follow {dep.drafter.label}, "
+                             "whose verified tokens per request depend on it: use optimal-gamma, compare or explain")
         if dep.drafter is None:
             self.table = dep.decode(b[:, None, None], grid[None, :, None]).total_s
         else:  # a round's time does not depend on the acceptance; gamma 0 is the decode step

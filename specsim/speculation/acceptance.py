@@ -444,23 +444,40 @@ def plan_arrays(plan: object, ndim: int = 0) -> tuple[np.ndarray, np.ndarray, np
     return steps, np.ones(()), steps + 1.0
 
 
-def tokens_per_round(acceptance: object, plan: object, sibling: float | None = None) -> np.ndarray:
+def tokens_per_round(acceptance: object, plan: object, sibling: float | None = None, verified: object = None) -> np.ndarray:
     """E: the tokens one verification emits per sequence under ``plan`` (see :func:`plan_arrays`), the bonus token
     included.  The one home of E: chains by the closed form (one alpha, float or array) or the per-position sums,
     trees by :func:`build_tree` with the sibling factor ``sibling`` (default :data:`DEFAULT_SIBLING_FACTOR`).
+
+    ``verified`` is, for a chain whose sequences verify prefixes of different lengths (DSpark's confidence scheduler,
+    suffix decoding's per-request depth), the mean number of draft tokens verified per sequence (at most the plan's
+    gamma).  A batch verifying B = b * v draft tokens over b sequences gives floor(v) to some and floor(v) + 1 to the
+    others, so E is the mix of E(floor v) and E(floor v + 1) in the proportions that give the mean v.
 
     >>> float(tokens_per_round(0.8, 4)), round(float(tokens_per_round(Acceptance(alpha=0.8), TreeSpec(1, 4, 5))), 4)
     (3.3616, 3.3616)
     >>> tokens_per_round(Acceptance(cumulative=(0.9, 0.72)), [TreeSpec(1, 1, 2), TreeSpec(1, 2, 3)]).tolist()
     [1.9, 2.62]
+    >>> round(float(tokens_per_round(0.8, 4, verified=2.5)), 4), float(tokens_per_round(0.8, 4, verified=4))
+    (2.696, 3.3616)
     """
     sib = DEFAULT_SIBLING_FACTOR if sibling is None else sibling
     many = _plans(plan)
     if many is not None or isinstance(plan, TreeSpec):
+        if verified is not None:
+            raise ValueError("a mean verified length applies to a chain (a gamma), not to token trees")
         acc = as_acceptance(acceptance)
         e = [build_tree(p, acc, sib).expected_tokens for p in (many or (plan,))]
         return np.array(e) if many is not None else np.asarray(e[0])
-    return expected(acceptance, plan)
+    if verified is None:
+        return expected(acceptance, plan)
+    v = np.asarray(verified, dtype=float)
+    if np.any(v < 0) or np.any(v > np.asarray(plan, dtype=float) + 1e-9):
+        raise ValueError(f"the mean verified draft tokens must be in [0, gamma], got {verified!r} for gamma {plan!r}")
+    low = np.floor(v + 1e-9)
+    share = v - low
+    high = np.where(share > 0, low + 1.0, low)
+    return (1.0 - share) * expected(acceptance, low) + share * expected(acceptance, high)
 
 
 def monte_carlo_tree(tree: Tree, trials: int, rng: np.random.Generator) -> np.ndarray:

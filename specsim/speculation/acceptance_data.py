@@ -42,8 +42,8 @@ import numpy as np
 
 from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
 
-__all__ = ["ACCEPTANCE_WORKLOADS", "CONTEXT_CURVES", "DEFAULT_ACCEPTANCE_WORKLOAD", "ContextCurve", "PublishedRow", "ROWS",
-           "Resolved", "check_workload", "find_row", "resolve", "target_family"]
+__all__ = ["ACCEPTANCE_WORKLOADS", "CONTEXT_CURVES", "DATASET_WORKLOADS", "DEFAULT_ACCEPTANCE_WORKLOAD", "ContextCurve",
+           "PublishedRow", "ROWS", "Resolved", "check_workload", "find_length", "find_row", "resolve", "target_family"]
 
 #: What each workload of ``--workload`` stands for: the benchmark sets whose rows it reads.
 ACCEPTANCE_WORKLOADS = {
@@ -217,6 +217,37 @@ def find_row(drafter: str, family: str | None, workload: str) -> PublishedRow | 
     return None
 
 
+#: The benchmark sets of the drafter classes' published lengths (``Drafter.published_lengths``) by workload.
+DATASET_WORKLOADS = {"MT-Bench": "chat", "HumanEval": "code-completion", "GSM8K": "math", "GSM-8K": "math",
+                     "MATH-500": "math", "MATH": "math"}
+
+
+def _family_of(name: str) -> str | None:
+    from specsim.describe.models import get_model
+
+    try:
+        return target_family(get_model(name))
+    except (KeyError, ValueError):
+        return None
+
+
+def find_length(cls, target, family: str | None, workload: str):
+    """A drafter class's own published length for this family and workload (the target itself first), or None.
+
+    >>> from specsim.describe.models import get_model
+    >>> from specsim.speculation.drafters import DFlashDrafter
+    >>> r = find_length(DFlashDrafter, get_model("qwen3-4b"), "qwen3", "code-completion")
+    >>> r.target, r.workload, r.mean_length
+    ('qwen3-4b', 'HumanEval', 6.64)
+    """
+    if family is None:
+        return None
+    rows = [r for r in getattr(cls, "published_lengths", ()) if r.gamma >= 1 and DATASET_WORKLOADS.get(r.workload) == workload
+            and _family_of(r.target) == family]
+    exact = [r for r in rows if r.target == getattr(target, "name", None)]
+    return (exact or rows or [None])[0]
+
+
 def _curve(drafter: str, family: str | None) -> ContextCurve | None:
     return next((c for c in CONTEXT_CURVES if c.drafter == drafter and c.family == family), None)
 
@@ -261,10 +292,17 @@ def resolve(cls, target=None, workload: str | None = None, context: int | None =
     family = target_family(target) if target is not None else None
     shown = f"a {family} target" if family else f"the target {getattr(target, 'name', '?')} (no known family)"
     row = find_row(cls.kind, family, workload)
+    length = None if row is not None else find_length(cls, target, family, workload)
     own = getattr(cls, "published_for", None)
     if row is not None:
         acc, cited, fell_back = row.acceptance, row.citation, False
         head = f"published for {cls.label} on {'any target' if row.family == '*' else shown}, {workload}: {cited}"
+    elif length is not None:
+        alpha = float(alpha_from_acceptance_length(length.mean_length, length.gamma))
+        acc = Acceptance(alpha=alpha, source=length.source.split(",")[0])
+        cited, fell_back = (f"{length.source}: {length.target} on {length.workload}, mean acceptance length "
+                            f"{length.mean_length:g} at {length.gamma} drafted tokens"), False
+        head = f"published for {cls.label} on {shown}, {workload}: {cited}"
     elif own is not None and own[0] in (family, "*") and own[1] == workload:
         acc, cited = cls.published()
         fell_back = False

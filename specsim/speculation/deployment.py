@@ -199,16 +199,23 @@ class RoundTime:
     fixed: RoundFixed
     host_s: np.ndarray | float = 0.0  #: H, the engine's host work per round
     overlapped: np.ndarray | float = 0.0  #: the share of H the engine overlaps with the round's passes (0: serial)
+    #: Draft passes the round runs (None: one per draft step; a parallel drafter runs one for all of them).
+    passes: np.ndarray | None = None
+
+    @property
+    def draft_passes(self) -> np.ndarray:
+        """s in t_pass: the draft passes of the round (``steps`` for a chain drafter)."""
+        return self.steps if self.passes is None else self.passes
 
     @property
     def passes_s(self) -> np.ndarray:
         """t_pass = s * t_step + t_fixed: the round's passes without the engine's host work."""
-        return round_seconds(self.steps, self.draft.total_s, self.fixed.total_s)
+        return round_seconds(self.draft_passes, self.draft.total_s, self.fixed.total_s)
 
     @property
     def total_s(self) -> np.ndarray:
         """t_round: t_pass + H, or max(t_pass, h H) + (1 - h) H where the engine overlaps a share h of H."""
-        return round_seconds(self.steps, self.draft.total_s, self.fixed.total_s, self.host_s, self.overlapped)
+        return round_seconds(self.draft_passes, self.draft.total_s, self.fixed.total_s, self.host_s, self.overlapped)
 
     @property
     def exposed_host_s(self) -> np.ndarray:
@@ -230,7 +237,8 @@ class RoundTime:
     def parts(self) -> dict[str, np.ndarray]:
         """Where the round's time goes, seconds per named part; the parts add up to :attr:`total_s`."""
         f = self.fixed
-        parts = {"draft steps": self.steps * self.draft.gpu.total_s, "draft-step collectives": self.steps * self.draft.engine_s,
+        s = self.draft_passes
+        parts = {"draft steps": s * self.draft.gpu.total_s, "draft-step collectives": s * self.draft.engine_s,
                  "verification": f.verify.total_s}
         if f.extend is not None:
             parts["draft extend"] = f.extend.total_s
@@ -426,6 +434,8 @@ class Deployment:
         source, preset = source_and_engine(profile, timing, engine, engine_overhead_ms, progress)
         choices = ()
         kind = drafter_class(str(draft))
+        if not decode_only and not isinstance(engine, EnginePreset):
+            kind.runs_on(DEFAULT_ENGINE if engine is None else engine)
         if not decode_only and kind.launches_steps and target_model.tp > 1:
             d_opts["tp"], line = draft_tp(preset, kind.shares_vocabulary, target_model.tp, d_opts.get("tp"))
             choices = (line,)
@@ -498,10 +508,13 @@ class Deployment:
         """t_decode: a plain decode step of the target (one token per sequence), engine time included."""
         return self.pass_time(self.target, batch, 1, context)
 
-    def draft_step(self, batch: object, context: object = DEFAULT_CONTEXT_TOKENS, width: object = 1) -> DraftStep:
-        """t_step: one draft step of ``width`` tokens per sequence (zero on the GPU for a drafter that runs no network)."""
+    def draft_step(self, batch: object, context: object = DEFAULT_CONTEXT_TOKENS, width: object = 1,
+                   steps: object = 1, tokens: object = None) -> DraftStep:
+        """t_step: one draft pass of ``width`` tokens per sequence, or the tokens a parallel drafter's one pass carries for
+        ``steps`` draft tokens (zero on the GPU for a drafter that runs no network)."""
         self._require_drafter()
-        gpu = self.drafter.draft_pass(self, batch, width, context)
+        tokens = self.drafter.draft_tokens(np.asarray(steps, dtype=float), width) if tokens is None else tokens
+        gpu = self.drafter.draft_pass(self, batch, tokens, context)
         if gpu is None:
             return DraftStep(_zero_like(self.gpu_pass(self.target, batch, 1, context)), 0.0)
         return DraftStep(gpu, self.engine.collectives_s(self.draft))
@@ -530,7 +543,8 @@ class Deployment:
         self._require_drafter()
         steps = np.asarray(steps, dtype=float)
         launched = self.drafter.launched_steps(steps)
-        return self.engine.round_host(batch, launched, steps), self.engine.hidden_share(self.drafter.kind, draft_width)
+        return (self.engine.round_host(batch, launched, self.drafter.host_steps(steps)),
+                self.engine.hidden_share(self.drafter.overlap_kind, draft_width))
 
     def round_time(self, batch: object, context: object = DEFAULT_CONTEXT_TOKENS, steps: object = 1, draft_width: object = 1,
                    verify_tokens: object = None) -> RoundTime:
@@ -540,7 +554,8 @@ class Deployment:
         _check_gamma(s)
         n = s + 1.0 if verify_tokens is None else np.asarray(verify_tokens, dtype=float)
         host, overlapped = self.round_host(batch, s, draft_width)
-        return RoundTime(s, self.draft_step(batch, context, draft_width), self.round_fixed(batch, context, n), host, overlapped)
+        return RoundTime(s, self.draft_step(batch, context, draft_width, s), self.round_fixed(batch, context, n), host, overlapped,
+                         self.drafter.draft_passes(s))
 
     def outcome(self, acceptance: object, plan: object = 1, batch: object = 1, context: object = DEFAULT_CONTEXT_TOKENS,
                 sibling: float | None = None) -> RoundOutcome:
@@ -555,8 +570,16 @@ class Deployment:
         extra = np.broadcast(np.asarray(batch), np.asarray(context)).ndim
         steps, width, verify = plan_arrays(plan, extra)
         if self.drafter is not None and not self.drafter.drafts_trees and np.any(width > 1):
-            raise ValueError("token trees need a drafting network (draft model, EAGLE or MTP); n-gram drafts a chain")
+            raise ValueError(f"token trees need a drafting network (draft model, EAGLE or MTP); {self.drafter.label} drafts a chain")
         decode = self.decode(batch, context)  # first: the target's data are read before the drafter's
+        if self.drafter is not None and self.drafter.max_steps is not None and np.any(steps > self.drafter.max_steps):
+            raise ValueError(f"{self.drafter.label} drafts at most {self.drafter.max_steps} tokens a round (its block): "
+                             f"gamma {int(np.max(steps))} is beyond it")
+        # A drafter that verifies a prefix per request (DSpark, suffix decoding) says how many tokens, on average.
+        verified = None if self.drafter is None else self.drafter.verified(self, acceptance, steps, batch, context)
+        if verified is not None:
+            tokens = tokens_per_round(acceptance, np.broadcast_to(steps, np.shape(verified)), verified=verified)
+            return RoundOutcome(decode, self.round_time(batch, context, steps, width, 1.0 + verified), tokens, acceptance, plan)
         tokens = tokens_per_round(acceptance, plan, sibling)
         if tokens.ndim and steps.ndim and tokens.shape != steps.shape and tokens.size == steps.size:
             tokens = tokens.reshape(steps.shape)
@@ -569,10 +592,12 @@ class Deployment:
     def _candidate_rounds(self, batch: object, context: object, steps: np.ndarray, width: np.ndarray,
                           verify: np.ndarray) -> RoundTime:
         """The rounds of many candidate plans (a leading axis), each distinct draft width and verified size timed once."""
-        widths, wi = np.unique(width.reshape(-1), return_inverse=True)
+        # The tokens a draft pass carries: the width for a chain drafter, more for a parallel one's single pass.
+        tokens = np.broadcast_to(self.drafter.draft_tokens(steps, width), width.shape)
+        widths, wi = np.unique(tokens.reshape(-1), return_inverse=True)
         sizes, vi = np.unique(verify.reshape(-1), return_inverse=True)
         tail = (1,) * (width.ndim - 1)
-        draft = self.draft_step(batch, context, widths.reshape((-1,) + tail))
+        draft = self.draft_step(batch, context, tokens=widths.reshape((-1,) + tail))
         fixed = self.round_fixed(batch, context, sizes.reshape((-1,) + tail))
         n = width.ndim
         draft = DraftStep(_take_rows(draft.gpu, wi, n), draft.engine_s)
@@ -580,7 +605,7 @@ class Deployment:
                                     extend=None if fixed.extend is None else _take_rows(fixed.extend, vi, n),
                                     total_s=np.asarray(fixed.total_s)[vi])
         host, overlapped = self.round_host(batch, steps, width)
-        return RoundTime(steps, draft, fixed, host, overlapped)
+        return RoundTime(steps, draft, fixed, host, overlapped, self.drafter.draft_passes(steps))
 
     def _require_drafter(self) -> None:
         if self.drafter is None:
@@ -601,7 +626,7 @@ class Deployment:
         engine = self.engine
         overlap = ""
         if self.drafter is not None and engine.name != "none":
-            overlap = ", round host work " + ("overlapped" if engine.overlaps(self.drafter.kind) else "serial")
+            overlap = ", round host work " + ("overlapped" if engine.overlaps(self.drafter.overlap_kind) else "serial")
         models = [m for m in (self.target, self.draft) if m is not None]
         tags = []
         if {d for m in models for d in (m.weight_dtype, m.expert_dtype_)} & {"fp8", "int8"}:

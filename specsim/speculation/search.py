@@ -174,7 +174,8 @@ def tree_speedup(dep: Deployment, acceptance: object, tree: TreeSpec, batch: obj
 def require_network(dep: Deployment) -> None:
     """Refuse a tree for a drafter without a network (n-gram drafts a chain)."""
     if dep.drafter is None or not dep.drafter.drafts_trees:
-        raise ValueError("token trees need a drafting network (draft model, EAGLE or MTP); n-gram drafts a chain")
+        what = "a deployment without a drafter drafts nothing" if dep.drafter is None else f"{dep.drafter.label} drafts a chain"
+        raise ValueError(f"token trees need a drafting network (draft model, EAGLE or MTP); {what}")
 
 
 def _tree_candidates(bounds: TreeSpec, max_depth: int) -> list[TreeSpec]:
@@ -233,6 +234,8 @@ def optimal_gamma(dep: Deployment, acceptance: object, batch: object = DEFAULT_B
     ([4, 2], [1.897, 1.594])
     """
     gamma_max = check_int("gamma_max", gamma_max, 0, MAX_GAMMA)
+    if dep.drafter is not None and dep.drafter.max_steps is not None:  # a block drafter drafts at most its block
+        gamma_max = min(gamma_max, dep.drafter.max_steps)
     if not (np.isfinite(rtol) and 0 <= rtol < 0.5):
         raise ValueError(f"rtol must be in [0, 0.5), got {rtol!r}")
     if isinstance(acceptance, Acceptance):
