@@ -69,6 +69,11 @@ def capacity_summary(cap, dep) -> list[str]:
              f"weights {dep.target.name} {cap.target_weight_bytes / gb:.1f} GB + {dep.drafter.name} {cap.draft_weight_bytes / gb:.1f} GB"
              + (" (draft whole on one GPU)" if cap.gpus > 1 and dep.draft is not None and dep.draft.tp == 1 else "") + "; "
              f"KV per sequence at {cap.context_tokens} tokens {cap.target_kv_bytes_per_seq / gb:.3f} + {cap.draft_kv_bytes_per_seq / gb:.3f} GB"]
+    if cap.recurrent_state_bytes_per_seq:  # a hybrid target: say what the recurrent layers hold, and the scratch
+        lines.append(f"recurrent state: {cap.recurrent_state_bytes_per_seq / gb:.3f} GB per sequence of the target's; a "
+                     f"speculating sequence also holds {cap.scratch_bytes_per_seq / gb:.3f} GB of scratch, one state per "
+                     f"drafted token for {cap.scratch_draft_tokens} tokens (counted with the draft's: the engine checkpoints the state per drafted "
+                     "token)")
     if not cap.both_fit:
         what = "does not fit" if not cap.target_fits else "fits but not with the draft beside it"
         lines.append(f"{dep.target.name} {what} on {where} in {dep.target.weight_dtype}: weights "
