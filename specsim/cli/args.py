@@ -112,6 +112,7 @@ def model_options(args: argparse.Namespace, prefix: str = "") -> dict:
     opts = {key: getattr(args, prefix + attr, None) for key, attr in keys.items()}
     if not prefix:
         opts["routing_effective_experts"] = getattr(args, "moe_effective_experts", None)
+        opts["routing_correlation"] = getattr(args, "moe_routing_correlation", None)
     return {k: v for k, v in opts.items() if v is not None}
 
 

@@ -146,10 +146,14 @@ def add_model_args(p: argparse.ArgumentParser, *, draft: bool) -> None:
     p.add_argument("--tp", type=tp, help="tensor-parallel GPUs for the target (default 1)")
     p.add_argument("--moe-effective-experts", type=number, metavar="E_EFF",
                    help="effective number of experts for skewed routing (default: uniform over all experts)")
+    p.add_argument("--moe-routing-correlation", type=number, metavar="RHO",
+                   help="share of its predecessor's experts a sequence's next token reuses, in [0, 1) (default 0: "
+                   "independent routing, the bound; 0.2 is the fit to public MoE sweeps, not the default: "
+                   "docs/reports/2026-12-01-routing-default.md)")
     if draft:
         p.add_argument("--draft-tp", type=tp,
-                       help="tensor-parallel GPUs for the draft: 1 (default) or the target's --tp (vLLM's default; "
-                            "with --engine sglang always the target's, as its draft worker shares the TP group)")
+                       help="tensor-parallel GPUs for the draft: 1 or the target's --tp (default: what the engine does with "
+                            "this drafter, the target's in vLLM, SGLang and TensorRT-LLM; the output names the choice)")
         p.add_argument("--draft-weight-dtype", choices=WEIGHT_DTYPE_CHOICES, help="the draft's weight storage (default: its config)")
         p.add_argument("--draft-kv-dtype", choices=KV_DTYPE_CHOICES, help="the draft's KV-cache dtype (default: its config)")
 

@@ -45,7 +45,8 @@ from specsim.speculation.acceptance import _check_gamma, plan_arrays, tokens_per
 from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
 from specsim.speculation.drafters import Drafter, DraftModel, drafter_class, make_drafter
 from specsim.engines import DEFAULT_ENGINE, EnginePreset, draft_tp, get_engine, source_and_engine
-from specsim.describe.hardware import (FOUR_BIT_DTYPES, FP8_MATMUL_SPEEDUP, W4A16_COMPUTE_FRACTION, HardwareProfile, load_hardware)
+from specsim.describe.hardware import (DEQUANT_TILE_TOKENS, FP8_MATMUL_SPEEDUP, W4A16_COMPUTE_FRACTION, WEIGHT_ONLY_DTYPES,
+                                       HardwareProfile, load_hardware)
 from specsim.describe.models import ModelShape, get_model
 from specsim.describe.parallel import check_tp
 from specsim.timing.base import StepTime, StepTimeSource
@@ -337,12 +338,19 @@ def model_assumptions(hardware: HardwareProfile, models) -> list[str]:
         how = (f"{FP8_MATMUL_SPEEDUP:g}x the BF16 rate (median of the kernel database's FP8/BF16 GEMMs)"
                if hardware.peak_fp8_flop_per_s is not None else "the 16-bit rate (no 8-bit tensor cores in the profile)")
         lines.append(f"precision: FP8/INT8 matmuls at {how}")
-    if dtypes & set(FOUR_BIT_DTYPES):
-        lines.append(f"precision: 4-bit weights dequantised in the GEMM at {W4A16_COMPUTE_FRACTION:g}x the 16-bit rate "
-                     "when compute-bound (assumed, not measured)")
+    only = sorted(dtypes & set(WEIGHT_ONLY_DTYPES))
+    if only:
+        lines.append(f"precision: weight-only {'/'.join(only)} GEMMs (16-bit activations) dequantise each weight once per "
+                     f"{DEQUANT_TILE_TOKENS}-token MMA tile, a full tile at {W4A16_COMPUTE_FRACTION:g}x the 16-bit rate "
+                     "(Marlin, arXiv:2408.11743; the kernel database's W4A16 fused-MoE at 0.69-1.12 of BF16), so a pass of "
+                     "few tokens pays a whole tile; the database's int4_wo/int8_wo tables where it has them")
     if any(m.is_moe for m in models):
+        rho = max(m.routing_correlation for m in models)
         lines.append("experts: a pass reads the distinct experts its tokens route to, E(1-(1-k/E)^tokens) under uniform "
-                     "routing" + ("; skewed routing set by --moe-effective-experts" if any(m.routing_effective_experts for m in models) else ""))
+                     "routing" + ("; skewed routing set by --moe-effective-experts" if any(m.routing_effective_experts for m in models) else "")
+                     + (f"; a sequence's tokens route alike with correlation {rho:g} (--moe-routing-correlation; the fit to "
+                        "public MoE sweeps is 0.2, docs/reports/2026-12-01-routing-default.md)" if rho else
+                        " (independent routing: the bound; --moe-routing-correlation 0.2 applies the fit to public MoE sweeps)"))
     tps = sorted({m.tp for m in models if m.tp > 1})
     if tps:
         lines.append(f"tensor parallelism: per-GPU shards; 2 all-reduces per layer and a logits all-gather over "
@@ -388,6 +396,8 @@ class Deployment:
             object.__setattr__(self, "engine", preset)
         elif self.engine is None:
             object.__setattr__(self, "engine", get_engine(DEFAULT_ENGINE).for_source(self.source))
+        # A hybrid target's recurrent layers are verified as this engine version does it (its preset's rule).
+        object.__setattr__(self, "target", self.engine.recurrent.apply(self.target))
         draft = self.draft
         if draft is None:
             return
@@ -619,6 +629,8 @@ class Deployment:
         if self.drafter is not None:
             lines += self.drafter.provenance()
         lines += model_assumptions(self.hardware, [m for m in (self.target, self.draft) if m is not None])
+        if getattr(self.target, "is_hybrid", False):
+            lines.append(self.engine.recurrent.describe())
         return lines + list(self.choices)
 
     def brief(self) -> str:
@@ -634,6 +646,8 @@ class Deployment:
         if any(m.is_moe for m in models):
             tags.append("experts read as uniformly routed" if not any(m.routing_effective_experts for m in models)
                         else "experts read under --moe-effective-experts")
+            if any(m.routing_correlation for m in models):
+                tags.append(f"a sequence's tokens route alike (rho {max(m.routing_correlation for m in models):g})")
         if any(m.tp > 1 for m in models):
             tags.append("2 all-reduces per layer + logits gather per pass")
         assumed = f"; assumed: {', '.join(tags)}" if tags else ""
