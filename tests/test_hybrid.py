@@ -234,3 +234,17 @@ def test_hybrid_fields_appear_in_json_only_for_hybrid_models():
     d = get_model("qwen3.5-27b").to_dict()
     assert (d["n_recurrent_layers"], d["recurrent_kind"], d["state_dtype"], d["recurrent_verify"]) == (48, "gdn", "fp32", "checkpoint")
     assert "n_recurrent_layers" not in get_model("llama-3.1-8b").to_dict()
+
+
+def test_a_hybrid_targets_mtp_head_is_one_full_attention_layer_and_its_rounds_are_priced():
+    """Qwen3.5's MTP layer (mtp_num_hidden_layers 1) is a full-attention decoder layer: the head keeps none of the
+    target's recurrent layers, and a round through it costs a draft pass far below a target pass."""
+    from specsim.speculation.deployment import Deployment
+
+    dep = Deployment.build("h200", "qwen3.5-27b", "mtp")
+    head = dep.draft
+    assert head.n_layers == 1 and head.n_recurrent_layers == 0 and not head.is_hybrid
+    assert dep.target.is_hybrid and dep.target.n_recurrent_layers == 48
+    t_draft = float(dep.gpu_pass(head, 1, 1, 1128).total_s)
+    t_target = float(dep.gpu_pass(dep.target, 1, 1, 1128).total_s)
+    assert 0 < t_draft < 0.2 * t_target
