@@ -263,7 +263,10 @@ def test_model_assumptions_name_precision_experts_skew_and_parallelism():
     a100 = model_assumptions(load_hardware("a100-sxm-80gb"), [get_model("llama-3.1-8b", weight_dtype="int8")])
     assert a100 == ["precision: FP8/INT8 matmuls at the 16-bit rate (no 8-bit tensor cores in the profile)"]
     int4 = model_assumptions(H100, [get_model("llama-3.1-8b", weight_dtype="int4")])
-    assert int4 == ["precision: 4-bit weights dequantised in the GEMM at 0.8x the 16-bit rate when compute-bound (assumed, not measured)"]
+    assert int4 == ["precision: weight-only int4 GEMMs (16-bit activations) dequantise each weight once per 16-token MMA tile, a "
+                    "full tile at 0.8x the 16-bit rate (Marlin, arXiv:2408.11743; the kernel database's W4A16 fused-MoE at "
+                    "0.69-1.12 of BF16), so a pass of few tokens pays a whole tile; the database's int4_wo/int8_wo tables "
+                    "where it has them"]
     skew = model_assumptions(H100, [get_model("qwen3-30b-a3b", routing_effective_experts=64)])
     assert skew[0].endswith("; skewed routing set by --moe-effective-experts")
     assert not model_assumptions(H100, [get_model("qwen3-30b-a3b")])[0].endswith("--moe-effective-experts")
@@ -337,7 +340,10 @@ def test_round_parts_are_arrays_of_the_rounds_shape():
 
 def test_model_assumption_lines_are_exact():
     moe = model_assumptions(H100, [get_model("qwen3-30b-a3b")])
-    assert moe == ["experts: a pass reads the distinct experts its tokens route to, E(1-(1-k/E)^tokens) under uniform routing"]
+    assert moe == ["experts: a pass reads the distinct experts its tokens route to, E(1-(1-k/E)^tokens) under uniform routing "
+                   "(independent routing: the bound; --moe-routing-correlation 0.2 applies the fit to public MoE sweeps)"]
+    rho = model_assumptions(H100, [get_model("qwen3-30b-a3b", routing_correlation=0.2)])
+    assert rho[0].startswith(moe[0].split(" (independent")[0] + "; a sequence's tokens route alike with correlation 0.2")
     skew = model_assumptions(H100, [get_model("qwen3-30b-a3b", routing_effective_experts=64)])
     assert skew == [moe[0] + "; skewed routing set by --moe-effective-experts"]
 

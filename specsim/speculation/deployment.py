@@ -347,10 +347,11 @@ def model_assumptions(hardware: HardwareProfile, models) -> list[str]:
     if any(m.is_moe for m in models):
         rho = max(m.routing_correlation for m in models)
         lines.append("experts: a pass reads the distinct experts its tokens route to, E(1-(1-k/E)^tokens) under uniform "
-                     "routing" + ("; skewed routing set by --moe-effective-experts" if any(m.routing_effective_experts for m in models) else "")
-                     + (f"; a sequence's tokens route alike with correlation {rho:g} (--moe-routing-correlation; the fit to "
-                        "public MoE sweeps is 0.2, docs/reports/2026-12-01-routing-default.md)" if rho else
-                        " (independent routing: the bound; --moe-routing-correlation 0.2 applies the fit to public MoE sweeps)"))
+                     "routing" + (f"; a sequence's tokens route alike with correlation {rho:g} (--moe-routing-correlation; the "
+                                  "fit to public MoE sweeps is 0.2, docs/reports/2026-12-01-routing-default.md)" if rho else
+                                  " (independent routing: the bound; --moe-routing-correlation 0.2 applies the fit to public "
+                                  "MoE sweeps)")
+                     + ("; skewed routing set by --moe-effective-experts" if any(m.routing_effective_experts for m in models) else ""))
     tps = sorted({m.tp for m in models if m.tp > 1})
     if tps:
         lines.append(f"tensor parallelism: per-GPU shards; 2 all-reduces per layer and a logits all-gather over "
