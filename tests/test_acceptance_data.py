@@ -173,3 +173,17 @@ def test_serve_sim_reads_the_workloads_acceptance(capsys):
            "code-editing: vLLM PR #24344" in out
     assert main(["serve-sim", "--rate", "2", "--requests", "20", "--runs", "1", "--draft", "ngram", "--workload", "reasoning"]) == 0
     assert "on a llama target, math: SpecDecode-Bench" in capsys.readouterr().out  # reasoning reads maths' rows
+
+
+def test_a_drafters_default_acceptance_reads_the_context_and_the_help_says_per_position():
+    from specsim.speculation.drafters import default_acceptance_help
+
+    qwen35 = get_model("qwen3.5-27b")
+    long, label = MtpHead.default_acceptance(qwen35, "chat", 86_000)
+    assert long.cumulative == resolve(MtpHead, qwen35, "chat", 86_000).acceptance.cumulative
+    assert long.cumulative[0] < MtpHead.default_acceptance(qwen35, "chat", 100)[0].cumulative[0] and "86,000" in label
+    mtp = MtpHead.default_acceptance()[0]
+    assert f"{MtpHead.label} {', '.join(f'{c:g}' for c in mtp.cumulative)} by position" in default_acceptance_help().split("; ")
+    with pytest.raises(ValueError) as err:
+        MtpHead.support("llama.cpp")
+    assert str(err.value) == f"llama.cpp does not run {MtpHead.label} (it runs: {', '.join(sorted(MtpHead.engines))})"

@@ -84,12 +84,21 @@ def test_every_flag_key_and_variable_is_the_engine_versions_own(engine, draft, t
         env = [w.split("=")[0] for w in words if re.fullmatch(r"[A-Z_]+=\S*", w)]
         for var in env:
             assert var in known.get("env", []), (engine, var)
+        head = [w for w in words if not re.fullmatch(r"[A-Z_]+=\S*", w)]
+        assert head[0] != "python" or head[1] == "-m", (engine, head[:3])  # a client or server module, run as one
+        assert "None" not in words, (engine, words)  # every value written is one the plan has
         for w in words:
-            if w.startswith("--"):
+            if "--" in w:  # a flag is the engine's as it is spelled, wherever it stands
                 assert w in flags, (engine, w)
         if "--speculative-config" in words:
             config = json.loads(words[words.index("--speculative-config") + 1])
             assert set(config) <= set(known["speculative_config"]), (engine, set(config) - set(known["speculative_config"]))
+    # A client reads its prompts from a file the script names or writes before the clients run.
+    paths = [words[words.index("--dataset-path") + 1] for words in commands if "--dataset-path" in words]
+    for path in set(paths):
+        assert files["run.sh"].count(path) > paths.count(path), (engine, path)
+    # A flag never starts a line: each one belongs to the engine or client command it follows.
+    assert not [line for line in files["run.sh"].splitlines() if line.lstrip().startswith("--")], engine
     for fname, text in files.items():
         if fname.startswith("extra-"):
             def keys(d):
@@ -146,3 +155,113 @@ def test_latest_is_the_newest_release_the_flags_were_checked_against():
     dep = Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", engine="vllm")
     assert design_plan(dep, "vllm").version == "0.33.0" and design_plan(dep, "sglang@latest").version == "0.5.23"
     assert "0.33.0" in FLAGS["vllm"] and "0.5.23" in FLAGS["sglang"]
+
+
+def test_trtllm_serve_and_its_client_are_written_word_for_word():
+    """trtllm-serve MODEL --backend pytorch --tp_size --port --max_batch_size --extra_llm_api_options FILE
+    (tensorrt_llm/commands/serve.py) with block reuse off in the YAML, and benchmark_serving's flags (vLLM's client with
+    --random-ids; tensorrt_llm/serve/scripts/benchmark_serving.py): the values as well as the flags."""
+    from specsim.engines.trtllm import TrtllmBench
+
+    writer, plan = TrtllmBench(), _plan("trtllm@1.3.0", "eagle3")
+    model = "meta-llama/Llama-3.1-8B-Instruct"
+    spec = next(s for s in plan.servers.values() if s.steps is not None)
+    env, cmd, files = writer.server(plan, spec)
+    name = f"extra-{spec.key}.yml"
+    assert cmd == ["trtllm-serve", model, "--backend", "pytorch", "--tp_size", "1", "--port", str(plan.port),
+                   "--max_batch_size", str(plan.max_concurrency), "--extra_llm_api_options", name]
+    assert yaml.safe_load(files[name]) == {"kv_cache_config": {"enable_block_reuse": False},
+                                           "speculative_config": {"decoding_type": "Eagle3", "max_draft_len": spec.steps,
+                                                                  "speculative_model_dir": plan.draft_checkpoint}}
+    head = ["python", "-m", "tensorrt_llm.serve.scripts.benchmark_serving", "--backend", "openai", "--base-url", "http://h",
+            "--model", model]
+    tail = ["--request-rate", "inf", "--ignore-eos", "--save-result", "--result-dir", "results", "--result-filename"]
+    synthetic = next(r for r in plan.runs if r.input_tokens is not None)
+    assert writer.client(plan, synthetic, "http://h") == head + [
+        "--num-prompts", str(synthetic.num_prompts), "--max-concurrency", str(synthetic.concurrency), *tail,
+        synthetic.file.split("/", 1)[1], "--dataset-name", "random", "--random-ids", "--random-input-len",
+        str(synthetic.input_tokens), "--random-output-len", str(synthetic.output_tokens), "--random-range-ratio", "0"]
+    real = next(r for r in plan.runs if r.input_tokens is None)
+    assert writer.client(plan, real, "http://h") == head + [
+        "--num-prompts", str(real.num_prompts), "--max-concurrency", str(real.concurrency), *tail,
+        real.file.split("/", 1)[1], "--dataset-name", "sharegpt", "--dataset-path", "prompts.sharegpt.json"]
+
+
+def test_trtllm_ngram_server_writes_its_lookup_size():
+    """NGram's speculative_config carries max_matching_ngram_size (tensorrt_llm/llmapi/llm_args.py NGramDecodingConfig)."""
+    from specsim.engines.trtllm import TrtllmBench
+
+    plan = _plan("trtllm@1.3.0", "ngram")
+    spec = next(s for s in plan.servers.values() if s.steps is not None)
+    _, _, files = TrtllmBench().server(plan, spec)
+    config = yaml.safe_load(files[f"extra-{spec.key}.yml"])["speculative_config"]
+    assert config["decoding_type"] == "NGram" and config["max_matching_ngram_size"] == plan.drafter_type.lookup[1]
+
+
+def _refusal(call) -> str:
+    with pytest.raises(ValueError) as err:
+        call()
+    return str(err.value)
+
+
+def test_vllm_and_sglang_plans_refuse_and_note_word_for_word():
+    from specsim.engines.sglang import SglangBench
+    from specsim.engines.vllm import VllmBench
+
+    vllm, ngram = VllmBench(), _plan("vllm@0.20.0", "ngram").drafter_type
+    assert _refusal(lambda: vllm.check((0, 9, 9), ngram, [None], 1)) == (
+        "vllm 0.9.9: specsim writes plans for vLLM 0.10.0 and later, where `vllm bench serve` exists "
+        "(vllm/entrypoints/cli/benchmark/serve.py)")
+    assert vllm.check((0, 10, 0), ngram, [None], 1) == [
+        "vllm 0.10.0's client records no acceptance length (from 0.14.0): every speculative run saves /metrics before "
+        "and after, and calibrate-engine reads the difference"]
+    assert vllm.check((0, 14, 0), ngram, [None], 1) == []
+    assert _refusal(lambda: vllm.check((0, 20, 0), ngram, [None], 2)) == (
+        "vLLM drafts chains in these plans (top-k 1); a token tree is an SGLang or TensorRT-LLM plan")
+    assert _refusal(lambda: vllm.check((0, 19, 0), ngram, [2.0], 1)) == (
+        "vllm 0.19.0 cannot pin acceptance at a length: synthetic_acceptance_length arrived in 0.20.0 "
+        "(vllm-project/vllm#40662; 0.19 pins only a per-token rate on Model Runner V2); use vllm 0.20.0 or later, or "
+        "--no-pin (real acceptance on --prompts at both step counts, its /metrics saved around each run)")
+    sglang, eagle3 = SglangBench(), _plan("sglang@0.5.23", "eagle3").drafter_type
+    assert _refusal(lambda: sglang.check((0, 4, 7), eagle3, [None], 1)) == (
+        "sglang 0.4.7: specsim writes plans for SGLang 0.4.8 and later, where the simulated acceptance can match its mean "
+        "(SIMULATE_ACC_METHOD=match-expected, python/sglang/srt/speculative/eagle_utils.py)")
+    ngram_sglang = _plan("sglang@0.5.23", "llama-3.2-1b").drafter_type.engines["sglang"]  # a draft model: from 0.5.2
+    assert _refusal(lambda: sglang.check((0, 5, 1), _plan("sglang@0.5.23", "llama-3.2-1b").drafter_type, [None], 1)) == (
+        f"sglang 0.5.1 has no --speculative-algorithm STANDALONE (from 0.5.2, {ngram_sglang.where})")
+    assert sglang.check((0, 5, 5), eagle3, [None], 1) == [
+        "sglang 0.5.5 runs spec v1 (SGLANG_ENABLE_SPEC_V2 defaults to off up to 0.5.10): rounds are serial, as "
+        "specsim's sglang@0.5 preset models them"]
+    assert sglang.check((0, 5, 11), eagle3, [None], 1) == []
+
+
+def test_vllm_speculative_config_carries_lookup_pin_and_draft_tp():
+    from specsim.engines.vllm import VllmBench
+
+    plan = _plan("vllm@0.20.0", "ngram")
+    pinned = next(s for s in plan.servers.values() if s.pinned_accept_length is not None)
+    config = VllmBench()._spec_config(plan, pinned)
+    low, high = plan.drafter_type.lookup
+    assert config == {"method": "ngram", "num_speculative_tokens": pinned.steps, "prompt_lookup_min": low,
+                      "prompt_lookup_max": high, "rejection_sample_method": "synthetic",
+                      "synthetic_acceptance_length": pinned.pinned_accept_length}
+    same = _plan("vllm@0.24.0", "llama-3.2-1b")  # a draft model at the target's TP 1: no draft TP key
+    assert "draft_tensor_parallel_size" not in VllmBench()._spec_config(same, next(s for s in same.servers.values() if s.steps))
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", None, "vllm@0.15", target_options={"tp": 2},
+                           draft_options={"tp": 1})
+    apart = design_plan(dep, "vllm@0.15.0", pin=False, prompts="prompts.jsonl")  # 0.15-0.16 take a draft at TP 1
+    config = VllmBench()._spec_config(apart, next(s for s in apart.servers.values() if s.steps))
+    assert config["draft_tensor_parallel_size"] == 1 and apart.tp == 2
+    (prep,) = VllmBench().prompts_prep(apart)  # the custom dataset the client reads is the user's prompts, copied
+    assert shlex.split(prep, comments=True) == ["cp", "$PROMPTS", "prompts.jsonl"]
+
+
+def test_sglang_bench_client_values_are_its_own():
+    """sglang.bench_serving: --request-rate inf, --dataset-name random-ids (python/sglang/bench_serving.py)."""
+    from specsim.engines.sglang import SglangBench
+
+    plan = _plan("sglang@0.5.23", "llama-3.2-1b")
+    synthetic = next(r for r in plan.runs if r.input_tokens is not None)
+    cmd = SglangBench().client(plan, synthetic, "http://h")
+    assert cmd[cmd.index("--request-rate") + 1] == "inf" and cmd[cmd.index("--dataset-name") + 1] == "random-ids"
+    assert cmd[:3] == ["python", "-m", "sglang.bench_serving"] and cmd[cmd.index("--random-range-ratio") + 1] == "1.0"

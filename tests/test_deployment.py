@@ -503,3 +503,19 @@ def test_a_chain_is_the_top_1_tree_and_a_list_of_trees_is_each_of_them():
 def test_an_ngram_drafter_refuses_a_tree_plan():
     with pytest.raises(ValueError, match="n-gram prompt lookup drafts a chain"):
         _dep(draft="ngram").outcome(0.8, TreeSpec(2, 3, 6), B, L)
+
+
+def test_a_deployment_given_no_source_takes_the_default_source_and_engine_and_prefills_one_token_for_nothing():
+    bare = Deployment(load_hardware("h100-sxm"), get_model("llama-3.1-8b"))
+    named = Deployment.from_names("h100-sxm", "llama-3.1-8b", decode_only=True)
+    assert bare.engine.label == named.engine.label and bare.source.name == named.source.name
+    assert float(bare.decode(4, 1000).total_s) == float(named.decode(4, 1000).total_s)
+    # A one-token prompt is the decode pass itself: nothing beyond it, whichever source times the passes.
+    assert named.prefill_s([1]).tolist() == [0.0] and named.prefill_s([64])[0] > 0
+
+
+def test_plan_arrays_are_floats_whatever_the_plan_is_given_as():
+    from specsim.speculation.acceptance import plan_arrays
+
+    for arrays in (plan_arrays(3), plan_arrays(np.array([0, 2])), plan_arrays(TreeSpec(4, 5, 16))):
+        assert [a.dtype for a in arrays] == [np.float64] * 3

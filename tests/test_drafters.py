@@ -714,3 +714,12 @@ def test_alpha_from_the_longest_and_shortest_mean_length_is_exactly_one_and_zero
 
     got = alpha_from_acceptance_length(np.array([1.0, 5.0, 3.0, 2.0]), np.array([4, 4, 2, 1]))
     assert got[0] == 0.0 and got[1] == 1.0 and got[2] == 1.0 and got[3] == 1.0
+
+
+def test_an_ngram_deployment_has_no_network_to_replace_and_whole_rates_are_floats():
+    dep = Deployment.build(draft="ngram")
+    with pytest.raises(ValueError) as err:
+        dep.with_draft(get_model("llama-3.2-1b"))
+    assert str(err.value) == "n-gram drafting runs no network to replace"
+    rates = Acceptance(cumulative=(1, 1, 0)).cumulative_rates(2)  # rates given as whole numbers read as probabilities
+    assert rates.dtype == np.float64 and rates.tolist() == [1.0, 1.0]

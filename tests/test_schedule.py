@@ -272,3 +272,122 @@ def test_a_key_or_drafter_the_version_lacks_is_refused_in_one_line(argv, says, c
     out = capsys.readouterr()
     errors = [line for line in out.err.splitlines() if not line.startswith("specsim: building")]
     assert out.out == "" and len(errors) == 1 and says in errors[0], out.err
+
+
+def _ranges(*spans):
+    """Hand-made schedule ranges (start, end, gamma) with speedups 1 where off, 1.5-2 where on."""
+    from specsim.speculation.schedule import ScheduleRange
+
+    return [ScheduleRange(s, e, g, 1.0 if g == 0 else 1.5, 1.0 if g == 0 else 2.0) for s, e, g in spans]
+
+
+def test_vllm_notes_per_version_are_exact():
+    on, off = _ranges((1, 8, 4), (9, 32, 2)), _ranges((1, 8, 4), (9, 64, 0))
+    assert vllm_notes(off, (0, 23, 1)) == [
+        "vLLM 0.23.1 has no per-batch-size speculation control (num_speculative_tokens_per_batch_size arrived in 0.24.0, "
+        "vllm-project/vllm#32374; V1 before it had none): the batch-1 length is written for every batch, though specsim "
+        "has speculation off from batch 9"]
+    assert vllm_notes(on, (0, 23, 1))[0].endswith("written for every batch")
+    tail = ("the schedule ends at batch 32; vLLM gives larger batches the last range's K (build_dynamic_sd_schedule_lookup, "
+            "vllm/v1/spec_decode/dynamic/utils.py)")
+    context = ("vLLM has no per-context-length key in any release through 0.33.0 (RFC vllm-project/vllm#48627 and PR #48944 "
+               "open): specsim schedule --contexts shows where context would change K")
+    assert vllm_notes(on, (0, 24, 0), "eagle3") == [
+        tail, "vLLM 0.24.0 switches full CUDA graphs to PIECEWISE with this key, and its Model Runner V2 does not take it "
+              "(vllm/config/vllm.py, _maybe_override_dynamic_sd_cudagraph_mode)",
+        "vLLM 0.24.0 does not guard this key under data parallelism: with --data-parallel-size > 1 ranks can pick different "
+        "K and deadlock (guarded from 0.26.0); leave it out there", context]
+    assert len(vllm_notes(on, (0, 25, 0), "dflash")) == 4  # a tested method: no caveat on it
+    assert vllm_notes(on, (0, 25, 0), "dflash")[1] == (
+        "vLLM 0.25.0 runs this key with PIECEWISE CUDA graphs on Model Runner V1; full graphs need VLLM_USE_V2_MODEL_RUNNER=1 "
+        "(vllm/config/vllm.py, _maybe_override_dynamic_sd_cudagraph_mode)")
+    assert vllm_notes(on, (0, 26, 0), "mtp") == [
+        tail, vllm_notes(on, (0, 25, 0))[1].replace("0.25.0", "0.26.0"),
+        "with --data-parallel-size > 1 vLLM 0.26.0 drops this key and runs num_speculative_tokens for every batch "
+        "(vllm/config/vllm.py, _maybe_disable_dynamic_sd_for_data_parallel)",
+        "vLLM's documentation says dynamic speculation was tested with EAGLE, EAGLE-3 and DFlash only; method mtp 'may or "
+        "may not work out of the box' (docs/features/speculative_decoding/dynamic_speculative_decoding.md)", context]
+
+
+def test_vllm_quantises_a_draft_on_load_and_engine_settings_name_each_model():
+    from specsim.engines.vllm import engine_settings
+
+    dep = Deployment.build(draft="llama-3.2-1b", engine="vllm", draft_options={"weight_dtype": "fp8"})
+    assert to_vllm(_ranges((1, 8, 3)), "d", dep)["quantization"] == "fp8"
+    assert engine_settings(dep, "vllm") == ([], [])  # vLLM quantises the draft itself (the config's key)
+    assert engine_settings(dep, "trtllm") == ([], [
+        "the draft llama-3.2-1b is modelled in fp8 but its checkpoint is bf16: serve a fp8-quantised checkpoint of it "
+        "(TensorRT-LLM reads pre-quantised checkpoints)"])
+    int8 = Deployment.build(draft="llama-3.2-1b", engine="vllm", target_options={"weight_dtype": "int8"})
+    assert engine_settings(int8, "vllm")[1] == [
+        f"the target {int8.target.name} is modelled in int8 but its checkpoint is bf16: serve a int8-quantised checkpoint "
+        "of it (vLLM quantises to FP8 on load only)"]
+
+
+def test_trtllm_notes_options_and_draft_tp_are_exact():
+    from specsim.engines.trtllm import draft_tp, trtllm_options
+
+    off = _ranges((1, 8, 3), (9, 16, 4), (17, 64, 0))
+    config = to_trtllm(off, "d")
+    assert trtllm_notes(off, config, (1, 3, 0)) == [
+        "TensorRT-LLM wants max_draft_len at the smallest key to be the largest length: later lengths are capped at the "
+        "batch-1 length 3",
+        "draft_len_schedule keys are the largest batch of each range (TensorRT-LLM uses the smallest key at or above the "
+        "batch, and 0 above the largest key, 64)",
+        "specsim has speculation off from batch 17, written as length 1: a 0-length tier on DraftTarget's one-model path "
+        "can silently collapse acceptance when the batch shrinks back (NVIDIA/TensorRT-LLM#16888, open); explain --gamma 1 "
+        "shows what length 1 costs there"]
+    ngram = Deployment.build(draft="ngram", engine="trtllm")
+    lookup = to_trtllm(off, None, ngram)
+    assert lookup["max_concurrency"] == 16 and trtllm_notes(off, lookup, (1, 3, 0))[-1] == (
+        "NGram keeps length 3 and stops speculating above max_concurrency 16 (its two-model path; the one-model schedule "
+        "is not its)")
+    eagle = Deployment.build(draft="eagle", engine="trtllm")
+    assert to_trtllm(off, "head", eagle)["speculative_model_dir"] == "head"  # EAGLE-1 names its head as EAGLE-3 does
+    eagle3 = Deployment.build(draft="eagle3", engine="trtllm")
+    assert to_trtllm(off, "head3", eagle3)["speculative_model_dir"] == "head3"
+    tp2 = Deployment.build(draft="eagle3", engine="trtllm", target_options={"tp": 2})
+    assert trtllm_options(tp2, {"x": 1}) == {"tensor_parallel_size": 2, "speculative_config": {"x": 1}}
+    assert draft_tp(None, True, 2, None)[1].endswith("(no draft TP key; #11838 closed)")
+    assert draft_tp(None, True, 2, 2)[1].endswith("#11838 closed)") and draft_tp(None, True, 2, 1)[1].endswith(
+        "; --draft-tp 1 does not apply")
+
+
+def test_sglang_flags_and_adaptive_notes_are_exact():
+    from specsim.engines.sglang import adaptive_config, to_sglang
+
+    dep = Deployment.build(draft="eagle3", engine="sglang")
+    off = _ranges((1, 2, 3), (3, 4, 0))
+    lines = to_sglang(off, dep, "head")
+    assert lines[0].split()[:2] == ["--speculative-algorithm", "EAGLE3"]  # no --tp at TP 1
+    assert lines[-1] == "# best at batch 4: off"
+    config, notes = adaptive_config(off, dep, (0, 5, 13))
+    assert config == {"1": {"candidate_steps": [3]}, "3": {"candidate_steps": [1]}}
+    assert notes == [
+        "SGLang 0.5.13 takes no step 0 (from 0.5.14): batch 3 on drafts 1 step where specsim has speculation off",
+        "SGLang pads the running batch up to its CUDA-graph batch size before it picks a slot, so a batch just below a "
+        "slot's key can take that slot (adaptive_spec_params.py, _route)",
+        "SGLang turns adaptive steps off, back to the static flags, under attention data parallelism, two-batch overlap or "
+        "multi-layer EAGLE (adaptive_unsupported_reason)"]
+    from specsim.speculation.schedule import TreeRange
+    import dataclasses
+    tree = [TreeRange(**{f.name: None for f in dataclasses.fields(TreeRange)})]
+    assert adaptive_config(tree, dep, (0, 5, 23)) == (None, [
+        "SGLang's adaptive steps take top-k 1 only (adaptive_unsupported_reason; trees: sgl-project/sglang#24054 open): "
+        "one static tree is written"])
+
+
+def test_vllm_draft_tp_lines_are_exact():
+    from specsim.engines import get_engine
+    from specsim.engines.vllm import draft_tp
+
+    latest = get_engine("vllm")
+    assert draft_tp(latest, False, 2, None) == (2, "draft at TP 2: vLLM builds EAGLE and MTP heads at the target's TP, "
+                                                   "draft_tensor_parallel_size notwithstanding (vllm-project/vllm#31345; #31886 open)")
+    assert draft_tp(latest, True, 2, None) == (2, "draft at TP 2: vLLM's default draft_tensor_parallel_size, the target's "
+                                                  "(--draft-tp 1 for a draft model on one GPU: vLLM 0.15-0.16 only)")
+    with pytest.raises(ValueError) as err:
+        draft_tp(latest, True, 2, 1)
+    assert str(err.value) == (
+        "vLLM 0.17 and later refuse a draft model at TP 1 beside a target at TP 2 ('draft_tensor_parallel_size' and "
+        "'tensor_parallel_size' must be the same: vllm/v1/spec_decode/draft_model.py): drop --draft-tp, or model vllm@0.15")
