@@ -228,7 +228,8 @@ def test_vllm_and_sglang_plans_refuse_and_note_word_for_word():
         "(SIMULATE_ACC_METHOD=match-expected, python/sglang/srt/speculative/eagle_utils.py)")
     ngram_sglang = _plan("sglang@0.5.23", "llama-3.2-1b").drafter_type.engines["sglang"]  # a draft model: from 0.5.2
     assert _refusal(lambda: sglang.check((0, 5, 1), _plan("sglang@0.5.23", "llama-3.2-1b").drafter_type, [None], 1)) == (
-        f"sglang 0.5.1 has no --speculative-algorithm STANDALONE (from 0.5.2, {ngram_sglang.where})")
+        f"sglang 0.5.1 refuses --speculative-algorithm STANDALONE ({ngram_sglang.where}): a draft model (--draft MODEL) runs "
+        "from sglang 0.5.2; use sglang@0.5.2 or later, or another drafter")
     assert sglang.check((0, 5, 5), eagle3, [None], 1) == [
         "sglang 0.5.5 runs spec v1 (SGLANG_ENABLE_SPEC_V2 defaults to off up to 0.5.10): rounds are serial, as "
         "specsim's sglang@0.5 preset models them"]
