@@ -109,6 +109,12 @@ def expected_tokens(alpha: object, gamma: object) -> np.ndarray:
     g = np.asarray(gamma, dtype=float)
     _check_alpha(a)
     _check_gamma(g)
+    return _geometric_tokens(a, g)
+
+
+def _geometric_tokens(a: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """:func:`expected_tokens` on checked float arrays (the bisection of :func:`alpha_from_acceptance_length` calls it
+    64 times and checks its inputs once)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         body = -np.expm1((g + 1.0) * np.log(a)) / (1.0 - a)
     return np.where(a == 1.0, g + 1.0, np.where(g == 0, 1.0, body))
@@ -190,7 +196,7 @@ def alpha_from_acceptance_length(mean_length: object, gamma: object) -> np.ndarr
     lo, hi = np.zeros(x.shape), np.ones(x.shape)
     for _ in range(64):
         mid = 0.5 * (lo + hi)
-        low = np.asarray(expected_tokens(mid, g)) < x
+        low = _geometric_tokens(mid, g) < x  # mid in [0, 1] and g checked above
         lo, hi = np.where(low, mid, lo), np.where(low, hi, mid)
     return np.where(x <= 1.0, 0.0, np.where(x >= g + 1.0, 1.0, 0.5 * (lo + hi)))
 
