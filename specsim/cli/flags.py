@@ -193,7 +193,7 @@ def add_acceptance_args(p: argparse.ArgumentParser, *, workload: bool = True) ->
     """One alpha, per-position rates, or a saved /metrics page (one of them; alpha defaults to the library's), and
     with ``workload`` the --workload whose published acceptance applies when none of them is given."""
     if workload:
-        from specsim.speculation.acceptance_data import ACCEPTANCE_WORKLOADS, DEFAULT_ACCEPTANCE_WORKLOAD
+        from specsim.core.defaults import ACCEPTANCE_WORKLOADS, DEFAULT_ACCEPTANCE_WORKLOAD
 
         p.add_argument("--workload", type=workload_type, metavar="WORKLOAD",
                        help=f"what is asked, for the drafter's published acceptance: {', '.join(ACCEPTANCE_WORKLOADS)} "

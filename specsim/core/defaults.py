@@ -24,7 +24,7 @@ acceptance rate and the deployment are printed with each table.
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_ALPHA", "DEFAULT_BATCHES", "DEFAULT_CONTEXT_TOKENS", "DEFAULT_DRAFT", "DEFAULT_GAMMA_MAX", "DEFAULT_HARDWARE",
+__all__ = ["ACCEPTANCE_WORKLOADS", "DEFAULT_ACCEPTANCE_WORKLOAD", "DEFAULT_ALPHA", "DEFAULT_BATCHES", "DEFAULT_CONTEXT_TOKENS", "DEFAULT_DRAFT", "DEFAULT_GAMMA_MAX", "DEFAULT_HARDWARE",
            "DEFAULT_RTOL", "DEFAULT_SERVING_GAMMA_MAX", "DEFAULT_TARGET"]
 
 DEFAULT_HARDWARE = "h100-sxm"
@@ -36,3 +36,14 @@ DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 DEFAULT_GAMMA_MAX = 16
 DEFAULT_SERVING_GAMMA_MAX = 8
 DEFAULT_RTOL = 0.0
+
+#: What each workload of ``--workload`` stands for: the benchmark sets whose rows it reads.
+ACCEPTANCE_WORKLOADS = {
+    "chat": "multi-turn chat (MT-bench, ShareGPT)",
+    "code-completion": "writing code from a description (HumanEval)",
+    "code-editing": "rewriting given code (vdaita/edit_5k_char, InstructCoder): the output repeats the prompt",
+    "math": "grade-school and competition maths (GSM8K)",
+    "summarization": "news summaries (CNN/DailyMail)",
+}
+#: The workload a command assumes when none is given: MT-bench chat, where every drafter's default was measured.
+DEFAULT_ACCEPTANCE_WORKLOAD = "chat"

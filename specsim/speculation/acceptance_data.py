@@ -45,16 +45,7 @@ from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_len
 __all__ = ["ACCEPTANCE_WORKLOADS", "CONTEXT_CURVES", "DATASET_WORKLOADS", "DEFAULT_ACCEPTANCE_WORKLOAD", "ContextCurve",
            "PublishedRow", "ROWS", "Resolved", "check_workload", "find_length", "find_row", "resolve", "target_family"]
 
-#: What each workload of ``--workload`` stands for: the benchmark sets whose rows it reads.
-ACCEPTANCE_WORKLOADS = {
-    "chat": "multi-turn chat (MT-bench, ShareGPT)",
-    "code-completion": "writing code from a description (HumanEval)",
-    "code-editing": "rewriting given code (vdaita/edit_5k_char, InstructCoder): the output repeats the prompt",
-    "math": "grade-school and competition maths (GSM8K)",
-    "summarization": "news summaries (CNN/DailyMail)",
-}
-#: The workload a command assumes when none is given: MT-bench chat, where every drafter's default was measured.
-DEFAULT_ACCEPTANCE_WORKLOAD = "chat"
+from specsim.core.defaults import ACCEPTANCE_WORKLOADS, DEFAULT_ACCEPTANCE_WORKLOAD  # noqa: E402 (re-exported)
 
 #: Target families by the first architecture of a config.json (:attr:`ModelShape.architecture`).  Finer than the
 #: reader's families (which read Qwen3 with Llama's keys): a head trained for one family's hidden states does not

@@ -49,7 +49,7 @@ def default_acceptance_help() -> str:
     parts = []
     for cls in _BY_KIND.values():
         try:
-            acc, _ = cls.default_acceptance()
+            acc, _ = cls.fallback_acceptance()  # what default_acceptance() gives without a target (no table to read)
         except ValueError:
             parts.append(f"{cls.label}: none ({cls.no_default}; give one)")
             continue
