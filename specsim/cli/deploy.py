@@ -125,7 +125,7 @@ def _writer_version(args: argparse.Namespace) -> tuple | None:
         return None
     name, _, version = str(args.engine or "").strip().lower().partition("@")
     number = parse_version(name, version) if name == args.format and version else None
-    return number or tuple(int(x) for x in module.NEWEST.split("."))
+    return number or parse_version(args.format, module.NEWEST)
 
 
 def _print_vllm(args, dep, ranges, checkpoint, tree, acc, acc_label) -> list[str]:

@@ -35,7 +35,7 @@ from typing import Any
 
 from specsim.core.limits import MAX_LAYERS
 
-__all__ = ["HYBRID_FAMILIES", "layout_fields"]
+__all__ = ["HYBRID_FAMILIES", "attention_only", "layout_fields"]
 
 #: Families whose layouts this module reads.
 HYBRID_FAMILIES = ("qwen3_next", "qwen3_5", "nemotron_h", "llama4", "minimax_m2")
@@ -202,3 +202,15 @@ def layout_fields(cfg, family: str, n_layers: int, notes: list[str]) -> dict[str
     if family == "llama4":
         return _llama4(cfg, n_layers, notes)
     return _minimax(cfg, n_layers, notes)
+
+
+def attention_only(model):
+    """``model`` with every layer an attention layer: no recurrent, chunked or mixer-free layers (what a head copied
+    from a hybrid target keeps, e.g. Qwen3.5's full-attention MTP layer)."""
+    import dataclasses
+
+    if not (model.is_hybrid or model.n_chunked_layers or model.n_mixer_free_layers or model.n_ffn_free_layers):
+        return model
+    return dataclasses.replace(model, n_recurrent_layers=0, recurrent_kind="", rec_heads=0, rec_head_dim=0,
+                               rec_state_dim=0, rec_groups=0, rec_conv_kernel=0, n_mixer_free_layers=0,
+                               n_ffn_free_layers=0, n_chunked_layers=0, attention_chunk_size=0)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from specsim.engines.base import _BASIS, RecurrentVerify, SpecHost, make_preset
+from specsim.engines.base import _BASIS, parse_version, RecurrentVerify, SpecHost, make_preset
 from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP, BenchWriter, version_text as _version_text
 
 __all__ = ["ALIASES", "NAME", "NEWEST", "ONE_MODEL_SCHEDULE", "PRESETS", "RANGES", "SCHEDULE_SINCE", "TrtllmBench", "draft_tp",
@@ -58,7 +58,7 @@ def to_trtllm(ranges: list, draft_model: str | None, dep=None, version: tuple | 
     the length is 1, not 0: see :data:`ONE_MODEL_SCHEDULE`); NGram keeps its length and stops speculating past
     ``max_concurrency``.  Before 1.3.0 the batch-1 length alone.  :func:`trtllm_notes` says what each choice costs.
     """
-    version = _newest() if version is None else tuple(version)
+    version = parse_version(NAME, NEWEST) if version is None else tuple(version)
     if ranges[0].gamma == 0:
         return None
     first = ranges[0].gamma
@@ -91,7 +91,7 @@ def to_trtllm(ranges: list, draft_model: str | None, dep=None, version: tuple | 
 
 def trtllm_notes(ranges: list, config: dict, version: tuple | None = None) -> list[str]:
     """What the config :func:`to_trtllm` wrote does at ``version``, and what it had to give up."""
-    version = _newest() if version is None else tuple(version)
+    version = parse_version(NAME, NEWEST) if version is None else tuple(version)
     v = _version_text(version)
     first = ranges[0].gamma
     notes = []
@@ -115,9 +115,6 @@ def trtllm_notes(ranges: list, config: dict, version: tuple | None = None) -> li
                      f"{config['max_concurrency']} (its two-model path; the one-model schedule is not its)")
     return notes
 
-
-def _newest() -> tuple:
-    return tuple(int(x) for x in NEWEST.split("."))
 
 
 def trtllm_options(dep, speculative_config: dict[str, Any]) -> dict[str, Any]:

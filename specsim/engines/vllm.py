@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from specsim.engines.base import _BASIS, _SPEC_BASIS, HEADS, RecurrentVerify, SpecHost, make_preset
+from specsim.engines.base import _BASIS, parse_version, _SPEC_BASIS, HEADS, RecurrentVerify, SpecHost, make_preset
 from specsim.engines.writers import BenchWriter, version_text as _version_text
 
 __all__ = ["NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "VllmBench", "PER_BATCH_SINCE", "check_vllm_pair", "draft_tp", "engine_settings", "to_vllm",
@@ -103,7 +103,7 @@ def to_vllm(ranges: list, draft_model: str, dep=None, version: tuple | None = No
     the target's TP whatever it says: :func:`draft_tp`).  A draft quantised on load gets ``"quantization"`` (a field of
     vLLM's SpeculativeConfig).  :func:`vllm_notes` holds what vLLM says of these keys at that version.
     """
-    version = _newest() if version is None else tuple(version)
+    version = parse_version(NAME, NEWEST) if version is None else tuple(version)
     dynamic = version >= PER_BATCH_SINCE
     k_max = max(r.gamma for r in ranges) if dynamic else ranges[0].gamma
     if k_max == 0:
@@ -132,7 +132,7 @@ def to_vllm(ranges: list, draft_model: str, dep=None, version: tuple | None = No
 def vllm_notes(ranges: list, version: tuple | None = None, method: str | None = None) -> list[str]:
     """What vLLM ``version`` does with the config :func:`to_vllm` writes, read from that version's source: the
     per-batch key's caveats (CUDA graphs, data parallelism, methods), its tail, and the per-context key no release has."""
-    version = _newest() if version is None else tuple(version)
+    version = parse_version(NAME, NEWEST) if version is None else tuple(version)
     v = _version_text(version)
     off = next((r.start_batch for r in ranges if r.gamma == 0), None)
     if version < PER_BATCH_SINCE:
@@ -162,9 +162,6 @@ def vllm_notes(ranges: list, version: tuple | None = None, method: str | None = 
                  "#48944 open): specsim schedule --contexts shows where context would change K")
     return notes
 
-
-def _newest() -> tuple:
-    return tuple(int(x) for x in NEWEST.split("."))
 
 
 def engine_settings(dep, engine: str) -> tuple[list[str], list[str]]:

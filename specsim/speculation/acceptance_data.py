@@ -37,6 +37,7 @@ Context
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -213,6 +214,7 @@ DATASET_WORKLOADS = {"MT-Bench": "chat", "HumanEval": "code-completion", "GSM8K"
                      "MATH-500": "math", "MATH": "math"}
 
 
+@lru_cache(maxsize=None)
 def _family_of(name: str) -> str | None:
     from specsim.describe.models import get_model
 

@@ -371,18 +371,24 @@ def _head_shape(kind: str, target: ModelShape, vocab: int, *, heads: int | None 
         max_position_embeddings=target.max_position_embeddings, source=source)
 
 
-def _head_from_config(path: str, target: ModelShape, kind: str) -> ModelShape:
+def _drafter_config(path: str, what: str) -> tuple[Path, str, dict, object, object]:
+    """(config.json path, its name in messages, the config, its ``architectures`` and the first of them) of a drafter's
+    checkpoint folder or config.json; a missing file or one that is not a JSON object is refused."""
     config_path = Path(path).expanduser()
     if config_path.is_dir():
         config_path = config_path / "config.json"
     if not config_path.is_file():
-        raise ValueError(f"{kind} head config {path!r} does not exist")
-    where = f"{kind} head config {str(config_path)!r}"
-    config = _read_json(config_path, f"{kind} head config")
+        raise ValueError(f"{what} {path!r} does not exist")
+    where = f"{what} {str(config_path)!r}"
+    config = _read_json(config_path, what)
     if not isinstance(config, dict):
         raise ValueError(f"{where}: expected a JSON object")
     archs = config.get("architectures")
-    arch = archs[0] if isinstance(archs, list) and archs else None
+    return config_path, where, config, archs, (archs[0] if isinstance(archs, list) and archs else None)
+
+
+def _head_from_config(path: str, target: ModelShape, kind: str) -> ModelShape:
+    config_path, where, config, archs, arch = _drafter_config(path, f"{kind} head config")
     if not isinstance(arch, str) or arch not in _EAGLE_ARCHITECTURES:
         shown = repr(arch) if isinstance(arch, str) or arch is None else f"a {type(archs).__name__} that names none"
         raise ValueError(f"{where}: architecture {shown} is not an EAGLE head; read: {', '.join(_EAGLE_ARCHITECTURES)}")
@@ -409,17 +415,7 @@ def _head_from_config(path: str, target: ModelShape, kind: str) -> ModelShape:
 
 def _block_drafter_config(path: str, target: ModelShape, kind: str, architectures: tuple) -> tuple[ModelShape, dict]:
     """A block drafter's layers from its config.json (DFlash, DSpark), read like an EAGLE head's."""
-    config_path = Path(path).expanduser()
-    if config_path.is_dir():
-        config_path = config_path / "config.json"
-    if not config_path.is_file():
-        raise ValueError(f"{kind} drafter config {path!r} does not exist")
-    where = f"{kind} drafter config {str(config_path)!r}"
-    config = _read_json(config_path, f"{kind} drafter config")
-    if not isinstance(config, dict):
-        raise ValueError(f"{where}: expected a JSON object")
-    archs = config.get("architectures")
-    arch = archs[0] if isinstance(archs, list) and archs else None
+    config_path, where, config, _, arch = _drafter_config(path, f"{kind} drafter config")
     if arch not in architectures:
         raise ValueError(f"{where}: architecture {arch!r} is not a {kind} drafter; read: {', '.join(architectures)}")
     layer = model_from_hf_config({**config, "architectures": ["LlamaForCausalLM"], "vocab_size": target.vocab_size},

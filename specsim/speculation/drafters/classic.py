@@ -9,6 +9,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from specsim.describe.layouts import attention_only
 from specsim.describe.models import ModelShape, get_model
 from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
 from specsim.speculation.drafters.base import (_SGLANG_ARGS, _TRT_ARGS, _VLLM_SPEC, EAGLE3_DRAFT_VOCAB, NGRAM_CPU_S_PER_TOKEN,
@@ -161,13 +162,10 @@ class MtpHead(Drafter):
         # The MTP layers are the target's own: they keep every field of its layers (MoE, MLA, dtypes); what changes
         # is the layer count, the 2d -> d projection of [embedding; hidden] and that nothing else rides along.
         # A hybrid target's MTP layer is a full-attention decoder layer (Qwen3.5's mtp_num_hidden_layers; vLLM builds it
-        # with full attention, model_executor/models/qwen3_next_mtp.py): no recurrent, chunked or mixer-free layers.
-        flat = dict(n_recurrent_layers=0, recurrent_kind="", rec_heads=0, rec_head_dim=0, rec_state_dim=0, rec_groups=0,
-                    rec_conv_kernel=0, n_mixer_free_layers=0, n_ffn_free_layers=0, n_chunked_layers=0,
-                    attention_chunk_size=0) if (target.is_hybrid or target.n_chunked_layers) else {}
-        head = dataclasses.replace(target, name=f"mtp ({target.name})", n_layers=target.n_mtp_layers, n_dense_layers=0,
-                                   n_mtp_layers=0, extra_linear_params=2 * d * d, tie_embeddings=False, extra_params=0,
-                                   notes=(), source="", **flat)
+        # with full attention, model_executor/models/qwen3_next_mtp.py).
+        head = dataclasses.replace(attention_only(target), name=f"mtp ({target.name})", n_layers=target.n_mtp_layers,
+                                   n_dense_layers=0, n_mtp_layers=0, extra_linear_params=2 * d * d, tie_embeddings=False,
+                                   extra_params=0, notes=(), source="")
         return cls(head.name, _with_options(head, options, target), f"{target.n_mtp_layers} MTP layer(s) of the target's checkpoint")
 
 
