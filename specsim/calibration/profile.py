@@ -148,7 +148,8 @@ def _fit(base: HardwareProfile, train: pd.DataFrame, per_layer: bool) -> tuple[H
     for ce in (0.2, 0.5, 0.9):
         for be in (0.3, 0.6, 0.9):
             start = np.array([ce, be, min(float(measured.min()) * 0.3, top), 0.0])
-            fit = least_squares(residuals, start, bounds=(lower, upper), loss="soft_l1", f_scale=0.05, x_scale="jac")
+            fit = least_squares(residuals, start, bounds=(lower, upper), loss="soft_l1", f_scale=0.05, x_scale="jac",
+                                ftol=1e-12, xtol=1e-12, gtol=1e-12)
             if best is None or fit.cost < best.cost:
                 best = fit
     profile = profile_of(best.x)
