@@ -204,7 +204,7 @@ def test_each_new_drafter_is_one_class_and_one_registry_entry_with_its_engine_na
             cls.support("vllm", (since[0], since[1] - 1, 9))
     # P-EAGLE is vLLM's EAGLE-3 proposer with parallel drafting: its rounds overlap where EAGLE-3's do.
     assert issubclass(PEagleHead, Eagle3Head) and PEagleHead.engine_kind == "eagle3"
-    assert "engine vllm@0.14, round host work overlapped;" in _dep("peagle", "gpt-oss-20b", engine="vllm@0.16.0").brief()
+    assert "engine vllm 0.16.0 (preset vllm@0.14), round host work overlapped;" in _dep("peagle", "gpt-oss-20b", engine="vllm@0.16.0").brief()
 
 
 @pytest.mark.parametrize("argv, config", [

@@ -26,7 +26,10 @@ def test_every_number_names_its_source(name):
     for key in NUMBERS:
         source = hw.sources.get(key, "")
         assert any(mark in source for mark in ("https://", "aiconfigurator-core", "ISSCC", "derived", "assumed", ".com")), (name, key)
-    assert "article" in hw.notes and (hw.bandwidth_eff, hw.compute_eff, hw.overhead_s) == (0.8, 0.6, 0.5e-3)
+    assert "article" in hw.notes and hw.compute_eff == 0.6
+    for key, preset in (("bandwidth_eff", 0.8), ("overhead_s", 0.5e-3)):
+        # The article's preset, or a fit that names the measurements it was fitted to (mi355x: AMD's vLLM ROCm sweeps).
+        assert getattr(hw, key) == preset or "fitted" in hw.sources.get(key, ""), (name, key)
 
 
 # Published dense peaks (no sparsity), bandwidth and memory: vendor pages and the kernel database's system files
@@ -90,4 +93,6 @@ def test_a_bandwidth_bound_decode_step_tracks_the_memory_bandwidth():
     from specsim.timing.roofline import step_time
 
     fast, slow = (step_time(load_hardware(n), m, 1, 1, 1128) for n in ("mi355x", "mi325x"))
-    assert float(slow.memory_s / fast.memory_s) == pytest.approx(8.0 / 6.0, rel=1e-9)
+    achieved = load_hardware("mi355x").bytes_per_s / load_hardware("mi325x").bytes_per_s  # 8 x 0.678 over 6 x 0.8
+    assert float(slow.memory_s / fast.memory_s) == pytest.approx(achieved, rel=1e-9)
+    assert achieved == pytest.approx(8.0 * load_hardware("mi355x").bandwidth_eff / (6.0 * 0.8), rel=1e-9)

@@ -76,6 +76,12 @@ class GammaAnswer:
         why = (f": a decode step at batch {self.batches[0]} reads few of {dep.target.name}'s experts and verifying gamma+1 "
                "tokens per sequence reads many more; at larger batches decode already reads most of them"
                if dep.target.is_moe else "")
+        if dep.target.is_moe and dep.engine.platform == "cuda" and self.batches[i] > 16:
+            # The one public sweep of large MoE targets past concurrency 16 (AMD's, vLLM ROCm) falls from 4 to 64, by
+            # the round's per-sequence host work (specsim.calibration.rocm); no CUDA sweep past 16 fits this preset's.
+            why += (f". Beyond batch 16 this rests on {dep.engine.key}'s per-sequence round terms, fitted on dense targets at "
+                    "batch 1-32: the only published large-MoE sweep to 64 (vLLM ROCm on MI355X, vLLM blog 2026-07-13) falls "
+                    "from 4 to 64, and fits 80 us per sequence per draft step there (specsim.calibration.rocm)")
         return {"batch": self.batches[i], "speedup": float(best.speedup[i]), "gamma": int(best.gamma[i]), "why": why}
 
 

@@ -100,8 +100,10 @@ _NUMERIC = (
     "interconnect_latency_s",
     "max_devices",
 )
-_TEXT = ("name", "description", "notes", "device")
+_TEXT = ("name", "description", "notes", "device", "platform")
 _MAPPINGS = ("sources", "calibration")
+#: The software stacks a profile may name.
+PLATFORMS = ("cuda", "rocm", "cpu")
 
 
 _PLAUSIBLE = (
@@ -176,9 +178,14 @@ class HardwareProfile:
     #: The device of the kernel database this profile describes, where its name does not say it (a profile fitted
     #: by calibrate-engine keeps its base's: ``h100-sxm``).
     device: str | None = None
+    #: The software stack its engines run on: ``cuda`` (NVIDIA), ``rocm`` (AMD Instinct, where vLLM's ROCm build has
+    #: its own round costs: :func:`specsim.engines.vllm.on_platform`) or ``cpu``.
+    platform: str = "cuda"
 
     def __post_init__(self) -> None:
         where = f"hardware profile {self.name!r}"
+        if self.platform not in PLATFORMS:
+            raise ValueError(f"{where}: platform must be one of {', '.join(PLATFORMS)}, got {self.platform!r}")
         if not isinstance(self.name, str) or not self.name.strip():
             raise ValueError(f"{where}: name must be a non-empty string")
         for key in ("peak_flop_per_s", "peak_bytes_per_s", "memory_bytes"):

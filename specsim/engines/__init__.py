@@ -8,6 +8,8 @@ that uses a preset names it, its version and terms.
 
 from __future__ import annotations
 
+import dataclasses
+
 from specsim.engines import sglang, trtllm, vllm
 from specsim.engines.base import MAX_TERM_S, TERMS, EnginePreset, SpecHost, parse_version
 
@@ -65,7 +67,7 @@ def get_engine(spec: str) -> EnginePreset:
     if number is not None:
         for first, last, key in _RANGES[name]:
             if first <= number <= last:
-                return PRESETS[f"{name}@{key}"]
+                return dataclasses.replace(PRESETS[f"{name}@{key}"], asked=version)
     raise ValueError(f"no {name} preset for version {version!r}; known: {_known(name)}")
 
 
@@ -123,6 +125,9 @@ def source_and_engine(hardware, timing: str | None = None, engine: str | None = 
     preset = engine if isinstance(engine, EnginePreset) else get_engine(DEFAULT_ENGINE if engine is None else engine)
     source = make_source(DEFAULT_TIMING if timing is None else timing, hardware, preset.kernel_engine, progress)
     preset = preset.for_source(source)
+    placed = getattr(ENGINE_MODULES.get(preset.name), "on_platform", None)
+    if placed is not None:
+        preset = placed(preset, hardware)
     if engine_overhead_ms is not None:
         preset = preset.with_iteration_ms(engine_overhead_ms)
     return source, preset

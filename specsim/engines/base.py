@@ -193,6 +193,12 @@ class EnginePreset:
     iteration_seq_s: float = 0.0
     #: How this version verifies through recurrent layers, with the file and version it was read from.
     recurrent: RecurrentVerify = field(default_factory=RecurrentVerify)
+    #: The numbered release ``--engine`` named where it maps to a preset of another name (``0.24.0`` for
+    #: ``vllm@0.24.0``, preset ``vllm@0.14``): printed beside the preset, not part of its identity.
+    asked: str = field(default="", compare=False)
+    #: The software stack whose terms these are: ``cuda`` as shipped; ``rocm`` once placed on an AMD profile
+    #: (:func:`specsim.engines.vllm.on_platform`), or where a caller placed it itself.
+    platform: str = "cuda"
 
     def __post_init__(self) -> None:
         for key in ("iteration_s", "kernel_iteration_s", "collective_s", "kernel_collective_s", "iteration_seq_s"):
@@ -212,7 +218,9 @@ class EnginePreset:
     @property
     def label(self) -> str:
         """The key, and the calibration file whose terms it carries where it carries one's."""
-        return self.key + (f" calibrated by {self.calibration}" if self.calibration else "")
+        shown = f"{self.name} {self.asked} (preset {self.key})" if self.asked else self.key
+        shown += ", its ROCm build" if self.platform == "rocm" else ""
+        return shown + (f" calibrated by {self.calibration}" if self.calibration else "")
 
     def overlaps(self, drafter_kind: str | None, draft_width: object = 1) -> bool:
         """Whether this version overlaps a round's host work with the GPU for this drafter and draft width."""

@@ -12,13 +12,14 @@ vLLM 0.24), the target's serve flags, and the benchmark plan's server and client
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from specsim.engines.base import _BASIS, parse_version, _SPEC_BASIS, HEADS, RecurrentVerify, SpecHost, make_preset
 from specsim.engines.writers import BenchWriter, version_text as _version_text
 
-__all__ = ["NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "VllmBench", "PER_BATCH_SINCE", "check_vllm_pair", "draft_tp", "engine_settings", "to_vllm",
-           "vllm_notes"]
+__all__ = ["NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "ROCM_SPEC", "VllmBench", "PER_BATCH_SINCE", "check_vllm_pair", "draft_tp",
+           "engine_settings", "on_platform", "to_vllm", "vllm_notes"]
 
 NAME = "vllm"
 #: vLLM's n-gram lookup window, as the reference article's example sets it.
@@ -28,6 +29,12 @@ PLAIN = dict(kernel_engine="vllm", iteration_s=0.0, kernel_iteration_s=0.0,
 # on the serial versions, roofline step (spec) and GPU time (kernel_spec).
 SPEC = SpecHost(round_s=0.0, step_s=0.425e-3, seq_s=0.0, seq_step_s=5.4e-6)
 KERNEL_SPEC = SpecHost(round_s=0.0, step_s=0.475e-3, seq_s=0.2e-6, seq_step_s=6.8e-6)
+#: vLLM's ROCm build on AMD Instinct: the round's host terms fitted to AMD's MI355X sweeps (vLLM blog 2026-07-13,
+#: Kimi-K2.5 and MiniMax-M2.5 with EAGLE-3 heads at TP 4, concurrency 4-64; :mod:`specsim.calibration.rocm`, printed by
+#: benchmarks/validate_moe_rocm.py, held to its fit by tests/test_moe_rocm.py), counted as time the round waits for.
+ROCM_SPEC = SpecHost(round_s=0.0, step_s=0.154e-3, seq_s=0.0, seq_step_s=79.6e-6)
+ROCM_BASIS = ("fitted to AMD's MI355X sweeps (vLLM blog 2026-07-13: Kimi-K2.5 and MiniMax-M2.5, EAGLE-3, TP 4, "
+              "concurrency 4-64; specsim/calibration/data/moe_rocm_sweeps.csv), as time the round waits for")
 #: The batch sizes the fitted rows span: beyond them the per-sequence term is extrapolated, and outputs say so.
 _RANGE = " at batch 1-32 (beyond: extrapolated)"
 #: Recurrent layers: the verification kernel writes one state per draft position and the next round reads the one at
@@ -54,6 +61,16 @@ RANGES = [((0, 10, 0), (0, 13, 99), "0.10"), ((0, 14, 0), (0, 27, 99), "0.14"), 
 ALIASES: dict[str, str] = {}
 #: The newest release whose source the writers were checked against (what ``vllm@latest`` writes for).
 NEWEST = "0.33.0"
+
+
+def on_platform(preset, hardware):
+    """The preset as it runs on ``hardware``'s software stack: on an AMD profile (``platform: rocm``) vLLM's ROCm build,
+    whose rounds wait for their host work (:data:`ROCM_SPEC`; no overlap measured there); unchanged on CUDA, and for a
+    preset already placed or calibrated."""
+    if getattr(hardware, "platform", "cuda") != "rocm" or preset.platform == "rocm" or preset.calibration:
+        return preset
+    return dataclasses.replace(preset, spec=ROCM_SPEC, kernel_spec=ROCM_SPEC, overlap_kinds=frozenset(), platform="rocm",
+                               spec_basis=ROCM_BASIS, release=preset.release + "; its ROCm build on AMD Instinct")
 
 
 def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None) -> tuple[int, str]:
