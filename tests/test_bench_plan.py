@@ -266,3 +266,78 @@ def test_sglang_bench_client_values_are_its_own():
     cmd = SglangBench().client(plan, synthetic, "http://h")
     assert cmd[cmd.index("--request-rate") + 1] == "inf" and cmd[cmd.index("--dataset-name") + 1] == "random-ids"
     assert cmd[:3] == ["python", "-m", "sglang.bench_serving"] and cmd[cmd.index("--random-range-ratio") + 1] == "1.0"
+
+
+def _read(engine: str, key: str) -> dict[tuple, list]:
+    """{release: names} for the releases whose source the check script read ``key`` in (older entries lack it)."""
+    return {tuple(int(x) for x in v.split(".")[:3]): entry[key] for v, entry in FLAGS[engine].items() if key in entry}
+
+
+#: The 2026 drafters, whose first release is the first read source that has the name (or its gating key).
+_NEW = ("peagle", "pard", "dflash", "dspark", "suffix")
+
+
+@pytest.mark.parametrize("kind", sorted(__import__("specsim.speculation.drafters", fromlist=["DRAFTERS"]).DRAFTERS))
+def test_every_drafters_engine_name_is_in_each_release_it_is_claimed_for(kind):
+    """vLLM's method (and keys such as parallel_drafting) and SGLang's --speculative-algorithm are in every read release
+    from the drafter's first one on; for the 2026 drafters the read release before it lacks them, so the first release
+    specsim names is no later than the source says (vLLM dspark: read in 0.26.0 and not in 0.24.0, 0.25 unread)."""
+    from specsim.speculation.drafters import DRAFTERS
+
+    cls = DRAFTERS[kind]
+    for engine, key in (("vllm", "methods"), ("sglang", "algorithms")):
+        if engine not in cls.engines:
+            continue
+        support, read = cls.engines[engine], _read(engine, key)
+        configs = _read(engine, "speculative_config") if engine == "vllm" else {}
+        extra = set(cls.engine_keys(engine))
+
+        def takes(v):
+            return support.name in read[v] and extra <= set(configs.get(v, extra))
+
+        after = [v for v in read if v >= support.since]
+        assert after and all(takes(v) for v in after), (kind, engine, [v for v in after if not takes(v)])
+        if kind in _NEW:
+            before = [v for v in read if v < support.since]
+            assert before and not takes(max(before)), (kind, engine, max(before))
+    if "trtllm" in cls.engines and kind in _NEW:
+        assert cls.engines["trtllm"].name in FLAGS["trtllm"]["decoding_types"]["names"], kind
+        assert FLAGS["trtllm"]["decoding_types"]["read_at"]["tensorrt_llm/llmapi/llm_args.py"][:8] in cls.engines["trtllm"].where
+
+
+@pytest.mark.parametrize("engine, draft", [("sglang@0.5.23", "dflash"), ("sglang@0.5.17", "dflash"), ("sglang@0.5.23", "dspark"),
+                                           ("sglang@0.5.16", "dspark"), ("vllm@0.33.0", "dspark"), ("vllm@0.20.0", "dflash"),
+                                           ("vllm@0.20.0", "peagle"), ("vllm@0.33.0", "pard")])
+def test_block_and_parallel_drafter_plans_write_only_their_versions_names(engine, draft):
+    """The plan's flags and keys are the release's own; SGLang's block drafters get the verify window and no step flags
+    (SGLang forces their steps and top-k to 1), DSPARK its block (else SGLang reads it from the checkpoint and refuses
+    another window)."""
+    name, version = engine.split("@")
+    known = FLAGS[name][version]
+    dep = Deployment.build("h100-sxm", "qwen3-8b", draft, None, name)
+    pins = [2.0, 3.0] if draft == "pard" else None  # PARD publishes no length at a draft length to pin by default
+    plan = design_plan(dep, engine, pinned=pins, prompts="prompts.jsonl", draft_checkpoint="org/drafter")
+    servers = [w for w in _commands(plan_files(plan)["run.sh"]) if "--speculative-algorithm" in w or "--speculative-config" in w]
+    assert servers
+    flags = known["flags"] + ["--no-enable-prefix-caching"]
+    for words in servers:
+        assert all(w in flags for w in words if w.startswith("--")), (engine, [w for w in words if w.startswith("--") and w not in flags])
+        if name == "sglang":
+            window = int(words[words.index("--speculative-num-draft-tokens") + 1])
+            assert "--speculative-num-steps" not in words and "--speculative-eagle-topk" not in words
+            assert words[words.index("--speculative-algorithm") + 1] in known["algorithms"]
+            if draft == "dspark":
+                assert int(words[words.index("--speculative-dspark-block-size") + 1]) == window - 1
+        else:
+            config = json.loads(words[words.index("--speculative-config") + 1])
+            assert set(config) <= set(known["speculative_config"]) and config["method"] in known["methods"]
+
+
+def test_a_release_before_a_drafters_first_is_refused_naming_the_source():
+    dep = Deployment.build("h100-sxm", "qwen3-8b", "dspark", None, "sglang")
+    with pytest.raises(ValueError, match=r"sglang 0\.5\.15 refuses --speculative-algorithm DSPARK \(srt/speculative/spec_info\.py "
+                       r"SpeculativeAlgorithm: in 0\.5\.16, not 0\.5\.15\)"):
+        design_plan(dep, "sglang@0.5.15", prompts="prompts.jsonl", draft_checkpoint="org/drafter")
+    dep = Deployment.build("h100-sxm", "qwen3-8b", "dflash", None, "sglang")
+    with pytest.raises(ValueError, match=r"DFLASH takes it from 0\.5\.17 \(SGLANG_SIMULATE_ACC_LEN read in .*dflash_worker_v2\.py"):
+        design_plan(dep, "sglang@0.5.16", prompts="prompts.jsonl", draft_checkpoint="org/drafter")

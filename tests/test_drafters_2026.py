@@ -150,11 +150,11 @@ def test_pard_has_no_default_acceptance_and_says_why(capsys):
 
 @pytest.mark.parametrize("argv, line", [
     (["--draft", "dflash", "--target", "qwen3-8b", "--engine", "vllm@0.10"],
-     "vllm@0.10 (releases 0.10-0.13) refuses method dflash (vLLM blog 2026-05-28-speculators-v050.md: DFlash in vllm>=0.20.0, "
-     "PR #38300): a DFlash block-diffusion drafter (--draft dflash) runs from vllm 0.20.0; use vllm@0.20.0 or later, or another drafter"),
+     "vllm@0.10 (releases 0.10-0.13) refuses method dflash (vllm/config/speculative.py SpeculativeMethod: in 0.20.0, not 0.19.1 "
+     "(PR #38300)): a DFlash block-diffusion drafter (--draft dflash) runs from vllm 0.20.0; use vllm@0.20.0 or later, or another drafter"),
     (["--draft", "dspark", "--target", "qwen3-8b", "--engine", "vllm@0.24.1"],
-     "vllm 0.24.1 refuses method dspark (vllm-project/recipes DeepSeek-V4-Flash.yaml at 8959cf6: DSpark drafting landed in "
-     "0.25.0 (PR #46995)): a DSpark confidence-scheduled drafter (--draft dspark) runs from vllm 0.25.0; use vllm@0.25.0 or "
+     "vllm 0.24.1 refuses method dspark (vllm/config/speculative.py SpeculativeMethod: in 0.26.0, not 0.24.0 (0.25 unread; "
+     "recipes DeepSeek-V4-Flash.yaml at 8959cf6: 0.25.0, PR #46995)): a DSpark confidence-scheduled drafter (--draft dspark) runs from vllm 0.25.0; use vllm@0.25.0 or "
      "later, or another drafter"),
     (["--draft", "peagle", "--target", "gpt-oss-20b", "--engine", "sglang"],
      "sglang does not run a P-EAGLE parallel-drafting head (--draft peagle) in any release: no serving support found (feature "
@@ -163,8 +163,8 @@ def test_pard_has_no_default_acceptance_and_says_why(capsys):
      "trtllm does not run suffix decoding (--draft suffix) in any release: TensorRT-LLM's SADecodingConfig is a suffix automaton on "
      "the GPU, not suffix trees; engines that do: vllm from 0.12.0"),
     (["--draft", "pard", "--target", "qwen3-8b", "--alpha", "0.7", "--engine", "trtllm"],
-     "trtllm 1.3.0 refuses decoding_type PARD (PARDDecodingConfig, TensorRT-LLM 1.4.0rc1 docs (PR #11438); earliest tag not "
-     "determined): a PARD parallel draft model (--draft pard) runs from trtllm 1.4.0; use trtllm@1.4.0 or later, or another drafter"),
+     "trtllm 1.3.0 refuses decoding_type PARD (PARDDecodingConfig.decoding_type in tensorrt_llm/llmapi/llm_args.py at commit "
+     "00043967; release from the 1.4.0rc1 API docs (PR #11438)): a PARD parallel draft model (--draft pard) runs from trtllm 1.4.0; use trtllm@1.4.0 or later, or another drafter"),
     (["--draft", "llama-3.2-1b", "--engine", "vllm@0.10"],
      "vllm@0.10 (releases 0.10-0.13) refuses method draft_model (vllm/engine/arg_utils.py: 'not supported yet' before 0.15.0): "
      "a draft model (--draft MODEL) runs from vllm 0.15.0; use vllm@0.15.0 or later, or another drafter"),
@@ -187,9 +187,9 @@ def test_the_refusal_as_a_subprocess_is_one_line_and_exit_2():
 def test_each_new_drafter_is_one_class_and_one_registry_entry_with_its_engine_names():
     rows = {"peagle": (PEagleHead, {"vllm": ("eagle3", (0, 16, 0))}),
             "pard": (ParallelDraftModel, {"vllm": ("draft_model", (0, 16, 0)), "trtllm": ("PARD", (1, 4, 0))}),
-            "dflash": (DFlashDrafter, {"vllm": ("dflash", (0, 20, 0)), "sglang": ("DFLASH", (0, 5, 13)),
+            "dflash": (DFlashDrafter, {"vllm": ("dflash", (0, 20, 0)), "sglang": ("DFLASH", (0, 5, 11)),
                                        "trtllm": ("DFlash", (1, 3, 0))}),
-            "dspark": (DSparkDrafter, {"vllm": ("dspark", (0, 25, 0)), "sglang": ("DSPARK", (0, 5, 23)),
+            "dspark": (DSparkDrafter, {"vllm": ("dspark", (0, 25, 0)), "sglang": ("DSPARK", (0, 5, 16)),
                                        "trtllm": ("DSpark", (1, 3, 0))}),
             "suffix": (SuffixDrafter, {"vllm": ("suffix", (0, 12, 0))})}
     for kind, (cls, engines) in rows.items():

@@ -248,3 +248,35 @@ def test_a_hybrid_targets_mtp_head_is_one_full_attention_layer_and_its_rounds_ar
     t_draft = float(dep.gpu_pass(head, 1, 1, 1128).total_s)
     t_target = float(dep.gpu_pass(dep.target, 1, 1, 1128).total_s)
     assert 0 < t_draft < 0.2 * t_target
+
+
+def test_the_scratch_is_sized_for_the_gamma_the_question_uses_and_says_where_it_comes_from(capsys):
+    """capacity --gamma sizes the scratch (vLLM: 1 + num_speculative_tokens state pages, the 1 being the state itself);
+    without it a block drafter reserves its block and any other drafter the cited default; optimal-gamma reserves for
+    the largest gamma it recommends; serve-sim for the largest gamma its policy runs."""
+    from specsim.serving.simulator import EngineLimits, serve_compare
+    from specsim.serving.workloads import Requests, get_workload
+
+    dep = Deployment.from_names("h200", "qwen3.5-27b", "eagle3")
+    per_state = float(dep.target.recurrent_scratch_bytes(1))
+    for gamma in (1, 3, 12):
+        cap = capacity(dep, 8192, draft_tokens=gamma)
+        assert cap.scratch_bytes_per_seq == pytest.approx(gamma * per_state) and cap.scratch_draft_tokens == gamma
+    assert capacity(dep, 8192, draft_tokens=3).max_batch_with_draft > capacity(dep, 8192).max_batch_with_draft
+    assert "--gamma" in capacity(dep, 8192).scratch_basis  # the default names how to change it
+    block = Deployment.from_names("h200", "qwen3.5-27b", "dflash")
+    assert capacity(block, 8192).scratch_draft_tokens == block.drafter.max_steps == 15
+    assert main(["capacity", "--hardware", "h200", "--target", "qwen3.5-27b", "--draft", "eagle3", "--context", "8192",
+                 "--gamma", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["scratch_draft_tokens"], out["scratch_basis"]) == (3, "--gamma")
+    assert out["scratch_bytes_per_seq"] == pytest.approx(3 * per_state)
+    assert main(["optimal-gamma", "--hardware", "h200", "--target", "qwen3.5-27b", "--draft", "eagle3", "--context", "8192",
+                 "--batch", "1,32", "--alpha", "0.6"]) == 0
+    printed = capsys.readouterr().out
+    gammas = [int(line.split()[1]) for line in printed.splitlines() if line.split()[:1] in (["1"], ["32"])]
+    assert f"for gamma = {max(gammas)} (the largest optimal gamma of these batch sizes" in printed
+    req = Requests.poisson(4.0, 20, get_workload("chat"), np.random.default_rng(1))
+    for gamma in (2, 5):
+        *_, meta = serve_compare(dep, req, 0.7, gamma, EngineLimits(8, max_batched_tokens=1024), seed=1, context_hint=600.0)
+        assert meta["scratch_draft_tokens"] == gamma and f"gamma {gamma}" in meta["scratch_basis"]

@@ -580,7 +580,8 @@ def test_serve_compare_is_two_simulations_of_its_composition_with_labels_capacit
     assert meta == {"kv_capacity_tokens_plain": cap.free_bytes_without_draft / per_token[0],
                     "kv_capacity_tokens_spec": cap.free_bytes_with_draft / per_token[1],
                     "kv_capacity_bytes_plain": cap.free_bytes_without_draft, "kv_capacity_bytes_spec": cap.free_bytes_with_draft,
-                    "gamma_policy": "gamma 2", "gamma_by_batch": [2], "context_hint": 300.0}
+                    "gamma_policy": "gamma 2", "gamma_by_batch": [2], "context_hint": 300.0,
+                    "scratch_draft_tokens": 0, "scratch_basis": ""}  # an attention target: no recurrent scratch
     # The schedule: batch 0 runs nothing, batches 1..max_num_seqs their optimal gamma at the hint, up to gamma_max.
     _, sched, smeta = serve_compare(DEP, req, 0.8, "schedule", limits, seed=3, context_hint=300.0, gamma_max=3)
     best = optimal_gamma(DEP, 0.8, np.arange(1, 9), 300.0, 3)

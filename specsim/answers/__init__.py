@@ -112,6 +112,9 @@ def gamma_answer(dep: Deployment, acceptance: object, label: str, batches: list,
     """The best gamma per batch size, each row with its step times, bounds, memory fit and recommendation."""
     b = np.array(batches, dtype=float)
     best = optimal_gamma(dep, acceptance, b, context, gamma_max, rtol)
+    if cap.scratch_draft_tokens:  # a hybrid target's scratch, sized for the num_speculative_tokens this answer sets
+        cap = capacity(dep, cap.context_tokens, cap.usable_bytes / cap.memory_bytes, max(int(np.max(best.gamma)), 1),
+                       "the largest optimal gamma of these batch sizes")
     times = best.outcome
     tokens = np.broadcast_to(times.tokens, b.shape)
     alternative = _other_draft_tp(dep)

@@ -245,7 +245,7 @@ def run_capacity(args: argparse.Namespace) -> int:
     from specsim.serving.capacity import capacity, smallest_fitting_tp
 
     dep = deployment(args)
-    cap = capacity(dep, args.context, args.memory_util)
+    cap = capacity(dep, args.context, args.memory_util, args.gamma)
     if args.json:
         print_json({"hardware": dep.hardware.name, "target": dep.target.name, "draft": dep.drafter.name, **cap.to_dict(),
                     "smallest_fitting_tp": smallest_fitting_tp(dep, args.context, args.memory_util)})
@@ -419,6 +419,9 @@ def _parser_capacity(sub) -> None:
     add_deployment_args(p, batch=False)
     p.add_argument("--memory-util", type=fraction, default=DEFAULT_MEMORY_UTILIZATION,
                    help=f"fraction of device memory the engine uses (default {DEFAULT_MEMORY_UTILIZATION}, vLLM's gpu_memory_utilization)")
+    p.add_argument("--gamma", type=int_at_least(1, "gamma", MAX_GAMMA), default=None,
+                   help="draft tokens a round (the engine's num_speculative_tokens) a hybrid target's speculative scratch is "
+                        "sized for (default: a block drafter's block, else 8, specsim's largest serving gamma)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_capacity)
 

@@ -72,8 +72,8 @@ def capacity_summary(cap, dep) -> list[str]:
     if cap.recurrent_state_bytes_per_seq:  # a hybrid target: say what the recurrent layers hold, and the scratch
         lines.append(f"recurrent state: {cap.recurrent_state_bytes_per_seq / gb:.3f} GB per sequence of the target's; a "
                      f"speculating sequence also holds {cap.scratch_bytes_per_seq / gb:.3f} GB of scratch, one state per "
-                     f"drafted token for {cap.scratch_draft_tokens} tokens (counted with the draft's: the engine checkpoints the state per drafted "
-                     "token)")
+                     f"drafted token for gamma = {cap.scratch_draft_tokens} ({cap.scratch_basis}; counted with the draft's: the "
+                     "engine checkpoints the state per drafted token)")
     if not cap.both_fit:
         what = "does not fit" if not cap.target_fits else "fits but not with the draft beside it"
         lines.append(f"{dep.target.name} {what} on {where} in {dep.target.weight_dtype}: weights "

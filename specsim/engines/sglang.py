@@ -58,10 +58,9 @@ def _sglang_flags(dep, checkpoint: str | None, depth: int, topk: int, tokens: in
     flags = ["--speculative-algorithm", dep.drafter.sglang_algorithm]
     if checkpoint is not None:
         flags += ["--speculative-draft-model-path", checkpoint]
-    if dep.drafter.launches_steps:
+    if dep.drafter.launches_steps and dep.drafter.sglang_steps:
         flags += ["--speculative-num-steps", str(depth), "--speculative-eagle-topk", str(topk)]
-    flags += ["--speculative-num-draft-tokens", str(tokens)]
-    return flags
+    return flags + dep.drafter.sglang_flags(depth) + ["--speculative-num-draft-tokens", str(tokens)]
 
 
 def to_sglang(ranges: list, dep, checkpoint: str | None, at_batch: int = 1) -> list[str]:
@@ -149,7 +148,9 @@ class SglangBench(BenchWriter):
     ``--max-running-requests`` (forced to 48 with speculation unless given), ``--enable-metrics``,
     ``--disable-radix-cache``, ``--speculative-algorithm`` EAGLE / EAGLE3 (0.4.5) / NEXTN / STANDALONE (0.5.2) /
     NGRAM (0.5.3), ``--speculative-draft-model-path``, ``--speculative-num-steps``, ``--speculative-eagle-topk``,
-    ``--speculative-num-draft-tokens``), ``python/sglang/srt/speculative/eagle_utils.py`` and ``srt/environ.py``
+    ``--speculative-num-draft-tokens``; DFLASH from 0.5.11 and DSPARK from 0.5.16 take the verify window alone, their
+    steps and top-k forced to 1, DSPARK its block as ``--speculative-dspark-block-size``),
+    ``python/sglang/srt/speculative/eagle_utils.py`` and ``srt/environ.py``
     (simulated acceptance: ``SIMULATE_ACC_LEN`` from 0.4.5, ``SGLANG_SIMULATE_ACC_LEN`` from 0.5.3, the length with
     the bonus token, drawn once per verification for the whole batch; ``SGLANG_SIMULATE_ACC_METHOD`` /
     ``SIMULATE_ACC_METHOD`` ``match-expected`` from 0.4.8, the default only from 0.5.11), and
@@ -171,7 +172,7 @@ class SglangBench(BenchWriter):
         if support.pin_since and any(p is not None for p in pins) and version < support.pin_since:
             raise ValueError(f"sglang {_version_text(version)} simulates acceptance for EAGLE-family workers only; "
                              f"{support.name} takes it from {_version_text(support.pin_since)} "
-                             f"(python/sglang/srt/speculative/ngram_worker.py): use {_version_text(support.pin_since)} or --no-pin")
+                             f"({support.pin_where}): use {_version_text(support.pin_since)} or --no-pin")
         notes = []
         if (0, 5, 5) <= version <= (0, 5, 10):
             notes.append(f"sglang {_version_text(version)} runs spec v1 (SGLANG_ENABLE_SPEC_V2 defaults to off up to 0.5.10): "
@@ -189,9 +190,11 @@ class SglangBench(BenchWriter):
                "--disable-radix-cache"]
         env = {}
         if server.steps is not None:
-            algorithm = plan.drafter_type.support("sglang").name
-            cmd += ["--speculative-algorithm", algorithm, "--speculative-num-steps", str(server.steps),
-                    "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(server.steps + 1)]
+            drafter = plan.drafter_type
+            cmd += ["--speculative-algorithm", drafter.support("sglang").name]
+            if drafter.sglang_steps:
+                cmd += ["--speculative-num-steps", str(server.steps), "--speculative-eagle-topk", "1"]
+            cmd += drafter.sglang_flags(server.steps) + ["--speculative-num-draft-tokens", str(server.steps + 1)]
             if plan.draft_checkpoint:
                 cmd += ["--speculative-draft-model-path", plan.draft_checkpoint]
             if server.pinned_accept_length is not None:

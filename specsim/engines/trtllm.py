@@ -75,7 +75,8 @@ def to_trtllm(ranges: list, draft_model: str | None, dep=None, version: tuple | 
         config["speculative_model_dir"] = draft_model
     elif decoding in ("DraftTarget", "PARD", "DFlash", "DSpark"):
         # PARDDecodingConfig / DFlashDecodingConfig / DSparkDecodingConfig (1.3.0rc27, 1.4.0rc1 docs): max_draft_len and
-        # speculative_model; mask_token_id and target_layer_ids are left to the checkpoint (not verified that it is read).
+        # speculative_model; mask_token_id and target_layer_ids are left to the checkpoint: TorchLlmArgs.
+        # validate_speculative_config reads them from its config.json (llm_args.py at commit 0004396).
         config["speculative_model"] = draft_model
     elif decoding == "NGram":
         config["max_matching_ngram_size"] = drafter.lookup[1]

@@ -52,7 +52,7 @@ from specsim.speculation.search import optimal_gamma
 if TYPE_CHECKING:  # pandas is imported where a table is built, keeping the CLI's hot path light
     import pandas as pd
 
-__all__ = ["DEFAULT_MEMORY_UTILIZATION", "DEFAULT_SCRATCH_DRAFT_TOKENS", "Capacity", "capacity", "require_target_fits", "reserved_context", "sequence_kv_bytes",
+__all__ = ["DEFAULT_MEMORY_UTILIZATION", "DEFAULT_SCRATCH_DRAFT_TOKENS", "Capacity", "capacity", "default_scratch_tokens", "require_target_fits", "reserved_context", "sequence_kv_bytes",
            "scratch_bytes", "smallest_fitting_tp", "throughput_table"]
 
 #: Fraction of device memory an engine may use; vLLM's gpu_memory_utilization default.
@@ -82,6 +82,8 @@ class Capacity:
     recurrent_state_bytes_per_seq: float = 0.0
     scratch_bytes_per_seq: float = 0.0
     scratch_draft_tokens: int = 0
+    #: Where the scratch's draft tokens come from (the user's --gamma, the command's optimal gamma, a cited default).
+    scratch_basis: str = ""
 
     @property
     def target_fits(self) -> bool:
@@ -135,7 +137,8 @@ class Capacity:
             "max_batch_without_draft": self.max_batch_without_draft,
             "max_batch_with_draft": self.max_batch_with_draft,
         } | ({"recurrent_state_bytes_per_seq": self.recurrent_state_bytes_per_seq,
-              "scratch_bytes_per_seq": self.scratch_bytes_per_seq, "scratch_draft_tokens": self.scratch_draft_tokens}
+              "scratch_bytes_per_seq": self.scratch_bytes_per_seq, "scratch_draft_tokens": self.scratch_draft_tokens,
+              "scratch_basis": self.scratch_basis}
              if self.recurrent_state_bytes_per_seq else {})
 
 
@@ -161,10 +164,26 @@ def sequence_kv_bytes(dep: Deployment, tokens: object, with_draft: bool = True, 
     return kv
 
 
+def default_scratch_tokens(dep: Deployment) -> tuple[int, str]:
+    """(draft tokens, why) a hybrid target's speculative scratch is sized for when the question names no gamma.
+
+    An engine sizes it by its configured ``num_speculative_tokens`` (vLLM: 1 + num_speculative_tokens state pages per
+    request, :data:`specsim.engines.vllm.RECURRENT`), which no engine defaults for a drafter with a network: a block
+    drafter's is its block (the most it drafts a round, :attr:`~specsim.speculation.drafters.Drafter.max_steps`),
+    any other's :data:`DEFAULT_SCRATCH_DRAFT_TOKENS`, the largest gamma of specsim's serving schedules.
+    """
+    steps = None if dep.drafter is None else dep.drafter.max_steps
+    if steps is not None and steps <= DEFAULT_SCRATCH_DRAFT_TOKENS * 4:
+        return int(steps), f"the most {dep.drafter.label} drafts a round, its num_speculative_tokens; --gamma to size another"
+    return DEFAULT_SCRATCH_DRAFT_TOKENS, ("specsim's default num_speculative_tokens, the largest gamma of its serving "
+                                          "schedules (no engine defaults one); --gamma to size another")
+
+
 def scratch_bytes(dep: Deployment, draft_tokens: object = None) -> np.ndarray:
     """The speculative state scratch one speculating sequence of a hybrid target holds on one GPU, for ``draft_tokens``
-    drafted tokens (default :data:`DEFAULT_SCRATCH_DRAFT_TOKENS`), as the deployment's engine preset reserves it."""
-    tokens = DEFAULT_SCRATCH_DRAFT_TOKENS if draft_tokens is None else draft_tokens
+    drafted tokens (default :func:`default_scratch_tokens`), as the deployment's engine preset reserves it
+    (:meth:`specsim.engines.base.RecurrentVerify.scratch_tokens`, the one home of the count)."""
+    tokens = default_scratch_tokens(dep)[0] if draft_tokens is None else draft_tokens
     verify = dep.engine.recurrent
     return verify.apply(dep.target).recurrent_scratch_bytes(verify.scratch_tokens(tokens))
 
@@ -185,10 +204,11 @@ def reserved_context(context: int, max_context: int | None) -> int:
 
 def capacity(
     dep: Deployment, context: int = DEFAULT_CONTEXT_TOKENS, memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
-    draft_tokens: int | None = None,
+    draft_tokens: int | None = None, draft_tokens_basis: str = "--gamma",
 ) -> Capacity:
     """Memory budget of ``dep`` with every sequence holding ``context`` tokens (a hybrid target's speculative scratch
-    sized for ``draft_tokens``, default :data:`DEFAULT_SCRATCH_DRAFT_TOKENS`).
+    sized for ``draft_tokens``, the engine's num_speculative_tokens, ``draft_tokens_basis`` saying where it comes from;
+    default :func:`default_scratch_tokens`).
 
     Examples
     --------
@@ -202,19 +222,20 @@ def capacity(
         raise ValueError(f"memory utilization must be in (0, 1], got {memory_utilization!r}")
     if isinstance(context, bool) or int(context) != context or context < 1:
         raise ValueError(f"context must be an integer >= 1 token for a capacity estimate, got {context!r}")
+    scratch = dep.target.is_hybrid and dep.drafter is not None
+    tokens, basis = default_scratch_tokens(dep) if draft_tokens is None else (int(draft_tokens), draft_tokens_basis)
     return Capacity(
         memory_bytes=dep.hardware.memory_bytes,
         usable_bytes=memory_utilization * dep.hardware.memory_bytes,
         target_weight_bytes=dep.target.weight_bytes,
         draft_weight_bytes=dep.draft.weight_bytes if dep.draft is not None else 0.0,
         target_kv_bytes_per_seq=float(sequence_kv_bytes(dep, context, with_draft=False)),
-        kv_bytes_per_seq=float(sequence_kv_bytes(dep, context, draft_tokens=draft_tokens)),
+        kv_bytes_per_seq=float(sequence_kv_bytes(dep, context, draft_tokens=tokens)),
         context_tokens=int(context),
         gpus=dep.target.tp,
         recurrent_state_bytes_per_seq=dep.target.recurrent_state_bytes,
-        scratch_bytes_per_seq=float(scratch_bytes(dep, draft_tokens)) if dep.target.is_hybrid and dep.drafter is not None else 0.0,
-        scratch_draft_tokens=int(DEFAULT_SCRATCH_DRAFT_TOKENS if draft_tokens is None else draft_tokens)
-        if dep.target.is_hybrid and dep.drafter is not None else 0,
+        scratch_bytes_per_seq=float(scratch_bytes(dep, tokens)) if scratch else 0.0,
+        scratch_draft_tokens=int(tokens) if scratch else 0, scratch_basis=basis if scratch else "",
     )
 
 

@@ -462,12 +462,6 @@ def serve_compare(dep: Deployment, requests, acceptance: object, gamma: object =
     prompt, output = np.asarray(requests.prompt), np.asarray(requests.output)
     max_context = int((prompt + output).max())
     hint = float(mean_context_tokens(prompt.mean(), output.mean())) if context_hint is None else float(context_hint)
-    cap = capacity(dep, max(int(hint), 1), util)
-    if cap.free_bytes_without_draft <= 0:
-        raise ValueError(f"{dep.target.name} does not fit on {dep.hardware.name}: no memory is left for the KV cache")
-    if cap.free_bytes_with_draft <= 0:
-        raise ValueError(f"{dep.target.name} with {dep.drafter.name} does not fit on {dep.hardware.name}: no memory is left "
-                         "for the KV cache beside the draft's weights")
     if gamma == "schedule":
         best = optimal_gamma(dep, acceptance, np.arange(1, limits.max_num_seqs + 1), hint, gamma_max)
         policy = np.r_[0, best.gamma]
@@ -476,18 +470,27 @@ def serve_compare(dep: Deployment, requests, acceptance: object, gamma: object =
         policy = int(gamma)
         label = f"gamma {policy}"
     gmax = int(np.max(policy))
+    # A hybrid target's speculative scratch is reserved for the engine's num_speculative_tokens: the largest gamma run.
+    scratch = max(gmax, 1)
+    cap = capacity(dep, max(int(hint), 1), util, scratch, f"the largest gamma of the simulation's policy ({label})")
+    if cap.free_bytes_without_draft <= 0:
+        raise ValueError(f"{dep.target.name} does not fit on {dep.hardware.name}: no memory is left for the KV cache")
+    if cap.free_bytes_with_draft <= 0:
+        raise ValueError(f"{dep.target.name} with {dep.drafter.name} does not fit on {dep.hardware.name}: no memory is left "
+                         "for the KV cache beside the draft's weights")
     table = StepTable(dep, limits.max_num_seqs, max_context, gmax, limits.max_batched_tokens)
     lengths = (prompt + output).astype(float)
     runs = []
     for name, with_draft, free, rule in (("off", False, cap.free_bytes_without_draft, 0), ("on", True, cap.free_bytes_with_draft, policy)):
         run_limits = dataclasses.replace(limits, kv_capacity_bytes=free)
         runs.append(simulate(requests, table, run_limits, acceptance, rule, np.random.default_rng(seed), concurrency,
-                             sequence_kv_bytes(dep, lengths, with_draft), label="off" if name == "off" else label))
+                             sequence_kv_bytes(dep, lengths, with_draft, scratch), label="off" if name == "off" else label))
     per_token = (dep.target.kv_bytes_per_token, dep.target.kv_bytes_per_token + (dep.draft.kv_bytes_per_token if dep.draft is not None else 0.0))
     meta = {"kv_capacity_tokens_plain": cap.free_bytes_without_draft / per_token[0],
             "kv_capacity_tokens_spec": cap.free_bytes_with_draft / per_token[1],
             "kv_capacity_bytes_plain": cap.free_bytes_without_draft, "kv_capacity_bytes_spec": cap.free_bytes_with_draft,
-            "gamma_policy": label, "gamma_by_batch": np.atleast_1d(policy).tolist(), "context_hint": hint}
+            "gamma_policy": label, "gamma_by_batch": np.atleast_1d(policy).tolist(), "context_hint": hint,
+            "scratch_draft_tokens": cap.scratch_draft_tokens, "scratch_basis": cap.scratch_basis}
     return runs[0], runs[1], meta
 
 

@@ -80,6 +80,8 @@ class EngineSupport:
     pin_since: tuple[int, int, int] | None = None
     #: Whether a pinned acceptance length may be fractional (TensorRT-LLM's two-model path reads a whole number).
     fractional_pin: bool = True
+    #: Where that release's source reads the pinned acceptance (the refusal below ``pin_since`` names it).
+    pin_where: str = ""
 
 
 @dataclass(frozen=True)
@@ -187,7 +189,7 @@ class Drafter:
         >>> DFlashDrafter.runs_on("vllm@0.10")
         Traceback (most recent call last):
         ...
-        ValueError: vllm@0.10 (releases 0.10-0.13) refuses method dflash (vLLM blog 2026-05-28-speculators-v050.md: DFlash in vllm>=0.20.0, PR #38300): a DFlash block-diffusion drafter (--draft dflash) runs from vllm 0.20.0; use vllm@0.20.0 or later, or another drafter
+        ValueError: vllm@0.10 (releases 0.10-0.13) refuses method dflash (vllm/config/speculative.py SpeculativeMethod: in 0.20.0, not 0.19.1 (PR #38300)): a DFlash block-diffusion drafter (--draft dflash) runs from vllm 0.20.0; use vllm@0.20.0 or later, or another drafter
         """
         from specsim.engines import named_release
 
@@ -261,6 +263,15 @@ class Drafter:
         """Config keys beyond the method and the draft length that ``engine`` needs for this drafter."""
         return {}
 
+    #: Whether SGLang takes this drafter's round as --speculative-num-steps / --speculative-eagle-topk (EAGLE-family
+    #: workers); a lookup launches no steps (:attr:`launches_steps`), a block drafter's are fixed at 1.
+    sglang_steps: ClassVar[bool] = True
+
+    @classmethod
+    def sglang_flags(cls, gamma: int) -> list[str]:
+        """SGLang launch flags beyond the algorithm, the draft path, the steps and the verify window."""
+        return []
+
     def extend(self, dep, batch: object, verify_tokens: object, context: object):
         """The draft-extend pass over the verified tokens (None for drafters without one)."""
         return dep.drafter_pass(batch, verify_tokens, context) if self.extend_pass else None
@@ -307,6 +318,14 @@ class PublishedLength:
 _VLLM_SPEC = "vllm/config/speculative.py"
 _SGLANG_ARGS = "python/sglang/srt/server_args.py"
 _TRT_ARGS = "tensorrt_llm/llmapi/llm_args.py"
+#: The TensorRT-LLM source read for the 2026 drafters' names: llm_args.py of NVIDIA/TensorRT-LLM at this commit (no
+#: release wheel was read, so the commit is not mapped to a release: the first release comes from the API docs).
+_TRT_COMMIT = "0004396720054fd8e205cbf616f21f0b57c6b412"
+
+
+def _trt(name: str, config: str, release: str) -> str:
+    """Where a TensorRT-LLM decoding_type was read: the discriminator of its config class, and its first release."""
+    return f"{config}.decoding_type in {_TRT_ARGS} at commit {_TRT_COMMIT[:8]}; release from {release}"
 
 
 class _OnePass:
@@ -316,6 +335,10 @@ class _OnePass:
 
     drafts_trees: ClassVar[bool] = False
     round_formula: ClassVar[str] = "t_D (one draft pass proposes all gamma tokens)"
+    #: SGLang forces --speculative-num-steps and --speculative-eagle-topk to 1 for its block drafters, with a warning
+    #: (DFLASH: srt/server_args.py of 0.5.11-0.5.13, arg_groups/speculative_hook.py from 0.5.14; DSPARK: _handle_dspark,
+    #: 0.5.16-0.5.23): the verify window --speculative-num-draft-tokens (gamma + 1) is what sets the round.
+    sglang_steps: ClassVar[bool] = False
 
     def draft_passes(self, steps: np.ndarray) -> np.ndarray:
         return (np.asarray(steps, dtype=float) > 0).astype(float)

@@ -183,7 +183,8 @@ class NgramDrafter(Drafter):
     loads_checkpoint: ClassVar[bool] = False
     engines: ClassVar[dict[str, EngineSupport]] = {
         "vllm": EngineSupport("ngram", (0, 10, 0), _VLLM_SPEC),
-        "sglang": EngineSupport("NGRAM", (0, 5, 3), _SGLANG_ARGS, pin_since=(0, 5, 14)),  # speculative/ngram_worker.py
+        "sglang": EngineSupport("NGRAM", (0, 5, 3), _SGLANG_ARGS, pin_since=(0, 5, 14),
+                                pin_where="python/sglang/srt/speculative/ngram_worker.py"),
         "trtllm": EngineSupport("NGram", (1, 0, 0), _TRT_ARGS, fractional_pin=False)}
     published_short: ClassVar[str] = "code editing, vLLM #24344"
     published_for: ClassVar[tuple[str, str] | None] = ("*", "code-editing")

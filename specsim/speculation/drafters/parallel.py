@@ -16,7 +16,7 @@ import numpy as np
 from specsim.describe.models import ModelShape, get_model
 from specsim.speculation.acceptance import Acceptance
 from specsim.speculation.drafters.base import (Drafter, EngineSupport, PublishedLength, _block_drafter_config, _from_length,
-                                               _head_shape, _OnePass, _with_options)
+                                               _head_shape, _OnePass, _trt, _with_options)
 from specsim.speculation.drafters.classic import DraftModel, Eagle3Head
 
 __all__ = ["DFlashDrafter", "DSparkDrafter", "PEagleHead", "ParallelDraftModel"]
@@ -43,7 +43,7 @@ class PEagleHead(_OnePass, Eagle3Head):
     #: The most tokens a P-EAGLE head is trained to draft: the GPT-OSS-20B head's 10 (vLLM blog; the 120B head's is 8).
     trained_steps: ClassVar[int] = 10
     engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport("eagle3", (0, 16, 0), "vLLM blog 2026-03-13-p-eagle.md: parallel_drafting from v0.16.0, PR #32887")}
+        "vllm": EngineSupport("eagle3", (0, 16, 0), "vllm/config/speculative.py parallel_drafting: in 0.16.0, not 0.15.0 (PR #32887)")}
     unsupported: ClassVar[dict[str, str]] = {
         "sglang": "no serving support found (feature request sgl-project/sglang#23171 open; SpecForge PR #575 trains P-EAGLE heads)",
         "trtllm": "no P-EAGLE decoding config found"}
@@ -95,9 +95,10 @@ class ParallelDraftModel(_OnePass, DraftModel):
     #: Target name prefix -> (the shape of the PARD checkpoint's base model, the checkpoint): AMD-AGI/PARD's README.
     families: ClassVar[tuple] = (("llama-3", "llama-3.2-1b", "amd/PARD-Llama-3.2-1B"), ("qwen3-", "qwen3-0.6b", "amd/PARD-Qwen3-0.6B"))
     engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport("draft_model", (0, 16, 0), "vLLM docs parallel_draft_model.md at 28a8cf3; PR #32887 in v0.16.0"),
-        "trtllm": EngineSupport("PARD", (1, 4, 0), "PARDDecodingConfig, TensorRT-LLM 1.4.0rc1 docs (PR #11438); earliest tag "
-                                "not determined", fractional_pin=False)}
+        "vllm": EngineSupport("draft_model", (0, 16, 0), "vllm/config/speculative.py parallel_drafting: in 0.16.0, not 0.15.0 "
+                              "(PR #32887)"),
+        "trtllm": EngineSupport("PARD", (1, 4, 0), _trt("PARD", "PARDDecodingConfig", "the 1.4.0rc1 API docs (PR #11438)"),
+                                fractional_pin=False)}
     unsupported: ClassVar[dict[str, str]] = {"sglang": "no PARD algorithm found"}
     published_short: ClassVar[str] = "HumanEval, vLLM PR #18541"
     no_default: ClassVar[str] = "its one published length names no draft length"
@@ -167,10 +168,10 @@ class DFlashDrafter(_OnePass, Drafter):
     fused_layers: ClassVar[int] = 5
     checkpoints: ClassVar[dict[str, str]] = {"qwen3-8b": "z-lab/Qwen3-8B-DFlash-b16", "qwen3.5-27b": "z-lab/Qwen3.5-27B-DFlash"}
     engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport("dflash", (0, 20, 0), "vLLM blog 2026-05-28-speculators-v050.md: DFlash in vllm>=0.20.0, PR #38300"),
-        "sglang": EngineSupport("DFLASH", (0, 5, 13), "PR #22077 (2026-04); a user runs it on 0.5.13 (sgl-project/sglang#29244): "
-                                "the first release with it not verified"),
-        "trtllm": EngineSupport("DFlash", (1, 3, 0), "DFlashDecodingConfig in TensorRT-LLM 1.3.0rc27 docs (PR #12794)")}
+        "vllm": EngineSupport("dflash", (0, 20, 0), "vllm/config/speculative.py SpeculativeMethod: in 0.20.0, not 0.19.1 (PR #38300)"),
+        "sglang": EngineSupport("DFLASH", (0, 5, 11), "srt/speculative/spec_info.py SpeculativeAlgorithm: in 0.5.11, not 0.5.10", pin_since=(0, 5, 17),
+                                pin_where="SGLANG_SIMULATE_ACC_LEN read in srt/speculative/dflash_worker_v2.py from 0.5.17"),
+        "trtllm": EngineSupport("DFlash", (1, 3, 0), _trt("DFlash", "DFlashDecodingConfig", "the 1.3.0rc27 API docs (PR #12794)"))}
     published_short: ClassVar[str] = "MT-Bench, DFlash paper Table 1"
     published_lengths: ClassVar[tuple] = tuple(
         PublishedLength(target, dataset, 15, length, "DFlash paper (arXiv:2602.06036) Table 1, thinking off, T = 0, H200, block 16")
@@ -248,12 +249,10 @@ class DSparkDrafter(DFlashDrafter):
     round_formula: ClassVar[str] = "t_D (one draft pass proposes gamma tokens; a prefix of them verified per request)"
     checkpoints: ClassVar[dict[str, str]] = {"qwen3-8b": "deepseek-ai/dspark_qwen3_8b_block7"}
     engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport("dspark", (0, 25, 0), "vllm-project/recipes DeepSeek-V4-Flash.yaml at 8959cf6: DSpark drafting "
-                              "landed in 0.25.0 (PR #46995)"),
-        "sglang": EngineSupport("DSPARK", (0, 5, 23), "PR #30261 (2026-07); the first release with it not verified: specsim "
-                                "checks the newest it knows, 0.5.23"),
-        "trtllm": EngineSupport("DSpark", (1, 3, 0), "DSparkDecodingConfig in TensorRT-LLM 1.3.0rc27 docs (confidence "
-                                "scheduling from 1.4.0rc4)")}
+        "vllm": EngineSupport("dspark", (0, 25, 0), "vllm/config/speculative.py SpeculativeMethod: in 0.26.0, not 0.24.0 (0.25 unread; "
+                              "recipes DeepSeek-V4-Flash.yaml at 8959cf6: 0.25.0, PR #46995)"),
+        "sglang": EngineSupport("DSPARK", (0, 5, 16), "srt/speculative/spec_info.py SpeculativeAlgorithm: in 0.5.16, not 0.5.15"),
+        "trtllm": EngineSupport("DSpark", (1, 3, 0), _trt("DSpark", "DSparkDecodingConfig", "the 1.3.0rc27 API docs"))}
     published_short: ClassVar[str] = "MT-Bench, DSpark paper Table 1"
     published_lengths: ClassVar[tuple] = tuple(
         PublishedLength(target, dataset, 7, length, "DSpark paper (arXiv:2607.05147) Table 1, block 7, T = 1, scheduler off")
@@ -282,6 +281,12 @@ class DSparkDrafter(DFlashDrafter):
 
     def draft_tokens(self, steps: np.ndarray, width: object) -> np.ndarray:
         return np.maximum(np.asarray(steps, dtype=float), 1.0)  # gamma slots, the anchor first
+
+    @classmethod
+    def sglang_flags(cls, gamma: int) -> list[str]:
+        # SGLang reads the block (gamma) from the checkpoint unless given, and refuses --speculative-num-draft-tokens
+        # other than gamma + 1 (_handle_dspark, srt/arg_groups/speculative_hook.py, 0.5.16-0.5.23): name it.
+        return ["--speculative-dspark-block-size", str(gamma)]
 
     def verified(self, dep, acceptance: object, steps: np.ndarray, batch: object, context: object) -> np.ndarray:
         from specsim.speculation.acceptance import tokens_per_round

@@ -46,8 +46,8 @@ class SuffixDrafter(Drafter):
     varies_verification: ClassVar[bool] = True
     round_formula: ClassVar[str] = "0 (no draft pass: its CPU lookup is in t_V; a depth per request up to gamma)"
     engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport("suffix", (0, 12, 0), "SpeculativeMethod in the v0.12.0 docs, not v0.11.0 (PR #25784; needs "
-                              "pip install arctic-inference)")}
+        "vllm": EngineSupport("suffix", (0, 12, 0), "vllm/config/speculative.py SpeculativeMethod: in 0.12.0, not 0.11.0 (PR #25784; "
+                              "needs pip install arctic-inference)")}
     unsupported: ClassVar[dict[str, str]] = {
         "sglang": "SUFFIX PRs #13553, #27582, #27585 closed unmerged",
         "trtllm": "TensorRT-LLM's SADecodingConfig is a suffix automaton on the GPU, not suffix trees"}
