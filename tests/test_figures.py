@@ -204,6 +204,15 @@ def test_drafter_figure_compares_the_kinds_at_their_published_acceptance(drawn):
     right = "DeepSeek-V3 (FP8) on 8 x H200, vllm@latest preset, L = 1128"
     mtp = lines[(right, "MTP (0.875, DeepSeek-V3 report)")]
     assert 1.0 < _y_at(mtp, 1) < 1.8  # one MTP token at 87.5% acceptance: at most 1.875 tokens per pass
+    # Issue 29: the drafters of 2026 on Qwen3-8B, each at the acceptance a command assumes there, named in its legend.
+    third = "Qwen3-8B on H100, vllm@latest preset, L = 1128, the drafters of 2026"
+    new = {name: line for (panel, name), line in lines.items() if panel == third}
+    assert set(new) == {"EAGLE-3 chain (α 0.634, DSpark paper)", "DFlash (α 0.768, DFlash paper)",
+                        "DSpark (α 0.762, DSpark paper)", "suffix decoding (acceptance 0.62, vLLM PR #24852)"}
+    # One block-diffusion pass drafts 15 tokens for about the cost of one EAGLE-3 step: at batch 1 it beats the chain
+    # by more than its acceptance alone would; by batch 256 verifying the block eats most of the gain.
+    dflash, chain3 = new["DFlash (α 0.768, DFlash paper)"], new["EAGLE-3 chain (α 0.634, DSpark paper)"]
+    assert _y_at(dflash, 1) > 1.4 * _y_at(chain3, 1) and _y_at(dflash, 256) < 1.1 * _y_at(chain3, 256)
 
 
 def test_serve_sweep_figure_shows_speculation_helping_until_the_engine_saturates(drawn):
@@ -223,7 +232,7 @@ def test_every_speedup_panel_marks_break_even_and_batch_axes_read_as_plain_numbe
     # Issue 20: one style across the figures: the labelled S = 1 line wherever a speedup is plotted, and batch or
     # rate axes ticked 1, 2, 4 ... (not 2^k).
     speedup_panels = {"speedup-vs-gamma": [0], "speedup-vs-batch": [0], "speedup-vs-batch-devices": [0, 1, 2],
-                      "verification-cost": [1], "moe-speculation": [1], "drafters": [0, 1]}
+                      "verification-cost": [1], "moe-speculation": [1], "drafters": [0, 1, 2]}
     for spec in FIGURES:
         fig, _ = render(spec)
         axes = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]

@@ -248,7 +248,24 @@ def _fig_drafters(fig: Any) -> dict[str, Any]:
         dep = Deployment.build("h200", "deepseek-v3", draft, target_options={"tp": 8})
         best = optimal_gamma(dep, published[kind][0], batch, DEFAULT_CONTEXT_TOKENS)
         rows += [{"panel": right, "drafter": label, "batch": b, "speedup": v} for b, v in zip(batch, best.speedup)]
-    return plot_drafters(pd.DataFrame(rows), axes=fig.subplots(1, 2))
+    return plot_drafters(pd.DataFrame(rows + _drafters_2026(batch)), axes=fig.subplots(1, 3))
+
+
+def _drafters_2026(batch: np.ndarray) -> list[dict[str, Any]]:
+    """The third panel: the drafters of 2026 against an EAGLE-3 chain on Qwen3-8B, each at the acceptance a command
+    assumes for it there (its published row for the target's family on chat, named in the legend)."""
+    panel = f"Qwen3-8B on H100, {ENGINES[DEFAULT_ENGINE].key} preset, L = 1128, the drafters of 2026"
+    rows = []
+    for draft, name in (("eagle3", "EAGLE-3 chain"), ("dflash", "DFlash"), ("dspark", "DSpark"), ("suffix", "suffix decoding")):
+        dep = Deployment.build(DEFAULT_HARDWARE, "qwen3-8b", draft)
+        acceptance, label = dep.drafter.default_acceptance(dep.target)
+        best = optimal_gamma(dep, acceptance, batch, DEFAULT_CONTEXT_TOKENS)
+        # The label's first words give the rate ("alpha 0.768" or "acceptance 0.62"), its source the paper or pull request.
+        rate = label.split(" (")[0].replace("alpha", "α")
+        source = label.split(": ", 1)[1].split(" (")[0].split(",")[0] if ": " in label else ""
+        rows += [{"panel": panel, "drafter": f"{name} ({rate}, {source})", "batch": b, "speedup": v}
+                 for b, v in zip(batch, best.speedup)]
+    return rows
 
 
 def _fig_serve_sweep(fig: Any) -> dict[str, Any]:
@@ -296,7 +313,7 @@ FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("throughput-vs-latency", (14, 6.2), _fig_throughput, 2),
     FigureSpec("verification-cost", (14, 5.2), _fig_verify_cost, 2),
     FigureSpec("moe-speculation", (14, 5.2), _fig_moe, 2),
-    FigureSpec("drafters", (14, 5.2), _fig_drafters, 2),
+    FigureSpec("drafters", (21, 5.4), _fig_drafters, 3),
     FigureSpec("serve-sweep", (14, 5.2), _fig_serve_sweep, 2),
     FigureSpec("round-anatomy", (15, 5.6), _fig_round_anatomy, 2),
 )

@@ -553,7 +553,7 @@ def plot_drafters(speedups: pd.DataFrame, *, axes: Any = None) -> dict[str, Any]
         _, axes = plt.subplots(1, len(panels), figsize=(14, 5.2))
     lines: dict[str, Any] = {}
     styles = {"draft model": ("C0", "-"), "EAGLE-3 chain": ("C1", "-"), "EAGLE-3 tree": ("C1", "--"), "n-gram": ("C2", "-"),
-              "MTP": ("C3", "-")}
+              "MTP": ("C3", "-"), "DFlash": ("C5", "-"), "DSpark": ("C6", "-"), "suffix": ("C7", "-")}
     for ax, panel in zip(np.atleast_1d(axes), panels):
         rows = speedups[speedups.panel == panel]
         for drafter, group in rows.groupby("drafter", sort=False):
