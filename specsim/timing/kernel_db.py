@@ -62,8 +62,8 @@ def database_version() -> str:
     prefix = AIC_DISTRIBUTION.replace("-", "_") + "-"
     for entry in sys.path:
         folder = Path(entry or ".")
-        try:
-            infos = [d for d in folder.iterdir() if d.name.startswith(prefix) and d.name.endswith(".dist-info")]
+        try:  # names, not Path objects: site-packages holds hundreds of entries
+            infos = [folder / n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(".dist-info")]
         except OSError:
             continue
         for info in infos:
