@@ -78,6 +78,9 @@ def _usage(prog: str, parser: argparse.ArgumentParser) -> str:
 
 
 def _actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    from specsim.cli.main import resolve_help
+
+    resolve_help(parser)  # help texts built only when printed
     return [a for a in parser._actions if a.help is not argparse.SUPPRESS and not isinstance(a, argparse._HelpAction)]
 
 

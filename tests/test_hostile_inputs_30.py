@@ -198,13 +198,12 @@ def _looped_files(tmp_path):
     folder = tmp_path / "cache"
     folder.mkdir()
     from specsim.describe.models import get_model
-    from specsim.timing.kernels import KernelSource, _meta
+    from specsim.timing.kernels import KernelSource, _meta, cache_file
     from specsim.describe.hardware import load_hardware
-    import hashlib
 
     src = KernelSource(load_hardware("h100-sxm"))
     key = json.dumps(_meta(get_model("llama-3.2-1b"), src.device, src.engine, src.version), sort_keys=True)
-    name = f"kernels-{hashlib.sha256(key.encode()).hexdigest()[:20]}.npz"
+    name = cache_file(key).name
     (folder / name).symlink_to(folder / name)  # the cache file itself leads back to itself
     return folder
 
@@ -233,7 +232,7 @@ def test_stale_staging_files_are_removed_and_live_ones_kept(tmp_path, monkeypatc
 
     monkeypatch.setattr(kernels, "_SWEPT", set())  # a new process: the folder is swept on first use
     monkeypatch.setenv("SPECSIM_CACHE_DIR", str(tmp_path))
-    stale, live = tmp_path / ".kernels-0123.npz.abc123.tmp", tmp_path / ".kernels-4567.npz.def456.tmp"
+    stale, live = tmp_path / ".kernels-0123abcd.json.abc123.tmp", tmp_path / ".kernels-4567abcd.json.def456.tmp"
     other = tmp_path / ".notes.txt.ghi789.tmp"  # not a kernel-cache staging name: never touched
     for path in (stale, live, other):
         path.write_bytes(b"partial")
@@ -242,7 +241,7 @@ def test_stale_staging_files_are_removed_and_live_ones_kept(tmp_path, monkeypatc
     os.utime(other, (old, old))
     code, _, _ = _kernel_answer(capsys)
     assert code == 0 and not stale.exists() and live.exists() and other.exists()
-    assert len(list(tmp_path.glob("kernels-*.npz"))) == 1
+    assert len(list(tmp_path.glob("kernels-*.json"))) == 1
 
 
 def test_measured_percentiles_must_bracket_their_median(tmp_path):

@@ -88,9 +88,9 @@ def test_an_uncovered_head_shape_falls_back_for_that_model_only():
 def test_cache_is_written_and_a_corrupt_file_is_rebuilt_not_trusted():
     model = get_model("llama-3.2-1b")
     first = KernelSource(H100).step_time(model, B, 3, 1000).total_s
-    files = list(cache_dir().glob("kernels-*.npz"))
+    files = list(cache_dir().glob("kernels-*.json"))
     assert len(files) == 1
-    files[0].write_bytes(b"not an npz file")
+    files[0].write_bytes(b"not a kernel table")
     src = KernelSource(H100)
     np.testing.assert_array_equal(src.step_time(model, B, 3, 1000).total_s, first)
     assert any("unreadable and is rebuilt" in n for n in src.notes)
@@ -387,14 +387,14 @@ def test_a_malformed_table_is_refused_with_what_is_wrong(changes, message):
 def test_a_table_survives_its_cache_file_and_is_refused_for_another_model(tmp_path):
     t = _table(attn_scaled=np.array([[0.0, 1.0], [0.0, 0.0]]), comm_elems=np.array([1.0, 2.0]), comm_s=np.array([1e-5, 2e-5]),
                meta={"shape": {"n_layers": 4}, "model": "a"})
-    t.save(tmp_path / "t.npz")
-    back = KernelTable.load(tmp_path / "t.npz", {"model": "a"})
+    t.save(tmp_path / "t.json")
+    back = KernelTable.load(tmp_path / "t.json", {"model": "a"})
     for name in ("gemm_m", "gemm_s", "attn_b", "attn_L", "attn_s", "prefill_isl", "prefill_attn_s", "attn_scaled",
                  "comm_elems", "comm_s"):
         np.testing.assert_array_equal(getattr(back, name), getattr(t, name))
     assert back.ctx_flop_per_s == t.ctx_flop_per_s and back.meta == t.meta
     with pytest.raises(ValueError, match="built for another model, device or database"):
-        KernelTable.load(tmp_path / "t.npz", {"model": "b"})
+        KernelTable.load(tmp_path / "t.json", {"model": "b"})
     assert _table().uses_scaled_attention(np.array([4.0]), np.array([100.0])).tolist() == [False]
     assert back.uses_scaled_attention(np.array([1.0, 8.0]), np.array([1024.0, 16.0])).tolist() == [True, False]
 
@@ -909,7 +909,7 @@ def test_roofline_description_prints_the_profiles_efficiencies_and_overhead_in_m
 def test_a_table_without_scaled_cells_round_trips_through_the_cache_with_a_zero_mask(tmp_path):
     table = _table()
     assert table.attn_scaled is None
-    path = tmp_path / "t.npz"
+    path = tmp_path / "t.json"
     table.save(path)
     back = KernelTable.load(path, {})
     np.testing.assert_array_equal(back.attn_scaled, np.zeros(table.attn_s.shape))
@@ -1001,7 +1001,7 @@ def test_kernel_tables_carry_their_schema_and_database_and_cache_into_a_folder_t
     src = KernelSource(H100)
     table = src.table(get_model("llama-3.2-1b"))
     assert table.meta["schema"] == _SCHEMA and table.meta["database"] == f"aiconfigurator-core {database_version()}"
-    assert len(list((tmp_path / "a" / "b").glob("kernels-*.npz"))) == 1 and src.notes == []
+    assert len(list((tmp_path / "a" / "b").glob("kernels-*.json"))) == 1 and src.notes == []
     again = KernelSource(H100)  # a new process reads the cached table back: it matches, nothing is rebuilt
     np.testing.assert_array_equal(again.table(get_model("llama-3.2-1b")).gemm_s, table.gemm_s)
     assert again.notes == []
@@ -1171,20 +1171,24 @@ def test_suffix_min_runs_along_the_axis_asked_for():
     np.testing.assert_array_equal(_suffix_min(grid, axis=1), [[1.0, 1.0, 2.0], [2.0, 4.0, 4.0]])
 
 
-def test_a_cached_table_is_never_unpickled_and_a_foreign_one_is_named(tmp_path):
+def test_a_cached_table_is_plain_json_and_a_foreign_file_is_refused(tmp_path):
     import io
 
     table = _table()
-    path = tmp_path / "t.npz"
+    path = tmp_path / "t.json"
     table.save(path)
+    assert json.loads(path.read_text())["meta"] == table.meta  # data only: nothing in it is code or a pickle
     with pytest.raises(ValueError) as err:
         KernelTable.load(path, {"device": "another"})
     assert str(err.value) == "cached kernel table was built for another model, device or database"
-    evil = tmp_path / "evil.npz"
+    evil = tmp_path / "evil.json"
     buffer = io.BytesIO()
-    np.savez(buffer, meta=np.array([{"not": "data"}], dtype=object))
+    np.savez(buffer, meta=np.array([{"not": "data"}], dtype=object))  # an archive with a pickled object is not JSON
     evil.write_bytes(buffer.getvalue())
-    with pytest.raises(ValueError, match="allow_pickle"):
+    with pytest.raises(ValueError):
+        KernelTable.load(evil, {})
+    evil.write_text('[{"meta": {}}]')  # JSON, but not a table
+    with pytest.raises(ValueError, match="^not a kernel table$"):
         KernelTable.load(evil, {})
 
 

@@ -3,6 +3,10 @@
 The command line (:mod:`specsim.cli.commands`) turns these into tables or JSON and adds nothing: every number,
 every recommendation and every finding it prints is computed here from the deployment, the speedup search,
 the capacity model and the schedule, so that a notebook gets the same answer from the same call.
+
+optimal-gamma's chain search, speedup, steptime and measure-loop live here; the answers of ``optimal-gamma --tree``
+(:mod:`.tree`), ``compare`` (:mod:`.compare`) and ``explain`` (:mod:`.anatomy`) in their own modules, so that a command
+builds only its own answer's class (issue 28: every frozen dataclass costs about a millisecond to create).
 """
 
 from __future__ import annotations
@@ -12,16 +16,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR, TreeSpec, tokens_per_round
-from specsim.serving.capacity import Capacity, capacity, require_target_fits, reserved_context, throughput_table
-from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
+from specsim.speculation.acceptance import tokens_per_round
+from specsim.serving.capacity import Capacity, capacity, require_target_fits, reserved_context
+from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS
 from specsim.speculation.deployment import Deployment, model_assumptions
 from specsim.engines import ENGINES
 from specsim.timing.roofline import RooflineSource
-from specsim.speculation.search import OptimalGamma, optimal_gamma, optimal_tree, speedup_from_cost_ratio
+from specsim.speculation.search import OptimalGamma, optimal_gamma, speedup_from_cost_ratio
 
-__all__ = ["CompareAnswer", "GammaAnswer", "RoundAnatomy", "TreeAnswer", "compare_answer", "gamma_answer", "round_anatomy",
-           "row_source", "speedup_rows", "steptime_rows", "tree_answer", "why_off"]
+__all__ = ["GammaAnswer", "closed_form_answer", "deployment_capacity", "gamma_answer", "loop_rows", "row_source", "speedup_rows",
+           "steptime_rows", "why_off"]
 
 
 def row_source(dep: Deployment, times, i: int) -> str:
@@ -142,38 +146,6 @@ def gamma_answer(dep: Deployment, acceptance: object, label: str, batches: list,
     return GammaAnswer(dep, label, cap, best, rows, list(batches), other)
 
 
-@dataclass(frozen=True)
-class TreeAnswer:
-    """optimal-gamma --tree: the best tree within the bounds per batch size, next to the best chain."""
-
-    deployment: Deployment
-    acceptance: str
-    capacity: Capacity
-    bounds: TreeSpec
-    sibling: float
-    sibling_assumed: bool
-    rows: list
-
-
-def tree_answer(dep: Deployment, acceptance: object, label: str, bounds: TreeSpec, batches: list, context: int, gamma_max: int,
-                rtol: float, sibling: float | None, cap: Capacity) -> TreeAnswer:
-    b = np.array(batches, dtype=float)
-    trees, speedups, tokens = optimal_tree(dep, acceptance, bounds, b, context, sibling, rtol)
-    chain = optimal_gamma(dep, acceptance, b, context, gamma_max, rtol)
-    rows = []
-    for i, batch in enumerate(batches):
-        t = trees[i]
-        rows.append({
-            "batch": batch, "tree": None if t is None else {"topk": t.topk, "depth": t.depth, "tokens": t.tokens},
-            "speedup": float(speedups[i]), "tokens_per_step": float(tokens[i]), "chain_gamma": int(chain.gamma[i]),
-            "chain_speedup": float(chain.speedup[i]), "fits_with_draft": batch <= cap.max_batch_with_draft,
-            "recommendation": "turn speculation off" if t is None else (
-                f"chain, gamma={t.depth}" if t.is_chain else f"tree topk={t.topk} depth={t.depth} tokens={t.tokens}"),
-            "acceptance": label, "drafter": dep.drafter.kind, "provenance": dep.provenance(),
-        })
-    return TreeAnswer(dep, label, cap, bounds, DEFAULT_SIBLING_FACTOR if sibling is None else sibling, sibling is None, rows)
-
-
 def deployment_capacity(dep: Deployment, context: int, max_context: int | None, memory_utilization: float) -> Capacity:
     """The memory budget at the tokens each sequence reserves; refuses a target whose weights do not fit, and a
     context past what the target or the draft was built for (``max_position_embeddings``)."""
@@ -236,36 +208,6 @@ def steptime_rows(dep: Deployment, batches: list, tokens_per_seq: object, contex
     return rows, provenance
 
 
-# -- compare ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class CompareAnswer:
-    """compare: latency and throughput per batch size (:attr:`frame`), and at the largest batch that fits."""
-
-    frame: object  # pandas DataFrame, one row per batch (see capacity.throughput_table)
-    capacity: Capacity
-    deployment: Deployment
-    acceptance: object
-    options: tuple  # (context, gamma, gamma_max, max_context, memory_utilization)
-
-    def at_largest(self) -> tuple | None:
-        """(tokens/s with speculation at its largest batch, tokens/s without the draft at its largest batch), or None
-        where the draft does not fit beside the target."""
-        cap = self.capacity
-        if not (cap.target_fits and cap.both_fit and cap.max_batch_with_draft > 0):
-            return None
-        context, gamma, gamma_max, max_context, util = self.options
-        best = throughput_table(self.deployment, self.acceptance, [cap.max_batch_with_draft, max(cap.max_batch_without_draft, 1)],
-                                context, gamma, gamma_max, max_context, util)
-        return float(best.tokens_per_s_spec.iloc[0]), float(best.tokens_per_s_plain.iloc[1])
-
-
-def compare_answer(dep: Deployment, acceptance: object, batches: list, context: int, gamma: int | None, gamma_max: int,
-                   max_context: int | None, memory_utilization: float) -> CompareAnswer:
-    cap = deployment_capacity(dep, context, max_context, memory_utilization)
-    frame = throughput_table(dep, acceptance, batches, context, gamma, gamma_max, max_context, memory_utilization)
-    return CompareAnswer(frame, cap, dep, acceptance, (context, gamma, gamma_max, max_context, memory_utilization))
-
-
 # -- measure-loop --------------------------------------------------------------------------------
 def loop_rows(results: list[dict], target, draft, alpha: float, gamma: int, context: int, tokens: int, profile=None) -> list[dict]:
     """measure-loop: each measured loop with the formula's speedup from its own pass times and, given a profile,
@@ -286,70 +228,3 @@ def loop_rows(results: list[dict], target, draft, alpha: float, gamma: int, cont
             r["prediction_source"] = f"roofline: profile {profile.name}, no engine time (the harness times bare passes)"
         out.append(r)
     return out
-
-
-# -- explain: where a round's time goes --------------------------------------------------------
-@dataclass(frozen=True)
-class RoundAnatomy:
-    """specsim explain: per batch size, a round's parts next to a plain decode step, and what they imply."""
-
-    deployment: Deployment
-    acceptance: str
-    context: int
-    rows: list
-    #: Part names in the order a round adds them (:meth:`specsim.speculation.deployment.RoundTime.parts`).
-    parts: list
-
-    @property
-    def stops_paying(self) -> int | None:
-        """The first batch size where the round costs more than plain decoding of the tokens it yields."""
-        return next((r["batch"] for r in self.rows if r["speedup"] <= 1.0), None)
-
-    def findings(self) -> list[str]:
-        """What the breakdown says, in sentences computed from it."""
-        first, last = self.rows[0], self.rows[-1]
-        out = []
-        for r in (first, last):
-            host = r["parts_s"]["engine host time"] + r["hidden_host_s"]
-            share = r["parts_s"]["engine host time"] / r["t_round_s"]
-            hidden = (f", {r['hidden_host_s'] * 1e3:.2f} ms of it hidden behind the passes"
-                      if r["hidden_host_s"] > 1e-9 * r["t_round_s"] else "")
-            out.append(f"batch {r['batch']}: the round costs {r['round_over_decode']:.2f} decode steps and yields "
-                       f"{r['tokens_per_round']:.2f} tokens; engine host work {host * 1e3:.2f} ms per round{hidden}; "
-                       f"the round waits {share:.0%} of its time on it")
-        stop = self.stops_paying
-        out.append(f"speculation stops paying at batch {stop}: from there a round costs more decode steps than it yields tokens"
-                   if stop is not None else f"speculation pays at every batch shown (up to {last['batch']})")
-        grow = {p: last["parts_s"][p] / last["t_decode_s"] - first["parts_s"][p] / first["t_decode_s"] for p in self.parts}
-        part = max(grow, key=grow.get)
-        if grow[part] > 0:
-            out.append(f"from batch {first['batch']} to {last['batch']} the {part} grows most: +{grow[part]:.2f} decode steps per round")
-        return out
-
-
-def round_anatomy(dep: Deployment, acceptance: object, label: str, batches: list, context: int, gamma: int | None = None,
-                  gamma_max: int = DEFAULT_GAMMA_MAX) -> RoundAnatomy:
-    """A round's parts per batch size at ``gamma`` (default: the best gamma per batch, at least 1, so that a batch where
-    speculation does not pay still shows the round it would run), with the plain decode step it replaces."""
-    b = np.array(batches, dtype=float)
-    if gamma is None:
-        gammas = np.maximum(optimal_gamma(dep, acceptance, b, context, gamma_max).gamma, 1)
-    else:
-        gammas = np.full(b.shape, int(gamma))
-    rows, names = [], []
-    for batch, g in zip(batches, gammas):
-        out = dep.outcome(acceptance, int(g), batch, context)
-        r = out.round
-        parts = {name: float(v) for name, v in out.parts().items()}
-        names += [n for n in parts if n not in names]
-        decode = float(out.decode.total_s)
-        tokens = float(out.tokens)
-        total = float(r.total_s)
-        rows.append({"batch": batch, "gamma": int(g), "tokens_per_round": tokens, "t_decode_s": decode, "t_round_s": total,
-                     "parts_s": parts, "hidden_host_s": float(r.hidden_host_s), "overlapped": bool(r.overlapped),
-                     "hidden_share": float(r.overlapped),
-                     "round_over_decode": total / decode, "speedup": float(out.speedup), "acceptance": label,
-                     "provenance": dep.provenance()})
-    for row in rows:  # every row names every part (0 where a batch's round has none of it)
-        row["parts_s"] = {n: row["parts_s"].get(n, 0.0) for n in names}
-    return RoundAnatomy(dep, label, context, rows, names)

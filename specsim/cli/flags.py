@@ -189,6 +189,12 @@ def workload_type(text: str) -> str:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def _alpha_help() -> str:
+    """--alpha's help: every drafter kind's published default, which needs every kind's class (so it is built only when
+    help is printed; :meth:`specsim.cli.main._Parser.format_help`)."""
+    return f"per-token acceptance rate in [0, 1] (default: {default_acceptance_help()})"
+
+
 def add_acceptance_args(p: argparse.ArgumentParser, *, workload: bool = True) -> None:
     """One alpha, per-position rates, or a saved /metrics page (one of them; alpha defaults to the library's), and
     with ``workload`` the --workload whose published acceptance applies when none of them is given."""
@@ -199,7 +205,7 @@ def add_acceptance_args(p: argparse.ArgumentParser, *, workload: bool = True) ->
                        help=f"what is asked, for the drafter's published acceptance: {', '.join(ACCEPTANCE_WORKLOADS)} "
                        f"(default {DEFAULT_ACCEPTANCE_WORKLOAD}, MT-bench; see docs/deployments/acceptance.md)")
     group = p.add_mutually_exclusive_group()
-    group.add_argument("--alpha", type=alpha_type, help=f"per-token acceptance rate in [0, 1] (default: {default_acceptance_help()})")
+    group.add_argument("--alpha", type=alpha_type, help=_alpha_help)  # a callable: resolved when help is printed
     group.add_argument("--acceptance", metavar="RATES",
                        help="per-position acceptance, P(drafted token k accepted) for k = 1, 2, ... as vLLM's per-position "
                        "counters give it (e.g. 0.92,0.81,0.70); gamma stops at the last position given")

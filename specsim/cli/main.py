@@ -35,6 +35,19 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
+    def format_help(self) -> str:
+        resolve_help(self)
+        return super().format_help()
+
+
+def resolve_help(parser: argparse.ArgumentParser) -> None:
+    """Replace each callable help of ``parser``'s flags by the text it returns.  A help text that costs work to build
+    (--alpha's lists every drafter kind's published default, which imports every kind) is given as a callable, so that a
+    run builds it only when help is printed."""
+    for action in parser._actions:
+        if callable(action.help):
+            action.help = action.help()
+
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole parser, or with ``only`` the parser of that one command (what a run needs: the other commands'

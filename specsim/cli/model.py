@@ -17,7 +17,7 @@ __all__ = ["run_alpha", "run_capacity", "run_compare", "run_explain", "run_optim
 
 def run_optimal_gamma(args: argparse.Namespace) -> int:
     from specsim.speculation.acceptance import parse_tree
-    from specsim.answers import deployment_capacity, gamma_answer, tree_answer
+    from specsim.answers import deployment_capacity, gamma_answer
     from specsim.speculation.search import require_network
 
     tree = parse_tree(args.tree)
@@ -27,6 +27,8 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
     acc, acc_label = model_acceptance(args, dep, args.context)  # after the deployment: its errors come first, then the drafter's default
     cap = deployment_capacity(dep, args.context, args.max_context, args.memory_util)
     if tree is not None:
+        from specsim.answers.tree import tree_answer
+
         answer = tree_answer(dep, acc, acc_label, tree, args.batch, args.context, args.gamma_max, args.rtol, args.sibling_factor, cap)
         return _print_tree(args, answer)
     if args.sibling_factor is not None:
@@ -256,7 +258,7 @@ def run_capacity(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from specsim.answers import compare_answer
+    from specsim.answers.compare import compare_answer
 
     dep = deployment(args)
     acc, acc_label = model_acceptance(args, dep, args.context)
@@ -294,7 +296,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
 def run_explain(args: argparse.Namespace) -> int:
     """Where a round's time goes against batch, next to a plain decode step (text, JSON or a PNG)."""
-    from specsim.answers import round_anatomy
+    from specsim.answers.anatomy import round_anatomy
 
     dep = deployment(args)
     _require_fits(dep, args.context)

@@ -9,7 +9,6 @@ Built-in hardware profiles are refused as destinations.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 __all__ = ["atomic_write_bytes", "atomic_write_many", "atomic_write_text", "builtin_dir", "check_output", "existing_file", "read_text",
@@ -123,6 +122,8 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
 
 def _stage(path: Path, data: bytes) -> str:
     """Write ``data`` in full to a temporary file beside ``path`` (synced to disk) and return its name."""
+    import tempfile  # here, not at import: it brings random and shutil, which a command that writes nothing never needs
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
     # mkstemp creates the file private (0600); give the result the permissions a plain open() would.
     umask = os.umask(0)

@@ -23,7 +23,6 @@ File readers
 from __future__ import annotations
 
 import json
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -307,6 +306,8 @@ def load_array(path: str | Path, what: str = "array file") -> np.ndarray:
     where = f"{what} {str(path)!r}"
     if not path.is_file():
         raise ValueError(f"{where} does not exist")
+    import zipfile  # here, not at import: with shutil and threading it costs every command about 3 ms
+
     if zipfile.is_zipfile(path):
         with zipfile.ZipFile(path) as archive:
             names = [n for n in archive.namelist() if n.endswith(".npy")]

@@ -282,7 +282,7 @@ def _fig_serve_sweep(fig: Any) -> dict[str, Any]:
 
 def _fig_round_anatomy(fig: Any) -> dict[str, Any]:
     from specsim.speculation.acceptance import alpha_from_acceptance_length
-    from specsim.answers import round_anatomy
+    from specsim.answers.anatomy import round_anatomy
 
     # The published EAGLE-3 head for Llama-3.1-8B: acceptance length 2.79 at 3 steps (vllm-project/vllm#20780); SGLang's
     # default chain of 3 steps (top-k 1, 4 draft tokens).

@@ -573,7 +573,7 @@ _PART_COLORS = {"draft steps": "#1b6ca8", "draft-step collectives": "#7fb3d5", "
 def plot_round_anatomy(rows: list[dict], *, ax: Any = None, title: str | None = None) -> dict[str, Any]:
     """One stacked bar per batch size: a round's parts in units of that batch's plain decode step, against the
     tokens the round yields (plain decoding needs one step per token: speculation pays while the bar is below the
-    line).  ``rows``: :func:`specsim.answers.round_anatomy` rows.  Host work hidden behind the passes is hatched
+    line).  ``rows``: :func:`specsim.answers.anatomy.round_anatomy` rows.  Host work hidden behind the passes is hatched
     above the bar."""
     ax = _axes(ax)
     x = np.arange(len(rows))

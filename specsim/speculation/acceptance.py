@@ -43,7 +43,6 @@ Trees
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -392,6 +391,8 @@ def build_tree(spec: TreeSpec, acceptance: Acceptance, sibling: float = DEFAULT_
     >>> round(build_tree(TreeSpec(2, 4, 9), Acceptance(alpha=0.8)).expected_tokens, 4) > 3.3616
     True
     """
+    import heapq  # here, not at import: only a tree search needs it
+
     if not 0.0 <= sibling <= 1.0:
         raise ValueError(f"sibling factor must be in [0, 1], got {sibling!r}")
     a = acceptance.conditional(spec.depth)

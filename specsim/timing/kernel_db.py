@@ -18,7 +18,7 @@ from pathlib import Path
 from specsim.describe.hardware import HardwareProfile
 
 __all__ = ["AIC_DISTRIBUTION", "AIC_VERSION", "DEVICE_FOLDERS", "STALE_STAGING_S", "KernelDataError", "cache_dir",
-           "clear_stale_staging", "database_root", "database_version", "device_folder"]
+           "cache_file", "clear_stale_staging", "database_root", "database_version", "device_folder"]
 
 AIC_DISTRIBUTION = "aiconfigurator-core"
 #: The database version specsim is validated against (pyproject pins it).
@@ -62,8 +62,8 @@ def database_version() -> str:
     prefix = AIC_DISTRIBUTION.replace("-", "_") + "-"
     for entry in sys.path:
         folder = Path(entry or ".")
-        try:
-            infos = [d for d in folder.iterdir() if d.name.startswith(prefix) and d.name.endswith(".dist-info")]
+        try:  # names, not Path objects: site-packages holds hundreds of entries
+            infos = [folder / n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(".dist-info")]
         except OSError:
             continue
         for info in infos:
@@ -104,6 +104,22 @@ def cache_dir() -> Path:
         raise OSError(f"no kernel cache folder ({err})") from None
 
 
+def cache_file(key: str) -> Path:
+    """The cache file of the table whose metadata serialises to ``key`` (sorted-key JSON): ``kernels-<crc>.json``.
+
+    The name is the key's CRC-32 (zlib, imported with numpy already; a cryptographic hash would load OpenSSL on every
+    cold command).  It only spreads tables over files: a file is trusted only when the metadata stored inside it equals
+    the key's (:meth:`specsim.timing.kernels.KernelTable.load`), so a stale table or two keys sharing a name (odds about
+    n^2 / 2^33 for n tables) is rebuilt, never read.
+
+    >>> cache_file('{"device": "h100_sxm"}').name
+    'kernels-15b1d7b5.json'
+    """
+    import zlib
+
+    return cache_dir() / f"kernels-{zlib.crc32(key.encode()):08x}.json"
+
+
 #: Age past which a kernel-cache staging file belongs to no live writer: a table is written in well under a second,
 #: so an hour-old staging file was left by a writer that was killed.
 STALE_STAGING_S = 3600.0
@@ -112,7 +128,7 @@ STALE_STAGING_S = 3600.0
 def clear_stale_staging(folder: Path, now: float | None = None) -> int:
     """Remove the kernel-cache staging files in ``folder`` older than :data:`STALE_STAGING_S`; how many went.
 
-    Only names a cache write stages (``.kernels-*.npz.*.tmp``, :func:`specsim.core.files.atomic_write_bytes`) are
+    Only names a cache write stages (``.kernels-*.json.*.tmp``, :func:`specsim.core.files.atomic_write_bytes`) are
     touched; anything that cannot be listed or removed is left alone.
     """
     import time
@@ -120,7 +136,7 @@ def clear_stale_staging(folder: Path, now: float | None = None) -> int:
     now = time.time() if now is None else now
     removed = 0
     try:
-        staged = list(folder.glob(".kernels-*.npz.*.tmp"))
+        staged = list(folder.glob(".kernels-*.json.*.tmp"))
     except OSError:
         return 0
     for tmp in staged:

@@ -59,11 +59,11 @@ Points outside the measured data (a batch or context beyond the grid, a head
 shape or dtype the database lacks) are never extrapolated: they get the
 roofline's answer and are flagged in ``StepTime.fallback``; the source's
 ``notes`` say which.  Each (device, engine, model shape, database version)
-table is built once, cached on disk as ``.npz`` (written atomically; a file
+table is built once, cached on disk as JSON (written atomically; a file
 that fails to load or validate is rebuilt) and evaluated in numpy.  A cache
 folder that cannot be read or written (read-only, full, a symlink loop) never
 fails the answer: the table is built in memory and a note says so once.  A
-writer killed mid-write leaves its staging file (``.kernels-<hash>.npz.<random>.tmp``);
+writer killed mid-write leaves its staging file (``.kernels-<crc>.json.<random>.tmp``);
 staging files older than :data:`STALE_STAGING_S`, far longer than any write
 takes, are removed the next time the folder is used.
 """
@@ -71,7 +71,6 @@ takes, are removed the next time the folder is used.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import sys  # noqa: F401 (tests empty kernels.sys.path to hide the database's dist-info)
 import json
 from dataclasses import dataclass
@@ -103,7 +102,7 @@ __all__ = [
 ]
 
 from specsim.timing.kernel_db import (AIC_DISTRIBUTION, AIC_VERSION, DEVICE_FOLDERS, STALE_STAGING_S, KernelDataError,  # noqa: F401 (re-exported)
-                                      _newest, _version_key, cache_dir, clear_stale_staging, database_root, database_version, device_folder)
+                                      _newest, _version_key, cache_dir, cache_file, clear_stale_staging, database_root, database_version, device_folder)
 
 _SWEPT: set = set()  # cache folders already cleared of stale staging files in this process
 
@@ -122,6 +121,11 @@ _LAYOUT_FIELDS = ("n_chunked_layers", "attention_chunk_size", "n_recurrent_layer
                   "rec_state_dim", "rec_groups", "rec_conv_kernel", "recurrent_verify", "n_mixer_free_layers", "n_ffn_free_layers",
                   "moe_latent_size", "routing_correlation", "shared_expert_size", "gated_mlp", "attn_output_gate",
                   "qk_norm_all_heads", "shared_expert_gate")
+
+
+#: The array fields of a :class:`KernelTable` its cache file holds (with ``ctx_flop_per_s`` and ``meta``).
+_CACHED_ARRAYS = ("gemm_m", "gemm_s", "attn_b", "attn_L", "attn_s", "prefill_isl", "prefill_attn_s", "attn_scaled", "comm_elems",
+                  "comm_s", "rec_b", "rec_s", "moe_m", "moe_s")
 
 
 @dataclass(frozen=True)
@@ -186,32 +190,28 @@ class KernelTable:
             raise ValueError("kernel table: all-reduce grid must be increasing with positive times")
 
     def save(self, path: Path) -> None:
+        """Write the table as JSON: floats print their shortest exact form, so every value reads back bit for bit (NaN
+        included); JSON holds no code, and reading it needs neither zipfile nor a pickle."""
         from specsim.core.files import atomic_write_bytes
-        import io
 
-        buffer = io.BytesIO()
-        np.savez(buffer, gemm_m=self.gemm_m, gemm_s=self.gemm_s, attn_b=self.attn_b, attn_L=self.attn_L,
-                 attn_s=self.attn_s, ctx_flop_per_s=np.array(self.ctx_flop_per_s), prefill_isl=self.prefill_isl,
-                 prefill_attn_s=self.prefill_attn_s, meta=np.array(json.dumps(self.meta, sort_keys=True)),
-                 attn_scaled=self.attn_scaled if self.attn_scaled is not None else np.zeros(self.attn_s.shape),
-                 comm_elems=self.comm_elems, comm_s=self.comm_s, rec_b=self.rec_b, rec_s=self.rec_s, moe_m=self.moe_m,
-                 moe_s=self.moe_s)
-        atomic_write_bytes(path, buffer.getvalue())
+        arrays = {name: getattr(self, name) for name in _CACHED_ARRAYS}
+        if self.attn_scaled is None:
+            arrays["attn_scaled"] = np.zeros(self.attn_s.shape)
+        doc = {"meta": self.meta, "ctx_flop_per_s": float(self.ctx_flop_per_s),
+               **{name: np.asarray(value, float).tolist() for name, value in arrays.items()}}
+        atomic_write_bytes(path, json.dumps(doc, sort_keys=True).encode())
 
     @classmethod
     def load(cls, path: Path, expected_meta: dict) -> "KernelTable":
         """Read a cached table; raises ValueError if it is damaged or was built for something else."""
-        with np.load(path, allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"]))
-            if {k: meta.get(k) for k in expected_meta} != expected_meta:
-                raise ValueError("cached kernel table was built for another model, device or database")
-            return cls(gemm_m=z["gemm_m"].astype(float), gemm_s=z["gemm_s"].astype(float), attn_b=z["attn_b"].astype(float),
-                       attn_L=z["attn_L"].astype(float), attn_s=z["attn_s"].astype(float),
-                       ctx_flop_per_s=float(z["ctx_flop_per_s"]), prefill_isl=z["prefill_isl"].astype(float),
-                       prefill_attn_s=z["prefill_attn_s"].astype(float), meta=meta,
-                       attn_scaled=z["attn_scaled"].astype(float), comm_elems=z["comm_elems"].astype(float),
-                       comm_s=z["comm_s"].astype(float),
-                       **{k: z[k].astype(float) for k in ("rec_b", "rec_s", "moe_m", "moe_s") if k in z.files})
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        meta = doc.get("meta") if isinstance(doc, dict) else None
+        if not isinstance(meta, dict):
+            raise ValueError("not a kernel table")
+        if {k: meta.get(k) for k in expected_meta} != expected_meta:
+            raise ValueError("cached kernel table was built for another model, device or database")
+        return cls(ctx_flop_per_s=float(doc["ctx_flop_per_s"]), meta=meta,
+                   **{name: np.array(doc[name], dtype=float) for name in _CACHED_ARRAYS})
 
     # -- evaluation ---------------------------------------------------------
     def gemm(self, m: np.ndarray) -> np.ndarray:
@@ -592,7 +592,7 @@ class KernelSource:
             self._by_model[id(model)] = (model, self._tables[key])
             return self._tables[key]
         try:
-            path = cache_dir() / f"kernels-{hashlib.sha256(key.encode()).hexdigest()[:20]}.npz"
+            path = cache_file(key)
             cached = path.is_file()
         except OSError as exc:  # no home, a name too long, a loop: build in memory and say so
             self._note(f"kernel tables are not cached: {exc}", "no-cache")

@@ -1,17 +1,23 @@
 """Drafters: one class per kind behind one interface (:mod:`.base`), and the registry ``--draft`` reads.
 
-The kinds live in :mod:`.classic` (draft model, EAGLE, EAGLE-3, MTP, n-gram), :mod:`.parallel` (P-EAGLE, PARD, DFlash,
-DSpark) and :mod:`.suffix` (suffix decoding).  A new kind is one class and one entry in :data:`DRAFTERS`.
+The kinds live in :mod:`.draft_model` (the draft model), :mod:`.classic` (EAGLE, EAGLE-3, MTP, n-gram), :mod:`.parallel`
+(P-EAGLE, PARD, DFlash, DSpark) and :mod:`.suffix` (suffix decoding).  A new kind is one class and one entry in
+:data:`DRAFTERS`.
+
+Only the default kind, the draft model, loads with the package; the other modules load the first time one of their
+kinds is looked up (through ``--draft``, :data:`DRAFTERS` or an attribute of this package), so that a run names what it
+builds (issue 28: each frozen dataclass costs a cold command about a millisecond to create).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from types import ModuleType
+
 from specsim.describe.models import ModelShape
 from specsim.speculation.drafters.base import (EAGLE3_DRAFT_VOCAB, NGRAM_CPU_S_PER_TOKEN, Drafter, EngineSupport,
                                                PublishedLength)
-from specsim.speculation.drafters.classic import DraftModel, Eagle3Head, EagleHead, MtpHead, NgramDrafter
-from specsim.speculation.drafters.parallel import DFlashDrafter, DSparkDrafter, ParallelDraftModel, PEagleHead
-from specsim.speculation.drafters.suffix import SUFFIX_CPU_S_PER_SEQUENCE, SuffixDrafter
+from specsim.speculation.drafters.draft_model import DraftModel
 
 __all__ = ["DRAFTERS", "DRAFTER_KINDS", "EAGLE3_DRAFT_VOCAB", "NGRAM_CPU_S_PER_TOKEN", "SUFFIX_CPU_S_PER_SEQUENCE", "DFlashDrafter",
            "DSparkDrafter", "DraftModel", "Drafter", "Eagle3Head", "EagleHead", "EngineSupport", "MtpHead", "NgramDrafter",
@@ -19,13 +25,67 @@ __all__ = ["DRAFTERS", "DRAFTER_KINDS", "EAGLE3_DRAFT_VOCAB", "NGRAM_CPU_S_PER_T
            "make_drafter", "published_acceptance"]
 
 
+def _module(home: str) -> ModuleType:
+    """The module of lazily loaded kinds named ``home``, imported on first use."""
+    if home == "classic":
+        from specsim.speculation.drafters import classic
+
+        return classic
+    if home == "parallel":
+        from specsim.speculation.drafters import parallel
+
+        return parallel
+    from specsim.speculation.drafters import suffix
+
+    return suffix
+
+
+#: The kinds whose classes load on first use: keyword -> (module, class).
+_LAZY = {"eagle": ("classic", "EagleHead"), "eagle3": ("classic", "Eagle3Head"), "mtp": ("classic", "MtpHead"),
+         "ngram": ("classic", "NgramDrafter"), "peagle": ("parallel", "PEagleHead"), "pard": ("parallel", "ParallelDraftModel"),
+         "dflash": ("parallel", "DFlashDrafter"), "dspark": ("parallel", "DSparkDrafter"), "suffix": ("suffix", "SuffixDrafter")}
+#: What this package re-exports from the lazily loaded modules: name -> module.
+_LAZY_NAMES = {name: home for home, name in _LAZY.values()} | {"SUFFIX_CPU_S_PER_SEQUENCE": "suffix"}
+
+
+class _Registry(Mapping):
+    """Keyword -> drafter class, in a fixed order; a lazily loaded kind's class is imported when first looked up."""
+
+    def __init__(self, loaded: dict[str, type[Drafter]], order: tuple[str, ...]) -> None:
+        self._classes, self._order = dict(loaded), order
+
+    def __getitem__(self, kind: str) -> type[Drafter]:
+        if kind not in self._classes:
+            home, name = _LAZY[kind]  # KeyError for a keyword that names no drafter
+            self._classes[kind] = getattr(_module(home), name)
+        return self._classes[kind]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in self._order
+
+    def __repr__(self) -> str:
+        return f"DRAFTERS({', '.join(self._order)})"
+
+
+def __getattr__(name: str):
+    """The lazily loaded classes (and suffix decoding's CPU cost) as attributes of this package (PEP 562)."""
+    if name in _LAZY_NAMES:
+        return getattr(_module(_LAZY_NAMES[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 #: Drafter keywords of ``--draft`` and their classes; any other value names a draft model.
-DRAFTERS: dict[str, type[Drafter]] = {"eagle": EagleHead, "eagle3": Eagle3Head, "mtp": MtpHead, "ngram": NgramDrafter,
-                                      "peagle": PEagleHead, "pard": ParallelDraftModel, "dflash": DFlashDrafter,
-                                      "dspark": DSparkDrafter, "suffix": SuffixDrafter}
+DRAFTERS: Mapping[str, type[Drafter]] = _Registry({}, ("eagle", "eagle3", "mtp", "ngram", "peagle", "pard", "dflash", "dspark",
+                                                       "suffix"))
 DRAFTER_KINDS = ("draft_model",) + tuple(DRAFTERS)
 #: Every kind's class by kind (the draft model's included).
-_BY_KIND: dict[str, type[Drafter]] = {"draft_model": DraftModel, **DRAFTERS}
+_BY_KIND: Mapping[str, type[Drafter]] = _Registry({"draft_model": DraftModel}, DRAFTER_KINDS)
 
 
 def drafter_class(spec: str | None) -> type[Drafter]:
@@ -87,8 +147,8 @@ def make_drafter(spec: str, target: ModelShape, draft_options: dict | None = Non
     opts = dict(draft_options or {})
     kind, _, path = spec.partition(":")
     cls = DRAFTERS.get(kind.lower())
-    if cls is NgramDrafter:
-        return NgramDrafter.build(path, target, opts, ngram_cpu_s_per_token)
+    if kind.lower() == "ngram":  # the one kind whose build takes the host scan's cost per token
+        return cls.build(path, target, opts, ngram_cpu_s_per_token)
     if ngram_cpu_s_per_token is not None:
         raise ValueError("--ngram-cpu-ns applies to --draft ngram only")
     if cls is None:

@@ -1,5 +1,5 @@
-"""The drafters specsim started with: a draft model, EAGLE and EAGLE-3 heads, MTP layers and n-gram lookup
-(:mod:`specsim.speculation.drafters.base` says what a drafter owns)."""
+"""The drafters specsim started with besides the draft model (:mod:`.draft_model`): EAGLE and EAGLE-3 heads, MTP layers and
+n-gram lookup (:mod:`specsim.speculation.drafters.base` says what a drafter owns)."""
 
 from __future__ import annotations
 
@@ -10,52 +10,13 @@ from typing import ClassVar
 import numpy as np
 
 from specsim.describe.layouts import attention_only
-from specsim.describe.models import ModelShape, get_model
+from specsim.describe.models import ModelShape
 from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
 from specsim.speculation.drafters.base import (_SGLANG_ARGS, _TRT_ARGS, _VLLM_SPEC, EAGLE3_DRAFT_VOCAB, NGRAM_CPU_S_PER_TOKEN,
                                                Drafter, EngineSupport, _head_from_config, _head_shape, _no_checkpoint,
                                                _with_options)
 
-__all__ = ["DraftModel", "Eagle3Head", "EagleHead", "MtpHead", "NgramDrafter"]
-
-
-@dataclass(frozen=True)
-class DraftModel(Drafter):
-    """A separate small model of the target's family: one forward pass of it per drafted token."""
-
-    kind: ClassVar[str] = "draft_model"
-    label: ClassVar[str] = "a draft model"
-    spelling: ClassVar[str | None] = "MODEL"
-    shares_vocabulary: ClassVar[bool] = True
-    engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport("draft_model", (0, 15, 0), "vllm/engine/arg_utils.py: 'not supported yet' before 0.15.0"),
-        "sglang": EngineSupport("STANDALONE", (0, 5, 2), _SGLANG_ARGS),
-        "trtllm": EngineSupport("DraftTarget", (1, 0, 0), _TRT_ARGS, fractional_pin=False)}
-    published_short: ClassVar[str] = "the article"
-
-    @classmethod
-    def published(cls) -> tuple[Acceptance, str]:
-        return (Acceptance(alpha=0.8, source="a matched same-family draft, the reference article: 'above 0.8'"),
-                "the reference article, 'Speculative decoding with draft models, explained': a stock same-family "
-                "draft on its own target reaches alpha above 0.8")
-
-    @classmethod
-    def build(cls, spec: str, target: ModelShape, options: dict) -> "DraftModel":
-        model = get_model(spec, **options)
-        return cls(model.name, model)
-
-    def checkpoint(self, target: ModelShape, given: str | None = None) -> str | None:
-        return given or self.step_model.source or self.step_model.name
-
-    def with_step_model(self, model: ModelShape) -> "DraftModel":
-        return dataclasses.replace(self, name=model.name, step_model=model)
-
-    @property
-    def draft_spec(self) -> str:
-        return self.step_model.source or self.step_model.name
-
-    def provenance(self) -> list[str]:
-        return []
+__all__ = ["Eagle3Head", "EagleHead", "MtpHead", "NgramDrafter"]
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ from specsim.describe.models import ModelShape, get_model
 from specsim.speculation.acceptance import Acceptance
 from specsim.speculation.drafters.base import (Drafter, EngineSupport, PublishedLength, _block_drafter_config, _from_length,
                                                _head_shape, _OnePass, _trt, _with_options)
-from specsim.speculation.drafters.classic import DraftModel, Eagle3Head
+from specsim.speculation.drafters.classic import Eagle3Head
+from specsim.speculation.drafters.draft_model import DraftModel
 
 __all__ = ["DFlashDrafter", "DSparkDrafter", "PEagleHead", "ParallelDraftModel"]
 

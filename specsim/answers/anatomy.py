@@ -1,0 +1,79 @@
+"""explain as a library result: where a speculative round's time goes against batch, next to a plain decode step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from specsim.core.defaults import DEFAULT_GAMMA_MAX
+from specsim.speculation.deployment import Deployment
+from specsim.speculation.search import optimal_gamma
+
+__all__ = ["RoundAnatomy", "round_anatomy"]
+
+
+@dataclass(frozen=True)
+class RoundAnatomy:
+    """specsim explain: per batch size, a round's parts next to a plain decode step, and what they imply."""
+
+    deployment: Deployment
+    acceptance: str
+    context: int
+    rows: list
+    #: Part names in the order a round adds them (:meth:`specsim.speculation.deployment.RoundTime.parts`).
+    parts: list
+
+    @property
+    def stops_paying(self) -> int | None:
+        """The first batch size where the round costs more than plain decoding of the tokens it yields."""
+        return next((r["batch"] for r in self.rows if r["speedup"] <= 1.0), None)
+
+    def findings(self) -> list[str]:
+        """What the breakdown says, in sentences computed from it."""
+        first, last = self.rows[0], self.rows[-1]
+        out = []
+        for r in (first, last):
+            host = r["parts_s"]["engine host time"] + r["hidden_host_s"]
+            share = r["parts_s"]["engine host time"] / r["t_round_s"]
+            hidden = (f", {r['hidden_host_s'] * 1e3:.2f} ms of it hidden behind the passes"
+                      if r["hidden_host_s"] > 1e-9 * r["t_round_s"] else "")
+            out.append(f"batch {r['batch']}: the round costs {r['round_over_decode']:.2f} decode steps and yields "
+                       f"{r['tokens_per_round']:.2f} tokens; engine host work {host * 1e3:.2f} ms per round{hidden}; "
+                       f"the round waits {share:.0%} of its time on it")
+        stop = self.stops_paying
+        out.append(f"speculation stops paying at batch {stop}: from there a round costs more decode steps than it yields tokens"
+                   if stop is not None else f"speculation pays at every batch shown (up to {last['batch']})")
+        grow = {p: last["parts_s"][p] / last["t_decode_s"] - first["parts_s"][p] / first["t_decode_s"] for p in self.parts}
+        part = max(grow, key=grow.get)
+        if grow[part] > 0:
+            out.append(f"from batch {first['batch']} to {last['batch']} the {part} grows most: +{grow[part]:.2f} decode steps per round")
+        return out
+
+
+def round_anatomy(dep: Deployment, acceptance: object, label: str, batches: list, context: int, gamma: int | None = None,
+                  gamma_max: int = DEFAULT_GAMMA_MAX) -> RoundAnatomy:
+    """A round's parts per batch size at ``gamma`` (default: the best gamma per batch, at least 1, so that a batch where
+    speculation does not pay still shows the round it would run), with the plain decode step it replaces."""
+    b = np.array(batches, dtype=float)
+    if gamma is None:
+        gammas = np.maximum(optimal_gamma(dep, acceptance, b, context, gamma_max).gamma, 1)
+    else:
+        gammas = np.full(b.shape, int(gamma))
+    rows, names = [], []
+    for batch, g in zip(batches, gammas):
+        out = dep.outcome(acceptance, int(g), batch, context)
+        r = out.round
+        parts = {name: float(v) for name, v in out.parts().items()}
+        names += [n for n in parts if n not in names]
+        decode = float(out.decode.total_s)
+        tokens = float(out.tokens)
+        total = float(r.total_s)
+        rows.append({"batch": batch, "gamma": int(g), "tokens_per_round": tokens, "t_decode_s": decode, "t_round_s": total,
+                     "parts_s": parts, "hidden_host_s": float(r.hidden_host_s), "overlapped": bool(r.overlapped),
+                     "hidden_share": float(r.overlapped),
+                     "round_over_decode": total / decode, "speedup": float(out.speedup), "acceptance": label,
+                     "provenance": dep.provenance()})
+    for row in rows:  # every row names every part (0 where a batch's round has none of it)
+        row["parts_s"] = {n: row["parts_s"].get(n, 0.0) for n in names}
+    return RoundAnatomy(dep, label, context, rows, names)
