@@ -3,8 +3,8 @@ judged on the sweep held out (issue 29; :mod:`specsim.calibration.rocm`).
 
     python benchmarks/validate_moe_rocm.py
 
-Prints the fitted profile and round terms (what ``hardware/mi355x.yaml`` and ``specsim.engines.vllm.ROCM_SPEC``
-ship), then per source and concurrency the measured speedup, the held-out one (round terms fitted on the other sweep;
+Prints the fitted bandwidth efficiency, collective time and round terms (what ``hardware/mi355x.yaml`` and
+``specsim.engines.vllm.ROCM_SPEC`` / ``ROCM_COLLECTIVE_S`` ship), then per source and concurrency the measured speedup, the held-out one (round terms fitted on the other sweep;
 MiniMax's unpublished acceptance length fitted at concurrency 4 alone, so its error there is 0 by construction), the
 fit on both, and the CUDA preset's round on the same fitted profile; then the mean absolute error per source and the
 speedup at 64 relative to 4.  Errors are percent.
@@ -20,8 +20,8 @@ from specsim.calibration.rocm import evaluate
 def main() -> None:
     fit = evaluate()
     p, s = fit.profile, fit.spec
-    print(f"profile mi355x fitted to the plain rows: overhead {p.overhead_s * 1e3:.2f} ms per pass, bandwidth efficiency "
-          f"{p.bandwidth_eff:.3f}")
+    print(f"fitted to the plain rows: profile mi355x bandwidth efficiency {p.bandwidth_eff:.3f}, vLLM ROCm "
+          f"{fit.collective_s * 1e6:.1f} us per tensor-parallel collective")
     print(f"vLLM ROCm round fitted to both sweeps: {s.step_s * 1e3:.3f} ms per draft step + {s.seq_step_s * 1e6:.1f} us per "
           f"sequence per draft step (waited for); acceptance length "
           + ", ".join(f"{k} {v:.2f}" for k, v in fit.lengths.items()))

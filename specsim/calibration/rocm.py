@@ -12,17 +12,21 @@ gamma + 1 tokens per sequence reads few more.
 
 Two fits, in this order:
 
-1. The profile: the plain rows (a decode step is ``c / (throughput per GPU x TP)``: prefill is inside the measured
-   throughput, about 1% of the time at 1024 tokens) fit the ``mi355x`` profile's per-pass overhead and bandwidth
-   efficiency, by least squares on the relative error, both sources together.  The overhead is large (about 4.6 ms
-   a pass, against the article's 0.5 ms): a step at concurrency 4 takes 12 ms where the weights it reads take 2.
+1. The plain step: the plain rows (a decode step is ``c / (throughput per GPU x TP)``: prefill is inside the measured
+   throughput, about 1% of the time at 1024 tokens) fit the ``mi355x`` profile's bandwidth efficiency and vLLM ROCm's
+   engine time per tensor-parallel collective, by least squares on the relative error, both sources together.  A
+   step at concurrency 4 takes 12 ms where the weights it reads take 2: the rest is fixed per pass, and is put on the
+   collectives (2 per layer and the logits gather, 123-127 a pass here) because both sweeps ran at TP 4 and a
+   one-GPU step on these builds is not measured; a per-pass overhead fits the same rows as well and would also
+   charge one-GPU deployments.
 2. The round: with that profile, the speculative rows fit vLLM ROCm's host terms per draft step and per sequence per
    draft step (:class:`~specsim.engines.SpecHost`, counted as time the round waits for), and the acceptance length of
    a source that does not publish it (MiniMax), by least squares on the relative error of the speedup.
 
 What is reported is each source's speedups with the round terms fitted on the *other* source alone (its profile
-fitted on both sources' plain rows: the plain rows are not what is judged).  The terms shipped in
-:data:`specsim.engines.vllm.ROCM_SPEC` are the fit on both; ``tests/test_moe_rocm.py`` holds them to it.
+fitted on both sources' plain rows: the plain rows are not what is judged).  The terms shipped
+(:data:`specsim.engines.vllm.ROCM_SPEC`, ``ROCM_COLLECTIVE_S`` and the profile's ``bandwidth_eff``) are the fit on
+both; ``tests/test_moe_rocm.py`` holds them to it.
 """
 
 from __future__ import annotations
@@ -36,11 +40,11 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from specsim.describe.hardware import HardwareProfile, load_hardware
-from specsim.engines import SpecHost, get_engine
+from specsim.engines import EnginePreset, SpecHost, get_engine
 from specsim.speculation.acceptance import alpha_from_acceptance_length
 from specsim.speculation.deployment import Deployment, speedup_of
 
-__all__ = ["DATA", "RocmFit", "evaluate", "fit_profile", "fit_round", "load_sweeps", "speedups"]
+__all__ = ["DATA", "RocmFit", "evaluate", "fit_plain", "fit_round", "load_sweeps", "rocm_engine", "speedups"]
 
 DATA = Path(__file__).resolve().parent / "data" / "moe_rocm_sweeps.csv"
 PROFILE = "mi355x"
@@ -56,46 +60,47 @@ def load_sweeps(path: Path = DATA) -> pd.DataFrame:
     return frame
 
 
-def _deployment(rows: pd.DataFrame, profile: HardwareProfile, spec: SpecHost | None, cuda: bool = False) -> Deployment:
-    """The source's deployment on ``profile``: with ``spec``, vLLM's round terms replaced by it (serial, as the ROCm
-    preset counts them); with ``cuda``, the CUDA preset's round as shipped; else as :func:`specsim.engines.vllm.on_platform`
-    gives it for the profile."""
-    first = rows.iloc[0]
-    engine = get_engine(f"vllm@{first.engine_version}" if first.engine_version[0].isdigit() else "vllm@0.24.0")
+def rocm_engine(version: str, collective_s: float, spec: SpecHost | None) -> EnginePreset:
+    """vLLM ``version`` with ROCm's engine time per collective and, with ``spec``, ROCm's round terms (waited for);
+    without, the CUDA preset's round as shipped.  Marked as placed, so that :func:`specsim.engines.vllm.on_platform`
+    leaves it as it is."""
+    engine = get_engine(f"vllm@{version}" if version[0].isdigit() else "vllm@0.24.0")
+    engine = dataclasses.replace(engine, collective_s=collective_s, kernel_collective_s=collective_s, platform="rocm")
     if spec is not None:
-        engine = dataclasses.replace(engine, spec=spec, kernel_spec=spec, overlap_kinds=frozenset(), platform="rocm")
-    elif cuda:
-        engine = dataclasses.replace(engine, platform="rocm")  # marked as placed: not swapped for the ROCm terms
+        engine = dataclasses.replace(engine, spec=spec, kernel_spec=spec, overlap_kinds=frozenset())
+    return engine
+
+
+def _deployment(rows: pd.DataFrame, profile: HardwareProfile, engine: EnginePreset) -> Deployment:
+    first = rows.iloc[0]
     return Deployment.build(profile, first.target, first.drafter, engine=engine,
                             target_options={"tp": int(first.tp), "weight_dtype": first.weight_dtype})
 
 
-def _with(profile: HardwareProfile, overhead_s: float, bandwidth_eff: float) -> HardwareProfile:
-    return dataclasses.replace(profile, overhead_s=float(overhead_s), bandwidth_eff=float(min(bandwidth_eff, 1.0)))
-
-
-def fit_profile(frame: pd.DataFrame, base: HardwareProfile | None = None) -> HardwareProfile:
-    """The profile whose per-pass overhead and bandwidth efficiency fit the plain rows of ``frame`` best."""
+def fit_plain(frame: pd.DataFrame, base: HardwareProfile | None = None) -> tuple[HardwareProfile, float]:
+    """(the profile with its fitted bandwidth efficiency, vLLM ROCm's engine seconds per collective) that fit the
+    plain rows of ``frame`` best."""
     base = load_hardware(PROFILE) if base is None else base
 
     def residuals(p):
-        profile = _with(base, p[0] * 1e-3, p[1])
+        profile = dataclasses.replace(base, bandwidth_eff=float(min(p[1], 1.0)))
         out = []
         for _, rows in frame.groupby("source", sort=False):
-            dep = _deployment(rows, profile, None)
+            dep = _deployment(rows, profile, rocm_engine(rows.engine_version.iloc[0], p[0] * 1e-6, None))
             model = dep.decode(rows.concurrency.to_numpy(float), rows.context.to_numpy(float)).total_s * 1e3
             out.append(model / rows.plain_step_ms.to_numpy() - 1)
         return np.concatenate(out)
 
-    fit = least_squares(residuals, [base.overhead_s * 1e3, base.bandwidth_eff], bounds=([0, 0.05], [50, 1.0]),
-                        xtol=1e-12, ftol=1e-12, gtol=1e-12)
-    return _with(base, fit.x[0] * 1e-3, fit.x[1])
+    fit = least_squares(residuals, [30.0, base.bandwidth_eff], bounds=([0, 0.05], [1000, 1.0]), xtol=1e-12, ftol=1e-12,
+                        gtol=1e-12)
+    return dataclasses.replace(base, bandwidth_eff=float(fit.x[1])), float(fit.x[0] * 1e-6)
 
 
-def speedups(rows: pd.DataFrame, profile: HardwareProfile, spec: SpecHost | None, accept_length: float) -> np.ndarray:
-    """The model's speedup AL * t_decode / t_round at each row's concurrency, with round terms ``spec`` (None: the
-    CUDA preset's round as shipped)."""
-    dep = _deployment(rows, profile, spec, cuda=spec is None)
+def speedups(rows: pd.DataFrame, profile: HardwareProfile, collective_s: float, spec: SpecHost | None,
+             accept_length: float) -> np.ndarray:
+    """The model's speedup AL * t_decode / t_round at each row's concurrency, with ROCm's ``collective_s`` and round
+    terms ``spec`` (None: the CUDA preset's round as shipped)."""
+    dep = _deployment(rows, profile, rocm_engine(rows.engine_version.iloc[0], collective_s, spec))
     c, ctx, k = rows.concurrency.to_numpy(float), rows.context.to_numpy(float), float(rows.steps.iloc[0])
     decode = dep.decode(c, ctx).total_s
     rnd = dep.round_time(c, ctx, k).total_s
@@ -107,7 +112,7 @@ def _published_length(rows: pd.DataFrame) -> float | None:
     return None if pd.isna(value) else float(value)
 
 
-def fit_round(frame: pd.DataFrame, profile: HardwareProfile) -> tuple[SpecHost, dict[str, float]]:
+def fit_round(frame: pd.DataFrame, profile: HardwareProfile, collective_s: float) -> tuple[SpecHost, dict[str, float]]:
     """(round terms, acceptance length per source) fitted to the speculative rows of ``frame``: the per-draft-step
     and per-sequence-per-draft-step terms, and the length of each source that does not publish its own."""
     groups = list(frame.groupby("source", sort=False))
@@ -120,7 +125,7 @@ def fit_round(frame: pd.DataFrame, profile: HardwareProfile) -> tuple[SpecHost, 
 
     def residuals(p):
         spec, lengths = unpack(p)
-        return np.concatenate([speedups(rows, profile, spec, lengths[name]) / rows.speedup.to_numpy() - 1
+        return np.concatenate([speedups(rows, profile, collective_s, spec, lengths[name]) / rows.speedup.to_numpy() - 1
                                for name, rows in groups])
 
     start = [0.4, 50.0] + [2.5] * len(free)
@@ -131,9 +136,11 @@ def fit_round(frame: pd.DataFrame, profile: HardwareProfile) -> tuple[SpecHost, 
 
 @dataclass(frozen=True)
 class RocmFit:
-    """The fitted profile, the round terms fitted on all sources, and each source's held-out speedups."""
+    """The fitted profile and collective time, the round terms fitted on all sources, and each source's held-out
+    speedups."""
 
     profile: HardwareProfile
+    collective_s: float
     spec: SpecHost
     lengths: dict
     #: One row per source and concurrency: measured speedup, held out (round terms fitted on the other source; a
@@ -146,27 +153,26 @@ class RocmFit:
         return ((t[column] / t.measured - 1).abs() * 100).groupby(t.source, sort=False).mean()
 
 
-def _length_at_first(rows: pd.DataFrame, profile: HardwareProfile, spec: SpecHost | None) -> float:
+def _length_at_first(rows: pd.DataFrame, profile: HardwareProfile, collective_s: float, spec: SpecHost | None) -> float:
     """The acceptance length that gives the measured speedup at the source's lowest concurrency (as issue 29 fitted
     alpha at concurrency 4), with round terms ``spec``."""
     first = rows.iloc[:1]
-    return float(rows.speedup.iloc[0] / speedups(first, profile, spec, 1.0)[0])
+    return float(rows.speedup.iloc[0] / speedups(first, profile, collective_s, spec, 1.0)[0])
 
 
 def evaluate(frame: pd.DataFrame | None = None) -> RocmFit:
     """Both fits and the held-out comparison (see the module docstring)."""
     frame = load_sweeps() if frame is None else frame
-    profile = fit_profile(frame)
-    spec, lengths = fit_round(frame, profile)
+    profile, coll = fit_plain(frame)
+    spec, lengths = fit_round(frame, profile, coll)
     parts = []
     for name, rows in frame.groupby("source", sort=False):
-        others = frame[frame.source != name]
-        held_spec, _ = fit_round(others, profile)
-        length = _published_length(rows) or _length_at_first(rows, profile, held_spec)
-        cuda_length = _published_length(rows) or _length_at_first(rows, profile, None)
-        parts.append(rows.assign(measured=rows.speedup, held_out=speedups(rows, profile, held_spec, length),
-                                 fitted=speedups(rows, profile, spec, lengths[name]),
-                                 cuda=speedups(rows, profile, None, cuda_length), held_out_length=length,
+        held_spec, _ = fit_round(frame[frame.source != name], profile, coll)
+        length = _published_length(rows) or _length_at_first(rows, profile, coll, held_spec)
+        cuda_length = _published_length(rows) or _length_at_first(rows, profile, coll, None)
+        parts.append(rows.assign(measured=rows.speedup, held_out=speedups(rows, profile, coll, held_spec, length),
+                                 fitted=speedups(rows, profile, coll, spec, lengths[name]),
+                                 cuda=speedups(rows, profile, coll, None, cuda_length), held_out_length=length,
                                  alpha=float(alpha_from_acceptance_length(length, float(rows.steps.iloc[0])))))
-    return RocmFit(profile, spec, lengths, pd.concat(parts, ignore_index=True))
+    return RocmFit(profile, coll, spec, lengths, pd.concat(parts, ignore_index=True))
 

@@ -18,7 +18,7 @@ from typing import Any
 from specsim.engines.base import _BASIS, parse_version, _SPEC_BASIS, HEADS, RecurrentVerify, SpecHost, make_preset
 from specsim.engines.writers import BenchWriter, version_text as _version_text
 
-__all__ = ["NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "ROCM_SPEC", "VllmBench", "PER_BATCH_SINCE", "check_vllm_pair", "draft_tp",
+__all__ = ["NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "ROCM_COLLECTIVE_S", "ROCM_SPEC", "VllmBench", "PER_BATCH_SINCE", "check_vllm_pair", "draft_tp",
            "engine_settings", "on_platform", "to_vllm", "vllm_notes"]
 
 NAME = "vllm"
@@ -32,7 +32,10 @@ KERNEL_SPEC = SpecHost(round_s=0.0, step_s=0.475e-3, seq_s=0.2e-6, seq_step_s=6.
 #: vLLM's ROCm build on AMD Instinct: the round's host terms fitted to AMD's MI355X sweeps (vLLM blog 2026-07-13,
 #: Kimi-K2.5 and MiniMax-M2.5 with EAGLE-3 heads at TP 4, concurrency 4-64; :mod:`specsim.calibration.rocm`, printed by
 #: benchmarks/validate_moe_rocm.py, held to its fit by tests/test_moe_rocm.py), counted as time the round waits for.
-ROCM_SPEC = SpecHost(round_s=0.0, step_s=0.154e-3, seq_s=0.0, seq_step_s=79.6e-6)
+ROCM_SPEC = SpecHost(round_s=0.0, step_s=0.102e-3, seq_s=0.0, seq_step_s=79.7e-6)
+#: vLLM ROCm's engine time per tensor-parallel collective, fitted with the profile's bandwidth efficiency to the same
+#: sweeps' plain rows (CUDA's is 28.4 us): both ran at TP 4, so a one-GPU step on these builds is not measured.
+ROCM_COLLECTIVE_S = 62.7e-6
 ROCM_BASIS = ("fitted to AMD's MI355X sweeps (vLLM blog 2026-07-13: Kimi-K2.5 and MiniMax-M2.5, EAGLE-3, TP 4, "
               "concurrency 4-64; specsim/calibration/data/moe_rocm_sweeps.csv), as time the round waits for")
 #: The batch sizes the fitted rows span: beyond them the per-sequence term is extrapolated, and outputs say so.
@@ -70,7 +73,8 @@ def on_platform(preset, hardware):
     if getattr(hardware, "platform", "cuda") != "rocm" or preset.platform == "rocm" or preset.calibration:
         return preset
     return dataclasses.replace(preset, spec=ROCM_SPEC, kernel_spec=ROCM_SPEC, overlap_kinds=frozenset(), platform="rocm",
-                               spec_basis=ROCM_BASIS, release=preset.release + "; its ROCm build on AMD Instinct")
+                               collective_s=ROCM_COLLECTIVE_S, kernel_collective_s=ROCM_COLLECTIVE_S, spec_basis=ROCM_BASIS,
+                               release=preset.release + "; its ROCm build on AMD Instinct, 62.7 us per collective (fitted)")
 
 
 def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None) -> tuple[int, str]:
