@@ -255,7 +255,7 @@ def test_schedule_outputs_carry_tp_and_quantisation(capsys):
     code = main(["schedule", "--target", "llama-3.3-70b", "--tp", "4", "--kv-dtype", "fp8", "--format", "trtllm"])
     options = yaml.safe_load(capsys.readouterr().out)
     assert options["tensor_parallel_size"] == 4 and options["kv_cache_config"] == {"dtype": "fp8"}
-    assert options["speculative_config"]["decoding_type"] == "DraftTarget"
+    assert options["speculative_config"]["decoding_type"] == "Draft_Target"
 
 
 def test_collectives_at_their_boundaries():

@@ -341,3 +341,15 @@ def test_a_release_before_a_drafters_first_is_refused_naming_the_source():
     dep = Deployment.build("h100-sxm", "qwen3-8b", "dflash", None, "sglang")
     with pytest.raises(ValueError, match=r"DFLASH takes it from 0\.5\.17 \(SGLANG_SIMULATE_ACC_LEN read in .*dflash_worker_v2\.py"):
         design_plan(dep, "sglang@0.5.16", prompts="prompts.jsonl", draft_checkpoint="org/drafter")
+
+
+def test_trtllm_draft_model_plan_writes_the_unions_spelling():
+    """A 1.3 plan's server YAML for a draft model says decoding_type Draft_Target, the Literal of 1.3's pydantic union
+    (tensorrt_llm/llmapi/llm_args.py at 00043967): the old from_dict key DraftTarget is not in that union."""
+    from specsim.engines.trtllm import TrtllmBench
+
+    plan = _plan("trtllm@1.3.0", "llama-3.2-1b")
+    spec = next(s for s in plan.servers.values() if s.steps is not None)
+    written = yaml.safe_load(TrtllmBench().server(plan, spec)[2][f"extra-{spec.key}.yml"])["speculative_config"]
+    assert written["decoding_type"] == "Draft_Target" in FLAGS["trtllm"]["decoding_types"]["names"]
+    assert "DraftTarget" not in FLAGS["trtllm"]["decoding_types"]["names"]

@@ -195,7 +195,7 @@ def test_sglang_flags_per_drafter(draft, algorithm, capsys):
     assert all(line.startswith("# best at batch ") for line in lines[1:])
 
 
-@pytest.mark.parametrize("draft, decoding", [("llama-3.2-1b", "DraftTarget"), ("eagle3", "Eagle3"), ("ngram", "NGram")])
+@pytest.mark.parametrize("draft, decoding", [("llama-3.2-1b", "Draft_Target"), ("eagle3", "Eagle3"), ("ngram", "NGram")])
 def test_trtllm_config_per_drafter_parses_back(draft, decoding, capsys):
     assert main(["schedule", "--draft", draft, "--alpha", "0.7", "--format", "trtllm"]) == 0
     config = yaml.safe_load(capsys.readouterr().out)["speculative_config"]

@@ -135,11 +135,42 @@ def test_cli_trtllm_snippet_parses_back_and_matches(capsys):
     assert main(["schedule", "--alpha", "0.8", "--format", "trtllm"]) == 0
     out = capsys.readouterr()
     config = yaml.safe_load(out.out)["speculative_config"]
-    assert config["decoding_type"] == "DraftTarget"  # the key DecodingBaseConfig.from_dict dispatches on
+    assert config["decoding_type"] == "Draft_Target"  # 1.3's Literal in the pydantic SpeculativeConfig union
     assert config["max_draft_len"] == config["draft_len_schedule"][min(config["draft_len_schedule"])]
     assert "the round is modelled on trtllm@latest" in out.err  # --format trtllm models TensorRT-LLM's round
     ranges = gamma_schedule(Deployment.build(engine="trtllm"), 0.8, 256, 1128)
     np.testing.assert_array_equal(_expand_trtllm(config, 256), _one_model_lengths(ranges, 256))
+
+
+def _trtllm_flags() -> dict:
+    from pathlib import Path
+
+    return yaml.safe_load(Path("tests/data/engine_flags.yaml").read_text())["trtllm"]
+
+
+@pytest.mark.parametrize("version, spelling, read", [((1, 0, 0), "DraftTarget", "inferred"), ((1, 1, 0), "Draft_Target", None),
+                                                     ((1, 2, 0), "Draft_Target", None), ((1, 3, 0), "Draft_Target", "read")])
+def test_trtllm_draft_model_spelling_per_release(version, spelling, read):
+    """The draft model's decoding_type per release: 1.3 is the pydantic union's Literal (read at 00043967), whose
+    discriminator list holds no 'DraftTarget'; 1.0 is from_dict's key (inferred from the states read, and said so); 1.1 and
+    1.2 were not determined, and the note says so rather than presenting the name as checked."""
+    from specsim.engines.trtllm import decoding_type
+
+    config = to_trtllm(_ranges((1, 8, 3), (9, 16, 2)), "d", version=version)
+    notes = trtllm_notes(_ranges((1, 8, 3), (9, 16, 2)), config, version)
+    assert config["decoding_type"] == spelling == decoding_type("DraftTarget", version)[0]
+    flags = _trtllm_flags()  # the two designs read: the union's Literal names and from_dict's keys exclude each other
+    union, dispatch = flags["decoding_types"]["names"], flags["from_dict_keys"]["names"]
+    written_by = {"Draft_Target": (union, dispatch), "DraftTarget": (dispatch, union)}[spelling]
+    assert spelling in written_by[0] and spelling not in written_by[1]
+    said = [n for n in notes if "decoding_type" in n]
+    if read == "read":
+        assert said == []
+    elif read == "inferred":
+        assert len(said) == 1 and "inferred, not read" in said[0]
+    else:
+        assert len(said) == 1 and "was not determined" in said[0] and "write DraftTarget" in said[0]
+    assert decoding_type("Eagle3", version) == ("Eagle3", None)
 
 
 def test_trtllm_keeps_the_one_model_schedule_at_one_where_speculation_stops(dep):
@@ -154,7 +185,7 @@ def test_trtllm_before_the_schedule_release_gets_the_batch_one_length(dep):
     ranges = gamma_schedule(dep, 0.8, 256, context=128)
     old = to_trtllm(ranges, "draft", version=(1, 2, 0))
     assert "draft_len_schedule" not in old and old["max_draft_len"] == ranges[0].gamma
-    assert "1.3.0" in trtllm_notes(ranges, old, (1, 2, 0))[0]
+    assert "1.3.0" in trtllm_notes(ranges, old, (1, 2, 0))[-1]
 
 
 def test_vllm_per_batch_key_only_from_the_release_that_takes_it(dep):
@@ -334,7 +365,7 @@ def test_trtllm_notes_options_and_draft_tp_are_exact():
         "batch-1 length 3",
         "draft_len_schedule keys are the largest batch of each range (TensorRT-LLM uses the smallest key at or above the "
         "batch, and 0 above the largest key, 64)",
-        "specsim has speculation off from batch 17, written as length 1: a 0-length tier on DraftTarget's one-model path "
+        "specsim has speculation off from batch 17, written as length 1: a 0-length tier on Draft_Target's one-model path "
         "can silently collapse acceptance when the batch shrinks back (NVIDIA/TensorRT-LLM#16888, open); explain --gamma 1 "
         "shows what length 1 costs there"]
     ngram = Deployment.build(draft="ngram", engine="trtllm")

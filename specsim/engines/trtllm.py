@@ -13,8 +13,8 @@ from typing import Any
 from specsim.engines.base import _BASIS, parse_version, RecurrentVerify, SpecHost, make_preset
 from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP, BenchWriter, version_text as _version_text
 
-__all__ = ["ALIASES", "NAME", "NEWEST", "ONE_MODEL_SCHEDULE", "PRESETS", "RANGES", "SCHEDULE_SINCE", "TrtllmBench", "draft_tp",
-           "to_trtllm", "trtllm_notes", "trtllm_options"]
+__all__ = ["ALIASES", "DRAFT_TARGET_SPELLINGS", "NAME", "NEWEST", "ONE_MODEL_SCHEDULE", "PRESETS", "RANGES", "SCHEDULE_SINCE",
+           "TrtllmBench", "decoding_type", "draft_tp", "to_trtllm", "trtllm_notes", "trtllm_options"]
 
 NAME = "trtllm"
 PLAIN = dict(kernel_engine="trtllm", iteration_s=0.20e-3, kernel_iteration_s=0.0, basis=_BASIS + ", TensorRT-LLM rows",
@@ -49,6 +49,50 @@ SCHEDULE_SINCE = (1, 3, 0)
 ONE_MODEL_SCHEDULE = ("Eagle3", "MTP", "DraftTarget")
 
 
+#: What a YAML ``speculative_config`` must say to get DraftTargetDecodingConfig, by release (first, last, spelling, how known).
+#: Two designs of tensorrt_llm/llmapi/llm_args.py were read.  (a) ``DecodingBaseConfig.from_dict`` looks the YAML value
+#: up in a dict whose key is ``"DraftTarget"`` (the class itself carries ``decoding_type = "Draft_Target"`` as a ClassVar,
+#: which the YAML never reaches): at commit fcd3f316 (early 2025) and in every stored state up to the one of
+#: NVIDIA/TensorRT-LLM#8366 (2025-10-15, max_total_draft_tokens); release 1.0.0 (2025-09) falls in that span, but no 1.0
+#: tag was read, so 1.0 is inferred.  (b) ``decoding_type: Literal["Draft_Target"]`` in the pydantic union
+#: ``SpeculativeConfig = Annotated[Union[...], Field(discriminator="decoding_type")]``: at commit 00043967 (2026 main)
+#: and in a pre-1.3 state (its MTP warning names "release 1.3" as future); the 1.3.0rc27 and 1.4.0rc1 API references
+#: show the same Literal discriminators on the sibling classes.  The union has no before-validator that maps
+#: ``DraftTarget``: at 00043967 the only legacy name handled is ``Eagle`` (its own Literal, turned into Eagle3 after
+#: parsing, TorchLlmArgs.validate_speculative_config), so ``DraftTarget`` there fails validation.  Which of 1.1 and 1.2
+#: has which design was not found.
+DRAFT_TARGET_SPELLINGS = (((1, 0, 0), (1, 0, 99), "DraftTarget", "inferred"),
+                          ((1, 1, 0), (1, 2, 99), "Draft_Target", "unknown"),
+                          ((1, 3, 0), (1, 3, 99), "Draft_Target", "read"))
+
+
+def decoding_type(decoding: str, version: tuple) -> tuple[str, str | None]:
+    """The ``decoding_type`` TensorRT-LLM ``version`` reads for specsim's decoding ``decoding``, and a note where the
+    spelling was not read from that release (:data:`DRAFT_TARGET_SPELLINGS`).
+
+    >>> decoding_type("DraftTarget", (1, 3, 0))
+    ('Draft_Target', None)
+    >>> decoding_type("Eagle3", (1, 1, 0))
+    ('Eagle3', None)
+    """
+    if decoding != "DraftTarget":
+        return decoding, None
+    v = _version_text(version)
+    for first, last, name, known in DRAFT_TARGET_SPELLINGS:
+        if first <= tuple(version) <= last:
+            break
+    else:
+        raise ValueError(f"TensorRT-LLM {v}: no decoding_type spelling known for a draft model (specsim has 1.0-1.3)")
+    if known == "read":
+        return name, None
+    if known == "inferred":
+        return name, (f"TensorRT-LLM {v}: decoding_type {name} is inferred, not read from a {v} tag: every llm_args.py state "
+                      "read up to NVIDIA/TensorRT-LLM#8366 (2025-10) dispatches DecodingBaseConfig.from_dict on 'DraftTarget'")
+    return name, (f"TensorRT-LLM {v}: which decoding_type it takes for a draft model was not determined (from_dict's "
+                  f"'DraftTarget' before 2025-10, the pydantic union's '{name}' by 1.3); {name} is written: if {v} "
+                  "rejects it ('Invalid decoding type'), write DraftTarget")
+
+
 def to_trtllm(ranges: list, draft_model: str | None, dep=None, version: tuple | None = None) -> dict[str, Any] | None:
     """TensorRT-LLM ``speculative_config`` for ``version`` (default :data:`NEWEST`); None if speculation does not pay at
     batch 1.
@@ -66,7 +110,7 @@ def to_trtllm(ranges: list, draft_model: str | None, dep=None, version: tuple | 
     if drafter is not None:
         drafter.support("trtllm", version)
     decoding = "DraftTarget" if drafter is None else drafter.trtllm_decoding
-    config: dict[str, Any] = {"decoding_type": decoding}
+    config: dict[str, Any] = {"decoding_type": decoding_type(decoding, version)[0]}
     if decoding == "MTP":
         config["num_nextn_predict_layers"] = first
     else:
@@ -96,8 +140,11 @@ def trtllm_notes(ranges: list, config: dict, version: tuple | None = None) -> li
     v = _version_text(version)
     first = ranges[0].gamma
     notes = []
+    if config.get("decoding_type") in ("DraftTarget", "Draft_Target"):
+        spelling_note = decoding_type("DraftTarget", version)[1]
+        notes += [spelling_note] if spelling_note else []
     if version < SCHEDULE_SINCE:
-        return [f"TensorRT-LLM {v}: specsim writes draft_len_schedule for 1.3.0 and later (the one-model path took it in "
+        return notes + [f"TensorRT-LLM {v}: specsim writes draft_len_schedule for 1.3.0 and later (the one-model path took it in "
                 "1.3.0rc8, NVIDIA/TensorRT-LLM#10860; every algorithm after #12262; the two-model form of #8194 read its keys "
                 "as lower bounds): the batch-1 length is written for every batch"]
     if any(r.gamma > first for r in ranges):
@@ -135,11 +182,13 @@ class TrtllmBench(BenchWriter):
 
     No release wheel could be read here; read from the stored source of NVIDIA/TensorRT-LLM (commits named):
     ``tensorrt_llm/commands/serve.py`` (00209af1: ``trtllm-serve MODEL --backend pytorch --tp_size --port
-    --max_batch_size --extra_llm_api_options FILE``), ``tensorrt_llm/llmapi/llm_args.py`` (fcd3f316:
-    ``speculative_config`` with ``decoding_type`` Eagle / Eagle3 / MTP / NGram / DraftTarget, ``max_draft_len``,
-    ``speculative_model_dir``; ``kv_cache_config.enable_block_reuse``), ``tensorrt_llm/_torch/speculative/interface.py``
-    (00b6d5a2: ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`` counts accepted *draft* tokens, so AL - 1 (PR #9608);
-    fractional values only on the one-model path, PR #13569; the two-model path parses it with ``int()``), and
+    --max_batch_size --extra_llm_api_options FILE``), ``tensorrt_llm/llmapi/llm_args.py`` (00043967,
+    2026 main: ``speculative_config`` with ``decoding_type`` Eagle3 / MTP / NGram / Draft_Target (the draft model's
+    spelling by release: :data:`DRAFT_TARGET_SPELLINGS`), ``max_draft_len``, ``speculative_model`` (its alias
+    ``speculative_model_dir`` is accepted, ``AliasChoices``); ``kv_cache_config.enable_block_reuse``),
+    ``tensorrt_llm/_torch/speculative/interface.py`` (00b6d5a2: ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`` counts
+    accepted *draft* tokens, so AL - 1 (PR #9608); fractional values only on the one-model path, PR #13569; the
+    two-model path parses it with ``int()``), and
     ``tensorrt_llm/serve/scripts/benchmark_serving.py`` (0228a712: vLLM's client with ``--random-ids``; its result
     holds vLLM's keys and ``avg_decoded_tokens_per_iter``, the tokens per iteration).  The first release with the
     variable was not found: these plans are for 1.3 (InferenceX runs them on 1.3.0rc14-rc24 images).
@@ -154,21 +203,24 @@ class TrtllmBench(BenchWriter):
                              "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS was not found; specsim writes pinned plans for "
                              "TensorRT-LLM 1.3 (the 1.3.0rc14-rc24 images SemiAnalysis InferenceX pins it on), or --no-pin")
         support = drafter.support("trtllm", version)
+        spelling_note = decoding_type(support.name, version)[1]
+        notes = [spelling_note] if spelling_note else []
         if not support.fractional_pin:  # the two-model path; one-model workers (Eagle3, MTP) take a fractional count
             for p in pins:
                 if p is not None and p != int(p):
                     raise ValueError(f"TensorRT-LLM's two-model path ({support.name}) reads "
                                      "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS as a whole number (tensorrt_llm/_torch/"
                                      f"pyexecutor/sampler.py); pin whole acceptance lengths (--pin-accept-length), not {p:g}")
-        return ["TensorRT-LLM's /prometheus/metrics carries no speculative counters: the real-acceptance run's length is "
-                "its client's avg_decoded_tokens_per_iter"]
+        return notes + ["TensorRT-LLM's /prometheus/metrics carries no speculative counters: the real-acceptance run's "
+                         "length is its client's avg_decoded_tokens_per_iter"]
 
     def server(self, plan, server):
         extra = {"kv_cache_config": {"enable_block_reuse": False}}
         env = {}
         if server.steps is not None:
             drafter = plan.drafter_type
-            spec = {"decoding_type": drafter.support("trtllm").name, "max_draft_len": server.steps}
+            version = parse_version(NAME, plan.version)
+            spec = {"decoding_type": decoding_type(drafter.support("trtllm").name, version)[0], "max_draft_len": server.steps}
             if plan.draft_checkpoint:
                 spec["speculative_model_dir"] = plan.draft_checkpoint
             if getattr(drafter, "lookup", None):
