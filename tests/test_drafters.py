@@ -15,6 +15,7 @@ from specsim.speculation.acceptance import (Acceptance, TreeSpec, build_tree, mo
 from specsim.cli.main import main
 from specsim.speculation.drafters import NGRAM_CPU_S_PER_TOKEN, NgramDrafter, make_drafter
 from specsim.describe.models import get_model
+from specsim.describe.shapes import format_count
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import expected_tokens, expected_tokens_per_position, optimal_gamma, optimal_tree
 
@@ -475,6 +476,24 @@ def test_an_mtp_head_drops_what_belongs_to_the_whole_checkpoint():
     head = make_drafter("mtp", target).step_model
     assert not head.tie_embeddings and head.extra_params == 0 and head.notes == () and head.expert_dtype == "mxfp4"
     assert make_drafter("eagle", get_model("qwen3-30b-a3b")).step_model.expert_dtype is None
+
+
+@pytest.mark.parametrize("name, tp", [("qwen3.5-27b", 1), ("deepseek-v3", 8)])
+def test_an_mtp_layer_reads_the_targets_embedding_and_head_but_holds_no_copy_of_them(name, tp):
+    # vLLM shares the target's embed_tokens and lm_head with every MTP drafter (v1/spec_decode/llm_base_proposer.py,
+    # 0.24.0): they are neither its memory nor its parameters, but a draft step still gathers rows and reads the head.
+    target = get_model(name, tp=tp)
+    head = make_drafter("mtp", target).step_model
+    own = dataclasses.replace(head, vocab_from_target=False)
+    vocab_bytes = 2 * target.vocab_size * target.hidden_size / head.tp * 2  # embedding and LM head, 16-bit, per rank
+    assert head.weight_bytes == pytest.approx(own.weight_bytes - vocab_bytes, rel=1e-9)
+    assert float(head.weight_bytes_read(1)) == pytest.approx(float(own.weight_bytes_read(1)), rel=1e-12)
+    # The step reads the target's LM head: its bytes grow with the vocabulary by one matrix of 16-bit weights per rank.
+    small = dataclasses.replace(head, vocab_size=1)
+    read = float(head.weight_bytes_read(1)) - float(small.weight_bytes_read(1))
+    assert read == pytest.approx((target.vocab_size - 1) * target.hidden_size / head.tp * 2, rel=1e-9)
+    assert "params of its own, the target's embedding and LM head" in head.describe()
+    assert format_count(head.non_embedding_params) in head.describe()
 
 
 def test_a_head_config_with_its_own_heads_and_the_targets_vocabulary(tmp_path):

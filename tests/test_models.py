@@ -195,7 +195,7 @@ def test_model_to_dict_is_every_field_under_its_own_name():
               "kv_dtype", "weight_bytes", "streamed_weight_bytes", "kv_bytes_per_token", "source", "architecture",
               "active_params", "non_embedding_params", "n_experts", "n_active_experts", "moe_intermediate_size",
               "n_shared_experts", "n_dense_layers", "routing_effective_experts", "kv_lora_rank", "sliding_window",
-              "n_sliding_layers", "extra_params", "n_mtp_layers", "tp", "checkpoint_dtype"]
+              "n_sliding_layers", "extra_params", "n_mtp_layers", "tp", "checkpoint_dtype", "vocab_from_target"]
     d = m.to_dict()
     assert {k: d[k] for k in fields} == {name: getattr(m, name) for name in fields}
     assert (d["expert_dtype"], d["head_dtype"], d["notes"]) == (m.expert_dtype_, m.head_dtype_, list(m.notes))

@@ -176,6 +176,8 @@ class ModelShape:
     routing_correlation : float
         rho in [0, 1): the share of a token's routed experts that repeat its predecessor's in the same sequence
         (0: every token routes independently, the bound; see :meth:`experts_touched`).
+    vocab_from_target : bool
+        Embedding and LM head are the target's (an MTP layer): read by a pass, held and counted by the target.
 
     Examples
     --------
@@ -255,6 +257,7 @@ class ModelShape:
     n_chunked_layers: int = 0
     routing_correlation: float = 0.0
     moe_latent_size: int = 0
+    vocab_from_target: bool = False
 
     def __post_init__(self) -> None:
         where = f"model {self.name!r}"
@@ -563,7 +566,7 @@ class ModelShape:
             return self.params * self.bytes_per_weight / self.tp
         p = self._rank_parts()
         head = BYTES_PER_ELEMENT[self.head_dtype_]
-        vocab = (1 if self.tie_embeddings else 2) * p["head"]
+        vocab = 0.0 if self.vocab_from_target else (1 if self.tie_embeddings else 2) * p["head"]
         experts = self.n_moe_layers * self.n_experts * p["expert"] * BYTES_PER_ELEMENT[self.expert_dtype_]
         return p["linear"] * self.bytes_per_weight + experts + (vocab + p["norms"] + self.extra_params / self.tp) * head
 
@@ -709,9 +712,9 @@ class ModelShape:
             kind.append(f"{self.n_recurrent_layers}/{self.n_layers} layers {name}")
         dtype = self.weight_dtype if self.expert_dtype_ == self.weight_dtype else f"{self.weight_dtype}, experts {self.expert_dtype_}"
         active = f", {format_count(self.active_params)} active" if self.is_moe else ""
-        tp = f", TP {self.tp}" if self.tp > 1 else ""
-        return (f"{self.name} ({format_count(self.params)} params{active}; " + (", ".join(kind) + "; " if kind else "")
-                + f"weights {dtype}, KV {self.kv_dtype}{tp})")
+        tp, own = f", TP {self.tp}" if self.tp > 1 else "", format_count(self.non_embedding_params)
+        params = f"{own} params of its own, the target's embedding and LM head" if self.vocab_from_target else f"{format_count(self.params)} params"
+        return f"{self.name} ({params}{active}; " + (", ".join(kind) + "; " if kind else "") + f"weights {dtype}, KV {self.kv_dtype}{tp})"
 
     def to_dict(self) -> dict[str, Any]:
         """Shape and derived counts, for ``--json`` output (bytes per tensor-parallel rank)."""
@@ -728,6 +731,7 @@ class ModelShape:
             "n_kv_heads": self.n_kv_heads,
             "head_dim": self.head_dim,
             "tie_embeddings": self.tie_embeddings,
+            "vocab_from_target": self.vocab_from_target,
             "qkv_bias": self.qkv_bias,
             "qk_norm": self.qk_norm,
             "weight_dtype": self.weight_dtype,

@@ -123,10 +123,13 @@ class MtpHead(Drafter):
         # The MTP layers are the target's own: they keep every field of its layers (MoE, MLA, dtypes); what changes
         # is the layer count, the 2d -> d projection of [embedding; hidden] and that nothing else rides along.
         # A hybrid target's MTP layer is a full-attention decoder layer (Qwen3.5's mtp_num_hidden_layers; vLLM builds it
-        # with full attention, model_executor/models/qwen3_next_mtp.py).
+        # with full attention, model_executor/models/qwen3_next_mtp.py).  Its embedding and LM head are the target's:
+        # vLLM 0.24.0 v1/spec_decode/llm_base_proposer.py shares both with every MTP drafter (_maybe_share_embeddings,
+        # _maybe_share_lm_head, also each layer's shared_head.head), and qwen3_5_mtp.py, qwen3_next_mtp.py and
+        # deepseek_mtp.py load only their mtp.* layers beside them; a draft step still gathers b rows and reads the head.
         head = dataclasses.replace(attention_only(target), name=f"mtp ({target.name})", n_layers=target.n_mtp_layers,
                                    n_dense_layers=0, n_mtp_layers=0, extra_linear_params=2 * d * d, tie_embeddings=False,
-                                   extra_params=0, notes=(), source="")
+                                   extra_params=0, notes=(), source="", vocab_from_target=True)
         return cls(head.name, _with_options(head, options, target), f"{target.n_mtp_layers} MTP layer(s) of the target's checkpoint")
 
 
