@@ -159,6 +159,30 @@ def test_optimal_gamma_path_does_not_import_heavy_libraries(repo):
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
+#: What a cold ``specsim optimal-gamma`` (the default deployment) must not import (issue 28: its cold start is held to
+#: 1.5x ``python -c "import numpy"`` by benchmarks/bench_core.py): libraries other commands need, the drafter kinds and
+#: answers it does not name, and the standard-library modules specsim once imported for it (hashlib for the kernel cache's
+#: name, zipfile for its .npz, tempfile for writes).  The standard-library ones count only if numpy or argparse does not
+#: import them itself.
+OFF_THE_DEFAULT_PATH = ("matplotlib", "pandas", "scipy", "torch", "yaml", "specsim.speculation.drafters.classic",
+                        "specsim.speculation.drafters.parallel", "specsim.speculation.drafters.suffix",
+                        "specsim.answers.tree", "specsim.answers.compare", "specsim.answers.anatomy", "hashlib", "zipfile",
+                        "tempfile")
+
+
+def test_the_default_optimal_gamma_imports_only_what_it_uses(repo):
+    code = ("import sys, argparse, numpy; before = set(sys.modules); from specsim.cli.main import main; "
+            "status = main(['optimal-gamma']); "
+            f"print(status, sorted(m for m in {OFF_THE_DEFAULT_PATH!r} if m in sys.modules and m not in before))")
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=repo, timeout=60)
+    assert out.stdout.strip().splitlines()[-1] == "0 []", out.stderr
+    dflash = code.replace("['optimal-gamma']", "['optimal-gamma', '--draft', 'dflash', '--target', 'qwen3-8b']")
+    named = subprocess.run([sys.executable, "-c", dflash], capture_output=True, text=True, env=env, cwd=repo, timeout=60)
+    # naming a kind loads its module (and what it builds on), and nothing else of the lazy ones
+    assert named.stdout.strip().splitlines()[-1] == "0 ['specsim.speculation.drafters.classic', 'specsim.speculation.drafters.parallel']", named.stderr
+
+
 def test_capacity_says_70b_does_not_fit_in_bf16(capsys):
     code, out, _ = run(capsys, "capacity", "--target", "llama-3.1-70b")
     assert code == 0 and "llama-3.1-70b does not fit on h100-sxm in bf16" in out

@@ -123,7 +123,7 @@ def optimal_gamma_cost_ratio(
     return grid[idx], np.take_along_axis(s, idx[None, ...], axis=0)[0]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
 class OptimalGamma:
     """The best gamma per point, with its speedup and the passes at that gamma."""
 

@@ -19,7 +19,7 @@ from specsim.describe.models import ModelShape
 __all__ = ["StepTime", "StepTimeSource", "check_pass"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
 class StepTime:
     """The parts of a modelled forward pass, broadcast over (b, q, L).
 

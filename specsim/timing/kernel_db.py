@@ -135,8 +135,9 @@ def clear_stale_staging(folder: Path, now: float | None = None) -> int:
 
     now = time.time() if now is None else now
     removed = 0
-    try:
-        staged = list(folder.glob(".kernels-*.json.*.tmp"))
+    try:  # names matched as the glob .kernels-*.json.*.tmp would, without compiling it into a regex on every command
+        staged = [folder / n for n in os.listdir(folder)
+                  if n.startswith(".kernels-") and n.endswith(".tmp") and ".json." in n[len(".kernels-"):-len(".tmp")]]
     except OSError:
         return 0
     for tmp in staged:

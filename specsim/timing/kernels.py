@@ -128,7 +128,7 @@ _CACHED_ARRAYS = ("gemm_m", "gemm_s", "attn_b", "attn_L", "attn_s", "prefill_isl
                   "comm_s", "rec_b", "rec_s", "moe_m", "moe_s")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
 class KernelTable:
     """One model's composed kernel times on one device and engine, per tensor-parallel rank.
 

@@ -15,8 +15,7 @@ from collections.abc import Iterator, Mapping
 from types import ModuleType
 
 from specsim.describe.models import ModelShape
-from specsim.speculation.drafters.base import (EAGLE3_DRAFT_VOCAB, NGRAM_CPU_S_PER_TOKEN, Drafter, EngineSupport,
-                                               PublishedLength)
+from specsim.speculation.drafters.base import EAGLE3_DRAFT_VOCAB, NGRAM_CPU_S_PER_TOKEN, Drafter, EngineSupport
 from specsim.speculation.drafters.draft_model import DraftModel
 
 __all__ = ["DRAFTERS", "DRAFTER_KINDS", "EAGLE3_DRAFT_VOCAB", "NGRAM_CPU_S_PER_TOKEN", "SUFFIX_CPU_S_PER_SEQUENCE", "DFlashDrafter",
@@ -45,7 +44,7 @@ _LAZY = {"eagle": ("classic", "EagleHead"), "eagle3": ("classic", "Eagle3Head"),
          "ngram": ("classic", "NgramDrafter"), "peagle": ("parallel", "PEagleHead"), "pard": ("parallel", "ParallelDraftModel"),
          "dflash": ("parallel", "DFlashDrafter"), "dspark": ("parallel", "DSparkDrafter"), "suffix": ("suffix", "SuffixDrafter")}
 #: What this package re-exports from the lazily loaded modules: name -> module.
-_LAZY_NAMES = {name: home for home, name in _LAZY.values()} | {"SUFFIX_CPU_S_PER_SEQUENCE": "suffix"}
+_LAZY_NAMES = {name: home for home, name in _LAZY.values()} | {"SUFFIX_CPU_S_PER_SEQUENCE": "suffix", "PublishedLength": "parallel"}
 
 
 class _Registry(Mapping):
@@ -74,7 +73,8 @@ class _Registry(Mapping):
 
 
 def __getattr__(name: str):
-    """The lazily loaded classes (and suffix decoding's CPU cost) as attributes of this package (PEP 562)."""
+    """The lazily loaded classes (with suffix decoding's CPU cost and the parallel drafters' PublishedLength) as
+    attributes of this package (PEP 562)."""
     if name in _LAZY_NAMES:
         return getattr(_module(_LAZY_NAMES[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -56,9 +56,9 @@ from typing import ClassVar
 import numpy as np
 
 from specsim.describe.models import ModelShape, _read_json, model_from_hf_config
-from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
+from specsim.speculation.acceptance import Acceptance
 
-__all__ = ["EAGLE3_DRAFT_VOCAB", "NGRAM_CPU_S_PER_TOKEN", "Drafter", "EngineSupport", "PublishedLength"]
+__all__ = ["EAGLE3_DRAFT_VOCAB", "NGRAM_CPU_S_PER_TOKEN", "Drafter", "EngineSupport"]
 
 #: vLLM PR #56732 (2026): 9.95 ms for 66.3M tokens scanned with 8 threads.
 NGRAM_CPU_S_PER_TOKEN = 9.95e-3 / 66.3e6
@@ -301,17 +301,6 @@ def _version(v) -> str:
 _ENGINE_KEY = {"vllm": "method", "sglang": "--speculative-algorithm", "trtllm": "decoding_type"}
 
 
-@dataclass(frozen=True)
-class PublishedLength:
-    """One published mean acceptance length: tokens per verification, the bonus token included."""
-
-    target: str  #: the target it was measured on
-    workload: str  #: the dataset or traffic
-    gamma: int  #: draft tokens proposed per round (the block less its anchor for block drafters)
-    mean_length: float  #: tokens per verification, bonus included
-    source: str  #: where it is published
-
-
 #: Engines' names for every kind, read from the engines' sources (vllm/config/speculative.py SpeculativeMethod;
 #: python/sglang/srt/server_args.py --speculative-algorithm; tensorrt_llm/llmapi/llm_args.py decoding_type).  vLLM
 #: releases before 0.10.0 and SGLang before 0.4.3 are below what specsim writes for.
@@ -348,14 +337,6 @@ class _OnePass:
 
     def host_steps(self, steps: np.ndarray) -> np.ndarray:
         return self.draft_passes(steps)
-
-
-def _from_length(row: PublishedLength, what: str) -> tuple[Acceptance, str]:
-    """(acceptance, citation) of a published mean length at ``row.gamma`` draft tokens, as one per-token alpha."""
-    alpha = float(alpha_from_acceptance_length(row.mean_length, row.gamma))
-    return (Acceptance(alpha=alpha, source=row.source.split(",")[0]),
-            f"{row.source}: {what} on {row.target}, {row.workload}, {row.gamma} draft tokens: mean acceptance length "
-            f"{row.mean_length:g} (alpha {alpha:.3f})")
 
 
 def _no_checkpoint(kind: str, given: str | None) -> None:

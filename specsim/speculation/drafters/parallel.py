@@ -14,13 +14,32 @@ from typing import ClassVar
 import numpy as np
 
 from specsim.describe.models import ModelShape, get_model
-from specsim.speculation.acceptance import Acceptance
-from specsim.speculation.drafters.base import (Drafter, EngineSupport, PublishedLength, _block_drafter_config, _from_length,
-                                               _head_shape, _OnePass, _trt, _with_options)
+from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
+from specsim.speculation.drafters.base import (Drafter, EngineSupport, _block_drafter_config, _head_shape, _OnePass, _trt,
+                                               _with_options)
 from specsim.speculation.drafters.classic import Eagle3Head
 from specsim.speculation.drafters.draft_model import DraftModel
 
-__all__ = ["DFlashDrafter", "DSparkDrafter", "PEagleHead", "ParallelDraftModel"]
+__all__ = ["DFlashDrafter", "DSparkDrafter", "PEagleHead", "ParallelDraftModel", "PublishedLength"]
+
+
+@dataclass(frozen=True)
+class PublishedLength:
+    """One published mean acceptance length: tokens per verification, the bonus token included."""
+
+    target: str  #: the target it was measured on
+    workload: str  #: the dataset or traffic
+    gamma: int  #: draft tokens proposed per round (the block less its anchor for block drafters)
+    mean_length: float  #: tokens per verification, bonus included
+    source: str  #: where it is published
+
+
+def _from_length(row: PublishedLength, what: str) -> tuple[Acceptance, str]:
+    """(acceptance, citation) of a published mean length at ``row.gamma`` draft tokens, as one per-token alpha."""
+    alpha = float(alpha_from_acceptance_length(row.mean_length, row.gamma))
+    return (Acceptance(alpha=alpha, source=row.source.split(",")[0]),
+            f"{row.source}: {what} on {row.target}, {row.workload}, {row.gamma} draft tokens: mean acceptance length "
+            f"{row.mean_length:g} (alpha {alpha:.3f})")
 
 
 @dataclass(frozen=True)
