@@ -7,14 +7,25 @@ Prints the fitted bandwidth efficiency, collective time and round terms (what ``
 ``specsim.engines.vllm.ROCM_SPEC`` / ``ROCM_COLLECTIVE_S`` ship), then per source and concurrency the measured speedup, the held-out one (round terms fitted on the other sweep;
 MiniMax's unpublished acceptance length fitted at concurrency 4 alone, so its error there is 0 by construction), the
 fit on both, and the CUDA preset's round on the same fitted profile; then the mean absolute error per source and the
-speedup at 64 relative to 4.  Errors are percent.
+speedup at 64 relative to 4; last, the one CUDA sweep of a large MoE target by concurrency with the CUDA round and
+with the ROCm round terms (not fitted).  Errors are percent.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import sys
+from pathlib import Path
+
+import numpy as np
 import pandas as pd
 
-from specsim.calibration.rocm import evaluate
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from validate_targets import KIMI_AL, KIMI_EAGLE31  # noqa: E402
+
+from specsim.calibration.rocm import evaluate  # noqa: E402
+from specsim.engines import get_engine  # noqa: E402
+from specsim.speculation.deployment import Deployment, speedup_of  # noqa: E402
 
 
 def main() -> None:
@@ -36,6 +47,22 @@ def main() -> None:
         lambda x: x.iloc[-1] / x.iloc[0]).round(3)
     print("\nspeedup at concurrency 64 over concurrency 4")
     print(fall.to_string())
+    cuda_sweep(fit.spec)
+
+
+def cuda_sweep(rocm) -> None:
+    """The one CUDA sweep of a large MoE target by concurrency (Kimi-K2.6-NVFP4 + EAGLE-3.1, vLLM TP 4, GB200; the
+    vLLM blog 2026-05-26, modelled on the b200 profile with acceptance length 3.013), with vLLM's CUDA round and with
+    the ROCm round terms: whether the ROCm per-sequence work is the engine's everywhere or its ROCm build's."""
+    c = np.array([1.0, 4.0, 16.0])
+    rows = {"measured": [KIMI_EAGLE31[int(x)] for x in c]}
+    for label, engine in (("CUDA round (shipped)", get_engine("vllm@0.24.0")),
+                          ("ROCm round terms", dataclasses.replace(get_engine("vllm@0.24.0"), spec=rocm, kernel_spec=rocm,
+                                                                   overlap_kinds=frozenset(), platform="rocm"))):
+        dep = Deployment.build("b200", "kimi-k2", "eagle3", engine=engine, target_options={"tp": 4, "weight_dtype": "nvfp4"})
+        rows[label] = speedup_of(KIMI_AL, dep.decode(c, 2048).total_s, dep.round_time(c, 2048, 3).total_s)
+    print("\nKimi-K2.6 + EAGLE-3.1 on 4 x GB200 (CUDA; not fitted), speedup by concurrency 1, 4, 16")
+    print(pd.DataFrame(rows, index=c.astype(int)).T.round(3).to_string())
 
 
 if __name__ == "__main__":

@@ -87,3 +87,19 @@ def test_a_profile_names_a_known_platform():
     with pytest.raises(ValueError, match="platform must be one of cuda, rocm, cpu"):
         HardwareProfile("x", peak_flop_per_s=1e14, peak_bytes_per_s=1e12, memory_bytes=1e10, platform="metal")
     assert load_hardware("mi325x").platform == "rocm" and load_hardware("h100-sxm").platform == "cuda"
+
+
+def test_the_cuda_sweep_refutes_the_rocm_round_on_cuda():
+    # Kimi-K2.6-NVFP4 + EAGLE-3.1, vLLM TP 4 on GB200 (vLLM blog 2026-05-26; acceptance length 3.013, not fitted):
+    # measured 2.03, 1.71, 1.66 at concurrency 1, 4, 16.  The ROCm per-sequence work would put concurrency 16 far
+    # below it, so it stays ROCm's (on_platform), and the CUDA round stays within 10% there.
+    measured = np.array([2.03, 1.71, 1.66])
+    c = np.array([1.0, 4.0, 16.0])
+    base = get_engine("vllm@0.24.0")
+    out = {}
+    for name, engine in (("cuda", base), ("rocm", dataclasses.replace(base, spec=ROCM_SPEC, kernel_spec=ROCM_SPEC,
+                                                                        overlap_kinds=frozenset(), platform="rocm"))):
+        dep = Deployment.build("b200", "kimi-k2", "eagle3", engine=engine, target_options={"tp": 4, "weight_dtype": "nvfp4"})
+        out[name] = 3.013 * dep.decode(c, 2048).total_s / dep.round_time(c, 2048, 3).total_s
+    assert abs(out["cuda"][2] / measured[2] - 1) < 0.10
+    assert out["rocm"][2] / measured[2] - 1 < -0.15
