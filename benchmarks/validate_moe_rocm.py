@@ -13,7 +13,6 @@ with the ROCm round terms (not fitted).  Errors are percent.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from validate_targets import KIMI_AL, KIMI_EAGLE31  # noqa: E402
 
 from specsim.calibration.rocm import evaluate  # noqa: E402
 from specsim.engines import get_engine  # noqa: E402
+from specsim.engines.vllm import rocm_build  # noqa: E402
 from specsim.speculation.deployment import Deployment, speedup_of  # noqa: E402
 
 
@@ -57,8 +57,8 @@ def cuda_sweep(rocm) -> None:
     c = np.array([1.0, 4.0, 16.0])
     rows = {"measured": [KIMI_EAGLE31[int(x)] for x in c]}
     for label, engine in (("CUDA round (shipped)", get_engine("vllm@0.24.0")),
-                          ("ROCm round terms", dataclasses.replace(get_engine("vllm@0.24.0"), spec=rocm, kernel_spec=rocm,
-                                                                   overlap_kinds=frozenset(), platform="rocm"))):
+                          ("ROCm round terms", rocm_build(get_engine("vllm@0.24.0"), rocm,
+                                                          get_engine("vllm@0.24.0").collective_s))):
         dep = Deployment.build("b200", "kimi-k2", "eagle3", engine=engine, target_options={"tp": 4, "weight_dtype": "nvfp4"})
         rows[label] = speedup_of(KIMI_AL, dep.decode(c, 2048).total_s, dep.round_time(c, 2048, 3).total_s)
     print("\nKimi-K2.6 + EAGLE-3.1 on 4 x GB200 (CUDA; not fitted), speedup by concurrency 1, 4, 16")

@@ -11,7 +11,7 @@ import pytest
 from specsim.calibration.rocm import evaluate, load_sweeps
 from specsim.describe.hardware import HardwareProfile, load_hardware
 from specsim.engines import get_engine, source_and_engine
-from specsim.engines.vllm import ROCM_COLLECTIVE_S, ROCM_SPEC
+from specsim.engines.vllm import ROCM_COLLECTIVE_S, ROCM_SPEC, rocm_build
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma
 
@@ -97,8 +97,7 @@ def test_the_cuda_sweep_refutes_the_rocm_round_on_cuda():
     c = np.array([1.0, 4.0, 16.0])
     base = get_engine("vllm@0.24.0")
     out = {}
-    for name, engine in (("cuda", base), ("rocm", dataclasses.replace(base, spec=ROCM_SPEC, kernel_spec=ROCM_SPEC,
-                                                                        overlap_kinds=frozenset(), platform="rocm"))):
+    for name, engine in (("cuda", base), ("rocm", rocm_build(base, ROCM_SPEC, base.collective_s))):
         dep = Deployment.build("b200", "kimi-k2", "eagle3", engine=engine, target_options={"tp": 4, "weight_dtype": "nvfp4"})
         out[name] = 3.013 * dep.decode(c, 2048).total_s / dep.round_time(c, 2048, 3).total_s
     assert abs(out["cuda"][2] / measured[2] - 1) < 0.10

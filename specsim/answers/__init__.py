@@ -21,6 +21,7 @@ from specsim.serving.capacity import Capacity, capacity, require_target_fits, re
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS
 from specsim.speculation.deployment import Deployment, model_assumptions
 from specsim.engines import ENGINES
+from specsim.engines.vllm import ROCM_SPEC
 from specsim.timing.roofline import RooflineSource
 from specsim.speculation.search import OptimalGamma, optimal_gamma, speedup_from_cost_ratio
 
@@ -85,7 +86,8 @@ class GammaAnswer:
             # the round's per-sequence host work (specsim.calibration.rocm); no CUDA sweep past 16 fits this preset's.
             why += (f". Beyond batch 16 this rests on {dep.engine.key}'s per-sequence round terms, fitted on dense targets at "
                     "batch 1-32: the only published large-MoE sweep to 64 (vLLM ROCm on MI355X, vLLM blog 2026-07-13) falls "
-                    "from 4 to 64, and fits 80 us per sequence per draft step there (specsim.calibration.rocm)")
+                    f"from 4 to 64, and fits {ROCM_SPEC.seq_step_s * 1e6:.0f} us per sequence per draft step there "
+                    "(specsim.calibration.rocm)")
         return {"batch": self.batches[i], "speedup": float(best.speedup[i]), "gamma": int(best.gamma[i]), "why": why}
 
 

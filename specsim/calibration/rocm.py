@@ -41,6 +41,7 @@ from scipy.optimize import least_squares
 
 from specsim.describe.hardware import HardwareProfile, load_hardware
 from specsim.engines import EnginePreset, SpecHost, get_engine
+from specsim.engines.vllm import rocm_build
 from specsim.speculation.acceptance import alpha_from_acceptance_length
 from specsim.speculation.deployment import Deployment, speedup_of
 
@@ -61,14 +62,9 @@ def load_sweeps(path: Path = DATA) -> pd.DataFrame:
 
 
 def rocm_engine(version: str, collective_s: float, spec: SpecHost | None) -> EnginePreset:
-    """vLLM ``version`` with ROCm's engine time per collective and, with ``spec``, ROCm's round terms (waited for);
-    without, the CUDA preset's round as shipped.  Marked as placed, so that :func:`specsim.engines.vllm.on_platform`
-    leaves it as it is."""
-    engine = get_engine(f"vllm@{version}" if version[0].isdigit() else "vllm@0.24.0")
-    engine = dataclasses.replace(engine, collective_s=collective_s, kernel_collective_s=collective_s, platform="rocm")
-    if spec is not None:
-        engine = dataclasses.replace(engine, spec=spec, kernel_spec=spec, overlap_kinds=frozenset())
-    return engine
+    """vLLM ``version`` as its ROCm build runs it with these terms (:func:`specsim.engines.vllm.rocm_build`); a nightly
+    is modelled on vllm@0.24.0."""
+    return rocm_build(get_engine(f"vllm@{version}" if version[0].isdigit() else "vllm@0.24.0"), spec, collective_s)
 
 
 def _deployment(rows: pd.DataFrame, profile: HardwareProfile, engine: EnginePreset) -> Deployment:

@@ -19,7 +19,7 @@ from specsim.engines.base import _BASIS, parse_version, _SPEC_BASIS, HEADS, Recu
 from specsim.engines.writers import BenchWriter, version_text as _version_text
 
 __all__ = ["NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "ROCM_COLLECTIVE_S", "ROCM_SPEC", "VllmBench", "PER_BATCH_SINCE", "check_vllm_pair", "draft_tp",
-           "engine_settings", "on_platform", "to_vllm", "vllm_notes"]
+           "engine_settings", "on_platform", "rocm_build", "to_vllm", "vllm_notes"]
 
 NAME = "vllm"
 #: vLLM's n-gram lookup window, as the reference article's example sets it.
@@ -72,9 +72,19 @@ def on_platform(preset, hardware):
     preset already placed or calibrated."""
     if getattr(hardware, "platform", "cuda") != "rocm" or preset.platform == "rocm" or preset.calibration:
         return preset
-    return dataclasses.replace(preset, spec=ROCM_SPEC, kernel_spec=ROCM_SPEC, overlap_kinds=frozenset(), platform="rocm",
-                               collective_s=ROCM_COLLECTIVE_S, kernel_collective_s=ROCM_COLLECTIVE_S, spec_basis=ROCM_BASIS,
-                               release=preset.release + "; its ROCm build on AMD Instinct, 62.7 us per collective (fitted)")
+    return rocm_build(preset)
+
+
+def rocm_build(preset, spec: SpecHost | None = ROCM_SPEC, collective_s: float = ROCM_COLLECTIVE_S):
+    """``preset`` as vLLM's ROCm build runs it, marked as placed: its time per collective and, with ``spec``, its round
+    terms, waited for (None keeps the CUDA round as shipped).  The one place the ROCm variant is made: on_platform ships
+    it, :mod:`specsim.calibration.rocm` fits its terms through it."""
+    out = dataclasses.replace(preset, collective_s=collective_s, kernel_collective_s=collective_s, platform="rocm",
+                              release=preset.release + f"; its ROCm build on AMD Instinct, {collective_s * 1e6:.1f} us per "
+                              "collective (fitted)")
+    if spec is None:
+        return out
+    return dataclasses.replace(out, spec=spec, kernel_spec=spec, overlap_kinds=frozenset(), spec_basis=ROCM_BASIS)
 
 
 def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None) -> tuple[int, str]:

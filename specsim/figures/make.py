@@ -258,11 +258,12 @@ def _drafters_2026(batch: np.ndarray) -> list[dict[str, Any]]:
     rows = []
     for draft, name in (("eagle3", "EAGLE-3 chain"), ("dflash", "DFlash"), ("dspark", "DSpark"), ("suffix", "suffix decoding")):
         dep = Deployment.build(DEFAULT_HARDWARE, "qwen3-8b", draft)
-        acceptance, label = dep.drafter.default_acceptance(dep.target)
+        acceptance, _ = dep.drafter.default_acceptance(dep.target)
         best = optimal_gamma(dep, acceptance, batch, DEFAULT_CONTEXT_TOKENS)
-        # The label's first words give the rate ("alpha 0.768" or "acceptance 0.62"), its source the paper or pull request.
-        rate = label.split(" (")[0].replace("alpha", "α")
-        source = label.split(": ", 1)[1].split(" (")[0].split(",")[0] if ": " in label else ""
+        # The legend names the rate and the source's first words (the paper or pull request the row cites).
+        rate = (f"α {acceptance.alpha:.3g}" if acceptance.alpha is not None
+                else f"acceptance {acceptance.cumulative_rates(len(acceptance.cumulative))[0]:.3g}")
+        source = acceptance.source.split(" (")[0].split(",")[0]
         rows += [{"panel": panel, "drafter": f"{name} ({rate}, {source})", "batch": b, "speedup": v}
                  for b, v in zip(batch, best.speedup)]
     return rows
