@@ -12,10 +12,10 @@ builds only its own answer's class (issue 28: every frozen dataclass costs about
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 import numpy as np
 
+from specsim.core.records import record
 from specsim.speculation.acceptance import tokens_per_round
 from specsim.serving.capacity import Capacity, capacity, require_target_fits, reserved_context
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS
@@ -50,7 +50,7 @@ def why_off(rows: list) -> str:
 
 
 # -- optimal-gamma -------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class GammaAnswer:
     """optimal-gamma for chains: the best gamma per batch, with its step times, memory and where it pays most."""
 

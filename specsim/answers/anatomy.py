@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
+from specsim.core.records import record
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma
@@ -13,7 +13,7 @@ from specsim.speculation.search import optimal_gamma
 __all__ = ["RoundAnatomy", "round_anatomy"]
 
 
-@dataclass(frozen=True)
+@record
 class RoundAnatomy:
     """specsim explain: per batch size, a round's parts next to a plain decode step, and what they imply."""
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
+from specsim.core.records import record
 from specsim.answers import deployment_capacity
 from specsim.serving.capacity import Capacity, throughput_table
 from specsim.speculation.deployment import Deployment
@@ -11,7 +11,7 @@ from specsim.speculation.deployment import Deployment
 __all__ = ["CompareAnswer", "compare_answer"]
 
 
-@dataclass(frozen=True)
+@record
 class CompareAnswer:
     """compare: latency and throughput per batch size (:attr:`frame`), and at the largest batch that fits."""
 

@@ -5,10 +5,10 @@ Its own module so that the chain search (:func:`specsim.answers.gamma_answer`) d
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
+from specsim.core.records import record
 from specsim.serving.capacity import Capacity
 from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR, TreeSpec
 from specsim.speculation.deployment import Deployment
@@ -17,7 +17,7 @@ from specsim.speculation.search import optimal_gamma, optimal_tree
 __all__ = ["TreeAnswer", "tree_answer"]
 
 
-@dataclass(frozen=True)
+@record
 class TreeAnswer:
     """optimal-gamma --tree: the best tree within the bounds per batch size, next to the best chain."""
 

@@ -30,12 +30,12 @@ Re-aligning a stale draft (article: "Toy run: re-aligning a stale draft")
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
 
+from specsim.core.records import record
 from specsim.speculation.sampling import (CategoricalTable, SpecStep, acceptance_rate, accepted_prefix_length, residual_distribution, sample_rows, softmax, verify)
 from specsim.speculation.acceptance import tokens_per_round
 
@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, eq=False)  # identity equality and hashing: cached tables are keyed by the model
+@record(eq=False)  # identity equality and hashing: cached tables are keyed by the model
 class Bigram:
     """A bigram model: ``probs[x]`` is the next-token distribution after token x."""
 
@@ -248,7 +248,7 @@ def tokens_per_step(
 
 
 # -- re-aligning a stale draft -----------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class _RealignSetup:
     base: Bigram
     finetuned: Bigram

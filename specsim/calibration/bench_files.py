@@ -32,9 +32,9 @@ is the mean prompt plus half the mean output (:func:`specsim.workloads.mean_cont
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
+from specsim.core.records import record
 from specsim.core.limits import MAX_JSON_BYTES, loads_json
 from specsim.serving.workloads import mean_context_tokens
 
@@ -54,7 +54,7 @@ MAX_RUNS_PER_FILE = 1000
 LITTLE_SLACK = 1.25
 
 
-@dataclass(frozen=True)
+@record
 class BenchRun:
     """One benchmark run: its load, its mean TPOT and what follows for the decode batch and context."""
 

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 import numpy as np
 
+from specsim.core.records import record
 from specsim.engines import TERMS, EnginePreset, SpecHost
 from specsim.calibration.runs import (ALPHA_BOUNDS, MAX_PREFILL_SHARE, CalRun, _Runs, check_design, check_runs, identifiable, load_key, scale_upper, tpot_with_prefill)
 
@@ -67,7 +68,7 @@ _FREES = {"scale": "plain runs at decode batches at least 1.5x apart, and at two
           "alpha": "runs with acceptance pinned by the engine (specsim bench-plan) or a saved /metrics page"}
 
 
-@dataclass(frozen=True)
+@record
 class Term:
     """One value of the fit: fitted (with its interval), held at the preset, or at a bound, with why."""
 
@@ -264,7 +265,7 @@ def _bound_status(value: float, lo: float, hi: float) -> str | None:
 
 
 # -- the fit ------------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class EngineFit:
     """The fitted values with their intervals, the deployment they make, and every run's predictions."""
 

@@ -15,8 +15,9 @@ single terms, named as the user's.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from pathlib import Path
+
+from specsim.core.records import record
 
 __all__ = ["SCHEMA", "Calibration", "read_calibration", "calibration_mapping"]
 
@@ -25,7 +26,7 @@ _KEYS = ("specsim_calibration", "date", "profile", "base_hardware", "target", "t
          "timing", "engine", "iteration_s", "round_terms", "terms", "runs", "errors")
 
 
-@dataclass(frozen=True)
+@record
 class Calibration:
     """A calibration file, read and checked."""
 

@@ -43,13 +43,13 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import hashlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from specsim.core.records import record
 from specsim.describe.hardware import HardwareProfile, profile_to_mapping
 from specsim.timing.measurements import MIN_POINTS, load_measurements
 from specsim.timing.roofline import step_time
@@ -91,7 +91,7 @@ def predict(profile: HardwareProfile, df: pd.DataFrame) -> np.ndarray:
     return out
 
 
-@dataclass(frozen=True)
+@record
 class CalibrationResult:
     """A fitted profile, the split it was judged on, and the errors before and after."""
 

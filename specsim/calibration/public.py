@@ -40,12 +40,12 @@ the rows of that deployment.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from specsim.core.records import record
 from specsim.speculation.acceptance import tokens_per_round
 from specsim.speculation.deployment import speedup_of
 from specsim.engines import PRESETS, SpecHost
@@ -102,7 +102,7 @@ def _measured(row: pd.Series) -> float:
     return row["base"] / row["spec"]
 
 
-@dataclass(frozen=True)
+@record
 class RoundTerms:
     """Per row, what a prediction needs: the model's decode steps and rounds at the row's one or two (batch, draft
     steps) points (the rounds without the engine's host work, one :class:`~specsim.speculation.deployment.RoundTime`
@@ -295,7 +295,7 @@ def fit_share(terms: RoundTerms, index: np.ndarray, host: SpecHost) -> float:
     return round(float(fit.x[0]), 2)
 
 
-@dataclass(frozen=True)
+@record
 class SpecFit:
     """The fitted terms per engine, and every row's prediction with them, held out by source, and by the peers."""
 

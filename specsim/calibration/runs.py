@@ -28,10 +28,10 @@ Runs that no engine could have produced are refused before any fit (:func:`check
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 import numpy as np
 
+from specsim.core.records import record
 from specsim.speculation.acceptance import tokens_per_round
 from specsim.engines import SpecHost
 from specsim.calibration.bench_files import LITTLE_SLACK, BenchRun
@@ -48,7 +48,7 @@ MAX_PREFILL_SHARE = 0.9
 #: A recorded acceptance length further than this from the pinned one says the pin did not take.
 PIN_TOLERANCE = 0.10
 
-@dataclass(frozen=True)
+@record
 class SpecSetup:
     """What a speculative run ran with: draft steps per round, tokens per step, tokens verified per sequence, the
     acceptance length the engine was made to produce (None: real acceptance), and the sweep its acceptance is shared
@@ -70,7 +70,7 @@ class SpecSetup:
         return self.steps + 1
 
 
-@dataclass(frozen=True)
+@record
 class CalRun:
     """A benchmark run and what it ran: ``setup`` None for a plain run."""
 

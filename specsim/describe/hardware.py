@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
+from specsim.core.records import record
 from specsim.core.files import builtin_dir
 
 
@@ -115,7 +116,7 @@ _PLAUSIBLE = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class HardwareProfile:
     """One accelerator as the roofline sees it.
 

@@ -7,8 +7,9 @@ source's per-operator composition read that list.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from specsim.core.records import record
 
 __all__ = ["BYTES_PER_ELEMENT", "KV_DTYPE_CHOICES", "Op", "RECURRENT_KINDS", "RECURRENT_VERIFY_MODES", "REPLAY_BUFFER_TOKENS",
            "WEIGHT_DTYPE_CHOICES"]
@@ -50,7 +51,7 @@ def _positive_int(where: str, key: str, value: Any, minimum: int = 1) -> None:
         raise ValueError(f"{where}: {key} must be {kind}, got {value!r}")
 
 
-@dataclass(frozen=True)
+@record
 class Op:
     """One operation of a forward pass on one tensor-parallel rank: a matmul of ``n x k`` and its vectors, or a state.
 

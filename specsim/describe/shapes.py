@@ -79,11 +79,11 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from specsim.core.records import record
 from specsim.describe import recurrent
 from specsim.describe.ops import (BYTES_PER_ELEMENT, KV_DTYPE_CHOICES, RECURRENT_KINDS, RECURRENT_VERIFY_MODES,
                                   REPLAY_BUFFER_TOKENS, WEIGHT_DTYPE_CHOICES, Op, _positive_int)
@@ -91,7 +91,7 @@ from specsim.describe.ops import (BYTES_PER_ELEMENT, KV_DTYPE_CHOICES, RECURRENT
 __all__ = ["BYTES_PER_ELEMENT", "KV_DTYPE_CHOICES", "ModelShape", "Op", "RECURRENT_KINDS", "RECURRENT_VERIFY_MODES",
            "REPLAY_BUFFER_TOKENS", "WEIGHT_DTYPE_CHOICES", "format_count"]
 
-@dataclass(frozen=True)
+@record
 class ModelShape:
     """The shape of a decoder-only transformer, dense or mixture-of-experts.
 

@@ -48,10 +48,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
+from specsim.core.records import record
 from specsim.describe.parallel import collective_count
 
 __all__ = ["MAX_TERM_S", "TERMS", "EnginePreset", "RecurrentVerify", "SpecHost", "make_preset", "parse_version"]
@@ -65,7 +66,7 @@ def _check_term(owner: str, key: str, value: object) -> None:
         raise ValueError(f"engine {owner}: {key} must be a finite time in [0, {MAX_TERM_S:g}] seconds, got {value!r}")
 
 
-@dataclass(frozen=True)
+@record
 class SpecHost:
     """Host seconds a speculative round adds: per round, per draft step, per sequence of the batch and per sequence
     and draft step."""
@@ -102,7 +103,7 @@ class SpecHost:
                 f"{self.seq_s * 1e6:.1f} us per sequence + {self.seq_step_s * 1e6:.1f} us per sequence per draft step")
 
 
-@dataclass(frozen=True)
+@record
 class RecurrentVerify:
     """How an engine version takes a pass of several tokens per sequence through recurrent (GDN, Mamba-2) layers.
 
@@ -147,7 +148,7 @@ _TERM_FLAGS = {"round_s": ("--engine-round", 1e3), "step_s": ("--engine-step", 1
 TERMS = tuple(_TERM_FLAGS)
 
 
-@dataclass(frozen=True)
+@record
 class EnginePreset:
     """Per-iteration and per-round times of one version of a serving engine, seconds."""
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from specsim.core.records import record
 from specsim.speculation.acceptance import as_acceptance
 from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION, capacity, sequence_kv_bytes
 from specsim.core.defaults import DEFAULT_ALPHA, DEFAULT_SERVING_GAMMA_MAX
@@ -60,7 +61,7 @@ DEFAULT_MAX_BATCHED_TOKENS = 8192
 _JUMP = 256  # rounds advanced at most in one vectorised step
 
 
-@dataclass(frozen=True)
+@record
 class EngineLimits:
     """The engine's scheduling limits: sequences in flight, tokens per iteration, KV bytes it can hold."""
 

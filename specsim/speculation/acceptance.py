@@ -45,9 +45,11 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
+
+from specsim.core.records import record
 
 __all__ = [
     "DEFAULT_SIBLING_FACTOR",
@@ -200,7 +202,7 @@ def alpha_from_acceptance_length(mean_length: object, gamma: object) -> np.ndarr
     return np.where(x <= 1.0, 0.0, np.where(x >= g + 1.0, 1.0, 0.5 * (lo + hi)))
 
 
-@dataclass(frozen=True)
+@record
 class Acceptance:
     """Acceptance of drafted tokens: one rate ``alpha`` for every position, or measured per-position rates.
 
@@ -321,7 +323,7 @@ def parse_acceptance(text: str) -> Acceptance:
 
 
 # -- trees --------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class TreeSpec:
     """A draft tree: ``topk`` children per expanded node, ``depth`` levels, ``tokens`` verified per sequence."""
 
@@ -369,7 +371,7 @@ def parse_tree(text: str) -> TreeSpec | None:
     return TreeSpec(*(int(g) for g in m.groups()))
 
 
-@dataclass(frozen=True)
+@record
 class Tree:
     """A built tree: each drafted node's parent index (-1: the root), depth, sibling rank and acceptance probability."""
 

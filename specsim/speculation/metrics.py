@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from specsim.core.records import record
 from specsim.core.limits import MAX_GAMMA
 from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length, tokens_per_round
 
@@ -97,7 +97,7 @@ def parse_prometheus(text: str, source: str = "metrics") -> list[tuple[str, dict
     return samples
 
 
-@dataclass(frozen=True)
+@record
 class AcceptanceMetrics:
     """Speculative-decoding counters of one serving run, and what follows from them."""
 

@@ -23,10 +23,10 @@ the gamma draft positions, never over sequences or the vocabulary.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
+from specsim.core.records import record
 from specsim.speculation.acceptance import tokens_per_round
 
 __all__ = [
@@ -191,7 +191,7 @@ def accepted_prefix_length(target_p: np.ndarray, draft_q: np.ndarray, rng: np.ra
     return np.cumprod(accept, axis=1).sum(axis=1)
 
 
-@dataclass(frozen=True)
+@record
 class SpecStep:
     """Outcome of one speculative step for n sequences.
 

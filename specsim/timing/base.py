@@ -8,18 +8,18 @@ tokens on top of ``L`` cached tokens, as a :class:`StepTime` with its parts.  Th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
+from specsim.core.records import record
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT
 from specsim.describe.models import ModelShape
 
 __all__ = ["StepTime", "StepTimeSource", "check_pass"]
 
 
-@dataclass(frozen=True, eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
+@record(eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
 class StepTime:
     """The parts of a modelled forward pass, broadcast over (b, q, L).
 

@@ -49,12 +49,12 @@ Every drafter's steps go through the deployment's step-time source, like the tar
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 
+from specsim.core.records import record
 from specsim.describe.models import ModelShape, _read_json, model_from_hf_config
 from specsim.speculation.acceptance import Acceptance
 
@@ -69,7 +69,7 @@ _EAGLE_ARCHITECTURES = {"LlamaForCausalLMEagle3": "eagle3", "Eagle3LlamaForCausa
                         "EagleLlamaForCausalLM": "eagle"}
 
 
-@dataclass(frozen=True)
+@record
 class EngineSupport:
     """How one engine takes a drafter: its name there, the first release that takes it, and how it pins acceptance."""
 
@@ -84,7 +84,7 @@ class EngineSupport:
     pin_where: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class Drafter:
     """A drafter: its name, the network one draft step runs (None for n-gram) and where the numbers come from."""
 

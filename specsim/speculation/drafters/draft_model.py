@@ -6,9 +6,9 @@ The default drafter, so it is the one kind this package loads with itself (:mod:
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import ClassVar
 
+from specsim.core.records import record
 from specsim.describe.models import ModelShape, get_model
 from specsim.speculation.acceptance import Acceptance
 from specsim.speculation.drafters.base import _SGLANG_ARGS, _TRT_ARGS, Drafter, EngineSupport
@@ -16,7 +16,7 @@ from specsim.speculation.drafters.base import _SGLANG_ARGS, _TRT_ARGS, Drafter, 
 __all__ = ["DraftModel"]
 
 
-@dataclass(frozen=True)
+@record
 class DraftModel(Drafter):
     """A separate small model of the target's family: one forward pass of it per drafted token."""
 

@@ -1,0 +1,133 @@
+"""specsim.core.records: a record behaves as the frozen dataclass it replaces.
+
+Each test builds the same class twice, once with ``@dataclass(frozen=True)`` and once with ``@record``, and compares
+what the two do; deterministic, no tolerance.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+from dataclasses import FrozenInstanceError, dataclass, field
+
+import numpy as np
+import pytest
+
+from specsim.core.records import record
+
+
+def _pair(decorate):
+    @decorate
+    class Shape:
+        name: str
+        layers: int = 2
+        width: float = 1.0
+        tags: tuple = ()
+        note: str = field(default="", compare=False)
+
+    return Shape
+
+
+Reference = _pair(dataclass(frozen=True))
+Shape = _pair(record)
+
+
+# module level, so that pickle finds it
+@record
+class Pickled:
+    name: str
+    sizes: tuple = (1, 2)
+
+
+@pytest.mark.parametrize("args", [("a",), ("a", 3, 0.5, ("x",), "n"), ("b", 2, float("nan"))])
+def test_repr_equality_and_hash_are_those_of_the_frozen_dataclass(args):
+    ours, theirs = Shape(*args), Reference(*args)
+    assert repr(ours) == repr(theirs).replace(Reference.__qualname__, Shape.__qualname__)
+    assert (ours == Shape(*args)) == (theirs == Reference(*args))  # NaN: a tuple compares a float to itself by identity
+    assert hash(ours) == hash(theirs)
+
+
+def test_a_field_with_compare_false_is_left_out_of_equality_and_hash_as_dataclasses_does():
+    assert Shape("a", note="x") == Shape("a", note="y")
+    assert hash(Shape("a", note="x")) == hash(Shape("a", note="y"))
+    assert Shape("a") != Shape("a", layers=3)
+    assert Shape("a") != Reference("a")  # another class, even with the same fields
+    assert len({Shape("a"), Shape("a"), Shape("b")}) == 2
+
+
+def test_assigning_or_deleting_any_attribute_is_refused_as_on_a_frozen_dataclass():
+    shape = Shape("a")
+    for name in ("layers", "not_a_field"):
+        with pytest.raises(FrozenInstanceError):
+            setattr(shape, name, 5)
+        with pytest.raises(FrozenInstanceError):
+            delattr(shape, name)
+    assert shape.layers == 2 and not hasattr(shape, "not_a_field")
+
+
+def test_post_init_may_validate_and_set_derived_attributes_with_object_setattr():
+    @record
+    class Checked:
+        value: int
+
+        def __post_init__(self):
+            if self.value < 0:
+                raise ValueError("value must be >= 0")
+            object.__setattr__(self, "double", 2 * self.value)
+
+    assert Checked(3).double == 6
+    with pytest.raises(ValueError, match="value must be"):
+        Checked(-1)
+    with pytest.raises(FrozenInstanceError):
+        Checked(3).double = 7
+
+
+def test_replace_fields_asdict_copy_and_pickle_work_as_on_a_dataclass():
+    shape = Shape("a", tags=("x",))
+    assert dataclasses.is_dataclass(shape)
+    assert [f.name for f in dataclasses.fields(shape)] == [f.name for f in dataclasses.fields(Reference)]
+    assert dataclasses.replace(shape, layers=4) == Shape("a", 4, tags=("x",))
+    assert dataclasses.asdict(shape) == dataclasses.asdict(Reference("a", tags=("x",)))
+    assert copy.deepcopy(shape) == shape and copy.copy(shape) == shape
+    restored = pickle.loads(pickle.dumps(Pickled("p")))
+    assert restored == Pickled("p")
+    with pytest.raises(FrozenInstanceError):
+        restored.name = "q"
+
+
+def test_eq_false_compares_and_hashes_by_identity_for_records_holding_arrays():
+    @record(eq=False)
+    class Holder:
+        values: np.ndarray
+
+    one = Holder(np.arange(3))
+    assert one == one and one != Holder(np.arange(3))
+    assert hash(one) == object.__hash__(one)
+    assert repr(one) == "test_eq_false_compares_and_hashes_by_identity_for_records_holding_arrays.<locals>.Holder(" \
+                        "values=array([0, 1, 2]))"
+
+
+def test_a_record_subclass_adds_fields_and_keeps_the_shared_methods():
+    @record
+    class Base:
+        a: int
+
+    @record
+    class Child(Base):
+        b: int = 0
+
+    assert Child(1, 2) == Child(1, 2) and Child(1, 2) != Child(1, 3) and Child(1) != Base(1)
+    assert repr(Child(1, 2)).endswith("Child(a=1, b=2)")
+    with pytest.raises(FrozenInstanceError):
+        Child(1).a = 2
+
+
+def test_no_module_of_the_package_makes_a_frozen_dataclass_itself():
+    """New records use @record, so a cold command does not compile five methods per class again (issue 28)."""
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parent.parent / "specsim"
+    offenders = [str(p.relative_to(package)) for p in package.rglob("*.py")
+                 if p.name != "records.py" and "dataclass(frozen=True" in p.read_text()]
+    assert offenders == []
