@@ -32,30 +32,40 @@ dataclasses.FrozenInstanceError: cannot assign to field 'left'
 from __future__ import annotations
 
 import dataclasses
+import operator
+from collections.abc import Callable
 from dataclasses import FrozenInstanceError
 from typing import Any, TypeVar, dataclass_transform
 
 T = TypeVar("T")
 
 
-def _fields_where(cls: type, keep) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls) if keep(f))
+def _getter(cls: type, keep) -> Callable[[Any], tuple]:
+    """The tuple of the fields that ``keep`` selects, read in C by :func:`operator.attrgetter` (which returns a bare
+    value for one name, so one field is wrapped)."""
+    names = [f.name for f in dataclasses.fields(cls) if keep(f)]
+    if len(names) > 1:
+        return operator.attrgetter(*names)
+    if names:
+        one = operator.attrgetter(names[0])
+        return lambda obj: (one(obj),)
+    return lambda obj: ()
 
 
 def _repr(self) -> str:
-    shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in type(self).__record_repr__)
+    shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self) if f.repr)
     return f"{type(self).__qualname__}({shown})"
 
 
 def _eq(self, other: object):
     if other.__class__ is not self.__class__:
         return NotImplemented
-    names = type(self).__record_compare__  # tuples, as dataclasses compares (so a field holding NaN equals itself)
-    return tuple(getattr(self, name) for name in names) == tuple(getattr(other, name) for name in names)
+    key = type(self).__record_compare__  # tuples, as dataclasses compares (so a field holding NaN equals itself)
+    return key(self) == key(other)
 
 
 def _hash(self) -> int:
-    return hash(tuple(getattr(self, name) for name in type(self).__record_hash__))
+    return hash(type(self).__record_hash__(self))
 
 
 def _setattr(self, name: str, value: Any) -> None:
@@ -84,12 +94,11 @@ def record(cls: type[T] | None = None, /, *, eq: bool = True):
     def make(cls: type[T]) -> type[T]:
         own = cls.__dict__
         cls = dataclasses.dataclass(cls, repr=False, eq=False)
-        cls.__record_repr__ = _fields_where(cls, lambda f: f.repr)
         if "__repr__" not in own:
             cls.__repr__ = _repr
         if eq:
-            cls.__record_compare__ = _fields_where(cls, lambda f: f.compare)
-            cls.__record_hash__ = _fields_where(cls, lambda f: f.compare if f.hash is None else f.hash)
+            cls.__record_compare__ = staticmethod(_getter(cls, lambda f: f.compare))
+            cls.__record_hash__ = staticmethod(_getter(cls, lambda f: f.compare if f.hash is None else f.hash))
             if "__eq__" not in own:
                 cls.__eq__ = _eq
             if "__hash__" not in own:
