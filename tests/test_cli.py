@@ -183,6 +183,20 @@ def test_the_default_optimal_gamma_imports_only_what_it_uses(repo):
     assert named.stdout.strip().splitlines()[-1] == "0 ['specsim.speculation.drafters.classic', 'specsim.speculation.drafters.parallel']", named.stderr
 
 
+def test_a_process_run_freezes_its_modules_out_of_the_collector_and_runs_the_command_with_it_on(repo):
+    """main() as the process entry (argv None) pauses the collector while the parser loads modules, freezes what was
+    loaded and runs the command with the collector on; main(argv) from a caller leaves the collector as it was."""
+    code = ("import gc, sys; import specsim.cli.info as info; seen = []; run = info.run_hardware; "
+            "info.run_hardware = lambda args: seen.append(gc.isenabled()) or run(args); "
+            "from specsim.cli.main import main; "
+            "called = main(['hardware']); after_call = gc.get_freeze_count(); "
+            "sys.argv = ['specsim', 'hardware']; status = main(); "
+            "print(called, after_call, status, seen, gc.isenabled(), gc.get_freeze_count() > 0)")
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=repo, timeout=60)
+    assert out.stdout.strip().splitlines()[-1] == "0 0 0 [True, True] True True", out.stderr
+
+
 def test_capacity_says_70b_does_not_fit_in_bf16(capsys):
     code, out, _ = run(capsys, "capacity", "--target", "llama-3.1-70b")
     assert code == 0 and "llama-3.1-70b does not fit on h100-sxm in bf16" in out
