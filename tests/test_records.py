@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import pickle
 from dataclasses import FrozenInstanceError, dataclass, field
 
@@ -25,6 +26,7 @@ def _pair(decorate):
         width: float = 1.0
         tags: tuple = ()
         note: str = field(default="", compare=False)
+        extra: list = field(default_factory=list, compare=False)
 
     return Shape
 
@@ -46,6 +48,32 @@ def test_repr_equality_and_hash_are_those_of_the_frozen_dataclass(args):
     assert repr(ours) == repr(theirs).replace(Reference.__qualname__, Shape.__qualname__)
     assert (ours == Shape(*args)) == (theirs == Reference(*args))  # NaN: a tuple compares a float to itself by identity
     assert hash(ours) == hash(theirs)
+
+
+def test_the_constructor_binds_like_the_dataclass_one_and_calls_each_factory_per_instance():
+    assert repr(Shape("a", 3, width=0.5)) == repr(Reference("a", 3, width=0.5)).replace("Reference", "Shape")
+    assert Shape(name="a").extra == [] and Shape("a").extra is not Shape("a").extra
+    assert str(inspect.signature(Shape)) == str(inspect.signature(Reference))
+    for args, kwargs, message in [(("a", 1, 1.0, (), "", [], 7), {}, "takes at most 6 positional arguments but 7"),
+                                  ((), {}, "missing 1 required argument: 'name'"),
+                                  (("a",), {"colour": 1}, "unexpected keyword argument 'colour'"),
+                                  (("a",), {"name": "b"}, "multiple values for argument 'name'")]:
+        with pytest.raises(TypeError, match=message):
+            Shape(*args, **kwargs)
+        with pytest.raises(TypeError):
+            Reference(*args, **kwargs)
+
+
+def test_what_the_shared_constructor_cannot_do_is_refused_when_the_class_is_defined():
+    with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
+        @record
+        class Order:
+            a: int = 0
+            b: int
+    for body in ({"__annotations__": {"a": "InitVar[int]"}}, {"__annotations__": {"a": "int"}, "a": field(kw_only=True)},
+                 {"__annotations__": {"a": "int"}, "a": field(default=0, init=False)}):
+        with pytest.raises(TypeError, match="not supported"):
+            record(type("Bad", (), {"__module__": __name__, **body}))
 
 
 def test_a_field_with_compare_false_is_left_out_of_equality_and_hash_as_dataclasses_does():
