@@ -4,17 +4,20 @@ Targets (issue 28): ``specsim optimal-gamma`` (the default deployment, its publi
 within 1.5x of ``python -c "import numpy"`` on the same machine (``--alpha 0.8`` is timed beside it), once the kernel table is cached (the run before the timed ones builds it), and a surface of 101
 alpha x 17 gamma x 10 batch sizes x 4 contexts (68,680 points) at >= 1e7 points/s with the default source.
 
-Run:  python benchmarks/bench_core.py [--repeats N]
+Run:  python benchmarks/bench_core.py [--repeats N] [--instructions]
 
 Prints figures as ratios measured in one run, the two commands alternating; asserts nothing (timings on shared
 machines are noisy).  The child processes may write bytecode (as an installed package has it), whatever
-PYTHONDONTWRITEBYTECODE says here.
+PYTHONDONTWRITEBYTECODE says here.  ``--instructions`` also counts the instructions each command executes under
+valgrind's callgrind (where valgrind is installed; about ten seconds a command), with PYTHONHASHSEED=0 and one BLAS
+thread: a count that does not move with the machine's load, unlike the wall times.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -39,12 +42,28 @@ def alternate(commands: dict[str, list[str]], repeats: int) -> dict[str, list[fl
     return times
 
 
+def instructions(cmd: list[str]) -> int | None:
+    """Instructions ``cmd`` executes (callgrind's "Collected"), or None without valgrind."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return None
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {
+        "PYTHONPATH": str(REPO), "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
+    out = subprocess.run([valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd], capture_output=True,
+                         text=True, env=env, check=True)
+    found = re.search(r"Collected : (\d+)", out.stderr)
+    return int(found.group(1)) if found else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--instructions", action="store_true", help="also count instructions under callgrind")
     args = parser.parse_args()
 
-    exe = shutil.which("specsim")
+    # the script a user runs: on PATH, else beside this interpreter (an unactivated venv), else python -m specsim
+    beside = Path(sys.executable).parent / "specsim"
+    exe = shutil.which("specsim") or (str(beside) if beside.is_file() else None)
     cli = [exe] if exe else [sys.executable, "-m", "specsim"]
     commands = {"python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
                 "specsim optimal-gamma": cli + ["optimal-gamma"],
@@ -57,6 +76,16 @@ def main() -> None:
         ratio = "" if name.startswith("python") else f"  ratio of the medians {statistics.median(t) / base:.2f}x"
         print(f"  {name:<36} median {statistics.median(t) * 1e3:7.1f} ms  min {min(t) * 1e3:7.1f} ms{ratio}")
     print("  (target: specsim optimal-gamma <= 1.5x)")
+    if args.instructions:
+        counts = {name: instructions(cmd) for name, cmd in commands.items()}
+        if None in counts.values():
+            print("instructions: valgrind is not installed here")
+        else:
+            numpy_count = counts["python -c 'import numpy'"]
+            print("instructions executed (callgrind, PYTHONHASHSEED=0, OPENBLAS_NUM_THREADS=1):")
+            for name, count in counts.items():
+                ratio = "" if count == numpy_count else f"  ratio {count / numpy_count:.2f}x"
+                print(f"  {name:<36} {count / 1e6:7.1f} million{ratio}")
 
     from specsim.speculation.deployment import Deployment
     from specsim.speculation.search import speedup
