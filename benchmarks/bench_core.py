@@ -61,9 +61,9 @@ def main() -> None:
     parser.add_argument("--instructions", action="store_true", help="also count instructions under callgrind")
     args = parser.parse_args()
 
-    # the script a user runs: on PATH, else beside this interpreter (an unactivated venv), else python -m specsim
+    # the script a user runs: beside this interpreter (its venv's, activated or not), else on PATH, else python -m specsim
     beside = Path(sys.executable).parent / "specsim"
-    exe = shutil.which("specsim") or (str(beside) if beside.is_file() else None)
+    exe = str(beside) if beside.is_file() else shutil.which("specsim")
     cli = [exe] if exe else [sys.executable, "-m", "specsim"]
     commands = {"python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
                 "specsim optimal-gamma": cli + ["optimal-gamma"],
