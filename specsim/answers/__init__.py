@@ -6,7 +6,7 @@ the capacity model and the schedule, so that a notebook gets the same answer fro
 
 optimal-gamma's chain search, speedup, steptime and measure-loop live here; the answers of ``optimal-gamma --tree``
 (:mod:`.tree`), ``compare`` (:mod:`.compare`) and ``explain`` (:mod:`.anatomy`) in their own modules, so that a command
-builds only its own answer's class (issue 28: every frozen dataclass costs about a millisecond to create).
+builds only its own answer's class (issue 28: every module and record class a command loads is paid at each cold start).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ The kinds live in :mod:`.draft_model` (the draft model), :mod:`.classic` (EAGLE,
 
 Only the default kind, the draft model, loads with the package; the other modules load the first time one of their
 kinds is looked up (through ``--draft``, :data:`DRAFTERS` or an attribute of this package), so that a run names what it
-builds (issue 28: each frozen dataclass costs a cold command about a millisecond to create).
+builds (issue 28: every module and record class a command loads is paid at each cold start).
 """
 
 from __future__ import annotations
