@@ -54,6 +54,7 @@ def test_the_constructor_binds_like_the_dataclass_one_and_calls_each_factory_per
     assert repr(Shape("a", 3, width=0.5)) == repr(Reference("a", 3, width=0.5)).replace("Reference", "Shape")
     assert Shape(name="a").extra == [] and Shape("a").extra is not Shape("a").extra
     assert str(inspect.signature(Shape)) == str(inspect.signature(Reference))
+    assert Shape.__doc__ == Reference.__doc__.replace("Reference", "Shape")  # a class without a docstring gets its signature
     for args, kwargs, message in [(("a", 1, 1.0, (), "", [], 7), {}, "takes at most 6 positional arguments but 7"),
                                   ((), {}, "missing 1 required argument: 'name'"),
                                   (("a",), {"colour": 1}, "unexpected keyword argument 'colour'"),

@@ -183,6 +183,8 @@ def record(cls: type[T] | None = None, /, *, eq: bool = True):
         if "__init__" not in own:
             cls.__init__ = _init
             cls.__signature__ = _InitSignature()
+            if not own.get("__doc__"):  # dataclasses names the class and its signature (it saw object's, without init)
+                cls.__doc__ = cls.__name__ + str(cls.__signature__).replace(" -> None", "")
         if "__repr__" not in own:
             cls.__repr__ = _repr
         if eq:
