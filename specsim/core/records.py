@@ -10,8 +10,10 @@ the class's fields when they are called. Behaviour is that of a frozen dataclass
 - the constructor takes the fields in order, by position or by name, fills the defaults (a ``default_factory`` is
   called for each instance) and then calls ``__post_init__`` where the class has one; ``inspect.signature`` of the
   class is the one :mod:`dataclasses` would give;
-- equal when of the same class with equal compared fields; the hash is that of the compared fields'
-  tuple (the fields with ``hash=True``, or ``hash=None`` and ``compare=True``, as :mod:`dataclasses` chooses);
+- equal when of the same class with equal compared fields, compared as one tuple as :mod:`dataclasses` did up to
+  Python 3.12 (so a field holding the same NaN object equals itself, on every Python; 3.13's dataclasses compare
+  field by field); the hash is that of the compared fields' tuple (the fields with ``hash=True``, or ``hash=None``
+  and ``compare=True``, as :mod:`dataclasses` chooses);
 - the repr names the class's qualified name and each field with ``repr=True``;
 - assigning or deleting an attribute raises :class:`dataclasses.FrozenInstanceError`; ``__post_init__`` sets
   derived attributes with ``object.__setattr__``, as with a frozen dataclass.
