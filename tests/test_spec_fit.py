@@ -50,11 +50,23 @@ def test_rows_missing_what_their_kind_needs_or_of_an_unknown_kind_are_refused(ro
         load_public_speculation(tmp_path / "b.csv")
 
 
+#: One step of the rounding SpecHost.rounded applies to each term (0.01 ms, 0.001 ms, 0.1 us, 0.1 us), seconds.
+_ROUNDING_STEP_S = np.array([1e-5, 1e-6, 1e-7, 1e-7])
+
+
+def _within_a_rounding_step(shipped: SpecHost, fitted: SpecHost) -> bool:
+    """The shipped terms are the fit up to one step of its rounding: the least-squares optimum moves in the last
+    printed digit between scipy releases (vLLM's per-sequence term with --timing kernels: 0.1516 us with scipy 1.17.1,
+    0.1492 us with 1.18.1, which round to 0.2 and 0.1); a hand-edited constant is off by more."""
+    gap = np.abs(np.array(dataclasses.astuple(shipped)) - np.array(dataclasses.astuple(fitted)))
+    return bool(np.all(gap <= _ROUNDING_STEP_S * 1.000001))
+
+
 def test_shipped_host_terms_are_the_fit_and_overlapping_versions_carry_them(hybrid, rows):
     kernels = evaluate(rows, "kernels")
     for engine, key in SERIAL_PRESETS.items():
-        assert PRESETS[key].spec == hybrid.fitted[engine], engine
-        assert PRESETS[key].kernel_spec == kernels.fitted[engine], engine
+        assert _within_a_rounding_step(PRESETS[key].spec, hybrid.fitted[engine]), engine
+        assert _within_a_rounding_step(PRESETS[key].kernel_spec, kernels.fitted[engine]), engine
         # The overlapping versions do the same host work, hidden: same terms.
         assert PRESETS[f"{engine}@latest"].spec == PRESETS[key].spec
     assert PRESETS["vllm@0.14"].spec == PRESETS["vllm@0.10"].spec
