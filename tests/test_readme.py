@@ -15,6 +15,7 @@ several pages runs once and is checked against each page's quote.  Commands that
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import os
 import re
@@ -29,6 +30,9 @@ from specsim.cli.main import main
 REPO = Path(__file__).resolve().parent.parent
 #: Commands that need an accelerator: the docs show them for GPU users.
 NEEDS_GPU = ("--cuda-graphs", "--device cuda")
+#: Commands that time real passes with the torch harness; without torch installed they are skipped, not failed.
+TIMES_ON_TORCH = ("specsim measure ", "specsim measure-loop ")
+HAS_TORCH = importlib.util.find_spec("torch") is not None
 #: Flags whose value is a file or folder the command writes.
 WRITES = ("--out", "--plot", "--csv")
 #: What the scratch folder links to, so that the docs' relative paths resolve.
@@ -158,6 +162,8 @@ def _check(entry: Shown, code: int, out: str, err: str) -> None:
 
 @pytest.mark.parametrize("group", groups(), ids=lambda g: g[-1])
 def test_docs_command_runs_and_prints_what_the_docs_quote(group, scratch, monkeypatch):
+    if not HAS_TORCH and any(c.startswith(TIMES_ON_TORCH) for c in group):
+        pytest.skip("the timing harness needs torch (the harness extra, which the README's test command installs)")
     monkeypatch.chdir(scratch)
     monkeypatch.setenv("MPLBACKEND", "Agg")
     entries = shown()

@@ -52,16 +52,18 @@ def run_measure(args: argparse.Namespace) -> int:
 
 
 def run_measure_loop(args: argparse.Namespace) -> int:
-    harness()
-    from specsim.answers import loop_rows
     from specsim.speculation.deployment import check_shared_vocabulary
-    from specsim.describe.hardware import load_hardware
-    from specsim.harness.specloop import check_loop_memory, run_speculative_loop
     from specsim.describe.models import get_model
 
     target = get_model(args.target, weight_dtype=args.dtype, kv_dtype=args.dtype)
     draft = get_model(args.draft, weight_dtype=args.dtype, kv_dtype=args.dtype)
-    check_shared_vocabulary(target, draft)  # before any model is built: every other command refuses the pair too
+    # before any model is built, and before torch is asked for: every other command refuses the pair too
+    check_shared_vocabulary(target, draft)
+    harness()
+    from specsim.answers import loop_rows
+    from specsim.describe.hardware import load_hardware
+    from specsim.harness.specloop import check_loop_memory, run_speculative_loop
+
     # The largest batch, before the first loop runs: a batch that cannot fit must not fail after minutes of the others.
     check_loop_memory(target, draft, args.gamma, max(args.batch), args.context, args.tokens, args.dtype, args.device)
     profile = load_hardware(args.hardware) if args.hardware else None
