@@ -8,6 +8,7 @@ Built-in hardware profiles are refused as destinations.
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -66,10 +67,16 @@ def refuse_builtin(path: str | Path) -> None:
     regenerate a calibrated profile, write it elsewhere and review the change
     before copying it in.
     """
+    loop = ValueError(f"cannot write {str(path)!r}: it is a symlink loop")
     try:
         target = Path(path).expanduser().resolve()
     except RuntimeError:  # Python before 3.13 raises this for a symlink that leads back to itself
-        raise ValueError(f"cannot write {str(path)!r}: it is a symlink loop") from None
+        raise loop from None
+    try:  # Python 3.13 resolves a loop without complaint (and os.replace would then replace the link): ask the OS
+        os.stat(Path(path).expanduser())
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise loop from None
     root = builtin_dir().resolve()
     if target == root or root in target.parents:
         raise ValueError(f"refusing to write {str(path)!r}: the built-in profiles in {root} are never overwritten; choose another --out")
