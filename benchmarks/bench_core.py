@@ -30,9 +30,14 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 
 
+def child_env() -> dict[str, str]:
+    """The children's environment: this one, with bytecode writing allowed and this checkout's source first."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONPATH": str(REPO)}
+
+
 def alternate(commands: dict[str, list[str]], repeats: int) -> dict[str, list[float]]:
     """Wall seconds of each command per round, the commands run in turn (so load drifts hit both alike)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONPATH": str(REPO)}
+    env = child_env()
     times: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(repeats):
         for name, cmd in commands.items():
@@ -47,8 +52,7 @@ def instructions(cmd: list[str]) -> int | None:
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         return None
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {
-        "PYTHONPATH": str(REPO), "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
+    env = child_env() | {"PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
     out = subprocess.run([valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd], capture_output=True,
                          text=True, env=env, check=True)
     found = re.search(r"Collected : (\d+)", out.stderr)

@@ -12,6 +12,7 @@ import pytest
 from specsim.speculation.acceptance import alpha_from_acceptance_length
 from specsim.speculation.deployment import Deployment
 from specsim.engines import PRESETS, SpecHost
+from specsim.engines.base import ROUNDING_DIGITS
 from specsim.calibration.public import (FIT_KINDS, SERIAL_PRESETS, evaluate, load_public_speculation, round_terms, specdecode_bench_speedup)
 from specsim.speculation.search import optimal_gamma, speedup
 
@@ -51,7 +52,7 @@ def test_rows_missing_what_their_kind_needs_or_of_an_unknown_kind_are_refused(ro
 
 
 #: One step of the rounding SpecHost.rounded applies to each term (0.01 ms, 0.001 ms, 0.1 us, 0.1 us), seconds.
-_ROUNDING_STEP_S = np.array([1e-5, 1e-6, 1e-7, 1e-7])
+_ROUNDING_STEP_S = 10.0 ** -np.array(ROUNDING_DIGITS)
 
 
 def _within_a_rounding_step(shipped: SpecHost, fitted: SpecHost) -> bool:

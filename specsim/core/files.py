@@ -68,12 +68,13 @@ def refuse_builtin(path: str | Path) -> None:
     before copying it in.
     """
     loop = ValueError(f"cannot write {str(path)!r}: it is a symlink loop")
+    given = Path(path).expanduser()
     try:
-        target = Path(path).expanduser().resolve()
+        target = given.resolve()
     except RuntimeError:  # Python before 3.13 raises this for a symlink that leads back to itself
         raise loop from None
     try:  # Python 3.13 resolves a loop without complaint (and os.replace would then replace the link): ask the OS
-        os.stat(Path(path).expanduser())
+        os.stat(given)
     except OSError as err:
         if err.errno == errno.ELOOP:
             raise loop from None

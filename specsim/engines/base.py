@@ -66,6 +66,10 @@ def _check_term(owner: str, key: str, value: object) -> None:
         raise ValueError(f"engine {owner}: {key} must be a finite time in [0, {MAX_TERM_S:g}] seconds, got {value!r}")
 
 
+#: Decimal places of seconds :meth:`SpecHost.rounded` keeps per term (round, draft step, sequence, sequence and step).
+ROUNDING_DIGITS = (5, 6, 7, 7)
+
+
 @record
 class SpecHost:
     """Host seconds a speculative round adds: per round, per draft step, per sequence of the batch and per sequence
@@ -95,8 +99,7 @@ class SpecHost:
     def rounded(cls, values) -> "SpecHost":
         """Terms from fitted seconds (in :data:`TERMS` order), rounded to what :meth:`describe` prints (0.01 ms, 0.001 ms,
         0.1 us, 0.1 us), so that a shipped constant is its fit exactly; a missing last term is 0."""
-        digits = (5, 6, 7, 7)
-        return cls(*(round(float(v), d) for v, d in zip(values, digits)))
+        return cls(*(round(float(v), d) for v, d in zip(values, ROUNDING_DIGITS)))
 
     def describe(self) -> str:
         return (f"{self.round_s * 1e3:.2f} ms per round + {self.step_s * 1e3:.3f} ms per draft step + "
