@@ -259,10 +259,26 @@ def test_the_published_lengths_are_what_their_sources_say():
     assert rows[("qwen3-8b", "MATH-500")] == 7.87 and rows[("qwen3-4b", "MT-Bench")] == 4.35 and len(rows) == 14
 
 
-def test_serve_sim_refuses_a_drafter_whose_verified_length_depends_on_acceptance(capsys):
-    assert main(["serve-sim", "--draft", "dspark", "--target", "qwen3-8b", "--timing", "roofline", "--rate", "1",
-                 "--requests", "20"]) == 2
-    assert "cannot follow a DSpark confidence-scheduled drafter" in capsys.readouterr().err
+def test_the_simulator_plays_a_drafter_that_verifies_a_prefix_per_request_at_its_mean_verified_length():
+    """DSpark verifies a prefix of its block per request: the simulator's table holds the mean verified length v per batch
+    (the drafter's own rule), and each sequence's round verifies floor(v) or floor(v) + 1 drafted tokens with mean v and
+    accepts only among them, so a round yields the outcome's tokens on average.  200,000 draws of tokens per round
+    (standard deviation under 1) give their mean within 0.002 (one standard error); the tolerance 0.01 is five of them
+    (false failure well under 1e-6)."""
+    from specsim.serving.simulator import StepTable, _emit
+    from specsim.speculation.acceptance import as_acceptance, tokens_per_round
+    from specsim.speculation.deployment import Deployment
+
+    dep = Deployment.build("h100-sxm", "qwen3-8b", "dspark", timing="roofline")
+    table = StepTable(dep, 128, 500, 7, acceptance=0.6)
+    v = float(table.verified(128, np.array([300.0]), 7)[0])
+    assert v == pytest.approx(float(dep.drafter.verified(dep, 0.6, np.array(7.0), 128, 300.0)), abs=0.26)  # the grid's
+    assert 1 < v < 7  # a prefix of the block, not all of it
+    cum = as_acceptance(0.6).cumulative_rates(7)
+    for verified in (v, 2.25, 7.0):
+        draws = _emit(np.random.default_rng(3), cum, 7, 2000, 100, np.full(100, verified))
+        assert draws.mean() == pytest.approx(float(tokens_per_round(0.6, np.array(7.0), verified=np.array(verified))), abs=0.01)
+    assert table.verified(128, np.array([300.0]), 0) is None  # plain decoding verifies nothing
 
 
 @pytest.mark.parametrize("argv, line", [

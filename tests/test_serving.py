@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -440,7 +441,7 @@ def test_with_every_draft_accepted_a_round_emits_gamma_plus_one_tokens_of_the_ga
     prompt, output = 50, 41
     schedule = np.r_[0, g, np.full(64, 4)]
     run = simulate(_alone(prompt, output), table, EngineLimits(64), 1.0, schedule)
-    first = table.prefill_s(prompt) + table.base_s
+    first = table.prefill_s(prompt, True) + table.base_s  # a speculating engine's drafter runs over the prompt too
     n_rounds = int(np.ceil((output - 1) / (g + 1)))
     contexts = prompt + 1 + (g + 1) * np.arange(n_rounds, dtype=float)
     assert run.finish_s[0] == pytest.approx(first + table.round_s(1, contexts, g).sum(), rel=1e-12)
@@ -520,13 +521,16 @@ def test_chunked_prefill_fills_each_iterations_token_budget_less_the_running_seq
     req = Requests(np.array([1500, 2595]), np.array([50, 5]), np.array([0.0, 0.0]))
     run = simulate(req, table, EngineLimits(64, max_batched_tokens=2048), 1.0, 1)
     # Each prompt's piece costs what extending that prompt's prefill costs: A's whole 1,500 and B's first 548 tokens...
-    first = table.prefill_s(1500) + table.prefill_s(548) + table.base_s  # nothing decodes yet
+    # (speculating: the drafter's network runs over the same prompt tokens, in the table's speculative prefill)
+    pf = functools.partial(table.prefill_s, speculating=True)
+    first = pf(1500) + pf(548) + table.base_s  # nothing decodes yet
     # ... then B from 548 to 548 + 2,046 tokens (2,048 - 1 x (1 + 1) of budget), then its last token.
-    second = table.prefill_s(2594) - table.prefill_s(548) + float(table.round_s(1, np.array([1501.0]), 1)[0])
-    third = table.prefill_s(2595) - table.prefill_s(2594) + float(table.round_s(1, np.array([1503.0]), 1)[0])  # A read 2 more
+    second = pf(2594) - pf(548) + float(table.round_s(1, np.array([1501.0]), 1)[0])
+    third = pf(2595) - pf(2594) + float(table.round_s(1, np.array([1503.0]), 1)[0])  # A read 2 more
     assert run.first_token_s[0] == pytest.approx(first, rel=1e-12)
     assert run.first_token_s[1] == pytest.approx(first + second + third, rel=1e-12)
-    assert table.prefill_s(2046) < table.prefill_s(2047)  # compute-bound: each token of budget shows in the time
+    assert pf(2046) < pf(2047)  # compute-bound: each token of budget shows in the time
+    assert pf(2046) > table.prefill_s(2046)  # the draft's pass over the prompt costs something
 
 
 def test_step_table_prices_one_prompt_token_at_nothing_beyond_a_one_token_pass():

@@ -203,8 +203,15 @@ class EnginePreset:
     #: The software stack whose terms these are: ``cuda`` as shipped; ``rocm`` once placed on an AMD profile
     #: (:func:`specsim.engines.vllm.on_platform`), or where a caller placed it itself.
     platform: str = "cuda"
+    #: The engine's prefill speed over the step-time source's for a prompt (its efficiency on long, compute-bound
+    #: passes relative to the profile's): 1 as shipped (no public prefill measurement is fitted), fitted to the runs'
+    #: TTFT by calibrate-engine.  A prompt's marginal time in an iteration is the source's over this.
+    prefill_scale: float = 1.0
 
     def __post_init__(self) -> None:
+        if not (isinstance(self.prefill_scale, (int, float)) and not isinstance(self.prefill_scale, bool)
+                and 0.05 <= self.prefill_scale <= 20.0):
+            raise ValueError(f"engine {self.name!r}: prefill_scale must be a number in [0.05, 20], got {self.prefill_scale!r}")
         for key in ("iteration_s", "kernel_iteration_s", "collective_s", "kernel_collective_s", "iteration_seq_s"):
             _check_term(repr(self.name), key, getattr(self, key))
         self.spec.check(repr(self.name))

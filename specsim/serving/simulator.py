@@ -38,12 +38,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from specsim.core.records import record
 from specsim.speculation.acceptance import as_acceptance
 from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION, capacity, sequence_kv_bytes
 from specsim.core.defaults import DEFAULT_ALPHA, DEFAULT_SERVING_GAMMA_MAX
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma
+from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, EngineLimits, iteration_s
 from specsim.serving.workloads import mean_context_tokens
 
 __all__ = ["DEFAULT_MAX_BATCHED_TOKENS", "DEFAULT_MAX_NUM_SEQS", "DEFAULT_REQUESTS", "DEFAULT_SLO_ATTAINMENT", "EngineLimits", "ServeResult",
@@ -54,68 +54,60 @@ DEFAULT_REQUESTS = 1000
 #: A rate "meets the SLOs" when at least this share of served requests meets both.
 DEFAULT_SLO_ATTAINMENT = 0.9
 
-#: vLLM's default max_num_seqs.
-DEFAULT_MAX_NUM_SEQS = 256
-#: Token budget per iteration for chunked prefill (vLLM's max_num_batched_tokens; set your engine's).
-DEFAULT_MAX_BATCHED_TOKENS = 8192
 _JUMP = 256  # rounds advanced at most in one vectorised step
 
 
-@record
-class EngineLimits:
-    """The engine's scheduling limits: sequences in flight, tokens per iteration, KV bytes it can hold."""
-
-    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
-    max_batched_tokens: int = DEFAULT_MAX_BATCHED_TOKENS
-    #: Bytes of KV cache (per GPU) the running requests may reserve (:func:`specsim.capacity.capacity`).
-    kv_capacity_bytes: float = float("inf")
-    #: False: prompts cost no time (the per-batch model's setting, for checks).
-    include_prefill: bool = True
-
-    def __post_init__(self) -> None:
-        for key in ("max_num_seqs", "max_batched_tokens"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65536:
-                raise ValueError(f"{key} must be a whole number in [1, 65536], got {value!r}")
-        if not self.kv_capacity_bytes > 0:
-            raise ValueError(f"KV capacity must be > 0 bytes, got {self.kv_capacity_bytes!r}")
-
-
 class StepTable:
-    """Round times of a deployment on a (batch 1..max_batch, context grid, gamma 0..gamma_max) grid.
+    """Round times of a deployment on a (batch 1..max_batch, context grid, gamma 0..gamma_max) grid, at ``acceptance``.
 
-    ``round_s(b, L, gamma)``: the time of a round of a gamma chain (:meth:`Deployment.outcome`; ``t_T`` for gamma 0).  ``prefill_s(P)``: the
-    marginal time of ``P`` prompt tokens in an iteration.
+    ``round_s(b, L, gamma)``: the time of a round of a gamma chain (:meth:`Deployment.outcome`; ``t_T`` for gamma 0).
+    ``verified(b, L, gamma)``: the draft tokens a drafter that verifies a prefix per request (DSpark, suffix decoding)
+    verifies on average at that batch (None for every other drafter: all gamma).  ``prefill_s(P, speculating)``: the
+    marginal time of ``P`` prompt tokens in an iteration, the drafter's network over them too when speculating.
     """
 
     def __init__(self, dep: Deployment, max_batch: int, max_context: int, gamma_max: int = 0,
-                 max_prefill_tokens: int = DEFAULT_MAX_BATCHED_TOKENS):
+                 max_prefill_tokens: int = DEFAULT_MAX_BATCHED_TOKENS, acceptance: object = 0.0):
         b = np.arange(1, max_batch + 1, dtype=float)
         grid = np.unique(np.r_[0.0, np.round(np.geomspace(16, max(max_context, 32), 28))])
         self.contexts = grid
         self.gamma_max = int(gamma_max)
         gammas = np.arange(self.gamma_max + 1, dtype=float)
-        if dep.drafter is not None and dep.drafter.varies_verification:
-            raise ValueError(f"the serving simulation times rounds at one acceptance, so it cannot follow {dep.drafter.label}, "
-                             "whose verified tokens per request depend on it: use optimal-gamma, compare or explain")
+        self.verified_table = None
         if dep.drafter is None:
             self.table = dep.decode(b[:, None, None], grid[None, :, None]).total_s
-        else:  # a round's time does not depend on the acceptance; gamma 0 is the decode step
-            self.table = dep.outcome(0.0, gammas[None, None, :], b[:, None, None], grid[None, :, None]).time_s
+        else:  # gamma 0 is the decode step; a round's time depends on the acceptance only where the verified prefix does
+            out = dep.outcome(acceptance, gammas[None, None, :], b[:, None, None], grid[None, :, None])
+            self.table = out.time_s
+            if dep.drafter.varies_verification:
+                self.verified_table = np.broadcast_to(_verified(dep, acceptance, gammas, b, grid), (b.size, grid.size, gammas.size))
         self.table = np.broadcast_to(self.table, (b.size, grid.size, gammas.size))  # (batch, context, gamma)
         tokens = np.unique(np.round(np.geomspace(1, max(max_prefill_tokens, max_context, 2), 40)))
         self.prefill_tokens = tokens
         self.prefill_table = dep.prefill_s(tokens)
-        self.base_s = float(np.asarray(dep.gpu_pass(dep.target, 1, 1, 0).total_s))
+        self.prefill_table_spec = dep.prefill_s(tokens, draft=True)
+        self.base_s = float(np.asarray(dep.decode(1, 0).total_s))
 
     def round_s(self, batch: int, context: np.ndarray, gamma: int) -> np.ndarray:
         row = self.table[batch - 1, :, gamma]
         return np.interp(context, self.contexts, row)
 
-    def prefill_s(self, tokens: float) -> float:
+    def verified(self, batch: int, context: np.ndarray, gamma: int) -> np.ndarray | None:
+        """Mean draft tokens verified per sequence (None: every drafted token, the chain's gamma)."""
+        if self.verified_table is None or gamma == 0:
+            return None
+        return np.interp(context, self.contexts, self.verified_table[batch - 1, :, gamma])
+
+    def prefill_s(self, tokens: float, speculating: bool = False) -> float:
         if tokens <= 0:
             return 0.0
-        return float(np.interp(tokens, self.prefill_tokens, self.prefill_table))
+        return float(np.interp(tokens, self.prefill_tokens, self.prefill_table_spec if speculating else self.prefill_table))
+
+
+def _verified(dep: Deployment, acceptance: object, gammas: np.ndarray, b: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """The mean verified draft tokens per sequence of a prefix-verifying drafter on the table's grid (0 at gamma 0)."""
+    v = dep.drafter.verified(dep, acceptance, np.maximum(gammas[None, None, :], 1.0), b[:, None, None], grid[None, :, None])
+    return np.where(gammas[None, None, :] == 0, 0.0, v)
 
 
 @dataclass
@@ -236,6 +228,7 @@ class _Engine:
         n = len(requests)
         self.n, self.table, self.limits, self.cum, self.gamma_by_batch, self.rng = n, table, limits, cum, gamma_by_batch, rng
         self.concurrency, self.reserve = concurrency, reserve
+        self.speculating = False
         self.prompt = np.asarray(requests.prompt, dtype=np.int64)
         self.output = np.asarray(requests.output, dtype=np.int64)
         self.rejected = reserve > limits.kv_capacity_bytes
@@ -281,9 +274,11 @@ class _Engine:
             self.next_arrival += 1
 
     def release(self, at: float) -> None:
-        """A user of the closed loop sends the next request at ``at``."""
+        """A user of the closed loop sends the next request at ``at``: just after the engine has started its next
+        iteration, so the request waits for that one (the serving model's w, :data:`specsim.serving.steady.CLOSED_LOOP_WAIT`);
+        an idle engine takes it at once."""
         if self.concurrency is not None and self.closed_next < self.n:
-            self.arrival[self.closed_next] = at
+            self.arrival[self.closed_next] = np.nextafter(at, np.inf)
             self.closed_next += 1
 
     def finish_requests(self, ids: np.ndarray, at) -> None:
@@ -323,15 +318,16 @@ class _Engine:
             # Each prompt's piece attends to its own earlier tokens only: it costs what extending that prompt's prefill
             # from its tokens done so far costs, so a prompt prefilled in pieces costs its whole prefill once.
             done = int(self.prompt[item[0]]) - item[1]
-            prefill_s += table.prefill_s(done + take) - table.prefill_s(done)
+            prefill_s += table.prefill_s(done + take, self.speculating) - table.prefill_s(done, self.speculating)
             item[1] -= take
             chunk += take
             if item[1] == 0:
                 completed.append(item[0])
             if chunk >= budget:
                 break
-        dt = prefill_s + (float(table.round_s(b, self.ctx[self.running].mean(), g)) if b else table.base_s)
-        emitted = _emit(self.rng, self.cum, g, b, 1)[:, 0] if b else np.zeros(0)
+        ctx = self.ctx[self.running].mean() if b else 0.0
+        dt = float(iteration_s(float(table.round_s(b, ctx, g)) if b else table.base_s, prefill_s))
+        emitted = _emit(self.rng, self.cum, g, b, 1, table.verified(b, np.array([ctx]), g) if b else None)[:, 0] if b else np.zeros(0)
         self.in_system += (b + len(self.prefilling) + len(self.waiting)) * dt
         self.batch_time[b] += dt
         self.t += dt
@@ -365,7 +361,8 @@ class _Engine:
         rem = self.remaining[run]
         per_round = 1.0 + (self.cum[:g].sum() if g else 0.0)
         rounds = int(min(_JUMP, max(4, np.ceil(rem.min() / per_round) + 3)))
-        cum_e = np.cumsum(_emit(self.rng, self.cum, g, b, rounds), axis=1)
+        verified = self.table.verified(b, self.ctx[run].mean() + per_round * np.arange(rounds), g)
+        cum_e = np.cumsum(_emit(self.rng, self.cum, g, b, rounds, verified), axis=1)
         finished_by = np.where(cum_e >= rem[:, None], np.arange(rounds)[None, :], rounds).min(axis=1)
         k = int(min(finished_by.min() + 1, rounds))
         mean_before = self.ctx[run].mean() + np.r_[0.0, np.minimum(cum_e[:, : k - 1], rem[:, None]).mean(axis=0)]
@@ -419,6 +416,7 @@ def simulate(requests, table: StepTable, limits: EngineLimits, acceptance: objec
     cum = as_acceptance(acceptance).cumulative_rates(gmax)
     reserve = np.zeros(len(requests)) if reserve_bytes is None else np.asarray(reserve_bytes, dtype=float)
     eng = _Engine(requests, table, limits, cum, gamma_by_batch, rng, concurrency, reserve)
+    eng.speculating = gmax > 0  # the drafter's network runs over every prompt too
     while eng.done < eng.n:
         eng.arrive(eng.t)
         eng.admit()
@@ -437,12 +435,20 @@ def simulate(requests, table: StepTable, limits: EngineLimits, acceptance: objec
                        label, notes)
 
 
-def _emit(rng: np.random.Generator, cum: np.ndarray, gamma: int, batch: int, rounds: int) -> np.ndarray:
-    """Tokens each of ``batch`` sequences emits in each of ``rounds`` rounds: 1 + accepted drafts."""
+def _emit(rng: np.random.Generator, cum: np.ndarray, gamma: int, batch: int, rounds: int,
+          verified: np.ndarray | None = None) -> np.ndarray:
+    """Tokens each of ``batch`` sequences emits in each of ``rounds`` rounds: 1 + accepted drafts.  With ``verified``
+    (the mean draft tokens verified per sequence in each round, a prefix-verifying drafter's), a sequence verifies
+    floor(v) or floor(v) + 1 of them, with the mean v, and accepts only among those."""
     if gamma == 0:
         return np.ones((batch, rounds), dtype=np.int64)
     u = rng.random((batch, rounds, 1))
-    return 1 + (u < cum[None, None, :gamma]).sum(axis=2)
+    accepted = u < cum[None, None, :gamma]
+    if verified is not None:
+        v = np.broadcast_to(np.asarray(verified, dtype=float), (rounds,))
+        n = np.floor(v)[None, :] + (rng.random((batch, rounds)) < (v - np.floor(v))[None, :])
+        accepted &= np.arange(gamma)[None, None, :] < n[:, :, None]
+    return 1 + accepted.sum(axis=2)
 
 
 def serve_compare(dep: Deployment, requests, acceptance: object, gamma: object = "schedule",
@@ -479,7 +485,7 @@ def serve_compare(dep: Deployment, requests, acceptance: object, gamma: object =
     if cap.free_bytes_with_draft <= 0:
         raise ValueError(f"{dep.target.name} with {dep.drafter.name} does not fit on {dep.hardware.name}: no memory is left "
                          "for the KV cache beside the draft's weights")
-    table = StepTable(dep, limits.max_num_seqs, max_context, gmax, limits.max_batched_tokens)
+    table = StepTable(dep, limits.max_num_seqs, max_context, gmax, limits.max_batched_tokens, acceptance)
     lengths = (prompt + output).astype(float)
     runs = []
     for name, with_draft, free, rule in (("off", False, cap.free_bytes_without_draft, 0), ("on", True, cap.free_bytes_with_draft, policy)):

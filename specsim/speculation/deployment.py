@@ -501,19 +501,28 @@ class Deployment:
             return t
         return _overhead_share(t, self.draft.n_layers / self.target.n_layers)
 
-    def prefill_s(self, prompt_tokens: object) -> np.ndarray:
-        """The marginal GPU time of prefilling ``prompt_tokens`` in an iteration that also decodes: t(1, P, 0) - t(1, 1, 0)
-        from the step-time source (the weights are read once for both), 0 for no tokens.  What chunked prefill adds to
-        the iteration it rides in (:mod:`specsim.serving.simulator`, :mod:`specsim.calibration.runs`).
+    def prefill_s(self, prompt_tokens: object, draft: bool = False) -> np.ndarray:
+        """The marginal time of prefilling ``prompt_tokens`` in an iteration that also decodes: t(1, P, 0) - t(1, 1, 0)
+        from the step-time source (the weights are read once for both), 0 for no tokens, over the engine's prefill
+        efficiency (:attr:`~specsim.engines.EnginePreset.prefill_scale`: 1 as shipped, fitted to TTFT by
+        calibrate-engine).  With ``draft``, a speculating engine's drafter network (a draft model, an EAGLE or MTP head)
+        runs over the same prompt tokens too.  What chunked prefill adds to the iteration it rides in
+        (:mod:`specsim.serving.steady`, the one serving model).
 
         >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
         >>> [round(float(t) * 1e3, 2) for t in dep.prefill_s([0, 1, 1000])]
         [0.0, 0.0, 20.99]
+        >>> round(float(dep.prefill_s(1000, draft=True)) * 1e3, 2)
+        23.62
         """
         p = np.asarray(prompt_tokens, dtype=float)
-        base = np.asarray(self.gpu_pass(self.target, 1, 1, 0).total_s, dtype=float)
-        full = np.asarray(self.gpu_pass(self.target, 1, np.maximum(p, 1.0), 0).total_s, dtype=float)
-        return np.where(p > 0, full - base, 0.0)
+        models = [self.target] + ([self.draft] if draft and self.draft is not None else [])
+        total = 0.0
+        for model in models:
+            base = np.asarray(self.gpu_pass(model, 1, 1, 0).total_s, dtype=float)
+            full = np.asarray(self.gpu_pass(model, 1, np.maximum(p, 1.0), 0).total_s, dtype=float)
+            total = total + (full - base)
+        return np.where(p > 0, total / self.engine.prefill_scale, 0.0)
 
     def decode(self, batch: object, context: object = DEFAULT_CONTEXT_TOKENS) -> StepTime:
         """t_decode: a plain decode step of the target (one token per sequence), engine time included."""

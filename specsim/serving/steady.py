@@ -1,0 +1,466 @@
+"""The serving model: what an engine iteration costs at a load, and the steady state of that load.
+
+Users benchmark and serve at a *load* (``vllm bench serve --max-concurrency N``, a GuideLLM sweep, Poisson arrivals),
+not at a decode batch.  A continuous-batching engine (vLLM, SGLang, TensorRT-LLM) runs iterations; each carries
+
+* the ``b`` sequences that are decoding: one decode token each, or, speculating, one round (gamma draft steps and a
+  verification of gamma + 1 tokens; :meth:`specsim.speculation.deployment.Deployment.outcome`), and
+* in the token budget left (``max_batched_tokens - b (gamma + 1)``), chunks of the prompts waiting to prefill, oldest
+  first (chunked prefill).
+
+An iteration's time is the step of its decoding sequences plus the marginal time of its prompt chunks
+(:meth:`Deployment.prefill_s`: the target's, and the drafter's network over the same tokens when speculating, each
+prompt costing its whole prefill once however it is cut).  :func:`iteration_s` is that sum, the one home of it: the
+steady state below and the request-level simulator (:mod:`specsim.serving.simulator`) both call it.
+
+Steady state (mean-value analysis; every quantity a mean over requests of ``P`` prompt and ``O`` output tokens):
+
+    D    = rounds a request decodes: (O - 1 + overshoot) / E, E the tokens per round, overshoot the mean excess of
+           the last round, sum_k k c_k / E for per-position acceptance c_k (renewal theory; 0 without speculation)
+    k_p  = iterations a prompt's prefill spans: ceil(P / budget left), more where the prompts that arrive need more of
+           the budget than is left (the prefill queue)
+    w    = iterations a request waits before the scheduler takes it: 1 in a closed loop with others running (the
+           user's next request arrives while the next iteration is already running), 0 alone; 1/2 for Poisson arrivals
+    C    = w + k_p + D, a request's iterations in the engine
+
+Closed loop of ``N`` users, ``N_e = min(N, max_num_seqs, sequences the KV cache holds)`` of them in the engine (the
+others queue: the engine's admission), all quantities explicit, with no division that can vanish:
+
+    b     = 1 + (N_e - 1) D / C                     sequences in an iteration a decoding request sees (itself included)
+    t_dec = step(b) + (N_e - 1) t_pf / C            an iteration of its decode phase: the others' prompts ride in it
+    t_own = step(b) + t_pf / k_p + (N_e - 1) t_pf / C   an iteration carrying its own prompt's chunk
+    TPOT  = D t_dec / (O - 1);   ITL = t_dec (one streamed chunk per round)
+    TTFT  = w t_mean + k_p t_own + queue wait;   t_mean = step(b) + N_e t_pf / C
+    rate  = N_e / (w t_mean + k_p t_own + D t_dec);   output throughput = rate x O
+
+Poisson arrivals at ``lambda`` requests/s: a decoding request sees ``b = 1 + lambda D t_dec`` sequences (Little's law
+for the others) and ``lambda t_dec`` prompts per iteration, so ``t_dec = step(b) + lambda t_pf t_dec``, solved for
+``t_dec`` by bisection.  Where no solution keeps ``b`` within the engine's limits, or the prompts alone need the whole
+engine (``lambda t_pf >= 1``) or more than the budget, the load is past the engine's capacity: it is marked
+``saturated``, served at the rate of the full engine (the closed loop at its limit), its TTFT unbounded (inf: the queue
+grows), never a negative or divergent number.
+
+An offline batch (``LLM.generate`` of ``N`` prompts at once, ``trtllm-bench``): every prompt prefills (in the budget),
+then the ``N`` sequences decode together; throughput is ``N O`` over the whole.
+
+Checked against the request-level simulator, which plays the same iterations request by request
+(``tests/test_steady.py``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from specsim.core.records import record
+from specsim.speculation.acceptance import as_acceptance
+
+__all__ = ["DEFAULT_MAX_BATCHED_TOKENS", "DEFAULT_MAX_NUM_SEQS", "EngineLimits", "LOAD_KINDS", "SteadyState", "decode_rounds",
+           "iteration_s", "kv_sequences", "steady_state"]
+
+#: vLLM's default max_num_seqs (vllm/config/scheduler.py).
+DEFAULT_MAX_NUM_SEQS = 256
+#: Token budget per iteration for chunked prefill (vLLM's max_num_batched_tokens for online serving on a large GPU; set
+#: your engine's).
+DEFAULT_MAX_BATCHED_TOKENS = 8192
+#: The kinds of load: a closed loop of users, Poisson arrivals, an offline batch.
+LOAD_KINDS = ("concurrency", "rate", "batch")
+#: Iterations a closed-loop user's next request waits for: the one already running when it arrives.
+CLOSED_LOOP_WAIT = 1.0
+#: ... and a Poisson arrival's: on average half of the iteration it lands in.
+OPEN_LOOP_WAIT = 0.5
+_BISECTIONS = 48
+
+
+@record
+class EngineLimits:
+    """The engine's scheduling limits: sequences in flight, tokens per iteration, KV bytes it can hold."""
+
+    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
+    max_batched_tokens: int = DEFAULT_MAX_BATCHED_TOKENS
+    #: Bytes of KV cache (per GPU) the running requests may hold (:func:`specsim.serving.capacity.capacity`).
+    kv_capacity_bytes: float = float("inf")
+    #: False: prompts cost no time (the per-batch model's setting, for checks).
+    include_prefill: bool = True
+
+    def __post_init__(self) -> None:
+        for key in ("max_num_seqs", "max_batched_tokens"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65536:
+                raise ValueError(f"{key} must be a whole number in [1, 65536], got {value!r}")
+        if not self.kv_capacity_bytes > 0:
+            raise ValueError(f"KV capacity must be > 0 bytes, got {self.kv_capacity_bytes!r}")
+
+
+def iteration_s(step_s: object, prefill_s: object = 0.0) -> np.ndarray:
+    """One engine iteration: the step of its decoding sequences (a decode step or a speculative round, engine time
+    included) plus the marginal time of the prompt chunks riding in it (:meth:`Deployment.prefill_s` of the tokens each
+    chunk extends its prompt by).  The one place an iteration's parts are added up.
+
+    >>> round(float(iteration_s(0.010, 0.004)), 6)
+    0.014
+    """
+    return np.asarray(step_s, dtype=float) + np.asarray(prefill_s, dtype=float)
+
+
+def decode_rounds(acceptance: object, gamma: object, tokens: object, per_round: object | None = None) -> np.ndarray:
+    """Rounds a request takes to emit ``tokens`` tokens after its first (its output less one), speculating ``gamma``
+    draft tokens a round at ``acceptance``: ``(tokens + overshoot) / E`` (Wald's identity), E the tokens a round yields
+    (``per_round``, default the chain's) and the overshoot the last round's mean excess, sum_k k c_k / E for the
+    per-position rates c_k (the limit of the renewal process, within a hundredth of a round from about ten rounds);
+    ``tokens`` itself for gamma 0.
+
+    >>> float(decode_rounds(0.0, 0, 255)), round(float(decode_rounds(0.8, 4, 255)), 3)
+    (255.0, 76.322)
+    """
+    from specsim.speculation.acceptance import tokens_per_round
+
+    g = np.asarray(gamma, dtype=float)
+    m = np.asarray(tokens, dtype=float)
+    e = tokens_per_round(acceptance, g) if per_round is None else np.asarray(per_round, dtype=float)
+    gmax = int(np.max(g)) if g.size else 0
+    if gmax == 0:
+        return np.broadcast_to(m, np.broadcast_shapes(m.shape, g.shape, np.shape(e))).astype(float)
+    acc = as_acceptance(acceptance) if not isinstance(acceptance, np.ndarray) else None
+    k = np.arange(1, gmax + 1, dtype=float)
+    if acc is not None and acc.alpha is None:
+        c = np.asarray(acc.cumulative_rates(gmax), dtype=float)
+    else:
+        a = np.asarray(acceptance if acc is None else acc.alpha, dtype=float)
+        c = a[..., None] ** k
+    # sum over k <= gamma of k c_k, broadcast over gamma's and alpha's axes
+    weighted = np.sum(np.where(k <= g[..., None], k * c, 0.0), axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rounds = (m + weighted / e) / e
+    return np.where(g == 0, m, rounds)
+
+
+def kv_sequences(kv_capacity_bytes: object, sequence_bytes: object) -> np.ndarray:
+    """Sequences a KV cache of ``kv_capacity_bytes`` holds at ``sequence_bytes`` each (inf where unbounded)."""
+    cap = np.asarray(kv_capacity_bytes, dtype=float)
+    per = np.asarray(sequence_bytes, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.isinf(cap), np.inf, np.floor(cap / np.maximum(per, 1.0)))
+
+
+@record(eq=False)  # identity: numpy arrays in its fields
+class SteadyState:
+    """A load's steady state per gamma (leading axis) and load (second axis), seconds and tokens.
+
+    ``gamma`` 0 is plain decoding.  Where ``saturated``, the load is past what the engine serves: the rate and TPOT are
+    those of the full engine and the TTFT is inf (the queue grows without bound).
+    """
+
+    kind: str  #: a key of LOAD_KINDS
+    load: np.ndarray  #: users, requests/s or the batch, per load
+    input_tokens: np.ndarray
+    output_tokens: np.ndarray
+    gamma: np.ndarray
+    tokens_per_round: np.ndarray  #: E (1 for plain decoding)
+    rounds: np.ndarray  #: D, decode iterations per request
+    decode_batch: np.ndarray  #: b, sequences in an iteration a decoding request sees
+    in_engine: np.ndarray  #: N_e, requests the engine holds (admitted)
+    prefill_iterations: np.ndarray  #: k_p
+    step_s: np.ndarray  #: the decoding sequences' step (decode step or round) at b
+    prefill_s: np.ndarray  #: the marginal time of one prompt
+    tpot_s: np.ndarray
+    itl_s: np.ndarray
+    ttft_s: np.ndarray
+    e2e_s: np.ndarray
+    requests_per_s: np.ndarray
+    output_tokens_per_s: np.ndarray
+    mean_batch: np.ndarray  #: time-weighted mean of the sequences decoding
+    prefill_share: np.ndarray  #: the share of the engine's time its prompts take
+    saturated: np.ndarray
+    limited_by: np.ndarray  #: "", "max_num_seqs" or "kv cache" per load: what holds N_e below the load
+    outcome: object = None  #: the RoundOutcome at b (its parts), None for plain decoding only
+
+    def to_rows(self) -> list[dict]:
+        """One dict per (gamma, load), for tables and JSON."""
+        rows = []
+        for i in range(self.gamma.shape[0]):
+            for j in range(self.load.shape[-1]):
+                def v(x, i=i, j=j):
+                    return float(np.broadcast_to(x, self.tpot_s.shape)[i, j])
+
+                rows.append({self.kind: float(self.load[j]), "input_tokens": float(self.input_tokens[j]),
+                             "output_tokens": float(self.output_tokens[j]), "gamma": int(self.gamma[i, 0]),
+                             "tpot_s": v(self.tpot_s), "itl_s": v(self.itl_s), "ttft_s": v(self.ttft_s), "e2e_s": v(self.e2e_s),
+                             "output_tokens_per_s": v(self.output_tokens_per_s), "requests_per_s": v(self.requests_per_s),
+                             "tokens_per_round": v(self.tokens_per_round), "decode_batch": v(self.decode_batch),
+                             "mean_batch": v(self.mean_batch), "in_engine": v(self.in_engine),
+                             "prefill_share": v(self.prefill_share), "saturated": bool(np.broadcast_to(self.saturated, self.tpot_s.shape)[i, j]),
+                             "limited_by": str(np.broadcast_to(self.limited_by, self.tpot_s.shape)[i, j])})
+        return rows
+
+
+def _step(dep, acceptance, gamma, batch, context):
+    """(step seconds, tokens per round, outcome) of the decoding sequences at ``batch`` (plain where gamma is 0)."""
+    if dep.drafter is None or not np.any(gamma):
+        step = np.asarray(dep.decode(batch, context).total_s, dtype=float)
+        return np.broadcast_to(step, np.broadcast_shapes(step.shape, np.shape(gamma))), np.ones(np.broadcast_shapes(step.shape, np.shape(gamma))), None
+    out = dep.outcome(acceptance, gamma, batch, context)
+    return np.asarray(out.time_s, dtype=float), np.where(np.asarray(gamma) == 0, 1.0, np.asarray(out.tokens, dtype=float)), out
+
+
+def _base(dep) -> float:
+    """The pass of an iteration that only prefills: the target's over no decoding context."""
+    return float(np.asarray(dep.decode(1, 0).total_s))
+
+
+def _engine_population(dep, kind, load, P, O, gamma, limits, kv_bytes):
+    """(N_e, what limits it): the requests an engine of ``limits`` holds at once (its max_num_seqs and the sequences its
+    KV cache holds at the mean context, speculating or not)."""
+    from specsim.serving.capacity import sequence_kv_bytes
+
+    context = P + O / 2.0
+    spec = np.asarray(gamma) > 0
+    kv = np.full(np.shape(gamma), limits.kv_capacity_bytes, dtype=float) if kv_bytes is None else None
+    if kv is None:
+        plain_kv, spec_kv = kv_bytes
+        kv = np.where(spec, spec_kv, plain_kv)
+    per_plain = sequence_kv_bytes(dep, context, with_draft=False)
+    per_spec = sequence_kv_bytes(dep, context, with_draft=True, draft_tokens=np.maximum(np.max(gamma), 1)) if dep.drafter is not None else per_plain
+    held = kv_sequences(kv, np.where(spec, per_spec, per_plain))
+    cap = np.minimum(float(limits.max_num_seqs), held)
+    if kind == "rate":  # the engine holds what arrives, up to its limits
+        return np.maximum(cap, 1.0), np.full(np.shape(cap), "")
+    n_e = np.minimum(load, cap)
+    limited = np.where(load <= cap, "", np.where(held < limits.max_num_seqs, "kv cache", "max_num_seqs"))
+    return np.maximum(n_e, 1.0), limited
+
+
+def _prefill_iterations(P, budget_left, demand_iterations):
+    """k_p: iterations a prompt of P tokens spans at ``budget_left`` tokens an iteration, at least the iterations the
+    queue of prompts needs (``demand_iterations``)."""
+    return np.maximum(np.maximum(np.ceil(P / budget_left), 1.0), demand_iterations)
+
+
+def steady_state(dep, acceptance, gamma, load, input_tokens, output_tokens, kind: str = "concurrency",
+                 limits: EngineLimits | None = None, kv_bytes: tuple | None = None, context: object = None,
+                 fixed_lengths: bool = False) -> SteadyState:
+    """The steady state of ``load`` (users, requests/s or an offline batch, by ``kind``) of requests of
+    ``input_tokens`` in and ``output_tokens`` out, plain (gamma 0) and speculating each gamma; ``fixed_lengths``: every
+    request has exactly these lengths (a closed loop's plain users then move in step, :func:`closed_population`).
+
+    ``gamma`` gives the leading axis, ``load`` (with the lengths broadcast to it) the second.  ``kv_bytes`` is the KV
+    cache (plain, speculating) in bytes per GPU (default: ``limits``'s, unbounded unless set); ``context`` the mean
+    cached context of a decoding sequence (default prompt plus half the output).  See the module's docstring.
+
+    >>> from specsim.speculation.deployment import Deployment
+    >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
+    >>> s = steady_state(dep, 0.8, [0, 4], [1, 64], 1000, 256)
+    >>> [[round(float(t) * 1e3, 2) for t in row] for row in s.tpot_s]
+    [[6.53, 15.12], [3.46, 11.18]]
+    """
+    if kind not in LOAD_KINDS:
+        raise ValueError(f"a load is one of {', '.join(LOAD_KINDS)}, got {kind!r}")
+    limits = EngineLimits() if limits is None else limits
+    x = np.atleast_1d(np.asarray(load, dtype=float))
+    P = np.broadcast_to(np.asarray(input_tokens, dtype=float), x.shape).astype(float)
+    O = np.broadcast_to(np.asarray(output_tokens, dtype=float), x.shape).astype(float)
+    if np.any(x <= 0) or not np.all(np.isfinite(x)):
+        raise ValueError(f"a {kind} must be a finite number > 0, got {load!r}")
+    if np.any(O < 2) or np.any(P < 0):
+        raise ValueError("a request needs at least 2 output tokens (TPOT times the tokens after the first) and a prompt >= 0")
+    g = np.atleast_1d(np.asarray(gamma, dtype=float)).reshape(-1, 1)
+    L = P + O / 2.0 if context is None else np.broadcast_to(np.asarray(context, dtype=float), x.shape)
+    spec = np.broadcast_to(g > 0, (g.shape[0], x.size))
+    if limits.include_prefill:
+        t_pf = np.where(spec, dep.prefill_s(P, draft=True), dep.prefill_s(P))
+    else:
+        t_pf, P = np.zeros(spec.shape), np.zeros_like(P)
+    n_e, limited = _engine_population(dep, kind, x, P, O, g, limits, kv_bytes)
+    steps = _Steps(dep, acceptance, g, L, fixed_lengths)
+    if kind == "rate":
+        return _open_loop(steps, x, P, O, t_pf, n_e, limited, limits)
+    if kind == "batch":
+        return _offline(steps, x, P, O, t_pf, n_e, limited, limits)
+    return _closed_loop(steps, x, P, O, t_pf, n_e, limited, limits)
+
+
+class _Steps:
+    """The decoding sequences' step of one deployment at one acceptance, per gamma and context: what the serving model
+    asks of the deployment (the calibration gives its own, with its fitted terms)."""
+
+    def __init__(self, dep, acceptance, gamma, context, fixed_lengths=False):
+        self.dep, self.acceptance, self.gamma, self.context = dep, acceptance, gamma, context
+        self.fixed_lengths = fixed_lengths
+        self.prefix = dep.drafter is not None and dep.drafter.varies_verification
+
+    def __call__(self, batch):
+        """(step seconds, tokens per round, outcome) at ``batch`` sequences."""
+        return _step(self.dep, self.acceptance, self.gamma, batch, self.context)
+
+    @property
+    def base_s(self) -> float:
+        return _base(self.dep)
+
+
+@record(eq=False)  # identity: numpy arrays in its fields
+class Population:
+    """Where a load's requests spend their iterations (the module's docstring): the part of the serving model that does
+    not depend on how long an iteration takes, for a closed loop."""
+
+    in_engine: np.ndarray  #: N_e
+    wait: np.ndarray  #: w
+    rounds: np.ndarray  #: D
+    prefill_iterations: np.ndarray  #: k_p
+    cycle: np.ndarray  #: C = w + k_p + D
+    group: np.ndarray  #: g, the users that move in step (1 unless lengths are fixed and nothing is random)
+    batch: np.ndarray  #: b = g + (N_e - g) D / C, the sequences a decoding request's iterations carry
+    batch_own: np.ndarray  #: (N_e - g) D / C, those of the iterations that carry its own prompt
+
+
+def closed_population(acceptance, gamma, in_engine, input_tokens, output_tokens, limits: EngineLimits,
+                      tokens_per_round: object = None, fixed_lengths: bool = False) -> Population:
+    """The population of a closed loop of ``in_engine`` requests in the engine: explicit in the lengths, gamma and the
+    tokens per round (default the chain's at ``acceptance``); the prefill budget's fixed point in b converges in a few
+    passes (b only grows the budget's use).
+
+    ``fixed_lengths``: every request has exactly these lengths.  Without speculation nothing then sets the users apart:
+    the requests whose prompts went through one iteration's budget together finish together, and their successors
+    arrive together, cycle after cycle (a convoy).  The users move in groups of g = the prompts one iteration's budget
+    holds (at most N_e), each group prefilling in its own iterations, outside the others' decode phases; g = 1 (every
+    user on its own) otherwise: a random acceptance or length sets them apart."""
+    g = np.asarray(gamma, dtype=float)
+    n_e, P, O = (np.asarray(v, dtype=float) for v in (in_engine, input_tokens, output_tokens))
+    D = decode_rounds(acceptance, g, O - 1.0, tokens_per_round)
+    b = np.ones(np.broadcast_shapes(D.shape, n_e.shape, P.shape))
+    for _ in range(30):
+        left = np.maximum(limits.max_batched_tokens - b * (g + 1.0), 1.0)
+        group = np.minimum(n_e, np.maximum(np.floor(left / np.maximum(P, 1.0)), 1.0)) if fixed_lengths else np.ones_like(b)
+        group = np.where(g > 0, 1.0, group)
+        wait = np.minimum(CLOSED_LOOP_WAIT, n_e - group)
+        # The prompts of all N_e requests pass through the budget once per cycle of C iterations; a group's together.
+        k_p = _prefill_iterations(group * P, left, n_e * P / left - wait - D)
+        C = wait + k_p + D
+        new = group + (n_e - group) * D / C
+        done = np.allclose(new, b, rtol=1e-9, atol=1e-12)
+        b = new
+        if done:
+            break
+    shape = b.shape
+    return Population(np.broadcast_to(n_e, shape), np.broadcast_to(wait, shape), np.broadcast_to(D, shape), k_p, C,
+                      np.broadcast_to(group, shape), b, b - group)
+
+
+def own_step_s(population: Population, step_at_own: object, step_s: object, base_s: float) -> np.ndarray:
+    """The step of an iteration carrying a request's own prompt: that of the others decoding beside it
+    (``step_at_own``, the step at ``batch_own``); below one sequence, partly a prefill-only iteration, which runs the
+    base pass (a decode step over no context) instead of a step."""
+    share = np.minimum(population.batch_own, 1.0)
+    return np.where(population.batch_own >= 1.0, step_at_own, (1.0 - share) * base_s + share * np.asarray(step_s, dtype=float))
+
+
+def closed_loop_times(population: Population, step_s: object, own_s: object, prefill_s: object, load: object,
+                      output_tokens: object) -> dict:
+    """The times of a closed loop of ``load`` users from its population, the decoding step ``step_s`` at its batch,
+    the step ``own_s`` of the iterations carrying a request's own prompt and a prompt's marginal time ``prefill_s``: the
+    one home of TPOT, ITL, TTFT, end-to-end latency and rates at a concurrency (the module's docstring; a group of g
+    prefills together, its own g prompts in its k_p iterations, the other groups' in its decode phase)."""
+    p = population
+    O = np.asarray(output_tokens, dtype=float)
+    t_pf = np.asarray(prefill_s, dtype=float)
+    others = (p.in_engine - p.group) * t_pf / p.cycle
+    t_dec = iteration_s(step_s, others)
+    t_own = iteration_s(own_s, p.group * t_pf / p.prefill_iterations + others)
+    t_mean = iteration_s(step_s, p.in_engine * t_pf / p.cycle)
+    first = p.wait * t_mean + p.prefill_iterations * t_own
+    engine_s = first + p.rounds * t_dec
+    rate = p.in_engine / engine_s
+    queue_s = np.maximum(np.asarray(load, dtype=float) - p.in_engine, 0.0) / rate
+    return {"tpot_s": p.rounds * t_dec / (O - 1.0), "itl_s": t_dec, "ttft_s": queue_s + first, "e2e_s": queue_s + engine_s,
+            "requests_per_s": rate, "output_tokens_per_s": rate * O, "mean_batch": rate * p.rounds * t_dec,
+            "prefill_share": rate * t_pf}
+
+
+def _closed_loop(steps: _Steps, N, P, O, t_pf, n_e, limited, limits) -> SteadyState:
+    per_round = None
+    for _ in range(3):  # E depends on b only for drafters that verify a prefix per request (DSpark, suffix decoding)
+        pop = closed_population(steps.acceptance, steps.gamma, n_e, P, O, limits, per_round, steps.fixed_lengths)
+        step, E, out = steps(pop.batch)
+        if not steps.prefix:
+            break
+        per_round = E
+    own = own_step_s(pop, steps(np.maximum(pop.batch_own, 1.0))[0], step, steps.base_s)
+    t = closed_loop_times(pop, step, own, t_pf, N, O)
+    shape = t["tpot_s"].shape
+    return SteadyState("concurrency", N, P, O, steps.gamma.astype(int), np.broadcast_to(E, shape), pop.rounds, pop.batch,
+                       pop.in_engine, pop.prefill_iterations, np.broadcast_to(step, shape), np.broadcast_to(t_pf, shape),
+                       saturated=np.zeros(shape, dtype=bool), limited_by=np.broadcast_to(limited, shape), outcome=out, **t)
+
+
+def open_loop_tpot(rounds: object, step_s: object, rate_per_s: object, prefill_s: object, output_tokens: object) -> np.ndarray:
+    """TPOT under Poisson arrivals at ``rate_per_s`` from the decoding step: t_dec = step / (1 - lambda t_pf) (the
+    others' prompts ride in each iteration), D t_dec / (O - 1); inf where the prompts alone need the whole engine."""
+    share = np.asarray(rate_per_s, dtype=float) * np.asarray(prefill_s, dtype=float)
+    with np.errstate(divide="ignore"):
+        t_dec = np.where(share < 1.0, np.asarray(step_s, dtype=float) / np.maximum(1.0 - share, 1e-300), np.inf)
+    return np.asarray(rounds, dtype=float) * t_dec / (np.asarray(output_tokens, dtype=float) - 1.0)
+
+
+def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadyState:
+    """Poisson arrivals: bisection on the decode iteration t_dec = step(1 + lambda D t_dec) + lambda t_pf t_dec."""
+    g = steps.gamma
+    D = decode_rounds(steps.acceptance, g, O - 1.0)
+    shape = np.broadcast_shapes(D.shape, np.shape(t_pf), np.shape(n_e))
+    cap = np.broadcast_to(n_e, shape)
+    # The engine full (a closed loop at its limit): no stable load has a longer decode iteration, and a load past its
+    # capacity is served at its rate.
+    full = _closed_loop(steps, cap, P, O, t_pf, cap, limited, limits)
+    lo, hi = np.zeros(shape), np.broadcast_to(full.itl_s, shape).copy()
+    share = lam * t_pf
+    for _ in range(_BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        step = steps(np.minimum(1.0 + lam * D * mid, cap))[0]
+        longer = iteration_s(step, share * mid) > mid  # the iteration is longer than assumed
+        lo, hi = np.where(longer, mid, lo), np.where(longer, hi, mid)
+    t_dec = hi
+    b = 1.0 + lam * D * t_dec
+    step, E, out = steps(np.minimum(b, cap))
+    left = np.maximum(limits.max_batched_tokens - b * (g + 1.0), 1.0)
+    saturated = (share >= 1.0) | (b > cap + 1e-9) | (lam * P * t_dec > left) | (iteration_s(step, share * t_dec) > t_dec * (1 + 1e-6))
+    k_p = _prefill_iterations(P, left, 1.0)
+    t_own = iteration_s(step, t_pf / k_p + share * t_dec)
+    ttft = OPEN_LOOP_WAIT * t_dec + k_p * t_own
+    e2e = ttft + D * t_dec
+
+    def pick(mine, theirs):
+        return np.where(saturated, theirs, mine)
+
+    return SteadyState("rate", lam, P, O, g.astype(int), pick(E, full.tokens_per_round), D, pick(b, full.decode_batch),
+                       pick(lam * e2e, cap), k_p, step, t_pf, pick(D * t_dec / (O - 1.0), full.tpot_s), pick(t_dec, full.itl_s),
+                       pick(ttft, np.inf), pick(e2e, np.inf), pick(lam + 0.0 * t_dec, full.requests_per_s),
+                       pick(lam * O + 0.0 * t_dec, full.output_tokens_per_s), pick(lam * D * t_dec, full.mean_batch),
+                       pick(share, full.prefill_share), saturated, np.broadcast_to(np.where(saturated, "capacity", limited), shape), out)
+
+
+def _offline(steps: _Steps, N, P, O, t_pf, n_e, limited, limits) -> SteadyState:
+    """An offline batch of N requests at once: waves of N_e (max_num_seqs), each prefilling its prompts in the budget
+    (``ceil(N_e P / budget)`` iterations) and then decoding together."""
+    D = decode_rounds(steps.acceptance, steps.gamma, O - 1.0)
+    b = np.broadcast_to(n_e, np.broadcast_shapes(np.shape(n_e), D.shape))
+    step, E, out = steps(b)
+    waves = np.ceil(N / n_e)
+    prefill_iters = np.maximum(np.ceil(n_e * P / limits.max_batched_tokens), 1.0)
+    prefill_wave = prefill_iters * steps.base_s + n_e * t_pf
+    wave_s = prefill_wave + D * step
+    total = waves * wave_s
+    ttft = prefill_wave + (waves - 1.0) / 2.0 * wave_s  # the mean wave starts after half the others
+    tpot = D * step / (O - 1.0)
+    shape = tpot.shape
+    return SteadyState("batch", N, P, O, steps.gamma.astype(int), np.broadcast_to(E, shape), D, b, np.broadcast_to(n_e, shape),
+                       np.broadcast_to(prefill_iters, shape), step, np.broadcast_to(t_pf, shape), tpot, step, ttft, ttft + D * step,
+                       N / total, N * O / total, b * D * step / wave_s, n_e * t_pf / wave_s, np.zeros(shape, dtype=bool),
+                       np.broadcast_to(limited, shape), out)
+
+
+def load_label(kind: str, value: float) -> str:
+    """``concurrency 16``, ``rate 4/s``, ``batch 64``.
+
+    >>> load_label("concurrency", 16.0), load_label("rate", 2.5), load_label("batch", 64)
+    ('concurrency 16', 'rate 2.5/s', 'batch 64')
+    """
+    if kind == "rate":
+        return f"rate {value:g}/s"
+    return f"{kind} {value:g}"
