@@ -21,7 +21,7 @@ import numpy as np
 
 from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length, expected
 from specsim.calibration.plan import design_plan, plan_files
-from specsim.calibration.runs import _scaled
+from specsim.calibration.model import _scaled
 from specsim.speculation.deployment import Deployment
 from specsim.engines import SpecHost
 from specsim.serving.simulator import EngineLimits, StepTable, simulate

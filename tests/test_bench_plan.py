@@ -122,8 +122,10 @@ def test_every_engine_pins_acceptance_its_own_way():
 @pytest.mark.parametrize("engine, draft", PLANS[:1] + PLANS[4:5] + PLANS[7:8])
 def test_the_design_frees_every_term_the_fit_has(engine, draft):
     plan = _plan(engine, draft)
+    # Every client the plans run (vllm bench serve, sglang.bench_serving, TensorRT-LLM's) records a TTFT.
     runs = [CalRun(BenchRun("x", i, "vllm", None, f"concurrency {r.concurrency}", 100, 0.01, 0.9 * r.concurrency if r.concurrency > 1 else 1.0,
-                            float(r.input_tokens or 1000), float(r.output_tokens), None, 1.0, r.concurrency),
+                            float(r.input_tokens or 1000), float(r.output_tokens), None, 1.0, r.concurrency,
+                            load_value=float(r.concurrency), ttft_s=0.05),
                    None if r.kind == "plain" else SpecSetup(r.steps, pinned_accept_length=r.pinned_accept_length))
             for i, r in enumerate(plan.runs)]
     assert all(why == "" for why in identifiable(runs, fit_scale=True).values())

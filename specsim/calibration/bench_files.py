@@ -21,6 +21,16 @@ Three tools, their formats taken from their source:
     ``prompt_token_count`` and ``output_token_count`` (``src/guidellm/benchmark/schemas``).  GuideLLM
     records no acceptance: a speculative run needs a saved ``/metrics`` page.
 
+Every latency the tool records is kept (TPOT, TTFT, ITL, end-to-end; the mean, else the median, said so), with the
+run's output throughput: a run the tool timed only as a whole (an offline batch, ``vllm bench serve`` against a server
+that streams nothing) is judged by its throughput or end-to-end latency.  A run's load is a closed loop of
+``max_concurrency`` users, Poisson arrivals at ``request_rate``, or, with an infinite rate and no concurrency limit,
+every request sent at once: an offline batch of ``completed`` requests (:data:`specsim.serving.steady.LOAD_KINDS`).
+The totals are checked against the duration: a recorded throughput that the totals over the duration do not give
+(past :data:`TOTALS_TOLERANCE`), or a closed loop whose requests in flight (Little's law, completions per second times
+the end-to-end latency, TTFT plus TPOT over the output) are not about its users, is refused: those fields are not of
+one run.
+
 The decode batch of a run is Little's law over the decode phase: requests finish at ``completed / duration``
 per second and each spends ``TPOT * (output - 1)`` seconds decoding (TPOT excludes the first token), so on
 average ``completed / duration * TPOT * (output - 1)`` sequences decode together (at least 1: TPOT is timed
@@ -54,24 +64,40 @@ MAX_RUNS_PER_FILE = 1000
 LITTLE_SLACK = 1.25
 
 
+#: A recorded throughput off the totals over the duration by more than this is not of the same run (rounding is far less).
+TOTALS_TOLERANCE = 0.02
+#: A closed loop holds about its users in flight; fewer than this share of them (Little's law, over the run) says the
+#: duration is not the run's (the ramp up and down of a short run costs far less).
+MIN_IN_FLIGHT_SHARE = 0.4
+
+
 @record
 class BenchRun:
-    """One benchmark run: its load, its mean TPOT and what follows for the decode batch and context."""
+    """One benchmark run: its load, its latencies and throughput, and what follows for the decode batch and context."""
 
     path: str
     index: int  # the run's position in its file (line or benchmark), from 1
     tool: str  # a key of TOOLS
     model: str | None  # the model the tool names, where it names one
-    load: str  # the configured load: "concurrency 16", "rate 4/s", "rate inf"
+    load: str  # the configured load: "concurrency 16", "rate 4/s", "batch 64"
     completed: int
-    tpot_s: float
-    decode_batch: float
+    tpot_s: float | None  # time per output token after the first (None: not recorded)
+    decode_batch: float | None  # Little's law over the decode phase (None without a TPOT)
     prompt_tokens: float  # means per request
     output_tokens: float
     accept_length: float | None  # tokens per verification pass, where the tool read it
     rate_per_s: float = 0.0  # requests finished per second (completed / duration; GuideLLM: concurrency / latency)
     concurrency: int | None = None  # the configured concurrency, where the load is one
     server: str | None = None  # the engine the tool says it benchmarked, where it names one
+    kind: str = "concurrency"  # a key of specsim.serving.steady.LOAD_KINDS
+    load_value: float = 1.0  # users, requests/s or requests at once
+    ttft_s: float | None = None
+    itl_s: float | None = None
+    e2e_s: float | None = None
+    duration_s: float | None = None
+    output_tokens_per_s: float | None = None
+    #: "mean" or "median": which statistic the latencies are (a tool or source that records only medians)
+    statistic: str = "mean"
 
     @property
     def others_rate_per_s(self) -> float:
@@ -89,6 +115,25 @@ class BenchRun:
     def context(self) -> float:
         return float(mean_context_tokens(self.prompt_tokens, self.output_tokens))
 
+    @property
+    def observable(self) -> str:
+        """What the run is judged by: its TPOT where recorded, else its end-to-end latency, else its output throughput."""
+        if self.tpot_s is not None:
+            return "tpot"
+        return "e2e" if self.e2e_s is not None else "throughput"
+
+    @property
+    def value(self) -> float:
+        """The observable's measured value (seconds, or output tokens per second)."""
+        return {"tpot": self.tpot_s, "e2e": self.e2e_s, "throughput": self.output_tokens_per_s}[self.observable]
+
+    @property
+    def fixed_lengths(self) -> bool:
+        """Whether every request had the same output length, as far as the totals say: a whole mean (a fixed-length
+        benchmark, ``--random-output-len`` with no range, ``ignore_eos``); the plain users of a closed loop then move in
+        step (:func:`specsim.serving.steady.closed_population`)."""
+        return float(self.output_tokens).is_integer()
+
 
 def _number(where: str, record: dict, key: str, *, positive: bool = True, optional: bool = False) -> float | None:
     value = record.get(key)
@@ -103,22 +148,57 @@ def _number(where: str, record: dict, key: str, *, positive: bool = True, option
     return float(value)
 
 
-def _load(where: str, record: dict) -> str:
+def _load(where: str, record: dict, completed: float) -> tuple[str, str, float]:
+    """(label, kind, value) of a run's load: a closed loop of ``max_concurrency`` users, Poisson arrivals at
+    ``request_rate``, or, at an infinite rate with no concurrency limit, all ``completed`` requests at once."""
     concurrency = record.get("max_concurrency")
     if concurrency is not None:
         n = _number(where, record, "max_concurrency")
         if n != int(n):
             raise ValueError(f"{where}: max_concurrency must be a whole number, got {concurrency!r}")
-        return f"concurrency {int(n)}"
+        return f"concurrency {int(n)}", "concurrency", float(int(n))
     rate = record.get("request_rate")
     if rate in ("inf", "Infinity") or (isinstance(rate, float) and math.isinf(rate)):
-        return "rate inf"
-    return f"rate {_number(where, record, 'request_rate'):g}/s"
+        return f"batch {int(completed)}", "batch", float(completed)
+    value = _number(where, record, "request_rate")
+    return f"rate {value:g}/s", "rate", value
 
 
 def _concurrency(load: str) -> int | None:
     kind, _, value = load.partition(" ")
     return int(value) if kind == "concurrency" else None
+
+
+def _latency(where: str, record: dict, name: str) -> tuple[float | None, str | None]:
+    """(seconds, "mean" or "median") of a latency the tool records in ms as ``mean_<name>_ms`` (else the median)."""
+    for stat in ("mean", "median"):
+        key = f"{stat}_{name}_ms"
+        if record.get(key) is not None:
+            return _number(where, record, key) / 1e3, stat
+    return None, None
+
+
+def _check_totals(where: str, record: dict, completed: float, duration: float | None, output_total: float) -> None:
+    """Refuse a recorded throughput that the totals over the duration do not give (beyond rounding)."""
+    if duration is None:
+        return
+    for key, total in (("output_throughput", output_total), ("request_throughput", completed)):
+        recorded = _number(where, record, key, optional=True)
+        if recorded is not None and abs(total / duration / recorded - 1.0) > TOTALS_TOLERANCE:
+            raise ValueError(f"{where}: {key} {recorded:.6g} but the totals over the duration give {total / duration:.6g} "
+                             f"({total:g} in {duration:g} s): more than {TOTALS_TOLERANCE:.0%} apart, so these fields are "
+                             "not of one run")
+
+
+def _check_in_flight(where: str, concurrency: int | None, rate: float | None, e2e_s: float | None) -> None:
+    """A closed loop keeps about its users in flight: Little's law over the run must give at least a share of them."""
+    if concurrency is None or rate is None or e2e_s is None:
+        return
+    in_flight = rate * e2e_s
+    if in_flight < MIN_IN_FLIGHT_SHARE * concurrency or in_flight > LITTLE_SLACK * concurrency:
+        raise ValueError(f"{where}: completions per second times the end-to-end latency give {in_flight:.3g} requests in "
+                         f"flight at concurrency {concurrency}: a closed loop keeps about its users in flight (between "
+                         f"{MIN_IN_FLIGHT_SHARE:g} and {LITTLE_SLACK:g} of them), so the duration is not this run's")
 
 
 #: The client backends of vllm bench serve and sglang.bench_serving that name the engine behind them (an OpenAI-style
@@ -136,22 +216,16 @@ def _server(where: str, record: dict) -> str | None:
     return _SERVERS.get(backend.strip().lower())
 
 
-def _little(where: str, completed: float, duration: float, tpot_s: float, output: float) -> float:
+def _little(where: str, completed: float, duration: float | None, tpot_s: float | None, output: float) -> float | None:
     if output < 2:
         raise ValueError(f"{where}: a mean of {output:g} output tokens per request leaves no decode steps to time "
                          "(TPOT needs at least 2 output tokens)")
+    if tpot_s is None or duration is None:
+        return None
     return max(1.0, completed / duration * tpot_s * (output - 1))
 
 
-def _serve_run(path: Path, index: int, record: object, tool: str) -> BenchRun:
-    where = f"{path.name}#{index}"
-    if not isinstance(record, dict):
-        raise ValueError(f"{where}: a {tool} result is a JSON object, got {type(record).__name__}")
-    completed = _number(where, record, "completed")
-    duration = _number(where, record, "duration")
-    tpot_s = _number(where, record, "mean_tpot_ms") / 1e3
-    prompt = _number(where, record, "total_input_tokens", positive=False) / completed
-    output = _number(where, record, "total_output_tokens") / completed
+def _acceptance(where: str, record: dict, tool: str) -> float | None:
     if tool == "trtllm":
         # Tokens per iteration of each request (its avg_decoded_tokens_per_iter), summarised over the run: the
         # acceptance length where the server speculated, 1 where it did not.
@@ -166,13 +240,38 @@ def _serve_run(path: Path, index: int, record: object, tool: str) -> BenchRun:
         al = _number(where, record, key, optional=True)
     if al is not None and al < 1:
         raise ValueError(f"{where}: {key} must be at least 1 (tokens per verification pass), got {al:g}")
+    return al
+
+
+def _serve_run(path: Path, index: int, record: object, tool: str) -> BenchRun:
+    where = f"{path.name}#{index}"
+    if not isinstance(record, dict):
+        raise ValueError(f"{where}: a {tool} result is a JSON object, got {type(record).__name__}")
+    completed = _number(where, record, "completed")
+    duration = _number(where, record, "duration", optional=True)
+    tpot_s, tpot_stat = _latency(where, record, "tpot")
+    ttft_s, _ = _latency(where, record, "ttft")
+    itl_s, _ = _latency(where, record, "itl")
+    e2e_s, e2e_stat = _latency(where, record, "e2el")
+    if tpot_s is None and e2e_s is None and duration is None:
+        raise ValueError(f"{where}: no mean_tpot_ms (or median), no end-to-end latency and no duration: nothing to judge "
+                         "the run by")
+    prompt = _number(where, record, "total_input_tokens", positive=False) / completed
+    output_total = _number(where, record, "total_output_tokens")
+    output = output_total / completed
+    _check_totals(where, record, completed, duration, output_total)
+    al = _acceptance(where, record, tool)
     model = record.get("model_id")  # vLLM names it; SGLang's result does not
     if model is not None and not isinstance(model, str):
         raise ValueError(f"{where}: model_id must be a string, got {model!r}")
-    load = _load(where, record)
-    return BenchRun(str(path), index, tool, model, load, int(completed), tpot_s,
-                    _little(where, completed, duration, tpot_s, output), prompt, output, al, completed / duration,
-                    _concurrency(load), _server(where, record))
+    load, kind, value = _load(where, record, completed)
+    concurrency = _concurrency(load)
+    rate = completed / duration if duration is not None else None
+    whole = e2e_s if e2e_s is not None else (ttft_s + tpot_s * (output - 1) if ttft_s is not None and tpot_s is not None else None)
+    _check_in_flight(where, concurrency, rate, whole)
+    return BenchRun(str(path), index, tool, model, load, int(completed), tpot_s, _little(where, completed, duration, tpot_s, output),
+                    prompt, output, al, rate or 0.0, concurrency, _server(where, record), kind, value, ttft_s, itl_s, e2e_s,
+                    duration, output_total / duration if duration is not None else None, tpot_stat or e2e_stat or "mean")
 
 
 def _mean(where: str, metrics: dict, key: str) -> float:
@@ -201,20 +300,22 @@ def _guidellm_runs(path: Path, report: dict) -> list[BenchRun]:
         if not isinstance(strategy, dict):
             raise ValueError(f"{where}: config.strategy is missing")
         kind = strategy.get("type_")
+        if kind not in ("concurrent", "synchronous", "constant", "poisson", "throughput"):
+            raise ValueError(f"{where}: strategy type_ {kind!r}; read: synchronous, concurrent, constant, poisson, throughput")
+        m = bench["metrics"]
         if kind == "concurrent":
             streams = _number(where, strategy, "streams")
             if streams != int(streams):
                 raise ValueError(f"{where}: config.strategy.streams must be a whole number of streams, got {strategy['streams']!r}")
-            load = f"concurrency {int(streams)}"
+            load, load_kind, value = f"concurrency {int(streams)}", "concurrency", float(int(streams))
         elif kind == "synchronous":
-            load = "concurrency 1"
+            load, load_kind, value = "concurrency 1", "concurrency", 1.0
         elif kind in ("constant", "poisson"):
-            load = f"rate {_number(where, strategy, 'rate'):g}/s"
-        elif kind == "throughput":
-            load = "rate inf"
-        else:
-            raise ValueError(f"{where}: strategy type_ {kind!r}; read: synchronous, concurrent, constant, poisson, throughput")
-        m = bench["metrics"]
+            value = _number(where, strategy, "rate")
+            load, load_kind = f"rate {value:g}/s", "rate"
+        else:  # as many requests as the server takes: a closed loop at the concurrency it measured
+            value = float(max(1, round(_mean(where, m, "request_concurrency"))))
+            load, load_kind = f"concurrency {int(value)}", "concurrency"
         tpot_s = _mean(where, m, "time_per_output_token_ms") / 1e3
         latency = _mean(where, m, "request_latency")
         concurrency = _mean(where, m, "request_concurrency")
@@ -237,8 +338,13 @@ def _guidellm_runs(path: Path, report: dict) -> list[BenchRun]:
             raise ValueError(f"{where}: a mean of {concurrency:g} requests in flight at {streams} stream(s) is more than the "
                              "load lets in: these fields are not of one run")
         batch = max(1.0, concurrency * tpot_s * (output - 1) / latency)
+        try:
+            ttft_s = _mean(where, m, "time_to_first_token_ms") / 1e3
+        except ValueError:
+            ttft_s = None
         runs.append(BenchRun(str(path), index, "guidellm", model, load, completed, tpot_s, batch, prompt, output, None,
-                             concurrency / latency, streams))
+                             concurrency / latency, streams, None, load_kind, value, ttft_s, None, latency, None,
+                             concurrency / latency * output))
     return runs
 
 

@@ -1,30 +1,46 @@
-"""The engine's terms, the profile's efficiency and the acceptance, fitted to the user's own benchmark runs.
+"""The engine's terms, the profile's efficiency, the prefill efficiency and the acceptance, fitted to the user's own
+benchmark runs, and judged on runs the fit did not see.
 
-The runs and their model are :mod:`specsim.calibration.runs`'.  Fitted in two stages, least squares on relative errors,
-every term bounded to what an engine can be:
+The runs and their model are :mod:`specsim.calibration.runs`' and :mod:`specsim.calibration.model`'s (the serving
+model's prediction of each run from its load and lengths).  Fitted in two stages, least squares on relative errors,
+every value bounded to what an engine can be:
 
-1. plain runs: the engine's time per iteration ``e_iter`` and one efficiency scale ``e`` of the profile's compute and
-   bandwidth efficiencies (roofline and hybrid sources; up to where the first of them reaches the datasheet peak);
+1. plain runs: one efficiency scale of the profile's compute and bandwidth efficiencies (roofline and hybrid sources;
+   up to where the first of them reaches the datasheet peak), the engine's time per iteration and per sequence of it,
+   and the engine's prefill efficiency where the runs record a TTFT at two loads (their TTFTs join the errors at half
+   weight);
 2. speculative runs, stage 1 fixed: the host terms of a round H = round_s + s step_s + b seq_s + b s seq_step_s
-   (:class:`specsim.engines.SpecHost`), serial or overlapped as the engine version runs them, and the unknown
-   acceptance rates.
+   (:class:`specsim.engines.SpecHost`), the share of them an overlapping engine version hides, and one acceptance rate
+   per sweep whose runs recorded none (:func:`~specsim.calibration.runs.group_sweeps`).
 
-A term is fitted only where the design of the runs separates it (:func:`~specsim.calibration.runs.identifiable`): a
-per-draft-step term needs speculative runs at two step counts, a per-sequence term runs at decode batches at least
-1.5x apart, the efficiency plain runs at decode batches that far apart.  Otherwise it is held at the preset's value and
-named, with the runs that would free it.  Every fitted value carries a 95% profile-likelihood interval: the range over
-which the sum of squared relative errors, refitted over the other free values, stays within the F(1, n - p) bound
-(Bates and Watts, *Nonlinear Regression Analysis*, 1988, section 6.1); the speculative terms' intervals hold the plain
-stage at its fit.
+A value is fitted only where it is identified:
 
-Judged on held-out data: each load fitted again without its runs (and each file, where there are several of a kind),
-its runs predicted.  The preset as shipped is judged on the same runs; a preset far worse than the fit is named.
+* the design of the runs must separate it (:func:`~specsim.calibration.runs.identifiable`: a per-draft-step term needs
+  speculative runs at two step counts, a per-sequence term decode batches at least 1.5x apart); otherwise it is
+  ``held`` at the preset, with the runs that would free it;
+* a value whose best fit ends on its bound, or that trades off with another (their estimates correlated beyond
+  :data:`TRADE_OFF`, from the Jacobian at the fit), is ``not identified``: held at the preset (an acceptance at the
+  drafter's published one) and named, and the rest fitted again without it.  A good fit from a term at its bound does
+  not carry to another gamma or another load, which is what the user calibrates for.
+
+Every fitted value carries a 95% interval, linearised at the fit: t(0.975, n - p) standard errors from the Jacobian
+(Bates and Watts, *Nonlinear Regression Analysis*, 1988, section 2.3), clipped at its bounds.
+
+Judged on held-out runs, with everything that predicts them fitted without them, acceptance included:
+
+* each load left out (all its runs), the acceptance of its sweeps fitted on their runs at the other loads;
+* each number of draft steps left out (the calibration at one gamma predicting another), the acceptance of its sweep
+  from its runs at the other step counts;
+* each sweep left out, where its acceptance is recorded or pinned (the engine's terms from the other sweeps; a sweep
+  whose acceptance can only be fitted on its own runs cannot be held out, and is printed as such).
+
+A prediction that cannot be held out is NaN with the reason in :attr:`EngineFit.not_held_out`, never an error of 0.
+The preset as shipped is judged on the same runs (an unknown acceptance at the drafter's published one).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import field
 from pathlib import Path
 
@@ -32,51 +48,67 @@ import numpy as np
 
 from specsim.core.records import record
 from specsim.engines import TERMS, EnginePreset, SpecHost
-from specsim.calibration.runs import (ALPHA_BOUNDS, MAX_PREFILL_SHARE, CalRun, _Runs, check_design, check_runs, identifiable, load_key, scale_upper, tpot_with_prefill)
+from specsim.calibration.model import RunModel, Values, scale_upper
+from specsim.calibration.runs import ALPHA_BOUNDS, CalRun, check_design, check_runs, identifiable, load_key
 
 __all__ = ["CONFIDENCE", "EngineFit", "Term", "fit_engine"]
 
 CONFIDENCE = 0.95
-#: Bounds of the per-iteration time and of the per-sequence time of an iteration (seconds), and the lower bound of the
-#: efficiency scale.
+#: Bounds of the per-iteration time and of the per-sequence time of an iteration (seconds), of the efficiency scale's
+#: lower end and of the prefill efficiency.
 ITERATION_UPPER_S = 20e-3
 ITERATION_SEQ_UPPER_S = 0.5e-3
 SCALE_LOWER = 0.2
+PREFILL_BOUNDS = (0.2, 5.0)
 #: Upper bounds of the host terms, seconds, in :data:`specsim.engines.TERMS` order (the public fit's).
 TERM_UPPER = np.array([20e-3, 5e-3, 0.5e-3, 0.5e-3])
+#: Two fitted values whose estimates correlate beyond this cannot be told apart by the runs.
+TRADE_OFF = 0.99
+#: Weight of a run's TTFT error beside its observable's, where the prefill efficiency is fitted.
+TTFT_WEIGHT = 0.5
 #: The preset as shipped is named as probably the wrong engine or version past this many times the fit's error...
 PRESET_WARN_RATIO = 3.0
 #: ... and at least this much worse in absolute terms.
 PRESET_WARN_MARGIN = 0.05
-#: A fit off by more than this (mean relative TPOT error) is refitted with every other engine version's rounds, and one
+#: A fit off by more than this (mean relative error) is fitted again with every other engine version's rounds, and one
 #: that fits under half as far off is named: the runs' noise is a percent or two.
 WRONG_ENGINE_ERROR = 0.03
+#: A fitted acceptance this far above every published acceptance of its drafter's kind is said to be out of its reach.
+ALPHA_MARGIN = 0.10
+#: A run the fit misses by more than this is named: the model cannot reach it.
+UNREACHED = 0.25
+_SETTLE_PASSES = 4
 
 _LABELS = {"scale": "profile efficiency", "iteration_s": "engine per iteration", "iteration_seq_s": "per sequence per iteration",
-           "overlap_share": "host work hidden",
-           "round_s": "per round",
-           "step_s": "per draft step", "seq_s": "per sequence", "seq_step_s": "per sequence per draft step"}
-#: The runs that would separate each term from the others, said where one is held or ends on a bound.
+           "prefill_scale": "prefill efficiency", "overlap_share": "host work hidden", "round_s": "per round",
+           "step_s": "per draft step", "seq_s": "per sequence", "seq_step_s": "per sequence per draft step", "alpha": "acceptance"}
+#: The runs that would separate each term from the others, said where one is held or not identified.
 _FREES = {"scale": "plain runs at decode batches at least 1.5x apart, and at two contexts",
           "iteration_s": "plain runs at concurrency 1",
           "iteration_seq_s": "plain runs at decode batches at least 1.5x apart and at two prompt lengths",
+          "prefill_scale": "plain runs recording TTFT at two loads",
           "round_s": "speculative runs at concurrency 1 with pinned acceptance",
           "step_s": "speculative runs at a second number of draft steps",
           "seq_s": "speculative runs at decode batches at least 1.5x apart",
           "seq_step_s": "speculative runs at two numbers of draft steps, each at decode batches at least 1.5x apart",
           "overlap_share": "speculative runs at loads where the host work outlasts the passes",
-          "alpha": "runs with acceptance pinned by the engine (specsim bench-plan) or a saved /metrics page"}
+          "alpha": "runs with acceptance pinned by the engine (specsim bench-plan), a saved /metrics page, or the tool's "
+                   "recorded acceptance"}
+#: Which of two values that trade off is held: the first of this order (the acceptance last: it is the workload's).
+_HOLD_FIRST = ("iteration_seq_s", "prefill_scale", "iteration_s", "scale", "seq_step_s", "seq_s", "step_s", "round_s",
+               "overlap_share", "alpha")
 
 
 @record
 class Term:
-    """One value of the fit: fitted (with its interval), held at the preset, or at a bound, with why."""
+    """One value of the fit: fitted (with its interval), held at the preset, or not identified (ended on a bound or traded
+    off with another: held at the preset too), with why."""
 
     name: str
     value: float
     low: float | None = None
     high: float | None = None
-    status: str = "fitted"  # "fitted", "held", "bound"
+    status: str = "fitted"  # "fitted", "held", "not identified"
     why: str = ""
 
     @property
@@ -87,207 +119,241 @@ class Term:
         return {"name": self.name, "value": self.value, "low": self.low, "high": self.high, "status": self.status, "why": self.why}
 
 
-# -- stage 1: the plain runs --------------------------------------------------------------------------------------------
-def _f_bound(n: int, p: int) -> float | None:
-    """The factor by which the least sum of squares may grow inside a 95% profile interval; None without residual
-    degrees of freedom."""
-    from scipy.special import fdtri  # the F quantile, without scipy.stats' second of imports
-
-    dof = n - p
-    if dof < 1:
-        return None
-    return 1.0 + float(fdtri(1, dof, CONFIDENCE)) / dof
+# -- one stage: bounded least squares, with what is not identified held --------------------------------------------------
+@record(eq=False)
+class _Param:
+    name: str  # a Values field, a TERMS name, "overlap_share" or "alpha:<sweep index>"
+    lower: float
+    upper: float
+    unit: float
+    preset: float
 
 
-class _Plain:
-    """Stage 1 over plain runs ``index``: for each scale the engine's time per iteration and per sequence of it by a
-    bounded linear least squares ((step + e_iter + b e_seq) / (1 - rho) is linear in both), the scale by a bounded 1-D
-    search."""
-
-    def __init__(self, model: _Runs, index: np.ndarray, fit_scale: bool, fit_seq: bool):
-        self.model, self.index, self.fit_scale, self.fit_seq = model, index, fit_scale, fit_seq
-        self.tpot, self.batch = model.tpot[index], model.batch[index]
-        self.upper = scale_upper(model.dep.hardware) if fit_scale else 1.0
-        self.bounds = np.array([ITERATION_UPPER_S, ITERATION_SEQ_UPPER_S])
-
-    def ssr(self, scale: float, fixed: dict[int, float] | None = None) -> tuple[tuple[float, float], float]:
-        """((e_iter, e_seq), sum of squares) at ``scale``, the coordinates in ``fixed`` held."""
-        from scipy.optimize import lsq_linear
-
-        step, rho = self.model.plain_parts(scale, self.index)
-        u = 1.0 / ((1.0 - rho) * self.tpot)
-        a = np.column_stack([u, u * self.batch])
-        x = np.zeros(2)
-        fixed = dict(fixed or {})
-        if not self.fit_seq:
-            fixed.setdefault(1, 0.0)
-        for j, value in fixed.items():
-            x[j] = value
-        v = 1.0 - step * u - a @ x
-        free = [j for j in (0, 1) if j not in fixed]
-        if free:
-            x[free] = lsq_linear(a[:, free], v, bounds=(0.0, self.bounds[free])).x
-        err = a[:, free] @ x[free] - v if free else -v
-        return (float(x[0]), float(x[1])), float(np.sum(err ** 2))
-
-    def best_scale(self, fixed: dict[int, float] | None = None) -> tuple[float, tuple[float, float], float]:
-        """(scale, (e_iter, e_seq), ssr), the coordinates in ``fixed`` held."""
-        from scipy.optimize import minimize_scalar
-
-        if not self.fit_scale:
-            x, s = self.ssr(1.0, fixed)
-            return 1.0, x, s
-        grid = np.geomspace(SCALE_LOWER, self.upper, 13)
-        values = [self.ssr(g, fixed)[1] for g in grid]
-        k = int(np.argmin(values))
-        lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)]
-        res = minimize_scalar(lambda g: self.ssr(g, fixed)[1], bounds=(lo, hi), method="bounded", options={"xatol": 1e-5})
-        scale = float(res.x) if res.fun <= values[k] else float(grid[k])
-        x, s = self.ssr(scale, fixed)
-        return scale, x, s
+def _apply(values: Values, params: list[_Param], x: np.ndarray) -> Values:
+    """``values`` with each of ``params`` set to ``x`` (in their units)."""
+    changes, host, alphas = {}, {}, list(values.alphas)
+    for p, v in zip(params, x):
+        v = float(v) * p.unit
+        if p.name in TERMS:
+            host[p.name] = v
+        elif p.name == "overlap_share":
+            changes["share"] = v
+        elif p.name.startswith("alpha:"):
+            alphas[int(p.name.split(":")[1])] = v
+        else:
+            changes[p.name] = v
+    if host:
+        changes["host"] = dataclasses.replace(values.host, **host)
+    return dataclasses.replace(values, alphas=tuple(alphas), **changes)
 
 
-# -- stage 2: the speculative runs ---------------------------------------------------------------------------------------
-class _Spec:
-    """Stage 2 over speculative runs ``index`` with the plain stage fixed: the free host terms, the share of them the
-    engine hides (where the version overlaps them with the GPU), and the acceptance rates."""
+class _Stage:
+    """Least squares over ``params`` of the relative errors ``residuals(values)``, holding what ends on a bound or trades
+    off with another (:data:`TRADE_OFF`)."""
 
-    def __init__(self, model: _Runs, index: np.ndarray, dep_passes, free_terms: list[str], held: SpecHost,
-                 fit_share: bool = True):
-        self.model, self.index, self.free, self.held = model, index, free_terms, held
-        self.groups, self.rho = model.spec_passes(dep_passes, index)
-        self.dep = dep_passes
-        self.tpot = model.tpot[index]
-        self.overlap = fit_share and any(np.any(r.overlapped) for _, _, r in self.groups)
-        sweeps = sorted({int(s) for s in model.sweep_index[index] if s >= 0})
-        self.sweeps = sweeps  # indices into model.sweeps whose rate is free here
-        share = [1.0] if self.overlap else []
-        self.unit = np.array([TERM_UPPER[TERMS.index(t)] / 10.0 for t in free_terms] + share)
-        self.lower = np.concatenate([np.zeros(len(free_terms) + len(share)), np.full(len(sweeps), ALPHA_BOUNDS[0])])
-        self.upper = np.concatenate([TERM_UPPER[[TERMS.index(t) for t in free_terms]] / self.unit[:len(free_terms)], share,
-                                     np.full(len(sweeps), ALPHA_BOUNDS[1])])
+    def __init__(self, params: list[_Param], residuals, values: Values):
+        self.params, self.residuals, self.values = list(params), residuals, values
+        self.status: dict[str, tuple[str, str]] = {}  # name -> (status, why) of what was held here
 
-    @property
-    def names(self) -> list[str]:
-        return self.free + (["overlap_share"] if self.overlap else []) + [f"alpha:{self.model.sweeps[s]}" for s in self.sweeps]
-
-    def host(self, x: np.ndarray) -> SpecHost:
-        values = {t: getattr(self.held, t) for t in TERMS}
-        values.update({t: float(v) for t, v in zip(self.free, x[:len(self.free)] * self.unit[:len(self.free)])})
-        return SpecHost(**values)
-
-    def share(self, x: np.ndarray) -> float | None:
-        """The fitted share of the host work hidden behind the GPU; None where the engine does not overlap it."""
-        return float(x[len(self.free)]) if self.overlap else None
-
-    def alphas(self, x: np.ndarray) -> np.ndarray:
-        out = np.full(len(self.model.sweeps), np.nan)
-        out[self.sweeps] = x[len(self.free) + self.overlap:]
-        return out
-
-    def residuals(self, x: np.ndarray) -> np.ndarray:
-        dep = _with_round(self.dep, self.host(x), self.share(x))
-        pred = self.model.spec_tpot(dep, self.index, self.groups, self.rho, self.alphas(x))
-        return pred / self.tpot - 1.0
-
-    def fit(self, fixed: dict[int, float] | None = None, start: np.ndarray | None = None) -> tuple[np.ndarray, float]:
-        """The least-squares values (with the coordinates in ``fixed`` held) and their sum of squares."""
+    def _solve(self, params: list[_Param], values: Values):
         from scipy.optimize import least_squares
 
-        fixed = fixed or {}
-        n = self.lower.size
-        free = [j for j in range(n) if j not in fixed]
+        if not params:
+            return np.array([]), self.residuals(values), np.zeros((self.residuals(values).size, 0))
+        lo = np.array([p.lower / p.unit for p in params])
+        hi = np.array([p.upper / p.unit for p in params])
+        start = np.clip(np.array([_current(values, p) / p.unit for p in params]), lo + 1e-6 * (hi - lo), hi - 1e-6 * (hi - lo))
+        res = least_squares(lambda y: self.residuals(_apply(values, params, y)), start, bounds=(lo, hi), x_scale="jac",
+                            ftol=1e-12, xtol=1e-12, gtol=1e-12, max_nfev=400)
+        return res.x, res.fun, res.jac
 
-        def full(y):
-            x = np.empty(n)
-            x[free] = y
-            for j, v in fixed.items():
-                x[j] = v
-            return x
-
-        if not free:
-            x = full(np.array([]))
-            return x, float(np.sum(self.residuals(x) ** 2))
-        lo, hi = self.lower[free], self.upper[free]
-        starts = [start[free]] if start is not None else []
-        span = hi - lo
-        starts += [lo + span * f for f in (0.02, 0.2, 0.6)] if start is None else []
-        best = None
-        for y0 in starts:
-            y0 = np.clip(y0, lo + 1e-9 * span, hi - 1e-9 * span)
-            res = least_squares(lambda y: self.residuals(full(y)), y0, bounds=(lo, hi), x_scale="jac")
-            if best is None or res.cost < best.cost:
-                best = res
-        x = full(best.x)
-        return x, float(np.sum(self.residuals(x) ** 2))
-
-
-# -- profile-likelihood intervals -------------------------------------------------------------------------------------
-def _profile(ssr_at, best: float, lo: float, hi: float, limit: float) -> tuple[float, float]:
-    """The interval around ``best`` inside [lo, hi] where ``ssr_at`` (the sum of squares refitted with the value held)
-    stays at most ``limit``; an end that never crosses is the bound."""
-
-    def edge(toward: float) -> float:
-        if toward == best:
-            return best
-        step = max(abs(best) * 0.05, abs(toward - best) * 1e-3)
-        inside, x = best, best
+    def fit(self) -> tuple[Values, list[_Param], np.ndarray, np.ndarray, np.ndarray]:
+        """(values, the params fitted, their values in units, residuals, Jacobian), holding at their preset those that
+        end on a bound or trade off."""
+        free = list(self.params)
         while True:
-            x = best + math.copysign(min(step, abs(toward - best)), toward - best)
-            if ssr_at(x) > limit:
-                break
-            inside = x
-            if x == toward:
-                return toward
-            step *= 2.0
-        outside = x
-        # To a hundredth of the interval's half-width: finer than any value is printed.
-        for _ in range(60):  # (a cap: two neighbouring floats cannot be split further)
-            if abs(outside - inside) <= 0.01 * max(abs(inside - best), abs(hi - lo) * 1e-6):
-                break
-            mid = 0.5 * (inside + outside)
-            if ssr_at(mid) > limit:
-                outside = mid
-            else:
-                inside = mid
-        return inside
+            x, r, jac = self._solve(free, self.values)
+            at = [(p, v) for p, v in zip(free, x) if _at_bound(p, v)]
+            if at:
+                p, v = at[0]
+                side = "lower" if abs(v * p.unit - p.lower) <= abs(v * p.unit - p.upper) else "upper"
+                edge = p.lower if side == "lower" else p.upper
+                self._hold(p, "not identified", f"the best fit ends on its {side} bound ({edge:.4g}): these runs cannot tell "
+                           "it from that bound" + ("; more than any engine or GPU gives: check --hardware, --engine, --tp and "
+                                                  "the dtypes" if side == "upper" and not p.name.startswith("alpha") else ""))
+                free.remove(p)
+                continue
+            pair = _traded(free, x, r, jac)
+            if pair is not None:
+                held, other, corr = pair
+                self._hold(held, "not identified", f"trades off with the {_label(other)} (their estimates correlate "
+                           f"{corr:+.2f}): these runs cannot tell them apart")
+                free.remove(held)
+                continue
+            return _apply(self.values, free, x), free, x, r, jac
 
-    return edge(lo), edge(hi)
+    def _hold(self, p: _Param, status: str, why: str) -> None:
+        self.values = _apply(self.values, [p], np.array([p.preset / p.unit]))
+        self.status[p.name] = (status, why)
 
 
-def _bound_status(value: float, lo: float, hi: float) -> str | None:
-    span = hi - lo
-    if value <= lo + 1e-6 * span:
-        return "lower"
-    if value >= hi - 1e-6 * span:
-        return "upper"
+def _current(values: Values, p: _Param) -> float:
+    """The value ``p`` has in ``values`` (where a fit starts: the preset's at first, the last pass's after)."""
+    if p.name in TERMS:
+        return getattr(values.host, p.name)
+    if p.name == "overlap_share":
+        return p.preset if values.share is None else values.share
+    if p.name.startswith("alpha:"):
+        return values.alphas[int(p.name.split(":")[1])]
+    return getattr(values, p.name)
+
+
+def _at_bound(p: _Param, v: float) -> bool:
+    span = (p.upper - p.lower) / p.unit
+    return v <= p.lower / p.unit + 1e-4 * span or v >= p.upper / p.unit - 1e-4 * span
+
+
+def _label(p: _Param) -> str:
+    return _LABELS.get(p.name.split(":")[0], p.name)
+
+
+def _traded(free: list[_Param], x: np.ndarray, r: np.ndarray, jac: np.ndarray) -> tuple[_Param, _Param, float] | None:
+    """The pair of fitted values that trade off, the one to hold first, and their correlation; None if none do.  Two
+    values trade off where their estimates correlate beyond :data:`TRADE_OFF` and the one to hold is not pinned down:
+    its 95% half-width is more than half its value (or a tenth of its range, for a value near 0)."""
+    from scipy.special import stdtrit
+
+    dof = r.size - len(free)
+    if len(free) < 2 or dof < 1:
+        return None
+    cov = np.linalg.pinv(jac.T @ jac) * (float(np.sum(r ** 2)) / dof)
+    sd = np.sqrt(np.clip(np.diag(cov), 1e-300, None))
+    corr = cov / np.outer(sd, sd)
+    np.fill_diagonal(corr, 0.0)
+    t = float(stdtrit(dof, 0.5 + CONFIDENCE / 2))
+    for i, j in sorted(zip(*np.nonzero(np.triu(np.abs(corr) > TRADE_OFF))), key=lambda ij: -abs(corr[ij])):
+        rank = [_HOLD_FIRST.index(p.name.split(":")[0]) for p in (free[i], free[j])]
+        k = i if rank[0] <= rank[1] else j
+        held, other = free[k], free[j if k == i else i]
+        span = (held.upper - held.lower) / held.unit
+        if t * sd[k] > max(0.5 * abs(x[k]), 0.1 * span):
+            return held, other, float(corr[i, j])
     return None
+
+
+def _intervals(free: list[_Param], x: np.ndarray, r: np.ndarray, jac: np.ndarray) -> dict[str, tuple[float, float]]:
+    """95% intervals of ``free``, linearised at the fit (t over the residual degrees of freedom), clipped at the bounds."""
+    from scipy.special import stdtrit
+
+    dof = r.size - len(free)
+    if dof < 1 or not free:
+        return {}
+    s2 = float(np.sum(r ** 2)) / dof
+    cov = np.linalg.pinv(jac.T @ jac) * s2
+    t = float(stdtrit(dof, 0.5 + CONFIDENCE / 2))
+    out = {}
+    for k, (p, v) in enumerate(zip(free, x)):
+        half = t * float(np.sqrt(max(cov[k, k], 0.0)))
+        out[p.name] = (max(p.lower, (v - half) * p.unit), min(p.upper, (v + half) * p.unit))
+    return out
+
+
+# -- the stages' values ---------------------------------------------------------------------------------------------------
+def _stage1_params(model: RunModel, design: dict, preset: EnginePreset) -> list[_Param]:
+    out = []
+    if model.fit_scale and not design["scale"]:
+        out.append(_Param("scale", SCALE_LOWER, scale_upper(model.dep.hardware), 1.0, 1.0))
+    if not design["iteration_s"]:
+        out.append(_Param("iteration_s", 0.0, ITERATION_UPPER_S, 1e-3, preset.iteration_s))
+    if not design["iteration_seq_s"]:
+        out.append(_Param("iteration_seq_s", 0.0, ITERATION_SEQ_UPPER_S, 1e-5, preset.iteration_seq_s))
+    if not design["prefill_scale"]:
+        out.append(_Param("prefill_scale", *PREFILL_BOUNDS, 1.0, preset.prefill_scale))
+    return out
+
+
+def _stage2_params(model: RunModel, design: dict, preset: EnginePreset, spec: np.ndarray, default_alpha: float,
+                   fit_share: bool) -> list[_Param]:
+    out = [_Param(t, 0.0, float(TERM_UPPER[k]), float(TERM_UPPER[k]) / 10, getattr(preset.spec, t))
+           for k, t in enumerate(TERMS) if not design.get(t, "no speculative runs")]
+    overlapped = any(np.any(model.dep.engine.hidden_share(model.dep.drafter.overlap_kind, w) > 0) for w in np.unique(model.topk[spec]))
+    if fit_share and overlapped:
+        out.append(_Param("overlap_share", 0.0, 1.0, 1.0, preset.overlap_share))
+    sweeps = sorted({int(s) for s in model.sweep_index[spec] if s >= 0})
+    out += [_Param(f"alpha:{s}", *ALPHA_BOUNDS, 1.0, default_alpha) for s in sweeps]
+    return out
+
+
+@record(eq=False)
+class _Result:
+    """One fit: its values, and per stage what it fitted (params, values in units, residuals, Jacobian) and held."""
+
+    values: Values
+    stages: list  # of (free params, x, residuals, jac, status dict)
+
+
+def _fit_values(model: RunModel, index: np.ndarray, design: dict, preset: EnginePreset, start: Values, default_alpha: float,
+                fit_share: bool = True) -> _Result:
+    """Both stages on runs ``index``, the batches settled between passes (:meth:`RunModel.settle`)."""
+    plain = index[model.kinds[index] == "plain"]
+    spec = index[model.kinds[index] == "spec"]
+    values = start
+    p1 = _stage1_params(model, design, preset)
+    ttft = TTFT_WEIGHT if any(p.name == "prefill_scale" for p in p1) else 0.0
+    stages = []
+    for _ in range(_SETTLE_PASSES):
+        model.settle(values)
+        before = model.batch.copy()
+        s1 = _Stage(p1, lambda v: model.residuals(v, plain, ttft), values)
+        v1, free1, x1, r1, j1 = s1.fit()
+        stages = [(free1, x1, r1, j1, s1.status)]
+        values = v1
+        if spec.size:
+            s2 = _Stage(_stage2_params(model, design, preset, spec, default_alpha, fit_share),
+                        lambda v: _checked(model.residuals(v, spec)), v1)
+            values, free2, x2, r2, j2 = s2.fit()
+            stages.append((free2, x2, r2, j2, s2.status))
+        model.settle(values)
+        if np.allclose(model.batch, before, rtol=1e-5):
+            break
+    return _Result(values, stages)
+
+
+def _checked(residuals: np.ndarray) -> np.ndarray:
+    """Residuals with any non-finite one (a prediction the model has no finite answer for) made large, not NaN."""
+    return np.where(np.isfinite(residuals), residuals, 10.0)
 
 
 # -- the fit ------------------------------------------------------------------------------------------------------------
 @record
 class EngineFit:
-    """The fitted values with their intervals, the deployment they make, and every run's predictions."""
+    """The fitted values with their intervals, the deployment they make, and every run's predictions (of its observable:
+    TPOT, end-to-end latency or output throughput, as :attr:`BenchRun.observable` says)."""
 
-    terms: dict  # name -> Term: scale, iteration_s, the four host terms
+    terms: dict  # name -> Term: scale, iteration_s, iteration_seq_s, prefill_scale, the four host terms, overlap_share
     acceptance: dict  # sweep -> Term (alpha), for sweeps without a recorded or pinned acceptance
     deployment: object  # the fitted Deployment (profile, engine terms)
     runs: list  # of CalRun, in load order
-    predicted: np.ndarray  # TPOT seconds, everything fitted on all runs
-    step: np.ndarray  # the same without the prefill share: a decode step, or a round per token
-    held_out: np.ndarray  # TPOT seconds, each load's runs left out of the fit (NaN where it cannot be)
-    held_out_sweep: np.ndarray  # TPOT seconds, each file left out (NaN with one file of a kind)
-    preset: np.ndarray  # TPOT seconds with the preset as shipped
+    predicted: np.ndarray  # everything fitted on all runs
+    held_out: np.ndarray  # each load's runs left out of the fit (NaN where it cannot be)
+    held_out_steps: np.ndarray  # each number of draft steps left out (NaN where it cannot be)
+    held_out_sweep: np.ndarray  # each sweep left out, where its acceptance is recorded (NaN otherwise)
+    preset: np.ndarray  # the preset as shipped
     prefill_share: np.ndarray
+    ttft: np.ndarray  # TTFT seconds, everything fitted on all runs
     warnings: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
     dof: int = 0
+    #: which -> reasons some runs could not be held out ("held_out", "held_out_steps", "held_out_sweep")
+    not_held_out: dict = field(default_factory=dict)
+    values: object = None  # the fitted Values
 
     @property
     def kinds(self) -> list[str]:
         return [c.kind for c in self.runs]
 
     def measured(self) -> np.ndarray:
-        return np.array([c.run.tpot_s for c in self.runs])
+        return np.array([c.run.value for c in self.runs], dtype=float)
 
     def error(self, which: str = "held_out", kind: str | None = None) -> float:
         """Mean absolute relative error (fraction) of ``which`` predictions over runs of ``kind`` (both: None), NaN
@@ -299,7 +365,7 @@ class EngineFit:
         return float(np.mean(np.abs(pred[keep] / self.measured()[keep] - 1)))
 
     def error_by_load(self, which: str = "held_out") -> list[tuple[str, float, float]]:
-        """(load, plain error, speculative error) per load, fractions (NaN where that kind has no run)."""
+        """(load, plain error, speculative error) per load, fractions (NaN where that kind has no run or none held out)."""
         pred, meas = getattr(self, which), self.measured()
         out = []
         for load in dict.fromkeys(c.run.load for c in self.runs):
@@ -311,15 +377,9 @@ class EngineFit:
         return out
 
     def speedups(self, prediction: np.ndarray) -> list[tuple[str, float, float]]:
-        """(load, measured, predicted) plain over speculative TPOT per load with both kinds (means over their runs)."""
-        out = []
-        tpot = self.measured()
-        for load in dict.fromkeys(c.run.load for c in self.runs):
-            p = [i for i, c in enumerate(self.runs) if c.run.load == load and c.kind == "plain"]
-            s = [i for i, c in enumerate(self.runs) if c.run.load == load and c.kind == "spec"]
-            if p and s and np.all(np.isfinite(prediction[p + s])):
-                out.append((load, float(np.mean(tpot[p]) / np.mean(tpot[s])), float(np.mean(prediction[p]) / np.mean(prediction[s]))))
-        return out
+        """(label, measured, predicted) speedup of each speculative group (load, steps, sweep) over the plain runs at its
+        load with its lengths: plain over speculative time (TPOT or end-to-end), speculative over plain throughput."""
+        return _speedups(self.runs, self.measured(), prediction)
 
     @property
     def host(self) -> SpecHost:
@@ -328,7 +388,8 @@ class EngineFit:
     @property
     def overlap_share(self) -> float | None:
         """The fitted share of the round's host work hidden behind the GPU (None: the engine does not overlap it)."""
-        return self.terms["overlap_share"].value if "overlap_share" in self.terms else None
+        t = self.terms.get("overlap_share")
+        return None if t is None or t.status != "fitted" else t.value
 
     @property
     def scale(self) -> float:
@@ -342,261 +403,210 @@ class EngineFit:
     def iteration_seq_s(self) -> float:
         return self.terms["iteration_seq_s"].value
 
+    @property
+    def prefill_scale(self) -> float:
+        return self.terms["prefill_scale"].value
+
 
 def _order(runs: list[CalRun]) -> list[CalRun]:
     return sorted(runs, key=lambda c: (c.kind != "plain", load_key(c.run.load), c.run.path, c.run.index))
 
 
-def _stage_fit(model: _Runs, index: np.ndarray, preset: EnginePreset, design: dict, fit_share: bool = True) -> tuple:
-    """(scale, (e_iter, e_seq), host, alphas) fitted on runs ``index`` (no intervals)."""
-    plain = index[model.kinds[index] == "plain"]
-    spec = index[model.kinds[index] == "spec"]
-    stage1 = _Plain(model, plain, model.fit_scale and not design["scale"], not design["iteration_seq_s"])
-    scale, it, _ = stage1.best_scale()
-    held = preset.spec
-    if spec.size == 0:
-        return scale, it, (held, None), np.full(len(model.sweeps), np.nan)
-    free = [t for t in TERMS if not design.get(t, "held")]
-    stage2 = _Spec(model, spec, model.deployment(scale, it), free, held, fit_share)
-    x, _ = stage2.fit()
-    return scale, it, (stage2.host(x), stage2.share(x)), stage2.alphas(x)
+def _default_alpha(dep) -> float:
+    """The drafter's published per-token acceptance: where an unknown acceptance starts, and where one is held."""
+    if dep.drafter is None:
+        return 0.6
+    acc, _ = dep.drafter.default_acceptance(dep.target)
+    if acc.alpha is not None:
+        return float(acc.alpha)
+    from specsim.speculation.acceptance import alpha_from_acceptance_length
+
+    c = acc.cumulative
+    return float(alpha_from_acceptance_length(1.0 + float(np.sum(c)), len(c)))
 
 
-def _predict(model: _Runs, index: np.ndarray, scale: float, it: tuple, host: tuple, alphas: np.ndarray):
-    """(TPOT, step without the prefill share, prefill share) of runs ``index``."""
-    step, rho = np.empty(index.size), np.empty(index.size)
-    plain = model.kinds[index] == "plain"
-    if plain.any():
-        s, r = model.plain_parts(scale, index[plain])
-        step[plain], rho[plain] = s + it[0] + it[1] * model.batch[index[plain]], r
-    if (~plain).any():
-        dep = model.deployment(scale, it, host)
-        groups, r = model.spec_passes(model.deployment(scale, it), index[~plain])
-        t = model.spec_tpot(dep, index[~plain], groups, np.zeros_like(r), alphas)
-        step[~plain], rho[~plain] = t, r
-    return tpot_with_prefill(step, 1.0, rho), step, rho
-
-
-def fit_engine(dep, runs: list[CalRun], *, intervals: bool = True) -> EngineFit:
-    """Fit the deployment's engine terms, its profile's efficiency scale (roofline and hybrid sources) and the unknown
-    acceptance rates to ``runs``; predict every run with the fit, with each load and each file held out, and with the
-    preset as shipped."""
+def fit_engine(dep, runs: list[CalRun], *, intervals: bool = True, limits=None) -> EngineFit:
+    """Fit the deployment's engine terms, its profile's efficiency scale (roofline and hybrid sources), its prefill
+    efficiency and the unknown acceptance rates to ``runs``; predict every run with the fit, with each load, each number
+    of draft steps and each sweep held out, and with the preset as shipped."""
     runs = _order(runs)
     check_design(dep, runs)
     check_runs(dep, runs)
-    model = _Runs(dep, runs)
+    model = RunModel(dep, runs, limits)
     preset = dep.engine
-    design = identifiable(runs, model.fit_scale)
+    alpha0 = _default_alpha(dep)
+    start = Values(1.0, preset.iteration_s, preset.iteration_seq_s, preset.prefill_scale, preset.spec, None,
+                   tuple([alpha0] * len(model.sweeps)))
+    model.settle(start)
+    design = identifiable(runs, model.fit_scale, dict(enumerate(model.batch)))
     everything = np.arange(len(runs))
-    plain = everything[model.kinds == "plain"]
-    spec = everything[model.kinds == "spec"]
-
-    # Stage 1 with its intervals.
-    terms, (scale, iteration_s), dof = _stage1(model, plain, design, intervals, preset)
-    # Stage 2.
-    alphas = np.full(len(model.sweeps), np.nan)
-    acceptance: dict[str, Term] = {}
-    host = (preset.spec, None)
-    if spec.size:
-        free = [t for t in TERMS if not design[t]]
-        stage2 = _Spec(model, spec, model.deployment(scale, iteration_s), free, preset.spec)
-        x, ssr2 = stage2.fit()
-        host, alphas = (stage2.host(x), stage2.share(x)), stage2.alphas(x)
-        bound2 = _f_bound(spec.size, x.size)
-        dof += spec.size - x.size
-        for j, name in enumerate(stage2.names):
-            lo, hi = stage2.lower[j], stage2.upper[j]
-            unit = stage2.unit[j] if j < len(free) else 1.0
-
-            def at(v, j=j):
-                return stage2.fit({j: v}, start=x)[1]
-
-            t = _term(name.split(":")[0], float(x[j]), lo, hi, ssr2, bound2, intervals, at, unit=unit)
-            if name.startswith("alpha:"):
-                acceptance[name[len("alpha:"):]] = dataclasses.replace(t, name="alpha")
-            elif name == "overlap_share":
-                terms[name] = dataclasses.replace(t, why=t.why or f"the share of the round's host work {preset.key} hides "
-                                                  f"behind the GPU ({preset.overlap_share:.0%} as shipped: {preset.overlap_basis})")
-            else:
-                terms[name] = t
-        for name in TERMS:
-            if name not in terms:
-                value = getattr(preset.spec, name)
-                terms[name] = Term(name, value, status="held",
-                                   why=f"{design[name]}: held at {preset.key}'s preset; {_FREES[name]} would separate it")
-        if _always_hidden(model, spec, scale, iteration_s, host):
-            host = (preset.spec, None)
-            terms |= {name: Term(name, getattr(preset.spec, name), status="held", why=_HIDDEN.format(preset.key)) for name in TERMS}
-            terms.pop("overlap_share", None)
-    fitted_dep = model.deployment(scale, iteration_s, host)
-    fitted_dep = dataclasses.replace(fitted_dep, engine=_fitted_engine(preset, iteration_s, host))
-    predicted, step, rho = _predict(model, everything, scale, iteration_s, host, alphas)
-    if np.any(rho >= MAX_PREFILL_SHARE):
-        i = int(np.argmax(rho))
-        raise ValueError(f"{runs[i].run.where}: its requests' prompts would take {rho[i]:.0%} of the engine's time "
-                         f"({runs[i].run.rate_per_s:.3g} requests/s of {runs[i].run.prompt_tokens:,.0f} prompt tokens): no "
-                         "decode TPOT can be read from it; check --hardware and --target")
-    held_out = _held_out(model, design, preset, [c.run.load for c in runs])
-    held_sweep = _held_out(model, design, preset, [c.sweep if c.kind == "spec" else "" for c in runs], by_sweep=True)
-    preset_pred = _preset_prediction(model, preset)
-    fit = EngineFit(terms, acceptance, fitted_dep, runs, predicted, step, held_out, held_sweep, preset_pred, rho, [], dof)
-    return dataclasses.replace(fit, warnings=_warnings(fit, preset, model))
+    result = _fit_values(model, everything, design, preset, start, alpha0)
+    terms, acceptance, dof = _terms(model, result, design, preset, intervals, alpha0)
+    held = {"held_out": _hold_out(model, design, preset, start, alpha0, [c.run.load for c in runs], "load"),
+            "held_out_steps": _hold_out(model, design, preset, start, alpha0,
+                                        [str(c.setup.steps) if c.setup else "" for c in runs], "steps"),
+            "held_out_sweep": _hold_out(model, design, preset, start, alpha0,
+                                        [c.sweep if c.setup else "" for c in runs], "sweep")}
+    preset_values = dataclasses.replace(start, alphas=tuple([alpha0] * len(model.sweeps)))
+    model.settle(preset_values)
+    preset_pred = model.predict(preset_values, everything)
+    model.settle(result.values)
+    times = model.times(result.values, everything)
+    fitted_dep = dataclasses.replace(model.deployment(result.values), source=dep.source,
+                                     engine=_fitted_engine(preset, result.values))
+    fit = EngineFit(terms, acceptance, fitted_dep, runs, model.predict(result.values, everything),
+                    held["held_out"][0], held["held_out_steps"][0], held["held_out_sweep"][0], preset_pred,
+                    times["prefill_share"], times["ttft_s"], [], [], dof,
+                    {k: v[1] for k, v in held.items() if v[1]}, result.values)
+    return dataclasses.replace(fit, warnings=_warnings(fit, preset, model, dep))
 
 
-_HIDDEN = ("hidden behind the GPU at every run: {} overlaps a round's host work with the passes for this drafter, and here "
-           "it never outlasts them, so these runs cannot measure it; held at the preset (runs with the engine's overlap off "
-           "would measure it)")
-
-
-def _always_hidden(model: _Runs, spec: np.ndarray, scale: float, iteration_s: tuple, host: tuple) -> bool:
-    """Whether the engine hides the whole host work of every speculative run behind its passes (under the fitted terms)."""
-    groups, _ = model.spec_passes(model.deployment(scale, iteration_s), spec)
-    dep_host = model.deployment(scale, iteration_s, host)
-    for j, w, r in groups:
-        if not r.overlapped:
-            return False
-        h, hidden = dep_host.round_host(model.batch[spec[j]], model.steps[spec[j]], w)
-        if hidden < 1.0 or np.any(dataclasses.replace(r, host_s=h, overlapped=hidden).exposed_host_s > 1e-9 * np.asarray(r.passes_s)):
-            return False
-    return True
-
-
-def _stage1(model: _Runs, plain: np.ndarray, design: dict, intervals: bool, preset: EnginePreset) -> tuple:
-    """(terms, (scale, (e_iter, e_seq)), residual degrees of freedom) of the plain runs, with their intervals."""
-    stage1 = _Plain(model, plain, model.fit_scale and not design["scale"], not design["iteration_seq_s"])
-    scale, it, ssr1 = stage1.best_scale()
-    n_free = 1 + (not design["scale"]) + (not design["iteration_seq_s"])
-    bound1 = _f_bound(plain.size, n_free)
+def _terms(model: RunModel, result: _Result, design: dict, preset: EnginePreset, intervals: bool,
+           alpha0: float) -> tuple[dict, dict, int]:
+    """(terms, acceptance by sweep, residual degrees of freedom) of a fit: fitted with intervals, not identified, or
+    held by the design."""
+    v = result.values
+    value_of = {"scale": v.scale, "iteration_s": v.iteration_s, "iteration_seq_s": v.iteration_seq_s,
+                "prefill_scale": v.prefill_scale, **{t: getattr(v.host, t) for t in TERMS}}
+    if v.share is not None:
+        value_of["overlap_share"] = v.share
     terms: dict[str, Term] = {}
-    if design["scale"]:
-        terms["scale"] = Term("scale", 1.0, status="held", why=f"{design['scale']}: the profile as shipped; {_FREES['scale']} would fit it")
-    else:
-        terms["scale"] = _term("scale", scale, SCALE_LOWER, stage1.upper, ssr1, bound1, intervals, lambda g: stage1.ssr(g)[1])
-    terms["iteration_s"] = _term("iteration_s", it[0], 0.0, ITERATION_UPPER_S, ssr1, bound1, intervals,
-                                 lambda x: stage1.best_scale({0: x})[2])
-    if design["iteration_seq_s"]:
-        terms["iteration_seq_s"] = Term("iteration_seq_s", preset.iteration_seq_s, status="held",
-                                        why=f"{design['iteration_seq_s']}: held at {preset.key}'s preset; "
-                                            f"{_FREES['iteration_seq_s']} would separate it")
-    else:
-        terms["iteration_seq_s"] = _term("iteration_seq_s", it[1], 0.0, ITERATION_SEQ_UPPER_S, ssr1, bound1, intervals,
-                                         lambda x: stage1.best_scale({1: x})[2])
-    return terms, (scale, it), plain.size - n_free
+    acceptance: dict[str, Term] = {}
+    dof = 0
+
+    def put(name: str, term: Term) -> None:
+        if name.startswith("alpha:"):
+            acceptance[model.sweeps[int(name.split(":")[1])]] = dataclasses.replace(term, name="alpha")
+        else:
+            terms[name] = term
+
+    for free, x, r, jac, status in result.stages:
+        dof += r.size - len(free)
+        spread = _intervals(free, x, r, jac) if intervals else {}
+        for p, xi in zip(free, x):
+            low, high = spread.get(p.name, (None, None))
+            why = "" if intervals and p.name in spread else ("no runs to spare for an interval" if intervals else "")
+            put(p.name, Term(p.name.split(":")[0], float(xi * p.unit), low, high, "fitted", why))
+        for name, (state, why) in status.items():
+            key = name.split(":")[0]
+            preset_value = alpha0 if key == "alpha" else value_of.get(name, 0.0)
+            put(name, Term(key, float(preset_value), status=state,
+                           why=f"{why}; held at {'the drafter' if key == 'alpha' else preset.key}'s preset"
+                               + (f"; {_FREES[key]} would free it" if key in _FREES else "")))
+    held_round = [_LABELS[t] for t in TERMS if t not in terms or terms[t].status != "fitted"]
+    if held_round and (model.kinds == "spec").any():
+        steps = sorted({int(x) for x in model.steps[model.steps > 0]})
+        for sweep, t in acceptance.items():
+            if t.status == "fitted":
+                acceptance[sweep] = dataclasses.replace(t, why=(
+                    f"its interval assumes the round's {', '.join(held_round)} at {preset.key}'s preset (not fitted here)"
+                    + (f": at one number of draft steps ({steps[0]}) the acceptance and the round's cost trade off, so "
+                       "the rate may be off beyond it; a saved /metrics page or pinned acceptance measures it"
+                       if len(steps) == 1 else "")))
+    stage_names = {"scale", "iteration_s", "iteration_seq_s", "prefill_scale"} | set(TERMS)
+    for name in sorted(stage_names - set(terms), key=list(_LABELS).index):
+        if name in TERMS and not (model.kinds == "spec").any():
+            why = "no speculative runs: held at the preset"
+        elif name == "scale" and not model.fit_scale:
+            why = design["scale"]
+        else:
+            why = f"{design.get(name) or 'not fitted'}: held at {preset.key}'s preset; {_FREES[name]} would separate it"
+        terms[name] = Term(name, float(value_of[name]), status="held", why=why)
+    return terms, acceptance, dof
 
 
-def _term(name: str, value: float, lo: float, hi: float, ssr: float, bound: float | None, intervals: bool, ssr_at,
-          unit: float = 1.0) -> Term:
-    """A fitted value (in units of ``unit``) with its profile interval, or at its bound with what would free it."""
-    low = high = None
-    if intervals and bound is not None and ssr > 0:
-        a, b = _profile(ssr_at, value, lo, hi, ssr * bound)
-        low, high = a * unit, b * unit
-    elif intervals and bound is not None:
-        low = high = value * unit  # an exact fit: nothing to spread
-    side = _bound_status(value, lo, hi)
-    status, why = "fitted", ""
-    if bound is None:
-        why = "no runs to spare for an interval (as many values as runs)"
-    if side is not None:
-        status = "bound"
-        frees = _FREES.get(name, "")
-        edge = (lo if side == "lower" else hi) * unit
-        why = (f"the best fit is at its {side} bound ({edge:.4g})"
-               + (": these runs cannot tell it from that bound; " if low is not None and high is not None and high > low
-                  else "; ")
-               + ("" if side == "lower" else "more than any engine or GPU gives: check --hardware, --engine and --tp; ")
-               + (f"{frees} would free it" if frees else ""))
-    return Term(name, float(value * unit), None if low is None else float(low), None if high is None else float(high), status, why)
-
-
-def _fitted_engine(preset: EnginePreset, it: tuple, host: tuple) -> EnginePreset:
-    host, share = host
-    engine = preset.with_iteration_ms(it[0] * 1e3, it[1] * 1e6)
-    if share is not None:
-        engine = dataclasses.replace(engine, overlap_share=share, kernel_overlap_share=share,
-                                     overlap_basis="fitted by specsim calibrate-engine")
-    return dataclasses.replace(engine, basis="fitted by specsim calibrate-engine", spec=host, kernel_spec=host,
-                               spec_basis="fitted by specsim calibrate-engine")
-
-
-def _held_out(model: _Runs, design: dict, preset: EnginePreset, groups: list[str], by_sweep: bool = False) -> np.ndarray:
-    """TPOT of each run with its group (a load; with ``by_sweep``, a speculative sweep: a file's or a plan server's
-    runs) left out of the fit.  A held-out sweep's acceptance rate that no other run shares is fitted alone on its own
-    runs, the engine's terms held (it is the workload's, not the engine's); with one group there is nothing to hold
-    out (NaN)."""
-    out = np.full(len(model.runs), np.nan)
+def _hold_out(model: RunModel, design: dict, preset: EnginePreset, start: Values, alpha0: float, groups: list[str],
+              what: str) -> tuple[np.ndarray, list[str]]:
+    """Each run's prediction with its group (a load, a number of draft steps, a sweep) left out of the fit, and why the
+    runs that cannot be held out cannot (NaN there)."""
+    runs = model.runs
+    out = np.full(len(runs), np.nan)
+    reasons: list[str] = []
     groups = np.array(groups)
     kinds = model.kinds
-    held = [g for g in dict.fromkeys(groups) if not (by_sweep and g == "")]
-    if len(held) < 2:
-        return out
-    for g in held:
+    names = [g for g in dict.fromkeys(groups) if g != ""]
+    if len(names) < 2:
+        if names:
+            reasons.append({"load": "every run is at one load", "steps": "the speculative runs are at one number of draft "
+                            "steps", "sweep": "the speculative runs are one sweep"}[what] + ": none can be held out")
+        return out, reasons
+    for g in names:
         test = np.flatnonzero(groups == g)
         train = np.flatnonzero(groups != g)
-        if not np.any(kinds[train] == "plain"):
+        if what == "sweep":
+            unknown = test[model.sweep_index[test] >= 0]
+            if unknown.size:
+                reasons.append(f"sweep {g}: its acceptance is recorded nowhere, so it can only be fitted on its own runs")
+            test = test[model.sweep_index[test] < 0]
+        if not test.size:
             continue
-        if np.any(kinds[test] == "spec") and not np.any(kinds[train] == "spec"):
+        if not np.any(kinds[train] == "plain") or (np.any(kinds[test] == "spec") and not np.any(kinds[train] == "spec")):
+            reasons.append(f"{what} {g}: leaving it out leaves no {'plain' if not np.any(kinds[train] == 'plain') else 'speculative'} "
+                           "run to fit")
             continue
-        sub = identifiable([model.runs[i] for i in train], model.fit_scale)
-        scale, it, host, alphas = _stage_fit(model, train, preset, sub)
-        missing = [s for s in {int(s) for s in model.sweep_index[test] if s >= 0} if not np.isfinite(alphas[s])]
-        if missing:
-            alphas = _alone(model, test, model.deployment(scale, it), model.deployment(scale, it, host), alphas, missing)
-        out[test] = _predict(model, test, scale, it, host, alphas)[0]
+        sub = identifiable([runs[i] for i in train], model.fit_scale, {k: model.batch[i] for k, i in enumerate(train)})
+        res = _fit_values(model, train, sub, preset, start, alpha0)
+        pred = model.predict(res.values, test)
+        trained = set(model.sweep_index[train])
+        lonely = np.array([s >= 0 and s not in trained for s in model.sweep_index[test]])
+        if lonely.any():
+            reasons.append(f"{what} {g}: the acceptance of {', '.join(sorted({runs[i].sweep for i in test[lonely]}))} is "
+                           f"fitted only on runs at this {what}")
+            pred[lonely] = np.nan
+        out[test] = pred
+    return out, reasons
+
+
+def _fitted_engine(preset: EnginePreset, values: Values) -> EnginePreset:
+    engine = preset.with_iteration_ms(values.iteration_s * 1e3, values.iteration_seq_s * 1e6)
+    if values.share is not None:
+        engine = dataclasses.replace(engine, overlap_share=values.share, kernel_overlap_share=values.share,
+                                     overlap_basis="fitted by specsim calibrate-engine")
+    return dataclasses.replace(engine, basis="fitted by specsim calibrate-engine", spec=values.host, kernel_spec=values.host,
+                               spec_basis="fitted by specsim calibrate-engine", prefill_scale=values.prefill_scale)
+
+
+def _speedups(runs: list[CalRun], measured: np.ndarray, prediction: np.ndarray) -> list[tuple[str, float, float]]:
+    from specsim.calibration.runs import SAME_LENGTHS
+
+    out = []
+    keys = dict.fromkeys((c.run.load, c.setup.steps, c.sweep) for c in runs if c.setup is not None)
+    for load, steps, sweep in keys:
+        s = [i for i, c in enumerate(runs) if c.setup is not None and (c.run.load, c.setup.steps, c.sweep) == (load, steps, sweep)]
+        ref = runs[s[0]].run
+        p = [i for i, c in enumerate(runs) if c.setup is None and c.run.load == load and c.run.observable == ref.observable
+             and abs(c.run.prompt_tokens / max(ref.prompt_tokens, 1.0) - 1) <= SAME_LENGTHS
+             and abs(c.run.output_tokens / ref.output_tokens - 1) <= SAME_LENGTHS]
+        if not p or not np.all(np.isfinite(prediction[p + s])):
+            continue
+        flip = ref.observable == "throughput"
+
+        def ratio(x):
+            a, b = float(np.mean(x[p])), float(np.mean(x[s]))
+            return b / a if flip else a / b
+
+        several = len({k[2] for k in keys}) > 1
+        out.append((f"{load}, {steps} steps" + (f", sweep {sweep}" if several else ""), ratio(measured), ratio(prediction)))
     return out
 
 
-def _alone(model: _Runs, index: np.ndarray, dep_passes, dep_host, alphas: np.ndarray, sweeps: list[int]) -> np.ndarray:
-    """``alphas`` with the rates of ``sweeps`` fitted on the runs ``index`` alone, every engine term held: the passes of
-    ``dep_passes``, the host work of ``dep_host``."""
-    from scipy.optimize import least_squares
+def _ceiling(dep) -> tuple[float, str]:
+    """The highest published per-token acceptance of the drafter's kind (its published default and its rows)."""
+    from specsim.speculation.acceptance_data import ROWS
 
-    spec = index[(model.kinds[index] == "spec") & np.isin(model.sweep_index[index], sweeps)]
-    groups, rho = model.spec_passes(dep_passes, spec)
-    out = alphas.copy()
-
-    def residuals(a):
-        out[sweeps] = a
-        return model.spec_tpot(dep_host, spec, groups, rho, out) / model.tpot[spec] - 1.0
-
-    res = least_squares(residuals, np.full(len(sweeps), 0.6), bounds=ALPHA_BOUNDS)
-    out[sweeps] = res.x
-    return out
+    kind = type(dep.drafter)
+    acc, label = kind.published()
+    best = (float(acc.alpha) if acc.alpha is not None else float(acc.cumulative[0]), label.split(":")[0])
+    for row in ROWS:
+        if row.drafter == kind.kind:
+            a = row.acceptance
+            value = float(a.alpha) if a.alpha is not None else float(a.cumulative[0])
+            if value > best[0]:
+                best = (value, f"{row.source}, {row.target} on {row.dataset}")
+    return best
 
 
-def _without_host(dep):
-    return dataclasses.replace(dep, engine=dataclasses.replace(dep.engine, spec=SpecHost(), kernel_spec=SpecHost()))
-
-
-def _with_round(dep, host: SpecHost, share: float | None = None):
-    """``dep`` with the round's host terms ``host`` and, where given, the share of them its engine hides."""
-    engine = dataclasses.replace(dep.engine, spec=host, kernel_spec=host)
-    if share is not None:
-        engine = dataclasses.replace(engine, overlap_share=share, kernel_overlap_share=share)
-    return dataclasses.replace(dep, engine=engine)
-
-
-def _preset_prediction(model: _Runs, preset: EnginePreset) -> np.ndarray:
-    """TPOT with ``preset`` as shipped on the deployment's source (profile unscaled); unknown acceptance rates fitted
-    alone with its terms."""
-    index = np.arange(len(model.runs))
-    dep = dataclasses.replace(model.dep, engine=preset.for_source(model.dep.source))
-    alphas = np.full(len(model.sweeps), np.nan)
-    if model.sweeps:
-        alphas = _alone(model, index, _without_host(dep), dep, alphas, list(range(len(model.sweeps))))
-    out = np.empty(index.size)
-    plain = model.kinds == "plain"
-    if plain.any():
-        out[plain] = tpot_with_prefill(dep.decode(model.batch[plain], model.context[plain]).total_s, model.rate[plain],
-                                       dep.prefill_s(model.prompt[plain]))
-    if (~plain).any():
-        spec = index[~plain]
-        groups, rho = model.spec_passes(_without_host(dep), spec)
-        out[spec] = model.spec_tpot(dep, spec, groups, rho, alphas)
-    return out
-
-
-def _better_engine(model: _Runs, named: EnginePreset, mine: float) -> tuple[str, float] | None:
+def _better_engine(model: RunModel, named: EnginePreset, mine: float) -> tuple[str, float] | None:
     """(key, error) of another engine version whose round structure (overlap rule, the terms held at its preset) the runs
     fit far better than ``named``'s: fitted the same way, its error under half ``mine``; None if there is none."""
     from specsim.engines import PRESETS
@@ -604,23 +614,28 @@ def _better_engine(model: _Runs, named: EnginePreset, mine: float) -> tuple[str,
     best = None
     everything = np.arange(len(model.runs))
     for key, preset in PRESETS.items():
-        if key in ("none", named.key) or (preset.spec == named.spec and preset.overlap_kinds == named.overlap_kinds
-                                          and preset.overlap_share == named.overlap_share):
+        if key in ("none", named.key) or (
+                preset.spec == named.spec and preset.overlap_kinds == named.overlap_kinds and preset.overlap_share == named.overlap_share):
             continue
-        other = _Runs(dataclasses.replace(model.dep, engine=preset.for_source(model.dep.source)), model.runs)
-        design = identifiable(model.runs, other.fit_scale)
+        dep = dataclasses.replace(model.dep, engine=preset.for_source(model.dep.source))
+        other = RunModel(dep, model.runs, model.limits)
+        alpha0 = _default_alpha(dep)
+        start = Values(1.0, preset.iteration_s, preset.iteration_seq_s, preset.prefill_scale, preset.spec, None,
+                       tuple([alpha0] * len(other.sweeps)))
+        other.settle(start)
+        design = identifiable(model.runs, other.fit_scale, dict(enumerate(other.batch)))
         # Each version's rounds as it schedules them: its own overlap share, not one fitted to the runs.
-        scale, it, host, alphas = _stage_fit(other, everything, other.dep.engine, design, fit_share=False)
-        err = float(np.mean(np.abs(_predict(other, everything, scale, it, host, alphas)[0] / other.tpot - 1)))
+        res = _fit_values(other, everything, design, dep.engine, start, alpha0, fit_share=False)
+        err = float(np.mean(np.abs(other.predict(res.values, everything) / other.measured - 1)))
         if best is None or err < best[1]:
             best = (key, err)
     return best if best is not None and best[1] < 0.5 * mine else None
 
 
-def _warnings(fit: EngineFit, preset: EnginePreset, model: _Runs) -> list[str]:
-    """What the user should know of the fit: a preset of another engine or version that fits the runs far better as
-    shipped (the wrong --engine), a named preset far off (the user's host costs are not the public fit's), terms at
-    their bounds."""
+def _warnings(fit: EngineFit, preset: EnginePreset, model: RunModel, dep) -> list[str]:
+    """What the user should know of the fit: a named preset far off (the wrong engine or version, or host costs that are
+    not the public fit's), an acceptance no published drafter of its kind reaches, values not identified, runs the model
+    cannot reach."""
     out = []
     mine, theirs = fit.error("predicted"), fit.error("preset")
     other = _better_engine(model, preset, mine) if np.isfinite(mine) and mine > WRONG_ENGINE_ERROR else None
@@ -631,13 +646,19 @@ def _warnings(fit: EngineFit, preset: EnginePreset, model: _Runs) -> list[str]:
         out.append(f"{preset.key} as shipped is off by {theirs:.1%} on these runs where the fit is off by {mine:.1%}: check "
                    "that --engine names the engine and version that served them (and --hardware the GPU); if they do, your "
                    "engine's host costs (its CPU, build and checkpoint) are not the public fit's, and the calibration carries yours")
-    steps = {c.setup.steps for c in fit.runs if c.kind == "spec"}
-    if fit.acceptance and len(steps) == 1 and any(fit.terms[t].status != "held" for t in ("round_s", "seq_s")):
-        out.append(f"the acceptance of {', '.join(Path(s).name for s in fit.acceptance)} is fitted beside the round's host "
-                   f"terms at one number of draft steps ({steps.pop()}): the two trade off, so the TPOTs they predict hold "
-                   "while the rate itself may be off beyond its interval (by up to 40% on public files, "
-                   "benchmarks/validate_calibration.py); pin acceptance (specsim bench-plan) or pass --metrics to measure it")
+    if fit.acceptance and dep.drafter is not None:
+        ceiling, source = _ceiling(dep)
+        for sweep, t in fit.acceptance.items():
+            if t.status == "fitted" and t.value > ceiling + ALPHA_MARGIN:
+                out.append(f"the acceptance fitted to sweep {sweep}, alpha {t.value:.3f}, is above every published "
+                           f"acceptance of {dep.drafter.label} (the highest {ceiling:.3f}: {source}): the runs' times cannot "
+                           "tell the acceptance from the round's cost here; pass --metrics, or pin acceptance (specsim "
+                           "bench-plan), to measure it")
     for t in list(fit.terms.values()) + list(fit.acceptance.values()):
-        if t.status == "bound":
-            out.append(f"{t.label}: {t.why}")
+        if t.status == "not identified":
+            out.append(f"{t.label}: not identified: {t.why}")
+    off = [c.run.where for c, p, m in zip(fit.runs, fit.predicted, fit.measured()) if np.isfinite(p) and abs(p / m - 1) > UNREACHED]
+    if off:
+        out.append(f"the model cannot reach {len(off)} run(s) within {UNREACHED:.0%} even fitted ({', '.join(off[:4])}"
+                   f"{', ...' if len(off) > 4 else ''}): their numbers are the engine's, and what can be fitted is fitted")
     return out

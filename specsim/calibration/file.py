@@ -47,6 +47,8 @@ class Calibration:
     acceptance: object | None  # Acceptance measured on real runs, or None
     acceptance_label: str | None
     record: dict
+    prefill_scale: float = 1.0
+    overlap_share: float | None = None
 
     @property
     def name(self) -> str:
@@ -57,8 +59,11 @@ class Calibration:
 
 
 def calibration_mapping(fit, dep, target_spec: str, drafter_spec: str | None, timing: str, files: list[str],
-                        acceptance=None, acceptance_label: str | None = None, target_options: dict | None = None) -> dict:
-    """The calibration file's content: the fit of :func:`specsim.engine_calibrate.fit_engine` on ``dep``."""
+                        acceptance=None, acceptance_label: str | None = None, target_options: dict | None = None,
+                        engine_spec: str | None = None) -> dict:
+    """The calibration file's content: the fit of :func:`specsim.calibration.engine_fit.fit_engine` on ``dep``; ``engine_spec``
+    the engine and release the runs were served by (``vllm@0.20.0``), which every writer of the calibrated deployment
+    uses (default the preset's key)."""
     import datetime
     import hashlib
 
@@ -71,6 +76,7 @@ def calibration_mapping(fit, dep, target_spec: str, drafter_spec: str | None, ti
     profile = profile_to_mapping(dataclasses.replace(hw, name=f"{dep.hardware.name}-{dep.engine.name}-fitted", device=device,
                                                      calibration=None, description=f"{hw.description} - fitted by calibrate-engine"))
     terms = {name: _clean(t.to_dict()) for name, t in fit.terms.items()}
+    terms |= {f"acceptance {sweep}": _clean(t.to_dict()) for sweep, t in fit.acceptance.items()}
     record = {
         "specsim_calibration": SCHEMA,
         "fitted_by": "specsim calibrate-engine",
@@ -84,19 +90,23 @@ def calibration_mapping(fit, dep, target_spec: str, drafter_spec: str | None, ti
         "drafter": drafter_spec,
         "draft_tp": dep.draft.tp if dep.draft is not None else None,
         "timing": timing,
-        "engine": dep.engine.key,
+        "engine": engine_spec or dep.engine.key,
+        "engine_preset": dep.engine.key,
         "iteration_s": float(fit.iteration_s),
         "iteration_seq_s": float(fit.iteration_seq_s),
+        "prefill_scale": float(fit.prefill_scale),
         "round_terms": {t: float(getattr(fit.host, t)) for t in TERMS},
+        "overlap_share": fit.overlap_share,
         "terms": terms,
         "acceptance": None,
-        "runs": [{"file": c.run.where, "kind": c.kind, "load": c.run.load, "tpot_s": c.run.tpot_s,
-                  "decode_batch": c.run.decode_batch, "context": c.run.context, "steps": c.setup.steps if c.setup else None,
-                  "fitted_tpot_s": float(p), "fitted_step_s": float(s), "prefill_share": float(r)}
-                 for c, p, s, r in zip(fit.runs, fit.predicted, fit.step, fit.prefill_share)],
+        "runs": [{"file": c.run.where, "kind": c.kind, "load": c.run.load, "steps": c.setup.steps if c.setup else None,
+                  "judged_by": c.run.observable, "measured": float(c.run.value), "fitted": _none_if_nan(float(p)),
+                  "held_out": _none_if_nan(float(q)), "prefill_share": _none_if_nan(float(r))}
+                 for c, p, q, r in zip(fit.runs, fit.predicted, fit.held_out, fit.prefill_share)],
         "files": [{"path": f, "sha256": hashlib.sha256(Path(f).read_bytes()).hexdigest()} for f in files],
         "errors": {which: {kind or "all": _none_if_nan(fit.error(which, kind)) for kind in (None, "plain", "spec")}
-                   for which in ("held_out", "held_out_sweep", "predicted", "preset")},
+                   for which in ("held_out", "held_out_steps", "held_out_sweep", "predicted", "preset")},
+        "not_held_out": dict(fit.not_held_out),
         "warnings": list(fit.warnings),
     }
     if acceptance is not None:
@@ -131,6 +141,7 @@ def read_calibration(path: str | Path) -> Calibration:
         if key not in data:
             raise ValueError(f"{where}: the key {key!r} is missing")
     profile = profile_from_mapping(data["profile"], f"{where}: profile")
+    _check_profile(where, profile, data.get("base_hardware"))
     for key in ("target", "target_name", "timing", "engine", "base_hardware"):
         if not isinstance(data[key], str) or not data[key]:
             raise ValueError(f"{where}: {key} must be a non-empty string, got {data[key]!r}")
@@ -145,6 +156,12 @@ def read_calibration(path: str | Path) -> Calibration:
     for key, value in list(terms.items()) + [("iteration_s", data["iteration_s"]), ("iteration_seq_s", seq)]:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
             raise ValueError(f"{where}: {key} must be a time in [0, 1] seconds, got {value!r}")
+    prefill = data.get("prefill_scale", 1.0)
+    share = data.get("overlap_share")
+    if isinstance(prefill, bool) or not isinstance(prefill, (int, float)) or not 0.05 <= prefill <= 20:
+        raise ValueError(f"{where}: prefill_scale must be a number in [0.05, 20], got {prefill!r}")
+    if share is not None and (isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1):
+        raise ValueError(f"{where}: overlap_share must be a share in [0, 1] or null, got {share!r}")
     acc, label = None, None
     raw = data.get("acceptance")
     if raw is not None:
@@ -164,7 +181,26 @@ def read_calibration(path: str | Path) -> Calibration:
         raise ValueError(f"{where}: target_options must hold a weight_dtype and a kv_dtype specsim reads, got {options!r}")
     return Calibration(str(p), profile, data["base_hardware"], data["target"], data["target_name"], tp, dict(options), data.get("drafter"),
                        draft_tp, data["timing"], data["engine"], float(data["iteration_s"]), float(seq),
-                       {k: float(v) for k, v in terms.items()}, acc, label, data)
+                       {k: float(v) for k, v in terms.items()}, acc, label, data, float(prefill),
+                       None if share is None else float(share))
+
+
+def _check_profile(where: str, profile, base: object) -> None:
+    """Refuse a calibration whose fitted profile is not its stated GPU's: a fit scales a profile's efficiencies, never
+    its datasheet peaks or memory, so those must be the built-in profile's it names."""
+    from specsim.describe.hardware import load_hardware
+
+    if not isinstance(base, str) or not base:
+        raise ValueError(f"{where}: base_hardware must be the profile the fit started from, got {base!r}")
+    try:
+        built_in = load_hardware(base)
+    except (KeyError, ValueError):
+        return  # a user's own profile file: nothing built in to compare with
+    for key in ("peak_flop_per_s", "peak_bytes_per_s", "memory_bytes"):
+        mine, theirs = getattr(profile, key), getattr(built_in, key)
+        if mine is None or theirs is None or abs(mine / theirs - 1) > 1e-6:
+            raise ValueError(f"{where}: the fitted profile's {key} is {mine:.4g} but {base}'s is {theirs:.4g}: this calibration "
+                             f"was not fitted on {base} (a fit scales a profile's efficiencies, never its peaks)")
 
 
 def apply_to_engine(cal: Calibration, preset):
@@ -173,5 +209,9 @@ def apply_to_engine(cal: Calibration, preset):
 
     host = SpecHost(**cal.round_terms)
     engine = preset.with_iteration_ms(cal.iteration_s * 1e3, cal.iteration_seq_s * 1e6)
+    if cal.overlap_share is not None:
+        engine = dataclasses.replace(engine, overlap_share=cal.overlap_share, kernel_overlap_share=cal.overlap_share,
+                                     overlap_basis=f"fitted by calibrate-engine ({cal.name})")
     return dataclasses.replace(engine, basis=f"fitted by calibrate-engine ({cal.name})", spec=host, kernel_spec=host,
-                               spec_basis=f"fitted by calibrate-engine ({cal.name})", calibration=cal.name)
+                               spec_basis=f"fitted by calibrate-engine ({cal.name})", calibration=cal.name,
+                               prefill_scale=cal.prefill_scale)

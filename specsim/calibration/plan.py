@@ -269,11 +269,12 @@ def _run(server: Server, c: int, input_tokens: int | None, output_tokens: int, p
 
 
 def _with_estimates(dep, plan: BenchPlan) -> BenchPlan:
-    """Each run's wall time as specsim predicts it: a closed loop of ``c`` users, its TPOT from the deployment with the
-    prefill of the others' prompts in it (:func:`specsim.engine_calibrate.closed_loop`)."""
+    """Each run's wall time as specsim predicts it: a closed loop of ``c`` users sending ``num_prompts`` requests, by the
+    serving model (:func:`specsim.serving.steady.steady_state`, the run's own means from its first wave on)."""
     import dataclasses
 
-    from specsim.calibration.runs import closed_loop
+    from specsim.speculation.acceptance import alpha_from_acceptance_length
+    from specsim.serving.steady import steady_state
 
     runs = []
     pins = {s.steps: s.pinned_accept_length for s in plan.servers.values() if s.pinned_accept_length is not None}
@@ -284,8 +285,13 @@ def _with_estimates(dep, plan: BenchPlan) -> BenchPlan:
         covered = published is not None and (published.max_gamma is None or r.steps is None or published.max_gamma >= r.steps)
         if al is None and r.steps is not None and (not covered or not pins):
             al = pins.get(r.steps, 1.0 + 0.5 * r.steps)  # an estimate's guess where no published acceptance extends
-        duration = closed_loop(dep, r.concurrency, prompt, r.output_tokens, r.num_prompts, r.steps, al)
-        runs.append(dataclasses.replace(r, estimate_s=duration))
+        if r.steps is None:
+            acc, gamma = 0.0, 0
+        else:
+            acc = published if al is None else float(alpha_from_acceptance_length(al, r.steps))
+            gamma = r.steps
+        state = steady_state(dep, acc, [gamma], [r.concurrency], prompt, r.output_tokens, requests=r.num_prompts)
+        runs.append(dataclasses.replace(r, estimate_s=float(r.num_prompts / state.requests_per_s[0, 0])))
     return dataclasses.replace(plan, runs=runs)
 
 

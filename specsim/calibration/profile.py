@@ -51,7 +51,7 @@ import pandas as pd
 
 from specsim.core.records import record
 from specsim.describe.hardware import HardwareProfile, profile_to_mapping
-from specsim.timing.measurements import MIN_POINTS, load_measurements
+from specsim.timing.measurements import load_measurements
 from specsim.timing.roofline import step_time
 
 __all__ = ["LARGE_ERROR", "NOISY_SPREAD", "CalibrationResult", "NoisyTimings", "calibrate", "fit_trouble", "implausible", "predict",

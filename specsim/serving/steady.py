@@ -55,6 +55,7 @@ from specsim.core.records import record
 from specsim.speculation.acceptance import as_acceptance
 
 __all__ = ["DEFAULT_MAX_BATCHED_TOKENS", "DEFAULT_MAX_NUM_SEQS", "EngineLimits", "LOAD_KINDS", "SteadyState", "decode_rounds",
+           "decode_rounds_spread",
            "iteration_s", "kv_sequences", "steady_state"]
 
 #: vLLM's default max_num_seqs (vllm/config/scheduler.py).
@@ -132,6 +133,36 @@ def decode_rounds(acceptance: object, gamma: object, tokens: object, per_round: 
     with np.errstate(divide="ignore", invalid="ignore"):
         rounds = (m + weighted / e) / e
     return np.where(g == 0, m, rounds)
+
+
+def decode_rounds_spread(acceptance: object, gamma: object, tokens: object, count: object) -> np.ndarray:
+    """The expected most rounds any of ``count`` requests takes to emit ``tokens`` tokens, less the mean: the renewal
+    process's standard deviation sqrt(m Var X / E^3) (X the tokens of a round) times the expected largest of ``count``
+    standard normal draws (Blom's approximation, Phi^-1((n - 0.375) / (n + 0.25))).  What a batch that ends with its
+    slowest request waits beyond the mean; 0 without speculation.
+
+    >>> float(decode_rounds_spread(0.8, 0, 255, 8)), round(float(decode_rounds_spread(0.8, 4, 127, 8)), 2)
+    (0.0, 4.2)
+    """
+    from scipy.special import ndtri
+
+    from specsim.speculation.acceptance import tokens_per_round
+
+    g = np.asarray(gamma, dtype=float)
+    gmax = int(np.max(g)) if g.size else 0
+    n = np.maximum(np.asarray(count, dtype=float), 1.0)
+    if gmax == 0:
+        return np.zeros(np.broadcast_shapes(g.shape, n.shape, np.shape(tokens)))
+    acc = as_acceptance(acceptance) if not isinstance(acceptance, np.ndarray) else None
+    k = np.arange(1, gmax + 1, dtype=float)
+    c = (np.asarray(acc.cumulative_rates(gmax), dtype=float) if acc is not None and acc.alpha is None
+         else np.asarray(acceptance if acc is None else acc.alpha, dtype=float)[..., None] ** k)
+    within = k <= g[..., None]
+    mean_a = np.sum(np.where(within, c, 0.0), axis=-1)
+    var = np.maximum(np.sum(np.where(within, (2 * k - 1) * c, 0.0), axis=-1) - mean_a ** 2, 0.0)
+    e = tokens_per_round(acceptance, g)
+    largest = np.where(n > 1, ndtri((n - 0.375) / (n + 0.25)), 0.0)
+    return np.where(g == 0, 0.0, np.sqrt(np.asarray(tokens, dtype=float) * var / e ** 3) * largest)
 
 
 def kv_sequences(kv_capacity_bytes: object, sequence_bytes: object) -> np.ndarray:
@@ -237,10 +268,12 @@ def _prefill_iterations(P, budget_left, demand_iterations):
 
 def steady_state(dep, acceptance, gamma, load, input_tokens, output_tokens, kind: str = "concurrency",
                  limits: EngineLimits | None = None, kv_bytes: tuple | None = None, context: object = None,
-                 fixed_lengths: bool = False) -> SteadyState:
+                 fixed_lengths: bool = False, requests: object = None) -> SteadyState:
     """The steady state of ``load`` (users, requests/s or an offline batch, by ``kind``) of requests of
     ``input_tokens`` in and ``output_tokens`` out, plain (gamma 0) and speculating each gamma; ``fixed_lengths``: every
-    request has exactly these lengths (a closed loop's plain users then move in step, :func:`closed_population`).
+    request has exactly these lengths (a closed loop's plain users then move in step, :func:`closed_population`);
+    ``requests``: a closed loop's run of that many requests, from all users starting at once (its means, not the limit,
+    :func:`closed_loop_times`).
 
     ``gamma`` gives the leading axis, ``load`` (with the lengths broadcast to it) the second.  ``kv_bytes`` is the KV
     cache (plain, speculating) in bytes per GPU (default: ``limits``'s, unbounded unless set); ``context`` the mean
@@ -275,7 +308,7 @@ def steady_state(dep, acceptance, gamma, load, input_tokens, output_tokens, kind
         return _open_loop(steps, x, P, O, t_pf, n_e, limited, limits)
     if kind == "batch":
         return _offline(steps, x, P, O, t_pf, n_e, limited, limits)
-    return _closed_loop(steps, x, P, O, t_pf, n_e, limited, limits)
+    return _closed_loop(steps, x, P, O, t_pf, n_e, limited, limits, requests)
 
 
 class _Steps:
@@ -353,19 +386,37 @@ def own_step_s(population: Population, step_at_own: object, step_s: object, base
 
 
 def closed_loop_times(population: Population, step_s: object, own_s: object, prefill_s: object, load: object,
-                      output_tokens: object) -> dict:
+                      output_tokens: object, input_tokens: object = None, limits: EngineLimits | None = None,
+                      requests: object = None) -> dict:
     """The times of a closed loop of ``load`` users from its population, the decoding step ``step_s`` at its batch,
     the step ``own_s`` of the iterations carrying a request's own prompt and a prompt's marginal time ``prefill_s``: the
     one home of TPOT, ITL, TTFT, end-to-end latency and rates at a concurrency (the module's docstring; a group of g
-    prefills together, its own g prompts in its k_p iterations, the other groups' in its decode phase)."""
+    prefills together, its own g prompts in its k_p iterations, the other groups' in its decode phase).
+
+    With ``requests`` (a benchmark's run of that many requests, with ``input_tokens`` and ``limits``), the run's means
+    rather than the steady state's: a run of W = n / N_e waves starts with every user's request at once, so the first N_e
+    prompts queue for the budget together (k_0 = ceil(N_e P / budget) iterations of g_0 prompts; the first wave's mean
+    TTFT is (k_0 + 1) / 2 of them), and its last wave decodes with no prompt arriving beside it (the users stop): the
+    others' prefill rides in a share f = max((W - 1) / W, 1 / (2 W)) of the decode phases, and each user's requests run
+    back to back, so the run's throughput is its N_e users' over the mean end-to-end latency."""
     p = population
     O = np.asarray(output_tokens, dtype=float)
     t_pf = np.asarray(prefill_s, dtype=float)
     others = (p.in_engine - p.group) * t_pf / p.cycle
-    t_dec = iteration_s(step_s, others)
     t_own = iteration_s(own_s, p.group * t_pf / p.prefill_iterations + others)
-    t_mean = iteration_s(step_s, p.in_engine * t_pf / p.cycle)
-    first = p.wait * t_mean + p.prefill_iterations * t_own
+    # The iteration a request waits for: any iteration, on average; but users moving in groups arrive just as the group
+    # before them has begun prefilling (it finished one iteration earlier), so they wait out that group's prefill.
+    waited = np.where(p.group > 1, (1.0 - p.group / p.in_engine) * p.group * t_pf, p.in_engine * t_pf / p.cycle)
+    first = p.wait * iteration_s(step_s, waited) + p.prefill_iterations * t_own
+    if requests is not None:
+        waves = np.maximum(np.asarray(requests, dtype=float) / p.in_engine, 1.0)
+        P = np.asarray(input_tokens, dtype=float)
+        budget = float((limits or EngineLimits()).max_batched_tokens)
+        g0 = np.minimum(p.in_engine, np.maximum(np.floor(budget / np.maximum(P, 1.0)), 1.0))
+        k0 = np.maximum(np.ceil(p.in_engine * P / budget), 1.0)
+        first = (k0 + 1.0) / 2.0 * iteration_s(own_s, g0 * t_pf) / waves + (1.0 - 1.0 / waves) * first
+        others = others * np.maximum((waves - 1.0) / waves, 0.5 / waves)
+    t_dec = iteration_s(step_s, others)
     engine_s = first + p.rounds * t_dec
     rate = p.in_engine / engine_s
     queue_s = np.maximum(np.asarray(load, dtype=float) - p.in_engine, 0.0) / rate
@@ -374,7 +425,7 @@ def closed_loop_times(population: Population, step_s: object, own_s: object, pre
             "prefill_share": rate * t_pf}
 
 
-def _closed_loop(steps: _Steps, N, P, O, t_pf, n_e, limited, limits) -> SteadyState:
+def _closed_loop(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, requests=None) -> SteadyState:
     per_round = None
     for _ in range(3):  # E depends on b only for drafters that verify a prefix per request (DSpark, suffix decoding)
         pop = closed_population(steps.acceptance, steps.gamma, n_e, P, O, limits, per_round, steps.fixed_lengths)
@@ -383,20 +434,29 @@ def _closed_loop(steps: _Steps, N, P, O, t_pf, n_e, limited, limits) -> SteadySt
             break
         per_round = E
     own = own_step_s(pop, steps(np.maximum(pop.batch_own, 1.0))[0], step, steps.base_s)
-    t = closed_loop_times(pop, step, own, t_pf, N, O)
+    t = closed_loop_times(pop, step, own, t_pf, N, O, P, limits, requests)
     shape = t["tpot_s"].shape
     return SteadyState("concurrency", N, P, O, steps.gamma.astype(int), np.broadcast_to(E, shape), pop.rounds, pop.batch,
                        pop.in_engine, pop.prefill_iterations, np.broadcast_to(step, shape), np.broadcast_to(t_pf, shape),
                        saturated=np.zeros(shape, dtype=bool), limited_by=np.broadcast_to(limited, shape), outcome=out, **t)
 
 
-def open_loop_tpot(rounds: object, step_s: object, rate_per_s: object, prefill_s: object, output_tokens: object) -> np.ndarray:
-    """TPOT under Poisson arrivals at ``rate_per_s`` from the decoding step: t_dec = step / (1 - lambda t_pf) (the
-    others' prompts ride in each iteration), D t_dec / (O - 1); inf where the prompts alone need the whole engine."""
-    share = np.asarray(rate_per_s, dtype=float) * np.asarray(prefill_s, dtype=float)
-    with np.errstate(divide="ignore"):
+def open_loop_times(rate_per_s: object, rounds: object, step_s: object, own_s: object, prefill_s: object,
+                    prefill_iterations: object, output_tokens: object) -> dict:
+    """The times under Poisson arrivals at ``rate_per_s`` from the decoding step at its batch (``step_s``) and that of the
+    iterations carrying a request's own prompt (``own_s``): t_dec = step / (1 - lambda t_pf), the others' prompts riding
+    in each iteration; inf where the prompts alone need the whole engine.  The one home of an open loop's times."""
+    lam, t_pf, D = (np.asarray(v, dtype=float) for v in (rate_per_s, prefill_s, rounds))
+    share = lam * t_pf
+    with np.errstate(divide="ignore", invalid="ignore"):
         t_dec = np.where(share < 1.0, np.asarray(step_s, dtype=float) / np.maximum(1.0 - share, 1e-300), np.inf)
-    return np.asarray(rounds, dtype=float) * t_dec / (np.asarray(output_tokens, dtype=float) - 1.0)
+    t_own = iteration_s(own_s, t_pf / np.asarray(prefill_iterations, dtype=float) + share * t_dec)
+    ttft = OPEN_LOOP_WAIT * t_dec + np.asarray(prefill_iterations, dtype=float) * t_own
+    O = np.asarray(output_tokens, dtype=float)
+    shape = np.shape(t_dec)
+    return {"tpot_s": D * t_dec / (O - 1.0), "itl_s": t_dec, "ttft_s": ttft, "e2e_s": ttft + D * t_dec,
+            "requests_per_s": np.broadcast_to(lam, shape).copy(), "output_tokens_per_s": np.broadcast_to(lam * O, shape).copy(),
+            "mean_batch": lam * D * t_dec, "prefill_share": np.minimum(share, 1.0)}
 
 
 def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadyState:
@@ -421,38 +481,63 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
     left = np.maximum(limits.max_batched_tokens - b * (g + 1.0), 1.0)
     saturated = (share >= 1.0) | (b > cap + 1e-9) | (lam * P * t_dec > left) | (iteration_s(step, share * t_dec) > t_dec * (1 + 1e-6))
     k_p = _prefill_iterations(P, left, 1.0)
-    t_own = iteration_s(step, t_pf / k_p + share * t_dec)
-    ttft = OPEN_LOOP_WAIT * t_dec + k_p * t_own
-    e2e = ttft + D * t_dec
+    t = open_loop_times(lam, D, step, step, t_pf, k_p, O)
+    pick = {k: np.where(saturated, np.broadcast_to(getattr(full, k), np.shape(saturated)), v) for k, v in t.items()}
+    pick["ttft_s"] = np.where(saturated, np.inf, t["ttft_s"])
+    pick["e2e_s"] = np.where(saturated, np.inf, t["e2e_s"])
+    return SteadyState("rate", lam, P, O, g.astype(int), np.where(saturated, full.tokens_per_round, E), D,
+                       np.where(saturated, full.decode_batch, b), np.where(saturated, cap, lam * t["e2e_s"]), k_p, step, t_pf,
+                       saturated=saturated, limited_by=np.broadcast_to(np.where(saturated, "capacity", limited), shape), outcome=out,
+                       **pick)
 
-    def pick(mine, theirs):
-        return np.where(saturated, theirs, mine)
 
-    return SteadyState("rate", lam, P, O, g.astype(int), pick(E, full.tokens_per_round), D, pick(b, full.decode_batch),
-                       pick(lam * e2e, cap), k_p, step, t_pf, pick(D * t_dec / (O - 1.0), full.tpot_s), pick(t_dec, full.itl_s),
-                       pick(ttft, np.inf), pick(e2e, np.inf), pick(lam + 0.0 * t_dec, full.requests_per_s),
-                       pick(lam * O + 0.0 * t_dec, full.output_tokens_per_s), pick(lam * D * t_dec, full.mean_batch),
-                       pick(share, full.prefill_share), saturated, np.broadcast_to(np.where(saturated, "capacity", limited), shape), out)
+def offline_times(requests: object, in_engine: object, input_tokens: object, output_tokens: object, rounds: object,
+                  step_s: object, prefill_s: object, base_s: object, limits: EngineLimits, slowest: object = 0.0,
+                  last_step_s: object = None, tail_step_s: object = None) -> dict:
+    """The times of an offline batch of ``requests`` at once, ``in_engine`` at a time: full waves of N_e and a last one
+    of what is left (at ``last_step_s``, default ``step_s``).  Each wave prefills its prompts through the budget
+    (``ceil(n P / budget)`` iterations of the base pass and every prompt's marginal time), then decodes its ``rounds``
+    and waits ``slowest`` rounds more for its slowest request (:func:`decode_rounds_spread`), those at ``tail_step_s``
+    (the step at half the wave: its requests finish one by one; default ``step_s``).  The one home of an offline
+    batch's times."""
+    N, n_e, P, O = (np.asarray(v, dtype=float) for v in (requests, in_engine, input_tokens, output_tokens))
+    D, step, t_pf = (np.asarray(v, dtype=float) for v in (rounds, step_s, prefill_s))
+    last_step = step if last_step_s is None else np.asarray(last_step_s, dtype=float)
+    tail = step if tail_step_s is None else np.asarray(tail_step_s, dtype=float)
+    full = np.floor(N / n_e)
+    rest = N - full * n_e  # the last wave's requests (0: the waves are all full)
+    extra = np.asarray(slowest, dtype=float)
+    decode = D + extra
+
+    def wave(n, step):
+        prefill = iteration_s(np.maximum(np.ceil(n * P / limits.max_batched_tokens), 1.0) * np.asarray(base_s, dtype=float), n * t_pf)
+        return prefill, prefill + D * step + extra * np.minimum(tail, step)
+
+    prefill_full, wave_full = wave(n_e, step)
+    prefill_rest, wave_rest = wave(rest, last_step)
+    total = full * wave_full + np.where(rest > 0, wave_rest, 0.0)
+    # A request of the k-th full wave starts after k - 1 of them; the last wave's after all the full ones.
+    ttft = (full * n_e * ((full - 1.0) / 2.0 * wave_full + prefill_full) + rest * (full * wave_full + prefill_rest)) / N
+    return {"tpot_s": D * step / (O - 1.0), "itl_s": step, "ttft_s": ttft, "e2e_s": ttft + decode * step, "requests_per_s": N / total,
+            "output_tokens_per_s": N * O / total, "mean_batch": N * D * step / total, "prefill_share": N * t_pf / total,
+            "prefill_iterations": np.maximum(np.ceil(n_e * P / limits.max_batched_tokens), 1.0)}
 
 
 def _offline(steps: _Steps, N, P, O, t_pf, n_e, limited, limits) -> SteadyState:
-    """An offline batch of N requests at once: waves of N_e (max_num_seqs), each prefilling its prompts in the budget
-    (``ceil(N_e P / budget)`` iterations) and then decoding together."""
+    """An offline batch of N requests at once (:func:`offline_times`)."""
     D = decode_rounds(steps.acceptance, steps.gamma, O - 1.0)
     b = np.broadcast_to(n_e, np.broadcast_shapes(np.shape(n_e), D.shape))
     step, E, out = steps(b)
-    waves = np.ceil(N / n_e)
-    prefill_iters = np.maximum(np.ceil(n_e * P / limits.max_batched_tokens), 1.0)
-    prefill_wave = prefill_iters * steps.base_s + n_e * t_pf
-    wave_s = prefill_wave + D * step
-    total = waves * wave_s
-    ttft = prefill_wave + (waves - 1.0) / 2.0 * wave_s  # the mean wave starts after half the others
-    tpot = D * step / (O - 1.0)
-    shape = tpot.shape
-    return SteadyState("batch", N, P, O, steps.gamma.astype(int), np.broadcast_to(E, shape), D, b, np.broadcast_to(n_e, shape),
-                       np.broadcast_to(prefill_iters, shape), step, np.broadcast_to(t_pf, shape), tpot, step, ttft, ttft + D * step,
-                       N / total, N * O / total, b * D * step / wave_s, n_e * t_pf / wave_s, np.zeros(shape, dtype=bool),
-                       np.broadcast_to(limited, shape), out)
+    rest = N - np.floor(N / n_e) * n_e
+    last = steps(np.maximum(np.broadcast_to(rest, b.shape), 1.0))[0]
+    tail = steps(np.maximum(b / 2.0, 1.0))[0]
+    t = offline_times(N, n_e, P, O, D, step, t_pf, steps.base_s, limits,
+                      decode_rounds_spread(steps.acceptance, steps.gamma, O - 1.0, n_e), last, tail)
+    shape = t["tpot_s"].shape
+    k_p = np.broadcast_to(t.pop("prefill_iterations"), shape)
+    return SteadyState("batch", N, P, O, steps.gamma.astype(int), np.broadcast_to(E, shape), D, b, np.broadcast_to(n_e, shape), k_p,
+                       step, np.broadcast_to(t_pf, shape), saturated=np.zeros(shape, dtype=bool),
+                       limited_by=np.broadcast_to(limited, shape), outcome=out, **t)
 
 
 def load_label(kind: str, value: float) -> str:

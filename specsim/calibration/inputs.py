@@ -1,0 +1,86 @@
+"""The runs of a calibration from what the user has: a bench-plan folder's results, or benchmark files with the drafter
+and draft steps they ran, grouped into sweeps (:func:`specsim.calibration.runs.group_sweeps`).
+
+What ``calibrate-engine`` reads, as library calls: a notebook builds the same runs and gets the same fit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from specsim.calibration.runs import CalRun, SpecSetup, group_sweeps
+
+__all__ = ["runs_from_files", "runs_from_plan"]
+
+
+def runs_from_plan(plan_path: str) -> tuple[dict, list[CalRun], list[str], list[str]]:
+    """(plan, runs, files read, notes) of a bench-plan folder's results.  A run whose file records another load than the
+    plan ran it at is refused; runs with no result yet are left out and said so (a plan whose speculative runs have none
+    fits the plain terms alone, the round's held at the preset)."""
+    from specsim.calibration.bench_files import read_bench_file
+    from specsim.calibration.plan import read_plan
+    from specsim.speculation.metrics import acceptance_between
+
+    plan = read_plan(plan_path)
+    root = Path(plan_path).parent
+    runs, files, missing = [], [], []
+    for row in plan["runs"]:
+        path = root / row["file"]
+        if not path.is_file():
+            missing.append(row)
+            continue
+        read = read_bench_file(path)
+        if len(read) != 1:
+            raise ValueError(f"{path.name}: a plan's result holds one run, this file {len(read)}")
+        run = read[0]
+        if run.concurrency != row["concurrency"]:
+            raise ValueError(f"{path.name}: the plan ran it at concurrency {row['concurrency']} but the file records "
+                             f"{run.load}: the result is not of this run (rerun it, or correct the plan's row)")
+        files.append(str(path))
+        setup = None
+        if row["kind"] == "spec":
+            if run.accept_length is None and row.get("metrics_after") and (root / row["metrics_after"]).is_file():
+                before = root / row["metrics_before"] if row.get("metrics_before") else None
+                m = acceptance_between(before if before is not None and before.is_file() else None, root / row["metrics_after"])
+                run = dataclasses.replace(run, accept_length=m.mean_acceptance_length)
+            setup = SpecSetup(int(row["steps"]), pinned_accept_length=row.get("pinned_accept_length"),
+                              sweep=row["name"].rsplit("-c", 1)[0])
+        runs.append(CalRun(run, setup))
+    if not runs:
+        raise ValueError(f"{plan_path}: none of its {len(plan['runs'])} result files exists yet: run its run.sh first")
+    notes = []
+    if missing:
+        spec_missing = sum(r["kind"] == "spec" for r in missing)
+        notes.append(f"{len(missing)} of the plan's {len(plan['runs'])} runs have no result yet (the first: {missing[0]['file']}"
+                     f"; {spec_missing} speculative): fitted without them")
+    return plan, runs, files, notes
+
+
+def runs_from_files(plain: list[str], spec_groups: list[tuple[list[str], int]], *, topk: int = 1,
+                    verify_tokens: int | None = None, metrics: str | None = None,
+                    sweep_by: str = "lengths") -> tuple[list[CalRun], list[str], list[str]]:
+    """(runs, files read, notes) of plain benchmark files and groups of speculative ones, each group with the draft steps
+    it ran (``[(files, steps), ...]``), grouped into sweeps by ``sweep_by``.  A saved ``/metrics`` page gives the
+    acceptance length of speculative runs whose file records none."""
+    from specsim.calibration.bench_files import read_bench_file
+    from specsim.speculation.metrics import accept_length_from_page
+
+    runs, notes = [], []
+    for path in plain:
+        runs += [CalRun(r) for r in read_bench_file(path)]
+    length = None
+    if metrics:
+        length, where = accept_length_from_page(metrics)
+        notes.append(f"acceptance length of speculative runs whose file has none: {length:.3f} ({where})")
+    files = list(plain)
+    for paths, steps in spec_groups:
+        setup = SpecSetup(steps, topk, verify_tokens)
+        for path in paths:
+            files.append(path)
+            for r in read_bench_file(path):
+                if r.accept_length is None and length is not None:
+                    r = dataclasses.replace(r, accept_length=length)
+                runs.append(CalRun(r, setup))
+    runs, lines = group_sweeps(runs, sweep_by)
+    return runs, files, notes + lines

@@ -1,0 +1,310 @@
+"""The model of benchmark runs: each run predicted from its load and lengths by the serving model, with the values a
+fit varies.
+
+A run's prediction is :mod:`specsim.serving.steady`'s, the same serving model every answer uses: its population from
+its load (a closed loop of users, Poisson arrivals, an offline batch), lengths and tokens per round
+(:func:`~specsim.serving.steady.closed_population`), the decoding step of the deployment at that batch (a decode step,
+or a speculative round with the engine's host work, :class:`~specsim.speculation.deployment.RoundTime`), a prompt's
+marginal time (:meth:`~specsim.speculation.deployment.Deployment.prefill_s`), and the times composed from them
+(:func:`~specsim.serving.steady.closed_loop_times`, :func:`~specsim.serving.steady.open_loop_times`,
+:func:`~specsim.serving.steady.offline_times`).  Never from the run's own measured duration or TPOT: a held-out run is
+predicted from what a user would know before running it.
+
+What a fit varies (:class:`Values`): the profile's efficiency scale (roofline and hybrid sources), the engine's time per
+iteration and per sequence of it, its prefill efficiency, the host terms of a speculative round and the share of them
+an overlapping engine hides, and one acceptance rate per sweep whose acceptance is not recorded.  The GPU passes at a
+run's batch are computed once per efficiency scale and reused; the batches themselves depend on the acceptance and (for
+Poisson arrivals) on the times only weakly, so they are held between fits and settled again after each
+(:meth:`RunModel.settle`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from specsim.core.records import record
+from specsim.engines import SpecHost
+from specsim.serving.steady import (EngineLimits, closed_loop_times, closed_population, decode_rounds, decode_rounds_spread,
+                                    offline_times, open_loop_times, own_step_s)
+from specsim.speculation.acceptance import alpha_from_acceptance_length, tokens_per_round
+
+__all__ = ["RunModel", "Values", "scale_upper"]
+
+#: Observables a run is judged by, in the order a tool's record is read (:attr:`BenchRun.observable`).
+OBSERVABLE_KEYS = {"tpot": "tpot_s", "e2e": "e2e_s", "throughput": "output_tokens_per_s"}
+
+
+@record
+class Values:
+    """What a fit varies, at one point: the profile's efficiency scale, the engine's time per iteration and per sequence
+    of it, its prefill efficiency, the round's host terms and hidden share (None: the version's own), and the acceptance
+    rate of each sweep that records none (NaN where not fitted)."""
+
+    scale: float = 1.0
+    iteration_s: float = 0.0
+    iteration_seq_s: float = 0.0
+    prefill_scale: float = 1.0
+    host: SpecHost = dataclasses.field(default_factory=SpecHost)
+    share: float | None = None
+    alphas: tuple = ()
+
+
+class RunModel:
+    """The runs as arrays, and their predictions for one set of :class:`Values`, through the deployment."""
+
+    def __init__(self, dep, runs: list, limits: EngineLimits | None = None):
+        self.dep = _memoised(dep)
+        self.runs = runs
+        self.limits = EngineLimits() if limits is None else limits
+        r = [c.run for c in runs]
+        self.kinds = np.array([c.kind for c in runs])
+        self.load_kind = np.array([x.kind for x in r])
+        self.load = np.array([x.load_value for x in r], dtype=float)
+        self.prompt = np.array([x.prompt_tokens for x in r], dtype=float)
+        self.output = np.array([x.output_tokens for x in r], dtype=float)
+        self.context = self.prompt + self.output / 2.0
+        self.steps = np.array([c.setup.steps if c.setup else 0 for c in runs], dtype=float)
+        self.topk = np.array([c.setup.topk if c.setup else 1 for c in runs], dtype=float)
+        self.verify = np.array([c.setup.verify if c.setup else 1 for c in runs], dtype=float)
+        known = [c.known_accept_length for c in runs]
+        self.known_al = np.array([np.nan if k is None else k for k in known], dtype=float)
+        self.sweeps = list(dict.fromkeys(c.sweep for c, k in zip(runs, self.known_al) if np.isnan(k)))
+        self.sweep_index = np.array([self.sweeps.index(c.sweep) if np.isnan(k) else -1 for c, k in zip(runs, self.known_al)])
+        # Without speculation and with every request alike, a closed loop's users move in step (closed_population).
+        self.fixed = np.array([x.fixed_lengths and c.kind == "plain" for x, c in zip(r, runs)])
+        self.observable = np.array([x.observable for x in r])
+        self.measured = np.array([x.value for x in r], dtype=float)
+        self.ttft = np.array([np.nan if x.ttft_s is None else x.ttft_s for x in r], dtype=float)
+        self.completed = np.array([x.completed for x in r], dtype=float)
+        cap = float(self.limits.max_num_seqs)
+        self.in_engine = np.where(self.load_kind == "rate", cap, np.minimum(self.load, cap))
+        self.fit_scale = _scales(dep.source)
+        self.batch = np.ones(len(runs))
+        self.batch_own = np.zeros(len(runs))
+        self._version = 0
+        self._cache: dict = {}
+
+    # -- acceptance and populations -------------------------------------------------------------------------------
+    def acceptance(self, alphas, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(per-token alpha, tokens per round) of runs ``index``: the recorded or pinned length (and the chain's alpha for
+        it), else its sweep's rate; 1 token a round for a plain run."""
+        al = self.known_al[index].copy()
+        s = self.sweep_index[index]
+        alpha = np.zeros(index.size)
+        unknown = s >= 0
+        a = np.asarray(alphas, dtype=float)
+        if unknown.any():
+            alpha[unknown] = a[s[unknown]]
+            al[unknown] = tokens_per_round(alpha[unknown], self.steps[index][unknown])
+        spec = (~unknown) & (self.steps[index] > 0)
+        if spec.any():
+            alpha[spec] = alpha_from_acceptance_length(al[spec], self.steps[index][spec])
+        return alpha, al
+
+    def rounds(self, alphas, index: np.ndarray) -> np.ndarray:
+        """D, the rounds a request of runs ``index`` decodes."""
+        alpha, al = self.acceptance(alphas, index)
+        return decode_rounds(alpha, self.steps[index], self.output[index] - 1.0, al)
+
+    def population(self, alphas, index: np.ndarray):
+        """The closed-loop population of runs ``index`` (meaningful for the closed loops among them)."""
+        alpha, al = self.acceptance(alphas, index)
+        g = self.steps[index]
+        fixed = self.fixed[index]
+        pops = [closed_population(alpha[m], g[m], self.in_engine[index][m], self.prompt[index][m], self.output[index][m],
+                                  self.limits, al[m], fixed_lengths=f) for f in (False, True) for m in [fixed == f] if m.any()]
+        if len(pops) == 1:
+            return pops[0]
+        out = {}
+        for field in dataclasses.fields(pops[0]):
+            arr = np.empty(index.size)
+            for f, p in zip((False, True), pops):
+                arr[fixed == f] = getattr(p, field.name)
+            out[field.name] = arr
+        return type(pops[0])(**out)
+
+    def settle(self, values: Values) -> None:
+        """Hold each run's decode batch (and that of the iterations carrying its own prompt) at the serving model's for
+        ``values``: a closed loop's from its population, an offline batch its wave, Poisson arrivals' 1 + lambda D t_dec
+        (three passes of the fixed point)."""
+        everything = np.arange(len(self.runs))
+        batch, own = self.batch.copy(), self.batch_own.copy()
+        closed = self.load_kind == "concurrency"
+        if closed.any():
+            pop = self.population(values.alphas, everything[closed])
+            batch[closed], own[closed] = pop.batch, pop.batch_own
+        offline = self.load_kind == "batch"  # its own batch: half the wave, where its slowest requests finish
+        batch[offline], own[offline] = self.in_engine[offline], np.maximum(self.in_engine[offline] / 2.0, 1.0)
+        rate = self.load_kind == "rate"
+        for _ in range(3 if rate.any() else 0):
+            self._set_batches(batch, own)
+            t = self.times(values, everything[rate])
+            batch[rate] = np.minimum(1.0 + self.load[rate] * self.rounds(values.alphas, everything[rate]) * t["itl_s"],
+                                     self.in_engine[rate])
+            own[rate] = batch[rate]
+        self._set_batches(batch, own)
+
+    def _set_batches(self, batch: np.ndarray, own: np.ndarray) -> None:
+        if not (np.array_equal(batch, self.batch) and np.array_equal(own, self.batch_own)):
+            self.batch, self.batch_own = batch.copy(), own.copy()
+            self._version += 1
+            self._cache.clear()
+
+    # -- the deployment at a point --------------------------------------------------------------------------------
+    def deployment(self, values: Values):
+        """The deployment at ``values``: its profile scaled, the engine's iteration and round terms and prefill efficiency."""
+        dep = self.dep
+        if self.fit_scale and values.scale != 1.0:
+            dep = _scaled(dep, values.scale)
+        engine = dep.engine.with_iteration_ms(values.iteration_s * 1e3, values.iteration_seq_s * 1e6)
+        engine = dataclasses.replace(engine, spec=values.host, kernel_spec=values.host, prefill_scale=values.prefill_scale)
+        if values.share is not None:
+            engine = dataclasses.replace(engine, overlap_share=values.share, kernel_overlap_share=values.share)
+        return dataclasses.replace(dep, engine=engine)
+
+    def _passes(self, values: Values) -> dict:
+        """The GPU parts that depend only on the efficiency scale and the held batches: decode steps at each run's
+        batch and own batch, the base pass, a prompt's marginal time (target, and with the draft), cached."""
+        key = ("passes", round(float(values.scale), 12))
+        if key not in self._cache:
+            dep = self.deployment(Values(scale=values.scale))
+            both = np.concatenate([np.maximum(self.batch, 1.0), np.maximum(self.batch_own, 1.0)])
+            ctx = np.concatenate([self.context, self.context])
+            decode = np.asarray(dep.decode(both, ctx).total_s, dtype=float)
+            n = len(self.runs)
+            spec = self.steps > 0
+            prefill = np.where(spec, dep.prefill_s(self.prompt, draft=True), dep.prefill_s(self.prompt)) if n else np.zeros(0)
+            self._cache[key] = {"decode": decode[:n], "decode_own": decode[n:], "prefill": prefill,
+                                "base": float(np.asarray(dep.decode(1, 0).total_s))}
+        return self._cache[key]
+
+    def _rounds(self, values: Values, index: np.ndarray) -> list:
+        """Speculative rounds of runs ``index`` at their batches and own batches (passes with the iteration terms,
+        without the host work), one group per draft width, cached per scale and iteration terms."""
+        key = ("rounds", round(float(values.scale), 12), values.iteration_s, values.iteration_seq_s, tuple(index))
+        if key not in self._cache:
+            dep = self.deployment(dataclasses.replace(values, host=SpecHost(), share=None, alphas=()))
+            groups = []
+            for w in np.unique(self.topk[index]):
+                j = np.flatnonzero(self.topk[index] == w)
+                i = index[j]
+                b = np.concatenate([np.maximum(self.batch[i], 1.0), np.maximum(self.batch_own[i], 1.0)])
+                r = dep.round_time(b, np.concatenate([self.context[i]] * 2), np.concatenate([self.steps[i]] * 2), w,
+                                   np.concatenate([self.verify[i]] * 2))
+                groups.append((j, w, b, r))
+            self._cache[key] = groups
+        return self._cache[key]
+
+    def steps_s(self, values: Values, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(step at the batch, step at the own batch) of runs ``index``: a decode step with the engine's iteration terms,
+        or a round with its host work composed by the round itself (serial, or hidden as the engine version hides it)."""
+        p = self._passes(values)
+        b, own_b = np.maximum(self.batch[index], 1.0), np.maximum(self.batch_own[index], 1.0)
+        step = p["decode"][index] + values.iteration_s + values.iteration_seq_s * b
+        own = p["decode_own"][index] + values.iteration_s + values.iteration_seq_s * own_b
+        spec = np.flatnonzero(self.steps[index] > 0)
+        if spec.size:
+            dep = self.deployment(values)
+            for j, w, bb, r in self._rounds(values, index[spec]):
+                host, hidden = dep.round_host(bb, np.concatenate([self.steps[index[spec][j]]] * 2), w)
+                total = np.asarray(r.with_host(host, hidden).total_s, dtype=float)
+                n = j.size
+                step[spec[j]], own[spec[j]] = total[:n], total[n:]
+        return step, own
+
+    def times(self, values: Values, index: np.ndarray) -> dict:
+        """The serving model's times (TPOT, ITL, TTFT, end-to-end, rates) of runs ``index`` at ``values``."""
+        out = {k: np.full(index.size, np.nan) for k in ("tpot_s", "itl_s", "ttft_s", "e2e_s", "output_tokens_per_s",
+                                                         "prefill_share")}
+        if not index.size:
+            return out
+        step, own_at = self.steps_s(values, index)
+        p = self._passes(values)
+        t_pf = p["prefill"][index] / values.prefill_scale
+        base = p["base"] + values.iteration_s + values.iteration_seq_s
+        kind = self.load_kind[index]
+        for k, sel in (("concurrency", kind == "concurrency"), ("rate", kind == "rate"), ("batch", kind == "batch")):
+            if not sel.any():
+                continue
+            i = index[sel]
+            if k == "concurrency":
+                pop = self.population(values.alphas, i)
+                own = own_step_s(pop, own_at[sel], step[sel], base)
+                t = closed_loop_times(pop, step[sel], own, t_pf[sel], self.load[i], self.output[i], self.prompt[i], self.limits,
+                                      self.completed[i])
+            elif k == "rate":
+                left = np.maximum(self.limits.max_batched_tokens - self.batch[i] * (self.steps[i] + 1.0), 1.0)
+                k_p = np.maximum(np.ceil(self.prompt[i] / left), 1.0)
+                t = open_loop_times(self.load[i], self.rounds(values.alphas, i), step[sel], own_at[sel], t_pf[sel], k_p,
+                                    self.output[i])
+            else:
+                alpha, al = self.acceptance(values.alphas, i)
+                t = offline_times(self.load[i], self.in_engine[i], self.prompt[i], self.output[i],
+                                  self.rounds(values.alphas, i), step[sel], t_pf[sel], base, self.limits,
+                                  decode_rounds_spread(alpha, self.steps[i], self.output[i] - 1.0, self.in_engine[i]),
+                                  tail_step_s=own_at[sel])
+            for key in out:
+                out[key][sel] = t[key]
+        return out
+
+    def predict(self, values: Values, index: np.ndarray) -> np.ndarray:
+        """Each run's observable (its TPOT, end-to-end latency or output throughput, as recorded) at ``values``."""
+        t = self.times(values, index)
+        out = np.empty(index.size)
+        for name, key in OBSERVABLE_KEYS.items():
+            m = self.observable[index] == name
+            out[m] = t[key][m]
+        return out
+
+    def residuals(self, values: Values, index: np.ndarray, ttft_weight: float = 0.0) -> np.ndarray:
+        """Relative errors of runs ``index`` at ``values``: each observable, and (weighted) each recorded TTFT."""
+        t = self.times(values, index)
+        pred = np.empty(index.size)
+        for name, key in OBSERVABLE_KEYS.items():
+            m = self.observable[index] == name
+            pred[m] = t[key][m]
+        res = pred / self.measured[index] - 1.0
+        if ttft_weight:
+            has = np.isfinite(self.ttft[index])
+            res = np.concatenate([res, ttft_weight * (t["ttft_s"][has] / self.ttft[index][has] - 1.0)])
+        return res
+
+
+def _memoised(dep):
+    """``dep`` with the parts of its source that do not depend on the efficiency kept between calls."""
+    from specsim.timing.hybrid import HybridSource
+    from specsim.timing.memo import MemoSource
+    from specsim.timing.roofline import RooflineSource
+
+    source = dep.source
+    if isinstance(source, HybridSource):
+        source = HybridSource(source.roofline, MemoSource(source.kernels))
+    elif not isinstance(source, RooflineSource):
+        source = MemoSource(source)
+    return dataclasses.replace(dep, source=source)
+
+
+def _scales(source) -> bool:
+    from specsim.timing.hybrid import HybridSource
+    from specsim.timing.roofline import RooflineSource
+
+    return isinstance(source, (RooflineSource, HybridSource))
+
+
+def _scaled(dep, scale: float):
+    """The deployment with its profile's compute and bandwidth efficiencies times ``scale`` (each at most 1)."""
+    from specsim.timing.hybrid import HybridSource
+    from specsim.timing.roofline import RooflineSource
+
+    hw = dep.hardware
+    hw = dataclasses.replace(hw, compute_eff=min(1.0, hw.compute_eff * scale), bandwidth_eff=min(1.0, hw.bandwidth_eff * scale))
+    roof = RooflineSource(hw)
+    source = HybridSource(roof, dep.source.kernels) if isinstance(dep.source, HybridSource) else roof
+    return dataclasses.replace(dep, hardware=hw, source=source)
+
+
+def scale_upper(hardware) -> float:
+    """The largest efficiency scale: where the first of the profile's efficiencies reaches the datasheet peak."""
+    return 1.0 / max(hardware.compute_eff, hardware.bandwidth_eff)

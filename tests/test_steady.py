@@ -1,0 +1,133 @@
+"""The one serving model (specsim.serving.steady): its steady state against the request-level simulator that plays the
+same iterations request by request, the rounds a request decodes against Monte Carlo, and no answer that diverges or
+goes negative, whatever the load."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specsim.serving.simulator import EngineLimits, StepTable, simulate
+from specsim.serving.steady import decode_rounds, iteration_s, steady_state
+from specsim.serving.workloads import Requests, Workload
+from specsim.speculation.deployment import Deployment
+
+DEP = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline")
+#: Lengths that vary (as real prompts and outputs do), so that no two users stay in step.
+SPREAD = Workload("test", 1000, 0.3, 256, 0.3, 8000, 4000, "test: lognormal, spread 0.3")
+LIMITS = EngineLimits(256, 8192)
+
+
+def _steady_part(result, warmup: int) -> np.ndarray:
+    """Requests of a simulated run past its first ``warmup`` and finished before its last arrival (no ramp, no drain)."""
+    n = result.arrival_s.size
+    return (np.arange(n) >= warmup) & (result.finish_s <= np.nanmax(result.arrival_s)) & (result.output > 1)
+
+
+@pytest.fixture(scope="module")
+def table():
+    return StepTable(DEP, 256, 6000, 3, 8192, 0.8)
+
+
+@pytest.mark.parametrize("gamma", [0, 3])
+def test_a_closed_loop_is_the_simulators_within_three_percent_in_tpot_and_eight_in_ttft(table, gamma):
+    """Closed loops of 1-256 users with lognormal lengths (spread 0.3), each run 12 requests per user (300 at least),
+    the first two per user and those ending after the last arrival left out.  The simulator is deterministic but for
+    its acceptance draws and lengths (seeded); the mean-value model ignores the variance of the batch and of the prefill
+    cost across requests, which is its error: up to 2.5% in TPOT at 256 users, measured when this test was written."""
+    concurrency = [1, 4, 16, 64, 256]
+    P, O = SPREAD.sample(200_000, np.random.default_rng(0))
+    model = steady_state(DEP, 0.8, [gamma], concurrency, P.mean(), O.mean(), limits=LIMITS,
+                         context=float((O * (P + O / 2)).sum() / O.sum()))
+    for j, c in enumerate(concurrency):
+        n = max(12 * c, 300)
+        p, o = SPREAD.sample(n, np.random.default_rng(j + 1))
+        run = simulate(Requests(p, o, None), table, LIMITS, 0.8, gamma, np.random.default_rng(7), concurrency=c)
+        keep = _steady_part(run, 2 * c)
+        tpot = (run.finish_s - run.first_token_s)[keep].sum() / (run.output[keep] - 1).sum()
+        ttft = (run.first_token_s - run.arrival_s)[keep].mean()
+        assert model.tpot_s[0, j] == pytest.approx(tpot, rel=0.03), c
+        assert model.ttft_s[0, j] == pytest.approx(ttft, rel=0.08), c
+
+
+@pytest.mark.parametrize("gamma", [0, 3])
+def test_poisson_arrivals_up_to_sixty_percent_of_capacity_are_the_simulators_within_four_percent(table, gamma):
+    """3,000 Poisson arrivals per rate, the first 300 and those ending after the last arrival left out.  Near capacity
+    the mean-value model misses the queue's fluctuations (it under-predicts), so only rates below 80% of the full
+    engine's are held to it."""
+    P, O = SPREAD.sample(200_000, np.random.default_rng(0))
+    capacity = float(steady_state(DEP, 0.8, [gamma], [256], P.mean(), O.mean(), limits=LIMITS).requests_per_s[0, 0])
+    rates = [0.1 * capacity, 0.35 * capacity, 0.6 * capacity]
+    model = steady_state(DEP, 0.8, [gamma], rates, P.mean(), O.mean(), kind="rate", limits=LIMITS)
+    assert not model.saturated.any()
+    for j, rate in enumerate(rates):
+        run = simulate(Requests.poisson(rate, 3000, SPREAD, np.random.default_rng(j + 1)), table, LIMITS, 0.8, gamma,
+                       np.random.default_rng(7))
+        keep = _steady_part(run, 300)
+        tpot = (run.finish_s - run.first_token_s)[keep].sum() / (run.output[keep] - 1).sum()
+        assert model.tpot_s[0, j] == pytest.approx(tpot, rel=0.04 if j < 2 else 0.06), rate
+
+
+def test_an_offline_batch_is_the_simulators_within_four_percent_in_throughput(table):
+    """Every request sent at once, equal lengths: the simulator prefills them in the budget and decodes them together
+    until the slowest is done (speculating, requests need different numbers of rounds; the model adds the expected
+    slowest's excess at the step of half the batch: it under-predicts by 2.3-3.0% at 8-256 requests, measured when this
+    test was written).  Past max_num_seqs (256 here) the model runs the waves one after another, which plain decoding of
+    equal requests does (1.9% under at 300); a speculating engine starts the next requests as the first ones finish,
+    which the model does not follow (6% under at 300), so that case is not held to it."""
+    for n, gammas in ((8, (0, 3)), (64, (0, 3)), (256, (0, 3)), (300, (0,))):
+        model = steady_state(DEP, 0.8, list(gammas), [n], 500, 128, kind="batch", limits=LIMITS)
+        for i, gamma in enumerate(gammas):
+            run = simulate(Requests(np.full(n, 500), np.full(n, 128), np.zeros(n)), table, LIMITS, 0.8, gamma,
+                           np.random.default_rng(3))
+            throughput = run.output.sum() / np.nanmax(run.finish_s)
+            assert model.output_tokens_per_s[i, 0] == pytest.approx(throughput, rel=0.04), (n, gamma)
+
+
+def test_the_rounds_a_request_decodes_are_monte_carlos():
+    """200,000 requests per case: the mean rounds to emit m tokens has a standard error under 0.01 round; 0.05 is five of
+    them and more (false failure well under 1e-6)."""
+    rng = np.random.default_rng(0)
+    for alpha, gamma, m in ((0.8, 4, 255), (0.6, 3, 20), (0.9, 7, 63), (0.3, 2, 9)):
+        c = alpha ** np.arange(1, gamma + 1)
+        tokens = 1 + (rng.random((200_000, m + 1))[:, :, None] < c).sum(axis=2)
+        rounds = (np.cumsum(tokens, axis=1) < m).sum(axis=1) + 1
+        assert float(decode_rounds(alpha, gamma, m)) == pytest.approx(rounds.mean(), abs=0.05)
+    assert float(decode_rounds(0.8, 0, 255)) == 255.0  # plain decoding: one token an iteration
+
+
+def test_a_load_past_max_num_seqs_queues_and_its_ttft_carries_the_wait():
+    limits = EngineLimits(32, 8192)
+    s = steady_state(DEP, 0.8, [0, 3], [16, 32, 64, 128], 1000, 256, limits=limits)
+    assert (s.in_engine[:, 1:] == 32).all() and (s.limited_by[:, 2:] == "max_num_seqs").all() and (s.limited_by[:, :2] == "").all()
+    # The engine is full from 32 users on: the same TPOT and throughput, and each user more waits its share in the queue.
+    assert np.allclose(s.tpot_s[:, 1:], s.tpot_s[:, 1:2]) and np.allclose(s.output_tokens_per_s[:, 1:], s.output_tokens_per_s[:, 1:2])
+    wait = (64 - 32) / s.requests_per_s[:, 2]
+    assert np.allclose(s.ttft_s[:, 2] - s.ttft_s[:, 1], wait)
+
+
+def test_a_kv_cache_that_holds_fewer_sequences_than_max_num_seqs_limits_the_engine_and_says_so():
+    from specsim.serving.capacity import sequence_kv_bytes
+
+    per = float(sequence_kv_bytes(DEP, 1000 + 128, with_draft=False))
+    s = steady_state(DEP, 0.8, [0], [64], 1000, 256, limits=LIMITS, kv_bytes=(20.5 * per, 20.5 * per))
+    assert s.in_engine[0, 0] == 20 and s.limited_by[0, 0] == "kv cache"
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(users=st.floats(1, 5000), rate=st.floats(0.01, 5000), prompt=st.floats(0, 30000), output=st.floats(2, 8000),
+       gamma=st.integers(0, 6))
+def test_no_load_gives_an_answer_that_diverges_or_goes_negative(users, rate, prompt, output, gamma):
+    for kind, load in (("concurrency", users), ("rate", rate), ("batch", users)):
+        s = steady_state(DEP, 0.7, [gamma], [load], prompt, output, kind=kind)
+        assert np.isfinite(s.tpot_s).all() and (s.tpot_s > 0).all(), kind
+        assert np.isfinite(s.output_tokens_per_s).all() and (s.output_tokens_per_s > 0).all(), kind
+        assert ((s.ttft_s > 0) | (np.isinf(s.ttft_s) & s.saturated)).all(), kind
+        assert (s.prefill_share >= 0).all() and (s.prefill_share <= 1 + 1e-9).all(), kind
+
+
+def test_an_iteration_is_its_step_plus_its_prompt_chunks():
+    assert float(iteration_s(0.010, 0.004)) == pytest.approx(0.014)
+    assert iteration_s([0.01, 0.02], 0.0).tolist() == [0.01, 0.02]
