@@ -360,8 +360,8 @@ def test_requests_for_draws_poisson_closed_loop_or_trace_with_the_documented_def
     ({}, "give exactly one of a rate, a concurrency or a trace"),
     ({"rate": 1.0, "concurrency": 2}, "give exactly one of a rate, a concurrency or a trace"),
     ({"rate": 1.0, "trace": "x.csv"}, "give exactly one of a rate, a concurrency or a trace"),
-    ({"trace": "x.csv", "n": 5}, "--trace gives the requests and their lengths: drop --requests and --workload"),
-    ({"trace": "x.csv", "workload": "chat"}, "--trace gives the requests and their lengths: drop --requests and --workload"),
+    ({"trace": "x.csv", "n": 5}, "--trace gives the requests and their lengths: drop --requests, --workload, --input-len and --output-len"),
+    ({"trace": "x.csv", "workload": "chat"}, "--trace gives the requests and their lengths: drop --requests, --workload, --input-len and --output-len"),
 ])
 def test_requests_for_refuses_what_does_not_name_one_source(kwargs, message):
     from specsim.serving.simulator import requests_for

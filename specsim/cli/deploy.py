@@ -8,7 +8,7 @@ import sys
 
 from specsim.cli.report import describe, print_json, print_notes, table
 from specsim.cli.args import deployment, model_acceptance
-from specsim.cli.flags import (add_acceptance_args, add_deployment_args, add_memory_args, add_tree_args, gamma_max_type, int_at_least, int_list, nonneg_number, number)
+from specsim.cli.flags import (add_load_args, add_acceptance_args, add_deployment_args, add_memory_args, add_tree_args, gamma_max_type, int_at_least, int_list, nonneg_number, number)
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT
 from specsim.speculation.schedule import DEFAULT_MAX_BATCH, DEFAULT_MIN_GAIN, DEFAULT_SCHEDULE_RTOL
@@ -47,7 +47,10 @@ def run_schedule(args: argparse.Namespace) -> int:
     acc, acc_label = model_acceptance(args, dep, args.context)
     cap = deployment_capacity(dep, args.context, args.max_context, args.memory_util)
     checkpoint = dep.drafter.checkpoint(dep.target, args.draft_checkpoint) if args.format in ("vllm", "sglang", "trtllm") else None
-    if tree is None:
+    at = _at_load_schedule(args)
+    if at is not None:
+        ranges = _ranges_at_loads(args, dep, acc, acc_label, *at)
+    elif tree is None:
         ranges = gamma_schedule(dep, acc, args.max_batch, args.context, args.gamma_max, args.min_gain, args.rtol)
     else:
         ranges = tree_schedule(dep, acc, tree, args.max_batch, args.context, args.min_gain, args.rtol, args.sibling_factor)
@@ -74,6 +77,47 @@ def run_schedule(args: argparse.Namespace) -> int:
             print(f"note: {line if line.startswith('step times') else 'step times: ' + line}", file=sys.stderr)
     print_notes(dep)
     return 0
+
+
+def _at_load_schedule(args: argparse.Namespace):
+    """(kind, loads) where --concurrency or --rate asks for the schedule of the loads the engine will see."""
+    from specsim.cli.model import _at_load
+
+    if getattr(args, "tree", "chain") not in (None, "chain") and (args.concurrency or args.rate):
+        raise ValueError("--tree is scheduled per decode batch; at --concurrency or --rate give a chain (drop --tree)")
+    return _at_load(args)
+
+
+def _ranges_at_loads(args: argparse.Namespace, dep, acc, label: str, kind: str, loads: list) -> list:
+    """The schedule of the loads given: each load's best gamma by the serving model (prefill beside the decoding
+    sequences), keyed, as engines key a schedule, by the decode batch that load runs at; the batch sizes between two
+    loads take the nearer load's gamma.  The load table is printed first (stderr where a configuration is written)."""
+    from specsim.answers.load import load_answer
+    from specsim.cli.model import _load_lengths, _print_load
+    from specsim.serving.steady import EngineLimits
+    from specsim.speculation.schedule import ScheduleRange
+
+    P, O, ps, os_, how = _load_lengths(args)
+    answer = load_answer(dep, acc, label, kind, loads, P, O, gamma_max=args.gamma_max,
+                         limits=EngineLimits(args.max_num_seqs, args.max_batched_tokens), prompt_sample=ps, output_sample=os_,
+                         lengths=how)
+    if args.format == "table":
+        _print_load(answer, dep)
+        print()
+    points = sorted((max(r["spec"]["decode_batch"], 1.0), r["gamma"] if r["speedup_tpot"] >= args.min_gain else 0,
+                     r["speedup_tpot"]) for r in answer.rows)
+    ranges, start = [], 1
+    for k, (b, g, sp) in enumerate(points):
+        end = args.max_batch if k == len(points) - 1 else max(start, int((b + points[k + 1][0]) / 2))
+        if ranges and ranges[-1].gamma == g:
+            last = ranges.pop()
+            ranges.append(ScheduleRange(last.start_batch, end, g, min(last.min_speedup, sp), max(last.max_speedup, sp)))
+        else:
+            ranges.append(ScheduleRange(start, end, g, sp, sp))
+        start = end + 1
+        if start > args.max_batch:
+            break
+    return ranges
 
 
 def _require_per_batch(args: argparse.Namespace, dep, ranges: list) -> None:
@@ -116,14 +160,18 @@ def _engine_for_format(args: argparse.Namespace) -> str | None:
 
 
 def _writer_version(args: argparse.Namespace) -> tuple | None:
-    """The release the configuration is written for: --engine's numbered version where it names the --format engine,
-    else that engine's newest release specsim read."""
+    """The release the configuration is written for: --engine's numbered version (or the calibration's runs') where it
+    names the --format engine, else that engine's newest release specsim read."""
     from specsim.engines import ENGINE_MODULES, parse_version
+
+    from specsim.cli.args import calibration
 
     module = ENGINE_MODULES.get(args.format)
     if module is None:
         return None
-    name, _, version = str(args.engine or "").strip().lower().partition("@")
+    cal = calibration(args)
+    # A calibration keeps the release its runs were served by: the configuration is written for that one.
+    name, _, version = str(args.engine or (cal.engine if cal is not None else "")).strip().lower().partition("@")
     number = parse_version(name, version) if name == args.format and version else None
     return number or parse_version(args.format, module.NEWEST)
 
@@ -252,6 +300,7 @@ def _parser_schedule(sub) -> None:
                    help="auto (default): the engine version's per-batch control where it has one (vLLM 0.24 "
                    "num_speculative_tokens_per_batch_size, SGLang 0.5.13 adaptive steps, TensorRT-LLM 1.3 draft_len_schedule), "
                    "else the batch-1 length with a note; require: refuse where it has none")
+    add_load_args(p)
     p.add_argument("--json", action="store_true", help="print JSON (the same as --format json)")
     p.set_defaults(func=run_schedule)
 

@@ -16,7 +16,7 @@ from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR
 from specsim.speculation.drafters import NGRAM_CPU_S_PER_TOKEN, default_acceptance_help
 from typing import Callable
 
-__all__ = ['ENGINE_CHOICES', 'MAX_RATES', 'MAX_SERVE_RUNS', 'add_acceptance_args', 'add_deployment_args', 'add_memory_args', 'add_model_args', 'add_round_cost_args', 'add_serving_args', 'add_timing_args', 'add_tree_args', 'alpha_type', 'batches_type', 'context_type', 'csv_text', 'engine_type', 'fraction', 'gamma_max_type', 'gamma_type', 'int_at_least', 'int_list', 'names', 'nonempty', 'nonneg_number', 'number', 'positive_number', 'rate', 'rate_list', 'workload_type']
+__all__ = ['ENGINE_CHOICES', 'MAX_RATES', 'MAX_SERVE_RUNS', 'add_acceptance_args', 'add_deployment_args', 'add_load_args', 'given', 'Unset', 'UnsetInt', 'add_memory_args', 'add_model_args', 'add_round_cost_args', 'add_serving_args', 'add_timing_args', 'add_tree_args', 'alpha_type', 'batches_type', 'context_type', 'csv_text', 'engine_type', 'fraction', 'gamma_max_type', 'gamma_type', 'int_at_least', 'int_list', 'names', 'nonempty', 'nonneg_number', 'number', 'positive_number', 'rate', 'rate_list', 'workload_type']
 
 
 ENGINE_CHOICES = ", ".join(["vllm", "sglang", "trtllm", "none"] + [k for k in PRESETS if "@" in k])
@@ -91,6 +91,20 @@ gamma_type = int_at_least(0, "gamma", MAX_GAMMA)
 gamma_max_type = int_at_least(0, "gamma-max", MAX_GAMMA)
 
 
+class Unset(list):
+    """A list flag's default that the user did not give (an explicit value parses to a plain list): how a command
+    tells its --batch default from a --batch that clashes with --concurrency."""
+
+
+class UnsetInt(int):
+    """An int flag's default that the user did not give (as :class:`Unset`)."""
+
+
+def given(value: object) -> bool:
+    """Whether a flag's value was given on the command line rather than left at its :class:`Unset` default."""
+    return value is not None and not isinstance(value, (Unset, UnsetInt))
+
+
 context_type = int_at_least(0, "context", MAX_CONTEXT)
 
 
@@ -119,14 +133,36 @@ def add_deployment_args(p: argparse.ArgumentParser, *, defaults: bool = True, ba
                    help=f"with --draft ngram: CPU nanoseconds per cached token scanned per round (default "
                    f"{NGRAM_CPU_S_PER_TOKEN * 1e9:.2g}, vLLM PR #56732)")
     if batch:
-        p.add_argument("--batch", type=batches_type, default=list(DEFAULT_BATCHES) if defaults else None,
+        p.add_argument("--batch", type=batches_type, default=Unset(DEFAULT_BATCHES) if defaults else None,
                        help=f"comma-separated batch sizes (default {','.join(map(str, DEFAULT_BATCHES))})")
     if context:
-        p.add_argument("--context", type=context_type, default=DEFAULT_CONTEXT_TOKENS if defaults else None,
+        p.add_argument("--context", type=context_type, default=UnsetInt(DEFAULT_CONTEXT_TOKENS) if defaults else None,
                        help=f"cached tokens per sequence, L (default {DEFAULT_CONTEXT_TOKENS}: a 1000-token prompt plus half of 256 generated)")
     add_model_args(p, draft=True)
     add_timing_args(p)
     add_round_cost_args(p)
+
+
+def add_load_args(p: argparse.ArgumentParser) -> None:
+    """--concurrency or --rate (the answer at a load instead of per decode batch) with the benchmark's lengths and the
+    engine's scheduling limits."""
+    from specsim.answers.load import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
+    from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
+
+    load = p.add_mutually_exclusive_group()
+    load.add_argument("--concurrency", type=int_list(1, "concurrency", MAX_BATCH),
+                      help="answer at these closed-loop loads (users, as vllm bench serve --max-concurrency): TPOT, ITL, TTFT "
+                      "and throughput with and without speculation, prefill included; instead of --batch")
+    load.add_argument("--rate", type=rate_list, help="answer at these Poisson request rates (requests/s); instead of --batch")
+    p.add_argument("--input-len", type=int_at_least(1, "input-len", MAX_CONTEXT),
+                   help=f"prompt tokens of every request at --concurrency/--rate (default {DEFAULT_INPUT_TOKENS}, the reference "
+                   "article's; vllm bench serve's --random-input-len); --workload gives a distribution instead")
+    p.add_argument("--output-len", type=int_at_least(2, "output-len", MAX_CONTEXT),
+                   help=f"output tokens of every request (default {DEFAULT_OUTPUT_TOKENS}, the article's; --random-output-len)")
+    p.add_argument("--max-num-seqs", type=int_at_least(1, "max-num-seqs", MAX_BATCH), default=DEFAULT_MAX_NUM_SEQS,
+                   help=f"the engine's sequences in flight at most (default {DEFAULT_MAX_NUM_SEQS}, vLLM's); more users queue")
+    p.add_argument("--max-batched-tokens", type=int_at_least(1, "max-batched-tokens", MAX_BATCH), default=DEFAULT_MAX_BATCHED_TOKENS,
+                   help=f"tokens per iteration, decode plus prefill chunks (default {DEFAULT_MAX_BATCHED_TOKENS})")
 
 
 def engine_type(text: str) -> str:

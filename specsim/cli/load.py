@@ -9,7 +9,7 @@ from specsim.cli.report import describe, ms, print_json, print_notes, table
 from specsim.cli.args import deployment, resolve_acceptance
 from specsim.cli.flags import (MAX_SERVE_RUNS, add_serving_args, int_at_least, nonempty, rate, rate_list)
 from specsim.core.limits import MAX_RATE_PER_S
-from specsim.core.limits import MAX_BATCH, MAX_WORKERS
+from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_WORKERS
 
 __all__ = ["run_serve_sim", "run_serve_sweep"]
 
@@ -37,6 +37,9 @@ def _acceptance_question(args: argparse.Namespace) -> tuple[int, str]:
             return 0, "chat"  # requests_for refuses these with the trace, before anything is simulated
         requests = read_trace(args.trace)
         return int(np.median(mean_context_tokens(requests.prompt, requests.output))), "chat"
+    if getattr(args, "input_len", None) is not None or getattr(args, "output_len", None) is not None:
+        P, O = _lengths(args)
+        return int(mean_context_tokens(P, O)), "chat"
     workload = get_workload(args.workload or DEFAULT_WORKLOAD)
     return int(round(workload.median_context_tokens)), workload.acceptance
 
@@ -67,8 +70,10 @@ def run_serve_sim(args: argparse.Namespace) -> int:
     seeds = list(range(args.seed, args.seed + runs_asked))
     runs = []
     for seed in seeds:
+        lengths = _lengths(args)
         requests, concurrency = requests_for(dep.target, rate=args.rate, concurrency=args.concurrency, trace=args.trace,
-                                             workload=args.workload, n=args.requests, rng=np.random.default_rng(seed))
+                                             workload=args.workload, n=args.requests, rng=np.random.default_rng(seed),
+                                             lengths=lengths)
         if len(requests) * len(seeds) > MAX_SIMULATED_REQUESTS:
             raise ValueError(f"--runs {len(seeds)} of {len(requests):,} requests simulate {len(requests) * len(seeds):,}; at most "
                              f"{MAX_SIMULATED_REQUESTS:,} per command: pass fewer runs or requests")
@@ -104,6 +109,15 @@ def run_serve_sim(args: argparse.Namespace) -> int:
             print(f"note: {note}", file=sys.stderr)
     print_notes(dep)
     return 0
+
+
+def _lengths(args: argparse.Namespace) -> tuple | None:
+    """(prompt, output) every request has where --input-len or --output-len is given (the other at its cited default)."""
+    from specsim.answers.load import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
+
+    if args.input_len is None and args.output_len is None:
+        return None
+    return (args.input_len or DEFAULT_INPUT_TOKENS, args.output_len or DEFAULT_OUTPUT_TOKENS)
 
 
 def _write_requests(path, requests, plain, spec) -> None:
@@ -262,6 +276,11 @@ def _parser_serve_sim(sub) -> None:
                       help="a closed loop of this many users, each sending its next request when the last finishes")
     load.add_argument("--trace", metavar="FILE", help="requests from a CSV or JSONL trace: arrival_s, prompt_tokens, output_tokens")
     add_serving_args(p, lengths=False)
+    p.add_argument("--input-len", type=int_at_least(1, "input-len", MAX_CONTEXT),
+                   help="every request's prompt tokens, as a benchmark's random dataset (vllm bench serve --random-input-len); "
+                        "instead of --workload")
+    p.add_argument("--output-len", type=int_at_least(1, "output-len", MAX_CONTEXT),
+                   help="every request's output tokens (--random-output-len); instead of --workload")
     from specsim.serving.simulator import DEFAULT_RUNS
 
     p.add_argument("--runs", type=int_at_least(1, "runs", MAX_SERVE_RUNS),

@@ -7,15 +7,18 @@ import sys
 
 from specsim.cli.report import capacity_summary, describe, ms, print_json, print_notes, short_bound, table
 from specsim.cli.args import deployment, model_acceptance, resolve_acceptance
-from specsim.cli.flags import (add_acceptance_args, add_deployment_args, add_memory_args, add_model_args, add_timing_args, add_tree_args, batches_type, fraction, gamma_max_type, gamma_type, int_at_least, int_list, nonempty, nonneg_number, number)
+from specsim.cli.flags import (add_acceptance_args, add_deployment_args, add_load_args, add_memory_args, add_model_args, add_timing_args, add_tree_args, batches_type, fraction, gamma_max_type, gamma_type, int_at_least, int_list, nonempty, nonneg_number, number)
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, DEFAULT_HARDWARE, DEFAULT_RTOL, DEFAULT_TARGET
 from specsim.core.limits import MAX_CONTEXT, MAX_GAMMA
 from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
 
-__all__ = ["run_alpha", "run_capacity", "run_compare", "run_explain", "run_optimal_gamma", "run_speedup", "run_steptime"]
+__all__ = ["run_alpha", "run_at_load", "run_capacity", "run_compare", "run_explain", "run_optimal_gamma", "run_speedup", "run_steptime"]
 
 
 def run_optimal_gamma(args: argparse.Namespace) -> int:
+    at = _at_load(args)
+    if at is not None:
+        return run_at_load(args, *at)
     from specsim.speculation.acceptance import parse_tree
     from specsim.answers import deployment_capacity, gamma_answer
     from specsim.speculation.search import require_network
@@ -128,6 +131,9 @@ def run_speedup(args: argparse.Namespace) -> int:
             print(f"alpha {acc:g}, gamma {args.gamma}, c {args.cost_ratio:g} (verification costs one decode step)")
             print(f"tokens per step {out['tokens_per_step']:.4f}, speedup {out['speedup']:.4f}")
         return 0
+    at = _at_load(args)
+    if at is not None:
+        return run_at_load(args, *at, gamma=args.gamma)
     # The parser leaves the model's flags unset so that --cost-ratio can refuse them; the library's defaults apply here.
     dep = deployment(args)
     _require_fits(dep, DEFAULT_CONTEXT_TOKENS if args.context is None else args.context)
@@ -258,6 +264,9 @@ def run_capacity(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    at = _at_load(args)
+    if at is not None:
+        return run_at_load(args, *at, gamma=args.gamma)
     from specsim.answers.compare import compare_answer
 
     dep = deployment(args)
@@ -298,6 +307,11 @@ def run_explain(args: argparse.Namespace) -> int:
     """Where a round's time goes against batch, next to a plain decode step (text, JSON or a PNG)."""
     from specsim.answers.anatomy import round_anatomy
 
+    at = _at_load(args)
+    if at is not None:
+        if args.plot:
+            raise ValueError("--plot draws the decode-batch view: drop --concurrency/--rate, or --plot")
+        return _explain_at_load(args, *at)
     dep = deployment(args)
     _require_fits(dep, args.context)
     acc, acc_label = model_acceptance(args, dep, args.context)
@@ -357,6 +371,7 @@ def _parser_optimal_gamma(sub) -> None:
                    help="pick the smallest gamma within this fraction of the best speedup (default 0: exact argmax)")
     add_tree_args(p)
     add_memory_args(p)
+    add_load_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_optimal_gamma)
 
@@ -372,6 +387,7 @@ def _parser_explain(sub) -> None:
                    help="draft steps per round (default: the best gamma per batch, at least 1)")
     p.add_argument("--gamma-max", type=gamma_max_type, default=DEFAULT_GAMMA_MAX, help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})")
     p.add_argument("--plot", type=nonempty("plot"), metavar="FILE.png", help="also draw the breakdown as a PNG")
+    add_load_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_explain)
 
@@ -384,6 +400,7 @@ def _parser_speedup(sub) -> None:
     p.add_argument("--gamma", type=gamma_type, required=True, help="drafted tokens per step, >= 0")
     p.add_argument("--cost-ratio", type=nonneg_number, help="c = t_D / t_T; replaces the step-time model")
     add_deployment_args(p, defaults=False)
+    add_load_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_speedup)
 
@@ -435,6 +452,7 @@ def _parser_compare(sub) -> None:
     p.add_argument("--gamma", type=gamma_type, help="fixed gamma (default: the optimal gamma per batch size)")
     p.add_argument("--gamma-max", type=gamma_max_type, default=DEFAULT_GAMMA_MAX, help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})")
     add_memory_args(p)
+    add_load_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_compare)
 
@@ -442,3 +460,141 @@ def _parser_compare(sub) -> None:
 
 #: The commands of this module, each with the function that declares its flags.
 PARSERS = {"optimal-gamma": _parser_optimal_gamma, "explain": _parser_explain, "speedup": _parser_speedup, "steptime": _parser_steptime, "alpha": _parser_alpha, "capacity": _parser_capacity, "compare": _parser_compare}
+
+
+# -- answers at a load ---------------------------------------------------------------------------------------------------
+def _at_load(args: argparse.Namespace) -> tuple[str, list] | None:
+    """(kind, loads) where --concurrency or --rate asks for the answer at a load; None for the decode-batch view.  The
+    batch view's flags beside a load are refused, as are the load's lengths without one."""
+    from specsim.cli.flags import given
+
+    concurrency, rate = getattr(args, "concurrency", None), getattr(args, "rate", None)
+    if concurrency is None and rate is None:
+        extra = [f"--{f.replace('_', '-')}" for f in ("input_len", "output_len") if getattr(args, f, None) is not None]
+        if extra:
+            raise ValueError(f"{', '.join(extra)} describe the requests of a load: give --concurrency or --rate with them")
+        return None
+    for flag in ("batch", "context", "max_context"):
+        if given(getattr(args, flag, None)):
+            raise ValueError(f"--{flag.replace('_', '-')} is the decode-batch view; at --concurrency or --rate the load and "
+                             "--input-len/--output-len set the batch and context")
+    if getattr(args, "tree", "chain") not in (None, "chain"):
+        raise ValueError("--tree is searched per decode batch; at --concurrency or --rate give a chain (drop --tree)")
+    return ("concurrency", concurrency) if concurrency is not None else ("rate", rate)
+
+
+def _load_lengths(args: argparse.Namespace) -> tuple[float, float, object, object, str]:
+    """(prompt, output, prompt sample, output sample, how they were given): --input-len and --output-len (every request
+    alike), else the --workload's distributions, else the cited defaults."""
+    import numpy as np
+
+    from specsim.answers.load import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
+
+    P, O = args.input_len, args.output_len
+    if P is None and O is None and args.workload is not None:
+        from specsim.serving.workloads import WORKLOADS
+
+        w = WORKLOADS.get(args.workload)
+        if w is not None:
+            p, o = w.sample(20_000, np.random.default_rng(0))
+            return float(p.mean()), float(o.mean()), p, o, f"workload {w.name} ({w.source}; means {p.mean():.0f} in, {o.mean():.0f} out)"
+    said = []
+    if P is None:
+        P = DEFAULT_INPUT_TOKENS
+        said.append(f"--input-len {P} (default: the reference article's prompt)")
+    if O is None:
+        O = DEFAULT_OUTPUT_TOKENS
+        said.append(f"--output-len {O} (default: the article's completion)")
+    how = f"every request {P} in, {O} out" + (f" [{'; '.join(said)}]" if said else "")
+    return float(P), float(O), None, None, how
+
+
+def run_at_load(args: argparse.Namespace, kind: str, loads: list, gamma: int | None = None) -> int:
+    """optimal-gamma, speedup and compare at --concurrency or --rate: the best gamma (or ``gamma``) per load with what a
+    benchmark measures there, plain and speculating."""
+    from specsim.answers.load import load_answer
+    from specsim.serving.steady import EngineLimits
+
+    dep = deployment(args)
+    P, O, ps, os_, how = _load_lengths(args)
+    acc, acc_label = model_acceptance(args, dep, int(P + O / 2))
+    limits = EngineLimits(args.max_num_seqs, args.max_batched_tokens)
+    answer = load_answer(dep, acc, acc_label, kind, loads, P, O, gamma=gamma, gamma_max=getattr(args, "gamma_max", 8),
+                         limits=limits, memory_utilization=getattr(args, "memory_util", None), prompt_sample=ps,
+                         output_sample=os_, lengths=how)
+    if args.json:
+        print_json([r | {"provenance": dep.provenance(), "lengths": how} for r in answer.rows])
+        print_notes(dep)
+        return 0
+    _print_load(answer, dep)
+    print_notes(dep)
+    return 0
+
+
+def _print_load(answer, dep) -> None:
+    from specsim.cli import report
+
+    print(describe(dep, int(answer.input_tokens + answer.output_tokens / 2)))
+    searched = f"gamma {answer.fixed_gamma}" if answer.fixed_gamma is not None else \
+        f"gamma searched over 0..{int(answer.state.gamma[-1, 0])} (the most output tokens per second" + \
+        (", the shortest TPOT while the engine keeps up)" if answer.kind == "rate" else " at each load)")
+    print(f"{answer.acceptance}; {searched}")
+    print(f"requests: {answer.lengths}; engine: max_num_seqs {answer.limits.max_num_seqs}, max_batched_tokens "
+          f"{answer.limits.max_batched_tokens}; the serving model (chunked prefill beside the decoding sequences)\n")
+    rows = []
+    for r in answer.rows:
+        a, b = r["plain"], r["spec"]
+
+        def pair(key, scale=1e3, fmt="{:.2f}", a=a, b=b):
+            return f"{fmt.format(a[key] * scale)} / {fmt.format(b[key] * scale)}"
+
+        ttft = "past capacity" if b["ttft_s"] is None or a["ttft_s"] is None else pair("ttft_s", fmt="{:.1f}")
+        flags = [x for x in ("saturated" if b["saturated"] else "", f"limited by {b['limited_by']}" if b["limited_by"] else "") if x]
+        rows.append([r["load"], r["gamma"], f"{r['speedup_tpot']:.3f}", pair("tpot_s"), pair("itl_s"), ttft,
+                     pair("output_tokens_per_s", 1.0, "{:,.0f}"), pair("mean_batch", 1.0, "{:.1f}"),
+                     r["recommendation"] + (f" ({', '.join(flags)})" if flags else "")])
+    print(report.table(["load", "gamma", "speedup", "TPOT ms", "ITL ms", "TTFT ms", "output tok/s", "decode batch",
+                        "recommendation"], rows, "<>>>>>>><"))
+    print("each pair: plain / speculating; speedup = plain TPOT / speculative TPOT at that load; decode batch: the mean "
+          "sequences decoding at once (time-weighted)")
+
+
+def _explain_at_load(args: argparse.Namespace, kind: str, loads: list) -> int:
+    """explain at --concurrency or --rate: each load's round (at the gamma it runs best, or --gamma) at the decode batch
+    the load implies, with the others' prompts that ride in its iterations, next to the plain decode step."""
+    from specsim.answers.anatomy import round_anatomy
+    from specsim.answers.load import load_answer
+    from specsim.cli import report
+    from specsim.serving.steady import EngineLimits
+
+    dep = deployment(args)
+    P, O, ps, os_, how = _load_lengths(args)
+    context = int(P + O / 2)
+    acc, acc_label = model_acceptance(args, dep, context)
+    answer = load_answer(dep, acc, acc_label, kind, loads, P, O, gamma=args.gamma, gamma_max=args.gamma_max,
+                         limits=EngineLimits(args.max_num_seqs, args.max_batched_tokens), prompt_sample=ps, output_sample=os_,
+                         lengths=how)
+    rows = []
+    for r in answer.rows:
+        g = max(r["gamma"], 1)  # a load where speculation does not pay still shows the round it would run
+        batch = max(r["spec"]["decode_batch"], 1.0)
+        a = round_anatomy(dep, acc, acc_label, [batch], context, g).rows[0]
+        prompts = r["spec"]["itl_s"] - a["t_round_s"]
+        rows.append(a | {"load": r["load"], "prompts_beside_s": prompts, "iteration_s": r["spec"]["itl_s"],
+                         "plain_iteration_s": r["plain"]["itl_s"], "speedup_at_load": r["speedup_tpot"]})
+    if args.json:
+        print_json(rows)
+        print_notes(dep)
+        return 0
+    _print_load(answer, dep)
+    names = [n for n in rows[0]["parts_s"] if any(row["parts_s"][n] > 0 for row in rows)]
+    print("\nwhere an iteration's time goes at each load, ms (the round at the decode batch the load implies, and the others' "
+          "prompts riding in it):")
+    body = [[row["load"], f"{row['batch']:.1f}", row["gamma"], f"{row['tokens_per_round']:.2f}"]
+            + [ms(row["parts_s"][n]) for n in names] + [ms(row["prompts_beside_s"]), ms(row["iteration_s"]),
+                                                         ms(row["plain_iteration_s"]), f"{row['speedup_at_load']:.3f}"]
+            for row in rows]
+    print(report.table(["load", "batch", "gamma", "tokens"] + names + ["prompts beside", "iteration", "plain iteration",
+                                                                       "speedup"], body, "<" + ">" * (len(names) + 7)))
+    print_notes(dep)
+    return 0

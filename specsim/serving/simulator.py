@@ -556,25 +556,35 @@ def summarize_runs(summaries: list[dict], level: float = CONFIDENCE) -> dict:
 
 
 def requests_for(target, *, rate: float | None = None, concurrency: int | None = None, trace: str | None = None,
-                 workload: str | None = None, n: int | None = None, rng: np.random.Generator | None = None):
+                 workload: str | None = None, n: int | None = None, rng: np.random.Generator | None = None,
+                 lengths: tuple | None = None):
     """The requests of a serving run, ``(requests, concurrency)``: Poisson arrivals at ``rate``, a closed loop of
     ``concurrency`` users, or a ``trace`` file (which gives its own lengths: no ``workload`` or ``n`` with it).
 
-    ``workload`` and ``n`` default to :data:`specsim.serving.workloads.DEFAULT_WORKLOAD` and :data:`DEFAULT_REQUESTS`.
-    Every request must fit the target's context (``max_position_embeddings``, else specsim's limit).
+    ``workload`` and ``n`` default to :data:`specsim.serving.workloads.DEFAULT_WORKLOAD` and :data:`DEFAULT_REQUESTS`;
+    ``lengths`` (prompt, output) gives every request the same lengths instead, as a benchmark's random dataset does
+    (``vllm bench serve --random-input-len P --random-output-len O``).  Every request must fit the target's context
+    (``max_position_embeddings``, else specsim's limit).
     """
     from specsim.core.limits import MAX_CONTEXT
     from specsim.serving.workloads import DEFAULT_WORKLOAD, Requests, get_workload, read_trace
 
     if sum(x is not None for x in (rate, concurrency, trace)) != 1:
         raise ValueError("give exactly one of a rate, a concurrency or a trace")
-    if trace is not None and (n is not None or workload is not None):
-        raise ValueError("--trace gives the requests and their lengths: drop --requests and --workload")
+    if trace is not None and (n is not None or workload is not None or lengths is not None):
+        raise ValueError("--trace gives the requests and their lengths: drop --requests, --workload, --input-len and --output-len")
+    if lengths is not None and workload is not None:
+        raise ValueError("--input-len and --output-len give every request the same lengths; --workload a distribution: drop one")
     rng = np.random.default_rng(0) if rng is None else rng
     spec = get_workload(DEFAULT_WORKLOAD if workload is None else workload)
     n = DEFAULT_REQUESTS if n is None else n
     if trace is not None:
         requests = read_trace(trace)
+    elif lengths is not None:
+        P, O = (int(v) for v in lengths)
+        arrivals = None if concurrency is not None else Requests.poisson(rate, n, spec, rng).arrival_s
+        requests = Requests(np.full(n, P), np.full(n, O), arrivals, f"{'closed loop' if arrivals is None else f'Poisson, {rate:g} requests/s'}"
+                            f", every request {P} in, {O} out")
     elif concurrency is not None:
         requests = Requests.closed_loop(n, spec, rng)
     else:

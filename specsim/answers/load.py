@@ -1,0 +1,128 @@
+"""Answers at a load: what a benchmark at a concurrency (or a request rate) measures, with and without speculation.
+
+Users measure and serve at a load (``vllm bench serve --max-concurrency N --random-input-len P --random-output-len O``),
+not at a decode batch.  :func:`load_answer` solves each load by the serving model (:mod:`specsim.serving.steady`: the
+decoding sequences' step and the prompt chunks beside them, the engine's max_num_seqs and KV capacity), plain and at
+every gamma up to ``gamma_max``, and picks per load the gamma a benchmark would: the most output tokens per second in a
+closed loop (the same as the shortest end-to-end latency at a fixed number of users), the shortest TPOT under Poisson
+arrivals (whose throughput is the arrival rate while the engine keeps up).  Each row carries what a benchmark prints:
+TPOT, ITL, TTFT and output throughput, both ways, and the mean decode batch the load implies.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from specsim.core.records import record
+from specsim.serving.steady import EngineLimits, SteadyState, load_label, steady_state
+
+__all__ = ["DEFAULT_INPUT_TOKENS", "DEFAULT_OUTPUT_TOKENS", "LoadAnswer", "load_answer"]
+
+#: A benchmark's prompt and output lengths unless told: the reference article's 1,000-token prompt and 256-token
+#: completion (the mean context of 1,128 tokens every batch answer uses).
+DEFAULT_INPUT_TOKENS = 1000
+DEFAULT_OUTPUT_TOKENS = 256
+
+
+@record(eq=False)
+class LoadAnswer:
+    """The best gamma per load with what a benchmark measures at it, plain and speculating."""
+
+    deployment: object
+    acceptance: str
+    kind: str  #: "concurrency", "rate" or "batch"
+    loads: list
+    input_tokens: float
+    output_tokens: float
+    lengths: str  #: how the lengths were given, for the header
+    limits: EngineLimits
+    state: SteadyState  #: every gamma searched (rows) at every load (columns)
+    best: np.ndarray  #: the row of the best gamma per load (0: plain decoding)
+    fixed_gamma: int | None = None
+
+    @property
+    def rows(self) -> list[dict]:
+        s = self.state
+        out = []
+        for j, load in enumerate(self.loads):
+            i = int(self.best[j])
+
+            def at(x, i=i, j=j):
+                return float(np.broadcast_to(x, s.tpot_s.shape)[i, j])
+
+            def plain(x, j=j):
+                return float(np.broadcast_to(x, s.tpot_s.shape)[0, j])
+
+            out.append({"load": load_label(self.kind, float(load)), self.kind: float(load), "gamma": int(s.gamma[i, 0]),
+                        "speedup_tpot": plain(s.tpot_s) / at(s.tpot_s),
+                        "throughput_ratio": at(s.output_tokens_per_s) / plain(s.output_tokens_per_s),
+                        "plain": _figures(s, 0, j), "spec": _figures(s, i, j),
+                        "recommendation": self._recommend(i, j)})
+        return out
+
+    def _recommend(self, i: int, j: int) -> str:
+        s = self.state
+        if self.fixed_gamma is not None:
+            return f"gamma {self.fixed_gamma}"
+        if i == 0:
+            return "do not speculate"
+        return f"speculate with gamma={int(s.gamma[i, 0])}"
+
+
+def _figures(s: SteadyState, i: int, j: int) -> dict:
+    """What a benchmark prints at row ``i``, load ``j``; a time with no bound (TTFT past capacity: the queue grows) is
+    None, as JSON can carry it."""
+    def v(x):
+        value = float(np.broadcast_to(x, s.tpot_s.shape)[i, j])
+        return value if np.isfinite(value) else None
+
+    return {"tpot_s": v(s.tpot_s), "itl_s": v(s.itl_s), "ttft_s": v(s.ttft_s), "output_tokens_per_s": v(s.output_tokens_per_s),
+            "requests_per_s": v(s.requests_per_s), "decode_batch": v(s.decode_batch), "mean_batch": v(s.mean_batch),
+            "prefill_share": v(s.prefill_share), "in_engine": v(s.in_engine), "tokens_per_round": v(s.tokens_per_round),
+            "saturated": bool(np.broadcast_to(s.saturated, s.tpot_s.shape)[i, j]),
+            "limited_by": str(np.broadcast_to(s.limited_by, s.tpot_s.shape)[i, j])}
+
+
+def load_answer(dep, acceptance, label: str, kind: str, loads, input_tokens: float, output_tokens: float, *,
+                gamma: int | None = None, gamma_max: int = 8, limits: EngineLimits | None = None,
+                memory_utilization: float | None = None, prompt_sample=None, output_sample=None,
+                lengths: str = "") -> LoadAnswer:
+    """The best gamma (or ``gamma``, fixed) at each load of ``kind`` with what a benchmark measures there.
+
+    ``input_tokens`` and ``output_tokens`` are every request's lengths (a benchmark's fixed lengths: its plain users move
+    in step), unless ``prompt_sample`` and ``output_sample`` give a workload's distribution (then their means, and the
+    prefill and context weighted over it).  The KV cache is the capacity model's at ``memory_utilization``."""
+    from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION, capacity
+
+    limits = EngineLimits() if limits is None else limits
+    P, O = float(input_tokens), float(output_tokens)
+    context, fixed = None, prompt_sample is None
+    if not fixed:
+        p, o = np.asarray(prompt_sample, dtype=float), np.asarray(output_sample, dtype=float)
+        P, O = float(p.mean()), float(o.mean())
+        context = float((o * (p + o / 2)).sum() / o.sum())
+    top = gamma_max if gamma is None else gamma
+    if dep.drafter is not None and dep.drafter.max_steps is not None:
+        top = min(top, dep.drafter.max_steps)
+    measured = getattr(acceptance, "max_gamma", None)
+    if measured is not None:
+        top = min(top, measured)
+    gammas = [0] + ([gamma] if gamma is not None else list(range(1, top + 1)))
+    util = DEFAULT_MEMORY_UTILIZATION if memory_utilization is None else memory_utilization
+    cap = capacity(dep, max(int(P + O / 2), 1), util, max(gammas[-1], 1), "the largest gamma searched")
+    state = steady_state(dep, acceptance, gammas, loads, P, O, kind, limits,
+                         (cap.free_bytes_without_draft, cap.free_bytes_with_draft), context, fixed_lengths=fixed)
+    best = _best(state, kind, gamma is not None)
+    return LoadAnswer(dep, label, kind, list(loads), P, O, lengths, limits, state, best, gamma)
+
+
+def _best(state: SteadyState, kind: str, fixed: bool) -> np.ndarray:
+    """The row of the best gamma per load: the most output tokens per second in a closed loop or an offline batch, the
+    shortest TPOT while Poisson arrivals are kept up with (the most throughput where none is); ties to the smaller gamma."""
+    if fixed:
+        return np.ones(state.tpot_s.shape[1], dtype=int)
+    if kind == "rate":
+        tpot = np.where(state.saturated, np.inf, state.tpot_s)
+        kept = np.isfinite(tpot).any(axis=0)
+        return np.where(kept, np.argmin(tpot, axis=0), np.argmax(state.output_tokens_per_s, axis=0))
+    return np.argmax(state.output_tokens_per_s, axis=0)

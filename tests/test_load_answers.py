@@ -1,0 +1,92 @@
+"""Answers at a load (--concurrency, --rate): the library's answer and the CLI's are one, the best gamma is the one a
+benchmark would pick, prefill makes a load's speedup smaller than its decode batch's, and the batch view's flags are
+refused beside a load."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from specsim.answers.load import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, load_answer
+from specsim.cli.main import main
+from specsim.serving.steady import steady_state
+from specsim.speculation.deployment import Deployment
+
+DEP = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline")
+
+
+def _json(argv, capsys):
+    assert main(argv + ["--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_the_cli_prints_the_librarys_answer_at_each_load(capsys):
+    rows = _json(["optimal-gamma", "--timing", "roofline", "--alpha", "0.8", "--concurrency", "1,16,64"], capsys)
+    answer = load_answer(DEP, 0.8, "alpha 0.8", "concurrency", [1, 16, 64], DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS,
+                         gamma_max=16)
+    assert [r["gamma"] for r in rows] == [r["gamma"] for r in answer.rows]
+    for cli, lib in zip(rows, answer.rows):
+        assert cli["spec"]["tpot_s"] == pytest.approx(lib["spec"]["tpot_s"], rel=1e-12)
+        assert cli["plain"]["ttft_s"] == pytest.approx(lib["plain"]["ttft_s"], rel=1e-12)
+        assert "--input-len 1000 (default: the reference article's prompt)" in cli["lengths"]
+
+
+def test_the_best_gamma_at_a_closed_loop_gives_the_most_output_tokens_per_second():
+    answer = load_answer(DEP, 0.8, "", "concurrency", [1, 64, 256], 1000, 256, gamma_max=8)
+    tput = answer.state.output_tokens_per_s
+    for j, row in enumerate(answer.rows):
+        assert row["spec"]["output_tokens_per_s"] == pytest.approx(tput[:, j].max())
+        assert row["gamma"] == int(answer.state.gamma[np.argmax(tput[:, j]), 0])
+
+
+def test_prompts_beside_the_decode_make_a_loads_speedup_smaller_than_its_decode_batchs():
+    from specsim.speculation.search import optimal_gamma
+
+    answer = load_answer(DEP, 0.8, "", "concurrency", [64], 2000, 128, gamma_max=8)
+    row = answer.rows[0]
+    batch = optimal_gamma(DEP, 0.8, np.array([row["spec"]["decode_batch"]]), 2000 + 64, 8)
+    assert row["speedup_tpot"] < float(batch.speedup[0]) - 0.05
+
+
+def test_a_fixed_gamma_at_poisson_rates_and_past_capacity(capsys):
+    rows = _json(["speedup", "--timing", "roofline", "--alpha", "0.8", "--gamma", "3", "--rate", "1,200"], capsys)
+    assert [r["gamma"] for r in rows] == [3, 3]
+    assert not rows[0]["spec"]["saturated"] and rows[1]["spec"]["saturated"]
+    s = steady_state(DEP, 0.8, [0, 3], [1.0], 1000, 256, kind="rate")
+    assert rows[0]["plain"]["tpot_s"] == pytest.approx(float(s.tpot_s[0, 0]), rel=1e-9)
+
+
+def test_explain_and_compare_and_schedule_answer_at_a_load(capsys):
+    rows = _json(["explain", "--timing", "roofline", "--alpha", "0.8", "--concurrency", "1,64"], capsys)
+    assert rows[0]["prompts_beside_s"] == pytest.approx(0.0, abs=1e-12) and rows[1]["prompts_beside_s"] > 0
+    assert rows[1]["iteration_s"] == pytest.approx(rows[1]["t_round_s"] + rows[1]["prompts_beside_s"])
+    assert _json(["compare", "--timing", "roofline", "--alpha", "0.8", "--concurrency", "8"], capsys)[0]["load"] == "concurrency 8"
+    assert main(["schedule", "--timing", "roofline", "--alpha", "0.8", "--concurrency", "1,16,64,256", "--format", "vllm"]) == 0
+    config = json.loads(capsys.readouterr().out)
+    ranges = config["num_speculative_tokens_per_batch_size"]
+    assert ranges[0][0] == 1 and ranges[-1][1] == 256 and all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:]))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--concurrency", "8", "--batch", "1,2"], "--batch is the decode-batch view; at --concurrency or --rate the load"),
+    (["--concurrency", "8", "--context", "500"], "--context is the decode-batch view"),
+    (["--input-len", "512"], "--input-len describe the requests of a load: give --concurrency or --rate with them"),
+    (["--concurrency", "8", "--rate", "2"], "argument --rate: not allowed with argument --concurrency"),
+    (["--concurrency", "0"], "concurrency must be an integer in [1, 65536], got 0"),
+    (["--concurrency", "8", "--output-len", "1"], "output-len must be an integer in [2,"),
+    (["--concurrency", "8", "--tree", "topk:2,depth:3,tokens:6"], "--tree is searched per decode batch"),
+])
+def test_a_load_beside_the_batch_views_flags_is_refused_in_one_line(argv, message, capsys):
+    assert main(["optimal-gamma", "--timing", "roofline"] + argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+
+
+def test_serve_sim_replays_a_benchmarks_closed_loop_with_its_lengths(capsys):
+    s = _json(["serve-sim", "--timing", "roofline", "--concurrency", "8", "--input-len", "300", "--output-len", "64",
+               "--requests", "64", "--runs", "1", "--alpha", "0.8"], capsys)
+    assert any("every request 300 in, 64 out" in line for line in s["provenance"])
+    assert main(["serve-sim", "--concurrency", "8", "--input-len", "300", "--workload", "chat"]) == 2
+    assert "--input-len and --output-len give every request the same lengths" in capsys.readouterr().err
