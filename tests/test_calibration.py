@@ -427,3 +427,53 @@ def test_a_calibration_file_that_is_not_one_is_refused(tmp_path, capsys):
     assert "bad.yaml: the key 'date' is missing" in capsys.readouterr().err
     assert main(["optimal-gamma", "--calibration", str(tmp_path / "none.yaml")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+# -- the hostile cases of issue 35 ----------------------------------------------------------------------------------------
+def _plan_copy(tmp_path):
+    import shutil
+
+    folder = tmp_path / "plan"
+    shutil.copytree(Path(PLAN).parent, folder)
+    return folder
+
+
+def test_a_plan_whose_speculative_runs_have_no_result_holds_the_rounds_terms_at_the_preset_and_names_them(tmp_path, capsys):
+    folder = _plan_copy(tmp_path)
+    for f in (folder / "results").glob("s*.json"):
+        f.unlink()
+    out = tmp_path / "cal.yaml"
+    s = _json(["calibrate-engine", "--plan", str(folder / "plan.yaml"), "--out", str(out)], capsys)
+    assert any("have no result yet" in n and "speculative" in n for n in s["notes"])
+    record = yaml.safe_load(out.read_text())
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.20.0")
+    for t in ("round_s", "step_s", "seq_s", "seq_step_s"):  # the preset's, never zeros, and said so
+        assert record["round_terms"][t] == getattr(dep.engine.spec, t)
+        assert record["terms"][t]["status"] == "held" and "no speculative runs" in record["terms"][t]["why"]
+    assert record["acceptance"] is None
+    rows = _json(["optimal-gamma", "--calibration", str(out), "--batch", "1"], capsys)
+    assert "fitted none of the round's terms" in " ".join(rows[0]["provenance"])
+
+
+def test_a_plan_result_recorded_at_another_concurrency_is_refused(tmp_path, capsys):
+    folder = _plan_copy(tmp_path)
+    path = folder / "results" / "plain-in512-c32.json"
+    rec = json.loads(path.read_text())
+    path.write_text(json.dumps(rec | {"max_concurrency": 1}))
+    assert main(["calibrate-engine", "--plan", str(folder / "plan.yaml")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "plain-in512-c32.json: the plan ran it at concurrency 32 but the file records concurrency 1" in err[0]
+
+
+def test_a_calibration_relabelled_for_another_gpu_is_refused(tmp_path, capsys):
+    out = tmp_path / "cal.yaml"
+    assert main(["calibrate-engine", "--plan", PLAN, "--out", str(out)]) == 0
+    capsys.readouterr()
+    record = yaml.safe_load(out.read_text())
+    record["base_hardware"] = "mi355x"
+    bad = tmp_path / "relabelled.yaml"
+    bad.write_text(yaml.safe_dump(record, sort_keys=False))
+    for command in (["optimal-gamma"], ["speedup", "--gamma", "3"], ["compare"], ["schedule"], ["capacity"]):
+        assert main(command + ["--calibration", str(bad)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "relabelled.yaml: the fitted profile's peak_flop_per_s" in err[0] and "not fitted on mi355x" in err[0]

@@ -416,7 +416,10 @@ def _default_alpha(dep) -> float:
     """The drafter's published per-token acceptance: where an unknown acceptance starts, and where one is held."""
     if dep.drafter is None:
         return 0.6
-    acc, _ = dep.drafter.default_acceptance(dep.target)
+    try:
+        acc, _ = dep.drafter.default_acceptance(dep.target)
+    except ValueError:  # a drafter with no published acceptance for this target (n-gram lookup): the middle of the range
+        return 0.5
     if acc.alpha is not None:
         return float(acc.alpha)
     from specsim.speculation.acceptance import alpha_from_acceptance_length

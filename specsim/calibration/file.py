@@ -205,13 +205,16 @@ def _check_profile(where: str, profile, base: object) -> None:
 
 def apply_to_engine(cal: Calibration, preset):
     """The preset with the calibration's time per iteration and round terms (its overlap rule is the version's)."""
-    from specsim.engines import SpecHost
+    from specsim.engines import TERMS, SpecHost
 
     host = SpecHost(**cal.round_terms)
     engine = preset.with_iteration_ms(cal.iteration_s * 1e3, cal.iteration_seq_s * 1e6)
+    terms = cal.record.get("terms") or {}
+    fitted = [t for t in TERMS if (terms.get(t) or {}).get("status") == "fitted"]
+    spec_basis = (f"fitted by calibrate-engine ({cal.name}): {', '.join(fitted)}, the others held at the preset" if fitted else
+                  f"the preset's, {preset.spec_basis}: {cal.name} fitted none of the round's terms (see its terms)")
     if cal.overlap_share is not None:
         engine = dataclasses.replace(engine, overlap_share=cal.overlap_share, kernel_overlap_share=cal.overlap_share,
                                      overlap_basis=f"fitted by calibrate-engine ({cal.name})")
     return dataclasses.replace(engine, basis=f"fitted by calibrate-engine ({cal.name})", spec=host, kernel_spec=host,
-                               spec_basis=f"fitted by calibrate-engine ({cal.name})", calibration=cal.name,
-                               prefill_scale=cal.prefill_scale)
+                               spec_basis=spec_basis, calibration=cal.name, prefill_scale=cal.prefill_scale)

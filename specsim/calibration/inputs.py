@@ -30,13 +30,11 @@ def runs_from_plan(plan_path: str) -> tuple[dict, list[CalRun], list[str], list[
         if not path.is_file():
             missing.append(row)
             continue
+        _check_load(path, row["concurrency"])
         read = read_bench_file(path)
         if len(read) != 1:
             raise ValueError(f"{path.name}: a plan's result holds one run, this file {len(read)}")
         run = read[0]
-        if run.concurrency != row["concurrency"]:
-            raise ValueError(f"{path.name}: the plan ran it at concurrency {row['concurrency']} but the file records "
-                             f"{run.load}: the result is not of this run (rerun it, or correct the plan's row)")
         files.append(str(path))
         setup = None
         if row["kind"] == "spec":
@@ -55,6 +53,20 @@ def runs_from_plan(plan_path: str) -> tuple[dict, list[CalRun], list[str], list[
         notes.append(f"{len(missing)} of the plan's {len(plan['runs'])} runs have no result yet (the first: {missing[0]['file']}"
                      f"; {spec_missing} speculative): fitted without them")
     return plan, runs, files, notes
+
+
+def _check_load(path: Path, concurrency: int) -> None:
+    """Refuse a plan's result that records another concurrency than the plan ran it at (before anything else in it is
+    judged: that is what is wrong with it)."""
+    import json
+
+    try:
+        recorded = json.loads(path.read_text().splitlines()[0]).get("max_concurrency")
+    except (ValueError, IndexError, AttributeError, OSError):
+        return  # the reader says what is wrong with the file
+    if recorded is not None and recorded != concurrency:
+        raise ValueError(f"{path.name}: the plan ran it at concurrency {concurrency} but the file records concurrency "
+                         f"{recorded}: the result is not of this run (rerun it, or correct the plan's row)")
 
 
 def runs_from_files(plain: list[str], spec_groups: list[tuple[list[str], int]], *, topk: int = 1,

@@ -134,7 +134,9 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
     target_options = {k: v for k, v in (("tp", tp), ("weight_dtype", args.weight_dtype), ("kv_dtype", args.kv_dtype)) if v}
     dep = Deployment.build(hardware, target, (drafter or DEFAULT_DRAFT) if spec_runs else None, timing, engine,
                            target_options=target_options, draft_options=draft_options, decode_only=not spec_runs)
-    fit = fit_engine(dep, runs)
+    from specsim.serving.steady import EngineLimits
+
+    fit = fit_engine(dep, runs, limits=EngineLimits(args.max_num_seqs, args.max_batched_tokens))
     if out is not None:
         acceptance, label = _real_acceptance(fit)
         record = calibration_mapping(fit, dep, target, drafter if spec_runs else None, timing, files, acceptance, label,
@@ -333,6 +335,14 @@ def _parser_calibrate_engine(sub) -> None:
                    f"{DEFAULT_ENGINE}; its current release); the calibration keeps it for every writer")
     p.add_argument("--metrics", metavar="FILE",
                    help="a /metrics page saved after the speculative runs, for runs whose file has no acceptance length")
+    from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
+
+    p.add_argument("--max-num-seqs", type=int_at_least(1, "max-num-seqs", 65536), default=DEFAULT_MAX_NUM_SEQS,
+                   help=f"the engine's max_num_seqs the runs were served with (SGLang --max-running-requests; default "
+                   f"{DEFAULT_MAX_NUM_SEQS}, vLLM's): more users than this queue")
+    p.add_argument("--max-batched-tokens", type=int_at_least(1, "max-batched-tokens", 4_194_304), default=DEFAULT_MAX_BATCHED_TOKENS,
+                   help=f"the engine's tokens per iteration (vLLM max_num_batched_tokens, SGLang --chunked-prefill-size; "
+                   f"default {DEFAULT_MAX_BATCHED_TOKENS})")
     p.add_argument("--out", type=nonempty("out"), metavar="CALIBRATION.yaml", help="write the calibration: use it with --calibration FILE")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_calibrate_engine)

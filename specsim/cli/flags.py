@@ -150,9 +150,10 @@ def add_load_args(p: argparse.ArgumentParser) -> None:
     from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
 
     load = p.add_mutually_exclusive_group()
-    load.add_argument("--concurrency", type=int_list(1, "concurrency", MAX_BATCH),
-                      help="answer at these closed-loop loads (users, as vllm bench serve --max-concurrency): TPOT, ITL, TTFT "
-                      "and throughput with and without speculation, prefill included; instead of --batch")
+    load.add_argument("--concurrency", type=int_list(1, "concurrency", MAX_BATCH), nargs="?", const=list(DEFAULT_BATCHES),
+                      help="answer at these closed-loop loads (users, as vllm bench serve --max-concurrency; alone: "
+                      f"{','.join(map(str, DEFAULT_BATCHES))}): TPOT, ITL, TTFT and throughput with and without speculation, "
+                      "prefill included; instead of --batch")
     load.add_argument("--rate", type=rate_list, help="answer at these Poisson request rates (requests/s); instead of --batch")
     p.add_argument("--input-len", type=int_at_least(1, "input-len", MAX_CONTEXT),
                    help=f"prompt tokens of every request at --concurrency/--rate (default {DEFAULT_INPUT_TOKENS}, the reference "
@@ -161,8 +162,9 @@ def add_load_args(p: argparse.ArgumentParser) -> None:
                    help=f"output tokens of every request (default {DEFAULT_OUTPUT_TOKENS}, the article's; --random-output-len)")
     p.add_argument("--max-num-seqs", type=int_at_least(1, "max-num-seqs", MAX_BATCH), default=DEFAULT_MAX_NUM_SEQS,
                    help=f"the engine's sequences in flight at most (default {DEFAULT_MAX_NUM_SEQS}, vLLM's); more users queue")
-    p.add_argument("--max-batched-tokens", type=int_at_least(1, "max-batched-tokens", MAX_BATCH), default=DEFAULT_MAX_BATCHED_TOKENS,
-                   help=f"tokens per iteration, decode plus prefill chunks (default {DEFAULT_MAX_BATCHED_TOKENS})")
+    p.add_argument("--max-batched-tokens", type=int_at_least(1, "max-batched-tokens", MAX_CONTEXT), default=DEFAULT_MAX_BATCHED_TOKENS,
+                   help=f"tokens per iteration, decode plus prefill chunks (default {DEFAULT_MAX_BATCHED_TOKENS}; SGLang's "
+                   "--chunked-prefill-size)")
 
 
 def engine_type(text: str) -> str:

@@ -84,10 +84,10 @@ class EngineLimits:
     include_prefill: bool = True
 
     def __post_init__(self) -> None:
-        for key in ("max_num_seqs", "max_batched_tokens"):
+        for key, most in (("max_num_seqs", 65536), ("max_batched_tokens", 4_194_304)):
             value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65536:
-                raise ValueError(f"{key} must be a whole number in [1, 65536], got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+                raise ValueError(f"{key} must be a whole number in [1, {most}], got {value!r}")
         if not self.kv_capacity_bytes > 0:
             raise ValueError(f"KV capacity must be > 0 bytes, got {self.kv_capacity_bytes!r}")
 

@@ -670,4 +670,10 @@ class Deployment:
         for model in (self.target, self.draft):
             if model is not None:
                 notes += [f"{model.name}: {n}" for n in model.notes]
+        if self.target.kv_dtype == "fp8" and self.hardware.peak_fp8_flop_per_s is None:
+            # Found on the public A100 study (docs/reports/2026-12-02-concurrency.md), after looking at it: not modelled.
+            notes.append(f"{self.target.name}: an FP8 KV cache on {self.hardware.name}, which has no FP8 tensor cores, is "
+                         "counted at half the bytes; its attention kernels dequantize it, which can cost more than it saves "
+                         "(vLLM 0.24 on an A100: speculative TPOT 60% longer at concurrency 1 than with an FP16 cache): not "
+                         "modelled")
         return notes

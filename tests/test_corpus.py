@@ -1,0 +1,61 @@
+"""The validation corpus (examples/bench/public/): every source names where its numbers come from and how they were
+renamed, every run it holds is one calibrate-engine reads, and every deployment either builds or says why not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from specsim.calibration.bench_files import read_bench_file
+
+ROOT = Path(__file__).resolve().parent.parent / "examples" / "bench" / "public"
+SOURCES = sorted(p.parent for p in ROOT.glob("*/source.yaml"))
+REQUIRED = ("source", "title", "repository", "commit", "paths", "engine", "engine_spec", "hardware", "tp", "target", "drafter",
+            "load", "lengths", "acceptance", "runs", "mapping")
+
+
+def test_the_corpus_spans_the_sources_engines_gpus_and_drafters_issue_35_asks_for():
+    specs = [yaml.safe_load((s / "source.yaml").read_text()) for s in SOURCES]
+    modelled = [s for s in specs if s["engine_spec"] and s["target"]]
+    assert len({s["repository"] for s in modelled}) >= 6
+    assert {s["engine"] for s in modelled} >= {"vllm", "sglang", "trtllm"}
+    assert len({s["hardware"] for s in modelled}) >= 3
+    drafters = {s["drafter"] for s in modelled}
+    assert "eagle3" in drafters and "mtp" in drafters and "dspark" in drafters and any(d.startswith("qwen3-") for d in drafters)
+
+
+@pytest.mark.parametrize("folder", SOURCES, ids=[s.name for s in SOURCES])
+def test_each_source_says_where_its_numbers_come_from_and_every_run_reads(folder):
+    spec = yaml.safe_load((folder / "source.yaml").read_text())
+    missing = [k for k in REQUIRED if k not in spec]
+    assert not missing, missing
+    assert spec["source"] == folder.name and len(str(spec["commit"])) == 40 and spec["mapping"].strip()
+    converters = {p.stem for p in (ROOT.parent.parent.parent / "scripts" / "public_bench").glob("*.py")}
+    assert folder.name in converters or (spec["repository"].endswith("InferenceX-app") and "inferencex-dsr1-mtp" in converters)
+    listed = {r["file"] for r in spec["runs"]}
+    assert listed == {p.name for p in folder.glob("*.jsonl")}, "the manifest lists every run file, and only those"
+    for row in spec["runs"]:
+        runs = read_bench_file(folder / row["file"])
+        assert runs and all(r.value > 0 for r in runs)
+        assert (row["kind"] == "spec") == ("steps" in row)
+    if isinstance(spec["target"], str) and spec["target"].endswith(".json"):
+        assert (folder / spec["target"]).is_file()
+    for d in spec.get("deployments") or []:
+        assert any(Path(r["file"]).match(d["files"]) for r in spec["runs"]), d["name"]
+
+
+@pytest.mark.parametrize("folder", SOURCES, ids=[s.name for s in SOURCES])
+def test_each_deployment_builds_or_says_why_not(folder):
+    import importlib.util
+
+    path = ROOT.parent.parent.parent / "benchmarks" / "validate_corpus.py"
+    spec = importlib.util.spec_from_file_location("validate_corpus", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for d in module.deployments(folder):
+        dep, why = module.build(d, folder)
+        assert (dep is None) == bool(why)
+        if dep is None:
+            assert why and ("not one of the engines" in why or "config.json is not in the source" in why), why
