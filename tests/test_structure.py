@@ -17,9 +17,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "specsim"
 #: engine's presets and writers; speculation: acceptance, drafters, the deployment and its outcome, the searches;
 #: serving: capacity and the request-level simulation; harness: the torch timing harness; calibration: fits to
 #: measurements and benchmark files; article: the reference article's numbers and toys; answers: each command's answer
-#: as a library result; figures; cli.
+#: as a library result; watch: a running engine's metrics against the serving model; figures; cli.
 PACKAGES = ["core", "describe", "timing", "engines", "speculation", "serving", "harness", "calibration", "article", "answers",
-            "figures", "cli"]
+            "watch", "figures", "cli"]
 
 
 def _modules() -> dict[str, Path]:

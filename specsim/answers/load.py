@@ -16,7 +16,7 @@ import numpy as np
 from specsim.core.records import record
 from specsim.serving.steady import EngineLimits, SteadyState, load_label, steady_state
 
-__all__ = ["DEFAULT_INPUT_TOKENS", "DEFAULT_OUTPUT_TOKENS", "LoadAnswer", "load_answer"]
+__all__ = ["DEFAULT_INPUT_TOKENS", "DEFAULT_OUTPUT_TOKENS", "LoadAnswer", "kv_bytes", "load_answer"]
 
 #: A benchmark's prompt and output lengths unless told: the reference article's 1,000-token prompt and 256-token
 #: completion (the mean context of 1,128 tokens every batch answer uses).
@@ -92,8 +92,6 @@ def load_answer(dep, acceptance, label: str, kind: str, loads, input_tokens: flo
     ``input_tokens`` and ``output_tokens`` are every request's lengths (a benchmark's fixed lengths: its plain users move
     in step), unless ``prompt_sample`` and ``output_sample`` give a workload's distribution (then their means, and the
     prefill and context weighted over it).  The KV cache is the capacity model's at ``memory_utilization``."""
-    from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION, capacity
-
     limits = EngineLimits() if limits is None else limits
     P, O = float(input_tokens), float(output_tokens)
     context, fixed = None, prompt_sample is None
@@ -108,12 +106,21 @@ def load_answer(dep, acceptance, label: str, kind: str, loads, input_tokens: flo
     if measured is not None:
         top = min(top, measured)
     gammas = [0] + ([gamma] if gamma is not None else list(range(1, top + 1)))
-    util = DEFAULT_MEMORY_UTILIZATION if memory_utilization is None else memory_utilization
-    cap = capacity(dep, max(int(P + O / 2), 1), util, max(gammas[-1], 1), "the largest gamma searched")
-    state = steady_state(dep, acceptance, gammas, loads, P, O, kind, limits,
-                         (cap.free_bytes_without_draft, cap.free_bytes_with_draft), context, fixed_lengths=fixed)
+    state = steady_state(dep, acceptance, gammas, loads, P, O, kind, limits, kv_bytes(dep, P, O, gammas[-1], memory_utilization),
+                         context, fixed_lengths=fixed)
     best = _best(state, kind, gamma is not None)
     return LoadAnswer(dep, label, kind, list(loads), P, O, lengths, limits, state, best, gamma)
+
+
+def kv_bytes(dep, input_tokens: float, output_tokens: float, gamma_top: int, memory_utilization: float | None = None) -> tuple:
+    """(plain, speculating) bytes of KV cache an engine holds beside the weights (:func:`specsim.serving.capacity.capacity`
+    at the mean context of requests of these lengths, at ``memory_utilization``, vLLM's default unless given), the
+    drafter's scratch sized for ``gamma_top``: what the serving model's engine holds."""
+    from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION, capacity
+
+    util = DEFAULT_MEMORY_UTILIZATION if memory_utilization is None else memory_utilization
+    cap = capacity(dep, max(int(input_tokens + output_tokens / 2), 1), util, max(int(gamma_top), 1), "the largest gamma searched")
+    return cap.free_bytes_without_draft, cap.free_bytes_with_draft
 
 
 def _best(state: SteadyState, kind: str, fixed: bool) -> np.ndarray:

@@ -66,7 +66,7 @@ def run_schedule(args: argparse.Namespace) -> int:
         if flags and args.format == "vllm":
             notes.append(f"serve the target with: vllm serve {dep.target.source or dep.target.name} {' '.join(flags)} "
                          "--speculative-config '<the JSON above>'")
-    printer = {"vllm": _print_vllm, "sglang": _print_sglang, "trtllm": _print_trtllm, "json": _print_json, "table": _print_table}
+    printer = {"vllm": _print_engine, "sglang": _print_engine, "trtllm": _print_engine, "json": _print_json, "table": _print_table}
     notes += printer[args.format](args, dep, ranges, checkpoint, tree, acc, acc_label) or []
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
@@ -95,7 +95,7 @@ def _ranges_at_loads(args: argparse.Namespace, dep, acc, label: str, kind: str, 
     from specsim.answers.load import load_answer
     from specsim.cli.model import _load_lengths, _print_load
     from specsim.serving.steady import EngineLimits
-    from specsim.speculation.schedule import ScheduleRange
+    from specsim.speculation.schedule import load_schedule
 
     P, O, ps, os_, how = _load_lengths(args)
     answer = load_answer(dep, acc, label, kind, loads, P, O, gamma_max=args.gamma_max,
@@ -104,20 +104,7 @@ def _ranges_at_loads(args: argparse.Namespace, dep, acc, label: str, kind: str, 
     if args.format == "table":
         _print_load(answer, dep)
         print()
-    points = sorted((max(r["spec"]["decode_batch"], 1.0), r["gamma"] if r["speedup_tpot"] >= args.min_gain else 0,
-                     r["speedup_tpot"]) for r in answer.rows)
-    ranges, start = [], 1
-    for k, (b, g, sp) in enumerate(points):
-        end = args.max_batch if k == len(points) - 1 else max(start, int((b + points[k + 1][0]) / 2))
-        if ranges and ranges[-1].gamma == g:
-            last = ranges.pop()
-            ranges.append(ScheduleRange(last.start_batch, end, g, min(last.min_speedup, sp), max(last.max_speedup, sp)))
-        else:
-            ranges.append(ScheduleRange(start, end, g, sp, sp))
-        start = end + 1
-        if start > args.max_batch:
-            break
-    return ranges
+    return load_schedule(answer, args.max_batch, args.min_gain)
 
 
 def _require_per_batch(args: argparse.Namespace, dep, ranges: list) -> None:
@@ -176,59 +163,14 @@ def _writer_version(args: argparse.Namespace) -> tuple | None:
     return number or parse_version(args.format, module.NEWEST)
 
 
-def _print_vllm(args, dep, ranges, checkpoint, tree, acc, acc_label) -> list[str]:
-    from specsim.engines.vllm import to_vllm, vllm_notes
+def _print_engine(args, dep, ranges, checkpoint, tree, acc, acc_label) -> list[str]:
+    """The configuration in the --format engine's own form (each engine module's ``render_schedule``)."""
+    from specsim.engines import ENGINE_MODULES
 
-    config = to_vllm(ranges, checkpoint, dep, args.writer_version)
-    if config is None:
-        print(f"# speculation does not pay (gain >= {args.min_gain:g}) at any batch size 1..{args.max_batch}: leave speculative_config unset")
-        return []
-    schedule = config.get("num_speculative_tokens_per_batch_size")
-    head = json.dumps({k: v for k, v in config.items() if k != "num_speculative_tokens_per_batch_size"}, indent=2)
-    if schedule is None:
-        print(head)
-    else:  # one schedule entry per line: the form vLLM's documentation shows
-        entries = ",\n    ".join(json.dumps(entry) for entry in schedule)
-        print(head[:-2] + f',\n  "num_speculative_tokens_per_batch_size": [\n    {entries}\n  ]\n}}')
-    return [f"written for vLLM {'.'.join(map(str, args.writer_version))}"] + vllm_notes(ranges, args.writer_version,
-                                                                                      dep.drafter.vllm_method)
-
-
-def _print_sglang(args, dep, ranges, checkpoint, tree, acc, acc_label) -> list[str]:
-    from specsim.engines.sglang import adaptive_config, to_sglang
-
-    version = args.writer_version
-    lines = to_sglang(ranges, dep, checkpoint)
-    adaptive, notes = adaptive_config(ranges, dep, version)
-    served = dep.target.source or dep.target.name
-    if adaptive is None:
-        print(f"python -m sglang.launch_server --model-path {served} " + "\n".join(lines))
-    else:
-        steps = max(v["candidate_steps"][0] for v in adaptive.values())
-        tp = ["--tp", str(dep.target.tp)] if dep.target.tp > 1 else []
-        flags = ["--speculative-algorithm", dep.drafter.sglang_algorithm]
-        if checkpoint is not None:
-            flags += ["--speculative-draft-model-path", checkpoint]
-        flags += ["--speculative-num-steps", str(steps), "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens",
-                  str(steps + 1), "--speculative-adaptive", "--speculative-adaptive-config", "sglang-adaptive.json"]
-        slots = ",\n  ".join(f"{json.dumps(key)}: {json.dumps(slot)}" for key, slot in adaptive.items())  # a slot a line
-        print("cat > sglang-adaptive.json <<'EOF'\n{\n  " + slots + "\n}\nEOF")
-        print(f"python -m sglang.launch_server --model-path {served} " + " ".join(tp + flags))
-        print("\n".join(lines[1:]))
-    return [f"written for SGLang {'.'.join(map(str, version))}"] + notes
-
-
-def _print_trtllm(args, dep, ranges, checkpoint, tree, acc, acc_label) -> list[str]:
-    import yaml
-
-    from specsim.engines.trtllm import to_trtllm, trtllm_notes, trtllm_options
-
-    config = to_trtllm(ranges, checkpoint, dep, args.writer_version)
-    if config is None:
-        print(f"# speculation does not pay (gain >= {args.min_gain:g}) at batch 1: leave speculative_config unset")
-        return []
-    print(yaml.safe_dump(trtllm_options(dep, config), sort_keys=False).rstrip())
-    return [f"written for TensorRT-LLM {'.'.join(map(str, args.writer_version))}"] + trtllm_notes(ranges, config, args.writer_version)
+    text, notes = ENGINE_MODULES[args.format].render_schedule(ranges, dep, checkpoint, args.writer_version, args.min_gain,
+                                                             args.max_batch)
+    print(text)
+    return notes
 
 
 def _context_cells(args, dep, tree, acc) -> list[dict]:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 
 from specsim.engines import sglang, trtllm, vllm
-from specsim.engines.base import MAX_TERM_S, TERMS, EnginePreset, SpecHost, parse_version
+from specsim.engines.base import MAX_TERM_S, TERMS, EnginePreset, MetricNames, SpecHost, parse_version
 
 __all__ = ["DEFAULT_ENGINE", "DEFAULT_VERSIONS", "ENGINES", "ENGINE_MODULES", "ENGINE_NAMES", "MAX_TERM_S", "PRESETS", "TERMS",
-           "EnginePreset", "SpecHost", "draft_tp", "get_engine", "named_release", "parse_version", "source_and_engine"]
+           "EnginePreset", "MetricNames", "SpecHost", "metric_names", "draft_tp", "get_engine", "named_release", "parse_version", "source_and_engine"]
 
 #: Each engine's module, by the name ``--engine`` takes.
 ENGINE_MODULES = {m.NAME: m for m in (vllm, sglang, trtllm)}
@@ -93,6 +93,32 @@ def named_release(spec: str) -> tuple[str, tuple[int, int, int], str] | None:
         return name, last, f"{name}@{version} (releases {shown}-{last[0]}.{last[1]}" + (f".{last[2]}" if last[2] != 99 else "") + ")"
     number = parse_version(name, version)
     return name, number, f"{name} {version}"
+
+
+def metric_names(spec: str) -> tuple[MetricNames, tuple[int, int, int], str]:
+    """(the names, the release, how to name it) of the Prometheus metrics the release ``--engine`` names exports: a
+    numbered release as given, a preset or bare name the newest release it covers (:func:`named_release`).  A
+    release that exports no speculative metric is refused, naming the first that does.
+
+    >>> names, release, shown = metric_names("vllm@0.11.0")
+    >>> names.drafts, release, shown
+    ('vllm:spec_decode_num_drafts_total', (0, 11, 0), 'vllm 0.11.0')
+    """
+    named = named_release(spec)
+    if named is None:
+        raise ValueError("--engine none serves no metrics: name the engine the server runs (vllm, sglang or trtllm, with @version)")
+    name, release, shown = named
+    tables = ENGINE_MODULES[name].METRIC_NAMES
+    for names in tables:
+        if names.first <= release <= names.last:
+            return names, release, shown
+    first = tables[0]
+    if release < first.first:
+        v = ".".join(map(str, first.first))
+        raise ValueError(f"{shown} exports no speculative-decoding metrics that specsim reads ({name} {v} is the first: "
+                         f"{first.source})")
+    raise ValueError(f"{shown} is newer than the {name} releases whose metric names specsim read ({first.source}; up to "
+                     f"{'.'.join(map(str, tables[-1].last[:2]))})")
 
 
 def draft_tp(preset: EnginePreset, separate_model: bool, target_tp: int, requested: int | None) -> tuple[int, str]:

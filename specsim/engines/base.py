@@ -55,7 +55,7 @@ import numpy as np
 from specsim.core.records import record
 from specsim.describe.parallel import collective_count
 
-__all__ = ["MAX_TERM_S", "TERMS", "EnginePreset", "RecurrentVerify", "SpecHost", "make_preset", "parse_version"]
+__all__ = ["MAX_TERM_S", "TERMS", "EnginePreset", "MetricNames", "RecurrentVerify", "SpecHost", "make_preset", "parse_version"]
 
 #: Largest engine term accepted, seconds (a second per iteration is no engine anyone runs).
 MAX_TERM_S = 1.0
@@ -350,3 +350,89 @@ def parse_version(name: str, text: str) -> tuple[int, int, int] | None:
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
 
 
+
+
+@record
+class MetricNames:
+    """The Prometheus sample names one engine's releases ``first``..``last`` export, as read from their source (``source``
+    names the files and versions): what ``specsim watch`` and the ``--metrics`` readers look for on a page.
+
+    A name is the sample's as a page shows it (a counter's with ``_total``); None where those releases export none.
+    Acceptance comes from counters of drafts and accepted tokens where the engine has them, else from a counter of
+    verification calls beside the generated tokens and finished requests, else from a gauge of the mean acceptance
+    length (sampled: a page says what the engine's last logging window saw).
+    """
+
+    engine: str
+    first: tuple  #: the first release these names hold for
+    last: tuple  #: the last
+    source: str  #: the files and versions the names were read from
+    path: str  #: the page's path on the server
+    prefix: str  #: what every one of the engine's names starts with
+    model_label: str
+    replica_label: str | None  #: the label telling data-parallel engines apart, where the engine sets one
+    running: str  #: requests in the running batch (a gauge)
+    waiting: str  #: requests queued (a gauge)
+    requests: str  #: finished requests (a counter)
+    prompt_tokens: str  #: a counter
+    generation_tokens: str  #: a counter
+    drafts: str | None = None  #: verification passes with a draft, per sequence (a counter)
+    draft_tokens: str | None = None  #: drafted tokens (a counter)
+    accepted: str | None = None  #: accepted drafted tokens (a counter)
+    accepted_per_position: str | None = None  #: drafts whose token k was accepted, by ``position_label`` (a counter)
+    drafted_per_position: str | None = None  #: drafts that proposed a token k, by ``position_label`` (a counter)
+    position_label: str | None = None
+    verify_calls: str | None = None  #: verification passes per sequence, counted when a request finishes
+    accept_length_gauge: str | None = None  #: mean acceptance length over the engine's last logging window
+    gamma_gauge: str | None = None  #: the draft length in use (a gauge)
+    gamma_info: tuple | None = None  #: (info gauge, label) whose label holds the configured draft length
+    #: (name, release) pairs: a metric a release before that one does not export; a page showing it is of that release
+    #: or a later one.  A name is the metric's (a counter's without ``_total``, a histogram's without ``_bucket``).
+    later: tuple = ()
+    #: (name, release) pairs: a metric the releases after that one no longer export; a page showing it is of that
+    #: release or an earlier one.
+    earlier: tuple = ()
+    #: Tokens, requests and verification passes are counted when a request finishes, not as they are generated.
+    counted_at_finish: bool = False
+    #: The per-position counters too (TensorRT-LLM's per-request metrics).
+    per_position_at_finish: bool = False
+    #: Counters carry ``_created`` samples (prometheus_client outside multiprocess mode).
+    created: bool = False
+    #: Labels the engine sets on its counters and on its gauges besides the model's, as (name, value) pairs of one
+    #: ordinary launch (what a replay writes).
+    counter_labels: tuple = ()
+    gauge_labels: tuple = ()
+    request_labels: tuple = ()  #: the finished-request counter's own (a finish reason)
+    #: Decode iterations the acceptance-length gauge averages over (the engine's logging interval).
+    gauge_window: int = 0
+    note: str = ""  #: what a reader of these releases should know (said where it changes an answer)
+
+    @property
+    def releases(self) -> str:
+        def show(v):
+            return ".".join(map(str, v[:2])) + (f".{v[2]}" if v[2] not in (0, 99) else "")
+
+        return f"{self.engine} {show(self.first)}" + ("" if self.first == self.last else f"-{show(self.last)}")
+
+    def counters(self) -> tuple[str, ...]:
+        """Every counter name these releases export that a reader of acceptance or load uses."""
+        names = (self.requests, self.prompt_tokens, self.generation_tokens, self.drafts, self.draft_tokens, self.accepted,
+                 self.accepted_per_position, self.drafted_per_position, self.verify_calls)
+        return tuple(n for n in names if n is not None)
+
+    def gauges(self) -> tuple[str, ...]:
+        names = (self.running, self.waiting, self.accept_length_gauge, self.gamma_gauge, self.gamma_info[0] if self.gamma_info else None)
+        return tuple(n for n in names if n is not None)
+
+    @property
+    def acceptance_basis(self) -> str:
+        """Where these releases' acceptance comes from, in a line."""
+        if self.drafts is not None:
+            return "counters of drafts and accepted tokens" + (" (per position too)" if self.accepted_per_position else "")
+        if self.drafted_per_position is not None:
+            return (f"{self.drafted_per_position} and {self.accepted_per_position} per position (counted as requests finish), "
+                    f"else {self.accepted} over {self.draft_tokens} / gamma")
+        if self.verify_calls is not None:
+            return (f"{self.verify_calls} beside {self.generation_tokens} and {self.requests} (counted as requests finish): "
+                    "(generated - finished) / verification calls")
+        return f"the {self.accept_length_gauge} gauge, sampled (the engine's last logging window at each read)"

@@ -10,10 +10,10 @@ Writers: the static ``--speculative-*`` launch flags (python/sglang/srt/server_a
 
 from __future__ import annotations
 
-from specsim.engines.base import _BASIS, _SPEC_BASIS, HEADS, RecurrentVerify, SpecHost, make_preset, parse_version
+from specsim.engines.base import MetricNames, _BASIS, _SPEC_BASIS, HEADS, RecurrentVerify, SpecHost, make_preset, parse_version
 from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP, BenchWriter, version_text as _version_text
 
-__all__ = ["ADAPTIVE_OFF_SINCE", "ADAPTIVE_SINCE", "ALIASES", "NAME", "NEWEST", "PRESETS", "RANGES", "SglangBench", "adaptive_config", "draft_tp",
+__all__ = ["ADAPTIVE_OFF_SINCE", "ADAPTIVE_SINCE", "ALIASES", "METRIC_NAMES", "NAME", "NEWEST", "PRESETS", "RANGES", "SglangBench", "adaptive_config", "draft_tp", "render_schedule",
            "to_sglang"]
 
 NAME = "sglang"
@@ -44,6 +44,44 @@ PRESETS = [
 RANGES = [((0, 4, 0), (0, 5, 10), "0.5"), ((0, 5, 11), (0, 5, 23), "latest")]
 ALIASES = {"spec-v2": "latest", "spec-v1": "0.5", "0.4": "0.5"}
 NEWEST = "0.5.23"
+
+#: What SGLang exports on /metrics with --enable-metrics (off by default; arg_groups/fields/observability.py L70 of
+#: 0.5.23), in prometheus_client's multiprocess mode (no _created samples).  Scheduler gauges (running, queued, the
+#: acceptance length) carry model_name, engine_type, tp_rank, pp_rank (and dp_rank under data parallelism, from 0.4.10);
+#: the tokenizer's counters carry model_name (and engine_type from 0.5.12) and count a request when it finishes.
+#: Files: python/sglang/srt/metrics/collector.py up to 0.5.9, srt/observability/metrics_collector.py from 0.5.10.
+#: Metrics that tell releases apart, the first release that exports each (read in the 0.4.10 and every 0.5.x wheel to
+#: 0.5.23).  SGLang creates a metric when it is first set, so only a metric on the page says something: its absence
+#: on a cold server does not.
+_SGLANG_LATER = (("sglang:spec_accept_rate", (0, 5, 4)), ("sglang:new_token_ratio", (0, 5, 6)),
+                 ("sglang:decode_sum_seq_lens", (0, 5, 7)), ("sglang:num_unique_running_routing_keys", (0, 5, 8)),
+                 ("sglang:full_token_usage", (0, 5, 10)), ("sglang:kv_available_tokens", (0, 5, 11)),
+                 ("sglang:fwd_occupancy", (0, 5, 12)), ("sglang:spec_num_steps", (0, 5, 13)),
+                 ("sglang:spec_verify_calls", (0, 5, 13)), ("sglang:spec_cap_length", (0, 5, 16)),
+                 ("sglang:startup_time_seconds", (0, 5, 17)))
+#: The last release that exports each.
+_SGLANG_EARLIER = (("sglang:num_prefill_infight_queue_reqs", (0, 5, 1)), ("sglang:total_retracted_reqs", (0, 5, 2)),
+                   ("sglang:cache_config_info", (0, 5, 10)))
+_SGLANG_NAMES = dict(
+    engine="sglang", path="/metrics", prefix="sglang:", model_label="model_name", replica_label="dp_rank",
+    running="sglang:num_running_reqs", waiting="sglang:num_queue_reqs", requests="sglang:num_requests_total",
+    prompt_tokens="sglang:prompt_tokens_total", generation_tokens="sglang:generation_tokens_total",
+    accept_length_gauge="sglang:spec_accept_length", counted_at_finish=True, gauge_window=40, later=_SGLANG_LATER,
+    earlier=_SGLANG_EARLIER,
+    counter_labels=(("engine_type", "unified"),),
+    gauge_labels=(("engine_type", "unified"), ("tp_rank", "0"), ("pp_rank", "0")))
+_SGLANG_SOURCE = ("sglang/srt/metrics/collector.py (0.4.2-0.5.9) and sglang/srt/observability/metrics_collector.py "
+                  "(0.5.10-0.5.23), read in their wheels")
+METRIC_NAMES = [
+    MetricNames(first=(0, 4, 2), last=(0, 5, 12), source=_SGLANG_SOURCE,
+                note=("SGLang before 0.5.13 exports no speculative counter: its acceptance length is a gauge of the "
+                      "engine's last 40 decode iterations (decode_log_interval), sampled at each read"), **_SGLANG_NAMES),
+    MetricNames(first=(0, 5, 13), last=(0, 5, 23), source=_SGLANG_SOURCE + " (spec_verify_calls_total: sgl-project/sglang#25689)",
+                verify_calls="sglang:spec_verify_calls_total", gamma_gauge="sglang:spec_num_steps",
+                note=("SGLang counts no drafted or accepted tokens: the acceptance length is (generated tokens - finished "
+                      "requests) / verification calls, counted as requests finish (one token from the prompt, then one "
+                      "per verification plus those accepted)"), **_SGLANG_NAMES),
+]
 
 
 def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None) -> tuple[int, str]:
@@ -218,3 +256,26 @@ class SglangBench(BenchWriter):
         return [_SHAREGPT_PREP]
 
 
+
+
+def render_schedule(ranges: list, dep, checkpoint: str | None, version: tuple, min_gain: float, max_batch: int) -> tuple[str, list]:
+    """(the launch command of ``ranges`` for SGLang ``version``: static flags, or the adaptive-speculation config file and
+    the flags that read it where the version takes one, and the notes that go with it)."""
+    import json
+
+    lines = to_sglang(ranges, dep, checkpoint)
+    adaptive, notes = adaptive_config(ranges, dep, version)
+    served = dep.target.source or dep.target.name
+    if adaptive is None:
+        return f"python -m sglang.launch_server --model-path {served} " + "\n".join(lines), [f"written for SGLang {'.'.join(map(str, version))}"] + notes
+    steps = max(v["candidate_steps"][0] for v in adaptive.values())
+    tp = ["--tp", str(dep.target.tp)] if dep.target.tp > 1 else []
+    flags = ["--speculative-algorithm", dep.drafter.sglang_algorithm]
+    if checkpoint is not None:
+        flags += ["--speculative-draft-model-path", checkpoint]
+    flags += ["--speculative-num-steps", str(steps), "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens",
+              str(steps + 1), "--speculative-adaptive", "--speculative-adaptive-config", "sglang-adaptive.json"]
+    slots = ",\n  ".join(f"{json.dumps(key)}: {json.dumps(slot)}" for key, slot in adaptive.items())  # a slot a line
+    text = "\n".join(["cat > sglang-adaptive.json <<'EOF'\n{\n  " + slots + "\n}\nEOF",
+                      f"python -m sglang.launch_server --model-path {served} " + " ".join(tp + flags)] + lines[1:])
+    return text, [f"written for SGLang {'.'.join(map(str, version))}"] + notes

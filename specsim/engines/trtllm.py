@@ -10,11 +10,11 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from specsim.engines.base import _BASIS, parse_version, RecurrentVerify, SpecHost, make_preset
+from specsim.engines.base import MetricNames, _BASIS, parse_version, RecurrentVerify, SpecHost, make_preset
 from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP, BenchWriter, version_text as _version_text
 
-__all__ = ["ALIASES", "DRAFT_TARGET_SPELLINGS", "NAME", "NEWEST", "ONE_MODEL_SCHEDULE", "PRESETS", "RANGES", "SCHEDULE_SINCE",
-           "TrtllmBench", "decoding_type", "draft_tp", "to_trtllm", "trtllm_notes", "trtllm_options"]
+__all__ = ["ALIASES", "DRAFT_TARGET_SPELLINGS", "METRIC_NAMES", "NAME", "NEWEST", "ONE_MODEL_SCHEDULE", "PRESETS", "RANGES", "SCHEDULE_SINCE",
+           "TrtllmBench", "decoding_type", "draft_tp", "render_schedule", "to_trtllm", "trtllm_notes", "trtllm_options"]
 
 NAME = "trtllm"
 PLAIN = dict(kernel_engine="trtllm", iteration_s=0.20e-3, kernel_iteration_s=0.0, basis=_BASIS + ", TensorRT-LLM rows",
@@ -28,6 +28,27 @@ RECURRENT = RecurrentVerify("checkpoint", 1, "TensorRT-LLM tensorrt_llm/_torch/p
 PRESETS = [make_preset("trtllm", "latest", "TensorRT-LLM 1.0-1.3: C++ runtime; speculative host terms 0", PLAIN, SpecHost(),
                        SpecHost(), "no public measurement across batch sizes", recurrent=RECURRENT)]
 RANGES = [((1, 0, 0), (1, 3, 99), "latest")]
+#: What TensorRT-LLM's OpenAI server exports on /prometheus/metrics (its /metrics is JSON iteration stats) when its
+#: LLM args set return_perf_metrics (iteration counters also need enable_iter_perf_stats): class MetricsCollector in
+#: tensorrt_llm/metrics/collector.py, read at commit 050f80d of NVIDIA/TensorRT-LLM, with the speculative counters of
+#: PRs #12545 and #12636 (opened 2026-03-25 and 2026-03-31; no release wheel could be read, so the first release that
+#: carries them is not pinned: 1.3.0 is assumed).  Multiprocess mode: gauges carry a pid label, counters no _created.
+#: The per-position counters count a request when it finishes and are created for positions that drafted.
+METRIC_NAMES = [
+    MetricNames(engine="trtllm", first=(1, 3, 0), last=(1, 3, 99), path="/prometheus/metrics", prefix="trtllm_",
+                model_label="model_name", replica_label=None, running="trtllm_num_requests_running",
+                waiting="trtllm_num_requests_waiting", requests="trtllm_request_success_total",
+                prompt_tokens="trtllm_prompt_tokens_total", generation_tokens="trtllm_generation_tokens_total",
+                draft_tokens="trtllm_spec_decode_num_draft_tokens_total", accepted="trtllm_spec_decode_num_accepted_tokens_total",
+                accepted_per_position="trtllm_spec_decode_accepted_tokens_total",
+                drafted_per_position="trtllm_spec_decode_drafted_tokens_total", position_label="token_position",
+                accept_length_gauge="trtllm_spec_decode_acceptance_length",
+                gamma_info=("trtllm_speculative_config_info", "spec_num_tokens"), counted_at_finish=True,
+                per_position_at_finish=True, counter_labels=(("engine_type", "pytorch"),), request_labels=(("finished_reason", "length"),),
+                gauge_labels=(("engine_type", "pytorch"), ("pid", "1")),
+                source="tensorrt_llm/metrics/collector.py at commit 050f80d (PRs #12545, #12636; first release not pinned)",
+                note="the first TensorRT-LLM release with these counters is not pinned (PRs #12545 and #12636 of 2026-03/04)"),
+]
 ALIASES: dict[str, str] = {}
 NEWEST = "1.3.0"
 
@@ -251,3 +272,14 @@ class TrtllmBench(BenchWriter):
         return [_SHAREGPT_PREP]
 
 
+
+
+def render_schedule(ranges: list, dep, checkpoint: str | None, version: tuple, min_gain: float, max_batch: int) -> tuple[str, list]:
+    """(the --extra_llm_api_options YAML of ``ranges`` for TensorRT-LLM ``version``, and the notes that go with it)."""
+    import yaml
+
+    config = to_trtllm(ranges, checkpoint, dep, version)
+    if config is None:
+        return f"# speculation does not pay (gain >= {min_gain:g}) at batch 1: leave speculative_config unset", []
+    text = yaml.safe_dump(trtllm_options(dep, config), sort_keys=False).rstrip()
+    return text, [f"written for TensorRT-LLM {'.'.join(map(str, version))}"] + trtllm_notes(ranges, config, version)

@@ -15,11 +15,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from specsim.engines.base import _BASIS, parse_version, _SPEC_BASIS, HEADS, RecurrentVerify, SpecHost, make_preset
+from specsim.engines.base import MetricNames, _BASIS, parse_version, _SPEC_BASIS, HEADS, RecurrentVerify, SpecHost, make_preset
 from specsim.engines.writers import BenchWriter, version_text as _version_text
 
-__all__ = ["NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "ROCM_COLLECTIVE_S", "ROCM_SPEC", "VllmBench", "PER_BATCH_SINCE", "check_vllm_pair", "draft_tp",
-           "engine_settings", "on_platform", "rocm_build", "to_vllm", "vllm_notes"]
+__all__ = ["METRIC_NAMES", "NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "ROCM_COLLECTIVE_S", "ROCM_SPEC", "VllmBench", "PER_BATCH_SINCE", "check_vllm_pair", "draft_tp",
+           "engine_settings", "on_platform", "render_schedule", "rocm_build", "to_vllm", "vllm_notes"]
 
 NAME = "vllm"
 #: vLLM's n-gram lookup window, as the reference article's example sets it.
@@ -64,6 +64,38 @@ RANGES = [((0, 10, 0), (0, 13, 99), "0.10"), ((0, 14, 0), (0, 27, 99), "0.14"), 
 ALIASES: dict[str, str] = {}
 #: The newest release whose source the writers were checked against (what ``vllm@latest`` writes for).
 NEWEST = "0.33.0"
+
+_METRICS_SOURCE = ("vllm/v1/spec_decode/metrics.py (SpecDecodingProm) and vllm/v1/metrics/loggers.py (PrometheusStatLogger), "
+                   "read in the 0.10.0, 0.10.2, 0.11.0 and 0.33.0 wheels")
+#: What vLLM's V1 engine exports on /metrics (the server's, on by default; --disable-log-stats turns it off).  The
+#: speculative counters are created only with a speculative_config; the per-position children are created at start for
+#: positions 0..num_speculative_tokens-1 (spec_decode/metrics.py: 0.10.0 L152-166, 0.33.0 L250-263), so their count is
+#: the configured draft length.  Labels: model_name (served_model_name) and engine (the engine index; loggers.py 0.10.0
+#: L167, 0.33.0 L499).
+#: Metrics that tell releases apart (every vLLM metric is on the page from the server's start): the first release whose
+#: vllm/v1/metrics/loggers.py creates each, read in every x.y.0 wheel from 0.10.0 to 0.33.0 (and 0.10.1.1, 0.10.2).
+_VLLM_LATER = (("vllm:inter_token_latency_seconds", (0, 10, 2)), ("vllm:request_time_per_output_token_seconds", (0, 11, 0)),
+               ("vllm:engine_sleep_state", (0, 12, 0)), ("vllm:request_prefill_kv_computed_tokens", (0, 13, 0)),
+               ("vllm:prompt_tokens_cached", (0, 16, 0)), ("vllm:num_requests_waiting_by_reason", (0, 20, 0)),
+               ("vllm:request_num_preemptions", (0, 30, 0)), ("vllm:admission_rejections", (0, 32, 0)))
+#: The last release each was on a default page: gpu_cache_usage_perc hidden from 0.11.0 (shown with
+#: --show-hidden-metrics-for-version), removed in 0.12.0; time_per_output_token_seconds hidden from 0.12.0, removed in 0.15.0.
+_VLLM_EARLIER = (("vllm:gpu_cache_usage_perc", (0, 10, 99)), ("vllm:time_per_output_token_seconds", (0, 11, 99)))
+_VLLM_NAMES = dict(
+    engine="vllm", path="/metrics", prefix="vllm:", model_label="model_name", replica_label="engine",
+    running="vllm:num_requests_running", waiting="vllm:num_requests_waiting", requests="vllm:request_success_total",
+    prompt_tokens="vllm:prompt_tokens_total", generation_tokens="vllm:generation_tokens_total",
+    drafts="vllm:spec_decode_num_drafts_total", draft_tokens="vllm:spec_decode_num_draft_tokens_total",
+    accepted="vllm:spec_decode_num_accepted_tokens_total",
+    accepted_per_position="vllm:spec_decode_num_accepted_tokens_per_pos_total", position_label="position",
+    later=_VLLM_LATER, earlier=_VLLM_EARLIER, created=True, counter_labels=(("engine", "0"),), request_labels=(("finished_reason", "length"),), gauge_labels=(("engine", "0"),), source=_METRICS_SOURCE)
+METRIC_NAMES = [
+    MetricNames(first=(0, 10, 0), last=(0, 10, 99), note=(
+        "vLLM 0.10 counts speculation for one engine only: with data parallelism its Prometheus logger refuses speculative "
+        "decoding (NotImplementedError, loggers.py 0.10.0 L170-175)"), **_VLLM_NAMES),
+    MetricNames(first=(0, 11, 0), last=(0, 33, 99), note=(
+        "one series per engine under data parallelism from 0.11.0 (vllm-project/vllm#24049)"), **_VLLM_NAMES),
+]
 
 
 def on_platform(preset, hardware):
@@ -315,3 +347,21 @@ class VllmBench(BenchWriter):
         return ['cp "$PROMPTS" prompts.jsonl   # vllm bench serve --dataset-name custom reads {"prompt": ...} lines']
 
 
+
+
+def render_schedule(ranges: list, dep, checkpoint: str | None, version: tuple, min_gain: float, max_batch: int) -> tuple[str, list]:
+    """(the speculative_config JSON of ``ranges`` for vLLM ``version``, one schedule entry a line as vLLM's documentation
+    shows them, and the notes that go with it); a line saying to leave it unset where speculation pays nowhere."""
+    import json
+
+    config = to_vllm(ranges, checkpoint, dep, version)
+    if config is None:
+        return (f"# speculation does not pay (gain >= {min_gain:g}) at any batch size 1..{max_batch}: leave speculative_config unset", [])
+    schedule = config.get("num_speculative_tokens_per_batch_size")
+    head = json.dumps({k: v for k, v in config.items() if k != "num_speculative_tokens_per_batch_size"}, indent=2)
+    if schedule is None:
+        text = head
+    else:
+        entries = ",\n    ".join(json.dumps(entry) for entry in schedule)
+        text = head[:-2] + f',\n  "num_speculative_tokens_per_batch_size": [\n    {entries}\n  ]\n}}'
+    return text, [f"written for vLLM {'.'.join(map(str, version))}"] + vllm_notes(ranges, version, dep.drafter.vllm_method)

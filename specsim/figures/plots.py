@@ -33,8 +33,10 @@ __all__ = [
     "plot_step_times",
     "plot_throughput_vs_latency",
     "plot_verify_cost",
+    "plot_watch",
     "save_round_anatomy",
     "save_serve_sweep",
+    "save_watch",
 ]
 
 
@@ -650,6 +652,85 @@ def plot_serve_sweep(frame: pd.DataFrame, *, axes: Any = None, title: str | None
     left.set_title("time per output token", fontsize=10)
     right.set_title("throughput", fontsize=10)
     return lines
+
+
+def plot_watch(rows: list[dict], *, axes: Any = None, title: str | None = None) -> dict[str, Any]:
+    """A watched period (``specsim watch --plot``; rows as :meth:`specsim.watch.watcher.Row.to_dict` gives them): top,
+    the acceptance length per window with its 95% interval and the break-even at each window's load, windows where
+    speculation costs more than it saves shaded, the start of a flagged drop marked; middle, the load per replica
+    (requests/s, and running requests as the engine shows them and as the model expects); bottom, the model's speedup."""
+    import matplotlib.dates as mdates
+
+    if axes is None:
+        import matplotlib.pyplot as plt
+
+        _, axes = plt.subplots(3, 1, figsize=(11, 8), sharex=True)
+    top, middle, bottom = axes
+    judged = [r for r in rows if r["model"] is not None]
+    when = np.array([np.datetime64(int(r["window"]["end_s"] * 1e3), "ms") for r in judged])
+    start = np.array([np.datetime64(int(r["window"]["start_s"] * 1e3), "ms") for r in judged])
+    length = np.array([r["window"]["acceptance_length"] for r in judged], dtype=float)
+    low = np.array([(r["model"]["interval"] or [np.nan, np.nan])[0] for r in judged], dtype=float)
+    high = np.array([(r["model"]["interval"] or [np.nan, np.nan])[1] for r in judged], dtype=float)
+    be = np.array([np.nan if r["model"]["break_even_length"] is None else r["model"]["break_even_length"] for r in judged])
+    drawn: dict[str, Any] = {}
+    (drawn["length"],) = top.plot(when, length, color=_COLORS[0], lw=1.4, label="acceptance length (engine counters)")
+    drawn["interval"] = top.fill_between(when, low, high, color=_COLORS[0], alpha=0.2, lw=0, label="95% interval")
+    (drawn["break_even"],) = top.plot(when, be, color=_COLORS[1], lw=1.4, ls="--", label="break-even at the window's load (model)")
+    costs = [k for k, r in enumerate(judged) if r["model"]["verdict"] == "costs"]
+    for k in costs:
+        for ax in axes:
+            ax.axvspan(start[k], when[k], color=_COLORS[1], alpha=0.08, lw=0)
+    drawn["costs_windows"] = len(costs)
+    drops = [v for r in rows for v in r["started"] if v["kind"] == "dropped"]
+    for v in drops:
+        at = np.datetime64(int(v["since_s"] * 1e3), "ms")
+        top.axvline(at, color="black", lw=1.0, ls=":")
+        top.annotate("acceptance dropped", (at, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -12),
+                     textcoords="offset points", fontsize=8)
+    drawn["drops"] = len(drops)
+    top.set_ylabel("tokens per verification")
+    top.legend(fontsize=8, loc="lower left")
+    rate = np.array([r["window"]["requests_per_s"] for r in judged], dtype=float)
+    running = np.array([np.nan if r["window"]["running"] is None else r["window"]["running"] for r in judged], dtype=float)
+    expected = np.array([r["model"]["running_model"] for r in judged], dtype=float)
+    (drawn["rate"],) = middle.plot(when, rate, color=_COLORS[2], lw=1.4, label="requests/s per replica")
+    middle.set_ylabel("requests/s")
+    twin = middle.twinx()
+    (drawn["running"],) = twin.plot(when, running, color=_COLORS[4], lw=1.0, label="running (engine)")
+    (drawn["running_model"],) = twin.plot(when, expected, color=_COLORS[4], lw=1.0, ls="--", label="running (model)")
+    twin.set_ylabel("requests running")
+    handles = [drawn["rate"], drawn["running"], drawn["running_model"]]
+    middle.legend(handles, [h.get_label() for h in handles], fontsize=8, loc="upper left")
+    speedup = np.array([r["model"]["speedup"] for r in judged], dtype=float)
+    (drawn["speedup"],) = bottom.plot(when, speedup, color=_COLORS[5], lw=1.4, label="model speedup (TPOT, plain / speculating)")
+    bottom.axhline(1.0, color="black", lw=0.8, ls="--")
+    bottom.set_ylabel("speedup (x)")
+    bottom.legend(fontsize=8, loc="lower left")
+    bottom.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
+    bottom.set_xlabel("time (UTC)")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    if title:
+        top.set_title(title, fontsize=10)
+    return drawn
+
+
+def save_watch(rows: list[dict], path: str | Path, title: str | None = None) -> Path:
+    """Draw :func:`plot_watch` on its own figure and write it atomically (PNG or SVG, by the file's suffix)."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    fmt = Path(path).suffix.lstrip(".").lower()
+    if fmt not in ("png", "svg"):
+        raise ValueError(f"--plot {str(path)!r}: write a .png or a .svg file")
+    with matplotlib.rc_context({"svg.hashsalt": "specsim", "font.size": 10}):
+        fig = Figure(figsize=(11, 8.5), layout="constrained")
+        plot_watch(rows, axes=fig.subplots(3, 1, sharex=True), title=title)
+        _freeze_layout(fig)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format=fmt, dpi=130, metadata={} if fmt == "png" else {"Date": None})
+    return atomic_write_bytes(Path(path), buffer.getvalue())
 
 
 def save_round_anatomy(rows: list[dict], path: str | Path, title: str | None = None) -> Path:

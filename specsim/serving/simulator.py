@@ -47,7 +47,7 @@ from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_S
 from specsim.serving.workloads import mean_context_tokens
 
 __all__ = ["DEFAULT_MAX_BATCHED_TOKENS", "DEFAULT_MAX_NUM_SEQS", "DEFAULT_REQUESTS", "DEFAULT_SLO_ATTAINMENT", "EngineLimits", "ServeResult",
-           "StepTable", "requests_for", "serve_compare", "serve_sweep", "simulate", "summarize_runs", "sweep_findings"]
+           "StepCounters", "StepTable", "simulate_speculating", "requests_for", "serve_compare", "serve_sweep", "simulate", "summarize_runs", "sweep_findings"]
 
 #: Requests simulated per run unless told otherwise.
 DEFAULT_REQUESTS = 1000
@@ -210,6 +210,105 @@ class ServeResult:
         return out
 
 
+class StepCounters:
+    """What a serving engine's metrics count while :func:`simulate` plays requests through it (its ``observer``).
+
+    Per iteration (a round of rounds' worth when many are advanced at once), with the time it ends: the drafts (one per
+    speculating sequence and round), drafted and accepted tokens, the drafts whose token k was accepted, the tokens
+    generated and the prompt tokens prefilled, and the requests running and waiting after it; per finished request,
+    with its time: its prompt and output tokens, its verification passes and its accepted tokens per position, which
+    engines that count a request when it finishes report (SGLang's tokenizer metrics, TensorRT-LLM's per-request
+    ones).  :meth:`at` gives every count cumulated to a list of times, as a /metrics page read then would show.
+    """
+
+    def __init__(self, requests: int, gamma_max: int):
+        self.gamma_max = int(gamma_max)
+        self._rows: list[tuple] = []  # (ends, drafts, draft tokens, accepted, per position, generated, prompt, running, waiting)
+        self._done: list[tuple] = []  # (times, prompt, output, verifications, accepted per position, drafted per position)
+        self._verify = np.zeros(requests)
+        self._accepted = np.zeros((requests, self.gamma_max))
+        self._drafted = np.zeros((requests, self.gamma_max))
+        self._positions = np.arange(self.gamma_max)[None, None, :]
+
+    def rounds(self, ends: np.ndarray, run: np.ndarray, accepted: np.ndarray, gamma: int, generated: np.ndarray,
+               running: int, waiting: int, prompt: object = 0) -> None:
+        """``accepted``: drafted tokens each running sequence had accepted in each of the rounds ending at ``ends``."""
+        k = len(ends)
+        if gamma:
+            over = accepted[:, :, None] > self._positions  # (sequence, round, position): token k accepted
+            per_position = over.sum(axis=0)
+            self._verify[run] += k
+            self._accepted[run] += over.sum(axis=1)
+            self._drafted[run, :gamma] += k
+            drafts = np.full(k, float(run.size))
+        else:
+            per_position, drafts = np.zeros((k, self.gamma_max)), np.zeros(k)
+        prompts = np.zeros(k)
+        prompts[-1] = prompt
+        self._rows.append((np.asarray(ends, dtype=float), drafts, drafts * gamma, accepted.sum(axis=0).astype(float), per_position,
+                           np.broadcast_to(np.asarray(generated, dtype=float), (k,)), prompts,
+                           np.full(k, running), np.full(k, waiting)))
+
+    def iteration(self, end: float, run: np.ndarray, accepted: np.ndarray, gamma: int, generated: float, prompt: float,
+                  first_tokens: int, running: int, waiting: int) -> None:
+        """One iteration with prompt chunks: the running sequences' round, ``prompt`` tokens prefilled and the first
+        token of each of ``first_tokens`` prompts it finished."""
+        self.rounds(np.array([end]), run, accepted.reshape(run.size, 1), gamma if run.size else 0,
+                    np.array([generated + first_tokens]), running, waiting, prompt)
+
+    def finished(self, ids: np.ndarray, at: np.ndarray, prompt: np.ndarray, output: np.ndarray) -> None:
+        self._done.append((np.asarray(at, dtype=float).copy(), prompt.astype(float), output.astype(float), self._verify[ids].copy(),
+                           self._accepted[ids].copy(), self._drafted[ids].copy()))
+
+    def at(self, times: object) -> dict:
+        """Every count cumulated to each of ``times`` (seconds of the simulation), and the running and waiting requests
+        after the last iteration that ended by then: arrays over ``times`` (a second axis over positions)."""
+        t = np.atleast_1d(np.asarray(times, dtype=float))
+        keys = ("drafts", "draft_tokens", "accepted", "accepted_per_position", "generation_tokens", "prompt_tokens")
+        if self._rows:
+            cols = [np.concatenate([r[i] for r in self._rows]) for i in range(9)]
+        else:
+            cols = [np.zeros(0)] * 4 + [np.zeros((0, self.gamma_max))] + [np.zeros(0)] * 4
+        order = np.argsort(cols[0], kind="stable")
+        ends = cols[0][order]
+        upto = np.searchsorted(ends, t, side="right")  # iterations ended by each time
+        out = {}
+        for key, col in zip(keys, cols[1:7]):
+            c = np.cumsum(np.asarray(col, dtype=float)[order], axis=0)
+            out[key] = np.where((upto > 0).reshape((-1,) + (1,) * (c.ndim - 1)), c[np.maximum(upto - 1, 0)], 0.0)
+        for key, col in (("running", cols[7]), ("waiting", cols[8])):
+            out[key] = np.where(upto > 0, np.asarray(col, dtype=float)[order][np.maximum(upto - 1, 0)], 0.0)
+        if self._done:
+            done = [np.concatenate([d[i] for d in self._done]) for i in range(6)]
+        else:
+            done = [np.zeros(0)] * 4 + [np.zeros((0, self.gamma_max))] * 2
+        order = np.argsort(done[0], kind="stable")
+        upto = np.searchsorted(done[0][order], t, side="right")
+        out["finished"] = upto.astype(float)
+        for key, col in zip(("finished_prompt_tokens", "finished_output_tokens", "finished_verifications",
+                             "finished_accepted_per_position", "finished_drafted_per_position"), done[1:]):
+            c = np.cumsum(np.asarray(col, dtype=float)[order], axis=0)
+            out[key] = np.where((upto > 0).reshape((-1,) + (1,) * (c.ndim - 1)), c[np.maximum(upto - 1, 0)], 0.0)
+        return out
+
+    def accept_length_window(self, times: object, iterations: int) -> np.ndarray:
+        """1 + accepted / drafts over the last ``iterations`` speculating iterations before each time (NaN before any):
+        what an engine that logs the mean acceptance length of its last logging window shows then."""
+        t = np.atleast_1d(np.asarray(times, dtype=float))
+        if not self._rows:
+            return np.full(t.shape, np.nan)
+        ends = np.concatenate([r[0] for r in self._rows])
+        drafts = np.concatenate([r[1] for r in self._rows])
+        accepted = np.concatenate([r[3] for r in self._rows])
+        keep = drafts > 0
+        ends, drafts, accepted = ends[keep], drafts[keep], accepted[keep]
+        cd, ca = np.r_[0.0, np.cumsum(drafts)], np.r_[0.0, np.cumsum(accepted)]
+        upto = np.searchsorted(ends, t, side="right")
+        start = np.maximum(upto - int(iterations), 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(upto > 0, 1.0 + (ca[upto] - ca[start]) / (cd[upto] - cd[start]), np.nan)
+
+
 def _ratio(amount: float, span_s: float) -> float | None:
     """``amount`` per second of ``span_s``, or None where no finite rate follows (no span, or one so short that the
     rate overflows: arrivals a denormal apart); a summary never holds inf, which JSON cannot carry."""
@@ -224,9 +323,12 @@ class _Engine:
     """The state of one simulated engine while requests play through it (see :func:`simulate`)."""
 
     def __init__(self, requests, table: StepTable, limits: EngineLimits, cum: np.ndarray, gamma_by_batch: np.ndarray,
-                 rng: np.random.Generator, concurrency: int | None, reserve: np.ndarray):
+                 rng: np.random.Generator, concurrency: int | None, reserve: np.ndarray, changes: list | None = None,
+                 observer=None):
         n = len(requests)
         self.n, self.table, self.limits, self.cum, self.gamma_by_batch, self.rng = n, table, limits, cum, gamma_by_batch, rng
+        self.changes = deque(changes or ())  # (from time, cumulative rates): the acceptance from then on
+        self.observer = observer
         self.concurrency, self.reserve = concurrency, reserve
         self.speculating = False
         self.prompt = np.asarray(requests.prompt, dtype=np.int64)
@@ -282,11 +384,23 @@ class _Engine:
             self.closed_next += 1
 
     def finish_requests(self, ids: np.ndarray, at) -> None:
+        if self.observer is not None:
+            self.observer.finished(ids, np.broadcast_to(at, ids.shape), self.prompt[ids], self.output[ids])
         for i, when in zip(ids.tolist(), np.broadcast_to(at, ids.shape).tolist()):
             self.finish[i] = when
             self.kv_used -= self.reserve[i]
             self.done += 1
             self.release(when)
+
+    def change_acceptance(self) -> None:
+        """The acceptance from the latest change at or before now (a drafter that meets other prompts from then on)."""
+        while self.changes and self.changes[0][0] <= self.t:
+            self.cum = self.changes.popleft()[1]
+
+    def _next_event_s(self) -> float:
+        """The next arrival or acceptance change, inf where none is due: a jump of rounds stops at it."""
+        arrival = self.arrival[self.next_arrival] if self.next_arrival < self._limit else np.inf
+        return min(arrival, self.changes[0][0]) if self.changes else arrival
 
     def admit(self) -> None:
         """First come, first served while sequences and KV memory last (each request reserves its whole length)."""
@@ -328,6 +442,9 @@ class _Engine:
         ctx = self.ctx[self.running].mean() if b else 0.0
         dt = float(iteration_s(float(table.round_s(b, ctx, g)) if b else table.base_s, prefill_s))
         emitted = _emit(self.rng, self.cum, g, b, 1, table.verified(b, np.array([ctx]), g) if b else None)[:, 0] if b else np.zeros(0)
+        if self.observer is not None:
+            self.observer.iteration(self.t + dt, self.running, emitted[:, None] - 1, g, np.minimum(emitted, self.remaining[self.running]).sum(),
+                                    chunk, len(completed), b + len(self.prefilling), len(self.waiting))
         self.in_system += (b + len(self.prefilling) + len(self.waiting)) * dt
         self.batch_time[b] += dt
         self.t += dt
@@ -362,14 +479,20 @@ class _Engine:
         per_round = 1.0 + (self.cum[:g].sum() if g else 0.0)
         rounds = int(min(_JUMP, max(4, np.ceil(rem.min() / per_round) + 3)))
         verified = self.table.verified(b, self.ctx[run].mean() + per_round * np.arange(rounds), g)
-        cum_e = np.cumsum(_emit(self.rng, self.cum, g, b, rounds, verified), axis=1)
+        emitted = _emit(self.rng, self.cum, g, b, rounds, verified)
+        cum_e = np.cumsum(emitted, axis=1)
         finished_by = np.where(cum_e >= rem[:, None], np.arange(rounds)[None, :], rounds).min(axis=1)
         k = int(min(finished_by.min() + 1, rounds))
         mean_before = self.ctx[run].mean() + np.r_[0.0, np.minimum(cum_e[:, : k - 1], rem[:, None]).mean(axis=0)]
         ends = self.t + np.cumsum(self.table.round_s(b, mean_before, g))
-        if self.next_arrival < self._limit and self.arrival[self.next_arrival] < ends[-1]:
-            k = int(np.searchsorted(ends, self.arrival[self.next_arrival], side="left")) + 1
+        due = self._next_event_s()
+        if due < ends[-1]:
+            k = int(np.searchsorted(ends, due, side="left")) + 1
             ends = ends[:k]
+        if self.observer is not None:
+            kept = np.minimum(cum_e[:, :k], rem[:, None])
+            self.observer.rounds(ends, run, emitted[:, :k] - 1, g, np.diff(kept, axis=1, prepend=0).sum(axis=0),
+                                 b + len(self.prefilling), len(self.waiting))
         span = ends[-1] - self.t
         self.in_system += (b + len(self.prefilling) + len(self.waiting)) * span
         self.batch_time[b] += span
@@ -380,7 +503,8 @@ class _Engine:
 
 def simulate(requests, table: StepTable, limits: EngineLimits, acceptance: object = 0.0, gamma: object = 0,
              rng: np.random.Generator | None = None, concurrency: int | None = None,
-             reserve_bytes: np.ndarray | None = None, label: str = "") -> ServeResult:
+             reserve_bytes: np.ndarray | None = None, label: str = "", acceptance_changes: list | None = None,
+             observer=None) -> ServeResult:
     """Play ``requests`` through one engine.
 
     Parameters
@@ -402,6 +526,12 @@ def simulate(requests, table: StepTable, limits: EngineLimits, acceptance: objec
     reserve_bytes : ndarray or None
         KV bytes each request reserves for its whole length (:func:`specsim.capacity.sequence_kv_bytes`);
         None: nothing is reserved, and only ``max_num_seqs`` limits admission.
+    acceptance_changes : list of (seconds, acceptance) or None
+        The acceptance from each of these times on (a new system prompt or checkpoint meets the drafter then); a
+        round that starts after a change draws from it.
+    observer : object or None
+        Told what the engine does, as an engine's metrics count it (:class:`StepCounters`): each round's accepted
+        drafts per sequence, the tokens and prompt tokens of each iteration, each finished request.
     """
     rng = np.random.default_rng(0) if rng is None else rng
     if np.ndim(gamma) == 0:
@@ -414,10 +544,12 @@ def simulate(requests, table: StepTable, limits: EngineLimits, acceptance: objec
     if gmax > table.gamma_max:
         raise ValueError(f"the step table holds gamma up to {table.gamma_max}, the policy uses {gmax}")
     cum = as_acceptance(acceptance).cumulative_rates(gmax)
+    changes = sorted((float(t), as_acceptance(a).cumulative_rates(gmax)) for t, a in (acceptance_changes or ()))
     reserve = np.zeros(len(requests)) if reserve_bytes is None else np.asarray(reserve_bytes, dtype=float)
-    eng = _Engine(requests, table, limits, cum, gamma_by_batch, rng, concurrency, reserve)
+    eng = _Engine(requests, table, limits, cum, gamma_by_batch, rng, concurrency, reserve, changes, observer)
     eng.speculating = gmax > 0  # the drafter's network runs over every prompt too
     while eng.done < eng.n:
+        eng.change_acceptance()
         eng.arrive(eng.t)
         eng.admit()
         b = eng.running.size
@@ -433,6 +565,18 @@ def simulate(requests, table: StepTable, limits: EngineLimits, acceptance: objec
         notes.append(f"{int(eng.rejected.sum())} request(s) need more KV than the engine holds and were never served")
     return ServeResult(eng.arrival, eng.first, eng.finish, eng.prompt, eng.output, eng.rejected, eng.batch_time, eng.in_system,
                        label, notes)
+
+
+def simulate_speculating(dep: Deployment, requests, acceptance: object, gamma: int, limits: EngineLimits, kv_bytes: float,
+                         rng: np.random.Generator, acceptance_changes: list | None = None, observer=None) -> ServeResult:
+    """Play ``requests`` (with their arrival times) through ``dep`` speculating ``gamma`` tokens a round, each request
+    reserving its whole length of target and draft KV in ``kv_bytes``: one engine's run as serve-sim's speculative one
+    plays it, with ``acceptance_changes`` and an ``observer`` (:func:`simulate`)."""
+    prompt, output = np.asarray(requests.prompt), np.asarray(requests.output)
+    table = StepTable(dep, limits.max_num_seqs, int((prompt + output).max()), gamma, limits.max_batched_tokens, acceptance)
+    reserve = sequence_kv_bytes(dep, (prompt + output).astype(float), True, max(int(gamma), 1))
+    return simulate(requests, table, dataclasses.replace(limits, kv_capacity_bytes=kv_bytes), acceptance, gamma, rng,
+                    reserve_bytes=reserve, label=f"gamma {gamma}", acceptance_changes=acceptance_changes, observer=observer)
 
 
 def _emit(rng: np.random.Generator, cum: np.ndarray, gamma: int, batch: int, rounds: int,

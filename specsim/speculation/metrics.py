@@ -22,15 +22,13 @@ the a_k differ from alpha by more than sampling noise, :func:`acceptance_from_pr
 flags it, and E at gamma <= the measured gamma should then come from the
 per-position form 1 + sum_k c_k (``expected_tokens_per_position``).
 
-The parser is a small strict reader of the text format (metric name, optional
-``{label="value",...}``, value, optional timestamp) so that a malformed file
-is reported with its line number.
+Pages are read by prometheus_client's parser of the text format; a malformed one is reported with the line it
+refused.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import numpy as np
@@ -42,9 +40,6 @@ from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_len
 __all__ = ["AcceptanceMetrics", "acceptance_between", "acceptance_from_page", "acceptance_from_prometheus", "parse_prometheus",
            "read_metrics_file"]
 
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)(\s+-?\d+)?\s*$")
-_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|$)')
-
 #: Longest line of a /metrics page read: vLLM's speculative-decoding samples are under 200 characters, and a label
 #: (a model path) is far shorter than this; a longer line is not a Prometheus page of a server.
 MAX_LINE_CHARS = 4096
@@ -53,48 +48,43 @@ _PREFIX = "vllm:spec_decode_"
 _COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "num_accepted_tokens_per_pos")
 
 
-def _parse_labels(block: str, where: str) -> tuple[tuple[str, str], ...]:
-    inner = block[1:-1].strip()
-    labels = []
-    pos = 0
-    while pos < len(inner):
-        m = _LABEL.match(inner, pos)
-        if not m:
-            raise ValueError(f"{where}: malformed labels {block!r}; expected {{name=\"value\",...}}")
-        value = m.group(2).replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
-        labels.append((m.group(1), value))
-        pos = m.end()
-    return tuple(sorted(labels))
+def _samples(text: str):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for family in text_string_to_metric_families(text):
+        yield from family.samples
 
 
-def parse_prometheus(text: str, source: str = "metrics") -> list[tuple[str, dict[str, str], float]]:
-    """Samples of a Prometheus text exposition as ``(name, labels, value)``.
+def parse_prometheus(text: str, source: str = "metrics", stamps: list | None = None) -> list[tuple[str, dict[str, str], float]]:
+    """Samples of a Prometheus text exposition as ``(name, labels, value)``, read by prometheus_client's parser.
 
-    Comment lines (``# HELP``, ``# TYPE``) and blank lines are skipped; any
-    other line that is not a valid sample raises ValueError naming the line.
+    A line that parser refuses raises one ValueError naming the line (found by reading the page's sample lines one at
+    a time, only once the page as a whole was refused); a line longer than :data:`MAX_LINE_CHARS` is refused before
+    any parsing.  ``stamps``, a list, receives each sample's time stamp in seconds (None where it has none).
 
     >>> parse_prometheus('# TYPE x counter\\nx_total{engine="0"} 12.0\\n')
     [('x_total', {'engine': '0'}, 12.0)]
     """
-    samples = []
-    for number, raw in enumerate(text.splitlines(), start=1):
-        where = f"{source}, line {number}"
-        if len(raw) > MAX_LINE_CHARS:  # before any regex or label copy sees it
-            raise ValueError(f"{where} is {len(raw):,} characters long; a /metrics line has at most {MAX_LINE_CHARS:,}")
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        m = _SAMPLE.match(line)
-        if not m:
-            raise ValueError(f"{where}: not a Prometheus sample: {raw.strip()[:80]!r}; expected 'name{{labels}} value'")
-        name, block, value_text = m.group(1), m.group(2), m.group(3)
-        try:
-            value = float(value_text)
-        except ValueError:
-            raise ValueError(f"{where}: value {value_text!r} is not a number") from None
-        labels = dict(_parse_labels(block, where)) if block else {}
-        samples.append((name, labels, value))
-    return samples
+    lines = text.splitlines()
+    for number, raw in enumerate(lines, start=1):
+        if len(raw) > MAX_LINE_CHARS:  # before the parser copies it
+            raise ValueError(f"{source}, line {number} is {len(raw):,} characters long; a /metrics line has at most {MAX_LINE_CHARS:,}")
+    try:
+        samples = list(_samples(text))
+        if stamps is not None:  # the samples' own time stamps (seconds), None where a sample has none
+            stamps.extend(None if s.timestamp is None else float(s.timestamp) for s in samples)
+        return [(s.name, dict(s.labels), float(s.value)) for s in samples]
+    except ValueError as err:
+        for number, raw in enumerate(lines, start=1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            try:
+                list(_samples(line + "\n"))
+            except ValueError as line_err:
+                raise ValueError(f"{source}, line {number}: not a Prometheus sample: {line[:80]!r} ({line_err}); expected "
+                                 "'name{labels} value [timestamp]'") from None
+        raise ValueError(f"{source}: not a Prometheus text page ({err})") from None
 
 
 @record

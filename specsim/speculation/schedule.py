@@ -56,7 +56,7 @@ from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma, optimal_tree, speedup
 
-__all__ = ["DEFAULT_MAX_BATCH", "ScheduleRange", "batch_grid", "context_table", "gamma_schedule", "tree_schedule"]
+__all__ = ["DEFAULT_MAX_BATCH", "ScheduleRange", "batch_grid", "context_table", "gamma_schedule", "load_schedule", "tree_schedule"]
 
 #: vLLM's default max_num_seqs.
 DEFAULT_MAX_BATCH = 256
@@ -81,6 +81,26 @@ class ScheduleRange:
 DEFAULT_SCHEDULE_RTOL = 0.01
 #: Speculate where the predicted speedup is at least this (1: any predicted gain).
 DEFAULT_MIN_GAIN = 1.0
+
+
+def load_schedule(answer, max_batch: int, min_gain: float = DEFAULT_MIN_GAIN) -> list:
+    """The schedule of the loads a :class:`~specsim.answers.load.LoadAnswer` solved: each load's best gamma (off where
+    its speedup is below ``min_gain``), keyed, as engines key a schedule, by the decode batch that load runs at; the
+    batch sizes between two loads take the nearer load's gamma, and the last load's runs to ``max_batch``."""
+    points = sorted((max(r["spec"]["decode_batch"], 1.0), r["gamma"] if r["speedup_tpot"] >= min_gain else 0,
+                     r["speedup_tpot"]) for r in answer.rows)
+    ranges, start = [], 1
+    for k, (b, g, sp) in enumerate(points):
+        end = max_batch if k == len(points) - 1 else max(start, int((b + points[k + 1][0]) / 2))
+        if ranges and ranges[-1].gamma == g:
+            last = ranges.pop()
+            ranges.append(ScheduleRange(last.start_batch, end, g, min(last.min_speedup, sp), max(last.max_speedup, sp)))
+        else:
+            ranges.append(ScheduleRange(start, end, g, sp, sp))
+        start = end + 1
+        if start > max_batch:
+            break
+    return ranges
 
 
 def gamma_schedule(

@@ -1,0 +1,183 @@
+"""Has acceptance dropped?  A CUSUM change-point test on the windows' acceptance lengths, with its false-alarm rate.
+
+The first ``reference`` usable windows (after a start, a restart, a change of draft length or a flagged drop) set the
+reference: the acceptance length ``mu0`` over their drafts, the variance ``v`` of one draft's accepted tokens, and the
+overdispersion ``phi`` between windows (Pearson's statistic over the reference windows: drafts of one request, and
+requests of one kind of traffic, are not independent, so a window's mean varies more than ``v / n``; at least 1).  A
+window of ``n`` drafts then has the standard deviation ``sigma = sqrt(phi v / n)``; a window read from a gauge only
+(no draft count) has the reference windows' own standard deviation.
+
+Each later window adds the log-likelihood ratio of a drop of ``delta`` (``min_drop`` of ``mu0``) against none, for a
+normal mean of known spread, to Page's CUSUM, ``S = max(0, S + (delta / sigma^2)(mu0 - x - delta / 2))``; the test
+flags a drop when ``S`` reaches ``h = ln(1 / false_alarm)``.  Lorden's bound for this test: without a change, the mean
+number of windows before a false alarm is at least ``e^h = 1 / false_alarm`` (the rate stated, and held by
+tests/test_watch.py on drift-free replays).  A drop of ``delta`` adds ``delta^2 / (2 sigma^2)`` a window on average,
+so it is flagged within a number of windows stated for 9 cases in 10, plus the window it starts in
+(:meth:`DropDetector.windows_to_flag`).
+The change is placed after the last window at which ``S`` was 0, and the acceptance since then is the drafts' mean
+over those windows.  After a flag the test sets a new reference from the windows that follow.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.stats import chi2
+
+from specsim.core.records import record
+
+__all__ = ["DEFAULT_FALSE_ALARM", "DEFAULT_MIN_DROP", "DEFAULT_REFERENCE", "FLAG_PROBABILITY", "PHI_QUANTILE", "Drop", "DropDetector"]
+
+#: One false alarm per this many windows at most, on average (Lorden's bound): h = ln 1000 = 6.91.
+DEFAULT_FALSE_ALARM = 1e-3
+#: The smallest drop worth a flag, as a share of the reference acceptance length: a 5% shorter acceptance length
+#: makes a round emit 5% fewer tokens, and the speedup about 5% smaller (specsim's default, an assumption).
+DEFAULT_MIN_DROP = 0.05
+#: Windows that set a reference (and the overdispersion between windows).
+DEFAULT_REFERENCE = 10
+#: The overdispersion (or a gauge's spread) is taken at the upper end of its 90% one-sided chi-square interval over the
+#: reference windows: ten windows estimate a variance to within a factor of about 2, and a reference that happens to
+#: vary little would otherwise make the test jumpy (on drift-free replays the estimate itself, not its bound, gave 1.3
+#: false alarms per 1,000 windows against the 1 stated; the bound, 0.24).
+PHI_QUANTILE = 0.10
+#: The stated windows to flag a drop of the smallest size: flagged within them in this share of cases or more (a normal
+#: approximation of the CUSUM's sum of log-likelihood ratios).
+FLAG_PROBABILITY = 0.9
+
+
+@record
+class Drop:
+    """A flagged drop: the acceptance length fell from ``before`` to ``after`` from window ``since`` on."""
+
+    flagged: int  #: the window whose counts reached the threshold
+    since: int  #: the first window after the change
+    before: float
+    after: float
+    statistic: float  #: the CUSUM when flagged
+
+    def to_dict(self) -> dict:
+        return {"flagged": self.flagged, "since": self.since, "before": self.before, "after": self.after,
+                "statistic": self.statistic}
+
+
+class DropDetector:
+    """Page's CUSUM for a drop of the acceptance length (the module's docstring)."""
+
+    def __init__(self, min_drop: float = DEFAULT_MIN_DROP, false_alarm: float = DEFAULT_FALSE_ALARM,
+                 reference: int = DEFAULT_REFERENCE):
+        if not 0.0 < min_drop < 1.0:
+            raise ValueError(f"the smallest drop must be a share in (0, 1), got {min_drop!r}")
+        if not 0.0 < false_alarm < 1.0:
+            raise ValueError(f"the false-alarm rate must be in (0, 1), got {false_alarm!r}")
+        if int(reference) < 3:
+            raise ValueError(f"a reference needs at least 3 windows (an overdispersion needs 2 degrees of freedom), got {reference!r}")
+        self.min_drop, self.false_alarm, self.reference = float(min_drop), float(false_alarm), int(reference)
+        self.h = math.log(1.0 / self.false_alarm)
+        self._restart(None)
+
+    def _restart(self, gamma) -> None:
+        self._buffer: list = []  # (index, x, n, v) of reference windows
+        self.gamma = gamma
+        self.mu0 = self.v0 = self.phi = self.gauge_sd = None
+        self.cusum = 0.0
+        self._since_zero: list = []  # (index, x, n) since the CUSUM was last 0
+
+    @property
+    def ready(self) -> bool:
+        return self.mu0 is not None
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.mu0 is None else self.min_drop * self.mu0
+
+    def sd(self, drafts: float | None) -> float | None:
+        """The standard deviation of a window's acceptance length over ``drafts`` drafts (None before a reference)."""
+        if not self.ready:
+            return None
+        if drafts is None or self.v0 is None:
+            return self.gauge_sd
+        return math.sqrt(self.phi * self.v0 / max(drafts, 1.0))
+
+    def windows_to_flag(self, drafts: float | None) -> int | None:
+        """Windows of ``drafts`` drafts within which a drop of exactly the smallest size is flagged in
+        :data:`FLAG_PROBABILITY` of cases: the fewest k whose summed log-likelihood ratios, mean k m and variance 2 k m
+        for m = delta^2 / (2 sigma^2) a window, reach h at that probability; plus the window the drop starts in."""
+        from scipy.stats import norm
+
+        sd = self.sd(drafts)
+        if sd is None or sd <= 0:
+            return None if sd is None else 1
+        m = self.delta ** 2 / (2.0 * sd ** 2)
+        z = float(norm.ppf(FLAG_PROBABILITY))
+        k = 1
+        while k * m - z * math.sqrt(2.0 * k * m) < self.h:
+            k += 1
+        return k + 1
+
+    def reset(self, reason_gamma=None) -> None:
+        """Start a new reference (an engine restart, a new draft length)."""
+        self._restart(reason_gamma)
+
+    def update(self, index: int, window) -> Drop | None:
+        """Add a usable window; a :class:`Drop` where it flags one."""
+        x, n = window.acceptance_length, window.drafts
+        if x is None:
+            return None
+        if window.gamma != self.gamma and self.gamma is not None:
+            self._restart(window.gamma)
+        self.gamma = window.gamma
+        v = window.draft_variance() if n else None
+        if not self.ready:
+            self._buffer.append((index, x, n, v))
+            if len(self._buffer) >= self.reference:
+                self._set_reference()
+            return None
+        sd = self.sd(n)
+        if sd is None or sd <= 0:
+            return None
+        llr = (self.delta / sd ** 2) * (self.mu0 - x - self.delta / 2.0)
+        self.cusum = max(0.0, self.cusum + llr)
+        if self.cusum == 0.0:
+            self._since_zero = []
+            return None
+        self._since_zero.append((index, x, n, v))
+        if self.cusum < self.h:
+            return None
+        since = self._since_zero[0][0]
+        xs = np.array([s[1] for s in self._since_zero])
+        ns = np.array([s[2] if s[2] else 1.0 for s in self._since_zero])
+        drop = Drop(index, since, float(self.mu0), float((xs * ns).sum() / ns.sum()), float(self.cusum))
+        self._restart(self.gamma)  # the windows after this one set the next reference (the change may straddle earlier ones)
+        return drop
+
+    def _set_reference(self) -> None:
+        xs = np.array([b[1] for b in self._buffer])
+        counted = all(b[2] for b in self._buffer) and all(b[3] is not None for b in self._buffer)
+        if counted:
+            ns = np.array([b[2] for b in self._buffer], dtype=float)
+            vs = np.array([b[3] for b in self._buffer], dtype=float)
+            self.mu0 = float((xs * ns).sum() / ns.sum())
+            self.v0 = float((vs * ns).sum() / ns.sum())
+            pearson = float((ns * (xs - self.mu0) ** 2).sum() / max(self.v0, 1e-12))
+            self.phi = max(1.0, pearson / float(chi2.ppf(PHI_QUANTILE, len(xs) - 1)))
+        else:
+            self.mu0 = float(xs.mean())
+            self.v0, self.phi = None, None
+            sd = math.sqrt(float(((xs - self.mu0) ** 2).sum()) / float(chi2.ppf(PHI_QUANTILE, len(xs) - 1)))
+            self.gauge_sd = float(max(sd, 1e-6 * self.mu0))
+        self.reference_windows = (self._buffer[0][0], self._buffer[-1][0])
+        self.cusum = 0.0
+        self._since_zero = []
+
+    def describe(self, drafts: float | None = None) -> str:
+        """The test in a line: the smallest drop, the false-alarm rate, and how soon a drop is flagged."""
+        if not self.ready:
+            return (f"drift test: a reference of {self.reference} windows first, then a drop of {self.min_drop:.0%} or more "
+                    f"is flagged with at most one false alarm per {1 / self.false_alarm:,.0f} windows (Lorden's bound)")
+        k = self.windows_to_flag(drafts)
+        spread = (f"overdispersion {self.phi:.1f} between windows" if self.phi is not None
+                  else f"the reference's spread, {self.gauge_sd:.3f}")
+        return (f"drift test: reference acceptance length {self.mu0:.3f}; a drop to {self.mu0 - self.delta:.3f} or below "
+                f"({self.min_drop:.0%}) is flagged within {k} window(s) in {FLAG_PROBABILITY:.0%} of cases, with at most one false alarm per "
+                f"{1 / self.false_alarm:,.0f} windows (CUSUM, threshold ln {1 / self.false_alarm:,.0f} = {self.h:.2f}; {spread})")

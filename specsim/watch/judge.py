@@ -1,0 +1,146 @@
+"""A window's acceptance and load through the serving model: the speedup there, and the break-even acceptance there.
+
+A production engine serves arrivals, so a window is read as an open loop (:mod:`specsim.serving.steady`, kind
+``rate``): its finished requests per second per replica, with its mean prompt and output tokens per request, served by
+the deployment (its step-time source and engine preset, or the engine a calibration file fitted) plain and speculating
+at the draft length in use.  The speedup is the ratio of the TPOTs at that rate (the throughput is the rate both ways
+while the engine keeps up; past what one of them serves, that one's TPOT is its full engine's).
+
+The acceptance enters the model as one alpha per window: the alpha whose acceptance length at the draft length is the
+window's (:func:`specsim.speculation.acceptance.alpha_from_acceptance_length`).  The break-even is the acceptance
+length at which the speedup at that rate is 1: the model's speedup on a grid of alphas (one vectorised call of the
+serving model for every window at once), the first crossing of 1 interpolated.  It may not exist: at a load where
+speculation never pays (the drafter's passes cost more than any acceptance saves) or where it always does.
+
+The verdict compares the window's acceptance length, with its interval, against the break-even: it costs more than it
+saves where the interval's top is below; it pays where its bottom is above; otherwise the window cannot tell.  The
+interval is the mean accepted tokens per draft over the window's drafts, its spread that of one draft's accepted
+tokens (from the per-position counts) inflated by the overdispersion the drift reference measured between windows
+(drafts of one request are not independent), 95%.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from specsim.core.records import record
+
+__all__ = ["ALPHAS", "CONFIDENCE_Z", "Judgement", "Judge"]
+
+#: The alphas on which the break-even is searched: 0 to 0.995, every 0.005.
+ALPHAS = np.round(np.arange(0.0, 0.9951, 0.005), 3)
+#: A two-sided 95% normal interval.
+CONFIDENCE_Z = 1.959964
+
+
+@record(eq=False)
+class Judgement:
+    """The model's view of one window."""
+
+    alpha: float  #: the window's acceptance as one alpha at its draft length
+    gamma: int
+    speedup: float  #: plain TPOT over speculative TPOT at the window's rate, lengths and acceptance
+    break_even_length: float | None  #: the acceptance length at which the speedup is 1 (None: see ``break_even``)
+    break_even: str  #: "found", "never" (no acceptance pays at this load) or "always" (any does)
+    interval: tuple | None  #: the window's acceptance length, 95% (low, high); None without a spread
+    verdict: str  #: "costs", "pays" or "undecided"
+    running_model: float  #: requests the model expects in the engine at this rate, speculating
+    best_gamma: int  #: the gamma the model picks at this load and acceptance (0: plain decoding)
+    best_speedup: float
+
+    def to_dict(self) -> dict:
+        return {"alpha": self.alpha, "gamma": self.gamma, "speedup": self.speedup, "break_even_length": self.break_even_length,
+                "break_even": self.break_even, "interval": list(self.interval) if self.interval else None,
+                "verdict": self.verdict, "running_model": self.running_model, "best_gamma": self.best_gamma,
+                "best_speedup": self.best_speedup}
+
+
+def _length(alpha: np.ndarray, gamma: int) -> np.ndarray:
+    """E(alpha, gamma), the tokens one verification emits (one alpha per position)."""
+    from specsim.speculation.acceptance import tokens_per_round
+
+    return np.asarray(tokens_per_round(np.asarray(alpha, dtype=float), gamma), dtype=float)
+
+
+class Judge:
+    """The serving model of one deployment, asked about windows.
+
+    ``dep``: the deployment (its engine preset, or a calibration's fitted engine); ``limits``: the engine's
+    max_num_seqs and token budget; ``gamma_max``: the largest gamma the best-gamma search tries (the drafter's own
+    limit applies); ``memory_utilization``: the engine's share of GPU memory (the KV cache the model holds)."""
+
+    def __init__(self, dep, limits, gamma_max: int = 8, memory_utilization: float | None = None):
+        self.dep, self.limits, self.memory_utilization = dep, limits, memory_utilization
+        top = gamma_max
+        if dep.drafter is not None and dep.drafter.max_steps is not None:
+            top = min(top, dep.drafter.max_steps)
+        self.gamma_max = max(int(top), 1)
+
+    def _state(self, acceptance, gammas, rates, P, O, gamma_top):
+        from specsim.answers.load import kv_bytes
+        from specsim.serving.steady import steady_state
+
+        kv = kv_bytes(self.dep, float(np.median(P)), float(np.median(O)), gamma_top, self.memory_utilization)
+        return steady_state(self.dep, acceptance, gammas, rates, P, O, "rate", self.limits, kv)
+
+    def judge(self, windows: list, spread: list | None = None) -> list:
+        """A :class:`Judgement` per window (None for a window that is not :attr:`~.windows.Window.usable`); ``spread``
+        gives per window the standard deviation of its acceptance length (None: the draft count's alone)."""
+        from specsim.speculation.acceptance import alpha_from_acceptance_length
+
+        out: list = [None] * len(windows)
+        spread = [None] * len(windows) if spread is None else spread
+        by_gamma: dict = {}
+        for i, w in enumerate(windows):
+            if w.usable and w.gamma:
+                by_gamma.setdefault(min(int(w.gamma), self.gamma_max), []).append(i)
+        for gamma, idx in by_gamma.items():
+            ws = [windows[i] for i in idx]
+            rates = np.array([w.requests_per_s for w in ws])
+            P = np.array([w.input_tokens for w in ws])
+            O = np.array([w.output_tokens for w in ws])
+            lengths = np.array([min(w.acceptance_length, gamma + 1.0) for w in ws])
+            alpha = np.asarray(alpha_from_acceptance_length(lengths, gamma), dtype=float)
+            # Speedup at each window's own alpha, and every gamma's for the best one: rows plain, 1..gamma_max.
+            rows = np.arange(self.gamma_max + 1)
+            state = self._state(alpha[None, :], rows[:, None], rates, P, O, self.gamma_max)
+            ratio = state.tpot_s[0][None, :] / state.tpot_s  # (gamma, window)
+            best = np.argmax(np.where(np.isfinite(ratio), ratio, -np.inf), axis=0)
+            # The break-even on the alpha grid at the gamma in use.
+            grid = self._state(np.r_[0.0, ALPHAS][:, None], np.r_[0, np.full(ALPHAS.size, gamma)][:, None], rates, P, O, gamma)
+            curve = grid.tpot_s[0][None, :] / grid.tpot_s[1:]  # (alpha, window)
+            for j, i in enumerate(idx):
+                w = ws[j]
+                length_be, kind = self._crossing(curve[:, j], gamma)
+                sd = spread[i]
+                if sd is None and w.drafts:
+                    var = w.draft_variance()
+                    sd = math.sqrt(var / w.drafts) if var is not None else None
+                interval = None if sd is None else (w.acceptance_length - CONFIDENCE_Z * sd, w.acceptance_length + CONFIDENCE_Z * sd)
+                low, high = interval if interval is not None else (w.acceptance_length, w.acceptance_length)
+                if kind == "never" or (kind == "found" and high < length_be):
+                    verdict = "costs"
+                elif kind == "always" or (kind == "found" and low > length_be):
+                    verdict = "pays"
+                else:
+                    verdict = "undecided"
+                out[i] = Judgement(float(alpha[j]), gamma, float(ratio[gamma, j]), length_be, kind, interval, verdict,
+                                   float(state.in_engine[gamma, j]), int(best[j]), float(ratio[best[j], j]))
+        return out
+
+    @staticmethod
+    def _crossing(curve: np.ndarray, gamma: int) -> tuple:
+        """(the acceptance length where the speedup first reaches 1 on the alpha grid, "found"), or (None, "never"
+        / "always")."""
+        ok = np.isfinite(curve)
+        above = ok & (curve >= 1.0)
+        if not above.any():
+            return None, "never"
+        k = int(np.argmax(above))
+        if k == 0:
+            return None, "always"
+        a0, a1, s0, s1 = ALPHAS[k - 1], ALPHAS[k], curve[k - 1], curve[k]
+        alpha = a0 + (1.0 - s0) * (a1 - a0) / (s1 - s0) if np.isfinite(s0) and s1 != s0 else a1
+        return float(_length(alpha, gamma)), "found"

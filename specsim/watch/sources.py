@@ -1,0 +1,236 @@
+"""Where an engine's metrics are read: its own page (``--url``) or a Prometheus server that scrapes it (``--prometheus``).
+
+Both send GET requests to the address the user names and nothing else.  A page is read by prometheus_client's parser
+(:func:`specsim.speculation.metrics.parse_prometheus`); Prometheus by its HTTP API (``/api/v1/query_range`` for the
+counters at each window's end, ``avg_over_time`` for the gauges over each window, ``resets`` for restarts inside one,
+``/api/v1/label/__name__/values`` for the names a selector holds), so that a past day can be replayed window by window.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from datetime import datetime, timezone
+
+__all__ = ["MAX_PAGE_BYTES", "EndpointSource", "PrometheusSource", "parse_time", "selector_matchers"]
+
+#: Largest page or API reply read: a /metrics page of one engine is tens of kilobytes.
+MAX_PAGE_BYTES = 32 * 2**20
+#: Seconds a request may take.
+TIMEOUT_S = 10.0
+#: Points a Prometheus range query returns per series at most (the server refuses more than 11,000).
+MAX_POINTS = 10_000
+
+
+def _get(url: str, what: str, timeout: float = TIMEOUT_S) -> tuple[bytes, str]:
+    """(body, content type) of a GET, or one line saying why there is none."""
+    request = urllib.request.Request(url, headers={"User-Agent": "specsim-watch", "Accept": "text/plain, application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:  # noqa: S310 - the address the user named
+            body = reply.read(MAX_PAGE_BYTES + 1)
+            kind = reply.headers.get("Content-Type", "")
+    except urllib.error.HTTPError as err:
+        detail = ""
+        try:
+            detail = json.loads(err.read(65536) or b"{}").get("error", "")
+        except (ValueError, AttributeError):
+            pass
+        raise ValueError(f"{what} answered HTTP {err.code} {err.reason}" + (f": {detail}" if detail else "")) from None
+    except (urllib.error.URLError, OSError) as err:
+        reason = getattr(err, "reason", err)
+        raise ValueError(f"cannot reach {what}: {reason}") from None
+    if len(body) > MAX_PAGE_BYTES:
+        raise ValueError(f"{what} sent more than {MAX_PAGE_BYTES // 2**20} MiB: not a metrics page")
+    return body, kind
+
+
+def _check_url(url: str, flag: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"{flag} {url!r} is not an http(s) address (e.g. http://127.0.0.1:8000)")
+    return url
+
+
+class EndpointSource:
+    """An engine's own metrics page, read at each call of :meth:`read`."""
+
+    def __init__(self, url: str, names):
+        url = _check_url(url, "--url")
+        parts = urllib.parse.urlsplit(url)
+        self.defaulted_path = parts.path in ("", "/")
+        self.url = urllib.parse.urlunsplit(parts._replace(path=names.path)) if self.defaulted_path else url
+        self.names = names
+
+    def describe(self) -> str:
+        return self.url + (f" ({self.names.engine} serves its metrics on {self.names.path})" if self.defaulted_path else "")
+
+    def read(self) -> tuple[float, list]:
+        """(time, samples) of one read: the time is the read's, or the samples' own where every one is stamped (a page
+        replayed with its times)."""
+        from specsim.speculation.metrics import parse_prometheus
+
+        body, kind = _get(self.url, self.url)
+        t = time.time()
+        text = body.decode("utf-8", errors="replace")
+        if "json" in kind or text.lstrip()[:1] in ("{", "["):
+            raise ValueError(f"{self.url} answered JSON, not a Prometheus page ({self.names.engine} serves its Prometheus "
+                             f"page on {self.names.path})")
+        stamps: list = []
+        samples = parse_prometheus(text, self.url, stamps)
+        if stamps and all(s is not None for s in stamps):
+            t = max(stamps)
+        return t, samples
+
+
+_DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d|w)$")
+_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in ``90``, ``90s``, ``5m``, ``24h``, ``1d``."""
+    text = str(text).strip()
+    try:
+        value = float(text)
+    except ValueError:
+        m = _DURATION.match(text)
+        if m is None:
+            raise ValueError(f"{text!r} is not a duration (seconds, or a number with ms, s, m, h, d or w: 5m, 24h)") from None
+        value = float(m.group(1)) * _UNITS[m.group(2)]
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"a duration must be > 0, got {text!r}")
+    return value
+
+
+def parse_time(text: str, now: float | None = None) -> float:
+    """Unix seconds from ``now``, ``-24h`` (before now), Unix seconds, or an ISO 8601 time (UTC unless it says)."""
+    now = time.time() if now is None else now
+    text = str(text).strip()
+    if text == "now":
+        return now
+    if text.startswith("-"):
+        return now - parse_duration(text[1:])
+    try:
+        value = float(text)
+        if math.isfinite(value) and value > 0:
+            return value
+    except ValueError:
+        pass
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a time: give now, -24h (before now), Unix seconds or 2026-12-01T00:00:00Z") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.timestamp()
+
+
+_MATCHER = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
+
+
+def selector_matchers(selector: str | None) -> str:
+    """The label matchers inside ``{...}`` (or bare), checked, to add to every query; '' for none."""
+    if selector is None:
+        return ""
+    inner = selector.strip()
+    if inner.startswith("{") and inner.endswith("}"):
+        inner = inner[1:-1]
+    pos, parts = 0, []
+    while pos < len(inner.strip()):
+        m = _MATCHER.match(inner, pos)
+        if m is None:
+            raise ValueError(f"--selector {selector!r} is not a list of label matchers: give e.g. '{{job=\"vllm\",instance=\"a:8000\"}}'")
+        if m.group(1) == "__name__":
+            raise ValueError("--selector chooses the engine's series by label; specsim names the metrics itself (drop __name__)")
+        parts.append(f'{m.group(1)}{m.group(2)}"{m.group(3)}"')
+        pos = m.end()
+    return ",".join(parts)
+
+
+class PrometheusSource:
+    """A Prometheus server that scrapes the engine: the metrics at each window's end, over any range it holds."""
+
+    def __init__(self, url: str, names, matchers: str = ""):
+        self.url = _check_url(url, "--prometheus").rstrip("/")
+        self.names, self.matchers = names, matchers
+
+    def describe(self) -> str:
+        return f"{self.url} (Prometheus" + (f", series {{{self.matchers}}})" if self.matchers else ")")
+
+    def _api(self, path: str, params: dict) -> object:
+        url = f"{self.url}{path}?{urllib.parse.urlencode(params, doseq=True)}"
+        body, _ = _get(url, f"Prometheus at {self.url}")
+        try:
+            reply = json.loads(body)
+        except ValueError:
+            raise ValueError(f"{self.url} is not a Prometheus server: {path} did not answer JSON") from None
+        if not isinstance(reply, dict) or reply.get("status") != "success":
+            raise ValueError(f"Prometheus at {self.url} refused the query: {reply.get('error', reply) if isinstance(reply, dict) else reply}")
+        return reply.get("data")
+
+    def _selector(self, name: str) -> str:
+        return f"{name}{{{self.matchers}}}" if self.matchers else name
+
+    def names_present(self, start: float, end: float) -> set:
+        """The metric names of the selected series in [start, end] that any engine's prefix starts (for the checks)."""
+        from specsim.engines import ENGINE_MODULES
+
+        prefixes = "|".join(re.escape(m.METRIC_NAMES[0].prefix) for m in ENGINE_MODULES.values())
+        match = "{" + ",".join(filter(None, [f'__name__=~"({prefixes}).+"', self.matchers])) + "}"
+        data = self._api("/api/v1/label/__name__/values", {"match[]": match, "start": f"{start:.3f}", "end": f"{end:.3f}"})
+        return set(data or [])
+
+    def range(self, query: str, start: float, end: float, step: float) -> list:
+        """[(labels, [(t, value), ...])] of a range query, in pieces of at most :data:`MAX_POINTS` steps."""
+        out: dict = {}
+        t0 = start
+        while t0 <= end + 1e-9:
+            t1 = min(end, t0 + step * (MAX_POINTS - 1))
+            data = self._api("/api/v1/query_range", {"query": query, "start": f"{t0:.3f}", "end": f"{t1:.3f}",
+                                                     "step": f"{step:.3f}"})
+            for series in (data or {}).get("result", []):
+                key = tuple(sorted(series["metric"].items()))
+                out.setdefault(key, []).extend((float(t), float(v)) for t, v in series["values"])
+            t0 = t1 + step
+        return [(dict(k), v) for k, v in out.items()]
+
+    def reads(self, start: float, end: float, step: float) -> list:
+        """(time, samples, gauge samples over the window ending then, restarted) at start, start + step, ... <= end:
+        counters at each time, gauges averaged over the step before it (None at the first), ``restarted`` where a
+        counter reset inside that step."""
+        names = self.names
+        times = [start + k * step for k in range(int(math.floor((end - start) / step + 1e-9)) + 1)]
+        at: dict = {t: [] for t in times}
+        gauges: dict = {t: [] for t in times}
+        resets: dict = {t: 0.0 for t in times}
+
+        def key(t):
+            return round((t - start) / step)
+
+        index = {round((t - start) / step): t for t in times}
+        for name in names.counters():
+            for labels, values in self.range(self._selector(name), start, end, step):
+                labels.pop("__name__", None)
+                for t, v in values:
+                    if key(t) in index:
+                        at[index[key(t)]].append((name, labels, v))
+        window = f"{max(int(round(step * 1000)), 1)}ms"  # PromQL durations are whole units
+        for name in names.gauges():
+            query = self._selector(name) if name == (names.gamma_info or (None,))[0] else f"avg_over_time({self._selector(name)}[{window}])"
+            for labels, values in self.range(query, start, end, step):
+                labels.pop("__name__", None)
+                for t, v in values:
+                    if key(t) in index:
+                        (at if names.gamma_info and name == names.gamma_info[0] else gauges)[index[key(t)]].append((name, labels, v))
+        for name in (names.requests, names.drafts or names.verify_calls or names.drafted_per_position or names.accepted):
+            if name is None:
+                continue
+            for _, values in self.range(f"sum(resets({self._selector(name)}[{window}]))", start, end, step):
+                for t, v in values:
+                    if key(t) in index:
+                        resets[index[key(t)]] += v
+        return [(t, at[t], gauges[t] if k else None, resets[t] > 0 and k > 0) for k, t in enumerate(times)]

@@ -1,0 +1,188 @@
+"""Windows in, verdicts out: what ``specsim watch`` says of each window, and which verdicts hold.
+
+Three verdicts, each with the window it starts in and its evidence:
+
+``costs``
+    speculation costs more than it saves at this load: the window's acceptance length, with its interval, is below the
+    break-even acceptance length the serving model gives at the window's rate and lengths (:mod:`.judge`); it holds
+    until a window's interval is above the break-even (a window that cannot tell changes nothing).
+``dropped``
+    acceptance dropped from a to b since a window: the change-point test flagged it (:mod:`.drift`); it holds until the
+    test has a new reference.
+``schedule``
+    the schedule should now be another: the gamma the model picks at this load and acceptance beats the one in use by
+    ``min_gain`` or more; the schedule at the acceptance seen is written in the engine's own format.
+
+Exit codes for ``--once`` and bounded runs, from the verdicts that hold at the last window, the most urgent first:
+:data:`EXIT_CODES`.
+"""
+
+from __future__ import annotations
+
+from specsim.core.records import record
+
+__all__ = ["DEFAULT_MIN_GAIN", "EXIT_CODES", "Row", "Verdict", "Watcher"]
+
+#: A gamma other than the one in use is worth a schedule change where the model gives it this much more speedup
+#: (specsim's default, an assumption: about the model's own error on held-out loads, docs/reports/2026-12-02-concurrency.md).
+DEFAULT_MIN_GAIN = 0.05
+#: Exit status per verdict, most urgent first (0: none holds; 2 is bad input, as for every command).
+EXIT_CODES = {"costs": 3, "dropped": 4, "schedule": 5}
+
+
+@record
+class Verdict:
+    kind: str  #: a key of EXIT_CODES
+    since: int  #: the window it starts in
+    since_s: float
+    text: str  #: what it says, with its evidence
+    detail: str = ""  #: what goes with it (a schedule in the engine's format)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "since": self.since, "since_s": self.since_s, "text": self.text, "detail": self.detail}
+
+
+@record(eq=False)
+class Row:
+    """One window with what the model says of it and the verdicts that start in it."""
+
+    index: int
+    window: object
+    judgement: object  #: None where the window is not usable
+    started: tuple  #: verdicts that start in this window
+    holding: tuple  #: the kinds that hold at it
+    note: str = ""
+    #: Where the drift test set its reference in this window: its acceptance length, overdispersion and the windows
+    #: within which it flags a drop of the smallest size (None elsewhere).
+    drift: dict | None = None
+
+    def to_dict(self) -> dict:
+        return {"index": self.index, "window": self.window.to_dict(),
+                "model": self.judgement.to_dict() if self.judgement is not None else None,
+                "started": [v.to_dict() for v in self.started], "holding": list(self.holding), "note": self.note,
+                "drift": self.drift}
+
+
+class Watcher:
+    """The state of a watch: windows so far, the drift test, the verdicts that hold.
+
+    ``judge``: a :class:`~.judge.Judge`; ``detector``: a :class:`~.drift.DropDetector`; ``schedule``: a callable
+    (acceptance length, per-position shares, window) -> (text, notes) writing the schedule at that acceptance in the
+    engine's format, or None; ``clock``: how a time prints."""
+
+    def __init__(self, judge, detector, schedule=None, min_gain: float = DEFAULT_MIN_GAIN, clock=None):
+        self.judge, self.detector, self.schedule = judge, detector, schedule
+        self.min_gain = float(min_gain)
+        self.clock = clock or (lambda t: f"{t:.0f}")
+        self.rows: list = []
+        self.holding: dict = {}
+        self._drop_until_reference = False
+        self._last_schedule = None
+
+    def add(self, window) -> Row:
+        """Judge one window (in the order they come), update the verdicts, return its :class:`Row`."""
+        return self.add_all([window])[0]
+
+    def add_all(self, windows: list) -> list:
+        """:meth:`add` for several windows in order, the model asked once for all of them (a replayed day)."""
+        first = len(self.rows)
+        drift = []  # per window: (sd, drop, reference acceptance length once set, the test where set in it)
+        for k, w in enumerate(windows):
+            if w.restarted:
+                self.detector.reset()
+                drift.append((None, None, None, None))
+            elif w.usable:
+                sd, was = self.detector.sd(w.drafts), self.detector.ready
+                drop = self.detector.update(first + k, w)
+                d = self.detector
+                test = None if was or not d.ready else {
+                    "reference": d.mu0, "overdispersion": d.phi, "smallest_drop": d.delta,
+                    "windows_to_flag": d.windows_to_flag(w.drafts), "false_alarm_per_window": d.false_alarm,
+                    "text": d.describe(w.drafts)}
+                drift.append((sd, drop, d.mu0, test))
+            else:
+                drift.append((None, None, None, None))
+        judgements = self.judge.judge(list(windows), [d[0] for d in drift])
+        starts = [r.window.start_s for r in self.rows] + [w.start_s for w in windows]
+        out = []
+        for k, (w, j, (sd, drop, mu0, test)) in enumerate(zip(windows, judgements, drift)):
+            index, started, note = first + k, [], "" if test is None else test["text"]
+            if w.restarted:
+                note = w.notes[0] if w.notes else "the engine restarted"
+            elif j is None:
+                note = self._why_idle(w)
+            else:
+                if drop is not None:
+                    when = starts[drop.since]
+                    started.append(Verdict("dropped", drop.since, when,
+                                           f"acceptance dropped from {drop.before:.3f} to {drop.after:.3f} since {self.clock(when)} "
+                                           f"(window {drop.since}; flagged in window {index}: CUSUM {drop.statistic:.2f} >= "
+                                           f"{self.detector.h:.2f}, at most one false alarm per "
+                                           f"{1 / self.detector.false_alarm:,.0f} windows without a change)"))
+                    self._drop_until_reference = True
+                elif self._drop_until_reference and mu0 is not None:
+                    self._drop_until_reference = False
+                    self.holding.pop("dropped", None)
+                    note = "a new drift reference; " + note
+                started += self._model_verdicts(index, w, j)
+            for v in started:
+                self.holding[v.kind] = v
+            self.rows.append(Row(index, w, j, tuple(started), tuple(self.holding), note, test))
+            out.append(self.rows[-1])
+        return out
+
+    def _model_verdicts(self, index, window, j) -> list:
+        out = []
+        if j.verdict == "costs":
+            if "costs" not in self.holding:
+                if j.break_even == "never":
+                    why = "no acceptance pays at this load in the model"
+                else:
+                    low, high = j.interval if j.interval else (window.acceptance_length,) * 2
+                    why = (f"acceptance length {window.acceptance_length:.3f} [{low:.3f}, {high:.3f}] is below the "
+                           f"break-even {j.break_even_length:.3f}")
+                out.append(Verdict("costs", index, window.start_s,
+                                   f"speculation costs more than it saves at this load: {why} at {window.requests_per_s:.3g} "
+                                   f"requests/s per replica, {window.running:.1f} running (the model expects "
+                                   f"{j.running_model:.1f}); the model's speedup {j.speedup:.3f}" if window.running is not None else
+                                   f"speculation costs more than it saves at this load: {why} at {window.requests_per_s:.3g} "
+                                   f"requests/s per replica; the model's speedup {j.speedup:.3f}"))
+        elif j.verdict == "pays":  # a window that cannot tell leaves the verdict as it was
+            self.holding.pop("costs", None)
+        # Hysteresis: a change is proposed at min_gain and withdrawn below half of it, so that a gain hovering at the
+        # threshold does not start and end the verdict window after window.
+        gain = j.best_speedup / j.speedup - 1.0 if j.best_gamma != j.gamma else 0.0
+        better = gain >= (self.min_gain / 2.0 if "schedule" in self.holding else self.min_gain)
+        if better:
+            key = j.best_gamma
+            if "schedule" not in self.holding or self._last_schedule != key:
+                text, detail = (f"gamma {j.best_gamma}" if j.best_gamma else "no speculation"), ""
+                if self.schedule is not None:
+                    detail, notes = self.schedule(window)
+                    detail = detail + "".join(f"\n# note: {n}" for n in notes)
+                out.append(Verdict("schedule", index, window.start_s,
+                                   f"the schedule should now be {text} at this load: the model's speedup {j.best_speedup:.3f} "
+                                   f"against {j.speedup:.3f} at gamma {j.gamma} (acceptance length {window.acceptance_length:.3f})",
+                                   detail))
+                self._last_schedule = key
+        else:
+            self.holding.pop("schedule", None)
+            self._last_schedule = None
+        return out
+
+    @staticmethod
+    def _why_idle(window) -> str:
+        from specsim.watch.windows import MIN_DRAFTS
+
+        if window.drafts is not None and window.drafts < MIN_DRAFTS:
+            return f"idle: {window.drafts:.0f} speculating steps (fewer than {MIN_DRAFTS})"
+        if not window.requests_per_s:
+            return "idle: no request finished"
+        if window.acceptance_length is None:
+            return "no acceptance in this window" + (f" ({window.notes[0]})" if window.notes else "")
+        return "no load figures in this window"
+
+    def exit_code(self) -> int:
+        """The most urgent verdict holding at the last window (:data:`EXIT_CODES`), 0 where none does."""
+        codes = [EXIT_CODES[k] for k in self.holding]
+        return min(codes) if codes else 0

@@ -1,0 +1,290 @@
+"""From reads of an engine's metrics to windows: what the engine did for one model between two reads.
+
+A read (:class:`Reading`) keeps, for one model, each counter the engine's release exports (:class:`MetricNames`) by
+replica (vLLM's ``engine``, SGLang's ``dp_rank``) and position, summed over every other label (a finish reason, a
+streaming flag), and each gauge by replica (the largest over other labels: every tensor-parallel rank of SGLang may
+report the same running count).  A window (:func:`window_between`) is the difference of two reads: the counts since the
+first, each replica's own.  A counter that went down means the engine restarted: that window has no counts, and the
+next starts at the restart's first read.
+
+Acceptance comes from the best the page holds (:attr:`MetricNames.acceptance_basis`): counters of drafts and accepted
+tokens (per position where counted), else drafted tokens over the draft length, else verification calls beside the
+tokens and requests of finished requests, else the engine's gauge of its last logging window, averaged over the reads.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from specsim.core.records import record
+
+__all__ = ["MIN_DRAFTS", "Reading", "Window", "check_names", "models_on", "read_samples", "window_between"]
+
+#: A window with fewer speculating sequence steps than this says too little of acceptance to judge (a 95% interval of
+#: a mean acceptance length over 50 drafts is about +-0.3 tokens at gamma 3): its row is shown as idle.
+MIN_DRAFTS = 50
+
+
+def _prefixes() -> dict[str, str]:
+    from specsim.engines import ENGINE_MODULES
+
+    return {m.METRIC_NAMES[0].prefix: name for name, m in ENGINE_MODULES.items()}
+
+
+_SUFFIXES = {"total", "created", "bucket", "sum", "count"}
+
+
+def check_names(present: set, names, release: tuple, shown: str, source: str) -> None:
+    """Refuse, in one line, names on a page (or a Prometheus server's selection) that are not ``shown``'s: another
+    engine's, none of the engine's speculative metrics, a name a later release added, or the verification counter that
+    ``shown`` exports missing."""
+    ours = {n for n in present if n.startswith(names.prefix)}
+    if not ours:
+        others = sorted({engine for prefix, engine in _prefixes().items() if any(n.startswith(prefix) for n in present)})
+        if others:
+            raise ValueError(f"{source} holds {', '.join(others)} metrics ({'/'.join(p for p, e in _prefixes().items() if e in others)}"
+                             f" names), not the {shown} metrics --engine names")
+        raise ValueError(f"{source} holds no {names.prefix} metrics: it is not a {names.engine} metrics page "
+                         f"(the engine serves them on {names.path})")
+    speculative = [n for n in (names.drafts, names.accepted, names.accepted_per_position, names.verify_calls,
+                               names.accept_length_gauge) if n is not None]
+    counted = [n for n in speculative if n != names.accept_length_gauge]
+    if counted and not any(n in ours for n in speculative):  # a gauge alone appears only once the engine has logged one
+        raise ValueError(f"{source} shows none of {shown}'s speculative-decoding metrics ({', '.join(speculative)}): "
+                         "speculation is off on that server, or its release is not the one named")
+    def shows(metric):
+        return any(n == metric or (n.startswith(metric + "_") and n[len(metric) + 1:] in _SUFFIXES) for n in ours)
+
+    for name, since in names.later:
+        if since > release and shows(name):
+            raise ValueError(f"{source} shows {name}, which {names.engine} exports from {'.'.join(map(str, since))} on: "
+                             f"the server runs a later release than the {shown} --engine names")
+    for name, last in names.earlier:
+        if last < release and shows(name):
+            raise ValueError(f"{source} shows {name}, which {names.engine} exports up to {'.'.join(map(str, last[:2]))}: "
+                             f"the server runs an earlier release than the {shown} --engine names")
+    if names.verify_calls is not None and names.verify_calls not in ours:
+        raise ValueError(f"{source} lacks {names.verify_calls}, which {shown} exports: the server runs an earlier release "
+                         "than --engine names")
+
+
+def models_on(samples, names) -> set:
+    """The models whose speculative metrics a page holds (the ``model_label`` values)."""
+    speculative = {n for n in (names.drafts, names.draft_tokens, names.accepted, names.accepted_per_position,
+                               names.verify_calls, names.accept_length_gauge) if n is not None}
+    return {labels.get(names.model_label) for name, labels, _ in samples if name in speculative} - {None}
+
+
+def _choose_model(samples, names, model: str | None, source: str) -> str:
+    found = models_on(samples, names)
+    if not found:  # before the engine has logged an acceptance gauge: the models of its other series
+        found = {labels.get(names.model_label) for name, labels, _ in samples if name.startswith(names.prefix)} - {None}
+    if model is not None:
+        if model not in found:
+            raise ValueError(f"{source} has no speculative metrics of model {model!r}; it has: {', '.join(sorted(found)) or 'none'}")
+        return model
+    if len(found) > 1:
+        raise ValueError(f"{source} holds the metrics of several models ({', '.join(sorted(found))}): choose one with --model")
+    if not found:
+        raise ValueError(f"{source} labels no speculative metric with {names.model_label}: not a page of the release named")
+    return next(iter(found))
+
+
+@record(eq=False)
+class Reading:
+    """One read of one model's metrics: counters by (name, replica, position) and gauges by (name, replica)."""
+
+    t: float  #: seconds (Unix time where the read is live)
+    model: str
+    counters: dict
+    gauges: dict
+    gamma: float | None = None  #: the draft length the page states, where it states one
+
+
+def read_samples(samples, names, t: float, model: str | None = None, source: str = "metrics") -> Reading:
+    """The :class:`Reading` of ``model`` (the page's only one when None) from ``(name, labels, value)`` samples."""
+    model = _choose_model(samples, names, model, source)
+    counters: dict = {}
+    gauges: dict = {}
+    gamma = None
+    counter_names, gauge_names = set(names.counters()), set(names.gauges())
+    for name, labels, value in samples:
+        if labels.get(names.model_label, model) != model:
+            continue
+        replica = labels.get(names.replica_label, "") if names.replica_label else ""
+        if name in counter_names:
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"{source}: {name} must be a finite count >= 0, got {value!r}")
+            position = labels.get(names.position_label) if name in (names.accepted_per_position, names.drafted_per_position) else None
+            if position is not None and not position.isdigit():
+                raise ValueError(f"{source}: {name} needs a {names.position_label}=\"<integer>\" label, got {position!r}")
+            key = (name, replica, None if position is None else int(position))
+            counters[key] = counters.get(key, 0.0) + float(value)
+        elif name in gauge_names:
+            if names.gamma_info is not None and name == names.gamma_info[0]:
+                text = labels.get(names.gamma_info[1], "")
+                if text.isdigit():
+                    gamma = float(text)
+                continue
+            if not math.isfinite(value):
+                continue
+            key = (name, replica)
+            gauges[key] = max(gauges.get(key, -math.inf), float(value))
+    if names.gamma_gauge is not None:
+        steps = [v for (n, _), v in gauges.items() if n == names.gamma_gauge]
+        gamma = max(steps) if steps else gamma
+    if names.accepted_per_position is not None and names.drafted_per_position is None:
+        positions = {k[2] for k in counters if k[0] == names.accepted_per_position}
+        gamma = float(len(positions)) if positions else gamma  # children created at start for each configured position
+    return Reading(float(t), model, counters, gauges, gamma)
+
+
+@record(eq=False)
+class Window:
+    """What the engine did for one model between two reads (summed over its replicas; load per replica)."""
+
+    start_s: float
+    end_s: float
+    model: str
+    replicas: int
+    basis: str  #: where the acceptance comes from
+    restarted: bool = False
+    drafts: float | None = None  #: speculating sequence steps (None where only a gauge is read)
+    acceptance_length: float | None = None  #: tokens per verification, 1 + accepted / drafts
+    per_position: tuple | None = None  #: c_k, the share of drafts whose tokens 0..k were all accepted
+    draft_length: float | None = None  #: drafted tokens per draft
+    gamma: int | None = None  #: the draft length the engine is configured with
+    running: float | None = None  #: mean requests running per replica
+    waiting: float | None = None
+    requests_per_s: float | None = None  #: finished requests per second per replica
+    input_tokens: float | None = None  #: per finished request
+    output_tokens: float | None = None
+    notes: tuple = ()
+
+    @property
+    def seconds(self) -> float:
+        return self.end_s - self.start_s
+
+    @property
+    def usable(self) -> bool:
+        """Enough counted to judge: not a restart, an acceptance and a load."""
+        counted = self.drafts is None or self.drafts >= MIN_DRAFTS
+        return (not self.restarted and counted and self.acceptance_length is not None and self.requests_per_s is not None
+                and self.requests_per_s > 0 and self.input_tokens is not None and self.output_tokens is not None
+                and self.output_tokens >= 2)
+
+    def draft_variance(self) -> float | None:
+        """Variance of the accepted tokens of one draft: from the per-position shares where counted (P(A >= k+1) = c_k,
+        so E[A^2] = sum (2k + 1) c_k), else from the alpha of the acceptance length at gamma (accepting each next token
+        with one probability); None without a gamma."""
+        if self.acceptance_length is None:
+            return None
+        if self.per_position:
+            c = np.asarray(self.per_position, dtype=float)
+            k = np.arange(c.size)
+            return float(max(((2 * k + 1) * c).sum() - c.sum() ** 2, 0.0))
+        if self.gamma is None:
+            return None
+        from specsim.speculation.acceptance import alpha_from_acceptance_length
+
+        alpha = float(alpha_from_acceptance_length(min(self.acceptance_length, self.gamma + 1.0), self.gamma))
+        c = alpha ** np.arange(1, self.gamma + 1)
+        k = np.arange(self.gamma)
+        return float(max(((2 * k + 1) * c).sum() - c.sum() ** 2, 0.0))
+
+    def to_dict(self) -> dict:
+        return {"start_s": self.start_s, "end_s": self.end_s, "model": self.model, "replicas": self.replicas, "basis": self.basis,
+                "restarted": self.restarted, "drafts": self.drafts, "acceptance_length": self.acceptance_length,
+                "per_position": list(self.per_position) if self.per_position else None, "draft_length": self.draft_length,
+                "gamma": self.gamma, "running": self.running, "waiting": self.waiting,
+                "requests_per_s": self.requests_per_s, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "notes": list(self.notes)}
+
+
+def _mean_gauge(gauges: list, name: str | None):
+    """(mean per replica over the reads, replicas) of a gauge from a window's reads (None where never shown)."""
+    if name is None:
+        return None, 0
+    per_replica: dict = {}
+    for g in gauges:
+        for (n, replica), v in g.items():
+            if n == name:
+                per_replica.setdefault(replica, []).append(v)
+    if not per_replica:
+        return None, 0
+    return float(np.mean([np.mean(v) for v in per_replica.values()])), len(per_replica)
+
+
+def window_between(first: Reading, last: Reading, names, gauges: list | None = None, gamma: int | None = None) -> Window:
+    """The window from ``first`` to ``last``; ``gauges`` are the gauge dicts of the reads in it (default both ends'),
+    averaged per replica; ``gamma`` is the draft length the user gave, checked against the page's."""
+    gauges = [first.gauges, last.gauges] if gauges is None else gauges
+    page_gamma = last.gamma
+    notes = []
+    if gamma is not None and page_gamma is not None and int(round(page_gamma)) != gamma:
+        raise ValueError(f"--gamma {gamma} but the engine's metrics say {int(round(page_gamma))} draft tokens "
+                         f"({names.accepted_per_position or names.gamma_gauge or names.gamma_info[0]})")
+    g = gamma if gamma is not None else (int(round(page_gamma)) if page_gamma is not None else None)
+    running, replicas = _mean_gauge(gauges, names.running)
+    waiting, _ = _mean_gauge(gauges, names.waiting)
+    replicas = max(replicas, 1)
+    base = dict(start_s=first.t, end_s=last.t, model=last.model, replicas=replicas, gamma=g, running=running, waiting=waiting)
+    went_down = [k for k, v in last.counters.items() if v < first.counters.get(k, 0.0) - 1e-9]
+    went_down += [k for k in first.counters if k not in last.counters and first.counters[k] > 0]
+    if went_down:
+        name = went_down[0][0]
+        return Window(basis="", restarted=True, notes=(f"{name} went down between reads: the engine restarted; counting "
+                                                       "starts again from this read",), **base)
+    seconds = last.t - first.t
+    if seconds <= 0:
+        raise ValueError(f"reads at {first.t} and {last.t}: a window needs a later second read")
+
+    def d(name, position=None):
+        if name is None:
+            return 0.0
+        return sum(v - first.counters.get(k, 0.0) for k, v in last.counters.items() if k[0] == name and k[2] == position)
+
+    def positions(name):
+        return sorted({k[2] for k in last.counters if k[0] == name and k[2] is not None})
+
+    requests = d(names.requests)
+    per_position, drafts, draft_length, length = None, None, None, None
+    if names.drafts is not None and any(k[0] == names.drafts for k in last.counters):
+        drafts = d(names.drafts)
+        accepted = d(names.accepted)
+        if drafts > 0:
+            length = 1.0 + accepted / drafts
+            draft_length = d(names.draft_tokens) / drafts
+            pos = positions(names.accepted_per_position)
+            if pos:
+                per_position = tuple(d(names.accepted_per_position, k) / drafts for k in pos)
+        basis = names.acceptance_basis
+    elif names.drafted_per_position is not None and d(names.drafted_per_position, 0) > 0:
+        drafts = d(names.drafted_per_position, 0)
+        pos = positions(names.accepted_per_position)
+        per_position = tuple(d(names.accepted_per_position, k) / drafts for k in pos)
+        length = 1.0 + sum(d(names.accepted_per_position, k) for k in pos) / drafts
+        draft_length = sum(d(names.drafted_per_position, k) for k in positions(names.drafted_per_position)) / drafts
+        basis = f"{names.drafted_per_position} and {names.accepted_per_position}, per position (counted as requests finish)"
+    elif names.draft_tokens is not None and g and d(names.draft_tokens) > 0:
+        drafts = d(names.draft_tokens) / g
+        length = 1.0 + d(names.accepted) / drafts
+        draft_length = float(g)
+        basis = f"{names.accepted} over {names.draft_tokens} / {g} (no per-position counts: drafts taken as drafted tokens / gamma)"
+    elif names.verify_calls is not None and any(k[0] == names.verify_calls for k in last.counters):
+        drafts = d(names.verify_calls)
+        if drafts > 0:
+            length = (d(names.generation_tokens) - requests) / drafts
+        basis = names.acceptance_basis
+    else:
+        length, _ = _mean_gauge(gauges, names.accept_length_gauge)
+        basis = names.acceptance_basis
+    if length is not None and g is not None and not 1.0 - 1e-9 <= length <= g + 1.0 + 1e-9:
+        notes.append(f"acceptance length {length:.3f} is outside [1, {g + 1}] for {g} draft tokens: not counted")
+        length = None
+    rate = requests / seconds / replicas
+    return Window(basis=basis, drafts=drafts, acceptance_length=length, per_position=per_position, draft_length=draft_length,
+                  requests_per_s=rate, input_tokens=d(names.prompt_tokens) / requests if requests > 0 else None,
+                  output_tokens=d(names.generation_tokens) / requests if requests > 0 else None, notes=tuple(notes), **base)

@@ -1,0 +1,362 @@
+"""specsim watch without a Prometheus server: the metric names by release, reading pages into windows, the drift
+test's false-alarm rate and detection delay, the break-even, and the command against a replayed engine page."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+import urllib.request
+
+import numpy as np
+import pytest
+
+from specsim.cli.main import main
+from specsim.engines import metric_names
+from specsim.speculation.acceptance import tokens_per_round
+from specsim.speculation.metrics import parse_prometheus
+from specsim.watch.drift import DropDetector
+from specsim.watch.windows import Window, check_names, read_samples, window_between
+
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+ENGINES = ("vllm@0.20.0", "sglang@0.5.4", "sglang@0.5.23", "trtllm@1.3.0")
+
+
+@pytest.fixture(scope="module")
+def dep():
+    from specsim.speculation.deployment import Deployment
+
+    return Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", None, "vllm@0.20.0", None, target_options={},
+                            draft_options={})
+
+
+@pytest.fixture(scope="module")
+def day(dep):
+    """Ten minutes at 4 requests/s, alpha 0.6 then 0.5 from 300 s on (about 2,400 requests: under a second)."""
+    from specsim.watch.replay import simulate_day
+
+    return simulate_day(dep, [(0, 4.0), (600, 0)], 0.6, 3, 1000, 256, changes=[(300.0, 0.5)], seed=7)
+
+
+def _reads(day, engine, page_s=30.0, start_s=1.7e9):
+    from specsim.watch.replay import pages
+
+    names, release, shown = metric_names(engine)
+    texts = pages(day, names, MODEL, page_s, start_s=start_s)
+    return names, [read_samples(parse_prometheus(t), names, start_s + k * page_s) for k, t in enumerate(texts)]
+
+
+# -- names by release ----------------------------------------------------------------------------------------------
+def test_metric_names_follow_the_release_named():
+    vllm, _, _ = metric_names("vllm@0.11.0")
+    assert vllm.drafts == "vllm:spec_decode_num_drafts_total" and vllm.replica_label == "engine"
+    old, _, _ = metric_names("sglang@0.5.4")
+    new, _, _ = metric_names("sglang@0.5.23")
+    assert old.verify_calls is None and old.accept_length_gauge == "sglang:spec_accept_length"
+    assert new.verify_calls == "sglang:spec_verify_calls_total" and new.gamma_gauge == "sglang:spec_num_steps"
+    trt, _, _ = metric_names("trtllm@1.3.0")
+    assert trt.path == "/prometheus/metrics" and trt.gamma_info == ("trtllm_speculative_config_info", "spec_num_tokens")
+    for spec, message in (("sglang@0.4.1", "exports no speculative-decoding metrics"), ("trtllm@1.2.0", "1.3.0 is the first"),
+                          ("none", "serves no metrics")):
+        with pytest.raises(ValueError, match=message):
+            metric_names(spec)
+
+
+def _page(names, extra=""):
+    return (f'{names.running}{{{names.model_label}="m"}} 3\n{names.drafts}{{{names.model_label}="m"}} 100\n'
+            f'{names.accepted}{{{names.model_label}="m"}} 150\n{names.requests}{{{names.model_label}="m"}} 5\n' + extra)
+
+
+@pytest.mark.parametrize("named, page, message", [
+    ("vllm@0.20.0", 'sglang:spec_accept_length{model_name="m"} 2.1\nsglang:num_running_reqs 3\n',
+     r"holds sglang metrics \(sglang: names\), not the vllm 0.20.0 metrics --engine names"),
+    ("vllm@0.20.0", "python_info 1\n", r"holds no vllm: metrics: it is not a vllm metrics page \(the engine serves them on /metrics\)"),
+    ("vllm@0.20.0", 'vllm:num_requests_running{model_name="m"} 3\n', "shows none of vllm 0.20.0's speculative-decoding metrics"),
+    ("vllm@0.11.0", 'vllm:num_requests_waiting_by_reason{model_name="m",reason="x"} 0\n',
+     r"shows vllm:num_requests_waiting_by_reason, which vllm exports from 0.20.0 on: the server runs a later release"),
+    ("vllm@0.20.0", 'vllm:gpu_cache_usage_perc{model_name="m"} 0.1\n',
+     r"shows vllm:gpu_cache_usage_perc, which vllm exports up to 0.10: the server runs an earlier release"),
+    ("sglang@0.5.13", 'sglang:spec_accept_length{model_name="m"} 2.1\n',
+     r"lacks sglang:spec_verify_calls_total, which sglang 0.5.13 exports: the server runs an earlier release"),
+])
+def test_a_page_of_another_engine_or_release_is_named_as_such(named, page, message):
+    names, release, shown = metric_names(named)
+    body = page if not page.startswith("vllm:num_requests_waiting_by_reason") and not page.startswith("vllm:gpu") else _page(names, page)
+    with pytest.raises(ValueError, match=message):
+        check_names({n for n, _, _ in parse_prometheus(body)}, names, release, shown, "the page")
+
+
+def test_several_models_need_a_choice():
+    names, _, _ = metric_names("vllm@0.20.0")
+    samples = parse_prometheus(_page(names).replace('"m"', '"a"') + _page(names).replace('"m"', '"b"'))
+    with pytest.raises(ValueError, match=r"several models \(a, b\): choose one with --model"):
+        read_samples(samples, names, 0.0)
+    assert read_samples(samples, names, 0.0, model="b").model == "b"
+    with pytest.raises(ValueError, match="no speculative metrics of model 'c'; it has: a, b"):
+        read_samples(samples, names, 0.0, model="c")
+
+
+# -- windows ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("engine", ENGINES)
+def test_windows_give_back_the_simulated_acceptance_in_each_format(day, engine):
+    """Two-minute windows (four pages of 30 s) before and after the change: the acceptance length within 2% of
+    E(alpha, 3) from the counters (vLLM, TensorRT-LLM's per-position counts, SGLang's verification calls: 4 standard
+    errors of a window of about 10,000 drafts is under 1%, and SGLang's last round of a request emits only what is left,
+    -0.5%) and within 8% from SGLang's sampled gauge (40 decode iterations of a few sequences each read)."""
+    names, reads = _reads(day, engine)
+    windows = [window_between(a, b, names, [r.gauges for r in reads[4 * k:4 * k + 5]], gamma=3)
+               for k, (a, b) in enumerate(zip(reads[0:-4:4], reads[4::4]))]
+    tolerance = 0.08 if names.accept_length_gauge and not names.verify_calls and not names.drafts and not names.drafted_per_position else 0.02
+    for w in windows:
+        truth = float(tokens_per_round(0.6 if w.end_s <= 1.7e9 + 300 else 0.5, 3)) if (w.end_s <= 1.7e9 + 300 or w.start_s >= 1.7e9 + 300) else None
+        if truth is None or w.acceptance_length is None:
+            continue
+        assert w.acceptance_length == pytest.approx(truth, rel=tolerance), (engine, w.start_s - 1.7e9)
+        assert w.requests_per_s == pytest.approx(4.0, rel=0.35)  # Poisson: ~480 arrivals a window
+        assert w.input_tokens == pytest.approx(1000, rel=0.05) and w.output_tokens == pytest.approx(256, rel=0.05)
+        assert w.gamma == 3
+    if names.accepted_per_position is not None:
+        first = windows[0].per_position
+        assert first[0] == pytest.approx(0.6, abs=0.03) and first[2] == pytest.approx(0.216, abs=0.03)
+
+
+def test_counters_that_go_back_start_a_new_window(day):
+    names, reads = _reads(day, "vllm@0.20.0")
+    restart = read_samples(parse_prometheus(_page(names).replace('"m"', f'"{MODEL}"')), names, reads[5].t + 30)
+    w = window_between(reads[5], restart, names)
+    assert w.restarted and not w.usable and "went down between reads: the engine restarted" in w.notes[0]
+    again = window_between(restart, reads[9].__class__(restart.t + 60, MODEL, {k: v * 3 for k, v in restart.counters.items()},
+                                                       restart.gauges, None), names, gamma=3)
+    assert not again.restarted and again.acceptance_length == pytest.approx(1 + 300 / 200)  # counted from the restart
+
+
+# -- the drift test ----------------------------------------------------------------------------------------------------
+def _synthetic(rng, n, alpha, gamma=3, drafts=20000, jitter=0.01, change=None):
+    """Windows of ``drafts`` drafts whose alpha varies between windows by ``jitter`` (traffic that is not one kind:
+    overdispersion) and moves to ``change[1]`` from window ``change[0]`` on; per-position counts drawn as a chain of
+    binomials, as a draft accepts token k only after every earlier one."""
+    out = []
+    for i in range(n):
+        a = np.clip((alpha if change is None or i < change[0] else change[1]) + rng.normal(0, jitter), 0.01, 0.99)
+        counts, left = [], drafts
+        for _ in range(gamma):
+            left = rng.binomial(left, a)
+            counts.append(left)
+        c = tuple(np.array(counts) / drafts)
+        out.append(Window(60.0 * i, 60.0 * (i + 1), "m", 1, "", drafts=drafts, acceptance_length=1 + sum(c), per_position=c,
+                          gamma=gamma, requests_per_s=4.0, input_tokens=1000, output_tokens=256))
+    return out
+
+
+def test_the_drift_test_holds_its_false_alarm_rate():
+    """300 drift-free replays of 100 windows (90 tested each, 27,000 in all) with between-window spread: the test states
+    at most one false alarm per 1,000 windows, so at most 27 expected; the assertion allows 50, which a rate of exactly
+    1/1,000 exceeds with probability 2e-5 (Poisson), and which ignoring the overdispersion (phi = 1) exceeds many times."""
+    rng = np.random.default_rng(2026)
+    alarms = tested = 0
+    for _ in range(300):
+        d = DropDetector()
+        for i, w in enumerate(_synthetic(rng, 100, 0.7)):
+            alarms += d.update(i, w) is not None
+        tested += 100 - d.reference
+    assert tested == 27000 and alarms <= 50
+
+
+def test_a_drop_is_flagged_within_the_stated_windows():
+    """A drop of exactly the smallest size (5% of the acceptance length) from window 20: flagged within the stated
+    windows in 90% of cases or more (stated so); 300 replays, the assertion allows down to 250 (a true rate of 90% gives
+    fewer with probability 1e-3)."""
+    rng = np.random.default_rng(7)
+    within, stated = 0, set()
+    length = float(tokens_per_round(0.7, 3))
+    target = 0.95 * length
+    lo, hi = 0.3, 0.7  # the alpha whose E is 95% of E(0.7)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if float(tokens_per_round(mid, 3)) < target else (lo, mid)
+    for _ in range(300):
+        d = DropDetector()
+        windows = _synthetic(rng, 80, 0.7, change=(20, lo))
+        for i, w in enumerate(windows):
+            drop = d.update(i, w)
+            if i == 19:
+                k = d.windows_to_flag(w.drafts)
+                stated.add(k)
+            if drop is not None:
+                if i >= 20:
+                    within += (i - 20 + 1) <= k
+                break
+    assert within >= 250, (within, stated)
+    assert max(stated) <= 20  # a 5% drop is stated to be flagged in minutes, not hours, at this spread
+
+
+def test_a_drop_reports_where_it_started_and_its_size():
+    rng = np.random.default_rng(11)
+    d = DropDetector()
+    for i, w in enumerate(_synthetic(rng, 40, 0.7, change=(25, 0.6))):
+        drop = d.update(i, w)
+        if drop is not None:
+            break
+    assert drop.since == 25 and drop.flagged == 25
+    assert drop.before == pytest.approx(float(tokens_per_round(0.7, 3)), rel=0.01)
+    assert drop.after == pytest.approx(float(tokens_per_round(0.6, 3)), rel=0.02)
+
+
+@pytest.mark.parametrize("kwargs, message", [({"min_drop": 0.0}, "smallest drop"), ({"false_alarm": 1.5}, "false-alarm rate"),
+                                             ({"reference": 2}, "at least 3 windows")])
+def test_drift_test_settings_are_checked(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        DropDetector(**kwargs)
+
+
+# -- the break-even --------------------------------------------------------------------------------------------------
+def test_at_the_break_even_the_serving_model_gives_no_speedup(dep):
+    """The judge's break-even, put back through the serving model on its own, gives a speedup of 1 within 0.5%."""
+    from specsim.serving.steady import EngineLimits, steady_state
+    from specsim.speculation.acceptance import alpha_from_acceptance_length
+    from specsim.watch.judge import Judge
+
+    judge = Judge(dep, EngineLimits())
+    rates = [2.0, 8.0, 14.0]
+    windows = [Window(0.0, 60.0, "m", 1, "", drafts=None, acceptance_length=2.0, gamma=3, requests_per_s=r, input_tokens=1000,
+                      output_tokens=256) for r in rates]
+    for rate, j in zip(rates, judge.judge(windows)):
+        assert j.break_even == "found"
+        alpha = float(alpha_from_acceptance_length(j.break_even_length, 3))
+        s = steady_state(dep, alpha, [0, 3], [rate], 1000, 256, "rate", EngineLimits(), judge_kv(dep))
+        assert float(s.tpot_s[0, 0] / s.tpot_s[1, 0]) == pytest.approx(1.0, abs=0.005)
+    lengths = [j.break_even_length for j in judge.judge(windows)]
+    assert lengths == sorted(lengths)  # more load, more acceptance needed (for this deployment)
+
+
+def judge_kv(dep):
+    from specsim.answers.load import kv_bytes
+
+    return kv_bytes(dep, 1000, 256, 8)
+
+
+# -- the command against a replayed page -----------------------------------------------------------------------------
+def _serve(day, engine, page_s=30.0):
+    from specsim.watch.replay import ReplayServer, pages
+
+    names, _, _ = metric_names(engine)
+    return ReplayServer(pages(day, names, MODEL, page_s, start_s=1.7e9), path=names.path)
+
+
+def test_watch_reads_a_page_at_its_stamped_times(day, capsys):
+    """Pages stamped with their times are read at those times: three windows of five 30 s pages each, as JSON lines."""
+    with _serve(day, "vllm@0.20.0") as server:
+        code = main(["watch", "--url", server.url, "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--interval", "0.25",
+                     "--windows", "3", "--reference", "3", "--json"])
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    header, rows, summary = lines[0], [x for x in lines if x["type"] == "window"], lines[-1]
+    assert header["model"] == MODEL and header["engine"] == "vllm 0.20.0"
+    assert len(rows) == 3 and all(r["window"]["end_s"] - r["window"]["start_s"] == pytest.approx(150.0) for r in rows)
+    assert rows[0]["window"]["acceptance_length"] == pytest.approx(float(tokens_per_round(0.6, 3)), rel=0.02)
+    assert summary["type"] == "summary" and code == summary["exit_code"]
+
+
+def test_once_exits_with_the_verdicts_status(day, capsys):
+    with _serve(day, "vllm@0.20.0") as server:
+        code = main(["watch", "--url", server.url, "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--interval", "0.25",
+                     "--once"])
+    out = capsys.readouterr().out
+    assert "--once with --url reads one window: the drift test needs a reference of 10 windows" in out
+    assert code in (0, 3, 5) and f"exit status {code}" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--url", "http://127.0.0.1:9/metrics"], "cannot reach http://127.0.0.1:9/metrics"),
+    (["--prometheus", "http://127.0.0.1:9"], "cannot reach Prometheus at http://127.0.0.1:9"),
+    (["--url", "ftp://x/metrics"], "is not an http(s) address"),
+    (["--job", "vllm", "--url", "http://127.0.0.1:9"], "--job chooses what Prometheus holds: give it with --prometheus"),
+    (["--url", "http://127.0.0.1:9", "--plot", "day.pdf"], "write a .png or a .svg file"),
+    (["--url", "http://127.0.0.1:9", "--prometheus", "http://127.0.0.1:9"], "not both"),
+    ([], "give the engine's page (--url"),
+    (["--prometheus", "http://127.0.0.1:9", "--selector", "job=vllm"], "is not a list of label matchers"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
+    assert main(["watch", "--draft", "llama-3.2-1b"] + argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_page_of_another_engine_is_refused_by_the_command(day, capsys):
+    with _serve(day, "sglang@0.5.23") as server:
+        assert main(["watch", "--url", server.url, "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--once"]) == 2
+    err = capsys.readouterr().err
+    assert "holds sglang metrics (sglang: names), not the vllm 0.20.0 metrics --engine names" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_restart_mid_watch_is_said_and_watching_goes_on(day, capsys):
+    from specsim.watch.replay import ReplayServer, pages
+
+    names, _, _ = metric_names("vllm@0.20.0")
+    texts = pages(day, names, MODEL, 30.0, start_s=1.7e9)
+    # The engine restarts after page 7: its counters start again from the first pages' values, with later times.
+    replay = texts[:8] + [t.replace(" 1700000", " 1700009") for t in texts[1:12]]
+    with ReplayServer(replay, path=names.path) as server:
+        code = main(["watch", "--url", server.url, "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--interval", "0.25",
+                     "--windows", "3"])
+    out = capsys.readouterr().out
+    assert "went down between reads: the engine restarted; counting starts again from this read" in out
+    assert code in (0, 3, 5)
+
+
+def test_gamma_is_asked_for_where_the_metrics_do_not_say(day, capsys):
+    with _serve(day, "sglang@0.5.4") as server:
+        assert main(["watch", "--url", server.url, "--engine", "sglang@0.5.4", "--draft", "llama-3.2-1b", "--once"]) == 2
+    assert "sglang 0.5.4's metrics do not say the draft length: give --gamma" in capsys.readouterr().err
+
+
+def test_the_gauges_are_served_while_the_watch_runs(day):
+    """--listen serves specsim's gauges (read here by prometheus_client's parser while the watch runs); the port is
+    released when it ends."""
+    import socket
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    seen: dict = {}
+
+    def scrape():
+        for _ in range(400):
+            try:
+                text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read().decode()
+            except OSError:
+                time.sleep(0.02)
+                continue
+            for family in text_string_to_metric_families(text):
+                for s in family.samples:
+                    seen[(s.name, s.labels.get("verdict"))] = s.value
+            if seen.get(("specsim_watch_acceptance_length", None)):
+                return
+            time.sleep(0.02)
+
+    with _serve(day, "vllm@0.20.0") as server:
+        reader = threading.Thread(target=scrape)
+        reader.start()
+        code = main(["watch", "--url", server.url, "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--interval", "0.5",
+                     "--windows", "3", "--listen", str(port)])
+        reader.join()
+    assert code in (0, 3, 5)
+    assert seen[("specsim_watch_acceptance_length", None)] == pytest.approx(float(tokens_per_round(0.6, 3)), rel=0.03)
+    assert ("specsim_watch_verdict", "costs") in seen and ("specsim_watch_break_even_acceptance_length", None) in seen
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2)
+
+
+def test_the_plot_draws_the_watched_period(day, tmp_path):
+    import matplotlib.image
+
+    path = tmp_path / "day.png"
+    with _serve(day, "trtllm@1.3.0") as server:
+        main(["watch", "--url", server.url, "--engine", "trtllm@1.3.0", "--draft", "llama-3.2-1b", "--interval", "0.25",
+              "--windows", "3", "--plot", str(path)])
+    image = matplotlib.image.imread(path)
+    assert image.shape[0] > 500 and image.shape[1] > 800 and not math.isclose(float(image.std()), 0.0)
