@@ -203,6 +203,21 @@ def test_a_drop_reports_where_it_started_and_its_size():
     assert drop.after == pytest.approx(float(tokens_per_round(0.6, 3)), rel=0.02)
 
 
+def test_a_drop_inside_the_reference_windows_is_named(capsys):
+    """History read at once (--once from Prometheus) may hold the change among the windows that would set the reference:
+    it is found there (a step moves one successive difference, not their middle), named as a drop since the window it
+    starts, and the windows after it set the reference."""
+    rng = np.random.default_rng(3)
+    d = DropDetector()
+    found = [d.update(i, w) for i, w in enumerate(_synthetic(rng, 10, 0.7, change=(5, 0.6)))]
+    drops = [x for x in found if x is not None]
+    assert len(drops) == 1 and drops[0].since == 5 and drops[0].flagged == 9 and drops[0].test.startswith("a change inside")
+    assert not d.ready  # five windows after the change: the reference waits for ten
+    for i, w in enumerate(_synthetic(rng, 5, 0.6), start=10):
+        assert d.update(i, w) is None
+    assert d.ready and d.mu0 == pytest.approx(float(tokens_per_round(0.6, 3)), rel=0.01)
+
+
 @pytest.mark.parametrize("kwargs, message", [({"min_drop": 0.0}, "smallest drop"), ({"false_alarm": 1.5}, "false-alarm rate"),
                                              ({"reference": 2}, "at least 3 windows")])
 def test_drift_test_settings_are_checked(kwargs, message):

@@ -26,7 +26,7 @@ __all__ = ["COMMANDS", "main", "build_parser"]
 COMMANDS = {"optimal-gamma": "model", "explain": "model", "speedup": "model", "steptime": "model", "alpha": "model",
             "capacity": "model", "schedule": "deploy", "compare": "model", "serve-sim": "load", "serve-sweep": "load",
             "toy": "info", "acceptance": "info", "measure": "measure", "measure-loop": "measure", "calibrate": "measure",
-            "bench-plan": "engine", "calibrate-engine": "calibrate", "watch": "watch", "compose-kernels": "measure", "hardware": "info",
+            "bench-plan": "engine", "calibrate-engine": "calibrate", "watch": "watch", "replay": "replay", "compose-kernels": "measure", "hardware": "info",
             "models": "info", "figures": "info", "reproduce": "info"}
 
 

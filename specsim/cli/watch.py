@@ -70,7 +70,8 @@ class _Output:
         for line in lines:
             print(line)
         print()
-        print(f"{'window end':>10}  {'accept. length [95%]':<22} {'by position':<15} {'g':>2} {'running (model)':>15} "
+        width = len(self.clock(0.0))
+        print(f"{'window end':>{width}}  {'accept. length [95%]':<22} {'by position':<15} {'g':>2} {'running (model)':>15} "
               f"{'req/s':>6} {'in/out':>9}  {'speedup':>7} {'break-even':>10}  verdict", flush=True)
 
     def row(self, row) -> None:
@@ -81,8 +82,9 @@ class _Output:
             return
         w, j = row.window, row.judgement
         when = self.clock(w.end_s)
+        pad = " " * len(when)
         if j is None:
-            print(f"{when:>10}  {row.note}", flush=True)
+            print(f"{when}  {row.note}", flush=True)
         else:
             low, high = j.interval if j.interval else (math.nan, math.nan)
             length = f"{w.acceptance_length:.3f} [{low:.3f}, {high:.3f}]" if j.interval else f"{w.acceptance_length:.3f}"
@@ -90,15 +92,15 @@ class _Output:
             running = "-" if w.running is None else f"{w.running:.1f}"
             be = {"never": "none pays", "always": "any pays"}.get(j.break_even, f"{j.break_even_length or 0:.3f}")
             verdict = {"costs": "COSTS MORE", "pays": "pays", "undecided": "cannot tell"}[j.verdict]
-            print(f"{when:>10}  {length:<22} {pos:<15} {j.gamma:>2} {running + f' ({j.running_model:.1f})':>15} "
+            print(f"{when}  {length:<22} {pos:<15} {j.gamma:>2} {running + f' ({j.running_model:.1f})':>15} "
                   f"{w.requests_per_s:>6.3g} {w.input_tokens:>4.0f}/{w.output_tokens:<4.0f}  {j.speedup:>6.3f}x {be:>10}  {verdict}",
                   flush=True)
             if row.note:
-                print(f"{'':>10}  {row.note}")
+                print(f"{pad}  {row.note}")
         for v in row.started:
-            print(f"{'':>10}  >> {v.text}", flush=True)
+            print(f"{pad}  >> {v.text}", flush=True)
             if v.detail:
-                print("\n".join(f"{'':>14}{line}" for line in v.detail.splitlines()), flush=True)
+                print("\n".join(f"{pad}     {line}" for line in v.detail.splitlines()), flush=True)
 
     def footer(self, code: int, holding: dict) -> None:
         if self.json:

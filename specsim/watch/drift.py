@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.stats import chi2
+from scipy.stats import beta, chi2
 
 from specsim.core.records import record
 
@@ -36,10 +36,10 @@ DEFAULT_FALSE_ALARM = 1e-3
 DEFAULT_MIN_DROP = 0.05
 #: Windows that set a reference (and the overdispersion between windows).
 DEFAULT_REFERENCE = 10
-#: The overdispersion (or a gauge's spread) is taken at the upper end of its 90% one-sided chi-square interval over the
-#: reference windows: ten windows estimate a variance to within a factor of about 2, and a reference that happens to
-#: vary little would otherwise make the test jumpy (on drift-free replays the estimate itself, not its bound, gave 1.3
-#: false alarms per 1,000 windows against the 1 stated; the bound, 0.24).
+#: The overdispersion (or a gauge's spread) is taken at the upper end of its 90% one-sided interval over the reference
+#: windows: ten windows estimate a variance to within a factor of about 2, and a reference that happens to vary little
+#: would otherwise make the test jumpy (on drift-free replays the plain estimate gave 1.3 false alarms per 1,000 windows
+#: against the 1 stated).
 PHI_QUANTILE = 0.10
 #: The stated windows to flag a drop of the smallest size: flagged within them in this share of cases or more (a normal
 #: approximation of the CUSUM's sum of log-likelihood ratios).
@@ -54,11 +54,12 @@ class Drop:
     since: int  #: the first window after the change
     before: float
     after: float
-    statistic: float  #: the CUSUM when flagged
+    statistic: float  #: the CUSUM when flagged (or the two-sample z of a change inside the reference)
+    test: str = "CUSUM"
 
     def to_dict(self) -> dict:
         return {"flagged": self.flagged, "since": self.since, "before": self.before, "after": self.after,
-                "statistic": self.statistic}
+                "statistic": self.statistic, "test": self.test}
 
 
 class DropDetector:
@@ -131,7 +132,7 @@ class DropDetector:
         if not self.ready:
             self._buffer.append((index, x, n, v))
             if len(self._buffer) >= self.reference:
-                self._set_reference()
+                return self._set_reference()
             return None
         sd = self.sd(n)
         if sd is None or sd <= 0:
@@ -151,25 +152,64 @@ class DropDetector:
         self._restart(self.gamma)  # the windows after this one set the next reference (the change may straddle earlier ones)
         return drop
 
-    def _set_reference(self) -> None:
+    def _set_reference(self) -> Drop | None:
+        """Set the reference from the buffered windows, unless they hold a change themselves: then a :class:`Drop`
+        where the acceptance fell (the windows after the change start the next reference), nothing where it rose."""
         xs = np.array([b[1] for b in self._buffer])
         counted = all(b[2] for b in self._buffer) and all(b[3] is not None for b in self._buffer)
+        ns = np.array([b[2] for b in self._buffer], dtype=float) if counted else np.ones(xs.size)
+        vs = np.array([b[3] for b in self._buffer], dtype=float) if counted else np.ones(xs.size)
+        v = float((vs * ns).sum() / ns.sum())
+        # A change inside the windows first, judged on a spread a step cannot inflate: the successive differences
+        # q_k = (x_k+1 - x_k)^2 / (v (1/n_k + 1/n_k+1)), each phi chi^2_1 without a change, by their middle order
+        # statistic (a step moves one q, not the middle one) at its upper 90% bound (the k-th of m uniforms is
+        # Beta(k, m - k + 1)).
+        q = np.sort(np.diff(xs) ** 2 / (v * (1.0 / ns[:-1] + 1.0 / ns[1:])))
+        k = (q.size + 1) // 2
+        robust = float(q[k - 1]) / float(chi2.ppf(beta.ppf(PHI_QUANTILE, k, q.size - k + 1), 1))
+        floor = 1.0 if counted else (1e-6 * float(xs.mean())) ** 2 / v
+        changed, drop = self._change_inside(xs, ns, v * max(floor, robust))
+        if changed:  # the windows after the change wait for more to make a reference
+            return drop
+        # No change: the spread from every window's deviation (Pearson's statistic, more efficient), at its upper 90%
+        # chi-square bound.
+        self.mu0 = float((xs * ns).sum() / ns.sum())
+        pearson = float((ns * (xs - self.mu0) ** 2).sum() / v)
+        phi = max(floor, pearson / float(chi2.ppf(PHI_QUANTILE, xs.size - 1)))
         if counted:
-            ns = np.array([b[2] for b in self._buffer], dtype=float)
-            vs = np.array([b[3] for b in self._buffer], dtype=float)
-            self.mu0 = float((xs * ns).sum() / ns.sum())
-            self.v0 = float((vs * ns).sum() / ns.sum())
-            pearson = float((ns * (xs - self.mu0) ** 2).sum() / max(self.v0, 1e-12))
-            self.phi = max(1.0, pearson / float(chi2.ppf(PHI_QUANTILE, len(xs) - 1)))
+            self.v0, self.phi = v, phi
         else:
-            self.mu0 = float(xs.mean())
-            self.v0, self.phi = None, None
-            sd = math.sqrt(float(((xs - self.mu0) ** 2).sum()) / float(chi2.ppf(PHI_QUANTILE, len(xs) - 1)))
-            self.gauge_sd = float(max(sd, 1e-6 * self.mu0))
+            self.v0, self.phi, self.gauge_sd = None, None, math.sqrt(phi * v)
         self.reference_windows = (self._buffer[0][0], self._buffer[-1][0])
         self.cusum = 0.0
         self._since_zero = []
+        return None
 
+    def _change_inside(self, xs, ns, per_draft) -> tuple[bool, Drop | None]:
+        """A change of level inside the buffered windows (they came in one read of history, or the engine changed while
+        the reference filled): the split of largest two-sample z over every split with two windows or more a side,
+        against the normal quantile of the false-alarm rate over the splits tried.  A drop of the smallest size or more
+        is returned; after any change the buffer keeps only the windows after it."""
+        from scipy.stats import norm
+
+        splits = range(2, xs.size - 1)
+        if not splits:
+            return False, None
+        z = []
+        for k in splits:
+            n1, n2 = ns[:k].sum(), ns[k:].sum()
+            m1, m2 = (xs[:k] * ns[:k]).sum() / n1, (xs[k:] * ns[k:]).sum() / n2
+            z.append(((m1 - m2) / math.sqrt(per_draft * (1.0 / n1 + 1.0 / n2)), k, m1, m2))
+        limit = float(norm.isf(self.false_alarm / len(z)))
+        top = max(z, key=lambda t: abs(t[0]))
+        if abs(top[0]) < limit:
+            return False, None
+        stat, k, before, after = top
+        flagged, since = self._buffer[-1][0], self._buffer[k][0]
+        self._buffer = self._buffer[k:]
+        if stat > 0 and before - after >= self.min_drop * before:
+            return True, Drop(flagged, since, float(before), float(after), float(stat), "a change inside the reference windows")
+        return True, None
     def describe(self, drafts: float | None = None) -> str:
         """The test in a line: the smallest drop, the false-alarm rate, and how soon a drop is flagged."""
         if not self.ready:

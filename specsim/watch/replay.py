@@ -19,7 +19,7 @@ import numpy as np
 
 from specsim.core.records import record
 
-__all__ = ["DayCounters", "ReplayServer", "arrivals", "page", "pages", "simulate_day"]
+__all__ = ["DayCounters", "ReplayServer", "arrivals", "openmetrics", "pages", "simulate_day"]
 
 
 def arrivals(profile: list, rng: np.random.Generator) -> np.ndarray:
@@ -67,8 +67,9 @@ def simulate_day(dep, profile: list, acceptance, gamma: int, input_tokens: int, 
     return DayCounters(counters, float(profile[-1][0]), int(gamma), what)
 
 
-def _families(names, state: dict, k: int, models: tuple, gamma: int, stamp: float | None, created: float):
-    """prometheus_client metric families of one page: the k-th read of ``state`` (:meth:`StepCounters.at`), the same
+def _families(names, state: dict, ks: list, models: tuple, gamma: int, stamps: list, created: float):
+    """prometheus_client metric families of the reads ``ks`` of ``state`` (:meth:`StepCounters.at`; one page where
+    ``ks`` holds one, a whole day in one family each for OpenMetrics), stamped ``stamps`` (None: unstamped), the same
     counts under each of ``models``."""
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
@@ -76,95 +77,93 @@ def _families(names, state: dict, k: int, models: tuple, gamma: int, stamp: floa
         out = {names.model_label: model} | dict(extra) | (more or {})
         return list(out), list(out.values())
 
-    def counter(name, value, extra=(), more=None):
-        family = CounterMetricFamily(name.removesuffix("_total"), name, labels=labels("", extra, more)[0])
+    def counter(name, key, extra=(), more=None, column=None, family=None):
+        family = family or CounterMetricFamily(name.removesuffix("_total"), name, labels=labels("", extra, more)[0])
         for model in models:
-            family.add_metric(labels(model, extra, more)[1], float(value), created=created if names.created else None,
-                              timestamp=stamp)
+            for k, stamp in zip(ks, stamps):
+                if column is not None and names.drafted_per_position is not None and not state["finished_drafted_per_position"][k][column]:
+                    continue  # a position's children are created when it first drafts
+                value = state[key][k] if column is None else state[key][k][column]
+                family.add_metric(labels(model, extra, more)[1], float(value), created=created if names.created else None,
+                                  timestamp=stamp)
         return family
 
-    def per_position(name, values, extra):
-        keys, _ = labels("", extra, {names.position_label: "0"})
-        family = CounterMetricFamily(name.removesuffix("_total"), name, labels=keys)
-        for model in models:
-            for position, value in enumerate(values):
-                if names.drafted_per_position is not None and not state["finished_drafted_per_position"][k][position]:
-                    continue  # created when a position first drafts
-                family.add_metric(labels(model, extra, {names.position_label: str(position)})[1], float(value),
-                                  created=created if names.created else None, timestamp=stamp)
-        return family
-
-    def gauge(name, value, extra=(), more=None):
+    def gauge(name, values, extra=(), more=None):
         family = GaugeMetricFamily(name, name, labels=labels("", extra, more)[0])
         for model in models:
-            family.add_metric(labels(model, extra, more)[1], float(value), timestamp=stamp)
+            for k, stamp in zip(ks, stamps):
+                if np.isfinite(values[k]):
+                    family.add_metric(labels(model, extra, more)[1], float(values[k]), timestamp=stamp)
         return family
 
     at_finish = names.counted_at_finish
     c, g = names.counter_labels, names.gauge_labels
-    yield gauge(names.running, state["running"][k], g)
-    yield gauge(names.waiting, state["waiting"][k], g)
-    yield counter(names.requests, state["finished"][k], c, dict(names.request_labels))
-    yield counter(names.prompt_tokens, state["finished_prompt_tokens" if at_finish else "prompt_tokens"][k], c)
-    yield counter(names.generation_tokens, state["finished_output_tokens" if at_finish else "generation_tokens"][k], c)
-    if names.drafts is not None:
-        yield counter(names.drafts, state["drafts"][k], c)
-    if names.draft_tokens is not None:
-        yield counter(names.draft_tokens, state["draft_tokens"][k], c)
-    if names.accepted is not None:
-        yield counter(names.accepted, state["accepted"][k], c)
-    if names.accepted_per_position is not None:
-        key = "finished_accepted_per_position" if names.per_position_at_finish else "accepted_per_position"
-        yield per_position(names.accepted_per_position, state[key][k][:gamma], c)
-    if names.drafted_per_position is not None:
-        yield per_position(names.drafted_per_position, state["finished_drafted_per_position"][k][:gamma], c)
-    if names.verify_calls is not None:
-        yield counter(names.verify_calls, state["finished_verifications"][k], c)
-    if names.accept_length_gauge is not None and np.isfinite(state["accept_length"][k]):
-        yield gauge(names.accept_length_gauge, state["accept_length"][k], g)
+    yield gauge(names.running, state["running"], g)
+    yield gauge(names.waiting, state["waiting"], g)
+    yield counter(names.requests, "finished", c, dict(names.request_labels))
+    yield counter(names.prompt_tokens, "finished_prompt_tokens" if at_finish else "prompt_tokens", c)
+    yield counter(names.generation_tokens, "finished_output_tokens" if at_finish else "generation_tokens", c)
+    for name, key in ((names.drafts, "drafts"), (names.draft_tokens, "draft_tokens"), (names.accepted, "accepted"),
+                      (names.verify_calls, "finished_verifications")):
+        if name is not None:
+            yield counter(name, key, c)
+    for name, key in ((names.accepted_per_position, "finished_accepted_per_position" if names.per_position_at_finish
+                       else "accepted_per_position"), (names.drafted_per_position, "finished_drafted_per_position")):
+        if name is not None:  # one family, a series per position
+            family = None
+            for position in range(gamma):
+                family = counter(name, key, c, {names.position_label: str(position)}, position, family)
+            yield family
+    if names.accept_length_gauge is not None:
+        yield gauge(names.accept_length_gauge, state["accept_length"], g)
     if names.gamma_gauge is not None:
-        yield gauge(names.gamma_gauge, gamma, g)
+        yield gauge(names.gamma_gauge, np.full(len(state["running"]), float(gamma)), g)
     if names.gamma_info is not None:
         info, label = names.gamma_info
-        yield gauge(info, 1.0, g, {label: str(gamma), "spec_enabled": "true"})
+        yield gauge(info, np.ones(len(state["running"])), g, {label: str(gamma), "spec_enabled": "true"})
+
+
+def _state(day: DayCounters, names, times: np.ndarray) -> dict:
+    state = day.counters.at(times)
+    if names.accept_length_gauge is not None:
+        state["accept_length"] = day.counters.accept_length_window(times, max(names.gauge_window, 1))
+    return state
 
 
 def pages(day: DayCounters, names, model, page_s: float, start_s: float = 0.0, stamps: bool = True) -> list:
     """The /metrics page of ``day`` read every ``page_s`` seconds from 0 to its end, as ``names``'s release writes it
     for ``model`` (a name, or several that then show the same counts), each sample stamped ``start_s`` (Unix seconds)
     plus its time in the day where ``stamps``."""
-    models = (model,) if isinstance(model, str) else tuple(model)
     from prometheus_client.exposition import generate_latest
 
+    models = (model,) if isinstance(model, str) else tuple(model)
     times = np.arange(0.0, day.seconds + 1e-9, float(page_s))
-    state = day.counters.at(times)
-    if names.accept_length_gauge is not None:
-        state["accept_length"] = day.counters.accept_length_window(times, max(names.gauge_window, 1))
+    state = _state(day, names, times)
 
     class _Page:
         def __init__(self, k):
             self.k = k
 
         def collect(self):
-            stamp = start_s + times[self.k] if stamps else None
-            return _families(names, state, self.k, models, day.gamma, stamp, start_s)
+            return _families(names, state, [self.k], models, day.gamma, [start_s + times[self.k] if stamps else None], start_s)
 
     return [generate_latest(_Page(k)).decode() for k in range(times.size)]
 
 
-def page(day: DayCounters, names, model: str, at_s: float) -> str:
-    """The one page of ``day`` read at ``at_s`` seconds into it, without time stamps (as a live server shows it)."""
-    from prometheus_client.exposition import generate_latest
+def openmetrics(day: DayCounters, names, model: str, page_s: float, start_s: float) -> str:
+    """The whole day as one OpenMetrics text, every read ``page_s`` seconds apart stamped from ``start_s``: what
+    ``promtool tsdb create-blocks-from openmetrics`` turns into blocks a Prometheus server then holds (a past day to
+    replay with ``specsim watch --prometheus --start --end``)."""
+    from prometheus_client.openmetrics.exposition import generate_latest
 
-    state = day.counters.at([at_s])
-    if names.accept_length_gauge is not None:
-        state["accept_length"] = day.counters.accept_length_window([at_s], max(names.gauge_window, 1))
+    times = np.arange(0.0, day.seconds + 1e-9, float(page_s))
+    state = _state(day, names, times)
 
-    class _Page:
+    class _Day:
         def collect(self):
-            return _families(names, state, 0, (model,), day.gamma, None, 0.0)
+            return _families(names, state, list(range(times.size)), (model,), day.gamma, list(start_s + times), start_s)
 
-    return generate_latest(_Page()).decode()
+    return generate_latest(_Day(), escaping="allow-utf-8").decode()  # names as the engine spells them (colons kept)
 
 
 class ReplayServer:

@@ -114,10 +114,11 @@ class Watcher:
             else:
                 if drop is not None:
                     when = starts[drop.since]
+                    how = (f"CUSUM {drop.statistic:.2f} >= {self.detector.h:.2f}" if drop.test == "CUSUM" else
+                           f"{drop.test}, z = {drop.statistic:.1f}")
                     started.append(Verdict("dropped", drop.since, when,
                                            f"acceptance dropped from {drop.before:.3f} to {drop.after:.3f} since {self.clock(when)} "
-                                           f"(window {drop.since}; flagged in window {index}: CUSUM {drop.statistic:.2f} >= "
-                                           f"{self.detector.h:.2f}, at most one false alarm per "
+                                           f"(window {drop.since}; flagged in window {index}: {how}, at most one false alarm per "
                                            f"{1 / self.detector.false_alarm:,.0f} windows without a change)"))
                     self._drop_until_reference = True
                 elif self._drop_until_reference and mu0 is not None:
