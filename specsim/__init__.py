@@ -7,14 +7,22 @@ models those times from hardware profiles, model shapes and step-time sources,
 and gives tokens per step, speedup, the optimal gamma or token tree, engine
 schedules and a serving simulation.
 
-The entry points:
+The packages, lowest floor first (tests/test_structure.py holds the order):
 
-    deployment  Deployment: target, drafter, step-time source and engine; the
-                only place a pass or a round gets its time (round_time, parts)
-    speedup     speedup, optimal_gamma, optimal_tree over a deployment
-    capacity    memory budget and throughput; serving: request-level simulation
-    schedule    per-batch-size schedules in each engine's form
-    cli         the ``specsim`` command
+    core         records, limits on inputs, files, defaults
+    describe     hardware profiles, model shapes from config.json, tensor parallelism
+    timing       step-time sources behind one interface (roofline, measured kernels, hybrid)
+    engines      one module per engine: presets by release, writers, metric names
+    speculation  acceptance, drafters, the Deployment (the only place a pass or a round gets its time), searches,
+                 schedules, sweeps
+    serving      capacity, the serving model at a load (serving.steady), the request-level simulator
+    harness      the torch timing harness (the harness extra)
+    calibration  fits to measurements and to an engine's benchmark files
+    article      the reference article's numbers and toys
+    answers      each command's answer as a library result
+    watch        a running engine's metrics against the serving model
+    figures      the plots
+    cli          the ``specsim`` command
 
 Imports flow one way; tests/test_structure.py lists the layers.
 """

@@ -391,7 +391,13 @@ def test_an_outcome_passes_the_trees_verified_token_count_through():
 def test_notes_keep_both_models_notes():
     target = dataclasses.replace(get_model("llama-3.1-8b"), notes=("a target note",))
     draft = dataclasses.replace(get_model("llama-3.2-1b"), notes=("a draft note",))
-    assert Deployment(H100, target, draft).notes() == ["llama-3.1-8b: a target note", "llama-3.2-1b: a draft note"]
+    notes = Deployment(H100, target, draft).notes()
+    assert notes[:2] == ["llama-3.1-8b: a target note", "llama-3.2-1b: a draft note"]
+    # vllm@latest overlaps a draft model's round with no measurement of the share: said by default (issue 37), and not
+    # where the overlap is off or measured.
+    assert notes[2].startswith("assumed: vllm@latest hides all of a round's host work behind the GPU for a draft model")
+    serial = Deployment(H100, target, draft, engine=get_engine("vllm@latest").with_spec(overlap=False))
+    assert not any(n.startswith("assumed:") for n in serial.notes())
 
 
 def test_an_ngram_draft_step_under_tensor_parallelism_runs_no_collective():

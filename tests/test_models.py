@@ -134,10 +134,12 @@ def test_bad_configs_are_clear_errors(change, message):
     assert message in str(err.value) and "mine/config.json" in str(err.value)
 
 
-def test_unknown_model_lists_builtins():
+def test_unknown_model_names_the_nearest_builtin_and_where_the_list_is():
+    # One line a person reads (issue 37: the whole list was 1,000 characters), the nearest built-in name where there is one.
     with pytest.raises(KeyError) as err:
-        get_model("gpt-5")
-    assert all(name in err.value.args[0] for name in builtin_model_names())
+        get_model("gpt-oss-12b")
+    assert err.value.args[0].startswith("unknown model 'gpt-oss-12b'; did you mean gpt-oss-120b? specsim models lists")
+    assert len(err.value.args[0]) < 200 and "gpt-oss-120b" in builtin_model_names()
 
 
 def test_not_json_is_a_clear_error(tmp_path):
@@ -294,8 +296,11 @@ def test_get_model_names_and_sources_a_config_by_its_folder(tmp_path):
     (folder / "bad.json").write_text("{oops")
     with pytest.raises(ValueError, match=r"^model config '.*bad.json': not valid JSON"):
         get_model(str(folder / "bad.json"))
-    with pytest.raises(KeyError, match=r"unknown model 'nope'; built-in models: article-1b, article-8b, "):
+    with pytest.raises(KeyError, match=r"unknown model 'nope'; specsim models lists the built-in ones \(or give a path to a config.json\)"):
         get_model("nope")
+    with pytest.raises(KeyError, match=r"unknown model 'lama-3.1-8b'; did you mean llama-3.1-8b\? specsim models lists"):
+        get_model("lama-3.1-8b")
+    assert get_model("LLAMA-3.1-8B").name == "llama-3.1-8b"  # built-in names in any case, as hardware and engines
 
 
 def test_hugging_face_ids_of_catalog_checkpoints_resolve_and_others_say_what_to_do():
@@ -313,6 +318,6 @@ def test_hardware_aliases_resolve_and_are_listed():
 
     assert load_hardware("h100").name == "h100-sxm" and load_hardware("H100").name == "h100-sxm"
     assert load_hardware("a100").name == load_hardware("a100-sxm-80gb").name
-    with pytest.raises(KeyError, match=r"aliases: h100 \(h100-sxm\)"):
+    with pytest.raises(KeyError, match=r"specsim hardware lists the built-in profiles and their aliases"):
         load_hardware("h300")
     assert set(ALIASES.values()) <= {"h100-sxm", "a100-sxm-80gb", "h200", "b200", "b300", "rtx-pro-6000"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 
 def _commands(readme: str) -> list[str]:
@@ -39,3 +40,16 @@ def test_every_package_folder_ships_in_the_wheel(repo):
     listed = set(tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     folders = {".".join(p.parent.relative_to(repo).parts) for p in (repo / "specsim").rglob("__init__.py")}
     assert folders - listed == set(), f"packages missing from pyproject.toml: {sorted(folders - listed)}"
+
+
+def test_the_distribution_installs_this_project_under_a_name_of_its_own():
+    # "specsim" on PyPI is another project (issue 37): this one installs as specsim-llm, imported and run as specsim.
+    import importlib.metadata
+    import tomllib
+
+    import specsim
+
+    name = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())["project"]["name"]
+    assert name == "specsim-llm"
+    assert importlib.metadata.version(name) == specsim.__version__
+    assert "specsim" in {e.name for e in importlib.metadata.entry_points(group="console_scripts") if e.dist.name == name}

@@ -171,3 +171,27 @@ def test_no_code_outside_the_drafter_classes_branches_on_the_drafters_kind():
     found = {name for name, path in MODULES.items()
              if not (name + ".").startswith("specsim.speculation.drafters.") and pattern.search(_source_without_docstrings(path))}
     assert found == set()
+
+
+def test_every_specsim_name_in_the_code_exists():
+    # Docstrings and comments that name a module or function by its dotted path name one that exists (issue 37: about
+    # 22 named the old flat layout, specsim.models.get_model, specsim.sweep, specsim.cli.commands).
+    import importlib
+
+    missing = set()
+    for name, path in MODULES.items():
+        for dotted in set(re.findall(r"(?<![\w/.])specsim(?:\.[A-Za-z_][A-Za-z0-9_]*)+", path.read_text())):
+            parts = dotted.split(".")
+            if parts[1] == "_hardware":  # the hardware folder as the wheel ships it (pyproject's package-dir)
+                continue
+            for i in range(len(parts), 0, -1):
+                try:
+                    obj = importlib.import_module(".".join(parts[:i]))
+                except ImportError:
+                    continue
+                for attribute in parts[i:]:
+                    obj = getattr(obj, attribute, None)
+                if obj is None:
+                    missing.add(f"{dotted} ({name})")
+                break
+    assert missing == set()

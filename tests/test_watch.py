@@ -98,6 +98,33 @@ def test_several_models_need_a_choice():
 
 
 # -- windows ---------------------------------------------------------------------------------------------------------
+def test_replicas_stay_apart_and_are_pooled_as_said():
+    """Two data-parallel engines of vLLM (engine="0" and "1"): each counter's series differs by its own amount, a
+    window takes each one's difference (one of them restarting would show), the acceptance pools the drafts of both, the
+    load is per replica (the mean running batch and requests/s over the two)."""
+    names, _, _ = metric_names("vllm@0.20.0")
+
+    def page(drafts, accepted, requests, running):
+        lines = []
+        for engine, d, a, r, b in zip(("0", "1"), drafts, accepted, requests, running):
+            labels = f'model_name="m",engine="{engine}"'
+            lines += [f"vllm:spec_decode_num_drafts_total{{{labels}}} {d}", f"vllm:spec_decode_num_accepted_tokens_total{{{labels}}} {a}",
+                      f"vllm:spec_decode_num_draft_tokens_total{{{labels}}} {3 * d}",
+                      f'vllm:request_success_total{{{labels},finished_reason="stop"}} {r}',
+                      f"vllm:prompt_tokens_total{{{labels}}} {1000 * r}", f"vllm:generation_tokens_total{{{labels}}} {256 * r}",
+                      f"vllm:num_requests_running{{{labels}}} {b}"]
+        return parse_prometheus("\n".join(lines) + "\n")
+
+    a = read_samples(page((1000, 2000), (1000, 1000), (10, 20), (4, 8)), names, 0.0)
+    b = read_samples(page((3000, 3000), (3000, 1500), (130, 80), (6, 10)), names, 60.0)
+    w = window_between(a, b, names)
+    assert w.replicas == 2 and w.drafts == 3000 and w.acceptance_length == pytest.approx(1 + 2500 / 3000)
+    assert w.requests_per_s == pytest.approx((120 + 60) / 60 / 2) and w.running == pytest.approx((5 + 9) / 2)
+    back = read_samples(page((3000, 1000), (3000, 500), (130, 5), (6, 1)), names, 120.0)  # engine 1 restarted
+    assert window_between(b, back, names).restarted
+
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_windows_give_back_the_simulated_acceptance_in_each_format(day, engine):
     """Two-minute windows (four pages of 30 s) before and after the change: the acceptance length within 2% of
@@ -318,6 +345,18 @@ def test_a_restart_mid_watch_is_said_and_watching_goes_on(day, capsys):
     out = capsys.readouterr().out
     assert "went down between reads: the engine restarted; counting starts again from this read" in out
     assert code in (0, 3, 5)
+
+
+def test_a_page_of_another_release_is_refused_by_the_command(day, capsys):
+    from specsim.watch.replay import ReplayServer, pages
+
+    names, _, _ = metric_names("vllm@0.20.0")
+    later = 'vllm:num_requests_waiting_by_reason{engine="0",model_name="%s",reason="capacity"} 0.0\n' % MODEL
+    with ReplayServer([t + later for t in pages(day, names, MODEL, 30.0, start_s=1.7e9)], path=names.path) as server:
+        assert main(["watch", "--url", server.url, "--engine", "vllm@0.15.0", "--draft", "llama-3.2-1b", "--once"]) == 2
+    err = capsys.readouterr().err
+    assert ("shows vllm:num_requests_waiting_by_reason, which vllm exports from 0.20.0 on: the server runs a later release "
+            "than the vllm 0.15.0 --engine names") in err and len(err.strip().splitlines()) == 1
 
 
 def test_gamma_is_asked_for_where_the_metrics_do_not_say(day, capsys):

@@ -1,6 +1,6 @@
 """The answer of each model command, as a library result: rows to print or serialise, and what they imply.
 
-The command line (:mod:`specsim.cli.commands`) turns these into tables or JSON and adds nothing: every number,
+The command line (the modules of :mod:`specsim.cli`) turns these into tables or JSON and adds nothing: every number,
 every recommendation and every finding it prints is computed here from the deployment, the speedup search,
 the capacity model and the schedule, so that a notebook gets the same answer from the same call.
 

@@ -110,7 +110,7 @@ def _final_table(target: Bigram, draft: Bigram) -> CategoricalTable:
 def speculative_step_bigram(target: Bigram, draft: Bigram, context: np.ndarray, gamma: int, rng: np.random.Generator) -> SpecStep:
     """Draft gamma tokens from ``context`` with the draft, verify them with the target.
 
-    The same rule as :func:`specsim.sampling.verify`, specialised to bigrams:
+    The same rule as :func:`specsim.speculation.sampling.verify`, specialised to bigrams:
     a residual depends only on the context token, so residual and bonus
     distributions are precomputed tables and only p(x), q(x) of the drafted
     tokens are gathered.

@@ -36,7 +36,7 @@ per second and each spends ``TPOT * (output - 1)`` seconds decoding (TPOT exclud
 average ``completed / duration * TPOT * (output - 1)`` sequences decode together (at least 1: TPOT is timed
 only while something decodes).  GuideLLM's measured mean
 concurrency gives the same figure as ``concurrency * TPOT * (output - 1) / latency``.  The mean cached context
-is the mean prompt plus half the mean output (:func:`specsim.workloads.mean_context_tokens`).
+is the mean prompt plus half the mean output (:func:`specsim.serving.workloads.mean_context_tokens`).
 """
 
 from __future__ import annotations

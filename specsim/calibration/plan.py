@@ -1,6 +1,6 @@
 """A benchmark plan for the user's own engine: the runs that let ``calibrate-engine`` separate every term it fits.
 
-specsim fits, from an engine's own benchmark runs (:mod:`specsim.engine_calibrate`), the profile's efficiency, the
+specsim fits, from an engine's own benchmark runs (:mod:`specsim.calibration.engine_fit`), the profile's efficiency, the
 engine's time per iteration, the host terms of a speculative round (per round, per draft step, per sequence, per
 sequence and step) and the acceptance.  Which of them a set of runs can tell apart is a matter of design:
 

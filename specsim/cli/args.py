@@ -164,7 +164,7 @@ def harness():
     try:
         import torch  # noqa: F401
     except ImportError:
-        raise ValueError("the timing harness needs torch: pip install 'specsim[harness]' (for the CPU build: pip install torch "
+        raise ValueError("the timing harness needs torch: pip install '.[harness]' from a checkout, or 'specsim-llm[harness]' (for the CPU build: pip install torch "
                          "--index-url https://download.pytorch.org/whl/cpu)") from None
     from specsim import harness as module
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from specsim.cli.report import describe, ms, print_json, print_notes, table
@@ -53,12 +54,52 @@ def _window_clause(dep) -> str:
             "reserves less than its length (the same KV as specsim capacity)")
 
 
+#: Requests simulated in all (both arms of every run) from which serve-sim spreads its runs over the cores: fewer finish
+#: in about a second, less than starting the workers costs.
+PARALLEL_FROM_REQUESTS = 2000
+
+
+@contextlib.contextmanager
+def _runner(args: argparse.Namespace, runs: int, requests: int):
+    """(executor or None, a callback per finished run): the runs spread over ``--jobs`` processes (the cores this process
+    may use, unless told) where there are several and enough requests to be worth it, and a progress bar on stderr
+    where it is a terminal and the output is not JSON."""
+    import os
+    import sys
+
+    jobs = args.jobs if args.jobs is not None else len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    jobs = min(jobs, runs) if runs > 1 and (args.jobs is not None or requests >= PARALLEL_FROM_REQUESTS) else 1
+    bar = None
+    if runs > 1 and sys.stderr.isatty() and not args.json:
+        from tqdm import tqdm
+
+        bar = tqdm(total=runs, desc="serve-sim runs", unit="run", file=sys.stderr, leave=False)
+    done = bar.update if bar is not None else None
+    if jobs <= 1:
+        try:
+            yield None, done
+        finally:
+            if bar is not None:
+                bar.close()
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            yield pool, done
+    finally:
+        if bar is not None:
+            bar.close()
+
+
 def run_serve_sim(args: argparse.Namespace) -> int:
     import numpy as np
 
     from specsim.core.files import check_output
     from specsim.core.limits import MAX_SIMULATED_REQUESTS
-    from specsim.serving.simulator import CONFIDENCE, DEFAULT_RUNS, requests_for, serve_compare, summarize_runs
+    from specsim.serving.simulator import CONFIDENCE, DEFAULT_RUNS, requests_for, serve_compare_runs, summarize_runs
 
     if args.trace is not None and args.runs not in (None, 1):
         raise ValueError(f"--runs {args.runs} with --trace: a trace is one fixed set of requests and is replayed once "
@@ -68,17 +109,19 @@ def run_serve_sim(args: argparse.Namespace) -> int:
     acc, acc_label, dep, limits, slo, gamma = _setup(args)
     runs_asked = (1 if args.trace is not None else DEFAULT_RUNS) if args.runs is None else args.runs
     seeds = list(range(args.seed, args.seed + runs_asked))
-    runs = []
+    request_sets = []
     for seed in seeds:
-        lengths = _lengths(args)
         requests, concurrency = requests_for(dep.target, rate=args.rate, concurrency=args.concurrency, trace=args.trace,
                                              workload=args.workload, n=args.requests, rng=np.random.default_rng(seed),
-                                             lengths=lengths)
+                                             lengths=_lengths(args))
         if len(requests) * len(seeds) > MAX_SIMULATED_REQUESTS:
             raise ValueError(f"--runs {len(seeds)} of {len(requests):,} requests simulate {len(requests) * len(seeds):,}; at most "
                              f"{MAX_SIMULATED_REQUESTS:,} per command: pass fewer runs or requests")
-        runs.append((requests, *serve_compare(dep, requests, acc, gamma, limits, concurrency, seed, args.memory_util,
-                                              args.gamma_max)))
+        request_sets.append(requests)
+    with _runner(args, len(seeds), sum(len(r) for r in request_sets)) as (executor, done):
+        results = serve_compare_runs(dep, request_sets, acc, gamma, limits, concurrency, seeds, args.memory_util,
+                                     args.gamma_max, executor, done)
+    runs = [(r, *result) for r, result in zip(request_sets, results)]
     requests, plain, spec, meta = runs[0]
     summaries = [summarize_runs([r[i].summary(*slo) for r in runs]) for i in (1, 2)]
     if args.csv:
@@ -286,6 +329,9 @@ def _parser_serve_sim(sub) -> None:
     p.add_argument("--runs", type=int_at_least(1, "runs", MAX_SERVE_RUNS),
                    help=f"independent runs, seeds --seed, --seed + 1, ...: each figure is their mean with a 95%% confidence "
                    f"interval (default {DEFAULT_RUNS}, or 1 with --trace: a trace is replayed once; 1: one run, no interval)")
+    p.add_argument("--jobs", type=int_at_least(1, "jobs", 1024),
+                   help="processes the runs are spread over (default: the cores this process may use, where the runs "
+                   f"simulate {PARALLEL_FROM_REQUESTS:,} requests or more; every figure is the same whatever the number)")
     p.add_argument("--csv", type=nonempty("csv"), metavar="FILE",
                    help="write one row per request of the run with --seed (speculation off and on) to this CSV")
     p.set_defaults(func=run_serve_sim)

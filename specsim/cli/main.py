@@ -56,10 +56,13 @@ class _Formatter(argparse.HelpFormatter):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with a one-line error message instead of usage plus error."""
+    """argparse with a one-line error message instead of usage plus error, and no abbreviated flags."""
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
+        # No abbreviations: argparse would take --gamma for --gamma-max, and a command that has no --gamma would answer
+        # another question than the one asked (issue 37).
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
@@ -99,6 +102,19 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> None:
+    """Unknown arguments, reported by the command's own parser (its --help, not the top level's) with the flag it has
+    that is nearest each unknown one (exits 2)."""
+    import difflib
+
+    command = getattr(args, "command", None)
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    owner = sub.choices[command] if sub is not None and command in sub.choices else parser
+    flags = [f for action in owner._actions for f in action.option_strings if f.startswith("--")]
+    near = [m for word in extra if word.startswith("-") for m in difflib.get_close_matches(word.split("=")[0], flags, 1, 0.6)]
+    owner.error(f"unrecognized arguments: {' '.join(extra)}" + (f"; did you mean {', '.join(dict.fromkeys(near))}?" if near else ""))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status.
 
@@ -116,7 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         gc.disable()
     try:
         parser = build_parser(first if first in COMMANDS else None)
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            _unrecognized(parser, args, extra)
     except SystemExit as stop:  # argparse: --help, --version or a usage error
         return int(stop.code or 0)
     finally:

@@ -400,6 +400,8 @@ def load_hardware(name_or_path: str | Path) -> HardwareProfile:
     given = str(name_or_path)
     files = _builtin_files()
     text = ALIASES.get(given.lower(), given) if given.lower() in ALIASES else given
+    if text not in files and text.lower() in files:
+        text = text.lower()  # built-in names match in any case, as aliases and engines do
     shipped = text in files
     if shipped:
         path = files[text]
@@ -408,8 +410,12 @@ def load_hardware(name_or_path: str | Path) -> HardwareProfile:
         path = Path(text).expanduser()
         looks_like_path = path.suffix in (".yaml", ".yml") or "/" in text or path.exists()
         if not looks_like_path:
-            raise KeyError(f"unknown hardware {text!r}; built-in profiles: {', '.join(sorted(files))}; aliases: "
-                           f"{', '.join(f'{a} ({t})' for a, t in ALIASES.items())} (or give a path to a YAML file)")
+            import difflib
+
+            close = difflib.get_close_matches(text.lower(), sorted(files) + sorted(ALIASES), n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise KeyError(f"unknown hardware {text!r}; {hint}specsim hardware lists the built-in profiles and their "
+                           "aliases (or give a path to a YAML file)")
         if not path.is_file():
             raise ValueError(f"hardware file {text!r} does not exist")
     from specsim.core.limits import load_yaml

@@ -132,6 +132,8 @@ def get_model(name_or_path: str | Path, *, weight_dtype: str | None = None, kv_d
     """
     text = str(name_or_path)
     hub = _hub_ids().get(text.lower())
+    if text not in _PRESETS and text not in _catalog_index() and text.lower() in set(builtin_model_names()):
+        text = text.lower()  # built-in names match in any case, as hardware profiles and engines do
     if text in _PRESETS:
         _refuse_shadowed(text, text)
         model = _PRESETS[text]
@@ -147,7 +149,11 @@ def get_model(name_or_path: str | Path, *, weight_dtype: str | None = None, kv_d
                 raise KeyError(f"unknown model {text!r}: a Hugging Face ID specsim does not ship; download its config.json "
                                f"(huggingface-cli download {text} config.json) and pass its path; the IDs it knows are "
                                f"listed by specsim models")
-            raise KeyError(f"unknown model {text!r}; built-in models: {', '.join(builtin_model_names())} (or give a path to a config.json)")
+            import difflib
+
+            close = difflib.get_close_matches(text.lower(), builtin_model_names(), n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise KeyError(f"unknown model {text!r}; {hint}specsim models lists the built-in ones (or give a path to a config.json)")
         if not path.is_file():
             raise ValueError(f"model config {text!r} does not exist")
         config = _read_json(path, "model config", allow_infinity=True)
@@ -180,7 +186,7 @@ def get_model(name_or_path: str | Path, *, weight_dtype: str | None = None, kv_d
 
 
 def _read_json(path: Path, what: str, allow_infinity: bool = False) -> Any:
-    """A config file within the size and nesting budget of :func:`specsim.limits.load_json`.  A model's config.json
+    """A config file within the size and nesting budget of :func:`specsim.core.limits.load_json`.  A model's config.json
     may hold ``Infinity`` (transformers writes float('inf') so: Nemotron-H's time_step_limit); every size key read
     from it is range-checked."""
     from specsim.core.limits import load_json

@@ -14,7 +14,7 @@ from specsim.engines import sglang, trtllm, vllm
 from specsim.engines.base import MAX_TERM_S, TERMS, EnginePreset, MetricNames, SpecHost, parse_version
 
 __all__ = ["DEFAULT_ENGINE", "DEFAULT_VERSIONS", "ENGINES", "ENGINE_MODULES", "ENGINE_NAMES", "MAX_TERM_S", "PRESETS", "TERMS",
-           "EnginePreset", "MetricNames", "SpecHost", "metric_names", "draft_tp", "get_engine", "named_release", "parse_version", "source_and_engine"]
+           "EnginePreset", "MetricNames", "SpecHost", "check_platform", "metric_names", "draft_tp", "get_engine", "named_release", "parse_version", "source_and_engine"]
 
 #: Each engine's module, by the name ``--engine`` takes.
 ENGINE_MODULES = {m.NAME: m for m in (vllm, sglang, trtllm)}
@@ -52,7 +52,11 @@ def get_engine(spec: str) -> EnginePreset:
     text = str(spec).strip().lower()
     name, at, version = text.partition("@")
     if name not in ENGINE_NAMES:
-        raise ValueError(f"unknown engine {name!r}; choose {', '.join(ENGINE_NAMES)}, optionally with @version (vllm@0.10)")
+        import difflib
+
+        close = difflib.get_close_matches(name, ENGINE_NAMES, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise ValueError(f"unknown engine {name!r}; {hint}choose {', '.join(ENGINE_NAMES)}, optionally with @version (vllm@0.10)")
     if at and not version:
         raise ValueError(f"--engine {spec!r} names no version after '@': give one ({name}@{DEFAULT_VERSIONS.get(name, 'latest')}) "
                          "or the bare name for the current release")
@@ -132,6 +136,19 @@ def draft_tp(preset: EnginePreset, separate_model: bool, target_tp: int, request
     return module.draft_tp(preset, separate_model, target_tp, requested)
 
 
+def check_platform(preset: EnginePreset, hardware) -> None:
+    """Refuse an engine on hardware it does not run on (TensorRT-LLM on an AMD GPU): its presets, writers and benchmark
+    plans would be for a deployment no one can make."""
+    module = ENGINE_MODULES.get(preset.name)
+    platform = getattr(hardware, "platform", "cuda")
+    if module is None or platform in module.PLATFORMS:
+        return
+    others = [name for name, m in ENGINE_MODULES.items() if platform in m.PLATFORMS]
+    kind = {"rocm": "an AMD GPU (ROCm)", "cpu": "a CPU", "cuda": "an NVIDIA GPU"}.get(platform, platform)
+    raise ValueError(f"{preset.name} does not run on {hardware.name}, {kind}: it runs on {', '.join(module.PLATFORMS)}; engines "
+                     f"that run there: {', '.join(others) or 'none specsim models'}")
+
+
 def source_and_engine(hardware, timing: str | None = None, engine: str | None = None,
                       engine_overhead_ms: float | None = None, progress=None):
     """The step-time source and the engine preset that apply to it, as ``--timing`` and ``--engine`` choose them.
@@ -149,6 +166,7 @@ def source_and_engine(hardware, timing: str | None = None, engine: str | None = 
     from specsim.timing import DEFAULT_TIMING, make_source
 
     preset = engine if isinstance(engine, EnginePreset) else get_engine(DEFAULT_ENGINE if engine is None else engine)
+    check_platform(preset, hardware)
     source = make_source(DEFAULT_TIMING if timing is None else timing, hardware, preset.kernel_engine, progress)
     preset = preset.for_source(source)
     placed = getattr(ENGINE_MODULES.get(preset.name), "on_platform", None)

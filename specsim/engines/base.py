@@ -33,7 +33,7 @@ Speculative rounds (:class:`SpecHost`)
     its overlap scheduler off for EAGLE: sgl-project/sglang#9961) pays t_GPU + H per round; one that
     does (vLLM >= 0.14 for EAGLE and MTP, vllm-project/vllm#31998; SGLang spec v2 for top-k 1 chains,
     sgl-project/sglang#11398) hides a share h of it, max(t_GPU, h H) + (1 - h) H
-    (:func:`specsim.deployment.round_seconds`): 40% for SGLang's spec v2, fitted to its measured gains
+    (:func:`specsim.speculation.deployment.round_seconds`): 40% for SGLang's spec v2, fitted to its measured gains
     over spec v1, and all of it for vLLM, whose gain no public measurement gives.  The
     terms are fitted to public speculative speedups across batch sizes (:mod:`specsim.calibration.public`,
     ``specsim/calibration/data/speculation_public.csv``) on the serial versions; an overlapping version does the

@@ -13,10 +13,12 @@ from __future__ import annotations
 from specsim.engines.base import MetricNames, _BASIS, _SPEC_BASIS, HEADS, RecurrentVerify, SpecHost, make_preset, parse_version
 from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP, BenchWriter, version_text as _version_text
 
-__all__ = ["ADAPTIVE_OFF_SINCE", "ADAPTIVE_SINCE", "ALIASES", "METRIC_NAMES", "NAME", "NEWEST", "PRESETS", "RANGES", "SglangBench", "adaptive_config", "draft_tp", "render_schedule",
+__all__ = ["PLATFORMS", "ADAPTIVE_OFF_SINCE", "ADAPTIVE_SINCE", "ALIASES", "METRIC_NAMES", "NAME", "NEWEST", "PRESETS", "RANGES", "SglangBench", "adaptive_config", "draft_tp", "render_schedule",
            "to_sglang"]
 
 NAME = "sglang"
+#: The hardware platforms (a profile's ``platform``) this engine runs on: SGLang runs on NVIDIA and AMD GPUs and Intel Xeon CPUs (docs/platforms).
+PLATFORMS = ("cuda", "rocm", "cpu")
 PLAIN = dict(kernel_engine="sglang", iteration_s=0.0, kernel_iteration_s=0.066e-3, basis=_BASIS + ", SGLang rows",
              collective_s=12.5e-6, kernel_collective_s=15.1e-6)
 SPEC = SpecHost(round_s=2.62e-3, step_s=0.0, seq_s=4.2e-6, seq_step_s=50.3e-6)

@@ -13,10 +13,12 @@ from typing import Any
 from specsim.engines.base import MetricNames, _BASIS, parse_version, RecurrentVerify, SpecHost, make_preset
 from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP, BenchWriter, version_text as _version_text
 
-__all__ = ["ALIASES", "DRAFT_TARGET_SPELLINGS", "METRIC_NAMES", "NAME", "NEWEST", "ONE_MODEL_SCHEDULE", "PRESETS", "RANGES", "SCHEDULE_SINCE",
+__all__ = ["PLATFORMS", "ALIASES", "DRAFT_TARGET_SPELLINGS", "METRIC_NAMES", "NAME", "NEWEST", "ONE_MODEL_SCHEDULE", "PRESETS", "RANGES", "SCHEDULE_SINCE",
            "TrtllmBench", "decoding_type", "draft_tp", "render_schedule", "to_trtllm", "trtllm_notes", "trtllm_options"]
 
 NAME = "trtllm"
+#: The hardware platforms (a profile's ``platform``) this engine runs on: TensorRT-LLM runs on NVIDIA GPUs only.
+PLATFORMS = ("cuda",)
 PLAIN = dict(kernel_engine="trtllm", iteration_s=0.20e-3, kernel_iteration_s=0.0, basis=_BASIS + ", TensorRT-LLM rows",
              collective_s=23.9e-6, kernel_collective_s=12.3e-6)
 #: Recurrent layers: PythonMambaCacheManager keeps an intermediate_ssm state per step of T = draft tokens + 1 for each

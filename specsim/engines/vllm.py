@@ -18,10 +18,12 @@ from typing import Any
 from specsim.engines.base import MetricNames, _BASIS, parse_version, _SPEC_BASIS, HEADS, RecurrentVerify, SpecHost, make_preset
 from specsim.engines.writers import BenchWriter, version_text as _version_text
 
-__all__ = ["METRIC_NAMES", "NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "ROCM_COLLECTIVE_S", "ROCM_SPEC", "VllmBench", "PER_BATCH_SINCE", "check_vllm_pair", "draft_tp",
+__all__ = ["PLATFORMS", "METRIC_NAMES", "NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "ROCM_COLLECTIVE_S", "ROCM_SPEC", "VllmBench", "PER_BATCH_SINCE", "check_vllm_pair", "draft_tp",
            "engine_settings", "on_platform", "render_schedule", "rocm_build", "to_vllm", "vllm_notes"]
 
 NAME = "vllm"
+#: The hardware platforms (a profile's ``platform``) this engine runs on: vLLM builds for CUDA, ROCm and CPU (docs/getting_started/installation).
+PLATFORMS = ("cuda", "rocm", "cpu")
 #: vLLM's n-gram lookup window, as the reference article's example sets it.
 PLAIN = dict(kernel_engine="vllm", iteration_s=0.0, kernel_iteration_s=0.0,
              basis=_BASIS + ", pooled over engines (no single-GPU vLLM rows)", collective_s=28.4e-6, kernel_collective_s=9.1e-6)

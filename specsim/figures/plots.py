@@ -115,7 +115,7 @@ def _batch_panel(ax: Any, ylabel: str, title: str, speedup: bool = True) -> None
 def plot_speedup_vs_gamma(table: pd.DataFrame, *, ax: Any = None) -> dict[str, Any]:
     """Speedup against gamma, one curve per alpha, each optimum marked.
 
-    ``table`` is :func:`specsim.sweep.closed_form_table` output for one cost ratio.
+    ``table`` is :func:`specsim.speculation.sweep.closed_form_table` output for one cost ratio.
     Returns ``{"lines": {alpha: Line2D}, "optima": {alpha: (gamma, speedup)}}``.
     """
     ax = _axes(ax)
@@ -151,7 +151,7 @@ def plot_speedup_vs_batch(
 ) -> dict[str, Any]:
     """Speedup against batch size for (alpha, gamma) curves, with the break-even line.
 
-    ``table`` is :func:`specsim.sweep.sweep` output for one deployment and context.
+    ``table`` is :func:`specsim.speculation.sweep.sweep` output for one deployment and context.
     The first curve's speedup is labelled at the ``marks`` batch sizes.
     Returns ``{"lines": {(alpha, gamma): Line2D}, "break_even": Line2D, "crossings": {(alpha, gamma): batch or None}}``.
     """
@@ -203,8 +203,8 @@ def plot_roofline(
 ) -> dict[str, Any]:
     """Attainable FLOP/s against arithmetic intensity, with passes as points.
 
-    ``roof`` is :func:`specsim.sweep.roofline_table`; ``passes`` is
-    :func:`specsim.sweep.pass_table` (decode and verification rows are drawn).
+    ``roof`` is :func:`specsim.speculation.sweep.roofline_table`; ``passes`` is
+    :func:`specsim.speculation.sweep.pass_table` (decode and verification rows are drawn).
     Points sit on the roof at their intensity (overhead excluded); filled where
     compute-bound, hollow where memory-bound.
     """
@@ -260,7 +260,7 @@ def plot_step_times(passes: pd.DataFrame, *, axes: Any = None) -> dict[str, Any]
 
     The overhead is the shaded band; dashed and dotted lines are overhead +
     compute and overhead + memory; the step time (solid) is the larger.
-    ``passes`` is :func:`specsim.sweep.pass_table` for one context.
+    ``passes`` is :func:`specsim.speculation.sweep.pass_table` for one context.
     """
     if axes is None:
         import matplotlib.pyplot as plt
@@ -345,7 +345,7 @@ OPTIMAL_GAMMA_OFFSET = 0.08
 def plot_optimal_gamma_vs_batch(table: pd.DataFrame, *, ax: Any = None, title: str | None = None) -> dict[str, Any]:
     """Optimal gamma against batch size, one step curve per alpha.
 
-    ``table`` is :func:`specsim.sweep.optimal_gamma_table` for one context.
+    ``table`` is :func:`specsim.speculation.sweep.optimal_gamma_table` for one context.
     Where speculation stops paying (gamma = 0) the curve ends with a cross and
     the batch size is labelled.  Returns ``{"lines": {alpha: Line2D}, "off_from": {alpha: batch or None}}``.
     """
@@ -383,7 +383,7 @@ def plot_optimal_gamma_vs_batch(table: pd.DataFrame, *, ax: Any = None, title: s
 def plot_speedup_vs_batch_devices(table: pd.DataFrame, *, axes: Any = None) -> dict[str, Any]:
     """Figure 3 per device, side by side, with where verification turns compute-bound.
 
-    ``table`` is :func:`specsim.sweep.sweep` over several hardware profiles.
+    ``table`` is :func:`specsim.speculation.sweep.sweep` over several hardware profiles.
     The dotted line is the first batch size at which the alpha = 0.8, gamma = 4
     verification pass is compute-bound; the speedup falls from there, so the
     crossover moves right as the device's ridge grows.
@@ -423,7 +423,7 @@ def plot_throughput_vs_latency(tables: dict[str, pd.DataFrame], *, ax: Any = Non
                                marks: tuple[int, ...] = (1, 8, 32, 64, 128, 256)) -> dict[str, Any]:
     """Device throughput against per-token latency, one curve per policy, batch size along each curve.
 
-    ``tables`` maps a label to :func:`specsim.capacity.throughput_table`
+    ``tables`` maps a label to :func:`specsim.serving.capacity.throughput_table`
     output; the label "plain decoding" draws the no-speculation columns and
     stops at the largest batch that fits without the draft, every other label
     draws the speculative columns and stops where the draft no longer fits.

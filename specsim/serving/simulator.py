@@ -6,7 +6,7 @@ instance iteration by iteration, the way vLLM's continuous batching runs them:
 * **Admission.**  A waiting request is admitted (first come, first served) while fewer than
   ``max_num_seqs`` are in flight and the KV cache can hold it: each admitted request reserves
   ``prompt + output`` tokens of KV (target and, when speculating, draft) in the memory the capacity
-  model leaves after the weights (:func:`specsim.capacity.capacity`).  Real engines allocate blocks as
+  model leaves after the weights (:func:`specsim.serving.capacity.capacity`).  Real engines allocate blocks as
   tokens arrive and preempt when they run out; reserving up front is the conservative version.  A
   request that can never fit is reported, never dropped silently.
 * **Chunked prefill.**  Each iteration carries every running sequence's decode tokens and, in the
@@ -47,7 +47,7 @@ from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_S
 from specsim.serving.workloads import mean_context_tokens
 
 __all__ = ["DEFAULT_MAX_BATCHED_TOKENS", "DEFAULT_MAX_NUM_SEQS", "DEFAULT_REQUESTS", "DEFAULT_SLO_ATTAINMENT", "EngineLimits", "ServeResult",
-           "StepCounters", "StepTable", "simulate_speculating", "requests_for", "serve_compare", "serve_sweep", "simulate", "summarize_runs", "sweep_findings"]
+           "StepTable", "serve_compare_runs", "simulate_speculating", "requests_for", "serve_compare", "serve_sweep", "simulate", "summarize_runs", "sweep_findings"]
 
 #: Requests simulated per run unless told otherwise.
 DEFAULT_REQUESTS = 1000
@@ -208,105 +208,6 @@ class ServeResult:
             out["slo_met"] = int(ok.sum())
             out["goodput_requests_per_s"] = _ratio(ok.sum(), span)
         return out
-
-
-class StepCounters:
-    """What a serving engine's metrics count while :func:`simulate` plays requests through it (its ``observer``).
-
-    Per iteration (a round of rounds' worth when many are advanced at once), with the time it ends: the drafts (one per
-    speculating sequence and round), drafted and accepted tokens, the drafts whose token k was accepted, the tokens
-    generated and the prompt tokens prefilled, and the requests running and waiting after it; per finished request,
-    with its time: its prompt and output tokens, its verification passes and its accepted tokens per position, which
-    engines that count a request when it finishes report (SGLang's tokenizer metrics, TensorRT-LLM's per-request
-    ones).  :meth:`at` gives every count cumulated to a list of times, as a /metrics page read then would show.
-    """
-
-    def __init__(self, requests: int, gamma_max: int):
-        self.gamma_max = int(gamma_max)
-        self._rows: list[tuple] = []  # (ends, drafts, draft tokens, accepted, per position, generated, prompt, running, waiting)
-        self._done: list[tuple] = []  # (times, prompt, output, verifications, accepted per position, drafted per position)
-        self._verify = np.zeros(requests)
-        self._accepted = np.zeros((requests, self.gamma_max))
-        self._drafted = np.zeros((requests, self.gamma_max))
-        self._positions = np.arange(self.gamma_max)[None, None, :]
-
-    def rounds(self, ends: np.ndarray, run: np.ndarray, accepted: np.ndarray, gamma: int, generated: np.ndarray,
-               running: int, waiting: int, prompt: object = 0) -> None:
-        """``accepted``: drafted tokens each running sequence had accepted in each of the rounds ending at ``ends``."""
-        k = len(ends)
-        if gamma:
-            over = accepted[:, :, None] > self._positions  # (sequence, round, position): token k accepted
-            per_position = over.sum(axis=0)
-            self._verify[run] += k
-            self._accepted[run] += over.sum(axis=1)
-            self._drafted[run, :gamma] += k
-            drafts = np.full(k, float(run.size))
-        else:
-            per_position, drafts = np.zeros((k, self.gamma_max)), np.zeros(k)
-        prompts = np.zeros(k)
-        prompts[-1] = prompt
-        self._rows.append((np.asarray(ends, dtype=float), drafts, drafts * gamma, accepted.sum(axis=0).astype(float), per_position,
-                           np.broadcast_to(np.asarray(generated, dtype=float), (k,)), prompts,
-                           np.full(k, running), np.full(k, waiting)))
-
-    def iteration(self, end: float, run: np.ndarray, accepted: np.ndarray, gamma: int, generated: float, prompt: float,
-                  first_tokens: int, running: int, waiting: int) -> None:
-        """One iteration with prompt chunks: the running sequences' round, ``prompt`` tokens prefilled and the first
-        token of each of ``first_tokens`` prompts it finished."""
-        self.rounds(np.array([end]), run, accepted.reshape(run.size, 1), gamma if run.size else 0,
-                    np.array([generated + first_tokens]), running, waiting, prompt)
-
-    def finished(self, ids: np.ndarray, at: np.ndarray, prompt: np.ndarray, output: np.ndarray) -> None:
-        self._done.append((np.asarray(at, dtype=float).copy(), prompt.astype(float), output.astype(float), self._verify[ids].copy(),
-                           self._accepted[ids].copy(), self._drafted[ids].copy()))
-
-    def at(self, times: object) -> dict:
-        """Every count cumulated to each of ``times`` (seconds of the simulation), and the running and waiting requests
-        after the last iteration that ended by then: arrays over ``times`` (a second axis over positions)."""
-        t = np.atleast_1d(np.asarray(times, dtype=float))
-        keys = ("drafts", "draft_tokens", "accepted", "accepted_per_position", "generation_tokens", "prompt_tokens")
-        if self._rows:
-            cols = [np.concatenate([r[i] for r in self._rows]) for i in range(9)]
-        else:
-            cols = [np.zeros(0)] * 4 + [np.zeros((0, self.gamma_max))] + [np.zeros(0)] * 4
-        order = np.argsort(cols[0], kind="stable")
-        ends = cols[0][order]
-        upto = np.searchsorted(ends, t, side="right")  # iterations ended by each time
-        out = {}
-        for key, col in zip(keys, cols[1:7]):
-            c = np.cumsum(np.asarray(col, dtype=float)[order], axis=0)
-            out[key] = np.where((upto > 0).reshape((-1,) + (1,) * (c.ndim - 1)), c[np.maximum(upto - 1, 0)], 0.0)
-        for key, col in (("running", cols[7]), ("waiting", cols[8])):
-            out[key] = np.where(upto > 0, np.asarray(col, dtype=float)[order][np.maximum(upto - 1, 0)], 0.0)
-        if self._done:
-            done = [np.concatenate([d[i] for d in self._done]) for i in range(6)]
-        else:
-            done = [np.zeros(0)] * 4 + [np.zeros((0, self.gamma_max))] * 2
-        order = np.argsort(done[0], kind="stable")
-        upto = np.searchsorted(done[0][order], t, side="right")
-        out["finished"] = upto.astype(float)
-        for key, col in zip(("finished_prompt_tokens", "finished_output_tokens", "finished_verifications",
-                             "finished_accepted_per_position", "finished_drafted_per_position"), done[1:]):
-            c = np.cumsum(np.asarray(col, dtype=float)[order], axis=0)
-            out[key] = np.where((upto > 0).reshape((-1,) + (1,) * (c.ndim - 1)), c[np.maximum(upto - 1, 0)], 0.0)
-        return out
-
-    def accept_length_window(self, times: object, iterations: int) -> np.ndarray:
-        """1 + accepted / drafts over the last ``iterations`` speculating iterations before each time (NaN before any):
-        what an engine that logs the mean acceptance length of its last logging window shows then."""
-        t = np.atleast_1d(np.asarray(times, dtype=float))
-        if not self._rows:
-            return np.full(t.shape, np.nan)
-        ends = np.concatenate([r[0] for r in self._rows])
-        drafts = np.concatenate([r[1] for r in self._rows])
-        accepted = np.concatenate([r[3] for r in self._rows])
-        keep = drafts > 0
-        ends, drafts, accepted = ends[keep], drafts[keep], accepted[keep]
-        cd, ca = np.r_[0.0, np.cumsum(drafts)], np.r_[0.0, np.cumsum(accepted)]
-        upto = np.searchsorted(ends, t, side="right")
-        start = np.maximum(upto - int(iterations), 0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(upto > 0, 1.0 + (ca[upto] - ca[start]) / (cd[upto] - cd[start]), np.nan)
 
 
 def _ratio(amount: float, span_s: float) -> float | None:
@@ -524,13 +425,13 @@ def simulate(requests, table: StepTable, limits: EngineLimits, acceptance: objec
     concurrency : int or None
         Users of a closed loop: each sends its next request when the last one finishes.
     reserve_bytes : ndarray or None
-        KV bytes each request reserves for its whole length (:func:`specsim.capacity.sequence_kv_bytes`);
+        KV bytes each request reserves for its whole length (:func:`specsim.serving.capacity.sequence_kv_bytes`);
         None: nothing is reserved, and only ``max_num_seqs`` limits admission.
     acceptance_changes : list of (seconds, acceptance) or None
         The acceptance from each of these times on (a new system prompt or checkpoint meets the drafter then); a
         round that starts after a change draws from it.
     observer : object or None
-        Told what the engine does, as an engine's metrics count it (:class:`StepCounters`): each round's accepted
+        Told what the engine does, as an engine's metrics count it (:class:`specsim.serving.counters.StepCounters`): each round's accepted
         drafts per sequence, the tokens and prompt tokens of each iteration, each finished request.
     """
     rng = np.random.default_rng(0) if rng is None else rng
@@ -603,8 +504,8 @@ def serve_compare(dep: Deployment, requests, acceptance: object, gamma: object =
 
     ``gamma``: an int (fixed) or ``"schedule"`` (the optimal gamma per running batch at ``context_hint``,
     default the workload's mean prompt plus half its mean output).  The KV capacity is the capacity
-    model's (:func:`specsim.capacity.capacity`): the plain run holds the target alone, the speculative run
-    the target and the draft, and each request reserves :func:`specsim.capacity.sequence_kv_bytes` of its
+    model's (:func:`specsim.serving.capacity.capacity`): the plain run holds the target alone, the speculative run
+    the target and the draft, and each request reserves :func:`specsim.serving.capacity.sequence_kv_bytes` of its
     whole length, window layers capped at their window, so that a run of equal requests admits exactly
     the batch ``specsim capacity`` reports.
     """
@@ -643,6 +544,39 @@ def serve_compare(dep: Deployment, requests, acceptance: object, gamma: object =
             "gamma_policy": label, "gamma_by_batch": np.atleast_1d(policy).tolist(), "context_hint": hint,
             "scratch_draft_tokens": cap.scratch_draft_tokens, "scratch_basis": cap.scratch_basis}
     return runs[0], runs[1], meta
+
+
+def _compare_one(job):
+    """One run, and the notes its step-time source took meanwhile (in another process, they are the parent's to keep)."""
+    dep, requests, acceptance, gamma, limits, concurrency, seed, memory_utilization, gamma_max = job
+    result = serve_compare(dep, requests, acceptance, gamma, limits, concurrency, seed, memory_utilization, gamma_max)
+    return result, dep.source.noted_items() if hasattr(dep.source, "noted_items") else []
+
+
+def serve_compare_runs(dep: Deployment, request_sets: list, acceptance: object, gamma: object, limits: EngineLimits,
+                       concurrency: int | None, seeds: list, memory_utilization: float | None = None,
+                       gamma_max: int = DEFAULT_SERVING_GAMMA_MAX, executor=None, done=None) -> list:
+    """:func:`serve_compare` of each request set with its seed (independent runs of one load): in order, through
+    ``executor`` (any ``concurrent.futures`` executor, e.g. a process pool over the cores) where given; ``done`` is called
+    once per finished run (a progress bar).  Each run's result is the same whichever executor runs it."""
+    jobs = [(dep, r, acceptance, gamma, limits, concurrency, seed, memory_utilization, gamma_max) for r, seed in zip(request_sets, seeds)]
+    if executor is None:
+        out = []
+        for job in jobs:
+            out.append(_compare_one(job)[0])
+            if done is not None:
+                done()
+        return out
+    futures = [executor.submit(_compare_one, job) for job in jobs]
+    for future in futures:
+        future.add_done_callback(lambda _: done() if done is not None else None)
+    out = []
+    for future in futures:
+        result, noted = future.result()
+        out.append(result)
+        if hasattr(dep.source, "take_notes"):  # what the runs' step-time source noted, each once, as in one process
+            dep.source.take_notes(noted)
+    return out
 
 
 #: Confidence level of the intervals serve-sim prints over independent runs.

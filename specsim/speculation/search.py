@@ -4,7 +4,7 @@ Speedup
     Per generated token, plain decoding spends one decode step t_T and speculation one round
     (:mod:`specsim.speculation.deployment`: gamma draft steps t_D, the round's fixed part t_V, verification and
     whatever else a round pays once, and the engine's host time the round waits for) per E tokens
-    (:func:`specsim.acceptance.expected_tokens`):
+    (:func:`specsim.speculation.acceptance.expected_tokens`):
 
         S = E * t_T / t_round,   t_round = gamma * t_D + t_V (+ host)
 
@@ -22,7 +22,7 @@ Optimal gamma
 
 Optimal tree
     Every tree within the bounds (top-k, depth, verified tokens) is scored with its exact E(tree)
-    (:func:`specsim.acceptance.build_tree`) over the deployment's draft step of top-k tokens and round
+    (:func:`specsim.speculation.acceptance.build_tree`) over the deployment's draft step of top-k tokens and round
     fixed part of the tree's verified tokens; chains are the trees of top-k 1.
 """
 

@@ -42,6 +42,12 @@ class HybridSource:
     def notes(self) -> list[str]:
         return self.kernels.notes
 
+    def noted_items(self) -> list[tuple]:
+        return self.kernels.noted_items()
+
+    def take_notes(self, items: list[tuple]) -> None:
+        self.kernels.take_notes(items)
+
     def brief(self) -> str:
         return f"{self.roofline.brief()}, verification from {self.kernels.brief()}"
 

@@ -292,6 +292,12 @@ def _read(path: Path):
         return pd.read_parquet(path)
     except ImportError as exc:  # pandas without pyarrow
         raise KernelDataError(f"reading {path.name} needs pyarrow, which {AIC_DISTRIBUTION} installs: {exc}") from None
+    except FileNotFoundError:  # a release folder that ships some tables and not this one (gb300's trtllm 1.3.0rc23)
+        parts = path.parts
+        where = "/".join(parts[-4:-1]) if len(parts) >= 4 else str(path.parent)
+        raise KernelDataError(f"{AIC_DISTRIBUTION} has no {path.name} in {where} (the folder holds "
+                              f"{', '.join(sorted(p.name for p in path.parent.glob('*'))) or 'nothing'}): no measured kernels "
+                              "for this device under this engine") from None
 
 
 def _gemm_line(model: ModelShape, gemm, where: str) -> tuple[np.ndarray, np.ndarray]:
@@ -561,7 +567,7 @@ class KernelSource:
         self.device = device_folder(hardware)
         self.version = database_version()
         self.notes: list[str] = []
-        self._noted: set = set()
+        self._noted: dict = {}  # key -> the note's text, in the order noted
         self._tables: dict[tuple, KernelTable | None] = {}
         self._by_model: dict[int, tuple] = {}  # id(model) -> (model, its table): the key composed once per model object
 
@@ -576,8 +582,18 @@ class KernelSource:
         """Record a note once per ``key`` (default: its text)."""
         key = text if key is None else key
         if key not in self._noted:
-            self._noted.add(key)
+            self._noted[key] = text
             self.notes.append(text)
+
+    def noted_items(self) -> list[tuple]:
+        """(key, text) of every note so far: what another process's copy of this source noted, to take with
+        :meth:`take_notes`."""
+        return list(self._noted.items())
+
+    def take_notes(self, items: list[tuple]) -> None:
+        """Note what another copy of this source noted (a run in a worker process), each key once."""
+        for key, text in items:
+            self._note(text, key)
 
     def table(self, model: ModelShape) -> KernelTable | None:
         """The model's table (cached in memory and on disk), or None where the database cannot compose it."""

@@ -97,6 +97,14 @@ class MeasuredSource:
             self._grids[key] = (axes, _monotone(grid, axes, self.path.name, str(rows["model_name"].iloc[0])))
             self._names[key] = str(rows["model_name"].iloc[0])
 
+    def noted_items(self) -> list[tuple]:
+        """(key, text) of every note so far (its text is its key)."""
+        return [(n, n) for n in self.notes]
+
+    def take_notes(self, items: list[tuple]) -> None:
+        """Note what another copy of this source noted (a run in a worker process), each once."""
+        self.notes.extend(text for _, text in items if text not in self.notes)
+
     def brief(self) -> str:
         return f"measured {self.path.name}"
 

@@ -3,7 +3,7 @@ test it against a real Prometheus server.
 
 :func:`simulate_day` plays a day of traffic (a request rate that changes over the day, an acceptance that may change at
 given times) through the serving simulator (:func:`specsim.serving.simulator.simulate`) and keeps what an engine's
-metrics count (:class:`~specsim.serving.simulator.StepCounters`).  :func:`pages` writes them, read every ``page_s``
+metrics count (:class:`~specsim.serving.counters.StepCounters`).  :func:`pages` writes them, read every ``page_s``
 seconds of the day, as the release's /metrics pages would show them (:class:`~specsim.engines.base.MetricNames`: names,
 labels, what is counted per iteration and what when a request finishes, ``_created`` samples), with prometheus_client,
 each sample stamped with its time.  :class:`ReplayServer` serves them one per GET on the engine's path, for a
@@ -34,7 +34,7 @@ def arrivals(profile: list, rng: np.random.Generator) -> np.ndarray:
 
 @record(eq=False)
 class DayCounters:
-    """A simulated day's counters (:class:`~specsim.serving.simulator.StepCounters`) and how it was made."""
+    """A simulated day's counters (:class:`~specsim.serving.counters.StepCounters`) and how it was made."""
 
     counters: object
     seconds: float
@@ -48,7 +48,8 @@ def simulate_day(dep, profile: list, acceptance, gamma: int, input_tokens: int, 
     through ``dep`` speculating ``gamma`` tokens at ``acceptance``, then at each ``(seconds, acceptance)`` of ``changes``
     from then on; the engine's KV cache is the capacity model's (as serve-sim's)."""
     from specsim.answers.load import kv_bytes
-    from specsim.serving.simulator import StepCounters, simulate_speculating
+    from specsim.serving.counters import StepCounters
+    from specsim.serving.simulator import simulate_speculating
     from specsim.serving.steady import EngineLimits
     from specsim.serving.workloads import Requests
 
