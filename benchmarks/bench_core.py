@@ -1,7 +1,7 @@
 """Benchmark: cold-start time of the CLI and time to evaluate a speedup surface.
 
 Targets (issue 28): ``specsim optimal-gamma`` (the default deployment, its published acceptance) from a cold process
-within 1.5x of ``python -c "import numpy"`` on the same machine (``--alpha 0.8`` is timed beside it), once the kernel table is cached (the run before the timed ones builds it), and a surface of 101
+within 2x of ``python -c "import numpy"`` on the same machine (issue 37 traded issue 28's 1.5x for frozen dataclasses and plain YAML reads) (``--alpha 0.8`` is timed beside it), once the kernel table is cached (the run before the timed ones builds it), and a surface of 101
 alpha x 17 gamma x 10 batch sizes x 4 contexts (68,680 points) at >= 1e7 points/s with the default source.
 
 Run:  python benchmarks/bench_core.py [--repeats N] [--instructions]
@@ -80,7 +80,7 @@ def main() -> None:
     for name, t in times.items():
         ratio = "" if name.startswith("python") else f"  ratio of the medians {statistics.median(t) / base:.2f}x"
         print(f"  {name:<36} median {statistics.median(t) * 1e3:7.1f} ms  min {min(t) * 1e3:7.1f} ms{ratio}")
-    print("  (target: specsim optimal-gamma <= 1.5x; the default concurrency grid, 1-256 users x gamma 0-16 by the serving "
+    print("  (target: specsim optimal-gamma <= 2x; the default concurrency grid, 1-256 users x gamma 0-16 by the serving "
           f"model, under 1 s: median {statistics.median(times['specsim optimal-gamma --concurrency']):.3f} s)")
     if args.instructions:
         counts = {name: instructions(cmd) for name, cmd in commands.items()}

@@ -142,34 +142,3 @@ def test_every_shipped_yaml_reads_the_same_with_the_fast_and_the_checked_reader(
     assert len(paths) > 10
     for path in paths:
         assert load_yaml(path, "shipped file", shipped=True) == load_yaml(path, "shipped file"), path
-
-
-def test_the_pre_parsed_bundle_is_every_shipped_yaml_as_it_is_now():
-    # A cold run reads the package's YAML from specsim/_shipped_yaml.json: it must hold every shipped file, each with
-    # the CRC of its bytes and the data the checked reader gives (regenerate: python scripts/gen_shipped_yaml.py).
-    import json
-    import zlib
-
-    from specsim.core.limits import SHIPPED_BUNDLE, load_yaml
-    from specsim.describe.hardware import _builtin_files
-    from specsim.describe.models import _CATALOG
-
-    bundle = json.loads(SHIPPED_BUNDLE.read_text(encoding="utf-8"))
-    files = list(_builtin_files().values()) + [_CATALOG / "index.yaml"]
-    assert sorted(bundle) == sorted(p.name for p in files) and len(files) == len({p.name for p in files})
-    for path in files:
-        entry = bundle[path.name]
-        assert entry["crc32"] == zlib.crc32(path.read_bytes()), f"{path.name} changed: python scripts/gen_shipped_yaml.py"
-        assert entry["data"] == load_yaml(path, "shipped file"), path
-
-
-def test_a_shipped_file_whose_bytes_changed_is_parsed_not_read_from_the_bundle(tmp_path, monkeypatch):
-    from specsim.core import limits
-    from specsim.describe.hardware import _builtin_files
-
-    shipped = _builtin_files()["h100-sxm"]
-    copy = tmp_path / shipped.name  # the bundle's name, other bytes
-    copy.write_text(shipped.read_text().replace("h100-sxm", "h100-copy", 1))
-    data = limits.load_yaml(copy, "shipped file", shipped=True)
-    assert limits._from_bundle(copy) is None and limits._from_bundle(shipped) is not None
-    assert data == limits.load_yaml(copy, "a file") != limits.load_yaml(shipped, "shipped file", shipped=True)

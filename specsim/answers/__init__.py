@@ -15,7 +15,7 @@ import dataclasses
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.speculation.acceptance import tokens_per_round
 from specsim.serving.capacity import Capacity, capacity, require_target_fits, reserved_context
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS
@@ -50,7 +50,7 @@ def why_off(rows: list) -> str:
 
 
 # -- optimal-gamma -------------------------------------------------------------------------
-@record
+@dataclass(frozen=True)
 class GammaAnswer:
     """optimal-gamma for chains: the best gamma per batch, with its step times, memory and where it pays most."""
 

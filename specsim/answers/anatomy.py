@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma
@@ -13,7 +13,7 @@ from specsim.speculation.search import optimal_gamma
 __all__ = ["RoundAnatomy", "round_anatomy"]
 
 
-@record
+@dataclass(frozen=True)
 class RoundAnatomy:
     """specsim explain: per batch size, a round's parts next to a plain decode step, and what they imply."""
 

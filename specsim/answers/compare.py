@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.answers import deployment_capacity
 from specsim.serving.capacity import Capacity, throughput_table
 from specsim.speculation.deployment import Deployment
@@ -11,7 +11,7 @@ from specsim.speculation.deployment import Deployment
 __all__ = ["CompareAnswer", "compare_answer"]
 
 
-@record
+@dataclass(frozen=True)
 class CompareAnswer:
     """compare: latency and throughput per batch size (:attr:`frame`), and at the largest batch that fits."""
 

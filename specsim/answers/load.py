@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.serving.steady import EngineLimits, SteadyState, load_label, steady_state
 
 __all__ = ["DEFAULT_INPUT_TOKENS", "DEFAULT_OUTPUT_TOKENS", "LoadAnswer", "kv_bytes", "load_answer"]
@@ -24,7 +24,7 @@ DEFAULT_INPUT_TOKENS = 1000
 DEFAULT_OUTPUT_TOKENS = 256
 
 
-@record(eq=False)
+@dataclass(frozen=True, eq=False)
 class LoadAnswer:
     """The best gamma per load with what a benchmark measures at it, plain and speculating."""
 

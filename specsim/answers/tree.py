@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.serving.capacity import Capacity
 from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR, TreeSpec
 from specsim.speculation.deployment import Deployment
@@ -17,7 +17,7 @@ from specsim.speculation.search import optimal_gamma, optimal_tree
 __all__ = ["TreeAnswer", "tree_answer"]
 
 
-@record
+@dataclass(frozen=True)
 class TreeAnswer:
     """optimal-gamma --tree: the best tree within the bounds per batch size, next to the best chain."""
 

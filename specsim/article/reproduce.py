@@ -20,7 +20,7 @@ import dataclasses
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.describe.hardware import ARTICLE_BANDWIDTH_EFF, ARTICLE_COMPUTE_EFF, ARTICLE_OVERHEAD_S, load_hardware
 from specsim.describe.models import get_model
 from specsim.speculation.acceptance import alpha_from_acceptance_length, tokens_per_round
@@ -34,7 +34,7 @@ __all__ = ["ARTICLE_CONTEXT_TOKENS", "Check", "article_deployment", "reproduce"]
 ARTICLE_CONTEXT_TOKENS = 1128
 
 
-@record
+@dataclass(frozen=True)
 class Check:
     """One quoted number beside specsim's value."""
 

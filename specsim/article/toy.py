@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.speculation.sampling import (CategoricalTable, SpecStep, acceptance_rate, accepted_prefix_length, residual_distribution, sample_rows, softmax, verify)
 from specsim.speculation.acceptance import tokens_per_round
 
@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 
-@record(eq=False)  # identity equality and hashing: cached tables are keyed by the model
+@dataclass(frozen=True, eq=False)  # identity equality and hashing: cached tables are keyed by the model
 class Bigram:
     """A bigram model: ``probs[x]`` is the next-token distribution after token x."""
 
@@ -248,7 +248,7 @@ def tokens_per_step(
 
 
 # -- re-aligning a stale draft -----------------------------------------------------------------
-@record
+@dataclass(frozen=True)
 class _RealignSetup:
     base: Bigram
     finetuned: Bigram

@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.core.limits import MAX_JSON_BYTES, loads_json
 from specsim.serving.workloads import mean_context_tokens
 
@@ -71,7 +71,7 @@ TOTALS_TOLERANCE = 0.02
 MIN_IN_FLIGHT_SHARE = 0.4
 
 
-@record
+@dataclass(frozen=True)
 class BenchRun:
     """One benchmark run: its load, its latencies and throughput, and what follows for the decode batch and context."""
 

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.engines import TERMS, EnginePreset, SpecHost
 from specsim.calibration.model import RunModel, Values, scale_upper
 from specsim.calibration.runs import ALPHA_BOUNDS, CalRun, check_design, check_runs, identifiable, load_key
@@ -99,7 +99,7 @@ _HOLD_FIRST = ("iteration_seq_s", "prefill_scale", "iteration_s", "scale", "seq_
                "overlap_share", "alpha")
 
 
-@record
+@dataclass(frozen=True)
 class Term:
     """One value of the fit: fitted (with its interval), held at the preset, or not identified (ended on a bound or traded
     off with another: held at the preset too), with why."""
@@ -120,7 +120,7 @@ class Term:
 
 
 # -- one stage: bounded least squares, with what is not identified held --------------------------------------------------
-@record(eq=False)
+@dataclass(frozen=True, eq=False)
 class _Param:
     name: str  # a Values field, a TERMS name, "overlap_share" or "alpha:<sweep index>"
     lower: float
@@ -284,7 +284,7 @@ def _stage2_params(model: RunModel, design: dict, preset: EnginePreset, spec: np
     return out
 
 
-@record(eq=False)
+@dataclass(frozen=True, eq=False)
 class _Result:
     """One fit: its values, and per stage what it fitted (params, values in units, residuals, Jacobian) and held."""
 
@@ -325,7 +325,7 @@ def _checked(residuals: np.ndarray) -> np.ndarray:
 
 
 # -- the fit ------------------------------------------------------------------------------------------------------------
-@record
+@dataclass(frozen=True)
 class EngineFit:
     """The fitted values with their intervals, the deployment they make, and every run's predictions (of its observable:
     TPOT, end-to-end latency or output throughput, as :attr:`BenchRun.observable` says)."""

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.describe.hardware import load_hardware
 from specsim.describe.models import get_model
 from specsim.describe.parallel import collective_count
@@ -160,7 +160,7 @@ def predict_tpot(df: pd.DataFrame, candidate: str) -> tuple[np.ndarray, np.ndarr
     return out, pre
 
 
-@record
+@dataclass(frozen=True)
 class FidelityResult:
     """Per-row predictions and errors, and the fitted engine times, of one candidate."""
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from specsim.core.records import record
+from dataclasses import dataclass
 
 __all__ = ["SCHEMA", "Calibration", "read_calibration", "calibration_mapping"]
 
@@ -26,7 +26,7 @@ _KEYS = ("specsim_calibration", "date", "profile", "base_hardware", "target", "t
          "timing", "engine", "iteration_s", "round_terms", "terms", "runs", "errors")
 
 
-@record
+@dataclass(frozen=True)
 class Calibration:
     """A calibration file, read and checked."""
 

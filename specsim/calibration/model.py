@@ -24,7 +24,7 @@ import dataclasses
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.engines import SpecHost
 from specsim.serving.steady import (EngineLimits, closed_loop_times, closed_population, decode_rounds, decode_rounds_spread,
                                     offline_times, open_loop_times, own_step_s)
@@ -36,7 +36,7 @@ __all__ = ["RunModel", "Values", "scale_upper"]
 OBSERVABLE_KEYS = {"tpot": "tpot_s", "e2e": "e2e_s", "throughput": "output_tokens_per_s"}
 
 
-@record
+@dataclass(frozen=True)
 class Values:
     """What a fit varies, at one point: the profile's efficiency scale, the engine's time per iteration and per sequence
     of it, its prefill efficiency, the round's host terms and hidden share (None: the version's own), and the acceptance

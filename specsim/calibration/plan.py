@@ -29,7 +29,7 @@ import math
 import shlex
 from dataclasses import field
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.engines import DEFAULT_VERSIONS, get_engine, parse_version
 from specsim.engines.sglang import SglangBench
 from specsim.engines.trtllm import TrtllmBench
@@ -55,7 +55,7 @@ MAX_LOADS = 16
 MAX_RUNS = 400
 
 
-@record
+@dataclass(frozen=True)
 class PlanRun:
     """One benchmark run: which server it needs, its load and lengths, and where its result goes."""
 
@@ -74,7 +74,7 @@ class PlanRun:
     estimate_s: float = 0.0
 
 
-@record
+@dataclass(frozen=True)
 class Server:
     """A server configuration: plain, or speculative at ``steps`` with acceptance pinned (or real)."""
 
@@ -83,7 +83,7 @@ class Server:
     pinned_accept_length: float | None = None
 
 
-@record
+@dataclass(frozen=True)
 class BenchPlan:
     """The whole plan: the deployment, its server configurations and runs, and what the writer needs."""
 

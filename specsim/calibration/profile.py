@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.describe.hardware import HardwareProfile, profile_to_mapping
 from specsim.timing.measurements import load_measurements
 from specsim.timing.roofline import step_time
@@ -91,7 +91,7 @@ def predict(profile: HardwareProfile, df: pd.DataFrame) -> np.ndarray:
     return out
 
 
-@record
+@dataclass(frozen=True)
 class CalibrationResult:
     """A fitted profile, the split it was judged on, and the errors before and after."""
 

@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.speculation.acceptance import tokens_per_round
 from specsim.speculation.deployment import speedup_of
 from specsim.engines import PRESETS, SpecHost
@@ -102,7 +102,7 @@ def _measured(row: pd.Series) -> float:
     return row["base"] / row["spec"]
 
 
-@record
+@dataclass(frozen=True)
 class RoundTerms:
     """Per row, what a prediction needs: the model's decode steps and rounds at the row's one or two (batch, draft
     steps) points (the rounds without the engine's host work, one :class:`~specsim.speculation.deployment.RoundTime`
@@ -295,7 +295,7 @@ def fit_share(terms: RoundTerms, index: np.ndarray, host: SpecHost) -> float:
     return round(float(fit.x[0]), 2)
 
 
-@record
+@dataclass(frozen=True)
 class SpecFit:
     """The fitted terms per engine, and every row's prediction with them, held out by source, and by the peers."""
 

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.describe.hardware import HardwareProfile, load_hardware
 from specsim.engines import EnginePreset, SpecHost, get_engine
 from specsim.engines.vllm import rocm_build
@@ -130,7 +130,7 @@ def fit_round(frame: pd.DataFrame, profile: HardwareProfile, collective_s: float
     return unpack(fit.x)
 
 
-@record
+@dataclass(frozen=True)
 class RocmFit:
     """The fitted profile and collective time, the round terms fitted on all sources, and each source's held-out
     speedups."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.calibration.bench_files import LITTLE_SLACK, BenchRun
 
 __all__ = ["ALPHA_BOUNDS", "SWEEP_RULES", "CalRun", "SpecSetup", "check_design", "check_runs", "group_sweeps", "identifiable",
@@ -43,7 +43,7 @@ SAME_LENGTHS = 0.10
 SWEEP_RULES = ("lengths", "file", "all")
 
 
-@record
+@dataclass(frozen=True)
 class SpecSetup:
     """What a speculative run ran with: draft steps per round, tokens per step, tokens verified per sequence, the
     acceptance length the engine was made to produce (None: real acceptance), and the sweep its acceptance is shared
@@ -65,7 +65,7 @@ class SpecSetup:
         return self.steps + 1
 
 
-@record
+@dataclass(frozen=True)
 class CalRun:
     """A benchmark run and what it ran: ``setup`` None for a plain run."""
 

@@ -191,42 +191,13 @@ def loads_json(text: str, where: str, allow_infinity: bool = False, object_pairs
         raise ValueError(f"{where}: not valid JSON ({err})") from None
 
 
-#: The package's own YAML files parsed once (scripts/gen_shipped_yaml.py), each with its CRC-32: a cold run reads them
-#: without importing PyYAML (its import and resolver regexes cost about 20 ms of every command).
-SHIPPED_BUNDLE = Path(__file__).resolve().parent.parent / "_shipped_yaml.json"
-_BUNDLE: dict | None = None
-
-
-def _from_bundle(path: Path) -> Any:
-    """A shipped file's data from the bundle, or None where the bundle lacks it or the file's bytes changed since."""
-    global _BUNDLE
-    if _BUNDLE is None:
-        try:
-            _BUNDLE = json.loads(SHIPPED_BUNDLE.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            _BUNDLE = {}
-    entry = _BUNDLE.get(path.name)
-    if entry is None:
-        return None
-    import zlib
-
-    try:
-        return entry["data"] if zlib.crc32(path.read_bytes()) == entry["crc32"] else None
-    except OSError:
-        return None
-
-
 def load_yaml(path: str | Path, what: str = "YAML file", *, shipped: bool = False) -> Any:
     """Parse a YAML file safely: no aliases, no duplicate keys, bounded depth and size.
 
-    ``shipped`` files are the package's own (the catalog index, the built-in profiles): read from the pre-parsed bundle
-    while their bytes match it, else by libyaml's C parser, ten times faster than the checked one; a test holds every
-    one to what the checked reader gives (tests/test_hardware.py)."""
+    ``shipped`` files are the package's own (the catalog index, the built-in profiles): read by libyaml's C parser
+    (PyYAML's CSafeLoader, imported when the first file is read), ten times faster than the checked one; a test holds
+    every one to what the checked reader gives (tests/test_hardware.py)."""
     path = Path(path)
-    if shipped:
-        data = _from_bundle(path)
-        if data is not None:
-            return data
     import yaml
 
     if shipped:

@@ -32,7 +32,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.core.files import builtin_dir
 
 
@@ -116,7 +116,7 @@ _PLAUSIBLE = (
 )
 
 
-@record
+@dataclass(frozen=True)
 class HardwareProfile:
     """One accelerator as the roofline sees it.
 

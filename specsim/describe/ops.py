@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from specsim.core.records import record
+from dataclasses import dataclass
 
 __all__ = ["BYTES_PER_ELEMENT", "KV_DTYPE_CHOICES", "Op", "RECURRENT_KINDS", "RECURRENT_VERIFY_MODES", "REPLAY_BUFFER_TOKENS",
            "WEIGHT_DTYPE_CHOICES"]
@@ -51,7 +51,7 @@ def _positive_int(where: str, key: str, value: Any, minimum: int = 1) -> None:
         raise ValueError(f"{where}: {key} must be {kind}, got {value!r}")
 
 
-@record
+@dataclass(frozen=True)
 class Op:
     """One operation of a forward pass on one tensor-parallel rank: a matmul of ``n x k`` and its vectors, or a state.
 

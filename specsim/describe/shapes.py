@@ -83,7 +83,7 @@ from typing import Any
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.describe import recurrent
 from specsim.describe.ops import (BYTES_PER_ELEMENT, KV_DTYPE_CHOICES, RECURRENT_KINDS, RECURRENT_VERIFY_MODES,
                                   REPLAY_BUFFER_TOKENS, WEIGHT_DTYPE_CHOICES, Op, _positive_int)
@@ -91,7 +91,7 @@ from specsim.describe.ops import (BYTES_PER_ELEMENT, KV_DTYPE_CHOICES, RECURRENT
 __all__ = ["BYTES_PER_ELEMENT", "KV_DTYPE_CHOICES", "ModelShape", "Op", "RECURRENT_KINDS", "RECURRENT_VERIFY_MODES",
            "REPLAY_BUFFER_TOKENS", "WEIGHT_DTYPE_CHOICES", "format_count"]
 
-@record
+@dataclass(frozen=True)
 class ModelShape:
     """The shape of a decoder-only transformer, dense or mixture-of-experts.
 

@@ -52,7 +52,7 @@ from dataclasses import field
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.describe.parallel import collective_count
 
 __all__ = ["MAX_TERM_S", "TERMS", "EnginePreset", "MetricNames", "RecurrentVerify", "SpecHost", "make_preset", "parse_version"]
@@ -70,7 +70,7 @@ def _check_term(owner: str, key: str, value: object) -> None:
 ROUNDING_DIGITS = (5, 6, 7, 7)
 
 
-@record
+@dataclass(frozen=True)
 class SpecHost:
     """Host seconds a speculative round adds: per round, per draft step, per sequence of the batch and per sequence
     and draft step."""
@@ -106,7 +106,7 @@ class SpecHost:
                 f"{self.seq_s * 1e6:.1f} us per sequence + {self.seq_step_s * 1e6:.1f} us per sequence per draft step")
 
 
-@record
+@dataclass(frozen=True)
 class RecurrentVerify:
     """How an engine version takes a pass of several tokens per sequence through recurrent (GDN, Mamba-2) layers.
 
@@ -151,7 +151,7 @@ _TERM_FLAGS = {"round_s": ("--engine-round", 1e3), "step_s": ("--engine-step", 1
 TERMS = tuple(_TERM_FLAGS)
 
 
-@record
+@dataclass(frozen=True)
 class EnginePreset:
     """Per-iteration and per-round times of one version of a serving engine, seconds."""
 
@@ -352,7 +352,7 @@ def parse_version(name: str, text: str) -> tuple[int, int, int] | None:
 
 
 
-@record
+@dataclass(frozen=True)
 class MetricNames:
     """The Prometheus sample names one engine's releases ``first``..``last`` export, as read from their source (``source``
     names the files and versions): what ``specsim watch`` and the ``--metrics`` readers look for on a page.

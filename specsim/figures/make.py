@@ -30,7 +30,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.core.files import atomic_write_bytes
 from specsim.article.reproduce import ARTICLE_CONTEXT_TOKENS, article_deployment
 from specsim.core.defaults import (DEFAULT_ALPHA, DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET)
@@ -45,7 +45,7 @@ __all__ = ["FIGURES", "FigureSpec", "make_all", "render"]
 
 
 # -- the committed figures ------------------------------------------------------------------------
-@record
+@dataclass(frozen=True)
 class FigureSpec:
     """One committed figure: its file stem, size and how to draw it."""
 

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, DEFAULT_SERVING_GAMMA_MAX
 from specsim.speculation.deployment import Deployment
 from specsim.describe.models import BYTES_PER_ELEMENT
@@ -63,7 +63,7 @@ DEFAULT_MEMORY_UTILIZATION = 0.9
 DEFAULT_SCRATCH_DRAFT_TOKENS = DEFAULT_SERVING_GAMMA_MAX
 
 
-@record
+@dataclass(frozen=True)
 class Capacity:
     """Memory budget of a deployment at one context length (bytes and sequences)."""
 

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.speculation.acceptance import as_acceptance
 
 __all__ = ["DEFAULT_MAX_BATCHED_TOKENS", "DEFAULT_MAX_NUM_SEQS", "EngineLimits", "LOAD_KINDS", "SteadyState", "decode_rounds",
@@ -72,7 +72,7 @@ OPEN_LOOP_WAIT = 0.5
 _BISECTIONS = 48
 
 
-@record
+@dataclass(frozen=True)
 class EngineLimits:
     """The engine's scheduling limits: sequences in flight, tokens per iteration, KV bytes it can hold."""
 
@@ -173,7 +173,7 @@ def kv_sequences(kv_capacity_bytes: object, sequence_bytes: object) -> np.ndarra
         return np.where(np.isinf(cap), np.inf, np.floor(cap / np.maximum(per, 1.0)))
 
 
-@record(eq=False)  # identity: numpy arrays in its fields
+@dataclass(frozen=True, eq=False)  # identity: numpy arrays in its fields
 class SteadyState:
     """A load's steady state per gamma (leading axis) and load (second axis), seconds and tokens.
 
@@ -329,7 +329,7 @@ class _Steps:
         return _base(self.dep)
 
 
-@record(eq=False)  # identity: numpy arrays in its fields
+@dataclass(frozen=True, eq=False)  # identity: numpy arrays in its fields
 class Population:
     """Where a load's requests spend their iterations (the module's docstring): the part of the serving model that does
     not depend on how long an iteration takes, for a closed loop."""

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 
 __all__ = ["DEFAULT_WORKLOAD", "WORKLOADS", "WORKLOAD_ALIASES", "Requests", "Workload", "get_workload", "mean_context_tokens", "read_trace"]
 
@@ -53,7 +53,7 @@ def mean_context_tokens(prompt_tokens: object, output_tokens: object) -> np.ndar
     return np.asarray(prompt_tokens, dtype=float) + np.asarray(output_tokens, dtype=float) / 2
 
 
-@record
+@dataclass(frozen=True)
 class Workload:
     """Lognormal prompt and output lengths (median, sigma of the log), clipped to ``[1, max]``."""
 
@@ -119,7 +119,7 @@ def get_workload(name: str) -> Workload:
     return WORKLOADS[name]
 
 
-@record
+@dataclass(frozen=True)
 class Requests:
     """Requests in arrival order: arrival time (s), prompt and output tokens.  ``arrival_s`` None: a closed loop
     (each request arrives when a slot frees)."""

@@ -49,7 +49,7 @@ from dataclasses import field
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 
 __all__ = [
     "DEFAULT_SIBLING_FACTOR",
@@ -202,7 +202,7 @@ def alpha_from_acceptance_length(mean_length: object, gamma: object) -> np.ndarr
     return np.where(x <= 1.0, 0.0, np.where(x >= g + 1.0, 1.0, 0.5 * (lo + hi)))
 
 
-@record
+@dataclass(frozen=True)
 class Acceptance:
     """Acceptance of drafted tokens: one rate ``alpha`` for every position, or measured per-position rates.
 
@@ -323,7 +323,7 @@ def parse_acceptance(text: str) -> Acceptance:
 
 
 # -- trees --------------------------------------------------------------------
-@record
+@dataclass(frozen=True)
 class TreeSpec:
     """A draft tree: ``topk`` children per expanded node, ``depth`` levels, ``tokens`` verified per sequence."""
 
@@ -371,7 +371,7 @@ def parse_tree(text: str) -> TreeSpec | None:
     return TreeSpec(*(int(g) for g in m.groups()))
 
 
-@record
+@dataclass(frozen=True)
 class Tree:
     """A built tree: each drafted node's parent index (-1: the root), depth, sibling rank and acceptance probability."""
 

@@ -40,7 +40,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
 
 __all__ = ["ACCEPTANCE_WORKLOADS", "CONTEXT_CURVES", "DATASET_WORKLOADS", "DEFAULT_ACCEPTANCE_WORKLOAD", "ContextCurve",
@@ -71,7 +71,7 @@ def target_family(model) -> str | None:
     return _FAMILIES.get(getattr(model, "architecture", "") or "")
 
 
-@record
+@dataclass(frozen=True)
 class PublishedRow:
     """One published chain measurement: a drafter kind on a target of one family, on one workload's benchmark.
 
@@ -131,7 +131,7 @@ ROWS: tuple[PublishedRow, ...] = (
 )
 
 
-@record
+@dataclass(frozen=True)
 class ContextCurve:
     """Acceptance published at several contexts for one drafter kind and target family: ``points`` of
     (context tokens, per-token acceptance), non-increasing."""
@@ -185,7 +185,7 @@ CONTEXT_CURVES: tuple[ContextCurve, ...] = (
 )
 
 
-@record
+@dataclass(frozen=True)
 class Resolved:
     """What :func:`resolve` chose: the acceptance, a one-line label naming it, and how it was found."""
 

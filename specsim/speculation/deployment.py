@@ -40,7 +40,7 @@ import dataclasses
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.speculation.acceptance import _check_gamma, plan_arrays, tokens_per_round
 from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
 from specsim.speculation.drafters import Drafter, DraftModel, drafter_class, make_drafter
@@ -156,7 +156,7 @@ def _take_rows(t: StepTime, rows: np.ndarray, ndim: int) -> StepTime:
     return dataclasses.replace(t, **out)
 
 
-@record(eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
+@dataclass(frozen=True, eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
 class DraftStep:
     """One draft step: the pass on the GPU (zero for n-gram lookup) and the engine's time around its collectives."""
 
@@ -173,7 +173,7 @@ class DraftStep:
         return _plus(self.gpu, self.engine_s)
 
 
-@record(eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
+@dataclass(frozen=True, eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
 class RoundFixed:
     """What a round's passes cost once, whatever its draft steps: verification, the extend pass, the drafter's host
     time and the engine's per-iteration time."""
@@ -190,7 +190,7 @@ class RoundFixed:
         return dataclasses.replace(out, overhead_s=out.overhead_s + self.engine_s) if np.any(self.engine_s) else out
 
 
-@record(eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
+@dataclass(frozen=True, eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
 class RoundTime:
     """One speculative round: ``steps`` draft steps, the fixed part and the engine's host work, broadcast over
     (batch, context, steps, tokens)."""
@@ -251,7 +251,7 @@ class RoundTime:
         return {name: np.broadcast_to(np.asarray(value, dtype=float), shape) for name, value in parts.items()}
 
 
-@record(eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
+@dataclass(frozen=True, eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
 class RoundOutcome:
     """What a round yields: ``tokens`` (E) per sequence in the round's time, against the plain decode step it replaces.
 
@@ -360,7 +360,7 @@ def model_assumptions(hardware: HardwareProfile, models) -> list[str]:
     return lines
 
 
-@record
+@dataclass(frozen=True)
 class Deployment:
     """A target served on a device, with a drafter, a step-time source and an engine preset.
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.core.limits import MAX_GAMMA
 from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length, tokens_per_round
 
@@ -87,7 +87,7 @@ def parse_prometheus(text: str, source: str = "metrics", stamps: list | None = N
         raise ValueError(f"{source}: not a Prometheus text page ({err})") from None
 
 
-@record
+@dataclass(frozen=True)
 class AcceptanceMetrics:
     """Speculative-decoding counters of one serving run, and what follows from them."""
 

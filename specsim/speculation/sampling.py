@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.speculation.acceptance import tokens_per_round
 
 __all__ = [
@@ -191,7 +191,7 @@ def accepted_prefix_length(target_p: np.ndarray, draft_q: np.ndarray, rng: np.ra
     return np.cumprod(accept, axis=1).sum(axis=1)
 
 
-@record
+@dataclass(frozen=True)
 class SpecStep:
     """Outcome of one speculative step for n sequences.
 

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma, optimal_tree, speedup
@@ -62,7 +62,7 @@ __all__ = ["DEFAULT_MAX_BATCH", "ScheduleRange", "batch_grid", "context_table", 
 DEFAULT_MAX_BATCH = 256
 
 
-@record
+@dataclass(frozen=True)
 class ScheduleRange:
     """Batch sizes start..end (inclusive) that share one gamma."""
 
@@ -188,7 +188,7 @@ def monotone_gammas(surface: np.ndarray, rtol: float) -> np.ndarray:
     return out + 1
 
 
-@record
+@dataclass(frozen=True)
 class TreeRange:
     """Batch sizes start..end (inclusive) that share one tree (None: speculation off)."""
 

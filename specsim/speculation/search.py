@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.speculation.acceptance import (Acceptance, TreeSpec, alpha_from_acceptance_length, as_acceptance, expected_tokens,
                                             expected_tokens_per_position, tokens_per_round)
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, DEFAULT_RTOL
@@ -123,7 +123,7 @@ def optimal_gamma_cost_ratio(
     return grid[idx], np.take_along_axis(s, idx[None, ...], axis=0)[0]
 
 
-@record(eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
+@dataclass(frozen=True, eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
 class OptimalGamma:
     """The best gamma per point, with its speedup and the passes at that gamma."""
 

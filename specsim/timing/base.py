@@ -12,14 +12,14 @@ from typing import Protocol
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT
 from specsim.describe.models import ModelShape
 
 __all__ = ["StepTime", "StepTimeSource", "check_pass"]
 
 
-@record(eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
+@dataclass(frozen=True, eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
 class StepTime:
     """The parts of a modelled forward pass, broadcast over (b, q, L).
 

@@ -78,7 +78,7 @@ from typing import Callable
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.describe.hardware import HardwareProfile
 from specsim.describe.models import ModelShape
 from specsim.timing.base import StepTime
@@ -128,7 +128,7 @@ _CACHED_ARRAYS = ("gemm_m", "gemm_s", "attn_b", "attn_L", "attn_s", "prefill_isl
                   "comm_s", "rec_b", "rec_s", "moe_m", "moe_s")
 
 
-@record(eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
+@dataclass(frozen=True, eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
 class KernelTable:
     """One model's composed kernel times on one device and engine, per tensor-parallel rank.
 

@@ -25,7 +25,7 @@ import math
 import numpy as np
 from scipy.stats import beta, chi2
 
-from specsim.core.records import record
+from dataclasses import dataclass
 
 __all__ = ["DEFAULT_FALSE_ALARM", "DEFAULT_MIN_DROP", "DEFAULT_REFERENCE", "FLAG_PROBABILITY", "PHI_QUANTILE", "Drop", "DropDetector"]
 
@@ -46,7 +46,7 @@ PHI_QUANTILE = 0.10
 FLAG_PROBABILITY = 0.9
 
 
-@record
+@dataclass(frozen=True)
 class Drop:
     """A flagged drop: the acceptance length fell from ``before`` to ``after`` from window ``since`` on."""
 

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 
 __all__ = ["ALPHAS", "CONFIDENCE_Z", "Judgement", "Judge"]
 
@@ -35,7 +35,7 @@ ALPHAS = np.round(np.arange(0.0, 0.9951, 0.005), 3)
 CONFIDENCE_Z = 1.959964
 
 
-@record(eq=False)
+@dataclass(frozen=True, eq=False)
 class Judgement:
     """The model's view of one window."""
 

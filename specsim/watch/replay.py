@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 
 __all__ = ["DayCounters", "ReplayServer", "arrivals", "openmetrics", "pages", "simulate_day"]
 
@@ -32,7 +32,7 @@ def arrivals(profile: list, rng: np.random.Generator) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros(0)
 
 
-@record(eq=False)
+@dataclass(frozen=True, eq=False)
 class DayCounters:
     """A simulated day's counters (:class:`~specsim.serving.counters.StepCounters`) and how it was made."""
 

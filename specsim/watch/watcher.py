@@ -19,7 +19,7 @@ Exit codes for ``--once`` and bounded runs, from the verdicts that hold at the l
 
 from __future__ import annotations
 
-from specsim.core.records import record
+from dataclasses import dataclass
 
 __all__ = ["DEFAULT_MIN_GAIN", "EXIT_CODES", "Row", "Verdict", "Watcher"]
 
@@ -30,7 +30,7 @@ DEFAULT_MIN_GAIN = 0.05
 EXIT_CODES = {"costs": 3, "dropped": 4, "schedule": 5}
 
 
-@record
+@dataclass(frozen=True)
 class Verdict:
     kind: str  #: a key of EXIT_CODES
     since: int  #: the window it starts in
@@ -42,7 +42,7 @@ class Verdict:
         return {"kind": self.kind, "since": self.since, "since_s": self.since_s, "text": self.text, "detail": self.detail}
 
 
-@record(eq=False)
+@dataclass(frozen=True, eq=False)
 class Row:
     """One window with what the model says of it and the verdicts that start in it."""
 

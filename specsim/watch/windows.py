@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 
 __all__ = ["MIN_DRAFTS", "Reading", "Window", "check_names", "models_on", "read_samples", "window_between"]
 
@@ -92,7 +92,7 @@ def _choose_model(samples, names, model: str | None, source: str) -> str:
     return next(iter(found))
 
 
-@record(eq=False)
+@dataclass(frozen=True, eq=False)
 class Reading:
     """One read of one model's metrics: counters by (name, replica, position) and gauges by (name, replica)."""
 
@@ -141,7 +141,7 @@ def read_samples(samples, names, t: float, model: str | None = None, source: str
     return Reading(float(t), model, counters, gauges, gamma)
 
 
-@record(eq=False)
+@dataclass(frozen=True, eq=False)
 class Window:
     """What the engine did for one model between two reads (summed over its replicas; load per replica)."""
 

@@ -2,7 +2,7 @@
 
 The kinds live in :mod:`.draft_model` (the draft model), :mod:`.classic` (EAGLE, EAGLE-3, MTP, n-gram), :mod:`.parallel`
 (P-EAGLE, PARD, DFlash, DSpark) and :mod:`.suffix` (suffix decoding).  A new kind is one class and one entry in
-:data:`DRAFTERS`.
+:data:`KINDS`.
 
 Only the default kind, the draft model, loads with the package; the other modules load the first time one of their
 kinds is looked up (through ``--draft``, :data:`DRAFTERS` or an attribute of this package), so that a run names what it
@@ -18,33 +18,26 @@ from specsim.describe.models import ModelShape
 from specsim.speculation.drafters.base import EAGLE3_DRAFT_VOCAB, NGRAM_CPU_S_PER_TOKEN, Drafter, EngineSupport
 from specsim.speculation.drafters.draft_model import DraftModel
 
-__all__ = ["DRAFTERS", "DRAFTER_KINDS", "EAGLE3_DRAFT_VOCAB", "NGRAM_CPU_S_PER_TOKEN", "SUFFIX_CPU_S_PER_SEQUENCE", "DFlashDrafter",
+__all__ = ["DRAFTERS", "DRAFTER_KINDS", "KINDS", "EAGLE3_DRAFT_VOCAB", "NGRAM_CPU_S_PER_TOKEN", "SUFFIX_CPU_S_PER_SEQUENCE", "DFlashDrafter",
            "DSparkDrafter", "DraftModel", "Drafter", "Eagle3Head", "EagleHead", "EngineSupport", "MtpHead", "NgramDrafter",
            "PEagleHead", "ParallelDraftModel", "PublishedLength", "SuffixDrafter", "default_acceptance_help", "drafter_class",
            "make_drafter", "published_acceptance"]
 
 
-def _module(home: str) -> ModuleType:
-    """The module of lazily loaded kinds named ``home``, imported on first use."""
-    if home == "classic":
-        from specsim.speculation.drafters import classic
-
-        return classic
-    if home == "parallel":
-        from specsim.speculation.drafters import parallel
-
-        return parallel
-    from specsim.speculation.drafters import suffix
-
-    return suffix
-
-
-#: The kinds whose classes load on first use: keyword -> (module, class).
-_LAZY = {"eagle": ("classic", "EagleHead"), "eagle3": ("classic", "Eagle3Head"), "mtp": ("classic", "MtpHead"),
+#: Every drafter keyword of ``--draft`` but the draft model's, with the module of this package its class lives in and
+#: the class's name: the one entry a new kind adds.  The modules load on first use.
+KINDS = {"eagle": ("classic", "EagleHead"), "eagle3": ("classic", "Eagle3Head"), "mtp": ("classic", "MtpHead"),
          "ngram": ("classic", "NgramDrafter"), "peagle": ("parallel", "PEagleHead"), "pard": ("parallel", "ParallelDraftModel"),
          "dflash": ("parallel", "DFlashDrafter"), "dspark": ("parallel", "DSparkDrafter"), "suffix": ("suffix", "SuffixDrafter")}
-#: What this package re-exports from the lazily loaded modules: name -> module.
-_LAZY_NAMES = {name: home for home, name in _LAZY.values()} | {"SUFFIX_CPU_S_PER_SEQUENCE": "suffix", "PublishedLength": "parallel"}
+#: Names the lazily loaded modules give this package besides their classes.
+_ALSO = {"SUFFIX_CPU_S_PER_SEQUENCE": "suffix", "PublishedLength": "parallel"}
+
+
+def _module(home: str) -> ModuleType:
+    """The module ``home`` of this package, imported on first use."""
+    import importlib
+
+    return importlib.import_module(f"{__name__}.{home}")
 
 
 class _Registry(Mapping):
@@ -55,7 +48,7 @@ class _Registry(Mapping):
 
     def __getitem__(self, kind: str) -> type[Drafter]:
         if kind not in self._classes:
-            home, name = _LAZY[kind]  # KeyError for a keyword that names no drafter
+            home, name = KINDS[kind]  # KeyError for a keyword that names no drafter
             self._classes[kind] = getattr(_module(home), name)
         return self._classes[kind]
 
@@ -75,14 +68,14 @@ class _Registry(Mapping):
 def __getattr__(name: str):
     """The lazily loaded classes (with suffix decoding's CPU cost and the parallel drafters' PublishedLength) as
     attributes of this package (PEP 562)."""
-    if name in _LAZY_NAMES:
-        return getattr(_module(_LAZY_NAMES[name]), name)
+    homes = {cls: home for home, cls in KINDS.values()} | _ALSO
+    if name in homes:
+        return getattr(_module(homes[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: Drafter keywords of ``--draft`` and their classes; any other value names a draft model.
-DRAFTERS: Mapping[str, type[Drafter]] = _Registry({}, ("eagle", "eagle3", "mtp", "ngram", "peagle", "pard", "dflash", "dspark",
-                                                       "suffix"))
+DRAFTERS: Mapping[str, type[Drafter]] = _Registry({}, tuple(KINDS))
 DRAFTER_KINDS = ("draft_model",) + tuple(DRAFTERS)
 #: Every kind's class by kind (the draft model's included).
 _BY_KIND: Mapping[str, type[Drafter]] = _Registry({"draft_model": DraftModel}, DRAFTER_KINDS)

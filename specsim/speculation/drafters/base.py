@@ -54,7 +54,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.describe.models import ModelShape, _read_json, model_from_hf_config
 from specsim.speculation.acceptance import Acceptance
 
@@ -69,7 +69,7 @@ _EAGLE_ARCHITECTURES = {"LlamaForCausalLMEagle3": "eagle3", "Eagle3LlamaForCausa
                         "EagleLlamaForCausalLM": "eagle"}
 
 
-@record
+@dataclass(frozen=True)
 class EngineSupport:
     """How one engine takes a drafter: its name there, the first release that takes it, and how it pins acceptance."""
 
@@ -84,7 +84,7 @@ class EngineSupport:
     pin_where: str = ""
 
 
-@record
+@dataclass(frozen=True)
 class Drafter:
     """A drafter: its name, the network one draft step runs (None for n-gram) and where the numbers come from."""
 

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.describe.layouts import attention_only
 from specsim.describe.models import ModelShape
 from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
@@ -19,7 +19,7 @@ from specsim.speculation.drafters.base import (_SGLANG_ARGS, _TRT_ARGS, _VLLM_SP
 __all__ = ["Eagle3Head", "EagleHead", "MtpHead", "NgramDrafter"]
 
 
-@record
+@dataclass(frozen=True)
 class EagleHead(Drafter):
     """An EAGLE-1/2 head: one decoder layer of the target's width over a 2d -> d feature projection."""
 
@@ -66,7 +66,7 @@ class EagleHead(Drafter):
         return cls(head.name, _with_options(head, options, target, own), basis)
 
 
-@record
+@dataclass(frozen=True)
 class Eagle3Head(EagleHead):
     """An EAGLE-3 head: a 3d -> d fusion of three target layers, 2d-wide attention input, its own draft vocabulary."""
 
@@ -87,7 +87,7 @@ class Eagle3Head(EagleHead):
                 f"T = 0, 7 speculative tokens: 4,816 drafts, 12,208 accepted, mean acceptance length 3.53 (alpha {alpha:.3f})")
 
 
-@record
+@dataclass(frozen=True)
 class MtpHead(Drafter):
     """The target's own multi-token-prediction layers (DeepSeek-V3's NextN layer)."""
 
@@ -133,7 +133,7 @@ class MtpHead(Drafter):
         return cls(head.name, _with_options(head, options, target), f"{target.n_mtp_layers} MTP layer(s) of the target's checkpoint")
 
 
-@record
+@dataclass(frozen=True)
 class NgramDrafter(Drafter):
     """Prompt lookup: no network; a CPU scan of each sequence's cached tokens once per round."""
 

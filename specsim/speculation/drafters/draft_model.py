@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.describe.models import ModelShape, get_model
 from specsim.speculation.acceptance import Acceptance
 from specsim.speculation.drafters.base import _SGLANG_ARGS, _TRT_ARGS, Drafter, EngineSupport
@@ -16,7 +16,7 @@ from specsim.speculation.drafters.base import _SGLANG_ARGS, _TRT_ARGS, Drafter, 
 __all__ = ["DraftModel"]
 
 
-@record
+@dataclass(frozen=True)
 class DraftModel(Drafter):
     """A separate small model of the target's family: one forward pass of it per drafted token."""
 

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.describe.models import ModelShape, get_model
 from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
 from specsim.speculation.drafters.base import (Drafter, EngineSupport, _block_drafter_config, _head_shape, _OnePass, _trt,
@@ -23,7 +23,7 @@ from specsim.speculation.drafters.draft_model import DraftModel
 __all__ = ["DFlashDrafter", "DSparkDrafter", "PEagleHead", "ParallelDraftModel", "PublishedLength"]
 
 
-@record
+@dataclass(frozen=True)
 class PublishedLength:
     """One published mean acceptance length: tokens per verification, the bonus token included."""
 
@@ -42,7 +42,7 @@ def _from_length(row: PublishedLength, what: str) -> tuple[Acceptance, str]:
             f"{row.mean_length:g} (alpha {alpha:.3f})")
 
 
-@record
+@dataclass(frozen=True)
 class PEagleHead(_OnePass, Eagle3Head):
     """P-EAGLE (arXiv:2602.01469): an EAGLE-3-style head that drafts all K tokens in one pass.
 
@@ -95,7 +95,7 @@ class PEagleHead(_OnePass, Eagle3Head):
         return {"parallel_drafting": True} if engine == "vllm" else {}
 
 
-@record
+@dataclass(frozen=True)
 class ParallelDraftModel(_OnePass, DraftModel):
     """PARD (arXiv:2504.18583): a small standalone model of the target's family, trained with mask tokens so that one
     pass drafts K tokens; it reads no target hidden states, so one draft serves the family.
@@ -167,7 +167,7 @@ class ParallelDraftModel(_OnePass, DraftModel):
                 f"({self.basis})"]
 
 
-@record
+@dataclass(frozen=True)
 class DFlashDrafter(_OnePass, Drafter):
     """DFlash (arXiv:2602.06036): a small block-diffusion drafter that fills a block of mask tokens in one pass.
 
@@ -246,7 +246,7 @@ class DFlashDrafter(_OnePass, Drafter):
                    f"{head.n_layers} layers, {fused} fused target layers", block)
 
 
-@record
+@dataclass(frozen=True)
 class DSparkDrafter(DFlashDrafter):
     """DSpark (arXiv:2607.05147): a DFlash-style backbone drafts a block of gamma tokens in one pass (the anchor is the
     first of the gamma slots, section 3.1), a light sequential head biases each token on the one before, and a

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from specsim.core.records import record
+from dataclasses import dataclass
 from specsim.describe.models import ModelShape
 from specsim.speculation.acceptance import Acceptance
 from specsim.speculation.drafters.base import Drafter, EngineSupport, _no_checkpoint
@@ -20,7 +20,7 @@ __all__ = ["SUFFIX_CPU_S_PER_SEQUENCE", "SuffixDrafter"]
 SUFFIX_CPU_S_PER_SEQUENCE = (6.288e-6 + 4.126e-6) * 1.693
 
 
-@record
+@dataclass(frozen=True)
 class SuffixDrafter(Drafter):
     """Suffix decoding (arXiv:2411.04975): no network; suffix trees of each request's tokens and of earlier responses
     on the CPU propose the most frequent continuation of the longest matching suffix.
