@@ -53,8 +53,13 @@ def instructions(cmd: list[str]) -> int | None:
     if valgrind is None:
         return None
     env = child_env() | {"PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
-    out = subprocess.run([valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd], capture_output=True,
-                         text=True, env=env, check=True)
+    out = subprocess.run(
+        [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     found = re.search(r"Collected : (\d+)", out.stderr)
     return int(found.group(1)) if found else None
 
@@ -69,10 +74,12 @@ def main() -> None:
     beside = Path(sys.executable).parent / "specsim"
     exe = str(beside) if beside.is_file() else shutil.which("specsim")
     cli = [exe] if exe else [sys.executable, "-m", "specsim"]
-    commands = {"python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
-                "specsim optimal-gamma": cli + ["optimal-gamma"],
-                "specsim optimal-gamma --alpha 0.8": cli + ["optimal-gamma", "--alpha", "0.8"],
-                "specsim optimal-gamma --concurrency": cli + ["optimal-gamma", "--concurrency"]}
+    commands = {
+        "python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
+        "specsim optimal-gamma": cli + ["optimal-gamma"],
+        "specsim optimal-gamma --alpha 0.8": cli + ["optimal-gamma", "--alpha", "0.8"],
+        "specsim optimal-gamma --concurrency": cli + ["optimal-gamma", "--concurrency"],
+    }
     alternate(commands, 1)  # builds and caches the kernel tables and the bytecode, if not yet
     times = alternate(commands, args.repeats)
     base = statistics.median(times["python -c 'import numpy'"])
@@ -80,8 +87,10 @@ def main() -> None:
     for name, t in times.items():
         ratio = "" if name.startswith("python") else f"  ratio of the medians {statistics.median(t) / base:.2f}x"
         print(f"  {name:<36} median {statistics.median(t) * 1e3:7.1f} ms  min {min(t) * 1e3:7.1f} ms{ratio}")
-    print("  (target: specsim optimal-gamma <= 2x; the default concurrency grid, 1-256 users x gamma 0-16 by the serving "
-          f"model, under 1 s: median {statistics.median(times['specsim optimal-gamma --concurrency']):.3f} s)")
+    print(
+        "  (target: specsim optimal-gamma <= 2x; the default concurrency grid, 1-256 users x gamma 0-16 by the serving "
+        f"model, under 1 s: median {statistics.median(times['specsim optimal-gamma --concurrency']):.3f} s)"
+    )
     if args.instructions:
         counts = {name: instructions(cmd) for name, cmd in commands.items()}
         if None in counts.values():
@@ -110,8 +119,10 @@ def main() -> None:
             surface_times.append(time.perf_counter() - start)
         best = min(surface_times)
         print(f"speedup surface {s.shape} = {s.size:,} points, --timing {timing} (step times included):")
-        print(f"  median {statistics.median(surface_times) * 1e3:.2f} ms  min {best * 1e3:.2f} ms  "
-              f"= {s.size / statistics.median(surface_times):.3g} points/s median   (target >= 1e7 points/s)")
+        print(
+            f"  median {statistics.median(surface_times) * 1e3:.2f} ms  min {best * 1e3:.2f} ms  "
+            f"= {s.size / statistics.median(surface_times):.3g} points/s median   (target >= 1e7 points/s)"
+        )
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ def python_loop(target, draft, sequences: int, seed: int) -> float:
 
     start = time.perf_counter()
     for _ in range(sequences):
-        context, drafted, prefix = 0, [], [0]
+        drafted, prefix = [], [0]
         for _ in range(GAMMA):
             x = draw(q[prefix[-1]])
             drafted.append(x)
@@ -78,7 +78,9 @@ def main() -> None:
     rate_vec = sequences * steps * GAMMA / t_vec
     rate_loop = loop_sequences * GAMMA / t_loop
     print(f"32-token bigram, gamma = {GAMMA}, one thread")
-    print(f"  vectorised (numpy): {sequences * steps:,} steps in {t_vec:.2f} s = {rate_vec:,.0f} drafted tokens/s   (target >= 1,000,000)")
+    print(
+        f"  vectorised (numpy): {sequences * steps:,} steps in {t_vec:.2f} s = {rate_vec:,.0f} drafted tokens/s   (target >= 1,000,000)"
+    )
     print(f"  Python loop       : {loop_sequences:,} steps in {t_loop:.2f} s = {rate_loop:,.0f} drafted tokens/s")
     print(f"  ratio             : {rate_vec / rate_loop:.0f}x")
 

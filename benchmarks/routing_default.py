@@ -44,7 +44,10 @@ from specsim.speculation.deployment import Deployment  # noqa: E402
 from specsim.speculation.search import optimal_gamma  # noqa: E402
 
 RHOS = (0.0, FITTED_ROUTING_CORRELATION)
-SWEEPS = {"sglang-22246": ("qwen3-235b-a22b", {}, "eagle3"), "sglang-22246-glm": ("glm-4.7", {"weight_dtype": "fp8"}, "mtp")}
+SWEEPS = {
+    "sglang-22246": ("qwen3-235b-a22b", {}, "eagle3"),
+    "sglang-22246-glm": ("glm-4.7", {"weight_dtype": "fp8"}, "mtp"),
+}
 BATCH = [1, 2, 4, 8, 16, 32, 64]
 
 
@@ -82,8 +85,15 @@ def sweep_trends(fit, rho: float) -> list[tuple]:
     engine = dataclasses.replace(PRESETS["sglang@0.5"], spec=host, kernel_spec=host)
     for source, (target, options, drafter) in SWEEPS.items():
         with routing_correlation(rho):
-            dep = Deployment.build("h200", target, drafter, timing=fit.timing, engine=engine,
-                                   target_options={"tp": 8, **options}, draft_options={"tp": 8})
+            dep = Deployment.build(
+                "h200",
+                target,
+                drafter,
+                timing=fit.timing,
+                engine=engine,
+                target_options={"tp": 8, **options},
+                draft_options={"tp": 8},
+            )
         best = optimal_gamma(dep, fit.alphas[source], BATCH, 512, gamma_max=16)
         out.append((source, best.gamma.astype(int).tolist(), best.speedup))
     return out
@@ -91,8 +101,15 @@ def sweep_trends(fit, rho: float) -> list[tuple]:
 
 def kimi_trend(rho: float) -> tuple[np.ndarray, np.ndarray, list[int]]:
     with routing_correlation(rho):
-        dep = Deployment.build("b200", "kimi-k2", "eagle3", timing="hybrid", engine="vllm@0.24.0",
-                               target_options={"tp": 4, "weight_dtype": "nvfp4"}, draft_options={"tp": 4})
+        dep = Deployment.build(
+            "b200",
+            "kimi-k2",
+            "eagle3",
+            timing="hybrid",
+            engine="vllm@0.24.0",
+            target_options={"tp": 4, "weight_dtype": "nvfp4"},
+            draft_options={"tp": 4},
+        )
     c = np.array([1.0, 4.0, 16.0, 64.0])
     at3 = dep.decode(c, 2048).total_s / (dep.round_time(c, 2048, 3).total_s / KIMI_AL)
     best = optimal_gamma(dep, float(alpha_from_acceptance_length(KIMI_AL, 3)), c, 2048, gamma_max=8)
@@ -112,10 +129,14 @@ def main() -> int:
             print(f"== {timing}, rho {rho}: host terms fitted per engine on its serial versions ==")
             for engine, host in fit.fitted.items():
                 print(f"  {engine}: {host.describe()}")
-            print(f"  SGLang spec v2 share of H hidden: {fit.shares['sglang']:.2f}; step-sweep acceptance rates: {fit.alphas}")
+            print(
+                f"  SGLang spec v2 share of H hidden: {fit.shares['sglang']:.2f}; step-sweep acceptance rates: {fit.alphas}"
+            )
     table = pd.DataFrame(held).round(2)
     t = rows[rows.kind.isin(FIT_KINDS)]
-    table.insert(0, "MoE", t.drop_duplicates("source").set_index("source").target.map(lambda m: get_model(m).is_moe)[table.index])
+    table.insert(
+        0, "MoE", t.drop_duplicates("source").set_index("source").target.map(lambda m: get_model(m).is_moe)[table.index]
+    )
     table.insert(0, "engine", t.drop_duplicates("source").set_index("source").engine[table.index])
     print("\nHeld-out speedup error, % (terms fitted on the engine's other sources):")
     print(table.sort_values(["engine", "MoE"]).to_string())
@@ -124,26 +145,41 @@ def main() -> int:
     for timing in ("hybrid", "kernels"):
         print(f"\nChange of each row's absolute held-out error, rho 0 -> {RHOS[1]}, {timing}:")
         print(paired_change(fits[timing, RHOS[0]], fits[timing, RHOS[1]]).to_string())
-    print("\nLarge MoE step sweeps (sgl-project/sglang#22246, TP 8, H200, SGLang spec v1, terms fitted with each rho), "
-          f"batch {BATCH}:")
+    print(
+        "\nLarge MoE step sweeps (sgl-project/sglang#22246, TP 8, H200, SGLang spec v1, terms fitted with each rho), "
+        f"batch {BATCH}:"
+    )
     for source in SWEEPS:
         print(f"  {source}: measured best steps (1-6) {measured_best(rows, source)}")
     for timing in ("hybrid", "kernels"):
         for rho in RHOS:
             for source, _, picked, loss in step_choices(fits[timing, rho].table):
-                print(f"  {source}, {timing}, rho {rho}, held out: picks {picked} among the measured steps, losing "
-                      + " ".join(f"{100 * x:.1f}" for x in loss) + " % of the best measured throughput")
+                print(
+                    f"  {source}, {timing}, rho {rho}, held out: picks {picked} among the measured steps, losing "
+                    + " ".join(f"{100 * x:.1f}" for x in loss)
+                    + " % of the best measured throughput"
+                )
     for timing in ("hybrid", "kernels"):
         for rho in RHOS:
             for source, gamma, speed in sweep_trends(fits[timing, rho], rho):
-                print(f"  {source}, {timing}, rho {rho}, all sources: best steps (1-16) {gamma}; speedup "
-                      + " ".join(f"{x:.2f}" for x in speed))
-    print("\nKimi-K2.6-NVFP4, TP 4, vLLM 0.24.0, EAGLE-3.1 (b200 profile, acceptance length 3.013; not fitted), c = 1 4 16 64:")
-    print("  measured speedup at 3 tokens: " + " ".join(f"{KIMI_EAGLE31.get(c, float('nan')):.2f}" for c in (1, 4, 16, 64)))
+                print(
+                    f"  {source}, {timing}, rho {rho}, all sources: best steps (1-16) {gamma}; speedup "
+                    + " ".join(f"{x:.2f}" for x in speed)
+                )
+    print(
+        "\nKimi-K2.6-NVFP4, TP 4, vLLM 0.24.0, EAGLE-3.1 (b200 profile, acceptance length 3.013; not fitted), c = 1 4 16 64:"
+    )
+    print(
+        "  measured speedup at 3 tokens: "
+        + " ".join(f"{KIMI_EAGLE31.get(c, float('nan')):.2f}" for c in (1, 4, 16, 64))
+    )
     for rho in RHOS:
         c, at3, best = kimi_trend(rho)
-        print(f"  rho {rho}: speedup at 3 tokens " + " ".join(f"{x:.2f}" for x in at3)
-              + f" (relative to c=1: {' '.join(f'{x:.2f}' for x in at3 / at3[0])}); best steps {best}")
+        print(
+            f"  rho {rho}: speedup at 3 tokens "
+            + " ".join(f"{x:.2f}" for x in at3)
+            + f" (relative to c=1: {' '.join(f'{x:.2f}' for x in at3 / at3[0])}); best steps {best}"
+        )
     return 0
 
 

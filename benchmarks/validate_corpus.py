@@ -37,7 +37,7 @@ import numpy as np
 import yaml
 
 from specsim.calibration.bench_files import read_bench_file
-from specsim.calibration.engine_fit import _fit_values, _default_alpha, fit_engine
+from specsim.calibration.engine_fit import _default_alpha, _fit_values, fit_engine
 from specsim.calibration.model import RunModel, Values
 from specsim.calibration.runs import CalRun, SpecSetup, group_sweeps, identifiable
 from specsim.speculation.deployment import Deployment
@@ -60,8 +60,10 @@ def limits_of(spec: dict):
     serving model's defaults, vLLM's)."""
     from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, EngineLimits
 
-    return EngineLimits(int(spec.get("max_num_seqs") or DEFAULT_MAX_NUM_SEQS),
-                        int(spec.get("max_batched_tokens") or DEFAULT_MAX_BATCHED_TOKENS))
+    return EngineLimits(
+        int(spec.get("max_num_seqs") or DEFAULT_MAX_NUM_SEQS),
+        int(spec.get("max_batched_tokens") or DEFAULT_MAX_BATCHED_TOKENS),
+    )
 
 
 def build(spec: dict, folder: Path):
@@ -77,7 +79,9 @@ def build(spec: dict, folder: Path):
     if spec.get("tp", 1) > 1:
         options["tp"] = spec["tp"]
     try:
-        dep = Deployment.build(spec["hardware"], target, spec["drafter"], None, spec["engine_spec"], target_options=options)
+        dep = Deployment.build(
+            spec["hardware"], target, spec["drafter"], None, spec["engine_spec"], target_options=options
+        )
     except (ValueError, KeyError) as err:
         return None, f"specsim refuses the deployment: {err}"
     return dep, None
@@ -125,7 +129,15 @@ def uncalibrated(dep, runs: list[CalRun], limits=None) -> tuple[dict, dict]:
     runs did not, predicted with the drafter's published acceptance, said so: a*)."""
     model = RunModel(dep, runs, limits)
     e = dep.engine
-    values = Values(1.0, e.iteration_s, e.iteration_seq_s, e.prefill_scale, e.spec, None, tuple([_default_alpha(dep)] * len(model.sweeps)))
+    values = Values(
+        1.0,
+        e.iteration_s,
+        e.iteration_seq_s,
+        e.prefill_scale,
+        e.spec,
+        None,
+        tuple([_default_alpha(dep)] * len(model.sweeps)),
+    )
     model.settle(values)
     pairs = _speedups(runs, model.predict(values, np.arange(len(runs))))
     recorded = {k: v for k, v in pairs.items() if k[2] not in model.sweeps}
@@ -142,19 +154,24 @@ def one_gamma(dep, runs: list[CalRun], limits=None) -> tuple[dict, str]:
     model = RunModel(dep, runs, limits)
     alpha0 = _default_alpha(dep)
     e = dep.engine
-    start = Values(1.0, e.iteration_s, e.iteration_seq_s, e.prefill_scale, e.spec, None, tuple([alpha0] * len(model.sweeps)))
+    start = Values(
+        1.0, e.iteration_s, e.iteration_seq_s, e.prefill_scale, e.spec, None, tuple([alpha0] * len(model.sweeps))
+    )
     everything = np.arange(len(runs))
     for s in steps:
         train = everything[[c.setup is None or c.setup.steps == s for c in runs]]
-        test = everything[[c.setup is not None and c.setup.steps != s for c in runs]]
         model.settle(start)
-        design = identifiable([runs[i] for i in train], model.fit_scale, {k: model.batch[i] for k, i in enumerate(train)})
+        design = identifiable(
+            [runs[i] for i in train], model.fit_scale, {k: model.batch[i] for k, i in enumerate(train)}
+        )
         res = _fit_values(model, train, design, e, start, alpha0)
         pred = model.predict(res.values, everything)
         for key, pair in _speedups(runs, pred).items():
             if key[1] != s:
                 out.setdefault(key, []).append(pair)
-    return {k: (v[0][0], float(np.mean([p for _, p in v]))) for k, v in out.items()}, "b: each step count fitted, the others predicted"
+    return {
+        k: (v[0][0], float(np.mean([p for _, p in v]))) for k, v in out.items()
+    }, "b: each step count fitted, the others predicted"
 
 
 def _keys(runs):
@@ -181,10 +198,17 @@ def without_acceptance(dep, runs: list[CalRun], limits=None) -> tuple[dict, list
     for sweep, t in fit.acceptance.items():
         rec = recorded.get(sweep)
         rec_alpha = float(np.mean([alpha_from_acceptance_length(al, s) for al, s in rec])) if rec else None
-        inside = "" if rec_alpha is None or t.low is None else (" (inside its interval)" if t.low <= rec_alpha <= t.high else
-                                                                 " (outside its interval)")
-        lines.append(f"{sweep}: fitted alpha {t.value:.3f}" + (f" [{t.low:.3f}, {t.high:.3f}]" if t.low is not None else "")
-                     + f" {t.status}" + (f"; recorded {rec_alpha:.3f}{inside}" if rec_alpha is not None else "; none recorded"))
+        inside = (
+            ""
+            if rec_alpha is None or t.low is None
+            else (" (inside its interval)" if t.low <= rec_alpha <= t.high else " (outside its interval)")
+        )
+        lines.append(
+            f"{sweep}: fitted alpha {t.value:.3f}"
+            + (f" [{t.low:.3f}, {t.high:.3f}]" if t.low is not None else "")
+            + f" {t.status}"
+            + (f"; recorded {rec_alpha:.3f}{inside}" if rec_alpha is not None else "; none recorded")
+        )
     pairs = {k: v for k, v in zip(_keys(fit.runs), _pairs_of(fit.runs, fit.held_out))}
     return pairs, lines
 
@@ -216,8 +240,13 @@ def main(argv=None) -> int:
 
 
 def _one(folder: Path, spec: dict) -> dict:
-    row = {"source": folder.name, "deployment": spec["name"], "engine": spec.get("engine_spec"), "hardware": spec["hardware"],
-           "drafter": spec["drafter"]}
+    row = {
+        "source": folder.name,
+        "deployment": spec["name"],
+        "engine": spec.get("engine_spec"),
+        "hardware": spec["hardware"],
+        "drafter": spec["drafter"],
+    }
     dep, why = build(spec, folder)
     if dep is None:
         return row | {"skipped": why}
@@ -230,15 +259,24 @@ def _one(folder: Path, spec: dict) -> dict:
     try:
         b, b_how = one_gamma(dep, runs, limits)
         c, lines = without_acceptance(dep, runs, limits)
-    except ValueError as err:  # what calibrate-engine refuses (runs of two checkpoints, one load only): said, not fitted
+    except (
+        ValueError
+    ) as err:  # what calibrate-engine refuses (runs of two checkpoints, one load only): said, not fitted
         b, b_how, c, lines = {}, f"not available: {err}", {}, [f"not available: {err}"]
     row["b"], row["b_how"] = _error(b), b_how
     row["c"], row["c_alpha"] = _error(c), lines
     row["regret_a"] = regret(runs, a)
     row["regret_b"] = regret(runs, b)
-    row["groups"] = {f"{k[0]}, {k[1]} steps, {k[2]}": {"measured": m, "a": a_all.get(k, (m, np.nan))[1], "recorded": k in a,
-                                                       "b": b.get(k, (m, np.nan))[1], "c": c.get(k, (m, np.nan))[1]}
-                     for k, (m, _) in a_all.items()}
+    row["groups"] = {
+        f"{k[0]}, {k[1]} steps, {k[2]}": {
+            "measured": m,
+            "a": a_all.get(k, (m, np.nan))[1],
+            "recorded": k in a,
+            "b": b.get(k, (m, np.nan))[1],
+            "c": c.get(k, (m, np.nan))[1],
+        }
+        for k, (m, _) in a_all.items()
+    }
     print(f"done: {folder.name} / {spec['name']}", file=sys.stderr)
     return row
 
@@ -249,8 +287,10 @@ def _pct(x) -> str:
 
 def _print(results: list[dict]) -> None:
     print("speedup at the load: mean absolute error (mean signed error, groups) per deployment, whole sources held out")
-    head = (f"{'source / deployment':<52} {'(a) acceptance recorded':>24} {'(a*) published acceptance':>26} "
-            f"{'(b) one gamma fitted':>22} {'(c) no acceptance':>22} {'(d) regret':>11}")
+    head = (
+        f"{'source / deployment':<52} {'(a) acceptance recorded':>24} {'(a*) published acceptance':>26} "
+        f"{'(b) one gamma fitted':>22} {'(c) no acceptance':>22} {'(d) regret':>11}"
+    )
     print(head)
     print("-" * len(head))
     for r in results:
@@ -258,7 +298,9 @@ def _print(results: list[dict]) -> None:
         if "skipped" in r:
             print(f"{name:<52} skipped: {r['skipped']}")
             continue
-        cells = [f"{_pct(e[0])} ({e[1]:+.1%}, {e[2]})" if e[2] else "n/a" for e in (r["a"], r["a_star"], r["b"], r["c"])]
+        cells = [
+            f"{_pct(e[0])} ({e[1]:+.1%}, {e[2]})" if e[2] else "n/a" for e in (r["a"], r["a_star"], r["b"], r["c"])
+        ]
         reg = f"{r['regret_a'][0]:.3f} ({r['regret_a'][1]})" if r["regret_a"][1] else "n/a"
         print(f"{name:<52} {cells[0]:>24} {cells[1]:>26} {cells[2]:>22} {cells[3]:>22} {reg:>11}")
         notes = [f"(b) {r['b_how']}" if "b'" in r["b_how"] or "not available" in r["b_how"] else ""]

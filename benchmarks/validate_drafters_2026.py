@@ -50,7 +50,9 @@ CONTEXT = 1128  # prompt plus half of the generated tokens, as the other validat
 
 def _speedup(target, draft, batch, gamma, tau, engine, timing):
     dep = Deployment.build("b200", target, draft, timing=timing, engine="sglang" if engine == "spec-v1" else engine)
-    if engine == "spec-v1":  # a release with DFlash run with SGLANG_ENABLE_SPEC_V2 off: the serial spec-v1 preset's terms
+    if (
+        engine == "spec-v1"
+    ):  # a release with DFlash run with SGLANG_ENABLE_SPEC_V2 off: the serial spec-v1 preset's terms
         dep = dep.with_source(timing, PRESETS["sglang@0.5"])
     alpha = float(alpha_from_acceptance_length(tau, gamma))
     return float(dep.outcome(alpha, gamma, batch, CONTEXT).speedup)
@@ -58,23 +60,35 @@ def _speedup(target, draft, batch, gamma, tau, engine, timing):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--timing", default="roofline", help="step-time source (default roofline: the kernel database has "
-                        "no SGLang MoE kernels for the B200 that the hybrid source would read)")
+    parser.add_argument(
+        "--timing",
+        default="roofline",
+        help="step-time source (default roofline: the kernel database has "
+        "no SGLang MoE kernels for the B200 that the hybrid source would read)",
+    )
     args = parser.parse_args(argv)
-    print(f"{'source':<16} {'target':<13} {'dataset':<10} {'c':>3} {'K':>3} {'tau':>5} {'measured':>9} {'specsim':>8} {'error':>7}")
+    print(
+        f"{'source':<16} {'target':<13} {'dataset':<10} {'c':>3} {'K':>3} {'tau':>5} {'measured':>9} {'specsim':>8} {'error':>7}"
+    )
     errors = []
     for source, target, dataset, c, k, tau, measured, engine in DFLASH:
         predicted = _speedup(target, "dflash", c, k, tau, engine, args.timing)
         err = predicted / measured - 1
         errors.append(err)
-        print(f"{source:<16} {target:<13} {dataset:<10} {c:>3} {k:>3} {tau:>5.2f} {measured:>8.2f}x {predicted:>7.2f}x {err:>+7.1%}")
+        print(
+            f"{source:<16} {target:<13} {dataset:<10} {c:>3} {k:>3} {tau:>5.2f} {measured:>8.2f}x {predicted:>7.2f}x {err:>+7.1%}"
+        )
     print(f"DFlash: MAPE {np.mean(np.abs(errors)):.1%} over {len(errors)} points; signed mean {np.mean(errors):+.1%}")
     print()
-    print("P-EAGLE over EAGLE-3, GPT-OSS-20B, B200, vLLM, SPEED-Bench (vLLM blog 2026-03-13): P-EAGLE K=7 AL 3.38, EAGLE-3 K=3 AL 2.24")
+    print(
+        "P-EAGLE over EAGLE-3, GPT-OSS-20B, B200, vLLM, SPEED-Bench (vLLM blog 2026-03-13): P-EAGLE K=7 AL 3.38, EAGLE-3 K=3 AL 2.24"
+    )
     for c, measured in ((1, "up to 1.69x"), (64, "1.05-1.25x")):
         pe = _speedup("gpt-oss-20b", "peagle", c, 7, 3.38, "vllm", args.timing)
         e3 = _speedup("gpt-oss-20b", "eagle3", c, 3, 2.24, "vllm", args.timing)
-        print(f"  c={c:<3} measured {measured:<12} specsim {pe / e3:.2f}x (P-EAGLE {pe:.2f}x, EAGLE-3 {e3:.2f}x over decoding)")
+        print(
+            f"  c={c:<3} measured {measured:<12} specsim {pe / e3:.2f}x (P-EAGLE {pe:.2f}x, EAGLE-3 {e3:.2f}x over decoding)"
+        )
     return 0
 
 

@@ -31,20 +31,30 @@ from specsim.speculation.deployment import Deployment, speedup_of  # noqa: E402
 def main() -> None:
     fit = evaluate()
     p, s = fit.profile, fit.spec
-    print(f"fitted to the plain rows: profile mi355x bandwidth efficiency {p.bandwidth_eff:.3f}, vLLM ROCm "
-          f"{fit.collective_s * 1e6:.1f} us per tensor-parallel collective")
-    print(f"vLLM ROCm round fitted to both sweeps: {s.step_s * 1e3:.3f} ms per draft step + {s.seq_step_s * 1e6:.1f} us per "
-          f"sequence per draft step (waited for); acceptance length "
-          + ", ".join(f"{k} {v:.2f}" for k, v in fit.lengths.items()))
+    print(
+        f"fitted to the plain rows: profile mi355x bandwidth efficiency {p.bandwidth_eff:.3f}, vLLM ROCm "
+        f"{fit.collective_s * 1e6:.1f} us per tensor-parallel collective"
+    )
+    print(
+        f"vLLM ROCm round fitted to both sweeps: {s.step_s * 1e3:.3f} ms per draft step + {s.seq_step_s * 1e6:.1f} us per "
+        f"sequence per draft step (waited for); acceptance length "
+        + ", ".join(f"{k} {v:.2f}" for k, v in fit.lengths.items())
+    )
     t = fit.table
     show = t[["source", "concurrency", "steps", "measured", "held_out", "fitted", "cuda"]].round(3)
-    print("\nspeedup by concurrency (held_out: round terms fitted on the other source; cuda: vLLM's CUDA round as shipped)")
+    print(
+        "\nspeedup by concurrency (held_out: round terms fitted on the other source; cuda: vLLM's CUDA round as shipped)"
+    )
     print(show.to_string(index=False))
     errors = pd.DataFrame({c: fit.error(c) for c in ("held_out", "fitted", "cuda")}).round(1)
     print("\nmean absolute error per source, %")
     print(errors.to_string())
-    fall = t.sort_values("concurrency").groupby("source", sort=False)[["measured", "held_out", "cuda"]].agg(
-        lambda x: x.iloc[-1] / x.iloc[0]).round(3)
+    fall = (
+        t.sort_values("concurrency")
+        .groupby("source", sort=False)[["measured", "held_out", "cuda"]]
+        .agg(lambda x: x.iloc[-1] / x.iloc[0])
+        .round(3)
+    )
     print("\nspeedup at concurrency 64 over concurrency 4")
     print(fall.to_string())
     cuda_sweep(fit.spec)
@@ -56,10 +66,13 @@ def cuda_sweep(rocm) -> None:
     the ROCm round terms: whether the ROCm per-sequence work is the engine's everywhere or its ROCm build's."""
     c = np.array([1.0, 4.0, 16.0])
     rows = {"measured": [KIMI_EAGLE31[int(x)] for x in c]}
-    for label, engine in (("CUDA round (shipped)", get_engine("vllm@0.24.0")),
-                          ("ROCm round terms", rocm_build(get_engine("vllm@0.24.0"), rocm,
-                                                          get_engine("vllm@0.24.0").collective_s))):
-        dep = Deployment.build("b200", "kimi-k2", "eagle3", engine=engine, target_options={"tp": 4, "weight_dtype": "nvfp4"})
+    for label, engine in (
+        ("CUDA round (shipped)", get_engine("vllm@0.24.0")),
+        ("ROCm round terms", rocm_build(get_engine("vllm@0.24.0"), rocm, get_engine("vllm@0.24.0").collective_s)),
+    ):
+        dep = Deployment.build(
+            "b200", "kimi-k2", "eagle3", engine=engine, target_options={"tp": 4, "weight_dtype": "nvfp4"}
+        )
         rows[label] = speedup_of(KIMI_AL, dep.decode(c, 2048).total_s, dep.round_time(c, 2048, 3).total_s)
     print("\nKimi-K2.6 + EAGLE-3.1 on 4 x GB200 (CUDA; not fitted), speedup by concurrency 1, 4, 16")
     print(pd.DataFrame(rows, index=c.astype(int)).T.round(3).to_string())

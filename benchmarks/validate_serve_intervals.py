@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from specsim.speculation.deployment import Deployment
 from specsim.serving.simulator import requests_for, serve_compare
+from specsim.speculation.deployment import Deployment
 
 SEEDS, RATE, RESAMPLES = 20, 8.0, 2000
 
@@ -35,8 +35,10 @@ def main() -> None:
     for name in ("off", "on"):
         x = np.asarray(p99[name]) * 1e3
         sd = x.std(ddof=1)
-        print(f"speculation {name}: p99 TPOT over seeds {x.mean():.2f} ms, standard deviation {sd:.2f} ms ({sd / x.mean():.1%}); "
-              f"bootstrap of seed 0's requests {bootstrap[name] * 1e3:.2f} ms ({bootstrap[name] * 1e3 / sd:.2f} of it)")
+        print(
+            f"speculation {name}: p99 TPOT over seeds {x.mean():.2f} ms, standard deviation {sd:.2f} ms ({sd / x.mean():.1%}); "
+            f"bootstrap of seed 0's requests {bootstrap[name] * 1e3:.2f} ms ({bootstrap[name] * 1e3 / sd:.2f} of it)"
+        )
 
 
 if __name__ == "__main__":

@@ -22,8 +22,13 @@ import pandas as pd
 
 from specsim.calibration.public import FIT_KINDS, evaluate, load_public_speculation
 
-COLUMNS = {"before": "specsim before", "no_host": "passes only", "held_out": "held out", "fitted": "fitted (in-sample)",
-           "specdecode_bench": "SpecDecode-Bench sim"}
+COLUMNS = {
+    "before": "specsim before",
+    "no_host": "passes only",
+    "held_out": "held out",
+    "fitted": "fitted (in-sample)",
+    "specdecode_bench": "SpecDecode-Bench sim",
+}
 
 
 def error_table(fit) -> pd.DataFrame:
@@ -60,8 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", action="store_true", help="print every row with its predictions")
     args = parser.parse_args(argv)
     df = load_public_speculation()
-    print(f"{len(df)} public rows from {df.source.nunique()} sources: "
-          + ", ".join(f"{k} {v}" for k, v in df.groupby("kind").size().items()) + "\n")
+    print(
+        f"{len(df)} public rows from {df.source.nunique()} sources: "
+        + ", ".join(f"{k} {v}" for k, v in df.groupby("kind").size().items())
+        + "\n"
+    )
     for timing in ("hybrid", "kernels"):
         fit = evaluate(df, timing)
         print(f"== step-time source: {timing}; host terms fitted per engine on its serial versions ==")
@@ -72,32 +80,67 @@ def main(argv: list[str] | None = None) -> int:
             print(error_table(fit).to_string())
         t = fit.table
         gain = t[t.kind == "overlap_gain"]
-        print("\nSGLang spec v2 over v1 at the same acceptance length: the share of H spec v2 hides, fitted on these rows "
-              f"{fit.shares.get('sglang', 1.0):.2f}; each row with the share fitted on the other (held out), and hiding all of H:")
+        print(
+            "\nSGLang spec v2 over v1 at the same acceptance length: the share of H spec v2 hides, fitted on these rows "
+            f"{fit.shares.get('sglang', 1.0):.2f}; each row with the share fitted on the other (held out), and hiding all of H:"
+        )
         for i, r in gain.iterrows():
             full = fit.terms.predict(fit.fitted[r.engine], fit.alphas, 1.0)[i]
-            print(f"  {r.source} ({r.target}, {r.drafter} {int(r.steps)} steps): measured {r.measured_value:.3f}x; "
-                  f"share {fit.held_out_shares[i]:.2f} from the other row: {r.held_out:.3f}x "
-                  f"({(r.held_out / r.measured_value - 1) * 100:+.1f}%); all of H hidden: {full:.3f}x "
-                  f"({(full / r.measured_value - 1) * 100:+.1f}%)")
+            print(
+                f"  {r.source} ({r.target}, {r.drafter} {int(r.steps)} steps): measured {r.measured_value:.3f}x; "
+                f"share {fit.held_out_shares[i]:.2f} from the other row: {r.held_out:.3f}x "
+                f"({(r.held_out / r.measured_value - 1) * 100:+.1f}%); all of H hidden: {full:.3f}x "
+                f"({(full / r.measured_value - 1) * 100:+.1f}%)"
+            )
         change = t[t.kind == "batch_change"]
         print("\nSpeedup change from batch 1 to 32 (SpecDecode-Bench, vLLM 0.10.1, EAGLE k = 3):")
         for _, r in change.iterrows():
-            print(f"  {r.target} TP {int(r.tp)}: measured {r.measured_value - 1:+.1%}; before {r.before - 1:+.1%}, "
-                  f"held out {r.held_out - 1:+.1%}, fitted {r.fitted - 1:+.1%}")
-        print("\nSGLang's step sweeps (AutoSpec, sglang#22246): the steps that measured best per batch, and the steps the model")
-        print("picks among those measured with the sweep held out (its acceptance fitted alone: "
-              + ", ".join(f"{k} alpha {v:.3f}" for k, v in fit.held_out_alphas.items()) + "), with the throughput that pick loses:")
+            print(
+                f"  {r.target} TP {int(r.tp)}: measured {r.measured_value - 1:+.1%}; before {r.before - 1:+.1%}, "
+                f"held out {r.held_out - 1:+.1%}, fitted {r.fitted - 1:+.1%}"
+            )
+        print(
+            "\nSGLang's step sweeps (AutoSpec, sglang#22246): the steps that measured best per batch, and the steps the model"
+        )
+        print(
+            "picks among those measured with the sweep held out (its acceptance fitted alone: "
+            + ", ".join(f"{k} alpha {v:.3f}" for k, v in fit.held_out_alphas.items())
+            + "), with the throughput that pick loses:"
+        )
         for source, best, picked, loss in step_choices(t):
             print(f"  {source}: measured best {best}; picked {picked}; lost " + ", ".join(f"{x:.1%}" for x in loss))
         plain = t[t.kind == "plain"]
         err = (plain.no_host / plain.measured_value - 1) * 100
-        print("\nPlain decode step of the preset against the sources' plain throughput (per sequence, includes prefill), %:")
-        print("  " + "; ".join(f"{s}: " + ", ".join(f"b{int(b)} {e:+.0f}" for b, e in zip(g.batch, err[g.index]))
-                               for s, g in plain.groupby("source", sort=False)))
+        print(
+            "\nPlain decode step of the preset against the sources' plain throughput (per sequence, includes prefill), %:"
+        )
+        print(
+            "  "
+            + "; ".join(
+                f"{s}: " + ", ".join(f"b{int(b)} {e:+.0f}" for b, e in zip(g.batch, err[g.index]))
+                for s, g in plain.groupby("source", sort=False)
+            )
+        )
         if args.rows:
-            cols = ["kind", "source", "target", "tp", "drafter", "steps", "topk", "verify_tokens", "batch", "batch_to",
-                    "accept_length", "measured_value", "before", "no_host", "held_out", "fitted", "specdecode_bench"]
+            cols = [
+                "kind",
+                "source",
+                "target",
+                "tp",
+                "drafter",
+                "steps",
+                "topk",
+                "verify_tokens",
+                "batch",
+                "batch_to",
+                "accept_length",
+                "measured_value",
+                "before",
+                "no_host",
+                "held_out",
+                "fitted",
+                "specdecode_bench",
+            ]
             with pd.option_context("display.width", 250, "display.max_rows", 200):
                 print(t[cols].round(3).to_string(index=False))
         print()

@@ -46,9 +46,11 @@ from specsim.timing import make_source
 
 def decode_table(show_rows: bool) -> None:
     df = load_public_tpot()
-    print(f"1. Decode TPOT: {len(df)} public single-GPU rows "
-          f"({', '.join(f'{k} {v}' for k, v in df.groupby('backend').size().items())}); "
-          f"devices {', '.join(sorted(df.hardware.unique()))}; {int(df.holdout.sum())} held out\n")
+    print(
+        f"1. Decode TPOT: {len(df)} public single-GPU rows "
+        f"({', '.join(f'{k} {v}' for k, v in df.groupby('backend').size().items())}); "
+        f"devices {', '.join(sorted(df.hardware.unique()))}; {int(df.holdout.sum())} held out\n"
+    )
     out = []
     for name in CANDIDATES:
         r = evaluate(df, name)
@@ -61,7 +63,17 @@ def decode_table(show_rows: bool) -> None:
         line["prefill share (fit)"] = ", ".join(f"{k} {v:.2f}" for k, v in r.prefill_share.items())
         out.append(line)
         if show_rows:
-            cols = ["backend", "model", "hardware", "precision", "isl", "osl", "concurrency", "silicon_tpot_ms", "predicted_ms"]
+            cols = [
+                "backend",
+                "model",
+                "hardware",
+                "precision",
+                "isl",
+                "osl",
+                "concurrency",
+                "silicon_tpot_ms",
+                "predicted_ms",
+            ]
             print(name)
             print(test[cols + ["error"]].round(3).to_string(index=False), "\n")
     table = pd.DataFrame(out).set_index("source")
@@ -72,8 +84,10 @@ def decode_table(show_rows: bool) -> None:
 
 
 def verify_table() -> None:
-    print("\n2. Verification / decode ratio t(b, q, L) / t(b, 1, L) against measured kernels "
-          "(vLLM kernels; b = 1..256, q = 2..9, L = 400, 1128, 4096)\n")
+    print(
+        "\n2. Verification / decode ratio t(b, q, L) / t(b, 1, L) against measured kernels "
+        "(vLLM kernels; b = 1..256, q = 2..9, L = 400, 1128, 4096)\n"
+    )
     b = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256], float)[:, None, None]
     q = np.array([2, 3, 4, 5, 9], float)[None, :, None]
     L = np.array([400, 1128, 4096], float)[None, None, :]
@@ -91,9 +105,18 @@ def verify_table() -> None:
                 if part is not None:
                     ok &= ~np.broadcast_to(part, measured.shape)
             if not ok.any():
-                rows.append({"device": device, "model": model_name, "source": "-", "points": 0,
-                             "MAPE %": float("nan"), "worst %": float("nan"),
-                             "ratio at b=64,q=4,L=400": float("nan"), "measured kernels": float("nan")})
+                rows.append(
+                    {
+                        "device": device,
+                        "model": model_name,
+                        "source": "-",
+                        "points": 0,
+                        "MAPE %": float("nan"),
+                        "worst %": float("nan"),
+                        "ratio at b=64,q=4,L=400": float("nan"),
+                        "measured kernels": float("nan"),
+                    }
+                )
                 print(f"  {model_name} on {device}: " + kernels.notes[-1])
                 continue
             for name in ("roofline", "hybrid"):
@@ -101,10 +124,18 @@ def verify_table() -> None:
                 ratio = src.step_time(model, b, q, L).total_s / src.step_time(model, b, 1, L).total_s
                 err = np.abs(ratio / measured - 1)[ok] * 100
                 at64 = (slice(6, 7), slice(2, 3), slice(0, 1))
-                rows.append({"device": device, "model": model_name, "source": name, "points": int(ok.sum()),
-                             "MAPE %": round(float(err.mean()), 1), "worst %": round(float(err.max()), 1),
-                             "ratio at b=64,q=4,L=400": round(float(ratio[at64].item()), 3),
-                             "measured kernels": round(float(measured[at64].item()), 3)})
+                rows.append(
+                    {
+                        "device": device,
+                        "model": model_name,
+                        "source": name,
+                        "points": int(ok.sum()),
+                        "MAPE %": round(float(err.mean()), 1),
+                        "worst %": round(float(err.max()), 1),
+                        "ratio at b=64,q=4,L=400": round(float(ratio[at64].item()), 3),
+                        "measured kernels": round(float(measured[at64].item()), 3),
+                    }
+                )
     with pd.option_context("display.width", 250):
         print(pd.DataFrame(rows).to_string(index=False))
 
@@ -114,22 +145,34 @@ def multi_gpu_table() -> None:
 
     base = load_public_tpot()
     multi = load_out_of_sample_tpot()
-    print(f"\n4. Multi-GPU and MoE TPOT: {len(multi)} public rows the single-GPU fit never saw "
-          f"({', '.join(f'{k} {v}' for k, v in multi.groupby('backend').size().items())}); "
-          f"{int(multi.holdout.sum())} held out from the collective-time fit\n")
+    print(
+        f"\n4. Multi-GPU and MoE TPOT: {len(multi)} public rows the single-GPU fit never saw "
+        f"({', '.join(f'{k} {v}' for k, v in multi.groupby('backend').size().items())}); "
+        f"{int(multi.holdout.sum())} held out from the collective-time fit\n"
+    )
     rows = []
     for name in ("hybrid (default)", "kernels", "roofline (article profile)"):
         fitted = evaluate(base, name)
         collectives = fit_collectives(multi, name, fitted)
-        for label, extra in (("physics only (single-GPU presets)", None), ("+ fitted time per collective", collectives)):
+        for label, extra in (
+            ("physics only (single-GPU presets)", None),
+            ("+ fitted time per collective", collectives),
+        ):
             r = evaluate_out_of_sample(multi, name, fitted, extra)
             h = r[r.holdout]
-            line = {"source": name, "engine terms": label, "held-out MAPE %": round(h.error.abs().mean() * 100, 1),
-                    "bias %": round(h.error.mean() * 100, 1)}
+            line = {
+                "source": name,
+                "engine terms": label,
+                "held-out MAPE %": round(h.error.abs().mean() * 100, 1),
+                "bias %": round(h.error.mean() * 100, 1),
+            }
             for (model, tp), v in h.assign(a=h.error.abs() * 100).groupby(["model", "tp"]).a.mean().items():
                 line[f"{model} TP{tp}"] = round(v, 1)
             rows.append(line)
-        print(f"  {name}: time per collective fitted " + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in collectives.items()))
+        print(
+            f"  {name}: time per collective fitted "
+            + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in collectives.items())
+        )
     with pd.option_context("display.width", 300, "display.max_columns", 40):
         print(pd.DataFrame(rows).set_index(["source", "engine terms"]).T.to_string())
 
@@ -138,7 +181,9 @@ def allreduce_table() -> None:
     from specsim.describe.parallel import allreduce_s
     from specsim.timing.kernels import KernelSource
 
-    print("\n5. All-reduce of m x hidden bf16 activations: ring formula of the profile against measured (vLLM kernels)\n")
+    print(
+        "\n5. All-reduce of m x hidden bf16 activations: ring formula of the profile against measured (vLLM kernels)\n"
+    )
     rows = []
     for device in ("h100-sxm", "h200", "a100-sxm-80gb"):
         hw = load_hardware(device)
@@ -149,13 +194,26 @@ def allreduce_table() -> None:
                 elems = tokens * 8192.0
                 measured = float(table.allreduce(np.array(elems)))
                 formula = float(allreduce_s(hw, tp, elems * 2))
-                rows.append({"device": device, "tp": tp, "tokens": tokens, "measured us": round(measured * 1e6, 1),
-                             "formula us": round(formula * 1e6, 1), "error %": round((formula / measured - 1) * 100, 1)})
+                rows.append(
+                    {
+                        "device": device,
+                        "tp": tp,
+                        "tokens": tokens,
+                        "measured us": round(measured * 1e6, 1),
+                        "formula us": round(formula * 1e6, 1),
+                        "error %": round((formula / measured - 1) * 100, 1),
+                    }
+                )
     frame = pd.DataFrame(rows)
     with pd.option_context("display.width", 250, "display.max_rows", 100):
         print(frame.pivot_table(index=["device", "tp"], columns="tokens", values="error %").to_string())
-        print(f"\n  MAPE {frame['error %'].abs().mean():.1f}% over {len(frame)} points; measured latency at 1 token: "
-              + ", ".join(f"{d} TP{t} {v:.1f} us" for (d, t), v in frame[frame.tokens == 1].set_index(["device", "tp"])["measured us"].items()))
+        print(
+            f"\n  MAPE {frame['error %'].abs().mean():.1f}% over {len(frame)} points; measured latency at 1 token: "
+            + ", ".join(
+                f"{d} TP{t} {v:.1f} us"
+                for (d, t), v in frame[frame.tokens == 1].set_index(["device", "tp"])["measured us"].items()
+            )
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,9 +31,22 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 A100_STUDY = ROOT / "examples" / "bench" / "public" / "a100-llama-3.1-8b-eagle3"
-NEW_MODELS = ("qwen3-next-80b-a3b", "qwen3.5-27b", "qwen3.5-35b-a3b", "qwen3.5-122b-a10b", "qwen3.5-397b-a17b", "nemotron-h-8b",
-              "nemotron-h-56b", "nemotron-3-nano-30b-a3b", "nemotron-3-super-120b-a12b-fp8", "nemotron-3-ultra-550b-a55b",
-              "llama-4-scout", "llama-4-maverick", "minimax-m2.5", "minimax-m2.7")
+NEW_MODELS = (
+    "qwen3-next-80b-a3b",
+    "qwen3.5-27b",
+    "qwen3.5-35b-a3b",
+    "qwen3.5-122b-a10b",
+    "qwen3.5-397b-a17b",
+    "nemotron-h-8b",
+    "nemotron-h-56b",
+    "nemotron-3-nano-30b-a3b",
+    "nemotron-3-super-120b-a12b-fp8",
+    "nemotron-3-ultra-550b-a55b",
+    "llama-4-scout",
+    "llama-4-maverick",
+    "minimax-m2.5",
+    "minimax-m2.7",
+)
 #: vLLM blog "EAGLE 3.1" (https://vllm.ai/blog/2026-05-26-eagle-3-1): Kimi-K2.6-NVFP4, vLLM TP 4, GB200, SPEED-Bench
 #: coding, 3 speculative tokens: per-user output throughput over the no-speculation baseline by concurrency.  Its
 #: acceptance length on that set: 3.013 (the lightseekorg/kimi-k2.6-eagle3.1-mla model card).
@@ -57,7 +70,15 @@ def parameter_counts() -> None:
     rows = []
     for name in NEW_MODELS:
         m, published = get_model(name), catalog_entry(name)["published"]["total"]
-        rows.append((name, m.architecture, f"{m.total_params / 1e9:.2f}B", f"{published / 1e9:g}B", pct(m.total_params / published - 1)))
+        rows.append(
+            (
+                name,
+                m.architecture,
+                f"{m.total_params / 1e9:.2f}B",
+                f"{published / 1e9:g}B",
+                pct(m.total_params / published - 1),
+            )
+        )
     print(pd.DataFrame(rows, columns=["model", "architecture", "counted", "published", "error"]).to_string(index=False))
 
 
@@ -70,33 +91,59 @@ def recurrent_layers() -> None:
 
     section("2. recurrent layers")
     # The research table (targets-gpus/REPORT.md 1.6), from vLLM's mamba_utils.py shapes, fp32 SSM / bf16 conv.
-    published = {"qwen3.5-27b": 146.8, "qwen3.5-35b-a3b": 61.4, "qwen3.5-122b-a10b": 146.5, "qwen3.5-397b-a17b": 183.2,
-                 "nemotron-3-nano-30b-a3b": 46.8, "nemotron-3-super-120b-a12b-fp8": 162.3, "nemotron-3-ultra-550b-a55b": 389.0}
-    rows = [(n, f"{get_model(n).recurrent_state_bytes / 2**20:.1f}", f"{v:.1f}", pct(get_model(n).recurrent_state_bytes / 2**20 / v - 1))
-            for n, v in published.items()]
+    published = {
+        "qwen3.5-27b": 146.8,
+        "qwen3.5-35b-a3b": 61.4,
+        "qwen3.5-122b-a10b": 146.5,
+        "qwen3.5-397b-a17b": 183.2,
+        "nemotron-3-nano-30b-a3b": 46.8,
+        "nemotron-3-super-120b-a12b-fp8": 162.3,
+        "nemotron-3-ultra-550b-a55b": 389.0,
+    }
+    rows = [
+        (
+            n,
+            f"{get_model(n).recurrent_state_bytes / 2**20:.1f}",
+            f"{v:.1f}",
+            pct(get_model(n).recurrent_state_bytes / 2**20 / v - 1),
+        )
+        for n, v in published.items()
+    ]
     print("state per sequence, MiB (vLLM's MambaStateShapeCalculator, computed in targets-gpus/REPORT.md 1.6):")
     print(pd.DataFrame(rows, columns=["model", "specsim", "vLLM formula", "error"]).to_string(index=False))
 
     frame = pd.read_parquet(database_root() / "b300_sxm" / "linear_attention" / "vllm" / "0.24.0" / "gdn_perf.parquet")
     rows = frame[(frame.phase == "generation") & (frame.num_k_heads == 16) & (frame.num_v_heads == 64)]
     kinds = rows.kernel_source.astype(str)
-    measured = (rows[kinds.str.startswith("fused_recurrent")].groupby("batch_size").latency.mean()
-                + rows[kinds == "causal_conv1d_update"].groupby("batch_size").latency.mean()) * 1e-3
+    measured = (
+        rows[kinds.str.startswith("fused_recurrent")].groupby("batch_size").latency.mean()
+        + rows[kinds == "causal_conv1d_update"].groupby("batch_size").latency.mean()
+    ) * 1e-3
     m, hw = get_model("qwen3.5-397b-a17b"), load_hardware("b300")
     b = measured.index.to_numpy(float)
     model = recurrent_time_s(hw, m, b, 1.0) / m.n_recurrent_layers
     keep = np.isfinite(measured.to_numpy())
     measured, b, model = measured[keep], b[keep], model[keep]
-    table = pd.DataFrame({"batch": b.astype(int), "measured us": (measured.to_numpy() * 1e6).round(1),
-                          "roofline us": (model * 1e6).round(1), "error": [pct(x) for x in model / measured.to_numpy() - 1]})
-    print("\none Gated DeltaNet layer's decode step (16 key / 64 value heads of 128, Qwen3.5-397B), B300: measured fused "
-          "recurrent kernel + conv update\n(aiconfigurator-core 0.12.0, vLLM 0.24.0, not fitted) against the roofline's "
-          "state read and write at 0.8 of 7.75 TB/s:")
+    table = pd.DataFrame(
+        {
+            "batch": b.astype(int),
+            "measured us": (measured.to_numpy() * 1e6).round(1),
+            "roofline us": (model * 1e6).round(1),
+            "error": [pct(x) for x in model / measured.to_numpy() - 1],
+        }
+    )
+    print(
+        "\none Gated DeltaNet layer's decode step (16 key / 64 value heads of 128, Qwen3.5-397B), B300: measured fused "
+        "recurrent kernel + conv update\n(aiconfigurator-core 0.12.0, vLLM 0.24.0, not fitted) against the roofline's "
+        "state read and write at 0.8 of 7.75 TB/s:"
+    )
     print(table.to_string(index=False))
     err = np.abs(model / measured.to_numpy() - 1)
     big, ok = b >= 64, np.isfinite(err)
-    print(f"MAPE at batch >= 64 (bandwidth-bound): {100 * np.mean(err[big & ok]):.1f}%; at batch 1-32 the kernels' launch "
-          f"floor dominates (MAPE {100 * np.mean(err[~big & ok]):.1f}%), which the kernel source reads from the table")
+    print(
+        f"MAPE at batch >= 64 (bandwidth-bound): {100 * np.mean(err[big & ok]):.1f}%; at batch 1-32 the kernels' launch "
+        f"floor dominates (MAPE {100 * np.mean(err[~big & ok]):.1f}%), which the kernel source reads from the table"
+    )
 
 
 # -- 3 --------------------------------------------------------------------------------------------
@@ -133,8 +180,10 @@ def weight_only_gemms() -> None:
     frame = pd.read_parquet(database_root() / "a100_sxm" / "gemm" / "trtllm" / "1.0.0" / "gemm_perf.parquet")
     hw = load_hardware("a100-sxm-80gb")
     ms = np.array([1, 8, 16, 32, 64, 128, 256, 512, 1024], float)
-    print("A100 TensorRT-LLM 1.0.0 WeightOnlyQuantMatmul, int4_wo over BF16 GEMM time (aiconfigurator-core 0.12.0, not "
-          "fitted) against the roofline's, with per-tile dequantisation and without it (before):")
+    print(
+        "A100 TensorRT-LLM 1.0.0 WeightOnlyQuantMatmul, int4_wo over BF16 GEMM time (aiconfigurator-core 0.12.0, not "
+        "fitted) against the roofline's, with per-tile dequantisation and without it (before):"
+    )
     summary = []
     for n, k in ((16384, 16384), (12288, 4096), (8192, 8192), (4096, 4096)):
         rows = frame[(frame.n == n) & (frame.k == k)]
@@ -149,14 +198,18 @@ def weight_only_gemms() -> None:
         print("    measured    " + " ".join(f"{x:6.2f}" for x in measured))
         print("    specsim     " + " ".join(f"{x:6.2f}" for x in new))
         print("    before      " + " ".join(f"{x:6.2f}" for x in old))
-        summary.append((f"{n}x{k}", 100 * np.mean(np.abs(new / measured - 1)), 100 * np.mean(np.abs(old / measured - 1))))
+        summary.append(
+            (f"{n}x{k}", 100 * np.mean(np.abs(new / measured - 1)), 100 * np.mean(np.abs(old / measured - 1)))
+        )
     print(pd.DataFrame(summary, columns=["shape", "MAPE specsim %", "MAPE before %"]).round(1).to_string(index=False))
 
     h100 = load_hardware("h100-sxm")
     s = gemm_roofline_s(h100, 8192, 8192, ms, "bf16") / gemm_roofline_s(h100, 8192, 8192, ms, "int4")
-    print("\nMarlin (arXiv:2408.11743, abstract): 'close to maximum (4x) speedup' up to batch 16-32, 'gradually "
-          "decreasing' through 64-128.\nspecsim's 8192 x 8192 W4A16 / BF16 speedup on the H100 roofline: "
-          + ", ".join(f"m={int(x)} {y:.2f}x" for x, y in zip(ms, s)))
+    print(
+        "\nMarlin (arXiv:2408.11743, abstract): 'close to maximum (4x) speedup' up to batch 16-32, 'gradually "
+        "decreasing' through 64-128.\nspecsim's 8192 x 8192 W4A16 / BF16 speedup on the H100 roofline: "
+        + ", ".join(f"m={int(x)} {y:.2f}x" for x, y in zip(ms, s))
+    )
     a100_study()
 
 
@@ -165,17 +218,27 @@ def _study_rows(name: str) -> dict:
     for line in (A100_STUDY / f"{name}.jsonl").read_text().splitlines():
         r = json.loads(line)
         out.setdefault(int(r["max_concurrency"]), []).append(
-            (r["mean_tpot_ms"] * 1e-3, r.get("spec_decode_acceptance_length"), r["total_input_tokens"] / r["completed"],
-             r["total_output_tokens"] / r["completed"]))
-    return {c: tuple(np.mean([v[i] for v in vals]) if vals[0][i] is not None else None for i in range(4)) for c, vals in out.items()}
+            (
+                r["mean_tpot_ms"] * 1e-3,
+                r.get("spec_decode_acceptance_length"),
+                r["total_input_tokens"] / r["completed"],
+                r["total_output_tokens"] / r["completed"],
+            )
+        )
+    return {
+        c: tuple(np.mean([v[i] for v in vals]) if vals[0][i] is not None else None for i in range(4))
+        for c, vals in out.items()
+    }
 
 
 def a100_study() -> None:
     from specsim.speculation.deployment import Deployment
 
-    print("\nA100, vLLM 0.24.0, Llama-3.1-8B FP16 and AWQ-INT4 (awq_marlin), EAGLE-3 x5, gsm8k (the study in "
-          "examples/bench/public/a100-llama-3.1-8b-eagle3, not fitted here): hybrid source, vllm@0.24.0 preset,\n"
-          "context = prompt + half the output, the acceptance length as measured")
+    print(
+        "\nA100, vLLM 0.24.0, Llama-3.1-8B FP16 and AWQ-INT4 (awq_marlin), EAGLE-3 x5, gsm8k (the study in "
+        "examples/bench/public/a100-llama-3.1-8b-eagle3, not fitted here): hybrid source, vllm@0.24.0 preset,\n"
+        "context = prompt + half the output, the acceptance length as measured"
+    )
     targets = {"fp16": "llama-3.1-8b", "w4a16": str(A100_STUDY / "Meta-Llama-3.1-8B-Instruct-AWQ-INT4")}
     results = []
     for label, dequant in (("specsim", True), ("before", False)):
@@ -188,23 +251,53 @@ def a100_study() -> None:
                     t_plain = float(dep.decode(c, context).total_s)
                     t_spec = float(dep.round_time(c, context, 5).total_s) / spec[c][1]
                     results.append((label, w, c, plain[c][0], t_plain, plain[c][0] / spec[c][0], t_plain / t_spec))
-    df = pd.DataFrame(results, columns=["model", "weights", "users", "tpot_meas", "tpot_pred", "speedup_meas", "speedup_pred"])
+    df = pd.DataFrame(
+        results, columns=["model", "weights", "users", "tpot_meas", "tpot_pred", "speedup_meas", "speedup_pred"]
+    )
     rows = []
     for label, g in df.groupby("model", sort=False):
         fp, w4 = g[g.weights == "fp16"].set_index("users"), g[g.weights == "w4a16"].set_index("users")
         ratio_m, ratio_p = w4.tpot_meas / fp.tpot_meas, w4.tpot_pred / fp.tpot_pred
         for c in fp.index:
-            rows.append((label, c, f"{ratio_m[c]:.2f}", f"{ratio_p[c]:.2f}", pct(ratio_p[c] / ratio_m[c] - 1),
-                         f"{fp.speedup_meas[c]:.2f}", f"{fp.speedup_pred[c]:.2f}", f"{w4.speedup_meas[c]:.2f}",
-                         f"{w4.speedup_pred[c]:.2f}", pct(w4.speedup_pred[c] / w4.speedup_meas[c] - 1)))
-    print(pd.DataFrame(rows, columns=["model", "users", "W4/FP16 step meas", "pred", "error", "FP16 spec meas", "pred",
-                                      "W4 spec meas", "pred", "W4 spec error"]).to_string(index=False))
+            rows.append(
+                (
+                    label,
+                    c,
+                    f"{ratio_m[c]:.2f}",
+                    f"{ratio_p[c]:.2f}",
+                    pct(ratio_p[c] / ratio_m[c] - 1),
+                    f"{fp.speedup_meas[c]:.2f}",
+                    f"{fp.speedup_pred[c]:.2f}",
+                    f"{w4.speedup_meas[c]:.2f}",
+                    f"{w4.speedup_pred[c]:.2f}",
+                    pct(w4.speedup_pred[c] / w4.speedup_meas[c] - 1),
+                )
+            )
+    print(
+        pd.DataFrame(
+            rows,
+            columns=[
+                "model",
+                "users",
+                "W4/FP16 step meas",
+                "pred",
+                "error",
+                "FP16 spec meas",
+                "pred",
+                "W4 spec meas",
+                "pred",
+                "W4 spec error",
+            ],
+        ).to_string(index=False)
+    )
     for label, g in df.groupby("model", sort=False):
         w4 = g[g.weights == "w4a16"]
         fp, w4i = g[g.weights == "fp16"].set_index("users"), w4.set_index("users")
         step = np.mean(np.abs((w4i.tpot_pred / fp.tpot_pred) / (w4i.tpot_meas / fp.tpot_meas) - 1))
-        print(f"  {label}: MAPE of the W4A16 / FP16 step ratio {100 * step:.1f}%, of the W4A16 EAGLE-3 speedup "
-              f"{100 * np.mean(np.abs(w4.speedup_pred / w4.speedup_meas - 1)):.1f}%")
+        print(
+            f"  {label}: MAPE of the W4A16 / FP16 step ratio {100 * step:.1f}%, of the W4A16 EAGLE-3 speedup "
+            f"{100 * np.mean(np.abs(w4.speedup_pred / w4.speedup_meas - 1)):.1f}%"
+        )
 
 
 # -- 4 --------------------------------------------------------------------------------------------
@@ -238,9 +331,12 @@ def moe_routing(quick: bool) -> float:
     section("4. MoE expert reads: routing correlation rho (0 = every token routes independently, the bound)")
     for rho in (0.0, 0.2, 0.5):
         m = get_model("kimi-k2", tp=4, routing_correlation=rho)
-        reads = m.experts_touched(np.array([1, 4, 16, 64.]) * 4, 4)
-        print(f"  Kimi K2 (384 experts, top-8), experts one layer reads verifying 4 tokens at batch 1/4/16/64, rho {rho}: "
-              + ", ".join(f"{x:.0f}" for x in reads) + f" (decode: {', '.join(f'{x:.0f}' for x in m.experts_touched([1, 4, 16, 64]))})")
+        reads = m.experts_touched(np.array([1, 4, 16, 64.0]) * 4, 4)
+        print(
+            f"  Kimi K2 (384 experts, top-8), experts one layer reads verifying 4 tokens at batch 1/4/16/64, rho {rho}: "
+            + ", ".join(f"{x:.0f}" for x in reads)
+            + f" (decode: {', '.join(f'{x:.0f}' for x in m.experts_touched([1, 4, 16, 64]))})"
+        )
     chosen = 0.0
     if not quick:
         df = load_public_speculation()
@@ -250,22 +346,28 @@ def moe_routing(quick: bool) -> float:
             with routing_correlation(rho):
                 fit = evaluate(df, "hybrid")
             t = fit.table[fit.table.kind.isin(FIT_KINDS) & fit.table.source.isin(moe)]
-            errors[rho] = ((t.held_out / t.measured_value - 1).abs().groupby(t.source).mean() * 100)
+            errors[rho] = (t.held_out / t.measured_value - 1).abs().groupby(t.source).mean() * 100
         table = pd.DataFrame(errors).round(1)
-        print("\nheld-out speedup error (%, host terms refitted with each source held out) of the MoE sources of "
-              "speculation_public.csv by rho:")
+        print(
+            "\nheld-out speedup error (%, host terms refitted with each source held out) of the MoE sources of "
+            "speculation_public.csv by rho:"
+        )
         print(table.to_string())
         rows = []
         for source in table.index:
             others = table.drop(index=source).mean()
             best = float(others.idxmin())
             rows.append((source, best, table.loc[source, best], table.loc[source, 0.0]))
-        loso = pd.DataFrame(rows, columns=["held-out source", "rho fitted on the others", "error at it %", "error at rho 0 %"])
+        loso = pd.DataFrame(
+            rows, columns=["held-out source", "rho fitted on the others", "error at it %", "error at rho 0 %"]
+        )
         print("\nrho chosen on the other MoE sources, judged on the one held out:")
         print(loso.to_string(index=False))
         chosen = float(table.mean().idxmin())
-        print(f"rho minimising the mean over all MoE sources: {chosen} (specsim.describe.models.FITTED_ROUTING_CORRELATION; "
-              "not the default, which is independent routing: the engine presets' host terms were fitted with it)")
+        print(
+            f"rho minimising the mean over all MoE sources: {chosen} (specsim.describe.models.FITTED_ROUTING_CORRELATION; "
+            "not the default, which is independent routing: the engine presets' host terms were fitted with it)"
+        )
     kimi(chosen)
     return chosen
 
@@ -273,18 +375,30 @@ def moe_routing(quick: bool) -> float:
 def kimi(chosen: float) -> None:
     from specsim.speculation.deployment import Deployment
 
-    print("\nKimi-K2.6-NVFP4 on 4 GPUs, vLLM, EAGLE-3.1 x3, SPEED-Bench coding (vLLM blog 2026-05-26; GB200, modelled on the "
-          "b200 profile, NVFP4 weights on the dequantising path, acceptance length 3.013; not fitted):")
+    print(
+        "\nKimi-K2.6-NVFP4 on 4 GPUs, vLLM, EAGLE-3.1 x3, SPEED-Bench coding (vLLM blog 2026-05-26; GB200, modelled on the "
+        "b200 profile, NVFP4 weights on the dequantising path, acceptance length 3.013; not fitted):"
+    )
     rows = []
     for rho in sorted({0.0, 0.2, 0.5, chosen}):
         with routing_correlation(rho):
-            dep = Deployment.build("b200", "kimi-k2", "eagle3", timing="hybrid", engine="vllm@0.24.0",
-                                   target_options={"tp": 4, "weight_dtype": "nvfp4"}, draft_options={"tp": 4})
+            dep = Deployment.build(
+                "b200",
+                "kimi-k2",
+                "eagle3",
+                timing="hybrid",
+                engine="vllm@0.24.0",
+                target_options={"tp": 4, "weight_dtype": "nvfp4"},
+                draft_options={"tp": 4},
+            )
         c = np.array([1.0, 4.0, 16.0, 64.0])
         speed = dep.decode(c, 2048).total_s / (dep.round_time(c, 2048, 3).total_s / KIMI_AL)
         rows.append([f"rho {rho}"] + [f"{x:.2f}" for x in speed] + [" ".join(f"{x:.2f}" for x in speed / speed[0])])
-    rows.append(["measured"] + [f"{KIMI_EAGLE31.get(int(x), float('nan')):.2f}" for x in (1, 4, 16, 64)]
-                + [" ".join(f"{KIMI_EAGLE31[x] / KIMI_EAGLE31[1]:.2f}" for x in (1, 4, 16))])
+    rows.append(
+        ["measured"]
+        + [f"{KIMI_EAGLE31.get(int(x), float('nan')):.2f}" for x in (1, 4, 16, 64)]
+        + [" ".join(f"{KIMI_EAGLE31[x] / KIMI_EAGLE31[1]:.2f}" for x in (1, 4, 16))]
+    )
     print(pd.DataFrame(rows, columns=["", "c=1", "c=4", "c=16", "c=64", "relative to c=1"]).to_string(index=False))
 
 
@@ -297,10 +411,22 @@ def gpus() -> None:
     rows = []
     for name in ("mi355x", "mi325x", "b300", "gb300", "rtx-pro-6000"):
         hw = load_hardware(name)
-        rows.append((name, hw.peak_flop_per_s / 1e12, hw.peak_fp8_flop_per_s / 1e12, hw.peak_bytes_per_s / 1e12,
-                     hw.memory_bytes / 1e9, hw.interconnect_bytes_per_s / 1e9,
-                     DEVICE_FOLDERS.get(name, "none: roofline")))
-    print(pd.DataFrame(rows, columns=["profile", "BF16 TF", "FP8 TF", "TB/s", "GB", "link GB/s", "measured kernels"]).to_string(index=False))
+        rows.append(
+            (
+                name,
+                hw.peak_flop_per_s / 1e12,
+                hw.peak_fp8_flop_per_s / 1e12,
+                hw.peak_bytes_per_s / 1e12,
+                hw.memory_bytes / 1e9,
+                hw.interconnect_bytes_per_s / 1e9,
+                DEVICE_FOLDERS.get(name, "none: roofline"),
+            )
+        )
+    print(
+        pd.DataFrame(
+            rows, columns=["profile", "BF16 TF", "FP8 TF", "TB/s", "GB", "link GB/s", "measured kernels"]
+        ).to_string(index=False)
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

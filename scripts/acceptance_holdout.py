@@ -34,28 +34,37 @@ HELD_OUT = [
 ]
 
 #: DFlash Table 4, Qwen3.5-27B: the curve is built from gov_report; hotpotqa and qasper are held out.
-HELD_OUT_CONTEXT = [("hotpotqa", {1024: 4.91, 8192: 4.46, 16384: 3.61}), ("qasper", {1024: 5.27, 8192: 4.17, 16384: 3.57})]
+HELD_OUT_CONTEXT = [
+    ("hotpotqa", {1024: 4.91, 8192: 4.46, 16384: 3.61}),
+    ("qasper", {1024: 5.27, 8192: 4.17, 16384: 3.57}),
+]
 
 
 def main() -> None:
     from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
 
-    print(f"{'held-out source':58s} {'target':13s} {'workload':15s} {'K':>2s} {'measured':>8s} {'lookup':>7s} {'error':>7s} "
-          f"{'one default':>11s} {'error':>7s}  row")
+    print(
+        f"{'held-out source':58s} {'target':13s} {'workload':15s} {'K':>2s} {'measured':>8s} {'lookup':>7s} {'error':>7s} "
+        f"{'one default':>11s} {'error':>7s}  row"
+    )
     for source, cls, target, workload, gamma, measured in HELD_OUT:
         found = resolve(cls, get_model(target), workload, None)
         predicted = float(found.acceptance.expected_tokens(gamma))
         before = float(cls.published()[0].expected_tokens(gamma))  # the one default of every target and workload before
-        print(f"{source:58s} {target:13s} {workload:15s} {gamma:2d} {measured:8.2f} {predicted:7.2f} "
-              f"{predicted / measured - 1:+7.1%} {before:11.2f} {before / measured - 1:+7.1%}  "
-              f"{'fell back' if found.fell_back else found.row.split(':')[0][:40]}")
+        print(
+            f"{source:58s} {target:13s} {workload:15s} {gamma:2d} {measured:8.2f} {predicted:7.2f} "
+            f"{predicted / measured - 1:+7.1%} {before:11.2f} {before / measured - 1:+7.1%}  "
+            f"{'fell back' if found.fell_back else found.row.split(':')[0][:40]}"
+        )
     curve = next(c for c in CONTEXT_CURVES if c.drafter == "dflash")
     print("\nDFlash Table 4 context curve (built from gov_report) on held-out datasets, 15 drafted tokens:")
     for name, points in HELD_OUT_CONTEXT:
         alpha0 = float(alpha_from_acceptance_length(points[1024], 15))
         for context, measured in points.items():
             predicted = float(Acceptance(alpha=alpha0 * float(curve.factor(context))).expected_tokens(15))
-            print(f"  {name:9s} {context:6d} tokens: measured tau {measured:.2f}, curve {predicted:.2f} ({predicted / measured - 1:+.1%})")
+            print(
+                f"  {name:9s} {context:6d} tokens: measured tau {measured:.2f}, curve {predicted:.2f} ({predicted / measured - 1:+.1%})"
+            )
 
 
 if __name__ == "__main__":

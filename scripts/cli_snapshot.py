@@ -47,39 +47,70 @@ def write_fixtures(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     drafts, per_pos = 40_000, (33_200, 25_600, 18_900)
     lines = []
-    for name, value in (("num_drafts", drafts), ("num_draft_tokens", drafts * 3), ("num_accepted_tokens", sum(per_pos))):
-        lines += [f"# TYPE vllm:spec_decode_{name}_total counter",
-                  f'vllm:spec_decode_{name}_total{{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"}} {value}']
+    for name, value in (
+        ("num_drafts", drafts),
+        ("num_draft_tokens", drafts * 3),
+        ("num_accepted_tokens", sum(per_pos)),
+    ):
+        lines += [
+            f"# TYPE vllm:spec_decode_{name}_total counter",
+            f'vllm:spec_decode_{name}_total{{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"}} {value}',
+        ]
     lines.append("# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter")
-    lines += [f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",'
-              f'position="{k}"}} {v}' for k, v in enumerate(per_pos)]
+    lines += [
+        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",'
+        f'position="{k}"}} {v}'
+        for k, v in enumerate(per_pos)
+    ]
     (folder / "metrics-vllm.txt").write_text("\n".join(lines) + "\n")
-    (folder / "metrics-sglang.txt").write_text("# TYPE sglang:spec_accept_length gauge\n"
-                                               'sglang:spec_accept_length{model_name="meta-llama/Llama-3.1-8B-Instruct"} 3.1\n')
+    (folder / "metrics-sglang.txt").write_text(
+        "# TYPE sglang:spec_accept_length gauge\n"
+        'sglang:spec_accept_length{model_name="meta-llama/Llama-3.1-8B-Instruct"} 3.1\n'
+    )
     rng = np.random.default_rng(7)
     target = rng.normal(0, 2, (300, 64))
     np.save(folder / "target.npy", target)
     np.save(folder / "draft.npy", target + rng.normal(0, 1, target.shape))
     arrivals = np.cumsum(rng.exponential(0.25, 60))
     rows = ["arrival_s,prompt_tokens,output_tokens"] + [
-        f"{a:.6f},{int(p)},{int(o)}" for a, p, o in zip(arrivals, rng.integers(50, 2000, 60), rng.integers(2, 400, 60))]
+        f"{a:.6f},{int(p)},{int(o)}" for a, p, o in zip(arrivals, rng.integers(50, 2000, 60), rng.integers(2, 400, 60))
+    ]
     (folder / "trace.csv").write_text("\n".join(rows) + "\n")
     long = ["arrival_s,prompt_tokens,output_tokens"] + [f"{i * 0.01:.2f},30000,400" for i in range(60)]
     (folder / "trace-long.csv").write_text("\n".join(long) + "\n")
     head = folder / "eagle3-head"  # the fields of yuhuili/EAGLE3-LLaMA3.1-Instruct-8B's config.json
     head.mkdir(exist_ok=True)
-    (head / "config.json").write_text(json.dumps({
-        "architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 1,
-        "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "draft_vocab_size": 32000,
-        "max_position_embeddings": 2048, "rms_norm_eps": 1e-05, "tie_word_embeddings": False, "torch_dtype": "float16"}))
+    (head / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["LlamaForCausalLMEagle3"],
+                "hidden_size": 4096,
+                "intermediate_size": 14336,
+                "num_hidden_layers": 1,
+                "num_attention_heads": 32,
+                "num_key_value_heads": 8,
+                "vocab_size": 128256,
+                "draft_vocab_size": 32000,
+                "max_position_embeddings": 2048,
+                "rms_norm_eps": 1e-05,
+                "tie_word_embeddings": False,
+                "torch_dtype": "float16",
+            }
+        )
+    )
 
 
 def record(tree: Path, work: Path, only: set[str] | None) -> dict:
     """Run every invocation against ``tree``; returns name -> {rc, stdout, stderr} with temp paths normalised."""
     fx, cache = work / "fx", work / "cache"
     write_fixtures(fx)
-    env = {**os.environ, "PYTHONPATH": str(tree), "SPECSIM_CACHE_DIR": str(cache), "MPLBACKEND": "Agg",
-           "PYTHONHASHSEED": "0"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(tree),
+        "SPECSIM_CACHE_DIR": str(cache),
+        "MPLBACKEND": "Agg",
+        "PYTHONHASHSEED": "0",
+    }
     results = {}
     for name, args in invocations():
         if only and name not in only:
@@ -90,7 +121,12 @@ def record(tree: Path, work: Path, only: set[str] | None) -> dict:
         proc = subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True, timeout=600)
 
         def clean(text: str) -> str:
-            return text.replace(str(out), "<out>").replace(str(fx), "<fx>").replace(str(cache), "<cache>").replace(str(tree), "<tree>")
+            return (
+                text.replace(str(out), "<out>")
+                .replace(str(fx), "<fx>")
+                .replace(str(cache), "<cache>")
+                .replace(str(tree), "<tree>")
+            )
 
         results[name] = {"rc": proc.returncode, "stdout": clean(proc.stdout), "stderr": clean(proc.stderr)}
         print(f"  {name}: rc {proc.returncode}, {len(proc.stdout)} bytes", file=sys.stderr)
@@ -134,10 +170,12 @@ def compare(base: dict, new: dict) -> list[str]:
                 diffs = list(_numbers(json.loads(a["stdout"]), json.loads(b["stdout"])))
                 structural = [p for p, d in diffs if d is None]
                 numeric = [d for _, d in diffs if d is not None]
-                parts.append(f"stdout JSON differs at {len(diffs)} place(s)"
-                             + (f"; largest relative number difference {max(numeric):.3g}" if numeric else "")
-                             + (f"; other: {', '.join(structural[:4])}" if structural else "")
-                             + (f"; first: {diffs[0][0]}" if diffs else ""))
+                parts.append(
+                    f"stdout JSON differs at {len(diffs)} place(s)"
+                    + (f"; largest relative number difference {max(numeric):.3g}" if numeric else "")
+                    + (f"; other: {', '.join(structural[:4])}" if structural else "")
+                    + (f"; first: {diffs[0][0]}" if diffs else "")
+                )
             except json.JSONDecodeError:
                 al, bl = a["stdout"].splitlines(), b["stdout"].splitlines()
                 first = next((i for i, (x, y) in enumerate(zip(al, bl)) if x != y), min(len(al), len(bl)))
@@ -157,8 +195,9 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="cli-snapshot-") as tmp:
         tmp = Path(tmp)
         worktree = tmp / "base-tree"
-        subprocess.run(["git", "worktree", "add", "--detach", str(worktree), args.base], cwd=REPO, check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(worktree), args.base], cwd=REPO, check=True, capture_output=True
+        )
         try:
             print(f"recording {args.base}", file=sys.stderr)
             base = record(worktree, tmp / "base", args.only)

@@ -24,9 +24,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from specsim.calibration.profile import predict
+from specsim.describe.hardware import builtin_dir, builtin_names, load_hardware
 from specsim.timing.measurements import load_measurements
-from specsim.describe.hardware import builtin_names, load_hardware
-from specsim.describe.hardware import builtin_dir
 
 
 def main() -> None:
@@ -47,7 +46,9 @@ def main() -> None:
     kernels = builtin_dir() / "measurements" / f"{args.base}-vllm-kernel-steps.csv"
     if kernels.is_file():
         public = pd.read_csv(kernels)[["model", "batch", "tokens_per_seq", "context", "step_time_s"]]
-        public = public.assign(context=public.context + 1).rename(columns={"model": "model_name", "step_time_s": "public_kernel_sum_s"})
+        public = public.assign(context=public.context + 1).rename(
+            columns={"model": "model_name", "step_time_s": "public_kernel_sum_s"}
+        )
         out = out.merge(public, on=["model_name", "batch", "tokens_per_seq", "context"], how="left")
     try:
         from specsim.timing import make_source
@@ -61,8 +62,12 @@ def main() -> None:
             values = np.full(len(df), np.nan)
             for _, idx in df.groupby(df["shape"].map(id)).groups.items():
                 rows = df.loc[idx]
-                t = source.step_time(rows["shape"].iloc[0], rows["batch"].to_numpy(float), rows["tokens_per_seq"].to_numpy(float),
-                                     rows["context"].to_numpy(float))
+                t = source.step_time(
+                    rows["shape"].iloc[0],
+                    rows["batch"].to_numpy(float),
+                    rows["tokens_per_seq"].to_numpy(float),
+                    rows["context"].to_numpy(float),
+                )
                 total = np.where(t.fallback, np.nan, t.total_s) if t.fallback is not None else t.total_s
                 values[df.index.get_indexer(idx)] = total
             out[f"predicted_{name}_s"] = values
@@ -88,7 +93,9 @@ def main() -> None:
             ok = ratios[col].notna() & ratios["ratio_measured"].notna()
             if ok.any():
                 err = np.abs(ratios.loc[ok, col] / ratios.loc[ok, "ratio_measured"] - 1.0)
-                print(f"  t_V/t_T, {col[16:]} vs measured: MAPE {err.mean():.1%}, worst {err.max():.1%} over {int(ok.sum())} points")
+                print(
+                    f"  t_V/t_T, {col[16:]} vs measured: MAPE {err.mean():.1%}, worst {err.max():.1%} over {int(ok.sum())} points"
+                )
         ratios.to_csv(Path(args.out).with_name(Path(args.out).stem + "-verify-ratio.csv"), index=False)
 
 

@@ -150,7 +150,10 @@ def render() -> str:
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     summaries = {c.dest: c.help or "" for c in sub._choices_actions}
     out += ["| command | what it does |", "|---|---|"]
-    out += [f"| [`{name}`](#{_anchor(child.prog)}) | {_cell(summaries.get(name, ''))} |" for name, child in sub.choices.items()]
+    out += [
+        f"| [`{name}`](#{_anchor(child.prog)}) | {_cell(summaries.get(name, ''))} |"
+        for name, child in sub.choices.items()
+    ]
     out.append("")
     if parser.epilog:
         out += [parser.epilog, ""]
@@ -167,7 +170,9 @@ def _anchor(heading: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Write docs/reference/cli.md from specsim's parser.")
-    parser.add_argument("--check", action="store_true", help="exit 1 if the committed page differs from what would be written")
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if the committed page differs from what would be written"
+    )
     args = parser.parse_args(argv)
     text = render()
     if args.check:

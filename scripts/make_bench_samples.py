@@ -19,13 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length, expected
-from specsim.calibration.plan import design_plan, plan_files
 from specsim.calibration.model import _scaled
-from specsim.speculation.deployment import Deployment
+from specsim.calibration.plan import design_plan, plan_files
 from specsim.engines import SpecHost
 from specsim.serving.simulator import EngineLimits, StepTable, simulate
 from specsim.serving.workloads import Requests
+from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length, expected
+from specsim.speculation.deployment import Deployment
 
 OUT = Path("examples/bench")
 #: The terms both samples are generated with: calibrate-engine should find them within its intervals.
@@ -63,25 +63,57 @@ def play(dep, c: int, prompt: int, output: int, n: int, steps: int | None, accep
     """One closed-loop run of ``n`` requests: (mean TPOT with noise, duration, TTFT) in seconds."""
     requests = Requests(np.full(n, prompt), np.full(n, output), None, "closed loop")
     table = StepTable(dep, max(c, 1), prompt + output, steps or 0, 8192)
-    result = simulate(requests, table, EngineLimits(max_num_seqs=max(c, 1)), acceptance if steps else 0.0, steps or 0,
-                      np.random.default_rng(int(rng.integers(1 << 31))), concurrency=c)
+    result = simulate(
+        requests,
+        table,
+        EngineLimits(max_num_seqs=max(c, 1)),
+        acceptance if steps else 0.0,
+        steps or 0,
+        np.random.default_rng(int(rng.integers(1 << 31))),
+        concurrency=c,
+    )
     tpot = float(np.mean(result.tpot_s)) * (1 + rng.normal(0, NOISE))
     return {"tpot_s": tpot, "duration_s": result.makespan_s, "ttft_s": float(np.mean(result.ttft_s))}
 
 
-def vllm_record(run: dict, c: int, prompt: int, output: int, n: int, model: str, al: float | None, steps: int | None) -> dict:
+def vllm_record(
+    run: dict, c: int, prompt: int, output: int, n: int, model: str, al: float | None, steps: int | None
+) -> dict:
     t, duration, ttft = run["tpot_s"], run["duration_s"], run["ttft_s"]
-    record = {"date": "20261201-120000", "endpoint_type": "vllm", "backend": "vllm", "label": None, "model_id": model,
-              "tokenizer_id": model, "num_prompts": n, "request_rate": "inf", "burstiness": 1.0, "max_concurrency": c,
-              "completed": n, "failed": 0, "duration": duration, "total_input_tokens": n * prompt,
-              "total_output_tokens": n * output, "request_throughput": n / duration, "output_throughput": n * output / duration,
-              "mean_ttft_ms": ttft * 1e3, "median_ttft_ms": ttft * 1e3, "mean_tpot_ms": t * 1e3, "median_tpot_ms": t * 1e3,
-              "p99_tpot_ms": t * 1.1e3, "mean_itl_ms": t * 1e3 * (al or 1.0)}
+    record = {
+        "date": "20261201-120000",
+        "endpoint_type": "vllm",
+        "backend": "vllm",
+        "label": None,
+        "model_id": model,
+        "tokenizer_id": model,
+        "num_prompts": n,
+        "request_rate": "inf",
+        "burstiness": 1.0,
+        "max_concurrency": c,
+        "completed": n,
+        "failed": 0,
+        "duration": duration,
+        "total_input_tokens": n * prompt,
+        "total_output_tokens": n * output,
+        "request_throughput": n / duration,
+        "output_throughput": n * output / duration,
+        "mean_ttft_ms": ttft * 1e3,
+        "median_ttft_ms": ttft * 1e3,
+        "mean_tpot_ms": t * 1e3,
+        "median_tpot_ms": t * 1e3,
+        "p99_tpot_ms": t * 1.1e3,
+        "mean_itl_ms": t * 1e3 * (al or 1.0),
+    }
     if al is not None:
         drafts = n * output / al
-        record |= {"spec_decode_acceptance_rate": (al - 1) / steps * 100, "spec_decode_acceptance_length": al,
-                   "spec_decode_num_drafts": int(drafts), "spec_decode_draft_tokens": int(drafts * steps),
-                   "spec_decode_accepted_tokens": int(drafts * (al - 1))}
+        record |= {
+            "spec_decode_acceptance_rate": (al - 1) / steps * 100,
+            "spec_decode_acceptance_length": al,
+            "spec_decode_num_drafts": int(drafts),
+            "spec_decode_draft_tokens": int(drafts * steps),
+            "spec_decode_accepted_tokens": int(drafts * (al - 1)),
+        }
     return record
 
 
@@ -100,36 +132,72 @@ def tool_files(rng) -> None:
                 t, duration, ttft = run["tpot_s"], run["duration_s"], run["ttft_s"]
                 latency = ttft + t * (OUTPUT - 1)
                 if tool == "vllm":
-                    record = vllm_record(run, c, PROMPT, OUTPUT, PROMPTS, "meta-llama/Llama-3.1-8B-Instruct",
-                                         al if kind == "spec" else None, STEPS)
+                    record = vllm_record(
+                        run,
+                        c,
+                        PROMPT,
+                        OUTPUT,
+                        PROMPTS,
+                        "meta-llama/Llama-3.1-8B-Instruct",
+                        al if kind == "spec" else None,
+                        STEPS,
+                    )
                 elif tool == "sglang":
-                    record = {"backend": "sglang", "dataset_name": "random", "request_rate": float("inf"), "max_concurrency": c,
-                              "sharegpt_output_len": None, "random_input_len": PROMPT, "random_output_len": OUTPUT,
-                              "random_range_ratio": 1.0, "completed": PROMPTS, "duration": duration,
-                              "total_input_tokens": PROMPTS * PROMPT, "total_output_tokens": PROMPTS * OUTPUT,
-                              "total_output_tokens_retokenized": PROMPTS * OUTPUT, "request_throughput": PROMPTS / duration,
-                              "mean_ttft_ms": ttft * 1e3, "mean_tpot_ms": t * 1e3, "concurrency": PROMPTS * latency / duration,
-                              "accept_length": al if kind == "spec" else None}
+                    record = {
+                        "backend": "sglang",
+                        "dataset_name": "random",
+                        "request_rate": float("inf"),
+                        "max_concurrency": c,
+                        "sharegpt_output_len": None,
+                        "random_input_len": PROMPT,
+                        "random_output_len": OUTPUT,
+                        "random_range_ratio": 1.0,
+                        "completed": PROMPTS,
+                        "duration": duration,
+                        "total_input_tokens": PROMPTS * PROMPT,
+                        "total_output_tokens": PROMPTS * OUTPUT,
+                        "total_output_tokens_retokenized": PROMPTS * OUTPUT,
+                        "request_throughput": PROMPTS / duration,
+                        "mean_ttft_ms": ttft * 1e3,
+                        "mean_tpot_ms": t * 1e3,
+                        "concurrency": PROMPTS * latency / duration,
+                        "accept_length": al if kind == "spec" else None,
+                    }
                 else:
+
                     def summary(mean: float) -> dict:
                         return {"successful": {"mean": mean, "median": mean, "count": PROMPTS}}
 
-                    record = {"config": {"strategy": {"type_": "concurrent", "streams": c},
-                                         "backend": {"model": "meta-llama/Llama-3.1-8B-Instruct"}},
-                              "metrics": {"request_totals": {"successful": PROMPTS, "incomplete": 0, "errored": 0, "total": PROMPTS},
-                                          "time_per_output_token_ms": summary(t * 1e3),
-                                          "request_latency": summary(latency),
-                                          "request_concurrency": summary(PROMPTS * latency / duration),
-                                          "prompt_token_count": summary(float(PROMPT)),
-                                          "output_token_count": summary(float(OUTPUT))}}
+                    record = {
+                        "config": {
+                            "strategy": {"type_": "concurrent", "streams": c},
+                            "backend": {"model": "meta-llama/Llama-3.1-8B-Instruct"},
+                        },
+                        "metrics": {
+                            "request_totals": {"successful": PROMPTS, "incomplete": 0, "errored": 0, "total": PROMPTS},
+                            "time_per_output_token_ms": summary(t * 1e3),
+                            "request_latency": summary(latency),
+                            "request_concurrency": summary(PROMPTS * latency / duration),
+                            "prompt_token_count": summary(float(PROMPT)),
+                            "output_token_count": summary(float(OUTPUT)),
+                        },
+                    }
                 files.setdefault(f"{tool}-{kind}", []).append(record)
     names = {"vllm": "vllm-{}.jsonl", "sglang": "sglang-{}.jsonl", "guidellm": "guidellm-{}.json"}
     for key, records in files.items():
         tool, kind = key.split("-")
         path = OUT / names[tool].format("plain" if kind == "plain" else "eagle3")
         if tool == "guidellm":
-            report = {"metadata": {"version": 2, "guidellm_version": "0.7.3", "python_version": "3.12.3", "platform": "Linux"},
-                      "config": {}, "benchmarks": records}
+            report = {
+                "metadata": {
+                    "version": 2,
+                    "guidellm_version": "0.7.3",
+                    "python_version": "3.12.3",
+                    "platform": "Linux",
+                },
+                "config": {},
+                "benchmarks": records,
+            }
             path.write_text(json.dumps(report, indent=1) + "\n")
         else:
             path.write_text("".join(json.dumps(r) + "\n" for r in records))  # one line per run, as both tools append
@@ -139,11 +207,15 @@ def tool_files(rng) -> None:
 def metrics_page(drafts: float, steps: int, cumulative) -> str:
     """A vLLM /metrics page's speculative counters after ``drafts`` verifications at per-position rates ``cumulative``."""
     per_pos = [drafts * c for c in cumulative]
-    lines = [f"vllm:spec_decode_num_drafts_total{{engine=\"0\",model_name=\"m\"}} {drafts:.0f}",
-             f"vllm:spec_decode_num_draft_tokens_total{{engine=\"0\",model_name=\"m\"}} {drafts * steps:.0f}",
-             f"vllm:spec_decode_num_accepted_tokens_total{{engine=\"0\",model_name=\"m\"}} {sum(round(p) for p in per_pos):.0f}"]
-    lines += [f"vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine=\"0\",model_name=\"m\",position=\"{k}\"}} {round(p):.0f}"
-              for k, p in enumerate(per_pos)]
+    lines = [
+        f'vllm:spec_decode_num_drafts_total{{engine="0",model_name="m"}} {drafts:.0f}',
+        f'vllm:spec_decode_num_draft_tokens_total{{engine="0",model_name="m"}} {drafts * steps:.0f}',
+        f'vllm:spec_decode_num_accepted_tokens_total{{engine="0",model_name="m"}} {sum(round(p) for p in per_pos):.0f}',
+    ]
+    lines += [
+        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="0",model_name="m",position="{k}"}} {round(p):.0f}'
+        for k, p in enumerate(per_pos)
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -153,9 +225,17 @@ def plan_folder(rng) -> None:
     folder = OUT / "plan"
     folder.mkdir(parents=True, exist_ok=True)
     prompts = folder / "prompts.jsonl"
-    prompts.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in (
-        "Summarise the attached incident report in three bullet points.", "Write a Python function that merges two sorted lists.",
-        "Translate the following paragraph into French.", "Explain why the sky is blue to a ten-year-old.")))
+    prompts.write_text(
+        "".join(
+            json.dumps({"prompt": p}) + "\n"
+            for p in (
+                "Summarise the attached incident report in three bullet points.",
+                "Write a Python function that merges two sorted lists.",
+                "Translate the following paragraph into French.",
+                "Explain why the sky is blue to a ten-year-old.",
+            )
+        )
+    )
     dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.20.0")
     plan = design_plan(dep, "vllm@0.20.0", prompts="prompts.jsonl")
     for name, text in plan_files(plan).items():
@@ -167,7 +247,11 @@ def plan_folder(rng) -> None:
     for r in plan.runs:
         prompt = r.input_tokens if r.input_tokens is not None else 1000  # the user's prompts: about 1,000 tokens each
         if r.kind == "spec":
-            acc = pinned(r.pinned_accept_length, r.steps) if r.pinned_accept_length is not None else Acceptance(alpha=PLAN_REAL_ALPHA)
+            acc = (
+                pinned(r.pinned_accept_length, r.steps)
+                if r.pinned_accept_length is not None
+                else Acceptance(alpha=PLAN_REAL_ALPHA)
+            )
             al = float(expected(acc, r.steps))
         else:
             acc, al = None, None
@@ -175,7 +259,7 @@ def plan_folder(rng) -> None:
         record = vllm_record(run, r.concurrency, prompt, r.output_tokens, r.num_prompts, plan.served_model, al, r.steps)
         (folder / r.file).write_text(json.dumps(record) + "\n")
         if r.metrics_before:
-            cumulative = acc.cumulative if acc.cumulative else tuple(acc.alpha ** k for k in range(1, r.steps + 1))
+            cumulative = acc.cumulative if acc.cumulative else tuple(acc.alpha**k for k in range(1, r.steps + 1))
             before = counted.get(r.server, 0.0)
             counted[r.server] = before + r.num_prompts * r.output_tokens / al
             (folder / r.metrics_before).write_text(metrics_page(before, r.steps, cumulative))

@@ -28,9 +28,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 # mutmut 3.8.1's meaning of a mutant's exit code (mutmut/stats.py); anything else is "suspicious".
-_STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped", 36: "timeout",
-           37: "type check", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", -11: "segfault",
-           -9: "segfault", None: "not checked"}
+_STATUS = {
+    1: "killed",
+    3: "killed",
+    0: "survived",
+    5: "no tests",
+    33: "no tests",
+    34: "skipped",
+    36: "timeout",
+    37: "type check",
+    -24: "timeout",
+    24: "timeout",
+    152: "timeout",
+    255: "timeout",
+    -11: "segfault",
+    -9: "segfault",
+    None: "not checked",
+}
 _KILLED = {"killed", "timeout", "type check"}
 _SURVIVED = {"survived", "no tests"}
 
@@ -68,8 +82,13 @@ def rerun_fresh(mutants: Path, prefix: str, tests: list[str]) -> list[tuple[str,
             if not name.startswith(prefix) or _STATUS.get(codes[name]) not in _SURVIVED:
                 continue
             env = dict(os.environ, MUTANT_UNDER_TEST=name)
-            run = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-                                  *tests], cwd=mutants, env=env, capture_output=True, text=True)
+            run = subprocess.run(
+                [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", *tests],
+                cwd=mutants,
+                env=env,
+                capture_output=True,
+                text=True,
+            )
             codes[name] = run.returncode
             done.append((name, _STATUS.get(run.returncode, "suspicious")))
         meta.write_text(json.dumps(data))
@@ -86,11 +105,16 @@ def wilson(k: float, n: float, z: float = 1.96) -> tuple[float, float]:
     if n <= 0:
         return 0.0, 1.0
     p = k / n
-    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
+    centre, half = (
+        (p + z * z / (2 * n)) / (1 + z * z / n),
+        z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n),
+    )
     return max(centre - half, 0.0), min(centre + half, 1.0)
 
 
-def report(results: dict[str, str], equivalents: dict[str, str], sample: frozenset = frozenset()) -> tuple[list[dict], list[str]]:
+def report(
+    results: dict[str, str], equivalents: dict[str, str], sample: frozenset = frozenset()
+) -> tuple[list[dict], list[str]]:
     """Counts per module.  Where a module's run is a complete first part plus ``sample``, a uniform random draw from
     the mutants the first part left, the kill rate of the whole module is also estimated: the first part's counts
     plus the sample's shares scaled to the mutants left, with the sample's 95% Wilson interval."""
@@ -112,15 +136,26 @@ def report(results: dict[str, str], equivalents: dict[str, str], sample: frozens
             row[key] += 1
             if name in sample:  # the sample's own counts, for the whole-module estimate
                 row["s_" + key] += 1
-    problems += [f"{name} is listed as equivalent but is not a mutant of this run" for name in equivalents
-                 if name not in results and module_of(name) in rows]
+    problems += [
+        f"{name} is listed as equivalent but is not a mutant of this run"
+        for name in equivalents
+        if name not in results and module_of(name) in rows
+    ]
     table = []
     for module in sorted(rows):
         r = rows[module]
         judged = r["run"] - r["equivalent"]
-        entry = {"module": module.removeprefix("specsim."), "mutants": r["mutants"], "run": r["run"],
-                 "killed": r["killed"], "survived": r["survived"] + r["other"], "equivalent": r["equivalent"],
-                 "kill_rate": r["killed"] / judged if judged else None, "sampled": r["s_run"], "estimate": None}
+        entry = {
+            "module": module.removeprefix("specsim."),
+            "mutants": r["mutants"],
+            "run": r["run"],
+            "killed": r["killed"],
+            "survived": r["survived"] + r["other"],
+            "equivalent": r["equivalent"],
+            "kill_rate": r["killed"] / judged if judged else None,
+            "sampled": r["s_run"],
+            "estimate": None,
+        }
         if r["s_run"]:
             # First part: everything run outside the sample; the rest of the module is what the sample was drawn from.
             k1, j1 = r["killed"] - r["s_killed"], (r["run"] - r["s_run"]) - (r["equivalent"] - r["s_equivalent"])
@@ -139,7 +174,9 @@ def main(argv=None) -> int:
     parser.add_argument("--equivalents", default=str(ROOT / "tests" / "mutation_equivalents.txt"))
     parser.add_argument("--survivors", action="store_true", help="list every survivor that is not a listed equivalent")
     parser.add_argument("--sample", help="a file of mutant names drawn uniformly at random from those a first run left")
-    parser.add_argument("--fresh", metavar="PREFIX", help="rerun surviving mutants named PREFIX... each in a new process")
+    parser.add_argument(
+        "--fresh", metavar="PREFIX", help="rerun surviving mutants named PREFIX... each in a new process"
+    )
     parser.add_argument("--tests", nargs="+", default=[], help="with --fresh: the test files or ids to run")
     args = parser.parse_args(argv)
     mutants = Path(args.mutants)
@@ -156,8 +193,10 @@ def main(argv=None) -> int:
     equivalents = read_equivalents(Path(args.equivalents))
     sample = frozenset(Path(args.sample).read_text().split()) if args.sample else frozenset()
     table, problems = report(results, equivalents, sample)
-    print("| module | mutants | run (of which sampled) | killed | survived | equivalent (listed) | kill rate of those run "
-          "| whole module, estimated (95% interval) |")
+    print(
+        "| module | mutants | run (of which sampled) | killed | survived | equivalent (listed) | kill rate of those run "
+        "| whole module, estimated (95% interval) |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for r in table:
         rate = "-" if r["kill_rate"] is None else f"{100 * r['kill_rate']:.1f}%"
@@ -167,8 +206,10 @@ def main(argv=None) -> int:
             whole = rate + " (all run)"
         else:
             whole = f"- ({r['mutants'] - r['run']} not run)"
-        print(f"| {r['module']} | {r['mutants']} | {r['run']} ({r['sampled']}) | {r['killed']} | {r['survived']} | "
-              f"{r['equivalent']} | {rate} | {whole} |")
+        print(
+            f"| {r['module']} | {r['mutants']} | {r['run']} ({r['sampled']}) | {r['killed']} | {r['survived']} | "
+            f"{r['equivalent']} | {rate} | {whole} |"
+        )
     for line in problems:
         print(f"warning: {line}")
     if args.survivors:

@@ -8,18 +8,34 @@ import pytest
 
 from specsim.cli.main import main
 from specsim.describe.models import get_model
-from specsim.speculation.acceptance_data import (ACCEPTANCE_WORKLOADS, CONTEXT_CURVES, ROWS, ContextCurve, PublishedRow, find_row,
-                                                 resolve, target_family)
-from specsim.speculation.drafters import DraftModel, Eagle3Head, MtpHead, NgramDrafter, drafter_class
+from specsim.speculation.acceptance_data import (
+    ACCEPTANCE_WORKLOADS,
+    CONTEXT_CURVES,
+    ROWS,
+    ContextCurve,
+    PublishedRow,
+    find_row,
+    resolve,
+    target_family,
+)
+from specsim.speculation.drafters import Eagle3Head, MtpHead, NgramDrafter, drafter_class
 
 
-@pytest.mark.parametrize("kind, target, workload, tau, gamma", [
-    # DSpark (arXiv:2607.05147) Table 1, EAGLE-3 row of Qwen3-8B: MT-Bench 2.66, HumanEval 4.33, GSM8K 5.30 at gamma 7.
-    ("eagle3", "qwen3-8b", "chat", 2.66, 7), ("eagle3", "qwen3-8b", "code-completion", 4.33, 7), ("eagle3", "qwen3-8b", "math", 5.30, 7),
-    # vLLM's P-EAGLE blog (2026-03-13), EAGLE-3 (AL) table, GPT-OSS-20B at K = 7: MT-Bench 3.27, HumanEval 3.03.
-    ("eagle3", "gpt-oss-20b", "chat", 3.27, 7), ("eagle3", "gpt-oss-120b", "code-completion", 3.03, 7),
-])
-def test_the_lookup_returns_the_cited_row_and_its_acceptance_gives_back_the_published_length(kind, target, workload, tau, gamma):
+@pytest.mark.parametrize(
+    "kind, target, workload, tau, gamma",
+    [
+        # DSpark (arXiv:2607.05147) Table 1, EAGLE-3 row of Qwen3-8B: MT-Bench 2.66, HumanEval 4.33, GSM8K 5.30 at gamma 7.
+        ("eagle3", "qwen3-8b", "chat", 2.66, 7),
+        ("eagle3", "qwen3-8b", "code-completion", 4.33, 7),
+        ("eagle3", "qwen3-8b", "math", 5.30, 7),
+        # vLLM's P-EAGLE blog (2026-03-13), EAGLE-3 (AL) table, GPT-OSS-20B at K = 7: MT-Bench 3.27, HumanEval 3.03.
+        ("eagle3", "gpt-oss-20b", "chat", 3.27, 7),
+        ("eagle3", "gpt-oss-120b", "code-completion", 3.03, 7),
+    ],
+)
+def test_the_lookup_returns_the_cited_row_and_its_acceptance_gives_back_the_published_length(
+    kind, target, workload, tau, gamma
+):
     found = resolve(drafter_class(kind), get_model(target), workload, 1128)
     assert not found.fell_back
     assert f"mean acceptance length {tau:g} at {gamma} drafted tokens" in found.row
@@ -30,7 +46,9 @@ def test_the_lookup_returns_the_cited_row_and_its_acceptance_gives_back_the_publ
 
 def test_workload_and_family_change_the_answer_where_rows_differ():
     qwen = get_model("qwen3-8b")
-    chat, code, math = (resolve(Eagle3Head, qwen, w, 1128).acceptance.alpha for w in ("chat", "code-completion", "math"))
+    chat, code, math = (
+        resolve(Eagle3Head, qwen, w, 1128).acceptance.alpha for w in ("chat", "code-completion", "math")
+    )
     assert chat < code < math  # DSpark Table 1: 2.66 < 4.33 < 5.30
     assert resolve(Eagle3Head, get_model("gpt-oss-20b"), "chat", 1128).acceptance.alpha != chat
 
@@ -53,18 +71,23 @@ def test_ngram_reads_its_rows_and_refuses_where_none_is_published():
     assert "on any target, code-editing" in edit.label
     chat = resolve(NgramDrafter, get_model("llama-3.1-8b"), "chat", 1128)
     assert chat.acceptance.cumulative == (0.160, 0.128, 0.107) and "ShareGPT" in chat.row
-    assert resolve(NgramDrafter, get_model("llama-3.1-8b"), "chat", 1128).acceptance.cumulative > \
-        resolve(NgramDrafter, get_model("llama-3.1-8b"), "math", 1128).acceptance.cumulative
+    assert (
+        resolve(NgramDrafter, get_model("llama-3.1-8b"), "chat", 1128).acceptance.cumulative
+        > resolve(NgramDrafter, get_model("llama-3.1-8b"), "math", 1128).acceptance.cumulative
+    )
     with pytest.raises(ValueError) as err:
         resolve(NgramDrafter, get_model("qwen3-8b"), "chat", 1128)
-    assert str(err.value).startswith("no published row for n-gram prompt lookup on a qwen3 target, chat; n-gram acceptance "
-                                     "depends on the workload")
+    assert str(err.value).startswith(
+        "no published row for n-gram prompt lookup on a qwen3 target, chat; n-gram acceptance depends on the workload"
+    )
 
 
 def test_without_a_question_the_default_and_its_label_are_todays():
     acc, label = Eagle3Head.default_acceptance()
-    assert label == ("alpha 0.744 (the published default for an EAGLE-3 head: vLLM issue #26191; pass --alpha, --acceptance "
-                     "or --metrics for yours)")
+    assert label == (
+        "alpha 0.744 (the published default for an EAGLE-3 head: vLLM issue #26191; pass --alpha, --acceptance "
+        "or --metrics for yours)"
+    )
     assert acc == Eagle3Head.published()[0]
 
 
@@ -87,25 +110,33 @@ def test_context_scales_the_chosen_acceptance_and_says_so_where_published_and_no
     assert long.acceptance.cumulative[0] == pytest.approx(0.875 * 0.475 / 0.855)
     assert "at 86,000 tokens of context x0.556 per token (vLLM issue #47602" in long.label
     llama = resolve(Eagle3Head, get_model("llama-3.1-8b"), "chat", 100_000)
-    assert llama.context_factor == 1.0 and "no published context dependence for an EAGLE-3 head on a llama target" in llama.label
+    assert (
+        llama.context_factor == 1.0
+        and "no published context dependence for an EAGLE-3 head on a llama target" in llama.label
+    )
 
 
 def test_per_position_rates_scale_by_the_factor_per_depth():
-    from specsim.speculation.acceptance_data import _scaled
     from specsim.speculation.acceptance import Acceptance
+    from specsim.speculation.acceptance_data import _scaled
 
     got = _scaled(Acceptance(cumulative=(0.8, 0.6, 0.3)), 0.5).cumulative
     np.testing.assert_allclose(got, [0.4, 0.15, 0.0375])  # each depth's conditional rate halves
 
 
-@pytest.mark.parametrize("row, message", [
-    (dict(workload="agentic"), "workload 'agentic' is not one of chat, code-completion"),
-    (dict(tau=9.0, gamma=7), "tau 9.0 must be in [1, gamma + 1]"),
-    (dict(tau=None, gamma=None, cumulative=()), "give tau and gamma, or per-position rates"),
-    (dict(tau=None, gamma=None, cumulative=(0.2, 0.5)), "must not increase with depth"),
-])
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        (dict(workload="agentic"), "workload 'agentic' is not one of chat, code-completion"),
+        (dict(tau=9.0, gamma=7), "tau 9.0 must be in [1, gamma + 1]"),
+        (dict(tau=None, gamma=None, cumulative=()), "give tau and gamma, or per-position rates"),
+        (dict(tau=None, gamma=None, cumulative=(0.2, 0.5)), "must not increase with depth"),
+    ],
+)
 def test_bad_rows_are_refused(row, message):
-    base = dict(drafter="eagle3", family="llama", workload="chat", target="t", dataset="d", source="s", tau=3.0, gamma=7)
+    base = dict(
+        drafter="eagle3", family="llama", workload="chat", target="t", dataset="d", source="s", tau=3.0, gamma=7
+    )
     with pytest.raises(ValueError, match=None) as err:
         PublishedRow(**{**base, **row})
     assert message in str(err.value)
@@ -134,25 +165,34 @@ def test_the_default_question_prints_todays_numbers(capsys):
     assert default[2].startswith("alpha 0.800 (the published default for a draft model: ") and "fell back" in default[2]
     assert default[3:] == given[3:]  # every number after the acceptance line is the same as with --alpha 0.8
     eagle = _third_line(capsys, ["optimal-gamma", "--batch", "1,64", "--draft", "eagle3", "--workload", "chat"])
-    eagle_alpha = _third_line(capsys, ["optimal-gamma", "--batch", "1,64", "--draft", "eagle3", "--alpha",
-                                       repr(Eagle3Head.published()[0].alpha)])
+    eagle_alpha = _third_line(
+        capsys,
+        ["optimal-gamma", "--batch", "1,64", "--draft", "eagle3", "--alpha", repr(Eagle3Head.published()[0].alpha)],
+    )
     assert eagle[3:] == eagle_alpha[3:]
 
 
 def test_workload_flag_reaches_the_lookup_and_bad_ones_are_refused_in_one_line(capsys):
-    out = _third_line(capsys, ["speedup", "--gamma", "3", "--batch", "1", "--draft", "eagle3", "--target", "qwen3-8b",
-                               "--workload", "math"])
+    out = _third_line(
+        capsys,
+        ["speedup", "--gamma", "3", "--batch", "1", "--draft", "eagle3", "--target", "qwen3-8b", "--workload", "math"],
+    )
     assert "published for an EAGLE-3 head on a qwen3 target, math: DSpark paper (arXiv:2607.05147) Table 1" in out[2]
     assert main(["optimal-gamma", "--workload", "agentic"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["specsim optimal-gamma: error: argument --workload: unknown workload 'agentic'; choose chat, "
-                   "code-completion, code-editing, math, summarization (see specsim optimal-gamma --help)"]
+    assert err == [
+        "specsim optimal-gamma: error: argument --workload: unknown workload 'agentic'; choose chat, "
+        "code-completion, code-editing, math, summarization (see specsim optimal-gamma --help)"
+    ]
     assert main(["compare", "--workload", "math", "--alpha", "0.7"]) == 2
-    assert capsys.readouterr().err.strip() == ("specsim compare: error: --workload chooses a published acceptance; --alpha "
-                                               "gives yours: drop one of them")
+    assert capsys.readouterr().err.strip() == (
+        "specsim compare: error: --workload chooses a published acceptance; --alpha gives yours: drop one of them"
+    )
     assert main(["serve-sim", "--rate", "1", "--workload", "agentic"]) == 2
-    assert "invalid choice: 'agentic' (choose from 'chat', 'summarization', 'reasoning', 'code-completion', 'code-editing', " \
-           "'code')" in capsys.readouterr().err
+    assert (
+        "invalid choice: 'agentic' (choose from 'chat', 'summarization', 'reasoning', 'code-completion', 'code-editing', "
+        "'code')" in capsys.readouterr().err
+    )
 
 
 def test_serving_code_editing_is_its_own_workload_and_code_stays_an_alias():
@@ -162,16 +202,52 @@ def test_serving_code_editing_is_its_own_workload_and_code_stays_an_alias():
     assert code.name == "code-completion" and code.prompt_median == 1500 and code.output_median == 13
     assert edit.acceptance == "code-editing" and (edit.prompt_median, edit.output_median) == (156, 144.5)
     # The log-spreads give back the means the source reports (lognormal: mean = median exp(sigma^2 / 2)), within 1%.
-    assert edit.prompt_median * np.exp(edit.prompt_sigma ** 2 / 2) == pytest.approx(171, rel=0.01)
-    assert edit.output_median * np.exp(edit.output_sigma ** 2 / 2) == pytest.approx(262, rel=0.01)
+    assert edit.prompt_median * np.exp(edit.prompt_sigma**2 / 2) == pytest.approx(171, rel=0.01)
+    assert edit.output_median * np.exp(edit.output_sigma**2 / 2) == pytest.approx(262, rel=0.01)
 
 
 def test_serve_sim_reads_the_workloads_acceptance(capsys):
-    assert main(["serve-sim", "--rate", "2", "--requests", "20", "--runs", "1", "--draft", "ngram", "--workload", "code-editing"]) == 0
+    assert (
+        main(
+            [
+                "serve-sim",
+                "--rate",
+                "2",
+                "--requests",
+                "20",
+                "--runs",
+                "1",
+                "--draft",
+                "ngram",
+                "--workload",
+                "code-editing",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
-    assert "acceptance: acceptance 0.4434, 0.4051, 0.3832, 0.3722, 0.3613 (published for n-gram prompt lookup on any target, " \
-           "code-editing: vLLM PR #24344" in out
-    assert main(["serve-sim", "--rate", "2", "--requests", "20", "--runs", "1", "--draft", "ngram", "--workload", "reasoning"]) == 0
+    assert (
+        "acceptance: acceptance 0.4434, 0.4051, 0.3832, 0.3722, 0.3613 (published for n-gram prompt lookup on any target, "
+        "code-editing: vLLM PR #24344" in out
+    )
+    assert (
+        main(
+            [
+                "serve-sim",
+                "--rate",
+                "2",
+                "--requests",
+                "20",
+                "--runs",
+                "1",
+                "--draft",
+                "ngram",
+                "--workload",
+                "reasoning",
+            ]
+        )
+        == 0
+    )
     assert "on a llama target, math: SpecDecode-Bench" in capsys.readouterr().out  # reasoning reads maths' rows
 
 
@@ -183,8 +259,13 @@ def test_a_drafters_default_acceptance_reads_the_context_and_the_help_says_per_p
     assert long.cumulative == resolve(MtpHead, qwen35, "chat", 86_000).acceptance.cumulative
     assert long.cumulative[0] < MtpHead.default_acceptance(qwen35, "chat", 100)[0].cumulative[0] and "86,000" in label
     mtp = MtpHead.default_acceptance()[0]
-    assert f"{MtpHead.label} {', '.join(f'{c:g}' for c in mtp.cumulative)} by position" in default_acceptance_help().split("; ")
+    assert (
+        f"{MtpHead.label} {', '.join(f'{c:g}' for c in mtp.cumulative)} by position"
+        in default_acceptance_help().split("; ")
+    )
     with pytest.raises(ValueError) as err:
         MtpHead.support("llama.cpp")
-    assert str(err.value) == (f"llama.cpp does not run {MtpHead.label} (--draft mtp) in any release: not among its drafting "
-                              "methods; engines that do: vllm from 0.10.0, sglang from 0.4.3, trtllm from 1.0.0")
+    assert str(err.value) == (
+        f"llama.cpp does not run {MtpHead.label} (--draft mtp) in any release: not among its drafting "
+        "methods; engines that do: vllm from 0.10.0, sglang from 0.4.3, trtllm from 1.0.0"
+    )

@@ -20,7 +20,9 @@ H100 = load_hardware("h100-sxm")
 
 
 # -- mixture of experts -----------------------------------------------------------
-@pytest.mark.parametrize("experts, k, tokens", [(128, 8, 1), (128, 8, 4), (128, 8, 16), (32, 4, 8), (8, 2, 3), (256, 8, 64)])
+@pytest.mark.parametrize(
+    "experts, k, tokens", [(128, 8, 1), (128, 8, 4), (128, 8, 16), (32, 4, 8), (8, 2, 3), (256, 8, 64)]
+)
 def test_distinct_experts_match_a_monte_carlo_of_uniform_routing(experts, k, tokens):
     # Each token picks k distinct experts uniformly.  20,000 draws: the distinct count has a standard deviation
     # below 6, so the mean's standard error is below 0.043; a tolerance of 0.25 is 5.9 standard errors
@@ -68,8 +70,12 @@ def test_verification_costs_an_moe_target_far_more_than_a_dense_one_at_batch_1()
 
 def test_moe_speculation_peaks_at_a_moderate_batch_dense_at_batch_1():
     batch = [1, 2, 4, 8, 16, 32, 64, 128, 256]
-    moe = speculation_peak(Deployment.build("h100-sxm", "qwen3-30b-a3b", "qwen3-0.6b", timing="roofline"), 0.8, batch, 1128)
-    dense = speculation_peak(Deployment.build("h100-sxm", "qwen3-32b", "qwen3-0.6b", timing="roofline"), 0.8, batch, 1128)
+    moe = speculation_peak(
+        Deployment.build("h100-sxm", "qwen3-30b-a3b", "qwen3-0.6b", timing="roofline"), 0.8, batch, 1128
+    )
+    dense = speculation_peak(
+        Deployment.build("h100-sxm", "qwen3-32b", "qwen3-0.6b", timing="roofline"), 0.8, batch, 1128
+    )
     assert 8 <= moe[0] <= 64 and dense[0] == 1
 
 
@@ -102,11 +108,31 @@ def test_mistral_windows_every_layer_and_qwen_ignores_an_unused_window():
 # -- precision --------------------------------------------------------------------------
 QUANTISED = {
     "fp8": ({"quant_method": "fp8"}, "fp8"),
-    "compressed-tensors fp8": ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float"},
-                                "input_activations": {"num_bits": 8, "type": "float"}}}}, "fp8"),
-    "compressed-tensors w8a8": ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 8, "type": "int"},
-                                 "input_activations": {"num_bits": 8, "type": "int"}}}}, "int8"),
-    "compressed-tensors w4a16": ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 4, "type": "int"}}}}, "int4"),
+    "compressed-tensors fp8": (
+        {
+            "quant_method": "compressed-tensors",
+            "config_groups": {
+                "g": {
+                    "weights": {"num_bits": 8, "type": "float"},
+                    "input_activations": {"num_bits": 8, "type": "float"},
+                }
+            },
+        },
+        "fp8",
+    ),
+    "compressed-tensors w8a8": (
+        {
+            "quant_method": "compressed-tensors",
+            "config_groups": {
+                "g": {"weights": {"num_bits": 8, "type": "int"}, "input_activations": {"num_bits": 8, "type": "int"}}
+            },
+        },
+        "int8",
+    ),
+    "compressed-tensors w4a16": (
+        {"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 4, "type": "int"}}}},
+        "int4",
+    ),
     "awq": ({"quant_method": "awq", "bits": 4}, "int4"),
     "gptq": ({"quant_method": "gptq", "bits": 4}, "int4"),
     "modelopt nvfp4": ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "nvfp4"),
@@ -128,7 +154,9 @@ def test_a_quantised_config_is_never_read_as_bf16(kind):
 def test_modelopt_side_file_is_read(tmp_path):
     base = json.loads((get_model.__globals__["_CATALOG"] / "llama-3.1-8b.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps(base))
-    (tmp_path / "hf_quant_config.json").write_text(json.dumps({"quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}}))
+    (tmp_path / "hf_quant_config.json").write_text(
+        json.dumps({"quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}})
+    )
     m = get_model(str(tmp_path))
     assert (m.weight_dtype, m.kv_dtype) == ("fp8", "fp8")
 
@@ -145,9 +173,19 @@ def test_matmul_rates_by_dtype():
 
 
 def test_target_and_draft_dtypes_are_independent():
-    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", target_options={"weight_dtype": "fp8"},
-                           draft_options={"kv_dtype": "fp8"})
-    assert (dep.target.weight_dtype, dep.target.kv_dtype, dep.draft.weight_dtype, dep.draft.kv_dtype) == ("fp8", "bf16", "bf16", "fp8")
+    dep = Deployment.build(
+        "h100-sxm",
+        "llama-3.1-8b",
+        "llama-3.2-1b",
+        target_options={"weight_dtype": "fp8"},
+        draft_options={"kv_dtype": "fp8"},
+    )
+    assert (dep.target.weight_dtype, dep.target.kv_dtype, dep.draft.weight_dtype, dep.draft.kv_dtype) == (
+        "fp8",
+        "bf16",
+        "bf16",
+        "fp8",
+    )
     assert dep.target.checkpoint_dtype == "bf16" and dep.draft.checkpoint_dtype is None
 
 
@@ -158,7 +196,8 @@ def test_ring_collectives():
     assert float(allgather_s(H100, 4, 4e6)) == pytest.approx(4.5e-6 + 3 / 4 * 4e6 / 450e9)
     m = get_model("llama-3.1-70b", tp=4)
     assert float(comm_time_s(H100, m, 16)) == pytest.approx(
-        160 * float(allreduce_s(H100, 4, 16 * 8192 * 2)) + float(allgather_s(H100, 4, 16 * 128256 * 2)))
+        160 * float(allreduce_s(H100, 4, 16 * 8192 * 2)) + float(allgather_s(H100, 4, 16 * 128256 * 2))
+    )
 
 
 def test_shards_and_step_times_under_tensor_parallelism():
@@ -180,7 +219,9 @@ def test_kernel_source_uses_measured_all_reduce_and_moe_kernels():
     t = src.step_time(m, np.array([1.0, 16.0]), 1, 1024)
     assert t.fallback is None and np.all(np.asarray(t.comm_s) > 0)
     table = src.table(m)
-    assert table.meta["allreduce"] == "measured" and np.all(np.isfinite(table.allreduce(np.array([8192.0, 16 * 8192.0]))))
+    assert table.meta["allreduce"] == "measured" and np.all(
+        np.isfinite(table.allreduce(np.array([8192.0, 16 * 8192.0])))
+    )
     moe = get_model("qwen3-30b-a3b")
     k = src.step_time(moe, np.array([1.0, 1.0]), np.array([1.0, 4.0]), 1024)
     assert k.fallback is None and k.total_s[1] > 1.5 * k.total_s[0]
@@ -216,8 +257,19 @@ def test_capacity_names_the_smallest_tp_and_counts_every_gpu(capsys):
 def test_issue_command_prints_what_it_assumed(capsys):
     from specsim.describe.models import _CATALOG
 
-    argv = ["optimal-gamma", "--target", str(_CATALOG / "qwen3-30b-a3b.json"), "--draft", "qwen3-0.6b",
-            "--weight-dtype", "fp8", "--tp", "2", "--hardware", "h100-sxm"]
+    argv = [
+        "optimal-gamma",
+        "--target",
+        str(_CATALOG / "qwen3-30b-a3b.json"),
+        "--draft",
+        "qwen3-0.6b",
+        "--weight-dtype",
+        "fp8",
+        "--tp",
+        "2",
+        "--hardware",
+        "h100-sxm",
+    ]
     assert main(argv) == 0
     brief = capsys.readouterr().out.splitlines()[1]
     # By default one line names the assumptions; -v prints each in full.
@@ -227,12 +279,19 @@ def test_issue_command_prints_what_it_assumed(capsys):
     assert code == 0
     head = out.splitlines()[0]
     assert "MoE 8/128" in head and "weights fp8" in head and "TP 2" in head and "x 2 GPUs" in head
-    for line in ("precision: FP8/INT8 matmuls at 1.5x", "experts: a pass reads the distinct experts",
-                 "tensor parallelism: per-GPU shards", "with the draft at TP 1 instead of 2", "draft at TP 2: vLLM's default draft_tensor_parallel_size"):
+    for line in (
+        "precision: FP8/INT8 matmuls at 1.5x",
+        "experts: a pass reads the distinct experts",
+        "tensor parallelism: per-GPU shards",
+        "with the draft at TP 1 instead of 2",
+        "draft at TP 2: vLLM's default draft_tensor_parallel_size",
+    ):
         assert line in out, line
     # In BF16 the speedup peaks past batch 1, and the output says why (experts read by decode and by verification).
     assert main([a for a in argv if a not in ("--weight-dtype", "fp8")]) == 0
-    assert "speculation pays most at batch 32" in capsys.readouterr().out  # (the draft at the target's TP 2, vLLM's default)
+    assert (
+        "speculation pays most at batch 32" in capsys.readouterr().out
+    )  # (the draft at the target's TP 2, vLLM's default)
 
 
 def test_steptime_shows_the_all_reduce_of_the_70b_at_tp4(capsys):
@@ -245,8 +304,21 @@ def test_steptime_shows_the_all_reduce_of_the_70b_at_tp4(capsys):
 def test_schedule_outputs_carry_tp_and_quantisation(capsys):
     import yaml
 
-    code = main(["schedule", "--target", "llama-3.3-70b", "--tp", "4", "--kv-dtype", "fp8", "--weight-dtype", "fp8",
-                 "--format", "vllm"])
+    code = main(
+        [
+            "schedule",
+            "--target",
+            "llama-3.3-70b",
+            "--tp",
+            "4",
+            "--kv-dtype",
+            "fp8",
+            "--weight-dtype",
+            "fp8",
+            "--format",
+            "vllm",
+        ]
+    )
     captured = capsys.readouterr()
     config = json.loads(captured.out)
     assert code == 0 and config["draft_tensor_parallel_size"] == 4  # vLLM's default, the target's, written out
@@ -273,7 +345,9 @@ def test_collectives_at_their_boundaries():
     import dataclasses as dc
 
     no_link = dc.replace(H100, interconnect_bytes_per_s=None)
-    with pytest.raises(ValueError, match=r"^--tp 2 needs the device-to-device bandwidth, which profile h100-sxm does not give"):
+    with pytest.raises(
+        ValueError, match=r"^--tp 2 needs the device-to-device bandwidth, which profile h100-sxm does not give"
+    ):
         check_tp(no_link, 2)
 
 
@@ -282,7 +356,8 @@ def test_steptime_takes_lists_of_tokens_per_sequence_and_contexts(capsys):
     rows = json.loads(capsys.readouterr().out)
     assert code == 0 and len(rows) == 8
     assert {(r["tokens_per_seq"], r["context"], r["batch"]) for r in rows} == {
-        (q, L, b) for q in (1, 4) for L in (512, 8192) for b in (1, 64)}
+        (q, L, b) for q in (1, 4) for L in (512, 8192) for b in (1, 64)
+    }
     one = {(r["tokens_per_seq"], r["context"], r["batch"]): r["step_time_s"] for r in rows}
     # Each point is the single-value command's: a list changes what is printed, not the numbers.
     assert main(["steptime", "--tokens-per-seq", "4", "--context", "8192", "--batch", "64", "--json"]) == 0

@@ -22,17 +22,36 @@ from specsim.speculation.deployment import Deployment
 
 FLAGS = yaml.safe_load(Path("tests/data/engine_flags.yaml").read_text())
 
-PLANS = [("vllm@0.20.0", "eagle3"), ("vllm@0.24.0", "llama-3.2-1b"), ("vllm@0.33.0", "eagle"), ("vllm@0.20.0", "ngram"),
-         ("sglang@0.5.3", "eagle3"), ("sglang@0.5.23", "llama-3.2-1b"), ("sglang@0.4.8", "eagle"), ("trtllm@1.3.0", "eagle3"),
-         ("trtllm@1.3.0", "mtp")]
+PLANS = [
+    ("vllm@0.20.0", "eagle3"),
+    ("vllm@0.24.0", "llama-3.2-1b"),
+    ("vllm@0.33.0", "eagle"),
+    ("vllm@0.20.0", "ngram"),
+    ("sglang@0.5.3", "eagle3"),
+    ("sglang@0.5.23", "llama-3.2-1b"),
+    ("sglang@0.4.8", "eagle"),
+    ("trtllm@1.3.0", "eagle3"),
+    ("trtllm@1.3.0", "mtp"),
+]
 
 
 def _plan(engine: str, draft: str, **kw):
     target = "deepseek-v3" if draft == "mtp" else "llama-3.1-8b"
     options = {"tp": 8} if draft == "mtp" else None
-    dep = Deployment.build("h200" if draft == "mtp" else "h100-sxm", target, draft, None, engine.split("@")[0],
-                           target_options=options, draft_options=options)
-    pins = [2.0, 3.0] if (engine.startswith("trtllm") and draft not in ("eagle3", "mtp")) or draft in ("ngram", "mtp") else None
+    dep = Deployment.build(
+        "h200" if draft == "mtp" else "h100-sxm",
+        target,
+        draft,
+        None,
+        engine.split("@")[0],
+        target_options=options,
+        draft_options=options,
+    )
+    pins = (
+        [2.0, 3.0]
+        if (engine.startswith("trtllm") and draft not in ("eagle3", "mtp")) or draft in ("ngram", "mtp")
+        else None
+    )
     return design_plan(dep, engine, pinned=pins, prompts="prompts.jsonl", **kw)
 
 
@@ -92,7 +111,10 @@ def test_every_flag_key_and_variable_is_the_engine_versions_own(engine, draft, t
                 assert w in flags, (engine, w)
         if "--speculative-config" in words:
             config = json.loads(words[words.index("--speculative-config") + 1])
-            assert set(config) <= set(known["speculative_config"]), (engine, set(config) - set(known["speculative_config"]))
+            assert set(config) <= set(known["speculative_config"]), (
+                engine,
+                set(config) - set(known["speculative_config"]),
+            )
     # A client reads its prompts from a file the script names or writes before the clients run.
     paths = [words[words.index("--dataset-path") + 1] for words in commands if "--dataset-path" in words]
     for path in set(paths):
@@ -101,15 +123,20 @@ def test_every_flag_key_and_variable_is_the_engine_versions_own(engine, draft, t
     assert not [line for line in files["run.sh"].splitlines() if line.lstrip().startswith("--")], engine
     for fname, text in files.items():
         if fname.startswith("extra-"):
+
             def keys(d):
                 return [k for k, v in d.items()] + [k2 for v in d.values() if isinstance(v, dict) for k2 in keys(v)]
+
             assert set(keys(yaml.safe_load(text))) <= set(known["yaml_keys"]), fname
 
 
 def test_every_engine_pins_acceptance_its_own_way():
     vllm = plan_files(_plan("vllm@0.20.0", "eagle3"))["run.sh"]
     assert '"rejection_sample_method":"synthetic","synthetic_acceptance_length":' in vllm
-    new, old = plan_files(_plan("sglang@0.5.3", "eagle3"))["run.sh"], plan_files(_plan("sglang@0.4.8", "eagle"))["run.sh"]
+    new, old = (
+        plan_files(_plan("sglang@0.5.3", "eagle3"))["run.sh"],
+        plan_files(_plan("sglang@0.4.8", "eagle"))["run.sh"],
+    )
     assert "SGLANG_SIMULATE_ACC_LEN=" in new and "SGLANG_SIMULATE_ACC_METHOD=match-expected" in new
     assert "SIMULATE_ACC_LEN=" in old and "SGLANG_SIMULATE_ACC_LEN" not in old
     plan = _plan("trtllm@1.3.0", "eagle3")
@@ -123,15 +150,36 @@ def test_every_engine_pins_acceptance_its_own_way():
 def test_the_design_frees_every_term_the_fit_has(engine, draft):
     plan = _plan(engine, draft)
     # Every client the plans run (vllm bench serve, sglang.bench_serving, TensorRT-LLM's) records a TTFT.
-    runs = [CalRun(BenchRun("x", i, "vllm", None, f"concurrency {r.concurrency}", 100, 0.01, 0.9 * r.concurrency if r.concurrency > 1 else 1.0,
-                            float(r.input_tokens or 1000), float(r.output_tokens), None, 1.0, r.concurrency,
-                            load_value=float(r.concurrency), ttft_s=0.05),
-                   None if r.kind == "plain" else SpecSetup(r.steps, pinned_accept_length=r.pinned_accept_length))
-            for i, r in enumerate(plan.runs)]
+    runs = [
+        CalRun(
+            BenchRun(
+                "x",
+                i,
+                "vllm",
+                None,
+                f"concurrency {r.concurrency}",
+                100,
+                0.01,
+                0.9 * r.concurrency if r.concurrency > 1 else 1.0,
+                float(r.input_tokens or 1000),
+                float(r.output_tokens),
+                None,
+                1.0,
+                r.concurrency,
+                load_value=float(r.concurrency),
+                ttft_s=0.05,
+            ),
+            None if r.kind == "plain" else SpecSetup(r.steps, pinned_accept_length=r.pinned_accept_length),
+        )
+        for i, r in enumerate(plan.runs)
+    ]
     assert all(why == "" for why in identifiable(runs, fit_scale=True).values())
     loads = {r.concurrency for r in plan.runs}
     assert {(r.kind, r.concurrency) for r in plan.runs} >= {(k, c) for k in ("plain", "spec") for c in loads}
-    assert len({r.input_tokens for r in plan.runs if r.input_tokens}) == 2 and len({r.steps for r in plan.runs if r.steps}) == 2
+    assert (
+        len({r.input_tokens for r in plan.runs if r.input_tokens}) == 2
+        and len({r.steps for r in plan.runs if r.steps}) == 2
+    )
     real = [r for r in plan.runs if r.kind == "spec" and r.pinned_accept_length is None]
     assert real and all(r.input_tokens is None and r.metrics_after for r in real)  # the user's prompts, metrics saved
 
@@ -149,7 +197,10 @@ def test_the_script_parses_says_its_wall_time_first_and_the_manifest_reads_back(
     assert plan["engine"] == "vllm" and plan["version"] == "0.24.0" and plan["preset"] == "vllm@0.14"
     assert sum(r["estimate_s"] for r in plan["runs"]) < plan["estimate_s"]  # plus the server starts
     for r in plan["runs"]:  # every result lands in results/, where calibrate-engine --plan looks
-        assert r["file"] == f"results/{Path(r['file']).name}" and f"--result-dir results --result-filename {Path(r['file']).name}" in run_sh
+        assert (
+            r["file"] == f"results/{Path(r['file']).name}"
+            and f"--result-dir results --result-filename {Path(r['file']).name}" in run_sh
+        )
     assert "overlaps a round's host work" in (out / "README.md").read_text()  # vLLM 0.24 runs EAGLE rounds async
 
 
@@ -170,23 +221,71 @@ def test_trtllm_serve_and_its_client_are_written_word_for_word():
     spec = next(s for s in plan.servers.values() if s.steps is not None)
     env, cmd, files = writer.server(plan, spec)
     name = f"extra-{spec.key}.yml"
-    assert cmd == ["trtllm-serve", model, "--backend", "pytorch", "--tp_size", "1", "--port", str(plan.port),
-                   "--max_batch_size", str(plan.max_concurrency), "--extra_llm_api_options", name]
-    assert yaml.safe_load(files[name]) == {"kv_cache_config": {"enable_block_reuse": False},
-                                           "speculative_config": {"decoding_type": "Eagle3", "max_draft_len": spec.steps,
-                                                                  "speculative_model_dir": plan.draft_checkpoint}}
-    head = ["python", "-m", "tensorrt_llm.serve.scripts.benchmark_serving", "--backend", "openai", "--base-url", "http://h",
-            "--model", model]
+    assert cmd == [
+        "trtllm-serve",
+        model,
+        "--backend",
+        "pytorch",
+        "--tp_size",
+        "1",
+        "--port",
+        str(plan.port),
+        "--max_batch_size",
+        str(plan.max_concurrency),
+        "--extra_llm_api_options",
+        name,
+    ]
+    assert yaml.safe_load(files[name]) == {
+        "kv_cache_config": {"enable_block_reuse": False},
+        "speculative_config": {
+            "decoding_type": "Eagle3",
+            "max_draft_len": spec.steps,
+            "speculative_model_dir": plan.draft_checkpoint,
+        },
+    }
+    head = [
+        "python",
+        "-m",
+        "tensorrt_llm.serve.scripts.benchmark_serving",
+        "--backend",
+        "openai",
+        "--base-url",
+        "http://h",
+        "--model",
+        model,
+    ]
     tail = ["--request-rate", "inf", "--ignore-eos", "--save-result", "--result-dir", "results", "--result-filename"]
     synthetic = next(r for r in plan.runs if r.input_tokens is not None)
     assert writer.client(plan, synthetic, "http://h") == head + [
-        "--num-prompts", str(synthetic.num_prompts), "--max-concurrency", str(synthetic.concurrency), *tail,
-        synthetic.file.split("/", 1)[1], "--dataset-name", "random", "--random-ids", "--random-input-len",
-        str(synthetic.input_tokens), "--random-output-len", str(synthetic.output_tokens), "--random-range-ratio", "0"]
+        "--num-prompts",
+        str(synthetic.num_prompts),
+        "--max-concurrency",
+        str(synthetic.concurrency),
+        *tail,
+        synthetic.file.split("/", 1)[1],
+        "--dataset-name",
+        "random",
+        "--random-ids",
+        "--random-input-len",
+        str(synthetic.input_tokens),
+        "--random-output-len",
+        str(synthetic.output_tokens),
+        "--random-range-ratio",
+        "0",
+    ]
     real = next(r for r in plan.runs if r.input_tokens is None)
     assert writer.client(plan, real, "http://h") == head + [
-        "--num-prompts", str(real.num_prompts), "--max-concurrency", str(real.concurrency), *tail,
-        real.file.split("/", 1)[1], "--dataset-name", "sharegpt", "--dataset-path", "prompts.sharegpt.json"]
+        "--num-prompts",
+        str(real.num_prompts),
+        "--max-concurrency",
+        str(real.concurrency),
+        *tail,
+        real.file.split("/", 1)[1],
+        "--dataset-name",
+        "sharegpt",
+        "--dataset-path",
+        "prompts.sharegpt.json",
+    ]
 
 
 def test_trtllm_ngram_server_writes_its_lookup_size():
@@ -213,28 +312,37 @@ def test_vllm_and_sglang_plans_refuse_and_note_word_for_word():
     vllm, ngram = VllmBench(), _plan("vllm@0.20.0", "ngram").drafter_type
     assert _refusal(lambda: vllm.check((0, 9, 9), ngram, [None], 1)) == (
         "vllm 0.9.9: specsim writes plans for vLLM 0.10.0 and later, where `vllm bench serve` exists "
-        "(vllm/entrypoints/cli/benchmark/serve.py)")
+        "(vllm/entrypoints/cli/benchmark/serve.py)"
+    )
     assert vllm.check((0, 10, 0), ngram, [None], 1) == [
         "vllm 0.10.0's client records no acceptance length (from 0.14.0): every speculative run saves /metrics before "
-        "and after, and calibrate-engine reads the difference"]
+        "and after, and calibrate-engine reads the difference"
+    ]
     assert vllm.check((0, 14, 0), ngram, [None], 1) == []
     assert _refusal(lambda: vllm.check((0, 20, 0), ngram, [None], 2)) == (
-        "vLLM drafts chains in these plans (top-k 1); a token tree is an SGLang or TensorRT-LLM plan")
+        "vLLM drafts chains in these plans (top-k 1); a token tree is an SGLang or TensorRT-LLM plan"
+    )
     assert _refusal(lambda: vllm.check((0, 19, 0), ngram, [2.0], 1)) == (
         "vllm 0.19.0 cannot pin acceptance at a length: synthetic_acceptance_length arrived in 0.20.0 "
         "(vllm-project/vllm#40662; 0.19 pins only a per-token rate on Model Runner V2); use vllm 0.20.0 or later, or "
-        "--no-pin (real acceptance on --prompts at both step counts, its /metrics saved around each run)")
+        "--no-pin (real acceptance on --prompts at both step counts, its /metrics saved around each run)"
+    )
     sglang, eagle3 = SglangBench(), _plan("sglang@0.5.23", "eagle3").drafter_type
     assert _refusal(lambda: sglang.check((0, 4, 7), eagle3, [None], 1)) == (
         "sglang 0.4.7: specsim writes plans for SGLang 0.4.8 and later, where the simulated acceptance can match its mean "
-        "(SIMULATE_ACC_METHOD=match-expected, python/sglang/srt/speculative/eagle_utils.py)")
+        "(SIMULATE_ACC_METHOD=match-expected, python/sglang/srt/speculative/eagle_utils.py)"
+    )
     ngram_sglang = _plan("sglang@0.5.23", "llama-3.2-1b").drafter_type.engines["sglang"]  # a draft model: from 0.5.2
-    assert _refusal(lambda: sglang.check((0, 5, 1), _plan("sglang@0.5.23", "llama-3.2-1b").drafter_type, [None], 1)) == (
+    assert _refusal(
+        lambda: sglang.check((0, 5, 1), _plan("sglang@0.5.23", "llama-3.2-1b").drafter_type, [None], 1)
+    ) == (
         f"sglang 0.5.1 refuses --speculative-algorithm STANDALONE ({ngram_sglang.where}): a draft model (--draft MODEL) runs "
-        "from sglang 0.5.2; use sglang@0.5.2 or later, or another drafter")
+        "from sglang 0.5.2; use sglang@0.5.2 or later, or another drafter"
+    )
     assert sglang.check((0, 5, 5), eagle3, [None], 1) == [
         "sglang 0.5.5 runs spec v1 (SGLANG_ENABLE_SPEC_V2 defaults to off up to 0.5.10): rounds are serial, as "
-        "specsim's sglang@0.5 preset models them"]
+        "specsim's sglang@0.5 preset models them"
+    ]
     assert sglang.check((0, 5, 11), eagle3, [None], 1) == []
 
 
@@ -245,13 +353,21 @@ def test_vllm_speculative_config_carries_lookup_pin_and_draft_tp():
     pinned = next(s for s in plan.servers.values() if s.pinned_accept_length is not None)
     config = VllmBench()._spec_config(plan, pinned)
     low, high = plan.drafter_type.lookup
-    assert config == {"method": "ngram", "num_speculative_tokens": pinned.steps, "prompt_lookup_min": low,
-                      "prompt_lookup_max": high, "rejection_sample_method": "synthetic",
-                      "synthetic_acceptance_length": pinned.pinned_accept_length}
+    assert config == {
+        "method": "ngram",
+        "num_speculative_tokens": pinned.steps,
+        "prompt_lookup_min": low,
+        "prompt_lookup_max": high,
+        "rejection_sample_method": "synthetic",
+        "synthetic_acceptance_length": pinned.pinned_accept_length,
+    }
     same = _plan("vllm@0.24.0", "llama-3.2-1b")  # a draft model at the target's TP 1: no draft TP key
-    assert "draft_tensor_parallel_size" not in VllmBench()._spec_config(same, next(s for s in same.servers.values() if s.steps))
-    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", None, "vllm@0.15", target_options={"tp": 2},
-                           draft_options={"tp": 1})
+    assert "draft_tensor_parallel_size" not in VllmBench()._spec_config(
+        same, next(s for s in same.servers.values() if s.steps)
+    )
+    dep = Deployment.build(
+        "h100-sxm", "llama-3.1-8b", "llama-3.2-1b", None, "vllm@0.15", target_options={"tp": 2}, draft_options={"tp": 1}
+    )
     apart = design_plan(dep, "vllm@0.15.0", pin=False, prompts="prompts.jsonl")  # 0.15-0.16 take a draft at TP 1
     config = VllmBench()._spec_config(apart, next(s for s in apart.servers.values() if s.steps))
     assert config["draft_tensor_parallel_size"] == 1 and apart.tp == 2
@@ -304,12 +420,25 @@ def test_every_drafters_engine_name_is_in_each_release_it_is_claimed_for(kind):
             assert before and not takes(max(before)), (kind, engine, max(before))
     if "trtllm" in cls.engines and kind in _NEW:
         assert cls.engines["trtllm"].name in FLAGS["trtllm"]["decoding_types"]["names"], kind
-        assert FLAGS["trtllm"]["decoding_types"]["read_at"]["tensorrt_llm/llmapi/llm_args.py"][:8] in cls.engines["trtllm"].where
+        assert (
+            FLAGS["trtllm"]["decoding_types"]["read_at"]["tensorrt_llm/llmapi/llm_args.py"][:8]
+            in cls.engines["trtllm"].where
+        )
 
 
-@pytest.mark.parametrize("engine, draft", [("sglang@0.5.23", "dflash"), ("sglang@0.5.17", "dflash"), ("sglang@0.5.23", "dspark"),
-                                           ("sglang@0.5.16", "dspark"), ("vllm@0.33.0", "dspark"), ("vllm@0.20.0", "dflash"),
-                                           ("vllm@0.20.0", "peagle"), ("vllm@0.33.0", "pard")])
+@pytest.mark.parametrize(
+    "engine, draft",
+    [
+        ("sglang@0.5.23", "dflash"),
+        ("sglang@0.5.17", "dflash"),
+        ("sglang@0.5.23", "dspark"),
+        ("sglang@0.5.16", "dspark"),
+        ("vllm@0.33.0", "dspark"),
+        ("vllm@0.20.0", "dflash"),
+        ("vllm@0.20.0", "peagle"),
+        ("vllm@0.33.0", "pard"),
+    ],
+)
 def test_block_and_parallel_drafter_plans_write_only_their_versions_names(engine, draft):
     """The plan's flags and keys are the release's own; SGLang's block drafters get the verify window and no step flags
     (SGLang forces their steps and top-k to 1), DSPARK its block (else SGLang reads it from the checkpoint and refuses
@@ -319,11 +448,18 @@ def test_block_and_parallel_drafter_plans_write_only_their_versions_names(engine
     dep = Deployment.build("h100-sxm", "qwen3-8b", draft, None, name)
     pins = [2.0, 3.0] if draft == "pard" else None  # PARD publishes no length at a draft length to pin by default
     plan = design_plan(dep, engine, pinned=pins, prompts="prompts.jsonl", draft_checkpoint="org/drafter")
-    servers = [w for w in _commands(plan_files(plan)["run.sh"]) if "--speculative-algorithm" in w or "--speculative-config" in w]
+    servers = [
+        w
+        for w in _commands(plan_files(plan)["run.sh"])
+        if "--speculative-algorithm" in w or "--speculative-config" in w
+    ]
     assert servers
     flags = known["flags"] + ["--no-enable-prefix-caching"]
     for words in servers:
-        assert all(w in flags for w in words if w.startswith("--")), (engine, [w for w in words if w.startswith("--") and w not in flags])
+        assert all(w in flags for w in words if w.startswith("--")), (
+            engine,
+            [w for w in words if w.startswith("--") and w not in flags],
+        )
         if name == "sglang":
             window = int(words[words.index("--speculative-num-draft-tokens") + 1])
             assert "--speculative-num-steps" not in words and "--speculative-eagle-topk" not in words
@@ -337,11 +473,16 @@ def test_block_and_parallel_drafter_plans_write_only_their_versions_names(engine
 
 def test_a_release_before_a_drafters_first_is_refused_naming_the_source():
     dep = Deployment.build("h100-sxm", "qwen3-8b", "dspark", None, "sglang")
-    with pytest.raises(ValueError, match=r"sglang 0\.5\.15 refuses --speculative-algorithm DSPARK \(srt/speculative/spec_info\.py "
-                       r"SpeculativeAlgorithm: in 0\.5\.16, not 0\.5\.15\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"sglang 0\.5\.15 refuses --speculative-algorithm DSPARK \(srt/speculative/spec_info\.py "
+        r"SpeculativeAlgorithm: in 0\.5\.16, not 0\.5\.15\)",
+    ):
         design_plan(dep, "sglang@0.5.15", prompts="prompts.jsonl", draft_checkpoint="org/drafter")
     dep = Deployment.build("h100-sxm", "qwen3-8b", "dflash", None, "sglang")
-    with pytest.raises(ValueError, match=r"DFLASH takes it from 0\.5\.17 \(SGLANG_SIMULATE_ACC_LEN read in .*dflash_worker_v2\.py"):
+    with pytest.raises(
+        ValueError, match=r"DFLASH takes it from 0\.5\.17 \(SGLANG_SIMULATE_ACC_LEN read in .*dflash_worker_v2\.py"
+    ):
         design_plan(dep, "sglang@0.5.16", prompts="prompts.jsonl", draft_checkpoint="org/drafter")
 
 

@@ -11,25 +11,35 @@ import pytest
 import yaml
 
 from specsim.calibration.profile import calibrate, predict
-from specsim.timing.measurements import load_measurements
 from specsim.cli.main import main
 from specsim.describe.hardware import load_hardware
 from specsim.describe.models import get_model
+from specsim.timing.measurements import load_measurements
 from specsim.timing.roofline import step_time
 
 
 def synthetic(tmp_path, truth, noise=0.0, seed=0, models=("llama-3.2-1b", "llama-3.1-8b")):
     """Step times from a known profile, with multiplicative noise, in the CSV form calibrate reads."""
     rng = np.random.default_rng(seed)
-    rows = [{"model": m, "batch": b, "tokens_per_seq": q, "context": L}
-            for m in models for b in (1, 4, 16, 64, 128, 256, 512) for q in (1, 3, 5, 9) for L in (256, 2048, 8192)]
+    rows = [
+        {"model": m, "batch": b, "tokens_per_seq": q, "context": L}
+        for m in models
+        for b in (1, 4, 16, 64, 128, 256, 512)
+        for q in (1, 3, 5, 9)
+        for L in (256, 2048, 8192)
+    ]
     df = pd.DataFrame(rows)
     df["median_s"] = 0.0
     df["device_name"] = "synthetic"
     for m in models:
         sel = df.model == m
         t = step_time(
-            truth, get_model(m), df[sel].batch.to_numpy(float), df[sel].tokens_per_seq.to_numpy(float), df[sel].context.to_numpy(float))
+            truth,
+            get_model(m),
+            df[sel].batch.to_numpy(float),
+            df[sel].tokens_per_seq.to_numpy(float),
+            df[sel].context.to_numpy(float),
+        )
         df.loc[sel, "median_s"] = t.total_s * np.exp(rng.normal(0, noise, sel.sum()))
     path = tmp_path / "measured.csv"
     df.to_csv(path, index=False)
@@ -38,7 +48,9 @@ def synthetic(tmp_path, truth, noise=0.0, seed=0, models=("llama-3.2-1b", "llama
 
 def test_recovers_known_parameters_exactly_without_noise(tmp_path):
     base = load_hardware("h100-sxm")
-    truth = dataclasses.replace(base, compute_eff=0.47, bandwidth_eff=0.71, overhead_s=0.12e-3, per_layer_overhead_s=9e-6)
+    truth = dataclasses.replace(
+        base, compute_eff=0.47, bandwidth_eff=0.71, overhead_s=0.12e-3, per_layer_overhead_s=9e-6
+    )
     result = calibrate(synthetic(tmp_path, truth), base, per_layer="yes")
     p = result.profile
     assert p.compute_eff == pytest.approx(0.47, rel=1e-3)
@@ -52,7 +64,9 @@ def test_noisy_fit_reaches_the_noise_floor_on_held_out_points(tmp_path):
     # 5% log-normal noise: held-out MAPE of the true model is about 4%; the fit must not be much worse,
     # and far better than the article's preset on these synthetic "measurements".
     base = load_hardware("h200")
-    truth = dataclasses.replace(base, compute_eff=0.55, bandwidth_eff=0.7, overhead_s=0.05e-3, per_layer_overhead_s=15e-6)
+    truth = dataclasses.replace(
+        base, compute_eff=0.55, bandwidth_eff=0.7, overhead_s=0.05e-3, per_layer_overhead_s=15e-6
+    )
     result = calibrate(synthetic(tmp_path, truth, noise=0.05, seed=3), base, holdout=0.3, seed=1)
     s = result.summary()
     assert s["holdout_after"]["mape"] < 0.06
@@ -95,19 +109,31 @@ def test_builtin_profiles_are_never_overwritten(tmp_path, capsys):
     assert main(["calibrate", str(path), "--hardware", "h100-sxm", "--out", str(target)]) == 2
     assert "never overwritten" in capsys.readouterr().err
     assert target.read_bytes() == before
-    assert main(["calibrate", str(path), "--hardware", "h100-sxm", "--out", str(tmp_path / "x.yaml"), "--name", "h200"]) == 2
+    assert (
+        main(["calibrate", str(path), "--hardware", "h100-sxm", "--out", str(tmp_path / "x.yaml"), "--name", "h200"])
+        == 2
+    )
     assert "built-in datasheet profile" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda df: df.drop(columns=["median_s"]), "missing column(s) median_s"),
-    (lambda df: df.drop(columns=["model"]), "missing column(s) model"),
-    (lambda df: df.head(5), "calibration needs at least 8"),
-    (lambda df: df.assign(median_s=df.median_s.where(df.index != 3, np.nan)), "missing or non-numeric value at data row 4"),
-    (lambda df: df.assign(median_s=df.median_s.where(df.index != 2, -1.0)), "step times must be > 0"),
-    (lambda df: df.assign(batch=df.batch.astype(object).where(df.index != 0, "x")), "column batch has a missing or non-numeric"),
-    (lambda df: df.assign(model="gpt-9"), "unknown model 'gpt-9'"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda df: df.drop(columns=["median_s"]), "missing column(s) median_s"),
+        (lambda df: df.drop(columns=["model"]), "missing column(s) model"),
+        (lambda df: df.head(5), "calibration needs at least 8"),
+        (
+            lambda df: df.assign(median_s=df.median_s.where(df.index != 3, np.nan)),
+            "missing or non-numeric value at data row 4",
+        ),
+        (lambda df: df.assign(median_s=df.median_s.where(df.index != 2, -1.0)), "step times must be > 0"),
+        (
+            lambda df: df.assign(batch=df.batch.astype(object).where(df.index != 0, "x")),
+            "column batch has a missing or non-numeric",
+        ),
+        (lambda df: df.assign(model="gpt-9"), "unknown model 'gpt-9'"),
+    ],
+)
 def test_bad_csvs_are_clear_errors(tmp_path, capsys, edit, message):
     path = synthetic(tmp_path, load_hardware("h100-sxm"))
     edit(pd.read_csv(path)).to_csv(path, index=False)
@@ -136,7 +162,9 @@ def test_committed_calibrated_profiles_meet_the_target():
 
 def test_committed_profiles_reproduce_from_the_committed_tables(repo):
     # Recalibrating the committed table gives the committed profile (same data, split and seed).
-    result = calibrate(repo / "hardware" / "measurements" / "h200-vllm-kernel-steps.csv", load_hardware("h200"), name="h200-vllm")
+    result = calibrate(
+        repo / "hardware" / "measurements" / "h200-vllm-kernel-steps.csv", load_hardware("h200"), name="h200-vllm"
+    )
     committed = load_hardware("h200-vllm")
     assert result.profile.compute_eff == pytest.approx(committed.compute_eff, rel=1e-6)
     assert result.profile.bandwidth_eff == pytest.approx(committed.bandwidth_eff, rel=1e-6)
@@ -155,9 +183,9 @@ def test_predict_groups_rows_by_shape_not_by_name(tmp_path):
     import pandas as pd
 
     from specsim.calibration.profile import predict
-    from specsim.timing.measurements import load_measurements
     from specsim.describe.hardware import load_hardware
     from specsim.describe.models import get_model
+    from specsim.timing.measurements import load_measurements
     from specsim.timing.roofline import step_time
 
     hw = load_hardware("h100-sxm")
@@ -165,8 +193,16 @@ def test_predict_groups_rows_by_shape_not_by_name(tmp_path):
     for dtype in ("bf16", "fp8"):
         m = get_model("llama-3.2-1b", weight_dtype=dtype, kv_dtype=dtype)
         for b in (1, 8, 64, 256):
-            rows.append({"model": "llama-3.2-1b", "batch": b, "tokens_per_seq": 1, "context": 512, "dtype": dtype,
-                         "median_s": float(step_time(hw, m, b, 1, 512).total_s)})
+            rows.append(
+                {
+                    "model": "llama-3.2-1b",
+                    "batch": b,
+                    "tokens_per_seq": 1,
+                    "context": 512,
+                    "dtype": dtype,
+                    "median_s": float(step_time(hw, m, b, 1, 512).total_s),
+                }
+            )
     pd.DataFrame(rows).to_csv(tmp_path / "m.csv", index=False)
     df = load_measurements(tmp_path / "m.csv")
     np.testing.assert_allclose(predict(hw, df), df["measured_s"].to_numpy(), rtol=1e-12)
@@ -195,7 +231,9 @@ def test_residual_figure_draws_the_errors_it_reports(fitted):
         xs = np.concatenate([c.get_offsets()[:, 0] for c in ax.collections])
         np.testing.assert_allclose(np.sort(xs), np.sort((data.batch * (1 + 0.04 * data.tokens_per_seq)).to_numpy()))
     labels = [t.get_text() for t in after.get_legend().get_texts()]
-    assert {"llama-3.2-1b, held out", "llama-3.2-1b, fitted", "llama-3.1-8b, held out", "llama-3.1-8b, fitted"} == set(labels)
+    assert {"llama-3.2-1b, held out", "llama-3.2-1b, fitted", "llama-3.1-8b, held out", "llama-3.1-8b, fitted"} == set(
+        labels
+    )
     assert "predicted / measured - 1" in before.get_ylabel()
 
 
@@ -214,8 +252,21 @@ def test_implausible_flags_each_kind_of_bad_fit(fitted):
     assert not any("worse than the base" in w for w in implausible(dataclasses.replace(fitted, data=same)))
 
 
-@pytest.mark.parametrize("text, value", [("True", True), (" true ", True), ("1", True), ("1.0", True), (True, True),
-                                          ("False", False), ("FALSE", False), ("0", False), ("0.0", False), (np.bool_(False), False)])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("True", True),
+        (" true ", True),
+        ("1", True),
+        ("1.0", True),
+        (True, True),
+        ("False", False),
+        ("FALSE", False),
+        ("0", False),
+        ("0.0", False),
+        (np.bool_(False), False),
+    ],
+)
 def test_csv_booleans_are_read_strictly(text, value):
     from specsim.timing.measurements import _flag
 
@@ -255,7 +306,11 @@ def test_summary_is_computed_from_the_right_rows(fitted):
     np.testing.assert_allclose(fitted.errors("after", False), (train.after_s / train.measured_s - 1).to_numpy())
     p = fitted.profile
     assert (s["compute_eff"], s["bandwidth_eff"], s["overhead_s"], s["per_layer_overhead_s"]) == (
-        p.compute_eff, p.bandwidth_eff, p.overhead_s, p.per_layer_overhead_s)
+        p.compute_eff,
+        p.bandwidth_eff,
+        p.overhead_s,
+        p.per_layer_overhead_s,
+    )
     assert s["per_layer_overhead_fitted"] is fitted.per_layer
 
 
@@ -277,8 +332,9 @@ def test_holdout_fraction_bounds_are_inclusive(tmp_path):
 
 def test_without_a_per_layer_term_none_is_fitted(tmp_path):
     base = load_hardware("h100-sxm")
-    result = calibrate(synthetic(tmp_path, dataclasses.replace(base, overhead_s=3e-4), models=("llama-3.2-1b",)), base,
-                       per_layer="no")
+    result = calibrate(
+        synthetic(tmp_path, dataclasses.replace(base, overhead_s=3e-4), models=("llama-3.2-1b",)), base, per_layer="no"
+    )
     assert result.profile.per_layer_overhead_s == 0.0 and result.per_layer is False
     assert result.profile.overhead_s == pytest.approx(3e-4, rel=0.02)
 
@@ -301,8 +357,11 @@ def test_distinct_point_minimum_is_exact(tmp_path):
     base = load_hardware("h100-sxm")
     # 3 parameters and a quarter held out: 5 distinct points leave 4 to fit (enough), 4 leave 3 (not).
     assert calibrate(_points_csv(tmp_path, base, 5), base, per_layer="no").summary()["train_points"] == 8
-    with pytest.raises(ValueError, match=r"^too few distinct points: 4 distinct \(model, batch, tokens, context\) points leave 3 "
-                                         r"to fit 3 parameters; measure at least 5 distinct points$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^too few distinct points: 4 distinct \(model, batch, tokens, context\) points leave 3 "
+        r"to fit 3 parameters; measure at least 5 distinct points$",
+    ):
         calibrate(_points_csv(tmp_path, base, 4), base, per_layer="no")
     # 4 parameters with a per-layer term: two models of 3 points each (6 distinct, 2 held out) leave 4, one short.
     with pytest.raises(ValueError, match=r"leave 4 to fit 4 parameters; measure at least 7 distinct points$"):
@@ -317,7 +376,9 @@ def test_per_layer_switch(tmp_path):
     assert calibrate(two, base, per_layer="no").per_layer is False
     one = _points_csv(tmp_path, truth, 8)
     assert calibrate(one, base, per_layer="auto").per_layer is False  # one layer count cannot separate the terms
-    with pytest.raises(ValueError, match=r"^a per-layer overhead needs measurements of at least two layer counts \(models\)$"):
+    with pytest.raises(
+        ValueError, match=r"^a per-layer overhead needs measurements of at least two layer counts \(models\)$"
+    ):
         calibrate(one, base, per_layer="yes")
     with pytest.raises(ValueError, match=r"^per_layer must be auto, yes or no, got 'maybe'$"):
         calibrate(one, base, per_layer="maybe")
@@ -332,8 +393,16 @@ def test_provenance_records_the_fit(tmp_path):
     prov, s = result.profile.calibration, result.summary()
     assert prov["source"] == "measured.csv" and prov["source_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert prov["devices"] == ["synthetic"] and prov["base_profile"] == "h100-sxm" and result.profile.name == "mine"
-    assert (prov["holdout_fraction"], prov["split_seed"], prov["per_layer_overhead_fitted"]) == (0.3, 7, result.per_layer)
-    assert (prov["points"], prov["train_points"], prov["holdout_points"]) == (s["points"], s["train_points"], s["holdout_points"])
+    assert (prov["holdout_fraction"], prov["split_seed"], prov["per_layer_overhead_fitted"]) == (
+        0.3,
+        7,
+        result.per_layer,
+    )
+    assert (prov["points"], prov["train_points"], prov["holdout_points"]) == (
+        s["points"],
+        s["train_points"],
+        s["holdout_points"],
+    )
     assert prov["holdout_mape_after"] == pytest.approx(s["holdout_after"]["mape"], abs=1e-6)
     assert prov["holdout_mape_before"] == pytest.approx(s["holdout_before"]["mape"], abs=1e-6)
     assert prov["train_mape_after"] == pytest.approx(s["train_after"]["mape"], abs=1e-6)
@@ -355,9 +424,19 @@ def _timed(tmp_path, truth, burst=None, spread=0.02, seed=0, models=("llama-3.2-
                     t = float(step_time(truth, shape, b, q, L).total_s)
                     load = rng.uniform(1.0, burst, 5) if burst else np.ones(5)
                     reps = t * load * np.exp(rng.normal(0.0, spread, 5))
-                    rows.append({"model": m, "batch": b, "tokens_per_seq": q, "context": L, "repeats": 5,
-                                 "median_s": float(np.median(reps)), "p10_s": float(np.percentile(reps, 10)),
-                                 "p90_s": float(np.percentile(reps, 90)), "min_s": float(reps.min())})
+                    rows.append(
+                        {
+                            "model": m,
+                            "batch": b,
+                            "tokens_per_seq": q,
+                            "context": L,
+                            "repeats": 5,
+                            "median_s": float(np.median(reps)),
+                            "p10_s": float(np.percentile(reps, 10)),
+                            "p90_s": float(np.percentile(reps, 90)),
+                            "min_s": float(reps.min()),
+                        }
+                    )
     path = tmp_path / "timed.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
     return path
@@ -386,8 +465,11 @@ def test_timings_of_a_busy_machine_are_refused_as_noise_in_one_line(tmp_path, ca
     base = load_hardware("h100-sxm")
     truth = dataclasses.replace(base, compute_eff=0.5, bandwidth_eff=0.75, overhead_s=0.2e-3)
     path = _timed(tmp_path, truth, burst=20.0)
-    with pytest.raises(NoisyTimings, match=r"^timed.csv: the timings are too noisy to fit: the repeats of a point spread by a "
-                                          r"median \d+% .*nothing written$"):
+    with pytest.raises(
+        NoisyTimings,
+        match=r"^timed.csv: the timings are too noisy to fit: the repeats of a point spread by a "
+        r"median \d+% .*nothing written$",
+    ):
         calibrate(path, base)
     out = tmp_path / "p.yaml"
     assert main(["calibrate", str(path), "--hardware", "h100-sxm", "--out", str(out)]) == 2
@@ -439,9 +521,16 @@ def test_a_fit_that_holds_on_spread_timings_is_written_with_a_warning(tmp_path):
 def test_a_file_without_repeat_percentiles_is_never_called_noise(tmp_path):
     # The inverse-q table of the hostile-input rows (verification cheaper than decode): with no percentiles to judge
     # noise by, an unphysical fit is the model's failure.
-    rows = [{"model": "llama-3.2-1b", "batch": b, "tokens_per_seq": q, "context": L, "median_s": 0.01 / q}
-            for b in (1, 4, 16) for q in (1, 2, 4) for L in (0, 512)]
+    rows = [
+        {"model": "llama-3.2-1b", "batch": b, "tokens_per_seq": q, "context": L, "median_s": 0.01 / q}
+        for b in (1, 4, 16)
+        for q in (1, 2, 4)
+        for L in (0, 512)
+    ]
     pd.DataFrame(rows).to_csv(tmp_path / "inv.csv", index=False)
-    with pytest.raises(ValueError, match=r"^inv.csv: the roofline does not describe these measurements: the fit needs "
-                                         r"bandwidth_eff at 1: .*; nothing written$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^inv.csv: the roofline does not describe these measurements: the fit needs "
+        r"bandwidth_eff at 1: .*; nothing written$",
+    ):
         calibrate(tmp_path / "inv.csv", load_hardware("h100-sxm"), per_layer="no")

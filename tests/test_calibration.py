@@ -19,8 +19,8 @@ from specsim.calibration.engine_fit import fit_engine
 from specsim.calibration.model import RunModel, Values
 from specsim.calibration.runs import CalRun, SpecSetup, group_sweeps, load_key
 from specsim.cli.main import main
-from specsim.speculation.deployment import Deployment
 from specsim.engines import SpecHost
+from specsim.speculation.deployment import Deployment
 
 BENCH = "examples/bench"
 PLAN = f"{BENCH}/plan/plan.yaml"
@@ -38,8 +38,9 @@ def dep():
 TRUE = Values(TRUE_SCALE, TRUE_ITER_S, 0.0, 1.0, TRUE_PLAN, None, ())
 
 
-def _model_runs(dep, noise=0.0, seed=0, steps=(2, 4), loads=(1, 2, 4, 8, 16, 32, 64), prompts=(512, 2048), pinned=True,
-                truth=TRUE):
+def _model_runs(
+    dep, noise=0.0, seed=0, steps=(2, 4), loads=(1, 2, 4, 8, 16, 32, 64), prompts=(512, 2048), pinned=True, truth=TRUE
+):
     """Runs whose TPOT and TTFT are the serving model's own at ``truth`` (relative Gaussian noise ``noise``): closed loops
     of 200 requests, pinned acceptance (or one real rate, 0.72, per prompt length)."""
     rng = np.random.default_rng(seed)
@@ -47,33 +48,72 @@ def _model_runs(dep, noise=0.0, seed=0, steps=(2, 4), loads=(1, 2, 4, 8, 16, 32,
     for P in prompts:
         for c in loads:
             for s in (None,) + tuple(steps):
-                setup = None if s is None else SpecSetup(s, pinned_accept_length=round(1 + 0.8 * s * 0.9, 2) if pinned else None,
-                                                         sweep=None if pinned else f"in{P}")
-                run = BenchRun("x.jsonl", c, "vllm", None, f"concurrency {c}", 200, 1.0, None, float(P), 256.0, None,
-                               kind="concurrency", load_value=float(c), ttft_s=1.0)
+                setup = (
+                    None
+                    if s is None
+                    else SpecSetup(
+                        s,
+                        pinned_accept_length=round(1 + 0.8 * s * 0.9, 2) if pinned else None,
+                        sweep=None if pinned else f"in{P}",
+                    )
+                )
+                run = BenchRun(
+                    "x.jsonl",
+                    c,
+                    "vllm",
+                    None,
+                    f"concurrency {c}",
+                    200,
+                    1.0,
+                    None,
+                    float(P),
+                    256.0,
+                    None,
+                    kind="concurrency",
+                    load_value=float(c),
+                    ttft_s=1.0,
+                )
                 runs.append(CalRun(run, setup))
     runs, _ = group_sweeps(runs)
     model = RunModel(dep, runs)
     values = dataclasses.replace(truth, alphas=tuple([0.72] * len(model.sweeps)))
     model.settle(values)
     t = model.times(values, np.arange(len(runs)))
-    return [dataclasses.replace(c, run=dataclasses.replace(c.run, tpot_s=float(tp) * (1 + rng.normal(0, noise)),
-                                                          ttft_s=float(tt) * (1 + rng.normal(0, noise))))
-            for c, tp, tt in zip(runs, t["tpot_s"], t["ttft_s"])]
+    return [
+        dataclasses.replace(
+            c,
+            run=dataclasses.replace(
+                c.run, tpot_s=float(tp) * (1 + rng.normal(0, noise)), ttft_s=float(tt) * (1 + rng.normal(0, noise))
+            ),
+        )
+        for c, tp, tt in zip(runs, t["tpot_s"], t["ttft_s"])
+    ]
 
 
 # -- reading -----------------------------------------------------------------------------------------------------------
 def test_each_tool_is_read_with_its_load_acceptance_latencies_and_what_it_is_judged_by():
-    for name, tool, al in (("vllm-eagle3.jsonl", "vllm", 2.8), ("sglang-eagle3.jsonl", "sglang", 2.75), ("guidellm-eagle3.json", "guidellm", None)):
+    for name, tool, al in (
+        ("vllm-eagle3.jsonl", "vllm", 2.8),
+        ("sglang-eagle3.jsonl", "sglang", 2.75),
+        ("guidellm-eagle3.json", "guidellm", None),
+    ):
         runs = read_bench_file(f"{BENCH}/{name}")
         assert [r.tool for r in runs] == [tool] * 4
         assert [r.load for r in runs] == ["concurrency 1", "concurrency 4", "concurrency 16", "concurrency 64"]
-        assert all(r.accept_length == al for r in runs) and all(r.concurrency == c for r, c in zip(runs, (1, 4, 16, 64)))
+        assert all(r.accept_length == al for r in runs) and all(
+            r.concurrency == c for r, c in zip(runs, (1, 4, 16, 64))
+        )
         assert all(r.kind == "concurrency" and r.load_value == r.concurrency for r in runs)
         assert all(r.context == 1000 + 256 / 2 and r.observable == "tpot" and r.fixed_lengths for r in runs)
     records = [json.loads(line) for line in Path(f"{BENCH}/vllm-plain.jsonl").read_text().splitlines()]
     for run, rec in zip(read_bench_file(f"{BENCH}/vllm-plain.jsonl"), records):
-        expected = rec["completed"] / rec["duration"] * rec["mean_tpot_ms"] / 1e3 * (rec["total_output_tokens"] / rec["completed"] - 1)
+        expected = (
+            rec["completed"]
+            / rec["duration"]
+            * rec["mean_tpot_ms"]
+            / 1e3
+            * (rec["total_output_tokens"] / rec["completed"] - 1)
+        )
         assert run.decode_batch == pytest.approx(max(1.0, expected), rel=1e-12)
         assert run.ttft_s == rec["mean_ttft_ms"] / 1e3 and run.duration_s == rec["duration"] and run.server == "vllm"
         assert run.output_tokens_per_s == pytest.approx(rec["total_output_tokens"] / rec["duration"], rel=1e-12)
@@ -82,11 +122,18 @@ def test_each_tool_is_read_with_its_load_acceptance_latencies_and_what_it_is_jud
 
 def test_a_run_without_tpot_is_judged_by_its_latency_or_throughput_and_an_unlimited_rate_is_an_offline_batch(tmp_path):
     rec = json.loads(Path(f"{BENCH}/vllm-plain.jsonl").read_text().splitlines()[1])
-    slim = {k: v for k, v in rec.items() if "tpot" not in k and "itl" not in k and "ttft" not in k and "throughput" not in k}
+    slim = {
+        k: v for k, v in rec.items() if "tpot" not in k and "itl" not in k and "ttft" not in k and "throughput" not in k
+    }
     path = tmp_path / "x.jsonl"
     path.write_text(json.dumps(slim | {"max_concurrency": None}) + "\n")
     (run,) = read_bench_file(path)
-    assert (run.kind, run.load_value, run.load, run.observable) == ("batch", rec["completed"], f"batch {rec['completed']}", "throughput")
+    assert (run.kind, run.load_value, run.load, run.observable) == (
+        "batch",
+        rec["completed"],
+        f"batch {rec['completed']}",
+        "throughput",
+    )
     assert run.value == pytest.approx(rec["total_output_tokens"] / rec["duration"])
     path.write_text(json.dumps(slim | {"median_e2el_ms": 1500.0}) + "\n")
     (run,) = read_bench_file(path)
@@ -98,8 +145,10 @@ def test_a_run_without_tpot_is_judged_by_its_latency_or_throughput_and_an_unlimi
 
 def test_tensorrt_llm_results_give_their_tokens_per_iteration_as_the_acceptance_length(tmp_path):
     rec = json.loads(Path(f"{BENCH}/vllm-eagle3.jsonl").read_text().splitlines()[0])
-    rec = {k: v for k, v in rec.items() if not k.startswith("spec_decode")} | {"backend": "openai",
-                                                                                "avg_decoded_tokens_per_iter": {"mean": 2.6, "median": 2.5}}
+    rec = {k: v for k, v in rec.items() if not k.startswith("spec_decode")} | {
+        "backend": "openai",
+        "avg_decoded_tokens_per_iter": {"mean": 2.6, "median": 2.5},
+    }
     path = tmp_path / "trt.json"
     path.write_text(json.dumps(rec))
     (run,) = read_bench_file(path)
@@ -109,8 +158,13 @@ def test_tensorrt_llm_results_give_their_tokens_per_iteration_as_the_acceptance_
 
 
 def test_rows_come_in_load_order_whatever_the_file_order():
-    assert sorted(["concurrency 16", "batch 8", "concurrency 4", "rate 2/s", "concurrency 1"], key=load_key) == \
-        ["concurrency 1", "concurrency 4", "concurrency 16", "rate 2/s", "batch 8"]
+    assert sorted(["concurrency 16", "batch 8", "concurrency 4", "rate 2/s", "concurrency 1"], key=load_key) == [
+        "concurrency 1",
+        "concurrency 4",
+        "concurrency 16",
+        "rate 2/s",
+        "batch 8",
+    ]
 
 
 def test_files_written_one_per_concurrency_form_one_sweep_and_one_acceptance(tmp_path, capsys):
@@ -120,12 +174,49 @@ def test_files_written_one_per_concurrency_form_one_sweep_and_one_acceptance(tmp
         rec = {k: v for k, v in json.loads(line).items() if not k.startswith("spec_decode")}
         files.append(tmp_path / f"c{rec['max_concurrency']}.json")
         files[-1].write_text(json.dumps(rec))
-    s = _json(["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", "--spec", *map(str, files), "--hardware", "h100",
-               "--draft", "eagle3", "--steps", "3", "--engine", "vllm@0.10"], capsys)
+    s = _json(
+        [
+            "calibrate-engine",
+            "--plain",
+            f"{BENCH}/vllm-plain.jsonl",
+            "--spec",
+            *map(str, files),
+            "--hardware",
+            "h100",
+            "--draft",
+            "eagle3",
+            "--steps",
+            "3",
+            "--engine",
+            "vllm@0.10",
+        ],
+        capsys,
+    )
     assert len(s["acceptance"]) == 1 and len({r["sweep"] for r in s["runs"] if r["kind"] == "spec"}) == 1
-    assert any(n.startswith("sweep 1000 in / 256 out") and "4 speculative runs at 3 draft steps from 4 file(s)" in n for n in s["notes"])
-    by_file = _json(["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", "--spec", *map(str, files), "--hardware", "h100",
-                     "--draft", "eagle3", "--steps", "3", "--engine", "vllm@0.10", "--sweep-by", "file"], capsys)
+    assert any(
+        n.startswith("sweep 1000 in / 256 out") and "4 speculative runs at 3 draft steps from 4 file(s)" in n
+        for n in s["notes"]
+    )
+    by_file = _json(
+        [
+            "calibrate-engine",
+            "--plain",
+            f"{BENCH}/vllm-plain.jsonl",
+            "--spec",
+            *map(str, files),
+            "--hardware",
+            "h100",
+            "--draft",
+            "eagle3",
+            "--steps",
+            "3",
+            "--engine",
+            "vllm@0.10",
+            "--sweep-by",
+            "file",
+        ],
+        capsys,
+    )
     assert len(by_file["acceptance"]) == 4  # the override: one acceptance per file
     # A load held out is predicted with the acceptance fitted at the other loads, never refitted on its own run: no
     # held-out error of 0.0%.  Each file alone cannot be held out (its acceptance is its own), and says so.
@@ -156,7 +247,9 @@ def test_noise_free_runs_of_the_plan_design_give_back_every_term(dep):
     assert fit.scale == pytest.approx(TRUE_SCALE, rel=0.01)
     assert fit.iteration_s == pytest.approx(TRUE_ITER_S, rel=0.02) and fit.prefill_scale == pytest.approx(1.0, rel=0.01)
     for name in ("round_s", "step_s", "seq_s", "seq_step_s"):
-        assert fit.terms[name].status == "fitted" and fit.terms[name].value == pytest.approx(getattr(TRUE_PLAN, name), rel=0.02), name
+        assert fit.terms[name].status == "fitted" and fit.terms[name].value == pytest.approx(
+            getattr(TRUE_PLAN, name), rel=0.02
+        ), name
     assert fit.error("predicted") < 1e-3 and fit.error("held_out") < 5e-3
     # One step count left out leaves one: the per-step terms are then held at the preset (0.425 ms against the runs'
     # 0.30 ms), which is what the other step count's prediction is off by.
@@ -167,7 +260,9 @@ def test_an_unrecorded_acceptance_is_fitted_once_per_sweep_and_held_out_loads_do
     runs = _model_runs(dep, pinned=False, prompts=(512,), steps=(2, 4))
     fit = fit_engine(dep, runs, intervals=True)
     (acc,) = fit.acceptance.values()  # one sweep: both step counts, every load
-    assert acc.status == "fitted" and acc.value == pytest.approx(0.72, abs=1e-3) and acc.high - acc.low < 0.01  # noise-free
+    assert (
+        acc.status == "fitted" and acc.value == pytest.approx(0.72, abs=1e-3) and acc.high - acc.low < 0.01
+    )  # noise-free
     assert fit.error("held_out", "spec") < 5e-3
     assert fit.error("held_out_steps", "spec") < 0.03  # the per-step terms held at the preset with one step count left
 
@@ -178,11 +273,16 @@ def test_what_one_step_count_and_one_batch_cannot_separate_is_held_at_the_preset
     for name in ("step_s", "seq_step_s"):
         t = fit.terms[name]
         assert t.status == "held" and t.value == getattr(dep.engine.spec, name)
-        assert "one number of draft steps (3)" in t.why and ("second number of draft steps" in t.why or "two numbers" in t.why)
+        assert "one number of draft steps (3)" in t.why and (
+            "second number of draft steps" in t.why or "two numbers" in t.why
+        )
     close = _model_runs(dep, steps=(3,), loads=(4, 5))  # decode batches 4 and 5: 1.25x apart
     fit = fit_engine(dep, close, intervals=False)
     assert fit.terms["scale"].status == "held" and "less than 1.5x apart" in fit.terms["scale"].why
-    assert fit.terms["seq_s"].status == "held" and "speculative runs at decode batches at least 1.5x apart" in fit.terms["seq_s"].why
+    assert (
+        fit.terms["seq_s"].status == "held"
+        and "speculative runs at decode batches at least 1.5x apart" in fit.terms["seq_s"].why
+    )
     with pytest.raises(ValueError, match=r"every run is at one load \(concurrency 1\)"):
         fit_engine(dep, [c for c in runs if c.run.load == "concurrency 1"])
 
@@ -207,8 +307,12 @@ def test_a_term_at_its_bound_or_trading_off_is_not_identified_and_held_at_the_pr
 def test_held_out_predictions_never_see_the_runs_they_judge(dep):
     runs = _model_runs(dep, noise=0.02, seed=1, prompts=(512,))
     base = fit_engine(dep, runs, intervals=False)
-    bent = [dataclasses.replace(c, run=dataclasses.replace(c.run, tpot_s=c.run.tpot_s * (3 if c.run.load == "concurrency 32" else 1)))
-            for c in runs]
+    bent = [
+        dataclasses.replace(
+            c, run=dataclasses.replace(c.run, tpot_s=c.run.tpot_s * (3 if c.run.load == "concurrency 32" else 1))
+        )
+        for c in runs
+    ]
     fit = fit_engine(dep, bent, intervals=False)
     at32 = [i for i, c in enumerate(fit.runs) if c.run.load == "concurrency 32"]
     assert np.allclose(fit.held_out[at32], base.held_out[at32], rtol=1e-6)
@@ -226,7 +330,8 @@ def _json(argv, capsys):
 def test_the_plan_samples_give_back_every_identified_term_within_its_printed_interval(capsys):
     s = _json(["calibrate-engine", "--plan", PLAN], capsys)
     truth = {"scale": TRUE_SCALE, "iteration_s": TRUE_ITER_S, "prefill_scale": 1.0} | {
-        k: getattr(TRUE_PLAN, k) for k in ("round_s", "step_s", "seq_s", "seq_step_s")}
+        k: getattr(TRUE_PLAN, k) for k in ("round_s", "step_s", "seq_s", "seq_step_s")
+    }
     fitted = 0
     for name, value in truth.items():
         t = s["terms"][name]
@@ -238,15 +343,39 @@ def test_the_plan_samples_give_back_every_identified_term_within_its_printed_int
     assert fitted >= 4
     assert s["error"]["held_out"]["spec"] < 0.05 and s["error"]["held_out"]["plain"] < 0.05
     assert s["error"]["held_out_steps"]["spec"] < 0.06 and s["error"]["held_out_sweep"]["spec"] < 0.06
-    assert [r["load"] for r in s["runs"] if r["kind"] == "plain"] == sorted((r["load"] for r in s["runs"] if r["kind"] == "plain"), key=load_key)
+    assert [r["load"] for r in s["runs"] if r["kind"] == "plain"] == sorted(
+        (r["load"] for r in s["runs"] if r["kind"] == "plain"), key=load_key
+    )
 
 
 @pytest.mark.parametrize("tool, extra", [("vllm", []), ("sglang", ["--target", "llama-3.1-8b"]), ("guidellm", [])])
 def test_the_tool_samples_give_back_what_one_step_count_can_fit_within_its_interval(tool, extra, capsys):
     ext = "json" if tool == "guidellm" else "jsonl"
-    s = _json(["calibrate-engine", "--plain", f"{BENCH}/{tool}-plain.{ext}", "--spec", f"{BENCH}/{tool}-eagle3.{ext}", "--hardware",
-               "h100", "--draft", "eagle3", "--steps", "3", "--engine", "vllm@0.10"] + extra, capsys)
-    truth = {"scale": TRUE_SCALE, "iteration_s": TRUE_ITER_S, "round_s": TRUE_ONE_STEP.round_s, "seq_s": TRUE_ONE_STEP.seq_s}
+    s = _json(
+        [
+            "calibrate-engine",
+            "--plain",
+            f"{BENCH}/{tool}-plain.{ext}",
+            "--spec",
+            f"{BENCH}/{tool}-eagle3.{ext}",
+            "--hardware",
+            "h100",
+            "--draft",
+            "eagle3",
+            "--steps",
+            "3",
+            "--engine",
+            "vllm@0.10",
+        ]
+        + extra,
+        capsys,
+    )
+    truth = {
+        "scale": TRUE_SCALE,
+        "iteration_s": TRUE_ITER_S,
+        "round_s": TRUE_ONE_STEP.round_s,
+        "seq_s": TRUE_ONE_STEP.seq_s,
+    }
     for name, value in truth.items():
         t = s["terms"][name]
         assert t["status"] != "fitted" or t["low"] <= value <= t["high"], (name, value, t)
@@ -266,10 +395,16 @@ def test_the_tool_samples_give_back_what_one_step_count_can_fit_within_its_inter
 
 def test_the_wrong_engine_is_named_when_another_engines_rounds_fit_far_better(dep):
     # Runs made on vLLM 0.20's overlapped rounds, fitted as vLLM 0.10's serial ones with large host terms.
-    heavy = Values(TRUE_SCALE, TRUE_ITER_S, 0.0, 1.0, SpecHost(round_s=4e-3, step_s=1e-3, seq_s=40e-6, seq_step_s=10e-6), None, ())
+    heavy = Values(
+        TRUE_SCALE, TRUE_ITER_S, 0.0, 1.0, SpecHost(round_s=4e-3, step_s=1e-3, seq_s=40e-6, seq_step_s=10e-6), None, ()
+    )
     runs = _model_runs(dep, prompts=(512,), truth=heavy)
-    fit = fit_engine(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="sglang@0.5"), runs, intervals=False)
-    assert isinstance(fit.warnings, list)  # the check runs (named only where another version fits under half as far off)
+    fit = fit_engine(
+        Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="sglang@0.5"), runs, intervals=False
+    )
+    assert isinstance(
+        fit.warnings, list
+    )  # the check runs (named only where another version fits under half as far off)
     # Runs made with the preset's own terms raise neither.
     preset = Values(1.0, dep.engine.iteration_s, dep.engine.iteration_seq_s, 1.0, dep.engine.spec, None, ())
     fit = fit_engine(dep, _model_runs(dep, prompts=(512,), truth=preset), intervals=False)
@@ -293,14 +428,23 @@ def test_the_calibration_file_reproduces_every_fitted_prediction_within_one_perc
 
     runs = _order(runs)
     model = RunModel(dep, runs)
-    values = Values(1.0, dep.engine.iteration_s, dep.engine.iteration_seq_s, dep.engine.prefill_scale, dep.engine.spec, None,
-                    tuple(s["acceptance"][k]["value"] for k in model.sweeps))
+    values = Values(
+        1.0,
+        dep.engine.iteration_s,
+        dep.engine.iteration_seq_s,
+        dep.engine.prefill_scale,
+        dep.engine.spec,
+        None,
+        tuple(s["acceptance"][k]["value"] for k in model.sweeps),
+    )
     model.settle(values)
     predicted = model.predict(values, np.arange(len(runs)))
     for row, p in zip(record["runs"], predicted):
         assert p == pytest.approx(row["fitted"], rel=0.01), row["file"]
     # The acceptance it carries is the real-prompt runs' (0.72 in the samples), never a pinned one.
-    assert record["acceptance"]["alpha"] == pytest.approx(0.72, abs=0.01) and "recorded" in record["acceptance"]["source"]
+    assert (
+        record["acceptance"]["alpha"] == pytest.approx(0.72, abs=0.01) and "recorded" in record["acceptance"]["source"]
+    )
     # schedule writes for the release the runs were on, not the newest.
     assert main(["schedule", "--calibration", str(out), "--format", "vllm"]) == 0
     capsys.readouterr()
@@ -312,11 +456,13 @@ def test_the_calibration_sets_the_deployment_and_refuses_flags_of_another(tmp_pa
     capsys.readouterr()
     rows = _json(["optimal-gamma", "--calibration", str(out), "--batch", "1"], capsys)
     assert "calibrated by cal.yaml" in rows[0]["provenance"][1] and "h100-sxm-vllm-fitted" in rows[0]["provenance"][0]
-    for flags, message in ((["--hardware", "h200"], "--hardware h200 but cal.yaml calibrates h100-sxm"),
-                           (["--target", "qwen3-8b"], "--target qwen3-8b but cal.yaml calibrates llama-3.1-8b"),
-                           (["--tp", "2"], "--tp 2 but cal.yaml calibrates tensor parallelism 1"),
-                           (["--engine", "sglang"], "--engine sglang but cal.yaml calibrates vllm@0.20.0"),
-                           (["--engine-overhead-ms", "1"], "--engine-overhead-ms replaces the time per iteration cal.yaml fitted")):
+    for flags, message in (
+        (["--hardware", "h200"], "--hardware h200 but cal.yaml calibrates h100-sxm"),
+        (["--target", "qwen3-8b"], "--target qwen3-8b but cal.yaml calibrates llama-3.1-8b"),
+        (["--tp", "2"], "--tp 2 but cal.yaml calibrates tensor parallelism 1"),
+        (["--engine", "sglang"], "--engine sglang but cal.yaml calibrates vllm@0.20.0"),
+        (["--engine-overhead-ms", "1"], "--engine-overhead-ms replaces the time per iteration cal.yaml fitted"),
+    ):
         assert main(["optimal-gamma", "--calibration", str(out)] + flags) == 2
         assert message in capsys.readouterr().err
     # The same hardware, named, is fine; so is a round term overridden by the user.
@@ -346,17 +492,48 @@ def _vllm_runs(path, loads=(1, 4), **changes):
 
 SPEC = f"--plain {BENCH}/vllm-plain.jsonl --spec {{spec}} --hardware h100 --draft eagle3 --steps 3 --engine vllm@0.10"
 BAD = [
-    ("al50", dict(spec_decode_acceptance_length=50.0), SPEC,
-     "vllm-x.jsonl#1: an acceptance length of 50 tokens per verification is outside [1, 4]: 3 draft steps accept at most 3"),
-    ("al401", dict(spec_decode_acceptance_length=4.01), SPEC, "acceptance length of 4.01 tokens per verification is outside [1, 4]"),
-    ("al1e308", dict(spec_decode_acceptance_length=1e308), SPEC, "acceptance length of 1e+308 tokens per verification is outside"),
-    ("totals", dict(max_concurrency=1, duration=20.0), SPEC,
-     "vllm-x.jsonl#1: output_throughput 237.184 but the totals over the duration give 2560 (51200 in 20 s): more than 2% apart"),
-    ("little", dict(max_concurrency=1, duration=20.0, output_throughput=2560.0, request_throughput=10.0), SPEC,
-     "completions per second times the end-to-end latency give 10.9 requests in flight at concurrency 1"),
-    ("a duration of 1e308 s", dict(duration=1e308, output_throughput=None, request_throughput=None), SPEC,
-     "give 2.17e-306 requests in flight at concurrency 1: a closed loop keeps about its users in flight (between 0.4 and"),
-    ("in flight", dict(mean_tpot_ms=0.01), SPEC, "requests in flight at concurrency 1: a closed loop keeps about its users in flight"),
+    (
+        "al50",
+        dict(spec_decode_acceptance_length=50.0),
+        SPEC,
+        "vllm-x.jsonl#1: an acceptance length of 50 tokens per verification is outside [1, 4]: 3 draft steps accept at most 3",
+    ),
+    (
+        "al401",
+        dict(spec_decode_acceptance_length=4.01),
+        SPEC,
+        "acceptance length of 4.01 tokens per verification is outside [1, 4]",
+    ),
+    (
+        "al1e308",
+        dict(spec_decode_acceptance_length=1e308),
+        SPEC,
+        "acceptance length of 1e+308 tokens per verification is outside",
+    ),
+    (
+        "totals",
+        dict(max_concurrency=1, duration=20.0),
+        SPEC,
+        "vllm-x.jsonl#1: output_throughput 237.184 but the totals over the duration give 2560 (51200 in 20 s): more than 2% apart",
+    ),
+    (
+        "little",
+        dict(max_concurrency=1, duration=20.0, output_throughput=2560.0, request_throughput=10.0),
+        SPEC,
+        "completions per second times the end-to-end latency give 10.9 requests in flight at concurrency 1",
+    ),
+    (
+        "a duration of 1e308 s",
+        dict(duration=1e308, output_throughput=None, request_throughput=None),
+        SPEC,
+        "give 2.17e-306 requests in flight at concurrency 1: a closed loop keeps about its users in flight (between 0.4 and",
+    ),
+    (
+        "in flight",
+        dict(mean_tpot_ms=0.01),
+        SPEC,
+        "requests in flight at concurrency 1: a closed loop keeps about its users in flight",
+    ),
 ]
 
 
@@ -378,26 +555,59 @@ def _guidellm(path, concurrency_mean):
 
 
 REFUSED = [
-    ("a GuideLLM run with 1000 in flight at one stream",
-     lambda t: f"--plain {_guidellm(t / 'g.json', 1000.0)} --hardware h100",
-     "a mean of 1000 requests in flight at 1 stream(s) is more than the load lets in"),
-    ("a 70B on one H100", lambda t: f"--plain {_vllm_runs(t / 'b.jsonl', (1, 4), model_id='meta-llama/Llama-3.1-70B-Instruct', spec_decode_acceptance_length=None)} --hardware h100",
-     "llama-3.1-70b (141.1 GB of weights per GPU at TP 1) does not fit in h100-sxm's 80 GB"),
-    ("a context past the model's positions",
-     lambda t: f"--plain {_vllm_runs(t / 'p.jsonl', (1, 4), total_input_tokens=200 * 1000000, spec_decode_acceptance_length=None)} --hardware h100",
-     "a mean request of 1,000,256 tokens (prompt plus output) is past llama-3.1-8b's max_position_embeddings (131,072)"),
-    ("engine none", lambda t: f"--plain {BENCH}/vllm-plain.jsonl --hardware h100 --engine none",
-     "--engine none adds no engine time: name the engine and version that served the runs"),
-    ("kernels on a GPU without data", lambda t: f"--plain {BENCH}/vllm-plain.jsonl --hardware mi300x --timing kernels",
-     "--timing kernels: the kernel database has no device 'mi300x'"),
-    ("one load", lambda t: f"--plain {_vllm_runs(t / 'one.jsonl', (4,), spec_decode_acceptance_length=None)} --hardware h100",
-     "every run is at one load (concurrency 4)"),
-    ("two models", lambda t: f"--plain {BENCH}/vllm-plain.jsonl {_vllm_runs(t / 'q.jsonl', (1, 4), model_id='Qwen/Qwen3-8B', spec_decode_acceptance_length=None)} --hardware h100 --target llama-3.1-8b",
-     "the runs name different models: Qwen/Qwen3-8B, meta-llama/Llama-3.1-8B-Instruct"),
-    ("two engines", lambda t: f"--plain {BENCH}/vllm-plain.jsonl {_vllm_runs(t / 's.jsonl', (1, 4), backend='sglang', spec_decode_acceptance_length=None)} --hardware h100",
-     "the runs were served by different engines (sglang, vllm)"),
-    ("a plain run that speculated", lambda t: f"--plain {BENCH}/vllm-eagle3.jsonl --hardware h100",
-     "vllm-eagle3.jsonl#1: given as a plain run but it reports an acceptance length of 2.80"),
+    (
+        "a GuideLLM run with 1000 in flight at one stream",
+        lambda t: f"--plain {_guidellm(t / 'g.json', 1000.0)} --hardware h100",
+        "a mean of 1000 requests in flight at 1 stream(s) is more than the load lets in",
+    ),
+    (
+        "a 70B on one H100",
+        lambda t: (
+            f"--plain {_vllm_runs(t / 'b.jsonl', (1, 4), model_id='meta-llama/Llama-3.1-70B-Instruct', spec_decode_acceptance_length=None)} --hardware h100"
+        ),
+        "llama-3.1-70b (141.1 GB of weights per GPU at TP 1) does not fit in h100-sxm's 80 GB",
+    ),
+    (
+        "a context past the model's positions",
+        lambda t: (
+            f"--plain {_vllm_runs(t / 'p.jsonl', (1, 4), total_input_tokens=200 * 1000000, spec_decode_acceptance_length=None)} --hardware h100"
+        ),
+        "a mean request of 1,000,256 tokens (prompt plus output) is past llama-3.1-8b's max_position_embeddings (131,072)",
+    ),
+    (
+        "engine none",
+        lambda t: f"--plain {BENCH}/vllm-plain.jsonl --hardware h100 --engine none",
+        "--engine none adds no engine time: name the engine and version that served the runs",
+    ),
+    (
+        "kernels on a GPU without data",
+        lambda t: f"--plain {BENCH}/vllm-plain.jsonl --hardware mi300x --timing kernels",
+        "--timing kernels: the kernel database has no device 'mi300x'",
+    ),
+    (
+        "one load",
+        lambda t: f"--plain {_vllm_runs(t / 'one.jsonl', (4,), spec_decode_acceptance_length=None)} --hardware h100",
+        "every run is at one load (concurrency 4)",
+    ),
+    (
+        "two models",
+        lambda t: (
+            f"--plain {BENCH}/vllm-plain.jsonl {_vllm_runs(t / 'q.jsonl', (1, 4), model_id='Qwen/Qwen3-8B', spec_decode_acceptance_length=None)} --hardware h100 --target llama-3.1-8b"
+        ),
+        "the runs name different models: Qwen/Qwen3-8B, meta-llama/Llama-3.1-8B-Instruct",
+    ),
+    (
+        "two engines",
+        lambda t: (
+            f"--plain {BENCH}/vllm-plain.jsonl {_vllm_runs(t / 's.jsonl', (1, 4), backend='sglang', spec_decode_acceptance_length=None)} --hardware h100"
+        ),
+        "the runs were served by different engines (sglang, vllm)",
+    ),
+    (
+        "a plain run that speculated",
+        lambda t: f"--plain {BENCH}/vllm-eagle3.jsonl --hardware h100",
+        "vllm-eagle3.jsonl#1: given as a plain run but it reports an acceptance length of 2.80",
+    ),
 ]
 
 
@@ -411,11 +621,19 @@ def test_deployments_and_designs_that_cannot_be_fitted_are_refused(name, argv, m
 
 
 def test_a_local_folder_and_another_spelling_of_the_model_are_accepted(tmp_path, capsys):
-    local = _vllm_runs(tmp_path / "local.jsonl", (1, 4, 16, 64), model_id="/models/Llama-3.1-8B-Instruct",
-                       spec_decode_acceptance_length=None)
+    local = _vllm_runs(
+        tmp_path / "local.jsonl",
+        (1, 4, 16, 64),
+        model_id="/models/Llama-3.1-8B-Instruct",
+        spec_decode_acceptance_length=None,
+    )
     assert main(["calibrate-engine", "--plain", local, "--hardware", "h100", "--target", "llama-3.1-8b"]) == 0
-    meta = _vllm_runs(tmp_path / "meta.jsonl", (1, 4, 16, 64), model_id="meta-llama/Meta-Llama-3.1-8B-Instruct",
-                      spec_decode_acceptance_length=None)
+    meta = _vllm_runs(
+        tmp_path / "meta.jsonl",
+        (1, 4, 16, 64),
+        model_id="meta-llama/Meta-Llama-3.1-8B-Instruct",
+        spec_decode_acceptance_length=None,
+    )
     assert main(["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", meta, "--hardware", "h100"]) == 0
     capsys.readouterr()
 
@@ -438,7 +656,9 @@ def _plan_copy(tmp_path):
     return folder
 
 
-def test_a_plan_whose_speculative_runs_have_no_result_holds_the_rounds_terms_at_the_preset_and_names_them(tmp_path, capsys):
+def test_a_plan_whose_speculative_runs_have_no_result_holds_the_rounds_terms_at_the_preset_and_names_them(
+    tmp_path, capsys
+):
     folder = _plan_copy(tmp_path)
     for f in (folder / "results").glob("s*.json"):
         f.unlink()
@@ -462,7 +682,10 @@ def test_a_plan_result_recorded_at_another_concurrency_is_refused(tmp_path, caps
     path.write_text(json.dumps(rec | {"max_concurrency": 1}))
     assert main(["calibrate-engine", "--plan", str(folder / "plan.yaml")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "plain-in512-c32.json: the plan ran it at concurrency 32 but the file records concurrency 1" in err[0]
+    assert (
+        len(err) == 1
+        and "plain-in512-c32.json: the plan ran it at concurrency 32 but the file records concurrency 1" in err[0]
+    )
 
 
 def test_a_calibration_relabelled_for_another_gpu_is_refused(tmp_path, capsys):
@@ -476,4 +699,8 @@ def test_a_calibration_relabelled_for_another_gpu_is_refused(tmp_path, capsys):
     for command in (["optimal-gamma"], ["speedup", "--gamma", "3"], ["compare"], ["schedule"], ["capacity"]):
         assert main(command + ["--calibration", str(bad)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and "relabelled.yaml: the fitted profile's peak_flop_per_s" in err[0] and "not fitted on mi355x" in err[0]
+        assert (
+            len(err) == 1
+            and "relabelled.yaml: the fitted profile's peak_flop_per_s" in err[0]
+            and "not fitted on mi355x" in err[0]
+        )

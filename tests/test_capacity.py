@@ -64,8 +64,13 @@ def test_fixed_gamma_costs_throughput_at_high_batch_and_gains_at_low_batch():
 def test_fit_flags_follow_capacity():
     dep = Deployment.from_names()
     cap = capacity(dep, 8192)
-    t = throughput_table(dep, 0.8, [cap.max_batch_with_draft, cap.max_batch_with_draft + 1, cap.max_batch_without_draft + 1],
-                         1128, max_context=8192)
+    t = throughput_table(
+        dep,
+        0.8,
+        [cap.max_batch_with_draft, cap.max_batch_with_draft + 1, cap.max_batch_without_draft + 1],
+        1128,
+        max_context=8192,
+    )
     assert t.fits_with_draft.tolist() == [True, False, False]
     assert t.fits_without_draft.tolist() == [True, True, False]
 
@@ -75,7 +80,9 @@ def test_max_context_below_the_mean_context_is_refused(capsys):
 
     assert main(["optimal-gamma", "--context", "4096", "--max-context", "1024", "--timing", "roofline"]) == 2
     err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "--max-context (1024) must be at least the mean --context (4096)" in err
+    assert (
+        len(err.strip().splitlines()) == 1 and "--max-context (1024) must be at least the mean --context (4096)" in err
+    )
 
 
 def test_capacity_to_dict_is_every_field_under_its_own_name():
@@ -83,9 +90,20 @@ def test_capacity_to_dict_is_every_field_under_its_own_name():
     from specsim.speculation.deployment import Deployment
 
     cap = capacity(Deployment.from_names(), 8192)
-    fields = ["memory_bytes", "usable_bytes", "target_weight_bytes", "draft_weight_bytes", "target_kv_bytes_per_seq",
-              "draft_kv_bytes_per_seq", "context_tokens", "gpus", "target_fits", "both_fit", "max_batch_without_draft",
-              "max_batch_with_draft"]
+    fields = [
+        "memory_bytes",
+        "usable_bytes",
+        "target_weight_bytes",
+        "draft_weight_bytes",
+        "target_kv_bytes_per_seq",
+        "draft_kv_bytes_per_seq",
+        "context_tokens",
+        "gpus",
+        "target_fits",
+        "both_fit",
+        "max_batch_without_draft",
+        "max_batch_with_draft",
+    ]
     assert cap.to_dict() == {name: getattr(cap, name) for name in fields}
 
 

@@ -26,12 +26,32 @@ def _tolerance(published: float) -> float:
 
 
 def test_the_issue_list_is_in_the_catalog():
-    wanted = {"qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b", "qwen3-32b", "qwen3-30b-a3b", "llama-3.3-70b",
-              "gpt-oss-20b", "gpt-oss-120b", "gemma-3-27b", "gemma-3-270m", "deepseek-v3", "mistral-7b"}
+    wanted = {
+        "qwen3-0.6b",
+        "qwen3-1.7b",
+        "qwen3-4b",
+        "qwen3-8b",
+        "qwen3-32b",
+        "qwen3-30b-a3b",
+        "llama-3.3-70b",
+        "gpt-oss-20b",
+        "gpt-oss-120b",
+        "gemma-3-27b",
+        "gemma-3-270m",
+        "deepseek-v3",
+        "mistral-7b",
+    }
     assert wanted <= set(NAMES)
     archs = {get_model(n).architecture for n in NAMES}
-    assert {"Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "MixtralForCausalLM", "DeepseekV3ForCausalLM",
-            "GptOssForCausalLM", "Gemma3ForConditionalGeneration", "Gemma3ForCausalLM"} <= archs
+    assert {
+        "Qwen3ForCausalLM",
+        "Qwen3MoeForCausalLM",
+        "MixtralForCausalLM",
+        "DeepseekV3ForCausalLM",
+        "GptOssForCausalLM",
+        "Gemma3ForConditionalGeneration",
+        "Gemma3ForCausalLM",
+    } <= archs
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -55,7 +75,9 @@ def test_catalog_files_are_config_json_read_by_the_users_path(name, tmp_path):
     (folder / "config.json").write_text(json.dumps(config))
     from_path, builtin = get_model(str(folder)), get_model(name)
     assert from_path.params == builtin.params and from_path.weight_bytes == builtin.weight_bytes
-    assert from_path.kv_bytes_per_token == builtin.kv_bytes_per_token and builtin.source == catalog_entry(name)["hub_id"]
+    assert (
+        from_path.kv_bytes_per_token == builtin.kv_bytes_per_token and builtin.source == catalog_entry(name)["hub_id"]
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -96,13 +118,19 @@ def test_class_defaults_a_checkpoint_relies_on_are_listed():
 def test_catalog_ships_with_the_package():
     text = Path(__file__).resolve().parents[1].joinpath("pyproject.toml").read_text()
     assert '"catalog/*.json", "catalog/*.yaml"' in text
-    assert model_from_hf_config(json.loads((_CATALOG / "qwen3-8b.json").read_text())).params == get_model("qwen3-8b").params
+    assert (
+        model_from_hf_config(json.loads((_CATALOG / "qwen3-8b.json").read_text())).params
+        == get_model("qwen3-8b").params
+    )
 
 
 def test_the_moe_models_deployed_now_are_in_the_catalog_with_their_published_activated_counts():
     # Issue 18: Qwen3-235B-A22B, GLM-4.5/4.6/4.7 (Glm4MoeForCausalLM), Kimi K2 on the DeepSeek-V3 architecture.
     assert {"qwen3-235b-a22b", "glm-4.5", "glm-4.6", "glm-4.7", "glm-4.5-air", "kimi-k2"} <= set(NAMES)
-    assert get_model("glm-4.5").architecture == "Glm4MoeForCausalLM" and get_model("kimi-k2").architecture == "DeepseekV3ForCausalLM"
+    assert (
+        get_model("glm-4.5").architecture == "Glm4MoeForCausalLM"
+        and get_model("kimi-k2").architecture == "DeepseekV3ForCausalLM"
+    )
     # Qwen3 counts the input embedding in "activated" (as for Qwen3-30B-A3B); DeepSeek-V3's family does not (37B).
     qwen = get_model("qwen3-235b-a22b")
     assert abs(qwen.active_params + qwen.embedding_params - 22e9) <= _tolerance(22e9)
@@ -113,7 +141,13 @@ def test_the_moe_models_deployed_now_are_in_the_catalog_with_their_published_act
 def test_glm_attention_biases_q_k_v_only_and_reads_its_qk_norm_flag():
     glm, air = get_model("glm-4.5"), get_model("glm-4.5-air")
     assert glm.qkv_bias and not glm.o_bias and glm.qk_norm and not air.qk_norm
-    assert (glm.n_experts, glm.n_active_experts, glm.n_shared_experts, glm.n_dense_layers, glm.n_mtp_layers) == (160, 8, 1, 3, 1)
+    assert (glm.n_experts, glm.n_active_experts, glm.n_shared_experts, glm.n_dense_layers, glm.n_mtp_layers) == (
+        160,
+        8,
+        1,
+        3,
+        1,
+    )
     # The 4.6 and 4.7 checkpoints are the 4.5 architecture with a longer context.
     for name in ("glm-4.6", "glm-4.7"):
         later = get_model(name)

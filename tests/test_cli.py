@@ -48,8 +48,21 @@ def test_optimal_gamma_json_agrees_with_the_library(capsys):
 
 
 def test_optimal_gamma_says_turn_off_where_it_does_not_pay(capsys):
-    code, out, _ = run(capsys, "optimal-gamma", "--alpha", "0.6", "--target", "article-8b", "--draft", "article-1b",
-                       "--batch", "1,1024", "--context", "128", "--json")
+    code, out, _ = run(
+        capsys,
+        "optimal-gamma",
+        "--alpha",
+        "0.6",
+        "--target",
+        "article-8b",
+        "--draft",
+        "article-1b",
+        "--batch",
+        "1,1024",
+        "--context",
+        "128",
+        "--json",
+    )
     rows = json.loads(out)
     assert rows[0]["gamma"] > 0 and rows[1]["gamma"] == 0
     assert rows[1]["speedup"] == 1.0 and rows[1]["recommendation"] == "turn speculation off"
@@ -58,20 +71,50 @@ def test_optimal_gamma_says_turn_off_where_it_does_not_pay(capsys):
 def test_speedup_closed_form(capsys):
     code, out, _ = run(capsys, "speedup", "--alpha", "0.8", "--gamma", "8", "--cost-ratio", "0.05", "--json")
     data = json.loads(out)
-    assert code == 0 and round(data["speedup"], 2) == 3.09 and data["tokens_per_step"] == pytest.approx(4.3289, abs=1e-4)
+    assert (
+        code == 0 and round(data["speedup"], 2) == 3.09 and data["tokens_per_step"] == pytest.approx(4.3289, abs=1e-4)
+    )
 
 
 def test_speedup_from_the_model_reproduces_figure_3(capsys):
-    code, out, _ = run(capsys, "speedup", "--alpha", "0.8", "--gamma", "4", "--target", "article-8b", "--draft", "article-1b",
-                       "--batch", "1,64,128,256", "--timing", "roofline", "--engine", "none", "--json")
+    code, out, _ = run(
+        capsys,
+        "speedup",
+        "--alpha",
+        "0.8",
+        "--gamma",
+        "4",
+        "--target",
+        "article-8b",
+        "--draft",
+        "article-1b",
+        "--batch",
+        "1,64,128,256",
+        "--timing",
+        "roofline",
+        "--engine",
+        "none",
+        "--json",
+    )
     rows = json.loads(out)
     assert [round(r["speedup"], 2) for r in rows] == [1.90, 1.81, 1.49, 1.25]
     assert all({"t_target_s", "t_draft_s", "t_verify_s", "tokens_per_step"} <= set(r) for r in rows)
 
 
 def test_steptime_json_keys_and_article_value(capsys):
-    code, out, _ = run(capsys, "steptime", "--model", "article-8b", "--batch", "1", "--timing", "roofline", "--engine", "none",
-                       "--json")
+    code, out, _ = run(
+        capsys,
+        "steptime",
+        "--model",
+        "article-8b",
+        "--batch",
+        "1",
+        "--timing",
+        "roofline",
+        "--engine",
+        "none",
+        "--json",
+    )
     row = json.loads(out)[0]
     assert {"batch", "step_time_s", "compute_s", "memory_s", "overhead_s", "bound"} <= set(row)
     assert row["step_time_s"] == pytest.approx(6.525e-3, abs=5e-7) and row["bound"] == "memory"
@@ -110,7 +153,10 @@ def test_reproduce_passes_and_exits_zero(capsys):
         (["optimal-gamma", "--context", "-5"], "context must be an integer in [0, 4194304]"),
         (["optimal-gamma", "--hardware", "h900"], "unknown hardware 'h900'; did you mean h200? specsim hardware lists"),
         (["optimal-gamma", "--target", "gpt-9"], "unknown model 'gpt-9'; specsim models lists the built-in ones"),
-        (["optimal-gamma", "--gamma", "4"], "optimal-gamma: error: unrecognized arguments: --gamma 4; did you mean --gamma-max?"),
+        (
+            ["optimal-gamma", "--gamma", "4"],
+            "optimal-gamma: error: unrecognized arguments: --gamma 4; did you mean --gamma-max?",
+        ),
         (["speedup", "--alpha", "0.5", "--gamma", "-1", "--cost-ratio", "0.1"], "gamma must be an integer in [0, 64]"),
         (["speedup", "--alpha", "0.5", "--gamma", "2", "--cost-ratio", "0.1", "--batch", "4"], "drop --batch"),
         (["alpha", "--acceptance-length", "9", "--gamma", "4"], "must be in [1, gamma + 1]"),
@@ -132,8 +178,16 @@ def test_bad_yaml_profile_is_one_line(capsys, tmp_path):
 
 
 def test_config_json_target(capsys, tmp_path):
-    cfg = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
-           "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "tie_word_embeddings": False}
+    cfg = {
+        "architectures": ["LlamaForCausalLM"],
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        "tie_word_embeddings": False,
+    }
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     _, from_file, _ = run(capsys, "optimal-gamma", "--target", str(path), "--json")
@@ -144,17 +198,31 @@ def test_config_json_target(capsys, tmp_path):
 def test_cli_as_a_subprocess(repo):
     # The real entry point, once: exit status, stdout and no traceback on bad input.
     env = {**os.environ, "PYTHONPATH": str(repo)}
-    ok = subprocess.run([sys.executable, "-m", "specsim", "optimal-gamma", "--json", "--batch", "1"],
-                        capture_output=True, text=True, env=env, cwd=repo, timeout=60)
+    ok = subprocess.run(
+        [sys.executable, "-m", "specsim", "optimal-gamma", "--json", "--batch", "1"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=repo,
+        timeout=60,
+    )
     assert ok.returncode == 0 and json.loads(ok.stdout)[0]["batch"] == 1
-    bad = subprocess.run([sys.executable, "-m", "specsim", "optimal-gamma", "--alpha", "2"],
-                         capture_output=True, text=True, env=env, cwd=repo, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, "-m", "specsim", "optimal-gamma", "--alpha", "2"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=repo,
+        timeout=60,
+    )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
 def test_optimal_gamma_path_does_not_import_heavy_libraries(repo):
-    code = ("import sys; from specsim.cli.main import main; main(['optimal-gamma', '--json']); "
-            "print(sorted(m for m in ('matplotlib', 'pandas', 'scipy', 'torch') if m in sys.modules))")
+    code = (
+        "import sys; from specsim.cli.main import main; main(['optimal-gamma', '--json']); "
+        "print(sorted(m for m in ('matplotlib', 'pandas', 'scipy', 'torch') if m in sys.modules))"
+    )
     env = {**os.environ, "PYTHONPATH": str(repo)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=repo, timeout=60)
     assert out.stdout.strip().splitlines()[-1] == "[]"
@@ -166,34 +234,54 @@ def test_optimal_gamma_path_does_not_import_heavy_libraries(repo):
 #: name, zipfile for its .npz, tempfile for writes).  The standard-library ones count only if numpy or argparse does not
 #: import them itself.
 # PyYAML is on it since issue 37 (the built-in profile is read by its C loader, not a pre-parsed bundle).
-OFF_THE_DEFAULT_PATH = ("matplotlib", "pandas", "scipy", "torch", "specsim.speculation.drafters.classic",
-                        "specsim.speculation.drafters.parallel", "specsim.speculation.drafters.suffix",
-                        "specsim.answers.tree", "specsim.answers.compare", "specsim.answers.anatomy", "hashlib", "zipfile",
-                        "tempfile")
+OFF_THE_DEFAULT_PATH = (
+    "matplotlib",
+    "pandas",
+    "scipy",
+    "torch",
+    "specsim.speculation.drafters.classic",
+    "specsim.speculation.drafters.parallel",
+    "specsim.speculation.drafters.suffix",
+    "specsim.answers.tree",
+    "specsim.answers.compare",
+    "specsim.answers.anatomy",
+    "hashlib",
+    "zipfile",
+    "tempfile",
+)
 
 
 def test_the_default_optimal_gamma_imports_only_what_it_uses(repo):
-    code = ("import sys, argparse, numpy; before = set(sys.modules); from specsim.cli.main import main; "
-            "status = main(['optimal-gamma']); "
-            f"print(status, sorted(m for m in {OFF_THE_DEFAULT_PATH!r} if m in sys.modules and m not in before))")
+    code = (
+        "import sys, argparse, numpy; before = set(sys.modules); from specsim.cli.main import main; "
+        "status = main(['optimal-gamma']); "
+        f"print(status, sorted(m for m in {OFF_THE_DEFAULT_PATH!r} if m in sys.modules and m not in before))"
+    )
     env = {**os.environ, "PYTHONPATH": str(repo)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=repo, timeout=60)
     assert out.stdout.strip().splitlines()[-1] == "0 []", out.stderr
     dflash = code.replace("['optimal-gamma']", "['optimal-gamma', '--draft', 'dflash', '--target', 'qwen3-8b']")
-    named = subprocess.run([sys.executable, "-c", dflash], capture_output=True, text=True, env=env, cwd=repo, timeout=60)
+    named = subprocess.run(
+        [sys.executable, "-c", dflash], capture_output=True, text=True, env=env, cwd=repo, timeout=60
+    )
     # naming a kind loads its module (and what it builds on), and nothing else of the lazy ones
-    assert named.stdout.strip().splitlines()[-1] == "0 ['specsim.speculation.drafters.classic', 'specsim.speculation.drafters.parallel']", named.stderr
+    assert (
+        named.stdout.strip().splitlines()[-1]
+        == "0 ['specsim.speculation.drafters.classic', 'specsim.speculation.drafters.parallel']"
+    ), named.stderr
 
 
 def test_a_process_run_freezes_its_modules_out_of_the_collector_and_runs_the_command_with_it_on(repo):
     """main() as the process entry (argv None) pauses the collector while the parser loads modules, freezes what was
     loaded and runs the command with the collector on; main(argv) from a caller leaves the collector as it was."""
-    code = ("import gc, sys; import specsim.cli.info as info; seen = []; run = info.run_hardware; "
-            "info.run_hardware = lambda args: seen.append(gc.isenabled()) or run(args); "
-            "from specsim.cli.main import main; before = gc.get_freeze_count(); "  # Python 3.12 starts with some frozen
-            "called = main(['hardware']); after_call = gc.get_freeze_count() - before; "
-            "sys.argv = ['specsim', 'hardware']; status = main(); "
-            "print(called, after_call, status, seen, gc.isenabled(), gc.get_freeze_count() > before)")
+    code = (
+        "import gc, sys; import specsim.cli.info as info; seen = []; run = info.run_hardware; "
+        "info.run_hardware = lambda args: seen.append(gc.isenabled()) or run(args); "
+        "from specsim.cli.main import main; before = gc.get_freeze_count(); "  # Python 3.12 starts with some frozen
+        "called = main(['hardware']); after_call = gc.get_freeze_count() - before; "
+        "sys.argv = ['specsim', 'hardware']; status = main(); "
+        "print(called, after_call, status, seen, gc.isenabled(), gc.get_freeze_count() > before)"
+    )
     env = {**os.environ, "PYTHONPATH": str(repo)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=repo, timeout=60)
     assert out.stdout.strip().splitlines()[-1] == "0 0 0 [True, True] True True", out.stderr
@@ -241,7 +329,9 @@ def test_parser_defaults_are_the_librarys():
     loop = {a.dest: a for a in parser._subparsers._group_actions[0].choices["measure-loop"]._actions}
     assert loop["tokens"].default == defaults.LOOP_TOKENS and loop["dtype"].default == defaults.LOOP_DTYPE
     measure = {a.dest: a for a in parser._subparsers._group_actions[0].choices["measure"]._actions}
-    assert measure["device"].default == defaults.MEASURE_DEVICE and measure["repeats"].default == defaults.MEASURE_REPEATS
+    assert (
+        measure["device"].default == defaults.MEASURE_DEVICE and measure["repeats"].default == defaults.MEASURE_REPEATS
+    )
 
 
 def test_optimal_gamma_json_step_times_are_at_the_chosen_gamma(capsys):

@@ -18,8 +18,8 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from specsim.cli.main import main  # noqa: E402
-from specsim.speculation.deployment import Deployment  # noqa: E402
 from specsim.serving.simulator import EngineLimits, serve_sweep  # noqa: E402
+from specsim.speculation.deployment import Deployment  # noqa: E402
 from specsim.speculation.sweep import sweep  # noqa: E402
 
 RATES = (2.0, 8.0, 32.0)
@@ -30,8 +30,12 @@ REQUESTS = 40
 def client():
     """Two worker processes of one thread each; the scheduler and its HTTP server on free ports (8787, the default,
     may be taken by another cluster on the machine, or by the other xdist worker)."""
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                                  scheduler_port=0, silence_logs=50) as cluster, distributed.Client(cluster) as c:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", scheduler_port=0, silence_logs=50
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
         yield c
 
 
@@ -40,17 +44,57 @@ def _deployment() -> Deployment:
 
 
 def _sweep(executor=None) -> pd.DataFrame:
-    return serve_sweep(_deployment(), RATES, "chat", REQUESTS, 0.8, "schedule", EngineLimits(), seed=3, slo_tpot_s=0.02,
-                       executor=executor)
+    return serve_sweep(
+        _deployment(),
+        RATES,
+        "chat",
+        REQUESTS,
+        0.8,
+        "schedule",
+        EngineLimits(),
+        seed=3,
+        slo_tpot_s=0.02,
+        executor=executor,
+    )
 
 
 def test_serve_sweep_on_a_dask_cluster_equals_the_serial_run_and_the_process_pool(client, capsys):
     on_cluster = _sweep(client.get_executor())
     assert client.run(lambda: 1) and len(client.scheduler_info()["workers"]) == 2  # two live worker processes
     pd.testing.assert_frame_equal(on_cluster, _sweep(), check_exact=True)
-    assert main(["serve-sweep", "--rates", ",".join(f"{r:g}" for r in RATES), "--workload", "chat", "--requests", str(REQUESTS),
-                 "--alpha", "0.8", "--seed", "3", "--slo-tpot-ms", "20", "--workers", "2", "--hardware", "h100-sxm",
-                 "--target", "llama-3.1-8b", "--draft", "llama-3.2-1b", "--timing", "hybrid", "--engine", "vllm", "--json"]) == 0
+    assert (
+        main(
+            [
+                "serve-sweep",
+                "--rates",
+                ",".join(f"{r:g}" for r in RATES),
+                "--workload",
+                "chat",
+                "--requests",
+                str(REQUESTS),
+                "--alpha",
+                "0.8",
+                "--seed",
+                "3",
+                "--slo-tpot-ms",
+                "20",
+                "--workers",
+                "2",
+                "--hardware",
+                "h100-sxm",
+                "--target",
+                "llama-3.1-8b",
+                "--draft",
+                "llama-3.2-1b",
+                "--timing",
+                "hybrid",
+                "--engine",
+                "vllm",
+                "--json",
+            ]
+        )
+        == 0
+    )
     pool = pd.DataFrame(json.loads(capsys.readouterr().out)["rates"])
     pd.testing.assert_frame_equal(on_cluster[pool.columns], pool, check_exact=True, check_dtype=False)
     assert list(on_cluster.rate) == list(RATES) and (on_cluster.on_tpot_p50_s > 0).all()
@@ -58,8 +102,16 @@ def test_serve_sweep_on_a_dask_cluster_equals_the_serial_run_and_the_process_poo
 
 def test_a_grid_sweep_split_by_hardware_on_the_cluster_equals_one_call(client):
     hardware = ["h100-sxm", "h200", "a100-sxm-80gb"]
-    grid = partial(sweep, alpha=[0.6, 0.8], gamma=[0, 2, 4], batch=[1, 16, 256], context=[512, 4096],
-                   pairs=(("llama-3.1-8b", "llama-3.2-1b"),), timing="hybrid", engine="vllm")
+    grid = partial(
+        sweep,
+        alpha=[0.6, 0.8],
+        gamma=[0, 2, 4],
+        batch=[1, 16, 256],
+        context=[512, 4096],
+        pairs=(("llama-3.1-8b", "llama-3.2-1b"),),
+        timing="hybrid",
+        engine="vllm",
+    )
     parts = list(client.get_executor().map(lambda hw: grid(hardware=hw), hardware))
     together = pd.concat(parts, ignore_index=True)
     pd.testing.assert_frame_equal(together, grid(hardware=hardware), check_exact=True)

@@ -12,8 +12,24 @@ from specsim.calibration.bench_files import read_bench_file
 
 ROOT = Path(__file__).resolve().parent.parent / "examples" / "bench" / "public"
 SOURCES = sorted(p.parent for p in ROOT.glob("*/source.yaml"))
-REQUIRED = ("source", "title", "repository", "commit", "paths", "engine", "engine_spec", "hardware", "tp", "target", "drafter",
-            "load", "lengths", "acceptance", "runs", "mapping")
+REQUIRED = (
+    "source",
+    "title",
+    "repository",
+    "commit",
+    "paths",
+    "engine",
+    "engine_spec",
+    "hardware",
+    "tp",
+    "target",
+    "drafter",
+    "load",
+    "lengths",
+    "acceptance",
+    "runs",
+    "mapping",
+)
 
 
 def test_the_corpus_spans_the_sources_engines_gpus_and_drafters_issue_35_asks_for():
@@ -23,7 +39,12 @@ def test_the_corpus_spans_the_sources_engines_gpus_and_drafters_issue_35_asks_fo
     assert {s["engine"] for s in modelled} >= {"vllm", "sglang", "trtllm"}
     assert len({s["hardware"] for s in modelled}) >= 3
     drafters = {s["drafter"] for s in modelled}
-    assert "eagle3" in drafters and "mtp" in drafters and "dspark" in drafters and any(d.startswith("qwen3-") for d in drafters)
+    assert (
+        "eagle3" in drafters
+        and "mtp" in drafters
+        and "dspark" in drafters
+        and any(d.startswith("qwen3-") for d in drafters)
+    )
 
 
 @pytest.mark.parametrize("folder", SOURCES, ids=[s.name for s in SOURCES])
@@ -33,7 +54,9 @@ def test_each_source_says_where_its_numbers_come_from_and_every_run_reads(folder
     assert not missing, missing
     assert spec["source"] == folder.name and len(str(spec["commit"])) == 40 and spec["mapping"].strip()
     converters = {p.stem for p in (ROOT.parent.parent.parent / "scripts" / "public_bench").glob("*.py")}
-    assert folder.name in converters or (spec["repository"].endswith("InferenceX-app") and "inferencex-dsr1-mtp" in converters)
+    assert folder.name in converters or (
+        spec["repository"].endswith("InferenceX-app") and "inferencex-dsr1-mtp" in converters
+    )
     listed = {r["file"] for r in spec["runs"]}
     assert listed == {p.name for p in folder.glob("*.jsonl")}, "the manifest lists every run file, and only those"
     for row in spec["runs"]:

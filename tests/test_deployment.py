@@ -7,21 +7,34 @@ import dataclasses
 import numpy as np
 import pytest
 
-from specsim.speculation.acceptance import TreeSpec
-from specsim.speculation.deployment import (MAX_VOCAB_PADDING, Deployment, DraftStep, RoundFixed, model_assumptions, round_seconds)
-from specsim.speculation.drafters import DraftModel, NgramDrafter, make_drafter
-from specsim.engines import ENGINES, EnginePreset, SpecHost, get_engine
 from specsim.describe.hardware import load_hardware
 from specsim.describe.models import get_model
-from specsim.speculation.acceptance import expected_tokens
+from specsim.engines import ENGINES, EnginePreset, SpecHost, get_engine
+from specsim.speculation.acceptance import TreeSpec, expected_tokens
+from specsim.speculation.deployment import (
+    MAX_VOCAB_PADDING,
+    Deployment,
+    DraftStep,
+    RoundFixed,
+    model_assumptions,
+    round_seconds,
+)
+from specsim.speculation.drafters import DraftModel, NgramDrafter, make_drafter
 from specsim.speculation.search import speedup
 from specsim.timing.roofline import RooflineSource, step_time
 
 H100 = load_hardware("h100-sxm")
 # Distinct powers of two, so that every sum below identifies which terms went in.
 # H = 4 ms per round + 0.25 ms per draft step + 2 us per sequence.
-ENGINE = EnginePreset("test", "vllm", iteration_s=1e-3, kernel_iteration_s=0.0, basis="test", collective_s=1e-6,
-                      spec=SpecHost(4e-3, 2.5e-4, 2e-6))
+ENGINE = EnginePreset(
+    "test",
+    "vllm",
+    iteration_s=1e-3,
+    kernel_iteration_s=0.0,
+    basis="test",
+    collective_s=1e-6,
+    spec=SpecHost(4e-3, 2.5e-4, 2e-6),
+)
 OVERLAP = dataclasses.replace(ENGINE, overlap_kinds=frozenset({"draft_model", "eagle3"}), overlap_chains_only=True)
 B, L = np.array([1.0, 8.0, 64.0]), 1128
 
@@ -50,7 +63,9 @@ def test_host_work_adds_to_a_serial_round_and_hides_behind_an_overlapped_one():
     assert round_seconds(3, 2.0, 5.0, 4.0) == 15.0
     np.testing.assert_array_equal(round_seconds(3, 2.0, 5.0, [4.0, 11.0, 20.0], hidden=1.0), [11.0, 11.0, 20.0])
     # A version that hides a share h of H: max(t_pass, h H) + (1 - h) H.
-    np.testing.assert_allclose(round_seconds(3, 2.0, 5.0, [4.0, 20.0, 40.0], hidden=0.5), [13.0, 21.0, 40.0], rtol=1e-15)
+    np.testing.assert_allclose(
+        round_seconds(3, 2.0, 5.0, [4.0, 20.0, 40.0], hidden=0.5), [13.0, 21.0, 40.0], rtol=1e-15
+    )
     for bad in (-0.1, 1.5):
         with pytest.raises(ValueError, match=r"hidden share of a round's host work must be in \[0, 1\]"):
             round_seconds(3, 2.0, 5.0, 4.0, hidden=bad)
@@ -76,7 +91,13 @@ def test_a_draft_model_round_adds_every_engine_term_once():
     np.testing.assert_allclose(r.passes_s, passes, rtol=1e-14)
     np.testing.assert_allclose(r.total_s, passes + _host(B, 3), rtol=1e-14)
     np.testing.assert_allclose(sum(r.parts().values()), r.total_s, rtol=1e-14)
-    assert list(r.parts()) == ["draft steps", "draft-step collectives", "verification", "engine per iteration", "engine host time"]
+    assert list(r.parts()) == [
+        "draft steps",
+        "draft-step collectives",
+        "verification",
+        "engine per iteration",
+        "engine host time",
+    ]
     np.testing.assert_allclose(r.parts()["engine host time"], _host(B, 3), rtol=1e-12)
 
 
@@ -98,7 +119,9 @@ def test_an_overlapping_engine_hides_the_host_work_behind_the_passes_of_a_chain_
     # The speedup is E t_T over the composed round, not over the sum of the passes.
     times = overlap.outcome(0.8, 3, B, L)
     np.testing.assert_allclose(times.round_s, r.total_s, rtol=1e-15)
-    np.testing.assert_allclose(speedup(overlap, 0.8, 3, B, L), expected_tokens(0.8, 3) * times.target.total_s / r.total_s, rtol=1e-14)
+    np.testing.assert_allclose(
+        speedup(overlap, 0.8, 3, B, L), expected_tokens(0.8, 3) * times.target.total_s / r.total_s, rtol=1e-14
+    )
 
 
 def test_a_decode_step_carries_the_iteration_time_and_no_round_term():
@@ -209,13 +232,20 @@ def test_a_deployment_without_a_drafter_decodes_and_refuses_a_round():
 
 def test_a_model_shape_as_drafter_is_a_draft_model():
     dep = Deployment(H100, get_model("llama-3.1-8b"), get_model("llama-3.2-1b"))
-    assert isinstance(dep.drafter, DraftModel) and dep.drafter.name == "llama-3.2-1b" and dep.draft is dep.drafter.step_model
+    assert (
+        isinstance(dep.drafter, DraftModel)
+        and dep.drafter.name == "llama-3.2-1b"
+        and dep.draft is dep.drafter.step_model
+    )
 
 
-@pytest.mark.parametrize("draft, tp, message", [
-    ("qwen3-0.6b", None, r"vocabulary of 128,256 and draft qwen3-0.6b 151,936: the vocabularies differ"),
-    ("llama-3.2-1b", 2, r"draft tensor parallelism 2 must be 1 or the target's 1"),
-])
+@pytest.mark.parametrize(
+    "draft, tp, message",
+    [
+        ("qwen3-0.6b", None, r"vocabulary of 128,256 and draft qwen3-0.6b 151,936: the vocabularies differ"),
+        ("llama-3.2-1b", 2, r"draft tensor parallelism 2 must be 1 or the target's 1"),
+    ],
+)
 def test_a_draft_must_share_the_vocabulary_and_a_legal_tp(draft, tp, message):
     with pytest.raises(ValueError, match=message):
         Deployment(H100, get_model("llama-3.1-8b"), get_model(draft, tp=tp))
@@ -252,7 +282,9 @@ def test_provenance_names_the_source_the_engine_the_drafter_and_the_assumptions(
     lines = _dep("qwen3-30b-a3b", draft="eagle3", tp=2).provenance()
     assert lines[0] == RooflineSource(H100).describe() and lines[1] == ENGINE.describe()
     assert lines[2].startswith("drafter: eagle3 head (qwen3-30b-a3b)")
-    assert any(line.startswith("experts: ") for line in lines) and any(line.startswith("tensor parallelism: ") for line in lines)
+    assert any(line.startswith("experts: ") for line in lines) and any(
+        line.startswith("tensor parallelism: ") for line in lines
+    )
     assert len(_dep().provenance()) == 2  # a draft model needs no drafter line; a bf16 dense model no assumption
 
 
@@ -263,16 +295,20 @@ def test_model_assumptions_name_precision_experts_skew_and_parallelism():
     a100 = model_assumptions(load_hardware("a100-sxm-80gb"), [get_model("llama-3.1-8b", weight_dtype="int8")])
     assert a100 == ["precision: FP8/INT8 matmuls at the 16-bit rate (no 8-bit tensor cores in the profile)"]
     int4 = model_assumptions(H100, [get_model("llama-3.1-8b", weight_dtype="int4")])
-    assert int4 == ["precision: weight-only int4 GEMMs (16-bit activations) dequantise each weight once per 16-token MMA tile, a "
-                    "full tile at 0.8x the 16-bit rate (Marlin, arXiv:2408.11743; the kernel database's W4A16 fused-MoE at "
-                    "0.69-1.12 of BF16), so a pass of few tokens pays a whole tile; the database's int4_wo/int8_wo tables "
-                    "where it has them"]
+    assert int4 == [
+        "precision: weight-only int4 GEMMs (16-bit activations) dequantise each weight once per 16-token MMA tile, a "
+        "full tile at 0.8x the 16-bit rate (Marlin, arXiv:2408.11743; the kernel database's W4A16 fused-MoE at "
+        "0.69-1.12 of BF16), so a pass of few tokens pays a whole tile; the database's int4_wo/int8_wo tables "
+        "where it has them"
+    ]
     skew = model_assumptions(H100, [get_model("qwen3-30b-a3b", routing_effective_experts=64)])
     assert skew[0].endswith("; skewed routing set by --moe-effective-experts")
     assert not model_assumptions(H100, [get_model("qwen3-30b-a3b")])[0].endswith("--moe-effective-experts")
     tp = model_assumptions(H100, [get_model("llama-3.3-70b", tp=4)])
-    assert tp == ["tensor parallelism: per-GPU shards; 2 all-reduces per layer and a logits all-gather over 450 GB/s per "
-                  "direction, 4.5 us each (profile), or the kernel database's measured all-reduce"]
+    assert tp == [
+        "tensor parallelism: per-GPU shards; 2 all-reduces per layer and a logits all-gather over 450 GB/s per "
+        "direction, 4.5 us each (profile), or the kernel database's measured all-reduce"
+    ]
 
 
 def test_notes_gather_the_sources_and_each_models_notes():
@@ -297,7 +333,9 @@ def test_from_names_defaults_and_build_with_a_source():
 def test_draft_step_and_round_fixed_pieces():
     dep = _dep()
     step = _dep("llama-3.3-70b", tp=4, draft_tp=4).draft_step(B, L, 2)
-    assert isinstance(step, DraftStep) and step.as_step().overhead_s == pytest.approx(step.gpu.overhead_s + 1e-6 * (2 * 16 + 1))
+    assert isinstance(step, DraftStep) and step.as_step().overhead_s == pytest.approx(
+        step.gpu.overhead_s + 1e-6 * (2 * 16 + 1)
+    )
     fixed = dep.round_fixed(B, L, 4)
     assert isinstance(fixed, RoundFixed)
     none = _dep(engine=ENGINES["none"]).draft_step(B, L)
@@ -340,17 +378,24 @@ def test_round_parts_are_arrays_of_the_rounds_shape():
 
 def test_model_assumption_lines_are_exact():
     moe = model_assumptions(H100, [get_model("qwen3-30b-a3b")])
-    assert moe == ["experts: a pass reads the distinct experts its tokens route to, E(1-(1-k/E)^tokens) under uniform routing "
-                   "(independent routing: the bound; --moe-routing-correlation 0.2 applies the fit to public MoE sweeps)"]
+    assert moe == [
+        "experts: a pass reads the distinct experts its tokens route to, E(1-(1-k/E)^tokens) under uniform routing "
+        "(independent routing: the bound; --moe-routing-correlation 0.2 applies the fit to public MoE sweeps)"
+    ]
     rho = model_assumptions(H100, [get_model("qwen3-30b-a3b", routing_correlation=0.2)])
-    assert rho[0].startswith(moe[0].split(" (independent")[0] + "; a sequence's tokens route alike with correlation 0.2")
+    assert rho[0].startswith(
+        moe[0].split(" (independent")[0] + "; a sequence's tokens route alike with correlation 0.2"
+    )
     skew = model_assumptions(H100, [get_model("qwen3-30b-a3b", routing_effective_experts=64)])
     assert skew == [moe[0] + "; skewed routing set by --moe-effective-experts"]
 
 
 def test_the_draft_tp_refusal_is_exact():
-    with pytest.raises(ValueError, match=r"^draft tensor parallelism 2 must be 1 or the target's 1 \(vLLM's "
-                                         r"draft_tensor_parallel_size; SGLang and TensorRT-LLM run the draft at the target's\)$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^draft tensor parallelism 2 must be 1 or the target's 1 \(vLLM's "
+        r"draft_tensor_parallel_size; SGLang and TensorRT-LLM run the draft at the target's\)$",
+    ):
         Deployment(H100, get_model("llama-3.1-8b"), get_model("llama-3.2-1b", tp=2))
 
 
@@ -360,8 +405,15 @@ def test_from_names_and_build_pass_every_option_through():
     fp8 = Deployment.from_names(draft_options={"weight_dtype": "fp8"})
     assert fp8.draft.weight_dtype == "fp8"
     lines = []
-    built = Deployment.build(draft="ngram", draft_options={}, ngram_cpu_s_per_token=3e-9, timing="roofline",
-                             engine_overhead_ms=0.7, decode_only=False, progress=lines.append)
+    built = Deployment.build(
+        draft="ngram",
+        draft_options={},
+        ngram_cpu_s_per_token=3e-9,
+        timing="roofline",
+        engine_overhead_ms=0.7,
+        decode_only=False,
+        progress=lines.append,
+    )
     assert built.drafter.cpu_s_per_token == 3e-9 and built.engine.iteration_s == pytest.approx(7e-4)
     assert Deployment.build(decode_only=True).drafter is None
     assert Deployment.build(draft_options={"kv_dtype": "fp8"}, timing="roofline").draft.kv_dtype == "fp8"
@@ -384,7 +436,9 @@ def test_with_tp_moves_a_draft_at_tp_2_with_a_target_at_tp_2():
 def test_an_outcome_passes_the_trees_verified_token_count_through():
     dep = _dep(draft="eagle3")
     t = dep.outcome(0.8, TreeSpec(2, 3, 9), 1, L)
-    np.testing.assert_allclose(t.verify.total_s, _gpu(dep.target, 1, 9) + _draft_gpu(dep.draft, 1, 9) + 1e-3, rtol=1e-14)
+    np.testing.assert_allclose(
+        t.verify.total_s, _gpu(dep.target, 1, 9) + _draft_gpu(dep.draft, 1, 9) + 1e-3, rtol=1e-14
+    )
     np.testing.assert_allclose(t.host_s, _host(1, 3), rtol=1e-12)
 
 
@@ -415,28 +469,65 @@ def test_round_defaults_are_one_step_of_one_token_at_the_default_context():
     one = dep.round_time(B, DEFAULT_CONTEXT_TOKENS, 1, 1)
     np.testing.assert_array_equal(dep.round_time(B).total_s, one.total_s)
     np.testing.assert_array_equal(dep.round_time(B).host_s, one.host_s)
-    np.testing.assert_array_equal(dep.draft_step(B).as_step().total_s, dep.draft_step(B, DEFAULT_CONTEXT_TOKENS, 1).as_step().total_s)
+    np.testing.assert_array_equal(
+        dep.draft_step(B).as_step().total_s, dep.draft_step(B, DEFAULT_CONTEXT_TOKENS, 1).as_step().total_s
+    )
     # The engine overlaps chains only: the default draft width (1) is a chain.
     head = _dep(draft="eagle3", engine=OVERLAP)
     assert head.round_host(B, 3)[1] == OVERLAP.overlap_share == 1.0 and head.round_host(B, 3, 2)[1] == 0.0
     np.testing.assert_array_equal(head.round_host(B, 3)[0], _host(B, 3))
 
 
-@pytest.mark.parametrize("target, draft, engine, expected", [
-    ("llama-3.1-8b", "llama-3.2-1b", "vllm@0.10", "; engine vllm@0.10, round host work serial; -v for every source"),
-    ("llama-3.1-8b", "eagle3", "vllm@0.14", "; engine vllm@0.14, round host work overlapped; -v for every source"),
-    ("llama-3.1-8b", "llama-3.2-1b", "vllm@0.14", "; engine vllm@0.14, round host work serial; -v for every source"),
-    ("llama-3.1-8b", "eagle3", "none", "; engine none; -v for every source"),
-    ("llama-3.1-8b", None, "vllm@0.14", "; engine vllm@0.14; -v for every source"),
-    ("llama-3.1-8b:int8", None, "none", "; engine none; assumed: FP8/INT8 matmuls at 1.5x BF16; -v for every source"),
-    ("qwen3-30b-a3b-fp8", None, "none", "; engine none; assumed: FP8/INT8 matmuls at 1.5x BF16, experts read as uniformly "
-                                        "routed; -v for every source"),
-    ("qwen3-30b-a3b:skew", None, "none", "; engine none; assumed: experts read under --moe-effective-experts; -v for every source"),
-    ("llama-3.3-70b:tp4", None, "none", "; engine none; assumed: 2 all-reduces per layer + logits gather per pass; -v for every source"),
-])
+@pytest.mark.parametrize(
+    "target, draft, engine, expected",
+    [
+        (
+            "llama-3.1-8b",
+            "llama-3.2-1b",
+            "vllm@0.10",
+            "; engine vllm@0.10, round host work serial; -v for every source",
+        ),
+        ("llama-3.1-8b", "eagle3", "vllm@0.14", "; engine vllm@0.14, round host work overlapped; -v for every source"),
+        (
+            "llama-3.1-8b",
+            "llama-3.2-1b",
+            "vllm@0.14",
+            "; engine vllm@0.14, round host work serial; -v for every source",
+        ),
+        ("llama-3.1-8b", "eagle3", "none", "; engine none; -v for every source"),
+        ("llama-3.1-8b", None, "vllm@0.14", "; engine vllm@0.14; -v for every source"),
+        (
+            "llama-3.1-8b:int8",
+            None,
+            "none",
+            "; engine none; assumed: FP8/INT8 matmuls at 1.5x BF16; -v for every source",
+        ),
+        (
+            "qwen3-30b-a3b-fp8",
+            None,
+            "none",
+            "; engine none; assumed: FP8/INT8 matmuls at 1.5x BF16, experts read as uniformly "
+            "routed; -v for every source",
+        ),
+        (
+            "qwen3-30b-a3b:skew",
+            None,
+            "none",
+            "; engine none; assumed: experts read under --moe-effective-experts; -v for every source",
+        ),
+        (
+            "llama-3.3-70b:tp4",
+            None,
+            "none",
+            "; engine none; assumed: 2 all-reduces per layer + logits gather per pass; -v for every source",
+        ),
+    ],
+)
 def test_the_one_line_brief_names_the_engine_its_overlap_and_each_assumption(target, draft, engine, expected):
     name, _, option = target.partition(":")
-    options = {"int8": {"weight_dtype": "int8"}, "skew": {"routing_effective_experts": 64}, "tp4": {"tp": 4}}.get(option, {})
+    options = {"int8": {"weight_dtype": "int8"}, "skew": {"routing_effective_experts": 64}, "tp4": {"tp": 4}}.get(
+        option, {}
+    )
     t = get_model(name, **options)
     drafter = make_drafter(draft, t) if draft else None
     brief = Deployment(H100, t, drafter, RooflineSource(H100), get_engine(engine)).brief()
@@ -469,8 +560,9 @@ def test_a_draft_pays_its_layers_share_of_the_per_pass_overhead_and_never_more_t
 
 
 def test_an_ngram_round_carries_per_sequence_work_for_its_proposed_tokens_without_draft_steps():
-    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "ngram", timing="roofline", engine="sglang@0.5",
-                           ngram_cpu_s_per_token=0.0)
+    dep = Deployment.build(
+        "h100-sxm", "llama-3.1-8b", "ngram", timing="roofline", engine="sglang@0.5", ngram_cpu_s_per_token=0.0
+    )
     host, hidden = dep.round_host(8, 3)
     spec = dep.engine.spec
     assert spec.seq_step_s > 0 and hidden == 0.0

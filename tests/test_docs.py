@@ -25,8 +25,20 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 #: Top-level folders and files of the repository: a backticked path that starts with one of them must exist.
-ROOTS = ("specsim/", "benchmarks/", "scripts/", "examples/", "tests/", "notebooks/", "hardware/", "figures/", "docs/",
-         ".ci/", "pyproject.toml", "mkdocs.yml")
+ROOTS = (
+    "specsim/",
+    "benchmarks/",
+    "scripts/",
+    "examples/",
+    "tests/",
+    "notebooks/",
+    "hardware/",
+    "figures/",
+    "docs/",
+    ".ci/",
+    "pyproject.toml",
+    "mkdocs.yml",
+)
 
 
 def _pages() -> list[Path]:
@@ -42,8 +54,23 @@ def _code_spans(text: str) -> list[str]:
 
 def test_the_docs_build_strictly(tmp_path):
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-    run = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(REPO / "mkdocs.yml"),
-                          "--site-dir", str(tmp_path / "site")], capture_output=True, text=True, env=env, cwd=REPO)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(REPO / "mkdocs.yml"),
+            "--site-dir",
+            str(tmp_path / "site"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+    )
     assert run.returncode == 0, f"mkdocs build --strict failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
     assert (tmp_path / "site" / "reference" / "cli" / "index.html").is_file()
     assert (tmp_path / "site" / "figures" / "drafters.png").is_file()  # figures/ is served through docs/figures
@@ -106,13 +133,19 @@ def _resolves(name: str) -> bool:
 
 
 def test_every_specsim_name_the_docs_give_resolves():
-    names = {(page, m) for page in _pages() for span in _code_spans(page.read_text())
-             for m in re.findall(r"\bspecsim(?:\.\w+)+", span)}
+    names = {
+        (page, m)
+        for page in _pages()
+        for span in _code_spans(page.read_text())
+        for m in re.findall(r"\bspecsim(?:\.\w+)+", span)
+    }
     unresolved = sorted(f"{p.relative_to(REPO)}: {n}" for p, n in names if not _resolves(n))
     assert names and not unresolved, "names the docs give that do not exist:\n" + "\n".join(unresolved)
 
 
-@pytest.mark.parametrize("target", sorted(set(re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", (REPO / "README.md").read_text()))))
+@pytest.mark.parametrize(
+    "target", sorted(set(re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", (REPO / "README.md").read_text())))
+)
 def test_the_readme_links_resolve(target):
     if target.startswith(("http://", "https://")):
         return

@@ -11,12 +11,19 @@ import numpy as np
 import pytest
 import yaml
 
-from specsim.speculation.acceptance import (Acceptance, TreeSpec, build_tree, monte_carlo_tree, parse_acceptance, parse_tree)
 from specsim.cli.main import main
-from specsim.speculation.drafters import NGRAM_CPU_S_PER_TOKEN, NgramDrafter, make_drafter
 from specsim.describe.models import get_model
 from specsim.describe.shapes import format_count
+from specsim.speculation.acceptance import (
+    Acceptance,
+    TreeSpec,
+    build_tree,
+    monte_carlo_tree,
+    parse_acceptance,
+    parse_tree,
+)
 from specsim.speculation.deployment import Deployment
+from specsim.speculation.drafters import NGRAM_CPU_S_PER_TOKEN, NgramDrafter, make_drafter
 from specsim.speculation.search import expected_tokens, expected_tokens_per_position, optimal_gamma, optimal_tree
 
 
@@ -32,7 +39,7 @@ def test_per_position_acceptance_is_the_sum_of_cumulative_rates_and_is_not_extra
     best = optimal_gamma(dep, acc, [1, 64], 1128, gamma_max=16)
     assert best.gamma_max == 3 and best.gamma.max() <= 3
     # One alpha and its per-position equivalent give the same answer.
-    alpha = Acceptance(cumulative=tuple(0.8 ** k for k in range(1, 9)))
+    alpha = Acceptance(cumulative=tuple(0.8**k for k in range(1, 9)))
     a = optimal_gamma(dep, alpha, [1, 64], 1128, gamma_max=8)
     b = optimal_gamma(dep, 0.8, [1, 64], 1128, gamma_max=8)
     assert a.gamma.tolist() == b.gamma.tolist() and np.allclose(a.speedup, b.speedup)
@@ -41,9 +48,11 @@ def test_per_position_acceptance_is_the_sum_of_cumulative_rates_and_is_not_extra
 def test_acceptance_that_rises_with_depth_is_refused():
     with pytest.raises(ValueError) as err:
         parse_acceptance("0.7,0.8")
-    assert str(err.value) == ("per-position acceptance must not increase with depth (position 2 accepted 0.8 > position 1 "
-                              "0.7): a token is accepted only if every earlier one was, so these are P(token k accepted) as "
-                              "vLLM's per-position counters give them, not conditional rates")
+    assert str(err.value) == (
+        "per-position acceptance must not increase with depth (position 2 accepted 0.8 > position 1 "
+        "0.7): a token is accepted only if every earlier one was, so these are P(token k accepted) as "
+        "vLLM's per-position counters give them, not conditional rates"
+    )
 
 
 def test_cumulative_rates_are_alpha_powers_or_the_measured_prefix_and_too_short_a_measurement_is_refused():
@@ -64,11 +73,14 @@ def test_a_chain_tree_is_the_chain_formula():
         assert tree.expected_tokens == pytest.approx(float(expected_tokens(alpha, depth)), rel=1e-12)
 
 
-@pytest.mark.parametrize("spec, acc", [
-    (TreeSpec(4, 5, 16), Acceptance(alpha=0.7)),
-    (TreeSpec(2, 4, 9), Acceptance(alpha=0.85)),
-    (TreeSpec(3, 3, 13), Acceptance(cumulative=(0.9, 0.7, 0.45))),
-])
+@pytest.mark.parametrize(
+    "spec, acc",
+    [
+        (TreeSpec(4, 5, 16), Acceptance(alpha=0.7)),
+        (TreeSpec(2, 4, 9), Acceptance(alpha=0.85)),
+        (TreeSpec(3, 3, 13), Acceptance(cumulative=(0.9, 0.7, 0.45))),
+    ],
+)
 def test_monte_carlo_of_the_tree_walk_agrees_with_the_closed_form(spec, acc):
     # 200,000 walks: the emitted-token count has a standard deviation below 2, so the mean's standard error is
     # below 0.0045; the tolerance 0.03 is 6.7 standard errors (false-failure rate below 3e-11; seeded anyway).
@@ -88,12 +100,15 @@ def test_wider_trees_accept_more_and_the_kept_nodes_form_a_tree():
         assert np.all(tree.p_node[tree.parent[tree.parent >= 0]] >= tree.p_node[tree.parent >= 0])
 
 
-@pytest.mark.parametrize("text, message", [
-    ("topk:2,depth:2,tokens:9", "holds at most 7 tokens"),
-    ("topk:0,depth:2,tokens:3", "topk must be a positive integer"),
-    ("binary", "--tree takes chain or topk:K,depth:D,tokens:N"),
-    ("topk:2,depth:2,tokens:1", "at least 2 tokens"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("topk:2,depth:2,tokens:9", "holds at most 7 tokens"),
+        ("topk:0,depth:2,tokens:3", "topk must be a positive integer"),
+        ("binary", "--tree takes chain or topk:K,depth:D,tokens:N"),
+        ("topk:2,depth:2,tokens:1", "at least 2 tokens"),
+    ],
+)
 def test_bad_trees_are_refused(text, message):
     with pytest.raises(ValueError, match=message):
         parse_tree(text)
@@ -140,8 +155,20 @@ def test_round_costs_per_drafter():
 
 # -- CLI and engine outputs -----------------------------------------------------------
 def test_issue_command_prints_a_tree_per_batch(capsys):
-    code = main(["optimal-gamma", "--target", "llama-3.1-8b", "--draft", "eagle3", "--tree", "topk:4,depth:5,tokens:16",
-                 "--batch", "1,64,256", "--json"])
+    code = main(
+        [
+            "optimal-gamma",
+            "--target",
+            "llama-3.1-8b",
+            "--draft",
+            "eagle3",
+            "--tree",
+            "topk:4,depth:5,tokens:16",
+            "--batch",
+            "1,64,256",
+            "--json",
+        ]
+    )
     rows = json.loads(capsys.readouterr().out)
     assert code == 0 and rows[0]["tree"]["topk"] > 1 and rows[2]["tree"]["topk"] == 1
     assert all(r["speedup"] >= r["chain_speedup"] * 0.99 for r in rows)
@@ -153,12 +180,15 @@ def test_ngram_needs_no_draft_model(capsys):
     assert code == 0 and all(r["t_draft_s"] == 0 and r["drafter"] == "ngram" for r in rows)
 
 
-@pytest.mark.parametrize("draft, method, model", [
-    ("llama-3.2-1b", None, "meta-llama/Llama-3.2-1B-Instruct"),
-    ("eagle", "eagle", "yuhuili/EAGLE-LLaMA3.1-Instruct-8B"),
-    ("eagle3", "eagle3", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"),
-    ("ngram", "ngram", None),
-])
+@pytest.mark.parametrize(
+    "draft, method, model",
+    [
+        ("llama-3.2-1b", None, "meta-llama/Llama-3.2-1B-Instruct"),
+        ("eagle", "eagle", "yuhuili/EAGLE-LLaMA3.1-Instruct-8B"),
+        ("eagle3", "eagle3", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"),
+        ("ngram", "ngram", None),
+    ],
+)
 def test_vllm_config_per_drafter_parses_back(draft, method, model, capsys):
     code = main(["schedule", "--draft", draft, "--alpha", "0.7", "--format", "vllm"])
     config = json.loads(capsys.readouterr().out)
@@ -178,7 +208,11 @@ def test_vllm_mtp_config_and_sglang_flags_parse_back(capsys):
     argv = shlex.split(first)
     flags = dict(zip(argv[3::2], argv[4::2]))
     assert flags["--tp"] == "8" and flags["--speculative-algorithm"] == "EAGLE"
-    assert (flags["--speculative-num-steps"], flags["--speculative-eagle-topk"], flags["--speculative-num-draft-tokens"]) == ("1", "1", "2")
+    assert (
+        flags["--speculative-num-steps"],
+        flags["--speculative-eagle-topk"],
+        flags["--speculative-num-draft-tokens"],
+    ) == ("1", "1", "2")
 
 
 @pytest.mark.parametrize("draft, algorithm", [("llama-3.2-1b", "STANDALONE"), ("eagle3", "EAGLE3"), ("ngram", "NGRAM")])
@@ -196,7 +230,9 @@ def test_sglang_flags_per_drafter(draft, algorithm, capsys):
     assert all(line.startswith("# best at batch ") for line in lines[1:])
 
 
-@pytest.mark.parametrize("draft, decoding", [("llama-3.2-1b", "Draft_Target"), ("eagle3", "Eagle3"), ("ngram", "NGram")])
+@pytest.mark.parametrize(
+    "draft, decoding", [("llama-3.2-1b", "Draft_Target"), ("eagle3", "Eagle3"), ("ngram", "NGram")]
+)
 def test_trtllm_config_per_drafter_parses_back(draft, decoding, capsys):
     assert main(["schedule", "--draft", draft, "--alpha", "0.7", "--format", "trtllm"]) == 0
     config = yaml.safe_load(capsys.readouterr().out)["speculative_config"]
@@ -206,18 +242,38 @@ def test_trtllm_config_per_drafter_parses_back(draft, decoding, capsys):
 
 
 def test_schedule_by_context_keeps_larger_gamma_at_long_context(capsys):
-    assert main(["schedule", "--draft", "eagle3", "--alpha", "0.8", "--contexts", "512,32768", "--json", "--max-batch", "128"]) == 0
+    assert (
+        main(
+            [
+                "schedule",
+                "--draft",
+                "eagle3",
+                "--alpha",
+                "0.8",
+                "--contexts",
+                "512,32768",
+                "--json",
+                "--max-batch",
+                "128",
+            ]
+        )
+        == 0
+    )
     cells = json.loads(capsys.readouterr().out)["by_context"]
     at = {(c["batch"], c["context"]): c["gamma"] for c in cells}
     assert at[(128, 32768)] >= at[(128, 512)] and at[(1, 512)] >= at[(128, 512)]
 
 
 def test_metrics_pages_feed_every_command(tmp_path, capsys):
-    page = ('vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} 100\n'
-            'vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="m"} 300\n'
-            'vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="m"} 190\n'
-            + "".join(f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="0",model_name="m",position="{k}"}} {v}\n'
-                      for k, v in enumerate((90, 65, 35))))
+    page = (
+        'vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} 100\n'
+        'vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="m"} 300\n'
+        'vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="m"} 190\n'
+        + "".join(
+            f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="0",model_name="m",position="{k}"}} {v}\n'
+            for k, v in enumerate((90, 65, 35))
+        )
+    )
     path = tmp_path / "metrics.txt"
     path.write_text(page)
     assert main(["optimal-gamma", "--metrics", str(path), "--batch", "1", "--json"]) == 0
@@ -225,7 +281,9 @@ def test_metrics_pages_feed_every_command(tmp_path, capsys):
     assert row["gamma"] <= 3 and row["tokens_per_step"] == pytest.approx(1 + [0, 0.9, 1.55, 1.9][row["gamma"]])
     sg = tmp_path / "sglang.txt"
     sg.write_text('sglang:spec_accept_length{model_name="m"} 2.5\n')
-    assert main(["speedup", "--metrics", str(sg), "--metrics-gamma", "3", "--gamma", "3", "--batch", "1", "--json"]) == 0
+    assert (
+        main(["speedup", "--metrics", str(sg), "--metrics-gamma", "3", "--gamma", "3", "--batch", "1", "--json"]) == 0
+    )
     row = json.loads(capsys.readouterr().out)[0]
     assert row["tokens_per_step"] == pytest.approx(2.5, abs=1e-9)
 
@@ -241,11 +299,21 @@ def test_per_position_expected_tokens_at_gamma_0_and_conditional_rates_after_a_z
         acc.expected_tokens(-1)
 
 
-@pytest.mark.parametrize("kwargs, ok", [
-    ({"alpha": 0.0}, True), ({"alpha": 1.0}, True), ({"alpha": 1.0001}, False), ({"alpha": True}, False),
-    ({"cumulative": (1.0, 1.0, 0.0)}, True), ({"cumulative": (0.5, 0.5 + 1e-13)}, True), ({"cumulative": (0.5, 0.5001)}, False),
-    ({}, False), ({"alpha": 0.5, "cumulative": (0.5,)}, False), ({"cumulative": (float("nan"),)}, False),
-])
+@pytest.mark.parametrize(
+    "kwargs, ok",
+    [
+        ({"alpha": 0.0}, True),
+        ({"alpha": 1.0}, True),
+        ({"alpha": 1.0001}, False),
+        ({"alpha": True}, False),
+        ({"cumulative": (1.0, 1.0, 0.0)}, True),
+        ({"cumulative": (0.5, 0.5 + 1e-13)}, True),
+        ({"cumulative": (0.5, 0.5001)}, False),
+        ({}, False),
+        ({"alpha": 0.5, "cumulative": (0.5,)}, False),
+        ({"cumulative": (float("nan"),)}, False),
+    ],
+)
 def test_acceptance_bounds(kwargs, ok):
     if ok:
         Acceptance(**kwargs)
@@ -269,7 +337,7 @@ def _reference_tree(a, sibling, topk, depth, tokens):
         for p, path in level:
             miss = 1.0
             for r in range(topk):
-                edge = a[d] * sibling ** r
+                edge = a[d] * sibling**r
                 children.append((p * miss * edge, path + (r,)))
                 miss *= 1 - edge
         everything += children
@@ -301,7 +369,9 @@ def test_sibling_factor_bounds_and_tree_spec_limits():
         with pytest.raises(ValueError, match=r"tree topk <= 16, depth <= 16 and tokens <= 256"):
             TreeSpec(*bad)
     TreeSpec(3, 2, 1 + 3 + 9)  # exactly full
-    with pytest.raises(ValueError, match=r"holds at most 13 tokens \(the root, 3 at depth 1 and 9 per deeper level\), not 14"):
+    with pytest.raises(
+        ValueError, match=r"holds at most 13 tokens \(the root, 3 at depth 1 and 9 per deeper level\), not 14"
+    ):
         TreeSpec(3, 2, 14)
     with pytest.raises(ValueError, match="tree topk must be a positive integer"):
         TreeSpec(True, 2, 3)
@@ -329,7 +399,9 @@ def test_published_acceptance_is_what_its_sources_say():
 
 
 def test_acceptance_messages_and_tree_arrays_are_exact():
-    with pytest.raises(ValueError, match=r"position 2 accepted 0.8 > position 1 0.7\): a token is accepted only if every"):
+    with pytest.raises(
+        ValueError, match=r"position 2 accepted 0.8 > position 1 0.7\): a token is accepted only if every"
+    ):
         Acceptance(cumulative=(0.7, 0.8))
     for bad in ((1.5,), (-0.1,)):
         with pytest.raises(ValueError, match=r"^per-position acceptance rates must be numbers in \[0, 1\]"):
@@ -344,12 +416,15 @@ def test_acceptance_messages_and_tree_arrays_are_exact():
 
 
 # -- one class per drafter kind (issue 17) ------------------------------------------------
-@pytest.mark.parametrize("spec, cls, kind, names, extend, shares", [
-    ("llama-3.2-1b", "DraftModel", "draft_model", ("draft_model", "STANDALONE", "DraftTarget"), False, True),
-    ("eagle", "EagleHead", "eagle", ("eagle", "EAGLE", "Eagle"), True, False),
-    ("eagle3", "Eagle3Head", "eagle3", ("eagle3", "EAGLE3", "Eagle3"), True, False),
-    ("ngram", "NgramDrafter", "ngram", ("ngram", "NGRAM", "NGram"), False, False),
-])
+@pytest.mark.parametrize(
+    "spec, cls, kind, names, extend, shares",
+    [
+        ("llama-3.2-1b", "DraftModel", "draft_model", ("draft_model", "STANDALONE", "DraftTarget"), False, True),
+        ("eagle", "EagleHead", "eagle", ("eagle", "EAGLE", "Eagle"), True, False),
+        ("eagle3", "Eagle3Head", "eagle3", ("eagle3", "EAGLE3", "Eagle3"), True, False),
+        ("ngram", "NgramDrafter", "ngram", ("ngram", "NGRAM", "NGram"), False, False),
+    ],
+)
 def test_each_kind_is_one_class_with_its_round_and_engine_names(spec, cls, kind, names, extend, shares):
     d = make_drafter(spec, get_model("llama-3.1-8b"))
     assert type(d).__name__ == cls and d.kind == kind and d.extend_pass is extend and d.shares_vocabulary is shares
@@ -360,7 +435,11 @@ def test_each_kind_is_one_class_with_its_round_and_engine_names(spec, cls, kind,
 
 def test_mtp_is_its_own_class_running_the_targets_layers():
     d = make_drafter("mtp", get_model("deepseek-v3"))
-    assert type(d).__name__ == "MtpHead" and (d.vllm_method, d.sglang_algorithm, d.trtllm_decoding) == ("mtp", "EAGLE", "MTP")
+    assert type(d).__name__ == "MtpHead" and (d.vllm_method, d.sglang_algorithm, d.trtllm_decoding) == (
+        "mtp",
+        "EAGLE",
+        "MTP",
+    )
     assert d.extend_pass and d.step_model.extra_linear_params == 2 * 7168 * 7168 and not d.step_model.tie_embeddings
     assert d.step_model.n_mtp_layers == 0 and d.step_model.n_dense_layers == 0 and d.step_model.source == ""
     assert d.basis == "1 MTP layer(s) of the target's checkpoint"
@@ -374,8 +453,19 @@ def test_a_head_is_built_field_by_field_not_copied_from_the_target():
     target = get_model("gpt-oss-20b")
     head = make_drafter("eagle3", target).step_model
     assert (head.n_layers, head.hidden_size, head.n_heads, head.n_kv_heads, head.head_dim) == (
-        1, target.hidden_size, target.n_heads, target.n_kv_heads, target.head_dim)
-    assert (head.n_experts, head.n_sliding_layers, head.n_mtp_layers, head.extra_params, head.params_override) == (0, 0, 0, 0, None)
+        1,
+        target.hidden_size,
+        target.n_heads,
+        target.n_kv_heads,
+        target.head_dim,
+    )
+    assert (head.n_experts, head.n_sliding_layers, head.n_mtp_layers, head.extra_params, head.params_override) == (
+        0,
+        0,
+        0,
+        0,
+        None,
+    )
     assert head.attention_sinks and head.qkv_bias == target.qkv_bias and head.o_bias == target.o_bias
     assert head.intermediate_size == target.intermediate_size and head.vocab_size == 32000 and head.tp == 1
     assert head.expert_dtype is None and head.notes == () and head.checkpoint_dtype is None and not head.tie_embeddings
@@ -393,20 +483,36 @@ def test_head_options_follow_the_target_unless_given():
 
 
 def test_a_head_config_gives_the_heads_own_shape(tmp_path):
-    config = {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096, "intermediate_size": 11008,
-              "num_hidden_layers": 2, "num_attention_heads": 32, "num_key_value_heads": 4, "vocab_size": 128256,
-              "draft_vocab_size": 16000, "torch_dtype": "bfloat16"}
+    config = {
+        "architectures": ["LlamaForCausalLMEagle3"],
+        "hidden_size": 4096,
+        "intermediate_size": 11008,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 4,
+        "vocab_size": 128256,
+        "draft_vocab_size": 16000,
+        "torch_dtype": "bfloat16",
+    }
     folder = tmp_path / "my-head"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(config))
     d = make_drafter(f"eagle3:{folder}", get_model("llama-3.1-8b"))
     head = d.step_model
-    assert (head.name, head.n_layers, head.n_kv_heads, head.intermediate_size, head.vocab_size) == ("my-head", 2, 4, 11008, 16000)
+    assert (head.name, head.n_layers, head.n_kv_heads, head.intermediate_size, head.vocab_size) == (
+        "my-head",
+        2,
+        4,
+        11008,
+        16000,
+    )
     assert head.extra_linear_params == 3 * 4096 * 4096 + (32 + 8) * 128 * 4096 and head.source == str(folder.resolve())
     assert d.basis == f"head config {folder}"
     with pytest.raises(ValueError, match="describes an eagle3 head"):
         make_drafter(f"eagle:{folder}", get_model("llama-3.1-8b"))
-    with pytest.raises(ValueError, match="has hidden size 4096, the target llama-3.2-1b 2048: it is a head for another model"):
+    with pytest.raises(
+        ValueError, match="has hidden size 4096, the target llama-3.2-1b 2048: it is a head for another model"
+    ):
         make_drafter(f"eagle3:{folder}", get_model("llama-3.2-1b"))
     with pytest.raises(ValueError, match="eagle3 head config 'nowhere/config.json' does not exist"):
         make_drafter("eagle3:nowhere/config.json", get_model("llama-3.1-8b"))
@@ -415,27 +521,37 @@ def test_a_head_config_gives_the_heads_own_shape(tmp_path):
 def test_drafters_describe_themselves_with_their_basis():
     target = get_model("llama-3.1-8b")
     assert make_drafter("eagle3", target).describe() == (
-        "drafter: eagle3 head (llama-3.1-8b) (" + make_drafter("eagle3", target).step_model.describe()[len("eagle3 head (llama-3.1-8b) ("):]
+        "drafter: eagle3 head (llama-3.1-8b) ("
+        + make_drafter("eagle3", target).step_model.describe()[len("eagle3 head (llama-3.1-8b) (") :]
         + "; plus a draft-extend pass over the gamma + 1 verified tokens per round (derived from the target's shape; draft "
         "vocabulary 32,000, the EAGLE-3 trainers' default for every family (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B; SpecForge's "
-        "Qwen3 configs, e.g. qwen3-30B-A3B-eagle3.1.json); eagle3:HEAD/config.json reads a head's own)")
-    assert make_drafter("ngram", target).describe() == ("drafter: n-gram prompt lookup, no network; 0.15 ns of CPU per cached "
-                                                         "token per round (vLLM PR #56732: 9.95 ms per step for 66.3M tokens "
-                                                         "with 8 threads)")
-    assert make_drafter("ngram", target, ngram_cpu_s_per_token=2e-9).describe().endswith("2 ns of CPU per cached token per "
-                                                                                          "round (set by --ngram-cpu-ns)")
+        "Qwen3 configs, e.g. qwen3-30B-A3B-eagle3.1.json); eagle3:HEAD/config.json reads a head's own)"
+    )
+    assert make_drafter("ngram", target).describe() == (
+        "drafter: n-gram prompt lookup, no network; 0.15 ns of CPU per cached "
+        "token per round (vLLM PR #56732: 9.95 ms per step for 66.3M tokens "
+        "with 8 threads)"
+    )
+    assert (
+        make_drafter("ngram", target, ngram_cpu_s_per_token=2e-9)
+        .describe()
+        .endswith("2 ns of CPU per cached token per round (set by --ngram-cpu-ns)")
+    )
     moe = make_drafter("eagle", get_model("qwen3-30b-a3b"))
     assert moe.basis == "derived from the target's shape: a dense layer of its attention and dense MLP sizes"
     assert make_drafter("llama-3.2-1b", target).describe().startswith("drafter: llama-3.2-1b (")
 
 
-@pytest.mark.parametrize("spec, options, ngram, message", [
-    ("ngram:x", {}, None, "ngram takes no path"),
-    ("ngram", {"weight_dtype": "fp8"}, None, "--draft ngram runs no network"),
-    ("ngram", {"tp": 2}, None, "--draft ngram runs no network"),
-    ("llama-3.2-1b", {}, 1e-9, "--ngram-cpu-ns applies to --draft ngram only"),
-    ("eagle3", {}, 1e-9, "--ngram-cpu-ns applies to --draft ngram only"),
-])
+@pytest.mark.parametrize(
+    "spec, options, ngram, message",
+    [
+        ("ngram:x", {}, None, "ngram takes no path"),
+        ("ngram", {"weight_dtype": "fp8"}, None, "--draft ngram runs no network"),
+        ("ngram", {"tp": 2}, None, "--draft ngram runs no network"),
+        ("llama-3.2-1b", {}, 1e-9, "--ngram-cpu-ns applies to --draft ngram only"),
+        ("eagle3", {}, 1e-9, "--ngram-cpu-ns applies to --draft ngram only"),
+    ],
+)
 def test_drafter_options_that_do_not_apply_are_refused(spec, options, ngram, message):
     with pytest.raises(ValueError, match=message):
         make_drafter(spec, get_model("llama-3.1-8b"), options, ngram)
@@ -444,17 +560,31 @@ def test_drafter_options_that_do_not_apply_are_refused(spec, options, ngram, mes
 def test_drafter_names_and_exact_messages():
     target = get_model("llama-3.1-8b")
     assert make_drafter("eagle", target).name == "eagle head (llama-3.1-8b)"
-    assert make_drafter("ngram", target).name == "n-gram" and make_drafter("ngram", target, ngram_cpu_s_per_token=1e-9).name == "n-gram"
+    assert (
+        make_drafter("ngram", target).name == "n-gram"
+        and make_drafter("ngram", target, ngram_cpu_s_per_token=1e-9).name == "n-gram"
+    )
     assert make_drafter("ngram", target, ngram_cpu_s_per_token=0.0).cpu_s_per_token == 0.0  # a free scan is allowed
     assert make_drafter("mtp", get_model("deepseek-v3")).name == "mtp (deepseek-v3)"
     exact = [
-        (lambda: make_drafter("mtp:x", get_model("deepseek-v3")), "mtp takes no path: it is the target's own multi-token-prediction layers"),
-        (lambda: make_drafter("mtp", target), "--draft mtp: the target llama-3.1-8b's config declares no multi-token-prediction layers "
-                                              "(num_nextn_predict_layers); mtp needs a checkpoint that ships them, e.g. deepseek-v3"),
+        (
+            lambda: make_drafter("mtp:x", get_model("deepseek-v3")),
+            "mtp takes no path: it is the target's own multi-token-prediction layers",
+        ),
+        (
+            lambda: make_drafter("mtp", target),
+            "--draft mtp: the target llama-3.1-8b's config declares no multi-token-prediction layers "
+            "(num_nextn_predict_layers); mtp needs a checkpoint that ships them, e.g. deepseek-v3",
+        ),
         (lambda: make_drafter("ngram:x", target), "ngram takes no path"),
-        (lambda: make_drafter("ngram", target, {"kv_dtype": "fp8"}), "--draft ngram runs no network: --draft-weight-dtype, "
-                                                                       "--draft-kv-dtype and --draft-tp do not apply"),
-        (lambda: make_drafter("llama-3.2-1b", target, ngram_cpu_s_per_token=1e-9), "--ngram-cpu-ns applies to --draft ngram only"),
+        (
+            lambda: make_drafter("ngram", target, {"kv_dtype": "fp8"}),
+            "--draft ngram runs no network: --draft-weight-dtype, --draft-kv-dtype and --draft-tp do not apply",
+        ),
+        (
+            lambda: make_drafter("llama-3.2-1b", target, ngram_cpu_s_per_token=1e-9),
+            "--ngram-cpu-ns applies to --draft ngram only",
+        ),
         (lambda: NgramDrafter("n-gram", target), "n-gram drafting runs no network"),
     ]
     for call, message in exact:
@@ -497,9 +627,17 @@ def test_an_mtp_layer_reads_the_targets_embedding_and_head_but_holds_no_copy_of_
 
 
 def test_a_head_config_with_its_own_heads_and_the_targets_vocabulary(tmp_path):
-    config = {"architectures": ["EagleLlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
-              "num_hidden_layers": 1, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 64,
-              "vocab_size": 128256, "torch_dtype": "bfloat16"}
+    config = {
+        "architectures": ["EagleLlamaForCausalLM"],
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 8,
+        "head_dim": 64,
+        "vocab_size": 128256,
+        "torch_dtype": "bfloat16",
+    }
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     head = make_drafter(f"eagle:{path}", get_model("llama-3.1-8b")).step_model
@@ -507,14 +645,26 @@ def test_a_head_config_with_its_own_heads_and_the_targets_vocabulary(tmp_path):
     assert head.extra_linear_params == 2 * 4096 * 4096
 
 
-@pytest.mark.parametrize("content, message", [
-    ("[1, 2]", r"^eagle3 head config '.*config\.json': expected a JSON object$"),
-    ('{"architectures": ["EagleLlamaForCausalLM"]}', r"^eagle3 head config '.*config\.json' describes an eagle head$"),
-    ('{"architectures": ["LlamaForCausalLMEagle3"], "vocab_size": 32000}', r"^model config '.*config\.json': missing key 'num_hidden_layers'$"),
-    ('{"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 1, '
-     '"num_attention_heads": 32, "vocab_size": 32000}', r"^eagle3 head '.*config\.json' has hidden size 2048, the target "
-                                                        r"llama-3.1-8b 4096: it is a head for another model$"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("[1, 2]", r"^eagle3 head config '.*config\.json': expected a JSON object$"),
+        (
+            '{"architectures": ["EagleLlamaForCausalLM"]}',
+            r"^eagle3 head config '.*config\.json' describes an eagle head$",
+        ),
+        (
+            '{"architectures": ["LlamaForCausalLMEagle3"], "vocab_size": 32000}',
+            r"^model config '.*config\.json': missing key 'num_hidden_layers'$",
+        ),
+        (
+            '{"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 1, '
+            '"num_attention_heads": 32, "vocab_size": 32000}',
+            r"^eagle3 head '.*config\.json' has hidden size 2048, the target "
+            r"llama-3.1-8b 4096: it is a head for another model$",
+        ),
+    ],
+)
 def test_bad_head_configs_are_refused_naming_the_file(tmp_path, content, message):
     path = tmp_path / "config.json"
     path.write_text(content)
@@ -522,23 +672,55 @@ def test_bad_head_configs_are_refused_naming_the_file(tmp_path, content, message
         make_drafter(f"eagle3:{path}", get_model("llama-3.1-8b"))
 
 
-_HEAD = ('{"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096, "intermediate_size": 14336, '
-         '"num_hidden_layers": 1, "num_attention_heads": 32, "num_key_value_heads": 8%s}')
+_HEAD = (
+    '{"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096, "intermediate_size": 14336, '
+    '"num_hidden_layers": 1, "num_attention_heads": 32, "num_key_value_heads": 8%s}'
+)
 
 
-@pytest.mark.parametrize("content, message", [
-    ("{", r"^eagle3 head config '.*config\.json': not valid JSON \(Expecting property name"),
-    ('{"architectures": "LlamaForCausalLMEagle3"}', r"^eagle3 head config '.*config\.json': architecture None is not an EAGLE head; "
-                                                    r"read: LlamaForCausalLMEagle3, Eagle3LlamaForCausalLM, LlamaForCausalLMEagle, EagleLlamaForCausalLM$"),
-    ('{"architectures": [7]}', r"^eagle3 head config '.*config\.json': architecture a list that names none is not an EAGLE head"),
-    ('{"architectures": ["MistralForCausalLM"]}', r"^eagle3 head config '.*config\.json': architecture 'MistralForCausalLM' is not"),
-    (_HEAD % ', "draft_vocab_size": 0', r"draft_vocab_size must be a whole number of tokens in \[1, 10000000\], got 0$"),
-    (_HEAD % ', "draft_vocab_size": 3.5', r"draft_vocab_size must be a whole number of tokens in \[1, 10000000\], got 3\.5$"),
-    (_HEAD % ', "draft_vocab_size": true', r"draft_vocab_size must be a whole number of tokens in \[1, 10000000\], got True$"),
-    (_HEAD % ', "draft_vocab_size": 10000001', r"draft_vocab_size must be a whole number of tokens in \[1, 10000000\], got 10000001$"),
-    (_HEAD % ', "vocab_size": -5', r"'.*config\.json': vocab_size must be a whole number of tokens in \[1, 10000000\], got -5$"),
-    (_HEAD % ', "vocab_size": 32000, "draft_vocab_size": null', r": draft_vocab_size must be a whole number .*, got None$"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{", r"^eagle3 head config '.*config\.json': not valid JSON \(Expecting property name"),
+        (
+            '{"architectures": "LlamaForCausalLMEagle3"}',
+            r"^eagle3 head config '.*config\.json': architecture None is not an EAGLE head; "
+            r"read: LlamaForCausalLMEagle3, Eagle3LlamaForCausalLM, LlamaForCausalLMEagle, EagleLlamaForCausalLM$",
+        ),
+        (
+            '{"architectures": [7]}',
+            r"^eagle3 head config '.*config\.json': architecture a list that names none is not an EAGLE head",
+        ),
+        (
+            '{"architectures": ["MistralForCausalLM"]}',
+            r"^eagle3 head config '.*config\.json': architecture 'MistralForCausalLM' is not",
+        ),
+        (
+            _HEAD % ', "draft_vocab_size": 0',
+            r"draft_vocab_size must be a whole number of tokens in \[1, 10000000\], got 0$",
+        ),
+        (
+            _HEAD % ', "draft_vocab_size": 3.5',
+            r"draft_vocab_size must be a whole number of tokens in \[1, 10000000\], got 3\.5$",
+        ),
+        (
+            _HEAD % ', "draft_vocab_size": true',
+            r"draft_vocab_size must be a whole number of tokens in \[1, 10000000\], got True$",
+        ),
+        (
+            _HEAD % ', "draft_vocab_size": 10000001',
+            r"draft_vocab_size must be a whole number of tokens in \[1, 10000000\], got 10000001$",
+        ),
+        (
+            _HEAD % ', "vocab_size": -5',
+            r"'.*config\.json': vocab_size must be a whole number of tokens in \[1, 10000000\], got -5$",
+        ),
+        (
+            _HEAD % ', "vocab_size": 32000, "draft_vocab_size": null',
+            r": draft_vocab_size must be a whole number .*, got None$",
+        ),
+    ],
+)
 def test_head_config_fields_are_read_or_refused_exactly(tmp_path, content, message):
     """Each refusal names the file, the field and what is allowed (issue 21)."""
     path = tmp_path / "config.json"
@@ -557,7 +739,9 @@ def test_head_vocabulary_bounds_are_inclusive(tmp_path, vocab):
 def test_a_head_config_missing_a_key_is_named_by_its_path(tmp_path):
     path = tmp_path / "config.json"
     path.write_text('{"architectures": ["LlamaForCausalLMEagle3"], "vocab_size": 32000}')
-    with pytest.raises(ValueError, match=r"^model config '" + re.escape(str(path)) + r"': missing key 'num_hidden_layers'$"):
+    with pytest.raises(
+        ValueError, match=r"^model config '" + re.escape(str(path)) + r"': missing key 'num_hidden_layers'$"
+    ):
         make_drafter(f"eagle3:{path}", get_model("llama-3.1-8b"))
 
 
@@ -573,19 +757,22 @@ def test_a_head_takes_the_targets_attention_layout_and_position_limit():
     assert gemma.norms_per_layer == 4 and make_drafter("eagle3", gemma).step_model.norms_per_layer == 4
 
 
-
-@pytest.mark.parametrize("draft, kind", [("llama-3.2-1b", "draft_model"), ("eagle", "eagle"), ("eagle3", "eagle3"),
-                                         ("eagle3:some/head", "eagle3")])
+@pytest.mark.parametrize(
+    "draft, kind",
+    [("llama-3.2-1b", "draft_model"), ("eagle", "eagle"), ("eagle3", "eagle3"), ("eagle3:some/head", "eagle3")],
+)
 def test_commands_default_to_the_published_acceptance_of_the_drafter_and_say_so(draft, kind):
     import argparse
 
-    from specsim.speculation.drafters import published_acceptance
     from specsim.cli.args import resolve_acceptance
+    from specsim.speculation.drafters import published_acceptance
 
     args = argparse.Namespace(draft=draft, alpha=None, acceptance=None, metrics=None, metrics_gamma=None)
     acc, label = resolve_acceptance(args)
     published, citation = published_acceptance()[kind]
-    assert acc == published and published.source in label and "pass --alpha, --acceptance or --metrics for yours" in label
+    assert (
+        acc == published and published.source in label and "pass --alpha, --acceptance or --metrics for yours" in label
+    )
     # --alpha still overrides.
     assert resolve_acceptance(argparse.Namespace(**{**vars(args), "alpha": 0.6})) == (0.6, "alpha 0.6")
 
@@ -597,11 +784,13 @@ def test_ngram_has_no_default_acceptance_and_says_what_to_pass():
         NgramDrafter.default_acceptance()
 
 
-
 def test_drafter_keywords_are_case_blind_and_a_near_miss_is_named():
     target = get_model("llama-3.1-8b")
     assert make_drafter("EAGLE3", target).kind == "eagle3"
-    with pytest.raises(KeyError, match=r"--draft also takes a drafter: eagle, eagle3, mtp, ngram, peagle, pard, dflash, dspark, suffix; did you mean --draft eagle3\?"):
+    with pytest.raises(
+        KeyError,
+        match=r"--draft also takes a drafter: eagle, eagle3, mtp, ngram, peagle, pard, dflash, dspark, suffix; did you mean --draft eagle3\?",
+    ):
         make_drafter("eagle-3", target)
     # Separators are dropped before matching: "M---T---P" is mtp (difflib alone scores it 0.5, under the 0.6 cutoff).
     with pytest.raises(KeyError, match=r"did you mean --draft mtp\?"):
@@ -609,15 +798,26 @@ def test_drafter_keywords_are_case_blind_and_a_near_miss_is_named():
     with pytest.raises(KeyError, match=r"did you mean --draft ngram\?"):
         make_drafter("n___g___r___a___m", target)
     # A name near nothing gets the list and no guess.
-    with pytest.raises(KeyError, match="--draft also takes a drafter: eagle, eagle3, mtp, ngram, peagle, pard, dflash, dspark, suffix\"$"):
+    with pytest.raises(
+        KeyError,
+        match='--draft also takes a drafter: eagle, eagle3, mtp, ngram, peagle, pard, dflash, dspark, suffix"$',
+    ):
         make_drafter("zzzzqqq", target)
 
 
 def test_an_fp8_head_config_is_read_as_fp8_not_as_the_targets_bf16(tmp_path):
     import json
 
-    cfg = {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 1,
-           "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "draft_vocab_size": 32000}
+    cfg = {
+        "architectures": ["LlamaForCausalLMEagle3"],
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        "draft_vocab_size": 32000,
+    }
     (tmp_path / "bf16").mkdir()
     (tmp_path / "bf16" / "config.json").write_text(json.dumps(cfg))
     (tmp_path / "fp8").mkdir()
@@ -629,7 +829,9 @@ def test_an_fp8_head_config_is_read_as_fp8_not_as_the_targets_bf16(tmp_path):
     assert make_drafter(f"eagle3:{tmp_path / 'fp8'}", target).basis == f"head config {tmp_path / 'fp8'}; stored in fp8"
     assert make_drafter(f"eagle3:{tmp_path / 'bf16'}", target).basis == f"head config {tmp_path / 'bf16'}"
     # --draft-weight-dtype still overrides.
-    assert make_drafter(f"eagle3:{tmp_path / 'fp8'}", target, {"weight_dtype": "bf16"}).step_model.weight_dtype == "bf16"
+    assert (
+        make_drafter(f"eagle3:{tmp_path / 'fp8'}", target, {"weight_dtype": "bf16"}).step_model.weight_dtype == "bf16"
+    )
 
 
 def test_the_published_citations_and_default_labels_are_printed_exactly():
@@ -642,35 +844,61 @@ def test_the_published_citations_and_default_labels_are_printed_exactly():
     pub = published_acceptance()
     classic = ("eagle", "draft_model", "eagle3", "ngram", "mtp")  # the 2026 drafters: tests/test_drafters_2026.py
     assert {k: (v[0].source, v[1]) for k, v in pub.items() if k in classic} == {
-        "eagle": ("vLLM issue #20780", "vLLM issue #20780: EAGLE head yuhuili/EAGLE-LLaMA3.1-Instruct-8B on Llama-3.1-8B-Instruct, "
-                                       "MT-bench, 3 speculative tokens: mean acceptance length 2.29 (alpha 0.634)"),
-        "draft_model": ("a matched same-family draft, the reference article: 'above 0.8'",
-                        "the reference article, 'Speculative decoding with draft models, explained': a stock same-family "
-                        "draft on its own target reaches alpha above 0.8"),
-        "eagle3": ("vLLM issue #26191", "vLLM issue #26191: EAGLE-3 head yuhuili/EAGLE3-LLaMA3.1-Instruct-8B on "
-                                        "Llama-3.1-8B-Instruct, MT-bench, T = 0, 7 speculative tokens: 4,816 drafts, 12,208 "
-                                        "accepted, mean acceptance length 3.53 (alpha 0.744)"),
-        "ngram": ("vLLM PR #24344, code editing", "vLLM PR #24344: n-gram (prompt lookup 2-5, 5 tokens) on the "
-                  "vdaita/edit_5k_char code-editing set, per-position acceptance 0.81, 0.74, 0.70, 0.68, 0.66 where a match "
-                  "was found, no proposal in 821 of 1,814 passes: 2.96 tokens per pass (a favourable, high-overlap workload)"),
-        "mtp": ("DeepSeek-V3 report", "DeepSeek-V3 Technical Report (arXiv:2412.19437) section 5.4.3: the second token's "
-                                      "acceptance is 85-90%"),
+        "eagle": (
+            "vLLM issue #20780",
+            "vLLM issue #20780: EAGLE head yuhuili/EAGLE-LLaMA3.1-Instruct-8B on Llama-3.1-8B-Instruct, "
+            "MT-bench, 3 speculative tokens: mean acceptance length 2.29 (alpha 0.634)",
+        ),
+        "draft_model": (
+            "a matched same-family draft, the reference article: 'above 0.8'",
+            "the reference article, 'Speculative decoding with draft models, explained': a stock same-family "
+            "draft on its own target reaches alpha above 0.8",
+        ),
+        "eagle3": (
+            "vLLM issue #26191",
+            "vLLM issue #26191: EAGLE-3 head yuhuili/EAGLE3-LLaMA3.1-Instruct-8B on "
+            "Llama-3.1-8B-Instruct, MT-bench, T = 0, 7 speculative tokens: 4,816 drafts, 12,208 "
+            "accepted, mean acceptance length 3.53 (alpha 0.744)",
+        ),
+        "ngram": (
+            "vLLM PR #24344, code editing",
+            "vLLM PR #24344: n-gram (prompt lookup 2-5, 5 tokens) on the "
+            "vdaita/edit_5k_char code-editing set, per-position acceptance 0.81, 0.74, 0.70, 0.68, 0.66 where a match "
+            "was found, no proposal in 821 of 1,814 passes: 2.96 tokens per pass (a favourable, high-overlap workload)",
+        ),
+        "mtp": (
+            "DeepSeek-V3 report",
+            "DeepSeek-V3 Technical Report (arXiv:2412.19437) section 5.4.3: the second token's acceptance is 85-90%",
+        ),
     }
     assert pub["ngram"][0].cumulative == (0.4434, 0.4051, 0.3832, 0.3722, 0.3613)
     tail = "; pass --alpha, --acceptance or --metrics for yours)"
-    assert default_acceptance("eagle3")[1] == "alpha 0.744 (the published default for an EAGLE-3 head: vLLM issue #26191" + tail
-    assert default_acceptance("eagle")[1] == "alpha 0.634 (the published default for an EAGLE head: vLLM issue #20780" + tail
-    assert default_acceptance("mtp")[1] == "acceptance 0.875 (the published default for an MTP layer: DeepSeek-V3 report" + tail
-    assert default_acceptance("draft_model")[1] == ("alpha 0.800 (the published default for a draft model: a matched "
-                                                    "same-family draft, the reference article: 'above 0.8'" + tail)
+    assert (
+        default_acceptance("eagle3")[1]
+        == "alpha 0.744 (the published default for an EAGLE-3 head: vLLM issue #26191" + tail
+    )
+    assert (
+        default_acceptance("eagle")[1]
+        == "alpha 0.634 (the published default for an EAGLE head: vLLM issue #20780" + tail
+    )
+    assert (
+        default_acceptance("mtp")[1]
+        == "acceptance 0.875 (the published default for an MTP layer: DeepSeek-V3 report" + tail
+    )
+    assert default_acceptance("draft_model")[1] == (
+        "alpha 0.800 (the published default for a draft model: a matched "
+        "same-family draft, the reference article: 'above 0.8'" + tail
+    )
     # Any --draft that names no drafter kind is a draft model (a model name or a path), and says so.
     other, label = default_acceptance("some/draft-model")
     assert other == pub["draft_model"][0] and "the published default for a draft model: a matched" in label
     with pytest.raises(ValueError) as err:
         default_acceptance("ngram")
-    assert str(err.value) == ("n-gram acceptance depends on the workload (how often the output repeats the prompt): pass "
-                              "--alpha, --acceptance or --metrics; on code editing vLLM PR #24344 measured --acceptance "
-                              "0.4434,0.4051,0.3832,0.3722,0.3613 (per position, passes without a match included)")
+    assert str(err.value) == (
+        "n-gram acceptance depends on the workload (how often the output repeats the prompt): pass "
+        "--alpha, --acceptance or --metrics; on code editing vLLM PR #24344 measured --acceptance "
+        "0.4434,0.4051,0.3832,0.3722,0.3613 (per position, passes without a match included)"
+    )
 
 
 def test_alpha_from_a_length_says_what_is_wrong_and_is_exact_at_the_bounds():
@@ -678,7 +906,9 @@ def test_alpha_from_a_length_says_what_is_wrong_and_is_exact_at_the_bounds():
 
     with pytest.raises(ValueError, match=r"^gamma must be >= 1 to infer alpha \(gamma = 0 drafts nothing\)$"):
         alpha_from_acceptance_length(1.0, 0)
-    with pytest.raises(ValueError, match=r"^mean acceptance length must be in \[1, gamma \+ 1\], got \[5\.5\] with gamma \[4\.0\]$"):
+    with pytest.raises(
+        ValueError, match=r"^mean acceptance length must be in \[1, gamma \+ 1\], got \[5\.5\] with gamma \[4\.0\]$"
+    ):
         alpha_from_acceptance_length([5.5], [4])
     with pytest.raises(ValueError, match=r"got 0\.99 with gamma 4\.0$"):
         alpha_from_acceptance_length(0.99, 4)
@@ -723,9 +953,15 @@ def test_a_per_position_default_is_labelled_with_its_rates(monkeypatch):
     acc, label = MtpHead.default_acceptance()
     assert label.startswith("acceptance 0.875 (the published default for an MTP layer: DeepSeek-V3 report; ")
     citation = MtpHead.published()[1]
-    monkeypatch.setattr(MtpHead, "published", classmethod(lambda cls: (Acceptance(cumulative=(0.8, 0.6), source="two depths"), citation)))
-    assert MtpHead.default_acceptance()[1].startswith("acceptance 0.8, 0.6 (the published default for an MTP layer: "
-                                                             "two depths; pass --alpha, --acceptance or --metrics for yours)")
+    monkeypatch.setattr(
+        MtpHead,
+        "published",
+        classmethod(lambda cls: (Acceptance(cumulative=(0.8, 0.6), source="two depths"), citation)),
+    )
+    assert MtpHead.default_acceptance()[1].startswith(
+        "acceptance 0.8, 0.6 (the published default for an MTP layer: "
+        "two depths; pass --alpha, --acceptance or --metrics for yours)"
+    )
 
 
 def test_alpha_from_the_longest_and_shortest_mean_length_is_exactly_one_and_zero():

@@ -13,12 +13,25 @@ import pytest
 from specsim.cli.main import main
 from specsim.speculation.acceptance import Acceptance, tokens_per_round
 from specsim.speculation.deployment import Deployment
-from specsim.speculation.drafters import (DRAFTERS, DFlashDrafter, DSparkDrafter, Eagle3Head, ParallelDraftModel, PEagleHead,
-                                          SuffixDrafter, drafter_class, published_acceptance)
+from specsim.speculation.drafters import (
+    DRAFTERS,
+    DFlashDrafter,
+    DSparkDrafter,
+    Eagle3Head,
+    ParallelDraftModel,
+    PEagleHead,
+    SuffixDrafter,
+    drafter_class,
+    published_acceptance,
+)
 
 #: (--draft, target, the tokens per sequence of its one draft pass at K draft tokens)
-PARALLEL = [("peagle", "gpt-oss-20b", lambda k: 2 * k), ("pard", "qwen3-8b", lambda k: 2 * k + 1),
-            ("dflash", "qwen3-8b", lambda k: k + 1), ("dspark", "qwen3-8b", lambda k: k)]
+PARALLEL = [
+    ("peagle", "gpt-oss-20b", lambda k: 2 * k),
+    ("pard", "qwen3-8b", lambda k: 2 * k + 1),
+    ("dflash", "qwen3-8b", lambda k: k + 1),
+    ("dspark", "qwen3-8b", lambda k: k),
+]
 
 
 def _dep(draft, target="llama-3.1-8b", engine="vllm", timing="roofline"):
@@ -60,7 +73,9 @@ def test_block_drafters_draft_at_most_their_block_and_the_search_stops_there():
     for draft, most in (("dflash", 15), ("dspark", 7)):
         dep = _dep(draft, "qwen3-8b")
         assert dep.drafter.max_steps == most
-        with pytest.raises(ValueError, match=rf"drafts at most {most} tokens a round \(its block\): gamma {most + 1} is beyond it"):
+        with pytest.raises(
+            ValueError, match=rf"drafts at most {most} tokens a round \(its block\): gamma {most + 1} is beyond it"
+        ):
             dep.outcome(0.8, most + 1)
         assert optimal_gamma(dep, 0.8, [1, 64], 1128).gamma_max == most
 
@@ -82,8 +97,10 @@ def test_dspark_prices_verification_at_the_mean_verified_tokens():
     assert np.any(v != np.round(v))  # a budget between whole lengths: some sequences verify one token more
     # The chosen v is the best of every quarter-token budget, each priced on its own.
     for i, b in enumerate(batch):
-        rates = [float(tokens_per_round(acc, 7, verified=c) / dep.round_time(b, 1128, 7, 1, 1.0 + c).total_s)
-                 for c in np.arange(0.0, 7.01, 0.25)]
+        rates = [
+            float(tokens_per_round(acc, 7, verified=c) / dep.round_time(b, 1128, 7, 1, 1.0 + c).total_s)
+            for c in np.arange(0.0, 7.01, 0.25)
+        ]
         assert float(out.tokens[i] / out.round.total_s[i]) == pytest.approx(max(rates), rel=1e-12)
     # The draft pass is paid whatever is verified (paper section 5.4): one pass over gamma tokens per sequence.
     np.testing.assert_allclose(out.round.parts()["draft steps"], dep.drafter_pass(batch, 7, 1128).total_s, rtol=1e-12)
@@ -100,7 +117,9 @@ def test_suffix_costs_cpu_per_sequence_and_proposes_a_depth_per_request():
     d = dep.drafter
     assert d.cpu_s_per_sequence == pytest.approx((6.288e-6 + 4.126e-6) * 1.693, rel=1e-12)  # ArcticInference PR #212
     batch, context = np.array([1.0, 8.0, 64.0]), np.array([[512.0], [8192.0]])
-    np.testing.assert_allclose(d.host_s(batch, context), np.broadcast_to(d.cpu_s_per_sequence * batch, (2, 3)), rtol=1e-12)
+    np.testing.assert_allclose(
+        d.host_s(batch, context), np.broadcast_to(d.cpu_s_per_sequence * batch, (2, 3)), rtol=1e-12
+    )
     r = dep.outcome(0.7, 6, batch, 1128).round
     np.testing.assert_allclose(r.parts()["drafter host time"], d.cpu_s_per_sequence * batch, rtol=1e-12)
     assert float(np.max(r.parts()["draft steps"])) == 0.0
@@ -109,66 +128,104 @@ def test_suffix_costs_cpu_per_sequence_and_proposes_a_depth_per_request():
     depth = d.verified(dep, acc, np.array([1.0, 2.0, 3.0, 4.0]), 1, 1128)
     assert depth.tolist() == [1.0, 2.0, 3.0, 3.0]
     assert float(d.verified(dep, 0.7, np.asarray(16.0), 1, 1128)) == 6.0  # 0.7^6 = 0.118 >= 0.1 > 0.7^7
-    assert float(d.verified(dep, 0.999, np.asarray(16.0), 1, 1128)) == 16.0 and d.verified(dep, 1.0, np.asarray(30.0), 1, 1128) == 24.0
+    assert (
+        float(d.verified(dep, 0.999, np.asarray(16.0), 1, 1128)) == 16.0
+        and d.verified(dep, 1.0, np.asarray(30.0), 1, 1128) == 24.0
+    )
     out = dep.outcome(acc, 4, 8, 1128)
     assert float(out.tokens) == pytest.approx(1 + 0.9 + 0.5 + 0.2, rel=1e-12)  # the fourth token is not proposed
     want = dep.gpu_pass(dep.target, 8, 4, 1128).total_s  # 1 + depth 3
     assert float(out.round.fixed.verify.total_s) == pytest.approx(float(want), rel=1e-12)
 
 
-@pytest.mark.parametrize("argv, cited", [
-    (["--draft", "peagle", "--target", "gpt-oss-20b"],
-     "vLLM blog 2026-03-13-p-eagle.md, B200, T = 0: P-EAGLE 4-layer head on gpt-oss-20b, MT-Bench, 7 draft tokens: mean "
-     "acceptance length 3.7 (alpha 0.760)"),
-    (["--draft", "dflash", "--target", "qwen3-8b"],
-     "DFlash paper (arXiv:2602.06036) Table 1, thinking off, T = 0, H200, block 16: a DFlash block-diffusion drafter, 5 layers "
-     "on qwen3-8b, MT-Bench, 15 draft tokens: mean acceptance length 4.24 (alpha 0.768)"),
-    (["--draft", "dspark", "--target", "qwen3-8b"],
-     "DSpark paper (arXiv:2607.05147) Table 1, block 7, T = 1, scheduler off: a DSpark confidence-scheduled drafter, 5 layers "
-     "on qwen3-8b, MT-Bench, 7 draft tokens: mean acceptance length 3.72 (alpha 0.762)"),
-    (["--draft", "suffix"], "vLLM PR #24852: suffix decoding on MT-Bench, 1 speculative token: mean acceptance length 1.62"),
-])
+@pytest.mark.parametrize(
+    "argv, cited",
+    [
+        (
+            ["--draft", "peagle", "--target", "gpt-oss-20b"],
+            "vLLM blog 2026-03-13-p-eagle.md, B200, T = 0: P-EAGLE 4-layer head on gpt-oss-20b, MT-Bench, 7 draft tokens: mean "
+            "acceptance length 3.7 (alpha 0.760)",
+        ),
+        (
+            ["--draft", "dflash", "--target", "qwen3-8b"],
+            "DFlash paper (arXiv:2602.06036) Table 1, thinking off, T = 0, H200, block 16: a DFlash block-diffusion drafter, 5 layers "
+            "on qwen3-8b, MT-Bench, 15 draft tokens: mean acceptance length 4.24 (alpha 0.768)",
+        ),
+        (
+            ["--draft", "dspark", "--target", "qwen3-8b"],
+            "DSpark paper (arXiv:2607.05147) Table 1, block 7, T = 1, scheduler off: a DSpark confidence-scheduled drafter, 5 layers "
+            "on qwen3-8b, MT-Bench, 7 draft tokens: mean acceptance length 3.72 (alpha 0.762)",
+        ),
+        (
+            ["--draft", "suffix"],
+            "vLLM PR #24852: suffix decoding on MT-Bench, 1 speculative token: mean acceptance length 1.62",
+        ),
+    ],
+)
 def test_optimal_gamma_names_the_default_acceptance_and_its_citation(argv, cited, capsys):
     assert main(["optimal-gamma", "--batch", "1,64", "--timing", "roofline", "-v"] + argv) == 0
     out = capsys.readouterr().out
     kind = argv[1]
     # a published row for the target's family and workload (acceptance_data.resolve), or the class's default
-    assert f"published for {DRAFTERS[kind].label} on " in out or f"the published default for {DRAFTERS[kind].label}" in out
-    assert cited == DRAFTERS[kind].published()[1][:len(cited)] and f"; the default in full: {cited}" in out
+    assert (
+        f"published for {DRAFTERS[kind].label} on " in out or f"the published default for {DRAFTERS[kind].label}" in out
+    )
+    assert cited == DRAFTERS[kind].published()[1][: len(cited)] and f"; the default in full: {cited}" in out
     # The citation the default comes from is what the JSON answer carries.
     assert main(["optimal-gamma", "--batch", "1", "--timing", "roofline", "--json"] + argv) == 0
-    assert json.loads(capsys.readouterr().out)[0]["acceptance"].startswith("alpha " if kind != "suffix" else "acceptance 0.62")
+    assert json.loads(capsys.readouterr().out)[0]["acceptance"].startswith(
+        "alpha " if kind != "suffix" else "acceptance 0.62"
+    )
 
 
 def test_pard_has_no_default_acceptance_and_says_why(capsys):
-    assert main(["optimal-gamma", "--draft", "pard", "--target", "qwen3-8b", "--batch", "1", "--timing", "roofline"]) == 2
+    assert (
+        main(["optimal-gamma", "--draft", "pard", "--target", "qwen3-8b", "--batch", "1", "--timing", "roofline"]) == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["specsim optimal-gamma: error: PARD's published acceptance length, 5.6 on HumanEval with Llama-3.1-8B "
-                   "(vLLM PR #18541), names no draft length, so it gives no per-token rate: pass --alpha, --acceptance or --metrics"]
+    assert err == [
+        "specsim optimal-gamma: error: PARD's published acceptance length, 5.6 on HumanEval with Llama-3.1-8B "
+        "(vLLM PR #18541), names no draft length, so it gives no per-token rate: pass --alpha, --acceptance or --metrics"
+    ]
     assert "pard" not in published_acceptance()
 
 
-@pytest.mark.parametrize("argv, line", [
-    (["--draft", "dflash", "--target", "qwen3-8b", "--engine", "vllm@0.10"],
-     "vllm@0.10 (releases 0.10-0.13) refuses method dflash (vllm/config/speculative.py SpeculativeMethod: in 0.20.0, not 0.19.1 "
-     "(PR #38300)): a DFlash block-diffusion drafter (--draft dflash) runs from vllm 0.20.0; use vllm@0.20.0 or later, or another drafter"),
-    (["--draft", "dspark", "--target", "qwen3-8b", "--engine", "vllm@0.24.1"],
-     "vllm 0.24.1 refuses method dspark (vllm/config/speculative.py SpeculativeMethod: in 0.26.0, not 0.24.0 (0.25 unread; "
-     "recipes DeepSeek-V4-Flash.yaml at 8959cf6: 0.25.0, PR #46995)): a DSpark confidence-scheduled drafter (--draft dspark) runs from vllm 0.25.0; use vllm@0.25.0 or "
-     "later, or another drafter"),
-    (["--draft", "peagle", "--target", "gpt-oss-20b", "--engine", "sglang"],
-     "sglang does not run a P-EAGLE parallel-drafting head (--draft peagle) in any release: no serving support found (feature "
-     "request sgl-project/sglang#23171 open; SpecForge PR #575 trains P-EAGLE heads); engines that do: vllm from 0.16.0"),
-    (["--draft", "suffix", "--engine", "trtllm"],
-     "trtllm does not run suffix decoding (--draft suffix) in any release: TensorRT-LLM's SADecodingConfig is a suffix automaton on "
-     "the GPU, not suffix trees; engines that do: vllm from 0.12.0"),
-    (["--draft", "pard", "--target", "qwen3-8b", "--alpha", "0.7", "--engine", "trtllm"],
-     "trtllm 1.3.0 refuses decoding_type PARD (PARDDecodingConfig.decoding_type in tensorrt_llm/llmapi/llm_args.py at commit "
-     "00043967; release from the 1.4.0rc1 API docs (PR #11438)): a PARD parallel draft model (--draft pard) runs from trtllm 1.4.0; use trtllm@1.4.0 or later, or another drafter"),
-    (["--draft", "llama-3.2-1b", "--engine", "vllm@0.10"],
-     "vllm@0.10 (releases 0.10-0.13) refuses method draft_model (vllm/engine/arg_utils.py: 'not supported yet' before 0.15.0): "
-     "a draft model (--draft MODEL) runs from vllm 0.15.0; use vllm@0.15.0 or later, or another drafter"),
-])
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        (
+            ["--draft", "dflash", "--target", "qwen3-8b", "--engine", "vllm@0.10"],
+            "vllm@0.10 (releases 0.10-0.13) refuses method dflash (vllm/config/speculative.py SpeculativeMethod: in 0.20.0, not 0.19.1 "
+            "(PR #38300)): a DFlash block-diffusion drafter (--draft dflash) runs from vllm 0.20.0; use vllm@0.20.0 or later, or another drafter",
+        ),
+        (
+            ["--draft", "dspark", "--target", "qwen3-8b", "--engine", "vllm@0.24.1"],
+            "vllm 0.24.1 refuses method dspark (vllm/config/speculative.py SpeculativeMethod: in 0.26.0, not 0.24.0 (0.25 unread; "
+            "recipes DeepSeek-V4-Flash.yaml at 8959cf6: 0.25.0, PR #46995)): a DSpark confidence-scheduled drafter (--draft dspark) runs from vllm 0.25.0; use vllm@0.25.0 or "
+            "later, or another drafter",
+        ),
+        (
+            ["--draft", "peagle", "--target", "gpt-oss-20b", "--engine", "sglang"],
+            "sglang does not run a P-EAGLE parallel-drafting head (--draft peagle) in any release: no serving support found (feature "
+            "request sgl-project/sglang#23171 open; SpecForge PR #575 trains P-EAGLE heads); engines that do: vllm from 0.16.0",
+        ),
+        (
+            ["--draft", "suffix", "--engine", "trtllm"],
+            "trtllm does not run suffix decoding (--draft suffix) in any release: TensorRT-LLM's SADecodingConfig is a suffix automaton on "
+            "the GPU, not suffix trees; engines that do: vllm from 0.12.0",
+        ),
+        (
+            ["--draft", "pard", "--target", "qwen3-8b", "--alpha", "0.7", "--engine", "trtllm"],
+            "trtllm 1.3.0 refuses decoding_type PARD (PARDDecodingConfig.decoding_type in tensorrt_llm/llmapi/llm_args.py at commit "
+            "00043967; release from the 1.4.0rc1 API docs (PR #11438)): a PARD parallel draft model (--draft pard) runs from trtllm 1.4.0; use trtllm@1.4.0 or later, or another drafter",
+        ),
+        (
+            ["--draft", "llama-3.2-1b", "--engine", "vllm@0.10"],
+            "vllm@0.10 (releases 0.10-0.13) refuses method draft_model (vllm/engine/arg_utils.py: 'not supported yet' before 0.15.0): "
+            "a draft model (--draft MODEL) runs from vllm 0.15.0; use vllm@0.15.0 or later, or another drafter",
+        ),
+    ],
+)
 @pytest.mark.parametrize("command", ["optimal-gamma", "explain", "compare", "schedule"])
 def test_a_drafter_the_named_engine_release_does_not_run_is_refused_in_one_line(argv, line, command, capsys):
     size = ["--max-batch", "1"] if command == "schedule" else ["--batch", "1"]
@@ -178,25 +235,48 @@ def test_a_drafter_the_named_engine_release_does_not_run_is_refused_in_one_line(
 
 
 def test_the_refusal_as_a_subprocess_is_one_line_and_exit_2():
-    run = subprocess.run([sys.executable, "-m", "specsim", "optimal-gamma", "--draft", "dflash", "--target", "qwen3-8b",
-                          "--engine", "vllm@0.10"], capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "specsim",
+            "optimal-gamma",
+            "--draft",
+            "dflash",
+            "--target",
+            "qwen3-8b",
+            "--engine",
+            "vllm@0.10",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 2 and run.stdout == ""
     assert len(run.stderr.strip().splitlines()) == 1 and "runs from vllm 0.20.0" in run.stderr
 
 
 def test_each_new_drafter_is_one_class_and_one_registry_entry_with_its_engine_names():
-    rows = {"peagle": (PEagleHead, {"vllm": ("eagle3", (0, 16, 0))}),
-            "pard": (ParallelDraftModel, {"vllm": ("draft_model", (0, 16, 0)), "trtllm": ("PARD", (1, 4, 0))}),
-            "dflash": (DFlashDrafter, {"vllm": ("dflash", (0, 20, 0)), "sglang": ("DFLASH", (0, 5, 11)),
-                                       "trtllm": ("DFlash", (1, 3, 0))}),
-            "dspark": (DSparkDrafter, {"vllm": ("dspark", (0, 25, 0)), "sglang": ("DSPARK", (0, 5, 16)),
-                                       "trtllm": ("DSpark", (1, 3, 0))}),
-            "suffix": (SuffixDrafter, {"vllm": ("suffix", (0, 12, 0))})}
+    rows = {
+        "peagle": (PEagleHead, {"vllm": ("eagle3", (0, 16, 0))}),
+        "pard": (ParallelDraftModel, {"vllm": ("draft_model", (0, 16, 0)), "trtllm": ("PARD", (1, 4, 0))}),
+        "dflash": (
+            DFlashDrafter,
+            {"vllm": ("dflash", (0, 20, 0)), "sglang": ("DFLASH", (0, 5, 11)), "trtllm": ("DFlash", (1, 3, 0))},
+        ),
+        "dspark": (
+            DSparkDrafter,
+            {"vllm": ("dspark", (0, 25, 0)), "sglang": ("DSPARK", (0, 5, 16)), "trtllm": ("DSpark", (1, 3, 0))},
+        ),
+        "suffix": (SuffixDrafter, {"vllm": ("suffix", (0, 12, 0))}),
+    }
     for kind, (cls, engines) in rows.items():
         assert DRAFTERS[kind] is cls and drafter_class(kind.upper()) is cls and cls.kind == kind
         assert {e: (s.name, s.since) for e, s in cls.engines.items()} == engines
         for engine in {"vllm", "sglang", "trtllm"} - set(engines):
-            with pytest.raises(ValueError, match=rf"^{engine} does not run .* in any release: .*engines that do: vllm from"):
+            with pytest.raises(
+                ValueError, match=rf"^{engine} does not run .* in any release: .*engines that do: vllm from"
+            ):
                 cls.support(engine)
         since = cls.engines["vllm"].since
         assert cls.support("vllm", since).name == engines["vllm"][0]
@@ -204,20 +284,36 @@ def test_each_new_drafter_is_one_class_and_one_registry_entry_with_its_engine_na
             cls.support("vllm", (since[0], since[1] - 1, 9))
     # P-EAGLE is vLLM's EAGLE-3 proposer with parallel drafting: its rounds overlap where EAGLE-3's do.
     assert issubclass(PEagleHead, Eagle3Head) and PEagleHead.engine_kind == "eagle3"
-    assert "engine vllm 0.16.0 (preset vllm@0.14), round host work overlapped;" in _dep("peagle", "gpt-oss-20b", engine="vllm@0.16.0").brief()
+    assert (
+        "engine vllm 0.16.0 (preset vllm@0.14), round host work overlapped;"
+        in _dep("peagle", "gpt-oss-20b", engine="vllm@0.16.0").brief()
+    )
 
 
-@pytest.mark.parametrize("argv, config", [
-    (["--draft", "peagle", "--target", "gpt-oss-120b"],
-     {"method": "eagle3", "model": "amazon/gpt-oss-120b-p-eagle", "parallel_drafting": True}),
-    (["--draft", "pard", "--target", "qwen3-8b"], {"model": "amd/PARD-Qwen3-0.6B", "parallel_drafting": True}),
-    (["--draft", "pard", "--target", "llama-3.1-8b"], {"model": "amd/PARD-Llama-3.2-1B", "parallel_drafting": True}),
-    (["--draft", "dflash", "--target", "qwen3-8b"], {"method": "dflash", "model": "z-lab/Qwen3-8B-DFlash-b16"}),
-    (["--draft", "dspark", "--target", "qwen3-8b"], {"method": "dspark", "model": "deepseek-ai/dspark_qwen3_8b_block7"}),
-    (["--draft", "suffix"], {"method": "suffix"}),
-])
+@pytest.mark.parametrize(
+    "argv, config",
+    [
+        (
+            ["--draft", "peagle", "--target", "gpt-oss-120b"],
+            {"method": "eagle3", "model": "amazon/gpt-oss-120b-p-eagle", "parallel_drafting": True},
+        ),
+        (["--draft", "pard", "--target", "qwen3-8b"], {"model": "amd/PARD-Qwen3-0.6B", "parallel_drafting": True}),
+        (
+            ["--draft", "pard", "--target", "llama-3.1-8b"],
+            {"model": "amd/PARD-Llama-3.2-1B", "parallel_drafting": True},
+        ),
+        (["--draft", "dflash", "--target", "qwen3-8b"], {"method": "dflash", "model": "z-lab/Qwen3-8B-DFlash-b16"}),
+        (
+            ["--draft", "dspark", "--target", "qwen3-8b"],
+            {"method": "dspark", "model": "deepseek-ai/dspark_qwen3_8b_block7"},
+        ),
+        (["--draft", "suffix"], {"method": "suffix"}),
+    ],
+)
 def test_vllm_configs_of_the_new_drafters_carry_their_method_checkpoint_and_keys(argv, config, capsys):
-    assert main(["schedule", "--format", "vllm", "--alpha", "0.7", "--timing", "roofline", "--max-batch", "8"] + argv) == 0
+    assert (
+        main(["schedule", "--format", "vllm", "--alpha", "0.7", "--timing", "roofline", "--max-batch", "8"] + argv) == 0
+    )
     written = json.loads(capsys.readouterr().out)
     assert {k: v for k, v in written.items() if k in config} == config
     assert "parallel_drafting" in written or "parallel_drafting" not in config
@@ -229,9 +325,19 @@ def test_a_block_drafter_config_gives_its_layers_block_and_fused_layers(tmp_path
     from specsim.speculation.drafters import make_drafter
 
     target = get_model("qwen3-8b")
-    cfg = {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "block_size": 10, "num_hidden_layers": 3,
-           "hidden_size": 4096, "intermediate_size": 12288, "num_attention_heads": 32, "num_key_value_heads": 8,
-           "head_dim": 128, "vocab_size": 151936, "dflash_config": {"mask_token_id": 151669, "target_layer_ids": [1, 17, 33]}}
+    cfg = {
+        "architectures": ["DFlashDraftModel"],
+        "model_type": "qwen3",
+        "block_size": 10,
+        "num_hidden_layers": 3,
+        "hidden_size": 4096,
+        "intermediate_size": 12288,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "vocab_size": 151936,
+        "dflash_config": {"mask_token_id": 151669, "target_layer_ids": [1, 17, 33]},
+    }
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "config.json").write_text(json.dumps(cfg))
     d = make_drafter(f"dflash:{tmp_path / 'd'}", target)
@@ -241,7 +347,9 @@ def test_a_block_drafter_config_gives_its_layers_block_and_fused_layers(tmp_path
     assert derived.step_model.n_layers == 5 and derived.step_model.extra_linear_params == 5 * 4096 * 4096
     (tmp_path / "e").mkdir()
     (tmp_path / "e" / "config.json").write_text(json.dumps({**cfg, "architectures": ["LlamaForCausalLMEagle3"]}))
-    with pytest.raises(ValueError, match=r"architecture 'LlamaForCausalLMEagle3' is not a dflash drafter; read: DFlashDraftModel$"):
+    with pytest.raises(
+        ValueError, match=r"architecture 'LlamaForCausalLMEagle3' is not a dflash drafter; read: DFlashDraftModel$"
+    ):
         make_drafter(f"dflash:{tmp_path / 'e'}", target)
     with pytest.raises(ValueError, match="is not a dspark drafter; read: DSparkDraftModel$"):
         make_drafter(f"dspark:{tmp_path / 'd'}", target)
@@ -277,24 +385,39 @@ def test_the_simulator_plays_a_drafter_that_verifies_a_prefix_per_request_at_its
     cum = as_acceptance(0.6).cumulative_rates(7)
     for verified in (v, 2.25, 7.0):
         draws = _emit(np.random.default_rng(3), cum, 7, 2000, 100, np.full(100, verified))
-        assert draws.mean() == pytest.approx(float(tokens_per_round(0.6, np.array(7.0), verified=np.array(verified))), abs=0.01)
+        assert draws.mean() == pytest.approx(
+            float(tokens_per_round(0.6, np.array(7.0), verified=np.array(verified))), abs=0.01
+        )
     assert table.verified(128, np.array([300.0]), 0) is None  # plain decoding verifies nothing
 
 
-@pytest.mark.parametrize("argv, line", [
-    (["optimal-gamma", "--draft", "dflash:/nonexistent/dflash", "--target", "qwen3-8b"],
-     "dflash drafter config '/nonexistent/dflash' does not exist"),
-    (["optimal-gamma", "--draft", "suffix:x"], "suffix takes no path"),
-    (["optimal-gamma", "--draft", "suffix", "--draft-weight-dtype", "fp8"],
-     "--draft suffix runs no network: --draft-weight-dtype, --draft-kv-dtype and --draft-tp do not apply"),
-    (["optimal-gamma", "--draft", "pard", "--target", "gemma-3-27b", "--alpha", "0.7"],
-     "no published PARD draft is known for gemma-3-27b (known: llama-3* (amd/PARD-Llama-3.2-1B), qwen3-* "
-     "(amd/PARD-Qwen3-0.6B)); give one with --draft pard:MODEL"),
-    (["explain", "--draft", "dspark", "--target", "qwen3-8b", "--gamma", "8", "--batch", "1"],
-     "a DSpark confidence-scheduled drafter drafts at most 7 tokens a round (its block): gamma 8 is beyond it"),
-    (["optimal-gamma", "--draft", "peagle", "--target", "gpt-oss-20b", "--tree", "topk:2,depth:3,tokens:6"],
-     "token trees need a drafting network (draft model, EAGLE or MTP); a P-EAGLE parallel-drafting head drafts a chain"),
-])
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        (
+            ["optimal-gamma", "--draft", "dflash:/nonexistent/dflash", "--target", "qwen3-8b"],
+            "dflash drafter config '/nonexistent/dflash' does not exist",
+        ),
+        (["optimal-gamma", "--draft", "suffix:x"], "suffix takes no path"),
+        (
+            ["optimal-gamma", "--draft", "suffix", "--draft-weight-dtype", "fp8"],
+            "--draft suffix runs no network: --draft-weight-dtype, --draft-kv-dtype and --draft-tp do not apply",
+        ),
+        (
+            ["optimal-gamma", "--draft", "pard", "--target", "gemma-3-27b", "--alpha", "0.7"],
+            "no published PARD draft is known for gemma-3-27b (known: llama-3* (amd/PARD-Llama-3.2-1B), qwen3-* "
+            "(amd/PARD-Qwen3-0.6B)); give one with --draft pard:MODEL",
+        ),
+        (
+            ["explain", "--draft", "dspark", "--target", "qwen3-8b", "--gamma", "8", "--batch", "1"],
+            "a DSpark confidence-scheduled drafter drafts at most 7 tokens a round (its block): gamma 8 is beyond it",
+        ),
+        (
+            ["optimal-gamma", "--draft", "peagle", "--target", "gpt-oss-20b", "--tree", "topk:2,depth:3,tokens:6"],
+            "token trees need a drafting network (draft model, EAGLE or MTP); a P-EAGLE parallel-drafting head drafts a chain",
+        ),
+    ],
+)
 def test_bad_input_to_the_new_drafters_is_one_line_and_exit_2(argv, line, capsys):
     assert main(argv[:1] + ["--timing", "roofline"] + argv[1:]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -302,8 +425,21 @@ def test_bad_input_to_the_new_drafters_is_one_line_and_exit_2(argv, line, capsys
 
 
 def test_speedup_gives_each_batch_its_own_tokens_where_the_verified_prefix_varies(capsys):
-    argv = ["speedup", "--draft", "dspark", "--target", "qwen3-8b", "--gamma", "7", "--batch", "1,512", "--timing", "roofline",
-            "--acceptance", "0.617,0.388,0.244,0.158,0.099,0.062,0.041"]
+    argv = [
+        "speedup",
+        "--draft",
+        "dspark",
+        "--target",
+        "qwen3-8b",
+        "--gamma",
+        "7",
+        "--batch",
+        "1,512",
+        "--timing",
+        "roofline",
+        "--acceptance",
+        "0.617,0.388,0.244,0.158,0.099,0.062,0.041",
+    ]
     assert main(argv + ["--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     dep = _dep("dspark", "qwen3-8b")
@@ -311,9 +447,17 @@ def test_speedup_gives_each_batch_its_own_tokens_where_the_verified_prefix_varie
     want = dep.outcome(acc, 7, np.array([1.0, 512.0]), 1128).tokens
     assert [r["tokens_per_step"] for r in rows] == pytest.approx(want.tolist(), rel=1e-12) and want[0] > want[1]
     assert main(argv) == 0
-    assert f"gamma 7: {want[1]:.4f}-{want[0]:.4f} (the verified prefix varies with batch) tokens per target pass" in capsys.readouterr().out
+    assert (
+        f"gamma 7: {want[1]:.4f}-{want[0]:.4f} (the verified prefix varies with batch) tokens per target pass"
+        in capsys.readouterr().out
+    )
 
 
 def test_a_schedule_for_an_engine_that_never_runs_the_drafter_is_refused_before_anything_else(capsys):
-    assert main(["schedule", "--format", "sglang", "--draft", "peagle", "--target", "gpt-oss-20b", "--timing", "roofline"]) == 2
-    assert capsys.readouterr().err.startswith("specsim schedule: error: sglang does not run a P-EAGLE parallel-drafting head")
+    assert (
+        main(["schedule", "--format", "sglang", "--draft", "peagle", "--target", "gpt-oss-20b", "--timing", "roofline"])
+        == 2
+    )
+    assert capsys.readouterr().err.startswith(
+        "specsim schedule: error: sglang does not run a P-EAGLE parallel-drafting head"
+    )

@@ -5,12 +5,11 @@ from __future__ import annotations
 import dataclasses
 import re
 
+import numpy as np
 import pytest
 
-import numpy as np
-
-from specsim.engines import ENGINES, EnginePreset, SpecHost, get_engine, source_and_engine
 from specsim.calibration.fidelity import evaluate, load_public_tpot
+from specsim.engines import ENGINES, EnginePreset, SpecHost, get_engine, source_and_engine
 
 
 @pytest.fixture(scope="module")
@@ -72,22 +71,47 @@ def test_bad_presets_and_names():
         get_engine("tgi")
 
 
-@pytest.mark.parametrize("spec, key", [("vllm", "vllm@latest"), ("vllm@0.10", "vllm@0.10"), ("vllm@0.11", "vllm@0.10"),
-                                       ("vllm@0.13.2", "vllm@0.10"), ("VLLM@0.14.0", "vllm@0.14"), ("vllm@0.19", "vllm@0.14"),
-                                       ("vllm@0.27.1", "vllm@0.14"), ("vllm@0.28.0", "vllm@latest"), ("vllm@0.33", "vllm@latest"),
-                                       ("sglang@0.5.10", "sglang@0.5"), ("sglang@0.5.11", "sglang@latest"),
-                                       ("sglang", "sglang@latest"), ("sglang@0.4", "sglang@0.5"), ("sglang@0.5.3", "sglang@0.5"),
-                                       ("sglang@spec-v2", "sglang@latest"), ("sglang@spec-v1", "sglang@0.5"),
-                                       ("trtllm", "trtllm@latest"), ("none", "none")])
+@pytest.mark.parametrize(
+    "spec, key",
+    [
+        ("vllm", "vllm@latest"),
+        ("vllm@0.10", "vllm@0.10"),
+        ("vllm@0.11", "vllm@0.10"),
+        ("vllm@0.13.2", "vllm@0.10"),
+        ("VLLM@0.14.0", "vllm@0.14"),
+        ("vllm@0.19", "vllm@0.14"),
+        ("vllm@0.27.1", "vllm@0.14"),
+        ("vllm@0.28.0", "vllm@latest"),
+        ("vllm@0.33", "vllm@latest"),
+        ("sglang@0.5.10", "sglang@0.5"),
+        ("sglang@0.5.11", "sglang@latest"),
+        ("sglang", "sglang@latest"),
+        ("sglang@0.4", "sglang@0.5"),
+        ("sglang@0.5.3", "sglang@0.5"),
+        ("sglang@spec-v2", "sglang@latest"),
+        ("sglang@spec-v1", "sglang@0.5"),
+        ("trtllm", "trtllm@latest"),
+        ("none", "none"),
+    ],
+)
 def test_versions_resolve_to_the_preset_covering_them(spec, key):
     assert get_engine(spec).key == key
 
 
-@pytest.mark.parametrize("spec, message", [("vllm@0.9", "no vllm preset for version '0.9'; known: 0.10-0.13, 0.14-0.27, 0.28-0.33, latest"),
-                                           ("vllm@1.0", "no vllm preset for version '1.0'"), ("sglang@0.6", "no sglang preset"), ("vllm@0.34", "no vllm preset for version '0.34'"),
-                                           ("vllm@", "names no version after '@'"), ("vllm@٠.١٠", "no vllm preset"),
-                                           ("vllm@abc", "no vllm preset for version 'abc'"), ("none@1", "has no versions"),
-                                           ("trtllm@0.20", "known: 1.0-1.3, latest")])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("vllm@0.9", "no vllm preset for version '0.9'; known: 0.10-0.13, 0.14-0.27, 0.28-0.33, latest"),
+        ("vllm@1.0", "no vllm preset for version '1.0'"),
+        ("sglang@0.6", "no sglang preset"),
+        ("vllm@0.34", "no vllm preset for version '0.34'"),
+        ("vllm@", "names no version after '@'"),
+        ("vllm@٠.١٠", "no vllm preset"),
+        ("vllm@abc", "no vllm preset for version 'abc'"),
+        ("none@1", "has no versions"),
+        ("trtllm@0.20", "known: 1.0-1.3, latest"),
+    ],
+)
 def test_versions_no_preset_covers_are_refused_with_the_known_ones(spec, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         get_engine(spec)
@@ -99,14 +123,19 @@ def test_versions_differ_only_in_what_they_overlap():
     assert not serial.overlaps("eagle3") and chains.overlaps("eagle3") and chains.overlaps("mtp")
     assert not chains.overlaps("draft_model") and both.overlaps("draft_model") and not both.overlaps("ngram")
     v2 = get_engine("sglang@latest")
-    assert v2.overlaps("eagle3", 1) and not v2.overlaps("eagle3", 4) and not get_engine("sglang@0.5").overlaps("eagle3", 1)
+    assert (
+        v2.overlaps("eagle3", 1) and not v2.overlaps("eagle3", 4) and not get_engine("sglang@0.5").overlaps("eagle3", 1)
+    )
     assert "vllm@0.10" in serial.describe() and "serial" in serial.describe() and "overlapped" in chains.describe()
 
 
 def test_overrides_replace_only_the_terms_given_and_refuse_bad_ones():
     base = get_engine("sglang@0.5")
     out = base.with_spec(round_ms=1.5, seq_us=20.0)
-    assert out.spec == SpecHost(1.5e-3, base.spec.step_s, 20e-6, base.spec.seq_step_s) and out.kernel_spec.round_s == 1.5e-3
+    assert (
+        out.spec == SpecHost(1.5e-3, base.spec.step_s, 20e-6, base.spec.seq_step_s)
+        and out.kernel_spec.round_s == 1.5e-3
+    )
     token = base.with_spec(seq_step_us=7.0)
     assert token.spec == dataclasses.replace(base.spec, seq_step_s=7e-6) and token.kernel_spec.seq_step_s == 7e-6
     assert token.spec_basis.endswith("; --engine-seq-step set by the user")
@@ -121,7 +150,9 @@ def test_overrides_replace_only_the_terms_given_and_refuse_bad_ones():
 # -- exact texts and boundaries (the mutation run's survivors) --------------------------
 def test_a_term_of_one_second_is_accepted_and_the_message_names_the_preset():
     EnginePreset("x", "vllm", 1.0, 0.0, "test")  # the bound is inclusive
-    with pytest.raises(ValueError, match=r"^engine 'x': iteration_s must be a finite time in \[0, 1\] seconds, got 1\.001$"):
+    with pytest.raises(
+        ValueError, match=r"^engine 'x': iteration_s must be a finite time in \[0, 1\] seconds, got 1\.001$"
+    ):
         EnginePreset("x", "vllm", 1.001, 0.0, "test")
     with pytest.raises(ValueError, match=r"^engine 'x': step_s must be a finite time"):
         EnginePreset("x", "vllm", 0.0, 0.0, "test", spec=SpecHost(0.0, -1.0, 0.0))
@@ -133,33 +164,54 @@ def test_a_term_of_one_second_is_accepted_and_the_message_names_the_preset():
 
 def test_describe_prints_every_term_with_its_unit():
     # Values whose last printed digit moves if a unit were off by 0.1%.
-    preset = EnginePreset("x", "vllm", 8e-3, 6e-3, "basis B", collective_s=80e-6, version="9", release="release R",
-                          spec=SpecHost(8e-3, 0.8e-3, 80e-6), spec_basis="spec basis S",
-                          overlap_kinds=frozenset({"eagle3", "mtp"}), overlap_chains_only=True)
-    assert SpecHost(8e-3, 0.8e-3, 80e-6, 8e-6).describe() == ("8.00 ms per round + 0.800 ms per draft step + 80.0 us per "
-                                                              "sequence + 8.0 us per sequence per draft step")
+    preset = EnginePreset(
+        "x",
+        "vllm",
+        8e-3,
+        6e-3,
+        "basis B",
+        collective_s=80e-6,
+        version="9",
+        release="release R",
+        spec=SpecHost(8e-3, 0.8e-3, 80e-6),
+        spec_basis="spec basis S",
+        overlap_kinds=frozenset({"eagle3", "mtp"}),
+        overlap_chains_only=True,
+    )
+    assert SpecHost(8e-3, 0.8e-3, 80e-6, 8e-6).describe() == (
+        "8.00 ms per round + 0.800 ms per draft step + 80.0 us per sequence + 8.0 us per sequence per draft step"
+    )
     assert preset.describe() == (
         "engine: x@9 preset (release R); per iteration 8.00 ms on a roofline step, 6.00 ms on GPU time (basis B); 80.0 us "
         "more per tensor-parallel collective; speculative round host time 8.00 ms per round + 0.800 ms per draft step + "
         "80.0 us per sequence + 0.0 us per sequence per draft step (spec basis S), 100% of it overlapped with the GPU "
-        "(no public measurement: all of it) for eagle3, mtp chains (top-k 1), serial otherwise")
+        "(no public measurement: all of it) for eagle3, mtp chains (top-k 1), serial otherwise"
+    )
     every = dataclasses.replace(preset, overlap_chains_only=False, collective_s=0.0)
     assert every.describe() == (
         "engine: x@9 preset (release R); per iteration 8.00 ms on a roofline step, 6.00 ms on GPU time (basis B); "
         "speculative round host time 8.00 ms per round + 0.800 ms per draft step + 80.0 us per sequence + 0.0 us per "
         "sequence per draft step (spec basis S), 100% of it overlapped with the GPU (no public measurement: all of it) "
-        "for eagle3, mtp, serial otherwise")
+        "for eagle3, mtp, serial otherwise"
+    )
     part = dataclasses.replace(every, overlap_share=0.36, overlap_basis="basis O")
     assert "36% of it overlapped with the GPU (basis O) for eagle3, mtp" in part.describe()
     assert part.hidden_share("mtp") == 0.36 and part.hidden_share("draft_model") == 0.0
     serial = EnginePreset("y", "vllm", 0.0, 0.0, "b", version="1", release="r")
-    assert serial.describe() == ("engine: y@1 preset (r); per iteration 0.00 ms on a roofline step, 0.00 ms on GPU time (b); "
-                                 "speculative round host time 0.00 ms per round + 0.000 ms per draft step + 0.0 us per "
-                                 "sequence + 0.0 us per sequence per draft step (no public measurement), serial (not "
-                                 "overlapped with the GPU)")
+    assert serial.describe() == (
+        "engine: y@1 preset (r); per iteration 0.00 ms on a roofline step, 0.00 ms on GPU time (b); "
+        "speculative round host time 0.00 ms per round + 0.000 ms per draft step + 0.0 us per "
+        "sequence + 0.0 us per sequence per draft step (no public measurement), serial (not "
+        "overlapped with the GPU)"
+    )
     assert ENGINES["none"].describe() == "engine: none (no CPU time added)" and ENGINES["none"].key == "none"
-    big = dataclasses.replace(serial, collective_s=0.2, spec=SpecHost(0.0, 0.0, 0.2, 0.3))  # microseconds to the last digit
-    assert "; 200000.0 us more per tensor-parallel collective;" in big.describe() and "+ 200000.0 us per sequence" in big.describe()
+    big = dataclasses.replace(
+        serial, collective_s=0.2, spec=SpecHost(0.0, 0.0, 0.2, 0.3)
+    )  # microseconds to the last digit
+    assert (
+        "; 200000.0 us more per tensor-parallel collective;" in big.describe()
+        and "+ 200000.0 us per sequence" in big.describe()
+    )
     assert "+ 300000.0 us per sequence per draft step" in big.describe()
     # A chain is the default draft width: chains-only versions overlap it.
     assert preset.overlaps("eagle3") and not preset.overlaps("eagle3", 2)
@@ -188,7 +240,10 @@ def test_gpu_time_sources_take_the_kernel_terms_others_keep_theirs():
     assert bare.spec == base.kernel_spec != base.spec
     assert (bare.iteration_s, bare.collective_s) == (base.kernel_iteration_s, base.kernel_collective_s)
     v2 = get_engine("sglang@latest")  # the hidden share fitted on GPU time is its own
-    assert v2.for_source(Bare()).overlap_share == v2.kernel_overlap_share == 0.31 and v2.for_source(Roof()).overlap_share == 0.40
+    assert (
+        v2.for_source(Bare()).overlap_share == v2.kernel_overlap_share == 0.31
+        and v2.for_source(Roof()).overlap_share == 0.40
+    )
 
 
 def test_overrides_say_what_they_set():
@@ -196,7 +251,10 @@ def test_overrides_say_what_they_set():
     it = base.with_iteration_ms(1.5)
     assert (it.iteration_s, it.kernel_iteration_s, it.basis) == (1.5e-3, 1.5e-3, "set by --engine-overhead-ms")
     step = base.with_spec(step_ms=0.25)
-    assert step.spec == SpecHost(base.spec.round_s, 0.25e-3, base.spec.seq_s, base.spec.seq_step_s) and step.kernel_spec.step_s == 0.25e-3
+    assert (
+        step.spec == SpecHost(base.spec.round_s, 0.25e-3, base.spec.seq_s, base.spec.seq_step_s)
+        and step.kernel_spec.step_s == 0.25e-3
+    )
     assert step.spec_basis == base.spec_basis + "; --engine-step set by the user"
     three = base.with_spec(1.0, 2.0, 3.0)
     assert three.spec_basis.endswith("; --engine-round, --engine-step, --engine-seq set by the user")
@@ -210,11 +268,17 @@ def test_overrides_say_what_they_set():
 
 
 def test_engine_errors_are_exact():
-    with pytest.raises(ValueError, match=r"^unknown engine 'tgi'; choose vllm, sglang, trtllm, none, optionally with @version \(vllm@0\.10\)$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^unknown engine 'tgi'; choose vllm, sglang, trtllm, none, optionally with @version \(vllm@0\.10\)$",
+    ):
         get_engine("tgi")
     with pytest.raises(ValueError, match=r"^engine 'none' has no versions$"):
         get_engine("none@1")
-    with pytest.raises(ValueError, match=r"^no sglang preset for version '0.7'; known: 0.4-0.5.10, 0.5.11-0.5.23, latest, spec-v2, spec-v1, 0.4$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^no sglang preset for version '0.7'; known: 0.4-0.5.10, 0.5.11-0.5.23, latest, spec-v2, spec-v1, 0.4$",
+    ):
         get_engine("sglang@0.7")
     assert get_engine("vllm@0.13.0rc1").key == "vllm@0.10"  # a release candidate's suffix is read
 
@@ -229,8 +293,19 @@ def test_source_and_engine_defaults_to_the_current_vllm():
 
 
 @pytest.mark.parametrize("key", ["overlap_share", "kernel_overlap_share"])
-@pytest.mark.parametrize("share, ok", [(0.0, True), (1, True), (0.4, True), (1.5, False), (-0.1, False), (True, False),
-                                       ("0.4", False), (float("nan"), False)])
+@pytest.mark.parametrize(
+    "share, ok",
+    [
+        (0.0, True),
+        (1, True),
+        (0.4, True),
+        (1.5, False),
+        (-0.1, False),
+        (True, False),
+        ("0.4", False),
+        (float("nan"), False),
+    ],
+)
 def test_an_overlap_share_is_a_number_in_zero_to_one(key, share, ok):
     if ok:
         assert getattr(EnginePreset("x", "vllm", 0.0, 0.0, "test", **{key: share}), key) == share
@@ -245,34 +320,74 @@ def test_each_shipped_preset_says_what_it_overlaps_on_what_basis_and_how_its_dra
 
     heads = {"eagle", "eagle3", "mtp"}
     expected = {  # key: (overlapped kinds, chains only, (share, kernel share), drafter on the target's TP group)
-        "vllm@0.10": (set(), False, (1.0, 1.0), False), "vllm@0.14": (heads, False, (1.0, 1.0), False),
-        "vllm@latest": (heads | {"draft_model"}, False, (1.0, 1.0), False), "sglang@0.5": (set(), False, (1.0, 1.0), True),
-        "sglang@latest": (heads | {"draft_model"}, True, (0.40, 0.31), True), "trtllm@latest": (set(), False, (1.0, 1.0), False)}
+        "vllm@0.10": (set(), False, (1.0, 1.0), False),
+        "vllm@0.14": (heads, False, (1.0, 1.0), False),
+        "vllm@latest": (heads | {"draft_model"}, False, (1.0, 1.0), False),
+        "sglang@0.5": (set(), False, (1.0, 1.0), True),
+        "sglang@latest": (heads | {"draft_model"}, True, (0.40, 0.31), True),
+        "trtllm@latest": (set(), False, (1.0, 1.0), False),
+    }
     assert set(PRESETS) == set(expected) | {"none"}
     for key, (kinds, chains, share, shares_tp) in expected.items():
         p = PRESETS[key]
-        assert (p.key, set(p.overlap_kinds), p.overlap_chains_only, (p.overlap_share, p.kernel_overlap_share),
-                p.draft_shares_tp) == (key, kinds, chains, share, shares_tp)
+        assert (
+            p.key,
+            set(p.overlap_kinds),
+            p.overlap_chains_only,
+            (p.overlap_share, p.kernel_overlap_share),
+            p.draft_shares_tp,
+        ) == (key, kinds, chains, share, shares_tp)
         name = key.split("@")[0]
-        assert (p.kernel_engine, p.iteration_s, p.kernel_iteration_s, p.collective_s, p.kernel_collective_s, p.basis) == tuple(
-            ENGINE_MODULES[name].PLAIN[k] for k in ("kernel_engine", "iteration_s", "kernel_iteration_s", "collective_s",
-                                      "kernel_collective_s", "basis"))
-        basis = ("fitted to spec v2's measured gains, sgl-project/sglang#11398 and #12128" if key == "sglang@latest"
-                 else "no public measurement: all of it")
+        assert (
+            p.kernel_engine,
+            p.iteration_s,
+            p.kernel_iteration_s,
+            p.collective_s,
+            p.kernel_collective_s,
+            p.basis,
+        ) == tuple(
+            ENGINE_MODULES[name].PLAIN[k]
+            for k in (
+                "kernel_engine",
+                "iteration_s",
+                "kernel_iteration_s",
+                "collective_s",
+                "kernel_collective_s",
+                "basis",
+            )
+        )
+        basis = (
+            "fitted to spec v2's measured gains, sgl-project/sglang#11398 and #12128"
+            if key == "sglang@latest"
+            else "no public measurement: all of it"
+        )
         assert p.overlap_basis == basis and p.release and p.spec_basis
     assert PRESETS["trtllm@latest"].spec == SpecHost() == PRESETS["trtllm@latest"].kernel_spec
-    from specsim.engines import sglang, vllm as vllm_engine
+    from specsim.engines import sglang
+    from specsim.engines import vllm as vllm_engine
     from specsim.engines.base import _SPEC_BASIS
 
-    _SGLANG_SPEC, _SGLANG_KERNEL_SPEC, _VLLM_SPEC, _VLLM_KERNEL_SPEC = sglang.SPEC, sglang.KERNEL_SPEC, vllm_engine.SPEC, vllm_engine.KERNEL_SPEC
+    _SGLANG_SPEC, _SGLANG_KERNEL_SPEC, _VLLM_SPEC, _VLLM_KERNEL_SPEC = (
+        sglang.SPEC,
+        sglang.KERNEL_SPEC,
+        vllm_engine.SPEC,
+        vllm_engine.KERNEL_SPEC,
+    )
 
     for key, p in PRESETS.items():
         if key.startswith(("vllm@", "sglang@")):
             vllm = key.startswith("vllm@")
-            assert (p.spec, p.kernel_spec) == ((_VLLM_SPEC, _VLLM_KERNEL_SPEC) if vllm else (_SGLANG_SPEC, _SGLANG_KERNEL_SPEC))
+            assert (p.spec, p.kernel_spec) == (
+                (_VLLM_SPEC, _VLLM_KERNEL_SPEC) if vllm else (_SGLANG_SPEC, _SGLANG_KERNEL_SPEC)
+            )
             assert p.spec_basis.startswith(_SPEC_BASIS + (", vLLM rows" if vllm else ", SGLang rows"))
     assert PRESETS["trtllm@latest"].spec_basis == "no public measurement across batch sizes"
-    assert PRESETS["vllm@0.10"].spec == PRESETS["vllm@latest"].spec != PRESETS["sglang@0.5"].spec == PRESETS["sglang@latest"].spec
+    assert (
+        PRESETS["vllm@0.10"].spec
+        == PRESETS["vllm@latest"].spec
+        != PRESETS["sglang@0.5"].spec
+        == PRESETS["sglang@latest"].spec
+    )
 
 
 def test_host_work_counts_an_ngram_proposals_tokens_per_sequence_without_draft_steps():

@@ -23,8 +23,18 @@ def _y_at(line, x):
 
 def test_figure_names_are_fixed():
     assert [spec.name for spec in FIGURES] == [
-        "speedup-vs-gamma", "speedup-vs-batch", "roofline", "step-times", "speedup-heatmaps",
-        "optimal-gamma-vs-batch", "speedup-vs-batch-devices", "throughput-vs-latency", "verification-cost", "moe-speculation", "drafters", "serve-sweep",
+        "speedup-vs-gamma",
+        "speedup-vs-batch",
+        "roofline",
+        "step-times",
+        "speedup-heatmaps",
+        "optimal-gamma-vs-batch",
+        "speedup-vs-batch-devices",
+        "throughput-vs-latency",
+        "verification-cost",
+        "moe-speculation",
+        "drafters",
+        "serve-sweep",
         "round-anatomy",
     ]
 
@@ -92,7 +102,9 @@ def test_step_times_show_verification_dearer_than_decode_at_large_batch(drawn):
 def test_heatmap_traces_the_optimal_gamma(drawn):
     batch_panel = drawn["speedup-heatmaps"]["batch"]
     fits = drawn["speedup-heatmaps"]["fits"]
-    expected = optimal_gamma_table(alpha=0.8, batch=[2**k for k in range(11) if 2**k <= fits], gamma_max=16).gamma.to_numpy()
+    expected = optimal_gamma_table(
+        alpha=0.8, batch=[2**k for k in range(11) if 2**k <= fits], gamma_max=16
+    ).gamma.to_numpy()
     np.testing.assert_array_equal(np.asarray(batch_panel["trace"].get_xdata()), expected)
     alpha_panel = drawn["speedup-heatmaps"]["alpha"]
     assert np.all(np.diff(alpha_panel["trace"].get_xdata()) >= 0)  # higher alpha -> longer drafts
@@ -195,9 +207,12 @@ def test_drafter_figure_compares_the_kinds_at_their_published_acceptance(drawn):
     named = lambda prefix: next(line for name, line in by_name.items() if name.startswith(prefix))  # noqa: E731
     tree, chain, draft = named("EAGLE-3 tree"), named("EAGLE-3 chain"), named("draft model")
     # Each drafter's legend names the acceptance it was drawn at and its source (issue 20: n-gram's is code editing).
-    assert set(by_name) == {"draft model (α 0.8, the article)", "EAGLE-3 chain (α 0.744, MT-bench, vLLM #26191)",
-                            "EAGLE-3 tree (best of top-k 4, depth 5, 16 tokens)",
-                            "n-gram (0.44 to 0.36 by position, code editing, vLLM #24344)"}
+    assert set(by_name) == {
+        "draft model (α 0.8, the article)",
+        "EAGLE-3 chain (α 0.744, MT-bench, vLLM #26191)",
+        "EAGLE-3 tree (best of top-k 4, depth 5, 16 tokens)",
+        "n-gram (0.44 to 0.36 by position, code editing, vLLM #24344)",
+    }
     # A tree beats the chain at batch 1 and converges to it by batch 64; EAGLE-3's cheap head beats the 1B draft.
     assert _y_at(tree, 1) > 1.1 * _y_at(chain, 1) and _y_at(tree, 64) == pytest.approx(_y_at(chain, 64), rel=0.02)
     assert all(_y_at(chain, b) > _y_at(draft, b) for b in (1, 16, 256))
@@ -207,8 +222,12 @@ def test_drafter_figure_compares_the_kinds_at_their_published_acceptance(drawn):
     # Issue 29: the drafters of 2026 on Qwen3-8B, each at the acceptance a command assumes there, named in its legend.
     third = "Qwen3-8B on H100, vllm@latest preset, L = 1128, the drafters of 2026"
     new = {name: line for (panel, name), line in lines.items() if panel == third}
-    assert set(new) == {"EAGLE-3 chain (α 0.634, DSpark paper)", "DFlash (α 0.768, DFlash paper)",
-                        "DSpark (α 0.762, DSpark paper)", "suffix decoding (acceptance 0.62, vLLM PR #24852)"}
+    assert set(new) == {
+        "EAGLE-3 chain (α 0.634, DSpark paper)",
+        "DFlash (α 0.768, DFlash paper)",
+        "DSpark (α 0.762, DSpark paper)",
+        "suffix decoding (acceptance 0.62, vLLM PR #24852)",
+    }
     # One block-diffusion pass drafts 15 tokens for about the cost of one EAGLE-3 step: at batch 1 it beats the chain
     # by more than its acceptance alone would; by batch 256 verifying the block eats most of the gain.
     dflash, chain3 = new["DFlash (α 0.768, DFlash paper)"], new["EAGLE-3 chain (α 0.634, DSpark paper)"]
@@ -221,7 +240,9 @@ def test_serve_sweep_figure_shows_speculation_helping_until_the_engine_saturates
     assert _y_at(on, 0.5) < 0.75 * _y_at(off, 0.5)  # at low load speculation cuts TPOT by a quarter or more
     assert lines.get("stops_at", np.inf) >= 16  # and keeps helping until the engine is saturated (or through the sweep)
     tput_off, tput_on = lines[("off", "tokens_per_s")], lines[("on", "tokens_per_s")]
-    assert _y_at(tput_on, 1) == pytest.approx(_y_at(tput_off, 1), rel=0.05)  # below saturation both serve the offered load
+    assert _y_at(tput_on, 1) == pytest.approx(
+        _y_at(tput_off, 1), rel=0.05
+    )  # below saturation both serve the offered load
 
 
 def _break_even_lines(ax):
@@ -231,8 +252,14 @@ def _break_even_lines(ax):
 def test_every_speedup_panel_marks_break_even_and_batch_axes_read_as_plain_numbers():
     # Issue 20: one style across the figures: the labelled S = 1 line wherever a speedup is plotted, and batch or
     # rate axes ticked 1, 2, 4 ... (not 2^k).
-    speedup_panels = {"speedup-vs-gamma": [0], "speedup-vs-batch": [0], "speedup-vs-batch-devices": [0, 1, 2],
-                      "verification-cost": [1], "moe-speculation": [1], "drafters": [0, 1, 2]}
+    speedup_panels = {
+        "speedup-vs-gamma": [0],
+        "speedup-vs-batch": [0],
+        "speedup-vs-batch-devices": [0, 1, 2],
+        "verification-cost": [1],
+        "moe-speculation": [1],
+        "drafters": [0, 1, 2],
+    }
     for spec in FIGURES:
         fig, _ = render(spec)
         axes = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
@@ -248,9 +275,11 @@ def test_figure_curves_stay_apart_and_inside_their_panels(drawn):
     # The optimal-gamma curves at equal gamma are drawn apart, so none hides another (alpha 0.6 vanished before).
     for panel in drawn["optimal-gamma-vs-batch"].values():
         ys = [np.asarray(line.get_ydata()) for line in panel["lines"].values()]
-        assert all(not np.allclose(a, b) for i, a in enumerate(ys) for b in ys[i + 1:])
+        assert all(not np.allclose(a, b) for i, a in enumerate(ys) for b in ys[i + 1 :])
     # Where speedup curves cross 1 is written in their legend, not on the panel where an edge can clip it.
-    labels = [line.get_label() for line in drawn["speedup-vs-batch-devices"]["panels"]["a100-sxm-80gb"]["lines"].values()]
+    labels = [
+        line.get_label() for line in drawn["speedup-vs-batch-devices"]["panels"]["a100-sxm-80gb"]["lines"].values()
+    ]
     assert labels[0] == "α = 0.8, γ = 4: S < 1 from b = 120"
     # Every step-time curve lies inside its panel.
     for ax in drawn["step-times"]["axes"]:

@@ -16,8 +16,14 @@ from specsim.timing import make_source
 from specsim.timing.kernels import DEVICE_FOLDERS, database_root
 
 NEW = ("mi355x", "mi325x", "b300", "gb300", "rtx-pro-6000")
-NUMBERS = ("peak_flop_per_s", "peak_fp8_flop_per_s", "peak_bytes_per_s", "memory_bytes", "interconnect_bytes_per_s",
-           "interconnect_latency_s")
+NUMBERS = (
+    "peak_flop_per_s",
+    "peak_fp8_flop_per_s",
+    "peak_bytes_per_s",
+    "memory_bytes",
+    "interconnect_bytes_per_s",
+    "interconnect_latency_s",
+)
 
 
 @pytest.mark.parametrize("name", NEW)
@@ -25,7 +31,9 @@ def test_every_number_names_its_source(name):
     hw = load_hardware(name)
     for key in NUMBERS:
         source = hw.sources.get(key, "")
-        assert any(mark in source for mark in ("https://", "aiconfigurator-core", "ISSCC", "derived", "assumed", ".com")), (name, key)
+        assert any(
+            mark in source for mark in ("https://", "aiconfigurator-core", "ISSCC", "derived", "assumed", ".com")
+        ), (name, key)
     assert "article" in hw.notes and hw.compute_eff == 0.6
     for key, preset in (("bandwidth_eff", 0.8), ("overhead_s", 0.5e-3)):
         # The article's preset, or a fit that names the measurements it was fitted to (mi355x: AMD's vLLM ROCm sweeps).
@@ -34,17 +42,22 @@ def test_every_number_names_its_source(name):
 
 # Published dense peaks (no sparsity), bandwidth and memory: vendor pages and the kernel database's system files
 # (aiconfigurator-core 0.12.0 systems/*.yaml), as each profile's sources say.
-@pytest.mark.parametrize("name, bf16_tflops, fp8_tflops, tbps, gb, link_gbps", [
-    ("mi355x", 2516.6, 5033.2, 8.0, 288.0, 537.6),
-    ("mi325x", 1307.4, 2614.9, 6.0, 256.0, 448.0),
-    ("b300", 2250.0, 4500.0, 7.75, 288.4, 900.0),
-    ("gb300", 2500.0, 5000.0, 8.0, 298.0, 900.0),
-    ("rtx-pro-6000", 467.8, 935.6, 1.792, 102.6, 64.0),
-])
+@pytest.mark.parametrize(
+    "name, bf16_tflops, fp8_tflops, tbps, gb, link_gbps",
+    [
+        ("mi355x", 2516.6, 5033.2, 8.0, 288.0, 537.6),
+        ("mi325x", 1307.4, 2614.9, 6.0, 256.0, 448.0),
+        ("b300", 2250.0, 4500.0, 7.75, 288.4, 900.0),
+        ("gb300", 2500.0, 5000.0, 8.0, 298.0, 900.0),
+        ("rtx-pro-6000", 467.8, 935.6, 1.792, 102.6, 64.0),
+    ],
+)
 def test_published_figures(name, bf16_tflops, fp8_tflops, tbps, gb, link_gbps):
     hw = load_hardware(name)
     assert (hw.peak_flop_per_s / 1e12, hw.peak_fp8_flop_per_s / 1e12) == pytest.approx((bf16_tflops, fp8_tflops))
-    assert (hw.peak_bytes_per_s / 1e12, hw.memory_bytes / 1e9, hw.interconnect_bytes_per_s / 1e9) == pytest.approx((tbps, gb, link_gbps))
+    assert (hw.peak_bytes_per_s / 1e12, hw.memory_bytes / 1e9, hw.interconnect_bytes_per_s / 1e9) == pytest.approx(
+        (tbps, gb, link_gbps)
+    )
     # Dense FP8 is twice dense BF16 on every one of them.
     assert hw.peak_fp8_flop_per_s == pytest.approx(2 * hw.peak_flop_per_s, rel=1e-3)
 
@@ -59,14 +72,19 @@ def test_the_nvl72_domain_and_the_pcie_card():
     assert load_hardware("rtx-pro-6000").interconnect_bytes_per_s < 0.1 * load_hardware("b300").interconnect_bytes_per_s
 
 
-@pytest.mark.parametrize("name, folder", [("b300", "b300_sxm"), ("gb300", "gb300"), ("rtx-pro-6000", "rtx_pro_6000_server")])
+@pytest.mark.parametrize(
+    "name, folder", [("b300", "b300_sxm"), ("gb300", "gb300"), ("rtx-pro-6000", "rtx_pro_6000_server")]
+)
 def test_the_all_reduce_latency_is_the_databases_smallest_message(name, folder):
     import pandas as pd
 
     files = sorted((database_root() / folder / "comm" / "vllm").glob("*/custom_allreduce_perf.parquet"))
     frame = pd.read_parquet(files[-1])
-    rows = frame[(frame["message_size"] == 128) & (frame["allreduce_dtype"] == "bfloat16")
-                 & frame["backend"].astype(str).str.contains("graph")]
+    rows = frame[
+        (frame["message_size"] == 128)
+        & (frame["allreduce_dtype"] == "bfloat16")
+        & frame["backend"].astype(str).str.contains("graph")
+    ]
     at_two = rows[rows["num_gpus"] == 2]["latency"].min() * 1e-3
     assert DEVICE_FOLDERS[name] == folder
     assert load_hardware(name).interconnect_latency_s == pytest.approx(at_two, rel=0.1)

@@ -7,7 +7,14 @@ import dataclasses
 import pytest
 import yaml
 
-from specsim.describe.hardware import (HardwareProfile, builtin_dir, builtin_names, load_hardware, profile_from_mapping, profile_to_mapping)
+from specsim.describe.hardware import (
+    HardwareProfile,
+    builtin_dir,
+    builtin_names,
+    load_hardware,
+    profile_from_mapping,
+    profile_to_mapping,
+)
 
 REQUIRED_DEVICES = ["h100-sxm", "h100-pcie", "h200", "a100-sxm-80gb", "l40s", "l4", "b200", "mi300x"]
 

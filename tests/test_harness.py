@@ -13,9 +13,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from specsim.cli.main import main
+from specsim.describe.models import ModelShape, get_model
 from specsim.harness.model import DecoderTimingModel
 from specsim.harness.specloop import run_speculative_loop
-from specsim.describe.models import ModelShape, get_model
 
 MICRO = ModelShape("micro", 512, 64, 128, 2, 4, 2, 16, tie_embeddings=False, weight_dtype="fp32", kv_dtype="fp32")
 MICRO_QWEN = ModelShape("micro-qwen", 512, 64, 128, 2, 4, 1, 16, tie_embeddings=True, qkv_bias=True)
@@ -57,28 +57,62 @@ def test_measure_then_calibrate_on_the_cpu(tmp_path, capsys):
     # The whole loop on real (CPU) measurements: measure two tiny shapes, calibrate, use the profile.
     paths = []
     for layers, name in ((2, "a"), (4, "b")):
-        cfg = {"architectures": ["LlamaForCausalLM"], "hidden_size": 128, "intermediate_size": 384, "num_hidden_layers": layers,
-               "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 2048, "tie_word_embeddings": True}
+        cfg = {
+            "architectures": ["LlamaForCausalLM"],
+            "hidden_size": 128,
+            "intermediate_size": 384,
+            "num_hidden_layers": layers,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "vocab_size": 2048,
+            "tie_word_embeddings": True,
+        }
         folder = tmp_path / name
         folder.mkdir()
         (folder / "config.json").write_text(json.dumps(cfg))
         out = tmp_path / f"{name}.csv"
-        assert main(["measure", "--model", str(folder), "--device", "cpu", "--dtype", "fp32", "--batch", "1,4,16",
-                     "--tokens-per-seq", "1,4", "--context", "0,128", "--repeats", "3", "--warmup", "1", "--out", str(out)]) == 0
+        assert (
+            main(
+                [
+                    "measure",
+                    "--model",
+                    str(folder),
+                    "--device",
+                    "cpu",
+                    "--dtype",
+                    "fp32",
+                    "--batch",
+                    "1,4,16",
+                    "--tokens-per-seq",
+                    "1,4",
+                    "--context",
+                    "0,128",
+                    "--repeats",
+                    "3",
+                    "--warmup",
+                    "1",
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 0
+        )
         paths.append(out)
     captured = capsys.readouterr()
     assert "[12/12]" in captured.err  # progress on the sweep
     with open(paths[0]) as handle:
         rows = list(csv.DictReader(handle))
-    assert len(rows) == 12 and rows[0]["device_name"].startswith("CPU") and rows[0]["torch_version"] == torch.__version__
+    assert (
+        len(rows) == 12 and rows[0]["device_name"].startswith("CPU") and rows[0]["torch_version"] == torch.__version__
+    )
     assert all(float(r["p10_s"]) <= float(r["median_s"]) <= float(r["p90_s"]) for r in rows)
     # Calibration is judged on timings with a known answer, not on this shared CPU's wall clock: the measured
     # rows' shapes and grid, with times from a known profile and 2% seeded noise.
     import numpy as np
     import pandas as pd
 
-    from specsim.timing.measurements import load_measurements
     from specsim.describe.hardware import load_hardware
+    from specsim.timing.measurements import load_measurements
     from specsim.timing.roofline import step_time
 
     truth = dataclass_replace(load_hardware("cpu-epyc-2vcpu"), compute_eff=0.31, bandwidth_eff=0.52, overhead_s=4e-4)
@@ -86,7 +120,13 @@ def test_measure_then_calibrate_on_the_cpu(tmp_path, capsys):
     for path in paths:
         df = pd.read_csv(path)
         shape = load_measurements(path)["shape"].iloc[0]
-        t = step_time(truth, shape, df["batch"].to_numpy(float), df["tokens_per_seq"].to_numpy(float), df["context"].to_numpy(float))
+        t = step_time(
+            truth,
+            shape,
+            df["batch"].to_numpy(float),
+            df["tokens_per_seq"].to_numpy(float),
+            df["context"].to_numpy(float),
+        )
         df["median_s"] = t.total_s * np.random.default_rng(len(frames)).normal(1.0, 0.02, len(df))
         # The repeats' spread too: the CPU's own percentiles belong to its own (loaded) medians, not these.
         df["p10_s"], df["p90_s"], df["min_s"] = df["median_s"] * 0.98, df["median_s"] * 1.02, df["median_s"] * 0.97
@@ -94,14 +134,44 @@ def test_measure_then_calibrate_on_the_cpu(tmp_path, capsys):
     merged = tmp_path / "both.csv"
     pd.concat(frames).to_csv(merged, index=False)
     profile = tmp_path / "cpu-test.yaml"
-    assert main(["calibrate", str(merged), "--hardware", "cpu-epyc-2vcpu", "--out", str(profile), "--per-layer", "no", "--json"]) == 0
+    assert (
+        main(
+            [
+                "calibrate",
+                str(merged),
+                "--hardware",
+                "cpu-epyc-2vcpu",
+                "--out",
+                str(profile),
+                "--per-layer",
+                "no",
+                "--json",
+            ]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     fitted = load_hardware(str(profile))
     # 24 points with 2% noise pin the overhead and the bound that dominates; held-out error stays near the noise.
     assert report["holdout_after"]["mape"] < 0.06 and report["holdout_after"]["mape"] < report["holdout_before"]["mape"]
     assert fitted.overhead_s == pytest.approx(4e-4, rel=0.25)
-    assert main(["steptime", "--hardware", str(profile), "--model", str(tmp_path / "a"), "--batch", "4", "--timing", "roofline",
-                 "--json"]) == 0
+    assert (
+        main(
+            [
+                "steptime",
+                "--hardware",
+                str(profile),
+                "--model",
+                str(tmp_path / "a"),
+                "--batch",
+                "4",
+                "--timing",
+                "roofline",
+                "--json",
+            ]
+        )
+        == 0
+    )
 
 
 def test_measure_needs_a_writable_target_and_torch_device(tmp_path, capsys):
@@ -112,8 +182,17 @@ def test_measure_needs_a_writable_target_and_torch_device(tmp_path, capsys):
 
 
 def test_speculative_loop_accepts_at_the_controlled_rate():
-    r = run_speculative_loop(MICRO, dataclass_replace(MICRO, name="micro-draft", n_layers=1), alpha=0.7, gamma=3, batch=8,
-                             context=16, tokens=40, dtype="fp32", repeats=2)
+    r = run_speculative_loop(
+        MICRO,
+        dataclass_replace(MICRO, name="micro-draft", n_layers=1),
+        alpha=0.7,
+        gamma=3,
+        batch=8,
+        context=16,
+        tokens=40,
+        dtype="fp32",
+        repeats=2,
+    )
     expected = 1 + 0.7 + 0.49 + 0.343
     # 8 sequences x >= 40 tokens per repeat: the mean tokens per pass is within 0.4 of E (about 4 standard errors).
     assert abs(r["measured_tokens_per_pass"] - expected) < 0.4
@@ -128,8 +207,29 @@ def dataclass_replace(shape, **changes):
 
 
 def test_measure_loop_cli_prints_measured_beside_predicted(capsys):
-    assert main(["measure-loop", "--target", "tiny-5m", "--draft", "tiny-5m", "--batch", "1", "--tokens", "8", "--context", "16",
-                 "--repeats", "1", "--hardware", "cpu", "--json"]) == 0
+    assert (
+        main(
+            [
+                "measure-loop",
+                "--target",
+                "tiny-5m",
+                "--draft",
+                "tiny-5m",
+                "--batch",
+                "1",
+                "--tokens",
+                "8",
+                "--context",
+                "16",
+                "--repeats",
+                "1",
+                "--hardware",
+                "cpu",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)[0]
     assert {"measured_speedup", "predicted_speedup", "formula_speedup_from_measured_passes"} <= set(out)
 
@@ -152,25 +252,54 @@ def test_gpu_script_rehearses_on_the_cpu(repo, tmp_path):
     import subprocess
     import sys
 
-    env = {**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable, "DEVICE": "cpu", "DTYPE": "fp32", "MODELS": "tiny-5m",
-           "LOOP_TARGET": "tiny-5m", "LOOP_DRAFT": "tiny-5m", "BASE": "cpu-epyc-2vcpu", "BATCH": "1,2", "Q": "1,3",
-           "CTX": "16,32", "REPEATS": "2", "LOOP_BATCH": "1", "LOOP_TOKENS": "4", "FLOOR_MODELS": "tiny-5m"}
-    done = subprocess.run(["bash", str(repo / "scripts" / "gpu_measure.sh")], env=env, capture_output=True, text=True, timeout=300)
+    env = {
+        **os.environ,
+        "OUT": str(tmp_path),
+        "PYTHON": sys.executable,
+        "DEVICE": "cpu",
+        "DTYPE": "fp32",
+        "MODELS": "tiny-5m",
+        "LOOP_TARGET": "tiny-5m",
+        "LOOP_DRAFT": "tiny-5m",
+        "BASE": "cpu-epyc-2vcpu",
+        "BATCH": "1,2",
+        "Q": "1,3",
+        "CTX": "16,32",
+        "REPEATS": "2",
+        "LOOP_BATCH": "1",
+        "LOOP_TOKENS": "4",
+        "FLOOR_MODELS": "tiny-5m",
+    }
+    done = subprocess.run(
+        ["bash", str(repo / "scripts" / "gpu_measure.sh")], env=env, capture_output=True, text=True, timeout=300
+    )
     names = sorted(p.name for p in tmp_path.iterdir())
     with open(tmp_path / "measured.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == 8 and {r["pass_kind"] for r in rows} == {"engine"}, done.stdout + done.stderr
-    assert all(0 < float(r["floor_s"]) == pytest.approx(float(r["floor_gemm_s"]) + float(r["floor_attn_s"])) for r in rows)
+    assert all(
+        0 < float(r["floor_s"]) == pytest.approx(float(r["floor_gemm_s"]) + float(r["floor_attn_s"])) for r in rows
+    )
     if done.returncode != 0:
         # The script calibrates on this CPU's own wall clock: on a busy machine calibrate refuses those timings in one
         # line (noise, or a roofline that does not describe them) and the script stops there, nothing half-written.
         errors = [line for line in (tmp_path / "log.txt").read_text().splitlines() if line.startswith("specsim ")]
-        assert errors and errors[-1].startswith("specsim calibrate: error: ") and (
-            "too noisy to fit" in errors[-1] or "does not describe these measurements" in errors[-1]), done.stdout + done.stderr
+        assert (
+            errors
+            and errors[-1].startswith("specsim calibrate: error: ")
+            and ("too noisy to fit" in errors[-1] or "does not describe these measurements" in errors[-1])
+        ), done.stdout + done.stderr
         assert names == ["log.txt", "measured.csv"]
         return
-    assert names == ["comparison-verify-ratio.csv", "comparison.csv", "cpu-epyc-2vcpu-measured-residuals.png",
-                     "cpu-epyc-2vcpu-measured.yaml", "log.txt", "loop.json", "measured.csv"]
+    assert names == [
+        "comparison-verify-ratio.csv",
+        "comparison.csv",
+        "cpu-epyc-2vcpu-measured-residuals.png",
+        "cpu-epyc-2vcpu-measured.yaml",
+        "log.txt",
+        "loop.json",
+        "measured.csv",
+    ]
     assert len(names) <= 8  # the device tool brings back at most 8 files
 
 
@@ -178,7 +307,11 @@ def test_gpu_script_rehearses_on_the_cpu(repo, tmp_path):
 def test_engine_pass_computes_the_reference_logits(shape):
     # The engine-grade pass (fused RMSNorm, SDPA's enable_gqa, a lower-right causal bias instead of a dense mask) must
     # give the plain reference's logits: prefill, q = 1 and q = 4 on a shared length, and ragged lengths.
-    shape = ModelShape(**{**shape.__dict__, "weight_dtype": "fp32", "kv_dtype": "fp32"}) if shape.weight_dtype != "fp32" else shape
+    shape = (
+        ModelShape(**{**shape.__dict__, "weight_dtype": "fp32", "kv_dtype": "fp32"})
+        if shape.weight_dtype != "fp32"
+        else shape
+    )
     engine, reference = (DecoderTimingModel(shape, dtype="fp32", kind=k) for k in ("engine", "reference"))
     gen = torch.Generator().manual_seed(5)
     prefix = torch.randint(0, 512, (3, 12), generator=gen)

@@ -19,22 +19,31 @@ from specsim.describe.hardware import builtin_dir
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 PROFILE = "name: mine\npeak_flop_per_s: 9.89e+14\npeak_bytes_per_s: 3.35e+12\nmemory_bytes: 8.0e+10\n"
-CONFIG = ('{"architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16, '
-          '"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256%s}')
-MOE = ('{"architectures": ["Qwen3MoeForCausalLM"], "hidden_size": 2048, "intermediate_size": 6144, "num_hidden_layers": 4, '
-       '"num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "vocab_size": 151936, "moe_intermediate_size": 768, '
-       '"num_experts": 128, "num_experts_per_tok": %d}')
+CONFIG = (
+    '{"architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16, '
+    '"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256%s}'
+)
+MOE = (
+    '{"architectures": ["Qwen3MoeForCausalLM"], "hidden_size": 2048, "intermediate_size": 6144, "num_hidden_layers": 4, '
+    '"num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "vocab_size": 151936, "moe_intermediate_size": 768, '
+    '"num_experts": 128, "num_experts_per_tok": %d}'
+)
 CSV_HEAD = "model,batch,tokens_per_seq,context,median_s\n"
 SHAPE_HEAD = "vocab_size,hidden_size,intermediate_size,n_layers,n_heads,n_kv_heads,head_dim,tie_embeddings,batch,tokens_per_seq,context,median_s\n"
-METRICS = ('vllm:spec_decode_num_drafts_total{{engine="0",model_name="m"}} {d}\n'
-           'vllm:spec_decode_num_draft_tokens_total{{engine="0",model_name="m"}} {t}\n'
-           'vllm:spec_decode_num_accepted_tokens_total{{engine="0",model_name="m"}} {a}\n')
+METRICS = (
+    'vllm:spec_decode_num_drafts_total{{engine="0",model_name="m"}} {d}\n'
+    'vllm:spec_decode_num_draft_tokens_total{{engine="0",model_name="m"}} {t}\n'
+    'vllm:spec_decode_num_accepted_tokens_total{{engine="0",model_name="m"}} {a}\n'
+)
 POS = 'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="0",model_name="m",position="{k}"}} {v}\n'
 
 
 def _csv_rows(n: int, layers: str = "16", tie: str = "True", same: bool = False) -> str:
-    rows = [f"128256,2048,8192,{layers},32,8,64,{tie},{1 if same else 2 ** (i % 6)},{1 + (0 if same else i % 3)},"
-            f"{0 if same else 128 * (i // 6)},0.0015\n" for i in range(n)]
+    rows = [
+        f"128256,2048,8192,{layers},32,8,64,{tie},{1 if same else 2 ** (i % 6)},{1 + (0 if same else i % 3)},"
+        f"{0 if same else 128 * (i // 6)},0.0015\n"
+        for i in range(n)
+    ]
     return SHAPE_HEAD + "".join(rows)
 
 
@@ -45,13 +54,16 @@ def _npy_with_header(path, shape, descr="<f8"):
         np.lib.format.write_array_header_1_0(handle, header)
 
 
-HEAD3 = ('{"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 1, '
-         '"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256%s}')
+HEAD3 = (
+    '{"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 1, '
+    '"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256%s}'
+)
 
 
 # Files each case can refer to as {name}; written fresh into tmp_path for every case.
 FILES = {
-    "alias.yaml": "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n" + PROFILE.replace("name: mine", "name: x"),
+    "alias.yaml": "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+    + PROFILE.replace("name: mine", "name: x"),
     "deep.yaml": PROFILE + "sources: " + "[" * 5000 + "]" * 5000 + "\n",
     "dupkey.yaml": PROFILE + "memory_bytes: 1.0e+11\n",
     "tiny-peak.yaml": PROFILE.replace("9.89e+14", "1.0e-300"),
@@ -67,14 +79,19 @@ FILES = {
     "moe-k.json": MOE % 200,
     "arch.json": (CONFIG % "").replace("LlamaForCausalLM", "MambaForCausalLM"),
     "mxfp4-dense.json": CONFIG % ', "quantization_config": {"quant_method": "mxfp4"}',
-    "ct-mixed.json": CONFIG % (', "quantization_config": {"quant_method": "compressed-tensors", "config_groups": {'
-                               '"a": {"weights": {"num_bits": 8, "type": "float"}}, "b": {"weights": {"num_bits": 4, "type": "int"}}}}'),
+    "ct-mixed.json": CONFIG
+    % (
+        ', "quantization_config": {"quant_method": "compressed-tensors", "config_groups": {'
+        '"a": {"weights": {"num_bits": 8, "type": "float"}}, "b": {"weights": {"num_bits": 4, "type": "int"}}}}'
+    ),
     "layer-types.json": CONFIG % ', "sliding_window": 512, "layer_types": ["sliding_attention", "full_attention"]',
     "swa-some.json": CONFIG % ', "sliding_window": 4096, "use_sliding_window": true',
     "kvheads5.json": (CONFIG % "").replace('"num_key_value_heads": 8', '"num_key_value_heads": 5'),
-    "head.json": ('{"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 2048, "intermediate_size": 8192, '
-                  '"num_hidden_layers": 1, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, '
-                  '"draft_vocab_size": 32000}'),
+    "head.json": (
+        '{"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 2048, "intermediate_size": 8192, '
+        '"num_hidden_layers": 1, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, '
+        '"draft_vocab_size": 32000}'
+    ),
     "sglang-metrics.txt": 'sglang:spec_accept_length{model_name="m"} 2.5\n',
     "trace-neg.csv": "arrival_s,prompt_tokens,output_tokens\n-1,10,10\n",
     "trace-back.csv": "arrival_s,prompt_tokens,output_tokens\n0,10,10\n2,10,10\n1,10,10\n",
@@ -90,8 +107,10 @@ FILES = {
     "head-inf.json": HEAD3.replace('"hidden_size": 4096', '"hidden_size": Infinity') % "",
     "head-deep.json": '{"a": ' * 200 + "1" + "}" * 200,
     "head-bnb.json": HEAD3 % ', "quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": true}',
-    "two-models.txt": ('vllm:spec_decode_num_drafts_total{engine="0",model_name="a"} 10\n'
-                       'vllm:spec_decode_num_drafts_total{engine="0",model_name="b"} 10\n'),
+    "two-models.txt": (
+        'vllm:spec_decode_num_drafts_total{engine="0",model_name="a"} 10\n'
+        'vllm:spec_decode_num_drafts_total{engine="0",model_name="b"} 10\n'
+    ),
     "ansi.yaml": PROFILE.replace("name: mine", 'name: "a\\x1b[31mred"'),  # YAML's escape: the file holds a backslash
     "big.yaml": PROFILE + "#" * (2 * 1024 * 1024) + "\n",
     "huge-int.yaml": PROFILE.replace("8.0e+10", "9" * 400),
@@ -102,28 +121,34 @@ FILES = {
     "trace-bool.jsonl": '{"arrival_s": 0, "prompt_tokens": 10, "output_tokens": true}\n',
     "trace-far.csv": "arrival_s,prompt_tokens,output_tokens\n0,10,10\n1e17,10,10\n",
     # Verification cheaper than decode (t proportional to 1/q): not step times of one model.
-    "inverse-q.csv": CSV_HEAD + "".join(f"llama-3.2-1b,{b},{q},{L},{0.01 / q}\n" for b in (1, 4, 16) for q in (1, 2, 4)
-                                        for L in (0, 512)),
+    "inverse-q.csv": CSV_HEAD
+    + "".join(f"llama-3.2-1b,{b},{q},{L},{0.01 / q}\n" for b in (1, 4, 16) for q in (1, 2, 4) for L in (0, 512)),
     "nospec-metrics.txt": 'vllm:num_requests_running{model_name="m"} 3\n',
     "array.json": "[1, 2]",
     "fraclayers.json": (CONFIG % "").replace('"num_hidden_layers": 16', '"num_hidden_layers": 8.9'),
     "bench-unknown.json": '{"hello": 1}',
-    "plan-bad.yaml": ("specsim_bench_plan: 1\nengine: vllm\nversion: 0.24.0\npreset: vllm@0.14\nhardware: h100-sxm\n"
-                      "target: llama-3.1-8b\ndrafter: eagle3\ntp: 1\ndraft_tp: 1\nruns:\n- {kind: spec, file: r.json, steps: 3, "
-                      "pinned_accept_length: 4.5}\n"),
+    "plan-bad.yaml": (
+        "specsim_bench_plan: 1\nengine: vllm\nversion: 0.24.0\npreset: vllm@0.14\nhardware: h100-sxm\n"
+        "target: llama-3.1-8b\ndrafter: eagle3\ntp: 1\ndraft_tp: 1\nruns:\n- {kind: spec, file: r.json, steps: 3, "
+        "pinned_accept_length: 4.5}\n"
+    ),
     "bench-c8.jsonl": '{"backend": "sglang", "total_output_tokens_retokenized": 1, "max_concurrency": 8, "completed": 10, '
-                      '"duration": 5, "total_input_tokens": 100, "total_output_tokens": 1000, "mean_tpot_ms": 5, "accept_length": 2.5}\n',
+    '"duration": 5, "total_input_tokens": 100, "total_output_tokens": 1000, "mean_tpot_ms": 5, "accept_length": 2.5}\n',
     "bench-v3.json": '{"metadata": {"version": 3}, "benchmarks": []}',
     "bench-nan.jsonl": '{"backend": "vllm", "model_id": "m", "date": "x", "max_concurrency": 4, "completed": 10, "duration": 5, '
-                       '"total_input_tokens": 100, "total_output_tokens": 1000, "mean_tpot_ms": NaN}\n',
+    '"total_input_tokens": 100, "total_output_tokens": 1000, "mean_tpot_ms": NaN}\n',
     "bench-inf-tpot.jsonl": '{"backend": "sglang", "total_output_tokens_retokenized": 1, "max_concurrency": 4, "completed": 10, '
-                            '"duration": 5, "total_input_tokens": 100, "total_output_tokens": 1000, "mean_tpot_ms": Infinity}\n',
+    '"duration": 5, "total_input_tokens": 100, "total_output_tokens": 1000, "mean_tpot_ms": Infinity}\n',
     "bench-one-token.jsonl": '{"backend": "sglang", "total_output_tokens_retokenized": 1, "max_concurrency": 4, "completed": 10, '
-                             '"duration": 5, "total_input_tokens": 100, "total_output_tokens": 10, "mean_tpot_ms": 5}\n',
-    "bigvocab.json": (CONFIG % "").replace('"vocab_size": 128256', '"vocab_size": 151936'),  # Qwen's size, Llama's shape
+    '"duration": 5, "total_input_tokens": 100, "total_output_tokens": 10, "mean_tpot_ms": 5}\n',
+    "bigvocab.json": (CONFIG % "").replace(
+        '"vocab_size": 128256', '"vocab_size": 151936'
+    ),  # Qwen's size, Llama's shape
     "missing-cols.csv": "model,batch\nllama-3.2-1b,1\n",
-    "nan.csv": CSV_HEAD + "".join(f"llama-3.2-1b,{b},1,0,{'nan' if b == 4 else 0.001}\n" for b in (1, 2, 4, 8, 16, 32, 64, 128)),
-    "negative.csv": CSV_HEAD + "".join(f"llama-3.2-1b,{b},1,0,{-0.001 if b == 8 else 0.001}\n" for b in (1, 2, 4, 8, 16, 32, 64, 128)),
+    "nan.csv": CSV_HEAD
+    + "".join(f"llama-3.2-1b,{b},1,0,{'nan' if b == 4 else 0.001}\n" for b in (1, 2, 4, 8, 16, 32, 64, 128)),
+    "negative.csv": CSV_HEAD
+    + "".join(f"llama-3.2-1b,{b},1,0,{-0.001 if b == 8 else 0.001}\n" for b in (1, 2, 4, 8, 16, 32, 64, 128)),
     "unknown-model.csv": CSV_HEAD + "".join(f"gpt-17,{b},1,0,0.001\n" for b in (1, 2, 4, 8, 16, 32, 64, 128)),
     "fraclayers.csv": _csv_rows(12, layers="8.9"),
     "tie-no.csv": _csv_rows(12, tie="no"),
@@ -164,14 +189,20 @@ CASES = [
     ("optimal-gamma --context -1", "context must be an integer in [0, 4194304]"),
     ("optimal-gamma --rtol 0.7", "rtol must be in [0, 0.5)"),
     ("optimal-gamma --memory-util 0", "must be in (0, 1]"),
-    ("optimal-gamma --context 4096 --max-context 1024", "--max-context (1024) must be at least the mean --context (4096)"),
+    (
+        "optimal-gamma --context 4096 --max-context 1024",
+        "--max-context (1024) must be at least the mean --context (4096)",
+    ),
     ("optimal-gamma --hardware nope", "unknown hardware 'nope'"),
     ("optimal-gamma --target nope", "unknown model 'nope'"),
     ("optimal-gamma --timing guess", "unknown step-time source 'guess'"),
     ("optimal-gamma --timing measured:", "needs a file"),
     ("optimal-gamma --timing measured:{tmp}/missing-cols.csv", "missing column(s)"),
     ("optimal-gamma --engine tgi", "unknown engine 'tgi'; choose vllm, sglang, trtllm, none"),
-    ("optimal-gamma --engine vllm@0.9", "no vllm preset for version '0.9'; known: 0.10-0.13, 0.14-0.27, 0.28-0.33, latest"),
+    (
+        "optimal-gamma --engine vllm@0.9",
+        "no vllm preset for version '0.9'; known: 0.10-0.13, 0.14-0.27, 0.28-0.33, latest",
+    ),
     ("optimal-gamma --engine sglang@0.7.1", "no sglang preset for version '0.7.1'"),
     ("optimal-gamma --engine-round-ms -1", "must be >= 0"),
     ("optimal-gamma --engine-step-ms nan", "--engine-step-ms"),
@@ -236,34 +267,61 @@ CASES = [
     ("toy nonsense", "invalid choice: 'nonsense'"),
     ("toy exactness --seed -1", "seed must be an integer in [0, 4294967295]"),
     ("acceptance --target-logits {tmp}/huge.npy --draft-logits {tmp}/huge.npy", "the limit is 100,000,000"),
-    ("acceptance --target-logits {tmp}/objects.npy --draft-logits {tmp}/objects.npy", "arrays of Python objects are not read"),
+    (
+        "acceptance --target-logits {tmp}/objects.npy --draft-logits {tmp}/objects.npy",
+        "arrays of Python objects are not read",
+    ),
     ("acceptance --target-logits {tmp}/empty.npy --draft-logits {tmp}/empty.npy", "not a readable .npy array"),
     ("acceptance --target-logits {tmp}/three-d.npy --draft-logits {tmp}/three-d.npy", "shape [positions, vocab]"),
     ("acceptance --target-logits {tmp}/nan-logits.npy --draft-logits {tmp}/nan-logits.npy", "NaN or infinite"),
-    ("acceptance --target-logits {tmp}/ok-logits.npy --draft-logits {tmp}/other-vocab.npy", "same positions and vocabulary"),
-    ("acceptance --target-logits {tmp}/ok-logits.npy --draft-logits {tmp}/ok-logits.npy --temperature -1", "must be >= 0"),
+    (
+        "acceptance --target-logits {tmp}/ok-logits.npy --draft-logits {tmp}/other-vocab.npy",
+        "same positions and vocabulary",
+    ),
+    (
+        "acceptance --target-logits {tmp}/ok-logits.npy --draft-logits {tmp}/ok-logits.npy --temperature -1",
+        "must be >= 0",
+    ),
     ("acceptance --target-logits {tmp}/none.npy --draft-logits {tmp}/ok-logits.npy", "does not exist"),
     # calibrate (measurement CSVs) and its outputs
     ("calibrate {tmp}/missing-cols.csv --hardware h100-sxm --out {tmp}/out/p.yaml", "missing column(s)"),
-    ("calibrate {tmp}/nan.csv --hardware h100-sxm --out {tmp}/out/p.yaml", "missing or non-numeric value at data row 3"),
+    (
+        "calibrate {tmp}/nan.csv --hardware h100-sxm --out {tmp}/out/p.yaml",
+        "missing or non-numeric value at data row 3",
+    ),
     ("calibrate {tmp}/negative.csv --hardware h100-sxm --out {tmp}/out/p.yaml", "step times must be > 0 seconds"),
     ("calibrate {tmp}/unknown-model.csv --hardware h100-sxm --out {tmp}/out/p.yaml", "unknown model 'gpt-17'"),
     ("calibrate {tmp}/fraclayers.csv --hardware h100-sxm --out {tmp}/out/p.yaml", "n_layers must be an integer"),
-    ("calibrate {tmp}/tie-no.csv --hardware h100-sxm --out {tmp}/out/p.yaml", "tie_embeddings must be true or false, got 'no'"),
+    (
+        "calibrate {tmp}/tie-no.csv --hardware h100-sxm --out {tmp}/out/p.yaml",
+        "tie_embeddings must be true or false, got 'no'",
+    ),
     ("calibrate {tmp}/identical.csv --hardware h100-sxm --out {tmp}/out/p.yaml", "too few distinct points"),
     ("calibrate {tmp}/binary.csv --hardware h100-sxm --out {tmp}/out/p.yaml", "measurements file"),
     ("calibrate {tmp}/nan.csv --hardware h100-sxm --out {tmp}/out/p.txt", "--out must end in .yaml or .yml"),
     ("calibrate {tmp}/nan.csv --hardware h100-sxm --out {tmp}/nowhere/p.yaml", "does not exist"),
-    ("calibrate {tmp}/nan.csv --hardware h100-sxm --out {builtin}/measurements/h100-sxm-vllm.yaml", "never overwritten"),
+    (
+        "calibrate {tmp}/nan.csv --hardware h100-sxm --out {builtin}/measurements/h100-sxm-vllm.yaml",
+        "never overwritten",
+    ),
     ("calibrate {tmp}/nan.csv --hardware h100-sxm --out {builtin}/h100-sxm.yaml", "never overwritten"),
     # compose-kernels, hardware, models, figures, reproduce
     # Issue 11: architectures, precision and tensor parallelism.
     ("optimal-gamma --target {tmp}/arch.json", "unsupported architecture 'MambaForCausalLM'"),
-    ("optimal-gamma --target {tmp}/moe-k.json --draft qwen3-0.6b", "num_experts_per_tok (200) exceeds num_experts (128)"),
-    ("optimal-gamma --target {tmp}/mxfp4-dense.json", "mxfp4 quantisation is modelled for the experts of an MoE model only"),
+    (
+        "optimal-gamma --target {tmp}/moe-k.json --draft qwen3-0.6b",
+        "num_experts_per_tok (200) exceeds num_experts (128)",
+    ),
+    (
+        "optimal-gamma --target {tmp}/mxfp4-dense.json",
+        "mxfp4 quantisation is modelled for the experts of an MoE model only",
+    ),
     ("optimal-gamma --target {tmp}/ct-mixed.json", "compressed-tensors groups mix fp8, int4"),
     ("optimal-gamma --target {tmp}/layer-types.json", "layer_types must list one type per layer (16)"),
-    ("optimal-gamma --target {tmp}/swa-some.json", "use_sliding_window=true (windows on some layers only) is not modelled"),
+    (
+        "optimal-gamma --target {tmp}/swa-some.json",
+        "use_sliding_window=true (windows on some layers only) is not modelled",
+    ),
     ("steptime --model {tmp}/kvheads5.json", "num_attention_heads (32) must be a multiple of num_key_value_heads (5)"),
     ("optimal-gamma --weight-dtype fp4", "argument --weight-dtype: invalid choice: 'fp4'"),
     ("optimal-gamma --kv-dtype int4", "argument --kv-dtype: invalid choice: 'int4'"),
@@ -271,13 +329,24 @@ CASES = [
     ("optimal-gamma --target llama-3.3-70b --tp 3", "tensor parallelism 3 must divide the 64 attention heads"),
     ("optimal-gamma --target llama-3.3-70b --tp 0", "tp must be an integer in [1, 1024], got 0"),
     ("steptime --model qwen2.5-7b --tp 8", "tensor parallelism 8 must divide the 28 attention heads"),
-    ("steptime --model qwen2.5-7b --tp 7 --hardware mi300x", "tensor parallelism 7 and the 4 KV heads must divide one another"),
-    ("steptime --model qwen3-30b-a3b --tp 8 --hardware cpu-epyc-2vcpu", "--tp 8 exceeds the 1 devices of one cpu-epyc-2vcpu node"),
-    ("optimal-gamma --target llama-3.3-70b --tp 4 --draft-tp 2", "draft tensor parallelism 2 must be 1 or the target's 4"),
+    (
+        "steptime --model qwen2.5-7b --tp 7 --hardware mi300x",
+        "tensor parallelism 7 and the 4 KV heads must divide one another",
+    ),
+    (
+        "steptime --model qwen3-30b-a3b --tp 8 --hardware cpu-epyc-2vcpu",
+        "--tp 8 exceeds the 1 devices of one cpu-epyc-2vcpu node",
+    ),
+    (
+        "optimal-gamma --target llama-3.3-70b --tp 4 --draft-tp 2",
+        "draft tensor parallelism 2 must be 1 or the target's 4",
+    ),
     ("optimal-gamma --target llama-3.3-70b", "does not fit on one h100-sxm (72.0 GB usable per GPU): --tp 4 fits"),
     ("schedule --target llama-3.3-70b --format vllm", "does not fit on one h100-sxm"),
-    ("optimal-gamma --target qwen3-30b-a3b --draft qwen3-0.6b --moe-effective-experts 4",
-     "routing_effective_experts must lie between the experts per token and the number of experts (8..128), got 4.0"),
+    (
+        "optimal-gamma --target qwen3-30b-a3b --draft qwen3-0.6b --moe-effective-experts 4",
+        "routing_effective_experts must lie between the experts per token and the number of experts (8..128), got 4.0",
+    ),
     ("optimal-gamma --moe-effective-experts 16", "routing_effective_experts must lie between"),
     # Issue 12: drafters, trees, acceptance.
     ("optimal-gamma --draft eagle3 --tree topk:2,depth:2,tokens:9", "holds at most 7 tokens"),
@@ -293,8 +362,10 @@ CASES = [
     ("optimal-gamma --draft eagle3:{tmp}/nowhere.json", "head config"),
     ("schedule --draft eagle3 --tree topk:2,depth:3,tokens:6 --format vllm", "--tree schedules are written for SGLang"),
     ("schedule --target qwen3-8b --draft eagle3 --format vllm", "no published eagle3 head is known for qwen3-8b"),
-    ("schedule --target deepseek-v3 --draft mtp --tp 8 --hardware h200 --draft-checkpoint x --format vllm",
-     "--draft-checkpoint does not apply to --draft mtp"),
+    (
+        "schedule --target deepseek-v3 --draft mtp --tp 8 --hardware h200 --draft-checkpoint x --format vllm",
+        "--draft-checkpoint does not apply to --draft mtp",
+    ),
     ("optimal-gamma --draft ngram --draft-tp 2", "--draft ngram runs no network"),
     ("optimal-gamma --ngram-cpu-ns 3", "--ngram-cpu-ns applies to --draft ngram only"),
     ("optimal-gamma --sibling-factor 0.5", "--sibling-factor applies to --tree"),
@@ -302,7 +373,10 @@ CASES = [
     ("serve-sim --trace {tmp}/trace-neg.csv", "arrival_s must be a finite time >= 0, got -1"),
     ("serve-sim --trace {tmp}/trace-back.csv", "request 3: arrival_s 1 is before the previous request's 2"),
     ("serve-sim --trace {tmp}/trace-zero.csv", "output_tokens must be a whole number >= 1, got 0"),
-    ("serve-sim --trace {tmp}/trace-long.jsonl", "need more than 131,072 tokens (prompt + output), llama-3.1-8b's context limit"),
+    (
+        "serve-sim --trace {tmp}/trace-long.jsonl",
+        "need more than 131,072 tokens (prompt + output), llama-3.1-8b's context limit",
+    ),
     ("serve-sim --trace {tmp}/trace-header.csv", "the header must name arrival_s, prompt_tokens, output_tokens"),
     ("serve-sim --trace {tmp}/trace-text.jsonl", "arrival_s must be a number, got 'soon'"),
     ("serve-sim --trace {tmp}/nowhere.csv", "does not exist"),
@@ -327,72 +401,148 @@ CASES = [
     ("serve-sweep --rates 1e-300 --requests 20", "the simulated horizon is at most 1e+07 s"),
     ("serve-sim --trace {tmp}/trace-far.csv", "arrivals reach 1e+17 s; at most 1e+07 s"),
     ("serve-sim --rate 8 --runs 0", "runs must be an integer in [1, 100], got 0"),
-    ("serve-sim --rate 8 --runs 100 --requests 20000", "--runs 100 of 20,000 requests simulate 2,000,000; at most 1,000,000 per command"),
+    (
+        "serve-sim --rate 8 --runs 100 --requests 20000",
+        "--runs 100 of 20,000 requests simulate 2,000,000; at most 1,000,000 per command",
+    ),
     ("serve-sim --trace {tmp}/trace-bool.jsonl", "line 1: output_tokens must be a number, got True"),
-    ("optimal-gamma --timing measured:{tmp}/inverse-q.csv --target llama-3.2-1b --draft llama-3.2-1b --alpha 0.8",
-     "takes 5 ms, more than 10% less than a pass with fewer tokens per sequence"),
+    (
+        "optimal-gamma --timing measured:{tmp}/inverse-q.csv --target llama-3.2-1b --draft llama-3.2-1b --alpha 0.8",
+        "takes 5 ms, more than 10% less than a pass with fewer tokens per sequence",
+    ),
     # issue 21: EAGLE head configs get the target's validation
     ("optimal-gamma --draft eagle3:{tmp}/head-obj.json", "architecture None is not an EAGLE head"),
     ("optimal-gamma --draft eagle3:{tmp}/head-int-arch.json", "is not an EAGLE head; read: LlamaForCausalLMEagle3"),
-    ("optimal-gamma --draft eagle3:{tmp}/head-nested-arch.json", "architecture a list that names none is not an EAGLE head"),
-    ("optimal-gamma --draft eagle3:{tmp}/head-zero-vocab.json", "draft_vocab_size must be a whole number of tokens in [1, 10000000], got 0"),
+    (
+        "optimal-gamma --draft eagle3:{tmp}/head-nested-arch.json",
+        "architecture a list that names none is not an EAGLE head",
+    ),
+    (
+        "optimal-gamma --draft eagle3:{tmp}/head-zero-vocab.json",
+        "draft_vocab_size must be a whole number of tokens in [1, 10000000], got 0",
+    ),
     ("optimal-gamma --draft eagle3:{tmp}/head-bool-vocab.json", "draft_vocab_size must be a whole number of tokens"),
     ("optimal-gamma --draft eagle3:{tmp}/head-inf.json", "Infinity is not a JSON number"),
     ("optimal-gamma --draft eagle3:{tmp}/head-deep.json", "nests 200 levels deep; at most 64"),
     ("optimal-gamma --draft eagle3:{tmp}/head-bnb.json", "quant_method 'bitsandbytes' is not modelled"),
     # issue 21: bounded work, names that reach the terminal, contexts past the model, empty file names
-    ("schedule --draft eagle3 --alpha 0.8 --tree topk:16,depth:16,tokens:256 --max-batch 65536 --format sglang",
-     "46,142 trees x 65,536 batch sizes (3,023,962,112 evaluations) is past the limit of 20,000,000"),
+    (
+        "schedule --draft eagle3 --alpha 0.8 --tree topk:16,depth:16,tokens:256 --max-batch 65536 --format sglang",
+        "46,142 trees x 65,536 batch sizes (3,023,962,112 evaluations) is past the limit of 20,000,000",
+    ),
     ("serve-sweep --rates " + ",".join(["1"] * 65), "at most 64 per sweep"),
     ("serve-sim --rate 4 --requests 300000", "requests must be an integer in [1, 200000]"),
-    ("optimal-gamma --context 4194304", "a context of 4,194,304 tokens is past llama-3.1-8b's max_position_embeddings (131,072)"),
+    (
+        "optimal-gamma --context 4194304",
+        "a context of 4,194,304 tokens is past llama-3.1-8b's max_position_embeddings (131,072)",
+    ),
     ("optimal-gamma --metrics {tmp}/two-models.txt", "choose one with --model-name (specsim alpha) or --metrics-model"),
     ("optimal-gamma --metrics-model a", "--metrics-model goes with a --metrics page"),
     ("hardware show {tmp}/ansi.yaml", "name holds a control character ('\\x1b')"),
     ("hardware show {tmp}/big.yaml", "a profile is a few kB, the limit is 1,048,576"),
-    ("measure-loop --target tiny-28m --draft llama-3.2-1b --batch 1 --tokens 4",
-     "target tiny-28m has a vocabulary of 8,192 and draft llama-3.2-1b 128,256: the vocabularies differ"),
-    ("hardware show {tmp}/huge-int.yaml", "huge-int.yaml', line 4: an integer of 400 characters; numbers here have at most 64"),
-    ("steptime --model {tmp}/huge5k.json", "huge5k.json': an integer of 5,000 characters; numbers here have at most 64"),
-    ("serve-sim --trace {tmp}/trace-huge.jsonl", "trace trace-huge.jsonl, line 1: an integer of 5,000 characters; numbers here have at most 64"),
-    ("hardware show {tmp}/huge5k.yaml", "huge5k.yaml', line 4: an integer of 5,000 characters; numbers here have at most 64"),
+    (
+        "measure-loop --target tiny-28m --draft llama-3.2-1b --batch 1 --tokens 4",
+        "target tiny-28m has a vocabulary of 8,192 and draft llama-3.2-1b 128,256: the vocabularies differ",
+    ),
+    (
+        "hardware show {tmp}/huge-int.yaml",
+        "huge-int.yaml', line 4: an integer of 400 characters; numbers here have at most 64",
+    ),
+    (
+        "steptime --model {tmp}/huge5k.json",
+        "huge5k.json': an integer of 5,000 characters; numbers here have at most 64",
+    ),
+    (
+        "serve-sim --trace {tmp}/trace-huge.jsonl",
+        "trace trace-huge.jsonl, line 1: an integer of 5,000 characters; numbers here have at most 64",
+    ),
+    (
+        "hardware show {tmp}/huge5k.yaml",
+        "huge5k.yaml', line 4: an integer of 5,000 characters; numbers here have at most 64",
+    ),
     ("hardware show {tmp}/list-key.yaml", "a key must be a plain name, not a list or mapping"),
-    ("calibrate-engine --plain {tmp}/bench-unknown.json --hardware h100 --target llama-3.1-8b",
-     "bench-unknown.json: not a benchmark file specsim reads; read: vllm bench serve"),
-    ("calibrate-engine --plain {tmp}/bench-v3.json --hardware h100 --target llama-3.1-8b",
-     "GuideLLM report schema version 3; read: 1 (GuideLLM 0.6), 2 (0.7 and later)"),
-    ("calibrate-engine --plain {tmp}/bench-nan.jsonl --hardware h100 --target llama-3.1-8b", "NaN is not a JSON number"),
-    ("calibrate-engine --plain {tmp}/bench-inf-tpot.jsonl --hardware h100 --target llama-3.1-8b",
-     "mean_tpot_ms must be a finite number, got inf"),
-    ("calibrate-engine --plain {tmp}/bench-one-token.jsonl --hardware h100 --target llama-3.1-8b",
-     "a mean of 1 output tokens per request leaves no decode steps to time"),
-    ("calibrate-engine --plain examples/bench/vllm-eagle3.jsonl --hardware h100",
-     "vllm-eagle3.jsonl#1: given as a plain run but it reports an acceptance length of 2.80"),
-    ("calibrate-engine --plain examples/bench/vllm-plain.jsonl --spec {tmp}/bench-c8.jsonl --hardware h100 --draft eagle3 --steps 3",
-     "bench-c8.jsonl#1: speculative run at concurrency 8 has no plain run at the same load; plain runs are at concurrency 1, "),
-    ("calibrate-engine --plain examples/bench/vllm-plain.jsonl --spec examples/bench/vllm-eagle3.jsonl --hardware h100",
-     "--spec runs need --draft and --steps"),
-    ("calibrate-engine --plain examples/bench/vllm-plain.jsonl --hardware h100 --target qwen3-8b",
-     "--target qwen3-8b but the benchmark files ran meta-llama/Llama-3.1-8B-Instruct"),
-    ("calibrate-engine --plan examples/bench/plan/plan.yaml --hardware h100", "--plan names the deployment and its runs: drop --hardware"),
-    ("calibrate-engine --spec examples/bench/vllm-eagle3.jsonl --draft eagle3 --steps 3 --hardware h100",
-     "give --plan PLAN.yaml (specsim bench-plan) or --plain FILE"),
+    (
+        "calibrate-engine --plain {tmp}/bench-unknown.json --hardware h100 --target llama-3.1-8b",
+        "bench-unknown.json: not a benchmark file specsim reads; read: vllm bench serve",
+    ),
+    (
+        "calibrate-engine --plain {tmp}/bench-v3.json --hardware h100 --target llama-3.1-8b",
+        "GuideLLM report schema version 3; read: 1 (GuideLLM 0.6), 2 (0.7 and later)",
+    ),
+    (
+        "calibrate-engine --plain {tmp}/bench-nan.jsonl --hardware h100 --target llama-3.1-8b",
+        "NaN is not a JSON number",
+    ),
+    (
+        "calibrate-engine --plain {tmp}/bench-inf-tpot.jsonl --hardware h100 --target llama-3.1-8b",
+        "mean_tpot_ms must be a finite number, got inf",
+    ),
+    (
+        "calibrate-engine --plain {tmp}/bench-one-token.jsonl --hardware h100 --target llama-3.1-8b",
+        "a mean of 1 output tokens per request leaves no decode steps to time",
+    ),
+    (
+        "calibrate-engine --plain examples/bench/vllm-eagle3.jsonl --hardware h100",
+        "vllm-eagle3.jsonl#1: given as a plain run but it reports an acceptance length of 2.80",
+    ),
+    (
+        "calibrate-engine --plain examples/bench/vllm-plain.jsonl --spec {tmp}/bench-c8.jsonl --hardware h100 --draft eagle3 --steps 3",
+        "bench-c8.jsonl#1: speculative run at concurrency 8 has no plain run at the same load; plain runs are at concurrency 1, ",
+    ),
+    (
+        "calibrate-engine --plain examples/bench/vllm-plain.jsonl --spec examples/bench/vllm-eagle3.jsonl --hardware h100",
+        "--spec runs need --draft and --steps",
+    ),
+    (
+        "calibrate-engine --plain examples/bench/vllm-plain.jsonl --hardware h100 --target qwen3-8b",
+        "--target qwen3-8b but the benchmark files ran meta-llama/Llama-3.1-8B-Instruct",
+    ),
+    (
+        "calibrate-engine --plan examples/bench/plan/plan.yaml --hardware h100",
+        "--plan names the deployment and its runs: drop --hardware",
+    ),
+    (
+        "calibrate-engine --spec examples/bench/vllm-eagle3.jsonl --draft eagle3 --steps 3 --hardware h100",
+        "give --plan PLAN.yaml (specsim bench-plan) or --plain FILE",
+    ),
     ("calibrate-engine --plain examples/bench/vllm-plain.jsonl", "--hardware is required with --plain/--spec"),
-    ("calibrate-engine --plan {tmp}/plan-bad.yaml", "plan-bad.yaml: run 1: pinned_accept_length must be in [1, 4] for 3 draft steps"),
+    (
+        "calibrate-engine --plan {tmp}/plan-bad.yaml",
+        "plan-bad.yaml: run 1: pinned_accept_length must be in [1, 4] for 3 draft steps",
+    ),
     ("optimal-gamma --calibration {tmp}/plan-bad.yaml", "plan-bad.yaml: not a specsim calibration"),
-    ("bench-plan --engine vllm@0.19.1 --draft eagle3 --out {tmp}/plan-out",
-     "vllm 0.19.1 cannot pin acceptance at a length: synthetic_acceptance_length arrived in 0.20.0"),
-    ("bench-plan --engine vllm@0.24.0 --draft eagle3 --pin-accept-length 2.5,5.5 --out {tmp}/plan-out",
-     "a pinned acceptance length of 5.5 at 4 draft steps is outside [1, 5]"),
-    ("bench-plan --engine vllm@0.24.0 --draft eagle3 --steps 3 --out {tmp}/plan-out",
-     "--steps needs two numbers of draft steps"),
-    ("bench-plan --engine vllm@0.24.0 --draft eagle3 --concurrency 1,2 --out {tmp}/plan-out", "--concurrency needs at least 3 loads"),
-    ("bench-plan --engine vllm@0.14.1 --draft llama-3.2-1b --out {tmp}/plan-out",
-     "vllm 0.14.1 refuses method draft_model (vllm/engine/arg_utils.py: 'not supported yet' before 0.15.0)"),
-    ("bench-plan --engine sglang@0.4.7 --draft eagle3 --out {tmp}/plan-out", "specsim writes plans for SGLang 0.4.8 and later"),
-    ("bench-plan --engine trtllm --draft llama-3.2-1b --pin-accept-length 2.5,3 --out {tmp}/plan-out",
-     "TensorRT-LLM's two-model path (DraftTarget) reads TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS as a whole number"),
-    ("bench-plan --engine vllm --draft eagle3 --no-pin --out {tmp}/plan-out", "--no-pin measures acceptance on your prompts"),
+    (
+        "bench-plan --engine vllm@0.19.1 --draft eagle3 --out {tmp}/plan-out",
+        "vllm 0.19.1 cannot pin acceptance at a length: synthetic_acceptance_length arrived in 0.20.0",
+    ),
+    (
+        "bench-plan --engine vllm@0.24.0 --draft eagle3 --pin-accept-length 2.5,5.5 --out {tmp}/plan-out",
+        "a pinned acceptance length of 5.5 at 4 draft steps is outside [1, 5]",
+    ),
+    (
+        "bench-plan --engine vllm@0.24.0 --draft eagle3 --steps 3 --out {tmp}/plan-out",
+        "--steps needs two numbers of draft steps",
+    ),
+    (
+        "bench-plan --engine vllm@0.24.0 --draft eagle3 --concurrency 1,2 --out {tmp}/plan-out",
+        "--concurrency needs at least 3 loads",
+    ),
+    (
+        "bench-plan --engine vllm@0.14.1 --draft llama-3.2-1b --out {tmp}/plan-out",
+        "vllm 0.14.1 refuses method draft_model (vllm/engine/arg_utils.py: 'not supported yet' before 0.15.0)",
+    ),
+    (
+        "bench-plan --engine sglang@0.4.7 --draft eagle3 --out {tmp}/plan-out",
+        "specsim writes plans for SGLang 0.4.8 and later",
+    ),
+    (
+        "bench-plan --engine trtllm --draft llama-3.2-1b --pin-accept-length 2.5,3 --out {tmp}/plan-out",
+        "TensorRT-LLM's two-model path (DraftTarget) reads TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS as a whole number",
+    ),
+    (
+        "bench-plan --engine vllm --draft eagle3 --no-pin --out {tmp}/plan-out",
+        "--no-pin measures acceptance on your prompts",
+    ),
     ("bench-plan --engine vllm --draft eagle3 --prompts {tmp}/missing.jsonl --out {tmp}/plan-out", "--prompts"),
     ("bench-plan --engine vllm --draft eagle3 --out {tmp}/alias.yaml", "exists and is not an empty folder"),
     ("bench-plan --engine none --draft eagle3 --out {tmp}/plan-out", "--engine none serves nothing"),
@@ -401,7 +551,10 @@ if HAS_TORCH:
     CASES += [
         ("measure --model tiny-5m --device cpu --batch 1 --out {tmp}/nowhere/x.csv", "does not exist"),
         ("measure --model tiny-5m --device cpu --batch 1 --out {tmp}/out/x.txt", "--out must end in .csv"),
-        ("measure --model llama-3.1-70b --device cpu --batch 1 --out {tmp}/out/x.csv", "needs 141.1 GB of bf16 weights"),
+        (
+            "measure --model llama-3.1-70b --device cpu --batch 1 --out {tmp}/out/x.csv",
+            "needs 141.1 GB of bf16 weights",
+        ),
         ("measure-loop --target tiny-5m --draft tiny-5m --alpha 2", "alpha must be in [0, 1]"),
         ("measure-loop --target tiny-5m --draft tiny-5m --gamma 100000", "gamma must be an integer in [1, 64]"),
     ]
@@ -429,7 +582,19 @@ def test_builtin_profiles_are_untouched_by_the_rows_above():
 def test_identical_distributions_give_alpha_exactly_one(tmp_path, capsys):
     logits = np.random.default_rng(0).normal(size=(16, 300))
     np.save(tmp_path / "t.npy", logits)
-    assert main(["acceptance", "--target-logits", str(tmp_path / "t.npy"), "--draft-logits", str(tmp_path / "t.npy"), "--json"]) == 0
+    assert (
+        main(
+            [
+                "acceptance",
+                "--target-logits",
+                str(tmp_path / "t.npy"),
+                "--draft-logits",
+                str(tmp_path / "t.npy"),
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["alpha"] == pytest.approx(1.0, abs=1e-12)
 
 
@@ -455,7 +620,6 @@ def test_a_position_no_draft_reached_is_null_in_json(tmp_path, capsys):
     assert main(["alpha", "--metrics", str(tmp_path / "m.txt"), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["per_position_conditional"][0] == pytest.approx(0.4) and data["per_position_conditional"][2] is None
-
 
 
 def test_an_empty_csv_name_is_refused_not_ignored(capsys):

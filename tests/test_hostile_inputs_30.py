@@ -14,7 +14,6 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -22,9 +21,11 @@ from specsim.cli.main import main
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
-METRICS = ('vllm:spec_decode_num_drafts_total{{model_name="m"}} {d}\n'
-           'vllm:spec_decode_num_draft_tokens_total{{model_name="m"}} {t}\n'
-           'vllm:spec_decode_num_accepted_tokens_total{{model_name="m"}} {a}\n')
+METRICS = (
+    'vllm:spec_decode_num_drafts_total{{model_name="m"}} {d}\n'
+    'vllm:spec_decode_num_draft_tokens_total{{model_name="m"}} {t}\n'
+    'vllm:spec_decode_num_accepted_tokens_total{{model_name="m"}} {a}\n'
+)
 TRACE_HEAD = "arrival_s,prompt_tokens,output_tokens\n"
 CSV_HEAD = "model,batch,tokens_per_seq,context,median_s\n"
 PROFILE = "name: mine\npeak_flop_per_s: 1.0e+14\npeak_bytes_per_s: 1.0e+12\nmemory_bytes: 8.0e+10\n"
@@ -33,7 +34,9 @@ PROFILE = "name: mine\npeak_flop_per_s: 1.0e+14\npeak_bytes_per_s: 1.0e+12\nmemo
 def _guidellm_streams(value: float) -> str:
     from pathlib import Path
 
-    report = json.loads((Path(__file__).resolve().parent.parent / "examples" / "bench" / "guidellm-plain.json").read_text())
+    report = json.loads(
+        (Path(__file__).resolve().parent.parent / "examples" / "bench" / "guidellm-plain.json").read_text()
+    )
     report["benchmarks"][1]["config"]["strategy"]["streams"] = value
     return json.dumps(report)
 
@@ -42,8 +45,13 @@ def _guidellm_streams(value: float) -> str:
 FILES = {
     "deep.jsonl": lambda: '{"a": ' * 100_000 + "1" + "}" * 100_000 + "\n",
     "label.txt": lambda: 'vllm:spec_decode_num_drafts_total{model_name="' + "x" * (20 * 1024 * 1024) + '"} 10\n',
-    "digits.csv": lambda: CSV_HEAD + "".join(f"llama-3.2-1b,{b},1,0,0.001\n" for b in (1, 2, 4, 8, 16, 32, 64))
-    + "llama-3.2-1b," + "9" * 400 + ",1,0,0.001\n",
+    "digits.csv": lambda: (
+        CSV_HEAD
+        + "".join(f"llama-3.2-1b,{b},1,0,0.001\n" for b in (1, 2, 4, 8, 16, 32, 64))
+        + "llama-3.2-1b,"
+        + "9" * 400
+        + ",1,0,0.001\n"
+    ),
     "slow.csv": lambda: CSV_HEAD + "".join(f"llama-3.2-1b,{b},{q},0,1e300\n" for b in (1, 2, 4, 8, 16) for q in (1, 2)),
     "dup-header.csv": lambda: "arrival_s,prompt_tokens,output_tokens,arrival_s\n0,10,10,5\n1,10,10,4\n",
     "dup-key.jsonl": lambda: '{"arrival_s": 0, "prompt_tokens": 5, "prompt_tokens": 7, "output_tokens": 3}\n',
@@ -66,17 +74,30 @@ CASES = [
     ("serve-sim --trace {tmp}/deep.jsonl", "trace deep.jsonl, line 1 nests 100000 levels deep; at most 64"),
     ("serve-sim --trace {tmp}/dup-header.csv", "the header names arrival_s more than once"),
     ("serve-sim --trace {tmp}/dup-key.jsonl", "line 1: the key 'prompt_tokens' appears twice"),
-    ("serve-sim --trace {tmp}/trace.csv --runs 3", "--runs 3 with --trace: a trace is one fixed set of requests and is replayed once"),
+    (
+        "serve-sim --trace {tmp}/trace.csv --runs 3",
+        "--runs 3 with --trace: a trace is one fixed set of requests and is replayed once",
+    ),
     # metrics pages: a bounded line, a draft length in range
-    ("alpha --metrics {tmp}/label.txt", "label.txt, line 1 is 20,971,571 characters long; a /metrics line has at most 4,096"),
+    (
+        "alpha --metrics {tmp}/label.txt",
+        "label.txt, line 1 is 20,971,571 characters long; a /metrics line has at most 4,096",
+    ),
     ("alpha --metrics {tmp}/gamma.txt", "is 1e+308 per draft; a draft proposes 1 to 64 tokens"),
     ("optimal-gamma --metrics {tmp}/gamma.txt", "a draft proposes 1 to 64 tokens"),
     # measured CSVs: numbers in range
-    ("calibrate {tmp}/digits.csv --hardware h100-sxm --out {tmp}/out/p.yaml", "column batch has a 400-digit number at data row 8"),
-    ("calibrate {tmp}/slow.csv --hardware h100-sxm --out {tmp}/out/p.yaml",
-     "median_s must be a pass time in [1e-07, 1000] seconds; data row 1 has 1e+300"),
-    ("optimal-gamma --timing measured:{tmp}/slow.csv --target llama-3.2-1b --draft llama-3.2-1b",
-     "median_s must be a pass time in [1e-07, 1000] seconds"),
+    (
+        "calibrate {tmp}/digits.csv --hardware h100-sxm --out {tmp}/out/p.yaml",
+        "column batch has a 400-digit number at data row 8",
+    ),
+    (
+        "calibrate {tmp}/slow.csv --hardware h100-sxm --out {tmp}/out/p.yaml",
+        "median_s must be a pass time in [1e-07, 1000] seconds; data row 1 has 1e+300",
+    ),
+    (
+        "optimal-gamma --timing measured:{tmp}/slow.csv --target llama-3.2-1b --draft llama-3.2-1b",
+        "median_s must be a pass time in [1e-07, 1000] seconds",
+    ),
     # serving rates: no inf anywhere
     ("serve-sim --requests 200 --rate 1e308 --json", "a request rate must be in (0, 1e+06] per second, got 1e308"),
     ("serve-sweep --rates 1,1e308 --requests 20", "a request rate must be in (0, 1e+06] per second"),
@@ -91,21 +112,30 @@ CASES = [
     ("bench-plan --engine vllm@0.24.0 --out ", "--out needs a folder name, got an empty one"),
     ("figures --out ", "--out needs a folder name, got an empty one"),
     # a local file named like a built-in is never shadowed by it (cwd is tmp_path)
-    ("steptime --hardware h100 --timing roofline --batch 1",
-     "hardware 'h100' names both the file 'h100' and the built-in profile h100-sxm: give ./h100 for the file, or h100-sxm"),
-    ("steptime --model meta-llama/Llama-3.1-8B-Instruct --timing roofline --batch 1",
-     "names both the file 'meta-llama/Llama-3.1-8B-Instruct/config.json' and the built-in shape llama-3.1-8b"),
+    (
+        "steptime --hardware h100 --timing roofline --batch 1",
+        "hardware 'h100' names both the file 'h100' and the built-in profile h100-sxm: give ./h100 for the file, or h100-sxm",
+    ),
+    (
+        "steptime --model meta-llama/Llama-3.1-8B-Instruct --timing roofline --batch 1",
+        "names both the file 'meta-llama/Llama-3.1-8B-Instruct/config.json' and the built-in shape llama-3.1-8b",
+    ),
     # fixed on main before issue 30 was taken: verified here
     ("optimal-gamma --engine vllm@", "--engine 'vllm@' names no version after '@'"),
     ("optimal-gamma --engine vllm@\u0660.\u0661\u0664", "no vllm preset for version '\u0660.\u0661\u0664'"),
     ("optimal-gamma --engine vllm@\uff10.\uff11\uff14", "no vllm preset for version '\uff10.\uff11\uff14'"),
-    ("calibrate-engine --plain {tmp}/g45.json --hardware h100", "config.strategy.streams must be a whole number of streams, got 4.5"),
+    (
+        "calibrate-engine --plain {tmp}/g45.json --hardware h100",
+        "config.strategy.streams must be a whole number of streams, got 4.5",
+    ),
 ]
 if HAS_TORCH:
     CASES += [
         ("measure-loop --batch 65536 --tokens 4 --context 4096", "needs 2,816.0 GB"),
-        ("measure --model tiny-5m --device cpu --compile --warmup 0 --repeats 2 --batch 1 --out {tmp}/out/c.csv",
-         "--compile needs --warmup of at least 1"),
+        (
+            "measure --model tiny-5m --device cpu --compile --warmup 0 --repeats 2 --batch 1 --out {tmp}/out/c.csv",
+            "--compile needs --warmup of at least 1",
+        ),
         ("measure --model tiny-5m --device cpu --batch 1 --out ", "--out needs a file name, got an empty one"),
     ]
 
@@ -116,7 +146,10 @@ def _argv(command: str, tmp_path) -> list[str]:
 
 
 #: Files in the working folder (tmp_path) that a command names without a path: the local shadows of built-in names.
-LOCAL = {"h100": "--hardware h100 ", "meta-llama/Llama-3.1-8B-Instruct/config.json": "--model meta-llama/Llama-3.1-8B-Instruct "}
+LOCAL = {
+    "h100": "--hardware h100 ",
+    "meta-llama/Llama-3.1-8B-Instruct/config.json": "--model meta-llama/Llama-3.1-8B-Instruct ",
+}
 
 
 def _make(command: str, tmp_path) -> None:
@@ -144,7 +177,10 @@ def test_issue30_bad_input_gets_one_line_and_exit_2(command, message, tmp_path, 
 def test_a_symlink_loop_as_output_is_refused_in_one_line(tmp_path, capsys):
     (tmp_path / "loop.yaml").symlink_to(tmp_path / "loop.yaml")
     (tmp_path / "m.csv").write_text(FILES["slow.csv"]().replace("1e300", "0.01"))
-    assert main(["calibrate", str(tmp_path / "m.csv"), "--hardware", "h100-sxm", "--out", str(tmp_path / "loop.yaml")]) == 2
+    assert (
+        main(["calibrate", str(tmp_path / "m.csv"), "--hardware", "h100-sxm", "--out", str(tmp_path / "loop.yaml")])
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].endswith("it is a symlink loop"), err
 
@@ -197,9 +233,9 @@ def _loop_folder(tmp_path):
 def _looped_files(tmp_path):
     folder = tmp_path / "cache"
     folder.mkdir()
+    from specsim.describe.hardware import load_hardware
     from specsim.describe.models import get_model
     from specsim.timing.kernels import KernelSource, _meta, cache_file
-    from specsim.describe.hardware import load_hardware
 
     src = KernelSource(load_hardware("h100-sxm"))
     key = json.dumps(_meta(get_model("llama-3.2-1b"), src.device, src.engine, src.version), sort_keys=True)
@@ -247,11 +283,22 @@ def test_stale_staging_files_are_removed_and_live_ones_kept(tmp_path, monkeypatc
 def test_measured_percentiles_must_bracket_their_median(tmp_path):
     from specsim.timing.measurements import load_measurements
 
-    rows = pd.DataFrame({"model": "llama-3.2-1b", "batch": [1, 2, 4, 8, 16, 32, 64, 128], "tokens_per_seq": 1, "context": 0,
-                         "median_s": 0.01, "p10_s": 0.009, "p90_s": 0.011})
+    rows = pd.DataFrame(
+        {
+            "model": "llama-3.2-1b",
+            "batch": [1, 2, 4, 8, 16, 32, 64, 128],
+            "tokens_per_seq": 1,
+            "context": 0,
+            "median_s": 0.01,
+            "p10_s": 0.009,
+            "p90_s": 0.011,
+        }
+    )
     rows.loc[5, "p90_s"] = 0.005
     rows.to_csv(tmp_path / "m.csv", index=False)
-    with pytest.raises(ValueError, match=r"data row 6 has a median 0.01 s outside its 10th-90th percentiles \[0.009, 0.005\] s"):
+    with pytest.raises(
+        ValueError, match=r"data row 6 has a median 0.01 s outside its 10th-90th percentiles \[0.009, 0.005\] s"
+    ):
         load_measurements(tmp_path / "m.csv")
 
 

@@ -29,19 +29,28 @@ def _config(name: str) -> dict:
 
 
 # -- layouts -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name, recurrent, attention, mixer_free, ffn_free, moe, dense", [
-    ("qwen3-next-80b-a3b", 36, 12, 0, 0, 48, 0),  # full_attention_interval 4: layers 3, 7, ..., 47 attend
-    ("qwen3.5-27b", 48, 16, 0, 0, 0, 64),  # layer_types: three linear_attention then one full_attention
-    ("nemotron-h-8b", 24, 4, 24, 28, 0, 24),  # M-M-M-M*-...: 24 Mamba, 4 attention, 24 MLP blocks
-    ("nemotron-3-nano-30b-a3b", 23, 6, 23, 29, 23, 0),  # MEMEM*E...: 23 Mamba, 6 attention, 23 MoE blocks
-    ("llama-4-maverick", 0, 48, 0, 0, 24, 24),  # interleave_moe_layer_step 2: every other layer MoE
-    ("llama-4-scout", 0, 48, 0, 0, 48, 0),
-    ("minimax-m2.5", 0, 62, 0, 0, 62, 0),
-])
+@pytest.mark.parametrize(
+    "name, recurrent, attention, mixer_free, ffn_free, moe, dense",
+    [
+        ("qwen3-next-80b-a3b", 36, 12, 0, 0, 48, 0),  # full_attention_interval 4: layers 3, 7, ..., 47 attend
+        ("qwen3.5-27b", 48, 16, 0, 0, 0, 64),  # layer_types: three linear_attention then one full_attention
+        ("nemotron-h-8b", 24, 4, 24, 28, 0, 24),  # M-M-M-M*-...: 24 Mamba, 4 attention, 24 MLP blocks
+        ("nemotron-3-nano-30b-a3b", 23, 6, 23, 29, 23, 0),  # MEMEM*E...: 23 Mamba, 6 attention, 23 MoE blocks
+        ("llama-4-maverick", 0, 48, 0, 0, 24, 24),  # interleave_moe_layer_step 2: every other layer MoE
+        ("llama-4-scout", 0, 48, 0, 0, 48, 0),
+        ("minimax-m2.5", 0, 62, 0, 0, 62, 0),
+    ],
+)
 def test_layer_kinds_are_read_from_the_config(name, recurrent, attention, mixer_free, ffn_free, moe, dense):
     m = get_model(name)
-    assert (m.n_recurrent_layers, m.n_attention_layers, m.n_mixer_free_layers, m.n_ffn_free_layers, m.n_moe_layers,
-            m.n_mlp_layers) == (recurrent, attention, mixer_free, ffn_free, moe, dense)
+    assert (
+        m.n_recurrent_layers,
+        m.n_attention_layers,
+        m.n_mixer_free_layers,
+        m.n_ffn_free_layers,
+        m.n_moe_layers,
+        m.n_mlp_layers,
+    ) == (recurrent, attention, mixer_free, ffn_free, moe, dense)
 
 
 def test_llama_4_chunks_the_rope_layers_and_keeps_the_nope_layers_global():
@@ -58,11 +67,21 @@ def test_llama_4_chunks_the_rope_layers_and_keeps_the_nope_layers_global():
 # Activated parameters, each with its publisher's definition: Qwen and Meta count the input embedding (as for
 # Qwen3-30B-A3B's 3.3B in test_catalog.py), NVIDIA ("without embeddings") and MiniMax do not.  Tolerance: the rounding
 # of a figure published to one or two significant digits (half a unit of its last digit), as test_catalog.py.
-@pytest.mark.parametrize("name, with_embedding", [
-    ("qwen3.5-35b-a3b", True), ("qwen3.5-122b-a10b", True), ("qwen3.5-397b-a17b", True), ("llama-4-scout", True),
-    ("llama-4-maverick", True), ("nemotron-3-nano-30b-a3b", False), ("nemotron-3-super-120b-a12b-fp8", False),
-    ("nemotron-3-ultra-550b-a55b", False), ("minimax-m2.5", False), ("minimax-m2.7", False),
-])
+@pytest.mark.parametrize(
+    "name, with_embedding",
+    [
+        ("qwen3.5-35b-a3b", True),
+        ("qwen3.5-122b-a10b", True),
+        ("qwen3.5-397b-a17b", True),
+        ("llama-4-scout", True),
+        ("llama-4-maverick", True),
+        ("nemotron-3-nano-30b-a3b", False),
+        ("nemotron-3-super-120b-a12b-fp8", False),
+        ("nemotron-3-ultra-550b-a55b", False),
+        ("minimax-m2.5", False),
+        ("minimax-m2.7", False),
+    ],
+)
 def test_activated_parameters_match_the_published_counts(name, with_embedding):
     m, published = get_model(name), catalog_entry(name)["published"]["active"]
     counted = m.active_params + (m.embedding_params if with_embedding else 0)
@@ -85,12 +104,15 @@ def _vllm_state_bytes(heads, head_dim, state, groups, kernel, layers, ssm_bytes,
     return layers * (conv + heads * head_dim * state * ssm_bytes)
 
 
-@pytest.mark.parametrize("name, args", [
-    ("qwen3.5-27b", (48, 128, 128, 16, 4, 48, 4)),  # mamba_ssm_dtype float32
-    ("qwen3-next-80b-a3b", (32, 128, 128, 16, 4, 36, 2)),  # no mamba_ssm_dtype: the model's bf16
-    ("nemotron-3-nano-30b-a3b", (64, 64, 128, 8, 4, 23, 4)),  # mamba_ssm_cache_dtype float32
-    ("nemotron-h-8b", (128, 64, 128, 8, 4, 24, 2)),
-])
+@pytest.mark.parametrize(
+    "name, args",
+    [
+        ("qwen3.5-27b", (48, 128, 128, 16, 4, 48, 4)),  # mamba_ssm_dtype float32
+        ("qwen3-next-80b-a3b", (32, 128, 128, 16, 4, 36, 2)),  # no mamba_ssm_dtype: the model's bf16
+        ("nemotron-3-nano-30b-a3b", (64, 64, 128, 8, 4, 23, 4)),  # mamba_ssm_cache_dtype float32
+        ("nemotron-h-8b", (128, 64, 128, 8, 4, 24, 2)),
+    ],
+)
 def test_recurrent_state_is_vllms_state_shape(name, args):
     assert get_model(name).recurrent_state_bytes == _vllm_state_bytes(*args)
     # The state splits over tensor-parallel ranks with the heads.
@@ -151,8 +173,17 @@ def test_the_kernel_source_uses_the_measured_gdn_decode_and_scales_it_by_the_sta
 
 
 # -- engines and capacity ------------------------------------------------------------------------
-@pytest.mark.parametrize("key, extra", [("vllm@0.10", 0), ("vllm@0.14", 0), ("vllm@latest", 0), ("sglang@0.5", 1),
-                                        ("sglang@latest", 1), ("trtllm@latest", 1)])
+@pytest.mark.parametrize(
+    "key, extra",
+    [
+        ("vllm@0.10", 0),
+        ("vllm@0.14", 0),
+        ("vllm@latest", 0),
+        ("sglang@0.5", 1),
+        ("sglang@latest", 1),
+        ("trtllm@latest", 1),
+    ],
+)
 def test_every_engine_preset_says_how_it_verifies_recurrent_layers(key, extra):
     preset = PRESETS[key]
     assert preset.recurrent.mode == "checkpoint" and preset.recurrent.extra_states == extra
@@ -163,14 +194,19 @@ def test_every_engine_preset_says_how_it_verifies_recurrent_layers(key, extra):
 def test_capacity_holds_the_state_and_one_state_per_draft_token():
     base = Deployment.from_names("h200", "qwen3.5-27b", "eagle3")
     m = base.target
-    for key, states in (("vllm@latest", DEFAULT_SCRATCH_DRAFT_TOKENS), ("sglang@latest", DEFAULT_SCRATCH_DRAFT_TOKENS + 1)):
+    for key, states in (
+        ("vllm@latest", DEFAULT_SCRATCH_DRAFT_TOKENS),
+        ("sglang@latest", DEFAULT_SCRATCH_DRAFT_TOKENS + 1),
+    ):
         dep = dataclasses.replace(base, engine=PRESETS[key])
         cap = capacity(dep, 8192)
         assert cap.recurrent_state_bytes_per_seq == m.recurrent_state_bytes
         assert cap.scratch_bytes_per_seq == pytest.approx(float(m.recurrent_scratch_bytes(states)))
         assert cap.target_kv_bytes_per_seq == pytest.approx(float(m.kv_bytes(8192)) + m.recurrent_state_bytes)
         # gamma 3: vLLM reserves 1 + 3 state pages per request (3 of scratch), SGLang 4 draft-token states.
-        assert float(scratch_bytes(dep, 3)) == pytest.approx(float(m.recurrent_scratch_bytes(states - DEFAULT_SCRATCH_DRAFT_TOKENS + 3)))
+        assert float(scratch_bytes(dep, 3)) == pytest.approx(
+            float(m.recurrent_scratch_bytes(states - DEFAULT_SCRATCH_DRAFT_TOKENS + 3))
+        )
     # An attention-only target reserves no scratch and its capacity is what it was.
     dense = Deployment.from_names("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
     assert (capacity(dense, 8192).max_batch_with_draft, capacity(dense, 8192).scratch_bytes_per_seq) == (39, 0.0)
@@ -190,26 +226,46 @@ def _qwen(change: dict) -> dict:
     return {k: v for k, v in config.items()}
 
 
-@pytest.mark.parametrize("config, message", [
-    (_qwen({"layer_types": ["linear_attention"] * 63 + ["mamba"]}),
-     r"layer type\(s\) mamba not modelled; supported: linear_attention \(Gated DeltaNet\), full_attention$"),
-    (_qwen({"layer_types": ["linear_attention"] * 3}), r"layer_types must list one type per layer \(64\)$"),
-    (_qwen({"linear_key_head_dim": None}),
-     r"Gated DeltaNet layers need linear_num_key_heads, linear_num_value_heads, linear_key_head_dim, linear_value_head_dim, "
-     r"linear_conv_kernel_dim; missing linear_key_head_dim \(recurrent layers read: Gated DeltaNet and Mamba-2\)$"),
-    (_qwen({"linear_num_value_heads": 40}), r"linear_num_value_heads \(40\) must be a multiple of linear_num_key_heads \(16\)$"),
-    (_qwen({"mamba_ssm_dtype": "float8"}), r"mamba_ssm_dtype 'float8' is not one of float32, bfloat16, float16$"),
-    ({**_config("nemotron-h-8b"), "hybrid_override_pattern": "M-M-X" + "M-" * 24 + "M"},
-     r"hybrid_override_pattern block\(s\) 'X' not modelled; supported: M \(Mamba-2\), \* \(attention\), - \(MLP\), E \(MoE\)$"),
-    ({**_config("nemotron-h-8b"), "hybrid_override_pattern": "M-M*"},
-     r"the block pattern lists 4 layers, num_hidden_layers says 52$"),
-    ({**_config("nemotron-h-8b"), "ssm_state_size": None},
-     r"Mamba-2 layers need mamba_num_heads, mamba_head_dim, ssm_state_size, n_groups, conv_kernel; missing ssm_state_size"),
-    ({**_config("nemotron-h-8b"), "hybrid_override_pattern": None},
-     r"a Nemotron-H model needs hybrid_override_pattern or layers_block_type to say which block each layer is$"),
-    ({**_config("minimax-m2.7"), "attn_type_list": [0] + [1] * 61},
-     r"attn_type_list marks 1 lightning \(linear\) attention layers, not modelled; supported: 1 \(softmax attention\)"),
-])
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (
+            _qwen({"layer_types": ["linear_attention"] * 63 + ["mamba"]}),
+            r"layer type\(s\) mamba not modelled; supported: linear_attention \(Gated DeltaNet\), full_attention$",
+        ),
+        (_qwen({"layer_types": ["linear_attention"] * 3}), r"layer_types must list one type per layer \(64\)$"),
+        (
+            _qwen({"linear_key_head_dim": None}),
+            r"Gated DeltaNet layers need linear_num_key_heads, linear_num_value_heads, linear_key_head_dim, linear_value_head_dim, "
+            r"linear_conv_kernel_dim; missing linear_key_head_dim \(recurrent layers read: Gated DeltaNet and Mamba-2\)$",
+        ),
+        (
+            _qwen({"linear_num_value_heads": 40}),
+            r"linear_num_value_heads \(40\) must be a multiple of linear_num_key_heads \(16\)$",
+        ),
+        (_qwen({"mamba_ssm_dtype": "float8"}), r"mamba_ssm_dtype 'float8' is not one of float32, bfloat16, float16$"),
+        (
+            {**_config("nemotron-h-8b"), "hybrid_override_pattern": "M-M-X" + "M-" * 24 + "M"},
+            r"hybrid_override_pattern block\(s\) 'X' not modelled; supported: M \(Mamba-2\), \* \(attention\), - \(MLP\), E \(MoE\)$",
+        ),
+        (
+            {**_config("nemotron-h-8b"), "hybrid_override_pattern": "M-M*"},
+            r"the block pattern lists 4 layers, num_hidden_layers says 52$",
+        ),
+        (
+            {**_config("nemotron-h-8b"), "ssm_state_size": None},
+            r"Mamba-2 layers need mamba_num_heads, mamba_head_dim, ssm_state_size, n_groups, conv_kernel; missing ssm_state_size",
+        ),
+        (
+            {**_config("nemotron-h-8b"), "hybrid_override_pattern": None},
+            r"a Nemotron-H model needs hybrid_override_pattern or layers_block_type to say which block each layer is$",
+        ),
+        (
+            {**_config("minimax-m2.7"), "attn_type_list": [0] + [1] * 61},
+            r"attn_type_list marks 1 lightning \(linear\) attention layers, not modelled; supported: 1 \(softmax attention\)",
+        ),
+    ],
+)
 def test_a_hybrid_layout_that_cannot_be_priced_is_refused_by_name(config, message):
     with pytest.raises(ValueError, match=r"^model config 'config.json': " + message):
         model_from_hf_config(config)
@@ -232,7 +288,12 @@ def test_a_head_built_from_a_hybrid_target_must_drop_its_recurrent_layers():
 
 def test_hybrid_fields_appear_in_json_only_for_hybrid_models():
     d = get_model("qwen3.5-27b").to_dict()
-    assert (d["n_recurrent_layers"], d["recurrent_kind"], d["state_dtype"], d["recurrent_verify"]) == (48, "gdn", "fp32", "checkpoint")
+    assert (d["n_recurrent_layers"], d["recurrent_kind"], d["state_dtype"], d["recurrent_verify"]) == (
+        48,
+        "gdn",
+        "fp32",
+        "checkpoint",
+    )
     assert "n_recurrent_layers" not in get_model("llama-3.1-8b").to_dict()
 
 
@@ -266,17 +327,54 @@ def test_the_scratch_is_sized_for_the_gamma_the_question_uses_and_says_where_it_
     assert "--gamma" in capacity(dep, 8192).scratch_basis  # the default names how to change it
     block = Deployment.from_names("h200", "qwen3.5-27b", "dflash")
     assert capacity(block, 8192).scratch_draft_tokens == block.drafter.max_steps == 15
-    assert main(["capacity", "--hardware", "h200", "--target", "qwen3.5-27b", "--draft", "eagle3", "--context", "8192",
-                 "--gamma", "3", "--json"]) == 0
+    assert (
+        main(
+            [
+                "capacity",
+                "--hardware",
+                "h200",
+                "--target",
+                "qwen3.5-27b",
+                "--draft",
+                "eagle3",
+                "--context",
+                "8192",
+                "--gamma",
+                "3",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert (out["scratch_draft_tokens"], out["scratch_basis"]) == (3, "--gamma")
     assert out["scratch_bytes_per_seq"] == pytest.approx(3 * per_state)
-    assert main(["optimal-gamma", "--hardware", "h200", "--target", "qwen3.5-27b", "--draft", "eagle3", "--context", "8192",
-                 "--batch", "1,32", "--alpha", "0.6"]) == 0
+    assert (
+        main(
+            [
+                "optimal-gamma",
+                "--hardware",
+                "h200",
+                "--target",
+                "qwen3.5-27b",
+                "--draft",
+                "eagle3",
+                "--context",
+                "8192",
+                "--batch",
+                "1,32",
+                "--alpha",
+                "0.6",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     gammas = [int(line.split()[1]) for line in printed.splitlines() if line.split()[:1] in (["1"], ["32"])]
     assert f"for gamma = {max(gammas)} (the largest optimal gamma of these batch sizes" in printed
     req = Requests.poisson(4.0, 20, get_workload("chat"), np.random.default_rng(1))
     for gamma in (2, 5):
-        *_, meta = serve_compare(dep, req, 0.7, gamma, EngineLimits(8, max_batched_tokens=1024), seed=1, context_hint=600.0)
+        *_, meta = serve_compare(
+            dep, req, 0.7, gamma, EngineLimits(8, max_batched_tokens=1024), seed=1, context_hint=600.0
+        )
         assert meta["scratch_draft_tokens"] == gamma and f"gamma {gamma}" in meta["scratch_basis"]

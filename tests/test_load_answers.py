@@ -24,8 +24,9 @@ def _json(argv, capsys):
 
 def test_the_cli_prints_the_librarys_answer_at_each_load(capsys):
     rows = _json(["optimal-gamma", "--timing", "roofline", "--alpha", "0.8", "--concurrency", "1,16,64"], capsys)
-    answer = load_answer(DEP, 0.8, "alpha 0.8", "concurrency", [1, 16, 64], DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS,
-                         gamma_max=16)
+    answer = load_answer(
+        DEP, 0.8, "alpha 0.8", "concurrency", [1, 16, 64], DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, gamma_max=16
+    )
     assert [r["gamma"] for r in rows] == [r["gamma"] for r in answer.rows]
     for cli, lib in zip(rows, answer.rows):
         assert cli["spec"]["tpot_s"] == pytest.approx(lib["spec"]["tpot_s"], rel=1e-12)
@@ -62,22 +63,34 @@ def test_explain_and_compare_and_schedule_answer_at_a_load(capsys):
     rows = _json(["explain", "--timing", "roofline", "--alpha", "0.8", "--concurrency", "1,64"], capsys)
     assert rows[0]["prompts_beside_s"] == pytest.approx(0.0, abs=1e-12) and rows[1]["prompts_beside_s"] > 0
     assert rows[1]["iteration_s"] == pytest.approx(rows[1]["t_round_s"] + rows[1]["prompts_beside_s"])
-    assert _json(["compare", "--timing", "roofline", "--alpha", "0.8", "--concurrency", "8"], capsys)[0]["load"] == "concurrency 8"
-    assert main(["schedule", "--timing", "roofline", "--alpha", "0.8", "--concurrency", "1,16,64,256", "--format", "vllm"]) == 0
+    assert (
+        _json(["compare", "--timing", "roofline", "--alpha", "0.8", "--concurrency", "8"], capsys)[0]["load"]
+        == "concurrency 8"
+    )
+    assert (
+        main(["schedule", "--timing", "roofline", "--alpha", "0.8", "--concurrency", "1,16,64,256", "--format", "vllm"])
+        == 0
+    )
     config = json.loads(capsys.readouterr().out)
     ranges = config["num_speculative_tokens_per_batch_size"]
     assert ranges[0][0] == 1 and ranges[-1][1] == 256 and all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:]))
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--concurrency", "8", "--batch", "1,2"], "--batch is the decode-batch view; at --concurrency or --rate the load"),
-    (["--concurrency", "8", "--context", "500"], "--context is the decode-batch view"),
-    (["--input-len", "512"], "--input-len describe the requests of a load: give --concurrency or --rate with them"),
-    (["--concurrency", "8", "--rate", "2"], "argument --rate: not allowed with argument --concurrency"),
-    (["--concurrency", "0"], "concurrency must be an integer in [1, 65536], got 0"),
-    (["--concurrency", "8", "--output-len", "1"], "output-len must be an integer in [2,"),
-    (["--concurrency", "8", "--tree", "topk:2,depth:3,tokens:6"], "--tree is searched per decode batch"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["--concurrency", "8", "--batch", "1,2"],
+            "--batch is the decode-batch view; at --concurrency or --rate the load",
+        ),
+        (["--concurrency", "8", "--context", "500"], "--context is the decode-batch view"),
+        (["--input-len", "512"], "--input-len describe the requests of a load: give --concurrency or --rate with them"),
+        (["--concurrency", "8", "--rate", "2"], "argument --rate: not allowed with argument --concurrency"),
+        (["--concurrency", "0"], "concurrency must be an integer in [1, 65536], got 0"),
+        (["--concurrency", "8", "--output-len", "1"], "output-len must be an integer in [2,"),
+        (["--concurrency", "8", "--tree", "topk:2,depth:3,tokens:6"], "--tree is searched per decode batch"),
+    ],
+)
 def test_a_load_beside_the_batch_views_flags_is_refused_in_one_line(argv, message, capsys):
     assert main(["optimal-gamma", "--timing", "roofline"] + argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -85,8 +98,26 @@ def test_a_load_beside_the_batch_views_flags_is_refused_in_one_line(argv, messag
 
 
 def test_serve_sim_replays_a_benchmarks_closed_loop_with_its_lengths(capsys):
-    s = _json(["serve-sim", "--timing", "roofline", "--concurrency", "8", "--input-len", "300", "--output-len", "64",
-               "--requests", "64", "--runs", "1", "--alpha", "0.8"], capsys)
+    s = _json(
+        [
+            "serve-sim",
+            "--timing",
+            "roofline",
+            "--concurrency",
+            "8",
+            "--input-len",
+            "300",
+            "--output-len",
+            "64",
+            "--requests",
+            "64",
+            "--runs",
+            "1",
+            "--alpha",
+            "0.8",
+        ],
+        capsys,
+    )
     assert any("every request 300 in, 64 out" in line for line in s["provenance"])
     assert main(["serve-sim", "--concurrency", "8", "--input-len", "300", "--workload", "chat"]) == 2
     assert "--input-len and --output-len give every request the same lengths" in capsys.readouterr().err

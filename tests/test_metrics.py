@@ -16,10 +16,12 @@ def exposition(drafts, gamma, per_position, model="meta-llama/Llama-3.1-8B-Instr
     """A /metrics page in the format vLLM writes (prometheus_client text exposition 0.0.4)."""
     lines = []
     per_engine = [drafts / engines] * engines
-    for name, help_text in (("num_drafts", "Number of spec decoding drafts."),
-                            ("num_draft_tokens", "Number of draft tokens."),
-                            ("num_accepted_tokens", "Number of accepted tokens."),
-                            ("num_accepted_tokens_per_pos", "Accepted tokens per draft position.")):
+    for name, help_text in (
+        ("num_drafts", "Number of spec decoding drafts."),
+        ("num_draft_tokens", "Number of draft tokens."),
+        ("num_accepted_tokens", "Number of accepted tokens."),
+        ("num_accepted_tokens_per_pos", "Accepted tokens per draft position."),
+    ):
         lines.append(f"# HELP vllm:spec_decode_{name}_total {help_text}")
         lines.append(f"# TYPE vllm:spec_decode_{name}_total counter")
         for e, d in enumerate(per_engine):
@@ -83,7 +85,7 @@ def test_dependence_warning_in_cli(tmp_path, capsys):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("vllm:spec_decode_num_drafts_total{engine=\"0\"} twelve\n", "line 1: not a Prometheus sample"),
+        ('vllm:spec_decode_num_drafts_total{engine="0"} twelve\n', "line 1: not a Prometheus sample"),
         ("# HELP x\nvllm:spec_decode_num_drafts_total{engine=0} 1\n", "line 2: not a Prometheus sample"),
         ("this is not prometheus\n", "line 1: not a Prometheus sample"),
         ("vllm:num_requests_running 1\n", "missing counter(s) vllm:spec_decode_num_drafts_total"),
@@ -96,8 +98,10 @@ def test_malformed_files_name_the_line_or_the_missing_counter(text, message):
 
 
 def test_inconsistent_counters_are_rejected():
-    bad = exposition(1000, 3, [800, 640, 512]).replace("vllm:spec_decode_num_draft_tokens_total{engine=\"0\",model_name=\"meta-llama/Llama-3.1-8B-Instruct\"} 3000",
-                                                      "vllm:spec_decode_num_draft_tokens_total{engine=\"0\",model_name=\"meta-llama/Llama-3.1-8B-Instruct\"} 1000")
+    bad = exposition(1000, 3, [800, 640, 512]).replace(
+        'vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 3000',
+        'vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 1000',
+    )
     with pytest.raises(ValueError, match="more accepted tokens"):
         acceptance_from_prometheus(bad)
 
@@ -126,15 +130,36 @@ def test_parser_handles_escapes_and_timestamps():
 def test_metrics_to_dict_reports_every_quantity_under_its_name():
     m = acceptance_from_prometheus(exposition(1000, 3, [800, 560, 392]))
     d = m.to_dict()
-    for key in ("alpha", "gamma", "mean_draft_length", "mean_acceptance_length", "acceptance_rate", "drafts",
-                "draft_tokens", "accepted_tokens"):
+    for key in (
+        "alpha",
+        "gamma",
+        "mean_draft_length",
+        "mean_acceptance_length",
+        "acceptance_rate",
+        "drafts",
+        "draft_tokens",
+        "accepted_tokens",
+    ):
         assert d[key] == getattr(m, key), key
     assert d["per_position_cumulative"] == pytest.approx([0.8, 0.56, 0.392])
     assert d["per_position_conditional"] == pytest.approx([0.8, 0.7, 0.7])
-    assert d["positions_far_from_alpha"] == m.independence_deviation() and d["independent_alpha_consistent"] is (not m.independence_deviation())
-    assert set(d) == {"alpha", "gamma", "mean_draft_length", "mean_acceptance_length", "acceptance_rate", "drafts",
-                      "draft_tokens", "accepted_tokens", "per_position_cumulative", "per_position_conditional",
-                      "independent_alpha_consistent", "positions_far_from_alpha"}
+    assert d["positions_far_from_alpha"] == m.independence_deviation() and d["independent_alpha_consistent"] is (
+        not m.independence_deviation()
+    )
+    assert set(d) == {
+        "alpha",
+        "gamma",
+        "mean_draft_length",
+        "mean_acceptance_length",
+        "acceptance_rate",
+        "drafts",
+        "draft_tokens",
+        "accepted_tokens",
+        "per_position_cumulative",
+        "per_position_conditional",
+        "independent_alpha_consistent",
+        "positions_far_from_alpha",
+    }
 
 
 def test_independence_deviation_threshold_is_max_of_005_and_four_standard_errors():
@@ -165,11 +190,15 @@ def test_metrics_file_errors_name_the_file(tmp_path):
 
 
 def _page(drafts, tokens, accepted, per_pos=(), model="m", extra=""):
-    lines = [f'vllm:spec_decode_num_drafts_total{{model_name="{model}"}} {drafts}',
-             f'vllm:spec_decode_num_draft_tokens_total{{model_name="{model}"}} {tokens}',
-             f'vllm:spec_decode_num_accepted_tokens_total{{model_name="{model}"}} {accepted}']
-    lines += [f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{model_name="{model}",position="{k}"}} {v}'
-              for k, v in enumerate(per_pos)]
+    lines = [
+        f'vllm:spec_decode_num_drafts_total{{model_name="{model}"}} {drafts}',
+        f'vllm:spec_decode_num_draft_tokens_total{{model_name="{model}"}} {tokens}',
+        f'vllm:spec_decode_num_accepted_tokens_total{{model_name="{model}"}} {accepted}',
+    ]
+    lines += [
+        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{model_name="{model}",position="{k}"}} {v}'
+        for k, v in enumerate(per_pos)
+    ]
     return "\n".join(lines) + "\n" + extra
 
 
@@ -187,26 +216,45 @@ def test_boundary_pages_are_valid():
     assert acceptance_from_prometheus(_page(1000, 2000, 1000, (600, 400.0005))).accepted_tokens == 1000
 
 
-@pytest.mark.parametrize("page, message", [
-    (_page(100, 200, 102, (60, 40)), r"^metrics: per-position counts sum to 100, not the 102 accepted tokens$"),
-    (_page(1, 2, 1, (1, 0.0000015)), r"per-position counts sum to 1, not the 1 accepted tokens$"),
-    (_page(100, 200, 201), r"^metrics: more accepted tokens \(201\) than drafted \(200\)$"),
-    (_page(100, 200, 100, (60, 40, 0)), r"^metrics: 3 per-position counters but 2 draft tokens per draft$"),
-    (_page(100, 200, 100, (101, -1)), r"must be a finite count >= 0"),
-    (_page(100, 200, 100) + 'vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name="m",position="2"} 5\n',
-     r"^metrics: per-position counters are not contiguous from 0: positions \[2\]$"),
-    (_page(100, 200, 100) + 'vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name="m"} 5\n',
-     r"needs a position=\"<integer>\" label"),
-    (_page(100, 200, 100) + 'vllm:spec_decode_num_drafts{model_name="m"} 100\n',
-     r"^metrics: the series vllm:spec_decode_num_drafts\{model_name='m'\} appears twice; save one /metrics page per file$"),
-    (_page(100, 200, 100) + _page(5, 10, 5, model="other"),
-     r"^metrics: counters of several models \(m, other\); choose one with --model-name \(specsim alpha\) or --metrics-model \(the model commands\)$"),
-    ('vllm:spec_decode_num_drafts_total{model_name="m"} 100\n',
-     r"^metrics: missing counter\(s\) vllm:spec_decode_num_draft_tokens_total, vllm:spec_decode_num_accepted_tokens_total; "
-     r"is speculative decoding enabled on that server\?$"),
-    (_page(0, 0, 0), r"^metrics: vllm:spec_decode_num_drafts_total is 0: no speculative steps were recorded$"),
-    ("x" * 200 + "\n", r"^metrics, line 1: not a Prometheus sample: '" + "x" * 80 + r"' \(.*\); expected 'name\{labels\} value \[timestamp\]'$"),
-])
+@pytest.mark.parametrize(
+    "page, message",
+    [
+        (_page(100, 200, 102, (60, 40)), r"^metrics: per-position counts sum to 100, not the 102 accepted tokens$"),
+        (_page(1, 2, 1, (1, 0.0000015)), r"per-position counts sum to 1, not the 1 accepted tokens$"),
+        (_page(100, 200, 201), r"^metrics: more accepted tokens \(201\) than drafted \(200\)$"),
+        (_page(100, 200, 100, (60, 40, 0)), r"^metrics: 3 per-position counters but 2 draft tokens per draft$"),
+        (_page(100, 200, 100, (101, -1)), r"must be a finite count >= 0"),
+        (
+            _page(100, 200, 100)
+            + 'vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name="m",position="2"} 5\n',
+            r"^metrics: per-position counters are not contiguous from 0: positions \[2\]$",
+        ),
+        (
+            _page(100, 200, 100) + 'vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name="m"} 5\n',
+            r"needs a position=\"<integer>\" label",
+        ),
+        (
+            _page(100, 200, 100) + 'vllm:spec_decode_num_drafts{model_name="m"} 100\n',
+            r"^metrics: the series vllm:spec_decode_num_drafts\{model_name='m'\} appears twice; save one /metrics page per file$",
+        ),
+        (
+            _page(100, 200, 100) + _page(5, 10, 5, model="other"),
+            r"^metrics: counters of several models \(m, other\); choose one with --model-name \(specsim alpha\) or --metrics-model \(the model commands\)$",
+        ),
+        (
+            'vllm:spec_decode_num_drafts_total{model_name="m"} 100\n',
+            r"^metrics: missing counter\(s\) vllm:spec_decode_num_draft_tokens_total, vllm:spec_decode_num_accepted_tokens_total; "
+            r"is speculative decoding enabled on that server\?$",
+        ),
+        (_page(0, 0, 0), r"^metrics: vllm:spec_decode_num_drafts_total is 0: no speculative steps were recorded$"),
+        (
+            "x" * 200 + "\n",
+            r"^metrics, line 1: not a Prometheus sample: '"
+            + "x" * 80
+            + r"' \(.*\); expected 'name\{labels\} value \[timestamp\]'$",
+        ),
+    ],
+)
 def test_bad_pages_give_exact_messages(page, message):
     with pytest.raises(ValueError, match=message):
         acceptance_from_prometheus(page)

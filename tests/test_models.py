@@ -46,7 +46,9 @@ def test_weight_bytes_by_dtype(dtype, factor):
     # as engines' online quantisation and every quantised checkpoint read here leave them.
     model = get_model("llama-3.1-8b", weight_dtype=dtype)
     vocab_and_norms = 2 * 128256 * 4096 + 32 * 2 * 4096 + 4096
-    assert model.weight_bytes == pytest.approx((model.params - vocab_and_norms) * factor + vocab_and_norms * 2, rel=1e-12)
+    assert model.weight_bytes == pytest.approx(
+        (model.params - vocab_and_norms) * factor + vocab_and_norms * 2, rel=1e-12
+    )
     assert model.head_dtype_ == "bf16"
     # KV cache keeps its own dtype.
     assert model.kv_bytes_per_token == 131_072
@@ -160,22 +162,42 @@ def test_qwen3_32b_matches_its_model_card():
 
     m = get_model("qwen3-32b")
     assert m.params == pytest.approx(32.8e9, rel=0.002)
-    cfg = {"architectures": ["Qwen3ForCausalLM"], "hidden_size": 5120, "intermediate_size": 25600, "num_hidden_layers": 64,
-           "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
-           "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+    cfg = {
+        "architectures": ["Qwen3ForCausalLM"],
+        "hidden_size": 5120,
+        "intermediate_size": 25600,
+        "num_hidden_layers": 64,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "vocab_size": 151936,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+    }
     assert model_from_hf_config(cfg).params == m.params
 
 
-@pytest.mark.parametrize("extra, message", [
-    ({"torch_dtype": "float8_e4m3"}, "torch_dtype 'float8_e4m3' is not one of"),
-    ({"quantization_config": {"quant_method": "awq", "bits": 8}}, "awq with 8-bit weights is not modelled"),
-    ({"quantization_config": "yes"}, "quant_method None is not modelled"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ({"torch_dtype": "float8_e4m3"}, "torch_dtype 'float8_e4m3' is not one of"),
+        ({"quantization_config": {"quant_method": "awq", "bits": 8}}, "awq with 8-bit weights is not modelled"),
+        ({"quantization_config": "yes"}, "quant_method None is not modelled"),
+    ],
+)
 def test_config_dtypes_are_read_or_refused_never_defaulted(extra, message):
     from specsim.describe.models import model_from_hf_config
 
-    cfg = {"architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
-           "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, **extra}
+    cfg = {
+        "architectures": ["LlamaForCausalLM"],
+        "hidden_size": 2048,
+        "intermediate_size": 8192,
+        "num_hidden_layers": 16,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        **extra,
+    }
     with pytest.raises(ValueError, match=message):
         model_from_hf_config(cfg)
 
@@ -183,54 +205,116 @@ def test_config_dtypes_are_read_or_refused_never_defaulted(extra, message):
 def test_fp8_checkpoint_stores_fp8_weights_and_bf16_kv():
     from specsim.describe.models import model_from_hf_config
 
-    cfg = {"architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
-           "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "torch_dtype": "bfloat16",
-           "quantization_config": {"quant_method": "fp8"}}
+    cfg = {
+        "architectures": ["LlamaForCausalLM"],
+        "hidden_size": 2048,
+        "intermediate_size": 8192,
+        "num_hidden_layers": 16,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        "torch_dtype": "bfloat16",
+        "quantization_config": {"quant_method": "fp8"},
+    }
     m = model_from_hf_config(cfg)
     assert (m.weight_dtype, m.kv_dtype) == ("fp8", "bf16")
 
 
 def test_model_to_dict_is_every_field_under_its_own_name():
     m = get_model("qwen3-32b")
-    fields = ["name", "params", "computed_params", "streamed_params", "vocab_size", "hidden_size", "intermediate_size",
-              "n_layers", "n_heads", "n_kv_heads", "head_dim", "tie_embeddings", "qkv_bias", "qk_norm", "weight_dtype",
-              "kv_dtype", "weight_bytes", "streamed_weight_bytes", "kv_bytes_per_token", "source", "architecture",
-              "active_params", "non_embedding_params", "n_experts", "n_active_experts", "moe_intermediate_size",
-              "n_shared_experts", "n_dense_layers", "routing_effective_experts", "kv_lora_rank", "sliding_window",
-              "n_sliding_layers", "extra_params", "n_mtp_layers", "tp", "checkpoint_dtype", "vocab_from_target"]
+    fields = [
+        "name",
+        "params",
+        "computed_params",
+        "streamed_params",
+        "vocab_size",
+        "hidden_size",
+        "intermediate_size",
+        "n_layers",
+        "n_heads",
+        "n_kv_heads",
+        "head_dim",
+        "tie_embeddings",
+        "qkv_bias",
+        "qk_norm",
+        "weight_dtype",
+        "kv_dtype",
+        "weight_bytes",
+        "streamed_weight_bytes",
+        "kv_bytes_per_token",
+        "source",
+        "architecture",
+        "active_params",
+        "non_embedding_params",
+        "n_experts",
+        "n_active_experts",
+        "moe_intermediate_size",
+        "n_shared_experts",
+        "n_dense_layers",
+        "routing_effective_experts",
+        "kv_lora_rank",
+        "sliding_window",
+        "n_sliding_layers",
+        "extra_params",
+        "n_mtp_layers",
+        "tp",
+        "checkpoint_dtype",
+        "vocab_from_target",
+    ]
     d = m.to_dict()
     assert {k: d[k] for k in fields} == {name: getattr(m, name) for name in fields}
     assert (d["expert_dtype"], d["head_dtype"], d["notes"]) == (m.expert_dtype_, m.head_dtype_, list(m.notes))
     assert set(d) == set(fields) | {"expert_dtype", "head_dtype", "notes"}
 
 
-@pytest.mark.parametrize("n, text", [
-    (1e12, "1T"), (2.5e12, "2.5T"), (1e9, "1B"), (999_999_999, "1e+03M"), (1e6, "1M"), (1e3, "1k"), (999, "999"),
-    (8030261248, "8.03B"), (-2e9, "-2B"), (0, "0"),
-])
+@pytest.mark.parametrize(
+    "n, text",
+    [
+        (1e12, "1T"),
+        (2.5e12, "2.5T"),
+        (1e9, "1B"),
+        (999_999_999, "1e+03M"),
+        (1e6, "1M"),
+        (1e3, "1k"),
+        (999, "999"),
+        (8030261248, "8.03B"),
+        (-2e9, "-2B"),
+        (0, "0"),
+    ],
+)
 def test_format_count_thresholds(n, text):
     from specsim.describe.models import format_count
 
     assert format_count(n) == text
 
 
-_BASE_CFG = {"architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
-             "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256}
+_BASE_CFG = {
+    "architectures": ["LlamaForCausalLM"],
+    "hidden_size": 2048,
+    "intermediate_size": 8192,
+    "num_hidden_layers": 16,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+}
 
 
-@pytest.mark.parametrize("change, field, value", [
-    ({"num_key_value_heads": None}, "n_kv_heads", 32),  # absent: multi-head attention, one KV head per query head
-    ({}, "tie_embeddings", False),  # absent: an untied LM head
-    ({"tie_word_embeddings": True}, "tie_embeddings", True),
-    ({"attention_bias": True}, "qkv_bias", True),
-    ({}, "qkv_bias", False),
-    ({"dtype": "float16"}, "weight_dtype", "fp16"),  # newer configs say "dtype"
-    ({"torch_dtype": "float32", "dtype": "float16"}, "weight_dtype", "fp32"),  # torch_dtype wins where both exist
-    ({}, "weight_dtype", "bf16"),
-    ({"head_dim": 128}, "head_dim", 128),
-    ({}, "head_dim", 64),  # hidden / heads
-    ({"num_hidden_layers": 16.0}, "n_layers", 16),  # an integer-valued float is that integer
-])
+@pytest.mark.parametrize(
+    "change, field, value",
+    [
+        ({"num_key_value_heads": None}, "n_kv_heads", 32),  # absent: multi-head attention, one KV head per query head
+        ({}, "tie_embeddings", False),  # absent: an untied LM head
+        ({"tie_word_embeddings": True}, "tie_embeddings", True),
+        ({"attention_bias": True}, "qkv_bias", True),
+        ({}, "qkv_bias", False),
+        ({"dtype": "float16"}, "weight_dtype", "fp16"),  # newer configs say "dtype"
+        ({"torch_dtype": "float32", "dtype": "float16"}, "weight_dtype", "fp32"),  # torch_dtype wins where both exist
+        ({}, "weight_dtype", "bf16"),
+        ({"head_dim": 128}, "head_dim", 128),
+        ({}, "head_dim", 64),  # hidden / heads
+        ({"num_hidden_layers": 16.0}, "n_layers", 16),  # an integer-valued float is that integer
+    ],
+)
 def test_config_fields_are_read_as_documented(change, field, value):
     cfg = {k: v for k, v in {**_BASE_CFG, **change}.items() if v is not None}
     assert getattr(model_from_hf_config(cfg), field) == value
@@ -242,37 +326,67 @@ def test_mha_config_without_kv_heads_has_full_kv_bytes():
     assert model_from_hf_config(cfg).kv_bytes_per_token == 2 * 16 * 32 * 64 * 2
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"num_experts": 64}, r"^model config 'config.json': LlamaForCausalLM with experts is not a known layout; MoE architectures "
-     r"read: MixtralForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM, DeepseekV3ForCausalLM, Glm4MoeForCausalLM, "
-     r"Qwen3NextForCausalLM, Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration, NemotronHForCausalLM, "
-     r"Llama4ForConditionalGeneration, Llama4ForCausalLM, MiniMaxM2ForCausalLM$"),
-    ({"num_local_experts": 8}, r"LlamaForCausalLM with experts is not a known layout"),
-    ({"mlp_bias": True}, r"^model config 'config.json': mlp_bias=true is not supported$"),
-    ({"hidden_size": 2050}, r"^model config 'config.json': missing key 'head_dim' \(hidden_size is not a multiple of num_attention_heads\)$"),
-    ({"num_hidden_layers": True}, r"^model config 'config.json': num_hidden_layers must be a positive integer up to 1,024, got True$"),
-    ({"num_hidden_layers": "16"}, r"num_hidden_layers must be a positive integer up to 1,024, got '16'$"),
-    ({"num_hidden_layers": 0}, r"num_hidden_layers must be a positive integer up to 1,024, got 0$"),
-    ({"num_hidden_layers": 1e308}, r"num_hidden_layers must be a positive integer up to 1,024, got 1e\+308$"),
-    ({"num_hidden_layers": 1_000_000}, r"num_hidden_layers must be a positive integer up to 1,024, got 1000000$"),
-    ({"hidden_size": 10**400}, r"hidden_size must be a positive integer up to 10,000,000, got a 401-character value$"),
-    ({"architectures": [["LlamaForCausalLM"]]}, r"unsupported architecture \['LlamaForCausalLM'\]; supported: "),
-    ({"architectures": [5]}, r"unsupported architecture 5; supported: "),
-    ({"torch_dtype": ["bfloat16"]}, r"torch_dtype \['bfloat16'\] is not one of "),
-    ({"vocab_size": None}, r"^model config 'config.json': missing key 'vocab_size'$"),
-    ({"architectures": ["GPT2LMHeadModel"]}, r"^model config 'config.json': unsupported architecture 'GPT2LMHeadModel'; supported: "
-     r"LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM, "
-     r"Gemma3ForConditionalGeneration, MixtralForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM, DeepseekV3ForCausalLM, Glm4MoeForCausalLM, "
-     r"Qwen3NextForCausalLM, Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration, NemotronHForCausalLM, "
-     r"Llama4ForConditionalGeneration, Llama4ForCausalLM, MiniMaxM2ForCausalLM$"),
-    ({"architectures": []}, r"^model config 'config.json': missing key 'architectures'; supported: LlamaForCausalLM, MistralForCausalLM, "
-     r"Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM"),
-    ({"torch_dtype": "int3"}, r"^model config 'config.json': torch_dtype 'int3' is not one of bfloat16, float16, float32$"),
-    ({"quantization_config": {"quant_method": "awq"}}, r"^model config 'config.json': awq with None-bit weights is not modelled; "
-     r"supported: 4-bit$"),
-    ({"quantization_config": {"quant_method": "hqq"}}, r"quant_method 'hqq' is not modelled; supported: fp8, fbgemm_fp8, "
-     r"compressed-tensors .* \(or remove the block to model the unquantised weights\)$"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            {"num_experts": 64},
+            r"^model config 'config.json': LlamaForCausalLM with experts is not a known layout; MoE architectures "
+            r"read: MixtralForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM, DeepseekV3ForCausalLM, Glm4MoeForCausalLM, "
+            r"Qwen3NextForCausalLM, Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration, NemotronHForCausalLM, "
+            r"Llama4ForConditionalGeneration, Llama4ForCausalLM, MiniMaxM2ForCausalLM$",
+        ),
+        ({"num_local_experts": 8}, r"LlamaForCausalLM with experts is not a known layout"),
+        ({"mlp_bias": True}, r"^model config 'config.json': mlp_bias=true is not supported$"),
+        (
+            {"hidden_size": 2050},
+            r"^model config 'config.json': missing key 'head_dim' \(hidden_size is not a multiple of num_attention_heads\)$",
+        ),
+        (
+            {"num_hidden_layers": True},
+            r"^model config 'config.json': num_hidden_layers must be a positive integer up to 1,024, got True$",
+        ),
+        ({"num_hidden_layers": "16"}, r"num_hidden_layers must be a positive integer up to 1,024, got '16'$"),
+        ({"num_hidden_layers": 0}, r"num_hidden_layers must be a positive integer up to 1,024, got 0$"),
+        ({"num_hidden_layers": 1e308}, r"num_hidden_layers must be a positive integer up to 1,024, got 1e\+308$"),
+        ({"num_hidden_layers": 1_000_000}, r"num_hidden_layers must be a positive integer up to 1,024, got 1000000$"),
+        (
+            {"hidden_size": 10**400},
+            r"hidden_size must be a positive integer up to 10,000,000, got a 401-character value$",
+        ),
+        ({"architectures": [["LlamaForCausalLM"]]}, r"unsupported architecture \['LlamaForCausalLM'\]; supported: "),
+        ({"architectures": [5]}, r"unsupported architecture 5; supported: "),
+        ({"torch_dtype": ["bfloat16"]}, r"torch_dtype \['bfloat16'\] is not one of "),
+        ({"vocab_size": None}, r"^model config 'config.json': missing key 'vocab_size'$"),
+        (
+            {"architectures": ["GPT2LMHeadModel"]},
+            r"^model config 'config.json': unsupported architecture 'GPT2LMHeadModel'; supported: "
+            r"LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM, "
+            r"Gemma3ForConditionalGeneration, MixtralForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM, DeepseekV3ForCausalLM, Glm4MoeForCausalLM, "
+            r"Qwen3NextForCausalLM, Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration, NemotronHForCausalLM, "
+            r"Llama4ForConditionalGeneration, Llama4ForCausalLM, MiniMaxM2ForCausalLM$",
+        ),
+        (
+            {"architectures": []},
+            r"^model config 'config.json': missing key 'architectures'; supported: LlamaForCausalLM, MistralForCausalLM, "
+            r"Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM",
+        ),
+        (
+            {"torch_dtype": "int3"},
+            r"^model config 'config.json': torch_dtype 'int3' is not one of bfloat16, float16, float32$",
+        ),
+        (
+            {"quantization_config": {"quant_method": "awq"}},
+            r"^model config 'config.json': awq with None-bit weights is not modelled; "
+            r"supported: 4-bit$",
+        ),
+        (
+            {"quantization_config": {"quant_method": "hqq"}},
+            r"quant_method 'hqq' is not modelled; supported: fp8, fbgemm_fp8, "
+            r"compressed-tensors .* \(or remove the block to model the unquantised weights\)$",
+        ),
+    ],
+)
 def test_config_refusals_are_exact(change, message):
     cfg = {k: v for k, v in {**_BASE_CFG, **change}.items() if v is not None}
     with pytest.raises(ValueError, match=message):
@@ -290,15 +404,23 @@ def test_get_model_names_and_sources_a_config_by_its_folder(tmp_path):
     (folder / "other.json").write_text(_json.dumps(_BASE_CFG))
     other = get_model(str(folder / "other.json"))
     assert other.name == str(folder / "other.json") and other.source == str(folder.resolve())
-    assert get_model(str(folder), weight_dtype="fp8").weight_dtype == "fp8" and get_model(str(folder)).weight_dtype == "bf16"
+    assert (
+        get_model(str(folder), weight_dtype="fp8").weight_dtype == "fp8"
+        and get_model(str(folder)).weight_dtype == "bf16"
+    )
     with pytest.raises(ValueError, match=r"^model config '.*missing.json' does not exist$"):
         get_model(str(folder / "missing.json"))
     (folder / "bad.json").write_text("{oops")
     with pytest.raises(ValueError, match=r"^model config '.*bad.json': not valid JSON"):
         get_model(str(folder / "bad.json"))
-    with pytest.raises(KeyError, match=r"unknown model 'nope'; specsim models lists the built-in ones \(or give a path to a config.json\)"):
+    with pytest.raises(
+        KeyError,
+        match=r"unknown model 'nope'; specsim models lists the built-in ones \(or give a path to a config.json\)",
+    ):
         get_model("nope")
-    with pytest.raises(KeyError, match=r"unknown model 'lama-3.1-8b'; did you mean llama-3.1-8b\? specsim models lists"):
+    with pytest.raises(
+        KeyError, match=r"unknown model 'lama-3.1-8b'; did you mean llama-3.1-8b\? specsim models lists"
+    ):
         get_model("lama-3.1-8b")
     assert get_model("LLAMA-3.1-8B").name == "llama-3.1-8b"  # built-in names in any case, as hardware and engines
 
@@ -309,7 +431,10 @@ def test_hugging_face_ids_of_catalog_checkpoints_resolve_and_others_say_what_to_
     assert get_model("meta-llama/Llama-3.1-8B-Instruct").name == "llama-3.1-8b"
     assert get_model("META-LLAMA/llama-3.1-8b").name == "llama-3.1-8b"  # case and the -Instruct suffix do not matter
     assert get_model("Qwen/Qwen3-235B-A22B").source == catalog_entry("qwen3-235b-a22b")["hub_id"]
-    with pytest.raises(KeyError, match=r"a Hugging Face ID specsim does not ship; download its config.json .huggingface-cli download org/nope"):
+    with pytest.raises(
+        KeyError,
+        match=r"a Hugging Face ID specsim does not ship; download its config.json .huggingface-cli download org/nope",
+    ):
         get_model("org/nope")
 
 

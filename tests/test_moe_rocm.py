@@ -98,7 +98,9 @@ def test_the_cuda_sweep_refutes_the_rocm_round_on_cuda():
     base = get_engine("vllm@0.24.0")
     out = {}
     for name, engine in (("cuda", base), ("rocm", rocm_build(base, ROCM_SPEC, base.collective_s))):
-        dep = Deployment.build("b200", "kimi-k2", "eagle3", engine=engine, target_options={"tp": 4, "weight_dtype": "nvfp4"})
+        dep = Deployment.build(
+            "b200", "kimi-k2", "eagle3", engine=engine, target_options={"tp": 4, "weight_dtype": "nvfp4"}
+        )
         out[name] = 3.013 * dep.decode(c, 2048).total_s / dep.round_time(c, 2048, 3).total_s
     assert abs(out["cuda"][2] / measured[2] - 1) < 0.10
     assert out["rocm"][2] / measured[2] - 1 < -0.15

@@ -35,8 +35,10 @@ def _simulate(experts, k, batch, q, rho, rng, draws=1500):
     return counts.mean()
 
 
-@pytest.mark.parametrize("experts, k, batch, q, rho", [(128, 8, 1, 4, 0.2), (128, 8, 4, 4, 0.5), (384, 8, 4, 4, 0.5),
-                                                       (256, 8, 1, 16, 0.5), (128, 8, 2, 8, 0.8)])
+@pytest.mark.parametrize(
+    "experts, k, batch, q, rho",
+    [(128, 8, 1, 4, 0.2), (128, 8, 4, 4, 0.5), (384, 8, 4, 4, 0.5), (256, 8, 1, 16, 0.5), (128, 8, 2, 8, 0.8)],
+)
 def test_the_closed_form_matches_a_monte_carlo_of_correlated_routing(experts, k, batch, q, rho):
     # 1,500 draws: the mean's standard error is below 0.15 experts (0.3% of the smallest mean, 25); the closed form
     # is an approximation of the process within 0.7% of it (measured with 2,000 draws per case), so a 2% tolerance
@@ -68,9 +70,14 @@ def test_models_read_route_independently_by_default_and_take_the_fitted_correlat
     assert get_model("llama-3.1-8b").routing_correlation == 0.0 and get_model("qwen3.5-27b").routing_correlation == 0.0
 
 
-@pytest.mark.parametrize("value, message", [(1.0, r"routing_correlation must be a number in \[0, 1\), got 1.0"),
-                                            (-0.1, r"routing_correlation must be a number in \[0, 1\)"),
-                                            (True, r"routing_correlation must be a number in \[0, 1\), got True")])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (1.0, r"routing_correlation must be a number in \[0, 1\), got 1.0"),
+        (-0.1, r"routing_correlation must be a number in \[0, 1\)"),
+        (True, r"routing_correlation must be a number in \[0, 1\), got True"),
+    ],
+)
 def test_bad_correlations_are_refused(value, message):
     with pytest.raises(ValueError, match=message):
         get_model("qwen3-30b-a3b", routing_correlation=value)
@@ -79,13 +86,18 @@ def test_bad_correlations_are_refused(value, message):
 
 
 def test_a_correlated_verification_pass_reads_fewer_expert_bytes_and_costs_less_relative_to_decode():
-    uniform, alike = get_model("qwen3-30b-a3b"), get_model("qwen3-30b-a3b", routing_correlation=FITTED_ROUTING_CORRELATION)
+    uniform, alike = (
+        get_model("qwen3-30b-a3b"),
+        get_model("qwen3-30b-a3b", routing_correlation=FITTED_ROUTING_CORRELATION),
+    )
     b = np.array([4.0, 16.0])
     for q in (1.0, 4.0):
         bu, ba = step_time(H200, uniform, b, q, 1128).bytes, step_time(H200, alike, b, q, 1128).bytes
         assert np.all(ba < bu) if q > 1 else np.array_equal(ba, bu)
-    ratio = {name: step_time(H200, m, 16, 4, 1128).total_s / step_time(H200, m, 16, 1, 1128).total_s
-             for name, m in (("uniform", uniform), ("alike", alike))}
+    ratio = {
+        name: step_time(H200, m, 16, 4, 1128).total_s / step_time(H200, m, 16, 1, 1128).total_s
+        for name, m in (("uniform", uniform), ("alike", alike))
+    }
     assert ratio["alike"] < ratio["uniform"]
 
 
@@ -94,7 +106,10 @@ def test_the_kernel_source_reprices_a_correlated_pass_from_the_balanced_measurem
     from specsim.timing.kernels import KernelSource
 
     src = KernelSource(H200)
-    uniform, alike = get_model("qwen3-30b-a3b", routing_correlation=0.0), get_model("qwen3-30b-a3b", routing_correlation=0.5)
+    uniform, alike = (
+        get_model("qwen3-30b-a3b", routing_correlation=0.0),
+        get_model("qwen3-30b-a3b", routing_correlation=0.5),
+    )
     b, q = np.array([1.0, 16.0]), np.array([[1.0], [4.0]])
     tu, ta = src.step_time(uniform, b, q, 1128).total_s, src.step_time(alike, b, q, 1128).total_s
     assert np.array_equal(tu[0], ta[0])  # decode steps: one token per sequence, nothing to repeat

@@ -2,7 +2,6 @@
 
 import json
 import runpy
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,14 +22,28 @@ def _meta(folder: Path, relative: str, codes: dict) -> None:
 
 def test_rates_count_timeouts_as_killed_and_leave_out_unrun_and_listed_equivalent_mutants(tmp_path, report, capsys):
     mutants = tmp_path / "mutants"
-    _meta(mutants, "specsim/serving/simulator.py.meta", {
-        "specsim.serving.x_a__mutmut_1": 1, "specsim.serving.x_a__mutmut_2": 36, "specsim.serving.x_a__mutmut_3": 0,
-        "specsim.serving.xǁEǁf__mutmut_1": 0, "specsim.serving.x_a__mutmut_4": None, "specsim.serving.x_a__mutmut_5": 33})
-    _meta(mutants, "specsim/timing/kernels.py.meta", {"specsim.timing.kernels.x_b__mutmut_1": 1,
-                                                      "specsim.timing.kernels.x_b__mutmut_2": 1})
+    _meta(
+        mutants,
+        "specsim/serving/simulator.py.meta",
+        {
+            "specsim.serving.x_a__mutmut_1": 1,
+            "specsim.serving.x_a__mutmut_2": 36,
+            "specsim.serving.x_a__mutmut_3": 0,
+            "specsim.serving.xǁEǁf__mutmut_1": 0,
+            "specsim.serving.x_a__mutmut_4": None,
+            "specsim.serving.x_a__mutmut_5": 33,
+        },
+    )
+    _meta(
+        mutants,
+        "specsim/timing/kernels.py.meta",
+        {"specsim.timing.kernels.x_b__mutmut_1": 1, "specsim.timing.kernels.x_b__mutmut_2": 1},
+    )
     equivalents = tmp_path / "eq.txt"
-    equivalents.write_text("# comment\nspecsim.serving.xǁEǁf__mutmut_1 dtype only\nspecsim.timing.kernels.x_b__mutmut_2 wrong\n"
-                           "specsim.serving.x_gone__mutmut_9 renamed since\n")
+    equivalents.write_text(
+        "# comment\nspecsim.serving.xǁEǁf__mutmut_1 dtype only\nspecsim.timing.kernels.x_b__mutmut_2 wrong\n"
+        "specsim.serving.x_gone__mutmut_9 renamed since\n"
+    )
     assert report["main"]([str(mutants), "--equivalents", str(equivalents), "--survivors"]) == 0
     out = capsys.readouterr().out
     # serving: 6 mutants, 5 run (one not checked), 2 killed (a timeout is a kill), 1 equivalent, 2 survived
@@ -39,7 +52,10 @@ def test_rates_count_timeouts_as_killed_and_leave_out_unrun_and_listed_equivalen
     assert "| timing.kernels | 2 | 2 (0) | 2 | 0 | 0 | 100.0% | 100.0% (all run) |" in out
     assert "warning: specsim.timing.kernels.x_b__mutmut_2 is listed as equivalent but a test kills it" in out
     assert "warning: specsim.serving.x_gone__mutmut_9 is listed as equivalent but is not a mutant of this run" in out
-    assert "survivor: specsim.serving.x_a__mutmut_3 (survived)" in out and "survivor: specsim.serving.x_a__mutmut_5 (no tests)" in out
+    assert (
+        "survivor: specsim.serving.x_a__mutmut_3 (survived)" in out
+        and "survivor: specsim.serving.x_a__mutmut_5 (no tests)" in out
+    )
     assert "xǁEǁf__mutmut_1 (survived)" not in out
 
 
@@ -66,16 +82,25 @@ def test_the_shipped_equivalents_list_names_only_mutants_of_the_configured_modul
 def test_fresh_reruns_each_named_survivor_in_a_new_process_and_records_its_verdict(tmp_path, report, capsys):
     # The test sees the mutant it is run under only through the environment, as mutmut's trampoline does at import.
     mutants = tmp_path / "mutants"
-    _meta(mutants, "pkg/m.py.meta", {"pkg.m.x_f__mutmut_1": 0, "pkg.m.x_f__mutmut_2": 0, "pkg.m.x_g__mutmut_1": 0,
-                                     "pkg.m.x_f__mutmut_3": 1})
-    (mutants / "test_m.py").write_text("import os\n\ndef test_m():\n"
-                                       "    assert os.environ.get('MUTANT_UNDER_TEST') != 'pkg.m.x_f__mutmut_1'\n")
+    _meta(
+        mutants,
+        "pkg/m.py.meta",
+        {"pkg.m.x_f__mutmut_1": 0, "pkg.m.x_f__mutmut_2": 0, "pkg.m.x_g__mutmut_1": 0, "pkg.m.x_f__mutmut_3": 1},
+    )
+    (mutants / "test_m.py").write_text(
+        "import os\n\ndef test_m():\n    assert os.environ.get('MUTANT_UNDER_TEST') != 'pkg.m.x_f__mutmut_1'\n"
+    )
     assert report["main"]([str(mutants), "--fresh", "pkg.m.x_f__", "--tests", "test_m.py"]) == 0
     out = capsys.readouterr().out
     assert "fresh: pkg.m.x_f__mutmut_1: killed" in out and "fresh: pkg.m.x_f__mutmut_2: survived" in out
     assert "x_g__" not in out.split("| module")[0] and "x_f__mutmut_3" not in out  # other prefixes, killed ones: left
     codes = json.loads((mutants / "pkg/m.py.meta").read_text())["exit_code_by_key"]
-    assert codes == {"pkg.m.x_f__mutmut_1": 1, "pkg.m.x_f__mutmut_2": 0, "pkg.m.x_g__mutmut_1": 0, "pkg.m.x_f__mutmut_3": 1}
+    assert codes == {
+        "pkg.m.x_f__mutmut_1": 1,
+        "pkg.m.x_f__mutmut_2": 0,
+        "pkg.m.x_g__mutmut_1": 0,
+        "pkg.m.x_f__mutmut_3": 1,
+    }
     assert report["main"]([str(mutants), "--fresh", "pkg.m.x_f__"]) == 2
     assert "--fresh needs --tests" in capsys.readouterr().err
 

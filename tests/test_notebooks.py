@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-import pytest
 import numpy as np
+import pytest
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
@@ -33,13 +33,22 @@ def test_notebook_executes(path, monkeypatch):
     # The kernel imports this checkout's specsim, installed or not.
     monkeypatch.setenv("PYTHONPATH", str(REPO), prepend=os.pathsep)
     nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    client = nbclient.NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
     client.execute()  # raises CellExecutionError, naming the cell, if any cell fails
-    errors = [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs if out.output_type == "error"]
+    errors = [
+        out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs if out.output_type == "error"
+    ]
     assert not errors
     # Plots were drawn, not silently skipped.
-    images = [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs
-              if "image/png" in out.get("data", {})]
+    images = [
+        out
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.outputs
+        if "image/png" in out.get("data", {})
+    ]
     assert images, f"{path.name} drew no figure"
 
 
@@ -56,13 +65,47 @@ def test_notebook_01s_calls_give_what_the_command_line_gives(tmp_path, capsys):
     assert 'HARDWARE = "h200"' in source and 'DRAFT = "llama-3.2-1b"' in source and "CONTEXT = 2048" in source
     assert "optimal_gamma_table(alpha=ALPHA, batch=[1, 2, 4, 8, 16, 32, 64, 128, 256], context=CONTEXT," in source
     config = tmp_path / "config.json"  # the notebook's example target, the shape of Llama-3.1-8B
-    config.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
-                                  "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
-                                  "vocab_size": 128256, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}))
+    config.write_text(
+        json.dumps(
+            {
+                "architectures": ["LlamaForCausalLM"],
+                "hidden_size": 4096,
+                "intermediate_size": 14336,
+                "num_hidden_layers": 32,
+                "num_attention_heads": 32,
+                "num_key_value_heads": 8,
+                "head_dim": 128,
+                "vocab_size": 128256,
+                "tie_word_embeddings": False,
+                "torch_dtype": "bfloat16",
+            }
+        )
+    )
     batches = [1, 2, 4, 8, 16, 32, 64, 128, 256]
-    table = optimal_gamma_table(alpha=0.75, batch=batches, context=2048, hardware="h200", pairs=(str(config), "llama-3.2-1b"))
-    assert main(["optimal-gamma", "--alpha", "0.75", "--hardware", "h200", "--target", str(config), "--draft", "llama-3.2-1b",
-                 "--context", "2048", "--batch", ",".join(map(str, batches)), "--json"]) == 0
+    table = optimal_gamma_table(
+        alpha=0.75, batch=batches, context=2048, hardware="h200", pairs=(str(config), "llama-3.2-1b")
+    )
+    assert (
+        main(
+            [
+                "optimal-gamma",
+                "--alpha",
+                "0.75",
+                "--hardware",
+                "h200",
+                "--target",
+                str(config),
+                "--draft",
+                "llama-3.2-1b",
+                "--context",
+                "2048",
+                "--batch",
+                ",".join(map(str, batches)),
+                "--json",
+            ]
+        )
+        == 0
+    )
     rows = json.loads(capsys.readouterr().out)
     assert [r["gamma"] for r in rows] == table.gamma.tolist()
     np.testing.assert_allclose([r["speedup"] for r in rows], table.speedup, rtol=1e-12)

@@ -25,12 +25,17 @@ REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "examples" / "bench"
 
 #: A fixed example set, no deadline (values are checked, never speed), tmp_path reused across examples.
-FIXED = settings(derandomize=True, deadline=None, max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
-FEW = settings(derandomize=True, deadline=None, max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FIXED = settings(
+    derandomize=True, deadline=None, max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+FEW = settings(
+    derandomize=True, deadline=None, max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 # Values a hostile file puts where a number, a name or a flag belongs.
 HOSTILE = st.one_of(
-    st.none(), st.booleans(),
+    st.none(),
+    st.booleans(),
     st.integers(min_value=-(10**30), max_value=10**30),
     st.floats(allow_nan=True, allow_infinity=True),
     st.sampled_from([0, -1, 1, 2**63, 10**400, 0.5, 1e308, -1e-300, "", "7", "1e3", "nan", "bf16", "\x00", "é" * 3]),
@@ -98,8 +103,16 @@ def test_config_json_reader_refuses_any_text_in_one_line(text, tmp_path):
     _parses_or_refuses(get_model, str(tmp_path / "raw.json"))
 
 
-PROFILE = {"name": "mine", "peak_flop_per_s": 9.89e14, "peak_bytes_per_s": 3.35e12, "memory_bytes": 8.0e10,
-           "compute_eff": 0.6, "bandwidth_eff": 0.8, "overhead_s": 5e-4, "max_devices": 8}
+PROFILE = {
+    "name": "mine",
+    "peak_flop_per_s": 9.89e14,
+    "peak_bytes_per_s": 3.35e12,
+    "memory_bytes": 8.0e10,
+    "compute_eff": 0.6,
+    "bandwidth_eff": 0.8,
+    "overhead_s": 5e-4,
+    "max_devices": 8,
+}
 
 
 @FIXED
@@ -142,8 +155,14 @@ def test_benchmark_file_readers_parse_or_refuse_in_one_line(data, tool, tmp_path
             bench["config"]["strategy"] = _mutate(bench["config"]["strategy"], data)
         elif part == "metrics":
             name = data.draw(st.sampled_from(sorted(bench["metrics"])), label="metric")
-            bench["metrics"][name] = data.draw(HOSTILE, label="metric value") if data.draw(st.booleans()) else \
-                {"successful": _mutate(bench["metrics"][name].get("successful", {}) if isinstance(bench["metrics"][name], dict) else {}, data)}
+            metric = bench["metrics"][name]
+            inner = metric.get("successful", {}) if isinstance(metric, dict) else {}
+            # A metric's "successful" part is a mapping of statistics, or a count (request_totals): mutate what it is.
+            # (Found when ruff's formatting changed this function's code and so hypothesis's derandomized examples.)
+            changed = _mutate(inner, data) if isinstance(inner, dict) else data.draw(HOSTILE, label="successful value")
+            bench["metrics"][name] = (
+                data.draw(HOSTILE, label="metric value") if data.draw(st.booleans()) else {"successful": changed}
+            )
         else:
             report = _mutate(report, data)
         path = tmp_path / "g.json"
@@ -153,8 +172,10 @@ def test_benchmark_file_readers_parse_or_refuse_in_one_line(data, tool, tmp_path
         path.write_text(_dump(_mutate(VLLM_RECORD if tool == "vllm" else SGLANG_RECORD, data)) + "\n")
     runs = _parses_or_refuses(read_bench_file, path)
     # A run is judged by a positive value (its TPOT, end-to-end latency or throughput); a decode batch where one follows.
-    assert runs is None or (len(runs) >= 1 and all(r.value > 0 and r.completed >= 1 and (r.decode_batch is None or r.decode_batch > 0)
-                                                   for r in runs))
+    assert runs is None or (
+        len(runs) >= 1
+        and all(r.value > 0 and r.completed >= 1 and (r.decode_batch is None or r.decode_batch > 0) for r in runs)
+    )
 
 
 TRACE_ROW = {"arrival_s": 0.5, "prompt_tokens": 100, "output_tokens": 20}
@@ -170,11 +191,19 @@ def test_trace_reader_parses_or_refuses_in_one_line(data, form, tmp_path):
         path = tmp_path / "t.jsonl"
         path.write_text("".join(_dump(r) + "\n" for r in rows))
     else:
-        header = data.draw(st.sampled_from([list(TRACE_ROW), list(TRACE_ROW) + ["arrival_s"], ["prompt_tokens", "arrival_s", "output_tokens"]]))
+        header = data.draw(
+            st.sampled_from(
+                [list(TRACE_ROW), list(TRACE_ROW) + ["arrival_s"], ["prompt_tokens", "arrival_s", "output_tokens"]]
+            )
+        )
         path = tmp_path / "t.csv"
-        path.write_text(",".join(header) + "\n" + "".join(",".join(str(r.get(k, "")) for k in header) + "\n" for r in rows))
+        path.write_text(
+            ",".join(header) + "\n" + "".join(",".join(str(r.get(k, "")) for k in header) + "\n" for r in rows)
+        )
     requests = _parses_or_refuses(read_trace, path)
-    assert requests is None or (isinstance(requests, Requests) and len(requests) == 3 and np.all(np.diff(requests.arrival_s) >= 0))
+    assert requests is None or (
+        isinstance(requests, Requests) and len(requests) == 3 and np.all(np.diff(requests.arrival_s) >= 0)
+    )
 
 
 @FEW
@@ -187,11 +216,29 @@ def test_trace_reader_refuses_any_text_in_one_line(text, suffix, tmp_path):
 
 
 SAMPLE = st.tuples(
-    st.sampled_from(["vllm:spec_decode_num_drafts_total", "vllm:spec_decode_num_draft_tokens_total",
-                     "vllm:spec_decode_num_accepted_tokens_total", "vllm:spec_decode_num_accepted_tokens_per_pos_total",
-                     "vllm:spec_decode_num_drafts_created", "sglang:spec_accept_length", "other_metric"]),
-    st.sampled_from(['{model_name="m"}', '{model_name="m",position="0"}', '{model_name="m",position="1"}',
-                     '{model_name="n"}', '{position="x"}', "", '{bad', '{model_name="m",model_name="m"}']),
+    st.sampled_from(
+        [
+            "vllm:spec_decode_num_drafts_total",
+            "vllm:spec_decode_num_draft_tokens_total",
+            "vllm:spec_decode_num_accepted_tokens_total",
+            "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+            "vllm:spec_decode_num_drafts_created",
+            "sglang:spec_accept_length",
+            "other_metric",
+        ]
+    ),
+    st.sampled_from(
+        [
+            '{model_name="m"}',
+            '{model_name="m",position="0"}',
+            '{model_name="m",position="1"}',
+            '{model_name="n"}',
+            '{position="x"}',
+            "",
+            "{bad",
+            '{model_name="m",model_name="m"}',
+        ]
+    ),
     st.sampled_from(["0", "1", "3", "100", "300", "250", "-5", "NaN", "+Inf", "1e308", "abc", "12 1700000000"]),
 )
 
@@ -217,8 +264,17 @@ def test_metrics_page_reader_refuses_any_text_in_one_line(text):
     _parses_or_refuses(acceptance_from_prometheus, text, "page", None)
 
 
-MEASURED = {"model": "llama-3.2-1b", "batch": 4, "tokens_per_seq": 1, "context": 512, "median_s": 0.002, "p10_s": 0.0019,
-            "p90_s": 0.0021, "min_s": 0.0018, "dtype": "bf16"}
+MEASURED = {
+    "model": "llama-3.2-1b",
+    "batch": 4,
+    "tokens_per_seq": 1,
+    "context": 512,
+    "median_s": 0.002,
+    "p10_s": 0.0019,
+    "p90_s": 0.0021,
+    "min_s": 0.0018,
+    "dtype": "bf16",
+}
 
 
 @FIXED
@@ -234,7 +290,9 @@ def test_measured_csv_reader_parses_or_refuses_in_one_line(data, tmp_path):
     pd.DataFrame(rows).to_csv(tmp_path / "m.csv", index=False)
     df = _parses_or_refuses(load_measurements, tmp_path / "m.csv")
     if df is not None:
-        assert len(df) == 8 and np.all(np.isfinite(df.measured_s)) and np.all(df.measured_s > 0) and np.all(df.batch >= 1)
+        assert (
+            len(df) == 8 and np.all(np.isfinite(df.measured_s)) and np.all(df.measured_s > 0) and np.all(df.batch >= 1)
+        )
 
 
 # -- physical invariants ---------------------------------------------------------------------------------
@@ -246,13 +304,23 @@ MODELS = ("llama-3.2-1b", "llama-3.1-8b", "qwen3-8b", "qwen3-30b-a3b", "gemma-3-
 def deployments():
     from specsim.speculation.deployment import Deployment
 
-    return {(source, engine): Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", source, engine)
-            for source in SOURCES for engine in ("vllm", "sglang", "none")}
+    return {
+        (source, engine): Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", source, engine)
+        for source in SOURCES
+        for engine in ("vllm", "sglang", "none")
+    }
 
 
 @FIXED
-@given(source=st.sampled_from(SOURCES), model=st.sampled_from(MODELS), batch=st.integers(1, 512), more_batch=st.integers(0, 512),
-       tokens=st.integers(1, 17), more_tokens=st.integers(0, 16), context=st.integers(0, 32_768))
+@given(
+    source=st.sampled_from(SOURCES),
+    model=st.sampled_from(MODELS),
+    batch=st.integers(1, 512),
+    more_batch=st.integers(0, 512),
+    tokens=st.integers(1, 17),
+    more_tokens=st.integers(0, 16),
+    context=st.integers(0, 32_768),
+)
 def test_a_larger_pass_never_costs_less(source, model, batch, more_batch, tokens, more_tokens, context):
     from specsim.describe.hardware import load_hardware
     from specsim.describe.models import get_model
@@ -267,8 +335,13 @@ def test_a_larger_pass_never_costs_less(source, model, batch, more_batch, tokens
 
 
 @FIXED
-@given(key=st.sampled_from([(s, e) for s in SOURCES for e in ("vllm", "sglang", "none")]), alpha=st.floats(0.0, 1.0),
-       gamma=st.integers(0, 16), batch=st.integers(1, 256), context=st.integers(0, 16_384))
+@given(
+    key=st.sampled_from([(s, e) for s in SOURCES for e in ("vllm", "sglang", "none")]),
+    alpha=st.floats(0.0, 1.0),
+    gamma=st.integers(0, 16),
+    batch=st.integers(1, 256),
+    context=st.integers(0, 16_384),
+)
 def test_speedup_never_exceeds_the_tokens_a_round_emits(deployments, key, alpha, gamma, batch, context):
     from specsim.speculation.acceptance import expected_tokens
     from specsim.speculation.search import speedup
@@ -281,8 +354,12 @@ def test_speedup_never_exceeds_the_tokens_a_round_emits(deployments, key, alpha,
 
 
 @FIXED
-@given(key=st.sampled_from([(s, e) for s in SOURCES for e in ("vllm", "sglang", "none")]), steps=st.integers(0, 16),
-       batch=st.integers(1, 256), context=st.integers(0, 16_384))
+@given(
+    key=st.sampled_from([(s, e) for s in SOURCES for e in ("vllm", "sglang", "none")]),
+    steps=st.integers(0, 16),
+    batch=st.integers(1, 256),
+    context=st.integers(0, 16_384),
+)
 def test_the_parts_of_a_round_add_up_to_its_time(deployments, key, steps, batch, context):
     r = deployments[key].round_time(batch, context, steps)
     parts = r.parts()

@@ -10,7 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specsim.describe.hardware import (DEQUANT_FLOP_PER_WEIGHT, DEQUANT_TILE_TOKENS, W4A16_COMPUTE_FRACTION, load_hardware)
+from specsim.describe.hardware import (
+    DEQUANT_FLOP_PER_WEIGHT,
+    DEQUANT_TILE_TOKENS,
+    W4A16_COMPUTE_FRACTION,
+    load_hardware,
+)
 from specsim.describe.models import get_model, model_from_hf_config
 from specsim.timing.roofline import dequant_time_s, step_time
 
@@ -68,13 +73,40 @@ def test_each_expert_a_pass_touches_is_dequantised_for_its_own_tokens():
 
 
 def test_weight_only_int8_is_read_from_config_json():
-    base = {"architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
-            "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "torch_dtype": "bfloat16"}
+    base = {
+        "architectures": ["LlamaForCausalLM"],
+        "hidden_size": 2048,
+        "intermediate_size": 8192,
+        "num_hidden_layers": 16,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        "torch_dtype": "bfloat16",
+    }
     gptq = model_from_hf_config({**base, "quantization_config": {"quant_method": "gptq", "bits": 8}})
-    ct = model_from_hf_config({**base, "quantization_config": {"quant_method": "compressed-tensors", "config_groups": {
-        "group_0": {"weights": {"num_bits": 8, "type": "int"}, "input_activations": None}}}})
-    w8a8 = model_from_hf_config({**base, "quantization_config": {"quant_method": "compressed-tensors", "config_groups": {
-        "group_0": {"weights": {"num_bits": 8, "type": "int"}, "input_activations": {"num_bits": 8, "type": "int"}}}}})
+    ct = model_from_hf_config(
+        {
+            **base,
+            "quantization_config": {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "int"}, "input_activations": None}},
+            },
+        }
+    )
+    w8a8 = model_from_hf_config(
+        {
+            **base,
+            "quantization_config": {
+                "quant_method": "compressed-tensors",
+                "config_groups": {
+                    "group_0": {
+                        "weights": {"num_bits": 8, "type": "int"},
+                        "input_activations": {"num_bits": 8, "type": "int"},
+                    }
+                },
+            },
+        }
+    )
     assert (gptq.weight_dtype, ct.weight_dtype, w8a8.weight_dtype) == ("w8a16", "w8a16", "int8")
     assert float(dequant_time_s(H100, gptq, 1, 1)) > 0.0 == float(dequant_time_s(H100, w8a8, 1, 1))
 

@@ -54,7 +54,7 @@ def _blocks(text: str) -> list[list[tuple[str, list[str]]]]:
     for indent, body in _FENCE.findall(text):
         entries: list[tuple[str, list[str]]] = []
         for line in body.splitlines():
-            line = line[len(indent):] if line.startswith(indent) else line
+            line = line[len(indent) :] if line.startswith(indent) else line
             if line.startswith("$ "):
                 entries.append((re.split(r"\s#\s", line[2:])[0].strip(), []))  # a trailing comment goes
             elif entries:
@@ -154,8 +154,10 @@ def _check(entry: Shown, code: int, out: str, err: str) -> None:
         if line.strip() in ("", "..."):
             continue
         if line.rstrip().endswith(": ..."):  # a line shown up to its colon: some printed line starts so
-            head = line.rstrip()[:-len(" ...")]
-            assert any(p.startswith(head) for p in printed), f"{where}: the page shows a line it does not print:\n{line}"
+            head = line.rstrip()[: -len(" ...")]
+            assert any(p.startswith(head) for p in printed), (
+                f"{where}: the page shows a line it does not print:\n{line}"
+            )
             continue
         assert line.rstrip() in printed, f"{where}: the page shows a line it does not print:\n{line}"
 
@@ -176,7 +178,9 @@ def test_docs_command_runs_and_prints_what_the_docs_quote(group, scratch, monkey
 def test_the_readme_is_a_front_door(repo):
     text = (repo / "README.md").read_text()
     commands = [s.command for s in shown(repo) if s.page == "README.md"]
-    assert len(set(commands)) >= README_COMMANDS, f"the README shows {len(set(commands))} commands, not {README_COMMANDS}"
+    assert len(set(commands)) >= README_COMMANDS, (
+        f"the README shows {len(set(commands))} commands, not {README_COMMANDS}"
+    )
     assert commands[0] == "specsim optimal-gamma", "the README's first command is the headline answer"
     assert any("examples/" in c for c in commands)
     assert len(text.splitlines()) <= README_MAX_LINES, "the README is the front door; reference material goes in docs/"
@@ -215,7 +219,12 @@ def test_a_command_that_reads_another_runs_after_it(repo):
 
 
 def test_gpu_only_commands_are_the_measure_ones(repo):
-    gpu = [c for page in pages(repo) for block in _blocks(page.read_text()) for c, _ in block
-           if any(flag in c for flag in NEEDS_GPU)]
+    gpu = [
+        c
+        for page in pages(repo)
+        for block in _blocks(page.read_text())
+        for c, _ in block
+        if any(flag in c for flag in NEEDS_GPU)
+    ]
     assert gpu and all(c.startswith("specsim measure") for c in gpu)
     assert os.path.isfile(repo / "examples" / "h200-measured.csv")

@@ -13,7 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare
 
-from specsim.speculation.sampling import (acceptance_rate, acceptance_rate_from_logits, output_distribution, residual_distribution, sample_rows, softmax, verify)
+from specsim.speculation.sampling import (
+    acceptance_rate,
+    acceptance_rate_from_logits,
+    output_distribution,
+    residual_distribution,
+    sample_rows,
+    softmax,
+    verify,
+)
 
 SIGNIFICANCE = 1e-4
 
@@ -112,7 +120,9 @@ def test_verify_rejects_mismatched_shapes():
 def test_acceptance_from_logits_matches_probabilities_and_temperature():
     rng = np.random.default_rng(1)
     t, d = rng.normal(size=(50, 20)), rng.normal(size=(50, 20))
-    np.testing.assert_allclose(acceptance_rate_from_logits(t, d, 0.7), acceptance_rate(softmax(t, 0.7), softmax(d, 0.7)))
+    np.testing.assert_allclose(
+        acceptance_rate_from_logits(t, d, 0.7), acceptance_rate(softmax(t, 0.7), softmax(d, 0.7))
+    )
     greedy = acceptance_rate_from_logits(t, d, 0.0)
     np.testing.assert_array_equal(greedy, (t.argmax(1) == d.argmax(1)).astype(float))
     assert np.all(acceptance_rate_from_logits(t, t, 1.3) == pytest.approx(1.0))
@@ -149,8 +159,7 @@ def test_output_distribution_is_the_target_row_by_row_even_where_the_draft_has_n
 
 def test_verify_exact_outcomes_greedy_and_certain():
     # Greedy: accept while the drafted token is the target's argmax, then emit the target's argmax.
-    p = np.array([[[0.1, 0.9], [0.8, 0.2], [0.3, 0.7]],
-                  [[0.6, 0.4], [0.1, 0.9], [0.5, 0.5]]])
+    p = np.array([[[0.1, 0.9], [0.8, 0.2], [0.3, 0.7]], [[0.6, 0.4], [0.1, 0.9], [0.5, 0.5]]])
     q = np.full((2, 2, 2), 0.5)
     step = verify(np.array([[1, 0], [1, 1]]), q, p, np.random.default_rng(0), greedy=True)
     assert step.num_accepted.tolist() == [2, 0]
@@ -170,7 +179,9 @@ def test_categorical_table_refuses_what_is_not_a_table():
     from specsim.speculation.sampling import CategoricalTable
 
     for bad in (np.array([0.5, 0.5]), np.array([[0.5, -0.1], [0.5, 0.5]]), np.array([[0.0, 0.0], [0.5, 0.5]])):
-        with pytest.raises(ValueError, match="^a categorical table needs a 2-D array of non-negative rows with positive sums$"):
+        with pytest.raises(
+            ValueError, match="^a categorical table needs a 2-D array of non-negative rows with positive sums$"
+        ):
             CategoricalTable(bad)
 
 

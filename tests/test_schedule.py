@@ -11,8 +11,8 @@ import yaml
 from specsim.cli.main import main
 from specsim.engines.trtllm import to_trtllm, trtllm_notes
 from specsim.engines.vllm import to_vllm, vllm_notes
-from specsim.speculation.schedule import DEFAULT_SCHEDULE_RTOL, gamma_schedule
 from specsim.speculation.deployment import Deployment
+from specsim.speculation.schedule import gamma_schedule
 from specsim.speculation.search import optimal_gamma, speedup
 
 
@@ -61,12 +61,14 @@ def test_schedule_never_rises_and_says_how_far_below_the_best_each_range_falls(d
     ranges = gamma_schedule(dep, 0.8, 256, context=context)
     gamma = _expand_vllm([[r.start_batch, r.end_batch, r.gamma] for r in ranges], 256)
     on = gamma[gamma > 0]
-    assert np.all(np.diff(on) <= 0) and np.all(gamma[np.flatnonzero(gamma == 0)[0]:] == 0 if (gamma == 0).any() else True)
+    assert np.all(np.diff(on) <= 0) and np.all(
+        gamma[np.flatnonzero(gamma == 0)[0] :] == 0 if (gamma == 0).any() else True
+    )
     surface = _surface(dep, 0.8, 256, context)
     chosen = np.where(gamma > 0, surface[gamma, np.arange(256)], 1.0)
     short = 1 - chosen / surface.max(axis=0)
     for r in ranges:
-        assert r.shortfall == pytest.approx(short[r.start_batch - 1:r.end_batch].max(), abs=1e-12)
+        assert r.shortfall == pytest.approx(short[r.start_batch - 1 : r.end_batch].max(), abs=1e-12)
     # Against the per-batch argmax it gives up little: at most 3% anywhere, and nothing where the tolerance allows.
     assert short.max() < 0.03
 
@@ -121,7 +123,9 @@ def test_cli_vllm_snippet_parses_back_and_matches(capsys):
     entries = config["num_speculative_tokens_per_batch_size"]
     assert config["num_speculative_tokens"] == max(e[2] for e in entries)
     ranges = gamma_schedule(dep, 0.8, 256, 1128)
-    np.testing.assert_array_equal(_expand_vllm(entries, 256), _expand_vllm([[r.start_batch, r.end_batch, r.gamma] for r in ranges], 256))
+    np.testing.assert_array_equal(
+        _expand_vllm(entries, 256), _expand_vllm([[r.start_batch, r.end_batch, r.gamma] for r in ranges], 256)
+    )
 
 
 def _one_model_lengths(ranges, max_batch):
@@ -148,8 +152,15 @@ def _trtllm_flags() -> dict:
     return yaml.safe_load(Path("tests/data/engine_flags.yaml").read_text())["trtllm"]
 
 
-@pytest.mark.parametrize("version, spelling, read", [((1, 0, 0), "DraftTarget", "inferred"), ((1, 1, 0), "Draft_Target", None),
-                                                     ((1, 2, 0), "Draft_Target", None), ((1, 3, 0), "Draft_Target", "read")])
+@pytest.mark.parametrize(
+    "version, spelling, read",
+    [
+        ((1, 0, 0), "DraftTarget", "inferred"),
+        ((1, 1, 0), "Draft_Target", None),
+        ((1, 2, 0), "Draft_Target", None),
+        ((1, 3, 0), "Draft_Target", "read"),
+    ],
+)
 def test_trtllm_draft_model_spelling_per_release(version, spelling, read):
     """The draft model's decoding_type per release: 1.3 is the pydantic union's Literal (read at 00043967), whose
     discriminator list holds no 'DraftTarget'; 1.0 is from_dict's key (inferred from the states read, and said so); 1.1 and
@@ -215,11 +226,13 @@ def test_range_speedups_are_the_min_and_max_over_exactly_their_batches(dep):
     ranges = gamma_schedule(dep, 0.8, 256, context=128, rtol=0)
     best = optimal_gamma(dep, 0.8, np.arange(1, 257), 128)
     for r in ranges:
-        inside = best.speedup[r.start_batch - 1:r.end_batch]
+        inside = best.speedup[r.start_batch - 1 : r.end_batch]
         if r.gamma == 0:
             assert r.min_speedup == r.max_speedup == 1.0  # speculation off: no gain, whatever the model says
         else:
-            assert r.min_speedup == pytest.approx(inside.min(), rel=1e-12) and r.max_speedup == pytest.approx(inside.max(), rel=1e-12)
+            assert r.min_speedup == pytest.approx(inside.min(), rel=1e-12) and r.max_speedup == pytest.approx(
+                inside.max(), rel=1e-12
+            )
     # A single-batch schedule (max_batch 1) is one range of one batch.
     (one,) = gamma_schedule(dep, 0.8, 1, context=128)
     assert (one.start_batch, one.end_batch) == (1, 1) and one.min_speedup == one.max_speedup > 1
@@ -256,8 +269,9 @@ _READ = {"vllm": ("0.22.0", "0.24.0", "0.26.0", "0.33.0"), "sglang": ("0.5.12", 
 
 @pytest.mark.parametrize("version", _READ["vllm"])
 def test_vllm_config_keys_are_those_of_the_version_written_for(version):
-    import yaml as _yaml
     from pathlib import Path
+
+    import yaml as _yaml
 
     known = _yaml.safe_load(Path("tests/data/engine_flags.yaml").read_text())["vllm"][version]["speculative_config"]
     dep = Deployment.build(draft="eagle3", engine="vllm")
@@ -270,8 +284,9 @@ def test_vllm_config_keys_are_those_of_the_version_written_for(version):
 
 @pytest.mark.parametrize("version", _READ["sglang"])
 def test_sglang_adaptive_config_only_where_the_version_reads_it(version):
-    import yaml as _yaml
     from pathlib import Path
+
+    import yaml as _yaml
 
     from specsim.engines.sglang import adaptive_config
 
@@ -290,14 +305,32 @@ def test_sglang_adaptive_config_only_where_the_version_reads_it(version):
         assert "0.5.13" in notes[0]
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["--format", "vllm", "--engine", "vllm@0.20", "--per-batch", "require"], "vLLM 0.20.0 has no num_speculative_tokens_per_batch_size"),
-    (["--format", "sglang", "--engine", "sglang@0.5.12", "--draft", "eagle3", "--per-batch", "require"], "arrived in 0.5.13"),
-    (["--format", "trtllm", "--engine", "trtllm@1.2", "--per-batch", "require"], "TensorRT-LLM 1.2.0 takes no draft_len_schedule"),
-    (["--format", "trtllm", "--draft", "ngram", "--per-batch", "require"], "NGram decoding takes no draft_len_schedule"),
-    (["--format", "sglang", "--engine", "sglang@0.4.3", "--draft", "eagle3"], "sglang 0.4.3 refuses --speculative-algorithm EAGLE3"),
-    (["--format", "vllm", "--engine", "vllm@0.14"], "vllm 0.14.0 refuses method draft_model"),
-])
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (
+            ["--format", "vllm", "--engine", "vllm@0.20", "--per-batch", "require"],
+            "vLLM 0.20.0 has no num_speculative_tokens_per_batch_size",
+        ),
+        (
+            ["--format", "sglang", "--engine", "sglang@0.5.12", "--draft", "eagle3", "--per-batch", "require"],
+            "arrived in 0.5.13",
+        ),
+        (
+            ["--format", "trtllm", "--engine", "trtllm@1.2", "--per-batch", "require"],
+            "TensorRT-LLM 1.2.0 takes no draft_len_schedule",
+        ),
+        (
+            ["--format", "trtllm", "--draft", "ngram", "--per-batch", "require"],
+            "NGram decoding takes no draft_len_schedule",
+        ),
+        (
+            ["--format", "sglang", "--engine", "sglang@0.4.3", "--draft", "eagle3"],
+            "sglang 0.4.3 refuses --speculative-algorithm EAGLE3",
+        ),
+        (["--format", "vllm", "--engine", "vllm@0.14"], "vllm 0.14.0 refuses method draft_model"),
+    ],
+)
 def test_a_key_or_drafter_the_version_lacks_is_refused_in_one_line(argv, says, capsys):
     assert main(["schedule", "--alpha", "0.6", *argv]) == 2
     out = capsys.readouterr()
@@ -317,27 +350,39 @@ def test_vllm_notes_per_version_are_exact():
     assert vllm_notes(off, (0, 23, 1)) == [
         "vLLM 0.23.1 has no per-batch-size speculation control (num_speculative_tokens_per_batch_size arrived in 0.24.0, "
         "vllm-project/vllm#32374; V1 before it had none): the batch-1 length is written for every batch, though specsim "
-        "has speculation off from batch 9"]
+        "has speculation off from batch 9"
+    ]
     assert vllm_notes(on, (0, 23, 1))[0].endswith("written for every batch")
-    tail = ("the schedule ends at batch 32; vLLM gives larger batches the last range's K (build_dynamic_sd_schedule_lookup, "
-            "vllm/v1/spec_decode/dynamic/utils.py)")
-    context = ("vLLM has no per-context-length key in any release through 0.33.0 (RFC vllm-project/vllm#48627 and PR #48944 "
-               "open): specsim schedule --contexts shows where context would change K")
+    tail = (
+        "the schedule ends at batch 32; vLLM gives larger batches the last range's K (build_dynamic_sd_schedule_lookup, "
+        "vllm/v1/spec_decode/dynamic/utils.py)"
+    )
+    context = (
+        "vLLM has no per-context-length key in any release through 0.33.0 (RFC vllm-project/vllm#48627 and PR #48944 "
+        "open): specsim schedule --contexts shows where context would change K"
+    )
     assert vllm_notes(on, (0, 24, 0), "eagle3") == [
-        tail, "vLLM 0.24.0 switches full CUDA graphs to PIECEWISE with this key, and its Model Runner V2 does not take it "
-              "(vllm/config/vllm.py, _maybe_override_dynamic_sd_cudagraph_mode)",
+        tail,
+        "vLLM 0.24.0 switches full CUDA graphs to PIECEWISE with this key, and its Model Runner V2 does not take it "
+        "(vllm/config/vllm.py, _maybe_override_dynamic_sd_cudagraph_mode)",
         "vLLM 0.24.0 does not guard this key under data parallelism: with --data-parallel-size > 1 ranks can pick different "
-        "K and deadlock (guarded from 0.26.0); leave it out there", context]
+        "K and deadlock (guarded from 0.26.0); leave it out there",
+        context,
+    ]
     assert len(vllm_notes(on, (0, 25, 0), "dflash")) == 4  # a tested method: no caveat on it
     assert vllm_notes(on, (0, 25, 0), "dflash")[1] == (
         "vLLM 0.25.0 runs this key with PIECEWISE CUDA graphs on Model Runner V1; full graphs need VLLM_USE_V2_MODEL_RUNNER=1 "
-        "(vllm/config/vllm.py, _maybe_override_dynamic_sd_cudagraph_mode)")
+        "(vllm/config/vllm.py, _maybe_override_dynamic_sd_cudagraph_mode)"
+    )
     assert vllm_notes(on, (0, 26, 0), "mtp") == [
-        tail, vllm_notes(on, (0, 25, 0))[1].replace("0.25.0", "0.26.0"),
+        tail,
+        vllm_notes(on, (0, 25, 0))[1].replace("0.25.0", "0.26.0"),
         "with --data-parallel-size > 1 vLLM 0.26.0 drops this key and runs num_speculative_tokens for every batch "
         "(vllm/config/vllm.py, _maybe_disable_dynamic_sd_for_data_parallel)",
         "vLLM's documentation says dynamic speculation was tested with EAGLE, EAGLE-3 and DFlash only; method mtp 'may or "
-        "may not work out of the box' (docs/features/speculative_decoding/dynamic_speculative_decoding.md)", context]
+        "may not work out of the box' (docs/features/speculative_decoding/dynamic_speculative_decoding.md)",
+        context,
+    ]
 
 
 def test_vllm_quantises_a_draft_on_load_and_engine_settings_name_each_model():
@@ -346,13 +391,18 @@ def test_vllm_quantises_a_draft_on_load_and_engine_settings_name_each_model():
     dep = Deployment.build(draft="llama-3.2-1b", engine="vllm", draft_options={"weight_dtype": "fp8"})
     assert to_vllm(_ranges((1, 8, 3)), "d", dep)["quantization"] == "fp8"
     assert engine_settings(dep, "vllm") == ([], [])  # vLLM quantises the draft itself (the config's key)
-    assert engine_settings(dep, "trtllm") == ([], [
-        "the draft llama-3.2-1b is modelled in fp8 but its checkpoint is bf16: serve a fp8-quantised checkpoint of it "
-        "(TensorRT-LLM reads pre-quantised checkpoints)"])
+    assert engine_settings(dep, "trtllm") == (
+        [],
+        [
+            "the draft llama-3.2-1b is modelled in fp8 but its checkpoint is bf16: serve a fp8-quantised checkpoint of it "
+            "(TensorRT-LLM reads pre-quantised checkpoints)"
+        ],
+    )
     int8 = Deployment.build(draft="llama-3.2-1b", engine="vllm", target_options={"weight_dtype": "int8"})
     assert engine_settings(int8, "vllm")[1] == [
         f"the target {int8.target.name} is modelled in int8 but its checkpoint is bf16: serve a int8-quantised checkpoint "
-        "of it (vLLM quantises to FP8 on load only)"]
+        "of it (vLLM quantises to FP8 on load only)"
+    ]
 
 
 def test_trtllm_notes_options_and_draft_tp_are_exact():
@@ -367,12 +417,14 @@ def test_trtllm_notes_options_and_draft_tp_are_exact():
         "batch, and 0 above the largest key, 64)",
         "specsim has speculation off from batch 17, written as length 1: a 0-length tier on Draft_Target's one-model path "
         "can silently collapse acceptance when the batch shrinks back (NVIDIA/TensorRT-LLM#16888, open); explain --gamma 1 "
-        "shows what length 1 costs there"]
+        "shows what length 1 costs there",
+    ]
     ngram = Deployment.build(draft="ngram", engine="trtllm")
     lookup = to_trtllm(off, None, ngram)
     assert lookup["max_concurrency"] == 16 and trtllm_notes(off, lookup, (1, 3, 0))[-1] == (
         "NGram keeps length 3 and stops speculating above max_concurrency 16 (its two-model path; the one-model schedule "
-        "is not its)")
+        "is not its)"
+    )
     eagle = Deployment.build(draft="eagle", engine="trtllm")
     assert to_trtllm(off, "head", eagle)["speculative_model_dir"] == "head"  # EAGLE-1 names its head as EAGLE-3 does
     eagle3 = Deployment.build(draft="eagle3", engine="trtllm")
@@ -381,7 +433,8 @@ def test_trtllm_notes_options_and_draft_tp_are_exact():
     assert trtllm_options(tp2, {"x": 1}) == {"tensor_parallel_size": 2, "speculative_config": {"x": 1}}
     assert draft_tp(None, True, 2, None)[1].endswith("(no draft TP key; #11838 closed)")
     assert draft_tp(None, True, 2, 2)[1].endswith("#11838 closed)") and draft_tp(None, True, 2, 1)[1].endswith(
-        "; --draft-tp 1 does not apply")
+        "; --draft-tp 1 does not apply"
+    )
 
 
 def test_sglang_flags_and_adaptive_notes_are_exact():
@@ -399,13 +452,20 @@ def test_sglang_flags_and_adaptive_notes_are_exact():
         "SGLang pads the running batch up to its CUDA-graph batch size before it picks a slot, so a batch just below a "
         "slot's key can take that slot (adaptive_spec_params.py, _route)",
         "SGLang turns adaptive steps off, back to the static flags, under attention data parallelism, two-batch overlap or "
-        "multi-layer EAGLE (adaptive_unsupported_reason)"]
-    from specsim.speculation.schedule import TreeRange
+        "multi-layer EAGLE (adaptive_unsupported_reason)",
+    ]
     import dataclasses
+
+    from specsim.speculation.schedule import TreeRange
+
     tree = [TreeRange(**{f.name: None for f in dataclasses.fields(TreeRange)})]
-    assert adaptive_config(tree, dep, (0, 5, 23)) == (None, [
-        "SGLang's adaptive steps take top-k 1 only (adaptive_unsupported_reason; trees: sgl-project/sglang#24054 open): "
-        "one static tree is written"])
+    assert adaptive_config(tree, dep, (0, 5, 23)) == (
+        None,
+        [
+            "SGLang's adaptive steps take top-k 1 only (adaptive_unsupported_reason; trees: sgl-project/sglang#24054 open): "
+            "one static tree is written"
+        ],
+    )
 
 
 def test_vllm_draft_tp_lines_are_exact():
@@ -413,12 +473,19 @@ def test_vllm_draft_tp_lines_are_exact():
     from specsim.engines.vllm import draft_tp
 
     latest = get_engine("vllm")
-    assert draft_tp(latest, False, 2, None) == (2, "draft at TP 2: vLLM builds EAGLE and MTP heads at the target's TP, "
-                                                   "draft_tensor_parallel_size notwithstanding (vllm-project/vllm#31345; #31886 open)")
-    assert draft_tp(latest, True, 2, None) == (2, "draft at TP 2: vLLM's default draft_tensor_parallel_size, the target's "
-                                                  "(--draft-tp 1 for a draft model on one GPU: vLLM 0.15-0.16 only)")
+    assert draft_tp(latest, False, 2, None) == (
+        2,
+        "draft at TP 2: vLLM builds EAGLE and MTP heads at the target's TP, "
+        "draft_tensor_parallel_size notwithstanding (vllm-project/vllm#31345; #31886 open)",
+    )
+    assert draft_tp(latest, True, 2, None) == (
+        2,
+        "draft at TP 2: vLLM's default draft_tensor_parallel_size, the target's "
+        "(--draft-tp 1 for a draft model on one GPU: vLLM 0.15-0.16 only)",
+    )
     with pytest.raises(ValueError) as err:
         draft_tp(latest, True, 2, 1)
     assert str(err.value) == (
         "vLLM 0.17 and later refuse a draft model at TP 1 beside a target at TP 2 ('draft_tensor_parallel_size' and "
-        "'tensor_parallel_size' must be the same: vllm/v1/spec_decode/draft_model.py): drop --draft-tp, or model vllm@0.15")
+        "'tensor_parallel_size' must be the same: vllm/v1/spec_decode/draft_model.py): drop --draft-tp, or model vllm@0.15"
+    )

@@ -12,9 +12,9 @@ import pytest
 from specsim.cli.main import main
 from specsim.serving.capacity import capacity
 from specsim.serving.simulator import EngineLimits, StepTable, serve_compare, simulate
+from specsim.serving.workloads import Requests, get_workload, read_trace
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import expected_tokens
-from specsim.serving.workloads import Requests, get_workload, read_trace
 
 DEP = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline")
 
@@ -76,11 +76,17 @@ def test_a_replayed_trace_gives_exactly_the_same_run(tmp_path, suffix):
     req = Requests.poisson(6.0, 200, get_workload("chat"), np.random.default_rng(9))
     path = tmp_path / f"trace{suffix}"
     if suffix == ".csv":
-        rows = "".join(f"{a!r},{p},{o}\n" for a, p, o in zip(req.arrival_s.tolist(), req.prompt.tolist(), req.output.tolist()))
+        rows = "".join(
+            f"{a!r},{p},{o}\n" for a, p, o in zip(req.arrival_s.tolist(), req.prompt.tolist(), req.output.tolist())
+        )
         path.write_text("arrival_s,prompt_tokens,output_tokens\n" + rows)
     else:
-        path.write_text("".join(json.dumps({"arrival_s": a, "prompt_tokens": p, "output_tokens": o}) + "\n"
-                                for a, p, o in zip(req.arrival_s.tolist(), req.prompt.tolist(), req.output.tolist())))
+        path.write_text(
+            "".join(
+                json.dumps({"arrival_s": a, "prompt_tokens": p, "output_tokens": o}) + "\n"
+                for a, p, o in zip(req.arrival_s.tolist(), req.prompt.tolist(), req.output.tolist())
+            )
+        )
     replay = read_trace(path)
     assert np.array_equal(replay.arrival_s, req.arrival_s) and np.array_equal(replay.output, req.output)
     direct, replayed = serve_compare(DEP, req, 0.8, seed=3), serve_compare(DEP, replay, 0.8, seed=3)
@@ -91,8 +97,14 @@ def test_a_replayed_trace_gives_exactly_the_same_run(tmp_path, suffix):
 def test_a_request_that_can_never_fit_is_reported_not_dropped(table):
     req = Requests(np.array([100, 5000, 100]), np.array([50, 50, 50]), np.array([0.0, 0.1, 0.2]))
     per_token = DEP.target.kv_bytes_per_token
-    result = simulate(req, table, EngineLimits(64, kv_capacity_bytes=1000 * per_token), 0.8, 0,
-                      reserve_bytes=(req.prompt + req.output) * per_token)
+    result = simulate(
+        req,
+        table,
+        EngineLimits(64, kv_capacity_bytes=1000 * per_token),
+        0.8,
+        0,
+        reserve_bytes=(req.prompt + req.output) * per_token,
+    )
     assert result.rejected.tolist() == [False, True, False] and result.summary()["never_fit"] == 1
     assert result.summary()["served"] == 2 and "never served" in result.notes[0]
 
@@ -107,8 +119,25 @@ def test_speculation_helps_at_low_load_and_the_gap_closes_under_load():
 
 def test_cli_prints_both_columns_with_percentiles(capsys, tmp_path):
     out_csv = tmp_path / "requests.csv"
-    code = main(["serve-sim", "--rate", "4", "--workload", "chat", "--alpha", "0.8", "--requests", "200", "--csv", str(out_csv),
-                 "--slo-ttft-ms", "500", "--slo-tpot-ms", "20"])
+    code = main(
+        [
+            "serve-sim",
+            "--rate",
+            "4",
+            "--workload",
+            "chat",
+            "--alpha",
+            "0.8",
+            "--requests",
+            "200",
+            "--csv",
+            str(out_csv),
+            "--slo-ttft-ms",
+            "500",
+            "--slo-tpot-ms",
+            "20",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0 and "speculation off" in out and "speculation on" in out
     for row in ("TTFT p50 / p90 / p99", "TPOT p50 / p90 / p99", "end-to-end p50 / p90 / p99", "goodput"):
@@ -124,8 +153,22 @@ def test_cli_prints_both_columns_with_percentiles(capsys, tmp_path):
 
 def test_sweep_finds_where_speculation_stops_helping(capsys, tmp_path):
     plot = tmp_path / "sweep.png"
-    code = main(["serve-sweep", "--rates", "1,64", "--requests", "300", "--slo-ttft-ms", "1000", "--slo-tpot-ms", "40",
-                 "--plot", str(plot), "--json"])
+    code = main(
+        [
+            "serve-sweep",
+            "--rates",
+            "1,64",
+            "--requests",
+            "300",
+            "--slo-ttft-ms",
+            "1000",
+            "--slo-tpot-ms",
+            "40",
+            "--plot",
+            str(plot),
+            "--json",
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and plot.stat().st_size > 10_000
     low, high = data["rates"]
@@ -133,8 +176,14 @@ def test_sweep_finds_where_speculation_stops_helping(capsys, tmp_path):
     assert data["findings"]["max_rate_meeting_slo_on"] == 1.0
 
 
-@pytest.mark.parametrize("target, draft, length", [("gemma-3-27b", "gemma-3-270m", 24_000), ("gpt-oss-20b", "eagle3", 60_000),
-                                                   ("llama-3.1-8b", "llama-3.2-1b", 24_000)])
+@pytest.mark.parametrize(
+    "target, draft, length",
+    [
+        ("gemma-3-27b", "gemma-3-270m", 24_000),
+        ("gpt-oss-20b", "eagle3", 60_000),
+        ("llama-3.1-8b", "llama-3.2-1b", 24_000),
+    ],
+)
 def test_serving_admits_exactly_the_batch_specsim_capacity_reports(target, draft, length):
     # Issue 17: capacity capped window layers at their window and serve-sim did not, so for Gemma 3 (5 of 6 layers
     # local, window 1,024) and gpt-oss (half the layers, window 128) serve-sim admitted fewer requests than
@@ -163,16 +212,25 @@ def test_a_run_with_nothing_to_average_says_so_instead_of_nan(tmp_path, capsys):
     assert main(["serve-sim", "--trace", str(trace), "--alpha", "0.8", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)  # valid JSON: no NaN
     assert out["off"]["tpot_s"] == {"p50": None, "p90": None, "p99": None, "mean": None}
-    assert out["off"]["ttft_s"]["p50"] > 0 and out["off"]["served"] == 2 and out["off"]["runs"] == 1  # a trace is replayed once
+    assert (
+        out["off"]["ttft_s"]["p50"] > 0 and out["off"]["served"] == 2 and out["off"]["runs"] == 1
+    )  # a trace is replayed once
     assert main(["serve-sim", "--trace", str(trace), "--alpha", "0.8"]) == 0
     text = capsys.readouterr().out
     assert "nan" not in text and "no TPOT to compare: no served request produced a second token" in text
 
 
 def _summary(p50, p99, served=100, batch=(1, 4)):
-    return {"speculation": "off", "requests": 100, "served": served, "never_fit": 0,
-            "tpot_s": {"p50": p50, "p90": p50, "p99": p99, "mean": p50}, "output_tokens_per_s": None if p50 is None else 10.0 * p50,
-            "max_running_batch": batch[1], "running_batch_time_share": {batch[0]: 0.5, batch[1]: 0.5}}
+    return {
+        "speculation": "off",
+        "requests": 100,
+        "served": served,
+        "never_fit": 0,
+        "tpot_s": {"p50": p50, "p90": p50, "p99": p99, "mean": p50},
+        "output_tokens_per_s": None if p50 is None else 10.0 * p50,
+        "max_running_batch": batch[1],
+        "running_batch_time_share": {batch[0]: 0.5, batch[1]: 0.5},
+    }
 
 
 def test_summarize_runs_is_the_mean_with_a_student_t_interval_over_runs():
@@ -183,7 +241,9 @@ def test_summarize_runs_is_the_mean_with_a_student_t_interval_over_runs():
     p50 = [1.0, 2.0, 4.0, 3.0]
     out = summarize_runs([_summary(v, 2 * v, served=90 + i, batch=(1, 3 + i)) for i, v in enumerate(p50)])
     low, high = stats.t.interval(0.95, 3, loc=np.mean(p50), scale=stats.sem(p50))
-    assert out["tpot_s"]["p50"] == pytest.approx(2.5) and out["ci"]["tpot_s"]["p50"] == pytest.approx((high - low) / 2, rel=1e-12)
+    assert out["tpot_s"]["p50"] == pytest.approx(2.5) and out["ci"]["tpot_s"]["p50"] == pytest.approx(
+        (high - low) / 2, rel=1e-12
+    )
     assert out["ci"]["tpot_s"]["p99"] == pytest.approx(high - low, rel=1e-12)  # twice the values, twice the interval
     assert out["ci"]["output_tokens_per_s"] == pytest.approx(10 * (high - low) / 2, rel=1e-12)
     assert (out["served"], out["requests"], out["max_running_batch"], out["runs"]) == (90 + 91 + 92 + 93, 400, 6, 4)
@@ -192,7 +252,9 @@ def test_summarize_runs_is_the_mean_with_a_student_t_interval_over_runs():
     gap = summarize_runs([_summary(1.0, 2.0), _summary(None, None)])
     assert gap["tpot_s"]["p50"] is None and gap["ci"]["tpot_s"]["p50"] is None and gap["output_tokens_per_s"] is None
     one = summarize_runs([_summary(1.0, 2.0)])
-    assert one["tpot_s"]["p50"] == 1.0 and one["ci"]["tpot_s"]["p50"] is None and one["ci"]["output_tokens_per_s"] is None
+    assert (
+        one["tpot_s"]["p50"] == 1.0 and one["ci"]["tpot_s"]["p50"] is None and one["ci"]["output_tokens_per_s"] is None
+    )
     with pytest.raises(ValueError) as err:
         summarize_runs([])
     assert str(err.value) == "summarize_runs needs at least one run"
@@ -233,7 +295,10 @@ def test_intervals_from_disjoint_seeds_overlap_and_single_runs_scatter_outside_t
 def test_served_rate_is_explained_against_the_offered_rate(capsys):
     assert main(["serve-sim", "--rate", "8", "--runs", "2"]) == 0
     out = capsys.readouterr().out
-    assert "requests/s served against the offered 8 req/s: served/s counts from the first arrival to the last finish" in out
+    assert (
+        "requests/s served against the offered 8 req/s: served/s counts from the first arrival to the last finish"
+        in out
+    )
     assert out.count("the engine kept up (") == 2
     assert main(["serve-sim", "--rate", "60", "--runs", "2", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -255,9 +320,17 @@ def test_sweep_prints_its_figure_and_draws_the_tpot_objective(capsys, tmp_path):
     plot = tmp_path / "sweep.png"
     assert main(["serve-sweep", "--rates", "2,8", "--requests", "100", "--slo-tpot-ms", "20", "--plot", str(plot)]) == 0
     assert f"figure: {plot} (the dash-dot line is the TPOT objective, 20 ms)" in capsys.readouterr().out
-    frame = pd.DataFrame({"rate": [1.0, 2.0], "off_tpot_p50_s": [0.01, 0.02], "on_tpot_p50_s": [0.005, 0.03],
-                          "off_tpot_p99_s": [0.02, 0.04], "on_tpot_p99_s": [0.01, 0.05], "off_tokens_per_s": [10, 20],
-                          "on_tokens_per_s": [11, 19]})
+    frame = pd.DataFrame(
+        {
+            "rate": [1.0, 2.0],
+            "off_tpot_p50_s": [0.01, 0.02],
+            "on_tpot_p50_s": [0.005, 0.03],
+            "off_tpot_p99_s": [0.02, 0.04],
+            "on_tpot_p99_s": [0.01, 0.05],
+            "off_tokens_per_s": [10, 20],
+            "on_tokens_per_s": [11, 19],
+        }
+    )
     lines = plot_serve_sweep(frame, slo_tpot_ms=25.0)
     assert list(lines["slo"].get_ydata()) == [25.0, 25.0] and lines["stops_at"] == 2.0
     assert "slo" not in plot_serve_sweep(frame)
@@ -301,16 +374,30 @@ def test_sweep_defaults_are_the_default_workload_seed_zero_and_the_schedule():
 def test_sweep_findings_count_ties_against_speculation_and_an_attainment_equal_to_the_target_as_met():
     from specsim.serving.simulator import sweep_findings
 
-    frame = pd.DataFrame({"rate": [1.0, 2.0, 4.0, 8.0], "on_tpot_p50_s": [1.0, 2.0, 3.0, 5.0],
-                          "off_tpot_p50_s": [2.0, 2.0, 2.5, 6.0], "off_slo_attainment": [1.0, 0.9, 0.5, 0.0],
-                          "on_slo_attainment": [1.0, 1.0, 0.95, 0.89]})
-    assert sweep_findings(frame) == {"speculation_stops_helping_at_rate": 2.0, "max_rate_meeting_slo_off": 2.0,
-                                     "max_rate_meeting_slo_on": 4.0}
+    frame = pd.DataFrame(
+        {
+            "rate": [1.0, 2.0, 4.0, 8.0],
+            "on_tpot_p50_s": [1.0, 2.0, 3.0, 5.0],
+            "off_tpot_p50_s": [2.0, 2.0, 2.5, 6.0],
+            "off_slo_attainment": [1.0, 0.9, 0.5, 0.0],
+            "on_slo_attainment": [1.0, 1.0, 0.95, 0.89],
+        }
+    )
+    assert sweep_findings(frame) == {
+        "speculation_stops_helping_at_rate": 2.0,
+        "max_rate_meeting_slo_off": 2.0,
+        "max_rate_meeting_slo_on": 4.0,
+    }
     assert sweep_findings(frame, attainment=0.95)["max_rate_meeting_slo_off"] == 1.0
     better = frame.assign(on_tpot_p50_s=0.5 * frame.off_tpot_p50_s, off_slo_attainment=0.0)
-    assert sweep_findings(better) == {"speculation_stops_helping_at_rate": None, "max_rate_meeting_slo_off": None,
-                                      "max_rate_meeting_slo_on": 4.0}
-    assert sweep_findings(frame[["rate", "on_tpot_p50_s", "off_tpot_p50_s"]]) == {"speculation_stops_helping_at_rate": 2.0}
+    assert sweep_findings(better) == {
+        "speculation_stops_helping_at_rate": None,
+        "max_rate_meeting_slo_off": None,
+        "max_rate_meeting_slo_on": 4.0,
+    }
+    assert sweep_findings(frame[["rate", "on_tpot_p50_s", "off_tpot_p50_s"]]) == {
+        "speculation_stops_helping_at_rate": 2.0
+    }
 
 
 def test_a_sweep_run_by_an_executor_is_the_serial_sweep_row_for_row():
@@ -346,8 +433,9 @@ def test_requests_for_draws_poisson_closed_loop_or_trace_with_the_documented_def
     np.testing.assert_array_equal(poisson.arrival_s, expected.arrival_s)
     np.testing.assert_array_equal(poisson.output, expected.output)
     other, _ = requests_for(target, rate=4.0, workload="summarization", n=20, rng=np.random.default_rng(3))
-    np.testing.assert_array_equal(other.prompt, Requests.poisson(4.0, 20, get_workload("summarization"),
-                                                                 np.random.default_rng(3)).prompt)
+    np.testing.assert_array_equal(
+        other.prompt, Requests.poisson(4.0, 20, get_workload("summarization"), np.random.default_rng(3)).prompt
+    )
     closed, users = requests_for(target, concurrency=6, n=15)
     assert users == 6 and closed.arrival_s is None and len(closed) == 15
     trace = tmp_path / "t.csv"
@@ -356,13 +444,22 @@ def test_requests_for_draws_poisson_closed_loop_or_trace_with_the_documented_def
     assert users is None and list(replay.prompt) == [10, 20] and list(replay.arrival_s) == [0.0, 2.0]
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({}, "give exactly one of a rate, a concurrency or a trace"),
-    ({"rate": 1.0, "concurrency": 2}, "give exactly one of a rate, a concurrency or a trace"),
-    ({"rate": 1.0, "trace": "x.csv"}, "give exactly one of a rate, a concurrency or a trace"),
-    ({"trace": "x.csv", "n": 5}, "--trace gives the requests and their lengths: drop --requests, --workload, --input-len and --output-len"),
-    ({"trace": "x.csv", "workload": "chat"}, "--trace gives the requests and their lengths: drop --requests, --workload, --input-len and --output-len"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({}, "give exactly one of a rate, a concurrency or a trace"),
+        ({"rate": 1.0, "concurrency": 2}, "give exactly one of a rate, a concurrency or a trace"),
+        ({"rate": 1.0, "trace": "x.csv"}, "give exactly one of a rate, a concurrency or a trace"),
+        (
+            {"trace": "x.csv", "n": 5},
+            "--trace gives the requests and their lengths: drop --requests, --workload, --input-len and --output-len",
+        ),
+        (
+            {"trace": "x.csv", "workload": "chat"},
+            "--trace gives the requests and their lengths: drop --requests, --workload, --input-len and --output-len",
+        ),
+    ],
+)
 def test_requests_for_refuses_what_does_not_name_one_source(kwargs, message):
     from specsim.serving.simulator import requests_for
 
@@ -382,16 +479,20 @@ def test_a_request_past_the_context_limit_is_named_with_the_limit_it_breaks(tmp_
     short = dataclasses.replace(DEP.target, max_position_embeddings=128)
     with pytest.raises(ValueError) as err:
         requests_for(short, trace=str(trace))  # 128 tokens fit exactly; 129 and 130 do not
-    assert str(err.value) == ("2 request(s) need more than 128 tokens (prompt + output), llama-3.1-8b's context limit "
-                              "(max_position_embeddings); the first, request 2, needs 129")
+    assert str(err.value) == (
+        "2 request(s) need more than 128 tokens (prompt + output), llama-3.1-8b's context limit "
+        "(max_position_embeddings); the first, request 2, needs 129"
+    )
     # A model that does not state its context is held to specsim's own limit, named as such.
     unstated = dataclasses.replace(DEP.target, max_position_embeddings=0)
     far = tmp_path / "far.csv"
     far.write_text(f"arrival_s,prompt_tokens,output_tokens\n0,{MAX_CONTEXT},1\n")
     with pytest.raises(ValueError) as err:
         requests_for(unstated, trace=str(far))
-    assert str(err.value) == (f"1 request(s) need more than {MAX_CONTEXT:,} tokens (prompt + output), specsim's limit; "
-                              f"the first, request 1, needs {MAX_CONTEXT + 1:,}")
+    assert str(err.value) == (
+        f"1 request(s) need more than {MAX_CONTEXT:,} tokens (prompt + output), specsim's limit; "
+        f"the first, request 1, needs {MAX_CONTEXT + 1:,}"
+    )
 
 
 def test_sweep_names_its_workload_passes_its_gamma_limit_and_counts_one_served_request_whole():
@@ -411,8 +512,9 @@ def test_sweep_names_its_workload_passes_its_gamma_limit_and_counts_one_served_r
 def test_sweep_without_a_request_count_simulates_the_default_number():
     from specsim.serving.simulator import DEFAULT_REQUESTS, serve_sweep
 
-    pd.testing.assert_frame_equal(serve_sweep(DEP, [40.0], acceptance=0.7),
-                                  serve_sweep(DEP, [40.0], n=DEFAULT_REQUESTS, acceptance=0.7))
+    pd.testing.assert_frame_equal(
+        serve_sweep(DEP, [40.0], acceptance=0.7), serve_sweep(DEP, [40.0], n=DEFAULT_REQUESTS, acceptance=0.7)
+    )
 
 
 # -- one request played through exactly: the simulator's bookkeeping, round by round -------------------------------
@@ -430,7 +532,9 @@ def test_one_plain_request_finishes_after_its_prefill_and_one_round_per_token_at
     assert run.finish_s[0] == pytest.approx(first + rounds.sum(), rel=1e-12)
     assert run.tpot_s[0] == pytest.approx(rounds.mean(), rel=1e-12)
     share = run.summary()["running_batch_time_share"]
-    assert share == pytest.approx({0: first / (first + rounds.sum()), 1: rounds.sum() / (first + rounds.sum())}, rel=1e-12)
+    assert share == pytest.approx(
+        {0: first / (first + rounds.sum()), 1: rounds.sum() / (first + rounds.sum())}, rel=1e-12
+    )
     assert run.mean_batch == 1.0 and run.in_system_integral == pytest.approx(first + rounds.sum(), rel=1e-12)
 
 
@@ -451,8 +555,17 @@ def _result(arrival, finish, rejected=None):
     arrival, finish = np.asarray(arrival, float), np.asarray(finish, float)
     from specsim.serving.simulator import ServeResult
 
-    return ServeResult(arrival, finish, finish, np.ones(arrival.size, int), np.ones(arrival.size, int),
-                       np.zeros(arrival.size, bool) if rejected is None else np.asarray(rejected), np.array([0.0, 1.0]), 0.0, "off")
+    return ServeResult(
+        arrival,
+        finish,
+        finish,
+        np.ones(arrival.size, int),
+        np.ones(arrival.size, int),
+        np.zeros(arrival.size, bool) if rejected is None else np.asarray(rejected),
+        np.array([0.0, 1.0]),
+        0.0,
+        "off",
+    )
 
 
 def test_arrival_figures_are_exact_on_a_hand_made_run():
@@ -463,24 +576,42 @@ def test_arrival_figures_are_exact_on_a_hand_made_run():
     assert (s["in_system_at_middle_arrival"], s["in_system_at_last_arrival"]) == (2, 3)
     assert s["queue_growth_per_s"] == (3 - 2) / (6 - 3)
     # A rejected request never counts as in the system.
-    assert _result([0.0, 1.0, 3.0, 6.0], [np.nan, 7.0, 9.0, 10.0], [True, False, False, False])._arrivals()[
-        "in_system_at_middle_arrival"] == 2
+    assert (
+        _result([0.0, 1.0, 3.0, 6.0], [np.nan, 7.0, 9.0, 10.0], [True, False, False, False])._arrivals()[
+            "in_system_at_middle_arrival"
+        ]
+        == 2
+    )
     # Two arrivals half a second apart: one gap, rate 2.  One arrival: no rate.  Nothing served: no drain.
     assert _result([2.0, 2.5], [3.0, 4.0])._arrivals()["arrival_rate_per_s"] == 2.0  # the span is last - first
     one = _result([4.0], [5.0])._arrivals()
     assert one["arrival_rate_per_s"] is None and one["drain_s"] == 1.0 and one["queue_growth_per_s"] is None
     assert _result([0.0, 2.0], [np.nan, np.nan])._arrivals()["drain_s"] is None
     none = _result([np.nan], [np.nan])._arrivals()  # nothing ever sent
-    assert none == {"arrival_rate_per_s": None, "drain_s": None, "in_system_at_middle_arrival": 0,
-                    "in_system_at_last_arrival": 0, "queue_growth_per_s": None}
+    assert none == {
+        "arrival_rate_per_s": None,
+        "drain_s": None,
+        "in_system_at_middle_arrival": 0,
+        "in_system_at_last_arrival": 0,
+        "queue_growth_per_s": None,
+    }
 
 
 def test_summary_is_exact_on_a_hand_made_run_including_spans_under_a_second_and_of_zero():
     from specsim.serving.simulator import ServeResult
 
     # Two requests over 0.5 s: 3 and 5 output tokens, first tokens at 0.1 and 0.2.
-    run = ServeResult(np.array([0.0, 0.1]), np.array([0.1, 0.2]), np.array([0.3, 0.5]), np.array([10, 10]), np.array([3, 5]),
-                      np.array([False, False]), np.array([0.1, 0.3, 0.1]), 0.7, "off")
+    run = ServeResult(
+        np.array([0.0, 0.1]),
+        np.array([0.1, 0.2]),
+        np.array([0.3, 0.5]),
+        np.array([10, 10]),
+        np.array([3, 5]),
+        np.array([False, False]),
+        np.array([0.1, 0.3, 0.1]),
+        0.7,
+        "off",
+    )
     s = run.summary()
     assert (s["requests"], s["served"], s["never_fit"]) == (2, 2, 0)
     assert s["tpot_s"]["mean"] == pytest.approx(np.mean([0.2 / 2, 0.3 / 4]), rel=1e-12)
@@ -489,28 +620,62 @@ def test_summary_is_exact_on_a_hand_made_run_including_spans_under_a_second_and_
     assert s["running_batch_time_share"] == pytest.approx({0: 0.2, 1: 0.6, 2: 0.2})
     assert s["mean_running_batch"] == pytest.approx((0.3 + 2 * 0.1) / 0.4)
     # A run whose only request arrives and finishes at once: no span, so no rates; no busy time, no shares.
-    still = ServeResult(np.array([1.0]), np.array([1.0]), np.array([1.0]), np.array([1]), np.array([1]), np.array([False]),
-                        np.zeros(3), 0.0, "off").summary()
+    still = ServeResult(
+        np.array([1.0]),
+        np.array([1.0]),
+        np.array([1.0]),
+        np.array([1]),
+        np.array([1]),
+        np.array([False]),
+        np.zeros(3),
+        0.0,
+        "off",
+    ).summary()
     assert still["output_tokens_per_s"] is None and still["requests_per_s"] is None and still["mean_in_system"] is None
-    assert still["running_batch_time_share"] == {} and still["max_running_batch"] == 0 and still["mean_running_batch"] == 0.0
+    assert (
+        still["running_batch_time_share"] == {}
+        and still["max_running_batch"] == 0
+        and still["mean_running_batch"] == 0.0
+    )
 
 
 def test_slo_attainment_and_goodput_are_exact_with_each_objective_met_at_equality():
     from specsim.serving.simulator import ServeResult
 
     # TTFT 0.125, 0.125, 0.25, 0.125 s; TPOT 0.125, 0.125, none (one token: meets any TPOT objective), 0.25 s; span 0.75 s.
-    run = ServeResult(np.array([0.0, 0.125, 0.25, 0.25]), np.array([0.125, 0.25, 0.5, 0.375]),
-                      np.array([0.375, 0.75, 0.5, 0.625]), np.full(4, 10), np.array([3, 5, 1, 2]), np.zeros(4, bool),
-                      np.array([0.0, 0.75]), 1.0, "off")
+    run = ServeResult(
+        np.array([0.0, 0.125, 0.25, 0.25]),
+        np.array([0.125, 0.25, 0.5, 0.375]),
+        np.array([0.375, 0.75, 0.5, 0.625]),
+        np.full(4, 10),
+        np.array([3, 5, 1, 2]),
+        np.zeros(4, bool),
+        np.array([0.0, 0.75]),
+        1.0,
+        "off",
+    )
     ttft = run.summary(slo_ttft_s=0.125)
     tpot = run.summary(slo_tpot_s=0.125)
     both = run.summary(0.125, 0.125)
     assert (ttft["slo_met"], tpot["slo_met"], both["slo_met"]) == (3, 3, 2)
-    assert (ttft["goodput_requests_per_s"], tpot["goodput_requests_per_s"], both["goodput_requests_per_s"]) == (4.0, 4.0, 2 / 0.75)
+    assert (ttft["goodput_requests_per_s"], tpot["goodput_requests_per_s"], both["goodput_requests_per_s"]) == (
+        4.0,
+        4.0,
+        2 / 0.75,
+    )
     assert "slo_met" not in run.summary() and "goodput_requests_per_s" not in run.summary()
     # Nothing over no time: the count, and no goodput.
-    still = ServeResult(np.array([1.0]), np.array([1.0]), np.array([1.0]), np.array([1]), np.array([1]), np.array([False]),
-                        np.zeros(2), 0.0, "off").summary(slo_ttft_s=1.0)
+    still = ServeResult(
+        np.array([1.0]),
+        np.array([1.0]),
+        np.array([1.0]),
+        np.array([1]),
+        np.array([1]),
+        np.array([False]),
+        np.zeros(2),
+        0.0,
+        "off",
+    ).summary(slo_ttft_s=1.0)
     assert still["slo_met"] == 1 and still["goodput_requests_per_s"] is None
 
 
@@ -537,12 +702,16 @@ def test_step_table_prices_one_prompt_token_at_nothing_beyond_a_one_token_pass()
     table = StepTable(DEP, 4, 1024, 1, max_prefill_tokens=512)
     assert table.base_s == float(DEP.gpu_pass(DEP.target, 1, 1, 0).total_s)
     assert table.prefill_s(1) == 0.0 and table.prefill_s(0) == 0.0 and table.prefill_s(-3) == 0.0
-    assert table.prefill_s(512) == pytest.approx(float(DEP.gpu_pass(DEP.target, 1, 512, 0).total_s) - table.base_s, rel=1e-12)
+    assert table.prefill_s(512) == pytest.approx(
+        float(DEP.gpu_pass(DEP.target, 1, 512, 0).total_s) - table.base_s, rel=1e-12
+    )
     # The prefill table reaches the longest prompt (a piece may extend a prompt past the token budget): 1,024 here.
     assert table.prefill_tokens[0] == 1.0 and table.prefill_tokens[-1] == 1024.0 and table.table.shape == (4, 29, 2)
 
 
-@pytest.mark.parametrize("concurrency, ok", [(1, True), (3, True), (0, False), (-2, False), (True, False), ("2", False)])
+@pytest.mark.parametrize(
+    "concurrency, ok", [(1, True), (3, True), (0, False), (-2, False), (True, False), ("2", False)]
+)
 def test_a_closed_loop_needs_a_whole_number_of_users(table, concurrency, ok):
     req = Requests(np.array([10, 10]), np.array([3, 3]), None)
     if ok:
@@ -574,18 +743,35 @@ def test_serve_compare_is_two_simulations_of_its_composition_with_labels_capacit
     cap = capacity(DEP, 300, 0.5)
     lengths = (np.asarray(req.prompt) + np.asarray(req.output)).astype(float)
     table = StepTable(DEP, 8, int(lengths.max()), 2, 512)
-    for run, free, rule, draft, label in ((plain, cap.free_bytes_without_draft, 0, False, "off"),
-                                          (spec, cap.free_bytes_with_draft, 2, True, "gamma 2")):
-        again = simulate(req, table, EngineLimits(8, 512, kv_capacity_bytes=free), 0.8, rule, np.random.default_rng(3), None,
-                         sequence_kv_bytes(DEP, lengths, draft), label=label)
+    for run, free, rule, draft, label in (
+        (plain, cap.free_bytes_without_draft, 0, False, "off"),
+        (spec, cap.free_bytes_with_draft, 2, True, "gamma 2"),
+    ):
+        again = simulate(
+            req,
+            table,
+            EngineLimits(8, 512, kv_capacity_bytes=free),
+            0.8,
+            rule,
+            np.random.default_rng(3),
+            None,
+            sequence_kv_bytes(DEP, lengths, draft),
+            label=label,
+        )
         np.testing.assert_array_equal(run.finish_s, again.finish_s)
         assert run.speculation == label
     per_token = DEP.target.kv_bytes_per_token, DEP.target.kv_bytes_per_token + DEP.draft.kv_bytes_per_token
-    assert meta == {"kv_capacity_tokens_plain": cap.free_bytes_without_draft / per_token[0],
-                    "kv_capacity_tokens_spec": cap.free_bytes_with_draft / per_token[1],
-                    "kv_capacity_bytes_plain": cap.free_bytes_without_draft, "kv_capacity_bytes_spec": cap.free_bytes_with_draft,
-                    "gamma_policy": "gamma 2", "gamma_by_batch": [2], "context_hint": 300.0,
-                    "scratch_draft_tokens": 0, "scratch_basis": ""}  # an attention target: no recurrent scratch
+    assert meta == {
+        "kv_capacity_tokens_plain": cap.free_bytes_without_draft / per_token[0],
+        "kv_capacity_tokens_spec": cap.free_bytes_with_draft / per_token[1],
+        "kv_capacity_bytes_plain": cap.free_bytes_without_draft,
+        "kv_capacity_bytes_spec": cap.free_bytes_with_draft,
+        "gamma_policy": "gamma 2",
+        "gamma_by_batch": [2],
+        "context_hint": 300.0,
+        "scratch_draft_tokens": 0,
+        "scratch_basis": "",
+    }  # an attention target: no recurrent scratch
     # The schedule: batch 0 runs nothing, batches 1..max_num_seqs their optimal gamma at the hint, up to gamma_max.
     _, sched, smeta = serve_compare(DEP, req, 0.8, "schedule", limits, seed=3, context_hint=300.0, gamma_max=3)
     best = optimal_gamma(DEP, 0.8, np.arange(1, 9), 300.0, 3)
@@ -596,9 +782,13 @@ def test_serve_compare_is_two_simulations_of_its_composition_with_labels_capacit
 def test_serve_compare_refuses_a_draft_that_leaves_no_memory_for_the_kv_cache():
     dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-3b", timing="roofline")
     with pytest.raises(ValueError) as err:
-        serve_compare(dep, _alone(100, 10), 0.8, 2, memory_utilization=0.25)  # 3.9 GB left without the draft, -2.5 GB with
-    assert str(err.value) == ("llama-3.1-8b with llama-3.2-3b does not fit on h100-sxm: no memory is left for the KV cache "
-                              "beside the draft's weights")
+        serve_compare(
+            dep, _alone(100, 10), 0.8, 2, memory_utilization=0.25
+        )  # 3.9 GB left without the draft, -2.5 GB with
+    assert str(err.value) == (
+        "llama-3.1-8b with llama-3.2-3b does not fit on h100-sxm: no memory is left for the KV cache "
+        "beside the draft's weights"
+    )
     with pytest.raises(ValueError) as err:
         serve_compare(dep, _alone(100, 10), 0.8, 2, memory_utilization=0.1)
     assert str(err.value) == "llama-3.1-8b does not fit on h100-sxm: no memory is left for the KV cache"
@@ -607,6 +797,9 @@ def test_serve_compare_refuses_a_draft_that_leaves_no_memory_for_the_kv_cache():
 def test_serve_compare_draws_acceptance_with_seed_zero_by_default():
     req = Requests.poisson(6.0, 40, get_workload("chat"), np.random.default_rng(2))
     default = serve_compare(DEP, req, 0.8, 2, EngineLimits(8))
-    zero, one = serve_compare(DEP, req, 0.8, 2, EngineLimits(8), seed=0), serve_compare(DEP, req, 0.8, 2, EngineLimits(8), seed=1)
+    zero, one = (
+        serve_compare(DEP, req, 0.8, 2, EngineLimits(8), seed=0),
+        serve_compare(DEP, req, 0.8, 2, EngineLimits(8), seed=1),
+    )
     np.testing.assert_array_equal(default[1].finish_s, zero[1].finish_s)
     assert not np.array_equal(default[1].finish_s, one[1].finish_s)

@@ -52,4 +52,6 @@ def test_the_distribution_installs_this_project_under_a_name_of_its_own():
     name = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())["project"]["name"]
     assert name == "specsim-llm"
     assert importlib.metadata.version(name) == specsim.__version__
-    assert "specsim" in {e.name for e in importlib.metadata.entry_points(group="console_scripts") if e.dist.name == name}
+    assert "specsim" in {
+        e.name for e in importlib.metadata.entry_points(group="console_scripts") if e.dist.name == name
+    }

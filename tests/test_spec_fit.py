@@ -9,11 +9,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specsim.speculation.acceptance import alpha_from_acceptance_length
-from specsim.speculation.deployment import Deployment
+from specsim.calibration.public import (
+    FIT_KINDS,
+    SERIAL_PRESETS,
+    evaluate,
+    load_public_speculation,
+    round_terms,
+    specdecode_bench_speedup,
+)
 from specsim.engines import PRESETS, SpecHost
 from specsim.engines.base import ROUNDING_DIGITS
-from specsim.calibration.public import (FIT_KINDS, SERIAL_PRESETS, evaluate, load_public_speculation, round_terms, specdecode_bench_speedup)
+from specsim.speculation.acceptance import alpha_from_acceptance_length
+from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma, speedup
 
 
@@ -101,12 +108,33 @@ def test_spec_v2_hides_a_share_of_the_host_work_that_predicts_the_other_rows_gai
 
 
 def test_specdecode_bench_peer_is_its_published_affine_model():
-    row = pd.DataFrame([{"target": "llama-3.1-8b", "hardware": "h100-sxm", "engine": "vllm", "drafter": "eagle",
-                         "kind": "speedup", "batch": 1, "steps": 3, "context": 512, "accept_length": 1.0, "batch_to": np.nan}])
+    row = pd.DataFrame(
+        [
+            {
+                "target": "llama-3.1-8b",
+                "hardware": "h100-sxm",
+                "engine": "vllm",
+                "drafter": "eagle",
+                "kind": "speedup",
+                "batch": 1,
+                "steps": 3,
+                "context": 512,
+                "accept_length": 1.0,
+                "batch_to": np.nan,
+            }
+        ]
+    )
     # plain: 5.88590713 + 0.0210103 + 0.0201035 + 1.20683946 ms; round adds 3 tokens and the proposal.
     plain = 5.88590713e-3 + 2.10103129e-5 + 3.92645679e-8 * 512 + 1.20683946e-3
-    rnd = (5.88590713e-3 + 2.10103129e-5 * 4 + 3.92645679e-8 * 512 + 2.13526175e-3 + 8.41429603e-7 * 4
-           + 2.37768493e-9 * 512 + 1.20683946e-3)
+    rnd = (
+        5.88590713e-3
+        + 2.10103129e-5 * 4
+        + 3.92645679e-8 * 512
+        + 2.13526175e-3
+        + 8.41429603e-7 * 4
+        + 2.37768493e-9 * 512
+        + 1.20683946e-3
+    )
     assert specdecode_bench_speedup(row)[0] == pytest.approx(plain / rnd, rel=1e-12)
     other = row.assign(target="qwen3-32b")
     assert np.isnan(specdecode_bench_speedup(other)[0])
@@ -175,8 +203,27 @@ def test_explain_prints_a_round_whose_parts_add_up_and_whose_speedup_is_the_mode
 
     from specsim.cli.main import main
 
-    assert main(["explain", "--draft", "eagle3", "--engine", "sglang@0.5", "--batch", "1,16", "--alpha", "0.75",
-                 "--gamma", "3", "--context", "512", "--json"]) == 0
+    assert (
+        main(
+            [
+                "explain",
+                "--draft",
+                "eagle3",
+                "--engine",
+                "sglang@0.5",
+                "--batch",
+                "1,16",
+                "--alpha",
+                "0.75",
+                "--gamma",
+                "3",
+                "--context",
+                "512",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     dep = _sglang_eagle3("0.5")
     s = speedup(dep, 0.75, 3, [1, 16], 512)
@@ -188,15 +235,23 @@ def test_explain_prints_a_round_whose_parts_add_up_and_whose_speedup_is_the_mode
 
 
 # -- a large MoE target with an EAGLE-3 head at TP 8 (SGLang's AutoSpec sweep, sgl-project/sglang#22246) -------------
-_SWEEPS = {"sglang-22246": ("qwen3-235b-a22b", {}, "eagle3"), "sglang-22246-glm": ("glm-4.7", {"weight_dtype": "fp8"}, "mtp")}
+_SWEEPS = {
+    "sglang-22246": ("qwen3-235b-a22b", {}, "eagle3"),
+    "sglang-22246-glm": ("glm-4.7", {"weight_dtype": "fp8"}, "mtp"),
+}
 
 
 def _moe(source: str, host: SpecHost | None = None) -> Deployment:
     target, options, drafter = _SWEEPS[source]
-    engine = PRESETS["sglang@0.5"] if host is None else dataclasses.replace(PRESETS["sglang@0.5"], spec=host, kernel_spec=host)
+    engine = (
+        PRESETS["sglang@0.5"]
+        if host is None
+        else dataclasses.replace(PRESETS["sglang@0.5"], spec=host, kernel_spec=host)
+    )
     # SGLang shards the drafter like the target.
-    return Deployment.build("h200", target, drafter, engine=engine, target_options={"tp": 8, **options},
-                            draft_options={"tp": 8})
+    return Deployment.build(
+        "h200", target, drafter, engine=engine, target_options={"tp": 8, **options}, draft_options={"tp": 8}
+    )
 
 
 def test_best_steps_for_a_235b_moe_with_an_eagle3_head_at_tp8_do_not_grow_with_batch(hybrid):
@@ -228,8 +283,22 @@ def test_the_held_out_steps_choice_loses_little_of_the_measured_best_throughput(
 def test_under_sglang_the_drafter_is_sharded_like_the_target_by_default(capsys):
     from specsim.cli.main import main
 
-    argv = ["optimal-gamma", "--target", "qwen3-235b-a22b", "--draft", "eagle3", "--tp", "8", "--hardware", "h200",
-            "--batch", "1,64", "--alpha", "0.6", "--json"]
+    argv = [
+        "optimal-gamma",
+        "--target",
+        "qwen3-235b-a22b",
+        "--draft",
+        "eagle3",
+        "--tp",
+        "8",
+        "--hardware",
+        "h200",
+        "--batch",
+        "1,64",
+        "--alpha",
+        "0.6",
+        "--json",
+    ]
     assert main(argv + ["--engine", "sglang@0.5"]) == 0
     sglang = capsys.readouterr().out
     assert main(argv + ["--engine", "sglang@0.5", "--draft-tp", "1"]) == 0

@@ -8,7 +8,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specsim.speculation.deployment import Deployment
-from specsim.speculation.search import (alpha_from_acceptance_length, expected_tokens, expected_tokens_per_position, optimal_gamma, optimal_gamma_cost_ratio, speedup, speedup_from_cost_ratio, speedup_from_times)
+from specsim.speculation.search import (
+    alpha_from_acceptance_length,
+    expected_tokens,
+    expected_tokens_per_position,
+    optimal_gamma,
+    optimal_gamma_cost_ratio,
+    speedup,
+    speedup_from_cost_ratio,
+    speedup_from_times,
+)
 
 alphas = st.floats(0.0, 1.0, allow_nan=False)
 gammas = st.integers(0, 64)
@@ -57,7 +66,9 @@ def test_expected_tokens_broadcasts():
 def test_per_position_rates_reduce_to_alpha_when_equal(rates):
     alpha = rates[0]
     equal = [alpha] * len(rates)
-    assert float(expected_tokens_per_position(equal)) == pytest.approx(float(expected_tokens(alpha, len(rates))), rel=1e-12)
+    assert float(expected_tokens_per_position(equal)) == pytest.approx(
+        float(expected_tokens(alpha, len(rates))), rel=1e-12
+    )
     assert 1.0 <= float(expected_tokens_per_position(rates)) <= len(rates) + 1
 
 
@@ -108,7 +119,9 @@ def test_speedup_at_alpha_one_is_gamma_plus_one_over_cost(gamma, c):
 @given(alphas, st.integers(0, 16), st.floats(1e-4, 1.0), st.floats(1.0, 3.0))
 def test_times_form_matches_closed_form_when_verify_costs_a_step(alpha, gamma, c, t_target_ms):
     t = t_target_ms * 1e-3
-    assert float(speedup_from_times(alpha, gamma, t, c * t, t)) == pytest.approx(float(speedup_from_cost_ratio(alpha, gamma, c)), rel=1e-12)
+    assert float(speedup_from_times(alpha, gamma, t, c * t, t)) == pytest.approx(
+        float(speedup_from_cost_ratio(alpha, gamma, c)), rel=1e-12
+    )
 
 
 def test_published_closed_form_optima():
@@ -204,15 +217,23 @@ def test_acceptance_length_boundaries_are_exact():
     out = alpha_from_acceptance_length(np.array([1, 4]), np.array([3, 3]))
     assert out.dtype == np.float64 and out.tolist() == [0.0, 1.0]
     # Just inside the range the solver must land on E's inverse to 1e-12.
-    assert float(expected_tokens(float(alpha_from_acceptance_length(3.999999, 3)), 3)) == pytest.approx(3.999999, abs=1e-12)
+    assert float(expected_tokens(float(alpha_from_acceptance_length(3.999999, 3)), 3)) == pytest.approx(
+        3.999999, abs=1e-12
+    )
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: alpha_from_acceptance_length(1.5, 0), r"^gamma must be >= 1 to infer alpha \(gamma = 0 drafts nothing\)$"),
-    (lambda: expected_tokens_per_position(0.8), r"^rates must have one entry per draft position$"),
-    (lambda: speedup_from_cost_ratio(0.8, 2, -0.1), r"^cost_ratio must be >= 0, got -0\.1$"),
-    (lambda: speedup_from_cost_ratio(0.8, 2, float("nan")), r"^cost_ratio must be >= 0, got nan$"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda: alpha_from_acceptance_length(1.5, 0),
+            r"^gamma must be >= 1 to infer alpha \(gamma = 0 drafts nothing\)$",
+        ),
+        (lambda: expected_tokens_per_position(0.8), r"^rates must have one entry per draft position$"),
+        (lambda: speedup_from_cost_ratio(0.8, 2, -0.1), r"^cost_ratio must be >= 0, got -0\.1$"),
+        (lambda: speedup_from_cost_ratio(0.8, 2, float("nan")), r"^cost_ratio must be >= 0, got nan$"),
+    ],
+)
 def test_error_messages_are_exact(call, message):
     with pytest.raises(ValueError, match=message):
         call()
@@ -277,7 +298,9 @@ def test_a_bare_deployment_is_the_command_lines_and_says_so():
     assert bare.provenance() == built.provenance()
     np.testing.assert_array_equal(speedup(bare, 0.8, 3, [1, 64]), speedup(built, 0.8, 3, [1, 64]))
     assert Deployment.from_names(timing="roofline", engine="none").provenance() == [
-        "roofline: profile h100-sxm (compute eff 0.60, bandwidth eff 0.80, 0.50 ms/pass)", "engine: none (no CPU time added)"]
+        "roofline: profile h100-sxm (compute eff 0.60, bandwidth eff 0.80, 0.50 ms/pass)",
+        "engine: none (no CPU time added)",
+    ]
 
 
 def test_rtol_half_and_gamma_max_messages():

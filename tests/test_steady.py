@@ -39,8 +39,16 @@ def test_a_closed_loop_is_the_simulators_within_three_percent_in_tpot_and_eight_
     cost across requests, which is its error: up to 2.5% in TPOT at 256 users, measured when this test was written."""
     concurrency = [1, 4, 16, 64, 256]
     P, O = SPREAD.sample(200_000, np.random.default_rng(0))
-    model = steady_state(DEP, 0.8, [gamma], concurrency, P.mean(), O.mean(), limits=LIMITS,
-                         context=float((O * (P + O / 2)).sum() / O.sum()))
+    model = steady_state(
+        DEP,
+        0.8,
+        [gamma],
+        concurrency,
+        P.mean(),
+        O.mean(),
+        limits=LIMITS,
+        context=float((O * (P + O / 2)).sum() / O.sum()),
+    )
     for j, c in enumerate(concurrency):
         n = max(12 * c, 300)
         p, o = SPREAD.sample(n, np.random.default_rng(j + 1))
@@ -63,8 +71,14 @@ def test_poisson_arrivals_up_to_sixty_percent_of_capacity_are_the_simulators_wit
     model = steady_state(DEP, 0.8, [gamma], rates, P.mean(), O.mean(), kind="rate", limits=LIMITS)
     assert not model.saturated.any()
     for j, rate in enumerate(rates):
-        run = simulate(Requests.poisson(rate, 3000, SPREAD, np.random.default_rng(j + 1)), table, LIMITS, 0.8, gamma,
-                       np.random.default_rng(7))
+        run = simulate(
+            Requests.poisson(rate, 3000, SPREAD, np.random.default_rng(j + 1)),
+            table,
+            LIMITS,
+            0.8,
+            gamma,
+            np.random.default_rng(7),
+        )
         keep = _steady_part(run, 300)
         tpot = (run.finish_s - run.first_token_s)[keep].sum() / (run.output[keep] - 1).sum()
         assert model.tpot_s[0, j] == pytest.approx(tpot, rel=0.04 if j < 2 else 0.06), rate
@@ -80,8 +94,14 @@ def test_an_offline_batch_is_the_simulators_within_four_percent_in_throughput(ta
     for n, gammas in ((8, (0, 3)), (64, (0, 3)), (256, (0, 3)), (300, (0,))):
         model = steady_state(DEP, 0.8, list(gammas), [n], 500, 128, kind="batch", limits=LIMITS)
         for i, gamma in enumerate(gammas):
-            run = simulate(Requests(np.full(n, 500), np.full(n, 128), np.zeros(n)), table, LIMITS, 0.8, gamma,
-                           np.random.default_rng(3))
+            run = simulate(
+                Requests(np.full(n, 500), np.full(n, 128), np.zeros(n)),
+                table,
+                LIMITS,
+                0.8,
+                gamma,
+                np.random.default_rng(3),
+            )
             throughput = run.output.sum() / np.nanmax(run.finish_s)
             assert model.output_tokens_per_s[i, 0] == pytest.approx(throughput, rel=0.04), (n, gamma)
 
@@ -101,9 +121,15 @@ def test_the_rounds_a_request_decodes_are_monte_carlos():
 def test_a_load_past_max_num_seqs_queues_and_its_ttft_carries_the_wait():
     limits = EngineLimits(32, 8192)
     s = steady_state(DEP, 0.8, [0, 3], [16, 32, 64, 128], 1000, 256, limits=limits)
-    assert (s.in_engine[:, 1:] == 32).all() and (s.limited_by[:, 2:] == "max_num_seqs").all() and (s.limited_by[:, :2] == "").all()
+    assert (
+        (s.in_engine[:, 1:] == 32).all()
+        and (s.limited_by[:, 2:] == "max_num_seqs").all()
+        and (s.limited_by[:, :2] == "").all()
+    )
     # The engine is full from 32 users on: the same TPOT and throughput, and each user more waits its share in the queue.
-    assert np.allclose(s.tpot_s[:, 1:], s.tpot_s[:, 1:2]) and np.allclose(s.output_tokens_per_s[:, 1:], s.output_tokens_per_s[:, 1:2])
+    assert np.allclose(s.tpot_s[:, 1:], s.tpot_s[:, 1:2]) and np.allclose(
+        s.output_tokens_per_s[:, 1:], s.output_tokens_per_s[:, 1:2]
+    )
     wait = (64 - 32) / s.requests_per_s[:, 2]
     assert np.allclose(s.ttft_s[:, 2] - s.ttft_s[:, 1], wait)
 
@@ -117,8 +143,13 @@ def test_a_kv_cache_that_holds_fewer_sequences_than_max_num_seqs_limits_the_engi
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
-@given(users=st.floats(1, 5000), rate=st.floats(0.01, 5000), prompt=st.floats(0, 30000), output=st.floats(2, 8000),
-       gamma=st.integers(0, 6))
+@given(
+    users=st.floats(1, 5000),
+    rate=st.floats(0.01, 5000),
+    prompt=st.floats(0, 30000),
+    output=st.floats(2, 8000),
+    gamma=st.integers(0, 6),
+)
 def test_no_load_gives_an_answer_that_diverges_or_goes_negative(users, rate, prompt, output, gamma):
     for kind, load in (("concurrency", users), ("rate", rate), ("batch", users)):
         s = steady_state(DEP, 0.7, [gamma], [load], prompt, output, kind=kind)

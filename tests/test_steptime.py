@@ -85,12 +85,15 @@ def test_overhead_is_per_pass_and_per_layer(h100):
     assert float(more.total_s - base.total_s) == pytest.approx(32 * 10e-6, rel=1e-9)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"batch": 0}, "batch must be in \\[1, 65536\\], got 0"),
-    ({"tokens_per_seq": 0}, "tokens_per_seq must be in \\[1, "),
-    ({"context": -1}, "context must be in \\[0, 4194304\\], got -1"),
-    ({"context": np.nan}, "context must be in \\[0, 4194304\\], got nan"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"batch": 0}, "batch must be in \\[1, 65536\\], got 0"),
+        ({"tokens_per_seq": 0}, "tokens_per_seq must be in \\[1, "),
+        ({"context": -1}, "context must be in \\[0, 4194304\\], got -1"),
+        ({"context": np.nan}, "context must be in \\[0, 4194304\\], got nan"),
+    ],
+)
 def test_rejects_bad_shapes(h100, kwargs, message):
     with pytest.raises(ValueError, match=message):
         step_time(h100, get_model("llama-3.1-8b"), **kwargs)
@@ -102,12 +105,17 @@ def test_defaults_are_one_decode_step_over_an_empty_cache():
     assert float(step_time(hw, model).total_s) < float(step_time(hw, model, 2, 1, 0).total_s)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"batch": 65_536}, None), ({"batch": 65_537}, r"^batch must be in \[1, 65536\], got 65537$"),
-    ({"context": 4_194_304}, None), ({"context": 4_194_305}, r"^context must be in \[0, 4194304\], got 4194305$"),
-    ({"batch": [1, 2, 0, 70_000]}, r"^batch must be in \[1, 65536\], got 0$"),
-    ({"batch": "many"}, r"^batch must be numbers in \[1, 65536\]$"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"batch": 65_536}, None),
+        ({"batch": 65_537}, r"^batch must be in \[1, 65536\], got 65537$"),
+        ({"context": 4_194_304}, None),
+        ({"context": 4_194_305}, r"^context must be in \[0, 4194304\], got 4194305$"),
+        ({"batch": [1, 2, 0, 70_000]}, r"^batch must be in \[1, 65536\], got 0$"),
+        ({"batch": "many"}, r"^batch must be numbers in \[1, 65536\]$"),
+    ],
+)
 def test_bounds_are_inclusive_and_name_the_first_bad_value(kwargs, message):
     hw, model = load_hardware("h100-sxm"), get_model("llama-3.2-1b")
     if message is None:

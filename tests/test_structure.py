@@ -1,5 +1,5 @@
-"""The house rules of the code (STYLE.md): imports flow one way, no import cycle, no module over 800 lines and no
-function over 80, and each formula the deployment layer owns is computed in one place only."""
+"""The house rules of the code (STYLE.md): imports flow one way, no import cycle, no module over 550 statements and no
+function over 65, and each formula the deployment layer owns is computed in one place only."""
 
 from __future__ import annotations
 
@@ -18,8 +18,21 @@ PACKAGE = Path(__file__).resolve().parent.parent / "specsim"
 #: serving: capacity and the request-level simulation; harness: the torch timing harness; calibration: fits to
 #: measurements and benchmark files; article: the reference article's numbers and toys; answers: each command's answer
 #: as a library result; watch: a running engine's metrics against the serving model; figures; cli.
-PACKAGES = ["core", "describe", "timing", "engines", "speculation", "serving", "harness", "calibration", "article", "answers",
-            "watch", "figures", "cli"]
+PACKAGES = [
+    "core",
+    "describe",
+    "timing",
+    "engines",
+    "speculation",
+    "serving",
+    "harness",
+    "calibration",
+    "article",
+    "answers",
+    "watch",
+    "figures",
+    "cli",
+]
 
 
 def _modules() -> dict[str, Path]:
@@ -40,7 +53,11 @@ def _imports(name: str, path: Path) -> set[str]:
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
-            base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else [])) if node.level else node.module
+            base = (
+                ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+                if node.level
+                else node.module
+            )
             candidates = [base] + [f"{base}.{alias.name}" for alias in node.names]
         elif isinstance(node, ast.Import):
             candidates = [alias.name for alias in node.names]
@@ -65,8 +82,12 @@ def test_every_module_lives_in_a_package_of_the_plan():
 
 def test_no_import_goes_up_a_floor():
     floor = {p: i for i, p in enumerate(PACKAGES)}
-    upward = sorted(f"{a} ({_package(a)}) imports {b} ({_package(b)})" for a, deps in GRAPH.items() for b in deps
-                    if _package(a) in floor and _package(b) in floor and floor[_package(b)] > floor[_package(a)])
+    upward = sorted(
+        f"{a} ({_package(a)}) imports {b} ({_package(b)})"
+        for a, deps in GRAPH.items()
+        for b in deps
+        if _package(a) in floor and _package(b) in floor and floor[_package(b)] > floor[_package(a)]
+    )
     assert upward == []
 
 
@@ -78,7 +99,7 @@ def test_no_import_cycle():
         state[node] = 1
         for dep in sorted(GRAPH[node]):
             if state.get(dep) == 1:
-                cycles.append(stack[stack.index(dep):] + [dep])
+                cycles.append(stack[stack.index(dep) :] + [dep])
             elif dep not in state:
                 visit(dep, stack + [dep])
         state[node] = 2
@@ -89,12 +110,25 @@ def test_no_import_cycle():
     assert cycles == []
 
 
+#: Sizes in statements, which the formatter does not move (issue 37 put ruff format at 120 columns on the tree, which
+#: spreads a call over as many lines as it has arguments): a module of at most 550, a function of at most 65 (the
+#: largest on the day the rule changed from 800 and 80 lines: 523 and 61).
+MAX_MODULE_STATEMENTS, MAX_FUNCTION_STATEMENTS = 550, 65
+
+
+def _statements(node: ast.AST) -> int:
+    return sum(isinstance(n, ast.stmt) for n in ast.walk(node))
+
+
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_module_and_function_sizes(name):
-    text = MODULES[name].read_text()
-    assert len(text.splitlines()) <= 800, f"{name} has {len(text.splitlines())} lines"
-    long = [(node.name, node.end_lineno - node.lineno + 1) for node in ast.walk(ast.parse(text))
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 80]
+    tree = ast.parse(MODULES[name].read_text())
+    assert _statements(tree) <= MAX_MODULE_STATEMENTS, f"{name} has {_statements(tree)} statements"
+    long = [
+        (node.name, _statements(node) - 1)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _statements(node) - 1 > MAX_FUNCTION_STATEMENTS
+    ]
     assert long == []
 
 
@@ -106,27 +140,45 @@ def _source_without_docstrings(path: Path) -> str:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 for i in range(first.lineno - 1, first.end_lineno):
                     lines[i] = ""
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize("pattern, home", [
-    # The collective count of a tensor-parallel pass: 2 all-reduces per layer and one all-gather.
-    (r"2\s*\*\s*(?:self|model|m)\.n_layers", {"specsim.describe.parallel"}),
-    # A round's time from its parts (steps x draft step + fixed part + host work): composed by the deployment's rounds.
-    (r"round_seconds\(", {"specsim.speculation.deployment"}),
-    # E, the tokens a round yields: computed in the acceptance module, reached through tokens_per_round or an outcome.
-    (r"(?<![\w.])(?:expected|expected_tokens|expected_from_cumulative|expected_tokens_per_position|build_tree)\(|\.expected_tokens\(",
-     {"specsim.speculation.acceptance"}),
-    # The step-time source answers a pass only through the deployment (and the sources composing each other).
-    (r"\.gpu_pass\(|source\.step_time\(|src\.step_time\(", {"specsim.speculation.deployment", "specsim.speculation.search", "specsim.serving.simulator",
-                                                            "specsim.speculation.sweep", "specsim.figures.make", "specsim.calibration.fidelity",
-                                                            "specsim.timing.kernels"}),
-    # A sequence's KV footprint for admission and capacity.
-    (r"sequence_kv_bytes\(", {"specsim.serving.capacity", "specsim.serving.simulator", "specsim.serving.steady"}),
-])
+@pytest.mark.parametrize(
+    "pattern, home",
+    [
+        # The collective count of a tensor-parallel pass: 2 all-reduces per layer and one all-gather.
+        (r"2\s*\*\s*(?:self|model|m)\.n_layers", {"specsim.describe.parallel"}),
+        # A round's time from its parts (steps x draft step + fixed part + host work): composed by the deployment's rounds.
+        (r"round_seconds\(", {"specsim.speculation.deployment"}),
+        # E, the tokens a round yields: computed in the acceptance module, reached through tokens_per_round or an outcome.
+        (
+            r"(?<![\w.])(?:expected|expected_tokens|expected_from_cumulative|expected_tokens_per_position|build_tree)\(|\.expected_tokens\(",
+            {"specsim.speculation.acceptance"},
+        ),
+        # The step-time source answers a pass only through the deployment (and the sources composing each other).
+        (
+            r"\.gpu_pass\(|source\.step_time\(|src\.step_time\(",
+            {
+                "specsim.speculation.deployment",
+                "specsim.speculation.search",
+                "specsim.serving.simulator",
+                "specsim.speculation.sweep",
+                "specsim.figures.make",
+                "specsim.calibration.fidelity",
+                "specsim.timing.kernels",
+            },
+        ),
+        # A sequence's KV footprint for admission and capacity.
+        (r"sequence_kv_bytes\(", {"specsim.serving.capacity", "specsim.serving.simulator", "specsim.serving.steady"}),
+    ],
+)
 def test_formulas_have_one_home(pattern, home):
     found = {name for name, path in MODULES.items() if re.search(pattern, _source_without_docstrings(path))}
     assert found <= home, f"{pattern!r} also appears in {sorted(found - home)}"
@@ -150,9 +202,13 @@ def _speedup_formulas(path: Path) -> list[str]:
         if isinstance(left, ast.BinOp) and isinstance(left.op, ast.Mult):
             a, b = ast.unparse(left.left), ast.unparse(left.right)
             for x, y in ((a, b), (b, a)):
-                if re.search(r"\b(?:tokens|expected\w*|e|al)\b", x) and re.search(r"decode|t_target|\bt_T\b|target_s", y):
+                if re.search(r"\b(?:tokens|expected\w*|e|al)\b", x) and re.search(
+                    r"decode|t_target|\bt_T\b|target_s", y
+                ):
                     found.append(text)
-        elif re.search(r"latency_plain", ast.unparse(node.left)) and re.search(r"latency_spec", ast.unparse(node.right)):
+        elif re.search(r"latency_plain", ast.unparse(node.left)) and re.search(
+            r"latency_spec", ast.unparse(node.right)
+        ):
             found.append(text)
     return found
 
@@ -168,8 +224,12 @@ def test_no_code_outside_the_drafter_classes_branches_on_the_drafters_kind():
     # A new drafter is one class and one registry line: nothing else compares a drafter's kind with a kind's name.
     kinds = "draft_model|eagle|eagle3|mtp|ngram|peagle|pard|dflash|dspark|suffix"
     pattern = re.compile(rf"""(?:==|!=|\bin\b)\s*[(\[{{]?\s*["'](?:{kinds})["']|["'](?:{kinds})["']\s*(?:==|!=)""")
-    found = {name for name, path in MODULES.items()
-             if not (name + ".").startswith("specsim.speculation.drafters.") and pattern.search(_source_without_docstrings(path))}
+    found = {
+        name
+        for name, path in MODULES.items()
+        if not (name + ".").startswith("specsim.speculation.drafters.")
+        and pattern.search(_source_without_docstrings(path))
+    }
     assert found == set()
 
 

@@ -11,21 +11,51 @@ from specsim.speculation.sweep import closed_form_table, optimal_gamma_table, pa
 
 
 def test_sweep_has_one_row_per_point_and_the_documented_columns():
-    df = sweep(alpha=[0.6, 0.7, 0.8], gamma=range(0, 5), batch=[1, 64], context=[512, 4096],
-               hardware=["h100-sxm", "h200"], pairs=[("llama-3.1-8b", "llama-3.2-1b"), ("qwen2.5-7b", "qwen2.5-0.5b")])
+    df = sweep(
+        alpha=[0.6, 0.7, 0.8],
+        gamma=range(0, 5),
+        batch=[1, 64],
+        context=[512, 4096],
+        hardware=["h100-sxm", "h200"],
+        pairs=[("llama-3.1-8b", "llama-3.2-1b"), ("qwen2.5-7b", "qwen2.5-0.5b")],
+    )
     assert len(df) == 3 * 5 * 2 * 2 * 2 * 2
-    for col in ("hardware", "target", "draft", "alpha", "gamma", "batch", "context", "t_target_s", "t_draft_s",
-                "t_verify_s", "cost_ratio", "tokens_per_step", "speedup", "bound_target", "bound_draft", "bound_verify"):
+    for col in (
+        "hardware",
+        "target",
+        "draft",
+        "alpha",
+        "gamma",
+        "batch",
+        "context",
+        "t_target_s",
+        "t_draft_s",
+        "t_verify_s",
+        "cost_ratio",
+        "tokens_per_step",
+        "speedup",
+        "bound_target",
+        "bound_draft",
+        "bound_verify",
+    ):
         assert col in df.columns, col
     assert not df.duplicated(["hardware", "target", "alpha", "gamma", "batch", "context"]).any()
 
 
 def test_sweep_rows_match_the_pointwise_model():
-    df = sweep(alpha=[0.55, 0.9], gamma=[0, 3, 7], batch=[1, 100, 300], context=[0, 2000], hardware="a100-sxm-80gb",
-               pairs=("llama-3.1-8b", "llama-3.2-1b"))
+    df = sweep(
+        alpha=[0.55, 0.9],
+        gamma=[0, 3, 7],
+        batch=[1, 100, 300],
+        context=[0, 2000],
+        hardware="a100-sxm-80gb",
+        pairs=("llama-3.1-8b", "llama-3.2-1b"),
+    )
     dep = Deployment.from_names("a100-sxm-80gb", "llama-3.1-8b", "llama-3.2-1b")
     for row in df.itertuples():
-        assert row.speedup == pytest.approx(float(speedup(dep, row.alpha, row.gamma, row.batch, row.context)), rel=1e-12)
+        assert row.speedup == pytest.approx(
+            float(speedup(dep, row.alpha, row.gamma, row.batch, row.context)), rel=1e-12
+        )
         assert row.cost_ratio == pytest.approx(row.t_draft_s / row.t_target_s, rel=1e-12)
     assert (df[df.gamma == 0].speedup == 1.0).all()
 
@@ -36,7 +66,11 @@ def test_optimal_gamma_table_is_the_argmax_of_the_sweep():
     full = sweep(gamma=range(0, 13), **kwargs)
     idx = full.groupby(["alpha", "batch", "context"]).speedup.idxmax()
     expected = full.loc[idx, ["alpha", "batch", "context", "gamma", "speedup"]].reset_index(drop=True)
-    got = best[["alpha", "batch", "context", "gamma", "speedup"]].sort_values(["alpha", "batch", "context"]).reset_index(drop=True)
+    got = (
+        best[["alpha", "batch", "context", "gamma", "speedup"]]
+        .sort_values(["alpha", "batch", "context"])
+        .reset_index(drop=True)
+    )
     np.testing.assert_array_equal(got.gamma, expected.gamma)
     np.testing.assert_allclose(got.speedup, expected.speedup, rtol=1e-15)
 

@@ -14,9 +14,9 @@ from specsim.describe.hardware import load_hardware
 from specsim.describe.models import get_model
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma, speedup
-from specsim.timing.roofline import step_time
 from specsim.timing import make_source
 from specsim.timing.kernels import KernelSource, KernelTable, _suffix_min, build_table, cache_dir
+from specsim.timing.roofline import step_time
 
 H100 = load_hardware("h100-sxm")
 B = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256], float)
@@ -94,8 +94,13 @@ def test_cache_is_written_and_a_corrupt_file_is_rebuilt_not_trusted():
     src = KernelSource(H100)
     np.testing.assert_array_equal(src.step_time(model, B, 3, 1000).total_s, first)
     assert any("unreadable and is rebuilt" in n for n in src.notes)
-    assert KernelTable.load(files[0], {k: v for k, v in src.table(model).meta.items() if k != "files"
-                                       and k != "attention_cells_scaled_in_batch"}) is not None
+    assert (
+        KernelTable.load(
+            files[0],
+            {k: v for k, v in src.table(model).meta.items() if k != "files" and k != "attention_cells_scaled_in_batch"},
+        )
+        is not None
+    )
 
 
 def test_suffix_min_is_the_cheapest_larger_size():
@@ -129,7 +134,9 @@ def test_engine_time_adds_to_decode_and_verification_not_to_draft_steps():
     # Under an engine the draft's pass keeps its layers' share (16 of 32) of the roofline's per-pass overhead.
     share = none.draft.n_layers / none.target.n_layers
     assert share == 0.5
-    np.testing.assert_allclose(bare.draft.total_s - vllm.draft.total_s, (1 - share) * none.hardware.overhead_s, rtol=1e-12)
+    np.testing.assert_allclose(
+        bare.draft.total_s - vllm.draft.total_s, (1 - share) * none.hardware.overhead_s, rtol=1e-12
+    )
     np.testing.assert_allclose(bare.host_s, 0.0)
     # A draft-model round on this vLLM version is serial or overlapped as the preset says; either way it waits
     # for the host work H, or for its passes if those take longer.
@@ -147,7 +154,9 @@ def test_default_speedup_of_a_one_layer_draft_falls_with_batch():
     s = speedup(dep, 0.8, 3, [2, 16, 64, 128, 256], 400)
     assert np.all(np.diff(s) < 0.005)  # never rises by more than the kernel data's noise
     assert s[0] - s[2] > 0.05 and s[2] - s[4] > 0.4
-    roof = Deployment.build("h100-sxm", "llama-3.1-8b", "examples/draft-1layer-llama-3.1-8b/config.json", timing="roofline")
+    roof = Deployment.build(
+        "h100-sxm", "llama-3.1-8b", "examples/draft-1layer-llama-3.1-8b/config.json", timing="roofline"
+    )
     r = speedup(roof, 0.8, 3, [2, 16, 64], 400)
     assert r[2] >= r[0]  # the roofline alone predicts no decay to batch 64
 
@@ -164,11 +173,26 @@ def test_default_optimal_gamma_is_smaller_than_the_rooflines_at_moderate_batch()
 def _measured_csv(path, model, profile, dtype="bf16"):
     b, q, L = np.meshgrid([1, 4, 16], [1, 3, 5], [0, 512, 2048], indexing="ij")
     t = step_time(profile, model, b.ravel(), q.ravel(), L.ravel()).total_s
-    df = pd.DataFrame({"model": model.name, "vocab_size": model.vocab_size, "hidden_size": model.hidden_size,
-                       "intermediate_size": model.intermediate_size, "n_layers": model.n_layers, "n_heads": model.n_heads,
-                       "n_kv_heads": model.n_kv_heads, "head_dim": model.head_dim, "tie_embeddings": model.tie_embeddings,
-                       "qkv_bias": model.qkv_bias, "batch": b.ravel(), "tokens_per_seq": q.ravel(), "context": L.ravel(),
-                       "dtype": dtype, "device_name": "synthetic", "median_s": t})
+    df = pd.DataFrame(
+        {
+            "model": model.name,
+            "vocab_size": model.vocab_size,
+            "hidden_size": model.hidden_size,
+            "intermediate_size": model.intermediate_size,
+            "n_layers": model.n_layers,
+            "n_heads": model.n_heads,
+            "n_kv_heads": model.n_kv_heads,
+            "head_dim": model.head_dim,
+            "tie_embeddings": model.tie_embeddings,
+            "qkv_bias": model.qkv_bias,
+            "batch": b.ravel(),
+            "tokens_per_seq": q.ravel(),
+            "context": L.ravel(),
+            "dtype": dtype,
+            "device_name": "synthetic",
+            "median_s": t,
+        }
+    )
     df.to_csv(path, index=False)
     return df
 
@@ -197,8 +221,14 @@ def test_measured_source_matches_by_shape_and_refuses_a_missing_model(tmp_path):
         src.step_time(get_model("llama-3.2-1b", weight_dtype="fp8"), 4, 1, 0)  # another dtype is another model
 
 
-@pytest.mark.parametrize("spec, message", [("measured:", "needs a file"), ("guess", "unknown step-time source"),
-                                           ("measured:/nonexistent.csv", "does not exist")])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("measured:", "needs a file"),
+        ("guess", "unknown step-time source"),
+        ("measured:/nonexistent.csv", "does not exist"),
+    ],
+)
 def test_bad_timing_specs(spec, message):
     with pytest.raises(ValueError, match=message):
         make_source(spec, H100)
@@ -214,12 +244,27 @@ def test_composed_1b_decode_step_matches_the_design_note():
 def test_compose_kernels_writes_only_measured_points(tmp_path, capsys):
     from specsim.cli.main import main
 
-    assert main(["compose-kernels", "--hardware", "h100-sxm,a100-sxm-80gb", "--models", "llama-3.2-1b,llama-3.1-8b",
-                 "--out", str(tmp_path), "--json"]) == 0
+    assert (
+        main(
+            [
+                "compose-kernels",
+                "--hardware",
+                "h100-sxm,a100-sxm-80gb",
+                "--models",
+                "llama-3.2-1b,llama-3.1-8b",
+                "--out",
+                str(tmp_path),
+                "--json",
+            ]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     h100 = pd.read_csv(tmp_path / "h100-sxm-vllm-kernel-steps.csv")
     a100 = pd.read_csv(tmp_path / "a100-sxm-80gb-vllm-kernel-steps.csv")
-    assert set(h100.model) == {"llama-3.2-1b", "llama-3.1-8b"} and set(a100.model) == {"llama-3.1-8b"}  # A100: no head_dim 64
+    assert set(h100.model) == {"llama-3.2-1b", "llama-3.1-8b"} and set(a100.model) == {
+        "llama-3.1-8b"
+    }  # A100: no head_dim 64
     assert len(h100) < 2 * 9 * 5 * 5  # large batches at long context are outside the data, left out, not invented
     assert report[0]["steps"] == len(h100) and "aiconfigurator-core" in report[0]["source"]
     from specsim.timing.measurements import load_measurements
@@ -267,7 +312,10 @@ def test_moe_layer_is_the_balanced_kernel_at_the_token_count_that_reads_as_many_
     def bal(x):
         return np.interp(np.log(x), np.log(bal_m), bal_s, left=np.nan, right=np.nan)
 
-    for model, experts in ((get_model("qwen3-30b-a3b"), 128.0), (get_model("qwen3-30b-a3b", routing_effective_experts=64), 64.0)):
+    for model, experts in (
+        (get_model("qwen3-30b-a3b"), 128.0),
+        (get_model("qwen3-30b-a3b", routing_effective_experts=64), 64.0),
+    ):
         m = np.array([1.0, 3.0, 16.0, 100.0, 200.0])
         touched = experts * (1.0 - (1.0 - 8.0 / experts) ** m)
         expect = bal(np.maximum(touched / 8.0, 1.0)) + np.maximum(bal(m) - bal(np.full_like(m, experts / 8.0)), 0.0)
@@ -284,16 +332,26 @@ def test_moe_line_is_the_balanced_rows_of_the_models_shape_and_a_missing_shape_i
 
     model = get_model("qwen3-30b-a3b", tp=2)
     frame = _raw("moe", "vllm", "moe_perf.parquet")
-    rows = frame[(frame.hidden_size == 2048) & (frame.inter_size == 768) & (frame.topk == 8) & (frame.num_experts == 128)
-                 & (frame.moe_tp_size == 2) & (frame.moe_ep_size == 1) & (frame.distribution == "balanced")
-                 & (frame.moe_dtype == "bfloat16")]
+    rows = frame[
+        (frame.hidden_size == 2048)
+        & (frame.inter_size == 768)
+        & (frame.topk == 8)
+        & (frame.num_experts == 128)
+        & (frame.moe_tp_size == 2)
+        & (frame.moe_ep_size == 1)
+        & (frame.distribution == "balanced")
+        & (frame.moe_dtype == "bfloat16")
+    ]
     line = rows.groupby("num_tokens").latency.mean()
     root = database_root()
     m, s = _moe_line(model, root, root / "h100_sxm", "vllm", "here")
     np.testing.assert_array_equal(m, line.index.to_numpy(float))
     np.testing.assert_allclose(s, _suffix_min(line.to_numpy(float) * 1e-3), rtol=1e-12)
-    with pytest.raises(KernelDataError, match=r"^here: no fused-MoE measurements for 128 experts, top-8, hidden 2048, expert size "
-                                              r"700, TP 2, bf16 experts$"):
+    with pytest.raises(
+        KernelDataError,
+        match=r"^here: no fused-MoE measurements for 128 experts, top-8, hidden 2048, expert size "
+        r"700, TP 2, bf16 experts$",
+    ):
         _moe_line(dataclasses.replace(model, moe_intermediate_size=700), root, root / "h100_sxm", "vllm", "here")
 
 
@@ -332,10 +390,17 @@ def test_allreduce_line_is_the_fastest_graph_captured_bf16_allreduce_at_the_tp_s
 
 
 def _table(**changes) -> KernelTable:
-    base = dict(gemm_m=np.array([1.0, 100.0]), gemm_s=np.array([1e-3, 2e-3]), attn_b=np.array([1.0, 8.0]),
-                attn_L=np.array([16.0, 1024.0]), attn_s=np.array([[1e-5, 2e-5], [3e-5, 4e-5]]), ctx_flop_per_s=1e14,
-                prefill_isl=np.array([10.0, 100.0, 1000.0]), prefill_attn_s=np.array([1e-3, 2e-3, 3e-3]),
-                meta={"shape": {"n_layers": 4, "n_sliding_layers": 2, "sliding_window": 100}})
+    base = dict(
+        gemm_m=np.array([1.0, 100.0]),
+        gemm_s=np.array([1e-3, 2e-3]),
+        attn_b=np.array([1.0, 8.0]),
+        attn_L=np.array([16.0, 1024.0]),
+        attn_s=np.array([[1e-5, 2e-5], [3e-5, 4e-5]]),
+        ctx_flop_per_s=1e14,
+        prefill_isl=np.array([10.0, 100.0, 1000.0]),
+        prefill_attn_s=np.array([1e-3, 2e-3, 3e-3]),
+        meta={"shape": {"n_layers": 4, "n_sliding_layers": 2, "sliding_window": 100}},
+    )
     return KernelTable(**(base | changes))
 
 
@@ -345,7 +410,9 @@ def test_prefill_attention_sums_the_layers_and_a_local_layer_pays_its_window_tim
     got = t.prefill_attention(np.array([50.0, 500.0]))
     np.testing.assert_allclose(got, [4 * one(50.0), 2 * one(500.0) + 2 * one(100.0) * 5.0], rtol=1e-12)
     assert np.isnan(t.prefill_attention(np.array([5000.0]))).all()
-    assert np.isnan(_table(prefill_isl=np.array([10.0]), prefill_attn_s=np.array([1e-3])).prefill_attention(np.array([10.0]))).all()
+    assert np.isnan(
+        _table(prefill_isl=np.array([10.0]), prefill_attn_s=np.array([1e-3])).prefill_attention(np.array([10.0]))
+    ).all()
     dense = _table(meta={"shape": {"n_layers": 4}})
     np.testing.assert_allclose(dense.prefill_attention(np.array([500.0])), 4 * one(500.0), rtol=1e-12)
 
@@ -357,40 +424,60 @@ def test_allreduce_is_log_log_interpolated_and_nan_outside_or_without_data():
     assert np.isnan(_table().allreduce(np.array([1000.0]))).all()
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"gemm_m": np.array([[1.0, 2.0]]), "gemm_s": np.array([[1.0, 2.0]])}, "gemm_m must be one-dimensional"),
-    ({"prefill_attn_s": np.zeros((1, 3))}, "prefill_attn_s must be one-dimensional"),
-    ({"gemm_m": np.array([1.0]), "gemm_s": np.array([1e-3])}, "GEMM grid must be increasing with at least two points"),
-    ({"gemm_m": np.array([2.0, 1.0])}, "GEMM grid must be increasing"),
-    ({"gemm_s": np.array([1e-3, 2e-3, 3e-3])}, "GEMM grid must be increasing"),
-    ({"attn_s": np.ones((3, 2))}, "attention grid does not match its axes"),
-    ({"attn_b": np.array([1.0]), "attn_s": np.ones((1, 2))}, "attention grid does not match its axes"),
-    ({"attn_L": np.array([16.0]), "attn_s": np.ones((2, 1))}, "attention grid does not match its axes"),
-    ({"attn_b": np.array([8.0, 1.0])}, "attention axes must be increasing"),
-    ({"attn_L": np.array([16.0, 16.0])}, "attention axes must be increasing"),
-    ({"gemm_s": np.array([1e-3, np.inf])}, "GEMM times must be finite and positive"),
-    ({"gemm_s": np.array([0.0, 1e-3])}, "GEMM times must be finite and positive"),
-    ({"attn_s": np.full((2, 2), np.nan)}, "attention times must be positive where measured"),
-    ({"attn_s": np.array([[np.nan, 0.0], [1e-5, 1e-5]])}, "attention times must be positive where measured"),
-    ({"attn_scaled": np.zeros((3, 2))}, "scaled-cell mask does not match"),
-    ({"ctx_flop_per_s": 0.0}, "context-attention FLOP rate must be positive"),
-    ({"ctx_flop_per_s": np.nan}, "context-attention FLOP rate must be positive"),
-    ({"comm_elems": np.array([1.0, 2.0]), "comm_s": np.array([1e-5])}, "all-reduce grid must be increasing"),
-    ({"comm_elems": np.array([2.0, 1.0]), "comm_s": np.array([1e-5, 1e-5])}, "all-reduce grid must be increasing"),
-    ({"comm_elems": np.array([1.0, 2.0]), "comm_s": np.array([1e-5, 0.0])}, "all-reduce grid must be increasing"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"gemm_m": np.array([[1.0, 2.0]]), "gemm_s": np.array([[1.0, 2.0]])}, "gemm_m must be one-dimensional"),
+        ({"prefill_attn_s": np.zeros((1, 3))}, "prefill_attn_s must be one-dimensional"),
+        (
+            {"gemm_m": np.array([1.0]), "gemm_s": np.array([1e-3])},
+            "GEMM grid must be increasing with at least two points",
+        ),
+        ({"gemm_m": np.array([2.0, 1.0])}, "GEMM grid must be increasing"),
+        ({"gemm_s": np.array([1e-3, 2e-3, 3e-3])}, "GEMM grid must be increasing"),
+        ({"attn_s": np.ones((3, 2))}, "attention grid does not match its axes"),
+        ({"attn_b": np.array([1.0]), "attn_s": np.ones((1, 2))}, "attention grid does not match its axes"),
+        ({"attn_L": np.array([16.0]), "attn_s": np.ones((2, 1))}, "attention grid does not match its axes"),
+        ({"attn_b": np.array([8.0, 1.0])}, "attention axes must be increasing"),
+        ({"attn_L": np.array([16.0, 16.0])}, "attention axes must be increasing"),
+        ({"gemm_s": np.array([1e-3, np.inf])}, "GEMM times must be finite and positive"),
+        ({"gemm_s": np.array([0.0, 1e-3])}, "GEMM times must be finite and positive"),
+        ({"attn_s": np.full((2, 2), np.nan)}, "attention times must be positive where measured"),
+        ({"attn_s": np.array([[np.nan, 0.0], [1e-5, 1e-5]])}, "attention times must be positive where measured"),
+        ({"attn_scaled": np.zeros((3, 2))}, "scaled-cell mask does not match"),
+        ({"ctx_flop_per_s": 0.0}, "context-attention FLOP rate must be positive"),
+        ({"ctx_flop_per_s": np.nan}, "context-attention FLOP rate must be positive"),
+        ({"comm_elems": np.array([1.0, 2.0]), "comm_s": np.array([1e-5])}, "all-reduce grid must be increasing"),
+        ({"comm_elems": np.array([2.0, 1.0]), "comm_s": np.array([1e-5, 1e-5])}, "all-reduce grid must be increasing"),
+        ({"comm_elems": np.array([1.0, 2.0]), "comm_s": np.array([1e-5, 0.0])}, "all-reduce grid must be increasing"),
+    ],
+)
 def test_a_malformed_table_is_refused_with_what_is_wrong(changes, message):
     with pytest.raises(ValueError, match=f"^kernel table: {message}"):
         _table(**changes)
 
 
 def test_a_table_survives_its_cache_file_and_is_refused_for_another_model(tmp_path):
-    t = _table(attn_scaled=np.array([[0.0, 1.0], [0.0, 0.0]]), comm_elems=np.array([1.0, 2.0]), comm_s=np.array([1e-5, 2e-5]),
-               meta={"shape": {"n_layers": 4}, "model": "a"})
+    t = _table(
+        attn_scaled=np.array([[0.0, 1.0], [0.0, 0.0]]),
+        comm_elems=np.array([1.0, 2.0]),
+        comm_s=np.array([1e-5, 2e-5]),
+        meta={"shape": {"n_layers": 4}, "model": "a"},
+    )
     t.save(tmp_path / "t.json")
     back = KernelTable.load(tmp_path / "t.json", {"model": "a"})
-    for name in ("gemm_m", "gemm_s", "attn_b", "attn_L", "attn_s", "prefill_isl", "prefill_attn_s", "attn_scaled",
-                 "comm_elems", "comm_s"):
+    for name in (
+        "gemm_m",
+        "gemm_s",
+        "attn_b",
+        "attn_L",
+        "attn_s",
+        "prefill_isl",
+        "prefill_attn_s",
+        "attn_scaled",
+        "comm_elems",
+        "comm_s",
+    ):
         np.testing.assert_array_equal(getattr(back, name), getattr(t, name))
     assert back.ctx_flop_per_s == t.ctx_flop_per_s and back.meta == t.meta
     with pytest.raises(ValueError, match="built for another model, device or database"):
@@ -434,23 +521,53 @@ def test_composed_steps_are_the_sources_times_at_measured_points_only():
     rows = compose_steps(src, model, batches=(1, 4, 4096), tokens_per_seq=(1, 3), contexts=(511, 1023))
     assert sorted(set(rows.batch)) == [1, 4] and len(rows) == 2 * 2 * 2  # batch 4096 is outside the data
     for r in rows.itertuples():
-        assert r.step_time_s == pytest.approx(float(src.step_time(model, r.batch, r.tokens_per_seq, r.context).total_s), rel=1e-12)
-    assert (rows.params == model.params).all() and (rows.n_layers == 16).all() and (rows.device_name == "h100_sxm").all()
+        assert r.step_time_s == pytest.approx(
+            float(src.step_time(model, r.batch, r.tokens_per_seq, r.context).total_s), rel=1e-12
+        )
+    assert (
+        (rows.params == model.params).all() and (rows.n_layers == 16).all() and (rows.device_name == "h100_sxm").all()
+    )
     assert rows.source.iloc[0].startswith("aiconfigurator-core ") and rows.source.iloc[0].endswith(" vllm kernels")
-    assert compose_steps(KernelSource(H100), get_model("deepseek-v3", tp=8), batches=(1,), tokens_per_seq=(1,),
-                         contexts=(511,)).empty  # no table, no rows
-    assert list(rows.columns) == ["model", "params", "n_layers", "hidden_size", "intermediate_size", "n_heads", "n_kv_heads",
-                                  "head_dim", "vocab_size", "tie_embeddings", "qkv_bias", "batch", "tokens_per_seq", "context",
-                                  "dtype", "device", "device_name", "step_time_s", "source"]
+    assert compose_steps(
+        KernelSource(H100), get_model("deepseek-v3", tp=8), batches=(1,), tokens_per_seq=(1,), contexts=(511,)
+    ).empty  # no table, no rows
+    assert list(rows.columns) == [
+        "model",
+        "params",
+        "n_layers",
+        "hidden_size",
+        "intermediate_size",
+        "n_heads",
+        "n_kv_heads",
+        "head_dim",
+        "vocab_size",
+        "tie_embeddings",
+        "qkv_bias",
+        "batch",
+        "tokens_per_seq",
+        "context",
+        "dtype",
+        "device",
+        "device_name",
+        "step_time_s",
+        "source",
+    ]
     assert all(rows[c].dtype.kind == "i" for c in ("batch", "tokens_per_seq", "context"))
     # Rows run over the grid batch first, then tokens per sequence, then context (the order calibrate's CSVs have).
-    assert list(zip(rows.batch, rows.tokens_per_seq, rows.context)) == [(b, q, L) for b in (1, 4) for q in (1, 3)
-                                                                        for L in (511, 1023)]
-    assert (rows.hidden_size == 2048).all() and (rows.vocab_size == model.vocab_size).all() and (rows.dtype == "bf16").all()
+    assert list(zip(rows.batch, rows.tokens_per_seq, rows.context)) == [
+        (b, q, L) for b in (1, 4) for q in (1, 3) for L in (511, 1023)
+    ]
+    assert (
+        (rows.hidden_size == 2048).all()
+        and (rows.vocab_size == model.vocab_size).all()
+        and (rows.dtype == "bf16").all()
+    )
     assert (rows.device == "h100-sxm").all() and (rows.n_heads == 32).all() and (rows.head_dim == 64).all()
     # Attention scaled in batch past the measured cells is not a measurement: those points are left out.
     big = get_model("llama-3.1-8b")
-    grid = dict(batches=(64, 128), tokens_per_seq=(1, 3), contexts=(511, 4095))  # 128 at 4095: scaled; the rest measured
+    grid = dict(
+        batches=(64, 128), tokens_per_seq=(1, 3), contexts=(511, 4095)
+    )  # 128 at 4095: scaled; the rest measured
     kept = compose_steps(src, big, **grid)
     table = src.table(big)
     for b in grid["batches"]:
@@ -474,19 +591,27 @@ def test_monotone_raises_dips_within_the_tolerance_along_both_axes_and_refuses_l
     from specsim.timing.measured import MONOTONE_TOLERANCE, _monotone
 
     axes = (np.array([1.0, 4.0]), np.array([1.0, 2.0, 4.0]), np.array([512.0]))
-    grid = np.array([[[10.0], [9.5], [12.0]],  # q = 2 dips 5% below q = 1: raised to 10
-                     [[9.2], [13.0], [np.nan]]])  # batch 4 at q = 1 dips 8% below batch 1: raised; NaN stays NaN
+    grid = np.array(
+        [
+            [[10.0], [9.5], [12.0]],  # q = 2 dips 5% below q = 1: raised to 10
+            [[9.2], [13.0], [np.nan]],
+        ]
+    )  # batch 4 at q = 1 dips 8% below batch 1: raised; NaN stays NaN
     out = _monotone(grid, axes, "f.csv", "m")
     np.testing.assert_array_equal(out[:, :, 0], [[10.0, 10.0, 12.0], [10.0, 13.0, np.nan]])
     assert grid[0, 1, 0] == 9.5 and MONOTONE_TOLERANCE == 0.10
     edge = np.array([[[10.0], [9.0 + 1e-9], [12.0]]])  # just inside the 10% tolerance
     assert _monotone(edge, (axes[0][:1],) + axes[1:], "f.csv", "m")[0, 1, 0] == 10.0
     bad = np.array([[[10.0], [8.9], [12.0]]])
-    message = ("f.csv: m at batch 1, 2 tokens per sequence, context 512 takes 8.9e+03 ms, more than 10% less than a pass with "
-               "fewer tokens per sequence; a larger pass never costs less: these are not step times of one model")
+    message = (
+        "f.csv: m at batch 1, 2 tokens per sequence, context 512 takes 8.9e+03 ms, more than 10% less than a pass with "
+        "fewer tokens per sequence; a larger pass never costs less: these are not step times of one model"
+    )
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         _monotone(bad, (axes[0][:1],) + axes[1:], "f.csv", "m")
-    with pytest.raises(ValueError, match=r"^g\.csv: n at batch 4, 1 tokens per sequence, context 512 takes .* fewer batch;"):
+    with pytest.raises(
+        ValueError, match=r"^g\.csv: n at batch 4, 1 tokens per sequence, context 512 takes .* fewer batch;"
+    ):
         _monotone(np.array([[[10.0], [11.0]], [[8.0], [12.0]]]), (axes[0], axes[1][:2], axes[2]), "g.csv", "n")
 
 
@@ -504,16 +629,24 @@ def test_measured_source_takes_the_median_of_repeats_and_names_file_devices_and_
     assert float(src.step_time(model, 1, 1, 0).total_s) == pytest.approx(0.002)
     assert float(src.step_time(model, 4, 2, 512).total_s) == pytest.approx(times[(4, 2, 512)])
     # Linear between grid points along each axis.
-    assert float(src.step_time(model, 2.5, 2, 512).total_s) == pytest.approx(0.5 * (times[(1, 2, 512)] + times[(4, 2, 512)]))
+    assert float(src.step_time(model, 2.5, 2, 512).total_s) == pytest.approx(
+        0.5 * (times[(1, 2, 512)] + times[(4, 2, 512)])
+    )
     sha = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
-    assert src.describe() == (f"measured: grid.csv (sha256 {sha}) on other gpu, synthetic gpu, roofline (h100-sxm) outside it")
+    assert src.describe() == (
+        f"measured: grid.csv (sha256 {sha}) on other gpu, synthetic gpu, roofline (h100-sxm) outside it"
+    )
     assert src.brief() == "measured grid.csv" and src.models() == ["llama-3.2-1b"]
     assert src.name == "measured" and src.gpu_time_only
     t = src.step_time(model, np.array([4.0, 8.0, 4.0]), np.array([1.0, 1.0, 3.0]), 0)
     assert t.fallback.tolist() == [False, True, True] and t.source == "measured"
-    np.testing.assert_allclose(t.total_s[1:], step_time(H100, model, np.array([8.0, 4.0]), np.array([1.0, 3.0]), 0).total_s)
-    assert src.notes == [f"llama-3.2-1b: 2 of 3 points lie outside the measurements in grid.csv (b 1-4, q 1-2, L 0-512); "
-                         "the roofline answers there"]
+    np.testing.assert_allclose(
+        t.total_s[1:], step_time(H100, model, np.array([8.0, 4.0]), np.array([1.0, 3.0]), 0).total_s
+    )
+    assert src.notes == [
+        "llama-3.2-1b: 2 of 3 points lie outside the measurements in grid.csv (b 1-4, q 1-2, L 0-512); "
+        "the roofline answers there"
+    ]
     src.step_time(model, np.array([8.0]), 1, 0)
     assert len(src.notes) == 2  # another count is another note; the same one is not repeated
     src.step_time(model, np.array([8.0]), 1, 0)
@@ -523,10 +656,14 @@ def test_measured_source_takes_the_median_of_repeats_and_names_file_devices_and_
 def test_measured_source_refuses_a_model_it_has_not_measured_with_what_it_has(tmp_path):
     from specsim.timing.measured import MeasuredSource
 
-    src = MeasuredSource(_grid_csv(tmp_path / "g.csv", {(b, q, L): 1e-3 * b * q for b in (1, 4) for q in (1, 2) for L in (0, 9)}),
-                         H100)
-    with pytest.raises(ValueError, match=r"^g\.csv has no measurements of llama-3\.1-8b \(32 layers, hidden 4096, bf16\); it has "
-                                         r"llama-3\.2-1b: measure this model too, or use --timing roofline\|kernels$"):
+    src = MeasuredSource(
+        _grid_csv(tmp_path / "g.csv", {(b, q, L): 1e-3 * b * q for b in (1, 4) for q in (1, 2) for L in (0, 9)}), H100
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"^g\.csv has no measurements of llama-3\.1-8b \(32 layers, hidden 4096, bf16\); it has "
+        r"llama-3\.2-1b: measure this model too, or use --timing roofline\|kernels$",
+    ):
         src.step_time(get_model("llama-3.1-8b"), 1, 1, 0)
 
 
@@ -534,7 +671,9 @@ def test_table_edges_the_mutation_run_probed():
     from specsim.timing.kernels import _moe_uniform
 
     # Two prefill points are enough to interpolate; one is not (NaN in the input's shape); below the first point is NaN.
-    two = _table(prefill_isl=np.array([1.0, 100.0]), prefill_attn_s=np.array([1e-3, 2e-3]), meta={"shape": {"n_layers": 2}})
+    two = _table(
+        prefill_isl=np.array([1.0, 100.0]), prefill_attn_s=np.array([1e-3, 2e-3]), meta={"shape": {"n_layers": 2}}
+    )
     np.testing.assert_allclose(two.prefill_attention(np.array([50.5])), [2 * 1.5e-3], rtol=1e-12)
     one = _table(prefill_isl=np.array([10.0]), prefill_attn_s=np.array([1e-3]))
     assert one.prefill_attention(np.array([10.0, 20.0])).shape == (2,)
@@ -562,14 +701,23 @@ def test_measured_source_edges_the_mutation_run_probed(tmp_path):
     path = _grid_csv(tmp_path / "three.csv", times)
     src = MeasuredSource(path, H100)
     src.step_time(get_model("llama-3.2-1b"), np.array([1.0, 4.0]), 1, 0)
-    assert src.notes == ["llama-3.2-1b: 1 of 2 points lie outside the measurements in three.csv (b 2-8, q 1-3, L 0-512); the "
-                         "roofline answers there"]
+    assert src.notes == [
+        "llama-3.2-1b: 1 of 2 points lie outside the measurements in three.csv (b 2-8, q 1-3, L 0-512); the "
+        "roofline answers there"
+    ]
     # No device column: nothing named.
     bare = tmp_path / "bare.csv"
-    bare.write_text("\n".join(["model,batch,tokens_per_seq,context,median_s"]
-                              + [f"llama-3.2-1b,{b},{q},{L},{t}" for (b, q, L), t in times.items()]) + "\n")
-    assert MeasuredSource(bare, H100).describe().startswith("measured: bare.csv (sha256 ") and " on " not in MeasuredSource(
-        bare, H100).describe().split(")")[1]
+    bare.write_text(
+        "\n".join(
+            ["model,batch,tokens_per_seq,context,median_s"]
+            + [f"llama-3.2-1b,{b},{q},{L},{t}" for (b, q, L), t in times.items()]
+        )
+        + "\n"
+    )
+    assert (
+        MeasuredSource(bare, H100).describe().startswith("measured: bare.csv (sha256 ")
+        and " on " not in MeasuredSource(bare, H100).describe().split(")")[1]
+    )
     # Two models, the larger first: kept in file order, each by its own name, and both named when a third is asked for.
     two = tmp_path / "two.csv"
     lines = ["model,batch,tokens_per_seq,context,median_s"]
@@ -588,7 +736,9 @@ def test_measured_source_edges_the_mutation_run_probed(tmp_path):
     assert exact[0, 1, 0] == 10.0
     dip = dict(times)
     dip[(4, 3, 256)] = 0.5 * times[(4, 2, 256)]
-    with pytest.raises(ValueError, match=r"^dip\.csv: llama-3\.2-1b at batch 4, 3 tokens per sequence, context 256 takes"):
+    with pytest.raises(
+        ValueError, match=r"^dip\.csv: llama-3\.2-1b at batch 4, 3 tokens per sequence, context 256 takes"
+    ):
         MeasuredSource(_grid_csv(tmp_path / "dip.csv", dip), H100)
 
 
@@ -601,12 +751,18 @@ def test_allreduce_line_reads_the_newest_version_prefers_graph_capture_and_needs
         folder = dev / "comm" / "vllm" / version
         folder.mkdir(parents=True)
         pd.DataFrame(rows, columns=["num_gpus", "allreduce_dtype", label, "message_size", "latency"]).to_parquet(
-            folder / "custom_allreduce_perf.parquet")
+            folder / "custom_allreduce_perf.parquet"
+        )
 
     old = [(2, "bfloat16", "nccl", 1024, 9.0), (2, "bfloat16", "nccl", 4096, 9.0)]
-    new = [(2, "bfloat16", "nccl", 1024, 0.010), (2, "bfloat16", "cuda_graph", 1024, 0.020),
-           (2, "bfloat16", "cuda_graph", 1024, 0.015), (2, "bfloat16", "cuda_graph", 4096, 0.030),
-           (2, "float16", "cuda_graph", 4096, 0.001), (4, "bfloat16", "cuda_graph", 8192, 0.001)]
+    new = [
+        (2, "bfloat16", "nccl", 1024, 0.010),
+        (2, "bfloat16", "cuda_graph", 1024, 0.020),
+        (2, "bfloat16", "cuda_graph", 1024, 0.015),
+        (2, "bfloat16", "cuda_graph", 4096, 0.030),
+        (2, "float16", "cuda_graph", 4096, 0.001),
+        (4, "bfloat16", "cuda_graph", 8192, 0.001),
+    ]
     write("0.9.2", old)
     write("0.10.0", new)  # newer by number, older by text
     model = get_model("llama-3.1-8b", tp=2)
@@ -618,8 +774,15 @@ def test_allreduce_line_reads_the_newest_version_prefers_graph_capture_and_needs
     # An older schema names the column "implementation"; without graph rows every row counts; one size is too few.
     dev2 = tmp_path / "dev2"
     dev, dev_saved = dev2, dev
-    write("1.0", [(2, "bfloat16", "nccl", 1024, 0.010), (2, "bfloat16", "custom", 1024, 0.008),
-                  (2, "bfloat16", "nccl", 2048, 0.012)], label="implementation")
+    write(
+        "1.0",
+        [
+            (2, "bfloat16", "nccl", 1024, 0.010),
+            (2, "bfloat16", "custom", 1024, 0.008),
+            (2, "bfloat16", "nccl", 2048, 0.012),
+        ],
+        label="implementation",
+    )
     np.testing.assert_allclose(_comm_line(model, dev2, "vllm")[1], [8e-6, 12e-6], rtol=1e-12)
     dev = tmp_path / "dev3"
     write("1.0", [(2, "bfloat16", "cuda_graph", 1024, 0.010)])
@@ -633,33 +796,57 @@ def test_build_table_names_what_it_cannot_compose_and_records_what_it_read():
     from specsim.timing.kernels import KernelDataError, database_root
 
     where = "kernel database: llama-3.1-8b on h100_sxm (vllm)"
-    with pytest.raises(KernelDataError, match=rf"^{re.escape(where)}: no measurements for weight dtype int4 / KV dtype bf16$"):
+    with pytest.raises(
+        KernelDataError, match=rf"^{re.escape(where)}: no measurements for weight dtype int4 / KV dtype bf16$"
+    ):
         build_table(get_model("llama-3.1-8b", weight_dtype="int4"), "h100_sxm", "vllm")
-    with pytest.raises(KernelDataError, match=r"^kernel database: deepseek-v3 on h100_sxm \(vllm\): multi-head latent attention "
-                                              r"is not composed from the kernel database yet$"):
+    with pytest.raises(
+        KernelDataError,
+        match=r"^kernel database: deepseek-v3 on h100_sxm \(vllm\): multi-head latent attention "
+        r"is not composed from the kernel database yet$",
+    ):
         build_table(get_model("deepseek-v3"), "h100_sxm", "vllm")
     with pytest.raises(KernelDataError, match=r"^kernel database has no device folder 'tpu_v9'$"):
         build_table(get_model("llama-3.1-8b"), "tpu_v9", "vllm")
     table = build_table(get_model("llama-3.1-8b"), "h100_sxm", "vllm")
     assert table.meta["allreduce"] == "none" and table.meta["engine"] == "vllm" and table.meta["device"] == "h100_sxm"
     assert all(f.startswith("h100_sxm/") for f in table.meta["files"]) and len(table.meta["files"]) == 2
-    assert table.meta["files"][0].startswith("h100_sxm/gemm/vllm/") and table.meta["files"][1].startswith("h100_sxm/attention/vllm/")
+    assert table.meta["files"][0].startswith("h100_sxm/gemm/vllm/") and table.meta["files"][1].startswith(
+        "h100_sxm/attention/vllm/"
+    )
     assert table.meta["attention_cells_scaled_in_batch"] == int(table.attn_scaled.sum()) > 0
     assert table.meta["database"].startswith("aiconfigurator-core ")
     # Context attention: one sequence's prefill per measured length, and the best FLOP rate over all rows.
     ctx = _raw("attention", "vllm", "context_attention_perf.parquet")
-    ctx = ctx[(ctx.num_heads == 32) & (ctx.num_key_value_heads == 8) & (ctx.head_dim == 128) & (ctx.kv_cache_dtype == "bfloat16")]
+    ctx = ctx[
+        (ctx.num_heads == 32)
+        & (ctx.num_key_value_heads == 8)
+        & (ctx.head_dim == 128)
+        & (ctx.kv_cache_dtype == "bfloat16")
+    ]
     for col, value in (("window_size", 0), ("beam_width", 1), ("step", 0)):
         if col in ctx.columns:
             ctx = ctx[ctx[col] == value]
     one = ctx[ctx.batch_size == 1].groupby("isl").latency.mean()
     np.testing.assert_array_equal(table.prefill_isl, one.index.to_numpy(float))
     np.testing.assert_allclose(table.prefill_attn_s, one.to_numpy(float) * 1e-3, rtol=1e-12)
-    rate = (2.0 * 32 * 128 * ctx.isl.to_numpy(float) ** 2 * ctx.batch_size.to_numpy(float) / (ctx.latency.to_numpy(float) * 1e-3)).max()
+    rate = (
+        2.0
+        * 32
+        * 128
+        * ctx.isl.to_numpy(float) ** 2
+        * ctx.batch_size.to_numpy(float)
+        / (ctx.latency.to_numpy(float) * 1e-3)
+    ).max()
     assert table.ctx_flop_per_s == pytest.approx(rate, rel=1e-12)
     # Decode attention: the mean latency per (batch, context) cell, one layer, in seconds, before any scaling.
     gen = _raw("attention", "vllm", "generation_attention_perf.parquet")
-    gen = gen[(gen.num_heads == 32) & (gen.num_key_value_heads == 8) & (gen.head_dim == 128) & (gen.kv_cache_dtype == "bfloat16")]
+    gen = gen[
+        (gen.num_heads == 32)
+        & (gen.num_key_value_heads == 8)
+        & (gen.head_dim == 128)
+        & (gen.kv_cache_dtype == "bfloat16")
+    ]
     for col, value in (("window_size", 0), ("beam_width", 1)):
         if col in gen.columns:
             gen = gen[gen[col] == value]
@@ -702,7 +889,9 @@ def test_gemm_line_interpolates_a_synthetic_grid_exactly_splits_wide_matrices_an
     rows += [(2.0, 4096.0, 4096.0, 1.0 * (1 + 4096 * 4096 / 1e6) + 0.5)]  # a repeat: its mean with the row above
     frame = pd.DataFrame(rows, columns=["m", "n", "k", "latency"])
     frame.loc[(frame.m == 2.0) & (frame.n == 4096.0) & (frame.k == 4096.0), "latency"] -= 0.25  # both: mean unchanged
-    model = get_model("llama-3.2-1b")  # qkv 3072x2048, o 2048x2048, gate_up 16384x2048, down 2048x8192 (16 each), lm_head
+    model = get_model(
+        "llama-3.2-1b"
+    )  # qkv 3072x2048, o 2048x2048, gate_up 16384x2048, down 2048x8192 (16 each), lm_head
     m, s = _gemm_line(model, frame, "syn")
 
     def f(mm, n, k):
@@ -710,8 +899,13 @@ def test_gemm_line_interpolates_a_synthetic_grid_exactly_splits_wide_matrices_an
 
     # n below the smallest measured (4096) and k below 4096 are priced at the smallest; lm_head (128,256 wide) is
     # eight pieces of 16,032 columns.
-    raw = np.array([16 * (f(x, 4096, 4096) + f(x, 4096, 4096) + f(x, 16384, 4096) + f(x, 4096, 8192))
-                    + 8 * f(x, 128256 / 8, 4096) for x in g])
+    raw = np.array(
+        [
+            16 * (f(x, 4096, 4096) + f(x, 4096, 4096) + f(x, 16384, 4096) + f(x, 4096, 8192))
+            + 8 * f(x, 128256 / 8, 4096)
+            for x in g
+        ]
+    )
     np.testing.assert_array_equal(m, [1.0, 2.0, 4.0, 8.0])
     np.testing.assert_allclose(s, np.minimum.accumulate(raw[::-1])[::-1], rtol=1e-12)
     assert s[0] == s[1] < raw[0]  # more work never costs less: m = 1 takes m = 2's cheaper time
@@ -722,8 +916,10 @@ def test_gemm_line_interpolates_a_synthetic_grid_exactly_splits_wide_matrices_an
     np.testing.assert_array_equal(m_hole, [1.0, 2.0, 4.0])
     np.testing.assert_allclose(s_hole, np.minimum.accumulate(raw[2::-1])[::-1], rtol=1e-12)  # an unmeasured neighbour
     # of zero weight (m = 8 beside m = 4) does not blank m = 4: the one interpolation of the grids, interp_grid
-    for broken in (frame[~((frame.m == 1.0) & (frame.n == 4096.0) & (frame.k == 4096.0))],
-                   frame[~((frame.m == 2.0) & (frame.n == 4096.0) & (frame.k == 4096.0))]):
+    for broken in (
+        frame[~((frame.m == 1.0) & (frame.n == 4096.0) & (frame.k == 4096.0))],
+        frame[~((frame.m == 2.0) & (frame.n == 4096.0) & (frame.k == 4096.0))],
+    ):
         with pytest.raises(KernelDataError) as err:
             _gemm_line(model, broken, "h100_sxm gemm")
         assert str(err.value) == "h100_sxm gemm: the GEMM data do not cover this model's matrix shapes"
@@ -735,7 +931,9 @@ def test_measured_source_defaults_fallback_context_one_row_models_and_a_bare_des
     from specsim.timing.measured import MeasuredSource
 
     times = {(b, q, L): 1e-3 * b * q + L * 1e-6 for b in (1, 4) for q in (1, 2) for L in (0, 512)}
-    lines = ["model,batch,tokens_per_seq,context,median_s"] + [f"llama-3.2-1b,{b},{q},{L},{t}" for (b, q, L), t in times.items()]
+    lines = ["model,batch,tokens_per_seq,context,median_s"] + [
+        f"llama-3.2-1b,{b},{q},{L},{t}" for (b, q, L), t in times.items()
+    ]
     lines.append("qwen3-0.6b,2,1,64,0.004")  # a model measured at one point only
     path = tmp_path / "bare.csv"
     path.write_text("\n".join(lines) + "\n")
@@ -748,14 +946,28 @@ def test_measured_source_defaults_fallback_context_one_row_models_and_a_bare_des
     # Outside the grid the roofline answers at the context asked for.
     out = src.step_time(model, 8, 1, 512)
     assert out.fallback is not None and bool(np.all(out.fallback))
-    assert float(out.total_s) == float(step_time(H100, model, 8, 1, 512).total_s) != float(step_time(H100, model, 8, 1, 0).total_s)
+    assert (
+        float(out.total_s)
+        == float(step_time(H100, model, 8, 1, 512).total_s)
+        != float(step_time(H100, model, 8, 1, 0).total_s)
+    )
     # A model measured at one point answers there, by its own name.
     assert src.models() == ["llama-3.2-1b", "qwen3-0.6b"]
     assert float(src.step_time(get_model("qwen3-0.6b"), 2, 1, 64).total_s) == 0.004
 
 
-@pytest.mark.parametrize("value, text", [(4194305.0, "4194305"), (2.5, "2.5"), (1e15, "1e+15"), (999999999999999.0, "999999999999999"),
-                                         (1e20, "1e+20"), (float("inf"), "inf"), (-3.0, "-3")])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (4194305.0, "4194305"),
+        (2.5, "2.5"),
+        (1e15, "1e+15"),
+        (999999999999999.0, "999999999999999"),
+        (1e20, "1e+20"),
+        (float("inf"), "inf"),
+        (-3.0, "-3"),
+    ],
+)
 def test_numbers_in_messages_are_whole_in_full_below_1e15_and_g_format_otherwise(value, text):
     from specsim.timing.base import _number
 
@@ -766,8 +978,16 @@ def test_moe_line_from_a_synthetic_database_needs_two_rows_and_refuses_a_dtype_i
     from specsim.timing.kernels import KernelDataError, _moe_line
 
     model = get_model("qwen3-30b-a3b", tp=2)
-    shape = dict(hidden_size=2048, inter_size=768, topk=8, num_experts=128, moe_tp_size=2, moe_ep_size=1,
-                 distribution="balanced", moe_dtype="bfloat16")
+    shape = dict(
+        hidden_size=2048,
+        inter_size=768,
+        topk=8,
+        num_experts=128,
+        moe_tp_size=2,
+        moe_ep_size=1,
+        distribution="balanced",
+        moe_dtype="bfloat16",
+    )
 
     def database(rows, version="1.0.0"):
         folder = tmp_path / version / "dev" / "moe" / "vllm" / version
@@ -812,7 +1032,8 @@ def _database(root, gemm, moe, name):
 
 
 def test_built_moe_table_on_a_synthetic_database_stops_where_either_table_stops_and_names_a_missing_all_reduce(
-        synthetic_root, tmp_path):
+    synthetic_root, tmp_path
+):
     import shutil
 
     from specsim.timing.kernels import KernelDataError
@@ -831,7 +1052,9 @@ def test_built_moe_table_on_a_synthetic_database_stops_where_either_table_stops_
     full = build(gemm, moe)
     np.testing.assert_array_equal(full.gemm_m, shipped.gemm_m)
     np.testing.assert_allclose(full.gemm_s, shipped.gemm_s, rtol=1e-12)
-    assert full.meta["allreduce"] == "roofline" and shipped.meta["allreduce"] == "measured" and full.comm_elems.size == 0
+    assert (
+        full.meta["allreduce"] == "roofline" and shipped.meta["allreduce"] == "measured" and full.comm_elems.size == 0
+    )
     # GEMMs measured only up to m = 8192, inside the MoE rows (to 16384): the line keeps every GEMM point.
     short = build(gemm[gemm.m <= 8192], moe)
     assert short.gemm_m[-1] == 8192.0 and short.gemm_m.size == np.unique(gemm.m[gemm.m <= 8192]).size
@@ -840,8 +1063,10 @@ def test_built_moe_table_on_a_synthetic_database_stops_where_either_table_stops_
     first = rows[rows.num_tokens == 2.0].assign(num_tokens=1.9)
     with pytest.raises(KernelDataError) as err:
         build(gemm, pd.concat([first, rows]))
-    assert str(err.value) == ("kernel database: qwen3-30b-a3b on h100_sxm (vllm): the fused-MoE measurements do not cover the "
-                              "GEMM token range")
+    assert str(err.value) == (
+        "kernel database: qwen3-30b-a3b on h100_sxm (vllm): the fused-MoE measurements do not cover the "
+        "GEMM token range"
+    )
 
 
 def test_built_table_names_the_model_device_and_engine_when_its_experts_have_no_fused_moe_rows():
@@ -850,8 +1075,10 @@ def test_built_table_names_the_model_device_and_engine_when_its_experts_have_no_
     model = dataclasses.replace(get_model("qwen3-30b-a3b", tp=2), expert_dtype="nvfp4")
     with pytest.raises(KernelDataError) as err:
         build_table(model, "h100_sxm", "vllm")
-    assert str(err.value) == ("kernel database: qwen3-30b-a3b on h100_sxm (vllm): no fused-MoE measurements for 128 experts, "
-                              "top-8, hidden 2048, expert size 768, TP 2, nvfp4 experts")
+    assert str(err.value) == (
+        "kernel database: qwen3-30b-a3b on h100_sxm (vllm): no fused-MoE measurements for 128 experts, "
+        "top-8, hidden 2048, expert size 768, TP 2, nvfp4 experts"
+    )
 
 
 def test_attention_rows_are_those_of_one_rank_with_at_least_one_kv_head():
@@ -875,7 +1102,9 @@ def test_kernel_notes_are_recorded_once_per_key():
 
 def test_allreduce_from_a_table_clamps_below_one_element_and_keeps_the_input_shape_without_data():
     t = _table(comm_elems=np.array([1.0, 1024.0]), comm_s=np.array([1e-5, 4e-5]))
-    np.testing.assert_allclose(t.allreduce(np.array([1.0, 0.5, 32.0])), [1e-5, 1e-5, 2e-5], rtol=1e-12)  # log-log: 32 halfway
+    np.testing.assert_allclose(
+        t.allreduce(np.array([1.0, 0.5, 32.0])), [1e-5, 1e-5, 2e-5], rtol=1e-12
+    )  # log-log: 32 halfway
     assert np.isnan(t.allreduce(np.array([2048.0]))).all()
     none = _table()
     assert none.allreduce(np.array([1.0, 2.0, 3.0])).shape == (3,) and np.isnan(none.allreduce(np.array([[1.0]]))).all()
@@ -892,18 +1121,26 @@ def test_a_database_package_without_its_data_folder_is_named(monkeypatch, tmp_pa
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: spec)
     with pytest.raises(kernels.KernelDataError) as err:
         kernels.database_root()
-    assert str(err.value) == f"aiconfigurator-core is installed but has no kernel data folder at {tmp_path / 'systems' / 'data'}"
+    assert (
+        str(err.value)
+        == f"aiconfigurator-core is installed but has no kernel data folder at {tmp_path / 'systems' / 'data'}"
+    )
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(kernels.KernelDataError) as err:
         kernels.database_root()
-    assert str(err.value) == f"the kernel source needs aiconfigurator-core=={kernels.AIC_VERSION} (pip install 'aiconfigurator-core=={kernels.AIC_VERSION}')"
+    assert (
+        str(err.value)
+        == f"the kernel source needs aiconfigurator-core=={kernels.AIC_VERSION} (pip install 'aiconfigurator-core=={kernels.AIC_VERSION}')"
+    )
 
 
 def test_roofline_description_prints_the_profiles_efficiencies_and_overhead_in_milliseconds():
     from specsim.timing.roofline import RooflineSource
 
     hw = dataclasses.replace(H100, compute_eff=0.5, bandwidth_eff=0.75, overhead_s=0.0123)
-    assert RooflineSource(hw).describe() == ("roofline: profile h100-sxm (compute eff 0.50, bandwidth eff 0.75, 12.30 ms/pass)")
+    assert RooflineSource(hw).describe() == (
+        "roofline: profile h100-sxm (compute eff 0.50, bandwidth eff 0.75, 12.30 ms/pass)"
+    )
 
 
 def test_a_table_without_scaled_cells_round_trips_through_the_cache_with_a_zero_mask(tmp_path):
@@ -931,7 +1168,9 @@ def test_hybrid_source_is_the_roofline_pass_with_its_total_scaled_by_the_kernel_
 
     hybrid = make_source("hybrid", H100)
     model = get_model("llama-3.1-8b")
-    assert hybrid.step_time(model).total_s == hybrid.step_time(model, 1, 1, 0).total_s  # defaults: one token, no context
+    assert (
+        hybrid.step_time(model).total_s == hybrid.step_time(model, 1, 1, 0).total_s
+    )  # defaults: one token, no context
     t = hybrid.step_time(model, 4, 3, 2048)
     roof = RooflineSource(H100).step_time(model, 4, 3, 2048)
     k, k1 = hybrid.kernels.step_time(model, 4, 3, 2048), hybrid.kernels.step_time(model, 4, 1, 2048)
@@ -943,9 +1182,12 @@ def test_hybrid_source_is_the_roofline_pass_with_its_total_scaled_by_the_kernel_
     assert hybrid.kernels.step_time(model, 256, 1, 512).fallback is None
     assert far.fallback.tolist() == [False, True]
     # A third point whose one-token pass also falls back (a context past the attention data): each pass's flags count.
-    three = hybrid.step_time(model, np.array([4.0, 256.0, 4.0]), np.array([3.0, 200.0, 3.0]), np.array([512.0, 512.0, 1e5]))
-    assert hybrid.kernels.step_time(model, np.array([4.0, 256.0, 4.0]), 1, np.array([512.0, 512.0, 1e5])).fallback.tolist() == [
-        False, False, True]
+    three = hybrid.step_time(
+        model, np.array([4.0, 256.0, 4.0]), np.array([3.0, 200.0, 3.0]), np.array([512.0, 512.0, 1e5])
+    )
+    assert hybrid.kernels.step_time(
+        model, np.array([4.0, 256.0, 4.0]), 1, np.array([512.0, 512.0, 1e5])
+    ).fallback.tolist() == [False, False, True]
     assert three.fallback.tolist() == [False, True, True]
     assert RooflineSource(H100).step_time(model).total_s == step_time(H100, model, 1, 1, 0).total_s
 
@@ -980,7 +1222,8 @@ def test_kernel_source_notes_name_the_data_limits_and_only_the_scaled_points_it_
         f"llama-3.1-8b: some points lie outside the vllm kernel data on h100_sxm (b up to {table.attn_b[-1]:.0f}, b*q up to "
         f"{table.gemm_m[-1]:.0f}, context within the measured range); the roofline answers there (marked in the output)",
         "llama-3.1-8b: at batch 128 with context 4096 the decode-attention data stop at a smaller batch; attention there is "
-        "scaled linearly in batch from the largest measured one"]
+        "scaled linearly in batch from the largest measured one",
+    ]
     assert table.attn_b[-1] != table.attn_b[-2] and table.attn_b[-1] != table.attn_b[1]
 
 
@@ -990,8 +1233,10 @@ def test_measured_all_reduces_are_noted_only_where_a_message_size_is_missing():
     src.step_time(model, 1, 1, 512)
     assert not any("all-reduce" in n for n in src.notes)
     src.step_time(model, 256, 300, 512)  # 76,800 tokens x 8,192 values: past the largest measured message (2^29)
-    assert ("llama-3.1-70b: no measured vllm all-reduce at TP 4 on h100_sxm for some message sizes; the profile's link "
-            "bandwidth and latency answer there") in src.notes
+    assert (
+        "llama-3.1-70b: no measured vllm all-reduce at TP 4 on h100_sxm for some message sizes; the profile's link "
+        "bandwidth and latency answer there"
+    ) in src.notes
 
 
 def test_kernel_tables_carry_their_schema_and_database_and_cache_into_a_folder_they_create(monkeypatch, tmp_path):
@@ -1035,8 +1280,10 @@ def test_kernel_source_refusals_are_word_for_word(monkeypatch):
     monkeypatch.setattr(kernels.sys, "path", [])  # and no dist-info folder on the path
     with pytest.raises(kernels.KernelDataError) as err:
         kernels.database_version()
-    assert str(err.value) == (f"the kernel source needs aiconfigurator-core=={kernels.AIC_VERSION} "
-                              f"(pip install 'aiconfigurator-core=={kernels.AIC_VERSION}')")
+    assert str(err.value) == (
+        f"the kernel source needs aiconfigurator-core=={kernels.AIC_VERSION} "
+        f"(pip install 'aiconfigurator-core=={kernels.AIC_VERSION}')"
+    )
 
 
 def test_table_edges_below_the_first_gemm_and_without_scaled_cells():
@@ -1050,17 +1297,17 @@ def test_the_roofline_refuses_a_models_tp_beyond_the_node_naming_the_model():
     model = dataclasses.replace(get_model("llama-3.1-8b"), tp=16)
     with pytest.raises(ValueError) as err:
         step_time(H100, model, 1, 1, 0)
-    assert str(err.value) == "tensor parallelism of llama-3.1-8b 16 exceeds the 8 devices of one h100-sxm node (max_devices in its profile)"
+    assert (
+        str(err.value)
+        == "tensor parallelism of llama-3.1-8b 16 exceeds the 8 devices of one h100-sxm node (max_devices in its profile)"
+    )
 
 
 def test_fill_by_batch_scales_only_from_a_measured_batch_of_at_least_64_and_never_wraps_around():
     from specsim.timing.kernels import _fill_by_batch
 
     b = np.array([64.0, 128.0, 256.0, 512.0])
-    grid = np.array([[2.0, np.nan, 1.0],
-                     [np.nan, 3.0, np.nan],
-                     [np.nan, 5.0, np.nan],
-                     [np.nan, 7.0, np.nan]])
+    grid = np.array([[2.0, np.nan, 1.0], [np.nan, 3.0, np.nan], [np.nan, 5.0, np.nan], [np.nan, 7.0, np.nan]])
     out, filled = _fill_by_batch(b, grid)
     np.testing.assert_array_equal(out[:, 0], [2.0, 4.0, 8.0, 16.0])  # t(b) = t(b0) b / b0, step by step
     assert np.isnan(out[0, 1]) and list(out[1:, 1]) == [3.0, 5.0, 7.0]  # nothing below the first measured batch
@@ -1075,11 +1322,19 @@ def test_attention_rows_keep_only_beam_1_and_full_attention_rows_of_the_shape():
 
     model = get_model("llama-3.1-8b")
     shape = dict(num_heads=32, num_key_value_heads=8, head_dim=128, kv_cache_dtype="bfloat16")
-    frame = pd.DataFrame([{**shape, "beam_width": 1, "window_size": 0, "latency": 1.0},
-                          {**shape, "beam_width": 4, "window_size": 0, "latency": 2.0},
-                          {**shape, "beam_width": 1, "window_size": 128, "latency": 3.0}])
+    frame = pd.DataFrame(
+        [
+            {**shape, "beam_width": 1, "window_size": 0, "latency": 1.0},
+            {**shape, "beam_width": 4, "window_size": 0, "latency": 2.0},
+            {**shape, "beam_width": 1, "window_size": 128, "latency": 3.0},
+        ]
+    )
     assert _select_attention(frame, model).latency.tolist() == [1.0]
-    assert _select_attention(frame.drop(columns=["beam_width", "window_size"]), model).latency.tolist() == [1.0, 2.0, 3.0]
+    assert _select_attention(frame.drop(columns=["beam_width", "window_size"]), model).latency.tolist() == [
+        1.0,
+        2.0,
+        3.0,
+    ]
 
 
 def test_built_attention_is_the_raw_rows_composed_and_the_context_rate_the_best_measured_one():
@@ -1141,8 +1396,10 @@ def test_gemm_line_of_two_covered_points_is_a_line_and_clips_n_and_k_at_their_ow
     from specsim.timing.kernels import _gemm_line
 
     ns, ks = (4096.0, 16384.0), (2048.0, 8192.0)  # the smallest n (4096) differs from the smallest k (2048)
-    frame = pd.DataFrame([(m, n, k, m * (1 + n * k / 1e6)) for m in (1.0, 2.0) for n in ns for k in ks],
-                         columns=["m", "n", "k", "latency"])
+    frame = pd.DataFrame(
+        [(m, n, k, m * (1 + n * k / 1e6)) for m in (1.0, 2.0) for n in ns for k in ks],
+        columns=["m", "n", "k", "latency"],
+    )
     model = get_model("llama-3.2-1b")
     m, s = _gemm_line(model, frame, "syn")
     np.testing.assert_array_equal(m, [1.0, 2.0])
@@ -1151,22 +1408,25 @@ def test_gemm_line_of_two_covered_points_is_a_line_and_clips_n_and_k_at_their_ow
         return x * (1 + n * k / 1e6) * 1e-3
 
     # qkv (3072 wide) and o (2048) are priced at n = 4096; k = 2048 is measured as it is; lm_head: 8 pieces of 16,032.
-    expected = [16 * (f(x, 4096, 2048) + f(x, 4096, 2048) + f(x, 16384, 2048) + f(x, 4096, 8192)) + 8 * f(x, 128256 / 8, 2048)
-                for x in (1.0, 2.0)]
+    expected = [
+        16 * (f(x, 4096, 2048) + f(x, 4096, 2048) + f(x, 16384, 2048) + f(x, 4096, 8192)) + 8 * f(x, 128256 / 8, 2048)
+        for x in (1.0, 2.0)
+    ]
     np.testing.assert_allclose(s, expected, rtol=1e-12)
     # A MoE model's routed experts are priced by the fused-MoE tables, not as GEMMs here.
     moe = get_model("qwen3-30b-a3b")
     dense = [(op.n, op.k, op.count) for op in moe.ops() if op.is_matmul and op.part != "expert"]
     assert any(op.part == "expert" for op in moe.ops() if op.is_matmul)
-    wide = pd.DataFrame([(mm, n, k, 1.0) for mm in (1.0, 2.0) for n in (64.0, 262144.0) for k in (64.0, 65536.0)],
-                        columns=["m", "n", "k", "latency"])
+    wide = pd.DataFrame(
+        [(mm, n, k, 1.0) for mm in (1.0, 2.0) for n in (64.0, 262144.0) for k in (64.0, 65536.0)],
+        columns=["m", "n", "k", "latency"],
+    )
     got = _gemm_line(moe, wide, "syn")[1]
     np.testing.assert_allclose(got, [1e-3 * sum(c * np.ceil(n / 262144.0) for n, _, c in dense)] * 2, rtol=1e-12)
 
 
 def test_suffix_min_runs_along_the_axis_asked_for():
-    grid = np.array([[3.0, 1.0, 2.0],
-                     [2.0, 5.0, 4.0]])
+    grid = np.array([[3.0, 1.0, 2.0], [2.0, 5.0, 4.0]])
     np.testing.assert_array_equal(_suffix_min(grid, axis=0), [[2.0, 1.0, 2.0], [2.0, 5.0, 4.0]])
     np.testing.assert_array_equal(_suffix_min(grid, axis=1), [[1.0, 1.0, 2.0], [2.0, 4.0, 4.0]])
 
@@ -1201,8 +1461,9 @@ def test_reading_the_database_without_pyarrow_names_what_is_missing(monkeypatch,
     monkeypatch.setattr(pd, "read_parquet", no_pyarrow)
     with pytest.raises(kernels.KernelDataError) as err:
         kernels._read(tmp_path / "gemm_perf.parquet")
-    assert str(err.value) == ("reading gemm_perf.parquet needs pyarrow, which aiconfigurator-core installs: "
-                              "Unable to find a usable engine")
+    assert str(err.value) == (
+        "reading gemm_perf.parquet needs pyarrow, which aiconfigurator-core installs: Unable to find a usable engine"
+    )
 
 
 def test_the_kernel_databases_version_is_read_as_importlib_reads_it():

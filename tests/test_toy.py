@@ -11,9 +11,17 @@ import json
 import numpy as np
 import pytest
 
+from specsim.article.toy import (
+    Bigram,
+    exactness,
+    hand_example,
+    realign,
+    speculative_step_bigram,
+    tokens_per_step,
+    toy_pair,
+)
 from specsim.cli.main import main
 from specsim.speculation.search import expected_tokens
-from specsim.article.toy import (Bigram, exactness, hand_example, realign, speculative_step_bigram, tokens_per_step, toy_pair)
 
 
 def test_hand_example_table():
@@ -112,8 +120,21 @@ def test_acceptance_cli(tmp_path, capsys):
     draft = target + rng.normal(0, 1, (300, 50))
     np.save(tmp_path / "t.npy", target)
     np.savez(tmp_path / "d.npz", logits=draft)
-    assert main(["acceptance", "--target-logits", str(tmp_path / "t.npy"), "--draft-logits", str(tmp_path / "d.npz"),
-                 "--temperature", "0.8", "--json"]) == 0
+    assert (
+        main(
+            [
+                "acceptance",
+                "--target-logits",
+                str(tmp_path / "t.npy"),
+                "--draft-logits",
+                str(tmp_path / "d.npz"),
+                "--temperature",
+                "0.8",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     from specsim.speculation.sampling import acceptance_rate_from_logits
 
@@ -122,13 +143,16 @@ def test_acceptance_cli(tmp_path, capsys):
     assert all(r["correlated_bound"] >= r["independent"] - 1e-12 for r in out["tokens_per_step"])
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda d: np.save(d / "x.npy", np.zeros((300, 49))), "same positions and vocabulary"),
-    (lambda d: np.save(d / "x.npy", np.full((300, 50), np.nan)), "NaN or infinite"),
-    (lambda d: np.save(d / "x.npy", np.zeros((0, 50))), "shape [positions, vocab]"),
-    (lambda d: (d / "x.npy").write_bytes(b""), "not a readable .npy array"),
-    (lambda d: None, "does not exist"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda d: np.save(d / "x.npy", np.zeros((300, 49))), "same positions and vocabulary"),
+        (lambda d: np.save(d / "x.npy", np.full((300, 50), np.nan)), "NaN or infinite"),
+        (lambda d: np.save(d / "x.npy", np.zeros((0, 50))), "shape [positions, vocab]"),
+        (lambda d: (d / "x.npy").write_bytes(b""), "not a readable .npy array"),
+        (lambda d: None, "does not exist"),
+    ],
+)
 def test_acceptance_cli_bad_files(tmp_path, capsys, make, message):
     np.save(tmp_path / "t.npy", np.zeros((300, 50)))
     make(tmp_path)

@@ -27,8 +27,9 @@ ENGINES = ("vllm@0.20.0", "sglang@0.5.4", "sglang@0.5.23", "trtllm@1.3.0")
 def dep():
     from specsim.speculation.deployment import Deployment
 
-    return Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", None, "vllm@0.20.0", None, target_options={},
-                            draft_options={})
+    return Deployment.build(
+        "h100-sxm", "llama-3.1-8b", "llama-3.2-1b", None, "vllm@0.20.0", None, target_options={}, draft_options={}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -57,32 +58,64 @@ def test_metric_names_follow_the_release_named():
     assert new.verify_calls == "sglang:spec_verify_calls_total" and new.gamma_gauge == "sglang:spec_num_steps"
     trt, _, _ = metric_names("trtllm@1.3.0")
     assert trt.path == "/prometheus/metrics" and trt.gamma_info == ("trtllm_speculative_config_info", "spec_num_tokens")
-    for spec, message in (("sglang@0.4.1", "exports no speculative-decoding metrics"), ("trtllm@1.2.0", "1.3.0 is the first"),
-                          ("none", "serves no metrics")):
+    for spec, message in (
+        ("sglang@0.4.1", "exports no speculative-decoding metrics"),
+        ("trtllm@1.2.0", "1.3.0 is the first"),
+        ("none", "serves no metrics"),
+    ):
         with pytest.raises(ValueError, match=message):
             metric_names(spec)
 
 
 def _page(names, extra=""):
-    return (f'{names.running}{{{names.model_label}="m"}} 3\n{names.drafts}{{{names.model_label}="m"}} 100\n'
-            f'{names.accepted}{{{names.model_label}="m"}} 150\n{names.requests}{{{names.model_label}="m"}} 5\n' + extra)
+    return (
+        f'{names.running}{{{names.model_label}="m"}} 3\n{names.drafts}{{{names.model_label}="m"}} 100\n'
+        f'{names.accepted}{{{names.model_label}="m"}} 150\n{names.requests}{{{names.model_label}="m"}} 5\n' + extra
+    )
 
 
-@pytest.mark.parametrize("named, page, message", [
-    ("vllm@0.20.0", 'sglang:spec_accept_length{model_name="m"} 2.1\nsglang:num_running_reqs 3\n',
-     r"holds sglang metrics \(sglang: names\), not the vllm 0.20.0 metrics --engine names"),
-    ("vllm@0.20.0", "python_info 1\n", r"holds no vllm: metrics: it is not a vllm metrics page \(the engine serves them on /metrics\)"),
-    ("vllm@0.20.0", 'vllm:num_requests_running{model_name="m"} 3\n', "shows none of vllm 0.20.0's speculative-decoding metrics"),
-    ("vllm@0.11.0", 'vllm:num_requests_waiting_by_reason{model_name="m",reason="x"} 0\n',
-     r"shows vllm:num_requests_waiting_by_reason, which vllm exports from 0.20.0 on: the server runs a later release"),
-    ("vllm@0.20.0", 'vllm:gpu_cache_usage_perc{model_name="m"} 0.1\n',
-     r"shows vllm:gpu_cache_usage_perc, which vllm exports up to 0.10: the server runs an earlier release"),
-    ("sglang@0.5.13", 'sglang:spec_accept_length{model_name="m"} 2.1\n',
-     r"lacks sglang:spec_verify_calls_total, which sglang 0.5.13 exports: the server runs an earlier release"),
-])
+@pytest.mark.parametrize(
+    "named, page, message",
+    [
+        (
+            "vllm@0.20.0",
+            'sglang:spec_accept_length{model_name="m"} 2.1\nsglang:num_running_reqs 3\n',
+            r"holds sglang metrics \(sglang: names\), not the vllm 0.20.0 metrics --engine names",
+        ),
+        (
+            "vllm@0.20.0",
+            "python_info 1\n",
+            r"holds no vllm: metrics: it is not a vllm metrics page \(the engine serves them on /metrics\)",
+        ),
+        (
+            "vllm@0.20.0",
+            'vllm:num_requests_running{model_name="m"} 3\n',
+            "shows none of vllm 0.20.0's speculative-decoding metrics",
+        ),
+        (
+            "vllm@0.11.0",
+            'vllm:num_requests_waiting_by_reason{model_name="m",reason="x"} 0\n',
+            r"shows vllm:num_requests_waiting_by_reason, which vllm exports from 0.20.0 on: the server runs a later release",
+        ),
+        (
+            "vllm@0.20.0",
+            'vllm:gpu_cache_usage_perc{model_name="m"} 0.1\n',
+            r"shows vllm:gpu_cache_usage_perc, which vllm exports up to 0.10: the server runs an earlier release",
+        ),
+        (
+            "sglang@0.5.13",
+            'sglang:spec_accept_length{model_name="m"} 2.1\n',
+            r"lacks sglang:spec_verify_calls_total, which sglang 0.5.13 exports: the server runs an earlier release",
+        ),
+    ],
+)
 def test_a_page_of_another_engine_or_release_is_named_as_such(named, page, message):
     names, release, shown = metric_names(named)
-    body = page if not page.startswith("vllm:num_requests_waiting_by_reason") and not page.startswith("vllm:gpu") else _page(names, page)
+    body = (
+        page
+        if not page.startswith("vllm:num_requests_waiting_by_reason") and not page.startswith("vllm:gpu")
+        else _page(names, page)
+    )
     with pytest.raises(ValueError, match=message):
         check_names({n for n, _, _ in parse_prometheus(body)}, names, release, shown, "the page")
 
@@ -108,11 +141,15 @@ def test_replicas_stay_apart_and_are_pooled_as_said():
         lines = []
         for engine, d, a, r, b in zip(("0", "1"), drafts, accepted, requests, running):
             labels = f'model_name="m",engine="{engine}"'
-            lines += [f"vllm:spec_decode_num_drafts_total{{{labels}}} {d}", f"vllm:spec_decode_num_accepted_tokens_total{{{labels}}} {a}",
-                      f"vllm:spec_decode_num_draft_tokens_total{{{labels}}} {3 * d}",
-                      f'vllm:request_success_total{{{labels},finished_reason="stop"}} {r}',
-                      f"vllm:prompt_tokens_total{{{labels}}} {1000 * r}", f"vllm:generation_tokens_total{{{labels}}} {256 * r}",
-                      f"vllm:num_requests_running{{{labels}}} {b}"]
+            lines += [
+                f"vllm:spec_decode_num_drafts_total{{{labels}}} {d}",
+                f"vllm:spec_decode_num_accepted_tokens_total{{{labels}}} {a}",
+                f"vllm:spec_decode_num_draft_tokens_total{{{labels}}} {3 * d}",
+                f'vllm:request_success_total{{{labels},finished_reason="stop"}} {r}',
+                f"vllm:prompt_tokens_total{{{labels}}} {1000 * r}",
+                f"vllm:generation_tokens_total{{{labels}}} {256 * r}",
+                f"vllm:num_requests_running{{{labels}}} {b}",
+            ]
         return parse_prometheus("\n".join(lines) + "\n")
 
     a = read_samples(page((1000, 2000), (1000, 1000), (10, 20), (4, 8)), names, 0.0)
@@ -124,7 +161,6 @@ def test_replicas_stay_apart_and_are_pooled_as_said():
     assert window_between(b, back, names).restarted
 
 
-
 @pytest.mark.parametrize("engine", ENGINES)
 def test_windows_give_back_the_simulated_acceptance_in_each_format(day, engine):
     """Two-minute windows (four pages of 30 s) before and after the change: the acceptance length within 2% of
@@ -132,11 +168,21 @@ def test_windows_give_back_the_simulated_acceptance_in_each_format(day, engine):
     errors of a window of about 10,000 drafts is under 1%, and SGLang's last round of a request emits only what is left,
     -0.5%) and within 8% from SGLang's sampled gauge (40 decode iterations of a few sequences each read)."""
     names, reads = _reads(day, engine)
-    windows = [window_between(a, b, names, [r.gauges for r in reads[4 * k:4 * k + 5]], gamma=3)
-               for k, (a, b) in enumerate(zip(reads[0:-4:4], reads[4::4]))]
-    tolerance = 0.08 if names.accept_length_gauge and not names.verify_calls and not names.drafts and not names.drafted_per_position else 0.02
+    windows = [
+        window_between(a, b, names, [r.gauges for r in reads[4 * k : 4 * k + 5]], gamma=3)
+        for k, (a, b) in enumerate(zip(reads[0:-4:4], reads[4::4]))
+    ]
+    tolerance = (
+        0.08
+        if names.accept_length_gauge and not names.verify_calls and not names.drafts and not names.drafted_per_position
+        else 0.02
+    )
     for w in windows:
-        truth = float(tokens_per_round(0.6 if w.end_s <= 1.7e9 + 300 else 0.5, 3)) if (w.end_s <= 1.7e9 + 300 or w.start_s >= 1.7e9 + 300) else None
+        truth = (
+            float(tokens_per_round(0.6 if w.end_s <= 1.7e9 + 300 else 0.5, 3))
+            if (w.end_s <= 1.7e9 + 300 or w.start_s >= 1.7e9 + 300)
+            else None
+        )
         if truth is None or w.acceptance_length is None:
             continue
         assert w.acceptance_length == pytest.approx(truth, rel=tolerance), (engine, w.start_s - 1.7e9)
@@ -153,8 +199,14 @@ def test_counters_that_go_back_start_a_new_window(day):
     restart = read_samples(parse_prometheus(_page(names).replace('"m"', f'"{MODEL}"')), names, reads[5].t + 30)
     w = window_between(reads[5], restart, names)
     assert w.restarted and not w.usable and "went down between reads: the engine restarted" in w.notes[0]
-    again = window_between(restart, reads[9].__class__(restart.t + 60, MODEL, {k: v * 3 for k, v in restart.counters.items()},
-                                                       restart.gauges, None), names, gamma=3)
+    again = window_between(
+        restart,
+        reads[9].__class__(
+            restart.t + 60, MODEL, {k: v * 3 for k, v in restart.counters.items()}, restart.gauges, None
+        ),
+        names,
+        gamma=3,
+    )
     assert not again.restarted and again.acceptance_length == pytest.approx(1 + 300 / 200)  # counted from the restart
 
 
@@ -171,8 +223,22 @@ def _synthetic(rng, n, alpha, gamma=3, drafts=20000, jitter=0.01, change=None):
             left = rng.binomial(left, a)
             counts.append(left)
         c = tuple(np.array(counts) / drafts)
-        out.append(Window(60.0 * i, 60.0 * (i + 1), "m", 1, "", drafts=drafts, acceptance_length=1 + sum(c), per_position=c,
-                          gamma=gamma, requests_per_s=4.0, input_tokens=1000, output_tokens=256))
+        out.append(
+            Window(
+                60.0 * i,
+                60.0 * (i + 1),
+                "m",
+                1,
+                "",
+                drafts=drafts,
+                acceptance_length=1 + sum(c),
+                per_position=c,
+                gamma=gamma,
+                requests_per_s=4.0,
+                input_tokens=1000,
+                output_tokens=256,
+            )
+        )
     return out
 
 
@@ -238,15 +304,26 @@ def test_a_drop_inside_the_reference_windows_is_named(capsys):
     d = DropDetector()
     found = [d.update(i, w) for i, w in enumerate(_synthetic(rng, 10, 0.7, change=(5, 0.6)))]
     drops = [x for x in found if x is not None]
-    assert len(drops) == 1 and drops[0].since == 5 and drops[0].flagged == 9 and drops[0].test.startswith("a change inside")
+    assert (
+        len(drops) == 1
+        and drops[0].since == 5
+        and drops[0].flagged == 9
+        and drops[0].test.startswith("a change inside")
+    )
     assert not d.ready  # five windows after the change: the reference waits for ten
     for i, w in enumerate(_synthetic(rng, 5, 0.6), start=10):
         assert d.update(i, w) is None
     assert d.ready and d.mu0 == pytest.approx(float(tokens_per_round(0.6, 3)), rel=0.01)
 
 
-@pytest.mark.parametrize("kwargs, message", [({"min_drop": 0.0}, "smallest drop"), ({"false_alarm": 1.5}, "false-alarm rate"),
-                                             ({"reference": 2}, "at least 3 windows")])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"min_drop": 0.0}, "smallest drop"),
+        ({"false_alarm": 1.5}, "false-alarm rate"),
+        ({"reference": 2}, "at least 3 windows"),
+    ],
+)
 def test_drift_test_settings_are_checked(kwargs, message):
     with pytest.raises(ValueError, match=message):
         DropDetector(**kwargs)
@@ -261,8 +338,22 @@ def test_at_the_break_even_the_serving_model_gives_no_speedup(dep):
 
     judge = Judge(dep, EngineLimits())
     rates = [2.0, 8.0, 14.0]
-    windows = [Window(0.0, 60.0, "m", 1, "", drafts=None, acceptance_length=2.0, gamma=3, requests_per_s=r, input_tokens=1000,
-                      output_tokens=256) for r in rates]
+    windows = [
+        Window(
+            0.0,
+            60.0,
+            "m",
+            1,
+            "",
+            drafts=None,
+            acceptance_length=2.0,
+            gamma=3,
+            requests_per_s=r,
+            input_tokens=1000,
+            output_tokens=256,
+        )
+        for r in rates
+    ]
     for rate, j in zip(rates, judge.judge(windows)):
         assert j.break_even == "found"
         alpha = float(alpha_from_acceptance_length(j.break_even_length, 3))
@@ -289,8 +380,24 @@ def _serve(day, engine, page_s=30.0):
 def test_watch_reads_a_page_at_its_stamped_times(day, capsys):
     """Pages stamped with their times are read at those times: three windows of five 30 s pages each, as JSON lines."""
     with _serve(day, "vllm@0.20.0") as server:
-        code = main(["watch", "--url", server.url, "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--interval", "0.25",
-                     "--windows", "3", "--reference", "3", "--json"])
+        code = main(
+            [
+                "watch",
+                "--url",
+                server.url,
+                "--engine",
+                "vllm@0.20.0",
+                "--draft",
+                "llama-3.2-1b",
+                "--interval",
+                "0.25",
+                "--windows",
+                "3",
+                "--reference",
+                "3",
+                "--json",
+            ]
+        )
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     header, rows, summary = lines[0], [x for x in lines if x["type"] == "window"], lines[-1]
     assert header["model"] == MODEL and header["engine"] == "vllm 0.20.0"
@@ -301,23 +408,41 @@ def test_watch_reads_a_page_at_its_stamped_times(day, capsys):
 
 def test_once_exits_with_the_verdicts_status(day, capsys):
     with _serve(day, "vllm@0.20.0") as server:
-        code = main(["watch", "--url", server.url, "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--interval", "0.25",
-                     "--once"])
+        code = main(
+            [
+                "watch",
+                "--url",
+                server.url,
+                "--engine",
+                "vllm@0.20.0",
+                "--draft",
+                "llama-3.2-1b",
+                "--interval",
+                "0.25",
+                "--once",
+            ]
+        )
     out = capsys.readouterr().out
     assert "--once with --url reads one window: the drift test needs a reference of 10 windows" in out
     assert code in (0, 3, 5) and f"exit status {code}" in out
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--url", "http://127.0.0.1:9/metrics"], "cannot reach http://127.0.0.1:9/metrics"),
-    (["--prometheus", "http://127.0.0.1:9"], "cannot reach Prometheus at http://127.0.0.1:9"),
-    (["--url", "ftp://x/metrics"], "is not an http(s) address"),
-    (["--job", "vllm", "--url", "http://127.0.0.1:9"], "--job chooses what Prometheus holds: give it with --prometheus"),
-    (["--url", "http://127.0.0.1:9", "--plot", "day.pdf"], "write a .png or a .svg file"),
-    (["--url", "http://127.0.0.1:9", "--prometheus", "http://127.0.0.1:9"], "not both"),
-    ([], "give the engine's page (--url"),
-    (["--prometheus", "http://127.0.0.1:9", "--selector", "job=vllm"], "is not a list of label matchers"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--url", "http://127.0.0.1:9/metrics"], "cannot reach http://127.0.0.1:9/metrics"),
+        (["--prometheus", "http://127.0.0.1:9"], "cannot reach Prometheus at http://127.0.0.1:9"),
+        (["--url", "ftp://x/metrics"], "is not an http(s) address"),
+        (
+            ["--job", "vllm", "--url", "http://127.0.0.1:9"],
+            "--job chooses what Prometheus holds: give it with --prometheus",
+        ),
+        (["--url", "http://127.0.0.1:9", "--plot", "day.pdf"], "write a .png or a .svg file"),
+        (["--url", "http://127.0.0.1:9", "--prometheus", "http://127.0.0.1:9"], "not both"),
+        ([], "give the engine's page (--url"),
+        (["--prometheus", "http://127.0.0.1:9", "--selector", "job=vllm"], "is not a list of label matchers"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
     assert main(["watch", "--draft", "llama-3.2-1b"] + argv) == 2
     err = capsys.readouterr().err
@@ -340,8 +465,21 @@ def test_a_restart_mid_watch_is_said_and_watching_goes_on(day, capsys):
     # The engine restarts after page 7: its counters start again from the first pages' values, with later times.
     replay = texts[:8] + [t.replace(" 1700000", " 1700009") for t in texts[1:12]]
     with ReplayServer(replay, path=names.path) as server:
-        code = main(["watch", "--url", server.url, "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--interval", "0.25",
-                     "--windows", "3"])
+        code = main(
+            [
+                "watch",
+                "--url",
+                server.url,
+                "--engine",
+                "vllm@0.20.0",
+                "--draft",
+                "llama-3.2-1b",
+                "--interval",
+                "0.25",
+                "--windows",
+                "3",
+            ]
+        )
     out = capsys.readouterr().out
     assert "went down between reads: the engine restarted; counting starts again from this read" in out
     assert code in (0, 3, 5)
@@ -355,13 +493,17 @@ def test_a_page_of_another_release_is_refused_by_the_command(day, capsys):
     with ReplayServer([t + later for t in pages(day, names, MODEL, 30.0, start_s=1.7e9)], path=names.path) as server:
         assert main(["watch", "--url", server.url, "--engine", "vllm@0.15.0", "--draft", "llama-3.2-1b", "--once"]) == 2
     err = capsys.readouterr().err
-    assert ("shows vllm:num_requests_waiting_by_reason, which vllm exports from 0.20.0 on: the server runs a later release "
-            "than the vllm 0.15.0 --engine names") in err and len(err.strip().splitlines()) == 1
+    assert (
+        "shows vllm:num_requests_waiting_by_reason, which vllm exports from 0.20.0 on: the server runs a later release "
+        "than the vllm 0.15.0 --engine names"
+    ) in err and len(err.strip().splitlines()) == 1
 
 
 def test_gamma_is_asked_for_where_the_metrics_do_not_say(day, capsys):
     with _serve(day, "sglang@0.5.4") as server:
-        assert main(["watch", "--url", server.url, "--engine", "sglang@0.5.4", "--draft", "llama-3.2-1b", "--once"]) == 2
+        assert (
+            main(["watch", "--url", server.url, "--engine", "sglang@0.5.4", "--draft", "llama-3.2-1b", "--once"]) == 2
+        )
     assert "sglang 0.5.4's metrics do not say the draft length: give --gamma" in capsys.readouterr().err
 
 
@@ -395,8 +537,23 @@ def test_the_gauges_are_served_while_the_watch_runs(day):
     with _serve(day, "vllm@0.20.0") as server:
         reader = threading.Thread(target=scrape)
         reader.start()
-        code = main(["watch", "--url", server.url, "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--interval", "0.5",
-                     "--windows", "3", "--listen", str(port)])
+        code = main(
+            [
+                "watch",
+                "--url",
+                server.url,
+                "--engine",
+                "vllm@0.20.0",
+                "--draft",
+                "llama-3.2-1b",
+                "--interval",
+                "0.5",
+                "--windows",
+                "3",
+                "--listen",
+                str(port),
+            ]
+        )
         reader.join()
     assert code in (0, 3, 5)
     assert seen[("specsim_watch_acceptance_length", None)] == pytest.approx(float(tokens_per_round(0.6, 3)), rel=0.03)
@@ -410,7 +567,22 @@ def test_the_plot_draws_the_watched_period(day, tmp_path):
 
     path = tmp_path / "day.png"
     with _serve(day, "trtllm@1.3.0") as server:
-        main(["watch", "--url", server.url, "--engine", "trtllm@1.3.0", "--draft", "llama-3.2-1b", "--interval", "0.25",
-              "--windows", "3", "--plot", str(path)])
+        main(
+            [
+                "watch",
+                "--url",
+                server.url,
+                "--engine",
+                "trtllm@1.3.0",
+                "--draft",
+                "llama-3.2-1b",
+                "--interval",
+                "0.25",
+                "--windows",
+                "3",
+                "--plot",
+                str(path),
+            ]
+        )
     image = matplotlib.image.imread(path)
     assert image.shape[0] > 500 and image.shape[1] > 800 and not math.isclose(float(image.std()), 0.0)

@@ -36,7 +36,9 @@ JOBS = {"vllm": "vllm@0.20.0", "sglang": "sglang@0.5.23", "trtllm": "trtllm@1.3.
 def _tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:
-        message = f"{name} is not installed (Debian's prometheus package: apt-get install prometheus; .ci/run installs it)"
+        message = (
+            f"{name} is not installed (Debian's prometheus package: apt-get install prometheus; .ci/run installs it)"
+        )
         if os.environ.get("SPECSIM_REQUIRE_PROMETHEUS"):
             pytest.fail(message)
         pytest.skip(message)
@@ -53,16 +55,18 @@ def _port() -> int:
 def dep():
     from specsim.speculation.deployment import Deployment
 
-    return Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", None, "vllm@0.20.0", None, target_options={},
-                            draft_options={})
+    return Deployment.build(
+        "h100-sxm", "llama-3.1-8b", "llama-3.2-1b", None, "vllm@0.20.0", None, target_options={}, draft_options={}
+    )
 
 
 @pytest.fixture(scope="module")
 def day(dep):
     from specsim.watch.replay import simulate_day
 
-    return simulate_day(dep, [(0, 4.0), (1200, 18.0), (2160, 4.0), (DAY_S, 0)], 0.58, 3, 1000, 256,
-                        changes=[(DROP_S, 0.50)], seed=3)
+    return simulate_day(
+        dep, [(0, 4.0), (1200, 18.0), (2160, 4.0), (DAY_S, 0)], 0.58, 3, 1000, 256, changes=[(DROP_S, 0.50)], seed=3
+    )
 
 
 @pytest.fixture(scope="module")
@@ -81,21 +85,40 @@ def prometheus(day):
         models = (MODEL, "other/model") if job == "two" else MODEL
         servers[job] = ReplayServer(pages(day, names, models, PAGE_S, start_s=start_s), path=names.path).__enter__()
     folder = Path(tempfile.mkdtemp(prefix="specsim-prometheus-"))
-    config = {"global": {"scrape_interval": "100ms", "scrape_timeout": "100ms"},
-              "scrape_configs": [{"job_name": job, "honor_timestamps": True, "metrics_path": s.path,
-                                  "static_configs": [{"targets": [f"127.0.0.1:{s.server.server_address[1]}"]}]}
-                                 for job, s in servers.items()]}
+    config = {
+        "global": {"scrape_interval": "100ms", "scrape_timeout": "100ms"},
+        "scrape_configs": [
+            {
+                "job_name": job,
+                "honor_timestamps": True,
+                "metrics_path": s.path,
+                "static_configs": [{"targets": [f"127.0.0.1:{s.server.server_address[1]}"]}],
+            }
+            for job, s in servers.items()
+        ],
+    }
     (folder / "prometheus.yml").write_text(yaml.safe_dump(config))
     port = _port()
     log = open(folder / "log", "w")
-    proc = subprocess.Popen([binary, f"--config.file={folder / 'prometheus.yml'}", f"--storage.tsdb.path={folder / 'data'}",
-                             f"--web.listen-address=127.0.0.1:{port}", "--log.level=error"], stdout=subprocess.DEVNULL, stderr=log)
+    proc = subprocess.Popen(
+        [
+            binary,
+            f"--config.file={folder / 'prometheus.yml'}",
+            f"--storage.tsdb.path={folder / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--log.level=error",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
     try:
         need = len(next(iter(servers.values())).texts)
         deadline = time.monotonic() + 180
         while min(s.served for s in servers.values()) < need + 1:
             assert proc.poll() is None, (folder / "log").read_text()[-2000:]
-            assert time.monotonic() < deadline, f"Prometheus scraped {[s.served for s in servers.values()]} of {need} pages in 3 minutes"
+            assert time.monotonic() < deadline, (
+                f"Prometheus scraped {[s.served for s in servers.values()]} of {need} pages in 3 minutes"
+            )
             time.sleep(0.2)
         yield f"http://127.0.0.1:{port}", start_s
     finally:
@@ -108,8 +131,27 @@ def prometheus(day):
 
 
 def _watch(url, start_s, job, capsys, *extra):
-    code = main(["watch", "--prometheus", url, "--job", job, "--engine", JOBS[job], "--draft", "llama-3.2-1b", "--start",
-                 f"{start_s:.0f}", "--end", f"{start_s + DAY_S:.0f}", "--interval", f"{WINDOW_S:.0f}", "--json", *extra])
+    code = main(
+        [
+            "watch",
+            "--prometheus",
+            url,
+            "--job",
+            job,
+            "--engine",
+            JOBS[job],
+            "--draft",
+            "llama-3.2-1b",
+            "--start",
+            f"{start_s:.0f}",
+            "--end",
+            f"{start_s + DAY_S:.0f}",
+            "--interval",
+            f"{WINDOW_S:.0f}",
+            "--json",
+            *extra,
+        ]
+    )
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     return code, records
 
@@ -123,8 +165,17 @@ def _break_even_rates(dep_engine, rows) -> np.ndarray:
 
     alphas = np.array([r["model"]["alpha"] for r in rows])
     rates = np.geomspace(1.0, 40.0, 80)
-    state = steady_state(dep_engine, np.r_[0.0, alphas][:, None], np.r_[0, np.full(alphas.size, 3)][:, None], rates, 1000, 256,
-                         "rate", EngineLimits(), kv_bytes(dep_engine, 1000, 256, 8))
+    state = steady_state(
+        dep_engine,
+        np.r_[0.0, alphas][:, None],
+        np.r_[0, np.full(alphas.size, 3)][:, None],
+        rates,
+        1000,
+        256,
+        "rate",
+        EngineLimits(),
+        kv_bytes(dep_engine, 1000, 256, 8),
+    )
     speedup = state.tpot_s[0][None, :] / state.tpot_s[1:]
     below = speedup < 1.0
     return np.where(below.any(axis=1), rates[np.argmax(below, axis=1)], np.inf)
@@ -149,7 +200,11 @@ def test_the_verdicts_come_at_the_right_windows(prometheus, dep, job, capsys):
     stated = next(r["drift"]["windows_to_flag"] for r in rows if r["drift"])
     index, verdict = dropped[0]
     assert verdict["since"] == first and index - first + 1 <= stated
-    assert 0.86 <= float(verdict["text"].split(" to ")[1].split()[0]) / float(verdict["text"].split("from ")[1].split()[0]) <= 0.92
+    assert (
+        0.86
+        <= float(verdict["text"].split(" to ")[1].split()[0]) / float(verdict["text"].split("from ")[1].split()[0])
+        <= 0.92
+    )
     # "Costs more than it saves" where the model's own break-even rate is well below the window's rate, never where it
     # is well above (15% either way: a window's rate and lengths are its own, the break-even's are the hour's).
     engine = dataclasses.replace(dep, engine=get_engine(JOBS[job]).for_source(dep.source))
@@ -169,7 +224,10 @@ def test_the_verdicts_come_at_the_right_windows(prometheus, dep, job, capsys):
     if job == "vllm":
         assert json.loads(config)["num_speculative_tokens"] in (1, 2)
     elif job == "sglang":
-        assert config.startswith("python -m sglang.launch_server --model-path " + MODEL) and "--speculative-num-steps" in config
+        assert (
+            config.startswith("python -m sglang.launch_server --model-path " + MODEL)
+            and "--speculative-num-steps" in config
+        )
     else:
         assert yaml.safe_load(config)["speculative_config"]["max_draft_len"] in (1, 2)
     summary = records[-1]
@@ -180,10 +238,33 @@ def test_the_verdicts_come_at_the_right_windows(prometheus, dep, job, capsys):
 
 def test_a_selector_with_several_models_needs_model(prometheus, capsys):
     url, start_s = prometheus
-    assert main(["watch", "--prometheus", url, "--job", "two", "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--start",
-                 f"{start_s:.0f}", "--end", f"{start_s + 600:.0f}", "--interval", "120"]) == 2
+    assert (
+        main(
+            [
+                "watch",
+                "--prometheus",
+                url,
+                "--job",
+                "two",
+                "--engine",
+                "vllm@0.20.0",
+                "--draft",
+                "llama-3.2-1b",
+                "--start",
+                f"{start_s:.0f}",
+                "--end",
+                f"{start_s + 600:.0f}",
+                "--interval",
+                "120",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
-    assert "holds the metrics of several models (meta-llama/Llama-3.1-8B-Instruct, other/model): choose one with --model" in err
+    assert (
+        "holds the metrics of several models (meta-llama/Llama-3.1-8B-Instruct, other/model): choose one with --model"
+        in err
+    )
     assert len(err.strip().splitlines()) == 1
     code, records = _watch(url, start_s, "two", capsys, "--model", "other/model", "--target", "llama-3.1-8b")
     assert records[0]["model"] == "other/model" and code in (3, 4, 5)
@@ -191,8 +272,28 @@ def test_a_selector_with_several_models_needs_model(prometheus, capsys):
 
 def test_another_engine_behind_the_selector_is_refused(prometheus, capsys):
     url, start_s = prometheus
-    assert main(["watch", "--prometheus", url, "--job", "sglang", "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b",
-                 "--start", f"{start_s:.0f}", "--end", f"{start_s + 600:.0f}", "--interval", "120"]) == 2
+    assert (
+        main(
+            [
+                "watch",
+                "--prometheus",
+                url,
+                "--job",
+                "sglang",
+                "--engine",
+                "vllm@0.20.0",
+                "--draft",
+                "llama-3.2-1b",
+                "--start",
+                f"{start_s:.0f}",
+                "--end",
+                f"{start_s + 600:.0f}",
+                "--interval",
+                "120",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "holds sglang metrics (sglang: names), not the vllm 0.20.0 metrics --engine names" in err
 
@@ -200,8 +301,26 @@ def test_another_engine_behind_the_selector_is_refused(prometheus, capsys):
 def _rules(tmp_path, engine, gamma="3"):
     path = tmp_path / f"rules-{engine.replace('@', '-')}.yml"
     dash = tmp_path / f"dash-{engine.replace('@', '-')}.json"
-    assert main(["watch", "--engine", engine, "--target", "llama-3.1-8b", "--draft", "llama-3.2-1b", "--gamma", gamma,
-                 "--alert-rules", str(path), "--dashboard", str(dash)]) == 0
+    assert (
+        main(
+            [
+                "watch",
+                "--engine",
+                engine,
+                "--target",
+                "llama-3.1-8b",
+                "--draft",
+                "llama-3.2-1b",
+                "--gamma",
+                gamma,
+                "--alert-rules",
+                str(path),
+                "--dashboard",
+                str(dash),
+            ]
+        )
+        == 0
+    )
     return path, dash
 
 
@@ -211,9 +330,17 @@ def test_alert_rules_and_dashboard_queries_pass_promtool(tmp_path, engine):
     path, dash = _rules(tmp_path, engine)
     run = subprocess.run([promtool, "check", "rules", str(path)], capture_output=True, text=True)
     assert run.returncode == 0 and "SUCCESS: 8 rules found" in run.stdout, run.stdout + run.stderr
-    queries = [t["expr"].replace("$__rate_interval", "5m") for p in json.loads(dash.read_text())["panels"] for t in p["targets"]]
+    queries = [
+        t["expr"].replace("$__rate_interval", "5m")
+        for p in json.loads(dash.read_text())["panels"]
+        for t in p["targets"]
+    ]
     check = tmp_path / "dashboard-queries.yml"
-    check.write_text(yaml.safe_dump({"groups": [{"name": "q", "rules": [{"record": f"q:{k}", "expr": q} for k, q in enumerate(queries)]}]}))
+    check.write_text(
+        yaml.safe_dump(
+            {"groups": [{"name": "q", "rules": [{"record": f"q:{k}", "expr": q} for k, q in enumerate(queries)]}]}
+        )
+    )
     run = subprocess.run([promtool, "check", "rules", str(check)], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
 
@@ -232,8 +359,13 @@ def test_the_engine_only_rule_fires_past_the_break_even(tmp_path, dep):
 
     from specsim.engines import get_engine
 
-    table = break_even_table(Judge(dataclasses.replace(dep, engine=get_engine("vllm@0.20.0").for_source(dep.source)),
-                                   EngineLimits()), 3, 1000, 256, 60.0)
+    table = break_even_table(
+        Judge(dataclasses.replace(dep, engine=get_engine("vllm@0.20.0").for_source(dep.source)), EngineLimits()),
+        3,
+        1000,
+        256,
+        60.0,
+    )
 
     def at(rate):
         return [v for r, v, _ in table if r <= rate][-1]
@@ -242,22 +374,49 @@ def test_the_engine_only_rule_fires_past_the_break_even(tmp_path, dep):
 
     def series(requests_per_min):
         m = 'model_name="m",engine="0"'
-        return [{"series": f"vllm:spec_decode_num_drafts_total{{{m}}}", "values": "0+1000x40"},
-                {"series": f"vllm:spec_decode_num_accepted_tokens_total{{{m}}}", "values": "0+950x40"},
-                {"series": f"vllm:request_success_total{{{m},finished_reason=\"length\"}}", "values": f"0+{requests_per_min}x40"},
-                {"series": f"vllm:num_requests_running{{{m}}}", "values": "20x40"}]
+        return [
+            {"series": f"vllm:spec_decode_num_drafts_total{{{m}}}", "values": "0+1000x40"},
+            {"series": f"vllm:spec_decode_num_accepted_tokens_total{{{m}}}", "values": "0+950x40"},
+            {
+                "series": f'vllm:request_success_total{{{m},finished_reason="length"}}',
+                "values": f"0+{requests_per_min}x40",
+            },
+            {"series": f"vllm:num_requests_running{{{m}}}", "values": "20x40"},
+        ]
 
-    rule = next(r for g in yaml.safe_load(path.read_text())["groups"] for r in g["rules"]
-                if r.get("alert") == "SpeculationCostsMoreThanItSavesEngineOnly")
+    rule = next(
+        r
+        for g in yaml.safe_load(path.read_text())["groups"]
+        for r in g["rules"]
+        if r.get("alert") == "SpeculationCostsMoreThanItSavesEngineOnly"
+    )
     annotations = {k: v.replace("{{ $labels.model_name }}", "m") for k, v in rule["annotations"].items()}
-    tests = {"rule_files": [str(path)], "evaluation_interval": "1m", "tests": [
-        {"interval": "1m", "input_series": series(960),
-         "alert_rule_test": [{"eval_time": "25m", "alertname": "SpeculationCostsMoreThanItSavesEngineOnly",
-                              "exp_alerts": [{"exp_labels": {"severity": "warning", "model_name": "m"},
-                                              "exp_annotations": annotations}]}]},
-        {"interval": "1m", "input_series": series(240),
-         "alert_rule_test": [{"eval_time": "25m", "alertname": "SpeculationCostsMoreThanItSavesEngineOnly", "exp_alerts": []}]},
-    ]}
+    tests = {
+        "rule_files": [str(path)],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": series(960),
+                "alert_rule_test": [
+                    {
+                        "eval_time": "25m",
+                        "alertname": "SpeculationCostsMoreThanItSavesEngineOnly",
+                        "exp_alerts": [
+                            {"exp_labels": {"severity": "warning", "model_name": "m"}, "exp_annotations": annotations}
+                        ],
+                    }
+                ],
+            },
+            {
+                "interval": "1m",
+                "input_series": series(240),
+                "alert_rule_test": [
+                    {"eval_time": "25m", "alertname": "SpeculationCostsMoreThanItSavesEngineOnly", "exp_alerts": []}
+                ],
+            },
+        ],
+    }
     spec = tmp_path / "rules-test.yml"
     spec.write_text(yaml.safe_dump(tests))
     run = subprocess.run([promtool, "test", "rules", str(spec)], capture_output=True, text=True)

@@ -51,7 +51,9 @@ def _latencies(m: dict) -> dict:
 
 
 def study(folder: Path) -> None:
-    runs = [json.loads(p.read_text()) for p in sorted((folder / "phase3_results" / "runs").glob("core_factorial_*.json"))]
+    runs = [
+        json.loads(p.read_text()) for p in sorted((folder / "phase3_results" / "runs").glob("core_factorial_*.json"))
+    ]
     prompts = collections.defaultdict(list)
     for d in runs:
         c, m = d["config"], d["measured"]
@@ -63,13 +65,23 @@ def study(folder: Path) -> None:
         f = c["factors"]
         completed = m["num_requests"] - m["num_errors"]
         out = m["total_completion_tokens"] / completed
-        prompt = m.get("prompt_tokens_mean") or sum(prompts[(c["model"], c["workload"])]) / len(prompts[(c["model"], c["workload"])])
+        prompt = m.get("prompt_tokens_mean") or sum(prompts[(c["model"], c["workload"])]) / len(
+            prompts[(c["model"], c["workload"])]
+        )
         tpot_ms = (m["e2e_latency_ms"]["mean"] - m["ttft_ms"]["mean"]) / (out - 1)
         spec = f["spec_decode"] != "none"
-        rec = {"date": d["env"]["timestamp_utc"][:19], "backend": "vllm", "model_id": c["model"],
-               "max_concurrency": c["concurrency"], "request_rate": "inf", "completed": completed,
-               "duration": m["wall_time_s"], "total_input_tokens": round(prompt * completed),
-               "total_output_tokens": int(m["total_completion_tokens"]), "mean_tpot_ms": tpot_ms}
+        rec = {
+            "date": d["env"]["timestamp_utc"][:19],
+            "backend": "vllm",
+            "model_id": c["model"],
+            "max_concurrency": c["concurrency"],
+            "request_rate": "inf",
+            "completed": completed,
+            "duration": m["wall_time_s"],
+            "total_input_tokens": round(prompt * completed),
+            "total_output_tokens": int(m["total_completion_tokens"]),
+            "mean_tpot_ms": tpot_ms,
+        }
         if spec:
             rec["spec_decode_acceptance_length"] = m.get("accepted_length_tau")
         rec |= {"num_prompts": m["num_requests"], "failed": m["num_errors"], "output_throughput": m["throughput_tok_s"]}
@@ -77,7 +89,9 @@ def study(folder: Path) -> None:
         if spec:
             rec["spec_decode_acceptance_rate"] = m["acceptance_rate"] * 100
             rec["spec_decode_num_drafts"] = int(m["spec_num_drafts"])
-        name = f"{f['weight_quant']}-kv{f['kv_quant']}-{'eagle3' if spec else 'plain'}-{c['workload'].split('_')[0]}.jsonl"
+        name = (
+            f"{f['weight_quant']}-kv{f['kv_quant']}-{'eagle3' if spec else 'plain'}-{c['workload'].split('_')[0]}.jsonl"
+        )
         files[name].append(rec)
     OUT.mkdir(parents=True, exist_ok=True)
     for name, records in sorted(files.items()):

@@ -52,9 +52,20 @@ STEPS = 7
 def record(c: int, tps: float, tpot_ms: float, al: float | None) -> dict:
     n = max(8, 4 * c)
     out = n * OUTPUT_TOKENS
-    rec = {"date": DATE, "backend": "vllm", "model_id": MODEL, "num_prompts": n, "request_rate": "inf",
-           "max_concurrency": c, "completed": n, "duration": out / tps, "total_input_tokens": n * ASSUMED_PROMPT,
-           "total_output_tokens": out, "output_throughput": tps, "median_tpot_ms": tpot_ms}
+    rec = {
+        "date": DATE,
+        "backend": "vllm",
+        "model_id": MODEL,
+        "num_prompts": n,
+        "request_rate": "inf",
+        "max_concurrency": c,
+        "completed": n,
+        "duration": out / tps,
+        "total_input_tokens": n * ASSUMED_PROMPT,
+        "total_output_tokens": out,
+        "output_throughput": tps,
+        "median_tpot_ms": tpot_ms,
+    }
     if al is not None:
         rec["spec_decode_acceptance_length"] = al
     return rec
@@ -62,9 +73,18 @@ def record(c: int, tps: float, tpot_ms: float, al: float | None) -> dict:
 
 def main(raw: Path) -> None:
     rows = list(csv.DictReader((raw / "results" / "vllm026_qwen3_8b_dspark_serving.csv").open()))
-    plain = [record(int(r["concurrency"]), float(r["baseline_toks_per_s"]), float(r["baseline_tpot_ms"]), None) for r in rows]
-    spec = [record(int(r["concurrency"]), float(r["dspark_toks_per_s"]), float(r["dspark_tpot_ms"]),
-                   float(r["dspark_accepted_length"])) for r in rows]
+    plain = [
+        record(int(r["concurrency"]), float(r["baseline_toks_per_s"]), float(r["baseline_tpot_ms"]), None) for r in rows
+    ]
+    spec = [
+        record(
+            int(r["concurrency"]),
+            float(r["dspark_toks_per_s"]),
+            float(r["dspark_tpot_ms"]),
+            float(r["dspark_accepted_length"]),
+        )
+        for r in rows
+    ]
     OUT.mkdir(parents=True, exist_ok=True)
     for name, recs in (("plain.jsonl", plain), ("dspark-k7.jsonl", spec)):
         (OUT / name).write_text("".join(json.dumps(r) + "\n" for r in recs))

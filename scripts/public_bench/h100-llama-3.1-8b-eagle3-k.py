@@ -68,9 +68,13 @@ WORKLOADS = ("humaneval", "gsm8k", "mt_bench")
 #: Mean prompt length per workload (Llama-3 tokens with BOS), assumed: the source records none.
 ASSUMED_PROMPT = {"humaneval": 130, "gsm8k": 60, "mt_bench": 70}
 #: (file, suffix of the plain file for that run's own baseline)
-BATCH_FILES = (("vllm_eagle3_b16_b16.json", ""), ("vllm_eagle3_b8_llama8b.json", ""),
-               ("vllm_eagle3_b8_llama8b_lowk.json", "-b8lowk"), ("vllm_eagle3_b32_llama8b.json", ""),
-               ("vllm_eagle3_b64_llama8b.json", ""))
+BATCH_FILES = (
+    ("vllm_eagle3_b16_b16.json", ""),
+    ("vllm_eagle3_b8_llama8b.json", ""),
+    ("vllm_eagle3_b8_llama8b_lowk.json", "-b8lowk"),
+    ("vllm_eagle3_b32_llama8b.json", ""),
+    ("vllm_eagle3_b64_llama8b.json", ""),
+)
 
 
 def _name(k: int, workload: str, suffix: str = "") -> str:
@@ -79,8 +83,16 @@ def _name(k: int, workload: str, suffix: str = "") -> str:
 
 
 def _base(completed: int, duration: float, prompt: int, output: int) -> dict:
-    return {"backend": "vllm", "model_id": MODEL, "request_rate": "inf", "max_concurrency": None, "completed": completed,
-            "duration": duration, "total_input_tokens": prompt, "total_output_tokens": output}
+    return {
+        "backend": "vllm",
+        "model_id": MODEL,
+        "request_rate": "inf",
+        "max_concurrency": None,
+        "completed": completed,
+        "duration": duration,
+        "total_input_tokens": prompt,
+        "total_output_tokens": output,
+    }
 
 
 def batch_record(row: dict, batch: int) -> tuple[int, dict]:
@@ -143,8 +155,10 @@ def main(raw: Path) -> None:
         info = runs[n]
         batches = sorted({int(key) for key, _ in files[n]})
         spec = "kind: plain" if info["k"] == 0 else f"kind: spec, steps: {info['k']}"
-        lines.append(f"  - {{file: {n}, {spec}, workload: {info['workload']}, runs: {len(files[n])}, "
-                     f"batches: [{', '.join(map(str, batches))}]}}")
+        lines.append(
+            f"  - {{file: {n}, {spec}, workload: {info['workload']}, runs: {len(files[n])}, "
+            f"batches: [{', '.join(map(str, batches))}]}}"
+        )
     (OUT / "source.yaml").write_text(SOURCE_YAML.replace("@RUNS@", "\n".join(lines)))
     print(f"{OUT}: {len(files)} files, {sum(len(v) for v in files.values())} runs")
 

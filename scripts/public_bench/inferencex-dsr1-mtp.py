@@ -56,7 +56,10 @@ from pathlib import Path
 OUT = Path(__file__).resolve().parents[2] / "examples" / "bench" / "public"
 REPO = "SemiAnalysisAI/InferenceX-app"
 COMMIT = "528c4146b8f502fcbce8df7870a935a970cbae25"
-PATHS = ["packages/app/cypress/fixtures/api/benchmarks-history.json", "packages/app/cypress/fixtures/api/benchmarks.json"]
+PATHS = [
+    "packages/app/cypress/fixtures/api/benchmarks-history.json",
+    "packages/app/cypress/fixtures/api/benchmarks.json",
+]
 RUN_URL = "https://github.com/SemiAnalysisAI/InferenceX/actions/runs/"
 RANGE_RATIO = 0.8
 CHAT_TEMPLATE_T = 2
@@ -69,6 +72,7 @@ LENGTHS = {(1024, 1024): "1k1k", (1024, 8192): "1k8k", (8192, 1024): "8k1k"}
 
 
 # -- the client's random lengths: numpy's legacy RandomState(seed).randint, in pure Python -------------------------
+
 
 def _numpy_legacy_rng(seed: int) -> random.Random:
     """A random.Random in the state numpy's legacy ``np.random.seed(seed)`` leaves MT19937 in (init_genrand)."""
@@ -107,44 +111,69 @@ def random_dataset_totals(n: int, isl: int, osl: int, t: int, seed: int = 0) -> 
 
 # -- the deployments -------------------------------------------------------------------------------------------------
 
+
 def _recipe(commit: str, *paths: str) -> str:
     return "; ".join(f"SemiAnalysisAI/InferenceX@{commit[:10]}:{p}" for p in paths)
 
 
-ITL_CHUNK_10 = ("ITL is per streamed chunk (--stream-interval 10; a speculative step also emits several tokens at "
-                "once), so it is not a per-token time; use TPOT.")
+ITL_CHUNK_10 = (
+    "ITL is per streamed chunk (--stream-interval 10; a speculative step also emits several tokens at "
+    "once), so it is not a per-token time; use TPOT."
+)
 ITL_CHUNK_30 = ITL_CHUNK_10.replace("interval 10", "interval 30")
-ITL_AMD = ("ITL: no --stream-interval (SGLang streams every token by default), but a speculative step emits several "
-           "tokens at once, so the MTP arm's ITL exceeds its TPOT; use TPOT.")
-SGLANG_MTP_CLIENT = ("the MTP arm's client adds --use-chat-template (prompts wrapped in DeepSeek-R1's chat template); "
-                     "the plain arm's prompts are raw")
-COMMON_LENGTHS = ("InferenceX's random dataset (utils/bench_serving/benchmark_serving.py, seed 0): prompt and output "
-                  "lengths uniform integers in [int(0.8 L), L] (--random-range-ratio 0.8) for L = {lengths}, "
-                  "--ignore-eos, closed loop of --max-concurrency c with --request-rate inf, 10 x c prompts and "
-                  "2 x c warm-up requests; ")
+ITL_AMD = (
+    "ITL: no --stream-interval (SGLang streams every token by default), but a speculative step emits several "
+    "tokens at once, so the MTP arm's ITL exceeds its TPOT; use TPOT."
+)
+SGLANG_MTP_CLIENT = (
+    "the MTP arm's client adds --use-chat-template (prompts wrapped in DeepSeek-R1's chat template); "
+    "the plain arm's prompts are raw"
+)
+COMMON_LENGTHS = (
+    "InferenceX's random dataset (utils/bench_serving/benchmark_serving.py, seed 0): prompt and output "
+    "lengths uniform integers in [int(0.8 L), L] (--random-range-ratio 0.8) for L = {lengths}, "
+    "--ignore-eos, closed loop of --max-concurrency c with --request-rate inf, 10 x c prompts and "
+    "2 x c warm-up requests; "
+)
 
 DEPLOYMENTS = [
     {
         "folder": "h200-sglang-dsr1-fp8-mtp",
         "itl": ITL_CHUNK_10,
-        "hw": "h200", "fw": "sglang", "precision": "fp8", "tp": 8, "ep": 1, "dpa": False,
+        "hw": "h200",
+        "fw": "sglang",
+        "precision": "fp8",
+        "tp": 8,
+        "ep": 1,
+        "dpa": False,
         "title": "8x H200, SGLang 0.5.12 (lmsysorg/sglang:v0.5.12-cu130), DeepSeek-R1-0528 FP8 (TP8), plain vs "
-                 "built-in MTP via EAGLE, 2 steps / 3 draft tokens (SemiAnalysis InferenceX)",
-        "engine": "sglang", "backend": "sglang",
+        "built-in MTP via EAGLE, 2 steps / 3 draft tokens (SemiAnalysis InferenceX)",
+        "engine": "sglang",
+        "backend": "sglang",
         "engine_version": "0.5.12 (image lmsysorg/sglang:v0.5.12-cu130, both arms)",
-        "hardware": "h200", "gpus": 8, "weight_dtype": "fp8", "kv_dtype": "bf16",
+        "hardware": "h200",
+        "gpus": 8,
+        "weight_dtype": "fp8",
+        "kv_dtype": "bf16",
         "parallelism": "TP8, DP 1, no DP attention; MTP arm --ep-size 1 (plain: no --ep-size, SGLang's default 1). "
-                       "--max-running-requests and --cuda-graph-max-bs 512 at 1k/1k, 256 at 8k/1k; "
-                       "--chunked-prefill-size 32768, --max-prefill-tokens 32768, --mem-fraction-static 0.82, "
-                       "--attention-backend flashinfer, --stream-interval 10, --disable-radix-cache, no "
-                       "--kv-cache-dtype (KV in the model's bf16). MTP arm: --speculative-algorithm EAGLE "
-                       "--speculative-num-steps 2 --speculative-num-draft-tokens 3 --speculative-eagle-topk 1, "
-                       "SGLANG_ENABLE_SPEC_V2=1",
+        "--max-running-requests and --cuda-graph-max-bs 512 at 1k/1k, 256 at 8k/1k; "
+        "--chunked-prefill-size 32768, --max-prefill-tokens 32768, --mem-fraction-static 0.82, "
+        "--attention-backend flashinfer, --stream-interval 10, --disable-radix-cache, no "
+        "--kv-cache-dtype (KV in the model's bf16). MTP arm: --speculative-algorithm EAGLE "
+        "--speculative-num-steps 2 --speculative-num-draft-tokens 3 --speculative-eagle-topk 1, "
+        "SGLANG_ENABLE_SPEC_V2=1",
         "lengths_extra": SGLANG_MTP_CLIENT,
-        "recipes": _recipe("2fc18b7594beb9dc13f0b437f0c60f9c77af0875", "benchmarks/single_node/dsr1_fp8_h200.sh",
-                           ".github/configs/nvidia-master.yaml (dsr1-fp8-h200-sglang)") + "; " +
-                   _recipe("70bf3a25b6b196426005e417a47a3eedabe4fb11", "benchmarks/single_node/dsr1_fp8_h200_mtp.sh",
-                           ".github/configs/nvidia-master.yaml (dsr1-fp8-h200-sglang-mtp)"),
+        "recipes": _recipe(
+            "2fc18b7594beb9dc13f0b437f0c60f9c77af0875",
+            "benchmarks/single_node/dsr1_fp8_h200.sh",
+            ".github/configs/nvidia-master.yaml (dsr1-fp8-h200-sglang)",
+        )
+        + "; "
+        + _recipe(
+            "70bf3a25b6b196426005e417a47a3eedabe4fb11",
+            "benchmarks/single_node/dsr1_fp8_h200_mtp.sh",
+            ".github/configs/nvidia-master.yaml (dsr1-fp8-h200-sglang-mtp)",
+        ),
         "arms": [
             # (file, kind, steps, isl, osl, actions run id, chat template, model id)
             ("plain-1k1k.jsonl", "plain", None, 1024, 1024, "25980019087", False, "deepseek-ai/DeepSeek-R1-0528"),
@@ -167,23 +196,39 @@ DEPLOYMENTS = [
     {
         "folder": "mi355x-sglang-dsr1-fp8-mtp",
         "itl": ITL_AMD,
-        "hw": "mi355x", "fw": "sglang", "precision": "fp8", "tp": 8, "ep": 1, "dpa": False,
+        "hw": "mi355x",
+        "fw": "sglang",
+        "precision": "fp8",
+        "tp": 8,
+        "ep": 1,
+        "dpa": False,
         "title": "8x MI355X, SGLang 0.5.12 (lmsysorg/sglang:v0.5.12-rocm700-mi35x), DeepSeek-R1-0528 FP8 (TP8), plain vs "
-                 "built-in MTP via EAGLE, 3 steps / 4 draft tokens (SemiAnalysis InferenceX)",
-        "engine": "sglang", "backend": "sglang",
+        "built-in MTP via EAGLE, 3 steps / 4 draft tokens (SemiAnalysis InferenceX)",
+        "engine": "sglang",
+        "backend": "sglang",
         "engine_version": "0.5.12 (image lmsysorg/sglang:v0.5.12-rocm700-mi35x, both arms)",
-        "hardware": "mi355x", "gpus": 8, "weight_dtype": "fp8", "kv_dtype": "fp8",
+        "hardware": "mi355x",
+        "gpus": 8,
+        "weight_dtype": "fp8",
+        "kv_dtype": "fp8",
         "parallelism": "TP8 (plain: no --ep-size; MTP: --ep-size 1), no DP attention; --attention-backend aiter, "
-                       "--kv-cache-dtype fp8_e4m3, --chunked-prefill-size 196608, --max-prefill-tokens 196608, "
-                       "--mem-fraction-static 0.8, --num-continuous-decode-steps 8, --disable-radix-cache, "
-                       "--cuda-graph-max-bs = c; MTP arm also --max-running-requests = c, SGLANG_AITER_MLA_PERSIST=1, "
-                       "SGLANG_ENABLE_SPEC_V2=1, --speculative-algorithm EAGLE --speculative-num-steps 3 "
-                       "--speculative-eagle-topk 1 --speculative-num-draft-tokens 4 (plain: no --max-running-requests)",
+        "--kv-cache-dtype fp8_e4m3, --chunked-prefill-size 196608, --max-prefill-tokens 196608, "
+        "--mem-fraction-static 0.8, --num-continuous-decode-steps 8, --disable-radix-cache, "
+        "--cuda-graph-max-bs = c; MTP arm also --max-running-requests = c, SGLANG_AITER_MLA_PERSIST=1, "
+        "SGLANG_ENABLE_SPEC_V2=1, --speculative-algorithm EAGLE --speculative-num-steps 3 "
+        "--speculative-eagle-topk 1 --speculative-num-draft-tokens 4 (plain: no --max-running-requests)",
         "lengths_extra": SGLANG_MTP_CLIENT,
-        "recipes": _recipe("475218b6482cdf55aa31d095f3c92f2793bc8437", "benchmarks/single_node/dsr1_fp8_mi355x.sh",
-                           ".github/configs/amd-master.yaml (dsr1-fp8-mi355x-sglang)") + "; " +
-                   _recipe("542a246068014d363d1caa75daddaa0223da26d3", "benchmarks/single_node/dsr1_fp8_mi355x_mtp.sh",
-                           ".github/configs/amd-master.yaml (dsr1-fp8-mi355x-sglang-mtp)"),
+        "recipes": _recipe(
+            "475218b6482cdf55aa31d095f3c92f2793bc8437",
+            "benchmarks/single_node/dsr1_fp8_mi355x.sh",
+            ".github/configs/amd-master.yaml (dsr1-fp8-mi355x-sglang)",
+        )
+        + "; "
+        + _recipe(
+            "542a246068014d363d1caa75daddaa0223da26d3",
+            "benchmarks/single_node/dsr1_fp8_mi355x_mtp.sh",
+            ".github/configs/amd-master.yaml (dsr1-fp8-mi355x-sglang-mtp)",
+        ),
         "arms": [
             ("plain-1k1k.jsonl", "plain", None, 1024, 1024, "26046382574", False, "deepseek-ai/DeepSeek-R1-0528"),
             ("mtp-k3-1k1k.jsonl", "spec", 3, 1024, 1024, "26197707118", True, "deepseek-ai/DeepSeek-R1-0528"),
@@ -199,23 +244,39 @@ DEPLOYMENTS = [
     {
         "folder": "mi355x-sglang-dsr1-fp4-mtp",
         "itl": ITL_AMD,
-        "hw": "mi355x", "fw": "sglang", "precision": "fp4", "tp": 8, "ep": 1, "dpa": False,
+        "hw": "mi355x",
+        "fw": "sglang",
+        "precision": "fp4",
+        "tp": 8,
+        "ep": 1,
+        "dpa": False,
         "title": "8x MI355X, SGLang 0.5.12 (lmsysorg/sglang:v0.5.12-rocm700-mi35x), DeepSeek-R1-0528 MXFP4 (TP8), plain "
-                 "vs built-in MTP via EAGLE, 3 steps / 4 draft tokens (SemiAnalysis InferenceX)",
-        "engine": "sglang", "backend": "sglang",
+        "vs built-in MTP via EAGLE, 3 steps / 4 draft tokens (SemiAnalysis InferenceX)",
+        "engine": "sglang",
+        "backend": "sglang",
         "engine_version": "0.5.12 (image lmsysorg/sglang:v0.5.12-rocm700-mi35x, both arms)",
-        "hardware": "mi355x", "gpus": 8, "weight_dtype": "mxfp4", "kv_dtype": "fp8",
+        "hardware": "mi355x",
+        "gpus": 8,
+        "weight_dtype": "mxfp4",
+        "kv_dtype": "fp8",
         "parallelism": "TP8 (MTP: --ep-size 1), no DP attention; --attention-backend aiter, --kv-cache-dtype "
-                       "fp8_e4m3, --chunked-prefill-size = --max-prefill-tokens = 196608 (32768 at 8k/1k above "
-                       "c 32), --mem-fraction-static 0.8, --num-continuous-decode-steps 4, --cuda-graph-max-bs 128, "
-                       "--disable-radix-cache, ROCM_QUICK_REDUCE_QUANTIZATION=INT4; MTP arm also "
-                       "SGLANG_AITER_MLA_PERSIST=1, SGLANG_ENABLE_SPEC_V2=1, --speculative-algorithm EAGLE "
-                       "--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4",
+        "fp8_e4m3, --chunked-prefill-size = --max-prefill-tokens = 196608 (32768 at 8k/1k above "
+        "c 32), --mem-fraction-static 0.8, --num-continuous-decode-steps 4, --cuda-graph-max-bs 128, "
+        "--disable-radix-cache, ROCM_QUICK_REDUCE_QUANTIZATION=INT4; MTP arm also "
+        "SGLANG_AITER_MLA_PERSIST=1, SGLANG_ENABLE_SPEC_V2=1, --speculative-algorithm EAGLE "
+        "--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4",
         "lengths_extra": SGLANG_MTP_CLIENT,
-        "recipes": _recipe("475218b6482cdf55aa31d095f3c92f2793bc8437", "benchmarks/single_node/dsr1_fp4_mi355x.sh",
-                           ".github/configs/amd-master.yaml (dsr1-fp4-mi355x-sglang)") + "; " +
-                   _recipe("70bf3a25b6b196426005e417a47a3eedabe4fb11", "benchmarks/single_node/dsr1_fp4_mi355x_mtp.sh",
-                           ".github/configs/amd-master.yaml (dsr1-fp4-mi355x-sglang-mtp)"),
+        "recipes": _recipe(
+            "475218b6482cdf55aa31d095f3c92f2793bc8437",
+            "benchmarks/single_node/dsr1_fp4_mi355x.sh",
+            ".github/configs/amd-master.yaml (dsr1-fp4-mi355x-sglang)",
+        )
+        + "; "
+        + _recipe(
+            "70bf3a25b6b196426005e417a47a3eedabe4fb11",
+            "benchmarks/single_node/dsr1_fp4_mi355x_mtp.sh",
+            ".github/configs/amd-master.yaml (dsr1-fp4-mi355x-sglang-mtp)",
+        ),
         "arms": [
             ("plain-1k1k.jsonl", "plain", None, 1024, 1024, "26047312829", False, "amd/DeepSeek-R1-0528-MXFP4-Preview"),
             ("mtp-k3-1k1k.jsonl", "spec", 3, 1024, 1024, "26134316811", True, "amd/DeepSeek-R1-0528-MXFP4"),
@@ -233,21 +294,33 @@ DEPLOYMENTS = [
     {
         "folder": "mi325x-sglang-dsr1-fp8-mtp",
         "itl": ITL_AMD,
-        "hw": "mi325x", "fw": "sglang", "precision": "fp8", "tp": 8, "ep": 1, "dpa": False,
+        "hw": "mi325x",
+        "fw": "sglang",
+        "precision": "fp8",
+        "tp": 8,
+        "ep": 1,
+        "dpa": False,
         "title": "8x MI325X, SGLang 0.5.12 (lmsysorg/sglang:v0.5.12-rocm700-mi30x), DeepSeek-R1-0528 FP8 (TP8), plain vs "
-                 "built-in MTP via EAGLE, 3 steps / 4 draft tokens (SemiAnalysis InferenceX)",
-        "engine": "sglang", "backend": "sglang",
+        "built-in MTP via EAGLE, 3 steps / 4 draft tokens (SemiAnalysis InferenceX)",
+        "engine": "sglang",
+        "backend": "sglang",
         "engine_version": "0.5.12 (image lmsysorg/sglang:v0.5.12-rocm700-mi30x, both arms)",
-        "hardware": "mi325x", "gpus": 8, "weight_dtype": "fp8", "kv_dtype": "fp8",
+        "hardware": "mi325x",
+        "gpus": 8,
+        "weight_dtype": "fp8",
+        "kv_dtype": "fp8",
         "parallelism": "TP8 (MTP: --ep-size 1), no DP attention; --attention-backend aiter, --kv-cache-dtype "
-                       "fp8_e4m3, --chunked-prefill-size 131072, --max-prefill-tokens 131072, --mem-fraction-static "
-                       "0.8, --num-continuous-decode-steps 4, --cuda-graph-max-bs 128, --disable-radix-cache, "
-                       "SGLANG_AITER_MLA_PERSIST=1; MTP arm also SGLANG_ENABLE_SPEC_V2=1, --speculative-algorithm EAGLE "
-                       "--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4",
+        "fp8_e4m3, --chunked-prefill-size 131072, --max-prefill-tokens 131072, --mem-fraction-static "
+        "0.8, --num-continuous-decode-steps 4, --cuda-graph-max-bs 128, --disable-radix-cache, "
+        "SGLANG_AITER_MLA_PERSIST=1; MTP arm also SGLANG_ENABLE_SPEC_V2=1, --speculative-algorithm EAGLE "
+        "--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4",
         "lengths_extra": SGLANG_MTP_CLIENT,
-        "recipes": _recipe("f3dbc40c99a6dad45f76adecbc1f460cac36f039", "benchmarks/single_node/dsr1_fp8_mi325x.sh",
-                           "benchmarks/single_node/dsr1_fp8_mi325x_mtp.sh",
-                           ".github/configs/amd-master.yaml (dsr1-fp8-mi325x-sglang, dsr1-fp8-mi325x-sglang-mtp)"),
+        "recipes": _recipe(
+            "f3dbc40c99a6dad45f76adecbc1f460cac36f039",
+            "benchmarks/single_node/dsr1_fp8_mi325x.sh",
+            "benchmarks/single_node/dsr1_fp8_mi325x_mtp.sh",
+            ".github/configs/amd-master.yaml (dsr1-fp8-mi325x-sglang, dsr1-fp8-mi325x-sglang-mtp)",
+        ),
         "arms": [
             ("plain-1k1k.jsonl", "plain", None, 1024, 1024, "26008679544", False, "deepseek-ai/DeepSeek-R1-0528"),
             ("mtp-k3-1k1k.jsonl", "spec", 3, 1024, 1024, "26048239142", True, "deepseek-ai/DeepSeek-R1-0528"),
@@ -265,27 +338,43 @@ DEPLOYMENTS = [
     {
         "folder": "b200-sglang-dsr1-fp8-mtp",
         "itl": ITL_CHUNK_30,
-        "hw": "b200", "fw": "sglang", "precision": "fp8", "tp": 8, "ep": 1, "dpa": False,
+        "hw": "b200",
+        "fw": "sglang",
+        "precision": "fp8",
+        "tp": 8,
+        "ep": 1,
+        "dpa": False,
         "title": "8x B200, SGLang (plain lmsysorg/sglang:v0.5.6-cu129-amd64, MTP v0.5.8-cu130-amd64), DeepSeek-R1-0528 FP8 "
-                 "(TP8), plain vs built-in MTP via EAGLE, 2 steps / 3 draft tokens (SemiAnalysis InferenceX)",
-        "engine": "sglang", "backend": "sglang",
+        "(TP8), plain vs built-in MTP via EAGLE, 2 steps / 3 draft tokens (SemiAnalysis InferenceX)",
+        "engine": "sglang",
+        "backend": "sglang",
         "engine_version": "plain 0.5.6 (lmsysorg/sglang:v0.5.6-cu129-amd64), MTP 0.5.8 (lmsysorg/sglang:v0.5.8-cu130-amd64)",
-        "hardware": "b200", "gpus": 8, "weight_dtype": "fp8", "kv_dtype": "fp8",
+        "hardware": "b200",
+        "gpus": 8,
+        "weight_dtype": "fp8",
+        "kv_dtype": "fp8",
         "parallelism": "TP8, --ep-size 1, DP 1, no DP attention; --kv-cache-dtype fp8_e4m3, --attention-backend "
-                       "trtllm_mla, --moe-runner-backend flashinfer_trtllm, --quantization fp8, "
-                       "--enable-flashinfer-allreduce-fusion, --stream-interval 30, --scheduler-recv-interval 10 "
-                       "(30 at c >= 16), --mem-fraction-static 0.82, --disable-radix-cache. Plain: "
-                       "--max-running-requests 128, --cuda-graph-max-bs 128, --chunked-prefill-size 32768, "
-                       "--max-prefill-tokens 32768. MTP: --max-running-requests 512, --cuda-graph-max-bs 512, "
-                       "--chunked-prefill-size 16384, --max-prefill-tokens 16384, --fp8-gemm-backend=flashinfer_trtllm, "
-                       "--speculative-algorithm EAGLE --speculative-num-steps 2 --speculative-num-draft-tokens 3 "
-                       "--speculative-eagle-topk 1 (the script sets SGLANG_ENABLE_SPEC_V2=1 without exporting it)",
+        "trtllm_mla, --moe-runner-backend flashinfer_trtllm, --quantization fp8, "
+        "--enable-flashinfer-allreduce-fusion, --stream-interval 30, --scheduler-recv-interval 10 "
+        "(30 at c >= 16), --mem-fraction-static 0.82, --disable-radix-cache. Plain: "
+        "--max-running-requests 128, --cuda-graph-max-bs 128, --chunked-prefill-size 32768, "
+        "--max-prefill-tokens 32768. MTP: --max-running-requests 512, --cuda-graph-max-bs 512, "
+        "--chunked-prefill-size 16384, --max-prefill-tokens 16384, --fp8-gemm-backend=flashinfer_trtllm, "
+        "--speculative-algorithm EAGLE --speculative-num-steps 2 --speculative-num-draft-tokens 3 "
+        "--speculative-eagle-topk 1 (the script sets SGLANG_ENABLE_SPEC_V2=1 without exporting it)",
         "lengths_extra": SGLANG_MTP_CLIENT,
-        "recipes": _recipe("d27433dffb7b90ffc461ede429d897219e950b8b", "benchmarks/dsr1_fp8_b200_docker.sh",
-                           "benchmarks/dsr1_fp8_b200_slurm.sh", ".github/configs/nvidia-master.yaml (dsr1-fp8-b200-sglang)")
-                   + "; " +
-                   _recipe("ec912828040791e8ba9b1133a1de51ac63a6f513", "benchmarks/dsr1_fp8_b200_mtp.sh",
-                           ".github/configs/nvidia-master.yaml (dsr1-fp8-b200-sglang-mtp)"),
+        "recipes": _recipe(
+            "d27433dffb7b90ffc461ede429d897219e950b8b",
+            "benchmarks/dsr1_fp8_b200_docker.sh",
+            "benchmarks/dsr1_fp8_b200_slurm.sh",
+            ".github/configs/nvidia-master.yaml (dsr1-fp8-b200-sglang)",
+        )
+        + "; "
+        + _recipe(
+            "ec912828040791e8ba9b1133a1de51ac63a6f513",
+            "benchmarks/dsr1_fp8_b200_mtp.sh",
+            ".github/configs/nvidia-master.yaml (dsr1-fp8-b200-sglang-mtp)",
+        ),
         "arms": [
             ("plain-1k1k.jsonl", "plain", None, 1024, 1024, "20621824084", False, "deepseek-ai/DeepSeek-R1-0528"),
             ("mtp-k2-1k1k.jsonl", "spec", 2, 1024, 1024, "21741130430", True, "deepseek-ai/DeepSeek-R1-0528"),
@@ -305,32 +394,52 @@ DEPLOYMENTS = [
     },
     {
         "folder": "b200-trtllm-dsr1-fp8-mtp",
-        "itl": 'ITL is per streamed chunk (stream_interval 10); use TPOT.',
-        "hw": "b200", "fw": "trt", "precision": "fp8", "tp": 8, "ep": 1, "dpa": False,
+        "itl": "ITL is per streamed chunk (stream_interval 10); use TPOT.",
+        "hw": "b200",
+        "fw": "trt",
+        "precision": "fp8",
+        "tp": 8,
+        "ep": 1,
+        "dpa": False,
         "title": "8x B200, TensorRT-LLM 1.2.0rc6 / 1.3.0rc14 (trtllm-serve, PyTorch backend), DeepSeek-R1-0528 FP8 "
-                 "(TP8, EP1), plain vs built-in MTP, 3 next-n layers (SemiAnalysis InferenceX)",
-        "engine": "trtllm", "backend": "tensorrt-llm",
+        "(TP8, EP1), plain vs built-in MTP, 3 next-n layers (SemiAnalysis InferenceX)",
+        "engine": "trtllm",
+        "backend": "tensorrt-llm",
         "engine_version": "1.2.0rc6.post2 (plain) / 1.2.0rc6.post3 (MTP) for the files without a suffix; "
-                          "1.3.0rc14 (both arms) for the *-trt1.3.0rc14 files (nvcr.io/nvidia/tensorrt-llm/release)",
-        "hardware": "b200", "gpus": 8, "weight_dtype": "fp8", "kv_dtype": "fp8",
+        "1.3.0rc14 (both arms) for the *-trt1.3.0rc14 files (nvcr.io/nvidia/tensorrt-llm/release)",
+        "hardware": "b200",
+        "gpus": 8,
+        "weight_dtype": "fp8",
+        "kv_dtype": "fp8",
         "parallelism": "trtllm-serve --backend pytorch --tp_size 8 --ep_size 1, enable_attention_dp false; "
-                       "kv_cache_config dtype fp8, enable_block_reuse false, free_gpu_memory_fraction 0.8; "
-                       "stream_interval 10; moe backend TRTLLM; cuda_graph_config enable_padding, max_batch_size = c. "
-                       "Plain: no --max_batch_size, max_num_tokens = max(8192, roundup64(c + ISL + 64)), "
-                       "TLLM_OVERRIDE_LAYER_NUM=61, piecewise CUDA graphs and delayed batching "
-                       "(batch_wait_timeout_iters 40, batch_wait_max_tokens_ratio 0.8) at 1k/1k c >= 64, piecewise "
-                       "graphs at 1k/8k c >= 128 and 8k/1k c >= 64. MTP: speculative_config decoding_type MTP, "
-                       "num_nextn_predict_layers 3; --max_batch_size = c, max_num_tokens = roundup64(4c + ISL + 64), "
-                       "piecewise CUDA graphs except at 1k/1k c <= 4, 1k/8k c <= 8 and 8k/1k c <= 16",
+        "kv_cache_config dtype fp8, enable_block_reuse false, free_gpu_memory_fraction 0.8; "
+        "stream_interval 10; moe backend TRTLLM; cuda_graph_config enable_padding, max_batch_size = c. "
+        "Plain: no --max_batch_size, max_num_tokens = max(8192, roundup64(c + ISL + 64)), "
+        "TLLM_OVERRIDE_LAYER_NUM=61, piecewise CUDA graphs and delayed batching "
+        "(batch_wait_timeout_iters 40, batch_wait_max_tokens_ratio 0.8) at 1k/1k c >= 64, piecewise "
+        "graphs at 1k/8k c >= 128 and 8k/1k c >= 64. MTP: speculative_config decoding_type MTP, "
+        "num_nextn_predict_layers 3; --max_batch_size = c, max_num_tokens = roundup64(4c + ISL + 64), "
+        "piecewise CUDA graphs except at 1k/1k c <= 4, 1k/8k c <= 8 and 8k/1k c <= 16",
         "lengths_extra": "the MTP arm's client adds --use-chat-template; the plain arm's prompts are raw; the client "
-                         "backend is openai (completions)",
-        "recipes": _recipe("dcc0f53a889dee2f637735b90582e15b7997618d", "benchmarks/dsr1_fp8_b200_trt.sh",
-                           ".github/configs/nvidia-master.yaml (dsr1-fp8-b200-trt)") + "; " +
-                   _recipe("d7dbd045b23447f2fef1fb3fe44d392c33e32679", "benchmarks/dsr1_fp8_b200_trt_mtp.sh",
-                           ".github/configs/nvidia-master.yaml (dsr1-fp8-b200-trt-mtp)") + "; " +
-                   _recipe("f3dbc40c99a6dad45f76adecbc1f460cac36f039", "benchmarks/single_node/dsr1_fp8_b200_trt.sh",
-                           "benchmarks/single_node/dsr1_fp8_b200_trt_mtp.sh",
-                           ".github/configs/nvidia-master.yaml (1.3.0rc14 campaign)"),
+        "backend is openai (completions)",
+        "recipes": _recipe(
+            "dcc0f53a889dee2f637735b90582e15b7997618d",
+            "benchmarks/dsr1_fp8_b200_trt.sh",
+            ".github/configs/nvidia-master.yaml (dsr1-fp8-b200-trt)",
+        )
+        + "; "
+        + _recipe(
+            "d7dbd045b23447f2fef1fb3fe44d392c33e32679",
+            "benchmarks/dsr1_fp8_b200_trt_mtp.sh",
+            ".github/configs/nvidia-master.yaml (dsr1-fp8-b200-trt-mtp)",
+        )
+        + "; "
+        + _recipe(
+            "f3dbc40c99a6dad45f76adecbc1f460cac36f039",
+            "benchmarks/single_node/dsr1_fp8_b200_trt.sh",
+            "benchmarks/single_node/dsr1_fp8_b200_trt_mtp.sh",
+            ".github/configs/nvidia-master.yaml (1.3.0rc14 campaign)",
+        ),
         "arms": [
             ("plain-1k1k.jsonl", "plain", None, 1024, 1024, "21484110885", False, "deepseek-ai/DeepSeek-R1-0528"),
             ("mtp-k3-1k1k.jsonl", "spec", 3, 1024, 1024, "21726272067", True, "deepseek-ai/DeepSeek-R1-0528"),
@@ -338,10 +447,26 @@ DEPLOYMENTS = [
             ("mtp-k3-1k8k.jsonl", "spec", 3, 1024, 8192, "21726272067", True, "deepseek-ai/DeepSeek-R1-0528"),
             ("plain-8k1k.jsonl", "plain", None, 8192, 1024, "21484110885", False, "deepseek-ai/DeepSeek-R1-0528"),
             ("mtp-k3-8k1k.jsonl", "spec", 3, 8192, 1024, "21726272067", True, "deepseek-ai/DeepSeek-R1-0528"),
-            ("plain-8k1k-trt1.3.0rc14.jsonl", "plain", None, 8192, 1024, "26016874169", False,
-             "deepseek-ai/DeepSeek-R1-0528"),
-            ("mtp-k3-8k1k-trt1.3.0rc14.jsonl", "spec", 3, 8192, 1024, "26016874169", True,
-             "deepseek-ai/DeepSeek-R1-0528"),
+            (
+                "plain-8k1k-trt1.3.0rc14.jsonl",
+                "plain",
+                None,
+                8192,
+                1024,
+                "26016874169",
+                False,
+                "deepseek-ai/DeepSeek-R1-0528",
+            ),
+            (
+                "mtp-k3-8k1k-trt1.3.0rc14.jsonl",
+                "spec",
+                3,
+                8192,
+                1024,
+                "26016874169",
+                True,
+                "deepseek-ai/DeepSeek-R1-0528",
+            ),
         ],
         "notes": [
             "TWO CAMPAIGNS: the files without a suffix are plain 2026-01-29 (image 1.2.0rc6.post2) against MTP "
@@ -353,26 +478,42 @@ DEPLOYMENTS = [
     },
     {
         "folder": "b200-trtllm-dsr1-fp8-ep8-mtp",
-        "itl": 'ITL is per streamed chunk (stream_interval 10); use TPOT.',
-        "hw": "b200", "fw": "trt", "precision": "fp8", "tp": 8, "ep": 8, "dpa": False,
+        "itl": "ITL is per streamed chunk (stream_interval 10); use TPOT.",
+        "hw": "b200",
+        "fw": "trt",
+        "precision": "fp8",
+        "tp": 8,
+        "ep": 8,
+        "dpa": False,
         "title": "8x B200, TensorRT-LLM 1.1.0rc2.post2 (trtllm-serve, PyTorch backend), DeepSeek-R1-0528 FP8 "
-                 "(attention TP8, "
-                 "MoE EP8), plain vs built-in MTP, 3 next-n layers (SemiAnalysis InferenceX)",
-        "engine": "trtllm", "backend": "tensorrt-llm",
+        "(attention TP8, "
+        "MoE EP8), plain vs built-in MTP, 3 next-n layers (SemiAnalysis InferenceX)",
+        "engine": "trtllm",
+        "backend": "tensorrt-llm",
         "engine_version": "1.1.0rc2.post2 (nvcr.io/nvidia/tensorrt-llm/release:1.1.0rc2.post2, both arms)",
-        "hardware": "b200", "gpus": 8, "weight_dtype": "fp8", "kv_dtype": "fp8",
+        "hardware": "b200",
+        "gpus": 8,
+        "weight_dtype": "fp8",
+        "kv_dtype": "fp8",
         "parallelism": "trtllm-serve --backend pytorch --tp_size 8 --ep_size 8 (MoE expert parallel over the 8 GPUs, "
-                       "attention tensor parallel), enable_attention_dp false; moe backend DEEPGEMM; kv_cache_config "
-                       "dtype fp8, free_gpu_memory_fraction 0.8, enable_block_reuse false; stream_interval 10; "
-                       "cuda_graph_config enable_padding, max_batch_size 256. Plain: no --max_batch_size, "
-                       "max_num_tokens = roundup64(c + ISL + 64). MTP: speculative_config decoding_type MTP, "
-                       "num_nextn_predict_layers 3, --max_batch_size = c, max_num_tokens = roundup64(4c + ISL + 64)",
+        "attention tensor parallel), enable_attention_dp false; moe backend DEEPGEMM; kv_cache_config "
+        "dtype fp8, free_gpu_memory_fraction 0.8, enable_block_reuse false; stream_interval 10; "
+        "cuda_graph_config enable_padding, max_batch_size 256. Plain: no --max_batch_size, "
+        "max_num_tokens = roundup64(c + ISL + 64). MTP: speculative_config decoding_type MTP, "
+        "num_nextn_predict_layers 3, --max_batch_size = c, max_num_tokens = roundup64(4c + ISL + 64)",
         "lengths_extra": "the MTP arm's client adds --use-chat-template; the plain arm's prompts are raw; the client "
-                         "backend is openai (completions)",
-        "recipes": _recipe("f6a9d0b6adf1b0eb52c7b107b275f086bbb48100", "benchmarks/dsr1_fp8_b200_trt_slurm.sh",
-                           ".github/configs/nvidia-master.yaml (dsr1-fp8-b200-trt)") + "; " +
-                   _recipe("008b91a9dd78c335612d4a228397ffdd83c23cc4", "benchmarks/dsr1_fp8_b200_trt_mtp_slurm.sh",
-                           ".github/configs/nvidia-master.yaml (dsr1-fp8-b200-trt-mtp)"),
+        "backend is openai (completions)",
+        "recipes": _recipe(
+            "f6a9d0b6adf1b0eb52c7b107b275f086bbb48100",
+            "benchmarks/dsr1_fp8_b200_trt_slurm.sh",
+            ".github/configs/nvidia-master.yaml (dsr1-fp8-b200-trt)",
+        )
+        + "; "
+        + _recipe(
+            "008b91a9dd78c335612d4a228397ffdd83c23cc4",
+            "benchmarks/dsr1_fp8_b200_trt_mtp_slurm.sh",
+            ".github/configs/nvidia-master.yaml (dsr1-fp8-b200-trt-mtp)",
+        ),
         "arms": [
             ("plain-1k1k.jsonl", "plain", None, 1024, 1024, "20216641521", False, "deepseek-ai/DeepSeek-R1-0528"),
             ("mtp-k3-1k1k.jsonl", "spec", 3, 1024, 1024, "21012094241", True, "deepseek-ai/DeepSeek-R1-0528"),
@@ -389,26 +530,42 @@ DEPLOYMENTS = [
     },
     {
         "folder": "h200-trtllm-dsr1-fp8-ep8-mtp",
-        "itl": 'ITL is per streamed chunk (stream_interval 10); use TPOT.',
-        "hw": "h200", "fw": "trt", "precision": "fp8", "tp": 8, "ep": 8, "dpa": False,
+        "itl": "ITL is per streamed chunk (stream_interval 10); use TPOT.",
+        "hw": "h200",
+        "fw": "trt",
+        "precision": "fp8",
+        "tp": 8,
+        "ep": 8,
+        "dpa": False,
         "title": "8x H200, TensorRT-LLM 1.1.0rc2.post2 (trtllm-serve, PyTorch backend), DeepSeek-R1-0528 FP8 "
-                 "(attention TP8, "
-                 "MoE EP8), plain vs built-in MTP, 3 next-n layers (SemiAnalysis InferenceX)",
-        "engine": "trtllm", "backend": "tensorrt-llm",
+        "(attention TP8, "
+        "MoE EP8), plain vs built-in MTP, 3 next-n layers (SemiAnalysis InferenceX)",
+        "engine": "trtllm",
+        "backend": "tensorrt-llm",
         "engine_version": "1.1.0rc2.post2 (nvcr.io/nvidia/tensorrt-llm/release:1.1.0rc2.post2, both arms)",
-        "hardware": "h200", "gpus": 8, "weight_dtype": "fp8", "kv_dtype": "fp8",
+        "hardware": "h200",
+        "gpus": 8,
+        "weight_dtype": "fp8",
+        "kv_dtype": "fp8",
         "parallelism": "trtllm-serve --backend pytorch --tp_size 8 --ep_size 8 (MoE expert parallel, attention tensor "
-                       "parallel), enable_attention_dp false; moe backend CUTLASS; kv_cache_config dtype fp8, "
-                       "free_gpu_memory_fraction 0.75, enable_block_reuse false; stream_interval 10; cuda_graph_config "
-                       "enable_padding, max_batch_size 128. Plain: no --max_batch_size, max_num_tokens = "
-                       "roundup64(c + ISL + 64). MTP: speculative_config decoding_type MTP, num_nextn_predict_layers 3, "
-                       "--max_batch_size = c, max_num_tokens = roundup64(4c + ISL + 64)",
+        "parallel), enable_attention_dp false; moe backend CUTLASS; kv_cache_config dtype fp8, "
+        "free_gpu_memory_fraction 0.75, enable_block_reuse false; stream_interval 10; cuda_graph_config "
+        "enable_padding, max_batch_size 128. Plain: no --max_batch_size, max_num_tokens = "
+        "roundup64(c + ISL + 64). MTP: speculative_config decoding_type MTP, num_nextn_predict_layers 3, "
+        "--max_batch_size = c, max_num_tokens = roundup64(4c + ISL + 64)",
         "lengths_extra": "the MTP arm's client adds --use-chat-template; the plain arm's prompts are raw; the client "
-                         "backend is openai (completions)",
-        "recipes": _recipe("f6a9d0b6adf1b0eb52c7b107b275f086bbb48100", "benchmarks/dsr1_fp8_h200_trt_slurm.sh",
-                           ".github/configs/nvidia-master.yaml (dsr1-fp8-h200-trt)") + "; " +
-                   _recipe("008b91a9dd78c335612d4a228397ffdd83c23cc4", "benchmarks/dsr1_fp8_h200_trt_mtp_slurm.sh",
-                           ".github/configs/nvidia-master.yaml (dsr1-fp8-h200-trt-mtp)"),
+        "backend is openai (completions)",
+        "recipes": _recipe(
+            "f6a9d0b6adf1b0eb52c7b107b275f086bbb48100",
+            "benchmarks/dsr1_fp8_h200_trt_slurm.sh",
+            ".github/configs/nvidia-master.yaml (dsr1-fp8-h200-trt)",
+        )
+        + "; "
+        + _recipe(
+            "008b91a9dd78c335612d4a228397ffdd83c23cc4",
+            "benchmarks/dsr1_fp8_h200_trt_mtp_slurm.sh",
+            ".github/configs/nvidia-master.yaml (dsr1-fp8-h200-trt-mtp)",
+        ),
         "arms": [
             ("plain-1k1k.jsonl", "plain", None, 1024, 1024, "20216641521", False, "deepseek-ai/DeepSeek-R1-0528"),
             ("mtp-k3-1k1k.jsonl", "spec", 3, 1024, 1024, "21012094241", True, "deepseek-ai/DeepSeek-R1-0528"),
@@ -426,22 +583,37 @@ DEPLOYMENTS = [
     {
         "folder": "mi355x-atom-dsr1-fp8-mtp",
         "itl": "ITL: a speculative step emits several tokens at once, so the MTP arm's ITL exceeds its TPOT; use TPOT.",
-        "hw": "mi355x", "fw": "atom", "precision": "fp8", "tp": 8, "ep": 1, "dpa": False,
+        "hw": "mi355x",
+        "fw": "atom",
+        "precision": "fp8",
+        "tp": 8,
+        "ep": 1,
+        "dpa": False,
         "title": "8x MI355X, AMD ATOM (rocm/atom images), DeepSeek-R1-0528 FP8 (TP8), plain vs built-in MTP, 3 "
-                 "speculative tokens (SemiAnalysis InferenceX) - ENGINE NOT MODELLED BY SPECSIM",
-        "engine": "atom", "backend": "openai",
+        "speculative tokens (SemiAnalysis InferenceX) - ENGINE NOT MODELLED BY SPECSIM",
+        "engine": "atom",
+        "backend": "openai",
         "engine_version": "plain atom20260511 (rocm/atom:rocm7.2.3_ubuntu24.04_py3.12_pytorch_release_2.10.0_atom20260511), "
-                          "MTP atom 0.1.3 (rocm/atom:rocm7.2.4_ubuntu24.04_py3.12_pytorch_release_2.10.0_atom0.1.3)",
-        "hardware": "mi355x", "gpus": 8, "weight_dtype": "fp8", "kv_dtype": "fp8",
+        "MTP atom 0.1.3 (rocm/atom:rocm7.2.4_ubuntu24.04_py3.12_pytorch_release_2.10.0_atom0.1.3)",
+        "hardware": "mi355x",
+        "gpus": 8,
+        "weight_dtype": "fp8",
+        "kv_dtype": "fp8",
         "parallelism": "python -m atom.entrypoints.openai_server -tp 8 (no expert parallel, no DP attention), "
-                       "--kv_cache_dtype fp8; plain: --block-size 16, --max-model-len 10240 at 8k/1k; MTP: --method mtp "
-                       "--num-speculative-tokens 3, --no-enable_prefix_caching",
+        "--kv_cache_dtype fp8; plain: --block-size 16, --max-model-len 10240 at 8k/1k; MTP: --method mtp "
+        "--num-speculative-tokens 3, --no-enable_prefix_caching",
         "lengths_extra": "the MTP arm's client adds --use-chat-template; the plain arm's prompts are raw",
-        "recipes": _recipe("70bf3a25b6b196426005e417a47a3eedabe4fb11", "benchmarks/single_node/dsr1_fp8_mi355x_atom.sh",
-                           ".github/configs/amd-master.yaml (dsr1-fp8-mi355x-atom)") + "; " +
-                   _recipe("96f1598815fbd1f0bc62db57fa33b6dd46541306",
-                           "benchmarks/single_node/fixed_seq_len/dsr1_fp8_mi355x_atom_mtp.sh",
-                           ".github/configs/amd-master.yaml (dsr1-fp8-mi355x-atom-mtp)"),
+        "recipes": _recipe(
+            "70bf3a25b6b196426005e417a47a3eedabe4fb11",
+            "benchmarks/single_node/dsr1_fp8_mi355x_atom.sh",
+            ".github/configs/amd-master.yaml (dsr1-fp8-mi355x-atom)",
+        )
+        + "; "
+        + _recipe(
+            "96f1598815fbd1f0bc62db57fa33b6dd46541306",
+            "benchmarks/single_node/fixed_seq_len/dsr1_fp8_mi355x_atom_mtp.sh",
+            ".github/configs/amd-master.yaml (dsr1-fp8-mi355x-atom-mtp)",
+        ),
         "arms": [
             ("plain-1k1k.jsonl", "plain", None, 1024, 1024, "26130617530", False, "deepseek-ai/DeepSeek-R1-0528"),
             ("mtp-k3-1k1k.jsonl", "spec", 3, 1024, 1024, "26829715287", True, "deepseek-ai/DeepSeek-R1-0528"),
@@ -450,7 +622,7 @@ DEPLOYMENTS = [
         ],
         "notes": [
             "ENGINE NOT MODELLED: ATOM is AMD's own inference engine; specsim knows vLLM, SGLang and TensorRT-LLM "
-            "only, so `engine: atom` has no specsim engine model and the records' backend is \"openai\" (the client "
+            'only, so `engine: atom` has no specsim engine model and the records\' backend is "openai" (the client '
             "spoke the OpenAI completions API). Transcribed as the one ATOM deployment (the other ATOM pairs are "
             "older or cross-checkpoint). The arms are two builds (plain 2026-05-20 atom20260511, MTP 2026-06-02 "
             "atom 0.1.3); no plain campaign of the MTP image is in the fixture.",
@@ -461,6 +633,7 @@ DEPLOYMENTS = [
 
 # -- reading and writing ---------------------------------------------------------------------------------------------
 
+
 def _rows(folder: Path) -> dict:
     """Single-node rows of both fixture files, keyed by (configuration, conc, date, run url); benchmarks.json's extra
     statistics merged into the history's row where both hold it."""
@@ -469,8 +642,20 @@ def _rows(folder: Path) -> dict:
         for r in json.loads((folder / name).read_text()):
             if r["is_multinode"] or r["disagg"]:
                 continue
-            key = (r["hardware"], r["framework"], r["precision"], r["spec_method"], r["decode_tp"], r["decode_ep"],
-                   bool(r["decode_dp_attention"]), r["isl"], r["osl"], r["conc"], r["date"], r["run_url"])
+            key = (
+                r["hardware"],
+                r["framework"],
+                r["precision"],
+                r["spec_method"],
+                r["decode_tp"],
+                r["decode_ep"],
+                bool(r["decode_dp_attention"]),
+                r["isl"],
+                r["osl"],
+                r["conc"],
+                r["date"],
+                r["run_url"],
+            )
             if key in rows:
                 old = rows[key]["metrics"]
                 for k, v in r["metrics"].items():
@@ -491,7 +676,7 @@ def _record(row: dict, dep: dict, model_id: str, chat: bool, flagged: dict) -> d
     ratio = m["input_tput_per_gpu"] / m["output_tput_per_gpu"]
     where = f"{LENGTHS[(isl, osl)]} c {conc} ({row['spec_method']}, {row['date']})"
     fits = []
-    for t in ((CHAT_TEMPLATE_T, 0) if chat else (0,)):  # the template's length first; 0 only if it does not fit
+    for t in (CHAT_TEMPLATE_T, 0) if chat else (0,):  # the template's length first; 0 only if it does not fit
         total_in, total_out = random_dataset_totals(n, isl, osl, t)
         fits.append((abs(ratio / (total_in / total_out) - 1), t, total_in, total_out))
         if fits[-1][0] < RATIO_TOLERANCE:
@@ -508,10 +693,21 @@ def _record(row: dict, dep: dict, model_id: str, chat: bool, flagged: dict) -> d
         flagged["mean"].append(f"{where}: {error:.1e}")
     output_throughput = m["output_tput_per_gpu"] * tp
     duration = total_out / output_throughput
-    rec = {"date": row["date"], "backend": dep["backend"], "model_id": model_id, "max_concurrency": conc,
-           "request_rate": "inf", "num_prompts": n, "completed": n, "duration": duration,
-           "total_input_tokens": total_in, "total_output_tokens": total_out, "request_throughput": n / duration,
-           "output_throughput": output_throughput, "total_token_throughput": m["tput_per_gpu"] * tp}
+    rec = {
+        "date": row["date"],
+        "backend": dep["backend"],
+        "model_id": model_id,
+        "max_concurrency": conc,
+        "request_rate": "inf",
+        "num_prompts": n,
+        "completed": n,
+        "duration": duration,
+        "total_input_tokens": total_in,
+        "total_output_tokens": total_out,
+        "request_throughput": n / duration,
+        "output_throughput": output_throughput,
+        "total_token_throughput": m["tput_per_gpu"] * tp,
+    }
     for metric in METRICS:
         for stat in STATS:
             value = m.get(f"{stat}_{metric}")
@@ -570,9 +766,16 @@ def convert(folder: Path) -> None:
         runs, arm_lines = [], []
         for file, kind, steps, isl, osl, run_id, chat, model_id in dep["arms"]:
             spec = "none" if kind == "plain" else "mtp"
-            chosen = sorted((r for k, r in rows.items()
-                             if k[:9] == (dep["hw"], dep["fw"], dep["precision"], spec, dep["tp"], dep["ep"], dep["dpa"],
-                                          isl, osl) and f"/runs/{run_id}/" in r["run_url"]), key=lambda r: r["conc"])
+            chosen = sorted(
+                (
+                    r
+                    for k, r in rows.items()
+                    if k[:9]
+                    == (dep["hw"], dep["fw"], dep["precision"], spec, dep["tp"], dep["ep"], dep["dpa"], isl, osl)
+                    and f"/runs/{run_id}/" in r["run_url"]
+                ),
+                key=lambda r: r["conc"],
+            )
             concs = [r["conc"] for r in chosen]
             if len(concs) < 2 or len(set(concs)) != len(concs):
                 raise ValueError(f"{dep['folder']}/{file}: concurrencies {concs} (want two or more, one row each)")
@@ -585,9 +788,11 @@ def convert(folder: Path) -> None:
                 e2el = rec.get("mean_e2el_ms", rec.get("median_e2el_ms"))
                 in_flight = rec["request_throughput"] * e2el / 1e3
                 if not 0.5 <= in_flight / r["conc"] <= LITTLE_SLACK:
-                    dropped.append(f"{file} c {r['conc']} ({r['date']}): output_tput_per_gpu "
-                                   f"{r['metrics']['output_tput_per_gpu']:.1f} tok/s gives {in_flight:.1f} requests in "
-                                   f"flight with its E2E latency of {e2el / 1e3:.1f} s, against {r['conc']} users")
+                    dropped.append(
+                        f"{file} c {r['conc']} ({r['date']}): output_tput_per_gpu "
+                        f"{r['metrics']['output_tput_per_gpu']:.1f} tok/s gives {in_flight:.1f} requests in "
+                        f"flight with its E2E latency of {e2el / 1e3:.1f} s, against {r['conc']} users"
+                    )
                     where = f"{LENGTHS[(isl, osl)]} c {r['conc']} ({r['spec_method']}, {r['date']})"
                     for key in flagged:
                         flagged[key] = [x for x in flagged[key] if not x.startswith(where)]
@@ -603,8 +808,10 @@ def convert(folder: Path) -> None:
             runs.append(entry)
             images = sorted({r["image"] for r in chosen if r.get("image")})
             image = " / ".join(images) if images else "not in the row (see engine_version)"
-            arm_lines.append(f"{file}: Actions run {RUN_URL}{run_id} ({chosen[0]['date']}), concurrency "
-                             f"{', '.join(map(str, concs))}; image {image}")
+            arm_lines.append(
+                f"{file}: Actions run {RUN_URL}{run_id} ({chosen[0]['date']}), concurrency "
+                f"{', '.join(map(str, concs))}; image {image}"
+            )
             for r in chosen:
                 facts[(dep["folder"], file, r["conc"])] = r["metrics"]
             print(f"{target.name}/{file}: {len(records)} runs (c {concs})")
@@ -614,8 +821,7 @@ def convert(folder: Path) -> None:
             if kind != "spec":
                 continue
             plain = file.replace(f"mtp-k{steps}", "plain")
-            common = sorted(c for (fo, f, c) in facts if fo == dep["folder"] and f == file
-                            and (fo, plain, c) in facts)
+            common = sorted(c for (fo, f, c) in facts if fo == dep["folder"] and f == file and (fo, plain, c) in facts)
             label = file.removeprefix(f"mtp-k{steps}-").removesuffix(".jsonl")
             if not common:
                 pairs.append(f"{label}: no concurrency in common")
@@ -627,35 +833,49 @@ def convert(folder: Path) -> None:
                 cells.append(f"c {c} {a:.2f} -> {b:.2f} ms (x{a / b:.2f})")
             pairs.append(f"{label}: " + ", ".join(cells))
         notes = [n.format(**_oddity_numbers(facts)) for n in dep["notes"]]
-        notes.append("Median TPOT, plain -> MTP, where both arms hold the concurrency (speed-up in brackets): "
-                     + "; ".join(pairs) + ".")
+        notes.append(
+            "Median TPOT, plain -> MTP, where both arms hold the concurrency (speed-up in brackets): "
+            + "; ".join(pairs)
+            + "."
+        )
         notes.append("Runs kept (one Actions run per arm): " + "; ".join(arm_lines) + ".")
         notes.append("Recipes read: " + dep["recipes"] + ".")
-        notes.append("Derived, not recorded: completed / num_prompts (10 x c, the recipe's --num-prompts), the token "
-                     "totals (recomputed draws of the client's seed-0 random dataset, checked against the row's "
-                     "input/output throughput ratio), duration and request_throughput (from the totals and the "
-                     "measured output throughput), and the total throughputs (per-GPU figure x TP). Latencies are "
-                     "the rows' own (s -> ms); medians and p99 for every row, means/std/p90/p99.9 only where "
-                     "benchmarks.json holds the row.")
+        notes.append(
+            "Derived, not recorded: completed / num_prompts (10 x c, the recipe's --num-prompts), the token "
+            "totals (recomputed draws of the client's seed-0 random dataset, checked against the row's "
+            "input/output throughput ratio), duration and request_throughput (from the totals and the "
+            "measured output throughput), and the total throughputs (per-GPU figure x TP). Latencies are "
+            "the rows' own (s -> ms); medians and p99 for every row, means/std/p90/p99.9 only where "
+            "benchmarks.json holds the row."
+        )
         if dropped:
-            notes.append("DROPPED (throughput contradicts latency; Little's law for a closed loop): "
-                         + "; ".join(dropped) + ".")
+            notes.append(
+                "DROPPED (throughput contradicts latency; Little's law for a closed loop): " + "; ".join(dropped) + "."
+            )
         if flagged["t0"]:
-            notes.append("Chat-template arm whose totals match the draws without the template's length (t = 0), "
-                         "though its script passes --use-chat-template: " + "; ".join(flagged["t0"]) + ".")
+            notes.append(
+                "Chat-template arm whose totals match the draws without the template's length (t = 0), "
+                "though its script passes --use-chat-template: " + "; ".join(flagged["t0"]) + "."
+            )
         if flagged["output"]:
-            notes.append("Output totals NOT reproduced by the draws (the ratio check misses by the relative error "
-                         "given; the server returned slightly other output counts): total_input_tokens is the draws' "
-                         "(the client's own prompt lengths) and total_output_tokens = total_input_tokens x "
-                         "output_tput_per_gpu / input_tput_per_gpu: " + "; ".join(flagged["output"]) + ".")
+            notes.append(
+                "Output totals NOT reproduced by the draws (the ratio check misses by the relative error "
+                "given; the server returned slightly other output counts): total_input_tokens is the draws' "
+                "(the client's own prompt lengths) and total_output_tokens = total_input_tokens x "
+                "output_tput_per_gpu / input_tput_per_gpu: " + "; ".join(flagged["output"]) + "."
+            )
         if flagged["mean"]:
-            notes.append("Totals NOT reproduced by the draws at all (another client version or prompt count): "
-                         "total_output_tokens = N x the range mean, total_input_tokens from the measured ratio, "
-                         "about 1-2% uncertain: " + "; ".join(flagged["mean"]) + ".")
+            notes.append(
+                "Totals NOT reproduced by the draws at all (another client version or prompt count): "
+                "total_output_tokens = N x the range mean, total_input_tokens from the measured ratio, "
+                "about 1-2% uncertain: " + "; ".join(flagged["mean"]) + "."
+            )
         notes.append(dep["itl"])
         notes.append("Converter: scripts/public_bench/inferencex-dsr1-mtp.py (writes all nine InferenceX folders).")
-        notes.append("No acceptance length is recorded. The dashboard's snapshot is a subset of the measured sweep "
-                     "(the recipes sweep c 4..64 or more in powers of two; only some concurrencies are stored).")
+        notes.append(
+            "No acceptance length is recorded. The dashboard's snapshot is a subset of the measured sweep "
+            "(the recipes sweep c 4..64 or more in powers of two; only some concurrencies are stored)."
+        )
         doc = {
             "source": dep["folder"],
             "title": dep["title"],
@@ -674,8 +894,9 @@ def convert(folder: Path) -> None:
             "drafter": "mtp",
             "draft_checkpoint": sorted({a[7] for a in dep["arms"] if a[1] == "spec"})[0],
             "load": "concurrency",
-            "lengths": COMMON_LENGTHS.format(lengths=", ".join(f"{i}/{o}" for i, o in lens)) + dep["lengths_extra"]
-                       + " (output lengths exact under --ignore-eos).",
+            "lengths": COMMON_LENGTHS.format(lengths=", ".join(f"{i}/{o}" for i, o in lens))
+            + dep["lengths_extra"]
+            + " (output lengths exact under --ignore-eos).",
             "acceptance": "not recorded",
             "runs": runs,
             "mapping": _wrap(MAPPING) + "\n",

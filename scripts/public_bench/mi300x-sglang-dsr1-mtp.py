@@ -117,8 +117,15 @@ def parse(text: str) -> tuple[dict, dict]:
 def record(conc: int, stats: dict, throughput: float | None) -> dict:
     n = PROMPTS_PER_USER * conc
     total_in, total_out = random_dataset_totals(n)
-    rec = {"date": DATE, "backend": "sglang", "model_id": MODEL, "max_concurrency": conc, "request_rate": "inf",
-           "num_prompts": n, "completed": n}
+    rec = {
+        "date": DATE,
+        "backend": "sglang",
+        "model_id": MODEL,
+        "max_concurrency": conc,
+        "request_rate": "inf",
+        "num_prompts": n,
+        "completed": n,
+    }
     if throughput is not None:
         duration = total_out / throughput
         rec.update({"duration": duration, "request_throughput": n / duration, "output_throughput": throughput})
@@ -222,18 +229,18 @@ def main(folder: Path) -> None:
     doc = {
         "source": SOURCE,
         "title": "8x MI300X, SGLang fork (main of 2026-01-26 + FP8 GEMM change), DeepSeek-R1-0528 FP8 (TP8), plain vs "
-                 "built-in MTP via EAGLE, 3 steps (benenzhu/sglang_P __tune.md)",
+        "built-in MTP via EAGLE, 3 steps (benenzhu/sglang_P __tune.md)",
         "repository": REPO,
         "commit": COMMIT,
         "paths": ["__tune.md", "run_server.sh", "run_bench.sh", "run_bench_all.sh"],
         "engine": "sglang",
         "engine_version": "SGLang main of 2026-01-26 (upstream a883906a2) in the fork benenzhu/sglang_P; no release "
-                          "number stated",
+        "number stated",
         "hardware": "mi300x",
         "gpus": 8,
         "tp": 8,
         "parallelism": "TP8 only (no EP, no DP attention); --num-continuous-decode-steps 4; plain --cuda-graph-max-bs "
-                       "256; MTP --cuda-graph-max-bs 512 and --max-running-requests 256 (c 4-16) or 128 (c 32, 64 rerun)",
+        "256; MTP --cuda-graph-max-bs 512 and --max-running-requests 256 (c 4-16) or 128 (c 32, 64 rerun)",
         "target": "deepseek-v3",
         "weight_dtype": "fp8",
         "kv_dtype": "fp8",
@@ -241,9 +248,9 @@ def main(folder: Path) -> None:
         "draft_checkpoint": MODEL,
         "load": "concurrency",
         "lengths": "random dataset of kimbochen/bench_serving (backend vllm, OpenAI completions): input and output "
-                   "lengths uniform integers in [819, 1024] (--random-input-len 1024 --random-output-len 1024 "
-                   "--random-range-ratio 0.8), --ignore-eos, seed 0, 2 x c prompts, closed loop of c "
-                   "(--max-concurrency c, --request-rate inf), no warm-up",
+        "lengths uniform integers in [819, 1024] (--random-input-len 1024 --random-output-len 1024 "
+        "--random-range-ratio 0.8), --ignore-eos, seed 0, 2 x c prompts, closed loop of c "
+        "(--max-concurrency c, --request-rate inf), no warm-up",
         "acceptance": "not recorded",
         "runs": runs,
         "mapping": MAPPING,

@@ -64,10 +64,18 @@ def parse_table1(text: str) -> list[tuple[int, float, float]]:
 
 
 def record(conc: int, e2el_ms: float) -> dict:
-    return {"date": DATE, "backend": "sglang", "model_id": MODEL, "max_concurrency": conc, "request_rate": "inf",
-            "num_prompts": ASSUMED_PROMPTS, "completed": ASSUMED_PROMPTS,
-            "total_input_tokens": round(ASSUMED_PROMPTS * MEAN_INPUT),
-            "total_output_tokens": round(ASSUMED_PROMPTS * MEAN_OUTPUT), "mean_e2el_ms": e2el_ms}
+    return {
+        "date": DATE,
+        "backend": "sglang",
+        "model_id": MODEL,
+        "max_concurrency": conc,
+        "request_rate": "inf",
+        "num_prompts": ASSUMED_PROMPTS,
+        "completed": ASSUMED_PROMPTS,
+        "total_input_tokens": round(ASSUMED_PROMPTS * MEAN_INPUT),
+        "total_output_tokens": round(ASSUMED_PROMPTS * MEAN_OUTPUT),
+        "mean_e2el_ms": e2el_ms,
+    }
 
 
 def _yaml_scalar(value) -> str:
@@ -145,8 +153,10 @@ def main(folder: Path) -> None:
     text = next(folder.glob("blog_*.md")).read_text()
     rows = parse_table1(text)
     OUT.mkdir(parents=True, exist_ok=True)
-    files = {"plain.jsonl": [record(c, plain) for c, plain, _ in rows],
-             "mtp-k2.jsonl": [record(c, mtp) for c, _, mtp in rows]}
+    files = {
+        "plain.jsonl": [record(c, plain) for c, plain, _ in rows],
+        "mtp-k2.jsonl": [record(c, mtp) for c, _, mtp in rows],
+    }
     runs = []
     for name, records in files.items():
         (OUT / name).write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -159,7 +169,7 @@ def main(folder: Path) -> None:
     doc = {
         "source": SOURCE,
         "title": "8x MI300X, SGLang 0.4.10.post1, DeepSeek-V3 FP8 (TP8), plain vs NextN MTP (2 steps, 3 draft tokens); "
-                 "mean E2E latency only (LMSYS blog, AMD)",
+        "mean E2E latency only (LMSYS blog, AMD)",
         "repository": REPO,
         "commit": COMMIT,
         "paths": [PATH],
@@ -169,7 +179,7 @@ def main(folder: Path) -> None:
         "gpus": 8,
         "tp": 8,
         "parallelism": "TP8 only (--tp-size 8), no EP, no DP attention; --attention-backend aiter, "
-                       "--mem-fraction-static 0.85, --chunked-prefill-size 131072",
+        "--mem-fraction-static 0.85, --chunked-prefill-size 131072",
         "target": "deepseek-v3",
         "weight_dtype": "fp8",
         "kv_dtype": "bf16",
@@ -177,9 +187,9 @@ def main(folder: Path) -> None:
         "draft_checkpoint": "DeepSeek-V3-NextN (local /models/DeepSeek-V3-NextN/; Hugging Face repository not named)",
         "load": "concurrency",
         "lengths": "sglang.bench_serving random dataset, --random-input 1024 --random-output 1024, default "
-                   "--random-range-ratio 0.0 (input uniform in [1, 1024], output uniform in [0, 1024]; assumed from "
-                   "the client's defaults), ignore_eos (the client's default), ShareGPT text as prompt content; "
-                   "300 prompts (assumed)",
+        "--random-range-ratio 0.0 (input uniform in [1, 1024], output uniform in [0, 1024]; assumed from "
+        "the client's defaults), ignore_eos (the client's default), ShareGPT text as prompt content; "
+        "300 prompts (assumed)",
         "acceptance": "not recorded",
         "runs": runs,
         "mapping": MAPPING,

@@ -45,12 +45,24 @@ def record(row: dict) -> tuple[str, dict]:
     c = row["concurrency"]
     n = ASSUMED_PROMPTS_PER_USER * c
     out = n * row["gen_tokens"]
-    rec = {"date": row["date"], "backend": row["engine"], "model_id": row["checkpoint_ref"], "num_prompts": n,
-           "request_rate": "inf", "max_concurrency": c, "completed": n, "duration": out / row["output_tok_s"],
-           "total_input_tokens": n * row["prompt_tokens"], "total_output_tokens": out,
-           "request_throughput": row["req_s"], "output_throughput": row["output_tok_s"],
-           "total_token_throughput": row["total_tok_s"], "median_ttft_ms": row["ttft_p50_ms"],
-           "median_tpot_ms": row["tpot_p50_ms"], "median_itl_ms": row["itl_p50_ms"]}
+    rec = {
+        "date": row["date"],
+        "backend": row["engine"],
+        "model_id": row["checkpoint_ref"],
+        "num_prompts": n,
+        "request_rate": "inf",
+        "max_concurrency": c,
+        "completed": n,
+        "duration": out / row["output_tok_s"],
+        "total_input_tokens": n * row["prompt_tokens"],
+        "total_output_tokens": out,
+        "request_throughput": row["req_s"],
+        "output_throughput": row["output_tok_s"],
+        "total_token_throughput": row["total_tok_s"],
+        "median_ttft_ms": row["ttft_p50_ms"],
+        "median_tpot_ms": row["tpot_p50_ms"],
+        "median_itl_ms": row["itl_p50_ms"],
+    }
     spec = row["spec_decode"]
     if spec is None:
         return "plain.jsonl", rec
@@ -67,8 +79,13 @@ def main(raw: Path) -> None:
     assert len(rows) == 12, len(rows)
     files: dict[str, list[dict]] = {}
     for row in sorted(rows, key=lambda r: r["concurrency"]):
-        assert (row["engine"], row["engine_version"], row["tp"], row["prompt_tokens"], row["gen_tokens"]) == \
-            ("vllm", "0.26.0", 1, 1024, 512), row["run_id"]
+        assert (row["engine"], row["engine_version"], row["tp"], row["prompt_tokens"], row["gen_tokens"]) == (
+            "vllm",
+            "0.26.0",
+            1,
+            1024,
+            512,
+        ), row["run_id"]
         name, rec = record(row)
         files.setdefault(name, []).append(rec)
     OUT.mkdir(parents=True, exist_ok=True)

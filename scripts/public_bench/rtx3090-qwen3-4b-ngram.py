@@ -44,10 +44,19 @@ def record(row: dict) -> dict:
     c = row["concurrency"]
     n = ASSUMED_PROMPTS_PER_USER * c
     out = n * row["gen_tokens"]
-    rec = {"date": row["date"], "backend": row["engine"], "model_id": "Qwen/Qwen3-4B", "num_prompts": n,
-           "request_rate": "inf", "max_concurrency": c, "completed": n, "duration": out / row["output_tok_s"],
-           "total_input_tokens": n * row["prompt_tokens"], "total_output_tokens": out,
-           "output_throughput": row["output_tok_s"]}
+    rec = {
+        "date": row["date"],
+        "backend": row["engine"],
+        "model_id": "Qwen/Qwen3-4B",
+        "num_prompts": n,
+        "request_rate": "inf",
+        "max_concurrency": c,
+        "completed": n,
+        "duration": out / row["output_tok_s"],
+        "total_input_tokens": n * row["prompt_tokens"],
+        "total_output_tokens": out,
+        "output_throughput": row["output_tok_s"],
+    }
     spec = row["spec_decode"]
     if spec is not None:
         assert spec["method"] == "ngram" and spec["k"] == 4, spec
@@ -58,14 +67,24 @@ def record(row: dict) -> dict:
 
 def main(raw: Path) -> None:
     rows = [json.loads(line) for line in (raw / "data" / "benchmarks.jsonl").read_text().splitlines() if line.strip()]
-    rows = [r for r in rows if r["source"] == "tli-synth-ext" and r["model"] == "Qwen3-4B"
-            and (r["spec_decode"] is None or r["spec_decode"]["method"] == "ngram")]
+    rows = [
+        r
+        for r in rows
+        if r["source"] == "tli-synth-ext"
+        and r["model"] == "Qwen3-4B"
+        and (r["spec_decode"] is None or r["spec_decode"]["method"] == "ngram")
+    ]
     assert len(rows) == 27, len(rows)
     files: dict[str, list[dict]] = {}
     for row in sorted(rows, key=lambda r: r["concurrency"]):
         arm, kind, _ = row["run_id"].split("/", 1)[1].split("/")
         assert kind == row["knobs"]["prompt_kind"] and row["quant"] == "bf16" and row["tp"] == 1, row["run_id"]
-        assert (row["engine"], row["engine_version"], row["prompt_tokens"], row["gen_tokens"]) == ("vllm", "0.25.0", 512, 256)
+        assert (row["engine"], row["engine_version"], row["prompt_tokens"], row["gen_tokens"]) == (
+            "vllm",
+            "0.25.0",
+            512,
+            256,
+        )
         files.setdefault(f"{ARMS[arm]}-{kind}.jsonl", []).append(record(row))
     OUT.mkdir(parents=True, exist_ok=True)
     for name, recs in files.items():

@@ -46,31 +46,47 @@ def _ms(stats: dict, *pairs: tuple[str, str]) -> dict:
 
 
 def rtx5090(folder: Path) -> None:
-    crossover = {Path(r["summary_file"].replace("\\", "/")).name: r
-                 for r in csv.DictReader((folder / "results" / "crossover_summary.csv").open())}
+    crossover = {
+        Path(r["summary_file"].replace("\\", "/")).name: r
+        for r in csv.DictReader((folder / "results" / "crossover_summary.csv").open())
+    }
     OUT.mkdir(parents=True, exist_ok=True)
     counts = {}
     for prefix, name in (("matched_baseline_formal", "plain.jsonl"), ("specdec_k5_formal", "draft-model.jsonl")):
         records = []
         for p in sorted((folder / "results" / "summary").glob(f"{prefix}_c*.json")):
             d = json.loads(p.read_text())
-            rec = {"date": p.stem[-22:-7], "backend": "vllm", "model_id": "Qwen/Qwen3-14B-AWQ",
-                   "max_concurrency": d["concurrency"], "request_rate": "inf", "completed": d["successful_runs"],
-                   "duration": d["measured_wall_time_s"], "total_input_tokens": round(ASSUMED_PROMPT * d["successful_runs"]),
-                   "total_output_tokens": int(d["total_output_tokens"]), "mean_tpot_ms": d["tpot_s"]["mean"] * 1e3,
-                   "num_prompts": d["requested_runs"], "failed": d["failed_runs"],
-                   "request_throughput": d["request_throughput_rps"], "output_throughput": d["output_token_throughput_tps"]}
+            rec = {
+                "date": p.stem[-22:-7],
+                "backend": "vllm",
+                "model_id": "Qwen/Qwen3-14B-AWQ",
+                "max_concurrency": d["concurrency"],
+                "request_rate": "inf",
+                "completed": d["successful_runs"],
+                "duration": d["measured_wall_time_s"],
+                "total_input_tokens": round(ASSUMED_PROMPT * d["successful_runs"]),
+                "total_output_tokens": int(d["total_output_tokens"]),
+                "mean_tpot_ms": d["tpot_s"]["mean"] * 1e3,
+                "num_prompts": d["requested_runs"],
+                "failed": d["failed_runs"],
+                "request_throughput": d["request_throughput_rps"],
+                "output_throughput": d["output_token_throughput_tps"],
+            }
             rec |= _ms(d["ttft_s"], ("mean_ttft_ms", "mean"), ("median_ttft_ms", "median_p50"), ("p95_ttft_ms", "p95"))
             rec |= _ms(d["e2e_s"], ("mean_e2el_ms", "mean"), ("median_e2el_ms", "median_p50"), ("p95_e2el_ms", "p95"))
             rec |= _ms(d["tpot_s"], ("median_tpot_ms", "median_p50"), ("p95_tpot_ms", "p95"))
             row = crossover[p.name]
-            assert int(row["concurrency"]) == d["concurrency"] and int(row["successful_runs"]) == d["successful_runs"], p.name
+            assert (
+                int(row["concurrency"]) == d["concurrency"] and int(row["successful_runs"]) == d["successful_runs"]
+            ), p.name
             if prefix.startswith("specdec"):
-                rec |= {"spec_decode_acceptance_length": float(row["mean_acceptance_length"]),
-                        "spec_decode_acceptance_rate": float(row["acceptance_pct"]),
-                        "spec_decode_num_drafts": int(float(row["draft_rounds"])),
-                        "spec_decode_draft_tokens": int(float(row["draft_tokens"])),
-                        "spec_decode_accepted_tokens": int(float(row["accepted_tokens"]))}
+                rec |= {
+                    "spec_decode_acceptance_length": float(row["mean_acceptance_length"]),
+                    "spec_decode_acceptance_rate": float(row["acceptance_pct"]),
+                    "spec_decode_num_drafts": int(float(row["draft_rounds"])),
+                    "spec_decode_draft_tokens": int(float(row["draft_tokens"])),
+                    "spec_decode_accepted_tokens": int(float(row["accepted_tokens"])),
+                }
             else:
                 assert row["mean_acceptance_length"] == "", p.name
             records.append(rec)

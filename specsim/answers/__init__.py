@@ -12,21 +12,30 @@ builds only its own answer's class (issue 28: every module and record class a co
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 
-from dataclasses import dataclass
-from specsim.speculation.acceptance import tokens_per_round
-from specsim.serving.capacity import Capacity, capacity, require_target_fits, reserved_context
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS
-from specsim.speculation.deployment import Deployment, model_assumptions
 from specsim.engines import ENGINES
 from specsim.engines.vllm import ROCM_SPEC
-from specsim.timing.roofline import RooflineSource
+from specsim.serving.capacity import Capacity, capacity, require_target_fits, reserved_context
+from specsim.speculation.acceptance import tokens_per_round
+from specsim.speculation.deployment import Deployment, model_assumptions
 from specsim.speculation.search import OptimalGamma, optimal_gamma, speedup_from_cost_ratio
+from specsim.timing.roofline import RooflineSource
 
-__all__ = ["GammaAnswer", "closed_form_answer", "deployment_capacity", "gamma_answer", "loop_rows", "row_source", "speedup_rows",
-           "steptime_rows", "why_off"]
+__all__ = [
+    "GammaAnswer",
+    "closed_form_answer",
+    "deployment_capacity",
+    "gamma_answer",
+    "loop_rows",
+    "row_source",
+    "speedup_rows",
+    "steptime_rows",
+    "why_off",
+]
 
 
 def row_source(dep: Deployment, times, i: int) -> str:
@@ -35,7 +44,9 @@ def row_source(dep: Deployment, times, i: int) -> str:
     for t in (times.target, times.draft, times.verify):
         if t is None:
             continue
-        if t.fallback is not None and bool(np.asarray(t.fallback).reshape(-1)[i] if np.ndim(t.fallback) else t.fallback):
+        if t.fallback is not None and bool(
+            np.asarray(t.fallback).reshape(-1)[i] if np.ndim(t.fallback) else t.fallback
+        ):
             return f"{name}, roofline outside the kernel data"
     return name
 
@@ -44,8 +55,10 @@ def why_off(rows: list) -> str:
     """The reason speculation is off, from the numbers rather than a fixed sentence."""
     off = [r for r in rows if r["gamma"] == 0]
     if all(r["bound_verify"] == "memory" for r in off):
-        return ("even gamma = 1 costs more (one draft step plus a verification pass) than the tokens it saves "
-                "at this alpha; every pass there is memory-bound.")
+        return (
+            "even gamma = 1 costs more (one draft step plus a verification pass) than the tokens it saves "
+            "at this alpha; every pass there is memory-bound."
+        )
     return "verification of gamma+1 tokens per sequence is compute-bound there and costs more than the tokens it saves."
 
 
@@ -78,16 +91,21 @@ class GammaAnswer:
         if not best.peaks_later:
             return None
         i = best.peak
-        why = (f": a decode step at batch {self.batches[0]} reads few of {dep.target.name}'s experts and verifying gamma+1 "
-               "tokens per sequence reads many more; at larger batches decode already reads most of them"
-               if dep.target.is_moe else "")
+        why = (
+            f": a decode step at batch {self.batches[0]} reads few of {dep.target.name}'s experts and verifying gamma+1 "
+            "tokens per sequence reads many more; at larger batches decode already reads most of them"
+            if dep.target.is_moe
+            else ""
+        )
         if dep.target.is_moe and dep.engine.platform == "cuda" and self.batches[i] > 16:
             # The one public sweep of large MoE targets past concurrency 16 (AMD's, vLLM ROCm) falls from 4 to 64, by
             # the round's per-sequence host work (specsim.calibration.rocm); no CUDA sweep past 16 fits this preset's.
-            why += (f". Beyond batch 16 this rests on {dep.engine.key}'s per-sequence round terms, fitted on dense targets at "
-                    "batch 1-32: the only published large-MoE sweep to 64 (vLLM ROCm on MI355X, vLLM blog 2026-07-13) falls "
-                    f"from 4 to 64, and fits {ROCM_SPEC.seq_step_s * 1e6:.0f} us per sequence per draft step there "
-                    "(specsim.calibration.rocm)")
+            why += (
+                f". Beyond batch 16 this rests on {dep.engine.key}'s per-sequence round terms, fitted on dense targets at "
+                "batch 1-32: the only published large-MoE sweep to 64 (vLLM ROCm on MI355X, vLLM blog 2026-07-13) falls "
+                f"from 4 to 64, and fits {ROCM_SPEC.seq_step_s * 1e6:.0f} us per sequence per draft step there "
+                "(specsim.calibration.rocm)"
+            )
         return {"batch": self.batches[i], "speedup": float(best.speedup[i]), "gamma": int(best.gamma[i]), "why": why}
 
 
@@ -113,33 +131,61 @@ def _other_draft_tp(dep: Deployment) -> tuple[Deployment, str] | None:
     return alternative, ""
 
 
-def gamma_answer(dep: Deployment, acceptance: object, label: str, batches: list, context: int, gamma_max: int, rtol: float,
-                 cap: Capacity) -> GammaAnswer:
+def gamma_answer(
+    dep: Deployment,
+    acceptance: object,
+    label: str,
+    batches: list,
+    context: int,
+    gamma_max: int,
+    rtol: float,
+    cap: Capacity,
+) -> GammaAnswer:
     """The best gamma per batch size, each row with its step times, bounds, memory fit and recommendation."""
     b = np.array(batches, dtype=float)
     best = optimal_gamma(dep, acceptance, b, context, gamma_max, rtol)
     if cap.scratch_draft_tokens:  # a hybrid target's scratch, sized for the num_speculative_tokens this answer sets
-        cap = capacity(dep, cap.context_tokens, cap.usable_bytes / cap.memory_bytes, max(int(np.max(best.gamma)), 1),
-                       "the largest optimal gamma of these batch sizes")
+        cap = capacity(
+            dep,
+            cap.context_tokens,
+            cap.usable_bytes / cap.memory_bytes,
+            max(int(np.max(best.gamma)), 1),
+            "the largest optimal gamma of these batch sizes",
+        )
     times = best.outcome
     tokens = np.broadcast_to(times.tokens, b.shape)
     alternative = _other_draft_tp(dep)
     other_dep = alternative[0] if alternative else None
-    other = (other_dep, optimal_gamma(other_dep, acceptance, b, context, gamma_max, rtol), alternative[1]) if other_dep else None
+    other = (
+        (other_dep, optimal_gamma(other_dep, acceptance, b, context, gamma_max, rtol), alternative[1])
+        if other_dep
+        else None
+    )
     rows = []
     for i, batch in enumerate(batches):
         gamma = int(best.gamma[i])
         row = {
-            "batch": batch, "gamma": gamma, "speedup": float(best.speedup[i]), "tokens_per_step": float(tokens[i]),
-            "acceptance": label, "drafter": dep.drafter.kind,
-            "t_target_s": float(times.target.total_s[i]), "t_draft_s": float(times.draft.total_s[i]),
-            "t_verify_s": float(times.verify.total_s[i]), "t_host_s": float(np.asarray(times.host_s)[i]),
-            "t_round_s": float(times.round_s[i]), "cost_ratio": float(times.cost_ratio[i]),
-            "bound_target": str(times.target.bound[i]), "bound_draft": str(times.draft.bound[i]),
-            "bound_verify": str(times.verify.bound[i]), "at_gamma_max": bool(best.at_limit[i]),
-            "fits_without_draft": batch <= cap.max_batch_without_draft, "fits_with_draft": batch <= cap.max_batch_with_draft,
+            "batch": batch,
+            "gamma": gamma,
+            "speedup": float(best.speedup[i]),
+            "tokens_per_step": float(tokens[i]),
+            "acceptance": label,
+            "drafter": dep.drafter.kind,
+            "t_target_s": float(times.target.total_s[i]),
+            "t_draft_s": float(times.draft.total_s[i]),
+            "t_verify_s": float(times.verify.total_s[i]),
+            "t_host_s": float(np.asarray(times.host_s)[i]),
+            "t_round_s": float(times.round_s[i]),
+            "cost_ratio": float(times.cost_ratio[i]),
+            "bound_target": str(times.target.bound[i]),
+            "bound_draft": str(times.draft.bound[i]),
+            "bound_verify": str(times.verify.bound[i]),
+            "at_gamma_max": bool(best.at_limit[i]),
+            "fits_without_draft": batch <= cap.max_batch_without_draft,
+            "fits_with_draft": batch <= cap.max_batch_with_draft,
             "recommendation": (f"speculate with gamma={gamma}" if gamma > 0 else "turn speculation off"),
-            "timing_source": row_source(dep, times, i), "provenance": dep.provenance(),
+            "timing_source": row_source(dep, times, i),
+            "provenance": dep.provenance(),
         }
         if other is not None:
             row[f"speedup_draft_tp{other_dep.draft.tp}"] = float(other[1].speedup[i])
@@ -154,8 +200,10 @@ def deployment_capacity(dep: Deployment, context: int, max_context: int | None, 
     tokens = reserved_context(context, max_context)
     for model in (dep.target, dep.draft):
         if model is not None and model.max_position_embeddings and tokens > model.max_position_embeddings:
-            raise ValueError(f"a context of {tokens:,} tokens is past {model.name}'s max_position_embeddings "
-                             f"({model.max_position_embeddings:,}); give --context (and --max-context) within it")
+            raise ValueError(
+                f"a context of {tokens:,} tokens is past {model.name}'s max_position_embeddings "
+                f"({model.max_position_embeddings:,}); give --context (and --max-context) within it"
+            )
     cap = capacity(dep, tokens, memory_utilization)
     require_target_fits(dep, cap)
     return cap
@@ -164,12 +212,18 @@ def deployment_capacity(dep: Deployment, context: int, max_context: int | None, 
 # -- speedup and steptime ---------------------------------------------------------------------
 def closed_form_answer(alpha: float, gamma: int, cost_ratio: float) -> dict:
     """speedup --cost-ratio: the closed form E / (gamma c + 1)."""
-    return {"alpha": alpha, "gamma": gamma, "cost_ratio": cost_ratio, "tokens_per_step": float(tokens_per_round(alpha, gamma)),
-            "speedup": float(speedup_from_cost_ratio(alpha, gamma, cost_ratio))}
+    return {
+        "alpha": alpha,
+        "gamma": gamma,
+        "cost_ratio": cost_ratio,
+        "tokens_per_step": float(tokens_per_round(alpha, gamma)),
+        "speedup": float(speedup_from_cost_ratio(alpha, gamma, cost_ratio)),
+    }
 
 
-def speedup_rows(dep: Deployment, acceptance: object, label: str, gamma: int, batches: list | None = None,
-                 context: int | None = None) -> tuple[list[dict], int]:
+def speedup_rows(
+    dep: Deployment, acceptance: object, label: str, gamma: int, batches: list | None = None, context: int | None = None
+) -> tuple[list[dict], int]:
     """speedup: one (acceptance, gamma) per batch size (default :data:`~specsim.core.defaults.DEFAULT_BATCHES`, at
     :data:`~specsim.core.defaults.DEFAULT_CONTEXT_TOKENS`), with the three step times; and the context used."""
     batches = list(DEFAULT_BATCHES) if batches is None else batches
@@ -177,16 +231,33 @@ def speedup_rows(dep: Deployment, acceptance: object, label: str, gamma: int, ba
     b = np.array(batches, dtype=float)
     times = dep.outcome(acceptance, gamma, b, context)
     s = np.broadcast_to(times.speedup, b.shape)
-    tokens = np.broadcast_to(times.tokens, b.shape)  # per batch where the verified prefix varies with it (DSpark, suffix)
-    return [{"batch": batch, "alpha": acceptance if isinstance(acceptance, float) else None, "acceptance": label, "gamma": gamma,
-             "tokens_per_step": float(tokens[i]), "speedup": float(s[i]), "t_target_s": float(times.target.total_s[i]),
-             "t_draft_s": float(times.draft.total_s[i]), "t_verify_s": float(times.verify.total_s[i]),
-             "t_host_s": float(np.broadcast_to(times.host_s, b.shape)[i]), "t_round_s": float(np.broadcast_to(times.round_s, b.shape)[i]),
-             "cost_ratio": float(times.cost_ratio[i]), "timing_source": row_source(dep, times, i), "provenance": dep.provenance()}
-            for i, batch in enumerate(batches)], context
+    tokens = np.broadcast_to(
+        times.tokens, b.shape
+    )  # per batch where the verified prefix varies with it (DSpark, suffix)
+    return [
+        {
+            "batch": batch,
+            "alpha": acceptance if isinstance(acceptance, float) else None,
+            "acceptance": label,
+            "gamma": gamma,
+            "tokens_per_step": float(tokens[i]),
+            "speedup": float(s[i]),
+            "t_target_s": float(times.target.total_s[i]),
+            "t_draft_s": float(times.draft.total_s[i]),
+            "t_verify_s": float(times.verify.total_s[i]),
+            "t_host_s": float(np.broadcast_to(times.host_s, b.shape)[i]),
+            "t_round_s": float(np.broadcast_to(times.round_s, b.shape)[i]),
+            "cost_ratio": float(times.cost_ratio[i]),
+            "timing_source": row_source(dep, times, i),
+            "provenance": dep.provenance(),
+        }
+        for i, batch in enumerate(batches)
+    ], context
 
 
-def steptime_rows(dep: Deployment, batches: list, tokens_per_seq: object, context: object) -> tuple[list[dict], list[str]]:
+def steptime_rows(
+    dep: Deployment, batches: list, tokens_per_seq: object, context: object
+) -> tuple[list[dict], list[str]]:
     """steptime: one engine iteration of the deployment's target per (tokens per sequence, context, batch size), with
     its roofline parts; ``tokens_per_seq`` and ``context`` are a number or a list of them."""
     model = dep.target
@@ -200,32 +271,51 @@ def steptime_rows(dep: Deployment, batches: list, tokens_per_seq: object, contex
             t = dep.pass_time(model, b, q, L)
             fallback = np.zeros(b.shape, bool) if t.fallback is None else np.broadcast_to(t.fallback, b.shape)
             comm = np.broadcast_to(np.asarray(t.comm_s, float), b.shape)
-            overhead = np.broadcast_to(np.asarray(t.overhead_s, float), b.shape)  # per batch where the engine adds per-sequence time
-            rows += [{"batch": batch, "tokens_per_seq": q, "context": L, "step_time_s": float(t.total_s[i]),
-                      "compute_s": float(t.compute_s[i]), "memory_s": float(t.memory_s[i]), "overhead_s": float(overhead[i]),
-                      "comm_s": float(comm[i]), "bound": str(t.bound[i]), "flop": float(t.flop[i]), "bytes": float(t.bytes[i]),
-                      "timing_source": dep.source.name + (", roofline outside its data" if fallback[i] else ""),
-                      "provenance": provenance}
-                     for i, batch in enumerate(batches)]
+            overhead = np.broadcast_to(
+                np.asarray(t.overhead_s, float), b.shape
+            )  # per batch where the engine adds per-sequence time
+            rows += [
+                {
+                    "batch": batch,
+                    "tokens_per_seq": q,
+                    "context": L,
+                    "step_time_s": float(t.total_s[i]),
+                    "compute_s": float(t.compute_s[i]),
+                    "memory_s": float(t.memory_s[i]),
+                    "overhead_s": float(overhead[i]),
+                    "comm_s": float(comm[i]),
+                    "bound": str(t.bound[i]),
+                    "flop": float(t.flop[i]),
+                    "bytes": float(t.bytes[i]),
+                    "timing_source": dep.source.name + (", roofline outside its data" if fallback[i] else ""),
+                    "provenance": provenance,
+                }
+                for i, batch in enumerate(batches)
+            ]
     return rows, provenance
 
 
 # -- measure-loop --------------------------------------------------------------------------------
-def loop_rows(results: list[dict], target, draft, alpha: float, gamma: int, context: int, tokens: int, profile=None) -> list[dict]:
+def loop_rows(
+    results: list[dict], target, draft, alpha: float, gamma: int, context: int, tokens: int, profile=None
+) -> list[dict]:
     """measure-loop: each measured loop with the formula's speedup from its own pass times and, given a profile,
     the model's prediction at the loop's mean context (the prompt plus half the generated tokens)."""
-    from specsim.speculation.search import speedup_from_times
     from specsim.serving.workloads import mean_context_tokens
+    from specsim.speculation.search import speedup_from_times
 
     out = []
     for r in results:
         r = dict(r)
-        r["formula_speedup_from_measured_passes"] = float(speedup_from_times(alpha, gamma, r["t_target_s"], r["t_draft_s"],
-                                                                             r["t_verify_s"]))
+        r["formula_speedup_from_measured_passes"] = float(
+            speedup_from_times(alpha, gamma, r["t_target_s"], r["t_draft_s"], r["t_verify_s"])
+        )
         r["expected_tokens_per_pass"] = float(tokens_per_round(alpha, gamma))
         if profile is not None:
             dep = Deployment(profile, target, draft, RooflineSource(profile), ENGINES["none"])
-            r["predicted_speedup"] = float(dep.outcome(alpha, gamma, r["batch"], mean_context_tokens(context, tokens)).speedup)
+            r["predicted_speedup"] = float(
+                dep.outcome(alpha, gamma, r["batch"], mean_context_tokens(context, tokens)).speedup
+            )
             r["profile"] = profile.name
             r["prediction_source"] = f"roofline: profile {profile.name}, no engine time (the harness times bare passes)"
         out.append(r)

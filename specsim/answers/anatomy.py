@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 
 import numpy as np
 
-from dataclasses import dataclass
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma
@@ -36,23 +36,42 @@ class RoundAnatomy:
         for r in (first, last):
             host = r["parts_s"]["engine host time"] + r["hidden_host_s"]
             share = r["parts_s"]["engine host time"] / r["t_round_s"]
-            hidden = (f", {r['hidden_host_s'] * 1e3:.2f} ms of it hidden behind the passes"
-                      if r["hidden_host_s"] > 1e-9 * r["t_round_s"] else "")
-            out.append(f"batch {r['batch']}: the round costs {r['round_over_decode']:.2f} decode steps and yields "
-                       f"{r['tokens_per_round']:.2f} tokens; engine host work {host * 1e3:.2f} ms per round{hidden}; "
-                       f"the round waits {share:.0%} of its time on it")
+            hidden = (
+                f", {r['hidden_host_s'] * 1e3:.2f} ms of it hidden behind the passes"
+                if r["hidden_host_s"] > 1e-9 * r["t_round_s"]
+                else ""
+            )
+            out.append(
+                f"batch {r['batch']}: the round costs {r['round_over_decode']:.2f} decode steps and yields "
+                f"{r['tokens_per_round']:.2f} tokens; engine host work {host * 1e3:.2f} ms per round{hidden}; "
+                f"the round waits {share:.0%} of its time on it"
+            )
         stop = self.stops_paying
-        out.append(f"speculation stops paying at batch {stop}: from there a round costs more decode steps than it yields tokens"
-                   if stop is not None else f"speculation pays at every batch shown (up to {last['batch']})")
-        grow = {p: last["parts_s"][p] / last["t_decode_s"] - first["parts_s"][p] / first["t_decode_s"] for p in self.parts}
+        out.append(
+            f"speculation stops paying at batch {stop}: from there a round costs more decode steps than it yields tokens"
+            if stop is not None
+            else f"speculation pays at every batch shown (up to {last['batch']})"
+        )
+        grow = {
+            p: last["parts_s"][p] / last["t_decode_s"] - first["parts_s"][p] / first["t_decode_s"] for p in self.parts
+        }
         part = max(grow, key=grow.get)
         if grow[part] > 0:
-            out.append(f"from batch {first['batch']} to {last['batch']} the {part} grows most: +{grow[part]:.2f} decode steps per round")
+            out.append(
+                f"from batch {first['batch']} to {last['batch']} the {part} grows most: +{grow[part]:.2f} decode steps per round"
+            )
         return out
 
 
-def round_anatomy(dep: Deployment, acceptance: object, label: str, batches: list, context: int, gamma: int | None = None,
-                  gamma_max: int = DEFAULT_GAMMA_MAX) -> RoundAnatomy:
+def round_anatomy(
+    dep: Deployment,
+    acceptance: object,
+    label: str,
+    batches: list,
+    context: int,
+    gamma: int | None = None,
+    gamma_max: int = DEFAULT_GAMMA_MAX,
+) -> RoundAnatomy:
     """A round's parts per batch size at ``gamma`` (default: the best gamma per batch, at least 1, so that a batch where
     speculation does not pay still shows the round it would run), with the plain decode step it replaces."""
     b = np.array(batches, dtype=float)
@@ -69,11 +88,23 @@ def round_anatomy(dep: Deployment, acceptance: object, label: str, batches: list
         decode = float(out.decode.total_s)
         tokens = float(out.tokens)
         total = float(r.total_s)
-        rows.append({"batch": batch, "gamma": int(g), "tokens_per_round": tokens, "t_decode_s": decode, "t_round_s": total,
-                     "parts_s": parts, "hidden_host_s": float(r.hidden_host_s), "overlapped": bool(r.overlapped),
-                     "hidden_share": float(r.overlapped),
-                     "round_over_decode": total / decode, "speedup": float(out.speedup), "acceptance": label,
-                     "provenance": dep.provenance()})
+        rows.append(
+            {
+                "batch": batch,
+                "gamma": int(g),
+                "tokens_per_round": tokens,
+                "t_decode_s": decode,
+                "t_round_s": total,
+                "parts_s": parts,
+                "hidden_host_s": float(r.hidden_host_s),
+                "overlapped": bool(r.overlapped),
+                "hidden_share": float(r.overlapped),
+                "round_over_decode": total / decode,
+                "speedup": float(out.speedup),
+                "acceptance": label,
+                "provenance": dep.provenance(),
+            }
+        )
     for row in rows:  # every row names every part (0 where a batch's round has none of it)
         row["parts_s"] = {n: row["parts_s"].get(n, 0.0) for n in names}
     return RoundAnatomy(dep, label, context, rows, names)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-
 from dataclasses import dataclass
+
 from specsim.answers import deployment_capacity
 from specsim.serving.capacity import Capacity, throughput_table
 from specsim.speculation.deployment import Deployment
@@ -28,13 +28,29 @@ class CompareAnswer:
         if not (cap.target_fits and cap.both_fit and cap.max_batch_with_draft > 0):
             return None
         context, gamma, gamma_max, max_context, util = self.options
-        best = throughput_table(self.deployment, self.acceptance, [cap.max_batch_with_draft, max(cap.max_batch_without_draft, 1)],
-                                context, gamma, gamma_max, max_context, util)
+        best = throughput_table(
+            self.deployment,
+            self.acceptance,
+            [cap.max_batch_with_draft, max(cap.max_batch_without_draft, 1)],
+            context,
+            gamma,
+            gamma_max,
+            max_context,
+            util,
+        )
         return float(best.tokens_per_s_spec.iloc[0]), float(best.tokens_per_s_plain.iloc[1])
 
 
-def compare_answer(dep: Deployment, acceptance: object, batches: list, context: int, gamma: int | None, gamma_max: int,
-                   max_context: int | None, memory_utilization: float) -> CompareAnswer:
+def compare_answer(
+    dep: Deployment,
+    acceptance: object,
+    batches: list,
+    context: int,
+    gamma: int | None,
+    gamma_max: int,
+    max_context: int | None,
+    memory_utilization: float,
+) -> CompareAnswer:
     cap = deployment_capacity(dep, context, max_context, memory_utilization)
     frame = throughput_table(dep, acceptance, batches, context, gamma, gamma_max, max_context, memory_utilization)
     return CompareAnswer(frame, cap, dep, acceptance, (context, gamma, gamma_max, max_context, memory_utilization))

@@ -11,9 +11,10 @@ TPOT, ITL, TTFT and output throughput, both ways, and the mean decode batch the 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from dataclasses import dataclass
 from specsim.serving.steady import EngineLimits, SteadyState, load_label, steady_state
 
 __all__ = ["DEFAULT_INPUT_TOKENS", "DEFAULT_OUTPUT_TOKENS", "LoadAnswer", "kv_bytes", "load_answer"]
@@ -53,11 +54,18 @@ class LoadAnswer:
             def plain(x, j=j):
                 return float(np.broadcast_to(x, s.tpot_s.shape)[0, j])
 
-            out.append({"load": load_label(self.kind, float(load)), self.kind: float(load), "gamma": int(s.gamma[i, 0]),
-                        "speedup_tpot": plain(s.tpot_s) / at(s.tpot_s),
-                        "throughput_ratio": at(s.output_tokens_per_s) / plain(s.output_tokens_per_s),
-                        "plain": _figures(s, 0, j), "spec": _figures(s, i, j),
-                        "recommendation": self._recommend(i, j)})
+            out.append(
+                {
+                    "load": load_label(self.kind, float(load)),
+                    self.kind: float(load),
+                    "gamma": int(s.gamma[i, 0]),
+                    "speedup_tpot": plain(s.tpot_s) / at(s.tpot_s),
+                    "throughput_ratio": at(s.output_tokens_per_s) / plain(s.output_tokens_per_s),
+                    "plain": _figures(s, 0, j),
+                    "spec": _figures(s, i, j),
+                    "recommendation": self._recommend(i, j),
+                }
+            )
         return out
 
     def _recommend(self, i: int, j: int) -> str:
@@ -72,21 +80,44 @@ class LoadAnswer:
 def _figures(s: SteadyState, i: int, j: int) -> dict:
     """What a benchmark prints at row ``i``, load ``j``; a time with no bound (TTFT past capacity: the queue grows) is
     None, as JSON can carry it."""
+
     def v(x):
         value = float(np.broadcast_to(x, s.tpot_s.shape)[i, j])
         return value if np.isfinite(value) else None
 
-    return {"tpot_s": v(s.tpot_s), "itl_s": v(s.itl_s), "ttft_s": v(s.ttft_s), "output_tokens_per_s": v(s.output_tokens_per_s),
-            "requests_per_s": v(s.requests_per_s), "decode_batch": v(s.decode_batch), "mean_batch": v(s.mean_batch),
-            "prefill_share": v(s.prefill_share), "in_engine": v(s.in_engine), "tokens_per_round": v(s.tokens_per_round),
-            "saturated": bool(np.broadcast_to(s.saturated, s.tpot_s.shape)[i, j]),
-            "limited_by": str(np.broadcast_to(s.limited_by, s.tpot_s.shape)[i, j])}
+    return {
+        "tpot_s": v(s.tpot_s),
+        "itl_s": v(s.itl_s),
+        "ttft_s": v(s.ttft_s),
+        "output_tokens_per_s": v(s.output_tokens_per_s),
+        "requests_per_s": v(s.requests_per_s),
+        "decode_batch": v(s.decode_batch),
+        "mean_batch": v(s.mean_batch),
+        "prefill_share": v(s.prefill_share),
+        "in_engine": v(s.in_engine),
+        "tokens_per_round": v(s.tokens_per_round),
+        "saturated": bool(np.broadcast_to(s.saturated, s.tpot_s.shape)[i, j]),
+        "limited_by": str(np.broadcast_to(s.limited_by, s.tpot_s.shape)[i, j]),
+    }
 
 
-def load_answer(dep, acceptance, label: str, kind: str, loads, input_tokens: float, output_tokens: float, *,
-                gamma: int | None = None, gamma_max: int = 8, limits: EngineLimits | None = None,
-                memory_utilization: float | None = None, prompt_sample=None, output_sample=None,
-                lengths: str = "") -> LoadAnswer:
+def load_answer(
+    dep,
+    acceptance,
+    label: str,
+    kind: str,
+    loads,
+    input_tokens: float,
+    output_tokens: float,
+    *,
+    gamma: int | None = None,
+    gamma_max: int = 8,
+    limits: EngineLimits | None = None,
+    memory_utilization: float | None = None,
+    prompt_sample=None,
+    output_sample=None,
+    lengths: str = "",
+) -> LoadAnswer:
     """The best gamma (or ``gamma``, fixed) at each load of ``kind`` with what a benchmark measures there.
 
     ``input_tokens`` and ``output_tokens`` are every request's lengths (a benchmark's fixed lengths: its plain users move
@@ -106,20 +137,35 @@ def load_answer(dep, acceptance, label: str, kind: str, loads, input_tokens: flo
     if measured is not None:
         top = min(top, measured)
     gammas = [0] + ([gamma] if gamma is not None else list(range(1, top + 1)))
-    state = steady_state(dep, acceptance, gammas, loads, P, O, kind, limits, kv_bytes(dep, P, O, gammas[-1], memory_utilization),
-                         context, fixed_lengths=fixed)
+    state = steady_state(
+        dep,
+        acceptance,
+        gammas,
+        loads,
+        P,
+        O,
+        kind,
+        limits,
+        kv_bytes(dep, P, O, gammas[-1], memory_utilization),
+        context,
+        fixed_lengths=fixed,
+    )
     best = _best(state, kind, gamma is not None)
     return LoadAnswer(dep, label, kind, list(loads), P, O, lengths, limits, state, best, gamma)
 
 
-def kv_bytes(dep, input_tokens: float, output_tokens: float, gamma_top: int, memory_utilization: float | None = None) -> tuple:
+def kv_bytes(
+    dep, input_tokens: float, output_tokens: float, gamma_top: int, memory_utilization: float | None = None
+) -> tuple:
     """(plain, speculating) bytes of KV cache an engine holds beside the weights (:func:`specsim.serving.capacity.capacity`
     at the mean context of requests of these lengths, at ``memory_utilization``, vLLM's default unless given), the
     drafter's scratch sized for ``gamma_top``: what the serving model's engine holds."""
     from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION, capacity
 
     util = DEFAULT_MEMORY_UTILIZATION if memory_utilization is None else memory_utilization
-    cap = capacity(dep, max(int(input_tokens + output_tokens / 2), 1), util, max(int(gamma_top), 1), "the largest gamma searched")
+    cap = capacity(
+        dep, max(int(input_tokens + output_tokens / 2), 1), util, max(int(gamma_top), 1), "the largest gamma searched"
+    )
     return cap.free_bytes_without_draft, cap.free_bytes_with_draft
 
 

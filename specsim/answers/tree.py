@@ -5,10 +5,10 @@ Its own module so that the chain search (:func:`specsim.answers.gamma_answer`) d
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 
 import numpy as np
 
-from dataclasses import dataclass
 from specsim.serving.capacity import Capacity
 from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR, TreeSpec
 from specsim.speculation.deployment import Deployment
@@ -30,20 +30,43 @@ class TreeAnswer:
     rows: list
 
 
-def tree_answer(dep: Deployment, acceptance: object, label: str, bounds: TreeSpec, batches: list, context: int, gamma_max: int,
-                rtol: float, sibling: float | None, cap: Capacity) -> TreeAnswer:
+def tree_answer(
+    dep: Deployment,
+    acceptance: object,
+    label: str,
+    bounds: TreeSpec,
+    batches: list,
+    context: int,
+    gamma_max: int,
+    rtol: float,
+    sibling: float | None,
+    cap: Capacity,
+) -> TreeAnswer:
     b = np.array(batches, dtype=float)
     trees, speedups, tokens = optimal_tree(dep, acceptance, bounds, b, context, sibling, rtol)
     chain = optimal_gamma(dep, acceptance, b, context, gamma_max, rtol)
     rows = []
     for i, batch in enumerate(batches):
         t = trees[i]
-        rows.append({
-            "batch": batch, "tree": None if t is None else {"topk": t.topk, "depth": t.depth, "tokens": t.tokens},
-            "speedup": float(speedups[i]), "tokens_per_step": float(tokens[i]), "chain_gamma": int(chain.gamma[i]),
-            "chain_speedup": float(chain.speedup[i]), "fits_with_draft": batch <= cap.max_batch_with_draft,
-            "recommendation": "turn speculation off" if t is None else (
-                f"chain, gamma={t.depth}" if t.is_chain else f"tree topk={t.topk} depth={t.depth} tokens={t.tokens}"),
-            "acceptance": label, "drafter": dep.drafter.kind, "provenance": dep.provenance(),
-        })
-    return TreeAnswer(dep, label, cap, bounds, DEFAULT_SIBLING_FACTOR if sibling is None else sibling, sibling is None, rows)
+        rows.append(
+            {
+                "batch": batch,
+                "tree": None if t is None else {"topk": t.topk, "depth": t.depth, "tokens": t.tokens},
+                "speedup": float(speedups[i]),
+                "tokens_per_step": float(tokens[i]),
+                "chain_gamma": int(chain.gamma[i]),
+                "chain_speedup": float(chain.speedup[i]),
+                "fits_with_draft": batch <= cap.max_batch_with_draft,
+                "recommendation": "turn speculation off"
+                if t is None
+                else (
+                    f"chain, gamma={t.depth}" if t.is_chain else f"tree topk={t.topk} depth={t.depth} tokens={t.tokens}"
+                ),
+                "acceptance": label,
+                "drafter": dep.drafter.kind,
+                "provenance": dep.provenance(),
+            }
+        )
+    return TreeAnswer(
+        dep, label, cap, bounds, DEFAULT_SIBLING_FACTOR if sibling is None else sibling, sibling is None, rows
+    )

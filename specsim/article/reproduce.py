@@ -17,17 +17,17 @@ it against the rounding interval of the quoted value.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 
-from dataclasses import dataclass
 from specsim.describe.hardware import ARTICLE_BANDWIDTH_EFF, ARTICLE_COMPUTE_EFF, ARTICLE_OVERHEAD_S, load_hardware
 from specsim.describe.models import get_model
+from specsim.engines import ENGINES
 from specsim.speculation.acceptance import alpha_from_acceptance_length, tokens_per_round
 from specsim.speculation.deployment import Deployment
-from specsim.engines import ENGINES
-from specsim.timing.roofline import RooflineSource
 from specsim.speculation.search import optimal_gamma_cost_ratio, speedup
+from specsim.timing.roofline import RooflineSource
 
 __all__ = ["ARTICLE_CONTEXT_TOKENS", "Check", "article_deployment", "reproduce"]
 
@@ -70,7 +70,9 @@ def article_deployment() -> Deployment:
         overhead_s=ARTICLE_OVERHEAD_S,
         per_layer_overhead_s=0.0,
     )
-    return Deployment(hardware, get_model("article-8b"), get_model("article-1b"), RooflineSource(hardware), ENGINES["none"])
+    return Deployment(
+        hardware, get_model("article-8b"), get_model("article-1b"), RooflineSource(hardware), ENGINES["none"]
+    )
 
 
 def _rounded(quantity: str, quoted: str, value: float, decimals: int, unit: str = "") -> Check:
@@ -95,7 +97,9 @@ def reproduce() -> list[Check]:
     checks.append(
         Check("target decode step, 8B, batch 1", "about 6.5 ms", float(t1.target.total_s) * 1e3, 6.45, 6.55, "ms", True)
     )
-    checks.append(Check("arithmetic part of that step", "under 0.3 ms", float(t1.target.compute_s) * 1e3, -np.inf, 0.3, "ms"))
+    checks.append(
+        Check("arithmetic part of that step", "under 0.3 ms", float(t1.target.compute_s) * 1e3, -np.inf, 0.3, "ms")
+    )
     checks.append(Check("compute ridge", "about 221 tokens", hw.ridge_flop_per_byte, 220.5, 221.5, "tokens", True))
     checks.append(Check("cost ratio c at batch 1 (8B target, 1B draft)", "≈ 0.19", float(t1.cost_ratio), 0.185, 0.195))
 
@@ -104,14 +108,26 @@ def reproduce() -> list[Check]:
         checks.append(_rounded(f"speedup, alpha=0.8, gamma=4, batch {batch}", quoted, s, 2))
     t256 = dep.outcome(0.8, 4, 256, L)
     checks.append(_rounded("t_V / t_T at batch 256 (gamma=4)", "1.76", float(t256.verify_ratio), 2))
-    checks.append(Check("speedup, alpha=0.8, gamma=8, batch 256", "below 1", float(speedup(dep, 0.8, 8, 256, L)), -np.inf, 1.0))
+    checks.append(
+        Check("speedup, alpha=0.8, gamma=8, batch 256", "below 1", float(speedup(dep, 0.8, 8, 256, L)), -np.inf, 1.0)
+    )
     checks.append(_rounded("speedup, alpha=0.6, gamma=4, batch 256", "0.86", float(speedup(dep, 0.6, 4, 256, L)), 2))
 
     alphas = np.array([0.5, 0.7, 0.8, 0.9])
     gammas, speedups = optimal_gamma_cost_ratio(alphas, 0.05)
-    for alpha, gamma, s, quoted_gamma, quoted_s in zip(alphas, gammas, speedups, (3, 6, 8, 13), ("1.63", "2.35", "3.09", "4.67")):
+    for alpha, gamma, s, quoted_gamma, quoted_s in zip(
+        alphas, gammas, speedups, (3, 6, 8, 13), ("1.63", "2.35", "3.09", "4.67")
+    ):
         checks.append(
-            Check(f"c=0.05, alpha={alpha:g}: optimal gamma", str(quoted_gamma), float(gamma), quoted_gamma, quoted_gamma, "", True)
+            Check(
+                f"c=0.05, alpha={alpha:g}: optimal gamma",
+                str(quoted_gamma),
+                float(gamma),
+                quoted_gamma,
+                quoted_gamma,
+                "",
+                True,
+            )
         )
         checks.append(_rounded(f"c=0.05, alpha={alpha:g}: speedup at that gamma", quoted_s, float(s), 2))
 

@@ -30,14 +30,23 @@ Re-aligning a stale draft (article: "Toy run: re-aligning a stale draft")
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
 
-from dataclasses import dataclass
-from specsim.speculation.sampling import (CategoricalTable, SpecStep, acceptance_rate, accepted_prefix_length, residual_distribution, sample_rows, softmax, verify)
 from specsim.speculation.acceptance import tokens_per_round
+from specsim.speculation.sampling import (
+    CategoricalTable,
+    SpecStep,
+    acceptance_rate,
+    accepted_prefix_length,
+    residual_distribution,
+    sample_rows,
+    softmax,
+    verify,
+)
 
 __all__ = [
     "Bigram",
@@ -107,7 +116,9 @@ def _final_table(target: Bigram, draft: Bigram) -> CategoricalTable:
     return CategoricalTable(np.vstack([target.probs, residual_distribution(target.probs, draft.probs)]))
 
 
-def speculative_step_bigram(target: Bigram, draft: Bigram, context: np.ndarray, gamma: int, rng: np.random.Generator) -> SpecStep:
+def speculative_step_bigram(
+    target: Bigram, draft: Bigram, context: np.ndarray, gamma: int, rng: np.random.Generator
+) -> SpecStep:
     """Draft gamma tokens from ``context`` with the draft, verify them with the target.
 
     The same rule as :func:`specsim.speculation.sampling.verify`, specialised to bigrams:
@@ -242,8 +253,15 @@ def tokens_per_step(
             context = step.tokens[np.arange(sequences), step.num_accepted]
         measured = emitted / (sequences * steps)
         formula = float(tokens_per_round(alpha, gamma))
-        rows.append({"gamma": gamma, "measured": measured, "formula": formula, "relative_error": measured / formula - 1.0,
-                     "passes": sequences * steps})
+        rows.append(
+            {
+                "gamma": gamma,
+                "measured": measured,
+                "formula": formula,
+                "relative_error": measured / formula - 1.0,
+                "passes": sequences * steps,
+            }
+        )
     return {"seed": seed, "alpha_stationary": alpha, "rows": rows}
 
 
@@ -255,7 +273,9 @@ class _RealignSetup:
     domain: np.ndarray
 
 
-def realign_setup(seed: int = 0, vocab: int = 64, shift: float = 2.5, noise: float = 1.0, base_rank: int = 8) -> _RealignSetup:
+def realign_setup(
+    seed: int = 0, vocab: int = 64, shift: float = 2.5, noise: float = 1.0, base_rank: int = 8
+) -> _RealignSetup:
     """Base target with structured logits; the fine-tune shifts half of the contexts.
 
     Base logits: a rank-``base_rank`` product (entries of standard deviation
@@ -288,8 +308,18 @@ def _grad_logits(kind: str, target: np.ndarray, q: np.ndarray, weights: np.ndarr
     return weights[:, None] * g
 
 
-def _train(kind: str, target: Bigram, a: np.ndarray, b: np.ndarray, *, steps: int, lr: float,
-           weights: np.ndarray | None = None, target_rows: np.ndarray | None = None, on_policy: bool = False):
+def _train(
+    kind: str,
+    target: Bigram,
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    steps: int,
+    lr: float,
+    weights: np.ndarray | None = None,
+    target_rows: np.ndarray | None = None,
+    on_policy: bool = False,
+):
     """Adam on the rank-r factors A, B of the draft's logits."""
     a, b = a.copy(), b.copy()
     moments = [np.zeros_like(a), np.zeros_like(b), np.zeros_like(a), np.zeros_like(b)]
@@ -314,8 +344,9 @@ def _train(kind: str, target: Bigram, a: np.ndarray, b: np.ndarray, *, steps: in
     return a, b
 
 
-def realign(seed: int = 0, rank: int = 4, steps: int = 3000, lr: float = 0.2, sft_tokens: int = 20_000,
-            **setup_kw: Any) -> dict[str, Any]:
+def realign(
+    seed: int = 0, rank: int = 4, steps: int = 3000, lr: float = 0.2, sft_tokens: int = 20_000, **setup_kw: Any
+) -> dict[str, Any]:
     """Score a stale draft and drafts re-aligned with each objective on the fine-tuned target.
 
     Every objective trains the same rank-``rank`` factors from the same stale
@@ -349,8 +380,12 @@ def realign(seed: int = 0, rank: int = 4, steps: int = 3000, lr: float = 0.2, sf
         q = softmax(a @ b)
         alpha = float(pi_ft @ acceptance_rate(setup.finetuned.probs, q))
         greedy = float(pi_ft @ (np.argmax(q, axis=1) == np.argmax(setup.finetuned.probs, axis=1)))
-        return {"draft": name, "alpha": alpha, "tokens_per_step_gamma4": float(tokens_per_round(alpha, 4)),
-                "greedy_agreement": greedy}
+        return {
+            "draft": name,
+            "alpha": alpha,
+            "tokens_per_step_gamma4": float(tokens_per_round(alpha, 4)),
+            "greedy_agreement": greedy,
+        }
 
     rows = [score("stale (distilled on base)", stale_a, stale_b)]
     runs = {

@@ -42,9 +42,9 @@ is the mean prompt plus half the mean output (:func:`specsim.serving.workloads.m
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
-from dataclasses import dataclass
 from specsim.core.limits import MAX_JSON_BYTES, loads_json
 from specsim.serving.workloads import mean_context_tokens
 
@@ -185,9 +185,11 @@ def _check_totals(where: str, record: dict, completed: float, duration: float | 
     for key, total in (("output_throughput", output_total), ("request_throughput", completed)):
         recorded = _number(where, record, key, optional=True)
         if recorded is not None and abs(total / duration / recorded - 1.0) > TOTALS_TOLERANCE:
-            raise ValueError(f"{where}: {key} {recorded:.6g} but the totals over the duration give {total / duration:.6g} "
-                             f"({total:g} in {duration:g} s): more than {TOTALS_TOLERANCE:.0%} apart, so these fields are "
-                             "not of one run")
+            raise ValueError(
+                f"{where}: {key} {recorded:.6g} but the totals over the duration give {total / duration:.6g} "
+                f"({total:g} in {duration:g} s): more than {TOTALS_TOLERANCE:.0%} apart, so these fields are "
+                "not of one run"
+            )
 
 
 def _check_in_flight(where: str, concurrency: int | None, rate: float | None, e2e_s: float | None) -> None:
@@ -196,15 +198,27 @@ def _check_in_flight(where: str, concurrency: int | None, rate: float | None, e2
         return
     in_flight = rate * e2e_s
     if in_flight < MIN_IN_FLIGHT_SHARE * concurrency or in_flight > LITTLE_SLACK * concurrency:
-        raise ValueError(f"{where}: completions per second times the end-to-end latency give {in_flight:.3g} requests in "
-                         f"flight at concurrency {concurrency}: a closed loop keeps about its users in flight (between "
-                         f"{MIN_IN_FLIGHT_SHARE:g} and {LITTLE_SLACK:g} of them), so the duration is not this run's")
+        raise ValueError(
+            f"{where}: completions per second times the end-to-end latency give {in_flight:.3g} requests in "
+            f"flight at concurrency {concurrency}: a closed loop keeps about its users in flight (between "
+            f"{MIN_IN_FLIGHT_SHARE:g} and {LITTLE_SLACK:g} of them), so the duration is not this run's"
+        )
 
 
 #: The client backends of vllm bench serve and sglang.bench_serving that name the engine behind them (an OpenAI-style
 #: backend such as ``openai-chat`` names none).
-_SERVERS = {"vllm": "vllm", "sglang": "sglang", "sglang-oai": "sglang", "sglang-native": "sglang", "tensorrt-llm": "trtllm",
-            "trt": "trtllm", "tgi": "tgi", "lmdeploy": "lmdeploy", "deepspeed-mii": "deepspeed-mii", "scalellm": "scalellm"}
+_SERVERS = {
+    "vllm": "vllm",
+    "sglang": "sglang",
+    "sglang-oai": "sglang",
+    "sglang-native": "sglang",
+    "tensorrt-llm": "trtllm",
+    "trt": "trtllm",
+    "tgi": "tgi",
+    "lmdeploy": "lmdeploy",
+    "deepspeed-mii": "deepspeed-mii",
+    "scalellm": "scalellm",
+}
 
 
 def _server(where: str, record: dict) -> str | None:
@@ -218,8 +232,10 @@ def _server(where: str, record: dict) -> str | None:
 
 def _little(where: str, completed: float, duration: float | None, tpot_s: float | None, output: float) -> float | None:
     if output < 2:
-        raise ValueError(f"{where}: a mean of {output:g} output tokens per request leaves no decode steps to time "
-                         "(TPOT needs at least 2 output tokens)")
+        raise ValueError(
+            f"{where}: a mean of {output:g} output tokens per request leaves no decode steps to time "
+            "(TPOT needs at least 2 output tokens)"
+        )
     if tpot_s is None or duration is None:
         return None
     return max(1.0, completed / duration * tpot_s * (output - 1))
@@ -254,8 +270,9 @@ def _serve_run(path: Path, index: int, record: object, tool: str) -> BenchRun:
     itl_s, _ = _latency(where, record, "itl")
     e2e_s, e2e_stat = _latency(where, record, "e2el")
     if tpot_s is None and e2e_s is None and duration is None:
-        raise ValueError(f"{where}: no mean_tpot_ms (or median), no end-to-end latency and no duration: nothing to judge "
-                         "the run by")
+        raise ValueError(
+            f"{where}: no mean_tpot_ms (or median), no end-to-end latency and no duration: nothing to judge the run by"
+        )
     prompt = _number(where, record, "total_input_tokens", positive=False) / completed
     output_total = _number(where, record, "total_output_tokens")
     output = output_total / completed
@@ -267,11 +284,36 @@ def _serve_run(path: Path, index: int, record: object, tool: str) -> BenchRun:
     load, kind, value = _load(where, record, completed)
     concurrency = _concurrency(load)
     rate = completed / duration if duration is not None else None
-    whole = e2e_s if e2e_s is not None else (ttft_s + tpot_s * (output - 1) if ttft_s is not None and tpot_s is not None else None)
+    whole = (
+        e2e_s
+        if e2e_s is not None
+        else (ttft_s + tpot_s * (output - 1) if ttft_s is not None and tpot_s is not None else None)
+    )
     _check_in_flight(where, concurrency, rate, whole)
-    return BenchRun(str(path), index, tool, model, load, int(completed), tpot_s, _little(where, completed, duration, tpot_s, output),
-                    prompt, output, al, rate or 0.0, concurrency, _server(where, record), kind, value, ttft_s, itl_s, e2e_s,
-                    duration, output_total / duration if duration is not None else None, tpot_stat or e2e_stat or "mean")
+    return BenchRun(
+        str(path),
+        index,
+        tool,
+        model,
+        load,
+        int(completed),
+        tpot_s,
+        _little(where, completed, duration, tpot_s, output),
+        prompt,
+        output,
+        al,
+        rate or 0.0,
+        concurrency,
+        _server(where, record),
+        kind,
+        value,
+        ttft_s,
+        itl_s,
+        e2e_s,
+        duration,
+        output_total / duration if duration is not None else None,
+        tpot_stat or e2e_stat or "mean",
+    )
 
 
 def _mean(where: str, metrics: dict, key: str) -> float:
@@ -287,7 +329,9 @@ def _mean(where: str, metrics: dict, key: str) -> float:
 def _guidellm_runs(path: Path, report: dict) -> list[BenchRun]:
     version = (report.get("metadata") or {}).get("version") if isinstance(report.get("metadata"), dict) else None
     if version not in (1, 2):
-        raise ValueError(f"{path.name}: GuideLLM report schema version {version!r}; read: 1 (GuideLLM 0.6), 2 (0.7 and later)")
+        raise ValueError(
+            f"{path.name}: GuideLLM report schema version {version!r}; read: 1 (GuideLLM 0.6), 2 (0.7 and later)"
+        )
     benchmarks = report.get("benchmarks")
     if not isinstance(benchmarks, list) or not benchmarks:
         raise ValueError(f"{path.name}: a GuideLLM report holds a non-empty list 'benchmarks'")
@@ -301,12 +345,16 @@ def _guidellm_runs(path: Path, report: dict) -> list[BenchRun]:
             raise ValueError(f"{where}: config.strategy is missing")
         kind = strategy.get("type_")
         if kind not in ("concurrent", "synchronous", "constant", "poisson", "throughput"):
-            raise ValueError(f"{where}: strategy type_ {kind!r}; read: synchronous, concurrent, constant, poisson, throughput")
+            raise ValueError(
+                f"{where}: strategy type_ {kind!r}; read: synchronous, concurrent, constant, poisson, throughput"
+            )
         m = bench["metrics"]
         if kind == "concurrent":
             streams = _number(where, strategy, "streams")
             if streams != int(streams):
-                raise ValueError(f"{where}: config.strategy.streams must be a whole number of streams, got {strategy['streams']!r}")
+                raise ValueError(
+                    f"{where}: config.strategy.streams must be a whole number of streams, got {strategy['streams']!r}"
+                )
             load, load_kind, value = f"concurrency {int(streams)}", "concurrency", float(int(streams))
         elif kind == "synchronous":
             load, load_kind, value = "concurrency 1", "concurrency", 1.0
@@ -332,19 +380,45 @@ def _guidellm_runs(path: Path, report: dict) -> list[BenchRun]:
         backend = (bench.get("config") or {}).get("backend")
         model = backend.get("model") if isinstance(backend, dict) and isinstance(backend.get("model"), str) else None
         if concurrency <= 0:
-            raise ValueError(f"{where}: metrics.request_concurrency.successful.mean must be positive, got {concurrency:g}")
+            raise ValueError(
+                f"{where}: metrics.request_concurrency.successful.mean must be positive, got {concurrency:g}"
+            )
         streams = _concurrency(load)
         if streams is not None and concurrency > LITTLE_SLACK * streams:
-            raise ValueError(f"{where}: a mean of {concurrency:g} requests in flight at {streams} stream(s) is more than the "
-                             "load lets in: these fields are not of one run")
+            raise ValueError(
+                f"{where}: a mean of {concurrency:g} requests in flight at {streams} stream(s) is more than the "
+                "load lets in: these fields are not of one run"
+            )
         batch = max(1.0, concurrency * tpot_s * (output - 1) / latency)
         try:
             ttft_s = _mean(where, m, "time_to_first_token_ms") / 1e3
         except ValueError:
             ttft_s = None
-        runs.append(BenchRun(str(path), index, "guidellm", model, load, completed, tpot_s, batch, prompt, output, None,
-                             concurrency / latency, streams, None, load_kind, value, ttft_s, None, latency, None,
-                             concurrency / latency * output))
+        runs.append(
+            BenchRun(
+                str(path),
+                index,
+                "guidellm",
+                model,
+                load,
+                completed,
+                tpot_s,
+                batch,
+                prompt,
+                output,
+                None,
+                concurrency / latency,
+                streams,
+                None,
+                load_kind,
+                value,
+                ttft_s,
+                None,
+                latency,
+                None,
+                concurrency / latency * output,
+            )
+        )
     return runs
 
 
@@ -375,9 +449,13 @@ def _tool_of(path: Path, record: dict) -> str:
         return "guidellm"
     if "avg_decoded_tokens_per_iter" in record:
         return "trtllm"
-    if "total_output_tokens_retokenized" in record or ("accept_length" in record and "spec_decode_acceptance_length" not in record):
+    if "total_output_tokens_retokenized" in record or (
+        "accept_length" in record and "spec_decode_acceptance_length" not in record
+    ):
         return "sglang"
-    if "backend" in record and ("endpoint_type" in record or "model_id" in record or "spec_decode_acceptance_length" in record):
+    if "backend" in record and (
+        "endpoint_type" in record or "model_id" in record or "spec_decode_acceptance_length" in record
+    ):
         return "vllm"
     if "mean_tpot_ms" in record and "date" in record:
         return "vllm"  # benchmark_serving.py before vllm bench: no endpoint_type

@@ -41,15 +41,13 @@ The preset as shipped is judged on the same runs (an unknown acceptance at the d
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import field
-from pathlib import Path
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from dataclasses import dataclass
-from specsim.engines import TERMS, EnginePreset, SpecHost
 from specsim.calibration.model import RunModel, Values, scale_upper
 from specsim.calibration.runs import ALPHA_BOUNDS, CalRun, check_design, check_runs, identifiable, load_key
+from specsim.engines import TERMS, EnginePreset, SpecHost
 
 __all__ = ["CONFIDENCE", "EngineFit", "Term", "fit_engine"]
 
@@ -79,24 +77,45 @@ ALPHA_MARGIN = 0.10
 UNREACHED = 0.25
 _SETTLE_PASSES = 4
 
-_LABELS = {"scale": "profile efficiency", "iteration_s": "engine per iteration", "iteration_seq_s": "per sequence per iteration",
-           "prefill_scale": "prefill efficiency", "overlap_share": "host work hidden", "round_s": "per round",
-           "step_s": "per draft step", "seq_s": "per sequence", "seq_step_s": "per sequence per draft step", "alpha": "acceptance"}
+_LABELS = {
+    "scale": "profile efficiency",
+    "iteration_s": "engine per iteration",
+    "iteration_seq_s": "per sequence per iteration",
+    "prefill_scale": "prefill efficiency",
+    "overlap_share": "host work hidden",
+    "round_s": "per round",
+    "step_s": "per draft step",
+    "seq_s": "per sequence",
+    "seq_step_s": "per sequence per draft step",
+    "alpha": "acceptance",
+}
 #: The runs that would separate each term from the others, said where one is held or not identified.
-_FREES = {"scale": "plain runs at decode batches at least 1.5x apart, and at two contexts",
-          "iteration_s": "plain runs at concurrency 1",
-          "iteration_seq_s": "plain runs at decode batches at least 1.5x apart and at two prompt lengths",
-          "prefill_scale": "plain runs recording TTFT at two loads",
-          "round_s": "speculative runs at concurrency 1 with pinned acceptance",
-          "step_s": "speculative runs at a second number of draft steps",
-          "seq_s": "speculative runs at decode batches at least 1.5x apart",
-          "seq_step_s": "speculative runs at two numbers of draft steps, each at decode batches at least 1.5x apart",
-          "overlap_share": "speculative runs at loads where the host work outlasts the passes",
-          "alpha": "runs with acceptance pinned by the engine (specsim bench-plan), a saved /metrics page, or the tool's "
-                   "recorded acceptance"}
+_FREES = {
+    "scale": "plain runs at decode batches at least 1.5x apart, and at two contexts",
+    "iteration_s": "plain runs at concurrency 1",
+    "iteration_seq_s": "plain runs at decode batches at least 1.5x apart and at two prompt lengths",
+    "prefill_scale": "plain runs recording TTFT at two loads",
+    "round_s": "speculative runs at concurrency 1 with pinned acceptance",
+    "step_s": "speculative runs at a second number of draft steps",
+    "seq_s": "speculative runs at decode batches at least 1.5x apart",
+    "seq_step_s": "speculative runs at two numbers of draft steps, each at decode batches at least 1.5x apart",
+    "overlap_share": "speculative runs at loads where the host work outlasts the passes",
+    "alpha": "runs with acceptance pinned by the engine (specsim bench-plan), a saved /metrics page, or the tool's "
+    "recorded acceptance",
+}
 #: Which of two values that trade off is held: the first of this order (the acceptance last: it is the workload's).
-_HOLD_FIRST = ("iteration_seq_s", "prefill_scale", "iteration_s", "scale", "seq_step_s", "seq_s", "step_s", "round_s",
-               "overlap_share", "alpha")
+_HOLD_FIRST = (
+    "iteration_seq_s",
+    "prefill_scale",
+    "iteration_s",
+    "scale",
+    "seq_step_s",
+    "seq_s",
+    "step_s",
+    "round_s",
+    "overlap_share",
+    "alpha",
+)
 
 
 @dataclass(frozen=True)
@@ -116,7 +135,14 @@ class Term:
         return _LABELS.get(self.name, self.name)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "value": self.value, "low": self.low, "high": self.high, "status": self.status, "why": self.why}
+        return {
+            "name": self.name,
+            "value": self.value,
+            "low": self.low,
+            "high": self.high,
+            "status": self.status,
+            "why": self.why,
+        }
 
 
 # -- one stage: bounded least squares, with what is not identified held --------------------------------------------------
@@ -162,9 +188,19 @@ class _Stage:
             return np.array([]), self.residuals(values), np.zeros((self.residuals(values).size, 0))
         lo = np.array([p.lower / p.unit for p in params])
         hi = np.array([p.upper / p.unit for p in params])
-        start = np.clip(np.array([_current(values, p) / p.unit for p in params]), lo + 1e-6 * (hi - lo), hi - 1e-6 * (hi - lo))
-        res = least_squares(lambda y: self.residuals(_apply(values, params, y)), start, bounds=(lo, hi), x_scale="jac",
-                            ftol=1e-12, xtol=1e-12, gtol=1e-12, max_nfev=400)
+        start = np.clip(
+            np.array([_current(values, p) / p.unit for p in params]), lo + 1e-6 * (hi - lo), hi - 1e-6 * (hi - lo)
+        )
+        res = least_squares(
+            lambda y: self.residuals(_apply(values, params, y)),
+            start,
+            bounds=(lo, hi),
+            x_scale="jac",
+            ftol=1e-12,
+            xtol=1e-12,
+            gtol=1e-12,
+            max_nfev=400,
+        )
         return res.x, res.fun, res.jac
 
     def fit(self) -> tuple[Values, list[_Param], np.ndarray, np.ndarray, np.ndarray]:
@@ -178,16 +214,28 @@ class _Stage:
                 p, v = at[0]
                 side = "lower" if abs(v * p.unit - p.lower) <= abs(v * p.unit - p.upper) else "upper"
                 edge = p.lower if side == "lower" else p.upper
-                self._hold(p, "not identified", f"the best fit ends on its {side} bound ({edge:.4g}): these runs cannot tell "
-                           "it from that bound" + ("; more than any engine or GPU gives: check --hardware, --engine, --tp and "
-                                                  "the dtypes" if side == "upper" and not p.name.startswith("alpha") else ""))
+                self._hold(
+                    p,
+                    "not identified",
+                    f"the best fit ends on its {side} bound ({edge:.4g}): these runs cannot tell "
+                    "it from that bound"
+                    + (
+                        "; more than any engine or GPU gives: check --hardware, --engine, --tp and the dtypes"
+                        if side == "upper" and not p.name.startswith("alpha")
+                        else ""
+                    ),
+                )
                 free.remove(p)
                 continue
             pair = _traded(free, x, r, jac)
             if pair is not None:
                 held, other, corr = pair
-                self._hold(held, "not identified", f"trades off with the {_label(other)} (their estimates correlate "
-                           f"{corr:+.2f}): these runs cannot tell them apart")
+                self._hold(
+                    held,
+                    "not identified",
+                    f"trades off with the {_label(other)} (their estimates correlate "
+                    f"{corr:+.2f}): these runs cannot tell them apart",
+                )
                 free.remove(held)
                 continue
             return _apply(self.values, free, x), free, x, r, jac
@@ -226,7 +274,7 @@ def _traded(free: list[_Param], x: np.ndarray, r: np.ndarray, jac: np.ndarray) -
     dof = r.size - len(free)
     if len(free) < 2 or dof < 1:
         return None
-    cov = np.linalg.pinv(jac.T @ jac) * (float(np.sum(r ** 2)) / dof)
+    cov = np.linalg.pinv(jac.T @ jac) * (float(np.sum(r**2)) / dof)
     sd = np.sqrt(np.clip(np.diag(cov), 1e-300, None))
     corr = cov / np.outer(sd, sd)
     np.fill_diagonal(corr, 0.0)
@@ -248,7 +296,7 @@ def _intervals(free: list[_Param], x: np.ndarray, r: np.ndarray, jac: np.ndarray
     dof = r.size - len(free)
     if dof < 1 or not free:
         return {}
-    s2 = float(np.sum(r ** 2)) / dof
+    s2 = float(np.sum(r**2)) / dof
     cov = np.linalg.pinv(jac.T @ jac) * s2
     t = float(stdtrit(dof, 0.5 + CONFIDENCE / 2))
     out = {}
@@ -272,11 +320,18 @@ def _stage1_params(model: RunModel, design: dict, preset: EnginePreset) -> list[
     return out
 
 
-def _stage2_params(model: RunModel, design: dict, preset: EnginePreset, spec: np.ndarray, default_alpha: float,
-                   fit_share: bool) -> list[_Param]:
-    out = [_Param(t, 0.0, float(TERM_UPPER[k]), float(TERM_UPPER[k]) / 10, getattr(preset.spec, t))
-           for k, t in enumerate(TERMS) if not design.get(t, "no speculative runs")]
-    overlapped = any(np.any(model.dep.engine.hidden_share(model.dep.drafter.overlap_kind, w) > 0) for w in np.unique(model.topk[spec]))
+def _stage2_params(
+    model: RunModel, design: dict, preset: EnginePreset, spec: np.ndarray, default_alpha: float, fit_share: bool
+) -> list[_Param]:
+    out = [
+        _Param(t, 0.0, float(TERM_UPPER[k]), float(TERM_UPPER[k]) / 10, getattr(preset.spec, t))
+        for k, t in enumerate(TERMS)
+        if not design.get(t, "no speculative runs")
+    ]
+    overlapped = any(
+        np.any(model.dep.engine.hidden_share(model.dep.drafter.overlap_kind, w) > 0)
+        for w in np.unique(model.topk[spec])
+    )
     if fit_share and overlapped:
         out.append(_Param("overlap_share", 0.0, 1.0, 1.0, preset.overlap_share))
     sweeps = sorted({int(s) for s in model.sweep_index[spec] if s >= 0})
@@ -292,8 +347,15 @@ class _Result:
     stages: list  # of (free params, x, residuals, jac, status dict)
 
 
-def _fit_values(model: RunModel, index: np.ndarray, design: dict, preset: EnginePreset, start: Values, default_alpha: float,
-                fit_share: bool = True) -> _Result:
+def _fit_values(
+    model: RunModel,
+    index: np.ndarray,
+    design: dict,
+    preset: EnginePreset,
+    start: Values,
+    default_alpha: float,
+    fit_share: bool = True,
+) -> _Result:
     """Both stages on runs ``index``, the batches settled between passes (:meth:`RunModel.settle`)."""
     plain = index[model.kinds[index] == "plain"]
     spec = index[model.kinds[index] == "spec"]
@@ -309,8 +371,11 @@ def _fit_values(model: RunModel, index: np.ndarray, design: dict, preset: Engine
         stages = [(free1, x1, r1, j1, s1.status)]
         values = v1
         if spec.size:
-            s2 = _Stage(_stage2_params(model, design, preset, spec, default_alpha, fit_share),
-                        lambda v: _checked(model.residuals(v, spec)), v1)
+            s2 = _Stage(
+                _stage2_params(model, design, preset, spec, default_alpha, fit_share),
+                lambda v: _checked(model.residuals(v, spec)),
+                v1,
+            )
             values, free2, x2, r2, j2 = s2.fit()
             stages.append((free2, x2, r2, j2, s2.status))
         model.settle(values)
@@ -418,7 +483,9 @@ def _default_alpha(dep) -> float:
         return 0.6
     try:
         acc, _ = dep.drafter.default_acceptance(dep.target)
-    except ValueError:  # a drafter with no published acceptance for this target (n-gram lookup): the middle of the range
+    except (
+        ValueError
+    ):  # a drafter with no published acceptance for this target (n-gram lookup): the middle of the range
         return 0.5
     if acc.alpha is not None:
         return float(acc.alpha)
@@ -438,39 +505,71 @@ def fit_engine(dep, runs: list[CalRun], *, intervals: bool = True, limits=None) 
     model = RunModel(dep, runs, limits)
     preset = dep.engine
     alpha0 = _default_alpha(dep)
-    start = Values(1.0, preset.iteration_s, preset.iteration_seq_s, preset.prefill_scale, preset.spec, None,
-                   tuple([alpha0] * len(model.sweeps)))
+    start = Values(
+        1.0,
+        preset.iteration_s,
+        preset.iteration_seq_s,
+        preset.prefill_scale,
+        preset.spec,
+        None,
+        tuple([alpha0] * len(model.sweeps)),
+    )
     model.settle(start)
     design = identifiable(runs, model.fit_scale, dict(enumerate(model.batch)))
     everything = np.arange(len(runs))
     result = _fit_values(model, everything, design, preset, start, alpha0)
     terms, acceptance, dof = _terms(model, result, design, preset, intervals, alpha0)
-    held = {"held_out": _hold_out(model, design, preset, start, alpha0, [c.run.load for c in runs], "load"),
-            "held_out_steps": _hold_out(model, design, preset, start, alpha0,
-                                        [str(c.setup.steps) if c.setup else "" for c in runs], "steps"),
-            "held_out_sweep": _hold_out(model, design, preset, start, alpha0,
-                                        [c.sweep if c.setup else "" for c in runs], "sweep")}
+    held = {
+        "held_out": _hold_out(model, design, preset, start, alpha0, [c.run.load for c in runs], "load"),
+        "held_out_steps": _hold_out(
+            model, design, preset, start, alpha0, [str(c.setup.steps) if c.setup else "" for c in runs], "steps"
+        ),
+        "held_out_sweep": _hold_out(
+            model, design, preset, start, alpha0, [c.sweep if c.setup else "" for c in runs], "sweep"
+        ),
+    }
     preset_values = dataclasses.replace(start, alphas=tuple([alpha0] * len(model.sweeps)))
     model.settle(preset_values)
     preset_pred = model.predict(preset_values, everything)
     model.settle(result.values)
     times = model.times(result.values, everything)
-    fitted_dep = dataclasses.replace(model.deployment(result.values), source=dep.source,
-                                     engine=_fitted_engine(preset, result.values))
-    fit = EngineFit(terms, acceptance, fitted_dep, runs, model.predict(result.values, everything),
-                    held["held_out"][0], held["held_out_steps"][0], held["held_out_sweep"][0], preset_pred,
-                    times["prefill_share"], times["ttft_s"], [], [], dof,
-                    {k: v[1] for k, v in held.items() if v[1]}, result.values)
+    fitted_dep = dataclasses.replace(
+        model.deployment(result.values), source=dep.source, engine=_fitted_engine(preset, result.values)
+    )
+    fit = EngineFit(
+        terms,
+        acceptance,
+        fitted_dep,
+        runs,
+        model.predict(result.values, everything),
+        held["held_out"][0],
+        held["held_out_steps"][0],
+        held["held_out_sweep"][0],
+        preset_pred,
+        times["prefill_share"],
+        times["ttft_s"],
+        [],
+        [],
+        dof,
+        {k: v[1] for k, v in held.items() if v[1]},
+        result.values,
+    )
     return dataclasses.replace(fit, warnings=_warnings(fit, preset, model, dep))
 
 
-def _terms(model: RunModel, result: _Result, design: dict, preset: EnginePreset, intervals: bool,
-           alpha0: float) -> tuple[dict, dict, int]:
+def _terms(
+    model: RunModel, result: _Result, design: dict, preset: EnginePreset, intervals: bool, alpha0: float
+) -> tuple[dict, dict, int]:
     """(terms, acceptance by sweep, residual degrees of freedom) of a fit: fitted with intervals, not identified, or
     held by the design."""
     v = result.values
-    value_of = {"scale": v.scale, "iteration_s": v.iteration_s, "iteration_seq_s": v.iteration_seq_s,
-                "prefill_scale": v.prefill_scale, **{t: getattr(v.host, t) for t in TERMS}}
+    value_of = {
+        "scale": v.scale,
+        "iteration_s": v.iteration_s,
+        "iteration_seq_s": v.iteration_seq_s,
+        "prefill_scale": v.prefill_scale,
+        **{t: getattr(v.host, t) for t in TERMS},
+    }
     if v.share is not None:
         value_of["overlap_share"] = v.share
     terms: dict[str, Term] = {}
@@ -493,19 +592,33 @@ def _terms(model: RunModel, result: _Result, design: dict, preset: EnginePreset,
         for name, (state, why) in status.items():
             key = name.split(":")[0]
             preset_value = alpha0 if key == "alpha" else value_of.get(name, 0.0)
-            put(name, Term(key, float(preset_value), status=state,
-                           why=f"{why}; held at {'the drafter' if key == 'alpha' else preset.key}'s preset"
-                               + (f"; {_FREES[key]} would free it" if key in _FREES else "")))
+            put(
+                name,
+                Term(
+                    key,
+                    float(preset_value),
+                    status=state,
+                    why=f"{why}; held at {'the drafter' if key == 'alpha' else preset.key}'s preset"
+                    + (f"; {_FREES[key]} would free it" if key in _FREES else ""),
+                ),
+            )
     held_round = [_LABELS[t] for t in TERMS if t not in terms or terms[t].status != "fitted"]
     if held_round and (model.kinds == "spec").any():
         steps = sorted({int(x) for x in model.steps[model.steps > 0]})
         for sweep, t in acceptance.items():
             if t.status == "fitted":
-                acceptance[sweep] = dataclasses.replace(t, why=(
-                    f"its interval assumes the round's {', '.join(held_round)} at {preset.key}'s preset (not fitted here)"
-                    + (f": at one number of draft steps ({steps[0]}) the acceptance and the round's cost trade off, so "
-                       "the rate may be off beyond it; a saved /metrics page or pinned acceptance measures it"
-                       if len(steps) == 1 else "")))
+                acceptance[sweep] = dataclasses.replace(
+                    t,
+                    why=(
+                        f"its interval assumes the round's {', '.join(held_round)} at {preset.key}'s preset (not fitted here)"
+                        + (
+                            f": at one number of draft steps ({steps[0]}) the acceptance and the round's cost trade off, so "
+                            "the rate may be off beyond it; a saved /metrics page or pinned acceptance measures it"
+                            if len(steps) == 1
+                            else ""
+                        )
+                    ),
+                )
     stage_names = {"scale", "iteration_s", "iteration_seq_s", "prefill_scale"} | set(TERMS)
     for name in sorted(stage_names - set(terms), key=list(_LABELS).index):
         if name in TERMS and not (model.kinds == "spec").any():
@@ -518,8 +631,9 @@ def _terms(model: RunModel, result: _Result, design: dict, preset: EnginePreset,
     return terms, acceptance, dof
 
 
-def _hold_out(model: RunModel, design: dict, preset: EnginePreset, start: Values, alpha0: float, groups: list[str],
-              what: str) -> tuple[np.ndarray, list[str]]:
+def _hold_out(
+    model: RunModel, design: dict, preset: EnginePreset, start: Values, alpha0: float, groups: list[str], what: str
+) -> tuple[np.ndarray, list[str]]:
     """Each run's prediction with its group (a load, a number of draft steps, a sweep) left out of the fit, and why the
     runs that cannot be held out cannot (NaN there)."""
     runs = model.runs
@@ -530,8 +644,14 @@ def _hold_out(model: RunModel, design: dict, preset: EnginePreset, start: Values
     names = [g for g in dict.fromkeys(groups) if g != ""]
     if len(names) < 2:
         if names:
-            reasons.append({"load": "every run is at one load", "steps": "the speculative runs are at one number of draft "
-                            "steps", "sweep": "the speculative runs are one sweep"}[what] + ": none can be held out")
+            reasons.append(
+                {
+                    "load": "every run is at one load",
+                    "steps": "the speculative runs are at one number of draft steps",
+                    "sweep": "the speculative runs are one sweep",
+                }[what]
+                + ": none can be held out"
+            )
         return out, reasons
     for g in names:
         test = np.flatnonzero(groups == g)
@@ -539,13 +659,19 @@ def _hold_out(model: RunModel, design: dict, preset: EnginePreset, start: Values
         if what == "sweep":
             unknown = test[model.sweep_index[test] >= 0]
             if unknown.size:
-                reasons.append(f"sweep {g}: its acceptance is recorded nowhere, so it can only be fitted on its own runs")
+                reasons.append(
+                    f"sweep {g}: its acceptance is recorded nowhere, so it can only be fitted on its own runs"
+                )
             test = test[model.sweep_index[test] < 0]
         if not test.size:
             continue
-        if not np.any(kinds[train] == "plain") or (np.any(kinds[test] == "spec") and not np.any(kinds[train] == "spec")):
-            reasons.append(f"{what} {g}: leaving it out leaves no {'plain' if not np.any(kinds[train] == 'plain') else 'speculative'} "
-                           "run to fit")
+        if not np.any(kinds[train] == "plain") or (
+            np.any(kinds[test] == "spec") and not np.any(kinds[train] == "spec")
+        ):
+            reasons.append(
+                f"{what} {g}: leaving it out leaves no {'plain' if not np.any(kinds[train] == 'plain') else 'speculative'} "
+                "run to fit"
+            )
             continue
         sub = identifiable([runs[i] for i in train], model.fit_scale, {k: model.batch[i] for k, i in enumerate(train)})
         res = _fit_values(model, train, sub, preset, start, alpha0)
@@ -553,8 +679,10 @@ def _hold_out(model: RunModel, design: dict, preset: EnginePreset, start: Values
         trained = set(model.sweep_index[train])
         lonely = np.array([s >= 0 and s not in trained for s in model.sweep_index[test]])
         if lonely.any():
-            reasons.append(f"{what} {g}: the acceptance of {', '.join(sorted({runs[i].sweep for i in test[lonely]}))} is "
-                           f"fitted only on runs at this {what}")
+            reasons.append(
+                f"{what} {g}: the acceptance of {', '.join(sorted({runs[i].sweep for i in test[lonely]}))} is "
+                f"fitted only on runs at this {what}"
+            )
             pred[lonely] = np.nan
         out[test] = pred
     return out, reasons
@@ -563,10 +691,20 @@ def _hold_out(model: RunModel, design: dict, preset: EnginePreset, start: Values
 def _fitted_engine(preset: EnginePreset, values: Values) -> EnginePreset:
     engine = preset.with_iteration_ms(values.iteration_s * 1e3, values.iteration_seq_s * 1e6)
     if values.share is not None:
-        engine = dataclasses.replace(engine, overlap_share=values.share, kernel_overlap_share=values.share,
-                                     overlap_basis="fitted by specsim calibrate-engine")
-    return dataclasses.replace(engine, basis="fitted by specsim calibrate-engine", spec=values.host, kernel_spec=values.host,
-                               spec_basis="fitted by specsim calibrate-engine", prefill_scale=values.prefill_scale)
+        engine = dataclasses.replace(
+            engine,
+            overlap_share=values.share,
+            kernel_overlap_share=values.share,
+            overlap_basis="fitted by specsim calibrate-engine",
+        )
+    return dataclasses.replace(
+        engine,
+        basis="fitted by specsim calibrate-engine",
+        spec=values.host,
+        kernel_spec=values.host,
+        spec_basis="fitted by specsim calibrate-engine",
+        prefill_scale=values.prefill_scale,
+    )
 
 
 def _speedups(runs: list[CalRun], measured: np.ndarray, prediction: np.ndarray) -> list[tuple[str, float, float]]:
@@ -575,11 +713,21 @@ def _speedups(runs: list[CalRun], measured: np.ndarray, prediction: np.ndarray) 
     out = []
     keys = dict.fromkeys((c.run.load, c.setup.steps, c.sweep) for c in runs if c.setup is not None)
     for load, steps, sweep in keys:
-        s = [i for i, c in enumerate(runs) if c.setup is not None and (c.run.load, c.setup.steps, c.sweep) == (load, steps, sweep)]
+        s = [
+            i
+            for i, c in enumerate(runs)
+            if c.setup is not None and (c.run.load, c.setup.steps, c.sweep) == (load, steps, sweep)
+        ]
         ref = runs[s[0]].run
-        p = [i for i, c in enumerate(runs) if c.setup is None and c.run.load == load and c.run.observable == ref.observable
-             and abs(c.run.prompt_tokens / max(ref.prompt_tokens, 1.0) - 1) <= SAME_LENGTHS
-             and abs(c.run.output_tokens / ref.output_tokens - 1) <= SAME_LENGTHS]
+        p = [
+            i
+            for i, c in enumerate(runs)
+            if c.setup is None
+            and c.run.load == load
+            and c.run.observable == ref.observable
+            and abs(c.run.prompt_tokens / max(ref.prompt_tokens, 1.0) - 1) <= SAME_LENGTHS
+            and abs(c.run.output_tokens / ref.output_tokens - 1) <= SAME_LENGTHS
+        ]
         if not p or not np.all(np.isfinite(prediction[p + s])):
             continue
         flip = ref.observable == "throughput"
@@ -589,7 +737,9 @@ def _speedups(runs: list[CalRun], measured: np.ndarray, prediction: np.ndarray) 
             return b / a if flip else a / b
 
         several = len({k[2] for k in keys}) > 1
-        out.append((f"{load}, {steps} steps" + (f", sweep {sweep}" if several else ""), ratio(measured), ratio(prediction)))
+        out.append(
+            (f"{load}, {steps} steps" + (f", sweep {sweep}" if several else ""), ratio(measured), ratio(prediction))
+        )
     return out
 
 
@@ -618,13 +768,23 @@ def _better_engine(model: RunModel, named: EnginePreset, mine: float) -> tuple[s
     everything = np.arange(len(model.runs))
     for key, preset in PRESETS.items():
         if key in ("none", named.key) or (
-                preset.spec == named.spec and preset.overlap_kinds == named.overlap_kinds and preset.overlap_share == named.overlap_share):
+            preset.spec == named.spec
+            and preset.overlap_kinds == named.overlap_kinds
+            and preset.overlap_share == named.overlap_share
+        ):
             continue
         dep = dataclasses.replace(model.dep, engine=preset.for_source(model.dep.source))
         other = RunModel(dep, model.runs, model.limits)
         alpha0 = _default_alpha(dep)
-        start = Values(1.0, preset.iteration_s, preset.iteration_seq_s, preset.prefill_scale, preset.spec, None,
-                       tuple([alpha0] * len(other.sweeps)))
+        start = Values(
+            1.0,
+            preset.iteration_s,
+            preset.iteration_seq_s,
+            preset.prefill_scale,
+            preset.spec,
+            None,
+            tuple([alpha0] * len(other.sweeps)),
+        )
         other.settle(start)
         design = identifiable(model.runs, other.fit_scale, dict(enumerate(other.batch)))
         # Each version's rounds as it schedules them: its own overlap share, not one fitted to the runs.
@@ -643,25 +803,42 @@ def _warnings(fit: EngineFit, preset: EnginePreset, model: RunModel, dep) -> lis
     mine, theirs = fit.error("predicted"), fit.error("preset")
     other = _better_engine(model, preset, mine) if np.isfinite(mine) and mine > WRONG_ENGINE_ERROR else None
     if other is not None:
-        out.append(f"these runs fit {other[0]}'s rounds far better than {preset.key}'s ({other[1]:.1%} against {mine:.1%} "
-                   f"off): check that --engine names the engine and version that served them")
-    if np.isfinite(mine) and np.isfinite(theirs) and theirs > PRESET_WARN_RATIO * mine and theirs - mine > PRESET_WARN_MARGIN:
-        out.append(f"{preset.key} as shipped is off by {theirs:.1%} on these runs where the fit is off by {mine:.1%}: check "
-                   "that --engine names the engine and version that served them (and --hardware the GPU); if they do, your "
-                   "engine's host costs (its CPU, build and checkpoint) are not the public fit's, and the calibration carries yours")
+        out.append(
+            f"these runs fit {other[0]}'s rounds far better than {preset.key}'s ({other[1]:.1%} against {mine:.1%} "
+            f"off): check that --engine names the engine and version that served them"
+        )
+    if (
+        np.isfinite(mine)
+        and np.isfinite(theirs)
+        and theirs > PRESET_WARN_RATIO * mine
+        and theirs - mine > PRESET_WARN_MARGIN
+    ):
+        out.append(
+            f"{preset.key} as shipped is off by {theirs:.1%} on these runs where the fit is off by {mine:.1%}: check "
+            "that --engine names the engine and version that served them (and --hardware the GPU); if they do, your "
+            "engine's host costs (its CPU, build and checkpoint) are not the public fit's, and the calibration carries yours"
+        )
     if fit.acceptance and dep.drafter is not None:
         ceiling, source = _ceiling(dep)
         for sweep, t in fit.acceptance.items():
             if t.status == "fitted" and t.value > ceiling + ALPHA_MARGIN:
-                out.append(f"the acceptance fitted to sweep {sweep}, alpha {t.value:.3f}, is above every published "
-                           f"acceptance of {dep.drafter.label} (the highest {ceiling:.3f}: {source}): the runs' times cannot "
-                           "tell the acceptance from the round's cost here; pass --metrics, or pin acceptance (specsim "
-                           "bench-plan), to measure it")
+                out.append(
+                    f"the acceptance fitted to sweep {sweep}, alpha {t.value:.3f}, is above every published "
+                    f"acceptance of {dep.drafter.label} (the highest {ceiling:.3f}: {source}): the runs' times cannot "
+                    "tell the acceptance from the round's cost here; pass --metrics, or pin acceptance (specsim "
+                    "bench-plan), to measure it"
+                )
     for t in list(fit.terms.values()) + list(fit.acceptance.values()):
         if t.status == "not identified":
             out.append(f"{t.label}: not identified: {t.why}")
-    off = [c.run.where for c, p, m in zip(fit.runs, fit.predicted, fit.measured()) if np.isfinite(p) and abs(p / m - 1) > UNREACHED]
+    off = [
+        c.run.where
+        for c, p, m in zip(fit.runs, fit.predicted, fit.measured())
+        if np.isfinite(p) and abs(p / m - 1) > UNREACHED
+    ]
     if off:
-        out.append(f"the model cannot reach {len(off)} run(s) within {UNREACHED:.0%} even fitted ({', '.join(off[:4])}"
-                   f"{', ...' if len(off) > 4 else ''}): their numbers are the engine's, and what can be fitted is fitted")
+        out.append(
+            f"the model cannot reach {len(off)} run(s) within {UNREACHED:.0%} even fitted ({', '.join(off[:4])}"
+            f"{', ...' if len(off) > 4 else ''}): their numbers are the engine's, and what can be fitted is fitted"
+        )
     return out

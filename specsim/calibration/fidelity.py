@@ -30,20 +30,30 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from dataclasses import dataclass
 from specsim.describe.hardware import load_hardware
 from specsim.describe.models import get_model
 from specsim.describe.parallel import collective_count
 from specsim.timing import make_source
 from specsim.timing.roofline import step_time
 
-__all__ = ["CANDIDATES", "OUT_OF_SAMPLE_MODELS", "PUBLIC_MODELS", "FidelityResult", "evaluate", "evaluate_out_of_sample",
-           "fit_collectives", "load_out_of_sample_tpot", "load_public_tpot", "predict_tpot"]
+__all__ = [
+    "CANDIDATES",
+    "OUT_OF_SAMPLE_MODELS",
+    "PUBLIC_MODELS",
+    "FidelityResult",
+    "evaluate",
+    "evaluate_out_of_sample",
+    "fit_collectives",
+    "load_out_of_sample_tpot",
+    "load_public_tpot",
+    "predict_tpot",
+]
 
 #: model_path in silicon_sample.csv -> specsim built-in.
 PUBLIC_MODELS = {"meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b", "Qwen/Qwen3-32B": "qwen3-32b"}
@@ -55,16 +65,23 @@ _PRECISIONS = {"bf16": "bf16", "fp8": "fp8"}
 def silicon_sample_path() -> Path:
     spec = importlib.util.find_spec("aiconfigurator_core")
     if spec is None or not spec.submodule_search_locations:
-        raise ValueError("the public TPOT measurements ship with aiconfigurator-core; pip install 'aiconfigurator-core==0.12.0'")
+        raise ValueError(
+            "the public TPOT measurements ship with aiconfigurator-core; pip install 'aiconfigurator-core==0.12.0'"
+        )
     return Path(list(spec.submodule_search_locations)[0]) / "systems" / "silicon_sample.csv"
 
 
 def load_public_tpot(path: str | Path | None = None) -> pd.DataFrame:
     """Single-GPU, aggregated-serving TPOT rows for the models and devices specsim describes."""
     df = pd.read_csv(silicon_sample_path() if path is None else path)
-    df = df[(df["mode"] == "agg") & (df["tp_size"] == 1) & (df["pp_size"].fillna(1) == 1)
-            & (df["attention_dp_size"].fillna(1) <= 1) & df["model_path"].isin(PUBLIC_MODELS)
-            & df["system"].isin(PUBLIC_SYSTEMS)].copy()
+    df = df[
+        (df["mode"] == "agg")
+        & (df["tp_size"] == 1)
+        & (df["pp_size"].fillna(1) == 1)
+        & (df["attention_dp_size"].fillna(1) <= 1)
+        & df["model_path"].isin(PUBLIC_MODELS)
+        & df["system"].isin(PUBLIC_SYSTEMS)
+    ].copy()
     # A missing precision is the checkpoint's own bf16 (the GEMM quant mode is empty on those rows too).
     df["precision"] = df["precision"].fillna("bf16")
     df = df[df["precision"].isin(_PRECISIONS) & df["silicon_tpot_ms"].notna() & (df["batch_size"] >= 1)]
@@ -72,8 +89,21 @@ def load_public_tpot(path: str | Path | None = None) -> pd.DataFrame:
     df["hardware"] = df["system"].map(PUBLIC_SYSTEMS)
     df["concurrency"] = df["batch_size"].astype(int)
     df["holdout"] = [int(hashlib.sha256(str(i).encode()).hexdigest(), 16) % 2 == 1 for i in df["id"]]
-    keep = ["id", "backend", "backend_version", "model", "hardware", "precision", "isl", "osl", "concurrency",
-            "silicon_tpot_ms", "silicon_ttft_ms", "holdout", "silicon_data_source"]
+    keep = [
+        "id",
+        "backend",
+        "backend_version",
+        "model",
+        "hardware",
+        "precision",
+        "isl",
+        "osl",
+        "concurrency",
+        "silicon_tpot_ms",
+        "silicon_ttft_ms",
+        "holdout",
+        "silicon_data_source",
+    ]
     return df[keep].reset_index(drop=True)
 
 
@@ -102,12 +132,21 @@ def load_out_of_sample_tpot(path: str | Path | None = None) -> pd.DataFrame:
     attention data parallelism, one pipeline stage), on the devices it has profiles for."""
     df = pd.read_csv(silicon_sample_path() if path is None else path)
     df["precision"] = df["precision"].fillna("bf16")
-    keep = ((df["mode"] == "agg") & (df["pp_size"].fillna(1) == 1) & (df["attention_dp_size"].fillna(1) <= 1)
-            & (df["moe_ep_size"].fillna(1) <= 1) & df["model_path"].isin(OUT_OF_SAMPLE_MODELS)
-            & df["system"].isin(PUBLIC_SYSTEMS) & df["silicon_tpot_ms"].notna() & (df["batch_size"] >= 1))
+    keep = (
+        (df["mode"] == "agg")
+        & (df["pp_size"].fillna(1) == 1)
+        & (df["attention_dp_size"].fillna(1) <= 1)
+        & (df["moe_ep_size"].fillna(1) <= 1)
+        & df["model_path"].isin(OUT_OF_SAMPLE_MODELS)
+        & df["system"].isin(PUBLIC_SYSTEMS)
+        & df["silicon_tpot_ms"].notna()
+        & (df["batch_size"] >= 1)
+    )
     df = df[keep].copy()
     df["model"] = df["model_path"].map(lambda p: OUT_OF_SAMPLE_MODELS[p][0])
-    df["weight_dtype"] = [OUT_OF_SAMPLE_MODELS[p][1].get(prec, "unmodelled") for p, prec in zip(df["model_path"], df["precision"])]
+    df["weight_dtype"] = [
+        OUT_OF_SAMPLE_MODELS[p][1].get(prec, "unmodelled") for p, prec in zip(df["model_path"], df["precision"])
+    ]
     df = df[df["weight_dtype"] != "unmodelled"]
     df["tp"] = df["tp_size"].astype(int)
     # The single-GPU dense rows are the fit's own data (load_public_tpot); leave them out here.
@@ -118,8 +157,22 @@ def load_out_of_sample_tpot(path: str | Path | None = None) -> pd.DataFrame:
     # concurrency rises): the running batch is unknown, so those rows cannot be predicted and are left out.
     df = df[df["concurrency"] <= 256]
     df["holdout"] = [int(hashlib.sha256(str(i).encode()).hexdigest(), 16) % 2 == 1 for i in df["id"]]
-    keep_cols = ["id", "backend", "backend_version", "model", "hardware", "precision", "weight_dtype", "tp", "isl", "osl",
-                 "concurrency", "silicon_tpot_ms", "holdout", "silicon_data_source"]
+    keep_cols = [
+        "id",
+        "backend",
+        "backend_version",
+        "model",
+        "hardware",
+        "precision",
+        "weight_dtype",
+        "tp",
+        "isl",
+        "osl",
+        "concurrency",
+        "silicon_tpot_ms",
+        "holdout",
+        "silicon_data_source",
+    ]
     return df[keep_cols].reset_index(drop=True)
 
 
@@ -139,10 +192,13 @@ def predict_tpot(df: pd.DataFrame, candidate: str) -> tuple[np.ndarray, np.ndarr
     kind, suffix = CANDIDATES[candidate]
     out = np.full(len(df), np.nan)
     pre = np.full(len(df), np.nan)
-    df = df.assign(tp=df["tp"].fillna(1) if "tp" in df else 1,
-                   weight_dtype=df["weight_dtype"].fillna("") if "weight_dtype" in df else "")
+    df = df.assign(
+        tp=df["tp"].fillna(1) if "tp" in df else 1,
+        weight_dtype=df["weight_dtype"].fillna("") if "weight_dtype" in df else "",
+    )
     for (hw_name, backend, model_name, precision, tp, row_dtype), rows in df.groupby(
-            ["hardware", "backend", "model", "precision", "tp", "weight_dtype"]):
+        ["hardware", "backend", "model", "precision", "tp", "weight_dtype"]
+    ):
         hardware = load_hardware(hw_name + suffix)
         model = _row_model(model_name, precision, row_dtype, int(tp))
         src = make_source(kind, hardware, backend)
@@ -189,8 +245,11 @@ def evaluate(df: pd.DataFrame, candidate: str, fit_engine: bool = True) -> Fidel
     holdout = df["holdout"].to_numpy()
 
     def fit(train: np.ndarray) -> np.ndarray:
-        res = least_squares(lambda th: (decode[train] + th[0] + th[1] * prefill[train]) / measured[train] - 1,
-                            x0=[1e-3, 0.5], bounds=([0.0, 0.0], [5e-3, 1.0]))
+        res = least_squares(
+            lambda th: (decode[train] + th[0] + th[1] * prefill[train]) / measured[train] - 1,
+            x0=[1e-3, 0.5],
+            bounds=([0.0, 0.0], [5e-3, 1.0]),
+        )
         return res.x
 
     all_train = np.flatnonzero(~holdout)
@@ -233,7 +292,9 @@ def fit_collectives(df: pd.DataFrame, candidate: str, fitted: FidelityResult) ->
         idx = idx[~df["holdout"].to_numpy(bool)[idx] & (counts[idx] > 0)]
         if idx.size < 2:
             continue
-        res = least_squares(lambda th: (base[idx] + th[0] * counts[idx]) / measured[idx] - 1, x0=[1e-5], bounds=([0.0], [1e-3]))
+        res = least_squares(
+            lambda th: (base[idx] + th[0] * counts[idx]) / measured[idx] - 1, x0=[1e-5], bounds=([0.0], [1e-3])
+        )
         out[backend] = float(res.x[0])
     return out
 
@@ -244,8 +305,9 @@ def _engine_terms(df: pd.DataFrame, fitted: FidelityResult, prefill: np.ndarray)
     return engine + share * prefill
 
 
-def evaluate_out_of_sample(df: pd.DataFrame, candidate: str, fitted: FidelityResult,
-                           collective_s: dict | None = None) -> pd.DataFrame:
+def evaluate_out_of_sample(
+    df: pd.DataFrame, candidate: str, fitted: FidelityResult, collective_s: dict | None = None
+) -> pd.DataFrame:
     """Predict multi-GPU and MoE rows with the engine time and prefill share fitted on single-GPU dense rows.
 
     ``collective_s`` (per engine, seconds per tensor-parallel collective) adds :func:`fit_collectives`'

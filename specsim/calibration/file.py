@@ -15,15 +15,30 @@ single terms, named as the user's.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
-
 from dataclasses import dataclass
+from pathlib import Path
 
 __all__ = ["SCHEMA", "Calibration", "read_calibration", "calibration_mapping"]
 
 SCHEMA = 1
-_KEYS = ("specsim_calibration", "date", "profile", "base_hardware", "target", "target_name", "tp", "drafter", "draft_tp",
-         "timing", "engine", "iteration_s", "round_terms", "terms", "runs", "errors")
+_KEYS = (
+    "specsim_calibration",
+    "date",
+    "profile",
+    "base_hardware",
+    "target",
+    "target_name",
+    "tp",
+    "drafter",
+    "draft_tp",
+    "timing",
+    "engine",
+    "iteration_s",
+    "round_terms",
+    "terms",
+    "runs",
+    "errors",
+)
 
 
 @dataclass(frozen=True)
@@ -58,23 +73,39 @@ class Calibration:
         return f"calibration {self.name} (fitted {self.record.get('date', '?')} to {len(self.record.get('runs', []))} runs)"
 
 
-def calibration_mapping(fit, dep, target_spec: str, drafter_spec: str | None, timing: str, files: list[str],
-                        acceptance=None, acceptance_label: str | None = None, target_options: dict | None = None,
-                        engine_spec: str | None = None) -> dict:
+def calibration_mapping(
+    fit,
+    dep,
+    target_spec: str,
+    drafter_spec: str | None,
+    timing: str,
+    files: list[str],
+    acceptance=None,
+    acceptance_label: str | None = None,
+    target_options: dict | None = None,
+    engine_spec: str | None = None,
+) -> dict:
     """The calibration file's content: the fit of :func:`specsim.calibration.engine_fit.fit_engine` on ``dep``; ``engine_spec``
     the engine and release the runs were served by (``vllm@0.20.0``), which every writer of the calibrated deployment
     uses (default the preset's key)."""
     import datetime
     import hashlib
 
-    from specsim.engines import TERMS
     from specsim.describe.hardware import profile_to_mapping
+    from specsim.engines import TERMS
 
     hw = fit.deployment.hardware
     # The fitted profile keeps its base's kernel-database device, so that the hybrid and kernel sources still find it.
     device = dep.hardware.device or dep.hardware.name.removesuffix("-vllm")
-    profile = profile_to_mapping(dataclasses.replace(hw, name=f"{dep.hardware.name}-{dep.engine.name}-fitted", device=device,
-                                                     calibration=None, description=f"{hw.description} - fitted by calibrate-engine"))
+    profile = profile_to_mapping(
+        dataclasses.replace(
+            hw,
+            name=f"{dep.hardware.name}-{dep.engine.name}-fitted",
+            device=device,
+            calibration=None,
+            description=f"{hw.description} - fitted by calibrate-engine",
+        )
+    )
     terms = {name: _clean(t.to_dict()) for name, t in fit.terms.items()}
     terms |= {f"acceptance {sweep}": _clean(t.to_dict()) for sweep, t in fit.acceptance.items()}
     record = {
@@ -99,19 +130,32 @@ def calibration_mapping(fit, dep, target_spec: str, drafter_spec: str | None, ti
         "overlap_share": fit.overlap_share,
         "terms": terms,
         "acceptance": None,
-        "runs": [{"file": c.run.where, "kind": c.kind, "load": c.run.load, "steps": c.setup.steps if c.setup else None,
-                  "judged_by": c.run.observable, "measured": float(c.run.value), "fitted": _none_if_nan(float(p)),
-                  "held_out": _none_if_nan(float(q)), "prefill_share": _none_if_nan(float(r))}
-                 for c, p, q, r in zip(fit.runs, fit.predicted, fit.held_out, fit.prefill_share)],
+        "runs": [
+            {
+                "file": c.run.where,
+                "kind": c.kind,
+                "load": c.run.load,
+                "steps": c.setup.steps if c.setup else None,
+                "judged_by": c.run.observable,
+                "measured": float(c.run.value),
+                "fitted": _none_if_nan(float(p)),
+                "held_out": _none_if_nan(float(q)),
+                "prefill_share": _none_if_nan(float(r)),
+            }
+            for c, p, q, r in zip(fit.runs, fit.predicted, fit.held_out, fit.prefill_share)
+        ],
         "files": [{"path": f, "sha256": hashlib.sha256(Path(f).read_bytes()).hexdigest()} for f in files],
-        "errors": {which: {kind or "all": _none_if_nan(fit.error(which, kind)) for kind in (None, "plain", "spec")}
-                   for which in ("held_out", "held_out_steps", "held_out_sweep", "predicted", "preset")},
+        "errors": {
+            which: {kind or "all": _none_if_nan(fit.error(which, kind)) for kind in (None, "plain", "spec")}
+            for which in ("held_out", "held_out_steps", "held_out_sweep", "predicted", "preset")
+        },
         "not_held_out": dict(fit.not_held_out),
         "warnings": list(fit.warnings),
     }
     if acceptance is not None:
-        record["acceptance"] = ({"alpha": acceptance.alpha} if acceptance.alpha is not None
-                                else {"cumulative": list(acceptance.cumulative)}) | {"source": acceptance_label}
+        record["acceptance"] = (
+            {"alpha": acceptance.alpha} if acceptance.alpha is not None else {"cumulative": list(acceptance.cumulative)}
+        ) | {"source": acceptance_label}
     return record
 
 
@@ -125,10 +169,10 @@ def _clean(d: dict) -> dict:
 
 def read_calibration(path: str | Path) -> Calibration:
     """A calibration file, every key checked; refused in one line naming the key where it is not one."""
-    from specsim.speculation.acceptance import Acceptance
-    from specsim.engines import TERMS, get_engine
-    from specsim.describe.hardware import profile_from_mapping
     from specsim.core.limits import load_yaml
+    from specsim.describe.hardware import profile_from_mapping
+    from specsim.engines import TERMS, get_engine
+    from specsim.speculation.acceptance import Acceptance
 
     p = Path(path)
     if not p.is_file():
@@ -136,7 +180,9 @@ def read_calibration(path: str | Path) -> Calibration:
     data = load_yaml(p, "calibration file")
     where = p.name
     if not isinstance(data, dict) or data.get("specsim_calibration") != SCHEMA:
-        raise ValueError(f"{where}: not a specsim calibration (specsim_calibration: {SCHEMA}; calibrate-engine --out writes one)")
+        raise ValueError(
+            f"{where}: not a specsim calibration (specsim_calibration: {SCHEMA}; calibrate-engine --out writes one)"
+        )
     for key in _KEYS:
         if key not in data:
             raise ValueError(f"{where}: the key {key!r} is missing")
@@ -176,13 +222,36 @@ def read_calibration(path: str | Path) -> Calibration:
     options = data.get("target_options") or {}
     from specsim.describe.models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
 
-    if not isinstance(options, dict) or set(options) - {"weight_dtype", "kv_dtype"} or \
-            options.get("weight_dtype", "bf16") not in WEIGHT_DTYPE_CHOICES or options.get("kv_dtype", "bf16") not in KV_DTYPE_CHOICES:
-        raise ValueError(f"{where}: target_options must hold a weight_dtype and a kv_dtype specsim reads, got {options!r}")
-    return Calibration(str(p), profile, data["base_hardware"], data["target"], data["target_name"], tp, dict(options), data.get("drafter"),
-                       draft_tp, data["timing"], data["engine"], float(data["iteration_s"]), float(seq),
-                       {k: float(v) for k, v in terms.items()}, acc, label, data, float(prefill),
-                       None if share is None else float(share))
+    if (
+        not isinstance(options, dict)
+        or set(options) - {"weight_dtype", "kv_dtype"}
+        or options.get("weight_dtype", "bf16") not in WEIGHT_DTYPE_CHOICES
+        or options.get("kv_dtype", "bf16") not in KV_DTYPE_CHOICES
+    ):
+        raise ValueError(
+            f"{where}: target_options must hold a weight_dtype and a kv_dtype specsim reads, got {options!r}"
+        )
+    return Calibration(
+        str(p),
+        profile,
+        data["base_hardware"],
+        data["target"],
+        data["target_name"],
+        tp,
+        dict(options),
+        data.get("drafter"),
+        draft_tp,
+        data["timing"],
+        data["engine"],
+        float(data["iteration_s"]),
+        float(seq),
+        {k: float(v) for k, v in terms.items()},
+        acc,
+        label,
+        data,
+        float(prefill),
+        None if share is None else float(share),
+    )
 
 
 def _check_profile(where: str, profile, base: object) -> None:
@@ -199,8 +268,10 @@ def _check_profile(where: str, profile, base: object) -> None:
     for key in ("peak_flop_per_s", "peak_bytes_per_s", "memory_bytes"):
         mine, theirs = getattr(profile, key), getattr(built_in, key)
         if mine is None or theirs is None or abs(mine / theirs - 1) > 1e-6:
-            raise ValueError(f"{where}: the fitted profile's {key} is {mine:.4g} but {base}'s is {theirs:.4g}: this calibration "
-                             f"was not fitted on {base} (a fit scales a profile's efficiencies, never its peaks)")
+            raise ValueError(
+                f"{where}: the fitted profile's {key} is {mine:.4g} but {base}'s is {theirs:.4g}: this calibration "
+                f"was not fitted on {base} (a fit scales a profile's efficiencies, never its peaks)"
+            )
 
 
 def apply_to_engine(cal: Calibration, preset):
@@ -211,10 +282,24 @@ def apply_to_engine(cal: Calibration, preset):
     engine = preset.with_iteration_ms(cal.iteration_s * 1e3, cal.iteration_seq_s * 1e6)
     terms = cal.record.get("terms") or {}
     fitted = [t for t in TERMS if (terms.get(t) or {}).get("status") == "fitted"]
-    spec_basis = (f"fitted by calibrate-engine ({cal.name}): {', '.join(fitted)}, the others held at the preset" if fitted else
-                  f"the preset's, {preset.spec_basis}: {cal.name} fitted none of the round's terms (see its terms)")
+    spec_basis = (
+        f"fitted by calibrate-engine ({cal.name}): {', '.join(fitted)}, the others held at the preset"
+        if fitted
+        else f"the preset's, {preset.spec_basis}: {cal.name} fitted none of the round's terms (see its terms)"
+    )
     if cal.overlap_share is not None:
-        engine = dataclasses.replace(engine, overlap_share=cal.overlap_share, kernel_overlap_share=cal.overlap_share,
-                                     overlap_basis=f"fitted by calibrate-engine ({cal.name})")
-    return dataclasses.replace(engine, basis=f"fitted by calibrate-engine ({cal.name})", spec=host, kernel_spec=host,
-                               spec_basis=spec_basis, calibration=cal.name, prefill_scale=cal.prefill_scale)
+        engine = dataclasses.replace(
+            engine,
+            overlap_share=cal.overlap_share,
+            kernel_overlap_share=cal.overlap_share,
+            overlap_basis=f"fitted by calibrate-engine ({cal.name})",
+        )
+    return dataclasses.replace(
+        engine,
+        basis=f"fitted by calibrate-engine ({cal.name})",
+        spec=host,
+        kernel_spec=host,
+        spec_basis=spec_basis,
+        calibration=cal.name,
+        prefill_scale=cal.prefill_scale,
+    )

@@ -40,18 +40,25 @@ def runs_from_plan(plan_path: str) -> tuple[dict, list[CalRun], list[str], list[
         if row["kind"] == "spec":
             if run.accept_length is None and row.get("metrics_after") and (root / row["metrics_after"]).is_file():
                 before = root / row["metrics_before"] if row.get("metrics_before") else None
-                m = acceptance_between(before if before is not None and before.is_file() else None, root / row["metrics_after"])
+                m = acceptance_between(
+                    before if before is not None and before.is_file() else None, root / row["metrics_after"]
+                )
                 run = dataclasses.replace(run, accept_length=m.mean_acceptance_length)
-            setup = SpecSetup(int(row["steps"]), pinned_accept_length=row.get("pinned_accept_length"),
-                              sweep=row["name"].rsplit("-c", 1)[0])
+            setup = SpecSetup(
+                int(row["steps"]),
+                pinned_accept_length=row.get("pinned_accept_length"),
+                sweep=row["name"].rsplit("-c", 1)[0],
+            )
         runs.append(CalRun(run, setup))
     if not runs:
         raise ValueError(f"{plan_path}: none of its {len(plan['runs'])} result files exists yet: run its run.sh first")
     notes = []
     if missing:
         spec_missing = sum(r["kind"] == "spec" for r in missing)
-        notes.append(f"{len(missing)} of the plan's {len(plan['runs'])} runs have no result yet (the first: {missing[0]['file']}"
-                     f"; {spec_missing} speculative): fitted without them")
+        notes.append(
+            f"{len(missing)} of the plan's {len(plan['runs'])} runs have no result yet (the first: {missing[0]['file']}"
+            f"; {spec_missing} speculative): fitted without them"
+        )
     return plan, runs, files, notes
 
 
@@ -65,13 +72,21 @@ def _check_load(path: Path, concurrency: int) -> None:
     except (ValueError, IndexError, AttributeError, OSError):
         return  # the reader says what is wrong with the file
     if recorded is not None and recorded != concurrency:
-        raise ValueError(f"{path.name}: the plan ran it at concurrency {concurrency} but the file records concurrency "
-                         f"{recorded}: the result is not of this run (rerun it, or correct the plan's row)")
+        raise ValueError(
+            f"{path.name}: the plan ran it at concurrency {concurrency} but the file records concurrency "
+            f"{recorded}: the result is not of this run (rerun it, or correct the plan's row)"
+        )
 
 
-def runs_from_files(plain: list[str], spec_groups: list[tuple[list[str], int]], *, topk: int = 1,
-                    verify_tokens: int | None = None, metrics: str | None = None,
-                    sweep_by: str = "lengths") -> tuple[list[CalRun], list[str], list[str]]:
+def runs_from_files(
+    plain: list[str],
+    spec_groups: list[tuple[list[str], int]],
+    *,
+    topk: int = 1,
+    verify_tokens: int | None = None,
+    metrics: str | None = None,
+    sweep_by: str = "lengths",
+) -> tuple[list[CalRun], list[str], list[str]]:
     """(runs, files read, notes) of plain benchmark files and groups of speculative ones, each group with the draft steps
     it ran (``[(files, steps), ...]``), grouped into sweeps by ``sweep_by``.  A saved ``/metrics`` page gives the
     acceptance length of speculative runs whose file records none."""

@@ -21,13 +21,21 @@ Poisson arrivals) on the times only weakly, so they are held between fits and se
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 
-from dataclasses import dataclass
 from specsim.engines import SpecHost
-from specsim.serving.steady import (EngineLimits, closed_loop_times, closed_population, decode_rounds, decode_rounds_spread,
-                                    offline_times, open_loop_times, own_step_s)
+from specsim.serving.steady import (
+    EngineLimits,
+    closed_loop_times,
+    closed_population,
+    decode_rounds,
+    decode_rounds_spread,
+    offline_times,
+    open_loop_times,
+    own_step_s,
+)
 from specsim.speculation.acceptance import alpha_from_acceptance_length, tokens_per_round
 
 __all__ = ["RunModel", "Values", "scale_upper"]
@@ -71,7 +79,9 @@ class RunModel:
         known = [c.known_accept_length for c in runs]
         self.known_al = np.array([np.nan if k is None else k for k in known], dtype=float)
         self.sweeps = list(dict.fromkeys(c.sweep for c, k in zip(runs, self.known_al) if np.isnan(k)))
-        self.sweep_index = np.array([self.sweeps.index(c.sweep) if np.isnan(k) else -1 for c, k in zip(runs, self.known_al)])
+        self.sweep_index = np.array(
+            [self.sweeps.index(c.sweep) if np.isnan(k) else -1 for c, k in zip(runs, self.known_al)]
+        )
         # Without speculation and with every request alike, a closed loop's users move in step (closed_population).
         self.fixed = np.array([x.fixed_lengths and c.kind == "plain" for x, c in zip(r, runs)])
         self.observable = np.array([x.observable for x in r])
@@ -113,8 +123,21 @@ class RunModel:
         alpha, al = self.acceptance(alphas, index)
         g = self.steps[index]
         fixed = self.fixed[index]
-        pops = [closed_population(alpha[m], g[m], self.in_engine[index][m], self.prompt[index][m], self.output[index][m],
-                                  self.limits, al[m], fixed_lengths=f) for f in (False, True) for m in [fixed == f] if m.any()]
+        pops = [
+            closed_population(
+                alpha[m],
+                g[m],
+                self.in_engine[index][m],
+                self.prompt[index][m],
+                self.output[index][m],
+                self.limits,
+                al[m],
+                fixed_lengths=f,
+            )
+            for f in (False, True)
+            for m in [fixed == f]
+            if m.any()
+        ]
         if len(pops) == 1:
             return pops[0]
         out = {}
@@ -141,8 +164,9 @@ class RunModel:
         for _ in range(3 if rate.any() else 0):
             self._set_batches(batch, own)
             t = self.times(values, everything[rate])
-            batch[rate] = np.minimum(1.0 + self.load[rate] * self.rounds(values.alphas, everything[rate]) * t["itl_s"],
-                                     self.in_engine[rate])
+            batch[rate] = np.minimum(
+                1.0 + self.load[rate] * self.rounds(values.alphas, everything[rate]) * t["itl_s"], self.in_engine[rate]
+            )
             own[rate] = batch[rate]
         self._set_batches(batch, own)
 
@@ -159,7 +183,9 @@ class RunModel:
         if self.fit_scale and values.scale != 1.0:
             dep = _scaled(dep, values.scale)
         engine = dep.engine.with_iteration_ms(values.iteration_s * 1e3, values.iteration_seq_s * 1e6)
-        engine = dataclasses.replace(engine, spec=values.host, kernel_spec=values.host, prefill_scale=values.prefill_scale)
+        engine = dataclasses.replace(
+            engine, spec=values.host, kernel_spec=values.host, prefill_scale=values.prefill_scale
+        )
         if values.share is not None:
             engine = dataclasses.replace(engine, overlap_share=values.share, kernel_overlap_share=values.share)
         return dataclasses.replace(dep, engine=engine)
@@ -175,9 +201,15 @@ class RunModel:
             decode = np.asarray(dep.decode(both, ctx).total_s, dtype=float)
             n = len(self.runs)
             spec = self.steps > 0
-            prefill = np.where(spec, dep.prefill_s(self.prompt, draft=True), dep.prefill_s(self.prompt)) if n else np.zeros(0)
-            self._cache[key] = {"decode": decode[:n], "decode_own": decode[n:], "prefill": prefill,
-                                "base": float(np.asarray(dep.decode(1, 0).total_s))}
+            prefill = (
+                np.where(spec, dep.prefill_s(self.prompt, draft=True), dep.prefill_s(self.prompt)) if n else np.zeros(0)
+            )
+            self._cache[key] = {
+                "decode": decode[:n],
+                "decode_own": decode[n:],
+                "prefill": prefill,
+                "base": float(np.asarray(dep.decode(1, 0).total_s)),
+            }
         return self._cache[key]
 
     def _rounds(self, values: Values, index: np.ndarray) -> list:
@@ -191,8 +223,13 @@ class RunModel:
                 j = np.flatnonzero(self.topk[index] == w)
                 i = index[j]
                 b = np.concatenate([np.maximum(self.batch[i], 1.0), np.maximum(self.batch_own[i], 1.0)])
-                r = dep.round_time(b, np.concatenate([self.context[i]] * 2), np.concatenate([self.steps[i]] * 2), w,
-                                   np.concatenate([self.verify[i]] * 2))
+                r = dep.round_time(
+                    b,
+                    np.concatenate([self.context[i]] * 2),
+                    np.concatenate([self.steps[i]] * 2),
+                    w,
+                    np.concatenate([self.verify[i]] * 2),
+                )
                 groups.append((j, w, b, r))
             self._cache[key] = groups
         return self._cache[key]
@@ -216,8 +253,10 @@ class RunModel:
 
     def times(self, values: Values, index: np.ndarray) -> dict:
         """The serving model's times (TPOT, ITL, TTFT, end-to-end, rates) of runs ``index`` at ``values``."""
-        out = {k: np.full(index.size, np.nan) for k in ("tpot_s", "itl_s", "ttft_s", "e2e_s", "output_tokens_per_s",
-                                                         "prefill_share")}
+        out = {
+            k: np.full(index.size, np.nan)
+            for k in ("tpot_s", "itl_s", "ttft_s", "e2e_s", "output_tokens_per_s", "prefill_share")
+        }
         if not index.size:
             return out
         step, own_at = self.steps_s(values, index)
@@ -232,19 +271,38 @@ class RunModel:
             if k == "concurrency":
                 pop = self.population(values.alphas, i)
                 own = own_step_s(pop, own_at[sel], step[sel], base)
-                t = closed_loop_times(pop, step[sel], own, t_pf[sel], self.load[i], self.output[i], self.prompt[i], self.limits,
-                                      self.completed[i])
+                t = closed_loop_times(
+                    pop,
+                    step[sel],
+                    own,
+                    t_pf[sel],
+                    self.load[i],
+                    self.output[i],
+                    self.prompt[i],
+                    self.limits,
+                    self.completed[i],
+                )
             elif k == "rate":
                 left = np.maximum(self.limits.max_batched_tokens - self.batch[i] * (self.steps[i] + 1.0), 1.0)
                 k_p = np.maximum(np.ceil(self.prompt[i] / left), 1.0)
-                t = open_loop_times(self.load[i], self.rounds(values.alphas, i), step[sel], own_at[sel], t_pf[sel], k_p,
-                                    self.output[i])
+                t = open_loop_times(
+                    self.load[i], self.rounds(values.alphas, i), step[sel], own_at[sel], t_pf[sel], k_p, self.output[i]
+                )
             else:
                 alpha, al = self.acceptance(values.alphas, i)
-                t = offline_times(self.load[i], self.in_engine[i], self.prompt[i], self.output[i],
-                                  self.rounds(values.alphas, i), step[sel], t_pf[sel], base, self.limits,
-                                  decode_rounds_spread(alpha, self.steps[i], self.output[i] - 1.0, self.in_engine[i]),
-                                  tail_step_s=own_at[sel])
+                t = offline_times(
+                    self.load[i],
+                    self.in_engine[i],
+                    self.prompt[i],
+                    self.output[i],
+                    self.rounds(values.alphas, i),
+                    step[sel],
+                    t_pf[sel],
+                    base,
+                    self.limits,
+                    decode_rounds_spread(alpha, self.steps[i], self.output[i] - 1.0, self.in_engine[i]),
+                    tail_step_s=own_at[sel],
+                )
             for key in out:
                 out[key][sel] = t[key]
         return out
@@ -299,7 +357,9 @@ def _scaled(dep, scale: float):
     from specsim.timing.roofline import RooflineSource
 
     hw = dep.hardware
-    hw = dataclasses.replace(hw, compute_eff=min(1.0, hw.compute_eff * scale), bandwidth_eff=min(1.0, hw.bandwidth_eff * scale))
+    hw = dataclasses.replace(
+        hw, compute_eff=min(1.0, hw.compute_eff * scale), bandwidth_eff=min(1.0, hw.bandwidth_eff * scale)
+    )
     roof = RooflineSource(hw)
     source = HybridSource(roof, dep.source.kernels) if isinstance(dep.source, HybridSource) else roof
     return dataclasses.replace(dep, hardware=hw, source=source)

@@ -27,9 +27,8 @@ from __future__ import annotations
 
 import math
 import shlex
-from dataclasses import field
+from dataclasses import dataclass, field
 
-from dataclasses import dataclass
 from specsim.engines import DEFAULT_VERSIONS, get_engine, parse_version
 from specsim.engines.sglang import SglangBench
 from specsim.engines.trtllm import TrtllmBench
@@ -116,18 +115,40 @@ class BenchPlan:
     def to_dict(self) -> dict:
         runs = []
         for r in self.runs:
-            row = {"name": r.name, "kind": r.kind, "server": r.server, "concurrency": r.concurrency, "input_tokens": r.input_tokens,
-                   "output_tokens": r.output_tokens, "num_prompts": r.num_prompts, "file": r.file}
+            row = {
+                "name": r.name,
+                "kind": r.kind,
+                "server": r.server,
+                "concurrency": r.concurrency,
+                "input_tokens": r.input_tokens,
+                "output_tokens": r.output_tokens,
+                "num_prompts": r.num_prompts,
+                "file": r.file,
+            }
             if r.kind == "spec":
                 row |= {"steps": r.steps, "pinned_accept_length": r.pinned_accept_length}
             if r.metrics_before:
                 row |= {"metrics_before": r.metrics_before, "metrics_after": r.metrics_after}
             row["estimate_s"] = round(r.estimate_s, 1)
             runs.append(row)
-        return {"specsim_bench_plan": PLAN_SCHEMA, "engine": self.engine, "version": self.version, "preset": self.preset,
-                "hardware": self.hardware, "target": self.target, "served_model": self.served_model, "drafter": self.drafter,
-                "draft_checkpoint": self.draft_checkpoint, "tp": self.tp, "draft_tp": self.draft_tp, "prompts": self.prompts,
-                "port": self.port, "estimate_s": round(self.estimate_s, 1), "notes": list(self.notes), "runs": runs}
+        return {
+            "specsim_bench_plan": PLAN_SCHEMA,
+            "engine": self.engine,
+            "version": self.version,
+            "preset": self.preset,
+            "hardware": self.hardware,
+            "target": self.target,
+            "served_model": self.served_model,
+            "drafter": self.drafter,
+            "draft_checkpoint": self.draft_checkpoint,
+            "tp": self.tp,
+            "draft_tp": self.draft_tp,
+            "prompts": self.prompts,
+            "port": self.port,
+            "estimate_s": round(self.estimate_s, 1),
+            "notes": list(self.notes),
+            "runs": runs,
+        }
 
 
 #: Each engine's benchmark writer (its module in :mod:`specsim.engines`).
@@ -143,19 +164,34 @@ def resolve_version(engine: str) -> tuple[str, str, str]:
     name, _, version = str(engine).strip().lower().partition("@")
     preset = get_engine(engine)  # refuses unknown engines and versions
     if name == "none":
-        raise ValueError("--engine none serves nothing: name the engine and version to benchmark (vllm, sglang or trtllm)")
+        raise ValueError(
+            "--engine none serves nothing: name the engine and version to benchmark (vllm, sglang or trtllm)"
+        )
     writer = WRITERS[name]
     if version in ("", "latest") or version == DEFAULT_VERSIONS.get(name):
         version = writer.newest
     if parse_version(name, version) is None:
-        raise ValueError(f"--engine {engine}: a plan needs a numbered version ({name}@{writer.newest}), got {version!r}")
+        raise ValueError(
+            f"--engine {engine}: a plan needs a numbered version ({name}@{writer.newest}), got {version!r}"
+        )
     return name, version, preset.key
 
 
-def design_plan(dep, engine: str, *, served_model: str | None = None, draft_checkpoint: str | None = None,
-                concurrency=DEFAULT_CONCURRENCY, input_tokens=DEFAULT_INPUT_TOKENS, output_tokens: int = DEFAULT_OUTPUT_TOKENS,
-                steps=DEFAULT_STEPS, pinned: list[float] | None = None, pin: bool = True, prompts: str | None = None,
-                port: int = 8000) -> BenchPlan:
+def design_plan(
+    dep,
+    engine: str,
+    *,
+    served_model: str | None = None,
+    draft_checkpoint: str | None = None,
+    concurrency=DEFAULT_CONCURRENCY,
+    input_tokens=DEFAULT_INPUT_TOKENS,
+    output_tokens: int = DEFAULT_OUTPUT_TOKENS,
+    steps=DEFAULT_STEPS,
+    pinned: list[float] | None = None,
+    pin: bool = True,
+    prompts: str | None = None,
+    port: int = 8000,
+) -> BenchPlan:
     """Lay out the runs for ``dep`` served by ``engine`` (``vllm@0.24.0``).
 
     ``pinned`` holds one acceptance length per step count (default: the drafter's published default acceptance rate
@@ -169,29 +205,53 @@ def design_plan(dep, engine: str, *, served_model: str | None = None, draft_chec
         raise ValueError("a plan benchmarks speculation against plain decoding: give --draft")
     concurrency = sorted(set(int(c) for c in concurrency))
     if len(concurrency) < 3:
-        raise ValueError(f"--concurrency needs at least 3 loads (the fit holds each out in turn and needs decode batches "
-                         f"at least 1.5x apart), got {len(concurrency)}")
+        raise ValueError(
+            f"--concurrency needs at least 3 loads (the fit holds each out in turn and needs decode batches "
+            f"at least 1.5x apart), got {len(concurrency)}"
+        )
     if len(concurrency) > MAX_LOADS:
         raise ValueError(f"--concurrency lists {len(concurrency)} loads; at most {MAX_LOADS}")
     steps = sorted(set(int(s) for s in steps))
     if len(steps) < 2:
-        raise ValueError("--steps needs two numbers of draft steps: one cannot tell a per-step term from a per-round one")
+        raise ValueError(
+            "--steps needs two numbers of draft steps: one cannot tell a per-step term from a per-round one"
+        )
     pinned = _pins(type(dep.drafter), steps, pinned, pin, prompts)
     notes = writer.check(parse_version(name, version), type(dep.drafter), list(pinned), 1)
     modelled = get_engine(f"{name}@{version}")
     if modelled.overlaps(dep.drafter.overlap_kind):
-        notes.append(f"{name} {version} overlaps a round's host work with the GPU for this drafter ({modelled.release}): the "
-                     "runs show it only where it outlasts the round's passes, and calibrate-engine says so where they cannot "
-                     "separate it")
+        notes.append(
+            f"{name} {version} overlaps a round's host work with the GPU for this drafter ({modelled.release}): the "
+            "runs show it only where it outlasts the round's passes, and calibrate-engine says so where they cannot "
+            "separate it"
+        )
     checkpoint = dep.drafter.checkpoint(dep.target, draft_checkpoint)
     served = served_model or dep.target.source or dep.target.name
     tp = dep.target.tp
     draft_tp = dep.draft.tp if dep.draft is not None else tp
     servers, runs = _layout(steps, pinned, concurrency, input_tokens, output_tokens, pin, prompts)
     if len(runs) > MAX_RUNS:
-        raise ValueError(f"the plan holds {len(runs)} runs; at most {MAX_RUNS}: fewer --concurrency levels or --input-tokens")
-    plan = BenchPlan(name, version, preset, dep.hardware.name, dep.target.source or dep.target.name, served, _drafter_spec(dep),
-                     checkpoint, tp, draft_tp, servers, runs, prompts, port, notes, type(dep.drafter))
+        raise ValueError(
+            f"the plan holds {len(runs)} runs; at most {MAX_RUNS}: fewer --concurrency levels or --input-tokens"
+        )
+    plan = BenchPlan(
+        name,
+        version,
+        preset,
+        dep.hardware.name,
+        dep.target.source or dep.target.name,
+        served,
+        _drafter_spec(dep),
+        checkpoint,
+        tp,
+        draft_tp,
+        servers,
+        runs,
+        prompts,
+        port,
+        notes,
+        type(dep.drafter),
+    )
     return _with_estimates(dep, plan)
 
 
@@ -214,18 +274,26 @@ def _pins(drafter: type, steps: list[int], pinned: list[float] | None, pin: bool
     if pinned is None:
         acc = _published(drafter)
         if acc is None:
-            raise ValueError(f"{drafter.label} has no published acceptance ({drafter.no_default}): give the lengths "
-                             "to pin with --pin-accept-length (one per step count), or --no-pin with --prompts")
+            raise ValueError(
+                f"{drafter.label} has no published acceptance ({drafter.no_default}): give the lengths "
+                "to pin with --pin-accept-length (one per step count), or --no-pin with --prompts"
+            )
         if acc.max_gamma is not None and acc.max_gamma < max(steps):
-            raise ValueError(f"the published acceptance of this drafter covers {acc.max_gamma} draft position(s), not "
-                             f"{max(steps)}: give the lengths to pin with --pin-accept-length (one per step count)")
+            raise ValueError(
+                f"the published acceptance of this drafter covers {acc.max_gamma} draft position(s), not "
+                f"{max(steps)}: give the lengths to pin with --pin-accept-length (one per step count)"
+            )
         pinned = [round(float(tokens_per_round(acc, s)), 2) for s in steps]
     if len(pinned) != len(steps):
-        raise ValueError(f"--pin-accept-length gives {len(pinned)} lengths for {len(steps)} step counts: one per step count")
+        raise ValueError(
+            f"--pin-accept-length gives {len(pinned)} lengths for {len(steps)} step counts: one per step count"
+        )
     for s, p in zip(steps, pinned):
         if not 1.0 <= p <= s + 1:
-            raise ValueError(f"a pinned acceptance length of {p:g} at {s} draft steps is outside [1, {s + 1}]: {s} steps "
-                             f"accept at most {s} drafted tokens plus the target's own")
+            raise ValueError(
+                f"a pinned acceptance length of {p:g} at {s} draft steps is outside [1, {s + 1}]: {s} steps "
+                f"accept at most {s} drafted tokens plus the target's own"
+            )
     return list(pinned)
 
 
@@ -263,9 +331,20 @@ def _run(server: Server, c: int, input_tokens: int | None, output_tokens: int, p
     n = max(MIN_PROMPTS, PROMPTS_PER_USER * c)
     kind = "plain" if server.steps is None else "spec"
     metrics = server.steps is not None
-    return PlanRun(name, kind, server.key, c, input_tokens, output_tokens, n, f"results/{name}.json", server.steps,
-                   server.pinned_accept_length, f"results/{name}.metrics-before.txt" if metrics else None,
-                   f"results/{name}.metrics-after.txt" if metrics else None)
+    return PlanRun(
+        name,
+        kind,
+        server.key,
+        c,
+        input_tokens,
+        output_tokens,
+        n,
+        f"results/{name}.json",
+        server.steps,
+        server.pinned_accept_length,
+        f"results/{name}.metrics-before.txt" if metrics else None,
+        f"results/{name}.metrics-after.txt" if metrics else None,
+    )
 
 
 def _with_estimates(dep, plan: BenchPlan) -> BenchPlan:
@@ -273,16 +352,20 @@ def _with_estimates(dep, plan: BenchPlan) -> BenchPlan:
     serving model (:func:`specsim.serving.steady.steady_state`, the run's own means from its first wave on)."""
     import dataclasses
 
-    from specsim.speculation.acceptance import alpha_from_acceptance_length
     from specsim.serving.steady import steady_state
+    from specsim.speculation.acceptance import alpha_from_acceptance_length
 
     runs = []
     pins = {s.steps: s.pinned_accept_length for s in plan.servers.values() if s.pinned_accept_length is not None}
     for r in plan.runs:
-        prompt = r.input_tokens if r.input_tokens is not None else 1000  # the user's prompts: their length is not known here
+        prompt = (
+            r.input_tokens if r.input_tokens is not None else 1000
+        )  # the user's prompts: their length is not known here
         al = r.pinned_accept_length
         published = _published(type(dep.drafter))
-        covered = published is not None and (published.max_gamma is None or r.steps is None or published.max_gamma >= r.steps)
+        covered = published is not None and (
+            published.max_gamma is None or r.steps is None or published.max_gamma >= r.steps
+        )
         if al is None and r.steps is not None and (not covered or not pins):
             al = pins.get(r.steps, 1.0 + 0.5 * r.steps)  # an estimate's guess where no published acceptance extends
         if r.steps is None:
@@ -306,24 +389,35 @@ def script(plan: BenchPlan) -> tuple[str, dict]:
     writer = WRITERS[plan.engine]
     url = f"http://127.0.0.1:{plan.port}"
     extra: dict = {}
-    lines = ["#!/usr/bin/env bash",
-             f"# Written by specsim bench-plan for {plan.engine} {plan.version} (specsim models it with its {plan.preset} preset):",
-             f"# {plan.served_model} on {plan.tp} x {plan.hardware}, drafter {plan.drafter}. See README.md for what each run measures.",
-             "# Results land in results/, where `specsim calibrate-engine --plan plan.yaml` reads them.",
-             "set -euo pipefail", 'cd "$(dirname "$0")"', "mkdir -p results logs",
-             f'echo "specsim bench-plan: {len(plan.runs)} runs on {len(plan.servers)} servers; estimated wall time '
-             f'{_minutes(plan.estimate_s)} (specsim\'s prediction of each run, and {SERVER_START_S / 60:g} min per server start, '
-             'assumed)"',
-             "",
-             "wait_ready() {  # until the server answers, or 30 minutes",
-             f'  for _ in $(seq 1800); do curl -sf {url}{writer.health} >/dev/null && return 0; sleep 1; done',
-             '  echo "the server did not come up: see logs/" >&2; return 1', "}", ""]
+    lines = [
+        "#!/usr/bin/env bash",
+        f"# Written by specsim bench-plan for {plan.engine} {plan.version} (specsim models it with its {plan.preset} preset):",
+        f"# {plan.served_model} on {plan.tp} x {plan.hardware}, drafter {plan.drafter}. See README.md for what each run measures.",
+        "# Results land in results/, where `specsim calibrate-engine --plan plan.yaml` reads them.",
+        "set -euo pipefail",
+        'cd "$(dirname "$0")"',
+        "mkdir -p results logs",
+        f'echo "specsim bench-plan: {len(plan.runs)} runs on {len(plan.servers)} servers; estimated wall time '
+        f"{_minutes(plan.estimate_s)} (specsim's prediction of each run, and {SERVER_START_S / 60:g} min per server start, "
+        'assumed)"',
+        "",
+        "wait_ready() {  # until the server answers, or 30 minutes",
+        f"  for _ in $(seq 1800); do curl -sf {url}{writer.health} >/dev/null && return 0; sleep 1; done",
+        '  echo "the server did not come up: see logs/" >&2; return 1',
+        "}",
+        "",
+    ]
     has_real = any(r.input_tokens is None for r in plan.runs)
     if has_real:
-        lines += [f'PROMPTS="${{PROMPTS:-{plan.prompts or ""}}}"',
-                  'if [ -n "$PROMPTS" ] && [ -f "$PROMPTS" ]; then', *("  " + x for x in writer.prompts_prep(plan)),
-                  "else", '  echo "no prompts file (PROMPTS, or --prompts to bench-plan): the real-acceptance runs are skipped"',
-                  "fi", ""]
+        lines += [
+            f'PROMPTS="${{PROMPTS:-{plan.prompts or ""}}}"',
+            'if [ -n "$PROMPTS" ] && [ -f "$PROMPTS" ]; then',
+            *("  " + x for x in writer.prompts_prep(plan)),
+            "else",
+            '  echo "no prompts file (PROMPTS, or --prompts to bench-plan): the real-acceptance runs are skipped"',
+            "fi",
+            "",
+        ]
     for server in plan.servers.values():
         runs = [r for r in plan.runs if r.server == server.key]
         if not runs:
@@ -331,9 +425,19 @@ def script(plan: BenchPlan) -> tuple[str, dict]:
         env, cmd, files = writer.server(plan, server)
         extra |= files or {}
         prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-        lines.append(f"# server {server.key}: " + ("no speculation" if server.steps is None else
-                     f"{server.steps} draft steps, " + (f"acceptance pinned at {server.pinned_accept_length:g} tokens per verification"
-                                                        if server.pinned_accept_length is not None else "real acceptance")))
+        lines.append(
+            f"# server {server.key}: "
+            + (
+                "no speculation"
+                if server.steps is None
+                else f"{server.steps} draft steps, "
+                + (
+                    f"acceptance pinned at {server.pinned_accept_length:g} tokens per verification"
+                    if server.pinned_accept_length is not None
+                    else "real acceptance"
+                )
+            )
+        )
         lines.append(f"{prefix + ' ' if prefix else ''}{shlex.join(cmd)} > logs/server-{server.key}.log 2>&1 &")
         lines.append("SERVER=$!; wait_ready")
         for r in runs:
@@ -357,37 +461,52 @@ def readme(plan: BenchPlan) -> str:
     pins = [s for s in spec if s.pinned_accept_length is not None]
     loads = sorted({r.concurrency for r in plan.runs})
     inputs = sorted({r.input_tokens for r in plan.runs if r.input_tokens is not None})
-    out = [f"# Benchmark plan: {plan.served_model} on {plan.engine} {plan.version}", "",
-           f"Written by `specsim bench-plan`. specsim models {plan.engine} {plan.version} with its `{plan.preset}` preset; the "
-           f"deployment is {plan.tp} x {plan.hardware} (tensor parallelism {plan.tp}, drafter at {plan.draft_tp}), drafter "
-           f"`{plan.drafter}`" + (f" (`{plan.draft_checkpoint}`)" if plan.draft_checkpoint else "") + ".", "",
-           f"Estimated wall time: {_minutes(plan.estimate_s)} ({len(plan.runs)} runs on {len(plan.servers)} servers; each run as "
-           f"specsim predicts it, and {SERVER_START_S / 60:g} minutes per server start, assumed).", "",
-           "    bash run.sh                                        # needs the GPUs, the checkpoints and the engine installed",
-           "    specsim calibrate-engine --plan plan.yaml --out calibration.yaml",
-           "    specsim optimal-gamma --calibration calibration.yaml", "",
-           "## What each run measures", "",
-           f"* **Plain runs** at concurrency {', '.join(map(str, loads))} and prompts of {' and '.join(map(str, inputs))} tokens: "
-           "the engine's time per iteration and the profile's efficiency (the decode batches spread over the grid; two "
-           "prompt lengths change the KV-cache reads and the prefill share while the weights stay).",
-           ]
+    out = [
+        f"# Benchmark plan: {plan.served_model} on {plan.engine} {plan.version}",
+        "",
+        f"Written by `specsim bench-plan`. specsim models {plan.engine} {plan.version} with its `{plan.preset}` preset; the "
+        f"deployment is {plan.tp} x {plan.hardware} (tensor parallelism {plan.tp}, drafter at {plan.draft_tp}), drafter "
+        f"`{plan.drafter}`" + (f" (`{plan.draft_checkpoint}`)" if plan.draft_checkpoint else "") + ".",
+        "",
+        f"Estimated wall time: {_minutes(plan.estimate_s)} ({len(plan.runs)} runs on {len(plan.servers)} servers; each run as "
+        f"specsim predicts it, and {SERVER_START_S / 60:g} minutes per server start, assumed).",
+        "",
+        "    bash run.sh                                        # needs the GPUs, the checkpoints and the engine installed",
+        "    specsim calibrate-engine --plan plan.yaml --out calibration.yaml",
+        "    specsim optimal-gamma --calibration calibration.yaml",
+        "",
+        "## What each run measures",
+        "",
+        f"* **Plain runs** at concurrency {', '.join(map(str, loads))} and prompts of {' and '.join(map(str, inputs))} tokens: "
+        "the engine's time per iteration and the profile's efficiency (the decode batches spread over the grid; two "
+        "prompt lengths change the KV-cache reads and the prefill share while the weights stay).",
+    ]
     if pins:
-        out.append("* **Speculative runs with pinned acceptance** (" + "; ".join(
-            f"{s.steps} draft steps at {s.pinned_accept_length:g} tokens per verification" for s in pins)
+        out.append(
+            "* **Speculative runs with pinned acceptance** ("
+            + "; ".join(f"{s.steps} draft steps at {s.pinned_accept_length:g} tokens per verification" for s in pins)
             + ") at the same loads and prompts: the host cost of a round, with no unknown acceptance in it. Two step "
             "counts separate what a round costs per draft step from what it costs once; the concurrency grid separates "
             "what it costs per sequence. The engine accepts the pinned number of tokens whatever the drafts are, so "
-            "the outputs are not the model's: these runs time the engine, not the answers.")
+            "the outputs are not the model's: these runs time the engine, not the answers."
+        )
     real = [s for s in spec if s.pinned_accept_length is None]
     if real:
-        out.append("* **Real-acceptance runs** on your prompts (`PROMPTS` or `--prompts`, JSONL of `{\"prompt\": ...}` lines), "
-                   "with the server's metrics page saved before and after: the acceptance rate and its per-position "
-                   "shape on your workload (with their plain twins on the same prompts). Without a prompts file they are skipped.")
+        out.append(
+            '* **Real-acceptance runs** on your prompts (`PROMPTS` or `--prompts`, JSONL of `{"prompt": ...}` lines), '
+            "with the server's metrics page saved before and after: the acceptance rate and its per-position "
+            "shape on your workload (with their plain twins on the same prompts). Without a prompts file they are skipped."
+        )
     if plan.notes:
         out += ["", "## Notes", ""] + [f"* {n}" for n in plan.notes]
-    out += ["", "## Files", "", "* `run.sh`: the whole measurement; `plan.yaml`: every run, its server and its result file "
-            "(what calibrate-engine reads); `results/`: the benchmark client's files and saved metrics pages; `logs/`: "
-            "server and client output."]
+    out += [
+        "",
+        "## Files",
+        "",
+        "* `run.sh`: the whole measurement; `plan.yaml`: every run, its server and its result file "
+        "(what calibrate-engine reads); `results/`: the benchmark client's files and saved metrics pages; `logs/`: "
+        "server and client output.",
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -396,7 +515,12 @@ def plan_files(plan: BenchPlan) -> dict[str, str]:
     import yaml
 
     run, extra = script(plan)
-    return {"run.sh": run, "README.md": readme(plan), "plan.yaml": yaml.safe_dump(plan.to_dict(), sort_keys=False), **extra}
+    return {
+        "run.sh": run,
+        "README.md": readme(plan),
+        "plan.yaml": yaml.safe_dump(plan.to_dict(), sort_keys=False),
+        **extra,
+    }
 
 
 def read_plan(path: str) -> dict:
@@ -409,8 +533,17 @@ def read_plan(path: str) -> dict:
     where = Path(path).name
     if not isinstance(data, dict) or data.get("specsim_bench_plan") != PLAN_SCHEMA:
         raise ValueError(f"{where}: not a specsim bench-plan manifest (specsim_bench_plan: {PLAN_SCHEMA})")
-    for key, kind in (("engine", str), ("version", str), ("preset", str), ("hardware", str), ("target", str), ("drafter", str),
-                      ("tp", int), ("draft_tp", int), ("runs", list)):
+    for key, kind in (
+        ("engine", str),
+        ("version", str),
+        ("preset", str),
+        ("hardware", str),
+        ("target", str),
+        ("drafter", str),
+        ("tp", int),
+        ("draft_tp", int),
+        ("runs", list),
+    ):
         value = data.get(key)
         if not isinstance(value, kind) or isinstance(value, bool):
             raise ValueError(f"{where}: {key} must be a {kind.__name__}, got {value!r}")
@@ -428,8 +561,11 @@ def read_plan(path: str) -> dict:
             if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 64:
                 raise ValueError(f"{where}: run {i}: steps must be a whole number in [1, 64], got {steps!r}")
             pin = run.get("pinned_accept_length")
-            if pin is not None and (isinstance(pin, bool) or not isinstance(pin, (int, float)) or not 1 <= pin <= steps + 1):
-                raise ValueError(f"{where}: run {i}: pinned_accept_length must be in [1, {steps + 1}] for {steps} draft steps, "
-                                 f"got {pin!r}")
+            if pin is not None and (
+                isinstance(pin, bool) or not isinstance(pin, (int, float)) or not 1 <= pin <= steps + 1
+            ):
+                raise ValueError(
+                    f"{where}: run {i}: pinned_accept_length must be in [1, {steps + 1}] for {steps} draft steps, "
+                    f"got {pin!r}"
+                )
     return data
-

@@ -43,19 +43,28 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from dataclasses import dataclass
 from specsim.describe.hardware import HardwareProfile, profile_to_mapping
 from specsim.timing.measurements import load_measurements
 from specsim.timing.roofline import step_time
 
-__all__ = ["LARGE_ERROR", "NOISY_SPREAD", "CalibrationResult", "NoisyTimings", "calibrate", "fit_trouble", "implausible", "predict",
-           "repeat_spread"]
+__all__ = [
+    "LARGE_ERROR",
+    "NOISY_SPREAD",
+    "CalibrationResult",
+    "NoisyTimings",
+    "calibrate",
+    "fit_trouble",
+    "implausible",
+    "predict",
+    "repeat_spread",
+]
 
 #: Fraction of distinct (model, b, q, L) points held out of a fit.
 DEFAULT_HOLDOUT = 0.25
@@ -85,8 +94,13 @@ def predict(profile: HardwareProfile, df: pd.DataFrame) -> np.ndarray:
     for code, shape in enumerate(shapes):
         pos = np.flatnonzero(codes == code)
         rows = df.iloc[pos]
-        t = step_time(profile, shape, rows["batch"].to_numpy(float), rows["tokens_per_seq"].to_numpy(float),
-                      rows["context"].to_numpy(float))
+        t = step_time(
+            profile,
+            shape,
+            rows["batch"].to_numpy(float),
+            rows["tokens_per_seq"].to_numpy(float),
+            rows["context"].to_numpy(float),
+        )
         out[pos] = t.total_s
     return out
 
@@ -110,7 +124,10 @@ class CalibrationResult:
     def summary(self) -> dict[str, Any]:
         def stats(which: str, holdout: bool) -> dict[str, float]:
             e = np.abs(self.errors(which, holdout))
-            return {"mape": float(e.mean()) if len(e) else float("nan"), "max_abs_error": float(e.max()) if len(e) else float("nan")}
+            return {
+                "mape": float(e.mean()) if len(e) else float("nan"),
+                "max_abs_error": float(e.max()) if len(e) else float("nan"),
+            }
 
         return {
             "points": int(len(self.data)),
@@ -135,8 +152,13 @@ def _fit(base: HardwareProfile, train: pd.DataFrame, per_layer: bool) -> tuple[H
     layers = float(train["n_layers_"].min())
 
     def profile_of(theta: np.ndarray) -> HardwareProfile:
-        return dataclasses.replace(base, compute_eff=float(theta[0]), bandwidth_eff=float(theta[1]), overhead_s=float(theta[2]),
-                                   per_layer_overhead_s=float(theta[3]) if per_layer else 0.0)
+        return dataclasses.replace(
+            base,
+            compute_eff=float(theta[0]),
+            bandwidth_eff=float(theta[1]),
+            overhead_s=float(theta[2]),
+            per_layer_overhead_s=float(theta[3]) if per_layer else 0.0,
+        )
 
     def residuals(theta: np.ndarray) -> np.ndarray:
         return predict(profile_of(theta), train) / measured - 1.0
@@ -148,8 +170,17 @@ def _fit(base: HardwareProfile, train: pd.DataFrame, per_layer: bool) -> tuple[H
     for ce in (0.2, 0.5, 0.9):
         for be in (0.3, 0.6, 0.9):
             start = np.array([ce, be, min(float(measured.min()) * 0.3, top), 0.0])
-            fit = least_squares(residuals, start, bounds=(lower, upper), loss="soft_l1", f_scale=0.05, x_scale="jac",
-                                ftol=1e-12, xtol=1e-12, gtol=1e-12)
+            fit = least_squares(
+                residuals,
+                start,
+                bounds=(lower, upper),
+                loss="soft_l1",
+                f_scale=0.05,
+                x_scale="jac",
+                ftol=1e-12,
+                xtol=1e-12,
+                gtol=1e-12,
+            )
             if best is None or fit.cost < best.cost:
                 best = fit
     profile = profile_of(best.x)
@@ -219,8 +250,10 @@ def _holdout_mask(df: pd.DataFrame, holdout: float, seed: int, n_params: int) ->
     n_points = int(point_codes.max()) + 1
     n_hold = max(1, int(round(holdout * n_points)))
     if n_points - n_hold < n_params + 1:
-        raise ValueError(f"too few distinct points: {n_points} distinct (model, batch, tokens, context) points leave "
-                         f"{n_points - n_hold} to fit {n_params} parameters; measure at least {n_params + 1 + n_hold} distinct points")
+        raise ValueError(
+            f"too few distinct points: {n_points} distinct (model, batch, tokens, context) points leave "
+            f"{n_points - n_hold} to fit {n_params} parameters; measure at least {n_params + 1 + n_hold} distinct points"
+        )
     held_points = np.random.default_rng(seed).choice(n_points, n_hold, replace=False)
     return np.isin(point_codes, held_points)
 
@@ -247,13 +280,16 @@ def _with_provenance(result: CalibrationResult, devices: list, holdout: float, s
         "holdout_max_error_after": round(summary["holdout_after"]["max_abs_error"], 6),
         "train_mape_after": round(summary["train_after"]["mape"], 6),
     }
-    notes = (f"Calibrated by specsim calibrate from {result.source} (sha256 {result.source_sha256[:12]}...) on "
-             f"{provenance['date']}: efficiencies and overheads fitted by robust least squares to "
-             f"{summary['train_points']} points; on {summary['holdout_points']} held-out points the mean absolute "
-             f"error is {summary['holdout_after']['mape']:.1%} (base profile: {summary['holdout_before']['mape']:.1%}). "
-             "Datasheet peaks and sources are those of the base profile.")
-    final = dataclasses.replace(result.profile, calibration=provenance, notes=notes,
-                                description=f"{base.description} - calibrated")
+    notes = (
+        f"Calibrated by specsim calibrate from {result.source} (sha256 {result.source_sha256[:12]}...) on "
+        f"{provenance['date']}: efficiencies and overheads fitted by robust least squares to "
+        f"{summary['train_points']} points; on {summary['holdout_points']} held-out points the mean absolute "
+        f"error is {summary['holdout_after']['mape']:.1%} (base profile: {summary['holdout_before']['mape']:.1%}). "
+        "Datasheet peaks and sources are those of the base profile."
+    )
+    final = dataclasses.replace(
+        result.profile, calibration=provenance, notes=notes, description=f"{base.description} - calibrated"
+    )
     return dataclasses.replace(result, profile=final)
 
 
@@ -280,14 +316,18 @@ def fit_trouble(result: CalibrationResult) -> tuple[list[str], list[str]]:
     worst = int(np.argmax(over))
     if over[worst] > FIXED_COST_SLACK:
         row = data.iloc[worst]
-        unphysical.append(f"a fitted fixed cost of {fixed[worst] * 1e3:.4g} ms per pass, above the fastest pass timed "
-                          f"({fastest[worst] * 1e3:.4g} ms at batch {row['batch']:g}, {row['tokens_per_seq']:g} tokens per "
-                          f"sequence, context {row['context']:g})")
+        unphysical.append(
+            f"a fitted fixed cost of {fixed[worst] * 1e3:.4g} ms per pass, above the fastest pass timed "
+            f"({fastest[worst] * 1e3:.4g} ms at batch {row['batch']:g}, {row['tokens_per_seq']:g} tokens per "
+            f"sequence, context {row['context']:g})"
+        )
     for key in ("compute_eff", "bandwidth_eff"):
         if getattr(p, key) >= 0.999:  # the fit's upper bound: the data want more than the datasheet's peak
             unphysical.append(f"{key} at 1: passes faster than {_peak(key)} allows")
     if p.overhead_s >= 0.999 * MAX_OVERHEAD_S:
-        unphysical.append(f"a fitted overhead of {p.overhead_s:.3g} s per pass, at the profile's limit of {MAX_OVERHEAD_S:g} s")
+        unphysical.append(
+            f"a fitted overhead of {p.overhead_s:.3g} s per pass, at the profile's limit of {MAX_OVERHEAD_S:g} s"
+        )
     after, before = s["holdout_after"]["mape"], s["holdout_before"]["mape"]
     if after > before:
         poor.append(f"a held-out error of {after:.0%}, worse than the base profile's {before:.0%}")
@@ -310,14 +350,18 @@ def _judge(result: CalibrationResult) -> None:
     error = result.summary()["holdout_after"]["mape"]
     trouble = "; ".join(unphysical + poor)
     if spread is not None and (spread > NOISY_SPREAD or spread >= error):
-        raise NoisyTimings(f"{result.source}: the timings are too noisy to fit: the repeats of a point spread by a median "
-                           f"{spread:.0%} (10th to 90th percentile over the median; at most {NOISY_SPREAD:.0%} for a fit) "
-                           f"and the fit shows {trouble}; measure again on an idle machine or with more --repeats; "
-                           "nothing written")
+        raise NoisyTimings(
+            f"{result.source}: the timings are too noisy to fit: the repeats of a point spread by a median "
+            f"{spread:.0%} (10th to 90th percentile over the median; at most {NOISY_SPREAD:.0%} for a fit) "
+            f"and the fit shows {trouble}; measure again on an idle machine or with more --repeats; "
+            "nothing written"
+        )
     if unphysical:
         agree = "" if spread is None else f" while the repeats agree within {spread:.0%}"
-        raise ValueError(f"{result.source}: the roofline does not describe these measurements: the fit needs {trouble}"
-                         f"{agree}; nothing written")
+        raise ValueError(
+            f"{result.source}: the roofline does not describe these measurements: the fit needs {trouble}"
+            f"{agree}; nothing written"
+        )
 
 
 def implausible(result: CalibrationResult) -> list[str]:
@@ -328,15 +372,21 @@ def implausible(result: CalibrationResult) -> list[str]:
     for key in ("compute_eff", "bandwidth_eff"):
         value = getattr(p, key)
         if value >= 0.999 or value <= 0.02:
-            out.append(f"{key} = {value:.3f} sits at its bound: the data do not pin it (all points bound by the other resource?)")
+            out.append(
+                f"{key} = {value:.3f} sits at its bound: the data do not pin it (all points bound by the other resource?)"
+            )
     if s["holdout_after"]["mape"] > LARGE_ERROR:
-        out.append(f"held-out error {s['holdout_after']['mape']:.1%} is large: the roofline does not describe these measurements well")
+        out.append(
+            f"held-out error {s['holdout_after']['mape']:.1%} is large: the roofline does not describe these measurements well"
+        )
     if s["holdout_after"]["mape"] > s["holdout_before"]["mape"]:
         out.append("the fitted profile predicts the held-out points worse than the base profile")
     spread = repeat_spread(result.data)
     if spread is not None and spread > NOISY_SPREAD:
-        out.append(f"the repeats of a point spread by a median {spread:.0%} of it (10th to 90th percentile): timings of a busy "
-                   "machine; the fit held, but measure again on an idle one before trusting it")
+        out.append(
+            f"the repeats of a point spread by a median {spread:.0%} of it (10th to 90th percentile): timings of a busy "
+            "machine; the fit held, but measure again on an idle one before trusting it"
+        )
     return out
 
 

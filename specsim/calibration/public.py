@@ -40,19 +40,28 @@ the rows of that deployment.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from dataclasses import dataclass
+from specsim.engines import PRESETS, SpecHost
 from specsim.speculation.acceptance import tokens_per_round
 from specsim.speculation.deployment import speedup_of
-from specsim.engines import PRESETS, SpecHost
 
-__all__ = ["DATA", "FIT_KINDS", "SERIAL_PRESETS", "SpecFit", "fit_alpha", "fit_host",
-           "load_public_speculation", "round_terms",
-           "specdecode_bench_speedup", "evaluate"]
+__all__ = [
+    "DATA",
+    "FIT_KINDS",
+    "SERIAL_PRESETS",
+    "SpecFit",
+    "fit_alpha",
+    "fit_host",
+    "load_public_speculation",
+    "round_terms",
+    "specdecode_bench_speedup",
+    "evaluate",
+]
 
 DATA = Path(__file__).resolve().parent / "data" / "speculation_public.csv"
 #: The preset of each engine whose rounds the published rows ran serially.
@@ -75,11 +84,13 @@ def load_public_speculation(path: str | Path | None = None) -> pd.DataFrame:
     unknown = set(df["kind"]) - set(KINDS)
     if unknown:
         raise ValueError(f"unknown row kinds {sorted(unknown)}; allowed: {', '.join(KINDS)}")
-    need = {"speedup": ["base", "spec", "accept_length", "steps", "topk", "verify_tokens"],
-            "batch_change": ["batch_to", "measured", "steps", "topk", "verify_tokens"],
-            "step_sweep": ["base", "spec", "steps", "ref_steps", "topk", "verify_tokens"],
-            "overlap_gain": ["base", "spec", "accept_length", "accept_length_2", "steps", "topk", "verify_tokens"],
-            "plain": ["base"]}
+    need = {
+        "speedup": ["base", "spec", "accept_length", "steps", "topk", "verify_tokens"],
+        "batch_change": ["batch_to", "measured", "steps", "topk", "verify_tokens"],
+        "step_sweep": ["base", "spec", "steps", "ref_steps", "topk", "verify_tokens"],
+        "overlap_gain": ["base", "spec", "accept_length", "accept_length_2", "steps", "topk", "verify_tokens"],
+        "plain": ["base"],
+    }
     for kind, cols in need.items():
         rows = df[df["kind"] == kind]
         bad = rows[rows[cols].isna().any(axis=1)]
@@ -148,14 +159,18 @@ class RoundTerms:
         speedup = kind == "speedup"
         out[speedup] = (al * speedup_of(1.0, self.decode[:, 0], serial[:, 0]))[speedup]
         change = kind == "batch_change"
-        out[change] = (speedup_of(1.0, self.decode[:, 1], serial[:, 1]) / speedup_of(1.0, self.decode[:, 0], serial[:, 0]))[change]
+        out[change] = (
+            speedup_of(1.0, self.decode[:, 1], serial[:, 1]) / speedup_of(1.0, self.decode[:, 0], serial[:, 0])
+        )[change]
         sweep = kind == "step_sweep"
         alpha = self.rows["source"].map(alphas or {}).to_numpy(float)
         known = sweep & np.isfinite(alpha)
         if known.any():
             # AL(s) = 1 + alpha + ... + alpha^s: the source published no acceptance, one rate per source stands for it.
             tokens = tokens_per_round(alpha[known, None], self.steps[known])
-            out[known] = speedup_of(tokens[:, 0], 1.0, serial[known, 0]) / speedup_of(tokens[:, 1], 1.0, serial[known, 1])
+            out[known] = speedup_of(tokens[:, 0], 1.0, serial[known, 0]) / speedup_of(
+                tokens[:, 1], 1.0, serial[known, 1]
+            )
         gain = kind == "overlap_gain"
         if gain.any():
             out[gain] = (serial[:, 0] / self.round_s(terms, share)[:, 0] * al2 / al)[gain]
@@ -187,8 +202,9 @@ def round_terms(df: pd.DataFrame, timing: str = "hybrid", before: bool = False) 
             preset = dataclasses.replace(preset, draft_overhead_by_layers=False)
         # Both engines shard the drafter like the target (SGLang's draft worker shares its TP group; vLLM's
         # draft_tensor_parallel_size defaults to the target's).
-        dep = Deployment.from_names(hw, target, drafter or None, target_options=options, draft_options={"tp": int(tp)},
-                                    decode_only=not drafter).with_source(timing, preset)
+        dep = Deployment.from_names(
+            hw, target, drafter or None, target_options=options, draft_options={"tp": int(tp)}, decode_only=not drafter
+        ).with_source(timing, preset)
         i = rows.index.to_numpy()
         change, sweep = (rows["kind"] == "batch_change").to_numpy(), (rows["kind"] == "step_sweep").to_numpy()
         b = np.stack([rows["batch"], np.where(change, rows["batch_to"], rows["batch"])], axis=1).astype(float)
@@ -197,7 +213,9 @@ def round_terms(df: pd.DataFrame, timing: str = "hybrid", before: bool = False) 
         if not drafter:
             continue
         s = np.stack([rows["steps"], np.where(sweep, rows["ref_steps"], rows["steps"])], axis=1).astype(float)
-        verify = np.stack([rows["verify_tokens"], np.where(sweep, rows["ref_steps"] + 1, rows["verify_tokens"])], axis=1).astype(float)
+        verify = np.stack(
+            [rows["verify_tokens"], np.where(sweep, rows["ref_steps"] + 1, rows["verify_tokens"])], axis=1
+        ).astype(float)
         rounds.append((i, dep.round_time(b, context, s, rows["topk"].to_numpy(float)[:, None], verify)))
         steps[i] = s if dep.draft is not None else 0.0
         seq_steps[i] = s
@@ -232,8 +250,10 @@ def fit_host(terms: RoundTerms, index: np.ndarray) -> tuple[SpecHost, dict]:
     lo = np.concatenate([np.zeros(k), np.full(len(sweeps), ALPHA_BOUNDS[0])])
     hi = np.concatenate([TERM_UPPER / scale, np.full(len(sweeps), ALPHA_BOUNDS[1])])
     # trf moves nothing from a start on its lower bound: start inside, from a few points, keep the best.
-    fits = [least_squares(residuals, x0=np.concatenate([np.full(k, x0), np.full(len(sweeps), 0.6)]), bounds=(lo, hi))
-            for x0 in (0.05, 0.5, 2.0)]
+    fits = [
+        least_squares(residuals, x0=np.concatenate([np.full(k, x0), np.full(len(sweeps), 0.6)]), bounds=(lo, hi))
+        for x0 in (0.05, 0.5, 2.0)
+    ]
     best = min(fits, key=lambda r: r.cost).x
     x = best[:k] * scale
     host = SpecHost.rounded(x)
@@ -270,8 +290,15 @@ def specdecode_bench_speedup(rows: pd.DataFrame) -> np.ndarray:
     def s(b, k, L, al):
         kv = b * L
         plain = 5.88590713e-3 + 2.10103129e-5 * b + 3.92645679e-8 * kv + 1.20683946e-3
-        rnd = (5.88590713e-3 + 2.10103129e-5 * b * (k + 1) + 3.92645679e-8 * kv
-               + 2.13526175e-3 + 8.41429603e-7 * (k + 1) + 2.37768493e-9 * kv + 1.20683946e-3)
+        rnd = (
+            5.88590713e-3
+            + 2.10103129e-5 * b * (k + 1)
+            + 3.92645679e-8 * kv
+            + 2.13526175e-3
+            + 8.41429603e-7 * (k + 1)
+            + 2.37768493e-9 * kv
+            + 1.20683946e-3
+        )
         return al * plain / rnd
 
     for i in np.flatnonzero(ok):
@@ -334,8 +361,24 @@ def evaluate(df: pd.DataFrame | None = None, timing: str = "hybrid") -> SpecFit:
     for s in dict.fromkeys(source):
         held_out[s], _ = fit_host(terms, np.flatnonzero(fit_rows & (engine == engine[source == s][0]) & (source != s)))
         held_alphas.update(fit_alpha(terms, np.flatnonzero(source == s), held_out[s]))
-    table = df[["kind", "source", "engine", "engine_version", "hardware", "target", "tp", "drafter", "steps", "topk",
-                "verify_tokens", "batch", "batch_to", "accept_length"]].copy()
+    table = df[
+        [
+            "kind",
+            "source",
+            "engine",
+            "engine_version",
+            "hardware",
+            "target",
+            "tp",
+            "drafter",
+            "steps",
+            "topk",
+            "verify_tokens",
+            "batch",
+            "batch_to",
+            "accept_length",
+        ]
+    ].copy()
     table["measured_value"] = terms.measured
     table["before"] = round_terms(df, timing, before=True).predict(SpecHost(), held_alphas)
     table["no_host"] = terms.predict(SpecHost(), held_alphas)
@@ -353,7 +396,9 @@ def evaluate(df: pd.DataFrame | None = None, timing: str = "hybrid") -> SpecFit:
     shares = {e: fit_share(terms, np.flatnonzero(gain & (engine == e)), fitted[e]) for e in dict.fromkeys(engine[gain])}
     held_shares = {}
     for i in np.flatnonzero(gain):
-        held_shares[i] = fit_share(terms, np.flatnonzero(gain & (engine == engine[i]) & (np.arange(len(df)) != i)), fitted[engine[i]])
+        held_shares[i] = fit_share(
+            terms, np.flatnonzero(gain & (engine == engine[i]) & (np.arange(len(df)) != i)), fitted[engine[i]]
+        )
         table.loc[i, "fitted"] = terms.predict(fitted[engine[i]], alphas, shares[engine[i]])[i]
         table.loc[i, "held_out"] = terms.predict(fitted[engine[i]], alphas, held_shares[i])[i]
     table["specdecode_bench"] = specdecode_bench_speedup(df)

@@ -32,13 +32,13 @@ both; ``tests/test_moe_rocm.py`` holds them to it.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from dataclasses import dataclass
 from specsim.describe.hardware import HardwareProfile, load_hardware
 from specsim.engines import EnginePreset, SpecHost, get_engine
 from specsim.engines.vllm import rocm_build
@@ -69,8 +69,13 @@ def rocm_engine(version: str, collective_s: float, spec: SpecHost | None) -> Eng
 
 def _deployment(rows: pd.DataFrame, profile: HardwareProfile, engine: EnginePreset) -> Deployment:
     first = rows.iloc[0]
-    return Deployment.build(profile, first.target, first.drafter, engine=engine,
-                            target_options={"tp": int(first.tp), "weight_dtype": first.weight_dtype})
+    return Deployment.build(
+        profile,
+        first.target,
+        first.drafter,
+        engine=engine,
+        target_options={"tp": int(first.tp), "weight_dtype": first.weight_dtype},
+    )
 
 
 def fit_plain(frame: pd.DataFrame, base: HardwareProfile | None = None) -> tuple[HardwareProfile, float]:
@@ -87,13 +92,15 @@ def fit_plain(frame: pd.DataFrame, base: HardwareProfile | None = None) -> tuple
             out.append(model / rows.plain_step_ms.to_numpy() - 1)
         return np.concatenate(out)
 
-    fit = least_squares(residuals, [30.0, base.bandwidth_eff], bounds=([0, 0.05], [1000, 1.0]), xtol=1e-12, ftol=1e-12,
-                        gtol=1e-12)
+    fit = least_squares(
+        residuals, [30.0, base.bandwidth_eff], bounds=([0, 0.05], [1000, 1.0]), xtol=1e-12, ftol=1e-12, gtol=1e-12
+    )
     return dataclasses.replace(base, bandwidth_eff=float(fit.x[1])), float(fit.x[0] * 1e-6)
 
 
-def speedups(rows: pd.DataFrame, profile: HardwareProfile, collective_s: float, spec: SpecHost | None,
-             accept_length: float) -> np.ndarray:
+def speedups(
+    rows: pd.DataFrame, profile: HardwareProfile, collective_s: float, spec: SpecHost | None, accept_length: float
+) -> np.ndarray:
     """The model's speedup AL * t_decode / t_round at each row's concurrency, with ROCm's ``collective_s`` and round
     terms ``spec`` (None: the CUDA preset's round as shipped)."""
     dep = _deployment(rows, profile, rocm_engine(rows.engine_version.iloc[0], collective_s, spec))
@@ -121,12 +128,22 @@ def fit_round(frame: pd.DataFrame, profile: HardwareProfile, collective_s: float
 
     def residuals(p):
         spec, lengths = unpack(p)
-        return np.concatenate([speedups(rows, profile, collective_s, spec, lengths[name]) / rows.speedup.to_numpy() - 1
-                               for name, rows in groups])
+        return np.concatenate(
+            [
+                speedups(rows, profile, collective_s, spec, lengths[name]) / rows.speedup.to_numpy() - 1
+                for name, rows in groups
+            ]
+        )
 
     start = [0.4, 50.0] + [2.5] * len(free)
-    fit = least_squares(residuals, start, bounds=([0, 0] + [1.0] * len(free), [20, 1000] + [9.0] * len(free)),
-                        xtol=1e-12, ftol=1e-12, gtol=1e-12)
+    fit = least_squares(
+        residuals,
+        start,
+        bounds=([0, 0] + [1.0] * len(free), [20, 1000] + [9.0] * len(free)),
+        xtol=1e-12,
+        ftol=1e-12,
+        gtol=1e-12,
+    )
     return unpack(fit.x)
 
 
@@ -166,9 +183,14 @@ def evaluate(frame: pd.DataFrame | None = None) -> RocmFit:
         held_spec, _ = fit_round(frame[frame.source != name], profile, coll)
         length = _published_length(rows) or _length_at_first(rows, profile, coll, held_spec)
         cuda_length = _published_length(rows) or _length_at_first(rows, profile, coll, None)
-        parts.append(rows.assign(measured=rows.speedup, held_out=speedups(rows, profile, coll, held_spec, length),
-                                 fitted=speedups(rows, profile, coll, spec, lengths[name]),
-                                 cuda=speedups(rows, profile, coll, None, cuda_length), held_out_length=length,
-                                 alpha=float(alpha_from_acceptance_length(length, float(rows.steps.iloc[0])))))
+        parts.append(
+            rows.assign(
+                measured=rows.speedup,
+                held_out=speedups(rows, profile, coll, held_spec, length),
+                fitted=speedups(rows, profile, coll, spec, lengths[name]),
+                cuda=speedups(rows, profile, coll, None, cuda_length),
+                held_out_length=length,
+                alpha=float(alpha_from_acceptance_length(length, float(rows.steps.iloc[0]))),
+            )
+        )
     return RocmFit(profile, coll, spec, lengths, pd.concat(parts, ignore_index=True))
-

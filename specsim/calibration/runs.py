@@ -21,14 +21,23 @@ Runs that no engine could have produced are refused before any fit (:func:`check
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
-
-from dataclasses import dataclass
 from specsim.calibration.bench_files import LITTLE_SLACK, BenchRun
 
-__all__ = ["ALPHA_BOUNDS", "SWEEP_RULES", "CalRun", "SpecSetup", "check_design", "check_runs", "group_sweeps", "identifiable",
-           "load_key", "model_key"]
+__all__ = [
+    "ALPHA_BOUNDS",
+    "SWEEP_RULES",
+    "CalRun",
+    "SpecSetup",
+    "check_design",
+    "check_runs",
+    "group_sweeps",
+    "identifiable",
+    "load_key",
+    "model_key",
+]
 
 #: Bounds of a fitted per-token acceptance rate.
 ALPHA_BOUNDS = (0.01, 0.99)
@@ -109,7 +118,7 @@ def model_key(name: str) -> str:
     """One spelling of a model name: a Hugging Face ID or a local folder's last part, case folded, 'Meta-' dropped
     (meta-llama/Meta-Llama-3.1-8B-Instruct and meta-llama/Llama-3.1-8B-Instruct are one model)."""
     last = name.rstrip("/").split("/")[-1].lower()
-    return last[len("meta-"):] if last.startswith("meta-") else last
+    return last[len("meta-") :] if last.startswith("meta-") else last
 
 
 def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun], list[str]]:
@@ -133,8 +142,16 @@ def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun],
             name = "all speculative runs"
         else:
             model = model_key(r.model) if r.model else ""
-            name = next((g[3] for g in groups if g[0] == model and abs(r.prompt_tokens / max(g[1], 1.0) - 1) <= SAME_LENGTHS
-                         and abs(r.output_tokens / g[2] - 1) <= SAME_LENGTHS), None)
+            name = next(
+                (
+                    g[3]
+                    for g in groups
+                    if g[0] == model
+                    and abs(r.prompt_tokens / max(g[1], 1.0) - 1) <= SAME_LENGTHS
+                    and abs(r.output_tokens / g[2] - 1) <= SAME_LENGTHS
+                ),
+                None,
+            )
             if name is None:
                 name = f"{r.prompt_tokens:.0f} in / {r.output_tokens:.0f} out" + (f" ({r.model})" if r.model else "")
                 groups.append((model, r.prompt_tokens, r.output_tokens, name))
@@ -144,8 +161,10 @@ def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun],
         members = [c for c in out if c.setup is not None and c.sweep == name]
         files = sorted({Path(c.run.path).name for c in members})
         steps = sorted({c.setup.steps for c in members})
-        lines.append(f"sweep {name}: {len(members)} speculative runs at {', '.join(map(str, steps))} draft steps from "
-                     f"{len(files)} file(s) ({', '.join(files[:3])}{', ...' if len(files) > 3 else ''}); one acceptance")
+        lines.append(
+            f"sweep {name}: {len(members)} speculative runs at {', '.join(map(str, steps))} draft steps from "
+            f"{len(files)} file(s) ({', '.join(files[:3])}{', ...' if len(files) > 3 else ''}); one acceptance"
+        )
     return out, lines
 
 
@@ -161,31 +180,47 @@ def check_runs(dep, runs: list[CalRun]) -> None:
     limit = target.max_position_embeddings
     cap = capacity(dep, 1)
     if not cap.target_fits:
-        raise ValueError(f"{target.name} ({target.weight_bytes / 1e9:.1f} GB of weights per GPU at TP {target.tp}) does not fit in "
-                         f"{dep.hardware.name}'s {dep.hardware.memory_bytes / 1e9:.0f} GB: no run could have served it; check "
-                         "--hardware and --tp")
+        raise ValueError(
+            f"{target.name} ({target.weight_bytes / 1e9:.1f} GB of weights per GPU at TP {target.tp}) does not fit in "
+            f"{dep.hardware.name}'s {dep.hardware.memory_bytes / 1e9:.0f} GB: no run could have served it; check "
+            "--hardware and --tp"
+        )
     if dep.drafter is not None and not cap.both_fit:
-        raise ValueError(f"{target.name} with {dep.drafter.name} does not fit in {dep.hardware.name}'s "
-                         f"{dep.hardware.memory_bytes / 1e9:.0f} GB: no speculative run could have served them")
+        raise ValueError(
+            f"{target.name} with {dep.drafter.name} does not fit in {dep.hardware.name}'s "
+            f"{dep.hardware.memory_bytes / 1e9:.0f} GB: no speculative run could have served them"
+        )
     for c in runs:
         r = c.run
         if limit and r.prompt_tokens + r.output_tokens > limit:
-            raise ValueError(f"{r.where}: a mean request of {r.prompt_tokens + r.output_tokens:,.0f} tokens (prompt plus output) "
-                             f"is past {target.name}'s max_position_embeddings ({limit:,}): these runs are not of this model")
+            raise ValueError(
+                f"{r.where}: a mean request of {r.prompt_tokens + r.output_tokens:,.0f} tokens (prompt plus output) "
+                f"is past {target.name}'s max_position_embeddings ({limit:,}): these runs are not of this model"
+            )
         if r.concurrency is not None and r.decode_batch is not None and r.decode_batch > LITTLE_SLACK * r.concurrency:
-            raise ValueError(f"{r.where}: duration, TPOT and output tokens give {r.decode_batch:.1f} sequences decoding at once "
-                             f"(Little's law) at {r.load}: more than the load lets in, so these fields are not of one run")
+            raise ValueError(
+                f"{r.where}: duration, TPOT and output tokens give {r.decode_batch:.1f} sequences decoding at once "
+                f"(Little's law) at {r.load}: more than the load lets in, so these fields are not of one run"
+            )
         if c.setup is None:
             continue
         al, setup = r.accept_length, c.setup
         for value, what in ((al, "an acceptance length"), (setup.pinned_accept_length, "a pinned acceptance length")):
             if value is not None and not 1.0 <= value <= setup.max_accept_length + 1e-9:
-                raise ValueError(f"{r.where}: {what} of {value:g} tokens per verification is outside [1, "
-                                 f"{setup.max_accept_length}]: {setup.steps} draft steps accept at most {setup.steps} "
-                                 "tokens plus the target's own")
-        if al is not None and setup.pinned_accept_length is not None and abs(al / setup.pinned_accept_length - 1) > PIN_TOLERANCE:
-            raise ValueError(f"{r.where}: the file records an acceptance length of {al:.2f} but the run was pinned at "
-                             f"{setup.pinned_accept_length:.2f}: the engine did not apply the pinned acceptance")
+                raise ValueError(
+                    f"{r.where}: {what} of {value:g} tokens per verification is outside [1, "
+                    f"{setup.max_accept_length}]: {setup.steps} draft steps accept at most {setup.steps} "
+                    "tokens plus the target's own"
+                )
+        if (
+            al is not None
+            and setup.pinned_accept_length is not None
+            and abs(al / setup.pinned_accept_length - 1) > PIN_TOLERANCE
+        ):
+            raise ValueError(
+                f"{r.where}: the file records an acceptance length of {al:.2f} but the run was pinned at "
+                f"{setup.pinned_accept_length:.2f}: the engine did not apply the pinned acceptance"
+            )
 
 
 def identifiable(runs: list[CalRun], fit_scale: bool, batches: dict | None = None) -> dict[str, str]:
@@ -193,6 +228,7 @@ def identifiable(runs: list[CalRun], fit_scale: bool, batches: dict | None = Non
 
     ``batches`` maps a run's index in ``runs`` to its decode batch (the serving model's, from its load); without it, the
     load's own number (users or requests at once) stands in."""
+
     def batch(i, c):
         return batches[i] if batches is not None else c.run.load_value
 
@@ -211,11 +247,14 @@ def identifiable(runs: list[CalRun], fit_scale: bool, batches: dict | None = Non
     if not spread(plain):
         out["iteration_seq_s"] = "the plain runs' decode batches are less than 1.5x apart"
     elif fit_scale and not spread([p + 1 for p in prompts]):
-        out["iteration_seq_s"] = ("the plain runs are at one prompt length: a time per sequence cannot be told from the "
-                                  "KV-cache reads")
+        out["iteration_seq_s"] = (
+            "the plain runs are at one prompt length: a time per sequence cannot be told from the KV-cache reads"
+        )
     else:
         out["iteration_seq_s"] = ""
-    ttft = [c.run.load_value for c in runs if c.kind == "plain" and c.run.ttft_s is not None and c.run.prompt_tokens > 0]
+    ttft = [
+        c.run.load_value for c in runs if c.kind == "plain" and c.run.ttft_s is not None and c.run.prompt_tokens > 0
+    ]
     out["prefill_scale"] = "" if len(set(ttft)) >= 2 else "no plain runs record a TTFT at two loads"
     if not spec:
         return out
@@ -223,7 +262,9 @@ def identifiable(runs: list[CalRun], fit_scale: bool, batches: dict | None = Non
     out["round_s"] = ""
     two_steps = len(steps) > 1
     out["step_s"] = "" if two_steps else f"the speculative runs are at one number of draft steps ({steps[0]})"
-    out["seq_s"] = "" if spread([b for b, _ in spec]) else "the speculative runs' decode batches are less than 1.5x apart"
+    out["seq_s"] = (
+        "" if spread([b for b, _ in spec]) else "the speculative runs' decode batches are less than 1.5x apart"
+    )
     by_steps = [[b for b, c in spec if c.setup.steps == s] for s in steps]
     if not two_steps:
         out["seq_step_s"] = out["step_s"]
@@ -244,19 +285,27 @@ def check_design(dep, runs: list[CalRun]) -> None:
         raise ValueError("no plain runs: the fit needs a benchmark without speculation at each load (--plain FILE)")
     loads = {c.run.load for c in plain}
     if len({c.run.load for c in runs}) < 2:
-        raise ValueError(f"every run is at one load ({runs[0].run.load}): nothing tells a per-iteration time from the rest "
-                         "and nothing can be held out; benchmark at two or more concurrencies")
+        raise ValueError(
+            f"every run is at one load ({runs[0].run.load}): nothing tells a per-iteration time from the rest "
+            "and nothing can be held out; benchmark at two or more concurrencies"
+        )
     for c in plain:
         if c.run.accept_length is not None and c.run.accept_length > 1:
-            raise ValueError(f"{c.run.where}: given as a plain run but it reports an acceptance length of "
-                             f"{c.run.accept_length:.2f}: the server ran speculation")
+            raise ValueError(
+                f"{c.run.where}: given as a plain run but it reports an acceptance length of "
+                f"{c.run.accept_length:.2f}: the server ran speculation"
+            )
     for c in spec:
         if c.run.load not in loads:
-            raise ValueError(f"{c.run.where}: speculative run at {c.run.load} has no plain run at the same load; plain runs "
-                             "are at " + ", ".join(sorted(loads, key=load_key)))
+            raise ValueError(
+                f"{c.run.where}: speculative run at {c.run.load} has no plain run at the same load; plain runs "
+                "are at " + ", ".join(sorted(loads, key=load_key))
+            )
         if c.setup.topk > 1 and c.run.accept_length is None and c.setup.pinned_accept_length is None:
-            raise ValueError(f"{c.run.where}: a token tree (top-k {c.setup.topk}) without a recorded acceptance length: "
-                             "pass --metrics with the server's /metrics page saved after the run")
+            raise ValueError(
+                f"{c.run.where}: a token tree (top-k {c.setup.topk}) without a recorded acceptance length: "
+                "pass --metrics with the server's /metrics page saved after the run"
+            )
     if spec and dep.drafter is None:
         raise ValueError("speculative runs need a drafter: pass --draft")
     models = {model_key(c.run.model) for c in runs if c.run.model}
@@ -265,7 +314,11 @@ def check_design(dep, runs: list[CalRun]) -> None:
         raise ValueError("the runs name different models: " + ", ".join(names) + "; fit one deployment at a time")
     servers = {c.run.server for c in runs if c.run.server}
     if len(servers) > 1:
-        raise ValueError("the runs were served by different engines (" + ", ".join(sorted(servers)) + "); fit one engine at a time")
+        raise ValueError(
+            "the runs were served by different engines (" + ", ".join(sorted(servers)) + "); fit one engine at a time"
+        )
     if dep.engine.name == "none":
-        raise ValueError("--engine none adds no engine time: name the engine and version that served the runs "
-                         "(vllm, sglang or trtllm, e.g. vllm@0.10)")
+        raise ValueError(
+            "--engine none adds no engine time: name the engine and version that served the runs "
+            "(vllm, sglang or trtllm, e.g. vllm@0.10)"
+        )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-
 __all__ = ["calibration", "deployment", "harness", "model_acceptance", "model_options", "resolve_acceptance"]
 
 
@@ -33,16 +32,25 @@ def resolve_acceptance(args: argparse.Namespace, dep=None, context: int | None =
         draft = getattr(args, "draft", None)
         if cal is not None and cal.acceptance is not None and draft in (None, cal.drafter):
             return cal.acceptance, cal.acceptance_label
-        kind = type(dep.drafter) if dep is not None else drafter_class(draft if draft is not None or cal is None else cal.drafter)
-        acc, label = kind.default_acceptance(dep.target, workload, context) if dep is not None else kind.default_acceptance()
+        kind = (
+            type(dep.drafter)
+            if dep is not None
+            else drafter_class(draft if draft is not None or cal is None else cal.drafter)
+        )
+        acc, label = (
+            kind.default_acceptance(dep.target, workload, context) if dep is not None else kind.default_acceptance()
+        )
         from specsim.cli import report
 
         full = kind.published()[1]
         if report.VERBOSE and full not in label:  # the default's source in full: target, workload, draft length, number
             label += f"; the default in full: {full}"
         if cal is not None:
-            label += (f"; {cal.name} measured no acceptance on real prompts (its runs were pinned)" if cal.acceptance is None
-                      else f"; {cal.name}'s acceptance is of {cal.drafter}, not --draft {draft}")
+            label += (
+                f"; {cal.name} measured no acceptance on real prompts (its runs were pinned)"
+                if cal.acceptance is None
+                else f"; {cal.name}'s acceptance is of {cal.drafter}, not --draft {draft}"
+            )
         return acc, label
     return acc, acc.describe()
 
@@ -72,12 +80,14 @@ def calibration(args: argparse.Namespace):
 
 def _calibrated(args: argparse.Namespace, cal) -> dict:
     """Deployment.build arguments from a calibration, refusing flags that name another deployment."""
-    from specsim.engines import get_engine
     from specsim.describe.models import get_model
+    from specsim.engines import get_engine
 
     def differs(flag: str, given, theirs) -> None:
-        raise ValueError(f"--{flag} {given} but {cal.name} calibrates {theirs}: a fit of one deployment says nothing of "
-                         f"another (drop --{flag}, or calibrate that deployment)")
+        raise ValueError(
+            f"--{flag} {given} but {cal.name} calibrates {theirs}: a fit of one deployment says nothing of "
+            f"another (drop --{flag}, or calibrate that deployment)"
+        )
 
     hardware = getattr(args, "hardware", None)
     if hardware is not None and hardware not in (cal.base_hardware, cal.profile.name):
@@ -102,8 +112,14 @@ def _calibrated(args: argparse.Namespace, cal) -> dict:
         given = getattr(args, key, None)
         if given is not None and given != cal.target_options.get(key, given):
             differs(flag, given, f"a {cal.target_options[key]} {key.split('_')[0]} target")
-    return {"hardware": cal.profile, "target": cal.target, "tp": cal.tp, "timing": cal.timing, "engine": cal.engine,
-            "target_options": cal.target_options}
+    return {
+        "hardware": cal.profile,
+        "target": cal.target,
+        "tp": cal.tp,
+        "timing": cal.timing,
+        "engine": cal.engine,
+        "target_options": cal.target_options,
+    }
 
 
 def model_options(args: argparse.Namespace, prefix: str = "") -> dict:
@@ -119,11 +135,10 @@ def model_options(args: argparse.Namespace, prefix: str = "") -> dict:
 def deployment(args: argparse.Namespace, *, draft: bool = True):
     """The deployment the flags describe: --hardware, --target (or --model), --draft, --timing, --engine and the
     model options; ``draft`` False builds one that only decodes (``steptime``)."""
-    from specsim.speculation.deployment import Deployment
     from specsim.cli.report import progress
-
     from specsim.core.defaults import DEFAULT_DRAFT
     from specsim.engines import DEFAULT_ENGINE
+    from specsim.speculation.deployment import Deployment
 
     ngram = getattr(args, "ngram_cpu_ns", None)
     cal = calibration(args)
@@ -142,20 +157,36 @@ def deployment(args: argparse.Namespace, *, draft: bool = True):
             if cal.draft_tp is not None and "tp" not in draft_options:
                 draft_options["tp"] = cal.draft_tp
     engine_name = DEFAULT_ENGINE if engine_name is None else engine_name
-    dep = Deployment.build(hardware, target, drafter, timing, engine_name, getattr(args, "engine_overhead_ms", None),
-                           target_options=target_options, draft_options=draft_options,
-                           ngram_cpu_s_per_token=None if ngram is None else ngram * 1e-9, progress=progress, decode_only=not draft)
+    dep = Deployment.build(
+        hardware,
+        target,
+        drafter,
+        timing,
+        engine_name,
+        getattr(args, "engine_overhead_ms", None),
+        target_options=target_options,
+        draft_options=draft_options,
+        ngram_cpu_s_per_token=None if ngram is None else ngram * 1e-9,
+        progress=progress,
+        decode_only=not draft,
+    )
     if cal is not None:
         from specsim.calibration.file import apply_to_engine
 
         dep = dataclasses.replace(dep, engine=apply_to_engine(cal, dep.engine))
     overlap = getattr(args, "engine_overlap", None)
-    engine = dep.engine.with_spec(getattr(args, "engine_round_ms", None), getattr(args, "engine_step_ms", None),
-                                  getattr(args, "engine_seq_us", None), None if overlap is None else overlap == "on",
-                                  getattr(args, "engine_seq_step_us", None))
+    engine = dep.engine.with_spec(
+        getattr(args, "engine_round_ms", None),
+        getattr(args, "engine_step_ms", None),
+        getattr(args, "engine_seq_us", None),
+        None if overlap is None else overlap == "on",
+        getattr(args, "engine_seq_step_us", None),
+    )
     if engine is not dep.engine and dep.engine.name == "none":
-        raise ValueError("--engine none adds no engine time: the --engine-round-ms/-step-ms/-seq-us/-seq-step-us/-overlap "
-                         "flags need an engine")
+        raise ValueError(
+            "--engine none adds no engine time: the --engine-round-ms/-step-ms/-seq-us/-seq-step-us/-overlap "
+            "flags need an engine"
+        )
     return dataclasses.replace(dep, engine=engine)
 
 
@@ -164,8 +195,10 @@ def harness():
     try:
         import torch  # noqa: F401
     except ImportError:
-        raise ValueError("the timing harness needs torch: pip install '.[harness]' from a checkout, or 'specsim-llm[harness]' (for the CPU build: pip install torch "
-                         "--index-url https://download.pytorch.org/whl/cpu)") from None
+        raise ValueError(
+            "the timing harness needs torch: pip install '.[harness]' from a checkout, or 'specsim-llm[harness]' (for the CPU build: pip install torch "
+            "--index-url https://download.pytorch.org/whl/cpu)"
+        ) from None
     from specsim import harness as module
 
     return module

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from specsim.cli.report import describe, print_json, print_notes, table
 from specsim.cli.args import deployment, model_acceptance
-from specsim.cli.flags import (add_load_args, add_acceptance_args, add_deployment_args, add_memory_args, add_tree_args, gamma_max_type, int_at_least, int_list, nonneg_number, number)
+from specsim.cli.flags import (
+    add_acceptance_args,
+    add_deployment_args,
+    add_load_args,
+    add_memory_args,
+    add_tree_args,
+    gamma_max_type,
+    int_at_least,
+    int_list,
+    nonneg_number,
+    number,
+)
+from specsim.cli.report import describe, print_json, print_notes, table
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT
 from specsim.speculation.schedule import DEFAULT_MAX_BATCH, DEFAULT_MIN_GAIN, DEFAULT_SCHEDULE_RTOL
@@ -17,9 +27,9 @@ __all__ = ["run_schedule"]
 
 
 def run_schedule(args: argparse.Namespace) -> int:
-    from specsim.speculation.acceptance import parse_tree
     from specsim.answers import deployment_capacity
     from specsim.engines.vllm import check_vllm_pair, engine_settings
+    from specsim.speculation.acceptance import parse_tree
     from specsim.speculation.schedule import gamma_schedule, tree_schedule
     from specsim.speculation.search import require_network
 
@@ -31,8 +41,10 @@ def run_schedule(args: argparse.Namespace) -> int:
     if tree is None and args.sibling_factor is not None:
         raise ValueError("--sibling-factor applies to --tree topk:K,depth:D,tokens:N only")
     if tree is not None and args.format in ("vllm", "trtllm"):
-        raise ValueError(f"--tree schedules are written for SGLang (--format sglang); {args.format}'s configuration here "
-                         "drafts a chain: drop --tree")
+        raise ValueError(
+            f"--tree schedules are written for SGLang (--format sglang); {args.format}'s configuration here "
+            "drafts a chain: drop --tree"
+        )
     modelled = _engine_for_format(args)
     dep = deployment(args)
     if tree is not None:
@@ -46,27 +58,43 @@ def run_schedule(args: argparse.Namespace) -> int:
         dep.drafter.support(args.format, args.writer_version)
     acc, acc_label = model_acceptance(args, dep, args.context)
     cap = deployment_capacity(dep, args.context, args.max_context, args.memory_util)
-    checkpoint = dep.drafter.checkpoint(dep.target, args.draft_checkpoint) if args.format in ("vllm", "sglang", "trtllm") else None
+    checkpoint = (
+        dep.drafter.checkpoint(dep.target, args.draft_checkpoint)
+        if args.format in ("vllm", "sglang", "trtllm")
+        else None
+    )
     at = _at_load_schedule(args)
     if at is not None:
         ranges = _ranges_at_loads(args, dep, acc, acc_label, *at)
     elif tree is None:
         ranges = gamma_schedule(dep, acc, args.max_batch, args.context, args.gamma_max, args.min_gain, args.rtol)
     else:
-        ranges = tree_schedule(dep, acc, tree, args.max_batch, args.context, args.min_gain, args.rtol, args.sibling_factor)
+        ranges = tree_schedule(
+            dep, acc, tree, args.max_batch, args.context, args.min_gain, args.rtol, args.sibling_factor
+        )
     if args.per_batch == "require":
         _require_per_batch(args, dep, ranges)
     notes = [] if modelled is None else [modelled.format(key=dep.engine.key)]
     if cap.max_batch_with_draft < args.max_batch:
-        notes.append(f"batch sizes above {cap.max_batch_with_draft} do not fit in memory with the draft at "
-                     f"{cap.context_tokens} tokens per sequence (specsim capacity)")
+        notes.append(
+            f"batch sizes above {cap.max_batch_with_draft} do not fit in memory with the draft at "
+            f"{cap.context_tokens} tokens per sequence (specsim capacity)"
+        )
     if args.format in ("vllm", "trtllm", "sglang"):
         flags, engine_notes = engine_settings(dep, "trtllm" if args.format == "trtllm" else "vllm")
         notes += engine_notes
         if flags and args.format == "vllm":
-            notes.append(f"serve the target with: vllm serve {dep.target.source or dep.target.name} {' '.join(flags)} "
-                         "--speculative-config '<the JSON above>'")
-    printer = {"vllm": _print_engine, "sglang": _print_engine, "trtllm": _print_engine, "json": _print_json, "table": _print_table}
+            notes.append(
+                f"serve the target with: vllm serve {dep.target.source or dep.target.name} {' '.join(flags)} "
+                "--speculative-config '<the JSON above>'"
+            )
+    printer = {
+        "vllm": _print_engine,
+        "sglang": _print_engine,
+        "trtllm": _print_engine,
+        "json": _print_json,
+        "table": _print_table,
+    }
     notes += printer[args.format](args, dep, ranges, checkpoint, tree, acc, acc_label) or []
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
@@ -98,9 +126,20 @@ def _ranges_at_loads(args: argparse.Namespace, dep, acc, label: str, kind: str, 
     from specsim.speculation.schedule import load_schedule
 
     P, O, ps, os_, how = _load_lengths(args)
-    answer = load_answer(dep, acc, label, kind, loads, P, O, gamma_max=args.gamma_max,
-                         limits=EngineLimits(args.max_num_seqs, args.max_batched_tokens), prompt_sample=ps, output_sample=os_,
-                         lengths=how)
+    answer = load_answer(
+        dep,
+        acc,
+        label,
+        kind,
+        loads,
+        P,
+        O,
+        gamma_max=args.gamma_max,
+        limits=EngineLimits(args.max_num_seqs, args.max_batched_tokens),
+        prompt_sample=ps,
+        output_sample=os_,
+        lengths=how,
+    )
     if args.format == "table":
         _print_load(answer, dep)
         print()
@@ -132,8 +171,10 @@ def _require_per_batch(args: argparse.Namespace, dep, ranges: list) -> None:
         if version < SCHEDULE_SINCE:
             missing = f"TensorRT-LLM {v} takes no draft_len_schedule that specsim writes (from 1.3.0, NVIDIA/TensorRT-LLM#10860)"
         elif decoding not in ONE_MODEL_SCHEDULE:
-            missing = (f"TensorRT-LLM's {decoding} decoding takes no draft_len_schedule (only {', '.join(ONE_MODEL_SCHEDULE)}); "
-                       "it stops speculating above max_concurrency instead")
+            missing = (
+                f"TensorRT-LLM's {decoding} decoding takes no draft_len_schedule (only {', '.join(ONE_MODEL_SCHEDULE)}); "
+                "it stops speculating above max_concurrency instead"
+            )
     if missing is not None:
         raise ValueError(f"--per-batch require: {missing}; drop it to write the batch-1 length with a note")
 
@@ -143,15 +184,16 @@ def _engine_for_format(args: argparse.Namespace) -> str | None:
     if args.format not in ("vllm", "sglang", "trtllm") or args.engine is not None or getattr(args, "calibration", None):
         return None
     args.engine = args.format
-    return "the round is modelled on {key}, the engine --format " + args.format + " writes for (--engine to model another)"
+    return (
+        "the round is modelled on {key}, the engine --format " + args.format + " writes for (--engine to model another)"
+    )
 
 
 def _writer_version(args: argparse.Namespace) -> tuple | None:
     """The release the configuration is written for: --engine's numbered version (or the calibration's runs') where it
     names the --format engine, else that engine's newest release specsim read."""
-    from specsim.engines import ENGINE_MODULES, parse_version
-
     from specsim.cli.args import calibration
+    from specsim.engines import ENGINE_MODULES, parse_version
 
     module = ENGINE_MODULES.get(args.format)
     if module is None:
@@ -167,8 +209,9 @@ def _print_engine(args, dep, ranges, checkpoint, tree, acc, acc_label) -> list[s
     """The configuration in the --format engine's own form (each engine module's ``render_schedule``)."""
     from specsim.engines import ENGINE_MODULES
 
-    text, notes = ENGINE_MODULES[args.format].render_schedule(ranges, dep, checkpoint, args.writer_version, args.min_gain,
-                                                             args.max_batch)
+    text, notes = ENGINE_MODULES[args.format].render_schedule(
+        ranges, dep, checkpoint, args.writer_version, args.min_gain, args.max_batch
+    )
     print(text)
     return notes
 
@@ -176,16 +219,29 @@ def _print_engine(args, dep, ranges, checkpoint, tree, acc, acc_label) -> list[s
 def _context_cells(args, dep, tree, acc) -> list[dict]:
     from specsim.speculation.schedule import batch_grid, context_table
 
-    return context_table(dep, acc, batch_grid(args.max_batch), args.contexts, args.gamma_max, args.rtol, tree, args.sibling_factor)
+    return context_table(
+        dep, acc, batch_grid(args.max_batch), args.contexts, args.gamma_max, args.rtol, tree, args.sibling_factor
+    )
 
 
 def _print_json(args, dep, ranges, checkpoint, tree, acc, acc_label) -> None:
     key = "gamma" if tree is None else "tree"
-    out = {"ranges": [{"start_batch": r.start_batch, "end_batch": r.end_batch,
-                       key: r.gamma if tree is None else (None if r.tree is None else r.tree.label()),
-                       "min_speedup": r.min_speedup, "max_speedup": r.max_speedup}
-                      | ({"shortfall": r.shortfall} if tree is None else {}) for r in ranges],
-           "acceptance": acc_label, "drafter": dep.drafter.kind, "provenance": dep.provenance()}
+    out = {
+        "ranges": [
+            {
+                "start_batch": r.start_batch,
+                "end_batch": r.end_batch,
+                key: r.gamma if tree is None else (None if r.tree is None else r.tree.label()),
+                "min_speedup": r.min_speedup,
+                "max_speedup": r.max_speedup,
+            }
+            | ({"shortfall": r.shortfall} if tree is None else {})
+            for r in ranges
+        ],
+        "acceptance": acc_label,
+        "drafter": dep.drafter.kind,
+        "provenance": dep.provenance(),
+    }
     if args.contexts:
         out["by_context"] = _context_cells(args, dep, tree, acc)
     print_json(out)
@@ -195,16 +251,40 @@ def _print_table(args, dep, ranges, checkpoint, tree, acc, acc_label) -> None:
     print(describe(dep, args.context))
     print(f"{acc_label}; speculate only where the predicted speedup >= {args.min_gain:g}\n")
     if tree is None:
-        print(table(["batch sizes", "gamma", "predicted speedup", "below the best"],
-                    [[f"{r.start_batch}-{r.end_batch}", r.gamma,
-                      "off" if r.gamma == 0 else f"{r.min_speedup:.3f}-{r.max_speedup:.3f}", f"{r.shortfall:.1%}"]
-                     for r in ranges], "<><>"))
-        print(f"\ngamma never rises with batch; 'below the best' is the most a range's speedup falls below the best gamma of "
-              f"its batch sizes (shortfalls within --rtol {args.rtol:g} count as none, the smaller gamma winning)")
+        print(
+            table(
+                ["batch sizes", "gamma", "predicted speedup", "below the best"],
+                [
+                    [
+                        f"{r.start_batch}-{r.end_batch}",
+                        r.gamma,
+                        "off" if r.gamma == 0 else f"{r.min_speedup:.3f}-{r.max_speedup:.3f}",
+                        f"{r.shortfall:.1%}",
+                    ]
+                    for r in ranges
+                ],
+                "<><>",
+            )
+        )
+        print(
+            f"\ngamma never rises with batch; 'below the best' is the most a range's speedup falls below the best gamma of "
+            f"its batch sizes (shortfalls within --rtol {args.rtol:g} count as none, the smaller gamma winning)"
+        )
     else:
-        print(table(["batch sizes", "tree", "predicted speedup"],
-                    [[f"{r.start_batch}-{r.end_batch}", "off" if r.tree is None else r.tree.label(),
-                      "off" if r.tree is None else f"{r.min_speedup:.3f}-{r.max_speedup:.3f}"] for r in ranges], "<<<"))
+        print(
+            table(
+                ["batch sizes", "tree", "predicted speedup"],
+                [
+                    [
+                        f"{r.start_batch}-{r.end_batch}",
+                        "off" if r.tree is None else r.tree.label(),
+                        "off" if r.tree is None else f"{r.min_speedup:.3f}-{r.max_speedup:.3f}",
+                    ]
+                    for r in ranges
+                ],
+                "<<<",
+            )
+        )
     if not args.contexts:
         return
     cells = _context_cells(args, dep, tree, acc)
@@ -212,40 +292,82 @@ def _print_table(args, dep, ranges, checkpoint, tree, acc, acc_label) -> None:
     print(f"\nbest {what} (speedup) by batch and context:")
     batches = sorted({c["batch"] for c in cells})
     lookup = {(c["batch"], c["context"]): c for c in cells}
-    fmt = (lambda c: "off" if (c.get("gamma") == 0 or (tree is not None and c["tree"] is None)) else
-           f"{c['gamma'] if tree is None else c['tree']} ({c['speedup']:.2f})")
-    print(table(["batch"] + [f"L={L}" for L in args.contexts],
-                [[b] + [fmt(lookup[(b, L)]) for L in args.contexts] for b in batches], ">" + ">" * len(args.contexts)))
+
+    def fmt(c):
+        return (
+            "off"
+            if (c.get("gamma") == 0 or (tree is not None and c["tree"] is None))
+            else f"{c['gamma'] if tree is None else c['tree']} ({c['speedup']:.2f})"
+        )
+
+    print(
+        table(
+            ["batch"] + [f"L={L}" for L in args.contexts],
+            [[b] + [fmt(lookup[(b, L)]) for L in args.contexts] for b in batches],
+            ">" + ">" * len(args.contexts),
+        )
+    )
 
 
 # -- flags: each command's own, declared beside its handler --------------------------------------------------
 def _parser_schedule(sub) -> None:
-    p = sub.add_parser("schedule", help="batch-size-dependent gamma (or tree) schedule for vLLM, SGLang or TensorRT-LLM",
-                       description="The optimal gamma (or token tree) for every batch size 1..--max-batch, merged into "
-                       "ranges, printed as a vLLM speculative_config, SGLang launch flags or a TensorRT-LLM "
-                       "speculative_config, for the drafter --draft names.")
+    p = sub.add_parser(
+        "schedule",
+        help="batch-size-dependent gamma (or tree) schedule for vLLM, SGLang or TensorRT-LLM",
+        description="The optimal gamma (or token tree) for every batch size 1..--max-batch, merged into "
+        "ranges, printed as a vLLM speculative_config, SGLang launch flags or a TensorRT-LLM "
+        "speculative_config, for the drafter --draft names.",
+    )
     add_acceptance_args(p)
     add_deployment_args(p, batch=False)
-    p.add_argument("--max-batch", type=int_at_least(1, "max-batch", MAX_BATCH), default=DEFAULT_MAX_BATCH,
-                   help=f"largest batch size (max_num_seqs) to schedule (default {DEFAULT_MAX_BATCH})")
-    p.add_argument("--min-gain", type=number, default=DEFAULT_MIN_GAIN,
-                   help="speculate only where the predicted speedup is at least this (e.g. 1.05; default 1)")
-    p.add_argument("--gamma-max", type=gamma_max_type, default=DEFAULT_GAMMA_MAX, help=f"largest gamma (default {DEFAULT_GAMMA_MAX})")
-    p.add_argument("--rtol", type=nonneg_number, default=DEFAULT_SCHEDULE_RTOL,
-                   help=f"take the smallest gamma within this fraction of the best speedup (default {DEFAULT_SCHEDULE_RTOL}; 0: exact argmax)")
+    p.add_argument(
+        "--max-batch",
+        type=int_at_least(1, "max-batch", MAX_BATCH),
+        default=DEFAULT_MAX_BATCH,
+        help=f"largest batch size (max_num_seqs) to schedule (default {DEFAULT_MAX_BATCH})",
+    )
+    p.add_argument(
+        "--min-gain",
+        type=number,
+        default=DEFAULT_MIN_GAIN,
+        help="speculate only where the predicted speedup is at least this (e.g. 1.05; default 1)",
+    )
+    p.add_argument(
+        "--gamma-max",
+        type=gamma_max_type,
+        default=DEFAULT_GAMMA_MAX,
+        help=f"largest gamma (default {DEFAULT_GAMMA_MAX})",
+    )
+    p.add_argument(
+        "--rtol",
+        type=nonneg_number,
+        default=DEFAULT_SCHEDULE_RTOL,
+        help=f"take the smallest gamma within this fraction of the best speedup (default {DEFAULT_SCHEDULE_RTOL}; 0: exact argmax)",
+    )
     add_memory_args(p)
     add_tree_args(p)
-    p.add_argument("--contexts", type=int_list(0, "contexts", MAX_CONTEXT),
-                   help="comma-separated context lengths: also print the (batch, context) table of the best choice")
-    p.add_argument("--format", choices=["vllm", "sglang", "trtllm", "json", "table"], default="table", help="output form (default table)")
-    p.add_argument("--per-batch", choices=["auto", "require"], default="auto",
-                   help="auto (default): the engine version's per-batch control where it has one (vLLM 0.24 "
-                   "num_speculative_tokens_per_batch_size, SGLang 0.5.13 adaptive steps, TensorRT-LLM 1.3 draft_len_schedule), "
-                   "else the batch-1 length with a note; require: refuse where it has none")
+    p.add_argument(
+        "--contexts",
+        type=int_list(0, "contexts", MAX_CONTEXT),
+        help="comma-separated context lengths: also print the (batch, context) table of the best choice",
+    )
+    p.add_argument(
+        "--format",
+        choices=["vllm", "sglang", "trtllm", "json", "table"],
+        default="table",
+        help="output form (default table)",
+    )
+    p.add_argument(
+        "--per-batch",
+        choices=["auto", "require"],
+        default="auto",
+        help="auto (default): the engine version's per-batch control where it has one (vLLM 0.24 "
+        "num_speculative_tokens_per_batch_size, SGLang 0.5.13 adaptive steps, TensorRT-LLM 1.3 draft_len_schedule), "
+        "else the batch-1 length with a note; require: refuse where it has none",
+    )
     add_load_args(p)
     p.add_argument("--json", action="store_true", help="print JSON (the same as --format json)")
     p.set_defaults(func=run_schedule)
-
 
 
 #: The commands of this module, each with the function that declares its flags.

@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from specsim.cli.flags import add_model_args, csv_text, engine_type, int_at_least, int_list, nonempty, number
 from specsim.cli.report import print_json
-from specsim.cli.flags import (add_model_args, csv_text, engine_type, int_at_least, int_list, nonempty, number)
 from specsim.core.defaults import DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA
 from specsim.timing import DEFAULT_TIMING
@@ -19,10 +19,10 @@ __all__ = ["run_bench_plan"]
 
 # -- bench-plan ---------------------------------------------------------------------------------------------------------
 def run_bench_plan(args: argparse.Namespace) -> int:
-    from specsim.core.files import atomic_write_many, check_output
     from specsim.calibration.plan import design_plan, plan_files
-    from specsim.speculation.deployment import Deployment
     from specsim.cli.args import model_options
+    from specsim.core.files import atomic_write_many, check_output
+    from specsim.speculation.deployment import Deployment
 
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
@@ -31,7 +31,9 @@ def run_bench_plan(args: argparse.Namespace) -> int:
     if args.prompts is not None:
         p = Path(args.prompts)
         if not p.is_file():
-            raise ValueError(f"--prompts {args.prompts!r} does not exist or is not a file (JSONL, one {{\"prompt\": ...}} per line)")
+            raise ValueError(
+                f'--prompts {args.prompts!r} does not exist or is not a file (JSONL, one {{"prompt": ...}} per line)'
+            )
         prompts = str(p.resolve())
     draft_options = model_options(args, "draft_")
     if "tp" not in draft_options and (args.tp or 1) > 1:
@@ -39,11 +41,29 @@ def run_bench_plan(args: argparse.Namespace) -> int:
         # (and EAGLE heads are built with the target's parallel config whatever it says); SGLang and TensorRT-LLM have
         # no separate draft TP.
         draft_options["tp"] = args.tp
-    dep = Deployment.build(args.hardware, args.target, args.draft, args.timing, args.engine, target_options=model_options(args),
-                           draft_options=draft_options)
-    plan = design_plan(dep, args.engine, served_model=args.served_model, draft_checkpoint=args.draft_checkpoint,
-                       concurrency=args.concurrency, input_tokens=args.input_tokens, output_tokens=args.output_tokens,
-                       steps=args.steps, pinned=args.pin_accept_length, pin=not args.no_pin, prompts=prompts, port=args.port)
+    dep = Deployment.build(
+        args.hardware,
+        args.target,
+        args.draft,
+        args.timing,
+        args.engine,
+        target_options=model_options(args),
+        draft_options=draft_options,
+    )
+    plan = design_plan(
+        dep,
+        args.engine,
+        served_model=args.served_model,
+        draft_checkpoint=args.draft_checkpoint,
+        concurrency=args.concurrency,
+        input_tokens=args.input_tokens,
+        output_tokens=args.output_tokens,
+        steps=args.steps,
+        pinned=args.pin_accept_length,
+        pin=not args.no_pin,
+        prompts=prompts,
+        port=args.port,
+    )
     files = plan_files(plan)
     if not out.parent.is_dir():
         raise ValueError(f"--out {str(out)!r}: its parent folder {str(out.parent)!r} does not exist")
@@ -57,14 +77,23 @@ def run_bench_plan(args: argparse.Namespace) -> int:
         return 0
     from specsim.calibration.plan import _minutes
 
-    print(f"bench-plan: {plan.engine} {plan.version} (specsim's {plan.preset} preset), {plan.served_model} on {plan.tp} x "
-          f"{plan.hardware}, drafter {plan.drafter}")
-    print(f"  {len(plan.runs)} runs on {len(plan.servers)} servers: plain and speculative at concurrency "
-          f"{', '.join(map(str, sorted({r.concurrency for r in plan.runs})))}; draft steps "
-          f"{', '.join(str(s.steps) for s in plan.servers.values() if s.steps is not None and s.pinned_accept_length is not None) or 'none pinned'}"
-          + "".join(f"; pinned at {s.pinned_accept_length:g} tokens per verification ({s.steps} steps)"
-                    for s in plan.servers.values() if s.pinned_accept_length is not None))
-    print(f"  estimated wall time {_minutes(plan.estimate_s)} (specsim's prediction of each run; server starts assumed)")
+    print(
+        f"bench-plan: {plan.engine} {plan.version} (specsim's {plan.preset} preset), {plan.served_model} on {plan.tp} x "
+        f"{plan.hardware}, drafter {plan.drafter}"
+    )
+    print(
+        f"  {len(plan.runs)} runs on {len(plan.servers)} servers: plain and speculative at concurrency "
+        f"{', '.join(map(str, sorted({r.concurrency for r in plan.runs})))}; draft steps "
+        f"{', '.join(str(s.steps) for s in plan.servers.values() if s.steps is not None and s.pinned_accept_length is not None) or 'none pinned'}"
+        + "".join(
+            f"; pinned at {s.pinned_accept_length:g} tokens per verification ({s.steps} steps)"
+            for s in plan.servers.values()
+            if s.pinned_accept_length is not None
+        )
+    )
+    print(
+        f"  estimated wall time {_minutes(plan.estimate_s)} (specsim's prediction of each run; server starts assumed)"
+    )
     for note in plan.notes:
         print(f"  note: {note}")
     print(f"wrote {out}/: {', '.join(sorted(files))}")
@@ -74,40 +103,87 @@ def run_bench_plan(args: argparse.Namespace) -> int:
 
 # -- flags: each command's own, declared beside its handler --------------------------------------------------
 def _parser_bench_plan(sub) -> None:
-    from specsim.calibration.plan import (DEFAULT_CONCURRENCY, DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, DEFAULT_STEPS)
+    from specsim.calibration.plan import DEFAULT_CONCURRENCY, DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, DEFAULT_STEPS
 
-    p = sub.add_parser("bench-plan", help="write the benchmark of your engine that calibrate-engine needs",
-                       description="Writes a folder with run.sh (your engine's own server and benchmark client over a "
-                       "design that separates every term calibrate-engine fits: plain and speculative runs at the same "
-                       "loads, two prompt lengths, two numbers of draft steps, acceptance pinned by the engine at known "
-                       "lengths, and a run with real acceptance on your prompts), README.md and plan.yaml.")
-    p.add_argument("--engine", type=engine_type, required=True, metavar="ENGINE@VERSION",
-                   help="vllm, sglang or trtllm with the version you run (vllm@0.24.0); the flags are that version's")
+    p = sub.add_parser(
+        "bench-plan",
+        help="write the benchmark of your engine that calibrate-engine needs",
+        description="Writes a folder with run.sh (your engine's own server and benchmark client over a "
+        "design that separates every term calibrate-engine fits: plain and speculative runs at the same "
+        "loads, two prompt lengths, two numbers of draft steps, acceptance pinned by the engine at known "
+        "lengths, and a run with real acceptance on your prompts), README.md and plan.yaml.",
+    )
+    p.add_argument(
+        "--engine",
+        type=engine_type,
+        required=True,
+        metavar="ENGINE@VERSION",
+        help="vllm, sglang or trtllm with the version you run (vllm@0.24.0); the flags are that version's",
+    )
     p.add_argument("--hardware", help=f"the GPU (default {DEFAULT_HARDWARE})")
     p.add_argument("--target", help=f"the served model: a built-in name or its config.json (default {DEFAULT_TARGET})")
     p.add_argument("--served-model", metavar="ID", help="what the server loads (default: the target's Hugging Face ID)")
     p.add_argument("--draft", help=f"the drafter (default {DEFAULT_DRAFT}): a draft model, eagle, eagle3, mtp or ngram")
-    p.add_argument("--draft-checkpoint", metavar="ID", help="the drafter's checkpoint (default: the draft model's, or a known head)")
+    p.add_argument(
+        "--draft-checkpoint",
+        metavar="ID",
+        help="the drafter's checkpoint (default: the draft model's, or a known head)",
+    )
     add_model_args(p, draft=True)
-    p.add_argument("--timing", metavar="SOURCE", help=f"step-time source of the wall-time estimate (default {DEFAULT_TIMING})")
-    p.add_argument("--concurrency", type=int_list(1, "concurrency", MAX_BATCH), default=list(DEFAULT_CONCURRENCY),
-                   help=f"comma-separated concurrency levels (default {csv_text(DEFAULT_CONCURRENCY)})")
-    p.add_argument("--input-tokens", type=int_list(1, "input-tokens", MAX_CONTEXT), default=list(DEFAULT_INPUT_TOKENS),
-                   help=f"two prompt lengths of the random runs (default {csv_text(DEFAULT_INPUT_TOKENS)})")
-    p.add_argument("--output-tokens", type=int_at_least(2, "output-tokens", MAX_CONTEXT), default=DEFAULT_OUTPUT_TOKENS,
-                   help=f"tokens generated per request (default {DEFAULT_OUTPUT_TOKENS})")
-    p.add_argument("--steps", type=int_list(1, "steps", MAX_GAMMA), default=list(DEFAULT_STEPS),
-                   help=f"two numbers of draft steps (default {csv_text(DEFAULT_STEPS)})")
-    p.add_argument("--pin-accept-length", type=lambda t: [number(x) for x in t.split(",") if x.strip()], metavar="AL,AL",
-                   help="the acceptance length pinned at each step count (default: the drafter's published acceptance)")
-    p.add_argument("--no-pin", action="store_true",
-                   help="real acceptance on --prompts at every step count (for engine versions that cannot pin it)")
-    p.add_argument("--prompts", type=nonempty("prompts"), metavar="FILE.jsonl", help="your prompts, one {\"prompt\": ...} per line, for the real-acceptance run")
+    p.add_argument(
+        "--timing", metavar="SOURCE", help=f"step-time source of the wall-time estimate (default {DEFAULT_TIMING})"
+    )
+    p.add_argument(
+        "--concurrency",
+        type=int_list(1, "concurrency", MAX_BATCH),
+        default=list(DEFAULT_CONCURRENCY),
+        help=f"comma-separated concurrency levels (default {csv_text(DEFAULT_CONCURRENCY)})",
+    )
+    p.add_argument(
+        "--input-tokens",
+        type=int_list(1, "input-tokens", MAX_CONTEXT),
+        default=list(DEFAULT_INPUT_TOKENS),
+        help=f"two prompt lengths of the random runs (default {csv_text(DEFAULT_INPUT_TOKENS)})",
+    )
+    p.add_argument(
+        "--output-tokens",
+        type=int_at_least(2, "output-tokens", MAX_CONTEXT),
+        default=DEFAULT_OUTPUT_TOKENS,
+        help=f"tokens generated per request (default {DEFAULT_OUTPUT_TOKENS})",
+    )
+    p.add_argument(
+        "--steps",
+        type=int_list(1, "steps", MAX_GAMMA),
+        default=list(DEFAULT_STEPS),
+        help=f"two numbers of draft steps (default {csv_text(DEFAULT_STEPS)})",
+    )
+    p.add_argument(
+        "--pin-accept-length",
+        type=lambda t: [number(x) for x in t.split(",") if x.strip()],
+        metavar="AL,AL",
+        help="the acceptance length pinned at each step count (default: the drafter's published acceptance)",
+    )
+    p.add_argument(
+        "--no-pin",
+        action="store_true",
+        help="real acceptance on --prompts at every step count (for engine versions that cannot pin it)",
+    )
+    p.add_argument(
+        "--prompts",
+        type=nonempty("prompts"),
+        metavar="FILE.jsonl",
+        help='your prompts, one {"prompt": ...} per line, for the real-acceptance run',
+    )
     p.add_argument("--port", type=int_at_least(1, "port", 65535), default=8000, help="the server's port (default 8000)")
-    p.add_argument("--out", type=nonempty("out", "folder"), required=True, metavar="FOLDER", help="a new (or empty) folder for the plan")
+    p.add_argument(
+        "--out",
+        type=nonempty("out", "folder"),
+        required=True,
+        metavar="FOLDER",
+        help="a new (or empty) folder for the plan",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_bench_plan)
-
 
 
 #: The commands of this module, each with the function that declares its flags.

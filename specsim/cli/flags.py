@@ -6,17 +6,59 @@ from __future__ import annotations
 
 import argparse
 import math
-from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_SERVING_GAMMA_MAX, DEFAULT_TARGET
+from typing import Callable
+
+from specsim.core.defaults import (
+    DEFAULT_BATCHES,
+    DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_DRAFT,
+    DEFAULT_HARDWARE,
+    DEFAULT_SERVING_GAMMA_MAX,
+    DEFAULT_TARGET,
+)
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, MAX_RATE_PER_S, MAX_REQUESTS, MAX_SEED, MAX_TP
 from specsim.describe.models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
 from specsim.engines import DEFAULT_ENGINE, PRESETS, get_engine
 from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
-from specsim.timing import DEFAULT_TIMING, TIMING_CHOICES
 from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR
 from specsim.speculation.drafters import NGRAM_CPU_S_PER_TOKEN, default_acceptance_help
-from typing import Callable
+from specsim.timing import DEFAULT_TIMING, TIMING_CHOICES
 
-__all__ = ['ENGINE_CHOICES', 'MAX_RATES', 'MAX_SERVE_RUNS', 'add_acceptance_args', 'add_deployment_args', 'add_load_args', 'given', 'Unset', 'UnsetInt', 'add_memory_args', 'add_model_args', 'add_round_cost_args', 'add_serving_args', 'add_timing_args', 'add_tree_args', 'alpha_type', 'batches_type', 'context_type', 'csv_text', 'engine_type', 'fraction', 'gamma_max_type', 'gamma_type', 'int_at_least', 'int_list', 'names', 'nonempty', 'nonneg_number', 'number', 'positive_number', 'rate', 'rate_list', 'workload_type']
+__all__ = [
+    "ENGINE_CHOICES",
+    "MAX_RATES",
+    "MAX_SERVE_RUNS",
+    "add_acceptance_args",
+    "add_deployment_args",
+    "add_load_args",
+    "given",
+    "Unset",
+    "UnsetInt",
+    "add_memory_args",
+    "add_model_args",
+    "add_round_cost_args",
+    "add_serving_args",
+    "add_timing_args",
+    "add_tree_args",
+    "alpha_type",
+    "batches_type",
+    "context_type",
+    "csv_text",
+    "engine_type",
+    "fraction",
+    "gamma_max_type",
+    "gamma_type",
+    "int_at_least",
+    "int_list",
+    "names",
+    "nonempty",
+    "nonneg_number",
+    "number",
+    "positive_number",
+    "rate",
+    "rate_list",
+    "workload_type",
+]
 
 
 ENGINE_CHOICES = ", ".join(["vllm", "sglang", "trtllm", "none"] + [k for k in PRESETS if "@" in k])
@@ -52,7 +94,9 @@ def int_at_least(minimum: int, what: str, maximum: int = 2**31 - 1) -> Callable[
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{what} must be an integer in [{minimum}, {maximum}], got {shown!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"{what} must be an integer in [{minimum}, {maximum}], got {shown!r}"
+            ) from None
         if not minimum <= value <= maximum:
             raise argparse.ArgumentTypeError(f"{what} must be an integer in [{minimum}, {maximum}], got {shown}")
         return value
@@ -67,7 +111,9 @@ def int_list(minimum: int, what: str, maximum: int = 2**31 - 1) -> Callable[[str
     def parse(text: str) -> list[int]:
         items = [item.strip() for item in text.split(",") if item.strip()]
         if not items:
-            raise argparse.ArgumentTypeError(f"{what} needs a comma-separated list of integers >= {minimum}, got {text!r}")
+            raise argparse.ArgumentTypeError(
+                f"{what} needs a comma-separated list of integers >= {minimum}, got {text!r}"
+            )
         return [one(item) for item in items]
 
     parse.__name__ = what
@@ -111,33 +157,58 @@ context_type = int_at_least(0, "context", MAX_CONTEXT)
 batches_type = int_list(1, "batch", MAX_BATCH)
 
 
-def add_deployment_args(p: argparse.ArgumentParser, *, defaults: bool = True, batch: bool = True, context: bool = True) -> None:
+def add_deployment_args(
+    p: argparse.ArgumentParser, *, defaults: bool = True, batch: bool = True, context: bool = True
+) -> None:
     # --hardware, --target, --draft, --timing and --engine stay unset when not given, so that a --calibration file can
     # refuse the ones that name another deployment; the library's defaults apply (Deployment.build).
-    p.add_argument("--hardware",
-                   help=f"built-in profile name or path to a YAML profile (default {DEFAULT_HARDWARE}; list: specsim hardware)")
-    p.add_argument("--target",
-                   help=f"target model: built-in name or path to a Hugging Face config.json (default {DEFAULT_TARGET})")
-    p.add_argument("--draft",
-                   help=f"drafter: a draft model (built-in name or config.json), eagle, eagle3 (or eagle3:HEAD/config.json), "
-                   "mtp (the target's own MTP layers), ngram, peagle (P-EAGLE; peagle:HEAD/config.json), pard (or "
-                   "pard:MODEL), dflash (or dflash:DRAFTER/config.json), dspark (or dspark:DRAFTER/config.json) or suffix "
-                   f"(suffix decoding) (default {DEFAULT_DRAFT})")
-    p.add_argument("--calibration", metavar="FILE",
-                   help="a calibrate-engine --out file: the fitted profile, engine terms and measured acceptance of your engine "
-                   "(its hardware, target, tensor parallelism, timing and engine; flags naming others are refused)")
-    p.add_argument("--draft-checkpoint", metavar="ID",
-                   help="the drafter's checkpoint for engine configurations (default: the draft model's, or a known "
-                   "EAGLE head for the target)")
-    p.add_argument("--ngram-cpu-ns", type=nonneg_number, metavar="NS",
-                   help=f"with --draft ngram: CPU nanoseconds per cached token scanned per round (default "
-                   f"{NGRAM_CPU_S_PER_TOKEN * 1e9:.2g}, vLLM PR #56732)")
+    p.add_argument(
+        "--hardware",
+        help=f"built-in profile name or path to a YAML profile (default {DEFAULT_HARDWARE}; list: specsim hardware)",
+    )
+    p.add_argument(
+        "--target", help=f"target model: built-in name or path to a Hugging Face config.json (default {DEFAULT_TARGET})"
+    )
+    p.add_argument(
+        "--draft",
+        help=f"drafter: a draft model (built-in name or config.json), eagle, eagle3 (or eagle3:HEAD/config.json), "
+        "mtp (the target's own MTP layers), ngram, peagle (P-EAGLE; peagle:HEAD/config.json), pard (or "
+        "pard:MODEL), dflash (or dflash:DRAFTER/config.json), dspark (or dspark:DRAFTER/config.json) or suffix "
+        f"(suffix decoding) (default {DEFAULT_DRAFT})",
+    )
+    p.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="a calibrate-engine --out file: the fitted profile, engine terms and measured acceptance of your engine "
+        "(its hardware, target, tensor parallelism, timing and engine; flags naming others are refused)",
+    )
+    p.add_argument(
+        "--draft-checkpoint",
+        metavar="ID",
+        help="the drafter's checkpoint for engine configurations (default: the draft model's, or a known "
+        "EAGLE head for the target)",
+    )
+    p.add_argument(
+        "--ngram-cpu-ns",
+        type=nonneg_number,
+        metavar="NS",
+        help=f"with --draft ngram: CPU nanoseconds per cached token scanned per round (default "
+        f"{NGRAM_CPU_S_PER_TOKEN * 1e9:.2g}, vLLM PR #56732)",
+    )
     if batch:
-        p.add_argument("--batch", type=batches_type, default=Unset(DEFAULT_BATCHES) if defaults else None,
-                       help=f"comma-separated batch sizes (default {','.join(map(str, DEFAULT_BATCHES))})")
+        p.add_argument(
+            "--batch",
+            type=batches_type,
+            default=Unset(DEFAULT_BATCHES) if defaults else None,
+            help=f"comma-separated batch sizes (default {','.join(map(str, DEFAULT_BATCHES))})",
+        )
     if context:
-        p.add_argument("--context", type=context_type, default=UnsetInt(DEFAULT_CONTEXT_TOKENS) if defaults else None,
-                       help=f"cached tokens per sequence, L (default {DEFAULT_CONTEXT_TOKENS}: a 1000-token prompt plus half of 256 generated)")
+        p.add_argument(
+            "--context",
+            type=context_type,
+            default=UnsetInt(DEFAULT_CONTEXT_TOKENS) if defaults else None,
+            help=f"cached tokens per sequence, L (default {DEFAULT_CONTEXT_TOKENS}: a 1000-token prompt plus half of 256 generated)",
+        )
     add_model_args(p, draft=True)
     add_timing_args(p)
     add_round_cost_args(p)
@@ -150,21 +221,42 @@ def add_load_args(p: argparse.ArgumentParser) -> None:
     from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
 
     load = p.add_mutually_exclusive_group()
-    load.add_argument("--concurrency", type=int_list(1, "concurrency", MAX_BATCH), nargs="?", const=list(DEFAULT_BATCHES),
-                      help="answer at these closed-loop loads (users, as vllm bench serve --max-concurrency; alone: "
-                      f"{','.join(map(str, DEFAULT_BATCHES))}): TPOT, ITL, TTFT and throughput with and without speculation, "
-                      "prefill included; instead of --batch")
-    load.add_argument("--rate", type=rate_list, help="answer at these Poisson request rates (requests/s); instead of --batch")
-    p.add_argument("--input-len", type=int_at_least(1, "input-len", MAX_CONTEXT),
-                   help=f"prompt tokens of every request at --concurrency/--rate (default {DEFAULT_INPUT_TOKENS}, the reference "
-                   "article's; vllm bench serve's --random-input-len); --workload gives a distribution instead")
-    p.add_argument("--output-len", type=int_at_least(2, "output-len", MAX_CONTEXT),
-                   help=f"output tokens of every request (default {DEFAULT_OUTPUT_TOKENS}, the article's; --random-output-len)")
-    p.add_argument("--max-num-seqs", type=int_at_least(1, "max-num-seqs", MAX_BATCH), default=DEFAULT_MAX_NUM_SEQS,
-                   help=f"the engine's sequences in flight at most (default {DEFAULT_MAX_NUM_SEQS}, vLLM's); more users queue")
-    p.add_argument("--max-batched-tokens", type=int_at_least(1, "max-batched-tokens", MAX_CONTEXT), default=DEFAULT_MAX_BATCHED_TOKENS,
-                   help=f"tokens per iteration, decode plus prefill chunks (default {DEFAULT_MAX_BATCHED_TOKENS}; SGLang's "
-                   "--chunked-prefill-size)")
+    load.add_argument(
+        "--concurrency",
+        type=int_list(1, "concurrency", MAX_BATCH),
+        nargs="?",
+        const=list(DEFAULT_BATCHES),
+        help="answer at these closed-loop loads (users, as vllm bench serve --max-concurrency; alone: "
+        f"{','.join(map(str, DEFAULT_BATCHES))}): TPOT, ITL, TTFT and throughput with and without speculation, "
+        "prefill included; instead of --batch",
+    )
+    load.add_argument(
+        "--rate", type=rate_list, help="answer at these Poisson request rates (requests/s); instead of --batch"
+    )
+    p.add_argument(
+        "--input-len",
+        type=int_at_least(1, "input-len", MAX_CONTEXT),
+        help=f"prompt tokens of every request at --concurrency/--rate (default {DEFAULT_INPUT_TOKENS}, the reference "
+        "article's; vllm bench serve's --random-input-len); --workload gives a distribution instead",
+    )
+    p.add_argument(
+        "--output-len",
+        type=int_at_least(2, "output-len", MAX_CONTEXT),
+        help=f"output tokens of every request (default {DEFAULT_OUTPUT_TOKENS}, the article's; --random-output-len)",
+    )
+    p.add_argument(
+        "--max-num-seqs",
+        type=int_at_least(1, "max-num-seqs", MAX_BATCH),
+        default=DEFAULT_MAX_NUM_SEQS,
+        help=f"the engine's sequences in flight at most (default {DEFAULT_MAX_NUM_SEQS}, vLLM's); more users queue",
+    )
+    p.add_argument(
+        "--max-batched-tokens",
+        type=int_at_least(1, "max-batched-tokens", MAX_CONTEXT),
+        default=DEFAULT_MAX_BATCHED_TOKENS,
+        help=f"tokens per iteration, decode plus prefill chunks (default {DEFAULT_MAX_BATCHED_TOKENS}; SGLang's "
+        "--chunked-prefill-size)",
+    )
 
 
 def engine_type(text: str) -> str:
@@ -178,44 +270,84 @@ def engine_type(text: str) -> str:
 def add_model_args(p: argparse.ArgumentParser, *, draft: bool) -> None:
     """Precision, tensor parallelism and routing skew; unset means what the config.json says (and TP 1)."""
     tp = int_at_least(1, "tp", MAX_TP)
-    p.add_argument("--weight-dtype", choices=WEIGHT_DTYPE_CHOICES,
-                   help="storage of the target's linear layers (default: the config.json's torch_dtype or quantization_config)")
-    p.add_argument("--kv-dtype", choices=KV_DTYPE_CHOICES, help="the target's KV-cache dtype (default: its activation dtype)")
+    p.add_argument(
+        "--weight-dtype",
+        choices=WEIGHT_DTYPE_CHOICES,
+        help="storage of the target's linear layers (default: the config.json's torch_dtype or quantization_config)",
+    )
+    p.add_argument(
+        "--kv-dtype", choices=KV_DTYPE_CHOICES, help="the target's KV-cache dtype (default: its activation dtype)"
+    )
     p.add_argument("--tp", type=tp, help="tensor-parallel GPUs for the target (default 1)")
-    p.add_argument("--moe-effective-experts", type=number, metavar="E_EFF",
-                   help="effective number of experts for skewed routing (default: uniform over all experts)")
-    p.add_argument("--moe-routing-correlation", type=number, metavar="RHO",
-                   help="share of its predecessor's experts a sequence's next token reuses, in [0, 1) (default 0: "
-                   "independent routing, the bound; 0.2 is the fit to public MoE sweeps, not the default: "
-                   "docs/reports/2026-12-01-routing-default.md)")
+    p.add_argument(
+        "--moe-effective-experts",
+        type=number,
+        metavar="E_EFF",
+        help="effective number of experts for skewed routing (default: uniform over all experts)",
+    )
+    p.add_argument(
+        "--moe-routing-correlation",
+        type=number,
+        metavar="RHO",
+        help="share of its predecessor's experts a sequence's next token reuses, in [0, 1) (default 0: "
+        "independent routing, the bound; 0.2 is the fit to public MoE sweeps, not the default: "
+        "docs/reports/2026-12-01-routing-default.md)",
+    )
     if draft:
-        p.add_argument("--draft-tp", type=tp,
-                       help="tensor-parallel GPUs for the draft: 1 or the target's --tp (default: what the engine does with "
-                            "this drafter, the target's in vLLM, SGLang and TensorRT-LLM; the output names the choice)")
-        p.add_argument("--draft-weight-dtype", choices=WEIGHT_DTYPE_CHOICES, help="the draft's weight storage (default: its config)")
-        p.add_argument("--draft-kv-dtype", choices=KV_DTYPE_CHOICES, help="the draft's KV-cache dtype (default: its config)")
+        p.add_argument(
+            "--draft-tp",
+            type=tp,
+            help="tensor-parallel GPUs for the draft: 1 or the target's --tp (default: what the engine does with "
+            "this drafter, the target's in vLLM, SGLang and TensorRT-LLM; the output names the choice)",
+        )
+        p.add_argument(
+            "--draft-weight-dtype",
+            choices=WEIGHT_DTYPE_CHOICES,
+            help="the draft's weight storage (default: its config)",
+        )
+        p.add_argument(
+            "--draft-kv-dtype", choices=KV_DTYPE_CHOICES, help="the draft's KV-cache dtype (default: its config)"
+        )
 
 
 def add_timing_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--timing", metavar="SOURCE",
-                   help=f"step-time source: {TIMING_CHOICES} (default {DEFAULT_TIMING}: the roofline for decode steps, "
-                   "measured kernels for the cost of verification; see README, Fidelity)")
-    p.add_argument("--engine", type=engine_type, metavar="ENGINE[@VERSION]",
-                   help=f"serving engine and version whose CPU time, round costs and kernels apply: {ENGINE_CHOICES} "
-                   f"(default {DEFAULT_ENGINE}, its current release; none: add nothing)")
-    p.add_argument("--engine-overhead-ms", type=nonneg_number,
-                   help="the engine's time per iteration, ms, replacing the --engine preset's fitted value")
+    p.add_argument(
+        "--timing",
+        metavar="SOURCE",
+        help=f"step-time source: {TIMING_CHOICES} (default {DEFAULT_TIMING}: the roofline for decode steps, "
+        "measured kernels for the cost of verification; see README, Fidelity)",
+    )
+    p.add_argument(
+        "--engine",
+        type=engine_type,
+        metavar="ENGINE[@VERSION]",
+        help=f"serving engine and version whose CPU time, round costs and kernels apply: {ENGINE_CHOICES} "
+        f"(default {DEFAULT_ENGINE}, its current release; none: add nothing)",
+    )
+    p.add_argument(
+        "--engine-overhead-ms",
+        type=nonneg_number,
+        help="the engine's time per iteration, ms, replacing the --engine preset's fitted value",
+    )
 
 
 def add_round_cost_args(p: argparse.ArgumentParser) -> None:
     """Overrides of the engine's host work per speculative round (README, Fidelity: the fitted values)."""
-    p.add_argument("--engine-round-ms", type=nonneg_number, metavar="MS", help="engine host time per speculative round, ms")
+    p.add_argument(
+        "--engine-round-ms", type=nonneg_number, metavar="MS", help="engine host time per speculative round, ms"
+    )
     p.add_argument("--engine-step-ms", type=nonneg_number, metavar="MS", help="engine host time per draft step, ms")
-    p.add_argument("--engine-seq-us", type=nonneg_number, metavar="US", help="engine host time per sequence per round, us")
-    p.add_argument("--engine-seq-step-us", type=nonneg_number, metavar="US",
-                   help="engine time per sequence per draft step, us")
-    p.add_argument("--engine-overlap", choices=["on", "off"],
-                   help="whether the engine overlaps a round's host work with the GPU (default: as the version does)")
+    p.add_argument(
+        "--engine-seq-us", type=nonneg_number, metavar="US", help="engine host time per sequence per round, us"
+    )
+    p.add_argument(
+        "--engine-seq-step-us", type=nonneg_number, metavar="US", help="engine time per sequence per draft step, us"
+    )
+    p.add_argument(
+        "--engine-overlap",
+        choices=["on", "off"],
+        help="whether the engine overlaps a round's host work with the GPU (default: as the version does)",
+    )
 
 
 def workload_type(text: str) -> str:
@@ -239,37 +371,67 @@ def add_acceptance_args(p: argparse.ArgumentParser, *, workload: bool = True) ->
     if workload:
         from specsim.core.defaults import ACCEPTANCE_WORKLOADS, DEFAULT_ACCEPTANCE_WORKLOAD
 
-        p.add_argument("--workload", type=workload_type, metavar="WORKLOAD",
-                       help=f"what is asked, for the drafter's published acceptance: {', '.join(ACCEPTANCE_WORKLOADS)} "
-                       f"(default {DEFAULT_ACCEPTANCE_WORKLOAD}, MT-bench; see docs/deployments/acceptance.md)")
+        p.add_argument(
+            "--workload",
+            type=workload_type,
+            metavar="WORKLOAD",
+            help=f"what is asked, for the drafter's published acceptance: {', '.join(ACCEPTANCE_WORKLOADS)} "
+            f"(default {DEFAULT_ACCEPTANCE_WORKLOAD}, MT-bench; see docs/deployments/acceptance.md)",
+        )
     group = p.add_mutually_exclusive_group()
     group.add_argument("--alpha", type=alpha_type, help=_alpha_help)  # a callable: resolved when help is printed
-    group.add_argument("--acceptance", metavar="RATES",
-                       help="per-position acceptance, P(drafted token k accepted) for k = 1, 2, ... as vLLM's per-position "
-                       "counters give it (e.g. 0.92,0.81,0.70); gamma stops at the last position given")
-    group.add_argument("--metrics", metavar="FILE",
-                       help="a saved /metrics page: vLLM's spec_decode counters (per-position when present) or SGLang's "
-                       "spec_accept_length (then give --metrics-gamma)")
-    p.add_argument("--metrics-gamma", type=int_at_least(1, "metrics-gamma", MAX_GAMMA),
-                   help="with an SGLang --metrics page: the --speculative-num-steps it was measured at")
-    p.add_argument("--metrics-model", metavar="NAME",
-                   help="with a --metrics page holding several models' counters: the model_name label to read")
+    group.add_argument(
+        "--acceptance",
+        metavar="RATES",
+        help="per-position acceptance, P(drafted token k accepted) for k = 1, 2, ... as vLLM's per-position "
+        "counters give it (e.g. 0.92,0.81,0.70); gamma stops at the last position given",
+    )
+    group.add_argument(
+        "--metrics",
+        metavar="FILE",
+        help="a saved /metrics page: vLLM's spec_decode counters (per-position when present) or SGLang's "
+        "spec_accept_length (then give --metrics-gamma)",
+    )
+    p.add_argument(
+        "--metrics-gamma",
+        type=int_at_least(1, "metrics-gamma", MAX_GAMMA),
+        help="with an SGLang --metrics page: the --speculative-num-steps it was measured at",
+    )
+    p.add_argument(
+        "--metrics-model",
+        metavar="NAME",
+        help="with a --metrics page holding several models' counters: the model_name label to read",
+    )
 
 
 def add_memory_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-context", type=int_at_least(1, "max-context", MAX_CONTEXT),
-                   help="tokens each sequence reserves (prompt + completion), for the memory check (default: --context)")
-    p.add_argument("--memory-util", type=fraction, default=DEFAULT_MEMORY_UTILIZATION,
-                   help=f"fraction of device memory the engine uses (default {DEFAULT_MEMORY_UTILIZATION}, vLLM's gpu_memory_utilization)")
+    p.add_argument(
+        "--max-context",
+        type=int_at_least(1, "max-context", MAX_CONTEXT),
+        help="tokens each sequence reserves (prompt + completion), for the memory check (default: --context)",
+    )
+    p.add_argument(
+        "--memory-util",
+        type=fraction,
+        default=DEFAULT_MEMORY_UTILIZATION,
+        help=f"fraction of device memory the engine uses (default {DEFAULT_MEMORY_UTILIZATION}, vLLM's gpu_memory_utilization)",
+    )
 
 
 def add_tree_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tree", default="chain", metavar="SPEC",
-                   help="chain (default: the gamma search) or topk:K,depth:D,tokens:N: the largest token tree; the best "
-                   "tree within it (top-k <= K, depth <= D, verified tokens <= N) is chosen per batch size")
-    p.add_argument("--sibling-factor", type=fraction,
-                   help=f"tree acceptance of the r-th ranked sibling relative to the first, per rank (default "
-                   f"{DEFAULT_SIBLING_FACTOR:g}, an assumption)")
+    p.add_argument(
+        "--tree",
+        default="chain",
+        metavar="SPEC",
+        help="chain (default: the gamma search) or topk:K,depth:D,tokens:N: the largest token tree; the best "
+        "tree within it (top-k <= K, depth <= D, verified tokens <= N) is chosen per batch size",
+    )
+    p.add_argument(
+        "--sibling-factor",
+        type=fraction,
+        help=f"tree acceptance of the r-th ranked sibling relative to the first, per rank (default "
+        f"{DEFAULT_SIBLING_FACTOR:g}, an assumption)",
+    )
 
 
 def add_serving_args(p: argparse.ArgumentParser, *, lengths: bool = True) -> None:
@@ -279,22 +441,49 @@ def add_serving_args(p: argparse.ArgumentParser, *, lengths: bool = True) -> Non
 
     add_acceptance_args(p, workload=False)
     add_deployment_args(p, batch=False, context=False)
-    p.add_argument("--workload", choices=list(WORKLOADS) + list(WORKLOAD_ALIASES), default=DEFAULT_WORKLOAD if lengths else None,
-                   help=f"prompt and output length distribution, and the drafter's published acceptance on it (default "
-                   f"{DEFAULT_WORKLOAD}; code is code-completion's old name; see specsim.serving.workloads for sources)")
-    p.add_argument("--requests", type=int_at_least(1, "requests", MAX_REQUESTS), default=DEFAULT_REQUESTS if lengths else None,
-                   help=f"requests to simulate (default {DEFAULT_REQUESTS})")
+    p.add_argument(
+        "--workload",
+        choices=list(WORKLOADS) + list(WORKLOAD_ALIASES),
+        default=DEFAULT_WORKLOAD if lengths else None,
+        help=f"prompt and output length distribution, and the drafter's published acceptance on it (default "
+        f"{DEFAULT_WORKLOAD}; code is code-completion's old name; see specsim.serving.workloads for sources)",
+    )
+    p.add_argument(
+        "--requests",
+        type=int_at_least(1, "requests", MAX_REQUESTS),
+        default=DEFAULT_REQUESTS if lengths else None,
+        help=f"requests to simulate (default {DEFAULT_REQUESTS})",
+    )
     p.add_argument("--seed", type=int_at_least(0, "seed", MAX_SEED), default=0, help="random seed (default 0)")
-    p.add_argument("--gamma", type=int_at_least(1, "gamma", MAX_GAMMA),
-                   help="fixed gamma (default: the optimal gamma per running batch size)")
-    p.add_argument("--gamma-max", type=int_at_least(1, "gamma-max", MAX_GAMMA), default=DEFAULT_SERVING_GAMMA_MAX,
-                   help=f"largest gamma of the per-batch schedule (default {DEFAULT_SERVING_GAMMA_MAX})")
-    p.add_argument("--max-num-seqs", type=int_at_least(1, "max-num-seqs", MAX_BATCH), default=DEFAULT_MAX_NUM_SEQS,
-                   help=f"sequences in flight at most (default {DEFAULT_MAX_NUM_SEQS}, vLLM's)")
-    p.add_argument("--max-batched-tokens", type=int_at_least(1, "max-batched-tokens", MAX_BATCH), default=DEFAULT_MAX_BATCHED_TOKENS,
-                   help=f"tokens per iteration for decode plus prefill chunks (default {DEFAULT_MAX_BATCHED_TOKENS})")
-    p.add_argument("--memory-util", type=fraction, default=DEFAULT_MEMORY_UTILIZATION,
-                   help=f"fraction of device memory the engine uses (default {DEFAULT_MEMORY_UTILIZATION})")
+    p.add_argument(
+        "--gamma",
+        type=int_at_least(1, "gamma", MAX_GAMMA),
+        help="fixed gamma (default: the optimal gamma per running batch size)",
+    )
+    p.add_argument(
+        "--gamma-max",
+        type=int_at_least(1, "gamma-max", MAX_GAMMA),
+        default=DEFAULT_SERVING_GAMMA_MAX,
+        help=f"largest gamma of the per-batch schedule (default {DEFAULT_SERVING_GAMMA_MAX})",
+    )
+    p.add_argument(
+        "--max-num-seqs",
+        type=int_at_least(1, "max-num-seqs", MAX_BATCH),
+        default=DEFAULT_MAX_NUM_SEQS,
+        help=f"sequences in flight at most (default {DEFAULT_MAX_NUM_SEQS}, vLLM's)",
+    )
+    p.add_argument(
+        "--max-batched-tokens",
+        type=int_at_least(1, "max-batched-tokens", MAX_BATCH),
+        default=DEFAULT_MAX_BATCHED_TOKENS,
+        help=f"tokens per iteration for decode plus prefill chunks (default {DEFAULT_MAX_BATCHED_TOKENS})",
+    )
+    p.add_argument(
+        "--memory-util",
+        type=fraction,
+        default=DEFAULT_MEMORY_UTILIZATION,
+        help=f"fraction of device memory the engine uses (default {DEFAULT_MEMORY_UTILIZATION})",
+    )
     p.add_argument("--slo-ttft-ms", type=positive_number, help="time-to-first-token objective, ms (> 0)")
     p.add_argument("--slo-tpot-ms", type=positive_number, help="time-per-output-token objective, ms (> 0)")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -327,13 +516,16 @@ def rate_list(text: str) -> list[float]:
     if not items:
         raise argparse.ArgumentTypeError(f"rates needs a comma-separated list of request rates > 0, got {text!r}")
     if len(items) > MAX_RATES:
-        raise argparse.ArgumentTypeError(f"rates lists {len(items):,} rates; at most {MAX_RATES} per sweep (each is two "
-                                         "simulations): split the sweep")
+        raise argparse.ArgumentTypeError(
+            f"rates lists {len(items):,} rates; at most {MAX_RATES} per sweep (each is two "
+            "simulations): split the sweep"
+        )
     return [rate(item) for item in items]
 
 
 def names(what: str):
     """A comma-separated list of names, refused when it names none (--only ',' once meant every figure)."""
+
     def parse(text: str) -> list[str]:
         found = [n.strip() for n in text.split(",") if n.strip()]
         if not found:
@@ -346,6 +538,7 @@ def names(what: str):
 
 def nonempty(what: str, kind: str = "file"):
     """A path flag's value, refused when empty: from a shell, --out '' is an empty argument that was once skipped."""
+
     def parse(text: str) -> str:
         if not text.strip():
             raise argparse.ArgumentTypeError(f"--{what} needs a {kind} name, got an empty one")
@@ -353,4 +546,3 @@ def nonempty(what: str, kind: str = "file"):
 
     parse.__name__ = what
     return parse
-

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from specsim.cli.flags import int_at_least, names, nonempty, nonneg_number
 from specsim.cli.report import print_json, table
-from specsim.cli.flags import (int_at_least, names, nonempty, nonneg_number)
 from specsim.core.limits import MAX_SEED
 
 __all__ = ["run_acceptance", "run_figures", "run_hardware", "run_models", "run_reproduce", "run_toy"]
@@ -22,63 +22,126 @@ def run_toy(args: argparse.Namespace) -> int:
             print_json({"hand_example": hand, "bigram": result})
             return 0
         print("hand example: p = (0.6, 0.3, 0.1), q = (0.3, 0.6, 0.1)")
-        print(f"  beta = sum min(p, q) = {hand['beta']:g}; draft B accepted with probability {hand['accept_b']:g}; "
-              f"residual max(0, p - q) normalised = {hand['residual']} (always A)")
+        print(
+            f"  beta = sum min(p, q) = {hand['beta']:g}; draft B accepted with probability {hand['accept_b']:g}; "
+            f"residual max(0, p - q) normalised = {hand['residual']} (always A)"
+        )
         print(f"  output distribution, exact enumeration: {hand['exact_output']}  (= p)")
         mc = ", ".join(f"{v:.4f}" for v in hand["mc_output"])
-        print(f"  Monte Carlo, {hand['samples']:,} steps: ({mc}); TV from p {hand['mc_tv']:.4f}, chi-square p-value {hand['mc_chi2_p']:.3f}")
+        print(
+            f"  Monte Carlo, {hand['samples']:,} steps: ({mc}); TV from p {hand['mc_tv']:.4f}, chi-square p-value {hand['mc_chi2_p']:.3f}"
+        )
         print()
-        print(f"bigram target ({result['vocab']} tokens, logits N(0, 2^2)), draft logits + N(0, 1.2^2), seed {result['seed']}: "
-              f"alpha under the target's stationary distribution = {result['alpha_stationary']:.4f}")
-        print(f"token {result['position']} of {result['generations']:,} generations, speculative sampling with gamma = {result['gamma']}:")
-        print(table(["sampler", "TV from exact marginal", "chi-square p-value"], [
-            ["speculative (gamma = 4)", f"{result['tv_speculative']:.4f}", f"{result['chi2_p_speculative']:.3f}"],
-            ["plain target sampling", f"{result['tv_plain']:.4f}", f"{result['chi2_p_plain']:.3f}"],
-        ], "<>>"))
-        print(f"expected TV of an exact sample of this size (sampling noise): {result['tv_noise_level']:.4f}; "
-              "the article's run gave 0.0101 and 0.0089")
+        print(
+            f"bigram target ({result['vocab']} tokens, logits N(0, 2^2)), draft logits + N(0, 1.2^2), seed {result['seed']}: "
+            f"alpha under the target's stationary distribution = {result['alpha_stationary']:.4f}"
+        )
+        print(
+            f"token {result['position']} of {result['generations']:,} generations, speculative sampling with gamma = {result['gamma']}:"
+        )
+        print(
+            table(
+                ["sampler", "TV from exact marginal", "chi-square p-value"],
+                [
+                    [
+                        "speculative (gamma = 4)",
+                        f"{result['tv_speculative']:.4f}",
+                        f"{result['chi2_p_speculative']:.3f}",
+                    ],
+                    ["plain target sampling", f"{result['tv_plain']:.4f}", f"{result['chi2_p_plain']:.3f}"],
+                ],
+                "<>>",
+            )
+        )
+        print(
+            f"expected TV of an exact sample of this size (sampling noise): {result['tv_noise_level']:.4f}; "
+            "the article's run gave 0.0101 and 0.0089"
+        )
         return 0
     if args.experiment == "tokens-per-step":
         result = toy.tokens_per_step(seed=args.seed)
         if args.json:
             print_json(result)
             return 0
-        print(f"bigram toy, seed {result['seed']}: alpha = {result['alpha_stationary']:.4f} under the target's stationary distribution")
-        print(table(["gamma", "measured tokens/pass", "formula E(alpha, gamma)", "difference", "target passes"],
-                     [[r["gamma"], f"{r['measured']:.4f}", f"{r['formula']:.4f}", f"{r['relative_error']:+.2%}", f"{r['passes']:,}"]
-                      for r in result["rows"]], ">>>>>"))
-        print("the article: measured 1.634, 2.038, 2.297, 2.472, 2.645, 2.707 against 1.638, 2.044, 2.303, 2.469, 2.641, 2.712")
+        print(
+            f"bigram toy, seed {result['seed']}: alpha = {result['alpha_stationary']:.4f} under the target's stationary distribution"
+        )
+        print(
+            table(
+                ["gamma", "measured tokens/pass", "formula E(alpha, gamma)", "difference", "target passes"],
+                [
+                    [
+                        r["gamma"],
+                        f"{r['measured']:.4f}",
+                        f"{r['formula']:.4f}",
+                        f"{r['relative_error']:+.2%}",
+                        f"{r['passes']:,}",
+                    ]
+                    for r in result["rows"]
+                ],
+                ">>>>>",
+            )
+        )
+        print(
+            "the article: measured 1.634, 2.038, 2.297, 2.472, 2.645, 2.707 against 1.638, 2.044, 2.303, 2.469, 2.641, 2.712"
+        )
         return 0
     result = toy.realign(seed=args.seed)
     if args.json:
         print_json(result)
         return 0
-    print(f"re-aligning a stale rank-{result['rank']} draft to a fine-tuned {result['vocab']}-token bigram target, seed {result['seed']}")
+    print(
+        f"re-aligning a stale rank-{result['rank']} draft to a fine-tuned {result['vocab']}-token bigram target, seed {result['seed']}"
+    )
     print("alpha and tokens per step (gamma = 4) under the fine-tuned target's stationary distribution\n")
     stale = result["rows"][0]["tokens_per_step_gamma4"]
-    print(table(["draft", "alpha", "tokens/step", "vs stale", "greedy agreement"],
-                 [[r["draft"], f"{r['alpha']:.3f}", f"{r['tokens_per_step_gamma4']:.2f}",
-                   f"{r['tokens_per_step_gamma4'] / stale - 1:+.0%}", f"{r['greedy_agreement']:.3f}"] for r in result["rows"]],
-                 "<>>>>"))
-    print("\nthe article: stale 2.39, SFT 3.33, TVD 3.96 (about 0.88 acceptance), KL objectives in between, on-policy no extra gain")
+    print(
+        table(
+            ["draft", "alpha", "tokens/step", "vs stale", "greedy agreement"],
+            [
+                [
+                    r["draft"],
+                    f"{r['alpha']:.3f}",
+                    f"{r['tokens_per_step_gamma4']:.2f}",
+                    f"{r['tokens_per_step_gamma4'] / stale - 1:+.0%}",
+                    f"{r['greedy_agreement']:.3f}",
+                ]
+                for r in result["rows"]
+            ],
+            "<>>>>",
+        )
+    )
+    print(
+        "\nthe article: stale 2.39, SFT 3.33, TVD 3.96 (about 0.88 acceptance), KL objectives in between, on-policy no extra gain"
+    )
     return 0
 
 
 def run_acceptance(args: argparse.Namespace) -> int:
     from specsim.speculation.sampling import load_logits, logits_acceptance_summary
 
-    out = logits_acceptance_summary(load_logits(args.target_logits, "target logits"), load_logits(args.draft_logits, "draft logits"),
-                                    args.temperature)
+    out = logits_acceptance_summary(
+        load_logits(args.target_logits, "target logits"),
+        load_logits(args.draft_logits, "draft logits"),
+        args.temperature,
+    )
     alpha = out["alpha"]
     if args.json:
         print_json(out)
         return 0
     print(f"{out['positions']:,} positions x {out['vocab']:,} tokens at temperature {args.temperature:g}")
     pct = out["alpha_percentiles"]
-    print(f"alpha = mean of sum min(p, q) = {alpha:.4f} (std {out['alpha_std']:.3f}; 10/50/90th percentiles "
-          f"{pct['10']:.3f} / {pct['50']:.3f} / {pct['90']:.3f})\n")
-    print(table(["gamma", "tokens/step (independent, alpha)", "if acceptance is shared within a step"],
-                 [[r["gamma"], f"{r['independent']:.3f}", f"{r['correlated_bound']:.3f}"] for r in out["tokens_per_step"]], ">>>"))
+    print(
+        f"alpha = mean of sum min(p, q) = {alpha:.4f} (std {out['alpha_std']:.3f}; 10/50/90th percentiles "
+        f"{pct['10']:.3f} / {pct['50']:.3f} / {pct['90']:.3f})\n"
+    )
+    print(
+        table(
+            ["gamma", "tokens/step (independent, alpha)", "if acceptance is shared within a step"],
+            [[r["gamma"], f"{r['independent']:.3f}", f"{r['correlated_bound']:.3f}"] for r in out["tokens_per_step"]],
+            ">>>",
+        )
+    )
     print(f"\nnext: specsim optimal-gamma --alpha {alpha:.3f} ...")
     return 0
 
@@ -98,9 +161,13 @@ def run_hardware(args: argparse.Namespace) -> int:
         print(f"  memory bandwidth    {hw.peak_bytes_per_s / 1e12:9.3f} TB/s")
         print(f"  memory capacity     {hw.memory_bytes / 1e9:9.1f} GB")
         print(f"  efficiencies        compute {hw.compute_eff:.3g}, bandwidth {hw.bandwidth_eff:.3g}")
-        print(f"  overhead            {hw.overhead_s * 1e3:.3f} ms per forward pass"
-              + (f" + {hw.per_layer_overhead_s * 1e6:.2f} us per layer" if hw.per_layer_overhead_s else ""))
-        print(f"  ridge               {hw.ridge_flop_per_byte:.1f} FLOP/byte (datasheet peaks: {hw.peak_ridge_flop_per_byte:.1f})")
+        print(
+            f"  overhead            {hw.overhead_s * 1e3:.3f} ms per forward pass"
+            + (f" + {hw.per_layer_overhead_s * 1e6:.2f} us per layer" if hw.per_layer_overhead_s else "")
+        )
+        print(
+            f"  ridge               {hw.ridge_flop_per_byte:.1f} FLOP/byte (datasheet peaks: {hw.peak_ridge_flop_per_byte:.1f})"
+        )
         for key, url in hw.sources.items():
             print(f"  source of {key}: {url}")
         if hw.calibration:
@@ -111,13 +178,26 @@ def run_hardware(args: argparse.Namespace) -> int:
     rows = []
     for name in builtin_names():
         hw = load_hardware(name)
-        rows.append([name, f"{hw.peak_flop_per_s / 1e12:.4g}", f"{hw.peak_bytes_per_s / 1e12:.3g}", f"{hw.memory_bytes / 1e9:.0f}",
-                     f"{hw.compute_eff:.2f}/{hw.bandwidth_eff:.2f}", f"{hw.overhead_s * 1e3:.3f}", f"{hw.ridge_flop_per_byte:.0f}",
-                     "calibrated" if hw.calibration else "datasheet + article preset"])
+        rows.append(
+            [
+                name,
+                f"{hw.peak_flop_per_s / 1e12:.4g}",
+                f"{hw.peak_bytes_per_s / 1e12:.3g}",
+                f"{hw.memory_bytes / 1e9:.0f}",
+                f"{hw.compute_eff:.2f}/{hw.bandwidth_eff:.2f}",
+                f"{hw.overhead_s * 1e3:.3f}",
+                f"{hw.ridge_flop_per_byte:.0f}",
+                "calibrated" if hw.calibration else "datasheet + article preset",
+            ]
+        )
     if args.json:
         print_json([profile_to_mapping(load_hardware(name)) for name in builtin_names()])
         return 0
-    print(table(["name", "TFLOP/s", "TB/s", "GB", "eff c/bw", "overhead ms", "ridge", "efficiencies from"], rows, "<>>>>>><"))
+    print(
+        table(
+            ["name", "TFLOP/s", "TB/s", "GB", "eff c/bw", "overhead ms", "ridge", "efficiencies from"], rows, "<>>>>>><"
+        )
+    )
     from specsim.describe.hardware import ALIASES
 
     print("\naliases: " + ", ".join(f"{a} = {t}" for a, t in ALIASES.items()))
@@ -139,7 +219,11 @@ def run_models(args: argparse.Namespace) -> int:
             return 0
         width = max(map(len, d))
         for key, value in d.items():
-            print(f"{key:<{width}}  {value:,}" if isinstance(value, int) and not isinstance(value, bool) else f"{key:<{width}}  {value}")
+            print(
+                f"{key:<{width}}  {value:,}"
+                if isinstance(value, int) and not isinstance(value, bool)
+                else f"{key:<{width}}  {value}"
+            )
         return 0
     names = builtin_model_names()
     models = [get_model(n) for n in names]
@@ -160,13 +244,30 @@ def run_models(args: argparse.Namespace) -> int:
         return str(entry["draft"]).split(" (")[0]
 
     dtype = lambda m: m.weight_dtype if m.expert_dtype_ == m.weight_dtype else f"{m.weight_dtype}/{m.expert_dtype_}"  # noqa: E731
-    print(table(
-        ["name", "params", "active", "kind", "layers", "heads/kv", "weights", "weights GB", "KV kB/token", "draft"],
-        [[m.name, format_count(m.params), format_count(m.active_params), kind(m), m.n_layers, f"{m.n_heads}/{m.n_kv_heads}",
-          dtype(m), f"{m.weight_bytes / 1e9:.1f}", f"{m.kv_bytes_per_token / 1e3:.1f}", draft(n)] for n, m in zip(names, models)],
-        "<>><>><>><",
-    ))
-    print("\nshow one (with its source and published size): specsim models show NAME; use your own: --target path/to/config.json")
+    print(
+        table(
+            ["name", "params", "active", "kind", "layers", "heads/kv", "weights", "weights GB", "KV kB/token", "draft"],
+            [
+                [
+                    m.name,
+                    format_count(m.params),
+                    format_count(m.active_params),
+                    kind(m),
+                    m.n_layers,
+                    f"{m.n_heads}/{m.n_kv_heads}",
+                    dtype(m),
+                    f"{m.weight_bytes / 1e9:.1f}",
+                    f"{m.kv_bytes_per_token / 1e3:.1f}",
+                    draft(n),
+                ]
+                for n, m in zip(names, models)
+            ],
+            "<>><>><>><",
+        )
+    )
+    print(
+        "\nshow one (with its source and published size): specsim models show NAME; use your own: --target path/to/config.json"
+    )
     return 0
 
 
@@ -175,18 +276,38 @@ def run_reproduce(args: argparse.Namespace) -> int:
 
     checks = reproduce()
     if args.json:
-        print_json([
-            {"quantity": c.quantity, "quoted": c.quoted, "value": c.value, "interval": c.interval, "unit": c.unit, "passed": c.passed}
-            for c in checks
-        ])
+        print_json(
+            [
+                {
+                    "quantity": c.quantity,
+                    "quoted": c.quoted,
+                    "value": c.value,
+                    "interval": c.interval,
+                    "unit": c.unit,
+                    "passed": c.passed,
+                }
+                for c in checks
+            ]
+        )
     else:
         print("the article's numbers from its preset: H100 SXM (989 TFLOP/s x 0.6, 3.35 TB/s x 0.8, 0.5 ms/pass),")
         print("article-8b target, article-1b draft, context 1128 tokens\n")
-        print(table(
-            ["quantity", "quoted", "specsim", "must land in", "result"],
-            [[c.quantity, c.quoted, f"{c.value:.4f} {c.unit}".strip(), c.interval, "pass" if c.passed else "FAIL"] for c in checks],
-            "<<><<",
-        ))
+        print(
+            table(
+                ["quantity", "quoted", "specsim", "must land in", "result"],
+                [
+                    [
+                        c.quantity,
+                        c.quoted,
+                        f"{c.value:.4f} {c.unit}".strip(),
+                        c.interval,
+                        "pass" if c.passed else "FAIL",
+                    ]
+                    for c in checks
+                ],
+                "<<><<",
+            )
+        )
         failed = sum(not c.passed for c in checks)
         print(f"\n{len(checks) - failed}/{len(checks)} pass")
     return 0 if all(c.passed for c in checks) else 1
@@ -218,7 +339,9 @@ def run_figures(args: argparse.Namespace) -> int:
 
 # -- flags: each command's own, declared beside its handler --------------------------------------------------
 def _parser_toy(sub) -> None:
-    p = sub.add_parser("toy", help="the article's seeded toy experiments: exactness, tokens per step, draft re-alignment")
+    p = sub.add_parser(
+        "toy", help="the article's seeded toy experiments: exactness, tokens per step, draft re-alignment"
+    )
     p.add_argument("experiment", choices=["exactness", "tokens-per-step", "distill"])
     p.add_argument("--seed", type=int_at_least(0, "seed", MAX_SEED), default=0, help="random seed (default 0)")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -226,9 +349,12 @@ def _parser_toy(sub) -> None:
 
 
 def _parser_acceptance(sub) -> None:
-    p = sub.add_parser("acceptance", help="alpha measured from target and draft logits at a temperature",
-                       description="Read two [positions, vocab] logit arrays (.npy or .npz) over the same positions and "
-                       "vocabulary; print alpha = mean sum min(p, q), its spread and tokens per step for gamma 1..8.")
+    p = sub.add_parser(
+        "acceptance",
+        help="alpha measured from target and draft logits at a temperature",
+        description="Read two [positions, vocab] logit arrays (.npy or .npz) over the same positions and "
+        "vocabulary; print alpha = mean sum min(p, q), its spread and tokens per step for gamma 1..8.",
+    )
     p.add_argument("--target-logits", required=True, help=".npy or .npz file, shape [positions, vocab]")
     p.add_argument("--draft-logits", required=True, help=".npy or .npz file, same shape")
     p.add_argument("--temperature", type=nonneg_number, default=1.0, help="serving temperature (0 = greedy; default 1)")
@@ -254,20 +380,32 @@ def _parser_models(sub) -> None:
 
 def _parser_figures(sub) -> None:
     p = sub.add_parser("figures", help="regenerate every figure (PNG and SVG) with fixed file names")
-    p.add_argument("--out", type=nonempty("out", "folder"), default="figures", help="output folder, created if missing (default: figures)")
-    p.add_argument("--only", type=names("only"),
-                   help="comma-separated figure names (see --list)")
+    p.add_argument(
+        "--out",
+        type=nonempty("out", "folder"),
+        default="figures",
+        help="output folder, created if missing (default: figures)",
+    )
+    p.add_argument("--only", type=names("only"), help="comma-separated figure names (see --list)")
     p.add_argument("--list", action="store_true", help="list the figure names and exit")
     p.add_argument("--json", action="store_true", help="print JSON (the files written, or with --list the names)")
     p.set_defaults(func=run_figures)
 
 
 def _parser_reproduce(sub) -> None:
-    p = sub.add_parser("reproduce", help="recompute every number the reference article quotes; exit 0 only if all match")
+    p = sub.add_parser(
+        "reproduce", help="recompute every number the reference article quotes; exit 0 only if all match"
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_reproduce)
 
 
-
 #: The commands of this module, each with the function that declares its flags.
-PARSERS = {"toy": _parser_toy, "acceptance": _parser_acceptance, "hardware": _parser_hardware, "models": _parser_models, "figures": _parser_figures, "reproduce": _parser_reproduce}
+PARSERS = {
+    "toy": _parser_toy,
+    "acceptance": _parser_acceptance,
+    "hardware": _parser_hardware,
+    "models": _parser_models,
+    "figures": _parser_figures,
+    "reproduce": _parser_reproduce,
+}

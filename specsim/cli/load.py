@@ -6,11 +6,10 @@ import argparse
 import contextlib
 import sys
 
-from specsim.cli.report import describe, ms, print_json, print_notes, table
 from specsim.cli.args import deployment, resolve_acceptance
-from specsim.cli.flags import (MAX_SERVE_RUNS, add_serving_args, int_at_least, nonempty, rate, rate_list)
-from specsim.core.limits import MAX_RATE_PER_S
-from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_WORKERS
+from specsim.cli.flags import MAX_SERVE_RUNS, add_serving_args, int_at_least, nonempty, rate, rate_list
+from specsim.cli.report import describe, ms, print_json, print_notes, table
+from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_RATE_PER_S, MAX_WORKERS
 
 __all__ = ["run_serve_sim", "run_serve_sweep"]
 
@@ -21,7 +20,10 @@ def _setup(args: argparse.Namespace):
     dep = deployment(args)
     acc, acc_label = resolve_acceptance(args, dep, *_acceptance_question(args))
     limits = EngineLimits(args.max_num_seqs, args.max_batched_tokens)
-    slo = (None if args.slo_ttft_ms is None else args.slo_ttft_ms / 1e3, None if args.slo_tpot_ms is None else args.slo_tpot_ms / 1e3)
+    slo = (
+        None if args.slo_ttft_ms is None else args.slo_ttft_ms / 1e3,
+        None if args.slo_tpot_ms is None else args.slo_tpot_ms / 1e3,
+    )
     gamma = "schedule" if args.gamma is None else args.gamma
     return acc, acc_label, dep, limits, slo, gamma
 
@@ -50,8 +52,10 @@ def _window_clause(dep) -> str:
     t = dep.target
     if not t.n_sliding_layers:
         return ""
-    return (f"; {t.n_sliding_layers} of {t.n_layers} layers keep at most {t.sliding_window:,} tokens, so a request "
-            "reserves less than its length (the same KV as specsim capacity)")
+    return (
+        f"; {t.n_sliding_layers} of {t.n_layers} layers keep at most {t.sliding_window:,} tokens, so a request "
+        "reserves less than its length (the same KV as specsim capacity)"
+    )
 
 
 #: Requests simulated in all (both arms of every run) from which serve-sim spreads its runs over the cores: fewer finish
@@ -67,7 +71,13 @@ def _runner(args: argparse.Namespace, runs: int, requests: int):
     import os
     import sys
 
-    jobs = args.jobs if args.jobs is not None else len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    jobs = (
+        args.jobs
+        if args.jobs is not None
+        else len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else os.cpu_count() or 1
+    )
     jobs = min(jobs, runs) if runs > 1 and (args.jobs is not None or requests >= PARALLEL_FROM_REQUESTS) else 1
     bar = None
     if runs > 1 and sys.stderr.isatty() and not args.json:
@@ -102,8 +112,10 @@ def run_serve_sim(args: argparse.Namespace) -> int:
     from specsim.serving.simulator import CONFIDENCE, DEFAULT_RUNS, requests_for, serve_compare_runs, summarize_runs
 
     if args.trace is not None and args.runs not in (None, 1):
-        raise ValueError(f"--runs {args.runs} with --trace: a trace is one fixed set of requests and is replayed once "
-                         "(new runs draw new arrivals, which a trace does not have); drop --runs")
+        raise ValueError(
+            f"--runs {args.runs} with --trace: a trace is one fixed set of requests and is replayed once "
+            "(new runs draw new arrivals, which a trace does not have); drop --runs"
+        )
     if args.csv:
         check_output(args.csv, (".csv",), "--csv")
     acc, acc_label, dep, limits, slo, gamma = _setup(args)
@@ -111,38 +123,63 @@ def run_serve_sim(args: argparse.Namespace) -> int:
     seeds = list(range(args.seed, args.seed + runs_asked))
     request_sets = []
     for seed in seeds:
-        requests, concurrency = requests_for(dep.target, rate=args.rate, concurrency=args.concurrency, trace=args.trace,
-                                             workload=args.workload, n=args.requests, rng=np.random.default_rng(seed),
-                                             lengths=_lengths(args))
+        requests, concurrency = requests_for(
+            dep.target,
+            rate=args.rate,
+            concurrency=args.concurrency,
+            trace=args.trace,
+            workload=args.workload,
+            n=args.requests,
+            rng=np.random.default_rng(seed),
+            lengths=_lengths(args),
+        )
         if len(requests) * len(seeds) > MAX_SIMULATED_REQUESTS:
-            raise ValueError(f"--runs {len(seeds)} of {len(requests):,} requests simulate {len(requests) * len(seeds):,}; at most "
-                             f"{MAX_SIMULATED_REQUESTS:,} per command: pass fewer runs or requests")
+            raise ValueError(
+                f"--runs {len(seeds)} of {len(requests):,} requests simulate {len(requests) * len(seeds):,}; at most "
+                f"{MAX_SIMULATED_REQUESTS:,} per command: pass fewer runs or requests"
+            )
         request_sets.append(requests)
     with _runner(args, len(seeds), sum(len(r) for r in request_sets)) as (executor, done):
-        results = serve_compare_runs(dep, request_sets, acc, gamma, limits, concurrency, seeds, args.memory_util,
-                                     args.gamma_max, executor, done)
+        results = serve_compare_runs(
+            dep, request_sets, acc, gamma, limits, concurrency, seeds, args.memory_util, args.gamma_max, executor, done
+        )
     runs = [(r, *result) for r, result in zip(request_sets, results)]
     requests, plain, spec, meta = runs[0]
     summaries = [summarize_runs([r[i].summary(*slo) for r in runs]) for i in (1, 2)]
     if args.csv:
         _write_requests(args.csv, requests, plain, spec)
     span = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}-{seeds[-1]}"
-    provenance = dep.provenance() + [f"load: {requests.source}" + (f", {concurrency} users" if concurrency else ""),
-                                     f"acceptance: {acc_label}; speculation: {meta['gamma_policy']}",
-                                     f"engine limits: max_num_seqs {limits.max_num_seqs}, max_batched_tokens "
-                                     f"{limits.max_batched_tokens}; KV capacity {meta['kv_capacity_tokens_plain']:,.0f} tokens "
-                                     f"without the draft, {meta['kv_capacity_tokens_spec']:,.0f} with it (prompt + output reserved per request)"
-                                     + _window_clause(dep),
-                                     f"runs: {len(seeds)} of {len(requests):,} requests ({span})" + (
-                                         f"; each figure is the mean over the runs ± the half-width of its {CONFIDENCE:.0%} "
-                                         "confidence interval (Student t over runs)" if len(seeds) > 1 else "; a trace is replayed once: no interval"
-                                         if args.trace is not None else "; no interval: pass --runs 10 for one") + (f"; --csv holds the run with seed {seeds[0]}" if args.csv else "")]
+    provenance = dep.provenance() + [
+        f"load: {requests.source}" + (f", {concurrency} users" if concurrency else ""),
+        f"acceptance: {acc_label}; speculation: {meta['gamma_policy']}",
+        f"engine limits: max_num_seqs {limits.max_num_seqs}, max_batched_tokens "
+        f"{limits.max_batched_tokens}; KV capacity {meta['kv_capacity_tokens_plain']:,.0f} tokens "
+        f"without the draft, {meta['kv_capacity_tokens_spec']:,.0f} with it (prompt + output reserved per request)"
+        + _window_clause(dep),
+        f"runs: {len(seeds)} of {len(requests):,} requests ({span})"
+        + (
+            f"; each figure is the mean over the runs ± the half-width of its {CONFIDENCE:.0%} "
+            "confidence interval (Student t over runs)"
+            if len(seeds) > 1
+            else "; a trace is replayed once: no interval"
+            if args.trace is not None
+            else "; no interval: pass --runs 10 for one"
+        )
+        + (f"; --csv holds the run with seed {seeds[0]}" if args.csv else ""),
+    ]
     if args.json:
-        print_json({"off": summaries[0], "on": summaries[1], "seeds": seeds, "provenance": provenance,
-                    "gamma_by_batch": meta["gamma_by_batch"]})
+        print_json(
+            {
+                "off": summaries[0],
+                "on": summaries[1],
+                "seeds": seeds,
+                "provenance": provenance,
+                "gamma_by_batch": meta["gamma_by_batch"],
+            }
+        )
     else:
         print(describe(dep, int(meta["context_hint"])))
-        for line in provenance[len(dep.provenance()):]:
+        for line in provenance[len(dep.provenance()) :]:
             print(line)
         print()
         _print_summaries(*summaries)
@@ -169,10 +206,21 @@ def _write_requests(path, requests, plain, spec) -> None:
 
     from specsim.core.files import atomic_write_bytes
 
-    frames = [pd.DataFrame({"speculation": name, "request": np.arange(len(requests)), "arrival_s": r.arrival_s,
-                            "first_token_s": r.first_token_s, "finish_s": r.finish_s, "prompt_tokens": r.prompt,
-                            "output_tokens": r.output, "never_fit": r.rejected})
-              for name, r in (("off", plain), ("on", spec))]
+    frames = [
+        pd.DataFrame(
+            {
+                "speculation": name,
+                "request": np.arange(len(requests)),
+                "arrival_s": r.arrival_s,
+                "first_token_s": r.first_token_s,
+                "finish_s": r.finish_s,
+                "prompt_tokens": r.prompt,
+                "output_tokens": r.output,
+                "never_fit": r.rejected,
+            }
+        )
+        for name, r in (("off", plain), ("on", spec))
+    ]
     atomic_write_bytes(path, pd.concat(frames).to_csv(index=False).encode())
 
 
@@ -196,28 +244,53 @@ def _print_summaries(off: dict, on: dict) -> None:
 
     runs = off["runs"]
     rows = []
-    for label, key, scale, unit in (("TTFT", "ttft_s", 1e3, "ms"), ("TPOT", "tpot_s", 1e3, "ms"), ("end-to-end", "e2e_s", 1, "s")):
+    for label, key, scale, unit in (
+        ("TTFT", "ttft_s", 1e3, "ms"),
+        ("TPOT", "tpot_s", 1e3, "ms"),
+        ("end-to-end", "e2e_s", 1, "s"),
+    ):
         rows.append([f"{label} p50 / p90 / p99", trio(off[key], scale, unit), trio(on[key], scale, unit)])
         if runs > 1:
-            rows.append([f"  {off['confidence']:.0%} interval", trio_ci(off["ci"][key], scale, unit), trio_ci(on["ci"][key], scale, unit)])
+            rows.append(
+                [
+                    f"  {off['confidence']:.0%} interval",
+                    trio_ci(off["ci"][key], scale, unit),
+                    trio_ci(on["ci"][key], scale, unit),
+                ]
+            )
     rows += [
         ["output tokens/s", num(off, "output_tokens_per_s", ",.0f"), num(on, "output_tokens_per_s", ",.0f")],
         ["requests/s served", num(off, "requests_per_s", ".2f"), num(on, "requests_per_s", ".2f")],
-        ["running batch mean (max)", f"{num(off, 'mean_running_batch', '.1f')} ({off['max_running_batch']})",
-         f"{num(on, 'mean_running_batch', '.1f')} ({on['max_running_batch']})"],
-        ["requests served / never fit" + (f" ({runs} runs)" if runs > 1 else ""), f"{off['served']} / {off['never_fit']}",
-         f"{on['served']} / {on['never_fit']}"],
+        [
+            "running batch mean (max)",
+            f"{num(off, 'mean_running_batch', '.1f')} ({off['max_running_batch']})",
+            f"{num(on, 'mean_running_batch', '.1f')} ({on['max_running_batch']})",
+        ],
+        [
+            "requests served / never fit" + (f" ({runs} runs)" if runs > 1 else ""),
+            f"{off['served']} / {off['never_fit']}",
+            f"{on['served']} / {on['never_fit']}",
+        ],
     ]
     if "goodput_requests_per_s" in off:
-        rows.append(["goodput (both SLOs met)", f"{num(off, 'goodput_requests_per_s', '.2f')} req/s ({off['slo_met']})",
-                     f"{num(on, 'goodput_requests_per_s', '.2f')} req/s ({on['slo_met']})"])
+        rows.append(
+            [
+                "goodput (both SLOs met)",
+                f"{num(off, 'goodput_requests_per_s', '.2f')} req/s ({off['slo_met']})",
+                f"{num(on, 'goodput_requests_per_s', '.2f')} req/s ({on['slo_met']})",
+            ]
+        )
     print(table(["", "speculation off", "speculation on"], rows, "<>>"))
     if off["tpot_s"]["p50"] is None or on["tpot_s"]["p50"] is None:
-        print("\nno TPOT to compare: no served request produced a second token (TPOT is the time between output tokens)")
+        print(
+            "\nno TPOT to compare: no served request produced a second token (TPOT is the time between output tokens)"
+        )
         return
     change = on["tpot_s"]["p50"] / off["tpot_s"]["p50"] - 1
-    print(f"\nspeculation changes TPOT p50 by {change:+.1%} and throughput by "
-          f"{on['output_tokens_per_s'] / off['output_tokens_per_s'] - 1:+.1%} at this load")
+    print(
+        f"\nspeculation changes TPOT p50 by {change:+.1%} and throughput by "
+        f"{on['output_tokens_per_s'] / off['output_tokens_per_s'] - 1:+.1%} at this load"
+    )
 
 
 def _served_against_offered(args: argparse.Namespace, summaries: list[dict]) -> str:
@@ -226,11 +299,16 @@ def _served_against_offered(args: argparse.Namespace, summaries: list[dict]) -> 
     grows between them, and arrivals less that growth are what the engine completes.  Growth counts when it is
     over 10 requests and over 5% of the arrival rate (a steady queue of n requests wanders by about sqrt(n))."""
     if args.concurrency is not None:
-        return (f"requests/s served: a closed loop of {args.concurrency} users sends a request only when one finishes, so the "
-                "offered rate is what the engine serves")
-    head = (f"requests/s served against the offered {args.rate:g} req/s: served/s counts from the first arrival to the last "
-            "finish, and a Poisson stream of this many requests comes at its rate only on average" if args.rate is not None
-            else "requests/s served: counted from the trace's first arrival to the last finish")
+        return (
+            f"requests/s served: a closed loop of {args.concurrency} users sends a request only when one finishes, so the "
+            "offered rate is what the engine serves"
+        )
+    head = (
+        f"requests/s served against the offered {args.rate:g} req/s: served/s counts from the first arrival to the last "
+        "finish, and a Poisson stream of this many requests comes at its rate only on average"
+        if args.rate is not None
+        else "requests/s served: counted from the trace's first arrival to the last finish"
+    )
     lines = [head]
     for name, s in zip(("off", "on"), summaries):
         rate, drain, growth = s["arrival_rate_per_s"], s["drain_s"], s["queue_growth_per_s"]
@@ -238,13 +316,17 @@ def _served_against_offered(args: argparse.Namespace, summaries: list[dict]) -> 
             continue
         middle, last = s["in_system_at_middle_arrival"], s["in_system_at_last_arrival"]
         if last - middle > 10 and growth > 0.05 * rate:
-            verdict = (f"the queue grew from {middle:.0f} requests in the system at the middle arrival to {last:.0f} at the last, "
-                       f"{growth:.1f}/s: the engine completes about {rate - growth:.1f} req/s of the {rate:.1f} arriving, past its "
-                       "capacity (a longer run queues more)")
+            verdict = (
+                f"the queue grew from {middle:.0f} requests in the system at the middle arrival to {last:.0f} at the last, "
+                f"{growth:.1f}/s: the engine completes about {rate - growth:.1f} req/s of the {rate:.1f} arriving, past its "
+                "capacity (a longer run queues more)"
+            )
         else:
             verdict = f"the engine kept up ({middle:.0f} requests in the system at the middle arrival, {last:.0f} at the last)"
-        lines.append(f"  speculation {name}: arrivals came at {rate:.2f} req/s, the last requests finished {drain:.1f} s after the "
-                     f"last arrival; {verdict}")
+        lines.append(
+            f"  speculation {name}: arrivals came at {rate:.2f} req/s, the last requests finished {drain:.1f} s after the "
+            f"last arrival; {verdict}"
+        )
     return "\n".join(lines)
 
 
@@ -263,91 +345,172 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
 
         executor = ProcessPoolExecutor(max_workers=args.workers)
     try:
-        frame = serve_sweep(dep, args.rates, workload, n, acc, gamma, limits, args.seed, *slo, args.gamma_max, executor=executor)
+        frame = serve_sweep(
+            dep, args.rates, workload, n, acc, gamma, limits, args.seed, *slo, args.gamma_max, executor=executor
+        )
     finally:
         if executor is not None:
             executor.shutdown()
     findings = sweep_findings(frame)
     if args.plot:
         from specsim.figures.plots import save_serve_sweep
-
         from specsim.speculation.acceptance import as_acceptance
 
         given = args.alpha is not None or args.acceptance is not None or args.metrics is not None
         accepted = as_acceptance(acc).brief() + ("" if given else " (the drafter's published default)")
-        save_serve_sweep(frame, args.plot, title=f"{dep.target.name} + {dep.drafter.name} on {dep.hardware.name}, "
-                                                 f"{workload.name} workload, {accepted}", slo_tpot_ms=args.slo_tpot_ms)
+        save_serve_sweep(
+            frame,
+            args.plot,
+            title=f"{dep.target.name} + {dep.drafter.name} on {dep.hardware.name}, "
+            f"{workload.name} workload, {accepted}",
+            slo_tpot_ms=args.slo_tpot_ms,
+        )
     if args.json:
-        print_json({"rates": frame.to_dict(orient="records"), "findings": findings, "acceptance": acc_label,
-                    "workload": workload.name, "provenance": dep.provenance(), "plot": args.plot})
+        print_json(
+            {
+                "rates": frame.to_dict(orient="records"),
+                "findings": findings,
+                "acceptance": acc_label,
+                "workload": workload.name,
+                "provenance": dep.provenance(),
+                "plot": args.plot,
+            }
+        )
         print_notes(dep)
         return 0
     print(describe(dep, 0).replace("; context 0 tokens", ""))
     print(f"workload {workload.name} ({workload.source}); {n} requests per rate; {acc_label}\n")
-    cols = ["rate", "off_tpot_p50_s", "on_tpot_p50_s", "off_tpot_p99_s", "on_tpot_p99_s", "off_tokens_per_s", "on_tokens_per_s",
-            "off_mean_batch", "on_mean_batch"]
+    cols = [
+        "rate",
+        "off_tpot_p50_s",
+        "on_tpot_p50_s",
+        "off_tpot_p99_s",
+        "on_tpot_p99_s",
+        "off_tokens_per_s",
+        "on_tokens_per_s",
+        "off_mean_batch",
+        "on_mean_batch",
+    ]
     headers = ["req/s", "TPOT p50 off", "on", "TPOT p99 off", "on", "tok/s off", "on", "batch off", "on"]
-    rows = [[f"{r.rate:g}", ms(r.off_tpot_p50_s), ms(r.on_tpot_p50_s), ms(r.off_tpot_p99_s), ms(r.on_tpot_p99_s),
-             f"{r.off_tokens_per_s:,.0f}", f"{r.on_tokens_per_s:,.0f}", f"{r.off_mean_batch:.1f}", f"{r.on_mean_batch:.1f}"]
-            for r in frame[cols].itertuples()]
+    rows = [
+        [
+            f"{r.rate:g}",
+            ms(r.off_tpot_p50_s),
+            ms(r.on_tpot_p50_s),
+            ms(r.off_tpot_p99_s),
+            ms(r.on_tpot_p99_s),
+            f"{r.off_tokens_per_s:,.0f}",
+            f"{r.on_tokens_per_s:,.0f}",
+            f"{r.off_mean_batch:.1f}",
+            f"{r.on_mean_batch:.1f}",
+        ]
+        for r in frame[cols].itertuples()
+    ]
     if "off_slo_attainment" in frame:
         headers += ["SLO met off", "on"]
-        rows = [row + [f"{a:.0%}", f"{b:.0%}"] for row, a, b in zip(rows, frame.off_slo_attainment, frame.on_slo_attainment)]
+        rows = [
+            row + [f"{a:.0%}", f"{b:.0%}"] for row, a, b in zip(rows, frame.off_slo_attainment, frame.on_slo_attainment)
+        ]
     print(table(headers, rows, ">" * len(headers)))
     stop = findings["speculation_stops_helping_at_rate"]
-    print("\nspeculation lowers TPOT p50 at every rate swept" if stop is None else
-          f"\nspeculation stops lowering TPOT p50 at {stop:g} requests/s")
+    print(
+        "\nspeculation lowers TPOT p50 at every rate swept"
+        if stop is None
+        else f"\nspeculation stops lowering TPOT p50 at {stop:g} requests/s"
+    )
     if "max_rate_meeting_slo_off" in findings:
         fmt = lambda v: "none of the rates swept" if v is None else f"{v:g} requests/s"  # noqa: E731
-        print(f"largest rate meeting the SLOs ({DEFAULT_SLO_ATTAINMENT:.0%} of requests): {fmt(findings['max_rate_meeting_slo_off'])} "
-              f"without speculation, {fmt(findings['max_rate_meeting_slo_on'])} with it")
+        print(
+            f"largest rate meeting the SLOs ({DEFAULT_SLO_ATTAINMENT:.0%} of requests): {fmt(findings['max_rate_meeting_slo_off'])} "
+            f"without speculation, {fmt(findings['max_rate_meeting_slo_on'])} with it"
+        )
     if args.plot:
-        print(f"figure: {args.plot}" + ("" if args.slo_tpot_ms is None else f" (the dash-dot line is the TPOT objective, "
-                                                                          f"{args.slo_tpot_ms:g} ms)"))
+        print(
+            f"figure: {args.plot}"
+            + (
+                ""
+                if args.slo_tpot_ms is None
+                else f" (the dash-dot line is the TPOT objective, {args.slo_tpot_ms:g} ms)"
+            )
+        )
     print_notes(dep)
     return 0
 
 
 # -- flags: each command's own, declared beside its handler --------------------------------------------------
 def _parser_serve_sim(sub) -> None:
-    p = sub.add_parser("serve-sim", help="simulate an engine under load, with and without speculation",
-                       description="Continuous batching with chunked prefill, request by request: TTFT, TPOT and "
-                       "end-to-end latency percentiles, throughput and running batch, with and without speculation.")
+    p = sub.add_parser(
+        "serve-sim",
+        help="simulate an engine under load, with and without speculation",
+        description="Continuous batching with chunked prefill, request by request: TTFT, TPOT and "
+        "end-to-end latency percentiles, throughput and running batch, with and without speculation.",
+    )
     load = p.add_mutually_exclusive_group(required=True)
     load.add_argument("--rate", type=rate, help=f"Poisson arrivals, requests per second, in (0, {MAX_RATE_PER_S:g}]")
-    load.add_argument("--concurrency", type=int_at_least(1, "concurrency", MAX_BATCH),
-                      help="a closed loop of this many users, each sending its next request when the last finishes")
-    load.add_argument("--trace", metavar="FILE", help="requests from a CSV or JSONL trace: arrival_s, prompt_tokens, output_tokens")
+    load.add_argument(
+        "--concurrency",
+        type=int_at_least(1, "concurrency", MAX_BATCH),
+        help="a closed loop of this many users, each sending its next request when the last finishes",
+    )
+    load.add_argument(
+        "--trace", metavar="FILE", help="requests from a CSV or JSONL trace: arrival_s, prompt_tokens, output_tokens"
+    )
     add_serving_args(p, lengths=False)
-    p.add_argument("--input-len", type=int_at_least(1, "input-len", MAX_CONTEXT),
-                   help="every request's prompt tokens, as a benchmark's random dataset (vllm bench serve --random-input-len); "
-                        "instead of --workload")
-    p.add_argument("--output-len", type=int_at_least(1, "output-len", MAX_CONTEXT),
-                   help="every request's output tokens (--random-output-len); instead of --workload")
+    p.add_argument(
+        "--input-len",
+        type=int_at_least(1, "input-len", MAX_CONTEXT),
+        help="every request's prompt tokens, as a benchmark's random dataset (vllm bench serve --random-input-len); "
+        "instead of --workload",
+    )
+    p.add_argument(
+        "--output-len",
+        type=int_at_least(1, "output-len", MAX_CONTEXT),
+        help="every request's output tokens (--random-output-len); instead of --workload",
+    )
     from specsim.serving.simulator import DEFAULT_RUNS
 
-    p.add_argument("--runs", type=int_at_least(1, "runs", MAX_SERVE_RUNS),
-                   help=f"independent runs, seeds --seed, --seed + 1, ...: each figure is their mean with a 95%% confidence "
-                   f"interval (default {DEFAULT_RUNS}, or 1 with --trace: a trace is replayed once; 1: one run, no interval)")
-    p.add_argument("--jobs", type=int_at_least(1, "jobs", 1024),
-                   help="processes the runs are spread over (default: the cores this process may use, where the runs "
-                   f"simulate {PARALLEL_FROM_REQUESTS:,} requests or more; every figure is the same whatever the number)")
-    p.add_argument("--csv", type=nonempty("csv"), metavar="FILE",
-                   help="write one row per request of the run with --seed (speculation off and on) to this CSV")
+    p.add_argument(
+        "--runs",
+        type=int_at_least(1, "runs", MAX_SERVE_RUNS),
+        help=f"independent runs, seeds --seed, --seed + 1, ...: each figure is their mean with a 95%% confidence "
+        f"interval (default {DEFAULT_RUNS}, or 1 with --trace: a trace is replayed once; 1: one run, no interval)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int_at_least(1, "jobs", 1024),
+        help="processes the runs are spread over (default: the cores this process may use, where the runs "
+        f"simulate {PARALLEL_FROM_REQUESTS:,} requests or more; every figure is the same whatever the number)",
+    )
+    p.add_argument(
+        "--csv",
+        type=nonempty("csv"),
+        metavar="FILE",
+        help="write one row per request of the run with --seed (speculation off and on) to this CSV",
+    )
     p.set_defaults(func=run_serve_sim)
 
 
 def _parser_serve_sweep(sub) -> None:
-    p = sub.add_parser("serve-sweep", help="serve-sim over a range of request rates",
-                       description="serve-sim at each Poisson rate: where speculation stops lowering TPOT, and the "
-                       "largest rate that meets the SLOs with and without it.")
-    p.add_argument("--rates", type=rate_list, required=True, help="comma-separated request rates per second, e.g. 1,2,4,8,16")
+    p = sub.add_parser(
+        "serve-sweep",
+        help="serve-sim over a range of request rates",
+        description="serve-sim at each Poisson rate: where speculation stops lowering TPOT, and the "
+        "largest rate that meets the SLOs with and without it.",
+    )
+    p.add_argument(
+        "--rates", type=rate_list, required=True, help="comma-separated request rates per second, e.g. 1,2,4,8,16"
+    )
     add_serving_args(p)
-    p.add_argument("--workers", type=int_at_least(1, "workers", MAX_WORKERS), default=1,
-                   help="parallel simulations (a process pool; default 1)")
-    p.add_argument("--plot", type=nonempty("plot"), metavar="FILE", help="write the TPOT and throughput figure (.png or .svg)")
+    p.add_argument(
+        "--workers",
+        type=int_at_least(1, "workers", MAX_WORKERS),
+        default=1,
+        help="parallel simulations (a process pool; default 1)",
+    )
+    p.add_argument(
+        "--plot", type=nonempty("plot"), metavar="FILE", help="write the TPOT and throughput figure (.png or .svg)"
+    )
     p.set_defaults(func=run_serve_sweep)
-
 
 
 #: The commands of this module, each with the function that declares its flags.

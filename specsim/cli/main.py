@@ -23,11 +23,32 @@ from specsim import __version__
 __all__ = ["COMMANDS", "main", "build_parser"]
 
 #: The commands in the order ``specsim --help`` lists them, each with the module that declares its flags and runs it.
-COMMANDS = {"optimal-gamma": "model", "explain": "model", "speedup": "model", "steptime": "model", "alpha": "model",
-            "capacity": "model", "schedule": "deploy", "compare": "model", "serve-sim": "load", "serve-sweep": "load",
-            "toy": "info", "acceptance": "info", "measure": "measure", "measure-loop": "measure", "calibrate": "measure",
-            "bench-plan": "engine", "calibrate-engine": "calibrate", "watch": "watch", "replay": "replay", "compose-kernels": "measure", "hardware": "info",
-            "models": "info", "figures": "info", "reproduce": "info"}
+COMMANDS = {
+    "optimal-gamma": "model",
+    "explain": "model",
+    "speedup": "model",
+    "steptime": "model",
+    "alpha": "model",
+    "capacity": "model",
+    "schedule": "deploy",
+    "compare": "model",
+    "serve-sim": "load",
+    "serve-sweep": "load",
+    "toy": "info",
+    "acceptance": "info",
+    "measure": "measure",
+    "measure-loop": "measure",
+    "calibrate": "measure",
+    "bench-plan": "engine",
+    "calibrate-engine": "calibrate",
+    "watch": "watch",
+    "replay": "replay",
+    "compose-kernels": "measure",
+    "hardware": "info",
+    "models": "info",
+    "figures": "info",
+    "reproduce": "info",
+}
 
 
 def _help_width() -> int:
@@ -51,7 +72,9 @@ def _help_width() -> int:
 class _Formatter(argparse.HelpFormatter):
     """argparse's help layout at :func:`_help_width` (argparse makes one formatter for every flag added)."""
 
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None) -> None:
+    def __init__(
+        self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
+    ) -> None:
         super().__init__(prog, indent_increment, max_help_position, _help_width() if width is None else width)
 
 
@@ -88,7 +111,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="specsim",
         description="A performance model of speculative decoding: step times, rounds, speedup, the optimal gamma or tree, "
-                    "engine schedules, a serving simulation and calibration to your own engine.",
+        "engine schedules, a serving simulation and calibration to your own engine.",
         epilog="Start with: specsim optimal-gamma --alpha 0.8",
     )
     parser.add_argument("--version", action="version", version=f"specsim {__version__}")
@@ -97,8 +120,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         if only is None or name == only:
             importlib.import_module(f"specsim.cli.{module}").PARSERS[name](sub)
     for command in sub.choices.values():
-        command.add_argument("-v", "--verbose", action="store_true",
-                             help="print every source and assumption behind the numbers (by default one line; --json has all)")
+        command.add_argument(
+            "-v",
+            "--verbose",
+            action="store_true",
+            help="print every source and assumption behind the numbers (by default one line; --json has all)",
+        )
     return parser
 
 
@@ -111,8 +138,16 @@ def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, ext
     sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
     owner = sub.choices[command] if sub is not None and command in sub.choices else parser
     flags = [f for action in owner._actions for f in action.option_strings if f.startswith("--")]
-    near = [m for word in extra if word.startswith("-") for m in difflib.get_close_matches(word.split("=")[0], flags, 1, 0.6)]
-    owner.error(f"unrecognized arguments: {' '.join(extra)}" + (f"; did you mean {', '.join(dict.fromkeys(near))}?" if near else ""))
+    near = [
+        m
+        for word in extra
+        if word.startswith("-")
+        for m in difflib.get_close_matches(word.split("=")[0], flags, 1, 0.6)
+    ]
+    owner.error(
+        f"unrecognized arguments: {' '.join(extra)}"
+        + (f"; did you mean {', '.join(dict.fromkeys(near))}?" if near else "")
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -145,7 +180,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     if getattr(args, "action", None) == "show" and not args.name:
-        print(f"specsim {args.command} show: error: give a NAME (list them with: specsim {args.command})", file=sys.stderr)
+        print(
+            f"specsim {args.command} show: error: give a NAME (list them with: specsim {args.command})", file=sys.stderr
+        )
         return 2
     from specsim.cli import report
 

@@ -5,34 +5,71 @@ from __future__ import annotations
 import argparse
 import sys
 
-from specsim.cli.report import capacity_summary, describe, ms, print_json, print_notes, short_bound, table
 from specsim.cli.args import deployment, model_acceptance, resolve_acceptance
-from specsim.cli.flags import (add_acceptance_args, add_deployment_args, add_load_args, add_memory_args, add_model_args, add_timing_args, add_tree_args, batches_type, fraction, gamma_max_type, gamma_type, int_at_least, int_list, nonempty, nonneg_number, number)
-from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, DEFAULT_HARDWARE, DEFAULT_RTOL, DEFAULT_TARGET
+from specsim.cli.flags import (
+    add_acceptance_args,
+    add_deployment_args,
+    add_load_args,
+    add_memory_args,
+    add_model_args,
+    add_timing_args,
+    add_tree_args,
+    batches_type,
+    fraction,
+    gamma_max_type,
+    gamma_type,
+    int_at_least,
+    int_list,
+    nonempty,
+    nonneg_number,
+    number,
+)
+from specsim.cli.report import capacity_summary, describe, ms, print_json, print_notes, short_bound, table
+from specsim.core.defaults import (
+    DEFAULT_BATCHES,
+    DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_GAMMA_MAX,
+    DEFAULT_HARDWARE,
+    DEFAULT_RTOL,
+    DEFAULT_TARGET,
+)
 from specsim.core.limits import MAX_CONTEXT, MAX_GAMMA
 from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
 
-__all__ = ["run_alpha", "run_at_load", "run_capacity", "run_compare", "run_explain", "run_optimal_gamma", "run_speedup", "run_steptime"]
+__all__ = [
+    "run_alpha",
+    "run_at_load",
+    "run_capacity",
+    "run_compare",
+    "run_explain",
+    "run_optimal_gamma",
+    "run_speedup",
+    "run_steptime",
+]
 
 
 def run_optimal_gamma(args: argparse.Namespace) -> int:
     at = _at_load(args)
     if at is not None:
         return run_at_load(args, *at)
-    from specsim.speculation.acceptance import parse_tree
     from specsim.answers import deployment_capacity, gamma_answer
+    from specsim.speculation.acceptance import parse_tree
     from specsim.speculation.search import require_network
 
     tree = parse_tree(args.tree)
     dep = deployment(args)
     if tree is not None:
         require_network(dep)
-    acc, acc_label = model_acceptance(args, dep, args.context)  # after the deployment: its errors come first, then the drafter's default
+    acc, acc_label = model_acceptance(
+        args, dep, args.context
+    )  # after the deployment: its errors come first, then the drafter's default
     cap = deployment_capacity(dep, args.context, args.max_context, args.memory_util)
     if tree is not None:
         from specsim.answers.tree import tree_answer
 
-        answer = tree_answer(dep, acc, acc_label, tree, args.batch, args.context, args.gamma_max, args.rtol, args.sibling_factor, cap)
+        answer = tree_answer(
+            dep, acc, acc_label, tree, args.batch, args.context, args.gamma_max, args.rtol, args.sibling_factor, cap
+        )
         return _print_tree(args, answer)
     if args.sibling_factor is not None:
         raise ValueError("--sibling-factor applies to --tree topk:K,depth:D,tokens:N only")
@@ -49,40 +86,86 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
 def _print_gamma_table(args: argparse.Namespace, answer) -> None:
     dep, best, rows = answer.deployment, answer.best, answer.rows
     print(describe(dep, args.context))
-    print(f"{answer.acceptance}; gamma searched over 0..{best.gamma_max}" + (f" (smallest within {args.rtol:g} of best)" if args.rtol else ""))
+    print(
+        f"{answer.acceptance}; gamma searched over 0..{best.gamma_max}"
+        + (f" (smallest within {args.rtol:g} of best)" if args.rtol else "")
+    )
     block = dep.drafter is not None and dep.drafter.max_steps == best.gamma_max < args.gamma_max
     if block:
-        print(f"note: {dep.drafter.label} drafts at most {best.gamma_max} tokens a round: gamma is not searched past them")
+        print(
+            f"note: {dep.drafter.label} drafts at most {best.gamma_max} tokens a round: gamma is not searched past them"
+        )
     elif best.gamma_max < args.gamma_max:
-        print(f"note: acceptance is measured for {best.gamma_max} positions: gamma is not searched past them (no extrapolation)")
+        print(
+            f"note: acceptance is measured for {best.gamma_max} positions: gamma is not searched past them (no extrapolation)"
+        )
     for line in capacity_summary(answer.capacity, dep):
         print(line)
     print()
-    headers = ["batch", "gamma", "speedup", "t_T ms", "t_D ms", "t_V ms", "host ms", "round ms", "c", "bound T/D/V", "recommendation"]
+    headers = [
+        "batch",
+        "gamma",
+        "speedup",
+        "t_T ms",
+        "t_D ms",
+        "t_V ms",
+        "host ms",
+        "round ms",
+        "c",
+        "bound T/D/V",
+        "recommendation",
+    ]
     table_rows = []
     for r in rows:
-        limit = (" (at --gamma-max; raise it)" if best.gamma_max == args.gamma_max else " (the drafter's most)" if block
-                 else " (at the last measured position)")
+        limit = (
+            " (at --gamma-max; raise it)"
+            if best.gamma_max == args.gamma_max
+            else " (the drafter's most)"
+            if block
+            else " (at the last measured position)"
+        )
         rec = r["recommendation"] + (limit if r["at_gamma_max"] else "")
         if not r["fits_with_draft"]:
             rec += "; does not fit in memory" + (" with the draft" if r["fits_without_draft"] else "")
         bounds = "/".join(short_bound(r[k]) for k in ("bound_target", "bound_draft", "bound_verify"))
-        table_rows.append([r["batch"], r["gamma"], f"{r['speedup']:.3f}", ms(r["t_target_s"]), ms(r["t_draft_s"]),
-                           ms(r["t_verify_s"]), ms(r["t_host_s"]), ms(r["t_round_s"]), f"{r['cost_ratio']:.3f}", bounds, rec])
+        table_rows.append(
+            [
+                r["batch"],
+                r["gamma"],
+                f"{r['speedup']:.3f}",
+                ms(r["t_target_s"]),
+                ms(r["t_draft_s"]),
+                ms(r["t_verify_s"]),
+                ms(r["t_host_s"]),
+                ms(r["t_round_s"]),
+                f"{r['cost_ratio']:.3f}",
+                bounds,
+                rec,
+            ]
+        )
     print(table(headers, table_rows, ">>>>>>>>><<"))
-    print(f"round = {dep.drafter.round_formula} + t_V + the engine's host time the round waits for (host: serial, or what the passes do not "
-          "cover where the engine overlaps it); speedup = tokens per round x t_T / round")
+    print(
+        f"round = {dep.drafter.round_formula} + t_V + the engine's host time the round waits for (host: serial, or what the passes do not "
+        "cover where the engine overlaps it); speedup = tokens per round x t_T / round"
+    )
     if answer.off_batches:
         print(f"\nspeculation does not pay at batch {', '.join(map(str, answer.off_batches))}: {answer.off_reason}")
     peak = answer.peak
     if peak is not None:
-        print(f"\nspeculation pays most at batch {peak['batch']} ({peak['speedup']:.3f}x with gamma {peak['gamma']}), not at batch "
-              f"{args.batch[0]}{peak['why']}")
+        print(
+            f"\nspeculation pays most at batch {peak['batch']} ({peak['speedup']:.3f}x with gamma {peak['gamma']}), not at batch "
+            f"{args.batch[0]}{peak['why']}"
+        )
     if answer.other is not None:
         other, other_best, standing = answer.other
-        pairs = ", ".join(f"{b}: {s:.3f} (gamma {g})" for b, s, g in zip(args.batch, other_best.speedup, other_best.gamma))
-        print(f"\nwith the draft at TP {other.draft.tp} instead of {dep.draft.tp}" + (f", {standing}" if standing else "")
-              + f": speedup by batch {pairs}")
+        pairs = ", ".join(
+            f"{b}: {s:.3f} (gamma {g})" for b, s, g in zip(args.batch, other_best.speedup, other_best.gamma)
+        )
+        print(
+            f"\nwith the draft at TP {other.draft.tp} instead of {dep.draft.tp}"
+            + (f", {standing}" if standing else "")
+            + f": speedup by batch {pairs}"
+        )
 
 
 def _print_tree(args: argparse.Namespace, answer) -> int:
@@ -93,21 +176,41 @@ def _print_tree(args: argparse.Namespace, answer) -> int:
         return 0
     bounds = answer.bounds
     print(describe(dep, args.context))
-    print(f"{answer.acceptance}; trees within top-k {bounds.topk}, depth {bounds.depth}, {bounds.tokens} verified tokens; sibling "
-          f"factor {answer.sibling:g}" + (" (an assumption; --sibling-factor)" if answer.sibling_assumed else ""))
+    print(
+        f"{answer.acceptance}; trees within top-k {bounds.topk}, depth {bounds.depth}, {bounds.tokens} verified tokens; sibling "
+        f"factor {answer.sibling:g}" + (" (an assumption; --sibling-factor)" if answer.sibling_assumed else "")
+    )
     for line in capacity_summary(answer.capacity, dep):
         print(line)
     print()
-    print(table(
-        ["batch", "best tree", "tokens/step", "speedup", "best chain", "chain speedup", "recommendation"],
-        [[r["batch"], "-" if r["tree"] is None else ("chain" if r["tree"]["topk"] == 1 else
-          f"k{r['tree']['topk']} d{r['tree']['depth']} n{r['tree']['tokens']}"), f"{r['tokens_per_step']:.3f}",
-          f"{r['speedup']:.3f}", f"gamma {r['chain_gamma']}", f"{r['chain_speedup']:.3f}",
-          r["recommendation"] + ("" if r["fits_with_draft"] else "; does not fit in memory with the draft")] for r in rows],
-        "><>>>><",
-    ))
-    print("\nE(tree) is exact for independent acceptance per depth and sibling rank (specsim.speculation.acceptance); a tree round "
-          "drafts depth levels of top-k tokens per sequence and verifies the chosen tokens in one pass")
+    print(
+        table(
+            ["batch", "best tree", "tokens/step", "speedup", "best chain", "chain speedup", "recommendation"],
+            [
+                [
+                    r["batch"],
+                    "-"
+                    if r["tree"] is None
+                    else (
+                        "chain"
+                        if r["tree"]["topk"] == 1
+                        else f"k{r['tree']['topk']} d{r['tree']['depth']} n{r['tree']['tokens']}"
+                    ),
+                    f"{r['tokens_per_step']:.3f}",
+                    f"{r['speedup']:.3f}",
+                    f"gamma {r['chain_gamma']}",
+                    f"{r['chain_speedup']:.3f}",
+                    r["recommendation"] + ("" if r["fits_with_draft"] else "; does not fit in memory with the draft"),
+                ]
+                for r in rows
+            ],
+            "><>>>><",
+        )
+    )
+    print(
+        "\nE(tree) is exact for independent acceptance per depth and sibling rank (specsim.speculation.acceptance); a tree round "
+        "drafts depth levels of top-k tokens per sequence and verifies the chosen tokens in one pass"
+    )
     print_notes(dep)
     return 0
 
@@ -120,10 +223,13 @@ def run_speedup(args: argparse.Namespace) -> int:
         acc, acc_label = resolve_acceptance(args)
         if not isinstance(acc, float):
             raise ValueError("--cost-ratio takes --alpha; per-position acceptance needs the step-time model")
-        model_flags = [f for f in ("hardware", "target", "draft", "batch", "context", "workload")
-                       if getattr(args, f) is not None]
+        model_flags = [
+            f for f in ("hardware", "target", "draft", "batch", "context", "workload") if getattr(args, f) is not None
+        ]
         if model_flags:
-            raise ValueError(f"--cost-ratio replaces the step-time model; drop --{', --'.join(model_flags)} or drop --cost-ratio")
+            raise ValueError(
+                f"--cost-ratio replaces the step-time model; drop --{', --'.join(model_flags)} or drop --cost-ratio"
+            )
         out = closed_form_answer(acc, args.gamma, args.cost_ratio)
         if args.json:
             print_json(out)
@@ -147,12 +253,26 @@ def run_speedup(args: argparse.Namespace) -> int:
     low, high = min(r["tokens_per_step"] for r in rows), max(r["tokens_per_step"] for r in rows)
     tokens = f"{low:.4f}" if low == high else f"{low:.4f}-{high:.4f} (the verified prefix varies with batch)"
     print(f"{acc_label}, gamma {args.gamma}: {tokens} tokens per target pass\n")
-    print(table(
-        ["batch", "speedup", "t_T ms", "t_D ms", "t_V ms", "host ms", "round ms", "c", "t_V/t_T"],
-        [[r["batch"], f"{r['speedup']:.3f}", ms(r["t_target_s"]), ms(r["t_draft_s"]), ms(r["t_verify_s"]), ms(r["t_host_s"]),
-          ms(r["t_round_s"]), f"{r['cost_ratio']:.3f}", f"{r['t_verify_s'] / r['t_target_s']:.3f}"] for r in rows],
-        ">>>>>>>>>",
-    ))
+    print(
+        table(
+            ["batch", "speedup", "t_T ms", "t_D ms", "t_V ms", "host ms", "round ms", "c", "t_V/t_T"],
+            [
+                [
+                    r["batch"],
+                    f"{r['speedup']:.3f}",
+                    ms(r["t_target_s"]),
+                    ms(r["t_draft_s"]),
+                    ms(r["t_verify_s"]),
+                    ms(r["t_host_s"]),
+                    ms(r["t_round_s"]),
+                    f"{r['cost_ratio']:.3f}",
+                    f"{r['t_verify_s'] / r['t_target_s']:.3f}",
+                ]
+                for r in rows
+            ],
+            ">>>>>>>>>",
+        )
+    )
     print_notes(dep)
     return 0
 
@@ -170,30 +290,44 @@ def run_steptime(args: argparse.Namespace) -> int:
     else:
         gpus = f" x {model.tp} GPUs" if model.tp > 1 else ""
         several = len(args.tokens_per_seq) > 1 or len(args.context) > 1
-        what = ("" if several else
-                f": {args.tokens_per_seq[0]} new token(s) per sequence over {args.context[0]} cached")
+        what = "" if several else f": {args.tokens_per_seq[0]} new token(s) per sequence over {args.context[0]} cached"
         print(f"{model.describe()} on {hw.name}{gpus}{what}")
         from specsim.cli import report
 
-        print(("\n".join(f"step times: {line}" if i == 0 else line for i, line in enumerate(provenance)) if report.VERBOSE
-               else dep.brief()) + "\n")
+        print(
+            (
+                "\n".join(f"step times: {line}" if i == 0 else line for i, line in enumerate(provenance))
+                if report.VERBOSE
+                else dep.brief()
+            )
+            + "\n"
+        )
         lead = ["q", "context"] if several else []
         headers = lead + ["batch", "step ms", "roofline compute ms", "roofline memory ms", "overhead ms"]
         headers += ["all-reduce ms"] if model.tp > 1 else []
-        print(table(
-            headers + ["bound", "FLOP/byte", "source"],
-            [([r["tokens_per_seq"], r["context"]] if several else [])
-             + [r["batch"], ms(r["step_time_s"]), ms(r["compute_s"]), ms(r["memory_s"]), ms(r["overhead_s"])]
-             + ([ms(r["comm_s"])] if model.tp > 1 else [])
-             + [r["bound"], f"{r['flop'] / r['bytes']:.1f}", r["timing_source"]] for r in rows],
-            ">" * len(lead) + ">>>>>" + (">" if model.tp > 1 else "") + "<><",
-        ))
+        print(
+            table(
+                headers + ["bound", "FLOP/byte", "source"],
+                [
+                    ([r["tokens_per_seq"], r["context"]] if several else [])
+                    + [r["batch"], ms(r["step_time_s"]), ms(r["compute_s"]), ms(r["memory_s"]), ms(r["overhead_s"])]
+                    + ([ms(r["comm_s"])] if model.tp > 1 else [])
+                    + [r["bound"], f"{r['flop'] / r['bytes']:.1f}", r["timing_source"]]
+                    for r in rows
+                ],
+                ">" * len(lead) + ">>>>>" + (">" if model.tp > 1 else "") + "<><",
+            )
+        )
         if model.tp > 1:
-            print(f"\nper GPU: weights {model.weight_bytes / 1e9:.1f} GB, KV {model.kv_bytes_per_token / 1e3:.1f} kB per token; "
-                  f"the all-reduce column (the collectives' kernels) is inside the step time, and the overhead column holds "
-                  f"the {engine.name} preset's {engine.collective_s * 1e6:.1f} us x {collective_count(model)} collectives = "
-                  f"{engine.collectives_s(model) * 1e3:.2f} ms of engine time around them")
-        print(f"\nridge: {hw.ridge_flop_per_byte:.1f} FLOP/byte (compute-bound above it; the bound column is the roofline's)")
+            print(
+                f"\nper GPU: weights {model.weight_bytes / 1e9:.1f} GB, KV {model.kv_bytes_per_token / 1e3:.1f} kB per token; "
+                f"the all-reduce column (the collectives' kernels) is inside the step time, and the overhead column holds "
+                f"the {engine.name} preset's {engine.collective_s * 1e6:.1f} us x {collective_count(model)} collectives = "
+                f"{engine.collectives_s(model) * 1e3:.2f} ms of engine time around them"
+            )
+        print(
+            f"\nridge: {hw.ridge_flop_per_byte:.1f} FLOP/byte (compute-bound above it; the bound column is the roofline's)"
+        )
     for note in dep.notes():
         print(f"note: {note}", file=sys.stderr)
     return 0
@@ -226,26 +360,52 @@ def _alpha_from_metrics(args: argparse.Namespace) -> int:
         return 0
     far = out["positions_far_from_alpha"]
     if m.gamma is None:
-        print(f"{args.metrics}: {m.drafts:,.0f} drafts with {m.mean_draft_length:.2f} drafted tokens each on average (gamma varied: "
-              f"a dynamic schedule), {m.accepted_tokens:,.0f} of {m.draft_tokens:,.0f} drafted tokens accepted ({m.acceptance_rate:.1%})")
-        print(f"mean acceptance length {m.mean_acceptance_length:.4f} tokens per target pass; alpha is not identifiable from "
-              "counters that mix draft lengths: measure at a fixed gamma (num_speculative_tokens without a schedule)")
+        print(
+            f"{args.metrics}: {m.drafts:,.0f} drafts with {m.mean_draft_length:.2f} drafted tokens each on average (gamma varied: "
+            f"a dynamic schedule), {m.accepted_tokens:,.0f} of {m.draft_tokens:,.0f} drafted tokens accepted ({m.acceptance_rate:.1%})"
+        )
+        print(
+            f"mean acceptance length {m.mean_acceptance_length:.4f} tokens per target pass; alpha is not identifiable from "
+            "counters that mix draft lengths: measure at a fixed gamma (num_speculative_tokens without a schedule)"
+        )
     else:
-        print(f"{args.metrics}: {m.drafts:,.0f} drafts of gamma = {m.gamma}, {m.accepted_tokens:,.0f} of {m.draft_tokens:,.0f} drafted tokens accepted")
-        print(f"mean acceptance length {m.mean_acceptance_length:.4f} tokens per target pass; implied alpha = {m.alpha:.4f}")
+        print(
+            f"{args.metrics}: {m.drafts:,.0f} drafts of gamma = {m.gamma}, {m.accepted_tokens:,.0f} of {m.draft_tokens:,.0f} drafted tokens accepted"
+        )
+        print(
+            f"mean acceptance length {m.mean_acceptance_length:.4f} tokens per target pass; implied alpha = {m.alpha:.4f}"
+        )
     if m.accepted_per_position and m.gamma is not None:
         print()
         rows = []
         for k, (c, a) in enumerate(zip(out["per_position_cumulative"], out["per_position_conditional"])):
-            rows.append([k, f"{c:.4f}", "undefined (no draft reached it)" if a is None else f"{a:.4f}",
-                         f"{m.alpha ** (k + 1):.4f} / {m.alpha:.4f}"])
-        print(table(["position", "P(accepted so far)", "P(accepted | previous accepted)", "one-alpha model: alpha^(k+1) / alpha"],
-                     rows, ">>><"))
+            rows.append(
+                [
+                    k,
+                    f"{c:.4f}",
+                    "undefined (no draft reached it)" if a is None else f"{a:.4f}",
+                    f"{m.alpha ** (k + 1):.4f} / {m.alpha:.4f}",
+                ]
+            )
+        print(
+            table(
+                [
+                    "position",
+                    "P(accepted so far)",
+                    "P(accepted | previous accepted)",
+                    "one-alpha model: alpha^(k+1) / alpha",
+                ],
+                rows,
+                ">>><",
+            )
+        )
     if far:
-        print(f"\nwarning: the acceptance rate at position(s) {', '.join(map(str, far))} differs from alpha by more than "
-              "sampling noise: acceptance is not independent per position.  For gamma <= "
-              f"{m.gamma}, use the per-position rates (E = 1 + sum of P(accepted so far)) rather than one alpha.",
-              file=sys.stderr)
+        print(
+            f"\nwarning: the acceptance rate at position(s) {', '.join(map(str, far))} differs from alpha by more than "
+            "sampling noise: acceptance is not independent per position.  For gamma <= "
+            f"{m.gamma}, use the per-position rates (E = 1 + sum of P(accepted so far)) rather than one alpha.",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -255,8 +415,15 @@ def run_capacity(args: argparse.Namespace) -> int:
     dep = deployment(args)
     cap = capacity(dep, args.context, args.memory_util, args.gamma)
     if args.json:
-        print_json({"hardware": dep.hardware.name, "target": dep.target.name, "draft": dep.drafter.name, **cap.to_dict(),
-                    "smallest_fitting_tp": smallest_fitting_tp(dep, args.context, args.memory_util)})
+        print_json(
+            {
+                "hardware": dep.hardware.name,
+                "target": dep.target.name,
+                "draft": dep.drafter.name,
+                **cap.to_dict(),
+                "smallest_fitting_tp": smallest_fitting_tp(dep, args.context, args.memory_util),
+            }
+        )
         return 0
     for line in capacity_summary(cap, dep):
         print(line)
@@ -271,7 +438,9 @@ def run_compare(args: argparse.Namespace) -> int:
 
     dep = deployment(args)
     acc, acc_label = model_acceptance(args, dep, args.context)
-    answer = compare_answer(dep, acc, args.batch, args.context, args.gamma, args.gamma_max, args.max_context, args.memory_util)
+    answer = compare_answer(
+        dep, acc, args.batch, args.context, args.gamma, args.gamma_max, args.max_context, args.memory_util
+    )
     frame, cap = answer.frame, answer.capacity
     if args.json:
         records = frame.to_dict(orient="records")
@@ -288,17 +457,46 @@ def run_compare(args: argparse.Namespace) -> int:
     rows = []
     for r in frame.itertuples():
         fits = "yes" if r.fits_with_draft else ("plain only" if r.fits_without_draft else "no")
-        rows.append([r.batch, r.gamma, f"{r.latency_plain_s * 1e3:.2f}", f"{r.latency_spec_s * 1e3:.2f}",
-                     f"{r.tokens_per_s_seq_plain:.0f}", f"{r.tokens_per_s_seq_spec:.0f}",
-                     f"{r.tokens_per_s_plain:,.0f}", f"{r.tokens_per_s_spec:,.0f}", f"{r.speedup:.2f}", fits])
-    print(table(["batch", "gamma", "ms/token plain", "ms/token spec", "tok/s/seq plain", "tok/s/seq spec",
-                  "device tok/s plain", "device tok/s spec", "speedup", "fits"], rows, ">>>>>>>>><"))
+        rows.append(
+            [
+                r.batch,
+                r.gamma,
+                f"{r.latency_plain_s * 1e3:.2f}",
+                f"{r.latency_spec_s * 1e3:.2f}",
+                f"{r.tokens_per_s_seq_plain:.0f}",
+                f"{r.tokens_per_s_seq_spec:.0f}",
+                f"{r.tokens_per_s_plain:,.0f}",
+                f"{r.tokens_per_s_spec:,.0f}",
+                f"{r.speedup:.2f}",
+                fits,
+            ]
+        )
+    print(
+        table(
+            [
+                "batch",
+                "gamma",
+                "ms/token plain",
+                "ms/token spec",
+                "tok/s/seq plain",
+                "tok/s/seq spec",
+                "device tok/s plain",
+                "device tok/s spec",
+                "speedup",
+                "fits",
+            ],
+            rows,
+            ">>>>>>>>><",
+        )
+    )
     at_largest = answer.at_largest()
     if at_largest is not None:
         spec_peak, plain_peak = at_largest
-        print(f"\nat the largest batch that fits: {spec_peak:,.0f} tok/s with speculation (b = {cap.max_batch_with_draft}) "
-              f"against {plain_peak:,.0f} tok/s without the draft (b = {cap.max_batch_without_draft}): "
-              f"{spec_peak / plain_peak - 1:+.0%} device throughput")
+        print(
+            f"\nat the largest batch that fits: {spec_peak:,.0f} tok/s with speculation (b = {cap.max_batch_with_draft}) "
+            f"against {plain_peak:,.0f} tok/s without the draft (b = {cap.max_batch_without_draft}): "
+            f"{spec_peak / plain_peak - 1:+.0%} device throughput"
+        )
     print_notes(dep)
     return 0
 
@@ -331,15 +529,25 @@ def run_explain(args: argparse.Namespace) -> int:
         # Parts no batch has (collectives on one GPU, an engine's per-iteration time of 0) are left out of the table.
         names = [n for n in answer.parts if any(r["parts_s"][n] > 0 for r in answer.rows)]
         hidden = any(r["hidden_host_s"] > 0 for r in answer.rows)
-        headers = (["batch", "gamma", "tokens", "decode"] + names + (["hidden host"] if hidden else [])
-                   + ["round", "decode x tokens", "speedup"])
-        body = [[r["batch"], r["gamma"], f"{r['tokens_per_round']:.2f}", ms(r["t_decode_s"])]
-                + [ms(r["parts_s"][n]) for n in names] + ([ms(r["hidden_host_s"])] if hidden else [])
-                + [ms(r["t_round_s"]), ms(r["t_decode_s"] * r["tokens_per_round"]), f"{r['speedup']:.3f}"]
-                for r in answer.rows]
+        headers = (
+            ["batch", "gamma", "tokens", "decode"]
+            + names
+            + (["hidden host"] if hidden else [])
+            + ["round", "decode x tokens", "speedup"]
+        )
+        body = [
+            [r["batch"], r["gamma"], f"{r['tokens_per_round']:.2f}", ms(r["t_decode_s"])]
+            + [ms(r["parts_s"][n]) for n in names]
+            + ([ms(r["hidden_host_s"])] if hidden else [])
+            + [ms(r["t_round_s"]), ms(r["t_decode_s"] * r["tokens_per_round"]), f"{r['speedup']:.3f}"]
+            for r in answer.rows
+        ]
         print(table(headers, body, ">" * len(headers)))
-        print("\nround = the parts added up" + (" (hidden host: the engine's host work running behind the GPU passes, "
-              "not added)" if hidden else "") + "; speculation pays while round < decode x tokens")
+        print(
+            "\nround = the parts added up"
+            + (" (hidden host: the engine's host work running behind the GPU passes, not added)" if hidden else "")
+            + "; speculation pays while round < decode x tokens"
+        )
         for line in answer.findings():
             print(f"- {line}")
         print_notes(dep)
@@ -362,13 +570,25 @@ def _require_fits(dep, context: int) -> None:
 
 # -- flags: each command's own, declared beside its handler --------------------------------------------------
 def _parser_optimal_gamma(sub) -> None:
-    p = sub.add_parser("optimal-gamma", help="the best gamma per batch size, with its speedup and step times",
-                       description="The speedup-maximising gamma per batch size; gamma 0 means turn speculation off.")
+    p = sub.add_parser(
+        "optimal-gamma",
+        help="the best gamma per batch size, with its speedup and step times",
+        description="The speedup-maximising gamma per batch size; gamma 0 means turn speculation off.",
+    )
     add_acceptance_args(p)
     add_deployment_args(p)
-    p.add_argument("--gamma-max", type=gamma_max_type, default=DEFAULT_GAMMA_MAX, help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})")
-    p.add_argument("--rtol", type=nonneg_number, default=DEFAULT_RTOL,
-                   help="pick the smallest gamma within this fraction of the best speedup (default 0: exact argmax)")
+    p.add_argument(
+        "--gamma-max",
+        type=gamma_max_type,
+        default=DEFAULT_GAMMA_MAX,
+        help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})",
+    )
+    p.add_argument(
+        "--rtol",
+        type=nonneg_number,
+        default=DEFAULT_RTOL,
+        help="pick the smallest gamma within this fraction of the best speedup (default 0: exact argmax)",
+    )
     add_tree_args(p)
     add_memory_args(p)
     add_load_args(p)
@@ -377,15 +597,26 @@ def _parser_optimal_gamma(sub) -> None:
 
 
 def _parser_explain(sub) -> None:
-    p = sub.add_parser("explain", help="where a speculative round's time goes against batch, next to a plain decode step",
-                       description="A round's parts per batch size (draft steps, verification, draft extend, collectives, "
-                       "the engine's per-iteration and host time, hidden or not) next to the plain decode step it "
-                       "replaces and the tokens it yields: why speculation stops paying.")
+    p = sub.add_parser(
+        "explain",
+        help="where a speculative round's time goes against batch, next to a plain decode step",
+        description="A round's parts per batch size (draft steps, verification, draft extend, collectives, "
+        "the engine's per-iteration and host time, hidden or not) next to the plain decode step it "
+        "replaces and the tokens it yields: why speculation stops paying.",
+    )
     add_acceptance_args(p)
     add_deployment_args(p)
-    p.add_argument("--gamma", type=int_at_least(1, "gamma", MAX_GAMMA),
-                   help="draft steps per round (default: the best gamma per batch, at least 1)")
-    p.add_argument("--gamma-max", type=gamma_max_type, default=DEFAULT_GAMMA_MAX, help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})")
+    p.add_argument(
+        "--gamma",
+        type=int_at_least(1, "gamma", MAX_GAMMA),
+        help="draft steps per round (default: the best gamma per batch, at least 1)",
+    )
+    p.add_argument(
+        "--gamma-max",
+        type=gamma_max_type,
+        default=DEFAULT_GAMMA_MAX,
+        help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})",
+    )
     p.add_argument("--plot", type=nonempty("plot"), metavar="FILE.png", help="also draw the breakdown as a PNG")
     add_load_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -393,9 +624,12 @@ def _parser_explain(sub) -> None:
 
 
 def _parser_speedup(sub) -> None:
-    p = sub.add_parser("speedup", help="speedup of one (alpha, gamma), from a cost ratio or the step-time model",
-                       description="Speedup for a given alpha and gamma: from --cost-ratio c (closed form, "
-                       "verification costs one decode step) or from the step-time model per batch size.")
+    p = sub.add_parser(
+        "speedup",
+        help="speedup of one (alpha, gamma), from a cost ratio or the step-time model",
+        description="Speedup for a given alpha and gamma: from --cost-ratio c (closed form, "
+        "verification costs one decode step) or from the step-time model per batch size.",
+    )
     add_acceptance_args(p)
     p.add_argument("--gamma", type=gamma_type, required=True, help="drafted tokens per step, >= 0")
     p.add_argument("--cost-ratio", type=nonneg_number, help="c = t_D / t_T; replaces the step-time model")
@@ -406,15 +640,27 @@ def _parser_speedup(sub) -> None:
 
 
 def _parser_steptime(sub) -> None:
-    p = sub.add_parser("steptime", help="modelled time of one forward pass, with its compute, memory and overhead parts")
+    p = sub.add_parser(
+        "steptime", help="modelled time of one forward pass, with its compute, memory and overhead parts"
+    )
     p.add_argument("--hardware", help=f"profile name or YAML path (default {DEFAULT_HARDWARE})")
     p.add_argument("--model", help=f"model name or config.json path (default {DEFAULT_TARGET})")
-    p.add_argument("--calibration", metavar="FILE", help="a calibrate-engine --out file (its profile, target and engine terms)")
+    p.add_argument(
+        "--calibration", metavar="FILE", help="a calibrate-engine --out file (its profile, target and engine terms)"
+    )
     p.add_argument("--batch", type=batches_type, default=list(DEFAULT_BATCHES), help="comma-separated batch sizes")
-    p.add_argument("--tokens-per-seq", type=int_list(1, "tokens-per-seq", MAX_GAMMA + 1), default=[1],
-                   help="comma-separated new tokens per sequence, q (1: decode; gamma+1: verification; default 1)")
-    p.add_argument("--context", type=int_list(0, "context", MAX_CONTEXT), default=[DEFAULT_CONTEXT_TOKENS],
-                   help=f"comma-separated cached tokens per sequence (default {DEFAULT_CONTEXT_TOKENS})")
+    p.add_argument(
+        "--tokens-per-seq",
+        type=int_list(1, "tokens-per-seq", MAX_GAMMA + 1),
+        default=[1],
+        help="comma-separated new tokens per sequence, q (1: decode; gamma+1: verification; default 1)",
+    )
+    p.add_argument(
+        "--context",
+        type=int_list(0, "context", MAX_CONTEXT),
+        default=[DEFAULT_CONTEXT_TOKENS],
+        help=f"comma-separated cached tokens per sequence (default {DEFAULT_CONTEXT_TOKENS})",
+    )
     add_model_args(p, draft=False)
     add_timing_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -422,11 +668,16 @@ def _parser_steptime(sub) -> None:
 
 
 def _parser_alpha(sub) -> None:
-    p = sub.add_parser("alpha", help="alpha from a measured mean acceptance length or a saved vLLM /metrics page",
-                       description="Invert E(alpha, gamma): vLLM's mean acceptance length is 1 + accepted/drafts. "
-                       "With --metrics, read vLLM's spec_decode counters and per-position acceptance.")
+    p = sub.add_parser(
+        "alpha",
+        help="alpha from a measured mean acceptance length or a saved vLLM /metrics page",
+        description="Invert E(alpha, gamma): vLLM's mean acceptance length is 1 + accepted/drafts. "
+        "With --metrics, read vLLM's spec_decode counters and per-position acceptance.",
+    )
     p.add_argument("--acceptance-length", type=number, help="mean tokens per verification pass, in [1, gamma+1]")
-    p.add_argument("--gamma", type=int_at_least(1, "gamma", MAX_GAMMA), help="speculative tokens per step of the measurement")
+    p.add_argument(
+        "--gamma", type=int_at_least(1, "gamma", MAX_GAMMA), help="speculative tokens per step of the measurement"
+    )
     p.add_argument("--metrics", help="a saved Prometheus /metrics page of a vLLM server")
     p.add_argument("--model-name", help="with --metrics: the model_name label to read, if several")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -436,11 +687,19 @@ def _parser_alpha(sub) -> None:
 def _parser_capacity(sub) -> None:
     p = sub.add_parser("capacity", help="memory: do the models fit, and the largest batch with and without the draft")
     add_deployment_args(p, batch=False)
-    p.add_argument("--memory-util", type=fraction, default=DEFAULT_MEMORY_UTILIZATION,
-                   help=f"fraction of device memory the engine uses (default {DEFAULT_MEMORY_UTILIZATION}, vLLM's gpu_memory_utilization)")
-    p.add_argument("--gamma", type=int_at_least(1, "gamma", MAX_GAMMA), default=None,
-                   help="draft tokens a round (the engine's num_speculative_tokens) a hybrid target's speculative scratch is "
-                        "sized for (default: a block drafter's block, else 8, specsim's largest serving gamma)")
+    p.add_argument(
+        "--memory-util",
+        type=fraction,
+        default=DEFAULT_MEMORY_UTILIZATION,
+        help=f"fraction of device memory the engine uses (default {DEFAULT_MEMORY_UTILIZATION}, vLLM's gpu_memory_utilization)",
+    )
+    p.add_argument(
+        "--gamma",
+        type=int_at_least(1, "gamma", MAX_GAMMA),
+        default=None,
+        help="draft tokens a round (the engine's num_speculative_tokens) a hybrid target's speculative scratch is "
+        "sized for (default: a block drafter's block, else 8, specsim's largest serving gamma)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_capacity)
 
@@ -450,16 +709,28 @@ def _parser_compare(sub) -> None:
     add_acceptance_args(p)
     add_deployment_args(p)
     p.add_argument("--gamma", type=gamma_type, help="fixed gamma (default: the optimal gamma per batch size)")
-    p.add_argument("--gamma-max", type=gamma_max_type, default=DEFAULT_GAMMA_MAX, help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})")
+    p.add_argument(
+        "--gamma-max",
+        type=gamma_max_type,
+        default=DEFAULT_GAMMA_MAX,
+        help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})",
+    )
     add_memory_args(p)
     add_load_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_compare)
 
 
-
 #: The commands of this module, each with the function that declares its flags.
-PARSERS = {"optimal-gamma": _parser_optimal_gamma, "explain": _parser_explain, "speedup": _parser_speedup, "steptime": _parser_steptime, "alpha": _parser_alpha, "capacity": _parser_capacity, "compare": _parser_compare}
+PARSERS = {
+    "optimal-gamma": _parser_optimal_gamma,
+    "explain": _parser_explain,
+    "speedup": _parser_speedup,
+    "steptime": _parser_steptime,
+    "alpha": _parser_alpha,
+    "capacity": _parser_capacity,
+    "compare": _parser_compare,
+}
 
 
 # -- answers at a load ---------------------------------------------------------------------------------------------------
@@ -472,12 +743,16 @@ def _at_load(args: argparse.Namespace) -> tuple[str, list] | None:
     if concurrency is None and rate is None:
         extra = [f"--{f.replace('_', '-')}" for f in ("input_len", "output_len") if getattr(args, f, None) is not None]
         if extra:
-            raise ValueError(f"{', '.join(extra)} describe the requests of a load: give --concurrency or --rate with them")
+            raise ValueError(
+                f"{', '.join(extra)} describe the requests of a load: give --concurrency or --rate with them"
+            )
         return None
     for flag in ("batch", "context", "max_context"):
         if given(getattr(args, flag, None)):
-            raise ValueError(f"--{flag.replace('_', '-')} is the decode-batch view; at --concurrency or --rate the load and "
-                             "--input-len/--output-len set the batch and context")
+            raise ValueError(
+                f"--{flag.replace('_', '-')} is the decode-batch view; at --concurrency or --rate the load and "
+                "--input-len/--output-len set the batch and context"
+            )
     if getattr(args, "tree", "chain") not in (None, "chain"):
         raise ValueError("--tree is searched per decode batch; at --concurrency or --rate give a chain (drop --tree)")
     return ("concurrency", concurrency) if concurrency is not None else ("rate", rate)
@@ -497,7 +772,13 @@ def _load_lengths(args: argparse.Namespace) -> tuple[float, float, object, objec
         w = WORKLOADS.get(args.workload)
         if w is not None:
             p, o = w.sample(20_000, np.random.default_rng(0))
-            return float(p.mean()), float(o.mean()), p, o, f"workload {w.name} ({w.source}; means {p.mean():.0f} in, {o.mean():.0f} out)"
+            return (
+                float(p.mean()),
+                float(o.mean()),
+                p,
+                o,
+                f"workload {w.name} ({w.source}; means {p.mean():.0f} in, {o.mean():.0f} out)",
+            )
     said = []
     if P is None:
         P = DEFAULT_INPUT_TOKENS
@@ -519,9 +800,22 @@ def run_at_load(args: argparse.Namespace, kind: str, loads: list, gamma: int | N
     P, O, ps, os_, how = _load_lengths(args)
     acc, acc_label = model_acceptance(args, dep, int(P + O / 2))
     limits = EngineLimits(args.max_num_seqs, args.max_batched_tokens)
-    answer = load_answer(dep, acc, acc_label, kind, loads, P, O, gamma=gamma, gamma_max=getattr(args, "gamma_max", 8),
-                         limits=limits, memory_utilization=getattr(args, "memory_util", None), prompt_sample=ps,
-                         output_sample=os_, lengths=how)
+    answer = load_answer(
+        dep,
+        acc,
+        acc_label,
+        kind,
+        loads,
+        P,
+        O,
+        gamma=gamma,
+        gamma_max=getattr(args, "gamma_max", 8),
+        limits=limits,
+        memory_utilization=getattr(args, "memory_util", None),
+        prompt_sample=ps,
+        output_sample=os_,
+        lengths=how,
+    )
     if args.json:
         print_json([r | {"provenance": dep.provenance(), "lengths": how} for r in answer.rows])
         print_notes(dep)
@@ -535,12 +829,17 @@ def _print_load(answer, dep) -> None:
     from specsim.cli import report
 
     print(describe(dep, int(answer.input_tokens + answer.output_tokens / 2)))
-    searched = f"gamma {answer.fixed_gamma}" if answer.fixed_gamma is not None else \
-        f"gamma searched over 0..{int(answer.state.gamma[-1, 0])} (the most output tokens per second" + \
-        (", the shortest TPOT while the engine keeps up)" if answer.kind == "rate" else " at each load)")
+    searched = (
+        f"gamma {answer.fixed_gamma}"
+        if answer.fixed_gamma is not None
+        else f"gamma searched over 0..{int(answer.state.gamma[-1, 0])} (the most output tokens per second"
+        + (", the shortest TPOT while the engine keeps up)" if answer.kind == "rate" else " at each load)")
+    )
     print(f"{answer.acceptance}; {searched}")
-    print(f"requests: {answer.lengths}; engine: max_num_seqs {answer.limits.max_num_seqs}, max_batched_tokens "
-          f"{answer.limits.max_batched_tokens}; the serving model (chunked prefill beside the decoding sequences)\n")
+    print(
+        f"requests: {answer.lengths}; engine: max_num_seqs {answer.limits.max_num_seqs}, max_batched_tokens "
+        f"{answer.limits.max_batched_tokens}; the serving model (chunked prefill beside the decoding sequences)\n"
+    )
     rows = []
     for r in answer.rows:
         a, b = r["plain"], r["spec"]
@@ -549,14 +848,45 @@ def _print_load(answer, dep) -> None:
             return f"{fmt.format(a[key] * scale)} / {fmt.format(b[key] * scale)}"
 
         ttft = "past capacity" if b["ttft_s"] is None or a["ttft_s"] is None else pair("ttft_s", fmt="{:.1f}")
-        flags = [x for x in ("saturated" if b["saturated"] else "", f"limited by {b['limited_by']}" if b["limited_by"] else "") if x]
-        rows.append([r["load"], r["gamma"], f"{r['speedup_tpot']:.3f}", pair("tpot_s"), pair("itl_s"), ttft,
-                     pair("output_tokens_per_s", 1.0, "{:,.0f}"), pair("mean_batch", 1.0, "{:.1f}"),
-                     r["recommendation"] + (f" ({', '.join(flags)})" if flags else "")])
-    print(report.table(["load", "gamma", "speedup", "TPOT ms", "ITL ms", "TTFT ms", "output tok/s", "decode batch",
-                        "recommendation"], rows, "<>>>>>>><"))
-    print("each pair: plain / speculating; speedup = plain TPOT / speculative TPOT at that load; decode batch: the mean "
-          "sequences decoding at once (time-weighted)")
+        flags = [
+            x
+            for x in ("saturated" if b["saturated"] else "", f"limited by {b['limited_by']}" if b["limited_by"] else "")
+            if x
+        ]
+        rows.append(
+            [
+                r["load"],
+                r["gamma"],
+                f"{r['speedup_tpot']:.3f}",
+                pair("tpot_s"),
+                pair("itl_s"),
+                ttft,
+                pair("output_tokens_per_s", 1.0, "{:,.0f}"),
+                pair("mean_batch", 1.0, "{:.1f}"),
+                r["recommendation"] + (f" ({', '.join(flags)})" if flags else ""),
+            ]
+        )
+    print(
+        report.table(
+            [
+                "load",
+                "gamma",
+                "speedup",
+                "TPOT ms",
+                "ITL ms",
+                "TTFT ms",
+                "output tok/s",
+                "decode batch",
+                "recommendation",
+            ],
+            rows,
+            "<>>>>>>><",
+        )
+    )
+    print(
+        "each pair: plain / speculating; speedup = plain TPOT / speculative TPOT at that load; decode batch: the mean "
+        "sequences decoding at once (time-weighted)"
+    )
 
 
 def _explain_at_load(args: argparse.Namespace, kind: str, loads: list) -> int:
@@ -571,30 +901,66 @@ def _explain_at_load(args: argparse.Namespace, kind: str, loads: list) -> int:
     P, O, ps, os_, how = _load_lengths(args)
     context = int(P + O / 2)
     acc, acc_label = model_acceptance(args, dep, context)
-    answer = load_answer(dep, acc, acc_label, kind, loads, P, O, gamma=args.gamma, gamma_max=args.gamma_max,
-                         limits=EngineLimits(args.max_num_seqs, args.max_batched_tokens), prompt_sample=ps, output_sample=os_,
-                         lengths=how)
+    answer = load_answer(
+        dep,
+        acc,
+        acc_label,
+        kind,
+        loads,
+        P,
+        O,
+        gamma=args.gamma,
+        gamma_max=args.gamma_max,
+        limits=EngineLimits(args.max_num_seqs, args.max_batched_tokens),
+        prompt_sample=ps,
+        output_sample=os_,
+        lengths=how,
+    )
     rows = []
     for r in answer.rows:
         g = max(r["gamma"], 1)  # a load where speculation does not pay still shows the round it would run
         batch = max(r["spec"]["decode_batch"], 1.0)
         a = round_anatomy(dep, acc, acc_label, [batch], context, g).rows[0]
         prompts = r["spec"]["itl_s"] - a["t_round_s"]
-        rows.append(a | {"load": r["load"], "prompts_beside_s": prompts, "iteration_s": r["spec"]["itl_s"],
-                         "plain_iteration_s": r["plain"]["itl_s"], "speedup_at_load": r["speedup_tpot"]})
+        rows.append(
+            a
+            | {
+                "load": r["load"],
+                "prompts_beside_s": prompts,
+                "iteration_s": r["spec"]["itl_s"],
+                "plain_iteration_s": r["plain"]["itl_s"],
+                "speedup_at_load": r["speedup_tpot"],
+            }
+        )
     if args.json:
         print_json(rows)
         print_notes(dep)
         return 0
     _print_load(answer, dep)
     names = [n for n in rows[0]["parts_s"] if any(row["parts_s"][n] > 0 for row in rows)]
-    print("\nwhere an iteration's time goes at each load, ms (the round at the decode batch the load implies, and the others' "
-          "prompts riding in it):")
-    body = [[row["load"], f"{row['batch']:.1f}", row["gamma"], f"{row['tokens_per_round']:.2f}"]
-            + [ms(row["parts_s"][n]) for n in names] + [ms(row["prompts_beside_s"]), ms(row["iteration_s"]),
-                                                         ms(row["plain_iteration_s"]), f"{row['speedup_at_load']:.3f}"]
-            for row in rows]
-    print(report.table(["load", "batch", "gamma", "tokens"] + names + ["prompts beside", "iteration", "plain iteration",
-                                                                       "speedup"], body, "<" + ">" * (len(names) + 7)))
+    print(
+        "\nwhere an iteration's time goes at each load, ms (the round at the decode batch the load implies, and the others' "
+        "prompts riding in it):"
+    )
+    body = [
+        [row["load"], f"{row['batch']:.1f}", row["gamma"], f"{row['tokens_per_round']:.2f}"]
+        + [ms(row["parts_s"][n]) for n in names]
+        + [
+            ms(row["prompts_beside_s"]),
+            ms(row["iteration_s"]),
+            ms(row["plain_iteration_s"]),
+            f"{row['speedup_at_load']:.3f}",
+        ]
+        for row in rows
+    ]
+    print(
+        report.table(
+            ["load", "batch", "gamma", "tokens"]
+            + names
+            + ["prompts beside", "iteration", "plain iteration", "speedup"],
+            body,
+            "<" + ">" * (len(names) + 7),
+        )
+    )
     print_notes(dep)
     return 0

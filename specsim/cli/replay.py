@@ -37,8 +37,10 @@ def _profile(text: str) -> list:
             raise argparse.ArgumentTypeError(f"--rates {text!r}: a rate is requests/s in [0, 1e5], got {rate!r}")
         pairs.append((start, value))
     if len(pairs) < 2 or sep or any(b[0] <= a[0] for a, b in zip(pairs[:-1], pairs[1:])) or pairs[0][0] != 0:
-        raise argparse.ArgumentTypeError(f"--rates {text!r}: give TIME:RATE pairs from 0 on, times rising, and the day's end "
-                                         "alone last (e.g. 0:3,6h:8,24h)")
+        raise argparse.ArgumentTypeError(
+            f"--rates {text!r}: give TIME:RATE pairs from 0 on, times rising, and the day's end "
+            "alone last (e.g. 0:3,6h:8,24h)"
+        )
     return pairs
 
 
@@ -50,8 +52,10 @@ def run_replay(args: argparse.Namespace) -> int:
     from specsim.watch.sources import parse_duration, parse_time
 
     if (args.out is None) == (args.listen is None):
-        raise ValueError("give --out FILE (an OpenMetrics file of the whole day, for promtool's backfill) or --listen "
-                         "[HOST:]PORT (pages served one per GET, for Prometheus to scrape), one of them")
+        raise ValueError(
+            "give --out FILE (an OpenMetrics file of the whole day, for promtool's backfill) or --listen "
+            "[HOST:]PORT (pages served one per GET, for Prometheus to scrape), one of them"
+        )
     if (args.drop_at is None) != (args.drop_to is None):
         raise ValueError("--drop-at and --drop-to go together: when the acceptance changes, and to what alpha")
     if args.draft is None:
@@ -66,28 +70,44 @@ def run_replay(args: argparse.Namespace) -> int:
             raise ValueError(f"--drop-at {args.drop_at} is past the day's end ({day_s:.0f} s)")
         changes = [(at, args.drop_to)]
     if args.listen is not None and day_s > LIVE_SPAN_S:
-        raise ValueError(f"a day of {day_s:.0f} s does not fit what Prometheus scrapes live (samples up to an hour old): "
-                         f"--listen replays at most {LIVE_SPAN_S:.0f} s; write --out and backfill it with promtool")
-    start = parse_time(args.start) if args.start is not None else (
-        time.time() - day_s + 300.0 if args.listen is not None else time.time() - day_s)
+        raise ValueError(
+            f"a day of {day_s:.0f} s does not fit what Prometheus scrapes live (samples up to an hour old): "
+            f"--listen replays at most {LIVE_SPAN_S:.0f} s; write --out and backfill it with promtool"
+        )
+    start = (
+        parse_time(args.start)
+        if args.start is not None
+        else (time.time() - day_s + 300.0 if args.listen is not None else time.time() - day_s)
+    )
     dep = deployment(args)
     dep.drafter.support(names.engine, release)
     model = args.model or dep.target.source or dep.target.name
-    print(f"simulating {day_s / 3600:.3g} h of {shown} serving {model} ({dep.target.name} + {dep.drafter.label} on "
-          f"{dep.hardware.name}; alpha {args.alpha:g}, gamma {args.gamma}" +
-          (f", alpha {args.drop_to:g} from {args.drop_at}" if changes else "") +
-          (f"; rates {DEFAULT_RATES} requests/s, specsim's example day" if args.rates is None else "") + ")", file=sys.stderr)
-    day = simulate_day(dep, profile, args.alpha, args.gamma, args.input_len, args.output_len, changes=changes, seed=args.seed)
+    print(
+        f"simulating {day_s / 3600:.3g} h of {shown} serving {model} ({dep.target.name} + {dep.drafter.label} on "
+        f"{dep.hardware.name}; alpha {args.alpha:g}, gamma {args.gamma}"
+        + (f", alpha {args.drop_to:g} from {args.drop_at}" if changes else "")
+        + (f"; rates {DEFAULT_RATES} requests/s, specsim's example day" if args.rates is None else "")
+        + ")",
+        file=sys.stderr,
+    )
+    day = simulate_day(
+        dep, profile, args.alpha, args.gamma, args.input_len, args.output_len, changes=changes, seed=args.seed
+    )
     if args.out is not None:
         atomic_write_text(args.out, openmetrics(day, names, model, args.page_seconds, start))
-        print(f"wrote {args.out}: {day.description}; stamped from {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(start))} "
-              f"every {args.page_seconds:g} s (backfill: promtool tsdb create-blocks-from openmetrics {args.out} DATA_DIR)")
+        print(
+            f"wrote {args.out}: {day.description}; stamped from {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(start))} "
+            f"every {args.page_seconds:g} s (backfill: promtool tsdb create-blocks-from openmetrics {args.out} DATA_DIR)"
+        )
         return 0
     texts = pages(day, names, model, args.page_seconds, start_s=start)
     host, port = args.listen
     with ReplayServer(texts, path=names.path, host=host, port=port) as server:
-        print(f"serving {len(texts)} pages of {shown}, one per GET, on {server.url} (stamped from "
-              f"{time.strftime('%H:%M:%S', time.gmtime(start))} UTC; scrape with honor_timestamps); Ctrl-C to stop", flush=True)
+        print(
+            f"serving {len(texts)} pages of {shown}, one per GET, on {server.url} (stamped from "
+            f"{time.strftime('%H:%M:%S', time.gmtime(start))} UTC; scrape with honor_timestamps); Ctrl-C to stop",
+            flush=True,
+        )
         try:
             while True:
                 time.sleep(1.0)
@@ -100,28 +120,47 @@ def _parser_replay(sub) -> None:
     from specsim.answers.load import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
     from specsim.cli.watch import _listen
 
-    p = sub.add_parser("replay", help="a simulated engine's metrics over a day, to try specsim watch without an engine",
-                       description="Plays a day of traffic (--rates) through the serving simulator speculating --gamma tokens "
-                       "at --alpha (changing to --drop-to at --drop-at) and writes what the engine's metrics would show, "
-                       "in --engine's release format: one OpenMetrics file of the whole day (--out, for promtool tsdb "
-                       "create-blocks-from openmetrics) or pages served one per GET, each sample stamped (--listen, for "
-                       "Prometheus to scrape with honor_timestamps; at most 55 minutes).")
+    p = sub.add_parser(
+        "replay",
+        help="a simulated engine's metrics over a day, to try specsim watch without an engine",
+        description="Plays a day of traffic (--rates) through the serving simulator speculating --gamma tokens "
+        "at --alpha (changing to --drop-to at --drop-at) and writes what the engine's metrics would show, "
+        "in --engine's release format: one OpenMetrics file of the whole day (--out, for promtool tsdb "
+        "create-blocks-from openmetrics) or pages served one per GET, each sample stamped (--listen, for "
+        "Prometheus to scrape with honor_timestamps; at most 55 minutes).",
+    )
     p.add_argument("--alpha", type=alpha_type, default=0.6, help="the drafter's per-token acceptance (default 0.6)")
-    p.add_argument("--gamma", type=int_at_least(1, "gamma", MAX_GAMMA), default=3, help="draft tokens a round (default 3)")
-    p.add_argument("--rates", type=_profile, help=f"TIME:RATE,...,END: requests/s from each time on (default {DEFAULT_RATES})")
+    p.add_argument(
+        "--gamma", type=int_at_least(1, "gamma", MAX_GAMMA), default=3, help="draft tokens a round (default 3)"
+    )
+    p.add_argument(
+        "--rates", type=_profile, help=f"TIME:RATE,...,END: requests/s from each time on (default {DEFAULT_RATES})"
+    )
     p.add_argument("--drop-at", metavar="TIME", help="when the acceptance changes (e.g. 19h)")
     p.add_argument("--drop-to", type=alpha_type, metavar="ALPHA", help="the alpha from --drop-at on")
-    p.add_argument("--input-len", type=int_at_least(1, "input-len", MAX_CONTEXT), default=DEFAULT_INPUT_TOKENS,
-                   help=f"prompt tokens of every request (default {DEFAULT_INPUT_TOKENS}, the reference article's)")
-    p.add_argument("--output-len", type=int_at_least(2, "output-len", MAX_CONTEXT), default=DEFAULT_OUTPUT_TOKENS,
-                   help=f"output tokens of every request (default {DEFAULT_OUTPUT_TOKENS})")
+    p.add_argument(
+        "--input-len",
+        type=int_at_least(1, "input-len", MAX_CONTEXT),
+        default=DEFAULT_INPUT_TOKENS,
+        help=f"prompt tokens of every request (default {DEFAULT_INPUT_TOKENS}, the reference article's)",
+    )
+    p.add_argument(
+        "--output-len",
+        type=int_at_least(2, "output-len", MAX_CONTEXT),
+        default=DEFAULT_OUTPUT_TOKENS,
+        help=f"output tokens of every request (default {DEFAULT_OUTPUT_TOKENS})",
+    )
     p.add_argument("--page-seconds", type=float, default=60.0, help="seconds of the day between two pages (default 60)")
-    p.add_argument("--start", help="the day's start (ISO 8601 or Unix seconds; default: so that it ends now, 5 minutes "
-                   "ahead with --listen)")
+    p.add_argument(
+        "--start",
+        help="the day's start (ISO 8601 or Unix seconds; default: so that it ends now, 5 minutes ahead with --listen)",
+    )
     p.add_argument("--model", help="the model_name label (default: the target's checkpoint name)")
     p.add_argument("--seed", type=int_at_least(0, "seed", 2**31 - 1), default=0, help="random seed (default 0)")
     p.add_argument("--out", metavar="FILE", help="write the day as one OpenMetrics file")
-    p.add_argument("--listen", type=_listen, metavar="[HOST:]PORT", help="serve the pages (127.0.0.1 unless a host is given)")
+    p.add_argument(
+        "--listen", type=_listen, metavar="[HOST:]PORT", help="serve the pages (127.0.0.1 unless a host is given)"
+    )
     add_deployment_args(p, defaults=False, batch=False, context=False)
     p.set_defaults(func=run_replay)
 

@@ -65,27 +65,39 @@ def capacity_summary(cap, dep) -> list[str]:
     gb = 1e9
     per = " per GPU" if cap.gpus > 1 else ""
     where = f"{dep.hardware.name} x {cap.gpus}" if cap.gpus > 1 else dep.hardware.name
-    lines = [f"memory{per}: {cap.memory_bytes / gb:.0f} GB x {cap.usable_bytes / cap.memory_bytes:g} usable = {cap.usable_bytes / gb:.1f} GB; "
-             f"weights {dep.target.name} {cap.target_weight_bytes / gb:.1f} GB + {dep.drafter.name} {cap.draft_weight_bytes / gb:.1f} GB"
-             + (" (draft whole on one GPU)" if cap.gpus > 1 and dep.draft is not None and dep.draft.tp == 1 else "") + "; "
-             f"KV per sequence at {cap.context_tokens} tokens {cap.target_kv_bytes_per_seq / gb:.3f} + {cap.draft_kv_bytes_per_seq / gb:.3f} GB"]
+    lines = [
+        f"memory{per}: {cap.memory_bytes / gb:.0f} GB x {cap.usable_bytes / cap.memory_bytes:g} usable = {cap.usable_bytes / gb:.1f} GB; "
+        f"weights {dep.target.name} {cap.target_weight_bytes / gb:.1f} GB + {dep.drafter.name} {cap.draft_weight_bytes / gb:.1f} GB"
+        + (" (draft whole on one GPU)" if cap.gpus > 1 and dep.draft is not None and dep.draft.tp == 1 else "")
+        + "; "
+        f"KV per sequence at {cap.context_tokens} tokens {cap.target_kv_bytes_per_seq / gb:.3f} + {cap.draft_kv_bytes_per_seq / gb:.3f} GB"
+    ]
     if cap.recurrent_state_bytes_per_seq:  # a hybrid target: say what the recurrent layers hold, and the scratch
-        lines.append(f"recurrent state: {cap.recurrent_state_bytes_per_seq / gb:.3f} GB per sequence of the target's; a "
-                     f"speculating sequence also holds {cap.scratch_bytes_per_seq / gb:.3f} GB of scratch, one state per "
-                     f"drafted token for gamma = {cap.scratch_draft_tokens} ({cap.scratch_basis}; counted with the draft's: the "
-                     "engine checkpoints the state per drafted token)")
+        lines.append(
+            f"recurrent state: {cap.recurrent_state_bytes_per_seq / gb:.3f} GB per sequence of the target's; a "
+            f"speculating sequence also holds {cap.scratch_bytes_per_seq / gb:.3f} GB of scratch, one state per "
+            f"drafted token for gamma = {cap.scratch_draft_tokens} ({cap.scratch_basis}; counted with the draft's: the "
+            "engine checkpoints the state per drafted token)"
+        )
     if not cap.both_fit:
         what = "does not fit" if not cap.target_fits else "fits but not with the draft beside it"
-        lines.append(f"{dep.target.name} {what} on {where} in {dep.target.weight_dtype}: weights "
-                     f"{cap.target_weight_bytes / gb:.1f} + {cap.draft_weight_bytes / gb:.1f} GB against the usable "
-                     f"{cap.usable_bytes / gb:.1f} GB{per}")
+        lines.append(
+            f"{dep.target.name} {what} on {where} in {dep.target.weight_dtype}: weights "
+            f"{cap.target_weight_bytes / gb:.1f} + {cap.draft_weight_bytes / gb:.1f} GB against the usable "
+            f"{cap.usable_bytes / gb:.1f} GB{per}"
+        )
         n = smallest_fitting_tp(dep, cap.context_tokens, cap.usable_bytes / cap.memory_bytes)
-        lines.append(f"smallest tensor parallelism that fits with the draft and one sequence: --tp {n}" if n is not None else
-                     f"no tensor-parallel size within one {dep.hardware.name} node ({dep.hardware.max_devices} GPUs) fits; "
-                     "use a smaller dtype (--weight-dtype fp8 or int4) or a larger device")
+        lines.append(
+            f"smallest tensor parallelism that fits with the draft and one sequence: --tp {n}"
+            if n is not None
+            else f"no tensor-parallel size within one {dep.hardware.name} node ({dep.hardware.max_devices} GPUs) fits; "
+            "use a smaller dtype (--weight-dtype fp8 or int4) or a larger device"
+        )
     else:
-        lines.append(f"max batch at {cap.context_tokens} tokens per sequence: {cap.max_batch_without_draft} without the draft, "
-                     f"{cap.max_batch_with_draft} with it")
+        lines.append(
+            f"max batch at {cap.context_tokens} tokens per sequence: {cap.max_batch_without_draft} without the draft, "
+            f"{cap.max_batch_with_draft} with it"
+        )
     return lines
 
 

@@ -71,8 +71,11 @@ class _Output:
             print(line)
         print()
         width = len(self.clock(0.0))
-        print(f"{'window end':>{width}}  {'accept. length [95%]':<22} {'by position':<15} {'g':>2} {'running (model)':>15} "
-              f"{'req/s':>6} {'in/out':>9}  {'speedup':>7} {'break-even':>10}  verdict", flush=True)
+        print(
+            f"{'window end':>{width}}  {'accept. length [95%]':<22} {'by position':<15} {'g':>2} {'running (model)':>15} "
+            f"{'req/s':>6} {'in/out':>9}  {'speedup':>7} {'break-even':>10}  verdict",
+            flush=True,
+        )
 
     def row(self, row) -> None:
         if self.json:
@@ -87,14 +90,18 @@ class _Output:
             print(f"{when}  {row.note}", flush=True)
         else:
             low, high = j.interval if j.interval else (math.nan, math.nan)
-            length = f"{w.acceptance_length:.3f} [{low:.3f}, {high:.3f}]" if j.interval else f"{w.acceptance_length:.3f}"
+            length = (
+                f"{w.acceptance_length:.3f} [{low:.3f}, {high:.3f}]" if j.interval else f"{w.acceptance_length:.3f}"
+            )
             pos = " ".join(f"{c:.2f}".lstrip("0") for c in (w.per_position or ())[:4]) or "-"
             running = "-" if w.running is None else f"{w.running:.1f}"
             be = {"never": "none pays", "always": "any pays"}.get(j.break_even, f"{j.break_even_length or 0:.3f}")
             verdict = {"costs": "COSTS MORE", "pays": "pays", "undecided": "cannot tell"}[j.verdict]
-            print(f"{when}  {length:<22} {pos:<15} {j.gamma:>2} {running + f' ({j.running_model:.1f})':>15} "
-                  f"{w.requests_per_s:>6.3g} {w.input_tokens:>4.0f}/{w.output_tokens:<4.0f}  {j.speedup:>6.3f}x {be:>10}  {verdict}",
-                  flush=True)
+            print(
+                f"{when}  {length:<22} {pos:<15} {j.gamma:>2} {running + f' ({j.running_model:.1f})':>15} "
+                f"{w.requests_per_s:>6.3g} {w.input_tokens:>4.0f}/{w.output_tokens:<4.0f}  {j.speedup:>6.3f}x {be:>10}  {verdict}",
+                flush=True,
+            )
             if row.note:
                 print(f"{pad}  {row.note}")
         for v in row.started:
@@ -107,8 +114,14 @@ class _Output:
             self.emit("summary", exit_code=code, holding=sorted(holding))
             return
         if holding:
-            print("\nholding at the last window: " + "; ".join(f"{k} (since {self.clock(v.since_s)})" for k, v in holding.items()))
-        print(f"exit status {code}" + (" (3: costs more than it saves, 4: acceptance dropped, 5: schedule; the most urgent)" if code else ""))
+            print(
+                "\nholding at the last window: "
+                + "; ".join(f"{k} (since {self.clock(v.since_s)})" for k, v in holding.items())
+            )
+        print(
+            f"exit status {code}"
+            + (" (3: costs more than it saves, 4: acceptance dropped, 5: schedule; the most urgent)" if code else "")
+        )
 
 
 def _names(args):
@@ -117,15 +130,21 @@ def _names(args):
 
     cal = calibration(args)
     spec = args.engine or (cal.engine if cal is not None else None)
-    said = [] if spec is not None else [f"--engine not given: {DEFAULT_ENGINE}, its newest release read (specsim's default)"]
+    said = (
+        []
+        if spec is not None
+        else [f"--engine not given: {DEFAULT_ENGINE}, its newest release read (specsim's default)"]
+    )
     names, release, shown = metric_names(spec or DEFAULT_ENGINE)
     return names, release, shown, said
 
 
 def _check(args) -> None:
     if args.url is None and args.prometheus is None and not (args.alert_rules or args.dashboard):
-        raise ValueError("give the engine's page (--url http://HOST:PORT/metrics) or a Prometheus server that scrapes it "
-                         "(--prometheus http://HOST:9090), or --alert-rules/--dashboard to write those alone")
+        raise ValueError(
+            "give the engine's page (--url http://HOST:PORT/metrics) or a Prometheus server that scrapes it "
+            "(--prometheus http://HOST:9090), or --alert-rules/--dashboard to write those alone"
+        )
     if args.url is not None and args.prometheus is not None:
         raise ValueError("read the engine's page (--url) or Prometheus (--prometheus), not both")
     if args.prometheus is None:
@@ -133,7 +152,7 @@ def _check(args) -> None:
             if getattr(args, flag) is not None:
                 raise ValueError(f"--{flag} chooses what Prometheus holds: give it with --prometheus")
     if args.job is not None and args.selector is not None:
-        raise ValueError("give --job or --selector, not both (a selector can say job=\"...\" itself)")
+        raise ValueError('give --job or --selector, not both (a selector can say job="..." itself)')
     if args.once and args.windows is not None:
         raise ValueError("--once reads one window; --windows N reads N: give one of them")
     if args.plot is not None and not str(args.plot).lower().endswith((".png", ".svg")):
@@ -155,12 +174,16 @@ def _deployment(args, model: str | None):
         try:
             get_model(model)
         except (ValueError, KeyError, OSError):
-            raise ValueError(f"the engine serves {model!r}, which is not a built-in model: give its shape with --target "
-                             "(a built-in name or its config.json)") from None
+            raise ValueError(
+                f"the engine serves {model!r}, which is not a built-in model: give its shape with --target "
+                "(a built-in name or its config.json)"
+            ) from None
         args.target = model
         said.append(f"target: {model}, the model the engine names (--target to model another)")
     if args.draft is None and cal is None:
-        raise ValueError("name the drafter the engine runs with --draft (a draft model, eagle3, mtp, ngram, ...): its metrics do not say")
+        raise ValueError(
+            "name the drafter the engine runs with --draft (a draft model, eagle3, mtp, ngram, ...): its metrics do not say"
+        )
     return deployment(args), said
 
 
@@ -180,18 +203,32 @@ def _schedule_writer(args, dep, judge, names, release, shown):
             alpha = float(alpha_from_acceptance_length(min(window.acceptance_length, window.gamma + 1.0), window.gamma))
             acc, flag = alpha, f"--alpha {alpha:.3f}"
         try:
-            answer = load_answer(dep, acc, "watched", "concurrency", list(DEFAULT_BATCHES), window.input_tokens,
-                                 window.output_tokens, gamma_max=judge.gamma_max, limits=judge.limits)
+            answer = load_answer(
+                dep,
+                acc,
+                "watched",
+                "concurrency",
+                list(DEFAULT_BATCHES),
+                window.input_tokens,
+                window.output_tokens,
+                gamma_max=judge.gamma_max,
+                limits=judge.limits,
+            )
             ranges = load_schedule(answer, judge.limits.max_num_seqs, 1.0)
             dep.drafter.support(names.engine, release)
             checkpoint = dep.drafter.checkpoint(dep.target, args.draft_checkpoint)
-            text, notes = ENGINE_MODULES[names.engine].render_schedule(ranges, dep, checkpoint, release, 1.0,
-                                                                      judge.limits.max_num_seqs)
+            text, notes = ENGINE_MODULES[names.engine].render_schedule(
+                ranges, dep, checkpoint, release, 1.0, judge.limits.max_num_seqs
+            )
         except ValueError as err:
             return f"# no {shown} configuration: {err}", []
-        again = (f"specsim schedule --concurrency {flag} --input-len {window.input_tokens:.0f} --output-len "
-                 f"{window.output_tokens:.0f} --format {names.engine} --engine {shown.replace(' ', '@')}")
-        return text, notes + [f"the same from: {again} (with this command's --target, --draft, --hardware or --calibration)"]
+        again = (
+            f"specsim schedule --concurrency {flag} --input-len {window.input_tokens:.0f} --output-len "
+            f"{window.output_tokens:.0f} --format {names.engine} --engine {shown.replace(' ', '@')}"
+        )
+        return text, notes + [
+            f"the same from: {again} (with this command's --target, --draft, --hardware or --calibration)"
+        ]
 
     return write
 
@@ -239,12 +276,20 @@ def _prometheus_windows(source, names, model, gamma, reads) -> list:
     out = []
     for (a, _), (b, restarted), (t, *_rest) in zip(readings[:-1], readings[1:], reads[1:]):
         if a is None or b is None:
-            out.append(Window(t - (reads[1][0] - reads[0][0]), t, model or "", 1, "", restarted=False, notes=("no samples",)))
+            out.append(
+                Window(t - (reads[1][0] - reads[0][0]), t, model or "", 1, "", restarted=False, notes=("no samples",))
+            )
             continue
         w = window_between(a, b, names, [b.gauges], gamma)
         if restarted and not w.restarted:
-            w = dataclasses.replace(w, restarted=True, notes=("a counter reset inside the window (Prometheus resets()): the "
-                                                              "engine restarted; counting starts again from this window's end",))
+            w = dataclasses.replace(
+                w,
+                restarted=True,
+                notes=(
+                    "a counter reset inside the window (Prometheus resets()): the "
+                    "engine restarted; counting starts again from this window's end",
+                ),
+            )
         out.append(w)
     return out
 
@@ -273,11 +318,17 @@ def _open(args, names, release, shown, matchers):
     for _, samples, _, _ in reads:
         found |= models_on(samples, names)
     if model is None and len(found) > 1:
-        raise ValueError(f"{source.describe()} holds the metrics of several models ({', '.join(sorted(found))}): choose one with --model")
+        raise ValueError(
+            f"{source.describe()} holds the metrics of several models ({', '.join(sorted(found))}): choose one with --model"
+        )
     if model is not None and model not in found:
-        raise ValueError(f"{source.describe()} has no speculative metrics of model {model!r}; it has: {', '.join(sorted(found)) or 'none'}")
+        raise ValueError(
+            f"{source.describe()} has no speculative metrics of model {model!r}; it has: {', '.join(sorted(found)) or 'none'}"
+        )
     if not found:
-        raise ValueError(f"{source.describe()} holds none of {shown}'s speculative metrics from {start:.0f} to {end:.0f}")
+        raise ValueError(
+            f"{source.describe()} holds none of {shown}'s speculative metrics from {start:.0f} to {end:.0f}"
+        )
     return source, model or next(iter(found)), None, reads
 
 
@@ -286,20 +337,29 @@ def _header(args, source, names, shown, model, dep, limits, detector, said) -> l
     from specsim.cli.args import calibration
 
     cal = calibration(args)
-    lines = [f"watching {source.describe()}: {shown} metrics of {model} ({names.source})",
-             f"acceptance from {names.acceptance_basis}",
-             f"the model: {dep.target.name} + {dep.drafter.label} on {dep.hardware.name}; engine {dep.engine.label}"
-             + (f"; the break-even of your engine, calibrated by {cal.name}" if cal is not None
-                else "; the break-even of the engine's preset (no --calibration: calibrate-engine fits yours)"),
-             dep.brief() if not report.VERBOSE else "\n".join(dep.provenance()),
-             "load: each window's finished requests/s per replica with its mean prompt and output tokens, as Poisson "
-             f"arrivals (the serving model's open loop); max_num_seqs {limits.max_num_seqs}, max_batched_tokens "
-             f"{limits.max_batched_tokens}" + ("" if args.limits_given else " (vLLM's defaults; --max-num-seqs, --max-batched-tokens)"),
-             "verdict: the acceptance length's 95% interval against the break-even; a schedule change where another gamma "
-             f"gains {args.min_gain:.0%} or more", detector.describe()] + [f"note: {s}" for s in said]
+    lines = [
+        f"watching {source.describe()}: {shown} metrics of {model} ({names.source})",
+        f"acceptance from {names.acceptance_basis}",
+        f"the model: {dep.target.name} + {dep.drafter.label} on {dep.hardware.name}; engine {dep.engine.label}"
+        + (
+            f"; the break-even of your engine, calibrated by {cal.name}"
+            if cal is not None
+            else "; the break-even of the engine's preset (no --calibration: calibrate-engine fits yours)"
+        ),
+        dep.brief() if not report.VERBOSE else "\n".join(dep.provenance()),
+        "load: each window's finished requests/s per replica with its mean prompt and output tokens, as Poisson "
+        f"arrivals (the serving model's open loop); max_num_seqs {limits.max_num_seqs}, max_batched_tokens "
+        f"{limits.max_batched_tokens}"
+        + ("" if args.limits_given else " (vLLM's defaults; --max-num-seqs, --max-batched-tokens)"),
+        "verdict: the acceptance length's 95% interval against the break-even; a schedule change where another gamma "
+        f"gains {args.min_gain:.0%} or more",
+        detector.describe(),
+    ] + [f"note: {s}" for s in said]
     if args.url is not None and args.once:
-        lines.append(f"note: --once with --url reads one window: the drift test needs a reference of {args.reference} "
-                     "windows (watch longer, or read history from --prometheus)")
+        lines.append(
+            f"note: --once with --url reads one window: the drift test needs a reference of {args.reference} "
+            "windows (watch longer, or read history from --prometheus)"
+        )
     return lines
 
 
@@ -323,9 +383,18 @@ def run_watch(args: argparse.Namespace) -> int:
     judge = Judge(dep, limits, args.gamma_max, args.memory_util)
     gamma = args.gamma
     if gamma is None and names.gamma_gauge is None and names.gamma_info is None and names.accepted_per_position is None:
-        raise ValueError(f"{shown}'s metrics do not say the draft length: give --gamma (the engine's number of draft tokens)")
+        raise ValueError(
+            f"{shown}'s metrics do not say the draft length: give --gamma (the engine's number of draft tokens)"
+        )
     if args.alert_rules or args.dashboard:
-        _write_rules(args, names, judge, dep, gamma or (int(first.gamma) if first is not None and first.gamma else None), args.matchers)
+        _write_rules(
+            args,
+            names,
+            judge,
+            dep,
+            gamma or (int(first.gamma) if first is not None and first.gamma else None),
+            args.matchers,
+        )
         if source is None:
             return 0
     clock = _clock((reads[-1][0] - reads[0][0]) if reads else (args.windows or 1) * args.interval)
@@ -339,8 +408,10 @@ def run_watch(args: argparse.Namespace) -> int:
         gauges = Gauges(model, shown, dep.brief())
         server = gauges.serve(*args.listen)
         said.append(f"specsim's gauges on http://{args.listen[0]}:{args.listen[1]}/metrics while the watch runs")
-    output.header(_header(args, source, names, shown, model, dep, limits, detector, said),
-                  {"model": model, "engine": shown, "source": source.describe(), "deployment": dep.provenance()})
+    output.header(
+        _header(args, source, names, shown, model, dep, limits, detector, said),
+        {"model": model, "engine": shown, "source": source.describe(), "deployment": dep.provenance()},
+    )
     try:
         if reads is not None:
             for row in watcher.add_all(_prometheus_windows(source, names, model, gamma, reads)):
@@ -387,12 +458,12 @@ def _live_prometheus(args, source, names, model, gamma, last_t, output, watcher,
 
 
 def _write_rules(args, names, judge, dep, gamma, matchers) -> None:
+    import yaml
+
     from specsim.answers.load import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
     from specsim.core.files import atomic_write_many
     from specsim.serving.steady import steady_state
     from specsim.watch.publish import alert_rules, dashboard, to_json
-
-    import yaml
 
     if gamma is None:
         raise ValueError("--alert-rules tabulates the break-even at the engine's draft length: give --gamma")
@@ -402,16 +473,32 @@ def _write_rules(args, names, judge, dep, gamma, matchers) -> None:
     top = float(plain.requests_per_s[0, 0]) * 1.5  # past the plain engine's capacity
     files = []
     if args.alert_rules:
-        rules = alert_rules(names, judge, gamma, P, O, top, selector=matchers, min_drop=args.min_drop, interval_s=args.interval,
-                            provenance=dep.brief())
+        rules = alert_rules(
+            names,
+            judge,
+            gamma,
+            P,
+            O,
+            top,
+            selector=matchers,
+            min_drop=args.min_drop,
+            interval_s=args.interval,
+            provenance=dep.brief(),
+        )
         files.append((args.alert_rules, yaml.safe_dump(rules, sort_keys=False, width=1000).encode()))
     if args.dashboard:
         files.append((args.dashboard, to_json(dashboard(names, selector=matchers)).encode()))
     atomic_write_many(files)
-    lengths = ("" if args.input_len and args.output_len else
-               f" (lengths {P}/{O}: the reference article's, specsim's default; --input-len, --output-len)")
+    lengths = (
+        ""
+        if args.input_len and args.output_len
+        else f" (lengths {P}/{O}: the reference article's, specsim's default; --input-len, --output-len)"
+    )
     for path, _ in files:
-        print(f"wrote {path}" + (lengths if path == args.alert_rules else ""), file=sys.stderr if args.json else sys.stdout)
+        print(
+            f"wrote {path}" + (lengths if path == args.alert_rules else ""),
+            file=sys.stderr if args.json else sys.stdout,
+        )
 
 
 # -- flags ---------------------------------------------------------------------------------------------------------
@@ -421,60 +508,133 @@ def _parser_watch(sub) -> None:
     from specsim.watch.drift import DEFAULT_FALSE_ALARM, DEFAULT_MIN_DROP, DEFAULT_REFERENCE
     from specsim.watch.watcher import DEFAULT_MIN_GAIN
 
-    p = sub.add_parser("watch", help="watch a running engine's metrics: acceptance drift and whether speculation still pays",
-                       description="Reads a vLLM, SGLang or TensorRT-LLM server's Prometheus metrics (its page, --url, or a "
-                       "Prometheus server that scrapes it, --prometheus, which can replay a past day) window by window: "
-                       "the acceptance length and per-position acceptance, the running batch and request rate, the draft "
-                       "length, the serving model's speedup at that load and the break-even acceptance there.  Verdicts: "
-                       "speculation costs more than it saves (exit 3), acceptance dropped (a change-point test with a "
-                       "stated false-alarm rate; exit 4), another schedule is better (written in the engine's format; "
-                       "exit 5).  Only GET requests, only to the addresses given.")
+    p = sub.add_parser(
+        "watch",
+        help="watch a running engine's metrics: acceptance drift and whether speculation still pays",
+        description="Reads a vLLM, SGLang or TensorRT-LLM server's Prometheus metrics (its page, --url, or a "
+        "Prometheus server that scrapes it, --prometheus, which can replay a past day) window by window: "
+        "the acceptance length and per-position acceptance, the running batch and request rate, the draft "
+        "length, the serving model's speedup at that load and the break-even acceptance there.  Verdicts: "
+        "speculation costs more than it saves (exit 3), acceptance dropped (a change-point test with a "
+        "stated false-alarm rate; exit 4), another schedule is better (written in the engine's format; "
+        "exit 5).  Only GET requests, only to the addresses given.",
+    )
     where = p.add_argument_group("where the metrics are")
-    where.add_argument("--url", help="the engine's metrics page (http://HOST:PORT; the engine's path is added when none is given)")
-    where.add_argument("--prometheus", metavar="URL", help="a Prometheus server that scrapes the engine (http://HOST:9090)")
+    where.add_argument(
+        "--url", help="the engine's metrics page (http://HOST:PORT; the engine's path is added when none is given)"
+    )
+    where.add_argument(
+        "--prometheus", metavar="URL", help="a Prometheus server that scrapes the engine (http://HOST:9090)"
+    )
     where.add_argument("--job", help="with --prometheus: the scrape job of the engine")
-    where.add_argument("--selector", help="with --prometheus: label matchers of the engine's series, e.g. '{job=\"vllm\",instance=\"a:8000\"}'")
-    where.add_argument("--model", dest="served_model", metavar="NAME",
-                       help="the model_name label to watch where the engine serves several")
-    where.add_argument("--start", help="with --prometheus: the first window's start (ISO 8601, Unix seconds or -24h; default: "
-                       "as many windows back as the drift reference needs)")
-    where.add_argument("--end", help="with --prometheus: the last window's end (a replay; default: now, and keep watching)")
+    where.add_argument(
+        "--selector",
+        help='with --prometheus: label matchers of the engine\'s series, e.g. \'{job="vllm",instance="a:8000"}\'',
+    )
+    where.add_argument(
+        "--model",
+        dest="served_model",
+        metavar="NAME",
+        help="the model_name label to watch where the engine serves several",
+    )
+    where.add_argument(
+        "--start",
+        help="with --prometheus: the first window's start (ISO 8601, Unix seconds or -24h; default: "
+        "as many windows back as the drift reference needs)",
+    )
+    where.add_argument(
+        "--end", help="with --prometheus: the last window's end (a replay; default: now, and keep watching)"
+    )
     when = p.add_argument_group("windows")
     when.add_argument("--interval", type=_duration, default=60.0, help="seconds per window, or 30s, 5m (default 60)")
-    when.add_argument("--windows", type=int_at_least(1, "windows", 10**7), help="stop after N windows (default: until stopped)")
-    when.add_argument("--once", action="store_true",
-                      help="one window (the last, with --prometheus), then exit with the verdicts' status (for cron and CI)")
-    when.add_argument("--gamma", type=int_at_least(1, "gamma", MAX_GAMMA),
-                      help="the engine's draft length where its metrics do not say it (SGLang before 0.5.13)")
+    when.add_argument(
+        "--windows", type=int_at_least(1, "windows", 10**7), help="stop after N windows (default: until stopped)"
+    )
+    when.add_argument(
+        "--once",
+        action="store_true",
+        help="one window (the last, with --prometheus), then exit with the verdicts' status (for cron and CI)",
+    )
+    when.add_argument(
+        "--gamma",
+        type=int_at_least(1, "gamma", MAX_GAMMA),
+        help="the engine's draft length where its metrics do not say it (SGLang before 0.5.13)",
+    )
     tests = p.add_argument_group("verdicts")
-    tests.add_argument("--min-drop", type=fraction, default=DEFAULT_MIN_DROP,
-                       help=f"the smallest drop of the acceptance length to flag, a share (default {DEFAULT_MIN_DROP:g})")
-    tests.add_argument("--false-alarm", type=fraction, default=DEFAULT_FALSE_ALARM,
-                       help=f"false alarms per window at most without a change (default {DEFAULT_FALSE_ALARM:g})")
-    tests.add_argument("--reference", type=int_at_least(3, "reference", 10**5), default=DEFAULT_REFERENCE,
-                       help=f"windows that set the drift test's reference (default {DEFAULT_REFERENCE})")
-    tests.add_argument("--min-gain", type=fraction, default=DEFAULT_MIN_GAIN,
-                       help=f"propose another gamma where the model gains this share or more (default {DEFAULT_MIN_GAIN:g})")
-    tests.add_argument("--gamma-max", type=int_at_least(1, "gamma-max", MAX_GAMMA), default=8,
-                       help="the largest gamma the best-gamma search tries (default 8)")
+    tests.add_argument(
+        "--min-drop",
+        type=fraction,
+        default=DEFAULT_MIN_DROP,
+        help=f"the smallest drop of the acceptance length to flag, a share (default {DEFAULT_MIN_DROP:g})",
+    )
+    tests.add_argument(
+        "--false-alarm",
+        type=fraction,
+        default=DEFAULT_FALSE_ALARM,
+        help=f"false alarms per window at most without a change (default {DEFAULT_FALSE_ALARM:g})",
+    )
+    tests.add_argument(
+        "--reference",
+        type=int_at_least(3, "reference", 10**5),
+        default=DEFAULT_REFERENCE,
+        help=f"windows that set the drift test's reference (default {DEFAULT_REFERENCE})",
+    )
+    tests.add_argument(
+        "--min-gain",
+        type=fraction,
+        default=DEFAULT_MIN_GAIN,
+        help=f"propose another gamma where the model gains this share or more (default {DEFAULT_MIN_GAIN:g})",
+    )
+    tests.add_argument(
+        "--gamma-max",
+        type=int_at_least(1, "gamma-max", MAX_GAMMA),
+        default=8,
+        help="the largest gamma the best-gamma search tries (default 8)",
+    )
     engine = p.add_argument_group("the engine's limits")
-    engine.add_argument("--max-num-seqs", type=int_at_least(1, "max-num-seqs", MAX_BATCH), default=None,
-                        help=f"the engine's sequences in flight at most (default {DEFAULT_MAX_NUM_SEQS}, vLLM's)")
-    engine.add_argument("--max-batched-tokens", type=int_at_least(1, "max-batched-tokens", MAX_CONTEXT), default=None,
-                        help=f"tokens per iteration (default {DEFAULT_MAX_BATCHED_TOKENS}, vLLM's)")
-    engine.add_argument("--memory-util", type=fraction, default=DEFAULT_MEMORY_UTILIZATION,
-                        help=f"the engine's share of GPU memory (default {DEFAULT_MEMORY_UTILIZATION}, vLLM's)")
+    engine.add_argument(
+        "--max-num-seqs",
+        type=int_at_least(1, "max-num-seqs", MAX_BATCH),
+        default=None,
+        help=f"the engine's sequences in flight at most (default {DEFAULT_MAX_NUM_SEQS}, vLLM's)",
+    )
+    engine.add_argument(
+        "--max-batched-tokens",
+        type=int_at_least(1, "max-batched-tokens", MAX_CONTEXT),
+        default=None,
+        help=f"tokens per iteration (default {DEFAULT_MAX_BATCHED_TOKENS}, vLLM's)",
+    )
+    engine.add_argument(
+        "--memory-util",
+        type=fraction,
+        default=DEFAULT_MEMORY_UTILIZATION,
+        help=f"the engine's share of GPU memory (default {DEFAULT_MEMORY_UTILIZATION}, vLLM's)",
+    )
     out = p.add_argument_group("output")
-    out.add_argument("--listen", type=_listen, metavar="[HOST:]PORT",
-                     help="serve specsim's gauges for Prometheus to scrape (127.0.0.1 unless a host is given)")
+    out.add_argument(
+        "--listen",
+        type=_listen,
+        metavar="[HOST:]PORT",
+        help="serve specsim's gauges for Prometheus to scrape (127.0.0.1 unless a host is given)",
+    )
     out.add_argument("--plot", metavar="FILE", help="draw the watched period (.png or .svg) when the watch ends")
-    out.add_argument("--alert-rules", metavar="FILE", help="write Prometheus alerting rules for the same verdicts (YAML)")
+    out.add_argument(
+        "--alert-rules", metavar="FILE", help="write Prometheus alerting rules for the same verdicts (YAML)"
+    )
     out.add_argument("--dashboard", metavar="FILE", help="write a Grafana dashboard (JSON)")
-    out.add_argument("--input-len", type=int_at_least(1, "input-len", MAX_CONTEXT),
-                     help="with --alert-rules: the prompt tokens the break-even table assumes (default 1000, the article's)")
-    out.add_argument("--output-len", type=int_at_least(2, "output-len", MAX_CONTEXT),
-                     help="with --alert-rules: the output tokens (default 256, the article's)")
-    out.add_argument("--json", action="store_true", help="JSON lines: a header, one object per window and per verdict, a summary")
+    out.add_argument(
+        "--input-len",
+        type=int_at_least(1, "input-len", MAX_CONTEXT),
+        help="with --alert-rules: the prompt tokens the break-even table assumes (default 1000, the article's)",
+    )
+    out.add_argument(
+        "--output-len",
+        type=int_at_least(2, "output-len", MAX_CONTEXT),
+        help="with --alert-rules: the output tokens (default 256, the article's)",
+    )
+    out.add_argument(
+        "--json", action="store_true", help="JSON lines: a header, one object per window and per verdict, a summary"
+    )
     add_deployment_args(p, defaults=False, batch=False, context=False)
     p.set_defaults(func=_run)
 

@@ -12,8 +12,16 @@ import errno
 import os
 from pathlib import Path
 
-__all__ = ["atomic_write_bytes", "atomic_write_many", "atomic_write_text", "builtin_dir", "check_output", "existing_file", "read_text",
-           "refuse_builtin"]
+__all__ = [
+    "atomic_write_bytes",
+    "atomic_write_many",
+    "atomic_write_text",
+    "builtin_dir",
+    "check_output",
+    "existing_file",
+    "read_text",
+    "refuse_builtin",
+]
 
 
 def read_text(path: str | Path, what: str) -> str:
@@ -80,7 +88,9 @@ def refuse_builtin(path: str | Path) -> None:
             raise loop from None
     root = builtin_dir().resolve()
     if target == root or root in target.parents:
-        raise ValueError(f"refusing to write {str(path)!r}: the built-in profiles in {root} are never overwritten; choose another --out")
+        raise ValueError(
+            f"refusing to write {str(path)!r}: the built-in profiles in {root} are never overwritten; choose another --out"
+        )
 
 
 def check_output(path: str | Path, suffixes: tuple[str, ...] = (), flag: str = "--out") -> Path:

@@ -154,7 +154,6 @@ def load_json(path: str | Path, what: str = "JSON file", allow_infinity: bool = 
 def loads_json(text: str, where: str, allow_infinity: bool = False, object_pairs_hook: Any = None) -> Any:
     """Parse JSON text within the nesting budget (the caller bounds its size); see :func:`load_json`.
     ``object_pairs_hook`` is ``json.loads``'s (a reader that refuses duplicate keys passes one)."""
-    import json
 
     depth = deepest = 0
     in_string = escape = False
@@ -204,19 +203,25 @@ def load_yaml(path: str | Path, what: str = "YAML file", *, shipped: bool = Fals
         return yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     size = path.stat().st_size
     if size > MAX_YAML_BYTES:
-        raise ValueError(f"{what} {str(path)!r} is {size:,} bytes; a profile is a few kB, the limit is {MAX_YAML_BYTES:,}")
+        raise ValueError(
+            f"{what} {str(path)!r} is {size:,} bytes; a profile is a few kB, the limit is {MAX_YAML_BYTES:,}"
+        )
     text = _read_text(path, what)
 
     class Loader(yaml.SafeLoader):
         def compose_node(self, parent, index):  # type: ignore[override]
             if self.check_event(yaml.AliasEvent):
                 event = self.peek_event()
-                raise ValueError(f"{what} {str(path)!r}, line {event.start_mark.line + 1}: YAML aliases (*name) are not allowed")
+                raise ValueError(
+                    f"{what} {str(path)!r}, line {event.start_mark.line + 1}: YAML aliases (*name) are not allowed"
+                )
             self._depth = getattr(self, "_depth", 0) + 1
             try:
                 if self._depth > MAX_YAML_DEPTH:
                     mark = self.peek_event().start_mark
-                    raise ValueError(f"{what} {str(path)!r}, line {mark.line + 1}: nested deeper than {MAX_YAML_DEPTH} levels")
+                    raise ValueError(
+                        f"{what} {str(path)!r}, line {mark.line + 1}: nested deeper than {MAX_YAML_DEPTH} levels"
+                    )
                 return super().compose_node(parent, index)
             finally:
                 self._depth -= 1
@@ -225,11 +230,15 @@ def load_yaml(path: str | Path, what: str = "YAML file", *, shipped: bool = Fals
             seen = set()
             for key_node, _ in node.value:
                 if not isinstance(key_node, yaml.ScalarNode):
-                    raise ValueError(f"{what} {str(path)!r}, line {key_node.start_mark.line + 1}: a key must be a plain "
-                                     "name, not a list or mapping")
+                    raise ValueError(
+                        f"{what} {str(path)!r}, line {key_node.start_mark.line + 1}: a key must be a plain "
+                        "name, not a list or mapping"
+                    )
                 key = self.construct_object(key_node, deep=True)
                 if key in seen:
-                    raise ValueError(f"{what} {str(path)!r}, line {key_node.start_mark.line + 1}: duplicate key {key!r}")
+                    raise ValueError(
+                        f"{what} {str(path)!r}, line {key_node.start_mark.line + 1}: duplicate key {key!r}"
+                    )
                 seen.add(key)
             return super().construct_mapping(node, deep=deep)
 

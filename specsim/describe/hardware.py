@@ -26,15 +26,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
-from dataclasses import dataclass
 from specsim.core.files import builtin_dir
-
 
 __all__ = [
     "ALIASES",
@@ -331,8 +329,10 @@ def profile_from_mapping(data: Any, where: str = "hardware profile") -> Hardware
                 raise ValueError(f"{where}: {key} must be text, got {data[key]!r}")
             bad = [c for c in data[key] if ord(c) < 32 and c not in "\n\t" or ord(c) == 127]
             if bad or (key == "name" and ("\n" in data[key] or "\t" in data[key])):
-                raise ValueError(f"{where}: {key} holds a control character ({(bad or [chr(10)])[0]!r}); "
-                                 "printable text only (it is printed to a terminal)")
+                raise ValueError(
+                    f"{where}: {key} holds a control character ({(bad or [chr(10)])[0]!r}); "
+                    "printable text only (it is printed to a terminal)"
+                )
             kwargs[key] = data[key].strip()
     for key in _MAPPINGS:
         if key in data and data[key] is not None:
@@ -367,9 +367,19 @@ def _builtin_files() -> dict[str, Path]:
 
 #: Names people type for a device -> the built-in profile (the SXM boards where a name leaves the form open: they are
 #: what serving clusters run; the PCIe H100 keeps its own name).
-ALIASES = {"h100": "h100-sxm", "h100-sxm5": "h100-sxm", "h100-80gb": "h100-sxm", "a100": "a100-sxm-80gb",
-           "a100-80gb": "a100-sxm-80gb", "a100-sxm": "a100-sxm-80gb", "h200-sxm": "h200", "b200-sxm": "b200",
-           "b300-sxm": "b300", "rtx-pro-6000-blackwell": "rtx-pro-6000", "rtx-pro-6000-server": "rtx-pro-6000"}
+ALIASES = {
+    "h100": "h100-sxm",
+    "h100-sxm5": "h100-sxm",
+    "h100-80gb": "h100-sxm",
+    "a100": "a100-sxm-80gb",
+    "a100-80gb": "a100-sxm-80gb",
+    "a100-sxm": "a100-sxm-80gb",
+    "h200-sxm": "h200",
+    "b200-sxm": "b200",
+    "b300-sxm": "b300",
+    "rtx-pro-6000-blackwell": "rtx-pro-6000",
+    "rtx-pro-6000-server": "rtx-pro-6000",
+}
 
 
 def builtin_names() -> list[str]:
@@ -383,8 +393,10 @@ def _refuse_shadowed(given: str, builtin: Path) -> None:
 
     local = existing_file(given)
     if local is not None and local.resolve() != builtin.resolve():
-        raise ValueError(f"hardware {given!r} names both the file {str(local)!r} and the built-in profile {builtin.stem}: "
-                         f"give ./{given} for the file, or {builtin.stem if builtin.stem != given else builtin} for the built-in")
+        raise ValueError(
+            f"hardware {given!r} names both the file {str(local)!r} and the built-in profile {builtin.stem}: "
+            f"give ./{given} for the file, or {builtin.stem if builtin.stem != given else builtin} for the built-in"
+        )
 
 
 def load_hardware(name_or_path: str | Path) -> HardwareProfile:
@@ -414,8 +426,10 @@ def load_hardware(name_or_path: str | Path) -> HardwareProfile:
 
             close = difflib.get_close_matches(text.lower(), sorted(files) + sorted(ALIASES), n=1, cutoff=0.6)
             hint = f"did you mean {close[0]}? " if close else ""
-            raise KeyError(f"unknown hardware {text!r}; {hint}specsim hardware lists the built-in profiles and their "
-                           "aliases (or give a path to a YAML file)")
+            raise KeyError(
+                f"unknown hardware {text!r}; {hint}specsim hardware lists the built-in profiles and their "
+                "aliases (or give a path to a YAML file)"
+            )
         if not path.is_file():
             raise ValueError(f"hardware file {text!r} does not exist")
     from specsim.core.limits import load_yaml

@@ -39,8 +39,13 @@ __all__ = ["HYBRID_FAMILIES", "attention_only", "layout_fields"]
 
 #: Families whose layouts this module reads.
 HYBRID_FAMILIES = ("qwen3_next", "qwen3_5", "nemotron_h", "llama4", "minimax_m2")
-_GDN_KEYS = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
-             "linear_conv_kernel_dim")
+_GDN_KEYS = (
+    "linear_num_key_heads",
+    "linear_num_value_heads",
+    "linear_key_head_dim",
+    "linear_value_head_dim",
+    "linear_conv_kernel_dim",
+)
 _MAMBA_KEYS = ("mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel")
 _PATTERN = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 _STATE_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
@@ -49,16 +54,20 @@ _STATE_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 def _sizes(cfg, keys: tuple[str, ...], what: str) -> list[int]:
     missing = [k for k in keys if cfg.get(k) is None]
     if missing:
-        raise ValueError(f"{cfg.where}: {what} layers need {', '.join(keys)}; missing {', '.join(missing)} "
-                         f"(recurrent layers read: Gated DeltaNet and Mamba-2)")
+        raise ValueError(
+            f"{cfg.where}: {what} layers need {', '.join(keys)}; missing {', '.join(missing)} "
+            f"(recurrent layers read: Gated DeltaNet and Mamba-2)"
+        )
     return [cfg.int(k) for k in keys]
 
 
 def _state_dtype(cfg, key: str, notes: list[str]) -> str | None:
     raw = cfg.get(key)
     if raw is None:
-        notes.append(f"recurrent state in the model's 16-bit type (the config states no {key}; vLLM's "
-                     "mamba_ssm_cache_dtype 'auto')")
+        notes.append(
+            f"recurrent state in the model's 16-bit type (the config states no {key}; vLLM's "
+            "mamba_ssm_cache_dtype 'auto')"
+        )
         return None
     if raw not in _STATE_DTYPES:
         raise ValueError(f"{cfg.where}: {key} {raw!r} is not one of {', '.join(_STATE_DTYPES)}")
@@ -73,12 +82,16 @@ def _qwen_layers(cfg, n_layers: int) -> int:
             raise ValueError(f"{cfg.where}: layer_types must list one type per layer ({n_layers})")
         unknown = sorted(set(map(str, types)) - {"linear_attention", "full_attention"})
         if unknown:
-            raise ValueError(f"{cfg.where}: layer type(s) {', '.join(unknown)} not modelled; supported: linear_attention "
-                             "(Gated DeltaNet), full_attention")
+            raise ValueError(
+                f"{cfg.where}: layer type(s) {', '.join(unknown)} not modelled; supported: linear_attention "
+                "(Gated DeltaNet), full_attention"
+            )
         return sum(t == "full_attention" for t in types)
     if cfg.get("full_attention_interval") is None:
-        raise ValueError(f"{cfg.where}: a Gated DeltaNet model needs layer_types or full_attention_interval to say which "
-                         "layers are full attention")
+        raise ValueError(
+            f"{cfg.where}: a Gated DeltaNet model needs layer_types or full_attention_interval to say which "
+            "layers are full attention"
+        )
     return n_layers // cfg.int("full_attention_interval", maximum=MAX_LAYERS)
 
 
@@ -90,9 +103,17 @@ def _qwen_hybrid(cfg, family: str, n_layers: int, notes: list[str]) -> dict[str,
     gate = cfg.flag("attn_output_gate", True)
     if "attn_output_gate" not in cfg and family == "qwen3_5":
         notes.append("attn_output_gate = true (Qwen3_5TextConfig's default; the config does not state it)")
-    fields: dict[str, Any] = dict(n_recurrent_layers=n_layers - attention, recurrent_kind="gdn", rec_heads=h,
-                                  rec_head_dim=p, rec_state_dim=n, rec_groups=g, rec_conv_kernel=k,
-                                  state_dtype=_state_dtype(cfg, "mamba_ssm_dtype", notes), attn_output_gate=gate)
+    fields: dict[str, Any] = dict(
+        n_recurrent_layers=n_layers - attention,
+        recurrent_kind="gdn",
+        rec_heads=h,
+        rec_head_dim=p,
+        rec_state_dim=n,
+        rec_groups=g,
+        rec_conv_kernel=k,
+        state_dtype=_state_dtype(cfg, "mamba_ssm_dtype", notes),
+        attn_output_gate=gate,
+    )
     if cfg.get("num_experts"):
         shared = cfg.int("shared_expert_intermediate_size", 0, minimum=0)
         fields.update(shared_expert_size=shared, n_shared_experts=1 if shared else 0, shared_expert_gate=bool(shared))
@@ -100,8 +121,10 @@ def _qwen_hybrid(cfg, family: str, n_layers: int, notes: list[str]) -> dict[str,
     if mtp:
         fields["n_mtp_layers"] = mtp
     elif family == "qwen3_next":
-        notes.append("Qwen3-Next checkpoints ship one MTP layer its config.json does not declare (vLLM serves it with "
-                     "method qwen3_next_mtp); it is not counted")
+        notes.append(
+            "Qwen3-Next checkpoints ship one MTP layer its config.json does not declare (vLLM serves it with "
+            "method qwen3_next_mtp); it is not counted"
+        )
     return fields
 
 
@@ -110,18 +133,24 @@ def _nemotron_blocks(cfg, n_layers: int | None) -> list[str]:
     if isinstance(pattern, str):
         unknown = sorted(set(pattern) - set(_PATTERN))
         if unknown:
-            raise ValueError(f"{cfg.where}: hybrid_override_pattern block(s) {', '.join(map(repr, unknown))} not modelled; "
-                             "supported: M (Mamba-2), * (attention), - (MLP), E (MoE)")
+            raise ValueError(
+                f"{cfg.where}: hybrid_override_pattern block(s) {', '.join(map(repr, unknown))} not modelled; "
+                "supported: M (Mamba-2), * (attention), - (MLP), E (MoE)"
+            )
         kinds = [_PATTERN[c] for c in pattern]
     elif isinstance(blocks, list):
         unknown = sorted(set(map(str, blocks)) - set(_PATTERN.values()))
         if unknown:
-            raise ValueError(f"{cfg.where}: layers_block_type block(s) {', '.join(unknown)} not modelled; supported: "
-                             "mamba, attention, mlp, moe")
+            raise ValueError(
+                f"{cfg.where}: layers_block_type block(s) {', '.join(unknown)} not modelled; supported: "
+                "mamba, attention, mlp, moe"
+            )
         kinds = [str(b) for b in blocks]
     else:
-        raise ValueError(f"{cfg.where}: a Nemotron-H model needs hybrid_override_pattern or layers_block_type to say "
-                         "which block each layer is")
+        raise ValueError(
+            f"{cfg.where}: a Nemotron-H model needs hybrid_override_pattern or layers_block_type to say "
+            "which block each layer is"
+        )
     if n_layers is not None and len(kinds) != n_layers:
         raise ValueError(f"{cfg.where}: the block pattern lists {len(kinds)} layers, num_hidden_layers says {n_layers}")
     if not 1 <= len(kinds) <= MAX_LAYERS:
@@ -135,19 +164,36 @@ def _nemotron(cfg, n_layers: int, notes: list[str]) -> dict[str, Any]:
     if count["moe"] and not cfg.get("n_routed_experts"):
         raise ValueError(f"{cfg.where}: MoE blocks (E) need n_routed_experts")
     if cfg.flag("mamba_proj_bias") or cfg.flag("use_bias"):
-        raise ValueError(f"{cfg.where}: biases on the Mamba-2 projections (mamba_proj_bias / use_bias) are not modelled")
-    fields: dict[str, Any] = dict(n_mixer_free_layers=count["mlp"] + count["moe"], n_ffn_free_layers=count["mamba"] + count["attention"],
-                                  gated_mlp=False, norms_per_layer=1)
+        raise ValueError(
+            f"{cfg.where}: biases on the Mamba-2 projections (mamba_proj_bias / use_bias) are not modelled"
+        )
+    fields: dict[str, Any] = dict(
+        n_mixer_free_layers=count["mlp"] + count["moe"],
+        n_ffn_free_layers=count["mamba"] + count["attention"],
+        gated_mlp=False,
+        norms_per_layer=1,
+    )
     if count["mamba"]:
         h, p, n, g, k = _sizes(cfg, _MAMBA_KEYS, "Mamba-2")
-        fields.update(n_recurrent_layers=count["mamba"], recurrent_kind="mamba2", rec_heads=h, rec_head_dim=p,
-                      rec_state_dim=n, rec_groups=g, rec_conv_kernel=k, rec_conv_bias=cfg.flag("use_conv_bias", True),
-                      state_dtype=_state_dtype(cfg, "mamba_ssm_cache_dtype", notes))
+        fields.update(
+            n_recurrent_layers=count["mamba"],
+            recurrent_kind="mamba2",
+            rec_heads=h,
+            rec_head_dim=p,
+            rec_state_dim=n,
+            rec_groups=g,
+            rec_conv_kernel=k,
+            rec_conv_bias=cfg.flag("use_conv_bias", True),
+            state_dtype=_state_dtype(cfg, "mamba_ssm_cache_dtype", notes),
+        )
     if count["moe"]:
         shared = cfg.int("moe_shared_expert_intermediate_size", 0, minimum=0)
-        fields.update(n_dense_layers=count["mlp"], shared_expert_size=shared,
-                      n_shared_experts=cfg.int("n_shared_experts", 1 if shared else 0, minimum=0) if shared else 0,
-                      moe_latent_size=cfg.int("moe_latent_size", 0, minimum=0))
+        fields.update(
+            n_dense_layers=count["mlp"],
+            shared_expert_size=shared,
+            n_shared_experts=cfg.int("n_shared_experts", 1 if shared else 0, minimum=0) if shared else 0,
+            moe_latent_size=cfg.int("moe_latent_size", 0, minimum=0),
+        )
     if cfg.get("num_nextn_predict_layers"):
         notes.append("its MTP layers (num_nextn_predict_layers, a hybrid attention + MoE pattern) are not counted")
     return fields
@@ -158,14 +204,18 @@ def _llama4(cfg, n_layers: int, notes: list[str]) -> dict[str, Any]:
     if moe is None:
         step = cfg.int("interleave_moe_layer_step", 1, maximum=MAX_LAYERS)
         moe = list(range(step - 1, n_layers, step))
-    elif not isinstance(moe, list) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n_layers for i in moe):
+    elif not isinstance(moe, list) or any(
+        isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n_layers for i in moe
+    ):
         raise ValueError(f"{cfg.where}: moe_layers must be a list of layer indices in [0, {n_layers - 1}]")
     rope = cfg.get("no_rope_layers")
     if rope is None:
         interval = cfg.int("no_rope_layer_interval", 4, maximum=MAX_LAYERS)
         rope = [int((i + 1) % interval != 0) for i in range(n_layers)]
     elif not isinstance(rope, list) or len(rope) != n_layers or any(r not in (0, 1) for r in rope):
-        raise ValueError(f"{cfg.where}: no_rope_layers must list 1 (RoPE, chunked) or 0 (NoPE, global) per layer ({n_layers})")
+        raise ValueError(
+            f"{cfg.where}: no_rope_layers must list 1 (RoPE, chunked) or 0 (NoPE, global) per layer ({n_layers})"
+        )
     fields: dict[str, Any] = dict(n_dense_layers=n_layers - len(set(moe)), n_shared_experts=1)
     chunk = cfg.get("attention_chunk_size")
     if chunk is not None and sum(rope):
@@ -181,8 +231,10 @@ def _minimax(cfg, n_layers: int, notes: list[str]) -> dict[str, Any]:
         if not isinstance(types, list) or len(types) != n_layers or any(t not in (0, 1) for t in types):
             raise ValueError(f"{cfg.where}: attn_type_list must list 1 (softmax attention) per layer ({n_layers})")
         if 0 in types:
-            raise ValueError(f"{cfg.where}: attn_type_list marks {types.count(0)} lightning (linear) attention layers, not "
-                             "modelled; supported: 1 (softmax attention) on every layer")
+            raise ValueError(
+                f"{cfg.where}: attn_type_list marks {types.count(0)} lightning (linear) attention layers, not "
+                "modelled; supported: 1 (softmax attention) on every layer"
+            )
     if cfg.int("shared_intermediate_size", 0, minimum=0):
         raise ValueError(f"{cfg.where}: shared_intermediate_size > 0 (a shared expert) is not a MiniMax-M2 layout")
     norm = cfg.get("qk_norm_type", "per_layer")
@@ -211,6 +263,17 @@ def attention_only(model):
 
     if not (model.is_hybrid or model.n_chunked_layers or model.n_mixer_free_layers or model.n_ffn_free_layers):
         return model
-    return dataclasses.replace(model, n_recurrent_layers=0, recurrent_kind="", rec_heads=0, rec_head_dim=0,
-                               rec_state_dim=0, rec_groups=0, rec_conv_kernel=0, n_mixer_free_layers=0,
-                               n_ffn_free_layers=0, n_chunked_layers=0, attention_chunk_size=0)
+    return dataclasses.replace(
+        model,
+        n_recurrent_layers=0,
+        recurrent_kind="",
+        rec_heads=0,
+        rec_head_dim=0,
+        rec_state_dim=0,
+        rec_groups=0,
+        rec_conv_kernel=0,
+        n_mixer_free_layers=0,
+        n_ffn_free_layers=0,
+        n_chunked_layers=0,
+        attention_chunk_size=0,
+    )

@@ -27,7 +27,14 @@ from typing import Any
 
 from specsim.core.limits import MAX_CONTEXT, MAX_LAYERS, MAX_MODEL_DIM
 from specsim.describe.layouts import HYBRID_FAMILIES, layout_fields
-from specsim.describe.shapes import (BYTES_PER_ELEMENT, KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES, ModelShape, Op, format_count)
+from specsim.describe.shapes import (
+    BYTES_PER_ELEMENT,
+    KV_DTYPE_CHOICES,
+    WEIGHT_DTYPE_CHOICES,
+    ModelShape,
+    Op,
+    format_count,
+)
 
 __all__ = [
     "BYTES_PER_ELEMENT",
@@ -104,16 +111,28 @@ def _refuse_shadowed(given: str, builtin: str) -> None:
     local = existing_file(given) or existing_file(str(Path(given) / "config.json"))
     if local is None:
         return
-    other = (f"{builtin} for the built-in" if builtin != given else
-             f"{_CATALOG / (builtin + '.json')} for the built-in" if builtin in _catalog_index() else
-             "another folder to use the built-in")
-    raise ValueError(f"model {given!r} names both the file {str(local)!r} and the built-in shape {builtin}: give "
-                     f"./{local} for the file, or {other}")
+    other = (
+        f"{builtin} for the built-in"
+        if builtin != given
+        else f"{_CATALOG / (builtin + '.json')} for the built-in"
+        if builtin in _catalog_index()
+        else "another folder to use the built-in"
+    )
+    raise ValueError(
+        f"model {given!r} names both the file {str(local)!r} and the built-in shape {builtin}: give "
+        f"./{local} for the file, or {other}"
+    )
 
 
-def get_model(name_or_path: str | Path, *, weight_dtype: str | None = None, kv_dtype: str | None = None,
-              tp: int | None = None, routing_effective_experts: float | None = None,
-              routing_correlation: float | None = None) -> ModelShape:
+def get_model(
+    name_or_path: str | Path,
+    *,
+    weight_dtype: str | None = None,
+    kv_dtype: str | None = None,
+    tp: int | None = None,
+    routing_effective_experts: float | None = None,
+    routing_correlation: float | None = None,
+) -> ModelShape:
     """A built-in shape by name, or one read from a Hugging Face ``config.json``.
 
     ``weight_dtype`` stores every linear layer (experts included) in that type,
@@ -146,20 +165,30 @@ def get_model(name_or_path: str | Path, *, weight_dtype: str | None = None, kv_d
             path = path / "config.json"
         if path.suffix != ".json" and not path.exists():
             if re.fullmatch(r"[\w.-]+/[\w.-]+", text):
-                raise KeyError(f"unknown model {text!r}: a Hugging Face ID specsim does not ship; download its config.json "
-                               f"(huggingface-cli download {text} config.json) and pass its path; the IDs it knows are "
-                               f"listed by specsim models")
+                raise KeyError(
+                    f"unknown model {text!r}: a Hugging Face ID specsim does not ship; download its config.json "
+                    f"(huggingface-cli download {text} config.json) and pass its path; the IDs it knows are "
+                    f"listed by specsim models"
+                )
             import difflib
 
             close = difflib.get_close_matches(text.lower(), builtin_model_names(), n=1, cutoff=0.6)
             hint = f"did you mean {close[0]}? " if close else ""
-            raise KeyError(f"unknown model {text!r}; {hint}specsim models lists the built-in ones (or give a path to a config.json)")
+            raise KeyError(
+                f"unknown model {text!r}; {hint}specsim models lists the built-in ones (or give a path to a config.json)"
+            )
         if not path.is_file():
             raise ValueError(f"model config {text!r} does not exist")
         config = _read_json(path, "model config", allow_infinity=True)
         side = path.parent / "hf_quant_config.json"  # NVIDIA ModelOpt checkpoints state their quantisation here
         if side.is_file() and "quantization_config" not in config:
-            config = {**config, "quantization_config": {"quant_method": "modelopt", **_modelopt(_read_json(side, "quantisation config"), side)}}
+            config = {
+                **config,
+                "quantization_config": {
+                    "quant_method": "modelopt",
+                    **_modelopt(_read_json(side, "quantisation config"), side),
+                },
+            }
         model = model_from_hf_config(config, name=str(path))
         # "path/to/my-finetune/config.json" is called "my-finetune" in tables and plots.
         if path.name == "config.json" and path.resolve().parent.name:
@@ -168,12 +197,17 @@ def get_model(name_or_path: str | Path, *, weight_dtype: str | None = None, kv_d
     changes: dict[str, Any] = {}
     if weight_dtype is not None:
         if weight_dtype not in BYTES_PER_ELEMENT:
-            raise ValueError(f"model {model.name!r}: weight_dtype must be one of {', '.join(BYTES_PER_ELEMENT)}, got {weight_dtype!r}")
+            raise ValueError(
+                f"model {model.name!r}: weight_dtype must be one of {', '.join(BYTES_PER_ELEMENT)}, got {weight_dtype!r}"
+            )
         if model.params_override is None:
             changes["head_dtype"] = model.head_dtype_
         stored = model.checkpoint_dtype or model.weight_dtype
-        changes.update(weight_dtype=weight_dtype, expert_dtype=None,
-                       checkpoint_dtype=stored if weight_dtype != stored or model.expert_dtype else None)
+        changes.update(
+            weight_dtype=weight_dtype,
+            expert_dtype=None,
+            checkpoint_dtype=stored if weight_dtype != stored or model.expert_dtype else None,
+        )
     if kv_dtype is not None:
         changes["kv_dtype"] = kv_dtype
     if tp is not None:
@@ -234,27 +268,47 @@ _ARCHITECTURES = {
     "MiniMaxM2ForCausalLM": "minimax_m2",
 }
 #: Multimodal checkpoints whose language model is their ``text_config`` (the vision tower is counted as resident).
-_TEXT_CONFIG_ARCHITECTURES = {"Gemma3ForConditionalGeneration", "Qwen3_5ForConditionalGeneration",
-                              "Qwen3_5MoeForConditionalGeneration", "Llama4ForConditionalGeneration"}
+_TEXT_CONFIG_ARCHITECTURES = {
+    "Gemma3ForConditionalGeneration",
+    "Qwen3_5ForConditionalGeneration",
+    "Qwen3_5MoeForConditionalGeneration",
+    "Llama4ForConditionalGeneration",
+}
 #: The MoE families and the keys of their expert count and expert size (None: intermediate_size).
-_MOE_KEYS = {"mixtral": ("num_local_experts", None), "qwen3_moe": ("num_experts", "moe_intermediate_size"),
-             "gpt_oss": ("num_local_experts", None), "deepseek_v3": ("n_routed_experts", "moe_intermediate_size"),
-             "glm4_moe": ("n_routed_experts", "moe_intermediate_size"), "qwen3_next": ("num_experts", "moe_intermediate_size"),
-             "qwen3_5": ("num_experts", "moe_intermediate_size"), "nemotron_h": ("n_routed_experts", "moe_intermediate_size"),
-             "llama4": ("num_local_experts", None), "minimax_m2": ("num_local_experts", None)}
+_MOE_KEYS = {
+    "mixtral": ("num_local_experts", None),
+    "qwen3_moe": ("num_experts", "moe_intermediate_size"),
+    "gpt_oss": ("num_local_experts", None),
+    "deepseek_v3": ("n_routed_experts", "moe_intermediate_size"),
+    "glm4_moe": ("n_routed_experts", "moe_intermediate_size"),
+    "qwen3_next": ("num_experts", "moe_intermediate_size"),
+    "qwen3_5": ("num_experts", "moe_intermediate_size"),
+    "nemotron_h": ("n_routed_experts", "moe_intermediate_size"),
+    "llama4": ("num_local_experts", None),
+    "minimax_m2": ("num_local_experts", None),
+}
 _QKV_BIAS_ARCHITECTURES = {"Qwen2ForCausalLM"}  # q, k, v carry biases whatever attention_bias says
 #: attention_bias puts biases on q, k and v only (GLM-4.5's o_proj has none: transformers' Glm4Attention).
 _QKV_ONLY_BIAS_ARCHITECTURES = {"Glm4MoeForCausalLM"}
 #: q/k norms where the config says so (GLM-4.5 and 4.6: use_qk_norm true; GLM-4.5-Air: false).
 _QK_NORM_FLAG_ARCHITECTURES = {"Glm4MoeForCausalLM"}
-_QK_NORM_ARCHITECTURES = {"Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration",
-                          "Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"}
+_QK_NORM_ARCHITECTURES = {
+    "Qwen3ForCausalLM",
+    "Qwen3MoeForCausalLM",
+    "Gemma3ForCausalLM",
+    "Gemma3ForConditionalGeneration",
+    "Qwen3NextForCausalLM",
+    "Qwen3_5ForConditionalGeneration",
+    "Qwen3_5MoeForConditionalGeneration",
+}
 #: Defaults of transformers' config classes that real checkpoints rely on (keys their config.json leaves out).
 #: Gemma3TextConfig: vocab_size 262208, sliding_window_pattern 6, tied embeddings.
 _CLASS_DEFAULTS = {"gemma3": {"vocab_size": 262208, "sliding_window_pattern": 6, "tie_word_embeddings": True}}
 _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
-_SUPPORTED_QUANT = ("fp8, fbgemm_fp8, compressed-tensors (8-bit float or int, 4-bit int), awq (4-bit), gptq (4- and 8-bit), mxfp4, "
-                    "modelopt (FP8, NVFP4)")
+_SUPPORTED_QUANT = (
+    "fp8, fbgemm_fp8, compressed-tensors (8-bit float or int, 4-bit int), awq (4-bit), gptq (4- and 8-bit), mxfp4, "
+    "modelopt (FP8, NVFP4)"
+)
 
 
 def _quantisation(config: dict, where: str, base: str, is_moe: bool) -> tuple[str, str | None, str | None]:
@@ -266,8 +320,10 @@ def _quantisation(config: dict, where: str, base: str, is_moe: bool) -> tuple[st
     """
     quant = config.get("quantization_config")
     method = quant.get("quant_method") if isinstance(quant, dict) else None
-    refuse = ValueError(f"{where}: quantization_config with quant_method {method!r} is not modelled; supported: "
-                        f"{_SUPPORTED_QUANT} (or remove the block to model the unquantised weights)")
+    refuse = ValueError(
+        f"{where}: quantization_config with quant_method {method!r} is not modelled; supported: "
+        f"{_SUPPORTED_QUANT} (or remove the block to model the unquantised weights)"
+    )
     if method in ("fp8", "fbgemm_fp8"):
         return "fp8", None, None
     if method in ("awq", "gptq"):
@@ -275,8 +331,10 @@ def _quantisation(config: dict, where: str, base: str, is_moe: bool) -> tuple[st
         if bits == 8 and method == "gptq":
             return "w8a16", None, None
         if bits != 4:
-            raise ValueError(f"{where}: {method} with {bits!r}-bit weights is not modelled; supported: 4-bit"
-                             + (", and 8-bit for gptq" if method == "gptq" else ""))
+            raise ValueError(
+                f"{where}: {method} with {bits!r}-bit weights is not modelled; supported: 4-bit"
+                + (", and 8-bit for gptq" if method == "gptq" else "")
+            )
         return "int4", None, None
     if method == "mxfp4":
         if not is_moe:
@@ -285,10 +343,14 @@ def _quantisation(config: dict, where: str, base: str, is_moe: bool) -> tuple[st
     if method == "modelopt":
         algo = {"FP8": "fp8", "NVFP4": "nvfp4"}.get(str(quant.get("quant_algo")))
         if algo is None:
-            raise ValueError(f"{where}: modelopt quant_algo {quant.get('quant_algo')!r} is not modelled; supported: FP8, NVFP4")
+            raise ValueError(
+                f"{where}: modelopt quant_algo {quant.get('quant_algo')!r} is not modelled; supported: FP8, NVFP4"
+            )
         kv_algo = quant.get("kv_cache_quant_algo")
         if kv_algo not in (None, "FP8"):
-            raise ValueError(f"{where}: modelopt kv_cache_quant_algo {kv_algo!r} is not modelled; supported: FP8 or none")
+            raise ValueError(
+                f"{where}: modelopt kv_cache_quant_algo {kv_algo!r} is not modelled; supported: FP8 or none"
+            )
         return algo, None, "fp8" if kv_algo == "FP8" else None
     if method == "compressed-tensors":
         groups = quant.get("config_groups")
@@ -299,19 +361,27 @@ def _quantisation(config: dict, where: str, base: str, is_moe: bool) -> tuple[st
             weights = group.get("weights") if isinstance(group, dict) else None
             if not isinstance(weights, dict):
                 raise ValueError(f"{where}: compressed-tensors group without a 'weights' scheme")
-            kind = {(8, "float"): "fp8", (8, "int"): "int8", (4, "int"): "int4"}.get((weights.get("num_bits"), weights.get("type")))
+            kind = {(8, "float"): "fp8", (8, "int"): "int8", (4, "int"): "int4"}.get(
+                (weights.get("num_bits"), weights.get("type"))
+            )
             if kind is None:
-                raise ValueError(f"{where}: compressed-tensors weights of {weights.get('num_bits')!r} bits, type "
-                                 f"{weights.get('type')!r} are not modelled; supported: 8-bit float, 8-bit int, 4-bit int")
+                raise ValueError(
+                    f"{where}: compressed-tensors weights of {weights.get('num_bits')!r} bits, type "
+                    f"{weights.get('type')!r} are not modelled; supported: 8-bit float, 8-bit int, 4-bit int"
+                )
             acts = group.get("input_activations")
             if kind == "int8" and not (isinstance(acts, dict) and acts.get("num_bits") == 8):
                 kind = "w8a16"  # weight-only: dequantised to the activations' 16 bits in the GEMM
             kinds.add(kind)
         if len(kinds) != 1:
-            raise ValueError(f"{where}: compressed-tensors groups mix {', '.join(sorted(kinds))}; one weight type is modelled")
+            raise ValueError(
+                f"{where}: compressed-tensors groups mix {', '.join(sorted(kinds))}; one weight type is modelled"
+            )
         kv = quant.get("kv_cache_scheme")
         if kv is not None and not (isinstance(kv, dict) and kv.get("num_bits") == 8 and kv.get("type") == "float"):
-            raise ValueError(f"{where}: compressed-tensors kv_cache_scheme {kv!r} is not modelled; supported: 8-bit float or none")
+            raise ValueError(
+                f"{where}: compressed-tensors kv_cache_scheme {kv!r} is not modelled; supported: 8-bit float or none"
+            )
         return kinds.pop(), None, "fp8" if kv is not None else None
     raise refuse
 
@@ -333,8 +403,12 @@ class _Config:
         if value is None:
             raise ValueError(f"{self.where}: missing key {key!r}")
         kind = ("a positive integer" if minimum == 1 else f"an integer >= {minimum}") + f" up to {maximum:,}"
-        if (isinstance(value, bool) or not isinstance(value, (int, float)) or not minimum <= value <= maximum
-                or value != int(value)):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not minimum <= value <= maximum
+            or value != int(value)
+        ):
             shown = repr(value) if len(repr(value)) <= 30 else f"a {len(repr(value))}-character value"
             raise ValueError(f"{self.where}: {key} must be {kind}, got {shown}")
         return int(value)
@@ -386,8 +460,10 @@ def model_from_hf_config(config: Any, name: str = "config.json") -> ModelShape:
             notes.append(f"{key} = {value} (transformers' {family} default; the config does not state it)")
     cfg = _Config({**defaults, **config}, where)
     if family == "llama" and (cfg.get("num_local_experts") or cfg.get("num_experts")):
-        raise ValueError(f"{where}: {arch} with experts is not a known layout; MoE architectures read: "
-                         + ", ".join(a for a, f in _ARCHITECTURES.items() if f in _MOE_KEYS))
+        raise ValueError(
+            f"{where}: {arch} with experts is not a known layout; MoE architectures read: "
+            + ", ".join(a for a, f in _ARCHITECTURES.items() if f in _MOE_KEYS)
+        )
     if cfg.get("mlp_bias"):
         raise ValueError(f"{where}: mlp_bias=true is not supported")
     n_layers = _layer_count(cfg, family)
@@ -401,24 +477,38 @@ def model_from_hf_config(config: Any, name: str = "config.json") -> ModelShape:
     if family == "gemma3":
         fields["norms_per_layer"] = 4  # input, post-attention, pre- and post-feedforward
     fields.update(_precision(cfg, bool(fields.get("n_experts")), notes))
-    return ModelShape(name=name, vocab_size=cfg.int("vocab_size"), intermediate_size=_mlp_size(cfg, family, fields, notes),
-                      n_layers=n_layers, tie_embeddings=cfg.flag("tie_word_embeddings"), extra_params=extra_params,
-                      architecture=arch, notes=tuple(notes),
-                      max_position_embeddings=_max_positions(cfg, notes), **fields)
+    return ModelShape(
+        name=name,
+        vocab_size=cfg.int("vocab_size"),
+        intermediate_size=_mlp_size(cfg, family, fields, notes),
+        n_layers=n_layers,
+        tie_embeddings=cfg.flag("tie_word_embeddings"),
+        extra_params=extra_params,
+        architecture=arch,
+        notes=tuple(notes),
+        max_position_embeddings=_max_positions(cfg, notes),
+        **fields,
+    )
 
 
 def _max_positions(cfg: _Config, notes: list[str]) -> int:
     """max_position_embeddings, within specsim's context limit (Llama 4 Scout states 10,485,760; the note says so)."""
     value = cfg.int("max_position_embeddings", 0, minimum=0, maximum=4 * MAX_CONTEXT)
     if value > MAX_CONTEXT:
-        notes.append(f"max_position_embeddings {value:,} is past specsim's context limit; contexts stop at {MAX_CONTEXT:,}")
+        notes.append(
+            f"max_position_embeddings {value:,} is past specsim's context limit; contexts stop at {MAX_CONTEXT:,}"
+        )
         return MAX_CONTEXT
     return value
 
 
 def _layer_count(cfg: _Config, family: str) -> int:
     """num_hidden_layers; Nemotron 3 Ultra states only its layers_block_type list."""
-    if family == "nemotron_h" and cfg.get("num_hidden_layers") is None and isinstance(cfg.get("layers_block_type"), list):
+    if (
+        family == "nemotron_h"
+        and cfg.get("num_hidden_layers") is None
+        and isinstance(cfg.get("layers_block_type"), list)
+    ):
         return len(cfg.get("layers_block_type"))
     return cfg.int("num_hidden_layers", maximum=MAX_LAYERS)
 
@@ -428,7 +518,9 @@ def _mlp_size(cfg: _Config, family: str, fields: dict, notes: list[str]) -> int:
     if family == "llama4":
         return cfg.int("intermediate_size_mlp")
     if cfg.get("intermediate_size") is None and fields.get("n_experts") and not fields.get("n_dense_layers"):
-        notes.append("no dense MLP (every layer is MoE): intermediate_size, which no layer uses, set to the expert size")
+        notes.append(
+            "no dense MLP (every layer is MoE): intermediate_size, which no layer uses, set to the expert size"
+        )
         return int(fields["moe_intermediate_size"])
     return cfg.int("intermediate_size")
 
@@ -449,9 +541,13 @@ def _attention_fields(cfg: _Config, family: str, arch: str) -> dict[str, Any]:
     hidden, heads = cfg.int("hidden_size"), cfg.int("num_attention_heads")
     fields: dict[str, Any] = {"hidden_size": hidden, "n_heads": heads}
     if family == "deepseek_v3":
-        fields.update(kv_lora_rank=cfg.int("kv_lora_rank"), q_lora_rank=cfg.int("q_lora_rank", 0, minimum=0),
-                      qk_rope_head_dim=cfg.int("qk_rope_head_dim"), qk_nope_head_dim=cfg.int("qk_nope_head_dim"),
-                      v_head_dim=cfg.int("v_head_dim"))
+        fields.update(
+            kv_lora_rank=cfg.int("kv_lora_rank"),
+            q_lora_rank=cfg.int("q_lora_rank", 0, minimum=0),
+            qk_rope_head_dim=cfg.int("qk_rope_head_dim"),
+            qk_nope_head_dim=cfg.int("qk_nope_head_dim"),
+            v_head_dim=cfg.int("v_head_dim"),
+        )
         fields.update(head_dim=fields["qk_nope_head_dim"] + fields["qk_rope_head_dim"], n_kv_heads=heads)
     else:
         if cfg.get("head_dim") is not None:
@@ -461,26 +557,39 @@ def _attention_fields(cfg: _Config, family: str, arch: str) -> dict[str, Any]:
         elif hidden % heads == 0:
             fields["head_dim"] = hidden // heads
         else:
-            raise ValueError(f"{cfg.where}: missing key 'head_dim' (hidden_size is not a multiple of num_attention_heads)")
+            raise ValueError(
+                f"{cfg.where}: missing key 'head_dim' (hidden_size is not a multiple of num_attention_heads)"
+            )
         fields["n_kv_heads"] = cfg.int("num_key_value_heads", heads)
     if heads % fields["n_kv_heads"]:
-        raise ValueError(f"{cfg.where}: num_attention_heads ({heads}) must be a multiple of num_key_value_heads "
-                         f"({fields['n_kv_heads']})")
+        raise ValueError(
+            f"{cfg.where}: num_attention_heads ({heads}) must be a multiple of num_key_value_heads "
+            f"({fields['n_kv_heads']})"
+        )
     attention_bias = cfg.flag("attention_bias")
     qkv_only = arch in _QKV_BIAS_ARCHITECTURES | _QKV_ONLY_BIAS_ARCHITECTURES
     qk_norm = cfg.flag("use_qk_norm") if arch in _QK_NORM_FLAG_ARCHITECTURES else arch in _QK_NORM_ARCHITECTURES
-    fields.update(qkv_bias=arch in _QKV_BIAS_ARCHITECTURES or attention_bias, o_bias=attention_bias and not qkv_only,
-                  qk_norm=qk_norm)
+    fields.update(
+        qkv_bias=arch in _QKV_BIAS_ARCHITECTURES or attention_bias,
+        o_bias=attention_bias and not qkv_only,
+        qk_norm=qk_norm,
+    )
     return fields
 
 
 def _moe_fields(cfg: _Config, family: str, n_layers: int, notes: list[str]) -> dict[str, Any]:
     """Routed and shared experts, dense layers and MTP layers of the MoE families; nothing for dense ones."""
-    if family not in _MOE_KEYS or family in ("qwen3_next", "qwen3_5", "nemotron_h") and not cfg.get(_MOE_KEYS[family][0]):
+    if (
+        family not in _MOE_KEYS
+        or family in ("qwen3_next", "qwen3_5", "nemotron_h")
+        and not cfg.get(_MOE_KEYS[family][0])
+    ):
         return {}  # Qwen3.5-27B and Nemotron-H-8B: the hybrid families' dense members
     where = cfg.where
     experts_key, size_key = _MOE_KEYS[family]
-    per_tok_key = "experts_per_token" if family == "gpt_oss" and "num_experts_per_tok" not in cfg else "num_experts_per_tok"
+    per_tok_key = (
+        "experts_per_token" if family == "gpt_oss" and "num_experts_per_tok" not in cfg else "num_experts_per_tok"
+    )
     n_exp, k = cfg.int(experts_key), cfg.int(per_tok_key)
     if k > n_exp:
         raise ValueError(f"{where}: {per_tok_key} ({k}) exceeds {experts_key} ({n_exp})")
@@ -490,8 +599,9 @@ def _moe_fields(cfg: _Config, family: str, n_layers: int, notes: list[str]) -> d
         if cfg.int("decoder_sparse_step", 1) != 1:
             raise ValueError(f"{where}: decoder_sparse_step other than 1 is not modelled")
         dense = cfg.get("mlp_only_layers") or []
-        if not isinstance(dense, list) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n_layers
-                                              for i in dense):
+        if not isinstance(dense, list) or any(
+            isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n_layers for i in dense
+        ):
             raise ValueError(f"{where}: mlp_only_layers must be a list of layer indices in [0, {n_layers - 1}]")
         fields["n_dense_layers"] = len(set(dense))
     if family in ("deepseek_v3", "glm4_moe"):
@@ -500,14 +610,18 @@ def _moe_fields(cfg: _Config, family: str, n_layers: int, notes: list[str]) -> d
         for key in ("moe_layer_freq", "decoder_sparse_step"):
             if cfg.int(key, 1) != 1:
                 raise ValueError(f"{where}: {key} other than 1 is not modelled")
-        fields.update(n_shared_experts=cfg.int("n_shared_experts", 0, minimum=0),
-                      n_dense_layers=cfg.int("first_k_dense_replace", 0, minimum=0),
-                      n_mtp_layers=cfg.int("num_nextn_predict_layers", 0, minimum=0, maximum=MAX_LAYERS))
+        fields.update(
+            n_shared_experts=cfg.int("n_shared_experts", 0, minimum=0),
+            n_dense_layers=cfg.int("first_k_dense_replace", 0, minimum=0),
+            n_mtp_layers=cfg.int("num_nextn_predict_layers", 0, minimum=0, maximum=MAX_LAYERS),
+        )
     if family in ("deepseek_v3", "glm4_moe", "nemotron_h"):
         groups, picked = cfg.get("n_group"), cfg.get("topk_group")
         if isinstance(groups, int) and isinstance(picked, int) and 0 < picked < groups:
-            notes.append(f"group-limited routing (each token picks experts from {cfg.get('topk_group')} of "
-                         f"{cfg.get('n_group')} groups) is read as uniform over all experts: every group is equally likely")
+            notes.append(
+                f"group-limited routing (each token picks experts from {cfg.get('topk_group')} of "
+                f"{cfg.get('n_group')} groups) is read as uniform over all experts: every group is equally likely"
+            )
     if family == "gpt_oss":
         fields.update(expert_bias=True, attention_sinks=True)
     return fields
@@ -525,8 +639,12 @@ def _precision(cfg: _Config, is_moe: bool, notes: list[str]) -> dict[str, Any]:
     weight, expert, kv = base, None, None
     if cfg.get("quantization_config") is not None:
         weight, expert, kv = _quantisation(cfg.cfg, cfg.where, base, is_moe)
-    return {"weight_dtype": weight, "expert_dtype": expert, "head_dtype": base if weight != base or expert else None,
-            "kv_dtype": kv or base}
+    return {
+        "weight_dtype": weight,
+        "expert_dtype": expert,
+        "head_dtype": base if weight != base or expert else None,
+        "kv_dtype": kv or base,
+    }
 
 
 def _sliding_layers(cfg: dict, family: str, n_layers: int, where: str) -> tuple[int, int]:
@@ -540,7 +658,9 @@ def _sliding_layers(cfg: dict, family: str, n_layers: int, where: str) -> tuple[
             raise ValueError(f"{where}: layer_types must list one type per layer ({n_layers})")
         unknown = sorted(set(map(str, types)) - {"sliding_attention", "full_attention"})
         if unknown:
-            raise ValueError(f"{where}: layer type(s) {', '.join(unknown)} not modelled; supported: sliding_attention, full_attention")
+            raise ValueError(
+                f"{where}: layer type(s) {', '.join(unknown)} not modelled; supported: sliding_attention, full_attention"
+            )
         n_sliding = sum(t == "sliding_attention" for t in types)
     elif family == "gemma3":
         pattern = cfg.get("sliding_window_pattern")
@@ -583,11 +703,19 @@ def _llama4_vision_params(vision: Any, text_hidden: Any, where: str) -> int:
         raise ValueError(f"{where}: vision_config must be a mapping")
     try:
         d, f, n = (int(vision[k]) for k in ("hidden_size", "intermediate_size", "num_hidden_layers"))
-        patch, image, channels = int(vision["patch_size"]), int(vision["image_size"]), int(vision.get("num_channels", 3))
-        p_in, p_out, out = (int(vision[k]) for k in ("projector_input_dim", "projector_output_dim", "vision_output_dim"))
+        patch, image, channels = (
+            int(vision["patch_size"]),
+            int(vision["image_size"]),
+            int(vision.get("num_channels", 3)),
+        )
+        p_in, p_out, out = (
+            int(vision[k]) for k in ("projector_input_dim", "projector_output_dim", "vision_output_dim")
+        )
     except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"{where}: vision_config needs hidden_size, intermediate_size, num_hidden_layers, patch_size, "
-                         f"image_size, projector_input_dim, projector_output_dim and vision_output_dim ({exc})") from None
+        raise ValueError(
+            f"{where}: vision_config needs hidden_size, intermediate_size, num_hidden_layers, patch_size, "
+            f"image_size, projector_input_dim, projector_output_dim and vision_output_dim ({exc})"
+        ) from None
     if isinstance(text_hidden, bool) or not isinstance(text_hidden, int) or text_hidden < 1:
         raise ValueError(f"{where}: text_config.hidden_size must be a positive integer, got {text_hidden!r}")
     block = 4 * (d * d + d) + (d * f + f) + (f * d + d) + 2 * 2 * d
@@ -603,12 +731,22 @@ def _qwen_vision_params(vision: Any, where: str) -> int:
         raise ValueError(f"{where}: vision_config must be a mapping")
     try:
         d, f, depth = (int(vision[k]) for k in ("hidden_size", "intermediate_size", "depth"))
-        patch, temporal, positions = int(vision["patch_size"]), int(vision["temporal_patch_size"]), int(vision["num_position_embeddings"])
-        merge, out, channels = int(vision["spatial_merge_size"]), int(vision["out_hidden_size"]), int(vision.get("in_channels", 3))
+        patch, temporal, positions = (
+            int(vision["patch_size"]),
+            int(vision["temporal_patch_size"]),
+            int(vision["num_position_embeddings"]),
+        )
+        merge, out, channels = (
+            int(vision["spatial_merge_size"]),
+            int(vision["out_hidden_size"]),
+            int(vision.get("in_channels", 3)),
+        )
         deepstack = len(vision.get("deepstack_visual_indexes") or [])
     except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"{where}: vision_config needs hidden_size, intermediate_size, depth, patch_size, "
-                         f"temporal_patch_size, num_position_embeddings, spatial_merge_size and out_hidden_size ({exc})") from None
+        raise ValueError(
+            f"{where}: vision_config needs hidden_size, intermediate_size, depth, patch_size, "
+            f"temporal_patch_size, num_position_embeddings, spatial_merge_size and out_hidden_size ({exc})"
+        ) from None
     block = 2 * 2 * d + (3 * d * d + 3 * d) + (d * d + d) + (d * f + f) + (f * d + d)  # two layer norms, attention, MLP
     merged = d * merge * merge
     merger = 2 * d + merged * merged + merged + merged * out + out
@@ -624,8 +762,10 @@ def _siglip_params(vision: Any, text_hidden: Any, where: str) -> int:
         d, f, n = (int(vision[k]) for k in ("hidden_size", "intermediate_size", "num_hidden_layers"))
         patch, image = int(vision["patch_size"]), int(vision["image_size"])
     except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"{where}: vision_config needs hidden_size, intermediate_size, num_hidden_layers, patch_size "
-                         f"and image_size ({exc})") from None
+        raise ValueError(
+            f"{where}: vision_config needs hidden_size, intermediate_size, num_hidden_layers, patch_size "
+            f"and image_size ({exc})"
+        ) from None
     layer = 4 * (d * d + d) + 2 * d * f + f + d + 4 * d  # q, k, v, o with biases; MLP with biases; two layer norms
     embed = 3 * patch * patch * d + d + (image // patch) ** 2 * d
     if isinstance(text_hidden, bool) or not isinstance(text_hidden, int) or text_hidden < 1:

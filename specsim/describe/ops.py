@@ -7,12 +7,18 @@ source's per-operator composition read that list.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from dataclasses import dataclass
-
-__all__ = ["BYTES_PER_ELEMENT", "KV_DTYPE_CHOICES", "Op", "RECURRENT_KINDS", "RECURRENT_VERIFY_MODES", "REPLAY_BUFFER_TOKENS",
-           "WEIGHT_DTYPE_CHOICES"]
+__all__ = [
+    "BYTES_PER_ELEMENT",
+    "KV_DTYPE_CHOICES",
+    "Op",
+    "RECURRENT_KINDS",
+    "RECURRENT_VERIFY_MODES",
+    "REPLAY_BUFFER_TOKENS",
+    "WEIGHT_DTYPE_CHOICES",
+]
 
 BYTES_PER_ELEMENT = {
     "fp32": 4.0,

@@ -37,8 +37,16 @@ import numpy as np
 from specsim.describe.hardware import HardwareProfile
 from specsim.describe.models import ModelShape
 
-__all__ = ["ACTIVATION_BYTES", "allgather_s", "allreduce_s", "check_tp", "collective_count", "collectives_per_pass", "comm_bytes",
-           "comm_time_s"]
+__all__ = [
+    "ACTIVATION_BYTES",
+    "allgather_s",
+    "allreduce_s",
+    "check_tp",
+    "collective_count",
+    "collectives_per_pass",
+    "comm_bytes",
+    "comm_time_s",
+]
 
 #: Activations and logits travel in 16-bit.
 ACTIVATION_BYTES = 2.0
@@ -56,11 +64,15 @@ def check_tp(hardware: HardwareProfile, tp: int, what: str = "--tp") -> None:
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
         raise ValueError(f"{what} must be a positive integer, got {tp!r}")
     if tp > hardware.max_devices:
-        raise ValueError(f"{what} {tp} exceeds the {hardware.max_devices} devices of one {hardware.name} node "
-                         f"(max_devices in its profile)")
+        raise ValueError(
+            f"{what} {tp} exceeds the {hardware.max_devices} devices of one {hardware.name} node "
+            f"(max_devices in its profile)"
+        )
     if tp > 1 and hardware.interconnect_bytes_per_s is None:
-        raise ValueError(f"{what} {tp} needs the device-to-device bandwidth, which profile {hardware.name} does not give "
-                         f"(add interconnect_bytes_per_s and interconnect_latency_s)")
+        raise ValueError(
+            f"{what} {tp} needs the device-to-device bandwidth, which profile {hardware.name} does not give "
+            f"(add interconnect_bytes_per_s and interconnect_latency_s)"
+        )
 
 
 def allreduce_s(hardware: HardwareProfile, n: int, nbytes: object) -> np.ndarray:

@@ -44,18 +44,34 @@ def recurrent_ops(shape, tp: int) -> list[Op]:
     n = shape.n_recurrent_layers
     if not n:
         return []
-    d, H, P, N, G, K = (shape.hidden_size, shape.rec_heads, shape.rec_head_dim, shape.rec_state_dim, shape.rec_groups,
-                        shape.rec_conv_kernel)
+    d, H, P, N, G, K = (
+        shape.hidden_size,
+        shape.rec_heads,
+        shape.rec_head_dim,
+        shape.rec_state_dim,
+        shape.rec_groups,
+        shape.rec_conv_kernel,
+    )
     conv = H * P + 2 * G * N
     if shape.recurrent_kind == "gdn":
         rows, per_head, norm, flop = 2 * G * N + 2 * H * P + 2 * H, 2 * H, P * tp, 7.0 * H * P * N
     else:
         rows, per_head, norm, flop = 2 * H * P + 2 * G * N + H, 3 * H, H * P, 5.0 * H * P * N
     vectors = (conv * K + (conv if shape.rec_conv_bias else 0) + per_head + norm) / tp
-    return [Op("recurrent_in", "linear", n, rows / tp, d), Op("recurrent_out", "linear", n, d, H * P / tp),
-            Op("recurrent_vectors", "norms", n, vectors=vectors),
-            Op("recurrent_state", "state", n, state_elems=H * P * N / tp, conv_elems=conv * (K - 1) / tp,
-               conv_channels=conv / tp, flop_per_token=(flop + 2.0 * conv * K) / tp)]
+    return [
+        Op("recurrent_in", "linear", n, rows / tp, d),
+        Op("recurrent_out", "linear", n, d, H * P / tp),
+        Op("recurrent_vectors", "norms", n, vectors=vectors),
+        Op(
+            "recurrent_state",
+            "state",
+            n,
+            state_elems=H * P * N / tp,
+            conv_elems=conv * (K - 1) / tp,
+            conv_channels=conv / tp,
+            flop_per_token=(flop + 2.0 * conv * K) / tp,
+        ),
+    ]
 
 
 def _states(shape) -> tuple[Op, ...]:

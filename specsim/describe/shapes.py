@@ -79,17 +79,35 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dataclasses import dataclass
 from specsim.describe import recurrent
-from specsim.describe.ops import (BYTES_PER_ELEMENT, KV_DTYPE_CHOICES, RECURRENT_KINDS, RECURRENT_VERIFY_MODES,
-                                  REPLAY_BUFFER_TOKENS, WEIGHT_DTYPE_CHOICES, Op, _positive_int)
+from specsim.describe.ops import (
+    BYTES_PER_ELEMENT,
+    KV_DTYPE_CHOICES,
+    RECURRENT_KINDS,
+    RECURRENT_VERIFY_MODES,
+    REPLAY_BUFFER_TOKENS,
+    WEIGHT_DTYPE_CHOICES,
+    Op,
+    _positive_int,
+)
 
-__all__ = ["BYTES_PER_ELEMENT", "KV_DTYPE_CHOICES", "ModelShape", "Op", "RECURRENT_KINDS", "RECURRENT_VERIFY_MODES",
-           "REPLAY_BUFFER_TOKENS", "WEIGHT_DTYPE_CHOICES", "format_count"]
+__all__ = [
+    "BYTES_PER_ELEMENT",
+    "KV_DTYPE_CHOICES",
+    "ModelShape",
+    "Op",
+    "RECURRENT_KINDS",
+    "RECURRENT_VERIFY_MODES",
+    "REPLAY_BUFFER_TOKENS",
+    "WEIGHT_DTYPE_CHOICES",
+    "format_count",
+]
+
 
 @dataclass(frozen=True)
 class ModelShape:
@@ -261,15 +279,48 @@ class ModelShape:
 
     def __post_init__(self) -> None:
         where = f"model {self.name!r}"
-        for key in ("vocab_size", "hidden_size", "intermediate_size", "n_layers", "n_heads", "n_kv_heads", "head_dim",
-                    "tp"):
+        for key in (
+            "vocab_size",
+            "hidden_size",
+            "intermediate_size",
+            "n_layers",
+            "n_heads",
+            "n_kv_heads",
+            "head_dim",
+            "tp",
+        ):
             _positive_int(where, key, getattr(self, key))
-        for key in ("norms_per_layer", "n_experts", "n_active_experts", "moe_intermediate_size", "n_shared_experts",
-                    "n_dense_layers", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
-                    "v_head_dim", "sliding_window", "n_sliding_layers", "extra_params", "n_mtp_layers", "extra_linear_params",
-                    "max_position_embeddings", "shared_expert_size", "n_recurrent_layers", "rec_heads", "rec_head_dim",
-                    "rec_state_dim", "rec_groups", "rec_conv_kernel", "n_mixer_free_layers", "n_ffn_free_layers",
-                    "attention_chunk_size", "n_chunked_layers", "moe_latent_size"):
+        for key in (
+            "norms_per_layer",
+            "n_experts",
+            "n_active_experts",
+            "moe_intermediate_size",
+            "n_shared_experts",
+            "n_dense_layers",
+            "kv_lora_rank",
+            "q_lora_rank",
+            "qk_rope_head_dim",
+            "qk_nope_head_dim",
+            "v_head_dim",
+            "sliding_window",
+            "n_sliding_layers",
+            "extra_params",
+            "n_mtp_layers",
+            "extra_linear_params",
+            "max_position_embeddings",
+            "shared_expert_size",
+            "n_recurrent_layers",
+            "rec_heads",
+            "rec_head_dim",
+            "rec_state_dim",
+            "rec_groups",
+            "rec_conv_kernel",
+            "n_mixer_free_layers",
+            "n_ffn_free_layers",
+            "attention_chunk_size",
+            "n_chunked_layers",
+            "moe_latent_size",
+        ):
             _positive_int(where, key, getattr(self, key), minimum=0)
         self._check_layout(where)
         if self.n_heads % self.n_kv_heads:
@@ -282,13 +333,17 @@ class ModelShape:
             _positive_int(where, "params_override", self.params_override)
         if self.n_experts:
             if not 1 <= self.n_active_experts <= self.n_experts:
-                raise ValueError(f"{where}: experts per token ({self.n_active_experts}) must be between 1 and the number "
-                                 f"of experts ({self.n_experts})")
+                raise ValueError(
+                    f"{where}: experts per token ({self.n_active_experts}) must be between 1 and the number "
+                    f"of experts ({self.n_experts})"
+                )
             if self.moe_intermediate_size < 1:
                 raise ValueError(f"{where}: an MoE model needs moe_intermediate_size >= 1")
             if self.n_dense_layers + self.n_ffn_free_layers >= self.n_layers:
-                raise ValueError(f"{where}: n_dense_layers ({self.n_dense_layers}) and layers without an MLP "
-                                 f"({self.n_ffn_free_layers}) leave no MoE layer of the {self.n_layers}")
+                raise ValueError(
+                    f"{where}: n_dense_layers ({self.n_dense_layers}) and layers without an MLP "
+                    f"({self.n_ffn_free_layers}) leave no MoE layer of the {self.n_layers}"
+                )
         elif self.n_active_experts or self.n_shared_experts:
             raise ValueError(f"{where}: experts per token or shared experts given without routed experts")
         eff = self.routing_effective_experts
@@ -296,13 +351,19 @@ class ModelShape:
             if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not math.isfinite(eff):
                 raise ValueError(f"{where}: routing_effective_experts must be a number, got {eff!r}")
             if not self.n_experts or not self.n_active_experts <= eff <= self.n_experts:
-                raise ValueError(f"{where}: routing_effective_experts must lie between the experts per token and the "
-                                 f"number of experts ({self.n_active_experts}..{self.n_experts}), got {eff!r}")
+                raise ValueError(
+                    f"{where}: routing_effective_experts must lie between the experts per token and the "
+                    f"number of experts ({self.n_active_experts}..{self.n_experts}), got {eff!r}"
+                )
         if self.kv_lora_rank and (self.qk_rope_head_dim < 1 or self.qk_nope_head_dim < 1 or self.v_head_dim < 1):
-            raise ValueError(f"{where}: multi-head latent attention needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim")
+            raise ValueError(
+                f"{where}: multi-head latent attention needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim"
+            )
         if self.n_sliding_layers + self.n_chunked_layers > self.n_attention_layers:
-            raise ValueError(f"{where}: window and chunked layers ({self.n_sliding_layers} + {self.n_chunked_layers}) exceed "
-                             f"the {self.n_attention_layers} attention layers")
+            raise ValueError(
+                f"{where}: window and chunked layers ({self.n_sliding_layers} + {self.n_chunked_layers}) exceed "
+                f"the {self.n_attention_layers} attention layers"
+            )
         if bool(self.sliding_window) != bool(self.n_sliding_layers):
             raise ValueError(f"{where}: sliding_window and n_sliding_layers must both be set or both be 0")
         if bool(self.attention_chunk_size) != bool(self.n_chunked_layers):
@@ -315,31 +376,43 @@ class ModelShape:
         if self.n_heads % self.tp:
             raise ValueError(f"{where}: tensor parallelism {self.tp} must divide the {self.n_heads} attention heads")
         if not self.is_mla and self.n_kv_heads % self.tp and self.tp % self.n_kv_heads:
-            raise ValueError(f"{where}: tensor parallelism {self.tp} and the {self.n_kv_heads} KV heads must divide one "
-                             "another (engines split or replicate whole KV heads)")
+            raise ValueError(
+                f"{where}: tensor parallelism {self.tp} and the {self.n_kv_heads} KV heads must divide one "
+                "another (engines split or replicate whole KV heads)"
+            )
 
     def _check_layout(self, where: str) -> None:
         """The layer kinds add up, and a recurrent layer has every size its state needs."""
         if self.n_recurrent_layers + self.n_mixer_free_layers > self.n_layers:
-            raise ValueError(f"{where}: recurrent layers ({self.n_recurrent_layers}) and layers without a mixer "
-                             f"({self.n_mixer_free_layers}) exceed the {self.n_layers} layers (a head built from a hybrid "
-                             "target keeps only attention layers: set n_recurrent_layers to 0)")
+            raise ValueError(
+                f"{where}: recurrent layers ({self.n_recurrent_layers}) and layers without a mixer "
+                f"({self.n_mixer_free_layers}) exceed the {self.n_layers} layers (a head built from a hybrid "
+                "target keeps only attention layers: set n_recurrent_layers to 0)"
+            )
         if self.n_ffn_free_layers > self.n_layers:
-            raise ValueError(f"{where}: layers without an MLP ({self.n_ffn_free_layers}) exceed the {self.n_layers} layers")
+            raise ValueError(
+                f"{where}: layers without an MLP ({self.n_ffn_free_layers}) exceed the {self.n_layers} layers"
+            )
         if self.recurrent_verify not in RECURRENT_VERIFY_MODES:
-            raise ValueError(f"{where}: recurrent_verify must be one of {', '.join(RECURRENT_VERIFY_MODES)}, "
-                             f"got {self.recurrent_verify!r}")
+            raise ValueError(
+                f"{where}: recurrent_verify must be one of {', '.join(RECURRENT_VERIFY_MODES)}, "
+                f"got {self.recurrent_verify!r}"
+            )
         if not self.n_recurrent_layers:
             if self.recurrent_kind:
                 raise ValueError(f"{where}: recurrent_kind {self.recurrent_kind!r} given without recurrent layers")
             return
         if self.recurrent_kind not in RECURRENT_KINDS:
-            raise ValueError(f"{where}: recurrent_kind must be one of {', '.join(RECURRENT_KINDS)}, got {self.recurrent_kind!r}")
+            raise ValueError(
+                f"{where}: recurrent_kind must be one of {', '.join(RECURRENT_KINDS)}, got {self.recurrent_kind!r}"
+            )
         for key in ("rec_heads", "rec_head_dim", "rec_state_dim", "rec_groups", "rec_conv_kernel"):
             _positive_int(where, key, getattr(self, key))
         if self.rec_heads % self.tp or self.rec_groups % self.tp and self.tp % self.rec_groups:
-            raise ValueError(f"{where}: tensor parallelism {self.tp} must divide the {self.rec_heads} recurrent heads, and "
-                             f"the {self.rec_groups} key heads or groups and it must divide one another")
+            raise ValueError(
+                f"{where}: tensor parallelism {self.tp} must divide the {self.rec_heads} recurrent heads, and "
+                f"the {self.rec_groups} key heads or groups and it must divide one another"
+            )
 
     # -- kinds ---------------------------------------------------------------
     @property
@@ -404,20 +477,35 @@ class ModelShape:
         f, up = self.intermediate_size, 2 if self.gated_mlp else 1  # gate and up, or up alone (squared ReLU)
         out += [Op("gate_up", "linear", dense, up * f / tp, d), Op("down", "linear", dense, d, f / tp)]
         # An untied input table is gathered (one row per token), the LM head multiplied; a tied table is both.
-        out += [Op("embedding", "head", 0 if self.tie_embeddings else 1, self.vocab_size / tp, d, gather=True),
-                Op("lm_head", "head", 1, self.vocab_size / tp, d)]
+        out += [
+            Op("embedding", "head", 0 if self.tie_embeddings else 1, self.vocab_size / tp, d, gather=True),
+            Op("lm_head", "head", 1, self.vocab_size / tp, d),
+        ]
         moe = self.n_moe_layers
         if self.is_moe:
             e, fe = self.n_experts, self.moe_intermediate_size
             shared = self.n_shared_experts * (self.shared_expert_size or fe)
             width = self.moe_latent_size or d  # latent experts read and write the latent, projected once per layer
-            out += [Op("router", "linear", moe, e, d, vectors=e if self.expert_bias else 0),
-                    Op("shared_gate_up", "linear", moe, up * shared / tp, d, vectors=d if self.shared_expert_gate else 0),
-                    Op("shared_down", "linear", moe, d, shared / tp),
-                    Op("latent_down", "linear", moe, self.moe_latent_size, d), Op("latent_up", "linear", moe, d, self.moe_latent_size),
-                    Op("expert_gate_up", "expert", moe * e, up * fe / tp, width),
-                    Op("expert_down", "expert", moe * e, width, fe / tp, vectors=(2 * fe + d) / tp if self.expert_bias else 0)]
-        out += [Op("layer_norms", "norms", layers, vectors=self.norms_per_layer * d), Op("final_norm", "norms", 1, vectors=d)]
+            out += [
+                Op("router", "linear", moe, e, d, vectors=e if self.expert_bias else 0),
+                Op("shared_gate_up", "linear", moe, up * shared / tp, d, vectors=d if self.shared_expert_gate else 0),
+                Op("shared_down", "linear", moe, d, shared / tp),
+                Op("latent_down", "linear", moe, self.moe_latent_size, d),
+                Op("latent_up", "linear", moe, d, self.moe_latent_size),
+                Op("expert_gate_up", "expert", moe * e, up * fe / tp, width),
+                Op(
+                    "expert_down",
+                    "expert",
+                    moe * e,
+                    width,
+                    fe / tp,
+                    vectors=(2 * fe + d) / tp if self.expert_bias else 0,
+                ),
+            ]
+        out += [
+            Op("layer_norms", "norms", layers, vectors=self.norms_per_layer * d),
+            Op("final_norm", "norms", 1, vectors=d),
+        ]
         # An EAGLE head's feature projection is a parameter count without one (n, k) shape: it is read and multiplied
         # every pass (bytes and FLOP) but not priced by the kernel source.
         out.append(Op("feature_projection", "linear", 1, vectors=self.extra_linear_params / tp))
@@ -433,25 +521,39 @@ class ModelShape:
             qk = self.qk_nope_head_dim + self.qk_rope_head_dim
             ql, kl, rope = self.q_lora_rank, self.kv_lora_rank, self.qk_rope_head_dim
             ops = [Op("q_a", "linear", layers, ql, d, vectors=ql)] if ql else []  # down-projection and its norm
-            ops += [Op("q_b" if ql else "q", "linear", layers, H / tp * qk, ql if ql else d),
-                    Op("kv_a", "linear", layers, kl + rope, d, vectors=kl),
-                    Op("kv_b", "linear", layers, H / tp * (self.qk_nope_head_dim + self.v_head_dim), kl),
-                    Op("o", "linear", layers, d, H / tp * self.v_head_dim)]
+            ops += [
+                Op("q_b" if ql else "q", "linear", layers, H / tp * qk, ql if ql else d),
+                Op("kv_a", "linear", layers, kl + rope, d, vectors=kl),
+                Op("kv_b", "linear", layers, H / tp * (self.qk_nope_head_dim + self.v_head_dim), kl),
+                Op("o", "linear", layers, d, H / tp * self.v_head_dim),
+            ]
             return ops
         hd = self.head_dim
         heads = H / tp
         kv_heads = self.n_kv_heads / tp if self.n_kv_heads >= tp else 1
         q_rows = (2 if self.attn_output_gate else 1) * heads  # an output gate doubles q_proj (query and gate)
         norm = ((heads + kv_heads) * hd if self.qk_norm_all_heads else 2 * hd) if self.qk_norm else 0
-        vectors = (((heads + 2 * kv_heads) * hd if self.qkv_bias else 0) + (d if self.o_bias else 0)
-                   + (heads if self.attention_sinks else 0) + norm)
-        return [Op("qkv", "linear", layers, (q_rows + 2 * kv_heads) * hd, d), Op("o", "linear", layers, d, heads * hd),
-                Op("attention_vectors", "linear", layers, vectors=vectors)]
+        vectors = (
+            ((heads + 2 * kv_heads) * hd if self.qkv_bias else 0)
+            + (d if self.o_bias else 0)
+            + (heads if self.attention_sinks else 0)
+            + norm
+        )
+        return [
+            Op("qkv", "linear", layers, (q_rows + 2 * kv_heads) * hd, d),
+            Op("o", "linear", layers, d, heads * hd),
+            Op("attention_vectors", "linear", layers, vectors=vectors),
+        ]
 
-    def _params(self, names: tuple[str, ...] | None = None, part: str | None = None, tp: int = 1, per_instance: bool = False) -> float:
+    def _params(
+        self, names: tuple[str, ...] | None = None, part: str | None = None, tp: int = 1, per_instance: bool = False
+    ) -> float:
         """Parameters of the ops with these names or in this storage part (all by default), summed over the model."""
-        return sum(op.params * (1 if per_instance else op.count) for op in self.ops(tp)
-                   if (names is None or op.name in names) and (part is None or op.part == part))
+        return sum(
+            op.params * (1 if per_instance else op.count)
+            for op in self.ops(tp)
+            if (names is None or op.name in names) and (part is None or op.part == part)
+        )
 
     @property
     def dense_mlp_params(self) -> int:
@@ -470,7 +572,9 @@ class ModelShape:
     @property
     def params_per_layer(self) -> int:
         """Parameters of one dense layer (attention, dense MLP, norms); MoE layers: see ``computed_params``."""
-        attention = self._params(("q_a", "q_b", "q", "kv_a", "kv_b", "qkv", "o", "attention_vectors"), per_instance=True)
+        attention = self._params(
+            ("q_a", "q_b", "q", "kv_a", "kv_b", "qkv", "o", "attention_vectors"), per_instance=True
+        )
         return int(attention + self.dense_mlp_params + self.norms_per_layer * self.hidden_size)
 
     @property
@@ -532,8 +636,12 @@ class ModelShape:
 
     def _count_rank_parts(self) -> dict[str, float]:
         tp = self.tp
-        return {"linear": self._params(part="linear", tp=tp), "expert": self._params(part="expert", tp=tp, per_instance=True),
-                "head": self._params(("lm_head",), tp=tp), "norms": self._params(part="norms", tp=tp)}
+        return {
+            "linear": self._params(part="linear", tp=tp),
+            "expert": self._params(part="expert", tp=tp, per_instance=True),
+            "head": self._params(("lm_head",), tp=tp),
+            "norms": self._params(part="norms", tp=tp),
+        }
 
     def experts_touched(self, tokens: object, tokens_per_seq: object = 1) -> np.ndarray:
         """Expected distinct routed experts one MoE layer reads for ``tokens`` tokens in sequences of ``tokens_per_seq``.
@@ -580,7 +688,9 @@ class ModelShape:
         experts they touch, :meth:`experts_touched`)."""
         m = np.asarray(tokens, dtype=float)
         if self.params_override is not None:
-            return np.full(np.broadcast_shapes(m.shape, np.shape(tokens_per_seq)), self.params * self.bytes_per_weight / self.tp)
+            return np.full(
+                np.broadcast_shapes(m.shape, np.shape(tokens_per_seq)), self.params * self.bytes_per_weight / self.tp
+            )
         p = self._rank_parts()
         head = BYTES_PER_ELEMENT[self.head_dtype_]
         # A tied table is read in full as the LM head; an untied input table only has rows gathered.
@@ -602,19 +712,29 @@ class ModelShape:
         p = self._rank_parts()
         experts = self.n_moe_layers * self.n_active_experts * p["expert"]
         # Norms count 2 FLOP per weight like the matmuls, as the article's 2N FLOP per token does.
-        return [(2.0 * p["linear"] * m, self.weight_dtype), (2.0 * experts * m, self.expert_dtype_),
-                (2.0 * (p["head"] + p["norms"]) * m, self.head_dtype_)]
+        return [
+            (2.0 * p["linear"] * m, self.weight_dtype),
+            (2.0 * experts * m, self.expert_dtype_),
+            (2.0 * (p["head"] + p["norms"]) * m, self.head_dtype_),
+        ]
 
-    def matmul_weights_by_dtype(self, tokens: object, tokens_per_seq: object = 1) -> list[tuple[np.ndarray, np.ndarray, str]]:
+    def matmul_weights_by_dtype(
+        self, tokens: object, tokens_per_seq: object = 1
+    ) -> list[tuple[np.ndarray, np.ndarray, str]]:
         """(weights multiplied, tokens each of them multiplies, storage dtype) of one rank's pass of ``tokens`` tokens:
         the blocks' linear weights see every token; each routed expert a pass touches (:meth:`experts_touched`) sees
         m k / D of them on average; the head the tokens in the 16-bit type.  What a dequantising kernel's tiles count."""
         m = np.asarray(tokens, dtype=float)
         p = self._rank_parts()
-        out = [(np.full(m.shape, p["linear"]), m, self.weight_dtype), (np.full(m.shape, p["head"] + p["norms"]), m, self.head_dtype_)]
+        out = [
+            (np.full(m.shape, p["linear"]), m, self.weight_dtype),
+            (np.full(m.shape, p["head"] + p["norms"]), m, self.head_dtype_),
+        ]
         if self.is_moe and self.params_override is None:
             touched = np.maximum(self.experts_touched(m, tokens_per_seq), 1e-12)
-            out.append((self.n_moe_layers * touched * p["expert"], m * self.n_active_experts / touched, self.expert_dtype_))
+            out.append(
+                (self.n_moe_layers * touched * p["expert"], m * self.n_active_experts / touched, self.expert_dtype_)
+            )
         return out
 
     # -- per rank: KV cache and attention ------------------------------------------
@@ -652,7 +772,9 @@ class ModelShape:
         if not self.n_chunked_layers:
             return self.kv_bytes(context)
         L = np.asarray(context, dtype=float)
-        spread = self.n_chunked_layers * (np.minimum(L, self.attention_chunk_size) - np.mod(L, self.attention_chunk_size))
+        spread = self.n_chunked_layers * (
+            np.minimum(L, self.attention_chunk_size) - np.mod(L, self.attention_chunk_size)
+        )
         return self.kv_bytes(context) + self.kv_bytes_per_token_per_layer * spread
 
     # -- per rank: recurrent state (the physics: specsim.describe.recurrent) ---------------------
@@ -700,7 +822,10 @@ class ModelShape:
         """One line: kind, size and precision, for table headers."""
         kind = []
         if self.is_moe:
-            kind.append(f"MoE {self.n_active_experts}/{self.n_experts}" + (f"+{self.n_shared_experts} shared" if self.n_shared_experts else ""))
+            kind.append(
+                f"MoE {self.n_active_experts}/{self.n_experts}"
+                + (f"+{self.n_shared_experts} shared" if self.n_shared_experts else "")
+            )
         if self.is_mla:
             kind.append(f"MLA r{self.kv_lora_rank}")
         if self.n_sliding_layers:
@@ -710,11 +835,23 @@ class ModelShape:
         if self.is_hybrid:
             name = {"gdn": "Gated DeltaNet", "mamba2": "Mamba-2"}[self.recurrent_kind]
             kind.append(f"{self.n_recurrent_layers}/{self.n_layers} layers {name}")
-        dtype = self.weight_dtype if self.expert_dtype_ == self.weight_dtype else f"{self.weight_dtype}, experts {self.expert_dtype_}"
+        dtype = (
+            self.weight_dtype
+            if self.expert_dtype_ == self.weight_dtype
+            else f"{self.weight_dtype}, experts {self.expert_dtype_}"
+        )
         active = f", {format_count(self.active_params)} active" if self.is_moe else ""
         tp, own = f", TP {self.tp}" if self.tp > 1 else "", format_count(self.non_embedding_params)
-        params = f"{own} params of its own, the target's embedding and LM head" if self.vocab_from_target else f"{format_count(self.params)} params"
-        return f"{self.name} ({params}{active}; " + (", ".join(kind) + "; " if kind else "") + f"weights {dtype}, KV {self.kv_dtype}{tp})"
+        params = (
+            f"{own} params of its own, the target's embedding and LM head"
+            if self.vocab_from_target
+            else f"{format_count(self.params)} params"
+        )
+        return (
+            f"{self.name} ({params}{active}; "
+            + (", ".join(kind) + "; " if kind else "")
+            + f"weights {dtype}, KV {self.kv_dtype}{tp})"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Shape and derived counts, for ``--json`` output (bytes per tensor-parallel rank)."""
@@ -741,35 +878,59 @@ class ModelShape:
             "kv_bytes_per_token": self.kv_bytes_per_token,
             "source": self.source,
         }
-        out.update({
-            "architecture": self.architecture,
-            "active_params": self.active_params,
-            "non_embedding_params": self.non_embedding_params,
-            "expert_dtype": self.expert_dtype_,
-            "head_dtype": self.head_dtype_,
-            "n_experts": self.n_experts,
-            "n_active_experts": self.n_active_experts,
-            "moe_intermediate_size": self.moe_intermediate_size,
-            "n_shared_experts": self.n_shared_experts,
-            "n_dense_layers": self.n_dense_layers,
-            "routing_effective_experts": self.routing_effective_experts,
-            "kv_lora_rank": self.kv_lora_rank,
-            "sliding_window": self.sliding_window,
-            "n_sliding_layers": self.n_sliding_layers,
-            "extra_params": self.extra_params,
-            "n_mtp_layers": self.n_mtp_layers,
-            "tp": self.tp,
-            "checkpoint_dtype": self.checkpoint_dtype,
-            "notes": list(self.notes),
-        })
+        out.update(
+            {
+                "architecture": self.architecture,
+                "active_params": self.active_params,
+                "non_embedding_params": self.non_embedding_params,
+                "expert_dtype": self.expert_dtype_,
+                "head_dtype": self.head_dtype_,
+                "n_experts": self.n_experts,
+                "n_active_experts": self.n_active_experts,
+                "moe_intermediate_size": self.moe_intermediate_size,
+                "n_shared_experts": self.n_shared_experts,
+                "n_dense_layers": self.n_dense_layers,
+                "routing_effective_experts": self.routing_effective_experts,
+                "kv_lora_rank": self.kv_lora_rank,
+                "sliding_window": self.sliding_window,
+                "n_sliding_layers": self.n_sliding_layers,
+                "extra_params": self.extra_params,
+                "n_mtp_layers": self.n_mtp_layers,
+                "tp": self.tp,
+                "checkpoint_dtype": self.checkpoint_dtype,
+                "notes": list(self.notes),
+            }
+        )
         # Fields of the layouts read since issue 29, only where a model has them (older outputs keep their keys).
         if self.is_hybrid:
-            out.update({k: getattr(self, k) for k in ("n_recurrent_layers", "recurrent_kind", "rec_heads", "rec_head_dim",
-                                                      "rec_state_dim", "rec_groups", "rec_conv_kernel", "recurrent_verify")})
-            out.update(state_dtype=self.state_dtype_, recurrent_state_bytes=self.recurrent_state_bytes,
-                       n_attention_layers=self.n_attention_layers)
-        for key in ("n_mixer_free_layers", "n_ffn_free_layers", "attention_chunk_size", "n_chunked_layers",
-                    "routing_correlation", "shared_expert_size"):
+            out.update(
+                {
+                    k: getattr(self, k)
+                    for k in (
+                        "n_recurrent_layers",
+                        "recurrent_kind",
+                        "rec_heads",
+                        "rec_head_dim",
+                        "rec_state_dim",
+                        "rec_groups",
+                        "rec_conv_kernel",
+                        "recurrent_verify",
+                    )
+                }
+            )
+            out.update(
+                state_dtype=self.state_dtype_,
+                recurrent_state_bytes=self.recurrent_state_bytes,
+                n_attention_layers=self.n_attention_layers,
+            )
+        for key in (
+            "n_mixer_free_layers",
+            "n_ffn_free_layers",
+            "attention_chunk_size",
+            "n_chunked_layers",
+            "routing_correlation",
+            "shared_expert_size",
+        ):
             if getattr(self, key):
                 out[key] = getattr(self, key)
         return out

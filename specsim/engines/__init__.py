@@ -13,8 +13,26 @@ import dataclasses
 from specsim.engines import sglang, trtllm, vllm
 from specsim.engines.base import MAX_TERM_S, TERMS, EnginePreset, MetricNames, SpecHost, parse_version
 
-__all__ = ["DEFAULT_ENGINE", "DEFAULT_VERSIONS", "ENGINES", "ENGINE_MODULES", "ENGINE_NAMES", "MAX_TERM_S", "PRESETS", "TERMS",
-           "EnginePreset", "MetricNames", "SpecHost", "check_platform", "metric_names", "draft_tp", "get_engine", "named_release", "parse_version", "source_and_engine"]
+__all__ = [
+    "DEFAULT_ENGINE",
+    "DEFAULT_VERSIONS",
+    "ENGINES",
+    "ENGINE_MODULES",
+    "ENGINE_NAMES",
+    "MAX_TERM_S",
+    "PRESETS",
+    "TERMS",
+    "EnginePreset",
+    "MetricNames",
+    "SpecHost",
+    "check_platform",
+    "metric_names",
+    "draft_tp",
+    "get_engine",
+    "named_release",
+    "parse_version",
+    "source_and_engine",
+]
 
 #: Each engine's module, by the name ``--engine`` takes.
 ENGINE_MODULES = {m.NAME: m for m in (vllm, sglang, trtllm)}
@@ -56,10 +74,14 @@ def get_engine(spec: str) -> EnginePreset:
 
         close = difflib.get_close_matches(name, ENGINE_NAMES, n=1, cutoff=0.6)
         hint = f"did you mean {close[0]}? " if close else ""
-        raise ValueError(f"unknown engine {name!r}; {hint}choose {', '.join(ENGINE_NAMES)}, optionally with @version (vllm@0.10)")
+        raise ValueError(
+            f"unknown engine {name!r}; {hint}choose {', '.join(ENGINE_NAMES)}, optionally with @version (vllm@0.10)"
+        )
     if at and not version:
-        raise ValueError(f"--engine {spec!r} names no version after '@': give one ({name}@{DEFAULT_VERSIONS.get(name, 'latest')}) "
-                         "or the bare name for the current release")
+        raise ValueError(
+            f"--engine {spec!r} names no version after '@': give one ({name}@{DEFAULT_VERSIONS.get(name, 'latest')}) "
+            "or the bare name for the current release"
+        )
     if not version:
         return ENGINES[name]
     if name == "none":
@@ -94,7 +116,11 @@ def named_release(spec: str) -> tuple[str, tuple[int, int, int], str] | None:
     if f"{name}@{key}" in PRESETS:
         first, last = next((a, b) for a, b, k in _RANGES[name] if k == key)
         shown = f"{first[0]}.{first[1]}" + (f".{first[2]}" if first[2] else "")
-        return name, last, f"{name}@{version} (releases {shown}-{last[0]}.{last[1]}" + (f".{last[2]}" if last[2] != 99 else "") + ")"
+        return (
+            name,
+            last,
+            f"{name}@{version} (releases {shown}-{last[0]}.{last[1]}" + (f".{last[2]}" if last[2] != 99 else "") + ")",
+        )
     number = parse_version(name, version)
     return name, number, f"{name} {version}"
 
@@ -110,7 +136,9 @@ def metric_names(spec: str) -> tuple[MetricNames, tuple[int, int, int], str]:
     """
     named = named_release(spec)
     if named is None:
-        raise ValueError("--engine none serves no metrics: name the engine the server runs (vllm, sglang or trtllm, with @version)")
+        raise ValueError(
+            "--engine none serves no metrics: name the engine the server runs (vllm, sglang or trtllm, with @version)"
+        )
     name, release, shown = named
     tables = ENGINE_MODULES[name].METRIC_NAMES
     for names in tables:
@@ -119,10 +147,14 @@ def metric_names(spec: str) -> tuple[MetricNames, tuple[int, int, int], str]:
     first = tables[0]
     if release < first.first:
         v = ".".join(map(str, first.first))
-        raise ValueError(f"{shown} exports no speculative-decoding metrics that specsim reads ({name} {v} is the first: "
-                         f"{first.source})")
-    raise ValueError(f"{shown} is newer than the {name} releases whose metric names specsim read ({first.source}; up to "
-                     f"{'.'.join(map(str, tables[-1].last[:2]))})")
+        raise ValueError(
+            f"{shown} exports no speculative-decoding metrics that specsim reads ({name} {v} is the first: "
+            f"{first.source})"
+        )
+    raise ValueError(
+        f"{shown} is newer than the {name} releases whose metric names specsim read ({first.source}; up to "
+        f"{'.'.join(map(str, tables[-1].last[:2]))})"
+    )
 
 
 def draft_tp(preset: EnginePreset, separate_model: bool, target_tp: int, requested: int | None) -> tuple[int, str]:
@@ -132,7 +164,9 @@ def draft_tp(preset: EnginePreset, separate_model: bool, target_tp: int, request
     module = ENGINE_MODULES.get(preset.name)
     if module is None:
         tp = requested or 1
-        return tp, f"draft at TP {tp}" + (" (no engine named; --draft-tp to change)" if requested is None else " (--draft-tp)")
+        return tp, f"draft at TP {tp}" + (
+            " (no engine named; --draft-tp to change)" if requested is None else " (--draft-tp)"
+        )
     return module.draft_tp(preset, separate_model, target_tp, requested)
 
 
@@ -145,12 +179,19 @@ def check_platform(preset: EnginePreset, hardware) -> None:
         return
     others = [name for name, m in ENGINE_MODULES.items() if platform in m.PLATFORMS]
     kind = {"rocm": "an AMD GPU (ROCm)", "cpu": "a CPU", "cuda": "an NVIDIA GPU"}.get(platform, platform)
-    raise ValueError(f"{preset.name} does not run on {hardware.name}, {kind}: it runs on {', '.join(module.PLATFORMS)}; engines "
-                     f"that run there: {', '.join(others) or 'none specsim models'}")
+    raise ValueError(
+        f"{preset.name} does not run on {hardware.name}, {kind}: it runs on {', '.join(module.PLATFORMS)}; engines "
+        f"that run there: {', '.join(others) or 'none specsim models'}"
+    )
 
 
-def source_and_engine(hardware, timing: str | None = None, engine: str | None = None,
-                      engine_overhead_ms: float | None = None, progress=None):
+def source_and_engine(
+    hardware,
+    timing: str | None = None,
+    engine: str | None = None,
+    engine_overhead_ms: float | None = None,
+    progress=None,
+):
     """The step-time source and the engine preset that apply to it, as ``--timing`` and ``--engine`` choose them.
 
     ``timing`` and ``engine`` default to :data:`specsim.timing.DEFAULT_TIMING` and

@@ -48,21 +48,34 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import field
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from dataclasses import dataclass
 from specsim.describe.parallel import collective_count
 
-__all__ = ["MAX_TERM_S", "TERMS", "EnginePreset", "MetricNames", "RecurrentVerify", "SpecHost", "make_preset", "parse_version"]
+__all__ = [
+    "MAX_TERM_S",
+    "TERMS",
+    "EnginePreset",
+    "MetricNames",
+    "RecurrentVerify",
+    "SpecHost",
+    "make_preset",
+    "parse_version",
+]
 
 #: Largest engine term accepted, seconds (a second per iteration is no engine anyone runs).
 MAX_TERM_S = 1.0
 
 
 def _check_term(owner: str, key: str, value: object) -> None:
-    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value) and 0 <= value <= MAX_TERM_S):
+    if not (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and np.isfinite(value)
+        and 0 <= value <= MAX_TERM_S
+    ):
         raise ValueError(f"engine {owner}: {key} must be a finite time in [0, {MAX_TERM_S:g}] seconds, got {value!r}")
 
 
@@ -102,8 +115,10 @@ class SpecHost:
         return cls(*(round(float(v), d) for v, d in zip(values, ROUNDING_DIGITS)))
 
     def describe(self) -> str:
-        return (f"{self.round_s * 1e3:.2f} ms per round + {self.step_s * 1e3:.3f} ms per draft step + "
-                f"{self.seq_s * 1e6:.1f} us per sequence + {self.seq_step_s * 1e6:.1f} us per sequence per draft step")
+        return (
+            f"{self.round_s * 1e3:.2f} ms per round + {self.step_s * 1e3:.3f} ms per draft step + "
+            f"{self.seq_s * 1e6:.1f} us per sequence + {self.seq_step_s * 1e6:.1f} us per sequence per draft step"
+        )
 
 
 @dataclass(frozen=True)
@@ -124,7 +139,9 @@ class RecurrentVerify:
         from specsim.describe.ops import RECURRENT_VERIFY_MODES
 
         if self.mode not in RECURRENT_VERIFY_MODES:
-            raise ValueError(f"recurrent verification must be one of {', '.join(RECURRENT_VERIFY_MODES)}, got {self.mode!r}")
+            raise ValueError(
+                f"recurrent verification must be one of {', '.join(RECURRENT_VERIFY_MODES)}, got {self.mode!r}"
+            )
         if isinstance(self.extra_states, bool) or not isinstance(self.extra_states, int) or self.extra_states < 0:
             raise ValueError(f"recurrent scratch extra_states must be an integer >= 0, got {self.extra_states!r}")
 
@@ -140,14 +157,21 @@ class RecurrentVerify:
         return dataclasses.replace(model, recurrent_verify=self.mode)
 
     def describe(self) -> str:
-        what = ("one state written per token, the accepted prefix's kept" if self.mode == "checkpoint"
-                else "one checkpoint replayed from logged inputs")
+        what = (
+            "one state written per token, the accepted prefix's kept"
+            if self.mode == "checkpoint"
+            else "one checkpoint replayed from logged inputs"
+        )
         return f"recurrent layers verified by {self.mode} ({what}; {self.basis})"
 
 
 #: The terms of :class:`SpecHost`, in the order the fits use, with the override flag and its unit per second of each.
-_TERM_FLAGS = {"round_s": ("--engine-round", 1e3), "step_s": ("--engine-step", 1e3), "seq_s": ("--engine-seq", 1e6),
-               "seq_step_s": ("--engine-seq-step", 1e6)}
+_TERM_FLAGS = {
+    "round_s": ("--engine-round", 1e3),
+    "step_s": ("--engine-step", 1e3),
+    "seq_s": ("--engine-seq", 1e6),
+    "seq_step_s": ("--engine-seq-step", 1e6),
+}
 TERMS = tuple(_TERM_FLAGS)
 
 
@@ -209,9 +233,14 @@ class EnginePreset:
     prefill_scale: float = 1.0
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.prefill_scale, (int, float)) and not isinstance(self.prefill_scale, bool)
-                and 0.05 <= self.prefill_scale <= 20.0):
-            raise ValueError(f"engine {self.name!r}: prefill_scale must be a number in [0.05, 20], got {self.prefill_scale!r}")
+        if not (
+            isinstance(self.prefill_scale, (int, float))
+            and not isinstance(self.prefill_scale, bool)
+            and 0.05 <= self.prefill_scale <= 20.0
+        ):
+            raise ValueError(
+                f"engine {self.name!r}: prefill_scale must be a number in [0.05, 20], got {self.prefill_scale!r}"
+            )
         for key in ("iteration_s", "kernel_iteration_s", "collective_s", "kernel_collective_s", "iteration_seq_s"):
             _check_term(repr(self.name), key, getattr(self, key))
         self.spec.check(repr(self.name))
@@ -263,16 +292,22 @@ class EnginePreset:
     def describe(self) -> str:
         if self.name == "none":
             return "engine: none (no CPU time added)"
-        overlap = (f"{self.overlap_share:.0%} of it overlapped with the GPU ({self.overlap_basis}) for "
-                   + ", ".join(sorted(self.overlap_kinds))
-                   + (" chains (top-k 1)" if self.overlap_chains_only else "") + ", serial otherwise"
-                   if self.overlap_kinds else "serial (not overlapped with the GPU)")
+        overlap = (
+            f"{self.overlap_share:.0%} of it overlapped with the GPU ({self.overlap_basis}) for "
+            + ", ".join(sorted(self.overlap_kinds))
+            + (" chains (top-k 1)" if self.overlap_chains_only else "")
+            + ", serial otherwise"
+            if self.overlap_kinds
+            else "serial (not overlapped with the GPU)"
+        )
         kind = f"calibrated by {self.calibration}" if self.calibration else "preset"
-        return (f"engine: {self.key} {kind} ({self.release}); per iteration {self.iteration_s * 1e3:.2f} ms on a roofline step, "
-                f"{self.kernel_iteration_s * 1e3:.2f} ms on GPU time ({self.basis})"
-                + (f" + {self.iteration_seq_s * 1e6:.1f} us per sequence" if self.iteration_seq_s else "")
-                + (f"; {self.collective_s * 1e6:.1f} us more per tensor-parallel collective" if self.collective_s else "")
-                + f"; speculative round host time {self.spec.describe()} ({self.spec_basis}), {overlap}")
+        return (
+            f"engine: {self.key} {kind} ({self.release}); per iteration {self.iteration_s * 1e3:.2f} ms on a roofline step, "
+            f"{self.kernel_iteration_s * 1e3:.2f} ms on GPU time ({self.basis})"
+            + (f" + {self.iteration_seq_s * 1e6:.1f} us per sequence" if self.iteration_seq_s else "")
+            + (f"; {self.collective_s * 1e6:.1f} us more per tensor-parallel collective" if self.collective_s else "")
+            + f"; speculative round host time {self.spec.describe()} ({self.spec_basis}), {overlap}"
+        )
 
     def collectives_s(self, model) -> float:
         """Engine time of a pass's tensor-parallel collectives (2 per layer and the logits gather); 0 on one GPU."""
@@ -281,8 +316,13 @@ class EnginePreset:
     def for_source(self, source: object) -> "EnginePreset":
         """The preset as it applies to a step-time source: sources of bare GPU time take the ``kernel_`` terms."""
         if getattr(source, "gpu_time_only", False):
-            return dataclasses.replace(self, iteration_s=self.kernel_iteration_s, collective_s=self.kernel_collective_s,
-                                       spec=self.kernel_spec, overlap_share=self.kernel_overlap_share)
+            return dataclasses.replace(
+                self,
+                iteration_s=self.kernel_iteration_s,
+                collective_s=self.kernel_collective_s,
+                spec=self.kernel_spec,
+                overlap_share=self.kernel_overlap_share,
+            )
         return self
 
     def with_iteration_ms(self, ms: float, seq_us: float | None = None) -> "EnginePreset":
@@ -294,8 +334,14 @@ class EnginePreset:
             out = dataclasses.replace(out, iteration_seq_s=seq_us / 1e6)
         return out
 
-    def with_spec(self, round_ms: float | None = None, step_ms: float | None = None, seq_us: float | None = None,
-                  overlap: bool | None = None, seq_step_us: float | None = None) -> "EnginePreset":
+    def with_spec(
+        self,
+        round_ms: float | None = None,
+        step_ms: float | None = None,
+        seq_us: float | None = None,
+        overlap: bool | None = None,
+        seq_step_us: float | None = None,
+    ) -> "EnginePreset":
         """The preset with some speculative terms replaced (``--engine-round-ms``, ``--engine-step-ms``,
         ``--engine-seq-us``, ``--engine-seq-step-us``, ``--engine-overlap``); the others keep the preset's values."""
         given = dict(zip(TERMS, (round_ms, step_ms, seq_us, seq_step_us)))
@@ -307,14 +353,21 @@ class EnginePreset:
         spec = dataclasses.replace(self.spec, **changes)
         kernel_spec = dataclasses.replace(self.kernel_spec, **changes)
         named = ", ".join(_TERM_FLAGS[k][0] for k in changes)
-        out = dataclasses.replace(self, spec=spec, kernel_spec=kernel_spec,
-                                  spec_basis=self.spec_basis + (f"; {named} set by the user" if named else ""))
+        out = dataclasses.replace(
+            self,
+            spec=spec,
+            kernel_spec=kernel_spec,
+            spec_basis=self.spec_basis + (f"; {named} set by the user" if named else ""),
+        )
         if overlap is not None:
             kinds = frozenset({"draft_model", "eagle", "eagle3", "mtp"}) if overlap else frozenset()
-            out = dataclasses.replace(out, overlap_kinds=kinds, overlap_chains_only=False,
-                                      release=out.release + f"; overlap {'on' if overlap else 'off'} by --engine-overlap")
+            out = dataclasses.replace(
+                out,
+                overlap_kinds=kinds,
+                overlap_chains_only=False,
+                release=out.release + f"; overlap {'on' if overlap else 'off'} by --engine-overlap",
+            )
         return out
-
 
 
 _BASIS = "fitted to public TPOT, aiconfigurator-core 0.12.0 silicon_sample.csv"
@@ -323,15 +376,38 @@ _SPEC_BASIS = "fitted to public speculative speedups, specsim/calibration/data/s
 HEADS = frozenset({"eagle", "eagle3", "mtp"})
 
 
-def make_preset(name: str, version: str, release: str, plain: dict, spec: SpecHost, kernel_spec: SpecHost, spec_basis: str,
-                overlap: frozenset = frozenset(), chains_only: bool = False, share: tuple = (1.0, 1.0),
-                share_basis: str = "no public measurement: all of it", draft_shares_tp: bool = False,
-                recurrent: RecurrentVerify | None = None) -> EnginePreset:
+def make_preset(
+    name: str,
+    version: str,
+    release: str,
+    plain: dict,
+    spec: SpecHost,
+    kernel_spec: SpecHost,
+    spec_basis: str,
+    overlap: frozenset = frozenset(),
+    chains_only: bool = False,
+    share: tuple = (1.0, 1.0),
+    share_basis: str = "no public measurement: all of it",
+    draft_shares_tp: bool = False,
+    recurrent: RecurrentVerify | None = None,
+) -> EnginePreset:
     """One version's preset from its engine's plain-decoding terms ``plain`` and its round terms."""
-    return EnginePreset(name=name, version=version, release=release, spec=spec, kernel_spec=kernel_spec, spec_basis=spec_basis,
-                        overlap_kinds=overlap, overlap_chains_only=chains_only, overlap_share=share[0],
-                        kernel_overlap_share=share[1], overlap_basis=share_basis, draft_shares_tp=draft_shares_tp,
-                        recurrent=recurrent or RecurrentVerify(), **plain)
+    return EnginePreset(
+        name=name,
+        version=version,
+        release=release,
+        spec=spec,
+        kernel_spec=kernel_spec,
+        spec_basis=spec_basis,
+        overlap_kinds=overlap,
+        overlap_chains_only=chains_only,
+        overlap_share=share[0],
+        kernel_overlap_share=share[1],
+        overlap_basis=share_basis,
+        draft_shares_tp=draft_shares_tp,
+        recurrent=recurrent or RecurrentVerify(),
+        **plain,
+    )
 
 
 #: A numbered version: digits only (ASCII), two or three parts, an optional release-candidate or post suffix.
@@ -348,8 +424,6 @@ def parse_version(name: str, text: str) -> tuple[int, int, int] | None:
     if m is None:
         return None
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
-
-
 
 
 @dataclass(frozen=True)
@@ -416,23 +490,44 @@ class MetricNames:
 
     def counters(self) -> tuple[str, ...]:
         """Every counter name these releases export that a reader of acceptance or load uses."""
-        names = (self.requests, self.prompt_tokens, self.generation_tokens, self.drafts, self.draft_tokens, self.accepted,
-                 self.accepted_per_position, self.drafted_per_position, self.verify_calls)
+        names = (
+            self.requests,
+            self.prompt_tokens,
+            self.generation_tokens,
+            self.drafts,
+            self.draft_tokens,
+            self.accepted,
+            self.accepted_per_position,
+            self.drafted_per_position,
+            self.verify_calls,
+        )
         return tuple(n for n in names if n is not None)
 
     def gauges(self) -> tuple[str, ...]:
-        names = (self.running, self.waiting, self.accept_length_gauge, self.gamma_gauge, self.gamma_info[0] if self.gamma_info else None)
+        names = (
+            self.running,
+            self.waiting,
+            self.accept_length_gauge,
+            self.gamma_gauge,
+            self.gamma_info[0] if self.gamma_info else None,
+        )
         return tuple(n for n in names if n is not None)
 
     @property
     def acceptance_basis(self) -> str:
         """Where these releases' acceptance comes from, in a line."""
         if self.drafts is not None:
-            return "counters of drafts and accepted tokens" + (" (per position too)" if self.accepted_per_position else "")
+            return "counters of drafts and accepted tokens" + (
+                " (per position too)" if self.accepted_per_position else ""
+            )
         if self.drafted_per_position is not None:
-            return (f"{self.drafted_per_position} and {self.accepted_per_position} per position (counted as requests finish), "
-                    f"else {self.accepted} over {self.draft_tokens} / gamma")
+            return (
+                f"{self.drafted_per_position} and {self.accepted_per_position} per position (counted as requests finish), "
+                f"else {self.accepted} over {self.draft_tokens} / gamma"
+            )
         if self.verify_calls is not None:
-            return (f"{self.verify_calls} beside {self.generation_tokens} and {self.requests} (counted as requests finish): "
-                    "(generated - finished) / verification calls")
+            return (
+                f"{self.verify_calls} beside {self.generation_tokens} and {self.requests} (counted as requests finish): "
+                "(generated - finished) / verification calls"
+            )
         return f"the {self.accept_length_gauge} gauge, sampled (the engine's last logging window at each read)"

@@ -10,17 +10,48 @@ Writers: the static ``--speculative-*`` launch flags (python/sglang/srt/server_a
 
 from __future__ import annotations
 
-from specsim.engines.base import MetricNames, _BASIS, _SPEC_BASIS, HEADS, RecurrentVerify, SpecHost, make_preset, parse_version
-from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP, BenchWriter, version_text as _version_text
+from specsim.engines.base import (
+    _BASIS,
+    _SPEC_BASIS,
+    HEADS,
+    MetricNames,
+    RecurrentVerify,
+    SpecHost,
+    make_preset,
+    parse_version,
+)
+from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP
+from specsim.engines.writers import BenchWriter
+from specsim.engines.writers import version_text as _version_text
 
-__all__ = ["PLATFORMS", "ADAPTIVE_OFF_SINCE", "ADAPTIVE_SINCE", "ALIASES", "METRIC_NAMES", "NAME", "NEWEST", "PRESETS", "RANGES", "SglangBench", "adaptive_config", "draft_tp", "render_schedule",
-           "to_sglang"]
+__all__ = [
+    "PLATFORMS",
+    "ADAPTIVE_OFF_SINCE",
+    "ADAPTIVE_SINCE",
+    "ALIASES",
+    "METRIC_NAMES",
+    "NAME",
+    "NEWEST",
+    "PRESETS",
+    "RANGES",
+    "SglangBench",
+    "adaptive_config",
+    "draft_tp",
+    "render_schedule",
+    "to_sglang",
+]
 
 NAME = "sglang"
 #: The hardware platforms (a profile's ``platform``) this engine runs on: SGLang runs on NVIDIA and AMD GPUs and Intel Xeon CPUs (docs/platforms).
 PLATFORMS = ("cuda", "rocm", "cpu")
-PLAIN = dict(kernel_engine="sglang", iteration_s=0.0, kernel_iteration_s=0.066e-3, basis=_BASIS + ", SGLang rows",
-             collective_s=12.5e-6, kernel_collective_s=15.1e-6)
+PLAIN = dict(
+    kernel_engine="sglang",
+    iteration_s=0.0,
+    kernel_iteration_s=0.066e-3,
+    basis=_BASIS + ", SGLang rows",
+    collective_s=12.5e-6,
+    kernel_collective_s=15.1e-6,
+)
 SPEC = SpecHost(round_s=2.62e-3, step_s=0.0, seq_s=4.2e-6, seq_step_s=50.3e-6)
 KERNEL_SPEC = SpecHost(round_s=3.87e-3, step_s=0.0, seq_s=26.4e-6, seq_step_s=64.7e-6)
 # The share of H that spec v2 hides (roofline step, GPU time), fitted to its measured gains over spec v1 (the
@@ -31,17 +62,41 @@ _RANGE = " at batch 1-64 (beyond: extrapolated)"
 #: Recurrent layers: MambaPool keeps an intermediate_ssm_state_cache of one state per draft token "during target
 #: verify" for each running request, speculative_num_draft_tokens = steps + 1 of them (python/sglang/srt/mem_cache/
 #: memory_pool.py, 0.5.14 and 0.5.23); the linear ReplaySSM path (enable_linear_replayssm_spec) is off by default.
-RECURRENT = RecurrentVerify("checkpoint", 1, "SGLang 0.5.14 and 0.5.23: srt/mem_cache/memory_pool.py intermediate_ssm_state_cache "
-                                             "of speculative_num_draft_tokens states")
+RECURRENT = RecurrentVerify(
+    "checkpoint",
+    1,
+    "SGLang 0.5.14 and 0.5.23: srt/mem_cache/memory_pool.py intermediate_ssm_state_cache "
+    "of speculative_num_draft_tokens states",
+)
 PRESETS = [
-    make_preset("sglang", "0.5", "SGLang 0.4-0.5.10, spec v1: the overlap scheduler is off for speculative decoding "
-                "(sgl-project/sglang#9961; SGLANG_ENABLE_SPEC_V2 defaults to off up to 0.5.10, python/sglang/srt/environ.py)",
-                PLAIN, SPEC, KERNEL_SPEC, _SPEC_BASIS + ", SGLang rows" + _RANGE, draft_shares_tp=True, recurrent=RECURRENT),
-    make_preset("sglang", "latest", "SGLang 0.5.11 and later, spec v2 (sgl-project/sglang#11398; SGLANG_ENABLE_SPEC_V2 on by "
-                "default from 0.5.11, the only worker from 0.5.14): rounds overlapped for top-k 1 chains, trees and n-gram serial",
-                PLAIN, SPEC, KERNEL_SPEC, _SPEC_BASIS + ", SGLang rows (spec v1; the same host work, overlapped)" + _RANGE,
-                HEADS | {"draft_model"}, chains_only=True, share=V2_SHARE, share_basis=V2_SHARE_BASIS, draft_shares_tp=True,
-                recurrent=RECURRENT),
+    make_preset(
+        "sglang",
+        "0.5",
+        "SGLang 0.4-0.5.10, spec v1: the overlap scheduler is off for speculative decoding "
+        "(sgl-project/sglang#9961; SGLANG_ENABLE_SPEC_V2 defaults to off up to 0.5.10, python/sglang/srt/environ.py)",
+        PLAIN,
+        SPEC,
+        KERNEL_SPEC,
+        _SPEC_BASIS + ", SGLang rows" + _RANGE,
+        draft_shares_tp=True,
+        recurrent=RECURRENT,
+    ),
+    make_preset(
+        "sglang",
+        "latest",
+        "SGLang 0.5.11 and later, spec v2 (sgl-project/sglang#11398; SGLANG_ENABLE_SPEC_V2 on by "
+        "default from 0.5.11, the only worker from 0.5.14): rounds overlapped for top-k 1 chains, trees and n-gram serial",
+        PLAIN,
+        SPEC,
+        KERNEL_SPEC,
+        _SPEC_BASIS + ", SGLang rows (spec v1; the same host work, overlapped)" + _RANGE,
+        HEADS | {"draft_model"},
+        chains_only=True,
+        share=V2_SHARE,
+        share_basis=V2_SHARE_BASIS,
+        draft_shares_tp=True,
+        recurrent=RECURRENT,
+    ),
 ]
 RANGES = [((0, 4, 0), (0, 5, 10), "0.5"), ((0, 5, 11), (0, 5, 23), "latest")]
 ALIASES = {"spec-v2": "latest", "spec-v1": "0.5", "0.4": "0.5"}
@@ -55,41 +110,81 @@ NEWEST = "0.5.23"
 #: Metrics that tell releases apart, the first release that exports each (read in the 0.4.10 and every 0.5.x wheel to
 #: 0.5.23).  SGLang creates a metric when it is first set, so only a metric on the page says something: its absence
 #: on a cold server does not.
-_SGLANG_LATER = (("sglang:spec_accept_rate", (0, 5, 4)), ("sglang:new_token_ratio", (0, 5, 6)),
-                 ("sglang:decode_sum_seq_lens", (0, 5, 7)), ("sglang:num_unique_running_routing_keys", (0, 5, 8)),
-                 ("sglang:full_token_usage", (0, 5, 10)), ("sglang:kv_available_tokens", (0, 5, 11)),
-                 ("sglang:fwd_occupancy", (0, 5, 12)), ("sglang:spec_num_steps", (0, 5, 13)),
-                 ("sglang:spec_verify_calls", (0, 5, 13)), ("sglang:spec_cap_length", (0, 5, 16)),
-                 ("sglang:startup_time_seconds", (0, 5, 17)))
+_SGLANG_LATER = (
+    ("sglang:spec_accept_rate", (0, 5, 4)),
+    ("sglang:new_token_ratio", (0, 5, 6)),
+    ("sglang:decode_sum_seq_lens", (0, 5, 7)),
+    ("sglang:num_unique_running_routing_keys", (0, 5, 8)),
+    ("sglang:full_token_usage", (0, 5, 10)),
+    ("sglang:kv_available_tokens", (0, 5, 11)),
+    ("sglang:fwd_occupancy", (0, 5, 12)),
+    ("sglang:spec_num_steps", (0, 5, 13)),
+    ("sglang:spec_verify_calls", (0, 5, 13)),
+    ("sglang:spec_cap_length", (0, 5, 16)),
+    ("sglang:startup_time_seconds", (0, 5, 17)),
+)
 #: The last release that exports each.
-_SGLANG_EARLIER = (("sglang:num_prefill_infight_queue_reqs", (0, 5, 1)), ("sglang:total_retracted_reqs", (0, 5, 2)),
-                   ("sglang:cache_config_info", (0, 5, 10)))
+_SGLANG_EARLIER = (
+    ("sglang:num_prefill_infight_queue_reqs", (0, 5, 1)),
+    ("sglang:total_retracted_reqs", (0, 5, 2)),
+    ("sglang:cache_config_info", (0, 5, 10)),
+)
 _SGLANG_NAMES = dict(
-    engine="sglang", path="/metrics", prefix="sglang:", model_label="model_name", replica_label="dp_rank",
-    running="sglang:num_running_reqs", waiting="sglang:num_queue_reqs", requests="sglang:num_requests_total",
-    prompt_tokens="sglang:prompt_tokens_total", generation_tokens="sglang:generation_tokens_total",
-    accept_length_gauge="sglang:spec_accept_length", counted_at_finish=True, gauge_window=40, later=_SGLANG_LATER,
+    engine="sglang",
+    path="/metrics",
+    prefix="sglang:",
+    model_label="model_name",
+    replica_label="dp_rank",
+    running="sglang:num_running_reqs",
+    waiting="sglang:num_queue_reqs",
+    requests="sglang:num_requests_total",
+    prompt_tokens="sglang:prompt_tokens_total",
+    generation_tokens="sglang:generation_tokens_total",
+    accept_length_gauge="sglang:spec_accept_length",
+    counted_at_finish=True,
+    gauge_window=40,
+    later=_SGLANG_LATER,
     earlier=_SGLANG_EARLIER,
     counter_labels=(("engine_type", "unified"),),
-    gauge_labels=(("engine_type", "unified"), ("tp_rank", "0"), ("pp_rank", "0")))
-_SGLANG_SOURCE = ("sglang/srt/metrics/collector.py (0.4.2-0.5.9) and sglang/srt/observability/metrics_collector.py "
-                  "(0.5.10-0.5.23), read in their wheels")
+    gauge_labels=(("engine_type", "unified"), ("tp_rank", "0"), ("pp_rank", "0")),
+)
+_SGLANG_SOURCE = (
+    "sglang/srt/metrics/collector.py (0.4.2-0.5.9) and sglang/srt/observability/metrics_collector.py "
+    "(0.5.10-0.5.23), read in their wheels"
+)
 METRIC_NAMES = [
-    MetricNames(first=(0, 4, 2), last=(0, 5, 12), source=_SGLANG_SOURCE,
-                note=("SGLang before 0.5.13 exports no speculative counter: its acceptance length is a gauge of the "
-                      "engine's last 40 decode iterations (decode_log_interval), sampled at each read"), **_SGLANG_NAMES),
-    MetricNames(first=(0, 5, 13), last=(0, 5, 23), source=_SGLANG_SOURCE + " (spec_verify_calls_total: sgl-project/sglang#25689)",
-                verify_calls="sglang:spec_verify_calls_total", gamma_gauge="sglang:spec_num_steps",
-                note=("SGLang counts no drafted or accepted tokens: the acceptance length is (generated tokens - finished "
-                      "requests) / verification calls, counted as requests finish (one token from the prompt, then one "
-                      "per verification plus those accepted)"), **_SGLANG_NAMES),
+    MetricNames(
+        first=(0, 4, 2),
+        last=(0, 5, 12),
+        source=_SGLANG_SOURCE,
+        note=(
+            "SGLang before 0.5.13 exports no speculative counter: its acceptance length is a gauge of the "
+            "engine's last 40 decode iterations (decode_log_interval), sampled at each read"
+        ),
+        **_SGLANG_NAMES,
+    ),
+    MetricNames(
+        first=(0, 5, 13),
+        last=(0, 5, 23),
+        source=_SGLANG_SOURCE + " (spec_verify_calls_total: sgl-project/sglang#25689)",
+        verify_calls="sglang:spec_verify_calls_total",
+        gamma_gauge="sglang:spec_num_steps",
+        note=(
+            "SGLang counts no drafted or accepted tokens: the acceptance length is (generated tokens - finished "
+            "requests) / verification calls, counted as requests finish (one token from the prompt, then one "
+            "per verification plus those accepted)"
+        ),
+        **_SGLANG_NAMES,
+    ),
 ]
 
 
 def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None) -> tuple[int, str]:
     """SGLang has no draft TP flag: its draft worker runs in the target's TP group (0.5.23:
     python/sglang/srt/speculative/draft_parallel.py; no such field in arg_groups/fields/*.py)."""
-    line = f"draft at TP {target_tp}: SGLang's draft worker shares the target's tensor-parallel group (no draft TP flag)"
+    line = (
+        f"draft at TP {target_tp}: SGLang's draft worker shares the target's tensor-parallel group (no draft TP flag)"
+    )
     return target_tp, line + (f"; --draft-tp {requested} does not apply" if requested not in (None, target_tp) else "")
 
 
@@ -109,6 +204,7 @@ def to_sglang(ranges: list, dep, checkpoint: str | None, at_batch: int = 1) -> l
     ``ranges`` are :class:`ScheduleRange` (chains: depth gamma, top-k 1, gamma + 1 tokens) or :class:`TreeRange`.
     The first line is empty of flags (a comment) where speculation does not pay at ``at_batch``.
     """
+
     def spec(r):
         if hasattr(r, "tree"):
             return None if r.tree is None else (r.tree.depth, r.tree.topk, r.tree.tokens)
@@ -156,27 +252,37 @@ def adaptive_config(ranges: list, dep, version: tuple) -> tuple[dict | None, lis
     one-element ``candidate_steps`` pins the slot (adaptive_spec_params.py, 0.5.13-0.5.23)."""
     v = _version_text(version)
     if any(hasattr(r, "tree") for r in ranges):
-        return None, ["SGLang's adaptive steps take top-k 1 only (adaptive_unsupported_reason; trees: sgl-project/sglang#24054 "
-                      "open): one static tree is written"]
+        return None, [
+            "SGLang's adaptive steps take top-k 1 only (adaptive_unsupported_reason; trees: sgl-project/sglang#24054 "
+            "open): one static tree is written"
+        ]
     if len(ranges) == 1:
         return None, []  # one length for every batch: the static flags are the whole schedule
     if version < ADAPTIVE_SINCE:
-        return None, [f"SGLang {v} takes one static configuration (per-batch adaptive steps arrived in 0.5.13, "
-                      "sgl-project/sglang#24055): the first line is the best at batch 1; the comments say where another is better"]
+        return None, [
+            f"SGLang {v} takes one static configuration (per-batch adaptive steps arrived in 0.5.13, "
+            "sgl-project/sglang#24055): the first line is the best at batch 1; the comments say where another is better"
+        ]
     if dep.drafter.sglang_algorithm not in ADAPTIVE_ALGORITHMS:
-        return None, [f"SGLang's adaptive steps take EAGLE and EAGLE-3 only, not {dep.drafter.sglang_algorithm} "
-                      "(adaptive_unsupported_reason): one static configuration is written"]
+        return None, [
+            f"SGLang's adaptive steps take EAGLE and EAGLE-3 only, not {dep.drafter.sglang_algorithm} "
+            "(adaptive_unsupported_reason): one static configuration is written"
+        ]
     floor = 0 if version >= ADAPTIVE_OFF_SINCE else 1
     config = {str(r.start_batch): {"candidate_steps": [max(r.gamma, floor)]} for r in ranges}
     notes = []
     raised = [r for r in ranges if r.gamma < floor]
     if raised:
-        notes.append(f"SGLang {v} takes no step 0 (from 0.5.14): batch {raised[0].start_batch} on drafts 1 step where specsim "
-                     "has speculation off")
-    notes += ["SGLang pads the running batch up to its CUDA-graph batch size before it picks a slot, so a batch just below a "
-              "slot's key can take that slot (adaptive_spec_params.py, _route)",
-              "SGLang turns adaptive steps off, back to the static flags, under attention data parallelism, two-batch overlap "
-              "or multi-layer EAGLE (adaptive_unsupported_reason)"]
+        notes.append(
+            f"SGLang {v} takes no step 0 (from 0.5.14): batch {raised[0].start_batch} on drafts 1 step where specsim "
+            "has speculation off"
+        )
+    notes += [
+        "SGLang pads the running batch up to its CUDA-graph batch size before it picks a slot, so a batch just below a "
+        "slot's key can take that slot (adaptive_spec_params.py, _route)",
+        "SGLang turns adaptive steps off, back to the static flags, under attention data parallelism, two-batch overlap "
+        "or multi-layer EAGLE (adaptive_unsupported_reason)",
+    ]
     return config, notes
 
 
@@ -205,29 +311,50 @@ class SglangBench(BenchWriter):
 
     def check(self, version, drafter, pins, topk):
         if version < (0, 4, 8):
-            raise ValueError(f"sglang {_version_text(version)}: specsim writes plans for SGLang 0.4.8 and later, where the "
-                             "simulated acceptance can match its mean (SIMULATE_ACC_METHOD=match-expected, "
-                             "python/sglang/srt/speculative/eagle_utils.py)")
+            raise ValueError(
+                f"sglang {_version_text(version)}: specsim writes plans for SGLang 0.4.8 and later, where the "
+                "simulated acceptance can match its mean (SIMULATE_ACC_METHOD=match-expected, "
+                "python/sglang/srt/speculative/eagle_utils.py)"
+            )
         support = drafter.support("sglang", version)
         if support.pin_since and any(p is not None for p in pins) and version < support.pin_since:
-            raise ValueError(f"sglang {_version_text(version)} simulates acceptance for EAGLE-family workers only; "
-                             f"{support.name} takes it from {_version_text(support.pin_since)} "
-                             f"({support.pin_where}): use {_version_text(support.pin_since)} or --no-pin")
+            raise ValueError(
+                f"sglang {_version_text(version)} simulates acceptance for EAGLE-family workers only; "
+                f"{support.name} takes it from {_version_text(support.pin_since)} "
+                f"({support.pin_where}): use {_version_text(support.pin_since)} or --no-pin"
+            )
         notes = []
         if (0, 5, 5) <= version <= (0, 5, 10):
-            notes.append(f"sglang {_version_text(version)} runs spec v1 (SGLANG_ENABLE_SPEC_V2 defaults to off up to 0.5.10): "
-                         "rounds are serial, as specsim's sglang@0.5 preset models them")
+            notes.append(
+                f"sglang {_version_text(version)} runs spec v1 (SGLANG_ENABLE_SPEC_V2 defaults to off up to 0.5.10): "
+                "rounds are serial, as specsim's sglang@0.5 preset models them"
+            )
         return notes
 
     def _acc_env(self, version):
-        return ("SGLANG_SIMULATE_ACC_LEN", "SGLANG_SIMULATE_ACC_METHOD") if version >= (0, 5, 3) else \
-            ("SIMULATE_ACC_LEN", "SIMULATE_ACC_METHOD")
+        return (
+            ("SGLANG_SIMULATE_ACC_LEN", "SGLANG_SIMULATE_ACC_METHOD")
+            if version >= (0, 5, 3)
+            else ("SIMULATE_ACC_LEN", "SIMULATE_ACC_METHOD")
+        )
 
     def server(self, plan, server):
         version = parse_version("sglang", plan.version)
-        cmd = ["python", "-m", "sglang.launch_server", "--model-path", plan.served_model, "--port", str(plan.port),
-               "--tp-size", str(plan.tp), "--max-running-requests", str(plan.max_concurrency), "--enable-metrics",
-               "--disable-radix-cache"]
+        cmd = [
+            "python",
+            "-m",
+            "sglang.launch_server",
+            "--model-path",
+            plan.served_model,
+            "--port",
+            str(plan.port),
+            "--tp-size",
+            str(plan.tp),
+            "--max-running-requests",
+            str(plan.max_concurrency),
+            "--enable-metrics",
+            "--disable-radix-cache",
+        ]
         env = {}
         if server.steps is not None:
             drafter = plan.drafter_type
@@ -243,24 +370,53 @@ class SglangBench(BenchWriter):
         return env, cmd, None
 
     def client(self, plan, run, url):
-        cmd = ["python", "-m", "sglang.bench_serving", "--backend", "sglang", "--base-url", url,
-               "--num-prompts", str(run.num_prompts), "--max-concurrency", str(run.concurrency), "--request-rate", "inf",
-               "--flush-cache", "--output-file", run.file]
+        cmd = [
+            "python",
+            "-m",
+            "sglang.bench_serving",
+            "--backend",
+            "sglang",
+            "--base-url",
+            url,
+            "--num-prompts",
+            str(run.num_prompts),
+            "--max-concurrency",
+            str(run.concurrency),
+            "--request-rate",
+            "inf",
+            "--flush-cache",
+            "--output-file",
+            run.file,
+        ]
         if run.input_tokens is None:
-            cmd += ["--dataset-name", "sharegpt", "--dataset-path", "prompts.sharegpt.json", "--sharegpt-output-len",
-                    str(run.output_tokens)]
+            cmd += [
+                "--dataset-name",
+                "sharegpt",
+                "--dataset-path",
+                "prompts.sharegpt.json",
+                "--sharegpt-output-len",
+                str(run.output_tokens),
+            ]
         else:
-            cmd += ["--dataset-name", "random-ids", "--random-input-len", str(run.input_tokens), "--random-output-len",
-                    str(run.output_tokens), "--random-range-ratio", "1.0"]
+            cmd += [
+                "--dataset-name",
+                "random-ids",
+                "--random-input-len",
+                str(run.input_tokens),
+                "--random-output-len",
+                str(run.output_tokens),
+                "--random-range-ratio",
+                "1.0",
+            ]
         return cmd
 
     def prompts_prep(self, plan):
         return [_SHAREGPT_PREP]
 
 
-
-
-def render_schedule(ranges: list, dep, checkpoint: str | None, version: tuple, min_gain: float, max_batch: int) -> tuple[str, list]:
+def render_schedule(
+    ranges: list, dep, checkpoint: str | None, version: tuple, min_gain: float, max_batch: int
+) -> tuple[str, list]:
     """(the launch command of ``ranges`` for SGLang ``version``: static flags, or the adaptive-speculation config file and
     the flags that read it where the version takes one, and the notes that go with it)."""
     import json
@@ -269,15 +425,31 @@ def render_schedule(ranges: list, dep, checkpoint: str | None, version: tuple, m
     adaptive, notes = adaptive_config(ranges, dep, version)
     served = dep.target.source or dep.target.name
     if adaptive is None:
-        return f"python -m sglang.launch_server --model-path {served} " + "\n".join(lines), [f"written for SGLang {'.'.join(map(str, version))}"] + notes
+        return f"python -m sglang.launch_server --model-path {served} " + "\n".join(lines), [
+            f"written for SGLang {'.'.join(map(str, version))}"
+        ] + notes
     steps = max(v["candidate_steps"][0] for v in adaptive.values())
     tp = ["--tp", str(dep.target.tp)] if dep.target.tp > 1 else []
     flags = ["--speculative-algorithm", dep.drafter.sglang_algorithm]
     if checkpoint is not None:
         flags += ["--speculative-draft-model-path", checkpoint]
-    flags += ["--speculative-num-steps", str(steps), "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens",
-              str(steps + 1), "--speculative-adaptive", "--speculative-adaptive-config", "sglang-adaptive.json"]
+    flags += [
+        "--speculative-num-steps",
+        str(steps),
+        "--speculative-eagle-topk",
+        "1",
+        "--speculative-num-draft-tokens",
+        str(steps + 1),
+        "--speculative-adaptive",
+        "--speculative-adaptive-config",
+        "sglang-adaptive.json",
+    ]
     slots = ",\n  ".join(f"{json.dumps(key)}: {json.dumps(slot)}" for key, slot in adaptive.items())  # a slot a line
-    text = "\n".join(["cat > sglang-adaptive.json <<'EOF'\n{\n  " + slots + "\n}\nEOF",
-                      f"python -m sglang.launch_server --model-path {served} " + " ".join(tp + flags)] + lines[1:])
+    text = "\n".join(
+        [
+            "cat > sglang-adaptive.json <<'EOF'\n{\n  " + slots + "\n}\nEOF",
+            f"python -m sglang.launch_server --model-path {served} " + " ".join(tp + flags),
+        ]
+        + lines[1:]
+    )
     return text, [f"written for SGLang {'.'.join(map(str, version))}"] + notes

@@ -10,25 +10,64 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from specsim.engines.base import MetricNames, _BASIS, parse_version, RecurrentVerify, SpecHost, make_preset
-from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP, BenchWriter, version_text as _version_text
+from specsim.engines.base import _BASIS, MetricNames, RecurrentVerify, SpecHost, make_preset, parse_version
+from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP
+from specsim.engines.writers import BenchWriter
+from specsim.engines.writers import version_text as _version_text
 
-__all__ = ["PLATFORMS", "ALIASES", "DRAFT_TARGET_SPELLINGS", "METRIC_NAMES", "NAME", "NEWEST", "ONE_MODEL_SCHEDULE", "PRESETS", "RANGES", "SCHEDULE_SINCE",
-           "TrtllmBench", "decoding_type", "draft_tp", "render_schedule", "to_trtllm", "trtllm_notes", "trtllm_options"]
+__all__ = [
+    "PLATFORMS",
+    "ALIASES",
+    "DRAFT_TARGET_SPELLINGS",
+    "METRIC_NAMES",
+    "NAME",
+    "NEWEST",
+    "ONE_MODEL_SCHEDULE",
+    "PRESETS",
+    "RANGES",
+    "SCHEDULE_SINCE",
+    "TrtllmBench",
+    "decoding_type",
+    "draft_tp",
+    "render_schedule",
+    "to_trtllm",
+    "trtllm_notes",
+    "trtllm_options",
+]
 
 NAME = "trtllm"
 #: The hardware platforms (a profile's ``platform``) this engine runs on: TensorRT-LLM runs on NVIDIA GPUs only.
 PLATFORMS = ("cuda",)
-PLAIN = dict(kernel_engine="trtllm", iteration_s=0.20e-3, kernel_iteration_s=0.0, basis=_BASIS + ", TensorRT-LLM rows",
-             collective_s=23.9e-6, kernel_collective_s=12.3e-6)
+PLAIN = dict(
+    kernel_engine="trtllm",
+    iteration_s=0.20e-3,
+    kernel_iteration_s=0.0,
+    basis=_BASIS + ", TensorRT-LLM rows",
+    collective_s=23.9e-6,
+    kernel_collective_s=12.3e-6,
+)
 #: Recurrent layers: PythonMambaCacheManager keeps an intermediate_ssm state per step of T = draft tokens + 1 for each
 #: speculating slot ("Legacy: full intermediate SSM states at each step"), unless use_replay_state_update (default
 #: False in its constructor) selects the replay path (tensorrt_llm/_torch/pyexecutor/mamba_cache_manager.py, read at
 #: commit 00bce92c of NVIDIA/TensorRT-LLM: no 1.x wheel was read, so the version is the commit).
-RECURRENT = RecurrentVerify("checkpoint", 1, "TensorRT-LLM tensorrt_llm/_torch/pyexecutor/mamba_cache_manager.py at commit "
-                                             "00bce92c: intermediate_ssm per step, replay opt-in")
-PRESETS = [make_preset("trtllm", "latest", "TensorRT-LLM 1.0-1.3: C++ runtime; speculative host terms 0", PLAIN, SpecHost(),
-                       SpecHost(), "no public measurement across batch sizes", recurrent=RECURRENT)]
+RECURRENT = RecurrentVerify(
+    "checkpoint",
+    1,
+    "TensorRT-LLM tensorrt_llm/_torch/pyexecutor/mamba_cache_manager.py at commit "
+    "00bce92c: intermediate_ssm per step, replay opt-in",
+)
+PRESETS = [
+    make_preset(
+        "trtllm",
+        "latest",
+        "TensorRT-LLM 1.0-1.3: C++ runtime; speculative host terms 0",
+        PLAIN,
+        SpecHost(),
+        SpecHost(),
+        "no public measurement across batch sizes",
+        recurrent=RECURRENT,
+    )
+]
 RANGES = [((1, 0, 0), (1, 3, 99), "latest")]
 #: What TensorRT-LLM's OpenAI server exports on /prometheus/metrics (its /metrics is JSON iteration stats) when its
 #: LLM args set return_perf_metrics (iteration counters also need enable_iter_perf_stats): class MetricsCollector in
@@ -37,19 +76,34 @@ RANGES = [((1, 0, 0), (1, 3, 99), "latest")]
 #: carries them is not pinned: 1.3.0 is assumed).  Multiprocess mode: gauges carry a pid label, counters no _created.
 #: The per-position counters count a request when it finishes and are created for positions that drafted.
 METRIC_NAMES = [
-    MetricNames(engine="trtllm", first=(1, 3, 0), last=(1, 3, 99), path="/prometheus/metrics", prefix="trtllm_",
-                model_label="model_name", replica_label=None, running="trtllm_num_requests_running",
-                waiting="trtllm_num_requests_waiting", requests="trtllm_request_success_total",
-                prompt_tokens="trtllm_prompt_tokens_total", generation_tokens="trtllm_generation_tokens_total",
-                draft_tokens="trtllm_spec_decode_num_draft_tokens_total", accepted="trtllm_spec_decode_num_accepted_tokens_total",
-                accepted_per_position="trtllm_spec_decode_accepted_tokens_total",
-                drafted_per_position="trtllm_spec_decode_drafted_tokens_total", position_label="token_position",
-                accept_length_gauge="trtllm_spec_decode_acceptance_length",
-                gamma_info=("trtllm_speculative_config_info", "spec_num_tokens"), counted_at_finish=True,
-                per_position_at_finish=True, counter_labels=(("engine_type", "pytorch"),), request_labels=(("finished_reason", "length"),),
-                gauge_labels=(("engine_type", "pytorch"), ("pid", "1")),
-                source="tensorrt_llm/metrics/collector.py at commit 050f80d (PRs #12545, #12636; first release not pinned)",
-                note="the first TensorRT-LLM release with these counters is not pinned (PRs #12545 and #12636 of 2026-03/04)"),
+    MetricNames(
+        engine="trtllm",
+        first=(1, 3, 0),
+        last=(1, 3, 99),
+        path="/prometheus/metrics",
+        prefix="trtllm_",
+        model_label="model_name",
+        replica_label=None,
+        running="trtllm_num_requests_running",
+        waiting="trtllm_num_requests_waiting",
+        requests="trtllm_request_success_total",
+        prompt_tokens="trtllm_prompt_tokens_total",
+        generation_tokens="trtllm_generation_tokens_total",
+        draft_tokens="trtllm_spec_decode_num_draft_tokens_total",
+        accepted="trtllm_spec_decode_num_accepted_tokens_total",
+        accepted_per_position="trtllm_spec_decode_accepted_tokens_total",
+        drafted_per_position="trtllm_spec_decode_drafted_tokens_total",
+        position_label="token_position",
+        accept_length_gauge="trtllm_spec_decode_acceptance_length",
+        gamma_info=("trtllm_speculative_config_info", "spec_num_tokens"),
+        counted_at_finish=True,
+        per_position_at_finish=True,
+        counter_labels=(("engine_type", "pytorch"),),
+        request_labels=(("finished_reason", "length"),),
+        gauge_labels=(("engine_type", "pytorch"), ("pid", "1")),
+        source="tensorrt_llm/metrics/collector.py at commit 050f80d (PRs #12545, #12636; first release not pinned)",
+        note="the first TensorRT-LLM release with these counters is not pinned (PRs #12545 and #12636 of 2026-03/04)",
+    ),
 ]
 ALIASES: dict[str, str] = {}
 NEWEST = "1.3.0"
@@ -84,9 +138,11 @@ ONE_MODEL_SCHEDULE = ("Eagle3", "MTP", "DraftTarget")
 #: ``DraftTarget``: at 00043967 the only legacy name handled is ``Eagle`` (its own Literal, turned into Eagle3 after
 #: parsing, TorchLlmArgs.validate_speculative_config), so ``DraftTarget`` there fails validation.  Which of 1.1 and 1.2
 #: has which design was not found.
-DRAFT_TARGET_SPELLINGS = (((1, 0, 0), (1, 0, 99), "DraftTarget", "inferred"),
-                          ((1, 1, 0), (1, 2, 99), "Draft_Target", "unknown"),
-                          ((1, 3, 0), (1, 3, 99), "Draft_Target", "read"))
+DRAFT_TARGET_SPELLINGS = (
+    ((1, 0, 0), (1, 0, 99), "DraftTarget", "inferred"),
+    ((1, 1, 0), (1, 2, 99), "Draft_Target", "unknown"),
+    ((1, 3, 0), (1, 3, 99), "Draft_Target", "read"),
+)
 
 
 def decoding_type(decoding: str, version: tuple) -> tuple[str, str | None]:
@@ -109,11 +165,15 @@ def decoding_type(decoding: str, version: tuple) -> tuple[str, str | None]:
     if known == "read":
         return name, None
     if known == "inferred":
-        return name, (f"TensorRT-LLM {v}: decoding_type {name} is inferred, not read from a {v} tag: every llm_args.py state "
-                      "read up to NVIDIA/TensorRT-LLM#8366 (2025-10) dispatches DecodingBaseConfig.from_dict on 'DraftTarget'")
-    return name, (f"TensorRT-LLM {v}: which decoding_type it takes for a draft model was not determined (from_dict's "
-                  f"'DraftTarget' before 2025-10, the pydantic union's '{name}' by 1.3); {name} is written: if {v} "
-                  "rejects it ('Invalid decoding type'), write DraftTarget")
+        return name, (
+            f"TensorRT-LLM {v}: decoding_type {name} is inferred, not read from a {v} tag: every llm_args.py state "
+            "read up to NVIDIA/TensorRT-LLM#8366 (2025-10) dispatches DecodingBaseConfig.from_dict on 'DraftTarget'"
+        )
+    return name, (
+        f"TensorRT-LLM {v}: which decoding_type it takes for a draft model was not determined (from_dict's "
+        f"'DraftTarget' before 2025-10, the pydantic union's '{name}' by 1.3); {name} is written: if {v} "
+        "rejects it ('Invalid decoding type'), write DraftTarget"
+    )
 
 
 def to_trtllm(ranges: list, draft_model: str | None, dep=None, version: tuple | None = None) -> dict[str, Any] | None:
@@ -167,25 +227,34 @@ def trtllm_notes(ranges: list, config: dict, version: tuple | None = None) -> li
         spelling_note = decoding_type("DraftTarget", version)[1]
         notes += [spelling_note] if spelling_note else []
     if version < SCHEDULE_SINCE:
-        return notes + [f"TensorRT-LLM {v}: specsim writes draft_len_schedule for 1.3.0 and later (the one-model path took it in "
-                "1.3.0rc8, NVIDIA/TensorRT-LLM#10860; every algorithm after #12262; the two-model form of #8194 read its keys "
-                "as lower bounds): the batch-1 length is written for every batch"]
+        return notes + [
+            f"TensorRT-LLM {v}: specsim writes draft_len_schedule for 1.3.0 and later (the one-model path took it in "
+            "1.3.0rc8, NVIDIA/TensorRT-LLM#10860; every algorithm after #12262; the two-model form of #8194 read its keys "
+            "as lower bounds): the batch-1 length is written for every batch"
+        ]
     if any(r.gamma > first for r in ranges):
-        notes.append(f"TensorRT-LLM wants max_draft_len at the smallest key to be the largest length: later lengths are "
-                     f"capped at the batch-1 length {first}")
+        notes.append(
+            f"TensorRT-LLM wants max_draft_len at the smallest key to be the largest length: later lengths are "
+            f"capped at the batch-1 length {first}"
+        )
     if "draft_len_schedule" in config:
         ones = [r for r in ranges if r.gamma == 0]
-        notes.append("draft_len_schedule keys are the largest batch of each range (TensorRT-LLM uses the smallest key at or "
-                     f"above the batch, and 0 above the largest key, {ranges[-1].end_batch})")
+        notes.append(
+            "draft_len_schedule keys are the largest batch of each range (TensorRT-LLM uses the smallest key at or "
+            f"above the batch, and 0 above the largest key, {ranges[-1].end_batch})"
+        )
         if ones:
-            notes.append(f"specsim has speculation off from batch {ones[0].start_batch}, written as length 1: a 0-length tier on "
-                         f"{config['decoding_type']}'s one-model path can silently collapse acceptance when the batch shrinks "
-                         "back (NVIDIA/TensorRT-LLM#16888, open); explain --gamma 1 shows what length 1 costs there")
+            notes.append(
+                f"specsim has speculation off from batch {ones[0].start_batch}, written as length 1: a 0-length tier on "
+                f"{config['decoding_type']}'s one-model path can silently collapse acceptance when the batch shrinks "
+                "back (NVIDIA/TensorRT-LLM#16888, open); explain --gamma 1 shows what length 1 costs there"
+            )
     elif "max_concurrency" in config:
-        notes.append(f"{config['decoding_type']} keeps length {first} and stops speculating above max_concurrency "
-                     f"{config['max_concurrency']} (its two-model path; the one-model schedule is not its)")
+        notes.append(
+            f"{config['decoding_type']} keeps length {first} and stops speculating above max_concurrency "
+            f"{config['max_concurrency']} (its two-model path; the one-model schedule is not its)"
+        )
     return notes
-
 
 
 def trtllm_options(dep, speculative_config: dict[str, Any]) -> dict[str, Any]:
@@ -222,20 +291,26 @@ class TrtllmBench(BenchWriter):
 
     def check(self, version, drafter, pins, topk):
         if version < (1, 3, 0) and any(p is not None for p in pins):
-            raise ValueError(f"trtllm {_version_text(version)}: the release that first reads "
-                             "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS was not found; specsim writes pinned plans for "
-                             "TensorRT-LLM 1.3 (the 1.3.0rc14-rc24 images SemiAnalysis InferenceX pins it on), or --no-pin")
+            raise ValueError(
+                f"trtllm {_version_text(version)}: the release that first reads "
+                "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS was not found; specsim writes pinned plans for "
+                "TensorRT-LLM 1.3 (the 1.3.0rc14-rc24 images SemiAnalysis InferenceX pins it on), or --no-pin"
+            )
         support = drafter.support("trtllm", version)
         spelling_note = decoding_type(support.name, version)[1]
         notes = [spelling_note] if spelling_note else []
         if not support.fractional_pin:  # the two-model path; one-model workers (Eagle3, MTP) take a fractional count
             for p in pins:
                 if p is not None and p != int(p):
-                    raise ValueError(f"TensorRT-LLM's two-model path ({support.name}) reads "
-                                     "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS as a whole number (tensorrt_llm/_torch/"
-                                     f"pyexecutor/sampler.py); pin whole acceptance lengths (--pin-accept-length), not {p:g}")
-        return notes + ["TensorRT-LLM's /prometheus/metrics carries no speculative counters: the real-acceptance run's "
-                         "length is its client's avg_decoded_tokens_per_iter"]
+                    raise ValueError(
+                        f"TensorRT-LLM's two-model path ({support.name}) reads "
+                        "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS as a whole number (tensorrt_llm/_torch/"
+                        f"pyexecutor/sampler.py); pin whole acceptance lengths (--pin-accept-length), not {p:g}"
+                    )
+        return notes + [
+            "TensorRT-LLM's /prometheus/metrics carries no speculative counters: the real-acceptance run's "
+            "length is its client's avg_decoded_tokens_per_iter"
+        ]
 
     def server(self, plan, server):
         extra = {"kv_cache_config": {"enable_block_reuse": False}}
@@ -243,7 +318,10 @@ class TrtllmBench(BenchWriter):
         if server.steps is not None:
             drafter = plan.drafter_type
             version = parse_version(NAME, plan.version)
-            spec = {"decoding_type": decoding_type(drafter.support("trtllm").name, version)[0], "max_draft_len": server.steps}
+            spec = {
+                "decoding_type": decoding_type(drafter.support("trtllm").name, version)[0],
+                "max_draft_len": server.steps,
+            }
             if plan.draft_checkpoint:
                 spec["speculative_model_dir"] = plan.draft_checkpoint
             if getattr(drafter, "lookup", None):
@@ -254,29 +332,69 @@ class TrtllmBench(BenchWriter):
         import yaml
 
         name = f"extra-{server.key}.yml"
-        cmd = ["trtllm-serve", plan.served_model, "--backend", "pytorch", "--tp_size", str(plan.tp), "--port", str(plan.port),
-               "--max_batch_size", str(plan.max_concurrency), "--extra_llm_api_options", name]
+        cmd = [
+            "trtllm-serve",
+            plan.served_model,
+            "--backend",
+            "pytorch",
+            "--tp_size",
+            str(plan.tp),
+            "--port",
+            str(plan.port),
+            "--max_batch_size",
+            str(plan.max_concurrency),
+            "--extra_llm_api_options",
+            name,
+        ]
         return env, cmd, {name: yaml.safe_dump(extra, sort_keys=False)}
 
     def client(self, plan, run, url):
-        cmd = ["python", "-m", "tensorrt_llm.serve.scripts.benchmark_serving", "--backend", "openai", "--base-url", url,
-               "--model", plan.served_model, "--num-prompts", str(run.num_prompts), "--max-concurrency", str(run.concurrency),
-               "--request-rate", "inf", "--ignore-eos", "--save-result", "--result-dir", "results", "--result-filename",
-               run.file.split("/", 1)[1]]
+        cmd = [
+            "python",
+            "-m",
+            "tensorrt_llm.serve.scripts.benchmark_serving",
+            "--backend",
+            "openai",
+            "--base-url",
+            url,
+            "--model",
+            plan.served_model,
+            "--num-prompts",
+            str(run.num_prompts),
+            "--max-concurrency",
+            str(run.concurrency),
+            "--request-rate",
+            "inf",
+            "--ignore-eos",
+            "--save-result",
+            "--result-dir",
+            "results",
+            "--result-filename",
+            run.file.split("/", 1)[1],
+        ]
         if run.input_tokens is None:
             cmd += ["--dataset-name", "sharegpt", "--dataset-path", "prompts.sharegpt.json"]
         else:
-            cmd += ["--dataset-name", "random", "--random-ids", "--random-input-len", str(run.input_tokens),
-                    "--random-output-len", str(run.output_tokens), "--random-range-ratio", "0"]
+            cmd += [
+                "--dataset-name",
+                "random",
+                "--random-ids",
+                "--random-input-len",
+                str(run.input_tokens),
+                "--random-output-len",
+                str(run.output_tokens),
+                "--random-range-ratio",
+                "0",
+            ]
         return cmd
 
     def prompts_prep(self, plan):
         return [_SHAREGPT_PREP]
 
 
-
-
-def render_schedule(ranges: list, dep, checkpoint: str | None, version: tuple, min_gain: float, max_batch: int) -> tuple[str, list]:
+def render_schedule(
+    ranges: list, dep, checkpoint: str | None, version: tuple, min_gain: float, max_batch: int
+) -> tuple[str, list]:
     """(the --extra_llm_api_options YAML of ``ranges`` for TensorRT-LLM ``version``, and the notes that go with it)."""
     import yaml
 

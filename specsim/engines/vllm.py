@@ -15,18 +15,53 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from specsim.engines.base import MetricNames, _BASIS, parse_version, _SPEC_BASIS, HEADS, RecurrentVerify, SpecHost, make_preset
-from specsim.engines.writers import BenchWriter, version_text as _version_text
+from specsim.engines.base import (
+    _BASIS,
+    _SPEC_BASIS,
+    HEADS,
+    MetricNames,
+    RecurrentVerify,
+    SpecHost,
+    make_preset,
+    parse_version,
+)
+from specsim.engines.writers import BenchWriter
+from specsim.engines.writers import version_text as _version_text
 
-__all__ = ["PLATFORMS", "METRIC_NAMES", "NAME", "NEWEST", "PRESETS", "RANGES", "ALIASES", "ROCM_COLLECTIVE_S", "ROCM_SPEC", "VllmBench", "PER_BATCH_SINCE", "check_vllm_pair", "draft_tp",
-           "engine_settings", "on_platform", "render_schedule", "rocm_build", "to_vllm", "vllm_notes"]
+__all__ = [
+    "PLATFORMS",
+    "METRIC_NAMES",
+    "NAME",
+    "NEWEST",
+    "PRESETS",
+    "RANGES",
+    "ALIASES",
+    "ROCM_COLLECTIVE_S",
+    "ROCM_SPEC",
+    "VllmBench",
+    "PER_BATCH_SINCE",
+    "check_vllm_pair",
+    "draft_tp",
+    "engine_settings",
+    "on_platform",
+    "render_schedule",
+    "rocm_build",
+    "to_vllm",
+    "vllm_notes",
+]
 
 NAME = "vllm"
 #: The hardware platforms (a profile's ``platform``) this engine runs on: vLLM builds for CUDA, ROCm and CPU (docs/getting_started/installation).
 PLATFORMS = ("cuda", "rocm", "cpu")
 #: vLLM's n-gram lookup window, as the reference article's example sets it.
-PLAIN = dict(kernel_engine="vllm", iteration_s=0.0, kernel_iteration_s=0.0,
-             basis=_BASIS + ", pooled over engines (no single-GPU vLLM rows)", collective_s=28.4e-6, kernel_collective_s=9.1e-6)
+PLAIN = dict(
+    kernel_engine="vllm",
+    iteration_s=0.0,
+    kernel_iteration_s=0.0,
+    basis=_BASIS + ", pooled over engines (no single-GPU vLLM rows)",
+    collective_s=28.4e-6,
+    kernel_collective_s=9.1e-6,
+)
 # Speculative host terms printed by benchmarks/validate_speculation.py (tests/test_spec_fit.py refits them): fitted
 # on the serial versions, roofline step (spec) and GPU time (kernel_spec).
 SPEC = SpecHost(round_s=0.0, step_s=0.425e-3, seq_s=0.0, seq_step_s=5.4e-6)
@@ -38,8 +73,10 @@ ROCM_SPEC = SpecHost(round_s=0.0, step_s=0.102e-3, seq_s=0.0, seq_step_s=79.7e-6
 #: vLLM ROCm's engine time per tensor-parallel collective, fitted with the profile's bandwidth efficiency to the same
 #: sweeps' plain rows (CUDA's is 28.4 us): both ran at TP 4, so a one-GPU step on these builds is not measured.
 ROCM_COLLECTIVE_S = 62.7e-6
-ROCM_BASIS = ("fitted to AMD's MI355X sweeps (vLLM blog 2026-07-13: Kimi-K2.5 and MiniMax-M2.5, EAGLE-3, TP 4, "
-              "concurrency 4-64; specsim/calibration/data/moe_rocm_sweeps.csv), as time the round waits for")
+ROCM_BASIS = (
+    "fitted to AMD's MI355X sweeps (vLLM blog 2026-07-13: Kimi-K2.5 and MiniMax-M2.5, EAGLE-3, TP 4, "
+    "concurrency 4-64; specsim/calibration/data/moe_rocm_sweeps.csv), as time the round waits for"
+)
 #: The batch sizes the fitted rows span: beyond them the per-sequence term is extrapolated, and outputs say so.
 _RANGE = " at batch 1-32 (beyond: extrapolated)"
 #: Recurrent layers: the verification kernel writes one state per draft position and the next round reads the one at
@@ -47,19 +84,47 @@ _RANGE = " at batch 1-32 (beyond: extrapolated)"
 #: request holds 1 + num_speculative_tokens state pages (MambaSpec.max_memory_usage_bytes, vllm/v1/kv_cache_interface.py,
 #: 0.24.0 and 0.33.0; num_speculative_blocks = num_speculative_tokens in model_executor/layers/mamba/abstract.py).
 #: ReplaySSM (use_replayssm, vllm/config/cache.py) is opt-in, default False, from 0.28.0 to 0.33.0.
-RECURRENT = RecurrentVerify("checkpoint", 0, "vLLM 0.24.0 fla/ops/fused_sigmoid_gating.py; 1 + num_speculative_tokens "
-                                             "state pages in v1/kv_cache_interface.py of 0.11.0, 0.24.0 and 0.33.0; "
-                                             "use_replayssm off by default in config/cache.py, 0.28.0-0.33.0")
+RECURRENT = RecurrentVerify(
+    "checkpoint",
+    0,
+    "vLLM 0.24.0 fla/ops/fused_sigmoid_gating.py; 1 + num_speculative_tokens "
+    "state pages in v1/kv_cache_interface.py of 0.11.0, 0.24.0 and 0.33.0; "
+    "use_replayssm off by default in config/cache.py, 0.28.0-0.33.0",
+)
 PRESETS = [
-    make_preset("vllm", "0.10", "vLLM 0.10-0.13: V1 engine, speculative rounds serial (async scheduling off with speculation)",
-                PLAIN, SPEC, KERNEL_SPEC, _SPEC_BASIS + ", vLLM rows" + _RANGE, recurrent=RECURRENT),
-    make_preset("vllm", "0.14", "vLLM 0.14-0.27: async scheduling on by default with EAGLE/MTP (vllm-project/vllm#31998, "
-                "0.14.0 of 2026-01-17); draft models and n-gram serial", PLAIN, SPEC, KERNEL_SPEC,
-                _SPEC_BASIS + ", vLLM rows (serial versions; the same host work, overlapped)" + _RANGE, HEADS, recurrent=RECURRENT),
-    make_preset("vllm", "latest", "vLLM 0.28 and later (vllm-project/vllm#48341): async scheduling also with draft models; "
-                "n-gram serial", PLAIN, SPEC, KERNEL_SPEC,
-                _SPEC_BASIS + ", vLLM rows (serial versions; the same host work, overlapped)" + _RANGE, HEADS | {"draft_model"},
-                recurrent=RECURRENT),
+    make_preset(
+        "vllm",
+        "0.10",
+        "vLLM 0.10-0.13: V1 engine, speculative rounds serial (async scheduling off with speculation)",
+        PLAIN,
+        SPEC,
+        KERNEL_SPEC,
+        _SPEC_BASIS + ", vLLM rows" + _RANGE,
+        recurrent=RECURRENT,
+    ),
+    make_preset(
+        "vllm",
+        "0.14",
+        "vLLM 0.14-0.27: async scheduling on by default with EAGLE/MTP (vllm-project/vllm#31998, "
+        "0.14.0 of 2026-01-17); draft models and n-gram serial",
+        PLAIN,
+        SPEC,
+        KERNEL_SPEC,
+        _SPEC_BASIS + ", vLLM rows (serial versions; the same host work, overlapped)" + _RANGE,
+        HEADS,
+        recurrent=RECURRENT,
+    ),
+    make_preset(
+        "vllm",
+        "latest",
+        "vLLM 0.28 and later (vllm-project/vllm#48341): async scheduling also with draft models; n-gram serial",
+        PLAIN,
+        SPEC,
+        KERNEL_SPEC,
+        _SPEC_BASIS + ", vLLM rows (serial versions; the same host work, overlapped)" + _RANGE,
+        HEADS | {"draft_model"},
+        recurrent=RECURRENT,
+    ),
 ]
 #: Numbered releases each preset covers, (first, last) inclusive; the last ends at the newest release read (0.33.0).
 RANGES = [((0, 10, 0), (0, 13, 99), "0.10"), ((0, 14, 0), (0, 27, 99), "0.14"), ((0, 28, 0), (0, 33, 99), "latest")]
@@ -67,8 +132,10 @@ ALIASES: dict[str, str] = {}
 #: The newest release whose source the writers were checked against (what ``vllm@latest`` writes for).
 NEWEST = "0.33.0"
 
-_METRICS_SOURCE = ("vllm/v1/spec_decode/metrics.py (SpecDecodingProm) and vllm/v1/metrics/loggers.py (PrometheusStatLogger), "
-                   "read in the 0.10.0, 0.10.2, 0.11.0 and 0.33.0 wheels")
+_METRICS_SOURCE = (
+    "vllm/v1/spec_decode/metrics.py (SpecDecodingProm) and vllm/v1/metrics/loggers.py (PrometheusStatLogger), "
+    "read in the 0.10.0, 0.10.2, 0.11.0 and 0.33.0 wheels"
+)
 #: What vLLM's V1 engine exports on /metrics (the server's, on by default; --disable-log-stats turns it off).  The
 #: speculative counters are created only with a speculative_config; the per-position children are created at start for
 #: positions 0..num_speculative_tokens-1 (spec_decode/metrics.py: 0.10.0 L152-166, 0.33.0 L250-263), so their count is
@@ -76,27 +143,59 @@ _METRICS_SOURCE = ("vllm/v1/spec_decode/metrics.py (SpecDecodingProm) and vllm/v
 #: L167, 0.33.0 L499).
 #: Metrics that tell releases apart (every vLLM metric is on the page from the server's start): the first release whose
 #: vllm/v1/metrics/loggers.py creates each, read in every x.y.0 wheel from 0.10.0 to 0.33.0 (and 0.10.1.1, 0.10.2).
-_VLLM_LATER = (("vllm:inter_token_latency_seconds", (0, 10, 2)), ("vllm:request_time_per_output_token_seconds", (0, 11, 0)),
-               ("vllm:engine_sleep_state", (0, 12, 0)), ("vllm:request_prefill_kv_computed_tokens", (0, 13, 0)),
-               ("vllm:prompt_tokens_cached", (0, 16, 0)), ("vllm:num_requests_waiting_by_reason", (0, 20, 0)),
-               ("vllm:request_num_preemptions", (0, 30, 0)), ("vllm:admission_rejections", (0, 32, 0)))
+_VLLM_LATER = (
+    ("vllm:inter_token_latency_seconds", (0, 10, 2)),
+    ("vllm:request_time_per_output_token_seconds", (0, 11, 0)),
+    ("vllm:engine_sleep_state", (0, 12, 0)),
+    ("vllm:request_prefill_kv_computed_tokens", (0, 13, 0)),
+    ("vllm:prompt_tokens_cached", (0, 16, 0)),
+    ("vllm:num_requests_waiting_by_reason", (0, 20, 0)),
+    ("vllm:request_num_preemptions", (0, 30, 0)),
+    ("vllm:admission_rejections", (0, 32, 0)),
+)
 #: The last release each was on a default page: gpu_cache_usage_perc hidden from 0.11.0 (shown with
 #: --show-hidden-metrics-for-version), removed in 0.12.0; time_per_output_token_seconds hidden from 0.12.0, removed in 0.15.0.
 _VLLM_EARLIER = (("vllm:gpu_cache_usage_perc", (0, 10, 99)), ("vllm:time_per_output_token_seconds", (0, 11, 99)))
 _VLLM_NAMES = dict(
-    engine="vllm", path="/metrics", prefix="vllm:", model_label="model_name", replica_label="engine",
-    running="vllm:num_requests_running", waiting="vllm:num_requests_waiting", requests="vllm:request_success_total",
-    prompt_tokens="vllm:prompt_tokens_total", generation_tokens="vllm:generation_tokens_total",
-    drafts="vllm:spec_decode_num_drafts_total", draft_tokens="vllm:spec_decode_num_draft_tokens_total",
+    engine="vllm",
+    path="/metrics",
+    prefix="vllm:",
+    model_label="model_name",
+    replica_label="engine",
+    running="vllm:num_requests_running",
+    waiting="vllm:num_requests_waiting",
+    requests="vllm:request_success_total",
+    prompt_tokens="vllm:prompt_tokens_total",
+    generation_tokens="vllm:generation_tokens_total",
+    drafts="vllm:spec_decode_num_drafts_total",
+    draft_tokens="vllm:spec_decode_num_draft_tokens_total",
     accepted="vllm:spec_decode_num_accepted_tokens_total",
-    accepted_per_position="vllm:spec_decode_num_accepted_tokens_per_pos_total", position_label="position",
-    later=_VLLM_LATER, earlier=_VLLM_EARLIER, created=True, counter_labels=(("engine", "0"),), request_labels=(("finished_reason", "length"),), gauge_labels=(("engine", "0"),), source=_METRICS_SOURCE)
+    accepted_per_position="vllm:spec_decode_num_accepted_tokens_per_pos_total",
+    position_label="position",
+    later=_VLLM_LATER,
+    earlier=_VLLM_EARLIER,
+    created=True,
+    counter_labels=(("engine", "0"),),
+    request_labels=(("finished_reason", "length"),),
+    gauge_labels=(("engine", "0"),),
+    source=_METRICS_SOURCE,
+)
 METRIC_NAMES = [
-    MetricNames(first=(0, 10, 0), last=(0, 10, 99), note=(
-        "vLLM 0.10 counts speculation for one engine only: with data parallelism its Prometheus logger refuses speculative "
-        "decoding (NotImplementedError, loggers.py 0.10.0 L170-175)"), **_VLLM_NAMES),
-    MetricNames(first=(0, 11, 0), last=(0, 33, 99), note=(
-        "one series per engine under data parallelism from 0.11.0 (vllm-project/vllm#24049)"), **_VLLM_NAMES),
+    MetricNames(
+        first=(0, 10, 0),
+        last=(0, 10, 99),
+        note=(
+            "vLLM 0.10 counts speculation for one engine only: with data parallelism its Prometheus logger refuses speculative "
+            "decoding (NotImplementedError, loggers.py 0.10.0 L170-175)"
+        ),
+        **_VLLM_NAMES,
+    ),
+    MetricNames(
+        first=(0, 11, 0),
+        last=(0, 33, 99),
+        note=("one series per engine under data parallelism from 0.11.0 (vllm-project/vllm#24049)"),
+        **_VLLM_NAMES,
+    ),
 ]
 
 
@@ -113,9 +212,14 @@ def rocm_build(preset, spec: SpecHost | None = ROCM_SPEC, collective_s: float = 
     """``preset`` as vLLM's ROCm build runs it, marked as placed: its time per collective and, with ``spec``, its round
     terms, waited for (None keeps the CUDA round as shipped).  The one place the ROCm variant is made: on_platform ships
     it, :mod:`specsim.calibration.rocm` fits its terms through it."""
-    out = dataclasses.replace(preset, collective_s=collective_s, kernel_collective_s=collective_s, platform="rocm",
-                              release=preset.release + f"; its ROCm build on AMD Instinct, {collective_s * 1e6:.1f} us per "
-                              "collective (fitted)")
+    out = dataclasses.replace(
+        preset,
+        collective_s=collective_s,
+        kernel_collective_s=collective_s,
+        platform="rocm",
+        release=preset.release + f"; its ROCm build on AMD Instinct, {collective_s * 1e6:.1f} us per "
+        "collective (fitted)",
+    )
     if spec is None:
         return out
     return dataclasses.replace(out, spec=spec, kernel_spec=spec, overlap_kinds=frozenset(), spec_basis=ROCM_BASIS)
@@ -128,22 +232,34 @@ def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None
     config whatever it says (v1/spec_decode/llm_base_proposer.py; vllm-project/vllm#31345 closed unfixed, the fix #31886
     open).  A draft model at another TP than the target's is refused from 0.17.0 (v1/spec_decode/draft_model.py)."""
     if requested not in (None, 1, target_tp):
-        raise ValueError(f"draft tensor parallelism {requested} must be 1 or the target's {target_tp} (vLLM's "
-                         "draft_tensor_parallel_size: 'cannot be other value than 1 or target model tensor_parallel_size', "
-                         "vllm/config/speculative.py)")
+        raise ValueError(
+            f"draft tensor parallelism {requested} must be 1 or the target's {target_tp} (vLLM's "
+            "draft_tensor_parallel_size: 'cannot be other value than 1 or target model tensor_parallel_size', "
+            "vllm/config/speculative.py)"
+        )
     if not separate_model:
-        line = (f"draft at TP {target_tp}: vLLM builds EAGLE and MTP heads at the target's TP, draft_tensor_parallel_size "
-                "notwithstanding (vllm-project/vllm#31345; #31886 open)")
-        return target_tp, line + (f"; --draft-tp {requested} has no effect there" if requested not in (None, target_tp) else "")
+        line = (
+            f"draft at TP {target_tp}: vLLM builds EAGLE and MTP heads at the target's TP, draft_tensor_parallel_size "
+            "notwithstanding (vllm-project/vllm#31345; #31886 open)"
+        )
+        return target_tp, line + (
+            f"; --draft-tp {requested} has no effect there" if requested not in (None, target_tp) else ""
+        )
     if requested in (None, target_tp):
-        return target_tp, (f"draft at TP {target_tp}: vLLM's default draft_tensor_parallel_size, the target's (--draft-tp 1 "
-                           "for a draft model on one GPU: vLLM 0.15-0.16 only)")
+        return target_tp, (
+            f"draft at TP {target_tp}: vLLM's default draft_tensor_parallel_size, the target's (--draft-tp 1 "
+            "for a draft model on one GPU: vLLM 0.15-0.16 only)"
+        )
     if preset.key == "vllm@latest":  # 0.28-0.33, all past 0.17.0
-        raise ValueError(f"vLLM 0.17 and later refuse a draft model at TP {requested} beside a target at TP {target_tp} "
-                         "('draft_tensor_parallel_size' and 'tensor_parallel_size' must be the same: "
-                         "vllm/v1/spec_decode/draft_model.py): drop --draft-tp, or model vllm@0.15")
-    return requested, (f"draft at TP {requested} (--draft-tp); vLLM 0.17 and later refuse a draft model at another TP "
-                       f"than the target's {target_tp} (vllm/v1/spec_decode/draft_model.py)")
+        raise ValueError(
+            f"vLLM 0.17 and later refuse a draft model at TP {requested} beside a target at TP {target_tp} "
+            "('draft_tensor_parallel_size' and 'tensor_parallel_size' must be the same: "
+            "vllm/v1/spec_decode/draft_model.py): drop --draft-tp, or model vllm@0.15"
+        )
+    return requested, (
+        f"draft at TP {requested} (--draft-tp); vLLM 0.17 and later refuse a draft model at another TP "
+        f"than the target's {target_tp} (vllm/v1/spec_decode/draft_model.py)"
+    )
 
 
 def _lookup(drafter) -> dict:
@@ -201,32 +317,47 @@ def vllm_notes(ranges: list, version: tuple | None = None, method: str | None = 
     v = _version_text(version)
     off = next((r.start_batch for r in ranges if r.gamma == 0), None)
     if version < PER_BATCH_SINCE:
-        return [f"vLLM {v} has no per-batch-size speculation control (num_speculative_tokens_per_batch_size arrived in 0.24.0, "
-                "vllm-project/vllm#32374; V1 before it had none): the batch-1 length is written for every batch"
-                + (f", though specsim has speculation off from batch {off}" if off is not None else "")]
-    notes = [f"the schedule ends at batch {ranges[-1].end_batch}; vLLM gives larger batches the last range's K "
-             "(build_dynamic_sd_schedule_lookup, vllm/v1/spec_decode/dynamic/utils.py)"]
+        return [
+            f"vLLM {v} has no per-batch-size speculation control (num_speculative_tokens_per_batch_size arrived in 0.24.0, "
+            "vllm-project/vllm#32374; V1 before it had none): the batch-1 length is written for every batch"
+            + (f", though specsim has speculation off from batch {off}" if off is not None else "")
+        ]
+    notes = [
+        f"the schedule ends at batch {ranges[-1].end_batch}; vLLM gives larger batches the last range's K "
+        "(build_dynamic_sd_schedule_lookup, vllm/v1/spec_decode/dynamic/utils.py)"
+    ]
     if version < (0, 25, 0):
-        notes.append(f"vLLM {v} switches full CUDA graphs to PIECEWISE with this key, and its Model Runner V2 does not take it "
-                     "(vllm/config/vllm.py, _maybe_override_dynamic_sd_cudagraph_mode)")
+        notes.append(
+            f"vLLM {v} switches full CUDA graphs to PIECEWISE with this key, and its Model Runner V2 does not take it "
+            "(vllm/config/vllm.py, _maybe_override_dynamic_sd_cudagraph_mode)"
+        )
     else:
-        notes.append(f"vLLM {v} runs this key with PIECEWISE CUDA graphs on Model Runner V1; full graphs need "
-                     "VLLM_USE_V2_MODEL_RUNNER=1 (vllm/config/vllm.py, _maybe_override_dynamic_sd_cudagraph_mode)")
+        notes.append(
+            f"vLLM {v} runs this key with PIECEWISE CUDA graphs on Model Runner V1; full graphs need "
+            "VLLM_USE_V2_MODEL_RUNNER=1 (vllm/config/vllm.py, _maybe_override_dynamic_sd_cudagraph_mode)"
+        )
     if version < (0, 26, 0):
-        notes.append(f"vLLM {v} does not guard this key under data parallelism: with --data-parallel-size > 1 ranks can pick "
-                     "different K and deadlock (guarded from 0.26.0); leave it out there")
+        notes.append(
+            f"vLLM {v} does not guard this key under data parallelism: with --data-parallel-size > 1 ranks can pick "
+            "different K and deadlock (guarded from 0.26.0); leave it out there"
+        )
     else:
-        notes.append(f"with --data-parallel-size > 1 vLLM {v} drops this key and runs num_speculative_tokens for every batch "
-                     "(vllm/config/vllm.py, _maybe_disable_dynamic_sd_for_data_parallel)")
+        notes.append(
+            f"with --data-parallel-size > 1 vLLM {v} drops this key and runs num_speculative_tokens for every batch "
+            "(vllm/config/vllm.py, _maybe_disable_dynamic_sd_for_data_parallel)"
+        )
     tested = ("eagle", "eagle3", "dflash")
     if method is not None and method not in tested:
-        notes.append(f"vLLM's documentation says dynamic speculation was tested with EAGLE, EAGLE-3 and DFlash only; method "
-                     f"{method} 'may or may not work out of the box' (docs/features/speculative_decoding/"
-                     "dynamic_speculative_decoding.md)")
-    notes.append("vLLM has no per-context-length key in any release through 0.33.0 (RFC vllm-project/vllm#48627 and PR "
-                 "#48944 open): specsim schedule --contexts shows where context would change K")
+        notes.append(
+            f"vLLM's documentation says dynamic speculation was tested with EAGLE, EAGLE-3 and DFlash only; method "
+            f"{method} 'may or may not work out of the box' (docs/features/speculative_decoding/"
+            "dynamic_speculative_decoding.md)"
+        )
+    notes.append(
+        "vLLM has no per-context-length key in any release through 0.33.0 (RFC vllm-project/vllm#48627 and PR "
+        "#48944 open): specsim schedule --contexts shows where context would change K"
+    )
     return notes
-
 
 
 def engine_settings(dep, engine: str) -> tuple[list[str], list[str]]:
@@ -254,9 +385,15 @@ def engine_settings(dep, engine: str) -> tuple[list[str], list[str]]:
             if who == "target":
                 flags += ["--quantization", "fp8"]
         else:
-            notes.append(f"the {who} {model.name} is modelled in {model.weight_dtype} but its checkpoint is "
-                         f"{model.checkpoint_dtype}: serve a {model.weight_dtype}-quantised checkpoint of it "
-                         + ("(vLLM quantises to FP8 on load only)" if engine == "vllm" else "(TensorRT-LLM reads pre-quantised checkpoints)"))
+            notes.append(
+                f"the {who} {model.name} is modelled in {model.weight_dtype} but its checkpoint is "
+                f"{model.checkpoint_dtype}: serve a {model.weight_dtype}-quantised checkpoint of it "
+                + (
+                    "(vLLM quantises to FP8 on load only)"
+                    if engine == "vllm"
+                    else "(TensorRT-LLM reads pre-quantised checkpoints)"
+                )
+            )
     return flags, notes
 
 
@@ -297,20 +434,28 @@ class VllmBench(BenchWriter):
 
     def check(self, version, drafter, pins, topk):
         if version < (0, 10, 0):
-            raise ValueError(f"vllm {_version_text(version)}: specsim writes plans for vLLM 0.10.0 and later, where "
-                             "`vllm bench serve` exists (vllm/entrypoints/cli/benchmark/serve.py)")
+            raise ValueError(
+                f"vllm {_version_text(version)}: specsim writes plans for vLLM 0.10.0 and later, where "
+                "`vllm bench serve` exists (vllm/entrypoints/cli/benchmark/serve.py)"
+            )
         if topk > 1:
-            raise ValueError("vLLM drafts chains in these plans (top-k 1); a token tree is an SGLang or TensorRT-LLM plan")
+            raise ValueError(
+                "vLLM drafts chains in these plans (top-k 1); a token tree is an SGLang or TensorRT-LLM plan"
+            )
         drafter.support("vllm", version)
         if any(p is not None for p in pins) and version < (0, 20, 0):
-            raise ValueError(f"vllm {_version_text(version)} cannot pin acceptance at a length: synthetic_acceptance_length "
-                             "arrived in 0.20.0 (vllm-project/vllm#40662; 0.19 pins only a per-token rate on Model Runner V2); "
-                             "use vllm 0.20.0 or later, or --no-pin (real acceptance on --prompts at both step counts, "
-                             "its /metrics saved around each run)")
+            raise ValueError(
+                f"vllm {_version_text(version)} cannot pin acceptance at a length: synthetic_acceptance_length "
+                "arrived in 0.20.0 (vllm-project/vllm#40662; 0.19 pins only a per-token rate on Model Runner V2); "
+                "use vllm 0.20.0 or later, or --no-pin (real acceptance on --prompts at both step counts, "
+                "its /metrics saved around each run)"
+            )
         notes = []
         if version < (0, 14, 0):
-            notes.append(f"vllm {_version_text(version)}'s client records no acceptance length (from 0.14.0): every "
-                         "speculative run saves /metrics before and after, and calibrate-engine reads the difference")
+            notes.append(
+                f"vllm {_version_text(version)}'s client records no acceptance length (from 0.14.0): every "
+                "speculative run saves /metrics before and after, and calibrate-engine reads the difference"
+            )
         return notes
 
     def _spec_config(self, plan, server):
@@ -322,43 +467,94 @@ class VllmBench(BenchWriter):
         if drafter.shares_vocabulary and plan.draft_tp != plan.tp:
             config["draft_tensor_parallel_size"] = plan.draft_tp
         if server.pinned_accept_length is not None:
-            config |= {"rejection_sample_method": "synthetic", "synthetic_acceptance_length": server.pinned_accept_length}
+            config |= {
+                "rejection_sample_method": "synthetic",
+                "synthetic_acceptance_length": server.pinned_accept_length,
+            }
         return config
 
     def server(self, plan, server):
         import json
 
-        cmd = ["vllm", "serve", plan.served_model, "--port", str(plan.port), "--tensor-parallel-size", str(plan.tp),
-               "--max-num-seqs", str(plan.max_concurrency), "--no-enable-prefix-caching"]
+        cmd = [
+            "vllm",
+            "serve",
+            plan.served_model,
+            "--port",
+            str(plan.port),
+            "--tensor-parallel-size",
+            str(plan.tp),
+            "--max-num-seqs",
+            str(plan.max_concurrency),
+            "--no-enable-prefix-caching",
+        ]
         if server.steps is not None:
             cmd += ["--speculative-config", json.dumps(self._spec_config(plan, server), separators=(",", ":"))]
         return {}, cmd, None
 
     def client(self, plan, run, url):
-        cmd = ["vllm", "bench", "serve", "--backend", "vllm", "--base-url", url, "--model", plan.served_model,
-               "--num-prompts", str(run.num_prompts), "--max-concurrency", str(run.concurrency), "--request-rate", "inf",
-               "--ignore-eos", "--save-result", "--result-dir", "results", "--result-filename", run.file.split("/", 1)[1]]
+        cmd = [
+            "vllm",
+            "bench",
+            "serve",
+            "--backend",
+            "vllm",
+            "--base-url",
+            url,
+            "--model",
+            plan.served_model,
+            "--num-prompts",
+            str(run.num_prompts),
+            "--max-concurrency",
+            str(run.concurrency),
+            "--request-rate",
+            "inf",
+            "--ignore-eos",
+            "--save-result",
+            "--result-dir",
+            "results",
+            "--result-filename",
+            run.file.split("/", 1)[1],
+        ]
         if run.input_tokens is None:
-            cmd += ["--dataset-name", "custom", "--dataset-path", "prompts.jsonl", "--custom-output-len", str(run.output_tokens)]
+            cmd += [
+                "--dataset-name",
+                "custom",
+                "--dataset-path",
+                "prompts.jsonl",
+                "--custom-output-len",
+                str(run.output_tokens),
+            ]
         else:
-            cmd += ["--dataset-name", "random", "--random-input-len", str(run.input_tokens), "--random-output-len",
-                    str(run.output_tokens), "--random-range-ratio", "0"]
+            cmd += [
+                "--dataset-name",
+                "random",
+                "--random-input-len",
+                str(run.input_tokens),
+                "--random-output-len",
+                str(run.output_tokens),
+                "--random-range-ratio",
+                "0",
+            ]
         return cmd
 
     def prompts_prep(self, plan):
         return ['cp "$PROMPTS" prompts.jsonl   # vllm bench serve --dataset-name custom reads {"prompt": ...} lines']
 
 
-
-
-def render_schedule(ranges: list, dep, checkpoint: str | None, version: tuple, min_gain: float, max_batch: int) -> tuple[str, list]:
+def render_schedule(
+    ranges: list, dep, checkpoint: str | None, version: tuple, min_gain: float, max_batch: int
+) -> tuple[str, list]:
     """(the speculative_config JSON of ``ranges`` for vLLM ``version``, one schedule entry a line as vLLM's documentation
     shows them, and the notes that go with it); a line saying to leave it unset where speculation pays nowhere."""
     import json
 
     config = to_vllm(ranges, checkpoint, dep, version)
     if config is None:
-        return (f"# speculation does not pay (gain >= {min_gain:g}) at any batch size 1..{max_batch}: leave speculative_config unset", [])
+        return (
+            f"# speculation does not pay (gain >= {min_gain:g}) at any batch size 1..{max_batch}: leave speculative_config unset",
+            [],
+        )
     schedule = config.get("num_speculative_tokens_per_batch_size")
     head = json.dumps({k: v for k, v in config.items() if k != "num_speculative_tokens_per_batch_size"}, indent=2)
     if schedule is None:
@@ -366,4 +562,6 @@ def render_schedule(ranges: list, dep, checkpoint: str | None, version: tuple, m
     else:
         entries = ",\n    ".join(json.dumps(entry) for entry in schedule)
         text = head[:-2] + f',\n  "num_speculative_tokens_per_batch_size": [\n    {entries}\n  ]\n}}'
-    return text, [f"written for vLLM {'.'.join(map(str, version))}"] + vllm_notes(ranges, version, dep.drafter.vllm_method)
+    return text, [f"written for vLLM {'.'.join(map(str, version))}"] + vllm_notes(
+        ranges, version, dep.drafter.vllm_method
+    )

@@ -37,8 +37,8 @@ def version_text(v: tuple) -> str:
 
 #: Turns {"prompt": ...} lines into the ShareGPT list that sglang.bench_serving (and TensorRT-LLM's client) read with
 #: --dataset-name sharegpt: [{"conversations": [{"from": "human", "value": ...}, {"from": "gpt", "value": ""}]}].
-SHAREGPT_PREP = ('python3 -c \'import json,sys; rows=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]; '
-                  'json.dump([{"conversations":[{"from":"human","value":r["prompt"]},{"from":"gpt","value":""}]} for r in rows], '
-                  'open("prompts.sharegpt.json","w"))\' "$PROMPTS"')
-
-
+SHAREGPT_PREP = (
+    "python3 -c 'import json,sys; rows=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]; "
+    'json.dump([{"conversations":[{"from":"human","value":r["prompt"]},{"from":"gpt","value":""}]} for r in rows], '
+    'open("prompts.sharegpt.json","w"))\' "$PROMPTS"'
+)

@@ -24,19 +24,35 @@ Figures
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
-from dataclasses import dataclass
-from specsim.core.files import atomic_write_bytes
 from specsim.article.reproduce import ARTICLE_CONTEXT_TOKENS, article_deployment
-from specsim.core.defaults import (DEFAULT_ALPHA, DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET)
-from specsim.speculation.deployment import Deployment
+from specsim.core.defaults import DEFAULT_ALPHA, DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
+from specsim.core.files import atomic_write_bytes
 from specsim.engines import DEFAULT_ENGINE, ENGINES
-from specsim.figures.plots import (_BATCH_AXIS, _freeze_layout, plot_drafters, plot_moe_speculation, plot_optimal_gamma_vs_batch, plot_roofline, plot_round_anatomy, plot_serve_sweep, plot_speedup_heatmap, plot_speedup_vs_batch, plot_speedup_vs_batch_devices, plot_speedup_vs_gamma, plot_step_times, plot_throughput_vs_latency, plot_verify_cost)
+from specsim.figures.plots import (
+    _BATCH_AXIS,
+    _freeze_layout,
+    plot_drafters,
+    plot_moe_speculation,
+    plot_optimal_gamma_vs_batch,
+    plot_roofline,
+    plot_round_anatomy,
+    plot_serve_sweep,
+    plot_speedup_heatmap,
+    plot_speedup_vs_batch,
+    plot_speedup_vs_batch_devices,
+    plot_speedup_vs_gamma,
+    plot_step_times,
+    plot_throughput_vs_latency,
+    plot_verify_cost,
+)
+from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma, optimal_tree, speedup
 from specsim.speculation.sweep import closed_form_table, optimal_gamma_table, pass_table, roofline_table, sweep
 from specsim.timing import make_source
@@ -90,13 +106,21 @@ def _fig_speedup_vs_gamma(fig: Any) -> dict[str, Any]:
 
 def _article_sweep(hardware: Any = None) -> pd.DataFrame:
     dep = article_deployment()
-    return sweep(alpha=[0.6, 0.8], gamma=[4, 8], batch=_BATCH_AXIS, context=ARTICLE_CONTEXT_TOKENS,
-                 hardware=hardware if hardware is not None else dep.hardware, pairs=(dep.target, dep.draft), **_ROOFLINE)
+    return sweep(
+        alpha=[0.6, 0.8],
+        gamma=[4, 8],
+        batch=_BATCH_AXIS,
+        context=ARTICLE_CONTEXT_TOKENS,
+        hardware=hardware if hardware is not None else dep.hardware,
+        pairs=(dep.target, dep.draft),
+        **_ROOFLINE,
+    )
 
 
 def _fig_speedup_vs_batch(fig: Any) -> dict[str, Any]:
     return plot_speedup_vs_batch(
-        _article_sweep(), ax=fig.subplots(),
+        _article_sweep(),
+        ax=fig.subplots(),
         title="Article Figure 3: 8B target, 1B draft, H100 SXM, L = 1128 (the article's roofline, no engine)",
     )
 
@@ -110,8 +134,10 @@ def _fig_roofline(fig: Any) -> dict[str, Any]:
 
 def _fig_step_times(fig: Any) -> dict[str, Any]:
     dep = Deployment.from_names(**_ROOFLINE)
-    return plot_step_times(pass_table(dep, batch=_BATCH_AXIS, gamma=4, context=DEFAULT_CONTEXT_TOKENS),
-                           axes=fig.subplots(1, 3, sharey=True))
+    return plot_step_times(
+        pass_table(dep, batch=_BATCH_AXIS, gamma=4, context=DEFAULT_CONTEXT_TOKENS),
+        axes=fig.subplots(1, 3, sharey=True),
+    )
 
 
 def _fig_heatmaps(fig: Any) -> dict[str, Any]:
@@ -119,17 +145,36 @@ def _fig_heatmaps(fig: Any) -> dict[str, Any]:
 
     dep = Deployment.from_names(**_ROOFLINE)
     left, right = fig.subplots(1, 2)
-    by_alpha = sweep(alpha=np.round(np.arange(0.30, 1.0001, 0.025), 3), gamma=range(0, 17), batch=1,
-                     hardware=dep.hardware, pairs=(dep.target, dep.draft), **_ROOFLINE)
+    by_alpha = sweep(
+        alpha=np.round(np.arange(0.30, 1.0001, 0.025), 3),
+        gamma=range(0, 17),
+        batch=1,
+        hardware=dep.hardware,
+        pairs=(dep.target, dep.draft),
+        **_ROOFLINE,
+    )
     # Only the batches whose KV fits beside both models' weights at this context.
     fits = capacity(dep, DEFAULT_CONTEXT_TOKENS).max_batch_with_draft
-    by_batch = sweep(alpha=0.8, gamma=range(0, 17), batch=[2**k for k in range(0, 11) if 2**k <= fits], hardware=dep.hardware,
-                     pairs=(dep.target, dep.draft), **_ROOFLINE)
+    by_batch = sweep(
+        alpha=0.8,
+        gamma=range(0, 17),
+        batch=[2**k for k in range(0, 11) if 2**k <= fits],
+        hardware=dep.hardware,
+        pairs=(dep.target, dep.draft),
+        **_ROOFLINE,
+    )
     limits = (min(by_alpha.speedup.min(), by_batch.speedup.min()), max(by_alpha.speedup.max(), by_batch.speedup.max()))
-    where = f"{dep.target.name} + {dep.draft.name}, {dep.hardware.name}, L = {DEFAULT_CONTEXT_TOKENS}, roofline (no engine)"
+    where = (
+        f"{dep.target.name} + {dep.draft.name}, {dep.hardware.name}, L = {DEFAULT_CONTEXT_TOKENS}, roofline (no engine)"
+    )
     a = plot_speedup_heatmap(by_alpha, "alpha", ax=left, title=f"batch 1: {where}", limits=limits)
-    b = plot_speedup_heatmap(by_batch, "batch", ax=right, limits=limits,
-                             title=f"α = 0.8: the best γ shrinks as the batch grows (batches that fit: up to {fits})")
+    b = plot_speedup_heatmap(
+        by_batch,
+        "batch",
+        ax=right,
+        limits=limits,
+        title=f"α = 0.8: the best γ shrinks as the batch grows (batches that fit: up to {fits})",
+    )
     return {"alpha": a, "batch": b, "fits": fits}
 
 
@@ -140,9 +185,12 @@ def _fig_optimal_gamma(fig: Any) -> dict[str, Any]:
         table = optimal_gamma_table(alpha=[0.5, 0.6, 0.7, 0.8, 0.9], batch=_BATCH_AXIS, context=context, **_ROOFLINE)
         row = table.iloc[0]
         out[context] = plot_optimal_gamma_vs_batch(
-            table, ax=ax, title=f"L = {context}" + ("" if (table.gamma == 0).any() else ": γ ≥ 1 pays up to b = 512"))
+            table, ax=ax, title=f"L = {context}" + ("" if (table.gamma == 0).any() else ": γ ≥ 1 pays up to b = 512")
+        )
     right.set_ylabel("")
-    fig.suptitle(f"Optimal γ against batch: {row.target} + {row.draft} on {row.hardware}, roofline (no engine)", fontsize=11)
+    fig.suptitle(
+        f"Optimal γ against batch: {row.target} + {row.draft} on {row.hardware}, roofline (no engine)", fontsize=11
+    )
     return out
 
 
@@ -167,8 +215,11 @@ def _fig_throughput(fig: Any) -> dict[str, Any]:
         }
         out[context] = plot_throughput_vs_latency(tables, ax=ax)
         ax.set_title(f"every sequence at L = {context}", fontsize=10)
-    fig.suptitle(f"Throughput against latency: {dep.target.name} + {dep.draft.name} on {dep.hardware.name}, α = 0.8, "
-                 "roofline (no engine)", fontsize=11)
+    fig.suptitle(
+        f"Throughput against latency: {dep.target.name} + {dep.draft.name} on {dep.hardware.name}, α = 0.8, "
+        "roofline (no engine)",
+        fontsize=11,
+    )
     return out
 
 
@@ -190,8 +241,10 @@ def _fig_verify_cost(fig: Any) -> dict[str, Any]:
             # The sources alone, no engine: this panel is about what verification costs on the GPU.
             dep = Deployment.build(DEFAULT_HARDWARE, timing=source, engine="none").with_draft(draft)
             s = speedup(dep, DEFAULT_ALPHA, 3, batch, 400)
-            speedups += [{"batch": b, "draft": draft.name, "source": _SOURCE_LABEL[source], "speedup": v}
-                         for b, v in zip(batch, s)]
+            speedups += [
+                {"batch": b, "draft": draft.name, "source": _SOURCE_LABEL[source], "speedup": v}
+                for b, v in zip(batch, s)
+            ]
     return plot_verify_cost(pd.DataFrame(ratios), pd.DataFrame(speedups), axes=fig.subplots(1, 2))
 
 
@@ -206,12 +259,22 @@ def _fig_moe(fig: Any) -> dict[str, Any]:
     for name, label in labels.items():
         ratios += _ratio_rows(hw, get_model(name), DEFAULT_CONTEXT_TOKENS, model=label)
         for source in ("hybrid", "roofline"):
-            best = optimal_gamma(Deployment.build(DEFAULT_HARDWARE, name, "qwen3-0.6b", timing=source), DEFAULT_ALPHA, batch,
-                                 DEFAULT_CONTEXT_TOKENS)
-            speedups += [{"batch": b, "model": label, "source": _SOURCE_LABEL[source], "speedup": s, "gamma": g}
-                         for b, s, g in zip(batch, best.speedup, best.gamma)]
-    return plot_moe_speculation(pd.DataFrame(ratios), pd.DataFrame(speedups), axes=fig.subplots(1, 2),
-                                title=f"Qwen3-0.6B draft, α = 0.8, L = {DEFAULT_CONTEXT_TOKENS}, H100, {ENGINES[DEFAULT_ENGINE].key} preset")
+            best = optimal_gamma(
+                Deployment.build(DEFAULT_HARDWARE, name, "qwen3-0.6b", timing=source),
+                DEFAULT_ALPHA,
+                batch,
+                DEFAULT_CONTEXT_TOKENS,
+            )
+            speedups += [
+                {"batch": b, "model": label, "source": _SOURCE_LABEL[source], "speedup": s, "gamma": g}
+                for b, s, g in zip(batch, best.speedup, best.gamma)
+            ]
+    return plot_moe_speculation(
+        pd.DataFrame(ratios),
+        pd.DataFrame(speedups),
+        axes=fig.subplots(1, 2),
+        title=f"Qwen3-0.6B draft, α = 0.8, L = {DEFAULT_CONTEXT_TOKENS}, H100, {ENGINES[DEFAULT_ENGINE].key} preset",
+    )
 
 
 def _fig_drafters(fig: Any) -> dict[str, Any]:
@@ -228,20 +291,42 @@ def _fig_drafters(fig: Any) -> dict[str, Any]:
     def named(kind: str, name: str) -> str:
         acc = published[kind][0]
         c = acc.cumulative_rates(len(acc.cumulative)) if acc.alpha is None else None
-        rate = f"α {acc.alpha:.3g}" if c is None else (f"{c[0]:.3g}" if len(c) == 1 else f"{c[0]:.2f} to {c[-1]:.2f} by position")
+        rate = (
+            f"α {acc.alpha:.3g}"
+            if c is None
+            else (f"{c[0]:.3g}" if len(c) == 1 else f"{c[0]:.2f} to {c[-1]:.2f} by position")
+        )
         return f"{name} ({rate}, {where[kind]})"
 
-    labels = {kind: named(kind, name) for kind, name in (("draft_model", "draft model"), ("eagle3", "EAGLE-3 chain"),
-                                                          ("ngram", "n-gram"), ("mtp", "MTP"))}
-    for draft, kind, with_tree in (("llama-3.2-1b", "draft_model", False), ("eagle3", "eagle3", True), ("ngram", "ngram", False)):
+    labels = {
+        kind: named(kind, name)
+        for kind, name in (
+            ("draft_model", "draft model"),
+            ("eagle3", "EAGLE-3 chain"),
+            ("ngram", "n-gram"),
+            ("mtp", "MTP"),
+        )
+    }
+    for draft, kind, with_tree in (
+        ("llama-3.2-1b", "draft_model", False),
+        ("eagle3", "eagle3", True),
+        ("ngram", "ngram", False),
+    ):
         label = labels[kind]
         dep = Deployment.build(DEFAULT_HARDWARE, DEFAULT_TARGET, draft)
         best = optimal_gamma(dep, published[kind][0], batch, DEFAULT_CONTEXT_TOKENS)
         rows += [{"panel": left, "drafter": label, "batch": b, "speedup": v} for b, v in zip(batch, best.speedup)]
         if with_tree:
             _, s, _ = optimal_tree(dep, published[kind][0], TreeSpec(4, 5, 16), batch, DEFAULT_CONTEXT_TOKENS)
-            rows += [{"panel": left, "drafter": "EAGLE-3 tree (best of top-k 4, depth 5, 16 tokens)", "batch": b, "speedup": v}
-                     for b, v in zip(batch, s)]
+            rows += [
+                {
+                    "panel": left,
+                    "drafter": "EAGLE-3 tree (best of top-k 4, depth 5, 16 tokens)",
+                    "batch": b,
+                    "speedup": v,
+                }
+                for b, v in zip(batch, s)
+            ]
     right = f"DeepSeek-V3 (FP8) on 8 x H200, {ENGINES[DEFAULT_ENGINE].key} preset, L = 1128"
     for draft, kind in (("mtp", "mtp"), ("ngram", "ngram")):
         label = labels[kind]
@@ -256,16 +341,26 @@ def _drafters_2026(batch: np.ndarray) -> list[dict[str, Any]]:
     assumes for it there (its published row for the target's family on chat, named in the legend)."""
     panel = f"Qwen3-8B on H100, {ENGINES[DEFAULT_ENGINE].key} preset, L = 1128, the drafters of 2026"
     rows = []
-    for draft, name in (("eagle3", "EAGLE-3 chain"), ("dflash", "DFlash"), ("dspark", "DSpark"), ("suffix", "suffix decoding")):
+    for draft, name in (
+        ("eagle3", "EAGLE-3 chain"),
+        ("dflash", "DFlash"),
+        ("dspark", "DSpark"),
+        ("suffix", "suffix decoding"),
+    ):
         dep = Deployment.build(DEFAULT_HARDWARE, "qwen3-8b", draft)
         acceptance, _ = dep.drafter.default_acceptance(dep.target)
         best = optimal_gamma(dep, acceptance, batch, DEFAULT_CONTEXT_TOKENS)
         # The legend names the rate and the source's first words (the paper or pull request the row cites).
-        rate = (f"α {acceptance.alpha:.3g}" if acceptance.alpha is not None
-                else f"acceptance {acceptance.cumulative_rates(len(acceptance.cumulative))[0]:.3g}")
+        rate = (
+            f"α {acceptance.alpha:.3g}"
+            if acceptance.alpha is not None
+            else f"acceptance {acceptance.cumulative_rates(len(acceptance.cumulative))[0]:.3g}"
+        )
         source = acceptance.source.split(" (")[0].split(",")[0]
-        rows += [{"panel": panel, "drafter": f"{name} ({rate}, {source})", "batch": b, "speedup": v}
-                 for b, v in zip(batch, best.speedup)]
+        rows += [
+            {"panel": panel, "drafter": f"{name} ({rate}, {source})", "batch": b, "speedup": v}
+            for b, v in zip(batch, best.speedup)
+        ]
     return rows
 
 
@@ -276,14 +371,17 @@ def _fig_serve_sweep(fig: Any) -> dict[str, Any]:
     dep = Deployment.build(DEFAULT_HARDWARE, DEFAULT_TARGET, DEFAULT_DRAFT)
     rates = [0.5, 1, 2, 4, 8, 16, 24, 32]
     frame = serve_sweep(dep, rates, get_workload("chat"), 600, DEFAULT_ALPHA, seed=0)
-    return plot_serve_sweep(frame, axes=fig.subplots(1, 2),
-                            title=f"Llama-3.1-8B + Llama-3.2-1B on H100, chat workload, α = 0.8, {dep.engine.key} preset, "
-                                  "600 requests per rate (seed 0)")
+    return plot_serve_sweep(
+        frame,
+        axes=fig.subplots(1, 2),
+        title=f"Llama-3.1-8B + Llama-3.2-1B on H100, chat workload, α = 0.8, {dep.engine.key} preset, "
+        "600 requests per rate (seed 0)",
+    )
 
 
 def _fig_round_anatomy(fig: Any) -> dict[str, Any]:
-    from specsim.speculation.acceptance import alpha_from_acceptance_length
     from specsim.answers.anatomy import round_anatomy
+    from specsim.speculation.acceptance import alpha_from_acceptance_length
 
     # The published EAGLE-3 head for Llama-3.1-8B: acceptance length 2.79 at 3 steps (vllm-project/vllm#20780); SGLang's
     # default chain of 3 steps (top-k 1, 4 draft tokens).
@@ -295,11 +393,16 @@ def _fig_round_anatomy(fig: Any) -> dict[str, Any]:
         share = dep.engine.hidden_share("eagle3")
         what = f"spec v2: {share:.0%} of the host work overlapped" if share else "spec v1: host work serial"
         answer = round_anatomy(dep, alpha, "", list(_ROUND_BATCHES), 512, gamma=3)
-        drawn[version] = plot_round_anatomy(answer.rows, ax=ax, title=f"Llama-3.1-8B + EAGLE-3 on H100, {dep.engine.key} ({what})")
+        drawn[version] = plot_round_anatomy(
+            answer.rows, ax=ax, title=f"Llama-3.1-8B + EAGLE-3 on H100, {dep.engine.key} ({what})"
+        )
         drawn[version]["rows"] = answer.rows
     axes[1].set_ylabel("")
-    fig.suptitle("Where a speculative round's time goes (γ = 3, α from the published head's acceptance length 2.79, L = 512; "
-                 "SGLang host terms fitted at batch 1-64)", fontsize=10)
+    fig.suptitle(
+        "Where a speculative round's time goes (γ = 3, α from the published head's acceptance length 2.79, L = 512; "
+        "SGLang host terms fitted at batch 1-64)",
+        fontsize=10,
+    )
     return drawn
 
 

@@ -91,8 +91,15 @@ def _lines_by_source(ax: Any, frame: pd.DataFrame, key: str, y: str, colours: di
     lines = {}
     for (name, source), rows in frame.groupby([key, "source"], sort=False):
         colour = colours.setdefault(name, f"C{len(colours) + offset}")
-        (line,) = ax.plot(rows.batch, rows[y], marker="o", ms=3, color=colour,
-                          ls="--" if str(source).startswith("roofline") else "-", label=f"{name}, {source}")
+        (line,) = ax.plot(
+            rows.batch,
+            rows[y],
+            marker="o",
+            ms=3,
+            color=colour,
+            ls="--" if str(source).startswith("roofline") else "-",
+            label=f"{name}, {source}",
+        )
         lines[(name, source)] = line
     return lines
 
@@ -130,8 +137,14 @@ def plot_speedup_vs_gamma(table: pd.DataFrame, *, ax: Any = None) -> dict[str, A
         optima[float(alpha)] = (int(best.gamma), float(best.speedup))
         ax.plot(best.gamma, best.speedup, "*", ms=14, color=color, markeredgecolor="black", zorder=5)
         # Above the star, except for the lowest curve, whose label would sit on the next curve up.
-        ax.annotate(f"γ*={int(best.gamma)}, {best.speedup:.2f}×", (best.gamma, best.speedup),
-                    textcoords="offset points", xytext=(0, -17) if i == 0 else (0, 9), ha="center", fontsize=8.5)
+        ax.annotate(
+            f"γ*={int(best.gamma)}, {best.speedup:.2f}×",
+            (best.gamma, best.speedup),
+            textcoords="offset points",
+            xytext=(0, -17) if i == 0 else (0, 9),
+            ha="center",
+            fontsize=8.5,
+        )
         lines[float(alpha)] = line
     _break_even(ax)
     ax.set_xlabel("γ (drafted tokens per step)")
@@ -146,8 +159,12 @@ def plot_speedup_vs_gamma(table: pd.DataFrame, *, ax: Any = None) -> dict[str, A
 
 # -- 2. speedup against batch size -----------------------------------------------------
 def plot_speedup_vs_batch(
-    table: pd.DataFrame, *, ax: Any = None, curves: tuple[tuple[float, int], ...] = ((0.8, 4), (0.8, 8), (0.6, 4)),
-    marks: tuple[int, ...] = (1, 64, 128, 256), title: str | None = None,
+    table: pd.DataFrame,
+    *,
+    ax: Any = None,
+    curves: tuple[tuple[float, int], ...] = ((0.8, 4), (0.8, 8), (0.6, 4)),
+    marks: tuple[int, ...] = (1, 64, 128, 256),
+    title: str | None = None,
 ) -> dict[str, Any]:
     """Speedup against batch size for (alpha, gamma) curves, with the break-even line.
 
@@ -167,8 +184,14 @@ def plot_speedup_vs_batch(
         crossings[(alpha, gamma)] = int(below.batch.iloc[0]) if len(below) else None
         # Where speculation stops paying goes in the legend, where no curve or panel edge can cover it.
         where = "" if crossings[(alpha, gamma)] is None else f": S < 1 from b = {crossings[(alpha, gamma)]}"
-        (line,) = ax.plot(group.batch, group.speedup, color=_COLORS[i], lw=2, ls=styles[i % len(styles)],
-                          label=f"α = {alpha:g}, γ = {gamma}{where}")
+        (line,) = ax.plot(
+            group.batch,
+            group.speedup,
+            color=_COLORS[i],
+            lw=2,
+            ls=styles[i % len(styles)],
+            label=f"α = {alpha:g}, γ = {gamma}{where}",
+        )
         lines[(alpha, gamma)] = line
         if crossings[(alpha, gamma)] is not None:
             ax.plot(crossings[(alpha, gamma)], 1.0, "v", color=_COLORS[i], ms=8)
@@ -180,8 +203,14 @@ def plot_speedup_vs_batch(
                     # Up and to the right: the curve only falls to the right, so the label stays clear of it; near
                     # the right edge, below and to the left, under the higher curve there, so it stays inside the panel.
                     edge = b > table.batch.max() / 4
-                    ax.annotate(f"{s.item():.2f} at b={b}", (b, s.item()), textcoords="offset points",
-                                xytext=(-7, -14) if edge else (7, 5), ha="right" if edge else "left", fontsize=9)
+                    ax.annotate(
+                        f"{s.item():.2f} at b={b}",
+                        (b, s.item()),
+                        textcoords="offset points",
+                        xytext=(-7, -14) if edge else (7, 5),
+                        ha="right" if edge else "left",
+                        fontsize=9,
+                    )
     break_even = _break_even(ax)
     drawn = np.concatenate([line.get_ydata() for line in lines.values()])
     ax.set_ylim(min(0.9, drawn.min() - 0.05), drawn.max() + 0.12)
@@ -209,20 +238,35 @@ def plot_roofline(
     compute-bound, hollow where memory-bound.
     """
     ax = _axes(ax)
-    (roof_line,) = ax.plot(roof.intensity_flop_per_byte, roof.attainable_flop_per_s / 1e12, color="black", lw=2,
-                           label=f"roofline: {hardware.compute_eff:g}×{hardware.peak_flop_per_s / 1e12:.0f} TFLOP/s, "
-                                 f"{hardware.bandwidth_eff:g}×{hardware.peak_bytes_per_s / 1e12:.2f} TB/s")
+    (roof_line,) = ax.plot(
+        roof.intensity_flop_per_byte,
+        roof.attainable_flop_per_s / 1e12,
+        color="black",
+        lw=2,
+        label=f"roofline: {hardware.compute_eff:g}×{hardware.peak_flop_per_s / 1e12:.0f} TFLOP/s, "
+        f"{hardware.bandwidth_eff:g}×{hardware.peak_bytes_per_s / 1e12:.2f} TB/s",
+    )
     ridge = hardware.ridge_flop_per_byte
     ax.axvline(ridge, color="gray", ls=":", lw=1.2)
-    ax.annotate(f"ridge {ridge:.0f} FLOP/byte", (ridge, hardware.flop_per_s / 1e12), textcoords="offset points",
-                xytext=(6, -28), fontsize=9, color="dimgray")
+    ax.annotate(
+        f"ridge {ridge:.0f} FLOP/byte",
+        (ridge, hardware.flop_per_s / 1e12),
+        textcoords="offset points",
+        xytext=(6, -28),
+        fontsize=9,
+        color="dimgray",
+    )
     points = {}
-    for color, (name, group) in zip(("#1b6ca8", "#d1495b"), passes[passes["pass"] != "draft step"].groupby("pass", sort=False)):
+    for color, (name, group) in zip(
+        ("#1b6ca8", "#d1495b"), passes[passes["pass"] != "draft step"].groupby("pass", sort=False)
+    ):
         q = int(group.tokens_per_seq.iloc[0])
         x = group.intensity_flop_per_byte.to_numpy()
         y = np.minimum(hardware.flop_per_s, x * hardware.bytes_per_s) / 1e12
         compute = (group.bound == "compute").to_numpy()
-        ax.scatter(x[~compute], y[~compute], s=46, facecolors="white", edgecolors=color, linewidths=1.8, zorder=4)  # memory-bound
+        ax.scatter(
+            x[~compute], y[~compute], s=46, facecolors="white", edgecolors=color, linewidths=1.8, zorder=4
+        )  # memory-bound
         pts = ax.scatter(x[compute], y[compute], s=46, color=color, zorder=4)
         first = group.batch[group.bound == "compute"]
         where = f"compute-bound from b={first.iloc[0]}" if len(first) else "memory-bound at every b shown"
@@ -235,9 +279,16 @@ def plot_roofline(
             # Decode labels below and right of their points, verification labels to the left: the two rows of
             # points interleave along the slope.
             decode = color == "#1b6ca8"
-            ax.annotate(f"b={b}", (xi, yi), textcoords="offset points", fontsize=7.5, color=color,
-                        xytext=(0, 7) if on_roof else ((5, -12) if decode else (-7, 1)),
-                        ha="left" if (on_roof or decode) else "right", rotation=60 if on_roof else 0)
+            ax.annotate(
+                f"b={b}",
+                (xi, yi),
+                textcoords="offset points",
+                fontsize=7.5,
+                color=color,
+                xytext=(0, 7) if on_roof else ((5, -12) if decode else (-7, 1)),
+                ha="left" if (on_roof or decode) else "right",
+                rotation=60 if on_roof else 0,
+            )
         points[name] = pts
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -247,8 +298,11 @@ def plot_roofline(
     ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
     ax.set_ylabel("attainable throughput (TFLOP/s)")
     row = passes.iloc[0]
-    ax.set_title(f"Roofline of {hardware.name}: {row.model} passes at L = {int(row.context)}\n"
-                 "(filled: compute-bound, hollow: memory-bound)", fontsize=10)
+    ax.set_title(
+        f"Roofline of {hardware.name}: {row.model} passes at L = {int(row.context)}\n"
+        "(filled: compute-bound, hollow: memory-bound)",
+        fontsize=10,
+    )
     ax.legend(loc="lower right", fontsize=8)
     ax.grid(alpha=0.3, which="both")
     return {"ax": ax, "roof": roof_line, "ridge": ridge, "points": points}
@@ -271,8 +325,14 @@ def plot_step_times(passes: pd.DataFrame, *, axes: Any = None) -> dict[str, Any]
         group = group.sort_values("batch")
         b = group.batch.to_numpy()
         ms = 1e3
-        (total,) = ax.plot(b, group.step_time_s * ms, color="black", lw=5, alpha=0.3,
-                           label="step time = overhead + max(compute, memory)")
+        (total,) = ax.plot(
+            b,
+            group.step_time_s * ms,
+            color="black",
+            lw=5,
+            alpha=0.3,
+            label="step time = overhead + max(compute, memory)",
+        )
         ax.fill_between(b, 1e-3, group.overhead_s * ms, color="#bbbbbb", alpha=0.6, label="overhead per pass")
         ax.plot(b, group.memory_s * ms, "-", color="#1b6ca8", lw=1.6, label="memory time (weights + KV)")
         ax.plot(b, group.compute_s * ms, "--", color="#d1495b", lw=1.6, label="compute time (matmuls + attention)")
@@ -280,8 +340,15 @@ def plot_step_times(passes: pd.DataFrame, *, axes: Any = None) -> dict[str, Any]
         cross = group[group.bound == "compute"]
         if len(cross):
             ax.axvline(cross.batch.iloc[0], color="#d1495b", lw=0.8, alpha=0.6)
-            ax.annotate(f"compute-bound\nfrom b={cross.batch.iloc[0]}", (cross.batch.iloc[0], group.step_time_s.max() * ms * 0.5),
-                        textcoords="offset points", xytext=(-4, 0), ha="right", fontsize=8, color="#d1495b")
+            ax.annotate(
+                f"compute-bound\nfrom b={cross.batch.iloc[0]}",
+                (cross.batch.iloc[0], group.step_time_s.max() * ms * 0.5),
+                textcoords="offset points",
+                xytext=(-4, 0),
+                ha="right",
+                fontsize=8,
+                color="#d1495b",
+            )
         _log2_batch_axis(ax, int(b.max()))
         ax.set_yscale("log")
         _plain_log(ax.yaxis)
@@ -299,8 +366,14 @@ def plot_step_times(passes: pd.DataFrame, *, axes: Any = None) -> dict[str, Any]
 
 
 # -- 5. heat maps --------------------------------------------------------------------------
-def plot_speedup_heatmap(table: pd.DataFrame, row: str, *, ax: Any = None, title: str | None = None,
-                         limits: tuple[float, float] | None = None) -> dict[str, Any]:
+def plot_speedup_heatmap(
+    table: pd.DataFrame,
+    row: str,
+    *,
+    ax: Any = None,
+    title: str | None = None,
+    limits: tuple[float, float] | None = None,
+) -> dict[str, Any]:
     """Speedup as a heat map over (``row``, gamma), with the optimal gamma traced.
 
     ``row`` is "alpha" or "batch"; ``table`` holds one value of the other axes.
@@ -315,15 +388,29 @@ def plot_speedup_heatmap(table: pd.DataFrame, row: str, *, ax: Any = None, title
     values = grid.to_numpy()
     low, high = (values.min(), values.max()) if limits is None else limits
     norm = TwoSlopeNorm(vmin=min(low, 0.99), vcenter=1.0, vmax=max(high, 1.01))
-    image = ax.imshow(values, origin="lower", aspect="auto", cmap="RdBu", norm=norm,
-                      extent=(grid.columns.min() - 0.5, grid.columns.max() + 0.5, -0.5, len(grid.index) - 0.5))
+    image = ax.imshow(
+        values,
+        origin="lower",
+        aspect="auto",
+        cmap="RdBu",
+        norm=norm,
+        extent=(grid.columns.min() - 0.5, grid.columns.max() + 0.5, -0.5, len(grid.index) - 0.5),
+    )
     optimal = grid.idxmax(axis=1)  # first maximum per row: ties go to the smaller gamma
-    (trace,) = ax.plot(optimal.to_numpy(), np.arange(len(grid.index)), "-o", color="black", lw=1.8, ms=3.5,
-                       label="optimal γ")
+    (trace,) = ax.plot(
+        optimal.to_numpy(), np.arange(len(grid.index)), "-o", color="black", lw=1.8, ms=3.5, label="optimal γ"
+    )
     # Break-even contour over gamma >= 1 (gamma = 0 is exactly 1 everywhere).
     speculating = grid.columns.to_numpy() >= 1
-    ax.contour(grid.columns.to_numpy()[speculating], np.arange(len(grid.index)), values[:, speculating], levels=[1.0],
-               colors="black", linewidths=1.0, linestyles="--")
+    ax.contour(
+        grid.columns.to_numpy()[speculating],
+        np.arange(len(grid.index)),
+        values[:, speculating],
+        levels=[1.0],
+        colors="black",
+        linewidths=1.0,
+        linestyles="--",
+    )
     labels = grid.index.to_numpy()
     step = max(1, len(labels) // 10)
     ax.set_yticks(np.arange(len(labels))[::step])
@@ -364,8 +451,15 @@ def plot_optimal_gamma_vs_batch(table: pd.DataFrame, *, ax: Any = None, title: s
             ax.plot(off_from[float(alpha)], lift, "X", color=color, ms=9, markeredgecolor="black", zorder=5)
     offs = [f"α = {a:g}: b ≥ {b}" for a, b in off_from.items() if b is not None]
     if offs:
-        ax.text(0.02, 0.97, "speculation off (X) from\n" + "\n".join(offs), transform=ax.transAxes, va="top",
-                fontsize=8.5, bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.9, "edgecolor": "#999999"})
+        ax.text(
+            0.02,
+            0.97,
+            "speculation off (X) from\n" + "\n".join(offs),
+            transform=ax.transAxes,
+            va="top",
+            fontsize=8.5,
+            bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.9, "edgecolor": "#999999"},
+        )
     _log2_batch_axis(ax, int(table.batch.max()))
     ax.set_xlabel("batch size (sequences)")
     ax.set_ylabel(f"optimal γ (0 = speculation off; curves {OPTIMAL_GAMMA_OFFSET:g} apart)")
@@ -399,19 +493,32 @@ def plot_speedup_vs_batch_devices(table: pd.DataFrame, *, axes: Any = None) -> d
         hw = load_hardware(name)
         rows = table[table.hardware == name]
         row = rows.iloc[0]
-        drawn = plot_speedup_vs_batch(rows, ax=ax, marks=(), title=f"{name}: ridge {hw.ridge_flop_per_byte:.0f} FLOP/byte")
+        drawn = plot_speedup_vs_batch(
+            rows, ax=ax, marks=(), title=f"{name}: ridge {hw.ridge_flop_per_byte:.0f} FLOP/byte"
+        )
         curve = rows[np.isclose(rows.alpha, alpha) & (rows.gamma == gamma)]
         compute = curve[curve.bound_verify == "compute"].batch
         if len(compute):
             ax.axvline(compute.min(), color="gray", ls=":", lw=1.2)
             # At the top of the panel, clear of the curves, on a white box.
-            ax.annotate(f"γ={gamma} verification\ncompute-bound\nfrom b={compute.min()}", (compute.min(), 0.97),
-                        xycoords=("data", "axes fraction"), textcoords="offset points", xytext=(4, 0), ha="left",
-                        va="top", fontsize=8, color="dimgray", bbox={"fc": "white", "ec": "none", "alpha": 0.9, "pad": 1})
+            ax.annotate(
+                f"γ={gamma} verification\ncompute-bound\nfrom b={compute.min()}",
+                (compute.min(), 0.97),
+                xycoords=("data", "axes fraction"),
+                textcoords="offset points",
+                xytext=(4, 0),
+                ha="left",
+                va="top",
+                fontsize=8,
+                color="dimgray",
+                bbox={"fc": "white", "ec": "none", "alpha": 0.9, "pad": 1},
+            )
         panels[name] = drawn
     np.atleast_1d(axes)[0].figure.suptitle(
         f"The same deployment on three devices: {row.target} target, {row.draft} draft, L = {int(row.context)}, "
-        "article efficiencies", fontsize=11)
+        "article efficiencies",
+        fontsize=11,
+    )
     np.atleast_1d(axes)[0].set_ylabel("speedup over plain decoding (×)")
     for ax in np.atleast_1d(axes)[1:]:
         ax.set_ylabel("")
@@ -419,8 +526,9 @@ def plot_speedup_vs_batch_devices(table: pd.DataFrame, *, axes: Any = None) -> d
 
 
 # -- 8. throughput against latency ---------------------------------------------------------------
-def plot_throughput_vs_latency(tables: dict[str, pd.DataFrame], *, ax: Any = None,
-                               marks: tuple[int, ...] = (1, 8, 32, 64, 128, 256)) -> dict[str, Any]:
+def plot_throughput_vs_latency(
+    tables: dict[str, pd.DataFrame], *, ax: Any = None, marks: tuple[int, ...] = (1, 8, 32, 64, 128, 256)
+) -> dict[str, Any]:
     """Device throughput against per-token latency, one curve per policy, batch size along each curve.
 
     ``tables`` maps a label to :func:`specsim.serving.capacity.throughput_table`
@@ -439,16 +547,29 @@ def plot_throughput_vs_latency(tables: dict[str, pd.DataFrame], *, ax: Any = Non
         y = rows.tokens_per_s_plain if plain else rows.tokens_per_s_spec
         ls, lw = styles[i % len(styles)]
         # The memory limit goes in the legend: as a label at the end of the curve it collided with the others.
-        (line,) = ax.plot(x, y, color=color, lw=lw, ls=ls,
-                          label=f"{label}: memory full at b={int(rows.batch.max())}, {y.iloc[-1]:,.0f} tok/s")
+        (line,) = ax.plot(
+            x,
+            y,
+            color=color,
+            lw=lw,
+            ls=ls,
+            label=f"{label}: memory full at b={int(rows.batch.max())}, {y.iloc[-1]:,.0f} tok/s",
+        )
         lines[label], ends[label] = line, int(rows.batch.max())
         for b in marks:
             hit = rows.batch == b
             if hit.any():
                 ax.plot(x[hit], y[hit], "o", color=color, ms=4)
                 if plain or color == _COLORS[1]:
-                    ax.annotate(f"b={b}", (x[hit].item(), y[hit].item()), textcoords="offset points",
-                                xytext=(5, -11) if plain else (-6, 6), ha="left" if plain else "right", fontsize=7.5, color=color)
+                    ax.annotate(
+                        f"b={b}",
+                        (x[hit].item(), y[hit].item()),
+                        textcoords="offset points",
+                        xytext=(5, -11) if plain else (-6, 6),
+                        ha="left" if plain else "right",
+                        fontsize=7.5,
+                        color=color,
+                    )
         ax.plot(x.iloc[-1], y.iloc[-1], "s", color=color, ms=8, markeredgecolor="black")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -458,8 +579,13 @@ def plot_throughput_vs_latency(tables: dict[str, pd.DataFrame], *, ax: Any = Non
         _plain_log(axis)
     ax.set_xlabel("latency per generated token of one sequence (ms)")
     ax.set_ylabel("device throughput (tokens/s)")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize=8.5, title="squares: largest batch that fits",
-              title_fontsize=8)
+    ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.13),
+        fontsize=8.5,
+        title="squares: largest batch that fits",
+        title_fontsize=8,
+    )
     ax.grid(alpha=0.3, which="both")
     return {"ax": ax, "lines": lines, "ends": ends}
 
@@ -480,13 +606,22 @@ def plot_residuals(result: Any, *, fig: Any = None) -> Any:
     axes = fig.subplots(1, 2, sharey=True)
     data = result.data
     markers = dict(zip(sorted(data.model_name.unique()), "osD^v<>"))
-    for ax, which, title in ((axes[0], "before", f"before: {result.base.name} as shipped"),
-                             (axes[1], "after", f"after: {result.profile.name}")):
+    for ax, which, title in (
+        (axes[0], "before", f"before: {result.base.name} as shipped"),
+        (axes[1], "after", f"after: {result.profile.name}"),
+    ):
         for (model, held), rows in data.groupby(["model_name", "holdout"]):
             err = 100.0 * (rows[f"{which}_s"] / rows["measured_s"] - 1.0)
-            ax.scatter(rows["batch"] * (1.0 + 0.04 * rows["tokens_per_seq"]), err, marker=markers[model],
-                       facecolors="none" if not held else None, edgecolors="#1b6ca8" if not held else None,
-                       c=None if not held else "#d1495b", s=22, label=f"{model}, {'held out' if held else 'fitted'}")
+            ax.scatter(
+                rows["batch"] * (1.0 + 0.04 * rows["tokens_per_seq"]),
+                err,
+                marker=markers[model],
+                facecolors="none" if not held else None,
+                edgecolors="#1b6ca8" if not held else None,
+                c=None if not held else "#d1495b",
+                s=22,
+                label=f"{model}, {'held out' if held else 'fitted'}",
+            )
         e = np.abs(result.errors(which, True))
         ax.axhline(0.0, color="black", lw=1)
         _plain_log2(ax)
@@ -507,15 +642,24 @@ def plot_verify_cost(ratios: pd.DataFrame, speedups: pd.DataFrame, *, axes: Any 
     """
     left, right = axes
     lines: dict[str, Any] = {"ratio": _lines_by_source(left, ratios, "device", "ratio", {})}
-    _batch_panel(left, "t_V / t_T  (verify 4 tokens per sequence / decode 1)", "Verification vs decode, Llama-3.1-8B, L = 400",
-                 speedup=False)
+    _batch_panel(
+        left,
+        "t_V / t_T  (verify 4 tokens per sequence / decode 1)",
+        "Verification vs decode, Llama-3.1-8B, L = 400",
+        speedup=False,
+    )
     lines["speedup"] = _lines_by_source(right, speedups, "draft", "speedup", {}, offset=3)
     _batch_panel(right, "speedup", "Llama-3.1-8B on H100, α = 0.8, γ = 3, L = 400, step-time sources alone (no engine)")
     return lines
 
 
-def plot_moe_speculation(ratios: pd.DataFrame, speedups: pd.DataFrame, *, axes: Any = None,
-                         title: str = "Qwen3-0.6B draft, α = 0.8, L = 1128, H100, vLLM preset") -> dict[str, Any]:
+def plot_moe_speculation(
+    ratios: pd.DataFrame,
+    speedups: pd.DataFrame,
+    *,
+    axes: Any = None,
+    title: str = "Qwen3-0.6B draft, α = 0.8, L = 1128, H100, vLLM preset",
+) -> dict[str, Any]:
     """Left: t_V / t_T against batch for an MoE and a dense target; right: best speedup against batch, peaks marked.
 
     ``ratios``: batch, model, source, ratio.  ``speedups``: batch, model, source, speedup, gamma.
@@ -526,15 +670,30 @@ def plot_moe_speculation(ratios: pd.DataFrame, speedups: pd.DataFrame, *, axes: 
         _, axes = plt.subplots(1, 2, figsize=(14, 5.2))
     left, right = axes
     colours: dict = {}
-    lines: dict[str, Any] = {"ratio": _lines_by_source(left, ratios, "model", "ratio", colours), "speedup": {}, "peaks": {}}
-    _batch_panel(left, "t_V / t_T  (verify 4 tokens per sequence / decode 1)", "Verification vs decode on H100, L = 1128",
-                 speedup=False)
+    lines: dict[str, Any] = {
+        "ratio": _lines_by_source(left, ratios, "model", "ratio", colours),
+        "speedup": {},
+        "peaks": {},
+    }
+    _batch_panel(
+        left,
+        "t_V / t_T  (verify 4 tokens per sequence / decode 1)",
+        "Verification vs decode on H100, L = 1128",
+        speedup=False,
+    )
     for (model, source), rows in speedups.groupby(["model", "source"], sort=False):
         # Each line with its peak star; the peak is written in the legend, where it covers nothing.
         colour = colours.setdefault(model, f"C{len(colours)}")
         top = rows.loc[rows.speedup.idxmax()]
-        (line,) = right.plot(rows.batch, rows.speedup, marker="o", ms=3, color=colour, ls="--" if source == "roofline" else "-",
-                             label=f"{model}, {source}: peak {top.speedup:.2f}× at b = {int(top.batch)}, γ = {int(top.gamma)}")
+        (line,) = right.plot(
+            rows.batch,
+            rows.speedup,
+            marker="o",
+            ms=3,
+            color=colour,
+            ls="--" if source == "roofline" else "-",
+            label=f"{model}, {source}: peak {top.speedup:.2f}× at b = {int(top.batch)}, γ = {int(top.gamma)}",
+        )
         lines["speedup"][(model, source)] = line
         right.plot([top.batch], [top.speedup], marker="*", ms=13, color=colour, ls="none")
         lines["peaks"][(model, source)] = (int(top.batch), float(top.speedup))
@@ -554,8 +713,16 @@ def plot_drafters(speedups: pd.DataFrame, *, axes: Any = None) -> dict[str, Any]
 
         _, axes = plt.subplots(1, len(panels), figsize=(14, 5.2))
     lines: dict[str, Any] = {}
-    styles = {"draft model": ("C0", "-"), "EAGLE-3 chain": ("C1", "-"), "EAGLE-3 tree": ("C1", "--"), "n-gram": ("C2", "-"),
-              "MTP": ("C3", "-"), "DFlash": ("C5", "-"), "DSpark": ("C6", "-"), "suffix": ("C7", "-")}
+    styles = {
+        "draft model": ("C0", "-"),
+        "EAGLE-3 chain": ("C1", "-"),
+        "EAGLE-3 tree": ("C1", "--"),
+        "n-gram": ("C2", "-"),
+        "MTP": ("C3", "-"),
+        "DFlash": ("C5", "-"),
+        "DSpark": ("C6", "-"),
+        "suffix": ("C7", "-"),
+    }
     for ax, panel in zip(np.atleast_1d(axes), panels):
         rows = speedups[speedups.panel == panel]
         for drafter, group in rows.groupby("drafter", sort=False):
@@ -567,9 +734,15 @@ def plot_drafters(speedups: pd.DataFrame, *, axes: Any = None) -> dict[str, Any]
 
 
 #: Colours of a round's parts (specsim.speculation.deployment.RoundTime.parts), the engine's host work in the warm ones.
-_PART_COLORS = {"draft steps": "#1b6ca8", "draft-step collectives": "#7fb3d5", "verification": "#6c757d",
-                "draft extend": "#00798c", "drafter host time": "#2e933c", "engine per iteration": "#edae49",
-                "engine host time": "#d1495b"}
+_PART_COLORS = {
+    "draft steps": "#1b6ca8",
+    "draft-step collectives": "#7fb3d5",
+    "verification": "#6c757d",
+    "draft extend": "#00798c",
+    "drafter host time": "#2e933c",
+    "engine per iteration": "#edae49",
+    "engine host time": "#d1495b",
+}
 
 
 def plot_round_anatomy(rows: list[dict], *, ax: Any = None, title: str | None = None) -> dict[str, Any]:
@@ -592,10 +765,25 @@ def plot_round_anatomy(rows: list[dict], *, ax: Any = None, title: str | None = 
     if np.any(hidden > 1e-6):
         # It runs while the passes do: drawn over the passes, below the host time the round still waits for.
         passes_top = bottom - np.array([r["parts_s"].get("engine host time", 0.0) / r["t_decode_s"] for r in rows])
-        drawn["hidden engine host time"] = ax.bar(x, hidden, bottom=passes_top - hidden, width=0.7, fill=False, hatch="//",
-                                                  edgecolor="#d1495b", lw=0, label="engine host time hidden behind the passes")
-    (drawn["tokens per round"],) = ax.plot(x, [r["tokens_per_round"] for r in rows], color="black", marker="D", ms=4,
-                                           label="tokens per round (plain decoding needs this many steps)")
+        drawn["hidden engine host time"] = ax.bar(
+            x,
+            hidden,
+            bottom=passes_top - hidden,
+            width=0.7,
+            fill=False,
+            hatch="//",
+            edgecolor="#d1495b",
+            lw=0,
+            label="engine host time hidden behind the passes",
+        )
+    (drawn["tokens per round"],) = ax.plot(
+        x,
+        [r["tokens_per_round"] for r in rows],
+        color="black",
+        marker="D",
+        ms=4,
+        label="tokens per round (plain decoding needs this many steps)",
+    )
     ax.axhline(1.0, color="0.6", lw=0.8, ls=":")
     ax.set_xticks(x)
     ax.set_xticklabels([f"{r['batch']}\nγ={r['gamma']}" for r in rows])
@@ -610,8 +798,9 @@ def plot_round_anatomy(rows: list[dict], *, ax: Any = None, title: str | None = 
     return drawn
 
 
-def plot_serve_sweep(frame: pd.DataFrame, *, axes: Any = None, title: str | None = None,
-                     slo_tpot_ms: float | None = None) -> dict[str, Any]:
+def plot_serve_sweep(
+    frame: pd.DataFrame, *, axes: Any = None, title: str | None = None, slo_tpot_ms: float | None = None
+) -> dict[str, Any]:
     """Left: TPOT p50 and p99 against request rate, speculation off and on, and the TPOT objective when one is
     given; right: output tokens/s."""
     if axes is None:
@@ -622,20 +811,35 @@ def plot_serve_sweep(frame: pd.DataFrame, *, axes: Any = None, title: str | None
     lines: dict[str, Any] = {}
     for name, colour, label in (("off", "C0", "speculation off"), ("on", "C1", "speculation on")):
         for q, ls in (("p50", "-"), ("p99", ":")):
-            (line,) = left.plot(frame.rate, frame[f"{name}_tpot_{q}_s"] * 1e3, marker="o", ms=3, color=colour, ls=ls,
-                                label=f"{label}, TPOT {q}")
+            (line,) = left.plot(
+                frame.rate,
+                frame[f"{name}_tpot_{q}_s"] * 1e3,
+                marker="o",
+                ms=3,
+                color=colour,
+                ls=ls,
+                label=f"{label}, TPOT {q}",
+            )
             lines[(name, q)] = line
         (line,) = right.plot(frame.rate, frame[f"{name}_tokens_per_s"], marker="o", ms=3, color=colour, label=label)
         lines[(name, "tokens_per_s")] = line
     if slo_tpot_ms is not None:
-        lines["slo"] = left.axhline(slo_tpot_ms, color="C3", lw=1.0, ls="-.", label=f"TPOT objective {slo_tpot_ms:g} ms")
+        lines["slo"] = left.axhline(
+            slo_tpot_ms, color="C3", lw=1.0, ls="-.", label=f"TPOT objective {slo_tpot_ms:g} ms"
+        )
     worse = frame[frame.on_tpot_p50_s >= frame.off_tpot_p50_s]
     if not worse.empty:
         rate = float(worse.rate.min())
         for ax in (left, right):
             ax.axvline(rate, color="0.5", lw=0.8, ls="--")
-        left.annotate(f"speculation stops lowering TPOT p50 at {rate:g} req/s", (rate, left.get_ylim()[1]),
-                      textcoords="offset points", xytext=(-6, -14), ha="right", fontsize=8)
+        left.annotate(
+            f"speculation stops lowering TPOT p50 at {rate:g} req/s",
+            (rate, left.get_ylim()[1]),
+            textcoords="offset points",
+            xytext=(-6, -14),
+            ha="right",
+            fontsize=8,
+        )
         lines["stops_at"] = rate
     for ax in (left, right):
         _plain_log2(ax)
@@ -672,11 +876,15 @@ def plot_watch(rows: list[dict], *, axes: Any = None, title: str | None = None) 
     length = np.array([r["window"]["acceptance_length"] for r in judged], dtype=float)
     low = np.array([(r["model"]["interval"] or [np.nan, np.nan])[0] for r in judged], dtype=float)
     high = np.array([(r["model"]["interval"] or [np.nan, np.nan])[1] for r in judged], dtype=float)
-    be = np.array([np.nan if r["model"]["break_even_length"] is None else r["model"]["break_even_length"] for r in judged])
+    be = np.array(
+        [np.nan if r["model"]["break_even_length"] is None else r["model"]["break_even_length"] for r in judged]
+    )
     drawn: dict[str, Any] = {}
     (drawn["length"],) = top.plot(when, length, color=_COLORS[0], lw=1.4, label="acceptance length (engine counters)")
     drawn["interval"] = top.fill_between(when, low, high, color=_COLORS[0], alpha=0.2, lw=0, label="95% interval")
-    (drawn["break_even"],) = top.plot(when, be, color=_COLORS[1], lw=1.4, ls="--", label="break-even at the window's load (model)")
+    (drawn["break_even"],) = top.plot(
+        when, be, color=_COLORS[1], lw=1.4, ls="--", label="break-even at the window's load (model)"
+    )
     costs = [k for k, r in enumerate(judged) if r["model"]["verdict"] == "costs"]
     for k in costs:
         for ax in axes:
@@ -686,13 +894,21 @@ def plot_watch(rows: list[dict], *, axes: Any = None, title: str | None = None) 
     for v in drops:
         at = np.datetime64(int(v["since_s"] * 1e3), "ms")
         top.axvline(at, color="black", lw=1.0, ls=":")
-        top.annotate("acceptance dropped", (at, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -12),
-                     textcoords="offset points", fontsize=8)
+        top.annotate(
+            "acceptance dropped",
+            (at, 1.0),
+            xycoords=("data", "axes fraction"),
+            xytext=(3, -12),
+            textcoords="offset points",
+            fontsize=8,
+        )
     drawn["drops"] = len(drops)
     top.set_ylabel("tokens per verification")
     top.legend(fontsize=8, loc="center left")
     rate = np.array([r["window"]["requests_per_s"] for r in judged], dtype=float)
-    running = np.array([np.nan if r["window"]["running"] is None else r["window"]["running"] for r in judged], dtype=float)
+    running = np.array(
+        [np.nan if r["window"]["running"] is None else r["window"]["running"] for r in judged], dtype=float
+    )
     expected = np.array([r["model"]["running_model"] for r in judged], dtype=float)
     (drawn["rate"],) = middle.plot(when, rate, color=_COLORS[2], lw=1.4, label="requests/s per replica")
     middle.set_ylabel("requests/s")
@@ -703,7 +919,9 @@ def plot_watch(rows: list[dict], *, axes: Any = None, title: str | None = None) 
     handles = [drawn["rate"], drawn["running"], drawn["running_model"]]
     middle.legend(handles, [h.get_label() for h in handles], fontsize=8, loc="upper left")
     speedup = np.array([r["model"]["speedup"] for r in judged], dtype=float)
-    (drawn["speedup"],) = bottom.plot(when, speedup, color=_COLORS[5], lw=1.4, label="model speedup (TPOT, plain / speculating)")
+    (drawn["speedup"],) = bottom.plot(
+        when, speedup, color=_COLORS[5], lw=1.4, label="model speedup (TPOT, plain / speculating)"
+    )
     bottom.axhline(1.0, color="black", lw=0.8, ls="--")
     bottom.set_ylabel("speedup (x)")
     bottom.legend(fontsize=8, loc="lower left")
@@ -745,7 +963,9 @@ def save_round_anatomy(rows: list[dict], path: str | Path, title: str | None = N
     return atomic_write_bytes(Path(path), buffer.getvalue())
 
 
-def save_serve_sweep(frame: pd.DataFrame, path: str | Path, title: str | None = None, slo_tpot_ms: float | None = None) -> Path:
+def save_serve_sweep(
+    frame: pd.DataFrame, path: str | Path, title: str | None = None, slo_tpot_ms: float | None = None
+) -> Path:
     """Draw :func:`plot_serve_sweep` and write it atomically (PNG or SVG)."""
     import matplotlib
     from matplotlib.figure import Figure

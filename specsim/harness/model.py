@@ -150,7 +150,9 @@ class DecoderTimingModel(torch.nn.Module):
         if self.kind == "engine":
             return visible[:, None]  # (b, 1, q, span), broadcast over heads
         # Key s is visible to the query at position p iff s <= p; queries of one KV head are folded as (group, q).
-        return visible[:, None, None].expand(-1, 1, self.group, q, span).reshape(visible.shape[0], 1, self.group * q, span)
+        return (
+            visible[:, None, None].expand(-1, 1, self.group, q, span).reshape(visible.shape[0], 1, self.group * q, span)
+        )
 
     def _attend(self, qh: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask) -> torch.Tensor:
         b, q = qh.shape[:2]
@@ -182,7 +184,9 @@ class DecoderTimingModel(torch.nn.Module):
         return x + F.linear(F.silu(gate) * up, layer.w_down)
 
     @torch.inference_mode()
-    def forward(self, tokens: torch.Tensor, lengths: torch.Tensor, span: int | None = None, uniform: bool = False) -> torch.Tensor:
+    def forward(
+        self, tokens: torch.Tensor, lengths: torch.Tensor, span: int | None = None, uniform: bool = False
+    ) -> torch.Tensor:
         """Logits for ``tokens`` (b, q) appended at positions ``lengths`` (b,) of each sequence.
 
         ``span`` (keys attended, max(lengths) + q) may be given by a caller

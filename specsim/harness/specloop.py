@@ -33,13 +33,11 @@ import time
 
 import torch
 
-from specsim.harness import defaults
-
-from specsim.speculation.acceptance import tokens_per_round
-
 from specsim.describe.models import ModelShape
+from specsim.harness import defaults
 from specsim.harness.model import DecoderTimingModel
 from specsim.harness.timing import _sync, time_pass
+from specsim.speculation.acceptance import tokens_per_round
 
 __all__ = ["check_loop_memory", "run_speculative_loop"]
 
@@ -110,13 +108,23 @@ class _Loop:
         mid = torch.full((batch,), span, dtype=torch.long, device=dev)
         one = torch.zeros((batch, 1), dtype=torch.long, device=dev)
         many = torch.zeros((batch, self.gamma + 1), dtype=torch.long, device=dev)
-        return (statistics.median(time_pass(lambda: self.target(one, mid, span + 1, True), dev, repeats, 2)),
-                statistics.median(time_pass(lambda: self.draft(one, mid, span + 1, True), dev, repeats, 2)),
-                statistics.median(time_pass(lambda: self.target(many, mid, span + self.gamma + 1, True), dev, repeats, 2)))
+        return (
+            statistics.median(time_pass(lambda: self.target(one, mid, span + 1, True), dev, repeats, 2)),
+            statistics.median(time_pass(lambda: self.draft(one, mid, span + 1, True), dev, repeats, 2)),
+            statistics.median(time_pass(lambda: self.target(many, mid, span + self.gamma + 1, True), dev, repeats, 2)),
+        )
 
 
-def check_loop_memory(target_shape: ModelShape, draft_shape: ModelShape, gamma: int, batch: int, context: int, tokens: int,
-                      dtype: str = defaults.LOOP_DTYPE, device: str = defaults.LOOP_DEVICE):
+def check_loop_memory(
+    target_shape: ModelShape,
+    draft_shape: ModelShape,
+    gamma: int,
+    batch: int,
+    context: int,
+    tokens: int,
+    dtype: str = defaults.LOOP_DTYPE,
+    device: str = defaults.LOOP_DEVICE,
+):
     """``(device, cache capacity per sequence)`` of a loop, after checking that both models' weights, KV caches and
     activations fit in free memory; ValueError (one line) before anything is allocated otherwise."""
     from specsim.describe.models import BYTES_PER_ELEMENT
@@ -126,10 +134,14 @@ def check_loop_memory(target_shape: ModelShape, draft_shape: ModelShape, gamma: 
     # Every round may emit gamma + 1 tokens per sequence; the loop runs at most `tokens` rounds.
     capacity = context + (gamma + 1) * (tokens + 1) + 2
     weights = sum(s.params * BYTES_PER_ELEMENT[dtype] for s in (target_shape, draft_shape))
-    check_free_memory(weights + pass_bytes(target_shape, dtype, batch, capacity, gamma + 1)
-                      + pass_bytes(draft_shape, dtype, batch, capacity, 2), dev,
-                      f"the loop at batch {batch} (weights, and KV caches of {capacity:,} tokens per sequence: context "
-                      f"{context:,} plus {tokens:,} tokens at up to gamma + 1 = {gamma + 1} a round)")
+    check_free_memory(
+        weights
+        + pass_bytes(target_shape, dtype, batch, capacity, gamma + 1)
+        + pass_bytes(draft_shape, dtype, batch, capacity, 2),
+        dev,
+        f"the loop at batch {batch} (weights, and KV caches of {capacity:,} tokens per sequence: context "
+        f"{context:,} plus {tokens:,} tokens at up to gamma + 1 = {gamma + 1} a round)",
+    )
     return dev, capacity
 
 

@@ -13,8 +13,8 @@ activations would not fit in device memory are skipped with a note.
 from __future__ import annotations
 
 import datetime as _dt
-import statistics
 import os
+import statistics
 import sys
 import time
 from typing import Callable, Iterable
@@ -22,18 +22,43 @@ from typing import Callable, Iterable
 import numpy as np
 import torch
 
-from specsim.harness import defaults
-
 from specsim.describe.models import ModelShape
+from specsim.harness import defaults
 from specsim.harness.model import TORCH_DTYPES, DecoderTimingModel, shared_length_mask
 
 __all__ = ["CSV_COLUMNS", "check_free_memory", "device_name", "measure_sweep", "pass_bytes", "time_pass"]
 
 CSV_COLUMNS = [
-    "model", "params", "n_layers", "hidden_size", "intermediate_size", "n_heads", "n_kv_heads", "head_dim",
-    "vocab_size", "tie_embeddings", "qkv_bias", "batch", "tokens_per_seq", "context", "dtype", "device",
-    "device_name", "torch_version", "date", "cuda_graphs", "pass_kind", "compiled", "repeats", "median_s", "p10_s", "p90_s",
-    "min_s", "floor_gemm_s", "floor_attn_s", "floor_s",
+    "model",
+    "params",
+    "n_layers",
+    "hidden_size",
+    "intermediate_size",
+    "n_heads",
+    "n_kv_heads",
+    "head_dim",
+    "vocab_size",
+    "tie_embeddings",
+    "qkv_bias",
+    "batch",
+    "tokens_per_seq",
+    "context",
+    "dtype",
+    "device",
+    "device_name",
+    "torch_version",
+    "date",
+    "cuda_graphs",
+    "pass_kind",
+    "compiled",
+    "repeats",
+    "median_s",
+    "p10_s",
+    "p90_s",
+    "min_s",
+    "floor_gemm_s",
+    "floor_attn_s",
+    "floor_s",
 ]
 
 
@@ -56,7 +81,9 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def time_pass(run: Callable[[], object], device: torch.device, repeats: int, warmup: int, cuda_graphs: bool = False) -> list[float]:
+def time_pass(
+    run: Callable[[], object], device: torch.device, repeats: int, warmup: int, cuda_graphs: bool = False
+) -> list[float]:
     """Seconds per call of ``run`` over ``repeats`` timed calls after ``warmup`` untimed ones."""
     for _ in range(warmup):
         run()
@@ -124,8 +151,10 @@ def check_device_and_memory(shapes: list[ModelShape], device: str, dtype: str) -
     need = sum(s.params * BYTES_PER_ELEMENT[dtype] for s in shapes)
     if need > 0.8 * total:
         names = " + ".join(s.name for s in shapes)
-        raise ValueError(f"{names} needs {need / 1e9:.1f} GB of {dtype} weights; {where} has {total / 1e9:.1f} GB "
-                         "(the harness uses at most 80%): pick a smaller model or another device")
+        raise ValueError(
+            f"{names} needs {need / 1e9:.1f} GB of {dtype} weights; {where} has {total / 1e9:.1f} GB "
+            "(the harness uses at most 80%): pick a smaller model or another device"
+        )
     return dev
 
 
@@ -143,13 +172,16 @@ def check_free_memory(need_bytes: float, dev: torch.device, what: str) -> None:
     does not fit would make torch allocate for minutes, swap, or end in an out-of-memory traceback."""
     free = _free_bytes(dev)
     if need_bytes > free:
-        raise ValueError(f"{what} needs {need_bytes / 1e9:,.1f} GB; "
-                         f"{free / 1e9:,.1f} GB are free on {'the GPU' if dev.type == 'cuda' else 'this machine'}: "
-                         "pick a smaller batch, context or token count")
+        raise ValueError(
+            f"{what} needs {need_bytes / 1e9:,.1f} GB; "
+            f"{free / 1e9:,.1f} GB are free on {'the GPU' if dev.type == 'cuda' else 'this machine'}: "
+            "pick a smaller batch, context or token count"
+        )
 
 
-def kernel_floor(model: DecoderTimingModel, b: int, q: int, L: int, dev: torch.device, repeats: int, warmup: int,
-                 cuda_graphs: bool) -> tuple[float, float]:
+def kernel_floor(
+    model: DecoderTimingModel, b: int, q: int, L: int, dev: torch.device, repeats: int, warmup: int, cuda_graphs: bool
+) -> tuple[float, float]:
     """(GEMM seconds, attention seconds): the pass's kernels timed alone in the same run, median of ``repeats``.
 
     The GEMMs are every layer's four projections (its own weights, so nothing stays in cache that would not in the
@@ -177,11 +209,18 @@ def kernel_floor(model: DecoderTimingModel, b: int, q: int, L: int, dev: torch.d
 
     def attention():
         for index in range(len(model.layers)):
-            F.scaled_dot_product_attention(queries, model.k_cache[index, :b, :, :span], model.v_cache[index, :b, :, :span],
-                                           attn_mask=mask, enable_gqa=True)
+            F.scaled_dot_product_attention(
+                queries,
+                model.k_cache[index, :b, :, :span],
+                model.v_cache[index, :b, :, :span],
+                attn_mask=mask,
+                enable_gqa=True,
+            )
 
-    return (statistics.median(time_pass(gemms, dev, repeats, warmup, cuda_graphs)),
-            statistics.median(time_pass(attention, dev, repeats, warmup, cuda_graphs)))
+    return (
+        statistics.median(time_pass(gemms, dev, repeats, warmup, cuda_graphs)),
+        statistics.median(time_pass(attention, dev, repeats, warmup, cuda_graphs)),
+    )
 
 
 def measure_sweep(
@@ -206,18 +245,33 @@ def measure_sweep(
     also times the pass's GEMMs and attention alone (:func:`kernel_floor`) into the ``floor_*`` columns.
     """
     if compile and warmup < 1:  # the first pass of a compiled model compiles it: timed, it would be minutes, not a step
-        raise ValueError("--compile needs --warmup of at least 1: the first pass of each shape compiles the model, and "
-                         "that pass must not be timed")
+        raise ValueError(
+            "--compile needs --warmup of at least 1: the first pass of each shape compiles the model, and "
+            "that pass must not be timed"
+        )
     dev = check_device_and_memory([shape], device, dtype)
     say = progress or (lambda message: print(message, file=sys.stderr, flush=True))
     model = DecoderTimingModel(shape, dtype=dtype, device=device, seed=seed, kind=kind, compile=compile)
     stamp = {
-        "model": shape.name, "params": shape.params, "n_layers": shape.n_layers, "hidden_size": shape.hidden_size,
-        "intermediate_size": shape.intermediate_size, "n_heads": shape.n_heads, "n_kv_heads": shape.n_kv_heads,
-        "head_dim": shape.head_dim, "vocab_size": shape.vocab_size, "tie_embeddings": shape.tie_embeddings,
-        "qkv_bias": shape.qkv_bias, "dtype": dtype, "device": dev.type, "device_name": device_name(dev),
-        "torch_version": torch.__version__, "date": _dt.date.today().isoformat(), "cuda_graphs": bool(cuda_graphs and dev.type == "cuda"),
-        "pass_kind": kind, "compiled": bool(compile),
+        "model": shape.name,
+        "params": shape.params,
+        "n_layers": shape.n_layers,
+        "hidden_size": shape.hidden_size,
+        "intermediate_size": shape.intermediate_size,
+        "n_heads": shape.n_heads,
+        "n_kv_heads": shape.n_kv_heads,
+        "head_dim": shape.head_dim,
+        "vocab_size": shape.vocab_size,
+        "tie_embeddings": shape.tie_embeddings,
+        "qkv_bias": shape.qkv_bias,
+        "dtype": dtype,
+        "device": dev.type,
+        "device_name": device_name(dev),
+        "torch_version": torch.__version__,
+        "date": _dt.date.today().isoformat(),
+        "cuda_graphs": bool(cuda_graphs and dev.type == "cuda"),
+        "pass_kind": kind,
+        "compiled": bool(compile),
     }
     grid = [(b, q, L) for b in batches for q in tokens_per_seq for L in contexts]
     rows = []
@@ -232,7 +286,9 @@ def measure_sweep(
             model.allocate(b, L + q)
             tokens = torch.randint(0, shape.vocab_size, (b, q), generator=gen).to(dev)
             lengths = torch.full((b,), L, dtype=torch.long, device=dev)
-            times = time_pass(lambda: model(tokens, lengths, span=L + q, uniform=True), dev, repeats, warmup, cuda_graphs)
+            times = time_pass(
+                lambda: model(tokens, lengths, span=L + q, uniform=True), dev, repeats, warmup, cuda_graphs
+            )
         except torch.OutOfMemoryError:
             model.k_cache = model.v_cache = None
             if dev.type == "cuda":
@@ -241,12 +297,29 @@ def measure_sweep(
             continue
         median = statistics.median(times)
         gemm_s, attn_s = kernel_floor(model, b, q, L, dev, repeats, warmup, cuda_graphs) if floor else (None, None)
-        rows.append({
-            **stamp, "batch": b, "tokens_per_seq": q, "context": L, "repeats": repeats, "median_s": median,
-            "p10_s": float(np.percentile(times, 10)), "p90_s": float(np.percentile(times, 90)), "min_s": min(times),
-            "floor_gemm_s": gemm_s, "floor_attn_s": attn_s, "floor_s": None if gemm_s is None else gemm_s + attn_s,
-        })
-        over = f"; kernel floor {rows[-1]['floor_s'] * 1e3:.3f} ms, pass/floor {median / rows[-1]['floor_s']:.2f}" if floor else ""
-        say(f"{tag}: {median * 1e3:.3f} ms (p10 {rows[-1]['p10_s'] * 1e3:.3f}, p90 {rows[-1]['p90_s'] * 1e3:.3f}){over}")
+        rows.append(
+            {
+                **stamp,
+                "batch": b,
+                "tokens_per_seq": q,
+                "context": L,
+                "repeats": repeats,
+                "median_s": median,
+                "p10_s": float(np.percentile(times, 10)),
+                "p90_s": float(np.percentile(times, 90)),
+                "min_s": min(times),
+                "floor_gemm_s": gemm_s,
+                "floor_attn_s": attn_s,
+                "floor_s": None if gemm_s is None else gemm_s + attn_s,
+            }
+        )
+        over = (
+            f"; kernel floor {rows[-1]['floor_s'] * 1e3:.3f} ms, pass/floor {median / rows[-1]['floor_s']:.2f}"
+            if floor
+            else ""
+        )
+        say(
+            f"{tag}: {median * 1e3:.3f} ms (p10 {rows[-1]['p10_s'] * 1e3:.3f}, p90 {rows[-1]['p90_s'] * 1e3:.3f}){over}"
+        )
     model.k_cache = model.v_cache = None
     return rows

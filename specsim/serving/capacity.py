@@ -38,22 +38,32 @@ Throughput
 
 from __future__ import annotations
 
-
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dataclasses import dataclass
 from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, DEFAULT_SERVING_GAMMA_MAX
-from specsim.speculation.deployment import Deployment
 from specsim.describe.models import BYTES_PER_ELEMENT
+from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma
 
 if TYPE_CHECKING:  # pandas is imported where a table is built, keeping the CLI's hot path light
     import pandas as pd
 
-__all__ = ["DEFAULT_MEMORY_UTILIZATION", "DEFAULT_SCRATCH_DRAFT_TOKENS", "Capacity", "capacity", "default_scratch_tokens", "require_target_fits", "reserved_context", "sequence_kv_bytes",
-           "scratch_bytes", "smallest_fitting_tp", "throughput_table"]
+__all__ = [
+    "DEFAULT_MEMORY_UTILIZATION",
+    "DEFAULT_SCRATCH_DRAFT_TOKENS",
+    "Capacity",
+    "capacity",
+    "default_scratch_tokens",
+    "require_target_fits",
+    "reserved_context",
+    "sequence_kv_bytes",
+    "scratch_bytes",
+    "smallest_fitting_tp",
+    "throughput_table",
+]
 
 #: Fraction of device memory an engine may use; vLLM's gpu_memory_utilization default.
 DEFAULT_MEMORY_UTILIZATION = 0.9
@@ -136,13 +146,21 @@ class Capacity:
             "both_fit": self.both_fit,
             "max_batch_without_draft": self.max_batch_without_draft,
             "max_batch_with_draft": self.max_batch_with_draft,
-        } | ({"recurrent_state_bytes_per_seq": self.recurrent_state_bytes_per_seq,
-              "scratch_bytes_per_seq": self.scratch_bytes_per_seq, "scratch_draft_tokens": self.scratch_draft_tokens,
-              "scratch_basis": self.scratch_basis}
-             if self.recurrent_state_bytes_per_seq else {})
+        } | (
+            {
+                "recurrent_state_bytes_per_seq": self.recurrent_state_bytes_per_seq,
+                "scratch_bytes_per_seq": self.scratch_bytes_per_seq,
+                "scratch_draft_tokens": self.scratch_draft_tokens,
+                "scratch_basis": self.scratch_basis,
+            }
+            if self.recurrent_state_bytes_per_seq
+            else {}
+        )
 
 
-def sequence_kv_bytes(dep: Deployment, tokens: object, with_draft: bool = True, draft_tokens: object = None) -> np.ndarray:
+def sequence_kv_bytes(
+    dep: Deployment, tokens: object, with_draft: bool = True, draft_tokens: object = None
+) -> np.ndarray:
     """Bytes one sequence of ``tokens`` tokens holds on one GPU: the target's KV cache and recurrent state and,
     speculating, the draft's KV and the target's speculative state scratch for ``draft_tokens`` drafted tokens.
 
@@ -174,9 +192,13 @@ def default_scratch_tokens(dep: Deployment) -> tuple[int, str]:
     """
     steps = None if dep.drafter is None else dep.drafter.max_steps
     if steps is not None and steps <= DEFAULT_SCRATCH_DRAFT_TOKENS * 4:
-        return int(steps), f"the most {dep.drafter.label} drafts a round, its num_speculative_tokens; --gamma to size another"
-    return DEFAULT_SCRATCH_DRAFT_TOKENS, ("specsim's default num_speculative_tokens, the largest gamma of its serving "
-                                          "schedules (no engine defaults one); --gamma to size another")
+        return int(
+            steps
+        ), f"the most {dep.drafter.label} drafts a round, its num_speculative_tokens; --gamma to size another"
+    return DEFAULT_SCRATCH_DRAFT_TOKENS, (
+        "specsim's default num_speculative_tokens, the largest gamma of its serving "
+        "schedules (no engine defaults one); --gamma to size another"
+    )
 
 
 def scratch_bytes(dep: Deployment, draft_tokens: object = None) -> np.ndarray:
@@ -197,14 +219,19 @@ def reserved_context(context: int, max_context: int | None) -> int:
     if max_context is None:
         return int(context)
     if max_context < context:
-        raise ValueError(f"--max-context ({max_context}) must be at least the mean --context ({context}): a sequence "
-                         "reserves at least the tokens it holds on average")
+        raise ValueError(
+            f"--max-context ({max_context}) must be at least the mean --context ({context}): a sequence "
+            "reserves at least the tokens it holds on average"
+        )
     return int(max_context)
 
 
 def capacity(
-    dep: Deployment, context: int = DEFAULT_CONTEXT_TOKENS, memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
-    draft_tokens: int | None = None, draft_tokens_basis: str = "--gamma",
+    dep: Deployment,
+    context: int = DEFAULT_CONTEXT_TOKENS,
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+    draft_tokens: int | None = None,
+    draft_tokens_basis: str = "--gamma",
 ) -> Capacity:
     """Memory budget of ``dep`` with every sequence holding ``context`` tokens (a hybrid target's speculative scratch
     sized for ``draft_tokens``, the engine's num_speculative_tokens, ``draft_tokens_basis`` saying where it comes from;
@@ -235,12 +262,17 @@ def capacity(
         gpus=dep.target.tp,
         recurrent_state_bytes_per_seq=dep.target.recurrent_state_bytes,
         scratch_bytes_per_seq=float(scratch_bytes(dep, tokens)) if scratch else 0.0,
-        scratch_draft_tokens=int(tokens) if scratch else 0, scratch_basis=basis if scratch else "",
+        scratch_draft_tokens=int(tokens) if scratch else 0,
+        scratch_basis=basis if scratch else "",
     )
 
 
-def smallest_fitting_tp(dep: Deployment, context: int = DEFAULT_CONTEXT_TOKENS,
-                        memory_utilization: float = DEFAULT_MEMORY_UTILIZATION, batch: int = 1) -> int | None:
+def smallest_fitting_tp(
+    dep: Deployment,
+    context: int = DEFAULT_CONTEXT_TOKENS,
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+    batch: int = 1,
+) -> int | None:
     """The fewest tensor-parallel GPUs (a power of two the heads allow, within one node) that hold the target,
     its draft and ``batch`` sequences of ``context`` tokens; None if no node size does.
 
@@ -271,11 +303,17 @@ def require_target_fits(dep: Deployment, cap: Capacity) -> None:
     n = smallest_fitting_tp(dep, cap.context_tokens, cap.usable_bytes / cap.memory_bytes)
     where = f"{dep.hardware.name} x {dep.target.tp}" if dep.target.tp > 1 else f"one {dep.hardware.name}"
     smaller = [d for d in ("fp8", "int4") if BYTES_PER_ELEMENT[d] < BYTES_PER_ELEMENT[dep.target.weight_dtype]]
-    fix = (f"--tp {n} fits" if n is not None else
-           f"no tensor-parallel size within one node ({dep.hardware.max_devices} GPUs) fits; "
-           + (f"try --weight-dtype {' or '.join(smaller)}, or " if smaller else "") + "a device with more memory")
-    raise ValueError(f"{dep.target.name} in {dep.target.weight_dtype} ({cap.target_weight_bytes / 1e9:.1f} GB of weights per GPU) "
-                     f"does not fit on {where} ({cap.usable_bytes / 1e9:.1f} GB usable per GPU): {fix}")
+    fix = (
+        f"--tp {n} fits"
+        if n is not None
+        else f"no tensor-parallel size within one node ({dep.hardware.max_devices} GPUs) fits; "
+        + (f"try --weight-dtype {' or '.join(smaller)}, or " if smaller else "")
+        + "a device with more memory"
+    )
+    raise ValueError(
+        f"{dep.target.name} in {dep.target.weight_dtype} ({cap.target_weight_bytes / 1e9:.1f} GB of weights per GPU) "
+        f"does not fit on {where} ({cap.usable_bytes / 1e9:.1f} GB usable per GPU): {fix}"
+    )
 
 
 def throughput_table(

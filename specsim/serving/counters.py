@@ -21,15 +21,28 @@ class StepCounters:
 
     def __init__(self, requests: int, gamma_max: int):
         self.gamma_max = int(gamma_max)
-        self._rows: list[tuple] = []  # (ends, drafts, draft tokens, accepted, per position, generated, prompt, running, waiting)
-        self._done: list[tuple] = []  # (times, prompt, output, verifications, accepted per position, drafted per position)
+        self._rows: list[
+            tuple
+        ] = []  # (ends, drafts, draft tokens, accepted, per position, generated, prompt, running, waiting)
+        self._done: list[
+            tuple
+        ] = []  # (times, prompt, output, verifications, accepted per position, drafted per position)
         self._verify = np.zeros(requests)
         self._accepted = np.zeros((requests, self.gamma_max))
         self._drafted = np.zeros((requests, self.gamma_max))
         self._positions = np.arange(self.gamma_max)[None, None, :]
 
-    def rounds(self, ends: np.ndarray, run: np.ndarray, accepted: np.ndarray, gamma: int, generated: np.ndarray,
-               running: int, waiting: int, prompt: object = 0) -> None:
+    def rounds(
+        self,
+        ends: np.ndarray,
+        run: np.ndarray,
+        accepted: np.ndarray,
+        gamma: int,
+        generated: np.ndarray,
+        running: int,
+        waiting: int,
+        prompt: object = 0,
+    ) -> None:
         """``accepted``: drafted tokens each running sequence had accepted in each of the rounds ending at ``ends``."""
         k = len(ends)
         if gamma:
@@ -43,20 +56,56 @@ class StepCounters:
             per_position, drafts = np.zeros((k, self.gamma_max)), np.zeros(k)
         prompts = np.zeros(k)
         prompts[-1] = prompt
-        self._rows.append((np.asarray(ends, dtype=float), drafts, drafts * gamma, accepted.sum(axis=0).astype(float), per_position,
-                           np.broadcast_to(np.asarray(generated, dtype=float), (k,)), prompts,
-                           np.full(k, running), np.full(k, waiting)))
+        self._rows.append(
+            (
+                np.asarray(ends, dtype=float),
+                drafts,
+                drafts * gamma,
+                accepted.sum(axis=0).astype(float),
+                per_position,
+                np.broadcast_to(np.asarray(generated, dtype=float), (k,)),
+                prompts,
+                np.full(k, running),
+                np.full(k, waiting),
+            )
+        )
 
-    def iteration(self, end: float, run: np.ndarray, accepted: np.ndarray, gamma: int, generated: float, prompt: float,
-                  first_tokens: int, running: int, waiting: int) -> None:
+    def iteration(
+        self,
+        end: float,
+        run: np.ndarray,
+        accepted: np.ndarray,
+        gamma: int,
+        generated: float,
+        prompt: float,
+        first_tokens: int,
+        running: int,
+        waiting: int,
+    ) -> None:
         """One iteration with prompt chunks: the running sequences' round, ``prompt`` tokens prefilled and the first
         token of each of ``first_tokens`` prompts it finished."""
-        self.rounds(np.array([end]), run, accepted.reshape(run.size, 1), gamma if run.size else 0,
-                    np.array([generated + first_tokens]), running, waiting, prompt)
+        self.rounds(
+            np.array([end]),
+            run,
+            accepted.reshape(run.size, 1),
+            gamma if run.size else 0,
+            np.array([generated + first_tokens]),
+            running,
+            waiting,
+            prompt,
+        )
 
     def finished(self, ids: np.ndarray, at: np.ndarray, prompt: np.ndarray, output: np.ndarray) -> None:
-        self._done.append((np.asarray(at, dtype=float).copy(), prompt.astype(float), output.astype(float), self._verify[ids].copy(),
-                           self._accepted[ids].copy(), self._drafted[ids].copy()))
+        self._done.append(
+            (
+                np.asarray(at, dtype=float).copy(),
+                prompt.astype(float),
+                output.astype(float),
+                self._verify[ids].copy(),
+                self._accepted[ids].copy(),
+                self._drafted[ids].copy(),
+            )
+        )
 
     def at(self, times: object) -> dict:
         """Every count cumulated to each of ``times`` (seconds of the simulation), and the running and waiting requests
@@ -83,8 +132,16 @@ class StepCounters:
         order = np.argsort(done[0], kind="stable")
         upto = np.searchsorted(done[0][order], t, side="right")
         out["finished"] = upto.astype(float)
-        for key, col in zip(("finished_prompt_tokens", "finished_output_tokens", "finished_verifications",
-                             "finished_accepted_per_position", "finished_drafted_per_position"), done[1:]):
+        for key, col in zip(
+            (
+                "finished_prompt_tokens",
+                "finished_output_tokens",
+                "finished_verifications",
+                "finished_accepted_per_position",
+                "finished_drafted_per_position",
+            ),
+            done[1:],
+        ):
             c = np.cumsum(np.asarray(col, dtype=float)[order], axis=0)
             out[key] = np.where((upto > 0).reshape((-1,) + (1,) * (c.ndim - 1)), c[np.maximum(upto - 1, 0)], 0.0)
         return out

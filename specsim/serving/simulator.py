@@ -38,16 +38,31 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from specsim.speculation.acceptance import as_acceptance
-from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION, capacity, sequence_kv_bytes
 from specsim.core.defaults import DEFAULT_ALPHA, DEFAULT_SERVING_GAMMA_MAX
-from specsim.speculation.deployment import Deployment
-from specsim.speculation.search import optimal_gamma
+from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION, capacity, sequence_kv_bytes
 from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, EngineLimits, iteration_s
 from specsim.serving.workloads import mean_context_tokens
+from specsim.speculation.acceptance import as_acceptance
+from specsim.speculation.deployment import Deployment
+from specsim.speculation.search import optimal_gamma
 
-__all__ = ["DEFAULT_MAX_BATCHED_TOKENS", "DEFAULT_MAX_NUM_SEQS", "DEFAULT_REQUESTS", "DEFAULT_SLO_ATTAINMENT", "EngineLimits", "ServeResult",
-           "StepTable", "serve_compare_runs", "simulate_speculating", "requests_for", "serve_compare", "serve_sweep", "simulate", "summarize_runs", "sweep_findings"]
+__all__ = [
+    "DEFAULT_MAX_BATCHED_TOKENS",
+    "DEFAULT_MAX_NUM_SEQS",
+    "DEFAULT_REQUESTS",
+    "DEFAULT_SLO_ATTAINMENT",
+    "EngineLimits",
+    "ServeResult",
+    "StepTable",
+    "serve_compare_runs",
+    "simulate_speculating",
+    "requests_for",
+    "serve_compare",
+    "serve_sweep",
+    "simulate",
+    "summarize_runs",
+    "sweep_findings",
+]
 
 #: Requests simulated per run unless told otherwise.
 DEFAULT_REQUESTS = 1000
@@ -66,8 +81,15 @@ class StepTable:
     marginal time of ``P`` prompt tokens in an iteration, the drafter's network over them too when speculating.
     """
 
-    def __init__(self, dep: Deployment, max_batch: int, max_context: int, gamma_max: int = 0,
-                 max_prefill_tokens: int = DEFAULT_MAX_BATCHED_TOKENS, acceptance: object = 0.0):
+    def __init__(
+        self,
+        dep: Deployment,
+        max_batch: int,
+        max_context: int,
+        gamma_max: int = 0,
+        max_prefill_tokens: int = DEFAULT_MAX_BATCHED_TOKENS,
+        acceptance: object = 0.0,
+    ):
         b = np.arange(1, max_batch + 1, dtype=float)
         grid = np.unique(np.r_[0.0, np.round(np.geomspace(16, max(max_context, 32), 28))])
         self.contexts = grid
@@ -80,7 +102,9 @@ class StepTable:
             out = dep.outcome(acceptance, gammas[None, None, :], b[:, None, None], grid[None, :, None])
             self.table = out.time_s
             if dep.drafter.varies_verification:
-                self.verified_table = np.broadcast_to(_verified(dep, acceptance, gammas, b, grid), (b.size, grid.size, gammas.size))
+                self.verified_table = np.broadcast_to(
+                    _verified(dep, acceptance, gammas, b, grid), (b.size, grid.size, gammas.size)
+                )
         self.table = np.broadcast_to(self.table, (b.size, grid.size, gammas.size))  # (batch, context, gamma)
         tokens = np.unique(np.round(np.geomspace(1, max(max_prefill_tokens, max_context, 2), 40)))
         self.prefill_tokens = tokens
@@ -101,12 +125,16 @@ class StepTable:
     def prefill_s(self, tokens: float, speculating: bool = False) -> float:
         if tokens <= 0:
             return 0.0
-        return float(np.interp(tokens, self.prefill_tokens, self.prefill_table_spec if speculating else self.prefill_table))
+        return float(
+            np.interp(tokens, self.prefill_tokens, self.prefill_table_spec if speculating else self.prefill_table)
+        )
 
 
 def _verified(dep: Deployment, acceptance: object, gammas: np.ndarray, b: np.ndarray, grid: np.ndarray) -> np.ndarray:
     """The mean verified draft tokens per sequence of a prefix-verifying drafter on the table's grid (0 at gamma 0)."""
-    v = dep.drafter.verified(dep, acceptance, np.maximum(gammas[None, None, :], 1.0), b[:, None, None], grid[None, :, None])
+    v = dep.drafter.verified(
+        dep, acceptance, np.maximum(gammas[None, None, :], 1.0), b[:, None, None], grid[None, :, None]
+    )
     return np.where(gammas[None, None, :] == 0, 0.0, v)
 
 
@@ -167,17 +195,22 @@ class ServeResult:
             return int(((self.arrival_s <= t) & ~self.rejected & ~(self.finish_s <= t)).sum())
 
         grew = in_system(last) - in_system(middle)
-        return {"arrival_rate_per_s": _ratio(arrived.size - 1, span),
-                "drain_s": float(np.nanmax(self.finish_s) - last) if self.served.any() else None,
-                "in_system_at_middle_arrival": in_system(middle), "in_system_at_last_arrival": in_system(last),
-                "queue_growth_per_s": _ratio(grew, float(last - middle)) if last > middle else None}
+        return {
+            "arrival_rate_per_s": _ratio(arrived.size - 1, span),
+            "drain_s": float(np.nanmax(self.finish_s) - last) if self.served.any() else None,
+            "in_system_at_middle_arrival": in_system(middle),
+            "in_system_at_last_arrival": in_system(last),
+            "queue_growth_per_s": _ratio(grew, float(last - middle)) if last > middle else None,
+        }
 
     def summary(self, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None) -> dict:
         """Percentiles, throughput, batch and goodput, in seconds and tokens per second."""
+
         def pct(x):
             # Nothing to average (no request served, or none with a second token for TPOT): None, said as n/a.
             return {f"p{q}": float(np.percentile(x, q)) if x.size else None for q in (50, 90, 99)} | {
-                "mean": float(np.mean(x)) if x.size else None}
+                "mean": float(np.mean(x)) if x.size else None
+            }
 
         span = self.makespan_s
         out = {
@@ -191,9 +224,14 @@ class ServeResult:
             "output_tokens_per_s": _ratio(self.output[self.served].sum(), span),
             "requests_per_s": _ratio(self.served.sum(), span),
             "mean_running_batch": self.mean_batch,
-            "running_batch_time_share": {int(b): float(v / self.batch_time_s.sum())
-                                         for b, v in enumerate(self.batch_time_s) if v > 0} if self.batch_time_s.sum() > 0 else {},
-            "max_running_batch": int(np.flatnonzero(self.batch_time_s > 0).max()) if np.any(self.batch_time_s > 0) else 0,
+            "running_batch_time_share": {
+                int(b): float(v / self.batch_time_s.sum()) for b, v in enumerate(self.batch_time_s) if v > 0
+            }
+            if self.batch_time_s.sum() > 0
+            else {},
+            "max_running_batch": int(np.flatnonzero(self.batch_time_s > 0).max())
+            if np.any(self.batch_time_s > 0)
+            else 0,
             "mean_in_system": _ratio(self.in_system_integral, span),
             **self._arrivals(),
         }
@@ -223,11 +261,28 @@ def _ratio(amount: float, span_s: float) -> float | None:
 class _Engine:
     """The state of one simulated engine while requests play through it (see :func:`simulate`)."""
 
-    def __init__(self, requests, table: StepTable, limits: EngineLimits, cum: np.ndarray, gamma_by_batch: np.ndarray,
-                 rng: np.random.Generator, concurrency: int | None, reserve: np.ndarray, changes: list | None = None,
-                 observer=None):
+    def __init__(
+        self,
+        requests,
+        table: StepTable,
+        limits: EngineLimits,
+        cum: np.ndarray,
+        gamma_by_batch: np.ndarray,
+        rng: np.random.Generator,
+        concurrency: int | None,
+        reserve: np.ndarray,
+        changes: list | None = None,
+        observer=None,
+    ):
         n = len(requests)
-        self.n, self.table, self.limits, self.cum, self.gamma_by_batch, self.rng = n, table, limits, cum, gamma_by_batch, rng
+        self.n, self.table, self.limits, self.cum, self.gamma_by_batch, self.rng = (
+            n,
+            table,
+            limits,
+            cum,
+            gamma_by_batch,
+            rng,
+        )
         self.changes = deque(changes or ())  # (from time, cumulative rates): the acceptance from then on
         self.observer = observer
         self.concurrency, self.reserve = concurrency, reserve
@@ -306,8 +361,11 @@ class _Engine:
     def admit(self) -> None:
         """First come, first served while sequences and KV memory last (each request reserves its whole length)."""
         limits = self.limits
-        while (self.waiting and self.running.size + len(self.prefilling) < limits.max_num_seqs
-               and self.kv_used + self.reserve[self.waiting[0]] <= limits.kv_capacity_bytes):
+        while (
+            self.waiting
+            and self.running.size + len(self.prefilling) < limits.max_num_seqs
+            and self.kv_used + self.reserve[self.waiting[0]] <= limits.kv_capacity_bytes
+        ):
             i = self.waiting.popleft()
             self.kv_used += self.reserve[i]
             self.prefilling.append([i, int(self.prompt[i]) if limits.include_prefill else 0])
@@ -342,10 +400,23 @@ class _Engine:
                 break
         ctx = self.ctx[self.running].mean() if b else 0.0
         dt = float(iteration_s(float(table.round_s(b, ctx, g)) if b else table.base_s, prefill_s))
-        emitted = _emit(self.rng, self.cum, g, b, 1, table.verified(b, np.array([ctx]), g) if b else None)[:, 0] if b else np.zeros(0)
+        emitted = (
+            _emit(self.rng, self.cum, g, b, 1, table.verified(b, np.array([ctx]), g) if b else None)[:, 0]
+            if b
+            else np.zeros(0)
+        )
         if self.observer is not None:
-            self.observer.iteration(self.t + dt, self.running, emitted[:, None] - 1, g, np.minimum(emitted, self.remaining[self.running]).sum(),
-                                    chunk, len(completed), b + len(self.prefilling), len(self.waiting))
+            self.observer.iteration(
+                self.t + dt,
+                self.running,
+                emitted[:, None] - 1,
+                g,
+                np.minimum(emitted, self.remaining[self.running]).sum(),
+                chunk,
+                len(completed),
+                b + len(self.prefilling),
+                len(self.waiting),
+            )
         self.in_system += (b + len(self.prefilling) + len(self.waiting)) * dt
         self.batch_time[b] += dt
         self.t += dt
@@ -392,8 +463,15 @@ class _Engine:
             ends = ends[:k]
         if self.observer is not None:
             kept = np.minimum(cum_e[:, :k], rem[:, None])
-            self.observer.rounds(ends, run, emitted[:, :k] - 1, g, np.diff(kept, axis=1, prepend=0).sum(axis=0),
-                                 b + len(self.prefilling), len(self.waiting))
+            self.observer.rounds(
+                ends,
+                run,
+                emitted[:, :k] - 1,
+                g,
+                np.diff(kept, axis=1, prepend=0).sum(axis=0),
+                b + len(self.prefilling),
+                len(self.waiting),
+            )
         span = ends[-1] - self.t
         self.in_system += (b + len(self.prefilling) + len(self.waiting)) * span
         self.batch_time[b] += span
@@ -402,10 +480,19 @@ class _Engine:
         # Arrivals that came during the jump join the queue with their own times (in_system counted them from t).
 
 
-def simulate(requests, table: StepTable, limits: EngineLimits, acceptance: object = 0.0, gamma: object = 0,
-             rng: np.random.Generator | None = None, concurrency: int | None = None,
-             reserve_bytes: np.ndarray | None = None, label: str = "", acceptance_changes: list | None = None,
-             observer=None) -> ServeResult:
+def simulate(
+    requests,
+    table: StepTable,
+    limits: EngineLimits,
+    acceptance: object = 0.0,
+    gamma: object = 0,
+    rng: np.random.Generator | None = None,
+    concurrency: int | None = None,
+    reserve_bytes: np.ndarray | None = None,
+    label: str = "",
+    acceptance_changes: list | None = None,
+    observer=None,
+) -> ServeResult:
     """Play ``requests`` through one engine.
 
     Parameters
@@ -464,24 +551,56 @@ def simulate(requests, table: StepTable, limits: EngineLimits, acceptance: objec
     notes = []
     if eng.rejected.any():
         notes.append(f"{int(eng.rejected.sum())} request(s) need more KV than the engine holds and were never served")
-    return ServeResult(eng.arrival, eng.first, eng.finish, eng.prompt, eng.output, eng.rejected, eng.batch_time, eng.in_system,
-                       label, notes)
+    return ServeResult(
+        eng.arrival,
+        eng.first,
+        eng.finish,
+        eng.prompt,
+        eng.output,
+        eng.rejected,
+        eng.batch_time,
+        eng.in_system,
+        label,
+        notes,
+    )
 
 
-def simulate_speculating(dep: Deployment, requests, acceptance: object, gamma: int, limits: EngineLimits, kv_bytes: float,
-                         rng: np.random.Generator, acceptance_changes: list | None = None, observer=None) -> ServeResult:
+def simulate_speculating(
+    dep: Deployment,
+    requests,
+    acceptance: object,
+    gamma: int,
+    limits: EngineLimits,
+    kv_bytes: float,
+    rng: np.random.Generator,
+    acceptance_changes: list | None = None,
+    observer=None,
+) -> ServeResult:
     """Play ``requests`` (with their arrival times) through ``dep`` speculating ``gamma`` tokens a round, each request
     reserving its whole length of target and draft KV in ``kv_bytes``: one engine's run as serve-sim's speculative one
     plays it, with ``acceptance_changes`` and an ``observer`` (:func:`simulate`)."""
     prompt, output = np.asarray(requests.prompt), np.asarray(requests.output)
-    table = StepTable(dep, limits.max_num_seqs, int((prompt + output).max()), gamma, limits.max_batched_tokens, acceptance)
+    table = StepTable(
+        dep, limits.max_num_seqs, int((prompt + output).max()), gamma, limits.max_batched_tokens, acceptance
+    )
     reserve = sequence_kv_bytes(dep, (prompt + output).astype(float), True, max(int(gamma), 1))
-    return simulate(requests, table, dataclasses.replace(limits, kv_capacity_bytes=kv_bytes), acceptance, gamma, rng,
-                    reserve_bytes=reserve, label=f"gamma {gamma}", acceptance_changes=acceptance_changes, observer=observer)
+    return simulate(
+        requests,
+        table,
+        dataclasses.replace(limits, kv_capacity_bytes=kv_bytes),
+        acceptance,
+        gamma,
+        rng,
+        reserve_bytes=reserve,
+        label=f"gamma {gamma}",
+        acceptance_changes=acceptance_changes,
+        observer=observer,
+    )
 
 
-def _emit(rng: np.random.Generator, cum: np.ndarray, gamma: int, batch: int, rounds: int,
-          verified: np.ndarray | None = None) -> np.ndarray:
+def _emit(
+    rng: np.random.Generator, cum: np.ndarray, gamma: int, batch: int, rounds: int, verified: np.ndarray | None = None
+) -> np.ndarray:
     """Tokens each of ``batch`` sequences emits in each of ``rounds`` rounds: 1 + accepted drafts.  With ``verified``
     (the mean draft tokens verified per sequence in each round, a prefix-verifying drafter's), a sequence verifies
     floor(v) or floor(v) + 1 of them, with the mean v, and accepts only among those."""
@@ -496,10 +615,18 @@ def _emit(rng: np.random.Generator, cum: np.ndarray, gamma: int, batch: int, rou
     return 1 + accepted.sum(axis=2)
 
 
-def serve_compare(dep: Deployment, requests, acceptance: object, gamma: object = "schedule",
-                  limits: EngineLimits | None = None, concurrency: int | None = None, seed: int = 0,
-                  memory_utilization: float | None = None, gamma_max: int = DEFAULT_SERVING_GAMMA_MAX,
-                  context_hint: float | None = None):
+def serve_compare(
+    dep: Deployment,
+    requests,
+    acceptance: object,
+    gamma: object = "schedule",
+    limits: EngineLimits | None = None,
+    concurrency: int | None = None,
+    seed: int = 0,
+    memory_utilization: float | None = None,
+    gamma_max: int = DEFAULT_SERVING_GAMMA_MAX,
+    context_hint: float | None = None,
+):
     """Simulate ``requests`` without and with speculation on ``dep``: ``(plain, spec, meta)``.
 
     ``gamma``: an int (fixed) or ``"schedule"`` (the optimal gamma per running batch at ``context_hint``,
@@ -528,21 +655,46 @@ def serve_compare(dep: Deployment, requests, acceptance: object, gamma: object =
     if cap.free_bytes_without_draft <= 0:
         raise ValueError(f"{dep.target.name} does not fit on {dep.hardware.name}: no memory is left for the KV cache")
     if cap.free_bytes_with_draft <= 0:
-        raise ValueError(f"{dep.target.name} with {dep.drafter.name} does not fit on {dep.hardware.name}: no memory is left "
-                         "for the KV cache beside the draft's weights")
+        raise ValueError(
+            f"{dep.target.name} with {dep.drafter.name} does not fit on {dep.hardware.name}: no memory is left "
+            "for the KV cache beside the draft's weights"
+        )
     table = StepTable(dep, limits.max_num_seqs, max_context, gmax, limits.max_batched_tokens, acceptance)
     lengths = (prompt + output).astype(float)
     runs = []
-    for name, with_draft, free, rule in (("off", False, cap.free_bytes_without_draft, 0), ("on", True, cap.free_bytes_with_draft, policy)):
+    for name, with_draft, free, rule in (
+        ("off", False, cap.free_bytes_without_draft, 0),
+        ("on", True, cap.free_bytes_with_draft, policy),
+    ):
         run_limits = dataclasses.replace(limits, kv_capacity_bytes=free)
-        runs.append(simulate(requests, table, run_limits, acceptance, rule, np.random.default_rng(seed), concurrency,
-                             sequence_kv_bytes(dep, lengths, with_draft, scratch), label="off" if name == "off" else label))
-    per_token = (dep.target.kv_bytes_per_token, dep.target.kv_bytes_per_token + (dep.draft.kv_bytes_per_token if dep.draft is not None else 0.0))
-    meta = {"kv_capacity_tokens_plain": cap.free_bytes_without_draft / per_token[0],
-            "kv_capacity_tokens_spec": cap.free_bytes_with_draft / per_token[1],
-            "kv_capacity_bytes_plain": cap.free_bytes_without_draft, "kv_capacity_bytes_spec": cap.free_bytes_with_draft,
-            "gamma_policy": label, "gamma_by_batch": np.atleast_1d(policy).tolist(), "context_hint": hint,
-            "scratch_draft_tokens": cap.scratch_draft_tokens, "scratch_basis": cap.scratch_basis}
+        runs.append(
+            simulate(
+                requests,
+                table,
+                run_limits,
+                acceptance,
+                rule,
+                np.random.default_rng(seed),
+                concurrency,
+                sequence_kv_bytes(dep, lengths, with_draft, scratch),
+                label="off" if name == "off" else label,
+            )
+        )
+    per_token = (
+        dep.target.kv_bytes_per_token,
+        dep.target.kv_bytes_per_token + (dep.draft.kv_bytes_per_token if dep.draft is not None else 0.0),
+    )
+    meta = {
+        "kv_capacity_tokens_plain": cap.free_bytes_without_draft / per_token[0],
+        "kv_capacity_tokens_spec": cap.free_bytes_with_draft / per_token[1],
+        "kv_capacity_bytes_plain": cap.free_bytes_without_draft,
+        "kv_capacity_bytes_spec": cap.free_bytes_with_draft,
+        "gamma_policy": label,
+        "gamma_by_batch": np.atleast_1d(policy).tolist(),
+        "context_hint": hint,
+        "scratch_draft_tokens": cap.scratch_draft_tokens,
+        "scratch_basis": cap.scratch_basis,
+    }
     return runs[0], runs[1], meta
 
 
@@ -553,13 +705,26 @@ def _compare_one(job):
     return result, dep.source.noted_items() if hasattr(dep.source, "noted_items") else []
 
 
-def serve_compare_runs(dep: Deployment, request_sets: list, acceptance: object, gamma: object, limits: EngineLimits,
-                       concurrency: int | None, seeds: list, memory_utilization: float | None = None,
-                       gamma_max: int = DEFAULT_SERVING_GAMMA_MAX, executor=None, done=None) -> list:
+def serve_compare_runs(
+    dep: Deployment,
+    request_sets: list,
+    acceptance: object,
+    gamma: object,
+    limits: EngineLimits,
+    concurrency: int | None,
+    seeds: list,
+    memory_utilization: float | None = None,
+    gamma_max: int = DEFAULT_SERVING_GAMMA_MAX,
+    executor=None,
+    done=None,
+) -> list:
     """:func:`serve_compare` of each request set with its seed (independent runs of one load): in order, through
     ``executor`` (any ``concurrent.futures`` executor, e.g. a process pool over the cores) where given; ``done`` is called
     once per finished run (a progress bar).  Each run's result is the same whichever executor runs it."""
-    jobs = [(dep, r, acceptance, gamma, limits, concurrency, seed, memory_utilization, gamma_max) for r, seed in zip(request_sets, seeds)]
+    jobs = [
+        (dep, r, acceptance, gamma, limits, concurrency, seed, memory_utilization, gamma_max)
+        for r, seed in zip(request_sets, seeds)
+    ]
     if executor is None:
         out = []
         for job in jobs:
@@ -633,9 +798,17 @@ def summarize_runs(summaries: list[dict], level: float = CONFIDENCE) -> dict:
     return out
 
 
-def requests_for(target, *, rate: float | None = None, concurrency: int | None = None, trace: str | None = None,
-                 workload: str | None = None, n: int | None = None, rng: np.random.Generator | None = None,
-                 lengths: tuple | None = None):
+def requests_for(
+    target,
+    *,
+    rate: float | None = None,
+    concurrency: int | None = None,
+    trace: str | None = None,
+    workload: str | None = None,
+    n: int | None = None,
+    rng: np.random.Generator | None = None,
+    lengths: tuple | None = None,
+):
     """The requests of a serving run, ``(requests, concurrency)``: Poisson arrivals at ``rate``, a closed loop of
     ``concurrency`` users, or a ``trace`` file (which gives its own lengths: no ``workload`` or ``n`` with it).
 
@@ -650,9 +823,13 @@ def requests_for(target, *, rate: float | None = None, concurrency: int | None =
     if sum(x is not None for x in (rate, concurrency, trace)) != 1:
         raise ValueError("give exactly one of a rate, a concurrency or a trace")
     if trace is not None and (n is not None or workload is not None or lengths is not None):
-        raise ValueError("--trace gives the requests and their lengths: drop --requests, --workload, --input-len and --output-len")
+        raise ValueError(
+            "--trace gives the requests and their lengths: drop --requests, --workload, --input-len and --output-len"
+        )
     if lengths is not None and workload is not None:
-        raise ValueError("--input-len and --output-len give every request the same lengths; --workload a distribution: drop one")
+        raise ValueError(
+            "--input-len and --output-len give every request the same lengths; --workload a distribution: drop one"
+        )
     rng = np.random.default_rng(0) if rng is None else rng
     spec = get_workload(DEFAULT_WORKLOAD if workload is None else workload)
     n = DEFAULT_REQUESTS if n is None else n
@@ -661,8 +838,12 @@ def requests_for(target, *, rate: float | None = None, concurrency: int | None =
     elif lengths is not None:
         P, O = (int(v) for v in lengths)
         arrivals = None if concurrency is not None else Requests.poisson(rate, n, spec, rng).arrival_s
-        requests = Requests(np.full(n, P), np.full(n, O), arrivals, f"{'closed loop' if arrivals is None else f'Poisson, {rate:g} requests/s'}"
-                            f", every request {P} in, {O} out")
+        requests = Requests(
+            np.full(n, P),
+            np.full(n, O),
+            arrivals,
+            f"{'closed loop' if arrivals is None else f'Poisson, {rate:g} requests/s'}, every request {P} in, {O} out",
+        )
     elif concurrency is not None:
         requests = Requests.closed_loop(n, spec, rng)
     else:
@@ -671,9 +852,15 @@ def requests_for(target, *, rate: float | None = None, concurrency: int | None =
     lengths = np.asarray(requests.prompt) + np.asarray(requests.output)
     too_long = np.flatnonzero(lengths > limit)
     if too_long.size:
-        what = f"{target.name}'s context limit (max_position_embeddings)" if target.max_position_embeddings else "specsim's limit"
-        raise ValueError(f"{too_long.size} request(s) need more than {limit:,} tokens (prompt + output), {what}; the first, "
-                         f"request {too_long[0] + 1}, needs {int(lengths[too_long[0]]):,}")
+        what = (
+            f"{target.name}'s context limit (max_position_embeddings)"
+            if target.max_position_embeddings
+            else "specsim's limit"
+        )
+        raise ValueError(
+            f"{too_long.size} request(s) need more than {limit:,} tokens (prompt + output), {what}; the first, "
+            f"request {too_long[0] + 1}, needs {int(lengths[too_long[0]]):,}"
+        )
     return requests, concurrency
 
 
@@ -686,18 +873,36 @@ def _sweep_point(args):
     row = {"rate": rate}
     for name, result in (("off", plain), ("on", spec)):
         summary = result.summary(slo_ttft_s, slo_tpot_s)
-        row.update({f"{name}_tpot_p50_s": summary["tpot_s"]["p50"], f"{name}_tpot_p99_s": summary["tpot_s"]["p99"],
-                    f"{name}_ttft_p50_s": summary["ttft_s"]["p50"], f"{name}_ttft_p99_s": summary["ttft_s"]["p99"],
-                    f"{name}_e2e_p50_s": summary["e2e_s"]["p50"],
-                    f"{name}_tokens_per_s": summary["output_tokens_per_s"], f"{name}_mean_batch": summary["mean_running_batch"]})
+        row.update(
+            {
+                f"{name}_tpot_p50_s": summary["tpot_s"]["p50"],
+                f"{name}_tpot_p99_s": summary["tpot_s"]["p99"],
+                f"{name}_ttft_p50_s": summary["ttft_s"]["p50"],
+                f"{name}_ttft_p99_s": summary["ttft_s"]["p99"],
+                f"{name}_e2e_p50_s": summary["e2e_s"]["p50"],
+                f"{name}_tokens_per_s": summary["output_tokens_per_s"],
+                f"{name}_mean_batch": summary["mean_running_batch"],
+            }
+        )
         if "slo_met" in summary:
             row[f"{name}_slo_attainment"] = summary["slo_met"] / max(summary["served"], 1)
     return row
 
 
-def serve_sweep(dep: Deployment, rates, workload=None, n: int | None = None, acceptance: object = DEFAULT_ALPHA,
-                gamma: object = "schedule", limits: EngineLimits | None = None, seed: int = 0, slo_ttft_s: float | None = None,
-                slo_tpot_s: float | None = None, gamma_max: int = DEFAULT_SERVING_GAMMA_MAX, executor=None):
+def serve_sweep(
+    dep: Deployment,
+    rates,
+    workload=None,
+    n: int | None = None,
+    acceptance: object = DEFAULT_ALPHA,
+    gamma: object = "schedule",
+    limits: EngineLimits | None = None,
+    seed: int = 0,
+    slo_ttft_s: float | None = None,
+    slo_tpot_s: float | None = None,
+    gamma_max: int = DEFAULT_SERVING_GAMMA_MAX,
+    executor=None,
+):
     """:func:`serve_compare` at each Poisson ``rate`` (requests/s), as a DataFrame with one row per rate.
 
     ``workload`` (a :class:`~specsim.serving.workloads.Workload` or its name) and ``n`` default to
@@ -715,7 +920,10 @@ def serve_sweep(dep: Deployment, rates, workload=None, n: int | None = None, acc
     if workload is None or isinstance(workload, str):
         workload = get_workload(DEFAULT_WORKLOAD if workload is None else workload)
     n = DEFAULT_REQUESTS if n is None else n
-    jobs = [(dep, float(rate), workload, n, acceptance, gamma, limits, seed, slo_ttft_s, slo_tpot_s, gamma_max) for rate in rates]
+    jobs = [
+        (dep, float(rate), workload, n, acceptance, gamma, limits, seed, slo_ttft_s, slo_tpot_s, gamma_max)
+        for rate in rates
+    ]
     rows = list(executor.map(_sweep_point, jobs)) if executor is not None else [_sweep_point(j) for j in jobs]
     return pd.DataFrame(rows)
 

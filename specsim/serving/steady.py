@@ -49,14 +49,24 @@ Checked against the request-level simulator, which plays the same iterations req
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from dataclasses import dataclass
 from specsim.speculation.acceptance import as_acceptance
 
-__all__ = ["DEFAULT_MAX_BATCHED_TOKENS", "DEFAULT_MAX_NUM_SEQS", "EngineLimits", "LOAD_KINDS", "SteadyState", "decode_rounds",
-           "decode_rounds_spread",
-           "iteration_s", "kv_sequences", "steady_state"]
+__all__ = [
+    "DEFAULT_MAX_BATCHED_TOKENS",
+    "DEFAULT_MAX_NUM_SEQS",
+    "EngineLimits",
+    "LOAD_KINDS",
+    "SteadyState",
+    "decode_rounds",
+    "decode_rounds_spread",
+    "iteration_s",
+    "kv_sequences",
+    "steady_state",
+]
 
 #: vLLM's default max_num_seqs (vllm/config/scheduler.py).
 DEFAULT_MAX_NUM_SEQS = 256
@@ -155,14 +165,17 @@ def decode_rounds_spread(acceptance: object, gamma: object, tokens: object, coun
         return np.zeros(np.broadcast_shapes(g.shape, n.shape, np.shape(tokens)))
     acc = as_acceptance(acceptance) if not isinstance(acceptance, np.ndarray) else None
     k = np.arange(1, gmax + 1, dtype=float)
-    c = (np.asarray(acc.cumulative_rates(gmax), dtype=float) if acc is not None and acc.alpha is None
-         else np.asarray(acceptance if acc is None else acc.alpha, dtype=float)[..., None] ** k)
+    c = (
+        np.asarray(acc.cumulative_rates(gmax), dtype=float)
+        if acc is not None and acc.alpha is None
+        else np.asarray(acceptance if acc is None else acc.alpha, dtype=float)[..., None] ** k
+    )
     within = k <= g[..., None]
     mean_a = np.sum(np.where(within, c, 0.0), axis=-1)
-    var = np.maximum(np.sum(np.where(within, (2 * k - 1) * c, 0.0), axis=-1) - mean_a ** 2, 0.0)
+    var = np.maximum(np.sum(np.where(within, (2 * k - 1) * c, 0.0), axis=-1) - mean_a**2, 0.0)
     e = tokens_per_round(acceptance, g)
     largest = np.where(n > 1, ndtri((n - 0.375) / (n + 0.25)), 0.0)
-    return np.where(g == 0, 0.0, np.sqrt(np.asarray(tokens, dtype=float) * var / e ** 3) * largest)
+    return np.where(g == 0, 0.0, np.sqrt(np.asarray(tokens, dtype=float) * var / e**3) * largest)
 
 
 def kv_sequences(kv_capacity_bytes: object, sequence_bytes: object) -> np.ndarray:
@@ -210,17 +223,31 @@ class SteadyState:
         rows = []
         for i in range(self.gamma.shape[0]):
             for j in range(self.load.shape[-1]):
+
                 def v(x, i=i, j=j):
                     return float(np.broadcast_to(x, self.tpot_s.shape)[i, j])
 
-                rows.append({self.kind: float(self.load[j]), "input_tokens": float(self.input_tokens[j]),
-                             "output_tokens": float(self.output_tokens[j]), "gamma": int(self.gamma[i, 0]),
-                             "tpot_s": v(self.tpot_s), "itl_s": v(self.itl_s), "ttft_s": v(self.ttft_s), "e2e_s": v(self.e2e_s),
-                             "output_tokens_per_s": v(self.output_tokens_per_s), "requests_per_s": v(self.requests_per_s),
-                             "tokens_per_round": v(self.tokens_per_round), "decode_batch": v(self.decode_batch),
-                             "mean_batch": v(self.mean_batch), "in_engine": v(self.in_engine),
-                             "prefill_share": v(self.prefill_share), "saturated": bool(np.broadcast_to(self.saturated, self.tpot_s.shape)[i, j]),
-                             "limited_by": str(np.broadcast_to(self.limited_by, self.tpot_s.shape)[i, j])})
+                rows.append(
+                    {
+                        self.kind: float(self.load[j]),
+                        "input_tokens": float(self.input_tokens[j]),
+                        "output_tokens": float(self.output_tokens[j]),
+                        "gamma": int(self.gamma[i, 0]),
+                        "tpot_s": v(self.tpot_s),
+                        "itl_s": v(self.itl_s),
+                        "ttft_s": v(self.ttft_s),
+                        "e2e_s": v(self.e2e_s),
+                        "output_tokens_per_s": v(self.output_tokens_per_s),
+                        "requests_per_s": v(self.requests_per_s),
+                        "tokens_per_round": v(self.tokens_per_round),
+                        "decode_batch": v(self.decode_batch),
+                        "mean_batch": v(self.mean_batch),
+                        "in_engine": v(self.in_engine),
+                        "prefill_share": v(self.prefill_share),
+                        "saturated": bool(np.broadcast_to(self.saturated, self.tpot_s.shape)[i, j]),
+                        "limited_by": str(np.broadcast_to(self.limited_by, self.tpot_s.shape)[i, j]),
+                    }
+                )
         return rows
 
 
@@ -228,9 +255,17 @@ def _step(dep, acceptance, gamma, batch, context):
     """(step seconds, tokens per round, outcome) of the decoding sequences at ``batch`` (plain where gamma is 0)."""
     if dep.drafter is None or not np.any(gamma):
         step = np.asarray(dep.decode(batch, context).total_s, dtype=float)
-        return np.broadcast_to(step, np.broadcast_shapes(step.shape, np.shape(gamma))), np.ones(np.broadcast_shapes(step.shape, np.shape(gamma))), None
+        return (
+            np.broadcast_to(step, np.broadcast_shapes(step.shape, np.shape(gamma))),
+            np.ones(np.broadcast_shapes(step.shape, np.shape(gamma))),
+            None,
+        )
     out = dep.outcome(acceptance, gamma, batch, context)
-    return np.asarray(out.time_s, dtype=float), np.where(np.asarray(gamma) == 0, 1.0, np.asarray(out.tokens, dtype=float)), out
+    return (
+        np.asarray(out.time_s, dtype=float),
+        np.where(np.asarray(gamma) == 0, 1.0, np.asarray(out.tokens, dtype=float)),
+        out,
+    )
 
 
 def _base(dep) -> float:
@@ -250,7 +285,11 @@ def _engine_population(dep, kind, load, P, O, gamma, limits, kv_bytes):
         plain_kv, spec_kv = kv_bytes
         kv = np.where(spec, spec_kv, plain_kv)
     per_plain = sequence_kv_bytes(dep, context, with_draft=False)
-    per_spec = sequence_kv_bytes(dep, context, with_draft=True, draft_tokens=np.maximum(np.max(gamma), 1)) if dep.drafter is not None else per_plain
+    per_spec = (
+        sequence_kv_bytes(dep, context, with_draft=True, draft_tokens=np.maximum(np.max(gamma), 1))
+        if dep.drafter is not None
+        else per_plain
+    )
     held = kv_sequences(kv, np.where(spec, per_spec, per_plain))
     cap = np.minimum(float(limits.max_num_seqs), held)
     if kind == "rate":  # the engine holds what arrives, up to its limits
@@ -266,9 +305,20 @@ def _prefill_iterations(P, budget_left, demand_iterations):
     return np.maximum(np.maximum(np.ceil(P / budget_left), 1.0), demand_iterations)
 
 
-def steady_state(dep, acceptance, gamma, load, input_tokens, output_tokens, kind: str = "concurrency",
-                 limits: EngineLimits | None = None, kv_bytes: tuple | None = None, context: object = None,
-                 fixed_lengths: bool = False, requests: object = None) -> SteadyState:
+def steady_state(
+    dep,
+    acceptance,
+    gamma,
+    load,
+    input_tokens,
+    output_tokens,
+    kind: str = "concurrency",
+    limits: EngineLimits | None = None,
+    kv_bytes: tuple | None = None,
+    context: object = None,
+    fixed_lengths: bool = False,
+    requests: object = None,
+) -> SteadyState:
     """The steady state of ``load`` (users, requests/s or an offline batch, by ``kind``) of requests of
     ``input_tokens`` in and ``output_tokens`` out, plain (gamma 0) and speculating each gamma; ``fixed_lengths``: every
     request has exactly these lengths (a closed loop's plain users then move in step, :func:`closed_population`);
@@ -294,7 +344,9 @@ def steady_state(dep, acceptance, gamma, load, input_tokens, output_tokens, kind
     if np.any(x <= 0) or not np.all(np.isfinite(x)):
         raise ValueError(f"a {kind} must be a finite number > 0, got {load!r}")
     if np.any(O < 2) or np.any(P < 0):
-        raise ValueError("a request needs at least 2 output tokens (TPOT times the tokens after the first) and a prompt >= 0")
+        raise ValueError(
+            "a request needs at least 2 output tokens (TPOT times the tokens after the first) and a prompt >= 0"
+        )
     g = np.atleast_1d(np.asarray(gamma, dtype=float)).reshape(-1, 1)
     L = P + O / 2.0 if context is None else np.broadcast_to(np.asarray(context, dtype=float), x.shape)
     spec = np.broadcast_to(g > 0, (g.shape[0], x.size))
@@ -344,8 +396,16 @@ class Population:
     batch_own: np.ndarray  #: (N_e - g) D / C, those of the iterations that carry its own prompt
 
 
-def closed_population(acceptance, gamma, in_engine, input_tokens, output_tokens, limits: EngineLimits,
-                      tokens_per_round: object = None, fixed_lengths: bool = False) -> Population:
+def closed_population(
+    acceptance,
+    gamma,
+    in_engine,
+    input_tokens,
+    output_tokens,
+    limits: EngineLimits,
+    tokens_per_round: object = None,
+    fixed_lengths: bool = False,
+) -> Population:
     """The population of a closed loop of ``in_engine`` requests in the engine: explicit in the lengths, gamma and the
     tokens per round (default the chain's at ``acceptance``); the prefill budget's fixed point in b converges in a few
     passes (b only grows the budget's use).
@@ -361,7 +421,9 @@ def closed_population(acceptance, gamma, in_engine, input_tokens, output_tokens,
     b = np.ones(np.broadcast_shapes(D.shape, n_e.shape, P.shape))
     for _ in range(30):
         left = np.maximum(limits.max_batched_tokens - b * (g + 1.0), 1.0)
-        group = np.minimum(n_e, np.maximum(np.floor(left / np.maximum(P, 1.0)), 1.0)) if fixed_lengths else np.ones_like(b)
+        group = (
+            np.minimum(n_e, np.maximum(np.floor(left / np.maximum(P, 1.0)), 1.0)) if fixed_lengths else np.ones_like(b)
+        )
         group = np.where(g > 0, 1.0, group)
         wait = np.minimum(CLOSED_LOOP_WAIT, n_e - group)
         # The prompts of all N_e requests pass through the budget once per cycle of C iterations; a group's together.
@@ -373,8 +435,16 @@ def closed_population(acceptance, gamma, in_engine, input_tokens, output_tokens,
         if done:
             break
     shape = b.shape
-    return Population(np.broadcast_to(n_e, shape), np.broadcast_to(wait, shape), np.broadcast_to(D, shape), k_p, C,
-                      np.broadcast_to(group, shape), b, b - group)
+    return Population(
+        np.broadcast_to(n_e, shape),
+        np.broadcast_to(wait, shape),
+        np.broadcast_to(D, shape),
+        k_p,
+        C,
+        np.broadcast_to(group, shape),
+        b,
+        b - group,
+    )
 
 
 def own_step_s(population: Population, step_at_own: object, step_s: object, base_s: float) -> np.ndarray:
@@ -382,12 +452,22 @@ def own_step_s(population: Population, step_at_own: object, step_s: object, base
     (``step_at_own``, the step at ``batch_own``); below one sequence, partly a prefill-only iteration, which runs the
     base pass (a decode step over no context) instead of a step."""
     share = np.minimum(population.batch_own, 1.0)
-    return np.where(population.batch_own >= 1.0, step_at_own, (1.0 - share) * base_s + share * np.asarray(step_s, dtype=float))
+    return np.where(
+        population.batch_own >= 1.0, step_at_own, (1.0 - share) * base_s + share * np.asarray(step_s, dtype=float)
+    )
 
 
-def closed_loop_times(population: Population, step_s: object, own_s: object, prefill_s: object, load: object,
-                      output_tokens: object, input_tokens: object = None, limits: EngineLimits | None = None,
-                      requests: object = None) -> dict:
+def closed_loop_times(
+    population: Population,
+    step_s: object,
+    own_s: object,
+    prefill_s: object,
+    load: object,
+    output_tokens: object,
+    input_tokens: object = None,
+    limits: EngineLimits | None = None,
+    requests: object = None,
+) -> dict:
     """The times of a closed loop of ``load`` users from its population, the decoding step ``step_s`` at its batch,
     the step ``own_s`` of the iterations carrying a request's own prompt and a prompt's marginal time ``prefill_s``: the
     one home of TPOT, ITL, TTFT, end-to-end latency and rates at a concurrency (the module's docstring; a group of g
@@ -420,9 +500,16 @@ def closed_loop_times(population: Population, step_s: object, own_s: object, pre
     engine_s = first + p.rounds * t_dec
     rate = p.in_engine / engine_s
     queue_s = np.maximum(np.asarray(load, dtype=float) - p.in_engine, 0.0) / rate
-    return {"tpot_s": p.rounds * t_dec / (O - 1.0), "itl_s": t_dec, "ttft_s": queue_s + first, "e2e_s": queue_s + engine_s,
-            "requests_per_s": rate, "output_tokens_per_s": rate * O, "mean_batch": rate * p.rounds * t_dec,
-            "prefill_share": rate * t_pf}
+    return {
+        "tpot_s": p.rounds * t_dec / (O - 1.0),
+        "itl_s": t_dec,
+        "ttft_s": queue_s + first,
+        "e2e_s": queue_s + engine_s,
+        "requests_per_s": rate,
+        "output_tokens_per_s": rate * O,
+        "mean_batch": rate * p.rounds * t_dec,
+        "prefill_share": rate * t_pf,
+    }
 
 
 def _closed_loop(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, requests=None) -> SteadyState:
@@ -436,13 +523,35 @@ def _closed_loop(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, requests=No
     own = own_step_s(pop, steps(np.maximum(pop.batch_own, 1.0))[0], step, steps.base_s)
     t = closed_loop_times(pop, step, own, t_pf, N, O, P, limits, requests)
     shape = t["tpot_s"].shape
-    return SteadyState("concurrency", N, P, O, steps.gamma.astype(int), np.broadcast_to(E, shape), pop.rounds, pop.batch,
-                       pop.in_engine, pop.prefill_iterations, np.broadcast_to(step, shape), np.broadcast_to(t_pf, shape),
-                       saturated=np.zeros(shape, dtype=bool), limited_by=np.broadcast_to(limited, shape), outcome=out, **t)
+    return SteadyState(
+        "concurrency",
+        N,
+        P,
+        O,
+        steps.gamma.astype(int),
+        np.broadcast_to(E, shape),
+        pop.rounds,
+        pop.batch,
+        pop.in_engine,
+        pop.prefill_iterations,
+        np.broadcast_to(step, shape),
+        np.broadcast_to(t_pf, shape),
+        saturated=np.zeros(shape, dtype=bool),
+        limited_by=np.broadcast_to(limited, shape),
+        outcome=out,
+        **t,
+    )
 
 
-def open_loop_times(rate_per_s: object, rounds: object, step_s: object, own_s: object, prefill_s: object,
-                    prefill_iterations: object, output_tokens: object) -> dict:
+def open_loop_times(
+    rate_per_s: object,
+    rounds: object,
+    step_s: object,
+    own_s: object,
+    prefill_s: object,
+    prefill_iterations: object,
+    output_tokens: object,
+) -> dict:
     """The times under Poisson arrivals at ``rate_per_s`` from the decoding step at its batch (``step_s``) and that of the
     iterations carrying a request's own prompt (``own_s``): t_dec = step / (1 - lambda t_pf), the others' prompts riding
     in each iteration; inf where the prompts alone need the whole engine.  The one home of an open loop's times."""
@@ -454,9 +563,16 @@ def open_loop_times(rate_per_s: object, rounds: object, step_s: object, own_s: o
     ttft = OPEN_LOOP_WAIT * t_dec + np.asarray(prefill_iterations, dtype=float) * t_own
     O = np.asarray(output_tokens, dtype=float)
     shape = np.shape(t_dec)
-    return {"tpot_s": D * t_dec / (O - 1.0), "itl_s": t_dec, "ttft_s": ttft, "e2e_s": ttft + D * t_dec,
-            "requests_per_s": np.broadcast_to(lam, shape).copy(), "output_tokens_per_s": np.broadcast_to(lam * O, shape).copy(),
-            "mean_batch": lam * D * t_dec, "prefill_share": np.minimum(share, 1.0)}
+    return {
+        "tpot_s": D * t_dec / (O - 1.0),
+        "itl_s": t_dec,
+        "ttft_s": ttft,
+        "e2e_s": ttft + D * t_dec,
+        "requests_per_s": np.broadcast_to(lam, shape).copy(),
+        "output_tokens_per_s": np.broadcast_to(lam * O, shape).copy(),
+        "mean_batch": lam * D * t_dec,
+        "prefill_share": np.minimum(share, 1.0),
+    }
 
 
 def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadyState:
@@ -479,21 +595,51 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
     b = 1.0 + lam * D * t_dec
     step, E, out = steps(np.minimum(b, cap))
     left = np.maximum(limits.max_batched_tokens - b * (g + 1.0), 1.0)
-    saturated = (share >= 1.0) | (b > cap + 1e-9) | (lam * P * t_dec > left) | (iteration_s(step, share * t_dec) > t_dec * (1 + 1e-6))
+    saturated = (
+        (share >= 1.0)
+        | (b > cap + 1e-9)
+        | (lam * P * t_dec > left)
+        | (iteration_s(step, share * t_dec) > t_dec * (1 + 1e-6))
+    )
     k_p = _prefill_iterations(P, left, 1.0)
     t = open_loop_times(lam, D, step, step, t_pf, k_p, O)
     pick = {k: np.where(saturated, np.broadcast_to(getattr(full, k), np.shape(saturated)), v) for k, v in t.items()}
     pick["ttft_s"] = np.where(saturated, np.inf, t["ttft_s"])
     pick["e2e_s"] = np.where(saturated, np.inf, t["e2e_s"])
-    return SteadyState("rate", lam, P, O, g.astype(int), np.where(saturated, full.tokens_per_round, E), D,
-                       np.where(saturated, full.decode_batch, b), np.where(saturated, cap, lam * t["e2e_s"]), k_p, step, t_pf,
-                       saturated=saturated, limited_by=np.broadcast_to(np.where(saturated, "capacity", limited), shape), outcome=out,
-                       **pick)
+    return SteadyState(
+        "rate",
+        lam,
+        P,
+        O,
+        g.astype(int),
+        np.where(saturated, full.tokens_per_round, E),
+        D,
+        np.where(saturated, full.decode_batch, b),
+        np.where(saturated, cap, lam * t["e2e_s"]),
+        k_p,
+        step,
+        t_pf,
+        saturated=saturated,
+        limited_by=np.broadcast_to(np.where(saturated, "capacity", limited), shape),
+        outcome=out,
+        **pick,
+    )
 
 
-def offline_times(requests: object, in_engine: object, input_tokens: object, output_tokens: object, rounds: object,
-                  step_s: object, prefill_s: object, base_s: object, limits: EngineLimits, slowest: object = 0.0,
-                  last_step_s: object = None, tail_step_s: object = None) -> dict:
+def offline_times(
+    requests: object,
+    in_engine: object,
+    input_tokens: object,
+    output_tokens: object,
+    rounds: object,
+    step_s: object,
+    prefill_s: object,
+    base_s: object,
+    limits: EngineLimits,
+    slowest: object = 0.0,
+    last_step_s: object = None,
+    tail_step_s: object = None,
+) -> dict:
     """The times of an offline batch of ``requests`` at once, ``in_engine`` at a time: full waves of N_e and a last one
     of what is left (at ``last_step_s``, default ``step_s``).  Each wave prefills its prompts through the budget
     (``ceil(n P / budget)`` iterations of the base pass and every prompt's marginal time), then decodes its ``rounds``
@@ -510,7 +656,9 @@ def offline_times(requests: object, in_engine: object, input_tokens: object, out
     decode = D + extra
 
     def wave(n, step):
-        prefill = iteration_s(np.maximum(np.ceil(n * P / limits.max_batched_tokens), 1.0) * np.asarray(base_s, dtype=float), n * t_pf)
+        prefill = iteration_s(
+            np.maximum(np.ceil(n * P / limits.max_batched_tokens), 1.0) * np.asarray(base_s, dtype=float), n * t_pf
+        )
         return prefill, prefill + D * step + extra * np.minimum(tail, step)
 
     prefill_full, wave_full = wave(n_e, step)
@@ -518,9 +666,17 @@ def offline_times(requests: object, in_engine: object, input_tokens: object, out
     total = full * wave_full + np.where(rest > 0, wave_rest, 0.0)
     # A request of the k-th full wave starts after k - 1 of them; the last wave's after all the full ones.
     ttft = (full * n_e * ((full - 1.0) / 2.0 * wave_full + prefill_full) + rest * (full * wave_full + prefill_rest)) / N
-    return {"tpot_s": D * step / (O - 1.0), "itl_s": step, "ttft_s": ttft, "e2e_s": ttft + decode * step, "requests_per_s": N / total,
-            "output_tokens_per_s": N * O / total, "mean_batch": N * D * step / total, "prefill_share": N * t_pf / total,
-            "prefill_iterations": np.maximum(np.ceil(n_e * P / limits.max_batched_tokens), 1.0)}
+    return {
+        "tpot_s": D * step / (O - 1.0),
+        "itl_s": step,
+        "ttft_s": ttft,
+        "e2e_s": ttft + decode * step,
+        "requests_per_s": N / total,
+        "output_tokens_per_s": N * O / total,
+        "mean_batch": N * D * step / total,
+        "prefill_share": N * t_pf / total,
+        "prefill_iterations": np.maximum(np.ceil(n_e * P / limits.max_batched_tokens), 1.0),
+    }
 
 
 def _offline(steps: _Steps, N, P, O, t_pf, n_e, limited, limits) -> SteadyState:
@@ -531,13 +687,40 @@ def _offline(steps: _Steps, N, P, O, t_pf, n_e, limited, limits) -> SteadyState:
     rest = N - np.floor(N / n_e) * n_e
     last = steps(np.maximum(np.broadcast_to(rest, b.shape), 1.0))[0]
     tail = steps(np.maximum(b / 2.0, 1.0))[0]
-    t = offline_times(N, n_e, P, O, D, step, t_pf, steps.base_s, limits,
-                      decode_rounds_spread(steps.acceptance, steps.gamma, O - 1.0, n_e), last, tail)
+    t = offline_times(
+        N,
+        n_e,
+        P,
+        O,
+        D,
+        step,
+        t_pf,
+        steps.base_s,
+        limits,
+        decode_rounds_spread(steps.acceptance, steps.gamma, O - 1.0, n_e),
+        last,
+        tail,
+    )
     shape = t["tpot_s"].shape
     k_p = np.broadcast_to(t.pop("prefill_iterations"), shape)
-    return SteadyState("batch", N, P, O, steps.gamma.astype(int), np.broadcast_to(E, shape), D, b, np.broadcast_to(n_e, shape), k_p,
-                       step, np.broadcast_to(t_pf, shape), saturated=np.zeros(shape, dtype=bool),
-                       limited_by=np.broadcast_to(limited, shape), outcome=out, **t)
+    return SteadyState(
+        "batch",
+        N,
+        P,
+        O,
+        steps.gamma.astype(int),
+        np.broadcast_to(E, shape),
+        D,
+        b,
+        np.broadcast_to(n_e, shape),
+        k_p,
+        step,
+        np.broadcast_to(t_pf, shape),
+        saturated=np.zeros(shape, dtype=bool),
+        limited_by=np.broadcast_to(limited, shape),
+        outcome=out,
+        **t,
+    )
 
 
 def load_label(kind: str, value: float) -> str:

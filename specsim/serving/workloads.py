@@ -29,13 +29,21 @@ A trace file (CSV with a header, or JSON lines) gives ``arrival_s``, ``prompt_to
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from dataclasses import dataclass
-
-__all__ = ["DEFAULT_WORKLOAD", "WORKLOADS", "WORKLOAD_ALIASES", "Requests", "Workload", "get_workload", "mean_context_tokens", "read_trace"]
+__all__ = [
+    "DEFAULT_WORKLOAD",
+    "WORKLOADS",
+    "WORKLOAD_ALIASES",
+    "Requests",
+    "Workload",
+    "get_workload",
+    "mean_context_tokens",
+    "read_trace",
+]
 
 DEFAULT_WORKLOAD = "chat"
 
@@ -82,25 +90,71 @@ class Workload:
         """
         prompt = np.exp(rng.normal(np.log(self.prompt_median), self.prompt_sigma, n))
         output = np.exp(rng.normal(np.log(self.output_median), self.output_sigma, n))
-        return (np.clip(np.rint(prompt), 1, self.prompt_max).astype(np.int64),
-                np.clip(np.rint(output), 1, self.output_max).astype(np.int64))
+        return (
+            np.clip(np.rint(prompt), 1, self.prompt_max).astype(np.int64),
+            np.clip(np.rint(output), 1, self.output_max).astype(np.int64),
+        )
 
 
 _SPREAD = "log-spreads 0.6 (prompt) and 0.8 (output) assumed"
 WORKLOADS = {
     w.name: w
     for w in (
-        Workload("chat", 1020, 0.6, 129, 0.8, 16384, 4096,
-                 f"Splitwise (Patel et al. 2024, arXiv:2311.18677) conversation trace medians; {_SPREAD}"),
-        Workload("summarization", 3000, 0.6, 200, 0.8, 32768, 2048, f"assumed medians (long in, short out); {_SPREAD}",
-                 "summarization"),
-        Workload("reasoning", 200, 0.6, 4000, 0.8, 4096, 32768,
-                 f"assumed medians (DeepSeek-R1, arXiv:2501.12948: responses of ~10k tokens); {_SPREAD}", "math"),
-        Workload("code-completion", 1500, 0.6, 13, 0.8, 16384, 1024,
-                 f"Splitwise (Patel et al. 2024, arXiv:2311.18677) coding trace medians; {_SPREAD}", "code-completion"),
-        Workload("code-editing", 156, 0.43, 144.5, 1.09, 8192, 4096,
-                 "InstructCoder answered by Llama-3.1-8B-Instruct, SpecDecode-Bench traces @ 2fdccbd: medians 156 / 144.5 "
-                 "tokens, log-spreads from the means 171 / 262", "code-editing"),
+        Workload(
+            "chat",
+            1020,
+            0.6,
+            129,
+            0.8,
+            16384,
+            4096,
+            f"Splitwise (Patel et al. 2024, arXiv:2311.18677) conversation trace medians; {_SPREAD}",
+        ),
+        Workload(
+            "summarization",
+            3000,
+            0.6,
+            200,
+            0.8,
+            32768,
+            2048,
+            f"assumed medians (long in, short out); {_SPREAD}",
+            "summarization",
+        ),
+        Workload(
+            "reasoning",
+            200,
+            0.6,
+            4000,
+            0.8,
+            4096,
+            32768,
+            f"assumed medians (DeepSeek-R1, arXiv:2501.12948: responses of ~10k tokens); {_SPREAD}",
+            "math",
+        ),
+        Workload(
+            "code-completion",
+            1500,
+            0.6,
+            13,
+            0.8,
+            16384,
+            1024,
+            f"Splitwise (Patel et al. 2024, arXiv:2311.18677) coding trace medians; {_SPREAD}",
+            "code-completion",
+        ),
+        Workload(
+            "code-editing",
+            156,
+            0.43,
+            144.5,
+            1.09,
+            8192,
+            4096,
+            "InstructCoder answered by Llama-3.1-8B-Instruct, SpecDecode-Bench traces @ 2fdccbd: medians 156 / 144.5 "
+            "tokens, log-spreads from the means 171 / 262",
+            "code-editing",
+        ),
     )
 }
 #: Old names kept: ``code`` was Splitwise's completion trace before code editing had its own workload.
@@ -140,8 +194,10 @@ class Requests:
             if a.shape != p.shape or not np.all(np.isfinite(a)) or np.any(a < 0) or np.any(np.diff(a) < 0):
                 raise ValueError("arrival times must be finite, >= 0 and non-decreasing")
             if a[-1] > MAX_HORIZON_S:
-                raise ValueError(f"arrivals reach {a[-1]:.3g} s; at most {MAX_HORIZON_S:g} s (about 116 days) are simulated, "
-                                 "where the clock still resolves a microsecond step")
+                raise ValueError(
+                    f"arrivals reach {a[-1]:.3g} s; at most {MAX_HORIZON_S:g} s (about 116 days) are simulated, "
+                    "where the clock still resolves a microsecond step"
+                )
 
     @classmethod
     def poisson(cls, rate: float, n: int, workload: Workload, rng: np.random.Generator) -> "Requests":
@@ -151,8 +207,10 @@ class Requests:
         if not (np.isfinite(rate) and 0 < rate <= MAX_RATE_PER_S):
             raise ValueError(f"request rate must be in (0, {MAX_RATE_PER_S:g}] per second, got {rate:g}")
         if n / rate > MAX_HORIZON_S / 10:
-            raise ValueError(f"a rate of {rate:g} requests/s spreads {n:,} requests over about {n / rate:.3g} s; the simulated "
-                             f"horizon is at most {MAX_HORIZON_S:g} s: give a rate of at least {10 * n / MAX_HORIZON_S:.3g} requests/s")
+            raise ValueError(
+                f"a rate of {rate:g} requests/s spreads {n:,} requests over about {n / rate:.3g} s; the simulated "
+                f"horizon is at most {MAX_HORIZON_S:g} s: give a rate of at least {10 * n / MAX_HORIZON_S:.3g} requests/s"
+            )
         arrivals = np.cumsum(rng.exponential(1.0 / rate, n))
         prompt, output = workload.sample(n, rng)
         return cls(prompt, output, arrivals, f"Poisson, {rate:g} requests/s, workload {workload.name}")
@@ -231,12 +289,18 @@ def read_trace(path: str | Path) -> Requests:
     for name, col in (("prompt_tokens", prompt), ("output_tokens", output)):
         bad = np.flatnonzero(~np.isfinite(col) | (col != np.round(col)) | (col < 1))
         if bad.size:
-            raise ValueError(f"trace {p.name}, request {bad[0] + 1}: {name} must be a whole number >= 1, got {col[bad[0]]:g}")
+            raise ValueError(
+                f"trace {p.name}, request {bad[0] + 1}: {name} must be a whole number >= 1, got {col[bad[0]]:g}"
+            )
     bad = np.flatnonzero(~np.isfinite(a) | (a < 0))
     if bad.size:
-        raise ValueError(f"trace {p.name}, request {bad[0] + 1}: arrival_s must be a finite time >= 0, got {a[bad[0]]:g}")
+        raise ValueError(
+            f"trace {p.name}, request {bad[0] + 1}: arrival_s must be a finite time >= 0, got {a[bad[0]]:g}"
+        )
     back = np.flatnonzero(np.diff(a) < 0)
     if back.size:
-        raise ValueError(f"trace {p.name}, request {back[0] + 2}: arrival_s {a[back[0] + 1]:g} is before the previous "
-                         f"request's {a[back[0]]:g}; sort the trace by arrival time")
+        raise ValueError(
+            f"trace {p.name}, request {back[0] + 2}: arrival_s {a[back[0] + 1]:g} is before the previous "
+            f"request's {a[back[0]]:g}; sort the trace by arrival time"
+        )
     return Requests(prompt.astype(np.int64), output.astype(np.int64), a, f"trace {p.name}")

@@ -45,11 +45,9 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import field
+from dataclasses import dataclass, field
 
 import numpy as np
-
-from dataclasses import dataclass
 
 __all__ = [
     "DEFAULT_SIBLING_FACTOR",
@@ -244,7 +242,8 @@ class Acceptance:
             raise ValueError(
                 f"per-position acceptance must not increase with depth (position {k + 1} accepted {c[k]:g} > position {k} "
                 f"{c[k - 1]:g}): a token is accepted only if every earlier one was, so these are P(token k accepted) "
-                "as vLLM's per-position counters give them, not conditional rates")
+                "as vLLM's per-position counters give them, not conditional rates"
+            )
 
     @property
     def max_gamma(self) -> int | None:
@@ -256,8 +255,10 @@ class Acceptance:
         if self.alpha is not None:
             return np.full(depth, float(self.alpha))
         if depth > len(self.cumulative):
-            raise ValueError(f"acceptance is measured for {len(self.cumulative)} positions, not {depth}; "
-                             "specsim does not extrapolate it")
+            raise ValueError(
+                f"acceptance is measured for {len(self.cumulative)} positions, not {depth}; "
+                "specsim does not extrapolate it"
+            )
         c = np.asarray(self.cumulative[:depth], dtype=float)
         prev = np.r_[1.0, c[:-1]]
         return np.divide(c, prev, out=np.zeros_like(c), where=prev > 0)
@@ -271,8 +272,10 @@ class Acceptance:
         if np.any(gi != g) or np.any(gi < 0):
             raise ValueError("gamma must be whole numbers >= 0")
         if np.any(gi > len(self.cumulative)):
-            raise ValueError(f"acceptance is measured for {len(self.cumulative)} positions, not {int(gi.max())}; "
-                             "specsim does not extrapolate it")
+            raise ValueError(
+                f"acceptance is measured for {len(self.cumulative)} positions, not {int(gi.max())}; "
+                "specsim does not extrapolate it"
+            )
         return expected_from_cumulative(self.cumulative, gi)
 
     def cumulative_rates(self, gamma: int) -> np.ndarray:
@@ -286,7 +289,9 @@ class Acceptance:
         if self.alpha is None:
             c = np.asarray(self.cumulative, dtype=float)
             if c.size < gamma:
-                raise ValueError(f"acceptance is measured for {c.size} positions; the speculation policy uses gamma up to {gamma}")
+                raise ValueError(
+                    f"acceptance is measured for {c.size} positions; the speculation policy uses gamma up to {gamma}"
+                )
             return c[:gamma]
         return float(self.alpha) ** np.arange(1, gamma + 1)
 
@@ -316,7 +321,9 @@ def parse_acceptance(text: str) -> Acceptance:
     try:
         values = tuple(float(v) for v in text.split(",") if v.strip())
     except ValueError:
-        raise ValueError(f"--acceptance takes comma-separated rates in [0, 1], e.g. 0.92,0.81,0.70; got {text!r}") from None
+        raise ValueError(
+            f"--acceptance takes comma-separated rates in [0, 1], e.g. 0.92,0.81,0.70; got {text!r}"
+        ) from None
     if not values:
         raise ValueError("--acceptance needs at least one rate")
     return Acceptance(cumulative=values, source="--acceptance")
@@ -340,8 +347,10 @@ class TreeSpec:
             raise ValueError(f"tree topk <= 16, depth <= 16 and tokens <= 256, got {self}")
         most = 1 + self.topk + (self.depth - 1) * self.topk * self.topk
         if self.tokens > most:
-            raise ValueError(f"a tree of topk {self.topk} and depth {self.depth} holds at most {most} tokens "
-                             f"(the root, {self.topk} at depth 1 and {self.topk * self.topk} per deeper level), not {self.tokens}")
+            raise ValueError(
+                f"a tree of topk {self.topk} and depth {self.depth} holds at most {most} tokens "
+                f"(the root, {self.topk} at depth 1 and {self.topk * self.topk} per deeper level), not {self.tokens}"
+            )
         if self.tokens < 2:
             raise ValueError("a tree verifies at least 2 tokens (the root and one drafted token)")
 
@@ -421,8 +430,15 @@ def build_tree(spec: TreeSpec, acceptance: Acceptance, sibling: float = DEFAULT_
     index = {old: new for new, old in enumerate(keep)}
     parent = np.array([index[nodes[i][3]] if nodes[i][3] >= 0 else -1 for i in keep], dtype=int)
     p_node = np.array([nodes[i][0] for i in keep])
-    return Tree(spec, parent, np.array([nodes[i][1] for i in keep]), np.array([nodes[i][2] for i in keep]),
-                np.array([nodes[i][4] for i in keep]), p_node, 1.0 + float(p_node.sum()))
+    return Tree(
+        spec,
+        parent,
+        np.array([nodes[i][1] for i in keep]),
+        np.array([nodes[i][2] for i in keep]),
+        np.array([nodes[i][4] for i in keep]),
+        p_node,
+        1.0 + float(p_node.sum()),
+    )
 
 
 def _plans(plan: object) -> tuple | None:
@@ -445,7 +461,9 @@ def plan_arrays(plan: object, ndim: int = 0) -> tuple[np.ndarray, np.ndarray, np
     many = _plans(plan)
     if many is not None:
         shape = (len(many),) + (1,) * ndim
-        return tuple(np.array([getattr(p, k) for p in many], dtype=float).reshape(shape) for k in ("depth", "topk", "tokens"))
+        return tuple(
+            np.array([getattr(p, k) for p in many], dtype=float).reshape(shape) for k in ("depth", "topk", "tokens")
+        )
     if isinstance(plan, TreeSpec):
         return np.asarray(float(plan.depth)), np.asarray(float(plan.topk)), np.asarray(float(plan.tokens))
     steps = np.asarray(plan, dtype=float)
@@ -453,7 +471,9 @@ def plan_arrays(plan: object, ndim: int = 0) -> tuple[np.ndarray, np.ndarray, np
     return steps, np.ones(()), steps + 1.0
 
 
-def tokens_per_round(acceptance: object, plan: object, sibling: float | None = None, verified: object = None) -> np.ndarray:
+def tokens_per_round(
+    acceptance: object, plan: object, sibling: float | None = None, verified: object = None
+) -> np.ndarray:
     """E: the tokens one verification emits per sequence under ``plan`` (see :func:`plan_arrays`), the bonus token
     included.  The one home of E: chains by the closed form (one alpha, float or array) or the per-position sums,
     trees by :func:`build_tree` with the sibling factor ``sibling`` (default :data:`DEFAULT_SIBLING_FACTOR`).

@@ -36,15 +36,28 @@ Context
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-from dataclasses import dataclass
 from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
 
-__all__ = ["ACCEPTANCE_WORKLOADS", "CONTEXT_CURVES", "DATASET_WORKLOADS", "DEFAULT_ACCEPTANCE_WORKLOAD", "ContextCurve",
-           "PublishedRow", "ROWS", "Resolved", "check_workload", "find_length", "find_row", "resolve", "target_family"]
+__all__ = [
+    "ACCEPTANCE_WORKLOADS",
+    "CONTEXT_CURVES",
+    "DATASET_WORKLOADS",
+    "DEFAULT_ACCEPTANCE_WORKLOAD",
+    "ContextCurve",
+    "PublishedRow",
+    "ROWS",
+    "Resolved",
+    "check_workload",
+    "find_length",
+    "find_row",
+    "resolve",
+    "target_family",
+]
 
 from specsim.core.defaults import ACCEPTANCE_WORKLOADS, DEFAULT_ACCEPTANCE_WORKLOAD  # noqa: E402 (re-exported)
 
@@ -52,12 +65,24 @@ from specsim.core.defaults import ACCEPTANCE_WORKLOADS, DEFAULT_ACCEPTANCE_WORKL
 #: reader's families (which read Qwen3 with Llama's keys): a head trained for one family's hidden states does not
 #: transfer to another's, so acceptance is kept per family.
 _FAMILIES = {
-    "LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3",
-    "Qwen3MoeForCausalLM": "qwen3", "Qwen3NextForCausalLM": "qwen3-next", "Qwen3_5ForConditionalGeneration": "qwen3.5",
-    "Qwen3_5MoeForConditionalGeneration": "qwen3.5", "GptOssForCausalLM": "gpt-oss", "Gemma3ForCausalLM": "gemma3",
-    "Gemma3ForConditionalGeneration": "gemma3", "DeepseekV3ForCausalLM": "deepseek", "MixtralForCausalLM": "mixtral",
-    "Glm4MoeForCausalLM": "glm", "NemotronHForCausalLM": "nemotron-h", "Llama4ForConditionalGeneration": "llama4",
-    "Llama4ForCausalLM": "llama4", "MiniMaxM2ForCausalLM": "minimax",
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "mistral",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3",
+    "Qwen3NextForCausalLM": "qwen3-next",
+    "Qwen3_5ForConditionalGeneration": "qwen3.5",
+    "Qwen3_5MoeForConditionalGeneration": "qwen3.5",
+    "GptOssForCausalLM": "gpt-oss",
+    "Gemma3ForCausalLM": "gemma3",
+    "Gemma3ForConditionalGeneration": "gemma3",
+    "DeepseekV3ForCausalLM": "deepseek",
+    "MixtralForCausalLM": "mixtral",
+    "Glm4MoeForCausalLM": "glm",
+    "NemotronHForCausalLM": "nemotron-h",
+    "Llama4ForConditionalGeneration": "llama4",
+    "Llama4ForCausalLM": "llama4",
+    "MiniMaxM2ForCausalLM": "minimax",
 }
 
 
@@ -90,7 +115,9 @@ class PublishedRow:
 
     def __post_init__(self) -> None:
         if self.workload not in ACCEPTANCE_WORKLOADS:
-            raise ValueError(f"row {self.source}: workload {self.workload!r} is not one of {', '.join(ACCEPTANCE_WORKLOADS)}")
+            raise ValueError(
+                f"row {self.source}: workload {self.workload!r} is not one of {', '.join(ACCEPTANCE_WORKLOADS)}"
+            )
         if (self.tau is None) == (not self.cumulative):
             raise ValueError(f"row {self.source}: give tau and gamma, or per-position rates")
         if self.tau is not None and (self.gamma is None or not 1.0 <= self.tau <= self.gamma + 1):
@@ -106,12 +133,17 @@ class PublishedRow:
 
     @property
     def citation(self) -> str:
-        measured = (f"mean acceptance length {self.tau:g} at {self.gamma} drafted tokens" if self.tau is not None
-                    else "per-position acceptance " + ", ".join(f"{c:g}" for c in self.cumulative))
+        measured = (
+            f"mean acceptance length {self.tau:g} at {self.gamma} drafted tokens"
+            if self.tau is not None
+            else "per-position acceptance " + ", ".join(f"{c:g}" for c in self.cumulative)
+        )
         return f"{self.source}: {self.target} on {self.dataset}, {measured}"
 
 
-_DSPARK = "DSpark paper (arXiv:2607.05147) Table 1, EAGLE-3 baseline retrained on Open-PerfectBlend, chain, gamma 7, T = 1"
+_DSPARK = (
+    "DSpark paper (arXiv:2607.05147) Table 1, EAGLE-3 baseline retrained on Open-PerfectBlend, chain, gamma 7, T = 1"
+)
 _PEAGLE = "vLLM blog 2026-03-13 (P-EAGLE), EAGLE-3 (AL) table, RedHatAI/gpt-oss-20b-speculator.eagle3, T = 0, B200"
 _SDB = "SpecDecode-Bench/simulator @ 2fdccbd, data/llama3.1-8B/combined_{}.jsonl (acc_ngram, 3-token lookup, derived)"
 
@@ -122,12 +154,33 @@ ROWS: tuple[PublishedRow, ...] = (
     PublishedRow("eagle3", "qwen3", "math", "Qwen3-8B", "GSM8K", _DSPARK, tau=5.30, gamma=7),
     PublishedRow("eagle3", "gpt-oss", "chat", "GPT-OSS-20B", "MT-Bench", _PEAGLE, tau=3.27, gamma=7),
     PublishedRow("eagle3", "gpt-oss", "code-completion", "GPT-OSS-20B", "HumanEval", _PEAGLE, tau=3.03, gamma=7),
-    PublishedRow("ngram", "llama", "chat", "Llama-3.1-8B-Instruct", "ShareGPT (n=310)", _SDB.format("sharegpt"),
-                 cumulative=(0.160, 0.128, 0.107)),
-    PublishedRow("ngram", "llama", "math", "Llama-3.1-8B-Instruct", "GSM8K (n=300)", _SDB.format("gsm8k"),
-                 cumulative=(0.085, 0.049, 0.030)),
-    PublishedRow("ngram", "llama", "summarization", "Llama-3.1-8B-Instruct", "CNN/DailyMail (n=300)", _SDB.format("cnn"),
-                 cumulative=(0.144, 0.107, 0.083)),
+    PublishedRow(
+        "ngram",
+        "llama",
+        "chat",
+        "Llama-3.1-8B-Instruct",
+        "ShareGPT (n=310)",
+        _SDB.format("sharegpt"),
+        cumulative=(0.160, 0.128, 0.107),
+    ),
+    PublishedRow(
+        "ngram",
+        "llama",
+        "math",
+        "Llama-3.1-8B-Instruct",
+        "GSM8K (n=300)",
+        _SDB.format("gsm8k"),
+        cumulative=(0.085, 0.049, 0.030),
+    ),
+    PublishedRow(
+        "ngram",
+        "llama",
+        "summarization",
+        "Llama-3.1-8B-Instruct",
+        "CNN/DailyMail (n=300)",
+        _SDB.format("cnn"),
+        cumulative=(0.144, 0.107, 0.083),
+    ),
 )
 
 
@@ -149,12 +202,24 @@ class ContextCurve:
         val = np.array([p[1] for p in self.points], dtype=float)
         top = 1.0 if self.tau_gamma is None else self.tau_gamma + 1.0
         low = 0.0 if self.tau_gamma is None else 1.0
-        if ctx.size < 2 or np.any(ctx <= 0) or np.any(np.diff(ctx) <= 0) or np.any((val <= low) | (val > top)) or np.any(np.diff(val) > 0):
-            raise ValueError(f"context curve {self.source}: needs rising contexts > 0 and non-increasing acceptance in (0, 1]")
+        if (
+            ctx.size < 2
+            or np.any(ctx <= 0)
+            or np.any(np.diff(ctx) <= 0)
+            or np.any((val <= low) | (val > top))
+            or np.any(np.diff(val) > 0)
+        ):
+            raise ValueError(
+                f"context curve {self.source}: needs rising contexts > 0 and non-increasing acceptance in (0, 1]"
+            )
 
     def alphas(self) -> np.ndarray:
         val = np.array([p[1] for p in self.points], dtype=float)
-        return val if self.tau_gamma is None else np.asarray(alpha_from_acceptance_length(val, self.tau_gamma), dtype=float)
+        return (
+            val
+            if self.tau_gamma is None
+            else np.asarray(alpha_from_acceptance_length(val, self.tau_gamma), dtype=float)
+        )
 
     def factor(self, context: object) -> np.ndarray:
         """f(L) = v(L) / v(L_0): interpolated in log L, flat outside the published range.
@@ -174,14 +239,23 @@ CONTEXT_CURVES: tuple[ContextCurve, ...] = (
     # llama.cpp --spec-type draft-mtp, --spec-draft-n-max 4, Qwen3.8-27B (the qwen35 dense architecture, its own MTP
     # head): draft acceptance 80-91% at ~100 tokens, ~53% at ~34K, 40-55% at ~86K (range midpoints); read as a ratio
     # of per-token acceptance (llama.cpp's rate is accepted over drafted tokens).
-    ContextCurve("mtp", "qwen3.5", ((100, 0.855), (34_000, 0.53), (86_000, 0.475)),
-                 "vLLM issue #47602, comment of 2026-08-15 (llama.cpp MTP on Qwen3.8-27B, 4 drafted tokens): acceptance "
-                 "80-91% at ~100 tokens of context, ~53% at ~34K, 40-55% at ~86K"),
+    ContextCurve(
+        "mtp",
+        "qwen3.5",
+        ((100, 0.855), (34_000, 0.53), (86_000, 0.475)),
+        "vLLM issue #47602, comment of 2026-08-15 (llama.cpp MTP on Qwen3.8-27B, 4 drafted tokens): acceptance "
+        "80-91% at ~100 tokens of context, ~53% at ~34K, 40-55% at ~86K",
+    ),
     # DFlash base drafter (trained at 4K) on Qwen3.5-27B, LongBench gov_report, block 16 (15 drafted tokens): tau 4.53
     # (1K), 3.32 (8K), 2.67 (16K), 2.09 (32K), each turned into a per-token alpha.
-    ContextCurve("dflash", "qwen3.5", ((1024, 4.53), (8192, 3.32), (16384, 2.67), (32768, 2.09)),
-                 "DFlash paper (arXiv:2602.06036) Table 4, Qwen3.5-27B, gov_report: tau 4.53 at 1K, 3.32 at 8K, 2.67 at 16K, "
-                 "2.09 at 32K tokens (15 drafted tokens)", tau_gamma=15),
+    ContextCurve(
+        "dflash",
+        "qwen3.5",
+        ((1024, 4.53), (8192, 3.32), (16384, 2.67), (32768, 2.09)),
+        "DFlash paper (arXiv:2602.06036) Table 4, Qwen3.5-27B, gov_report: tau 4.53 at 1K, 3.32 at 8K, 2.67 at 16K, "
+        "2.09 at 32K tokens (15 drafted tokens)",
+        tau_gamma=15,
+    ),
 )
 
 
@@ -210,8 +284,14 @@ def find_row(drafter: str, family: str | None, workload: str) -> PublishedRow | 
 
 
 #: The benchmark sets of the drafter classes' published lengths (``Drafter.published_lengths``) by workload.
-DATASET_WORKLOADS = {"MT-Bench": "chat", "HumanEval": "code-completion", "GSM8K": "math", "GSM-8K": "math",
-                     "MATH-500": "math", "MATH": "math"}
+DATASET_WORKLOADS = {
+    "MT-Bench": "chat",
+    "HumanEval": "code-completion",
+    "GSM8K": "math",
+    "GSM-8K": "math",
+    "MATH-500": "math",
+    "MATH": "math",
+}
 
 
 @lru_cache(maxsize=None)
@@ -235,8 +315,11 @@ def find_length(cls, target, family: str | None, workload: str):
     """
     if family is None:
         return None
-    rows = [r for r in getattr(cls, "published_lengths", ()) if r.gamma >= 1 and DATASET_WORKLOADS.get(r.workload) == workload
-            and _family_of(r.target) == family]
+    rows = [
+        r
+        for r in getattr(cls, "published_lengths", ())
+        if r.gamma >= 1 and DATASET_WORKLOADS.get(r.workload) == workload and _family_of(r.target) == family
+    ]
     exact = [r for r in rows if r.target == getattr(target, "name", None)]
     return (exact or rows or [None])[0]
 
@@ -255,7 +338,11 @@ def _scaled(acc: Acceptance, factor: float) -> Acceptance:
 
 
 def _value(acc: Acceptance) -> str:
-    return f"alpha {acc.alpha:.3f}" if acc.alpha is not None else "acceptance " + ", ".join(f"{c:.4g}" for c in acc.cumulative)
+    return (
+        f"alpha {acc.alpha:.3f}"
+        if acc.alpha is not None
+        else "acceptance " + ", ".join(f"{c:.4g}" for c in acc.cumulative)
+    )
 
 
 def check_workload(workload: str) -> str:
@@ -280,7 +367,9 @@ def resolve(cls, target=None, workload: str | None = None, context: int | None =
     tail = "pass --alpha, --acceptance or --metrics for yours"
     if target is None and workload is None and context is None:
         acc, _ = cls.fallback_acceptance()
-        return Resolved(acc, f"{_value(acc)} (the published default for {cls.label}: {acc.source}; {tail})", acc.source, True, 1.0)
+        return Resolved(
+            acc, f"{_value(acc)} (the published default for {cls.label}: {acc.source}; {tail})", acc.source, True, 1.0
+        )
     workload = check_workload(workload or DEFAULT_ACCEPTANCE_WORKLOAD)
     family = target_family(target) if target is not None else None
     shown = f"a {family} target" if family else f"the target {getattr(target, 'name', '?')} (no known family)"
@@ -293,8 +382,13 @@ def resolve(cls, target=None, workload: str | None = None, context: int | None =
     elif length is not None:
         alpha = float(alpha_from_acceptance_length(length.mean_length, length.gamma))
         acc = Acceptance(alpha=alpha, source=length.source.split(",")[0])
-        cited, fell_back = (f"{length.source}: {length.target} on {length.workload}, mean acceptance length "
-                            f"{length.mean_length:g} at {length.gamma} drafted tokens"), False
+        cited, fell_back = (
+            (
+                f"{length.source}: {length.target} on {length.workload}, mean acceptance length "
+                f"{length.mean_length:g} at {length.gamma} drafted tokens"
+            ),
+            False,
+        )
         head = f"published for {cls.label} on {shown}, {workload}: {cited}"
     elif own is not None and own[0] in (family, "*") and own[1] == workload:
         acc, cited = cls.published()
@@ -303,8 +397,10 @@ def resolve(cls, target=None, workload: str | None = None, context: int | None =
     else:
         acc, cited = cls.fallback_acceptance(f"no published row for {cls.label} on {shown}, {workload}")
         fell_back = True
-        head = (f"the published default for {cls.label}: {acc.source}; fell back: no published row for {shown} on "
-                f"{workload}")
+        head = (
+            f"the published default for {cls.label}: {acc.source}; fell back: no published row for {shown} on "
+            f"{workload}"
+        )
     curve = _curve(cls.kind, family)
     if curve is None:
         factor, ctx = 1.0, f"no published context dependence for {cls.label} on {shown}"

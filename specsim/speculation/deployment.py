@@ -37,29 +37,48 @@ Everything is vectorised over broadcast batch, context, steps and token counts.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 
-from dataclasses import dataclass
-from specsim.speculation.acceptance import _check_gamma, plan_arrays, tokens_per_round
 from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
-from specsim.speculation.drafters import Drafter, DraftModel, drafter_class, make_drafter
-from specsim.engines import DEFAULT_ENGINE, EnginePreset, draft_tp, get_engine, source_and_engine
-from specsim.describe.hardware import (DEQUANT_TILE_TOKENS, FP8_MATMUL_SPEEDUP, W4A16_COMPUTE_FRACTION, WEIGHT_ONLY_DTYPES,
-                                       HardwareProfile, load_hardware)
+from specsim.describe.hardware import (
+    DEQUANT_TILE_TOKENS,
+    FP8_MATMUL_SPEEDUP,
+    W4A16_COMPUTE_FRACTION,
+    WEIGHT_ONLY_DTYPES,
+    HardwareProfile,
+    load_hardware,
+)
 from specsim.describe.models import ModelShape, get_model
 from specsim.describe.parallel import check_tp
+from specsim.engines import DEFAULT_ENGINE, EnginePreset, draft_tp, get_engine, source_and_engine
+from specsim.speculation.acceptance import _check_gamma, plan_arrays, tokens_per_round
+from specsim.speculation.drafters import Drafter, DraftModel, drafter_class, make_drafter
 from specsim.timing.base import StepTime, StepTimeSource
 
-__all__ = ["MAX_VOCAB_PADDING", "Deployment", "check_shared_vocabulary", "DraftStep", "RoundFixed", "RoundOutcome", "RoundTime",
-           "model_assumptions", "round_seconds", "speedup_from_round", "speedup_from_times", "speedup_of"]
+__all__ = [
+    "MAX_VOCAB_PADDING",
+    "Deployment",
+    "check_shared_vocabulary",
+    "DraftStep",
+    "RoundFixed",
+    "RoundOutcome",
+    "RoundTime",
+    "model_assumptions",
+    "round_seconds",
+    "speedup_from_round",
+    "speedup_from_times",
+    "speedup_of",
+]
 
 #: Largest difference in embedding rows read as padding of one vocabulary (Qwen2.5: 128; llama.cpp allows 100).
 MAX_VOCAB_PADDING = 128
 
 
-def round_seconds(steps: object, draft_step_s: object, fixed_s: object, host_s: object = 0.0,
-                  hidden: object = 0.0) -> np.ndarray:
+def round_seconds(
+    steps: object, draft_step_s: object, fixed_s: object, host_s: object = 0.0, hidden: object = 0.0
+) -> np.ndarray:
     """t_round = s * t_step + t_fixed, plus the engine's host work H, of which an engine that overlaps it with the
     GPU hides the share ``hidden`` behind the passes: t_pass + H when serial (``hidden`` 0), max(t_pass, h H) +
     (1 - h) H otherwise.  The one place a round's parts are added up (``hidden`` may be an array: per draft width).
@@ -98,7 +117,9 @@ def speedup_from_round(alpha: object, gamma: object, t_target_s: object, t_round
     return np.where(g == 0, 1.0, speedup_of(tokens_per_round(alpha, g), t_target_s, t_round_s))
 
 
-def speedup_from_times(alpha: object, gamma: object, t_target_s: object, t_draft_s: object, t_verify_s: object) -> np.ndarray:
+def speedup_from_times(
+    alpha: object, gamma: object, t_target_s: object, t_draft_s: object, t_verify_s: object
+) -> np.ndarray:
     """Speedup S = E * t_T / (gamma * t_D + t_V) from pass times in seconds, no engine host time (the round from
     :func:`round_seconds`): what bare measured passes give.
 
@@ -144,15 +165,19 @@ def _overhead_share(t: StepTime, share: float) -> StepTime:
 def _zero_like(t: StepTime) -> StepTime:
     """A pass that costs nothing (an n-gram drafter's draft step), shaped like ``t``."""
     zero = np.zeros(np.shape(t.total_s))
-    return dataclasses.replace(t, total_s=zero, compute_s=zero, memory_s=zero, overhead_s=0.0, flop=zero, bytes=zero,
-                               fallback=None, comm_s=0.0)
+    return dataclasses.replace(
+        t, total_s=zero, compute_s=zero, memory_s=zero, overhead_s=0.0, flop=zero, bytes=zero, fallback=None, comm_s=0.0
+    )
 
 
 def _take_rows(t: StepTime, rows: np.ndarray, ndim: int) -> StepTime:
     """A pass timed once per distinct value along the leading axis (``ndim`` axes in all), spread to the candidates
     ``rows`` index; parts that do not vary along that axis have fewer axes and are kept."""
-    out = {f.name: getattr(t, f.name)[rows] for f in dataclasses.fields(t)
-           if isinstance(getattr(t, f.name), np.ndarray) and getattr(t, f.name).ndim == ndim}
+    out = {
+        f.name: getattr(t, f.name)[rows]
+        for f in dataclasses.fields(t)
+        if isinstance(getattr(t, f.name), np.ndarray) and getattr(t, f.name).ndim == ndim
+    }
     return dataclasses.replace(t, **out)
 
 
@@ -239,8 +264,11 @@ class RoundTime:
         """Where the round's time goes, seconds per named part; the parts add up to :attr:`total_s`."""
         f = self.fixed
         s = self.draft_passes
-        parts = {"draft steps": s * self.draft.gpu.total_s, "draft-step collectives": s * self.draft.engine_s,
-                 "verification": f.verify.total_s}
+        parts = {
+            "draft steps": s * self.draft.gpu.total_s,
+            "draft-step collectives": s * self.draft.engine_s,
+            "verification": f.verify.total_s,
+        }
         if f.extend is not None:
             parts["draft extend"] = f.extend.total_s
         if np.any(np.asarray(f.host_s) != 0):
@@ -335,28 +363,45 @@ def model_assumptions(hardware: HardwareProfile, models) -> list[str]:
     lines = []
     dtypes = {d for m in models for d in (m.weight_dtype, m.expert_dtype_)}
     if dtypes & {"fp8", "int8"}:
-        how = (f"{FP8_MATMUL_SPEEDUP:g}x the BF16 rate (median of the kernel database's FP8/BF16 GEMMs)"
-               if hardware.peak_fp8_flop_per_s is not None else "the 16-bit rate (no 8-bit tensor cores in the profile)")
+        how = (
+            f"{FP8_MATMUL_SPEEDUP:g}x the BF16 rate (median of the kernel database's FP8/BF16 GEMMs)"
+            if hardware.peak_fp8_flop_per_s is not None
+            else "the 16-bit rate (no 8-bit tensor cores in the profile)"
+        )
         lines.append(f"precision: FP8/INT8 matmuls at {how}")
     only = sorted(dtypes & set(WEIGHT_ONLY_DTYPES))
     if only:
-        lines.append(f"precision: weight-only {'/'.join(only)} GEMMs (16-bit activations) dequantise each weight once per "
-                     f"{DEQUANT_TILE_TOKENS}-token MMA tile, a full tile at {W4A16_COMPUTE_FRACTION:g}x the 16-bit rate "
-                     "(Marlin, arXiv:2408.11743; the kernel database's W4A16 fused-MoE at 0.69-1.12 of BF16), so a pass of "
-                     "few tokens pays a whole tile; the database's int4_wo/int8_wo tables where it has them")
+        lines.append(
+            f"precision: weight-only {'/'.join(only)} GEMMs (16-bit activations) dequantise each weight once per "
+            f"{DEQUANT_TILE_TOKENS}-token MMA tile, a full tile at {W4A16_COMPUTE_FRACTION:g}x the 16-bit rate "
+            "(Marlin, arXiv:2408.11743; the kernel database's W4A16 fused-MoE at 0.69-1.12 of BF16), so a pass of "
+            "few tokens pays a whole tile; the database's int4_wo/int8_wo tables where it has them"
+        )
     if any(m.is_moe for m in models):
         rho = max(m.routing_correlation for m in models)
-        lines.append("experts: a pass reads the distinct experts its tokens route to, E(1-(1-k/E)^tokens) under uniform "
-                     "routing" + (f"; a sequence's tokens route alike with correlation {rho:g} (--moe-routing-correlation; the "
-                                  "fit to public MoE sweeps is 0.2, docs/reports/2026-12-01-routing-default.md)" if rho else
-                                  " (independent routing: the bound; --moe-routing-correlation 0.2 applies the fit to public "
-                                  "MoE sweeps)")
-                     + ("; skewed routing set by --moe-effective-experts" if any(m.routing_effective_experts for m in models) else ""))
+        lines.append(
+            "experts: a pass reads the distinct experts its tokens route to, E(1-(1-k/E)^tokens) under uniform "
+            "routing"
+            + (
+                f"; a sequence's tokens route alike with correlation {rho:g} (--moe-routing-correlation; the "
+                "fit to public MoE sweeps is 0.2, docs/reports/2026-12-01-routing-default.md)"
+                if rho
+                else " (independent routing: the bound; --moe-routing-correlation 0.2 applies the fit to public "
+                "MoE sweeps)"
+            )
+            + (
+                "; skewed routing set by --moe-effective-experts"
+                if any(m.routing_effective_experts for m in models)
+                else ""
+            )
+        )
     tps = sorted({m.tp for m in models if m.tp > 1})
     if tps:
-        lines.append(f"tensor parallelism: per-GPU shards; 2 all-reduces per layer and a logits all-gather over "
-                     f"{hardware.interconnect_bytes_per_s / 1e9:.0f} GB/s per direction, {hardware.interconnect_latency_s * 1e6:.1f} us "
-                     "each (profile), or the kernel database's measured all-reduce")
+        lines.append(
+            f"tensor parallelism: per-GPU shards; 2 all-reduces per layer and a logits all-gather over "
+            f"{hardware.interconnect_bytes_per_s / 1e9:.0f} GB/s per direction, {hardware.interconnect_latency_s * 1e6:.1f} us "
+            "each (profile), or the kernel database's measured all-reduce"
+        )
     return lines
 
 
@@ -403,8 +448,10 @@ class Deployment:
         if draft is None:
             return
         if draft.tp not in (1, self.target.tp):
-            raise ValueError(f"draft tensor parallelism {draft.tp} must be 1 or the target's {self.target.tp} "
-                             "(vLLM's draft_tensor_parallel_size; SGLang and TensorRT-LLM run the draft at the target's)")
+            raise ValueError(
+                f"draft tensor parallelism {draft.tp} must be 1 or the target's {self.target.tp} "
+                "(vLLM's draft_tensor_parallel_size; SGLang and TensorRT-LLM run the draft at the target's)"
+            )
         # (EAGLE-3 heads predict over a reduced draft vocabulary mapped onto the target's: no check there.)
         if self.drafter.shares_vocabulary:
             check_shared_vocabulary(self.target, draft)
@@ -416,11 +463,21 @@ class Deployment:
 
     # -- construction ------------------------------------------------------------------
     @classmethod
-    def from_names(cls, hardware: str | None = None, target: str | None = None, draft: str | None = None,
-                   target_options: dict | None = None, draft_options: dict | None = None,
-                   ngram_cpu_s_per_token: float | None = None, decode_only: bool = False, *, timing: str | None = None,
-                   engine: "str | EnginePreset | None" = None, engine_overhead_ms: float | None = None,
-                   progress=None) -> "Deployment":
+    def from_names(
+        cls,
+        hardware: str | None = None,
+        target: str | None = None,
+        draft: str | None = None,
+        target_options: dict | None = None,
+        draft_options: dict | None = None,
+        ngram_cpu_s_per_token: float | None = None,
+        decode_only: bool = False,
+        *,
+        timing: str | None = None,
+        engine: "str | EnginePreset | None" = None,
+        engine_overhead_ms: float | None = None,
+        progress=None,
+    ) -> "Deployment":
         """Load hardware and models by built-in name or file path, with a step-time source and engine preset.
 
         ``hardware``, ``target`` and ``draft`` default to :data:`~specsim.core.defaults.DEFAULT_HARDWARE`,
@@ -454,16 +511,42 @@ class Deployment:
         return cls(profile, target_model, drafter, source, preset, choices)
 
     @classmethod
-    def build(cls, hardware: str | None = None, target: str | None = None, draft: str | None = None,
-              timing: str | None = None, engine: str | None = None, engine_overhead_ms: float | None = None,
-              progress=None, target_options: dict | None = None, draft_options: dict | None = None,
-              ngram_cpu_s_per_token: float | None = None, decode_only: bool = False) -> "Deployment":
+    def build(
+        cls,
+        hardware: str | None = None,
+        target: str | None = None,
+        draft: str | None = None,
+        timing: str | None = None,
+        engine: str | None = None,
+        engine_overhead_ms: float | None = None,
+        progress=None,
+        target_options: dict | None = None,
+        draft_options: dict | None = None,
+        ngram_cpu_s_per_token: float | None = None,
+        decode_only: bool = False,
+    ) -> "Deployment":
         """:meth:`from_names` with the source and engine first: what every command calls."""
-        return cls.from_names(hardware, target, draft, target_options, draft_options, ngram_cpu_s_per_token, decode_only,
-                              timing=timing, engine=engine, engine_overhead_ms=engine_overhead_ms, progress=progress)
+        return cls.from_names(
+            hardware,
+            target,
+            draft,
+            target_options,
+            draft_options,
+            ngram_cpu_s_per_token,
+            decode_only,
+            timing=timing,
+            engine=engine,
+            engine_overhead_ms=engine_overhead_ms,
+            progress=progress,
+        )
 
-    def with_source(self, timing: str | None = None, engine: "str | EnginePreset | None" = None,
-                    engine_overhead_ms: float | None = None, progress=None) -> "Deployment":
+    def with_source(
+        self,
+        timing: str | None = None,
+        engine: "str | EnginePreset | None" = None,
+        engine_overhead_ms: float | None = None,
+        progress=None,
+    ) -> "Deployment":
         """This deployment with a step-time source and engine preset, by name (``vllm@0.10``) or as a preset (see
         :func:`specsim.engines.source_and_engine`)."""
         source, preset = source_and_engine(self.hardware, timing, engine, engine_overhead_ms, progress)
@@ -491,7 +574,10 @@ class Deployment:
 
     def pass_time(self, model: ModelShape, batch: object, tokens_per_seq: object, context: object) -> StepTime:
         """One engine iteration running a pass of ``model``: the GPU pass plus e_iter and the collectives' engine time."""
-        return _plus(self.gpu_pass(model, batch, tokens_per_seq, context), self.engine.iteration_time(batch) + self.engine.collectives_s(model))
+        return _plus(
+            self.gpu_pass(model, batch, tokens_per_seq, context),
+            self.engine.iteration_time(batch) + self.engine.collectives_s(model),
+        )
 
     def drafter_pass(self, batch: object, tokens_per_seq: object, context: object) -> StepTime:
         """A pass of the drafter's network inside a round, with its layers' share of the source's per-pass overhead
@@ -528,8 +614,14 @@ class Deployment:
         """t_decode: a plain decode step of the target (one token per sequence), engine time included."""
         return self.pass_time(self.target, batch, 1, context)
 
-    def draft_step(self, batch: object, context: object = DEFAULT_CONTEXT_TOKENS, width: object = 1,
-                   steps: object = 1, tokens: object = None) -> DraftStep:
+    def draft_step(
+        self,
+        batch: object,
+        context: object = DEFAULT_CONTEXT_TOKENS,
+        width: object = 1,
+        steps: object = 1,
+        tokens: object = None,
+    ) -> DraftStep:
         """t_step: one draft pass of ``width`` tokens per sequence, or the tokens a parallel drafter's one pass carries for
         ``steps`` draft tokens (zero on the GPU for a drafter that runs no network)."""
         self._require_drafter()
@@ -551,7 +643,11 @@ class Deployment:
             fixed = fixed + host
         if extend is not None:
             fixed = fixed + extend.total_s
-        engine_s = e.iteration_time(batch) + e.collectives_s(self.target) + (e.collectives_s(self.draft) if extend is not None else 0.0)
+        engine_s = (
+            e.iteration_time(batch)
+            + e.collectives_s(self.target)
+            + (e.collectives_s(self.draft) if extend is not None else 0.0)
+        )
         if np.any(engine_s):
             fixed = fixed + engine_s
         return RoundFixed(verify, extend, host, engine_s, fixed)
@@ -563,22 +659,42 @@ class Deployment:
         self._require_drafter()
         steps = np.asarray(steps, dtype=float)
         launched = self.drafter.launched_steps(steps)
-        return (self.engine.round_host(batch, launched, self.drafter.host_steps(steps)),
-                self.engine.hidden_share(self.drafter.overlap_kind, draft_width))
+        return (
+            self.engine.round_host(batch, launched, self.drafter.host_steps(steps)),
+            self.engine.hidden_share(self.drafter.overlap_kind, draft_width),
+        )
 
-    def round_time(self, batch: object, context: object = DEFAULT_CONTEXT_TOKENS, steps: object = 1, draft_width: object = 1,
-                   verify_tokens: object = None) -> RoundTime:
+    def round_time(
+        self,
+        batch: object,
+        context: object = DEFAULT_CONTEXT_TOKENS,
+        steps: object = 1,
+        draft_width: object = 1,
+        verify_tokens: object = None,
+    ) -> RoundTime:
         """t_round for ``steps`` draft steps of ``draft_width`` tokens and ``verify_tokens`` verified per sequence
         (default steps + 1: a chain of gamma = steps), broadcast over all of them."""
         s = np.asarray(steps, dtype=float)
         _check_gamma(s)
         n = s + 1.0 if verify_tokens is None else np.asarray(verify_tokens, dtype=float)
         host, overlapped = self.round_host(batch, s, draft_width)
-        return RoundTime(s, self.draft_step(batch, context, draft_width, s), self.round_fixed(batch, context, n), host, overlapped,
-                         self.drafter.draft_passes(s))
+        return RoundTime(
+            s,
+            self.draft_step(batch, context, draft_width, s),
+            self.round_fixed(batch, context, n),
+            host,
+            overlapped,
+            self.drafter.draft_passes(s),
+        )
 
-    def outcome(self, acceptance: object, plan: object = 1, batch: object = 1, context: object = DEFAULT_CONTEXT_TOKENS,
-                sibling: float | None = None) -> RoundOutcome:
+    def outcome(
+        self,
+        acceptance: object,
+        plan: object = 1,
+        batch: object = 1,
+        context: object = DEFAULT_CONTEXT_TOKENS,
+        sibling: float | None = None,
+    ) -> RoundOutcome:
         """What a round under ``plan`` yields at ``acceptance``: its tokens E, its time with named parts, and so its
         speedup and latency per token (:class:`RoundOutcome`), broadcast over the plan's axes, batch and context.
 
@@ -590,16 +706,22 @@ class Deployment:
         extra = np.broadcast(np.asarray(batch), np.asarray(context)).ndim
         steps, width, verify = plan_arrays(plan, extra)
         if self.drafter is not None and not self.drafter.drafts_trees and np.any(width > 1):
-            raise ValueError(f"token trees need a drafting network (draft model, EAGLE or MTP); {self.drafter.label} drafts a chain")
+            raise ValueError(
+                f"token trees need a drafting network (draft model, EAGLE or MTP); {self.drafter.label} drafts a chain"
+            )
         decode = self.decode(batch, context)  # first: the target's data are read before the drafter's
         if self.drafter is not None and self.drafter.max_steps is not None and np.any(steps > self.drafter.max_steps):
-            raise ValueError(f"{self.drafter.label} drafts at most {self.drafter.max_steps} tokens a round (its block): "
-                             f"gamma {int(np.max(steps))} is beyond it")
+            raise ValueError(
+                f"{self.drafter.label} drafts at most {self.drafter.max_steps} tokens a round (its block): "
+                f"gamma {int(np.max(steps))} is beyond it"
+            )
         # A drafter that verifies a prefix per request (DSpark, suffix decoding) says how many tokens, on average.
         verified = None if self.drafter is None else self.drafter.verified(self, acceptance, steps, batch, context)
         if verified is not None:
             tokens = tokens_per_round(acceptance, np.broadcast_to(steps, np.shape(verified)), verified=verified)
-            return RoundOutcome(decode, self.round_time(batch, context, steps, width, 1.0 + verified), tokens, acceptance, plan)
+            return RoundOutcome(
+                decode, self.round_time(batch, context, steps, width, 1.0 + verified), tokens, acceptance, plan
+            )
         tokens = tokens_per_round(acceptance, plan, sibling)
         if tokens.ndim and steps.ndim and tokens.shape != steps.shape and tokens.size == steps.size:
             tokens = tokens.reshape(steps.shape)
@@ -609,8 +731,9 @@ class Deployment:
             r = self.round_time(batch, context, steps, width, verify)
         return RoundOutcome(decode, r, tokens, acceptance, plan)
 
-    def _candidate_rounds(self, batch: object, context: object, steps: np.ndarray, width: np.ndarray,
-                          verify: np.ndarray) -> RoundTime:
+    def _candidate_rounds(
+        self, batch: object, context: object, steps: np.ndarray, width: np.ndarray, verify: np.ndarray
+    ) -> RoundTime:
         """The rounds of many candidate plans (a leading axis), each distinct draft width and verified size timed once."""
         # The tokens a draft pass carries: the width for a chain drafter, more for a parallel one's single pass.
         tokens = np.broadcast_to(self.drafter.draft_tokens(steps, width), width.shape)
@@ -621,16 +744,21 @@ class Deployment:
         fixed = self.round_fixed(batch, context, sizes.reshape((-1,) + tail))
         n = width.ndim
         draft = DraftStep(_take_rows(draft.gpu, wi, n), draft.engine_s)
-        fixed = dataclasses.replace(fixed, verify=_take_rows(fixed.verify, vi, n),
-                                    extend=None if fixed.extend is None else _take_rows(fixed.extend, vi, n),
-                                    total_s=np.asarray(fixed.total_s)[vi])
+        fixed = dataclasses.replace(
+            fixed,
+            verify=_take_rows(fixed.verify, vi, n),
+            extend=None if fixed.extend is None else _take_rows(fixed.extend, vi, n),
+            total_s=np.asarray(fixed.total_s)[vi],
+        )
         host, overlapped = self.round_host(batch, steps, width)
         return RoundTime(steps, draft, fixed, host, overlapped, self.drafter.draft_passes(steps))
 
     def _require_drafter(self) -> None:
         if self.drafter is None:
-            raise ValueError(f"this deployment of {self.target.name} has no drafter: a round needs a draft model, EAGLE, "
-                             "MTP or n-gram drafter")
+            raise ValueError(
+                f"this deployment of {self.target.name} has no drafter: a round needs a draft model, EAGLE, "
+                "MTP or n-gram drafter"
+            )
 
     # -- provenance --------------------------------------------------------------------
     def provenance(self) -> list[str]:
@@ -654,8 +782,11 @@ class Deployment:
         if {d for m in models for d in (m.weight_dtype, m.expert_dtype_)} & {"fp8", "int8"}:
             tags.append(f"FP8/INT8 matmuls at {FP8_MATMUL_SPEEDUP:g}x BF16")
         if any(m.is_moe for m in models):
-            tags.append("experts read as uniformly routed" if not any(m.routing_effective_experts for m in models)
-                        else "experts read under --moe-effective-experts")
+            tags.append(
+                "experts read as uniformly routed"
+                if not any(m.routing_effective_experts for m in models)
+                else "experts read under --moe-effective-experts"
+            )
             if any(m.routing_correlation for m in models):
                 tags.append(f"a sequence's tokens route alike (rho {max(m.routing_correlation for m in models):g})")
         if any(m.tp > 1 for m in models):
@@ -672,10 +803,12 @@ class Deployment:
                 notes += [f"{model.name}: {n}" for n in model.notes]
         if self.target.kv_dtype == "fp8" and self.hardware.peak_fp8_flop_per_s is None:
             # Found on the public A100 study (docs/reports/2026-12-02-concurrency.md), after looking at it: not modelled.
-            notes.append(f"{self.target.name}: an FP8 KV cache on {self.hardware.name}, which has no FP8 tensor cores, is "
-                         "counted at half the bytes; its attention kernels dequantize it, which can cost more than it saves "
-                         "(vLLM 0.24 on an A100: speculative TPOT 60% longer at concurrency 1 than with an FP16 cache): not "
-                         "modelled")
+            notes.append(
+                f"{self.target.name}: an FP8 KV cache on {self.hardware.name}, which has no FP8 tensor cores, is "
+                "counted at half the bytes; its attention kernels dequantize it, which can cost more than it saves "
+                "(vLLM 0.24 on an A100: speculative TPOT 60% longer at concurrency 1 than with an FP16 cache): not "
+                "modelled"
+            )
         notes += self._overlap_assumed()
         return notes
 
@@ -683,7 +816,11 @@ class Deployment:
         """The engine's overlap of a round's host work with the GPU where no measurement gives it (the preset assumes all
         of it), said by default where it moves a round at batch 1 by more than 10% (issue 37: 2.44x against 1.92x)."""
         kind = getattr(self.drafter, "kind", None)
-        if self.drafter is None or not self.engine.overlaps(kind) or not self.engine.overlap_basis.startswith("no public"):
+        if (
+            self.drafter is None
+            or not self.engine.overlaps(kind)
+            or not self.engine.overlap_basis.startswith("no public")
+        ):
             return []
         serial = dataclasses.replace(self, engine=self.engine.with_spec(overlap=False))
         steps = 3
@@ -691,6 +828,8 @@ class Deployment:
         waited = float(np.asarray(serial.round_time(1, DEFAULT_CONTEXT_TOKENS, steps).total_s))
         if waited <= 1.10 * hidden:
             return []
-        return [f"assumed: {self.engine.label} hides all of a round's host work behind the GPU for {self.drafter.label} (no "
-                f"public measurement gives the share); without that a round of {steps} draft steps at batch 1 takes "
-                f"{waited / hidden - 1:.0%} longer and every speedup is that much lower (--engine-overlap off to see it)"]
+        return [
+            f"assumed: {self.engine.label} hides all of a round's host work behind the GPU for {self.drafter.label} (no "
+            f"public measurement gives the share); without that a round of {steps} draft steps at batch 1 takes "
+            f"{waited / hidden - 1:.0%} longer and every speedup is that much lower (--engine-overlap off to see it)"
+        ]

@@ -29,16 +29,22 @@ refused.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from dataclasses import dataclass
 from specsim.core.limits import MAX_GAMMA
 from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length, tokens_per_round
 
-__all__ = ["AcceptanceMetrics", "acceptance_between", "acceptance_from_page", "acceptance_from_prometheus", "parse_prometheus",
-           "read_metrics_file"]
+__all__ = [
+    "AcceptanceMetrics",
+    "acceptance_between",
+    "acceptance_from_page",
+    "acceptance_from_prometheus",
+    "parse_prometheus",
+    "read_metrics_file",
+]
 
 #: Longest line of a /metrics page read: vLLM's speculative-decoding samples are under 200 characters, and a label
 #: (a model path) is far shorter than this; a longer line is not a Prometheus page of a server.
@@ -55,7 +61,9 @@ def _samples(text: str):
         yield from family.samples
 
 
-def parse_prometheus(text: str, source: str = "metrics", stamps: list | None = None) -> list[tuple[str, dict[str, str], float]]:
+def parse_prometheus(
+    text: str, source: str = "metrics", stamps: list | None = None
+) -> list[tuple[str, dict[str, str], float]]:
     """Samples of a Prometheus text exposition as ``(name, labels, value)``, read by prometheus_client's parser.
 
     A line that parser refuses raises one ValueError naming the line (found by reading the page's sample lines one at
@@ -68,7 +76,9 @@ def parse_prometheus(text: str, source: str = "metrics", stamps: list | None = N
     lines = text.splitlines()
     for number, raw in enumerate(lines, start=1):
         if len(raw) > MAX_LINE_CHARS:  # before the parser copies it
-            raise ValueError(f"{source}, line {number} is {len(raw):,} characters long; a /metrics line has at most {MAX_LINE_CHARS:,}")
+            raise ValueError(
+                f"{source}, line {number} is {len(raw):,} characters long; a /metrics line has at most {MAX_LINE_CHARS:,}"
+            )
     try:
         samples = list(_samples(text))
         if stamps is not None:  # the samples' own time stamps (seconds), None where a sample has none
@@ -82,8 +92,10 @@ def parse_prometheus(text: str, source: str = "metrics", stamps: list | None = N
             try:
                 list(_samples(line + "\n"))
             except ValueError as line_err:
-                raise ValueError(f"{source}, line {number}: not a Prometheus sample: {line[:80]!r} ({line_err}); expected "
-                                 "'name{labels} value [timestamp]'") from None
+                raise ValueError(
+                    f"{source}, line {number}: not a Prometheus sample: {line[:80]!r} ({line_err}); expected "
+                    "'name{labels} value [timestamp]'"
+                ) from None
         raise ValueError(f"{source}: not a Prometheus text page ({err})") from None
 
 
@@ -174,9 +186,9 @@ class AcceptanceMetrics:
                 out.append(k)
         return out
 
-
     def to_dict(self) -> dict:
         """Everything the counters say, JSON-ready (undefined rates are None, never NaN)."""
+
         def clean(values: np.ndarray) -> list:
             return [float(v) if np.isfinite(v) else None for v in values]
 
@@ -213,22 +225,28 @@ def acceptance_from_prometheus(text: str, source: str = "metrics", model_name: s
         if name.startswith(_PREFIX) and "model_name" in labels:
             models.add(labels["model_name"])
     if model_name is None and len(models) > 1:
-        raise ValueError(f"{source}: counters of several models ({', '.join(sorted(models))}); choose one with "
-                         "--model-name (specsim alpha) or --metrics-model (the model commands)")
+        raise ValueError(
+            f"{source}: counters of several models ({', '.join(sorted(models))}); choose one with "
+            "--model-name (specsim alpha) or --metrics-model (the model commands)"
+        )
     if model_name is not None and model_name not in models:
-        raise ValueError(f"{source}: no speculative-decoding counters for model {model_name!r}; found: {', '.join(sorted(models)) or 'none'}")
+        raise ValueError(
+            f"{source}: no speculative-decoding counters for model {model_name!r}; found: {', '.join(sorted(models)) or 'none'}"
+        )
     seen: set = set()
     for name, labels, value in samples:
         if not name.startswith(_PREFIX) or name.endswith("_created"):
             continue
         series = (name.removesuffix("_total"), tuple(sorted(labels.items())))
         if series in seen:
-            raise ValueError(f"{source}: the series {name}{{{', '.join(f'{k}={v!r}' for k, v in sorted(labels.items()))}}} "
-                             "appears twice; save one /metrics page per file")
+            raise ValueError(
+                f"{source}: the series {name}{{{', '.join(f'{k}={v!r}' for k, v in sorted(labels.items()))}}} "
+                "appears twice; save one /metrics page per file"
+            )
         seen.add(series)
         if model_name is not None and labels.get("model_name") != model_name:
             continue
-        key = name[len(_PREFIX):].removesuffix("_total")
+        key = name[len(_PREFIX) :].removesuffix("_total")
         if key not in _COUNTERS:
             continue
         if not math.isfinite(value) or value < 0:
@@ -236,14 +254,16 @@ def acceptance_from_prometheus(text: str, source: str = "metrics", model_name: s
         found.add(key)
         if key == "num_accepted_tokens_per_pos":
             if "position" not in labels or not labels["position"].isdigit():
-                raise ValueError(f"{source}: {name} needs a position=\"<integer>\" label, got {labels!r}")
+                raise ValueError(f'{source}: {name} needs a position="<integer>" label, got {labels!r}')
             pos = int(labels["position"])
             per_pos[pos] = per_pos.get(pos, 0.0) + value
         else:
             totals[key] += value
     missing = [f"{_PREFIX}{key}_total" for key in _COUNTERS[:3] if key not in found]
     if missing:
-        raise ValueError(f"{source}: missing counter(s) {', '.join(missing)}; is speculative decoding enabled on that server?")
+        raise ValueError(
+            f"{source}: missing counter(s) {', '.join(missing)}; is speculative decoding enabled on that server?"
+        )
     if totals["num_drafts"] <= 0:
         raise ValueError(f"{source}: {_PREFIX}num_drafts_total is 0: no speculative steps were recorded")
     if per_pos and sorted(per_pos) != list(range(len(per_pos))):
@@ -255,24 +275,34 @@ def acceptance_from_prometheus(text: str, source: str = "metrics", model_name: s
         accepted_per_position=tuple(per_pos[k] for k in sorted(per_pos)),
     )
     if not 1.0 <= metrics.mean_draft_length <= MAX_GAMMA:
-        raise ValueError(f"{source}: {metrics.draft_tokens:g} draft tokens over {metrics.drafts:g} drafts is "
-                         f"{metrics.mean_draft_length:.3g} per draft; a draft proposes 1 to {MAX_GAMMA} tokens")
+        raise ValueError(
+            f"{source}: {metrics.draft_tokens:g} draft tokens over {metrics.drafts:g} drafts is "
+            f"{metrics.mean_draft_length:.3g} per draft; a draft proposes 1 to {MAX_GAMMA} tokens"
+        )
     if metrics.accepted_tokens > metrics.draft_tokens:
-        raise ValueError(f"{source}: more accepted tokens ({metrics.accepted_tokens:g}) than drafted ({metrics.draft_tokens:g})")
+        raise ValueError(
+            f"{source}: more accepted tokens ({metrics.accepted_tokens:g}) than drafted ({metrics.draft_tokens:g})"
+        )
     if per_pos and metrics.gamma is not None and len(per_pos) != metrics.gamma:
         raise ValueError(f"{source}: {len(per_pos)} per-position counters but {metrics.gamma} draft tokens per draft")
     if per_pos and metrics.gamma is None and len(per_pos) < metrics.mean_draft_length:
-        raise ValueError(f"{source}: {len(per_pos)} per-position counters but {metrics.mean_draft_length:.2f} draft tokens per draft on average")
+        raise ValueError(
+            f"{source}: {len(per_pos)} per-position counters but {metrics.mean_draft_length:.2f} draft tokens per draft on average"
+        )
     counts = [per_pos[k] for k in sorted(per_pos)]
     if counts and counts[0] > metrics.drafts:
         raise ValueError(f"{source}: {counts[0]:g} drafts accepted position 0, more than the {metrics.drafts:g} drafts")
     rising = [k for k in range(1, len(counts)) if counts[k] > counts[k - 1]]
     if rising:
         k = rising[0]
-        raise ValueError(f"{source}: position {k} was accepted {counts[k]:g} times, more than position {k - 1} ({counts[k - 1]:g}); "
-                         "a token is only accepted after every earlier one was")
+        raise ValueError(
+            f"{source}: position {k} was accepted {counts[k]:g} times, more than position {k - 1} ({counts[k - 1]:g}); "
+            "a token is only accepted after every earlier one was"
+        )
     if per_pos and abs(sum(per_pos.values()) - metrics.accepted_tokens) > 1e-6 * max(1.0, metrics.accepted_tokens):
-        raise ValueError(f"{source}: per-position counts sum to {sum(per_pos.values()):g}, not the {metrics.accepted_tokens:g} accepted tokens")
+        raise ValueError(
+            f"{source}: per-position counts sum to {sum(per_pos.values()):g}, not the {metrics.accepted_tokens:g} accepted tokens"
+        )
     return metrics
 
 
@@ -312,8 +342,10 @@ def accept_length_from_page(path: str | Path, model_name: str | None = None) -> 
     if _is_sglang(text):
         length = _sglang_accept_length(text, name)
         if not (np.isfinite(length) and 1.0 <= length <= MAX_GAMMA + 1):
-            raise ValueError(f"{name}: sglang:spec_accept_length {length:g} is not a length in [1, {MAX_GAMMA + 1}] "
-                             f"(a round emits at most {MAX_GAMMA} drafted tokens plus one)")
+            raise ValueError(
+                f"{name}: sglang:spec_accept_length {length:g} is not a length in [1, {MAX_GAMMA + 1}] "
+                f"(a round emits at most {MAX_GAMMA} drafted tokens plus one)"
+            )
         return length, f"{name}: SGLang mean accept length"
     m = acceptance_from_prometheus(text, source=name, model_name=model_name)
     return m.mean_acceptance_length, f"{name}: vLLM 1 + accepted / drafts"
@@ -332,8 +364,10 @@ def acceptance_from_page(path: str | Path, sglang_gamma: int | None = None, mode
     name, text = _page(path)
     if _is_sglang(text):
         if sglang_gamma is None:
-            raise ValueError(f"{name}: SGLang reports only the mean accept length; give --metrics-gamma, the "
-                             "--speculative-num-steps it ran with")
+            raise ValueError(
+                f"{name}: SGLang reports only the mean accept length; give --metrics-gamma, the "
+                "--speculative-num-steps it ran with"
+            )
         length = _sglang_accept_length(text, name)
         if not 1.0 <= length <= sglang_gamma + 1:
             raise ValueError(f"{name}: sglang:spec_accept_length {length:g} is outside [1, {sglang_gamma + 1}]")
@@ -348,7 +382,10 @@ def acceptance_from_page(path: str | Path, sglang_gamma: int | None = None, mode
         raise ValueError(f"{name}: no per-position counters and a varying draft length: cannot infer acceptance")
     return Acceptance(alpha=float(m.alpha), source=f"{name}, vLLM mean acceptance length (no per-position counters)")
 
-def acceptance_between(before: str | Path | None, after: str | Path, model_name: str | None = None) -> AcceptanceMetrics:
+
+def acceptance_between(
+    before: str | Path | None, after: str | Path, model_name: str | None = None
+) -> AcceptanceMetrics:
     """The counters of one benchmark run: a vLLM ``/metrics`` page saved after it less the page saved before it (the
     counters run from the server's start).  A page before the first speculative step carries no counters: it counts
     as zero.  SGLang pages hold a gauge, not counters: refused here (its client records ``accept_length`` itself).
@@ -362,25 +399,38 @@ def acceptance_between(before: str | Path | None, after: str | Path, model_name:
     """
     name, text = _page(after)
     if _is_sglang(text):
-        raise ValueError(f"{name}: an SGLang page holds the accept-length gauge, not counters: its client's accept_length "
-                         "(with --flush-cache) is the run's")
+        raise ValueError(
+            f"{name}: an SGLang page holds the accept-length gauge, not counters: its client's accept_length "
+            "(with --flush-cache) is the run's"
+        )
     end = acceptance_from_prometheus(text, source=name, model_name=model_name)
     start = None
     if before is not None:
         bname, btext = _page(before)
-        drafts = sum(v for key, _, v in parse_prometheus(btext, bname) if key.removesuffix("_total") == _PREFIX + "num_drafts")
+        drafts = sum(
+            v for key, _, v in parse_prometheus(btext, bname) if key.removesuffix("_total") == _PREFIX + "num_drafts"
+        )
         if drafts > 0:  # a server that has not speculated yet shows its counters at 0, or none
             start = acceptance_from_prometheus(btext, source=bname, model_name=model_name)
     if start is None:
         return end
     where = f"{name} less {Path(before).name}"
     if len(start.accepted_per_position) not in (0, len(end.accepted_per_position)):
-        raise ValueError(f"{where}: the pages hold {len(start.accepted_per_position)} and {len(end.accepted_per_position)} "
-                         "per-position counters: not one server")
+        raise ValueError(
+            f"{where}: the pages hold {len(start.accepted_per_position)} and {len(end.accepted_per_position)} "
+            "per-position counters: not one server"
+        )
     diff = {k: getattr(end, k) - getattr(start, k) for k in ("drafts", "draft_tokens", "accepted_tokens")}
-    pos = tuple(e - b for e, b in zip(end.accepted_per_position, start.accepted_per_position or (0.0,) * len(end.accepted_per_position)))
+    pos = tuple(
+        e - b
+        for e, b in zip(
+            end.accepted_per_position, start.accepted_per_position or (0.0,) * len(end.accepted_per_position)
+        )
+    )
     if any(v < 0 for v in diff.values()) or any(v < 0 for v in pos):
-        raise ValueError(f"{where}: a counter went down between the pages: the server restarted, or the pages are swapped")
+        raise ValueError(
+            f"{where}: a counter went down between the pages: the server restarted, or the pages are swapped"
+        )
     if diff["drafts"] <= 0:
         raise ValueError(f"{where}: no speculative steps between the two pages")
     return AcceptanceMetrics(diff["drafts"], diff["draft_tokens"], diff["accepted_tokens"], pos)

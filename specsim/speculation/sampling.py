@@ -23,10 +23,10 @@ the gamma draft positions, never over sequences or the vocabulary.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 
 import numpy as np
 
-from dataclasses import dataclass
 from specsim.speculation.acceptance import tokens_per_round
 
 __all__ = [
@@ -95,7 +95,9 @@ def acceptance_rate(target_probs: np.ndarray, draft_probs: np.ndarray, axis: int
     return np.clip(np.minimum(p, q).sum(axis=axis), 0.0, 1.0)
 
 
-def acceptance_rate_from_logits(target_logits: np.ndarray, draft_logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+def acceptance_rate_from_logits(
+    target_logits: np.ndarray, draft_logits: np.ndarray, temperature: float = 1.0
+) -> np.ndarray:
     """Acceptance rate per position from logits of shape (..., vocab) at a temperature.
 
     At temperature 0 (greedy) it is 1 where the argmaxes agree and 0 elsewhere.
@@ -272,8 +274,9 @@ def verify(
     return SpecStep(tokens, num_accepted)
 
 
-def logits_acceptance_summary(target_logits: np.ndarray, draft_logits: np.ndarray, temperature: float = 1.0,
-                              gammas: object = range(1, 9)) -> dict:
+def logits_acceptance_summary(
+    target_logits: np.ndarray, draft_logits: np.ndarray, temperature: float = 1.0, gammas: object = range(1, 9)
+) -> dict:
     """alpha measured from two logit arrays over the same positions, its spread, and tokens per step by gamma.
 
     ``independent`` is E(alpha, gamma) with one alpha; ``correlated_bound`` is the mean of E(alpha_i, gamma) over
@@ -281,16 +284,24 @@ def logits_acceptance_summary(target_logits: np.ndarray, draft_logits: np.ndarra
     within a step): an upper bound beside the independent estimate (E is convex in alpha).
     """
     if target_logits.shape != draft_logits.shape:
-        raise ValueError(f"target and draft logits must cover the same positions and vocabulary, got {target_logits.shape} "
-                         f"and {draft_logits.shape}")
+        raise ValueError(
+            f"target and draft logits must cover the same positions and vocabulary, got {target_logits.shape} "
+            f"and {draft_logits.shape}"
+        )
     rates = acceptance_rate_from_logits(target_logits, draft_logits, temperature)
     alpha = float(rates.mean())
     g = np.asarray(list(gammas))
     independent = tokens_per_round(alpha, g)
     correlated = tokens_per_round(rates[:, None], g[None, :]).mean(axis=0)
     return {
-        "positions": int(len(rates)), "vocab": int(target_logits.shape[1]), "temperature": temperature, "alpha": alpha,
-        "alpha_std": float(rates.std()), "alpha_percentiles": {str(q): float(np.percentile(rates, q)) for q in (10, 25, 50, 75, 90)},
-        "tokens_per_step": [{"gamma": int(k), "independent": float(e), "correlated_bound": float(c)}
-                            for k, e, c in zip(g, independent, correlated)],
+        "positions": int(len(rates)),
+        "vocab": int(target_logits.shape[1]),
+        "temperature": temperature,
+        "alpha": alpha,
+        "alpha_std": float(rates.std()),
+        "alpha_percentiles": {str(q): float(np.percentile(rates, q)) for q in (10, 25, 50, 75, 90)},
+        "tokens_per_step": [
+            {"gamma": int(k), "independent": float(e), "correlated_bound": float(c)}
+            for k, e, c in zip(g, independent, correlated)
+        ],
     }

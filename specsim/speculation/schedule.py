@@ -47,16 +47,24 @@ Per drafter (issue 12):
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dataclasses import dataclass
 from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma, optimal_tree, speedup
 
-__all__ = ["DEFAULT_MAX_BATCH", "ScheduleRange", "batch_grid", "context_table", "gamma_schedule", "load_schedule", "tree_schedule"]
+__all__ = [
+    "DEFAULT_MAX_BATCH",
+    "ScheduleRange",
+    "batch_grid",
+    "context_table",
+    "gamma_schedule",
+    "load_schedule",
+    "tree_schedule",
+]
 
 #: vLLM's default max_num_seqs.
 DEFAULT_MAX_BATCH = 256
@@ -87,8 +95,10 @@ def load_schedule(answer, max_batch: int, min_gain: float = DEFAULT_MIN_GAIN) ->
     """The schedule of the loads a :class:`~specsim.answers.load.LoadAnswer` solved: each load's best gamma (off where
     its speedup is below ``min_gain``), keyed, as engines key a schedule, by the decode batch that load runs at; the
     batch sizes between two loads take the nearer load's gamma, and the last load's runs to ``max_batch``."""
-    points = sorted((max(r["spec"]["decode_batch"], 1.0), r["gamma"] if r["speedup_tpot"] >= min_gain else 0,
-                     r["speedup_tpot"]) for r in answer.rows)
+    points = sorted(
+        (max(r["spec"]["decode_batch"], 1.0), r["gamma"] if r["speedup_tpot"] >= min_gain else 0, r["speedup_tpot"])
+        for r in answer.rows
+    )
     ranges, start = [], 1
     for k, (b, g, sp) in enumerate(points):
         end = max_batch if k == len(points) - 1 else max(start, int((b + points[k + 1][0]) / 2))
@@ -150,8 +160,14 @@ def gamma_schedule(
     starts = np.flatnonzero(np.r_[True, gamma[1:] != gamma[:-1]])
     ends = np.r_[starts[1:] - 1, len(batch) - 1]
     return [
-        ScheduleRange(int(batch[s]), int(batch[e]), int(gamma[s]), float(values[s : e + 1].min()), float(values[s : e + 1].max()),
-                      float(short[s : e + 1].max()))
+        ScheduleRange(
+            int(batch[s]),
+            int(batch[e]),
+            int(gamma[s]),
+            float(values[s : e + 1].min()),
+            float(values[s : e + 1].max()),
+            float(short[s : e + 1].max()),
+        )
         for s, e in zip(starts, ends)
     ]
 
@@ -201,9 +217,16 @@ class TreeRange:
     shortfall: float = 0.0
 
 
-def tree_schedule(dep: Deployment, acceptance: object, bounds: Any, max_batch: int = DEFAULT_MAX_BATCH,
-                  context: int = DEFAULT_CONTEXT_TOKENS, min_gain: float = DEFAULT_MIN_GAIN, rtol: float = DEFAULT_SCHEDULE_RTOL,
-                  sibling: float | None = None) -> list[TreeRange]:
+def tree_schedule(
+    dep: Deployment,
+    acceptance: object,
+    bounds: Any,
+    max_batch: int = DEFAULT_MAX_BATCH,
+    context: int = DEFAULT_CONTEXT_TOKENS,
+    min_gain: float = DEFAULT_MIN_GAIN,
+    rtol: float = DEFAULT_SCHEDULE_RTOL,
+    sibling: float | None = None,
+) -> list[TreeRange]:
     """The best tree within ``bounds`` for every batch size 1..max_batch, merged into ranges."""
     from specsim.core.limits import MAX_BATCH, check_int
 
@@ -232,8 +255,16 @@ def batch_grid(top: int) -> list[int]:
     return out + [top]
 
 
-def context_table(dep: Deployment, acceptance: object, batches, contexts, gamma_max: int = DEFAULT_GAMMA_MAX,
-                  rtol: float = DEFAULT_SCHEDULE_RTOL, bounds: Any = None, sibling: float | None = None) -> list[dict]:
+def context_table(
+    dep: Deployment,
+    acceptance: object,
+    batches,
+    contexts,
+    gamma_max: int = DEFAULT_GAMMA_MAX,
+    rtol: float = DEFAULT_SCHEDULE_RTOL,
+    bounds: Any = None,
+    sibling: float | None = None,
+) -> list[dict]:
     """The best gamma (or tree) and its speedup for every (batch, context): long contexts keep verification
     memory-bound, so the choice depends on context as much as on batch.  One dict per cell."""
     rows = []
@@ -245,5 +276,7 @@ def context_table(dep: Deployment, acceptance: object, batches, contexts, gamma_
         else:
             trees, speedup, _ = optimal_tree(dep, acceptance, bounds, np.asarray(batches, float), L, sibling, rtol)
             for b, t, s in zip(batches, trees, speedup):
-                rows.append({"batch": int(b), "context": int(L), "tree": None if t is None else t.label(), "speedup": float(s)})
+                rows.append(
+                    {"batch": int(b), "context": int(L), "tree": None if t is None else t.label(), "speedup": float(s)}
+                )
     return rows

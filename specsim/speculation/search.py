@@ -28,15 +28,22 @@ Optimal tree
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 
 import numpy as np
 
-from dataclasses import dataclass
-from specsim.speculation.acceptance import (Acceptance, TreeSpec, alpha_from_acceptance_length, as_acceptance, expected_tokens,
-                                            expected_tokens_per_position, tokens_per_round)
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, DEFAULT_RTOL
-from specsim.speculation.deployment import Deployment, RoundOutcome, speedup_from_round, speedup_from_times, speedup_of
 from specsim.core.limits import MAX_GAMMA, check_int
+from specsim.speculation.acceptance import (
+    Acceptance,
+    TreeSpec,
+    alpha_from_acceptance_length,
+    as_acceptance,
+    expected_tokens,
+    expected_tokens_per_position,
+    tokens_per_round,
+)
+from specsim.speculation.deployment import Deployment, RoundOutcome, speedup_from_round, speedup_from_times, speedup_of
 
 __all__ = [
     "PEAK_MARGIN",
@@ -148,8 +155,9 @@ class OptimalGamma:
         return self.peak > 0 and bool(self.speedup[self.peak] > self.speedup[0] * (1.0 + PEAK_MARGIN))
 
 
-def speedup(dep: Deployment, acceptance: object, gamma: object, batch: object = 1,
-            context: object = DEFAULT_CONTEXT_TOKENS) -> np.ndarray:
+def speedup(
+    dep: Deployment, acceptance: object, gamma: object, batch: object = 1, context: object = DEFAULT_CONTEXT_TOKENS
+) -> np.ndarray:
     """Speedup S(acceptance, gamma, batch, context) of a chain, all four broadcast together
     (:meth:`Deployment.outcome`).
 
@@ -160,8 +168,14 @@ def speedup(dep: Deployment, acceptance: object, gamma: object, batch: object = 
     return dep.outcome(acceptance, gamma, batch, context).speedup
 
 
-def tree_speedup(dep: Deployment, acceptance: object, tree: TreeSpec, batch: object = 1,
-                 context: object = DEFAULT_CONTEXT_TOKENS, sibling: float | None = None) -> np.ndarray:
+def tree_speedup(
+    dep: Deployment,
+    acceptance: object,
+    tree: TreeSpec,
+    batch: object = 1,
+    context: object = DEFAULT_CONTEXT_TOKENS,
+    sibling: float | None = None,
+) -> np.ndarray:
     """Speedup of one draft tree per (batch, context).
 
     A round drafts ``depth`` levels, each a draft step over ``topk`` tokens per sequence (an upper bound:
@@ -174,7 +188,11 @@ def tree_speedup(dep: Deployment, acceptance: object, tree: TreeSpec, batch: obj
 def require_network(dep: Deployment) -> None:
     """Refuse a tree for a drafter without a network (n-gram drafts a chain)."""
     if dep.drafter is None or not dep.drafter.drafts_trees:
-        what = "a deployment without a drafter drafts nothing" if dep.drafter is None else f"{dep.drafter.label} drafts a chain"
+        what = (
+            "a deployment without a drafter drafts nothing"
+            if dep.drafter is None
+            else f"{dep.drafter.label} drafts a chain"
+        )
         raise ValueError(f"token trees need a drafting network (draft model, EAGLE or MTP); {what}")
 
 
@@ -190,8 +208,15 @@ def _tree_candidates(bounds: TreeSpec, max_depth: int) -> list[TreeSpec]:
     return out
 
 
-def optimal_tree(dep: Deployment, acceptance: object, bounds: TreeSpec, batch: object = DEFAULT_BATCHES,
-                 context: object = DEFAULT_CONTEXT_TOKENS, sibling: float | None = None, rtol: float = DEFAULT_RTOL):
+def optimal_tree(
+    dep: Deployment,
+    acceptance: object,
+    bounds: TreeSpec,
+    batch: object = DEFAULT_BATCHES,
+    context: object = DEFAULT_CONTEXT_TOKENS,
+    sibling: float | None = None,
+    rtol: float = DEFAULT_RTOL,
+):
     """The best tree within ``bounds`` (top-k <= K, depth <= D, tokens <= N) per batch size, chains included.
 
     Returns ``(trees, speedup, expected_tokens)``: a list of :class:`~specsim.speculation.acceptance.TreeSpec` (None where
@@ -204,12 +229,16 @@ def optimal_tree(dep: Deployment, acceptance: object, bounds: TreeSpec, batch: o
     b = np.atleast_1d(np.asarray(batch, dtype=float))
     work = len(candidates) * b.size
     if work > MAX_TREE_EVALUATIONS:
-        raise ValueError(f"a tree search over {len(candidates):,} trees x {b.size:,} batch sizes ({work:,} evaluations) is "
-                         f"past the limit of {MAX_TREE_EVALUATIONS:,}: lower the --tree bounds or --max-batch")
+        raise ValueError(
+            f"a tree search over {len(candidates):,} trees x {b.size:,} batch sizes ({work:,} evaluations) is "
+            f"past the limit of {MAX_TREE_EVALUATIONS:,}: lower the --tree bounds or --max-batch"
+        )
     out = dep.outcome(acc, candidates, b, np.asarray(context, dtype=float), sibling)
     s, e = np.broadcast_to(out.speedup, (len(candidates), b.size)), out.tokens.reshape(-1)
     best = s.max(axis=0)
-    order = sorted(range(len(candidates)), key=lambda i: (candidates[i].tokens, candidates[i].depth, candidates[i].topk))
+    order = sorted(
+        range(len(candidates)), key=lambda i: (candidates[i].tokens, candidates[i].depth, candidates[i].topk)
+    )
     trees, speedups, tokens = [], np.ones(b.size), np.ones(b.size)
     for j in range(b.size):
         if best[j] <= 1.0:
@@ -221,8 +250,14 @@ def optimal_tree(dep: Deployment, acceptance: object, bounds: TreeSpec, batch: o
     return trees, speedups, tokens
 
 
-def optimal_gamma(dep: Deployment, acceptance: object, batch: object = DEFAULT_BATCHES, context: object = DEFAULT_CONTEXT_TOKENS,
-                  gamma_max: int = DEFAULT_GAMMA_MAX, rtol: float = DEFAULT_RTOL) -> OptimalGamma:
+def optimal_gamma(
+    dep: Deployment,
+    acceptance: object,
+    batch: object = DEFAULT_BATCHES,
+    context: object = DEFAULT_CONTEXT_TOKENS,
+    gamma_max: int = DEFAULT_GAMMA_MAX,
+    rtol: float = DEFAULT_RTOL,
+) -> OptimalGamma:
     """Best gamma in 0..gamma_max per point of broadcast (acceptance, batch, context).
 
     ``acceptance`` is an alpha (float or array) or an :class:`~specsim.speculation.acceptance.Acceptance` with
@@ -253,12 +288,18 @@ def optimal_gamma(dep: Deployment, acceptance: object, batch: object = DEFAULT_B
     idx = argmax_gamma(s, rtol)
     best = grid[idx]
     at_best = dep.outcome(acc if acc is not None else a, best, np.broadcast_to(b, shape), np.broadcast_to(L, shape))
-    return OptimalGamma(gamma=best, speedup=np.take_along_axis(s, idx[None, ...], axis=0)[0], outcome=at_best,
-                        gamma_max=int(gamma_max))
+    return OptimalGamma(
+        gamma=best, speedup=np.take_along_axis(s, idx[None, ...], axis=0)[0], outcome=at_best, gamma_max=int(gamma_max)
+    )
 
 
-def speculation_peak(dep: Deployment, alpha: float, batch: object = DEFAULT_BATCHES, context: object = DEFAULT_CONTEXT_TOKENS,
-                     gamma_max: int = DEFAULT_GAMMA_MAX) -> tuple[int, int, float]:
+def speculation_peak(
+    dep: Deployment,
+    alpha: float,
+    batch: object = DEFAULT_BATCHES,
+    context: object = DEFAULT_CONTEXT_TOKENS,
+    gamma_max: int = DEFAULT_GAMMA_MAX,
+) -> tuple[int, int, float]:
     """(batch, gamma, speedup) where the best speedup over ``batch`` is largest.
 
     For a dense target this is the smallest batch; for a mixture of experts

@@ -19,11 +19,18 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
+from specsim.core.defaults import (
+    DEFAULT_BATCHES,
+    DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_DRAFT,
+    DEFAULT_GAMMA_MAX,
+    DEFAULT_HARDWARE,
+    DEFAULT_TARGET,
+)
 from specsim.describe.hardware import HardwareProfile, load_hardware
 from specsim.describe.models import ModelShape, get_model
-from specsim.speculation.acceptance import tokens_per_round
-from specsim.core.defaults import (DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_GAMMA_MAX, DEFAULT_HARDWARE, DEFAULT_TARGET)
 from specsim.engines import source_and_engine
+from specsim.speculation.acceptance import tokens_per_round
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma, speedup_from_cost_ratio
 
@@ -52,13 +59,22 @@ def deployments(
     (:data:`specsim.timing.DEFAULT_TIMING`, :data:`specsim.engines.DEFAULT_ENGINE`).
     """
     out = []
-    pair_list = [pairs] if isinstance(pairs, tuple) and len(pairs) == 2 and not isinstance(pairs[0], tuple) else list(pairs)  # type: ignore[arg-type]
+    pair_list = (
+        [pairs] if isinstance(pairs, tuple) and len(pairs) == 2 and not isinstance(pairs[0], tuple) else list(pairs)
+    )  # type: ignore[arg-type]
     for hw in _as_list(hardware):
         profile = hw if isinstance(hw, HardwareProfile) else load_hardware(hw)
         source, preset = source_and_engine(profile, timing, engine)
         for target, draft in pair_list:
-            out.append(Deployment(profile, target if isinstance(target, ModelShape) else get_model(target),
-                                  draft if isinstance(draft, ModelShape) else get_model(draft), source, preset))
+            out.append(
+                Deployment(
+                    profile,
+                    target if isinstance(target, ModelShape) else get_model(target),
+                    draft if isinstance(draft, ModelShape) else get_model(draft),
+                    source,
+                    preset,
+                )
+            )
     return out
 
 
@@ -205,7 +221,6 @@ def optimal_gamma_table(
     return _concat(frames)
 
 
-
 def closed_form_table(alpha: object = 0.8, gamma: object = range(0, 17), cost_ratio: object = 0.05) -> pd.DataFrame:
     """Closed-form speedup E / (gamma c + 1) on an alpha x gamma x c grid.
 
@@ -227,7 +242,9 @@ def closed_form_table(alpha: object = 0.8, gamma: object = range(0, 17), cost_ra
     return df
 
 
-def pass_table(dep: Deployment, batch: object = DEFAULT_BATCHES, gamma: int = 4, context: object = DEFAULT_CONTEXT_TOKENS) -> pd.DataFrame:
+def pass_table(
+    dep: Deployment, batch: object = DEFAULT_BATCHES, gamma: int = 4, context: object = DEFAULT_CONTEXT_TOKENS
+) -> pd.DataFrame:
     """Step time and its parts for the three passes on the GPU, one row per (pass, batch, context).
 
     ``pass`` is "target decode", "draft step" or "verification" (gamma + 1 tokens).

@@ -45,6 +45,7 @@ def _roofline(arg: str, hardware: HardwareProfile, kernel_engine: str, progress)
 
 def _kernel_source(hybrid: bool):
     """The kernel database's source (or the hybrid over it); the roofline, with a note, where it has no such device."""
+
     def build(arg: str, hardware: HardwareProfile, kernel_engine: str, progress) -> StepTimeSource:
         from specsim.timing.hybrid import HybridSource
         from specsim.timing.kernels import KernelDataError, KernelSource
@@ -57,6 +58,7 @@ def _kernel_source(hybrid: bool):
             src.notes.append(f"{exc}; using the roofline instead")
             return src
         return HybridSource(RooflineSource(hardware), kernels) if hybrid else kernels
+
     return build
 
 
@@ -70,12 +72,17 @@ def _measured(arg: str, hardware: HardwareProfile, kernel_engine: str, progress)
 
 #: Every step-time source by name: ``name`` or ``name:ARG`` builds ``SOURCES[name](ARG, hardware, kernel_engine,
 #: progress)``.  A new source is one module and one line here.
-SOURCES: dict[str, Callable] = {"roofline": _roofline, "kernels": _kernel_source(False), "hybrid": _kernel_source(True),
-                                "measured": _measured}
+SOURCES: dict[str, Callable] = {
+    "roofline": _roofline,
+    "kernels": _kernel_source(False),
+    "hybrid": _kernel_source(True),
+    "measured": _measured,
+}
 
 
-def make_source(spec: str, hardware: HardwareProfile, kernel_engine: str = "vllm",
-                progress: Callable[[str], None] | None = None) -> StepTimeSource:
+def make_source(
+    spec: str, hardware: HardwareProfile, kernel_engine: str = "vllm", progress: Callable[[str], None] | None = None
+) -> StepTimeSource:
     """The source named by ``spec`` (:data:`SOURCES`): ``roofline``, ``kernels``, ``hybrid`` or ``measured:FILE``.
 
     Where the kernel database has no such device, the roofline answers and the

@@ -8,11 +8,11 @@ tokens on top of ``L`` cached tokens, as a :class:`StepTime` with its parts.  Th
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
-from dataclasses import dataclass
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT
 from specsim.describe.models import ModelShape
 
@@ -91,8 +91,11 @@ def _as_array(name: str, value: object, minimum: float, maximum: float) -> np.nd
 
 def check_pass(batch: object, tokens_per_seq: object, context: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(b, q, L) as float arrays, each inside specsim's limits (a prefill pass has q = prompt tokens)."""
-    return (_as_array("batch", batch, 1, MAX_BATCH), _as_array("tokens_per_seq", tokens_per_seq, 1, MAX_CONTEXT),
-            _as_array("context", context, 0, MAX_CONTEXT))
+    return (
+        _as_array("batch", batch, 1, MAX_BATCH),
+        _as_array("tokens_per_seq", tokens_per_seq, 1, MAX_CONTEXT),
+        _as_array("context", context, 0, MAX_CONTEXT),
+    )
 
 
 class StepTimeSource(Protocol):
@@ -107,4 +110,6 @@ class StepTimeSource(Protocol):
 
     def brief(self) -> str: ...
 
-    def step_time(self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0) -> StepTime: ...
+    def step_time(
+        self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0
+    ) -> StepTime: ...

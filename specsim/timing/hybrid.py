@@ -52,10 +52,14 @@ class HybridSource:
         return f"{self.roofline.brief()}, verification from {self.kernels.brief()}"
 
     def describe(self) -> str:
-        return (f"hybrid: decode and draft steps from the {self.roofline.describe()}; verification / decode ratio from "
-                f"{self.kernels.describe()[len('kernels: '):]}")
+        return (
+            f"hybrid: decode and draft steps from the {self.roofline.describe()}; verification / decode ratio from "
+            f"{self.kernels.describe()[len('kernels: ') :]}"
+        )
 
-    def step_time(self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0) -> StepTime:
+    def step_time(
+        self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0
+    ) -> StepTime:
         decode = self.roofline.step_time(model, batch, 1, context)
         k = self.kernels.step_time(model, batch, tokens_per_seq, context)
         if np.all(np.asarray(tokens_per_seq) == 1):  # a decode or draft step: the pass is its own decode step

@@ -17,8 +17,19 @@ from pathlib import Path
 
 from specsim.describe.hardware import HardwareProfile
 
-__all__ = ["AIC_DISTRIBUTION", "AIC_VERSION", "DEVICE_FOLDERS", "STALE_STAGING_S", "KernelDataError", "cache_dir",
-           "cache_file", "clear_stale_staging", "database_root", "database_version", "device_folder"]
+__all__ = [
+    "AIC_DISTRIBUTION",
+    "AIC_VERSION",
+    "DEVICE_FOLDERS",
+    "STALE_STAGING_S",
+    "KernelDataError",
+    "cache_dir",
+    "cache_file",
+    "clear_stale_staging",
+    "database_root",
+    "database_version",
+    "device_folder",
+]
 
 AIC_DISTRIBUTION = "aiconfigurator-core"
 #: The database version specsim is validated against (pyproject pins it).
@@ -89,7 +100,9 @@ def device_folder(hardware: HardwareProfile) -> str:
     """The database's folder for a profile (calibrated ``*-vllm`` profiles map to their device)."""
     name = hardware.device or re.sub(r"-vllm$", "", hardware.name)
     if name not in DEVICE_FOLDERS:
-        raise KernelDataError(f"the kernel database has no device {hardware.name!r}; it has {', '.join(DEVICE_FOLDERS)}")
+        raise KernelDataError(
+            f"the kernel database has no device {hardware.name!r}; it has {', '.join(DEVICE_FOLDERS)}"
+        )
     return DEVICE_FOLDERS[name]
 
 
@@ -136,8 +149,11 @@ def clear_stale_staging(folder: Path, now: float | None = None) -> int:
     now = time.time() if now is None else now
     removed = 0
     try:  # names matched as the glob .kernels-*.json.*.tmp would, without compiling it into a regex on every command
-        staged = [folder / n for n in os.listdir(folder)
-                  if n.startswith(".kernels-") and n.endswith(".tmp") and ".json." in n[len(".kernels-"):-len(".tmp")]]
+        staged = [
+            folder / n
+            for n in os.listdir(folder)
+            if n.startswith(".kernels-") and n.endswith(".tmp") and ".json." in n[len(".kernels-") : -len(".tmp")]
+        ]
     except OSError:
         return 0
     for tmp in staged:

@@ -71,19 +71,19 @@ takes, are removed the next time the folder is used.
 from __future__ import annotations
 
 import dataclasses
-import sys  # noqa: F401 (tests empty kernels.sys.path to hide the database's dist-info)
 import json
+import sys  # noqa: F401 (tests empty kernels.sys.path to hide the database's dist-info)
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from dataclasses import dataclass
 from specsim.describe.hardware import HardwareProfile
 from specsim.describe.models import ModelShape
+from specsim.timing._grid import interp_grid
 from specsim.timing.base import StepTime
 from specsim.timing.roofline import step_time
-from specsim.timing._grid import interp_grid
 
 __all__ = [
     "AIC_DISTRIBUTION",
@@ -101,8 +101,21 @@ __all__ = [
     "device_folder",
 ]
 
-from specsim.timing.kernel_db import (AIC_DISTRIBUTION, AIC_VERSION, DEVICE_FOLDERS, STALE_STAGING_S, KernelDataError,  # noqa: F401 (re-exported)
-                                      _newest, _version_key, cache_dir, cache_file, clear_stale_staging, database_root, database_version, device_folder)
+from specsim.timing.kernel_db import (  # noqa: F401 (re-exported: tests and callers reach them through this module)
+    AIC_DISTRIBUTION,
+    AIC_VERSION,
+    DEVICE_FOLDERS,
+    STALE_STAGING_S,
+    KernelDataError,
+    _newest,
+    _version_key,
+    cache_dir,
+    cache_file,
+    clear_stale_staging,
+    database_root,
+    database_version,
+    device_folder,
+)
 
 _SWEPT: set = set()  # cache folders already cleared of stale staging files in this process
 
@@ -113,19 +126,55 @@ _GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "int4": "i
 _KV_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}
 #: Expert storage dtype -> the database's MoE dtypes, in order of preference.
 #: FP8 prefers the block-scaled kernels: Qwen3's and DeepSeek-V3's FP8 checkpoints are 128x128 block-scaled.
-_MOE_DTYPES = {"bf16": ("bfloat16",), "fp16": ("bfloat16",), "fp8": ("fp8_block", "fp8"), "mxfp4": ("w4a16_mxfp4",),
-               "int4": ("int4_wo",)}
+_MOE_DTYPES = {
+    "bf16": ("bfloat16",),
+    "fp16": ("bfloat16",),
+    "fp8": ("fp8_block", "fp8"),
+    "mxfp4": ("w4a16_mxfp4",),
+    "int4": ("int4_wo",),
+}
 _SCHEMA = 8  # bump when the table layout or the composition changes
 #: Shape fields of the hybrid, chunked and interleaved layouts that change a table.
-_LAYOUT_FIELDS = ("n_chunked_layers", "attention_chunk_size", "n_recurrent_layers", "recurrent_kind", "rec_heads", "rec_head_dim",
-                  "rec_state_dim", "rec_groups", "rec_conv_kernel", "recurrent_verify", "n_mixer_free_layers", "n_ffn_free_layers",
-                  "moe_latent_size", "routing_correlation", "shared_expert_size", "gated_mlp", "attn_output_gate",
-                  "qk_norm_all_heads", "shared_expert_gate")
+_LAYOUT_FIELDS = (
+    "n_chunked_layers",
+    "attention_chunk_size",
+    "n_recurrent_layers",
+    "recurrent_kind",
+    "rec_heads",
+    "rec_head_dim",
+    "rec_state_dim",
+    "rec_groups",
+    "rec_conv_kernel",
+    "recurrent_verify",
+    "n_mixer_free_layers",
+    "n_ffn_free_layers",
+    "moe_latent_size",
+    "routing_correlation",
+    "shared_expert_size",
+    "gated_mlp",
+    "attn_output_gate",
+    "qk_norm_all_heads",
+    "shared_expert_gate",
+)
 
 
 #: The array fields of a :class:`KernelTable` its cache file holds (with ``ctx_flop_per_s`` and ``meta``).
-_CACHED_ARRAYS = ("gemm_m", "gemm_s", "attn_b", "attn_L", "attn_s", "prefill_isl", "prefill_attn_s", "attn_scaled", "comm_elems",
-                  "comm_s", "rec_b", "rec_s", "moe_m", "moe_s")
+_CACHED_ARRAYS = (
+    "gemm_m",
+    "gemm_s",
+    "attn_b",
+    "attn_L",
+    "attn_s",
+    "prefill_isl",
+    "prefill_attn_s",
+    "attn_scaled",
+    "comm_elems",
+    "comm_s",
+    "rec_b",
+    "rec_s",
+    "moe_m",
+    "moe_s",
+)
 
 
 @dataclass(frozen=True, eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
@@ -185,8 +234,9 @@ class KernelTable:
             raise ValueError("kernel table: scaled-cell mask does not match the attention grid")
         if not (np.isfinite(self.ctx_flop_per_s) and self.ctx_flop_per_s > 0):
             raise ValueError("kernel table: context-attention FLOP rate must be positive")
-        if self.comm_elems.shape != self.comm_s.shape or (self.comm_elems.size and (
-                np.any(np.diff(self.comm_elems) <= 0) or not np.all(self.comm_s > 0))):
+        if self.comm_elems.shape != self.comm_s.shape or (
+            self.comm_elems.size and (np.any(np.diff(self.comm_elems) <= 0) or not np.all(self.comm_s > 0))
+        ):
             raise ValueError("kernel table: all-reduce grid must be increasing with positive times")
 
     def save(self, path: Path) -> None:
@@ -197,8 +247,11 @@ class KernelTable:
         arrays = {name: getattr(self, name) for name in _CACHED_ARRAYS}
         if self.attn_scaled is None:
             arrays["attn_scaled"] = np.zeros(self.attn_s.shape)
-        doc = {"meta": self.meta, "ctx_flop_per_s": float(self.ctx_flop_per_s),
-               **{name: np.asarray(value, float).tolist() for name, value in arrays.items()}}
+        doc = {
+            "meta": self.meta,
+            "ctx_flop_per_s": float(self.ctx_flop_per_s),
+            **{name: np.asarray(value, float).tolist() for name, value in arrays.items()},
+        }
         atomic_write_bytes(path, json.dumps(doc, sort_keys=True).encode())
 
     @classmethod
@@ -210,8 +263,11 @@ class KernelTable:
             raise ValueError("not a kernel table")
         if {k: meta.get(k) for k in expected_meta} != expected_meta:
             raise ValueError("cached kernel table was built for another model, device or database")
-        return cls(ctx_flop_per_s=float(doc["ctx_flop_per_s"]), meta=meta,
-                   **{name: np.array(doc[name], dtype=float) for name in _CACHED_ARRAYS})
+        return cls(
+            ctx_flop_per_s=float(doc["ctx_flop_per_s"]),
+            meta=meta,
+            **{name: np.array(doc[name], dtype=float) for name in _CACHED_ARRAYS},
+        )
 
     # -- evaluation ---------------------------------------------------------
     def gemm(self, m: np.ndarray) -> np.ndarray:
@@ -235,7 +291,10 @@ class KernelTable:
         out = n_full * interp_grid(axes, self.attn_s, [b, L])
         if n_sliding:
             out = out + n_sliding * interp_grid(axes, self.attn_s, [b, self._local(np.asarray(L, float))])
-        chunked, chunk = int(self.meta["shape"].get("n_chunked_layers", 0)), self.meta["shape"].get("attention_chunk_size", 0)
+        chunked, chunk = (
+            int(self.meta["shape"].get("n_chunked_layers", 0)),
+            self.meta["shape"].get("attention_chunk_size", 0),
+        )
         if chunked:
             within = np.maximum(np.mod(np.asarray(L, float), chunk), self.attn_L[0])  # the table's smallest context
             out = out + chunked * interp_grid(axes, self.attn_s, [b, within])
@@ -295,9 +354,11 @@ def _read(path: Path):
     except FileNotFoundError:  # a release folder that ships some tables and not this one (gb300's trtllm 1.3.0rc23)
         parts = path.parts
         where = "/".join(parts[-4:-1]) if len(parts) >= 4 else str(path.parent)
-        raise KernelDataError(f"{AIC_DISTRIBUTION} has no {path.name} in {where} (the folder holds "
-                              f"{', '.join(sorted(p.name for p in path.parent.glob('*'))) or 'nothing'}): no measured kernels "
-                              "for this device under this engine") from None
+        raise KernelDataError(
+            f"{AIC_DISTRIBUTION} has no {path.name} in {where} (the folder holds "
+            f"{', '.join(sorted(p.name for p in path.parent.glob('*'))) or 'nothing'}): no measured kernels "
+            "for this device under this engine"
+        ) from None
 
 
 def _gemm_line(model: ModelShape, gemm, where: str) -> tuple[np.ndarray, np.ndarray]:
@@ -344,9 +405,15 @@ def _moe_line(model: ModelShape, root: Path, dev: Path, engine: str, where: str)
     """(tokens, seconds) of one MoE layer's fused routed-expert kernel on one rank, balanced routing."""
     folder = _newest(dev / "moe" / engine)
     frame = _read(folder / "moe_perf.parquet")
-    keep = ((frame["hidden_size"] == model.hidden_size) & (frame["inter_size"] == model.moe_intermediate_size)
-            & (frame["topk"] == model.n_active_experts) & (frame["num_experts"] == model.n_experts)
-            & (frame["moe_tp_size"] == model.tp) & (frame["moe_ep_size"] == 1) & (frame["distribution"] == "balanced"))
+    keep = (
+        (frame["hidden_size"] == model.hidden_size)
+        & (frame["inter_size"] == model.moe_intermediate_size)
+        & (frame["topk"] == model.n_active_experts)
+        & (frame["num_experts"] == model.n_experts)
+        & (frame["moe_tp_size"] == model.tp)
+        & (frame["moe_ep_size"] == 1)
+        & (frame["distribution"] == "balanced")
+    )
     for dtype in _MOE_DTYPES.get(model.expert_dtype_, ()):
         rows = frame[keep & (frame["moe_dtype"] == dtype)]
         if len(rows) >= 2:
@@ -354,11 +421,13 @@ def _moe_line(model: ModelShape, root: Path, dev: Path, engine: str, where: str)
             return line.index.to_numpy(float), _suffix_min(line.to_numpy(float) * 1e-3)
     raise KernelDataError(
         f"{where}: no fused-MoE measurements for {model.n_experts} experts, top-{model.n_active_experts}, hidden "
-        f"{model.hidden_size}, expert size {model.moe_intermediate_size}, TP {model.tp}, {model.expert_dtype_} experts")
+        f"{model.hidden_size}, expert size {model.moe_intermediate_size}, TP {model.tp}, {model.expert_dtype_} experts"
+    )
 
 
-def _moe_uniform(model: ModelShape, m: np.ndarray, bal_m: np.ndarray, bal_s: np.ndarray,
-                 touched: np.ndarray | None = None) -> np.ndarray:
+def _moe_uniform(
+    model: ModelShape, m: np.ndarray, bal_m: np.ndarray, bal_s: np.ndarray, touched: np.ndarray | None = None
+) -> np.ndarray:
     """Seconds of one MoE layer at ``m`` tokens under the roofline's routing, from the balanced measurements.
 
     Balanced routing gives ``m`` tokens ``min(E, m k)`` distinct experts; routing as the roofline has it
@@ -368,6 +437,7 @@ def _moe_uniform(model: ModelShape, m: np.ndarray, bal_m: np.ndarray, bal_s: np.
     expert is read (more tokens per expert): t(m) = t_bal(D(m) / k) + max(0, t_bal(m) - t_bal(E / k)).  NaN outside
     the measured tokens.
     """
+
     def bal(x):
         return np.interp(np.log(x), np.log(bal_m), bal_s, left=np.nan, right=np.nan)
 
@@ -384,7 +454,9 @@ def _comm_line(model: ModelShape, dev: Path, engine: str) -> tuple[np.ndarray, n
     empty = (np.zeros(0), np.zeros(0))
     if model.tp == 1:
         return empty
-    files = sorted((dev / "comm" / engine).glob("*/custom_allreduce_perf.parquet"), key=lambda p: _version_key(p.parent.name))
+    files = sorted(
+        (dev / "comm" / engine).glob("*/custom_allreduce_perf.parquet"), key=lambda p: _version_key(p.parent.name)
+    )
     if not files:
         return empty
     frame = _read(files[-1])
@@ -401,8 +473,12 @@ def _comm_line(model: ModelShape, dev: Path, engine: str) -> tuple[np.ndarray, n
 def _select_attention(frame, model: ModelShape):
     kv = _KV_DTYPES[model.kv_dtype]
     heads, kv_heads = model.n_heads // model.tp, max(1, model.n_kv_heads // model.tp)
-    keep = ((frame["num_heads"] == heads) & (frame["num_key_value_heads"] == kv_heads)
-            & (frame["head_dim"] == model.head_dim) & (frame["kv_cache_dtype"] == kv))
+    keep = (
+        (frame["num_heads"] == heads)
+        & (frame["num_key_value_heads"] == kv_heads)
+        & (frame["head_dim"] == model.head_dim)
+        & (frame["kv_cache_dtype"] == kv)
+    )
     if "window_size" in frame.columns:
         keep &= frame["window_size"] == 0
     if "beam_width" in frame.columns:
@@ -415,7 +491,9 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
     root = database_root() if root is None else root
     where = f"kernel database: {model.name} on {device} ({engine})"
     if model.weight_dtype not in _GEMM_DTYPES or model.kv_dtype not in _KV_DTYPES:
-        raise KernelDataError(f"{where}: no measurements for weight dtype {model.weight_dtype} / KV dtype {model.kv_dtype}")
+        raise KernelDataError(
+            f"{where}: no measurements for weight dtype {model.weight_dtype} / KV dtype {model.kv_dtype}"
+        )
     if model.is_mla:
         raise KernelDataError(f"{where}: multi-head latent attention is not composed from the kernel database yet")
     dev = root / device
@@ -426,7 +504,9 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
     gemm = _read(gemm_dir / "gemm_perf.parquet")
     gemm = gemm[gemm["gemm_dtype"] == _GEMM_DTYPES[model.weight_dtype]]
     if gemm.empty and model.weight_dtype in ("int4", "w8a16"):  # weight-only tables: the A100's TensorRT-LLM ones only
-        raise KernelDataError(f"{where}: no measurements for weight dtype {model.weight_dtype} / KV dtype {model.kv_dtype}")
+        raise KernelDataError(
+            f"{where}: no measurements for weight dtype {model.weight_dtype} / KV dtype {model.kv_dtype}"
+        )
     if gemm.empty:
         raise KernelDataError(f"{where}: no {_GEMM_DTYPES[model.weight_dtype]} GEMM measurements")
     gemm_m, gemm_s = _gemm_line(model, gemm, where)
@@ -458,7 +538,9 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
     if ctx.empty:
         raise KernelDataError(f"{where}: no context-attention measurements for this head shape")
     isl = ctx["isl"].to_numpy(float)
-    flop = 2.0 * (model.n_heads // model.tp) * model.head_dim * isl * isl * ctx["batch_size"].to_numpy(float)  # causal QK^T + PV
+    flop = (
+        2.0 * (model.n_heads // model.tp) * model.head_dim * isl * isl * ctx["batch_size"].to_numpy(float)
+    )  # causal QK^T + PV
     ctx_rate = float(np.max(flop / (ctx["latency"].to_numpy(float) * 1e-3)))
     one = ctx[ctx["batch_size"] == 1].groupby("isl")["latency"].mean()
     prefill_isl = one.index.to_numpy(float)
@@ -471,9 +553,24 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
     meta["files"] = [str(p.relative_to(root)) for p in (gemm_dir, attn_dir)]
     meta["attention_cells_scaled_in_batch"] = int(filled.sum())
     meta["allreduce"] = "measured" if comm_elems.size else ("none" if model.tp == 1 else "roofline")
-    return KernelTable(gemm_m, gemm_s, attn_b, attn_L, attn_s, ctx_rate, prefill_isl, prefill_attn_s, meta,
-                       attn_scaled=filled.astype(float), comm_elems=comm_elems, comm_s=comm_s, rec_b=rec_b, rec_s=rec_s,
-                       moe_m=moe_m, moe_s=moe_s)
+    return KernelTable(
+        gemm_m,
+        gemm_s,
+        attn_b,
+        attn_L,
+        attn_s,
+        ctx_rate,
+        prefill_isl,
+        prefill_attn_s,
+        meta,
+        attn_scaled=filled.astype(float),
+        comm_elems=comm_elems,
+        comm_s=comm_s,
+        rec_b=rec_b,
+        rec_s=rec_s,
+        moe_m=moe_m,
+        moe_s=moe_s,
+    )
 
 
 def _recurrent_line(model: ModelShape, dev: Path, engine: str) -> tuple[np.ndarray, np.ndarray]:
@@ -483,13 +580,20 @@ def _recurrent_line(model: ModelShape, dev: Path, engine: str) -> tuple[np.ndarr
     empty = (np.zeros(0), np.zeros(0))
     if model.recurrent_kind != "gdn":
         return empty
-    files = sorted((dev / "linear_attention" / engine).glob("*/gdn_perf.parquet"), key=lambda p: _version_key(p.parent.name))
+    files = sorted(
+        (dev / "linear_attention" / engine).glob("*/gdn_perf.parquet"), key=lambda p: _version_key(p.parent.name)
+    )
     if not files:
         return empty
     frame = _read(files[-1])
-    rows = frame[(frame["phase"] == "generation") & (frame["num_k_heads"] == model.rec_groups // model.tp)
-                 & (frame["num_v_heads"] == model.rec_heads // model.tp) & (frame["head_k_dim"] == model.rec_state_dim)
-                 & (frame["head_v_dim"] == model.rec_head_dim) & (frame["num_tokens"] == frame["batch_size"])]
+    rows = frame[
+        (frame["phase"] == "generation")
+        & (frame["num_k_heads"] == model.rec_groups // model.tp)
+        & (frame["num_v_heads"] == model.rec_heads // model.tp)
+        & (frame["head_k_dim"] == model.rec_state_dim)
+        & (frame["head_v_dim"] == model.rec_head_dim)
+        & (frame["num_tokens"] == frame["batch_size"])
+    ]
     kinds = rows["kernel_source"].astype(str)
     recur = rows[kinds.str.startswith("fused_recurrent")].groupby("batch_size")["latency"].mean()
     conv = rows[kinds == "causal_conv1d_update"].groupby("batch_size")["latency"].mean()
@@ -524,19 +628,43 @@ def _fill_by_batch(b: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def _meta(model: ModelShape, device: str, engine: str, version: str) -> dict:
-    shape = {k: getattr(model, k) for k in ("vocab_size", "hidden_size", "intermediate_size", "n_layers", "n_heads",
-                                            "n_kv_heads", "head_dim", "weight_dtype", "kv_dtype", "n_experts",
-                                            "n_active_experts", "moe_intermediate_size", "n_shared_experts",
-                                            "n_dense_layers", "kv_lora_rank", "sliding_window", "n_sliding_layers", "tp",
-                                            "routing_effective_experts")}
+    shape = {
+        k: getattr(model, k)
+        for k in (
+            "vocab_size",
+            "hidden_size",
+            "intermediate_size",
+            "n_layers",
+            "n_heads",
+            "n_kv_heads",
+            "head_dim",
+            "weight_dtype",
+            "kv_dtype",
+            "n_experts",
+            "n_active_experts",
+            "moe_intermediate_size",
+            "n_shared_experts",
+            "n_dense_layers",
+            "kv_lora_rank",
+            "sliding_window",
+            "n_sliding_layers",
+            "tp",
+            "routing_effective_experts",
+        )
+    }
     shape["expert_dtype"] = model.expert_dtype_
     # Fields of the layouts read since issue 29, where they differ from their defaults (older tables keep their keys).
     defaults = {f.name: f.default for f in dataclasses.fields(ModelShape)}
     shape.update({k: getattr(model, k) for k in _LAYOUT_FIELDS if getattr(model, k) != defaults[k]})
     if model.n_attention_layers != model.n_layers:
         shape["n_attention_layers"] = model.n_attention_layers
-    return {"schema": _SCHEMA, "database": f"{AIC_DISTRIBUTION} {version}", "device": device, "engine": engine,
-            "shape": shape}
+    return {
+        "schema": _SCHEMA,
+        "database": f"{AIC_DISTRIBUTION} {version}",
+        "device": device,
+        "engine": engine,
+        "shape": shape,
+    }
 
 
 # -- the source ---------------------------------------------------------------
@@ -575,8 +703,10 @@ class KernelSource:
         return f"{AIC_DISTRIBUTION} {self.version} {self.engine} kernels on {self.device}"
 
     def describe(self) -> str:
-        return (f"kernels: {AIC_DISTRIBUTION} {self.version} measured {self.engine} kernels on {self.device} "
-                f"(Apache-2.0), roofline ({self.hardware.name}) outside the data")
+        return (
+            f"kernels: {AIC_DISTRIBUTION} {self.version} measured {self.engine} kernels on {self.device} "
+            f"(Apache-2.0), roofline ({self.hardware.name}) outside the data"
+        )
 
     def _note(self, text: str, key: object = None) -> None:
         """Record a note once per ``key`` (default: its text)."""
@@ -625,8 +755,10 @@ class KernelSource:
                 table = None
         if table is None:
             if self.progress:
-                self.progress(f"building the kernel table for {model.name} on {self.device} ({self.engine}, "
-                              f"{AIC_DISTRIBUTION} {self.version})" + (f"; cached in {path.parent}" if path else ""))
+                self.progress(
+                    f"building the kernel table for {model.name} on {self.device} ({self.engine}, "
+                    f"{AIC_DISTRIBUTION} {self.version})" + (f"; cached in {path.parent}" if path else "")
+                )
             try:
                 table = build_table(model, self.device, self.engine)
             except KernelDataError as exc:
@@ -646,10 +778,14 @@ class KernelSource:
             table.save(path)
         except (OSError, ValueError, RuntimeError) as exc:  # RuntimeError: pathlib's "Symlink loop" before 3.13
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            self._note(f"kernel tables are not cached in {path.parent} ({reason}): they are built in memory for this run",
-                       "no-cache")
+            self._note(
+                f"kernel tables are not cached in {path.parent} ({reason}): they are built in memory for this run",
+                "no-cache",
+            )
 
-    def step_time(self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0) -> StepTime:
+    def step_time(
+        self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0
+    ) -> StepTime:
         """t(b, q, L) from the database, the roofline where it has no data (flagged in ``fallback``)."""
         roof = step_time(self.hardware, model, batch, tokens_per_seq, context)
         table = self.table(model)
@@ -669,25 +805,40 @@ class KernelSource:
         # A pass of q > 1 tokens does strictly more work than a decode step of the same batch and
         # context; measured kernels differ by a few percent run to run, so hold it at least at q = 1.
         if not np.all(q == 1):  # (a decode step is its own floor)
-            total = np.maximum(total, table.gemm(b) + table.decode_attention(b, L + 1.0) + self._comm(table, model, b) + rec1)
+            total = np.maximum(
+                total, table.gemm(b) + table.decode_attention(b, L + 1.0) + self._comm(table, model, b) + rec1
+            )
         fallback = ~np.isfinite(total)
         if np.any(fallback):
-            self._note(f"{model.name}: some points lie outside the {self.engine} kernel data on {self.device} (b up to "
-                       f"{table.attn_b[-1]:.0f}, b*q up to {table.gemm_m[-1]:.0f}, context within the measured range); "
-                       f"the roofline answers there (marked in the output)", (model.name, "fallback"))
-        scaled = (table.uses_scaled_attention(b, L + q) & ~fallback if (model.name, "scaled") not in self._noted
-                  else np.zeros(np.shape(fallback), bool))  # (noted once: the first pass that leans on it names it)
+            self._note(
+                f"{model.name}: some points lie outside the {self.engine} kernel data on {self.device} (b up to "
+                f"{table.attn_b[-1]:.0f}, b*q up to {table.gemm_m[-1]:.0f}, context within the measured range); "
+                f"the roofline answers there (marked in the output)",
+                (model.name, "fallback"),
+            )
+        scaled = (
+            table.uses_scaled_attention(b, L + q) & ~fallback
+            if (model.name, "scaled") not in self._noted
+            else np.zeros(np.shape(fallback), bool)
+        )  # (noted once: the first pass that leans on it names it)
         if np.any(scaled):
             where_b = np.broadcast_to(np.asarray(b, float), scaled.shape)[scaled]
             where_l = np.broadcast_to(np.asarray(L + q, float), scaled.shape)[scaled]
             span = lambda x: f"{x.min():.0f}" if x.min() == x.max() else f"{x.min():.0f}-{x.max():.0f}"  # noqa: E731
-            self._note(f"{model.name}: at batch {span(where_b)} with context {span(where_l)} the decode-attention data stop at a "
-                       f"smaller batch; attention there is scaled linearly in batch from the largest measured one",
-                       (model.name, "scaled"))
+            self._note(
+                f"{model.name}: at batch {span(where_b)} with context {span(where_l)} the decode-attention data stop at a "
+                f"smaller batch; attention there is scaled linearly in batch from the largest measured one",
+                (model.name, "scaled"),
+            )
         total = np.where(fallback, roof.total_s, total)
-        return dataclasses.replace(roof, total_s=total, overhead_s=0.0, source=self.name,
-                                   fallback=fallback if np.any(fallback) else None,
-                                   comm_s=np.where(fallback, roof.comm_s, comm) if model.tp > 1 else 0.0)
+        return dataclasses.replace(
+            roof,
+            total_s=total,
+            overhead_s=0.0,
+            source=self.name,
+            fallback=fallback if np.any(fallback) else None,
+            comm_s=np.where(fallback, roof.comm_s, comm) if model.tp > 1 else 0.0,
+        )
 
     @staticmethod
     def _correlated_experts(table: KernelTable, model: ModelShape, b: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -699,7 +850,9 @@ class KernelSource:
         alike = _moe_uniform(model, m, table.moe_m, table.moe_s, model.experts_touched(m, q))
         return model.n_moe_layers * (alike - _moe_uniform(model, m, table.moe_m, table.moe_s))
 
-    def _recurrence(self, table: KernelTable, model: ModelShape, b: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _recurrence(
+        self, table: KernelTable, model: ModelShape, b: np.ndarray, q: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(pass, decode step) time of the recurrent layers: the measured decode kernels scaled by the state bytes a pass
         of q tokens moves against a decode step's (the verification kernel is bound by the states it writes), else the
         roofline's time of the recurrences (noted)."""
@@ -711,8 +864,11 @@ class KernelSource:
         if table.rec_b.size:
             ratio = model.recurrent_pass_bytes(q) / model.recurrent_pass_bytes(1.0)
             return measured * ratio, measured
-        self._note(f"{model.name}: no measured {model.recurrent_kind} recurrence kernels for {self.engine} on {self.device}; "
-                   "the recurrent layers' state traffic and FLOP are the roofline's", (model.name, "recurrence"))
+        self._note(
+            f"{model.name}: no measured {model.recurrent_kind} recurrence kernels for {self.engine} on {self.device}; "
+            "the recurrent layers' state traffic and FLOP are the roofline's",
+            (model.name, "recurrence"),
+        )
         return recurrent_time_s(self.hardware, model, b, q), recurrent_time_s(self.hardware, model, b, 1.0)
 
     def _comm(self, table: KernelTable, model: ModelShape, tokens: np.ndarray) -> np.ndarray:
@@ -725,8 +881,11 @@ class KernelSource:
         reduces, gathers = collectives_per_pass(model)
         measured = table.allreduce(tokens * model.hidden_size)
         if np.any(~np.isfinite(measured)):
-            self._note(f"{model.name}: no measured {self.engine} all-reduce at TP {model.tp} on {self.device} for some "
-                       f"message sizes; the profile's link bandwidth and latency answer there", (model.name, "comm"))
+            self._note(
+                f"{model.name}: no measured {self.engine} all-reduce at TP {model.tp} on {self.device} for some "
+                f"message sizes; the profile's link bandwidth and latency answer there",
+                (model.name, "comm"),
+            )
         ar = np.where(np.isfinite(measured), measured, allreduce_s(self.hardware, model.tp, act))
         return reduces * ar + gathers * allgather_s(self.hardware, model.tp, logits)
 
@@ -741,9 +900,13 @@ class KernelSource:
         return np.where(np.isfinite(t), t, roof)
 
 
-
-def compose_steps(source: KernelSource, model: ModelShape, batches=(1, 2, 4, 8, 16, 32, 64, 128, 256),
-                  tokens_per_seq=(1, 2, 3, 5, 9), contexts=(511, 1023, 2047, 4095, 8191)):
+def compose_steps(
+    source: KernelSource,
+    model: ModelShape,
+    batches=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+    tokens_per_seq=(1, 2, 3, 5, 9),
+    contexts=(511, 1023, 2047, 4095, 8191),
+):
     """Kernel-composed step times on a (b, q, L) grid, in the CSV form ``specsim calibrate`` reads.
 
     Only points inside the measured data are returned (no roofline fallback,
@@ -751,19 +914,38 @@ def compose_steps(source: KernelSource, model: ModelShape, batches=(1, 2, 4, 8, 
     """
     import pandas as pd
 
-    b, q, L = (a.ravel() for a in np.meshgrid(np.asarray(batches, float), np.asarray(tokens_per_seq, float),
-                                               np.asarray(contexts, float), indexing="ij"))
+    b, q, L = (
+        a.ravel()
+        for a in np.meshgrid(
+            np.asarray(batches, float), np.asarray(tokens_per_seq, float), np.asarray(contexts, float), indexing="ij"
+        )
+    )
     t = source.step_time(model, b, q, L)
     table = source.table(model)
     keep = np.ones(b.shape, bool) if t.fallback is None else ~t.fallback
     if table is not None:
         keep &= ~table.uses_scaled_attention(b, L + q)
-    rows = pd.DataFrame({
-        "model": model.name, "params": model.params, "n_layers": model.n_layers, "hidden_size": model.hidden_size,
-        "intermediate_size": model.intermediate_size, "n_heads": model.n_heads, "n_kv_heads": model.n_kv_heads,
-        "head_dim": model.head_dim, "vocab_size": model.vocab_size, "tie_embeddings": model.tie_embeddings,
-        "qkv_bias": model.qkv_bias, "batch": b.astype(int), "tokens_per_seq": q.astype(int), "context": L.astype(int),
-        "dtype": model.weight_dtype, "device": source.hardware.name, "device_name": source.device,
-        "step_time_s": t.total_s, "source": f"{AIC_DISTRIBUTION} {source.version} {source.engine} kernels",
-    })
+    rows = pd.DataFrame(
+        {
+            "model": model.name,
+            "params": model.params,
+            "n_layers": model.n_layers,
+            "hidden_size": model.hidden_size,
+            "intermediate_size": model.intermediate_size,
+            "n_heads": model.n_heads,
+            "n_kv_heads": model.n_kv_heads,
+            "head_dim": model.head_dim,
+            "vocab_size": model.vocab_size,
+            "tie_embeddings": model.tie_embeddings,
+            "qkv_bias": model.qkv_bias,
+            "batch": b.astype(int),
+            "tokens_per_seq": q.astype(int),
+            "context": L.astype(int),
+            "dtype": model.weight_dtype,
+            "device": source.hardware.name,
+            "device_name": source.device,
+            "step_time_s": t.total_s,
+            "source": f"{AIC_DISTRIBUTION} {source.version} {source.engine} kernels",
+        }
+    )
     return rows[keep & (table is not None)].reset_index(drop=True)

@@ -24,15 +24,24 @@ import numpy as np
 
 from specsim.describe.hardware import HardwareProfile
 from specsim.describe.models import ModelShape
-from specsim.timing.measurements import load_measurements
-from specsim.timing.base import StepTime
-from specsim.timing.roofline import step_time
 from specsim.timing._grid import interp_grid
+from specsim.timing.base import StepTime
+from specsim.timing.measurements import load_measurements
+from specsim.timing.roofline import step_time
 
 __all__ = ["MeasuredSource"]
 
-_MATCH = ("vocab_size", "hidden_size", "intermediate_size", "n_layers", "n_heads", "n_kv_heads", "head_dim", "weight_dtype",
-          "kv_dtype")
+_MATCH = (
+    "vocab_size",
+    "hidden_size",
+    "intermediate_size",
+    "n_layers",
+    "n_heads",
+    "n_kv_heads",
+    "head_dim",
+    "weight_dtype",
+    "kv_dtype",
+)
 
 
 def _shape_key(model: ModelShape) -> tuple:
@@ -55,9 +64,11 @@ def _monotone(grid: np.ndarray, axes: tuple, name: str, model: str) -> np.ndarra
         if np.any(dip):
             i = tuple(int(v[0]) for v in np.nonzero(np.moveaxis(dip, 0, axis)))
             b, q, L = (axes[k][i[k]] for k in range(3))
-            raise ValueError(f"{name}: {model} at batch {b:g}, {q:g} tokens per sequence, context {L:g} takes "
-                             f"{grid[i] * 1e3:.3g} ms, more than {MONOTONE_TOLERANCE:.0%} less than a pass with fewer "
-                             f"{what}; a larger pass never costs less: these are not step times of one model")
+            raise ValueError(
+                f"{name}: {model} at batch {b:g}, {q:g} tokens per sequence, context {L:g} takes "
+                f"{grid[i] * 1e3:.3g} ms, more than {MONOTONE_TOLERANCE:.0%} less than a pass with fewer "
+                f"{what}; a larger pass never costs less: these are not step times of one model"
+            )
         out = np.moveaxis(np.where(np.isfinite(moved), np.fmax(moved, running), moved), 0, axis)
     return out
 
@@ -115,7 +126,9 @@ class MeasuredSource:
     def models(self) -> list[str]:
         return list(self._names.values())
 
-    def step_time(self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0) -> StepTime:
+    def step_time(
+        self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0
+    ) -> StepTime:
         """Interpolated t(b, q, L); the roofline where the file has no data (flagged)."""
         key = _shape_key(model)
         if key not in self._grids:
@@ -128,10 +141,14 @@ class MeasuredSource:
         total = interp_grid(axes, grid, [batch, tokens_per_seq, context])
         fallback = ~np.isfinite(total)
         if np.any(fallback):
-            note = (f"{model.name}: {int(np.count_nonzero(fallback))} of {fallback.size} points lie outside the measurements "
-                    f"in {self.path.name} (b {axes[0][0]:.0f}-{axes[0][-1]:.0f}, q {axes[1][0]:.0f}-{axes[1][-1]:.0f}, "
-                    f"L {axes[2][0]:.0f}-{axes[2][-1]:.0f}); the roofline answers there")
+            note = (
+                f"{model.name}: {int(np.count_nonzero(fallback))} of {fallback.size} points lie outside the measurements "
+                f"in {self.path.name} (b {axes[0][0]:.0f}-{axes[0][-1]:.0f}, q {axes[1][0]:.0f}-{axes[1][-1]:.0f}, "
+                f"L {axes[2][0]:.0f}-{axes[2][-1]:.0f}); the roofline answers there"
+            )
             if note not in self.notes:
                 self.notes.append(note)
         total = np.where(fallback, roof.total_s, total)
-        return dataclasses.replace(roof, total_s=total, source=self.name, fallback=fallback if np.any(fallback) else None)
+        return dataclasses.replace(
+            roof, total_s=total, source=self.name, fallback=fallback if np.any(fallback) else None
+        )

@@ -54,9 +54,13 @@ def _numeric_column(column: pd.Series, col: str, where: str) -> pd.Series:
         row = int(np.flatnonzero(bad)[0])
         cell = column.iloc[row]
         if isinstance(cell, (int, np.integer)) and not isinstance(cell, bool):  # parsed, but past any float
-            raise ValueError(f"{where}: column {col} has a {len(str(abs(int(cell))))}-digit number at data row {row + 1}, "
-                             "far out of range")
-        raise ValueError(f"{where}: column {col} has a missing or non-numeric value at data row {row + 1} ({_shown(cell)})")
+            raise ValueError(
+                f"{where}: column {col} has a {len(str(abs(int(cell))))}-digit number at data row {row + 1}, "
+                "far out of range"
+            )
+        raise ValueError(
+            f"{where}: column {col} has a missing or non-numeric value at data row {row + 1} ({_shown(cell)})"
+        )
     return values
 
 
@@ -115,8 +119,10 @@ def load_measurements(path: str | Path) -> pd.DataFrame:
     if len(df) < MIN_POINTS:
         raise ValueError(f"{where}: {len(df)} measurements; calibration needs at least {MIN_POINTS}")
     if len(df) > MAX_POINTS:
-        raise ValueError(f"{where}: {len(df):,} measurements; at most {MAX_POINTS:,} (a sweep of `specsim measure` is a few "
-                         "hundred; repeats are summarised by their median)")
+        raise ValueError(
+            f"{where}: {len(df):,} measurements; at most {MAX_POINTS:,} (a sweep of `specsim measure` is a few "
+            "hundred; repeats are summarised by their median)"
+        )
     for col in ["batch", "tokens_per_seq", "context", time_col] + [c for c in _SPREAD_COLUMNS if c in df.columns]:
         df[col] = _numeric_column(df[col], col, where)
     if (df[time_col] <= 0).any():
@@ -127,18 +133,24 @@ def load_measurements(path: str | Path) -> pd.DataFrame:
     for col, low, high in (("batch", 1, MAX_BATCH), ("tokens_per_seq", 1, MAX_CONTEXT), ("context", 0, MAX_CONTEXT)):
         bad = np.flatnonzero(((df[col] < low) | (df[col] > high) | (df[col] != np.round(df[col]))).to_numpy())
         if bad.size:
-            raise ValueError(f"{where}: {col} must be a whole number in [{low:,}, {high:,}]; data row {bad[0] + 1} has "
-                             f"{_shown(df[col].iloc[bad[0]])}")
+            raise ValueError(
+                f"{where}: {col} must be a whole number in [{low:,}, {high:,}]; data row {bad[0] + 1} has "
+                f"{_shown(df[col].iloc[bad[0]])}"
+            )
     for col in [time_col] + [c for c in _SPREAD_COLUMNS if c in df.columns]:
         bad = np.flatnonzero(((df[col] < MIN_STEP_S) | (df[col] > MAX_STEP_S)).to_numpy())
         if bad.size:
-            raise ValueError(f"{where}: {col} must be a pass time in [{MIN_STEP_S:g}, {MAX_STEP_S:g}] seconds; data row "
-                             f"{bad[0] + 1} has {_shown(df[col].iloc[bad[0]])}")
+            raise ValueError(
+                f"{where}: {col} must be a pass time in [{MIN_STEP_S:g}, {MAX_STEP_S:g}] seconds; data row "
+                f"{bad[0] + 1} has {_shown(df[col].iloc[bad[0]])}"
+            )
     if all(c in df.columns for c in ("p10_s", "p90_s")):
         bad = np.flatnonzero(((df["p10_s"] > df[time_col]) | (df[time_col] > df["p90_s"])).to_numpy())
         if bad.size:
-            raise ValueError(f"{where}: data row {bad[0] + 1} has a median {df[time_col].iloc[bad[0]]:g} s outside its "
-                             f"10th-90th percentiles [{df['p10_s'].iloc[bad[0]]:g}, {df['p90_s'].iloc[bad[0]]:g}] s")
+            raise ValueError(
+                f"{where}: data row {bad[0] + 1} has a median {df[time_col].iloc[bad[0]]:g} s outside its "
+                f"10th-90th percentiles [{df['p10_s'].iloc[bad[0]]:g}, {df['p90_s'].iloc[bad[0]]:g}] s"
+            )
     df = df.rename(columns={time_col: "measured_s"})
     shapes: dict[tuple, ModelShape] = {}
     keys = []
@@ -147,12 +159,28 @@ def load_measurements(path: str | Path) -> pd.DataFrame:
         if has_shape:
             at = f"{where}, data row {number}"
             dims = tuple(check_int(f"{at}: {c}", _number(getattr(row, c)), 1, 10_000_000) for c in _SHAPE_COLUMNS)
-            key = dims + (_flag(getattr(row, "tie_embeddings", False), "tie_embeddings", at),
-                          _flag(getattr(row, "qkv_bias", False), "qkv_bias", at), dtype, str(getattr(row, "model", "")))
+            key = dims + (
+                _flag(getattr(row, "tie_embeddings", False), "tie_embeddings", at),
+                _flag(getattr(row, "qkv_bias", False), "qkv_bias", at),
+                dtype,
+                str(getattr(row, "model", "")),
+            )
             if key not in shapes:
                 v, d, f, n, h, kv, hd = key[:7]
-                shapes[key] = ModelShape(str(key[10]) or "measured", v, d, f, n, h, kv, hd, tie_embeddings=key[7],
-                                         qkv_bias=key[8], weight_dtype=dtype, kv_dtype=dtype)
+                shapes[key] = ModelShape(
+                    str(key[10]) or "measured",
+                    v,
+                    d,
+                    f,
+                    n,
+                    h,
+                    kv,
+                    hd,
+                    tie_embeddings=key[7],
+                    qkv_bias=key[8],
+                    weight_dtype=dtype,
+                    kv_dtype=dtype,
+                )
         else:
             key = (str(row.model), dtype)
             if key not in shapes:

@@ -46,7 +46,15 @@ from specsim.describe.models import ModelShape
 from specsim.describe.parallel import check_tp, comm_time_s
 from specsim.timing.base import StepTime, check_pass
 
-__all__ = ["RooflineSource", "compute_time_s", "dequant_time_s", "pass_bytes", "pass_flop", "recurrent_time_s", "step_time"]
+__all__ = [
+    "RooflineSource",
+    "compute_time_s",
+    "dequant_time_s",
+    "pass_bytes",
+    "pass_flop",
+    "recurrent_time_s",
+    "step_time",
+]
 
 
 def _mixer_flop(model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray, context: np.ndarray) -> np.ndarray:
@@ -65,13 +73,18 @@ def pass_flop(model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray, 
     return matmul + _mixer_flop(model, batch, tokens_per_seq, context)
 
 
-def compute_time_s(hardware: HardwareProfile, model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray,
-                   context: np.ndarray) -> np.ndarray:
+def compute_time_s(
+    hardware: HardwareProfile, model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray, context: np.ndarray
+) -> np.ndarray:
     """Arithmetic time of one pass: each dtype's matmuls at its rate, attention and recurrences at the 16-bit rate,
     and the dequantisation of weight-only weights' last, partly filled tile of tokens."""
     tokens = batch * tokens_per_seq
     matmul = sum(flop / hardware.flop_per_s_for(dtype) for flop, dtype in model.matmul_flop_by_dtype(tokens))
-    return matmul + dequant_time_s(hardware, model, batch, tokens_per_seq) + _mixer_flop(model, batch, tokens_per_seq, context) / hardware.flop_per_s
+    return (
+        matmul
+        + dequant_time_s(hardware, model, batch, tokens_per_seq)
+        + _mixer_flop(model, batch, tokens_per_seq, context) / hardware.flop_per_s
+    )
 
 
 def dequant_time_s(hardware: HardwareProfile, model: ModelShape, batch: object, tokens_per_seq: object) -> np.ndarray:
@@ -99,8 +112,9 @@ def dequant_time_s(hardware: HardwareProfile, model: ModelShape, batch: object, 
 def pass_bytes(model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray, context: np.ndarray) -> np.ndarray:
     """Bytes of one forward pass on one rank: the weights it needs, each sequence's KV read and new KV written, and the
     recurrent state each sequence reads and writes (:meth:`~specsim.describe.shapes.ModelShape.recurrent_pass_bytes`)."""
-    out = (model.weight_bytes_read(batch * tokens_per_seq, tokens_per_seq)
-           + batch * (model.kv_bytes(context) + model.kv_bytes_per_token * tokens_per_seq))
+    out = model.weight_bytes_read(batch * tokens_per_seq, tokens_per_seq) + batch * (
+        model.kv_bytes(context) + model.kv_bytes_per_token * tokens_per_seq
+    )
     if model.is_hybrid:
         out = out + batch * model.recurrent_pass_bytes(tokens_per_seq)
     return out
@@ -112,8 +126,9 @@ def recurrent_time_s(hardware: HardwareProfile, model: ModelShape, batch: object
     b, q = np.asarray(batch, dtype=float), np.asarray(tokens_per_seq, dtype=float)
     if not model.is_hybrid:
         return np.zeros(np.broadcast_shapes(b.shape, q.shape))
-    return np.maximum(model.recurrent_flop(b * q, q) / hardware.flop_per_s,
-                      b * model.recurrent_pass_bytes(q) / hardware.bytes_per_s)
+    return np.maximum(
+        model.recurrent_flop(b * q, q) / hardware.flop_per_s, b * model.recurrent_pass_bytes(q) / hardware.bytes_per_s
+    )
 
 
 def step_time(
@@ -187,8 +202,12 @@ class RooflineSource:
 
     def describe(self) -> str:
         hw = self.hardware
-        return (f"roofline: profile {hw.name} (compute eff {hw.compute_eff:.2f}, bandwidth eff {hw.bandwidth_eff:.2f}, "
-                f"{hw.overhead_s * 1e3:.2f} ms/pass)")
+        return (
+            f"roofline: profile {hw.name} (compute eff {hw.compute_eff:.2f}, bandwidth eff {hw.bandwidth_eff:.2f}, "
+            f"{hw.overhead_s * 1e3:.2f} ms/pass)"
+        )
 
-    def step_time(self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0) -> StepTime:
+    def step_time(
+        self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0
+    ) -> StepTime:
         return step_time(self.hardware, model, batch, tokens_per_seq, context)

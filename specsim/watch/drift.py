@@ -21,13 +21,20 @@ over those windows.  After a flag the test sets a new reference from the windows
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import beta, chi2
 
-from dataclasses import dataclass
-
-__all__ = ["DEFAULT_FALSE_ALARM", "DEFAULT_MIN_DROP", "DEFAULT_REFERENCE", "FLAG_PROBABILITY", "PHI_QUANTILE", "Drop", "DropDetector"]
+__all__ = [
+    "DEFAULT_FALSE_ALARM",
+    "DEFAULT_MIN_DROP",
+    "DEFAULT_REFERENCE",
+    "FLAG_PROBABILITY",
+    "PHI_QUANTILE",
+    "Drop",
+    "DropDetector",
+]
 
 #: One false alarm per this many windows at most, on average (Lorden's bound): h = ln 1000 = 6.91.
 DEFAULT_FALSE_ALARM = 1e-3
@@ -58,21 +65,33 @@ class Drop:
     test: str = "CUSUM"
 
     def to_dict(self) -> dict:
-        return {"flagged": self.flagged, "since": self.since, "before": self.before, "after": self.after,
-                "statistic": self.statistic, "test": self.test}
+        return {
+            "flagged": self.flagged,
+            "since": self.since,
+            "before": self.before,
+            "after": self.after,
+            "statistic": self.statistic,
+            "test": self.test,
+        }
 
 
 class DropDetector:
     """Page's CUSUM for a drop of the acceptance length (the module's docstring)."""
 
-    def __init__(self, min_drop: float = DEFAULT_MIN_DROP, false_alarm: float = DEFAULT_FALSE_ALARM,
-                 reference: int = DEFAULT_REFERENCE):
+    def __init__(
+        self,
+        min_drop: float = DEFAULT_MIN_DROP,
+        false_alarm: float = DEFAULT_FALSE_ALARM,
+        reference: int = DEFAULT_REFERENCE,
+    ):
         if not 0.0 < min_drop < 1.0:
             raise ValueError(f"the smallest drop must be a share in (0, 1), got {min_drop!r}")
         if not 0.0 < false_alarm < 1.0:
             raise ValueError(f"the false-alarm rate must be in (0, 1), got {false_alarm!r}")
         if int(reference) < 3:
-            raise ValueError(f"a reference needs at least 3 windows (an overdispersion needs 2 degrees of freedom), got {reference!r}")
+            raise ValueError(
+                f"a reference needs at least 3 windows (an overdispersion needs 2 degrees of freedom), got {reference!r}"
+            )
         self.min_drop, self.false_alarm, self.reference = float(min_drop), float(false_alarm), int(reference)
         self.h = math.log(1.0 / self.false_alarm)
         self._restart(None)
@@ -109,7 +128,7 @@ class DropDetector:
         sd = self.sd(drafts)
         if sd is None or sd <= 0:
             return None if sd is None else 1
-        m = self.delta ** 2 / (2.0 * sd ** 2)
+        m = self.delta**2 / (2.0 * sd**2)
         z = float(norm.ppf(FLAG_PROBABILITY))
         k = 1
         while k * m - z * math.sqrt(2.0 * k * m) < self.h:
@@ -137,7 +156,7 @@ class DropDetector:
         sd = self.sd(n)
         if sd is None or sd <= 0:
             return None
-        llr = (self.delta / sd ** 2) * (self.mu0 - x - self.delta / 2.0)
+        llr = (self.delta / sd**2) * (self.mu0 - x - self.delta / 2.0)
         self.cusum = max(0.0, self.cusum + llr)
         if self.cusum == 0.0:
             self._since_zero = []
@@ -149,7 +168,9 @@ class DropDetector:
         xs = np.array([s[1] for s in self._since_zero])
         ns = np.array([s[2] if s[2] else 1.0 for s in self._since_zero])
         drop = Drop(index, since, float(self.mu0), float((xs * ns).sum() / ns.sum()), float(self.cusum))
-        self._restart(self.gamma)  # the windows after this one set the next reference (the change may straddle earlier ones)
+        self._restart(
+            self.gamma
+        )  # the windows after this one set the next reference (the change may straddle earlier ones)
         return drop
 
     def _set_reference(self) -> Drop | None:
@@ -208,16 +229,26 @@ class DropDetector:
         flagged, since = self._buffer[-1][0], self._buffer[k][0]
         self._buffer = self._buffer[k:]
         if stat > 0 and before - after >= self.min_drop * before:
-            return True, Drop(flagged, since, float(before), float(after), float(stat), "a change inside the reference windows")
+            return True, Drop(
+                flagged, since, float(before), float(after), float(stat), "a change inside the reference windows"
+            )
         return True, None
+
     def describe(self, drafts: float | None = None) -> str:
         """The test in a line: the smallest drop, the false-alarm rate, and how soon a drop is flagged."""
         if not self.ready:
-            return (f"drift test: a reference of {self.reference} windows first, then a drop of {self.min_drop:.0%} or more "
-                    f"is flagged with at most one false alarm per {1 / self.false_alarm:,.0f} windows (Lorden's bound)")
+            return (
+                f"drift test: a reference of {self.reference} windows first, then a drop of {self.min_drop:.0%} or more "
+                f"is flagged with at most one false alarm per {1 / self.false_alarm:,.0f} windows (Lorden's bound)"
+            )
         k = self.windows_to_flag(drafts)
-        spread = (f"overdispersion {self.phi:.1f} between windows" if self.phi is not None
-                  else f"the reference's spread, {self.gauge_sd:.3f}")
-        return (f"drift test: reference acceptance length {self.mu0:.3f}; a drop to {self.mu0 - self.delta:.3f} or below "
-                f"({self.min_drop:.0%}) is flagged within {k} window(s) in {FLAG_PROBABILITY:.0%} of cases, with at most one false alarm per "
-                f"{1 / self.false_alarm:,.0f} windows (CUSUM, threshold ln {1 / self.false_alarm:,.0f} = {self.h:.2f}; {spread})")
+        spread = (
+            f"overdispersion {self.phi:.1f} between windows"
+            if self.phi is not None
+            else f"the reference's spread, {self.gauge_sd:.3f}"
+        )
+        return (
+            f"drift test: reference acceptance length {self.mu0:.3f}; a drop to {self.mu0 - self.delta:.3f} or below "
+            f"({self.min_drop:.0%}) is flagged within {k} window(s) in {FLAG_PROBABILITY:.0%} of cases, with at most one false alarm per "
+            f"{1 / self.false_alarm:,.0f} windows (CUSUM, threshold ln {1 / self.false_alarm:,.0f} = {self.h:.2f}; {spread})"
+        )

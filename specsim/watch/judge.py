@@ -22,10 +22,9 @@ tokens (from the per-position counts) inflated by the overdispersion the drift r
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
-
-from dataclasses import dataclass
 
 __all__ = ["ALPHAS", "CONFIDENCE_Z", "Judgement", "Judge"]
 
@@ -51,10 +50,18 @@ class Judgement:
     best_speedup: float
 
     def to_dict(self) -> dict:
-        return {"alpha": self.alpha, "gamma": self.gamma, "speedup": self.speedup, "break_even_length": self.break_even_length,
-                "break_even": self.break_even, "interval": list(self.interval) if self.interval else None,
-                "verdict": self.verdict, "running_model": self.running_model, "best_gamma": self.best_gamma,
-                "best_speedup": self.best_speedup}
+        return {
+            "alpha": self.alpha,
+            "gamma": self.gamma,
+            "speedup": self.speedup,
+            "break_even_length": self.break_even_length,
+            "break_even": self.break_even,
+            "interval": list(self.interval) if self.interval else None,
+            "verdict": self.verdict,
+            "running_model": self.running_model,
+            "best_gamma": self.best_gamma,
+            "best_speedup": self.best_speedup,
+        }
 
 
 def _length(alpha: np.ndarray, gamma: int) -> np.ndarray:
@@ -109,7 +116,9 @@ class Judge:
             ratio = state.tpot_s[0][None, :] / state.tpot_s  # (gamma, window)
             best = np.argmax(np.where(np.isfinite(ratio), ratio, -np.inf), axis=0)
             # The break-even on the alpha grid at the gamma in use.
-            grid = self._state(np.r_[0.0, ALPHAS][:, None], np.r_[0, np.full(ALPHAS.size, gamma)][:, None], rates, P, O, gamma)
+            grid = self._state(
+                np.r_[0.0, ALPHAS][:, None], np.r_[0, np.full(ALPHAS.size, gamma)][:, None], rates, P, O, gamma
+            )
             curve = grid.tpot_s[0][None, :] / grid.tpot_s[1:]  # (alpha, window)
             for j, i in enumerate(idx):
                 w = ws[j]
@@ -118,7 +127,11 @@ class Judge:
                 if sd is None and w.drafts:
                     var = w.draft_variance()
                     sd = math.sqrt(var / w.drafts) if var is not None else None
-                interval = None if sd is None else (w.acceptance_length - CONFIDENCE_Z * sd, w.acceptance_length + CONFIDENCE_Z * sd)
+                interval = (
+                    None
+                    if sd is None
+                    else (w.acceptance_length - CONFIDENCE_Z * sd, w.acceptance_length + CONFIDENCE_Z * sd)
+                )
                 low, high = interval if interval is not None else (w.acceptance_length, w.acceptance_length)
                 if kind == "never" or (kind == "found" and high < length_be):
                     verdict = "costs"
@@ -126,8 +139,18 @@ class Judge:
                     verdict = "pays"
                 else:
                     verdict = "undecided"
-                out[i] = Judgement(float(alpha[j]), gamma, float(ratio[gamma, j]), length_be, kind, interval, verdict,
-                                   float(state.in_engine[gamma, j]), int(best[j]), float(ratio[best[j], j]))
+                out[i] = Judgement(
+                    float(alpha[j]),
+                    gamma,
+                    float(ratio[gamma, j]),
+                    length_be,
+                    kind,
+                    interval,
+                    verdict,
+                    float(state.in_engine[gamma, j]),
+                    int(best[j]),
+                    float(ratio[best[j], j]),
+                )
         return out
 
     @staticmethod

@@ -37,17 +37,27 @@ class Gauges:
         self.length = gauge("acceptance_length", "Tokens per verification in the last window (1 + accepted / drafts)")
         self.low = gauge("acceptance_length_low", "Bottom of the last window's 95% interval of the acceptance length")
         self.high = gauge("acceptance_length_high", "Top of the last window's 95% interval of the acceptance length")
-        self.break_even = gauge("break_even_acceptance_length", "Acceptance length at which speculation breaks even at the "
-                                "last window's load (the serving model's; NaN where none pays or any does)")
-        self.speedup = gauge("predicted_speedup", "Plain TPOT over speculative TPOT at the last window's load and acceptance")
+        self.break_even = gauge(
+            "break_even_acceptance_length",
+            "Acceptance length at which speculation breaks even at the "
+            "last window's load (the serving model's; NaN where none pays or any does)",
+        )
+        self.speedup = gauge(
+            "predicted_speedup", "Plain TPOT over speculative TPOT at the last window's load and acceptance"
+        )
         self.rate = gauge("request_rate", "Finished requests per second per replica in the last window")
         self.running = gauge("running", "Mean requests running per replica in the last window")
         self.best_gamma = gauge("best_gamma", "The draft length the model picks at the last window's load (0: none)")
-        self.verdict = gauge("verdict", "1 while a verdict holds: costs (speculation costs more than it saves), dropped "
-                             "(acceptance dropped), schedule (another draft length is better)", ["verdict"])
+        self.verdict = gauge(
+            "verdict",
+            "1 while a verdict holds: costs (speculation costs more than it saves), dropped "
+            "(acceptance dropped), schedule (another draft length is better)",
+            ["verdict"],
+        )
         self.window_end = gauge("window_end_seconds", "Unix time of the last window's end")
         Info(_PREFIX + "build", "What the watch models", labels, registry=self.registry).labels(model).info(
-            {"engine": engine, "deployment": deployment})
+            {"engine": engine, "deployment": deployment}
+        )
         for kind in ("costs", "dropped", "schedule"):
             self.verdict.labels(model, kind).set(0)
 
@@ -81,6 +91,7 @@ class Gauges:
 def engine_queries(names, window: str = "5m", selector: str = "") -> dict:
     """PromQL of the acceptance length and the request rate per replica of each model, as ``names``'s release counts
     them (the same basis as :func:`~.windows.window_between`)."""
+
     def sel(name, extra=""):
         inner = ",".join(filter(None, [selector, extra]))
         return f"{name}{{{inner}}}" if inner else name
@@ -90,31 +101,68 @@ def engine_queries(names, window: str = "5m", selector: str = "") -> dict:
         length = f"1 + {by} (rate({sel(names.accepted)}[{window}])) / {by} (rate({sel(names.drafts)}[{window}]))"
     elif names.drafted_per_position is not None:
         first = f'{names.position_label}="0"'
-        length = (f"1 + {by} (rate({sel(names.accepted_per_position)}[{window}])) / "
-                  f"{by} (rate({sel(names.drafted_per_position, first)}[{window}]))")
+        length = (
+            f"1 + {by} (rate({sel(names.accepted_per_position)}[{window}])) / "
+            f"{by} (rate({sel(names.drafted_per_position, first)}[{window}]))"
+        )
     elif names.verify_calls is not None:
-        length = (f"({by} (rate({sel(names.generation_tokens)}[{window}])) - {by} (rate({sel(names.requests)}[{window}]))) / "
-                  f"{by} (rate({sel(names.verify_calls)}[{window}]))")
+        length = (
+            f"({by} (rate({sel(names.generation_tokens)}[{window}])) - {by} (rate({sel(names.requests)}[{window}]))) / "
+            f"{by} (rate({sel(names.verify_calls)}[{window}]))"
+        )
     else:
         length = f"avg by ({names.model_label}) (avg_over_time({sel(names.accept_length_gauge)}[{window}]))"
-    replicas = (f"count by ({names.model_label}) (count by ({names.model_label}, {names.replica_label}) ({sel(names.running)}))"
-                if names.replica_label else "1")
-    rate = f"{by} (rate({sel(names.requests)}[{window}])) / {replicas}" if names.replica_label else f"{by} (rate({sel(names.requests)}[{window}]))"
-    queries = {"acceptance_length": length, "request_rate": rate, "running": f"avg by ({names.model_label}) ({sel(names.running)})"}
+    replicas = (
+        f"count by ({names.model_label}) (count by ({names.model_label}, {names.replica_label}) ({sel(names.running)}))"
+        if names.replica_label
+        else "1"
+    )
+    rate = (
+        f"{by} (rate({sel(names.requests)}[{window}])) / {replicas}"
+        if names.replica_label
+        else f"{by} (rate({sel(names.requests)}[{window}]))"
+    )
+    queries = {
+        "acceptance_length": length,
+        "request_rate": rate,
+        "running": f"avg by ({names.model_label}) ({sel(names.running)})",
+    }
     if names.accepted_per_position is not None:
-        base = sel(names.drafts) if names.drafts is not None else sel(names.drafted_per_position, f'{names.position_label}="0"')
-        queries["per_position"] = (f"sum by ({names.model_label}, {names.position_label}) (rate({sel(names.accepted_per_position)}[{window}])) "
-                                   f"/ ignoring({names.position_label}) group_left sum by ({names.model_label}) (rate({base}[{window}]))")
+        base = (
+            sel(names.drafts)
+            if names.drafts is not None
+            else sel(names.drafted_per_position, f'{names.position_label}="0"')
+        )
+        queries["per_position"] = (
+            f"sum by ({names.model_label}, {names.position_label}) (rate({sel(names.accepted_per_position)}[{window}])) "
+            f"/ ignoring({names.position_label}) group_left sum by ({names.model_label}) (rate({base}[{window}]))"
+        )
     return queries
 
 
-def break_even_table(judge, gamma: int, input_tokens: float, output_tokens: float, max_rate: float, points: int = 24) -> list:
+def break_even_table(
+    judge, gamma: int, input_tokens: float, output_tokens: float, max_rate: float, points: int = 24
+) -> list:
     """[(request rate per replica, break-even acceptance length or None, how)] on a grid of rates up to ``max_rate``."""
     from specsim.watch.windows import Window
 
     rates = np.unique(np.round(np.geomspace(max_rate / 64.0, max_rate, points), 4))
-    windows = [Window(0.0, 60.0, "", 1, "", drafts=None, acceptance_length=1.0 + gamma / 2.0, gamma=gamma, requests_per_s=float(r),
-                      input_tokens=float(input_tokens), output_tokens=float(output_tokens)) for r in rates]
+    windows = [
+        Window(
+            0.0,
+            60.0,
+            "",
+            1,
+            "",
+            drafts=None,
+            acceptance_length=1.0 + gamma / 2.0,
+            gamma=gamma,
+            requests_per_s=float(r),
+            input_tokens=float(input_tokens),
+            output_tokens=float(output_tokens),
+        )
+        for r in rates
+    ]
     return [(float(r), j.break_even_length, j.break_even) for r, j in zip(rates, judge.judge(windows))]
 
 
@@ -129,51 +177,103 @@ def _step_function(table: list, rate: str, top: float) -> str:
     return expr
 
 
-def alert_rules(names, judge, gamma: int, input_tokens: float, output_tokens: float, max_rate: float, *, selector: str = "",
-                min_drop: float = 0.05, interval_s: float = 60.0, provenance: str = "") -> dict:
+def alert_rules(
+    names,
+    judge,
+    gamma: int,
+    input_tokens: float,
+    output_tokens: float,
+    max_rate: float,
+    *,
+    selector: str = "",
+    min_drop: float = 0.05,
+    interval_s: float = 60.0,
+    provenance: str = "",
+) -> dict:
     """The rules file (a dict for YAML): the watch's verdicts on specsim's gauges, and the engine-only rules."""
     q = engine_queries(names, "5m", selector)
     table = break_even_table(judge, gamma, input_tokens, output_tokens, max_rate)
     label = names.model_label
-    rate_rule, length_rule, be_rule = "specsim:request_rate:rate5m", "specsim:acceptance_length:rate5m", "specsim:break_even_acceptance_length"
+    rate_rule, length_rule, be_rule = (
+        "specsim:request_rate:rate5m",
+        "specsim:acceptance_length:rate5m",
+        "specsim:break_even_acceptance_length",
+    )
     hold = f"{int(max(2 * interval_s, 60))}s"
     watch = [
-        {"alert": "SpeculationCostsMoreThanItSaves", "expr": f'{_PREFIX}verdict{{verdict="costs"}} == 1', "for": hold,
-         "labels": {"severity": "warning"},
-         "annotations": {"summary": "Speculative decoding costs more than it saves at this load ({{ $labels.%s }})" % label,
-                         "description": "specsim watch: the acceptance length's 95% interval is below the break-even at the "
-                         "running load; " + provenance}},
-        {"alert": "SpeculativeAcceptanceDropped", "expr": f'{_PREFIX}verdict{{verdict="dropped"}} == 1',
-         "labels": {"severity": "warning"},
-         "annotations": {"summary": "Speculative acceptance dropped ({{ $labels.%s }})" % label,
-                         "description": "specsim watch's change-point test flagged a drop of the acceptance length "
-                         "(at most one false alarm per 1,000 windows without a change)"}},
-        {"alert": "SpeculationScheduleStale", "expr": f'{_PREFIX}verdict{{verdict="schedule"}} == 1', "for": hold,
-         "labels": {"severity": "info"},
-         "annotations": {"summary": "Another draft length is better at this load ({{ $labels.%s }})" % label,
-                         "description": "specsim watch prints the schedule in the engine's format"}},
+        {
+            "alert": "SpeculationCostsMoreThanItSaves",
+            "expr": f'{_PREFIX}verdict{{verdict="costs"}} == 1',
+            "for": hold,
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": "Speculative decoding costs more than it saves at this load ({{ $labels.%s }})" % label,
+                "description": "specsim watch: the acceptance length's 95% interval is below the break-even at the "
+                "running load; " + provenance,
+            },
+        },
+        {
+            "alert": "SpeculativeAcceptanceDropped",
+            "expr": f'{_PREFIX}verdict{{verdict="dropped"}} == 1',
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": "Speculative acceptance dropped ({{ $labels.%s }})" % label,
+                "description": "specsim watch's change-point test flagged a drop of the acceptance length "
+                "(at most one false alarm per 1,000 windows without a change)",
+            },
+        },
+        {
+            "alert": "SpeculationScheduleStale",
+            "expr": f'{_PREFIX}verdict{{verdict="schedule"}} == 1',
+            "for": hold,
+            "labels": {"severity": "info"},
+            "annotations": {
+                "summary": "Another draft length is better at this load ({{ $labels.%s }})" % label,
+                "description": "specsim watch prints the schedule in the engine's format",
+            },
+        },
     ]
     top = float(gamma + 2)
     engine = [
         {"record": length_rule, "expr": q["acceptance_length"]},
         {"record": rate_rule, "expr": q["request_rate"]},
-        {"record": be_rule, "expr": _step_function(table, rate_rule, top),
-         "labels": {"specsim_lengths": f"{input_tokens:.0f}/{output_tokens:.0f}", "specsim_gamma": str(gamma)}},
-        {"alert": "SpeculationCostsMoreThanItSavesEngineOnly",
-         "expr": f"{length_rule} < ignoring(specsim_lengths, specsim_gamma) {be_rule}", "for": "10m",
-         "labels": {"severity": "warning"},
-         "annotations": {"summary": "Acceptance length below the break-even at this request rate ({{ $labels.%s }})" % label,
-                         "description": (f"break-even tabulated by specsim for {input_tokens:.0f}-token prompts, "
-                                         f"{output_tokens:.0f}-token outputs and gamma {gamma}; {provenance}. "
-                                         f"{top:g} marks a load where no acceptance pays")}},
-        {"alert": "SpeculativeAcceptanceDroppedEngineOnly",
-         "expr": f"{length_rule} < {1 - min_drop:g} * ({length_rule} offset 1d)", "for": "30m",
-         "labels": {"severity": "warning"},
-         "annotations": {"summary": "Acceptance length {{ $value | printf \"%.2f\" }} is more than "
-                         f"{min_drop:.0%} below the same hour yesterday",
-                         "description": "a rule of thumb against the day before, not specsim watch's change-point test"}},
+        {
+            "record": be_rule,
+            "expr": _step_function(table, rate_rule, top),
+            "labels": {"specsim_lengths": f"{input_tokens:.0f}/{output_tokens:.0f}", "specsim_gamma": str(gamma)},
+        },
+        {
+            "alert": "SpeculationCostsMoreThanItSavesEngineOnly",
+            "expr": f"{length_rule} < ignoring(specsim_lengths, specsim_gamma) {be_rule}",
+            "for": "10m",
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": "Acceptance length below the break-even at this request rate ({{ $labels.%s }})" % label,
+                "description": (
+                    f"break-even tabulated by specsim for {input_tokens:.0f}-token prompts, "
+                    f"{output_tokens:.0f}-token outputs and gamma {gamma}; {provenance}. "
+                    f"{top:g} marks a load where no acceptance pays"
+                ),
+            },
+        },
+        {
+            "alert": "SpeculativeAcceptanceDroppedEngineOnly",
+            "expr": f"{length_rule} < {1 - min_drop:g} * ({length_rule} offset 1d)",
+            "for": "30m",
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": 'Acceptance length {{ $value | printf "%.2f" }} is more than '
+                f"{min_drop:.0%} below the same hour yesterday",
+                "description": "a rule of thumb against the day before, not specsim watch's change-point test",
+            },
+        },
     ]
-    return {"groups": [{"name": "specsim-watch", "rules": watch}, {"name": "specsim-engine", "interval": "1m", "rules": engine}]}
+    return {
+        "groups": [
+            {"name": "specsim-watch", "rules": watch},
+            {"name": "specsim-engine", "interval": "1m", "rules": engine},
+        ]
+    }
 
 
 def dashboard(names, model_hint: str = "", selector: str = "") -> dict:
@@ -182,10 +282,17 @@ def dashboard(names, model_hint: str = "", selector: str = "") -> dict:
     q = engine_queries(names, "$__rate_interval", selector)
 
     def panel(pid, title, targets, y, unit="none", thresholds=None):
-        p = {"id": pid, "type": "timeseries", "title": title, "datasource": {"type": "prometheus", "uid": "${datasource}"},
-             "gridPos": {"h": 8, "w": 12, "x": 0 if pid % 2 else 12, "y": y},
-             "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
-             "targets": [{"refId": chr(65 + k), "expr": expr, "legendFormat": legend} for k, (expr, legend) in enumerate(targets)]}
+        p = {
+            "id": pid,
+            "type": "timeseries",
+            "title": title,
+            "datasource": {"type": "prometheus", "uid": "${datasource}"},
+            "gridPos": {"h": 8, "w": 12, "x": 0 if pid % 2 else 12, "y": y},
+            "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+            "targets": [
+                {"refId": chr(65 + k), "expr": expr, "legendFormat": legend} for k, (expr, legend) in enumerate(targets)
+            ],
+        }
         if thresholds:
             p["fieldConfig"]["defaults"]["thresholds"] = {"mode": "absolute", "steps": thresholds}
             p["fieldConfig"]["defaults"]["custom"] = {"thresholdsStyle": {"mode": "line"}}
@@ -193,23 +300,53 @@ def dashboard(names, model_hint: str = "", selector: str = "") -> dict:
 
     label = "{{%s}}" % names.model_label
     panels = [
-        panel(1, "Acceptance length and break-even", [
-            (q["acceptance_length"], f"acceptance length {label}"),
-            ("specsim:break_even_acceptance_length", "break-even (specsim rules)"),
-            (f"{_PREFIX}acceptance_length", f"acceptance length, specsim watch {label}"),
-            (f"{_PREFIX}break_even_acceptance_length", f"break-even, specsim watch {label}")], 0),
-        panel(2, "Acceptance by draft position", [(q["per_position"], "position {{%s}}" % names.position_label)]
-              if "per_position" in q else [(q["acceptance_length"], f"acceptance length {label}")], 0, "percentunit"),
-        panel(3, "Load per replica", [(q["request_rate"], f"requests/s {label}"), (q["running"], f"running {label}")], 8),
-        panel(4, "Model speedup at the running load", [(f"{_PREFIX}predicted_speedup", f"speedup {label}")], 8, "none",
-              [{"color": "red", "value": None}, {"color": "green", "value": 1}]),
+        panel(
+            1,
+            "Acceptance length and break-even",
+            [
+                (q["acceptance_length"], f"acceptance length {label}"),
+                ("specsim:break_even_acceptance_length", "break-even (specsim rules)"),
+                (f"{_PREFIX}acceptance_length", f"acceptance length, specsim watch {label}"),
+                (f"{_PREFIX}break_even_acceptance_length", f"break-even, specsim watch {label}"),
+            ],
+            0,
+        ),
+        panel(
+            2,
+            "Acceptance by draft position",
+            [(q["per_position"], "position {{%s}}" % names.position_label)]
+            if "per_position" in q
+            else [(q["acceptance_length"], f"acceptance length {label}")],
+            0,
+            "percentunit",
+        ),
+        panel(
+            3, "Load per replica", [(q["request_rate"], f"requests/s {label}"), (q["running"], f"running {label}")], 8
+        ),
+        panel(
+            4,
+            "Model speedup at the running load",
+            [(f"{_PREFIX}predicted_speedup", f"speedup {label}")],
+            8,
+            "none",
+            [{"color": "red", "value": None}, {"color": "green", "value": 1}],
+        ),
         panel(5, "Verdicts", [(f"{_PREFIX}verdict", "{{verdict}} " + label)], 16),
     ]
-    return {"title": f"specsim watch: speculative decoding ({names.releases}{', ' + model_hint if model_hint else ''})",
-            "uid": "specsim-watch", "schemaVersion": 39, "version": 1, "editable": True, "time": {"from": "now-24h", "to": "now"},
-            "refresh": "1m", "tags": ["specsim", "speculative-decoding"],
-            "templating": {"list": [{"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Prometheus"}]},
-            "panels": panels}
+    return {
+        "title": f"specsim watch: speculative decoding ({names.releases}{', ' + model_hint if model_hint else ''})",
+        "uid": "specsim-watch",
+        "schemaVersion": 39,
+        "version": 1,
+        "editable": True,
+        "time": {"from": "now-24h", "to": "now"},
+        "refresh": "1m",
+        "tags": ["specsim", "speculative-decoding"],
+        "templating": {
+            "list": [{"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Prometheus"}]
+        },
+        "panels": panels,
+    }
 
 
 def to_json(obj: dict) -> str:

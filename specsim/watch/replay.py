@@ -13,11 +13,10 @@ Prometheus server to scrape (it keeps the stamps: ``honor_timestamps``), on 127.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
-
-from dataclasses import dataclass
 
 __all__ = ["DayCounters", "ReplayServer", "arrivals", "openmetrics", "pages", "simulate_day"]
 
@@ -42,8 +41,19 @@ class DayCounters:
     description: str
 
 
-def simulate_day(dep, profile: list, acceptance, gamma: int, input_tokens: int, output_tokens: int, *,
-                 changes: list | None = None, seed: int = 0, limits=None, memory_utilization: float | None = None) -> DayCounters:
+def simulate_day(
+    dep,
+    profile: list,
+    acceptance,
+    gamma: int,
+    input_tokens: int,
+    output_tokens: int,
+    *,
+    changes: list | None = None,
+    seed: int = 0,
+    limits=None,
+    memory_utilization: float | None = None,
+) -> DayCounters:
     """Play the requests of ``profile`` (:func:`arrivals`; every request ``input_tokens`` in, ``output_tokens`` out)
     through ``dep`` speculating ``gamma`` tokens at ``acceptance``, then at each ``(seconds, acceptance)`` of ``changes``
     from then on; the engine's KV cache is the capacity model's (as serve-sim's)."""
@@ -63,8 +73,10 @@ def simulate_day(dep, profile: list, acceptance, gamma: int, input_tokens: int, 
     _, spec_kv = kv_bytes(dep, input_tokens, output_tokens, gamma, memory_utilization)
     counters = StepCounters(n, gamma)
     simulate_speculating(dep, requests, acceptance, gamma, limits, spec_kv, rng, changes, counters)
-    what = (f"{n:,} requests of {input_tokens} in, {output_tokens} out over {profile[-1][0]:,.0f} s; gamma {gamma}; "
-            f"{dep.brief()}")
+    what = (
+        f"{n:,} requests of {input_tokens} in, {output_tokens} out over {profile[-1][0]:,.0f} s; gamma {gamma}; "
+        f"{dep.brief()}"
+    )
     return DayCounters(counters, float(profile[-1][0]), int(gamma), what)
 
 
@@ -82,11 +94,19 @@ def _families(names, state: dict, ks: list, models: tuple, gamma: int, stamps: l
         family = family or CounterMetricFamily(name.removesuffix("_total"), name, labels=labels("", extra, more)[0])
         for model in models:
             for k, stamp in zip(ks, stamps):
-                if column is not None and names.drafted_per_position is not None and not state["finished_drafted_per_position"][k][column]:
+                if (
+                    column is not None
+                    and names.drafted_per_position is not None
+                    and not state["finished_drafted_per_position"][k][column]
+                ):
                     continue  # a position's children are created when it first drafts
                 value = state[key][k] if column is None else state[key][k][column]
-                family.add_metric(labels(model, extra, more)[1], float(value), created=created if names.created else None,
-                                  timestamp=stamp)
+                family.add_metric(
+                    labels(model, extra, more)[1],
+                    float(value),
+                    created=created if names.created else None,
+                    timestamp=stamp,
+                )
         return family
 
     def gauge(name, values, extra=(), more=None):
@@ -104,12 +124,21 @@ def _families(names, state: dict, ks: list, models: tuple, gamma: int, stamps: l
     yield counter(names.requests, "finished", c, dict(names.request_labels))
     yield counter(names.prompt_tokens, "finished_prompt_tokens" if at_finish else "prompt_tokens", c)
     yield counter(names.generation_tokens, "finished_output_tokens" if at_finish else "generation_tokens", c)
-    for name, key in ((names.drafts, "drafts"), (names.draft_tokens, "draft_tokens"), (names.accepted, "accepted"),
-                      (names.verify_calls, "finished_verifications")):
+    for name, key in (
+        (names.drafts, "drafts"),
+        (names.draft_tokens, "draft_tokens"),
+        (names.accepted, "accepted"),
+        (names.verify_calls, "finished_verifications"),
+    ):
         if name is not None:
             yield counter(name, key, c)
-    for name, key in ((names.accepted_per_position, "finished_accepted_per_position" if names.per_position_at_finish
-                       else "accepted_per_position"), (names.drafted_per_position, "finished_drafted_per_position")):
+    for name, key in (
+        (
+            names.accepted_per_position,
+            "finished_accepted_per_position" if names.per_position_at_finish else "accepted_per_position",
+        ),
+        (names.drafted_per_position, "finished_drafted_per_position"),
+    ):
         if name is not None:  # one family, a series per position
             family = None
             for position in range(gamma):
@@ -146,7 +175,9 @@ def pages(day: DayCounters, names, model, page_s: float, start_s: float = 0.0, s
             self.k = k
 
         def collect(self):
-            return _families(names, state, [self.k], models, day.gamma, [start_s + times[self.k] if stamps else None], start_s)
+            return _families(
+                names, state, [self.k], models, day.gamma, [start_s + times[self.k] if stamps else None], start_s
+            )
 
     return [generate_latest(_Page(k)).decode() for k in range(times.size)]
 

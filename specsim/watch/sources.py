@@ -29,7 +29,9 @@ MAX_POINTS = 10_000
 
 def _get(url: str, what: str, timeout: float = TIMEOUT_S) -> tuple[bytes, str]:
     """(body, content type) of a GET, or one line saying why there is none."""
-    request = urllib.request.Request(url, headers={"User-Agent": "specsim-watch", "Accept": "text/plain, application/json"})
+    request = urllib.request.Request(
+        url, headers={"User-Agent": "specsim-watch", "Accept": "text/plain, application/json"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as reply:  # noqa: S310 - the address the user named
             body = reply.read(MAX_PAGE_BYTES + 1)
@@ -67,7 +69,9 @@ class EndpointSource:
         self.names = names
 
     def describe(self) -> str:
-        return self.url + (f" ({self.names.engine} serves its metrics on {self.names.path})" if self.defaulted_path else "")
+        return self.url + (
+            f" ({self.names.engine} serves its metrics on {self.names.path})" if self.defaulted_path else ""
+        )
 
     def read(self) -> tuple[float, list]:
         """(time, samples) of one read: the time is the read's, or the samples' own where every one is stamped (a page
@@ -78,8 +82,10 @@ class EndpointSource:
         t = time.time()
         text = body.decode("utf-8", errors="replace")
         if "json" in kind or text.lstrip()[:1] in ("{", "["):
-            raise ValueError(f"{self.url} answered JSON, not a Prometheus page ({self.names.engine} serves its Prometheus "
-                             f"page on {self.names.path})")
+            raise ValueError(
+                f"{self.url} answered JSON, not a Prometheus page ({self.names.engine} serves its Prometheus "
+                f"page on {self.names.path})"
+            )
         stamps: list = []
         samples = parse_prometheus(text, self.url, stamps)
         if stamps and all(s is not None for s in stamps):
@@ -99,7 +105,9 @@ def parse_duration(text: str) -> float:
     except ValueError:
         m = _DURATION.match(text)
         if m is None:
-            raise ValueError(f"{text!r} is not a duration (seconds, or a number with ms, s, m, h, d or w: 5m, 24h)") from None
+            raise ValueError(
+                f"{text!r} is not a duration (seconds, or a number with ms, s, m, h, d or w: 5m, 24h)"
+            ) from None
         value = float(m.group(1)) * _UNITS[m.group(2)]
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"a duration must be > 0, got {text!r}")
@@ -123,7 +131,9 @@ def parse_time(text: str, now: float | None = None) -> float:
     try:
         when = datetime.fromisoformat(text)
     except ValueError:
-        raise ValueError(f"{text!r} is not a time: give now, -24h (before now), Unix seconds or 2026-12-01T00:00:00Z") from None
+        raise ValueError(
+            f"{text!r} is not a time: give now, -24h (before now), Unix seconds or 2026-12-01T00:00:00Z"
+        ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     return when.timestamp()
@@ -143,9 +153,13 @@ def selector_matchers(selector: str | None) -> str:
     while pos < len(inner.strip()):
         m = _MATCHER.match(inner, pos)
         if m is None:
-            raise ValueError(f"--selector {selector!r} is not a list of label matchers: give e.g. '{{job=\"vllm\",instance=\"a:8000\"}}'")
+            raise ValueError(
+                f'--selector {selector!r} is not a list of label matchers: give e.g. \'{{job="vllm",instance="a:8000"}}\''
+            )
         if m.group(1) == "__name__":
-            raise ValueError("--selector chooses the engine's series by label; specsim names the metrics itself (drop __name__)")
+            raise ValueError(
+                "--selector chooses the engine's series by label; specsim names the metrics itself (drop __name__)"
+            )
         parts.append(f'{m.group(1)}{m.group(2)}"{m.group(3)}"')
         pos = m.end()
     return ",".join(parts)
@@ -169,7 +183,9 @@ class PrometheusSource:
         except ValueError:
             raise ValueError(f"{self.url} is not a Prometheus server: {path} did not answer JSON") from None
         if not isinstance(reply, dict) or reply.get("status") != "success":
-            raise ValueError(f"Prometheus at {self.url} refused the query: {reply.get('error', reply) if isinstance(reply, dict) else reply}")
+            raise ValueError(
+                f"Prometheus at {self.url} refused the query: {reply.get('error', reply) if isinstance(reply, dict) else reply}"
+            )
         return reply.get("data")
 
     def _selector(self, name: str) -> str:
@@ -181,7 +197,9 @@ class PrometheusSource:
 
         prefixes = "|".join(re.escape(m.METRIC_NAMES[0].prefix) for m in ENGINE_MODULES.values())
         match = "{" + ",".join(filter(None, [f'__name__=~"({prefixes}).+"', self.matchers])) + "}"
-        data = self._api("/api/v1/label/__name__/values", {"match[]": match, "start": f"{start:.3f}", "end": f"{end:.3f}"})
+        data = self._api(
+            "/api/v1/label/__name__/values", {"match[]": match, "start": f"{start:.3f}", "end": f"{end:.3f}"}
+        )
         return set(data or [])
 
     def range(self, query: str, start: float, end: float, step: float) -> list:
@@ -190,8 +208,9 @@ class PrometheusSource:
         t0 = start
         while t0 <= end + 1e-9:
             t1 = min(end, t0 + step * (MAX_POINTS - 1))
-            data = self._api("/api/v1/query_range", {"query": query, "start": f"{t0:.3f}", "end": f"{t1:.3f}",
-                                                     "step": f"{step:.3f}"})
+            data = self._api(
+                "/api/v1/query_range", {"query": query, "start": f"{t0:.3f}", "end": f"{t1:.3f}", "step": f"{step:.3f}"}
+            )
             for series in (data or {}).get("result", []):
                 key = tuple(sorted(series["metric"].items()))
                 out.setdefault(key, []).extend((float(t), float(v)) for t, v in series["values"])
@@ -220,13 +239,22 @@ class PrometheusSource:
                         at[index[key(t)]].append((name, labels, v))
         window = f"{max(int(round(step * 1000)), 1)}ms"  # PromQL durations are whole units
         for name in names.gauges():
-            query = self._selector(name) if name == (names.gamma_info or (None,))[0] else f"avg_over_time({self._selector(name)}[{window}])"
+            query = (
+                self._selector(name)
+                if name == (names.gamma_info or (None,))[0]
+                else f"avg_over_time({self._selector(name)}[{window}])"
+            )
             for labels, values in self.range(query, start, end, step):
                 labels.pop("__name__", None)
                 for t, v in values:
                     if key(t) in index:
-                        (at if names.gamma_info and name == names.gamma_info[0] else gauges)[index[key(t)]].append((name, labels, v))
-        for name in (names.requests, names.drafts or names.verify_calls or names.drafted_per_position or names.accepted):
+                        (at if names.gamma_info and name == names.gamma_info[0] else gauges)[index[key(t)]].append(
+                            (name, labels, v)
+                        )
+        for name in (
+            names.requests,
+            names.drafts or names.verify_calls or names.drafted_per_position or names.accepted,
+        ):
             if name is None:
                 continue
             for _, values in self.range(f"sum(resets({self._selector(name)}[{window}]))", start, end, step):

@@ -39,7 +39,13 @@ class Verdict:
     detail: str = ""  #: what goes with it (a schedule in the engine's format)
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "since": self.since, "since_s": self.since_s, "text": self.text, "detail": self.detail}
+        return {
+            "kind": self.kind,
+            "since": self.since,
+            "since_s": self.since_s,
+            "text": self.text,
+            "detail": self.detail,
+        }
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,10 +63,15 @@ class Row:
     drift: dict | None = None
 
     def to_dict(self) -> dict:
-        return {"index": self.index, "window": self.window.to_dict(),
-                "model": self.judgement.to_dict() if self.judgement is not None else None,
-                "started": [v.to_dict() for v in self.started], "holding": list(self.holding), "note": self.note,
-                "drift": self.drift}
+        return {
+            "index": self.index,
+            "window": self.window.to_dict(),
+            "model": self.judgement.to_dict() if self.judgement is not None else None,
+            "started": [v.to_dict() for v in self.started],
+            "holding": list(self.holding),
+            "note": self.note,
+            "drift": self.drift,
+        }
 
 
 class Watcher:
@@ -95,10 +106,18 @@ class Watcher:
                 sd, was = self.detector.sd(w.drafts), self.detector.ready
                 drop = self.detector.update(first + k, w)
                 d = self.detector
-                test = None if was or not d.ready else {
-                    "reference": d.mu0, "overdispersion": d.phi, "smallest_drop": d.delta,
-                    "windows_to_flag": d.windows_to_flag(w.drafts), "false_alarm_per_window": d.false_alarm,
-                    "text": d.describe(w.drafts)}
+                test = (
+                    None
+                    if was or not d.ready
+                    else {
+                        "reference": d.mu0,
+                        "overdispersion": d.phi,
+                        "smallest_drop": d.delta,
+                        "windows_to_flag": d.windows_to_flag(w.drafts),
+                        "false_alarm_per_window": d.false_alarm,
+                        "text": d.describe(w.drafts),
+                    }
+                )
                 drift.append((sd, drop, d.mu0, test))
             else:
                 drift.append((None, None, None, None))
@@ -114,12 +133,21 @@ class Watcher:
             else:
                 if drop is not None:
                     when = starts[drop.since]
-                    how = (f"CUSUM {drop.statistic:.2f} >= {self.detector.h:.2f}" if drop.test == "CUSUM" else
-                           f"{drop.test}, z = {drop.statistic:.1f}")
-                    started.append(Verdict("dropped", drop.since, when,
-                                           f"acceptance dropped from {drop.before:.3f} to {drop.after:.3f} since {self.clock(when)} "
-                                           f"(window {drop.since}; flagged in window {index}: {how}, at most one false alarm per "
-                                           f"{1 / self.detector.false_alarm:,.0f} windows without a change)"))
+                    how = (
+                        f"CUSUM {drop.statistic:.2f} >= {self.detector.h:.2f}"
+                        if drop.test == "CUSUM"
+                        else f"{drop.test}, z = {drop.statistic:.1f}"
+                    )
+                    started.append(
+                        Verdict(
+                            "dropped",
+                            drop.since,
+                            when,
+                            f"acceptance dropped from {drop.before:.3f} to {drop.after:.3f} since {self.clock(when)} "
+                            f"(window {drop.since}; flagged in window {index}: {how}, at most one false alarm per "
+                            f"{1 / self.detector.false_alarm:,.0f} windows without a change)",
+                        )
+                    )
                     self._drop_until_reference = True
                 elif self._drop_until_reference and mu0 is not None:
                     self._drop_until_reference = False
@@ -140,14 +168,23 @@ class Watcher:
                     why = "no acceptance pays at this load in the model"
                 else:
                     low, high = j.interval if j.interval else (window.acceptance_length,) * 2
-                    why = (f"acceptance length {window.acceptance_length:.3f} [{low:.3f}, {high:.3f}] is below the "
-                           f"break-even {j.break_even_length:.3f}")
-                out.append(Verdict("costs", index, window.start_s,
-                                   f"speculation costs more than it saves at this load: {why} at {window.requests_per_s:.3g} "
-                                   f"requests/s per replica, {window.running:.1f} running (the model expects "
-                                   f"{j.running_model:.1f}); the model's speedup {j.speedup:.3f}" if window.running is not None else
-                                   f"speculation costs more than it saves at this load: {why} at {window.requests_per_s:.3g} "
-                                   f"requests/s per replica; the model's speedup {j.speedup:.3f}"))
+                    why = (
+                        f"acceptance length {window.acceptance_length:.3f} [{low:.3f}, {high:.3f}] is below the "
+                        f"break-even {j.break_even_length:.3f}"
+                    )
+                out.append(
+                    Verdict(
+                        "costs",
+                        index,
+                        window.start_s,
+                        f"speculation costs more than it saves at this load: {why} at {window.requests_per_s:.3g} "
+                        f"requests/s per replica, {window.running:.1f} running (the model expects "
+                        f"{j.running_model:.1f}); the model's speedup {j.speedup:.3f}"
+                        if window.running is not None
+                        else f"speculation costs more than it saves at this load: {why} at {window.requests_per_s:.3g} "
+                        f"requests/s per replica; the model's speedup {j.speedup:.3f}",
+                    )
+                )
         elif j.verdict == "pays":  # a window that cannot tell leaves the verdict as it was
             self.holding.pop("costs", None)
         # Hysteresis: a change is proposed at min_gain and withdrawn below half of it, so that a gain hovering at the
@@ -161,10 +198,16 @@ class Watcher:
                 if self.schedule is not None:
                     detail, notes = self.schedule(window)
                     detail = detail + "".join(f"\n# note: {n}" for n in notes)
-                out.append(Verdict("schedule", index, window.start_s,
-                                   f"the schedule should now be {text} at this load: the model's speedup {j.best_speedup:.3f} "
-                                   f"against {j.speedup:.3f} at gamma {j.gamma} (acceptance length {window.acceptance_length:.3f})",
-                                   detail))
+                out.append(
+                    Verdict(
+                        "schedule",
+                        index,
+                        window.start_s,
+                        f"the schedule should now be {text} at this load: the model's speedup {j.best_speedup:.3f} "
+                        f"against {j.speedup:.3f} at gamma {j.gamma} (acceptance length {window.acceptance_length:.3f})",
+                        detail,
+                    )
+                )
                 self._last_schedule = key
         else:
             self.holding.pop("schedule", None)

@@ -15,10 +15,9 @@ tokens and requests of finished requests, else the engine's gauge of its last lo
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
-
-from dataclasses import dataclass
 
 __all__ = ["MIN_DRAFTS", "Reading", "Window", "check_names", "models_on", "read_samples", "window_between"]
 
@@ -42,38 +41,72 @@ def check_names(present: set, names, release: tuple, shown: str, source: str) ->
     ``shown`` exports missing."""
     ours = {n for n in present if n.startswith(names.prefix)}
     if not ours:
-        others = sorted({engine for prefix, engine in _prefixes().items() if any(n.startswith(prefix) for n in present)})
+        others = sorted(
+            {engine for prefix, engine in _prefixes().items() if any(n.startswith(prefix) for n in present)}
+        )
         if others:
-            raise ValueError(f"{source} holds {', '.join(others)} metrics ({'/'.join(p for p, e in _prefixes().items() if e in others)}"
-                             f" names), not the {shown} metrics --engine names")
-        raise ValueError(f"{source} holds no {names.prefix} metrics: it is not a {names.engine} metrics page "
-                         f"(the engine serves them on {names.path})")
-    speculative = [n for n in (names.drafts, names.accepted, names.accepted_per_position, names.verify_calls,
-                               names.accept_length_gauge) if n is not None]
+            raise ValueError(
+                f"{source} holds {', '.join(others)} metrics ({'/'.join(p for p, e in _prefixes().items() if e in others)}"
+                f" names), not the {shown} metrics --engine names"
+            )
+        raise ValueError(
+            f"{source} holds no {names.prefix} metrics: it is not a {names.engine} metrics page "
+            f"(the engine serves them on {names.path})"
+        )
+    speculative = [
+        n
+        for n in (
+            names.drafts,
+            names.accepted,
+            names.accepted_per_position,
+            names.verify_calls,
+            names.accept_length_gauge,
+        )
+        if n is not None
+    ]
     counted = [n for n in speculative if n != names.accept_length_gauge]
     if counted and not any(n in ours for n in speculative):  # a gauge alone appears only once the engine has logged one
-        raise ValueError(f"{source} shows none of {shown}'s speculative-decoding metrics ({', '.join(speculative)}): "
-                         "speculation is off on that server, or its release is not the one named")
+        raise ValueError(
+            f"{source} shows none of {shown}'s speculative-decoding metrics ({', '.join(speculative)}): "
+            "speculation is off on that server, or its release is not the one named"
+        )
+
     def shows(metric):
-        return any(n == metric or (n.startswith(metric + "_") and n[len(metric) + 1:] in _SUFFIXES) for n in ours)
+        return any(n == metric or (n.startswith(metric + "_") and n[len(metric) + 1 :] in _SUFFIXES) for n in ours)
 
     for name, since in names.later:
         if since > release and shows(name):
-            raise ValueError(f"{source} shows {name}, which {names.engine} exports from {'.'.join(map(str, since))} on: "
-                             f"the server runs a later release than the {shown} --engine names")
+            raise ValueError(
+                f"{source} shows {name}, which {names.engine} exports from {'.'.join(map(str, since))} on: "
+                f"the server runs a later release than the {shown} --engine names"
+            )
     for name, last in names.earlier:
         if last < release and shows(name):
-            raise ValueError(f"{source} shows {name}, which {names.engine} exports up to {'.'.join(map(str, last[:2]))}: "
-                             f"the server runs an earlier release than the {shown} --engine names")
+            raise ValueError(
+                f"{source} shows {name}, which {names.engine} exports up to {'.'.join(map(str, last[:2]))}: "
+                f"the server runs an earlier release than the {shown} --engine names"
+            )
     if names.verify_calls is not None and names.verify_calls not in ours:
-        raise ValueError(f"{source} lacks {names.verify_calls}, which {shown} exports: the server runs an earlier release "
-                         "than --engine names")
+        raise ValueError(
+            f"{source} lacks {names.verify_calls}, which {shown} exports: the server runs an earlier release "
+            "than --engine names"
+        )
 
 
 def models_on(samples, names) -> set:
     """The models whose speculative metrics a page holds (the ``model_label`` values)."""
-    speculative = {n for n in (names.drafts, names.draft_tokens, names.accepted, names.accepted_per_position,
-                               names.verify_calls, names.accept_length_gauge) if n is not None}
+    speculative = {
+        n
+        for n in (
+            names.drafts,
+            names.draft_tokens,
+            names.accepted,
+            names.accepted_per_position,
+            names.verify_calls,
+            names.accept_length_gauge,
+        )
+        if n is not None
+    }
     return {labels.get(names.model_label) for name, labels, _ in samples if name in speculative} - {None}
 
 
@@ -83,12 +116,18 @@ def _choose_model(samples, names, model: str | None, source: str) -> str:
         found = {labels.get(names.model_label) for name, labels, _ in samples if name.startswith(names.prefix)} - {None}
     if model is not None:
         if model not in found:
-            raise ValueError(f"{source} has no speculative metrics of model {model!r}; it has: {', '.join(sorted(found)) or 'none'}")
+            raise ValueError(
+                f"{source} has no speculative metrics of model {model!r}; it has: {', '.join(sorted(found)) or 'none'}"
+            )
         return model
     if len(found) > 1:
-        raise ValueError(f"{source} holds the metrics of several models ({', '.join(sorted(found))}): choose one with --model")
+        raise ValueError(
+            f"{source} holds the metrics of several models ({', '.join(sorted(found))}): choose one with --model"
+        )
     if not found:
-        raise ValueError(f"{source} labels no speculative metric with {names.model_label}: not a page of the release named")
+        raise ValueError(
+            f"{source} labels no speculative metric with {names.model_label}: not a page of the release named"
+        )
     return next(iter(found))
 
 
@@ -117,9 +156,13 @@ def read_samples(samples, names, t: float, model: str | None = None, source: str
         if name in counter_names:
             if not math.isfinite(value) or value < 0:
                 raise ValueError(f"{source}: {name} must be a finite count >= 0, got {value!r}")
-            position = labels.get(names.position_label) if name in (names.accepted_per_position, names.drafted_per_position) else None
+            position = (
+                labels.get(names.position_label)
+                if name in (names.accepted_per_position, names.drafted_per_position)
+                else None
+            )
             if position is not None and not position.isdigit():
-                raise ValueError(f"{source}: {name} needs a {names.position_label}=\"<integer>\" label, got {position!r}")
+                raise ValueError(f'{source}: {name} needs a {names.position_label}="<integer>" label, got {position!r}')
             key = (name, replica, None if position is None else int(position))
             counters[key] = counters.get(key, 0.0) + float(value)
         elif name in gauge_names:
@@ -171,9 +214,16 @@ class Window:
     def usable(self) -> bool:
         """Enough counted to judge: not a restart, an acceptance and a load."""
         counted = self.drafts is None or self.drafts >= MIN_DRAFTS
-        return (not self.restarted and counted and self.acceptance_length is not None and self.requests_per_s is not None
-                and self.requests_per_s > 0 and self.input_tokens is not None and self.output_tokens is not None
-                and self.output_tokens >= 2)
+        return (
+            not self.restarted
+            and counted
+            and self.acceptance_length is not None
+            and self.requests_per_s is not None
+            and self.requests_per_s > 0
+            and self.input_tokens is not None
+            and self.output_tokens is not None
+            and self.output_tokens >= 2
+        )
 
     def draft_variance(self) -> float | None:
         """Variance of the accepted tokens of one draft: from the per-position shares where counted (P(A >= k+1) = c_k,
@@ -195,12 +245,25 @@ class Window:
         return float(max(((2 * k + 1) * c).sum() - c.sum() ** 2, 0.0))
 
     def to_dict(self) -> dict:
-        return {"start_s": self.start_s, "end_s": self.end_s, "model": self.model, "replicas": self.replicas, "basis": self.basis,
-                "restarted": self.restarted, "drafts": self.drafts, "acceptance_length": self.acceptance_length,
-                "per_position": list(self.per_position) if self.per_position else None, "draft_length": self.draft_length,
-                "gamma": self.gamma, "running": self.running, "waiting": self.waiting,
-                "requests_per_s": self.requests_per_s, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "notes": list(self.notes)}
+        return {
+            "start_s": self.start_s,
+            "end_s": self.end_s,
+            "model": self.model,
+            "replicas": self.replicas,
+            "basis": self.basis,
+            "restarted": self.restarted,
+            "drafts": self.drafts,
+            "acceptance_length": self.acceptance_length,
+            "per_position": list(self.per_position) if self.per_position else None,
+            "draft_length": self.draft_length,
+            "gamma": self.gamma,
+            "running": self.running,
+            "waiting": self.waiting,
+            "requests_per_s": self.requests_per_s,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "notes": list(self.notes),
+        }
 
 
 def _mean_gauge(gauges: list, name: str | None):
@@ -217,26 +280,36 @@ def _mean_gauge(gauges: list, name: str | None):
     return float(np.mean([np.mean(v) for v in per_replica.values()])), len(per_replica)
 
 
-def window_between(first: Reading, last: Reading, names, gauges: list | None = None, gamma: int | None = None) -> Window:
+def window_between(
+    first: Reading, last: Reading, names, gauges: list | None = None, gamma: int | None = None
+) -> Window:
     """The window from ``first`` to ``last``; ``gauges`` are the gauge dicts of the reads in it (default both ends'),
     averaged per replica; ``gamma`` is the draft length the user gave, checked against the page's."""
     gauges = [first.gauges, last.gauges] if gauges is None else gauges
     page_gamma = last.gamma
     notes = []
     if gamma is not None and page_gamma is not None and int(round(page_gamma)) != gamma:
-        raise ValueError(f"--gamma {gamma} but the engine's metrics say {int(round(page_gamma))} draft tokens "
-                         f"({names.accepted_per_position or names.gamma_gauge or names.gamma_info[0]})")
+        raise ValueError(
+            f"--gamma {gamma} but the engine's metrics say {int(round(page_gamma))} draft tokens "
+            f"({names.accepted_per_position or names.gamma_gauge or names.gamma_info[0]})"
+        )
     g = gamma if gamma is not None else (int(round(page_gamma)) if page_gamma is not None else None)
     running, replicas = _mean_gauge(gauges, names.running)
     waiting, _ = _mean_gauge(gauges, names.waiting)
     replicas = max(replicas, 1)
-    base = dict(start_s=first.t, end_s=last.t, model=last.model, replicas=replicas, gamma=g, running=running, waiting=waiting)
+    base = dict(
+        start_s=first.t, end_s=last.t, model=last.model, replicas=replicas, gamma=g, running=running, waiting=waiting
+    )
     went_down = [k for k, v in last.counters.items() if v < first.counters.get(k, 0.0) - 1e-9]
     went_down += [k for k in first.counters if k not in last.counters and first.counters[k] > 0]
     if went_down:
         name = went_down[0][0]
-        return Window(basis="", restarted=True, notes=(f"{name} went down between reads: the engine restarted; counting "
-                                                       "starts again from this read",), **base)
+        return Window(
+            basis="",
+            restarted=True,
+            notes=(f"{name} went down between reads: the engine restarted; counting starts again from this read",),
+            **base,
+        )
     seconds = last.t - first.t
     if seconds <= 0:
         raise ValueError(f"reads at {first.t} and {last.t}: a window needs a later second read")
@@ -244,7 +317,9 @@ def window_between(first: Reading, last: Reading, names, gauges: list | None = N
     def d(name, position=None):
         if name is None:
             return 0.0
-        return sum(v - first.counters.get(k, 0.0) for k, v in last.counters.items() if k[0] == name and k[2] == position)
+        return sum(
+            v - first.counters.get(k, 0.0) for k, v in last.counters.items() if k[0] == name and k[2] == position
+        )
 
     def positions(name):
         return sorted({k[2] for k in last.counters if k[0] == name and k[2] is not None})
@@ -267,7 +342,9 @@ def window_between(first: Reading, last: Reading, names, gauges: list | None = N
         per_position = tuple(d(names.accepted_per_position, k) / drafts for k in pos)
         length = 1.0 + sum(d(names.accepted_per_position, k) for k in pos) / drafts
         draft_length = sum(d(names.drafted_per_position, k) for k in positions(names.drafted_per_position)) / drafts
-        basis = f"{names.drafted_per_position} and {names.accepted_per_position}, per position (counted as requests finish)"
+        basis = (
+            f"{names.drafted_per_position} and {names.accepted_per_position}, per position (counted as requests finish)"
+        )
     elif names.draft_tokens is not None and g and d(names.draft_tokens) > 0:
         drafts = d(names.draft_tokens) / g
         length = 1.0 + d(names.accepted) / drafts
@@ -285,6 +362,15 @@ def window_between(first: Reading, last: Reading, names, gauges: list | None = N
         notes.append(f"acceptance length {length:.3f} is outside [1, {g + 1}] for {g} draft tokens: not counted")
         length = None
     rate = requests / seconds / replicas
-    return Window(basis=basis, drafts=drafts, acceptance_length=length, per_position=per_position, draft_length=draft_length,
-                  requests_per_s=rate, input_tokens=d(names.prompt_tokens) / requests if requests > 0 else None,
-                  output_tokens=d(names.generation_tokens) / requests if requests > 0 else None, notes=tuple(notes), **base)
+    return Window(
+        basis=basis,
+        drafts=drafts,
+        acceptance_length=length,
+        per_position=per_position,
+        draft_length=draft_length,
+        requests_per_s=rate,
+        input_tokens=d(names.prompt_tokens) / requests if requests > 0 else None,
+        output_tokens=d(names.generation_tokens) / requests if requests > 0 else None,
+        notes=tuple(notes),
+        **base,
+    )

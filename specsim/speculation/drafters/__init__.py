@@ -18,17 +18,46 @@ from specsim.describe.models import ModelShape
 from specsim.speculation.drafters.base import EAGLE3_DRAFT_VOCAB, NGRAM_CPU_S_PER_TOKEN, Drafter, EngineSupport
 from specsim.speculation.drafters.draft_model import DraftModel
 
-__all__ = ["DRAFTERS", "DRAFTER_KINDS", "KINDS", "EAGLE3_DRAFT_VOCAB", "NGRAM_CPU_S_PER_TOKEN", "SUFFIX_CPU_S_PER_SEQUENCE", "DFlashDrafter",
-           "DSparkDrafter", "DraftModel", "Drafter", "Eagle3Head", "EagleHead", "EngineSupport", "MtpHead", "NgramDrafter",
-           "PEagleHead", "ParallelDraftModel", "PublishedLength", "SuffixDrafter", "default_acceptance_help", "drafter_class",
-           "make_drafter", "published_acceptance"]
+__all__ = [
+    "DRAFTERS",
+    "DRAFTER_KINDS",
+    "KINDS",
+    "EAGLE3_DRAFT_VOCAB",
+    "NGRAM_CPU_S_PER_TOKEN",
+    "SUFFIX_CPU_S_PER_SEQUENCE",
+    "DFlashDrafter",
+    "DSparkDrafter",
+    "DraftModel",
+    "Drafter",
+    "Eagle3Head",
+    "EagleHead",
+    "EngineSupport",
+    "MtpHead",
+    "NgramDrafter",
+    "PEagleHead",
+    "ParallelDraftModel",
+    "PublishedLength",
+    "SuffixDrafter",
+    "default_acceptance_help",
+    "drafter_class",
+    "make_drafter",
+    "published_acceptance",
+]
 
 
 #: Every drafter keyword of ``--draft`` but the draft model's, with the module of this package its class lives in and
 #: the class's name: the one entry a new kind adds.  The modules load on first use.
-KINDS = {"eagle": ("classic", "EagleHead"), "eagle3": ("classic", "Eagle3Head"), "mtp": ("classic", "MtpHead"),
-         "ngram": ("classic", "NgramDrafter"), "peagle": ("parallel", "PEagleHead"), "pard": ("parallel", "ParallelDraftModel"),
-         "dflash": ("parallel", "DFlashDrafter"), "dspark": ("parallel", "DSparkDrafter"), "suffix": ("suffix", "SuffixDrafter")}
+KINDS = {
+    "eagle": ("classic", "EagleHead"),
+    "eagle3": ("classic", "Eagle3Head"),
+    "mtp": ("classic", "MtpHead"),
+    "ngram": ("classic", "NgramDrafter"),
+    "peagle": ("parallel", "PEagleHead"),
+    "pard": ("parallel", "ParallelDraftModel"),
+    "dflash": ("parallel", "DFlashDrafter"),
+    "dspark": ("parallel", "DSparkDrafter"),
+    "suffix": ("suffix", "SuffixDrafter"),
+}
 #: Names the lazily loaded modules give this package besides their classes.
 _ALSO = {"SUFFIX_CPU_S_PER_SEQUENCE": "suffix", "PublishedLength": "parallel"}
 
@@ -106,7 +135,11 @@ def default_acceptance_help() -> str:
         except ValueError:
             parts.append(f"{cls.label}: none ({cls.no_default}; give one)")
             continue
-        value = f"{acc.alpha:.3g}" if acc.alpha is not None else ", ".join(f"{c:g}" for c in acc.cumulative) + " by position"
+        value = (
+            f"{acc.alpha:.3g}"
+            if acc.alpha is not None
+            else ", ".join(f"{c:g}" for c in acc.cumulative) + " by position"
+        )
         parts.append(f"{cls.label} {value}")
     return "the drafter's published acceptance: " + "; ".join(parts)
 
@@ -126,8 +159,9 @@ def published_acceptance() -> dict:
     return out
 
 
-def make_drafter(spec: str, target: ModelShape, draft_options: dict | None = None,
-                 ngram_cpu_s_per_token: float | None = None) -> Drafter:
+def make_drafter(
+    spec: str, target: ModelShape, draft_options: dict | None = None, ngram_cpu_s_per_token: float | None = None
+) -> Drafter:
     """The drafter ``--draft`` names: a model name or config.json, ``eagle``, ``eagle3`` (optionally
     ``eagle3:PATH`` to a head's config.json), ``mtp`` or ``ngram``.
 
@@ -150,7 +184,9 @@ def make_drafter(spec: str, target: ModelShape, draft_options: dict | None = Non
         except KeyError as err:
             import difflib
 
-            close = difflib.get_close_matches(kind.lower().replace("-", "").replace("_", ""), list(DRAFTERS), n=1, cutoff=0.6)
+            close = difflib.get_close_matches(
+                kind.lower().replace("-", "").replace("_", ""), list(DRAFTERS), n=1, cutoff=0.6
+            )
             hint = f"; did you mean --draft {close[0]}?" if close else ""
             raise KeyError(f"{err.args[0]}; --draft also takes a drafter: {', '.join(DRAFTERS)}{hint}") from None
     return cls.build(path, target, opts)

@@ -49,12 +49,12 @@ Every drafter's steps go through the deployment's step-time source, like the tar
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 
-from dataclasses import dataclass
 from specsim.describe.models import ModelShape, _read_json, model_from_hf_config
 from specsim.speculation.acceptance import Acceptance
 
@@ -65,8 +65,12 @@ NGRAM_CPU_S_PER_TOKEN = 9.95e-3 / 66.3e6
 #: draft_vocab_size of yuhuili/EAGLE3-LLaMA3.1-Instruct-8B (the EAGLE-3 authors' Llama-3.1-8B head), and of SpecForge's
 #: EAGLE-3 configs for other families (configs/qwen3-30B-A3B-eagle3.1.json, qwen3-235B-A22B-eagle3.json: 32,000 too).
 EAGLE3_DRAFT_VOCAB = 32000
-_EAGLE_ARCHITECTURES = {"LlamaForCausalLMEagle3": "eagle3", "Eagle3LlamaForCausalLM": "eagle3", "LlamaForCausalLMEagle": "eagle",
-                        "EagleLlamaForCausalLM": "eagle"}
+_EAGLE_ARCHITECTURES = {
+    "LlamaForCausalLMEagle3": "eagle3",
+    "Eagle3LlamaForCausalLM": "eagle3",
+    "LlamaForCausalLMEagle": "eagle",
+    "EagleLlamaForCausalLM": "eagle",
+}
 
 
 @dataclass(frozen=True)
@@ -171,13 +175,17 @@ class Drafter:
         if engine not in cls.engines:
             found = cls.unsupported.get(engine, "not among its drafting methods")
             takes = ", ".join(f"{e} from {_version(s.since)}" for e, s in cls.engines.items())
-            raise ValueError(f"{engine} does not run {cls.label} (--draft {cls.spelling or cls.kind}) in any release: {found}; engines that "
-                             f"do: {takes}")
+            raise ValueError(
+                f"{engine} does not run {cls.label} (--draft {cls.spelling or cls.kind}) in any release: {found}; engines that "
+                f"do: {takes}"
+            )
         s = cls.engines[engine]
         if version is not None and tuple(version) < s.since:
-            raise ValueError(f"{named or engine + ' ' + _version(version)} refuses {_ENGINE_KEY.get(engine, 'method')} {s.name} ({s.where}): "
-                             f"{cls.label} (--draft {cls.spelling or cls.kind}) runs from {engine} {_version(s.since)}; use {engine}@"
-                             f"{_version(s.since)} or later, or another drafter")
+            raise ValueError(
+                f"{named or engine + ' ' + _version(version)} refuses {_ENGINE_KEY.get(engine, 'method')} {s.name} ({s.where}): "
+                f"{cls.label} (--draft {cls.spelling or cls.kind}) runs from {engine} {_version(s.since)}; use {engine}@"
+                f"{_version(s.since)} or later, or another drafter"
+            )
         return s
 
     @classmethod
@@ -203,8 +211,9 @@ class Drafter:
         raise NotImplementedError
 
     @classmethod
-    def default_acceptance(cls, target: ModelShape | None = None, workload: str | None = None,
-                           context: int | None = None) -> tuple[Acceptance, str]:
+    def default_acceptance(
+        cls, target: ModelShape | None = None, workload: str | None = None, context: int | None = None
+    ) -> tuple[Acceptance, str]:
         """The acceptance a command assumes when the user gives none, with a label that names its row or default.
 
         Read from the published rows for the target's family, the workload and the context
@@ -229,7 +238,9 @@ class Drafter:
             return self.step_model.source
         known = self.checkpoints.get(target.name)
         if known is None:
-            raise ValueError(f"no published {self.kind} head is known for {target.name}; give its checkpoint with --draft-checkpoint")
+            raise ValueError(
+                f"no published {self.kind} head is known for {target.name}; give its checkpoint with --draft-checkpoint"
+            )
         return known
 
     def with_step_model(self, model: ModelShape) -> "Drafter":
@@ -346,9 +357,20 @@ def _no_checkpoint(kind: str, given: str | None) -> None:
 
 
 # -- heads, built from the target's shape ---------------------------------------------------
-def _head_shape(kind: str, target: ModelShape, vocab: int, *, heads: int | None = None, kv_heads: int | None = None,
-                head_dim: int | None = None, intermediate: int | None = None, layers: int = 1, name: str | None = None,
-                source: str = "", extra: int | None = None) -> ModelShape:
+def _head_shape(
+    kind: str,
+    target: ModelShape,
+    vocab: int,
+    *,
+    heads: int | None = None,
+    kv_heads: int | None = None,
+    head_dim: int | None = None,
+    intermediate: int | None = None,
+    layers: int = 1,
+    name: str | None = None,
+    source: str = "",
+    extra: int | None = None,
+) -> ModelShape:
     """An EAGLE head of the target's width: ``layers`` dense decoder layers plus the feature projection.
 
     Built field by field: the target's width and attention layout (biases, q/k norms, sinks, norms per layer);
@@ -367,12 +389,24 @@ def _head_shape(kind: str, target: ModelShape, vocab: int, *, heads: int | None 
     if extra is None:
         extra = 2 * d * d if kind == "eagle" else 3 * d * d + qkv_rows * d
     return ModelShape(
-        name=name or f"{kind} head ({target.name})", vocab_size=vocab, hidden_size=d,
-        intermediate_size=target.intermediate_size if intermediate is None else intermediate, n_layers=layers,
-        n_heads=heads, n_kv_heads=kv_heads, head_dim=head_dim, qkv_bias=target.qkv_bias, qk_norm=target.qk_norm,
-        o_bias=target.o_bias, norms_per_layer=target.norms_per_layer, attention_sinks=target.attention_sinks,
-        extra_linear_params=extra, architecture=target.architecture,
-        max_position_embeddings=target.max_position_embeddings, source=source)
+        name=name or f"{kind} head ({target.name})",
+        vocab_size=vocab,
+        hidden_size=d,
+        intermediate_size=target.intermediate_size if intermediate is None else intermediate,
+        n_layers=layers,
+        n_heads=heads,
+        n_kv_heads=kv_heads,
+        head_dim=head_dim,
+        qkv_bias=target.qkv_bias,
+        qk_norm=target.qk_norm,
+        o_bias=target.o_bias,
+        norms_per_layer=target.norms_per_layer,
+        attention_sinks=target.attention_sinks,
+        extra_linear_params=extra,
+        architecture=target.architecture,
+        max_position_embeddings=target.max_position_embeddings,
+        source=source,
+    )
 
 
 def _drafter_config(path: str, what: str) -> tuple[Path, str, dict, object, object]:
@@ -404,14 +438,26 @@ def _head_from_config(path: str, target: ModelShape, kind: str) -> ModelShape:
         key = "draft_vocab_size" if "draft_vocab_size" in config else "vocab_size"
         raise ValueError(f"{where}: {key} must be a whole number of tokens in [1, 10000000], got {vocab!r}")
     # Read through the target's reader: dtypes and quantization_config are read or refused there, as for a target.
-    layer = model_from_hf_config({**config, "architectures": ["LlamaForCausalLM"], "vocab_size": vocab},
-                                 name=str(config_path))
+    layer = model_from_hf_config(
+        {**config, "architectures": ["LlamaForCausalLM"], "vocab_size": vocab}, name=str(config_path)
+    )
     if layer.hidden_size != target.hidden_size:
-        raise ValueError(f"{kind} head {str(config_path)!r} has hidden size {layer.hidden_size}, the target "
-                         f"{target.name} {target.hidden_size}: it is a head for another model")
-    head = _head_shape(kind, target, layer.vocab_size, heads=layer.n_heads, kv_heads=layer.n_kv_heads, head_dim=layer.head_dim,
-                       intermediate=layer.intermediate_size, layers=layer.n_layers, name=config_path.resolve().parent.name,
-                       source=str(config_path.resolve().parent))
+        raise ValueError(
+            f"{kind} head {str(config_path)!r} has hidden size {layer.hidden_size}, the target "
+            f"{target.name} {target.hidden_size}: it is a head for another model"
+        )
+    head = _head_shape(
+        kind,
+        target,
+        layer.vocab_size,
+        heads=layer.n_heads,
+        kv_heads=layer.n_kv_heads,
+        head_dim=layer.head_dim,
+        intermediate=layer.intermediate_size,
+        layers=layer.n_layers,
+        name=config_path.resolve().parent.name,
+        source=str(config_path.resolve().parent),
+    )
     # Its stored precision is its own (an FP8 head is FP8), not the target's; its logits run at the target's
     # head precision (:func:`_with_options`).
     return dataclasses.replace(head, weight_dtype=layer.weight_dtype)
@@ -422,21 +468,38 @@ def _block_drafter_config(path: str, target: ModelShape, kind: str, architecture
     config_path, where, config, _, arch = _drafter_config(path, f"{kind} drafter config")
     if arch not in architectures:
         raise ValueError(f"{where}: architecture {arch!r} is not a {kind} drafter; read: {', '.join(architectures)}")
-    layer = model_from_hf_config({**config, "architectures": ["LlamaForCausalLM"], "vocab_size": target.vocab_size},
-                                 name=str(config_path))
+    layer = model_from_hf_config(
+        {**config, "architectures": ["LlamaForCausalLM"], "vocab_size": target.vocab_size}, name=str(config_path)
+    )
     if layer.hidden_size != target.hidden_size:
-        raise ValueError(f"{where}: hidden size {layer.hidden_size}, the target {target.name} {target.hidden_size}: it drafts "
-                         "for another model")
-    head = _head_shape(kind, target, target.vocab_size, heads=layer.n_heads, kv_heads=layer.n_kv_heads, head_dim=layer.head_dim,
-                       intermediate=layer.intermediate_size, layers=layer.n_layers, name=config_path.resolve().parent.name,
-                       source=str(config_path.resolve().parent), extra=0)
+        raise ValueError(
+            f"{where}: hidden size {layer.hidden_size}, the target {target.name} {target.hidden_size}: it drafts "
+            "for another model"
+        )
+    head = _head_shape(
+        kind,
+        target,
+        target.vocab_size,
+        heads=layer.n_heads,
+        kv_heads=layer.n_kv_heads,
+        head_dim=layer.head_dim,
+        intermediate=layer.intermediate_size,
+        layers=layer.n_layers,
+        name=config_path.resolve().parent.name,
+        source=str(config_path.resolve().parent),
+        extra=0,
+    )
     return dataclasses.replace(head, weight_dtype=layer.weight_dtype), config
 
 
 def _with_options(head: ModelShape, opts: dict, target: ModelShape, own_dtype: bool = False) -> ModelShape:
     """A head takes --draft-weight-dtype / --draft-kv-dtype / --draft-tp; by default the target's dtypes (a head read
     from its own config.json, ``own_dtype``, keeps its stored weight dtype)."""
-    changes = {"weight_dtype": opts.get("weight_dtype") or (head.weight_dtype if own_dtype else target.weight_dtype),
-               "kv_dtype": opts.get("kv_dtype") or target.kv_dtype, "tp": opts.get("tp") or 1,
-               "head_dtype": target.head_dtype_, "expert_dtype": target.expert_dtype if head.is_moe else None}
+    changes = {
+        "weight_dtype": opts.get("weight_dtype") or (head.weight_dtype if own_dtype else target.weight_dtype),
+        "kv_dtype": opts.get("kv_dtype") or target.kv_dtype,
+        "tp": opts.get("tp") or 1,
+        "head_dtype": target.head_dtype_,
+        "expert_dtype": target.expert_dtype if head.is_moe else None,
+    }
     return dataclasses.replace(head, **changes)

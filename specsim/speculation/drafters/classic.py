@@ -4,17 +4,27 @@ n-gram lookup (:mod:`specsim.speculation.drafters.base` says what a drafter owns
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from dataclasses import dataclass
 from specsim.describe.layouts import attention_only
 from specsim.describe.models import ModelShape
 from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
-from specsim.speculation.drafters.base import (_SGLANG_ARGS, _TRT_ARGS, _VLLM_SPEC, EAGLE3_DRAFT_VOCAB, NGRAM_CPU_S_PER_TOKEN,
-                                               Drafter, EngineSupport, _head_from_config, _head_shape, _no_checkpoint,
-                                               _with_options)
+from specsim.speculation.drafters.base import (
+    _SGLANG_ARGS,
+    _TRT_ARGS,
+    _VLLM_SPEC,
+    EAGLE3_DRAFT_VOCAB,
+    NGRAM_CPU_S_PER_TOKEN,
+    Drafter,
+    EngineSupport,
+    _head_from_config,
+    _head_shape,
+    _no_checkpoint,
+    _with_options,
+)
 
 __all__ = ["Eagle3Head", "EagleHead", "MtpHead", "NgramDrafter"]
 
@@ -28,8 +38,10 @@ class EagleHead(Drafter):
     extend_pass: ClassVar[bool] = True
     checkpoints: ClassVar[dict[str, str]] = {"llama-3.1-8b": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B"}
     engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport("eagle", (0, 10, 0), _VLLM_SPEC), "sglang": EngineSupport("EAGLE", (0, 4, 3), _SGLANG_ARGS),
-        "trtllm": EngineSupport("Eagle", (1, 0, 0), _TRT_ARGS, fractional_pin=False)}
+        "vllm": EngineSupport("eagle", (0, 10, 0), _VLLM_SPEC),
+        "sglang": EngineSupport("EAGLE", (0, 4, 3), _SGLANG_ARGS),
+        "trtllm": EngineSupport("Eagle", (1, 0, 0), _TRT_ARGS, fractional_pin=False),
+    }
     published_short: ClassVar[str] = "MT-bench, vLLM #20780"
     published_for: ClassVar[tuple[str, str] | None] = ("llama", "chat")
     #: The head's own draft vocabulary when derived from the target (None: the target's).
@@ -42,27 +54,36 @@ class EagleHead(Drafter):
     @classmethod
     def published(cls) -> tuple[Acceptance, str]:
         alpha = float(alpha_from_acceptance_length(2.29, 3))
-        return (Acceptance(alpha=alpha, source="vLLM issue #20780"),
-                "vLLM issue #20780: EAGLE head yuhuili/EAGLE-LLaMA3.1-Instruct-8B on Llama-3.1-8B-Instruct, MT-bench, "
-                f"3 speculative tokens: mean acceptance length 2.29 (alpha {alpha:.3f})")
+        return (
+            Acceptance(alpha=alpha, source="vLLM issue #20780"),
+            "vLLM issue #20780: EAGLE head yuhuili/EAGLE-LLaMA3.1-Instruct-8B on Llama-3.1-8B-Instruct, MT-bench, "
+            f"3 speculative tokens: mean acceptance length 2.29 (alpha {alpha:.3f})",
+        )
 
     @classmethod
     def build(cls, path: str, target: ModelShape, options: dict) -> "EagleHead":
         own = bool(path)
         if path:
             head = _head_from_config(path, target, cls.config_kind or cls.kind)
-            basis = f"head config {path}" + (f"; stored in {head.weight_dtype}" if head.weight_dtype != target.weight_dtype else "")
+            basis = f"head config {path}" + (
+                f"; stored in {head.weight_dtype}" if head.weight_dtype != target.weight_dtype else ""
+            )
         else:
             layers, why = cls.default_layers
             head = _head_shape(cls.kind, target, cls.default_vocab or target.vocab_size, layers=layers)
-            basis = ("derived from the target's shape: a dense layer of its attention and dense MLP sizes" if target.is_moe
-                     else "derived from the target's shape")
+            basis = (
+                "derived from the target's shape: a dense layer of its attention and dense MLP sizes"
+                if target.is_moe
+                else "derived from the target's shape"
+            )
             if why:
                 basis += f"; {layers} layers ({why})"
             if cls.default_vocab:
-                basis += (f"; draft vocabulary {cls.default_vocab:,}, the EAGLE-3 trainers' default for every family "
-                          "(yuhuili/EAGLE3-LLaMA3.1-Instruct-8B; SpecForge's Qwen3 configs, e.g. qwen3-30B-A3B-eagle3.1.json); "
-                          "eagle3:HEAD/config.json reads a head's own")
+                basis += (
+                    f"; draft vocabulary {cls.default_vocab:,}, the EAGLE-3 trainers' default for every family "
+                    "(yuhuili/EAGLE3-LLaMA3.1-Instruct-8B; SpecForge's Qwen3 configs, e.g. qwen3-30B-A3B-eagle3.1.json); "
+                    "eagle3:HEAD/config.json reads a head's own"
+                )
         return cls(head.name, _with_options(head, options, target, own), basis)
 
 
@@ -74,17 +95,21 @@ class Eagle3Head(EagleHead):
     label: ClassVar[str] = "an EAGLE-3 head"
     checkpoints: ClassVar[dict[str, str]] = {"llama-3.1-8b": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"}
     engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport("eagle3", (0, 10, 0), _VLLM_SPEC), "sglang": EngineSupport("EAGLE3", (0, 4, 5), _SGLANG_ARGS),
-        "trtllm": EngineSupport("Eagle3", (1, 0, 0), _TRT_ARGS)}  # one-model path: a fractional forced count
+        "vllm": EngineSupport("eagle3", (0, 10, 0), _VLLM_SPEC),
+        "sglang": EngineSupport("EAGLE3", (0, 4, 5), _SGLANG_ARGS),
+        "trtllm": EngineSupport("Eagle3", (1, 0, 0), _TRT_ARGS),
+    }  # one-model path: a fractional forced count
     published_short: ClassVar[str] = "MT-bench, vLLM #26191"
     default_vocab: ClassVar[int | None] = EAGLE3_DRAFT_VOCAB
 
     @classmethod
     def published(cls) -> tuple[Acceptance, str]:
         alpha = float(alpha_from_acceptance_length(1 + 12208 / 4816, 7))
-        return (Acceptance(alpha=alpha, source="vLLM issue #26191"),
-                "vLLM issue #26191: EAGLE-3 head yuhuili/EAGLE3-LLaMA3.1-Instruct-8B on Llama-3.1-8B-Instruct, MT-bench, "
-                f"T = 0, 7 speculative tokens: 4,816 drafts, 12,208 accepted, mean acceptance length 3.53 (alpha {alpha:.3f})")
+        return (
+            Acceptance(alpha=alpha, source="vLLM issue #26191"),
+            "vLLM issue #26191: EAGLE-3 head yuhuili/EAGLE3-LLaMA3.1-Instruct-8B on Llama-3.1-8B-Instruct, MT-bench, "
+            f"T = 0, 7 speculative tokens: 4,816 drafts, 12,208 accepted, mean acceptance length 3.53 (alpha {alpha:.3f})",
+        )
 
 
 @dataclass(frozen=True)
@@ -98,16 +123,20 @@ class MtpHead(Drafter):
     # SGLang runs MTP checkpoints such as DeepSeek-V3 as EAGLE over their NextN layers (NEXTN is its alias of EAGLE:
     # 0.5.23 python/sglang/srt/arg_groups/speculative_hook.py).
     engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport("mtp", (0, 10, 0), _VLLM_SPEC), "sglang": EngineSupport("EAGLE", (0, 4, 3), _SGLANG_ARGS),
-        "trtllm": EngineSupport("MTP", (1, 0, 0), _TRT_ARGS)}
+        "vllm": EngineSupport("mtp", (0, 10, 0), _VLLM_SPEC),
+        "sglang": EngineSupport("EAGLE", (0, 4, 3), _SGLANG_ARGS),
+        "trtllm": EngineSupport("MTP", (1, 0, 0), _TRT_ARGS),
+    }
     published_short: ClassVar[str] = "DeepSeek-V3 report"
     #: The report measures "various generation topics" on DeepSeek-V3; chat is the nearest of the workloads.
     published_for: ClassVar[tuple[str, str] | None] = ("deepseek", "chat")
 
     @classmethod
     def published(cls) -> tuple[Acceptance, str]:
-        return (Acceptance(cumulative=(0.875,), source="DeepSeek-V3 report"),
-                "DeepSeek-V3 Technical Report (arXiv:2412.19437) section 5.4.3: the second token's acceptance is 85-90%")
+        return (
+            Acceptance(cumulative=(0.875,), source="DeepSeek-V3 report"),
+            "DeepSeek-V3 Technical Report (arXiv:2412.19437) section 5.4.3: the second token's acceptance is 85-90%",
+        )
 
     def checkpoint(self, target: ModelShape, given: str | None = None) -> str | None:
         return _no_checkpoint(self.kind, given)
@@ -117,8 +146,10 @@ class MtpHead(Drafter):
         if path:
             raise ValueError("mtp takes no path: it is the target's own multi-token-prediction layers")
         if target.n_mtp_layers < 1:
-            raise ValueError(f"--draft mtp: the target {target.name}'s config declares no multi-token-prediction layers "
-                             "(num_nextn_predict_layers); mtp needs a checkpoint that ships them, e.g. deepseek-v3")
+            raise ValueError(
+                f"--draft mtp: the target {target.name}'s config declares no multi-token-prediction layers "
+                "(num_nextn_predict_layers); mtp needs a checkpoint that ships them, e.g. deepseek-v3"
+            )
         d = target.hidden_size
         # The MTP layers are the target's own: they keep every field of its layers (MoE, MLA, dtypes); what changes
         # is the layer count, the 2d -> d projection of [embedding; hidden] and that nothing else rides along.
@@ -127,10 +158,24 @@ class MtpHead(Drafter):
         # vLLM 0.24.0 v1/spec_decode/llm_base_proposer.py shares both with every MTP drafter (_maybe_share_embeddings,
         # _maybe_share_lm_head, also each layer's shared_head.head), and qwen3_5_mtp.py, qwen3_next_mtp.py and
         # deepseek_mtp.py load only their mtp.* layers beside them; a draft step still gathers b rows and reads the head.
-        head = dataclasses.replace(attention_only(target), name=f"mtp ({target.name})", n_layers=target.n_mtp_layers,
-                                   n_dense_layers=0, n_mtp_layers=0, extra_linear_params=2 * d * d, tie_embeddings=False,
-                                   extra_params=0, notes=(), source="", vocab_from_target=True)
-        return cls(head.name, _with_options(head, options, target), f"{target.n_mtp_layers} MTP layer(s) of the target's checkpoint")
+        head = dataclasses.replace(
+            attention_only(target),
+            name=f"mtp ({target.name})",
+            n_layers=target.n_mtp_layers,
+            n_dense_layers=0,
+            n_mtp_layers=0,
+            extra_linear_params=2 * d * d,
+            tie_embeddings=False,
+            extra_params=0,
+            notes=(),
+            source="",
+            vocab_from_target=True,
+        )
+        return cls(
+            head.name,
+            _with_options(head, options, target),
+            f"{target.n_mtp_layers} MTP layer(s) of the target's checkpoint",
+        )
 
 
 @dataclass(frozen=True)
@@ -147,9 +192,15 @@ class NgramDrafter(Drafter):
     loads_checkpoint: ClassVar[bool] = False
     engines: ClassVar[dict[str, EngineSupport]] = {
         "vllm": EngineSupport("ngram", (0, 10, 0), _VLLM_SPEC),
-        "sglang": EngineSupport("NGRAM", (0, 5, 3), _SGLANG_ARGS, pin_since=(0, 5, 14),
-                                pin_where="python/sglang/srt/speculative/ngram_worker.py"),
-        "trtllm": EngineSupport("NGram", (1, 0, 0), _TRT_ARGS, fractional_pin=False)}
+        "sglang": EngineSupport(
+            "NGRAM",
+            (0, 5, 3),
+            _SGLANG_ARGS,
+            pin_since=(0, 5, 14),
+            pin_where="python/sglang/srt/speculative/ngram_worker.py",
+        ),
+        "trtllm": EngineSupport("NGram", (1, 0, 0), _TRT_ARGS, fractional_pin=False),
+    }
     published_short: ClassVar[str] = "code editing, vLLM #24344"
     published_for: ClassVar[tuple[str, str] | None] = ("*", "code-editing")
     #: The n-gram sizes the lookup matches (vLLM's prompt_lookup_min / prompt_lookup_max; TensorRT-LLM's
@@ -161,18 +212,24 @@ class NgramDrafter(Drafter):
         # 993 rounds proposed, 821 tokens came from passes with no proposal: 993 / 1,814 passes drafted.  Scaling the
         # rates by that share charges a no-proposal pass as a round whose first draft was rejected (a little dearer
         # than the plain decode step it was) and gives the measured 2.96 tokens per pass.
-        return (Acceptance(cumulative=tuple(round(c * 993 / 1814, 4) for c in (0.81, 0.74, 0.70, 0.68, 0.66)),
-                           source="vLLM PR #24344, code editing"),
-                "vLLM PR #24344: n-gram (prompt lookup 2-5, 5 tokens) on the vdaita/edit_5k_char code-editing set, "
-                "per-position acceptance 0.81, 0.74, 0.70, 0.68, 0.66 where a match was found, no proposal in 821 of "
-                "1,814 passes: 2.96 tokens per pass (a favourable, high-overlap workload)")
+        return (
+            Acceptance(
+                cumulative=tuple(round(c * 993 / 1814, 4) for c in (0.81, 0.74, 0.70, 0.68, 0.66)),
+                source="vLLM PR #24344, code editing",
+            ),
+            "vLLM PR #24344: n-gram (prompt lookup 2-5, 5 tokens) on the vdaita/edit_5k_char code-editing set, "
+            "per-position acceptance 0.81, 0.74, 0.70, 0.68, 0.66 where a match was found, no proposal in 821 of "
+            "1,814 passes: 2.96 tokens per pass (a favourable, high-overlap workload)",
+        )
 
     @classmethod
     def fallback_acceptance(cls, reason: str | None = None) -> tuple[Acceptance, str]:
         rates = ",".join(f"{c:g}" for c in cls.published()[0].cumulative)
-        raise ValueError((f"{reason}; " if reason else "") + "n-gram acceptance depends on the workload (how often the "
-                         "output repeats the prompt): pass --alpha, --acceptance or --metrics; on code editing vLLM PR "
-                         f"#24344 measured --acceptance {rates} (per position, passes without a match included)")
+        raise ValueError(
+            (f"{reason}; " if reason else "") + "n-gram acceptance depends on the workload (how often the "
+            "output repeats the prompt): pass --alpha, --acceptance or --metrics; on code editing vLLM PR "
+            f"#24344 measured --acceptance {rates} (per position, passes without a match included)"
+        )
 
     def checkpoint(self, target: ModelShape, given: str | None = None) -> str | None:
         return _no_checkpoint(self.kind, given)
@@ -196,15 +253,21 @@ class NgramDrafter(Drafter):
         return self.cpu_s_per_token * np.asarray(batch, dtype=float) * np.asarray(context, dtype=float)
 
     def describe(self) -> str:
-        return (f"drafter: n-gram prompt lookup, no network; {self.cpu_s_per_token * 1e9:.3g} ns of CPU per cached "
-                f"token per round ({self.basis})")
+        return (
+            f"drafter: n-gram prompt lookup, no network; {self.cpu_s_per_token * 1e9:.3g} ns of CPU per cached "
+            f"token per round ({self.basis})"
+        )
 
     @classmethod
-    def build(cls, path: str, target: ModelShape, options: dict, cpu_s_per_token: float | None = None) -> "NgramDrafter":
+    def build(
+        cls, path: str, target: ModelShape, options: dict, cpu_s_per_token: float | None = None
+    ) -> "NgramDrafter":
         if path:
             raise ValueError("ngram takes no path")
         if options.get("weight_dtype") or options.get("kv_dtype") or (options.get("tp") or 1) > 1:
-            raise ValueError("--draft ngram runs no network: --draft-weight-dtype, --draft-kv-dtype and --draft-tp do not apply")
+            raise ValueError(
+                "--draft ngram runs no network: --draft-weight-dtype, --draft-kv-dtype and --draft-tp do not apply"
+            )
         if cpu_s_per_token is None:
             return cls("n-gram", None, "vLLM PR #56732: 9.95 ms per step for 66.3M tokens with 8 threads")
         return cls("n-gram", None, "set by --ngram-cpu-ns", cpu_s_per_token)

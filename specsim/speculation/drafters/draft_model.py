@@ -6,9 +6,9 @@ The default drafter, so it is the one kind this package loads with itself (:mod:
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import ClassVar
 
-from dataclasses import dataclass
 from specsim.describe.models import ModelShape, get_model
 from specsim.speculation.acceptance import Acceptance
 from specsim.speculation.drafters.base import _SGLANG_ARGS, _TRT_ARGS, Drafter, EngineSupport
@@ -27,14 +27,17 @@ class DraftModel(Drafter):
     engines: ClassVar[dict[str, EngineSupport]] = {
         "vllm": EngineSupport("draft_model", (0, 15, 0), "vllm/engine/arg_utils.py: 'not supported yet' before 0.15.0"),
         "sglang": EngineSupport("STANDALONE", (0, 5, 2), _SGLANG_ARGS),
-        "trtllm": EngineSupport("DraftTarget", (1, 0, 0), _TRT_ARGS, fractional_pin=False)}
+        "trtllm": EngineSupport("DraftTarget", (1, 0, 0), _TRT_ARGS, fractional_pin=False),
+    }
     published_short: ClassVar[str] = "the article"
 
     @classmethod
     def published(cls) -> tuple[Acceptance, str]:
-        return (Acceptance(alpha=0.8, source="a matched same-family draft, the reference article: 'above 0.8'"),
-                "the reference article, 'Speculative decoding with draft models, explained': a stock same-family "
-                "draft on its own target reaches alpha above 0.8")
+        return (
+            Acceptance(alpha=0.8, source="a matched same-family draft, the reference article: 'above 0.8'"),
+            "the reference article, 'Speculative decoding with draft models, explained': a stock same-family "
+            "draft on its own target reaches alpha above 0.8",
+        )
 
     @classmethod
     def build(cls, spec: str, target: ModelShape, options: dict) -> "DraftModel":

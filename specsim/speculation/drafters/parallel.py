@@ -8,15 +8,22 @@ also verifies a different prefix per request (:meth:`DSparkDrafter.verified`).  
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from dataclasses import dataclass
 from specsim.describe.models import ModelShape, get_model
 from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
-from specsim.speculation.drafters.base import (Drafter, EngineSupport, _block_drafter_config, _head_shape, _OnePass, _trt,
-                                               _with_options)
+from specsim.speculation.drafters.base import (
+    Drafter,
+    EngineSupport,
+    _block_drafter_config,
+    _head_shape,
+    _OnePass,
+    _trt,
+    _with_options,
+)
 from specsim.speculation.drafters.classic import Eagle3Head
 from specsim.speculation.drafters.draft_model import DraftModel
 
@@ -37,9 +44,11 @@ class PublishedLength:
 def _from_length(row: PublishedLength, what: str) -> tuple[Acceptance, str]:
     """(acceptance, citation) of a published mean length at ``row.gamma`` draft tokens, as one per-token alpha."""
     alpha = float(alpha_from_acceptance_length(row.mean_length, row.gamma))
-    return (Acceptance(alpha=alpha, source=row.source.split(",")[0]),
-            f"{row.source}: {what} on {row.target}, {row.workload}, {row.gamma} draft tokens: mean acceptance length "
-            f"{row.mean_length:g} (alpha {alpha:.3f})")
+    return (
+        Acceptance(alpha=alpha, source=row.source.split(",")[0]),
+        f"{row.source}: {what} on {row.target}, {row.workload}, {row.gamma} draft tokens: mean acceptance length "
+        f"{row.mean_length:g} (alpha {alpha:.3f})",
+    )
 
 
 @dataclass(frozen=True)
@@ -57,16 +66,23 @@ class PEagleHead(_OnePass, Eagle3Head):
     extend_pass: ClassVar[bool] = False
     engine_kind: ClassVar[str | None] = "eagle3"
     config_kind: ClassVar[str | None] = "eagle3"
-    default_layers: ClassVar[tuple[int, str]] = (4, "the GPT-OSS P-EAGLE heads' 4 layers: vLLM blog 2026-03-13-p-eagle.md, "
-                                                    "Hugging Face card amazon/gpt-oss-120b-p-eagle")
+    default_layers: ClassVar[tuple[int, str]] = (
+        4,
+        "the GPT-OSS P-EAGLE heads' 4 layers: vLLM blog 2026-03-13-p-eagle.md, "
+        "Hugging Face card amazon/gpt-oss-120b-p-eagle",
+    )
     checkpoints: ClassVar[dict[str, str]] = {"gpt-oss-120b": "amazon/gpt-oss-120b-p-eagle"}
     #: The most tokens a P-EAGLE head is trained to draft: the GPT-OSS-20B head's 10 (vLLM blog; the 120B head's is 8).
     trained_steps: ClassVar[int] = 10
     engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport("eagle3", (0, 16, 0), "vllm/config/speculative.py parallel_drafting: in 0.16.0, not 0.15.0 (PR #32887)")}
+        "vllm": EngineSupport(
+            "eagle3", (0, 16, 0), "vllm/config/speculative.py parallel_drafting: in 0.16.0, not 0.15.0 (PR #32887)"
+        )
+    }
     unsupported: ClassVar[dict[str, str]] = {
         "sglang": "no serving support found (feature request sgl-project/sglang#23171 open; SpecForge PR #575 trains P-EAGLE heads)",
-        "trtllm": "no P-EAGLE decoding config found"}
+        "trtllm": "no P-EAGLE decoding config found",
+    }
     published_short: ClassVar[str] = "MT-Bench K=7, vLLM P-EAGLE blog"
     published_lengths: ClassVar[tuple] = (
         PublishedLength("gpt-oss-20b", "MT-Bench", 7, 3.70, "vLLM blog 2026-03-13-p-eagle.md, B200, T = 0"),
@@ -77,7 +93,8 @@ class PEagleHead(_OnePass, Eagle3Head):
         PublishedLength("gpt-oss-20b", "SPEED-Bench", 3, 2.87, "vLLM blog 2026-03-13-p-eagle.md, B200, T = 0"),
         PublishedLength("gpt-oss-120b", "MT-Bench", 5, 2.68, "Hugging Face card amazon/gpt-oss-120b-p-eagle, T = 0"),
         PublishedLength("gpt-oss-120b", "HumanEval", 5, 3.15, "Hugging Face card amazon/gpt-oss-120b-p-eagle, T = 0"),
-        PublishedLength("gpt-oss-120b", "GSM-8K", 5, 3.55, "Hugging Face card amazon/gpt-oss-120b-p-eagle, T = 0"))
+        PublishedLength("gpt-oss-120b", "GSM-8K", 5, 3.55, "Hugging Face card amazon/gpt-oss-120b-p-eagle, T = 0"),
+    )
 
     @classmethod
     def published(cls) -> tuple[Acceptance, str]:
@@ -113,23 +130,40 @@ class ParallelDraftModel(_OnePass, DraftModel):
     spelling: ClassVar[str | None] = None
     engine_kind: ClassVar[str | None] = "draft_model"
     #: Target name prefix -> (the shape of the PARD checkpoint's base model, the checkpoint): AMD-AGI/PARD's README.
-    families: ClassVar[tuple] = (("llama-3", "llama-3.2-1b", "amd/PARD-Llama-3.2-1B"), ("qwen3-", "qwen3-0.6b", "amd/PARD-Qwen3-0.6B"))
+    families: ClassVar[tuple] = (
+        ("llama-3", "llama-3.2-1b", "amd/PARD-Llama-3.2-1B"),
+        ("qwen3-", "qwen3-0.6b", "amd/PARD-Qwen3-0.6B"),
+    )
     engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport("draft_model", (0, 16, 0), "vllm/config/speculative.py parallel_drafting: in 0.16.0, not 0.15.0 "
-                              "(PR #32887)"),
-        "trtllm": EngineSupport("PARD", (1, 4, 0), _trt("PARD", "PARDDecodingConfig", "the 1.4.0rc1 API docs (PR #11438)"),
-                                fractional_pin=False)}
+        "vllm": EngineSupport(
+            "draft_model", (0, 16, 0), "vllm/config/speculative.py parallel_drafting: in 0.16.0, not 0.15.0 (PR #32887)"
+        ),
+        "trtllm": EngineSupport(
+            "PARD",
+            (1, 4, 0),
+            _trt("PARD", "PARDDecodingConfig", "the 1.4.0rc1 API docs (PR #11438)"),
+            fractional_pin=False,
+        ),
+    }
     unsupported: ClassVar[dict[str, str]] = {"sglang": "no PARD algorithm found"}
     published_short: ClassVar[str] = "HumanEval, vLLM PR #18541"
     no_default: ClassVar[str] = "its one published length names no draft length"
     published_lengths: ClassVar[tuple] = (
-        PublishedLength("llama-3.1-8b", "HumanEval", 0, 5.6, "vLLM PR #18541 (v0 integration; corrected from 6.6; draft "
-                        "length not stated)"),)
+        PublishedLength(
+            "llama-3.1-8b",
+            "HumanEval",
+            0,
+            5.6,
+            "vLLM PR #18541 (v0 integration; corrected from 6.6; draft length not stated)",
+        ),
+    )
 
     @classmethod
     def published(cls) -> tuple[Acceptance, str]:
-        raise ValueError("PARD's published acceptance length, 5.6 on HumanEval with Llama-3.1-8B (vLLM PR #18541), names no "
-                         "draft length, so it gives no per-token rate: pass --alpha, --acceptance or --metrics")
+        raise ValueError(
+            "PARD's published acceptance length, 5.6 on HumanEval with Llama-3.1-8B (vLLM PR #18541), names no "
+            "draft length, so it gives no per-token rate: pass --alpha, --acceptance or --metrics"
+        )
 
     @classmethod
     def fallback_acceptance(cls, reason: str | None = None) -> tuple[Acceptance, str]:
@@ -143,9 +177,13 @@ class ParallelDraftModel(_OnePass, DraftModel):
         for prefix, base, weights in cls.families:
             if target.name.startswith(prefix):
                 model = get_model(base, **options)
-                return cls(model.name, model, f"the shape of {base}, the base of {weights} (AMD-AGI/PARD README)", weights)
+                return cls(
+                    model.name, model, f"the shape of {base}, the base of {weights} (AMD-AGI/PARD README)", weights
+                )
         known = ", ".join(f"{prefix}* ({w})" for prefix, _, w in cls.families)
-        raise ValueError(f"no published PARD draft is known for {target.name} (known: {known}); give one with --draft pard:MODEL")
+        raise ValueError(
+            f"no published PARD draft is known for {target.name} (known: {known}); give one with --draft pard:MODEL"
+        )
 
     def checkpoint(self, target: ModelShape, given: str | None = None) -> str | None:
         return given or self.weights or self.step_model.source or self.step_model.name
@@ -163,8 +201,10 @@ class ParallelDraftModel(_OnePass, DraftModel):
         return {"parallel_drafting": True} if engine == "vllm" else {}
 
     def provenance(self) -> list[str]:
-        return [f"drafter: PARD, one pass of {self.step_model.name} over 2 gamma + 1 tokens per sequence drafts gamma tokens "
-                f"({self.basis})"]
+        return [
+            f"drafter: PARD, one pass of {self.step_model.name} over 2 gamma + 1 tokens per sequence drafts gamma tokens "
+            f"({self.basis})"
+        ]
 
 
 @dataclass(frozen=True)
@@ -186,17 +226,38 @@ class DFlashDrafter(_OnePass, Drafter):
     #: Draft layers (paper section 5: 5; 8 for Qwen3-Coder) and target layers fused into the injected features.
     layers: ClassVar[int] = 5
     fused_layers: ClassVar[int] = 5
-    checkpoints: ClassVar[dict[str, str]] = {"qwen3-8b": "z-lab/Qwen3-8B-DFlash-b16", "qwen3.5-27b": "z-lab/Qwen3.5-27B-DFlash"}
+    checkpoints: ClassVar[dict[str, str]] = {
+        "qwen3-8b": "z-lab/Qwen3-8B-DFlash-b16",
+        "qwen3.5-27b": "z-lab/Qwen3.5-27B-DFlash",
+    }
     engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport("dflash", (0, 20, 0), "vllm/config/speculative.py SpeculativeMethod: in 0.20.0, not 0.19.1 (PR #38300)"),
-        "sglang": EngineSupport("DFLASH", (0, 5, 11), "srt/speculative/spec_info.py SpeculativeAlgorithm: in 0.5.11, not 0.5.10", pin_since=(0, 5, 17),
-                                pin_where="SGLANG_SIMULATE_ACC_LEN read in srt/speculative/dflash_worker_v2.py from 0.5.17"),
-        "trtllm": EngineSupport("DFlash", (1, 3, 0), _trt("DFlash", "DFlashDecodingConfig", "the 1.3.0rc27 API docs (PR #12794)"))}
+        "vllm": EngineSupport(
+            "dflash", (0, 20, 0), "vllm/config/speculative.py SpeculativeMethod: in 0.20.0, not 0.19.1 (PR #38300)"
+        ),
+        "sglang": EngineSupport(
+            "DFLASH",
+            (0, 5, 11),
+            "srt/speculative/spec_info.py SpeculativeAlgorithm: in 0.5.11, not 0.5.10",
+            pin_since=(0, 5, 17),
+            pin_where="SGLANG_SIMULATE_ACC_LEN read in srt/speculative/dflash_worker_v2.py from 0.5.17",
+        ),
+        "trtllm": EngineSupport(
+            "DFlash", (1, 3, 0), _trt("DFlash", "DFlashDecodingConfig", "the 1.3.0rc27 API docs (PR #12794)")
+        ),
+    }
     published_short: ClassVar[str] = "MT-Bench, DFlash paper Table 1"
     published_lengths: ClassVar[tuple] = tuple(
-        PublishedLength(target, dataset, 15, length, "DFlash paper (arXiv:2602.06036) Table 1, thinking off, T = 0, H200, block 16")
-        for target, row in (("qwen3-8b", (6.54, 7.87, 7.08, 6.50, 5.95, 7.27, 4.24)), ("qwen3-4b", (6.53, 7.84, 7.27, 6.64, 6.09, 7.09, 4.35)))
-        for dataset, length in zip(("GSM8K", "MATH-500", "AIME25", "HumanEval", "MBPP", "LiveCodeBench", "MT-Bench"), row))
+        PublishedLength(
+            target, dataset, 15, length, "DFlash paper (arXiv:2602.06036) Table 1, thinking off, T = 0, H200, block 16"
+        )
+        for target, row in (
+            ("qwen3-8b", (6.54, 7.87, 7.08, 6.50, 5.95, 7.27, 4.24)),
+            ("qwen3-4b", (6.53, 7.84, 7.27, 6.64, 6.09, 7.09, 4.35)),
+        )
+        for dataset, length in zip(
+            ("GSM8K", "MATH-500", "AIME25", "HumanEval", "MBPP", "LiveCodeBench", "MT-Bench"), row
+        )
+    )
 
     @classmethod
     def published(cls) -> tuple[Acceptance, str]:
@@ -216,8 +277,10 @@ class DFlashDrafter(_OnePass, Drafter):
         return np.asarray(steps, dtype=float) + 1.0  # the anchor and K masks
 
     def describe(self) -> str:
-        return (f"drafter: {self.step_model.describe()}; one pass over gamma + 1 tokens per sequence drafts up to "
-                f"{self.max_steps} tokens (block {self.block_size})" + (f" ({self.basis})" if self.basis else ""))
+        return (
+            f"drafter: {self.step_model.describe()}; one pass over gamma + 1 tokens per sequence drafts up to "
+            f"{self.max_steps} tokens (block {self.block_size})" + (f" ({self.basis})" if self.basis else "")
+        )
 
     #: The architectures of this drafter's config.json (z-lab's checkpoints, e.g. z-lab/Qwen3-8B-DFlash-b16).
     config_architectures: ClassVar[tuple[str, ...]] = ("DFlashDraftModel",)
@@ -231,9 +294,13 @@ class DFlashDrafter(_OnePass, Drafter):
     def build(cls, path: str, target: ModelShape, options: dict) -> "DFlashDrafter":
         block = cls.__dataclass_fields__["block_size"].default
         if not path:
-            head = _head_shape(cls.kind, target, target.vocab_size, layers=cls.layers, extra=cls._extra(target, cls.fused_layers, {}))
-            basis = (f"derived from the target's shape: {cls.layers} layers of its attention and dense MLP, a "
-                     f"{cls.fused_layers}d -> d feature fusion, the target's embedding and LM head (the papers' defaults)")
+            head = _head_shape(
+                cls.kind, target, target.vocab_size, layers=cls.layers, extra=cls._extra(target, cls.fused_layers, {})
+            )
+            basis = (
+                f"derived from the target's shape: {cls.layers} layers of its attention and dense MLP, a "
+                f"{cls.fused_layers}d -> d feature fusion, the target's embedding and LM head (the papers' defaults)"
+            )
             return cls(head.name, _with_options(head, options, target), basis, block)
         head, config = _block_drafter_config(path, target, cls.kind, cls.config_architectures)
         ids = (config.get("dflash_config") or {}).get("target_layer_ids", config.get("target_layer_ids"))
@@ -242,8 +309,12 @@ class DFlashDrafter(_OnePass, Drafter):
         if isinstance(block, bool) or not isinstance(block, int):
             raise ValueError(f"{cls.kind} drafter config {path!r}: block_size must be a whole number, got {block!r}")
         head = dataclasses.replace(head, extra_linear_params=cls._extra(target, fused, config))
-        return cls(head.name, _with_options(head, options, target, True), f"drafter config {path}: block {block}, "
-                   f"{head.n_layers} layers, {fused} fused target layers", block)
+        return cls(
+            head.name,
+            _with_options(head, options, target, True),
+            f"drafter config {path}: block {block}, {head.n_layers} layers, {fused} fused target layers",
+            block,
+        )
 
 
 @dataclass(frozen=True)
@@ -269,18 +340,31 @@ class DSparkDrafter(DFlashDrafter):
     round_formula: ClassVar[str] = "t_D (one draft pass proposes gamma tokens; a prefix of them verified per request)"
     checkpoints: ClassVar[dict[str, str]] = {"qwen3-8b": "deepseek-ai/dspark_qwen3_8b_block7"}
     engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport("dspark", (0, 25, 0), "vllm/config/speculative.py SpeculativeMethod: in 0.26.0, not 0.24.0 (0.25 unread; "
-                              "recipes DeepSeek-V4-Flash.yaml at 8959cf6: 0.25.0, PR #46995)"),
-        "sglang": EngineSupport("DSPARK", (0, 5, 16), "srt/speculative/spec_info.py SpeculativeAlgorithm: in 0.5.16, not 0.5.15"),
-        "trtllm": EngineSupport("DSpark", (1, 3, 0), _trt("DSpark", "DSparkDecodingConfig", "the 1.3.0rc27 API docs"))}
+        "vllm": EngineSupport(
+            "dspark",
+            (0, 25, 0),
+            "vllm/config/speculative.py SpeculativeMethod: in 0.26.0, not 0.24.0 (0.25 unread; "
+            "recipes DeepSeek-V4-Flash.yaml at 8959cf6: 0.25.0, PR #46995)",
+        ),
+        "sglang": EngineSupport(
+            "DSPARK", (0, 5, 16), "srt/speculative/spec_info.py SpeculativeAlgorithm: in 0.5.16, not 0.5.15"
+        ),
+        "trtllm": EngineSupport("DSpark", (1, 3, 0), _trt("DSpark", "DSparkDecodingConfig", "the 1.3.0rc27 API docs")),
+    }
     published_short: ClassVar[str] = "MT-Bench, DSpark paper Table 1"
     published_lengths: ClassVar[tuple] = tuple(
-        PublishedLength(target, dataset, 7, length, "DSpark paper (arXiv:2607.05147) Table 1, block 7, T = 1, scheduler off")
-        for target, row in (("qwen3-8b", (6.17, 5.78, 5.01, 5.16, 5.52, 5.17, 3.72, 3.58, 3.21)),
-                            ("qwen3-4b", (6.11, 5.70, 4.89, 5.13, 5.38, 4.86, 3.64, 3.54, 3.29)),
-                            ("qwen3-14b", (6.21, 5.74, 4.94, 5.26, 5.43, 5.02, 3.70, 3.58, 3.13)))
-        for dataset, length in zip(("GSM8K", "MATH", "AIME25", "MBPP", "HumanEval", "LiveCodeBench", "MT-Bench", "Alpaca",
-                                    "Arena-Hard"), row))
+        PublishedLength(
+            target, dataset, 7, length, "DSpark paper (arXiv:2607.05147) Table 1, block 7, T = 1, scheduler off"
+        )
+        for target, row in (
+            ("qwen3-8b", (6.17, 5.78, 5.01, 5.16, 5.52, 5.17, 3.72, 3.58, 3.21)),
+            ("qwen3-4b", (6.11, 5.70, 4.89, 5.13, 5.38, 4.86, 3.64, 3.54, 3.29)),
+            ("qwen3-14b", (6.21, 5.74, 4.94, 5.26, 5.43, 5.02, 3.70, 3.58, 3.13)),
+        )
+        for dataset, length in zip(
+            ("GSM8K", "MATH", "AIME25", "MBPP", "HumanEval", "LiveCodeBench", "MT-Bench", "Alpaca", "Arena-Hard"), row
+        )
+    )
     varies_verification: ClassVar[bool] = True
     #: Resolution of the searched mean verified length, in draft tokens per sequence.
     verify_step: ClassVar[float] = 0.25
@@ -312,9 +396,15 @@ class DSparkDrafter(DFlashDrafter):
         from specsim.speculation.acceptance import tokens_per_round
 
         steps = np.asarray(steps, dtype=float)
-        shape = np.broadcast_shapes(steps.shape, np.shape(batch), np.shape(context),
-                                    () if isinstance(acceptance, Acceptance) else np.shape(acceptance))
-        grid = np.arange(0.0, float(np.max(steps)) + self.verify_step / 2, self.verify_step).reshape((-1,) + (1,) * len(shape))
+        shape = np.broadcast_shapes(
+            steps.shape,
+            np.shape(batch),
+            np.shape(context),
+            () if isinstance(acceptance, Acceptance) else np.shape(acceptance),
+        )
+        grid = np.arange(0.0, float(np.max(steps)) + self.verify_step / 2, self.verify_step).reshape(
+            (-1,) + (1,) * len(shape)
+        )
         v = np.minimum(grid, steps)
         tokens = tokens_per_round(acceptance, np.broadcast_to(steps, v.shape), verified=v)
         rate = tokens / dep.round_time(batch, context, steps, 1, 1.0 + v).total_s  # tokens per second per sequence
@@ -322,6 +412,8 @@ class DSparkDrafter(DFlashDrafter):
         return np.take_along_axis(v, np.argmax(np.broadcast_to(rate, v.shape), axis=0)[None], axis=0)[0]
 
     def describe(self) -> str:
-        return (f"drafter: {self.step_model.describe()}; one pass over gamma tokens per sequence (the anchor first) drafts "
-                f"up to {self.max_steps} tokens; the prefix verified per request maximises tokens per second (the vLLM "
-                "blog's budget rule, every request alike)" + (f" ({self.basis})" if self.basis else ""))
+        return (
+            f"drafter: {self.step_model.describe()}; one pass over gamma tokens per sequence (the anchor first) drafts "
+            f"up to {self.max_steps} tokens; the prefix verified per request maximises tokens per second (the vLLM "
+            "blog's budget rule, every request alike)" + (f" ({self.basis})" if self.basis else "")
+        )

@@ -3,11 +3,11 @@ request's draft length."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from dataclasses import dataclass
 from specsim.describe.models import ModelShape
 from specsim.speculation.acceptance import Acceptance
 from specsim.speculation.drafters.base import Drafter, EngineSupport, _no_checkpoint
@@ -46,31 +46,43 @@ class SuffixDrafter(Drafter):
     varies_verification: ClassVar[bool] = True
     round_formula: ClassVar[str] = "0 (no draft pass: its CPU lookup is in t_V; a depth per request up to gamma)"
     engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport("suffix", (0, 12, 0), "vllm/config/speculative.py SpeculativeMethod: in 0.12.0, not 0.11.0 (PR #25784; "
-                              "needs pip install arctic-inference)")}
+        "vllm": EngineSupport(
+            "suffix",
+            (0, 12, 0),
+            "vllm/config/speculative.py SpeculativeMethod: in 0.12.0, not 0.11.0 (PR #25784; "
+            "needs pip install arctic-inference)",
+        )
+    }
     unsupported: ClassVar[dict[str, str]] = {
         "sglang": "SUFFIX PRs #13553, #27582, #27585 closed unmerged",
-        "trtllm": "TensorRT-LLM's SADecodingConfig is a suffix automaton on the GPU, not suffix trees"}
+        "trtllm": "TensorRT-LLM's SADecodingConfig is a suffix automaton on the GPU, not suffix trees",
+    }
     published_short: ClassVar[str] = "MT-Bench K=1, vLLM PR #24852"
 
     @classmethod
     def published(cls) -> tuple[Acceptance, str]:
-        return (Acceptance(cumulative=(0.62,), source="vLLM PR #24852, MT-Bench"),
-                "vLLM PR #24852: suffix decoding on MT-Bench, 1 speculative token: mean acceptance length 1.62, acceptance "
-                "0.62 at token 0 (chat, a low-overlap workload; agentic and code-editing traffic repeat far more: "
-                "ArcticInference's docs measure 3.8x on SWE-Bench against 1.5x on ShareGPT)")
+        return (
+            Acceptance(cumulative=(0.62,), source="vLLM PR #24852, MT-Bench"),
+            "vLLM PR #24852: suffix decoding on MT-Bench, 1 speculative token: mean acceptance length 1.62, acceptance "
+            "0.62 at token 0 (chat, a low-overlap workload; agentic and code-editing traffic repeat far more: "
+            "ArcticInference's docs measure 3.8x on SWE-Bench against 1.5x on ShareGPT)",
+        )
 
     @classmethod
     def by_workload(cls) -> dict[str, tuple[float, float, str]]:
         """Published (mean draft tokens proposed, mean tokens per round) per workload, where both are published."""
-        return {"chat (MT-Bench)": (1.0, 1.62, "vLLM PR #24852"),
-                "ArcticInference benchmark task 0": (3.26, 1.693, "ArcticInference PR #212 (accept rate 0.2127)")}
+        return {
+            "chat (MT-Bench)": (1.0, 1.62, "vLLM PR #24852"),
+            "ArcticInference benchmark task 0": (3.26, 1.693, "ArcticInference PR #212 (accept rate 0.2127)"),
+        }
 
     def __post_init__(self) -> None:
         if self.step_model is not None:
             raise ValueError("suffix decoding runs no network")
         if not 0.0 <= self.cpu_s_per_sequence < 1e-2:
-            raise ValueError(f"suffix decoding CPU time per sequence must be in [0, 1e-2) s, got {self.cpu_s_per_sequence!r}")
+            raise ValueError(
+                f"suffix decoding CPU time per sequence must be in [0, 1e-2) s, got {self.cpu_s_per_sequence!r}"
+            )
         if not 0.0 < self.min_token_prob <= 1.0:
             raise ValueError(f"suffix min_token_prob must be in (0, 1], got {self.min_token_prob!r}")
 
@@ -105,14 +117,18 @@ class SuffixDrafter(Drafter):
         return np.minimum(steps, above)
 
     def describe(self) -> str:
-        return (f"drafter: suffix decoding, no network; {self.cpu_s_per_sequence * 1e6:.3g} us of CPU per sequence per round "
-                f"({self.basis}); per request it proposes the positions whose acceptance is at least {self.min_token_prob:g} "
-                f"(suffix_decoding_min_token_prob), at most min(gamma, {self.max_depth})")
+        return (
+            f"drafter: suffix decoding, no network; {self.cpu_s_per_sequence * 1e6:.3g} us of CPU per sequence per round "
+            f"({self.basis}); per request it proposes the positions whose acceptance is at least {self.min_token_prob:g} "
+            f"(suffix_decoding_min_token_prob), at most min(gamma, {self.max_depth})"
+        )
 
     @classmethod
     def build(cls, path: str, target: ModelShape, options: dict) -> "SuffixDrafter":
         if path:
             raise ValueError("suffix takes no path")
         if options.get("weight_dtype") or options.get("kv_dtype") or (options.get("tp") or 1) > 1:
-            raise ValueError("--draft suffix runs no network: --draft-weight-dtype, --draft-kv-dtype and --draft-tp do not apply")
+            raise ValueError(
+                "--draft suffix runs no network: --draft-weight-dtype, --draft-kv-dtype and --draft-tp do not apply"
+            )
         return cls("suffix", None, "ArcticInference PR #212: 10.4 us per token, 1.693 tokens per round")
