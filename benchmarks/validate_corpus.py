@@ -80,7 +80,7 @@ def build(spec: dict, folder: Path):
         options["tp"] = spec["tp"]
     try:
         dep = Deployment.build(
-            spec["hardware"], target, spec["drafter"], None, spec["engine_spec"], target_options=options
+            spec["hardware"], target, spec["drafter"], timing=None, engine=spec["engine_spec"], target_options=options
         )
     except (ValueError, KeyError) as err:
         return None, f"specsim refuses the deployment: {err}"

@@ -54,7 +54,7 @@ def test_the_fit_is_tight(change):
 def test_exact_llama_counts_do_not_reproduce_the_article():
     # article-model.md: exact parameter counts give about 5.8-6.3 ms at batch 1.
     dep = article_deployment()
-    real = Deployment.from_names("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
+    real = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
     real = Deployment(dep.hardware, real.target, real.draft)
     t = float(real.outcome(0.8, 4, 1, 1128).target.total_s) * 1e3
     assert 5.8 <= t <= 6.3

@@ -42,8 +42,8 @@ def _plan(engine: str, draft: str, **kw):
         "h200" if draft == "mtp" else "h100-sxm",
         target,
         draft,
-        None,
-        engine.split("@")[0],
+        timing=None,
+        engine=engine.split("@")[0],
         target_options=options,
         draft_options=options,
     )
@@ -332,7 +332,9 @@ def test_vllm_and_sglang_plans_refuse_and_note_word_for_word():
         "sglang 0.4.7: specsim writes plans for SGLang 0.4.8 and later, where the simulated acceptance can match its mean "
         "(SIMULATE_ACC_METHOD=match-expected, python/sglang/srt/speculative/eagle_utils.py)"
     )
-    ngram_sglang = _plan("sglang@0.5.23", "llama-3.2-1b").drafter_type.engines["sglang"]  # a draft model: from 0.5.2
+    ngram_sglang = _plan("sglang@0.5.23", "llama-3.2-1b").drafter_type.supported_engines()[
+        "sglang"
+    ]  # a draft model: from 0.5.2
     assert _refusal(
         lambda: sglang.check((0, 5, 1), _plan("sglang@0.5.23", "llama-3.2-1b").drafter_type, [None], 1)
     ) == (
@@ -366,7 +368,13 @@ def test_vllm_speculative_config_carries_lookup_pin_and_draft_tp():
         same, next(s for s in same.servers.values() if s.steps)
     )
     dep = Deployment.build(
-        "h100-sxm", "llama-3.1-8b", "llama-3.2-1b", None, "vllm@0.15", target_options={"tp": 2}, draft_options={"tp": 1}
+        "h100-sxm",
+        "llama-3.1-8b",
+        "llama-3.2-1b",
+        timing=None,
+        engine="vllm@0.15",
+        target_options={"tp": 2},
+        draft_options={"tp": 1},
     )
     apart = design_plan(dep, "vllm@0.15.0", pin=False, prompts="prompts.jsonl")  # 0.15-0.16 take a draft at TP 1
     config = VllmBench()._spec_config(apart, next(s for s in apart.servers.values() if s.steps))
@@ -404,11 +412,11 @@ def test_every_drafters_engine_name_is_in_each_release_it_is_claimed_for(kind):
 
     cls = DRAFTERS[kind]
     for engine, key in (("vllm", "methods"), ("sglang", "algorithms")):
-        if engine not in cls.engines:
+        if engine not in cls.supported_engines():
             continue
-        support, read = cls.engines[engine], _read(engine, key)
+        support, read = cls.supported_engines()[engine], _read(engine, key)
         configs = _read(engine, "speculative_config") if engine == "vllm" else {}
-        extra = set(cls.engine_keys(engine))
+        extra = set(dict(support.keys))
 
         def takes(v):
             return support.name in read[v] and extra <= set(configs.get(v, extra))
@@ -418,11 +426,11 @@ def test_every_drafters_engine_name_is_in_each_release_it_is_claimed_for(kind):
         if kind in _NEW:
             before = [v for v in read if v < support.since]
             assert before and not takes(max(before)), (kind, engine, max(before))
-    if "trtllm" in cls.engines and kind in _NEW:
-        assert cls.engines["trtllm"].name in FLAGS["trtllm"]["decoding_types"]["names"], kind
+    if "trtllm" in cls.supported_engines() and kind in _NEW:
+        assert cls.supported_engines()["trtllm"].name in FLAGS["trtllm"]["decoding_types"]["names"], kind
         assert (
             FLAGS["trtllm"]["decoding_types"]["read_at"]["tensorrt_llm/llmapi/llm_args.py"][:8]
-            in cls.engines["trtllm"].where
+            in cls.supported_engines()["trtllm"].where
         )
 
 
@@ -445,7 +453,7 @@ def test_block_and_parallel_drafter_plans_write_only_their_versions_names(engine
     another window)."""
     name, version = engine.split("@")
     known = FLAGS[name][version]
-    dep = Deployment.build("h100-sxm", "qwen3-8b", draft, None, name)
+    dep = Deployment.build("h100-sxm", "qwen3-8b", draft, timing=None, engine=name)
     pins = [2.0, 3.0] if draft == "pard" else None  # PARD publishes no length at a draft length to pin by default
     plan = design_plan(dep, engine, pinned=pins, prompts="prompts.jsonl", draft_checkpoint="org/drafter")
     servers = [
@@ -472,14 +480,14 @@ def test_block_and_parallel_drafter_plans_write_only_their_versions_names(engine
 
 
 def test_a_release_before_a_drafters_first_is_refused_naming_the_source():
-    dep = Deployment.build("h100-sxm", "qwen3-8b", "dspark", None, "sglang")
+    dep = Deployment.build("h100-sxm", "qwen3-8b", "dspark", timing=None, engine="sglang")
     with pytest.raises(
         ValueError,
         match=r"sglang 0\.5\.15 refuses --speculative-algorithm DSPARK \(srt/speculative/spec_info\.py "
         r"SpeculativeAlgorithm: in 0\.5\.16, not 0\.5\.15\)",
     ):
         design_plan(dep, "sglang@0.5.15", prompts="prompts.jsonl", draft_checkpoint="org/drafter")
-    dep = Deployment.build("h100-sxm", "qwen3-8b", "dflash", None, "sglang")
+    dep = Deployment.build("h100-sxm", "qwen3-8b", "dflash", timing=None, engine="sglang")
     with pytest.raises(
         ValueError, match=r"DFLASH takes it from 0\.5\.17 \(SGLANG_SIMULATE_ACC_LEN read in .*dflash_worker_v2\.py"
     ):

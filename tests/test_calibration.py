@@ -450,6 +450,30 @@ def test_the_calibration_file_reproduces_every_fitted_prediction_within_one_perc
     capsys.readouterr()
 
 
+def test_the_library_builds_the_calibrated_deployment_the_cli_does(tmp_path, capsys):
+    # Deployment.build(calibration=...) is what --calibration runs: the same profile, target, drafter, engine terms and
+    # answer, and the same refusal of an argument that names another deployment (issue 37: the merge lived in the CLI).
+    from specsim.calibration.file import read_calibration
+    from specsim.cli.args import deployment
+    from specsim.cli.main import build_parser
+
+    out = tmp_path / "cal.yaml"
+    assert main(["calibrate-engine", "--plan", PLAN, "--out", str(out)]) == 0
+    capsys.readouterr()
+    cal = read_calibration(out)
+    library = Deployment.build(calibration=cal)
+    cli = deployment(build_parser().parse_args(["optimal-gamma", "--calibration", str(out)]))
+    assert library.provenance() == cli.provenance() and library.engine == cli.engine
+    assert library.engine.calibration == "cal.yaml" and library.engine.spec == SpecHost(**cal.round_terms)
+    assert library.outcome(0.8, 3, 16, 1024).speedup == cli.outcome(0.8, 3, 16, 1024).speedup
+    uncalibrated = Deployment.build(cal.base_hardware, cal.target, cal.drafter, engine=cal.engine)
+    assert uncalibrated.engine.spec != library.engine.spec
+    with pytest.raises(ValueError, match="--hardware h200 but cal.yaml calibrates h100-sxm"):
+        Deployment.build("h200", calibration=cal)
+    with pytest.raises(ValueError, match="--engine sglang but cal.yaml calibrates vllm@0.20.0"):
+        Deployment.build(engine="sglang", calibration=cal)
+
+
 def test_the_calibration_sets_the_deployment_and_refuses_flags_of_another(tmp_path, capsys):
     out = tmp_path / "cal.yaml"
     assert main(["calibrate-engine", "--plan", PLAN, "--out", str(out)]) == 0

@@ -88,7 +88,7 @@ def test_listed_drafts_share_the_tokenizer(name):
         return
     kind = draft.split(" (")[0]
     assert kind in NAMES or kind in ("eagle", "eagle3", "mtp")
-    Deployment.from_names("h200", name, kind)  # refuses a draft whose vocabulary differs, or a drafter the model lacks
+    Deployment.build("h200", name, kind)  # refuses a draft whose vocabulary differs, or a drafter the model lacks
 
 
 def test_published_active_parameters_of_the_moe_models():
@@ -153,7 +153,7 @@ def test_glm_attention_biases_q_k_v_only_and_reads_its_qk_norm_flag():
         later = get_model(name)
         assert later.params == glm.params and later.max_position_embeddings == 202752 > glm.max_position_embeddings
     # Its NextN layer drafts (SGLang serves GLM-4.5 with EAGLE over it).
-    dep = Deployment.from_names("h200", "glm-4.5", "mtp", target_options={"tp": 8})
+    dep = Deployment.build("h200", "glm-4.5", "mtp", target_options={"tp": 8})
     assert dep.draft.n_layers == 1 and dep.draft.n_experts == 160
 
 

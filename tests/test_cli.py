@@ -155,7 +155,11 @@ def test_reproduce_passes_and_exits_zero(capsys):
         (["optimal-gamma", "--target", "gpt-9"], "unknown model 'gpt-9'; specsim models lists the built-in ones"),
         (
             ["optimal-gamma", "--gamma", "4"],
-            "optimal-gamma: error: unrecognized arguments: --gamma 4; did you mean --gamma-max?",
+            "optimal-gamma: error: unrecognized arguments: --gamma 4; did you mean --gamma-max, --metrics-gamma?",
+        ),
+        (
+            ["schedule", "--batch", "4"],
+            "schedule: error: unrecognized arguments: --batch 4; did you mean --per-batch, --max-batch?",
         ),
         (["speedup", "--alpha", "0.5", "--gamma", "-1", "--cost-ratio", "0.1"], "gamma must be an integer in [0, 64]"),
         (["speedup", "--alpha", "0.5", "--gamma", "2", "--cost-ratio", "0.1", "--batch", "4"], "drop --batch"),

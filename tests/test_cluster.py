@@ -40,7 +40,7 @@ def client():
 
 
 def _deployment() -> Deployment:
-    return Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "hybrid", "vllm")
+    return Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="hybrid", engine="vllm")
 
 
 def _sweep(executor=None) -> pd.DataFrame:

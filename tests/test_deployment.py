@@ -312,22 +312,29 @@ def test_model_assumptions_name_precision_experts_skew_and_parallelism():
 
 
 def test_notes_gather_the_sources_and_each_models_notes():
-    gemma = Deployment.from_names("h100-sxm", "gemma-3-27b", "gemma-3-270m")
+    gemma = Deployment.build("h100-sxm", "gemma-3-27b", "gemma-3-270m")
     notes = gemma.notes()
     assert notes and all(n.startswith(("gemma-3-27b: ", "gemma-3-270m: ")) for n in notes)
     assert notes is not gemma.source.notes
 
 
-def test_from_names_defaults_and_build_with_a_source():
-    dep = Deployment.from_names()
+def test_build_is_the_one_constructor_and_takes_its_options_by_keyword():
+    # One constructor (issue 37: from_names and build took their arguments in different orders).
+    assert not hasattr(Deployment, "from_names")
+    with pytest.raises(TypeError):
+        Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "roofline")
+
+
+def test_build_defaults_and_a_source():
+    dep = Deployment.build()
     assert (dep.hardware.name, dep.target.name, dep.drafter.name) == ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
-    assert Deployment.from_names(decode_only=True).drafter is None
+    assert Deployment.build(decode_only=True).drafter is None
     built = Deployment.build(timing="roofline", engine="trtllm")
     assert built.source.name == "roofline" and built.engine.name == "trtllm"
     with pytest.raises(ValueError, match="--tp 16 exceeds the 8 devices"):
-        Deployment.from_names(target_options={"tp": 16})
+        Deployment.build(target_options={"tp": 16})
     with pytest.raises(ValueError, match="--draft-tp 16 exceeds"):
-        Deployment.from_names(draft_options={"tp": 16})
+        Deployment.build(draft_options={"tp": 16})
 
 
 def test_draft_step_and_round_fixed_pieces():
@@ -399,10 +406,10 @@ def test_the_draft_tp_refusal_is_exact():
         Deployment(H100, get_model("llama-3.1-8b"), get_model("llama-3.2-1b", tp=2))
 
 
-def test_from_names_and_build_pass_every_option_through():
-    ngram = Deployment.from_names(draft="ngram", ngram_cpu_s_per_token=2e-9)
+def test_build_passes_every_option_through():
+    ngram = Deployment.build(draft="ngram", ngram_cpu_s_per_token=2e-9)
     assert ngram.drafter.cpu_s_per_token == 2e-9
-    fp8 = Deployment.from_names(draft_options={"weight_dtype": "fp8"})
+    fp8 = Deployment.build(draft_options={"weight_dtype": "fp8"})
     assert fp8.draft.weight_dtype == "fp8"
     lines = []
     built = Deployment.build(
@@ -422,7 +429,7 @@ def test_from_names_and_build_pass_every_option_through():
 def test_with_source_passes_the_overhead_and_the_progress_callback(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECSIM_CACHE_DIR", str(tmp_path))  # an empty cache: the first table is built and reported
     lines = []
-    dep = Deployment.from_names().with_source("kernels", "sglang", 0.25, progress=lines.append)
+    dep = Deployment.build().with_source("kernels", "sglang", 0.25, progress=lines.append)
     assert dep.source.name == "kernels" and dep.engine.iteration_s == pytest.approx(2.5e-4)
     dep.decode(1, L)
     assert lines and "building the kernel table" in lines[0]
@@ -605,7 +612,7 @@ def test_an_ngram_drafter_refuses_a_tree_plan():
 
 def test_a_deployment_given_no_source_takes_the_default_source_and_engine_and_prefills_one_token_for_nothing():
     bare = Deployment(load_hardware("h100-sxm"), get_model("llama-3.1-8b"))
-    named = Deployment.from_names("h100-sxm", "llama-3.1-8b", decode_only=True)
+    named = Deployment.build("h100-sxm", "llama-3.1-8b", decode_only=True)
     assert bare.engine.label == named.engine.label and bare.source.name == named.source.name
     assert float(bare.decode(4, 1000).total_s) == float(named.decode(4, 1000).total_s)
     # A one-token prompt is the decode pass itself: nothing beyond it, whichever source times the passes.

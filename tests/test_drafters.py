@@ -35,7 +35,7 @@ def test_per_position_acceptance_is_the_sum_of_cumulative_rates_and_is_not_extra
     assert expected_tokens_per_position(acc.conditional(3)).item() == pytest.approx(acc.expected_tokens(3).item())
     with pytest.raises(ValueError, match="measured for 3 positions, not 4; specsim does not extrapolate"):
         acc.expected_tokens(4)
-    dep = Deployment.from_names()
+    dep = Deployment.build()
     best = optimal_gamma(dep, acc, [1, 64], 1128, gamma_max=16)
     assert best.gamma_max == 3 and best.gamma.max() <= 3
     # One alpha and its per-position equivalent give the same answer.
@@ -428,14 +428,14 @@ def test_acceptance_messages_and_tree_arrays_are_exact():
 def test_each_kind_is_one_class_with_its_round_and_engine_names(spec, cls, kind, names, extend, shares):
     d = make_drafter(spec, get_model("llama-3.1-8b"))
     assert type(d).__name__ == cls and d.kind == kind and d.extend_pass is extend and d.shares_vocabulary is shares
-    assert (d.vllm_method, d.sglang_algorithm, d.trtllm_decoding) == names
+    assert tuple(d.support(e).name for e in ("vllm", "sglang", "trtllm")) == names
     host = d.host_s(np.array([2.0]), np.array([1000.0]))
     assert np.all(np.asarray(host) == (NGRAM_CPU_S_PER_TOKEN * 2000 if kind == "ngram" else 0.0))
 
 
 def test_mtp_is_its_own_class_running_the_targets_layers():
     d = make_drafter("mtp", get_model("deepseek-v3"))
-    assert type(d).__name__ == "MtpHead" and (d.vllm_method, d.sglang_algorithm, d.trtllm_decoding) == (
+    assert type(d).__name__ == "MtpHead" and tuple(d.support(e).name for e in ("vllm", "sglang", "trtllm")) == (
         "mtp",
         "EAGLE",
         "MTP",

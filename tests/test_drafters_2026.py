@@ -272,13 +272,13 @@ def test_each_new_drafter_is_one_class_and_one_registry_entry_with_its_engine_na
     }
     for kind, (cls, engines) in rows.items():
         assert DRAFTERS[kind] is cls and drafter_class(kind.upper()) is cls and cls.kind == kind
-        assert {e: (s.name, s.since) for e, s in cls.engines.items()} == engines
+        assert {e: (s.name, s.since) for e, s in cls.supported_engines().items()} == engines
         for engine in {"vllm", "sglang", "trtllm"} - set(engines):
             with pytest.raises(
                 ValueError, match=rf"^{engine} does not run .* in any release: .*engines that do: vllm from"
             ):
                 cls.support(engine)
-        since = cls.engines["vllm"].since
+        since = cls.supported_engines()["vllm"].since
         assert cls.support("vllm", since).name == engines["vllm"][0]
         with pytest.raises(ValueError, match=rf"runs from vllm {since[0]}\.{since[1]}\.0"):
             cls.support("vllm", (since[0], since[1] - 1, 9))

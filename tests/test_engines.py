@@ -316,7 +316,10 @@ def test_an_overlap_share_is_a_number_in_zero_to_one(key, share, ok):
 
 
 def test_each_shipped_preset_says_what_it_overlaps_on_what_basis_and_how_its_drafter_is_sharded():
-    from specsim.engines import ENGINE_MODULES, PRESETS
+    from specsim.engines import PRESETS
+    from specsim.engines import sglang as sglang_engine
+    from specsim.engines import trtllm as trtllm_engine
+    from specsim.engines import vllm as vllm_module
 
     heads = {"eagle", "eagle3", "mtp"}
     expected = {  # key: (overlapped kinds, chains only, (share, kernel share), drafter on the target's TP group)
@@ -346,7 +349,7 @@ def test_each_shipped_preset_says_what_it_overlaps_on_what_basis_and_how_its_dra
             p.kernel_collective_s,
             p.basis,
         ) == tuple(
-            ENGINE_MODULES[name].PLAIN[k]
+            {"vllm": vllm_module, "sglang": sglang_engine, "trtllm": trtllm_engine}[name].PLAIN[k]
             for k in (
                 "kernel_engine",
                 "iteration_s",

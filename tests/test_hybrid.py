@@ -192,7 +192,7 @@ def test_every_engine_preset_says_how_it_verifies_recurrent_layers(key, extra):
 
 
 def test_capacity_holds_the_state_and_one_state_per_draft_token():
-    base = Deployment.from_names("h200", "qwen3.5-27b", "eagle3")
+    base = Deployment.build("h200", "qwen3.5-27b", "eagle3")
     m = base.target
     for key, states in (
         ("vllm@latest", DEFAULT_SCRATCH_DRAFT_TOKENS),
@@ -208,13 +208,13 @@ def test_capacity_holds_the_state_and_one_state_per_draft_token():
             float(m.recurrent_scratch_bytes(states - DEFAULT_SCRATCH_DRAFT_TOKENS + 3))
         )
     # An attention-only target reserves no scratch and its capacity is what it was.
-    dense = Deployment.from_names("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
+    dense = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
     assert (capacity(dense, 8192).max_batch_with_draft, capacity(dense, 8192).scratch_bytes_per_seq) == (39, 0.0)
     assert "scratch_bytes_per_seq" not in capacity(dense, 8192).to_dict()
 
 
 def test_speculation_costs_a_hybrid_target_sequences_of_capacity():
-    dep = Deployment.from_names("h200", "qwen3.5-27b", "eagle3")
+    dep = Deployment.build("h200", "qwen3.5-27b", "eagle3")
     cap = capacity(dep, 8192)
     assert cap.max_batch_with_draft < 0.5 * cap.max_batch_without_draft
 
@@ -318,14 +318,14 @@ def test_the_scratch_is_sized_for_the_gamma_the_question_uses_and_says_where_it_
     from specsim.serving.simulator import EngineLimits, serve_compare
     from specsim.serving.workloads import Requests, get_workload
 
-    dep = Deployment.from_names("h200", "qwen3.5-27b", "eagle3")
+    dep = Deployment.build("h200", "qwen3.5-27b", "eagle3")
     per_state = float(dep.target.recurrent_scratch_bytes(1))
     for gamma in (1, 3, 12):
         cap = capacity(dep, 8192, draft_tokens=gamma)
         assert cap.scratch_bytes_per_seq == pytest.approx(gamma * per_state) and cap.scratch_draft_tokens == gamma
     assert capacity(dep, 8192, draft_tokens=3).max_batch_with_draft > capacity(dep, 8192).max_batch_with_draft
     assert "--gamma" in capacity(dep, 8192).scratch_basis  # the default names how to change it
-    block = Deployment.from_names("h200", "qwen3.5-27b", "dflash")
+    block = Deployment.build("h200", "qwen3.5-27b", "dflash")
     assert capacity(block, 8192).scratch_draft_tokens == block.drafter.max_steps == 15
     assert (
         main(

@@ -305,7 +305,7 @@ def deployments():
     from specsim.speculation.deployment import Deployment
 
     return {
-        (source, engine): Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", source, engine)
+        (source, engine): Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing=source, engine=engine)
         for source in SOURCES
         for engine in ("vllm", "sglang", "none")
     }

@@ -18,7 +18,7 @@ from specsim.speculation.search import optimal_gamma, speedup
 
 @pytest.fixture
 def dep():
-    return Deployment.from_names(timing="roofline", engine="none")  # the physics these tests check, no engine time
+    return Deployment.build(timing="roofline", engine="none")  # the physics these tests check, no engine time
 
 
 def _expand_vllm(entries, max_batch):
@@ -210,7 +210,7 @@ def test_vllm_per_batch_key_only_from_the_release_that_takes_it(dep):
 
 
 def test_never_paying_schedule_gives_no_config():
-    dep = Deployment.from_names("h100-sxm", "llama-3.1-8b", "llama-3.1-8b")  # a draft as large as the target
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.1-8b")  # a draft as large as the target
     ranges = gamma_schedule(dep, 0.5, 64)
     assert [r.gamma for r in ranges] == [0]
     assert to_vllm(ranges, "x") is None and to_trtllm(ranges, "x") is None
@@ -489,3 +489,31 @@ def test_vllm_draft_tp_lines_are_exact():
         "vLLM 0.17 and later refuse a draft model at TP 1 beside a target at TP 2 ('draft_tensor_parallel_size' and "
         "'tensor_parallel_size' must be the same: vllm/v1/spec_decode/draft_model.py): drop --draft-tp, or model vllm@0.15"
     )
+
+
+def test_a_static_length_says_what_it_costs_at_the_batches_it_was_not_chosen_for(capsys):
+    # vLLM before 0.24 runs one length at every batch (issue 37: gamma 6 at batch 64 gave 1.92x against 2.04x, unsaid).
+    # The note names, per range of the schedule, the batch where the static length loses most, with both speedups, and
+    # those are the deployment's own outcomes.
+    import re
+
+    argv = ["schedule", "--format", "vllm", "--engine", "vllm@0.20.0", "--draft", "eagle3", "--timing", "roofline"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    line = next(x for x in err.splitlines() if "at every batch (no per-batch control)" in x)
+    static = int(re.search(r"runs gamma (\d+) at every batch", line).group(1))
+    cells = re.findall(r"batch (\d+): ([0-9.]+)x against ([0-9.]+)x at gamma (\d+)", line)
+    assert len(cells) >= 2
+    dep = Deployment.build(draft="eagle3", timing="roofline", engine="vllm@0.20.0")
+    from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS as L
+    from specsim.speculation.drafters import Eagle3Head
+
+    acc, _ = Eagle3Head.default_acceptance(dep.target, None, L)
+    for batch, got_static, got_best, gamma in cells:
+        b, g = int(batch), int(gamma)
+        assert g < static and float(got_static) < float(got_best)
+        out = dep.outcome(acc, np.array([static, g]), b, L).speedup
+        assert (float(got_static), float(got_best)) == pytest.approx((out[0], out[1]), abs=0.006)
+    # A release with the per-batch key follows the schedule: no such line.
+    assert main(argv[:4] + ["vllm@0.24.0"] + argv[5:]) == 0
+    assert "at every batch (no per-batch control)" not in capsys.readouterr().err

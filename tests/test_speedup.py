@@ -176,13 +176,13 @@ def test_alpha_from_impossible_length_is_rejected(length, gamma):
 
 # -- deployments ---------------------------------------------------------------------
 def test_article_batch_speedups():
-    dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
+    dep = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     s = speedup(dep, 0.8, 4, np.array([1, 64, 128, 256]), 1128)
     np.testing.assert_allclose(s, [1.8966, 1.8143, 1.4947, 1.2501], atol=5e-5)
 
 
 def test_optimal_gamma_broadcasts_and_matches_pointwise():
-    dep = Deployment.from_names()
+    dep = Deployment.build()
     alpha = np.array([0.6, 0.8])[:, None, None]
     batch = np.array([1, 64, 512])[None, :, None]
     context = np.array([512, 8192])[None, None, :]
@@ -197,7 +197,7 @@ def test_optimal_gamma_broadcasts_and_matches_pointwise():
 
 
 def test_optimal_gamma_falls_with_batch_and_turns_off():
-    dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
+    dep = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     best = optimal_gamma(dep, 0.6, [1, 16, 64, 256, 1024], 128)
     assert np.all(np.diff(best.gamma) <= 0)
     assert best.gamma[-1] == 0 and best.speedup[-1] == 1.0
@@ -205,7 +205,7 @@ def test_optimal_gamma_falls_with_batch_and_turns_off():
 
 
 def test_at_limit_flags_a_capped_search():
-    dep = Deployment.from_names()
+    dep = Deployment.build()
     best = optimal_gamma(dep, 0.99, [1], gamma_max=4)
     assert best.gamma.item() == 4 and best.at_limit.item()
 
@@ -255,7 +255,7 @@ def test_cost_ratio_optimum_broadcasts_alpha_against_cost():
 
 
 def test_gamma_max_zero_is_plain_decoding_and_bad_gamma_max_is_named():
-    dep = Deployment.from_names()
+    dep = Deployment.build()
     best = optimal_gamma(dep, 0.8, [1, 64], 1128, gamma_max=0)
     assert best.gamma.tolist() == [0, 0] and best.speedup.tolist() == [1.0, 1.0]
     with pytest.raises(ValueError, match=r"^gamma_max must be an integer in \[0, 64\], got 65$"):
@@ -264,7 +264,7 @@ def test_gamma_max_zero_is_plain_decoding_and_bad_gamma_max_is_named():
 
 def test_deployment_notes_come_from_its_source():
     # The default deployment's only note is the overlap its engine assumes (said by default: issue 37).
-    assert [n[:8] for n in Deployment.from_names().notes()] == ["assumed:"]
+    assert [n[:8] for n in Deployment.build().notes()] == ["assumed:"]
     dep = Deployment.build(timing="kernels", engine="vllm@0.14")  # a draft model's rounds serial there: nothing assumed
     speedup(dep, 0.8, 3, [4096], 400)  # batch 4096 is past the kernel data
     assert dep.notes() and dep.notes() == dep.source.notes and dep.notes() is not dep.source.notes
@@ -293,18 +293,18 @@ def test_kernel_sources_take_the_presets_gpu_time_value_and_report_progress(tmp_
 
 def test_a_bare_deployment_is_the_command_lines_and_says_so():
     # One default: the library's constructors give what the command line gives, and name it.
-    bare, built = Deployment.from_names(), Deployment.build()
+    bare, built = Deployment.build(), Deployment.build()
     assert (bare.source.name, bare.engine.key) == (built.source.name, built.engine.key) == ("hybrid", "vllm@latest")
     assert bare.provenance() == built.provenance()
     np.testing.assert_array_equal(speedup(bare, 0.8, 3, [1, 64]), speedup(built, 0.8, 3, [1, 64]))
-    assert Deployment.from_names(timing="roofline", engine="none").provenance() == [
+    assert Deployment.build(timing="roofline", engine="none").provenance() == [
         "roofline: profile h100-sxm (compute eff 0.60, bandwidth eff 0.80, 0.50 ms/pass)",
         "engine: none (no CPU time added)",
     ]
 
 
 def test_rtol_half_and_gamma_max_messages():
-    dep = Deployment.from_names()
+    dep = Deployment.build()
     with pytest.raises(ValueError, match=r"^rtol must be in \[0, 0.5\), got 0.5$"):
         optimal_gamma(dep, 0.8, [1], 1128, rtol=0.5)
     with pytest.raises(ValueError, match=r"^gamma_max must be an integer in \[0, 64\], got 65$"):

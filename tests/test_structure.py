@@ -233,6 +233,102 @@ def test_no_code_outside_the_drafter_classes_branches_on_the_drafters_kind():
     assert found == set()
 
 
+def _engine_spellings() -> set[str]:
+    """Every way code could spell an engine: the registry's names, the benchmark clients' backends that mean them."""
+    from specsim.engines import REGISTRY
+
+    spellings = set(REGISTRY) | {"tensorrt-llm", "tensorrt_llm", "trt"}
+    for engine in REGISTRY.values():
+        spellings |= set(engine.bench_files.backends if engine.bench_files else ())
+    return spellings
+
+
+#: String constants equal to an engine's name that are not engine names: (module, the assignment's target, why).
+_ENGINE_SPELLING_EXCEPTIONS = {
+    ("specsim.timing.kernel_db", "BACKENDS"): "the kernel database's folder names (aiconfigurator-core's BackendName)",
+}
+
+
+def _spelled_engines(tree: ast.AST, module: str, spellings: set[str]) -> list[tuple[int, str]]:
+    """(line, text) of every string constant in ``tree`` equal to an engine's name, docstrings and the named
+    exceptions left out."""
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    allowed = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and (module, t.id) in _ENGINE_SPELLING_EXCEPTIONS for t in node.targets
+        ):
+            allowed |= {id(n) for n in ast.walk(node.value)}
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value.strip().lower() in spellings
+        and id(node) not in docstrings | allowed
+    ]
+
+
+def test_no_code_outside_the_engines_compares_an_engines_name():
+    # An engine is one object (issue 37): code outside specsim/engines/ asks it and never spells an engine's name, so
+    # that adding an engine is one module and one registry line.  Any string constant equal to an engine's name is
+    # caught (a comparison, a dict key, a default, a choices list); docstrings, and prose inside longer strings, are
+    # not.  The one exception is named with its reason.
+    spellings = _engine_spellings()
+    found = [
+        f"{name}:{line}: {text!r}"
+        for name, path in MODULES.items()
+        if not (name + ".").startswith("specsim.engines.")
+        for line, text in _spelled_engines(ast.parse(path.read_text()), name, spellings)
+    ]
+    assert found == [], found
+
+
+def test_the_engine_name_scan_catches_what_it_is_for():
+    # The scan on code that compares an engine's name (and a choices list, and a dict key), and on code that asks the
+    # object; a docstring naming an engine is prose; the exception holds only for its own module and name.
+    spellings = _engine_spellings()
+    bad = (
+        'def f(dep):\n    """vllm"""\n    return dep.engine.name == "trtllm"\n'
+        'CHOICES = ["vllm", "json"]\nKEYS = {"SGLang": 1}\nBACKENDS = ("vllm",)\n'
+    )
+    assert sorted(t for _, t in _spelled_engines(ast.parse(bad), "specsim.cli.x", spellings)) == [
+        "SGLang",
+        "trtllm",
+        "vllm",
+        "vllm",
+    ]
+    assert sorted(t for _, t in _spelled_engines(ast.parse(bad), "specsim.timing.kernel_db", spellings)) == [
+        "SGLang",
+        "trtllm",
+        "vllm",
+    ]
+    good = "def f(dep):\n    return not REGISTRY[dep.engine.name].own_draft_tp\n"
+    assert _spelled_engines(ast.parse(good), "specsim.cli.x", spellings) == []
+
+
+def test_adding_an_engine_is_one_module_and_one_registry_line():
+    # Every engine in the registry answers every hook the code outside asks it for, with its own module's data.
+    from specsim.engines import PRESETS, REGISTRY
+    from specsim.engines.engine import Engine
+
+    for name, engine in REGISTRY.items():
+        assert isinstance(engine, Engine) and engine.name == name
+        module = __import__(f"specsim.engines.{name}", fromlist=["ENGINE"])
+        assert module.ENGINE is engine
+        for hook in ("draft_tp", "render_schedule"):
+            assert getattr(type(engine), hook) is not getattr(Engine, hook), (name, hook)
+        assert engine.presets and all(p.name == name and PRESETS[p.key] is p for p in engine.presets)
+        assert engine.metric_names and engine.methods and engine.bench is not None
+
+
 def test_every_specsim_name_in_the_code_exists():
     # Docstrings and comments that name a module or function by its dotted path name one that exists (issue 37: about
     # 22 named the old flat layout, specsim.models.get_model, specsim.sweep, specsim.cli.commands).

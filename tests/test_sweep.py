@@ -51,7 +51,7 @@ def test_sweep_rows_match_the_pointwise_model():
         hardware="a100-sxm-80gb",
         pairs=("llama-3.1-8b", "llama-3.2-1b"),
     )
-    dep = Deployment.from_names("a100-sxm-80gb", "llama-3.1-8b", "llama-3.2-1b")
+    dep = Deployment.build("a100-sxm-80gb", "llama-3.1-8b", "llama-3.2-1b")
     for row in df.itertuples():
         assert row.speedup == pytest.approx(
             float(speedup(dep, row.alpha, row.gamma, row.batch, row.context)), rel=1e-12
@@ -82,7 +82,7 @@ def test_closed_form_table_optima():
 
 
 def test_pass_table_has_three_passes_and_verify_uses_gamma_plus_one():
-    t = pass_table(Deployment.from_names(), batch=[1, 256], gamma=4, context=1128)
+    t = pass_table(Deployment.build(), batch=[1, 256], gamma=4, context=1128)
     assert sorted(t["pass"].unique()) == ["draft step", "target decode", "verification"]
     assert set(t[t["pass"] == "verification"].tokens_per_seq) == {5}
     assert (t.step_time_s >= t.overhead_s + np.maximum(t.compute_s, t.memory_s) - 1e-15).all()

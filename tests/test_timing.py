@@ -118,7 +118,7 @@ def test_hybrid_decode_is_the_roofline_and_verification_follows_the_kernels():
 
 
 def test_article_numbers_are_unchanged_by_the_new_sources():
-    dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
+    dep = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     assert np.round(speedup(dep, 0.8, 4, [1, 64, 128, 256]), 2).tolist() == [1.9, 1.81, 1.49, 1.25]
 
 

@@ -56,7 +56,14 @@ def dep():
     from specsim.speculation.deployment import Deployment
 
     return Deployment.build(
-        "h100-sxm", "llama-3.1-8b", "llama-3.2-1b", None, "vllm@0.20.0", None, target_options={}, draft_options={}
+        "h100-sxm",
+        "llama-3.1-8b",
+        "llama-3.2-1b",
+        timing=None,
+        engine="vllm@0.20.0",
+        engine_overhead_ms=None,
+        target_options={},
+        draft_options={},
     )
 
 

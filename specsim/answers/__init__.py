@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS
-from specsim.engines import ENGINES
+from specsim.engines import ENGINES, REGISTRY
 from specsim.engines.vllm import ROCM_SPEC
 from specsim.serving.capacity import Capacity, capacity, require_target_fits, reserved_context
 from specsim.speculation.acceptance import tokens_per_round
@@ -115,7 +115,8 @@ def _other_draft_tp(dep: Deployment) -> tuple[Deployment, str] | None:
     n-gram, and where the engine has no draft TP of its own (SGLang, TensorRT-LLM)."""
     from specsim.engines import draft_tp
 
-    if dep.target.tp == 1 or dep.draft is None or dep.engine.draft_shares_tp or dep.engine.name == "trtllm":
+    engine = REGISTRY.get(dep.engine.name)  # None for engine none
+    if dep.target.tp == 1 or dep.draft is None or dep.engine.draft_shares_tp or (engine and not engine.own_draft_tp):
         return None
     other = dep.target.tp if dep.draft.tp == 1 else 1
     try:

@@ -46,16 +46,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specsim.core.limits import MAX_JSON_BYTES, loads_json
+from specsim.engines import REGISTRY
 from specsim.serving.workloads import mean_context_tokens
 
 __all__ = ["TOOLS", "BenchRun", "read_bench_file"]
 
-#: The tools and versions read, as outputs name them.
-TOOLS = {
-    "vllm": "vllm bench serve --save-result JSON (vLLM 0.10 and later; benchmark_serving.py before it)",
-    "trtllm": "TensorRT-LLM benchmark_serving --save-result JSON (vLLM's keys and avg_decoded_tokens_per_iter)",
-    "sglang": "sglang.bench_serving --output-file JSON lines (SGLang 0.4 and later)",
-    "guidellm": "GuideLLM benchmark report, schema version 1 (0.6) or 2 (0.7 and later)",
+#: The engines' benchmark clients, in the order their files are told apart (each engine's ``bench_files``).
+_CLIENTS = sorted((e for e in REGISTRY.values() if e.bench_files), key=lambda e: e.bench_files.precedence)
+#: The tools and versions read, as outputs name them: each engine's client (by the engine's name), and GuideLLM.
+TOOLS = {e.name: e.bench_files.describes for e in REGISTRY.values() if e.bench_files} | {
+    "guidellm": "GuideLLM benchmark report, schema version 1 (0.6) or 2 (0.7 and later)"
 }
 #: Most runs read from one file (a sweep of concurrencies is tens).
 MAX_RUNS_PER_FILE = 1000
@@ -207,13 +207,7 @@ def _check_in_flight(where: str, concurrency: int | None, rate: float | None, e2
 
 #: The client backends of vllm bench serve and sglang.bench_serving that name the engine behind them (an OpenAI-style
 #: backend such as ``openai-chat`` names none).
-_SERVERS = {
-    "vllm": "vllm",
-    "sglang": "sglang",
-    "sglang-oai": "sglang",
-    "sglang-native": "sglang",
-    "tensorrt-llm": "trtllm",
-    "trt": "trtllm",
+_SERVERS = {backend: e.name for e in _CLIENTS for backend in e.bench_files.backends} | {
     "tgi": "tgi",
     "lmdeploy": "lmdeploy",
     "deepspeed-mii": "deepspeed-mii",
@@ -242,17 +236,17 @@ def _little(where: str, completed: float, duration: float | None, tpot_s: float 
 
 
 def _acceptance(where: str, record: dict, tool: str) -> float | None:
-    if tool == "trtllm":
-        # Tokens per iteration of each request (its avg_decoded_tokens_per_iter), summarised over the run: the
-        # acceptance length where the server speculated, 1 where it did not.
-        key = "avg_decoded_tokens_per_iter"
+    files = REGISTRY[tool].bench_files
+    key = files.acceptance_key
+    if files.decoded_per_iteration:
+        # Tokens per iteration of each request, summarised over the run: the acceptance length where the server
+        # speculated, 1 where it did not.
         summary = record.get(key)
         if not isinstance(summary, dict):
             raise ValueError(f"{where}: {key} must be an object with a mean, got {summary!r}")
         al = _number(f"{where}: {key}", summary, "mean")
         al = None if al == 1.0 else al
     else:
-        key = "spec_decode_acceptance_length" if tool == "vllm" else "accept_length"
         al = _number(where, record, key, optional=True)
     if al is not None and al < 1:
         raise ValueError(f"{where}: {key} must be at least 1 (tokens per verification pass), got {al:g}")
@@ -447,18 +441,9 @@ def _records(path: Path) -> list:
 def _tool_of(path: Path, record: dict) -> str:
     if "benchmarks" in record and "metadata" in record:
         return "guidellm"
-    if "avg_decoded_tokens_per_iter" in record:
-        return "trtllm"
-    if "total_output_tokens_retokenized" in record or (
-        "accept_length" in record and "spec_decode_acceptance_length" not in record
-    ):
-        return "sglang"
-    if "backend" in record and (
-        "endpoint_type" in record or "model_id" in record or "spec_decode_acceptance_length" in record
-    ):
-        return "vllm"
-    if "mean_tpot_ms" in record and "date" in record:
-        return "vllm"  # benchmark_serving.py before vllm bench: no endpoint_type
+    for engine in _CLIENTS:
+        if engine.bench_files.recognises(record):
+            return engine.name
     raise ValueError(f"{path.name}: not a benchmark file specsim reads; read: " + "; ".join(TOOLS.values()))
 
 

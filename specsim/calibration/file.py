@@ -72,6 +72,57 @@ class Calibration:
     def brief(self) -> str:
         return f"calibration {self.name} (fitted {self.record.get('date', '?')} to {len(self.record.get('runs', []))} runs)"
 
+    def fixes(self, hardware=None, target=None, timing=None, engine=None, engine_overhead_ms=None, target_options=None):
+        """The deployment this calibration describes, as :meth:`~specsim.speculation.deployment.Deployment.build`
+        arguments; a given one that names another deployment (hardware, target, tensor parallelism, step-time source,
+        engine, dtypes) is refused, for a fit of one deployment says nothing of another, and so is a time per iteration
+        that would replace the fitted one."""
+        from specsim.describe.models import get_model
+        from specsim.engines import get_engine
+
+        options = dict(target_options or {})
+
+        def differs(flag: str, given, theirs) -> None:
+            raise ValueError(
+                f"--{flag} {given} but {self.name} calibrates {theirs}: a fit of one deployment says nothing of "
+                f"another (drop --{flag}, or calibrate that deployment)"
+            )
+
+        if hardware is not None and hardware not in (self.base_hardware, self.profile.name):
+            from specsim.describe.hardware import load_hardware
+
+            name = hardware.name if hasattr(hardware, "name") else load_hardware(hardware).name
+            if name != self.base_hardware:
+                differs("hardware", getattr(hardware, "name", hardware), self.base_hardware)
+        if target is not None and target != self.target and get_model(target).name != self.target_name:
+            differs("target", target, self.target_name)
+        if options.get("tp") is not None and options["tp"] != self.tp:
+            differs("tp", options["tp"], f"tensor parallelism {self.tp}")
+        if timing is not None and timing != self.timing:
+            differs("timing", timing, f"the {self.timing} step-time source")
+        if engine is not None and get_engine(getattr(engine, "key", engine)).key != get_engine(self.engine).key:
+            differs("engine", getattr(engine, "key", engine), self.engine)
+        if engine_overhead_ms is not None:
+            raise ValueError(
+                f"--engine-overhead-ms replaces the time per iteration {self.name} fitted: drop one of them"
+            )
+        for key, flag in (("weight_dtype", "weight-dtype"), ("kv_dtype", "kv-dtype")):
+            given = options.get(key)
+            if given is not None and given != self.target_options.get(key, given):
+                differs(flag, given, f"a {self.target_options[key]} {key.split('_')[0]} target")
+        return {
+            "hardware": self.profile,
+            "target": self.target,
+            "tp": self.tp,
+            "timing": self.timing,
+            "engine": self.engine,
+            "target_options": self.target_options,
+        }
+
+    def apply(self, preset):
+        """``preset`` with this calibration's fitted terms (:func:`apply_to_engine`)."""
+        return apply_to_engine(self, preset)
+
 
 def calibration_mapping(
     fit,

@@ -46,7 +46,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from specsim.engines import PRESETS, SpecHost
+from specsim.engines import PRESETS, REGISTRY, SpecHost
+from specsim.engines import vllm as _vllm
 from specsim.speculation.acceptance import tokens_per_round
 from specsim.speculation.deployment import speedup_of
 
@@ -64,8 +65,8 @@ __all__ = [
 ]
 
 DATA = Path(__file__).resolve().parent / "data" / "speculation_public.csv"
-#: The preset of each engine whose rounds the published rows ran serially.
-SERIAL_PRESETS = {"vllm": "vllm@0.10", "sglang": "sglang@0.5"}
+#: The preset of each engine whose rounds the published rows ran serially (each engine's ``serial_preset``).
+SERIAL_PRESETS = {name: e.serial_preset for name, e in REGISTRY.items() if e.serial_preset}
 FIT_KINDS = ("speedup", "batch_change", "step_sweep")
 KINDS = FIT_KINDS + ("overlap_gain", "plain")
 #: Bounds of the fitted terms, seconds: round, draft step, sequence, sequence and draft step.
@@ -202,7 +203,7 @@ def round_terms(df: pd.DataFrame, timing: str = "hybrid", before: bool = False) 
             preset = dataclasses.replace(preset, draft_overhead_by_layers=False)
         # Both engines shard the drafter like the target (SGLang's draft worker shares its TP group; vLLM's
         # draft_tensor_parallel_size defaults to the target's).
-        dep = Deployment.from_names(
+        dep = Deployment.build(
             hw, target, drafter or None, target_options=options, draft_options={"tp": int(tp)}, decode_only=not drafter
         ).with_source(timing, preset)
         i = rows.index.to_numpy()
@@ -274,7 +275,12 @@ def fit_alpha(terms: RoundTerms, index: np.ndarray, host: SpecHost) -> dict:
 
 
 #: The one deployment SpecDecode-Bench's simulator was fitted to (its predictor.py, ``Llama8BH100``).
-_SPECDECODE_BENCH_DEPLOYMENT = {"target": "llama-3.1-8b", "hardware": "h100-sxm", "engine": "vllm", "drafter": "eagle"}
+_SPECDECODE_BENCH_DEPLOYMENT = {
+    "target": "llama-3.1-8b",
+    "hardware": "h100-sxm",
+    "engine": _vllm.NAME,
+    "drafter": "eagle",
+}
 
 
 def specdecode_bench_speedup(rows: pd.DataFrame) -> np.ndarray:

@@ -78,50 +78,6 @@ def calibration(args: argparse.Namespace):
     return cached
 
 
-def _calibrated(args: argparse.Namespace, cal) -> dict:
-    """Deployment.build arguments from a calibration, refusing flags that name another deployment."""
-    from specsim.describe.models import get_model
-    from specsim.engines import get_engine
-
-    def differs(flag: str, given, theirs) -> None:
-        raise ValueError(
-            f"--{flag} {given} but {cal.name} calibrates {theirs}: a fit of one deployment says nothing of "
-            f"another (drop --{flag}, or calibrate that deployment)"
-        )
-
-    hardware = getattr(args, "hardware", None)
-    if hardware is not None and hardware not in (cal.base_hardware, cal.profile.name):
-        from specsim.describe.hardware import load_hardware
-
-        if load_hardware(hardware).name != cal.base_hardware:
-            differs("hardware", hardware, cal.base_hardware)
-    target = getattr(args, "target", None) or getattr(args, "model", None)
-    if target is not None and target != cal.target and get_model(target).name != cal.target_name:
-        differs("target", target, cal.target_name)
-    if getattr(args, "tp", None) is not None and args.tp != cal.tp:
-        differs("tp", args.tp, f"tensor parallelism {cal.tp}")
-    timing = getattr(args, "timing", None)
-    if timing is not None and timing != cal.timing:
-        differs("timing", timing, f"the {cal.timing} step-time source")
-    engine = getattr(args, "engine", None)
-    if engine is not None and get_engine(engine).key != get_engine(cal.engine).key:
-        differs("engine", engine, cal.engine)
-    if getattr(args, "engine_overhead_ms", None) is not None:
-        raise ValueError(f"--engine-overhead-ms replaces the time per iteration {cal.name} fitted: drop one of them")
-    for key, flag in (("weight_dtype", "weight-dtype"), ("kv_dtype", "kv-dtype")):
-        given = getattr(args, key, None)
-        if given is not None and given != cal.target_options.get(key, given):
-            differs(flag, given, f"a {cal.target_options[key]} {key.split('_')[0]} target")
-    return {
-        "hardware": cal.profile,
-        "target": cal.target,
-        "tp": cal.tp,
-        "timing": cal.timing,
-        "engine": cal.engine,
-        "target_options": cal.target_options,
-    }
-
-
 def model_options(args: argparse.Namespace, prefix: str = "") -> dict:
     """get_model keyword arguments from --weight-dtype, --kv-dtype, --tp, --moe-effective-experts (or their --draft- forms)."""
     keys = {"weight_dtype": "weight_dtype", "kv_dtype": "kv_dtype", "tp": "tp"}
@@ -133,47 +89,27 @@ def model_options(args: argparse.Namespace, prefix: str = "") -> dict:
 
 
 def deployment(args: argparse.Namespace, *, draft: bool = True):
-    """The deployment the flags describe: --hardware, --target (or --model), --draft, --timing, --engine and the
-    model options; ``draft`` False builds one that only decodes (``steptime``)."""
+    """The deployment the flags describe: --hardware, --target (or --model), --draft, --timing, --engine, the model
+    options and --calibration (:meth:`specsim.speculation.deployment.Deployment.build`), with the engine's round-term
+    flags over the preset's; ``draft`` False builds one that only decodes (``steptime``)."""
     from specsim.cli.report import progress
-    from specsim.core.defaults import DEFAULT_DRAFT
-    from specsim.engines import DEFAULT_ENGINE
     from specsim.speculation.deployment import Deployment
 
     ngram = getattr(args, "ngram_cpu_ns", None)
-    cal = calibration(args)
-    hardware, target = args.hardware, getattr(args, "target", None) or getattr(args, "model", None)
-    timing, engine_name, tp = args.timing, args.engine, getattr(args, "tp", None)
-    drafter = getattr(args, "draft", None)
-    target_options = model_options(args)
-    draft_options = model_options(args, "draft_") if draft else None
-    if cal is not None:
-        fixed = _calibrated(args, cal)
-        hardware, target, timing, engine_name = fixed["hardware"], fixed["target"], fixed["timing"], fixed["engine"]
-        tp = fixed["tp"]
-        target_options = fixed["target_options"] | target_options | {"tp": tp}
-        if draft and drafter is None:
-            drafter = cal.drafter or DEFAULT_DRAFT
-            if cal.draft_tp is not None and "tp" not in draft_options:
-                draft_options["tp"] = cal.draft_tp
-    engine_name = DEFAULT_ENGINE if engine_name is None else engine_name
     dep = Deployment.build(
-        hardware,
-        target,
-        drafter,
-        timing,
-        engine_name,
-        getattr(args, "engine_overhead_ms", None),
-        target_options=target_options,
-        draft_options=draft_options,
+        args.hardware,
+        getattr(args, "target", None) or getattr(args, "model", None),
+        getattr(args, "draft", None),
+        timing=args.timing,
+        engine=args.engine,
+        engine_overhead_ms=getattr(args, "engine_overhead_ms", None),
+        target_options=model_options(args),
+        draft_options=model_options(args, "draft_") if draft else None,
         ngram_cpu_s_per_token=None if ngram is None else ngram * 1e-9,
-        progress=progress,
         decode_only=not draft,
+        calibration=calibration(args),
+        progress=progress,
     )
-    if cal is not None:
-        from specsim.calibration.file import apply_to_engine
-
-        dep = dataclasses.replace(dep, engine=apply_to_engine(cal, dep.engine))
     overlap = getattr(args, "engine_overlap", None)
     engine = dep.engine.with_spec(
         getattr(args, "engine_round_ms", None),

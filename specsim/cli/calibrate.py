@@ -17,7 +17,7 @@ from specsim.cli.flags import engine_type, int_at_least, nonempty
 from specsim.core.defaults import DEFAULT_DRAFT
 from specsim.core.limits import MAX_GAMMA, MAX_TP
 from specsim.describe.models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
-from specsim.engines import DEFAULT_ENGINE
+from specsim.engines import DEFAULT_ENGINE, ENGINES, REGISTRY
 from specsim.timing import DEFAULT_TIMING
 
 __all__ = ["run_calibrate_engine"]
@@ -79,7 +79,11 @@ def _timing(args: argparse.Namespace, hardware: str):
 
     profile = hardware if not isinstance(hardware, str) else load_hardware(hardware)
     asked = args.timing
-    source = make_source(asked or DEFAULT_TIMING, profile, "vllm") if (asked or DEFAULT_TIMING) != "roofline" else None
+    source = (
+        make_source(asked or DEFAULT_TIMING, profile, ENGINES[DEFAULT_ENGINE].kernel_engine)
+        if (asked or DEFAULT_TIMING) != "roofline"
+        else None
+    )
     if source is not None and source.name == "roofline":
         reason = source.notes[-1] if source.notes else "no kernel data"
         if asked:
@@ -145,7 +149,7 @@ def _inputs(args: argparse.Namespace) -> tuple:
     )
     engine = args.engine
     if engine is None:
-        servers = sorted({c.run.server for c in runs if c.run.server in ("vllm", "sglang", "trtllm")})
+        servers = sorted({c.run.server for c in runs if c.run.server in REGISTRY})
         engine = servers[0] if len(servers) == 1 else DEFAULT_ENGINE
         notes.append(
             f"engine {engine}, its current release: "
@@ -176,8 +180,8 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
         hardware,
         target,
         (drafter or DEFAULT_DRAFT) if spec_runs else None,
-        timing,
-        engine,
+        timing=timing,
+        engine=engine,
         target_options=target_options,
         draft_options=draft_options,
         decode_only=not spec_runs,

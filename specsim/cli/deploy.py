@@ -21,6 +21,7 @@ from specsim.cli.flags import (
 from specsim.cli.report import describe, print_json, print_notes, table
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT
+from specsim.engines import REGISTRY
 from specsim.speculation.schedule import DEFAULT_MAX_BATCH, DEFAULT_MIN_GAIN, DEFAULT_SCHEDULE_RTOL
 
 __all__ = ["run_schedule"]
@@ -28,7 +29,6 @@ __all__ = ["run_schedule"]
 
 def run_schedule(args: argparse.Namespace) -> int:
     from specsim.answers import deployment_capacity
-    from specsim.engines.vllm import check_vllm_pair, engine_settings
     from specsim.speculation.acceptance import parse_tree
     from specsim.speculation.schedule import gamma_schedule, tree_schedule
     from specsim.speculation.search import require_network
@@ -37,32 +37,30 @@ def run_schedule(args: argparse.Namespace) -> int:
         if args.format not in ("table", "json"):
             raise ValueError(f"--json prints the schedule as JSON; it cannot be combined with --format {args.format}")
         args.format = "json"
+    engine = REGISTRY.get(args.format)  # the engine whose configuration is written (None: a table or JSON)
     tree = parse_tree(args.tree)
     if tree is None and args.sibling_factor is not None:
         raise ValueError("--sibling-factor applies to --tree topk:K,depth:D,tokens:N only")
-    if tree is not None and args.format in ("vllm", "trtllm"):
+    if tree is not None and engine is not None and not engine.takes_trees:
+        takers = [e for e in REGISTRY.values() if e.takes_trees]
         raise ValueError(
-            f"--tree schedules are written for SGLang (--format sglang); {args.format}'s configuration here "
-            "drafts a chain: drop --tree"
+            f"--tree schedules are written for {' or '.join(e.title for e in takers)} "
+            f"(--format {' or '.join(e.name for e in takers)}); {engine.name}'s configuration here drafts a chain: "
+            "drop --tree"
         )
-    modelled = _engine_for_format(args)
+    modelled = _engine_for_format(args, engine)
     dep = deployment(args)
     if tree is not None:
         require_network(dep)
-    if args.format in ("vllm", "sglang", "trtllm"):
-        dep.drafter.support(args.format)  # the engine the configuration is for takes this drafter (at some release)
-    if args.format == "vllm":
-        check_vllm_pair(dep)
-    args.writer_version = _writer_version(args)
+    if engine is not None:
+        dep.drafter.support(engine)  # the engine the configuration is for takes this drafter (at some release)
+        engine.check_pair(dep)
+    args.writer_version = _writer_version(args, engine)
     if args.writer_version is not None:  # a drafter the version written for does not run: refused before any output
-        dep.drafter.support(args.format, args.writer_version)
+        dep.drafter.support(engine, args.writer_version)
     acc, acc_label = model_acceptance(args, dep, args.context)
     cap = deployment_capacity(dep, args.context, args.max_context, args.memory_util)
-    checkpoint = (
-        dep.drafter.checkpoint(dep.target, args.draft_checkpoint)
-        if args.format in ("vllm", "sglang", "trtllm")
-        else None
-    )
+    checkpoint = dep.drafter.checkpoint(dep.target, args.draft_checkpoint) if engine is not None else None
     at = _at_load_schedule(args)
     if at is not None:
         ranges = _ranges_at_loads(args, dep, acc, acc_label, *at)
@@ -73,29 +71,23 @@ def run_schedule(args: argparse.Namespace) -> int:
             dep, acc, tree, args.max_batch, args.context, args.min_gain, args.rtol, args.sibling_factor
         )
     if args.per_batch == "require":
-        _require_per_batch(args, dep, ranges)
+        _require_per_batch(args, engine, dep, ranges)
     notes = [] if modelled is None else [modelled.format(key=dep.engine.key)]
     if cap.max_batch_with_draft < args.max_batch:
         notes.append(
             f"batch sizes above {cap.max_batch_with_draft} do not fit in memory with the draft at "
             f"{cap.context_tokens} tokens per sequence (specsim capacity)"
         )
-    if args.format in ("vllm", "trtllm", "sglang"):
-        flags, engine_notes = engine_settings(dep, "trtllm" if args.format == "trtllm" else "vllm")
+    if engine is not None:
+        flags, engine_notes = engine.settings(dep)
         notes += engine_notes
-        if flags and args.format == "vllm":
-            notes.append(
-                f"serve the target with: vllm serve {dep.target.source or dep.target.name} {' '.join(flags)} "
-                "--speculative-config '<the JSON above>'"
-            )
-    printer = {
-        "vllm": _print_engine,
-        "sglang": _print_engine,
-        "trtllm": _print_engine,
-        "json": _print_json,
-        "table": _print_table,
-    }
-    notes += printer[args.format](args, dep, ranges, checkpoint, tree, acc, acc_label) or []
+        serve = engine.serve_line(dep, flags)
+        if serve is not None:
+            notes.append(serve)
+    printer = _print_engine if engine is not None else {"json": _print_json, "table": _print_table}[args.format]
+    notes += printer(args, dep, ranges, checkpoint, tree, acc, acc_label) or []
+    if engine is not None and at is None:
+        notes += _static_cost(args, engine, dep, ranges, acc)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     if args.format != "table":
@@ -146,42 +138,46 @@ def _ranges_at_loads(args: argparse.Namespace, dep, acc, label: str, kind: str, 
     return load_schedule(answer, args.max_batch, args.min_gain)
 
 
-def _require_per_batch(args: argparse.Namespace, dep, ranges: list) -> None:
+def _static_cost(args: argparse.Namespace, engine, dep, ranges: list, acc) -> list[str]:
+    """A line on what the one length a release without per-batch control runs costs at the batches it was not chosen
+    for (issue 37: gamma 6 written for batch 1 gives 1.92x at batch 64, where gamma 4 gives 2.04x)."""
+    from specsim.speculation.schedule import static_cost
+
+    gamma = engine.static_gamma(dep, ranges, args.writer_version)
+    if gamma is None:
+        return []
+    v = ".".join(map(str, args.writer_version))
+    costs = static_cost(dep, acc, gamma, ranges, args.context)
+    if not costs:
+        return []
+    cells = "; ".join(
+        f"batch {c['batch']}: {c['static']:.2f}x against {c['best']:.2f}x "
+        + ("with speculation off" if c["gamma"] == 0 else f"at gamma {c['gamma']}")
+        for c in costs
+    )
+    return [
+        f"{engine.title} {v} runs gamma {gamma} at every batch (no per-batch control); what that costs where the "
+        f"schedule changes it, at each range's worst batch: {cells}"
+    ]
+
+
+def _engine_list() -> str:
+    names = list(REGISTRY)
+    return ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _require_per_batch(args: argparse.Namespace, engine, dep, ranges: list) -> None:
     """Refuse, before anything is printed, a --format whose engine version has no per-batch control for this drafter."""
-    if args.format not in ("vllm", "sglang", "trtllm"):
-        raise ValueError("--per-batch require applies to --format vllm, sglang or trtllm")
-    version = args.writer_version
-    v = ".".join(map(str, version))
-    missing = None
-    if args.format == "vllm":
-        from specsim.engines.vllm import PER_BATCH_SINCE
-
-        if version < PER_BATCH_SINCE:
-            missing = f"vLLM {v} has no num_speculative_tokens_per_batch_size (from 0.24.0, vllm-project/vllm#32374)"
-    elif args.format == "sglang":
-        from specsim.engines.sglang import adaptive_config
-
-        config, why = adaptive_config(ranges, dep, version)
-        if config is None and len(ranges) > 1:
-            missing = why[0]
-    else:
-        from specsim.engines.trtllm import ONE_MODEL_SCHEDULE, SCHEDULE_SINCE
-
-        decoding = dep.drafter.trtllm_decoding
-        if version < SCHEDULE_SINCE:
-            missing = f"TensorRT-LLM {v} takes no draft_len_schedule that specsim writes (from 1.3.0, NVIDIA/TensorRT-LLM#10860)"
-        elif decoding not in ONE_MODEL_SCHEDULE:
-            missing = (
-                f"TensorRT-LLM's {decoding} decoding takes no draft_len_schedule (only {', '.join(ONE_MODEL_SCHEDULE)}); "
-                "it stops speculating above max_concurrency instead"
-            )
+    if engine is None:
+        raise ValueError(f"--per-batch require applies to --format {_engine_list()}")
+    missing = engine.per_batch_missing(dep, ranges, args.writer_version)
     if missing is not None:
         raise ValueError(f"--per-batch require: {missing}; drop it to write the batch-1 length with a note")
 
 
-def _engine_for_format(args: argparse.Namespace) -> str | None:
+def _engine_for_format(args: argparse.Namespace, engine) -> str | None:
     """``--format ENGINE`` models that engine unless ``--engine`` (or a calibration) names one; the line that says so."""
-    if args.format not in ("vllm", "sglang", "trtllm") or args.engine is not None or getattr(args, "calibration", None):
+    if engine is None or args.engine is not None or getattr(args, "calibration", None):
         return None
     args.engine = args.format
     return (
@@ -189,27 +185,24 @@ def _engine_for_format(args: argparse.Namespace) -> str | None:
     )
 
 
-def _writer_version(args: argparse.Namespace) -> tuple | None:
+def _writer_version(args: argparse.Namespace, engine) -> tuple | None:
     """The release the configuration is written for: --engine's numbered version (or the calibration's runs') where it
     names the --format engine, else that engine's newest release specsim read."""
     from specsim.cli.args import calibration
-    from specsim.engines import ENGINE_MODULES, parse_version
+    from specsim.engines import parse_version
 
-    module = ENGINE_MODULES.get(args.format)
-    if module is None:
+    if engine is None:
         return None
     cal = calibration(args)
     # A calibration keeps the release its runs were served by: the configuration is written for that one.
     name, _, version = str(args.engine or (cal.engine if cal is not None else "")).strip().lower().partition("@")
-    number = parse_version(name, version) if name == args.format and version else None
-    return number or parse_version(args.format, module.NEWEST)
+    number = parse_version(name, version) if name == engine.name and version else None
+    return number or parse_version(engine.name, engine.newest)
 
 
 def _print_engine(args, dep, ranges, checkpoint, tree, acc, acc_label) -> list[str]:
     """The configuration in the --format engine's own form (each engine module's ``render_schedule``)."""
-    from specsim.engines import ENGINE_MODULES
-
-    text, notes = ENGINE_MODULES[args.format].render_schedule(
+    text, notes = REGISTRY[args.format].render_schedule(
         ranges, dep, checkpoint, args.writer_version, args.min_gain, args.max_batch
     )
     print(text)
@@ -353,7 +346,7 @@ def _parser_schedule(sub) -> None:
     )
     p.add_argument(
         "--format",
-        choices=["vllm", "sglang", "trtllm", "json", "table"],
+        choices=[*REGISTRY, "json", "table"],
         default="table",
         help="output form (default table)",
     )

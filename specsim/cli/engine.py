@@ -45,8 +45,8 @@ def run_bench_plan(args: argparse.Namespace) -> int:
         args.hardware,
         args.target,
         args.draft,
-        args.timing,
-        args.engine,
+        timing=args.timing,
+        engine=args.engine,
         target_options=model_options(args),
         draft_options=draft_options,
     )

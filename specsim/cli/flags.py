@@ -18,7 +18,7 @@ from specsim.core.defaults import (
 )
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, MAX_RATE_PER_S, MAX_REQUESTS, MAX_SEED, MAX_TP
 from specsim.describe.models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
-from specsim.engines import DEFAULT_ENGINE, PRESETS, get_engine
+from specsim.engines import DEFAULT_ENGINE, ENGINE_NAMES, PRESETS, get_engine
 from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
 from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR
 from specsim.speculation.drafters import NGRAM_CPU_S_PER_TOKEN, default_acceptance_help
@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 
-ENGINE_CHOICES = ", ".join(["vllm", "sglang", "trtllm", "none"] + [k for k in PRESETS if "@" in k])
+ENGINE_CHOICES = ", ".join(list(ENGINE_NAMES) + [k for k in PRESETS if "@" in k])
 
 
 def alpha_type(text: str) -> float:

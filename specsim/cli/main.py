@@ -138,12 +138,13 @@ def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, ext
     sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
     owner = sub.choices[command] if sub is not None and command in sub.choices else parser
     flags = [f for action in owner._actions for f in action.option_strings if f.startswith("--")]
-    near = [
-        m
-        for word in extra
-        if word.startswith("-")
-        for m in difflib.get_close_matches(word.split("=")[0], flags, 1, 0.6)
-    ]
+    near = []
+    for word in extra:
+        if word.startswith("-"):
+            flag = word.split("=")[0]
+            # The closest flag, and those this command spells with a prefix (--batch where schedule has --max-batch).
+            near += difflib.get_close_matches(flag, flags, 1, 0.6)
+            near += [f for f in flags if f.endswith("-" + flag.lstrip("-")) and f != flag]
     owner.error(
         f"unrecognized arguments: {' '.join(extra)}"
         + (f"; did you mean {', '.join(dict.fromkeys(near))}?" if near else "")

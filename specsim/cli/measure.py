@@ -21,7 +21,7 @@ from specsim.cli.flags import (
 from specsim.cli.report import print_json, progress, table
 from specsim.core.defaults import DEFAULT_ALPHA, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
 from specsim.core.limits import MAX_CONTEXT, MAX_GAMMA, MAX_LOOP_TOKENS, MAX_REPEATS, MAX_SEED
-from specsim.engines import DEFAULT_ENGINE, ENGINES
+from specsim.engines import DEFAULT_ENGINE, ENGINES, REGISTRY
 from specsim.harness import defaults as hd
 
 __all__ = ["run_calibrate", "run_compose_kernels", "run_measure", "run_measure_loop"]
@@ -435,7 +435,7 @@ def _parser_compose_kernels(sub) -> None:
     )
     p.add_argument(
         "--engine",
-        choices=["vllm", "sglang", "trtllm"],
+        choices=list(REGISTRY),
         default=ENGINES[DEFAULT_ENGINE].kernel_engine,
         help=f"whose kernels (default {ENGINES[DEFAULT_ENGINE].kernel_engine})",
     )

@@ -191,7 +191,7 @@ def _schedule_writer(args, dep, judge, names, release, shown):
     """(window) -> (the schedule at the window's acceptance and lengths in the engine's format, notes)."""
     from specsim.answers.load import load_answer
     from specsim.core.defaults import DEFAULT_BATCHES
-    from specsim.engines import ENGINE_MODULES
+    from specsim.engines import REGISTRY
     from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
     from specsim.speculation.schedule import load_schedule
 
@@ -217,7 +217,7 @@ def _schedule_writer(args, dep, judge, names, release, shown):
             ranges = load_schedule(answer, judge.limits.max_num_seqs, 1.0)
             dep.drafter.support(names.engine, release)
             checkpoint = dep.drafter.checkpoint(dep.target, args.draft_checkpoint)
-            text, notes = ENGINE_MODULES[names.engine].render_schedule(
+            text, notes = REGISTRY[names.engine].render_schedule(
                 ranges, dep, checkpoint, release, 1.0, judge.limits.max_num_seqs
             )
         except ValueError as err:

@@ -1,5 +1,8 @@
-"""Serving engines: one module per engine (:mod:`.vllm`, :mod:`.sglang`, :mod:`.trtllm`) with its versioned presets,
-what it overlaps, its config writers and its benchmark plan; what a preset holds is :mod:`.base`'s.
+"""Serving engines: one module per engine (:mod:`.vllm`, :mod:`.sglang`, :mod:`.trtllm`), each making one
+:class:`~specsim.engines.engine.Engine` (its ``ENGINE``: versioned presets, what it calls each drafter, the platforms it
+runs on, its metric names, config and benchmark writers), listed in :data:`REGISTRY`; what a preset holds is
+:mod:`.base`'s.  Code outside this package asks the engine object and compares no engine name (a test holds it):
+adding an engine is one module and one line of :data:`REGISTRY`.
 
 A preset is named ``engine@version`` (``vllm@0.10``, ``sglang@0.5``); a bare name is the current release
 (:data:`DEFAULT_VERSIONS`), a numbered release maps to the preset covering it (each module's ``RANGES``).  Every output
@@ -12,17 +15,20 @@ import dataclasses
 
 from specsim.engines import sglang, trtllm, vllm
 from specsim.engines.base import MAX_TERM_S, TERMS, EnginePreset, MetricNames, SpecHost, parse_version
+from specsim.engines.engine import Engine, EngineSupport
 
 __all__ = [
     "DEFAULT_ENGINE",
     "DEFAULT_VERSIONS",
     "ENGINES",
-    "ENGINE_MODULES",
     "ENGINE_NAMES",
+    "REGISTRY",
     "MAX_TERM_S",
     "PRESETS",
     "TERMS",
+    "Engine",
     "EnginePreset",
+    "EngineSupport",
     "MetricNames",
     "SpecHost",
     "check_platform",
@@ -34,20 +40,22 @@ __all__ = [
     "source_and_engine",
 ]
 
-#: Each engine's module, by the name ``--engine`` takes.
-ENGINE_MODULES = {m.NAME: m for m in (vllm, sglang, trtllm)}
-#: Every preset by ``name@version``; ``none`` adds no engine time (the reference article's model).
-PRESETS = {p.key: p for m in ENGINE_MODULES.values() for p in m.PRESETS}
-PRESETS["none"] = EnginePreset("none", "vllm", 0.0, 0.0, "no engine time", draft_overhead_by_layers=False)
+#: Every engine, by the name ``--engine`` takes: adding one is its module and a line here.
+REGISTRY: dict[str, Engine] = {e.name: e for e in (vllm.ENGINE, sglang.ENGINE, trtllm.ENGINE)}
+#: The engine a command models when none is named.
+DEFAULT_ENGINE = vllm.ENGINE.name
+#: Every preset by ``name@version``; ``none`` adds no engine time (the reference article's model; its kernels are
+#: read from the default engine's tables).
+PRESETS = {p.key: p for e in REGISTRY.values() for p in e.presets}
+PRESETS["none"] = EnginePreset("none", DEFAULT_ENGINE, 0.0, 0.0, "no engine time", draft_overhead_by_layers=False)
 #: The version a bare engine name means: the current release.
-DEFAULT_VERSIONS = {name: "latest" for name in ENGINE_MODULES}
-_RANGES = {name: m.RANGES for name, m in ENGINE_MODULES.items()}
-_ALIASES = {(name, alias): key for name, m in ENGINE_MODULES.items() for alias, key in m.ALIASES.items()}
+DEFAULT_VERSIONS = {name: "latest" for name in REGISTRY}
+_RANGES = {name: e.ranges for name, e in REGISTRY.items()}
+_ALIASES = {(name, alias): key for name, e in REGISTRY.items() for alias, key in e.aliases.items()}
 
-ENGINE_NAMES = tuple(ENGINE_MODULES) + ("none",)
+ENGINE_NAMES = tuple(REGISTRY) + ("none",)
 #: The preset each bare name means (the current release).
 ENGINES = {name: PRESETS[name if name == "none" else f"{name}@{DEFAULT_VERSIONS[name]}"] for name in ENGINE_NAMES}
-DEFAULT_ENGINE = "vllm"
 
 
 def _known(name: str) -> str:
@@ -111,8 +119,8 @@ def named_release(spec: str) -> tuple[str, tuple[int, int, int], str] | None:
         return None
     key = _ALIASES.get((name, version), version)
     if not version or key == "latest":
-        newest = parse_version(name, ENGINE_MODULES[name].NEWEST)
-        return name, newest, f"{name} {ENGINE_MODULES[name].NEWEST}"
+        newest = parse_version(name, REGISTRY[name].newest)
+        return name, newest, f"{name} {REGISTRY[name].newest}"
     if f"{name}@{key}" in PRESETS:
         first, last = next((a, b) for a, b, k in _RANGES[name] if k == key)
         shown = f"{first[0]}.{first[1]}" + (f".{first[2]}" if first[2] else "")
@@ -140,7 +148,7 @@ def metric_names(spec: str) -> tuple[MetricNames, tuple[int, int, int], str]:
             "--engine none serves no metrics: name the engine the server runs (vllm, sglang or trtllm, with @version)"
         )
     name, release, shown = named
-    tables = ENGINE_MODULES[name].METRIC_NAMES
+    tables = REGISTRY[name].metric_names
     for names in tables:
         if names.first <= release <= names.last:
             return names, release, shown
@@ -161,26 +169,26 @@ def draft_tp(preset: EnginePreset, separate_model: bool, target_tp: int, request
     """(the draft's tensor parallelism, a line naming the choice and the alternative) as ``preset``'s engine runs a
     drafter beside a target at TP ``target_tp`` (each engine module's ``draft_tp``); ``engine none`` takes what is asked,
     else 1.  ``separate_model`` is a draft model (heads follow their own rules)."""
-    module = ENGINE_MODULES.get(preset.name)
-    if module is None:
+    engine = REGISTRY.get(preset.name)
+    if engine is None:
         tp = requested or 1
         return tp, f"draft at TP {tp}" + (
             " (no engine named; --draft-tp to change)" if requested is None else " (--draft-tp)"
         )
-    return module.draft_tp(preset, separate_model, target_tp, requested)
+    return engine.draft_tp(preset, separate_model, target_tp, requested)
 
 
 def check_platform(preset: EnginePreset, hardware) -> None:
     """Refuse an engine on hardware it does not run on (TensorRT-LLM on an AMD GPU): its presets, writers and benchmark
     plans would be for a deployment no one can make."""
-    module = ENGINE_MODULES.get(preset.name)
+    engine = REGISTRY.get(preset.name)
     platform = getattr(hardware, "platform", "cuda")
-    if module is None or platform in module.PLATFORMS:
+    if engine is None or platform in engine.platforms:
         return
-    others = [name for name, m in ENGINE_MODULES.items() if platform in m.PLATFORMS]
+    others = [name for name, e in REGISTRY.items() if platform in e.platforms]
     kind = {"rocm": "an AMD GPU (ROCm)", "cpu": "a CPU", "cuda": "an NVIDIA GPU"}.get(platform, platform)
     raise ValueError(
-        f"{preset.name} does not run on {hardware.name}, {kind}: it runs on {', '.join(module.PLATFORMS)}; engines "
+        f"{preset.name} does not run on {hardware.name}, {kind}: it runs on {', '.join(engine.platforms)}; engines "
         f"that run there: {', '.join(others) or 'none specsim models'}"
     )
 
@@ -210,9 +218,9 @@ def source_and_engine(
     check_platform(preset, hardware)
     source = make_source(DEFAULT_TIMING if timing is None else timing, hardware, preset.kernel_engine, progress)
     preset = preset.for_source(source)
-    placed = getattr(ENGINE_MODULES.get(preset.name), "on_platform", None)
-    if placed is not None:
-        preset = placed(preset, hardware)
+    engine = REGISTRY.get(preset.name)
+    if engine is not None:
+        preset = engine.on_platform(preset, hardware)
     if engine_overhead_ms is not None:
         preset = preset.with_iteration_ms(engine_overhead_ms)
     return source, preset

@@ -20,11 +20,15 @@ from specsim.engines.base import (
     make_preset,
     parse_version,
 )
+from specsim.engines.engine import BenchFiles, Engine, EngineSupport
 from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP
 from specsim.engines.writers import BenchWriter
 from specsim.engines.writers import version_text as _version_text
 
 __all__ = [
+    "ENGINE",
+    "METHODS",
+    "UNSUPPORTED",
     "PLATFORMS",
     "ADAPTIVE_OFF_SINCE",
     "ADAPTIVE_SINCE",
@@ -190,7 +194,7 @@ def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None
 
 def _sglang_flags(dep, checkpoint: str | None, depth: int, topk: int, tokens: int) -> list[str]:
     """``--speculative-algorithm`` and its draft flags (the algorithm first, the draft path next if given)."""
-    flags = ["--speculative-algorithm", dep.drafter.sglang_algorithm]
+    flags = ["--speculative-algorithm", dep.drafter.support(NAME).name]
     if checkpoint is not None:
         flags += ["--speculative-draft-model-path", checkpoint]
     if dep.drafter.launches_steps and dep.drafter.sglang_steps:
@@ -263,9 +267,9 @@ def adaptive_config(ranges: list, dep, version: tuple) -> tuple[dict | None, lis
             f"SGLang {v} takes one static configuration (per-batch adaptive steps arrived in 0.5.13, "
             "sgl-project/sglang#24055): the first line is the best at batch 1; the comments say where another is better"
         ]
-    if dep.drafter.sglang_algorithm not in ADAPTIVE_ALGORITHMS:
+    if dep.drafter.support(NAME).name not in ADAPTIVE_ALGORITHMS:
         return None, [
-            f"SGLang's adaptive steps take EAGLE and EAGLE-3 only, not {dep.drafter.sglang_algorithm} "
+            f"SGLang's adaptive steps take EAGLE and EAGLE-3 only, not {dep.drafter.support(NAME).name} "
             "(adaptive_unsupported_reason): one static configuration is written"
         ]
     floor = 0 if version >= ADAPTIVE_OFF_SINCE else 1
@@ -430,7 +434,7 @@ def render_schedule(
         ] + notes
     steps = max(v["candidate_steps"][0] for v in adaptive.values())
     tp = ["--tp", str(dep.target.tp)] if dep.target.tp > 1 else []
-    flags = ["--speculative-algorithm", dep.drafter.sglang_algorithm]
+    flags = ["--speculative-algorithm", dep.drafter.support(NAME).name]
     if checkpoint is not None:
         flags += ["--speculative-draft-model-path", checkpoint]
     flags += [
@@ -453,3 +457,98 @@ def render_schedule(
         + lines[1:]
     )
     return text, [f"written for SGLang {'.'.join(map(str, version))}"] + notes
+
+
+# -- the engine as one object -------------------------------------------------------------------------------------
+#: Where SGLang names its speculative algorithms (--speculative-algorithm; from 0.5.14 arg_groups/fields/).
+_SGLANG_ARGS = "python/sglang/srt/server_args.py"
+#: SGLang's ``--speculative-algorithm`` for each drafter kind and the first release that takes it (releases before 0.4.3
+#: are below what specsim writes for).  It runs MTP checkpoints such as DeepSeek-V3 as EAGLE over their NextN layers
+#: (NEXTN is its alias of EAGLE: 0.5.23 python/sglang/srt/arg_groups/speculative_hook.py).
+METHODS = {
+    "draft_model": EngineSupport("STANDALONE", (0, 5, 2), _SGLANG_ARGS),
+    "eagle": EngineSupport("EAGLE", (0, 4, 3), _SGLANG_ARGS),
+    "eagle3": EngineSupport("EAGLE3", (0, 4, 5), _SGLANG_ARGS),
+    "mtp": EngineSupport("EAGLE", (0, 4, 3), _SGLANG_ARGS),
+    "ngram": EngineSupport(
+        "NGRAM",
+        (0, 5, 3),
+        _SGLANG_ARGS,
+        pin_since=(0, 5, 14),
+        pin_where="python/sglang/srt/speculative/ngram_worker.py",
+    ),
+    "dflash": EngineSupport(
+        "DFLASH",
+        (0, 5, 11),
+        "srt/speculative/spec_info.py SpeculativeAlgorithm: in 0.5.11, not 0.5.10",
+        pin_since=(0, 5, 17),
+        pin_where="SGLANG_SIMULATE_ACC_LEN read in srt/speculative/dflash_worker_v2.py from 0.5.17",
+    ),
+    "dspark": EngineSupport(
+        "DSPARK", (0, 5, 16), "srt/speculative/spec_info.py SpeculativeAlgorithm: in 0.5.16, not 0.5.15"
+    ),
+}
+#: Drafter kinds SGLang does not take, and what was looked for.
+UNSUPPORTED = {
+    "peagle": "no serving support found (feature request sgl-project/sglang#23171 open; SpecForge PR #575 trains "
+    "P-EAGLE heads)",
+    "pard": "no PARD algorithm found",
+    "suffix": "SUFFIX PRs #13553, #27582, #27585 closed unmerged",
+}
+
+
+def _is_bench_file(record: dict) -> bool:
+    """A line of ``sglang.bench_serving --output-file`` (python/sglang/bench_serving.py, 0.4-0.5.23):
+    ``total_output_tokens_retokenized``, or its ``accept_length`` without vLLM's key."""
+    return "total_output_tokens_retokenized" in record or (
+        "accept_length" in record and "spec_decode_acceptance_length" not in record
+    )
+
+
+class _Sglang(Engine):
+    def draft_tp(self, preset, separate_model, target_tp, requested):
+        return draft_tp(preset, separate_model, target_tp, requested)
+
+    def settings(self, dep):
+        from specsim.engines.vllm import engine_settings
+
+        # What cannot be quantised on load, by vLLM's rule (FP8 on load only); the launch flags are in the schedule.
+        return [], engine_settings(dep, "vllm")[1]
+
+    def render_schedule(self, ranges, dep, checkpoint, version, min_gain, max_batch):
+        return render_schedule(ranges, dep, checkpoint, version, min_gain, max_batch)
+
+    def per_batch_missing(self, dep, ranges, version):
+        config, why = adaptive_config(ranges, dep, version)
+        return why[0] if config is None and len(ranges) > 1 else None
+
+    def static_gamma(self, dep, ranges, version):
+        chain = len(ranges) > 1 and hasattr(ranges[0], "gamma")
+        return ranges[0].gamma if chain and adaptive_config(ranges, dep, version)[0] is None else None  # to_sglang's
+
+
+ENGINE = _Sglang(
+    name=NAME,
+    title="SGLang",
+    platforms=PLATFORMS,
+    presets=tuple(PRESETS),
+    ranges=tuple(RANGES),
+    aliases=ALIASES,
+    newest=NEWEST,
+    metric_names=tuple(METRIC_NAMES),
+    methods=METHODS,
+    unsupported=UNSUPPORTED,
+    method_key="--speculative-algorithm",
+    serial_preset="sglang@0.5",
+    own_draft_tp=True,
+    takes_trees=True,
+    bench=SglangBench(),
+    bench_files=BenchFiles(
+        describes="sglang.bench_serving --output-file JSON lines (SGLang 0.4 and later)",
+        # --backend of python/sglang/bench_serving.py that names an SGLang server
+        backends=("sglang", "sglang-oai", "sglang-native"),
+        acceptance_key="accept_length",
+        recognises=_is_bench_file,
+        precedence=1,
+    ),
+)

@@ -11,11 +11,15 @@ import itertools
 from typing import Any
 
 from specsim.engines.base import _BASIS, MetricNames, RecurrentVerify, SpecHost, make_preset, parse_version
+from specsim.engines.engine import BenchFiles, Engine, EngineSupport
 from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP
 from specsim.engines.writers import BenchWriter
 from specsim.engines.writers import version_text as _version_text
 
 __all__ = [
+    "ENGINE",
+    "METHODS",
+    "UNSUPPORTED",
     "PLATFORMS",
     "ALIASES",
     "DRAFT_TARGET_SPELLINGS",
@@ -192,7 +196,7 @@ def to_trtllm(ranges: list, draft_model: str | None, dep=None, version: tuple | 
     drafter = None if dep is None else dep.drafter
     if drafter is not None:
         drafter.support("trtllm", version)
-    decoding = "DraftTarget" if drafter is None else drafter.trtllm_decoding
+    decoding = "DraftTarget" if drafter is None else drafter.support(NAME).name
     config: dict[str, Any] = {"decoding_type": decoding_type(decoding, version)[0]}
     if decoding == "MTP":
         config["num_nextn_predict_layers"] = first
@@ -403,3 +407,102 @@ def render_schedule(
         return f"# speculation does not pay (gain >= {min_gain:g}) at batch 1: leave speculative_config unset", []
     text = yaml.safe_dump(trtllm_options(dep, config), sort_keys=False).rstrip()
     return text, [f"written for TensorRT-LLM {'.'.join(map(str, version))}"] + trtllm_notes(ranges, config, version)
+
+
+# -- the engine as one object -------------------------------------------------------------------------------------
+#: Where TensorRT-LLM names its decoding types (each DecodingConfig's ``decoding_type``).
+_TRT_ARGS = "tensorrt_llm/llmapi/llm_args.py"
+#: The TensorRT-LLM source read for the 2026 drafters' names: llm_args.py of NVIDIA/TensorRT-LLM at this commit (no
+#: release wheel was read, so the commit is not mapped to a release: the first release comes from the API docs).
+_TRT_COMMIT = "0004396720054fd8e205cbf616f21f0b57c6b412"
+
+
+def _trt(config: str, release: str) -> str:
+    """Where a TensorRT-LLM decoding_type was read: the discriminator of its config class, and its first release."""
+    return f"{config}.decoding_type in {_TRT_ARGS} at commit {_TRT_COMMIT[:8]}; release from {release}"
+
+
+#: TensorRT-LLM's ``decoding_type`` for each drafter kind and the first release that takes it.  Its two-model paths
+#: read a pinned acceptance as a whole number of tokens (``fractional_pin=False``); the one-model EAGLE-3 and MTP paths
+#: take a fractional forced count.
+METHODS = {
+    "draft_model": EngineSupport("DraftTarget", (1, 0, 0), _TRT_ARGS, fractional_pin=False),
+    "eagle": EngineSupport("Eagle", (1, 0, 0), _TRT_ARGS, fractional_pin=False),
+    "eagle3": EngineSupport("Eagle3", (1, 0, 0), _TRT_ARGS),
+    "mtp": EngineSupport("MTP", (1, 0, 0), _TRT_ARGS),
+    "ngram": EngineSupport("NGram", (1, 0, 0), _TRT_ARGS, fractional_pin=False),
+    "pard": EngineSupport(
+        "PARD", (1, 4, 0), _trt("PARDDecodingConfig", "the 1.4.0rc1 API docs (PR #11438)"), fractional_pin=False
+    ),
+    "dflash": EngineSupport("DFlash", (1, 3, 0), _trt("DFlashDecodingConfig", "the 1.3.0rc27 API docs (PR #12794)")),
+    "dspark": EngineSupport("DSpark", (1, 3, 0), _trt("DSparkDecodingConfig", "the 1.3.0rc27 API docs")),
+}
+#: Drafter kinds TensorRT-LLM does not take, and what was looked for.
+UNSUPPORTED = {
+    "peagle": "no P-EAGLE decoding config found",
+    "suffix": "TensorRT-LLM's SADecodingConfig is a suffix automaton on the GPU, not suffix trees",
+}
+
+
+def _is_bench_file(record: dict) -> bool:
+    """A result of TensorRT-LLM's benchmark_serving --save-result (vLLM's keys and ``avg_decoded_tokens_per_iter``)."""
+    return "avg_decoded_tokens_per_iter" in record
+
+
+def _per_batch_missing(dep, ranges: list, version: tuple) -> str | None:
+    decoding = dep.drafter.support(NAME).name
+    if version < SCHEDULE_SINCE:
+        v = ".".join(map(str, version))
+        return (
+            f"TensorRT-LLM {v} takes no draft_len_schedule that specsim writes (from 1.3.0, NVIDIA/TensorRT-LLM#10860)"
+        )
+    if decoding not in ONE_MODEL_SCHEDULE:
+        return (
+            f"TensorRT-LLM's {decoding} decoding takes no draft_len_schedule (only {', '.join(ONE_MODEL_SCHEDULE)}); "
+            "it stops speculating above max_concurrency instead"
+        )
+    return None
+
+
+class _Trtllm(Engine):
+    def draft_tp(self, preset, separate_model, target_tp, requested):
+        return draft_tp(preset, separate_model, target_tp, requested)
+
+    def settings(self, dep):
+        from specsim.engines.vllm import engine_settings
+
+        return engine_settings(dep, NAME)
+
+    def render_schedule(self, ranges, dep, checkpoint, version, min_gain, max_batch):
+        return render_schedule(ranges, dep, checkpoint, version, min_gain, max_batch)
+
+    def per_batch_missing(self, dep, ranges, version):
+        return _per_batch_missing(dep, ranges, version)
+
+
+ENGINE = _Trtllm(
+    name=NAME,
+    title="TensorRT-LLM",
+    platforms=PLATFORMS,
+    presets=tuple(PRESETS),
+    ranges=tuple(RANGES),
+    aliases=ALIASES,
+    newest=NEWEST,
+    metric_names=tuple(METRIC_NAMES),
+    methods=METHODS,
+    unsupported=UNSUPPORTED,
+    method_key="decoding_type",
+    serial_preset=None,
+    own_draft_tp=False,
+    takes_trees=False,
+    bench=TrtllmBench(),
+    bench_files=BenchFiles(
+        describes="TensorRT-LLM benchmark_serving --save-result JSON (vLLM's keys and avg_decoded_tokens_per_iter)",
+        # --backend of tensorrt_llm/serve/scripts/benchmark_serving.py that names a TensorRT-LLM server
+        backends=("tensorrt-llm", "trt"),
+        acceptance_key="avg_decoded_tokens_per_iter",
+        decoded_per_iteration=True,
+        recognises=_is_bench_file,
+        precedence=0,
+    ),
+)

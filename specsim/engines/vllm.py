@@ -25,10 +25,13 @@ from specsim.engines.base import (
     make_preset,
     parse_version,
 )
+from specsim.engines.engine import BenchFiles, Engine, EngineSupport
 from specsim.engines.writers import BenchWriter
 from specsim.engines.writers import version_text as _version_text
 
 __all__ = [
+    "ENGINE",
+    "METHODS",
     "PLATFORMS",
     "METRIC_NAMES",
     "NAME",
@@ -294,13 +297,13 @@ def to_vllm(ranges: list, draft_model: str, dep=None, version: tuple | None = No
         drafter.support("vllm", version)
     config: dict[str, Any] = {}
     if drafter is not None and not drafter.shares_vocabulary:  # a draft model's method is implied by its "model"
-        config["method"] = drafter.vllm_method
+        config["method"] = drafter.support(NAME).name
     if draft_model is not None:
         config["model"] = draft_model
     config["num_speculative_tokens"] = k_max
     config.update(_lookup(drafter))
     if drafter is not None:
-        config.update(drafter.engine_keys("vllm"))  # parallel_drafting for P-EAGLE and PARD
+        config.update(drafter.support(NAME).keys)  # parallel_drafting for P-EAGLE and PARD
     if dep is not None and dep.target.tp > 1 and dep.draft is not None and drafter.shares_vocabulary:
         config["draft_tensor_parallel_size"] = dep.draft.tp
     if dep is not None and dep.draft is not None and dep.draft.checkpoint_dtype and dep.draft.weight_dtype == "fp8":
@@ -463,7 +466,7 @@ class VllmBench(BenchWriter):
         config = {"method": drafter.support("vllm").name, "num_speculative_tokens": server.steps}
         if plan.draft_checkpoint:
             config["model"] = plan.draft_checkpoint
-        config |= _lookup(drafter) | drafter.engine_keys("vllm")
+        config |= _lookup(drafter) | dict(drafter.support(NAME).keys)
         if drafter.shares_vocabulary and plan.draft_tp != plan.tp:
             config["draft_tensor_parallel_size"] = plan.draft_tp
         if server.pinned_accept_length is not None:
@@ -563,5 +566,110 @@ def render_schedule(
         entries = ",\n    ".join(json.dumps(entry) for entry in schedule)
         text = head[:-2] + f',\n  "num_speculative_tokens_per_batch_size": [\n    {entries}\n  ]\n}}'
     return text, [f"written for vLLM {'.'.join(map(str, version))}"] + vllm_notes(
-        ranges, version, dep.drafter.vllm_method
+        ranges, version, dep.drafter.support(NAME).name
     )
+
+
+# -- the engine as one object -------------------------------------------------------------------------------------
+#: Where vLLM names its drafting methods: SpeculativeMethod and SpeculativeConfig in this file of each release.
+_VLLM_SPEC = "vllm/config/speculative.py"
+_PARALLEL = "vllm/config/speculative.py parallel_drafting: in 0.16.0, not 0.15.0 (PR #32887)"
+#: vLLM's ``method`` for each drafter kind and the first release that takes it (releases before 0.10.0 are below what
+#: specsim writes for).  P-EAGLE and PARD run the EAGLE-3 and draft-model proposers with ``parallel_drafting: true``.
+METHODS = {
+    "draft_model": EngineSupport(
+        "draft_model", (0, 15, 0), "vllm/engine/arg_utils.py: 'not supported yet' before 0.15.0"
+    ),
+    "eagle": EngineSupport("eagle", (0, 10, 0), _VLLM_SPEC),
+    "eagle3": EngineSupport("eagle3", (0, 10, 0), _VLLM_SPEC),
+    "mtp": EngineSupport("mtp", (0, 10, 0), _VLLM_SPEC),
+    "ngram": EngineSupport("ngram", (0, 10, 0), _VLLM_SPEC),
+    "peagle": EngineSupport("eagle3", (0, 16, 0), _PARALLEL, keys=(("parallel_drafting", True),)),
+    "pard": EngineSupport("draft_model", (0, 16, 0), _PARALLEL, keys=(("parallel_drafting", True),)),
+    "dflash": EngineSupport(
+        "dflash", (0, 20, 0), "vllm/config/speculative.py SpeculativeMethod: in 0.20.0, not 0.19.1 (PR #38300)"
+    ),
+    "dspark": EngineSupport(
+        "dspark",
+        (0, 25, 0),
+        "vllm/config/speculative.py SpeculativeMethod: in 0.26.0, not 0.24.0 (0.25 unread; "
+        "recipes DeepSeek-V4-Flash.yaml at 8959cf6: 0.25.0, PR #46995)",
+    ),
+    "suffix": EngineSupport(
+        "suffix",
+        (0, 12, 0),
+        "vllm/config/speculative.py SpeculativeMethod: in 0.12.0, not 0.11.0 (PR #25784; needs pip install "
+        "arctic-inference)",
+    ),
+}
+
+
+def _per_batch_missing(dep, ranges: list, version: tuple) -> str | None:
+    if version < PER_BATCH_SINCE:
+        v = ".".join(map(str, version))
+        return f"vLLM {v} has no num_speculative_tokens_per_batch_size (from 0.24.0, vllm-project/vllm#32374)"
+    return None
+
+
+def _is_bench_file(record: dict) -> bool:
+    """A result of ``vllm bench serve`` (vllm/benchmarks/serve.py: ``backend`` with ``endpoint_type`` or ``model_id``,
+    ``spec_decode_acceptance_length`` from 0.14.0) or of benchmarks/benchmark_serving.py before it (no endpoint_type)."""
+    keys = ("endpoint_type", "model_id", "spec_decode_acceptance_length")
+    return ("backend" in record and any(k in record for k in keys)) or ("mean_tpot_ms" in record and "date" in record)
+
+
+class _Vllm(Engine):
+    def draft_tp(self, preset, separate_model, target_tp, requested):
+        return draft_tp(preset, separate_model, target_tp, requested)
+
+    def on_platform(self, preset, hardware):
+        return on_platform(preset, hardware)
+
+    def check_pair(self, dep):
+        check_vllm_pair(dep)
+
+    def settings(self, dep):
+        return engine_settings(dep, NAME)
+
+    def serve_line(self, dep, flags):
+        return (
+            f"serve the target with: vllm serve {dep.target.source or dep.target.name} {' '.join(flags)} "
+            "--speculative-config '<the JSON above>'"
+            if flags
+            else None
+        )
+
+    def render_schedule(self, ranges, dep, checkpoint, version, min_gain, max_batch):
+        return render_schedule(ranges, dep, checkpoint, version, min_gain, max_batch)
+
+    def per_batch_missing(self, dep, ranges, version):
+        return _per_batch_missing(dep, ranges, version)
+
+    def static_gamma(self, dep, ranges, version):
+        return ranges[0].gamma if len(ranges) > 1 and version < PER_BATCH_SINCE else None  # to_vllm's batch-1 length
+
+
+ENGINE = _Vllm(
+    name=NAME,
+    title="vLLM",
+    platforms=PLATFORMS,
+    presets=tuple(PRESETS),
+    ranges=tuple(RANGES),
+    aliases=ALIASES,
+    newest=NEWEST,
+    metric_names=tuple(METRIC_NAMES),
+    methods=METHODS,
+    method_key="method",
+    serial_preset="vllm@0.10",
+    own_draft_tp=True,
+    takes_trees=False,
+    bench=VllmBench(),
+    bench_files=BenchFiles(
+        describes="vllm bench serve --save-result JSON (vLLM 0.10 and later; benchmark_serving.py before it)",
+        # --backend of vllm/benchmarks/serve.py (0.10-0.33) that names a vLLM server
+        backends=("vllm",),
+        acceptance_key="spec_decode_acceptance_length",
+        recognises=_is_bench_file,
+        precedence=2,
+    ),
+)

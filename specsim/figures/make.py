@@ -126,14 +126,14 @@ def _fig_speedup_vs_batch(fig: Any) -> dict[str, Any]:
 
 
 def _fig_roofline(fig: Any) -> dict[str, Any]:
-    dep = Deployment.from_names(**_ROOFLINE)
+    dep = Deployment.build(**_ROOFLINE)
     passes = pass_table(dep, batch=[1, 4, 16, 64, 128, 256, 512], gamma=4, context=DEFAULT_CONTEXT_TOKENS)
     roof = roofline_table(dep.hardware, np.geomspace(0.5, 5000, 400))
     return plot_roofline(roof, passes, dep.hardware, ax=fig.subplots())
 
 
 def _fig_step_times(fig: Any) -> dict[str, Any]:
-    dep = Deployment.from_names(**_ROOFLINE)
+    dep = Deployment.build(**_ROOFLINE)
     return plot_step_times(
         pass_table(dep, batch=_BATCH_AXIS, gamma=4, context=DEFAULT_CONTEXT_TOKENS),
         axes=fig.subplots(1, 3, sharey=True),
@@ -143,7 +143,7 @@ def _fig_step_times(fig: Any) -> dict[str, Any]:
 def _fig_heatmaps(fig: Any) -> dict[str, Any]:
     from specsim.serving.capacity import capacity
 
-    dep = Deployment.from_names(**_ROOFLINE)
+    dep = Deployment.build(**_ROOFLINE)
     left, right = fig.subplots(1, 2)
     by_alpha = sweep(
         alpha=np.round(np.arange(0.30, 1.0001, 0.025), 3),
@@ -202,7 +202,7 @@ def _fig_devices(fig: Any) -> dict[str, Any]:
 def _fig_throughput(fig: Any) -> dict[str, Any]:
     from specsim.serving.capacity import capacity, throughput_table
 
-    dep = Deployment.from_names(**_ROOFLINE)
+    dep = Deployment.build(**_ROOFLINE)
     left, right = fig.subplots(1, 2)
     out = {}
     for ax, context in ((left, 512), (right, 4096)):

@@ -170,7 +170,7 @@ def sequence_kv_bytes(
     (:mod:`specsim.describe.recurrent`) and, per the engine preset's ``recurrent``, one more state per draft token.
     ``specsim capacity`` and the serving simulation both reserve this.
 
-    >>> dep = Deployment.from_names("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
+    >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
     >>> float(sequence_kv_bytes(dep, 1000)), float(sequence_kv_bytes(dep, 1000, with_draft=False))
     (163840000.0, 131072000.0)
     """
@@ -241,7 +241,7 @@ def capacity(
     --------
     Llama-3.1-8B with a Llama-3.2-1B draft on an H100 80 GB at 8192 tokens:
 
-    >>> cap = capacity(Deployment.from_names("h100-sxm", "llama-3.1-8b", "llama-3.2-1b"), 8192)
+    >>> cap = capacity(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b"), 8192)
     >>> cap.max_batch_without_draft, cap.max_batch_with_draft
     (52, 39)
     """
@@ -278,7 +278,7 @@ def smallest_fitting_tp(
 
     The draft keeps its own TP unless it was at the target's, in which case it follows.
 
-    >>> smallest_fitting_tp(Deployment.from_names("h100-sxm", "llama-3.3-70b", "llama-3.2-1b"), 8192, batch=16)
+    >>> smallest_fitting_tp(Deployment.build("h100-sxm", "llama-3.3-70b", "llama-3.2-1b"), 8192, batch=16)
     4
     """
     n = 1

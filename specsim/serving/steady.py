@@ -330,7 +330,7 @@ def steady_state(
     cached context of a decoding sequence (default prompt plus half the output).  See the module's docstring.
 
     >>> from specsim.speculation.deployment import Deployment
-    >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
+    >>> dep = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     >>> s = steady_state(dep, 0.8, [0, 4], [1, 64], 1000, 256)
     >>> [[round(float(t) * 1e3, 2) for t in row] for row in s.tpot_s]
     [[6.53, 15.12], [3.46, 11.18]]

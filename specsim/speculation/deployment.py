@@ -286,7 +286,7 @@ class RoundOutcome:
     Broadcast over the plan's axes (gamma, or candidate trees) and batch and context.  A round of no draft steps
     (gamma 0) is plain decoding: one token per decode step, speedup exactly 1.
 
-    >>> out = Deployment.from_names("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none").outcome(0.8, 4, 1, 1128)
+    >>> out = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none").outcome(0.8, 4, 1, 1128)
     >>> round(float(out.tokens), 4), round(float(out.speedup), 3), round(float(out.latency_per_token_s) * 1e3, 3)
     (3.3616, 1.897, 3.441)
     """
@@ -419,7 +419,7 @@ class Deployment:
     engine time (the defaults, as on the command line, are :data:`specsim.timing.DEFAULT_TIMING` and
     :data:`specsim.engines.DEFAULT_ENGINE`).
 
-    >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
+    >>> dep = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     >>> round(float(dep.decode(1, 1128).total_s) * 1e3, 3), round(float(dep.round_time(1, 1128, 4).total_s) * 1e3, 3)
     (6.525, 11.566)
     """
@@ -463,22 +463,24 @@ class Deployment:
 
     # -- construction ------------------------------------------------------------------
     @classmethod
-    def from_names(
+    def build(
         cls,
-        hardware: str | None = None,
+        hardware: "str | HardwareProfile | None" = None,
         target: str | None = None,
         draft: str | None = None,
-        target_options: dict | None = None,
-        draft_options: dict | None = None,
-        ngram_cpu_s_per_token: float | None = None,
-        decode_only: bool = False,
         *,
         timing: str | None = None,
         engine: "str | EnginePreset | None" = None,
         engine_overhead_ms: float | None = None,
+        target_options: dict | None = None,
+        draft_options: dict | None = None,
+        ngram_cpu_s_per_token: float | None = None,
+        decode_only: bool = False,
+        calibration=None,
         progress=None,
     ) -> "Deployment":
-        """Load hardware and models by built-in name or file path, with a step-time source and engine preset.
+        """The one constructor: hardware and models by built-in name or file path (or the profile itself), with a
+        step-time source and engine preset, and optionally a calibration of the user's engine.
 
         ``hardware``, ``target`` and ``draft`` default to :data:`~specsim.core.defaults.DEFAULT_HARDWARE`,
         ``DEFAULT_TARGET`` and ``DEFAULT_DRAFT``.  ``draft`` is a drafter
@@ -489,12 +491,25 @@ class Deployment:
         and ``engine`` default to :data:`specsim.timing.DEFAULT_TIMING` and :data:`specsim.engines.DEFAULT_ENGINE`, as
         on the command line (:func:`specsim.engines.source_and_engine`); ``engine_overhead_ms`` replaces the preset's
         per-iteration time.
+
+        ``calibration`` (:func:`specsim.calibration.file.read_calibration`'s result) makes it the calibrated deployment,
+        as ``--calibration`` does: its fitted profile, target, tensor parallelism, step-time source and engine, and
+        its drafter where ``draft`` is None; an argument naming another deployment is refused; the engine preset
+        carries the fitted terms.
         """
+        t_opts, d_opts = dict(target_options or {}), dict(draft_options or {})
+        if calibration is not None:
+            fixed = calibration.fixes(hardware, target, timing, engine, engine_overhead_ms, t_opts)
+            hardware, target, timing, engine = fixed["hardware"], fixed["target"], fixed["timing"], fixed["engine"]
+            t_opts = fixed["target_options"] | t_opts | {"tp": fixed["tp"]}
+            if not decode_only and draft is None:
+                draft = calibration.drafter or DEFAULT_DRAFT
+                if calibration.draft_tp is not None and "tp" not in d_opts:
+                    d_opts["tp"] = calibration.draft_tp
         hardware = DEFAULT_HARDWARE if hardware is None else hardware
         target = DEFAULT_TARGET if target is None else target
         draft = DEFAULT_DRAFT if draft is None else draft
         profile = hardware if isinstance(hardware, HardwareProfile) else load_hardware(hardware)
-        t_opts, d_opts = dict(target_options or {}), dict(draft_options or {})
         for what, opts in (("--tp", t_opts), ("--draft-tp", d_opts)):
             if opts.get("tp") is not None:
                 check_tp(profile, opts["tp"], what)
@@ -508,37 +523,9 @@ class Deployment:
             d_opts["tp"], line = draft_tp(preset, kind.shares_vocabulary, target_model.tp, d_opts.get("tp"))
             choices = (line,)
         drafter = None if decode_only else make_drafter(str(draft), target_model, d_opts, ngram_cpu_s_per_token)
+        if calibration is not None:
+            preset = calibration.apply(preset)
         return cls(profile, target_model, drafter, source, preset, choices)
-
-    @classmethod
-    def build(
-        cls,
-        hardware: str | None = None,
-        target: str | None = None,
-        draft: str | None = None,
-        timing: str | None = None,
-        engine: str | None = None,
-        engine_overhead_ms: float | None = None,
-        progress=None,
-        target_options: dict | None = None,
-        draft_options: dict | None = None,
-        ngram_cpu_s_per_token: float | None = None,
-        decode_only: bool = False,
-    ) -> "Deployment":
-        """:meth:`from_names` with the source and engine first: what every command calls."""
-        return cls.from_names(
-            hardware,
-            target,
-            draft,
-            target_options,
-            draft_options,
-            ngram_cpu_s_per_token,
-            decode_only,
-            timing=timing,
-            engine=engine,
-            engine_overhead_ms=engine_overhead_ms,
-            progress=progress,
-        )
 
     def with_source(
         self,
@@ -595,7 +582,7 @@ class Deployment:
         runs over the same prompt tokens too.  What chunked prefill adds to the iteration it rides in
         (:mod:`specsim.serving.steady`, the one serving model).
 
-        >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
+        >>> dep = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
         >>> [round(float(t) * 1e3, 2) for t in dep.prefill_s([0, 1, 1000])]
         [0.0, 0.0, 20.99]
         >>> round(float(dep.prefill_s(1000, draft=True)) * 1e3, 2)

@@ -63,6 +63,7 @@ __all__ = [
     "context_table",
     "gamma_schedule",
     "load_schedule",
+    "static_cost",
     "tree_schedule",
 ]
 
@@ -113,6 +114,25 @@ def load_schedule(answer, max_batch: int, min_gain: float = DEFAULT_MIN_GAIN) ->
     return ranges
 
 
+def static_cost(dep: Deployment, acceptance, gamma: int, ranges: list, context: int) -> list[dict]:
+    """What running ``gamma`` at every batch costs against the schedule ``ranges`` (an engine release with no per-batch
+    control writes one length): for each range whose gamma differs, the batch where the static length falls furthest
+    below the range's, with both speedups (a gamma of 0 is plain decoding, speedup 1)."""
+    out = []
+    for r in ranges:
+        if r.gamma == gamma:
+            continue
+        batches = np.arange(r.start_batch, r.end_batch + 1, dtype=float)
+
+        def speedup(g):
+            return np.ones_like(batches) if g == 0 else dep.outcome(acceptance, g, batches, context).speedup
+
+        static, best = speedup(gamma), speedup(r.gamma)
+        i = int(np.argmax(best - static))
+        out.append({"batch": int(batches[i]), "static": float(static[i]), "gamma": r.gamma, "best": float(best[i])})
+    return out
+
+
 def gamma_schedule(
     dep: Deployment,
     alpha: float,
@@ -132,7 +152,7 @@ def gamma_schedule(
     ``min_gain`` the range gets gamma = 0 (speculation off) and speedup 1; each range carries how far below the
     best of its batches it is (``shortfall``).
 
-    >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
+    >>> dep = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     >>> [(r.start_batch, r.end_batch, r.gamma) for r in gamma_schedule(dep, 0.6, 256, context=128, rtol=0)]
     [(1, 86, 2), (87, 188, 1), (189, 256, 0)]
     """

@@ -161,7 +161,7 @@ def speedup(
     """Speedup S(acceptance, gamma, batch, context) of a chain, all four broadcast together
     (:meth:`Deployment.outcome`).
 
-    >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
+    >>> dep = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     >>> np.round(speedup(dep, 0.8, 4, [1, 64, 128, 256], 1128), 2).tolist()
     [1.9, 1.81, 1.49, 1.25]
     """
@@ -263,7 +263,7 @@ def optimal_gamma(
     ``acceptance`` is an alpha (float or array) or an :class:`~specsim.speculation.acceptance.Acceptance` with
     per-position rates: gamma then stops at the last measured position (check ``gamma_max`` of the result).
 
-    >>> dep = Deployment.from_names("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
+    >>> dep = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     >>> best = optimal_gamma(dep, 0.8, [1, 256], 1128)
     >>> best.gamma.tolist(), np.round(best.speedup, 3).tolist()
     ([4, 2], [1.897, 1.594])
@@ -306,7 +306,7 @@ def speculation_peak(
     it moves to a moderate batch, where a decode step already reads most
     experts and verifying gamma + 1 tokens per sequence reads few more.
 
-    >>> dep = Deployment.from_names("h100-sxm", "qwen3-30b-a3b", "qwen3-0.6b", timing="roofline", engine="none")
+    >>> dep = Deployment.build("h100-sxm", "qwen3-30b-a3b", "qwen3-0.6b", timing="roofline", engine="none")
     >>> speculation_peak(dep, 0.8, [1, 4, 16, 64, 256], 1128)[0]
     64
     """

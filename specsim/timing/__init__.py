@@ -29,6 +29,7 @@ from typing import Callable
 
 from specsim.describe.hardware import HardwareProfile
 from specsim.timing.base import StepTime, StepTimeSource
+from specsim.timing.kernel_db import BACKENDS
 
 __all__ = ["DEFAULT_TIMING", "SOURCES", "StepTime", "StepTimeSource", "TIMING_CHOICES", "make_source"]
 
@@ -81,7 +82,10 @@ SOURCES: dict[str, Callable] = {
 
 
 def make_source(
-    spec: str, hardware: HardwareProfile, kernel_engine: str = "vllm", progress: Callable[[str], None] | None = None
+    spec: str,
+    hardware: HardwareProfile,
+    kernel_engine: str = BACKENDS[0],
+    progress: Callable[[str], None] | None = None,
 ) -> StepTimeSource:
     """The source named by ``spec`` (:data:`SOURCES`): ``roofline``, ``kernels``, ``hybrid`` or ``measured:FILE``.
 

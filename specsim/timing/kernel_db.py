@@ -20,6 +20,7 @@ from specsim.describe.hardware import HardwareProfile
 __all__ = [
     "AIC_DISTRIBUTION",
     "AIC_VERSION",
+    "BACKENDS",
     "DEVICE_FOLDERS",
     "STALE_STAGING_S",
     "KernelDataError",
@@ -34,6 +35,10 @@ __all__ = [
 AIC_DISTRIBUTION = "aiconfigurator-core"
 #: The database version specsim is validated against (pyproject pins it).
 AIC_VERSION = "0.12.0"
+
+#: The database's backends, its folder names under each device's kernel folders (aiconfigurator_core/sdk/common.py
+#: BackendName of 0.12.0): whose kernels an engine preset reads (its ``kernel_engine``).
+BACKENDS = ("vllm", "sglang", "trtllm")
 
 #: specsim hardware profile -> device folder in the database.
 DEVICE_FOLDERS = {

@@ -104,6 +104,7 @@ __all__ = [
 from specsim.timing.kernel_db import (  # noqa: F401 (re-exported: tests and callers reach them through this module)
     AIC_DISTRIBUTION,
     AIC_VERSION,
+    BACKENDS,
     DEVICE_FOLDERS,
     STALE_STAGING_S,
     KernelDataError,
@@ -677,7 +678,7 @@ class KernelSource:
         The device (mapped to a database folder) and the roofline used for
         points outside the data.
     engine : str
-        Which engine's kernels: ``"vllm"``, ``"sglang"`` or ``"trtllm"``.
+        Whose kernels: one of the database's backends (:data:`~specsim.timing.kernel_db.BACKENDS`).
     progress : callable or None
         Called with a line of text while a table is built (first use only).
     """
@@ -686,9 +687,13 @@ class KernelSource:
     #: Kernel sums carry no per-pass CPU time: engine presets add their GPU-time value (see EnginePreset.for_source).
     gpu_time_only = True
 
-    def __init__(self, hardware: HardwareProfile, engine: str = "vllm", progress: Callable[[str], None] | None = None):
-        if engine not in ("vllm", "sglang", "trtllm"):
-            raise ValueError(f"kernel database engine must be vllm, sglang or trtllm, got {engine!r}")
+    def __init__(
+        self, hardware: HardwareProfile, engine: str = BACKENDS[0], progress: Callable[[str], None] | None = None
+    ):
+        if engine not in BACKENDS:
+            raise ValueError(
+                f"kernel database engine must be {', '.join(BACKENDS[:-1])} or {BACKENDS[-1]}, got {engine!r}"
+            )
         self.hardware = hardware
         self.engine = engine
         self.progress = progress

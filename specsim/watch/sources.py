@@ -193,9 +193,9 @@ class PrometheusSource:
 
     def names_present(self, start: float, end: float) -> set:
         """The metric names of the selected series in [start, end] that any engine's prefix starts (for the checks)."""
-        from specsim.engines import ENGINE_MODULES
+        from specsim.engines import REGISTRY
 
-        prefixes = "|".join(re.escape(m.METRIC_NAMES[0].prefix) for m in ENGINE_MODULES.values())
+        prefixes = "|".join(re.escape(e.metric_names[0].prefix) for e in REGISTRY.values())
         match = "{" + ",".join(filter(None, [f'__name__=~"({prefixes}).+"', self.matchers])) + "}"
         data = self._api(
             "/api/v1/label/__name__/values", {"match[]": match, "start": f"{start:.3f}", "end": f"{end:.3f}"}

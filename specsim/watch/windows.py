@@ -27,9 +27,9 @@ MIN_DRAFTS = 50
 
 
 def _prefixes() -> dict[str, str]:
-    from specsim.engines import ENGINE_MODULES
+    from specsim.engines import REGISTRY
 
-    return {m.METRIC_NAMES[0].prefix: name for name, m in ENGINE_MODULES.items()}
+    return {e.metric_names[0].prefix: name for name, e in REGISTRY.items()}
 
 
 _SUFFIXES = {"total", "created", "bucket", "sum", "count"}

@@ -56,6 +56,7 @@ from typing import ClassVar
 import numpy as np
 
 from specsim.describe.models import ModelShape, _read_json, model_from_hf_config
+from specsim.engines.engine import EngineSupport
 from specsim.speculation.acceptance import Acceptance
 
 __all__ = ["EAGLE3_DRAFT_VOCAB", "NGRAM_CPU_S_PER_TOKEN", "Drafter", "EngineSupport"]
@@ -71,21 +72,6 @@ _EAGLE_ARCHITECTURES = {
     "LlamaForCausalLMEagle": "eagle",
     "EagleLlamaForCausalLM": "eagle",
 }
-
-
-@dataclass(frozen=True)
-class EngineSupport:
-    """How one engine takes a drafter: its name there, the first release that takes it, and how it pins acceptance."""
-
-    name: str  #: vLLM's speculative_config method, SGLang's --speculative-algorithm, TensorRT-LLM's decoding_type
-    since: tuple[int, int, int]  #: the first release that takes it (as specsim checked; its floor where older)
-    where: str  #: the source file that says so
-    #: The first release that pins this drafter's acceptance for a benchmark (None: every release that takes it).
-    pin_since: tuple[int, int, int] | None = None
-    #: Whether a pinned acceptance length may be fractional (TensorRT-LLM's two-model path reads a whole number).
-    fractional_pin: bool = True
-    #: Where that release's source reads the pinned acceptance (the refusal below ``pin_since`` names it).
-    pin_where: str = ""
 
 
 @dataclass(frozen=True)
@@ -112,15 +98,11 @@ class Drafter:
     #: Published checkpoints for built-in targets: target name -> checkpoint (the authors' heads, as the engines'
     #: documentation uses them).
     checkpoints: ClassVar[dict[str, str]] = {}
-    #: engine -> how it takes this drafter.
-    engines: ClassVar[dict[str, EngineSupport]]
     #: Where the published acceptance comes from, in a few words (figure legends).
     published_short: ClassVar[str]
     #: (target family, workload) that :meth:`published` was measured on ("*": any family; None: no one workload), so
     #: that the acceptance lookup finds it as a row (:mod:`specsim.speculation.acceptance_data`).
     published_for: ClassVar[tuple[str, str] | None] = None
-    #: Engines that do not take it: engine -> what was looked for and found (the refusal names it).
-    unsupported: ClassVar[dict[str, str]] = {}
     #: The kind whose rounds an engine preset overlaps as this one's (None: its own kind); P-EAGLE runs vLLM's EAGLE-3
     #: proposer with parallel drafting on, PARD its draft-model proposer.
     engine_kind: ClassVar[str | None] = None
@@ -156,37 +138,40 @@ class Drafter:
         """The most draft tokens one round can propose (None: no bound of the drafter's own)."""
         return None
 
-    @property
-    def vllm_method(self) -> str:
-        return self.support("vllm").name
-
-    @property
-    def sglang_algorithm(self) -> str:
-        return self.support("sglang").name
-
-    @property
-    def trtllm_decoding(self) -> str:
-        return self.support("trtllm").name
-
     @classmethod
-    def support(cls, engine: str, version: tuple | None = None, named: str | None = None) -> EngineSupport:
-        """How ``engine`` takes this drafter; refused where it does not, or not yet at ``version``: the one check of
-        engine support (config writers, benchmark plans and every command that builds a deployment call it)."""
-        if engine not in cls.engines:
-            found = cls.unsupported.get(engine, "not among its drafting methods")
-            takes = ", ".join(f"{e} from {_version(s.since)}" for e, s in cls.engines.items())
-            raise ValueError(
-                f"{engine} does not run {cls.label} (--draft {cls.spelling or cls.kind}) in any release: {found}; engines that "
-                f"do: {takes}"
+    def support(cls, engine, version: tuple | None = None, named: str | None = None) -> EngineSupport:
+        """How ``engine`` (a name or an :class:`~specsim.engines.engine.Engine`) takes this drafter, from the engine's
+        own table (its ``methods``); refused where it does not, or not yet at ``version``: the one check of engine
+        support (config writers, benchmark plans and every command that builds a deployment call it)."""
+        from specsim.engines import REGISTRY, Engine
+
+        e = engine if isinstance(engine, Engine) else REGISTRY.get(str(engine))
+        s = None if e is None else e.methods.get(cls.kind)
+        if s is None:
+            found = (
+                "not among its drafting methods"
+                if e is None
+                else e.unsupported.get(cls.kind, "not among its drafting methods")
             )
-        s = cls.engines[engine]
+            takes = ", ".join(f"{name} from {_version(s.since)}" for name, s in cls.supported_engines().items())
+            raise ValueError(
+                f"{engine} does not run {cls.label} (--draft {cls.spelling or cls.kind}) in any release: {found}; "
+                f"engines that do: {takes}"
+            )
         if version is not None and tuple(version) < s.since:
             raise ValueError(
-                f"{named or engine + ' ' + _version(version)} refuses {_ENGINE_KEY.get(engine, 'method')} {s.name} ({s.where}): "
-                f"{cls.label} (--draft {cls.spelling or cls.kind}) runs from {engine} {_version(s.since)}; use {engine}@"
+                f"{named or e.name + ' ' + _version(version)} refuses {e.method_key} {s.name} ({s.where}): "
+                f"{cls.label} (--draft {cls.spelling or cls.kind}) runs from {e.name} {_version(s.since)}; use {e.name}@"
                 f"{_version(s.since)} or later, or another drafter"
             )
         return s
+
+    @classmethod
+    def supported_engines(cls) -> dict[str, EngineSupport]:
+        """Engine name -> how it takes this drafter, for the engines that do (in the registry's order)."""
+        from specsim.engines import REGISTRY
+
+        return {name: e.methods[cls.kind] for name, e in REGISTRY.items() if cls.kind in e.methods}
 
     @classmethod
     def runs_on(cls, engine: str | None) -> None:
@@ -269,11 +254,6 @@ class Drafter:
         """The mean draft tokens a round verifies per sequence where that is fewer than it drafts (None: all of them)."""
         return None
 
-    @classmethod
-    def engine_keys(cls, engine: str) -> dict:
-        """Config keys beyond the method and the draft length that ``engine`` needs for this drafter."""
-        return {}
-
     #: Whether SGLang takes this drafter's round as --speculative-num-steps / --speculative-eagle-topk (EAGLE-family
     #: workers); a lookup launches no steps (:attr:`launches_steps`), a block drafter's are fixed at 1.
     sglang_steps: ClassVar[bool] = True
@@ -306,26 +286,6 @@ class Drafter:
 
 def _version(v) -> str:
     return ".".join(str(x) for x in v)
-
-
-#: What each engine calls the key that names a drafter (the refusals' wording).
-_ENGINE_KEY = {"vllm": "method", "sglang": "--speculative-algorithm", "trtllm": "decoding_type"}
-
-
-#: Engines' names for every kind, read from the engines' sources (vllm/config/speculative.py SpeculativeMethod;
-#: python/sglang/srt/server_args.py --speculative-algorithm; tensorrt_llm/llmapi/llm_args.py decoding_type).  vLLM
-#: releases before 0.10.0 and SGLang before 0.4.3 are below what specsim writes for.
-_VLLM_SPEC = "vllm/config/speculative.py"
-_SGLANG_ARGS = "python/sglang/srt/server_args.py"
-_TRT_ARGS = "tensorrt_llm/llmapi/llm_args.py"
-#: The TensorRT-LLM source read for the 2026 drafters' names: llm_args.py of NVIDIA/TensorRT-LLM at this commit (no
-#: release wheel was read, so the commit is not mapped to a release: the first release comes from the API docs).
-_TRT_COMMIT = "0004396720054fd8e205cbf616f21f0b57c6b412"
-
-
-def _trt(name: str, config: str, release: str) -> str:
-    """Where a TensorRT-LLM decoding_type was read: the discriminator of its config class, and its first release."""
-    return f"{config}.decoding_type in {_TRT_ARGS} at commit {_TRT_COMMIT[:8]}; release from {release}"
 
 
 class _OnePass:

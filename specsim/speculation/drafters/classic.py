@@ -13,13 +13,9 @@ from specsim.describe.layouts import attention_only
 from specsim.describe.models import ModelShape
 from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
 from specsim.speculation.drafters.base import (
-    _SGLANG_ARGS,
-    _TRT_ARGS,
-    _VLLM_SPEC,
     EAGLE3_DRAFT_VOCAB,
     NGRAM_CPU_S_PER_TOKEN,
     Drafter,
-    EngineSupport,
     _head_from_config,
     _head_shape,
     _no_checkpoint,
@@ -37,11 +33,6 @@ class EagleHead(Drafter):
     label: ClassVar[str] = "an EAGLE head"
     extend_pass: ClassVar[bool] = True
     checkpoints: ClassVar[dict[str, str]] = {"llama-3.1-8b": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B"}
-    engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport("eagle", (0, 10, 0), _VLLM_SPEC),
-        "sglang": EngineSupport("EAGLE", (0, 4, 3), _SGLANG_ARGS),
-        "trtllm": EngineSupport("Eagle", (1, 0, 0), _TRT_ARGS, fractional_pin=False),
-    }
     published_short: ClassVar[str] = "MT-bench, vLLM #20780"
     published_for: ClassVar[tuple[str, str] | None] = ("llama", "chat")
     #: The head's own draft vocabulary when derived from the target (None: the target's).
@@ -94,11 +85,6 @@ class Eagle3Head(EagleHead):
     kind: ClassVar[str] = "eagle3"
     label: ClassVar[str] = "an EAGLE-3 head"
     checkpoints: ClassVar[dict[str, str]] = {"llama-3.1-8b": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"}
-    engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport("eagle3", (0, 10, 0), _VLLM_SPEC),
-        "sglang": EngineSupport("EAGLE3", (0, 4, 5), _SGLANG_ARGS),
-        "trtllm": EngineSupport("Eagle3", (1, 0, 0), _TRT_ARGS),
-    }  # one-model path: a fractional forced count
     published_short: ClassVar[str] = "MT-bench, vLLM #26191"
     default_vocab: ClassVar[int | None] = EAGLE3_DRAFT_VOCAB
 
@@ -120,13 +106,6 @@ class MtpHead(Drafter):
     label: ClassVar[str] = "an MTP layer"
     extend_pass: ClassVar[bool] = True
     loads_checkpoint: ClassVar[bool] = False
-    # SGLang runs MTP checkpoints such as DeepSeek-V3 as EAGLE over their NextN layers (NEXTN is its alias of EAGLE:
-    # 0.5.23 python/sglang/srt/arg_groups/speculative_hook.py).
-    engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport("mtp", (0, 10, 0), _VLLM_SPEC),
-        "sglang": EngineSupport("EAGLE", (0, 4, 3), _SGLANG_ARGS),
-        "trtllm": EngineSupport("MTP", (1, 0, 0), _TRT_ARGS),
-    }
     published_short: ClassVar[str] = "DeepSeek-V3 report"
     #: The report measures "various generation topics" on DeepSeek-V3; chat is the nearest of the workloads.
     published_for: ClassVar[tuple[str, str] | None] = ("deepseek", "chat")
@@ -190,17 +169,6 @@ class NgramDrafter(Drafter):
     launches_steps: ClassVar[bool] = False
     drafts_trees: ClassVar[bool] = False
     loads_checkpoint: ClassVar[bool] = False
-    engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport("ngram", (0, 10, 0), _VLLM_SPEC),
-        "sglang": EngineSupport(
-            "NGRAM",
-            (0, 5, 3),
-            _SGLANG_ARGS,
-            pin_since=(0, 5, 14),
-            pin_where="python/sglang/srt/speculative/ngram_worker.py",
-        ),
-        "trtllm": EngineSupport("NGram", (1, 0, 0), _TRT_ARGS, fractional_pin=False),
-    }
     published_short: ClassVar[str] = "code editing, vLLM #24344"
     published_for: ClassVar[tuple[str, str] | None] = ("*", "code-editing")
     #: The n-gram sizes the lookup matches (vLLM's prompt_lookup_min / prompt_lookup_max; TensorRT-LLM's

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from specsim.describe.models import ModelShape, get_model
 from specsim.speculation.acceptance import Acceptance
-from specsim.speculation.drafters.base import _SGLANG_ARGS, _TRT_ARGS, Drafter, EngineSupport
+from specsim.speculation.drafters.base import Drafter
 
 __all__ = ["DraftModel"]
 
@@ -24,11 +24,6 @@ class DraftModel(Drafter):
     label: ClassVar[str] = "a draft model"
     spelling: ClassVar[str | None] = "MODEL"
     shares_vocabulary: ClassVar[bool] = True
-    engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport("draft_model", (0, 15, 0), "vllm/engine/arg_utils.py: 'not supported yet' before 0.15.0"),
-        "sglang": EngineSupport("STANDALONE", (0, 5, 2), _SGLANG_ARGS),
-        "trtllm": EngineSupport("DraftTarget", (1, 0, 0), _TRT_ARGS, fractional_pin=False),
-    }
     published_short: ClassVar[str] = "the article"
 
     @classmethod

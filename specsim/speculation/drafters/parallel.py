@@ -17,11 +17,9 @@ from specsim.describe.models import ModelShape, get_model
 from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
 from specsim.speculation.drafters.base import (
     Drafter,
-    EngineSupport,
     _block_drafter_config,
     _head_shape,
     _OnePass,
-    _trt,
     _with_options,
 )
 from specsim.speculation.drafters.classic import Eagle3Head
@@ -74,15 +72,6 @@ class PEagleHead(_OnePass, Eagle3Head):
     checkpoints: ClassVar[dict[str, str]] = {"gpt-oss-120b": "amazon/gpt-oss-120b-p-eagle"}
     #: The most tokens a P-EAGLE head is trained to draft: the GPT-OSS-20B head's 10 (vLLM blog; the 120B head's is 8).
     trained_steps: ClassVar[int] = 10
-    engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport(
-            "eagle3", (0, 16, 0), "vllm/config/speculative.py parallel_drafting: in 0.16.0, not 0.15.0 (PR #32887)"
-        )
-    }
-    unsupported: ClassVar[dict[str, str]] = {
-        "sglang": "no serving support found (feature request sgl-project/sglang#23171 open; SpecForge PR #575 trains P-EAGLE heads)",
-        "trtllm": "no P-EAGLE decoding config found",
-    }
     published_short: ClassVar[str] = "MT-Bench K=7, vLLM P-EAGLE blog"
     published_lengths: ClassVar[tuple] = (
         PublishedLength("gpt-oss-20b", "MT-Bench", 7, 3.70, "vLLM blog 2026-03-13-p-eagle.md, B200, T = 0"),
@@ -107,10 +96,6 @@ class PEagleHead(_OnePass, Eagle3Head):
     def draft_tokens(self, steps: np.ndarray, width: object) -> np.ndarray:
         return np.maximum(2.0 * np.asarray(steps, dtype=float), 1.0)  # K shifted verified tokens + K - 1 mask slots
 
-    @classmethod
-    def engine_keys(cls, engine: str) -> dict:
-        return {"parallel_drafting": True} if engine == "vllm" else {}
-
 
 @dataclass(frozen=True)
 class ParallelDraftModel(_OnePass, DraftModel):
@@ -134,18 +119,6 @@ class ParallelDraftModel(_OnePass, DraftModel):
         ("llama-3", "llama-3.2-1b", "amd/PARD-Llama-3.2-1B"),
         ("qwen3-", "qwen3-0.6b", "amd/PARD-Qwen3-0.6B"),
     )
-    engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport(
-            "draft_model", (0, 16, 0), "vllm/config/speculative.py parallel_drafting: in 0.16.0, not 0.15.0 (PR #32887)"
-        ),
-        "trtllm": EngineSupport(
-            "PARD",
-            (1, 4, 0),
-            _trt("PARD", "PARDDecodingConfig", "the 1.4.0rc1 API docs (PR #11438)"),
-            fractional_pin=False,
-        ),
-    }
-    unsupported: ClassVar[dict[str, str]] = {"sglang": "no PARD algorithm found"}
     published_short: ClassVar[str] = "HumanEval, vLLM PR #18541"
     no_default: ClassVar[str] = "its one published length names no draft length"
     published_lengths: ClassVar[tuple] = (
@@ -196,10 +169,6 @@ class ParallelDraftModel(_OnePass, DraftModel):
     def draft_tokens(self, steps: np.ndarray, width: object) -> np.ndarray:
         return 2.0 * np.asarray(steps, dtype=float) + 1.0  # K + 1 verified positions and K mask slots
 
-    @classmethod
-    def engine_keys(cls, engine: str) -> dict:
-        return {"parallel_drafting": True} if engine == "vllm" else {}
-
     def provenance(self) -> list[str]:
         return [
             f"drafter: PARD, one pass of {self.step_model.name} over 2 gamma + 1 tokens per sequence drafts gamma tokens "
@@ -229,21 +198,6 @@ class DFlashDrafter(_OnePass, Drafter):
     checkpoints: ClassVar[dict[str, str]] = {
         "qwen3-8b": "z-lab/Qwen3-8B-DFlash-b16",
         "qwen3.5-27b": "z-lab/Qwen3.5-27B-DFlash",
-    }
-    engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport(
-            "dflash", (0, 20, 0), "vllm/config/speculative.py SpeculativeMethod: in 0.20.0, not 0.19.1 (PR #38300)"
-        ),
-        "sglang": EngineSupport(
-            "DFLASH",
-            (0, 5, 11),
-            "srt/speculative/spec_info.py SpeculativeAlgorithm: in 0.5.11, not 0.5.10",
-            pin_since=(0, 5, 17),
-            pin_where="SGLANG_SIMULATE_ACC_LEN read in srt/speculative/dflash_worker_v2.py from 0.5.17",
-        ),
-        "trtllm": EngineSupport(
-            "DFlash", (1, 3, 0), _trt("DFlash", "DFlashDecodingConfig", "the 1.3.0rc27 API docs (PR #12794)")
-        ),
     }
     published_short: ClassVar[str] = "MT-Bench, DFlash paper Table 1"
     published_lengths: ClassVar[tuple] = tuple(
@@ -339,18 +293,6 @@ class DSparkDrafter(DFlashDrafter):
     label: ClassVar[str] = "a DSpark confidence-scheduled drafter"
     round_formula: ClassVar[str] = "t_D (one draft pass proposes gamma tokens; a prefix of them verified per request)"
     checkpoints: ClassVar[dict[str, str]] = {"qwen3-8b": "deepseek-ai/dspark_qwen3_8b_block7"}
-    engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport(
-            "dspark",
-            (0, 25, 0),
-            "vllm/config/speculative.py SpeculativeMethod: in 0.26.0, not 0.24.0 (0.25 unread; "
-            "recipes DeepSeek-V4-Flash.yaml at 8959cf6: 0.25.0, PR #46995)",
-        ),
-        "sglang": EngineSupport(
-            "DSPARK", (0, 5, 16), "srt/speculative/spec_info.py SpeculativeAlgorithm: in 0.5.16, not 0.5.15"
-        ),
-        "trtllm": EngineSupport("DSpark", (1, 3, 0), _trt("DSpark", "DSparkDecodingConfig", "the 1.3.0rc27 API docs")),
-    }
     published_short: ClassVar[str] = "MT-Bench, DSpark paper Table 1"
     published_lengths: ClassVar[tuple] = tuple(
         PublishedLength(

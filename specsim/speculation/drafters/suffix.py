@@ -10,7 +10,7 @@ import numpy as np
 
 from specsim.describe.models import ModelShape
 from specsim.speculation.acceptance import Acceptance
-from specsim.speculation.drafters.base import Drafter, EngineSupport, _no_checkpoint
+from specsim.speculation.drafters.base import Drafter, _no_checkpoint
 
 __all__ = ["SUFFIX_CPU_S_PER_SEQUENCE", "SuffixDrafter"]
 
@@ -45,18 +45,6 @@ class SuffixDrafter(Drafter):
     loads_checkpoint: ClassVar[bool] = False
     varies_verification: ClassVar[bool] = True
     round_formula: ClassVar[str] = "0 (no draft pass: its CPU lookup is in t_V; a depth per request up to gamma)"
-    engines: ClassVar[dict[str, EngineSupport]] = {
-        "vllm": EngineSupport(
-            "suffix",
-            (0, 12, 0),
-            "vllm/config/speculative.py SpeculativeMethod: in 0.12.0, not 0.11.0 (PR #25784; "
-            "needs pip install arctic-inference)",
-        )
-    }
-    unsupported: ClassVar[dict[str, str]] = {
-        "sglang": "SUFFIX PRs #13553, #27582, #27585 closed unmerged",
-        "trtllm": "TensorRT-LLM's SADecodingConfig is a suffix automaton on the GPU, not suffix trees",
-    }
     published_short: ClassVar[str] = "MT-Bench K=1, vLLM PR #24852"
 
     @classmethod

@@ -1,0 +1,132 @@
+"""What one serving engine is, as one object: every engine module of this package makes one (its ``ENGINE``) and the
+registry in :mod:`specsim.engines` lists them.
+
+Code outside this package asks the object and never compares an engine's name (``tests/test_structure.py`` holds
+it): adding an engine is one module and one registry line.  An :class:`Engine` holds what does not change with the
+version asked for (its presets and the releases they cover, the platforms it runs on, the metric names of each
+release, what it calls each drafter, its benchmark writer and the files its benchmark client writes, its config
+writers); an :class:`~specsim.engines.base.EnginePreset` is one version's times, and names its engine
+(``REGISTRY[preset.name]``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+__all__ = ["BenchFiles", "Engine", "EngineSupport"]
+
+
+@dataclass(frozen=True)
+class EngineSupport:
+    """How one engine takes a drafter: its name there, the first release that takes it, and how it pins acceptance."""
+
+    name: str  #: vLLM's speculative_config method, SGLang's --speculative-algorithm, TensorRT-LLM's decoding_type
+    since: tuple[int, int, int]  #: the first release that takes it (as specsim checked; its floor where older)
+    where: str  #: the source file that says so
+    #: Config keys beyond the method and the draft length that the engine needs for it, as (key, value) pairs.
+    keys: tuple = ()
+    #: The first release that pins this drafter's acceptance for a benchmark (None: every release that takes it).
+    pin_since: tuple[int, int, int] | None = None
+    #: Whether a pinned acceptance length may be fractional (TensorRT-LLM's two-model path reads a whole number).
+    fractional_pin: bool = True
+    #: Where that release's source reads the pinned acceptance (the refusal below ``pin_since`` names it).
+    pin_where: str = ""
+
+
+@dataclass(frozen=True)
+class BenchFiles:
+    """The result files an engine's benchmark client writes, as :mod:`specsim.calibration.bench_files` reads them."""
+
+    #: What the files are, for messages (the client, its flag and the format).
+    describes: str
+    #: The ``backend`` values (vLLM's keys) or ``--backend`` names of its client that mean this engine's server.
+    backends: tuple[str, ...]
+    #: The key under which a file records the mean acceptance length (None: the files record none).
+    acceptance_key: str | None
+    #: Whether the files record the decoded tokens per iteration (``avg_decoded_tokens_per_iter``, summarised over the
+    #: run) rather than an acceptance length: TensorRT-LLM's client.
+    decoded_per_iteration: bool = False
+    #: Whether one result (a JSON object) is a file of this client's.
+    recognises: Callable[[dict], bool] = lambda record: False
+    #: The order in which the clients' files are told apart (lowest first: TensorRT-LLM's client writes vLLM's keys too).
+    precedence: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class Engine:
+    """One serving engine (vLLM, SGLang, TensorRT-LLM): what ``--engine NAME`` and ``--format NAME`` name.
+
+    The hooks default to an engine that writes nothing of its own; each engine module's subclass fills in what its
+    engine does.
+    """
+
+    #: What ``--engine`` and ``--format`` take.
+    name: str
+    #: How prose names it (``vLLM``).
+    title: str
+    #: The platforms it runs on (a hardware profile's ``platform``: ``cuda``, ``rocm``, ``cpu``).
+    platforms: tuple[str, ...]
+    #: Its presets, one per span of releases that schedule a round alike (:class:`~specsim.engines.base.EnginePreset`).
+    presets: tuple = ()
+    #: (first release, last release, preset version) for each preset.
+    ranges: tuple = ()
+    #: Other names of its presets' versions (``spec-v1``).
+    aliases: dict = field(default_factory=dict)
+    #: The newest release whose source specsim read (what ``@latest`` writes and checks against).
+    newest: str = ""
+    #: The Prometheus metric names of each span of releases (:class:`~specsim.engines.base.MetricNames`).
+    metric_names: tuple = ()
+    #: Drafter kind -> how this engine takes it (:class:`EngineSupport`), read from the engine's source.
+    methods: dict = field(default_factory=dict)
+    #: Drafter kind -> what was looked for and not found (a refusal names it).
+    unsupported: dict = field(default_factory=dict)
+    #: What this engine calls the key that names a drafter (a refusal's wording).
+    method_key: str = "method"
+    #: The preset whose rounds run serially, which the public speculative speedups of this engine were measured on
+    #: (:mod:`specsim.calibration.public`; None: no public speculative sweep of it is fitted).
+    serial_preset: str | None = None
+    #: Whether the engine lets the draft run at a tensor parallelism of its own (vLLM's draft_tensor_parallel_size).
+    own_draft_tp: bool = True
+    #: Whether its config takes a token tree (SGLang's top-k and draft tokens); the others draft a chain here.
+    takes_trees: bool = False
+    #: Its benchmark writer (:class:`~specsim.engines.writers.BenchWriter`).
+    bench: object = None
+    #: The result files its benchmark client writes.
+    bench_files: BenchFiles | None = None
+
+    def __str__(self) -> str:
+        return self.name
+
+    # -- hooks: what differs between engines ---------------------------------------------------------------------
+    def draft_tp(self, preset, separate_model: bool, target_tp: int, requested: int | None) -> tuple[int, str]:
+        """(the draft's tensor parallelism, a line naming the choice) as this engine runs a drafter."""
+        raise NotImplementedError
+
+    def on_platform(self, preset, hardware):
+        """The preset as this engine's build for ``hardware``'s platform runs it (the same preset by default)."""
+        return preset
+
+    def check_pair(self, dep) -> None:
+        """Refuse a target and drafter this engine cannot serve together (nothing by default)."""
+
+    def settings(self, dep) -> tuple[list[str], list[str]]:
+        """(what to give the engine for the target besides the speculative config, notes for the user)."""
+        return [], []
+
+    def serve_line(self, dep, flags: list[str]) -> str | None:
+        """A note with the command that serves the target with ``flags`` and the configuration (None: none)."""
+        return None
+
+    def render_schedule(self, ranges: list, dep, checkpoint, version: tuple, min_gain: float, max_batch: int):
+        """(the schedule ``ranges`` in this engine's own form for release ``version``, notes)."""
+        raise NotImplementedError
+
+    def per_batch_missing(self, dep, ranges: list, version: tuple) -> str | None:
+        """Why release ``version`` cannot change the draft length with the batch for this deployment (None: it can)."""
+        return None
+
+    def static_gamma(self, dep, ranges: list, version: tuple) -> int | None:
+        """The one draft length release ``version``'s config runs at every batch, where it has no per-batch control
+        of a chain schedule that changes with the batch (None: it follows the schedule, or stops speculating)."""
+        return None
