@@ -421,6 +421,36 @@ def test_a_sweep_run_by_an_executor_is_the_serial_sweep_row_for_row():
     assert list(parallel.rate) == [1.0, 6.0]
 
 
+def test_a_sweep_of_several_runs_is_the_mean_of_the_single_seed_sweeps_with_a_student_t_interval():
+    from scipy import stats
+
+    from specsim.serving.simulator import serve_sweep
+
+    kw = {"n": 40, "acceptance": 0.7, "slo_tpot_s": 0.0068}
+    singles = [serve_sweep(DEP, [2.0, 6.0], seed=seed, **kw) for seed in (4, 5, 6)]
+    runs = serve_sweep(DEP, [2.0, 6.0], seed=4, runs=3, **kw)
+    assert (runs.runs == 3).all() and "runs" not in singles[0] and "off_tpot_p50_s_ci" not in singles[0]
+    for column in ("off_tpot_p50_s", "on_tpot_p99_s", "on_tokens_per_s", "off_mean_batch"):
+        values = np.stack([s[column].to_numpy() for s in singles])
+        np.testing.assert_allclose(runs[column], values.mean(axis=0), rtol=1e-12)
+        half = stats.t.ppf(0.975, 2) * values.std(axis=0, ddof=1) / np.sqrt(3)
+        np.testing.assert_allclose(runs[f"{column}_ci"], half, rtol=1e-12)
+        assert (runs[f"{column}_ci"] > 0).all()
+    # SLO attainment is pooled over the runs' requests: every run serves all 40, so the mean of the runs' shares.
+    for arm in ("off", "on"):
+        shares = np.mean([s[f"{arm}_slo_attainment"].to_numpy() for s in singles], axis=0)
+        np.testing.assert_allclose(runs[f"{arm}_slo_attainment"], shares, rtol=1e-12)
+    assert 0 < runs.off_slo_attainment.min() < 1  # the objective sits inside the runs' TPOTs: the pooling is tested
+    # Through an executor the runs come back rate by rate, in seed order: the same frame.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        pd.testing.assert_frame_equal(runs, serve_sweep(DEP, [2.0, 6.0], seed=4, runs=3, executor=pool, **kw))
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match="runs must be a whole number >= 1"):
+            serve_sweep(DEP, [2.0], n=5, runs=bad)
+
+
 # -- the requests of a run, and their refusals, word for word --------------------------------------------------------
 def test_requests_for_draws_poisson_closed_loop_or_trace_with_the_documented_defaults(tmp_path):
     from specsim.serving.simulator import DEFAULT_REQUESTS, requests_for

@@ -865,27 +865,42 @@ def requests_for(
 
 
 def _sweep_point(args):
+    """One run of one rate (Poisson arrivals drawn from ``seed``): the summaries without and with speculation."""
     dep, rate, workload, n, acceptance, gamma, limits, seed, slo_ttft_s, slo_tpot_s, gamma_max = args
     from specsim.serving.workloads import Requests
 
     requests = Requests.poisson(rate, n, workload, np.random.default_rng(seed))
-    plain, spec, meta = serve_compare(dep, requests, acceptance, gamma, limits, seed=seed, gamma_max=gamma_max)
+    plain, spec, _ = serve_compare(dep, requests, acceptance, gamma, limits, seed=seed, gamma_max=gamma_max)
+    return plain.summary(slo_ttft_s, slo_tpot_s), spec.summary(slo_ttft_s, slo_tpot_s)
+
+
+#: The columns of a sweep's row per arm (``off_`` and ``on_``), each with the summary figure it holds.
+_SWEEP_COLUMNS = {
+    "tpot_p50_s": ("tpot_s", "p50"),
+    "tpot_p99_s": ("tpot_s", "p99"),
+    "ttft_p50_s": ("ttft_s", "p50"),
+    "ttft_p99_s": ("ttft_s", "p99"),
+    "e2e_p50_s": ("e2e_s", "p50"),
+    "tokens_per_s": ("output_tokens_per_s", None),
+    "mean_batch": ("mean_running_batch", None),
+}
+
+
+def _sweep_row(rate: float, runs: list) -> dict:
+    """One row of a sweep from the (off, on) summaries of its runs: each figure the mean over the runs
+    (:func:`summarize_runs`) and, with more than one run, ``<column>_ci``, the half-width of its 95% interval."""
     row = {"rate": rate}
-    for name, result in (("off", plain), ("on", spec)):
-        summary = result.summary(slo_ttft_s, slo_tpot_s)
-        row.update(
-            {
-                f"{name}_tpot_p50_s": summary["tpot_s"]["p50"],
-                f"{name}_tpot_p99_s": summary["tpot_s"]["p99"],
-                f"{name}_ttft_p50_s": summary["ttft_s"]["p50"],
-                f"{name}_ttft_p99_s": summary["ttft_s"]["p99"],
-                f"{name}_e2e_p50_s": summary["e2e_s"]["p50"],
-                f"{name}_tokens_per_s": summary["output_tokens_per_s"],
-                f"{name}_mean_batch": summary["mean_running_batch"],
-            }
-        )
-        if "slo_met" in summary:
-            row[f"{name}_slo_attainment"] = summary["slo_met"] / max(summary["served"], 1)
+    for i, name in enumerate(("off", "on")):
+        s = summarize_runs([r[i] for r in runs])
+        for column, (key, q) in _SWEEP_COLUMNS.items():
+            value, half = (s[key], s["ci"][key]) if q is None else (s[key][q], s["ci"][key][q])
+            row[f"{name}_{column}"] = value
+            if len(runs) > 1:
+                row[f"{name}_{column}_ci"] = half
+        if "slo_met" in s:  # summed over the runs: the share of every run's served requests that met both SLOs
+            row[f"{name}_slo_attainment"] = s["slo_met"] / max(s["served"], 1)
+    if len(runs) > 1:
+        row["runs"] = len(runs)
     return row
 
 
@@ -902,6 +917,7 @@ def serve_sweep(
     slo_tpot_s: float | None = None,
     gamma_max: int = DEFAULT_SERVING_GAMMA_MAX,
     executor=None,
+    runs: int = 1,
 ):
     """:func:`serve_compare` at each Poisson ``rate`` (requests/s), as a DataFrame with one row per rate.
 
@@ -912,6 +928,11 @@ def serve_sweep(
     ``ProcessPoolExecutor``, or a cluster's, such as dask.distributed's ``Client.get_executor()``) runs them
     in parallel; None runs them here, one after the other.  Each rate uses the same ``seed``, so the rates
     differ only in arrival spacing.
+
+    ``runs`` > 1 runs each rate with seeds ``seed``, ``seed + 1``, ... (as ``serve-sim --runs``): each figure is
+    then the mean over the runs, beside it ``<column>_ci`` holds the half-width of its 95% confidence interval
+    (:func:`summarize_runs`: Student t over the runs), SLO attainment is pooled over the runs' requests, and
+    ``runs`` says how many.  One run (the default) gives the run's own figures and no interval columns.
     """
     import pandas as pd
 
@@ -920,12 +941,17 @@ def serve_sweep(
     if workload is None or isinstance(workload, str):
         workload = get_workload(DEFAULT_WORKLOAD if workload is None else workload)
     n = DEFAULT_REQUESTS if n is None else n
+    if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
+        raise ValueError(f"runs must be a whole number >= 1, got {runs!r}")
+    rates = [float(rate) for rate in rates]
+    # One job per rate and seed, rate by rate, so that a rate's runs come back together and in order.
     jobs = [
-        (dep, float(rate), workload, n, acceptance, gamma, limits, seed, slo_ttft_s, slo_tpot_s, gamma_max)
+        (dep, rate, workload, n, acceptance, gamma, limits, seed + k, slo_ttft_s, slo_tpot_s, gamma_max)
         for rate in rates
+        for k in range(runs)
     ]
-    rows = list(executor.map(_sweep_point, jobs)) if executor is not None else [_sweep_point(j) for j in jobs]
-    return pd.DataFrame(rows)
+    done = list(executor.map(_sweep_point, jobs)) if executor is not None else [_sweep_point(j) for j in jobs]
+    return pd.DataFrame([_sweep_row(rate, done[i * runs : (i + 1) * runs]) for i, rate in enumerate(rates)])
 
 
 def sweep_findings(frame, attainment: float = DEFAULT_SLO_ATTAINMENT) -> dict:
