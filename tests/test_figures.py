@@ -245,6 +245,31 @@ def test_serve_sweep_figure_shows_speculation_helping_until_the_engine_saturates
     )  # below saturation both serve the offered load
 
 
+def _band_at(band, x):
+    """The lowest and highest y of a fill_between band at ``x``."""
+    vertices = band.get_paths()[0].vertices
+    ys = vertices[np.isclose(vertices[:, 0], x), 1]
+    return float(ys.min()), float(ys.max())
+
+
+def test_serve_sweep_figure_is_the_mean_of_several_seeds_inside_its_interval(drawn):
+    # Issue 37: one seed and no interval before.  Each line is the mean of 10 runs and its band the 95% interval.
+    lines, frame = drawn["serve-sweep"], drawn["serve-sweep"]["frame"]
+    assert (frame.runs == 10).all()
+    assert set(lines["bands"]) == {(arm, q) for arm in ("off", "on") for q in ("p50", "p99", "tokens_per_s")}
+    for key, band in lines["bands"].items():
+        line = lines[key]
+        for x, y in zip(line.get_xdata(), line.get_ydata()):
+            low, high = _band_at(band, x)
+            assert low < y < high and y - low == pytest.approx(high - y, rel=1e-9)
+    # The intervals tell the arms apart where speculation helps: at 16 requests/s they are far apart.
+    lo_off, _ = _band_at(lines["bands"][("off", "p50")], 16)
+    _, hi_on = _band_at(lines["bands"][("on", "p50")], 16)
+    assert hi_on < lo_off
+    legend = [t.get_text() for t in lines[("off", "p50")].axes.get_legend().get_texts()]
+    assert "mean of 10 runs; band: 95% interval of the mean" in legend
+
+
 def _break_even_lines(ax):
     return [line for line in ax.get_lines() if line.get_label() == "break-even (S = 1)"]
 

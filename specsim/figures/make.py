@@ -17,12 +17,13 @@ Figures
     verification-cost         t_V / t_T measured against the roofline; what it does to the speedup
     moe-speculation           a mixture of experts against a dense model of its size
     drafters                  draft model, EAGLE-3 chain and tree, n-gram, MTP against batch
-    serve-sweep               TPOT and throughput against request rate, speculation off and on
+    serve-sweep               TPOT and throughput against request rate, speculation off and on: 10 runs, 95% intervals
     round-anatomy             where a round's time goes against batch, SGLang spec v1 against spec v2
 """
 
 from __future__ import annotations
 
+import functools
 import io
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +56,7 @@ from specsim.figures.plots import (
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma, optimal_tree, speedup
 from specsim.speculation.sweep import closed_form_table, optimal_gamma_table, pass_table, roofline_table, sweep
-from specsim.timing import make_source
+from specsim.timing import DEFAULT_TIMING, make_source
 
 __all__ = ["FIGURES", "FigureSpec", "make_all", "render"]
 
@@ -364,19 +365,37 @@ def _drafters_2026(batch: np.ndarray) -> list[dict[str, Any]]:
     return rows
 
 
-def _fig_serve_sweep(fig: Any) -> dict[str, Any]:
+#: The serve-sweep figure's load: requests per run and independent runs (seeds 0, 1, ...) per rate.  Ten runs, as
+#: serve-sim's default, put a Student-t interval (2.26 standard errors) on each mean; 600 requests keep the figure's
+#: 160 simulations to about 14 s on one core.
+_SERVE_RATES = (0.5, 1, 2, 4, 8, 16, 24, 32)
+_SERVE_REQUESTS = 600
+_SERVE_RUNS = 10
+
+
+@functools.cache
+def _serve_sweep_frame() -> pd.DataFrame:
+    """The serve-sweep figure's data, computed once per process (the figure is its slowest: render() in the tests,
+    then make_all, would simulate it again for the same numbers)."""
     from specsim.serving.simulator import serve_sweep
     from specsim.serving.workloads import get_workload
 
     dep = Deployment.build(DEFAULT_HARDWARE, DEFAULT_TARGET, DEFAULT_DRAFT)
-    rates = [0.5, 1, 2, 4, 8, 16, 24, 32]
-    frame = serve_sweep(dep, rates, get_workload("chat"), 600, DEFAULT_ALPHA, seed=0)
-    return plot_serve_sweep(
+    return serve_sweep(
+        dep, _SERVE_RATES, get_workload("chat"), _SERVE_REQUESTS, DEFAULT_ALPHA, seed=0, runs=_SERVE_RUNS
+    )
+
+
+def _fig_serve_sweep(fig: Any) -> dict[str, Any]:
+    frame = _serve_sweep_frame().copy()
+    drawn = plot_serve_sweep(
         frame,
         axes=fig.subplots(1, 2),
-        title=f"Llama-3.1-8B + Llama-3.2-1B on H100, chat workload, α = 0.8, {dep.engine.key} preset, "
-        "600 requests per rate (seed 0)",
+        title=f"Llama-3.1-8B + Llama-3.2-1B on H100, chat workload, α = 0.8, default step-time source "
+        f"({DEFAULT_TIMING}), {ENGINES[DEFAULT_ENGINE].key} preset; {_SERVE_RUNS} runs (seeds 0-{_SERVE_RUNS - 1}) "
+        f"of {_SERVE_REQUESTS} requests per rate",
     )
+    return drawn | {"frame": frame}
 
 
 def _fig_round_anatomy(fig: Any) -> dict[str, Any]:

@@ -802,27 +802,31 @@ def plot_serve_sweep(
     frame: pd.DataFrame, *, axes: Any = None, title: str | None = None, slo_tpot_ms: float | None = None
 ) -> dict[str, Any]:
     """Left: TPOT p50 and p99 against request rate, speculation off and on, and the TPOT objective when one is
-    given; right: output tokens/s."""
+    given; right: output tokens/s.
+
+    ``frame`` is :func:`specsim.serving.simulator.serve_sweep`.  Where it holds several runs per rate (``runs``, and a
+    ``<column>_ci`` half-width beside each figure), each line is the mean over the runs and a band around it the 95%
+    confidence interval of that mean; the legend says how many runs.  Returns the lines by ``(arm, figure)`` and the
+    bands by the same keys under ``"bands"``."""
     if axes is None:
         import matplotlib.pyplot as plt
 
         _, axes = plt.subplots(1, 2, figsize=(14, 5.2))
     left, right = axes
-    lines: dict[str, Any] = {}
+    lines: dict[str, Any] = {"bands": {}}
+
+    def draw(ax, key, column, scale, colour, ls, label):
+        """The mean (or the one run) of ``column`` times ``scale``, and its interval where the frame has one."""
+        y = frame[column] * scale
+        (lines[key],) = ax.plot(frame.rate, y, marker="o", ms=3, color=colour, ls=ls, label=label)
+        if f"{column}_ci" in frame:
+            half = frame[f"{column}_ci"] * scale
+            lines["bands"][key] = ax.fill_between(frame.rate, y - half, y + half, color=colour, alpha=0.2, lw=0)
+
     for name, colour, label in (("off", "C0", "speculation off"), ("on", "C1", "speculation on")):
         for q, ls in (("p50", "-"), ("p99", ":")):
-            (line,) = left.plot(
-                frame.rate,
-                frame[f"{name}_tpot_{q}_s"] * 1e3,
-                marker="o",
-                ms=3,
-                color=colour,
-                ls=ls,
-                label=f"{label}, TPOT {q}",
-            )
-            lines[(name, q)] = line
-        (line,) = right.plot(frame.rate, frame[f"{name}_tokens_per_s"], marker="o", ms=3, color=colour, label=label)
-        lines[(name, "tokens_per_s")] = line
+            draw(left, (name, q), f"{name}_tpot_{q}_s", 1e3, colour, ls, f"{label}, TPOT {q}")
+        draw(right, (name, "tokens_per_s"), f"{name}_tokens_per_s", 1, colour, "-", label)
     if slo_tpot_ms is not None:
         lines["slo"] = left.axhline(
             slo_tpot_ms, color="C3", lw=1.0, ls="-.", label=f"TPOT objective {slo_tpot_ms:g} ms"
@@ -849,8 +853,15 @@ def plot_serve_sweep(
     _plain_log(left.yaxis)
     left.set_ylabel("time per output token, ms")
     right.set_ylabel("output tokens/s")
-    left.legend(fontsize=8)
-    right.legend(fontsize=8)
+    for ax in (left, right):
+        handles, labels = ax.get_legend_handles_labels()
+        if lines["bands"]:
+            from matplotlib.patches import Patch
+
+            runs = int(frame["runs"].iloc[0])
+            handles.append(Patch(color="0.5", alpha=0.35, lw=0))
+            labels.append(f"mean of {runs} runs; band: 95% interval of the mean")
+        ax.legend(handles, labels, fontsize=8)
     if title:  # over both panels: a title this long does not fit over one
         left.figure.suptitle(title, fontsize=10)
     left.set_title("time per output token", fontsize=10)
