@@ -110,14 +110,43 @@ def test_heatmap_traces_the_optimal_gamma(drawn):
     assert np.all(np.diff(alpha_panel["trace"].get_xdata()) >= 0)  # higher alpha -> longer drafts
 
 
-def test_optimal_gamma_schedule_turns_off_later_for_higher_alpha(drawn):
-    short = drawn["optimal-gamma-vs-batch"][128]["off_from"]
+def test_optimal_gamma_schedule_turns_off_later_for_higher_alpha_and_longer_context(drawn):
+    short, long = drawn["optimal-gamma-vs-batch"][128]["off_from"], drawn["optimal-gamma-vs-batch"][1128]["off_from"]
+    # At L = 128 every alpha but 0.9 turns speculation off within batch 512, the higher alpha the later.
     values = [short[a] for a in sorted(short)]
-    assert all(v is not None for v in values) and values == sorted(values)
-    table = optimal_gamma_table(alpha=0.8, batch=np.arange(1, 513), context=128, timing="roofline", engine="none")
-    assert short[0.8] == int(table[table.gamma == 0].batch.min())
-    # At L = 1128 the KV reads keep verification cheap enough that gamma >= 1 pays up to 512.
-    assert all(v is None for v in drawn["optimal-gamma-vs-batch"][1128]["off_from"].values())
+    assert short[0.9] is None and all(v is not None for v in values[:-1]) and values[:-1] == sorted(values[:-1])
+    # At L = 1128 the KV reads keep verification cheap: speculation stays on to a larger batch, or to 512.
+    assert all(long[a] is None or long[a] > short[a] for a in short) and sum(v is None for v in long.values()) >= 3
+
+
+def test_optimal_gamma_figure_draws_integer_gammas_at_the_default_source(drawn):
+    # Issue 37: the figure was drawn on the roofline with its curves lifted by 0.08, so that gamma read 0.84 or 6.15.
+    from specsim.engines import DEFAULT_ENGINE, ENGINES
+    from specsim.speculation.deployment import Deployment
+    from specsim.speculation.schedule import gamma_schedule
+    from specsim.timing import DEFAULT_TIMING
+
+    dep = Deployment.build()
+    for context, panel in drawn["optimal-gamma-vs-batch"].items():
+        table = panel["table"]
+        assert set(table.timing) == {DEFAULT_TIMING} and set(table.engine) == {ENGINES[DEFAULT_ENGINE].key}
+        assert len({id(ax) for ax in panel["axes"]}) == len(panel["lines"]) == 5  # one panel per alpha: none hidden
+        for alpha, line in panel["lines"].items():
+            x, y = np.asarray(line.get_xdata()), np.asarray(line.get_ydata(), dtype=float)
+            best = np.asarray(panel["best"][alpha].get_ydata(), dtype=float)
+            assert np.array_equal(y, np.round(y)) and np.array_equal(best, np.round(best))
+            # The bold line is the schedule specsim schedule writes, batch by batch.
+            expected = {
+                b: r.gamma
+                for r in gamma_schedule(dep, alpha, 512, context)
+                for b in range(r.start_batch, r.end_batch + 1)
+            }
+            assert y.tolist() == [expected[int(b)] for b in x]
+        for ax in panel["axes"]:
+            ticks = ax.get_yticks()
+            assert np.array_equal(ticks, np.arange(len(ticks)))  # 0, 1, 2, ...: whole gammas only
+    title = drawn["optimal-gamma-vs-batch"][128]["axes"][0].figure.get_suptitle()
+    assert f"default step-time source ({DEFAULT_TIMING}), {ENGINES[DEFAULT_ENGINE].key} preset" in title
 
 
 def test_devices_crossover_moves_with_the_ridge(drawn):
@@ -297,10 +326,9 @@ def test_every_speedup_panel_marks_break_even_and_batch_axes_read_as_plain_numbe
 
 
 def test_figure_curves_stay_apart_and_inside_their_panels(drawn):
-    # The optimal-gamma curves at equal gamma are drawn apart, so none hides another (alpha 0.6 vanished before).
+    # The optimal-gamma curves each have their own panel, so none hides another (alpha 0.6 vanished before).
     for panel in drawn["optimal-gamma-vs-batch"].values():
-        ys = [np.asarray(line.get_ydata()) for line in panel["lines"].values()]
-        assert all(not np.allclose(a, b) for i, a in enumerate(ys) for b in ys[i + 1 :])
+        assert all(len(ax.get_lines()) == 2 for ax in panel["axes"])  # its schedule and its exact best gamma
     # Where speedup curves cross 1 is written in their legend, not on the panel where an edge can clip it.
     labels = [
         line.get_label() for line in drawn["speedup-vs-batch-devices"]["panels"]["a100-sxm-80gb"]["lines"].values()

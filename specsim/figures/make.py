@@ -11,7 +11,7 @@ Figures
     roofline                  attainable FLOP/s and where each pass sits
     step-times                t_T, t_D, t_V with compute, memory and overhead parts
     speedup-heatmaps          alpha x gamma at batch 1, batch x gamma at alpha 0.8
-    optimal-gamma-vs-batch    the gamma schedule a serving engine would use
+    optimal-gamma-vs-batch    the gamma schedule a serving engine would use, one panel per alpha, at the default source
     speedup-vs-batch-devices  Figure 3 on H100, H200 and A100
     throughput-vs-latency     device throughput against per-token latency, up to full memory
     verification-cost         t_V / t_T measured against the roofline; what it does to the speedup
@@ -55,7 +55,7 @@ from specsim.figures.plots import (
 )
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma, optimal_tree, speedup
-from specsim.speculation.sweep import closed_form_table, optimal_gamma_table, pass_table, roofline_table, sweep
+from specsim.speculation.sweep import closed_form_table, pass_table, roofline_table, sweep
 from specsim.timing import DEFAULT_TIMING, make_source
 
 __all__ = ["FIGURES", "FigureSpec", "make_all", "render"]
@@ -179,18 +179,46 @@ def _fig_heatmaps(fig: Any) -> dict[str, Any]:
     return {"alpha": a, "batch": b, "fits": fits}
 
 
+def _gamma_rows(dep: Deployment, alpha: float, context: int, top: int) -> pd.DataFrame:
+    """Per batch 1..top: the schedule specsim schedule writes (``gamma``) and the exact best gamma (``best_gamma``)."""
+    from specsim.speculation.schedule import gamma_schedule
+
+    ranges = gamma_schedule(dep, alpha, top, context)
+    batch = np.arange(1, top + 1)
+    return pd.DataFrame(
+        {
+            "alpha": alpha,
+            "context": context,
+            "batch": batch,
+            "gamma": np.repeat([r.gamma for r in ranges], [r.end_batch - r.start_batch + 1 for r in ranges]),
+            "best_gamma": optimal_gamma(dep, alpha, batch, context).gamma,
+            "timing": dep.source.name,
+            "engine": dep.engine.key,
+        }
+    )
+
+
 def _fig_optimal_gamma(fig: Any) -> dict[str, Any]:
-    left, right = fig.subplots(1, 2, sharey=True)
+    from specsim.speculation.schedule import DEFAULT_SCHEDULE_RTOL
+
+    dep = Deployment.build()  # the default source and engine preset, as every command
+    top = int(_BATCH_AXIS.max())
+    contexts = (128, DEFAULT_CONTEXT_TOKENS)
+    alphas = (0.5, 0.6, 0.7, 0.8, 0.9)
+    grid = fig.subplots(len(contexts), len(alphas), sharex=True, sharey=True)
     out = {}
-    for ax, context in ((left, 128), (right, DEFAULT_CONTEXT_TOKENS)):
-        table = optimal_gamma_table(alpha=[0.5, 0.6, 0.7, 0.8, 0.9], batch=_BATCH_AXIS, context=context, **_ROOFLINE)
-        row = table.iloc[0]
-        out[context] = plot_optimal_gamma_vs_batch(
-            table, ax=ax, title=f"L = {context}" + ("" if (table.gamma == 0).any() else ": γ ≥ 1 pays up to b = 512")
-        )
-    right.set_ylabel("")
+    for row, context in zip(grid, contexts):
+        table = pd.concat([_gamma_rows(dep, a, context, top) for a in alphas], ignore_index=True)
+        out[context] = plot_optimal_gamma_vs_batch(table, axes=row, legend=context == contexts[0])
+        out[context]["table"] = table
+    for ax in grid[0]:
+        ax.set_xlabel("")
     fig.suptitle(
-        f"Optimal γ against batch: {row.target} + {row.draft} on {row.hardware}, roofline (no engine)", fontsize=11
+        f"Optimal γ against batch: {dep.target.name} + {dep.draft.name} on {dep.hardware.name}, default step-time "
+        f"source ({dep.source.name}), {dep.engine.key} preset\nbold: the schedule specsim schedule writes (γ never "
+        f"rises with batch; the smaller γ where within {DEFAULT_SCHEDULE_RTOL:.0%} of the best); thin: the best γ at "
+        "each batch",
+        fontsize=10,
     )
     return out
 
@@ -431,7 +459,7 @@ FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("roofline", (7.5, 5.2), _fig_roofline),
     FigureSpec("step-times", (14, 4.6), _fig_step_times, 3),
     FigureSpec("speedup-heatmaps", (14, 5.2), _fig_heatmaps, 2),
-    FigureSpec("optimal-gamma-vs-batch", (13, 4.6), _fig_optimal_gamma, 2),
+    FigureSpec("optimal-gamma-vs-batch", (15, 6.6), _fig_optimal_gamma, 10),
     FigureSpec("speedup-vs-batch-devices", (15, 4.6), _fig_devices, 3),
     FigureSpec("throughput-vs-latency", (14, 6.2), _fig_throughput, 2),
     FigureSpec("verification-cost", (14, 5.2), _fig_verify_cost, 2),

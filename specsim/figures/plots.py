@@ -425,52 +425,75 @@ def plot_speedup_heatmap(
 
 
 # -- 6. optimal gamma schedule -----------------------------------------------------------------
-#: Vertical spacing of the optimal-gamma curves, so that equal gammas stay visible.
-OPTIMAL_GAMMA_OFFSET = 0.08
+def _off_ranges(batch: np.ndarray, gamma: np.ndarray) -> list[tuple[int, int]]:
+    """The runs of consecutive batch sizes (first, last) where ``gamma`` is 0: speculation off."""
+    off = np.r_[False, np.asarray(gamma) == 0, False]
+    starts, ends = np.flatnonzero(~off[:-1] & off[1:]), np.flatnonzero(off[:-1] & ~off[1:]) - 1
+    return [(int(batch[a]), int(batch[b])) for a, b in zip(starts, ends)]
 
 
-def plot_optimal_gamma_vs_batch(table: pd.DataFrame, *, ax: Any = None, title: str | None = None) -> dict[str, Any]:
-    """Optimal gamma against batch size, one step curve per alpha.
+def plot_optimal_gamma_vs_batch(
+    table: pd.DataFrame, *, axes: Any = None, ylabel: str | None = None, legend: bool = True
+) -> dict[str, Any]:
+    """The gamma to run at each batch size, one small panel per alpha, on integer gamma ticks.
 
-    ``table`` is :func:`specsim.speculation.sweep.optimal_gamma_table` for one context.
-    Where speculation stops paying (gamma = 0) the curve ends with a cross and
-    the batch size is labelled.  Returns ``{"lines": {alpha: Line2D}, "off_from": {alpha: batch or None}}``.
+    ``table`` holds one context: rows of ``alpha``, ``batch`` and ``gamma`` (the schedule drawn bold, as
+    :func:`specsim.speculation.schedule.gamma_schedule` gives it per batch) and, where present, ``best_gamma`` (the
+    exact best gamma at each batch, drawn thin and grey).  Each alpha has its own panel, so that equal gammas never
+    hide one another and every value is drawn where it is; batch sizes where the schedule is 0 (speculation off) are
+    shaded and listed.  Returns ``{"axes", "lines": {alpha: Line2D}, "best": {alpha: Line2D}, "off": {alpha: [(first,
+    last), ...]}, "off_from": {alpha: first batch off, or None}}``.
     """
-    ax = _axes(ax)
-    lines, off_from = {}, {}
-    groups = list(table.groupby("alpha"))
-    for i, (color, (alpha, group)) in enumerate(zip(_COLORS, groups)):
-        group = group.sort_values("batch")
-        # Curves at the same gamma would hide each other: each is lifted by OPTIMAL_GAMMA_OFFSET per alpha.
-        lift = (i - (len(groups) - 1) / 2) * OPTIMAL_GAMMA_OFFSET
-        (line,) = ax.step(group.batch, group.gamma + lift, where="post", color=color, lw=2, label=f"α = {alpha:g}")
-        lines[float(alpha)] = line
-        off = group[group.gamma == 0]
-        off_from[float(alpha)] = int(off.batch.iloc[0]) if len(off) else None
-        if off_from[float(alpha)] is not None:
-            ax.plot(off_from[float(alpha)], lift, "X", color=color, ms=9, markeredgecolor="black", zorder=5)
-    offs = [f"α = {a:g}: b ≥ {b}" for a, b in off_from.items() if b is not None]
-    if offs:
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    alphas = sorted(float(a) for a in table.alpha.unique())
+    if axes is None:
+        import matplotlib.pyplot as plt
+
+        _, axes = plt.subplots(1, len(alphas), figsize=(3 * len(alphas), 3.2), sharey=True)
+    axes = list(np.atleast_1d(axes))
+    if len(axes) != len(alphas):
+        raise ValueError(f"{len(alphas)} alphas need as many axes, got {len(axes)}")
+    top = int(table[[c for c in ("gamma", "best_gamma") if c in table]].to_numpy().max())
+    drawn: dict[str, Any] = {"axes": axes, "lines": {}, "best": {}, "off": {}, "off_from": {}}
+    for ax, colour, alpha in zip(axes, _COLORS, alphas):
+        rows = table[table.alpha == alpha].sort_values("batch")
+        batch, gamma = rows.batch.to_numpy(), rows.gamma.to_numpy()
+        if "best_gamma" in rows:
+            (drawn["best"][alpha],) = ax.step(
+                batch, rows.best_gamma, where="post", color="0.45", lw=0.8, label="best γ at each batch"
+            )
+        (drawn["lines"][alpha],) = ax.step(batch, gamma, where="post", color=colour, lw=2.2, label="schedule")
+        off = _off_ranges(batch, gamma)
+        drawn["off"][alpha], drawn["off_from"][alpha] = off, (off[0][0] if off else None)
+        for k, (first, last) in enumerate(off):
+            ax.axvspan(first, last + 1, color="0.88", lw=0, zorder=0, label="speculation off" if k == 0 else None)
+        where = ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in off)
         ax.text(
-            0.02,
             0.97,
-            "speculation off (X) from\n" + "\n".join(offs),
+            0.95,
+            f"off at b = {where}" if off else "on at every batch",
             transform=ax.transAxes,
+            ha="right",
             va="top",
-            fontsize=8.5,
+            fontsize=8,
             bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.9, "edgecolor": "#999999"},
         )
-    _log2_batch_axis(ax, int(table.batch.max()))
-    ax.set_xlabel("batch size (sequences)")
-    ax.set_ylabel(f"optimal γ (0 = speculation off; curves {OPTIMAL_GAMMA_OFFSET:g} apart)")
-    ax.set_ylim(-0.5, table.gamma.max() + 4)
-    if title is None:
-        row = table.iloc[0]
-        title = f"{row.target} + {row.draft} on {row.hardware}, L = {int(row.context)}"
-    ax.set_title(title, fontsize=10)
-    ax.legend(loc="upper right", fontsize=8, ncol=2)
-    ax.grid(alpha=0.3, which="both")
-    return {"ax": ax, "lines": lines, "off_from": off_from}
+        ax.set_xscale("log", base=2)
+        ax.set_xticks([2**k for k in range(int(np.log2(batch.max())) + 1)])
+        # Every other power of two labelled (1, 4, 16, ...): ten labels do not fit a panel this narrow.
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}" if round(np.log2(v)) % 2 == 0 else ""))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlim(1, batch.max())
+        ax.set_yticks(range(top + 1))  # gamma is a count of draft tokens: integer ticks, the curves drawn at them
+        ax.set_ylim(-0.35, top + 0.6)
+        ax.set_xlabel("batch size (sequences)")
+        ax.set_title(f"α = {alpha:g}", fontsize=10)
+        ax.grid(alpha=0.3, which="major")
+    if legend:
+        axes[0].legend(loc="upper left", bbox_to_anchor=(0.0, 0.82), fontsize=8)
+    axes[0].set_ylabel(ylabel or f"γ at L = {int(table.context.iloc[0])}")
+    return drawn
 
 
 # -- 7. devices side by side -----------------------------------------------------------------
