@@ -495,10 +495,11 @@ def _default_alpha(dep) -> float:
     return float(alpha_from_acceptance_length(1.0 + float(np.sum(c)), len(c)))
 
 
-def fit_engine(dep, runs: list[CalRun], *, intervals: bool = True, limits=None) -> EngineFit:
+def fit_engine(dep, runs: list[CalRun], *, intervals: bool = True, limits=None, done=None) -> EngineFit:
     """Fit the deployment's engine terms, its profile's efficiency scale (roofline and hybrid sources), its prefill
     efficiency and the unknown acceptance rates to ``runs``; predict every run with the fit, with each load, each number
-    of draft steps and each sweep held out, and with the preset as shipped."""
+    of draft steps and each sweep held out, and with the preset as shipped.  ``done`` is called after each fit (the
+    whole and each held-out one: a progress bar)."""
     runs = _order(runs)
     check_design(dep, runs)
     check_runs(dep, runs)
@@ -518,14 +519,16 @@ def fit_engine(dep, runs: list[CalRun], *, intervals: bool = True, limits=None) 
     design = identifiable(runs, model.fit_scale, dict(enumerate(model.batch)))
     everything = np.arange(len(runs))
     result = _fit_values(model, everything, design, preset, start, alpha0)
+    if done is not None:
+        done()
     terms, acceptance, dof = _terms(model, result, design, preset, intervals, alpha0)
     held = {
-        "held_out": _hold_out(model, design, preset, start, alpha0, [c.run.load for c in runs], "load"),
+        "held_out": _hold_out(model, design, preset, start, alpha0, [c.run.load for c in runs], "load", done),
         "held_out_steps": _hold_out(
-            model, design, preset, start, alpha0, [str(c.setup.steps) if c.setup else "" for c in runs], "steps"
+            model, design, preset, start, alpha0, [str(c.setup.steps) if c.setup else "" for c in runs], "steps", done
         ),
         "held_out_sweep": _hold_out(
-            model, design, preset, start, alpha0, [c.sweep if c.setup else "" for c in runs], "sweep"
+            model, design, preset, start, alpha0, [c.sweep if c.setup else "" for c in runs], "sweep", done
         ),
     }
     preset_values = dataclasses.replace(start, alphas=tuple([alpha0] * len(model.sweeps)))
@@ -632,7 +635,14 @@ def _terms(
 
 
 def _hold_out(
-    model: RunModel, design: dict, preset: EnginePreset, start: Values, alpha0: float, groups: list[str], what: str
+    model: RunModel,
+    design: dict,
+    preset: EnginePreset,
+    start: Values,
+    alpha0: float,
+    groups: list[str],
+    what: str,
+    done=None,
 ) -> tuple[np.ndarray, list[str]]:
     """Each run's prediction with its group (a load, a number of draft steps, a sweep) left out of the fit, and why the
     runs that cannot be held out cannot (NaN there)."""
@@ -675,6 +685,8 @@ def _hold_out(
             continue
         sub = identifiable([runs[i] for i in train], model.fit_scale, {k: model.batch[i] for k, i in enumerate(train)})
         res = _fit_values(model, train, sub, preset, start, alpha0)
+        if done is not None:
+            done()
         pred = model.predict(res.values, test)
         trained = set(model.sweep_index[train])
         lonely = np.array([s >= 0 and s not in trained for s in model.sweep_index[test]])

@@ -186,9 +186,11 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
         draft_options=draft_options,
         decode_only=not spec_runs,
     )
+    from specsim.cli.report import progress_bar
     from specsim.serving.steady import EngineLimits
 
-    fit = fit_engine(dep, runs, limits=EngineLimits(args.max_num_seqs, args.max_batched_tokens))
+    with progress_bar("calibrate-engine fits", "fit", quiet=args.json) as done:
+        fit = fit_engine(dep, runs, limits=EngineLimits(args.max_num_seqs, args.max_batched_tokens), done=done)
     if out is not None:
         acceptance, label = _real_acceptance(fit)
         record = calibration_mapping(

@@ -7,6 +7,7 @@ of provenance per step-time source) and how JSON is printed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from typing import Any, Sequence
@@ -99,6 +100,22 @@ def capacity_summary(cap, dep) -> list[str]:
             f"{cap.max_batch_with_draft} with it"
         )
     return lines
+
+
+@contextlib.contextmanager
+def progress_bar(desc: str, unit: str, total: int | None = None, quiet: bool = False):
+    """A progress bar on stderr (tqdm) for work that runs over a few seconds, shown only where stderr is a terminal and
+    not ``quiet`` (JSON output); yields the callback to call per finished ``unit`` (None where none is shown)."""
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False)
+    try:
+        yield lambda: bar.update()
+    finally:
+        bar.close()
 
 
 def progress(line: str) -> None:

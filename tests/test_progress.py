@@ -1,0 +1,47 @@
+"""Progress on stderr for the commands that run over a few seconds (issue 37): a tqdm bar where stderr is a terminal,
+nothing where it is not or the output is JSON, and the same output on stdout either way."""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+
+import pytest
+
+from specsim.cli.main import main
+
+PLAN = "examples/bench/plan/plan.yaml"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _run(monkeypatch, argv: list[str], terminal: bool) -> tuple[int, str, str]:
+    out, err = io.StringIO(), (_Terminal() if terminal else io.StringIO())
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize(
+    "argv, desc",
+    [
+        (["calibrate-engine", "--plan", PLAN], "calibrate-engine fits"),
+        (["serve-sim", "--rate", "2", "--requests", "60", "--runs", "3", "--jobs", "1"], "serve-sim runs"),
+    ],
+)
+def test_a_long_command_shows_progress_on_a_terminal_only(monkeypatch, argv, desc):
+    code, out, err = _run(monkeypatch, argv, terminal=True)
+    assert code == 0 and desc in err
+    # tqdm's "desc:  67%|...| 2/3 [" with a total, "desc: 14fit [" without one
+    counts = [int(n) for n in re.findall(re.escape(desc) + r":\s+(?:\d+%\|[^|]*\|\s*)?(\d+)", err)]
+    assert counts and counts[-1] >= 2, err[-500:]  # the bar moved past its first unit
+    code, plain_out, plain_err = _run(monkeypatch, argv, terminal=False)
+    assert code == 0 and desc not in plain_err and plain_out == out
+    if argv[0] == "serve-sim":  # --json quiets every bar alike (report.progress_bar); one command's check suffices
+        code, _, json_err = _run(monkeypatch, argv + ["--json"], terminal=True)
+        assert code == 0 and desc not in json_err
