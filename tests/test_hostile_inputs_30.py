@@ -182,7 +182,7 @@ def test_a_symlink_loop_as_output_is_refused_in_one_line(tmp_path, capsys):
         == 2
     )
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].endswith("it is a symlink loop"), err
+    assert len(err) == 1 and err[0].endswith("it is a symlink loop (remove the link or choose another name)"), err
 
 
 # -- valid inputs and hostile environments: the right answer ------------------------------------------

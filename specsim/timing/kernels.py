@@ -782,7 +782,7 @@ class KernelSource:
             path.parent.mkdir(parents=True, exist_ok=True)
             table.save(path)
         except (OSError, ValueError, RuntimeError) as exc:  # RuntimeError: pathlib's "Symlink loop" before 3.13
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or str(exc)  # OutputError: plain
             self._note(
                 f"kernel tables are not cached in {path.parent} ({reason}): they are built in memory for this run",
                 "no-cache",
