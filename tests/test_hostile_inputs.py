@@ -391,7 +391,7 @@ CASES = [
     ("serve-sweep --rates 1,2 --plot {tmp}/out/x.pdf", "--plot must end in .png or .svg"),
     ("serve-sim --rate 4 --target llama-3.3-70b", "does not fit on h100-sxm"),
     ("compose-kernels --hardware mi300x --out {tmp}/out", "no device 'mi300x'"),
-    ("compose-kernels --out {tmp}/nan.csv", "is not a folder"),
+    ("compose-kernels --out {tmp}/nan.csv", "nan.csv': it is a file, not a folder (give a folder, or move the file)"),
     ("hardware show nope", "unknown hardware 'nope'"),
     ("models show nope", "unknown model 'nope'"),
     ("figures --only nope --out {tmp}/out", "unknown figure(s) nope"),

@@ -21,12 +21,16 @@ __all__ = ["run_bench_plan"]
 def run_bench_plan(args: argparse.Namespace) -> int:
     from specsim.calibration.plan import design_plan, plan_files
     from specsim.cli.args import model_options
-    from specsim.core.files import atomic_write_many, check_output
+    from specsim.core.files import OutputError, atomic_write_many, make_folder, refuse_builtin, writing
     from specsim.speculation.deployment import Deployment
 
-    out = Path(args.out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ValueError(f"--out {str(out)!r} exists and is not an empty folder: bench-plan writes a new one")
+    out = Path(args.out).expanduser()
+    refuse_builtin(out)
+    with writing(out, folder=True):  # a name too long, a folder that cannot be listed: one line naming --out
+        if out.exists() and (not out.is_dir() or any(out.iterdir())):
+            raise OutputError(
+                out, "it exists and is not an empty folder", "bench-plan writes a new one: give a new name"
+            )
     prompts = None
     if args.prompts is not None:
         p = Path(args.prompts)
@@ -65,12 +69,8 @@ def run_bench_plan(args: argparse.Namespace) -> int:
         port=args.port,
     )
     files = plan_files(plan)
-    if not out.parent.is_dir():
-        raise ValueError(f"--out {str(out)!r}: its parent folder {str(out.parent)!r} does not exist")
-    out.mkdir(exist_ok=True)  # the last step before writing: every check above has passed
-    for name in files:
-        check_output(out / name)
-    atomic_write_many([(out / name, text.encode("utf-8")) for name, text in files.items()])
+    with make_folder(out):  # the last step before writing: every check above has passed
+        atomic_write_many([(out / name, text.encode("utf-8")) for name, text in files.items()])
     (out / "run.sh").chmod(0o755)
     if args.json:
         print_json(plan.to_dict() | {"folder": str(out), "files": sorted(files)})

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from specsim.cli.args import harness
 from specsim.cli.flags import (
@@ -219,14 +218,12 @@ def run_compose_kernels(args: argparse.Namespace) -> int:
 
     import pandas as pd
 
-    from specsim.core.files import atomic_write_many, check_output
+    from specsim.core.files import atomic_write_many, check_folder, check_output
     from specsim.describe.hardware import load_hardware
     from specsim.describe.models import get_model
     from specsim.timing.kernels import KernelSource, compose_steps
 
-    out = Path(args.out)
-    if not out.is_dir():
-        raise ValueError(f"--out {args.out!r} is not a folder")
+    out = check_folder(args.out)
     jobs = []
     for device in args.hardware:
         path = check_output(out / f"{device}-{args.engine}-kernel-steps.csv")

@@ -46,7 +46,7 @@ def _profile(text: str) -> list:
 
 def run_replay(args: argparse.Namespace) -> int:
     from specsim.cli.args import deployment
-    from specsim.core.files import atomic_write_text
+    from specsim.core.files import atomic_write_text, check_output
     from specsim.engines import DEFAULT_ENGINE, metric_names
     from specsim.watch.replay import ReplayServer, openmetrics, pages, simulate_day
     from specsim.watch.sources import parse_duration, parse_time
@@ -56,6 +56,8 @@ def run_replay(args: argparse.Namespace) -> int:
             "give --out FILE (an OpenMetrics file of the whole day, for promtool's backfill) or --listen "
             "[HOST:]PORT (pages served one per GET, for Prometheus to scrape), one of them"
         )
+    if args.out is not None:
+        check_output(args.out)  # before the day is simulated
     if (args.drop_at is None) != (args.drop_to is None):
         raise ValueError("--drop-at and --drop-to go together: when the acceptance changes, and to what alpha")
     if args.draft is None:

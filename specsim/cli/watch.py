@@ -159,6 +159,11 @@ def _check(args) -> None:
         raise ValueError(f"--plot {args.plot!r}: write a .png or a .svg file")
     if args.url is None and args.prometheus is None and args.plot is not None:
         raise ValueError("--plot draws a watched period: give --url or --prometheus")
+    from specsim.core.files import check_output
+
+    for flag in ("plot", "alert_rules", "dashboard"):  # before the watch: an hour's windows must not be lost at the end
+        if getattr(args, flag) is not None:
+            check_output(getattr(args, flag), flag="--" + flag.replace("_", "-"))
 
 
 def _deployment(args, model: str | None):

@@ -34,7 +34,7 @@ import pandas as pd
 
 from specsim.article.reproduce import ARTICLE_CONTEXT_TOKENS, article_deployment
 from specsim.core.defaults import DEFAULT_ALPHA, DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
-from specsim.core.files import atomic_write_bytes
+from specsim.core.files import atomic_write_many, make_folder
 from specsim.engines import DEFAULT_ENGINE, ENGINES
 from specsim.figures.plots import (
     _BATCH_AXIS,
@@ -483,8 +483,8 @@ def render(spec: FigureSpec) -> tuple[Any, dict[str, Any]]:
 def make_all(outdir: str | Path = "figures", names: list[str] | None = None) -> list[Path]:
     """Regenerate the committed figures as PNG and SVG in ``outdir``.
 
-    Files are written atomically; the output is deterministic (no dates in the
-    metadata, a fixed SVG hash salt).  Returns the paths written.
+    Files are written atomically, all or none (a folder made for them is removed if they cannot be written); the
+    output is deterministic (no dates in the metadata, a fixed SVG hash salt).  Returns the paths written.
     """
     import matplotlib
 
@@ -495,15 +495,14 @@ def make_all(outdir: str | Path = "figures", names: list[str] | None = None) -> 
     unknown = [n for n in chosen if n not in known]
     if unknown:
         raise KeyError(f"unknown figure(s) {', '.join(unknown)}; known: {', '.join(known)}")
-    out = Path(outdir)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    with matplotlib.rc_context({"svg.hashsalt": "specsim", "font.size": 10}):
+    files = []
+    # The folder first: one that cannot be made is said before the figures are drawn.
+    with make_folder(outdir, parents=True) as out, matplotlib.rc_context({"svg.hashsalt": "specsim", "font.size": 10}):
         for name in chosen:
             fig, _ = render(known[name])
             # PNG keeps matplotlib's "Software" tag (its version); SVG drops the date.
             for fmt, meta in (("png", {}), ("svg", {"Date": None})):
                 buffer = io.BytesIO()
                 fig.savefig(buffer, format=fmt, dpi=150, metadata=meta)
-                written.append(atomic_write_bytes(out / f"{name}.{fmt}", buffer.getvalue()))
-    return written
+                files.append((out / f"{name}.{fmt}", buffer.getvalue()))
+        return atomic_write_many(files)  # all or none (about 4 MB held for every figure)
