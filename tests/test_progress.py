@@ -45,3 +45,11 @@ def test_a_long_command_shows_progress_on_a_terminal_only(monkeypatch, argv, des
     if argv[0] == "serve-sim":  # --json quiets every bar alike (report.progress_bar); one command's check suffices
         code, _, json_err = _run(monkeypatch, argv + ["--json"], terminal=True)
         assert code == 0 and desc not in json_err
+
+
+def test_figures_counts_the_figures_it_draws(monkeypatch, tmp_path):
+    argv = ["figures", "--only", "roofline,speedup-vs-gamma", "--out", str(tmp_path / "a")]
+    code, out, err = _run(monkeypatch, argv, terminal=True)
+    assert code == 0 and re.search(r"figures:\s+100%\|[^|]*\|\s*2/2", err), err[-300:]
+    code, _, plain_err = _run(monkeypatch, argv[:-1] + [str(tmp_path / "b")], terminal=False)
+    assert code == 0 and "figures:" not in plain_err

@@ -326,7 +326,11 @@ def run_figures(args: argparse.Namespace) -> int:
                 print(spec.name)
         return 0
     start = time.perf_counter()
-    paths = make_all(args.out, args.only)
+    from specsim.cli.report import progress_bar
+
+    count = len(FIGURES) if args.only is None else len(args.only)
+    with progress_bar("figures", "figure", total=count, quiet=args.json) as done:
+        paths = make_all(args.out, args.only, done)
     elapsed = time.perf_counter() - start
     if args.json:
         print_json([str(p) for p in paths])

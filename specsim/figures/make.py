@@ -480,8 +480,9 @@ def render(spec: FigureSpec) -> tuple[Any, dict[str, Any]]:
     return fig, drawn
 
 
-def make_all(outdir: str | Path = "figures", names: list[str] | None = None) -> list[Path]:
-    """Regenerate the committed figures as PNG and SVG in ``outdir``.
+def make_all(outdir: str | Path = "figures", names: list[str] | None = None, done=None) -> list[Path]:
+    """Regenerate the committed figures as PNG and SVG in ``outdir``; ``done`` is called after each figure is drawn (a
+    progress bar).
 
     Files are written atomically, all or none (a folder made for them is removed if they cannot be written); the
     output is deterministic (no dates in the metadata, a fixed SVG hash salt).  Returns the paths written.
@@ -505,4 +506,6 @@ def make_all(outdir: str | Path = "figures", names: list[str] | None = None) -> 
                 buffer = io.BytesIO()
                 fig.savefig(buffer, format=fmt, dpi=150, metadata=meta)
                 files.append((out / f"{name}.{fmt}", buffer.getvalue()))
+            if done is not None:
+                done()
         return atomic_write_many(files)  # all or none (about 4 MB held for every figure)
