@@ -416,7 +416,7 @@ def test_a_sweep_run_by_an_executor_is_the_serial_sweep_row_for_row():
     serial = serve_sweep(DEP, [1.0, 6.0], n=30, acceptance=0.7)
     with Recording(max_workers=2) as pool:
         parallel = serve_sweep(DEP, [1.0, 6.0], n=30, acceptance=0.7, executor=pool)
-    assert Recording.calls == [("_sweep_point", [1.0, 6.0])]  # every rate went to the executor, as floats, in order
+    assert Recording.calls == [("_sweep_one", [1.0, 6.0])]  # every rate went to the executor, as floats, in order
     pd.testing.assert_frame_equal(serial, parallel)
     assert list(parallel.rate) == [1.0, 6.0]
 
@@ -449,6 +449,26 @@ def test_a_sweep_of_several_runs_is_the_mean_of_the_single_seed_sweeps_with_a_st
     for bad in (0, -1, 2.0, True):
         with pytest.raises(ValueError, match="runs must be a whole number >= 1"):
             serve_sweep(DEP, [2.0], n=5, runs=bad)
+
+
+def test_a_sweep_in_worker_processes_brings_back_the_step_time_sources_notes():
+    # The kernel tables stop at batch 128: the rates up to 32 req/s reach batch 129-256 and the source notes that it
+    # extrapolates.  Each worker process notes on its own copy of the source; serve_sweep takes those notes back, so
+    # serve-sweep --workers (or --executor) prints what the serial run prints (before, it printed none of them).
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from specsim.serving.simulator import serve_sweep
+
+    def build():
+        return Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="hybrid", engine="vllm")
+
+    serial, pooled = build(), build()
+    frame = serve_sweep(serial, [2.0, 32.0], "chat", 40, 0.8, seed=3)
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
+        pd.testing.assert_frame_equal(frame, serve_sweep(pooled, [2.0, 32.0], "chat", 40, 0.8, seed=3, executor=pool))
+    assert any("decode-attention data stop at a smaller batch" in note for note in serial.notes())
+    assert pooled.notes() == serial.notes()
 
 
 # -- the requests of a run, and their refusals, word for word --------------------------------------------------------

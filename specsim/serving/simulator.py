@@ -904,6 +904,13 @@ def _sweep_row(rate: float, runs: list) -> dict:
     return row
 
 
+def _sweep_one(job):
+    """One run of one rate (:func:`_sweep_point`), and the notes its step-time source took meanwhile (as
+    :func:`_compare_one`)."""
+    dep = job[0]
+    return _sweep_point(job), dep.source.noted_items() if hasattr(dep.source, "noted_items") else []
+
+
 def serve_sweep(
     dep: Deployment,
     rates,
@@ -927,7 +934,8 @@ def serve_sweep(
     The simulations are independent: ``executor`` (any :class:`concurrent.futures.Executor`, e.g. a
     ``ProcessPoolExecutor``, or a cluster's, such as dask.distributed's ``Client.get_executor()``) runs them
     in parallel; None runs them here, one after the other.  Each rate uses the same ``seed``, so the rates
-    differ only in arrival spacing.
+    differ only in arrival spacing.  What the step-time source notes in a worker (data it extrapolates) is taken back
+    into ``dep.source``, each note once, so the notes are the same whichever executor ran the rates.
 
     ``runs`` > 1 runs each rate with seeds ``seed``, ``seed + 1``, ... (as ``serve-sim --runs``): each figure is
     then the mean over the runs, beside it ``<column>_ci`` holds the half-width of its 95% confidence interval
@@ -950,7 +958,14 @@ def serve_sweep(
         for rate in rates
         for k in range(runs)
     ]
-    done = list(executor.map(_sweep_point, jobs)) if executor is not None else [_sweep_point(j) for j in jobs]
+    if executor is None:
+        done = [_sweep_point(j) for j in jobs]
+    else:
+        done = []
+        for result, noted in executor.map(_sweep_one, jobs):
+            done.append(result)
+            if hasattr(dep.source, "take_notes"):
+                dep.source.take_notes(noted)
     return pd.DataFrame([_sweep_row(rate, done[i * runs : (i + 1) * runs]) for i, rate in enumerate(rates)])
 
 
