@@ -7,6 +7,7 @@ import contextlib
 import sys
 
 from specsim.cli.args import deployment, resolve_acceptance
+from specsim.cli.executors import add_executor_arg, open_executor, usable_cores
 from specsim.cli.flags import MAX_SERVE_RUNS, add_serving_args, int_at_least, nonempty, rate, rate_list
 from specsim.cli.report import describe, ms, print_json, print_notes, table
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_RATE_PER_S, MAX_WORKERS
@@ -65,43 +66,59 @@ PARALLEL_FROM_REQUESTS = 2000
 
 @contextlib.contextmanager
 def _runner(args: argparse.Namespace, runs: int, requests: int):
-    """(executor or None, a callback per finished run): the runs spread over ``--jobs`` processes (the cores this process
-    may use, unless told) where there are several and enough requests to be worth it, and a progress bar on stderr
-    where it is a terminal and the output is not JSON."""
-    import os
-    import sys
-
-    jobs = (
-        args.jobs
-        if args.jobs is not None
-        else len(os.sched_getaffinity(0))
-        if hasattr(os, "sched_getaffinity")
-        else os.cpu_count() or 1
-    )
-    jobs = min(jobs, runs) if runs > 1 and (args.jobs is not None or requests >= PARALLEL_FROM_REQUESTS) else 1
+    """(executor or None, a callback per finished run): the runs on the cluster ``--executor`` names, else spread over
+    ``--jobs`` processes (the cores this process may use, unless told) where there are several and enough requests to be
+    worth it; a progress bar on stderr where it is a terminal and the output is not JSON."""
+    _one_place(args, "--jobs", args.jobs)
     bar = None
     if runs > 1 and sys.stderr.isatty() and not args.json:
         from tqdm import tqdm
 
         bar = tqdm(total=runs, desc="serve-sim runs", unit="run", file=sys.stderr, leave=False)
     done = bar.update if bar is not None else None
-    if jobs <= 1:
-        try:
-            yield None, done
-        finally:
-            if bar is not None:
-                bar.close()
-        return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+    jobs = args.jobs if args.jobs is not None else usable_cores()
+    jobs = min(jobs, runs) if runs > 1 and (args.jobs is not None or requests >= PARALLEL_FROM_REQUESTS) else 1
     try:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            yield pool, done
+        if args.executor is not None:
+            with open_executor(args.executor, runs) as executor:
+                yield executor, done
+        elif jobs <= 1:
+            yield None, done
+        else:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            start = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(start)) as pool:
+                yield pool, done
     finally:
         if bar is not None:
             bar.close()
+
+
+def _one_place(args: argparse.Namespace, flag: str, value: int | None) -> None:
+    """Refuse a process pool's size beside --executor, which runs the jobs on the cluster's own workers."""
+    if args.executor is not None and value is not None:
+        raise ValueError(
+            f"{flag} {value} sizes a process pool on this machine, and --executor {args.executor} runs the simulations "
+            f"on its cluster's workers instead: drop one of them"
+        )
+
+
+@contextlib.contextmanager
+def _sweep_executor(args: argparse.Namespace):
+    """serve-sweep's rates on the cluster --executor names, in a pool of --workers processes, or here (None)."""
+    _one_place(args, "--workers", args.workers)
+    if args.executor is not None:
+        with open_executor(args.executor, len(args.rates)) as executor:
+            yield executor
+    elif args.workers is not None and args.workers > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=args.workers) as pool:
+            yield pool
+    else:
+        yield None
 
 
 def run_serve_sim(args: argparse.Namespace) -> int:
@@ -339,18 +356,10 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
         check_output(args.plot, (".png", ".svg"), "--plot")
     acc, acc_label, dep, limits, slo, gamma = _setup(args)
     workload, n = get_workload(args.workload), args.requests
-    executor = None
-    if args.workers > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        executor = ProcessPoolExecutor(max_workers=args.workers)
-    try:
+    with _sweep_executor(args) as executor:
         frame = serve_sweep(
             dep, args.rates, workload, n, acc, gamma, limits, args.seed, *slo, args.gamma_max, executor=executor
         )
-    finally:
-        if executor is not None:
-            executor.shutdown()
     findings = sweep_findings(frame)
     if args.plot:
         from specsim.figures.plots import save_serve_sweep
@@ -481,6 +490,7 @@ def _parser_serve_sim(sub) -> None:
         help="processes the runs are spread over (default: the cores this process may use, where the runs "
         f"simulate {PARALLEL_FROM_REQUESTS:,} requests or more; every figure is the same whatever the number)",
     )
+    add_executor_arg(p, "--jobs")
     p.add_argument(
         "--csv",
         type=nonempty("csv"),
@@ -504,9 +514,9 @@ def _parser_serve_sweep(sub) -> None:
     p.add_argument(
         "--workers",
         type=int_at_least(1, "workers", MAX_WORKERS),
-        default=1,
-        help="parallel simulations (a process pool; default 1)",
+        help="parallel simulations (a process pool; default 1: one after the other)",
     )
+    add_executor_arg(p, "--workers")
     p.add_argument(
         "--plot", type=nonempty("plot"), metavar="FILE", help="write the TPOT and throughput figure (.png or .svg)"
     )
