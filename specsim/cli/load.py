@@ -69,16 +69,12 @@ def _runner(args: argparse.Namespace, runs: int, requests: int):
     """(executor or None, a callback per finished run): the runs on the cluster ``--executor`` names, else spread over
     ``--jobs`` processes (the cores this process may use, unless told) where there are several and enough requests to be
     worth it; a progress bar on stderr where it is a terminal and the output is not JSON."""
-    _one_place(args, "--jobs", args.jobs)
-    bar = None
-    if runs > 1 and sys.stderr.isatty() and not args.json:
-        from tqdm import tqdm
+    from specsim.cli.report import progress_bar
 
-        bar = tqdm(total=runs, desc="serve-sim runs", unit="run", file=sys.stderr, leave=False)
-    done = bar.update if bar is not None else None
+    _one_place(args, "--jobs", args.jobs)
     jobs = args.jobs if args.jobs is not None else usable_cores()
     jobs = min(jobs, runs) if runs > 1 and (args.jobs is not None or requests >= PARALLEL_FROM_REQUESTS) else 1
-    try:
+    with progress_bar("serve-sim runs", "run", total=runs, quiet=runs <= 1 or args.json) as done:
         if args.executor is not None:
             with open_executor(args.executor, runs) as executor:
                 yield executor, done
@@ -91,9 +87,6 @@ def _runner(args: argparse.Namespace, runs: int, requests: int):
             start = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
             with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(start)) as pool:
                 yield pool, done
-    finally:
-        if bar is not None:
-            bar.close()
 
 
 def _one_place(args: argparse.Namespace, flag: str, value: int | None) -> None:
