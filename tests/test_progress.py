@@ -32,6 +32,7 @@ def _run(monkeypatch, argv: list[str], terminal: bool) -> tuple[int, str, str]:
     [
         (["calibrate-engine", "--plan", PLAN], "calibrate-engine fits"),
         (["serve-sim", "--rate", "2", "--requests", "60", "--runs", "3", "--jobs", "1"], "serve-sim runs"),
+        (["serve-sweep", "--rates", "1,2,4", "--requests", "40"], "serve-sweep rates"),
     ],
 )
 def test_a_long_command_shows_progress_on_a_terminal_only(monkeypatch, argv, desc):

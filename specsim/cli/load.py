@@ -349,9 +349,25 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
         check_output(args.plot, (".png", ".svg"), "--plot")
     acc, acc_label, dep, limits, slo, gamma = _setup(args)
     workload, n = get_workload(args.workload), args.requests
-    with _sweep_executor(args) as executor:
+    from specsim.cli.report import progress_bar
+
+    with (
+        _sweep_executor(args) as executor,
+        progress_bar("serve-sweep rates", "rate", total=len(args.rates), quiet=args.json) as done,
+    ):
         frame = serve_sweep(
-            dep, args.rates, workload, n, acc, gamma, limits, args.seed, *slo, args.gamma_max, executor=executor
+            dep,
+            args.rates,
+            workload,
+            n,
+            acc,
+            gamma,
+            limits,
+            args.seed,
+            *slo,
+            args.gamma_max,
+            executor=executor,
+            done=done,
         )
     findings = sweep_findings(frame)
     if args.plot:

@@ -911,6 +911,11 @@ def _sweep_one(job):
     return _sweep_point(job), dep.source.noted_items() if hasattr(dep.source, "noted_items") else []
 
 
+def _sweep_point_noted(job):
+    """One run of one rate here, in this process: its notes are already in ``dep.source`` (none to take back)."""
+    return _sweep_point(job), None
+
+
 def serve_sweep(
     dep: Deployment,
     rates,
@@ -925,8 +930,10 @@ def serve_sweep(
     gamma_max: int = DEFAULT_SERVING_GAMMA_MAX,
     executor=None,
     runs: int = 1,
+    done=None,
 ):
-    """:func:`serve_compare` at each Poisson ``rate`` (requests/s), as a DataFrame with one row per rate.
+    """:func:`serve_compare` at each Poisson ``rate`` (requests/s), as a DataFrame with one row per rate; ``done`` is
+    called as each simulation (a rate and a seed) finishes (a progress bar).
 
     ``workload`` (a :class:`~specsim.serving.workloads.Workload` or its name) and ``n`` default to
     :data:`specsim.serving.workloads.DEFAULT_WORKLOAD` and :data:`DEFAULT_REQUESTS`.
@@ -958,15 +965,14 @@ def serve_sweep(
         for rate in rates
         for k in range(runs)
     ]
-    if executor is None:
-        done = [_sweep_point(j) for j in jobs]
-    else:
-        done = []
-        for result, noted in executor.map(_sweep_one, jobs):
-            done.append(result)
-            if hasattr(dep.source, "take_notes"):
-                dep.source.take_notes(noted)
-    return pd.DataFrame([_sweep_row(rate, done[i * runs : (i + 1) * runs]) for i, rate in enumerate(rates)])
+    finished = []
+    for result, noted in map(_sweep_point_noted, jobs) if executor is None else executor.map(_sweep_one, jobs):
+        finished.append(result)
+        if noted is not None and hasattr(dep.source, "take_notes"):
+            dep.source.take_notes(noted)
+        if done is not None:
+            done()
+    return pd.DataFrame([_sweep_row(rate, finished[i * runs : (i + 1) * runs]) for i, rate in enumerate(rates)])
 
 
 def sweep_findings(frame, attainment: float = DEFAULT_SLO_ATTAINMENT) -> dict:
