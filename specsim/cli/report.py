@@ -111,7 +111,9 @@ def progress_bar(desc: str, unit: str, total: int | None = None, quiet: bool = F
         return
     from tqdm import tqdm
 
-    bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False)
+    # Every unit is drawn (its units are whole fits, runs or figures, seconds apart): none is lost to tqdm's 0.1 s
+    # rate limit, so what is shown does not depend on how fast the machine is.
+    bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, mininterval=0, miniters=1)
     try:
         yield lambda: bar.update()
     finally:
