@@ -9,50 +9,30 @@ __all__ = ["calibration", "deployment", "harness", "model_acceptance", "model_op
 
 
 def resolve_acceptance(args: argparse.Namespace, dep=None, context: int | None = None, workload: str | None = None):
-    """(value, label): --acceptance or --metrics as an Acceptance, else --alpha, else a calibration's measured
-    acceptance, else the drafter's published acceptance for the deployment's target, ``workload`` and ``context``
-    (:meth:`specsim.speculation.drafters.Drafter.default_acceptance`; without ``dep``, the drafter's default)."""
-    from specsim.speculation.acceptance import parse_acceptance
-    from specsim.speculation.drafters import drafter_class
+    """(value, label): the acceptance the flags give (--acceptance, --metrics, --alpha, --calibration), else the
+    drafter's published acceptance for the deployment's target, ``workload`` and ``context``; the library's
+    :func:`specsim.answers.acceptance.resolve_acceptance` (the calibration file is read only where it is asked)."""
+    from specsim.answers.acceptance import resolve_acceptance as resolve
+    from specsim.cli import report
 
     if getattr(args, "metrics_gamma", None) is not None and getattr(args, "metrics", None) is None:
         raise ValueError("--metrics-gamma goes with an SGLang --metrics page")
     if getattr(args, "metrics_model", None) is not None and getattr(args, "metrics", None) is None:
         raise ValueError("--metrics-model goes with a --metrics page")
-    if getattr(args, "acceptance", None) is not None:
-        acc = parse_acceptance(args.acceptance)
-    elif getattr(args, "metrics", None) is not None:
-        from specsim.speculation.metrics import acceptance_from_page
-
-        acc = acceptance_from_page(args.metrics, args.metrics_gamma, getattr(args, "metrics_model", None))
-    elif args.alpha is not None:
-        return args.alpha, f"alpha {args.alpha:g}"
-    else:
-        cal = calibration(args)
-        draft = getattr(args, "draft", None)
-        if cal is not None and cal.acceptance is not None and draft in (None, cal.drafter):
-            return cal.acceptance, cal.acceptance_label
-        kind = (
-            type(dep.drafter)
-            if dep is not None
-            else drafter_class(draft if draft is not None or cal is None else cal.drafter)
-        )
-        acc, label = (
-            kind.default_acceptance(dep.target, workload, context) if dep is not None else kind.default_acceptance()
-        )
-        from specsim.cli import report
-
-        full = kind.published()[1]
-        if report.VERBOSE and full not in label:  # the default's source in full: target, workload, draft length, number
-            label += f"; the default in full: {full}"
-        if cal is not None:
-            label += (
-                f"; {cal.name} measured no acceptance on real prompts (its runs were pinned)"
-                if cal.acceptance is None
-                else f"; {cal.name}'s acceptance is of {cal.drafter}, not --draft {draft}"
-            )
-        return acc, label
-    return acc, acc.describe()
+    given = any(getattr(args, f, None) is not None for f in ("acceptance", "metrics", "alpha"))
+    return resolve(
+        dep,
+        alpha=args.alpha,
+        acceptance=getattr(args, "acceptance", None),
+        metrics=getattr(args, "metrics", None),
+        metrics_gamma=getattr(args, "metrics_gamma", None),
+        metrics_model=getattr(args, "metrics_model", None),
+        calibration=None if given else calibration(args),
+        draft=getattr(args, "draft", None),
+        workload=workload,
+        context=context,
+        full_source=report.VERBOSE,
+    )
 
 
 def model_acceptance(args: argparse.Namespace, dep, context: int):

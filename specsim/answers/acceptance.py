@@ -1,0 +1,93 @@
+"""Which acceptance an answer rests on, and the label every answer prints beside it.
+
+In order of precedence: per-position rates the user gives (``"0.92,0.81,0.70"`` or an
+:class:`~specsim.speculation.acceptance.Acceptance`), a saved ``/metrics`` page, one alpha, a calibration's acceptance
+measured on real prompts (where the drafter is the one it measured), else the drafter's published acceptance for the
+deployment's target, the workload and the context
+(:meth:`specsim.speculation.drafters.Drafter.default_acceptance`).  The command line's ``--acceptance``, ``--metrics``,
+``--alpha`` and ``--calibration`` call this, so that a notebook resolves the same acceptance with the same label.
+"""
+
+from __future__ import annotations
+
+__all__ = ["resolve_acceptance"]
+
+
+def resolve_acceptance(
+    dep=None,
+    *,
+    alpha: float | None = None,
+    acceptance=None,
+    metrics: str | None = None,
+    metrics_gamma: int | None = None,
+    metrics_model: str | None = None,
+    calibration=None,
+    draft: str | None = None,
+    workload: str | None = None,
+    context: int | None = None,
+    full_source: bool = False,
+) -> tuple[object, str]:
+    """(acceptance, label): a float alpha or an :class:`~specsim.speculation.acceptance.Acceptance`, and what it is.
+
+    Parameters
+    ----------
+    dep : Deployment, optional
+        Whose drafter's published acceptance applies when none is given (for its target, ``workload`` and
+        ``context``); without it, the default of the drafter ``draft`` names (or the calibration's drafter).
+    alpha : float, optional
+        One per-token acceptance rate in [0, 1].
+    acceptance : str or Acceptance, optional
+        Per-position acceptance, P(drafted token k accepted) for k = 1, 2, ... (a string is parsed as ``--acceptance``).
+    metrics, metrics_gamma, metrics_model : optional
+        A saved ``/metrics`` page, with the draft steps an SGLang page was measured at and the model it names.
+    calibration : Calibration, optional
+        A :func:`specsim.calibration.file.read_calibration` result: its measured acceptance applies where ``draft``
+        is None or its drafter.
+    draft : str, optional
+        The drafter as named beside the calibration (``--draft``).
+    workload : str, optional
+        Which published acceptance to read (``chat`` unless given; :data:`specsim.core.defaults.ACCEPTANCE_WORKLOADS`).
+    context : int, optional
+        Cached tokens per sequence, for the published rows that depend on it, in tokens.
+    full_source : bool
+        Append the published default's source in full to its label (``-v``).
+
+    >>> resolve_acceptance(alpha=0.8)
+    (0.8, 'alpha 0.8')
+    >>> resolve_acceptance(acceptance="0.9,0.8")[0].max_gamma
+    2
+    """
+    from specsim.speculation.acceptance import parse_acceptance
+    from specsim.speculation.drafters import drafter_class
+
+    if acceptance is not None:
+        acc = parse_acceptance(acceptance) if isinstance(acceptance, str) else acceptance
+    elif metrics is not None:
+        from specsim.speculation.metrics import acceptance_from_page
+
+        acc = acceptance_from_page(metrics, metrics_gamma, metrics_model)
+    elif alpha is not None:
+        return alpha, f"alpha {alpha:g}"
+    else:
+        cal = calibration
+        if cal is not None and cal.acceptance is not None and draft in (None, cal.drafter):
+            return cal.acceptance, cal.acceptance_label
+        kind = (
+            type(dep.drafter)
+            if dep is not None
+            else drafter_class(draft if draft is not None or cal is None else cal.drafter)
+        )
+        acc, label = (
+            kind.default_acceptance(dep.target, workload, context) if dep is not None else kind.default_acceptance()
+        )
+        full = kind.published()[1]
+        if full_source and full not in label:  # the default's source in full: target, workload, draft length, number
+            label += f"; the default in full: {full}"
+        if cal is not None:
+            label += (
+                f"; {cal.name} measured no acceptance on real prompts (its runs were pinned)"
+                if cal.acceptance is None
+                else f"; {cal.name}'s acceptance is of {cal.drafter}, not --draft {draft}"
+            )
+        return acc, label
+    return acc, acc.describe()
