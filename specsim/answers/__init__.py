@@ -19,7 +19,13 @@ import numpy as np
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS
 from specsim.engines import ENGINES, REGISTRY
 from specsim.engines.vllm import ROCM_SPEC
-from specsim.serving.capacity import Capacity, capacity, require_target_fits, reserved_context
+from specsim.serving.capacity import (
+    DEFAULT_MEMORY_UTILIZATION,
+    Capacity,
+    capacity,
+    require_target_fits,
+    reserved_context,
+)
 from specsim.speculation.acceptance import tokens_per_round
 from specsim.speculation.deployment import Deployment, model_assumptions
 from specsim.speculation.search import OptimalGamma, optimal_gamma, speedup_from_cost_ratio
@@ -27,6 +33,7 @@ from specsim.timing.roofline import RooflineSource
 
 __all__ = [
     "GammaAnswer",
+    "capacity_record",
     "closed_form_answer",
     "deployment_capacity",
     "gamma_answer",
@@ -208,6 +215,30 @@ def deployment_capacity(dep: Deployment, context: int, max_context: int | None, 
     cap = capacity(dep, tokens, memory_utilization)
     require_target_fits(dep, cap)
     return cap
+
+
+def capacity_record(
+    dep: Deployment, context: int, memory_utilization: float = DEFAULT_MEMORY_UTILIZATION, gamma: int | None = None
+) -> dict:
+    """capacity: the memory budget at ``context`` tokens per sequence (:func:`specsim.serving.capacity.capacity`, a
+    hybrid target's scratch sized for ``gamma`` draft tokens) with the deployment's names and the smallest tensor
+    parallelism that fits (:func:`specsim.serving.capacity.smallest_fitting_tp`); ``context`` in tokens,
+    ``memory_utilization`` the engine's share of device memory.
+
+    >>> record = capacity_record(Deployment.build("h100-sxm", "llama-3.3-70b", "llama-3.2-1b"), 8192)
+    >>> record["target_fits"], record["smallest_fitting_tp"]
+    (False, 4)
+    """
+    from specsim.serving.capacity import smallest_fitting_tp
+
+    cap = capacity(dep, context, memory_utilization, gamma)
+    return {
+        "hardware": dep.hardware.name,
+        "target": dep.target.name,
+        "draft": dep.drafter.name,
+        **cap.to_dict(),
+        "smallest_fitting_tp": smallest_fitting_tp(dep, context, memory_utilization),
+    }
 
 
 # -- speedup and steptime ---------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""explain as a library result: where a speculative round's time goes against batch, next to a plain decode step."""
+"""explain as a library result: where a speculative round's time goes against batch, next to a plain decode step; and at
+a load, each load's round at the decode batch it implies, with the others' prompts that ride in its iterations."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma
 
-__all__ = ["RoundAnatomy", "round_anatomy"]
+__all__ = ["RoundAnatomy", "load_anatomy", "round_anatomy"]
 
 
 @dataclass(frozen=True)
@@ -108,3 +109,26 @@ def round_anatomy(
     for row in rows:  # every row names every part (0 where a batch's round has none of it)
         row["parts_s"] = {n: row["parts_s"].get(n, 0.0) for n in names}
     return RoundAnatomy(dep, label, context, rows, names)
+
+
+def load_anatomy(dep: Deployment, acceptance: object, label: str, answer, context: int) -> list[dict]:
+    """explain at a load: for each row of ``answer`` (a :func:`specsim.answers.load.load_answer`), the round it runs at
+    its gamma (at least 1, so that a load where speculation does not pay still shows the round it would run) at the
+    decode batch the load implies and ``context`` tokens, with the time the others' prompts take beside it in each
+    iteration (``prompts_beside_s``, the iteration's ITL less the round), the plain iteration and the load's speedup."""
+    rows = []
+    for r in answer.rows:
+        g = max(r["gamma"], 1)
+        batch = max(r["spec"]["decode_batch"], 1.0)
+        a = round_anatomy(dep, acceptance, label, [batch], context, g).rows[0]
+        rows.append(
+            a
+            | {
+                "load": r["load"],
+                "prompts_beside_s": r["spec"]["itl_s"] - a["t_round_s"],
+                "iteration_s": r["spec"]["itl_s"],
+                "plain_iteration_s": r["plain"]["itl_s"],
+                "speedup_at_load": r["speedup_tpot"],
+            }
+        )
+    return rows

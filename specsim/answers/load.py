@@ -17,12 +17,76 @@ import numpy as np
 
 from specsim.serving.steady import EngineLimits, SteadyState, load_label, steady_state
 
-__all__ = ["DEFAULT_INPUT_TOKENS", "DEFAULT_OUTPUT_TOKENS", "LoadAnswer", "kv_bytes", "load_answer"]
+__all__ = [
+    "DEFAULT_INPUT_TOKENS",
+    "DEFAULT_OUTPUT_TOKENS",
+    "LoadAnswer",
+    "RequestLengths",
+    "kv_bytes",
+    "load_answer",
+    "request_lengths",
+]
 
 #: A benchmark's prompt and output lengths unless told: the reference article's 1,000-token prompt and 256-token
 #: completion (the mean context of 1,128 tokens every batch answer uses).
 DEFAULT_INPUT_TOKENS = 1000
 DEFAULT_OUTPUT_TOKENS = 256
+
+
+@dataclass(frozen=True, eq=False)
+class RequestLengths:
+    """A load's requests: their mean prompt and output tokens, the workload's samples where a distribution gives them
+    (None: every request alike), and how they were given, for the header."""
+
+    input_tokens: float
+    output_tokens: float
+    prompt_sample: np.ndarray | None
+    output_sample: np.ndarray | None
+    description: str
+
+    @property
+    def context_tokens(self) -> int:
+        """The mean context of a request, its prompt plus half its output (the context every answer's acceptance and
+        header use), in tokens."""
+        return int(self.input_tokens + self.output_tokens / 2)
+
+
+def request_lengths(
+    input_tokens: int | None = None, output_tokens: int | None = None, workload: str | None = None
+) -> RequestLengths:
+    """The requests of a load: every request ``input_tokens`` in and ``output_tokens`` out (a benchmark's fixed
+    lengths; either one unset takes the reference article's, said so), or with neither given, a serving workload's
+    distributions (:data:`specsim.serving.workloads.WORKLOADS`, 20,000 requests drawn with seed 0), where ``workload``
+    names one.
+
+    >>> print(request_lengths(2000).description)
+    every request 2000 in, 256 out [--output-len 256 (default: the article's completion)]
+    >>> request_lengths(2000, 100).context_tokens
+    2050
+    """
+    P, O = input_tokens, output_tokens
+    if P is None and O is None and workload is not None:
+        from specsim.serving.workloads import WORKLOADS
+
+        w = WORKLOADS.get(workload)
+        if w is not None:
+            p, o = w.sample(20_000, np.random.default_rng(0))
+            return RequestLengths(
+                float(p.mean()),
+                float(o.mean()),
+                p,
+                o,
+                f"workload {w.name} ({w.source}; means {p.mean():.0f} in, {o.mean():.0f} out)",
+            )
+    said = []
+    if P is None:
+        P = DEFAULT_INPUT_TOKENS
+        said.append(f"--input-len {P} (default: the reference article's prompt)")
+    if O is None:
+        O = DEFAULT_OUTPUT_TOKENS
+        said.append(f"--output-len {O} (default: the article's completion)")
+    how = f"every request {P} in, {O} out" + (f" [{'; '.join(said)}]" if said else "")
+    return RequestLengths(float(P), float(O), None, None, how)
 
 
 @dataclass(frozen=True, eq=False)

@@ -29,8 +29,8 @@ __all__ = ["run_schedule"]
 
 def run_schedule(args: argparse.Namespace) -> int:
     from specsim.answers import deployment_capacity
+    from specsim.answers.schedule import schedule_answer
     from specsim.speculation.acceptance import parse_tree
-    from specsim.speculation.schedule import gamma_schedule, tree_schedule
     from specsim.speculation.search import require_network
 
     if args.json:
@@ -62,22 +62,30 @@ def run_schedule(args: argparse.Namespace) -> int:
     cap = deployment_capacity(dep, args.context, args.max_context, args.memory_util)
     checkpoint = dep.drafter.checkpoint(dep.target, args.draft_checkpoint) if engine is not None else None
     at = _at_load_schedule(args)
-    if at is not None:
-        ranges = _ranges_at_loads(args, dep, acc, acc_label, *at)
-    elif tree is None:
-        ranges = gamma_schedule(dep, acc, args.max_batch, args.context, args.gamma_max, args.min_gain, args.rtol)
-    else:
-        ranges = tree_schedule(
-            dep, acc, tree, args.max_batch, args.context, args.min_gain, args.rtol, args.sibling_factor
-        )
+    answer = schedule_answer(
+        dep,
+        acc,
+        acc_label,
+        cap,
+        max_batch=args.max_batch,
+        context=args.context,
+        gamma_max=args.gamma_max,
+        min_gain=args.min_gain,
+        rtol=args.rtol,
+        tree=tree,
+        sibling=args.sibling_factor,
+        contexts=args.contexts,
+        load=None if at is None else _load_answer(args, dep, acc, acc_label, *at),
+    )
+    if answer.load is not None and args.format == "table":  # the load table first (a configuration goes to stdout)
+        from specsim.cli.model import _print_load
+
+        _print_load(answer.load, dep)
+        print()
+    ranges = answer.ranges
     if args.per_batch == "require":
         _require_per_batch(args, engine, dep, ranges)
-    notes = [] if modelled is None else [modelled.format(key=dep.engine.key)]
-    if cap.max_batch_with_draft < args.max_batch:
-        notes.append(
-            f"batch sizes above {cap.max_batch_with_draft} do not fit in memory with the draft at "
-            f"{cap.context_tokens} tokens per sequence (specsim capacity)"
-        )
+    notes = ([] if modelled is None else [modelled.format(key=dep.engine.key)]) + answer.notes
     if engine is not None:
         flags, engine_notes = engine.settings(dep)
         notes += engine_notes
@@ -85,7 +93,7 @@ def run_schedule(args: argparse.Namespace) -> int:
         if serve is not None:
             notes.append(serve)
     printer = _print_engine if engine is not None else {"json": _print_json, "table": _print_table}[args.format]
-    notes += printer(args, dep, ranges, checkpoint, tree, acc, acc_label) or []
+    notes += printer(args, answer, checkpoint) or []
     if engine is not None and at is None:
         notes += _static_cost(args, engine, dep, ranges, acc)
     for note in notes:
@@ -108,34 +116,15 @@ def _at_load_schedule(args: argparse.Namespace):
     return _at_load(args)
 
 
-def _ranges_at_loads(args: argparse.Namespace, dep, acc, label: str, kind: str, loads: list) -> list:
-    """The schedule of the loads given: each load's best gamma by the serving model (prefill beside the decoding
-    sequences), keyed, as engines key a schedule, by the decode batch that load runs at; the batch sizes between two
-    loads take the nearer load's gamma.  The load table is printed first (stderr where a configuration is written)."""
-    from specsim.answers.load import load_answer
-    from specsim.cli.model import _load_lengths, _print_load
-    from specsim.serving.steady import EngineLimits
-    from specsim.speculation.schedule import load_schedule
+def _load_answer(args: argparse.Namespace, dep, acc, label: str, kind: str, loads: list):
+    """The loads the engine will see, each at its best gamma by the serving model (prefill beside the decoding
+    sequences): what the schedule at a load is keyed from (:func:`specsim.speculation.schedule.load_schedule`).  The
+    loads' KV cache is at vLLM's default share of memory: --memory-util sizes the schedule's memory check only."""
+    from specsim.answers.load import request_lengths
+    from specsim.cli.model import load_answer_of
 
-    P, O, ps, os_, how = _load_lengths(args)
-    answer = load_answer(
-        dep,
-        acc,
-        label,
-        kind,
-        loads,
-        P,
-        O,
-        gamma_max=args.gamma_max,
-        limits=EngineLimits(args.max_num_seqs, args.max_batched_tokens),
-        prompt_sample=ps,
-        output_sample=os_,
-        lengths=how,
-    )
-    if args.format == "table":
-        _print_load(answer, dep)
-        print()
-    return load_schedule(answer, args.max_batch, args.min_gain)
+    lengths = request_lengths(args.input_len, args.output_len, args.workload)
+    return load_answer_of(args, dep, acc, label, kind, loads, lengths)
 
 
 def _static_cost(args: argparse.Namespace, engine, dep, ranges: list, acc) -> list[str]:
@@ -200,49 +189,23 @@ def _writer_version(args: argparse.Namespace, engine) -> tuple | None:
     return number or parse_version(engine.name, engine.newest)
 
 
-def _print_engine(args, dep, ranges, checkpoint, tree, acc, acc_label) -> list[str]:
+def _print_engine(args, answer, checkpoint) -> list[str]:
     """The configuration in the --format engine's own form (each engine module's ``render_schedule``)."""
     text, notes = REGISTRY[args.format].render_schedule(
-        ranges, dep, checkpoint, args.writer_version, args.min_gain, args.max_batch
+        answer.ranges, answer.deployment, checkpoint, args.writer_version, args.min_gain, args.max_batch
     )
     print(text)
     return notes
 
 
-def _context_cells(args, dep, tree, acc) -> list[dict]:
-    from specsim.speculation.schedule import batch_grid, context_table
-
-    return context_table(
-        dep, acc, batch_grid(args.max_batch), args.contexts, args.gamma_max, args.rtol, tree, args.sibling_factor
-    )
+def _print_json(args, answer, checkpoint) -> None:
+    print_json(answer.to_dict())
 
 
-def _print_json(args, dep, ranges, checkpoint, tree, acc, acc_label) -> None:
-    key = "gamma" if tree is None else "tree"
-    out = {
-        "ranges": [
-            {
-                "start_batch": r.start_batch,
-                "end_batch": r.end_batch,
-                key: r.gamma if tree is None else (None if r.tree is None else r.tree.label()),
-                "min_speedup": r.min_speedup,
-                "max_speedup": r.max_speedup,
-            }
-            | ({"shortfall": r.shortfall} if tree is None else {})
-            for r in ranges
-        ],
-        "acceptance": acc_label,
-        "drafter": dep.drafter.kind,
-        "provenance": dep.provenance(),
-    }
-    if args.contexts:
-        out["by_context"] = _context_cells(args, dep, tree, acc)
-    print_json(out)
-
-
-def _print_table(args, dep, ranges, checkpoint, tree, acc, acc_label) -> None:
+def _print_table(args, answer, checkpoint) -> None:
+    dep, tree = answer.deployment, answer.tree
     print(describe(dep, args.context))
-    print(f"{acc_label}; speculate only where the predicted speedup >= {args.min_gain:g}\n")
+    print(f"{answer.label}; speculate only where the predicted speedup >= {args.min_gain:g}\n")
     if tree is None:
         print(
             table(
@@ -254,7 +217,7 @@ def _print_table(args, dep, ranges, checkpoint, tree, acc, acc_label) -> None:
                         "off" if r.gamma == 0 else f"{r.min_speedup:.3f}-{r.max_speedup:.3f}",
                         f"{r.shortfall:.1%}",
                     ]
-                    for r in ranges
+                    for r in answer.ranges
                 ],
                 "<><>",
             )
@@ -273,14 +236,14 @@ def _print_table(args, dep, ranges, checkpoint, tree, acc, acc_label) -> None:
                         "off" if r.tree is None else r.tree.label(),
                         "off" if r.tree is None else f"{r.min_speedup:.3f}-{r.max_speedup:.3f}",
                     ]
-                    for r in ranges
+                    for r in answer.ranges
                 ],
                 "<<<",
             )
         )
     if not args.contexts:
         return
-    cells = _context_cells(args, dep, tree, acc)
+    cells = answer.by_context()
     what = "gamma" if tree is None else "tree"
     print(f"\nbest {what} (speedup) by batch and context:")
     batches = sorted({c["batch"] for c in cells})

@@ -410,21 +410,14 @@ def _alpha_from_metrics(args: argparse.Namespace) -> int:
 
 
 def run_capacity(args: argparse.Namespace) -> int:
-    from specsim.serving.capacity import capacity, smallest_fitting_tp
+    from specsim.answers import capacity_record
+    from specsim.serving.capacity import capacity
 
     dep = deployment(args)
-    cap = capacity(dep, args.context, args.memory_util, args.gamma)
     if args.json:
-        print_json(
-            {
-                "hardware": dep.hardware.name,
-                "target": dep.target.name,
-                "draft": dep.drafter.name,
-                **cap.to_dict(),
-                "smallest_fitting_tp": smallest_fitting_tp(dep, args.context, args.memory_util),
-            }
-        )
+        print_json(capacity_record(dep, args.context, args.memory_util, args.gamma))
         return 0
+    cap = capacity(dep, args.context, args.memory_util, args.gamma)
     for line in capacity_summary(cap, dep):
         print(line)
     return 0
@@ -758,66 +751,45 @@ def _at_load(args: argparse.Namespace) -> tuple[str, list] | None:
     return ("concurrency", concurrency) if concurrency is not None else ("rate", rate)
 
 
-def _load_lengths(args: argparse.Namespace) -> tuple[float, float, object, object, str]:
-    """(prompt, output, prompt sample, output sample, how they were given): --input-len and --output-len (every request
-    alike), else the --workload's distributions, else the cited defaults."""
-    import numpy as np
-
-    from specsim.answers.load import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
-
-    P, O = args.input_len, args.output_len
-    if P is None and O is None and args.workload is not None:
-        from specsim.serving.workloads import WORKLOADS
-
-        w = WORKLOADS.get(args.workload)
-        if w is not None:
-            p, o = w.sample(20_000, np.random.default_rng(0))
-            return (
-                float(p.mean()),
-                float(o.mean()),
-                p,
-                o,
-                f"workload {w.name} ({w.source}; means {p.mean():.0f} in, {o.mean():.0f} out)",
-            )
-    said = []
-    if P is None:
-        P = DEFAULT_INPUT_TOKENS
-        said.append(f"--input-len {P} (default: the reference article's prompt)")
-    if O is None:
-        O = DEFAULT_OUTPUT_TOKENS
-        said.append(f"--output-len {O} (default: the article's completion)")
-    how = f"every request {P} in, {O} out" + (f" [{'; '.join(said)}]" if said else "")
-    return float(P), float(O), None, None, how
-
-
-def run_at_load(args: argparse.Namespace, kind: str, loads: list, gamma: int | None = None) -> int:
-    """optimal-gamma, speedup and compare at --concurrency or --rate: the best gamma (or ``gamma``) per load with what a
-    benchmark measures there, plain and speculating."""
+def load_answer_of(
+    args: argparse.Namespace, dep, acc, acc_label: str, kind: str, loads: list, lengths, gamma=None, memory_util=None
+):
+    """:func:`specsim.answers.load.load_answer` at the loads the flags give, with the engine's limits they give (the KV
+    cache at ``memory_util``, vLLM's default where None)."""
     from specsim.answers.load import load_answer
     from specsim.serving.steady import EngineLimits
 
-    dep = deployment(args)
-    P, O, ps, os_, how = _load_lengths(args)
-    acc, acc_label = model_acceptance(args, dep, int(P + O / 2))
-    limits = EngineLimits(args.max_num_seqs, args.max_batched_tokens)
-    answer = load_answer(
+    return load_answer(
         dep,
         acc,
         acc_label,
         kind,
         loads,
-        P,
-        O,
+        lengths.input_tokens,
+        lengths.output_tokens,
         gamma=gamma,
         gamma_max=getattr(args, "gamma_max", 8),
-        limits=limits,
-        memory_utilization=getattr(args, "memory_util", None),
-        prompt_sample=ps,
-        output_sample=os_,
-        lengths=how,
+        limits=EngineLimits(args.max_num_seqs, args.max_batched_tokens),
+        memory_utilization=memory_util,
+        prompt_sample=lengths.prompt_sample,
+        output_sample=lengths.output_sample,
+        lengths=lengths.description,
+    )
+
+
+def run_at_load(args: argparse.Namespace, kind: str, loads: list, gamma: int | None = None) -> int:
+    """optimal-gamma, speedup and compare at --concurrency or --rate: the best gamma (or ``gamma``) per load with what a
+    benchmark measures there, plain and speculating."""
+    from specsim.answers.load import request_lengths
+
+    dep = deployment(args)
+    lengths = request_lengths(args.input_len, args.output_len, args.workload)
+    acc, acc_label = model_acceptance(args, dep, lengths.context_tokens)
+    answer = load_answer_of(
+        args, dep, acc, acc_label, kind, loads, lengths, gamma, memory_util=getattr(args, "memory_util", None)
     )
     if args.json:
-        print_json([r | {"provenance": dep.provenance(), "lengths": how} for r in answer.rows])
+        print_json([r | {"provenance": dep.provenance(), "lengths": lengths.description} for r in answer.rows])
         print_notes(dep)
         return 0
     _print_load(answer, dep)
@@ -892,46 +864,16 @@ def _print_load(answer, dep) -> None:
 def _explain_at_load(args: argparse.Namespace, kind: str, loads: list) -> int:
     """explain at --concurrency or --rate: each load's round (at the gamma it runs best, or --gamma) at the decode batch
     the load implies, with the others' prompts that ride in its iterations, next to the plain decode step."""
-    from specsim.answers.anatomy import round_anatomy
-    from specsim.answers.load import load_answer
+    from specsim.answers.anatomy import load_anatomy
+    from specsim.answers.load import request_lengths
     from specsim.cli import report
-    from specsim.serving.steady import EngineLimits
 
     dep = deployment(args)
-    P, O, ps, os_, how = _load_lengths(args)
-    context = int(P + O / 2)
+    lengths = request_lengths(args.input_len, args.output_len, args.workload)
+    context = lengths.context_tokens
     acc, acc_label = model_acceptance(args, dep, context)
-    answer = load_answer(
-        dep,
-        acc,
-        acc_label,
-        kind,
-        loads,
-        P,
-        O,
-        gamma=args.gamma,
-        gamma_max=args.gamma_max,
-        limits=EngineLimits(args.max_num_seqs, args.max_batched_tokens),
-        prompt_sample=ps,
-        output_sample=os_,
-        lengths=how,
-    )
-    rows = []
-    for r in answer.rows:
-        g = max(r["gamma"], 1)  # a load where speculation does not pay still shows the round it would run
-        batch = max(r["spec"]["decode_batch"], 1.0)
-        a = round_anatomy(dep, acc, acc_label, [batch], context, g).rows[0]
-        prompts = r["spec"]["itl_s"] - a["t_round_s"]
-        rows.append(
-            a
-            | {
-                "load": r["load"],
-                "prompts_beside_s": prompts,
-                "iteration_s": r["spec"]["itl_s"],
-                "plain_iteration_s": r["plain"]["itl_s"],
-                "speedup_at_load": r["speedup_tpot"],
-            }
-        )
+    answer = load_answer_of(args, dep, acc, acc_label, kind, loads, lengths, gamma=args.gamma)
+    rows = load_anatomy(dep, acc, acc_label, answer, context)
     if args.json:
         print_json(rows)
         print_notes(dep)

@@ -1,0 +1,136 @@
+"""schedule as a library result: the gamma (or tree) per batch-size range, where the memory stops it, and by context.
+
+The ranges come from :func:`specsim.speculation.schedule.gamma_schedule` (each batch size's best gamma, never rising
+with batch), :func:`~specsim.speculation.schedule.tree_schedule` (the best tree within bounds) or, at a load,
+:func:`~specsim.speculation.schedule.load_schedule` (each load's best gamma keyed by the decode batch it runs at).  An
+engine's configuration is then written from the ranges by that engine's ``render_schedule``
+(:data:`specsim.engines.REGISTRY`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
+from specsim.serving.capacity import Capacity
+from specsim.speculation.deployment import Deployment
+from specsim.speculation.schedule import DEFAULT_MAX_BATCH, DEFAULT_MIN_GAIN, DEFAULT_SCHEDULE_RTOL
+
+__all__ = ["ScheduleAnswer", "schedule_answer"]
+
+
+@dataclass(frozen=True, eq=False)
+class ScheduleAnswer:
+    """The schedule of one deployment at one acceptance: its ranges, and what the memory says of them."""
+
+    deployment: Deployment
+    acceptance: object
+    label: str
+    capacity: Capacity
+    ranges: list
+    tree: object  #: the tree bounds searched (a :class:`~specsim.speculation.acceptance.TreeSpec`), None for chains
+    max_batch: int
+    context: int
+    gamma_max: int
+    rtol: float
+    sibling: float | None
+    contexts: tuple  #: context lengths of :meth:`by_context` (empty: none asked)
+    load: object = None  #: the :class:`~specsim.answers.load.LoadAnswer` the ranges come from, at a load
+
+    @property
+    def notes(self) -> list[str]:
+        """Where the schedule runs past what fits in memory with the draft."""
+        cap = self.capacity
+        if cap.max_batch_with_draft < self.max_batch:
+            return [
+                f"batch sizes above {cap.max_batch_with_draft} do not fit in memory with the draft at "
+                f"{cap.context_tokens} tokens per sequence (specsim capacity)"
+            ]
+        return []
+
+    def by_context(self) -> list[dict] | None:
+        """The best gamma (or tree) and its speedup per (batch, context) of :attr:`contexts`
+        (:func:`specsim.speculation.schedule.context_table`); None where no contexts were asked."""
+        if not self.contexts:
+            return None
+        from specsim.speculation.schedule import batch_grid, context_table
+
+        return context_table(
+            self.deployment,
+            self.acceptance,
+            batch_grid(self.max_batch),
+            list(self.contexts),
+            self.gamma_max,
+            self.rtol,
+            self.tree,
+            self.sibling,
+        )
+
+    def to_dict(self) -> dict:
+        """What ``specsim schedule --format json`` prints."""
+        key = "gamma" if self.tree is None else "tree"
+        out = {
+            "ranges": [
+                {
+                    "start_batch": r.start_batch,
+                    "end_batch": r.end_batch,
+                    key: r.gamma if self.tree is None else (None if r.tree is None else r.tree.label()),
+                    "min_speedup": r.min_speedup,
+                    "max_speedup": r.max_speedup,
+                }
+                | ({"shortfall": r.shortfall} if self.tree is None else {})
+                for r in self.ranges
+            ],
+            "acceptance": self.label,
+            "drafter": self.deployment.drafter.kind,
+            "provenance": self.deployment.provenance(),
+        }
+        if self.contexts:
+            out["by_context"] = self.by_context()
+        return out
+
+
+def schedule_answer(
+    dep: Deployment,
+    acceptance: object,
+    label: str,
+    cap: Capacity,
+    *,
+    max_batch: int = DEFAULT_MAX_BATCH,
+    context: int = DEFAULT_CONTEXT_TOKENS,
+    gamma_max: int = DEFAULT_GAMMA_MAX,
+    min_gain: float = DEFAULT_MIN_GAIN,
+    rtol: float = DEFAULT_SCHEDULE_RTOL,
+    tree=None,
+    sibling: float | None = None,
+    contexts=(),
+    load=None,
+) -> ScheduleAnswer:
+    """The schedule for batch sizes 1..``max_batch``: per batch at ``context`` tokens (chains up to ``gamma_max``, or
+    trees within ``tree``'s bounds), or with ``load`` (a :func:`specsim.answers.load.load_answer`) each load's best
+    gamma keyed by its decode batch.  Speculation only where the predicted speedup is at least ``min_gain``; ``rtol``
+    takes the smallest gamma within that fraction of the best; ``cap`` is the memory budget
+    (:func:`specsim.answers.deployment_capacity`)."""
+    from specsim.speculation.schedule import gamma_schedule, load_schedule, tree_schedule
+
+    if load is not None:
+        ranges = load_schedule(load, max_batch, min_gain)
+    elif tree is None:
+        ranges = gamma_schedule(dep, acceptance, max_batch, context, gamma_max, min_gain, rtol)
+    else:
+        ranges = tree_schedule(dep, acceptance, tree, max_batch, context, min_gain, rtol, sibling)
+    return ScheduleAnswer(
+        dep,
+        acceptance,
+        label,
+        cap,
+        ranges,
+        tree,
+        max_batch,
+        context,
+        gamma_max,
+        rtol,
+        sibling,
+        tuple(contexts or ()),
+        load,
+    )
