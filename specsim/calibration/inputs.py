@@ -11,7 +11,7 @@ from pathlib import Path
 
 from specsim.calibration.runs import CalRun, SpecSetup, group_sweeps
 
-__all__ = ["runs_from_files", "runs_from_plan"]
+__all__ = ["runs_engine", "runs_from_files", "runs_from_plan", "served_target"]
 
 
 def runs_from_plan(plan_path: str) -> tuple[dict, list[CalRun], list[str], list[str]]:
@@ -111,3 +111,51 @@ def runs_from_files(
                 runs.append(CalRun(r, setup))
     runs, lines = group_sweeps(runs, sweep_by)
     return runs, files, notes + lines
+
+
+def served_target(given: str | None, runs: list[CalRun]) -> str:
+    """The target the runs served: ``given`` (a built-in name or a config.json), or the model the files name; refused
+    where the two disagree or neither is known.  A ``model_id`` that is a local folder (vLLM records the path it
+    served) is taken for ``given``'s model when its last part names it."""
+    from specsim.calibration.runs import model_key
+    from specsim.describe.models import get_model
+
+    named = sorted({c.run.model for c in runs if c.run.model})
+    if len({model_key(n) for n in named}) > 1:
+        raise ValueError("the runs name different models: " + ", ".join(named) + "; fit one deployment at a time")
+    if given is None:
+        if not named:
+            raise ValueError("the benchmark files name no model: pass --target")
+        try:
+            get_model(named[0])
+        except KeyError:
+            raise ValueError(
+                f"the files name {named[0]!r}, which specsim does not ship: pass --target with its config.json"
+            ) from None
+        return named[0]
+    if named:
+        mine = get_model(given)
+        keys = {model_key(n) for n in named}
+        try:
+            theirs = get_model(named[0]).name
+        except KeyError:
+            return given  # a checkpoint specsim does not know (or a local folder): --target says what it is
+        if theirs != mine.name and model_key(mine.source or mine.name) not in keys:
+            raise ValueError(f"--target {given} but the benchmark files ran {named[0]}")
+    return given
+
+
+def runs_engine(runs: list[CalRun], given: str | None = None) -> tuple[str, str | None]:
+    """(engine, what was taken for it): ``given``, else the backend the files name where they name one engine, else
+    specsim's default engine, at its current release (said, with how to name the release that served the runs)."""
+    from specsim.engines import DEFAULT_ENGINE, REGISTRY
+
+    if given is not None:
+        return given, None
+    servers = sorted({c.run.server for c in runs if c.run.server in REGISTRY})
+    engine = servers[0] if len(servers) == 1 else DEFAULT_ENGINE
+    return engine, (
+        f"engine {engine}, its current release: "
+        + ("the files' backend" if servers else "the default")
+        + f" (give --engine {engine}@VERSION for the version that served the runs)"
+    )

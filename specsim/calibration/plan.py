@@ -34,7 +34,7 @@ from specsim.engines.sglang import SglangBench
 from specsim.engines.trtllm import TrtllmBench
 from specsim.engines.vllm import VllmBench
 
-__all__ = ["BenchPlan", "PlanRun", "WRITERS", "design_plan", "read_plan"]
+__all__ = ["BenchPlan", "PlanRun", "WRITERS", "design_plan", "plan_deployment", "plan_files", "read_plan"]
 
 #: The schema of plan.yaml.
 PLAN_SCHEMA = 1
@@ -175,6 +175,37 @@ def resolve_version(engine: str) -> tuple[str, str, str]:
             f"--engine {engine}: a plan needs a numbered version ({name}@{writer.newest}), got {version!r}"
         )
     return name, version, preset.key
+
+
+def plan_deployment(
+    hardware: str | None,
+    target: str | None,
+    draft: str | None,
+    *,
+    engine: str,
+    timing: str | None = None,
+    target_options: dict | None = None,
+    draft_options: dict | None = None,
+):
+    """The deployment a plan benchmarks (:meth:`specsim.speculation.deployment.Deployment.build`), its drafter at the
+    target's tensor parallelism unless ``draft_options`` say otherwise: every engine runs it so by default (vLLM's
+    draft_tensor_parallel_size defaults to the target's, and EAGLE heads are built with the target's parallel config
+    whatever it says; SGLang and TensorRT-LLM have no separate draft TP)."""
+    from specsim.speculation.deployment import Deployment
+
+    target_options = dict(target_options or {})
+    draft_options = dict(draft_options or {})
+    if "tp" not in draft_options and (target_options.get("tp") or 1) > 1:
+        draft_options["tp"] = target_options["tp"]
+    return Deployment.build(
+        hardware,
+        target,
+        draft,
+        timing=timing,
+        engine=engine,
+        target_options=target_options,
+        draft_options=draft_options,
+    )
 
 
 def design_plan(

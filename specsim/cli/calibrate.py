@@ -1,23 +1,20 @@
 """calibrate-engine on the command line: read the user's benchmark runs, fit the engine's terms, print the fit and its
 held-out error, write the calibration file.
 
-The runs and the fit are the library's (:mod:`specsim.calibration.inputs`, :mod:`specsim.calibration.engine_fit`,
-:mod:`specsim.calibration.file`); this module reads the flags, calls them and prints.
+The runs, the fit, the file and the summary are the library's (:mod:`specsim.calibration.inputs`,
+:mod:`specsim.calibration.engine_calibration`); this module reads the flags, calls them and prints.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
-from pathlib import Path
 
 from specsim.cli import report
 from specsim.cli.flags import engine_type, int_at_least, nonempty
-from specsim.core.defaults import DEFAULT_DRAFT
 from specsim.core.limits import MAX_GAMMA, MAX_TP
 from specsim.describe.models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
-from specsim.engines import DEFAULT_ENGINE, ENGINES, REGISTRY
+from specsim.engines import DEFAULT_ENGINE
 from specsim.timing import DEFAULT_TIMING
 
 __all__ = ["run_calibrate_engine"]
@@ -40,64 +37,9 @@ def _spec_groups(args: argparse.Namespace) -> list[tuple[list[str], int]]:
     return [(files, steps[0] if len(steps) == 1 else steps[i]) for i, files in enumerate(groups)]
 
 
-def _target(given: str | None, runs: list) -> str:
-    """--target, or the model the files name; refused where the two disagree or neither is known.  A ``model_id`` that
-    is a local folder (vLLM records the path it served) is taken for --target's model when its last part names it."""
-    from specsim.calibration.runs import model_key
-    from specsim.describe.models import get_model
-
-    named = sorted({c.run.model for c in runs if c.run.model})
-    if len({model_key(n) for n in named}) > 1:
-        raise ValueError("the runs name different models: " + ", ".join(named) + "; fit one deployment at a time")
-    if given is None:
-        if not named:
-            raise ValueError("the benchmark files name no model: pass --target")
-        try:
-            get_model(named[0])
-        except KeyError:
-            raise ValueError(
-                f"the files name {named[0]!r}, which specsim does not ship: pass --target with its config.json"
-            ) from None
-        return named[0]
-    if named:
-        mine = get_model(given)
-        keys = {model_key(n) for n in named}
-        try:
-            theirs = get_model(named[0]).name
-        except KeyError:
-            return given  # a checkpoint specsim does not know (or a local folder): --target says what it is
-        if theirs != mine.name and model_key(mine.source or mine.name) not in keys:
-            raise ValueError(f"--target {given} but the benchmark files ran {named[0]}")
-    return given
-
-
-def _timing(args: argparse.Namespace, hardware: str):
-    """The step-time source: --timing, or by default the library's (hybrid) where the kernel database has the GPU and
-    the roofline where it has not, said as such.  An explicit kernels or hybrid on a GPU without data is refused."""
-    from specsim.describe.hardware import load_hardware
-    from specsim.timing import make_source
-
-    profile = hardware if not isinstance(hardware, str) else load_hardware(hardware)
-    asked = args.timing
-    source = (
-        make_source(asked or DEFAULT_TIMING, profile, ENGINES[DEFAULT_ENGINE].kernel_engine)
-        if (asked or DEFAULT_TIMING) != "roofline"
-        else None
-    )
-    if source is not None and source.name == "roofline":
-        reason = source.notes[-1] if source.notes else "no kernel data"
-        if asked:
-            raise ValueError(
-                f"--timing {asked}: {reason.removesuffix('; using the roofline instead')}; use --timing roofline"
-            )
-        return "roofline", f"roofline (the default {DEFAULT_TIMING} needs kernel data: {reason.split(';')[0]})"
-    timing = asked or DEFAULT_TIMING
-    return timing, None if asked else f"{timing} (the library's default)"
-
-
 def _inputs(args: argparse.Namespace) -> tuple:
     """(runs, files, notes, hardware, target, drafter, tp, draft_tp, engine spec) from --plan or the files' flags."""
-    from specsim.calibration.inputs import runs_from_files, runs_from_plan
+    from specsim.calibration.inputs import runs_engine, runs_from_files, runs_from_plan, served_target
 
     if args.plan:
         given = [
@@ -147,153 +89,47 @@ def _inputs(args: argparse.Namespace) -> tuple:
         metrics=args.metrics,
         sweep_by=args.sweep_by,
     )
-    engine = args.engine
-    if engine is None:
-        servers = sorted({c.run.server for c in runs if c.run.server in REGISTRY})
-        engine = servers[0] if len(servers) == 1 else DEFAULT_ENGINE
-        notes.append(
-            f"engine {engine}, its current release: "
-            + ("the files' backend" if servers else "the default")
-            + f" (give --engine {engine}@VERSION for the version that served the runs)"
-        )
-    return runs, files, notes, args.hardware, _target(args.target, runs), args.draft, args.tp, None, engine
+    engine, said = runs_engine(runs, args.engine)
+    notes += [said] if said else []
+    return runs, files, notes, args.hardware, served_target(args.target, runs), args.draft, args.tp, None, engine
 
 
 def run_calibrate_engine(args: argparse.Namespace) -> int:
-    from specsim.calibration.bench_files import TOOLS
-    from specsim.calibration.engine_fit import fit_engine
-    from specsim.calibration.file import calibration_mapping
+    from specsim.calibration.engine_calibration import calibrate_engine
+    from specsim.cli.report import progress_bar
     from specsim.core.files import atomic_write_text, check_output
-    from specsim.speculation.deployment import Deployment
+    from specsim.serving.steady import EngineLimits
 
     out = check_output(args.out, (".yaml", ".yml")) if args.out else None
     runs, files, notes, hardware, target, drafter, tp, draft_tp, engine = _inputs(args)
-    timing, timing_note = _timing(args, hardware)
-    if timing_note:
-        notes.append(f"step times: {timing_note}")
-    spec_runs = any(c.kind == "spec" for c in runs)
-    draft_options = {"tp": draft_tp if draft_tp is not None else tp} if (tp or 1) > 1 and spec_runs else None
-    target_options = {
-        k: v for k, v in (("tp", tp), ("weight_dtype", args.weight_dtype), ("kv_dtype", args.kv_dtype)) if v
-    }
-    dep = Deployment.build(
-        hardware,
-        target,
-        (drafter or DEFAULT_DRAFT) if spec_runs else None,
-        timing=timing,
-        engine=engine,
-        target_options=target_options,
-        draft_options=draft_options,
-        decode_only=not spec_runs,
-    )
-    from specsim.cli.report import progress_bar
-    from specsim.serving.steady import EngineLimits
 
     with progress_bar("calibrate-engine fits", "fit", quiet=args.json) as done:
-        fit = fit_engine(dep, runs, limits=EngineLimits(args.max_num_seqs, args.max_batched_tokens), done=done)
-    if out is not None:
-        acceptance, label = _real_acceptance(fit)
-        record = calibration_mapping(
-            fit,
-            dep,
-            target,
-            drafter if spec_runs else None,
-            timing,
+        result = calibrate_engine(
+            runs,
             files,
-            acceptance,
-            label,
-            {k: v for k, v in target_options.items() if k != "tp"},
-            engine,
+            notes,
+            hardware=hardware,
+            target=target,
+            engine=engine,
+            drafter=drafter,
+            tp=tp,
+            draft_tp=draft_tp,
+            timing=args.timing,
+            weight_dtype=args.weight_dtype,
+            kv_dtype=args.kv_dtype,
+            limits=EngineLimits(args.max_num_seqs, args.max_batched_tokens),
+            done=done,
         )
+    if out is not None:
         import yaml
 
-        atomic_write_text(out, yaml.safe_dump(record, sort_keys=False, width=110))
-    summary = _summary(fit, dep, runs, notes, out, TOOLS)
+        atomic_write_text(out, yaml.safe_dump(result.mapping(), sort_keys=False, width=110))
+    summary = result.summary(out)
     if args.json:
         report.print_json(summary)
         return 0
-    _print_fit(fit, dep, summary, notes, out)
+    _print_fit(result.fit, result.deployment, summary, result.notes, out)
     return 0
-
-
-def _real_acceptance(fit):
-    """(Acceptance, label) the runs measured on real prompts: the recorded lengths of unpinned runs, else the rate the
-    fit found for a sweep that recorded none; None where every speculative run was pinned or none was fitted."""
-    import numpy as np
-
-    from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
-
-    real = [c for c in fit.runs if c.kind == "spec" and c.setup.pinned_accept_length is None]
-    recorded = [c for c in real if c.run.accept_length is not None]
-    if recorded:
-        alphas = [float(alpha_from_acceptance_length(c.run.accept_length, c.setup.steps)) for c in recorded]
-        alpha = float(np.mean(alphas))
-        names = sorted({Path(c.run.path).name for c in recorded})
-        return Acceptance(alpha=round(alpha, 4)), (
-            f"alpha {alpha:.3f}, the mean over {len(recorded)} runs of the acceptance "
-            f"length {', '.join(names)} recorded"
-        )
-    fitted = [(s, t) for s, t in fit.acceptance.items() if t.status == "fitted"]
-    if fitted:
-        sweep, term = fitted[0]
-        interval = f", 95% interval {term.low:.3f}-{term.high:.3f}" if term.low is not None else ""
-        return Acceptance(alpha=round(term.value, 4)), (
-            f"alpha {term.value:.3f} fitted to the runs of sweep {sweep}, which recorded no acceptance{interval}"
-        )
-    return None, None
-
-
-def _num(x):
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
-
-
-def _summary(fit, dep, runs, notes, out, tools) -> dict:
-    rows = []
-    for i, c in enumerate(fit.runs):
-        rows.append(
-            {
-                "file": c.run.where,
-                "tool": c.run.tool,
-                "kind": c.kind,
-                "load": c.run.load,
-                "sweep": c.sweep if c.setup else None,
-                "steps": c.setup.steps if c.setup else None,
-                "accept_length": c.known_accept_length if c.setup else None,
-                "accept_length_pinned": bool(c.setup and c.setup.pinned_accept_length is not None),
-                "judged_by": c.run.observable,
-                "statistic": c.run.statistic,
-                "measured": float(c.run.value),
-                "fitted": _num(fit.predicted[i]),
-                "held_out_load": _num(fit.held_out[i]),
-                "held_out_steps": _num(fit.held_out_steps[i]),
-                "held_out_sweep": _num(fit.held_out_sweep[i]),
-                "preset": _num(fit.preset[i]),
-                "prefill_share": _num(fit.prefill_share[i]),
-                "ttft_s": c.run.ttft_s,
-                "fitted_ttft_s": _num(fit.ttft[i]),
-            }
-        )
-    which = ("held_out", "held_out_steps", "held_out_sweep", "predicted", "preset")
-    return {
-        "runs": rows,
-        "tools": sorted({tools[c.run.tool] for c in runs}),
-        "deployment": dep.brief(),
-        "provenance": dep.provenance(),
-        "engine_preset": dep.engine.key,
-        "terms": {name: t.to_dict() for name, t in fit.terms.items()},
-        "acceptance": {k: t.to_dict() for k, t in fit.acceptance.items()},
-        "compute_eff": fit.deployment.hardware.compute_eff,
-        "bandwidth_eff": fit.deployment.hardware.bandwidth_eff,
-        "error": {w: {kind or "all": _num(fit.error(w, kind)) for kind in (None, "plain", "spec")} for w in which},
-        "not_held_out": fit.not_held_out,
-        "error_by_load": [{"load": load, "plain": _num(p), "spec": _num(s)} for load, p, s in fit.error_by_load()],
-        "speedup": [{"group": g, "measured": m, "held_out": p} for g, m, p in fit.speedups(fit.held_out)],
-        "warnings": list(fit.warnings),
-        "notes": list(notes),
-        "residual_dof": fit.dof,
-        "calibration": str(out) if out else None,
-        "use": f"specsim optimal-gamma --calibration {out or 'calibration.yaml'}",
-    }
 
 
 def _value(t) -> str:

@@ -19,10 +19,9 @@ __all__ = ["run_bench_plan"]
 
 # -- bench-plan ---------------------------------------------------------------------------------------------------------
 def run_bench_plan(args: argparse.Namespace) -> int:
-    from specsim.calibration.plan import design_plan, plan_files
+    from specsim.calibration.plan import design_plan, plan_deployment, plan_files
     from specsim.cli.args import model_options
     from specsim.core.files import OutputError, atomic_write_many, make_folder, refuse_builtin, writing
-    from specsim.speculation.deployment import Deployment
 
     out = Path(args.out).expanduser()
     refuse_builtin(out)
@@ -39,20 +38,14 @@ def run_bench_plan(args: argparse.Namespace) -> int:
                 f'--prompts {args.prompts!r} does not exist or is not a file (JSONL, one {{"prompt": ...}} per line)'
             )
         prompts = str(p.resolve())
-    draft_options = model_options(args, "draft_")
-    if "tp" not in draft_options and (args.tp or 1) > 1:
-        # Every engine runs the drafter at the target's TP by default: vLLM's draft_tensor_parallel_size defaults to it
-        # (and EAGLE heads are built with the target's parallel config whatever it says); SGLang and TensorRT-LLM have
-        # no separate draft TP.
-        draft_options["tp"] = args.tp
-    dep = Deployment.build(
+    dep = plan_deployment(
         args.hardware,
         args.target,
         args.draft,
         timing=args.timing,
         engine=args.engine,
         target_options=model_options(args),
-        draft_options=draft_options,
+        draft_options=model_options(args, "draft_"),
     )
     plan = design_plan(
         dep,

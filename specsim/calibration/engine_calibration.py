@@ -1,0 +1,208 @@
+"""calibrate-engine as library calls: the deployment the runs were served on, the fit of its terms, the acceptance
+measured on real prompts, the calibration file's content and the summary the command prints.
+
+The runs come from :func:`specsim.calibration.inputs.runs_from_plan` or :func:`~specsim.calibration.inputs.runs_from_files`;
+the fit is :func:`specsim.calibration.engine_fit.fit_engine`; the file is :func:`specsim.calibration.file.calibration_mapping`
+(read back by :func:`~specsim.calibration.file.read_calibration`).  A notebook that calls :func:`calibrate_engine` on the
+same runs gets the command's fit, file and JSON.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["EngineCalibration", "calibrate_engine", "measured_acceptance", "timing_for"]
+
+
+def timing_for(hardware, asked: str | None = None) -> tuple[str, str | None]:
+    """(step-time source, what was taken for it): ``asked``, or by default the library's
+    (:data:`specsim.timing.DEFAULT_TIMING`) where the kernel database has the GPU and the roofline where it has not, said
+    as such.  An explicit kernels or hybrid on a GPU without data is refused.  ``hardware`` is a profile or its name."""
+    from specsim.describe.hardware import load_hardware
+    from specsim.engines import DEFAULT_ENGINE, ENGINES
+    from specsim.timing import DEFAULT_TIMING, make_source
+
+    profile = hardware if not isinstance(hardware, str) else load_hardware(hardware)
+    source = (
+        make_source(asked or DEFAULT_TIMING, profile, ENGINES[DEFAULT_ENGINE].kernel_engine)
+        if (asked or DEFAULT_TIMING) != "roofline"
+        else None
+    )
+    if source is not None and source.name == "roofline":
+        reason = source.notes[-1] if source.notes else "no kernel data"
+        if asked:
+            raise ValueError(
+                f"--timing {asked}: {reason.removesuffix('; using the roofline instead')}; use --timing roofline"
+            )
+        return "roofline", f"roofline (the default {DEFAULT_TIMING} needs kernel data: {reason.split(';')[0]})"
+    timing = asked or DEFAULT_TIMING
+    return timing, None if asked else f"{timing} (the library's default)"
+
+
+def measured_acceptance(fit):
+    """(Acceptance, label) the runs measured on real prompts: the recorded lengths of unpinned runs, else the rate the
+    fit found for a sweep that recorded none; (None, None) where every speculative run was pinned or none was fitted.
+    What the calibration file keeps as its acceptance."""
+    import numpy as np
+
+    from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
+
+    real = [c for c in fit.runs if c.kind == "spec" and c.setup.pinned_accept_length is None]
+    recorded = [c for c in real if c.run.accept_length is not None]
+    if recorded:
+        alphas = [float(alpha_from_acceptance_length(c.run.accept_length, c.setup.steps)) for c in recorded]
+        alpha = float(np.mean(alphas))
+        names = sorted({Path(c.run.path).name for c in recorded})
+        return Acceptance(alpha=round(alpha, 4)), (
+            f"alpha {alpha:.3f}, the mean over {len(recorded)} runs of the acceptance "
+            f"length {', '.join(names)} recorded"
+        )
+    fitted = [(s, t) for s, t in fit.acceptance.items() if t.status == "fitted"]
+    if fitted:
+        sweep, term = fitted[0]
+        interval = f", 95% interval {term.low:.3f}-{term.high:.3f}" if term.low is not None else ""
+        return Acceptance(alpha=round(term.value, 4)), (
+            f"alpha {term.value:.3f} fitted to the runs of sweep {sweep}, which recorded no acceptance{interval}"
+        )
+    return None, None
+
+
+def _num(x):
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+@dataclass(frozen=True, eq=False)
+class EngineCalibration:
+    """A fit of the engine's terms to the runs, with what the command writes and prints of it."""
+
+    fit: object  #: the :class:`~specsim.calibration.engine_fit.EngineFit`
+    deployment: object  #: the deployment the runs were served on, with the preset's terms
+    runs: list
+    files: list
+    notes: list
+    target: str  #: the target as given (a built-in name or a config.json)
+    drafter: str | None  #: the drafter of the speculative runs (None: plain runs only)
+    timing: str
+    engine: str  #: the engine and release that served the runs
+    target_options: dict  #: tp, weight and KV dtypes as given
+
+    def mapping(self) -> dict:
+        """The calibration file's content (:func:`specsim.calibration.file.calibration_mapping`), with the acceptance
+        measured on real prompts (:func:`measured_acceptance`)."""
+        from specsim.calibration.file import calibration_mapping
+
+        acceptance, label = measured_acceptance(self.fit)
+        return calibration_mapping(
+            self.fit,
+            self.deployment,
+            self.target,
+            self.drafter,
+            self.timing,
+            self.files,
+            acceptance,
+            label,
+            {k: v for k, v in self.target_options.items() if k != "tp"},
+            self.engine,
+        )
+
+    def summary(self, out=None) -> dict:
+        """What ``calibrate-engine --json`` prints; ``out`` is the calibration file written (None: none)."""
+        from specsim.calibration.bench_files import TOOLS
+
+        fit, dep = self.fit, self.deployment
+        rows = [
+            {
+                "file": c.run.where,
+                "tool": c.run.tool,
+                "kind": c.kind,
+                "load": c.run.load,
+                "sweep": c.sweep if c.setup else None,
+                "steps": c.setup.steps if c.setup else None,
+                "accept_length": c.known_accept_length if c.setup else None,
+                "accept_length_pinned": bool(c.setup and c.setup.pinned_accept_length is not None),
+                "judged_by": c.run.observable,
+                "statistic": c.run.statistic,
+                "measured": float(c.run.value),
+                "fitted": _num(fit.predicted[i]),
+                "held_out_load": _num(fit.held_out[i]),
+                "held_out_steps": _num(fit.held_out_steps[i]),
+                "held_out_sweep": _num(fit.held_out_sweep[i]),
+                "preset": _num(fit.preset[i]),
+                "prefill_share": _num(fit.prefill_share[i]),
+                "ttft_s": c.run.ttft_s,
+                "fitted_ttft_s": _num(fit.ttft[i]),
+            }
+            for i, c in enumerate(fit.runs)
+        ]
+        which = ("held_out", "held_out_steps", "held_out_sweep", "predicted", "preset")
+        return {
+            "runs": rows,
+            "tools": sorted({TOOLS[c.run.tool] for c in self.runs}),
+            "deployment": dep.brief(),
+            "provenance": dep.provenance(),
+            "engine_preset": dep.engine.key,
+            "terms": {name: t.to_dict() for name, t in fit.terms.items()},
+            "acceptance": {k: t.to_dict() for k, t in fit.acceptance.items()},
+            "compute_eff": fit.deployment.hardware.compute_eff,
+            "bandwidth_eff": fit.deployment.hardware.bandwidth_eff,
+            "error": {w: {kind or "all": _num(fit.error(w, kind)) for kind in (None, "plain", "spec")} for w in which},
+            "not_held_out": fit.not_held_out,
+            "error_by_load": [{"load": load, "plain": _num(p), "spec": _num(s)} for load, p, s in fit.error_by_load()],
+            "speedup": [{"group": g, "measured": m, "held_out": p} for g, m, p in fit.speedups(fit.held_out)],
+            "warnings": list(fit.warnings),
+            "notes": list(self.notes),
+            "residual_dof": fit.dof,
+            "calibration": str(out) if out else None,
+            "use": f"specsim optimal-gamma --calibration {out or 'calibration.yaml'}",
+        }
+
+
+def calibrate_engine(
+    runs: list,
+    files: list,
+    notes: list,
+    *,
+    hardware,
+    target: str,
+    engine: str,
+    drafter: str | None = None,
+    tp: int | None = None,
+    draft_tp: int | None = None,
+    timing: str | None = None,
+    weight_dtype: str | None = None,
+    kv_dtype: str | None = None,
+    limits=None,
+    done=None,
+) -> EngineCalibration:
+    """Fit the engine's terms to ``runs`` (with the ``files`` they were read from and the ``notes`` of reading them),
+    served by ``engine`` (``vllm@0.20.0``) on ``hardware`` with ``target`` at tensor parallelism ``tp``, the
+    speculative runs with ``drafter`` (its TP ``draft_tp``, default the target's), step times from ``timing``
+    (:func:`timing_for`), the engine's max_num_seqs and token budget ``limits``
+    (:class:`specsim.serving.steady.EngineLimits`, vLLM's defaults unless given); ``done`` is called after each fit (a
+    progress bar)."""
+    from specsim.calibration.engine_fit import fit_engine
+    from specsim.core.defaults import DEFAULT_DRAFT
+    from specsim.serving.steady import EngineLimits
+    from specsim.speculation.deployment import Deployment
+
+    timing, timing_note = timing_for(hardware, timing)
+    notes = list(notes) + ([f"step times: {timing_note}"] if timing_note else [])
+    spec_runs = any(c.kind == "spec" for c in runs)
+    draft_options = {"tp": draft_tp if draft_tp is not None else tp} if (tp or 1) > 1 and spec_runs else None
+    target_options = {k: v for k, v in (("tp", tp), ("weight_dtype", weight_dtype), ("kv_dtype", kv_dtype)) if v}
+    dep = Deployment.build(
+        hardware,
+        target,
+        (drafter or DEFAULT_DRAFT) if spec_runs else None,
+        timing=timing,
+        engine=engine,
+        target_options=target_options,
+        draft_options=draft_options,
+        decode_only=not spec_runs,
+    )
+    fit = fit_engine(dep, runs, limits=EngineLimits() if limits is None else limits, done=done)
+    return EngineCalibration(
+        fit, dep, runs, files, notes, target, drafter if spec_runs else None, timing, engine, target_options
+    )
