@@ -192,52 +192,6 @@ def _deployment(args, model: str | None):
     return deployment(args), said
 
 
-def _schedule_writer(args, dep, judge, names, release, shown):
-    """(window) -> (the schedule at the window's acceptance and lengths in the engine's format, notes)."""
-    from specsim.answers.load import load_answer
-    from specsim.core.defaults import DEFAULT_BATCHES
-    from specsim.engines import REGISTRY
-    from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
-    from specsim.speculation.schedule import load_schedule
-
-    def write(window):
-        if window.per_position:
-            acc = Acceptance(cumulative=tuple(window.per_position), source="the window's per-position counts")
-            flag = "--acceptance " + ",".join(f"{c:.3f}" for c in window.per_position)
-        else:
-            alpha = float(alpha_from_acceptance_length(min(window.acceptance_length, window.gamma + 1.0), window.gamma))
-            acc, flag = alpha, f"--alpha {alpha:.3f}"
-        try:
-            answer = load_answer(
-                dep,
-                acc,
-                "watched",
-                "concurrency",
-                list(DEFAULT_BATCHES),
-                window.input_tokens,
-                window.output_tokens,
-                gamma_max=judge.gamma_max,
-                limits=judge.limits,
-            )
-            ranges = load_schedule(answer, judge.limits.max_num_seqs, 1.0)
-            dep.drafter.support(names.engine, release)
-            checkpoint = dep.drafter.checkpoint(dep.target, args.draft_checkpoint)
-            text, notes = REGISTRY[names.engine].render_schedule(
-                ranges, dep, checkpoint, release, 1.0, judge.limits.max_num_seqs
-            )
-        except ValueError as err:
-            return f"# no {shown} configuration: {err}", []
-        again = (
-            f"specsim schedule --concurrency {flag} --input-len {window.input_tokens:.0f} --output-len "
-            f"{window.output_tokens:.0f} --format {names.engine} --engine {shown.replace(' ', '@')}"
-        )
-        return text, notes + [
-            f"the same from: {again} (with this command's --target, --draft, --hardware or --calibration)"
-        ]
-
-    return write
-
-
 def _live_url(args, source, names, gamma, model, first, output, watcher, gauges) -> None:
     from specsim.watch.windows import read_samples, window_between
 
@@ -264,39 +218,6 @@ def _live_url(args, source, names, gamma, model, first, output, watcher, gauges)
         if gauges is not None:
             gauges.update(row)
         prev, gauges_seen, done = reading, [reading.gauges], done + 1
-
-
-def _prometheus_windows(source, names, model, gamma, reads) -> list:
-    """Windows from a Prometheus source's reads (:meth:`PrometheusSource.reads`)."""
-    import dataclasses
-
-    from specsim.watch.windows import Window, read_samples, window_between
-
-    readings = []
-    for t, samples, gauge_samples, restarted in reads:
-        try:
-            readings.append((read_samples(samples + (gauge_samples or []), names, t, model, source.url), restarted))
-        except ValueError:
-            readings.append((None, restarted))  # no series of the model at that time: the engine was not up
-    out = []
-    for (a, _), (b, restarted), (t, *_rest) in zip(readings[:-1], readings[1:], reads[1:]):
-        if a is None or b is None:
-            out.append(
-                Window(t - (reads[1][0] - reads[0][0]), t, model or "", 1, "", restarted=False, notes=("no samples",))
-            )
-            continue
-        w = window_between(a, b, names, [b.gauges], gamma)
-        if restarted and not w.restarted:
-            w = dataclasses.replace(
-                w,
-                restarted=True,
-                notes=(
-                    "a counter reset inside the window (Prometheus resets()): the "
-                    "engine restarted; counting starts again from this window's end",
-                ),
-            )
-        out.append(w)
-    return out
 
 
 def _open(args, names, release, shown, matchers):
@@ -373,7 +294,8 @@ def run_watch(args: argparse.Namespace) -> int:
     from specsim.watch.drift import DropDetector
     from specsim.watch.judge import Judge
     from specsim.watch.sources import selector_matchers
-    from specsim.watch.watcher import Watcher
+    from specsim.watch.watcher import Watcher, schedule_writer
+    from specsim.watch.windows import prometheus_windows
 
     _check(args)
     names, release, shown, said = _names(args)
@@ -404,7 +326,8 @@ def run_watch(args: argparse.Namespace) -> int:
             return 0
     clock = _clock((reads[-1][0] - reads[0][0]) if reads else (args.windows or 1) * args.interval)
     detector = DropDetector(args.min_drop, args.false_alarm, args.reference)
-    watcher = Watcher(judge, detector, _schedule_writer(args, dep, judge, names, release, shown), args.min_gain, clock)
+    writer = schedule_writer(dep, judge, names, release, shown, args.draft_checkpoint)
+    watcher = Watcher(judge, detector, writer, args.min_gain, clock)
     output = _Output(args.json, clock)
     gauges = server = None
     if args.listen is not None:
@@ -419,7 +342,7 @@ def run_watch(args: argparse.Namespace) -> int:
     )
     try:
         if reads is not None:
-            for row in watcher.add_all(_prometheus_windows(source, names, model, gamma, reads)):
+            for row in watcher.add_all(prometheus_windows(reads, names, model, gamma, source.url)):
                 output.row(row)
                 if gauges is not None:
                     gauges.update(row)
@@ -445,6 +368,8 @@ def run_watch(args: argparse.Namespace) -> int:
 
 
 def _live_prometheus(args, source, names, model, gamma, last_t, output, watcher, gauges) -> None:
+    from specsim.watch.windows import prometheus_windows
+
     done, limit = 0, args.windows
     while limit is None or done < limit:
         due = last_t + args.interval
@@ -455,7 +380,7 @@ def _live_prometheus(args, source, names, model, gamma, last_t, output, watcher,
             if not output.json:
                 print(f"{time.strftime('%H:%M:%S', time.gmtime())}  read failed: {err}; asking again", file=sys.stderr)
             continue
-        for row in watcher.add_all(_prometheus_windows(source, names, model, gamma, reads)):
+        for row in watcher.add_all(prometheus_windows(reads, names, model, gamma, source.url)):
             output.row(row)
             if gauges is not None:
                 gauges.update(row)
@@ -467,15 +392,13 @@ def _write_rules(args, names, judge, dep, gamma, matchers) -> None:
 
     from specsim.answers.load import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
     from specsim.core.files import atomic_write_many
-    from specsim.serving.steady import steady_state
-    from specsim.watch.publish import alert_rules, dashboard, to_json
+    from specsim.watch.publish import alert_rules, dashboard, rules_max_rate, to_json
 
     if gamma is None:
         raise ValueError("--alert-rules tabulates the break-even at the engine's draft length: give --gamma")
     P = args.input_len or DEFAULT_INPUT_TOKENS
     O = args.output_len or DEFAULT_OUTPUT_TOKENS
-    plain = steady_state(dep, 0.0, [0], [float(judge.limits.max_num_seqs)], P, O, "concurrency", judge.limits)
-    top = float(plain.requests_per_s[0, 0]) * 1.5  # past the plain engine's capacity
+    top = rules_max_rate(judge, P, O)
     files = []
     if args.alert_rules:
         rules = alert_rules(

@@ -16,7 +16,7 @@ import json
 
 import numpy as np
 
-__all__ = ["Gauges", "alert_rules", "break_even_table", "dashboard", "engine_queries"]
+__all__ = ["Gauges", "alert_rules", "break_even_table", "dashboard", "engine_queries", "rules_max_rate"]
 
 _PREFIX = "specsim_watch_"
 
@@ -175,6 +175,18 @@ def _step_function(table: list, rate: str, top: float) -> str:
         if abs(v - v_prev) > 1e-6:
             expr += f" + {v - v_prev:+.4f} * ({rate} >= bool {r:.4g})".replace("+ +", "+ ").replace("+ -", "- ")
     return expr
+
+
+def rules_max_rate(judge, input_tokens: float, output_tokens: float) -> float:
+    """The top request rate per replica :func:`alert_rules` tabulates the break-even up to, requests/s: 1.5 times what
+    the plain engine serves with ``judge``'s max_num_seqs users in a closed loop (past its capacity)."""
+    from specsim.serving.steady import steady_state
+
+    limits = judge.limits
+    plain = steady_state(
+        judge.dep, 0.0, [0], [float(limits.max_num_seqs)], input_tokens, output_tokens, "concurrency", limits
+    )
+    return float(plain.requests_per_s[0, 0]) * 1.5
 
 
 def alert_rules(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_MIN_GAIN", "EXIT_CODES", "Row", "Verdict", "Watcher"]
+__all__ = ["DEFAULT_MIN_GAIN", "EXIT_CODES", "Row", "Verdict", "Watcher", "schedule_writer"]
 
 #: A gamma other than the one in use is worth a schedule change where the model gives it this much more speedup
 #: (specsim's default, an assumption: about the model's own error on held-out loads, docs/reports/2026-12-02-concurrency.md).
@@ -230,3 +230,54 @@ class Watcher:
         """The most urgent verdict holding at the last window (:data:`EXIT_CODES`), 0 where none does."""
         codes = [EXIT_CODES[k] for k in self.holding]
         return min(codes) if codes else 0
+
+
+def schedule_writer(dep, judge, names, release: tuple, shown: str, draft_checkpoint: str | None = None):
+    """The :class:`Watcher`'s ``schedule``: (window) -> (the schedule at the window's acceptance and lengths in the
+    engine's own format, notes).  Each window's acceptance (its per-position shares, else the alpha of its acceptance
+    length) is solved at the closed-loop loads :data:`specsim.core.defaults.DEFAULT_BATCHES` by the serving model
+    (:func:`specsim.answers.load.load_answer`), keyed by decode batch (:func:`specsim.speculation.schedule.load_schedule`)
+    and written for the engine and ``release`` the metrics are of (``names``; ``shown`` as the output names it), with the
+    drafter's checkpoint (``draft_checkpoint``, else the drafter's known one)."""
+    from specsim.answers.load import load_answer
+    from specsim.core.defaults import DEFAULT_BATCHES
+    from specsim.engines import REGISTRY
+    from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
+    from specsim.speculation.schedule import load_schedule
+
+    def write(window):
+        if window.per_position:
+            acc = Acceptance(cumulative=tuple(window.per_position), source="the window's per-position counts")
+            flag = "--acceptance " + ",".join(f"{c:.3f}" for c in window.per_position)
+        else:
+            alpha = float(alpha_from_acceptance_length(min(window.acceptance_length, window.gamma + 1.0), window.gamma))
+            acc, flag = alpha, f"--alpha {alpha:.3f}"
+        try:
+            answer = load_answer(
+                dep,
+                acc,
+                "watched",
+                "concurrency",
+                list(DEFAULT_BATCHES),
+                window.input_tokens,
+                window.output_tokens,
+                gamma_max=judge.gamma_max,
+                limits=judge.limits,
+            )
+            ranges = load_schedule(answer, judge.limits.max_num_seqs, 1.0)
+            dep.drafter.support(names.engine, release)
+            checkpoint = dep.drafter.checkpoint(dep.target, draft_checkpoint)
+            text, notes = REGISTRY[names.engine].render_schedule(
+                ranges, dep, checkpoint, release, 1.0, judge.limits.max_num_seqs
+            )
+        except ValueError as err:
+            return f"# no {shown} configuration: {err}", []
+        again = (
+            f"specsim schedule --concurrency {flag} --input-len {window.input_tokens:.0f} --output-len "
+            f"{window.output_tokens:.0f} --format {names.engine} --engine {shown.replace(' ', '@')}"
+        )
+        return text, notes + [
+            f"the same from: {again} (with this command's --target, --draft, --hardware or --calibration)"
+        ]
+
+    return write

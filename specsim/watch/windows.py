@@ -19,7 +19,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["MIN_DRAFTS", "Reading", "Window", "check_names", "models_on", "read_samples", "window_between"]
+__all__ = [
+    "MIN_DRAFTS",
+    "Reading",
+    "Window",
+    "check_names",
+    "models_on",
+    "prometheus_windows",
+    "read_samples",
+    "window_between",
+]
 
 #: A window with fewer speculating sequence steps than this says too little of acceptance to judge (a 95% interval of
 #: a mean acceptance length over 50 drafts is about +-0.3 tokens at gamma 3): its row is shown as idle.
@@ -374,3 +383,38 @@ def window_between(
         notes=tuple(notes),
         **base,
     )
+
+
+def prometheus_windows(
+    reads: list, names, model: str | None, gamma: int | None = None, source: str = "metrics"
+) -> list:
+    """Windows between successive reads of a Prometheus server (:meth:`specsim.watch.sources.PrometheusSource.reads`:
+    (time, samples, gauge samples, restarted) per read).  A read with no series of the model (the engine was not up)
+    gives a window with no samples; a counter reset inside a window (Prometheus ``resets()``) marks it restarted."""
+    import dataclasses
+
+    readings = []
+    for t, samples, gauge_samples, restarted in reads:
+        try:
+            readings.append((read_samples(samples + (gauge_samples or []), names, t, model, source), restarted))
+        except ValueError:
+            readings.append((None, restarted))  # no series of the model at that time: the engine was not up
+    out = []
+    for (a, _), (b, restarted), (t, *_rest) in zip(readings[:-1], readings[1:], reads[1:]):
+        if a is None or b is None:
+            out.append(
+                Window(t - (reads[1][0] - reads[0][0]), t, model or "", 1, "", restarted=False, notes=("no samples",))
+            )
+            continue
+        w = window_between(a, b, names, [b.gauges], gamma)
+        if restarted and not w.restarted:
+            w = dataclasses.replace(
+                w,
+                restarted=True,
+                notes=(
+                    "a counter reset inside the window (Prometheus resets()): the "
+                    "engine restarted; counting starts again from this window's end",
+                ),
+            )
+        out.append(w)
+    return out
