@@ -1,0 +1,606 @@
+"""The library does what the CLI does (issue 37): for every command, the CLI's answer reproduced by library calls.
+
+Each test runs one command through ``specsim.cli.main.main`` (its ``--json``, or the files it writes where it has no
+``--json`` of its answer), then computes the same answer from the library alone: the library part of every test imports
+nothing from ``specsim.cli``, so a notebook gets the command's numbers from the same calls (docs/library.md shows them).
+Equality is exact: JSON carries every float at full precision.  Where a command prints numbers rounded, the test
+compares the numbers before they are printed.
+
+What cannot be reproduced, and why:
+
+* measure and measure-loop time real passes, which never repeat exactly: the configurations and every number derived
+  from the measured times are reproduced (loop_rows on the CLI's own measured passes), the times are not.
+* figures writes images: the files are reproduced byte for byte by :func:`specsim.figures.make.make_all`, and the
+  data behind one figure by the library call it draws.
+* watch reads a live page: the command reads a replayed engine's pages one per GET, the library reads the same pages'
+  text and forms the same windows; what the header says about the source is the command's text, not compared.
+
+Small configurations throughout (the roofline where the kernel source is not the point, a few batches, 60-200 requests,
+fixed seeds): the file runs in about 30 s on two cores.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from specsim.cli.main import main
+
+REPO = Path(__file__).resolve().parent.parent
+#: The reference deployment every test builds unless it says otherwise (the default draft, llama-3.2-1b, unless --draft),
+#: on the roofline (fast, and the same physics).
+BASE = ["--hardware", "h100-sxm", "--target", "llama-3.1-8b", "--timing", "roofline"]
+
+
+def cli(capsys, *argv: str, json_out: bool = True):
+    """Run the command; its parsed JSON (or its stdout where ``json_out`` is False)."""
+    code = main([*argv, "--json"] if json_out else list(argv))
+    out = capsys.readouterr().out
+    assert code == 0, out
+    return json.loads(out) if json_out else out
+
+
+def as_json(value):
+    """What ``print_json`` makes of a library value (tuples as lists, numpy scalars refused as the CLI would)."""
+    return json.loads(json.dumps(value, allow_nan=False))
+
+
+def deployment(draft: str | None = "llama-3.2-1b", **kw):
+    """The library's deployment of BASE (Deployment.build, the one constructor every command calls)."""
+    from specsim.speculation.deployment import Deployment
+
+    kw.setdefault("timing", "roofline")
+    kw.setdefault("engine", None)
+    return Deployment.build("h100-sxm", kw.pop("target", "llama-3.1-8b"), draft, **kw)
+
+
+# -- the model's answers --------------------------------------------------------------------------------------------
+def test_optimal_gamma(capsys):
+    printed = cli(capsys, "optimal-gamma", *BASE, "--batch", "1,64", "--workload", "math")
+    tree = cli(capsys, "optimal-gamma", *BASE, "--draft", "eagle3", "--tree", "topk:2,depth:3,tokens:6")
+
+    from specsim.answers import deployment_capacity, gamma_answer
+    from specsim.answers.acceptance import resolve_acceptance
+    from specsim.answers.tree import tree_answer
+    from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
+    from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
+    from specsim.speculation.acceptance import parse_tree
+
+    dep = deployment()
+    acc, label = resolve_acceptance(dep, workload="math", context=DEFAULT_CONTEXT_TOKENS)  # the published default
+    cap = deployment_capacity(dep, DEFAULT_CONTEXT_TOKENS, None, DEFAULT_MEMORY_UTILIZATION)
+    answer = gamma_answer(dep, acc, label, [1, 64], DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, 0.0, cap)
+    assert printed == as_json(answer.rows)
+
+    dep = deployment("eagle3")
+    acc, label = resolve_acceptance(dep, context=DEFAULT_CONTEXT_TOKENS)
+    cap = deployment_capacity(dep, DEFAULT_CONTEXT_TOKENS, None, DEFAULT_MEMORY_UTILIZATION)
+    bounds = parse_tree("topk:2,depth:3,tokens:6")
+    batches = list(DEFAULT_BATCHES)
+    answer = tree_answer(dep, acc, label, bounds, batches, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, 0.0, None, cap)
+    assert tree == as_json(answer.rows)
+
+
+def test_optimal_gamma_at_a_load_and_with_a_calibration(capsys, tmp_path):
+    """optimal-gamma --concurrency (the serving model at a load), and --calibration (its engine and measured acceptance,
+    read by the library's read_calibration): the same answers from load_answer and Deployment.build(calibration=)."""
+    printed = cli(capsys, "optimal-gamma", *BASE, "--concurrency", "1,8", "--input-len", "500")
+    cal_path = tmp_path / "calibration.yaml"
+    bench = REPO / "examples" / "bench"
+    argv = ["--plain", str(bench / "vllm-plain.jsonl"), "--spec", str(bench / "vllm-eagle3.jsonl"), "--hardware"]
+    argv += ["h100", "--draft", "eagle3", "--steps", "3", "--engine", "vllm@0.10", "--timing", "roofline"]
+    assert main(["calibrate-engine", *argv, "--out", str(cal_path)]) == 0
+    capsys.readouterr()
+    calibrated = cli(capsys, "optimal-gamma", "--calibration", str(cal_path), "--batch", "1,8")
+
+    from specsim.answers import deployment_capacity, gamma_answer
+    from specsim.answers.acceptance import resolve_acceptance
+    from specsim.answers.load import load_answer, request_lengths
+    from specsim.calibration.file import read_calibration
+    from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
+    from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
+    from specsim.speculation.deployment import Deployment
+
+    dep = deployment()
+    lengths = request_lengths(500, None)
+    acc, label = resolve_acceptance(dep, context=lengths.context_tokens)
+    answer = load_answer(
+        dep,
+        acc,
+        label,
+        "concurrency",
+        [1, 8],
+        lengths.input_tokens,
+        lengths.output_tokens,
+        gamma_max=DEFAULT_GAMMA_MAX,
+        memory_utilization=DEFAULT_MEMORY_UTILIZATION,
+        lengths=lengths.description,
+    )
+    extra = {"provenance": dep.provenance(), "lengths": lengths.description}
+    assert printed == as_json([r | extra for r in answer.rows])
+
+    cal = read_calibration(cal_path)
+    dep = Deployment.build(None, None, None, timing=None, engine=None, calibration=cal)
+    acc, label = resolve_acceptance(dep, calibration=cal, context=DEFAULT_CONTEXT_TOKENS)
+    assert label == cal.acceptance_label
+    cap = deployment_capacity(dep, DEFAULT_CONTEXT_TOKENS, None, DEFAULT_MEMORY_UTILIZATION)
+    answer = gamma_answer(dep, acc, label, [1, 8], DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, 0.0, cap)
+    assert calibrated == as_json(answer.rows)
+
+
+def test_explain(capsys):
+    printed = cli(capsys, "explain", *BASE, "--draft", "eagle3", "--batch", "1,32", "--alpha", "0.7")
+    at_load = cli(capsys, "explain", *BASE, "--concurrency", "1,16", "--alpha", "0.7")
+
+    from specsim.answers.anatomy import load_anatomy, round_anatomy
+    from specsim.answers.load import load_answer, request_lengths
+
+    dep = deployment("eagle3")
+    assert printed == as_json(round_anatomy(dep, 0.7, "alpha 0.7", [1, 32], 1128).rows)
+    dep = deployment()
+    lengths = request_lengths()
+    answer = load_answer(dep, 0.7, "alpha 0.7", "concurrency", [1, 16], 1000, 256, gamma_max=16, lengths="")
+    assert at_load == as_json(load_anatomy(dep, 0.7, "alpha 0.7", answer, lengths.context_tokens))
+
+
+def test_speedup(capsys):
+    printed = cli(capsys, "speedup", *BASE, "--alpha", "0.8", "--gamma", "3", "--batch", "1,64,256")
+    closed = cli(capsys, "speedup", "--alpha", "0.8", "--gamma", "4", "--cost-ratio", "0.05")
+
+    from specsim.answers import closed_form_answer, speedup_rows
+
+    rows, context = speedup_rows(deployment(), 0.8, "alpha 0.8", 3, [1, 64, 256])
+    assert context == 1128 and printed == as_json(rows)
+    assert closed == as_json(closed_form_answer(0.8, 4, 0.05))
+
+
+def test_steptime(capsys):
+    printed = cli(
+        capsys,
+        "steptime",
+        "--model",
+        "llama-3.1-8b",
+        "--timing",
+        "roofline",
+        "--batch",
+        "1,64",
+        "--context",
+        "512,8192",
+    )
+    tp = cli(capsys, "steptime", "--model", "llama-3.3-70b", "--tp", "4", "--timing", "roofline", "--batch", "1,8")
+
+    from specsim.answers import steptime_rows
+
+    dep = deployment(None, decode_only=True)
+    assert printed == as_json(steptime_rows(dep, [1, 64], 1, [512, 8192])[0])
+    dep = deployment(None, target="llama-3.3-70b", decode_only=True, target_options={"tp": 4})
+    assert tp == as_json(steptime_rows(dep, [1, 8], 1, 1128)[0])
+
+
+def test_alpha(capsys):
+    printed = cli(capsys, "alpha", "--acceptance-length", "2.95", "--gamma", "3")
+    page = REPO / "examples" / "vllm-metrics.txt"
+    metrics = cli(capsys, "alpha", "--metrics", str(page))
+
+    from specsim.speculation.acceptance import alpha_from_acceptance_length
+    from specsim.speculation.metrics import read_metrics_file
+
+    alpha = float(alpha_from_acceptance_length(2.95, 3))
+    assert printed == {"alpha": alpha, "acceptance_length": 2.95, "gamma": 3}
+    assert metrics == as_json(read_metrics_file(page).to_dict())
+
+
+def test_capacity(capsys):
+    printed = cli(capsys, "capacity", "--target", "qwen3-8b", "--draft", "qwen3-0.6b", "--context", "8192")
+    hybrid = cli(
+        capsys, "capacity", "--hardware", "h200", "--target", "qwen3.5-27b", "--draft", "eagle3", "--gamma", "3"
+    )
+
+    from specsim.answers import capacity_record
+    from specsim.speculation.deployment import Deployment
+
+    dep = Deployment.build("h100-sxm", "qwen3-8b", "qwen3-0.6b")
+    assert printed == as_json(capacity_record(dep, 8192))
+    dep = Deployment.build("h200", "qwen3.5-27b", "eagle3")
+    assert hybrid == as_json(capacity_record(dep, 1128, gamma=3))
+
+
+def test_schedule(capsys):
+    printed = cli(capsys, "schedule", *BASE, "--alpha", "0.8", "--max-batch", "64", "--contexts", "512,8192")
+    vllm = cli(capsys, "schedule", *BASE, "--alpha", "0.8", "--max-batch", "64", "--format", "vllm", json_out=False)
+    at_load = cli(capsys, "schedule", *BASE, "--alpha", "0.7", "--concurrency", "1,8", "--max-batch", "32")
+
+    from specsim.answers import deployment_capacity
+    from specsim.answers.load import load_answer, request_lengths
+    from specsim.answers.schedule import schedule_answer
+    from specsim.engines import REGISTRY, parse_version
+
+    dep = deployment()
+    cap = deployment_capacity(dep, 1128, None, 0.9)
+    answer = schedule_answer(dep, 0.8, "alpha 0.8", cap, max_batch=64, contexts=[512, 8192])
+    assert printed == as_json(answer.to_dict())
+
+    engine = REGISTRY["vllm"]
+    dep = deployment(engine="vllm")  # --format vllm models vLLM's round unless --engine says otherwise
+    answer = schedule_answer(dep, 0.8, "alpha 0.8", deployment_capacity(dep, 1128, None, 0.9), max_batch=64)
+    checkpoint = dep.drafter.checkpoint(dep.target, None)
+    text, _notes = engine.render_schedule(
+        answer.ranges, dep, checkpoint, parse_version(engine.name, engine.newest), 1.0, 64
+    )
+    assert vllm == text + "\n"
+
+    dep = deployment()
+    lengths = request_lengths()  # the article's 1000 in, 256 out
+    load = load_answer(
+        dep, 0.7, "alpha 0.7", "concurrency", [1, 8], lengths.input_tokens, lengths.output_tokens, gamma_max=16
+    )
+    answer = schedule_answer(dep, 0.7, "alpha 0.7", deployment_capacity(dep, 1128, None, 0.9), max_batch=32, load=load)
+    assert at_load == as_json(answer.to_dict())
+
+
+def test_compare(capsys):
+    printed = cli(capsys, "compare", *BASE, "--alpha", "0.8", "--batch", "1,64,256")
+
+    from specsim.answers.compare import compare_answer
+
+    dep = deployment()
+    answer = compare_answer(dep, 0.8, [1, 64, 256], 1128, None, 16, None, 0.9)
+    records = answer.frame.to_dict(orient="records")
+    assert printed == as_json([r | {"provenance": dep.provenance()} for r in records])
+
+
+# -- serving --------------------------------------------------------------------------------------------------------
+def test_serve_sim(capsys):
+    printed = cli(capsys, "serve-sim", *BASE, "--alpha", "0.8", "--rate", "4", "--requests", "100", "--runs", "2")
+
+    from specsim.serving.simulator import EngineLimits, requests_for, serve_compare_runs, summarize_runs
+
+    dep = deployment()
+    seeds = [0, 1]
+    sets = [requests_for(dep.target, rate=4.0, n=100, rng=np.random.default_rng(s))[0] for s in seeds]
+    runs = serve_compare_runs(dep, sets, 0.8, "schedule", EngineLimits(), None, seeds, 0.9)
+    off, on = (summarize_runs([run[i].summary(None, None) for run in runs]) for i in (0, 1))
+    assert printed["off"] == as_json(off) and printed["on"] == as_json(on) and printed["seeds"] == seeds
+    assert printed["gamma_by_batch"] == as_json(runs[0][2]["gamma_by_batch"])
+
+
+def test_serve_sweep(capsys):
+    printed = cli(capsys, "serve-sweep", *BASE, "--alpha", "0.8", "--rates", "1,6", "--requests", "60")
+
+    from specsim.serving.simulator import serve_sweep, sweep_findings
+    from specsim.serving.workloads import get_workload
+
+    dep = deployment()
+    frame = serve_sweep(dep, [1.0, 6.0], get_workload("chat"), 60, 0.8)
+    assert printed["rates"] == as_json(frame.to_dict(orient="records"))
+    assert printed["findings"] == as_json(sweep_findings(frame))
+
+
+# -- the article, acceptance, what specsim holds --------------------------------------------------------------------
+def test_toy(capsys):
+    printed = cli(capsys, "toy", "exactness", "--seed", "1")
+
+    from specsim.article import toy
+
+    assert printed == as_json({"hand_example": toy.hand_example(seed=1), "bigram": toy.exactness(seed=1)})
+
+
+def test_acceptance(capsys):
+    target, draft = REPO / "examples" / "target-logits.npy", REPO / "examples" / "draft-logits.npy"
+    printed = cli(
+        capsys, "acceptance", "--target-logits", str(target), "--draft-logits", str(draft), "--temperature", "0.7"
+    )
+
+    from specsim.speculation.sampling import load_logits, logits_acceptance_summary
+
+    summary = logits_acceptance_summary(load_logits(target, "target logits"), load_logits(draft, "draft logits"), 0.7)
+    assert printed == as_json(summary)
+
+
+def test_hardware(capsys):
+    listed = cli(capsys, "hardware")
+    shown = cli(capsys, "hardware", "show", "h200")
+
+    from specsim.describe.hardware import builtin_names, load_hardware, profile_to_mapping
+
+    assert listed == as_json([profile_to_mapping(load_hardware(n)) for n in builtin_names()])
+    hw = load_hardware("h200")
+    assert shown == as_json({**profile_to_mapping(hw), "ridge_flop_per_byte": hw.ridge_flop_per_byte})
+
+
+def test_models(capsys):
+    listed = cli(capsys, "models")
+    shown = cli(capsys, "models", "show", "deepseek-v3")
+
+    from specsim.describe.models import builtin_model_names, catalog_entry, get_model
+
+    names = builtin_model_names()
+    assert listed == as_json([{**get_model(n).to_dict(), "catalog": catalog_entry(n)} for n in names])
+    assert shown == as_json(get_model("deepseek-v3").to_dict() | {"catalog": catalog_entry("deepseek-v3")})
+
+
+def test_reproduce(capsys):
+    printed = cli(capsys, "reproduce")
+
+    from specsim.article.reproduce import reproduce
+
+    fields = ("quantity", "quoted", "value", "interval", "unit", "passed")
+    assert printed == as_json([{f: getattr(c, f) for f in fields} for c in reproduce()])
+
+
+def test_figures(capsys, tmp_path):
+    """The files are make_all's, byte for byte; the data behind speedup-vs-gamma are the closed form's."""
+    names = cli(capsys, "figures", "--list")
+    written = cli(capsys, "figures", "--only", "speedup-vs-gamma", "--out", str(tmp_path / "cli"))
+
+    from specsim.figures.make import FIGURES, make_all, render
+    from specsim.speculation.search import speedup_from_cost_ratio
+
+    assert names == [spec.name for spec in FIGURES]
+    ours = make_all(tmp_path / "library", ["speedup-vs-gamma"])
+    assert [Path(p).read_bytes() for p in written] == [p.read_bytes() for p in ours]
+    fig, drawn = render(next(spec for spec in FIGURES if spec.name == "speedup-vs-gamma"))
+    lines = [line for line in fig.axes[0].get_lines() if line.get_label().startswith("α")]
+    assert len(lines) == 5
+    for line, alpha in zip(lines, (0.5, 0.6, 0.7, 0.8, 0.9)):
+        gamma = np.asarray(line.get_xdata(), float)
+        assert np.array_equal(line.get_ydata(), speedup_from_cost_ratio(alpha, gamma, 0.05))
+
+
+# -- measuring and calibrating --------------------------------------------------------------------------------------
+def test_measure(capsys, tmp_path):
+    """The configurations measured and what the file holds of them; the times are measured, never the same twice."""
+    pytest.importorskip("torch")
+    out = tmp_path / "m.csv"
+    argv = ["--model", "tiny-5m", "--batch", "1,2", "--tokens-per-seq", "1,3", "--context", "8", "--device", "cpu"]
+    printed = cli(capsys, "measure", *argv, "--dtype", "fp32", "--repeats", "1", "--warmup", "0", "--out", str(out))
+
+    import pandas as pd
+
+    from specsim.describe.models import get_model
+    from specsim.harness.timing import measure_sweep
+
+    shape = get_model("tiny-5m", weight_dtype="fp32", kv_dtype="fp32")
+    rows = measure_sweep(shape, [1, 2], [1, 3], [8], dtype="fp32", device="cpu", repeats=1, warmup=0)
+    written = pd.read_csv(out)
+    fixed = ["model", "params", "n_layers", "hidden_size", "batch", "tokens_per_seq", "context", "dtype", "device"]
+    assert written[fixed].to_dict(orient="records") == pd.DataFrame(rows)[fixed].to_dict(orient="records")
+    assert printed["configurations"] == len(rows) and printed["device_name"] == rows[0]["device_name"]
+
+
+def test_measure_loop(capsys):
+    """Every number derived from the loop's measured pass times, recomputed from them (the times are measured)."""
+    pytest.importorskip("torch")
+    argv = ["--batch", "1", "--tokens", "8", "--context", "16", "--repeats", "1", "--alpha", "0.7", "--gamma", "3"]
+    printed = cli(capsys, "measure-loop", *argv, "--hardware", "cpu-epyc-2vcpu")
+
+    from specsim.answers import loop_rows
+    from specsim.describe.hardware import load_hardware
+    from specsim.describe.models import get_model
+
+    target = get_model("tiny-28m", weight_dtype="fp32", kv_dtype="fp32")
+    draft = get_model("tiny-5m", weight_dtype="fp32", kv_dtype="fp32")
+    derived = ("formula_speedup_from_measured_passes", "expected_tokens_per_pass", "predicted_speedup", "profile")
+    measured = [{k: v for k, v in r.items() if k not in derived and k != "prediction_source"} for r in printed]
+    again = loop_rows(measured, target, draft, 0.7, 3, 16, 8, load_hardware("cpu-epyc-2vcpu"))
+    assert printed == as_json(again)
+
+
+def test_calibrate(capsys, tmp_path):
+    measurements = REPO / "hardware" / "measurements" / "h100-sxm-vllm-kernel-steps.csv"
+    out = tmp_path / "fit.yaml"
+    printed = cli(capsys, "calibrate", str(measurements), "--hardware", "h100-sxm", "--out", str(out))
+
+    from specsim.calibration.profile import calibrate, implausible, profile_yaml
+    from specsim.describe.hardware import load_hardware
+
+    result = calibrate(str(measurements), load_hardware("h100-sxm"), seed=0, per_layer="auto", name=None)
+    expected = {**result.summary(), "profile": str(out), "residual_plot": str(tmp_path / "fit-residuals.png")}
+    expected |= {"name": result.profile.name, "warnings": implausible(result)}
+    assert printed == as_json(expected)
+    assert out.read_text() == profile_yaml(result.profile)
+
+
+def test_compose_kernels(capsys, tmp_path):
+    printed = cli(
+        capsys, "compose-kernels", "--hardware", "h100-sxm", "--models", "llama-3.2-1b", "--out", str(tmp_path)
+    )
+
+    from specsim.describe.hardware import load_hardware
+    from specsim.describe.models import get_model
+    from specsim.timing.kernels import KernelSource, compose_steps
+
+    source = KernelSource(load_hardware("h100-sxm"), "vllm")
+    frame = compose_steps(source, get_model("llama-3.2-1b"))
+    path = tmp_path / "h100-sxm-vllm-kernel-steps.csv"
+    assert path.read_text() == frame.to_csv(index=False, float_format="%.9g")
+    assert printed == [
+        {
+            "hardware": "h100-sxm",
+            "file": str(path),
+            "steps": len(frame),
+            "models": {"llama-3.2-1b": len(frame)},
+            "source": source.describe(),
+        }
+    ]
+
+
+def test_bench_plan(capsys, tmp_path):
+    out = tmp_path / "plan"
+    argv = [
+        "--engine",
+        "sglang@0.5.13",
+        "--target",
+        "qwen3-8b",
+        "--draft",
+        "qwen3-0.6b",
+        "--tp",
+        "2",
+        "--out",
+        str(out),
+    ]
+    printed = cli(capsys, "bench-plan", *argv)
+
+    from specsim.calibration.plan import design_plan, plan_deployment, plan_files
+
+    dep = plan_deployment(None, "qwen3-8b", "qwen3-0.6b", engine="sglang@0.5.13", target_options={"tp": 2})
+    plan = design_plan(dep, "sglang@0.5.13")
+    files = plan_files(plan)
+    assert printed == as_json(plan.to_dict() | {"folder": str(out), "files": sorted(files)})
+    assert {p.name: p.read_text() for p in out.iterdir()} == files
+
+
+def test_calibrate_engine(capsys, tmp_path):
+    bench = REPO / "examples" / "bench"
+    plain, spec = str(bench / "vllm-plain.jsonl"), str(bench / "vllm-eagle3.jsonl")
+    out = tmp_path / "calibration.yaml"
+    argv = ["--plain", plain, "--spec", spec, "--hardware", "h100", "--draft", "eagle3", "--steps", "3", "--engine"]
+    printed = cli(capsys, "calibrate-engine", *argv, "vllm@0.10", "--timing", "roofline", "--out", str(out))
+
+    import yaml
+
+    from specsim.calibration.engine_calibration import calibrate_engine
+    from specsim.calibration.inputs import runs_from_files, served_target
+
+    runs, files, notes = runs_from_files([plain], [([spec], 3)])
+    result = calibrate_engine(
+        runs,
+        files,
+        notes,
+        hardware="h100",
+        target=served_target(None, runs),
+        engine="vllm@0.10",
+        drafter="eagle3",
+        timing="roofline",
+    )
+    assert printed == as_json(result.summary(out))
+    written, ours = yaml.safe_load(out.read_text()), as_json(result.mapping())
+    assert written.pop("date") and ours.pop("date")  # the day it was written
+    assert written == ours
+
+
+# -- watching an engine ---------------------------------------------------------------------------------------------
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def _finite(obj):
+    """JSON lines carry NaN as null (what the watch prints)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+@pytest.fixture(scope="module")
+def day():
+    """Ten minutes at 4 requests/s, alpha 0.6 then 0.45 from 300 s on (about 2,400 requests: under a second)."""
+    from specsim.watch.replay import simulate_day
+
+    return simulate_day(deployment(), [(0, 4.0), (600, 0)], 0.6, 3, 1000, 256, changes=[(300.0, 0.45)], seed=7)
+
+
+def test_watch(day, capsys, tmp_path):
+    """Three windows of a replayed vLLM 0.20 page read one GET at a time, and the alerting rules: the windows, the
+    verdicts and the rules are the library's (read_samples, window_between, Judge, Watcher, alert_rules)."""
+    from specsim.engines import metric_names
+    from specsim.watch.replay import ReplayServer, pages
+
+    names, release, shown = metric_names("vllm@0.20.0")
+    texts = pages(day, names, MODEL, 30.0, start_s=1.7e9)
+    rules = tmp_path / "rules.yaml"
+    argv = [
+        "watch",
+        *BASE,
+        "--draft",
+        "llama-3.2-1b",
+        "--engine",
+        "vllm@0.20.0",
+        "--interval",
+        "0.25",
+        "--windows",
+        "3",
+        "--reference",
+        "3",
+    ]
+    with ReplayServer(texts, path=names.path) as server:
+        code = main([*argv, "--url", server.url, "--json", "--alert-rules", str(rules)])
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert lines[0]["type"] == "header"
+
+    import yaml
+
+    from specsim.serving.steady import EngineLimits
+    from specsim.speculation.metrics import parse_prometheus
+    from specsim.watch.drift import DEFAULT_FALSE_ALARM, DEFAULT_MIN_DROP, DropDetector
+    from specsim.watch.judge import Judge
+    from specsim.watch.publish import alert_rules, rules_max_rate
+    from specsim.watch.watcher import DEFAULT_MIN_GAIN, Watcher, schedule_writer
+    from specsim.watch.windows import read_samples, window_between
+
+    dep = deployment(engine="vllm@0.20.0")
+    judge = Judge(dep, EngineLimits(), 8, 0.9)
+    top = rules_max_rate(judge, 1000, 256)
+    ours = alert_rules(
+        names, judge, 3, 1000, 256, top, min_drop=DEFAULT_MIN_DROP, interval_s=0.25, provenance=dep.brief()
+    )
+    assert yaml.safe_load(rules.read_text()) == as_json(ours)
+
+    readings = []
+    for text in texts[:16]:  # the first read, then five per window (the running batch is their mean)
+        stamps: list = []
+        samples = parse_prometheus(text, "page", stamps)
+        readings.append(read_samples(samples, names, max(stamps), readings[0].model if readings else None))
+    windows = [
+        window_between(readings[k], readings[k + 5], names, [r.gauges for r in readings[k : k + 6]]) for k in (0, 5, 10)
+    ]
+    watcher = Watcher(
+        judge,
+        DropDetector(DEFAULT_MIN_DROP, DEFAULT_FALSE_ALARM, 3),
+        schedule_writer(dep, judge, names, release, shown),
+        DEFAULT_MIN_GAIN,
+        lambda t: time.strftime("%H:%M:%S", time.gmtime(t)),
+    )
+    expected = []
+    for row in (watcher.add(w) for w in windows):
+        expected.append({"type": "window"} | row.to_dict())
+        expected += [{"type": "verdict"} | v.to_dict() for v in row.started]
+    assert lines[1:-1] == as_json(_finite(expected))
+    assert lines[-1] == {"type": "summary", "exit_code": watcher.exit_code(), "holding": sorted(watcher.holding)}
+    assert code == watcher.exit_code()
+
+
+def test_replay(capsys, tmp_path):
+    out = tmp_path / "day.txt"
+    argv = [
+        "replay",
+        *BASE,
+        "--draft",
+        "llama-3.2-1b",
+        "--rates",
+        "0:2,5m",
+        "--drop-at",
+        "3m",
+        "--drop-to",
+        "0.4",
+        "--start",
+        "1700000000",
+    ]
+    assert main([*argv, "--out", str(out)]) == 0
+
+    from specsim.engines import DEFAULT_ENGINE, metric_names
+    from specsim.watch.replay import openmetrics, simulate_day
+
+    dep = deployment()
+    day = simulate_day(dep, [(0.0, 2.0), (300.0, 0.0)], 0.6, 3, 1000, 256, changes=[(180.0, 0.4)], seed=0)
+    names, _, _ = metric_names(DEFAULT_ENGINE)
+    model = dep.target.source or dep.target.name
+    assert out.read_text() == openmetrics(day, names, model, 60.0, 1700000000.0)
+    assert f"wrote {out}: {day.description}" in capsys.readouterr().out
