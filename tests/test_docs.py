@@ -7,6 +7,7 @@
 * Every repository path (``specsim/...``, ``benchmarks/...``, ...) and every ``specsim.`` name the README and the docs
   give in backticks exists, and every relative link and image of the README resolves (MkDocs checks the pages under
   docs/, not the README).
+* The python blocks of the pages in :data:`EXECUTED` run, in order, in one namespace (as a notebook would).
 
 The commands of the console blocks are run by tests/test_readme.py.
 """
@@ -39,6 +40,11 @@ ROOTS = (
     "pyproject.toml",
     "mkdocs.yml",
 )
+
+
+#: Pages whose ```python blocks run here (the others' need a cluster or show an API without running it).
+EXECUTED = ("docs/library.md",)
+_PYTHON = re.compile(r"^```python\n(.*?)^```", flags=re.S | re.M)
 
 
 def _pages() -> list[Path]:
@@ -150,3 +156,22 @@ def test_the_readme_links_resolve(target):
     if target.startswith(("http://", "https://")):
         return
     assert (REPO / target).exists(), f"README.md links to {target}, which does not exist"
+
+
+@pytest.mark.parametrize("page", EXECUTED)
+def test_the_python_blocks_of_a_page_run(page, tmp_path, monkeypatch):
+    """In a scratch folder that sees the repository's examples/ and hardware/, /tmp/ standing for it (as the console
+    blocks of tests/test_readme.py); a block that times passes with the torch harness is skipped where torch is not
+    installed (no later block needs what it defines)."""
+    blocks = _PYTHON.findall((REPO / page).read_text())
+    assert blocks, f"{page} has no python block"
+    for name in ("examples", "hardware"):
+        (tmp_path / name).symlink_to(REPO / name)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    has_torch = importlib.util.find_spec("torch") is not None
+    namespace: dict = {"__name__": "__docs__"}
+    for i, block in enumerate(blocks, 1):
+        if "specsim.harness" in block and not has_torch:
+            continue
+        exec(compile(block.replace("/tmp/", f"{tmp_path}/"), f"{page}, python block {i}", "exec"), namespace)
