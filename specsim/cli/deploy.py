@@ -77,7 +77,7 @@ def run_schedule(args: argparse.Namespace) -> int:
         contexts=args.contexts,
         load=None if at is None else _load_answer(args, dep, acc, acc_label, *at),
     )
-    if answer.load is not None and args.format == "table":  # the load table first (a configuration goes to stdout)
+    if answer.load is not None and args.format == "table":  # the loads first (in JSON or a configuration, not at all)
         from specsim.cli.model import _print_load
 
         _print_load(answer.load, dep)
