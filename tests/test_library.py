@@ -258,15 +258,13 @@ def test_compare(capsys):
 def test_serve_sim(capsys):
     printed = cli(capsys, "serve-sim", *BASE, "--alpha", "0.8", "--rate", "4", "--requests", "100", "--runs", "2")
 
-    from specsim.serving.simulator import EngineLimits, requests_for, serve_compare_runs, summarize_runs
+    from specsim.answers.serve import serve_sim, sim_load
 
     dep = deployment()
-    seeds = [0, 1]
-    sets = [requests_for(dep.target, rate=4.0, n=100, rng=np.random.default_rng(s))[0] for s in seeds]
-    runs = serve_compare_runs(dep, sets, 0.8, "schedule", EngineLimits(), None, seeds, 0.9)
-    off, on = (summarize_runs([run[i].summary(None, None) for run in runs]) for i in (0, 1))
-    assert printed["off"] == as_json(off) and printed["on"] == as_json(on) and printed["seeds"] == seeds
-    assert printed["gamma_by_batch"] == as_json(runs[0][2]["gamma_by_batch"])
+    answer = serve_sim(dep, sim_load(dep, rate=4.0, n=100, seed=0, runs=2), 0.8, memory_utilization=0.9)
+    assert printed["off"] == as_json(answer.off) and printed["on"] == as_json(answer.on)
+    assert printed["seeds"] == answer.seeds == [0, 1]
+    assert printed["gamma_by_batch"] == as_json(answer.meta["gamma_by_batch"])
 
 
 def test_serve_sweep(capsys):

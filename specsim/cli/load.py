@@ -115,47 +115,41 @@ def _sweep_executor(args: argparse.Namespace):
 
 
 def run_serve_sim(args: argparse.Namespace) -> int:
-    import numpy as np
-
+    from specsim.answers.serve import serve_sim, sim_load
     from specsim.core.files import check_output
-    from specsim.core.limits import MAX_SIMULATED_REQUESTS
-    from specsim.serving.simulator import CONFIDENCE, DEFAULT_RUNS, requests_for, serve_compare_runs, summarize_runs
+    from specsim.serving.simulator import CONFIDENCE
 
-    if args.trace is not None and args.runs not in (None, 1):
-        raise ValueError(
-            f"--runs {args.runs} with --trace: a trace is one fixed set of requests and is replayed once "
-            "(new runs draw new arrivals, which a trace does not have); drop --runs"
-        )
     if args.csv:
         check_output(args.csv, (".csv",), "--csv")
     acc, acc_label, dep, limits, slo, gamma = _setup(args)
-    runs_asked = (1 if args.trace is not None else DEFAULT_RUNS) if args.runs is None else args.runs
-    seeds = list(range(args.seed, args.seed + runs_asked))
-    request_sets = []
-    for seed in seeds:
-        requests, concurrency = requests_for(
-            dep.target,
-            rate=args.rate,
-            concurrency=args.concurrency,
-            trace=args.trace,
-            workload=args.workload,
-            n=args.requests,
-            rng=np.random.default_rng(seed),
-            lengths=_lengths(args),
+    load = sim_load(
+        dep,
+        rate=args.rate,
+        concurrency=args.concurrency,
+        trace=args.trace,
+        workload=args.workload,
+        n=args.requests,
+        lengths=_lengths(args),
+        seed=args.seed,
+        runs=args.runs,
+    )
+    seeds, concurrency = load.seeds, load.concurrency
+    with _runner(args, len(seeds), load.requests) as (executor, done):
+        answer = serve_sim(
+            dep,
+            load,
+            acc,
+            gamma,
+            limits,
+            memory_utilization=args.memory_util,
+            gamma_max=args.gamma_max,
+            slo_ttft_s=slo[0],
+            slo_tpot_s=slo[1],
+            executor=executor,
+            done=done,
         )
-        if len(requests) * len(seeds) > MAX_SIMULATED_REQUESTS:
-            raise ValueError(
-                f"--runs {len(seeds)} of {len(requests):,} requests simulate {len(requests) * len(seeds):,}; at most "
-                f"{MAX_SIMULATED_REQUESTS:,} per command: pass fewer runs or requests"
-            )
-        request_sets.append(requests)
-    with _runner(args, len(seeds), sum(len(r) for r in request_sets)) as (executor, done):
-        results = serve_compare_runs(
-            dep, request_sets, acc, gamma, limits, concurrency, seeds, args.memory_util, args.gamma_max, executor, done
-        )
-    runs = [(r, *result) for r, result in zip(request_sets, results)]
-    requests, plain, spec, meta = runs[0]
-    summaries = [summarize_runs([r[i].summary(*slo) for r in runs]) for i in (1, 2)]
+    requests, (plain, spec, meta) = load.request_sets[0], answer.results[0]
+    summaries = [answer.off, answer.on]
     if args.csv:
         _write_requests(args.csv, requests, plain, spec)
     span = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}-{seeds[-1]}"

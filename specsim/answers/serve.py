@@ -1,0 +1,130 @@
+"""serve-sim as a library result: independent runs of one load through the request-level simulator, with and without
+speculation, and each figure's mean over the runs with its interval."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from specsim.serving.simulator import DEFAULT_RUNS, requests_for, serve_compare_runs, summarize_runs
+from specsim.speculation.deployment import Deployment
+
+__all__ = ["ServeSimAnswer", "SimLoad", "serve_sim", "sim_load"]
+
+
+@dataclass(frozen=True)
+class ServeSimAnswer:
+    """serve-sim: each run's requests and its (plain, speculative, meta) results, in seed order, and the summaries of
+    the runs without and with speculation (:func:`~specsim.serving.simulator.summarize_runs`)."""
+
+    deployment: Deployment
+    seeds: list
+    request_sets: list
+    results: list  # (plain, spec, meta) per run
+    concurrency: int | None  # the closed loop's users, None for an open loop or a trace
+    off: dict
+    on: dict
+
+    @property
+    def meta(self) -> dict:
+        """The first run's facts of the simulation (gamma policy and per batch, KV capacities, the context seen)."""
+        return self.results[0][2]
+
+
+@dataclass(frozen=True)
+class SimLoad:
+    """The requests of each run of one load, with their seeds, and the closed loop's users (None for an open loop or a
+    trace)."""
+
+    seeds: list
+    request_sets: list
+    concurrency: int | None
+
+    @property
+    def requests(self) -> int:
+        """Requests over every run (what decides whether spreading the runs over processes pays)."""
+        return sum(len(r) for r in self.request_sets)
+
+
+def sim_load(
+    dep: Deployment,
+    *,
+    rate: float | None = None,
+    concurrency: int | None = None,
+    trace=None,
+    workload=None,
+    n: int | None = None,
+    lengths: tuple | None = None,
+    seed: int = 0,
+    runs: int | None = None,
+) -> SimLoad:
+    """The requests of ``runs`` runs of one load (seeds ``seed``, ``seed + 1``, ...;
+    :data:`~specsim.serving.simulator.DEFAULT_RUNS`, or one for a ``trace``, which is replayed once): a Poisson
+    ``rate``, a closed loop of ``concurrency`` users or a ``trace`` (:func:`~specsim.serving.simulator.requests_for`,
+    which also reads ``workload``, ``n`` and fixed ``lengths``); at most
+    :data:`~specsim.core.limits.MAX_SIMULATED_REQUESTS` requests in all."""
+    from specsim.core.limits import MAX_SIMULATED_REQUESTS
+
+    if trace is not None and runs not in (None, 1):
+        raise ValueError(
+            f"--runs {runs} with --trace: a trace is one fixed set of requests and is replayed once "
+            "(new runs draw new arrivals, which a trace does not have); drop --runs"
+        )
+    count = (1 if trace is not None else DEFAULT_RUNS) if runs is None else runs
+    seeds = list(range(seed, seed + count))
+    request_sets, users = [], None
+    for s in seeds:
+        requests, users = requests_for(
+            dep.target,
+            rate=rate,
+            concurrency=concurrency,
+            trace=trace,
+            workload=workload,
+            n=n,
+            rng=np.random.default_rng(s),
+            lengths=lengths,
+        )
+        if len(requests) * len(seeds) > MAX_SIMULATED_REQUESTS:
+            raise ValueError(
+                f"--runs {len(seeds)} of {len(requests):,} requests simulate {len(requests) * len(seeds):,}; at most "
+                f"{MAX_SIMULATED_REQUESTS:,} per command: pass fewer runs or requests"
+            )
+        request_sets.append(requests)
+    return SimLoad(seeds, request_sets, users)
+
+
+def serve_sim(
+    dep: Deployment,
+    load: SimLoad,
+    acceptance: object,
+    gamma: object = "schedule",
+    limits=None,
+    *,
+    memory_utilization: float | None = None,
+    gamma_max: int | None = None,
+    slo_ttft_s: float | None = None,
+    slo_tpot_s: float | None = None,
+    executor=None,
+    done=None,
+) -> ServeSimAnswer:
+    """Each run of ``load`` (:func:`sim_load`) with and without speculation, through ``executor`` where given (any
+    ``concurrent.futures`` executor), ``done`` called per finished run; the summaries over the runs, with each figure's
+    95% interval where there are several (SLO attainment against ``slo_ttft_s`` and ``slo_tpot_s``)."""
+    from specsim.serving.simulator import DEFAULT_SERVING_GAMMA_MAX, EngineLimits
+
+    results = serve_compare_runs(
+        dep,
+        load.request_sets,
+        acceptance,
+        gamma,
+        EngineLimits() if limits is None else limits,
+        load.concurrency,
+        load.seeds,
+        memory_utilization,
+        DEFAULT_SERVING_GAMMA_MAX if gamma_max is None else gamma_max,
+        executor,
+        done,
+    )
+    off, on = (summarize_runs([r[i].summary(slo_ttft_s, slo_tpot_s) for r in results]) for i in (0, 1))
+    return ServeSimAnswer(dep, load.seeds, load.request_sets, results, load.concurrency, off, on)
