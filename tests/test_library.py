@@ -602,3 +602,20 @@ def test_replay(capsys, tmp_path):
     model = dep.target.source or dep.target.name
     assert out.read_text() == openmetrics(day, names, model, 60.0, 1700000000.0)
     assert f"wrote {out}: {day.description}" in capsys.readouterr().out
+
+
+def test_serve_sweep_with_runs_prints_the_library_means_and_intervals(capsys):
+    # serve-sweep --runs R is serve_sweep(runs=R): the means and their 95% half-widths, printed as "mean ± half-width".
+    printed = cli(capsys, "serve-sweep", *BASE, "--alpha", "0.8", "--rates", "1,6", "--requests", "60", "--runs", "3")
+
+    from specsim.serving.simulator import serve_sweep
+
+    frame = serve_sweep(deployment(), [1.0, 6.0], "chat", 60, 0.8, runs=3)
+    assert printed["rates"] == as_json(frame.to_dict(orient="records"))
+    assert all(row["runs"] == 3 and row["on_tpot_p50_s_ci"] > 0 for row in printed["rates"])
+    from specsim.cli.main import main
+
+    assert main(["serve-sweep", *BASE, "--alpha", "0.8", "--rates", "1,6", "--requests", "60", "--runs", "3"]) == 0
+    text = capsys.readouterr().out
+    half = frame.on_tpot_p50_s_ci.iloc[1] * 1e3
+    assert "x 3 runs (seeds 0-2" in text and f"± {half:.3f}" in text

@@ -343,11 +343,20 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
         check_output(args.plot, (".png", ".svg"), "--plot")
     acc, acc_label, dep, limits, slo, gamma = _setup(args)
     workload, n = get_workload(args.workload), args.requests
+    from specsim.core.limits import MAX_SIMULATED_REQUESTS
+    from specsim.serving.simulator import DEFAULT_REQUESTS
+
+    total = len(args.rates) * args.runs * (DEFAULT_REQUESTS if n is None else n)
+    if total > MAX_SIMULATED_REQUESTS:
+        raise ValueError(
+            f"{len(args.rates)} rates x {args.runs} runs of {DEFAULT_REQUESTS if n is None else n:,} requests simulate "
+            f"{total:,}; at most {MAX_SIMULATED_REQUESTS:,} per command: pass fewer rates, runs or requests"
+        )
     from specsim.cli.report import progress_bar
 
     with (
         _sweep_executor(args) as executor,
-        progress_bar("serve-sweep rates", "rate", total=len(args.rates), quiet=args.json) as done,
+        progress_bar("serve-sweep rates", "run", total=len(args.rates) * args.runs, quiet=args.json) as done,
     ):
         frame = serve_sweep(
             dep,
@@ -361,6 +370,7 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
             *slo,
             args.gamma_max,
             executor=executor,
+            runs=args.runs,
             done=done,
         )
     findings = sweep_findings(frame)
@@ -391,7 +401,18 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
         print_notes(dep)
         return 0
     print(describe(dep, 0).replace("; context 0 tokens", ""))
-    print(f"workload {workload.name} ({workload.source}); {n} requests per rate; {acc_label}\n")
+    runs = (
+        ""
+        if args.runs == 1
+        else f" x {args.runs} runs (seeds {args.seed}-{args.seed + args.runs - 1}; each figure the mean ± the "
+        "half-width of its 95% confidence interval, Student t over the runs)"
+    )
+    print(f"workload {workload.name} ({workload.source}); {n} requests per rate{runs}; {acc_label}\n")
+
+    def cell(r, col: str, shown) -> str:
+        ci = getattr(r, f"{col}_ci", None)
+        return shown(getattr(r, col)) + ("" if ci is None else f" ± {shown(ci)}")
+
     cols = [
         "rate",
         "off_tpot_p50_s",
@@ -404,19 +425,20 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
         "on_mean_batch",
     ]
     headers = ["req/s", "TPOT p50 off", "on", "TPOT p99 off", "on", "tok/s off", "on", "batch off", "on"]
+    present = [c for c in cols + [f"{c}_ci" for c in cols] if c in frame]
     rows = [
         [
             f"{r.rate:g}",
-            ms(r.off_tpot_p50_s),
-            ms(r.on_tpot_p50_s),
-            ms(r.off_tpot_p99_s),
-            ms(r.on_tpot_p99_s),
-            f"{r.off_tokens_per_s:,.0f}",
-            f"{r.on_tokens_per_s:,.0f}",
-            f"{r.off_mean_batch:.1f}",
-            f"{r.on_mean_batch:.1f}",
+            cell(r, "off_tpot_p50_s", ms),
+            cell(r, "on_tpot_p50_s", ms),
+            cell(r, "off_tpot_p99_s", ms),
+            cell(r, "on_tpot_p99_s", ms),
+            cell(r, "off_tokens_per_s", "{:,.0f}".format),
+            cell(r, "on_tokens_per_s", "{:,.0f}".format),
+            cell(r, "off_mean_batch", "{:.1f}".format),
+            cell(r, "on_mean_batch", "{:.1f}".format),
         ]
-        for r in frame[cols].itertuples()
+        for r in frame[present].itertuples()
     ]
     if "off_slo_attainment" in frame:
         headers += ["SLO met off", "on"]
@@ -520,6 +542,13 @@ def _parser_serve_sweep(sub) -> None:
         help="parallel simulations (a process pool; default 1: one after the other)",
     )
     add_executor_arg(p, "--workers")
+    p.add_argument(
+        "--runs",
+        type=int_at_least(1, "runs", MAX_SERVE_RUNS),
+        default=1,
+        help="runs per rate, seeds --seed, --seed + 1, ...: each figure is their mean with its 95%% confidence "
+        "interval, printed and drawn by --plot (default 1: one run, no interval)",
+    )
     p.add_argument(
         "--plot", type=nonempty("plot"), metavar="FILE", help="write the TPOT and throughput figure (.png or .svg)"
     )
