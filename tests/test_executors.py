@@ -48,7 +48,7 @@ def _cluster(workers: int = 2):
         protocol="tcp",
         host="127.0.0.1",
         scheduler_port=0,
-        dashboard_address=None,
+        dashboard_address=":0",  # None is Dask's default, 8787, which test_cluster.py's cluster may hold meanwhile
         silence_logs=50,
     ) as cluster:
 

@@ -164,8 +164,10 @@ def _dask(spec: ExecutorSpec, jobs: int) -> Iterator[Executor]:
         if spec.host is None:
             workers = max(1, min(usable_cores(), jobs))
             address = stack.enter_context(
+                # The dashboard on a free port: None means Dask's default, 8787, which a second cluster on the
+                # machine finds taken (a warning, and an error where warnings are).
                 distributed.LocalCluster(
-                    n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+                    n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
                 )
             )
         else:
