@@ -119,12 +119,9 @@ class StepCounters:
         order = np.argsort(cols[0], kind="stable")
         ends = cols[0][order]
         upto = np.searchsorted(ends, t, side="right")  # iterations ended by each time
-        out = {}
-        for key, col in zip(keys, cols[1:7]):
-            c = np.cumsum(np.asarray(col, dtype=float)[order], axis=0)
-            out[key] = np.where((upto > 0).reshape((-1,) + (1,) * (c.ndim - 1)), c[np.maximum(upto - 1, 0)], 0.0)
+        out = {key: _cumulated(col, order, upto) for key, col in zip(keys, cols[1:7])}
         for key, col in (("running", cols[7]), ("waiting", cols[8])):
-            out[key] = np.where(upto > 0, np.asarray(col, dtype=float)[order][np.maximum(upto - 1, 0)], 0.0)
+            out[key] = np.r_[0.0, np.asarray(col, dtype=float)[order]][upto]  # after the last that ended; 0 before any
         if self._done:
             done = [np.concatenate([d[i] for d in self._done]) for i in range(6)]
         else:
@@ -142,8 +139,7 @@ class StepCounters:
             ),
             done[1:],
         ):
-            c = np.cumsum(np.asarray(col, dtype=float)[order], axis=0)
-            out[key] = np.where((upto > 0).reshape((-1,) + (1,) * (c.ndim - 1)), c[np.maximum(upto - 1, 0)], 0.0)
+            out[key] = _cumulated(col, order, upto)
         return out
 
     def accept_length_window(self, times: object, iterations: int) -> np.ndarray:
@@ -162,3 +158,10 @@ class StepCounters:
         start = np.maximum(upto - int(iterations), 0)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(upto > 0, 1.0 + (ca[upto] - ca[start]) / (cd[upto] - cd[start]), np.nan)
+
+
+def _cumulated(col: np.ndarray, order: np.ndarray, upto: np.ndarray) -> np.ndarray:
+    """The sums of ``col``'s rows, taken in ``order``, over the first ``upto`` of them (0 where ``upto`` is 0, and where
+    nothing was counted yet)."""
+    c = np.cumsum(np.asarray(col, dtype=float)[order], axis=0)
+    return np.concatenate([np.zeros((1,) + c.shape[1:]), c])[upto]
