@@ -19,7 +19,7 @@ from specsim.calibration.engine_fit import fit_engine
 from specsim.calibration.model import RunModel, Values
 from specsim.calibration.runs import CalRun, SpecSetup, group_sweeps, load_key
 from specsim.cli.main import main
-from specsim.engines import SpecHost
+from specsim.engines import SpecHost, get_engine
 from specsim.speculation.deployment import Deployment
 
 BENCH = "examples/bench"
@@ -472,6 +472,106 @@ def test_the_library_builds_the_calibrated_deployment_the_cli_does(tmp_path, cap
         Deployment.build("h200", calibration=cal)
     with pytest.raises(ValueError, match="--engine sglang but cal.yaml calibrates vllm@0.20.0"):
         Deployment.build(engine="sglang", calibration=cal)
+
+
+def _calibration(**changes):
+    """A calibration of an FP8 llama-3.1-8b with EAGLE-3 on an H100 under vLLM 0.20.0, as read_calibration returns one
+    (no fit: Calibration.fixes and apply read only what it names)."""
+    from specsim.calibration.file import Calibration
+    from specsim.describe.hardware import load_hardware
+
+    fields = dict(
+        path="/runs/cal.yaml",
+        profile=dataclasses.replace(load_hardware("h100-sxm"), name="h100-sxm-vllm-fitted"),
+        base_hardware="h100-sxm",
+        target="llama-3.1-8b",
+        target_name="llama-3.1-8b",
+        tp=1,
+        target_options={"weight_dtype": "fp8"},
+        drafter="eagle3",
+        draft_tp=None,
+        timing="roofline",
+        engine="vllm@0.20.0",
+        iteration_s=0.5e-3,
+        iteration_seq_s=2e-6,
+        round_terms=dict(round_s=1e-3, step_s=0.3e-3, seq_s=20e-6, seq_step_s=2e-6),
+        acceptance=None,
+        acceptance_label=None,
+        record={"terms": {"round_s": {"status": "fitted"}}},
+    )
+    return Calibration(**(fields | changes))
+
+
+def test_a_calibration_takes_arguments_naming_its_own_deployment_however_they_name_it():
+    # Its hardware by name, alias, fitted name or profile; its engine by spec, by a release of the same preset or as the
+    # preset; its target, TP, source and dtypes as they are: all its own deployment, each given back as the fit's.
+    from specsim.describe.hardware import load_hardware
+
+    cal = _calibration()
+    own = {
+        "hardware": cal.profile,
+        "target": "llama-3.1-8b",
+        "tp": 1,
+        "timing": "roofline",
+        "engine": "vllm@0.20.0",
+        "target_options": {"weight_dtype": "fp8"},
+    }
+    assert cal.fixes() == own
+    for hardware in ("h100-sxm", "h100", "h100-sxm-vllm-fitted", load_hardware("h100-sxm"), cal.profile):
+        assert cal.fixes(hardware=hardware) == own, hardware
+    for engine in ("vllm@0.20.0", "vllm@0.21.0", get_engine("vllm@0.20.0")):
+        assert cal.fixes(engine=engine) == own, engine
+    given = {"tp": 1, "weight_dtype": "fp8", "kv_dtype": "fp8"}  # a dtype it did not record is not another deployment
+    assert cal.fixes(target="llama-3.1-8b", timing="roofline", target_options=given) == own
+
+
+def test_a_calibration_refuses_each_argument_naming_another_deployment_in_one_line():
+    from specsim.describe.hardware import load_hardware
+
+    cal = _calibration()
+    tail = "a fit of one deployment says nothing of another (drop --{0}, or calibrate that deployment)"
+    for kwargs, flag, said in (
+        ({"hardware": "h200"}, "hardware", "--hardware h200 but cal.yaml calibrates h100-sxm"),
+        ({"hardware": load_hardware("h200")}, "hardware", "--hardware h200 but cal.yaml calibrates h100-sxm"),
+        ({"timing": "kernels"}, "timing", "--timing kernels but cal.yaml calibrates the roofline step-time source"),
+        ({"engine": "sglang"}, "engine", "--engine sglang but cal.yaml calibrates vllm@0.20.0"),
+        ({"engine": get_engine("sglang@0.5")}, "engine", "--engine sglang@0.5 but cal.yaml calibrates vllm@0.20.0"),
+        ({"target_options": {"tp": 2}}, "tp", "--tp 2 but cal.yaml calibrates tensor parallelism 1"),
+        (
+            {"target_options": {"weight_dtype": "bf16"}},
+            "weight-dtype",
+            "--weight-dtype bf16 but cal.yaml calibrates a fp8 weight target",
+        ),
+    ):
+        with pytest.raises(ValueError) as refused:
+            cal.fixes(**kwargs)
+        assert str(refused.value) == f"{said}: {tail.format(flag)}", kwargs
+    with pytest.raises(ValueError, match=r"^--engine-overhead-ms replaces the time per iteration cal.yaml fitted"):
+        cal.fixes(engine_overhead_ms=1.0)
+    kv = _calibration(target_options={"weight_dtype": "fp8", "kv_dtype": "fp8"})
+    with pytest.raises(ValueError, match=r"^--kv-dtype bf16 but cal.yaml calibrates a fp8 kv target: "):
+        kv.fixes(target_options={"kv_dtype": "bf16"})
+    assert kv.fixes(target_options={"kv_dtype": "fp8"})["target_options"] == kv.target_options
+
+
+def test_the_library_builds_a_calibrations_own_drafter_where_none_is_named():
+    from specsim.core.defaults import DEFAULT_DRAFT
+
+    cal = _calibration()
+    dep = Deployment.build(calibration=cal)
+    assert dep.drafter.kind == "eagle3" and dep.hardware is cal.profile and dep.engine.calibration == "cal.yaml"
+    assert dep.target.weight_dtype == "fp8" and dep.source.name == "roofline"
+    assert Deployment.build(calibration=_calibration(drafter=None)).drafter.name == DEFAULT_DRAFT
+    assert Deployment.build(draft="ngram", calibration=cal).drafter.kind == "ngram"  # a drafter named is taken
+    assert Deployment.build(calibration=cal, decode_only=True).drafter is None
+
+
+def test_a_calibration_applied_to_a_preset_carries_its_fitted_terms():
+    cal = _calibration()
+    preset = cal.apply(get_engine("vllm@0.20.0"))
+    assert preset.spec == SpecHost(**cal.round_terms) and preset.calibration == "cal.yaml"
+    assert preset.iteration_s == pytest.approx(cal.iteration_s)
+    assert preset.spec_basis.startswith("fitted by calibrate-engine (cal.yaml): round_s")
 
 
 def test_the_calibration_sets_the_deployment_and_refuses_flags_of_another(tmp_path, capsys):

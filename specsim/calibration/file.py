@@ -92,7 +92,7 @@ class Calibration:
             from specsim.describe.hardware import load_hardware
 
             name = hardware.name if hasattr(hardware, "name") else load_hardware(hardware).name
-            if name != self.base_hardware:
+            if name not in (self.base_hardware, self.profile.name):  # the base profile, or the fitted one itself
                 differs("hardware", getattr(hardware, "name", hardware), self.base_hardware)
         if target is not None and target != self.target and get_model(target).name != self.target_name:
             differs("target", target, self.target_name)
