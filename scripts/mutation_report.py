@@ -1,12 +1,15 @@
 """Kill rate per module of a mutmut run, with the equivalent mutants listed by name taken out.
 
-    python scripts/mutation_report.py [MUTANTS_DIR] [--equivalents FILE] [--survivors] [--sample FILE]
+    python scripts/mutation_report.py [MUTANTS_DIR] [--equivalents FILE] [--survivors] [--sample FILE] [--only FILE]
     python scripts/mutation_report.py [MUTANTS_DIR] --fresh PREFIX --tests TEST [TEST ...]
 
 Reads mutmut's own result files (``mutants/**/*.py.meta``, mutmut 3.8.1) and the list of equivalent mutants
 (``tests/mutation_equivalents.txt``: one mutant name per line, then the reason).  A timeout counts as killed, as
 mutmut's own score does; a mutant no test reaches ("no tests") counts as survived.  An equivalent that a test
 kills, or that no longer exists, is reported: the list is kept honest by the run, not by hand.
+
+``--only`` restricts the report to the mutants a run was restricted to (``mutmut run PATTERN ...``): a file of
+mutmut's name patterns (``fnmatch``, one a line), so that a module's mutants are those of the functions selected.
 
 ``--fresh`` judges surviving mutants of code that runs when its module is imported (engines' preset table):
 mutmut forks its workers from a process that imported the module already, so such a mutant is never switched
@@ -18,6 +21,7 @@ and its exit code is recorded in mutmut's result file as mutmut records its own.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import subprocess
@@ -93,6 +97,17 @@ def rerun_fresh(mutants: Path, prefix: str, tests: list[str]) -> list[tuple[str,
             done.append((name, _STATUS.get(run.returncode, "suspicious")))
         meta.write_text(json.dumps(data))
     return done
+
+
+def read_patterns(path: Path) -> list[str]:
+    """mutmut name patterns, one a line (``#`` starts a comment)."""
+    lines = (line.split("#")[0].strip() for line in path.read_text().splitlines())
+    return [line for line in lines if line]
+
+
+def selected(names, patterns: list[str]) -> set:
+    """The names that match one of ``patterns`` (all of them where there is none)."""
+    return {n for n in names if not patterns or any(fnmatch.fnmatchcase(n, p) for p in patterns)}
 
 
 def module_of(name: str) -> str:
@@ -178,6 +193,7 @@ def main(argv=None) -> int:
         "--fresh", metavar="PREFIX", help="rerun surviving mutants named PREFIX... each in a new process"
     )
     parser.add_argument("--tests", nargs="+", default=[], help="with --fresh: the test files or ids to run")
+    parser.add_argument("--only", help="a file of mutant name patterns: count only the mutants they match")
     args = parser.parse_args(argv)
     mutants = Path(args.mutants)
     if not mutants.is_dir():
@@ -191,6 +207,11 @@ def main(argv=None) -> int:
             print(f"fresh: {name}: {status}")
     results = read_results(mutants)
     equivalents = read_equivalents(Path(args.equivalents))
+    if args.only:
+        patterns = read_patterns(Path(args.only))
+        keep = selected(results, patterns)
+        results = {name: status for name, status in results.items() if name in keep}
+        equivalents = {name: why for name, why in equivalents.items() if name in selected([name], patterns)}
     sample = frozenset(Path(args.sample).read_text().split()) if args.sample else frozenset()
     table, problems = report(results, equivalents, sample)
     print(

@@ -70,13 +70,16 @@ def test_an_equivalent_without_a_reason_and_a_missing_folder_are_refused(tmp_pat
 
 def test_the_shipped_equivalents_list_names_only_mutants_of_the_configured_modules_with_a_reason(report):
     listed = report["read_equivalents"](REPO / "tests" / "mutation_equivalents.txt")
+    import fnmatch
     import tomllib
 
     config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mutmut"]["only_mutate"]
-    modules = {p.removesuffix(".py").replace("/", ".") for p in config}
     for name in listed:
-        module = report["module_of"](name)
-        assert module in modules or any(m.endswith("*") and module.startswith(m[:-1]) for m in modules), name
+        # A module is its file or its package's __init__.py (specsim.engines: specsim/engines/__init__.py), matched
+        # against only_mutate's globs as mutmut matches them.
+        path = report["module_of"](name).replace(".", "/")
+        files = (path + ".py", path + "/__init__.py")
+        assert any(fnmatch.fnmatch(f, pattern) for f in files for pattern in config), name
 
 
 def test_fresh_reruns_each_named_survivor_in_a_new_process_and_records_its_verdict(tmp_path, report, capsys):
@@ -117,3 +120,30 @@ def test_a_sampled_remainder_scales_to_the_whole_module_with_its_wilson_interval
     low, high = report["wilson"](1, 2)
     assert row["estimate"][1:] == pytest.approx(((3 + 6 * low) / 9, (3 + 6 * high) / 9))
     assert 0 < low < 0.5 < high < 1 and report["wilson"](0, 0) == (0.0, 1.0)
+
+
+def test_only_counts_the_mutants_of_the_functions_a_run_was_restricted_to(tmp_path, report, capsys):
+    # A run restricted to some functions (mutmut run PATTERN ...): the rest of the module is neither "not run" nor a
+    # stale equivalent.
+    mutants = tmp_path / "mutants"
+    _meta(
+        mutants,
+        "specsim/serving/counters.py.meta",
+        {
+            "specsim.serving.counters.xǁCǁat__mutmut_1": 1,
+            "specsim.serving.counters.xǁCǁat__mutmut_2": 0,
+            "specsim.serving.counters.xǁCǁat__mutmut_3": 0,
+            "specsim.serving.counters.x_other__mutmut_1": None,
+        },
+    )
+    equivalents = tmp_path / "eq.txt"
+    equivalents.write_text(
+        "specsim.serving.counters.xǁCǁat__mutmut_3 why\nspecsim.serving.counters.x_other__mutmut_7 not selected\n"
+    )
+    only = tmp_path / "only.txt"
+    only.write_text("# the moved functions\nspecsim.serving.counters.xǁCǁat__mutmut_*  # all of at\n")
+    assert report["main"]([str(mutants), "--equivalents", str(equivalents), "--only", str(only), "--survivors"]) == 0
+    out = capsys.readouterr().out
+    assert "| serving.counters | 3 | 3 (0) | 1 | 1 | 1 | 50.0% | 50.0% (all run) |" in out
+    assert "warning" not in out and "x_other" not in out
+    assert "survivor: specsim.serving.counters.xǁCǁat__mutmut_2 (survived)" in out
