@@ -7,8 +7,12 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from specsim.figures.make import FIGURES, make_all, render
-from specsim.speculation.sweep import optimal_gamma_table
+from specsim.figures.make import FIGURES, make_all, render  # noqa: E402
+from specsim.speculation.sweep import optimal_gamma_table  # noqa: E402
+
+#: One worker draws every figure once (the module's fixture; the serve-sweep figure alone is 160 simulations, 14 s): two
+#: workers each drew them all.
+pytestmark = pytest.mark.xdist_group("figures")
 
 
 @pytest.fixture(scope="module")

@@ -41,6 +41,8 @@ def test_a_long_command_shows_progress_on_a_terminal_only(monkeypatch, argv, des
     # tqdm's "desc:  67%|...| 2/3 [" with a total, "desc: 14fit [" without one
     counts = [int(n) for n in re.findall(re.escape(desc) + r":\s+(?:\d+%\|[^|]*\|\s*)?(\d+)", err)]
     assert counts and counts[-1] >= 2, err[-500:]  # the bar moved past its first unit
+    if argv[0] == "calibrate-engine":  # 3 s a run; the cases below are report.progress_bar's, checked on serve-sim
+        return
     code, plain_out, plain_err = _run(monkeypatch, argv, terminal=False)
     assert code == 0 and desc not in plain_err and plain_out == out
     if argv[0] == "serve-sim":  # --json quiets every bar alike (report.progress_bar); one command's check suffices
