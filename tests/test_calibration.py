@@ -513,10 +513,11 @@ def test_a_calibration_takes_arguments_naming_its_own_deployment_however_they_na
         "target": "llama-3.1-8b",
         "tp": 1,
         "timing": "roofline",
-        "engine": "vllm@0.20.0",
+        "engine": get_engine("vllm@0.20.0"),
         "target_options": {"weight_dtype": "fp8"},
     }
     assert cal.fixes() == own
+    assert cal.fixes()["engine"].named_as == "vllm@0.20.0"  # the release its runs were served by, not the preset's key
     for hardware in ("h100-sxm", "h100", "h100-sxm-vllm-fitted", load_hardware("h100-sxm"), cal.profile):
         assert cal.fixes(hardware=hardware) == own, hardware
     for engine in ("vllm@0.20.0", "vllm@0.21.0", get_engine("vllm@0.20.0")):

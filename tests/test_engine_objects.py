@@ -271,3 +271,50 @@ def test_named_release_reads_aliases_and_latest_as_the_releases_they_cover():
     assert named_release("sglang@spec-v1") == ("sglang", last, shown.replace("sglang@0.5", "sglang@spec-v1"))
     assert named_release("sglang@spec-v2") == named_release("sglang@latest") == named_release("sglang")
     assert named_release("sglang@latest") == ("sglang", newest, f"sglang {REGISTRY['sglang'].newest}")
+
+
+# -- --engine resolved once ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["optimal-gamma", "--timing", "roofline", "--batch", "1,8", "--engine", "vllm@0.24.0"],
+        ["speedup", "--timing", "roofline", "--gamma", "3", "--batch", "4", "--engine", "vllm@0.24.0"],
+        ["schedule", "--timing", "roofline", "--format", "vllm", "--engine", "vllm@0.24.0"],
+        ["bench-plan", "--engine", "vllm@0.24.0", "--draft", "eagle3", "--out", "{tmp}/plan"],
+        [
+            "calibrate-engine",
+            "--plain",
+            "examples/bench/vllm-plain.jsonl",
+            "--spec",
+            "examples/bench/vllm-eagle3.jsonl",
+            "--hardware",
+            "h100",
+            "--draft",
+            "eagle3",
+            "--steps",
+            "3",
+            "--engine",
+            "vllm@0.24.0",
+        ],
+    ],
+    ids=lambda argv: argv[0],
+)
+def test_the_engine_flag_is_read_once_and_the_preset_handed_on(argv, monkeypatch, tmp_path, capsys):
+    # Every command resolves --engine where it reads its flags (cli/flags.engine_type) and hands the preset on: the
+    # drafter check, the source, the calibration, the writer and the plan take the object, and none parses the text
+    # again.  The count fails if any layer goes back to the string.
+    import specsim.engines as engines
+    from specsim.cli.main import main
+
+    seen = []
+    resolve = engines._resolve
+
+    def counted(spec, text):
+        seen.append(text)
+        return resolve(spec, text)
+
+    monkeypatch.setattr(engines, "_resolve", counted)
+    assert main([a.format(tmp=tmp_path) for a in argv]) == 0
+    capsys.readouterr()
+    assert seen.count("vllm@0.24.0") == 1, seen
+    assert "vllm" not in seen and "vllm@latest" not in seen, seen  # nor the default engine in its place

@@ -166,7 +166,7 @@ def calibrate_engine(
     *,
     hardware,
     target: str,
-    engine: str,
+    engine,
     drafter: str | None = None,
     tp: int | None = None,
     draft_tp: int | None = None,
@@ -177,15 +177,18 @@ def calibrate_engine(
     done=None,
 ) -> EngineCalibration:
     """Fit the engine's terms to ``runs`` (with the ``files`` they were read from and the ``notes`` of reading them),
-    served by ``engine`` (``vllm@0.20.0``) on ``hardware`` with ``target`` at tensor parallelism ``tp``, the
+    served by ``engine`` (``vllm@0.20.0``, or the preset :func:`specsim.engines.get_engine` resolved it to) on ``hardware`` with ``target`` at tensor parallelism ``tp``, the
     speculative runs with ``drafter`` (its TP ``draft_tp``, default the target's), step times from ``timing``
     (:func:`timing_for`), the engine's max_num_seqs and token budget ``limits``
     (:class:`specsim.serving.steady.EngineLimits`, vLLM's defaults unless given); ``done`` is called after each fit (a
     progress bar)."""
     from specsim.calibration.engine_fit import fit_engine
     from specsim.core.defaults import DEFAULT_DRAFT
+    from specsim.engines import get_engine
     from specsim.serving.steady import EngineLimits
     from specsim.speculation.deployment import Deployment
+
+    engine = get_engine(engine)  # the file keeps the release as named (engine.named_as)
 
     timing, timing_note = timing_for(hardware, timing)
     notes = list(notes) + ([f"step times: {timing_note}"] if timing_note else [])
@@ -204,5 +207,5 @@ def calibrate_engine(
     )
     fit = fit_engine(dep, runs, limits=EngineLimits() if limits is None else limits, done=done)
     return EngineCalibration(
-        fit, dep, runs, files, notes, target, drafter if spec_runs else None, timing, engine, target_options
+        fit, dep, runs, files, notes, target, drafter if spec_runs else None, timing, engine.named_as, target_options
     )

@@ -100,8 +100,9 @@ class Calibration:
             differs("tp", options["tp"], f"tensor parallelism {self.tp}")
         if timing is not None and timing != self.timing:
             differs("timing", timing, f"the {self.timing} step-time source")
-        if engine is not None and get_engine(getattr(engine, "key", engine)).key != get_engine(self.engine).key:
-            differs("engine", getattr(engine, "key", engine), self.engine)
+        theirs = get_engine(self.engine)
+        if engine is not None and get_engine(engine).key != theirs.key:
+            differs("engine", get_engine(engine).named_as, self.engine)
         if engine_overhead_ms is not None:
             raise ValueError(
                 f"--engine-overhead-ms replaces the time per iteration {self.name} fitted: drop one of them"
@@ -115,7 +116,7 @@ class Calibration:
             "target": self.target,
             "tp": self.tp,
             "timing": self.timing,
-            "engine": self.engine,
+            "engine": theirs,
             "target_options": self.target_options,
         }
 

@@ -29,7 +29,7 @@ import math
 import shlex
 from dataclasses import dataclass, field
 
-from specsim.engines import DEFAULT_VERSIONS, get_engine, parse_version
+from specsim.engines import DEFAULT_VERSIONS, EnginePreset, get_engine, parse_version
 from specsim.engines.sglang import SglangBench
 from specsim.engines.trtllm import TrtllmBench
 from specsim.engines.vllm import VllmBench
@@ -156,13 +156,11 @@ WRITERS = {w.name: w for w in (VllmBench(), SglangBench(), TrtllmBench())}
 
 
 # -- the design -------------------------------------------------------------------------------------------------------
-def resolve_version(engine: str) -> tuple[str, str, str]:
-    """(engine name, numbered version, specsim preset key) of ``--engine``: a bare name or ``@latest`` is the newest
+def resolve_version(engine: str | EnginePreset) -> tuple[str, str, EnginePreset]:
+    """(engine name, numbered version, specsim preset) of ``--engine``: a bare name or ``@latest`` is the newest
     release the writer was checked against."""
-    from specsim.engines import get_engine
-
-    name, _, version = str(engine).strip().lower().partition("@")
-    preset = get_engine(engine)  # refuses unknown engines and versions
+    preset = get_engine(engine)  # refuses unknown engines and versions; a resolved preset as it is
+    name, _, version = preset.named_as.partition("@")
     if name == "none":
         raise ValueError(
             "--engine none serves nothing: name the engine and version to benchmark (vllm, sglang or trtllm)"
@@ -172,9 +170,9 @@ def resolve_version(engine: str) -> tuple[str, str, str]:
         version = writer.newest
     if parse_version(name, version) is None:
         raise ValueError(
-            f"--engine {engine}: a plan needs a numbered version ({name}@{writer.newest}), got {version!r}"
+            f"--engine {preset.named_as}: a plan needs a numbered version ({name}@{writer.newest}), got {version!r}"
         )
-    return name, version, preset.key
+    return name, version, preset
 
 
 def plan_deployment(
@@ -182,7 +180,7 @@ def plan_deployment(
     target: str | None,
     draft: str | None,
     *,
-    engine: str,
+    engine: str | EnginePreset,
     timing: str | None = None,
     target_options: dict | None = None,
     draft_options: dict | None = None,
@@ -210,7 +208,7 @@ def plan_deployment(
 
 def design_plan(
     dep,
-    engine: str,
+    engine: str | EnginePreset,
     *,
     served_model: str | None = None,
     draft_checkpoint: str | None = None,
@@ -230,7 +228,7 @@ def design_plan(
     real acceptance on ``prompts`` instead (for versions that cannot pin).  The real-acceptance run on ``prompts`` is
     added when ``prompts`` is given.
     """
-    name, version, preset = resolve_version(engine)
+    name, version, modelled = resolve_version(engine)
     writer = WRITERS[name]
     if dep.drafter is None:
         raise ValueError("a plan benchmarks speculation against plain decoding: give --draft")
@@ -249,7 +247,6 @@ def design_plan(
         )
     pinned = _pins(type(dep.drafter), steps, pinned, pin, prompts)
     notes = writer.check(parse_version(name, version), type(dep.drafter), list(pinned), 1)
-    modelled = get_engine(f"{name}@{version}")
     if modelled.overlaps(dep.drafter.overlap_kind):
         notes.append(
             f"{name} {version} overlaps a round's host work with the GPU for this drafter ({modelled.release}): the "
@@ -268,7 +265,7 @@ def design_plan(
     plan = BenchPlan(
         name,
         version,
-        preset,
+        modelled.key,
         dep.hardware.name,
         dep.target.source or dep.target.name,
         served,

@@ -168,7 +168,9 @@ def _engine_for_format(args: argparse.Namespace, engine) -> str | None:
     """``--format ENGINE`` models that engine unless ``--engine`` (or a calibration) names one; the line that says so."""
     if engine is None or args.engine is not None or getattr(args, "calibration", None):
         return None
-    args.engine = args.format
+    from specsim.engines import get_engine
+
+    args.engine = get_engine(args.format)
     return (
         "the round is modelled on {key}, the engine --format " + args.format + " writes for (--engine to model another)"
     )
@@ -184,7 +186,8 @@ def _writer_version(args: argparse.Namespace, engine) -> tuple | None:
         return None
     cal = calibration(args)
     # A calibration keeps the release its runs were served by: the configuration is written for that one.
-    name, _, version = str(args.engine or (cal.engine if cal is not None else "")).strip().lower().partition("@")
+    named = args.engine.named_as if args.engine is not None else cal.engine if cal is not None else ""
+    name, _, version = named.strip().lower().partition("@")
     number = parse_version(name, version) if name == engine.name and version else None
     return number or parse_version(engine.name, engine.newest)
 

@@ -18,7 +18,7 @@ from specsim.core.defaults import (
 )
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, MAX_RATE_PER_S, MAX_REQUESTS, MAX_SEED, MAX_TP
 from specsim.describe.models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
-from specsim.engines import DEFAULT_ENGINE, ENGINE_NAMES, PRESETS, get_engine
+from specsim.engines import DEFAULT_ENGINE, ENGINE_NAMES, PRESETS, EnginePreset, get_engine
 from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
 from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR
 from specsim.speculation.drafters import NGRAM_CPU_S_PER_TOKEN, default_acceptance_help
@@ -259,12 +259,13 @@ def add_load_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def engine_type(text: str) -> str:
+def engine_type(text: str) -> EnginePreset:
+    """``--engine``, resolved here once: the preset it names (keeping the text, :attr:`EnginePreset.named`), which every
+    command hands on as it is."""
     try:
-        get_engine(text)
+        return get_engine(text)
     except ValueError as err:  # one line naming the engines and versions known
         raise argparse.ArgumentTypeError(str(err)) from None
-    return text
 
 
 def add_model_args(p: argparse.ArgumentParser, *, draft: bool) -> None:

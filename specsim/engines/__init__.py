@@ -66,16 +66,26 @@ def _known(name: str) -> str:
     return ", ".join(ranges + ["latest"] + [alias for (n, alias) in _ALIASES if n == name])
 
 
-def get_engine(spec: str) -> EnginePreset:
-    """A preset by ``name`` (the current release) or ``name@version``.
+def get_engine(spec: str | EnginePreset) -> EnginePreset:
+    """A preset by ``name`` (the current release) or ``name@version``; a preset is returned as it is (resolved once,
+    where the CLI reads ``--engine``: :func:`specsim.cli.flags.engine_type`).
 
     A numbered version maps to the preset covering it (``vllm@0.11`` is ``vllm@0.10``); a version no preset
-    covers is refused, and so is an empty one.
+    covers is refused, and so is an empty one.  The preset keeps the text it was named by (:attr:`EnginePreset.named`).
 
     >>> get_engine("vllm@0.11").key, get_engine("sglang").key, get_engine("vllm@0.33.0").key
     ('vllm@0.10', 'sglang@latest', 'vllm@latest')
+    >>> get_engine("vllm@0.11").named, get_engine(get_engine("SGLang")).named
+    ('vllm@0.11', 'sglang')
     """
+    if isinstance(spec, EnginePreset):
+        return spec
     text = str(spec).strip().lower()
+    return dataclasses.replace(_resolve(spec, text), named=text)
+
+
+def _resolve(spec: str, text: str) -> EnginePreset:
+    """The preset ``text`` (``spec`` lower-cased and stripped) names: :func:`get_engine`'s parse, its one home."""
     name, at, version = text.partition("@")
     if name not in ENGINE_NAMES:
         import difflib
@@ -105,7 +115,7 @@ def get_engine(spec: str) -> EnginePreset:
     raise ValueError(f"no {name} preset for version {version!r}; known: {_known(name)}")
 
 
-def named_release(spec: str) -> tuple[str, tuple[int, int, int], str] | None:
+def named_release(spec: str | EnginePreset) -> tuple[str, tuple[int, int, int], str] | None:
     """(engine, release, how to name it) that ``--engine`` names, for checking what that release runs: a numbered
     release as given; a preset's key or alias (``vllm@0.10``, ``sglang@spec-v1``) the newest release it covers; a bare
     name or ``latest`` the newest release specsim knows (each module's ``NEWEST``); None for ``none``.
@@ -113,9 +123,8 @@ def named_release(spec: str) -> tuple[str, tuple[int, int, int], str] | None:
     >>> named_release("vllm@0.11.2"), named_release("vllm@0.10"), named_release("sglang"), named_release("none")
     (('vllm', (0, 11, 2), 'vllm 0.11.2'), ('vllm', (0, 13, 99), 'vllm@0.10 (releases 0.10-0.13)'), ('sglang', (0, 5, 23), 'sglang 0.5.23'), None)
     """
-    get_engine(spec)  # refuses what names no preset
-    name, _, version = str(spec).strip().lower().partition("@")
-    if name == "none":
+    name, _, version = get_engine(spec).named_as.partition("@")  # get_engine refuses what names no preset
+    if name not in REGISTRY:  # none, or a preset a library user built for an engine specsim does not model
         return None
     key = _ALIASES.get((name, version), version)
     if not version or key == "latest":
@@ -133,7 +142,7 @@ def named_release(spec: str) -> tuple[str, tuple[int, int, int], str] | None:
     return name, number, f"{name} {version}"
 
 
-def metric_names(spec: str) -> tuple[MetricNames, tuple[int, int, int], str]:
+def metric_names(spec: str | EnginePreset) -> tuple[MetricNames, tuple[int, int, int], str]:
     """(the names, the release, how to name it) of the Prometheus metrics the release ``--engine`` names exports: a
     numbered release as given, a preset or bare name the newest release it covers (:func:`named_release`).  A
     release that exports no speculative metric is refused, naming the first that does.

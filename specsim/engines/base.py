@@ -231,6 +231,10 @@ class EnginePreset:
     #: passes relative to the profile's): 1 as shipped (no public prefill measurement is fitted), fitted to the runs'
     #: TTFT by calibrate-engine.  A prompt's marginal time in an iteration is the source's over this.
     prefill_scale: float = 1.0
+    #: The text ``--engine`` resolved to this preset (``vllm@0.24.0``, ``sglang@spec-v1``, ``vllm``), as
+    #: :func:`specsim.engines.get_engine` read it: the release the user named, which the drafter check, the metrics
+    #: reader and the writers go by (:attr:`named_as`).  Empty for a preset built directly.  Not part of its identity.
+    named: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if not (
@@ -254,6 +258,11 @@ class EnginePreset:
     def key(self) -> str:
         """``name@version`` (just the name for the preset that adds nothing)."""
         return f"{self.name}@{self.version}" if self.version else self.name
+
+    @property
+    def named_as(self) -> str:
+        """What named this preset: the text ``--engine`` gave, else its key."""
+        return self.named or self.key
 
     @property
     def label(self) -> str:

@@ -517,8 +517,8 @@ class Deployment:
         source, preset = source_and_engine(profile, timing, engine, engine_overhead_ms, progress)
         choices = ()
         kind = drafter_class(str(draft))
-        if not decode_only and not isinstance(engine, EnginePreset):
-            kind.runs_on(DEFAULT_ENGINE if engine is None else engine)
+        if not decode_only:
+            kind.runs_on(preset)  # the release the preset was named by (EnginePreset.named)
         if not decode_only and kind.launches_steps and target_model.tp > 1:
             d_opts["tp"], line = draft_tp(preset, kind.shares_vocabulary, target_model.tp, d_opts.get("tp"))
             choices = (line,)
