@@ -16,8 +16,16 @@ pytestmark = pytest.mark.xdist_group("figures")
 
 
 @pytest.fixture(scope="module")
-def drawn():
-    return {spec.name: render(spec)[1] for spec in FIGURES}
+def made(tmp_path_factory):
+    """Every figure drawn once, as make_all writes it: (the files, each figure's data by name)."""
+    data = {}
+    files = make_all(tmp_path_factory.mktemp("figures"), drawn=data)
+    return files, data
+
+
+@pytest.fixture(scope="module")
+def drawn(made):
+    return made[1]
 
 
 def _y_at(line, x):
@@ -187,7 +195,7 @@ def test_make_all_writes_png_and_svg_deterministically(tmp_path):
     assert not list((tmp_path / "a").glob(".*.tmp"))
 
 
-def test_committed_figures_are_current(repo, tmp_path):
+def test_committed_figures_are_current(repo, made):
     # figures/ holds exactly what make_all produces now, every PNG and SVG byte for byte: the layout is snapped to a
     # 1e-4 grid (figures._freeze_layout), so the AVX-512 and AVX2 paths of numpy write the same coordinates.
     import matplotlib
@@ -198,7 +206,7 @@ def test_committed_figures_are_current(repo, tmp_path):
         made_with = image.info.get("Software", "")
     if matplotlib.__version__ not in made_with:
         pytest.skip(f"figures were rendered by {made_with!r}; this is matplotlib {matplotlib.__version__}")
-    fresh = make_all(tmp_path)
+    fresh = made[0]
     assert sorted(p.name for p in fresh) == sorted(f"{spec.name}.{ext}" for spec in FIGURES for ext in ("png", "svg"))
     stale = [p.name for p in fresh if (committed / p.name).read_bytes() != p.read_bytes()]
     assert not stale, f"regenerate with: specsim figures --out figures ({', '.join(stale)} differ)"

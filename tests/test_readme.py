@@ -162,7 +162,17 @@ def _check(entry: Shown, code: int, out: str, err: str) -> None:
         assert line.rstrip() in printed, f"{where}: the page shows a line it does not print:\n{line}"
 
 
-@pytest.mark.parametrize("group", groups(), ids=lambda g: g[-1])
+def _params() -> list:
+    """Each group as a test; ``specsim figures`` runs on the worker that draws the figures (tests/test_figures.py's
+    xdist group), where the serve-sweep figure's simulations are already done once for the process."""
+    figures = pytest.mark.xdist_group("figures")
+    return [
+        pytest.param(g, id=g[-1], marks=[figures] if any(c.startswith("specsim figures") for c in g) else [])
+        for g in groups()
+    ]
+
+
+@pytest.mark.parametrize("group", _params())
 def test_docs_command_runs_and_prints_what_the_docs_quote(group, scratch, monkeypatch):
     if not HAS_TORCH and any(c.startswith(TIMES_ON_TORCH) for c in group):
         pytest.skip("the timing harness needs torch (the harness extra, which the README's test command installs)")

@@ -480,9 +480,12 @@ def render(spec: FigureSpec) -> tuple[Any, dict[str, Any]]:
     return fig, drawn
 
 
-def make_all(outdir: str | Path = "figures", names: list[str] | None = None, done=None) -> list[Path]:
+def make_all(
+    outdir: str | Path = "figures", names: list[str] | None = None, done=None, drawn: dict | None = None
+) -> list[Path]:
     """Regenerate the committed figures as PNG and SVG in ``outdir``; ``done`` is called after each figure is drawn (a
-    progress bar).
+    progress bar); ``drawn``, where given, receives each figure's data by name (what :func:`render` returns beside the
+    figure), for a caller that reads the numbers a figure shows without drawing it again.
 
     Files are written atomically, all or none (a folder made for them is removed if they cannot be written); the
     output is deterministic (no dates in the metadata, a fixed SVG hash salt).  Returns the paths written.
@@ -500,7 +503,9 @@ def make_all(outdir: str | Path = "figures", names: list[str] | None = None, don
     # The folder first: one that cannot be made is said before the figures are drawn.
     with make_folder(outdir, parents=True) as out, matplotlib.rc_context({"svg.hashsalt": "specsim", "font.size": 10}):
         for name in chosen:
-            fig, _ = render(known[name])
+            fig, data = render(known[name])
+            if drawn is not None:
+                drawn[name] = data
             # PNG keeps matplotlib's "Software" tag (its version); SVG drops the date.
             for fmt, meta in (("png", {}), ("svg", {"Date": None})):
                 buffer = io.BytesIO()
