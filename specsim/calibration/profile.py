@@ -87,21 +87,28 @@ class NoisyTimings(ValueError):
 
 def predict(profile: HardwareProfile, df: pd.DataFrame) -> np.ndarray:
     """Modelled step time of every row (seconds), one vectorised call per model shape."""
-    out = np.empty(len(df))
+    return _predict(profile, _by_shape(df), len(df))
+
+
+def _by_shape(df: pd.DataFrame) -> list[tuple]:
+    """The rows grouped by model shape: (positions, shape, batch, tokens per sequence, context) per group, read once
+    for a fit that predicts the same rows at every step."""
     # Group by the shape itself (dtype included), never by name: one model measured at two dtypes, or rows with
     # shape columns and no model name, must each be predicted with their own shape.
     codes, shapes = pd.factorize(df["shape"])
+    groups = []
     for code, shape in enumerate(shapes):
         pos = np.flatnonzero(codes == code)
         rows = df.iloc[pos]
-        t = step_time(
-            profile,
-            shape,
-            rows["batch"].to_numpy(float),
-            rows["tokens_per_seq"].to_numpy(float),
-            rows["context"].to_numpy(float),
-        )
-        out[pos] = t.total_s
+        columns = (rows[key].to_numpy(float) for key in ("batch", "tokens_per_seq", "context"))
+        groups.append((pos, shape, *columns))
+    return groups
+
+
+def _predict(profile: HardwareProfile, groups: list[tuple], n: int) -> np.ndarray:
+    out = np.empty(n)
+    for pos, shape, batch, tokens, context in groups:
+        out[pos] = step_time(profile, shape, batch, tokens, context).total_s
     return out
 
 
@@ -160,8 +167,10 @@ def _fit(base: HardwareProfile, train: pd.DataFrame, per_layer: bool) -> tuple[H
             per_layer_overhead_s=float(theta[3]) if per_layer else 0.0,
         )
 
+    groups = _by_shape(train)
+
     def residuals(theta: np.ndarray) -> np.ndarray:
-        return predict(profile_of(theta), train) / measured - 1.0
+        return _predict(profile_of(theta), groups, len(train)) / measured - 1.0
 
     # Bounded by the profile's own limits, so that no start or step of the fit builds a profile it would refuse.
     lower = [1e-4, 1e-4, 0.0, 0.0]

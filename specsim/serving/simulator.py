@@ -448,14 +448,17 @@ class _Engine:
         """
         run = self.running
         rem = self.remaining[run]
+        ctx = self.ctx[run].mean()
         per_round = 1.0 + (self.cum[:g].sum() if g else 0.0)
         rounds = int(min(_JUMP, max(4, np.ceil(rem.min() / per_round) + 3)))
-        verified = self.table.verified(b, self.ctx[run].mean() + per_round * np.arange(rounds), g)
+        verified = self.table.verified(b, ctx + per_round * np.arange(rounds), g)
         emitted = _emit(self.rng, self.cum, g, b, rounds, verified)
         cum_e = np.cumsum(emitted, axis=1)
-        finished_by = np.where(cum_e >= rem[:, None], np.arange(rounds)[None, :], rounds).min(axis=1)
+        # The round each sequence finishes in (rounds: none): every round emits at least one token, so cum_e rises
+        # strictly and the rounds before it are those still short of what is left.
+        finished_by = (cum_e < rem[:, None]).sum(axis=1)
         k = int(min(finished_by.min() + 1, rounds))
-        mean_before = self.ctx[run].mean() + np.r_[0.0, np.minimum(cum_e[:, : k - 1], rem[:, None]).mean(axis=0)]
+        mean_before = ctx + np.concatenate(([0.0], np.minimum(cum_e[:, : k - 1], rem[:, None]).mean(axis=0)))
         ends = self.t + np.cumsum(self.table.round_s(b, mean_before, g))
         due = self._next_event_s()
         if due < ends[-1]:
