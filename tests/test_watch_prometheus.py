@@ -77,35 +77,21 @@ def day(dep):
 
 
 @pytest.fixture(scope="module")
-def prometheus(day):
+def prometheus(request):
     """(Prometheus's address, the hour's start): one exporter per job, each serving its pages one per scrape, the
     hour stamped so that it ends five minutes from now (Prometheus takes samples up to about 10 minutes ahead and an
-    hour behind its newest); ``two`` serves the vLLM pages for two models.  Waits until every page was scraped (at most
-    3 minutes), then stops the server when the module's tests are done."""
+    hour behind its newest); ``two`` serves the vLLM pages for two models.  Prometheus starts first, with nothing to
+    scrape, while the hour is simulated (its start-up, about 5 s here, and the simulation overlap); the scrape jobs are
+    loaded through its /-/reload once the exporters serve.  Waits until every page was scraped (at most 3 minutes),
+    then stops the server when the module's tests are done."""
     from specsim.watch.replay import ReplayServer, pages
 
     binary = _tool("prometheus")
-    start_s = float(int(time.time()) - DAY_S + 300)
-    servers = {}
-    for job, engine in JOBS.items():
-        names, _, _ = metric_names(engine)
-        models = (MODEL, "other/model") if job == "two" else MODEL
-        servers[job] = ReplayServer(pages(day, names, models, PAGE_S, start_s=start_s), path=names.path).__enter__()
     folder = Path(tempfile.mkdtemp(prefix="specsim-prometheus-"))
-    config = {
-        "global": {"scrape_interval": "100ms", "scrape_timeout": "100ms"},
-        "scrape_configs": [
-            {
-                "job_name": job,
-                "honor_timestamps": True,
-                "metrics_path": s.path,
-                "static_configs": [{"targets": [f"127.0.0.1:{s.server.server_address[1]}"]}],
-            }
-            for job, s in servers.items()
-        ],
-    }
-    (folder / "prometheus.yml").write_text(yaml.safe_dump(config))
+    settings = {"global": {"scrape_interval": "100ms", "scrape_timeout": "100ms"}}
+    (folder / "prometheus.yml").write_text(yaml.safe_dump(settings))
     port = _port()
+    address = f"http://127.0.0.1:{port}"
     log = open(folder / "log", "w")
     proc = subprocess.Popen(
         [
@@ -113,21 +99,40 @@ def prometheus(day):
             f"--config.file={folder / 'prometheus.yml'}",
             f"--storage.tsdb.path={folder / 'data'}",
             f"--web.listen-address=127.0.0.1:{port}",
+            "--web.enable-lifecycle",
             "--log.level=error",
         ],
         stdout=subprocess.DEVNULL,
         stderr=log,
     )
+    servers = {}
     try:
-        need = len(next(iter(servers.values())).texts)
+        day = request.getfixturevalue("day")
+        start_s = float(int(time.time()) - DAY_S + 300)
+        for job, engine in JOBS.items():
+            names, _, _ = metric_names(engine)
+            models = (MODEL, "other/model") if job == "two" else MODEL
+            servers[job] = ReplayServer(pages(day, names, models, PAGE_S, start_s=start_s), path=names.path).__enter__()
+        jobs = [
+            {
+                "job_name": job,
+                "honor_timestamps": True,
+                "metrics_path": s.path,
+                "static_configs": [{"targets": [f"127.0.0.1:{s.server.server_address[1]}"]}],
+            }
+            for job, s in servers.items()
+        ]
+        (folder / "prometheus.yml").write_text(yaml.safe_dump(settings | {"scrape_configs": jobs}))
         deadline = time.monotonic() + 180
+        _reload(address, proc, folder, deadline)
+        need = len(next(iter(servers.values())).texts)
         while min(s.served for s in servers.values()) < need + 1:
             assert proc.poll() is None, (folder / "log").read_text()[-2000:]
             assert time.monotonic() < deadline, (
                 f"Prometheus scraped {[s.served for s in servers.values()]} of {need} pages in 3 minutes"
             )
             time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}", start_s
+        yield address, start_s
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -135,6 +140,22 @@ def prometheus(day):
         for s in servers.values():
             s.__exit__(None, None, None)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _reload(address: str, proc, folder: Path, deadline: float) -> None:
+    """Have Prometheus read its configuration again (POST /-/reload, answered once it is applied), retrying while
+    its web server is not yet up."""
+    import urllib.error
+    import urllib.request
+
+    while True:
+        assert proc.poll() is None, (folder / "log").read_text()[-2000:]
+        try:
+            with urllib.request.urlopen(urllib.request.Request(f"{address}/-/reload", method="POST"), timeout=10):
+                return
+        except (urllib.error.URLError, ConnectionError, TimeoutError) as err:
+            assert time.monotonic() < deadline, f"Prometheus did not reload its configuration in 3 minutes: {err}"
+            time.sleep(0.1)
 
 
 def _watch(url, start_s, job, capsys, *extra):

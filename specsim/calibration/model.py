@@ -78,6 +78,11 @@ class RunModel:
         self.verify = np.array([c.setup.verify if c.setup else 1 for c in runs], dtype=float)
         known = [c.known_accept_length for c in runs]
         self.known_al = np.array([np.nan if k is None else k for k in known], dtype=float)
+        # The chain's alpha for each recorded or pinned length, found once (the fit asks for it at every step).
+        recorded = ~np.isnan(self.known_al) & (self.steps > 0)
+        self.known_alpha = np.zeros(len(runs))
+        if recorded.any():
+            self.known_alpha[recorded] = alpha_from_acceptance_length(self.known_al[recorded], self.steps[recorded])
         self.sweeps = list(dict.fromkeys(c.sweep for c, k in zip(runs, self.known_al) if np.isnan(k)))
         self.sweep_index = np.array(
             [self.sweeps.index(c.sweep) if np.isnan(k) else -1 for c, k in zip(runs, self.known_al)]
@@ -109,8 +114,7 @@ class RunModel:
             alpha[unknown] = a[s[unknown]]
             al[unknown] = tokens_per_round(alpha[unknown], self.steps[index][unknown])
         spec = (~unknown) & (self.steps[index] > 0)
-        if spec.any():
-            alpha[spec] = alpha_from_acceptance_length(al[spec], self.steps[index][spec])
+        alpha[spec] = self.known_alpha[index][spec]
         return alpha, al
 
     def rounds(self, alphas, index: np.ndarray) -> np.ndarray:
