@@ -13,7 +13,7 @@ is the one place that reads the flag and builds the executor it names:
 * ``ray://HOST[:PORT]``: a Ray cluster's client server (port 10001, Ray's default, unless given).
 
 Neither is a dependency: Dask comes with the ``cluster`` extra (``pip install 'specsim-llm[cluster]'``), Ray is
-optional and untested (it is not installed where specsim is tested).  A missing package, an address that does not
+optional and outside the test suite (not installed where specsim is tested; run by hand with Ray 2.60.0, docs/cluster.md).  A missing package, an address that does not
 resolve, refuses or does not answer within :data:`CONNECT_TIMEOUT_S`, a server there that is not a Dask scheduler, a
 scheduler with no workers, and a worker without specsim each give one line and exit status 2.
 """
@@ -44,8 +44,14 @@ CONNECT_TIMEOUT_S = 10.0
 DEFAULT_PORTS = {"dask": 8786, "ray": 10001}
 FORMS = "dask, dask://HOST[:PORT], ray or ray://HOST[:PORT]"
 DASK_MISSING = "--executor {spec} needs dask[distributed]: pip install 'specsim-llm[cluster]'"
-RAY_MISSING = (
-    "--executor {spec} needs Ray (optional, not installed with specsim and untested): pip install 'ray[client]'"
+RAY_MISSING = "--executor {spec} needs Ray (optional, not installed with specsim): pip install 'ray[client]'"
+#: Ray's client server answered and did not let the client in.  From Ray 2.59 a local cluster asks for a token by
+#: default (docs.ray.io, "Ray token authentication"): the server logs "Authentication required but no authorization
+#: header provided" and the client times out.  Seen with Ray 2.60.0 and `ray start --head` on this machine.
+RAY_REFUSED = (
+    "--executor {spec}: Ray's client server did not take the connection ({err}); a cluster of Ray 2.59 or later asks "
+    "for its token by default: run with RAY_AUTH_MODE=token (the token is read from RAY_AUTH_TOKEN or "
+    "~/.ray/auth_token)"
 )
 
 
@@ -111,7 +117,7 @@ def add_executor_arg(parser: argparse.ArgumentParser, pool_flag: str) -> None:
         metavar="WHERE",
         help=f"run the simulations on a cluster instead of this machine's processes ({pool_flag}): dask (a Dask "
         "cluster started on this machine), dask://HOST[:PORT] (a Dask scheduler, port 8786 unless given), ray, or "
-        "ray://HOST[:PORT] (untested; port 10001 unless given); every figure is the same wherever they run "
+        "ray://HOST[:PORT] (port 10001 unless given; RAY_AUTH_MODE=token for Ray 2.59 and later); every figure is the same wherever they run "
         "(docs/cluster.md)",
     )
 
@@ -221,7 +227,10 @@ def _ray(spec: ExecutorSpec, jobs: int) -> Iterator[Executor]:
         raise ValueError(RAY_MISSING.format(spec=spec)) from None
     if spec.host is not None:
         _reachable(spec)
-    ray.init(address=None if spec.host is None else f"ray://{spec.netloc}")
+    try:
+        ray.init(address=None if spec.host is None else f"ray://{spec.netloc}")
+    except ConnectionError as err:  # Ray's client gives up ("ray client connection timeout")
+        raise ValueError(RAY_REFUSED.format(spec=spec, err=err)) from None
     try:
         yield RayExecutor(ray)
     finally:
@@ -231,8 +240,8 @@ def _ray(spec: ExecutorSpec, jobs: int) -> Iterator[Executor]:
 class RayExecutor(Executor):
     """A :class:`concurrent.futures.Executor` on Ray: each call one Ray task, whose ``ObjectRef.future()`` is the
     future.  ``ray.util.multiprocessing.Pool`` has ``map`` but not ``submit`` and futures, which serve-sim's runs use
-    (a callback per finished run).  Ray itself is not installed where specsim is tested: this is tested on a stand-in
-    with Ray's ``remote``/``future()`` calls.
+    (a callback per finished run).  Ray itself is not installed where specsim is tested: the suite tests this on a
+    stand-in with Ray's ``remote``/``future()`` calls; it was run by hand on Ray 2.60.0 (docs/cluster.md).
 
     Parameters
     ----------
