@@ -271,6 +271,9 @@ def test_named_release_reads_aliases_and_latest_as_the_releases_they_cover():
     assert named_release("sglang@spec-v1") == ("sglang", last, shown.replace("sglang@0.5", "sglang@spec-v1"))
     assert named_release("sglang@spec-v2") == named_release("sglang@latest") == named_release("sglang")
     assert named_release("sglang@latest") == ("sglang", newest, f"sglang {REGISTRY['sglang'].newest}")
+    # A preset's releases named from its first to its last patch where that is not open-ended.
+    assert named_release("sglang@0.5")[2] == "sglang@0.5 (releases 0.4-0.5.10)"
+    assert named_release(get_engine("vllm@0.10")) == named_release("vllm@0.10")  # a preset as its key names it
 
 
 # -- --engine resolved once ---------------------------------------------------------------------------------------------

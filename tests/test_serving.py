@@ -588,6 +588,19 @@ def test_one_plain_request_finishes_after_its_prefill_and_one_round_per_token_at
     assert run.mean_batch == 1.0 and run.in_system_integral == pytest.approx(first + rounds.sum(), rel=1e-12)
 
 
+def test_two_requests_decoding_together_each_finish_at_the_end_of_their_own_last_round(table):
+    # Plain decoding, so every round is known: both prompts in the first iteration, then 9 rounds at batch 2 (the short
+    # request's last), then 30 at batch 1.  A jump of rounds that gave every sequence one finishing round would end the
+    # short request at the jump's last round instead of its own.
+    prompt, short, long = 100, 10, 40
+    run = simulate(Requests(np.full(2, prompt), np.array([short, long]), np.zeros(2)), table, EngineLimits(64), 0.8, 0)
+    first = 2 * table.prefill_s(prompt) + table.base_s
+    together = table.round_s(2, prompt + 1 + np.arange(short - 1, dtype=float), 0)
+    alone = table.round_s(1, prompt + 1 + np.arange(short - 1, long - 1, dtype=float), 0)
+    assert run.first_token_s == pytest.approx([first, first], rel=1e-12)
+    assert run.finish_s == pytest.approx([first + together.sum(), first + together.sum() + alone.sum()], rel=1e-12)
+
+
 @pytest.mark.parametrize("g", [1, 2])
 def test_with_every_draft_accepted_a_round_emits_gamma_plus_one_tokens_of_the_gamma_the_batch_uses(table, g):
     # Acceptance 1: deterministic rounds.  The schedule gives batch 1 gamma g while the table holds up to 4:
