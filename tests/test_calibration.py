@@ -472,6 +472,8 @@ def test_the_library_builds_the_calibrated_deployment_the_cli_does(tmp_path, cap
         Deployment.build("h200", calibration=cal)
     with pytest.raises(ValueError, match="--engine sglang but cal.yaml calibrates vllm@0.20.0"):
         Deployment.build(engine="sglang", calibration=cal)
+    with pytest.raises(ValueError, match="--timing kernels but cal.yaml calibrates the hybrid step-time source"):
+        Deployment.build(timing="kernels", calibration=cal)
 
 
 def _calibration(**changes):
