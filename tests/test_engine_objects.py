@@ -321,3 +321,19 @@ def test_the_engine_flag_is_read_once_and_the_preset_handed_on(argv, monkeypatch
     capsys.readouterr()
     assert seen.count("vllm@0.24.0") == 1, seen
     assert "vllm" not in seen and "vllm@latest" not in seen, seen  # nor the default engine in its place
+
+
+def test_an_engine_typo_is_refused_with_the_engine_it_is_closest_to(capsys):
+    from specsim.cli.main import main
+
+    with pytest.raises(
+        ValueError, match=r"^unknown engine 'vlm'; did you mean vllm\? choose vllm, sglang, trtllm, none"
+    ):
+        get_engine("vlm@0.24.0")
+    with pytest.raises(ValueError, match=r"^unknown engine 'tensorrt'; choose "):  # nothing close: no guess
+        get_engine("tensorrt")
+    assert main(["optimal-gamma", "--engine", "SGlang@0.5.23", "--timing", "roofline", "--batch", "1"]) == 0
+    capsys.readouterr()
+    assert main(["optimal-gamma", "--engine", "sglnag", "--batch", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown engine 'sglnag'; did you mean sglang?" in err[0], err
