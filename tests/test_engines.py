@@ -109,6 +109,7 @@ def test_versions_resolve_to_the_preset_covering_them(spec, key):
         ("vllm@٠.١٠", "no vllm preset"),
         ("vllm@abc", "no vllm preset for version 'abc'"),
         ("none@1", "has no versions"),
+        ("none@", "has no versions"),  # not "give one (none@latest)": there is none to give
         ("trtllm@0.20", "known: 1.0-1.3, latest"),
     ],
 )

@@ -95,15 +95,15 @@ def _resolve(spec: str, text: str) -> EnginePreset:
         raise ValueError(
             f"unknown engine {name!r}; {hint}choose {', '.join(ENGINE_NAMES)}, optionally with @version (vllm@0.10)"
         )
+    if name == "none" and at:
+        raise ValueError("engine 'none' has no versions")
     if at and not version:
         raise ValueError(
-            f"--engine {spec!r} names no version after '@': give one ({name}@{DEFAULT_VERSIONS.get(name, 'latest')}) "
+            f"--engine {spec!r} names no version after '@': give one ({name}@{DEFAULT_VERSIONS[name]}) "
             "or the bare name for the current release"
         )
     if not version:
         return ENGINES[name]
-    if name == "none":
-        raise ValueError("engine 'none' has no versions")
     version = _ALIASES.get((name, version), version)
     if f"{name}@{version}" in PRESETS:
         return PRESETS[f"{name}@{version}"]
