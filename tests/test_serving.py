@@ -592,13 +592,23 @@ def test_two_requests_decoding_together_each_finish_at_the_end_of_their_own_last
     # Plain decoding, so every round is known: both prompts in the first iteration, then 9 rounds at batch 2 (the short
     # request's last), then 30 at batch 1.  A jump of rounds that gave every sequence one finishing round would end the
     # short request at the jump's last round instead of its own.
+    # The engine's metrics (StepCounters) see 2 sequences running in the first jump and 1 in the second, none waiting.
+    from specsim.serving.counters import StepCounters
+
     prompt, short, long = 100, 10, 40
-    run = simulate(Requests(np.full(2, prompt), np.array([short, long]), np.zeros(2)), table, EngineLimits(64), 0.8, 0)
+    counters = StepCounters(2, 4)
+    requests = Requests(np.full(2, prompt), np.array([short, long]), np.zeros(2))
+    run = simulate(requests, table, EngineLimits(64), 0.8, 0, observer=counters)
     first = 2 * table.prefill_s(prompt) + table.base_s
     together = table.round_s(2, prompt + 1 + np.arange(short - 1, dtype=float), 0)
     alone = table.round_s(1, prompt + 1 + np.arange(short - 1, long - 1, dtype=float), 0)
     assert run.first_token_s == pytest.approx([first, first], rel=1e-12)
     assert run.finish_s == pytest.approx([first + together.sum(), first + together.sum() + alone.sum()], rel=1e-12)
+    # Halfway through the fifth round of each jump: four rounds ended in it.
+    halfway = [first + together[:4].sum() + together[4] / 2, run.finish_s[0] + alone[:4].sum() + alone[4] / 2]
+    seen = counters.at(halfway)
+    assert seen["running"].tolist() == [2.0, 1.0] and seen["waiting"].tolist() == [0.0, 0.0]
+    assert seen["generation_tokens"].tolist() == [2 + 2 * 4, 2 * short + 4]  # first tokens, then one a round each
 
 
 def test_a_block_drafter_accepts_only_among_the_tokens_it_verifies_at_its_batch():
