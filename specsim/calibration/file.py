@@ -100,9 +100,9 @@ class Calibration:
             differs("tp", options["tp"], f"tensor parallelism {self.tp}")
         if timing is not None and timing != self.timing:
             differs("timing", timing, f"the {self.timing} step-time source")
-        theirs = get_engine(self.engine)
-        if engine is not None and get_engine(engine).key != theirs.key:
-            differs("engine", get_engine(engine).named_as, self.engine)
+        theirs, given = get_engine(self.engine), None if engine is None else get_engine(engine)
+        if given is not None and given.key != theirs.key:
+            differs("engine", given.named_as, self.engine)
         if engine_overhead_ms is not None:
             raise ValueError(
                 f"--engine-overhead-ms replaces the time per iteration {self.name} fitted: drop one of them"
