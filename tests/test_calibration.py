@@ -226,6 +226,25 @@ def test_files_written_one_per_concurrency_form_one_sweep_and_one_acceptance(tmp
 
 
 # -- the run model: the serving model against the simulator that made the samples -----------------------------------
+def test_only_a_lone_requests_ttft_joins_the_fit():
+    """A TTFT under load is mostly waiting (the convoy, the server's queue): the prefill efficiency is fitted to the TTFT
+    of a lone user only.  Doubling the loaded runs' TTFTs leaves the residuals as they were; doubling the lone user's
+    moves them."""
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", engine="vllm@0.10")
+    runs = [CalRun(r) for r in read_bench_file(f"{BENCH}/vllm-plain.jsonl")]
+    model = RunModel(dep, runs)
+    model.settle(TRUE)
+    index = np.arange(len(runs))
+    alone = model.load == 1
+    assert alone.sum() == 1 and np.isfinite(model.ttft).all()  # every run records a TTFT; one is a lone user's
+    before = model.residuals(TRUE, index, 0.5)
+    assert before.size == len(runs) + 1
+    model.ttft[~alone] *= 2.0
+    assert np.array_equal(model.residuals(TRUE, index, 0.5), before)
+    model.ttft[alone] *= 2.0
+    assert not np.allclose(model.residuals(TRUE, index, 0.5), before)
+
+
 def test_the_run_model_at_the_true_terms_follows_the_request_level_simulator():
     """The samples are closed loops of 200 requests of 1,000 + 256 tokens played through specsim.serving.simulator with
     known terms, TPOT with 2% noise.  The serving model, from each run's load alone, at those terms: TPOT within 4% (the

@@ -7,8 +7,9 @@ every value bounded to what an engine can be:
 
 1. plain runs: one efficiency scale of the profile's compute and bandwidth efficiencies (roofline and hybrid sources;
    up to where the first of them reaches the datasheet peak), the engine's time per iteration and per sequence of it,
-   and the engine's prefill efficiency where the runs record a TTFT at two loads (their TTFTs join the errors at half
-   weight);
+   and the engine's prefill efficiency where the runs record a TTFT at two loads (fitted to the TPOTs, whose prefill
+   share grows with the load, and to a lone request's TTFT at half weight; a TTFT under load is mostly waiting and is
+   not fitted: :meth:`RunModel.residuals`);
 2. speculative runs, stage 1 fixed: the host terms of a round H = round_s + s step_s + b seq_s + b s seq_step_s
    (:class:`specsim.engines.SpecHost`), the share of them an overlapping engine version hides, and one acceptance rate
    per sweep whose runs recorded none (:func:`~specsim.calibration.runs.group_sweeps`).
@@ -62,7 +63,7 @@ PREFILL_BOUNDS = (0.2, 5.0)
 TERM_UPPER = np.array([20e-3, 5e-3, 0.5e-3, 0.5e-3])
 #: Two fitted values whose estimates correlate beyond this cannot be told apart by the runs.
 TRADE_OFF = 0.99
-#: Weight of a run's TTFT error beside its observable's, where the prefill efficiency is fitted.
+#: Weight of a lone request's TTFT error beside the observables', where the prefill efficiency is fitted.
 TTFT_WEIGHT = 0.5
 #: The preset as shipped is named as probably the wrong engine or version past this many times the fit's error...
 PRESET_WARN_RATIO = 3.0
