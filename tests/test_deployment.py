@@ -624,3 +624,15 @@ def test_plan_arrays_are_floats_whatever_the_plan_is_given_as():
 
     for arrays in (plan_arrays(3), plan_arrays(np.array([0, 2])), plan_arrays(TreeSpec(4, 5, 16))):
         assert [a.dtype for a in arrays] == [np.float64] * 3
+
+
+@pytest.mark.parametrize("engine, flashinfer", [("vllm@0.24.0", True), ("sglang", False), ("none", False)])
+def test_an_fp8_cache_without_fp8_tensor_cores_is_said_not_modelled_and_vllms_backend_named(engine, flashinfer):
+    """vLLM 0.24 on sm80 runs an FP8 cache on FlashInfer and drops to piecewise CUDA graphs with speculation (read from
+    its source); that sentence is vLLM's alone, and no note is made where the GPU has FP8 tensor cores."""
+    fp8 = {"kv_dtype": "fp8"}
+    a100 = Deployment.build("a100-sxm-80gb", "llama-3.1-8b", "eagle3", engine=engine, target_options=fp8)
+    (note,) = [n for n in a100.notes() if "FP8 KV cache" in n]
+    assert note.endswith("not modelled") and ("FlashInfer" in note) == flashinfer
+    h100 = Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", engine=engine, target_options=fp8)
+    assert not [n for n in h100.notes() if "FP8 KV cache" in n]

@@ -790,11 +790,21 @@ class Deployment:
                 notes += [f"{model.name}: {n}" for n in model.notes]
         if self.target.kv_dtype == "fp8" and self.hardware.peak_fp8_flop_per_s is None:
             # Found on the public A100 study (docs/reports/2026-12-02-concurrency.md), after looking at it: not modelled.
+            why = ""
+            if self.engine.name == "vllm":
+                # vLLM 0.24.0: v1/attention/backends/flash_attn.py supports_kv_cache_dtype (fp8 needs FA3 on sm90), so
+                # cuda.py's backend priorities fall to FLASHINFER; its get_cudagraph_support is
+                # UNIFORM_SINGLE_TOKEN_DECODE without TRT-LLM attention (sm100), and config/compilation.py sets
+                # cudagraph_mode=PIECEWISE for spec decode (uniform_decode_query_len > 1) below UNIFORM_BATCH.
+                why = (
+                    "; vLLM (0.12 to 0.24 read) runs it on FlashInfer, not FlashAttention, and with speculation drops "
+                    "to piecewise CUDA graphs (attention outside the graph in every pass)"
+                )
             notes.append(
                 f"{self.target.name}: an FP8 KV cache on {self.hardware.name}, which has no FP8 tensor cores, is "
                 "counted at half the bytes; its attention kernels dequantize it, which can cost more than it saves "
-                "(vLLM 0.24 on an A100: speculative TPOT 60% longer at concurrency 1 than with an FP16 cache): not "
-                "modelled"
+                f"(vLLM 0.24 on an A100: speculative TPOT 60% longer at concurrency 1 than with an FP16 cache){why}: "
+                "not modelled"
             )
         notes += self._overlap_assumed()
         return notes
