@@ -82,3 +82,23 @@ def test_each_deployment_builds_or_says_why_not(folder):
         assert (dep is None) == bool(why)
         if dep is None:
             assert why and ("not one of the engines" in why or "config.json is not in the source" in why), why
+
+
+def test_the_split_files_validation_writes_one_file_per_load_without_its_acceptance(tmp_path):
+    """benchmarks/validate_split_files.py leaves a sweep as vllm bench serve does: one file per concurrency, no
+    acceptance; the files read back as the same runs, one per load, with none recorded."""
+    import importlib.util
+
+    path = ROOT.parent.parent.parent / "benchmarks" / "validate_split_files.py"
+    spec = importlib.util.spec_from_file_location("validate_split_files", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    source = ROOT / "a100-llama-3.1-8b-eagle3" / "fp16-kvfp16-eagle3-gsm8k.jsonl"
+    whole = read_bench_file(source)
+    for repeat in range(3):
+        files = module.split(source, repeat, tmp_path, f"r{repeat}")
+        runs = [r for f in files for r in read_bench_file(f)]
+        assert sorted(r.load for r in runs) == sorted({r.load for r in whole})
+        assert all(r.accept_length is None for r in runs) and all(r.accept_length is not None for r in whole)
+        nth = [r for r in whole if r.load == runs[0].load][repeat]
+        assert runs[0].value == nth.value
