@@ -59,6 +59,9 @@ def fit(deployment: dict, dataset: str, repeat: int) -> dict:
         cmd = [sys.executable, "-m", "specsim", "calibrate-engine", "--plain", *map(str, plain)]
         cmd += ["--spec", *map(str, spec), "--draft", "eagle3", "--steps", "5", "--hardware", "a100-sxm-80gb"]
         cmd += ["--engine", "vllm@0.24.0", "--target", target, "--kv-dtype", deployment["kv_dtype"], "--json"]
+        # The engine's limits the runs were served with (the manifest's, from vLLM's defaults on an A100).
+        cmd += ["--max-num-seqs", str(deployment["max_num_seqs"])]
+        cmd += ["--max-batched-tokens", str(deployment["max_batched_tokens"])]
         if deployment.get("weight_dtype"):
             cmd += ["--weight-dtype", deployment["weight_dtype"]]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -87,6 +90,7 @@ def main() -> None:
     src = yaml.safe_load((SOURCE / "source.yaml").read_text())
     rows = []
     for d in src["deployments"]:
+        d = {**src, **d}
         for dataset in DATASETS:
             for repeat in range(args.repeats):
                 rows.append(fit(d, dataset, repeat))
