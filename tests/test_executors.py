@@ -70,7 +70,9 @@ def test_serve_sweep_on_a_dask_cluster_prints_what_the_process_pool_and_one_proc
         cluster_json = _run(capsys, SWEEP + ["--json", "--executor", address])
         assert ran("sweep_one") == 6  # each rate of both commands ran on the cluster
     assert serial[0] == 0 and "req/s  TPOT p50 off" in serial[1]
-    assert "note: llama-3.1-8b: at batch 129-256" in serial[2]  # notes from the workers' step-time sources come back
+    assert (
+        "note: llama-3.1-8b: at batch 129-1024" in serial[2]
+    )  # vLLM's max_num_seqs on an H100 server: 1024  # notes from the workers' step-time sources come back
     assert cluster == serial and pool == serial
     assert cluster_json == serial_json
 

@@ -535,6 +535,7 @@ def test_watch(day, capsys, tmp_path):
 
     import yaml
 
+    from specsim.engines import default_limits
     from specsim.serving.steady import EngineLimits
     from specsim.speculation.metrics import parse_prometheus
     from specsim.watch.drift import DEFAULT_FALSE_ALARM, DEFAULT_MIN_DROP, DropDetector
@@ -544,7 +545,7 @@ def test_watch(day, capsys, tmp_path):
     from specsim.watch.windows import read_samples, window_between
 
     dep = deployment(engine="vllm@0.20.0")
-    judge = Judge(dep, EngineLimits(), 8, 0.9)
+    judge = Judge(dep, EngineLimits(*default_limits(dep.engine, dep.hardware)[:2]), 8, 0.9)  # vLLM's own on the GPU
     top = rules_max_rate(judge, 1000, 256)
     ours = alert_rules(
         names, judge, 3, 1000, 256, top, min_drop=DEFAULT_MIN_DROP, interval_s=0.25, provenance=dep.brief()

@@ -121,3 +121,39 @@ def test_serve_sim_replays_a_benchmarks_closed_loop_with_its_lengths(capsys):
     assert any("every request 300 in, 64 out" in line for line in s["provenance"])
     assert main(["serve-sim", "--concurrency", "8", "--input-len", "300", "--workload", "chat"]) == 2
     assert "--input-len and --output-len give every request the same lengths" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "hardware, offline, expected",
+    [
+        ("a100-sxm-80gb", False, (256, 2048)),  # an A100 is kept out of the larger defaults whatever its memory
+        ("h100-sxm", False, (1024, 8192)),
+        ("h100-sxm", True, (1024, 16384)),
+        ("l4", False, (256, 2048)),
+        ("l4", True, (256, 8192)),
+    ],
+)
+def test_vllms_own_limits_on_the_gpu_are_the_default_and_other_engines_say_theirs_are_specsims(
+    hardware, offline, expected
+):
+    """vllm/engine/arg_utils.py get_batch_defaults (0.24.0): 70 GiB or more and not an A100 gets the larger limits."""
+    from specsim.describe.hardware import load_hardware
+    from specsim.engines import default_limits, get_engine
+
+    seqs, tokens, where = default_limits(get_engine("vllm@0.24.0"), load_hardware(hardware), offline)
+    assert (seqs, tokens) == expected and "get_batch_defaults" in where
+    *_, other = default_limits(get_engine("sglang"), load_hardware(hardware), offline)
+    assert "specsim's defaults" in other and "give yours" in other
+
+
+def test_a_load_answer_takes_the_engines_limits_on_its_gpu_and_names_where_they_come_from(capsys):
+    dep = Deployment.build("a100-sxm-80gb", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.24.0")
+    answer = load_answer(dep, 0.8, "alpha 0.8", "concurrency", [1, 64], 1000, 256)
+    assert (answer.limits.max_num_seqs, answer.limits.max_batched_tokens) == (256, 2048)
+    base = ["optimal-gamma", "--hardware", "a100-sxm-80gb", "--engine", "vllm@0.24.0", "--concurrency", "1,64"]
+    assert main(base) == 0
+    out = capsys.readouterr().out
+    assert "max_num_seqs 256, max_batched_tokens 2048 (vLLM 0.24's defaults for an OpenAI server on an A100" in out
+    assert main(base + ["--max-num-seqs", "64", "--max-batched-tokens", "4096"]) == 0
+    out = capsys.readouterr().out
+    assert "max_num_seqs 64, max_batched_tokens 4096;" in out and "defaults for" not in out

@@ -187,7 +187,10 @@ def load_answer(
     ``input_tokens`` and ``output_tokens`` are every request's lengths (a benchmark's fixed lengths: its plain users move
     in step), unless ``prompt_sample`` and ``output_sample`` give a workload's distribution (then their means, and the
     prefill and context weighted over it).  The KV cache is the capacity model's at ``memory_utilization``."""
-    limits = EngineLimits() if limits is None else limits
+    if limits is None:  # the engine's own on the GPU (vLLM's), else the serving model's defaults
+        from specsim.engines import default_limits
+
+        limits = EngineLimits(*default_limits(dep.engine, dep.hardware, kind == "batch")[:2])
     P, O = float(input_tokens), float(output_tokens)
     context, fixed = None, prompt_sample is None
     if not fixed:

@@ -180,11 +180,11 @@ def calibrate_engine(
     served by ``engine`` (``vllm@0.20.0``, or the preset :func:`specsim.engines.get_engine` resolved it to) on ``hardware`` with ``target`` at tensor parallelism ``tp``, the
     speculative runs with ``drafter`` (its TP ``draft_tp``, default the target's), step times from ``timing``
     (:func:`timing_for`), the engine's max_num_seqs and token budget ``limits``
-    (:class:`specsim.serving.steady.EngineLimits`, vLLM's defaults unless given); ``done`` is called after each fit (a
-    progress bar)."""
+    (:class:`specsim.serving.steady.EngineLimits`; the engine's own on the GPU unless given,
+    :func:`specsim.engines.default_limits`, said in the notes); ``done`` is called after each fit (a progress bar)."""
     from specsim.calibration.engine_fit import fit_engine
     from specsim.core.defaults import DEFAULT_DRAFT
-    from specsim.engines import get_engine
+    from specsim.engines import default_limits, get_engine
     from specsim.serving.steady import EngineLimits
     from specsim.speculation.deployment import Deployment
 
@@ -205,7 +205,11 @@ def calibrate_engine(
         draft_options=draft_options,
         decode_only=not spec_runs,
     )
-    fit = fit_engine(dep, runs, limits=EngineLimits() if limits is None else limits, done=done)
+    if limits is None:
+        seqs, tokens, where = default_limits(dep.engine, dep.hardware, all(c.run.kind == "batch" for c in runs))
+        limits = EngineLimits(seqs, tokens)
+        notes.append(f"engine limits: max_num_seqs {seqs}, max_batched_tokens {tokens} ({where})")
+    fit = fit_engine(dep, runs, limits=limits, done=done)
     return EngineCalibration(
         fit, dep, runs, files, notes, target, drafter if spec_runs else None, timing, engine.named_as, target_options
     )

@@ -96,12 +96,21 @@ def _inputs(args: argparse.Namespace) -> tuple:
 
 def run_calibrate_engine(args: argparse.Namespace) -> int:
     from specsim.calibration.engine_calibration import calibrate_engine
+    from specsim.cli.flags import engine_limits
     from specsim.cli.report import progress_bar
     from specsim.core.files import atomic_write_text, check_output
-    from specsim.serving.steady import EngineLimits
+    from specsim.describe.hardware import load_hardware
+    from specsim.engines import get_engine
 
     out = check_output(args.out, (".yaml", ".yml")) if args.out else None
     runs, files, notes, hardware, target, drafter, tp, draft_tp, engine = _inputs(args)
+    limits = None  # neither given: the library takes the engine's own on the GPU and says so in the notes
+    if args.max_num_seqs is not None or args.max_batched_tokens is not None:
+        limits, said = engine_limits(
+            args, get_engine(engine), load_hardware(hardware), offline=all(c.run.kind == "batch" for c in runs)
+        )
+        notes += [f"engine limits: max_num_seqs {limits.max_num_seqs}, max_batched_tokens {limits.max_batched_tokens}"]
+        notes[-1] += said
 
     with progress_bar("calibrate-engine fits", "fit", quiet=args.json) as done:
         result = calibrate_engine(
@@ -117,7 +126,7 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
             timing=args.timing,
             weight_dtype=args.weight_dtype,
             kv_dtype=args.kv_dtype,
-            limits=EngineLimits(args.max_num_seqs, args.max_batched_tokens),
+            limits=limits,
             done=done,
         )
     if out is not None:
@@ -369,16 +378,16 @@ def _parser_calibrate_engine(sub) -> None:
     p.add_argument(
         "--max-num-seqs",
         type=int_at_least(1, "max-num-seqs", 65536),
-        default=DEFAULT_MAX_NUM_SEQS,
-        help=f"the engine's max_num_seqs the runs were served with (SGLang --max-running-requests; default "
-        f"{DEFAULT_MAX_NUM_SEQS}, vLLM's): more users than this queue",
+        default=None,
+        help="the engine's max_num_seqs the runs were served with (SGLang --max-running-requests; default: vLLM's own "
+        f"on the GPU, {DEFAULT_MAX_NUM_SEQS} for other engines): more users than this queue",
     )
     p.add_argument(
         "--max-batched-tokens",
         type=int_at_least(1, "max-batched-tokens", 4_194_304),
-        default=DEFAULT_MAX_BATCHED_TOKENS,
-        help=f"the engine's tokens per iteration (vLLM max_num_batched_tokens, SGLang --chunked-prefill-size; "
-        f"default {DEFAULT_MAX_BATCHED_TOKENS})",
+        default=None,
+        help="the engine's tokens per iteration (vLLM max_num_batched_tokens, SGLang --chunked-prefill-size; "
+        f"default: vLLM's own on the GPU, {DEFAULT_MAX_BATCHED_TOKENS} for other engines)",
     )
     p.add_argument(
         "--out",

@@ -38,6 +38,7 @@ __all__ = [
     "add_model_args",
     "add_round_cost_args",
     "add_serving_args",
+    "engine_limits",
     "add_timing_args",
     "add_tree_args",
     "alpha_type",
@@ -247,16 +248,31 @@ def add_load_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-num-seqs",
         type=int_at_least(1, "max-num-seqs", MAX_BATCH),
-        default=DEFAULT_MAX_NUM_SEQS,
-        help=f"the engine's sequences in flight at most (default {DEFAULT_MAX_NUM_SEQS}, vLLM's); more users queue",
+        default=None,
+        help="the engine's sequences in flight at most (default: vLLM's own on the GPU, 256 or 1024; "
+        f"{DEFAULT_MAX_NUM_SEQS} for other engines); more users queue",
     )
     p.add_argument(
         "--max-batched-tokens",
         type=int_at_least(1, "max-batched-tokens", MAX_CONTEXT),
-        default=DEFAULT_MAX_BATCHED_TOKENS,
-        help=f"tokens per iteration, decode plus prefill chunks (default {DEFAULT_MAX_BATCHED_TOKENS}; SGLang's "
-        "--chunked-prefill-size)",
+        default=None,
+        help="tokens per iteration, decode plus prefill chunks (default: vLLM's own on the GPU, 2048 or 8192; "
+        f"{DEFAULT_MAX_BATCHED_TOKENS} for other engines; SGLang's --chunked-prefill-size)",
     )
+
+
+def engine_limits(args: argparse.Namespace, preset, hardware, offline: bool = False):
+    """(the engine's limits, a clause naming where those not given come from): --max-num-seqs and --max-batched-tokens,
+    each one not given at the engine's own default on ``hardware`` (:func:`specsim.engines.default_limits`;
+    ``offline``: a batch run in-process, not a server)."""
+    from specsim.engines import default_limits
+    from specsim.serving.steady import EngineLimits
+
+    seqs, tokens, where = default_limits(preset, hardware, offline)
+    given = (getattr(args, "max_num_seqs", None), getattr(args, "max_batched_tokens", None))
+    limits = EngineLimits(given[0] or seqs, given[1] or tokens)
+    missing = [flag for flag, value in zip(("--max-num-seqs", "--max-batched-tokens"), given) if value is None]
+    return limits, (f" ({where}; {' and '.join(missing)} to set)" if missing else "")
 
 
 def engine_type(text: str) -> EnginePreset:
@@ -470,14 +486,15 @@ def add_serving_args(p: argparse.ArgumentParser, *, lengths: bool = True) -> Non
     p.add_argument(
         "--max-num-seqs",
         type=int_at_least(1, "max-num-seqs", MAX_BATCH),
-        default=DEFAULT_MAX_NUM_SEQS,
-        help=f"sequences in flight at most (default {DEFAULT_MAX_NUM_SEQS}, vLLM's)",
+        default=None,
+        help=f"sequences in flight at most (default: vLLM's own on the GPU; {DEFAULT_MAX_NUM_SEQS} for other engines)",
     )
     p.add_argument(
         "--max-batched-tokens",
         type=int_at_least(1, "max-batched-tokens", MAX_BATCH),
-        default=DEFAULT_MAX_BATCHED_TOKENS,
-        help=f"tokens per iteration for decode plus prefill chunks (default {DEFAULT_MAX_BATCHED_TOKENS})",
+        default=None,
+        help="tokens per iteration for decode plus prefill chunks (default: vLLM's own on the GPU; "
+        f"{DEFAULT_MAX_BATCHED_TOKENS} for other engines)",
     )
     p.add_argument(
         "--memory-util",

@@ -16,11 +16,11 @@ __all__ = ["run_serve_sim", "run_serve_sweep"]
 
 
 def _setup(args: argparse.Namespace):
-    from specsim.serving.simulator import EngineLimits
+    from specsim.cli.flags import engine_limits
 
     dep = deployment(args)
     acc, acc_label = resolve_acceptance(args, dep, *_acceptance_question(args))
-    limits = EngineLimits(args.max_num_seqs, args.max_batched_tokens)
+    limits, args.limits_said = engine_limits(args, dep.engine, dep.hardware)
     slo = (
         None if args.slo_ttft_ms is None else args.slo_ttft_ms / 1e3,
         None if args.slo_tpot_ms is None else args.slo_tpot_ms / 1e3,
@@ -157,7 +157,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
         f"load: {requests.source}" + (f", {concurrency} users" if concurrency else ""),
         f"acceptance: {acc_label}; speculation: {meta['gamma_policy']}",
         f"engine limits: max_num_seqs {limits.max_num_seqs}, max_batched_tokens "
-        f"{limits.max_batched_tokens}; KV capacity {meta['kv_capacity_tokens_plain']:,.0f} tokens "
+        f"{limits.max_batched_tokens}{args.limits_said}; KV capacity {meta['kv_capacity_tokens_plain']:,.0f} tokens "
         f"without the draft, {meta['kv_capacity_tokens_spec']:,.0f} with it (prompt + output reserved per request)"
         + _window_clause(dep),
         f"runs: {len(seeds)} of {len(requests):,} requests ({span})"

@@ -757,8 +757,9 @@ def load_answer_of(
     """:func:`specsim.answers.load.load_answer` at the loads the flags give, with the engine's limits they give (the KV
     cache at ``memory_util``, vLLM's default where None)."""
     from specsim.answers.load import load_answer
-    from specsim.serving.steady import EngineLimits
+    from specsim.cli.flags import engine_limits
 
+    limits, args.limits_said = engine_limits(args, dep.engine, dep.hardware, offline=kind == "batch")
     return load_answer(
         dep,
         acc,
@@ -769,7 +770,7 @@ def load_answer_of(
         lengths.output_tokens,
         gamma=gamma,
         gamma_max=getattr(args, "gamma_max", 8),
-        limits=EngineLimits(args.max_num_seqs, args.max_batched_tokens),
+        limits=limits,
         memory_utilization=memory_util,
         prompt_sample=lengths.prompt_sample,
         output_sample=lengths.output_sample,
@@ -792,12 +793,12 @@ def run_at_load(args: argparse.Namespace, kind: str, loads: list, gamma: int | N
         print_json([r | {"provenance": dep.provenance(), "lengths": lengths.description} for r in answer.rows])
         print_notes(dep)
         return 0
-    _print_load(answer, dep)
+    _print_load(answer, dep, args.limits_said)
     print_notes(dep)
     return 0
 
 
-def _print_load(answer, dep) -> None:
+def _print_load(answer, dep, limits_said: str = "") -> None:
     from specsim.cli import report
 
     print(describe(dep, int(answer.input_tokens + answer.output_tokens / 2)))
@@ -810,7 +811,8 @@ def _print_load(answer, dep) -> None:
     print(f"{answer.acceptance}; {searched}")
     print(
         f"requests: {answer.lengths}; engine: max_num_seqs {answer.limits.max_num_seqs}, max_batched_tokens "
-        f"{answer.limits.max_batched_tokens}; the serving model (chunked prefill beside the decoding sequences)\n"
+        f"{answer.limits.max_batched_tokens}{limits_said}; the serving model (chunked prefill beside the decoding "
+        "sequences)\n"
     )
     rows = []
     for r in answer.rows:
@@ -878,7 +880,7 @@ def _explain_at_load(args: argparse.Namespace, kind: str, loads: list) -> int:
         print_json(rows)
         print_notes(dep)
         return 0
-    _print_load(answer, dep)
+    _print_load(answer, dep, args.limits_said)
     names = [n for n in rows[0]["parts_s"] if any(row["parts_s"][n] > 0 for row in rows)]
     print(
         "\nwhere an iteration's time goes at each load, ms (the round at the decode batch the load implies, and the others' "

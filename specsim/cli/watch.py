@@ -275,8 +275,7 @@ def _header(args, source, names, shown, model, dep, limits, detector, said) -> l
         dep.brief() if not report.VERBOSE else "\n".join(dep.provenance()),
         "load: each window's finished requests/s per replica with its mean prompt and output tokens, as Poisson "
         f"arrivals (the serving model's open loop); max_num_seqs {limits.max_num_seqs}, max_batched_tokens "
-        f"{limits.max_batched_tokens}"
-        + ("" if args.limits_given else " (vLLM's defaults; --max-num-seqs, --max-batched-tokens)"),
+        f"{limits.max_batched_tokens}{args.limits_said}",
         "verdict: the acceptance length's 95% interval against the break-even; a schedule change where another gamma "
         f"gains {args.min_gain:.0%} or more",
         detector.describe(),
@@ -290,7 +289,7 @@ def _header(args, source, names, shown, model, dep, limits, detector, said) -> l
 
 
 def run_watch(args: argparse.Namespace) -> int:
-    from specsim.serving.steady import EngineLimits
+    from specsim.cli.flags import engine_limits
     from specsim.watch.drift import DropDetector
     from specsim.watch.judge import Judge
     from specsim.watch.sources import selector_matchers
@@ -306,7 +305,7 @@ def run_watch(args: argparse.Namespace) -> int:
         source, model, first, reads = _open(args, names, release, shown, args.matchers)
     dep, more = _deployment(args, model)
     said += more
-    limits = EngineLimits(args.max_num_seqs, args.max_batched_tokens)
+    limits, args.limits_said = engine_limits(args, dep.engine, dep.hardware)
     judge = Judge(dep, limits, args.gamma_max, args.memory_util)
     gamma = args.gamma
     if gamma is None and names.gamma_gauge is None and names.gamma_info is None and names.accepted_per_position is None:
@@ -524,13 +523,13 @@ def _parser_watch(sub) -> None:
         "--max-num-seqs",
         type=int_at_least(1, "max-num-seqs", MAX_BATCH),
         default=None,
-        help=f"the engine's sequences in flight at most (default {DEFAULT_MAX_NUM_SEQS}, vLLM's)",
+        help=f"the engine's sequences in flight at most (default: vLLM's own on the GPU; {DEFAULT_MAX_NUM_SEQS} else)",
     )
     engine.add_argument(
         "--max-batched-tokens",
         type=int_at_least(1, "max-batched-tokens", MAX_CONTEXT),
         default=None,
-        help=f"tokens per iteration (default {DEFAULT_MAX_BATCHED_TOKENS}, vLLM's)",
+        help=f"tokens per iteration (default: vLLM's own on the GPU; {DEFAULT_MAX_BATCHED_TOKENS} else)",
     )
     engine.add_argument(
         "--memory-util",
@@ -568,11 +567,6 @@ def _parser_watch(sub) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
-
-    args.limits_given = args.max_num_seqs is not None or args.max_batched_tokens is not None
-    args.max_num_seqs = args.max_num_seqs or DEFAULT_MAX_NUM_SEQS
-    args.max_batched_tokens = args.max_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS
     return run_watch(args)
 
 

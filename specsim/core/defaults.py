@@ -20,6 +20,9 @@ acceptance rate and the deployment are printed with each table.
     column per gamma, so it is kept to what engines deploy (vLLM's examples use up to 5-7 tokens).
 ``DEFAULT_RTOL``
     0: optimal-gamma takes the exact float64 argmax (ties to the smaller gamma).
+``DEFAULT_MAX_NUM_SEQS``, ``DEFAULT_MAX_BATCHED_TOKENS``
+    256 sequences in flight and 8192 tokens an iteration: the serving model's limits where neither the user nor the
+    engine's own defaults on the GPU (:func:`specsim.engines.default_limits`, vLLM's) give them, said so.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ __all__ = [
     "DEFAULT_DRAFT",
     "DEFAULT_GAMMA_MAX",
     "DEFAULT_HARDWARE",
+    "DEFAULT_MAX_BATCHED_TOKENS",
+    "DEFAULT_MAX_NUM_SEQS",
     "DEFAULT_RTOL",
     "DEFAULT_SERVING_GAMMA_MAX",
     "DEFAULT_TARGET",
@@ -47,6 +52,8 @@ DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 DEFAULT_GAMMA_MAX = 16
 DEFAULT_SERVING_GAMMA_MAX = 8
 DEFAULT_RTOL = 0.0
+DEFAULT_MAX_NUM_SEQS = 256
+DEFAULT_MAX_BATCHED_TOKENS = 8192
 
 #: What each workload of ``--workload`` stands for: the benchmark sets whose rows it reads.
 ACCEPTANCE_WORKLOADS = {

@@ -32,6 +32,7 @@ __all__ = [
     "MetricNames",
     "SpecHost",
     "check_platform",
+    "default_limits",
     "metric_names",
     "draft_tp",
     "get_engine",
@@ -185,6 +186,19 @@ def draft_tp(preset: EnginePreset, separate_model: bool, target_tp: int, request
             " (no engine named; --draft-tp to change)" if requested is None else " (--draft-tp)"
         )
     return engine.draft_tp(preset, separate_model, target_tp, requested)
+
+
+def default_limits(preset: EnginePreset, hardware, offline: bool = False) -> tuple[int, int, str]:
+    """(max_num_seqs, tokens per iteration, where they come from) of ``preset``'s engine on ``hardware`` when the user
+    sets neither: the engine's own where specsim has read them (vLLM), else the serving model's defaults, said so."""
+    from specsim.core.defaults import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
+
+    engine = REGISTRY.get(preset.name)
+    own = None if engine is None else engine.default_limits(preset, hardware, offline)
+    if own is not None:
+        return own
+    why = "specsim's defaults" + ("" if engine is None else f"; {engine.title} sizes its own from the GPU: give yours")
+    return DEFAULT_MAX_NUM_SEQS, DEFAULT_MAX_BATCHED_TOKENS, why
 
 
 def check_platform(preset: EnginePreset, hardware) -> None:

@@ -126,6 +126,16 @@ class Engine:
         """Why release ``version`` cannot change the draft length with the batch for this deployment (None: it can)."""
         return None
 
+    def fp8_cache_without_fp8(self, hardware) -> str:
+        """What this engine does with an FP8 KV cache on ``hardware``, which has no FP8 tensor cores, in a clause that
+        follows a semicolon ("": nothing specsim has read)."""
+        return ""
+
+    def default_limits(self, preset, hardware, offline: bool) -> tuple[int, int, str] | None:
+        """(max_num_seqs, tokens per iteration, where they come from) this engine takes on ``hardware`` when the user
+        sets neither, for a server or (``offline``) a batch run in-process; None where specsim has not read them."""
+        return None
+
     def static_gamma(self, dep, ranges: list, version: tuple) -> int | None:
         """The one draft length release ``version``'s config runs at every batch, where it has no per-batch control
         of a chain schedule that changes with the batch (None: it follows the schedule, or stops speculating)."""

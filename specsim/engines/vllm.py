@@ -618,7 +618,45 @@ def _is_bench_file(record: dict) -> bool:
     return ("backend" in record and any(k in record for k in keys)) or ("mean_tpot_ms" in record and "date" in record)
 
 
+#: vllm/engine/arg_utils.py get_batch_defaults (read at 0.24.0; the A100 exception is vLLM PR #17885): a GPU
+#: with 70 GiB or more that is not an A100 gets the larger limits, every other GPU the smaller; (max_num_seqs,
+#: max_num_batched_tokens) for the OpenAI server (vllm serve) and the LLM class (offline batches).
+_LARGE_GPU_BYTES = 70 * 2**30
+_BATCH_DEFAULTS = {
+    (True, False): (1024, 8192),
+    (True, True): (1024, 16384),
+    (False, False): (256, 2048),
+    (False, True): (256, 8192),
+}
+
+
+def default_limits(hardware, offline: bool) -> tuple[int, int, str]:
+    """vLLM's own max_num_seqs and max_num_batched_tokens on ``hardware`` when neither is set."""
+    name = f"{hardware.name} {getattr(hardware, 'device', '') or ''}".lower()
+    large = hardware.memory_bytes >= _LARGE_GPU_BYTES and "a100" not in name
+    seqs, tokens = _BATCH_DEFAULTS[(large, offline)]
+    where = (
+        f"vLLM 0.24's defaults for {'an offline LLM batch' if offline else 'an OpenAI server'} on "
+        + ("a GPU of 70 GiB or more other than an A100" if large else "an A100 or a GPU under 70 GiB")
+        + ": vllm/engine/arg_utils.py get_batch_defaults"
+    )
+    return seqs, tokens, where
+
+
 class _Vllm(Engine):
+    def default_limits(self, preset, hardware, offline):
+        return default_limits(hardware, offline)
+
+    def fp8_cache_without_fp8(self, hardware):
+        # vLLM 0.24.0: v1/attention/backends/flash_attn.py supports_kv_cache_dtype (fp8 needs FA3 on sm90), so
+        # cuda.py's backend priorities fall to FLASHINFER; its get_cudagraph_support is UNIFORM_SINGLE_TOKEN_DECODE
+        # without TRT-LLM attention (sm100), and config/compilation.py sets cudagraph_mode=PIECEWISE for spec decode
+        # (uniform_decode_query_len > 1) below UNIFORM_BATCH.
+        return (
+            "; vLLM (0.12 to 0.24 read) runs it on FlashInfer, not FlashAttention, and with speculation drops to "
+            "piecewise CUDA graphs (attention outside the graph in every pass)"
+        )
+
     def draft_tp(self, preset, separate_model, target_tp, requested):
         return draft_tp(preset, separate_model, target_tp, requested)
 

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specsim.core.defaults import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
 from specsim.speculation.acceptance import as_acceptance
 
 __all__ = [
@@ -68,11 +69,6 @@ __all__ = [
     "steady_state",
 ]
 
-#: vLLM's default max_num_seqs (vllm/config/scheduler.py).
-DEFAULT_MAX_NUM_SEQS = 256
-#: Token budget per iteration for chunked prefill (vLLM's max_num_batched_tokens for online serving on a large GPU; set
-#: your engine's).
-DEFAULT_MAX_BATCHED_TOKENS = 8192
 #: The kinds of load: a closed loop of users, Poisson arrivals, an offline batch.
 LOAD_KINDS = ("concurrency", "rate", "batch")
 #: Iterations a closed-loop user's next request waits for: the one already running when it arrives.
@@ -325,6 +321,8 @@ def steady_state(
     ``requests``: a closed loop's run of that many requests, from all users starting at once (its means, not the limit,
     :func:`closed_loop_times`).
 
+    ``limits`` default to :class:`EngineLimits`'s (the commands and :mod:`specsim.answers` give the engine's own on the
+    GPU, :func:`specsim.engines.default_limits`).
     ``gamma`` gives the leading axis, ``load`` (with the lengths broadcast to it) the second.  ``kv_bytes`` is the KV
     cache (plain, speculating) in bytes per GPU (default: ``limits``'s, unbounded unless set); ``context`` the mean
     cached context of a decoding sequence (default prompt plus half the output).  See the module's docstring.

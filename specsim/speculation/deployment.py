@@ -52,7 +52,7 @@ from specsim.describe.hardware import (
 )
 from specsim.describe.models import ModelShape, get_model
 from specsim.describe.parallel import check_tp
-from specsim.engines import DEFAULT_ENGINE, EnginePreset, draft_tp, get_engine, source_and_engine
+from specsim.engines import DEFAULT_ENGINE, REGISTRY, EnginePreset, draft_tp, get_engine, source_and_engine
 from specsim.speculation.acceptance import _check_gamma, plan_arrays, tokens_per_round
 from specsim.speculation.drafters import Drafter, DraftModel, drafter_class, make_drafter
 from specsim.timing.base import StepTime, StepTimeSource
@@ -790,16 +790,8 @@ class Deployment:
                 notes += [f"{model.name}: {n}" for n in model.notes]
         if self.target.kv_dtype == "fp8" and self.hardware.peak_fp8_flop_per_s is None:
             # Found on the public A100 study (docs/reports/2026-12-02-concurrency.md), after looking at it: not modelled.
-            why = ""
-            if self.engine.name == "vllm":
-                # vLLM 0.24.0: v1/attention/backends/flash_attn.py supports_kv_cache_dtype (fp8 needs FA3 on sm90), so
-                # cuda.py's backend priorities fall to FLASHINFER; its get_cudagraph_support is
-                # UNIFORM_SINGLE_TOKEN_DECODE without TRT-LLM attention (sm100), and config/compilation.py sets
-                # cudagraph_mode=PIECEWISE for spec decode (uniform_decode_query_len > 1) below UNIFORM_BATCH.
-                why = (
-                    "; vLLM (0.12 to 0.24 read) runs it on FlashInfer, not FlashAttention, and with speculation drops "
-                    "to piecewise CUDA graphs (attention outside the graph in every pass)"
-                )
+            engine = REGISTRY.get(self.engine.name)  # None for engine none
+            why = "" if engine is None else engine.fp8_cache_without_fp8(self.hardware)
             notes.append(
                 f"{self.target.name}: an FP8 KV cache on {self.hardware.name}, which has no FP8 tensor cores, is "
                 "counted at half the bytes; its attention kernels dequantize it, which can cost more than it saves "
