@@ -55,15 +55,16 @@ def deployments(folder: Path) -> list[dict]:
     return out
 
 
-def limits_of(spec: dict):
-    """The engine's scheduling limits the source ran with (its manifest's max_num_seqs and max_batched_tokens, else the
-    serving model's defaults, vLLM's)."""
+def limits_of(spec: dict, dep=None):
+    """The engine's scheduling limits the source ran with: its manifest's max_num_seqs and max_batched_tokens, else the
+    engine's own on the source's GPU (:func:`specsim.engines.default_limits`, as every command takes them)."""
+    from specsim.engines import default_limits
     from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, EngineLimits
 
-    return EngineLimits(
-        int(spec.get("max_num_seqs") or DEFAULT_MAX_NUM_SEQS),
-        int(spec.get("max_batched_tokens") or DEFAULT_MAX_BATCHED_TOKENS),
-    )
+    seqs, tokens = DEFAULT_MAX_NUM_SEQS, DEFAULT_MAX_BATCHED_TOKENS
+    if dep is not None:
+        seqs, tokens, _ = default_limits(dep.engine, dep.hardware, spec.get("load") == "batch")
+    return EngineLimits(int(spec.get("max_num_seqs") or seqs), int(spec.get("max_batched_tokens") or tokens))
 
 
 def build(spec: dict, folder: Path):
@@ -252,7 +253,7 @@ def _one(folder: Path, spec: dict) -> dict:
         return row | {"skipped": why}
     runs = runs_of(spec, folder)
     row["runs"] = len(runs)
-    limits = limits_of(spec)
+    limits = limits_of(spec, dep)
     a, a_star = uncalibrated(dep, runs, limits)
     row["a"], row["a_star"] = _error(a), _error(a_star)
     a_all = a | a_star
