@@ -55,16 +55,13 @@ def deployments(folder: Path) -> list[dict]:
     return out
 
 
-def limits_of(spec: dict, dep=None):
+def limits_of(spec: dict, dep):
     """The engine's scheduling limits the source ran with: its manifest's max_num_seqs and max_batched_tokens, else the
-    engine's own on the source's GPU (:func:`specsim.engines.default_limits`, as every command takes them)."""
-    from specsim.engines import default_limits
-    from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, EngineLimits
+    engine's own on the source's GPU (:func:`specsim.serving.steady.engine_limits`, as every command takes them)."""
+    from specsim.serving.steady import engine_limits
 
-    seqs, tokens = DEFAULT_MAX_NUM_SEQS, DEFAULT_MAX_BATCHED_TOKENS
-    if dep is not None:
-        seqs, tokens, _ = default_limits(dep.engine, dep.hardware, spec.get("load") == "batch")
-    return EngineLimits(int(spec.get("max_num_seqs") or seqs), int(spec.get("max_batched_tokens") or tokens))
+    given = (spec.get("max_num_seqs"), spec.get("max_batched_tokens"))
+    return engine_limits(dep.engine, dep.hardware, spec.get("load") == "batch", *(v and int(v) for v in given))[0]
 
 
 def build(spec: dict, folder: Path):

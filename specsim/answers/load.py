@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specsim.serving.steady import EngineLimits, SteadyState, load_label, steady_state
+from specsim.serving.steady import EngineLimits, SteadyState, engine_limits, load_label, steady_state
 
 __all__ = [
     "DEFAULT_INPUT_TOKENS",
@@ -188,9 +188,7 @@ def load_answer(
     in step), unless ``prompt_sample`` and ``output_sample`` give a workload's distribution (then their means, and the
     prefill and context weighted over it).  The KV cache is the capacity model's at ``memory_utilization``."""
     if limits is None:  # the engine's own on the GPU (vLLM's), else the serving model's defaults
-        from specsim.engines import default_limits
-
-        limits = EngineLimits(*default_limits(dep.engine, dep.hardware, kind == "batch")[:2])
+        limits, _ = engine_limits(dep.engine, dep.hardware, kind == "batch")
     P, O = float(input_tokens), float(output_tokens)
     context, fixed = None, prompt_sample is None
     if not fixed:

@@ -111,15 +111,15 @@ def serve_sim(
     """Each run of ``load`` (:func:`sim_load`) with and without speculation, through ``executor`` where given (any
     ``concurrent.futures`` executor), ``done`` called per finished run; the summaries over the runs, with each figure's
     95% interval where there are several (SLO attainment against ``slo_ttft_s`` and ``slo_tpot_s``)."""
-    from specsim.engines import default_limits
-    from specsim.serving.simulator import DEFAULT_SERVING_GAMMA_MAX, EngineLimits
+    from specsim.serving.simulator import DEFAULT_SERVING_GAMMA_MAX
+    from specsim.serving.steady import engine_limits
 
     results = serve_compare_runs(
         dep,
         load.request_sets,
         acceptance,
         gamma,
-        EngineLimits(*default_limits(dep.engine, dep.hardware)[:2]) if limits is None else limits,
+        engine_limits(dep.engine, dep.hardware)[0] if limits is None else limits,
         load.concurrency,
         load.seeds,
         memory_utilization,

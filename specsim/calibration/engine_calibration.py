@@ -184,8 +184,8 @@ def calibrate_engine(
     :func:`specsim.engines.default_limits`, said in the notes); ``done`` is called after each fit (a progress bar)."""
     from specsim.calibration.engine_fit import fit_engine
     from specsim.core.defaults import DEFAULT_DRAFT
-    from specsim.engines import default_limits, get_engine
-    from specsim.serving.steady import EngineLimits
+    from specsim.engines import get_engine
+    from specsim.serving.steady import engine_limits
     from specsim.speculation.deployment import Deployment
 
     engine = get_engine(engine)  # the file keeps the release as named (engine.named_as)
@@ -206,9 +206,10 @@ def calibrate_engine(
         decode_only=not spec_runs,
     )
     if limits is None:
-        seqs, tokens, where = default_limits(dep.engine, dep.hardware, all(c.run.kind == "batch" for c in runs))
-        limits = EngineLimits(seqs, tokens)
-        notes.append(f"engine limits: max_num_seqs {seqs}, max_batched_tokens {tokens} ({where})")
+        limits, where = engine_limits(dep.engine, dep.hardware, all(c.run.kind == "batch" for c in runs))
+        notes.append(
+            f"engine limits: max_num_seqs {limits.max_num_seqs}, max_batched_tokens {limits.max_batched_tokens} ({where})"
+        )
     fit = fit_engine(dep, runs, limits=limits, done=done)
     return EngineCalibration(
         fit, dep, runs, files, notes, target, drafter if spec_runs else None, timing, engine.named_as, target_options

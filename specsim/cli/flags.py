@@ -263,14 +263,11 @@ def add_load_args(p: argparse.ArgumentParser) -> None:
 
 def engine_limits(args: argparse.Namespace, preset, hardware, offline: bool = False):
     """(the engine's limits, a clause naming where those not given come from): --max-num-seqs and --max-batched-tokens,
-    each one not given at the engine's own default on ``hardware`` (:func:`specsim.engines.default_limits`;
-    ``offline``: a batch run in-process, not a server)."""
-    from specsim.engines import default_limits
-    from specsim.serving.steady import EngineLimits
+    each one not given at the engine's own default on ``hardware`` (:func:`specsim.serving.steady.engine_limits`)."""
+    from specsim.serving.steady import engine_limits as limits_of
 
-    seqs, tokens, where = default_limits(preset, hardware, offline)
     given = (getattr(args, "max_num_seqs", None), getattr(args, "max_batched_tokens", None))
-    limits = EngineLimits(given[0] or seqs, given[1] or tokens)
+    limits, where = limits_of(preset, hardware, offline, *given)
     missing = [flag for flag, value in zip(("--max-num-seqs", "--max-batched-tokens"), given) if value is None]
     return limits, (f" ({where}; {' and '.join(missing)} to set)" if missing else "")
 

@@ -405,12 +405,12 @@ _SERVE_RUNS = 10
 def _serve_sweep_frame() -> pd.DataFrame:
     """The serve-sweep figure's data, computed once per process (the figure is its slowest: render() in the tests,
     then make_all, would simulate it again for the same numbers)."""
-    from specsim.engines import default_limits
-    from specsim.serving.simulator import EngineLimits, serve_sweep
+    from specsim.serving.simulator import serve_sweep
+    from specsim.serving.steady import engine_limits
     from specsim.serving.workloads import get_workload
 
     dep = Deployment.build(DEFAULT_HARDWARE, DEFAULT_TARGET, DEFAULT_DRAFT)
-    limits = EngineLimits(*default_limits(dep.engine, dep.hardware)[:2])  # the engine's own on the GPU, as the CLI's
+    limits, _ = engine_limits(dep.engine, dep.hardware)  # the engine's own on the GPU, as the CLI's
     return serve_sweep(
         dep, _SERVE_RATES, get_workload("chat"), _SERVE_REQUESTS, DEFAULT_ALPHA, limits=limits, seed=0, runs=_SERVE_RUNS
     )

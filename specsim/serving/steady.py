@@ -60,6 +60,7 @@ __all__ = [
     "DEFAULT_MAX_BATCHED_TOKENS",
     "DEFAULT_MAX_NUM_SEQS",
     "EngineLimits",
+    "engine_limits",
     "LOAD_KINDS",
     "SteadyState",
     "decode_rounds",
@@ -96,6 +97,19 @@ class EngineLimits:
                 raise ValueError(f"{key} must be a whole number in [1, {most}], got {value!r}")
         if not self.kv_capacity_bytes > 0:
             raise ValueError(f"KV capacity must be > 0 bytes, got {self.kv_capacity_bytes!r}")
+
+
+def engine_limits(
+    preset, hardware, offline: bool = False, max_num_seqs: int | None = None, max_batched_tokens: int | None = None
+) -> tuple[EngineLimits, str]:
+    """(the limits, where those not given come from: "" if both are): ``max_num_seqs`` and ``max_batched_tokens`` as
+    given, each one not given at ``preset``'s engine's own on ``hardware`` (:func:`specsim.engines.default_limits`;
+    ``offline``: a batch run in-process, not a server)."""
+    from specsim.engines import default_limits
+
+    seqs, tokens, where = default_limits(preset, hardware, offline)
+    limits = EngineLimits(max_num_seqs or seqs, max_batched_tokens or tokens)
+    return limits, "" if max_num_seqs is not None and max_batched_tokens is not None else where
 
 
 def iteration_s(step_s: object, prefill_s: object = 0.0) -> np.ndarray:
