@@ -545,7 +545,8 @@ def test_watch(day, capsys, tmp_path):
     from specsim.watch.windows import read_samples, window_between
 
     dep = deployment(engine="vllm@0.20.0")
-    judge = Judge(dep, EngineLimits(*default_limits(dep.engine, dep.hardware)[:2]), 8, 0.9)  # vLLM's own on the GPU
+    own = default_limits(dep.engine, dep.hardware)  # vLLM's own on the GPU
+    judge = Judge(dep, EngineLimits(own.max_num_seqs, own.max_batched_tokens), 8, 0.9)
     top = rules_max_rate(judge, 1000, 256)
     ours = alert_rules(
         names, judge, 3, 1000, 256, top, min_drop=DEFAULT_MIN_DROP, interval_s=0.25, provenance=dep.brief()

@@ -5,6 +5,7 @@ refused beside a load."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -71,9 +72,11 @@ def test_explain_and_compare_and_schedule_answer_at_a_load(capsys):
         main(["schedule", "--timing", "roofline", "--alpha", "0.8", "--concurrency", "1,16,64,256", "--format", "vllm"])
         == 0
     )
-    config = json.loads(capsys.readouterr().out)
-    ranges = config["num_speculative_tokens_per_batch_size"]
-    assert ranges[0][0] == 1 and ranges[-1][1] == 256 and all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:]))
+    out = capsys.readouterr()
+    ranges = json.loads(out.out)["num_speculative_tokens_per_batch_size"]
+    top = int(re.search(r"scheduled up to batch (\d+)", out.err).group(1))  # the engine's, or what fits
+    assert 256 < top <= 1024  # vLLM's 1024 sequences on an H100, as many as fit with the draft
+    assert ranges[0][0] == 1 and ranges[-1][1] == top and all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:]))
 
 
 @pytest.mark.parametrize(
@@ -133,17 +136,75 @@ def test_serve_sim_replays_a_benchmarks_closed_loop_with_its_lengths(capsys):
         ("l4", True, (256, 8192)),
     ],
 )
-def test_vllms_own_limits_on_the_gpu_are_the_default_and_other_engines_say_theirs_are_specsims(
-    hardware, offline, expected
-):
-    """vllm/engine/arg_utils.py get_batch_defaults (0.24.0): 70 GiB or more and not an A100 gets the larger limits."""
+def test_vllms_own_limits_on_the_gpu_are_the_default(hardware, offline, expected):
+    """vllm/engine/arg_utils.py get_batch_defaults (0.24.0): 70 GiB or more and not an A100 gets the larger limits;
+    both arms alike, the budget counting the decoding tokens."""
     from specsim.describe.hardware import load_hardware
     from specsim.engines import default_limits, get_engine
 
-    seqs, tokens, where = default_limits(get_engine("vllm@0.24.0"), load_hardware(hardware), offline)
-    assert (seqs, tokens) == expected and "get_batch_defaults" in where
-    *_, other = default_limits(get_engine("sglang"), load_hardware(hardware), offline)
-    assert "specsim's defaults" in other and "give yours" in other
+    own = default_limits(get_engine("vllm@0.24.0"), load_hardware(hardware), offline)
+    assert (own.max_num_seqs, own.max_batched_tokens) == expected and "get_batch_defaults" in own.where
+    assert own.spec_max_num_seqs is None and own.budget_counts_decode
+
+
+@pytest.mark.parametrize(
+    "engine, hardware, tokens",
+    [
+        # SGLang's chunked_prefill_size by the GPU's memory, per release (the wheels' server_args.py / memory_hook.py)
+        ("sglang@0.4.10", "rtx-3090", 2048),  # under 35 GiB
+        ("sglang@0.4.10", "l40s", 8192),  # 0.4.10 has no 35-60 GiB row
+        ("sglang@0.5.12", "l40s", 4096),
+        ("sglang@0.5.12", "rtx-3090", 2048),
+        ("sglang", "rtx-3090", 4096),  # 0.5.23: the 20-35 GiB row is 4096 from 0.5.20
+        ("sglang", "l4", 4096),
+        ("sglang", "h100-sxm", 8192),
+        ("sglang", "h200", 8192),
+        ("sglang", "b200", 16384),
+        ("sglang@0.5.12", "mi300x", 16384),
+    ],
+)
+def test_sglangs_own_limits_follow_its_gpu_memory_rule_and_speculation_caps_running_requests(engine, hardware, tokens):
+    from specsim.describe.hardware import load_hardware
+    from specsim.engines import default_limits, get_engine
+    from specsim.serving.steady import engine_limits
+
+    own = default_limits(get_engine(engine), load_hardware(hardware))
+    assert own.max_batched_tokens == tokens and f"chunked_prefill_size {tokens}" in own.where
+    assert (own.max_num_seqs, own.spec_max_num_seqs, own.budget_counts_decode) == (2048, 48, False)
+    limits, _ = engine_limits(get_engine(engine), load_hardware(hardware))
+    assert limits.seqs([False, True]).tolist() == [2048, 48]
+    assert limits.prefill_budget(48, 3) == tokens  # decoding runs in its own batches
+    given, _ = engine_limits(get_engine(engine), load_hardware(hardware), max_num_seqs=64)
+    assert given.seqs([False, True]).tolist() == [64, 64]  # --max-num-seqs sets both arms
+
+
+def test_trtllms_own_limits_are_its_servers_and_count_the_decoding_tokens():
+    from specsim.describe.hardware import load_hardware
+    from specsim.engines import default_limits, get_engine
+    from specsim.serving.steady import engine_limits
+
+    own = default_limits(get_engine("trtllm"), load_hardware("h100-sxm"))
+    assert (own.max_num_seqs, own.max_batched_tokens, own.spec_max_num_seqs) == (2048, 8192, None)
+    limits, where = engine_limits(get_engine("trtllm"), load_hardware("b200"))
+    assert limits.prefill_budget(64, 3) == 8192 - 64 * 4 and "trtllm-serve" in where
+
+
+def test_a_speculating_sglang_server_past_48_users_queues_them():
+    """At 64 users the plain SGLang server holds all of them; the speculating one holds 48 and queues 16, which its
+    TTFT carries, and the simulator admits the same."""
+    from specsim.serving.simulator import StepTable, simulate
+    from specsim.serving.steady import engine_limits, steady_state
+    from specsim.serving.workloads import Requests
+
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", engine="sglang")
+    limits, _ = engine_limits(dep.engine, dep.hardware)
+    s = steady_state(dep, 0.7, [0, 3], [64], 1000, 256, limits=limits)
+    assert s.in_engine[:, 0].tolist() == [64, 48]
+    assert s.limited_by[1, 0] == "max_num_seqs" and s.limited_by[0, 0] == ""
+    table = StepTable(dep, limits.most_seqs, 1300, 3, limits.max_batched_tokens, 0.7)
+    run = simulate(Requests(np.full(256, 1000), np.full(256, 256), None), table, limits, 0.7, 3, concurrency=64)
+    busy = run.batch_time_s  # seconds spent at each number of running sequences
+    assert busy[48] > 0 and busy[49:].sum() == 0
 
 
 def test_a_load_answer_takes_the_engines_limits_on_its_gpu_and_names_where_they_come_from(capsys):

@@ -11,6 +11,7 @@ import yaml
 from specsim.cli.main import main
 from specsim.engines.trtllm import to_trtllm, trtllm_notes
 from specsim.engines.vllm import to_vllm, vllm_notes
+from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION, capacity
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.schedule import gamma_schedule
 from specsim.speculation.search import optimal_gamma, speedup
@@ -118,14 +119,36 @@ def test_min_gain_turns_off_marginal_batch_sizes(dep):
 def test_cli_vllm_snippet_parses_back_and_matches(capsys):
     dep = Deployment.build()  # the CLI's default source and engine
     assert main(["schedule", "--alpha", "0.8", "--format", "vllm"]) == 0
-    config = json.loads(capsys.readouterr().out)
+    out = capsys.readouterr()
+    config = json.loads(out.out)
     assert config["model"] == "meta-llama/Llama-3.2-1B-Instruct"
     entries = config["num_speculative_tokens_per_batch_size"]
     assert config["num_speculative_tokens"] == max(e[2] for e in entries)
-    ranges = gamma_schedule(dep, 0.8, 256, 1128)
+    # Without --max-batch: the batches vLLM runs on an H100, its 1024 sequences where that many fit with the draft.
+    top = min(1024, capacity(dep, 1128, DEFAULT_MEMORY_UTILIZATION).max_batch_with_draft)
+    assert top < 1024 and f"scheduled up to batch {top}, the most sequences that fit" in out.err
+    assert entries[-1][1] == top
+    ranges = gamma_schedule(dep, 0.8, top, 1128)
     np.testing.assert_array_equal(
-        _expand_vllm(entries, 256), _expand_vllm([[r.start_batch, r.end_batch, r.gamma] for r in ranges], 256)
+        _expand_vllm(entries, top), _expand_vllm([[r.start_batch, r.end_batch, r.gamma] for r in ranges], top)
     )
+
+
+def test_schedule_runs_to_the_engines_max_num_seqs_where_no_max_batch_is_given(capsys):
+    """vLLM's own max_num_seqs on an A100 is 256 (vllm/engine/arg_utils.py get_batch_defaults, 0.24.0); --max-num-seqs
+    replaces it; --max-batch wins over both and says nothing."""
+    for flags, top, said in (
+        (["--hardware", "a100-sxm-80gb"], 256, "vLLM 0.24's defaults for an OpenAI server on an A100"),
+        (["--hardware", "a100-sxm-80gb", "--max-num-seqs", "64"], 64, "max_num_seqs 64: --max-num-seqs"),
+        (["--hardware", "a100-sxm-80gb", "--max-batch", "100"], 100, None),
+    ):
+        assert main(["schedule", "--alpha", "0.8", "--json", "--context", "512", *flags]) == 0
+        out = capsys.readouterr()
+        ranges = json.loads(out.out)["ranges"]
+        assert ranges[-1]["end_batch"] == top, flags
+        assert (said is None) == ("scheduled up to batch" not in out.err), flags
+        if said is not None:
+            assert said in out.err, flags
 
 
 def _one_model_lengths(ranges, max_batch):
@@ -142,8 +165,23 @@ def test_cli_trtllm_snippet_parses_back_and_matches(capsys):
     assert config["decoding_type"] == "Draft_Target"  # 1.3's Literal in the pydantic SpeculativeConfig union
     assert config["max_draft_len"] == config["draft_len_schedule"][min(config["draft_len_schedule"])]
     assert "the round is modelled on trtllm@latest" in out.err  # --format trtllm models TensorRT-LLM's round
-    ranges = gamma_schedule(Deployment.build(engine="trtllm"), 0.8, 256, 1128)
-    np.testing.assert_array_equal(_expand_trtllm(config, 256), _one_model_lengths(ranges, 256))
+    dep = Deployment.build(engine="trtllm")
+    # Without --max-batch: trtllm-serve's max_batch_size 2048, or the sequences that fit with the draft.
+    top = min(2048, capacity(dep, 1128, DEFAULT_MEMORY_UTILIZATION).max_batch_with_draft)
+    assert f"scheduled up to batch {top}," in out.err
+    ranges = gamma_schedule(dep, 0.8, top, 1128)
+    np.testing.assert_array_equal(_expand_trtllm(config, top), _one_model_lengths(ranges, top))
+    lengths = [config["draft_len_schedule"][k] for k in sorted(config["draft_len_schedule"])]
+    assert all(a != b for a, b in zip(lengths, lengths[1:]))  # one key per length
+
+
+def test_a_schedule_that_turns_speculation_off_keeps_it_off_at_larger_batches():
+    """At short context on an H100 the gain of gamma 1 hovers about 1 from batch ~800 to 2048 as the kernels' steps
+    cross it (it was off at 769-1024, on at 1025-1152, off, on): gamma must never rise with batch, 0 included."""
+    dep = Deployment.build(engine="trtllm")
+    ranges = gamma_schedule(dep, 0.8, 2048, 128)
+    gammas = [r.gamma for r in ranges]
+    assert gammas[-1] == 0 and all(a > b for a, b in zip(gammas, gammas[1:]))
 
 
 def _trtllm_flags() -> dict:

@@ -36,6 +36,7 @@ class ScheduleAnswer:
     sibling: float | None
     contexts: tuple  #: context lengths of :meth:`by_context` (empty: none asked)
     load: object = None  #: the :class:`~specsim.answers.load.LoadAnswer` the ranges come from, at a load
+    max_batch_from: str = "given"  #: where :attr:`max_batch` came from
 
     @property
     def notes(self) -> list[str]:
@@ -81,6 +82,7 @@ class ScheduleAnswer:
                 | ({"shortfall": r.shortfall} if self.tree is None else {})
                 for r in self.ranges
             ],
+            "max_batch": {"value": self.max_batch, "from": self.max_batch_from},
             "acceptance": self.label,
             "drafter": self.deployment.drafter.kind,
             "provenance": self.deployment.provenance(),
@@ -105,12 +107,13 @@ def schedule_answer(
     sibling: float | None = None,
     contexts=(),
     load=None,
+    max_batch_from: str = "given",
 ) -> ScheduleAnswer:
     """The schedule for batch sizes 1..``max_batch``: per batch at ``context`` tokens (chains up to ``gamma_max``, or
     trees within ``tree``'s bounds), or with ``load`` (a :func:`specsim.answers.load.load_answer`) each load's best
     gamma keyed by its decode batch.  Speculation only where the predicted speedup is at least ``min_gain``; ``rtol``
     takes the smallest gamma within that fraction of the best; ``cap`` is the memory budget
-    (:func:`specsim.answers.deployment_capacity`)."""
+    (:func:`specsim.answers.deployment_capacity`); ``max_batch_from`` says where ``max_batch`` came from."""
     from specsim.speculation.schedule import gamma_schedule, load_schedule, tree_schedule
 
     if load is not None:
@@ -133,4 +136,5 @@ def schedule_answer(
         sibling,
         tuple(contexts or ()),
         load,
+        max_batch_from,
     )

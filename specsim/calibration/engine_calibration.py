@@ -207,9 +207,7 @@ def calibrate_engine(
     )
     if limits is None:
         limits, where = engine_limits(dep.engine, dep.hardware, all(c.run.kind == "batch" for c in runs))
-        notes.append(
-            f"engine limits: max_num_seqs {limits.max_num_seqs}, max_batched_tokens {limits.max_batched_tokens} ({where})"
-        )
+        notes.append(f"engine limits: {limits.label} ({where})")
     fit = fit_engine(dep, runs, limits=limits, done=done)
     return EngineCalibration(
         fit, dep, runs, files, notes, target, drafter if spec_runs else None, timing, engine.named_as, target_options

@@ -95,7 +95,7 @@ class RunModel:
         # A lone request's TTFT is its prefill and one iteration; under load it is mostly waiting (see residuals).
         self.alone = (self.load == 1) & np.isin(self.load_kind, ("concurrency", "batch"))
         self.completed = np.array([x.completed for x in r], dtype=float)
-        cap = float(self.limits.max_num_seqs)
+        cap = self.limits.seqs(self.steps > 0)  # a speculating engine's own where it differs (SGLang's 48)
         self.in_engine = np.where(self.load_kind == "rate", cap, np.minimum(self.load, cap))
         self.fit_scale = _scales(dep.source)
         self.batch = np.ones(len(runs))
@@ -289,7 +289,7 @@ class RunModel:
                     self.completed[i],
                 )
             elif k == "rate":
-                left = np.maximum(self.limits.max_batched_tokens - self.batch[i] * (self.steps[i] + 1.0), 1.0)
+                left = np.maximum(self.limits.prefill_budget(self.batch[i], self.steps[i]), 1.0)
                 k_p = np.maximum(np.ceil(self.prompt[i] / left), 1.0)
                 t = open_loop_times(
                     self.load[i], self.rounds(values.alphas, i), step[sel], own_at[sel], t_pf[sel], k_p, self.output[i]

@@ -109,7 +109,7 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
         limits, said = engine_limits(
             args, get_engine(engine), load_hardware(hardware), offline=all(c.run.kind == "batch" for c in runs)
         )
-        notes += [f"engine limits: max_num_seqs {limits.max_num_seqs}, max_batched_tokens {limits.max_batched_tokens}"]
+        notes += [f"engine limits: {limits.label}"]
         notes[-1] += said
 
     with progress_bar("calibrate-engine fits", "fit", quiet=args.json) as done:
@@ -373,21 +373,22 @@ def _parser_calibrate_engine(sub) -> None:
         metavar="FILE",
         help="a /metrics page saved after the speculative runs, for runs whose file has no acceptance length",
     )
-    from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
+    from specsim.cli.flags import LIMITS_SEQS_HELP as SEQS
+    from specsim.cli.flags import LIMITS_TOKENS_HELP as TOK
 
     p.add_argument(
         "--max-num-seqs",
         type=int_at_least(1, "max-num-seqs", 65536),
         default=None,
-        help="the engine's max_num_seqs the runs were served with (SGLang --max-running-requests; default: vLLM's own "
-        f"on the GPU, {DEFAULT_MAX_NUM_SEQS} for other engines): more users than this queue",
+        help="the engine's max_num_seqs the runs were served with (SGLang --max-running-requests; both arms; "
+        f"default: {SEQS}): more users than this queue",
     )
     p.add_argument(
         "--max-batched-tokens",
         type=int_at_least(1, "max-batched-tokens", 4_194_304),
         default=None,
         help="the engine's tokens per iteration (vLLM max_num_batched_tokens, SGLang --chunked-prefill-size; "
-        f"default: vLLM's own on the GPU, {DEFAULT_MAX_BATCHED_TOKENS} for other engines)",
+        f"default: {TOK})",
     )
     p.add_argument(
         "--out",

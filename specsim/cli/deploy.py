@@ -22,7 +22,7 @@ from specsim.cli.report import describe, print_json, print_notes, table
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT
 from specsim.engines import REGISTRY
-from specsim.speculation.schedule import DEFAULT_MAX_BATCH, DEFAULT_MIN_GAIN, DEFAULT_SCHEDULE_RTOL
+from specsim.speculation.schedule import DEFAULT_MIN_GAIN, DEFAULT_SCHEDULE_RTOL
 
 __all__ = ["run_schedule"]
 
@@ -60,6 +60,7 @@ def run_schedule(args: argparse.Namespace) -> int:
         dep.drafter.support(engine, args.writer_version)
     acc, acc_label = model_acceptance(args, dep, args.context)
     cap = deployment_capacity(dep, args.context, args.max_context, args.memory_util)
+    batch_note = _max_batch(args, dep, cap)
     checkpoint = dep.drafter.checkpoint(dep.target, args.draft_checkpoint) if engine is not None else None
     at = _at_load_schedule(args)
     answer = schedule_answer(
@@ -76,6 +77,7 @@ def run_schedule(args: argparse.Namespace) -> int:
         sibling=args.sibling_factor,
         contexts=args.contexts,
         load=None if at is None else _load_answer(args, dep, acc, acc_label, *at),
+        max_batch_from=args.max_batch_from,
     )
     if answer.load is not None and args.format == "table":  # the loads first (in JSON or a configuration, not at all)
         from specsim.cli.model import _print_load
@@ -85,7 +87,7 @@ def run_schedule(args: argparse.Namespace) -> int:
     ranges = answer.ranges
     if args.per_batch == "require":
         _require_per_batch(args, engine, dep, ranges)
-    notes = ([] if modelled is None else [modelled.format(key=dep.engine.key)]) + answer.notes
+    notes = ([] if modelled is None else [modelled.format(key=dep.engine.key)]) + batch_note + answer.notes
     if engine is not None:
         flags, engine_notes = engine.settings(dep)
         notes += engine_notes
@@ -105,6 +107,31 @@ def run_schedule(args: argparse.Namespace) -> int:
             print(f"note: {line if line.startswith('step times') else 'step times: ' + line}", file=sys.stderr)
     print_notes(dep)
     return 0
+
+
+def _max_batch(args: argparse.Namespace, dep, cap) -> list[str]:
+    """Fill --max-batch, where not given, with the largest batch the engine runs: its max_num_seqs (--max-num-seqs,
+    else its own on the GPU: :func:`specsim.serving.steady.engine_limits`), or fewer where no more sequences fit in
+    memory with the draft at --context; the line that says where it came from."""
+    if args.max_batch is not None:
+        args.max_batch_from = "given"
+        return []
+    from specsim.serving.steady import engine_limits
+
+    given = getattr(args, "max_num_seqs", None)
+    limits, where = engine_limits(dep.engine, dep.hardware, max_num_seqs=given)
+    seqs = min(limits.max_num_seqs, MAX_BATCH)
+    said = f"max_num_seqs {seqs}: " + ("--max-num-seqs" if given is not None else where.split(";")[0])
+    fits = int(cap.max_batch_with_draft)
+    if 1 <= fits < seqs:
+        args.max_batch = fits
+        args.max_batch_from = (
+            f"the most sequences that fit in memory with the draft at {cap.context_tokens} tokens each (specsim "
+            f"capacity; the engine's {said})"
+        )
+    else:
+        args.max_batch, args.max_batch_from = seqs, f"the engine's {said}"
+    return [f"scheduled up to batch {args.max_batch}, {args.max_batch_from}; --max-batch to set"]
 
 
 def _at_load_schedule(args: argparse.Namespace):
@@ -282,8 +309,9 @@ def _parser_schedule(sub) -> None:
     p.add_argument(
         "--max-batch",
         type=int_at_least(1, "max-batch", MAX_BATCH),
-        default=DEFAULT_MAX_BATCH,
-        help=f"largest batch size (max_num_seqs) to schedule (default {DEFAULT_MAX_BATCH})",
+        default=None,
+        help="largest batch size to schedule (default: the engine's max_num_seqs, --max-num-seqs or its own on the "
+        "GPU: vLLM's 256 on an A100 or a GPU under 70 GiB, 1024 on larger ones)",
     )
     p.add_argument(
         "--min-gain",

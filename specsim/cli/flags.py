@@ -63,6 +63,12 @@ __all__ = [
 
 
 ENGINE_CHOICES = ", ".join(list(ENGINE_NAMES) + [k for k in PRESETS if "@" in k])
+#: What --max-num-seqs and --max-batched-tokens default to (specsim.engines.default_limits: each engine's own).
+LIMITS_SEQS_HELP = "the engine's own on the GPU: vLLM's 256 or 1024, SGLang's 48 speculating, TensorRT-LLM's 2048"
+LIMITS_TOKENS_HELP = (
+    "the engine's own on the GPU: vLLM's 2048 or 8192, SGLang's chunked_prefill_size by GPU memory (prompt tokens only), "
+    "TensorRT-LLM's 8192"
+)
 
 
 def alpha_type(text: str) -> float:
@@ -219,7 +225,6 @@ def add_load_args(p: argparse.ArgumentParser) -> None:
     """--concurrency or --rate (the answer at a load instead of per decode batch) with the benchmark's lengths and the
     engine's scheduling limits."""
     from specsim.answers.load import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
-    from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
 
     load = p.add_mutually_exclusive_group()
     load.add_argument(
@@ -249,15 +254,13 @@ def add_load_args(p: argparse.ArgumentParser) -> None:
         "--max-num-seqs",
         type=int_at_least(1, "max-num-seqs", MAX_BATCH),
         default=None,
-        help="the engine's sequences in flight at most (default: vLLM's own on the GPU, 256 or 1024; "
-        f"{DEFAULT_MAX_NUM_SEQS} for other engines); more users queue",
+        help=f"the engine's sequences in flight at most, both arms (default: {LIMITS_SEQS_HELP}); more users queue",
     )
     p.add_argument(
         "--max-batched-tokens",
         type=int_at_least(1, "max-batched-tokens", MAX_CONTEXT),
         default=None,
-        help="tokens per iteration, decode plus prefill chunks (default: vLLM's own on the GPU, 2048 or 8192; "
-        f"{DEFAULT_MAX_BATCHED_TOKENS} for other engines; SGLang's --chunked-prefill-size)",
+        help=f"tokens per iteration, decode plus prefill chunks (SGLang's --chunked-prefill-size; default: {LIMITS_TOKENS_HELP})",
     )
 
 
@@ -450,7 +453,7 @@ def add_tree_args(p: argparse.ArgumentParser) -> None:
 
 def add_serving_args(p: argparse.ArgumentParser, *, lengths: bool = True) -> None:
     """The flags of serve-sim and serve-sweep; ``lengths`` False leaves --workload and --requests unset (a trace gives them)."""
-    from specsim.serving.simulator import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, DEFAULT_REQUESTS
+    from specsim.serving.simulator import DEFAULT_REQUESTS
     from specsim.serving.workloads import DEFAULT_WORKLOAD, WORKLOAD_ALIASES, WORKLOADS
 
     add_acceptance_args(p, workload=False)
@@ -484,14 +487,13 @@ def add_serving_args(p: argparse.ArgumentParser, *, lengths: bool = True) -> Non
         "--max-num-seqs",
         type=int_at_least(1, "max-num-seqs", MAX_BATCH),
         default=None,
-        help=f"sequences in flight at most (default: vLLM's own on the GPU; {DEFAULT_MAX_NUM_SEQS} for other engines)",
+        help=f"sequences in flight at most, both arms (default: {LIMITS_SEQS_HELP})",
     )
     p.add_argument(
         "--max-batched-tokens",
         type=int_at_least(1, "max-batched-tokens", MAX_BATCH),
         default=None,
-        help="tokens per iteration for decode plus prefill chunks (default: vLLM's own on the GPU; "
-        f"{DEFAULT_MAX_BATCHED_TOKENS} for other engines)",
+        help=f"tokens per iteration for decode plus prefill chunks (default: {LIMITS_TOKENS_HELP})",
     )
     p.add_argument(
         "--memory-util",

@@ -156,8 +156,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
     provenance = dep.provenance() + [
         f"load: {requests.source}" + (f", {concurrency} users" if concurrency else ""),
         f"acceptance: {acc_label}; speculation: {meta['gamma_policy']}",
-        f"engine limits: max_num_seqs {limits.max_num_seqs}, max_batched_tokens "
-        f"{limits.max_batched_tokens}{args.limits_said}; KV capacity {meta['kv_capacity_tokens_plain']:,.0f} tokens "
+        f"engine limits: {limits.label}{args.limits_said}; KV capacity {meta['kv_capacity_tokens_plain']:,.0f} tokens "
         f"without the draft, {meta['kv_capacity_tokens_spec']:,.0f} with it (prompt + output reserved per request)"
         + _window_clause(dep),
         f"runs: {len(seeds)} of {len(requests):,} requests ({span})"

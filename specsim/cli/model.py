@@ -810,8 +810,7 @@ def _print_load(answer, dep, limits_said: str = "") -> None:
     )
     print(f"{answer.acceptance}; {searched}")
     print(
-        f"requests: {answer.lengths}; engine: max_num_seqs {answer.limits.max_num_seqs}, max_batched_tokens "
-        f"{answer.limits.max_batched_tokens}{limits_said}; the serving model (chunked prefill beside the decoding "
+        f"requests: {answer.lengths}; engine: {answer.limits.label}{limits_said}; the serving model (chunked prefill beside the decoding "
         "sequences)\n"
     )
     rows = []

@@ -274,8 +274,7 @@ def _header(args, source, names, shown, model, dep, limits, detector, said) -> l
         ),
         dep.brief() if not report.VERBOSE else "\n".join(dep.provenance()),
         "load: each window's finished requests/s per replica with its mean prompt and output tokens, as Poisson "
-        f"arrivals (the serving model's open loop); max_num_seqs {limits.max_num_seqs}, max_batched_tokens "
-        f"{limits.max_batched_tokens}{args.limits_said}",
+        f"arrivals (the serving model's open loop); {limits.label}{args.limits_said}",
         "verdict: the acceptance length's 95% interval against the break-even; a schedule change where another gamma "
         f"gains {args.min_gain:.0%} or more",
         detector.describe(),

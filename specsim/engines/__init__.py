@@ -15,7 +15,7 @@ import dataclasses
 
 from specsim.engines import sglang, trtllm, vllm
 from specsim.engines.base import MAX_TERM_S, TERMS, EnginePreset, MetricNames, SpecHost, parse_version
-from specsim.engines.engine import Engine, EngineSupport
+from specsim.engines.engine import DefaultLimits, Engine, EngineSupport
 
 __all__ = [
     "DEFAULT_ENGINE",
@@ -26,6 +26,7 @@ __all__ = [
     "MAX_TERM_S",
     "PRESETS",
     "TERMS",
+    "DefaultLimits",
     "Engine",
     "EnginePreset",
     "EngineSupport",
@@ -188,17 +189,17 @@ def draft_tp(preset: EnginePreset, separate_model: bool, target_tp: int, request
     return engine.draft_tp(preset, separate_model, target_tp, requested)
 
 
-def default_limits(preset: EnginePreset, hardware, offline: bool = False) -> tuple[int, int, str]:
-    """(max_num_seqs, tokens per iteration, where they come from) of ``preset``'s engine on ``hardware`` when the user
-    sets neither: the engine's own where specsim has read them (vLLM), else the serving model's defaults, said so."""
+def default_limits(preset: EnginePreset, hardware, offline: bool = False) -> DefaultLimits:
+    """The limits of ``preset``'s engine on ``hardware`` when the user sets none: the engine's own where specsim has
+    read them (each engine's ``default_limits``), else the serving model's defaults, said so."""
     from specsim.core.defaults import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
 
     engine = REGISTRY.get(preset.name)
     own = None if engine is None else engine.default_limits(preset, hardware, offline)
     if own is not None:
         return own
-    why = "specsim's defaults" + ("" if engine is None else f"; {engine.title} sizes its own from the GPU: give yours")
-    return DEFAULT_MAX_NUM_SEQS, DEFAULT_MAX_BATCHED_TOKENS, why
+    why = "specsim's defaults" + ("" if engine is None else f"; {engine.title}'s own are not read: give yours")
+    return DefaultLimits(DEFAULT_MAX_NUM_SEQS, DEFAULT_MAX_BATCHED_TOKENS, why)
 
 
 def check_platform(preset: EnginePreset, hardware) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-__all__ = ["BenchFiles", "Engine", "EngineSupport"]
+__all__ = ["BenchFiles", "DefaultLimits", "Engine", "EngineSupport"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,20 @@ class EngineSupport:
     fractional_pin: bool = True
     #: Where that release's source reads the pinned acceptance (the refusal below ``pin_since`` names it).
     pin_where: str = ""
+
+
+@dataclass(frozen=True)
+class DefaultLimits:
+    """An engine's own scheduling limits on a GPU when the user sets none, and where specsim read them."""
+
+    max_num_seqs: int  #: sequences in flight at most (vLLM's max_num_seqs, SGLang's max_running_requests)
+    max_batched_tokens: int  #: tokens an iteration takes (vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size)
+    where: str  #: the engine, release and source file they come from
+    #: A speculating server's max_num_seqs where the engine sets another (SGLang: 48), else None (the same).
+    spec_max_num_seqs: int | None = None
+    #: Whether the decoding sequences' tokens count against ``max_batched_tokens`` (vLLM, TensorRT-LLM) or only the
+    #: prompts' do (SGLang's chunked_prefill_size without --enable-mixed-chunk).
+    budget_counts_decode: bool = True
 
 
 @dataclass(frozen=True)
@@ -131,9 +145,9 @@ class Engine:
         follows a semicolon ("": nothing specsim has read)."""
         return ""
 
-    def default_limits(self, preset, hardware, offline: bool) -> tuple[int, int, str] | None:
-        """(max_num_seqs, tokens per iteration, where they come from) this engine takes on ``hardware`` when the user
-        sets neither, for a server or (``offline``) a batch run in-process; None where specsim has not read them."""
+    def default_limits(self, preset, hardware, offline: bool) -> DefaultLimits | None:
+        """The limits this engine takes on ``hardware`` when the user sets none, for a server or (``offline``) a batch
+        run in-process; None where specsim has not read them."""
         return None
 
     def static_gamma(self, dep, ranges: list, version: tuple) -> int | None:

@@ -20,7 +20,7 @@ from specsim.engines.base import (
     make_preset,
     parse_version,
 )
-from specsim.engines.engine import BenchFiles, Engine, EngineSupport
+from specsim.engines.engine import BenchFiles, DefaultLimits, Engine, EngineSupport
 from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP
 from specsim.engines.writers import BenchWriter
 from specsim.engines.writers import version_text as _version_text
@@ -505,7 +505,51 @@ def _is_bench_file(record: dict) -> bool:
     )
 
 
+#: SGLang's chunked_prefill_size when --chunked-prefill-size is not given, by the GPU's memory (nvidia-smi's or
+#: rocminfo's, per GPU, in MiB: read here in GiB): (first release of the rule, [(below GiB, tokens), ...], beyond, where).
+#: Read in the wheels: 0.4.10.post1 server_args.py ServerArgs.__post_init__; 0.5.5, 0.5.8, 0.5.10 and 0.5.11
+#: server_args.py _handle_gpu_memory_settings; 0.5.20 and 0.5.23 srt/arg_groups/memory_hook.py handle_gpu_memory_settings
+#: (only the 20-35 GiB row changed, 2048 to 4096, in 0.5.20).  Releases 0.5.0-0.5.4 were not read: 0.4.10's rule.
+_CHUNKED_PREFILL = (
+    ((0, 5, 20), ((20, 2048), (35, 4096), (60, 4096), (160, 8192)), 16384, "0.5.20-0.5.23 memory_hook.py"),
+    ((0, 5, 5), ((20, 2048), (35, 2048), (60, 4096), (160, 8192)), 16384, "0.5.5-0.5.19 server_args.py"),
+    ((0, 0, 0), ((35, 2048), (160, 8192)), 16384, "0.4.10.post1 server_args.py"),
+)
+#: --max-running-requests when not given: 48 for a speculating server (EAGLE, EAGLE-3, MTP as NEXTN, standalone
+#: drafts and n-gram; 0.4.10.post1 server_args.py L514-516, 0.5.11 server_args.py L3430, 0.5.23
+#: speculative_hook.py _handle_eagle_family and _handle_ngram); without speculation sized from the KV pool, at least
+#: 2048 (0.5.23 mem_cache/kv_cache_configurator.py resolve_max_num_reqs), which the KV capacity bounds as specsim's does.
+SPEC_MAX_RUNNING = 48
+PLAIN_MAX_RUNNING = 2048
+
+
+def default_limits(preset, hardware) -> DefaultLimits:
+    """SGLang's own limits on ``hardware``: chunked_prefill_size by the GPU's memory, for the release ``preset`` was
+    asked for (its range's newest where none was named), and max_running_requests, 48 when speculating.  Its
+    chunked_prefill_size is the prompts' budget alone: without --enable-mixed-chunk (off by default, and forced off
+    by speculation) prefill and decode run as separate batches (managers/schedule_policy.py PrefillAdder subtracts
+    no decode tokens, scheduler.py passes 0 unless is_mixed_chunk)."""
+    release = parse_version(NAME, preset.asked) if preset.asked else None
+    if release is None:
+        release = next((last for first, last, key in RANGES if key == preset.version), RANGES[-1][1])
+    _, rows, beyond, where = next(rule for rule in _CHUNKED_PREFILL if release >= rule[0])
+    gib = hardware.memory_bytes / 2**30
+    tokens = next((t for below, t in rows if gib < below), beyond)
+    return DefaultLimits(
+        PLAIN_MAX_RUNNING,
+        tokens,
+        f"SGLang {_version_text(release)}'s defaults on a GPU of {hardware.memory_bytes / 1e9:.0f} GB: chunked_prefill_size {tokens} ({where}), "
+        f"max_running_requests {SPEC_MAX_RUNNING} speculating and at least {PLAIN_MAX_RUNNING} (the KV pool) without; "
+        "the budget is the prompts' alone, decoding runs in its own batches",
+        spec_max_num_seqs=SPEC_MAX_RUNNING,
+        budget_counts_decode=False,
+    )
+
+
 class _Sglang(Engine):
+    def default_limits(self, preset, hardware, offline):
+        return default_limits(preset, hardware)
+
     def draft_tp(self, preset, separate_model, target_tp, requested):
         return draft_tp(preset, separate_model, target_tp, requested)
 

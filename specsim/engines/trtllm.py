@@ -11,7 +11,7 @@ import itertools
 from typing import Any
 
 from specsim.engines.base import _BASIS, MetricNames, RecurrentVerify, SpecHost, make_preset, parse_version
-from specsim.engines.engine import BenchFiles, Engine, EngineSupport
+from specsim.engines.engine import BenchFiles, DefaultLimits, Engine, EngineSupport
 from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP
 from specsim.engines.writers import BenchWriter
 from specsim.engines.writers import version_text as _version_text
@@ -215,7 +215,11 @@ def to_trtllm(ranges: list, draft_model: str | None, dep=None, version: tuple | 
         return config
     on = list(itertools.takewhile(lambda r: r.gamma > 0, ranges))
     if decoding in ONE_MODEL_SCHEDULE:
-        config["draft_len_schedule"] = {r.end_batch: max(1, min(r.gamma, first)) for r in ranges}
+        lengths = [(r.end_batch, max(1, min(r.gamma, first))) for r in ranges]
+        # One key per length: ranges that end at the same length (speculation off kept at 1) merge into the last.
+        config["draft_len_schedule"] = {
+            end: n for k, (end, n) in enumerate(lengths) if k + 1 == len(lengths) or lengths[k + 1][1] != n
+        }
     elif len(on) < len(ranges):
         config["max_concurrency"] = on[-1].end_batch
     return config
@@ -464,7 +468,23 @@ def _per_batch_missing(dep, ranges: list, version: tuple) -> str | None:
     return None
 
 
+#: trtllm-serve's max_batch_size and max_num_tokens when not given: tensorrt_llm/commands/serve.py takes its click
+#: defaults from BuildConfig's (2048 and 8192), and llmapi/llm_args.py BaseLlmArgs has the same, read at commit
+#: 00209af1 of NVIDIA/TensorRT-LLM (no 1.x release wheel holds the code, so the release is not pinned).  Both arms
+#: alike, on every GPU; the token budget counts each decoding request's 1 + draft tokens
+#: (cpp/tensorrt_llm/batch_manager/microBatchScheduler.cpp).
+_LIMITS = DefaultLimits(
+    2048,
+    8192,
+    "TensorRT-LLM's trtllm-serve defaults: max_batch_size 2048, max_num_tokens 8192 (tensorrt_llm/commands/serve.py "
+    "and llmapi/llm_args.py at 00209af1)",
+)
+
+
 class _Trtllm(Engine):
+    def default_limits(self, preset, hardware, offline):
+        return _LIMITS
+
     def draft_tp(self, preset, separate_model, target_tp, requested):
         return draft_tp(preset, separate_model, target_tp, requested)
 

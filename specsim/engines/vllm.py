@@ -25,7 +25,7 @@ from specsim.engines.base import (
     make_preset,
     parse_version,
 )
-from specsim.engines.engine import BenchFiles, Engine, EngineSupport
+from specsim.engines.engine import BenchFiles, DefaultLimits, Engine, EngineSupport
 from specsim.engines.writers import BenchWriter
 from specsim.engines.writers import version_text as _version_text
 
@@ -630,8 +630,10 @@ _BATCH_DEFAULTS = {
 }
 
 
-def default_limits(hardware, offline: bool) -> tuple[int, int, str]:
-    """vLLM's own max_num_seqs and max_num_batched_tokens on ``hardware`` when neither is set."""
+def default_limits(hardware, offline: bool) -> DefaultLimits:
+    """vLLM's own max_num_seqs and max_num_batched_tokens on ``hardware`` when neither is set (both arms alike; the
+    token budget counts the decoding sequences' tokens: v1/core/sched/scheduler.py schedules the running requests
+    first, from the same token_budget)."""
     name = f"{hardware.name} {getattr(hardware, 'device', '') or ''}".lower()
     large = hardware.memory_bytes >= _LARGE_GPU_BYTES and "a100" not in name
     seqs, tokens = _BATCH_DEFAULTS[(large, offline)]
@@ -640,7 +642,7 @@ def default_limits(hardware, offline: bool) -> tuple[int, int, str]:
         + ("a GPU of 70 GiB or more other than an A100" if large else "an A100 or a GPU under 70 GiB")
         + ": vllm/engine/arg_utils.py get_batch_defaults"
     )
-    return seqs, tokens, where
+    return DefaultLimits(seqs, tokens, where)
 
 
 class _Vllm(Engine):

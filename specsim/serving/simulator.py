@@ -383,7 +383,7 @@ class _Engine:
 
     def prefill_iteration(self, b: int, g: int) -> None:
         """One iteration: every running sequence's round and prompt chunks in the token budget left."""
-        budget = max(self.limits.max_batched_tokens - b * (g + 1), 0)
+        budget = max(int(self.limits.prefill_budget(b, g)), 0)
         table = self.table
         chunk, completed, prefill_s = 0, [], 0.0
         for item in self.prefilling:
@@ -526,12 +526,13 @@ def simulate(
     """
     rng = np.random.default_rng(0) if rng is None else rng
     if np.ndim(gamma) == 0:
-        gamma_by_batch = np.full(limits.max_num_seqs + 1, int(gamma), dtype=int)
+        gamma_by_batch = np.full(limits.most_seqs + 1, int(gamma), dtype=int)
     else:
         gamma_by_batch = np.asarray(gamma, dtype=int)
-        if gamma_by_batch.size < limits.max_num_seqs + 1:
-            raise ValueError("a gamma schedule needs one entry per batch size 0..max_num_seqs")
     gmax = int(gamma_by_batch.max())
+    limits = limits.arm(gmax > 0)  # a speculating engine's own max_num_seqs (SGLang's 48)
+    if gamma_by_batch.size < limits.max_num_seqs + 1:
+        raise ValueError("a gamma schedule needs one entry per batch size 0..max_num_seqs")
     if gmax > table.gamma_max:
         raise ValueError(f"the step table holds gamma up to {table.gamma_max}, the policy uses {gmax}")
     cum = as_acceptance(acceptance).cumulative_rates(gmax)
@@ -583,9 +584,7 @@ def simulate_speculating(
     reserving its whole length of target and draft KV in ``kv_bytes``: one engine's run as serve-sim's speculative one
     plays it, with ``acceptance_changes`` and an ``observer`` (:func:`simulate`)."""
     prompt, output = np.asarray(requests.prompt), np.asarray(requests.output)
-    table = StepTable(
-        dep, limits.max_num_seqs, int((prompt + output).max()), gamma, limits.max_batched_tokens, acceptance
-    )
+    table = StepTable(dep, limits.most_seqs, int((prompt + output).max()), gamma, limits.max_batched_tokens, acceptance)
     reserve = sequence_kv_bytes(dep, (prompt + output).astype(float), True, max(int(gamma), 1))
     return simulate(
         requests,
@@ -645,7 +644,7 @@ def serve_compare(
     max_context = int((prompt + output).max())
     hint = float(mean_context_tokens(prompt.mean(), output.mean())) if context_hint is None else float(context_hint)
     if gamma == "schedule":
-        best = optimal_gamma(dep, acceptance, np.arange(1, limits.max_num_seqs + 1), hint, gamma_max)
+        best = optimal_gamma(dep, acceptance, np.arange(1, limits.most_seqs + 1), hint, gamma_max)
         policy = np.r_[0, best.gamma]
         label = f"per-batch optimal gamma at L = {hint:.0f}"
     else:
@@ -662,7 +661,7 @@ def serve_compare(
             f"{dep.target.name} with {dep.drafter.name} does not fit on {dep.hardware.name}: no memory is left "
             "for the KV cache beside the draft's weights"
         )
-    table = StepTable(dep, limits.max_num_seqs, max_context, gmax, limits.max_batched_tokens, acceptance)
+    table = StepTable(dep, limits.most_seqs, max_context, gmax, limits.max_batched_tokens, acceptance)
     lengths = (prompt + output).astype(float)
     runs = []
     for name, with_draft, free, rule in (

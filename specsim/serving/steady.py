@@ -5,8 +5,9 @@ not at a decode batch.  A continuous-batching engine (vLLM, SGLang, TensorRT-LLM
 
 * the ``b`` sequences that are decoding: one decode token each, or, speculating, one round (gamma draft steps and a
   verification of gamma + 1 tokens; :meth:`specsim.speculation.deployment.Deployment.outcome`), and
-* in the token budget left (``max_batched_tokens - b (gamma + 1)``), chunks of the prompts waiting to prefill, oldest
-  first (chunked prefill).
+* in the token budget left (``max_batched_tokens - b (gamma + 1)``; the whole budget where the engine counts only the
+  prompts' tokens against it, as SGLang's chunked_prefill_size: :meth:`EngineLimits.prefill_budget`), chunks of the
+  prompts waiting to prefill, oldest first (chunked prefill).
 
 An iteration's time is the step of its decoding sequences plus the marginal time of its prompt chunks
 (:meth:`Deployment.prefill_s`: the target's, and the drafter's network over the same tokens when speculating, each
@@ -49,7 +50,7 @@ Checked against the request-level simulator, which plays the same iterations req
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -89,14 +90,54 @@ class EngineLimits:
     kv_capacity_bytes: float = float("inf")
     #: False: prompts cost no time (the per-batch model's setting, for checks).
     include_prefill: bool = True
+    #: A speculating engine's max_num_seqs where it differs (SGLang's 48 when --max-running-requests is not given);
+    #: None: ``max_num_seqs`` for both.
+    spec_max_num_seqs: int | None = None
+    #: Whether the decoding sequences' tokens count against ``max_batched_tokens`` (vLLM's max_num_batched_tokens,
+    #: TensorRT-LLM's max_num_tokens) or the budget is the prompts' alone (SGLang's chunked_prefill_size).
+    budget_counts_decode: bool = True
 
     def __post_init__(self) -> None:
-        for key, most in (("max_num_seqs", 65536), ("max_batched_tokens", 4_194_304)):
+        for key, most in (("max_num_seqs", 65536), ("max_batched_tokens", 4_194_304), ("spec_max_num_seqs", 65536)):
             value = getattr(self, key)
+            if key == "spec_max_num_seqs" and value is None:
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
                 raise ValueError(f"{key} must be a whole number in [1, {most}], got {value!r}")
         if not self.kv_capacity_bytes > 0:
             raise ValueError(f"KV capacity must be > 0 bytes, got {self.kv_capacity_bytes!r}")
+
+    def seqs(self, speculating: object) -> np.ndarray:
+        """max_num_seqs of a speculating (True) or plain engine, elementwise."""
+        spec = self.max_num_seqs if self.spec_max_num_seqs is None else self.spec_max_num_seqs
+        return np.where(np.asarray(speculating, dtype=bool), float(spec), float(self.max_num_seqs))
+
+    def arm(self, speculating: bool) -> "EngineLimits":
+        """These limits as the plain or the speculating engine runs them: one max_num_seqs."""
+        if not speculating or self.spec_max_num_seqs is None:
+            return self
+        return replace(self, max_num_seqs=self.spec_max_num_seqs, spec_max_num_seqs=None)
+
+    @property
+    def label(self) -> str:
+        """The limits in words, as every output names them: "max_num_seqs 256, max_batched_tokens 2048"."""
+        spec = "" if self.spec_max_num_seqs is None else f" ({self.spec_max_num_seqs} speculating)"
+        budget = "" if self.budget_counts_decode else " (prompt tokens only)"
+        return f"max_num_seqs {self.max_num_seqs}{spec}, max_batched_tokens {self.max_batched_tokens}{budget}"
+
+    @property
+    def most_seqs(self) -> int:
+        """The most sequences either arm holds."""
+        return max(self.max_num_seqs, self.spec_max_num_seqs or 0)
+
+    def prefill_budget(self, batch: object, gamma: object) -> np.ndarray:
+        """Prompt tokens an iteration takes beside ``batch`` decoding sequences speculating ``gamma`` tokens each (0:
+        plain): the budget less their ``gamma + 1`` tokens each where they count against it, else the whole budget.
+        The one home of chunked prefill's budget (this module, the simulator and the calibration's model)."""
+        used = np.asarray(batch, dtype=float) * (np.asarray(gamma, dtype=float) + 1.0)
+        if not self.budget_counts_decode:
+            return np.full(np.shape(used), float(self.max_batched_tokens))
+        return float(self.max_batched_tokens) - used
 
 
 def engine_limits(
@@ -107,9 +148,14 @@ def engine_limits(
     ``offline``: a batch run in-process, not a server)."""
     from specsim.engines import default_limits
 
-    seqs, tokens, where = default_limits(preset, hardware, offline)
-    limits = EngineLimits(max_num_seqs or seqs, max_batched_tokens or tokens)
-    return limits, "" if max_num_seqs is not None and max_batched_tokens is not None else where
+    own = default_limits(preset, hardware, offline)
+    limits = EngineLimits(
+        max_num_seqs or own.max_num_seqs,
+        max_batched_tokens or own.max_batched_tokens,
+        spec_max_num_seqs=None if max_num_seqs else own.spec_max_num_seqs,
+        budget_counts_decode=own.budget_counts_decode,
+    )
+    return limits, "" if max_num_seqs is not None and max_batched_tokens is not None else own.where
 
 
 def iteration_s(step_s: object, prefill_s: object = 0.0) -> np.ndarray:
@@ -301,11 +347,12 @@ def _engine_population(dep, kind, load, P, O, gamma, limits, kv_bytes):
         else per_plain
     )
     held = kv_sequences(kv, np.where(spec, per_spec, per_plain))
-    cap = np.minimum(float(limits.max_num_seqs), held)
+    seqs = limits.seqs(spec)
+    cap = np.minimum(seqs, held)
     if kind == "rate":  # the engine holds what arrives, up to its limits
         return np.maximum(cap, 1.0), np.full(np.shape(cap), "")
     n_e = np.minimum(load, cap)
-    limited = np.where(load <= cap, "", np.where(held < limits.max_num_seqs, "kv cache", "max_num_seqs"))
+    limited = np.where(load <= cap, "", np.where(held < seqs, "kv cache", "max_num_seqs"))
     return np.maximum(n_e, 1.0), limited
 
 
@@ -432,7 +479,7 @@ def closed_population(
     D = decode_rounds(acceptance, g, O - 1.0, tokens_per_round)
     b = np.ones(np.broadcast_shapes(D.shape, n_e.shape, P.shape))
     for _ in range(30):
-        left = np.maximum(limits.max_batched_tokens - b * (g + 1.0), 1.0)
+        left = np.maximum(limits.prefill_budget(b, g), 1.0)
         group = (
             np.minimum(n_e, np.maximum(np.floor(left / np.maximum(P, 1.0)), 1.0)) if fixed_lengths else np.ones_like(b)
         )
@@ -606,7 +653,7 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
     t_dec = hi
     b = 1.0 + lam * D * t_dec
     step, E, out = steps(np.minimum(b, cap))
-    left = np.maximum(limits.max_batched_tokens - b * (g + 1.0), 1.0)
+    left = np.maximum(limits.prefill_budget(b, g), 1.0)
     saturated = (
         (share >= 1.0)
         | (b > cap + 1e-9)

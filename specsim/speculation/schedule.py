@@ -149,8 +149,8 @@ def gamma_schedule(
     speedups fall least below each batch's best, where a shortfall within ``rtol`` counts as none (then the
     smaller gamma wins: less draft work).  Without that rule the measured kernels' steps (a GEMM dearer once
     b(gamma+1) passes 256) made schedules switch back and forth for 1-3%.  Where the chosen speedup is below
-    ``min_gain`` the range gets gamma = 0 (speculation off) and speedup 1; each range carries how far below the
-    best of its batches it is (``shortfall``).
+    ``min_gain`` the range gets gamma = 0 (speculation off) and speedup 1, and so does every larger batch; each range
+    carries how far below the best of its batches it is (``shortfall``).
 
     >>> dep = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     >>> [(r.start_batch, r.end_batch, r.gamma) for r in gamma_schedule(dep, 0.6, 256, context=128, rtol=0)]
@@ -173,7 +173,9 @@ def gamma_schedule(
     chosen = monotone_gammas(surface, rtol)
     columns = np.arange(batch.size)
     s = surface[chosen, columns]
-    gamma = np.where(s >= min_gain, chosen, 0)
+    # Off where it does not pay, and off from there on: at large batches the gain hovers about 1 as the kernels' steps
+    # cross it, and a schedule that switched back on would rise with batch.
+    gamma = np.minimum.accumulate(np.where(s >= min_gain, chosen, 0))
     values = np.where(gamma > 0, s, 1.0)
     short = 1.0 - values / surface.max(axis=0)  # row 0 is gamma = 0, speedup 1: the best is at least 1
     # Split where gamma changes; each run becomes one range.
