@@ -114,18 +114,19 @@ def test_an_offline_batch_is_the_simulators_within_four_percent_in_throughput(ta
             assert model.output_tokens_per_s[i, 0] == pytest.approx(throughput, rel=0.04), (n, gamma)
 
 
-def test_plain_users_of_one_output_length_move_in_step_as_the_simulator_plays_them():
+@pytest.mark.parametrize("budget", [2048, 8192])
+def test_plain_users_of_one_output_length_move_in_step_as_the_simulator_plays_them(budget):
     """Every request 256 tokens out (a fixed-length benchmark), prompts about 716 tokens (spread 20, as gsm8k's), 2048
-    tokens an iteration (vLLM's own on an A100): the plain users form convoys of two, and the steady state's convoy
-    model (closed_population's groups) is the simulator's within 3% in TPOT and 6% in TTFT at 8-64 users, over 40
-    requests per user with the first 20 left out (the convoys form from the run's start).  Measured when this test was
-    written: TPOT 1.1-1.3% and TTFT 0.3-2.9% over (1.8-1.9% and 0.3-2.9% on the A100 preset).  Not held: at 8192
-    tokens, where 16 or 32 users do not split into groups of the budget's 11, the model is up to 6.4% over in TPOT and
-    15% in TTFT.  Deterministic: plain decoding draws nothing."""
-    budget = 2048
+    tokens an iteration (vLLM's own on an A100; convoys of two) or 8192 (an H100's; of eleven, so that 16, 32 and 64
+    users leave a smaller last group): the steady state's convoys (closed_population's groups, convoy_prompts) are the
+    simulator's within 2% in TPOT and 6% in TTFT at 8-64 users, over 40 requests per user with the first 20 left out
+    (the convoys form from the run's start).  Measured when this test was written: TPOT within 0.7%, TTFT within 4.1%
+    (at 64 users, 2048 tokens; 0.7% elsewhere).  Before convoy_prompts the model put a whole group of others' prompts in
+    each decode phase where the simulator puts half (two groups): 1.3% over in TPOT at 2048 tokens, 4.2% at 8192, and
+    14% in TTFT at 16 users.  Deterministic: plain decoding draws nothing."""
     limits = EngineLimits(256, budget)
     table = StepTable(DEP, 256, 1200, 0, budget, 0.8)
-    concurrency = [8, 32, 64]
+    concurrency = [8, 16, 32, 64]
     model = steady_state(DEP, 0.8, [0], concurrency, 716, 256, limits=limits, fixed_lengths=True)
     for j, c in enumerate(concurrency):
         n = 40 * c
@@ -136,8 +137,32 @@ def test_plain_users_of_one_output_length_move_in_step_as_the_simulator_plays_th
         keep = np.arange(n) >= 20 * c
         tpot = (run.finish_s - run.first_token_s)[keep].sum() / (run.output[keep] - 1).sum()
         ttft = (run.first_token_s - run.arrival_s)[keep].mean()
-        assert model.tpot_s[0, j] == pytest.approx(tpot, rel=0.03), c
+        assert model.tpot_s[0, j] == pytest.approx(tpot, rel=0.02), c
         assert model.ttft_s[0, j] == pytest.approx(ttft, rel=0.06), c
+
+
+def test_a_benchmarks_run_of_plain_convoys_is_the_simulators_from_its_first_burst_to_its_last_wave():
+    """A benchmark's run, not the steady state: 200 requests of 1000 in and 256 out from c users starting at once, the
+    engine holding c (as the calibration samples run): the run's means (steady_state's ``requests``: the first burst's
+    prompt queue, the last wave with no prompt after its own group's) are the simulator's within 2% in TPOT and 3% in
+    TTFT.  Measured when this test was written: TPOT within 1.1%, TTFT within 1.6%; before the last wave's convoy
+    accounting, -4.3% in TPOT at 64 users.  Not held: speculating runs' TTFT from the first burst is 12-16% under the
+    simulator's at 16-64 users."""
+    for c in (4, 16, 64):
+        limits = EngineLimits(max_num_seqs=c)
+        table = StepTable(DEP, c, 1256, 0, 8192)
+        run = simulate(
+            Requests(np.full(200, 1000), np.full(200, 256), None),
+            table,
+            limits,
+            0.0,
+            0,
+            np.random.default_rng(1),
+            concurrency=c,
+        )
+        model = steady_state(DEP, 0.8, [0], [c], 1000, 256, limits=limits, fixed_lengths=True, requests=200)
+        assert model.tpot_s[0, 0] == pytest.approx(np.mean(run.tpot_s), rel=0.02), c
+        assert model.ttft_s[0, 0] == pytest.approx(np.mean(run.ttft_s), rel=0.03), c
 
 
 def test_the_rounds_a_request_decodes_are_monte_carlos():

@@ -453,6 +453,11 @@ class Population:
     group: np.ndarray  #: g, the users that move in step (1 unless lengths are fixed and nothing is random)
     batch: np.ndarray  #: b = g + (N_e - g) D / C, the sequences a decoding request's iterations carry
     batch_own: np.ndarray  #: (N_e - g) D / C, those of the iterations that carry its own prompt
+    #: Where a request meets the other requests' prompts, in prompts per cycle (:func:`convoy_prompts`): its own group's
+    #: (itself included), the iteration it waits for, and its decode phase.  Uniform without convoys.
+    own_prompts: np.ndarray = None
+    waited_prompts: np.ndarray = None
+    decode_prompts: np.ndarray = None
 
 
 def closed_population(
@@ -494,6 +499,7 @@ def closed_population(
         if done:
             break
     shape = b.shape
+    own, waited, decode = convoy_prompts(np.broadcast_to(n_e, shape), np.broadcast_to(group, shape), C, D)
     return Population(
         np.broadcast_to(n_e, shape),
         np.broadcast_to(wait, shape),
@@ -503,7 +509,34 @@ def closed_population(
         np.broadcast_to(group, shape),
         b,
         b - group,
+        own,
+        waited,
+        decode,
     )
+
+
+def convoy_prompts(in_engine: object, group: object, cycle: object, rounds: object) -> tuple:
+    """(own, waited, decode): the prompts a request of a closed loop meets per cycle, by where: its own group's, which
+    share its prefill iteration (itself included); the group's whose prefill is the iteration it waits for; and those
+    in its decode phase.  The three sum to ``in_engine``.
+
+    Without convoys (``group`` 1) the others' prompts land uniformly: N_e / C in the iteration waited for (an average
+    one) and (N_e - 1) D / C in the decode phase.  In convoys, the users leave the run's first burst in groups of g
+    (the last one the remainder r), whose prefill iterations follow one another, cycle after cycle: group k arrives
+    during group k - 1's prefill iteration (group 0 during a decode iteration) and decodes through the prefills of the
+    groups after it, and, in the next cycle, of those before k - 1.  So a request meets sum g_k^2 / N_e prompts in its
+    own iteration, sum_k g_k g_(k-1) / N_e in the one it waits for, and the rest in its decode phase: with two equal
+    groups, half a group in its decode phase where a uniform spread puts a whole one (the simulator plays it so,
+    ``tests/test_steady.py``)."""
+    n, g = np.asarray(in_engine, dtype=float), np.asarray(group, dtype=float)
+    cycle, rounds = np.asarray(cycle, dtype=float), np.asarray(rounds, dtype=float)
+    full = np.floor(n / g)
+    r = n - full * g
+    own = np.where(g > 1, (full * g**2 + r**2) / n, 1.0)
+    # Consecutive groups g, g, ..., g, r: (full - 1) pairs of two full groups and, with a remainder, one (g, r) pair.
+    waited = np.where(g > 1, (np.maximum(full - 1.0, 0.0) * g**2 + np.where(r > 0, r * g, 0.0)) / n, n / cycle)
+    decode = np.where(g > 1, n - own - waited, (n - 1.0) * rounds / cycle)
+    return own, waited, decode
 
 
 def own_step_s(population: Population, step_at_own: object, step_s: object, base_s: float) -> np.ndarray:
@@ -536,16 +569,19 @@ def closed_loop_times(
     rather than the steady state's: a run of W = n / N_e waves starts with every user's request at once, so the first N_e
     prompts queue for the budget together (k_0 = ceil(N_e P / budget) iterations of g_0 prompts; the first wave's mean
     TTFT is (k_0 + 1) / 2 of them), and its last wave decodes with no prompt arriving beside it (the users stop): the
-    others' prefill rides in a share f = max((W - 1) / W, 1 / (2 W)) of the decode phases, and each user's requests run
-    back to back, so the run's throughput is its N_e users' over the mean end-to-end latency."""
+    others' prefill rides in a share f = max((W - 1) / W, 1 / (2 W)) of the decode phases (in convoys, the last wave
+    carries only the groups after its own), and each user's requests run back to back, so the run's throughput is its
+    N_e users' over the mean end-to-end latency."""
     p = population
     O = np.asarray(output_tokens, dtype=float)
     t_pf = np.asarray(prefill_s, dtype=float)
-    others = (p.in_engine - p.group) * t_pf / p.cycle
-    t_own = iteration_s(own_s, p.group * t_pf / p.prefill_iterations + others)
-    # The iteration a request waits for: any iteration, on average; but users moving in groups arrive just as the group
-    # before them has begun prefilling (it finished one iteration earlier), so they wait out that group's prefill.
-    waited = np.where(p.group > 1, (1.0 - p.group / p.in_engine) * p.group * t_pf, p.in_engine * t_pf / p.cycle)
+    # The others' prompts a decode iteration carries on average (convoy_prompts: where a request meets them).
+    others = p.decode_prompts * t_pf / p.rounds
+    # Its own prompt's iterations: its group's prompts, and, without convoys, the others' as in any iteration.
+    beside = np.where(p.group > 1, 0.0, (p.in_engine - 1.0) * t_pf / p.cycle)
+    t_own = iteration_s(own_s, p.own_prompts * t_pf / p.prefill_iterations + beside)
+    # The iteration a request waits for: any iteration, on average; in convoys, the prefill of the group before it.
+    waited = p.waited_prompts * t_pf
     first = p.wait * iteration_s(step_s, waited) + p.prefill_iterations * t_own
     if requests is not None:
         waves = np.maximum(np.asarray(requests, dtype=float) / p.in_engine, 1.0)
@@ -554,7 +590,14 @@ def closed_loop_times(
         g0 = np.minimum(p.in_engine, np.maximum(np.floor(budget / np.maximum(P, 1.0)), 1.0))
         k0 = np.maximum(np.ceil(p.in_engine * P / budget), 1.0)
         first = (k0 + 1.0) / 2.0 * iteration_s(own_s, g0 * t_pf) / waves + (1.0 - 1.0 / waves) * first
-        others = others * np.maximum((waves - 1.0) / waves, 0.5 / waves)
+        # The last wave decodes with no prompt arriving after it: uniformly, half the others' prompts of a wave; in
+        # convoys, the groups after its own in that cycle, (N_e - own) / 2 of them (convoy_prompts).
+        after = (p.in_engine - p.own_prompts) / 2.0 * t_pf / p.rounds
+        others = np.where(
+            p.group > 1,
+            ((waves - 1.0) * others + after) / waves,
+            others * np.maximum((waves - 1.0) / waves, 0.5 / waves),
+        )
     t_dec = iteration_s(step_s, others)
     engine_s = first + p.rounds * t_dec
     rate = p.in_engine / engine_s
