@@ -17,7 +17,7 @@ import yaml
 from specsim.calibration.bench_files import BenchRun, read_bench_file
 from specsim.calibration.engine_fit import fit_engine
 from specsim.calibration.model import RunModel, Values
-from specsim.calibration.runs import CalRun, SpecSetup, group_sweeps, load_key
+from specsim.calibration.runs import CalRun, SpecSetup, group_sweeps, identifiable, load_key
 from specsim.cli.main import main
 from specsim.engines import SpecHost, get_engine
 from specsim.speculation.deployment import Deployment
@@ -321,6 +321,31 @@ def test_a_term_at_its_bound_or_trading_off_is_not_identified_and_held_at_the_pr
     for name, t in fit.terms.items():
         if t.status == "not identified":
             assert "trades off" in t.why or "bound" in t.why, (name, t.why)
+
+
+def test_a_held_out_fit_never_fits_more_values_than_it_has_runs(dep):
+    """Three loads at one step count, no acceptance recorded: the speculative stage has the per-round and per-sequence
+    times, the hidden share and the sweep's acceptance to fit from three runs, and each load held out leaves two.  The
+    acceptance is kept; the engine's terms are held, in the order used for two that trade off, until the values are no
+    more than the runs (otherwise any of a family of exact fits is returned as if it were measured)."""
+    from specsim.calibration.engine_fit import _HOLD_FIRST, _Stage, _stage2_params
+
+    runs = _model_runs(dep, pinned=False, prompts=(512,), steps=(3,), loads=(1, 8, 64))
+    model = RunModel(dep, runs)
+    design = identifiable(runs, model.fit_scale)  # the loads 1-64 stand in for the decode batches
+    spec = np.flatnonzero(model.kinds == "spec")
+    params = _stage2_params(model, design, dep.engine, spec, 0.72, True)
+    assert len(params) > 2  # more than a held-out fit's two runs
+    train = spec[1:]
+    start = Values(alphas=tuple([0.72] * len(model.sweeps)))
+    model.settle(start)
+    stage = _Stage(params, lambda v: model.residuals(v, train), start)
+    _, free, *_ = stage.fit()
+    assert len(free) <= train.size and any(p.name.startswith("alpha") for p in free)
+    held = [n for n, (status, why) in stage.status.items() if "runs cannot fit" in why]
+    assert held and all(status == "held" for n, (status, _) in stage.status.items() if n in held)
+    order = [_HOLD_FIRST.index(n) for n in held]
+    assert order == sorted(order)  # held in the trade-off order
 
 
 def test_held_out_predictions_never_see_the_runs_they_judge(dep):

@@ -208,6 +208,15 @@ class _Stage:
         """(values, the params fitted, their values in units, residuals, Jacobian), holding at their preset those that
         end on a bound or trade off."""
         free = list(self.params)
+        runs = self.residuals(self.values).size
+        # No more values than runs: beyond that the fit is any of a family of exact ones (the solver's is the one
+        # nearest its start), not a measurement.  The acceptance is kept; the engine's terms are held in the order
+        # of two that trade off (_HOLD_FIRST).
+        spare = sorted((p for p in free if not p.name.startswith("alpha")), key=lambda p: _HOLD_FIRST.index(p.name))
+        while len(free) > runs and spare:
+            p = spare.pop(0)
+            self._hold(p, "held", f"{runs} runs cannot fit {len(free)} values")
+            free.remove(p)
         while True:
             x, r, jac = self._solve(free, self.values)
             at = [(p, v) for p, v in zip(free, x) if _at_bound(p, v)]
