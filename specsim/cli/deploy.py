@@ -120,7 +120,7 @@ def _max_batch(args: argparse.Namespace, dep, cap) -> list[str]:
 
     given = getattr(args, "max_num_seqs", None)
     limits, where = engine_limits(dep.engine, dep.hardware, max_num_seqs=given)
-    seqs = min(limits.max_num_seqs, MAX_BATCH)
+    seqs = min(int(limits.seqs(True)), MAX_BATCH)  # the speculating server's: SGLang's is 48 unless given
     said = f"max_num_seqs {seqs}: " + ("--max-num-seqs" if given is not None else where.split(";")[0])
     fits = int(cap.max_batch_with_draft)
     if 1 <= fits < seqs:
