@@ -557,3 +557,13 @@ def test_a_static_length_says_what_it_costs_at_the_batches_it_was_not_chosen_for
     # A release with the per-batch key follows the schedule: no such line.
     assert main(argv[:4] + ["vllm@0.24.0"] + argv[5:]) == 0
     assert "at every batch (no per-batch control)" not in capsys.readouterr().err
+
+
+def test_an_sglang_schedule_past_48_requests_launches_the_server_with_that_many(capsys):
+    """SGLang runs 48 requests at once when speculating unless --max-running-requests says otherwise (server_args.py):
+    a schedule to 256 must launch the server with 256, and one at SGLang's own 48 adds nothing."""
+    for extra, flag in ((["--max-num-seqs", "256"], "--max-running-requests 256"), ([], None)):
+        assert main(["schedule", "--draft", "eagle3", "--alpha", "0.8", "--format", "sglang", *extra]) == 0
+        out = capsys.readouterr()
+        launch = next(line for line in out.out.splitlines() if line.startswith("python -m sglang.launch_server"))
+        assert (flag in launch) if flag else ("--max-running-requests" not in launch), extra

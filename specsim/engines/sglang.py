@@ -428,7 +428,15 @@ def render_schedule(
     lines = to_sglang(ranges, dep, checkpoint)
     adaptive, notes = adaptive_config(ranges, dep, version)
     served = dep.target.source or dep.target.name
+    # A speculating server runs SPEC_MAX_RUNNING requests unless told: a schedule to another batch says so.
+    running = [] if max_batch == SPEC_MAX_RUNNING else ["--max-running-requests", str(max_batch)]
+    if running:
+        notes = notes + [
+            f"--max-running-requests {max_batch}: SGLang runs {SPEC_MAX_RUNNING} requests at once when speculating "
+            "unless told (server_args.py, 0.4.10-0.5.23)"
+        ]
     if adaptive is None:
+        lines = [" ".join([lines[0], *running])] + lines[1:] if lines else lines
         return f"python -m sglang.launch_server --model-path {served} " + "\n".join(lines), [
             f"written for SGLang {'.'.join(map(str, version))}"
         ] + notes
@@ -452,7 +460,7 @@ def render_schedule(
     text = "\n".join(
         [
             "cat > sglang-adaptive.json <<'EOF'\n{\n  " + slots + "\n}\nEOF",
-            f"python -m sglang.launch_server --model-path {served} " + " ".join(tp + flags),
+            f"python -m sglang.launch_server --model-path {served} " + " ".join(tp + flags + running),
         ]
         + lines[1:]
     )
