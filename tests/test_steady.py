@@ -165,6 +165,24 @@ def test_a_benchmarks_run_of_plain_convoys_is_the_simulators_from_its_first_burs
         assert model.ttft_s[0, 0] == pytest.approx(np.mean(run.ttft_s), rel=0.03), c
 
 
+@pytest.mark.parametrize("users, prompt", [(32, 716), (64, 716), (1, 6000)])
+def test_a_bursts_ttft_is_the_simulators(users, prompt):
+    """One wave sent at once, 2048 tokens an iteration: the prompts are cut to fill each iteration (chunked prefill), the
+    i-th completing in iteration ceil(i P / budget) (burst_iterations), so the wave's mean TTFT is the simulator's
+    within 6%; a lone 6000-token prompt takes three iterations.  Measured when this test was written: 0.0-3.1% over (on
+    the A100 preset: 2.0% at 32 users, 3.1% at 64); before, each iteration carried a whole number of prompts (23% under
+    at 32-64 users) and a prompt longer than the budget was counted (k + 1) / 2 times.  Waves after the burst are not
+    held: the convoys it leaves take many cycles to settle into the steady state's groups (a run of 8 waves: 15-18%
+    under the simulator's mean TTFT)."""
+    limits = EngineLimits(256, 2048)
+    table = StepTable(DEP, 256, prompt + 300, 0, 2048, 0.8)
+    run = simulate(
+        Requests(np.full(users, prompt), np.full(users, 256), None), table, limits, 0.0, 0, concurrency=users
+    )
+    model = steady_state(DEP, 0.8, [0], [users], prompt, 256, limits=limits, fixed_lengths=True, requests=users)
+    assert model.ttft_s[0, 0] == pytest.approx(np.mean(run.ttft_s), rel=0.06)
+
+
 def test_the_rounds_a_request_decodes_are_monte_carlos():
     """200,000 requests per case: the mean rounds to emit m tokens has a standard error under 0.01 round; 0.05 is five of
     them and more (false failure well under 1e-6)."""

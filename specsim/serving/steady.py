@@ -539,6 +539,21 @@ def convoy_prompts(in_engine: object, group: object, cycle: object, rounds: obje
     return own, waited, decode
 
 
+def burst_iterations(count: object, prompt_tokens: object, budget: float) -> np.ndarray:
+    """The mean iterations until a prompt of ``count`` sent at once completes, each iteration taking ``budget`` of their
+    ``prompt_tokens`` tokens in arrival order (chunked prefill): the i-th completes in iteration ceil(i P / budget).
+
+    >>> [round(float(x), 2) for x in burst_iterations([1, 1, 32], [716, 8192, 716], 2048)]
+    [1.0, 4.0, 6.28]
+    """
+    n, x = np.broadcast_arrays(np.asarray(count, dtype=float), np.asarray(prompt_tokens, dtype=float) / float(budget))
+    out = np.empty(n.shape)
+    for i in np.ndindex(n.shape):
+        k = np.arange(1, max(int(n[i]), 1) + 1, dtype=float)
+        out[i] = np.ceil(k * x[i] - 1e-9).mean()
+    return np.maximum(out, 1.0)
+
+
 def own_step_s(population: Population, step_at_own: object, step_s: object, base_s: float) -> np.ndarray:
     """The step of an iteration carrying a request's own prompt: that of the others decoding beside it
     (``step_at_own``, the step at ``batch_own``); below one sequence, partly a prefill-only iteration, which runs the
@@ -567,8 +582,8 @@ def closed_loop_times(
 
     With ``requests`` (a benchmark's run of that many requests, with ``input_tokens`` and ``limits``), the run's means
     rather than the steady state's: a run of W = n / N_e waves starts with every user's request at once, so the first N_e
-    prompts queue for the budget together (k_0 = ceil(N_e P / budget) iterations of g_0 prompts; the first wave's mean
-    TTFT is (k_0 + 1) / 2 of them), and its last wave decodes with no prompt arriving beside it (the users stop): the
+    prompts queue for the budget together (iterations each filled with budget / P prompts' tokens; the first wave's mean
+    TTFT is :func:`burst_iterations` of them), and its last wave decodes with no prompt arriving beside it (the users stop): the
     others' prefill rides in a share f = max((W - 1) / W, 1 / (2 W)) of the decode phases (in convoys, the last wave
     carries only the groups after its own), and each user's requests run back to back, so the run's throughput is its
     N_e users' over the mean end-to-end latency."""
@@ -587,9 +602,10 @@ def closed_loop_times(
         waves = np.maximum(np.asarray(requests, dtype=float) / p.in_engine, 1.0)
         P = np.asarray(input_tokens, dtype=float)
         budget = float((limits or EngineLimits()).max_batched_tokens)
-        g0 = np.minimum(p.in_engine, np.maximum(np.floor(budget / np.maximum(P, 1.0)), 1.0))
-        k0 = np.maximum(np.ceil(p.in_engine * P / budget), 1.0)
-        first = (k0 + 1.0) / 2.0 * iteration_s(own_s, g0 * t_pf) / waves + (1.0 - 1.0 / waves) * first
+        # The burst's prompts are cut to fill each iteration's budget (chunked prefill): budget / P prompts an iteration.
+        g0 = np.minimum(p.in_engine, budget / np.maximum(P, 1.0))
+        burst = burst_iterations(p.in_engine, P, budget)
+        first = burst * iteration_s(own_s, g0 * t_pf) / waves + (1.0 - 1.0 / waves) * first
         # The last wave decodes with no prompt arriving after it: uniformly, half the others' prompts of a wave; in
         # convoys, the groups after its own in that cycle, (N_e - own) / 2 of them (convoy_prompts).
         after = (p.in_engine - p.own_prompts) / 2.0 * t_pf / p.rounds
