@@ -218,3 +218,15 @@ def test_a_load_answer_takes_the_engines_limits_on_its_gpu_and_names_where_they_
     assert main(base + ["--max-num-seqs", "64", "--max-batched-tokens", "4096"]) == 0
     out = capsys.readouterr().out
     assert "max_num_seqs 64, max_batched_tokens 4096;" in out and "defaults for" not in out
+
+
+def test_a_load_where_only_the_speculating_engine_queues_says_so(capsys):
+    """SGLang's speculating server holds 48 of 64 users (its --max-running-requests default), the plain one all: the
+    answer names the queue; with --max-num-seqs 256 neither queues and nothing is said."""
+    base = ["optimal-gamma", "--engine", "sglang", "--draft", "eagle3", "--concurrency", "1,64"]
+    assert main(base) == 0
+    err = capsys.readouterr().err
+    assert "at concurrency 64 the speculating engine holds 48 requests (max_num_seqs)" in err and "16 queue" in err
+    assert "at concurrency 1 " not in err
+    assert main(base + ["--max-num-seqs", "256"]) == 0
+    assert "the speculating engine holds" not in capsys.readouterr().err

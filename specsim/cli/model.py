@@ -860,6 +860,16 @@ def _print_load(answer, dep, limits_said: str = "") -> None:
         "each pair: plain / speculating; speedup = plain TPOT / speculative TPOT at that load; decode batch: the mean "
         "sequences decoding at once (time-weighted)"
     )
+    for r in answer.rows:  # where only the speculating engine queues users: its TTFT carries the wait
+        a, b = r["plain"], r["spec"]
+        if b["limited_by"] and not a["limited_by"] and answer.kind == "concurrency":
+            held = int(b["in_engine"])
+            print(
+                f"note: at {r['load']} the speculating engine holds {held} requests ({b['limited_by']}) and the plain "
+                f"one all of them: {int(a['in_engine']) - held} queue, and its TTFT carries the wait; a server that "
+                "holds more: --max-num-seqs (SGLang: --max-running-requests)",
+                file=sys.stderr,
+            )
 
 
 def _explain_at_load(args: argparse.Namespace, kind: str, loads: list) -> int:
