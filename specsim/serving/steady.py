@@ -453,11 +453,6 @@ class Population:
     group: np.ndarray  #: g, the users that move in step (1 unless lengths are fixed and nothing is random)
     batch: np.ndarray  #: b = g + (N_e - g) D / C, the sequences a decoding request's iterations carry
     batch_own: np.ndarray  #: (N_e - g) D / C, those of the iterations that carry its own prompt
-    #: Where a request meets the other requests' prompts, in prompts per cycle (:func:`convoy_prompts`): its own group's
-    #: (itself included), the iteration it waits for, and its decode phase.  Uniform without convoys.
-    own_prompts: np.ndarray = None
-    waited_prompts: np.ndarray = None
-    decode_prompts: np.ndarray = None
 
 
 def closed_population(
@@ -499,7 +494,6 @@ def closed_population(
         if done:
             break
     shape = b.shape
-    own, waited, decode = convoy_prompts(np.broadcast_to(n_e, shape), np.broadcast_to(group, shape), C, D)
     return Population(
         np.broadcast_to(n_e, shape),
         np.broadcast_to(wait, shape),
@@ -509,9 +503,6 @@ def closed_population(
         np.broadcast_to(group, shape),
         b,
         b - group,
-        own,
-        waited,
-        decode,
     )
 
 
@@ -590,13 +581,14 @@ def closed_loop_times(
     p = population
     O = np.asarray(output_tokens, dtype=float)
     t_pf = np.asarray(prefill_s, dtype=float)
-    # The others' prompts a decode iteration carries on average (convoy_prompts: where a request meets them).
-    others = p.decode_prompts * t_pf / p.rounds
+    # Where a request meets the prompts of a cycle (convoy_prompts): its own iteration, the one it waits for, its decode.
+    own_prompts, waited_prompts, decode_prompts = convoy_prompts(p.in_engine, p.group, p.cycle, p.rounds)
+    others = decode_prompts * t_pf / p.rounds  # the others' prompts a decode iteration carries on average
     # Its own prompt's iterations: its group's prompts, and, without convoys, the others' as in any iteration.
     beside = np.where(p.group > 1, 0.0, (p.in_engine - 1.0) * t_pf / p.cycle)
-    t_own = iteration_s(own_s, p.own_prompts * t_pf / p.prefill_iterations + beside)
+    t_own = iteration_s(own_s, own_prompts * t_pf / p.prefill_iterations + beside)
     # The iteration a request waits for: any iteration, on average; in convoys, the prefill of the group before it.
-    waited = p.waited_prompts * t_pf
+    waited = waited_prompts * t_pf
     first = p.wait * iteration_s(step_s, waited) + p.prefill_iterations * t_own
     if requests is not None:
         waves = np.maximum(np.asarray(requests, dtype=float) / p.in_engine, 1.0)
@@ -608,7 +600,7 @@ def closed_loop_times(
         first = burst * iteration_s(own_s, g0 * t_pf) / waves + (1.0 - 1.0 / waves) * first
         # The last wave decodes with no prompt arriving after it: uniformly, half the others' prompts of a wave; in
         # convoys, the groups after its own in that cycle, (N_e - own) / 2 of them (convoy_prompts).
-        after = (p.in_engine - p.own_prompts) / 2.0 * t_pf / p.rounds
+        after = (p.in_engine - own_prompts) / 2.0 * t_pf / p.rounds
         others = np.where(
             p.group > 1,
             ((waves - 1.0) * others + after) / waves,
