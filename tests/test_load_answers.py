@@ -144,7 +144,7 @@ def test_vllms_own_limits_on_the_gpu_are_the_default(hardware, offline, expected
 
     own = default_limits(get_engine("vllm@0.24.0"), load_hardware(hardware), offline)
     assert (own.max_num_seqs, own.max_batched_tokens) == expected and "get_batch_defaults" in own.where
-    assert own.spec_max_num_seqs is None and own.budget_counts_decode
+    assert own.spec_max_num_seqs is None and not own.prefill_apart
 
 
 @pytest.mark.parametrize(
@@ -170,7 +170,7 @@ def test_sglangs_own_limits_follow_its_gpu_memory_rule_and_speculation_caps_runn
 
     own = default_limits(get_engine(engine), load_hardware(hardware))
     assert own.max_batched_tokens == tokens and f"chunked_prefill_size {tokens}" in own.where
-    assert (own.max_num_seqs, own.spec_max_num_seqs, own.budget_counts_decode) == (2048, 48, False)
+    assert (own.max_num_seqs, own.spec_max_num_seqs, own.prefill_apart) == (2048, 48, True)
     limits, _ = engine_limits(get_engine(engine), load_hardware(hardware))
     assert limits.seqs([False, True]).tolist() == [2048, 48]
     assert limits.prefill_budget(48, 3) == tokens  # decoding runs in its own batches
@@ -223,7 +223,7 @@ def test_a_load_answer_takes_the_engines_limits_on_its_gpu_and_names_where_they_
 def test_a_load_where_only_the_speculating_engine_queues_says_so(capsys):
     """SGLang's speculating server holds 48 of 64 users (its --max-running-requests default), the plain one all: the
     answer names the queue; with --max-num-seqs 256 neither queues and nothing is said."""
-    base = ["optimal-gamma", "--engine", "sglang", "--draft", "eagle3", "--concurrency", "1,64"]
+    base = ["optimal-gamma", "--engine", "sglang", "--draft", "eagle3", "--alpha", "0.8", "--concurrency", "1,64"]
     assert main(base) == 0
     err = capsys.readouterr().err
     assert "at concurrency 64 the speculating engine holds 48 requests (max_num_seqs)" in err and "16 queue" in err

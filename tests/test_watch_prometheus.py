@@ -189,7 +189,7 @@ def _break_even_rates(dep_engine, rows) -> np.ndarray:
     it stays above 1 up to 40 requests/s): one call of the serving model on its own (rows: the windows' alphas at gamma
     3, columns: a grid of rates), not the watch's judge."""
     from specsim.answers.load import kv_bytes
-    from specsim.serving.steady import EngineLimits, steady_state
+    from specsim.serving.steady import engine_limits, steady_state
 
     alphas = np.array([r["model"]["alpha"] for r in rows])
     rates = np.geomspace(1.0, 40.0, 80)
@@ -201,10 +201,14 @@ def _break_even_rates(dep_engine, rows) -> np.ndarray:
         1000,
         256,
         "rate",
-        EngineLimits(),
+        engine_limits(dep_engine.engine, dep_engine.hardware)[0],  # the engine's own, as the watch takes them
         kv_bytes(dep_engine, 1000, 256, 8),
     )
-    speedup = state.tpot_s[0][None, :] / state.tpot_s[1:]
+    # A speculating engine that cannot serve the rate (saturated, the plain one not) does not pay.
+    ratio = state.tpot_s[0][None, :] / state.tpot_s[1:]
+    speedup = np.where(
+        state.saturated[1:] & ~state.saturated[0], np.minimum(state.requests_per_s[1:] / rates, ratio), ratio
+    )
     below = speedup < 1.0
     return np.where(below.any(axis=1), rates[np.argmax(below, axis=1)], np.inf)
 

@@ -287,12 +287,21 @@ class RunModel:
                     self.prompt[i],
                     self.limits,
                     self.completed[i],
+                    base,
                 )
             elif k == "rate":
                 left = np.maximum(self.limits.prefill_budget(self.batch[i], self.steps[i]), 1.0)
                 k_p = np.maximum(np.ceil(self.prompt[i] / left), 1.0)
+                apart = (base, self.prompt[i], self.limits.max_batched_tokens) if self.limits.prefill_apart else None
                 t = open_loop_times(
-                    self.load[i], self.rounds(values.alphas, i), step[sel], own_at[sel], t_pf[sel], k_p, self.output[i]
+                    self.load[i],
+                    self.rounds(values.alphas, i),
+                    step[sel],
+                    own_at[sel],
+                    t_pf[sel],
+                    k_p,
+                    self.output[i],
+                    apart,
                 )
             else:
                 alpha, al = self.acceptance(values.alphas, i)

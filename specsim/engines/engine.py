@@ -43,9 +43,10 @@ class DefaultLimits:
     where: str  #: the engine, release and source file they come from
     #: A speculating server's max_num_seqs where the engine sets another (SGLang: 48), else None (the same).
     spec_max_num_seqs: int | None = None
-    #: Whether the decoding sequences' tokens count against ``max_batched_tokens`` (vLLM, TensorRT-LLM) or only the
-    #: prompts' do (SGLang's chunked_prefill_size without --enable-mixed-chunk).
-    budget_counts_decode: bool = True
+    #: Whether prompt chunks run in batches of their own while the decoding sequences wait, the budget then being the
+    #: prompts' alone (SGLang without --enable-mixed-chunk), or ride in the decoding iterations, whose tokens count
+    #: against the budget (vLLM, TensorRT-LLM).
+    prefill_apart: bool = False
 
 
 @dataclass(frozen=True)

@@ -536,7 +536,10 @@ def default_limits(preset, hardware) -> DefaultLimits:
     asked for (its range's newest where none was named), and max_running_requests, 48 when speculating.  Its
     chunked_prefill_size is the prompts' budget alone: without --enable-mixed-chunk (off by default, and forced off
     by speculation) prefill and decode run as separate batches (managers/schedule_policy.py PrefillAdder subtracts
-    no decode tokens, scheduler.py passes 0 unless is_mixed_chunk)."""
+    no decode tokens, scheduler.py passes 0 unless is_mixed_chunk), and a prefill batch runs first whenever one is
+    ready, the decoding sequences waiting that iteration (scheduler.py get_next_batch_to_run, "Run prefill first if
+    possible": L1434 in 0.4.10.post1, L2516 in 0.5.11, L3993 in 0.5.23; 0.4.10.post1 server_args.py L522-523 turns
+    --enable-mixed-chunk off with EAGLE)."""
     release = parse_version(NAME, preset.asked) if preset.asked else None
     if release is None:
         release = next((last for first, last, key in RANGES if key == preset.version), RANGES[-1][1])
@@ -550,7 +553,7 @@ def default_limits(preset, hardware) -> DefaultLimits:
         f"max_running_requests {SPEC_MAX_RUNNING} speculating and at least {PLAIN_MAX_RUNNING} (the KV pool) without; "
         "the budget is the prompts' alone, decoding runs in its own batches",
         spec_max_num_seqs=SPEC_MAX_RUNNING,
-        budget_counts_decode=False,
+        prefill_apart=True,
     )
 
 

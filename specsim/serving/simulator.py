@@ -382,7 +382,9 @@ class _Engine:
             self.running = run[~over]
 
     def prefill_iteration(self, b: int, g: int) -> None:
-        """One iteration: every running sequence's round and prompt chunks in the token budget left."""
+        """One iteration: every running sequence's round and prompt chunks in the token budget left; where the engine
+        runs prefill apart (:attr:`EngineLimits.prefill_apart`), a prefill batch of the base pass and the chunks alone,
+        the running sequences waiting."""
         budget = max(int(self.limits.prefill_budget(b, g)), 0)
         table = self.table
         chunk, completed, prefill_s = 0, [], 0.0
@@ -398,20 +400,21 @@ class _Engine:
                 completed.append(item[0])
             if chunk >= budget:
                 break
-        ctx = self.ctx[self.running].mean() if b else 0.0
-        dt = float(iteration_s(float(table.round_s(b, ctx, g)) if b else table.base_s, prefill_s))
+        decoding = b if not self.limits.prefill_apart else 0
+        ctx = self.ctx[self.running].mean() if decoding else 0.0
+        dt = float(iteration_s(float(table.round_s(b, ctx, g)) if decoding else table.base_s, prefill_s))
         emitted = (
             _emit(self.rng, self.cum, g, b, 1, table.verified(b, np.array([ctx]), g) if b else None)[:, 0]
-            if b
+            if decoding
             else np.zeros(0)
         )
         if self.observer is not None:
             self.observer.iteration(
                 self.t + dt,
-                self.running,
+                self.running[:decoding],
                 emitted[:, None] - 1,
                 g,
-                np.minimum(emitted, self.remaining[self.running]).sum(),
+                np.minimum(emitted, self.remaining[self.running[:decoding]]).sum(),
                 chunk,
                 len(completed),
                 b + len(self.prefilling),
@@ -420,7 +423,7 @@ class _Engine:
         self.in_system += (b + len(self.prefilling) + len(self.waiting)) * dt
         self.batch_time[b] += dt
         self.t += dt
-        if b:
+        if decoding:
             self._advance(self.t, emitted)
         for i in completed:
             self.prefilling.popleft()

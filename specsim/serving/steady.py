@@ -93,9 +93,11 @@ class EngineLimits:
     #: A speculating engine's max_num_seqs where it differs (SGLang's 48 when --max-running-requests is not given);
     #: None: ``max_num_seqs`` for both.
     spec_max_num_seqs: int | None = None
-    #: Whether the decoding sequences' tokens count against ``max_batched_tokens`` (vLLM's max_num_batched_tokens,
-    #: TensorRT-LLM's max_num_tokens) or the budget is the prompts' alone (SGLang's chunked_prefill_size).
-    budget_counts_decode: bool = True
+    #: Whether prompt chunks run in prefill batches of their own, the decoding sequences waiting while one runs, with a
+    #: budget that is the prompts' alone (SGLang's chunked_prefill_size without --enable-mixed-chunk), or ride in the
+    #: decoding iterations, whose tokens count against the budget (vLLM's max_num_batched_tokens, TensorRT-LLM's
+    #: max_num_tokens).
+    prefill_apart: bool = False
 
     def __post_init__(self) -> None:
         for key, most in (("max_num_seqs", 65536), ("max_batched_tokens", 4_194_304), ("spec_max_num_seqs", 65536)):
@@ -122,7 +124,7 @@ class EngineLimits:
     def label(self) -> str:
         """The limits in words, as every output names them: "max_num_seqs 256, max_batched_tokens 2048"."""
         spec = "" if self.spec_max_num_seqs is None else f" ({self.spec_max_num_seqs} speculating)"
-        budget = "" if self.budget_counts_decode else " (prompt tokens only)"
+        budget = " (prompt tokens only, prefill batches apart)" if self.prefill_apart else ""
         return f"max_num_seqs {self.max_num_seqs}{spec}, max_batched_tokens {self.max_batched_tokens}{budget}"
 
     @property
@@ -132,10 +134,10 @@ class EngineLimits:
 
     def prefill_budget(self, batch: object, gamma: object) -> np.ndarray:
         """Prompt tokens an iteration takes beside ``batch`` decoding sequences speculating ``gamma`` tokens each (0:
-        plain): the budget less their ``gamma + 1`` tokens each where they count against it, else the whole budget.
+        plain): the budget less their ``gamma + 1`` tokens each, or the whole budget where prefill runs apart.
         The one home of chunked prefill's budget (this module, the simulator and the calibration's model)."""
         used = np.asarray(batch, dtype=float) * (np.asarray(gamma, dtype=float) + 1.0)
-        if not self.budget_counts_decode:
+        if self.prefill_apart:
             return np.full(np.shape(used), float(self.max_batched_tokens))
         return float(self.max_batched_tokens) - used
 
@@ -153,7 +155,7 @@ def engine_limits(
         max_num_seqs or own.max_num_seqs,
         max_batched_tokens or own.max_batched_tokens,
         spec_max_num_seqs=None if max_num_seqs else own.spec_max_num_seqs,
-        budget_counts_decode=own.budget_counts_decode,
+        prefill_apart=own.prefill_apart,
     )
     return limits, "" if max_num_seqs is not None and max_batched_tokens is not None else own.where
 
@@ -555,6 +557,24 @@ def own_step_s(population: Population, step_at_own: object, step_s: object, base
     )
 
 
+def prefill_batches(prompts: object, prompt_tokens: object, budget: object, group: object = 1.0) -> np.ndarray:
+    """Prefill batches per decoding iteration of an engine that runs them apart (:attr:`EngineLimits.prefill_apart`),
+    where ``prompts`` of ``prompt_tokens`` arrive per decoding iteration at ``budget`` tokens a batch: the prompts that
+    arrive during one iteration share the next batch (arriving at random, 1 - exp(-prompts) of the iterations are
+    followed by one) and each chunk past a prompt's first is a batch of its own; in convoys (``group`` > 1), a group's
+    prompts arrive together, ceil(g P / budget) batches a group.
+
+    >>> [round(float(x), 3) for x in prefill_batches([0.01, 1.0, 0.01, 0.1], [1000, 1000, 20000, 1000], 8192, [1, 1, 1, 8])]
+    [0.01, 0.632, 0.03, 0.013]
+    """
+    m, P, g = (np.asarray(v, dtype=float) for v in (prompts, prompt_tokens, group))
+    b = np.asarray(budget, dtype=float)
+    spread = 1.0 - np.exp(-m) + m * (np.maximum(np.ceil(P / b), 1.0) - 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        convoy = m / np.maximum(g, 1.0) * np.maximum(np.ceil(g * P / b), 1.0)
+    return np.where(g > 1, convoy, spread)
+
+
 def closed_loop_times(
     population: Population,
     step_s: object,
@@ -565,11 +585,16 @@ def closed_loop_times(
     input_tokens: object = None,
     limits: EngineLimits | None = None,
     requests: object = None,
+    base_s: object = 0.0,
 ) -> dict:
     """The times of a closed loop of ``load`` users from its population, the decoding step ``step_s`` at its batch,
     the step ``own_s`` of the iterations carrying a request's own prompt and a prompt's marginal time ``prefill_s``: the
     one home of TPOT, ITL, TTFT, end-to-end latency and rates at a concurrency (the module's docstring; a group of g
     prefills together, its own g prompts in its k_p iterations, the other groups' in its decode phase).
+
+    Where the engine runs prefill apart (``limits.prefill_apart``, SGLang's way), a request's own prompt goes through
+    prefill batches of the base pass ``base_s`` and its chunks, and its decode phase waits through the others' prefill
+    batches (:func:`prefill_batches`), each the base pass and its prompts' marginal time.
 
     With ``requests`` (a benchmark's run of that many requests, with ``input_tokens`` and ``limits``), the run's means
     rather than the steady state's: a run of W = n / N_e waves starts with every user's request at once, so the first N_e
@@ -579,33 +604,48 @@ def closed_loop_times(
     carries only the groups after its own), and each user's requests run back to back, so the run's throughput is its
     N_e users' over the mean end-to-end latency."""
     p = population
+    limits = EngineLimits() if limits is None else limits
     O = np.asarray(output_tokens, dtype=float)
     t_pf = np.asarray(prefill_s, dtype=float)
+    apart = limits.prefill_apart
+    # The pass of an iteration carrying a request's own prompt: beside the others decoding, or a prefill batch's own.
+    own_pass = np.asarray(base_s, dtype=float) if apart else own_s
     # Where a request meets the prompts of a cycle (convoy_prompts): its own iteration, the one it waits for, its decode.
     own_prompts, waited_prompts, decode_prompts = convoy_prompts(p.in_engine, p.group, p.cycle, p.rounds)
-    others = decode_prompts * t_pf / p.rounds  # the others' prompts a decode iteration carries on average
+    arriving = decode_prompts / p.rounds  # the others' prompts per iteration of its decode phase, on average
     # Its own prompt's iterations: its group's prompts, and, without convoys, the others' as in any iteration.
     beside = np.where(p.group > 1, 0.0, (p.in_engine - 1.0) * t_pf / p.cycle)
-    t_own = iteration_s(own_s, own_prompts * t_pf / p.prefill_iterations + beside)
+    t_own = iteration_s(own_pass, own_prompts * t_pf / p.prefill_iterations + beside)
     # The iteration a request waits for: any iteration, on average; in convoys, the prefill of the group before it.
-    waited = waited_prompts * t_pf
-    first = p.wait * iteration_s(step_s, waited) + p.prefill_iterations * t_own
+    # Prefill apart, it arrives as the iteration after the one its predecessor ended in starts: a prefill batch where
+    # that one ended others too (1 - exp(-m) of decoding iterations, m prompts arriving per iteration, all in it), else
+    # a decoding iteration, with no prompt; in convoys, the group before it's prefill batch.
+    waited = iteration_s(step_s, waited_prompts * t_pf)
+    if apart:
+        q = 1.0 - np.exp(-arriving)
+        spread = (1.0 - q) * np.asarray(step_s, dtype=float) + q * np.asarray(base_s, dtype=float) + arriving * t_pf
+        waited = np.where(p.group > 1, iteration_s(base_s, waited_prompts * t_pf), spread)
+    first = p.wait * waited + p.prefill_iterations * t_own
     if requests is not None:
         waves = np.maximum(np.asarray(requests, dtype=float) / p.in_engine, 1.0)
         P = np.asarray(input_tokens, dtype=float)
-        budget = float((limits or EngineLimits()).max_batched_tokens)
+        budget = float(limits.max_batched_tokens)
         # The burst's prompts are cut to fill each iteration's budget (chunked prefill): budget / P prompts an iteration.
         g0 = np.minimum(p.in_engine, budget / np.maximum(P, 1.0))
         burst = burst_iterations(p.in_engine, P, budget)
-        first = burst * iteration_s(own_s, g0 * t_pf) / waves + (1.0 - 1.0 / waves) * first
+        first = burst * iteration_s(own_pass, g0 * t_pf) / waves + (1.0 - 1.0 / waves) * first
         # The last wave decodes with no prompt arriving after it: uniformly, half the others' prompts of a wave; in
         # convoys, the groups after its own in that cycle, (N_e - own) / 2 of them (convoy_prompts).
-        after = (p.in_engine - own_prompts) / 2.0 * t_pf / p.rounds
-        others = np.where(
+        after = (p.in_engine - own_prompts) / 2.0 / p.rounds
+        arriving = np.where(
             p.group > 1,
-            ((waves - 1.0) * others + after) / waves,
-            others * np.maximum((waves - 1.0) / waves, 0.5 / waves),
+            ((waves - 1.0) * arriving + after) / waves,
+            arriving * np.maximum((waves - 1.0) / waves, 0.5 / waves),
         )
+    others = arriving * t_pf
+    if apart:
+        P = np.asarray(input_tokens, dtype=float)
+        others = others + prefill_batches(arriving, P, limits.max_batched_tokens, p.group) * np.asarray(base_s, float)
     t_dec = iteration_s(step_s, others)
     engine_s = first + p.rounds * t_dec
     rate = p.in_engine / engine_s
@@ -631,7 +671,7 @@ def _closed_loop(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, requests=No
             break
         per_round = E
     own = own_step_s(pop, steps(np.maximum(pop.batch_own, 1.0))[0], step, steps.base_s)
-    t = closed_loop_times(pop, step, own, t_pf, N, O, P, limits, requests)
+    t = closed_loop_times(pop, step, own, t_pf, N, O, P, limits, requests, steps.base_s)
     shape = t["tpot_s"].shape
     return SteadyState(
         "concurrency",
@@ -661,15 +701,30 @@ def open_loop_times(
     prefill_s: object,
     prefill_iterations: object,
     output_tokens: object,
+    apart: tuple | None = None,
 ) -> dict:
     """The times under Poisson arrivals at ``rate_per_s`` from the decoding step at its batch (``step_s``) and that of the
     iterations carrying a request's own prompt (``own_s``): t_dec = step / (1 - lambda t_pf), the others' prompts riding
-    in each iteration; inf where the prompts alone need the whole engine.  The one home of an open loop's times."""
+    in each iteration; inf where the prompts alone need the whole engine.  The one home of an open loop's times.
+
+    ``apart``: (base pass, prompt tokens, budget) of an engine that runs prefill batches apart
+    (:attr:`EngineLimits.prefill_apart`): a request's own prompt goes through prefill batches of the base pass, and
+    each decoding iteration is followed by :func:`prefill_batches` of lambda t_dec arriving prompts, so t_dec =
+    (step + batches(lambda t_dec) base) / (1 - lambda t_pf), solved by iterating from the bound without batches (the
+    batches grow more slowly than t_dec: a contraction wherever lambda base < 1 - lambda t_pf)."""
     lam, t_pf, D = (np.asarray(v, dtype=float) for v in (rate_per_s, prefill_s, rounds))
     share = lam * t_pf
+    step = np.asarray(step_s, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t_dec = np.where(share < 1.0, np.asarray(step_s, dtype=float) / np.maximum(1.0 - share, 1e-300), np.inf)
-    t_own = iteration_s(own_s, t_pf / np.asarray(prefill_iterations, dtype=float) + share * t_dec)
+        free = np.where(share < 1.0, 1.0 - share, np.nan)
+        t_dec = step / free
+        if apart is not None:
+            base, P, budget = apart
+            for _ in range(_BISECTIONS):
+                t_dec = (step + prefill_batches(lam * t_dec, P, budget) * base) / free
+        t_dec = np.where(np.isfinite(t_dec), t_dec, np.inf)
+    own = own_s if apart is None else apart[0]
+    t_own = iteration_s(own, t_pf / np.asarray(prefill_iterations, dtype=float) + share * t_dec)
     ttft = OPEN_LOOP_WAIT * t_dec + np.asarray(prefill_iterations, dtype=float) * t_own
     O = np.asarray(output_tokens, dtype=float)
     shape = np.shape(t_dec)
@@ -696,10 +751,16 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
     full = _closed_loop(steps, cap, P, O, t_pf, cap, limited, limits)
     lo, hi = np.zeros(shape), np.broadcast_to(full.itl_s, shape).copy()
     share = lam * t_pf
+    base = steps.base_s if limits.prefill_apart else 0.0
+
+    def extra(t_dec):
+        """The prompts' time per decoding iteration of t_dec: their marginal time, and any prefill batches' base pass."""
+        return share * t_dec + prefill_batches(lam * t_dec, P, limits.max_batched_tokens) * base
+
     for _ in range(_BISECTIONS):
         mid = 0.5 * (lo + hi)
         step = steps(np.minimum(1.0 + lam * D * mid, cap))[0]
-        longer = iteration_s(step, share * mid) > mid  # the iteration is longer than assumed
+        longer = iteration_s(step, extra(mid)) > mid  # the iteration is longer than assumed
         lo, hi = np.where(longer, mid, lo), np.where(longer, hi, mid)
     t_dec = hi
     b = 1.0 + lam * D * t_dec
@@ -709,10 +770,11 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
         (share >= 1.0)
         | (b > cap + 1e-9)
         | (lam * P * t_dec > left)
-        | (iteration_s(step, share * t_dec) > t_dec * (1 + 1e-6))
+        | (iteration_s(step, extra(t_dec)) > t_dec * (1 + 1e-6))
     )
     k_p = _prefill_iterations(P, left, 1.0)
-    t = open_loop_times(lam, D, step, step, t_pf, k_p, O)
+    apart = (base, P, limits.max_batched_tokens) if limits.prefill_apart else None
+    t = open_loop_times(lam, D, step, step, t_pf, k_p, O, apart)
     pick = {k: np.where(saturated, np.broadcast_to(getattr(full, k), np.shape(saturated)), v) for k, v in t.items()}
     pick["ttft_s"] = np.where(saturated, np.inf, t["ttft_s"])
     pick["e2e_s"] = np.where(saturated, np.inf, t["e2e_s"])

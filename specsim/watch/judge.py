@@ -34,6 +34,15 @@ ALPHAS = np.round(np.arange(0.0, 0.9951, 0.005), 3)
 CONFIDENCE_Z = 1.959964
 
 
+def _served_ratio(state) -> np.ndarray:
+    """Plain TPOT over each row's (row 0 plain) at each rate; where the speculating engine cannot serve the rate
+    (saturated: its queue grows; SGLang's 48 running requests, say) and the plain one can, at most the share of the
+    rate it serves: it costs, whatever its TPOT while it runs."""
+    ratio = state.tpot_s[0][None, :] / state.tpot_s
+    served = state.requests_per_s / np.asarray(state.load, dtype=float)[None, :]
+    return np.where(state.saturated & ~state.saturated[0][None, :], np.minimum(served, ratio), ratio)
+
+
 @dataclass(frozen=True, eq=False)
 class Judgement:
     """The model's view of one window."""
@@ -113,13 +122,13 @@ class Judge:
             # Speedup at each window's own alpha, and every gamma's for the best one: rows plain, 1..gamma_max.
             rows = np.arange(self.gamma_max + 1)
             state = self._state(alpha[None, :], rows[:, None], rates, P, O, self.gamma_max)
-            ratio = state.tpot_s[0][None, :] / state.tpot_s  # (gamma, window)
+            ratio = _served_ratio(state)  # (gamma, window)
             best = np.argmax(np.where(np.isfinite(ratio), ratio, -np.inf), axis=0)
             # The break-even on the alpha grid at the gamma in use.
             grid = self._state(
                 np.r_[0.0, ALPHAS][:, None], np.r_[0, np.full(ALPHAS.size, gamma)][:, None], rates, P, O, gamma
             )
-            curve = grid.tpot_s[0][None, :] / grid.tpot_s[1:]  # (alpha, window)
+            curve = _served_ratio(grid)[1:]  # (alpha, window)
             for j, i in enumerate(idx):
                 w = ws[j]
                 length_be, kind = self._crossing(curve[:, j], gamma)
