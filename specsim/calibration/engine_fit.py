@@ -220,6 +220,21 @@ class _Stage:
         while True:
             x, r, jac = self._solve(free, self.values)
             at = [(p, v) for p, v in zip(free, x) if _at_bound(p, v)]
+            terms = sorted((p for p in free if not p.name.startswith("alpha")), key=lambda p: _HOLD_FIRST.index(p.name))
+            if at and terms and all(p.name.startswith("alpha") for p, _ in at):
+                # Only an acceptance on its bound, engine terms free: at one set of runs the acceptance and the round's
+                # cost trade off, and where the solver stops along that valley is a rounding error's choice.  The
+                # acceptance is kept (the workload's); the engine term held first is.
+                p, v = at[0]
+                held = terms[0]
+                self._hold(
+                    held,
+                    "not identified",
+                    f"with it free a sweep's acceptance ends on its bound ({p.lower if v * p.unit < 0.5 else p.upper:g}): "
+                    "these runs cannot tell the two apart",
+                )
+                free.remove(held)
+                continue
             if at:
                 p, v = at[0]
                 side = "lower" if abs(v * p.unit - p.lower) <= abs(v * p.unit - p.upper) else "upper"
@@ -278,7 +293,12 @@ def _label(p: _Param) -> str:
 def _traded(free: list[_Param], x: np.ndarray, r: np.ndarray, jac: np.ndarray) -> tuple[_Param, _Param, float] | None:
     """The pair of fitted values that trade off, the one to hold first, and their correlation; None if none do.  Two
     values trade off where their estimates correlate beyond :data:`TRADE_OFF` and the one to hold is not pinned down:
-    its 95% half-width is more than half its value (or a tenth of its range, for a value near 0)."""
+    its 95% half-width is more than half its value (or a tenth of its range, for a value near 0).
+
+    Two sweeps' acceptances share no run: where they correlate, it is through an engine term both trade off with, and
+    that term is held (the one correlating most with the two), not an acceptance: holding one of them instead leaves
+    the term free and the choice of which acceptance to a rounding error (a fit that did so was seen to flip between
+    passes)."""
     from scipy.special import stdtrit
 
     dof = r.size - len(free)
@@ -289,7 +309,11 @@ def _traded(free: list[_Param], x: np.ndarray, r: np.ndarray, jac: np.ndarray) -
     corr = cov / np.outer(sd, sd)
     np.fill_diagonal(corr, 0.0)
     t = float(stdtrit(dof, 0.5 + CONFIDENCE / 2))
+    terms = [k for k, p in enumerate(free) if not p.name.startswith("alpha")]
     for i, j in sorted(zip(*np.nonzero(np.triu(np.abs(corr) > TRADE_OFF))), key=lambda ij: -abs(corr[ij])):
+        if free[i].name.startswith("alpha") and free[j].name.startswith("alpha") and terms:
+            k = max(terms, key=lambda k: abs(corr[k, i]) + abs(corr[k, j]))
+            return free[k], free[i], float(corr[k, i])
         rank = [_HOLD_FIRST.index(p.name.split(":")[0]) for p in (free[i], free[j])]
         k = i if rank[0] <= rank[1] else j
         held, other = free[k], free[j if k == i else i]
