@@ -225,7 +225,8 @@ def test_a_load_where_only_the_speculating_engine_queues_says_so(capsys):
     answer names the queue; with --max-num-seqs 256 neither queues and nothing is said."""
     base = ["optimal-gamma", "--engine", "sglang", "--draft", "eagle3", "--alpha", "0.8", "--concurrency", "1,64"]
     assert main(base) == 0
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert "(prompt tokens only, prefill batches apart)" in out and "chunked prefill in batches of its own" in out
     assert "at concurrency 64 the speculating engine holds 48 requests (max_num_seqs)" in err and "16 queue" in err
     assert "at concurrency 1 " not in err
     assert main(base + ["--max-num-seqs", "256"]) == 0

@@ -809,9 +809,9 @@ def _print_load(answer, dep, limits_said: str = "") -> None:
         + (", the shortest TPOT while the engine keeps up)" if answer.kind == "rate" else " at each load)")
     )
     print(f"{answer.acceptance}; {searched}")
+    where = "in batches of its own" if answer.limits.prefill_apart else "beside the decoding sequences"
     print(
-        f"requests: {answer.lengths}; engine: {answer.limits.label}{limits_said}; the serving model (chunked prefill beside the decoding "
-        "sequences)\n"
+        f"requests: {answer.lengths}; engine: {answer.limits.label}{limits_said}; the serving model (chunked prefill {where})\n"
     )
     rows = []
     for r in answer.rows:
