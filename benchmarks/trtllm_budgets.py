@@ -20,10 +20,17 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from validate_corpus import ROOT, _error, _speedups, build, deployments, limits_of, runs_of, uncalibrated  # noqa: E402
-
-from specsim.calibration.engine_fit import _default_alpha  # noqa: E402
-from specsim.calibration.model import RunModel, Values  # noqa: E402
+from validate_corpus import (  # noqa: E402
+    ROOT,
+    _error,
+    _speedups,
+    build,
+    deployments,
+    limits_of,
+    preset_predictions,
+    runs_of,
+    uncalibrated,
+)
 
 #: (source, the plain arm's least max_num_tokens): each source's manifest states the rule.
 SOURCES = (
@@ -51,24 +58,13 @@ def main() -> int:
             runs = runs_of(spec, folder)
             limits = limits_of(spec, dep)
             one = uncalibrated(dep, runs, limits)[1]
-            e = dep.engine
-            pred = np.empty(len(runs))
-            budgets = set()
-            for i, c in enumerate(runs):
-                own = dataclasses.replace(limits, max_batched_tokens=run_budget(c, floor))
-                budgets.add(own.max_batched_tokens)
-                model = RunModel(dep, [c], own)
-                values = Values(
-                    1.0,
-                    e.iteration_s,
-                    e.iteration_seq_s,
-                    e.prefill_scale,
-                    e.spec,
-                    None,
-                    tuple([_default_alpha(dep)] * len(model.sweeps)),
-                )
-                model.settle(values)
-                pred[i] = model.predict(values, np.arange(1))[0]
+            budgets = [run_budget(c, floor) for c in runs]
+            pred = np.array(
+                [
+                    preset_predictions(dep, [c], dataclasses.replace(limits, max_batched_tokens=b))[1][0]
+                    for c, b in zip(runs, budgets)
+                ]
+            )
             own = _speedups(runs, pred)
             print(
                 f"{name:<32} one budget ({limits.max_batched_tokens}): {_error(one)[0]:.1%}   each run's own "

@@ -122,22 +122,20 @@ def _error(pairs: dict) -> tuple[float, float, int]:
     return (float(np.mean(np.abs(e))), float(np.mean(e)), int(e.size)) if e.size else (float("nan"), float("nan"), 0)
 
 
+def preset_predictions(dep, runs: list[CalRun], limits=None) -> tuple[RunModel, np.ndarray]:
+    """(the runs' model, each run's observable) by the preset as shipped, an acceptance not recorded at the drafter's
+    published one."""
+    model = RunModel(dep, runs, limits)
+    values = Values.at_preset(dep.engine, _default_alpha(dep), len(model.sweeps))
+    model.settle(values)
+    return model, model.predict(values, np.arange(len(runs)))
+
+
 def uncalibrated(dep, runs: list[CalRun], limits=None) -> tuple[dict, dict]:
     """(a): the preset as shipped, with the acceptance from the record: (groups whose runs recorded it, groups whose
     runs did not, predicted with the drafter's published acceptance, said so: a*)."""
-    model = RunModel(dep, runs, limits)
-    e = dep.engine
-    values = Values(
-        1.0,
-        e.iteration_s,
-        e.iteration_seq_s,
-        e.prefill_scale,
-        e.spec,
-        None,
-        tuple([_default_alpha(dep)] * len(model.sweeps)),
-    )
-    model.settle(values)
-    pairs = _speedups(runs, model.predict(values, np.arange(len(runs))))
+    model, predicted = preset_predictions(dep, runs, limits)
+    pairs = _speedups(runs, predicted)
     recorded = {k: v for k, v in pairs.items() if k[2] not in model.sweeps}
     return recorded, {k: v for k, v in pairs.items() if k[2] in model.sweeps}
 
@@ -152,9 +150,7 @@ def one_gamma(dep, runs: list[CalRun], limits=None) -> tuple[dict, str]:
     model = RunModel(dep, runs, limits)
     alpha0 = _default_alpha(dep)
     e = dep.engine
-    start = Values(
-        1.0, e.iteration_s, e.iteration_seq_s, e.prefill_scale, e.spec, None, tuple([alpha0] * len(model.sweeps))
-    )
+    start = Values.at_preset(e, alpha0, len(model.sweeps))
     everything = np.arange(len(runs))
     for s in steps:
         train = everything[[c.setup is None or c.setup.steps == s for c in runs]]

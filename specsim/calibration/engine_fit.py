@@ -212,7 +212,7 @@ class _Stage:
         # No more values than runs: beyond that the fit is any of a family of exact ones (the solver's is the one
         # nearest its start), not a measurement.  The acceptance is kept; the engine's terms are held in the order
         # of two that trade off (_HOLD_FIRST).
-        spare = sorted((p for p in free if not p.name.startswith("alpha")), key=lambda p: _HOLD_FIRST.index(p.name))
+        spare = _engine_terms(free)
         while len(free) > runs and spare:
             p = spare.pop(0)
             self._hold(p, "held", f"{runs} runs cannot fit {len(free)} values")
@@ -220,7 +220,7 @@ class _Stage:
         while True:
             x, r, jac = self._solve(free, self.values)
             at = [(p, v) for p, v in zip(free, x) if _at_bound(p, v)]
-            terms = sorted((p for p in free if not p.name.startswith("alpha")), key=lambda p: _HOLD_FIRST.index(p.name))
+            terms = _engine_terms(free)
             if at and terms and all(p.name.startswith("alpha") for p, _ in at):
                 # Only an acceptance on its bound, engine terms free: at one set of runs the acceptance and the round's
                 # cost trade off, and where the solver stops along that valley is a rounding error's choice.  The
@@ -268,6 +268,12 @@ class _Stage:
     def _hold(self, p: _Param, status: str, why: str) -> None:
         self.values = _apply(self.values, [p], np.array([p.preset / p.unit]))
         self.status[p.name] = (status, why)
+
+
+def _engine_terms(params: list[_Param]) -> list[_Param]:
+    """The engine's terms among ``params`` (every value but the acceptances), in the order they are held
+    (:data:`_HOLD_FIRST`)."""
+    return sorted((p for p in params if not p.name.startswith("alpha")), key=lambda p: _HOLD_FIRST.index(p.name))
 
 
 def _current(values: Values, p: _Param) -> float:
@@ -540,15 +546,7 @@ def fit_engine(dep, runs: list[CalRun], *, intervals: bool = True, limits=None, 
     model = RunModel(dep, runs, limits)
     preset = dep.engine
     alpha0 = _default_alpha(dep)
-    start = Values(
-        1.0,
-        preset.iteration_s,
-        preset.iteration_seq_s,
-        preset.prefill_scale,
-        preset.spec,
-        None,
-        tuple([alpha0] * len(model.sweeps)),
-    )
+    start = Values.at_preset(preset, alpha0, len(model.sweeps))
     model.settle(start)
     design = identifiable(runs, model.fit_scale, dict(enumerate(model.batch)))
     everything = np.arange(len(runs))
@@ -822,15 +820,7 @@ def _better_engine(model: RunModel, named: EnginePreset, mine: float) -> tuple[s
         dep = dataclasses.replace(model.dep, engine=preset.for_source(model.dep.source))
         other = RunModel(dep, model.runs, model.limits)
         alpha0 = _default_alpha(dep)
-        start = Values(
-            1.0,
-            preset.iteration_s,
-            preset.iteration_seq_s,
-            preset.prefill_scale,
-            preset.spec,
-            None,
-            tuple([alpha0] * len(other.sweeps)),
-        )
+        start = Values.at_preset(preset, alpha0, len(other.sweeps))
         other.settle(start)
         design = identifiable(model.runs, other.fit_scale, dict(enumerate(other.batch)))
         # Each version's rounds as it schedules them: its own overlap share, not one fitted to the runs.

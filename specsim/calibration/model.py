@@ -58,6 +58,14 @@ class Values:
     share: float | None = None
     alphas: tuple = ()
 
+    @classmethod
+    def at_preset(cls, engine, alpha: float, sweeps: int) -> "Values":
+        """An engine preset as shipped: no efficiency scale, its iteration, prefill and round terms and its own hidden
+        share, and ``sweeps`` acceptance rates at ``alpha`` (where a fit starts, and what the preset predicts)."""
+        return cls(
+            1.0, engine.iteration_s, engine.iteration_seq_s, engine.prefill_scale, engine.spec, None, (alpha,) * sweeps
+        )
+
 
 class RunModel:
     """The runs as arrays, and their predictions for one set of :class:`Values`, through the deployment."""

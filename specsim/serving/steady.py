@@ -575,6 +575,16 @@ def prefill_batches(prompts: object, prompt_tokens: object, budget: object, grou
     return np.where(g > 1, convoy, spread)
 
 
+def open_batches_s(t_dec: object, rate_per_s: object, apart: tuple | None) -> np.ndarray:
+    """Under Poisson arrivals at ``rate_per_s``, the prefill batches' base passes per decoding iteration of ``t_dec``
+    where prefill runs apart (``apart``: base pass, prompt tokens, budget; :func:`prefill_batches` of the lambda t_dec
+    prompts arriving in it), 0 where it does not (``apart`` None)."""
+    if apart is None:
+        return np.zeros(np.shape(t_dec))
+    base, P, budget = apart
+    return prefill_batches(np.asarray(rate_per_s, dtype=float) * t_dec, P, budget) * base
+
+
 def closed_loop_times(
     population: Population,
     step_s: object,
@@ -607,9 +617,11 @@ def closed_loop_times(
     limits = EngineLimits() if limits is None else limits
     O = np.asarray(output_tokens, dtype=float)
     t_pf = np.asarray(prefill_s, dtype=float)
+    base = np.asarray(base_s, dtype=float)
+    P = None if input_tokens is None else np.asarray(input_tokens, dtype=float)
     apart = limits.prefill_apart
     # The pass of an iteration carrying a request's own prompt: beside the others decoding, or a prefill batch's own.
-    own_pass = np.asarray(base_s, dtype=float) if apart else own_s
+    own_pass = base if apart else own_s
     # Where a request meets the prompts of a cycle (convoy_prompts): its own iteration, the one it waits for, its decode.
     own_prompts, waited_prompts, decode_prompts = convoy_prompts(p.in_engine, p.group, p.cycle, p.rounds)
     arriving = decode_prompts / p.rounds  # the others' prompts per iteration of its decode phase, on average
@@ -623,12 +635,11 @@ def closed_loop_times(
     waited = iteration_s(step_s, waited_prompts * t_pf)
     if apart:
         q = 1.0 - np.exp(-arriving)
-        spread = (1.0 - q) * np.asarray(step_s, dtype=float) + q * np.asarray(base_s, dtype=float) + arriving * t_pf
-        waited = np.where(p.group > 1, iteration_s(base_s, waited_prompts * t_pf), spread)
+        spread = (1.0 - q) * np.asarray(step_s, dtype=float) + q * base + arriving * t_pf
+        waited = np.where(p.group > 1, iteration_s(base, waited_prompts * t_pf), spread)
     first = p.wait * waited + p.prefill_iterations * t_own
     if requests is not None:
         waves = np.maximum(np.asarray(requests, dtype=float) / p.in_engine, 1.0)
-        P = np.asarray(input_tokens, dtype=float)
         budget = float(limits.max_batched_tokens)
         # The burst's prompts are cut to fill each iteration's budget (chunked prefill): budget / P prompts an iteration.
         g0 = np.minimum(p.in_engine, budget / np.maximum(P, 1.0))
@@ -644,8 +655,7 @@ def closed_loop_times(
         )
     others = arriving * t_pf
     if apart:
-        P = np.asarray(input_tokens, dtype=float)
-        others = others + prefill_batches(arriving, P, limits.max_batched_tokens, p.group) * np.asarray(base_s, float)
+        others = others + prefill_batches(arriving, P, limits.max_batched_tokens, p.group) * base
     t_dec = iteration_s(step_s, others)
     engine_s = first + p.rounds * t_dec
     rate = p.in_engine / engine_s
@@ -718,10 +728,8 @@ def open_loop_times(
     with np.errstate(divide="ignore", invalid="ignore"):
         free = np.where(share < 1.0, 1.0 - share, np.nan)
         t_dec = step / free
-        if apart is not None:
-            base, P, budget = apart
-            for _ in range(_BISECTIONS):
-                t_dec = (step + prefill_batches(lam * t_dec, P, budget) * base) / free
+        for _ in range(_BISECTIONS if apart is not None else 0):
+            t_dec = (step + open_batches_s(t_dec, lam, apart)) / free
         t_dec = np.where(np.isfinite(t_dec), t_dec, np.inf)
     own = own_s if apart is None else apart[0]
     t_own = iteration_s(own, t_pf / np.asarray(prefill_iterations, dtype=float) + share * t_dec)
@@ -751,11 +759,11 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
     full = _closed_loop(steps, cap, P, O, t_pf, cap, limited, limits)
     lo, hi = np.zeros(shape), np.broadcast_to(full.itl_s, shape).copy()
     share = lam * t_pf
-    base = steps.base_s if limits.prefill_apart else 0.0
+    apart = (steps.base_s, P, limits.max_batched_tokens) if limits.prefill_apart else None
 
     def extra(t_dec):
         """The prompts' time per decoding iteration of t_dec: their marginal time, and any prefill batches' base pass."""
-        return share * t_dec + prefill_batches(lam * t_dec, P, limits.max_batched_tokens) * base
+        return share * t_dec + open_batches_s(t_dec, lam, apart)
 
     for _ in range(_BISECTIONS):
         mid = 0.5 * (lo + hi)
@@ -773,7 +781,6 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
         | (iteration_s(step, extra(t_dec)) > t_dec * (1 + 1e-6))
     )
     k_p = _prefill_iterations(P, left, 1.0)
-    apart = (base, P, limits.max_batched_tokens) if limits.prefill_apart else None
     t = open_loop_times(lam, D, step, step, t_pf, k_p, O, apart)
     pick = {k: np.where(saturated, np.broadcast_to(getattr(full, k), np.shape(saturated)), v) for k, v in t.items()}
     pick["ttft_s"] = np.where(saturated, np.inf, t["ttft_s"])
