@@ -14,7 +14,6 @@ moved by more than 0.1%.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -24,23 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from validate_corpus import ROOT, build, deployments, limits_of, one_gamma, runs_of, without_acceptance  # noqa: E402
 
-
-def _scaled(runs, eps: float):
-    """The runs with every time scaled by (1 + eps) and every throughput by 1 / (1 + eps)."""
-    out = []
-    for c in runs:
-        r = c.run
-        times = {
-            k: getattr(r, k) * (1.0 + eps)
-            for k in ("tpot_s", "ttft_s", "itl_s", "e2e_s", "duration_s")
-            if getattr(r, k) is not None
-        }
-        if r.output_tokens_per_s is not None:
-            times["output_tokens_per_s"] = r.output_tokens_per_s / (1.0 + eps)
-        if r.rate_per_s:
-            times["rate_per_s"] = r.rate_per_s / (1.0 + eps)
-        out.append(dataclasses.replace(c, run=dataclasses.replace(r, **times)))
-    return out
+from specsim.calibration.engine_fit import nudged_runs  # noqa: E402
 
 
 def _moved(a: dict, b: dict) -> tuple[float, int, int]:
@@ -74,7 +57,7 @@ def main(argv=None) -> int:
             cells = []
             for fit in (lambda r: one_gamma(dep, r, limits)[0], lambda r: without_acceptance(dep, r, limits)[0]):
                 try:
-                    cells.append(_moved(fit(runs), fit(_scaled(runs, args.eps))))
+                    cells.append(_moved(fit(runs), fit(nudged_runs(runs, args.eps))))
                 except ValueError:  # what calibrate-engine refuses (two checkpoints): not fitted
                     cells.append((float("nan"), 0, 0))
             text = [f"{c[0]:>12.2e} {c[1]:>3}/{c[2]:<3}" if c[2] else f"{'n/a':>12} {'':>7}" for c in cells]

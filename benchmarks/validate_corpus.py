@@ -37,7 +37,7 @@ import numpy as np
 import yaml
 
 from specsim.calibration.bench_files import read_bench_file
-from specsim.calibration.engine_fit import _default_alpha, _fit_values, fit_engine
+from specsim.calibration.engine_fit import NUDGE, _default_alpha, fit_engine, fit_pinned, nudged_runs
 from specsim.calibration.model import RunModel, Values
 from specsim.calibration.runs import CalRun, SpecSetup, group_sweeps, identifiable
 from specsim.speculation.deployment import Deployment
@@ -148,6 +148,7 @@ def one_gamma(dep, runs: list[CalRun], limits=None) -> tuple[dict, str]:
         return {k: v for k, v in zip(_keys(fit.runs), _pairs_of(fit.runs, fit.held_out))}, "b': each load left out"
     out: dict = {}
     model = RunModel(dep, runs, limits)
+    nudged = [RunModel(dep, nudged_runs(runs, e), limits) for e in (NUDGE, -NUDGE)]
     alpha0 = _default_alpha(dep)
     e = dep.engine
     start = Values.at_preset(e, alpha0, len(model.sweeps))
@@ -158,7 +159,7 @@ def one_gamma(dep, runs: list[CalRun], limits=None) -> tuple[dict, str]:
         design = identifiable(
             [runs[i] for i in train], model.fit_scale, {k: model.batch[i] for k, i in enumerate(train)}
         )
-        res = _fit_values(model, train, design, e, start, alpha0)
+        res = fit_pinned(model, nudged, train, design, e, start, alpha0).result
         pred = model.predict(res.values, everything)
         for key, pair in _speedups(runs, pred).items():
             if key[1] != s:

@@ -6,8 +6,11 @@ calibration file that every command reproduces, and files no engine could have m
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -398,6 +401,53 @@ def test_two_acceptances_that_correlate_through_engine_terms_hold_those_terms_no
     }
 
 
+def test_a_fit_the_runs_do_not_pin_holds_the_engine_values_that_moved_and_keeps_the_acceptance(monkeypatch):
+    """A stand-in solver that, on runs 1e-9 longer (one nudge, here), stops elsewhere along a valley while the
+    per-sequence-per-draft-step term is free: it from 0.010 to 0.013 ms, the per-draft-step term +50%, the per-round
+    term by 1e-6 of itself (pinned), the acceptance +1% either way.  Both moved terms are held ("do not pin it"), the
+    per-round term stays free, the fit is made again and then holds nothing more; the acceptance is kept and its move
+    reported.  A fit whose largest move is 0.5% (under MOVED, 1%) holds nothing, though that is above LOOSE."""
+    from specsim.calibration import engine_fit as ef
+
+    designs = []
+
+    def stand_in(model, index, design, preset, start, alpha0, fit_share=True):
+        designs.append(dict(design))
+        host, alpha = SpecHost(round_s=1e-3, step_s=1e-3, seq_s=1e-5, seq_step_s=1e-5), 0.7
+        if model != "runs":
+            alpha = 0.707
+            host = dataclasses.replace(host, round_s=1e-3 * (1 + 1e-6))
+            if not design.get("seq_step_s"):
+                host = dataclasses.replace(host, step_s=1e-3 * (1 + move), seq_step_s=1e-5 * (1 + 0.6 * move))
+        return ef._Result(Values(host=host, alphas=(alpha,)), [])
+
+    monkeypatch.setattr(ef, "_fit_values", stand_in)
+    free = {"seq_step_s": "", "step_s": "", "round_s": ""}
+    move = 0.5
+    pinned = ef.fit_pinned("runs", ["nudged"], np.arange(3), free, None, None, 0.6)
+    assert sorted(pinned.held) == ["seq_step_s", "step_s"]
+    assert "from 0.01 ms by up to 0.003 ms" in pinned.held["seq_step_s"] and "do not pin it" in pinned.held["step_s"]
+    assert pinned.result.values.host.round_s == pytest.approx(1e-3)
+    assert pinned.alphas == pytest.approx({"alpha:0": 0.01})
+    assert [d["seq_step_s"] == "" for d in designs] == [True, True, False, False]
+    move = 0.005
+    assert not ef.fit_pinned("runs", ["nudged"], np.arange(3), free, None, None, 0.6).held
+
+
+def test_runs_that_pin_their_fit_hold_nothing_for_it_and_an_unpinned_acceptance_is_named(dep):
+    """Runs made by the serving model itself (two step counts, four loads, two prompt lengths): every engine value is
+    pinned, so no value is held as "not pinned" and no warning says so.  An acceptance the nudge moves is warned of."""
+    from specsim.calibration.engine_fit import _warnings
+
+    fit = fit_engine(dep, _model_runs(dep, loads=(1, 4, 16, 64)), intervals=False)
+    assert not [t.name for t in fit.terms.values() if "do not pin" in t.why]
+    assert not fit.unpinned and not [w for w in fit.warnings if "pin" in w]
+    moved = dataclasses.replace(fit, unpinned={"a": 0.05})
+    model = RunModel(dep, fit.runs)
+    line = [w for w in _warnings(moved, dep.engine, model, dep) if "do not pin one acceptance" in w]
+    assert len(line) == 1 and "sweep a's by 5.0%" in line[0]
+
+
 def test_held_out_predictions_never_see_the_runs_they_judge(dep):
     runs = _model_runs(dep, noise=0.02, seed=1, prompts=(512,))
     base = fit_engine(dep, runs, intervals=False)
@@ -506,6 +556,16 @@ def test_the_wrong_engine_is_named_when_another_engines_rounds_fit_far_better(de
 
 
 # -- one file, every command ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def plan_calibration(tmp_path_factory) -> Path:
+    """The shipped plan's calibration file, written once by the CLI for the tests that read it (each copies it into its
+    own folder); the tests of what calibrate-engine prints and writes run it themselves."""
+    out = tmp_path_factory.mktemp("plan") / "cal.yaml"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["calibrate-engine", "--plan", PLAN, "--out", str(out)]) == 0
+    return out
+
+
 def test_the_calibration_file_reproduces_every_fitted_prediction_within_one_percent(tmp_path, capsys):
     from specsim.calibration.inputs import runs_from_plan
     from specsim.cli.args import deployment
@@ -544,7 +604,7 @@ def test_the_calibration_file_reproduces_every_fitted_prediction_within_one_perc
     capsys.readouterr()
 
 
-def test_the_library_builds_the_calibrated_deployment_the_cli_does(tmp_path, capsys):
+def test_the_library_builds_the_calibrated_deployment_the_cli_does(tmp_path, capsys, plan_calibration):
     # Deployment.build(calibration=...) is what --calibration runs: the same profile, target, drafter, engine terms and
     # answer, and the same refusal of an argument that names another deployment (issue 37: the merge lived in the CLI).
     from specsim.calibration.file import read_calibration
@@ -552,8 +612,7 @@ def test_the_library_builds_the_calibrated_deployment_the_cli_does(tmp_path, cap
     from specsim.cli.main import build_parser
 
     out = tmp_path / "cal.yaml"
-    assert main(["calibrate-engine", "--plan", PLAN, "--out", str(out)]) == 0
-    capsys.readouterr()
+    shutil.copy(plan_calibration, out)
     cal = read_calibration(out)
     library = Deployment.build(calibration=cal)
     cli = deployment(build_parser().parse_args(["optimal-gamma", "--calibration", str(out)]))
@@ -671,10 +730,9 @@ def test_a_calibration_applied_to_a_preset_carries_its_fitted_terms():
     assert preset.spec_basis.startswith("fitted by calibrate-engine (cal.yaml): round_s")
 
 
-def test_the_calibration_sets_the_deployment_and_refuses_flags_of_another(tmp_path, capsys):
+def test_the_calibration_sets_the_deployment_and_refuses_flags_of_another(tmp_path, capsys, plan_calibration):
     out = tmp_path / "cal.yaml"
-    assert main(["calibrate-engine", "--plan", PLAN, "--out", str(out)]) == 0
-    capsys.readouterr()
+    shutil.copy(plan_calibration, out)
     rows = _json(["optimal-gamma", "--calibration", str(out), "--batch", "1"], capsys)
     assert "calibrated by cal.yaml" in rows[0]["provenance"][1] and "h100-sxm-vllm-fitted" in rows[0]["provenance"][0]
     for flags, message in (
@@ -909,10 +967,9 @@ def test_a_plan_result_recorded_at_another_concurrency_is_refused(tmp_path, caps
     )
 
 
-def test_a_calibration_relabelled_for_another_gpu_is_refused(tmp_path, capsys):
+def test_a_calibration_relabelled_for_another_gpu_is_refused(tmp_path, capsys, plan_calibration):
     out = tmp_path / "cal.yaml"
-    assert main(["calibrate-engine", "--plan", PLAN, "--out", str(out)]) == 0
-    capsys.readouterr()
+    shutil.copy(plan_calibration, out)
     record = yaml.safe_load(out.read_text())
     record["base_hardware"] = "mi355x"
     bad = tmp_path / "relabelled.yaml"

@@ -145,6 +145,8 @@ class EngineCalibration:
             "engine_preset": dep.engine.key,
             "terms": {name: t.to_dict() for name, t in fit.terms.items()},
             "acceptance": {k: t.to_dict() for k, t in fit.acceptance.items()},
+            # sweep -> how far its fitted acceptance moved with every measured time 1e-9 longer (not pinned; kept)
+            "unpinned": dict(fit.unpinned),
             "compute_eff": fit.deployment.hardware.compute_eff,
             "bandwidth_eff": fit.deployment.hardware.bandwidth_eff,
             "error": {w: {kind or "all": _num(fit.error(w, kind)) for kind in (None, "plain", "spec")} for w in which},

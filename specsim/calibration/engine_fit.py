@@ -22,7 +22,12 @@ A value is fitted only where it is identified:
 * a value whose best fit ends on its bound, or that trades off with another (their estimates correlated beyond
   :data:`TRADE_OFF`, from the Jacobian at the fit), is ``not identified``: held at the preset (an acceptance at the
   drafter's published one) and named, and the rest fitted again without it.  A good fit from a term at its bound does
-  not carry to another gamma or another load, which is what the user calibrates for.
+  not carry to another gamma or another load, which is what the user calibrates for;
+* a value the runs do not pin is ``not identified`` too: every fit is made again with every measured time
+  :data:`NUDGE` longer and shorter (:func:`nudged_runs`).  A fit the runs pin moves by about the nudge; an engine value
+  that moves by more than :data:`MOVED` of itself sits on a flat valley where the solver happened to stop, and every
+  engine value that moved by more than :data:`LOOSE` is held and the fit made again.  An acceptance that moves is
+  kept and named.
 
 Every fitted value carries a 95% interval, linearised at the fit: t(0.975, n - p) standard errors from the Jacobian
 (Bates and Watts, *Nonlinear Regression Analysis*, 1988, section 2.3), clipped at its bounds.
@@ -50,7 +55,7 @@ from specsim.calibration.model import RunModel, Values, scale_upper
 from specsim.calibration.runs import ALPHA_BOUNDS, CalRun, check_design, check_runs, identifiable, load_key
 from specsim.engines import TERMS, EnginePreset, SpecHost
 
-__all__ = ["CONFIDENCE", "EngineFit", "Term", "fit_engine"]
+__all__ = ["CONFIDENCE", "NUDGE", "EngineFit", "Pinned", "Term", "fit_engine", "fit_pinned", "nudged_runs"]
 
 CONFIDENCE = 0.95
 #: Bounds of the per-iteration time and of the per-sequence time of an iteration (seconds), of the efficiency scale's
@@ -77,6 +82,15 @@ ALPHA_MARGIN = 0.10
 #: A run the fit misses by more than this is named: the model cannot reach it.
 UNREACHED = 0.25
 _SETTLE_PASSES = 4
+#: How much longer every measured time is made to ask whether the runs pin one fit (:func:`nudged_runs`).
+NUDGE = 1e-9
+#: A fit whose engine values a nudge either way moves by more than this share of themselves (or of their unit, for one
+#: near 0) is not pinned by the runs: 1e7 times the nudge.  On the corpus (examples/bench/public, 2026-12-03) the fits
+#: of the H100 sweep moved a value by 10% to 190%, and every other fit by 0.31% and less (most by 1e-6 and less); a
+#: threshold at 0.2% flipped its decision between two nudges on a held-out fit that moved by 0.17% and 0.31%.
+MOVED = 1e-2
+#: Where a fit is not pinned, every engine value a nudge moved by more than this is held (see :func:`fit_pinned`).
+LOOSE = 1e-4
 
 _LABELS = {
     "scale": "profile efficiency",
@@ -372,7 +386,7 @@ def _stage2_params(
         np.any(model.dep.engine.hidden_share(model.dep.drafter.overlap_kind, w) > 0)
         for w in np.unique(model.topk[spec])
     )
-    if fit_share and overlapped:
+    if fit_share and overlapped and not design.get("overlap_share"):
         out.append(_Param("overlap_share", 0.0, 1.0, 1.0, preset.overlap_share))
     sweeps = sorted({int(s) for s in model.sweep_index[spec] if s >= 0})
     out += [_Param(f"alpha:{s}", *ALPHA_BOUNDS, 1.0, default_alpha) for s in sweeps]
@@ -429,6 +443,108 @@ def _checked(residuals: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(residuals), residuals, 10.0)
 
 
+def nudged_runs(runs: list[CalRun], eps: float = NUDGE) -> list[CalRun]:
+    """``runs`` with every measured time scaled by (1 + eps) and every throughput and rate by 1 / (1 + eps): nothing a
+    speedup depends on changes beyond eps, so a fit the runs pin predicts the same to about eps."""
+    out = []
+    for c in runs:
+        r = c.run
+        times = {
+            k: getattr(r, k) * (1.0 + eps)
+            for k in ("tpot_s", "ttft_s", "itl_s", "e2e_s", "duration_s")
+            if getattr(r, k) is not None
+        }
+        if r.output_tokens_per_s is not None:
+            times["output_tokens_per_s"] = r.output_tokens_per_s / (1.0 + eps)
+        if r.rate_per_s:
+            times["rate_per_s"] = r.rate_per_s / (1.0 + eps)
+        out.append(dataclasses.replace(c, run=dataclasses.replace(r, **times)))
+    return out
+
+
+#: Each value's unit: what "moved by a share of itself" is measured against for a value near 0.
+_UNITS = {
+    "scale": 1.0,
+    "iteration_s": 1e-3,
+    "iteration_seq_s": 1e-5,
+    "prefill_scale": 1.0,
+    "overlap_share": 1.0,
+    **{t: float(TERM_UPPER[k]) / 10 for k, t in enumerate(TERMS)},
+    "alpha": ALPHA_BOUNDS[0],
+}
+
+
+def _shown(name: str, value: float) -> str:
+    """A value as the fit's messages print it: times in ms, the rest as numbers."""
+    return f"{value * 1e3:.4g} ms" if name.endswith("_s") else f"{value:.4g}"
+
+
+def _named(values: Values) -> dict[str, float]:
+    """Every value of a fit by name (the acceptances as ``alpha:<sweep index>``): the one home of that mapping."""
+    out = {
+        "scale": values.scale,
+        "iteration_s": values.iteration_s,
+        "iteration_seq_s": values.iteration_seq_s,
+        "prefill_scale": values.prefill_scale,
+        **{t: getattr(values.host, t) for t in TERMS},
+    }
+    if values.share is not None:
+        out["overlap_share"] = values.share
+    out.update({f"alpha:{k}": a for k, a in enumerate(values.alphas)})
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class Pinned:
+    """A fit the runs pin: its result, the engine values held because they were not (name -> why), and the acceptances
+    that moved under the nudge all the same (name -> relative move; kept: they are the workload's)."""
+
+    result: _Result
+    held: dict
+    alphas: dict
+
+
+def fit_pinned(
+    model: RunModel,
+    nudged: list,
+    index: np.ndarray,
+    design: dict,
+    preset: EnginePreset,
+    start: Values,
+    alpha0: float,
+) -> Pinned:
+    """:func:`_fit_values` on runs ``index``, made again on each of ``nudged`` (RunModels of the same runs,
+    :func:`nudged_runs`); while an engine value moves by more than :data:`MOVED` in any of them, every engine value
+    that moved by more than :data:`LOOSE` is held at the preset (added to the design) and the fits are made again.
+    Two thresholds, so that the decision does not flip between two nudges: whether to hold is decided by the largest
+    move (10% to 190% where the runs did not pin the fit, on the corpus), and what to hold by a threshold a hundred
+    times lower (holding one value at a time, the next one's move fell near the threshold and its hold flipped)."""
+    design = dict(design)
+    held: dict[str, str] = {}
+    while True:
+        res = _fit_values(model, index, design, preset, start, alpha0)
+        a = _named(res.values)
+        moved: dict[str, float] = {}  # name -> the largest move, a share of the value (or of its unit, near 0)
+        delta: dict[str, float] = {}  # name -> the largest move, in the value's own terms
+        for m in nudged:
+            b = _named(_fit_values(m, index, design, preset, start, alpha0).values)
+            for n in a.keys() & b.keys():
+                d = abs(b[n] - a[n])
+                if d >= delta.get(n, 0.0):
+                    delta[n], moved[n] = d, d / max(abs(a[n]), _UNITS[n.split(":")[0]])
+        free = [n for n in _HOLD_FIRST[:-1] if not design.get(n) and n in moved]
+        if not free or max(moved[n] for n in free) <= MOVED:
+            alphas = {n: m for n, m in moved.items() if n.startswith("alpha:") and m > MOVED}
+            return Pinned(res, held, alphas)
+        for name in (n for n in free if moved[n] > LOOSE):
+            why = (
+                f"every measured time {NUDGE:g} longer or shorter moves it from {_shown(name, a[name])} by up to "
+                f"{_shown(name, delta[name])}: these runs do not pin it"
+            )
+            held[name] = why
+            design[name] = why
+
+
 # -- the fit ------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class EngineFit:
@@ -452,6 +568,8 @@ class EngineFit:
     #: which -> reasons some runs could not be held out ("held_out", "held_out_steps", "held_out_sweep")
     not_held_out: dict = field(default_factory=dict)
     values: object = None  # the fitted Values
+    #: sweep -> how far its fitted acceptance moved with every measured time NUDGE longer, where beyond MOVED (kept)
+    unpinned: dict = field(default_factory=dict)
 
     @property
     def kinds(self) -> list[str]:
@@ -550,17 +668,27 @@ def fit_engine(dep, runs: list[CalRun], *, intervals: bool = True, limits=None, 
     model.settle(start)
     design = identifiable(runs, model.fit_scale, dict(enumerate(model.batch)))
     everything = np.arange(len(runs))
-    result = _fit_values(model, everything, design, preset, start, alpha0)
+    nudged = [RunModel(dep, nudged_runs(runs, e), limits) for e in (NUDGE, -NUDGE)]
+    pinned = fit_pinned(model, nudged, everything, design, preset, start, alpha0)
+    result = pinned.result
     if done is not None:
         done()
-    terms, acceptance, dof = _terms(model, result, design, preset, intervals, alpha0)
+    terms, acceptance, dof = _terms(model, result, design, preset, intervals, alpha0, pinned.held)
     held = {
-        "held_out": _hold_out(model, design, preset, start, alpha0, [c.run.load for c in runs], "load", done),
+        "held_out": _hold_out(model, nudged, design, preset, start, alpha0, [c.run.load for c in runs], "load", done),
         "held_out_steps": _hold_out(
-            model, design, preset, start, alpha0, [str(c.setup.steps) if c.setup else "" for c in runs], "steps", done
+            model,
+            nudged,
+            design,
+            preset,
+            start,
+            alpha0,
+            [str(c.setup.steps) if c.setup else "" for c in runs],
+            "steps",
+            done,
         ),
         "held_out_sweep": _hold_out(
-            model, design, preset, start, alpha0, [c.sweep if c.setup else "" for c in runs], "sweep", done
+            model, nudged, design, preset, start, alpha0, [c.sweep if c.setup else "" for c in runs], "sweep", done
         ),
     }
     preset_values = dataclasses.replace(start, alphas=tuple([alpha0] * len(model.sweeps)))
@@ -588,25 +716,24 @@ def fit_engine(dep, runs: list[CalRun], *, intervals: bool = True, limits=None, 
         dof,
         {k: v[1] for k, v in held.items() if v[1]},
         result.values,
+        {model.sweeps[int(n.split(":")[1])]: m for n, m in pinned.alphas.items()},
     )
     return dataclasses.replace(fit, warnings=_warnings(fit, preset, model, dep))
 
 
 def _terms(
-    model: RunModel, result: _Result, design: dict, preset: EnginePreset, intervals: bool, alpha0: float
+    model: RunModel,
+    result: _Result,
+    design: dict,
+    preset: EnginePreset,
+    intervals: bool,
+    alpha0: float,
+    unpinned: dict | None = None,
 ) -> tuple[dict, dict, int]:
-    """(terms, acceptance by sweep, residual degrees of freedom) of a fit: fitted with intervals, not identified, or
-    held by the design."""
-    v = result.values
-    value_of = {
-        "scale": v.scale,
-        "iteration_s": v.iteration_s,
-        "iteration_seq_s": v.iteration_seq_s,
-        "prefill_scale": v.prefill_scale,
-        **{t: getattr(v.host, t) for t in TERMS},
-    }
-    if v.share is not None:
-        value_of["overlap_share"] = v.share
+    """(terms, acceptance by sweep, residual degrees of freedom) of a fit: fitted with intervals, not identified (on a
+    bound, traded off, or not pinned by the runs: ``unpinned``, name -> why), or held by the design."""
+    value_of = _named(result.values)
+    unpinned = unpinned or {}
     terms: dict[str, Term] = {}
     acceptance: dict[str, Term] = {}
     dof = 0
@@ -655,6 +782,14 @@ def _terms(
                     ),
                 )
     stage_names = {"scale", "iteration_s", "iteration_seq_s", "prefill_scale"} | set(TERMS)
+    for name, why in unpinned.items():
+        if name not in terms:
+            terms[name] = Term(
+                name,
+                float(value_of.get(name, preset.overlap_share if name == "overlap_share" else 0.0)),
+                status="not identified",
+                why=f"{why}; held at {preset.key}'s preset",
+            )
     for name in sorted(stage_names - set(terms), key=list(_LABELS).index):
         if name in TERMS and not (model.kinds == "spec").any():
             why = "no speculative runs: held at the preset"
@@ -668,6 +803,7 @@ def _terms(
 
 def _hold_out(
     model: RunModel,
+    nudged: list,
     design: dict,
     preset: EnginePreset,
     start: Values,
@@ -716,7 +852,7 @@ def _hold_out(
             )
             continue
         sub = identifiable([runs[i] for i in train], model.fit_scale, {k: model.batch[i] for k, i in enumerate(train)})
-        res = _fit_values(model, train, sub, preset, start, alpha0)
+        res = fit_pinned(model, nudged, train, sub, preset, start, alpha0).result
         if done is not None:
             done()
         pred = model.predict(res.values, test)
@@ -867,6 +1003,14 @@ def _warnings(fit: EngineFit, preset: EnginePreset, model: RunModel, dep) -> lis
     for t in list(fit.terms.values()) + list(fit.acceptance.values()):
         if t.status == "not identified":
             out.append(f"{t.label}: not identified: {t.why}")
+    if fit.unpinned:
+        out.append(
+            "these runs do not pin one acceptance: every measured time "
+            f"{NUDGE:g} longer or shorter moves "
+            + ", ".join(f"sweep {k}'s by {m:.1%}" for k, m in fit.unpinned.items())
+            + "; it is kept (the workload's), and its round's cost trades off with it: a saved /metrics page or pinned "
+            "acceptance (specsim bench-plan) measures it"
+        )
     off = [
         c.run.where
         for c, p, m in zip(fit.runs, fit.predicted, fit.measured())
