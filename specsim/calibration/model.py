@@ -222,7 +222,11 @@ class RunModel:
                 "decode": decode[:n],
                 "decode_own": decode[n:],
                 "prefill": prefill,
-                "base": float(np.asarray(dep.decode(1, 0).total_s)),
+                "base": dep.prefill_base_s(),
+                # a prefill batch run apart (SGLang), speculating: the drafter's draft extend passes over it too
+                "batch_base": np.where(spec, dep.prefill_base_s(draft=True), dep.prefill_base_s())
+                if n
+                else np.zeros(0),
             }
         return self._cache[key]
 
@@ -277,6 +281,7 @@ class RunModel:
         p = self._passes(values)
         t_pf = p["prefill"][index] / values.prefill_scale
         base = p["base"] + values.iteration_s + values.iteration_seq_s
+        batch_base = p["batch_base"][index] + values.iteration_s + values.iteration_seq_s
         kind = self.load_kind[index]
         for k, sel in (("concurrency", kind == "concurrency"), ("rate", kind == "rate"), ("batch", kind == "batch")):
             if not sel.any():
@@ -295,12 +300,16 @@ class RunModel:
                     self.prompt[i],
                     self.limits,
                     self.completed[i],
-                    base,
+                    batch_base[sel],
                 )
             elif k == "rate":
                 left = np.maximum(self.limits.prefill_budget(self.batch[i], self.steps[i]), 1.0)
                 k_p = np.maximum(np.ceil(self.prompt[i] / left), 1.0)
-                apart = (base, self.prompt[i], self.limits.max_batched_tokens) if self.limits.prefill_apart else None
+                apart = (
+                    (batch_base[sel], self.prompt[i], self.limits.max_batched_tokens)
+                    if self.limits.prefill_apart
+                    else None
+                )
                 t = open_loop_times(
                     self.load[i],
                     self.rounds(values.alphas, i),

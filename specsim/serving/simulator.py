@@ -110,7 +110,8 @@ class StepTable:
         self.prefill_tokens = tokens
         self.prefill_table = dep.prefill_s(tokens)
         self.prefill_table_spec = dep.prefill_s(tokens, draft=True)
-        self.base_s = float(np.asarray(dep.decode(1, 0).total_s))
+        self.base_s = dep.prefill_base_s()
+        self.base_spec_s = dep.prefill_base_s(draft=True)  # a prefill batch's, speculating: the draft extend too
 
     def round_s(self, batch: int, context: np.ndarray, gamma: int) -> np.ndarray:
         row = self.table[batch - 1, :, gamma]
@@ -402,7 +403,8 @@ class _Engine:
                 break
         decoding = b if not self.limits.prefill_apart else 0
         ctx = self.ctx[self.running].mean() if decoding else 0.0
-        dt = float(iteration_s(float(table.round_s(b, ctx, g)) if decoding else table.base_s, prefill_s))
+        base = table.base_spec_s if self.speculating and self.limits.prefill_apart else table.base_s
+        dt = float(iteration_s(float(table.round_s(b, ctx, g)) if decoding else base, prefill_s))
         emitted = (
             _emit(self.rng, self.cum, g, b, 1, table.verified(b, np.array([ctx]), g) if b else None)[:, 0]
             if decoding

@@ -326,11 +326,6 @@ def _step(dep, acceptance, gamma, batch, context):
     )
 
 
-def _base(dep) -> float:
-    """The pass of an iteration that only prefills: the target's over no decoding context."""
-    return float(np.asarray(dep.decode(1, 0).total_s))
-
-
 def _engine_population(dep, kind, load, P, O, gamma, limits, kv_bytes):
     """(N_e, what limits it): the requests an engine of ``limits`` holds at once (its max_num_seqs and the sequences its
     KV cache holds at the mean context, speculating or not)."""
@@ -439,7 +434,15 @@ class _Steps:
 
     @property
     def base_s(self) -> float:
-        return _base(self.dep)
+        """The pass of an iteration that only prefills, beside no decoding sequence (:meth:`Deployment.prefill_base_s`)."""
+        return self.dep.prefill_base_s()
+
+    @property
+    def batch_base_s(self) -> np.ndarray:
+        """The base pass of a prefill batch run apart (:attr:`EngineLimits.prefill_apart`), per gamma: speculating, the
+        drafter's draft extend passes over the batch too."""
+        spec = np.asarray(self.gamma) > 0
+        return np.where(spec, self.dep.prefill_base_s(draft=True), self.dep.prefill_base_s())
 
 
 @dataclass(frozen=True, eq=False)  # identity: numpy arrays in its fields
@@ -681,7 +684,7 @@ def _closed_loop(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, requests=No
             break
         per_round = E
     own = own_step_s(pop, steps(np.maximum(pop.batch_own, 1.0))[0], step, steps.base_s)
-    t = closed_loop_times(pop, step, own, t_pf, N, O, P, limits, requests, steps.base_s)
+    t = closed_loop_times(pop, step, own, t_pf, N, O, P, limits, requests, steps.batch_base_s)
     shape = t["tpot_s"].shape
     return SteadyState(
         "concurrency",
@@ -759,7 +762,7 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
     full = _closed_loop(steps, cap, P, O, t_pf, cap, limited, limits)
     lo, hi = np.zeros(shape), np.broadcast_to(full.itl_s, shape).copy()
     share = lam * t_pf
-    apart = (steps.base_s, P, limits.max_batched_tokens) if limits.prefill_apart else None
+    apart = (steps.batch_base_s, P, limits.max_batched_tokens) if limits.prefill_apart else None
 
     def extra(t_dec):
         """The prompts' time per decoding iteration of t_dec: their marginal time, and any prefill batches' base pass."""
