@@ -372,6 +372,27 @@ def test_an_acceptance_on_its_bound_holds_the_engine_term_it_trades_off_with_not
     assert values.host.round_s == pytest.approx(0.03)
 
 
+def test_a_hidden_share_on_its_upper_bound_says_the_rounds_want_to_be_shorter_not_that_no_gpu_gives_it():
+    """A share of the host work hidden of 1 is an engine that hides all of it, not a value past what any GPU gives: where
+    the runs push it there, the message says the rounds would be shorter still; a time on its upper bound keeps the
+    message that names the flags to check."""
+    from specsim.calibration.engine_fit import _Param, _Stage
+
+    params = [_Param("overlap_share", 0.0, 1.0, 1.0, 0.5), _Param("round_s", 0.0, 0.05, 1e-3, 0.01)]
+
+    def residuals(v):
+        return np.array([v.share - 1.5, 10.0 * (v.host.round_s - 0.02), 10.0 * (v.host.round_s - 0.021)])
+
+    stage = _Stage(params, residuals, Values(host=dataclasses.replace(SpecHost(), round_s=0.01), share=0.5))
+    stage.fit()
+    status, why = stage.status["overlap_share"]
+    assert status == "not identified" and "all of the round's host work hidden" in why and "--hardware" not in why
+    params = [_Param("round_s", 0.0, 0.05, 1e-3, 0.01)]
+    stage = _Stage(params, lambda v: np.array([v.host.round_s - 0.2]), Values(host=SpecHost()))
+    stage.fit()
+    assert "check --hardware" in stage.status["round_s"][1]
+
+
 def test_two_acceptances_that_correlate_through_engine_terms_hold_those_terms_not_an_acceptance():
     """Two sweeps at three loads each, alpha_i + 0.1 (g_j round + h_j seq) with g and h nearly alike: the two sweeps'
     acceptances share no run, yet their estimates correlate beyond 0.99 through the per-round and per-sequence terms.

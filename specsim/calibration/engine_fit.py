@@ -259,7 +259,11 @@ class _Stage:
                     f"the best fit ends on its {side} bound ({edge:.4g}): these runs cannot tell "
                     "it from that bound"
                     + (
-                        "; more than any engine or GPU gives: check --hardware, --engine, --tp and the dtypes"
+                        # A share of 1 is an engine that hides all of it: the runs ask for shorter rounds still.
+                        "; all of the round's host work hidden, and the runs would have shorter rounds still: the "
+                        "host terms held at the preset, or the passes, are longer than these runs' engine's"
+                        if side == "upper" and p.name == "overlap_share"
+                        else "; more than any engine or GPU gives: check --hardware, --engine, --tp and the dtypes"
                         if side == "upper" and not p.name.startswith("alpha")
                         else ""
                     ),
