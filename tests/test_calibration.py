@@ -264,8 +264,14 @@ def test_the_run_model_at_the_true_terms_follows_the_request_level_simulator():
         assert t == pytest.approx(c.run.tpot_s, rel=0.025 if c.run.concurrency == 1 else 0.04), c.run.where
 
 
-def test_noise_free_runs_of_the_plan_design_give_back_every_term(dep):
-    fit = fit_engine(dep, _model_runs(dep), intervals=False)
+@pytest.fixture(scope="module")
+def noise_free_fit(dep):
+    """The fit of runs made by the serving model itself at TRUE (two step counts, seven loads, two prompt lengths)."""
+    return fit_engine(dep, _model_runs(dep), intervals=False)
+
+
+def test_noise_free_runs_of_the_plan_design_give_back_every_term(noise_free_fit):
+    fit = noise_free_fit
     assert fit.scale == pytest.approx(TRUE_SCALE, rel=0.01)
     assert fit.iteration_s == pytest.approx(TRUE_ITER_S, rel=0.02) and fit.prefill_scale == pytest.approx(1.0, rel=0.01)
     for name in ("round_s", "step_s", "seq_s", "seq_step_s"):
@@ -455,12 +461,12 @@ def test_a_fit_the_runs_do_not_pin_holds_the_engine_values_that_moved_and_keeps_
     assert not ef.fit_pinned("runs", ["nudged"], np.arange(3), free, None, None, 0.6).held
 
 
-def test_runs_that_pin_their_fit_hold_nothing_for_it_and_an_unpinned_acceptance_is_named(dep):
-    """Runs made by the serving model itself (two step counts, four loads, two prompt lengths): every engine value is
+def test_runs_that_pin_their_fit_hold_nothing_for_it_and_an_unpinned_acceptance_is_named(dep, noise_free_fit):
+    """Runs made by the serving model itself (two step counts, seven loads, two prompt lengths): every engine value is
     pinned, so no value is held as "not pinned" and no warning says so.  An acceptance the nudge moves is warned of."""
     from specsim.calibration.engine_fit import _warnings
 
-    fit = fit_engine(dep, _model_runs(dep, loads=(1, 4, 16, 64)), intervals=False)
+    fit = noise_free_fit
     assert not [t.name for t in fit.terms.values() if "do not pin" in t.why]
     assert not fit.unpinned and not [w for w in fit.warnings if "pin" in w]
     moved = dataclasses.replace(fit, unpinned={"a": 0.05})
@@ -492,8 +498,8 @@ def _json(argv, capsys):
     return json.loads(capsys.readouterr().out)
 
 
-def test_the_plan_samples_give_back_every_identified_term_within_its_printed_interval(capsys):
-    s = _json(["calibrate-engine", "--plan", PLAN], capsys)
+def test_the_plan_samples_give_back_every_identified_term_within_its_printed_interval(plan_run):
+    s = plan_run[0]
     truth = {"scale": TRUE_SCALE, "iteration_s": TRUE_ITER_S, "prefill_scale": 1.0} | {
         k: getattr(TRUE_PLAN, k) for k in ("round_s", "step_s", "seq_s", "seq_step_s")
     }
@@ -578,22 +584,27 @@ def test_the_wrong_engine_is_named_when_another_engines_rounds_fit_far_better(de
 
 # -- one file, every command ---------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def plan_calibration(tmp_path_factory) -> Path:
-    """The shipped plan's calibration file, written once by the CLI for the tests that read it (each copies it into its
-    own folder); the tests of what calibrate-engine prints and writes run it themselves."""
-    out = tmp_path_factory.mktemp("plan") / "cal.yaml"
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        assert main(["calibrate-engine", "--plan", PLAN, "--out", str(out)]) == 0
-    return out
+def plan_run(tmp_path_factory) -> tuple[dict, Path]:
+    """(what ``calibrate-engine --plan PLAN --json --out FILE`` prints, FILE): the shipped plan calibrated once by the
+    CLI for the tests that read its output or its file (those that change the file copy it into their own folder)."""
+    out = tmp_path_factory.mktemp("plan") / "calibration.yaml"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["calibrate-engine", "--plan", PLAN, "--out", str(out), "--json"]) == 0
+    return json.loads(printed.getvalue()), out
 
 
-def test_the_calibration_file_reproduces_every_fitted_prediction_within_one_percent(tmp_path, capsys):
+@pytest.fixture
+def plan_calibration(plan_run) -> Path:
+    return plan_run[1]
+
+
+def test_the_calibration_file_reproduces_every_fitted_prediction_within_one_percent(capsys, plan_run):
     from specsim.calibration.inputs import runs_from_plan
     from specsim.cli.args import deployment
     from specsim.cli.main import build_parser
 
-    out = tmp_path / "calibration.yaml"
-    s = _json(["calibrate-engine", "--plan", PLAN, "--out", str(out)], capsys)
+    s, out = plan_run
     assert s["use"] == f"specsim optimal-gamma --calibration {out}"
     record = yaml.safe_load(out.read_text())
     assert record["engine"] == "vllm@0.20.0" and record["engine_preset"] == "vllm@0.14"  # the runs' release is kept

@@ -11,7 +11,7 @@ import pytest
 
 from specsim.cli.main import main
 
-PLAN = "examples/bench/plan/plan.yaml"
+BENCH = "examples/bench"
 
 
 class _Terminal(io.StringIO):
@@ -30,7 +30,12 @@ def _run(monkeypatch, argv: list[str], terminal: bool) -> tuple[int, str, str]:
 @pytest.mark.parametrize(
     "argv, desc",
     [
-        (["calibrate-engine", "--plan", PLAN], "calibrate-engine fits"),
+        (
+            # the vLLM samples: the fewest runs whose fits still count past one
+            ["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", "--spec", f"{BENCH}/vllm-eagle3.jsonl"]
+            + ["--hardware", "h100", "--draft", "eagle3", "--steps", "3", "--engine", "vllm@0.10"],
+            "calibrate-engine fits",
+        ),
         (["serve-sim", "--rate", "2", "--requests", "60", "--runs", "3", "--jobs", "1"], "serve-sim runs"),
         (["serve-sweep", "--rates", "1,2,4", "--requests", "40"], "serve-sweep rates"),
     ],
@@ -41,7 +46,7 @@ def test_a_long_command_shows_progress_on_a_terminal_only(monkeypatch, argv, des
     # tqdm's "desc:  67%|...| 2/3 [" with a total, "desc: 14fit [" without one
     counts = [int(n) for n in re.findall(re.escape(desc) + r":\s+(?:\d+%\|[^|]*\|\s*)?(\d+)", err)]
     assert counts and counts[-1] >= 2, err[-500:]  # the bar moved past its first unit
-    if argv[0] == "calibrate-engine":  # 3 s a run; the cases below are report.progress_bar's, checked on serve-sim
+    if argv[0] == "calibrate-engine":  # seconds a run; the cases below are report.progress_bar's, checked on serve-sim
         return
     code, plain_out, plain_err = _run(monkeypatch, argv, terminal=False)
     assert code == 0 and desc not in plain_err and plain_out == out
