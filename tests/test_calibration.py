@@ -318,7 +318,7 @@ def test_what_one_step_count_and_one_batch_cannot_separate_is_held_at_the_preset
 def test_a_term_at_its_bound_or_trading_off_is_not_identified_and_held_at_the_preset(dep):
     # Runs made with a per-round time of 0: its best fit is its lower bound, which no run can tell apart from it.
     zero = Values(TRUE_SCALE, TRUE_ITER_S, 0.0, 1.0, dataclasses.replace(TRUE_PLAN, round_s=0.0), None, ())
-    fit = fit_engine(dep, _model_runs(dep, truth=zero), intervals=False)
+    fit = fit_engine(dep, _model_runs(dep, truth=zero, loads=(1, 4, 16, 64)), intervals=False)
     t = fit.terms["round_s"]
     assert t.status == "not identified" and t.value == dep.engine.spec.round_s and "ends on its lower bound" in t.why
     assert any(w.startswith("per round: not identified") for w in fit.warnings)
@@ -476,7 +476,7 @@ def test_runs_that_pin_their_fit_hold_nothing_for_it_and_an_unpinned_acceptance_
 
 
 def test_held_out_predictions_never_see_the_runs_they_judge(dep):
-    runs = _model_runs(dep, noise=0.02, seed=1, prompts=(512,))
+    runs = _model_runs(dep, noise=0.02, seed=1, prompts=(512,), loads=(1, 4, 16, 32, 64))
     base = fit_engine(dep, runs, intervals=False)
     bent = [
         dataclasses.replace(
