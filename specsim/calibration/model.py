@@ -218,15 +218,15 @@ class RunModel:
             prefill = (
                 np.where(spec, dep.prefill_s(self.prompt, draft=True), dep.prefill_s(self.prompt)) if n else np.zeros(0)
             )
+            base = dep.prefill_base_s()
+            # a prefill batch run apart (SGLang), speculating: the drafter's draft extend passes over it too
+            batch_base = np.where(spec, dep.prefill_base_s(draft=True), base) if spec.any() else np.full(n, base)
             self._cache[key] = {
                 "decode": decode[:n],
                 "decode_own": decode[n:],
                 "prefill": prefill,
-                "base": dep.prefill_base_s(),
-                # a prefill batch run apart (SGLang), speculating: the drafter's draft extend passes over it too
-                "batch_base": np.where(spec, dep.prefill_base_s(draft=True), dep.prefill_base_s())
-                if n
-                else np.zeros(0),
+                "base": base,
+                "batch_base": batch_base,
             }
         return self._cache[key]
 
