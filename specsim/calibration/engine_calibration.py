@@ -145,7 +145,7 @@ class EngineCalibration:
             "engine_preset": dep.engine.key,
             "terms": {name: t.to_dict() for name, t in fit.terms.items()},
             "acceptance": {k: t.to_dict() for k, t in fit.acceptance.items()},
-            # sweep -> how far its fitted acceptance moved with every measured time 1e-9 longer (not pinned; kept)
+            # sweep -> how far its fitted acceptance moved with every measured time 1e-9 longer or shorter (not pinned; kept)
             "unpinned": dict(fit.unpinned),
             "compute_eff": fit.deployment.hardware.compute_eff,
             "bandwidth_eff": fit.deployment.hardware.bandwidth_eff,

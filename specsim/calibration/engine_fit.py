@@ -82,6 +82,16 @@ ALPHA_MARGIN = 0.10
 #: A run the fit misses by more than this is named: the model cannot reach it.
 UNREACHED = 0.25
 _SETTLE_PASSES = 4
+#: Each engine value's unit: the solver's scale for it, and what "moved by a share of itself" is measured against for a
+#: value near 0 (an acceptance is measured against itself, down to its lower bound).
+_UNITS = {
+    "scale": 1.0,
+    "iteration_s": 1e-3,
+    "iteration_seq_s": 1e-5,
+    "prefill_scale": 1.0,
+    "overlap_share": 1.0,
+    **{t: float(TERM_UPPER[k]) / 10 for k, t in enumerate(TERMS)},
+}
 #: How much longer every measured time is made to ask whether the runs pin one fit (:func:`nudged_runs`).
 NUDGE = 1e-9
 #: A fit whose engine values a nudge either way moves by more than this share of themselves (or of their unit, for one
@@ -368,13 +378,15 @@ def _intervals(free: list[_Param], x: np.ndarray, r: np.ndarray, jac: np.ndarray
 def _stage1_params(model: RunModel, design: dict, preset: EnginePreset) -> list[_Param]:
     out = []
     if model.fit_scale and not design["scale"]:
-        out.append(_Param("scale", SCALE_LOWER, scale_upper(model.dep.hardware), 1.0, 1.0))
+        out.append(_Param("scale", SCALE_LOWER, scale_upper(model.dep.hardware), _UNITS["scale"], 1.0))
     if not design["iteration_s"]:
-        out.append(_Param("iteration_s", 0.0, ITERATION_UPPER_S, 1e-3, preset.iteration_s))
+        out.append(_Param("iteration_s", 0.0, ITERATION_UPPER_S, _UNITS["iteration_s"], preset.iteration_s))
     if not design["iteration_seq_s"]:
-        out.append(_Param("iteration_seq_s", 0.0, ITERATION_SEQ_UPPER_S, 1e-5, preset.iteration_seq_s))
+        out.append(
+            _Param("iteration_seq_s", 0.0, ITERATION_SEQ_UPPER_S, _UNITS["iteration_seq_s"], preset.iteration_seq_s)
+        )
     if not design["prefill_scale"]:
-        out.append(_Param("prefill_scale", *PREFILL_BOUNDS, 1.0, preset.prefill_scale))
+        out.append(_Param("prefill_scale", *PREFILL_BOUNDS, _UNITS["prefill_scale"], preset.prefill_scale))
     return out
 
 
@@ -382,7 +394,7 @@ def _stage2_params(
     model: RunModel, design: dict, preset: EnginePreset, spec: np.ndarray, default_alpha: float, fit_share: bool
 ) -> list[_Param]:
     out = [
-        _Param(t, 0.0, float(TERM_UPPER[k]), float(TERM_UPPER[k]) / 10, getattr(preset.spec, t))
+        _Param(t, 0.0, float(TERM_UPPER[k]), _UNITS[t], getattr(preset.spec, t))
         for k, t in enumerate(TERMS)
         if not design.get(t, "no speculative runs")
     ]
@@ -391,7 +403,7 @@ def _stage2_params(
         for w in np.unique(model.topk[spec])
     )
     if fit_share and overlapped and not design.get("overlap_share"):
-        out.append(_Param("overlap_share", 0.0, 1.0, 1.0, preset.overlap_share))
+        out.append(_Param("overlap_share", 0.0, 1.0, _UNITS["overlap_share"], preset.overlap_share))
     sweeps = sorted({int(s) for s in model.sweep_index[spec] if s >= 0})
     out += [_Param(f"alpha:{s}", *ALPHA_BOUNDS, 1.0, default_alpha) for s in sweeps]
     return out
@@ -466,18 +478,6 @@ def nudged_runs(runs: list[CalRun], eps: float = NUDGE) -> list[CalRun]:
     return out
 
 
-#: Each value's unit: what "moved by a share of itself" is measured against for a value near 0.
-_UNITS = {
-    "scale": 1.0,
-    "iteration_s": 1e-3,
-    "iteration_seq_s": 1e-5,
-    "prefill_scale": 1.0,
-    "overlap_share": 1.0,
-    **{t: float(TERM_UPPER[k]) / 10 for k, t in enumerate(TERMS)},
-    "alpha": ALPHA_BOUNDS[0],
-}
-
-
 def _shown(name: str, value: float) -> str:
     """A value as the fit's messages print it: times in ms, the rest as numbers."""
     return f"{value * 1e3:.4g} ms" if name.endswith("_s") else f"{value:.4g}"
@@ -535,7 +535,7 @@ def fit_pinned(
             for n in a.keys() & b.keys():
                 d = abs(b[n] - a[n])
                 if d >= delta.get(n, 0.0):
-                    delta[n], moved[n] = d, d / max(abs(a[n]), _UNITS[n.split(":")[0]])
+                    delta[n], moved[n] = d, d / max(abs(a[n]), _UNITS.get(n, ALPHA_BOUNDS[0]))
         free = [n for n in _HOLD_FIRST[:-1] if not design.get(n) and n in moved]
         if not free or max(moved[n] for n in free) <= MOVED:
             alphas = {n: m for n, m in moved.items() if n.startswith("alpha:") and m > MOVED}

@@ -220,7 +220,7 @@ class RunModel:
             )
             base = dep.prefill_base_s()
             # a prefill batch run apart (SGLang), speculating: the drafter's draft extend passes over it too
-            batch_base = np.where(spec, dep.prefill_base_s(draft=True), base) if spec.any() else np.full(n, base)
+            batch_base = dep.prefill_base_s(draft=spec)
             self._cache[key] = {
                 "decode": decode[:n],
                 "decode_own": decode[n:],

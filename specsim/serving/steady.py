@@ -441,8 +441,7 @@ class _Steps:
     def batch_base_s(self) -> np.ndarray:
         """The base pass of a prefill batch run apart (:attr:`EngineLimits.prefill_apart`), per gamma: speculating, the
         drafter's draft extend passes over the batch too."""
-        spec = np.asarray(self.gamma) > 0
-        return np.where(spec, self.dep.prefill_base_s(draft=True), self.dep.prefill_base_s())
+        return self.dep.prefill_base_s(draft=np.asarray(self.gamma) > 0)
 
 
 @dataclass(frozen=True, eq=False)  # identity: numpy arrays in its fields

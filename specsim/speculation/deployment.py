@@ -597,18 +597,20 @@ class Deployment:
             total = total + (full - base)
         return np.where(p > 0, total / self.engine.prefill_scale, 0.0)
 
-    def prefill_base_s(self, draft: bool = False) -> float:
+    def prefill_base_s(self, draft: object = False) -> float | np.ndarray:
         """The base pass of an iteration that only prefills (no sequence decoding in it): the target's decode step of
         one sequence over no context, the engine's time included; the prompts' tokens add :meth:`prefill_s`.  With
         ``draft``, a speculating engine's drafter network passes over the batch too, its weights read once more: SGLang
         runs its draft extend after every prefill batch (``EAGLEWorker.forward_batch_generation``: an extend batch runs
         ``forward_target_extend`` then ``forward_draft_extend``, python/sglang/srt/speculative/eagle_worker.py,
         sgl-project/sglang at 00559ea), for EAGLE heads, MTP layers and draft models alike.  The one home of the base
-        pass: the steady state, the simulator and calibrate-engine's runs take it from here."""
+        pass: the steady state, the simulator and calibrate-engine's runs take it from here.  ``draft`` may be an array
+        (which runs or gammas speculate): the base per element."""
         base = float(np.asarray(self.decode(1, 0).total_s))
-        if draft and self.draft is not None:
-            base += float(np.asarray(self.gpu_pass(self.draft, 1, 1, 0).total_s))
-        return base
+        if self.draft is None or not np.any(draft):
+            return base if np.ndim(draft) == 0 else np.full(np.shape(draft), base)
+        extend = float(np.asarray(self.gpu_pass(self.draft, 1, 1, 0).total_s))
+        return base + extend if np.ndim(draft) == 0 else np.where(draft, base + extend, base)
 
     def decode(self, batch: object, context: object = DEFAULT_CONTEXT_TOKENS) -> StepTime:
         """t_decode: a plain decode step of the target (one token per sequence), engine time included."""
