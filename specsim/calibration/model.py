@@ -110,6 +110,8 @@ class RunModel:
         self.batch_own = np.zeros(len(runs))
         self._version = 0
         self._cache: dict = {}
+        self._populations: dict = {}
+        self._deployments: dict = {}
 
     # -- acceptance and populations -------------------------------------------------------------------------------
     def acceptance(self, alphas, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -133,8 +135,18 @@ class RunModel:
         return decode_rounds(alpha, self.steps[index], self.output[index] - 1.0, al)
 
     def population(self, alphas, index: np.ndarray):
-        """The closed-loop population of runs ``index`` (meaningful for the closed loops among them)."""
+        """The closed-loop population of runs ``index`` (meaningful for the closed loops among them): it depends on the
+        runs and their acceptance only, so it is kept for the last few acceptances asked (a fit's engine terms move
+        far more often than its acceptances)."""
         alpha, al = self.acceptance(alphas, index)
+        key = (index.tobytes(), alpha.tobytes(), al.tobytes())
+        if key not in self._populations:
+            if len(self._populations) >= 64:
+                del self._populations[next(iter(self._populations))]
+            self._populations[key] = self._population(alpha, al, index)
+        return self._populations[key]
+
+    def _population(self, alpha: np.ndarray, al: np.ndarray, index: np.ndarray):
         g = self.steps[index]
         fixed = self.fixed[index]
         pops = [
@@ -192,7 +204,23 @@ class RunModel:
 
     # -- the deployment at a point --------------------------------------------------------------------------------
     def deployment(self, values: Values):
-        """The deployment at ``values``: its profile scaled, the engine's iteration and round terms and prefill efficiency."""
+        """The deployment at ``values``: its profile scaled, the engine's iteration and round terms and prefill efficiency
+        (the last few kept: a fit asks for the same engine at each of its acceptances)."""
+        key = (
+            values.scale,
+            values.iteration_s,
+            values.iteration_seq_s,
+            values.prefill_scale,
+            values.host,
+            values.share,
+        )
+        if key not in self._deployments:
+            if len(self._deployments) >= 16:
+                del self._deployments[next(iter(self._deployments))]
+            self._deployments[key] = self._deployment(values)
+        return self._deployments[key]
+
+    def _deployment(self, values: Values):
         dep = self.dep
         if self.fit_scale and values.scale != 1.0:
             dep = _scaled(dep, values.scale)
@@ -215,9 +243,7 @@ class RunModel:
             decode = np.asarray(dep.decode(both, ctx).total_s, dtype=float)
             n = len(self.runs)
             spec = self.steps > 0
-            prefill = (
-                np.where(spec, dep.prefill_s(self.prompt, draft=True), dep.prefill_s(self.prompt)) if n else np.zeros(0)
-            )
+            prefill = dep.prefill_s(self.prompt, draft=spec) if n else np.zeros(0)
             base = dep.prefill_base_s()
             # a prefill batch run apart (SGLang), speculating: the drafter's draft extend passes over it too
             batch_base = dep.prefill_base_s(draft=spec)

@@ -407,7 +407,7 @@ def steady_state(
     L = P + O / 2.0 if context is None else np.broadcast_to(np.asarray(context, dtype=float), x.shape)
     spec = np.broadcast_to(g > 0, (g.shape[0], x.size))
     if limits.include_prefill:
-        t_pf = np.where(spec, dep.prefill_s(P, draft=True), dep.prefill_s(P))
+        t_pf = dep.prefill_s(P, draft=spec)
     else:
         t_pf, P = np.zeros(spec.shape), np.zeros_like(P)
     n_e, limited = _engine_population(dep, kind, x, P, O, g, limits, kv_bytes)
@@ -542,11 +542,17 @@ def burst_iterations(count: object, prompt_tokens: object, budget: float) -> np.
     [1.0, 4.0, 6.28]
     """
     n, x = np.broadcast_arrays(np.asarray(count, dtype=float), np.asarray(prompt_tokens, dtype=float) / float(budget))
-    out = np.empty(n.shape)
-    for i in np.ndindex(n.shape):
-        k = np.arange(1, max(int(n[i]), 1) + 1, dtype=float)
-        out[i] = np.ceil(k * x[i] - 1e-9).mean()
-    return np.maximum(out, 1.0)
+    m, x = np.maximum(n.astype(int), 1).ravel(), x.ravel()
+    out = np.ones(m.size)
+    if not m.size:
+        return out.reshape(n.shape)
+    k = np.arange(1, int(m.max()) + 1, dtype=float)
+    rows = max(1, 4_000_000 // k.size)  # bursts at once, a few million requests
+    for s in range(0, m.size, rows):
+        # the sums are of whole numbers, so exact in any order
+        it = np.where(k <= m[s : s + rows, None], np.ceil(k * x[s : s + rows, None] - 1e-9), 0.0)
+        out[s : s + rows] = it.sum(axis=-1) / m[s : s + rows]
+    return np.maximum(out, 1.0).reshape(n.shape)
 
 
 def own_step_s(population: Population, step_at_own: object, step_s: object, base_s: float) -> np.ndarray:

@@ -579,7 +579,7 @@ class Deployment:
         from the step-time source (the weights are read once for both), 0 for no tokens, over the engine's prefill
         efficiency (:attr:`~specsim.engines.EnginePreset.prefill_scale`: 1 as shipped, fitted to TTFT by
         calibrate-engine).  With ``draft``, a speculating engine's drafter network (a draft model, an EAGLE or MTP head)
-        runs over the same prompt tokens too.  What chunked prefill adds to the iteration it rides in
+        runs over the same prompt tokens too; ``draft`` may be an array (which prompts' engines speculate).  What chunked prefill adds to the iteration it rides in
         (:mod:`specsim.serving.steady`, the one serving model).
 
         >>> dep = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
@@ -589,12 +589,16 @@ class Deployment:
         23.62
         """
         p = np.asarray(prompt_tokens, dtype=float)
-        models = [self.target] + ([self.draft] if draft and self.draft is not None else [])
-        total = 0.0
-        for model in models:
+
+        def marginal(model) -> np.ndarray:
             base = np.asarray(self.gpu_pass(model, 1, 1, 0).total_s, dtype=float)
-            full = np.asarray(self.gpu_pass(model, 1, np.maximum(p, 1.0), 0).total_s, dtype=float)
-            total = total + (full - base)
+            return np.asarray(self.gpu_pass(model, 1, np.maximum(p, 1.0), 0).total_s, dtype=float) - base
+
+        total = marginal(self.target)
+        if self.draft is not None and np.any(draft):
+            total = np.where(draft, total + marginal(self.draft), total)
+        else:
+            total = np.broadcast_to(total, np.broadcast_shapes(total.shape, np.shape(draft)))
         return np.where(p > 0, total / self.engine.prefill_scale, 0.0)
 
     def prefill_base_s(self, draft: object = False) -> float | np.ndarray:
