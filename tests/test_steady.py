@@ -43,9 +43,9 @@ def test_a_closed_loop_is_the_simulators_within_three_percent_in_tpot_and_eight_
     its acceptance draws and lengths (seeded); the mean-value model ignores the variance of the batch and of the prefill
     cost across requests, which is its error: up to 2.5% in TPOT at 256 users, measured when this test was written.
     With prefill batches apart (SGLang's way, a budget of 4096 prompt tokens) TPOT stays within 2.3% and TTFT within
-    3.8% below 256 users (5.2% at 256 plain ones), but the TTFT of 256 speculating users is 13.6% over the
-    simulator's (measured 2026-12-03, with the drafter's draft extend in each prefill batch; 14-32% under at
-    2048-4096 tokens counting decode): the mean-value queue is not held there."""
+    3.8% (measured 2026-12-03, with the drafter's draft extend in each prefill batch; at 32 and 128 users, not run
+    here, TTFT within 5.9%).  Before the wait counted the chain of rounds and prefill batches (closed_loop_times: a
+    round's finishers are prefilled two iterations after it), the TTFT of 256 speculating users was 13.6% over."""
     concurrency = [1, 4, 16, 64, 256]
     P, O = SPREAD.sample(200_000, np.random.default_rng(0))
     model = steady_state(
@@ -66,8 +66,7 @@ def test_a_closed_loop_is_the_simulators_within_three_percent_in_tpot_and_eight_
         tpot = (run.finish_s - run.first_token_s)[keep].sum() / (run.output[keep] - 1).sum()
         ttft = (run.first_token_s - run.arrival_s)[keep].mean()
         assert model.tpot_s[0, j] == pytest.approx(tpot, rel=0.03), c
-        if limits is LIMITS or c < 256:
-            assert model.ttft_s[0, j] == pytest.approx(ttft, rel=0.08), c
+        assert model.ttft_s[0, j] == pytest.approx(ttft, rel=0.08), c
 
 
 @pytest.mark.parametrize("gamma", [0, 3])

@@ -637,13 +637,19 @@ def closed_loop_times(
     beside = np.where(p.group > 1, 0.0, (p.in_engine - 1.0) * t_pf / p.cycle)
     t_own = iteration_s(own_pass, own_prompts * t_pf / p.prefill_iterations + beside)
     # The iteration a request waits for: any iteration, on average; in convoys, the prefill of the group before it.
-    # Prefill apart, it arrives as the iteration after the one its predecessor ended in starts: a prefill batch where
-    # that one ended others too (1 - exp(-m) of decoding iterations, m prompts arriving per iteration, all in it), else
-    # a decoding iteration, with no prompt; in convoys, the group before it's prefill batch.
+    # Prefill apart, it arrives as the iteration after the round its predecessor ended in starts, and the prompts of a
+    # round's finishers are prefilled two iterations after it, all in one batch (a prefill batch runs whenever prompts
+    # wait): the iteration waited for is a prefill batch where the round before its predecessor's ended requests too,
+    # else a round.  A round ends requests with probability q = 1 - exp(-m) (m prompts arriving per round), and a
+    # round's finishers make the iteration two after it a prefill batch, which ends none: rounds and batches run as a
+    # chain whose rounds with finishers follow another with finishers q / (1 + q) of the time (q = 1: round, round,
+    # batch, batch).  So the wait is a batch of the m / q prompts of a round that ended some with probability
+    # q / (1 + q), else a round (the simulator plays it so, tests/test_steady.py); in convoys, the group before it's
+    # prefill batch.
     waited = iteration_s(step_s, waited_prompts * t_pf)
     if apart:
         q = 1.0 - np.exp(-arriving)
-        spread = (1.0 - q) * np.asarray(step_s, dtype=float) + q * base + arriving * t_pf
+        spread = (np.asarray(step_s, dtype=float) + q * base + arriving * t_pf) / (1.0 + q)
         waited = np.where(p.group > 1, iteration_s(base, waited_prompts * t_pf), spread)
     first = p.wait * waited + p.prefill_iterations * t_own
     if requests is not None:
