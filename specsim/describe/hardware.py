@@ -69,10 +69,14 @@ FOUR_BIT_DTYPES = ("int4", "mxfp4", "nvfp4")
 #: datasheet's 2x.
 FP8_MATMUL_SPEEDUP = 1.5
 #: Share of the 16-bit matmul rate a dequantising 4-bit GEMM reaches when compute-bound.  An assumption, printed
-#: wherever it applies: the kernel database has no dense 4-bit GEMMs.  Marlin's authors report W4A16 kernels close
-#: to, but below, FP16 throughput at batch 64-128 (Frantar et al. 2024, arXiv:2408.11743, Fig. 1).  The database's
-#: only 4-bit kernels, vLLM 0.24's Marlin W4A16 fused-MoE on H100 (hidden 7168, 384 experts), run at 0.69-1.12
-#: (median 0.92) of the BF16 rate at 4,096-16,384 tokens if its FP8 block kernels run at 1.5x BF16: 0.8 sits inside.
+#: wherever it applies: the kernel database has no dense 4-bit GEMM of the Marlin kernels vLLM and SGLang run.
+#: Marlin's authors report W4A16 kernels close to, but below, FP16 throughput at batch 64-128 (Frantar et al. 2024,
+#: arXiv:2408.11743, Fig. 1).  vLLM 0.24's Marlin W4A16 fused-MoE on H100 (hidden 7168, 384 experts) runs at
+#: 0.69-1.12 (median 0.92) of the BF16 rate at 4,096-16,384 tokens if its FP8 block kernels run at 1.5x BF16: 0.8
+#: sits inside.  TensorRT-LLM 1.0.0's own weight-only int4 kernels on the A100 (the database's one dense table,
+#: int4_wo against bfloat16, m >= 1024 and n, k >= 4096) run at 0.97 (10th-90th percentile 0.89-1.01); measured on
+#: 2026-12-03 and not taken: the A100 vLLM 0.24 AWQ study's plain steps (awq_marlin) cost more than 0.8 gives, not
+#: less (docs/targets.md, "Measured errors"), and 0.97 moved them further off.
 W4A16_COMPUTE_FRACTION = 0.8
 #: Dequantising (weight-only) GEMMs unpack each weight once per tile of tokens: the m = 16 rows of the tensor-core
 #: MMA they issue (mma.sync m16n8k16; Marlin, arXiv:2408.11743, dequantises in registers per such tile), so a pass of
