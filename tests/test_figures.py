@@ -185,14 +185,22 @@ def test_throughput_figure_ends_at_memory_capacity_and_shows_the_cost(drawn):
     assert first["speculation, optimal γ per batch"] < 0.7 * first["plain decoding"]
 
 
-def test_make_all_writes_png_and_svg_deterministically(tmp_path):
+def test_make_all_writes_png_and_svg_deterministically(tmp_path, monkeypatch):
+    from specsim.figures import make
+
+    monkeypatch.setattr(make, "_RENDERED", {})
     first = make_all(tmp_path / "a", ["speedup-vs-gamma"])
+    monkeypatch.setattr(make, "_RENDERED", {})  # drawn again, not the first drawing's bytes
     second = make_all(tmp_path / "b", ["speedup-vs-gamma"])
     assert [p.name for p in first] == ["speedup-vs-gamma.png", "speedup-vs-gamma.svg"]
     for a, b in zip(first, second):
         assert a.read_bytes() == b.read_bytes()
     assert first[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not list((tmp_path / "a").glob(".*.tmp"))
+    # Drawn once per process: a third call writes the same files without drawing.
+    monkeypatch.setattr(make, "render", lambda spec: pytest.fail(f"{spec.name} drawn twice"))
+    third = make_all(tmp_path / "c", ["speedup-vs-gamma"])
+    assert [p.read_bytes() for p in third] == [p.read_bytes() for p in second]
 
 
 def test_committed_figures_are_current(repo, made):

@@ -482,6 +482,11 @@ def render(spec: FigureSpec) -> tuple[Any, dict[str, Any]]:
     return fig, drawn
 
 
+#: Each figure's files and data once drawn in this process: the output is deterministic, so a second call (a
+#: notebook run again, the tests' figures and ``specsim figures``) writes the same bytes without drawing again.
+_RENDERED: dict = {}
+
+
 def make_all(
     outdir: str | Path = "figures", names: list[str] | None = None, done=None, drawn: dict | None = None
 ) -> list[Path]:
@@ -490,7 +495,8 @@ def make_all(
     figure), for a caller that reads the numbers a figure shows without drawing it again.
 
     Files are written atomically, all or none (a folder made for them is removed if they cannot be written); the
-    output is deterministic (no dates in the metadata, a fixed SVG hash salt).  Returns the paths written.
+    output is deterministic (no dates in the metadata, a fixed SVG hash salt), and each figure is drawn once per
+    process.  Returns the paths written.
     """
     import matplotlib
 
@@ -505,14 +511,19 @@ def make_all(
     # The folder first: one that cannot be made is said before the figures are drawn.
     with make_folder(outdir, parents=True) as out, matplotlib.rc_context({"svg.hashsalt": "specsim", "font.size": 10}):
         for name in chosen:
-            fig, data = render(known[name])
+            if name not in _RENDERED:
+                fig, data = render(known[name])
+                # PNG keeps matplotlib's "Software" tag (its version); SVG drops the date.
+                images = []
+                for fmt, meta in (("png", {}), ("svg", {"Date": None})):
+                    buffer = io.BytesIO()
+                    fig.savefig(buffer, format=fmt, dpi=150, metadata=meta)
+                    images.append((fmt, buffer.getvalue()))
+                _RENDERED[name] = (images, data)
+            images, data = _RENDERED[name]
             if drawn is not None:
                 drawn[name] = data
-            # PNG keeps matplotlib's "Software" tag (its version); SVG drops the date.
-            for fmt, meta in (("png", {}), ("svg", {"Date": None})):
-                buffer = io.BytesIO()
-                fig.savefig(buffer, format=fmt, dpi=150, metadata=meta)
-                files.append((out / f"{name}.{fmt}", buffer.getvalue()))
+            files += [(out / f"{name}.{fmt}", image) for fmt, image in images]
             if done is not None:
                 done()
         return atomic_write_many(files)  # all or none (about 4 MB held for every figure)
