@@ -140,11 +140,7 @@ class RunModel:
         far more often than its acceptances)."""
         alpha, al = self.acceptance(alphas, index)
         key = (index.tobytes(), alpha.tobytes(), al.tobytes())
-        if key not in self._populations:
-            if len(self._populations) >= 64:
-                del self._populations[next(iter(self._populations))]
-            self._populations[key] = self._population(alpha, al, index)
-        return self._populations[key]
+        return _kept(self._populations, key, lambda: self._population(alpha, al, index), 64)
 
     def _population(self, alpha: np.ndarray, al: np.ndarray, index: np.ndarray):
         g = self.steps[index]
@@ -214,11 +210,7 @@ class RunModel:
             values.host,
             values.share,
         )
-        if key not in self._deployments:
-            if len(self._deployments) >= 16:
-                del self._deployments[next(iter(self._deployments))]
-            self._deployments[key] = self._deployment(values)
-        return self._deployments[key]
+        return _kept(self._deployments, key, lambda: self._deployment(values), 16)
 
     def _deployment(self, values: Values):
         dep = self.dep
@@ -394,6 +386,15 @@ class RunModel:
             has = np.isfinite(self.ttft[index]) & self.alone[index]
             res = np.concatenate([res, ttft_weight * (t["ttft_s"][has] / self.ttft[index][has] - 1.0)])
         return res
+
+
+def _kept(store: dict, key, make, size: int):
+    """``store[key]``, made by ``make()`` where missing; the store keeps its last ``size`` entries (oldest out first)."""
+    if key not in store:
+        if len(store) >= size:
+            del store[next(iter(store))]
+        store[key] = make()
+    return store[key]
 
 
 def _memoised(dep):

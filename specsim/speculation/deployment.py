@@ -579,8 +579,8 @@ class Deployment:
         from the step-time source (the weights are read once for both), 0 for no tokens, over the engine's prefill
         efficiency (:attr:`~specsim.engines.EnginePreset.prefill_scale`: 1 as shipped, fitted to TTFT by
         calibrate-engine).  With ``draft``, a speculating engine's drafter network (a draft model, an EAGLE or MTP head)
-        runs over the same prompt tokens too; ``draft`` may be an array (which prompts' engines speculate).  What chunked prefill adds to the iteration it rides in
-        (:mod:`specsim.serving.steady`, the one serving model).
+        runs over the same prompt tokens too; ``draft`` may be an array (which prompts' engines speculate).  What chunked
+        prefill adds to the iteration it rides in (:mod:`specsim.serving.steady`, the one serving model).
 
         >>> dep = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
         >>> [round(float(t) * 1e3, 2) for t in dep.prefill_s([0, 1, 1000])]
