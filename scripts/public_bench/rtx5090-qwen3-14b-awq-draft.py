@@ -1,19 +1,32 @@
 """Transcribe keke0712/specdec_rtx5090 (Qwen3-14B-AWQ with a Qwen3-0.6B draft model at 5 tokens, one RTX 5090) into
-`vllm bench serve --save-result` JSON lines under examples/bench/public/rtx5090-qwen3-14b-awq-draft/ (moved here from
-scripts/convert_public_bench.py, with the fields that transcription dropped added; the file names and the earlier fields'
-values are unchanged).
+`vllm bench serve --save-result` JSON lines under examples/bench/public/rtx5090-qwen3-14b-awq-draft/.
 
 keke0712/specdec_rtx5090 @ 39638ec53ed807489cbd9b2bd12d69d01a81a63b (no snapshot could be fetched; read through the
-stored-file index), ``results/summary/{matched_baseline,specdec_k5}_formal_c*.json`` (vLLM, version not stated, one RTX
-5090, Qwen3-14B-AWQ with a Qwen3-0.6B draft model at 5 tokens, V1 model runner and async scheduling off on both sides;
-closed loops of 1-32 users; one fixed short prompt of about 77 output tokens; the input tokens are not recorded) and
-``results/crossover_summary.csv`` (one row per run: the same latency percentiles and, for the speculative runs, the
-draft counters read from the server's Prometheus page before and after the run).  The mapping (source field -> vLLM
-key), per summary file (matched_baseline_formal -> plain.jsonl, specdec_k5_formal -> draft-model.jsonl):
+stored-file index): ``results/summary/*.json`` (one per run: closed loops of 1-32 users, one fixed short prompt, about
+77 output tokens, greedy), ``results/crossover_summary.csv`` (one row per run: the same latency percentiles and, for
+the speculative runs, the draft counters read from the server's Prometheus page before and after the run) and
+``results/telemetry/*.prom`` (those Prometheus pages, read to check which server served each run).
+
+Which runs are which (read in the telemetry, 2026-12-03; the earlier transcription took the first as plain):
+    * ``matched_baseline_formal_c*`` (2026-08-17), which the study calls its matched plain baseline, were served by the
+      speculating server: their Prometheus pages carry the same ``process_start_time_seconds`` (1786951680.16) as the
+      ``specdec_k5_formal`` runs', its ``vllm:spec_decode_num_drafts_total`` rises by 1920 over the 64 requests at
+      concurrency 1 (28530 to 30450, as a speculative run's 30 rounds a request), and their KV usage equals the
+      speculative runs' (``kv_max_pct`` 0.190 and 0.760 at 1 and 4 users, against 0.41 for plain servers at 4).  They
+      are speculative runs and are not transcribed.
+    * ``matched_baseline_formal_rerun{1,2}_c{4,16}`` (2026-08-22) ran on a server without speculation (its page has no
+      ``vllm:spec_decode_*`` series; process start 1787396432.28 for rerun1) on the V1 model runner with async
+      scheduling off, as the speculating server: **plain.jsonl**.
+    * ``specdec_k5_formal_c*`` (2026-08-17, 1-32 users) and ``specdec_k5_formal_rerun{1,2}_c{4,16}`` (2026-08-22):
+      **draft-model.jsonl**.
+    * ``default_vllm_formal*`` (the study's arm A, default vLLM: V2 model runner, async scheduling on) is a different
+      engine path from the speculating server's, and is not transcribed.
+
+The mapping (source field -> vLLM key), per summary file:
     completed = successful_runs; num_prompts = requested_runs; failed = failed_runs; duration = measured_wall_time_s;
     total_output_tokens = total_output_tokens; max_concurrency = concurrency; request_rate "inf";
-    mean_tpot_ms = tpot_s.mean x 1000; total_input_tokens: not recorded, written as ``ASSUMED_PROMPT`` tokens per request;
-    date = the file name's timestamp (YYYYMMDD_HHMMSS); model_id "Qwen/Qwen3-14B-AWQ"; backend "vllm";
+    mean_tpot_ms = tpot_s.mean x 1000; total_input_tokens = ``PROMPT`` x completed; date = the file name's timestamp
+    (YYYYMMDD_HHMMSS); model_id "Qwen/Qwen3-14B-AWQ"; backend "vllm";
     ttft_s {mean, median_p50, p95} x 1000 -> mean_ttft_ms, median_ttft_ms, p95_ttft_ms;
     e2e_s {mean, median_p50, p95} x 1000 -> mean_e2el_ms, median_e2el_ms, p95_e2el_ms;
     tpot_s {median_p50, p95} x 1000 -> median_tpot_ms, p95_tpot_ms;
@@ -37,8 +50,17 @@ from pathlib import Path
 
 SOURCE = "rtx5090-qwen3-14b-awq-draft"
 OUT = Path(__file__).resolve().parents[2] / "examples" / "bench" / "public" / SOURCE
-#: The RTX 5090 study's prompt length, which it does not record: a one-sentence prompt (assumed).
-ASSUMED_PROMPT = 32
+#: The prompt's length in tokens: not in the summaries; the server's own count, vllm:request_prompt_tokens_sum over
+#: _count, is 25 on every page read (1825 / 73 before the first speculative run, 200 / 8 before a plain rerun).
+PROMPT = 25
+#: (summary files, output file): the runs each file holds (the module's docstring says why these).
+ARMS = (
+    (("matched_baseline_formal_rerun1_c*.json", "matched_baseline_formal_rerun2_c*.json"), "plain.jsonl"),
+    (
+        ("specdec_k5_formal_c*.json", "specdec_k5_formal_rerun1_c*.json", "specdec_k5_formal_rerun2_c*.json"),
+        "draft-model.jsonl",
+    ),
+)
 
 
 def _ms(stats: dict, *pairs: tuple[str, str]) -> dict:
@@ -52,9 +74,9 @@ def rtx5090(folder: Path) -> None:
     }
     OUT.mkdir(parents=True, exist_ok=True)
     counts = {}
-    for prefix, name in (("matched_baseline_formal", "plain.jsonl"), ("specdec_k5_formal", "draft-model.jsonl")):
+    for patterns, name in ARMS:
         records = []
-        for p in sorted((folder / "results" / "summary").glob(f"{prefix}_c*.json")):
+        for p in sorted(p for pattern in patterns for p in (folder / "results" / "summary").glob(pattern)):
             d = json.loads(p.read_text())
             rec = {
                 "date": p.stem[-22:-7],
@@ -64,7 +86,7 @@ def rtx5090(folder: Path) -> None:
                 "request_rate": "inf",
                 "completed": d["successful_runs"],
                 "duration": d["measured_wall_time_s"],
-                "total_input_tokens": round(ASSUMED_PROMPT * d["successful_runs"]),
+                "total_input_tokens": PROMPT * d["successful_runs"],
                 "total_output_tokens": int(d["total_output_tokens"]),
                 "mean_tpot_ms": d["tpot_s"]["mean"] * 1e3,
                 "num_prompts": d["requested_runs"],
@@ -79,7 +101,7 @@ def rtx5090(folder: Path) -> None:
             assert (
                 int(row["concurrency"]) == d["concurrency"] and int(row["successful_runs"]) == d["successful_runs"]
             ), p.name
-            if prefix.startswith("specdec"):
+            if name == "draft-model.jsonl":
                 rec |= {
                     "spec_decode_acceptance_length": float(row["mean_acceptance_length"]),
                     "spec_decode_acceptance_rate": float(row["acceptance_pct"]),
@@ -90,7 +112,7 @@ def rtx5090(folder: Path) -> None:
             else:
                 assert row["mean_acceptance_length"] == "", p.name
             records.append(rec)
-        records.sort(key=lambda r: r["max_concurrency"])
+        records.sort(key=lambda r: (r["max_concurrency"], r["date"]))
         (OUT / name).write_text("".join(json.dumps(r) + "\n" for r in records))
         counts[name] = len(records)
     (OUT / "source.yaml").write_text(SOURCE_YAML)
@@ -103,11 +125,15 @@ title: one RTX 5090, vLLM OpenAI server (V1 runner, async scheduling off), Qwen3
 repository: keke0712/specdec_rtx5090
 commit: "39638ec53ed807489cbd9b2bd12d69d01a81a63b"
 paths:
-  - results/summary/matched_baseline_formal_c{1,2,4,8,16,32}_*.json
+  - results/summary/matched_baseline_formal_rerun{1,2}_c{4,16}_*.json
   - results/summary/specdec_k5_formal_c{1,2,4,8,16,32}_*.json
+  - results/summary/specdec_k5_formal_rerun{1,2}_c{4,16}_*.json
   - results/crossover_summary.csv
+  - results/telemetry/*.prom                      # read to tell which server served each run (notes)
 engine: vllm
 engine_version: null              # not stated in the study's files
+engine_spec: vllm@0.27   # specsim's --engine for these runs: no version stated; both arms ran with async scheduling off, so a draft model's rounds are serial: specsim's vllm@0.27 preset (releases 0.15-0.27, serial draft-model rounds)
+max_num_seqs: 16   # the engine's limits as specsim models them: max_num_seqs 16 (the parallelism line: c = 32 queues)
 hardware: rtx-5090
 gpus: 1
 tp: 1
@@ -119,17 +145,17 @@ drafter: qwen3-0.6b
 draft_checkpoint: Qwen/Qwen3-0.6B
 load: concurrency
 lengths: >-
-  one fixed short prompt (length not recorded: 32 tokens assumed), about 77 output tokens (4928 / 64), greedy;
-  closed loops of 1, 2, 4, 8, 16, 32 users; 64 requests at c <= 4, 80 at 8, 160 at 16, 320 at 32
+  one fixed short prompt of 25 tokens (the server's vllm:request_prompt_tokens_sum / _count), about 77 output tokens
+  (4928 / 64), greedy; closed loops of 1, 2, 4, 8, 16, 32 users; 64 requests at c <= 4, 80 at 8, 160 at 16, 320 at 32
 acceptance: >-
   recorded per run (results/crossover_summary.csv: draft_rounds, draft_tokens, accepted_tokens from the server's
   Prometheus counters before and after each run; mean_acceptance_length = 1 + accepted / rounds = 2.667 in every run)
 runs:
-  - {file: plain.jsonl, kind: plain, concurrency: [1, 2, 4, 8, 16, 32]}
-  - {file: draft-model.jsonl, kind: spec, steps: 5, concurrency: [1, 2, 4, 8, 16, 32]}
+  - {file: plain.jsonl, kind: plain, concurrency: [4, 16]}              # two runs at each
+  - {file: draft-model.jsonl, kind: spec, steps: 5, concurrency: [1, 2, 4, 8, 16, 32]}   # three runs at 4 and 16
 mapping: |
   completed = successful_runs; num_prompts = requested_runs; failed = failed_runs; duration = measured_wall_time_s
-  total_output_tokens = total_output_tokens; total_input_tokens = 32 x completed (assumed)
+  total_output_tokens = total_output_tokens; total_input_tokens = 25 x completed (the server's prompt count)
   mean_tpot_ms = tpot_s.mean x 1000; median_tpot_ms = tpot_s.median_p50 x 1000; p95_tpot_ms = tpot_s.p95 x 1000
   ttft_s {mean, median_p50, p95} x 1000 -> mean_ttft_ms, median_ttft_ms, p95_ttft_ms
   e2e_s {mean, median_p50, p95} x 1000 -> mean_e2el_ms, median_e2el_ms, p95_e2el_ms
@@ -139,6 +165,15 @@ mapping: |
     draft_tokens -> spec_decode_draft_tokens, accepted_tokens -> spec_decode_accepted_tokens
   concurrency -> max_concurrency; request_rate "inf"; file-name timestamp -> date; model_id Qwen/Qwen3-14B-AWQ
 notes: |
+  - Which runs are plain was read in the telemetry (2026-12-03), not in the study's labels. Its first "matched
+    baseline" sweep (matched_baseline_formal_c*, 2026-08-17) was served by the speculating server: the same
+    process_start_time_seconds as the speculative sweep, vllm:spec_decode_num_drafts_total rising by 1920 over the 64
+    requests at 1 user, the speculative runs' KV usage. Those runs are speculative and not transcribed; before
+    2026-12-03 this folder held them as plain.jsonl, so every speedup validated here was one speculating server over
+    another. The plain runs are the reruns at 4 and 16 users (2026-08-22) on a server without speculation.
+  - The plain reruns are interleaved with the speculative reruns of the same day (19:02-19:30 by the file names'
+    clock); the first speculative sweep is five days earlier. The study reports a run-to-run spread of 10-26% in
+    throughput.
   - The client ran in Korea and the server in China over an SSH tunnel: TTFT and end-to-end latency include the
     network round trip; TPOT = (end-to-end - TTFT) / (tokens - 1) per request, which the tunnel's latency does not
     enter (its jitter may).
@@ -146,9 +181,8 @@ notes: |
     verification pass; 50 accepted tokens and 30 rounds per request): one fixed prompt decoded greedily gives the
     same output, and so the same acceptance, every time. It is kept in the records; a validation that fits without
     it should take it away.
-  - The prompt length is not recorded: 32 tokens per request is assumed (a one-sentence prompt).
-  - Only the "formal" runs are transcribed (one per concurrency, all on 2026-08-17); the study's reruns at c = 4 and 16
-    (2026-08-22) and its default-vLLM arm A (async scheduling on) are not; run-to-run drift in the study is 10-26%.
+  - The study's default-vLLM arm (A: V2 model runner, async scheduling on) is another engine path and is not
+    transcribed.
   - No ITL is recorded. No engine version is stated.
   - Qwen3-14B-AWQ/config.json is Qwen3-14B's with an AWQ quantization_config (4 bits, group 128).
 """
