@@ -147,7 +147,8 @@ mapping: |
   config.concurrency -> max_concurrency; request_rate "inf"; env.timestamp_utc -> date; config.model -> model_id
 notes: |
   - mean_tpot_ms is derived (the study records TTFT, ITL and end-to-end latency, not TPOT): exact for equal output
-    lengths (gsm8k, rag: 256 each); humaneval's outputs vary, so its TPOT is weighted by tokens.
+    lengths (gsm8k: 256 each; rag: 256 each on the FP16 weights); humaneval's outputs vary, so its TPOT is weighted by
+    tokens, and so, by well under 1%, is the AWQ-INT4 weights' rag (252.6-256 tokens a request on average).
   - ITL is the gap between streamed chunks: in the EAGLE-3 runs a chunk carries several tokens, so mean_itl_ms is
     about mean_tpot_ms x acceptance length; in the plain runs ITL and TPOT agree.
   - File names: {weights fp16|w4a16}-kv{fp16|fp8}-{plain|eagle3}-{gsm8k|humaneval|rag}.jsonl, 12 runs each (4
@@ -155,6 +156,12 @@ notes: |
     config.json (Llama-3.1-8B's with the checkpoint's AWQ quantization_config, 4 bits, group 128) is in
     Meta-Llama-3.1-8B-Instruct-AWQ-INT4/.
   - The acceptance is kept in the records; a validation that fits without it should take it away.
+  - The engine chose two attention paths (the study's server logs, phase3_results/server_logs/ at d96e4fb, read
+    2026-12-03): with an FP16 cache FlashAttention 2 and FULL plus PIECEWISE CUDA graphs in both arms; with an FP8
+    cache FlashInfer, where the plain servers still captured FULL graphs but every speculating server logged
+    "CUDAGraphMode.FULL_AND_PIECEWISE is not supported with spec-decode for attention backend FlashInferBackend ...
+    setting cudagraph_mode=PIECEWISE" and captured PIECEWISE graphs only. The launch flags are otherwise the same
+    (configs/factorial/*.yaml, harness/engines/vllm_adapter.py). specsim does not model that cost (it warns).
 """
 
 if __name__ == "__main__":
