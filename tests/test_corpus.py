@@ -102,3 +102,27 @@ def test_the_split_files_validation_writes_one_file_per_load_without_its_accepta
         assert all(r.accept_length is None for r in runs) and all(r.accept_length is not None for r in whole)
         nth = [r for r in whole if r.load == runs[0].load][repeat]
         assert runs[0].value == nth.value
+
+
+#: The transcription scripts that write their manifest from a template (the others build it in code).
+CONVERTERS = sorted(
+    p
+    for p in (ROOT.parent.parent.parent / "scripts" / "public_bench").glob("*.py")
+    if "SOURCE_YAML = " in p.read_text()
+)
+
+
+@pytest.mark.parametrize("script", CONVERTERS, ids=lambda p: p.stem)
+def test_a_converter_writes_the_manifest_its_folder_holds(script):
+    """Each transcription script writes its folder's source.yaml from a template (its run lines in place of @RUNS@):
+    a line added to the manifest by hand and not to the template (an engine_spec, a limit, a deployment) would be
+    lost the next time the source is transcribed."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(script.stem.replace("-", "_"), script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    template = module.SOURCE_YAML
+    manifest = (ROOT / module.SOURCE / "source.yaml").read_text()
+    runs = "".join(line for line in manifest.splitlines(keepends=True) if line.startswith("  - {file:"))
+    assert template.replace("@RUNS@\n", runs) == manifest

@@ -114,9 +114,12 @@ paths:
   - phase3_results/runs/core_factorial_*.json     # 288 files
 engine: vllm
 engine_version: "0.24.0"          # env.engine_version, per run
+engine_spec: vllm@0.24.0   # specsim's --engine for these runs: the release every run recorded
 hardware: a100-sxm-80gb           # env.gpu_name NVIDIA A100-SXM4-80GB
 gpus: 1
 tp: 1
+max_num_seqs: 256
+max_batched_tokens: 2048   # the engine's limits as specsim models them: the launch command sets neither (harness/engines/vllm_adapter.py at 7934c29), so vLLM 0.24.0's defaults for an OpenAI server on an A100 (vllm/engine/arg_utils.py get_batch_defaults: 2048 and 256; A100s are kept out of the 8192 of GPUs with 70 GiB or more, vLLM PR #17885)
 parallelism: one GPU, OpenAI server, the study's closed-loop harness; max_model_len 8192, gpu_memory_utilization 0.85, prefix caching off
 target: llama-3.1-8b              # fp16-* files; w4a16-* files: Meta-Llama-3.1-8B-Instruct-AWQ-INT4/config.json
 weight_dtype: null                # fp16-* files fp16; w4a16-* files int4-awq (the config's quantization_config)
@@ -162,6 +165,12 @@ notes: |
     "CUDAGraphMode.FULL_AND_PIECEWISE is not supported with spec-decode for attention backend FlashInferBackend ...
     setting cudagraph_mode=PIECEWISE" and captured PIECEWISE graphs only. The launch flags are otherwise the same
     (configs/factorial/*.yaml, harness/engines/vllm_adapter.py). specsim does not model that cost (it warns).
+deployments:   # the four deployments of these runs, as specsim models each (benchmarks/validate_corpus.py)
+  - {name: "fp16 weights, fp16 KV", files: "fp16-kvfp16-*", target: llama-3.1-8b, weight_dtype: fp16, kv_dtype: fp16}
+  - {name: "fp16 weights, fp8 KV", files: "fp16-kvfp8-*", target: llama-3.1-8b, weight_dtype: fp16, kv_dtype: fp8}
+  - {name: "AWQ-INT4 weights, fp16 KV", files: "w4a16-kvfp16-*", target: Meta-Llama-3.1-8B-Instruct-AWQ-INT4/config.json, kv_dtype: fp16}
+  - {name: "AWQ-INT4 weights, fp8 KV", files: "w4a16-kvfp8-*", target: Meta-Llama-3.1-8B-Instruct-AWQ-INT4/config.json, kv_dtype: fp8}
+sweep_by: file   # each speculative file is one dataset (gsm8k, humaneval, rag) at one step count; gsm8k's and rag's lengths are alike
 """
 
 if __name__ == "__main__":

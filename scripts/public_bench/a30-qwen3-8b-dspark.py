@@ -105,6 +105,9 @@ paths:
   - scripts/run_vllm_local_baseline.sh
 engine: vllm
 engine_version: "0.26.0"
+engine_spec: vllm@0.26.0   # specsim's --engine for these runs: the release the study names
+max_num_seqs: 16
+max_batched_tokens: 4096   # the engine's limits as specsim models them: max_num_seqs 16 at c >= 8 (4 at c <= 4, never binding), max_num_batched_tokens 4096
 hardware: a30                  # new profile hardware/a30.yaml (NVIDIA A30 datasheet peaks)
 gpus: 1                        # per arm: baseline and DSpark served from two separate A30s
 tp: 1

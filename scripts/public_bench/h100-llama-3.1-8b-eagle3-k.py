@@ -178,6 +178,7 @@ paths:
   - modal_vllm_eagle3.py                                                 # harness, read for the protocol only
 engine: vllm
 engine_version: null        # unpinned `pip install vllm` in the Modal image; the study's findings.md says "vLLM 0.23 V1"
+engine_spec: vllm@0.23.0   # specsim's --engine for these runs: the study's findings.md says vLLM 0.23 V1 (the Modal image pins none)
 hardware: h100-sxm          # Modal gpu="H100"; the variant is not recorded, Modal's H100s are SXM
 gpus: 1
 tp: 1
@@ -235,6 +236,20 @@ notes: |
   - K grid: batch 1: 1, 2, 3, 5, 7; batch 8: 1, 2 (lowk run) and 3, 4, 5; "16" (4), 32, 64: 1-4. No K = 6.
   - One repeat per point. The output is short (64 tokens), so prefill is a noticeable share of each batch's time,
     and the assumed prompt lengths matter there.
+  - Audited 2026-12-03 (modal_vllm_eagle3.py at 0c0fa77 and the raw JSONs; every batch record reproduced). A group's
+    wall time ends with its slowest request (one llm.generate per group, no refill), and the prompts' acceptance
+    differs: in the batch-1 records humaneval's acceptance length at K = 3 runs from 1.33 to 2.59 by prompt, so the
+    slowest of 8 consecutive prompts needs 1.14-1.19 times the mean rounds at K = 3 (all 30: 1.29-1.48), growing with
+    K. specsim's offline batch draws every request's rounds from one acceptance (decode_rounds_spread), so it counts
+    the chance spread and not the prompts' own: one reason its error grows with K and batch. The batch 64 records
+    are written as a closed loop of 64, which refills; the harness does not, so the mapping is exact for the plain
+    runs only.
+  - Each workload's untimed warm-up generates the first group's prompts, and vLLM V1 caches prefixes by default:
+    the first group's prefill was probably served from the cache (total_input_tokens assumes none was; prompts of
+    60-130 tokens against 64 output tokens each).
+  - The batch-8 runs at K = 1 and 2 (the lowk session) have their own plain run, 14% slower per step (7.90 ms) than
+    the other session's (6.93 ms). The study's findings.md says batch 8 ran K = 1-5; its file for that session
+    holds K = 3-5, the lowk file K = 1-2.
 """
 
 if __name__ == "__main__":

@@ -106,6 +106,9 @@ paths:
   - METHODOLOGY.md
 engine: vllm
 engine_version: "0.26.0"
+engine_spec: vllm@0.26.0   # specsim's --engine for these runs: 0.26.0
+max_num_seqs: 64
+max_batched_tokens: 8192   # the engine's limits as specsim models them: max_num_seqs 64, max_num_batched_tokens 8192 (the launch flags)
 hardware: rtx-3090               # new profile hardware/rtx-3090.yaml (GA102 whitepaper peaks)
 gpus: 1
 tp: 1

@@ -102,6 +102,9 @@ paths:
   - data/benchmarks.jsonl          # rows source "tli-synth-ext", model "Qwen3-4B", spec_decode null or ngram
 engine: vllm
 engine_version: "0.25.0"
+engine_spec: vllm@0.25.0   # specsim's --engine for these runs: 0.25.0
+max_num_seqs: 8
+max_batched_tokens: 8192   # the engine's limits as specsim models them: max_num_seqs 8, max_num_batched_tokens 8192 (the launch flags)
 hardware: rtx-3090               # new profile hardware/rtx-3090.yaml
 gpus: 1
 tp: 1
