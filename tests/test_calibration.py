@@ -1014,3 +1014,39 @@ def test_a_calibration_relabelled_for_another_gpu_is_refused(tmp_path, capsys, p
             and "relabelled.yaml: the fitted profile's peak_flop_per_s" in err[0]
             and "not fitted on mi355x" in err[0]
         )
+
+
+def test_an_offline_batch_waits_longer_for_prompts_that_accept_differently_and_the_spread_is_said(tmp_path, capsys):
+    # An offline batch ends with its slowest request: with the acceptance rate spread across the prompts
+    # (--acceptance-spread), the speculative runs' predicted throughput falls, the plain runs' does not move, and the
+    # notes say the spread used, or that 0 was assumed.
+    from specsim.calibration.inputs import runs_from_files
+
+    files = {}
+    for name in ("vllm-plain.jsonl", "vllm-eagle3.jsonl"):
+        lines = Path(f"{BENCH}/{name}").read_text().splitlines()
+        files[name] = tmp_path / name
+        # judged by their throughput, as an offline batch timed as a whole is (a request's TPOT does not wait)
+        slim = [
+            {k: v for k, v in json.loads(x).items() if not any(t in k for t in ("tpot", "itl", "ttft", "throughput"))}
+            for x in lines
+        ]
+        files[name].write_text("".join(json.dumps(r | {"max_concurrency": None}) + "\n" for r in slim))
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", timing="roofline", engine="vllm@0.10")
+    predicted, said = [], []
+    for spread in (None, 0.1):
+        runs, _, notes = runs_from_files(
+            [str(files["vllm-plain.jsonl"])], [([str(files["vllm-eagle3.jsonl"])], 3)], acceptance_spread=spread
+        )
+        assert {(c.run.kind, c.run.observable) for c in runs} == {("batch", "throughput")}
+        model = RunModel(dep, runs)
+        values = Values.at_preset(dep.engine, 0.7, len(model.sweeps))
+        model.settle(values)
+        predicted.append(model.predict(values, np.arange(len(runs))))
+        said.append([n for n in notes if n.startswith("acceptance spread")])
+    spec = np.array([c.setup is not None for c in runs])
+    assert np.all(predicted[1][spec] < predicted[0][spec]) and np.array_equal(predicted[1][~spec], predicted[0][~spec])
+    assert "0 assumed" in said[0][0] and said[1] == ["acceptance spread across prompts: 0.1 (--acceptance-spread)"]
+    assert main(["calibrate-engine", "--plain", str(files["vllm-plain.jsonl"]), "--acceptance-spread", "0.7"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "acceptance spread must be in [0, 0.5]" in err[0]

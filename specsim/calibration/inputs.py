@@ -86,10 +86,13 @@ def runs_from_files(
     verify_tokens: int | None = None,
     metrics: str | None = None,
     sweep_by: str = "lengths",
+    acceptance_spread: float | None = None,
 ) -> tuple[list[CalRun], list[str], list[str]]:
     """(runs, files read, notes) of plain benchmark files and groups of speculative ones, each group with the draft steps
     it ran (``[(files, steps), ...]``), grouped into sweeps by ``sweep_by``.  A saved ``/metrics`` page gives the
-    acceptance length of speculative runs whose file records none."""
+    acceptance length of speculative runs whose file records none.  ``acceptance_spread``: the standard deviation of
+    the acceptance rate across the prompts (None: 0, said in a note where an offline batch is among the runs, whose
+    slowest request waits for it)."""
     from specsim.calibration.bench_files import read_bench_file
     from specsim.speculation.metrics import accept_length_from_page
 
@@ -102,7 +105,7 @@ def runs_from_files(
         notes.append(f"acceptance length of speculative runs whose file has none: {length:.3f} ({where})")
     files = list(plain)
     for paths, steps in spec_groups:
-        setup = SpecSetup(steps, topk, verify_tokens)
+        setup = SpecSetup(steps, topk, verify_tokens, acceptance_spread=acceptance_spread or 0.0)
         for path in paths:
             files.append(path)
             for r in read_bench_file(path):
@@ -110,6 +113,14 @@ def runs_from_files(
                     r = dataclasses.replace(r, accept_length=length)
                 runs.append(CalRun(r, setup))
     runs, lines = group_sweeps(runs, sweep_by)
+    if any(c.setup is not None and c.run.kind == "batch" for c in runs):
+        notes.append(
+            f"acceptance spread across prompts: {acceptance_spread:g} (--acceptance-spread)"
+            if acceptance_spread is not None
+            else "acceptance spread across prompts: 0 assumed (every prompt accepts alike; --acceptance-spread): "
+            "an offline batch waits for its slowest request, and prompts that accept less are slower, so with "
+            "a real spread the speculative runs take longer than this fit's model says"
+        )
     return runs, files, notes + lines
 
 

@@ -82,6 +82,7 @@ class RunModel:
         self.output = np.array([x.output_tokens for x in r], dtype=float)
         self.context = self.prompt + self.output / 2.0
         self.steps = np.array([c.setup.steps if c.setup else 0 for c in runs], dtype=float)
+        self.spread = np.array([c.setup.acceptance_spread if c.setup else 0.0 for c in runs], dtype=float)
         self.topk = np.array([c.setup.topk if c.setup else 1 for c in runs], dtype=float)
         self.verify = np.array([c.setup.verify if c.setup else 1 for c in runs], dtype=float)
         known = [c.known_accept_length for c in runs]
@@ -350,7 +351,7 @@ class RunModel:
                     t_pf[sel],
                     base,
                     self.limits,
-                    decode_rounds_spread(alpha, self.steps[i], self.output[i] - 1.0, self.in_engine[i]),
+                    decode_rounds_spread(alpha, self.steps[i], self.output[i] - 1.0, self.in_engine[i], self.spread[i]),
                     tail_step_s=own_at[sel],
                 )
             for key in out:

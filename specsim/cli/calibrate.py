@@ -11,7 +11,7 @@ import argparse
 import dataclasses
 
 from specsim.cli import report
-from specsim.cli.flags import engine_type, int_at_least, nonempty
+from specsim.cli.flags import engine_type, int_at_least, nonempty, spread_type
 from specsim.core.limits import MAX_GAMMA, MAX_TP
 from specsim.describe.models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
 from specsim.engines import DEFAULT_ENGINE
@@ -88,6 +88,7 @@ def _inputs(args: argparse.Namespace) -> tuple:
         verify_tokens=args.verify_tokens,
         metrics=args.metrics,
         sweep_by=args.sweep_by,
+        acceptance_spread=args.acceptance_spread,
     )
     engine, said = runs_engine(runs, args.engine)
     notes += [said] if said else []
@@ -340,6 +341,14 @@ def _parser_calibrate_engine(sub) -> None:
     )
     p.add_argument(
         "--topk", type=int_at_least(1, "topk", MAX_GAMMA), default=1, help="draft tokens per step (default 1: a chain)"
+    )
+    p.add_argument(
+        "--acceptance-spread",
+        type=spread_type,
+        metavar="SD",
+        help="standard deviation of the acceptance rate across the runs' prompts, in [0, 0.5]: an offline batch "
+        "waits for its slowest request (default 0, said where offline runs are fitted; "
+        "specsim.speculation.acceptance.prompt_spread estimates it from requests measured one at a time)",
     )
     p.add_argument(
         "--verify-tokens",

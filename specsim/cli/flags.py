@@ -58,6 +58,7 @@ __all__ = [
     "positive_number",
     "rate",
     "rate_list",
+    "spread_type",
     "workload_type",
 ]
 
@@ -75,6 +76,16 @@ def alpha_type(text: str) -> float:
     value = number(text)
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"alpha must be in [0, 1], got {text}")
+    return value
+
+
+def spread_type(text: str) -> float:
+    """A standard deviation of the acceptance rate across prompts (``--acceptance-spread``)."""
+    value = number(text)
+    if not 0.0 <= value <= 0.5:
+        raise argparse.ArgumentTypeError(
+            f"acceptance spread must be in [0, 0.5] (a rate's standard deviation), got {text}"
+        )
     return value
 
 

@@ -203,14 +203,22 @@ def decode_rounds(acceptance: object, gamma: object, tokens: object, per_round: 
     return np.where(g == 0, m, rounds)
 
 
-def decode_rounds_spread(acceptance: object, gamma: object, tokens: object, count: object) -> np.ndarray:
-    """The expected most rounds any of ``count`` requests takes to emit ``tokens`` tokens, less the mean: the renewal
-    process's standard deviation sqrt(m Var X / E^3) (X the tokens of a round) times the expected largest of ``count``
-    standard normal draws (Blom's approximation, Phi^-1((n - 0.375) / (n + 0.25))).  What a batch that ends with its
-    slowest request waits beyond the mean; 0 without speculation.
+def decode_rounds_spread(
+    acceptance: object, gamma: object, tokens: object, count: object, spread: object = 0.0
+) -> np.ndarray:
+    """The expected most rounds any of ``count`` requests takes to emit ``tokens`` tokens, less the mean: the standard
+    deviation of a request's rounds times the expected largest of ``count`` standard normal draws (Blom's
+    approximation, Phi^-1((n - 0.375) / (n + 0.25))).  What a batch that ends with its slowest request waits beyond the
+    mean; 0 without speculation.
+
+    A request's rounds vary by chance, the renewal process's sqrt(m Var X / E^3) (X the tokens of a round), and by
+    its prompt: ``spread`` is the standard deviation of the acceptance rate across a workload's prompts (0: every
+    prompt accepts alike), which moves a request's rounds by D'(alpha) per unit of rate.  The two add in variance.
 
     >>> float(decode_rounds_spread(0.8, 0, 255, 8)), round(float(decode_rounds_spread(0.8, 4, 127, 8)), 2)
     (0.0, 4.2)
+    >>> round(float(decode_rounds_spread(0.8, 4, 127, 8, spread=0.1)), 2)
+    11.39
     """
     from scipy.special import ndtri
 
@@ -232,8 +240,18 @@ def decode_rounds_spread(acceptance: object, gamma: object, tokens: object, coun
     mean_a = np.sum(np.where(within, c, 0.0), axis=-1)
     var = np.maximum(np.sum(np.where(within, (2 * k - 1) * c, 0.0), axis=-1) - mean_a**2, 0.0)
     e = tokens_per_round(acceptance, g)
+    m = np.asarray(tokens, dtype=float)
+    var_rounds = m * var / e**3
+    s = np.asarray(spread, dtype=float)
+    if np.any(s > 0):
+        if acc is not None and acc.alpha is None:
+            raise ValueError("a spread of acceptance across prompts needs one acceptance rate, not one per position")
+        # D = m / E(alpha): dD/dalpha = -m E'(alpha) / E^2, with E'(alpha) = sum over k <= gamma of k alpha^(k - 1)
+        a = np.asarray(acceptance if acc is None else acc.alpha, dtype=float)[..., None]
+        de = np.sum(np.where(within, k * a ** (k - 1.0), 0.0), axis=-1)
+        var_rounds = var_rounds + (m * de / e**2 * s) ** 2
     largest = np.where(n > 1, ndtri((n - 0.375) / (n + 0.25)), 0.0)
-    return np.where(g == 0, 0.0, np.sqrt(np.asarray(tokens, dtype=float) * var / e**3) * largest)
+    return np.where(g == 0, 0.0, np.sqrt(var_rounds) * largest)
 
 
 def kv_sequences(kv_capacity_bytes: object, sequence_bytes: object) -> np.ndarray:
@@ -372,12 +390,15 @@ def steady_state(
     context: object = None,
     fixed_lengths: bool = False,
     requests: object = None,
+    acceptance_spread: float = 0.0,
 ) -> SteadyState:
     """The steady state of ``load`` (users, requests/s or an offline batch, by ``kind``) of requests of
     ``input_tokens`` in and ``output_tokens`` out, plain (gamma 0) and speculating each gamma; ``fixed_lengths``: every
     request has exactly these lengths (a closed loop's plain users then move in step, :func:`closed_population`);
     ``requests``: a closed loop's run of that many requests, from all users starting at once (its means, not the limit,
-    :func:`closed_loop_times`).
+    :func:`closed_loop_times`); ``acceptance_spread``: the standard deviation of the acceptance rate across the
+    prompts, which an offline batch's slowest request waits for (:func:`decode_rounds_spread`; the other loads' means
+    do not depend on it).
 
     ``limits`` default to :class:`EngineLimits`'s (the commands and :mod:`specsim.answers` give the engine's own on the
     GPU, :func:`specsim.engines.default_limits`).
@@ -415,7 +436,7 @@ def steady_state(
     if kind == "rate":
         return _open_loop(steps, x, P, O, t_pf, n_e, limited, limits)
     if kind == "batch":
-        return _offline(steps, x, P, O, t_pf, n_e, limited, limits)
+        return _offline(steps, x, P, O, t_pf, n_e, limited, limits, acceptance_spread)
     return _closed_loop(steps, x, P, O, t_pf, n_e, limited, limits, requests)
 
 
@@ -872,7 +893,7 @@ def offline_times(
     }
 
 
-def _offline(steps: _Steps, N, P, O, t_pf, n_e, limited, limits) -> SteadyState:
+def _offline(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, spread: float = 0.0) -> SteadyState:
     """An offline batch of N requests at once (:func:`offline_times`)."""
     D = decode_rounds(steps.acceptance, steps.gamma, O - 1.0)
     b = np.broadcast_to(n_e, np.broadcast_shapes(np.shape(n_e), D.shape))
@@ -890,7 +911,7 @@ def _offline(steps: _Steps, N, P, O, t_pf, n_e, limited, limits) -> SteadyState:
         t_pf,
         steps.base_s,
         limits,
-        decode_rounds_spread(steps.acceptance, steps.gamma, O - 1.0, n_e),
+        decode_rounds_spread(steps.acceptance, steps.gamma, O - 1.0, n_e, spread),
         last,
         tail,
     )

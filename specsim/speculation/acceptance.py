@@ -55,6 +55,7 @@ __all__ = [
     "TreeSpec",
     "alpha_from_acceptance_length",
     "as_acceptance",
+    "prompt_spread",
     "build_tree",
     "expected",
     "expected_from_cumulative",
@@ -198,6 +199,37 @@ def alpha_from_acceptance_length(mean_length: object, gamma: object) -> np.ndarr
         low = _geometric_tokens(mid, g) < x  # mid in [0, 1] and g checked above
         lo, hi = np.where(low, mid, lo), np.where(low, hi, mid)
     return np.where(x <= 1.0, 0.0, np.where(x >= g + 1.0, 1.0, 0.5 * (lo + hi)))
+
+
+def prompt_spread(accept_lengths: object, tokens: object, gamma: int) -> tuple[float, float]:
+    """(the acceptance rate, its standard deviation across prompts) from requests measured one at a time: each
+    request's acceptance length (tokens per verification over its ``tokens`` output tokens, at ``gamma`` draft steps)
+    gives its own rate; their variance, less what chance alone gives a rate measured over that many tokens (a
+    request's acceptance length varies by E Var X / tokens, X the tokens of one round, carried to the rate through
+    dE / d alpha), is the prompts' own.  What an offline batch's slowest request waits for
+    (:func:`specsim.serving.steady.decode_rounds_spread`); 0 where chance explains all of the variance.
+
+    >>> rng = np.random.default_rng(0)
+    >>> a = np.clip(0.6 + 0.1 * rng.standard_normal(4000), 0, 1)
+    >>> mean, spread = prompt_spread(expected_tokens(a, 3), 10_000, 3)
+    >>> round(mean, 2), round(spread, 2)
+    (0.6, 0.1)
+    """
+    lengths = np.asarray(accept_lengths, dtype=float).ravel()
+    t = np.broadcast_to(np.asarray(tokens, dtype=float), lengths.shape)
+    if lengths.size < 2:
+        raise ValueError("a spread across prompts needs at least two requests measured one at a time")
+    if np.any(t < 1):
+        raise ValueError("each request needs at least one output token")
+    rates = alpha_from_acceptance_length(lengths, gamma)
+    a = float(alpha_from_acceptance_length(lengths.mean(), gamma))
+    k = np.arange(1, gamma + 1, dtype=float)
+    c = a**k
+    e = 1.0 + c.sum()
+    var_x = 1.0 + ((2 * k + 1) * c).sum() - e**2  # E[X^2] - E^2, X = 1 + accepted drafts
+    de = (k * a ** (k - 1.0)).sum()
+    chance = float(np.mean(e * var_x / t)) / de**2 if de > 0 else 0.0
+    return float(rates.mean()), float(np.sqrt(max(rates.var(ddof=1) - chance, 0.0)))
 
 
 @dataclass(frozen=True)
