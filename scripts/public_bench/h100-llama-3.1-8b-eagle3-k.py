@@ -30,9 +30,11 @@ FIELD MAPPING (source field -> vLLM key):
     "batch 16" (vllm_eagle3_b16_b16.json: run with the default n = 4, so tokens = 256): one offline batch of the 4 prompts
       really run: completed = 4, duration = tokens / tok_per_s, total_output_tokens = tokens (max_num_seqs was 16)
     batch 64 (humaneval, gsm8k: 96 prompts = groups of 64 + 32; mt_bench: 80 = 64 + 16): the groups are unequal, so the
-      run is written as what it is equivalent to with every output at 64 tokens: a closed loop of 64 (the second group
-      starts when the first 64 finish together): max_concurrency = 64, request_rate "inf", completed = prompts,
-      duration = tokens / tok_per_s, total_output_tokens = tokens, total_input_tokens = prompts x ASSUMED_PROMPT
+      run is written as what it is: an offline batch of every prompt, 64 at a time in waves, each wave ending with its
+      slowest request (one llm.generate per group; the manifest's max_num_seqs 64 makes the waves): max_concurrency
+      null, request_rate "inf", completed = prompts, duration = tokens / tok_per_s, total_output_tokens = tokens,
+      total_input_tokens = prompts x ASSUMED_PROMPT.  (Until 2026-12-03 a closed loop of 64, which refills as requests
+      finish: the harness does not, and a speculating group's requests finish at different rounds.)
     accepted_tokens_per_step -> spec_decode_acceptance_length (= 1 + accepted / drafts, vLLM counters), humaneval rows
       ONLY: the counters are cumulative since engine start and each engine runs humaneval, then gsm8k, then mt_bench, so
       the gsm8k and mt_bench values pool the earlier workloads and are dropped.  The humaneval value also counts that
@@ -108,9 +110,8 @@ def batch_record(row: dict, batch: int) -> tuple[int, dict]:
         groups = prompts // batch
         rec = _base(batch, span / groups, batch * ASSUMED_PROMPT[w], tokens // groups)
         key = batch
-    else:  # unequal groups (batch 64): the equivalent closed loop of `batch`
+    else:  # unequal groups (batch 64): an offline batch of every prompt, run `batch` at a time in waves
         rec = _base(prompts, span, prompts * ASSUMED_PROMPT[w], tokens)
-        rec["max_concurrency"] = batch
         key = batch
     rec["output_throughput"] = tps
     al = row.get("accepted_tokens_per_step")
@@ -179,6 +180,7 @@ paths:
 engine: vllm
 engine_version: null        # unpinned `pip install vllm` in the Modal image; the study's findings.md says "vLLM 0.23 V1"
 engine_spec: vllm@0.23.0   # specsim's --engine for these runs: the study's findings.md says vLLM 0.23 V1 (the Modal image pins none)
+max_num_seqs: 64   # the engine's limits as specsim models them: each batch run's own is its batch (a wave of 1-32 fits in 64); the batch-64 runs' waves of 64
 hardware: h100-sxm          # Modal gpu="H100"; the variant is not recorded, Modal's H100s are SXM
 gpus: 1
 tp: 1
@@ -204,8 +206,9 @@ mapping: |
     batch 8 and 32 (equal groups): one record = the mean group, an offline batch: request_rate "inf", max_concurrency null,
       completed = batch, duration = tokens / tok_per_s / g, total_output_tokens = tokens / g
     "batch 16" (4 prompts really run): completed = 4, duration = tokens / tok_per_s, total_output_tokens = tokens
-    batch 64 (groups 64 + 32, or 64 + 16 for mt_bench): max_concurrency = 64, request_rate "inf" (equivalent closed loop),
-      completed = prompts, duration = tokens / tok_per_s, total_output_tokens = tokens
+    batch 64 (groups 64 + 32, or 64 + 16 for mt_bench): an offline batch of every prompt in waves of 64
+      (max_num_seqs 64 above): max_concurrency null, request_rate "inf", completed = prompts,
+      duration = tokens / tok_per_s, total_output_tokens = tokens
     total_input_tokens = completed x assumed prompt (humaneval 130, gsm8k 60, mt_bench 70)
     tok_per_s -> output_throughput
     accepted_tokens_per_step -> spec_decode_acceptance_length (humaneval rows only)
@@ -230,9 +233,10 @@ notes: |
     llm.generate per prompt, 128 output tokens, latency per request, default max_num_seqs; K = 1, 2, 3, 5, 7 (no 4).
     The batch-1 file was transcribed from the index's pages and rebuilt: its JSON re-serialisation has the index's
     77,098 characters and reproduces fixedK_by_workload.csv (accept_len, net_speedup) to 4 decimals.
-  - Batch 64 is written as a closed loop of 64 (max_concurrency 64): its groups are unequal (64 + 32; mt_bench, which
-    has 80 prompts, 64 + 16) and with every output at 64 tokens the harness's second group starts exactly when the
-    first 64 finish. Batches 8 and 32 are the mean of 8 and 2 equal groups (offline batches of 8 and 32).
+  - Batch 64 is written as an offline batch of all its prompts in waves of 64 (64 + 32; mt_bench, which has 80
+    prompts, 64 + 16): the harness generates each group to its end before the next, so each wave ends with its
+    slowest request (until 2026-12-03 a closed loop of 64, which refills: exact for the plain runs only). Batches 8
+    and 32 are the mean of 8 and 2 equal groups (offline batches of 8 and 32).
   - K grid: batch 1: 1, 2, 3, 5, 7; batch 8: 1, 2 (lowk run) and 3, 4, 5; "16" (4), 32, 64: 1-4. No K = 6.
   - One repeat per point. The output is short (64 tokens), so prefill is a noticeable share of each batch's time,
     and the assumed prompt lengths matter there.
