@@ -244,10 +244,8 @@ notes: |
     wall time ends with its slowest request (one llm.generate per group, no refill), and the prompts' acceptance
     differs: in the batch-1 records humaneval's acceptance length at K = 3 runs from 1.33 to 2.59 by prompt, so the
     slowest of 8 consecutive prompts needs 1.14-1.19 times the mean rounds at K = 3 (all 30: 1.29-1.48), growing with
-    K. specsim's offline batch draws every request's rounds from one acceptance (decode_rounds_spread), so it counts
-    the chance spread and not the prompts' own: one reason its error grows with K and batch. The batch 64 records
-    are written as a closed loop of 64, which refills; the harness does not, so the mapping is exact for the plain
-    runs only.
+    K. specsim counts the prompts' spread of acceptance where it is given (decode_rounds_spread; the validation
+    takes it from the batch-1 records, benchmarks/validate_corpus.py prompt_spreads).
   - Each workload's untimed warm-up generates the first group's prompts, and vLLM V1 caches prefixes by default:
     the first group's prefill was probably served from the cache (total_input_tokens assumes none was; prompts of
     60-130 tokens against 64 output tokens each).
