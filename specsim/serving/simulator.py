@@ -274,8 +274,10 @@ class _Engine:
         reserve: np.ndarray,
         changes: list | None = None,
         observer=None,
+        cum_by_request: np.ndarray | None = None,
     ):
         n = len(requests)
+        self.cum_by_request = cum_by_request  # (requests, gamma) cumulative rates, where prompts accept differently
         self.n, self.table, self.limits, self.cum, self.gamma_by_batch, self.rng = (
             n,
             table,
@@ -349,6 +351,10 @@ class _Engine:
             self.done += 1
             self.release(when)
 
+    def _rates(self, ids: np.ndarray) -> np.ndarray:
+        """The cumulative rates sequences ``ids`` draw from: the engine's, or each request's own."""
+        return self.cum if self.cum_by_request is None else self.cum_by_request[ids]
+
     def change_acceptance(self) -> None:
         """The acceptance from the latest change at or before now (a drafter that meets other prompts from then on)."""
         while self.changes and self.changes[0][0] <= self.t:
@@ -406,7 +412,9 @@ class _Engine:
         base = table.base_spec_s if self.speculating and self.limits.prefill_apart else table.base_s
         dt = float(iteration_s(float(table.round_s(b, ctx, g)) if decoding else base, prefill_s))
         emitted = (
-            _emit(self.rng, self.cum, g, b, 1, table.verified(b, np.array([ctx]), g) if b else None)[:, 0]
+            _emit(self.rng, self._rates(self.running), g, b, 1, table.verified(b, np.array([ctx]), g) if b else None)[
+                :, 0
+            ]
             if decoding
             else np.zeros(0)
         )
@@ -457,7 +465,7 @@ class _Engine:
         per_round = 1.0 + (self.cum[:g].sum() if g else 0.0)
         rounds = int(min(_JUMP, max(4, np.ceil(rem.min() / per_round) + 3)))
         verified = self.table.verified(b, ctx + per_round * np.arange(rounds), g)
-        emitted = _emit(self.rng, self.cum, g, b, rounds, verified)
+        emitted = _emit(self.rng, self._rates(run), g, b, rounds, verified)
         cum_e = np.cumsum(emitted, axis=1)
         # The round each sequence finishes in (rounds: none): every round emits at least one token, so cum_e rises
         # strictly and the rounds before it are those still short of what is left.
@@ -500,6 +508,7 @@ def simulate(
     label: str = "",
     acceptance_changes: list | None = None,
     observer=None,
+    acceptance_spread: float = 0.0,
 ) -> ServeResult:
     """Play ``requests`` through one engine.
 
@@ -528,6 +537,11 @@ def simulate(
     observer : object or None
         Told what the engine does, as an engine's metrics count it (:class:`specsim.serving.counters.StepCounters`): each round's accepted
         drafts per sequence, the tokens and prompt tokens of each iteration, each finished request.
+    acceptance_spread : float
+        The standard deviation of the acceptance rate across the requests' prompts: each request draws its own rate,
+        the rate plus that times a standard normal, kept in [0, 1] (0: every request draws from the one rate; needs one
+        rate, not one per position, and no ``acceptance_changes``).  :func:`specsim.serving.steady.decode_rounds_spread`
+        is the same model.
     """
     rng = np.random.default_rng(0) if rng is None else rng
     if np.ndim(gamma) == 0:
@@ -543,7 +557,16 @@ def simulate(
     cum = as_acceptance(acceptance).cumulative_rates(gmax)
     changes = sorted((float(t), as_acceptance(a).cumulative_rates(gmax)) for t, a in (acceptance_changes or ()))
     reserve = np.zeros(len(requests)) if reserve_bytes is None else np.asarray(reserve_bytes, dtype=float)
-    eng = _Engine(requests, table, limits, cum, gamma_by_batch, rng, concurrency, reserve, changes, observer)
+    by_request = None
+    if acceptance_spread > 0 and gmax > 0:
+        alpha = as_acceptance(acceptance).alpha
+        if alpha is None or changes:
+            raise ValueError("a spread of acceptance across prompts needs one acceptance rate and no changes of it")
+        rates = np.clip(alpha + acceptance_spread * rng.standard_normal(len(requests)), 0.0, 1.0)
+        by_request = rates[:, None] ** np.arange(1, gmax + 1)
+    eng = _Engine(
+        requests, table, limits, cum, gamma_by_batch, rng, concurrency, reserve, changes, observer, by_request
+    )
     eng.speculating = gmax > 0  # the drafter's network runs over every prompt too
     while eng.done < eng.n:
         eng.change_acceptance()
@@ -608,13 +631,15 @@ def simulate_speculating(
 def _emit(
     rng: np.random.Generator, cum: np.ndarray, gamma: int, batch: int, rounds: int, verified: np.ndarray | None = None
 ) -> np.ndarray:
-    """Tokens each of ``batch`` sequences emits in each of ``rounds`` rounds: 1 + accepted drafts.  With ``verified``
+    """Tokens each of ``batch`` sequences emits in each of ``rounds`` rounds: 1 + accepted drafts (``cum``: the
+    cumulative rates, or a row of them per sequence).  With ``verified``
     (the mean draft tokens verified per sequence in each round, a prefix-verifying drafter's), a sequence verifies
     floor(v) or floor(v) + 1 of them, with the mean v, and accepts only among those."""
     if gamma == 0:
         return np.ones((batch, rounds), dtype=np.int64)
     u = rng.random((batch, rounds, 1))
-    accepted = u < cum[None, None, :gamma]
+    # one set of cumulative rates for every sequence, or one row per sequence (prompts that accept differently)
+    accepted = u < (cum[None, None, :gamma] if cum.ndim == 1 else cum[:, None, :gamma])
     if verified is not None:
         v = np.broadcast_to(np.asarray(verified, dtype=float), (rounds,))
         n = np.floor(v)[None, :] + (rng.random((batch, rounds)) < (v - np.floor(v))[None, :])
