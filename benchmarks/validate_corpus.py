@@ -39,7 +39,7 @@ import yaml
 from specsim.calibration.bench_files import read_bench_file
 from specsim.calibration.engine_fit import NUDGE, _default_alpha, fit_engine, fit_pinned, nudged_runs
 from specsim.calibration.model import RunModel, Values
-from specsim.calibration.runs import CalRun, SpecSetup, group_sweeps, identifiable
+from specsim.calibration.runs import CalRun, SpecSetup, group_sweeps, identifiable, with_prompt_spreads
 from specsim.speculation.deployment import Deployment
 
 ROOT = Path("examples/bench/public")
@@ -94,37 +94,13 @@ def runs_of(spec: dict, folder: Path) -> list[CalRun]:
         if row["kind"] == "spec":
             setup = SpecSetup(int(row["steps"]), sweep=row.get("workload"))
         runs += [CalRun(r, setup) for r in read_bench_file(folder / row["file"])]
-    spread = prompt_spreads(runs)
-    runs = [
-        dataclasses.replace(c, setup=dataclasses.replace(c.setup, acceptance_spread=spread[c.setup.sweep]))
-        if c.setup is not None and c.setup.sweep in spread
-        else c
-        for c in runs
-    ]
+    # The spread of acceptance across the prompts, where single-request runs record it: part of the recorded
+    # acceptance, as the rate is ((a) and (b) take it, (c) takes it away).
+    runs = with_prompt_spreads(runs)[0]
     # A speculative run with no plain run at its load has nothing to be a speedup over (calibrate-engine refuses it).
     plain = {c.run.load for c in runs if c.setup is None}
     runs = [c for c in runs if c.setup is None or c.run.load in plain]
     return group_sweeps(runs, spec.get("sweep_by", "lengths"))[0]
-
-
-def prompt_spreads(runs: list[CalRun]) -> dict:
-    """The recorded spread of acceptance across a workload's prompts, where its speculative runs include requests
-    measured one at a time with their acceptance length (an offline batch of one): per step count
-    (:func:`specsim.speculation.acceptance.prompt_spread`), averaged over step counts.  Part of the recorded
-    acceptance, as the rate is: (a) and (b) take it, (c) takes it away."""
-    from specsim.speculation.acceptance import prompt_spread
-
-    singles: dict = {}
-    for c in runs:
-        if c.setup is not None and c.run.load == "batch 1" and c.run.accept_length is not None:
-            singles.setdefault((c.setup.sweep, c.setup.steps), []).append(c.run)
-    per: dict = {}
-    for (sweep, steps), rs in singles.items():
-        if len(rs) >= 2:
-            lengths = [r.accept_length for r in rs]
-            tokens = [r.output_tokens for r in rs]
-            per.setdefault(sweep, []).append(prompt_spread(lengths, tokens, steps)[1])
-    return {sweep: float(np.mean(v)) for sweep, v in per.items()}
 
 
 def _speedups(runs: list[CalRun], prediction: np.ndarray) -> dict:

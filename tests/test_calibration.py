@@ -1050,3 +1050,29 @@ def test_an_offline_batch_waits_longer_for_prompts_that_accept_differently_and_t
     assert main(["calibrate-engine", "--plain", str(files["vllm-plain.jsonl"]), "--acceptance-spread", "0.7"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "acceptance spread must be in [0, 0.5]" in err[0]
+
+
+def test_the_spread_of_acceptance_is_read_from_requests_measured_one_at_a_time():
+    # The H100 study's humaneval file holds 30 requests run one at a time, each with its acceptance length, beside
+    # its offline batches: one sweep (by file), whose spread across prompts is read from those requests
+    # and given to every speculative run of the sweep, and said.
+    from specsim.calibration.inputs import runs_from_files
+    from specsim.speculation.acceptance import prompt_spread
+
+    folder = "examples/bench/public/h100-llama-3.1-8b-eagle3-k"
+    spec = f"{folder}/eagle3-k3-humaneval.jsonl"
+    runs, _, notes = runs_from_files([f"{folder}/plain-humaneval.jsonl"], [([spec], 3)], sweep_by="file")
+    singles = [r for r in read_bench_file(spec) if r.load == "batch 1"]
+    expected = prompt_spread([r.accept_length for r in singles], [r.output_tokens for r in singles], 3)[1]
+    assert 0.05 < expected < 0.2
+    (spread,) = {c.setup.acceptance_spread for c in runs if c.setup}
+    assert len(singles) == 30 and spread == pytest.approx(expected, rel=1e-12)
+    said = [n for n in notes if n.startswith("acceptance spread")]
+    assert len(said) == 1 and "requests measured one at a time" in said[0]
+    given, _, notes = runs_from_files(
+        [f"{folder}/plain-humaneval.jsonl"], [([spec], 3)], sweep_by="file", acceptance_spread=0.02
+    )
+    assert {c.setup.acceptance_spread for c in given if c.setup} == {0.02}
+    assert [n for n in notes if n.startswith("acceptance spread")] == [
+        "acceptance spread across prompts: 0.02 (--acceptance-spread)"
+    ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from specsim.calibration.runs import CalRun, SpecSetup, group_sweeps
+from specsim.calibration.runs import CalRun, SpecSetup, group_sweeps, with_prompt_spreads
 
 __all__ = ["runs_engine", "runs_from_files", "runs_from_plan", "served_target"]
 
@@ -91,8 +91,8 @@ def runs_from_files(
     """(runs, files read, notes) of plain benchmark files and groups of speculative ones, each group with the draft steps
     it ran (``[(files, steps), ...]``), grouped into sweeps by ``sweep_by``.  A saved ``/metrics`` page gives the
     acceptance length of speculative runs whose file records none.  ``acceptance_spread``: the standard deviation of
-    the acceptance rate across the prompts (None: 0, said in a note where an offline batch is among the runs, whose
-    slowest request waits for it)."""
+    the acceptance rate across the prompts (None: the one the files' single-request runs record, else 0; said in a
+    note where an offline batch is among the runs, whose slowest request waits for it)."""
     from specsim.calibration.bench_files import read_bench_file
     from specsim.speculation.metrics import accept_length_from_page
 
@@ -105,7 +105,7 @@ def runs_from_files(
         notes.append(f"acceptance length of speculative runs whose file has none: {length:.3f} ({where})")
     files = list(plain)
     for paths, steps in spec_groups:
-        setup = SpecSetup(steps, topk, verify_tokens, acceptance_spread=acceptance_spread or 0.0)
+        setup = SpecSetup(steps, topk, verify_tokens)
         for path in paths:
             files.append(path)
             for r in read_bench_file(path):
@@ -113,15 +113,8 @@ def runs_from_files(
                     r = dataclasses.replace(r, accept_length=length)
                 runs.append(CalRun(r, setup))
     runs, lines = group_sweeps(runs, sweep_by)
-    if any(c.setup is not None and c.run.kind == "batch" for c in runs):
-        notes.append(
-            f"acceptance spread across prompts: {acceptance_spread:g} (--acceptance-spread)"
-            if acceptance_spread is not None
-            else "acceptance spread across prompts: 0 assumed (every prompt accepts alike; --acceptance-spread): "
-            "an offline batch waits for its slowest request, and prompts that accept less are slower, so with "
-            "a real spread the speculative runs take longer than this fit's model says"
-        )
-    return runs, files, notes + lines
+    runs, said = with_prompt_spreads(runs, acceptance_spread)
+    return runs, files, notes + lines + said
 
 
 def served_target(given: str | None, runs: list[CalRun]) -> str:

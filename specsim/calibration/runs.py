@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from specsim.calibration.bench_files import LITTLE_SLACK, BenchRun
 
 __all__ = [
@@ -37,6 +39,8 @@ __all__ = [
     "identifiable",
     "load_key",
     "model_key",
+    "prompt_spreads",
+    "with_prompt_spreads",
 ]
 
 #: Bounds of a fitted per-token acceptance rate.
@@ -122,6 +126,56 @@ def model_key(name: str) -> str:
     (meta-llama/Meta-Llama-3.1-8B-Instruct and meta-llama/Llama-3.1-8B-Instruct are one model)."""
     last = name.rstrip("/").split("/")[-1].lower()
     return last[len("meta-") :] if last.startswith("meta-") else last
+
+
+def prompt_spreads(runs: list[CalRun]) -> dict[str, tuple[float, int]]:
+    """Each sweep's spread of acceptance across its prompts, where its speculative runs include requests measured one
+    at a time with their acceptance length (offline batches of one): (the rate's standard deviation across prompts,
+    :func:`specsim.speculation.acceptance.prompt_spread` per step count and averaged over step counts; the requests
+    it was read from).  Part of the recorded acceptance, as the rate is."""
+    from specsim.speculation.acceptance import prompt_spread
+
+    singles: dict = {}
+    for c in runs:
+        if c.setup is not None and c.run.load == "batch 1" and c.run.accept_length is not None:
+            singles.setdefault((c.sweep, c.setup.steps), []).append(c.run)
+    per: dict = {}
+    for (sweep, steps), rs in singles.items():
+        if len(rs) >= 2:
+            spread = prompt_spread([r.accept_length for r in rs], [r.output_tokens for r in rs], steps)[1]
+            per.setdefault(sweep, []).append((spread, len(rs)))
+    return {sweep: (float(np.mean([v for v, _ in got])), sum(n for _, n in got)) for sweep, got in per.items()}
+
+
+def with_prompt_spreads(runs: list[CalRun], given: float | None = None) -> tuple[list[CalRun], list[str]]:
+    """(runs, notes): every speculative run given the spread of acceptance across its sweep's prompts: ``given`` (the
+    user's), else the one its own single-request runs record (:func:`prompt_spreads`), else 0; the notes say which,
+    where an offline batch, which waits for its slowest request, is among the runs."""
+    import dataclasses
+
+    recorded = {} if given is not None else prompt_spreads(runs)
+    out = []
+    for c in runs:
+        if c.setup is not None:
+            value = given if given is not None else recorded.get(c.sweep, (0.0, 0))[0]
+            c = dataclasses.replace(c, setup=dataclasses.replace(c.setup, acceptance_spread=value))
+        out.append(c)
+    notes = []
+    if any(c.setup is not None and c.run.kind == "batch" for c in out):
+        if given is not None:
+            notes.append(f"acceptance spread across prompts: {given:g} (--acceptance-spread)")
+        for sweep, (value, n) in recorded.items():
+            notes.append(
+                f"acceptance spread across prompts of sweep {sweep}: {value:.3f}, from {n} requests measured one at a "
+                "time (their acceptance lengths, less what chance gives each)"
+            )
+        if given is None and any(c.setup is not None and c.sweep not in recorded for c in out):
+            notes.append(
+                "acceptance spread across prompts: 0 assumed (every prompt accepts alike; --acceptance-spread): an "
+                "offline batch waits for its slowest request, and prompts that accept less are slower, so with a "
+                "real spread the speculative runs take longer than this fit's model says"
+            )
+    return out, notes
 
 
 def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun], list[str]]:

@@ -347,8 +347,8 @@ def _parser_calibrate_engine(sub) -> None:
         type=spread_type,
         metavar="SD",
         help="standard deviation of the acceptance rate across the runs' prompts, in [0, 0.5]: an offline batch "
-        "waits for its slowest request (default 0, said where offline runs are fitted; "
-        "specsim.speculation.acceptance.prompt_spread estimates it from requests measured one at a time)",
+        "waits for its slowest request (default: read from the sweep's requests measured one at a time with their "
+        "acceptance length, where the files hold them, else 0; said where offline runs are fitted)",
     )
     p.add_argument(
         "--verify-tokens",
