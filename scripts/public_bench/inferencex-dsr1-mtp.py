@@ -133,7 +133,10 @@ COMMON_LENGTHS = (
     "InferenceX's random dataset (utils/bench_serving/benchmark_serving.py, seed 0): prompt and output "
     "lengths uniform integers in [int(0.8 L), L] (--random-range-ratio 0.8) for L = {lengths}, "
     "--ignore-eos, closed loop of --max-concurrency c with --request-rate inf, 10 x c prompts and "
-    "2 x c warm-up requests; "
+    "2 x c warm-up requests (from InferenceX d053ae24e, 2026-01-21; earlier campaigns, the B200 SGLang plain arm and "
+    "both EP8 sources' arms, sent one test request); each prompt is consecutive token ids from a random offset, not "
+    "text, on which MTP accepts less than its published rate on real text (InferenceX's own note: raw random tokens "
+    "tank spec-decode acceptance); "
 )
 
 DEPLOYMENTS = [
@@ -390,6 +393,10 @@ DEPLOYMENTS = [
             "16384). The 2026-01-13 plain campaign (same v0.5.6 config) is left out: two of its rows used another "
             "prompt count (the ratio check finds 50 x c and 20 x c prompts). The MTP c 512 rows are beyond the plain "
             "arm's max-running-requests 128.",
+            "OUTLIERS (audit of 2026-12-03): two plain rows of this campaign, which ran before InferenceX sent "
+            "warm-up requests, have a p99 TTFT of 71.6 s (1k1k, c 64; p99 end-to-end 99.1 s against a median of "
+            "22.0 s) and 72.7 s (8k1k, c 16); throughput times median end-to-end latency is 0.74 c and 0.71 c, inside "
+            "the converter's 0.5-1.25 c check. The cause is not recorded.",
         ],
     },
     {
