@@ -222,7 +222,7 @@ def decode_rounds_spread(
     """
     from scipy.special import ndtri
 
-    from specsim.speculation.acceptance import tokens_per_round
+    from specsim.speculation.acceptance import round_tokens_variance, tokens_per_round, tokens_per_round_slope
 
     g = np.asarray(gamma, dtype=float)
     gmax = int(np.max(g)) if g.size else 0
@@ -236,9 +236,7 @@ def decode_rounds_spread(
         if acc is not None and acc.alpha is None
         else np.asarray(acceptance if acc is None else acc.alpha, dtype=float)[..., None] ** k
     )
-    within = k <= g[..., None]
-    mean_a = np.sum(np.where(within, c, 0.0), axis=-1)
-    var = np.maximum(np.sum(np.where(within, (2 * k - 1) * c, 0.0), axis=-1) - mean_a**2, 0.0)
+    var = round_tokens_variance(c, g)
     e = tokens_per_round(acceptance, g)
     m = np.asarray(tokens, dtype=float)
     var_rounds = m * var / e**3
@@ -247,8 +245,7 @@ def decode_rounds_spread(
         if acc is not None and acc.alpha is None:
             raise ValueError("a spread of acceptance across prompts needs one acceptance rate, not one per position")
         # D = m / E(alpha): dD/dalpha = -m E'(alpha) / E^2, with E'(alpha) = sum over k <= gamma of k alpha^(k - 1)
-        a = np.asarray(acceptance if acc is None else acc.alpha, dtype=float)[..., None]
-        de = np.sum(np.where(within, k * a ** (k - 1.0), 0.0), axis=-1)
+        de = tokens_per_round_slope(acceptance if acc is None else acc.alpha, g)
         var_rounds = var_rounds + (m * de / e**2 * s) ** 2
     largest = np.where(n > 1, ndtri((n - 0.375) / (n + 0.25)), 0.0)
     return np.where(g == 0, 0.0, np.sqrt(var_rounds) * largest)

@@ -56,6 +56,7 @@ __all__ = [
     "alpha_from_acceptance_length",
     "as_acceptance",
     "prompt_spread",
+    "round_tokens_variance",
     "build_tree",
     "expected",
     "expected_from_cumulative",
@@ -66,6 +67,7 @@ __all__ = [
     "parse_tree",
     "plan_arrays",
     "tokens_per_round",
+    "tokens_per_round_slope",
 ]
 
 #: Probability of the second-ranked child being accepted relative to the first (given the first was rejected),
@@ -201,6 +203,33 @@ def alpha_from_acceptance_length(mean_length: object, gamma: object) -> np.ndarr
     return np.where(x <= 1.0, 0.0, np.where(x >= g + 1.0, 1.0, 0.5 * (lo + hi)))
 
 
+def round_tokens_variance(cumulative: object, gamma: object) -> np.ndarray:
+    """The variance of the tokens one verification emits (X = 1 + accepted drafts) over the first ``gamma`` positions
+    of the cumulative rates ``cumulative`` (last axis; ``gamma`` broadcast over the others): P(X > k) = c_k, so
+    E[X^2] - E[X]^2 = sum over k <= gamma of (2k - 1) c_k, less (sum c_k)^2.
+
+    >>> round(float(round_tokens_variance(0.8 ** np.arange(1, 5), 4)), 4)
+    2.57
+    """
+    c = np.asarray(cumulative, dtype=float)
+    k = np.arange(1, c.shape[-1] + 1, dtype=float)
+    within = k <= np.asarray(gamma, dtype=float)[..., None]
+    mean = np.sum(np.where(within, c, 0.0), axis=-1)
+    return np.maximum(np.sum(np.where(within, (2 * k - 1) * c, 0.0), axis=-1) - mean**2, 0.0)
+
+
+def tokens_per_round_slope(alpha: object, gamma: object) -> np.ndarray:
+    """dE / d alpha of a chain at one rate: the sum over k <= gamma of k alpha^(k - 1).
+
+    >>> round(float(tokens_per_round_slope(0.8, 4)), 3)
+    6.568
+    """
+    a = np.asarray(alpha, dtype=float)[..., None]
+    g = np.asarray(gamma, dtype=float)
+    k = np.arange(1, int(np.max(g)) + 1 if g.size else 1, dtype=float)
+    return np.sum(np.where(k <= g[..., None], k * a ** (k - 1.0), 0.0), axis=-1)
+
+
 def prompt_spread(accept_lengths: object, tokens: object, gamma: int) -> tuple[float, float]:
     """(the acceptance rate, its standard deviation across prompts) from requests measured one at a time: each
     request's acceptance length (tokens per verification over its ``tokens`` output tokens, at ``gamma`` draft steps)
@@ -223,11 +252,9 @@ def prompt_spread(accept_lengths: object, tokens: object, gamma: int) -> tuple[f
         raise ValueError("each request needs at least one output token")
     rates = alpha_from_acceptance_length(lengths, gamma)
     a = float(alpha_from_acceptance_length(lengths.mean(), gamma))
-    k = np.arange(1, gamma + 1, dtype=float)
-    c = a**k
-    e = 1.0 + c.sum()
-    var_x = 1.0 + ((2 * k + 1) * c).sum() - e**2  # E[X^2] - E^2, X = 1 + accepted drafts
-    de = (k * a ** (k - 1.0)).sum()
+    e = float(_geometric_tokens(np.float64(a), np.float64(gamma)))
+    var_x = float(round_tokens_variance(a ** np.arange(1, gamma + 1, dtype=float), gamma))
+    de = float(tokens_per_round_slope(a, gamma))
     chance = float(np.mean(e * var_x / t)) / de**2 if de > 0 else 0.0
     return float(rates.mean()), float(np.sqrt(max(rates.var(ddof=1) - chance, 0.0)))
 
