@@ -633,6 +633,28 @@ def test_an_fp8_cache_without_fp8_tensor_cores_is_said_not_modelled_and_vllms_ba
     fp8 = {"kv_dtype": "fp8"}
     a100 = Deployment.build("a100-sxm-80gb", "llama-3.1-8b", "eagle3", engine=engine, target_options=fp8)
     (note,) = [n for n in a100.notes() if "FP8 KV cache" in n]
-    assert note.endswith("not modelled") and ("FlashInfer" in note) == flashinfer
+    assert "not modelled" in note and ("FlashInfer" in note) == flashinfer
+    assert ("its rounds are modelled serial" in note) == flashinfer
     h100 = Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", engine=engine, target_options=fp8)
     assert not [n for n in h100.notes() if "FP8 KV cache" in n]
+
+
+def test_vllms_rounds_are_serial_where_flashinfer_serves_an_fp8_cache_without_fp8_tensor_cores():
+    """FlashInfer's metadata build waits for the GPU in every pass on Ampere (vllm-project/vllm#29134, #57352), so a
+    vLLM that hides a round's host work elsewhere pays it after the passes there; not with an FP16 cache, not on a GPU
+    with FP8 tensor cores, and not SGLang."""
+    fp8 = {"kv_dtype": "fp8"}
+
+    def build(hardware, engine="vllm@0.24.0", **options):
+        return Deployment.build(hardware, "llama-3.1-8b", "eagle3", engine=engine, target_options=options or None)
+
+    a100 = build("a100-sxm-80gb", **fp8)
+    assert not a100.engine.overlaps("eagle3") and "#29134" in a100.engine.serial_why
+    assert "rounds serial" in a100.engine.release
+    for other in (build("a100-sxm-80gb"), build("h100-sxm", **fp8)):
+        assert other.engine.overlaps("eagle3") and not other.engine.serial_why
+    assert not build("a100-sxm-80gb", "sglang", **fp8).engine.serial_why
+    hidden = dataclasses.replace(a100, engine=a100.engine.with_spec(overlap=True))
+    serial, overlapped = (float(d.round_time(1, 1000, 3).total_s) for d in (a100, hidden))
+    host = float(a100.engine.round_host(1, 3))
+    assert serial == pytest.approx(overlapped + host, rel=1e-9) and host > 0

@@ -235,6 +235,9 @@ class EnginePreset:
     #: :func:`specsim.engines.get_engine` read it: the release the user named, which the drafter check, the metrics
     #: reader and the writers go by (:attr:`named_as`).  Empty for a preset built directly.  Not part of its identity.
     named: str = field(default="", compare=False)
+    #: Why this preset runs its rounds serially on the deployment it was built for, where its version would hide their
+    #: host work elsewhere (:meth:`specsim.engines.engine.Engine.serial_rounds`); "" otherwise.
+    serial_why: str = ""
 
     def __post_init__(self) -> None:
         if not (

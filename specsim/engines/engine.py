@@ -146,6 +146,11 @@ class Engine:
         follows a semicolon ("": nothing specsim has read)."""
         return ""
 
+    def serial_rounds(self, preset, hardware, kv_dtype: str) -> str:
+        """Why this engine cannot hide a round's host work behind the GPU with a ``kv_dtype`` cache on ``hardware``,
+        where ``preset`` would ("": nothing stops it)."""
+        return ""
+
     def default_limits(self, preset, hardware, offline: bool) -> DefaultLimits | None:
         """The limits this engine takes on ``hardware`` when the user sets none, for a server or (``offline``) a batch
         run in-process; None where specsim has not read them."""

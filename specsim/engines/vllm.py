@@ -659,6 +659,18 @@ class _Vllm(Engine):
             "piecewise CUDA graphs (attention outside the graph in every pass)"
         )
 
+    def serial_rounds(self, preset, hardware, kv_dtype):
+        # FlashInfer's metadata builder (v1/attention/backends/flashinfer.py, read at 0.24.0) copies seq_lens from the
+        # GPU on every build on Ampere and Ada, a copy that waits for every queued kernel, so the CPU cannot prepare
+        # the next pass while one runs (vllm-project/vllm#29134; #57352, open at 2026-09-17, would plan without it).
+        # With an FP8 cache FlashInfer is the backend on GPUs without FP8 tensor cores (fp8_cache_without_fp8).
+        if kv_dtype != "fp8" or hardware.peak_fp8_flop_per_s is not None or not preset.overlap_kinds:
+            return ""
+        return (
+            "FlashInfer, which serves an FP8 KV cache on a GPU without FP8 tensor cores, waits for the GPU in every "
+            "pass's metadata build (vllm-project/vllm#29134, #57352)"
+        )
+
     def draft_tp(self, preset, separate_model, target_tp, requested):
         return draft_tp(preset, separate_model, target_tp, requested)
 

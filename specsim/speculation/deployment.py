@@ -405,6 +405,22 @@ def model_assumptions(hardware: HardwareProfile, models) -> list[str]:
     return lines
 
 
+def _serial_where_blocked(preset: EnginePreset, hardware, target) -> EnginePreset:
+    """``preset`` as it runs ``target`` on ``hardware``: serial rounds where its engine cannot hide their host work there
+    (:meth:`specsim.engines.engine.Engine.serial_rounds`), said in its release line."""
+    engine = REGISTRY.get(preset.name)  # None for engine none
+    why = "" if engine is None else engine.serial_rounds(preset, hardware, target.kv_dtype)
+    if not why:
+        return preset
+    return dataclasses.replace(
+        preset,
+        overlap_kinds=frozenset(),
+        overlap_chains_only=False,
+        release=f"{preset.release}; rounds serial: {why}",
+        serial_why=why,
+    )
+
+
 @dataclass(frozen=True)
 class Deployment:
     """A target served on a device, with a drafter, a step-time source and an engine preset.
@@ -515,6 +531,7 @@ class Deployment:
                 check_tp(profile, opts["tp"], what)
         target_model = get_model(target, **t_opts)
         source, preset = source_and_engine(profile, timing, engine, engine_overhead_ms, progress)
+        preset = _serial_where_blocked(preset, profile, target_model)
         choices = ()
         kind = drafter_class(str(draft))
         if not decode_only:
@@ -537,7 +554,9 @@ class Deployment:
         """This deployment with a step-time source and engine preset, by name (``vllm@0.10``) or as a preset (see
         :func:`specsim.engines.source_and_engine`)."""
         source, preset = source_and_engine(self.hardware, timing, engine, engine_overhead_ms, progress)
-        return dataclasses.replace(self, source=source, engine=preset)
+        return dataclasses.replace(
+            self, source=source, engine=_serial_where_blocked(preset, self.hardware, self.target)
+        )
 
     def with_draft(self, step_model: ModelShape) -> "Deployment":
         """The same deployment with the drafter's network replaced (another TP size or dtype of it, or another draft model)."""
@@ -808,7 +827,8 @@ class Deployment:
             if model is not None:
                 notes += [f"{model.name}: {n}" for n in model.notes]
         if self.target.kv_dtype == "fp8" and self.hardware.peak_fp8_flop_per_s is None:
-            # Found on the public A100 study (docs/reports/2026-12-02-concurrency.md), after looking at it: not modelled.
+            # Found on the public A100 study (docs/reports/2026-12-02-concurrency.md), after looking at it: the serial rounds
+            # are modelled (Engine.serial_rounds, from 2026-12-03), the kernels and the piecewise graphs are not.
             engine = REGISTRY.get(self.engine.name)  # None for engine none
             why = "" if engine is None else engine.fp8_cache_without_fp8(self.hardware)
             notes.append(
@@ -816,6 +836,7 @@ class Deployment:
                 "counted at half the bytes; its attention kernels dequantize it, which can cost more than it saves "
                 f"(vLLM 0.24 on an A100: speculative TPOT 60% longer at concurrency 1 than with an FP16 cache){why}: "
                 "not modelled"
+                + (f"; its rounds are modelled serial: {self.engine.serial_why}" if self.engine.serial_why else "")
             )
         notes += self._overlap_assumed()
         return notes
