@@ -53,7 +53,7 @@ import numpy as np
 
 from specsim.calibration.model import RunModel, Values, scale_upper
 from specsim.calibration.runs import ALPHA_BOUNDS, CalRun, check_design, check_runs, identifiable, load_key
-from specsim.engines import TERMS, EnginePreset, SpecHost
+from specsim.engines import TERM_UPPER, TERMS, EnginePreset, SpecHost
 
 __all__ = ["CONFIDENCE", "NUDGE", "EngineFit", "Pinned", "Term", "fit_engine", "fit_pinned", "nudged_runs"]
 
@@ -64,8 +64,6 @@ ITERATION_UPPER_S = 20e-3
 ITERATION_SEQ_UPPER_S = 0.5e-3
 SCALE_LOWER = 0.2
 PREFILL_BOUNDS = (0.2, 5.0)
-#: Upper bounds of the host terms, seconds, in :data:`specsim.engines.TERMS` order (the public fit's).
-TERM_UPPER = np.array([20e-3, 5e-3, 0.5e-3, 0.5e-3])
 #: Two fitted values whose estimates correlate beyond this cannot be told apart by the runs.
 TRADE_OFF = 0.99
 #: Weight of a lone request's TTFT error beside the observables', where the prefill efficiency is fitted.

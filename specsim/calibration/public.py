@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from specsim.engines import PRESETS, REGISTRY, SpecHost
+from specsim.engines import PRESETS, REGISTRY, TERM_UPPER, SpecHost
 from specsim.engines import vllm as _vllm
 from specsim.speculation.acceptance import tokens_per_round
 from specsim.speculation.deployment import speedup_of
@@ -69,8 +69,6 @@ DATA = Path(__file__).resolve().parent / "data" / "speculation_public.csv"
 SERIAL_PRESETS = {name: e.serial_preset for name, e in REGISTRY.items() if e.serial_preset}
 FIT_KINDS = ("speedup", "batch_change", "step_sweep")
 KINDS = FIT_KINDS + ("overlap_gain", "plain")
-#: Bounds of the fitted terms, seconds: round, draft step, sequence, sequence and draft step.
-TERM_UPPER = np.array([20e-3, 5e-3, 0.5e-3, 0.5e-3])
 #: Bounds of a fitted per-position acceptance rate (``step_sweep`` sources).
 ALPHA_BOUNDS = (0.05, 0.98)
 _TIMINGS = ("hybrid", "kernels")

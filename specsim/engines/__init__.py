@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from specsim.engines import sglang, trtllm, vllm
-from specsim.engines.base import MAX_TERM_S, TERMS, EnginePreset, MetricNames, SpecHost, parse_version
+from specsim.engines.base import MAX_TERM_S, TERM_UPPER, TERMS, EnginePreset, MetricNames, SpecHost, parse_version
 from specsim.engines.engine import DefaultLimits, Engine, EngineSupport
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "MAX_TERM_S",
     "PRESETS",
     "TERMS",
+    "TERM_UPPER",
     "DefaultLimits",
     "Engine",
     "EnginePreset",

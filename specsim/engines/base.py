@@ -57,6 +57,7 @@ from specsim.describe.parallel import collective_count
 __all__ = [
     "MAX_TERM_S",
     "TERMS",
+    "TERM_UPPER",
     "EnginePreset",
     "MetricNames",
     "RecurrentVerify",
@@ -67,6 +68,9 @@ __all__ = [
 
 #: Largest engine term accepted, seconds (a second per iteration is no engine anyone runs).
 MAX_TERM_S = 1.0
+#: Upper bounds of the round's host terms where they are fitted (the public fit and calibrate-engine), seconds, in
+#: :data:`TERMS` order: per round, per draft step, per sequence, per sequence and draft step.
+TERM_UPPER = np.array([20e-3, 5e-3, 0.5e-3, 0.5e-3])
 
 
 def _check_term(owner: str, key: str, value: object) -> None:
