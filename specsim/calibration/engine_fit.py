@@ -954,13 +954,17 @@ def _better_engine(model: RunModel, named: EnginePreset, mine: float) -> tuple[s
     best = None
     everything = np.arange(len(model.runs))
     for key, preset in PRESETS.items():
-        if key in ("none", named.key) or (
-            preset.spec == named.spec
-            and preset.overlap_kinds == named.overlap_kinds
-            and preset.overlap_share == named.overlap_share
+        if key in ("none", named.key):
+            continue
+        # Each version as it runs on these runs' GPU and cache (serial where it cannot hide a round's host work there).
+        dep = model.dep.with_engine(preset.for_source(model.dep.source))
+        here = dep.engine
+        if (here.spec, here.overlap_kinds, here.overlap_share) == (
+            named.spec,
+            named.overlap_kinds,
+            named.overlap_share,
         ):
             continue
-        dep = dataclasses.replace(model.dep, engine=preset.for_source(model.dep.source))
         other = RunModel(dep, model.runs, model.limits)
         alpha0 = _default_alpha(dep)
         start = Values.at_preset(preset, alpha0, len(other.sweeps))

@@ -554,9 +554,12 @@ class Deployment:
         """This deployment with a step-time source and engine preset, by name (``vllm@0.10``) or as a preset (see
         :func:`specsim.engines.source_and_engine`)."""
         source, preset = source_and_engine(self.hardware, timing, engine, engine_overhead_ms, progress)
-        return dataclasses.replace(
-            self, source=source, engine=_serial_where_blocked(preset, self.hardware, self.target)
-        )
+        return dataclasses.replace(self, source=source).with_engine(preset)
+
+    def with_engine(self, preset: EnginePreset) -> "Deployment":
+        """This deployment served by another engine preset, as that engine runs it here (serial rounds where it cannot
+        hide their host work on this GPU and cache: :meth:`specsim.engines.engine.Engine.serial_rounds`)."""
+        return dataclasses.replace(self, engine=_serial_where_blocked(preset, self.hardware, self.target))
 
     def with_draft(self, step_model: ModelShape) -> "Deployment":
         """The same deployment with the drafter's network replaced (another TP size or dtype of it, or another draft model)."""
