@@ -637,6 +637,13 @@ def test_an_fp8_cache_without_fp8_tensor_cores_is_said_not_modelled_and_vllms_ba
     assert ("its rounds are modelled serial" in note) == flashinfer
     h100 = Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", engine=engine, target_options=fp8)
     assert not [n for n in h100.notes() if "FP8 KV cache" in n]
+    # Ada and RTX Blackwell have FP8 tensor cores, but vLLM serves their FP8 cache on FlashInfer too (#57352): the
+    # backend's sentence without the dequantisation one, and only for vLLM.
+    for gpu in ("l40s", "rtx-5090"):
+        dep = Deployment.build(gpu, "llama-3.1-8b", "eagle3", engine=engine, target_options=fp8)
+        notes = [n for n in dep.notes() if "FP8 KV cache" in n]
+        assert len(notes) == int(flashinfer)
+        assert all("FlashInfer" in n and "dequantize" not in n and "not modelled" in n for n in notes)
 
 
 def test_vllms_rounds_are_serial_where_flashinfer_serves_an_fp8_cache_without_fp8_tensor_cores():
@@ -654,6 +661,17 @@ def test_vllms_rounds_are_serial_where_flashinfer_serves_an_fp8_cache_without_fp
     for other in (build("a100-sxm-80gb"), build("h100-sxm", **fp8)):
         assert other.engine.overlaps("eagle3") and not other.engine.serial_why
     assert not build("a100-sxm-80gb", "sglang", **fp8).engine.serial_why
+    # Ada has FP8 tensor cores and copies on every build as Ampere does; RTX Blackwell copies only where a pass
+    # prefills (vllm-project/vllm#57352): by the compute capability, not the FP8 peak.
+    l40s = build("l40s", **fp8)
+    assert not l40s.engine.overlaps("eagle3") and "this GPU is 8.9" in l40s.engine.serial_why
+    assert build("rtx-5090", **fp8).engine.overlaps("eagle3")
+    # A profile that does not give its compute capability is placed by its FP8 tensor cores, and says so.
+    for hardware, serial in ((load_hardware("a100-sxm-80gb"), True), (H100, False)):
+        bare = dataclasses.replace(hardware, compute_capability=None)
+        dep = Deployment.build(bare, "llama-3.1-8b", "eagle3", engine="vllm@0.24.0", target_options=fp8)
+        assert (not dep.engine.overlaps("eagle3")) == serial
+        assert ("a GPU without FP8 tensor cores" in dep.engine.serial_why) == serial
     hidden = dataclasses.replace(a100, engine=a100.engine.with_spec(overlap=True))
     serial, overlapped = (float(d.round_time(1, 1000, 3).total_s) for d in (a100, hidden))
     host = float(a100.engine.round_host(1, 3))

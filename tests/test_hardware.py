@@ -52,6 +52,23 @@ def test_datasheet_numbers(name, tflops, tbps, gb):
     assert hw.memory_bytes == pytest.approx(gb * 1e9)
 
 
+def test_every_nvidia_profile_gives_its_compute_capability_with_its_source():
+    """Engines pick attention backends by it (vLLM serves an FP8 cache on FlashInfer on sm 8.x and 12.x)."""
+    expected = {"a100-sxm-80gb": (8, 0), "rtx-3090": (8, 6), "l40s": (8, 9), "h200": (9, 0), "b300": (10, 3)}
+    expected |= {"rtx-5090": (12, 0), "h100-sxm-vllm": (9, 0)}
+    for name in builtin_names():
+        hw = load_hardware(name)
+        if hw.platform != "cuda" or name == "cpu":
+            assert hw.sm is None, name
+            continue
+        assert hw.sources["compute_capability"] == "https://developer.nvidia.com/cuda-gpus", name
+        assert hw.sm == expected.get(name, hw.sm) and hw.sm[0] in (8, 9, 10, 12), name
+    # Written unquoted, YAML reads it as a number: taken as NVIDIA writes it.
+    data = {"name": "x", "peak_flop_per_s": 1e12, "peak_bytes_per_s": 1e12, "memory_bytes": 1e9}
+    assert profile_from_mapping({**data, "compute_capability": 12}).compute_capability == "12.0"
+    assert profile_from_mapping({**data, "compute_capability": 8.9}).sm == (8, 9)
+
+
 def test_a100_has_no_fp8_and_h100_does():
     assert load_hardware("a100-sxm-80gb").peak_fp8_flop_per_s is None
     assert load_hardware("h100-sxm").peak_fp8_flop_per_s == pytest.approx(2 * 989.4e12, rel=1e-3)
@@ -86,6 +103,10 @@ def test_pyyaml_exponent_strings_are_converted(tmp_path):
         ({"bandwith_eff": 0.7}, "unknown key(s) bandwith_eff"),
         ({"memory_bytes": None}, "missing required key(s) memory_bytes"),
         ({"memory_bytes": 10**400}, "memory_bytes must be a finite number, got a 401-digit number"),
+        ({"compute_capability": "sm_89"}, 'compute_capability must be major.minor as NVIDIA lists it, e.g. "8.9"'),
+        ({"compute_capability": "8.9.1"}, "compute_capability must be major.minor"),
+        ({"compute_capability": 8.95}, "compute_capability must be major.minor"),
+        ({"compute_capability": "9.4", "platform": "rocm"}, "compute_capability is an NVIDIA GPU's"),
     ],
 )
 def test_bad_profiles_name_the_key_and_the_rule(change, message):

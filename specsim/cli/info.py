@@ -160,6 +160,8 @@ def run_hardware(args: argparse.Namespace) -> int:
             print(f"  dense FP8 peak      {hw.peak_fp8_flop_per_s / 1e12:9.1f} TFLOP/s")
         print(f"  memory bandwidth    {hw.peak_bytes_per_s / 1e12:9.3f} TB/s")
         print(f"  memory capacity     {hw.memory_bytes / 1e9:9.1f} GB")
+        if hw.compute_capability:
+            print(f"  compute capability  {hw.compute_capability:>9} (sm_{hw.compute_capability.replace('.', '')})")
         print(f"  efficiencies        compute {hw.compute_eff:.3g}, bandwidth {hw.bandwidth_eff:.3g}")
         print(
             f"  overhead            {hw.overhead_s * 1e3:.3f} ms per forward pass"

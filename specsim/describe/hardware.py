@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -103,7 +104,7 @@ _NUMERIC = (
     "interconnect_latency_s",
     "max_devices",
 )
-_TEXT = ("name", "description", "notes", "device", "platform")
+_TEXT = ("name", "description", "notes", "device", "platform", "compute_capability")
 _MAPPINGS = ("sources", "calibration")
 #: The software stacks a profile may name.
 PLATFORMS = ("cuda", "rocm", "cpu")
@@ -153,6 +154,9 @@ class HardwareProfile:
         bytes), seconds.
     max_devices : int
         Devices one tensor-parallel group may span (one node's).
+    compute_capability : str or None
+        An NVIDIA GPU's CUDA compute capability, ``"8.9"``: which kernels and attention backends an engine runs there
+        (:attr:`sm`); None where the profile does not say.
 
     Examples
     --------
@@ -184,11 +188,23 @@ class HardwareProfile:
     #: The software stack its engines run on: ``cuda`` (NVIDIA), ``rocm`` (AMD Instinct, where vLLM's ROCm build has
     #: its own round costs: :func:`specsim.engines.vllm.on_platform`) or ``cpu``.
     platform: str = "cuda"
+    #: The CUDA compute capability, ``"major.minor"`` (https://developer.nvidia.com/cuda-gpus): engines pick their
+    #: attention backends by it (:meth:`specsim.engines.engine.Engine.serial_rounds`).  None: not given.
+    compute_capability: str | None = None
 
     def __post_init__(self) -> None:
         where = f"hardware profile {self.name!r}"
         if self.platform not in PLATFORMS:
             raise ValueError(f"{where}: platform must be one of {', '.join(PLATFORMS)}, got {self.platform!r}")
+        cc = self.compute_capability
+        if cc is not None and (not isinstance(cc, str) or not re.fullmatch(r"[1-9][0-9]?\.[0-9]", cc)):
+            raise ValueError(
+                f'{where}: compute_capability must be major.minor as NVIDIA lists it, e.g. "8.9", got {cc!r}'
+            )
+        if cc is not None and self.platform != "cuda":
+            raise ValueError(
+                f"{where}: compute_capability is an NVIDIA GPU's; this profile's platform is {self.platform}"
+            )
         if not isinstance(self.name, str) or not self.name.strip():
             raise ValueError(f"{where}: name must be a non-empty string")
         for key in ("peak_flop_per_s", "peak_bytes_per_s", "memory_bytes"):
@@ -217,6 +233,18 @@ class HardwareProfile:
             _check_finite(where, key, value)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{where}: {key} must be in [0, 1] seconds, got {value!r}")
+
+    @property
+    def sm(self) -> tuple[int, int] | None:
+        """The compute capability as (major, minor), None where the profile does not give it.
+
+        >>> HardwareProfile("demo", 1e15, 1e12, 80e9, compute_capability="8.9").sm
+        (8, 9)
+        """
+        if self.compute_capability is None:
+            return None
+        major, minor = self.compute_capability.split(".")
+        return int(major), int(minor)
 
     @property
     def flop_per_s(self) -> float:
@@ -327,6 +355,9 @@ def profile_from_mapping(data: Any, where: str = "hardware profile") -> Hardware
     for key in _NUMERIC:
         if key in data and data[key] is not None:
             kwargs[key] = _to_float(where, key, data[key])
+    cc = data.get("compute_capability")
+    if isinstance(cc, (int, float)) and not isinstance(cc, bool):
+        data = {**data, "compute_capability": repr(float(cc))}  # YAML reads 8.9 unquoted as a number
     for key in _TEXT:
         if key in data and data[key] is not None:
             if not isinstance(data[key], str):

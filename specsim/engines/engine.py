@@ -141,8 +141,8 @@ class Engine:
         """Why release ``version`` cannot change the draft length with the batch for this deployment (None: it can)."""
         return None
 
-    def fp8_cache_without_fp8(self, hardware) -> str:
-        """What this engine does with an FP8 KV cache on ``hardware``, which has no FP8 tensor cores, in a clause that
+    def fp8_cache_backend(self, hardware) -> str:
+        """What this engine does with an FP8 KV cache on ``hardware`` that specsim does not model, in a clause that
         follows a semicolon ("": nothing specsim has read)."""
         return ""
 

@@ -645,15 +645,37 @@ def default_limits(hardware, offline: bool) -> DefaultLimits:
     return DefaultLimits(seqs, tokens, where)
 
 
+def _flashinfer_serves_fp8_cache(hardware) -> str | None:
+    """Where vLLM runs an FP8 KV cache on FlashInfer, the GPU's family as the reasons print it; None elsewhere.
+
+    FlashAttention takes an FP8 cache only as FA3 on sm90 (v1/attention/backends/flash_attn.py, 0.24.0), and FlashInfer
+    serves it through TRT-LLM attention on sm100: what is left is Ampere and Ada (sm 8.x) and RTX Blackwell (sm 12.x),
+    as vllm-project/vllm#57352 lists them.  A CUDA profile that gives no compute capability is placed by its FP8 tensor
+    cores: without them it is Ampere or older, which counts as sm 8.x."""
+    if hardware.platform != "cuda":
+        return None
+    sm = hardware.sm
+    if sm is None:
+        return None if hardware.peak_fp8_flop_per_s is not None else "sm 8.x (a GPU without FP8 tensor cores)"
+    if sm[0] == 8:
+        return f"sm {sm[0]}.x (Ampere and Ada; this GPU is {hardware.compute_capability})"
+    if sm[0] == 12:
+        return f"sm 12.x (RTX Blackwell; this GPU is {hardware.compute_capability})"
+    return None
+
+
 class _Vllm(Engine):
     def default_limits(self, preset, hardware, offline):
         return default_limits(hardware, offline)
 
-    def fp8_cache_without_fp8(self, hardware):
+    def fp8_cache_backend(self, hardware):
         # vLLM 0.24.0: v1/attention/backends/flash_attn.py supports_kv_cache_dtype (fp8 needs FA3 on sm90), so
         # cuda.py's backend priorities fall to FLASHINFER; its get_cudagraph_support is UNIFORM_SINGLE_TOKEN_DECODE
         # without TRT-LLM attention (sm100), and config/compilation.py sets cudagraph_mode=PIECEWISE for spec decode
-        # (uniform_decode_query_len > 1) below UNIFORM_BATCH.
+        # (uniform_decode_query_len > 1) below UNIFORM_BATCH.  FlashInfer is the FP8-cache default on Ampere, Ada and
+        # RTX Blackwell (vllm-project/vllm#57352).
+        if _flashinfer_serves_fp8_cache(hardware) is None:
+            return ""
         return (
             "; vLLM (0.12 to 0.24 read) runs it on FlashInfer, not FlashAttention, and with speculation drops to "
             "piecewise CUDA graphs (attention outside the graph in every pass)"
@@ -661,14 +683,15 @@ class _Vllm(Engine):
 
     def serial_rounds(self, preset, hardware, kv_dtype):
         # FlashInfer's metadata builder (v1/attention/backends/flashinfer.py, read at 0.24.0) copies seq_lens from the
-        # GPU on every build on Ampere and Ada, a copy that waits for every queued kernel, so the CPU cannot prepare
-        # the next pass while one runs (vllm-project/vllm#29134; #57352, open at 2026-09-17, would plan without it).
-        # With an FP8 cache FlashInfer is the backend on GPUs without FP8 tensor cores (fp8_cache_without_fp8).
-        if kv_dtype != "fp8" or hardware.peak_fp8_flop_per_s is not None or not preset.overlap_kinds:
+        # GPU, a copy that waits for every queued kernel, so the CPU cannot prepare the next pass while one runs
+        # (vllm-project/vllm#29134): on every build on Ampere and Ada, on Hopper and RTX Blackwell only on builds with
+        # prefill rows (#57352, open at 2026-09-17, which would plan without it).
+        where = _flashinfer_serves_fp8_cache(hardware)
+        if kv_dtype != "fp8" or not preset.overlap_kinds or where is None or not where.startswith("sm 8"):
             return ""
         return (
-            "FlashInfer, which serves an FP8 KV cache on a GPU without FP8 tensor cores, waits for the GPU in every "
-            "pass's metadata build (vllm-project/vllm#29134, #57352)"
+            f"FlashInfer, which serves an FP8 KV cache on {where}, waits for the GPU in every pass's metadata build "
+            "(vllm-project/vllm#29134, #57352)"
         )
 
     def draft_tp(self, preset, separate_model, target_tp, requested):

@@ -829,18 +829,24 @@ class Deployment:
         for model in (self.target, self.draft):
             if model is not None:
                 notes += [f"{model.name}: {n}" for n in model.notes]
-        if self.target.kv_dtype == "fp8" and self.hardware.peak_fp8_flop_per_s is None:
+        if self.target.kv_dtype == "fp8":
             # Found on the public A100 study (docs/reports/2026-12-02-concurrency.md), after looking at it: the serial rounds
             # are modelled (Engine.serial_rounds, from 2026-12-03), the kernels and the piecewise graphs are not.
             engine = REGISTRY.get(self.engine.name)  # None for engine none
-            why = "" if engine is None else engine.fp8_cache_without_fp8(self.hardware)
-            notes.append(
-                f"{self.target.name}: an FP8 KV cache on {self.hardware.name}, which has no FP8 tensor cores, is "
-                "counted at half the bytes; its attention kernels dequantize it, which can cost more than it saves "
-                f"(vLLM 0.24 on an A100: speculative TPOT 60% longer at concurrency 1 than with an FP16 cache){why}: "
-                "not modelled"
-                + (f"; its rounds are modelled serial: {self.engine.serial_why}" if self.engine.serial_why else "")
-            )
+            why = "" if engine is None else engine.fp8_cache_backend(self.hardware)
+            serial = f"; its rounds are modelled serial: {self.engine.serial_why}" if self.engine.serial_why else ""
+            if self.hardware.peak_fp8_flop_per_s is None:
+                notes.append(
+                    f"{self.target.name}: an FP8 KV cache on {self.hardware.name}, which has no FP8 tensor cores, is "
+                    "counted at half the bytes; its attention kernels dequantize it, which can cost more than it saves "
+                    f"(vLLM 0.24 on an A100: speculative TPOT 60% longer at concurrency 1 than with an FP16 cache){why}: "
+                    "not modelled" + serial
+                )
+            elif why:
+                notes.append(
+                    f"{self.target.name}: an FP8 KV cache on {self.hardware.name} is counted at half the bytes{why}: "
+                    "not modelled" + serial
+                )
         notes += self._overlap_assumed()
         return notes
 
