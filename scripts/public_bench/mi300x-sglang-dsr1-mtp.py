@@ -204,6 +204,12 @@ without a duration. Dates are commit dates (2026-01-29), not recorded run dates.
 given; the plain arm has no mean at c 16, 32, 64 (median and p99 only). Single runs; no TTFT, ITL or E2E latency and
 no acceptance length are recorded. The figures are a hand-copied summary of benchmark_serving.py's console output;
 no result JSON is committed.
+Audited 2026-12-03: the plain arm and the MTP arm's c 4-16 are __tune.md's figures at 7f7c2df668, an earlier
+version than the one cited, which also holds the first c 32 / 64 MTP figures named above as replaced (they match);
+the c 32 / 64 rerun was not read again (the index the audit used holds no later version). The token totals of all
+ten rows reproduce the client's seed-0 draws. The plain arm's median TPOT stands in for its mean at c 16-64: at c 4
+and 8, where both are recorded, they differ by 0.3%; the MTP arm's mean and median differ by up to 9% (c 16), and
+its mean is what is read.
 """
 
 

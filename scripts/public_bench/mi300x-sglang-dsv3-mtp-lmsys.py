@@ -146,6 +146,9 @@ the blog fetches deepseek-ai/DeepSeek-R1 and lmsys/DeepSeek-R1-NextN instead; th
 Target: DeepSeek-V3 (FP8 checkpoint; whether V3 or V3-0324 is not stated). Single runs, date 2025-08-18.
 Not transcribed: Table 2 (ShareGPT, c 4-64: without MTP 3981.91-11900.36 ms, with MTP 2215.44-8763.65 ms), whose
 request count and lengths are unknown.
+Audited 2026-12-03 against the blog at 03d5107b: the 14 mean end-to-end latencies are Table 1's, row for row. What
+the audit could not settle is said above: the load of the table's rows (the client snippet has --request-rate 1 and
+no --max-concurrency) and the lengths (the client's defaults, assumed).
 """
 
 
