@@ -103,6 +103,38 @@ def test_cache_is_written_and_a_corrupt_file_is_rebuilt_not_trusted():
     )
 
 
+def test_what_the_database_cannot_compose_is_cached_and_not_looked_for_again(monkeypatch):
+    """gemma-3-27b's head shape has no decode-attention measurements on the H200: found once, the next process (a
+    serve-sim worker, the next command) reads that from the cache, neither composing it again nor saying it builds it;
+    a missing package, which may be installed by the next run, is never cached."""
+    import specsim.timing.kernels as kernels
+
+    h200, model = load_hardware("h200"), get_model("gemma-3-27b")
+    said: list[str] = []
+    first = KernelSource(h200, progress=said.append)
+    assert first.table(model) is None and len(said) == 1
+    (why,) = [n for n in first.notes if "using the roofline for gemma-3-27b" in n]
+    assert "no decode-attention measurements" in why
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("composed again")
+
+    monkeypatch.setattr(kernels, "build_table", refuse)
+    again = KernelSource(h200, progress=said.append)
+    assert again.table(model) is None and len(said) == 1 and why in again.notes
+    # A cache file for another database version or shape is not taken as that answer.
+    (path,) = [p for p in cache_dir().glob("kernels-*.json") if p.stat().st_size < 2000]
+    assert kernels._cached_missing(path, {"other": 1}) is None
+
+    def missing_package(*args, **kwargs):
+        raise kernels.KernelEnvironmentError("the kernel source needs aiconfigurator-core")
+
+    monkeypatch.setattr(kernels, "build_table", missing_package)
+    small = get_model("llama-3.2-1b")
+    assert KernelSource(h200).table(small) is None
+    assert not [p for p in cache_dir().glob("kernels-*.json") if p != path]
+
+
 def test_suffix_min_is_the_cheapest_larger_size():
     np.testing.assert_array_equal(_suffix_min(np.array([3.0, 5.0, 4.0, np.nan, 6.0])), [3.0, 4.0, 4.0, np.nan, 6.0])
 

@@ -121,4 +121,6 @@ def progress_bar(desc: str, unit: str, total: int | None = None, quiet: bool = F
 
 
 def progress(line: str) -> None:
-    print(f"specsim: {line}", file=sys.stderr, flush=True)
+    # One write per line: serve-sim's worker processes share the stream, and print's two writes interleave there.
+    sys.stderr.write(f"specsim: {line}\n")
+    sys.stderr.flush()

@@ -24,6 +24,7 @@ __all__ = [
     "DEVICE_FOLDERS",
     "STALE_STAGING_S",
     "KernelDataError",
+    "KernelEnvironmentError",
     "cache_dir",
     "cache_file",
     "clear_stale_staging",
@@ -59,16 +60,21 @@ class KernelDataError(ValueError):
     """The database cannot compose this model on this device and engine."""
 
 
+class KernelEnvironmentError(KernelDataError):
+    """The installation cannot be read (a package or folder missing): unlike what the database holds, it may change
+    between runs, so it is never cached."""
+
+
 def database_root() -> Path:
     """Folder of the installed database (``aiconfigurator_core/systems/data``)."""
     spec = importlib.util.find_spec("aiconfigurator_core")
     if spec is None or not spec.submodule_search_locations:
-        raise KernelDataError(
+        raise KernelEnvironmentError(
             f"the kernel source needs {AIC_DISTRIBUTION}=={AIC_VERSION} (pip install '{AIC_DISTRIBUTION}=={AIC_VERSION}')"
         )
     root = Path(list(spec.submodule_search_locations)[0]) / "systems" / "data"
     if not root.is_dir():
-        raise KernelDataError(f"{AIC_DISTRIBUTION} is installed but has no kernel data folder at {root}")
+        raise KernelEnvironmentError(f"{AIC_DISTRIBUTION} is installed but has no kernel data folder at {root}")
     return root
 
 
@@ -96,7 +102,7 @@ def database_version() -> str:
     try:
         return importlib.metadata.version(AIC_DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
-        raise KernelDataError(
+        raise KernelEnvironmentError(
             f"the kernel source needs {AIC_DISTRIBUTION}=={AIC_VERSION} (pip install '{AIC_DISTRIBUTION}=={AIC_VERSION}')"
         ) from None
 

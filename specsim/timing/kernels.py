@@ -90,6 +90,7 @@ __all__ = [
     "AIC_VERSION",
     "DEVICE_FOLDERS",
     "KernelDataError",
+    "KernelEnvironmentError",
     "KernelSource",
     "KernelTable",
     "build_table",
@@ -108,6 +109,7 @@ from specsim.timing.kernel_db import (  # noqa: F401 (re-exported: tests and cal
     DEVICE_FOLDERS,
     STALE_STAGING_S,
     KernelDataError,
+    KernelEnvironmentError,
     _newest,
     _version_key,
     cache_dir,
@@ -344,6 +346,19 @@ class KernelTable:
         return np.exp(np.interp(x, np.log(self.comm_elems), np.log(self.comm_s), left=np.nan, right=np.nan))
 
 
+def _cached_missing(path: Path, meta: dict) -> str | None:
+    """Why the database composes no table for ``meta``, where the cache file at ``path`` records that; None where it
+    holds a table (or cannot be read: the caller reads it as a table, and rebuilds what it cannot).  Tables are a few
+    kB of JSON: reading one twice costs less than a millisecond."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("missing"), str) or doc.get("meta") != meta:
+        return None
+    return doc["missing"]
+
+
 # -- building a table from the database files --------------------------------
 def _read(path: Path):
     import pandas as pd
@@ -351,7 +366,9 @@ def _read(path: Path):
     try:
         return pd.read_parquet(path)
     except ImportError as exc:  # pandas without pyarrow
-        raise KernelDataError(f"reading {path.name} needs pyarrow, which {AIC_DISTRIBUTION} installs: {exc}") from None
+        raise KernelEnvironmentError(
+            f"reading {path.name} needs pyarrow, which {AIC_DISTRIBUTION} installs: {exc}"
+        ) from None
     except FileNotFoundError:  # a release folder that ships some tables and not this one (gb300's trtllm 1.3.0rc23)
         parts = path.parts
         where = "/".join(parts[-4:-1]) if len(parts) >= 4 else str(path.parent)
@@ -753,6 +770,11 @@ class KernelSource:
             clear_stale_staging(path.parent)
         table = None
         if cached:
+            missing = _cached_missing(path, meta)
+            if missing is not None:  # this database holds no table for it: found before, not looked for again
+                self._note(f"{missing}; using the roofline for {model.name}")
+                self._tables[key] = None
+                return None
             try:
                 table = KernelTable.load(path, meta)
             except Exception:  # damaged, truncated or foreign: rebuild, never trust it
@@ -769,6 +791,10 @@ class KernelSource:
             except KernelDataError as exc:
                 self._note(f"{exc}; using the roofline for {model.name}")
                 self._tables[key] = None
+                if path is not None and not isinstance(exc, KernelEnvironmentError):
+                    # What the database lacks is a property of its version (in the key): kept, so that the next
+                    # process (a serve-sim worker, the next command) neither composes it again nor says it builds it.
+                    self._save_missing(meta, str(exc), path)
                 return None
             if path is not None:
                 self._save(table, path)
@@ -776,11 +802,17 @@ class KernelSource:
         self._by_model[id(model)] = (model, table)
         return table
 
-    def _save(self, table: KernelTable, path: Path) -> None:
+    def _save_missing(self, meta: dict, why: str, path: Path) -> None:
+        """Write to the cache that the database composes no table for ``meta``, and why (read by _cached_missing)."""
+        from specsim.core.files import atomic_write_bytes
+
+        self._save(None, path, lambda: atomic_write_bytes(path, json.dumps({"meta": meta, "missing": why}).encode()))
+
+    def _save(self, table: KernelTable | None, path: Path, write=None) -> None:
         """Write ``table`` to the cache; a folder that refuses it (read-only, full, a loop) is noted once, never raised."""
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            table.save(path)
+            (write or (lambda: table.save(path)))()
         except (OSError, ValueError, RuntimeError) as exc:  # RuntimeError: pathlib's "Symlink loop" before 3.13
             reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or str(exc)  # OutputError: plain
             self._note(
