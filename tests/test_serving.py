@@ -473,6 +473,61 @@ def test_a_sweep_in_worker_processes_brings_back_the_step_time_sources_notes():
     assert pooled.notes() == serial.notes()
 
 
+class _Shipping:
+    """An executor that sends each job as a process pool does (pickled, run on the copy) and records whether any job
+    composed a kernel table where it ran."""
+
+    def __init__(self, monkeypatch):
+        import specsim.timing.kernels as kernels
+
+        self.composed, real = [], kernels.build_table
+        self.shipping = False
+
+        def build_table(model, *args, **kwargs):
+            self.composed.append((model.name, self.shipping))
+            return real(model, *args, **kwargs)
+
+        monkeypatch.setattr(kernels, "build_table", build_table)
+
+    def _run(self, fn, job):
+        import pickle
+
+        self.shipping = True
+        try:
+            return fn(pickle.loads(pickle.dumps(job)))
+        finally:
+            self.shipping = False
+
+    def submit(self, fn, job):
+        from concurrent.futures import Future
+
+        future = Future()
+        future.set_result(self._run(fn, job))
+        return future
+
+    def map(self, fn, jobs):
+        return [self._run(fn, job) for job in jobs]
+
+
+def test_kernel_tables_are_read_before_the_jobs_leave_for_workers(monkeypatch, tmp_path):
+    """Where the cache does not hold a table yet, each worker of serve-sim composed (and announced) it at once; the
+    tables are now read before the jobs are sent, and every job receives them with its deployment."""
+    from specsim.serving.simulator import serve_compare_runs, serve_sweep
+
+    monkeypatch.setenv("SPECSIM_CACHE_DIR", str(tmp_path / "cache"))
+    dep = Deployment.build("h100-sxm", "llama-3.2-1b", "llama-3.2-1b", timing="hybrid", engine="vllm")
+    shipping = _Shipping(monkeypatch)
+    serve_sweep(dep, [2.0], "chat", 8, 0.8, seed=3, executor=shipping)
+    assert shipping.composed == [("llama-3.2-1b", False)]  # the target and its draft share one table
+    from specsim.serving.simulator import requests_for
+
+    requests = [requests_for(dep.target, rate=2.0, n=8, rng=np.random.default_rng(k))[0] for k in range(2)]
+    monkeypatch.setenv("SPECSIM_CACHE_DIR", str(tmp_path / "another"))
+    fresh = Deployment.build("h100-sxm", "llama-3.2-1b", "llama-3.2-1b", timing="hybrid", engine="vllm")
+    serve_compare_runs(fresh, requests, 0.8, 3, EngineLimits(), None, [0, 1], executor=shipping)
+    assert shipping.composed[1:] == [("llama-3.2-1b", False)]
+
+
 # -- the requests of a run, and their refusals, word for word --------------------------------------------------------
 def test_requests_for_draws_poisson_closed_loop_or_trace_with_the_documented_defaults(tmp_path):
     from specsim.serving.simulator import DEFAULT_REQUESTS, requests_for

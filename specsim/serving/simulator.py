@@ -737,6 +737,15 @@ def _compare_one(job):
     return result, dep.source.noted_items() if hasattr(dep.source, "noted_items") else []
 
 
+def _tables_read_here(dep: Deployment) -> None:
+    """Read what the step-time source composes for the target and the drafter (kernel tables) in this process, before
+    the jobs leave for an executor's workers: each then receives them with the deployment, rather than every worker
+    composing (and announcing) them at once where the cache does not hold them yet."""
+    for model in (dep.target, dep.draft):
+        if model is not None:
+            dep.gpu_pass(model, 1, 1, 1)
+
+
 def serve_compare_runs(
     dep: Deployment,
     request_sets: list,
@@ -764,6 +773,7 @@ def serve_compare_runs(
             if done is not None:
                 done()
         return out
+    _tables_read_here(dep)
     futures = [executor.submit(_compare_one, job) for job in jobs]
     for future in futures:
         future.add_done_callback(lambda _: done() if done is not None else None)
@@ -997,6 +1007,8 @@ def serve_sweep(
         for rate in rates
         for k in range(runs)
     ]
+    if executor is not None:
+        _tables_read_here(dep)
     finished = []
     for result, noted in map(_sweep_point_noted, jobs) if executor is None else executor.map(_sweep_one, jobs):
         finished.append(result)
