@@ -135,6 +135,21 @@ def test_what_the_database_cannot_compose_is_cached_and_not_looked_for_again(mon
     assert not [p for p in cache_dir().glob("kernels-*.json") if p != path]
 
 
+@pytest.mark.parametrize("gpu", ["h100-pcie", "l4"])
+def test_a_device_whose_database_folder_is_empty_is_the_roofline_by_name(gpu):
+    """aiconfigurator-core 0.12.0 ships empty h100_pcie and l4 folders: the step-time line said "verification from ...
+    kernels on l4" over what was the roofline everywhere; now the source is the roofline, and a note says why."""
+    from specsim.timing.kernels import KernelDataError
+
+    hw = load_hardware(gpu)
+    with pytest.raises(KernelDataError, match="has no vllm gemm measurements on"):
+        KernelSource(hw)
+    for timing in ("hybrid", "kernels"):
+        src = make_source(timing, hw)
+        assert src.name == "roofline" and any("using the roofline instead" in n for n in src.notes)
+    assert KernelSource(load_hardware("l40s")).device == "l40s"  # a folder with data keeps its source
+
+
 def test_suffix_min_is_the_cheapest_larger_size():
     np.testing.assert_array_equal(_suffix_min(np.array([3.0, 5.0, 4.0, np.nan, 6.0])), [3.0, 4.0, 4.0, np.nan, 6.0])
 

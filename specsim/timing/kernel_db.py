@@ -25,6 +25,7 @@ __all__ = [
     "STALE_STAGING_S",
     "KernelDataError",
     "KernelEnvironmentError",
+    "require_engine_data",
     "cache_dir",
     "cache_file",
     "clear_stale_staging",
@@ -179,6 +180,19 @@ def clear_stale_staging(folder: Path, now: float | None = None) -> int:
 
 def _version_key(text: str) -> tuple:
     return tuple(int(x) for x in re.findall(r"\d+", text))
+
+
+def require_engine_data(device: str, engine: str, version: str) -> None:
+    """KernelDataError where the installed database holds no ``engine`` GEMM or attention measurements on ``device``:
+    some device folders ship empty (aiconfigurator-core 0.12.0's a100_pcie, h100_pcie and l4), and a source over them
+    would be the roofline under the kernel database's name."""
+    root = database_root()
+    for kind in ("gemm", "attention"):
+        folder = root / device / kind / engine
+        if not (folder.is_dir() and any(p.is_dir() for p in folder.iterdir())):
+            raise KernelDataError(
+                f"the kernel database ({AIC_DISTRIBUTION} {version}) has no {engine} {kind} measurements on {device}"
+            )
 
 
 def _newest(folder: Path) -> Path:

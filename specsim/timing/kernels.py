@@ -118,6 +118,7 @@ from specsim.timing.kernel_db import (  # noqa: F401 (re-exported: tests and cal
     database_root,
     database_version,
     device_folder,
+    require_engine_data,
 )
 
 _SWEPT: set = set()  # cache folders already cleared of stale staging files in this process
@@ -716,6 +717,7 @@ class KernelSource:
         self.progress = progress
         self.device = device_folder(hardware)
         self.version = database_version()
+        require_engine_data(self.device, engine, self.version)
         self.notes: list[str] = []
         self._noted: dict = {}  # key -> the note's text, in the order noted
         self._tables: dict[tuple, KernelTable | None] = {}
