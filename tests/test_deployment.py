@@ -676,3 +676,23 @@ def test_vllms_rounds_are_serial_where_flashinfer_serves_an_fp8_cache_without_fp
     serial, overlapped = (float(d.round_time(1, 1000, 3).total_s) for d in (a100, hidden))
     host = float(a100.engine.round_host(1, 3))
     assert serial == pytest.approx(overlapped + host, rel=1e-9) and host > 0
+
+
+def test_without_a_draft_a_built_in_target_gets_its_catalogs_draft_and_the_note_says_so():
+    """llama-3.2-1b drafting for a Qwen3 or Mistral target was refused (another tokenizer) when the user gave no
+    --draft; the model catalog names each built-in target's draft, which is taken and said."""
+    qwen = Deployment.build(target="qwen3-8b")
+    assert qwen.draft.name == "qwen3-0.6b"
+    assert (
+        "drafter qwen3-0.6b: no --draft given; the model catalog's draft for qwen3-8b (specsim models)" in qwen.notes()
+    )
+    assert Deployment.build(target="mistral-7b").drafter.kind == "eagle"
+    # The default pair and a draft the user names are as before, with no such note.
+    for dep in (Deployment.build(), Deployment.build(target="qwen3-8b", draft="qwen3-1.7b")):
+        assert not [n for n in dep.notes() if "no --draft given" in n]
+    assert Deployment.build().draft.name == "llama-3.2-1b"
+    # Where the catalog names none (the family's smallest model), the default draft is refused as before, saying why.
+    with pytest.raises(
+        ValueError, match=r"^no --draft given, and the default draft llama-3.2-1b does not share qwen3-0"
+    ):
+        Deployment.build(target="qwen3-0.6b")

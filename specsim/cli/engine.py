@@ -116,7 +116,11 @@ def _parser_bench_plan(sub) -> None:
     p.add_argument("--hardware", help=f"the GPU (default {DEFAULT_HARDWARE})")
     p.add_argument("--target", help=f"the served model: a built-in name or its config.json (default {DEFAULT_TARGET})")
     p.add_argument("--served-model", metavar="ID", help="what the server loads (default: the target's Hugging Face ID)")
-    p.add_argument("--draft", help=f"the drafter (default {DEFAULT_DRAFT}): a draft model, eagle, eagle3, mtp or ngram")
+    p.add_argument(
+        "--draft",
+        help=f"the drafter: a draft model, eagle, eagle3, mtp or ngram (default: the model catalog's draft for a "
+        f"built-in target; else {DEFAULT_DRAFT})",
+    )
     p.add_argument(
         "--draft-checkpoint",
         metavar="ID",

@@ -192,7 +192,8 @@ def add_deployment_args(
         help=f"drafter: a draft model (built-in name or config.json), eagle, eagle3 (or eagle3:HEAD/config.json), "
         "mtp (the target's own MTP layers), ngram, peagle (P-EAGLE; peagle:HEAD/config.json), pard (or "
         "pard:MODEL), dflash (or dflash:DRAFTER/config.json), dspark (or dspark:DRAFTER/config.json) or suffix "
-        f"(suffix decoding) (default {DEFAULT_DRAFT})",
+        f"(suffix decoding) (default: the model catalog's draft for a built-in target, as specsim models lists it; "
+        f"else {DEFAULT_DRAFT})",
     )
     p.add_argument(
         "--calibration",

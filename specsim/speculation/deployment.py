@@ -132,6 +132,23 @@ def speedup_from_times(
     return speedup_from_round(alpha, g, t_target_s, round_seconds(g, t_draft_s, t_verify_s))
 
 
+def default_draft(target: ModelShape) -> tuple[str, str]:
+    """(the drafter where none is given, the line that says why): the model catalog's draft for a built-in target where
+    it names one other than :data:`DEFAULT_DRAFT` (its family's smallest model, or a head where no smaller model shares
+    its tokenizer: ``specsim models`` lists them), else DEFAULT_DRAFT with no line (the default pair, named in --help).
+
+    >>> default_draft(get_model("qwen3-8b"))[0], default_draft(get_model("llama-3.1-70b"))
+    ('qwen3-0.6b', ('llama-3.2-1b', ''))
+    """
+    from specsim.describe.models import catalog_entry
+
+    entry = catalog_entry(target.name)
+    named = str(entry.get("draft", "")).split(" (")[0] if entry else ""
+    if not named or named == "none" or named == DEFAULT_DRAFT:
+        return DEFAULT_DRAFT, ""
+    return named, f"drafter {named}: no --draft given; the model catalog's draft for {target.name} (specsim models)"
+
+
 def check_shared_vocabulary(target: ModelShape, draft: ModelShape) -> None:
     """Refuse a draft model whose tokenizer is not the target's.
 
@@ -498,8 +515,9 @@ class Deployment:
         """The one constructor: hardware and models by built-in name or file path (or the profile itself), with a
         step-time source and engine preset, and optionally a calibration of the user's engine.
 
-        ``hardware``, ``target`` and ``draft`` default to :data:`~specsim.core.defaults.DEFAULT_HARDWARE`,
-        ``DEFAULT_TARGET`` and ``DEFAULT_DRAFT``.  ``draft`` is a drafter
+        ``hardware`` and ``target`` default to :data:`~specsim.core.defaults.DEFAULT_HARDWARE` and ``DEFAULT_TARGET``;
+        ``draft`` to the model catalog's draft for a built-in target where it names one (qwen3-0.6b for a Qwen3 target,
+        eagle3 for Kimi K2; said in a note), else ``DEFAULT_DRAFT``.  ``draft`` is a drafter
         (:func:`specsim.speculation.drafters.make_drafter`): a model name or config.json, ``eagle``, ``eagle3``, ``mtp``
         or ``ngram``; ``decode_only`` builds a deployment without one.  ``target_options`` and
         ``draft_options`` go to :func:`~specsim.describe.models.get_model` (``weight_dtype``, ``kv_dtype``, ``tp``,
@@ -524,25 +542,36 @@ class Deployment:
                     d_opts["tp"] = calibration.draft_tp
         hardware = DEFAULT_HARDWARE if hardware is None else hardware
         target = DEFAULT_TARGET if target is None else target
-        draft = DEFAULT_DRAFT if draft is None else draft
+        defaulted = draft is None
         profile = hardware if isinstance(hardware, HardwareProfile) else load_hardware(hardware)
         for what, opts in (("--tp", t_opts), ("--draft-tp", d_opts)):
             if opts.get("tp") is not None:
                 check_tp(profile, opts["tp"], what)
         target_model = get_model(target, **t_opts)
+        choices = ()
+        if defaulted:
+            draft, why = default_draft(target_model)
+            choices = (why,) if why else ()
         source, preset = source_and_engine(profile, timing, engine, engine_overhead_ms, progress)
         preset = _serial_where_blocked(preset, profile, target_model)
-        choices = ()
         kind = drafter_class(str(draft))
         if not decode_only:
             kind.runs_on(preset)  # the release the preset was named by (EnginePreset.named)
         if not decode_only and kind.launches_steps and target_model.tp > 1:
             d_opts["tp"], line = draft_tp(preset, kind.shares_vocabulary, target_model.tp, d_opts.get("tp"))
-            choices = (line,)
-        drafter = None if decode_only else make_drafter(str(draft), target_model, d_opts, ngram_cpu_s_per_token)
-        if calibration is not None:
-            preset = calibration.apply(preset)
-        return cls(profile, target_model, drafter, source, preset, choices)
+            choices += (line,)
+        try:
+            drafter = None if decode_only else make_drafter(str(draft), target_model, d_opts, ngram_cpu_s_per_token)
+            if calibration is not None:
+                preset = calibration.apply(preset)
+            return cls(profile, target_model, drafter, source, preset, choices)
+        except ValueError as err:
+            if defaulted and "vocabularies differ" in str(err):
+                raise ValueError(
+                    f"no --draft given, and the default draft {draft} does not share {target_model.name}'s tokenizer "
+                    f"({err}): give --draft, a smaller model of its family, eagle3 or ngram"
+                ) from None
+            raise
 
     def with_source(
         self,
