@@ -262,6 +262,12 @@ def test_summarize_runs_is_the_mean_with_a_student_t_interval_over_runs():
     two = summarize_runs([_summary(1.0, 2.0), _summary(3.0, 2.0)], level=0.95)
     assert two["ci"]["tpot_s"]["p50"] == pytest.approx(stats.t.ppf(0.975, 1) * np.std([1.0, 3.0], ddof=1) / np.sqrt(2))
     assert (two["speculation"], two["runs"], two["confidence"]) == ("off", 2, 0.95)
+    # Runs that agree to rounding (a closed loop of equal requests without speculation, whatever the seed) have no
+    # spread: serve-sim printed their float noise as "±6.5e-16 ms"; a real spread of one part in a million is kept.
+    same = summarize_runs([_summary(0.0072 * (1 + e), 0.0076) for e in (0.0, 1e-16, -2e-16, 3e-16)])
+    assert same["ci"]["tpot_s"]["p50"] == 0.0 and same["ci"]["tpot_s"]["p99"] == 0.0
+    near = summarize_runs([_summary(0.0072 * (1 + e), 0.0076) for e in (0.0, 1e-6, -1e-6)])
+    assert near["ci"]["tpot_s"]["p50"] > 0
 
 
 def test_the_interval_covers_the_true_mean_95_percent_of_the_time():

@@ -816,7 +816,12 @@ def summarize_runs(summaries: list[dict], level: float = CONFIDENCE) -> dict:
         if any(v is None for v in values):
             return None, None
         x = np.asarray(values, dtype=float)
-        return float(x.mean()), (float(scale * x.std(ddof=1)) if scale is not None else None)
+        if scale is None:
+            return float(x.mean()), None
+        # Runs that agree to rounding (equal requests with speculation off are one run whatever the seed) have no
+        # spread: their float noise (1e-16 ms) is not an interval.
+        spread = float(x.std(ddof=1))
+        return float(x.mean()), (0.0 if spread <= 1e-9 * float(np.abs(x).max()) else scale * spread)
 
     first = summaries[0]
     out, ci = {"speculation": first["speculation"], "runs": runs, "confidence": level}, {}
