@@ -691,6 +691,8 @@ def test_without_a_draft_a_built_in_target_gets_its_catalogs_draft_and_the_note_
     for dep in (Deployment.build(), Deployment.build(target="qwen3-8b", draft="qwen3-1.7b")):
         assert not [n for n in dep.notes() if "no --draft given" in n]
     assert Deployment.build().draft.name == "llama-3.2-1b"
+    bare = Deployment.build(target="qwen3-8b", decode_only=True)  # no drafter: nothing is chosen for it
+    assert bare.drafter is None and not [n for n in bare.notes() if "no --draft given" in n]
     # Where the catalog names none (the family's smallest model), the default draft is refused as before, saying why.
     with pytest.raises(
         ValueError, match=r"^no --draft given, and the default draft llama-3.2-1b does not share qwen3-0"

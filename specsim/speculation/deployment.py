@@ -549,8 +549,8 @@ class Deployment:
                 check_tp(profile, opts["tp"], what)
         target_model = get_model(target, **t_opts)
         choices = ()
-        if defaulted:
-            draft, why = default_draft(target_model)
+        if defaulted:  # (a decode-only deployment builds no drafter: nothing to say)
+            draft, why = (DEFAULT_DRAFT, "") if decode_only else default_draft(target_model)
             choices = (why,) if why else ()
         source, preset = source_and_engine(profile, timing, engine, engine_overhead_ms, progress)
         preset = _serial_where_blocked(preset, profile, target_model)
