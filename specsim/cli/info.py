@@ -208,7 +208,7 @@ def run_hardware(args: argparse.Namespace) -> int:
 
 
 def run_models(args: argparse.Namespace) -> int:
-    from specsim.describe.models import builtin_model_names, catalog_entry, format_count, get_model
+    from specsim.describe.models import builtin_model_names, catalog_draft, catalog_entry, format_count, get_model
 
     if args.action == "show":
         model = get_model(args.name)
@@ -240,10 +240,8 @@ def run_models(args: argparse.Namespace) -> int:
         return ", ".join(parts)
 
     def draft(name: str) -> str:
-        entry = catalog_entry(name)
-        if entry is None:
-            return "(preset)"
-        return str(entry["draft"]).split(" (")[0]
+        named = catalog_draft(name)
+        return "(preset)" if named is None else named
 
     dtype = lambda m: m.weight_dtype if m.expert_dtype_ == m.weight_dtype else f"{m.weight_dtype}/{m.expert_dtype_}"  # noqa: E731
     print(

@@ -44,6 +44,7 @@ __all__ = [
     "Op",
     "WEIGHT_DTYPE_CHOICES",
     "builtin_model_names",
+    "catalog_draft",
     "catalog_entry",
     "format_count",
     "get_model",
@@ -88,6 +89,13 @@ def _hub_ids() -> dict[str, str]:
 def catalog_entry(name: str) -> dict | None:
     """The catalog's record of a built-in checkpoint (hub id, published counts, draft), or None."""
     return _catalog_index().get(name)
+
+
+def catalog_draft(name: str) -> str | None:
+    """The drafter the catalog names for a built-in checkpoint (``qwen3-0.6b``, ``eagle3``, ``none`` for a family's
+    smallest model), without the reason it gives in parentheses; None for a model outside the catalog."""
+    entry = catalog_entry(name)
+    return None if entry is None else str(entry["draft"]).split(" (")[0]
 
 
 @lru_cache(maxsize=64)

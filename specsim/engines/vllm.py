@@ -645,22 +645,24 @@ def default_limits(hardware, offline: bool) -> DefaultLimits:
     return DefaultLimits(seqs, tokens, where)
 
 
-def _flashinfer_serves_fp8_cache(hardware) -> str | None:
-    """Where vLLM runs an FP8 KV cache on FlashInfer, the GPU's family as the reasons print it; None elsewhere.
+def _flashinfer_serves_fp8_cache(hardware) -> tuple[str, bool] | None:
+    """Where vLLM runs an FP8 KV cache on FlashInfer: (the GPU's family as the reasons print it, whether FlashInfer's
+    metadata build copies from the GPU on every pass there); None elsewhere.
 
     FlashAttention takes an FP8 cache only as FA3 on sm90 (v1/attention/backends/flash_attn.py, 0.24.0), and FlashInfer
-    serves it through TRT-LLM attention on sm100: what is left is Ampere and Ada (sm 8.x) and RTX Blackwell (sm 12.x),
-    as vllm-project/vllm#57352 lists them.  A CUDA profile that gives no compute capability is placed by its FP8 tensor
-    cores: without them it is Ampere or older, which counts as sm 8.x."""
+    serves it through TRT-LLM attention on sm100: what is left is Ampere and Ada (sm 8.x), which copy on every build,
+    and RTX Blackwell (sm 12.x), which copies only on builds with prefill rows, as vllm-project/vllm#57352 lists them.
+    A CUDA profile that gives no compute capability is placed by its FP8 tensor cores: without them it is Ampere or
+    older, which counts as sm 8.x."""
     if hardware.platform != "cuda":
         return None
     sm = hardware.sm
     if sm is None:
-        return None if hardware.peak_fp8_flop_per_s is not None else "sm 8.x (a GPU without FP8 tensor cores)"
+        return None if hardware.peak_fp8_flop_per_s is not None else ("sm 8.x (a GPU without FP8 tensor cores)", True)
     if sm[0] == 8:
-        return f"sm {sm[0]}.x (Ampere and Ada; this GPU is {hardware.compute_capability})"
+        return f"sm 8.x (Ampere and Ada; this GPU is {hardware.compute_capability})", True
     if sm[0] == 12:
-        return f"sm 12.x (RTX Blackwell; this GPU is {hardware.compute_capability})"
+        return f"sm 12.x (RTX Blackwell; this GPU is {hardware.compute_capability})", False
     return None
 
 
@@ -686,11 +688,11 @@ class _Vllm(Engine):
         # GPU, a copy that waits for every queued kernel, so the CPU cannot prepare the next pass while one runs
         # (vllm-project/vllm#29134): on every build on Ampere and Ada, on Hopper and RTX Blackwell only on builds with
         # prefill rows (#57352, open at 2026-09-17, which would plan without it).
-        where = _flashinfer_serves_fp8_cache(hardware)
-        if kv_dtype != "fp8" or not preset.overlap_kinds or where is None or not where.startswith("sm 8"):
+        served = _flashinfer_serves_fp8_cache(hardware)
+        if kv_dtype != "fp8" or not preset.overlap_kinds or served is None or not served[1]:
             return ""
         return (
-            f"FlashInfer, which serves an FP8 KV cache on {where}, waits for the GPU in every pass's metadata build "
+            f"FlashInfer, which serves an FP8 KV cache on {served[0]}, waits for the GPU in every pass's metadata build "
             "(vllm-project/vllm#29134, #57352)"
         )
 

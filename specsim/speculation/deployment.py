@@ -60,6 +60,7 @@ from specsim.timing.base import StepTime, StepTimeSource
 __all__ = [
     "MAX_VOCAB_PADDING",
     "Deployment",
+    "VocabularyMismatch",
     "check_shared_vocabulary",
     "DraftStep",
     "RoundFixed",
@@ -140,13 +141,16 @@ def default_draft(target: ModelShape) -> tuple[str, str]:
     >>> default_draft(get_model("qwen3-8b"))[0], default_draft(get_model("llama-3.1-70b"))
     ('qwen3-0.6b', ('llama-3.2-1b', ''))
     """
-    from specsim.describe.models import catalog_entry
+    from specsim.describe.models import catalog_draft
 
-    entry = catalog_entry(target.name)
-    named = str(entry.get("draft", "")).split(" (")[0] if entry else ""
-    if not named or named == "none" or named == DEFAULT_DRAFT:
+    named = catalog_draft(target.name)
+    if named in (None, "none", DEFAULT_DRAFT):
         return DEFAULT_DRAFT, ""
     return named, f"drafter {named}: no --draft given; the model catalog's draft for {target.name} (specsim models)"
+
+
+class VocabularyMismatch(ValueError):
+    """A draft model whose tokenizer is not the target's (:func:`check_shared_vocabulary`)."""
 
 
 def check_shared_vocabulary(target: ModelShape, draft: ModelShape) -> None:
@@ -157,7 +161,7 @@ def check_shared_vocabulary(target: ModelShape, draft: ModelShape) -> None:
     the ids past 151,646 are unused) are the same vocabulary; a larger difference is another tokenizer.
     """
     if abs(target.vocab_size - draft.vocab_size) > MAX_VOCAB_PADDING:
-        raise ValueError(
+        raise VocabularyMismatch(
             f"target {target.name} has a vocabulary of {target.vocab_size:,} and draft {draft.name} "
             f"{draft.vocab_size:,}: the vocabularies differ, and a draft must share the target's tokenizer "
             f"(sizes up to {MAX_VOCAB_PADDING} apart are read as padding of one vocabulary)"
@@ -565,8 +569,8 @@ class Deployment:
             if calibration is not None:
                 preset = calibration.apply(preset)
             return cls(profile, target_model, drafter, source, preset, choices)
-        except ValueError as err:
-            if defaulted and "vocabularies differ" in str(err):
+        except VocabularyMismatch as err:
+            if defaulted:
                 raise ValueError(
                     f"no --draft given, and the default draft {draft} does not share {target_model.name}'s tokenizer "
                     f"({err}): give --draft, a smaller model of its family, eagle3 or ngram"

@@ -188,11 +188,12 @@ def require_engine_data(device: str, engine: str, version: str) -> None:
     would be the roofline under the kernel database's name."""
     root = database_root()
     for kind in ("gemm", "attention"):
-        folder = root / device / kind / engine
-        if not (folder.is_dir() and any(p.is_dir() for p in folder.iterdir())):
+        try:
+            _newest(root / device / kind / engine)
+        except KernelDataError:
             raise KernelDataError(
                 f"the kernel database ({AIC_DISTRIBUTION} {version}) has no {engine} {kind} measurements on {device}"
-            )
+            ) from None
 
 
 def _newest(folder: Path) -> Path:
