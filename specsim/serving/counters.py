@@ -21,9 +21,10 @@ class StepCounters:
 
     def __init__(self, requests: int, gamma_max: int):
         self.gamma_max = int(gamma_max)
-        self._rows: list[
-            tuple
-        ] = []  # (ends, drafts, draft tokens, accepted, per position, generated, prompt, running, waiting)
+        # One record per call of :meth:`rounds`, kept as told and spread over its rounds when read (:meth:`_columns`):
+        # (ends, drafts per round, gamma, accepted per round, accepted per round and position or None, generated per
+        # round, prompt tokens of the last round, running, waiting).
+        self._rows: list[tuple] = []
         self._done: list[
             tuple
         ] = []  # (times, prompt, output, verifications, accepted per position, drafted per position)
@@ -45,30 +46,47 @@ class StepCounters:
     ) -> None:
         """``accepted``: drafted tokens each running sequence had accepted in each of the rounds ending at ``ends``."""
         k = len(ends)
+        per_position = None
         if gamma:
             over = accepted[:, :, None] > self._positions  # (sequence, round, position): token k accepted
             per_position = over.sum(axis=0)
             self._verify[run] += k
             self._accepted[run] += over.sum(axis=1)
             self._drafted[run, :gamma] += k
-            drafts = np.full(k, float(run.size))
-        else:
-            per_position, drafts = np.zeros((k, self.gamma_max)), np.zeros(k)
-        prompts = np.zeros(k)
-        prompts[-1] = prompt
         self._rows.append(
             (
                 np.asarray(ends, dtype=float),
-                drafts,
-                drafts * gamma,
-                accepted.sum(axis=0).astype(float),
+                float(run.size) if gamma else 0.0,
+                gamma,
+                accepted.sum(axis=0),
                 per_position,
-                np.broadcast_to(np.asarray(generated, dtype=float), (k,)),
-                prompts,
-                np.full(k, running),
-                np.full(k, waiting),
+                np.asarray(generated, dtype=float),
+                prompt,
+                running,
+                waiting,
             )
         )
+
+    def _columns(self) -> list[np.ndarray]:
+        """The records spread over their rounds: ends, drafts, draft tokens, accepted, accepted per position, generated,
+        prompt tokens, running, waiting; one row per round (per position: a column per position)."""
+        rows = self._rows
+        if not rows:
+            return [np.zeros(0)] * 4 + [np.zeros((0, self.gamma_max))] + [np.zeros(0)] * 4
+        ends = np.concatenate([r[0] for r in rows])
+        k = np.array([r[0].size for r in rows])
+        drafts = np.repeat(np.array([r[1] for r in rows]), k)
+        draft_tokens = np.repeat(np.array([r[1] * r[2] for r in rows]), k)
+        accepted = np.concatenate([r[3] for r in rows]).astype(float)
+        per_position = np.concatenate(
+            [r[4] if r[4] is not None else np.zeros((r[0].size, self.gamma_max)) for r in rows]
+        )
+        generated = np.concatenate([np.broadcast_to(r[5], r[0].shape) for r in rows])
+        prompts = np.zeros(ends.size)
+        prompts[np.cumsum(k) - 1] = [r[6] for r in rows]  # a record's prompt tokens are its last round's
+        running = np.repeat(np.array([r[7] for r in rows]), k)
+        waiting = np.repeat(np.array([r[8] for r in rows]), k)
+        return [ends, drafts, draft_tokens, accepted, per_position, generated, prompts, running, waiting]
 
     def iteration(
         self,
@@ -112,10 +130,7 @@ class StepCounters:
         after the last iteration that ended by then: arrays over ``times`` (a second axis over positions)."""
         t = np.atleast_1d(np.asarray(times, dtype=float))
         keys = ("drafts", "draft_tokens", "accepted", "accepted_per_position", "generation_tokens", "prompt_tokens")
-        if self._rows:
-            cols = [np.concatenate([r[i] for r in self._rows]) for i in range(9)]
-        else:
-            cols = [np.zeros(0)] * 4 + [np.zeros((0, self.gamma_max))] + [np.zeros(0)] * 4
+        cols = self._columns()
         order = np.argsort(cols[0], kind="stable")
         ends = cols[0][order]
         upto = np.searchsorted(ends, t, side="right")  # iterations ended by each time
@@ -148,9 +163,7 @@ class StepCounters:
         t = np.atleast_1d(np.asarray(times, dtype=float))
         if not self._rows:
             return np.full(t.shape, np.nan)
-        ends = np.concatenate([r[0] for r in self._rows])
-        drafts = np.concatenate([r[1] for r in self._rows])
-        accepted = np.concatenate([r[3] for r in self._rows])
+        ends, drafts, _, accepted = self._columns()[:4]
         keep = drafts > 0
         ends, drafts, accepted = ends[keep], drafts[keep], accepted[keep]
         cd, ca = np.r_[0.0, np.cumsum(drafts)], np.r_[0.0, np.cumsum(accepted)]

@@ -33,6 +33,7 @@ vectorised step; there is no per-token Python loop.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -112,9 +113,13 @@ class StepTable:
         self.prefill_table_spec = dep.prefill_s(tokens, draft=True)
         self.base_s = dep.prefill_base_s()
         self.base_spec_s = dep.prefill_base_s(draft=True)  # a prefill batch's, speculating: the draft extend too
+        self._rows: dict = {}
+        self._prefill: dict = {}
 
     def round_s(self, batch: int, context: np.ndarray, gamma: int) -> np.ndarray:
-        row = self.table[batch - 1, :, gamma]
+        row = self._rows.get((batch, gamma))
+        if row is None:  # one contiguous row per (batch, gamma), read once: the simulator asks for it every round
+            row = self._rows[batch, gamma] = np.ascontiguousarray(self.table[batch - 1, :, gamma])
         return np.interp(context, self.contexts, row)
 
     def verified(self, batch: int, context: np.ndarray, gamma: int) -> np.ndarray | None:
@@ -126,9 +131,13 @@ class StepTable:
     def prefill_s(self, tokens: float, speculating: bool = False) -> float:
         if tokens <= 0:
             return 0.0
-        return float(
-            np.interp(tokens, self.prefill_tokens, self.prefill_table_spec if speculating else self.prefill_table)
-        )
+        key = (tokens, speculating)
+        seconds = self._prefill.get(key)
+        if seconds is None:  # the same prompt lengths and chunk boundaries come back many times in a run
+            seconds = self._prefill[key] = float(
+                np.interp(tokens, self.prefill_tokens, self.prefill_table_spec if speculating else self.prefill_table)
+            )
+        return seconds
 
 
 def _verified(dep: Deployment, acceptance: object, gammas: np.ndarray, b: np.ndarray, grid: np.ndarray) -> np.ndarray:
@@ -290,6 +299,7 @@ class _Engine:
         self.observer = observer
         self.concurrency, self.reserve = concurrency, reserve
         self.speculating = False
+        self._budget: dict = {}  # the prompt tokens an iteration takes beside (b, g): the limits' rule, read once each
         self.prompt = np.asarray(requests.prompt, dtype=np.int64)
         self.output = np.asarray(requests.output, dtype=np.int64)
         self.rejected = reserve > limits.kv_capacity_bytes
@@ -345,11 +355,13 @@ class _Engine:
     def finish_requests(self, ids: np.ndarray, at) -> None:
         if self.observer is not None:
             self.observer.finished(ids, np.broadcast_to(at, ids.shape), self.prompt[ids], self.output[ids])
-        for i, when in zip(ids.tolist(), np.broadcast_to(at, ids.shape).tolist()):
-            self.finish[i] = when
-            self.kv_used -= self.reserve[i]
-            self.done += 1
-            self.release(when)
+        self.finish[ids] = at
+        for r in self.reserve[ids].tolist():  # one at a time, in order, as the engine frees them
+            self.kv_used -= r
+        self.done += ids.size
+        if self.concurrency is not None:
+            for when in np.broadcast_to(at, ids.shape).tolist():
+                self.release(when)
 
     def _rates(self, ids: np.ndarray) -> np.ndarray:
         """The cumulative rates sequences ``ids`` draw from: the engine's, or each request's own."""
@@ -377,13 +389,16 @@ class _Engine:
             self.kv_used += self.reserve[i]
             self.prefilling.append([i, int(self.prompt[i]) if limits.include_prefill else 0])
 
-    def _advance(self, dt_or_ends, emitted: np.ndarray) -> None:
-        """Book the time spent and the tokens each running sequence emitted; retire the finished ones."""
+    def _advance(self, dt_or_ends, emitted: np.ndarray, remaining: np.ndarray | None = None) -> None:
+        """Book the time spent and the tokens each running sequence emitted; retire the finished ones.  ``remaining``:
+        the running sequences' tokens left, where the caller has read them already."""
         run = self.running
-        emitted = np.minimum(emitted, self.remaining[run])
+        left = self.remaining[run] if remaining is None else remaining
+        emitted = np.minimum(emitted, left)
         self.ctx[run] += emitted
-        self.remaining[run] -= emitted
-        over = self.remaining[run] == 0
+        left = left - emitted
+        self.remaining[run] = left
+        over = left == 0
         if over.any():
             self.finish_requests(run[over], dt_or_ends[over] if np.ndim(dt_or_ends) else dt_or_ends)
             self.running = run[~over]
@@ -392,7 +407,9 @@ class _Engine:
         """One iteration: every running sequence's round and prompt chunks in the token budget left; where the engine
         runs prefill apart (:attr:`EngineLimits.prefill_apart`), a prefill batch of the base pass and the chunks alone,
         the running sequences waiting."""
-        budget = max(int(self.limits.prefill_budget(b, g)), 0)
+        budget = self._budget.get((b, g))
+        if budget is None:
+            budget = self._budget[b, g] = max(int(self.limits.prefill_budget(b, g)), 0)
         table = self.table
         chunk, completed, prefill_s = 0, [], 0.0
         for item in self.prefilling:
@@ -462,9 +479,13 @@ class _Engine:
         run = self.running
         rem = self.remaining[run]
         ctx = self.ctx[run].sum() / run.size  # the mean, as np.mean sums it (and cheaper in this loop)
-        per_round = 1.0 + (self.cum[:g].sum() if g else 0.0)
-        rounds = int(min(_JUMP, max(4, np.ceil(rem.min() / per_round) + 3)))
-        verified = self.table.verified(b, ctx + per_round * np.arange(rounds), g)
+        per_round = 1.0 + (float(self.cum[:g].sum()) if g else 0.0)
+        rounds = min(_JUMP, max(4, math.ceil(float(rem.min()) / per_round) + 3))
+        verified = (
+            self.table.verified(b, ctx + per_round * np.arange(rounds), g)
+            if g and self.table.verified_table is not None
+            else None
+        )
         emitted = _emit(self.rng, self._rates(run), g, b, rounds, verified)
         cum_e = np.cumsum(emitted, axis=1)
         # The round each sequence finishes in (rounds: none): every round emits at least one token, so cum_e rises
@@ -484,14 +505,14 @@ class _Engine:
                 run,
                 emitted[:, :k] - 1,
                 g,
-                np.diff(kept, axis=1, prepend=0).sum(axis=0),
+                np.diff(kept.sum(axis=0), prepend=0),  # the tokens kept in each round (whole numbers: exact)
                 b + len(self.prefilling),
                 len(self.waiting),
             )
         span = ends[-1] - self.t
         self.in_system += (b + len(self.prefilling) + len(self.waiting)) * span
         self.batch_time[b] += span
-        self._advance(ends[np.minimum(finished_by, k - 1)], cum_e[:, k - 1])
+        self._advance(ends[np.minimum(finished_by, k - 1)], cum_e[:, k - 1], rem)
         self.t = ends[-1]
         # Arrivals that came during the jump join the queue with their own times (in_system counted them from t).
 
