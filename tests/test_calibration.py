@@ -25,6 +25,10 @@ from specsim.cli.main import main
 from specsim.engines import SpecHost, get_engine
 from specsim.speculation.deployment import Deployment
 
+#: Its module fixtures (the shipped plan's calibration and the noise-free fit, about 5 s each) are made once, on one
+#: worker: a module spread over both workers makes them on each.
+pytestmark = pytest.mark.xdist_group("calibration")
+
 BENCH = "examples/bench"
 PLAN = f"{BENCH}/plan/plan.yaml"
 #: The terms scripts/make_bench_samples.py generates the samples with (keep in step with it).

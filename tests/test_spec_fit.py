@@ -23,6 +23,10 @@ from specsim.speculation.acceptance import alpha_from_acceptance_length
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma, speedup
 
+#: Its module fixtures (the public rows evaluated under the hybrid source, about 5 s) are made once, on one worker: a
+#: module spread over both workers makes them on each.
+pytestmark = pytest.mark.xdist_group("spec-fit")
+
 
 @pytest.fixture(scope="module")
 def rows():

@@ -23,6 +23,10 @@ from specsim.article.toy import (
 from specsim.cli.main import main
 from specsim.speculation.search import expected_tokens
 
+#: Its module fixtures (the toy's re-alignment, about 5 s) are made once, on one worker: a module spread over both
+#: workers makes them on each.
+pytestmark = pytest.mark.xdist_group("toy")
+
 
 def test_hand_example_table():
     r = hand_example(samples=100_000, seed=1)

@@ -1,11 +1,13 @@
 """specsim watch through a real Prometheus server (Debian's prometheus package; .ci/run installs it): replay exporters
-serve an hour of a simulated engine's pages in vLLM's, SGLang's and TensorRT-LLM's formats, Prometheus scrapes them on
+serve half an hour of a simulated engine's pages in vLLM's, SGLang's and TensorRT-LLM's formats, Prometheus scrapes them on
 127.0.0.1, and ``specsim watch --prometheus`` must name the right verdicts at the right windows.  The generated alerting
 rules and dashboard queries are checked with promtool.
 
-The hour (a two-minute window is 120 s): 4 requests/s for 20 minutes (the drift test's reference of 10 windows),
-18 requests/s for 16 minutes (past the break-even the vLLM and SGLang presets give at this acceptance), 4 requests/s
-again; at 48 minutes the acceptance drops from alpha 0.58 to 0.50 (the acceptance length from 2.11 to 1.88, 11%).
+The half hour (one-minute windows, a page every 30 s): 4 requests/s for 10 minutes (the drift test's reference of 10
+windows), 18 requests/s for 8 minutes (past the break-even the vLLM and SGLang presets give at this acceptance), 4
+requests/s again; at 24 minutes the acceptance drops from alpha 0.58 to 0.50 (the acceptance length from 2.11 to 1.88,
+11%).  Half an hour rather than an hour of two-minute windows: the same windows and verdicts, half the requests to
+simulate (the module's setup is the longest of the suite).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from specsim.engines import metric_names
 pytestmark = pytest.mark.xdist_group("watch-prometheus")
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
-DAY_S, WINDOW_S, PAGE_S, DROP_S = 3600.0, 120.0, 60.0, 2880.0
+DAY_S, WINDOW_S, PAGE_S, DROP_S = 1800.0, 60.0, 30.0, 1440.0
 JOBS = {"vllm": "vllm@0.20.0", "sglang": "sglang@0.5.23", "trtllm": "trtllm@1.3.0", "two": "vllm@0.20.0"}
 
 
@@ -72,16 +74,16 @@ def day(dep):
     from specsim.watch.replay import simulate_day
 
     return simulate_day(
-        dep, [(0, 4.0), (1200, 18.0), (2160, 4.0), (DAY_S, 0)], 0.58, 3, 1000, 256, changes=[(DROP_S, 0.50)], seed=3
+        dep, [(0, 4.0), (600, 18.0), (1080, 4.0), (DAY_S, 0)], 0.58, 3, 1000, 256, changes=[(DROP_S, 0.50)], seed=3
     )
 
 
 @pytest.fixture(scope="module")
 def prometheus(request):
-    """(Prometheus's address, the hour's start): one exporter per job, each serving its pages one per scrape, the
-    hour stamped so that it ends five minutes from now (Prometheus takes samples up to about 10 minutes ahead and an
+    """(Prometheus's address, the half hour's start): one exporter per job, each serving its pages one per scrape, the
+    half hour stamped so that it ends five minutes from now (Prometheus takes samples up to about 10 minutes ahead and an
     hour behind its newest); ``two`` serves the vLLM pages for two models.  Prometheus starts first, with nothing to
-    scrape, while the hour is simulated (its start-up, about 5 s here, and the simulation overlap); the scrape jobs are
+    scrape, while the half hour is simulated (its start-up, about 5 s here, and the simulation overlap); the scrape jobs are
     loaded through its /-/reload once the exporters serve.  Waits until every page was scraped (at most 3 minutes),
     then stops the server when the module's tests are done."""
     from specsim.watch.replay import ReplayServer, pages
@@ -238,14 +240,14 @@ def test_the_verdicts_come_at_the_right_windows(prometheus, dep, job, capsys):
         <= 0.92
     )
     # "Costs more than it saves" where the model's own break-even rate is well below the window's rate, never where it
-    # is well above (15% either way: a window's rate and lengths are its own, the break-even's are the hour's).
+    # is well above (15% either way: a window's rate and lengths are its own, the break-even's are the half hour's).
     engine = dataclasses.replace(dep, engine=get_engine(JOBS[job]).for_source(dep.source))
     limit = _break_even_rates(engine, judged)
     rate = np.array([r["window"]["requests_per_s"] for r in judged])
     verdicts = np.array([r["model"]["verdict"] for r in judged])
     assert np.all(verdicts[rate > 1.15 * limit] == "costs")
     assert not np.any(verdicts[rate < limit / 1.15] == "costs")
-    if job == "trtllm":  # its preset has no host time per round: speculation pays through the hour's peak
+    if job == "trtllm":  # its preset has no host time per round: speculation pays through the half hour's peak
         assert np.isinf(limit[rate > 10]).all() or (limit[rate > 10] > 20).all()
     else:
         assert (rate > 1.15 * limit).sum() >= 6  # the peak is past the break-even
