@@ -887,7 +887,9 @@ def test_simulate_refuses_a_closed_loop_without_users_and_a_short_schedule_and_c
     assert str(err.value) == "a closed-loop request set needs a concurrency"
     with pytest.raises(ValueError) as err:
         simulate(_alone(10, 3), table, EngineLimits(4), 0.8, np.array([0, 1, 1]))
-    assert str(err.value) == "a gamma schedule needs one entry per batch size 0..max_num_seqs"
+    assert str(err.value) == (
+        "a gamma schedule needs one entry per batch size 0..max_num_seqs (0..the users, where a closed loop has fewer)"
+    )
     assert simulate(_alone(10, 3), table, EngineLimits(64), 0.8, 0, label="a label").speculation == "a label"
 
 
@@ -961,3 +963,44 @@ def test_serve_compare_draws_acceptance_with_seed_zero_by_default():
     )
     np.testing.assert_array_equal(default[1].finish_s, zero[1].finish_s)
     assert not np.array_equal(default[1].finish_s, one[1].finish_s)
+
+
+def test_a_closed_loop_schedules_and_times_only_the_batches_its_users_can_run(capsys):
+    # Four users never run a fifth sequence: the schedule and the step table stop at batch 4, not at the engine's
+    # 1,024, and the runs are those a schedule for every batch gives.  The measured kernels (the default source) stop
+    # at batch 128-256, so a table up to 1,024 made the source note batches no closed loop of four reaches.
+    from specsim.serving.capacity import sequence_kv_bytes
+    from specsim.speculation.search import optimal_gamma
+
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
+    limits = EngineLimits(1024, 8192)
+    req = Requests(np.full(40, 1000), np.full(40, 200), None)
+    _, spec, meta = serve_compare(dep, req, 0.7, "schedule", limits, concurrency=4, seed=1, gamma_max=5)
+    hint = meta["context_hint"]
+    assert meta["gamma_by_batch"] == [0] + optimal_gamma(dep, 0.7, np.arange(1, 5), hint, 5).gamma.tolist()
+    every = np.r_[0, optimal_gamma(dep, 0.7, np.arange(1, 1025), hint, 5).gamma]
+    assert every[1:5].tolist() == meta["gamma_by_batch"][1:]
+    lengths = np.full(40, 1200.0)
+    again = simulate(
+        req,
+        StepTable(dep, 1024, 1200, int(every.max()), 8192, 0.7),
+        EngineLimits(1024, 8192, kv_capacity_bytes=meta["kv_capacity_bytes_spec"]),
+        0.7,
+        every,
+        np.random.default_rng(1),
+        4,
+        sequence_kv_bytes(dep, lengths, True, max(int(every.max()), 1)),
+    )
+    np.testing.assert_array_equal(spec.finish_s, again.finish_s)
+    # A schedule that short serves four users, not an open loop (which may run up to max_num_seqs).
+    with pytest.raises(ValueError, match=r"one entry per batch size 0\.\.max_num_seqs"):
+        simulate(
+            Requests(np.full(4, 100), np.full(4, 10), np.zeros(4)),
+            StepTable(dep, 4, 110, 3),
+            limits,
+            0.7,
+            [0, 3, 3, 3, 3],
+        )
+    assert main(["serve-sim", "--concurrency", "4", "--input-len", "1000", "--output-len", "200", "--runs", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "note: " in err and "data stop at a smaller batch" not in err

@@ -517,6 +517,15 @@ class _Engine:
         # Arrivals that came during the jump join the queue with their own times (in_system counted them from t).
 
 
+def _most_running(max_num_seqs: int, concurrency: object = None) -> int:
+    """The most sequences an engine can run at once: its ``max_num_seqs``, or the users of a closed loop where they are
+    fewer (each has one request in flight).  A concurrency that is not a whole number >= 1 is left to
+    :func:`simulate` to refuse."""
+    if isinstance(concurrency, (int, np.integer)) and not isinstance(concurrency, bool) and concurrency >= 1:
+        return min(int(max_num_seqs), int(concurrency))
+    return int(max_num_seqs)
+
+
 def simulate(
     requests,
     table: StepTable,
@@ -571,8 +580,11 @@ def simulate(
         gamma_by_batch = np.asarray(gamma, dtype=int)
     gmax = int(gamma_by_batch.max())
     limits = limits.arm(gmax > 0)  # a speculating engine's own max_num_seqs (SGLang's 48)
-    if gamma_by_batch.size < limits.max_num_seqs + 1:
-        raise ValueError("a gamma schedule needs one entry per batch size 0..max_num_seqs")
+    if gamma_by_batch.size < _most_running(limits.max_num_seqs, concurrency) + 1:
+        raise ValueError(
+            "a gamma schedule needs one entry per batch size 0..max_num_seqs (0..the users, where a closed loop has "
+            "fewer)"
+        )
     if gmax > table.gamma_max:
         raise ValueError(f"the step table holds gamma up to {table.gamma_max}, the policy uses {gmax}")
     cum = as_acceptance(acceptance).cumulative_rates(gmax)
@@ -694,8 +706,11 @@ def serve_compare(
     prompt, output = np.asarray(requests.prompt), np.asarray(requests.output)
     max_context = int((prompt + output).max())
     hint = float(mean_context_tokens(prompt.mean(), output.mean())) if context_hint is None else float(context_hint)
+    # A closed loop never runs more sequences than it has users: the schedule and the step table stop there (and the
+    # step-time source is not asked, nor notes anything, about batches the load cannot reach).
+    most = _most_running(limits.most_seqs, concurrency)
     if gamma == "schedule":
-        best = optimal_gamma(dep, acceptance, np.arange(1, limits.most_seqs + 1), hint, gamma_max)
+        best = optimal_gamma(dep, acceptance, np.arange(1, most + 1), hint, gamma_max)
         policy = np.r_[0, best.gamma]
         label = f"per-batch optimal gamma at L = {hint:.0f}"
     else:
@@ -712,7 +727,7 @@ def serve_compare(
             f"{dep.target.name} with {dep.drafter.name} does not fit on {dep.hardware.name}: no memory is left "
             "for the KV cache beside the draft's weights"
         )
-    table = StepTable(dep, limits.most_seqs, max_context, gmax, limits.max_batched_tokens, acceptance)
+    table = StepTable(dep, most, max_context, gmax, limits.max_batched_tokens, acceptance)
     lengths = (prompt + output).astype(float)
     runs = []
     for name, with_draft, free, rule in (
