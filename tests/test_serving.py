@@ -1004,3 +1004,25 @@ def test_a_closed_loop_schedules_and_times_only_the_batches_its_users_can_run(ca
     assert main(["serve-sim", "--concurrency", "4", "--input-len", "1000", "--output-len", "200", "--runs", "1"]) == 0
     err = capsys.readouterr().err
     assert "note: " in err and "data stop at a smaller batch" not in err
+
+
+def test_serve_sim_says_what_held_the_speculating_arm_to_a_smaller_batch(capsys):
+    # On a 24 GB A30 the DSpark head's 4.7 GB leave KV for 2 requests of 1,300 tokens where 27 fit without it; SGLang
+    # speculates with at most 48 sequences.  Either way a smaller batch, not a slower round, is the difference.
+    def held(*argv):
+        assert (
+            main(["serve-sim", "--requests", "60", "--runs", "1", "--input-len", "1000", "--output-len", "300", *argv])
+            == 0
+        )
+        return [line for line in capsys.readouterr().out.splitlines() if line.startswith("speculation on ran at most")]
+
+    kv = held("--concurrency", "64", "--target", "qwen3-8b", "--draft", "dspark", "--hardware", "a30")
+    assert kv == [
+        "speculation on ran at most 2 sequences at once, off 27: beside the draft's weights and KV the cache holds "
+        "3,300 tokens, against 35,390 without it (each request reserves its prompt and output; specsim capacity gives "
+        "the batch at a length)"
+    ]
+    assert held("--concurrency", "56", "--engine", "sglang") == [
+        "speculation on ran at most 48 sequences at once, off 56: the engine's max_num_seqs while speculating (48)"
+    ]
+    assert held("--concurrency", "8") == []

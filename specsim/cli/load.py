@@ -186,6 +186,9 @@ def run_serve_sim(args: argparse.Namespace) -> int:
             print(line)
         print()
         _print_summaries(*summaries)
+        held = _what_holds_speculation_back(summaries, meta, limits)
+        if held is not None:
+            print(held)
         print(_served_against_offered(args, summaries))
     for r in (plain, spec):
         for note in r.notes:
@@ -293,6 +296,23 @@ def _print_summaries(off: dict, on: dict) -> None:
     print(
         f"\nspeculation changes TPOT p50 by {change:+.1%} and throughput by "
         f"{on['output_tokens_per_s'] / off['output_tokens_per_s'] - 1:+.1%} at this load"
+    )
+
+
+def _what_holds_speculation_back(summaries: list[dict], meta: dict, limits) -> str | None:
+    """Why the speculating arm ran fewer sequences at once than the plain one, where it did: the engine's own
+    max_num_seqs while speculating, or the KV cache left beside the draft (each request reserves its whole length).
+    A smaller batch, not a slower round, is then most of the difference."""
+    off, on = (s.get("max_running_batch") for s in summaries)
+    if off is None or on is None or on >= off:
+        return None
+    head = f"speculation on ran at most {on} sequences at once, off {off}: "
+    if on >= limits.arm(True).max_num_seqs:
+        return head + f"the engine's max_num_seqs while speculating ({limits.arm(True).max_num_seqs})"
+    return head + (
+        f"beside the draft's weights and KV the cache holds {meta['kv_capacity_tokens_spec']:,.0f} tokens, against "
+        f"{meta['kv_capacity_tokens_plain']:,.0f} without it (each request reserves its prompt and output; specsim "
+        "capacity gives the batch at a length)"
     )
 
 
