@@ -1026,3 +1026,8 @@ def test_serve_sim_says_what_held_the_speculating_arm_to_a_smaller_batch(capsys)
         "speculation on ran at most 48 sequences at once, off 56: the engine's max_num_seqs while speculating (48)"
     ]
     assert held("--concurrency", "8") == []
+    assert (
+        main(["serve-sim", "--requests", "60", "--runs", "1", "--concurrency", "56", "--engine", "sglang", "--json"])
+        == 0
+    )
+    assert json.loads(capsys.readouterr().out)["speculating_batch_held"].endswith("while speculating (48)")

@@ -170,6 +170,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
         )
         + (f"; --csv holds the run with seed {seeds[0]}" if args.csv else ""),
     ]
+    held = _what_holds_speculation_back(summaries, meta, limits)
     if args.json:
         print_json(
             {
@@ -178,6 +179,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
                 "seeds": seeds,
                 "provenance": provenance,
                 "gamma_by_batch": meta["gamma_by_batch"],
+                "speculating_batch_held": held,
             }
         )
     else:
@@ -186,7 +188,6 @@ def run_serve_sim(args: argparse.Namespace) -> int:
             print(line)
         print()
         _print_summaries(*summaries)
-        held = _what_holds_speculation_back(summaries, meta, limits)
         if held is not None:
             print(held)
         print(_served_against_offered(args, summaries))
