@@ -418,13 +418,16 @@ def test_a_sweep_run_by_an_executor_is_the_serial_sweep_row_for_row():
 
         def map(self, fn, *iterables, **kw):
             jobs = list(iterables[0])
-            Recording.calls.append((fn.__name__, [job[1] for job in jobs]))
+            Recording.calls.append((fn.__name__, [job[1].source for job in jobs]))  # each job's requests
             return super().map(fn, jobs, **kw)
 
     serial = serve_sweep(DEP, [1.0, 6.0], n=30, acceptance=0.7)
     with Recording(max_workers=2) as pool:
         parallel = serve_sweep(DEP, [1.0, 6.0], n=30, acceptance=0.7, executor=pool)
-    assert Recording.calls == [("_sweep_one", [1.0, 6.0])]  # every rate went to the executor, as floats, in order
+    # every rate went to the executor, its requests drawn beforehand, in order
+    assert Recording.calls == [
+        ("_sweep_one", ["Poisson, 1 requests/s, workload chat", "Poisson, 6 requests/s, workload chat"])
+    ]
     pd.testing.assert_frame_equal(serial, parallel)
     assert list(parallel.rate) == [1.0, 6.0]
 
@@ -1031,3 +1034,33 @@ def test_serve_sim_says_what_held_the_speculating_arm_to_a_smaller_batch(capsys)
         == 0
     )
     assert json.loads(capsys.readouterr().out)["speculating_batch_held"].endswith("while speculating (48)")
+
+
+def test_serve_sweep_takes_a_benchmarks_fixed_lengths_as_serve_sim_does(capsys):
+    # vllm bench serve --random-input-len 1000 --random-output-len 300 --request-rate R, swept: each rate's row is the
+    # serve-sim run of that rate with the same lengths and seed, figure for figure.
+    fixed = ["--requests", "60", "--input-len", "1000", "--output-len", "300", "--json"]
+    assert main(["serve-sweep", "--rates", "2,8", *fixed]) == 0
+    swept = json.loads(capsys.readouterr().out)
+    assert swept["lengths"] == {"input_len": 1000, "output_len": 300} and swept["workload"] is None
+    for row in swept["rates"]:
+        assert main(["serve-sim", "--rate", f"{row['rate']:g}", "--runs", "1", *fixed]) == 0
+        alone = json.loads(capsys.readouterr().out)
+        for arm in ("off", "on"):
+            assert row[f"{arm}_tpot_p50_s"] == alone[arm]["tpot_s"]["p50"]
+            assert row[f"{arm}_tokens_per_s"] == alone[arm]["output_tokens_per_s"]
+    assert main(["serve-sweep", "--rates", "2", "--requests", "60", "--input-len", "1000"]) == 0
+    assert (
+        "every request 1000 in, 256 out [--output-len 256 (default: the article's completion)]; 60 requests per rate"
+        in capsys.readouterr().out
+    )
+    assert main(["serve-sim", "--rate", "2", "--runs", "1", "--requests", "60", "--output-len", "300"]) == 0
+    assert (
+        "load: Poisson, 2 requests/s, every request 1000 in, 300 out [--input-len 1000 (default: the reference "
+        "article's prompt)]" in capsys.readouterr().out.splitlines()
+    )
+    # One clear line each: lengths beside a workload, and lengths past the target's positions, before any simulation.
+    assert main(["serve-sweep", "--rates", "2", "--input-len", "1000", "--workload", "chat"]) == 2
+    assert "--workload a distribution: drop one" in capsys.readouterr().err
+    assert main(["serve-sweep", "--rates", "2", "--input-len", "200000"]) == 2
+    assert "llama-3.1-8b's context limit (max_position_embeddings)" in capsys.readouterr().err

@@ -23,6 +23,7 @@ __all__ = [
     "LoadAnswer",
     "RequestLengths",
     "kv_bytes",
+    "lengths_defaults_said",
     "load_answer",
     "request_lengths",
 ]
@@ -78,15 +79,24 @@ def request_lengths(
                 o,
                 f"workload {w.name} ({w.source}; means {p.mean():.0f} in, {o.mean():.0f} out)",
             )
+    said = lengths_defaults_said(P, O)
+    P = DEFAULT_INPUT_TOKENS if P is None else P
+    O = DEFAULT_OUTPUT_TOKENS if O is None else O
+    return RequestLengths(float(P), float(O), None, None, f"every request {P} in, {O} out{said}")
+
+
+def lengths_defaults_said(input_tokens: int | None, output_tokens: int | None) -> str:
+    """The fixed lengths not given, as every header cites them (empty where both are given).
+
+    >>> lengths_defaults_said(2000, None)
+    " [--output-len 256 (default: the article's completion)]"
+    """
     said = []
-    if P is None:
-        P = DEFAULT_INPUT_TOKENS
-        said.append(f"--input-len {P} (default: the reference article's prompt)")
-    if O is None:
-        O = DEFAULT_OUTPUT_TOKENS
-        said.append(f"--output-len {O} (default: the article's completion)")
-    how = f"every request {P} in, {O} out" + (f" [{'; '.join(said)}]" if said else "")
-    return RequestLengths(float(P), float(O), None, None, how)
+    if input_tokens is None:
+        said.append(f"--input-len {DEFAULT_INPUT_TOKENS} (default: the reference article's prompt)")
+    if output_tokens is None:
+        said.append(f"--output-len {DEFAULT_OUTPUT_TOKENS} (default: the article's completion)")
+    return f" [{'; '.join(said)}]" if said else ""
 
 
 @dataclass(frozen=True, eq=False)

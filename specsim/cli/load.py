@@ -154,7 +154,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
         _write_requests(args.csv, requests, plain, spec)
     span = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}-{seeds[-1]}"
     provenance = dep.provenance() + [
-        f"load: {requests.source}" + (f", {concurrency} users" if concurrency else ""),
+        f"load: {requests.source}" + (f", {concurrency} users" if concurrency else "") + _lengths_said(args),
         f"acceptance: {acc_label}; speculation: {meta['gamma_policy']}",
         f"engine limits: {limits.label}{args.limits_said}; KV capacity {meta['kv_capacity_tokens_plain']:,.0f} tokens "
         f"without the draft, {meta['kv_capacity_tokens_spec']:,.0f} with it (prompt + output reserved per request)"
@@ -205,6 +205,15 @@ def _lengths(args: argparse.Namespace) -> tuple | None:
     if args.input_len is None and args.output_len is None:
         return None
     return (args.input_len or DEFAULT_INPUT_TOKENS, args.output_len or DEFAULT_OUTPUT_TOKENS)
+
+
+def _lengths_said(args: argparse.Namespace) -> str:
+    """Where one of --input-len and --output-len is given, the other's cited default, as every header says it."""
+    from specsim.answers.load import lengths_defaults_said
+
+    if args.input_len is None and args.output_len is None:
+        return ""
+    return lengths_defaults_said(args.input_len, args.output_len)
 
 
 def _write_requests(path, requests, plain, spec) -> None:
@@ -362,11 +371,22 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
     if args.plot:
         check_output(args.plot, (".png", ".svg"), "--plot")
     acc, acc_label, dep, limits, slo, gamma = _setup(args)
-    workload, n = get_workload(args.workload), args.requests
     from specsim.core.limits import MAX_SIMULATED_REQUESTS
     from specsim.serving.simulator import DEFAULT_REQUESTS
+    from specsim.serving.workloads import DEFAULT_WORKLOAD
 
-    total = len(args.rates) * args.runs * (DEFAULT_REQUESTS if n is None else n)
+    lengths = _lengths(args)
+    # Fixed lengths or a workload's distribution (serve_sweep refuses both); the workload named only where it applies.
+    workload = (
+        None if lengths is not None and args.workload is None else get_workload(args.workload or DEFAULT_WORKLOAD)
+    )
+    n = DEFAULT_REQUESTS if args.requests is None else args.requests
+    if lengths is not None:
+        P, O = lengths
+        what = f"every request {P} in, {O} out{_lengths_said(args)}"
+    else:
+        what = f"workload {workload.name} ({workload.source})"
+    total = len(args.rates) * args.runs * n
     if total > MAX_SIMULATED_REQUESTS:
         raise ValueError(
             f"{len(args.rates)} rates x {args.runs} runs of {DEFAULT_REQUESTS if n is None else n:,} requests simulate "
@@ -392,6 +412,7 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
             executor=executor,
             runs=args.runs,
             done=done,
+            lengths=lengths,
         )
     findings = sweep_findings(frame)
     if args.plot:
@@ -404,7 +425,8 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
             frame,
             args.plot,
             title=f"{dep.target.name} + {dep.drafter.name} on {dep.hardware.name}, "
-            f"{workload.name} workload, {accepted}",
+            + (f"{workload.name} workload" if lengths is None else what)
+            + f", {accepted}",
             slo_tpot_ms=args.slo_tpot_ms,
         )
     if args.json:
@@ -413,7 +435,8 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
                 "rates": frame.to_dict(orient="records"),
                 "findings": findings,
                 "acceptance": acc_label,
-                "workload": workload.name,
+                "workload": None if lengths is not None else workload.name,
+                "lengths": None if lengths is None else {"input_len": lengths[0], "output_len": lengths[1]},
                 "provenance": dep.provenance(),
                 "plot": args.plot,
             }
@@ -427,7 +450,7 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
         else f" x {args.runs} runs (seeds {args.seed}-{args.seed + args.runs - 1}; each figure the mean ± the "
         "half-width of its 95% confidence interval, Student t over the runs)"
     )
-    print(f"workload {workload.name} ({workload.source}); {n} requests per rate{runs}; {acc_label}\n")
+    print(f"{what}; {n} requests per rate{runs}; {acc_label}\n")
 
     def cell(r, col: str, shown) -> str:
         ci = getattr(r, f"{col}_ci", None)
@@ -510,17 +533,7 @@ def _parser_serve_sim(sub) -> None:
         "--trace", metavar="FILE", help="requests from a CSV or JSONL trace: arrival_s, prompt_tokens, output_tokens"
     )
     add_serving_args(p, lengths=False)
-    p.add_argument(
-        "--input-len",
-        type=int_at_least(1, "input-len", MAX_CONTEXT),
-        help="every request's prompt tokens, as a benchmark's random dataset (vllm bench serve --random-input-len); "
-        "instead of --workload",
-    )
-    p.add_argument(
-        "--output-len",
-        type=int_at_least(1, "output-len", MAX_CONTEXT),
-        help="every request's output tokens (--random-output-len); instead of --workload",
-    )
+    _add_lengths(p)
     from specsim.serving.simulator import DEFAULT_RUNS
 
     p.add_argument(
@@ -545,6 +558,21 @@ def _parser_serve_sim(sub) -> None:
     p.set_defaults(func=run_serve_sim)
 
 
+def _add_lengths(p) -> None:
+    """--input-len and --output-len: every request the same lengths, as a benchmark's random dataset."""
+    p.add_argument(
+        "--input-len",
+        type=int_at_least(1, "input-len", MAX_CONTEXT),
+        help="every request's prompt tokens, as a benchmark's random dataset (vllm bench serve --random-input-len); "
+        "instead of --workload",
+    )
+    p.add_argument(
+        "--output-len",
+        type=int_at_least(1, "output-len", MAX_CONTEXT),
+        help="every request's output tokens (--random-output-len); instead of --workload",
+    )
+
+
 def _parser_serve_sweep(sub) -> None:
     p = sub.add_parser(
         "serve-sweep",
@@ -555,7 +583,8 @@ def _parser_serve_sweep(sub) -> None:
     p.add_argument(
         "--rates", type=rate_list, required=True, help="comma-separated request rates per second, e.g. 1,2,4,8,16"
     )
-    add_serving_args(p)
+    add_serving_args(p, lengths=False)
+    _add_lengths(p)
     p.add_argument(
         "--workers",
         type=int_at_least(1, "workers", MAX_WORKERS),

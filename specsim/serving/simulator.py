@@ -947,12 +947,21 @@ def requests_for(
     return requests, concurrency
 
 
-def _sweep_point(args):
-    """One run of one rate (Poisson arrivals drawn from ``seed``): the summaries without and with speculation."""
-    dep, rate, workload, n, acceptance, gamma, limits, seed, slo_ttft_s, slo_tpot_s, gamma_max = args
+def _sweep_requests(dep: Deployment, rate: float, workload, n: int, seed: int, lengths: tuple | None):
+    """The requests of one run of one rate: Poisson arrivals drawn from ``seed``, the workload's lengths or every
+    request ``lengths`` (:func:`requests_for`, which checks them against the target's context)."""
     from specsim.serving.workloads import Requests
 
-    requests = Requests.poisson(rate, n, workload, np.random.default_rng(seed))
+    rng = np.random.default_rng(seed)
+    if lengths is None:
+        return Requests.poisson(rate, n, workload, rng)
+    return requests_for(dep.target, rate=rate, n=n, rng=rng, lengths=lengths)[0]
+
+
+def _sweep_point(args):
+    """One run of one rate (its requests drawn beforehand, :func:`_sweep_requests`): the summaries without and with
+    speculation."""
+    dep, requests, acceptance, gamma, limits, seed, slo_ttft_s, slo_tpot_s, gamma_max = args
     plain, spec, _ = serve_compare(dep, requests, acceptance, gamma, limits, seed=seed, gamma_max=gamma_max)
     return plain.summary(slo_ttft_s, slo_tpot_s), spec.summary(slo_ttft_s, slo_tpot_s)
 
@@ -1014,12 +1023,16 @@ def serve_sweep(
     executor=None,
     runs: int = 1,
     done=None,
+    lengths: tuple | None = None,
 ):
     """:func:`serve_compare` at each Poisson ``rate`` (requests/s), as a DataFrame with one row per rate; ``done`` is
     called as each simulation (a rate and a seed) finishes (a progress bar).
 
     ``workload`` (a :class:`~specsim.serving.workloads.Workload` or its name) and ``n`` default to
-    :data:`specsim.serving.workloads.DEFAULT_WORKLOAD` and :data:`DEFAULT_REQUESTS`.
+    :data:`specsim.serving.workloads.DEFAULT_WORKLOAD` and :data:`DEFAULT_REQUESTS`; ``lengths`` (prompt, output)
+    gives every request the same lengths instead, as ``vllm bench serve --random-input-len P --random-output-len O
+    --request-rate R`` does (no ``workload`` with it).  Every run's requests are drawn here, before any is simulated, so
+    that a rate or a length the target cannot take is refused at once.
 
     The simulations are independent: ``executor`` (any :class:`concurrent.futures.Executor`, e.g. a
     ``ProcessPoolExecutor``, or a cluster's, such as dask.distributed's ``Client.get_executor()``) runs them
@@ -1036,6 +1049,10 @@ def serve_sweep(
 
     from specsim.serving.workloads import DEFAULT_WORKLOAD, get_workload
 
+    if lengths is not None and workload is not None:
+        raise ValueError(
+            "--input-len and --output-len give every request the same lengths; --workload a distribution: drop one"
+        )
     if workload is None or isinstance(workload, str):
         workload = get_workload(DEFAULT_WORKLOAD if workload is None else workload)
     n = DEFAULT_REQUESTS if n is None else n
@@ -1044,7 +1061,17 @@ def serve_sweep(
     rates = [float(rate) for rate in rates]
     # One job per rate and seed, rate by rate, so that a rate's runs come back together and in order.
     jobs = [
-        (dep, rate, workload, n, acceptance, gamma, limits, seed + k, slo_ttft_s, slo_tpot_s, gamma_max)
+        (
+            dep,
+            _sweep_requests(dep, rate, workload, n, seed + k, lengths),
+            acceptance,
+            gamma,
+            limits,
+            seed + k,
+            slo_ttft_s,
+            slo_tpot_s,
+            gamma_max,
+        )
         for rate in rates
         for k in range(runs)
     ]
