@@ -389,7 +389,7 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
     total = len(args.rates) * args.runs * n
     if total > MAX_SIMULATED_REQUESTS:
         raise ValueError(
-            f"{len(args.rates)} rates x {args.runs} runs of {DEFAULT_REQUESTS if n is None else n:,} requests simulate "
+            f"{len(args.rates)} rates x {args.runs} runs of {n:,} requests simulate "
             f"{total:,}; at most {MAX_SIMULATED_REQUESTS:,} per command: pass fewer rates, runs or requests"
         )
     from specsim.cli.report import progress_bar
