@@ -1064,3 +1064,50 @@ def test_serve_sweep_takes_a_benchmarks_fixed_lengths_as_serve_sim_does(capsys):
     assert "--workload a distribution: drop one" in capsys.readouterr().err
     assert main(["serve-sweep", "--rates", "2", "--input-len", "200000"]) == 2
     assert "llama-3.1-8b's context limit (max_position_embeddings)" in capsys.readouterr().err
+
+
+def test_serve_sweep_over_concurrencies_is_serve_sim_at_each_closed_loop(capsys, tmp_path):
+    # vllm bench serve --max-concurrency swept: each row is the serve-sim --concurrency run of those users, same
+    # requests and seed, figure for figure; the findings, the table and the figure speak of users, not rates.
+    from specsim.figures.plots import plot_serve_sweep
+    from specsim.serving.simulator import serve_sweep, sweep_findings
+
+    common = ["--requests", "60", "--input-len", "500", "--output-len", "100"]
+    assert main(["serve-sweep", "--concurrency", "1,16", *common, "--slo-tpot-ms", "40", "--json"]) == 0
+    swept = json.loads(capsys.readouterr().out)
+    assert [row["concurrency"] for row in swept["concurrencies"]] == [1, 16] and "rates" not in swept
+    assert set(swept["findings"]) == {
+        "speculation_stops_helping_at_concurrency",
+        "max_concurrency_meeting_slo_off",
+        "max_concurrency_meeting_slo_on",
+    }
+    for row in swept["concurrencies"]:
+        assert main(["serve-sim", "--concurrency", str(row["concurrency"]), "--runs", "1", *common, "--json"]) == 0
+        alone = json.loads(capsys.readouterr().out)
+        for arm in ("off", "on"):
+            assert row[f"{arm}_tpot_p50_s"] == alone[arm]["tpot_s"]["p50"]
+            assert row[f"{arm}_mean_batch"] == alone[arm]["mean_running_batch"]
+    assert main(["serve-sweep", "--concurrency", "1,16", *common]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "closed loops; 60 requests per concurrency" in out and "speculation lowers TPOT p50 at every concurrency" in out
+    )
+    assert out.splitlines()[4].split()[0] == "users"
+    frame = serve_sweep(DEP, None, n=30, acceptance=0.7, concurrencies=[2, 4])
+    assert list(frame.concurrency) == [2, 4] and "rate" not in frame
+    # A sweep where speculation stops paying at some load names it in users.
+    worse = frame.assign(on_tpot_p50_s=[0.001, 1.0])
+    assert sweep_findings(worse)["speculation_stops_helping_at_concurrency"] == 4.0
+    import matplotlib
+
+    matplotlib.use("Agg")
+    lines = plot_serve_sweep(worse)
+    assert (
+        lines["stops_at"] == 4.0 and lines[("off", "p50")].axes.get_xlabel() == "concurrency (users of a closed loop)"
+    )
+    for bad in ({"rates": None, "concurrencies": None}, {"rates": [1.0], "concurrencies": [2]}):
+        with pytest.raises(ValueError, match="give request rates or concurrencies to sweep, not both"):
+            serve_sweep(DEP, bad["rates"], n=10, concurrencies=bad["concurrencies"])
+    for bad in ([0], [True], [2.5], []):
+        with pytest.raises(ValueError, match="concurrencies must be whole numbers >= 1"):
+            serve_sweep(DEP, None, n=10, concurrencies=bad)

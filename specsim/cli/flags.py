@@ -58,6 +58,7 @@ __all__ = [
     "positive_number",
     "rate",
     "rate_list",
+    "concurrency_list",
     "spread_type",
     "workload_type",
 ]
@@ -550,6 +551,17 @@ def rate_list(text: str) -> list[float]:
             "simulations): split the sweep"
         )
     return [rate(item) for item in items]
+
+
+def concurrency_list(text: str) -> list[int]:
+    """serve-sweep's closed loops: users each, at most MAX_RATES of them (each is two simulations per run)."""
+    users = int_list(1, "concurrency", MAX_BATCH)(text)
+    if len(users) > MAX_RATES:
+        raise argparse.ArgumentTypeError(
+            f"concurrency lists {len(users):,} loads; at most {MAX_RATES} per sweep (each is two simulations): split "
+            "the sweep"
+        )
+    return users
 
 
 def names(what: str):

@@ -8,7 +8,15 @@ import sys
 
 from specsim.cli.args import deployment, resolve_acceptance
 from specsim.cli.executors import add_executor_arg, open_executor, usable_cores
-from specsim.cli.flags import MAX_SERVE_RUNS, add_serving_args, int_at_least, nonempty, rate, rate_list
+from specsim.cli.flags import (
+    MAX_SERVE_RUNS,
+    add_serving_args,
+    concurrency_list,
+    int_at_least,
+    nonempty,
+    rate,
+    rate_list,
+)
 from specsim.cli.report import describe, ms, print_json, print_notes, table
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_RATE_PER_S, MAX_WORKERS
 
@@ -365,7 +373,7 @@ def _served_against_offered(args: argparse.Namespace, summaries: list[dict]) -> 
 
 def run_serve_sweep(args: argparse.Namespace) -> int:
     from specsim.core.files import check_output
-    from specsim.serving.simulator import DEFAULT_SLO_ATTAINMENT, serve_sweep, sweep_findings
+    from specsim.serving.simulator import DEFAULT_SLO_ATTAINMENT, serve_sweep, sweep_findings, sweep_load
     from specsim.serving.workloads import get_workload
 
     if args.plot:
@@ -386,17 +394,19 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
         what = f"every request {P} in, {O} out{_lengths_said(args)}"
     else:
         what = f"workload {workload.name} ({workload.source})"
-    total = len(args.rates) * args.runs * n
+    # Poisson rates or closed loops (--concurrency: vllm bench serve --max-concurrency swept); one of them is given.
+    loads, plural = (args.rates, "rates") if args.rates is not None else (args.concurrency, "concurrencies")
+    total = len(loads) * args.runs * n
     if total > MAX_SIMULATED_REQUESTS:
         raise ValueError(
-            f"{len(args.rates)} rates x {args.runs} runs of {n:,} requests simulate "
-            f"{total:,}; at most {MAX_SIMULATED_REQUESTS:,} per command: pass fewer rates, runs or requests"
+            f"{len(loads)} {plural} x {args.runs} runs of {n:,} requests simulate "
+            f"{total:,}; at most {MAX_SIMULATED_REQUESTS:,} per command: pass fewer {plural}, runs or requests"
         )
     from specsim.cli.report import progress_bar
 
     with (
         _sweep_executor(args) as executor,
-        progress_bar("serve-sweep rates", "run", total=len(args.rates) * args.runs, quiet=args.json) as done,
+        progress_bar(f"serve-sweep {plural}", "run", total=len(loads) * args.runs, quiet=args.json) as done,
     ):
         frame = serve_sweep(
             dep,
@@ -413,8 +423,10 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
             runs=args.runs,
             done=done,
             lengths=lengths,
+            concurrencies=args.concurrency,
         )
     findings = sweep_findings(frame)
+    load, unit, _ = sweep_load(frame)
     if args.plot:
         from specsim.figures.plots import save_serve_sweep
         from specsim.speculation.acceptance import as_acceptance
@@ -432,7 +444,7 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
     if args.json:
         print_json(
             {
-                "rates": frame.to_dict(orient="records"),
+                plural: frame.to_dict(orient="records"),
                 "findings": findings,
                 "acceptance": acc_label,
                 "workload": None if lengths is not None else workload.name,
@@ -450,14 +462,15 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
         else f" x {args.runs} runs (seeds {args.seed}-{args.seed + args.runs - 1}; each figure the mean ± the "
         "half-width of its 95% confidence interval, Student t over the runs)"
     )
-    print(f"{what}; {n} requests per rate{runs}; {acc_label}\n")
+    closed = "" if load == "rate" else ", closed loops"
+    print(f"{what}{closed}; {n} requests per {'rate' if load == 'rate' else 'concurrency'}{runs}; {acc_label}\n")
 
     def cell(r, col: str, shown) -> str:
         ci = getattr(r, f"{col}_ci", None)
         return shown(getattr(r, col)) + ("" if ci is None else f" ± {shown(ci)}")
 
     cols = [
-        "rate",
+        load,
         "off_tpot_p50_s",
         "on_tpot_p50_s",
         "off_tpot_p99_s",
@@ -467,11 +480,21 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
         "off_mean_batch",
         "on_mean_batch",
     ]
-    headers = ["req/s", "TPOT p50 off", "on", "TPOT p99 off", "on", "tok/s off", "on", "batch off", "on"]
+    headers = [
+        "req/s" if load == "rate" else "users",
+        "TPOT p50 off",
+        "on",
+        "TPOT p99 off",
+        "on",
+        "tok/s off",
+        "on",
+        "batch off",
+        "on",
+    ]
     present = [c for c in cols + [f"{c}_ci" for c in cols] if c in frame]
     rows = [
         [
-            f"{r.rate:g}",
+            f"{getattr(r, load):g}",
             cell(r, "off_tpot_p50_s", ms),
             cell(r, "on_tpot_p50_s", ms),
             cell(r, "off_tpot_p99_s", ms),
@@ -489,17 +512,18 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
             row + [f"{a:.0%}", f"{b:.0%}"] for row, a, b in zip(rows, frame.off_slo_attainment, frame.on_slo_attainment)
         ]
     print(table(headers, rows, ">" * len(headers)))
-    stop = findings["speculation_stops_helping_at_rate"]
+    stop = findings[f"speculation_stops_helping_at_{load}"]
     print(
-        "\nspeculation lowers TPOT p50 at every rate swept"
+        f"\nspeculation lowers TPOT p50 at every {load} swept"
         if stop is None
-        else f"\nspeculation stops lowering TPOT p50 at {stop:g} requests/s"
+        else f"\nspeculation stops lowering TPOT p50 at {stop:g} {unit}"
     )
-    if "max_rate_meeting_slo_off" in findings:
-        fmt = lambda v: "none of the rates swept" if v is None else f"{v:g} requests/s"  # noqa: E731
+    if f"max_{load}_meeting_slo_off" in findings:
+        fmt = lambda v: f"none of the {plural} swept" if v is None else f"{v:g} {unit}"  # noqa: E731
         print(
-            f"largest rate meeting the SLOs ({DEFAULT_SLO_ATTAINMENT:.0%} of requests): {fmt(findings['max_rate_meeting_slo_off'])} "
-            f"without speculation, {fmt(findings['max_rate_meeting_slo_on'])} with it"
+            f"largest {load} meeting the SLOs ({DEFAULT_SLO_ATTAINMENT:.0%} of requests): "
+            f"{fmt(findings[f'max_{load}_meeting_slo_off'])} without speculation, "
+            f"{fmt(findings[f'max_{load}_meeting_slo_on'])} with it"
         )
     if args.plot:
         print(
@@ -576,12 +600,18 @@ def _add_lengths(p) -> None:
 def _parser_serve_sweep(sub) -> None:
     p = sub.add_parser(
         "serve-sweep",
-        help="serve-sim over a range of request rates",
-        description="serve-sim at each Poisson rate: where speculation stops lowering TPOT, and the "
-        "largest rate that meets the SLOs with and without it.",
+        help="serve-sim over a range of request rates or concurrencies",
+        description="serve-sim at each Poisson rate, or at each closed loop of users (vllm bench serve "
+        "--max-concurrency swept): where speculation stops lowering TPOT, and the largest load that meets the SLOs "
+        "with and without it.",
     )
-    p.add_argument(
-        "--rates", type=rate_list, required=True, help="comma-separated request rates per second, e.g. 1,2,4,8,16"
+    loads = p.add_mutually_exclusive_group(required=True)
+    loads.add_argument("--rates", type=rate_list, help="comma-separated request rates per second, e.g. 1,2,4,8,16")
+    loads.add_argument(
+        "--concurrency",
+        type=concurrency_list,
+        help="comma-separated closed loops, users each, e.g. 1,4,16,64 (each user sends its next request when the "
+        "last finishes)",
     )
     add_serving_args(p, lengths=False)
     _add_lengths(p)

@@ -824,8 +824,8 @@ def plot_round_anatomy(rows: list[dict], *, ax: Any = None, title: str | None = 
 def plot_serve_sweep(
     frame: pd.DataFrame, *, axes: Any = None, title: str | None = None, slo_tpot_ms: float | None = None
 ) -> dict[str, Any]:
-    """Left: TPOT p50 and p99 against request rate, speculation off and on, and the TPOT objective when one is
-    given; right: output tokens/s.
+    """Left: TPOT p50 and p99 against request rate (or the users of closed loops, where the sweep was of those),
+    speculation off and on, and the TPOT objective when one is given; right: output tokens/s.
 
     ``frame`` is :func:`specsim.serving.simulator.serve_sweep`.  Where it holds several runs per rate (``runs``, and a
     ``<column>_ci`` half-width beside each figure), each line is the mean over the runs and a band around it the 95%
@@ -835,16 +835,19 @@ def plot_serve_sweep(
         import matplotlib.pyplot as plt
 
         _, axes = plt.subplots(1, 2, figsize=(14, 5.2))
+    from specsim.serving.simulator import sweep_load
+
     left, right = axes
     lines: dict[str, Any] = {"bands": {}}
+    load, unit, axis = sweep_load(frame)
 
     def draw(ax, key, column, scale, colour, ls, label):
         """The mean (or the one run) of ``column`` times ``scale``, and its interval where the frame has one."""
         y = frame[column] * scale
-        (lines[key],) = ax.plot(frame.rate, y, marker="o", ms=3, color=colour, ls=ls, label=label)
+        (lines[key],) = ax.plot(frame[load], y, marker="o", ms=3, color=colour, ls=ls, label=label)
         if f"{column}_ci" in frame:
             half = frame[f"{column}_ci"] * scale
-            lines["bands"][key] = ax.fill_between(frame.rate, y - half, y + half, color=colour, alpha=0.2, lw=0)
+            lines["bands"][key] = ax.fill_between(frame[load], y - half, y + half, color=colour, alpha=0.2, lw=0)
 
     for name, colour, label in (("off", "C0", "speculation off"), ("on", "C1", "speculation on")):
         for q, ls in (("p50", "-"), ("p99", ":")):
@@ -856,21 +859,21 @@ def plot_serve_sweep(
         )
     worse = frame[frame.on_tpot_p50_s >= frame.off_tpot_p50_s]
     if not worse.empty:
-        rate = float(worse.rate.min())
+        at = float(worse[load].min())
         for ax in (left, right):
-            ax.axvline(rate, color="0.5", lw=0.8, ls="--")
+            ax.axvline(at, color="0.5", lw=0.8, ls="--")
         left.annotate(
-            f"speculation stops lowering TPOT p50 at {rate:g} req/s",
-            (rate, left.get_ylim()[1]),
+            f"speculation stops lowering TPOT p50 at {at:g} {unit}",
+            (at, left.get_ylim()[1]),
             textcoords="offset points",
             xytext=(-6, -14),
             ha="right",
             fontsize=8,
         )
-        lines["stops_at"] = rate
+        lines["stops_at"] = at
     for ax in (left, right):
         _plain_log2(ax)
-        ax.set_xlabel("request rate (requests/s, Poisson)")
+        ax.set_xlabel(axis)
         ax.grid(alpha=0.3, which="both")
     left.set_yscale("log")
     _plain_log(left.yaxis)

@@ -41,6 +41,7 @@ import numpy as np
 
 from specsim.core.defaults import DEFAULT_ALPHA, DEFAULT_SERVING_GAMMA_MAX
 from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION, capacity, sequence_kv_bytes
+from specsim.serving.runs import CONFIDENCE, DEFAULT_RUNS, summarize_runs
 from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, EngineLimits, iteration_s
 from specsim.serving.workloads import mean_context_tokens
 from specsim.speculation.acceptance import as_acceptance
@@ -48,9 +49,11 @@ from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma
 
 __all__ = [
+    "CONFIDENCE",
     "DEFAULT_MAX_BATCHED_TOKENS",
     "DEFAULT_MAX_NUM_SEQS",
     "DEFAULT_REQUESTS",
+    "DEFAULT_RUNS",
     "DEFAULT_SLO_ATTAINMENT",
     "EngineLimits",
     "ServeResult",
@@ -63,6 +66,7 @@ __all__ = [
     "simulate",
     "summarize_runs",
     "sweep_findings",
+    "sweep_load",
 ]
 
 #: Requests simulated per run unless told otherwise.
@@ -822,65 +826,6 @@ def serve_compare_runs(
     return out
 
 
-#: Confidence level of the intervals serve-sim prints over independent runs.
-CONFIDENCE = 0.95
-#: Independent runs of a Poisson or closed-loop load by default (Student t with 9 degrees of freedom: 2.26 standard
-#: errors).  A trace is one fixed set of requests: it is replayed once (repeating it would count its requests again
-#: and put an interval over the acceptance draws alone).
-DEFAULT_RUNS = 10
-_SUMMED = ("requests", "served", "never_fit", "slo_met")
-
-
-def summarize_runs(summaries: list[dict], level: float = CONFIDENCE) -> dict:
-    """One summary of independent runs (:meth:`ServeResult.summary` each, e.g. one per seed).
-
-    Each latency percentile, rate, mean batch and arrival figure is the mean over the runs, and ``ci`` holds the
-    half-width of its ``level`` confidence interval, Student t over the runs: ``t(level, R-1) s / sqrt(R)``.
-    The runs are independent where a single run's requests are not (a queue's latencies are correlated), which
-    is why the interval is over runs and not a bootstrap over one run's requests.  Counts are summed over the
-    runs, ``max_running_batch`` is the largest, batch shares are averaged.  A figure that any run lacks (no
-    request with a second token: no TPOT) is None, with no interval.  One run: no intervals (None).
-    """
-    from scipy import stats
-
-    runs = len(summaries)
-    if runs < 1:
-        raise ValueError("summarize_runs needs at least one run")
-    scale = float(stats.t.ppf(0.5 + level / 2, runs - 1)) / np.sqrt(runs) if runs > 1 else None
-
-    def mean_ci(values):
-        if any(v is None for v in values):
-            return None, None
-        x = np.asarray(values, dtype=float)
-        if scale is None:
-            return float(x.mean()), None
-        # Runs that agree to rounding (equal requests with speculation off are one run whatever the seed) have no
-        # spread: their float noise (1e-16 ms) is not an interval.
-        spread = float(x.std(ddof=1))
-        return float(x.mean()), (0.0 if spread <= 1e-9 * float(np.abs(x).max()) else scale * spread)
-
-    first = summaries[0]
-    out, ci = {"speculation": first["speculation"], "runs": runs, "confidence": level}, {}
-    for key, value in first.items():
-        if key == "speculation":
-            continue
-        values = [s[key] for s in summaries]
-        if key in _SUMMED:
-            out[key] = int(sum(values))
-        elif key == "max_running_batch":
-            out[key] = int(max(values))
-        elif key == "running_batch_time_share":
-            batches = sorted({b for v in values for b in v})
-            out[key] = {b: float(np.mean([v.get(b, 0.0) for v in values])) for b in batches}
-        elif isinstance(value, dict):
-            pairs = {q: mean_ci([v[q] for v in values]) for q in value}
-            out[key], ci[key] = {q: m for q, (m, _) in pairs.items()}, {q: h for q, (_, h) in pairs.items()}
-        else:
-            out[key], ci[key] = mean_ci(values)
-    out["ci"] = ci
-    return out
-
-
 def requests_for(
     target,
     *,
@@ -947,22 +892,27 @@ def requests_for(
     return requests, concurrency
 
 
-def _sweep_requests(dep: Deployment, rate: float, workload, n: int, seed: int, lengths: tuple | None):
-    """The requests of one run of one rate: Poisson arrivals drawn from ``seed``, the workload's lengths or every
-    request ``lengths`` (:func:`requests_for`, which checks them against the target's context)."""
+def _sweep_requests(
+    dep: Deployment, rate: float | None, users: int | None, workload, n: int, seed: int, lengths: tuple | None
+):
+    """The requests of one run of one load, drawn from ``seed``: Poisson arrivals at ``rate`` or a closed loop of
+    ``users``, with the workload's lengths or every request ``lengths`` (:func:`requests_for`, which checks them
+    against the target's context)."""
     from specsim.serving.workloads import Requests
 
     rng = np.random.default_rng(seed)
-    if lengths is None:
-        return Requests.poisson(rate, n, workload, rng)
-    return requests_for(dep.target, rate=rate, n=n, rng=rng, lengths=lengths)[0]
+    if lengths is not None:
+        return requests_for(dep.target, rate=rate, concurrency=users, n=n, rng=rng, lengths=lengths)[0]
+    if users is not None:
+        return Requests.closed_loop(n, workload, rng)
+    return Requests.poisson(rate, n, workload, rng)
 
 
 def _sweep_point(args):
-    """One run of one rate (its requests drawn beforehand, :func:`_sweep_requests`): the summaries without and with
-    speculation."""
-    dep, requests, acceptance, gamma, limits, seed, slo_ttft_s, slo_tpot_s, gamma_max = args
-    plain, spec, _ = serve_compare(dep, requests, acceptance, gamma, limits, seed=seed, gamma_max=gamma_max)
+    """One run of one load (its requests drawn beforehand, :func:`_sweep_requests`; ``users`` None for Poisson
+    arrivals): the summaries without and with speculation."""
+    dep, requests, users, acceptance, gamma, limits, seed, slo_ttft_s, slo_tpot_s, gamma_max = args
+    plain, spec, _ = serve_compare(dep, requests, acceptance, gamma, limits, users, seed=seed, gamma_max=gamma_max)
     return plain.summary(slo_ttft_s, slo_tpot_s), spec.summary(slo_ttft_s, slo_tpot_s)
 
 
@@ -978,10 +928,11 @@ _SWEEP_COLUMNS = {
 }
 
 
-def _sweep_row(rate: float, runs: list) -> dict:
-    """One row of a sweep from the (off, on) summaries of its runs: each figure the mean over the runs
-    (:func:`summarize_runs`) and, with more than one run, ``<column>_ci``, the half-width of its 95% interval."""
-    row = {"rate": rate}
+def _sweep_row(load: str, value: float, runs: list) -> dict:
+    """One row of a sweep from the (off, on) summaries of its runs at ``load`` ("rate" or "concurrency") ``value``:
+    each figure the mean over the runs (:func:`summarize_runs`) and, with more than one run, ``<column>_ci``, the
+    half-width of its 95% interval."""
+    row = {load: value}
     for i, name in enumerate(("off", "on")):
         s = summarize_runs([r[i] for r in runs])
         for column, (key, q) in _SWEEP_COLUMNS.items():
@@ -1024,9 +975,11 @@ def serve_sweep(
     runs: int = 1,
     done=None,
     lengths: tuple | None = None,
+    concurrencies=None,
 ):
-    """:func:`serve_compare` at each Poisson ``rate`` (requests/s), as a DataFrame with one row per rate; ``done`` is
-    called as each simulation (a rate and a seed) finishes (a progress bar).
+    """:func:`serve_compare` at each Poisson ``rate`` (requests/s), or at each closed loop of ``concurrencies`` users
+    (``rates`` None: ``vllm bench serve --max-concurrency`` swept), as a DataFrame with one row per load (its column
+    ``rate`` or ``concurrency``); ``done`` is called as each simulation (a load and a seed) finishes (a progress bar).
 
     ``workload`` (a :class:`~specsim.serving.workloads.Workload` or its name) and ``n`` default to
     :data:`specsim.serving.workloads.DEFAULT_WORKLOAD` and :data:`DEFAULT_REQUESTS`; ``lengths`` (prompt, output)
@@ -1058,12 +1011,22 @@ def serve_sweep(
     n = DEFAULT_REQUESTS if n is None else n
     if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
         raise ValueError(f"runs must be a whole number >= 1, got {runs!r}")
-    rates = [float(rate) for rate in rates]
-    # One job per rate and seed, rate by rate, so that a rate's runs come back together and in order.
+    if (rates is None) == (concurrencies is None):
+        raise ValueError("give request rates or concurrencies to sweep, not both")
+    if concurrencies is not None:
+        users = [int(c) for c in concurrencies]
+        if not users or any(isinstance(c, bool) or int(c) != c or c < 1 for c in concurrencies):
+            raise ValueError(f"concurrencies must be whole numbers >= 1, got {list(concurrencies)!r}")
+        load, values, loads = "concurrency", users, [(None, c) for c in users]
+    else:
+        values = [float(rate) for rate in rates]
+        load, loads = "rate", [(rate, None) for rate in values]
+    # One job per load and seed, load by load, so that a load's runs come back together and in order.
     jobs = [
         (
             dep,
-            _sweep_requests(dep, rate, workload, n, seed + k, lengths),
+            _sweep_requests(dep, rate, users, workload, n, seed + k, lengths),
+            users,
             acceptance,
             gamma,
             limits,
@@ -1072,7 +1035,7 @@ def serve_sweep(
             slo_tpot_s,
             gamma_max,
         )
-        for rate in rates
+        for rate, users in loads
         for k in range(runs)
     ]
     if executor is not None:
@@ -1084,17 +1047,27 @@ def serve_sweep(
             dep.source.take_notes(noted)
         if done is not None:
             done()
-    return pd.DataFrame([_sweep_row(rate, finished[i * runs : (i + 1) * runs]) for i, rate in enumerate(rates)])
+    return pd.DataFrame([_sweep_row(load, v, finished[i * runs : (i + 1) * runs]) for i, v in enumerate(values)])
 
 
 def sweep_findings(frame, attainment: float = DEFAULT_SLO_ATTAINMENT) -> dict:
-    """The first rate at which speculation no longer lowers TPOT p50, and the largest rate meeting the SLOs
-    (``attainment`` of requests) without and with speculation; None where no swept rate qualifies."""
+    """The first load (a rate, or a concurrency where the sweep was of closed loops) at which speculation no longer
+    lowers TPOT p50, and the largest load meeting the SLOs (``attainment`` of requests) without and with speculation;
+    None where no swept load qualifies."""
+    load = sweep_load(frame)[0]
     worse = frame[frame.on_tpot_p50_s >= frame.off_tpot_p50_s]
-    out = {"speculation_stops_helping_at_rate": None if worse.empty else float(worse.rate.min())}
+    out = {f"speculation_stops_helping_at_{load}": None if worse.empty else float(worse[load].min())}
     for name in ("off", "on"):
         col = f"{name}_slo_attainment"
         if col in frame:
             ok = frame[frame[col] >= attainment]
-            out[f"max_rate_meeting_slo_{name}"] = None if ok.empty else float(ok.rate.max())
+            out[f"max_{load}_meeting_slo_{name}"] = None if ok.empty else float(ok[load].max())
     return out
+
+
+def sweep_load(frame) -> tuple[str, str, str]:
+    """A :func:`serve_sweep` frame's loads: (the column that holds them, their unit, an axis label): closed loops'
+    users where the sweep was of those, else Poisson rates."""
+    if "concurrency" in frame:
+        return "concurrency", "users", "concurrency (users of a closed loop)"
+    return "rate", "requests/s", "request rate (requests/s, Poisson)"

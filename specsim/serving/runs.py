@@ -1,0 +1,68 @@
+"""Independent runs of one load, summarised: each figure the mean over the runs with a Student t interval of that
+mean (serve-sim --runs, serve-sweep --runs); the request-level simulator (:mod:`specsim.serving.simulator`) makes the
+runs' summaries."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["CONFIDENCE", "DEFAULT_RUNS", "summarize_runs"]
+
+
+#: Confidence level of the intervals serve-sim prints over independent runs.
+CONFIDENCE = 0.95
+#: Independent runs of a Poisson or closed-loop load by default (Student t with 9 degrees of freedom: 2.26 standard
+#: errors).  A trace is one fixed set of requests: it is replayed once (repeating it would count its requests again
+#: and put an interval over the acceptance draws alone).
+DEFAULT_RUNS = 10
+_SUMMED = ("requests", "served", "never_fit", "slo_met")
+
+
+def summarize_runs(summaries: list[dict], level: float = CONFIDENCE) -> dict:
+    """One summary of independent runs (:meth:`ServeResult.summary` each, e.g. one per seed).
+
+    Each latency percentile, rate, mean batch and arrival figure is the mean over the runs, and ``ci`` holds the
+    half-width of its ``level`` confidence interval, Student t over the runs: ``t(level, R-1) s / sqrt(R)``.
+    The runs are independent where a single run's requests are not (a queue's latencies are correlated), which
+    is why the interval is over runs and not a bootstrap over one run's requests.  Counts are summed over the
+    runs, ``max_running_batch`` is the largest, batch shares are averaged.  A figure that any run lacks (no
+    request with a second token: no TPOT) is None, with no interval.  One run: no intervals (None).
+    """
+    from scipy import stats
+
+    runs = len(summaries)
+    if runs < 1:
+        raise ValueError("summarize_runs needs at least one run")
+    scale = float(stats.t.ppf(0.5 + level / 2, runs - 1)) / np.sqrt(runs) if runs > 1 else None
+
+    def mean_ci(values):
+        if any(v is None for v in values):
+            return None, None
+        x = np.asarray(values, dtype=float)
+        if scale is None:
+            return float(x.mean()), None
+        # Runs that agree to rounding (equal requests with speculation off are one run whatever the seed) have no
+        # spread: their float noise (1e-16 ms) is not an interval.
+        spread = float(x.std(ddof=1))
+        return float(x.mean()), (0.0 if spread <= 1e-9 * float(np.abs(x).max()) else scale * spread)
+
+    first = summaries[0]
+    out, ci = {"speculation": first["speculation"], "runs": runs, "confidence": level}, {}
+    for key, value in first.items():
+        if key == "speculation":
+            continue
+        values = [s[key] for s in summaries]
+        if key in _SUMMED:
+            out[key] = int(sum(values))
+        elif key == "max_running_batch":
+            out[key] = int(max(values))
+        elif key == "running_batch_time_share":
+            batches = sorted({b for v in values for b in v})
+            out[key] = {b: float(np.mean([v.get(b, 0.0) for v in values])) for b in batches}
+        elif isinstance(value, dict):
+            pairs = {q: mean_ci([v[q] for v in values]) for q in value}
+            out[key], ci[key] = {q: m for q, (m, _) in pairs.items()}, {q: h for q, (_, h) in pairs.items()}
+        else:
+            out[key], ci[key] = mean_ci(values)
+    out["ci"] = ci
+    return out
