@@ -1029,6 +1029,12 @@ def test_serve_sim_says_what_held_the_speculating_arm_to_a_smaller_batch(capsys)
         "speculation on ran at most 48 sequences at once, off 56: the engine's max_num_seqs while speculating (48)"
     ]
     assert held("--concurrency", "8") == []
+    # At one Poisson rate speculation finishes requests sooner, so fewer are in flight (here at most 8 against 13):
+    # no limit held it, and nothing is said.
+    assert main(["serve-sim", "--rate", "4", "--requests", "300", "--runs", "1", "--json"]) == 0
+    open_loop = json.loads(capsys.readouterr().out)
+    assert open_loop["on"]["max_running_batch"] < open_loop["off"]["max_running_batch"]
+    assert open_loop["speculating_batch_held"] is None
     assert (
         main(["serve-sim", "--requests", "60", "--runs", "1", "--concurrency", "56", "--engine", "sglang", "--json"])
         == 0

@@ -178,7 +178,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
         )
         + (f"; --csv holds the run with seed {seeds[0]}" if args.csv else ""),
     ]
-    held = _what_holds_speculation_back(summaries, meta, limits)
+    held = _what_holds_speculation_back(summaries, meta, limits, any(spec.kv_full for _, spec, _ in answer.results))
     if args.json:
         print_json(
             {
@@ -317,16 +317,20 @@ def _print_summaries(off: dict, on: dict) -> None:
     )
 
 
-def _what_holds_speculation_back(summaries: list[dict], meta: dict, limits) -> str | None:
-    """Why the speculating arm ran fewer sequences at once than the plain one, where it did: the engine's own
-    max_num_seqs while speculating, or the KV cache left beside the draft (each request reserves its whole length).
-    A smaller batch, not a slower round, is then most of the difference."""
+def _what_holds_speculation_back(summaries: list[dict], meta: dict, limits, kv_full: bool) -> str | None:
+    """Why the speculating arm ran fewer sequences at once than the plain one, where a limit did it: the engine's own
+    max_num_seqs while speculating, or the KV cache left beside the draft (``kv_full``: a request of a speculating run
+    waited for memory with a sequence free; each request reserves its whole length).  A smaller batch, not a slower
+    round, is then most of the difference.  None where no limit held it (speculation finishes requests sooner, so
+    fewer are in flight at one rate)."""
     off, on = (s.get("max_running_batch") for s in summaries)
     if off is None or on is None or on >= off:
         return None
     head = f"speculation on ran at most {on} sequences at once, off {off}: "
     if on >= limits.arm(True).max_num_seqs:
         return head + f"the engine's max_num_seqs while speculating ({limits.arm(True).max_num_seqs})"
+    if not kv_full:
+        return None
     return head + (
         f"beside the draft's weights and KV the cache holds {meta['kv_capacity_tokens_spec']:,.0f} tokens, against "
         f"{meta['kv_capacity_tokens_plain']:,.0f} without it (each request reserves its prompt and output; specsim "

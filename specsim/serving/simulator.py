@@ -166,6 +166,7 @@ class ServeResult:
     in_system_integral: float  # integral over time of (waiting + in flight) requests
     speculation: str
     notes: list = field(default_factory=list)
+    kv_full: bool = False  # some request waited for KV memory while a sequence was free (not for max_num_seqs)
 
     @property
     def served(self) -> np.ndarray:
@@ -304,6 +305,7 @@ class _Engine:
         self.concurrency, self.reserve = concurrency, reserve
         self.speculating = False
         self._budget: dict = {}  # the prompt tokens an iteration takes beside (b, g): the limits' rule, read once each
+        self.kv_full = False
         self.prompt = np.asarray(requests.prompt, dtype=np.int64)
         self.output = np.asarray(requests.output, dtype=np.int64)
         self.rejected = reserve > limits.kv_capacity_bytes
@@ -392,6 +394,8 @@ class _Engine:
             i = self.waiting.popleft()
             self.kv_used += self.reserve[i]
             self.prefilling.append([i, int(self.prompt[i]) if limits.include_prefill else 0])
+        if self.waiting and self.running.size + len(self.prefilling) < limits.max_num_seqs:
+            self.kv_full = True  # a request waits with a sequence free: the KV cache alone holds it back
 
     def _advance(self, dt_or_ends, emitted: np.ndarray, remaining: np.ndarray | None = None) -> None:
         """Book the time spent and the tokens each running sequence emitted; retire the finished ones.  ``remaining``:
@@ -631,6 +635,7 @@ def simulate(
         eng.in_system,
         label,
         notes,
+        eng.kv_full,
     )
 
 
