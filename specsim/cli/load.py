@@ -327,8 +327,9 @@ def _what_holds_speculation_back(summaries: list[dict], meta: dict, limits, kv_f
     if off is None or on is None or on >= off:
         return None
     head = f"speculation on ran at most {on} sequences at once, off {off}: "
-    if on >= limits.arm(True).max_num_seqs:
-        return head + f"the engine's max_num_seqs while speculating ({limits.arm(True).max_num_seqs})"
+    most = limits.arm(True).max_num_seqs
+    if on >= most:
+        return head + f"the engine's max_num_seqs while speculating ({most})"
     if not kv_full:
         return None
     return head + (
@@ -383,6 +384,7 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
     if args.plot:
         check_output(args.plot, (".png", ".svg"), "--plot")
     acc, acc_label, dep, limits, slo, gamma = _setup(args)
+    from specsim.answers.load import request_lengths
     from specsim.core.limits import MAX_SIMULATED_REQUESTS
     from specsim.serving.simulator import DEFAULT_REQUESTS
     from specsim.serving.workloads import DEFAULT_WORKLOAD
@@ -393,9 +395,8 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
         None if lengths is not None and args.workload is None else get_workload(args.workload or DEFAULT_WORKLOAD)
     )
     n = DEFAULT_REQUESTS if args.requests is None else args.requests
-    if lengths is not None:
-        P, O = lengths
-        what = f"every request {P} in, {O} out{_lengths_said(args)}"
+    if lengths is not None:  # the answering commands' words, the defaults cited
+        what = request_lengths(args.input_len, args.output_len).description
     else:
         what = f"workload {workload.name} ({workload.source})"
     # Poisson rates or closed loops (--concurrency: vllm bench serve --max-concurrency swept); one of them is given.

@@ -25,6 +25,7 @@ class StepCounters:
         # (ends, drafts per round, gamma, accepted per round, accepted per round and position or None, generated per
         # round, prompt tokens of the last round, running, waiting).
         self._rows: list[tuple] = []
+        self._spread: tuple[int, list] | None = None  # (records spread, the columns): read by at() and the window
         self._done: list[
             tuple
         ] = []  # (times, prompt, output, verifications, accepted per position, drafted per position)
@@ -73,6 +74,8 @@ class StepCounters:
         rows = self._rows
         if not rows:
             return [np.zeros(0)] * 4 + [np.zeros((0, self.gamma_max))] + [np.zeros(0)] * 4
+        if self._spread is not None and self._spread[0] == len(rows):  # nothing told since: the same columns
+            return self._spread[1]
         ends = np.concatenate([r[0] for r in rows])
         k = np.array([r[0].size for r in rows])
         drafts = np.repeat(np.array([r[1] for r in rows]), k)
@@ -86,7 +89,9 @@ class StepCounters:
         prompts[np.cumsum(k) - 1] = [r[6] for r in rows]  # a record's prompt tokens are its last round's
         running = np.repeat(np.array([r[7] for r in rows]), k)
         waiting = np.repeat(np.array([r[8] for r in rows]), k)
-        return [ends, drafts, draft_tokens, accepted, per_position, generated, prompts, running, waiting]
+        columns = [ends, drafts, draft_tokens, accepted, per_position, generated, prompts, running, waiting]
+        self._spread = (len(rows), columns)
+        return columns
 
     def iteration(
         self,
