@@ -477,11 +477,21 @@ def test_a_head_is_built_field_by_field_not_copied_from_the_target():
 
 
 def test_head_options_follow_the_target_unless_given():
-    target = get_model("llama-3.1-8b", weight_dtype="fp8", kv_dtype="fp8")
-    head = make_drafter("eagle3", target).step_model
-    assert (head.weight_dtype, head.kv_dtype, head.head_dtype_) == ("fp8", "fp8", "bf16")
-    given = make_drafter("eagle3", target, {"weight_dtype": "bf16", "kv_dtype": "bf16"}).step_model
-    assert (given.weight_dtype, given.kv_dtype) == ("bf16", "bf16")
+    # A head derived from a quantized target is its own 16-bit checkpoint (vLLM quantizes only MTP drafters with the
+    # target), said in a note; its KV cache is the target's (one cache dtype for every layer).
+    for dtype in ("fp8", "int4"):
+        target = get_model("llama-3.1-8b", weight_dtype=dtype, kv_dtype="fp8")
+        head = make_drafter("eagle3", target).step_model
+        assert (head.weight_dtype, head.kv_dtype, head.head_dtype_) == ("bf16", "fp8", "bf16")
+        assert len(head.notes) == 1 and f"weights bf16, not the target's {dtype}" in head.notes[0]
+        given = make_drafter("eagle3", target, {"weight_dtype": dtype, "kv_dtype": "bf16"}).step_model
+        assert (given.weight_dtype, given.kv_dtype, given.notes) == (dtype, "bf16", ())
+    # The MTP layers are the target's own checkpoint: quantized with it.
+    mtp = make_drafter("mtp", get_model("deepseek-v3")).step_model
+    assert mtp.weight_dtype == get_model("deepseek-v3").weight_dtype == "fp8" and mtp.notes == ()
+    # An unquantized target's head: its dtype, nothing said.
+    plain = make_drafter("eagle3", get_model("llama-3.1-8b")).step_model
+    assert plain.weight_dtype == "bf16" and plain.notes == ()
 
 
 def test_a_head_config_gives_the_heads_own_shape(tmp_path):

@@ -75,6 +75,7 @@ def _deployment(rows: pd.DataFrame, profile: HardwareProfile, engine: EnginePres
         first.drafter,
         engine=engine,
         target_options={"tp": int(first.tp), "weight_dtype": first.weight_dtype},
+        draft_options={"weight_dtype": first.draft_dtype},
     )
 
 

@@ -333,7 +333,8 @@ def add_model_args(p: argparse.ArgumentParser, *, draft: bool) -> None:
         p.add_argument(
             "--draft-weight-dtype",
             choices=WEIGHT_DTYPE_CHOICES,
-            help="the draft's weight storage (default: its config)",
+            help="the draft's weight storage (default: its config; a head derived from the target: the target's "
+            "16-bit precision; MTP: the target's)",
         )
         p.add_argument(
             "--draft-kv-dtype", choices=KV_DTYPE_CHOICES, help="the draft's KV-cache dtype (default: its config)"

@@ -72,7 +72,7 @@ KERNEL_SPEC = SpecHost(round_s=0.0, step_s=0.475e-3, seq_s=0.2e-6, seq_step_s=6.
 #: vLLM's ROCm build on AMD Instinct: the round's host terms fitted to AMD's MI355X sweeps (vLLM blog 2026-07-13,
 #: Kimi-K2.5 and MiniMax-M2.5 with EAGLE-3 heads at TP 4, concurrency 4-64; :mod:`specsim.calibration.rocm`, printed by
 #: benchmarks/validate_moe_rocm.py, held to its fit by tests/test_moe_rocm.py), counted as time the round waits for.
-ROCM_SPEC = SpecHost(round_s=0.0, step_s=0.102e-3, seq_s=0.0, seq_step_s=79.7e-6)
+ROCM_SPEC = SpecHost(round_s=0.0, step_s=0.0208e-3, seq_s=0.0, seq_step_s=79.2e-6)
 #: vLLM ROCm's engine time per tensor-parallel collective, fitted with the profile's bandwidth efficiency to the same
 #: sweeps' plain rows (CUDA's is 28.4 us): both ran at TP 4, so a one-GPU step on these builds is not measured.
 ROCM_COLLECTIVE_S = 62.7e-6

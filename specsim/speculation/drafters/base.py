@@ -452,9 +452,31 @@ def _block_drafter_config(path: str, target: ModelShape, kind: str, architecture
     return dataclasses.replace(head, weight_dtype=layer.weight_dtype), config
 
 
+def _stored_as_published(head: ModelShape, target: ModelShape, label: str, opts: dict) -> ModelShape:
+    """A head derived from the target's shape is its own checkpoint, stored at the target's 16-bit precision whatever the
+    target's weights are quantized to: the public EAGLE, EAGLE-3, DFlash and DSpark heads are FP16 or BF16
+    (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B float16; SpecForge's heads bfloat16), and an engine quantizes them only where
+    told: vLLM 0.24.0 leaves a draft unquantized unless its checkpoint or ``quantization`` in --speculative-config says
+    otherwise, and gives the target's quantization to MTP drafters alone (vllm/config/speculative.py,
+    ``SpeculativeConfig.quantization``); SGLang 0.5.12 gives its --quantization flag to the draft unless
+    --speculative-draft-model-quantization says otherwise (srt/server_args.py), a flag a pre-quantized checkpoint is
+    served without.  Said in a note where it differs from the target's weights; --draft-weight-dtype replaces it."""
+    stored = target.head_dtype_
+    if opts.get("weight_dtype") or stored == target.weight_dtype:
+        return dataclasses.replace(head, weight_dtype=stored)
+    note = (
+        f"weights {stored}, not the target's {target.weight_dtype}: {label} is its own checkpoint, stored at 16 bits "
+        "as the public ones are, and vLLM 0.24.0 quantizes only MTP drafters with the target "
+        "(vllm/config/speculative.py); --draft-weight-dtype for a quantized head, or for SGLang served with "
+        "--quantization, which it gives the draft too"
+    )
+    return dataclasses.replace(head, weight_dtype=stored, notes=head.notes + (note,))
+
+
 def _with_options(head: ModelShape, opts: dict, target: ModelShape, own_dtype: bool = False) -> ModelShape:
-    """A head takes --draft-weight-dtype / --draft-kv-dtype / --draft-tp; by default the target's dtypes (a head read
-    from its own config.json, ``own_dtype``, keeps its stored weight dtype)."""
+    """A head takes --draft-weight-dtype / --draft-kv-dtype / --draft-tp; by default the target's dtypes (a head with
+    its own checkpoint, ``own_dtype``: read from its config.json, or derived and :func:`_stored_as_published`, keeps its
+    stored weight dtype)."""
     changes = {
         "weight_dtype": opts.get("weight_dtype") or (head.weight_dtype if own_dtype else target.weight_dtype),
         "kv_dtype": opts.get("kv_dtype") or target.kv_dtype,

@@ -19,6 +19,7 @@ from specsim.speculation.drafters.base import (
     _head_from_config,
     _head_shape,
     _no_checkpoint,
+    _stored_as_published,
     _with_options,
 )
 
@@ -53,7 +54,6 @@ class EagleHead(Drafter):
 
     @classmethod
     def build(cls, path: str, target: ModelShape, options: dict) -> "EagleHead":
-        own = bool(path)
         if path:
             head = _head_from_config(path, target, cls.config_kind or cls.kind)
             basis = f"head config {path}" + (
@@ -75,7 +75,8 @@ class EagleHead(Drafter):
                     "(yuhuili/EAGLE3-LLaMA3.1-Instruct-8B; SpecForge's Qwen3 configs, e.g. qwen3-30B-A3B-eagle3.1.json); "
                     "eagle3:HEAD/config.json reads a head's own"
                 )
-        return cls(head.name, _with_options(head, options, target, own), basis)
+            head = _stored_as_published(head, target, cls.label, options)
+        return cls(head.name, _with_options(head, options, target, True), basis)
 
 
 @dataclass(frozen=True)

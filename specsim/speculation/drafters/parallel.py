@@ -20,6 +20,7 @@ from specsim.speculation.drafters.base import (
     _block_drafter_config,
     _head_shape,
     _OnePass,
+    _stored_as_published,
     _with_options,
 )
 from specsim.speculation.drafters.classic import Eagle3Head
@@ -255,7 +256,8 @@ class DFlashDrafter(_OnePass, Drafter):
                 f"derived from the target's shape: {cls.layers} layers of its attention and dense MLP, a "
                 f"{cls.fused_layers}d -> d feature fusion, the target's embedding and LM head (the papers' defaults)"
             )
-            return cls(head.name, _with_options(head, options, target), basis, block)
+            head = _stored_as_published(head, target, cls.label, options)
+            return cls(head.name, _with_options(head, options, target, True), basis, block)
         head, config = _block_drafter_config(path, target, cls.kind, cls.config_architectures)
         ids = (config.get("dflash_config") or {}).get("target_layer_ids", config.get("target_layer_ids"))
         fused = len(ids) if isinstance(ids, list) and ids else cls.fused_layers
