@@ -698,3 +698,18 @@ def test_without_a_draft_a_built_in_target_gets_its_catalogs_draft_and_the_note_
         ValueError, match=r"^no --draft given, and the default draft llama-3.2-1b does not share qwen3-0"
     ):
         Deployment.build(target="qwen3-0.6b")
+
+
+def test_an_int4_target_priced_by_the_roofline_says_what_the_measured_run_found():
+    # Said by default wherever the roofline prices INT4 weight-only GEMMs (the roofline and hybrid sources, and the
+    # kernel source where its database has no INT4 table); not where measured weight-only kernels price them
+    # (TensorRT-LLM 1.0.0's int4_wo tables for the A100), nor for a 16-bit target.
+    def said(**kw):
+        dep = Deployment.build("a100-sxm-80gb", "llama-3.1-8b", "eagle3", **kw)
+        return [n for n in dep.notes() if "INT4 weight-only GEMMs are a roofline estimate" in n]
+
+    int4 = {"weight_dtype": "int4"}
+    assert len(said(timing="roofline", engine="vllm@0.24.0", target_options=int4)) == 1
+    assert len(said(timing="hybrid", engine="vllm@0.24.0", target_options=int4)) == 1
+    assert said(timing="kernels", engine="trtllm", target_options=int4) == []
+    assert said(timing="roofline", engine="vllm@0.24.0") == []

@@ -881,7 +881,24 @@ class Deployment:
                     "not modelled" + serial
                 )
         notes += self._overlap_assumed()
+        notes += self._int4_estimated()
         return notes
+
+    def _int4_estimated(self) -> list[str]:
+        """Where the roofline prices an INT4 weight-only target's step, what the one engine run that measured such steps
+        found, said by default: it moves speedups by more than 10% (docs/targets.md, "Measured errors";
+        ``benchmarks/validate_targets.py`` prints it)."""
+        if self.target.weight_dtype != "int4" or self.engine.calibration:  # a calibration is judged on its own runs
+            return []
+        step = self.gpu_pass(self.target, 1, 1, DEFAULT_CONTEXT_TOKENS)
+        if step.source not in ("roofline", "hybrid") and (step.fallback is None or not np.any(step.fallback)):
+            return []  # priced from measured weight-only kernels
+        return [
+            f"{self.target.name}: its INT4 weight-only GEMMs are a roofline estimate; on the one public run that measured "
+            "them (vLLM 0.24.0's awq_marlin on an A100, Llama-3.1-8B at 1-64 users; docs/targets.md) the INT4 step "
+            "relative to FP16 was 25-44% longer than this estimate, most at 64 users, and the speedup of speculation "
+            "on it 15-42% off; not corrected here (one engine, one GPU)"
+        ]
 
     def _overlap_assumed(self) -> list[str]:
         """The engine's overlap of a round's host work with the GPU where no measurement gives it (the preset assumes all
