@@ -458,9 +458,10 @@ def _stored_as_published(head: ModelShape, target: ModelShape, label: str, opts:
     (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B float16; SpecForge's heads bfloat16), and an engine quantizes them only where
     told: vLLM 0.24.0 leaves a draft unquantized unless its checkpoint or ``quantization`` in --speculative-config says
     otherwise, and gives the target's quantization to MTP drafters alone (vllm/config/speculative.py,
-    ``SpeculativeConfig.quantization``); SGLang 0.5.12 gives its --quantization flag to the draft unless
-    --speculative-draft-model-quantization says otherwise (srt/server_args.py), a flag a pre-quantized checkpoint is
-    served without.  Said in a note where it differs from the target's weights; --draft-weight-dtype replaces it."""
+    ``SpeculativeConfig.quantization``); SGLang 0.5.12 gives the target's --quantization to the draft unless
+    --speculative-draft-model-quantization says otherwise (srt/server_args.py), unset where a pre-quantized checkpoint
+    is served without the flag, save a few families whose checkpoints it reads it from (DeepSeek-V3 on Blackwell among
+    them).  Said in a note where it differs from the target's weights; --draft-weight-dtype replaces it."""
     stored = target.head_dtype_
     if opts.get("weight_dtype") or stored == target.weight_dtype:
         return dataclasses.replace(head, weight_dtype=stored)
