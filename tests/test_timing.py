@@ -164,6 +164,20 @@ def test_hybrid_decode_is_the_roofline_and_verification_follows_the_kernels():
     np.testing.assert_allclose(hybrid.step_time(model, B, 5, 1128).total_s / roof, ratio, rtol=1e-12)
 
 
+def test_where_a_verification_pass_leaves_the_kernel_data_the_hybrid_ratio_is_the_rooflines_own():
+    """A pass of 1024 x 33 tokens is past the H100's largest measured GEMM (m = 32768) while its decode step is not: the
+    ratio was a roofline pass over a kernel sum (one with the per-pass overhead, one without); it is the roofline's."""
+    hybrid = make_source("hybrid", H100)
+    model = get_model("llama-3.1-8b")
+    b = np.array([512.0, 1024.0])
+    t = hybrid.step_time(model, b, 33, 400)
+    assert t.fallback.tolist() == [False, True]
+    roof = step_time(H100, model, b, 33, 400).total_s / step_time(H100, model, b, 1, 400).total_s
+    decode = step_time(H100, model, b, 1, 400).total_s
+    assert t.total_s[1] / decode[1] == pytest.approx(roof[1], rel=1e-12)
+    assert t.total_s[0] / decode[0] != pytest.approx(roof[0], rel=1e-3)  # inside the data: the kernels' ratio
+
+
 def test_article_numbers_are_unchanged_by_the_new_sources():
     dep = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     assert np.round(speedup(dep, 0.8, 4, [1, 64, 128, 256]), 2).tolist() == [1.9, 1.81, 1.49, 1.25]

@@ -67,9 +67,12 @@ class HybridSource:
         else:
             roof = self.roofline.step_time(model, batch, tokens_per_seq, context)
             k1 = self.kernels.step_time(model, batch, 1, context)
-        total = decode.total_s * (k.total_s / k1.total_s)  # k has the full (b, q, L) shape, so total does too
-        fb = np.zeros(np.shape(total), bool)
+        ratio = k.total_s / k1.total_s  # k has the full (b, q, L) shape, so total does too
+        fb = np.zeros(np.shape(ratio), bool)
         for part in (k.fallback, k1.fallback):
             if part is not None:
                 fb |= part
+        if fb.any():  # where either pass left the data, the roofline's own ratio (never a roofline over a kernel sum)
+            ratio = np.where(fb, roof.total_s / decode.total_s, ratio)
+        total = decode.total_s * ratio
         return dataclasses.replace(roof, total_s=total, source=self.name, fallback=fb if fb.any() else None)
