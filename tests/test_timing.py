@@ -178,6 +178,49 @@ def test_where_a_verification_pass_leaves_the_kernel_data_the_hybrid_ratio_is_th
     assert t.total_s[0] / decode[0] != pytest.approx(roof[0], rel=1e-3)  # inside the data: the kernels' ratio
 
 
+def test_a_gpu_the_database_lacks_borrows_the_verification_ratio_of_its_architectures_device():
+    """The A30 and the A100 are both GA100 (compute capability 8.0): the default source on the A30 keeps the A30's own
+    roofline decode step and takes what verification adds from the A100's kernels; absolute kernel times are never
+    borrowed (the kernels source stays the roofline), nor is the A100's NVLink all-reduce."""
+    a30, a100 = load_hardware("a30"), load_hardware("a100-sxm-80gb")
+    model = get_model("qwen3-8b")
+    hybrid = make_source("hybrid", a30)
+    assert hybrid.name == "hybrid" and hybrid.kernels.device == "a100_sxm"
+    assert any(
+        "read from the vllm kernels of the a100-sxm-80gb (the same compute capability, 8.0)" in n for n in hybrid.notes
+    )
+    assert "kin of a30" in hybrid.brief() and "standing in for a30" in hybrid.describe()
+    roof = step_time(a30, model, B, 1, 400).total_s
+    np.testing.assert_allclose(hybrid.step_time(model, B, 1, 400).total_s, roof, rtol=1e-12)
+    kern = KernelSource(a100)
+    ratio = kern.step_time(model, B, 8, 400).total_s / kern.step_time(model, B, 1, 400).total_s
+    np.testing.assert_allclose(hybrid.step_time(model, B, 8, 400).total_s / roof, ratio, rtol=1e-12)
+    # Where the roofline held verification at a decode step's cost (below the ridge), the kernels do not.
+    assert ratio[4] > 1.1 and step_time(a30, model, 16, 8, 400).total_s / roof[4] == pytest.approx(1.0, abs=0.02)
+    assert make_source("kernels", a30).name == "roofline"
+    tp2 = get_model("qwen3-8b", tp=2)
+    comm = hybrid.step_time(tp2, 16, 8, 400).comm_s
+    assert float(comm) == pytest.approx(float(step_time(a30, tp2, 16, 8, 400).comm_s), rel=1e-12)
+
+
+def test_a_kin_device_shares_the_compute_capability_and_is_the_nearest_in_balance():
+    from specsim.timing.kernel_db import kin_device
+
+    # Three database devices are compute capability 9.0: an H20-like card (148 TFLOPS, 4.0 TB/s: ridge 37) is
+    # nearest the H200 (989 / 4.8 = 206) in the log of the ridge; one of 989 TFLOPS over 2.0 TB/s is nearest the PCIe
+    # H100 (756 / 2.0 = 378).
+    def card(name, flop, nbytes, cc="9.0"):
+        return dataclasses.replace(
+            H100, name=name, peak_flop_per_s=flop, peak_bytes_per_s=nbytes, compute_capability=cc
+        )
+
+    assert kin_device(card("h20ish", 148e12, 4.0e12)) == "h200"
+    assert kin_device(card("narrow", 989e12, 2.0e12)) == "h100-pcie"
+    assert kin_device(card("unnamed", 989e12, 2.0e12, cc=None)) is None
+    assert kin_device(card("sm87", 989e12, 2.0e12, cc="8.7")) is None
+    assert kin_device(load_hardware("h100-sxm-vllm")) is None  # a calibrated profile keeps its own device
+
+
 def test_article_numbers_are_unchanged_by_the_new_sources():
     dep = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     assert np.round(speedup(dep, 0.8, 4, [1, 64, 128, 256]), 2).tolist() == [1.9, 1.81, 1.49, 1.25]

@@ -14,7 +14,9 @@ tokens_per_seq, context)``, vectorised over broadcast arrays
     (``aiconfigurator-core``), composed per pass (:mod:`.kernels`).
 ``hybrid`` (the default)
     The roofline for decode and draft steps, the kernel database's ratio for
-    what a verification pass costs relative to a decode step (:mod:`.hybrid`).
+    what a verification pass costs relative to a decode step (:mod:`.hybrid`);
+    on a GPU the database lacks, the ratio of a device of the same compute
+    capability where it has one (said in a note).
 ``measured:FILE``
     Your own ``specsim measure`` CSV, interpolated (:mod:`.measured`).
 
@@ -45,16 +47,33 @@ def _roofline(arg: str, hardware: HardwareProfile, kernel_engine: str, progress)
 
 
 def _kernel_source(hybrid: bool):
-    """The kernel database's source (or the hybrid over it); the roofline, with a note, where it has no such device."""
+    """The kernel database's source (or the hybrid over it); where it has no such device, the hybrid over a kin
+    device's kernels (:func:`~specsim.timing.kernel_db.kin_device`) or the roofline, with a note."""
 
     def build(arg: str, hardware: HardwareProfile, kernel_engine: str, progress) -> StepTimeSource:
+        from specsim.describe.hardware import load_hardware
         from specsim.timing.hybrid import HybridSource
+        from specsim.timing.kernel_db import kin_device
         from specsim.timing.kernels import KernelDataError, KernelSource
         from specsim.timing.roofline import RooflineSource
 
         try:
             kernels = KernelSource(hardware, kernel_engine, progress)
         except KernelDataError as exc:
+            kin = kin_device(hardware) if hybrid else None
+            if kin is not None:
+                try:
+                    kernels = KernelSource(hardware, kernel_engine, progress, kin=load_hardware(kin))
+                except KernelDataError:
+                    pass
+                else:
+                    kernels.notes.append(
+                        f"the kernel database has no device {hardware.name!r}: decode steps are the roofline's of "
+                        f"{hardware.name}, and what a verification pass "
+                        f"costs over a decode step is read from the {kernel_engine} kernels of the {kin} (the same "
+                        f"compute capability, {hardware.compute_capability}), not measured on this GPU"
+                    )
+                    return HybridSource(RooflineSource(hardware), kernels)
             src = RooflineSource(hardware)
             src.notes.append(f"{exc}; using the roofline instead")
             return src

@@ -12,6 +12,10 @@ preset beats the kernel sum (held-out MAPE in the README), while the cost of
 verification relative to decode is what the kernel measurements show and the
 whole-pass roofline misses (it holds t_V / t_T at 1 up to the ridge).  Where
 the kernel data end, the ratio is the roofline's own and the point is flagged.
+On a GPU the database lacks, the ratio comes from a device of the same compute
+capability (:func:`~specsim.timing.kernel_db.kin_device`): a ratio, unlike an
+absolute time, carries over between GPUs of one architecture and a similar
+balance of compute to bandwidth.
 """
 
 from __future__ import annotations

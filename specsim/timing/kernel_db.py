@@ -10,6 +10,7 @@ themselves are composed in :mod:`specsim.timing.kernels`.
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import re
 import sys
@@ -32,6 +33,7 @@ __all__ = [
     "database_root",
     "database_version",
     "device_folder",
+    "kin_device",
 ]
 
 AIC_DISTRIBUTION = "aiconfigurator-core"
@@ -116,6 +118,34 @@ def device_folder(hardware: HardwareProfile) -> str:
             f"the kernel database has no device {hardware.name!r}; it has {', '.join(DEVICE_FOLDERS)}"
         )
     return DEVICE_FOLDERS[name]
+
+
+def kin_device(hardware: HardwareProfile) -> str | None:
+    """The database's device whose kernels stand in for a profile it has no folder for, in a ratio only: the one of
+    the same CUDA compute capability (the same architecture: the engines build the same kernels for it), the closest
+    in peak FLOP per byte where several are; None where none shares it (another vendor, a consumer Ampere card, a
+    profile that names no compute capability).
+
+    What it is for: the default source takes the cost of a verification pass relative to a decode step from
+    measured kernels (:mod:`specsim.timing.hybrid`); that ratio is a property of the kernels' shape and of the
+    GPU's balance of compute to bandwidth, which a kin device shares, while the absolute times are not (the
+    ``kernels`` source never borrows).
+
+    >>> from specsim.describe.hardware import load_hardware
+    >>> [kin_device(load_hardware(n)) for n in ("a30", "rtx-5090", "rtx-3090", "mi300x", "h100-sxm")]
+    ['a100-sxm-80gb', 'rtx-pro-6000', None, None, None]
+    """
+    from specsim.describe.hardware import load_hardware
+
+    name = hardware.device or re.sub(r"-vllm$", "", hardware.name)
+    if name in DEVICE_FOLDERS or hardware.compute_capability is None:  # (only a CUDA profile names one)
+        return None
+    kin = [load_hardware(n) for n in DEVICE_FOLDERS]
+    kin = [k for k in kin if k.compute_capability == hardware.compute_capability]
+    if not kin:
+        return None
+    ridge = hardware.peak_ridge_flop_per_byte
+    return min(kin, key=lambda k: (abs(math.log(k.peak_ridge_flop_per_byte / ridge)), k.name)).name
 
 
 def cache_dir() -> Path:

@@ -699,6 +699,10 @@ class KernelSource:
         Whose kernels: one of the database's backends (:data:`~specsim.timing.kernel_db.BACKENDS`).
     progress : callable or None
         Called with a line of text while a table is built (first use only).
+    kin : HardwareProfile or None
+        Read this device's tables instead of ``hardware``'s (:func:`~specsim.timing.kernel_db.kin_device`): only for
+        the ratio the hybrid takes, never for absolute times; collectives are then the profile's, since a kin
+        device's all-reduces ran over another link.
     """
 
     name = "kernels"
@@ -706,7 +710,11 @@ class KernelSource:
     gpu_time_only = True
 
     def __init__(
-        self, hardware: HardwareProfile, engine: str = BACKENDS[0], progress: Callable[[str], None] | None = None
+        self,
+        hardware: HardwareProfile,
+        engine: str = BACKENDS[0],
+        progress: Callable[[str], None] | None = None,
+        kin: HardwareProfile | None = None,
     ):
         if engine not in BACKENDS:
             raise ValueError(
@@ -715,7 +723,8 @@ class KernelSource:
         self.hardware = hardware
         self.engine = engine
         self.progress = progress
-        self.device = device_folder(hardware)
+        self.kin = kin
+        self.device = device_folder(kin or hardware)
         self.version = database_version()
         require_engine_data(self.device, engine, self.version)
         self.notes: list[str] = []
@@ -724,12 +733,19 @@ class KernelSource:
         self._by_model: dict[int, tuple] = {}  # id(model) -> (model, its table): the key composed once per model object
 
     def brief(self) -> str:
-        return f"{AIC_DISTRIBUTION} {self.version} {self.engine} kernels on {self.device}"
+        kin = f" (kin of {self.hardware.name})" if self.kin else ""
+        return f"{AIC_DISTRIBUTION} {self.version} {self.engine} kernels on {self.device}{kin}"
 
     def describe(self) -> str:
+        kin = (
+            f", standing in for {self.hardware.name} (compute capability {self.hardware.compute_capability}, which the "
+            f"database lacks; collectives from the profile)"
+            if self.kin
+            else ""
+        )
         return (
             f"kernels: {AIC_DISTRIBUTION} {self.version} measured {self.engine} kernels on {self.device} "
-            f"(Apache-2.0), roofline ({self.hardware.name}) outside the data"
+            f"(Apache-2.0){kin}, roofline ({self.hardware.name}) outside the data"
         )
 
     def _note(self, text: str, key: object = None) -> None:
@@ -919,7 +935,9 @@ class KernelSource:
         act, logits = comm_bytes(model, tokens)
         reduces, gathers = collectives_per_pass(model)
         measured = table.allreduce(tokens * model.hidden_size)
-        if np.any(~np.isfinite(measured)):
+        if self.kin is not None:  # measured over the kin device's link, not this one's
+            measured = np.full(np.shape(measured), np.nan)
+        elif np.any(~np.isfinite(measured)):
             self._note(
                 f"{model.name}: no measured {self.engine} all-reduce at TP {model.tp} on {self.device} for some "
                 f"message sizes; the profile's link bandwidth and latency answer there",
