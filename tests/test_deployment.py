@@ -713,3 +713,36 @@ def test_an_int4_target_priced_by_the_roofline_says_what_the_measured_run_found(
     assert len(said(timing="hybrid", engine="vllm@0.24.0", target_options=int4)) == 1
     assert said(timing="kernels", engine="trtllm", target_options=int4) == []
     assert said(timing="roofline", engine="vllm@0.24.0") == []
+
+
+def test_a_draft_models_cache_is_the_targets_where_the_engine_keeps_one_cache_setting():
+    """vLLM 0.24.0 and SGLang 0.5.12 give a draft model the cache dtype of the server (read from their source, cited in
+    the note); an FP8 cache halves the draft's KV reads, which at long contexts are most of its step. TensorRT-LLM's
+    rule is not read: the draft keeps its config's; --draft-kv-dtype replaces either."""
+
+    def build(engine, **draft):
+        return Deployment.build(
+            "h100-sxm",
+            "llama-3.1-8b",
+            "llama-3.2-1b",
+            timing="roofline",
+            engine=engine,
+            target_options={"kv_dtype": "fp8"},
+            draft_options=draft or None,
+        )
+
+    for engine, where in (("vllm@0.24.0", "vllm/v1/spec_decode/draft_model.py"), ("sglang", "standalone_worker.py")):
+        dep = build(engine)
+        assert dep.drafter.step_model.kv_dtype == "fp8"
+        assert any(c.startswith("draft KV fp8, the target's") and where in c for c in dep.choices)
+        given = build(engine, kv_dtype="bf16")
+        assert given.drafter.step_model.kv_dtype == "bf16" and not any("draft KV" in c for c in given.choices)
+        # Half the draft's KV bytes: its step at 64 sequences of 8,000 tokens is shorter by about the bytes saved.
+        fast = float(dep.gpu_pass(dep.drafter.step_model, 64, 1, 8000).total_s)
+        slow = float(given.gpu_pass(given.drafter.step_model, 64, 1, 8000).total_s)
+        saved = 64 * 8000 * dep.drafter.step_model.kv_bytes_per_token / dep.hardware.bytes_per_s
+        assert slow - fast == pytest.approx(saved, rel=0.02)
+    trt = build("trtllm")
+    assert trt.drafter.step_model.kv_dtype == "bf16" and not any("draft KV" in c for c in trt.choices)
+    bf16 = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="vllm@0.24.0")
+    assert bf16.drafter.step_model.kv_dtype == "bf16" and not any("draft KV" in c for c in bf16.choices)

@@ -337,7 +337,10 @@ def add_model_args(p: argparse.ArgumentParser, *, draft: bool) -> None:
             "16-bit precision; MTP: the target's)",
         )
         p.add_argument(
-            "--draft-kv-dtype", choices=KV_DTYPE_CHOICES, help="the draft's KV-cache dtype (default: its config)"
+            "--draft-kv-dtype",
+            choices=KV_DTYPE_CHOICES,
+            help="the draft's KV-cache dtype (default: a head's and, on vLLM and SGLang, whose one cache setting holds "
+            "both, a draft model's: the target's; else its config)",
         )
 
 

@@ -105,6 +105,9 @@ class Engine:
     own_draft_tp: bool = True
     #: Whether its config takes a token tree (SGLang's top-k and draft tokens); the others draft a chain here.
     takes_trees: bool = False
+    #: Where this engine keeps a draft model's KV cache in the dtype it keeps the target's (its one cache setting): the
+    #: source that says so.  None: a draft model keeps its own config's dtype (not read for this engine).
+    draft_cache_rule: str | None = None
     #: Its benchmark writer (:class:`~specsim.engines.writers.BenchWriter`).
     bench: object = None
     #: The result files its benchmark client writes.

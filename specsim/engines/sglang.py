@@ -597,6 +597,10 @@ ENGINE = _Sglang(
     serial_preset="sglang@0.5",
     own_draft_tp=True,
     takes_trees=True,
+    draft_cache_rule=(
+        "SGLang 0.5.12's draft worker runs on the server's own server_args, whose --kv-cache-dtype sets its cache "
+        "(srt/speculative/standalone_worker.py; srt/model_executor/model_runner.py configure_kv_cache_dtype)"
+    ),
     bench=SglangBench(),
     bench_files=BenchFiles(
         describes="sglang.bench_serving --output-file JSON lines (SGLang 0.4 and later)",

@@ -740,6 +740,12 @@ ENGINE = _Vllm(
     serial_preset="vllm@0.10",
     own_draft_tp=True,
     takes_trees=False,
+    draft_cache_rule=(
+        "vLLM 0.24.0 builds a draft model from the target's VllmConfig with only its model, parallel and quantization "
+        "configs replaced, so its layers share the target's cache_config and KV-cache group "
+        "(vllm/v1/spec_decode/draft_model.py _create_draft_vllm_config; llm_base_proposer.py "
+        "validate_same_kv_cache_group)"
+    ),
     bench=VllmBench(),
     bench_files=BenchFiles(
         describes="vllm bench serve --save-result JSON (vLLM 0.10 and later; benchmark_serving.py before it)",

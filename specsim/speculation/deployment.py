@@ -426,6 +426,22 @@ def model_assumptions(hardware: HardwareProfile, models) -> list[str]:
     return lines
 
 
+def _draft_cache(preset: EnginePreset, target: ModelShape) -> tuple[str | None, str | None]:
+    """(a draft model's KV-cache dtype, a note) where the user gave none: the target's where the engine keeps one cache
+    setting for both (:attr:`~specsim.engines.engine.Engine.draft_cache_rule`), said where that is not 16-bit; else
+    its config's (None)."""
+    from specsim.describe.ops import BYTES_PER_ELEMENT
+
+    engine = REGISTRY.get(preset.name)
+    rule = getattr(engine, "draft_cache_rule", None)
+    if rule is None:
+        return None, None
+    line = None
+    if BYTES_PER_ELEMENT[target.kv_dtype] != 2:
+        line = f"draft KV {target.kv_dtype}, the target's: {rule}; --draft-kv-dtype to change"
+    return target.kv_dtype, line
+
+
 def _serial_where_blocked(preset: EnginePreset, hardware, target) -> EnginePreset:
     """``preset`` as it runs ``target`` on ``hardware``: serial rounds where its engine cannot hide their host work there
     (:meth:`specsim.engines.engine.Engine.serial_rounds`), said in its release line."""
@@ -564,6 +580,9 @@ class Deployment:
         if not decode_only and kind.launches_steps and target_model.tp > 1:
             d_opts["tp"], line = draft_tp(preset, kind.shares_vocabulary, target_model.tp, d_opts.get("tp"))
             choices += (line,)
+        if not decode_only and kind.shares_vocabulary and not d_opts.get("kv_dtype"):
+            d_opts["kv_dtype"], line = _draft_cache(preset, target_model)
+            choices += (line,) if line else ()
         try:
             drafter = None if decode_only else make_drafter(str(draft), target_model, d_opts, ngram_cpu_s_per_token)
             if calibration is not None:
