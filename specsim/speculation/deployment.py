@@ -428,8 +428,8 @@ def model_assumptions(hardware: HardwareProfile, models) -> list[str]:
 
 def _draft_cache(preset: EnginePreset, target: ModelShape) -> tuple[str | None, str | None]:
     """(a draft model's KV-cache dtype, a note) where the user gave none: the target's where the engine keeps one cache
-    setting for both (:attr:`~specsim.engines.engine.Engine.draft_cache_rule`), said where that is not 16-bit; else
-    its config's (None)."""
+    setting for both (the engine's ``draft_cache_rule``: :class:`~specsim.engines.engine.Engine`), said where that is not
+    16-bit; else its config's (None)."""
     from specsim.describe.ops import BYTES_PER_ELEMENT
 
     engine = REGISTRY.get(preset.name)
