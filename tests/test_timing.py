@@ -136,17 +136,23 @@ def test_what_the_database_cannot_compose_is_cached_and_not_looked_for_again(mon
 
 
 @pytest.mark.parametrize("gpu", ["h100-pcie", "l4"])
-def test_a_device_whose_database_folder_is_empty_is_the_roofline_by_name(gpu):
+def test_a_device_whose_database_folder_is_empty_is_never_priced_by_it(gpu):
     """aiconfigurator-core 0.12.0 ships empty h100_pcie and l4 folders: the step-time line said "verification from ...
-    kernels on l4" over what was the roofline everywhere; now the source is the roofline, and a note says why."""
+    kernels on l4" over what was the roofline everywhere; now the kernels source is the roofline, and a note says why,
+    and the hybrid takes its ratio from a kin device with data."""
     from specsim.timing.kernels import KernelDataError
 
     hw = load_hardware(gpu)
     with pytest.raises(KernelDataError, match="has no vllm gemm measurements on"):
         KernelSource(hw)
-    for timing in ("hybrid", "kernels"):
-        src = make_source(timing, hw)
-        assert src.name == "roofline" and any("using the roofline instead" in n for n in src.notes)
+    src = make_source("kernels", hw)
+    assert src.name == "roofline" and any("using the roofline instead" in n for n in src.notes)
+    # The hybrid borrows the ratio of the nearest device of its compute capability that has data (the H100 SXM for
+    # the PCIe card, the L40S for the L4), said in its note.
+    hybrid = make_source("hybrid", hw)
+    kin = {"h100-pcie": "h100_sxm", "l4": "l40s"}[gpu]
+    assert hybrid.name == "hybrid" and hybrid.kernels.device == kin
+    assert any("has no vllm gemm measurements" in n and "the same compute capability" in n for n in hybrid.notes)
     assert KernelSource(load_hardware("l40s")).device == "l40s"  # a folder with data keeps its source
 
 
@@ -198,27 +204,36 @@ def test_a_gpu_the_database_lacks_borrows_the_verification_ratio_of_its_architec
     # Where the roofline held verification at a decode step's cost (below the ridge), the kernels do not.
     assert ratio[4] > 1.1 and step_time(a30, model, 16, 8, 400).total_s / roof[4] == pytest.approx(1.0, abs=0.02)
     assert make_source("kernels", a30).name == "roofline"
+    # At TP 2 the ratio is of the A100's kernels without their collectives, which are the A30 profile's (PCIe), added.
     tp2 = get_model("qwen3-8b", tp=2)
-    comm = hybrid.step_time(tp2, 16, 8, 400).comm_s
-    assert float(comm) == pytest.approx(float(step_time(a30, tp2, 16, 8, 400).comm_s), rel=1e-12)
+    kin2 = hybrid.kernels
+    verify, decode = kin2.step_time(tp2, 16, 8, 400), kin2.step_time(tp2, 16, 1, 400)
+    assert float(verify.comm_s) == pytest.approx(float(step_time(a30, tp2, 16, 8, 400).comm_s), rel=1e-12)
+    roof1, roof8 = step_time(a30, tp2, 16, 1, 400), step_time(a30, tp2, 16, 8, 400)
+    own = (verify.total_s - verify.comm_s) / (decode.total_s - decode.comm_s)
+    expected = (roof1.total_s - roof1.comm_s) * own + roof8.comm_s
+    assert float(hybrid.step_time(tp2, 16, 8, 400).total_s) == pytest.approx(float(expected), rel=1e-12)
+    assert float(expected) != pytest.approx(float(roof1.total_s * verify.total_s / decode.total_s), rel=1e-3)
 
 
-def test_a_kin_device_shares_the_compute_capability_and_is_the_nearest_in_balance():
-    from specsim.timing.kernel_db import kin_device
+def test_a_kin_device_shares_the_compute_capability_and_is_the_nearest_in_balance_first():
+    from specsim.timing.kernel_db import kin_devices
 
     # Three database devices are compute capability 9.0: an H20-like card (148 TFLOPS, 4.0 TB/s: ridge 37) is
     # nearest the H200 (989 / 4.8 = 206) in the log of the ridge; one of 989 TFLOPS over 2.0 TB/s is nearest the PCIe
-    # H100 (756 / 2.0 = 378).
+    # H100 (756 / 2.0 = 378), whose folder is empty: the source then takes the next, the H100 SXM.
     def card(name, flop, nbytes, cc="9.0"):
         return dataclasses.replace(
             H100, name=name, peak_flop_per_s=flop, peak_bytes_per_s=nbytes, compute_capability=cc
         )
 
-    assert kin_device(card("h20ish", 148e12, 4.0e12)) == "h200"
-    assert kin_device(card("narrow", 989e12, 2.0e12)) == "h100-pcie"
-    assert kin_device(card("unnamed", 989e12, 2.0e12, cc=None)) is None
-    assert kin_device(card("sm87", 989e12, 2.0e12, cc="8.7")) is None
-    assert kin_device(load_hardware("h100-sxm-vllm")) is None  # a calibrated profile keeps its own device
+    assert kin_devices(card("h20ish", 148e12, 4.0e12)) == ["h200", "h100-sxm", "h100-pcie"]
+    narrow = card("narrow", 989e12, 2.0e12)
+    assert kin_devices(narrow) == ["h100-pcie", "h100-sxm", "h200"]
+    assert make_source("hybrid", narrow).kernels.device == "h100_sxm"
+    assert kin_devices(card("unnamed", 989e12, 2.0e12, cc=None)) == []
+    assert kin_devices(card("sm87", 989e12, 2.0e12, cc="8.7")) == []
+    assert "h100-sxm" not in kin_devices(load_hardware("h100-sxm-vllm"))  # never its own device
 
 
 def test_article_numbers_are_unchanged_by_the_new_sources():

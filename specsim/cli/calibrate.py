@@ -368,7 +368,7 @@ def _parser_calibrate_engine(sub) -> None:
         "--timing",
         choices=["roofline", "hybrid", "kernels"],
         help=f"step-time source the terms apply to (default {DEFAULT_TIMING} where the kernel database has the "
-        "GPU, else roofline; the roofline's and hybrid's efficiency is fitted too)",
+        "GPU or one of its compute capability, else roofline; the roofline's and hybrid's efficiency is fitted too)",
     )
     p.add_argument(
         "--engine",

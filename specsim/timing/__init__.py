@@ -48,32 +48,29 @@ def _roofline(arg: str, hardware: HardwareProfile, kernel_engine: str, progress)
 
 def _kernel_source(hybrid: bool):
     """The kernel database's source (or the hybrid over it); where it has no such device, the hybrid over a kin
-    device's kernels (:func:`~specsim.timing.kernel_db.kin_device`) or the roofline, with a note."""
+    device's kernels (:func:`~specsim.timing.kernel_db.kin_devices`) or the roofline, with a note."""
 
     def build(arg: str, hardware: HardwareProfile, kernel_engine: str, progress) -> StepTimeSource:
         from specsim.describe.hardware import load_hardware
         from specsim.timing.hybrid import HybridSource
-        from specsim.timing.kernel_db import kin_device
+        from specsim.timing.kernel_db import kin_devices
         from specsim.timing.kernels import KernelDataError, KernelSource
         from specsim.timing.roofline import RooflineSource
 
         try:
             kernels = KernelSource(hardware, kernel_engine, progress)
         except KernelDataError as exc:
-            kin = kin_device(hardware) if hybrid else None
-            if kin is not None:
+            for kin in kin_devices(hardware) if hybrid else ():
                 try:
                     kernels = KernelSource(hardware, kernel_engine, progress, kin=load_hardware(kin))
                 except KernelDataError:
-                    pass
-                else:
-                    kernels.notes.append(
-                        f"the kernel database has no device {hardware.name!r}: decode steps are the roofline's of "
-                        f"{hardware.name}, and what a verification pass "
-                        f"costs over a decode step is read from the {kernel_engine} kernels of the {kin} (the same "
-                        f"compute capability, {hardware.compute_capability}), not measured on this GPU"
-                    )
-                    return HybridSource(RooflineSource(hardware), kernels)
+                    continue
+                kernels.notes.append(
+                    f"{str(exc).split('; it has ')[0]}: decode steps are the roofline's of {hardware.name}, and what a verification pass "
+                    f"costs over a decode step is read from the {kernel_engine} kernels of the {kin} (the same "
+                    f"compute capability, {hardware.compute_capability}), not measured on this GPU"
+                )
+                return HybridSource(RooflineSource(hardware), kernels)
             src = RooflineSource(hardware)
             src.notes.append(f"{exc}; using the roofline instead")
             return src
@@ -108,8 +105,10 @@ def make_source(
 ) -> StepTimeSource:
     """The source named by ``spec`` (:data:`SOURCES`): ``roofline``, ``kernels``, ``hybrid`` or ``measured:FILE``.
 
-    Where the kernel database has no such device, the roofline answers and the
-    source says so in its ``notes`` (the caller prints them).
+    Where the kernel database has no measurements of the device, ``hybrid``
+    takes its ratio from a device of the same compute capability and
+    ``kernels`` is the roofline; either says so in its ``notes`` (the caller
+    prints them).
 
     >>> from specsim.describe.hardware import load_hardware
     >>> make_source("roofline", load_hardware("h100-sxm")).name

@@ -13,7 +13,7 @@ verification relative to decode is what the kernel measurements show and the
 whole-pass roofline misses (it holds t_V / t_T at 1 up to the ridge).  Where
 the kernel data end, the ratio is the roofline's own and the point is flagged.
 On a GPU the database lacks, the ratio comes from a device of the same compute
-capability (:func:`~specsim.timing.kernel_db.kin_device`): a ratio, unlike an
+capability (:func:`~specsim.timing.kernel_db.kin_devices`): a ratio, unlike an
 absolute time, carries over between GPUs of one architecture and a similar
 balance of compute to bandwidth.
 """
@@ -71,12 +71,16 @@ class HybridSource:
         else:
             roof = self.roofline.step_time(model, batch, tokens_per_seq, context)
             k1 = self.kernels.step_time(model, batch, 1, context)
-        ratio = k.total_s / k1.total_s  # k has the full (b, q, L) shape, so total does too
+        # A kin device's kernels (kernel_db.kin_devices) give the ratio of the passes' own work only: collectives run
+        # over this GPU's link, so they are the roofline's, added after (never a PCIe all-reduce over NVLink kernels).
+        apart = getattr(self.kernels, "kin", None) is not None and model.tp > 1
+        own = (lambda t: t.total_s - t.comm_s) if apart else (lambda t: t.total_s)  # noqa: E731
+        ratio = own(k) / own(k1)  # k has the full (b, q, L) shape, so total does too
         fb = np.zeros(np.shape(ratio), bool)
         for part in (k.fallback, k1.fallback):
             if part is not None:
                 fb |= part
         if fb.any():  # where either pass left the data, the roofline's own ratio (never a roofline over a kernel sum)
-            ratio = np.where(fb, roof.total_s / decode.total_s, ratio)
-        total = decode.total_s * ratio
+            ratio = np.where(fb, own(roof) / own(decode), ratio)
+        total = own(decode) * ratio + (roof.comm_s if apart else 0.0)
         return dataclasses.replace(roof, total_s=total, source=self.name, fallback=fb if fb.any() else None)

@@ -33,7 +33,7 @@ __all__ = [
     "database_root",
     "database_version",
     "device_folder",
-    "kin_device",
+    "kin_devices",
 ]
 
 AIC_DISTRIBUTION = "aiconfigurator-core"
@@ -120,32 +120,31 @@ def device_folder(hardware: HardwareProfile) -> str:
     return DEVICE_FOLDERS[name]
 
 
-def kin_device(hardware: HardwareProfile) -> str | None:
-    """The database's device whose kernels stand in for a profile it has no folder for, in a ratio only: the one of
-    the same CUDA compute capability (the same architecture: the engines build the same kernels for it), the closest
-    in peak FLOP per byte where several are; None where none shares it (another vendor, a consumer Ampere card, a
-    profile that names no compute capability).
+def kin_devices(hardware: HardwareProfile) -> list[str]:
+    """The database's devices whose kernels may stand in for a profile's, in a ratio only, nearest first: those of the
+    same CUDA compute capability (the same architecture: the engines build the same kernels for it) other than its
+    own, the closest in peak FLOP per byte first; none where none shares it (another vendor, a consumer Ampere card, a
+    profile that names no compute capability).  The caller takes the first with measurements for its engine (some
+    folders ship empty: :func:`require_engine_data`).
 
     What it is for: the default source takes the cost of a verification pass relative to a decode step from
-    measured kernels (:mod:`specsim.timing.hybrid`); that ratio is a property of the kernels' shape and of the
+    measured kernels (:mod:`specsim.timing.hybrid`); that ratio is a property of the kernels' shapes and of the
     GPU's balance of compute to bandwidth, which a kin device shares, while the absolute times are not (the
     ``kernels`` source never borrows).
 
     >>> from specsim.describe.hardware import load_hardware
-    >>> [kin_device(load_hardware(n)) for n in ("a30", "rtx-5090", "rtx-3090", "mi300x", "h100-sxm")]
-    ['a100-sxm-80gb', 'rtx-pro-6000', None, None, None]
+    >>> [kin_devices(load_hardware(n)) for n in ("a30", "rtx-5090", "rtx-3090", "mi300x", "h100-pcie", "l4")]
+    [['a100-sxm-80gb'], ['rtx-pro-6000'], [], [], ['h100-sxm', 'h200'], ['l40s']]
     """
     from specsim.describe.hardware import load_hardware
 
-    name = hardware.device or re.sub(r"-vllm$", "", hardware.name)
-    if name in DEVICE_FOLDERS or hardware.compute_capability is None:  # (only a CUDA profile names one)
-        return None
-    kin = [load_hardware(n) for n in DEVICE_FOLDERS]
+    if hardware.compute_capability is None:  # (only a CUDA profile names one)
+        return []
+    own = hardware.device or re.sub(r"-vllm$", "", hardware.name)
+    kin = [load_hardware(n) for n in DEVICE_FOLDERS if n != own]
     kin = [k for k in kin if k.compute_capability == hardware.compute_capability]
-    if not kin:
-        return None
     ridge = hardware.peak_ridge_flop_per_byte
-    return min(kin, key=lambda k: (abs(math.log(k.peak_ridge_flop_per_byte / ridge)), k.name)).name
+    return [k.name for k in sorted(kin, key=lambda k: (abs(math.log(k.peak_ridge_flop_per_byte / ridge)), k.name))]
 
 
 def cache_dir() -> Path:

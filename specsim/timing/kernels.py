@@ -700,7 +700,7 @@ class KernelSource:
     progress : callable or None
         Called with a line of text while a table is built (first use only).
     kin : HardwareProfile or None
-        Read this device's tables instead of ``hardware``'s (:func:`~specsim.timing.kernel_db.kin_device`): only for
+        Read this device's tables instead of ``hardware``'s (:func:`~specsim.timing.kernel_db.kin_devices`): only for
         the ratio the hybrid takes, never for absolute times; collectives are then the profile's, since a kin
         device's all-reduces ran over another link.
     """

@@ -36,6 +36,11 @@ class MemoSource:
     def notes(self) -> list:
         return self.inner.notes
 
+    @property
+    def kin(self):
+        """The kin device whose kernels the inner source reads (:class:`~specsim.timing.kernels.KernelSource`), if any."""
+        return getattr(self.inner, "kin", None)
+
     def describe(self) -> str:
         return self.inner.describe()
 
