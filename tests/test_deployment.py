@@ -718,7 +718,8 @@ def test_an_int4_target_priced_by_the_roofline_says_what_the_measured_run_found(
 def test_a_draft_models_cache_is_the_targets_where_the_engine_keeps_one_cache_setting():
     """vLLM 0.24.0 and SGLang 0.5.12 give a draft model the cache dtype of the server (read from their source, cited in
     the note); an FP8 cache halves the draft's KV reads, which at long contexts are most of its step. TensorRT-LLM's
-    rule is not read: the draft keeps its config's; --draft-kv-dtype replaces either."""
+    rule is not read: the draft keeps its config's; --draft-kv-dtype replaces either. The rule holds however the
+    deployment got its engine (built, or changed after)."""
 
     def build(engine, **draft):
         return Deployment.build(
@@ -731,18 +732,27 @@ def test_a_draft_models_cache_is_the_targets_where_the_engine_keeps_one_cache_se
             draft_options=draft or None,
         )
 
+    def said(dep):
+        return [n for n in dep.notes() if n.startswith("llama-3.2-1b: KV fp8, the target's")]
+
     for engine, where in (("vllm@0.24.0", "vllm/v1/spec_decode/draft_model.py"), ("sglang", "standalone_worker.py")):
         dep = build(engine)
         assert dep.drafter.step_model.kv_dtype == "fp8"
-        assert any(c.startswith("draft KV fp8, the target's") and where in c for c in dep.choices)
+        assert len(said(dep)) == 1 and where in said(dep)[0]
         given = build(engine, kv_dtype="bf16")
-        assert given.drafter.step_model.kv_dtype == "bf16" and not any("draft KV" in c for c in given.choices)
+        assert given.drafter.step_model.kv_dtype == "bf16" and not said(given)
         # Half the draft's KV bytes: its step at 64 sequences of 8,000 tokens is shorter by about the bytes saved.
         fast = float(dep.gpu_pass(dep.drafter.step_model, 64, 1, 8000).total_s)
         slow = float(given.gpu_pass(given.drafter.step_model, 64, 1, 8000).total_s)
         saved = 64 * 8000 * dep.drafter.step_model.kv_bytes_per_token / dep.hardware.bytes_per_s
         assert slow - fast == pytest.approx(saved, rel=0.02)
     trt = build("trtllm")
-    assert trt.drafter.step_model.kv_dtype == "bf16" and not any("draft KV" in c for c in trt.choices)
+    assert trt.drafter.step_model.kv_dtype == "bf16" and not said(trt)
+    # Changing the engine afterwards applies the new engine's rule, both ways; a given dtype stays.
+    assert build("vllm@0.24.0").with_engine(trt.engine).drafter.step_model.kv_dtype == "bf16"
+    assert trt.with_source("roofline", "vllm@0.24.0").drafter.step_model.kv_dtype == "fp8"
+    assert build("trtllm", kv_dtype="fp8").with_source("roofline", "trtllm").drafter.step_model.kv_dtype == "fp8"
+    # Another dtype of the same draft keeps its own cache dtype on record; another draft model brings its own.
+    assert trt.with_draft(dataclasses.replace(trt.draft, weight_dtype="fp8")).drafter.own_kv_dtype == "bf16"
     bf16 = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="vllm@0.24.0")
-    assert bf16.drafter.step_model.kv_dtype == "bf16" and not any("draft KV" in c for c in bf16.choices)
+    assert bf16.drafter.step_model.kv_dtype == "bf16" and not said(bf16)

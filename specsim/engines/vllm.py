@@ -742,9 +742,8 @@ ENGINE = _Vllm(
     takes_trees=False,
     draft_cache_rule=(
         "vLLM 0.24.0 builds a draft model from the target's VllmConfig with only its model, parallel and quantization "
-        "configs replaced, so its layers share the target's cache_config and KV-cache group "
-        "(vllm/v1/spec_decode/draft_model.py _create_draft_vllm_config; llm_base_proposer.py "
-        "validate_same_kv_cache_group)"
+        "configs replaced, so its layers take the target's cache_config and its --kv-cache-dtype "
+        "(vllm/v1/spec_decode/draft_model.py _create_draft_vllm_config)"
     ),
     bench=VllmBench(),
     bench_files=BenchFiles(

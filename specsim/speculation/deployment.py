@@ -426,22 +426,6 @@ def model_assumptions(hardware: HardwareProfile, models) -> list[str]:
     return lines
 
 
-def _draft_cache(preset: EnginePreset, target: ModelShape) -> tuple[str | None, str | None]:
-    """(a draft model's KV-cache dtype, a note) where the user gave none: the target's where the engine keeps one cache
-    setting for both (the engine's ``draft_cache_rule``: :class:`~specsim.engines.engine.Engine`), said where that is not
-    16-bit; else its config's (None)."""
-    from specsim.describe.ops import BYTES_PER_ELEMENT
-
-    engine = REGISTRY.get(preset.name)
-    rule = getattr(engine, "draft_cache_rule", None)
-    if rule is None:
-        return None, None
-    line = None
-    if BYTES_PER_ELEMENT[target.kv_dtype] != 2:
-        line = f"draft KV {target.kv_dtype}, the target's: {rule}; --draft-kv-dtype to change"
-    return target.kv_dtype, line
-
-
 def _serial_where_blocked(preset: EnginePreset, hardware, target) -> EnginePreset:
     """``preset`` as it runs ``target`` on ``hardware``: serial rounds where its engine cannot hide their host work there
     (:meth:`specsim.engines.engine.Engine.serial_rounds`), said in its release line."""
@@ -497,6 +481,8 @@ class Deployment:
             object.__setattr__(self, "engine", get_engine(DEFAULT_ENGINE).for_source(self.source))
         # A hybrid target's recurrent layers are verified as this engine version does it (its preset's rule).
         object.__setattr__(self, "target", self.engine.recurrent.apply(self.target))
+        if isinstance(self.drafter, DraftModel):
+            object.__setattr__(self, "drafter", self._cached_as_served(self.drafter))
         draft = self.draft
         if draft is None:
             return
@@ -508,6 +494,24 @@ class Deployment:
         # (EAGLE-3 heads predict over a reduced draft vocabulary mapped onto the target's: no check there.)
         if self.drafter.shares_vocabulary:
             check_shared_vocabulary(self.target, draft)
+
+    def _cached_as_served(self, drafter: DraftModel) -> DraftModel:
+        """A draft model with the KV-cache dtype this engine keeps it in (:meth:`draft_cache`): the one home of the rule,
+        applied whenever a deployment is made or its engine or draft changes."""
+        own = drafter.own_kv_dtype or drafter.step_model.kv_dtype
+        want = drafter.step_model.kv_dtype if drafter.kv_given else self.draft_cache(own)[0]
+        if drafter.own_kv_dtype == own and drafter.step_model.kv_dtype == want:
+            return drafter
+        return dataclasses.replace(
+            drafter, own_kv_dtype=own, step_model=dataclasses.replace(drafter.step_model, kv_dtype=want)
+        )
+
+    def draft_cache(self, own: str) -> tuple[str, str | None]:
+        """(a draft model's KV-cache dtype where the user gave none, the engine's rule or None): the target's where the
+        engine keeps one cache setting for both (the engine's ``draft_cache_rule``:
+        :class:`~specsim.engines.engine.Engine`), else ``own``, its config's."""
+        rule = getattr(REGISTRY.get(self.engine.name), "draft_cache_rule", None)
+        return (own, None) if rule is None else (self.target.kv_dtype, rule)
 
     @property
     def draft(self) -> ModelShape | None:
@@ -580,9 +584,6 @@ class Deployment:
         if not decode_only and kind.launches_steps and target_model.tp > 1:
             d_opts["tp"], line = draft_tp(preset, kind.shares_vocabulary, target_model.tp, d_opts.get("tp"))
             choices += (line,)
-        if not decode_only and kind.shares_vocabulary and not d_opts.get("kv_dtype"):
-            d_opts["kv_dtype"], line = _draft_cache(preset, target_model)
-            choices += (line,) if line else ()
         try:
             drafter = None if decode_only else make_drafter(str(draft), target_model, d_opts, ngram_cpu_s_per_token)
             if calibration is not None:
@@ -901,7 +902,23 @@ class Deployment:
                 )
         notes += self._overlap_assumed()
         notes += self._int4_estimated()
+        notes += self._draft_cache_said()
         return notes
+
+    def _draft_cache_said(self) -> list[str]:
+        """Where the engine's rule gives a draft model a cache that is not 16-bit, said by default: at long contexts a
+        draft model's KV reads are most of its step."""
+        from specsim.describe.ops import BYTES_PER_ELEMENT
+
+        d = self.drafter
+        if not isinstance(d, DraftModel) or d.kv_given or BYTES_PER_ELEMENT[d.step_model.kv_dtype] == 2:
+            return []
+        kv, rule = self.draft_cache(d.own_kv_dtype or d.step_model.kv_dtype)
+        if rule is None:
+            return []
+        return [
+            f"{d.name}: KV {kv}, the target's: {rule}; --draft-kv-dtype prices another, which this engine cannot serve"
+        ]
 
     def _int4_estimated(self) -> list[str]:
         """Where the roofline prices an INT4 weight-only target's step, what the one engine run that measured such steps

@@ -145,14 +145,19 @@ class ParallelDraftModel(_OnePass, DraftModel):
 
     @classmethod
     def build(cls, path: str, target: ModelShape, options: dict) -> "ParallelDraftModel":
+        given = {"own_kv_dtype": None, "kv_given": bool(options.get("kv_dtype"))}  # (its KV: DraftModel's rule)
         if path:
             model = get_model(path, **options)
-            return cls(model.name, model, f"draft {path}", model.source or path)
+            return cls(model.name, model, f"draft {path}", model.source or path, **given)
         for prefix, base, weights in cls.families:
             if target.name.startswith(prefix):
                 model = get_model(base, **options)
                 return cls(
-                    model.name, model, f"the shape of {base}, the base of {weights} (AMD-AGI/PARD README)", weights
+                    model.name,
+                    model,
+                    f"the shape of {base}, the base of {weights} (AMD-AGI/PARD README)",
+                    weights,
+                    **given,
                 )
         known = ", ".join(f"{prefix}* ({w})" for prefix, _, w in cls.families)
         raise ValueError(
