@@ -19,7 +19,8 @@ __all__ = ["EngineCalibration", "calibrate_engine", "measured_acceptance", "timi
 def timing_for(hardware, asked: str | None = None) -> tuple[str, str | None]:
     """(step-time source, what was taken for it): ``asked``, or by default the library's
     (:data:`specsim.timing.DEFAULT_TIMING`) where the kernel database has the GPU or a device of its compute capability
-    (:func:`specsim.timing.kernel_db.kin_devices`) and the roofline where it has neither, said as such.  An explicit kernels or hybrid on a GPU without data is refused.  ``hardware`` is a profile or its name."""
+    (:func:`specsim.timing.kernel_db.kin_devices`) and the roofline where it has neither, said as such.  An explicit
+    kernels or hybrid on a GPU without data is refused.  ``hardware`` is a profile or its name."""
     from specsim.describe.hardware import load_hardware
     from specsim.engines import DEFAULT_ENGINE, ENGINES
     from specsim.timing import DEFAULT_TIMING, make_source

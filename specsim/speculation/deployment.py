@@ -496,8 +496,8 @@ class Deployment:
             check_shared_vocabulary(self.target, draft)
 
     def _cached_as_served(self, drafter: DraftModel) -> DraftModel:
-        """A draft model with the KV-cache dtype this engine keeps it in (:meth:`draft_cache`): the one home of the rule,
-        applied whenever a deployment is made or its engine or draft changes."""
+        """A draft model with the KV-cache dtype this engine keeps it in (:meth:`draft_cache`): the one home of the
+        rule, applied whenever a deployment is made or its engine or draft changes."""
         own = drafter.own_kv_dtype or drafter.step_model.kv_dtype
         want = drafter.step_model.kv_dtype if drafter.kv_given else self.draft_cache(own)[0]
         if drafter.own_kv_dtype == own and drafter.step_model.kv_dtype == want:
@@ -913,7 +913,7 @@ class Deployment:
         d = self.drafter
         if not isinstance(d, DraftModel) or d.kv_given or BYTES_PER_ELEMENT[d.step_model.kv_dtype] == 2:
             return []
-        kv, rule = self.draft_cache(d.own_kv_dtype or d.step_model.kv_dtype)
+        kv, rule = self.draft_cache(d.own_kv_dtype)  # (set by _cached_as_served)
         if rule is None:
             return []
         return [

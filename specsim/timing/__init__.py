@@ -65,8 +65,9 @@ def _kernel_source(hybrid: bool):
                     kernels = KernelSource(hardware, kernel_engine, progress, kin=load_hardware(kin))
                 except KernelDataError:
                     continue
+                lacks = str(exc).split("; it has ")[0]  # (the database's device list is not this note's)
                 kernels.notes.append(
-                    f"{str(exc).split('; it has ')[0]}: decode steps are the roofline's of {hardware.name}, and what a verification pass "
+                    f"{lacks}: decode steps are the roofline's of {hardware.name}, and what a verification pass "
                     f"costs over a decode step is read from the {kernel_engine} kernels of the {kin} (the same "
                     f"compute capability, {hardware.compute_capability}), not measured on this GPU"
                 )

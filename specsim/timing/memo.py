@@ -38,7 +38,8 @@ class MemoSource:
 
     @property
     def kin(self):
-        """The kin device whose kernels the inner source reads (:class:`~specsim.timing.kernels.KernelSource`), if any."""
+        """The kin device whose kernels the inner source reads, if any (:class:`~specsim.timing.kernels.KernelSource`'s
+        ``kin``)."""
         return getattr(self.inner, "kin", None)
 
     def describe(self) -> str:

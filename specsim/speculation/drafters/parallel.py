@@ -145,10 +145,10 @@ class ParallelDraftModel(_OnePass, DraftModel):
 
     @classmethod
     def build(cls, path: str, target: ModelShape, options: dict) -> "ParallelDraftModel":
-        given = {"own_kv_dtype": None, "kv_given": bool(options.get("kv_dtype"))}  # (its KV: DraftModel's rule)
+        given = {"kv_given": bool(options.get("kv_dtype"))}  # (its KV cache: DraftModel's rule)
         if path:
             model = get_model(path, **options)
-            return cls(model.name, model, f"draft {path}", model.source or path, **given)
+            return cls(model.name, model, f"draft {path}", model.source or path, own_kv_dtype=model.kv_dtype, **given)
         for prefix, base, weights in cls.families:
             if target.name.startswith(prefix):
                 model = get_model(base, **options)
@@ -157,6 +157,7 @@ class ParallelDraftModel(_OnePass, DraftModel):
                     model,
                     f"the shape of {base}, the base of {weights} (AMD-AGI/PARD README)",
                     weights,
+                    own_kv_dtype=model.kv_dtype,
                     **given,
                 )
         known = ", ".join(f"{prefix}* ({w})" for prefix, _, w in cls.families)
