@@ -114,8 +114,10 @@ def test_step_times_show_verification_dearer_than_decode_at_large_batch(drawn):
 def test_heatmap_traces_the_optimal_gamma(drawn):
     batch_panel = drawn["speedup-heatmaps"]["batch"]
     fits = drawn["speedup-heatmaps"]["fits"]
+    # The figure's own source, the article's roofline without an engine (the default source agreed with it here only
+    # until its 16-bit GEMMs were held to a back-to-back rate: it shortens gamma at batch 128 and 256).
     expected = optimal_gamma_table(
-        alpha=0.8, batch=[2**k for k in range(11) if 2**k <= fits], gamma_max=16
+        alpha=0.8, batch=[2**k for k in range(11) if 2**k <= fits], gamma_max=16, timing="roofline", engine="none"
     ).gamma.to_numpy()
     np.testing.assert_array_equal(np.asarray(batch_panel["trace"].get_xdata()), expected)
     alpha_panel = drawn["speedup-heatmaps"]["alpha"]

@@ -475,12 +475,14 @@ def test_moe_line_is_the_balanced_rows_of_the_models_shape_and_a_missing_shape_i
 
 
 def test_built_moe_table_adds_every_moe_layer_once_and_stops_where_the_moe_rows_stop():
+    from specsim.timing.kernel_db import sustained_matmul_flop_per_s
     from specsim.timing.kernels import _GEMM_DTYPES, _gemm_line, _moe_line, _moe_uniform, database_root
 
     model = get_model("qwen3-30b-a3b", tp=2)
     table = build_table(model, "h100_sxm", "vllm")
     gemm = _raw("gemm", "vllm", "gemm_perf.parquet")
-    dense_m, dense_s = _gemm_line(model, gemm[gemm.gemm_dtype == _GEMM_DTYPES["bf16"]], "x")
+    dense = gemm[gemm.gemm_dtype == _GEMM_DTYPES["bf16"]]
+    dense_m, dense_s = _gemm_line(model, dense, "x", sustained_matmul_flop_per_s("h100_sxm"))
     root = database_root()
     moe_m, moe_s = _moe_line(model, root, root / "h100_sxm", "vllm", "x")
     moe = _moe_uniform(model, dense_m, moe_m, moe_s)
@@ -1609,3 +1611,51 @@ def test_the_two_axis_interpolation_is_the_general_one():
     np.testing.assert_array_equal(np.isnan(fast), np.isnan(general))
     np.testing.assert_allclose(fast[~np.isnan(fast)], general[~np.isnan(general)], rtol=1e-12)
     assert np.isfinite(fast[1, 1]) and np.isnan(fast[2, 1])  # node (2, 100) is measured; (4, 100) is not
+
+
+def test_sixteen_bit_gemms_are_held_to_the_rate_measured_back_to_back_on_that_gpu():
+    """The database's 16-bit GEMMs outrun GEMMs timed one after another (Vidur's A100 and H100, the H200 measured
+    here) at compute-bound sizes; the composed line is held to the shipped median rate there and kept below it."""
+    from pathlib import Path
+
+    import specsim.timing.kernel_db as kdb
+    from specsim.timing.kernels import _GEMM_DTYPES, _gemm_line, _meta
+
+    shipped = pd.read_csv(Path(kdb.__file__).with_name("data") / "sustained_gemm.csv")
+    big = shipped[shipped.m >= kdb.SUSTAINED_FROM_TOKENS]
+    assert set(big.device) == {"a100_sxm", "h100_sxm", "h200_sxm"}
+    for device, rows in big.groupby("device"):
+        assert kdb.sustained_matmul_flop_per_s(device) == pytest.approx(rows.tflops.median() * 1e12, rel=1e-12)
+    assert kdb.sustained_matmul_flop_per_s("b200_sxm") is None
+
+    model = get_model("llama-3.1-8b")
+    rate = kdb.sustained_matmul_flop_per_s("a100_sxm")
+    gemm = _raw("gemm", "vllm", "gemm_perf.parquet", "a100_sxm")
+    gemm = gemm[gemm.gemm_dtype == _GEMM_DTYPES["bf16"]]
+    free_m, free_s = _gemm_line(model, gemm, "x")
+    table = build_table(model, "a100_sxm", "vllm")
+    np.testing.assert_array_equal(table.gemm_m, free_m)
+    weights = sum(op.n * op.k * op.count for op in model.ops() if op.is_matmul and op.part != "expert")
+    floor = 2.0 * free_m * weights / rate
+    np.testing.assert_allclose(table.gemm_s, np.maximum(free_s, floor), rtol=1e-12)
+    # It binds where the database is compute-bound and faster (m = 2048: about 270 TFLOP/s) and not at a decode step.
+    at = {int(m): i for i, m in enumerate(free_m)}
+    assert free_s[at[2048]] < 0.9 * floor[at[2048]] and table.gemm_s[at[2048]] == floor[at[2048]]
+    assert table.gemm_s[0] == free_s[0] > 10 * floor[0]
+    assert _meta(model, "a100_sxm", "vllm", "0")["sustained_matmul_flop_per_s"] == rate
+
+    # FP8 weights: no back-to-back FP8 rate is shipped, so the database's line stands.
+    fp8 = get_model("llama-3.1-8b", weight_dtype="fp8")
+    raw = _raw("gemm", "vllm", "gemm_perf.parquet")
+    np.testing.assert_allclose(
+        build_table(fp8, "h100_sxm", "vllm").gemm_s,
+        _gemm_line(fp8, raw[raw.gemm_dtype == _GEMM_DTYPES["fp8"]], "x")[1],
+        rtol=1e-12,
+    )
+    assert _meta(fp8, "h100_sxm", "vllm", "0")["sustained_matmul_flop_per_s"] is None
+    # -v and --json name the rate and who measured it; a device without one says nothing of it.
+    from specsim.timing.kernels import KernelSource
+
+    said = KernelSource(load_hardware("a100-sxm-80gb"), "vllm").describe()
+    assert f"16-bit GEMMs held to {rate / 1e12:.0f} TFLOP/s" in said and "microsoft/vidur@7d47513" in said
+    assert "held to" not in KernelSource(load_hardware("b200"), "vllm").describe()

@@ -338,10 +338,13 @@ def test_drift_test_settings_are_checked(kwargs, message):
 
 # -- the break-even --------------------------------------------------------------------------------------------------
 def test_at_the_break_even_the_serving_model_gives_no_speedup(dep):
-    """The judge's break-even, put back through the serving model on its own, gives a speedup of 1 within 0.5%."""
+    """The judge's break-even, put back through the serving model on its own, lies in the alpha grid's cell where the
+    speedup crosses 1: below it by a grid step the speedup is under 1, above it by a step at least 1.  Not a tolerance
+    on the speedup at the crossing: the kernel database measures GEMMs on both sides of a tile boundary (m = 160 and
+    161 on the H100), so the speedup jumps where a verification pass crosses one, by 4% at 14 requests/s here."""
     from specsim.serving.steady import EngineLimits, steady_state
     from specsim.speculation.acceptance import alpha_from_acceptance_length
-    from specsim.watch.judge import Judge
+    from specsim.watch.judge import ALPHAS, Judge
 
     judge = Judge(dep, EngineLimits())
     rates = [2.0, 8.0, 14.0]
@@ -361,11 +364,18 @@ def test_at_the_break_even_the_serving_model_gives_no_speedup(dep):
         )
         for r in rates
     ]
+    step = float(ALPHAS[1] - ALPHAS[0])
     for rate, j in zip(rates, judge.judge(windows)):
         assert j.break_even == "found"
         alpha = float(alpha_from_acceptance_length(j.break_even_length, 3))
-        s = steady_state(dep, alpha, [0, 3], [rate], 1000, 256, "rate", EngineLimits(), judge_kv(dep))
-        assert float(s.tpot_s[0, 0] / s.tpot_s[1, 0]) == pytest.approx(1.0, abs=0.005)
+        below, above = (
+            float(s.tpot_s[0, 0] / s.tpot_s[1, 0])
+            for s in (
+                steady_state(dep, a, [0, 3], [rate], 1000, 256, "rate", EngineLimits(), judge_kv(dep))
+                for a in (alpha - step, alpha + step)
+            )
+        )
+        assert below < 1.0 <= above, (rate, alpha, below, above)
     lengths = [j.break_even_length for j in judge.judge(windows)]
     assert lengths == sorted(lengths)  # more load, more acceptance needed (for this deployment)
 

@@ -48,7 +48,7 @@ PLAIN = dict(
     kernel_iteration_s=0.0,
     basis=_BASIS + ", TensorRT-LLM rows",
     collective_s=23.9e-6,
-    kernel_collective_s=12.3e-6,
+    kernel_collective_s=12.5e-6,
 )
 #: Recurrent layers: PythonMambaCacheManager keeps an intermediate_ssm state per step of T = draft tokens + 1 for each
 #: speculating slot ("Legacy: full intermediate SSM states at each step"), unless use_replay_state_update (default

@@ -13,6 +13,7 @@ import importlib.util
 import math
 import os
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -34,6 +35,8 @@ __all__ = [
     "database_version",
     "device_folder",
     "kin_devices",
+    "sustained_matmul_flop_per_s",
+    "sustained_matmul_source",
 ]
 
 AIC_DISTRIBUTION = "aiconfigurator-core"
@@ -57,6 +60,56 @@ DEVICE_FOLDERS = {
     "l40s": "l40s",
     "l4": "l4",
 }
+
+
+#: Tokens from which a 16-bit weight GEMM is compute-bound on every device the sustained timings cover: the rate a
+#: device sustains is the median over its rows at m >= this (tile and wave effects make single sizes vary by 10%).
+SUSTAINED_FROM_TOKENS = 1024
+_SUSTAINED: dict[str, tuple[float, str]] | None = None
+
+
+def sustained_matmul_flop_per_s(device: str) -> float | None:
+    """The rate at which 16-bit weight GEMMs run, one after another as an engine runs them, on the database device
+    ``device`` (a folder name: ``a100_sxm``), FLOP/s; None where no such timing is shipped.
+
+    Read from ``specsim/timing/data/sustained_gemm.csv`` (written by ``scripts/sustained_gemm.py``): the four weight
+    GEMMs of one layer of an 8B-class model, timed by microsoft/vidur (A100 80GB, H100; MIT License) and on this
+    project's H200 (2026-11-30), the median rate over m >= :data:`SUSTAINED_FROM_TOKENS`.  The kernel database's own
+    16-bit GEMMs run faster than that at those sizes (about 270 TFLOP/s at m = 2048 on the A100, 790 on the H100 and
+    H200), so :mod:`specsim.timing.kernels` holds its GEMM line to this rate.
+
+    >>> round(sustained_matmul_flop_per_s("a100_sxm") / 1e12), sustained_matmul_flop_per_s("b200_sxm")
+    (225, None)
+    """
+    known = _sustained().get(device)
+    return None if known is None else known[0]
+
+
+def sustained_matmul_source(device: str) -> str | None:
+    """Who timed the GEMMs behind :func:`sustained_matmul_flop_per_s` on ``device`` (None where nobody did).
+
+    >>> sustained_matmul_source("h200_sxm")
+    'specsim H200 measurement 2026-11-30 kbench.csv (torch 2.11.0+cu130)'
+    """
+    known = _sustained().get(device)
+    return None if known is None else known[1]
+
+
+def _sustained() -> dict[str, tuple[float, str]]:
+    """device -> (the median rate over m >= SUSTAINED_FROM_TOKENS, FLOP/s; its rows' source), read once."""
+    global _SUSTAINED
+    if _SUSTAINED is None:
+        import csv
+
+        rates: dict[str, list[float]] = {}
+        sources: dict[str, str] = {}
+        with open(Path(__file__).with_name("data") / "sustained_gemm.csv", newline="") as fh:
+            for row in csv.DictReader(fh):
+                if int(row["m"]) >= SUSTAINED_FROM_TOKENS:
+                    rates.setdefault(row["device"], []).append(float(row["tflops"]) * 1e12)
+                    sources.setdefault(row["device"], row["source"])
+        _SUSTAINED = {dev: (statistics.median(values), sources[dev]) for dev, values in rates.items()}
+    return _SUSTAINED
 
 
 class KernelDataError(ValueError):

@@ -19,7 +19,13 @@ tokens as
   m between measured m.  The LM head's n (the vocabulary) is split into equal
   pieces inside the grid.  GEMMs at ``m = b (gamma + 1)`` run far below peak
   for m = 8..256; this is what makes verification dearer than a decode step
-  long before the whole-pass roofline's ridge.
+  long before the whole-pass roofline's ridge.  Where the database's 16-bit
+  GEMMs outrun the rate measured for that GPU with GEMMs timed one after
+  another as an engine runs them
+  (:func:`~specsim.timing.kernel_db.sustained_matmul_flop_per_s`: A100,
+  H100, H200), ``G(m)`` is held to that rate: ``G(m) >= 2 m W / R``, W the
+  pass's weights.  Below a few hundred tokens the database is slower than
+  that and is kept.
 * ``A_decode(b, L)``: the engine's decode-attention kernel (one query per
   sequence) for the model's (heads, KV heads, head_dim) and KV dtype, bilinear
   in (b, L) between measured points.
@@ -119,6 +125,8 @@ from specsim.timing.kernel_db import (  # noqa: F401 (re-exported: tests and cal
     database_version,
     device_folder,
     require_engine_data,
+    sustained_matmul_flop_per_s,
+    sustained_matmul_source,
 )
 
 _SWEPT: set = set()  # cache folders already cleared of stale staging files in this process
@@ -380,7 +388,9 @@ def _read(path: Path):
         ) from None
 
 
-def _gemm_line(model: ModelShape, gemm, where: str) -> tuple[np.ndarray, np.ndarray]:
+def _gemm_line(model: ModelShape, gemm, where: str, sustained: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(m, G(m)): the pass's weight GEMMs (the routed experts apart) at m tokens, no faster than ``sustained`` FLOP/s
+    where given (:func:`~specsim.timing.kernel_db.sustained_matmul_flop_per_s`)."""
     gemm = gemm.groupby(["m", "n", "k"], as_index=False)["latency"].mean()
     axes = tuple(np.array(sorted(gemm[c].unique()), dtype=float) for c in ("m", "n", "k"))
     grid = np.full(tuple(a.size for a in axes), np.nan)
@@ -398,6 +408,8 @@ def _gemm_line(model: ModelShape, gemm, where: str) -> tuple[np.ndarray, np.ndar
         # A matrix narrower than any measured one (an 8-expert router) costs at least the smallest measured GEMM.
         # The grid's one interpolation (interp_grid): an unmeasured neighbour of zero weight does not blank a point.
         total += count * pieces * interp_grid(axes, grid, [m, max(n / pieces, n_min), float(max(k, k_min))])
+    if sustained is not None:  # never faster than GEMMs run back to back (the database's run faster at large m)
+        total = np.maximum(total, 2.0 * m * sum(n * k * count for n, k, count in shapes) / sustained)
     ok = np.isfinite(total)
     # Keep the contiguous covered range from the smallest m up; a line needs two points of it.
     stop = int(np.argmin(ok)) if not ok.all() else ok.size
@@ -528,7 +540,7 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
         )
     if gemm.empty:
         raise KernelDataError(f"{where}: no {_GEMM_DTYPES[model.weight_dtype]} GEMM measurements")
-    gemm_m, gemm_s = _gemm_line(model, gemm, where)
+    gemm_m, gemm_s = _gemm_line(model, gemm, where, _sustained(model, device))
     moe_m, moe_s = np.zeros(0), np.zeros(0)
     if model.is_moe:
         moe_m, moe_s = _moe_line(model, root, dev, engine, where)
@@ -646,6 +658,12 @@ def _fill_by_batch(b: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndar
     return grid, filled
 
 
+def _sustained(model: ModelShape, device: str) -> float | None:
+    """The rate the 16-bit weight GEMMs of ``model`` are held to on ``device`` (None: FP8 and weight-only GEMMs, whose
+    back-to-back rates no shipped timing measures, and devices without one)."""
+    return sustained_matmul_flop_per_s(device) if _GEMM_DTYPES.get(model.weight_dtype) == "bfloat16" else None
+
+
 def _meta(model: ModelShape, device: str, engine: str, version: str) -> dict:
     shape = {
         k: getattr(model, k)
@@ -683,6 +701,7 @@ def _meta(model: ModelShape, device: str, engine: str, version: str) -> dict:
         "device": device,
         "engine": engine,
         "shape": shape,
+        "sustained_matmul_flop_per_s": _sustained(model, device),
     }
 
 
@@ -743,9 +762,16 @@ class KernelSource:
             if self.kin
             else ""
         )
+        rate = sustained_matmul_flop_per_s(self.device)
+        held = (
+            f"; 16-bit GEMMs held to {rate / 1e12:.0f} TFLOP/s, their rate back to back "
+            f"({sustained_matmul_source(self.device)})"
+            if rate is not None
+            else ""
+        )
         return (
             f"kernels: {AIC_DISTRIBUTION} {self.version} measured {self.engine} kernels on {self.device} "
-            f"(Apache-2.0){kin}, roofline ({self.hardware.name}) outside the data"
+            f"(Apache-2.0){kin}{held}, roofline ({self.hardware.name}) outside the data"
         )
 
     def _note(self, text: str, key: object = None) -> None:
