@@ -9,6 +9,7 @@ themselves are composed in :mod:`specsim.timing.kernels`.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
 import os
@@ -65,7 +66,6 @@ DEVICE_FOLDERS = {
 #: Tokens from which a 16-bit weight GEMM is compute-bound on every device the sustained timings cover: the rate a
 #: device sustains is the median over its rows at m >= this (tile and wave effects make single sizes vary by 10%).
 SUSTAINED_FROM_TOKENS = 1024
-_SUSTAINED: dict[str, tuple[float, str]] | None = None
 
 
 def sustained_matmul_flop_per_s(device: str) -> float | None:
@@ -95,21 +95,19 @@ def sustained_matmul_source(device: str) -> str | None:
     return None if known is None else known[1]
 
 
+@functools.cache
 def _sustained() -> dict[str, tuple[float, str]]:
     """device -> (the median rate over m >= SUSTAINED_FROM_TOKENS, FLOP/s; its rows' source), read once."""
-    global _SUSTAINED
-    if _SUSTAINED is None:
-        import csv
+    import csv
 
-        rates: dict[str, list[float]] = {}
-        sources: dict[str, str] = {}
-        with open(Path(__file__).with_name("data") / "sustained_gemm.csv", newline="") as fh:
-            for row in csv.DictReader(fh):
-                if int(row["m"]) >= SUSTAINED_FROM_TOKENS:
-                    rates.setdefault(row["device"], []).append(float(row["tflops"]) * 1e12)
-                    sources.setdefault(row["device"], row["source"])
-        _SUSTAINED = {dev: (statistics.median(values), sources[dev]) for dev, values in rates.items()}
-    return _SUSTAINED
+    rates: dict[str, list[float]] = {}
+    sources: dict[str, str] = {}
+    with open(Path(__file__).with_name("data") / "sustained_gemm.csv", newline="") as fh:
+        for row in csv.DictReader(fh):
+            if int(row["m"]) >= SUSTAINED_FROM_TOKENS:
+                rates.setdefault(row["device"], []).append(float(row["tflops"]) * 1e12)
+                sources.setdefault(row["device"], row["source"])
+    return {dev: (statistics.median(values), sources[dev]) for dev, values in rates.items()}
 
 
 class KernelDataError(ValueError):
