@@ -540,7 +540,7 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
         )
     if gemm.empty:
         raise KernelDataError(f"{where}: no {_GEMM_DTYPES[model.weight_dtype]} GEMM measurements")
-    gemm_m, gemm_s = _gemm_line(model, gemm, where, _sustained(model, device))
+    gemm_m, gemm_s = _gemm_line(model, gemm, where, _held_rate(model, device))
     moe_m, moe_s = np.zeros(0), np.zeros(0)
     if model.is_moe:
         moe_m, moe_s = _moe_line(model, root, dev, engine, where)
@@ -658,7 +658,7 @@ def _fill_by_batch(b: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndar
     return grid, filled
 
 
-def _sustained(model: ModelShape, device: str) -> float | None:
+def _held_rate(model: ModelShape, device: str) -> float | None:
     """The rate the 16-bit weight GEMMs of ``model`` are held to on ``device`` (None: FP8 and weight-only GEMMs, whose
     back-to-back rates no shipped timing measures, and devices without one)."""
     return sustained_matmul_flop_per_s(device) if _GEMM_DTYPES.get(model.weight_dtype) == "bfloat16" else None
@@ -701,7 +701,7 @@ def _meta(model: ModelShape, device: str, engine: str, version: str) -> dict:
         "device": device,
         "engine": engine,
         "shape": shape,
-        "sustained_matmul_flop_per_s": _sustained(model, device),
+        "sustained_matmul_flop_per_s": _held_rate(model, device),
     }
 
 
