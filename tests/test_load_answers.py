@@ -79,6 +79,40 @@ def test_explain_and_compare_and_schedule_answer_at_a_load(capsys):
     assert ranges[0][0] == 1 and ranges[-1][1] == top and all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:]))
 
 
+def test_a_schedule_at_loads_never_rises_with_the_decode_batch_even_where_the_loads_bests_do():
+    from types import SimpleNamespace
+
+    from specsim.speculation.schedule import load_schedule
+
+    # Three loads whose own best gammas are 4, 3 and 4: the last held near the middle one's decode batch by its KV cache.
+    value = np.array([[1.0, 1.0, 1.0], [1.5, 1.30, 1.50], [1.7, 1.38, 1.70], [1.8, 1.41, 1.76], [1.85, 1.39, 1.78]])
+    answer = SimpleNamespace(
+        loads=[1, 16, 64],
+        state=SimpleNamespace(gamma=np.arange(5)[:, None]),
+        objective=lambda: value,
+        tpot_speedup=lambda: value,
+        key_batch=lambda j: [1.0, 15.6, 18.6][j],
+    )
+    assert value.argmax(axis=0).tolist() == [4, 3, 4]  # the bests rise from the second load to the third
+    ranges = load_schedule(answer, 64, rtol=0.0)
+    assert [(r.start_batch, r.end_batch, r.gamma) for r in ranges] == [(1, 8, 4), (9, 64, 3)]
+    # gamma 3 at the third load costs it 1 - 1.76 / 1.78; gamma 4 at the second would cost 1 - 1.39 / 1.41, more
+    assert ranges[1].shortfall == pytest.approx(1 - 1.76 / 1.78)
+    assert ranges[1].min_speedup == pytest.approx(1.41) and ranges[1].max_speedup == pytest.approx(1.76)
+
+
+def test_a_schedule_at_a_load_checks_memory_at_the_loads_lengths_not_the_batch_views_default(capsys):
+    from specsim.answers import deployment_capacity
+
+    argv = ["schedule", "--timing", "roofline", "--alpha", "0.8", "--concurrency", "1,16,64"]
+    s = _json(argv + ["--input-len", "16000", "--output-len", "2000"], capsys)
+    fits = int(deployment_capacity(DEP, 17000, None, 0.9).max_batch_with_draft)  # 16000 in + 2000 / 2 out
+    assert fits < 64 and s["max_batch"]["value"] == fits and "17000 tokens each" in s["max_batch"]["from"]
+    assert s["ranges"][-1]["end_batch"] == fits
+    gammas = [r["gamma"] for r in s["ranges"]]
+    assert gammas == sorted(gammas, reverse=True)
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

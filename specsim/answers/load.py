@@ -142,6 +142,23 @@ class LoadAnswer:
             )
         return out
 
+    def _grid(self, x) -> np.ndarray:
+        return np.broadcast_to(np.asarray(x, dtype=float), self.state.tpot_s.shape)
+
+    def objective(self) -> np.ndarray:
+        """What the best gamma of a load maximises, per gamma searched (rows) and load (columns), against plain
+        decoding: :func:`objective`."""
+        return objective(self.state, self.kind)
+
+    def tpot_speedup(self) -> np.ndarray:
+        """Plain TPOT over each gamma's TPOT, per gamma searched (rows) and load (columns): the speedup printed."""
+        tpot = self._grid(self.state.tpot_s)
+        return tpot[0] / tpot
+
+    def key_batch(self, j: int) -> float:
+        """The decode batch load ``j`` runs at with its best gamma: what an engine's schedule is keyed by."""
+        return float(self._grid(self.state.decode_batch)[int(self.best[j]), j])
+
     def _recommend(self, i: int, j: int) -> str:
         s = self.state
         if self.fixed_gamma is not None:
@@ -244,13 +261,23 @@ def kv_bytes(
     return cap.free_bytes_without_draft, cap.free_bytes_with_draft
 
 
+def objective(state: SteadyState, kind: str) -> np.ndarray:
+    """What the best gamma at a load maximises, relative to plain decoding, per gamma (rows) and load (columns): the
+    output tokens per second in a closed loop or an offline batch; at Poisson rates the TPOT speedup while the arrivals
+    are kept up with (0 where that gamma falls behind), the throughput where no gamma keeps up."""
+    shape = state.tpot_s.shape
+    throughput = np.broadcast_to(np.asarray(state.output_tokens_per_s, dtype=float), shape)
+    ratio = throughput / throughput[0]
+    if kind != "rate":
+        return ratio
+    tpot = np.broadcast_to(np.asarray(state.tpot_s, dtype=float), shape)
+    behind = np.broadcast_to(np.asarray(state.saturated, dtype=bool), shape)
+    speed = np.where(behind, 0.0, tpot[0] / tpot)
+    return np.where((~behind).any(axis=0), speed, ratio)
+
+
 def _best(state: SteadyState, kind: str, fixed: bool) -> np.ndarray:
-    """The row of the best gamma per load: the most output tokens per second in a closed loop or an offline batch, the
-    shortest TPOT while Poisson arrivals are kept up with (the most throughput where none is); ties to the smaller gamma."""
+    """The row of the best gamma per load, the most of :func:`objective`; ties to the smaller gamma."""
     if fixed:
         return np.ones(state.tpot_s.shape[1], dtype=int)
-    if kind == "rate":
-        tpot = np.where(state.saturated, np.inf, state.tpot_s)
-        kept = np.isfinite(tpot).any(axis=0)
-        return np.where(kept, np.argmin(tpot, axis=0), np.argmax(state.output_tokens_per_s, axis=0))
-    return np.argmax(state.output_tokens_per_s, axis=0)
+    return np.argmax(objective(state, kind), axis=0)

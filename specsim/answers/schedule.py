@@ -2,7 +2,8 @@
 
 The ranges come from :func:`specsim.speculation.schedule.gamma_schedule` (each batch size's best gamma, never rising
 with batch), :func:`~specsim.speculation.schedule.tree_schedule` (the best tree within bounds) or, at a load,
-:func:`~specsim.speculation.schedule.load_schedule` (each load's best gamma keyed by the decode batch it runs at).  An
+:func:`~specsim.speculation.schedule.load_schedule` (the loads' gammas, never rising with the decode batch each runs
+at, keyed by it).  An
 engine's configuration is then written from the ranges by that engine's ``render_schedule``
 (:data:`specsim.engines.REGISTRY`).
 """
@@ -117,7 +118,7 @@ def schedule_answer(
     from specsim.speculation.schedule import gamma_schedule, load_schedule, tree_schedule
 
     if load is not None:
-        ranges = load_schedule(load, max_batch, min_gain)
+        ranges = load_schedule(load, max_batch, min_gain, rtol)
     elif tree is None:
         ranges = gamma_schedule(dep, acceptance, max_batch, context, gamma_max, min_gain, rtol)
     else:

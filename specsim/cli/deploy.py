@@ -58,25 +58,29 @@ def run_schedule(args: argparse.Namespace) -> int:
     args.writer_version = _writer_version(args, engine)
     if args.writer_version is not None:  # a drafter the version written for does not run: refused before any output
         dep.drafter.support(engine, args.writer_version)
-    acc, acc_label = model_acceptance(args, dep, args.context)
-    cap = deployment_capacity(dep, args.context, args.max_context, args.memory_util)
+    at = _at_load_schedule(args)
+    lengths = None if at is None else _request_lengths(args)
+    # At a load the requests' lengths set the context, as the loads' own answers have it: their mean (the serving
+    # model's KV rule, specsim.serving.steady), for the acceptance, the memory check and the batch view's header.
+    context = args.context if lengths is None else lengths.context_tokens
+    acc, acc_label = model_acceptance(args, dep, context)
+    cap = deployment_capacity(dep, context, args.max_context, args.memory_util)
     batch_note = _max_batch(args, dep, cap)
     checkpoint = dep.drafter.checkpoint(dep.target, args.draft_checkpoint) if engine is not None else None
-    at = _at_load_schedule(args)
     answer = schedule_answer(
         dep,
         acc,
         acc_label,
         cap,
         max_batch=args.max_batch,
-        context=args.context,
+        context=context,
         gamma_max=args.gamma_max,
         min_gain=args.min_gain,
         rtol=args.rtol,
         tree=tree,
         sibling=args.sibling_factor,
         contexts=args.contexts,
-        load=None if at is None else _load_answer(args, dep, acc, acc_label, *at),
+        load=None if at is None else _load_answer(args, dep, acc, acc_label, *at, lengths),
         max_batch_from=args.max_batch_from,
     )
     if answer.load is not None and args.format == "table":  # the loads first (in JSON or a configuration, not at all)
@@ -143,14 +147,18 @@ def _at_load_schedule(args: argparse.Namespace):
     return _at_load(args)
 
 
-def _load_answer(args: argparse.Namespace, dep, acc, label: str, kind: str, loads: list):
+def _request_lengths(args: argparse.Namespace):
+    from specsim.answers.load import request_lengths
+
+    return request_lengths(args.input_len, args.output_len, args.workload)
+
+
+def _load_answer(args: argparse.Namespace, dep, acc, label: str, kind: str, loads: list, lengths):
     """The loads the engine will see, each at its best gamma by the serving model (prefill beside the decoding
     sequences): what the schedule at a load is keyed from (:func:`specsim.speculation.schedule.load_schedule`).  The
     loads' KV cache is at vLLM's default share of memory: --memory-util sizes the schedule's memory check only."""
-    from specsim.answers.load import request_lengths
     from specsim.cli.model import load_answer_of
 
-    lengths = request_lengths(args.input_len, args.output_len, args.workload)
     return load_answer_of(args, dep, acc, label, kind, loads, lengths)
 
 
@@ -234,7 +242,7 @@ def _print_json(args, answer, checkpoint) -> None:
 
 def _print_table(args, answer, checkpoint) -> None:
     dep, tree = answer.deployment, answer.tree
-    print(describe(dep, args.context))
+    print(describe(dep, answer.context))
     print(f"{answer.label}; speculate only where the predicted speedup >= {args.min_gain:g}\n")
     if tree is None:
         print(
@@ -252,9 +260,17 @@ def _print_table(args, answer, checkpoint) -> None:
                 "<><>",
             )
         )
+        if answer.load is None:
+            of = "; 'below the best' is the most a range's speedup falls below the best gamma of its batch sizes"
+        else:
+            by = "TPOT, the arrivals kept up with" if answer.load.kind == "rate" else "output tokens per second"
+            of = (
+                " (the loads above, keyed by the decode batch each runs at); 'below the best' is the most a range's "
+                f"loads fall below their own best gamma, by {by}"
+            )
         print(
-            f"\ngamma never rises with batch; 'below the best' is the most a range's speedup falls below the best gamma of "
-            f"its batch sizes (shortfalls within --rtol {args.rtol:g} count as none, the smaller gamma winning)"
+            f"\ngamma never rises with batch{of} (shortfalls within --rtol {args.rtol:g} count as none, the smaller "
+            "gamma winning)"
         )
     else:
         print(
