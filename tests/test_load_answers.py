@@ -113,6 +113,18 @@ def test_a_schedule_at_a_load_checks_memory_at_the_loads_lengths_not_the_batch_v
     assert gammas == sorted(gammas, reverse=True)
 
 
+def test_a_schedule_at_a_load_solves_its_loads_at_the_memory_share_it_is_given(capsys):
+    from specsim.speculation.schedule import load_schedule
+
+    argv = ["schedule", "--timing", "roofline", "--alpha", "0.8", "--concurrency", "1,64,256", "--max-batch", "512"]
+    s = _json(argv + ["--memory-util", "0.5"], capsys)
+    loads = load_answer(DEP, 0.8, "", "concurrency", [1, 64, 256], 1000, 256, gamma_max=16, memory_utilization=0.5)
+    assert loads.rows[-1]["spec"]["limited_by"] == "kv cache"  # half the memory holds the 256 users below their number
+    assert [(r["start_batch"], r["end_batch"], r["gamma"]) for r in s["ranges"]] == [
+        (r.start_batch, r.end_batch, r.gamma) for r in load_schedule(loads, 512)
+    ]
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
@@ -132,6 +144,16 @@ def test_a_load_beside_the_batch_views_flags_is_refused_in_one_line(argv, messag
     assert main(["optimal-gamma", "--timing", "roofline"] + argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
+
+
+@pytest.mark.parametrize("command", ["optimal-gamma", "compare", "explain", "schedule"])
+def test_requests_past_the_models_positions_are_refused_at_a_load_as_in_the_batch_view(command, capsys):
+    argv = [command, "--timing", "roofline", "--alpha", "0.8", "--concurrency", "8"]
+    assert main(argv + ["--input-len", "131000", "--output-len", "100"]) == 2  # llama-3.1-8b: 131,072 positions
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "grows to 131,100 tokens" in err[0] and "--input-len and --output-len" in err[0], err
+    assert main(argv + ["--input-len", "130000", "--output-len", "100", "--json"]) == 0
+    capsys.readouterr()
 
 
 def test_serve_sim_replays_a_benchmarks_closed_loop_with_its_lengths(capsys):

@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_OUTPUT_TOKENS",
     "LoadAnswer",
     "RequestLengths",
+    "check_positions",
     "kv_bytes",
     "lengths_defaults_said",
     "load_answer",
@@ -222,6 +223,7 @@ def load_answer(
         p, o = np.asarray(prompt_sample, dtype=float), np.asarray(output_sample, dtype=float)
         P, O = float(p.mean()), float(o.mean())
         context = float((o * (p + o / 2)).sum() / o.sum())
+    check_positions(dep, P, O, fixed)
     top = gamma_max if gamma is None else gamma
     if dep.drafter is not None and dep.drafter.max_steps is not None:
         top = min(top, dep.drafter.max_steps)
@@ -244,6 +246,20 @@ def load_answer(
     )
     best = _best(state, kind, gamma is not None)
     return LoadAnswer(dep, label, kind, list(loads), P, O, lengths, limits, state, best, gamma)
+
+
+def check_positions(dep, input_tokens: float, output_tokens: float, fixed: bool = True) -> None:
+    """Refuse requests that grow past what the target or the draft was built for (``max_position_embeddings``), as the
+    decode-batch view refuses such a context and serve-sim such a request: an engine rejects them."""
+    tokens = input_tokens + output_tokens
+    for model in (dep.target, dep.draft):
+        limit = getattr(model, "max_position_embeddings", None)
+        if model is not None and limit and tokens > limit:
+            what = "every request" if fixed else "the workload's mean request"
+            raise ValueError(
+                f"{what} grows to {tokens:,.0f} tokens ({input_tokens:,.0f} in + {output_tokens:,.0f} out), past "
+                f"{model.name}'s max_position_embeddings ({limit:,}); give --input-len and --output-len within it"
+            )
 
 
 def kv_bytes(

@@ -63,6 +63,10 @@ def run_schedule(args: argparse.Namespace) -> int:
     # At a load the requests' lengths set the context, as the loads' own answers have it: their mean (the serving
     # model's KV rule, specsim.serving.steady), for the acceptance, the memory check and the batch view's header.
     context = args.context if lengths is None else lengths.context_tokens
+    if lengths is not None:  # before the memory check, whose refusal names the batch view's flags
+        from specsim.answers.load import check_positions
+
+        check_positions(dep, lengths.input_tokens, lengths.output_tokens, lengths.prompt_sample is None)
     acc, acc_label = model_acceptance(args, dep, context)
     cap = deployment_capacity(dep, context, args.max_context, args.memory_util)
     batch_note = _max_batch(args, dep, cap)
@@ -155,11 +159,11 @@ def _request_lengths(args: argparse.Namespace):
 
 def _load_answer(args: argparse.Namespace, dep, acc, label: str, kind: str, loads: list, lengths):
     """The loads the engine will see, each at its best gamma by the serving model (prefill beside the decoding
-    sequences): what the schedule at a load is keyed from (:func:`specsim.speculation.schedule.load_schedule`).  The
-    loads' KV cache is at vLLM's default share of memory: --memory-util sizes the schedule's memory check only."""
+    sequences): what the schedule at a load is keyed from (:func:`specsim.speculation.schedule.load_schedule`), their
+    KV cache at --memory-util, as the schedule's memory check and optimal-gamma at a load have it."""
     from specsim.cli.model import load_answer_of
 
-    return load_answer_of(args, dep, acc, label, kind, loads, lengths)
+    return load_answer_of(args, dep, acc, label, kind, loads, lengths, memory_util=args.memory_util)
 
 
 def _static_cost(args: argparse.Namespace, engine, dep, ranges: list, acc) -> list[str]:
