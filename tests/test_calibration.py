@@ -786,6 +786,50 @@ def test_the_calibration_sets_the_deployment_and_refuses_flags_of_another(tmp_pa
     assert main(["steptime", "--calibration", str(out), "--batch", "1"]) == 0
 
 
+def test_a_calibration_answers_at_a_load_for_the_lengths_and_limits_its_runs_were_served_at(
+    tmp_path, capsys, plan_calibration
+):
+    from specsim.calibration.inputs import runs_from_plan
+
+    record = yaml.safe_load(plan_calibration.read_text())
+    _, runs, _, _ = runs_from_plan(PLAN)
+    serving = record["serving"]
+    assert serving["input_tokens"] == pytest.approx(np.mean([c.run.prompt_tokens for c in runs]), abs=0.05)
+    assert serving["output_tokens"] == pytest.approx(np.mean([c.run.output_tokens for c in runs]), abs=0.05)
+    # The plan runs prompts of 512, 1000 and 2048 tokens: no one workload's lengths, so a load keeps the article's.
+    assert serving["lengths_alike"] is False and serving["max_num_seqs"] >= 1
+    argv = ["optimal-gamma", "--calibration", str(plan_calibration), "--concurrency", "8"]
+    assert "(default: the reference article's prompt)" in _json(argv, capsys)[0]["lengths"]
+    # Runs served at 700 in, 300 out under 128 sequences and 4096 tokens: a load is answered there unless told.
+    record["serving"] = serving | {"input_tokens": 700.0, "output_tokens": 300.0, "lengths_alike": True}
+    record["serving"] |= {"max_num_seqs": 128, "max_batched_tokens": 4096}
+    out = tmp_path / "cal.yaml"
+    out.write_text(yaml.safe_dump(record))
+    argv = ["optimal-gamma", "--calibration", str(out), "--concurrency", "8,256"]
+    rows = _json(argv, capsys)
+    assert rows[0]["lengths"].startswith("every request 700 in, 300 out [--input-len 700 and --output-len 300")
+    assert "(default: the runs cal.yaml was fitted to)" in rows[0]["lengths"]
+    assert rows[1]["spec"]["limited_by"] == "max_num_seqs" and rows[1]["spec"]["in_engine"] <= 128
+    assert main(argv) == 0
+    head = capsys.readouterr().out
+    assert "max_num_seqs 128, max_batched_tokens 4096 (the limits cal.yaml's runs were fitted under;" in head
+    given = _json(argv + ["--input-len", "2000", "--max-num-seqs", "512"], capsys)
+    assert (
+        given[0]["lengths"]
+        == "every request 2000 in, 300 out [--output-len 300 (default: the runs cal.yaml was fitted to)]"
+    )
+    assert given[1]["spec"]["limited_by"] != "max_num_seqs" or given[1]["spec"]["in_engine"] > 128
+    # A file written before the record existed still reads, and answers at the article's lengths as it did.
+    del record["serving"]
+    out.write_text(yaml.safe_dump(record))
+    assert "(default: the reference article's prompt)" in _json(argv, capsys)[0]["lengths"]
+    record["serving"] = serving | {"max_num_seqs": 0}
+    out.write_text(yaml.safe_dump(record))
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cal.yaml: serving must hold max_num_seqs and max_batched_tokens" in err[0], err
+
+
 # -- files no engine could have measured ----------------------------------------------------------------------------------
 def _vllm(path, **changes):
     rec = json.loads(Path(f"{BENCH}/vllm-eagle3.jsonl").read_text().splitlines()[0])

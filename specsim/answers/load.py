@@ -54,12 +54,15 @@ class RequestLengths:
 
 
 def request_lengths(
-    input_tokens: int | None = None, output_tokens: int | None = None, workload: str | None = None
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    workload: str | None = None,
+    defaults: tuple[int, int, str] | None = None,
 ) -> RequestLengths:
     """The requests of a load: every request ``input_tokens`` in and ``output_tokens`` out (a benchmark's fixed
-    lengths; either one unset takes the reference article's, said so), or with neither given, a serving workload's
-    distributions (:data:`specsim.serving.workloads.WORKLOADS`, 20,000 requests drawn with seed 0), where ``workload``
-    names one.
+    lengths; either one unset takes ``defaults``, (prompt, output, where from), else the reference article's, said so),
+    or with neither given, a serving workload's distributions (:data:`specsim.serving.workloads.WORKLOADS`, 20,000
+    requests drawn with seed 0), where ``workload`` names one.
 
     >>> print(request_lengths(2000).description)
     every request 2000 in, 256 out [--output-len 256 (default: the article's completion)]
@@ -80,23 +83,34 @@ def request_lengths(
                 o,
                 f"workload {w.name} ({w.source}; means {p.mean():.0f} in, {o.mean():.0f} out)",
             )
-    said = lengths_defaults_said(P, O)
-    P = DEFAULT_INPUT_TOKENS if P is None else P
-    O = DEFAULT_OUTPUT_TOKENS if O is None else O
+    said = lengths_defaults_said(P, O, defaults)
+    P = (DEFAULT_INPUT_TOKENS if defaults is None else defaults[0]) if P is None else P
+    O = (DEFAULT_OUTPUT_TOKENS if defaults is None else defaults[1]) if O is None else O
     return RequestLengths(float(P), float(O), None, None, f"every request {P} in, {O} out{said}")
 
 
-def lengths_defaults_said(input_tokens: int | None, output_tokens: int | None) -> str:
-    """The fixed lengths not given, as every header cites them (empty where both are given).
+def lengths_defaults_said(
+    input_tokens: int | None, output_tokens: int | None, defaults: tuple[int, int, str] | None = None
+) -> str:
+    """The fixed lengths not given, as every header cites them (empty where both are given): ``defaults``' (prompt,
+    output, where from), else the reference article's.
 
     >>> lengths_defaults_said(2000, None)
     " [--output-len 256 (default: the article's completion)]"
+    >>> lengths_defaults_said(None, 300, (700, 256, "the runs cal.yaml was fitted to"))
+    ' [--input-len 700 (default: the runs cal.yaml was fitted to)]'
+    >>> lengths_defaults_said(None, None, (700, 256, "the runs cal.yaml was fitted to"))
+    ' [--input-len 700 and --output-len 256 (default: the runs cal.yaml was fitted to)]'
     """
+    if input_tokens is None and output_tokens is None and defaults is not None:
+        return f" [--input-len {defaults[0]} and --output-len {defaults[1]} (default: {defaults[2]})]"
     said = []
     if input_tokens is None:
-        said.append(f"--input-len {DEFAULT_INPUT_TOKENS} (default: the reference article's prompt)")
+        why = "the reference article's prompt" if defaults is None else defaults[2]
+        said.append(f"--input-len {DEFAULT_INPUT_TOKENS if defaults is None else defaults[0]} (default: {why})")
     if output_tokens is None:
-        said.append(f"--output-len {DEFAULT_OUTPUT_TOKENS} (default: the article's completion)")
+        why = "the article's completion" if defaults is None else defaults[2]
+        said.append(f"--output-len {DEFAULT_OUTPUT_TOKENS if defaults is None else defaults[1]} (default: {why})")
     return f" [{'; '.join(said)}]" if said else ""
 
 

@@ -58,7 +58,7 @@ def measured_acceptance(fit):
         names = sorted({Path(c.run.path).name for c in recorded})
         return Acceptance(alpha=round(alpha, 4)), (
             f"alpha {alpha:.3f}, the mean over {len(recorded)} runs of the acceptance "
-            f"length {', '.join(names)} recorded"
+            f"length {', '.join(names)} recorded{_measured_at(recorded)}"
         )
     fitted = [(s, t) for s, t in fit.acceptance.items() if t.status == "fitted"]
     if fitted:
@@ -66,8 +66,19 @@ def measured_acceptance(fit):
         interval = f", 95% interval {term.low:.3f}-{term.high:.3f}" if term.low is not None else ""
         return Acceptance(alpha=round(term.value, 4)), (
             f"alpha {term.value:.3f} fitted to the runs of sweep {sweep}, which recorded no acceptance{interval}"
+            f"{_measured_at([c for c in real if c.sweep == sweep])}"
         )
     return None, None
+
+
+def _measured_at(runs: list) -> str:
+    """Where an acceptance was measured, in draft steps, and that a longer chain extrapolates it: one rate per token
+    carried past the deepest position the runs drafted (an EAGLE head trained for a few steps accepts less beyond)."""
+    steps = sorted({int(c.setup.steps) for c in runs if c.setup is not None and c.setup.steps})
+    if not steps:
+        return ""
+    at = " and ".join(map(str, steps))
+    return f" at {at} draft step{'s' if steps != [1] else ''} (one rate per token: a gamma past {steps[-1]} extrapolates it)"
 
 
 def _num(x):
@@ -88,6 +99,7 @@ class EngineCalibration:
     timing: str
     engine: str  #: the engine and release that served the runs
     target_options: dict  #: tp, weight and KV dtypes as given
+    limits: object = None  #: the engine's limits the fit was made under (:class:`specsim.serving.steady.EngineLimits`)
 
     def mapping(self) -> dict:
         """The calibration file's content (:func:`specsim.calibration.file.calibration_mapping`), with the acceptance
@@ -106,6 +118,7 @@ class EngineCalibration:
             label,
             {k: v for k, v in self.target_options.items() if k != "tp"},
             self.engine,
+            self.limits,
         )
 
     def summary(self, out=None) -> dict:
@@ -213,5 +226,15 @@ def calibrate_engine(
         notes.append(f"engine limits: {limits.label} ({where})")
     fit = fit_engine(dep, runs, limits=limits, done=done)
     return EngineCalibration(
-        fit, dep, runs, files, notes, target, drafter if spec_runs else None, timing, engine.named_as, target_options
+        fit,
+        dep,
+        runs,
+        files,
+        notes,
+        target,
+        drafter if spec_runs else None,
+        timing,
+        engine.named_as,
+        target_options,
+        limits,
     )

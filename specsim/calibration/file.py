@@ -18,6 +18,8 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 __all__ = ["SCHEMA", "Calibration", "read_calibration", "calibration_mapping"]
 
 SCHEMA = 1
@@ -64,6 +66,8 @@ class Calibration:
     record: dict
     prefill_scale: float = 1.0
     overlap_share: float | None = None
+    #: What the runs were served at (:func:`serving_record`); None in a file written before 2026-12-04.
+    serving: dict | None = None
 
     @property
     def name(self) -> str:
@@ -136,10 +140,12 @@ def calibration_mapping(
     acceptance_label: str | None = None,
     target_options: dict | None = None,
     engine_spec: str | None = None,
+    limits=None,
 ) -> dict:
     """The calibration file's content: the fit of :func:`specsim.calibration.engine_fit.fit_engine` on ``dep``; ``engine_spec``
     the engine and release the runs were served by (``vllm@0.20.0``), which every writer of the calibrated deployment
-    uses (default the preset's key)."""
+    uses (default the preset's key); ``limits`` the engine's limits the fit was made under
+    (:class:`~specsim.serving.steady.EngineLimits`), kept with the runs' mean lengths (:func:`serving_record`)."""
     import datetime
     import hashlib
 
@@ -204,11 +210,33 @@ def calibration_mapping(
         "not_held_out": dict(fit.not_held_out),
         "warnings": list(fit.warnings),
     }
+    if limits is not None:
+        record["serving"] = serving_record(fit.runs, limits)
     if acceptance is not None:
         record["acceptance"] = (
             {"alpha": acceptance.alpha} if acceptance.alpha is not None else {"cumulative": list(acceptance.cumulative)}
         ) | {"source": acceptance_label}
     return record
+
+
+def serving_record(runs: list, limits) -> dict:
+    """What the runs were served at, for the commands that answer at a load from the file: the engine's max_num_seqs
+    and token budget the fit used, the runs' mean prompt and output tokens, and whether every run is within
+    :data:`specsim.calibration.runs.SAME_LENGTHS` of those (one workload's lengths, which the commands then take as
+    theirs unless given)."""
+    from specsim.calibration.runs import SAME_LENGTHS
+
+    prompts = np.array([float(c.run.prompt_tokens) for c in runs])
+    outputs = np.array([float(c.run.output_tokens) for c in runs])
+    P, O = float(prompts.mean()), float(outputs.mean())
+    alike = bool(np.all(np.abs(prompts / P - 1) <= SAME_LENGTHS) and np.all(np.abs(outputs / O - 1) <= SAME_LENGTHS))
+    return {
+        "max_num_seqs": int(limits.max_num_seqs),
+        "max_batched_tokens": int(limits.max_batched_tokens),
+        "input_tokens": round(P, 1),
+        "output_tokens": round(O, 1),
+        "lengths_alike": alike,
+    }
 
 
 def _none_if_nan(x: float):
@@ -270,6 +298,7 @@ def read_calibration(path: str | Path) -> Calibration:
             acc = Acceptance(alpha=raw.get("alpha"), cumulative=tuple(raw.get("cumulative") or ()), source=label)
         except (TypeError, ValueError) as err:
             raise ValueError(f"{where}: acceptance: {err}") from None
+    serving = _read_serving(where, data.get("serving"))
     draft_tp = data.get("draft_tp")
     options = data.get("target_options") or {}
     from specsim.describe.models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
@@ -303,7 +332,27 @@ def read_calibration(path: str | Path) -> Calibration:
         data,
         float(prefill),
         None if share is None else float(share),
+        serving,
     )
+
+
+def _read_serving(where: str, raw: object) -> dict | None:
+    """The file's ``serving`` record (:func:`serving_record`), checked; None where the file has none."""
+    if raw is None:
+        return None
+    ints = ("max_num_seqs", "max_batched_tokens")
+    tokens = ("input_tokens", "output_tokens")
+    ok = isinstance(raw, dict) and set(raw) == set(ints + tokens + ("lengths_alike",))
+    ok = ok and all(isinstance(raw[k], int) and not isinstance(raw[k], bool) and 1 <= raw[k] <= 4_194_304 for k in ints)
+    ok = ok and all(
+        isinstance(raw[k], (int, float)) and not isinstance(raw[k], bool) and 1 <= raw[k] <= 10_000_000 for k in tokens
+    )
+    if not ok or not isinstance(raw["lengths_alike"], bool):
+        raise ValueError(
+            f"{where}: serving must hold max_num_seqs and max_batched_tokens (whole numbers >= 1), input_tokens and "
+            f"output_tokens (tokens >= 1) and lengths_alike (true or false), got {raw!r}"
+        )
+    return dict(raw)
 
 
 def _check_profile(where: str, profile, base: object) -> None:

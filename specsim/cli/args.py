@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-__all__ = ["calibration", "deployment", "harness", "model_acceptance", "model_options", "resolve_acceptance"]
+__all__ = [
+    "calibration",
+    "deployment",
+    "harness",
+    "load_lengths",
+    "model_acceptance",
+    "model_options",
+    "resolve_acceptance",
+]
 
 
 def resolve_acceptance(args: argparse.Namespace, dep=None, context: int | None = None, workload: str | None = None):
@@ -56,6 +64,24 @@ def calibration(args: argparse.Namespace):
         cached = read_calibration(path)
         args._calibration = cached
     return cached
+
+
+def load_lengths(args: argparse.Namespace):
+    """The requests of a load (:func:`specsim.answers.load.request_lengths`) from --input-len, --output-len and
+    --workload; a length not given is that of the runs a --calibration file was fitted to, where those runs are of one
+    workload's lengths (its ``serving`` record), else the reference article's."""
+    from specsim.answers.load import request_lengths
+
+    cal = calibration(args)
+    serving = None if cal is None else cal.serving
+    defaults = None
+    if serving is not None and serving["lengths_alike"] and getattr(args, "workload", None) is None:
+        defaults = (
+            round(serving["input_tokens"]),
+            round(serving["output_tokens"]),
+            f"the runs {cal.name} was fitted to",
+        )
+    return request_lengths(args.input_len, args.output_len, getattr(args, "workload", None), defaults)
 
 
 def model_options(args: argparse.Namespace, prefix: str = "") -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from specsim.cli.args import deployment, model_acceptance
+from specsim.cli.args import deployment, load_lengths, model_acceptance
 from specsim.cli.flags import (
     add_acceptance_args,
     add_deployment_args,
@@ -59,7 +59,7 @@ def run_schedule(args: argparse.Namespace) -> int:
     if args.writer_version is not None:  # a drafter the version written for does not run: refused before any output
         dep.drafter.support(engine, args.writer_version)
     at = _at_load_schedule(args)
-    lengths = None if at is None else _request_lengths(args)
+    lengths = None if at is None else load_lengths(args)
     # At a load the requests' lengths set the context, as the loads' own answers have it: their mean (the serving
     # model's KV rule, specsim.serving.steady), for the acceptance, the memory check and the batch view's header.
     context = args.context if lengths is None else lengths.context_tokens
@@ -124,10 +124,15 @@ def _max_batch(args: argparse.Namespace, dep, cap) -> list[str]:
     if args.max_batch is not None:
         args.max_batch_from = "given"
         return []
+    from specsim.cli.args import calibration
     from specsim.serving.steady import engine_limits
 
     given = getattr(args, "max_num_seqs", None)
-    limits, where = engine_limits(dep.engine, dep.hardware, max_num_seqs=given)
+    cal = calibration(args)
+    fitted = None if cal is None or cal.serving is None else cal.serving["max_num_seqs"]
+    limits, where = engine_limits(dep.engine, dep.hardware, max_num_seqs=given if given is not None else fitted)
+    if given is None and fitted is not None:  # as the answers at a load take it (specsim.cli.flags.engine_limits)
+        where = f"the limits {cal.name}'s runs were fitted under"
     seqs = min(int(limits.seqs(True)), MAX_BATCH)  # the speculating server's: SGLang's is 48 unless given
     said = f"max_num_seqs {seqs}: " + ("--max-num-seqs" if given is not None else where.split(";")[0])
     fits = int(cap.max_batch_with_draft)
@@ -149,12 +154,6 @@ def _at_load_schedule(args: argparse.Namespace):
     if getattr(args, "tree", "chain") not in (None, "chain") and (args.concurrency or args.rate):
         raise ValueError("--tree is scheduled per decode batch; at --concurrency or --rate give a chain (drop --tree)")
     return _at_load(args)
-
-
-def _request_lengths(args: argparse.Namespace):
-    from specsim.answers.load import request_lengths
-
-    return request_lengths(args.input_len, args.output_len, args.workload)
 
 
 def _load_answer(args: argparse.Namespace, dep, acc, label: str, kind: str, loads: list, lengths):

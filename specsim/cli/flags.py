@@ -279,12 +279,20 @@ def add_load_args(p: argparse.ArgumentParser) -> None:
 
 def engine_limits(args: argparse.Namespace, preset, hardware, offline: bool = False):
     """(the engine's limits, a clause naming where those not given come from): --max-num-seqs and --max-batched-tokens,
-    each one not given at the engine's own default on ``hardware`` (:func:`specsim.serving.steady.engine_limits`)."""
+    each one not given at the limits a --calibration file's runs were fitted under (its ``serving`` record), else at the
+    engine's own default on ``hardware`` (:func:`specsim.serving.steady.engine_limits`)."""
+    from specsim.cli.args import calibration
     from specsim.serving.steady import engine_limits as limits_of
 
+    flags = ("--max-num-seqs", "--max-batched-tokens")
     given = (getattr(args, "max_num_seqs", None), getattr(args, "max_batched_tokens", None))
+    missing = [flag for flag, value in zip(flags, given) if value is None]
+    cal = calibration(args) if missing else None
+    if cal is not None and cal.serving is not None:
+        fitted = (cal.serving["max_num_seqs"], cal.serving["max_batched_tokens"])
+        limits, _ = limits_of(preset, hardware, offline, *(f if g is None else g for g, f in zip(given, fitted)))
+        return limits, f" (the limits {cal.name}'s runs were fitted under; {' and '.join(missing)} to set)"
     limits, where = limits_of(preset, hardware, offline, *given)
-    missing = [flag for flag, value in zip(("--max-num-seqs", "--max-batched-tokens"), given) if value is None]
     return limits, (f" ({where}; {' and '.join(missing)} to set)" if missing else "")
 
 

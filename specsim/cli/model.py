@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from specsim.cli.args import deployment, model_acceptance, resolve_acceptance
+from specsim.cli.args import deployment, load_lengths, model_acceptance, resolve_acceptance
 from specsim.cli.flags import (
     add_acceptance_args,
     add_deployment_args,
@@ -781,10 +781,9 @@ def load_answer_of(
 def run_at_load(args: argparse.Namespace, kind: str, loads: list, gamma: int | None = None) -> int:
     """optimal-gamma, speedup and compare at --concurrency or --rate: the best gamma (or ``gamma``) per load with what a
     benchmark measures there, plain and speculating."""
-    from specsim.answers.load import request_lengths
 
     dep = deployment(args)
-    lengths = request_lengths(args.input_len, args.output_len, args.workload)
+    lengths = load_lengths(args)
     acc, acc_label = model_acceptance(args, dep, lengths.context_tokens)
     answer = load_answer_of(
         args, dep, acc, acc_label, kind, loads, lengths, gamma, memory_util=getattr(args, "memory_util", None)
@@ -876,11 +875,10 @@ def _explain_at_load(args: argparse.Namespace, kind: str, loads: list) -> int:
     """explain at --concurrency or --rate: each load's round (at the gamma it runs best, or --gamma) at the decode batch
     the load implies, with the others' prompts that ride in its iterations, next to the plain decode step."""
     from specsim.answers.anatomy import load_anatomy
-    from specsim.answers.load import request_lengths
     from specsim.cli import report
 
     dep = deployment(args)
-    lengths = request_lengths(args.input_len, args.output_len, args.workload)
+    lengths = load_lengths(args)
     context = lengths.context_tokens
     acc, acc_label = model_acceptance(args, dep, context)
     answer = load_answer_of(args, dep, acc, acc_label, kind, loads, lengths, gamma=args.gamma)
