@@ -823,11 +823,34 @@ def test_a_calibration_answers_at_a_load_for_the_lengths_and_limits_its_runs_wer
     del record["serving"]
     out.write_text(yaml.safe_dump(record))
     assert "(default: the reference article's prompt)" in _json(argv, capsys)[0]["lengths"]
+    # So does one whose runs gave no lengths (serving_record leaves them null), under its own limits.
+    record["serving"] = serving | {"input_tokens": None, "output_tokens": None, "lengths_alike": False}
+    out.write_text(yaml.safe_dump(record))
+    assert "(default: the reference article's prompt)" in _json(argv, capsys)[0]["lengths"]
     record["serving"] = serving | {"max_num_seqs": 0}
     out.write_text(yaml.safe_dump(record))
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cal.yaml: serving must hold max_num_seqs and max_batched_tokens" in err[0], err
+
+
+def test_runs_that_give_no_lengths_leave_the_calibrations_lengths_unknown_and_the_article_s_in_use(tmp_path, capsys):
+    from types import SimpleNamespace
+
+    from specsim.calibration.file import serving_record
+    from specsim.serving.steady import EngineLimits
+
+    runs = [SimpleNamespace(run=SimpleNamespace(prompt_tokens=p, output_tokens=256.0)) for p in (1000.0, 0.0)]
+    record = serving_record(runs, EngineLimits(256, 2048))
+    assert record == {
+        "max_num_seqs": 256,
+        "max_batched_tokens": 2048,
+        "input_tokens": None,
+        "output_tokens": None,
+        "lengths_alike": False,
+    }
+    runs[1].run.prompt_tokens = 1050.0  # within 10% of the mean: one workload
+    assert serving_record(runs, EngineLimits(256, 2048))["lengths_alike"] is True
 
 
 # -- files no engine could have measured ----------------------------------------------------------------------------------

@@ -228,15 +228,12 @@ def serving_record(runs: list, limits) -> dict:
 
     prompts = np.array([float(c.run.prompt_tokens) for c in runs])
     outputs = np.array([float(c.run.output_tokens) for c in runs])
+    record = {"max_num_seqs": int(limits.max_num_seqs), "max_batched_tokens": int(limits.max_batched_tokens)}
+    if not (np.all(np.isfinite(prompts) & (prompts >= 1)) and np.all(np.isfinite(outputs) & (outputs >= 1))):
+        return record | {"input_tokens": None, "output_tokens": None, "lengths_alike": False}  # a file without them
     P, O = float(prompts.mean()), float(outputs.mean())
     alike = bool(np.all(np.abs(prompts / P - 1) <= SAME_LENGTHS) and np.all(np.abs(outputs / O - 1) <= SAME_LENGTHS))
-    return {
-        "max_num_seqs": int(limits.max_num_seqs),
-        "max_batched_tokens": int(limits.max_batched_tokens),
-        "input_tokens": round(P, 1),
-        "output_tokens": round(O, 1),
-        "lengths_alike": alike,
-    }
+    return record | {"input_tokens": round(P, 1), "output_tokens": round(O, 1), "lengths_alike": alike}
 
 
 def _none_if_nan(x: float):
@@ -344,13 +341,19 @@ def _read_serving(where: str, raw: object) -> dict | None:
     tokens = ("input_tokens", "output_tokens")
     ok = isinstance(raw, dict) and set(raw) == set(ints + tokens + ("lengths_alike",))
     ok = ok and all(isinstance(raw[k], int) and not isinstance(raw[k], bool) and 1 <= raw[k] <= 4_194_304 for k in ints)
-    ok = ok and all(
-        isinstance(raw[k], (int, float)) and not isinstance(raw[k], bool) and 1 <= raw[k] <= 10_000_000 for k in tokens
+    unknown = ok and raw["input_tokens"] is None and raw["output_tokens"] is None and raw["lengths_alike"] is False
+    ok = ok and (
+        unknown
+        or all(
+            isinstance(raw[k], (int, float)) and not isinstance(raw[k], bool) and 1 <= raw[k] <= 10_000_000
+            for k in tokens
+        )
     )
     if not ok or not isinstance(raw["lengths_alike"], bool):
         raise ValueError(
             f"{where}: serving must hold max_num_seqs and max_batched_tokens (whole numbers >= 1), input_tokens and "
-            f"output_tokens (tokens >= 1) and lengths_alike (true or false), got {raw!r}"
+            f"output_tokens (tokens >= 1, or both null with lengths_alike false) and lengths_alike (true or false), "
+            f"got {raw!r}"
         )
     return dict(raw)
 
