@@ -119,20 +119,15 @@ def run_schedule(args: argparse.Namespace) -> int:
 
 def _max_batch(args: argparse.Namespace, dep, cap) -> list[str]:
     """Fill --max-batch, where not given, with the largest batch the engine runs: its max_num_seqs (--max-num-seqs,
-    else its own on the GPU: :func:`specsim.serving.steady.engine_limits`), or fewer where no more sequences fit in
-    memory with the draft at --context; the line that says where it came from."""
+    else a --calibration's, else its own on the GPU: :func:`specsim.cli.flags.limits_and_source`), or fewer where no
+    more sequences fit in memory with the draft at the context; the line that says where it came from."""
     if args.max_batch is not None:
         args.max_batch_from = "given"
         return []
-    from specsim.cli.args import calibration
-    from specsim.serving.steady import engine_limits
+    from specsim.cli.flags import limits_and_source
 
     given = getattr(args, "max_num_seqs", None)
-    cal = calibration(args)
-    fitted = None if cal is None or cal.serving is None else cal.serving["max_num_seqs"]
-    limits, where = engine_limits(dep.engine, dep.hardware, max_num_seqs=given if given is not None else fitted)
-    if given is None and fitted is not None:  # as the answers at a load take it (specsim.cli.flags.engine_limits)
-        where = f"the limits {cal.name}'s runs were fitted under"
+    limits, where, _ = limits_and_source(args, dep.engine, dep.hardware)  # as the answers at a load take them
     seqs = min(int(limits.seqs(True)), MAX_BATCH)  # the speculating server's: SGLang's is 48 unless given
     said = f"max_num_seqs {seqs}: " + ("--max-num-seqs" if given is not None else where.split(";")[0])
     fits = int(cap.max_batch_with_draft)

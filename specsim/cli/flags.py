@@ -39,6 +39,7 @@ __all__ = [
     "add_round_cost_args",
     "add_serving_args",
     "engine_limits",
+    "limits_and_source",
     "add_timing_args",
     "add_tree_args",
     "alpha_type",
@@ -277,10 +278,10 @@ def add_load_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def engine_limits(args: argparse.Namespace, preset, hardware, offline: bool = False):
-    """(the engine's limits, a clause naming where those not given come from): --max-num-seqs and --max-batched-tokens,
-    each one not given at the limits a --calibration file's runs were fitted under (its ``serving`` record), else at the
-    engine's own default on ``hardware`` (:func:`specsim.serving.steady.engine_limits`)."""
+def limits_and_source(args: argparse.Namespace, preset, hardware, offline: bool = False):
+    """(the engine's limits, where those not given come from, the flags not given): --max-num-seqs and
+    --max-batched-tokens, each one not given at the limits a --calibration file's runs were fitted under (its
+    ``serving`` record), else at the engine's own default on ``hardware`` (:func:`specsim.serving.steady.engine_limits`)."""
     from specsim.cli.args import calibration
     from specsim.serving.steady import engine_limits as limits_of
 
@@ -291,8 +292,14 @@ def engine_limits(args: argparse.Namespace, preset, hardware, offline: bool = Fa
     if cal is not None and cal.serving is not None:
         fitted = (cal.serving["max_num_seqs"], cal.serving["max_batched_tokens"])
         limits, _ = limits_of(preset, hardware, offline, *(f if g is None else g for g, f in zip(given, fitted)))
-        return limits, f" (the limits {cal.name}'s runs were fitted under; {' and '.join(missing)} to set)"
+        return limits, f"the limits {cal.name}'s runs were fitted under", missing
     limits, where = limits_of(preset, hardware, offline, *given)
+    return limits, where, missing
+
+
+def engine_limits(args: argparse.Namespace, preset, hardware, offline: bool = False):
+    """(the engine's limits, a clause naming where those not given come from, :func:`limits_and_source`)."""
+    limits, where, missing = limits_and_source(args, preset, hardware, offline)
     return limits, (f" ({where}; {' and '.join(missing)} to set)" if missing else "")
 
 
