@@ -206,12 +206,12 @@ def deployment_capacity(dep: Deployment, context: int, max_context: int | None, 
     """The memory budget at the tokens each sequence reserves; refuses a target whose weights do not fit, and a
     context past what the target or the draft was built for (``max_position_embeddings``)."""
     tokens = reserved_context(context, max_context)
-    for model in (dep.target, dep.draft):
-        if model is not None and model.max_position_embeddings and tokens > model.max_position_embeddings:
-            raise ValueError(
-                f"a context of {tokens:,} tokens is past {model.name}'s max_position_embeddings "
-                f"({model.max_position_embeddings:,}); give --context (and --max-context) within it"
-            )
+    model = dep.past_positions(tokens)
+    if model is not None:
+        raise ValueError(
+            f"a context of {tokens:,} tokens is past {model.name}'s max_position_embeddings "
+            f"({model.max_position_embeddings:,}); give --context (and --max-context) within it"
+        )
     cap = capacity(dep, tokens, memory_utilization)
     require_target_fits(dep, cap)
     return cap

@@ -133,6 +133,7 @@ class LoadAnswer:
     @property
     def rows(self) -> list[dict]:
         s = self.state
+        speedup = self.tpot_speedup()
         out = []
         for j, load in enumerate(self.loads):
             i = int(self.best[j])
@@ -148,7 +149,7 @@ class LoadAnswer:
                     "load": load_label(self.kind, float(load)),
                     self.kind: float(load),
                     "gamma": int(s.gamma[i, 0]),
-                    "speedup_tpot": plain(s.tpot_s) / at(s.tpot_s),
+                    "speedup_tpot": float(speedup[i, j]),
                     "throughput_ratio": at(s.output_tokens_per_s) / plain(s.output_tokens_per_s),
                     "plain": _figures(s, 0, j),
                     "spec": _figures(s, i, j),
@@ -266,14 +267,14 @@ def check_positions(dep, input_tokens: float, output_tokens: float, fixed: bool 
     """Refuse requests that grow past what the target or the draft was built for (``max_position_embeddings``), as the
     decode-batch view refuses such a context and serve-sim such a request: an engine rejects them."""
     tokens = input_tokens + output_tokens
-    for model in (dep.target, dep.draft):
-        limit = getattr(model, "max_position_embeddings", None)
-        if model is not None and limit and tokens > limit:
-            what = "every request" if fixed else "the workload's mean request"
-            raise ValueError(
-                f"{what} grows to {tokens:,.0f} tokens ({input_tokens:,.0f} in + {output_tokens:,.0f} out), past "
-                f"{model.name}'s max_position_embeddings ({limit:,}); give --input-len and --output-len within it"
-            )
+    model = dep.past_positions(tokens)
+    if model is not None:
+        what = "every request" if fixed else "the workload's mean request"
+        raise ValueError(
+            f"{what} grows to {tokens:,.0f} tokens ({input_tokens:,.0f} in + {output_tokens:,.0f} out), past "
+            f"{model.name}'s max_position_embeddings ({model.max_position_embeddings:,}); give --input-len and "
+            "--output-len within it"
+        )
 
 
 def kv_bytes(

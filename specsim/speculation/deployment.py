@@ -691,6 +691,14 @@ class Deployment:
         extend = float(np.asarray(self.gpu_pass(self.draft, 1, 1, 0).total_s))
         return base + extend if np.ndim(draft) == 0 else np.where(draft, base + extend, base)
 
+    def past_positions(self, tokens: float):
+        """The first of the target and the draft that one sequence of ``tokens`` tokens overflows (past its
+        ``max_position_embeddings``), None where both hold it: what every refusal of a context or a request checks."""
+        for model in (self.target, self.draft):
+            if model is not None and model.max_position_embeddings and tokens > model.max_position_embeddings:
+                return model
+        return None
+
     def decode(self, batch: object, context: object = DEFAULT_CONTEXT_TOKENS) -> StepTime:
         """t_decode: a plain decode step of the target (one token per sequence), engine time included."""
         return self.pass_time(self.target, batch, 1, context)
