@@ -347,3 +347,55 @@ def test_kv_cache_keeps_each_heads_keys_contiguous():
     keys = model.k_cache[0, :2, :, :9]  # what attention reads at span 9
     assert keys.shape == (2, MICRO.n_kv_heads, 9, MICRO.head_dim)
     assert keys.stride(-1) == 1 and keys.stride(-2) == MICRO.head_dim  # positions of one head are adjacent rows
+
+
+def test_an_iteration_with_a_prompt_chunk_computes_what_separate_passes_do():
+    # MixedPass flattens decoding sequences and a prompt chunk into one pass (one GEMM over all tokens, attention per
+    # sequence): its logits must be the decoding sequences' own and the chunk's last token's, each as its own pass
+    # computes them over the same cache.
+    from specsim.harness.mixed import MixedPass
+
+    b, q, L, c, p0 = 3, 2, 5, 7, 4
+    model, ref = DecoderTimingModel(MICRO, dtype="fp32", seed=1), DecoderTimingModel(MICRO, dtype="fp32", seed=1)
+    mixed = MixedPass(model, b, q, L, c, p0, seed=3)
+    gen = torch.Generator().manual_seed(0)
+    for cache in (model.k_cache, model.v_cache, mixed.k_chunk, mixed.v_chunk):
+        cache.copy_(torch.randn(cache.shape, generator=gen))
+    ref.allocate(b, L + q)
+    ref.k_cache.copy_(model.k_cache)
+    ref.v_cache.copy_(model.v_cache)
+    prefix_k, prefix_v = mixed.k_chunk[:, :, :, :p0].clone(), mixed.v_chunk[:, :, :, :p0].clone()
+    out = mixed()
+    assert out.shape == (b * q + 1, MICRO.vocab_size)
+    decoded = ref(mixed.dec_tokens, torch.full((b,), L), span=L + q, uniform=True)
+    torch.testing.assert_close(out[: b * q], decoded.reshape(b * q, -1), rtol=1e-4, atol=1e-5)
+    ref.allocate(1, p0 + c)
+    ref.k_cache[:, :, :, :p0] = prefix_k
+    ref.v_cache[:, :, :, :p0] = prefix_v
+    chunk = ref(mixed.chunk_tokens, torch.tensor([p0]), span=p0 + c, uniform=True)
+    torch.testing.assert_close(out[-1], chunk[0, -1], rtol=1e-4, atol=1e-5)
+
+
+def test_iteration_script_rehearses_on_the_cpu(repo, tmp_path):
+    # scripts/gpu_iteration_steps.py is what produced hardware/measurements/h200-iteration-steps.csv; with tiny CPU
+    # shapes it writes every part of its grid (decode-only points where the chunk is empty).
+    import subprocess
+    import sys
+
+    args = ["--device", "cpu", "--dtype", "fp32", "--target", "tiny-5m", "--draft", "tiny-5m", "--prefill", "8,16"]
+    args += ["--chunks", "8@16", "--batch", "1,2", "--context", "16", "--q", "1,2", "--mixed-chunks", "0@0,8@0"]
+    args += ["--mode-batch", "1", "--repeats", "2", "--warmup", "1", "--out", str(tmp_path)]
+    done = subprocess.run(
+        [sys.executable, str(repo / "scripts" / "gpu_iteration_steps.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    with open(tmp_path / "iteration_steps.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    parts = [r["part"] for r in rows]
+    assert parts.count("prefill") == 4 and parts.count("chunk") == 1 and parts.count("mode") == 3
+    assert parts.count("decode") == 4 and parts.count("mixed") == 4
+    assert all(float(r["median_ms"]) > 0 for r in rows)
+    assert all(float(r["floor_gemm_ms"]) > 0 for r in rows if r["part"] == "prefill")
