@@ -373,3 +373,47 @@ def test_collectives_on_one_rank_cost_float_zeros_of_the_inputs_shape():
         assert out.dtype == np.float64 and out.shape == (3,) and not out.any()
         two = f(H100, 2, np.array([1, 2, 3]))
         assert two.dtype == np.float64 and np.all(two > H100.interconnect_latency_s)
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "gpt-oss-20b", "gemma-3-27b", "llama-4-scout"])
+@pytest.mark.parametrize(("context", "tokens"), [(0, 1), (0, 3000), (700, 5), (5000, 9000), (8191, 1)])
+def test_a_pass_attends_causally_to_the_cache_and_its_own_earlier_tokens(name, context, tokens):
+    # The closed forms (full layers, windows that cap each token's keys, chunks that restart them) must equal the sum
+    # over the pass's tokens of what each attends to at its own position.
+    m = get_model(name)
+    brute = sum(float(m.attention_flop(p)) for p in range(context, context + tokens))
+    assert float(m.pass_attention_flop(context, tokens)) == pytest.approx(brute, rel=1e-12)
+
+
+@pytest.mark.parametrize("timing", ["roofline", "kernels"])
+def test_a_prompt_grows_in_time_as_measured_with_its_causal_attention(timing, repo):
+    # A prefill of P tokens does P (P - 1) / 2 token pairs of attention: not none (the roofline once counted none) and
+    # not P^2 (the kernels source once timed every query over the whole prompt).  On an H200 the 8B's kernels (GEMMs
+    # and causal SDPA, hardware/measurements/h200-iteration-steps.csv) take 20.7x as long at 16,384 tokens as at
+    # 1,024; without attention a source gives 15.7x, with the full square 24.3x.  Tolerance 10%: both sources are
+    # within 4% of it, and neither is fitted to this file.  A pass that is not a prompt's (a verification) keeps
+    # the article's count, each new token over the L cached ones.
+    import pandas as pd
+
+    d = pd.read_csv(repo / "hardware" / "measurements" / "h200-iteration-steps.csv")
+    floor = d[(d.part == "prefill") & (d.model == "llama-3.1-8b")].set_index("c")
+    floor = floor.floor_gemm_ms + floor.floor_attn_ms
+    m = get_model("llama-3.1-8b")
+    src = Deployment.build("h200", "llama-3.1-8b", None, timing=timing, engine="none").source
+    t = lambda p: float(np.asarray(src.step_time(m, 1, p, 0, prompt=True).total_s))  # noqa: E731
+    assert t(16384) / t(1024) == pytest.approx(floor[16384] / floor[1024], rel=0.10)
+
+
+def test_a_prompt_runs_latent_attention_uncompressed_and_up_projects_its_cached_prefix():
+    # vLLM's MLA prefill (vllm/v1/attention/backends/mla/common.py at 0.24.0) attends over qk_nope + qk_rope = 192
+    # dimensions and 128 values per head, not the absorbed 512-wide latent a decode step reads; a chunk over a cached
+    # prefix up-projects the prefix's latents (kv_b_proj: 512 -> 128 x (128 + 128)) once.
+    m = get_model("deepseek-v3", tp=8)
+    heads = 128 / 8
+    pairs = 61 * 1000 * 999 / 2
+    assert float(m.pass_attention_flop(0, 1000)) == pytest.approx(heads * (2 * 192 + 2 * 128) * pairs)
+    prefix = float(m.pass_attention_flop(4000, 1000)) - heads * (2 * 192 + 2 * 128) * 61 * (
+        1000 * 4000 + 1000 * 999 / 2
+    )
+    assert prefix == pytest.approx(61 * 2 * 512 * heads * (128 + 128) * 4000)
+    assert float(m.pass_attention_flop(0, 1000)) < 0.5 * 1000 * 999 / 2 * m.attention_flop_per_token_per_context

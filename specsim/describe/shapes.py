@@ -704,18 +704,20 @@ class ModelShape:
         """Bytes of weights one rank reads in a one-token pass."""
         return float(self.weight_bytes_read(1))
 
-    def matmul_flop_by_dtype(self, tokens: object) -> list[tuple[np.ndarray, str]]:
-        """FLOP of the weight matmuls of one rank for ``tokens`` tokens, grouped by the dtype that sets their rate."""
+    def matmul_flop_by_dtype(self, tokens: object, sampled: object = None) -> list[tuple[np.ndarray, str]]:
+        """FLOP of the weight matmuls of one rank for ``tokens`` tokens, grouped by the dtype that sets their rate; the
+        LM head multiplies only the ``sampled`` tokens (default: every token; a prompt's pass samples its last)."""
         m = np.asarray(tokens, dtype=float)
         if self.params_override is not None:
             return [(2.0 * self.params / self.tp * m, self.weight_dtype)]
+        s = m if sampled is None else np.asarray(sampled, dtype=float)
         p = self._rank_parts()
         experts = self.n_moe_layers * self.n_active_experts * p["expert"]
         # Norms count 2 FLOP per weight like the matmuls, as the article's 2N FLOP per token does.
         return [
             (2.0 * p["linear"] * m, self.weight_dtype),
             (2.0 * experts * m, self.expert_dtype_),
-            (2.0 * (p["head"] + p["norms"]) * m, self.head_dtype_),
+            (2.0 * (p["head"] * s + p["norms"] * m), self.head_dtype_),
         ]
 
     def matmul_weights_by_dtype(
@@ -817,6 +819,49 @@ class ModelShape:
     def attention_flop(self, context: object) -> np.ndarray:
         """Attention FLOP per new token of a sequence at ``context`` on one rank."""
         return self.attention_flop_per_layer_per_context * self.attended_tokens(context)
+
+    def _attended_before(self, n: np.ndarray) -> np.ndarray:
+        """sum over p = 0 .. n-1 of :meth:`attended_tokens` (p): the layer-tokens the first n tokens of a sequence
+        attend to, each to those before it (closed forms: a window caps each token's keys, a chunk restarts them)."""
+        n = np.asarray(n, dtype=float)
+        out = self.n_full_layers * n * (n - 1.0) / 2.0
+        if self.n_sliding_layers:
+            w = float(self.sliding_window)
+            below = np.minimum(n, w + 1.0)  # tokens 0 .. w attend to all before them
+            out = out + self.n_sliding_layers * (below * (below - 1.0) / 2.0 + np.maximum(n - w - 1.0, 0.0) * w)
+        if self.n_chunked_layers:
+            c = float(self.attention_chunk_size)
+            whole, rest = np.floor(n / c), np.mod(n, c)
+            out = out + self.n_chunked_layers * (whole * c * (c - 1.0) / 2.0 + rest * (rest - 1.0) / 2.0)
+        return out
+
+    def pass_attention_flop(self, context: object, tokens_per_seq: object) -> np.ndarray:
+        """Attention FLOP of a prompt's pass (or a chunk of one) of ``tokens_per_seq`` new tokens over ``context``
+        cached ones, one sequence, one rank: the i-th new token attends to the cache and the i new tokens before it
+        (causal), so a prompt of P tokens does about P^2 / 2 token pairs, not none and not P^2.  At one token it is
+        :meth:`attention_flop` (context), except for multi-head latent attention, which a prompt runs uncompressed.
+
+        >>> from specsim.describe.models import get_model
+        >>> m = get_model("llama-3.1-8b")
+        >>> bool(m.pass_attention_flop(1000, 1) == m.attention_flop(1000))
+        True
+        >>> float(m.pass_attention_flop(0, 4) / m.attention_flop(1))  # 0 + 1 + 2 + 3 keys
+        6.0
+        """
+        L = np.asarray(context, dtype=float)
+        q = np.asarray(tokens_per_seq, dtype=float)
+        pairs = self._attended_before(L + q) - self._attended_before(L)
+        if not self.is_mla:
+            return self.attention_flop_per_layer_per_context * pairs
+        # A prompt runs multi-head latent attention in its compute-friendly form (vLLM 0.24.0,
+        # vllm/v1/attention/backends/mla/common.py: "prefill" up-projects the latent with kv_b_proj and runs attention
+        # over qk_nope + qk_rope dimensions and v_head_dim values per head), and up-projects a cached prefix's latents
+        # once per chunk (_compute_prefill_context); the prompt's own tokens' up-projection costs what the absorbed
+        # form's query and output projections do, already in the weights' FLOP.
+        heads = self.n_heads / self.tp
+        per_pair = heads * (2.0 * (self.qk_nope_head_dim + self.qk_rope_head_dim) + 2.0 * self.v_head_dim)
+        prefix = self.n_full_layers * 2.0 * self.kv_lora_rank * heads * (self.qk_nope_head_dim + self.v_head_dim) * L
+        return per_pair * pairs + prefix
 
     def describe(self) -> str:
         """One line: kind, size and precision, for table headers."""

@@ -407,7 +407,7 @@ def steady_state(
     >>> dep = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     >>> s = steady_state(dep, 0.8, [0, 4], [1, 64], 1000, 256)
     >>> [[round(float(t) * 1e3, 2) for t in row] for row in s.tpot_s]
-    [[6.53, 15.12], [3.46, 11.18]]
+    [[6.53, 15.23], [3.46, 11.31]]
     """
     if kind not in LOAD_KINDS:
         raise ValueError(f"a load is one of {', '.join(LOAD_KINDS)}, got {kind!r}")

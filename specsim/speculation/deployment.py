@@ -630,8 +630,13 @@ class Deployment:
         return dataclasses.replace(self, target=dataclasses.replace(self.target, tp=tp), drafter=drafter)
 
     # -- passes ------------------------------------------------------------------------
-    def gpu_pass(self, model: ModelShape, batch: object, tokens_per_seq: object, context: object) -> StepTime:
-        """One forward pass of ``model`` on the GPU, as the step-time source gives it (no engine time)."""
+    def gpu_pass(
+        self, model: ModelShape, batch: object, tokens_per_seq: object, context: object, prompt: bool = False
+    ) -> StepTime:
+        """One forward pass of ``model`` on the GPU, as the step-time source gives it (no engine time); ``prompt``: the
+        tokens are a prompt's, causal among themselves with the last sampled (:func:`specsim.timing.roofline.step_time`)."""
+        if prompt:
+            return self.source.step_time(model, batch, tokens_per_seq, context, prompt=True)
         return self.source.step_time(model, batch, tokens_per_seq, context)
 
     def pass_time(self, model: ModelShape, batch: object, tokens_per_seq: object, context: object) -> StepTime:
@@ -651,7 +656,9 @@ class Deployment:
 
     def prefill_s(self, prompt_tokens: object, draft: bool = False) -> np.ndarray:
         """The marginal time of prefilling ``prompt_tokens`` in an iteration that also decodes: t(1, P, 0) - t(1, 1, 0)
-        from the step-time source (the weights are read once for both), 0 for no tokens, over the engine's prefill
+        from the step-time source, the first a prompt's pass (its tokens attend causally to each other, the LM head runs
+        at its last; checked against passes measured on an H200, benchmarks/validate_iteration_steps.py) and the
+        weights read once for both, 0 for no tokens, over the engine's prefill
         efficiency (:attr:`~specsim.engines.EnginePreset.prefill_scale`: 1 as shipped, fitted to TTFT by
         calibrate-engine).  With ``draft``, a speculating engine's drafter network (a draft model, an EAGLE or MTP head)
         runs over the same prompt tokens too; ``draft`` may be an array (which prompts' engines speculate).  What chunked
@@ -659,15 +666,15 @@ class Deployment:
 
         >>> dep = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
         >>> [round(float(t) * 1e3, 2) for t in dep.prefill_s([0, 1, 1000])]
-        [0.0, 0.0, 20.99]
+        [0.0, 0.0, 21.43]
         >>> round(float(dep.prefill_s(1000, draft=True)) * 1e3, 2)
-        23.62
+        24.17
         """
         p = np.asarray(prompt_tokens, dtype=float)
 
         def marginal(model) -> np.ndarray:
             base = np.asarray(self.gpu_pass(model, 1, 1, 0).total_s, dtype=float)
-            return np.asarray(self.gpu_pass(model, 1, np.maximum(p, 1.0), 0).total_s, dtype=float) - base
+            return np.asarray(self.gpu_pass(model, 1, np.maximum(p, 1.0), 0, prompt=True).total_s, dtype=float) - base
 
         total = marginal(self.target)
         if self.draft is not None and np.any(draft):

@@ -111,5 +111,10 @@ class StepTimeSource(Protocol):
     def brief(self) -> str: ...
 
     def step_time(
-        self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0
+        self,
+        model: ModelShape,
+        batch: object = 1,
+        tokens_per_seq: object = 1,
+        context: object = 0,
+        prompt: bool = False,
     ) -> StepTime: ...

@@ -62,14 +62,19 @@ class HybridSource:
         )
 
     def step_time(
-        self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0
+        self,
+        model: ModelShape,
+        batch: object = 1,
+        tokens_per_seq: object = 1,
+        context: object = 0,
+        prompt: bool = False,
     ) -> StepTime:
         decode = self.roofline.step_time(model, batch, 1, context)
-        k = self.kernels.step_time(model, batch, tokens_per_seq, context)
+        k = self.kernels.step_time(model, batch, tokens_per_seq, context, prompt)
         if np.all(np.asarray(tokens_per_seq) == 1):  # a decode or draft step: the pass is its own decode step
             roof, k1 = decode, k
         else:
-            roof = self.roofline.step_time(model, batch, tokens_per_seq, context)
+            roof = self.roofline.step_time(model, batch, tokens_per_seq, context, prompt)
             k1 = self.kernels.step_time(model, batch, 1, context)
         # A kin device's kernels (kernel_db.kin_devices) give the ratio of the passes' own work only: collectives run
         # over this GPU's link, so they are the roofline's, added after (never a PCIe all-reduce over NVLink kernels).

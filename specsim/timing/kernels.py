@@ -865,10 +865,16 @@ class KernelSource:
             )
 
     def step_time(
-        self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0
+        self,
+        model: ModelShape,
+        batch: object = 1,
+        tokens_per_seq: object = 1,
+        context: object = 0,
+        prompt: bool = False,
     ) -> StepTime:
-        """t(b, q, L) from the database, the roofline where it has no data (flagged in ``fallback``)."""
-        roof = step_time(self.hardware, model, batch, tokens_per_seq, context)
+        """t(b, q, L) from the database, the roofline where it has no data (flagged in ``fallback``); a ``prompt``'s
+        pass (:func:`~specsim.timing.roofline.step_time`) attends causally within itself and samples its last token."""
+        roof = step_time(self.hardware, model, batch, tokens_per_seq, context, prompt)
         table = self.table(model)
         b = np.asarray(batch, float)
         q = np.asarray(tokens_per_seq, float)
@@ -878,8 +884,19 @@ class KernelSource:
             return dataclasses.replace(roof, source=self.name, fallback=fallback)
         gemm = table.gemm(b * q) + self._correlated_experts(table, model, b, q)
         attn = table.decode_attention(b, L + q)
-        # Extra queries on the same KV: their FLOP at the best measured context-attention rate (per rank).
-        extra = model.attention_flop(L + q) * (q - 1.0) * b / table.ctx_flop_per_s
+        if prompt:
+            # The LM head at one token per sequence, not b q: of what the GEMMs take beyond a pass of b tokens (past the
+            # weights' one read), the head's share of the pass's FLOP is not spent.  The other queries each attend to
+            # the cache and the prompt's earlier tokens (causal), beyond the one query the decode kernel times, at the
+            # best measured context-attention rate (per rank).
+            full = sum(f for f, _ in model.matmul_flop_by_dtype(b * q))
+            share = (full - sum(f for f, _ in model.matmul_flop_by_dtype(b * q, 0.0))) / full
+            gemm = gemm - share * np.maximum(table.gemm(b * q) - table.gemm(b), 0.0)
+            beyond = np.maximum(model.pass_attention_flop(L, q) - model.attention_flop(L + q), 0.0)
+            extra = beyond * b / table.ctx_flop_per_s
+        else:
+            # Extra queries on the same KV: their FLOP at the best measured context-attention rate (per rank).
+            extra = model.attention_flop(L + q) * (q - 1.0) * b / table.ctx_flop_per_s
         comm = self._comm(table, model, b * q)
         rec, rec1 = self._recurrence(table, model, b, q)
         total = gemm + attn + extra + comm + rec

@@ -127,16 +127,22 @@ class MeasuredSource:
         return list(self._names.values())
 
     def step_time(
-        self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0
+        self,
+        model: ModelShape,
+        batch: object = 1,
+        tokens_per_seq: object = 1,
+        context: object = 0,
+        prompt: bool = False,
     ) -> StepTime:
-        """Interpolated t(b, q, L); the roofline where the file has no data (flagged)."""
+        """Interpolated t(b, q, L); the roofline where the file has no data (flagged).  A ``prompt``'s pass is read from
+        the same grid (the file's passes of q tokens): prompts longer than its q are the roofline's."""
         key = _shape_key(model)
         if key not in self._grids:
             raise ValueError(
                 f"{self.path.name} has no measurements of {model.name} ({model.n_layers} layers, hidden {model.hidden_size}, "
                 f"{model.weight_dtype}); it has {', '.join(self.models())}: measure this model too, or use --timing roofline|kernels"
             )
-        roof = step_time(self.hardware, model, batch, tokens_per_seq, context)
+        roof = step_time(self.hardware, model, batch, tokens_per_seq, context, prompt)
         axes, grid = self._grids[key]
         total = interp_grid(axes, grid, [batch, tokens_per_seq, context])
         fallback = ~np.isfinite(total)

@@ -48,10 +48,14 @@ class MemoSource:
     def brief(self) -> str:
         return self.inner.brief()
 
-    def step_time(self, model, batch: object = 1, tokens_per_seq: object = 1, context: object = 0) -> StepTime:
+    def step_time(
+        self, model, batch: object = 1, tokens_per_seq: object = 1, context: object = 0, prompt: bool = False
+    ) -> StepTime:
         args = [np.asarray(x, dtype=float) for x in (batch, tokens_per_seq, context)]
-        key = (id(model),) + tuple((a.shape, a.tobytes()) for a in args)
+        key = (id(model), bool(prompt)) + tuple((a.shape, a.tobytes()) for a in args)
         if key not in self._answers:
             self._models[id(model)] = model
-            self._answers[key] = self.inner.step_time(model, *args)
+            self._answers[key] = (
+                self.inner.step_time(model, *args, prompt=True) if prompt else self.inner.step_time(model, *args)
+            )
         return self._answers[key]

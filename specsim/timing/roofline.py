@@ -57,33 +57,49 @@ __all__ = [
 ]
 
 
-def _mixer_flop(model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray, context: np.ndarray) -> np.ndarray:
-    """FLOP of the token mixers beyond their weights: attention over the cache and the recurrences of hybrid layers."""
+def _mixer_flop(
+    model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray, context: np.ndarray, prompt: bool = False
+) -> np.ndarray:
+    """FLOP of the token mixers beyond their weights: attention over the cache (a ``prompt``'s tokens also over each
+    other, causally: :meth:`~specsim.describe.shapes.ModelShape.pass_attention_flop`; the q new tokens of any other pass
+    each over the L cached ones, the article's count) and the recurrences of hybrid layers."""
     tokens = batch * tokens_per_seq
-    out = model.attention_flop(context) * tokens
+    if prompt:
+        out = model.pass_attention_flop(context, tokens_per_seq) * batch
+    else:
+        out = model.attention_flop(context) * tokens
     if model.is_hybrid:
         out = out + model.recurrent_flop(tokens, tokens_per_seq)
     return out
 
 
-def pass_flop(model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray, context: np.ndarray) -> np.ndarray:
-    """FLOP of one forward pass on one rank: weight matmuls plus attention over the cache (and recurrences)."""
+def pass_flop(
+    model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray, context: np.ndarray, prompt: bool = False
+) -> np.ndarray:
+    """FLOP of one forward pass on one rank: weight matmuls plus attention over the cache (and recurrences); a
+    ``prompt``'s pass samples one token per sequence and attends causally within itself."""
     tokens = batch * tokens_per_seq
-    matmul = sum(flop for flop, _ in model.matmul_flop_by_dtype(tokens))
-    return matmul + _mixer_flop(model, batch, tokens_per_seq, context)
+    matmul = sum(flop for flop, _ in model.matmul_flop_by_dtype(tokens, batch if prompt else None))
+    return matmul + _mixer_flop(model, batch, tokens_per_seq, context, prompt)
 
 
 def compute_time_s(
-    hardware: HardwareProfile, model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray, context: np.ndarray
+    hardware: HardwareProfile,
+    model: ModelShape,
+    batch: np.ndarray,
+    tokens_per_seq: np.ndarray,
+    context: np.ndarray,
+    prompt: bool = False,
 ) -> np.ndarray:
     """Arithmetic time of one pass: each dtype's matmuls at its rate, attention and recurrences at the 16-bit rate,
     and the dequantisation of weight-only weights' last, partly filled tile of tokens."""
     tokens = batch * tokens_per_seq
-    matmul = sum(flop / hardware.flop_per_s_for(dtype) for flop, dtype in model.matmul_flop_by_dtype(tokens))
+    by_dtype = model.matmul_flop_by_dtype(tokens, batch if prompt else None)
+    matmul = sum(flop / hardware.flop_per_s_for(dtype) for flop, dtype in by_dtype)
     return (
         matmul
         + dequant_time_s(hardware, model, batch, tokens_per_seq)
-        + _mixer_flop(model, batch, tokens_per_seq, context) / hardware.flop_per_s
+        + _mixer_flop(model, batch, tokens_per_seq, context, prompt) / hardware.flop_per_s
     )
 
 
@@ -137,6 +153,7 @@ def step_time(
     batch: object = 1,
     tokens_per_seq: object = 1,
     context: object = 0,
+    prompt: bool = False,
 ) -> StepTime:
     """Modelled time of one forward pass, with its parts.
 
@@ -152,8 +169,12 @@ def step_time(
         New tokens per sequence, q >= 1 (1 for decode, gamma + 1 for verification).
     context : array_like
         Tokens already cached per sequence, L >= 0.
+    prompt : bool
+        The q tokens are a prompt's (or a chunk of one): each attends causally to those before it, and only the last
+        is sampled (the LM head runs at one token per sequence).  Otherwise every new token attends to the L cached
+        ones and is sampled: a decode step or a verification (the article's count).
 
-    All three broadcast against each other.
+    All three arrays broadcast against each other.
 
     Examples
     --------
@@ -167,9 +188,9 @@ def step_time(
     (6.525, 0.028, 'memory')
     """
     b, q, L = check_pass(batch, tokens_per_seq, context)
-    flop = pass_flop(model, b, q, L)
+    flop = pass_flop(model, b, q, L, prompt)
     nbytes = pass_bytes(model, b, q, L)
-    compute_s = compute_time_s(hardware, model, b, q, L)
+    compute_s = compute_time_s(hardware, model, b, q, L, prompt)
     memory_s = nbytes / hardware.bytes_per_s
     overhead_s = hardware.overhead_for(model.n_layers)
     comm_s = 0.0
@@ -208,6 +229,11 @@ class RooflineSource:
         )
 
     def step_time(
-        self, model: ModelShape, batch: object = 1, tokens_per_seq: object = 1, context: object = 0
+        self,
+        model: ModelShape,
+        batch: object = 1,
+        tokens_per_seq: object = 1,
+        context: object = 0,
+        prompt: bool = False,
     ) -> StepTime:
-        return step_time(self.hardware, model, batch, tokens_per_seq, context)
+        return step_time(self.hardware, model, batch, tokens_per_seq, context, prompt)

@@ -1,0 +1,107 @@
+"""How the serving model's iteration holds against iterations measured on an H200 (nothing here is fitted to them).
+
+Reads hardware/measurements/h200-iteration-steps.csv (scripts/gpu_iteration_steps.py: Llama-3.1-8B and Llama-3.2-1B
+shapes, random bf16 weights, CUDA-graph replays, torch 2.11.0+cu130, 2026-12-04) and prints:
+
+1. The composition rule of specsim.serving.steady.iteration_s, on measurements alone: an iteration of b decoding
+   sequences and a prompt chunk of c tokens at prompt position p0 costs the decode pass plus the chunk's marginal
+   prefill, pf(p0 + c) - pf(p0) with pf(P) = t(1 prompt of P) - t(1 prompt of 1), from the measured prompts (a
+   quadratic in P fitted to them from 512 tokens, within 0.5% of each; linear between them below).
+2. Each step-time source's prefill of one prompt against the measured kernels (GEMMs and causal SDPA alone) and the
+   measured pass (the harness's, whose unfused norms and rotary add 15-40%): what the sources are asked to give.
+3. What a pass costs when it is not captured whole: piecewise (attention eager between captured pieces) and eager,
+   over the full CUDA graph, for the 8B and a one-layer EAGLE-style head.
+
+Run:  python benchmarks/validate_iteration_steps.py [--csv FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from specsim.speculation.deployment import Deployment
+
+CSV = Path(__file__).resolve().parent.parent / "hardware" / "measurements" / "h200-iteration-steps.csv"
+
+
+def composition(d: pd.DataFrame) -> pd.DataFrame:
+    pre = d[(d.part == "prefill") & (d.model == "llama-3.1-8b")].sort_values("c")
+    P, t = pre.c.to_numpy(float), pre.median_ms.to_numpy(float)
+    # From 512 tokens a prompt is compute-bound: a + b P + c P^2 (GEMMs linear, causal attention quadratic), fitted to
+    # the measured prompts there in relative error; below, linear between measured lengths.
+    big = P >= 512
+    rel = np.vstack([np.ones(big.sum()), P[big], P[big] ** 2]).T / t[big, None]
+    coef = np.linalg.lstsq(rel, np.ones(big.sum()), rcond=None)[0]
+
+    def pf(n: float) -> float:
+        if n <= 0:
+            return 0.0
+        whole = coef[0] + coef[1] * n + coef[2] * n * n if n >= 512 else np.interp(n, P, t)
+        return float(whole - t[0])
+
+    dec = d[d.part == "decode"].set_index(["b", "q", "L"]).median_ms
+    rows = []
+    for r in d[d.part == "mixed"].itertuples():
+        step = float(dec[(r.b, r.q, r.L)])
+        predicted = step + pf(r.p0 + r.c) - pf(r.p0)
+        rows.append(dict(b=r.b, q=r.q, L=r.L, c=r.c, p0=r.p0, decode_ms=step, measured_ms=r.median_ms,
+                         composed_ms=predicted, error=predicted / r.median_ms - 1.0))  # fmt: skip
+    for r in d[d.part == "chunk"].itertuples():
+        predicted = t[0] + pf(r.p0 + r.c) - pf(r.p0)
+        rows.append(dict(b=0, q=0, L=0, c=r.c, p0=r.p0, decode_ms=t[0], measured_ms=r.median_ms,
+                         composed_ms=predicted, error=predicted / r.median_ms - 1.0))  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def sources(d: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for timing in ("roofline", "kernels", "hybrid"):
+        dep = Deployment.build("h200", "llama-3.1-8b", "llama-3.2-1b", timing=timing, engine="none")
+        for model in (dep.target, dep.draft):
+            pre = d[(d.part == "prefill") & (d.model == model.name) & (d.c > 1)]
+            for r in pre.itertuples():
+                t = float(np.asarray(dep.gpu_pass(model, 1, r.c, 0, prompt=True).total_s)) * 1e3
+                floor = r.floor_gemm_ms + r.floor_attn_ms
+                rows.append(dict(source=timing, model=model.name, P=r.c, source_ms=t, kernels_ms=floor,
+                                 pass_ms=r.median_ms, vs_kernels=t / floor - 1.0, vs_pass=t / r.median_ms - 1.0))  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def modes(d: pd.DataFrame) -> pd.DataFrame:
+    m = d[d.part == "mode"].pivot_table(index=["model", "b", "q"], columns="mode", values="median_ms")
+    m["piecewise/graph"] = m["piecewise"] / m["graph"]
+    m["eager/graph"] = m["eager"] / m["graph"]
+    return m.reset_index()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--csv", default=str(CSV))
+    args = ap.parse_args(argv)
+    d = pd.read_csv(args.csv)
+    pd.set_option("display.width", 160)
+    comp = composition(d)
+    print("1. iteration = decode pass + marginal prefill of the chunk, from measured parts (8B, H200)")
+    print(comp.round(3).to_string(index=False))
+    for label, part in (("with decoding sequences", comp[comp.b > 0]), ("a prompt chunk alone", comp[comp.b == 0])):
+        err = part.error.abs()
+        print(
+            f"   {label}: |error| mean {err.mean():.1%}, max {err.max():.1%}, bias {part.error.mean():+.1%} ({len(part)})"
+        )
+    print()
+    src = sources(d)
+    print("2. one prompt of P tokens: each source (h200 profile, engine none) against the measured kernels and pass")
+    print(src.round(3).to_string(index=False))
+    for (timing, model), g in src.groupby(["source", "model"]):
+        print(f"   {timing:8s} {model:13s} vs kernels {g.vs_kernels.min():+.1%}..{g.vs_kernels.max():+.1%}")
+    print("\n3. a pass not captured whole, over the same pass in one CUDA graph")
+    print(modes(d).round(3).to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
