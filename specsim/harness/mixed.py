@@ -9,9 +9,10 @@ samples from: every decoding token and the chunk's last (vLLM V1 computes logits
 token and discards a partial prompt's sample).
 
 :class:`MixedPass` holds the static inputs and a KV cache for the chunk's sequence beside the model's own cache for the
-decoding ones, so that a pass can be captured in a CUDA graph.  With ``split`` it runs the way a piecewise CUDA graph
-does: :meth:`MixedPass.pieces` gives per layer the part before attention, the attention and the part after, so a
-caller can capture the dense parts and run attention eagerly between them (vLLM's ``CUDAGraphMode.PIECEWISE``).
+decoding ones, so that a pass can be captured in a CUDA graph.  Its layers come in three pieces
+(:meth:`MixedPass.before_attention`, :meth:`MixedPass.attention`, :meth:`MixedPass.after_attention`), so a caller can
+capture the dense parts and run attention eagerly between them, as vLLM's ``CUDAGraphMode.PIECEWISE`` does
+(scripts/gpu_iteration_steps.py).
 """
 
 from __future__ import annotations
