@@ -12,7 +12,7 @@ shapes, random bf16 weights, CUDA-graph replays, torch 2.11.0+cu130, 2026-12-04)
 3. What a pass costs when it is not captured whole: piecewise (attention eager between captured pieces) and eager,
    over the full CUDA graph, for the 8B and a one-layer EAGLE-style head.
 
-Run:  python benchmarks/validate_iteration_steps.py [--csv FILE]
+Run:  python benchmarks/validate_iteration_steps.py [--csv FILE] [--plot FILE]
 """
 
 from __future__ import annotations
@@ -78,9 +78,42 @@ def modes(d: pd.DataFrame) -> pd.DataFrame:
     return m.reset_index()
 
 
+def plot(src: pd.DataFrame, path: str) -> None:
+    """Each source's prompt time over the measured kernels', per model, against the prompt's length."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    models = list(dict.fromkeys(src.model))
+    fig, axes = plt.subplots(1, len(models), figsize=(5.2 * len(models), 3.8), sharey=True)
+    for ax, model in zip(np.atleast_1d(axes), models):
+        part = src[src.model == model]
+        for timing, g in part.groupby("source", sort=False):
+            ax.plot(g.P, g.source_ms / g.kernels_ms, marker="o", label=f"{timing} source")
+        first = part[part.source == part.source.iloc[0]]
+        ax.plot(
+            first.P, first.pass_ms / first.kernels_ms, color="0.4", ls="--", marker="s", label="measured pass (harness)"
+        )
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"{model}: one prompt")
+        ax.set_xlabel("prompt tokens P")
+        ax.grid(alpha=0.3)
+    np.atleast_1d(axes)[0].set_ylabel("time / measured kernels (GEMMs + causal SDPA)")
+    np.atleast_1d(axes)[0].legend(fontsize=8)
+    fig.suptitle(
+        "A prompt's pass on an H200 (torch 2.11, 2026-12-04): sources (h200 profile) over the measured kernels"
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    print(f"wrote {path}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--csv", default=str(CSV))
+    ap.add_argument("--plot", help="also draw section 2 to this image file")
     args = ap.parse_args(argv)
     d = pd.read_csv(args.csv)
     pd.set_option("display.width", 160)
@@ -98,6 +131,8 @@ def main(argv=None) -> int:
     print(src.round(3).to_string(index=False))
     for (timing, model), g in src.groupby(["source", "model"]):
         print(f"   {timing:8s} {model:13s} vs kernels {g.vs_kernels.min():+.1%}..{g.vs_kernels.max():+.1%}")
+    if args.plot:
+        plot(src, args.plot)
     print("\n3. a pass not captured whole, over the same pass in one CUDA graph")
     print(modes(d).round(3).to_string(index=False))
     return 0
