@@ -9,6 +9,8 @@ shapes, random bf16 weights, CUDA-graph replays, torch 2.11.0+cu130, 2026-12-04)
    quadratic in P fitted to them from 512 tokens, within 0.5% of each; linear between them below).
 2. Each step-time source's prefill of one prompt against the measured kernels (GEMMs and causal SDPA alone) and the
    measured pass (the harness's, whose unfused norms and rotary add 15-40%): what the sources are asked to give.
+1b. The same rule on each iteration's kernels alone (GEMMs, LM head at the sampled rows, SDPA), from a second run on
+   the same device (hardware/measurements/h200-iteration-floors.csv, 12:35 the same day): no unfused elementwise work.
 3. What a pass costs when it is not captured whole: piecewise (attention eager between captured pieces) and eager,
    over the full CUDA graph, for the 8B and a one-layer EAGLE-style head.
 
@@ -26,6 +28,7 @@ import pandas as pd
 from specsim.speculation.deployment import Deployment
 
 CSV = Path(__file__).resolve().parent.parent / "hardware" / "measurements" / "h200-iteration-steps.csv"
+FLOORS = CSV.with_name("h200-iteration-floors.csv")
 
 
 def composition(d: pd.DataFrame) -> pd.DataFrame:
@@ -54,6 +57,23 @@ def composition(d: pd.DataFrame) -> pd.DataFrame:
         predicted = t[0] + pf(r.p0 + r.c) - pf(r.p0)
         rows.append(dict(b=0, q=0, L=0, c=r.c, p0=r.p0, decode_ms=t[0], measured_ms=r.median_ms,
                          composed_ms=predicted, error=predicted / r.median_ms - 1.0))  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def kernel_composition(d: pd.DataFrame) -> pd.DataFrame:
+    """Section 1 on the kernels alone (rows with floors for decode, mixed and prompt iterations): the decode
+    iteration's kernels plus the chunk's marginal prompt kernels, against the mixed iteration's kernels."""
+    d = d.assign(floor=d.floor_gemm_ms + d.floor_attn_ms)
+    pre = d[(d.part == "prefill") & (d.model == "llama-3.1-8b")].set_index("c").floor
+    dec = d[d.part == "decode"].set_index(["b", "q", "L"]).floor
+    rows = []
+    for r in d[(d.part == "mixed") & d.floor.notna()].itertuples():
+        if (r.p0 + r.c) not in pre.index or (r.p0 and r.p0 not in pre.index) or 1 not in pre.index:
+            continue
+        marginal = float(pre[r.p0 + r.c] - (pre[r.p0] if r.p0 else pre[1]))
+        composed = float(dec[(r.b, r.q, r.L)]) + marginal
+        rows.append(dict(b=r.b, q=r.q, L=r.L, c=r.c, p0=r.p0, m=r.b * r.q + r.c, kernels_ms=r.floor,
+                         composed_ms=composed, error=composed / r.floor - 1.0))  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -114,6 +134,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--csv", default=str(CSV))
     ap.add_argument("--plot", help="also draw section 2 to this image file")
+    ap.add_argument("--floors", default=str(FLOORS), help="the run with each iteration's kernels timed alone")
     args = ap.parse_args(argv)
     d = pd.read_csv(args.csv)
     pd.set_option("display.width", 160)
@@ -126,6 +147,18 @@ def main(argv=None) -> int:
             f"   {label}: |error| mean {err.mean():.1%}, max {err.max():.1%}, bias {part.error.mean():+.1%} ({len(part)})"
         )
     print()
+    if Path(args.floors).exists():
+        kc = kernel_composition(pd.read_csv(args.floors))
+        print(
+            f"1b. the same rule on each iteration's kernels alone ({Path(args.floors).name}; m = tokens in the GEMMs)"
+        )
+        print(kc.round(3).to_string(index=False))
+        for (c, p0), part in kc.groupby(["c", "p0"]):
+            err, label = part.error, f"chunk of {c:,} at position {p0:,}"
+            print(
+                f"   {label}: |error| mean {err.abs().mean():.1%}, max {err.abs().max():.1%}, bias {err.mean():+.1%} ({len(part)})"
+            )
+        print()
     src = sources(d)
     print("2. one prompt of P tokens: each source (h200 profile, engine none) against the measured kernels and pass")
     print(src.round(3).to_string(index=False))

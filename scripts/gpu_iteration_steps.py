@@ -6,7 +6,9 @@ What the serving model (specsim.serving.steady) composes, measured as one pass e
   the LM head at one row, SDPA causal attention): how fast prefill runs, against the sources' t(1, P, 0);
 * ``chunk``    a chunk of c prompt tokens whose first p0 tokens are already cached: attention over the prefix;
 * ``mixed``    b sequences decoding q tokens each over L cached tokens plus one chunk in the same pass, and the same
-  b sequences alone (``decode``): the iteration the serving model adds up as decode step + marginal prefill;
+  b sequences alone (``decode``): the iteration the serving model adds up as decode step + marginal prefill; with
+  ``--mixed-floor`` each iteration's kernels alone too (GEMMs over all its tokens, LM head at the sampled rows, SDPA
+  per sequence), which an engine's fused elementwise work comes close to;
 * ``mode``     a decode pass run three ways: captured whole in one CUDA graph, piecewise (each layer's dense parts
   captured, attention eager between them, as vLLM's CUDAGraphMode.PIECEWISE runs FlashInfer on Ampere), and eager; for
   the target and for a one-layer EAGLE-style head.
@@ -37,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from specsim.describe.models import get_model  # noqa: E402
 from specsim.harness.mixed import MixedPass  # noqa: E402
-from specsim.harness.model import DecoderTimingModel  # noqa: E402
+from specsim.harness.model import DecoderTimingModel, shared_length_mask  # noqa: E402
 from specsim.harness.timing import device_name, time_pass  # noqa: E402
 
 COLUMNS = ["part", "model", "b", "q", "L", "c", "p0", "mode", "repeats", "median_ms", "p10_ms", "p90_ms",
@@ -102,15 +104,24 @@ def piecewise(mp: MixedPass, dev: torch.device):
     return run
 
 
-def prefill_floor(model: DecoderTimingModel, P: int, dev, repeats: int, warmup: int, graphs: bool):
-    """(GEMM ms, attention ms) of a P-token prefill's kernels alone: every layer's four projections at m = P and the
-    LM head at one row; SDPA causal attention of P queries over P keys per layer."""
-    shape, hd = model.shape, model.head_dim
-    x = torch.randn(P, shape.hidden_size, dtype=model.dtype, device=dev)
-    a = torch.randn(P, model.n_heads * hd, dtype=model.dtype, device=dev)
-    h = torch.randn(P, shape.intermediate_size, dtype=model.dtype, device=dev)
-    qh = torch.randn(1, model.n_heads, P, hd, dtype=model.dtype, device=dev)
-    kv = torch.randn(1, model.n_kv, P, hd, dtype=model.dtype, device=dev)
+def iteration_floor(model: DecoderTimingModel, b: int, q: int, L: int, c: int, p0: int, dev, repeats, warmup, graphs):
+    """(GEMM ms, attention ms) of an iteration's kernels alone: every layer's four projections at m = b q + c and the LM
+    head at the sampled rows (b q, and the chunk's last); SDPA per layer for the decoding sequences (q queries over
+    L + q keys) and for the chunk (c queries over p0 + c keys, causal).  A prompt alone is b = 0, p0 = 0."""
+    shape, hd, dt = model.shape, model.head_dim, model.dtype
+    m = b * q + c
+    x = torch.randn(m, shape.hidden_size, dtype=dt, device=dev)
+    a = torch.randn(m, model.n_heads * hd, dtype=dt, device=dev)
+    h = torch.randn(m, shape.intermediate_size, dtype=dt, device=dev)
+    sampled = b * q + (1 if c else 0)
+    if b:
+        dq = torch.randn(b, model.n_heads, q, hd, dtype=dt, device=dev)
+        dkv = torch.randn(b, model.n_kv, L + q, hd, dtype=dt, device=dev)
+        dmask = shared_length_mask(q, L + q)
+    if c:
+        cq = torch.randn(1, model.n_heads, c, hd, dtype=dt, device=dev)
+        ckv = torch.randn(1, model.n_kv, p0 + c, hd, dtype=dt, device=dev)
+        cmask = shared_length_mask(c, p0 + c)
 
     def gemms():
         for layer in model.layers:
@@ -118,11 +129,14 @@ def prefill_floor(model: DecoderTimingModel, P: int, dev, repeats: int, warmup: 
             F.linear(a, layer.wo)
             F.linear(x, layer.w_gate_up)
             F.linear(h, layer.w_down)
-        F.linear(x[-1:], model.lm_head)
+        F.linear(x[:sampled], model.lm_head)
 
     def attention():
         for _ in model.layers:
-            F.scaled_dot_product_attention(qh, kv, kv, is_causal=True, enable_gqa=True)
+            if b:
+                F.scaled_dot_product_attention(dq, dkv, dkv, attn_mask=dmask, enable_gqa=True)
+            if c:
+                F.scaled_dot_product_attention(cq, ckv, ckv, attn_mask=cmask, enable_gqa=True)
 
     g = statistics.median(time_pass(gemms, dev, repeats, warmup, graphs)) * 1e3
     return g, statistics.median(time_pass(attention, dev, repeats, warmup, graphs)) * 1e3
@@ -145,6 +159,10 @@ def main(argv=None) -> int:
     ap.add_argument("--mode-batch", default="1,16,64")
     ap.add_argument("--mode-context", type=int, default=1024)
     ap.add_argument("--head-vocab", type=int, default=32000)
+    ap.add_argument("--parts", default="prefill,chunk,mixed,mode,draft", help="which parts of the grid to run")
+    ap.add_argument(
+        "--mixed-floor", action="store_true", help="also time each decode and mixed iteration's kernels alone"
+    )
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
     args = ap.parse_args(argv)
@@ -192,7 +210,8 @@ def main(argv=None) -> int:
                 times = time_pass(run, dev, args.repeats, args.warmup, False)
             else:
                 times = time_pass(mp, dev, args.repeats, args.warmup, mode == "graph" and graphs)
-            fl = prefill_floor(model, c, dev, args.repeats, args.warmup, graphs) if floor else (None, None)
+            floors = (model, b, q, L, c, p0, dev, args.repeats, args.warmup, graphs)
+            fl = iteration_floor(*floors) if floor else (None, None)
         except torch.OutOfMemoryError:
             say(f"{part} {model.shape.name} b={b} q={q} L={L} c={c} p0={p0} {mode}: skipped, out of memory")
             return
@@ -207,39 +226,46 @@ def main(argv=None) -> int:
         record(part, model, b, q, L, c, p0, mode if mode != "graph" or graphs else "eager", times, fl)
         say(f"         ({time.perf_counter() - t0:.1f} s)")
 
+    parts = set(args.parts.split(","))
+    unknown = parts - {"prefill", "chunk", "mixed", "mode", "draft"}
+    if unknown:
+        raise SystemExit(f"--parts: unknown {', '.join(sorted(unknown))}; allowed: prefill, chunk, mixed, mode, draft")
     start = time.perf_counter()
     with torch.inference_mode():
         target = DecoderTimingModel(get_model(args.target), dtype=args.dtype, device=args.device)
-        for P in ints(args.prefill):
+        for P in ints(args.prefill) if "prefill" in parts else []:
             timed("prefill", target, 0, 1, 0, P, 0, floor=True)
-        for c, p0 in chunks(args.chunks):
+        for c, p0 in chunks(args.chunks) if "chunk" in parts else []:
             timed("chunk", target, 0, 1, 0, c, p0)
-        for L in ints(args.context):
+        for L in ints(args.context) if "mixed" in parts else []:
             for b in ints(args.batch):
                 if b * L > args.most_cached:
                     continue
                 for q in ints(args.q):
                     for c, p0 in chunks(args.mixed_chunks):
-                        timed("decode" if c == 0 else "mixed", target, b, q, L, c, p0)
-        for b in ints(args.mode_batch):
-            for q in ints(args.q):
+                        timed("decode" if c == 0 else "mixed", target, b, q, L, c, p0, floor=args.mixed_floor)
+        if "mode" in parts:
+            for b in ints(args.mode_batch):
+                for q in ints(args.q):
+                    for mode in ["graph", "piecewise", "eager"] if graphs else ["eager"]:
+                        timed("mode", target, b, q, args.mode_context, 0, 0, mode)
+            shape = get_model(args.target)
+            head = DecoderTimingModel(
+                dataclasses.replace(shape, name=f"{shape.name}-1-layer-head", n_layers=1, vocab_size=args.head_vocab),
+                dtype=args.dtype,
+                device=args.device,
+            )
+            for b in ints(args.mode_batch):
                 for mode in ["graph", "piecewise", "eager"] if graphs else ["eager"]:
-                    timed("mode", target, b, q, args.mode_context, 0, 0, mode)
-        shape = get_model(args.target)
-        head = DecoderTimingModel(
-            dataclasses.replace(shape, name=f"{shape.name}-1-layer-head", n_layers=1, vocab_size=args.head_vocab),
-            dtype=args.dtype,
-            device=args.device,
-        )
-        for b in ints(args.mode_batch):
-            for mode in ["graph", "piecewise", "eager"] if graphs else ["eager"]:
-                timed("mode", head, b, 1, args.mode_context, 0, 0, mode)
-        del target, head
+                    timed("mode", head, b, 1, args.mode_context, 0, 0, mode)
+            del head
+        del target
         if dev.type == "cuda":
             torch.cuda.empty_cache()
-        draft = DecoderTimingModel(get_model(args.draft), dtype=args.dtype, device=args.device)
-        for P in ints(args.prefill):
-            timed("prefill", draft, 0, 1, 0, P, 0, floor=True)
+        if "draft" in parts:
+            draft = DecoderTimingModel(get_model(args.draft), dtype=args.dtype, device=args.device)
+            for P in ints(args.prefill):
+                timed("prefill", draft, 0, 1, 0, P, 0, floor=True)
     writer_file.close()
     say(f"done: {len(rows)} rows in {time.perf_counter() - start:.0f} s")
     return 0
