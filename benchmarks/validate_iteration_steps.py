@@ -77,6 +77,46 @@ def kernel_composition(d: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def rules(d: pd.DataFrame) -> pd.DataFrame:
+    """A prototype, not the product's model: the q = 1 iterations of the kernel run priced two ways by one source, as
+    the serving model adds them (the decode pass plus a prompt's marginal, t(1, p0 + c) - t(1, p0)) and as one pass of
+    all the tokens.  One pass, roofline: the chunk's arithmetic and bytes join the decode pass's in one
+    max(compute, memory), the weights read once.  One pass, kernel tables: the GEMMs at b q + c tokens less at b q,
+    plus the chunk's attention (its prompt marginal less its GEMMs').  (The q = 4 rows are left out: this harness's
+    masked SDPA makes their attention several times an engine's, which neither source prices.)"""
+    from specsim.describe.hardware import load_hardware
+    from specsim.describe.models import get_model
+    from specsim.timing.kernels import KernelSource
+    from specsim.timing.roofline import step_time
+
+    hw, m = load_hardware("h200"), get_model("llama-3.1-8b")
+    weights_s = float(m.weight_bytes_read(1)) / hw.bytes_per_s
+    kernels = KernelSource(hw)
+    table = kernels.table(m)
+    gemm = lambda n: float(table.gemm(np.array(float(n))))  # noqa: E731
+    d = d.assign(floor=d.floor_gemm_ms + d.floor_attn_ms)
+    rows = []
+    for r in d[(d.part == "mixed") & d.floor.notna() & (d.q == 1)].itertuples():
+        start = max(r.p0, 1)
+        dec = step_time(hw, m, r.b, r.q, r.L)
+        prompt = lambda n: step_time(hw, m, 1, n, 0, prompt=True)  # noqa: E731
+        chunk = step_time(hw, m, 1, r.c, r.p0, prompt=True)
+        roof_added = float(dec.total_s) + float(prompt(r.p0 + r.c).total_s) - float(prompt(start).total_s)
+        roof_joint = dec.overhead_s + max(
+            float(dec.compute_s + chunk.compute_s), float(dec.memory_s + chunk.memory_s) - weights_s
+        )
+        kdec = float(kernels.step_time(m, r.b, r.q, r.L).total_s)
+        kprompt = lambda n: float(kernels.step_time(m, 1, n, 0, prompt=True).total_s)  # noqa: E731
+        marginal = kprompt(r.p0 + r.c) - kprompt(start)
+        attention = marginal - (gemm(r.p0 + r.c) - gemm(start))
+        kern_joint = kdec + gemm(r.b * r.q + r.c) - gemm(r.b * r.q) + attention
+        rows.append(dict(b=r.b, L=r.L, c=r.c, p0=r.p0, kernels_ms=r.floor,
+                         roofline_added=roof_added * 1e3 / r.floor - 1, roofline_joint=roof_joint * 1e3 / r.floor - 1,
+                         tables_added=(kdec + marginal) * 1e3 / r.floor - 1,
+                         tables_joint=kern_joint * 1e3 / r.floor - 1))  # fmt: skip
+    return pd.DataFrame(rows)
+
+
 def sources(d: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for timing in ("roofline", "kernels", "hybrid"):
@@ -158,6 +198,17 @@ def main(argv=None) -> int:
             print(
                 f"   {label}: |error| mean {err.abs().mean():.1%}, max {err.abs().max():.1%}, bias {err.mean():+.1%} ({len(part)})"
             )
+        ru = rules(pd.read_csv(args.floors))
+        print(
+            "\n1c. prototype: both rules in one source, q = 1 iterations, against the same kernels: mean error (spread)"
+        )
+        for (c, p0), part in ru.groupby(["c", "p0"]):
+            cells = [
+                f"{name} {part[col].mean():+.1%} ({part[col].min():+.1%}..{part[col].max():+.1%})"
+                for name, col in (("roofline added", "roofline_added"), ("one pass", "roofline_joint"),
+                                  ("tables added", "tables_added"), ("one pass", "tables_joint"))
+            ]  # fmt: skip
+            print(f"   chunk of {c:,} at {p0:,}: " + "; ".join(cells))
         print()
     src = sources(d)
     print("2. one prompt of P tokens: each source (h200 profile, engine none) against the measured kernels and pass")
