@@ -635,9 +635,7 @@ class Deployment:
     ) -> StepTime:
         """One forward pass of ``model`` on the GPU, as the step-time source gives it (no engine time); ``prompt``: the
         tokens are a prompt's, causal among themselves with the last sampled (:func:`specsim.timing.roofline.step_time`)."""
-        if prompt:
-            return self.source.step_time(model, batch, tokens_per_seq, context, prompt=True)
-        return self.source.step_time(model, batch, tokens_per_seq, context)
+        return self.source.step_time(model, batch, tokens_per_seq, context, prompt=prompt)
 
     def pass_time(self, model: ModelShape, batch: object, tokens_per_seq: object, context: object) -> StepTime:
         """One engine iteration running a pass of ``model``: the GPU pass plus e_iter and the collectives' engine time."""
