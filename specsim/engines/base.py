@@ -426,8 +426,9 @@ def make_preset(
     )
 
 
-#: A numbered version: digits only (ASCII), two or three parts, an optional release-candidate or post suffix.
-_VERSION = re.compile(r"([0-9]+)\.([0-9]+)(?:\.([0-9]+))?((?:rc|\.post|post)[0-9]+)?", re.ASCII)
+#: A numbered version: digits only (ASCII), two or three parts, then release-candidate, post and dev suffixes
+#: (TensorRT-LLM's 1.2.0rc6.post1).
+_VERSION = re.compile(r"([0-9]+)\.([0-9]+)(?:\.([0-9]+))?((?:rc|\.post|post|\.dev|dev)[0-9]+)*", re.ASCII)
 
 
 def parse_version(name: str, text: str) -> tuple[int, int, int] | None:
@@ -435,6 +436,8 @@ def parse_version(name: str, text: str) -> tuple[int, int, int] | None:
 
     >>> parse_version("vllm", "0.24.0"), parse_version("sglang", "0.5"), parse_version("vllm", "latest")
     ((0, 24, 0), (0, 5, 0), None)
+    >>> parse_version("trtllm", "1.2.0rc6.post1")  # a pre-release's post-release, as TensorRT-LLM numbers them
+    (1, 2, 0)
     """
     m = _VERSION.fullmatch(text)
     if m is None:
