@@ -381,9 +381,9 @@ def test_at_the_break_even_the_serving_model_gives_no_speedup(dep):
 
 
 def judge_kv(dep):
-    from specsim.answers.load import kv_bytes
+    from specsim.serving.capacity import free_kv_bytes
 
-    return kv_bytes(dep, 1000, 256, 8)
+    return free_kv_bytes(dep, 1000, 256, 8)
 
 
 # -- the command against a replayed page -----------------------------------------------------------------------------

@@ -194,7 +194,7 @@ def _break_even_rates(dep_engine, rows) -> np.ndarray:
     """Per window, the request rate at which the serving model's speedup at that window's acceptance is 1 (inf where
     it stays above 1 up to 40 requests/s): one call of the serving model on its own (rows: the windows' alphas at gamma
     3, columns: a grid of rates), not the watch's judge."""
-    from specsim.answers.load import kv_bytes
+    from specsim.serving.capacity import free_kv_bytes
     from specsim.serving.steady import engine_limits, steady_state
 
     alphas = np.array([r["model"]["alpha"] for r in rows])
@@ -208,7 +208,7 @@ def _break_even_rates(dep_engine, rows) -> np.ndarray:
         256,
         "rate",
         engine_limits(dep_engine.engine, dep_engine.hardware)[0],  # the engine's own, as the watch takes them
-        kv_bytes(dep_engine, 1000, 256, 8),
+        free_kv_bytes(dep_engine, 1000, 256, 8),
     )
     # A speculating engine that cannot serve the rate (saturated, the plain one not) does not pay.
     ratio = state.tpot_s[0][None, :] / state.tpot_s[1:]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specsim.serving.steady import EngineLimits, SteadyState, engine_limits, load_label, steady_state
+from specsim.serving.steady import EngineLimits, SteadyState, engine_limits, load_label, served_state
 
 __all__ = [
     "DEFAULT_INPUT_TOKENS",
@@ -23,7 +23,6 @@ __all__ = [
     "LoadAnswer",
     "RequestLengths",
     "check_positions",
-    "kv_bytes",
     "lengths_defaults_said",
     "load_answer",
     "request_lengths",
@@ -246,19 +245,7 @@ def load_answer(
     if measured is not None:
         top = min(top, measured)
     gammas = [0] + ([gamma] if gamma is not None else list(range(1, top + 1)))
-    state = steady_state(
-        dep,
-        acceptance,
-        gammas,
-        loads,
-        P,
-        O,
-        kind,
-        limits,
-        kv_bytes(dep, P, O, gammas[-1], memory_utilization),
-        context,
-        fixed_lengths=fixed,
-    )
+    state = served_state(dep, acceptance, gammas, loads, P, O, kind, limits, memory_utilization, context, fixed)
     best = _best(state, kind, gamma is not None)
     return LoadAnswer(dep, label, kind, list(loads), P, O, lengths, limits, state, best, gamma)
 
@@ -275,21 +262,6 @@ def check_positions(dep, input_tokens: float, output_tokens: float, fixed: bool 
             f"{model.name}'s max_position_embeddings ({model.max_position_embeddings:,}); give --input-len and "
             "--output-len within it"
         )
-
-
-def kv_bytes(
-    dep, input_tokens: float, output_tokens: float, gamma_top: int, memory_utilization: float | None = None
-) -> tuple:
-    """(plain, speculating) bytes of KV cache an engine holds beside the weights (:func:`specsim.serving.capacity.capacity`
-    at the mean context of requests of these lengths, at ``memory_utilization``, vLLM's default unless given), the
-    drafter's scratch sized for ``gamma_top``: what the serving model's engine holds."""
-    from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION, capacity
-
-    util = DEFAULT_MEMORY_UTILIZATION if memory_utilization is None else memory_utilization
-    cap = capacity(
-        dep, max(int(input_tokens + output_tokens / 2), 1), util, max(int(gamma_top), 1), "the largest gamma searched"
-    )
-    return cap.free_bytes_without_draft, cap.free_bytes_with_draft
 
 
 def objective(state: SteadyState, kind: str) -> np.ndarray:

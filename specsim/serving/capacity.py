@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # pandas is imported where a table is built, keeping the CLI'
     import pandas as pd
 
 __all__ = [
+    "free_kv_bytes",
     "DEFAULT_MEMORY_UTILIZATION",
     "DEFAULT_SCRATCH_DRAFT_TOKENS",
     "Capacity",
@@ -365,3 +366,16 @@ def throughput_table(
             "fits_with_draft": b <= cap.max_batch_with_draft,
         }
     )
+
+
+def free_kv_bytes(
+    dep, input_tokens: float, output_tokens: float, gamma_top: int, memory_utilization: float | None = None
+) -> tuple:
+    """(plain, speculating) bytes of KV cache an engine holds beside the weights (:func:`specsim.serving.capacity.capacity`
+    at the mean context of requests of these lengths, at ``memory_utilization``, vLLM's default unless given), the
+    drafter's scratch sized for ``gamma_top``: what the serving model's engine holds."""
+    util = DEFAULT_MEMORY_UTILIZATION if memory_utilization is None else memory_utilization
+    cap = capacity(
+        dep, max(int(input_tokens + output_tokens / 2), 1), util, max(int(gamma_top), 1), "the largest gamma searched"
+    )
+    return cap.free_bytes_without_draft, cap.free_bytes_with_draft

@@ -68,6 +68,7 @@ __all__ = [
     "decode_rounds_spread",
     "iteration_s",
     "kv_sequences",
+    "served_state",
     "steady_state",
 ]
 
@@ -435,6 +436,46 @@ def steady_state(
     if kind == "batch":
         return _offline(steps, x, P, O, t_pf, n_e, limited, limits, acceptance_spread)
     return _closed_loop(steps, x, P, O, t_pf, n_e, limited, limits, requests)
+
+
+def served_state(
+    dep,
+    acceptance,
+    gammas: list,
+    loads,
+    input_tokens,
+    output_tokens,
+    kind: str = "concurrency",
+    limits: EngineLimits | None = None,
+    memory_utilization: float | None = None,
+    context: object = None,
+    fixed_lengths: bool = True,
+) -> SteadyState:
+    """:func:`steady_state` as the answering commands take it: ``limits`` the engine's own on the GPU unless given
+    (:func:`engine_limits`), the KV cache the capacity model leaves at ``memory_utilization`` (vLLM's default unless
+    given; :func:`specsim.serving.capacity.free_kv_bytes`) with the drafter's scratch sized for the largest of
+    ``gammas``.  The one home of that assembly: ``specsim optimal-gamma --concurrency`` and the public rows' fit
+    (:func:`specsim.calibration.fidelity.evaluate_serving`) both come here."""
+    from specsim.serving.capacity import free_kv_bytes
+
+    if limits is None:
+        limits, _ = engine_limits(dep.engine, dep.hardware, kind == "batch")
+    kv = free_kv_bytes(
+        dep, float(np.mean(input_tokens)), float(np.mean(output_tokens)), max(gammas), memory_utilization
+    )
+    return steady_state(
+        dep,
+        acceptance,
+        gammas,
+        loads,
+        input_tokens,
+        output_tokens,
+        kind,
+        limits,
+        kv,
+        context,
+        fixed_lengths=fixed_lengths,
+    )
 
 
 class _Steps:

@@ -95,10 +95,10 @@ class Judge:
         self.gamma_max = max(int(top), 1)
 
     def _state(self, acceptance, gammas, rates, P, O, gamma_top):
-        from specsim.answers.load import kv_bytes
+        from specsim.serving.capacity import free_kv_bytes
         from specsim.serving.steady import steady_state
 
-        kv = kv_bytes(self.dep, float(np.median(P)), float(np.median(O)), gamma_top, self.memory_utilization)
+        kv = free_kv_bytes(self.dep, float(np.median(P)), float(np.median(O)), gamma_top, self.memory_utilization)
         return steady_state(self.dep, acceptance, gammas, rates, P, O, "rate", self.limits, kv)
 
     def judge(self, windows: list, spread: list | None = None) -> list:

@@ -57,7 +57,7 @@ def simulate_day(
     """Play the requests of ``profile`` (:func:`arrivals`; every request ``input_tokens`` in, ``output_tokens`` out)
     through ``dep`` speculating ``gamma`` tokens at ``acceptance``, then at each ``(seconds, acceptance)`` of ``changes``
     from then on; the engine's KV cache is the capacity model's (as serve-sim's)."""
-    from specsim.answers.load import kv_bytes
+    from specsim.serving.capacity import free_kv_bytes
     from specsim.serving.counters import StepCounters
     from specsim.serving.simulator import simulate_speculating
     from specsim.serving.steady import engine_limits
@@ -70,7 +70,7 @@ def simulate_day(
         raise ValueError("the day's rates bring no request")
     requests = Requests(np.full(n, int(input_tokens)), np.full(n, int(output_tokens)), times, "a replayed day")
     limits = engine_limits(dep.engine, dep.hardware)[0] if limits is None else limits
-    _, spec_kv = kv_bytes(dep, input_tokens, output_tokens, gamma, memory_utilization)
+    _, spec_kv = free_kv_bytes(dep, input_tokens, output_tokens, gamma, memory_utilization)
     counters = StepCounters(n, gamma)
     simulate_speculating(dep, requests, acceptance, gamma, limits, spec_kv, rng, changes, counters)
     what = (
