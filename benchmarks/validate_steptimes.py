@@ -11,6 +11,11 @@ Run:  python benchmarks/validate_steptimes.py  [--rows]
    (MAPE) is printed on the held-out half, per candidate, engine, device and
    model.  The fitted per-iteration times are the engine presets of
    :mod:`specsim.engines`.
+1b. The same rows under the one serving model (:func:`specsim.calibration.fidelity.evaluate_serving`): each row's
+   plain TPOT as ``specsim optimal-gamma --concurrency N --input-len ISL --output-len OSL`` answers it (a closed loop
+   with the engine's own limits and KV cache), each engine's per-iteration time and prefill efficiency fitted on the
+   same training half.  The presets are still fitted under table 1's closed form; this table measures the model
+   the answers use on the rows the presets come from, and the prefill efficiency the rows ask of each source's prompt.
 2. Verification relative to decode.  t(b, q, L) / t(b, 1, L) of each source
    against the same ratio of the measured kernel latencies (GEMMs at m = b q,
    attention) for Llama-3.1-8B and Llama-3.2-1B on H100, H200 and A100 at
@@ -81,6 +86,27 @@ def decode_table(show_rows: bool) -> None:
         print(table.drop(columns=["engine ms/iter (fit)", "prefill share (fit)"]).to_string())
         print()
         print(table[["engine ms/iter (fit)", "prefill share (fit)"]].to_string())
+
+
+def serving_table() -> None:
+    from specsim.calibration.fidelity import evaluate_serving
+
+    df = load_public_tpot()
+    print("\n1b. The same rows under the one serving model (closed loops, the engines' own limits and KV cache):\n")
+    rows = []
+    for name in CANDIDATES:
+        r = evaluate_serving(df, name)
+        line = {"source": name, "held-out MAPE %": round(r.mape(), 1)}
+        for group, value in r.mape(True, "backend").items():
+            line[f"{group} %"] = round(value, 1)
+        for backend in r.iteration_s:
+            flag = " (at bound)" if r.at_bound[backend] else ""
+            line[f"{backend}: ms/iter, prefill eff."] = (
+                f"{r.iteration_s[backend] * 1e3:.2f}, {r.prefill_scale[backend]:.2f}{flag}"
+            )
+        rows.append(line)
+    with pd.option_context("display.width", 250, "display.max_columns", 40):
+        print(pd.DataFrame(rows).set_index("source").to_string())
 
 
 def verify_table() -> None:
@@ -221,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", action="store_true", help="print every held-out row")
     args = parser.parse_args(argv)
     decode_table(args.rows)
+    serving_table()
     verify_table()
     print("\n3. Speculative rounds across batch sizes: benchmarks/validate_speculation.py")
     multi_gpu_table()

@@ -28,6 +28,7 @@ so that the split is fixed and independent of row order.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 from dataclasses import dataclass
@@ -46,13 +47,17 @@ __all__ = [
     "CANDIDATES",
     "OUT_OF_SAMPLE_MODELS",
     "PUBLIC_MODELS",
+    "SERVING_BOUNDS",
     "FidelityResult",
+    "ServingFit",
     "evaluate",
     "evaluate_out_of_sample",
+    "evaluate_serving",
     "fit_collectives",
     "load_out_of_sample_tpot",
     "load_public_tpot",
     "predict_tpot",
+    "serving_parts",
 ]
 
 #: model_path in silicon_sample.csv -> specsim built-in.
@@ -321,3 +326,110 @@ def evaluate_out_of_sample(
     out["predicted_ms"] = pred * 1e3
     out["error"] = pred / (df["silicon_tpot_ms"].to_numpy(float) / 1e3) - 1
     return out
+
+
+def _row_engine(backend: str, version: str):
+    """The preset of the release a row was measured on (``sglang@0.5.8.post1``): its default limits are the engine's."""
+    from specsim.engines import get_engine
+
+    return get_engine(f"{backend}@{version}")
+
+
+def _row_options(precision: str, tp: int = 1) -> dict:
+    """A public row's target options: its precision's weights; the rows do not record the KV cache's dtype, so bf16, the
+    engines' default for these checkpoints."""
+    return {"weight_dtype": _PRECISIONS[precision], "kv_dtype": "bf16", "tp": tp}
+
+
+def _deployment(hardware, model_name: str, options: dict, kind: str, preset):
+    from specsim.speculation.deployment import Deployment
+
+    return Deployment.build(hardware, model_name, timing=kind, engine=preset, target_options=options, decode_only=True)
+
+
+#: Bounds of the serving model's fit: the engine's time per iteration (s) and its prefill efficiency.
+SERVING_BOUNDS = ((0.0, 5e-3), (0.2, 5.0))
+
+
+def serving_parts(df: pd.DataFrame, candidate: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row, the plain TPOT (seconds) the one serving model gives (:func:`specsim.serving.steady.served_state`, as
+    ``specsim optimal-gamma --concurrency N --input-len ISL --output-len OSL`` answers: a closed loop of the row's users
+    with its fixed lengths, the engine's own limits and KV cache on the GPU) with the engine's per-iteration time at 0 and
+    its prefill efficiency at 1; and what one second per iteration and a prefill efficiency of 1/2 add to it.  A closed
+    loop's TPOT is linear in both (its population does not depend on time), so ``base + it * per_iteration +
+    (1 / scale - 1) * per_prefill`` is the TPOT at any (it, scale)."""
+    from specsim.serving.steady import served_state
+
+    kind, suffix = CANDIDATES[candidate]
+    out = np.full((3, len(df)), np.nan)
+    keys = ["hardware", "backend", "backend_version", "model", "precision", "isl", "osl"]
+    for (hw_name, backend, version, model_name, precision, isl, osl), rows in df.groupby(keys):
+        engine = _row_engine(backend, version)
+        for k, (it, scale) in enumerate(((0.0, 1.0), (1.0, 1.0), (0.0, 0.5))):
+            preset = dataclasses.replace(engine, iteration_s=it, kernel_iteration_s=it, prefill_scale=scale)
+            dep = _deployment(load_hardware(hw_name + suffix), model_name, _row_options(precision), kind, preset)
+            loads = rows["concurrency"].to_numpy(float)
+            state = served_state(dep, 0.0, [0], loads, float(isl), float(osl))
+            out[k, df.index.get_indexer(rows.index)] = np.asarray(state.tpot_s, dtype=float)[0]
+    return out[0], out[1] - out[0], out[2] - out[0]
+
+
+@dataclass(frozen=True)
+class ServingFit:
+    """The public rows under the one serving model: per engine the fitted per-iteration time and prefill efficiency,
+    which of them ended on a bound, and every row's prediction and error."""
+
+    candidate: str
+    rows: pd.DataFrame  # with predicted_ms, error (signed fraction), holdout
+    iteration_s: dict  # backend -> seconds
+    prefill_scale: dict  # backend -> efficiency
+    at_bound: dict  # backend -> names of the terms on a bound
+
+    def mape(self, holdout: bool | None = True, by: str | None = None):
+        rows = self.rows if holdout is None else self.rows[self.rows["holdout"] == holdout]
+        err = rows["error"].abs() * 100
+        return err.mean() if by is None else err.groupby(rows[by]).mean()
+
+
+def evaluate_serving(df: pd.DataFrame, candidate: str) -> ServingFit:
+    """Fit each engine's per-iteration time and prefill efficiency (:attr:`EnginePreset.prefill_scale`) under the one
+    serving model on the training rows (least squares on relative error, within :data:`SERVING_BOUNDS`; an engine with
+    fewer than two training rows takes the fit pooled over all); errors on all rows."""
+    from scipy.optimize import least_squares
+
+    base, per_it, per_pf = serving_parts(df, candidate)
+    measured = df["silicon_tpot_ms"].to_numpy(float) / 1e3
+    holdout = df["holdout"].to_numpy()
+    (lo_it, hi_it), (lo_s, hi_s) = SERVING_BOUNDS
+
+    def predict(theta, idx):
+        return base[idx] + theta[0] * per_it[idx] + (1.0 / theta[1] - 1.0) * per_pf[idx]
+
+    def fit(train):
+        res = least_squares(
+            lambda th: predict(th, train) / measured[train] - 1, x0=[1e-3, 1.0], bounds=([lo_it, lo_s], [hi_it, hi_s])
+        )
+        return res.x
+
+    def bound(theta):
+        names = ("per iteration", "prefill efficiency")
+        lows, highs = (lo_it, lo_s), (hi_it, hi_s)
+        return [
+            n
+            for n, v, lo, hi in zip(names, theta, lows, highs)
+            if abs(v - lo) < 1e-6 * max(hi, 1) or abs(v - hi) < 1e-6 * max(hi, 1)
+        ]
+
+    pooled = fit(np.flatnonzero(~holdout))
+    its, scales, at = {"pooled": float(pooled[0])}, {"pooled": float(pooled[1])}, {"pooled": bound(pooled)}
+    pred = np.empty(len(df))
+    for backend, rows in df.groupby("backend"):
+        idx = df.index.get_indexer(rows.index)
+        train = idx[~holdout[idx]]
+        theta = fit(train) if train.size >= 2 else pooled
+        its[backend], scales[backend], at[backend] = float(theta[0]), float(theta[1]), bound(theta)
+        pred[idx] = predict(theta, idx)
+    out = df.copy()
+    out["predicted_ms"] = pred * 1e3
+    out["error"] = pred / measured - 1
+    return ServingFit(candidate, out, its, scales, at)
