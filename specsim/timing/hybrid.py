@@ -58,7 +58,7 @@ class HybridSource:
 
     def describe(self) -> str:
         return (
-            f"hybrid: decode and draft steps from the {self.roofline.describe()}; verification / decode ratio from "
+            f"hybrid: decode and draft steps and prompts from the {self.roofline.describe()}; verification / decode ratio from "
             f"{self.kernels.describe()[len('kernels: ') :]}"
         )
 
