@@ -454,8 +454,9 @@ def served_state(
     """:func:`steady_state` as the answering commands take it: ``limits`` the engine's own on the GPU unless given
     (:func:`engine_limits`), the KV cache the capacity model leaves at ``memory_utilization`` (vLLM's default unless
     given; :func:`specsim.serving.capacity.free_kv_bytes`) with the drafter's scratch sized for the largest of
-    ``gammas``.  The one home of that assembly: ``specsim optimal-gamma --concurrency`` and the public rows' fit
-    (:func:`specsim.calibration.fidelity.evaluate_serving`) both come here."""
+    ``gammas``, at the requests' mean lengths.  ``fixed_lengths`` is True by default, unlike :func:`steady_state`'s: a
+    benchmark's requests all have the lengths given.  The one home of that assembly: ``specsim optimal-gamma
+    --concurrency`` and the public rows' fit (:func:`specsim.calibration.fidelity.evaluate_serving`) both come here."""
     from specsim.serving.capacity import free_kv_bytes
 
     if limits is None:
