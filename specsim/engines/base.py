@@ -232,8 +232,12 @@ class EnginePreset:
     #: (:func:`specsim.engines.vllm.on_platform`), or where a caller placed it itself.
     platform: str = "cuda"
     #: The engine's prefill speed over the step-time source's for a prompt (its efficiency on long, compute-bound
-    #: passes relative to the profile's): 1 as shipped (no public prefill measurement is fitted), fitted to the runs'
-    #: TTFT by calibrate-engine.  A prompt's marginal time in an iteration is the source's over this.
+    #: passes relative to the profile's): 1 as shipped, fitted to the runs' TTFT by calibrate-engine.  A prompt's
+    #: marginal time in an iteration is the source's over this.  The public TPOT rows the presets come from, predicted
+    #: by the serving model with this and the time per iteration fitted per engine, ask 1.08 (SGLang) and 0.99
+    #: (TensorRT-LLM) of the default source (benchmarks/validate_steptimes.py, table 1b; 0.86 and 0.81 of the kernel
+    #: source, whose prompts are GEMMs and attention alone): 1 is kept, not fitted, since the presets' other terms are
+    #: fitted under table 1's closed form.
     prefill_scale: float = 1.0
     #: The text ``--engine`` resolved to this preset (``vllm@0.24.0``, ``sglang@spec-v1``, ``vllm``), as
     #: :func:`specsim.engines.get_engine` read it: the release the user named, which the drafter check, the metrics
