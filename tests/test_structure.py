@@ -177,6 +177,12 @@ def _source_without_docstrings(path: Path) -> str:
         ),
         # A sequence's KV footprint for admission and capacity.
         (r"sequence_kv_bytes\(", {"specsim.serving.capacity", "specsim.serving.simulator", "specsim.serving.steady"}),
+        # The KV cache an engine holds beside the weights: the steady state as the answers take it (served_state), and
+        # the watch, which asks it at a day's median lengths and replays a day request by request.
+        (
+            r"free_kv_bytes\(",
+            {"specsim.serving.capacity", "specsim.serving.steady", "specsim.watch.judge", "specsim.watch.replay"},
+        ),
     ],
 )
 def test_formulas_have_one_home(pattern, home):
