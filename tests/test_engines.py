@@ -418,3 +418,26 @@ def test_the_default_sources_prompts_cost_what_public_serving_rows_show(public):
         assert 0.8 <= fit.prefill_scale[backend] <= 1.2, (backend, fit.prefill_scale)
         assert not fit.at_bound[backend], (backend, fit.at_bound)
     assert fit.mape() < 15.0  # percent, held-out rows: what the serving model's answers miss these rows by
+
+
+def test_the_serving_fit_predicts_what_the_serving_model_gives_at_its_fitted_terms(public):
+    # evaluate_serving fits on three runs of the serving model, using that a closed loop's TPOT is linear in the time
+    # per iteration and in 1 / prefill efficiency; here the model is run again at each engine's fitted terms, for every
+    # row, and must give the fit's predictions (to rounding: 1e-9 relative).
+    import dataclasses
+
+    from specsim.calibration.fidelity import _deployment, _row_options, evaluate_serving
+    from specsim.describe.hardware import load_hardware
+    from specsim.serving.steady import served_state
+
+    fit = evaluate_serving(public, "hybrid (default)")
+    keys = ["hardware", "backend", "backend_version", "model", "precision", "isl", "osl"]
+    for (hardware, backend, version, model, precision, isl, osl), group in fit.rows.groupby(keys):
+        terms = dict(iteration_s=fit.iteration_s[backend], prefill_scale=fit.prefill_scale[backend])
+        preset = dataclasses.replace(
+            get_engine(f"{backend}@{version}"), kernel_iteration_s=terms["iteration_s"], **terms
+        )
+        dep = _deployment(load_hardware(hardware), model, _row_options(precision), "hybrid", preset)
+        state = served_state(dep, 0.0, [0], group.concurrency.to_numpy(float), float(isl), float(osl))
+        direct = np.asarray(state.tpot_s, dtype=float)[0] * 1e3
+        assert direct == pytest.approx(group.predicted_ms.to_numpy(), rel=1e-9), (backend, model, isl, osl)
