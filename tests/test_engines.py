@@ -184,14 +184,14 @@ def test_describe_prints_every_term_with_its_unit():
     )
     assert preset.describe() == (
         "engine: x@9 preset (release R); per iteration 8.00 ms on a roofline step, 6.00 ms on GPU time (basis B); 80.0 us "
-        "more per tensor-parallel collective; speculative round host time 8.00 ms per round + 0.800 ms per draft step + "
+        "more per tensor-parallel collective; prompts at x1.00 the source's speed (as shipped); speculative round host time 8.00 ms per round + 0.800 ms per draft step + "
         "80.0 us per sequence + 0.0 us per sequence per draft step (spec basis S), 100% of it overlapped with the GPU "
         "(no public measurement: all of it) for eagle3, mtp chains (top-k 1), serial otherwise"
     )
     every = dataclasses.replace(preset, overlap_chains_only=False, collective_s=0.0)
     assert every.describe() == (
         "engine: x@9 preset (release R); per iteration 8.00 ms on a roofline step, 6.00 ms on GPU time (basis B); "
-        "speculative round host time 8.00 ms per round + 0.800 ms per draft step + 80.0 us per sequence + 0.0 us per "
+        "prompts at x1.00 the source's speed (as shipped); speculative round host time 8.00 ms per round + 0.800 ms per draft step + 80.0 us per sequence + 0.0 us per "
         "sequence per draft step (spec basis S), 100% of it overlapped with the GPU (no public measurement: all of it) "
         "for eagle3, mtp, serial otherwise"
     )
@@ -201,7 +201,7 @@ def test_describe_prints_every_term_with_its_unit():
     serial = EnginePreset("y", "vllm", 0.0, 0.0, "b", version="1", release="r")
     assert serial.describe() == (
         "engine: y@1 preset (r); per iteration 0.00 ms on a roofline step, 0.00 ms on GPU time (b); "
-        "speculative round host time 0.00 ms per round + 0.000 ms per draft step + 0.0 us per "
+        "prompts at x1.00 the source's speed (as shipped); speculative round host time 0.00 ms per round + 0.000 ms per draft step + 0.0 us per "
         "sequence + 0.0 us per sequence per draft step (no public measurement), serial (not "
         "overlapped with the GPU)"
     )

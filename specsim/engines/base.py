@@ -321,11 +321,13 @@ class EnginePreset:
             else "serial (not overlapped with the GPU)"
         )
         kind = f"calibrated by {self.calibration}" if self.calibration else "preset"
+        prefill = "the calibration's" if self.calibration else "as shipped"
         return (
             f"engine: {self.key} {kind} ({self.release}); per iteration {self.iteration_s * 1e3:.2f} ms on a roofline step, "
             f"{self.kernel_iteration_s * 1e3:.2f} ms on GPU time ({self.basis})"
             + (f" + {self.iteration_seq_s * 1e6:.1f} us per sequence" if self.iteration_seq_s else "")
             + (f"; {self.collective_s * 1e6:.1f} us more per tensor-parallel collective" if self.collective_s else "")
+            + f"; prompts at x{self.prefill_scale:.2f} the source's speed ({prefill})"
             + f"; speculative round host time {self.spec.describe()} ({self.spec_basis}), {overlap}"
         )
 
