@@ -182,14 +182,8 @@ def load_out_of_sample_tpot(path: str | Path | None = None) -> pd.DataFrame:
 
 
 def _row_model(model_name: str, precision: str, row_dtype: object, tp: int):
-    """The row's model: ``row_dtype`` "checkpoint" keeps the checkpoint's own dtypes; empty falls back to the precision."""
-    if row_dtype == "checkpoint":
-        dtype = None
-    elif isinstance(row_dtype, str) and row_dtype:
-        dtype = row_dtype
-    else:
-        dtype = _PRECISIONS[precision]
-    return get_model(model_name, weight_dtype=dtype, kv_dtype="bf16", tp=tp)
+    """The row's model, as :func:`_row_options` reads the row."""
+    return get_model(model_name, **_row_options(precision, tp, row_dtype))
 
 
 def predict_tpot(df: pd.DataFrame, candidate: str) -> tuple[np.ndarray, np.ndarray]:
@@ -335,10 +329,14 @@ def _row_engine(backend: str, version: str):
     return get_engine(f"{backend}@{version}")
 
 
-def _row_options(precision: str, tp: int = 1) -> dict:
-    """A public row's target options: its precision's weights; the rows do not record the KV cache's dtype, so bf16, the
-    engines' default for these checkpoints."""
-    return {"weight_dtype": _PRECISIONS[precision], "kv_dtype": "bf16", "tp": tp}
+def _row_options(precision: str, tp: int = 1, row_dtype: object = "") -> dict:
+    """A public row's target options: ``row_dtype`` "checkpoint" keeps the checkpoint's own dtypes, another names the
+    weights', empty falls back to the precision's.  The rows do not record the KV cache's dtype: bf16, the engines'
+    default for these checkpoints."""
+    options = {"kv_dtype": "bf16", "tp": tp}
+    if row_dtype == "checkpoint":
+        return options
+    return options | {"weight_dtype": row_dtype if isinstance(row_dtype, str) and row_dtype else _PRECISIONS[precision]}
 
 
 def _deployment(hardware, model_name: str, options: dict, kind: str, preset):
