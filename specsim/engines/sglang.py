@@ -52,7 +52,7 @@ PLAIN = dict(
     kernel_engine="sglang",
     iteration_s=0.0,
     kernel_iteration_s=0.055e-3,
-    basis=_BASIS + ", SGLang rows",
+    basis=_BASIS + ", SGLang rows; the roofline-step term ends at its bound 0: not identified, held at 0",
     collective_s=12.5e-6,
     kernel_collective_s=13.8e-6,
 )

@@ -61,7 +61,8 @@ PLAIN = dict(
     kernel_engine="vllm",
     iteration_s=0.0,
     kernel_iteration_s=0.0,
-    basis=_BASIS + ", pooled over engines (no single-GPU vLLM rows)",
+    basis=_BASIS + ", pooled over engines (no single-GPU vLLM rows); both end at their bound 0 (2 us fitted on a "
+    "roofline step): not identified, held at 0",
     collective_s=28.4e-6,
     kernel_collective_s=9.1e-6,
 )
