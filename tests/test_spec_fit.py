@@ -316,3 +316,13 @@ def test_under_sglang_the_drafter_is_sharded_like_the_target_by_default(capsys):
     assert "draft at TP 8: SGLang's draft worker shares the target's tensor-parallel group" in sglang
     assert "--draft-tp 1 does not apply" in forced and "--draft-tp 1 does not apply" not in sglang
     assert "draft at TP 8: vLLM builds EAGLE and MTP heads at the target's TP" in vllm
+
+
+def test_explain_says_each_batch_once():
+    from specsim.answers.anatomy import round_anatomy
+
+    dep = _sglang_eagle3("0.5")
+    one = round_anatomy(dep, 0.75, "alpha 0.75", [4], 512, gamma=3).findings()
+    two = round_anatomy(dep, 0.75, "alpha 0.75", [4, 16], 512, gamma=3).findings()
+    assert [line.split(":")[0] for line in one if line.startswith("batch ")] == ["batch 4"]
+    assert [line.split(":")[0] for line in two if line.startswith("batch ")] == ["batch 4", "batch 16"]

@@ -34,7 +34,7 @@ class RoundAnatomy:
         """What the breakdown says, in sentences computed from it."""
         first, last = self.rows[0], self.rows[-1]
         out = []
-        for r in (first, last):
+        for r in [first] if first is last else [first, last]:
             host = r["parts_s"]["engine host time"] + r["hidden_host_s"]
             share = r["parts_s"]["engine host time"] / r["t_round_s"]
             hidden = (
