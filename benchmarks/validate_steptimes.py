@@ -31,6 +31,10 @@ Run:  python benchmarks/validate_steptimes.py  [--rows]
    single-GPU engine presets and the physics alone, then with one more engine
    parameter, the time per tensor-parallel collective, fitted on a training half
    of these rows (hash split) and judged on the other half.
+4b. Large MoE targets at tensor parallelism (:func:`specsim.calibration.fidelity.judge_large_moe`): public plain TPOT
+   rows of DeepSeek-R1/V3, Qwen3-235B-A22B, Qwen3.5-397B-A17B and MiniMax-M2.5 at TP 2-8 on H200 and B200 against
+   the shipped presets' plain TPOT under the one serving model; nothing fitted.  How much longer the engines took, by
+   model, engine, device and load (the figures the large-MoE note of every answer prints).
 5. All-reduce: the profile's ring formula (datasheet link bandwidth plus a
    small-message latency) against the kernel database's measured vLLM all-reduce.
 """
@@ -203,6 +207,28 @@ def multi_gpu_table() -> None:
         print(pd.DataFrame(rows).set_index(["source", "engine terms"]).T.to_string())
 
 
+def large_moe_table() -> None:
+    from specsim.calibration.fidelity import judge_large_moe, large_moe_bias, load_large_moe_tpot
+
+    judged = judge_large_moe(load_large_moe_tpot())
+    held = judged[judged.limited_by == ""]
+    print(
+        f"\n4b. Large MoE targets at tensor parallelism: {len(judged)} public plain TPOT rows, shipped presets, nothing "
+        f"fitted; {len(judged) - len(held)} left out where the modelled engine cannot hold every user (they judge the KV "
+        "capacity, not the step): measured TPOT over predicted, less 1, median (rows)\n"
+    )
+    loads = pd.cut(held.concurrency, [0, 8, 64, 256], labels=["1-8 users", "9-64", "65-256"])
+    longer = (held.silicon_tpot_ms / held.predicted_ms - 1) * 100
+    keys = [held.model, held.backend, held.hardware, held.tp.map("TP{}".format), loads]
+    table = longer.groupby(keys, observed=True).agg(["median", "size"])
+    cells = table["median"].round(0).astype(int).astype(str) + "% (" + table["size"].astype(str) + ")"
+    with pd.option_context("display.width", 250):
+        print(cells.unstack().fillna("").to_string())
+    for at_most in (8, 256):
+        median, lo, hi, n = large_moe_bias(judged, at_most)
+        print(f"  at 1-{at_most} users: median {median:.0%} longer ({lo:.0%}-{hi:.0%} by model), {n} rows")
+
+
 def allreduce_table() -> None:
     from specsim.describe.parallel import allreduce_s
     from specsim.timing.kernels import KernelSource
@@ -251,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     verify_table()
     print("\n3. Speculative rounds across batch sizes: benchmarks/validate_speculation.py")
     multi_gpu_table()
+    large_moe_table()
     allreduce_table()
     return 0
 

@@ -441,3 +441,25 @@ def test_the_serving_fit_predicts_what_the_serving_model_gives_at_its_fitted_ter
         state = served_state(dep, 0.0, [0], group.concurrency.to_numpy(float), float(isl), float(osl))
         direct = np.asarray(state.tpot_s, dtype=float)[0] * 1e3
         assert direct == pytest.approx(group.predicted_ms.to_numpy(), rel=1e-9), (backend, model, isl, osl)
+
+
+def test_the_large_moe_note_gives_what_the_public_rows_measure_and_names_only_large_moe_targets():
+    # The figures the note prints are recomputed from the public rows (shipped presets, nothing fitted; rounding to
+    # two places: 0.005), and the rows are of targets the note covers; it is printed for a large MoE target at
+    # tensor parallelism and for no dense or small MoE target, nor at one GPU.
+    from specsim.calibration.fidelity import judge_large_moe, large_moe_bias, load_large_moe_tpot
+    from specsim.describe.models import get_model
+    from specsim.speculation.deployment import LARGE_MOE_ACTIVE, LARGE_MOE_LONGER, Deployment
+
+    judged = judge_large_moe(load_large_moe_tpot())
+    for shipped, at_most in zip(LARGE_MOE_LONGER, (8, 256)):
+        got = large_moe_bias(judged, at_most)
+        assert got[3] == shipped[3] and got[:3] == pytest.approx(shipped[:3], abs=0.005), (at_most, got)
+    assert all(get_model(m).is_moe and get_model(m).active_params >= LARGE_MOE_ACTIVE for m in judged.model.unique())
+
+    def noted(target, tp, hardware="h200"):
+        dep = Deployment.build(hardware, target, None, target_options={"tp": tp} if tp > 1 else {})
+        return any("public plain runs of large MoE targets" in n for n in dep.notes())
+
+    assert noted("deepseek-v3", 8) and noted("qwen3-235b-a22b", 4)
+    assert not noted("llama-3.1-70b", 8) and not noted("gpt-oss-120b", 2) and not noted("qwen3-30b-a3b", 1)

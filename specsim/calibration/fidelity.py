@@ -49,11 +49,15 @@ __all__ = [
     "PUBLIC_MODELS",
     "SERVING_BOUNDS",
     "FidelityResult",
+    "LARGE_MOE_MODELS",
     "ServingFit",
     "evaluate",
     "evaluate_out_of_sample",
     "evaluate_serving",
     "fit_collectives",
+    "judge_large_moe",
+    "large_moe_bias",
+    "load_large_moe_tpot",
     "load_out_of_sample_tpot",
     "load_public_tpot",
     "predict_tpot",
@@ -431,3 +435,105 @@ def evaluate_serving(df: pd.DataFrame, candidate: str) -> ServingFit:
     out["predicted_ms"] = pred * 1e3
     out["error"] = pred / measured - 1
     return ServingFit(candidate, out, its, scales, at)
+
+
+#: Large mixture-of-experts targets (10B active parameters or more) that the public rows serve at tensor parallelism:
+#: model_path -> specsim built-in.  No fit sees them; they judge the shipped presets' plain step.
+LARGE_MOE_MODELS = {
+    "deepseek-ai/DeepSeek-R1": "deepseek-v3",  # the same architecture and shapes (config.json)
+    "deepseek-ai/DeepSeek-V3": "deepseek-v3",
+    "Qwen/Qwen3-235B-A22B-FP8": "qwen3-235b-a22b",
+    "Qwen/Qwen3.5-397B-A17B": "qwen3.5-397b-a17b",
+    "MiniMaxAI/MiniMax-M2.5": "minimax-m2.5",
+}
+#: The devices of those rows that specsim has profiles for.
+LARGE_MOE_SYSTEMS = PUBLIC_SYSTEMS | {"b200_sxm": "b200"}
+
+
+def load_large_moe_tpot(path: str | Path | None = None) -> pd.DataFrame:
+    """Public plain TPOT rows of :data:`LARGE_MOE_MODELS` at tensor parallelism 2-8 (no expert or attention data
+    parallelism, one pipeline stage) on the devices of :data:`LARGE_MOE_SYSTEMS`, at concurrency 1-256 (above, the
+    engines' limits cap the running batch in these runs: see :func:`load_out_of_sample_tpot`), with BF16 or FP8 weights
+    (the FP4 rows are left out), measured on a release specsim has a preset for (rows of nightly builds or with no
+    version are left out)."""
+    from specsim.engines import get_engine
+
+    df = pd.read_csv(silicon_sample_path() if path is None else path)
+    df["precision"] = df["precision"].fillna("bf16")
+    keep = (
+        (df["mode"] == "agg")
+        & (df["pp_size"].fillna(1) == 1)
+        & (df["attention_dp_size"].fillna(1) <= 1)
+        & (df["moe_ep_size"].fillna(1) <= 1)
+        & (df["tp_size"].fillna(1) >= 2)
+        & df["model_path"].isin(LARGE_MOE_MODELS)
+        & df["system"].isin(LARGE_MOE_SYSTEMS)
+        & df["precision"].isin(_PRECISIONS)
+        & df["silicon_tpot_ms"].notna()
+        & df["batch_size"].between(1, 256)
+        & df["backend_version"].notna()
+    )
+    df = df[keep].copy()
+
+    def preset_known(backend: str, version: str) -> bool:
+        try:
+            get_engine(f"{backend}@{version}")
+        except ValueError:
+            return False
+        return True
+
+    known = {k: preset_known(*k) for k in set(zip(df["backend"], df["backend_version"]))}
+    df = df[[known[k] for k in zip(df["backend"], df["backend_version"])]]
+    # The sample repeats some measurements under other ids (the same TPOT to 0.01 ms): each counts once.
+    df["tpot_key"] = df["silicon_tpot_ms"].round(1)
+    config = ["backend", "backend_version", "model_path", "system", "precision", "tp_size", "isl", "osl", "batch_size"]
+    df = df.drop_duplicates(config + ["tpot_key"])
+    df["model"] = df["model_path"].map(LARGE_MOE_MODELS)
+    df["weight_dtype"] = df["precision"].map(_PRECISIONS)
+    df["hardware"] = df["system"].map(LARGE_MOE_SYSTEMS)
+    df["tp"] = df["tp_size"].astype(int)
+    df["concurrency"] = df["batch_size"].astype(int)
+    keep_cols = ["id", "backend", "backend_version", "model", "hardware", "precision", "weight_dtype", "tp", "isl",
+                 "osl", "concurrency", "silicon_tpot_ms", "silicon_data_source"]  # fmt: skip
+    return df[keep_cols].reset_index(drop=True)
+
+
+def judge_large_moe(df: pd.DataFrame, candidate: str = "hybrid (default)") -> pd.DataFrame:
+    """The shipped presets' plain TPOT of each row under the one serving model (as ``specsim optimal-gamma --concurrency
+    N --input-len ISL --output-len OSL --engine BACKEND@VERSION`` answers, KV cache in BF16: the rows do not record it),
+    with ``predicted_ms``, ``error`` (signed, predicted over measured less 1) and ``limited_by`` (what holds the modelled
+    engine below the row's users, empty where it holds them all: such a row judges the capacity model, not the step).
+    Nothing is fitted."""
+    from specsim.serving.steady import served_state
+
+    kind, suffix = CANDIDATES[candidate]
+    pred = np.full(len(df), np.nan)
+    limited = np.full(len(df), "", dtype=object)
+    keys = ["hardware", "backend", "backend_version", "model", "weight_dtype", "tp", "isl", "osl"]
+    for (hw_name, backend, version, model_name, dtype, tp, isl, osl), rows in df.groupby(keys):
+        dep = _deployment(
+            load_hardware(hw_name + suffix),
+            model_name,
+            _row_options("", int(tp), dtype),
+            kind,
+            _row_engine(backend, version),
+        )
+        state = served_state(dep, 0.0, [0], rows["concurrency"].to_numpy(float), float(isl), float(osl))
+        idx = df.index.get_indexer(rows.index)
+        pred[idx] = np.asarray(state.tpot_s, dtype=float)[0] * 1e3
+        limited[idx] = np.asarray(state.limited_by, dtype=object)[0]
+    out = df.copy()
+    out["predicted_ms"] = pred
+    out["limited_by"] = limited
+    out["error"] = pred / df["silicon_tpot_ms"].to_numpy(float) - 1
+    return out
+
+
+def large_moe_bias(judged: pd.DataFrame, at_most: int = 8) -> tuple[float, float, float, int]:
+    """(median, lowest and highest per-model median) of how much longer the measured plain TPOT is than the predicted,
+    as a fraction of the predicted, over the rows at concurrency ``at_most`` or less where the modelled engine holds every
+    user; and how many rows."""
+    low = judged[(judged["concurrency"] <= at_most) & (judged["limited_by"] == "")]
+    longer = low["silicon_tpot_ms"] / low["predicted_ms"] - 1
+    per_model = longer.groupby(low["model"]).median()
+    return float(longer.median()), float(per_model.min()), float(per_model.max()), int(low.shape[0])

@@ -442,6 +442,16 @@ def _serial_where_blocked(preset: EnginePreset, hardware, target) -> EnginePrese
     )
 
 
+#: Active parameters from which a MoE target counts as large for :data:`LARGE_MOE_LONGER` (the judged rows' targets
+#: have 10.4B-36.6B).
+LARGE_MOE_ACTIVE = 10e9
+#: How much longer engines' plain TPOT is than specsim's plain step on the public rows of large MoE targets at tensor
+#: parallelism (:func:`specsim.calibration.fidelity.judge_large_moe`, shipped presets, nothing fitted; table 4b of
+#: ``benchmarks/validate_steptimes.py`` prints it, ``tests/test_engines.py`` recomputes it): at 1-8 users (median,
+#: lowest and highest model's median, runs), then at 1-256 users.  Measured 2026-12-04; not corrected.
+LARGE_MOE_LONGER = ((0.45, 0.30, 0.74, 124), (0.31, 0.21, 0.69, 318))
+
+
 @dataclass(frozen=True)
 class Deployment:
     """A target served on a device, with a drafter, a step-time source and an engine preset.
@@ -915,8 +925,26 @@ class Deployment:
                 )
         notes += self._overlap_assumed()
         notes += self._int4_estimated()
+        notes += self._large_moe_measured()
         notes += self._draft_cache_said()
         return notes
+
+    def _large_moe_measured(self) -> list[str]:
+        """Where the target is a large MoE model at tensor parallelism, what the public plain TPOT of such targets
+        measures against specsim's plain step, said by default: it moves a plain TPOT by far more than 10%
+        (:data:`LARGE_MOE_LONGER`)."""
+        t = self.target
+        if not t.is_moe or t.tp < 2 or t.active_params < LARGE_MOE_ACTIVE or self.engine.calibration:
+            return []
+        (low, lo, hi, n_low), (every, _, _, n_all) = LARGE_MOE_LONGER
+        return [
+            f"{t.name}: on public plain runs of large MoE targets at tensor parallelism 2-8 (DeepSeek-R1/V3, "
+            "Qwen3-235B-A22B, Qwen3.5-397B-A17B, MiniMax-M2.5 on H200 and B200 under SGLang, TensorRT-LLM and vLLM; "
+            f"aiconfigurator-core 0.12.0) engines took a median {low:.0%} longer per token than specsim's plain step at "
+            f"1-8 users ({lo:.0%}-{hi:.0%} by model, {n_low} runs) and {every:.0%} at 1-256 ({n_all} runs); the missing "
+            "time is not modelled, and how much of it a speculative round also pays is not measured: calibrate-engine "
+            "on your own runs (docs/reports/2026-12-04-large-moe-plain-step.md)"
+        ]
 
     def _draft_cache_said(self) -> list[str]:
         """Where the engine's rule gives a draft model a cache that is not 16-bit, said by default: at long contexts a
