@@ -208,25 +208,42 @@ def multi_gpu_table() -> None:
 
 
 def large_moe_table() -> None:
-    from specsim.calibration.fidelity import judge_large_moe, large_moe_bias, load_large_moe_tpot
+    from unittest import mock
 
-    judged = judge_large_moe(load_large_moe_tpot())
-    held = judged[judged.limited_by == ""]
-    print(
-        f"\n4b. Large MoE targets at tensor parallelism: {len(judged)} public plain TPOT rows, shipped presets, nothing "
-        f"fitted; {len(judged) - len(held)} left out where the modelled engine cannot hold every user (they judge the KV "
-        "capacity, not the step): measured TPOT over predicted, less 1, median (rows)\n"
+    from specsim.calibration.fidelity import judge_large_moe, large_moe_bias, load_large_moe_tpot
+    from specsim.timing import kernels
+
+    rows = load_large_moe_tpot()
+    variants = (
+        ("hybrid (default)", "hybrid (default)", ()),
+        ("kernels", "kernels", ()),
+        ("kernels, TensorRT-LLM's kernels composing DeepSeek too (not used)", "kernels", ("trtllm",)),
     )
-    loads = pd.cut(held.concurrency, [0, 8, 64, 256], labels=["1-8 users", "9-64", "65-256"])
-    longer = (held.silicon_tpot_ms / held.predicted_ms - 1) * 100
-    keys = [held.model, held.backend, held.hardware, held.tp.map("TP{}".format), loads]
-    table = longer.groupby(keys, observed=True).agg(["median", "size"])
-    cells = table["median"].round(0).astype(int).astype(str) + "% (" + table["size"].astype(str) + ")"
-    with pd.option_context("display.width", 250):
-        print(cells.unstack().fillna("").to_string())
-    for at_most in (8, 256):
-        median, lo, hi, n = large_moe_bias(judged, at_most)
-        print(f"  at 1-{at_most} users: median {median:.0%} longer ({lo:.0%}-{hi:.0%} by model), {n} rows")
+    print(
+        f"\n4b. Large MoE targets at tensor parallelism: {len(rows)} public plain TPOT rows, shipped presets, nothing "
+        "fitted; rows where the modelled engine cannot hold every user are left out (they judge the KV capacity, not "
+        "the step): measured TPOT over predicted, less 1, median (rows)"
+    )
+    for label, candidate, extra in variants:
+        refused = kernels._mla_refused
+        with mock.patch.object(kernels, "_mla_refused", lambda e: None if e in extra else refused(e)):
+            judged = judge_large_moe(rows, candidate)
+        if extra:
+            judged = judged[(judged.model == "deepseek-v3") & judged.backend.isin(extra)]
+        held = judged[judged.limited_by == ""]
+        print(f"\n  {label}: {len(judged) - len(held)} of {len(judged)} rows left out\n")
+        loads = pd.cut(held.concurrency, [0, 8, 64, 256], labels=["1-8 users", "9-64", "65-256"])
+        longer = (held.silicon_tpot_ms / held.predicted_ms - 1) * 100
+        keys = [held.model, held.backend, held.hardware, held.tp.map("TP{}".format), loads]
+        table = longer.groupby(keys, observed=True).agg(["median", "size"])
+        cells = table["median"].round(0).astype(int).astype(str) + "% (" + table["size"].astype(str) + ")"
+        with pd.option_context("display.width", 250):
+            print(cells.unstack().fillna("").to_string())
+        if not extra:
+            for at_most in (8, 256):
+                median, lo, hi, n = large_moe_bias(judged, at_most)
+                print(f"  at 1-{at_most} users: median {median:.0%} longer ({lo:.0%}-{hi:.0%} by model), {n} rows")
+            print(f"  mean absolute error {held.error.abs().mean():.1%} over {len(held)} rows")
 
 
 def allreduce_table() -> None:

@@ -463,7 +463,7 @@ def test_moe_line_is_the_balanced_rows_of_the_models_shape_and_a_missing_shape_i
     ]
     line = rows.groupby("num_tokens").latency.mean()
     root = database_root()
-    m, s = _moe_line(model, root, root / "h100_sxm", "vllm", "here")
+    m, s, _ = _moe_line(model, root, root / "h100_sxm", "vllm", "here")
     np.testing.assert_array_equal(m, line.index.to_numpy(float))
     np.testing.assert_allclose(s, _suffix_min(line.to_numpy(float) * 1e-3), rtol=1e-12)
     with pytest.raises(
@@ -484,7 +484,7 @@ def test_built_moe_table_adds_every_moe_layer_once_and_stops_where_the_moe_rows_
     dense = gemm[gemm.gemm_dtype == _GEMM_DTYPES["bf16"]]
     dense_m, dense_s = _gemm_line(model, dense, "x", sustained_matmul_flop_per_s("h100_sxm"))
     root = database_root()
-    moe_m, moe_s = _moe_line(model, root, root / "h100_sxm", "vllm", "x")
+    moe_m, moe_s, _ = _moe_line(model, root, root / "h100_sxm", "vllm", "x")
     moe = _moe_uniform(model, dense_m, moe_m, moe_s)
     n = table.gemm_m.size
     assert n <= dense_m.size and np.all(np.isfinite(moe[:n])) and (n == dense_m.size or np.isnan(moe[n]))
@@ -921,12 +921,27 @@ def test_build_table_names_what_it_cannot_compose_and_records_what_it_read():
         KernelDataError, match=rf"^{re.escape(where)}: no measurements for weight dtype int4 / KV dtype bf16$"
     ):
         build_table(get_model("llama-3.1-8b", weight_dtype="int4"), "h100_sxm", "vllm")
+    # vLLM's MLA tables time whole attention blocks, not the kernel: no composition from them.
     with pytest.raises(
         KernelDataError,
-        match=r"^kernel database: deepseek-v3 on h100_sxm \(vllm\): multi-head latent attention "
-        r"is not composed from the kernel database yet$",
+        match=r"^kernel database: deepseek-v3 on h100_sxm \(vllm\): no multi-head latent attention kernels "
+        r"measured for vllm$",
     ):
         build_table(get_model("deepseek-v3"), "h100_sxm", "vllm")
+    # TensorRT-LLM's compose it 1.7-2x too long against its own public rows (table 4b): refused, with the reason.
+    with pytest.raises(KernelDataError, match=r"not composed from trtllm's kernels: composed from its measured"):
+        build_table(get_model("deepseek-v3", tp=8), "h200_sxm", "trtllm")
+    # SGLang's are the kernel's: DeepSeek-V3 at TP 8 reads them at 16 heads per rank, and its experts from the fused-MoE
+    # table; decode attention at batch 4 and context 1023 (BF16 cache) is the measured cells' (no faster than a larger
+    # batch's, as every table's), times the 61 layers.
+    mla = build_table(get_model("deepseek-v3", tp=8, kv_dtype="bf16"), "h200_sxm", "sglang")
+    assert [f.split("/")[1] for f in mla.meta["files"]] == ["gemm", "mla", "moe"]
+    gen = _raw("mla", "sglang", "generation_mla_perf.parquet", "h200_sxm")
+    gen = gen[(gen.num_heads == 16) & (gen.kv_cache_dtype == "bfloat16")]
+    cells = gen.pivot_table(index="batch_size", columns="step", values="latency", aggfunc="mean")[1023]
+    assert float(mla.decode_attention(np.array(4.0), np.array(1023.0))) == pytest.approx(
+        cells.loc[4:].min() * 1e-3 * 61, rel=1e-9
+    )
     with pytest.raises(KernelDataError, match=r"^kernel database has no device folder 'tpu_v9'$"):
         build_table(get_model("llama-3.1-8b"), "tpu_v9", "vllm")
     table = build_table(get_model("llama-3.1-8b"), "h100_sxm", "vllm")
@@ -1117,7 +1132,7 @@ def test_moe_line_from_a_synthetic_database_needs_two_rows_and_refuses_a_dtype_i
         return tmp_path / version / "dev"
 
     two = database([{"num_tokens": 4, "latency": 0.03}, {"num_tokens": 1, "latency": 0.02}], "1.0.0")
-    m, s = _moe_line(model, tmp_path, two, "vllm", "syn")
+    m, s, _ = _moe_line(model, tmp_path, two, "vllm", "syn")
     np.testing.assert_array_equal(m, [1.0, 4.0])
     np.testing.assert_allclose(s, [2e-5, 3e-5], rtol=1e-12)
     one = database([{"num_tokens": 1, "latency": 0.02}], "2.0.0")
@@ -1129,6 +1144,35 @@ def test_moe_line_from_a_synthetic_database_needs_two_rows_and_refuses_a_dtype_i
     with pytest.raises(KernelDataError) as err:
         _moe_line(dataclasses.replace(model, expert_dtype="nvfp4"), tmp_path, two, "vllm", "syn")
     assert str(err.value) == message.format("nvfp4")
+
+
+def test_a_release_that_did_not_measure_a_table_or_a_shape_falls_back_to_the_newest_that_did(tmp_path):
+    # aiconfigurator-core 0.12.0 ships releases with some tables only (b200 gemm/trtllm/1.3.0rc23: a reuse.yaml naming
+    # 1.3.0rc20) and tables with other models' shapes only (trtllm 1.3.0rc23's moe tables): the newest release that
+    # measured the table, and the shape, is read; where none did, the refusal names the table.
+    from specsim.timing.kernels import KernelDataError, _moe_line, holding
+
+    engine = tmp_path / "moe" / "trtllm"
+    for version in ("1.0.0", "1.2.0", "1.3.0"):
+        (engine / version).mkdir(parents=True)
+    (engine / "1.3.0" / "reuse.yaml").write_text("reuse: []\n")
+    assert holding(engine, "reuse.yaml").name == "1.3.0"
+    with pytest.raises(
+        KernelDataError,
+        match=r"no moe_perf.parquet in any release of .*/moe/trtllm \(the newest, 1.3.0, holds reuse.yaml\)",
+    ):
+        holding(engine, "moe_perf.parquet")
+    model = get_model("qwen3-30b-a3b", tp=2)
+    shape = dict(hidden_size=2048, inter_size=768, topk=8, num_experts=128, moe_tp_size=2, moe_ep_size=1)
+    rows = [{**shape, "distribution": "balanced", "moe_dtype": "bfloat16", "num_tokens": n, "latency": t} for n, t in
+            ((1, 0.02), (4, 0.03))]  # fmt: skip
+    pd.DataFrame(rows).to_parquet(engine / "1.0.0" / "moe_perf.parquet")
+    other = [{**r, "hidden_size": 4096} for r in rows]  # another model's shape only
+    pd.DataFrame(other).to_parquet(engine / "1.2.0" / "moe_perf.parquet")
+    assert holding(engine, "moe_perf.parquet").name == "1.2.0"
+    m, s, folder = _moe_line(model, tmp_path, tmp_path, "trtllm", "syn")
+    assert folder.name == "1.0.0" and list(m) == [1.0, 4.0]
+    np.testing.assert_allclose(s, [2e-5, 3e-5], rtol=1e-12)
 
 
 @pytest.fixture(scope="module")

@@ -450,6 +450,9 @@ LARGE_MOE_ACTIVE = 10e9
 #: ``benchmarks/validate_steptimes.py`` prints it, ``tests/test_engines.py`` recomputes it): at 1-8 users (median,
 #: lowest and highest model's median, runs), then at 1-256 users.  Measured 2026-12-04; not corrected.
 LARGE_MOE_LONGER = ((0.45, 0.30, 0.74, 124), (0.31, 0.21, 0.69, 318))
+#: The same at 1-8 users with the measured-kernel source (``--timing kernels``, where the kernel database composes the
+#: target; ``specsim/timing/data/refused_compositions.csv``), on the same rows.
+LARGE_MOE_LONGER_KERNELS = (0.16, -0.17, 0.31, 124)
 
 
 @dataclass(frozen=True)
@@ -937,13 +940,15 @@ class Deployment:
         if not t.is_moe or t.tp < 2 or t.active_params < LARGE_MOE_ACTIVE or self.engine.calibration:
             return []
         (low, lo, hi, n_low), (every, _, _, n_all) = LARGE_MOE_LONGER
+        k_low, k_lo, k_hi, _ = LARGE_MOE_LONGER_KERNELS
         return [
             f"{t.name}: on public plain runs of large MoE targets at tensor parallelism 2-8 (DeepSeek-R1/V3, "
             "Qwen3-235B-A22B, Qwen3.5-397B-A17B, MiniMax-M2.5 on H200 and B200 under SGLang, TensorRT-LLM and vLLM; "
             f"aiconfigurator-core 0.12.0) engines took a median {low:.0%} longer per token than specsim's plain step at "
-            f"1-8 users ({lo:.0%}-{hi:.0%} by model, {n_low} runs) and {every:.0%} at 1-256 ({n_all} runs); the missing "
-            "time is not modelled, and how much of it a speculative round also pays is not measured: calibrate-engine "
-            "on your own runs (docs/reports/2026-12-04-large-moe-plain-step.md)"
+            f"1-8 users ({lo:.0%} to {hi:.0%} by model, {n_low} runs) and {every:.0%} at 1-256 ({n_all} runs); with "
+            f"--timing kernels, {k_low:.0%} ({k_lo:.0%} to {k_hi:.0%} by model) at 1-8 users; the missing time is not "
+            "modelled, and how much of it a speculative round also pays is not measured: calibrate-engine on your own "
+            "runs (docs/reports/2026-12-04-large-moe-plain-step.md)"
         ]
 
     def _draft_cache_said(self) -> list[str]:

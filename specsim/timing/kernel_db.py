@@ -35,6 +35,7 @@ __all__ = [
     "database_root",
     "database_version",
     "device_folder",
+    "holding",
     "kin_devices",
     "sustained_matmul_flop_per_s",
     "sustained_matmul_source",
@@ -271,13 +272,28 @@ def require_engine_data(device: str, engine: str, version: str) -> None:
     some device folders ship empty (aiconfigurator-core 0.12.0's a100_pcie, h100_pcie and l4), and a source over them
     would be the roofline under the kernel database's name."""
     root = database_root()
-    for kind in ("gemm", "attention"):
+    for kind, table in (("gemm", "gemm_perf.parquet"), ("attention", "generation_attention_perf.parquet")):
         try:
-            _newest(root / device / kind / engine)
+            holding(root / device / kind / engine, table)
         except KernelDataError:
             raise KernelDataError(
                 f"the kernel database ({AIC_DISTRIBUTION} {version}) has no {engine} {kind} measurements on {device}"
             ) from None
+
+
+def holding(folder: Path, table: str) -> Path:
+    """The newest release folder under ``folder`` (``<device>/<kind>/<engine>``) that holds ``table``: a release that
+    ships some tables and not this one falls back to the newest that measured it, as the database's own ``reuse.yaml``
+    declares (aiconfigurator-core 0.12.0, b200_sxm gemm/trtllm/1.3.0rc23: gemm_perf from 1.3.0rc20)."""
+    files = sorted(folder.glob(f"*/{table}"), key=lambda p: (_version_key(p.parent.name), p.parent.name))
+    if not files:
+        newest = _newest(folder)  # says "no measurements" where the engine has none at all
+        raise KernelDataError(
+            f"{AIC_DISTRIBUTION} has no {table} in any release of {'/'.join(folder.parts[-3:])} (the newest, "
+            f"{newest.name}, holds {', '.join(sorted(p.name for p in newest.glob('*'))) or 'nothing'}): no measured "
+            "kernels for this device under this engine"
+        )
+    return files[-1].parent
 
 
 def _newest(folder: Path) -> Path:

@@ -54,8 +54,10 @@ tokens as
   size (``comm`` tables; the profile's link figures where absent), plus the
   roofline's all-gather of the logits.
 * Sliding-window layers read the decode-attention table at ``min(L, window)``.
-  Multi-head latent attention has no composition here yet: DeepSeek-V3-style
-  models get the roofline, with a note.
+* Multi-head latent attention (DeepSeek-V3, Kimi-K2) reads the engine's MLA
+  kernel tables (the attention kernel at the rank's heads; its projections are
+  GEMMs like any other); an engine with none (vLLM's are whole-block timings)
+  gets the roofline, with a note.
 
 Norms, rotary embeddings, activations and residual adds are not in the
 database and not in the sum; neither is any CPU time (see
@@ -124,6 +126,7 @@ from specsim.timing.kernel_db import (  # noqa: F401 (re-exported: tests and cal
     database_root,
     database_version,
     device_folder,
+    holding,
     require_engine_data,
     sustained_matmul_flop_per_s,
     sustained_matmul_source,
@@ -145,7 +148,7 @@ _MOE_DTYPES = {
     "mxfp4": ("w4a16_mxfp4",),
     "int4": ("int4_wo",),
 }
-_SCHEMA = 8  # bump when the table layout or the composition changes
+_SCHEMA = 13  # bump when the table layout or the composition changes
 #: Shape fields of the hybrid, chunked and interleaved layouts that change a table.
 _LAYOUT_FIELDS = (
     "n_chunked_layers",
@@ -432,24 +435,28 @@ def _suffix_min(values: np.ndarray, axis: int = 0) -> np.ndarray:
     return np.where(np.isnan(values), np.nan, out)
 
 
-def _moe_line(model: ModelShape, root: Path, dev: Path, engine: str, where: str) -> tuple[np.ndarray, np.ndarray]:
-    """(tokens, seconds) of one MoE layer's fused routed-expert kernel on one rank, balanced routing."""
-    folder = _newest(dev / "moe" / engine)
-    frame = _read(folder / "moe_perf.parquet")
-    keep = (
-        (frame["hidden_size"] == model.hidden_size)
-        & (frame["inter_size"] == model.moe_intermediate_size)
-        & (frame["topk"] == model.n_active_experts)
-        & (frame["num_experts"] == model.n_experts)
-        & (frame["moe_tp_size"] == model.tp)
-        & (frame["moe_ep_size"] == 1)
-        & (frame["distribution"] == "balanced")
-    )
-    for dtype in _MOE_DTYPES.get(model.expert_dtype_, ()):
-        rows = frame[keep & (frame["moe_dtype"] == dtype)]
-        if len(rows) >= 2:
-            line = rows.groupby("num_tokens")["latency"].mean()
-            return line.index.to_numpy(float), _suffix_min(line.to_numpy(float) * 1e-3)
+def _moe_line(model: ModelShape, root: Path, dev: Path, engine: str, where: str):
+    """(tokens, seconds, release folder) of one MoE layer's fused routed-expert kernel on one rank, balanced routing:
+    from the newest release whose table measured this layer's shape (a release's table can hold other models' shapes
+    only: aiconfigurator-core 0.12.0's trtllm 1.3.0rc23 moe tables, DeepSeek-V4's)."""
+    holding(dev / "moe" / engine, "moe_perf.parquet")  # no release holds the table at all: said as such
+    files = sorted((dev / "moe" / engine).glob("*/moe_perf.parquet"), key=lambda p: _version_key(p.parent.name))
+    for path in reversed(files):
+        frame = _read(path)
+        keep = (
+            (frame["hidden_size"] == model.hidden_size)
+            & (frame["inter_size"] == model.moe_intermediate_size)
+            & (frame["topk"] == model.n_active_experts)
+            & (frame["num_experts"] == model.n_experts)
+            & (frame["moe_tp_size"] == model.tp)
+            & (frame["moe_ep_size"] == 1)
+            & (frame["distribution"] == "balanced")
+        )
+        for dtype in _MOE_DTYPES.get(model.expert_dtype_, ()):
+            rows = frame[keep & (frame["moe_dtype"] == dtype)]
+            if len(rows) >= 2:
+                line = rows.groupby("num_tokens")["latency"].mean()
+                return line.index.to_numpy(float), _suffix_min(line.to_numpy(float) * 1e-3), path.parent
     raise KernelDataError(
         f"{where}: no fused-MoE measurements for {model.n_experts} experts, top-{model.n_active_experts}, hidden "
         f"{model.hidden_size}, expert size {model.moe_intermediate_size}, TP {model.tp}, {model.expert_dtype_} experts"
@@ -501,6 +508,42 @@ def _comm_line(model: ModelShape, dev: Path, engine: str) -> tuple[np.ndarray, n
     return line.index.to_numpy(float), line.to_numpy(float) * 1e-3
 
 
+def _mla_refused(engine: str) -> str | None:
+    """Why ``engine``'s measured kernels do not compose a multi-head latent attention model although the database holds
+    its tables (``data/refused_compositions.csv``, judged on public serving rows; see ``data/README.md``), or None."""
+    import csv
+
+    with open(Path(__file__).parent / "data" / "refused_compositions.csv", newline="") as f:
+        refused = {(row["backend"], row["layer"]): row["reason"] for row in csv.DictReader(f)}
+    return refused.get((engine, "mla"))
+
+
+def _mla_attention(model: ModelShape, dev: Path, engine: str, where: str):
+    """(decode rows, prompt rows, folder) of multi-head latent attention on one rank: the attention kernel alone
+    (``generation_mla_perf`` / ``context_mla_perf``; its projections, the absorbed ``kv_b`` products among them, are
+    GEMMs of the model's ops), from the newest release of the engine that has those tables, at the rank's heads and
+    the KV cache's dtype.  The ``wideep_*`` and ``*_module_*`` tables time whole attention blocks and are not used."""
+    files = sorted(
+        (dev / "mla" / engine).glob("*/generation_mla_perf.parquet"), key=lambda p: _version_key(p.parent.name)
+    )
+    if not files:
+        raise KernelDataError(f"{where}: no multi-head latent attention kernels measured for {engine}")
+    folder = files[-1].parent
+    kv, heads = _KV_DTYPES[model.kv_dtype], model.n_heads // model.tp
+
+    def rows(name: str):
+        frame = _read(folder / name)
+        return frame[(frame["num_heads"] == heads) & (frame["kv_cache_dtype"] == kv)]
+
+    gen = rows("generation_mla_perf.parquet")
+    if gen.empty:
+        raise KernelDataError(
+            f"{where}: no multi-head latent attention measurements for {heads} heads per rank, KV {model.kv_dtype}"
+        )
+    ctx = rows("context_mla_perf.parquet") if (folder / "context_mla_perf.parquet").is_file() else gen.iloc[:0]
+    return gen, ctx, folder
+
+
 def _select_attention(frame, model: ModelShape):
     kv = _KV_DTYPES[model.kv_dtype]
     heads, kv_heads = model.n_heads // model.tp, max(1, model.n_kv_heads // model.tp)
@@ -525,13 +568,21 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
         raise KernelDataError(
             f"{where}: no measurements for weight dtype {model.weight_dtype} / KV dtype {model.kv_dtype}"
         )
-    if model.is_mla:
-        raise KernelDataError(f"{where}: multi-head latent attention is not composed from the kernel database yet")
     dev = root / device
     if not dev.is_dir():
         raise KernelDataError(f"kernel database has no device folder {device!r}")
-    gemm_dir = _newest(dev / "gemm" / engine)
-    attn_dir = _newest(dev / "attention" / engine)
+    refused = _mla_refused(engine) if model.is_mla else None
+    if refused:
+        raise KernelDataError(
+            f"{where}: multi-head latent attention is not composed from {engine}'s kernels: {refused}"
+        )
+    gemm_dir = holding(dev / "gemm" / engine, "gemm_perf.parquet")
+    if model.is_mla:
+        gen, ctx, attn_dir = _mla_attention(model, dev, engine, where)
+    else:
+        attn_dir = holding(dev / "attention" / engine, "generation_attention_perf.parquet")
+        gen = _select_attention(_read(attn_dir / "generation_attention_perf.parquet"), model)
+        ctx = _select_attention(_read(attn_dir / "context_attention_perf.parquet"), model)
     gemm = _read(gemm_dir / "gemm_perf.parquet")
     gemm = gemm[gemm["gemm_dtype"] == _GEMM_DTYPES[model.weight_dtype]]
     if gemm.empty and model.weight_dtype in ("int4", "w8a16"):  # weight-only tables: the A100's TensorRT-LLM ones only
@@ -541,9 +592,10 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
     if gemm.empty:
         raise KernelDataError(f"{where}: no {_GEMM_DTYPES[model.weight_dtype]} GEMM measurements")
     gemm_m, gemm_s = _gemm_line(model, gemm, where, _held_rate(model, device))
-    moe_m, moe_s = np.zeros(0), np.zeros(0)
+    moe_m, moe_s, folders = np.zeros(0), np.zeros(0), [gemm_dir, attn_dir]
     if model.is_moe:
-        moe_m, moe_s = _moe_line(model, root, dev, engine, where)
+        moe_m, moe_s, moe_dir = _moe_line(model, root, dev, engine, where)
+        folders.append(moe_dir)
         moe = _moe_uniform(model, gemm_m, moe_m, moe_s)
         inside = np.isfinite(moe)
         if inside.sum() < 2 or not inside[0]:
@@ -551,7 +603,6 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
         stop = int(np.argmin(inside)) if not inside.all() else inside.size
         gemm_m, gemm_s = gemm_m[:stop], gemm_s[:stop] + model.n_moe_layers * moe[:stop]
 
-    gen = _select_attention(_read(attn_dir / "generation_attention_perf.parquet"), model)
     if gen.empty:
         raise KernelDataError(
             f"{where}: no decode-attention measurements for {model.n_heads} heads, {model.n_kv_heads} KV heads, "
@@ -563,15 +614,17 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
     attn_s = piv.to_numpy(float) * 1e-3  # one layer; decode_attention sums the layers
     attn_s, filled = _fill_by_batch(attn_b, _suffix_min(attn_s, axis=0))
 
-    ctx = _select_attention(_read(attn_dir / "context_attention_perf.parquet"), model)
     if "step" in ctx.columns:
         ctx = ctx[ctx["step"] == 0]  # prefill from an empty cache
     if ctx.empty:
         raise KernelDataError(f"{where}: no context-attention measurements for this head shape")
     isl = ctx["isl"].to_numpy(float)
-    flop = (
-        2.0 * (model.n_heads // model.tp) * model.head_dim * isl * isl * ctx["batch_size"].to_numpy(float)
-    )  # causal QK^T + PV
+    if model.is_mla:  # a prompt's uncompressed form, one layer (ModelShape.pass_attention_flop)
+        flop = model.pass_attention_flop(0.0, isl) / model.n_full_layers * ctx["batch_size"].to_numpy(float)
+    else:
+        flop = (
+            2.0 * (model.n_heads // model.tp) * model.head_dim * isl * isl * ctx["batch_size"].to_numpy(float)
+        )  # causal QK^T + PV
     ctx_rate = float(np.max(flop / (ctx["latency"].to_numpy(float) * 1e-3)))
     one = ctx[ctx["batch_size"] == 1].groupby("isl")["latency"].mean()
     prefill_isl = one.index.to_numpy(float)
@@ -581,7 +634,7 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
 
     meta = _meta(model, device, engine, database_version())
     meta["recurrence"] = "measured" if rec_b.size else ("none" if not model.is_hybrid else "roofline")
-    meta["files"] = [str(p.relative_to(root)) for p in (gemm_dir, attn_dir)]
+    meta["files"] = [str(p.relative_to(root)) for p in folders]
     meta["attention_cells_scaled_in_batch"] = int(filled.sum())
     meta["allreduce"] = "measured" if comm_elems.size else ("none" if model.tp == 1 else "roofline")
     return KernelTable(
@@ -695,7 +748,7 @@ def _meta(model: ModelShape, device: str, engine: str, version: str) -> dict:
     shape.update({k: getattr(model, k) for k in _LAYOUT_FIELDS if getattr(model, k) != defaults[k]})
     if model.n_attention_layers != model.n_layers:
         shape["n_attention_layers"] = model.n_attention_layers
-    return {
+    meta = {
         "schema": _SCHEMA,
         "database": f"{AIC_DISTRIBUTION} {version}",
         "device": device,
@@ -703,6 +756,9 @@ def _meta(model: ModelShape, device: str, engine: str, version: str) -> dict:
         "shape": shape,
         "sustained_matmul_flop_per_s": _held_rate(model, device),
     }
+    if model.is_mla:  # whether the engine composes it at all is part of the table (a table 4b variant lifts it)
+        meta["mla_refused"] = _mla_refused(engine)
+    return meta
 
 
 # -- the source ---------------------------------------------------------------
