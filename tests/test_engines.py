@@ -464,5 +464,5 @@ def test_the_large_moe_note_gives_what_the_public_rows_measure_and_names_only_la
         dep = Deployment.build(hardware, target, None, target_options={"tp": tp} if tp > 1 else {})
         return any("public plain runs of large MoE targets" in n for n in dep.notes())
 
-    assert noted("deepseek-v3", 8) and noted("qwen3-235b-a22b", 4)
+    assert noted("deepseek-v3", 8) and noted("qwen3-235b-a22b", 4) and not noted("deepseek-v3", 8, "mi355x")
     assert not noted("llama-3.1-70b", 8) and not noted("gpt-oss-120b", 2) and not noted("qwen3-30b-a3b", 1)

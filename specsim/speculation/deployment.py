@@ -933,11 +933,16 @@ class Deployment:
         return notes
 
     def _large_moe_measured(self) -> list[str]:
-        """Where the target is a large MoE model at tensor parallelism, what the public plain TPOT of such targets
-        measures against specsim's plain step, said by default: it moves a plain TPOT by far more than 10%
-        (:data:`LARGE_MOE_LONGER`)."""
+        """Where the target is a large MoE model at tensor parallelism on an NVIDIA GPU, what the public plain TPOT of
+        such targets measures against specsim's plain step, said by default: it moves a plain TPOT by far more than 10%
+        (:data:`LARGE_MOE_LONGER`).  Not on a ROCm profile: the rows are NVIDIA GPUs', and vLLM ROCm's per-collective
+        time is fitted to large MoE runs of its own (docs/reports/2026-12-01-moe-rocm.md)."""
         t = self.target
         if not t.is_moe or t.tp < 2 or t.active_params < LARGE_MOE_ACTIVE or self.engine.calibration:
+            return []
+        if (
+            self.hardware.platform != "cuda"
+        ):  # the rows are NVIDIA GPUs'; ROCm's vLLM step is fitted to its own MoE runs
             return []
         (low, lo, hi, n_low), (every, _, _, n_all) = LARGE_MOE_LONGER
         k_low, k_lo, k_hi, _ = LARGE_MOE_LONGER_KERNELS
