@@ -84,10 +84,8 @@ def load_public_tpot(path: str | Path | None = None) -> pd.DataFrame:
     """Single-GPU, aggregated-serving TPOT rows for the models and devices specsim describes."""
     df = pd.read_csv(silicon_sample_path() if path is None else path)
     df = df[
-        (df["mode"] == "agg")
+        _one_stage_aggregated(df)
         & (df["tp_size"] == 1)
-        & (df["pp_size"].fillna(1) == 1)
-        & (df["attention_dp_size"].fillna(1) <= 1)
         & df["model_path"].isin(PUBLIC_MODELS)
         & df["system"].isin(PUBLIC_SYSTEMS)
     ].copy()
@@ -136,16 +134,24 @@ OUT_OF_SAMPLE_MODELS = {
 }
 
 
+def _one_stage_aggregated(df: pd.DataFrame) -> pd.Series:
+    """The rows of one aggregated serving instance that specsim describes: prefill and decode on the same GPUs, one
+    pipeline stage, no attention data parallelism and no expert parallelism (tensor parallelism only)."""
+    return (
+        (df["mode"] == "agg")
+        & (df["pp_size"].fillna(1) == 1)
+        & (df["attention_dp_size"].fillna(1) <= 1)
+        & (df["moe_ep_size"].fillna(1) <= 1)
+    )
+
+
 def load_out_of_sample_tpot(path: str | Path | None = None) -> pd.DataFrame:
     """Public TPOT rows of the tensor-parallel and MoE deployments specsim now describes (no expert or
     attention data parallelism, one pipeline stage), on the devices it has profiles for."""
     df = pd.read_csv(silicon_sample_path() if path is None else path)
     df["precision"] = df["precision"].fillna("bf16")
     keep = (
-        (df["mode"] == "agg")
-        & (df["pp_size"].fillna(1) == 1)
-        & (df["attention_dp_size"].fillna(1) <= 1)
-        & (df["moe_ep_size"].fillna(1) <= 1)
+        _one_stage_aggregated(df)
         & df["model_path"].isin(OUT_OF_SAMPLE_MODELS)
         & df["system"].isin(PUBLIC_SYSTEMS)
         & df["silicon_tpot_ms"].notna()
@@ -461,10 +467,7 @@ def load_large_moe_tpot(path: str | Path | None = None) -> pd.DataFrame:
     df = pd.read_csv(silicon_sample_path() if path is None else path)
     df["precision"] = df["precision"].fillna("bf16")
     keep = (
-        (df["mode"] == "agg")
-        & (df["pp_size"].fillna(1) == 1)
-        & (df["attention_dp_size"].fillna(1) <= 1)
-        & (df["moe_ep_size"].fillna(1) <= 1)
+        _one_stage_aggregated(df)
         & (df["tp_size"].fillna(1) >= 2)
         & df["model_path"].isin(LARGE_MOE_MODELS)
         & df["system"].isin(LARGE_MOE_SYSTEMS)
