@@ -942,6 +942,13 @@ def test_build_table_names_what_it_cannot_compose_and_records_what_it_read():
     assert float(mla.decode_attention(np.array(4.0), np.array(1023.0))) == pytest.approx(
         cells.loc[4:].min() * 1e-3 * 61, rel=1e-9
     )
+    # A prompt runs MLA uncompressed: the best measured rate counts each row's FLOP as the model's own prompt pass does
+    # (heads x (2 (nope + rope) + 2 v) per token pair, causal), one layer, times the row's batch.
+    ctx = _raw("mla", "sglang", "context_mla_perf.parquet", "h200_sxm")
+    ctx = ctx[(ctx.num_heads == 16) & (ctx.kv_cache_dtype == "bfloat16") & (ctx.step == 0)]
+    pairs = ctx.isl.to_numpy(float) * (ctx.isl.to_numpy(float) - 1) / 2
+    flop = 16 * (2 * (128 + 64) + 2 * 128) * pairs * ctx.batch_size.to_numpy(float)
+    assert mla.ctx_flop_per_s == pytest.approx(float(np.max(flop / (ctx.latency.to_numpy(float) * 1e-3))), rel=1e-9)
     with pytest.raises(KernelDataError, match=r"^kernel database has no device folder 'tpu_v9'$"):
         build_table(get_model("llama-3.1-8b"), "tpu_v9", "vllm")
     table = build_table(get_model("llama-3.1-8b"), "h100_sxm", "vllm")
