@@ -935,25 +935,37 @@ class Deployment:
     def _large_moe_measured(self) -> list[str]:
         """Where the target is a large MoE model at tensor parallelism on an NVIDIA GPU, what the public plain TPOT of
         such targets measures against specsim's plain step, said by default: it moves a plain TPOT by far more than 10%
-        (:data:`LARGE_MOE_LONGER`).  Not on a ROCm profile: the rows are NVIDIA GPUs', and vLLM ROCm's per-collective
-        time is fitted to large MoE runs of its own (docs/reports/2026-12-01-moe-rocm.md)."""
+        (:data:`LARGE_MOE_LONGER`; :data:`LARGE_MOE_LONGER_KERNELS` where measured kernels price the target's step).
+        Not on a ROCm profile: the rows are NVIDIA GPUs', and vLLM ROCm's per-collective time is fitted to large MoE runs
+        of its own (docs/reports/2026-12-01-moe-rocm.md)."""
         t = self.target
         if not t.is_moe or t.tp < 2 or t.active_params < LARGE_MOE_ACTIVE or self.engine.calibration:
             return []
-        if (
-            self.hardware.platform != "cuda"
-        ):  # the rows are NVIDIA GPUs'; ROCm's vLLM step is fitted to its own MoE runs
+        if self.hardware.platform != "cuda":
             return []
         (low, lo, hi, n_low), (every, _, _, n_all) = LARGE_MOE_LONGER
-        k_low, k_lo, k_hi, _ = LARGE_MOE_LONGER_KERNELS
+        k_low, k_lo, k_hi, k_n = LARGE_MOE_LONGER_KERNELS
+        rows = (
+            "on public plain runs of large MoE targets at tensor parallelism 2-8 (DeepSeek-R1/V3, Qwen3-235B-A22B, "
+            "Qwen3.5-397B-A17B, MiniMax-M2.5 on H200 and B200 under SGLang, TensorRT-LLM and vLLM; aiconfigurator-core "
+            "0.12.0)"
+        )
+        why = (
+            "a speculative round also pays is not measured: calibrate-engine on your own runs "
+            "(docs/reports/2026-12-04-large-moe-plain-step.md)"
+        )
+        step = self.gpu_pass(t, 1, 1, DEFAULT_CONTEXT_TOKENS)
+        if step.source == "kernels" and (step.fallback is None or not np.any(step.fallback)):
+            return [
+                f"{t.name}: its plain step is composed from measured kernels; {rows} engines took a median {k_low:.0%} "
+                f"longer per token than that at 1-8 users ({k_lo:.0%} to {k_hi:.0%} by model, {k_n} runs), and "
+                f"{low:.0%} longer than the default source's roofline step; how much of the rest {why}"
+            ]
         return [
-            f"{t.name}: on public plain runs of large MoE targets at tensor parallelism 2-8 (DeepSeek-R1/V3, "
-            "Qwen3-235B-A22B, Qwen3.5-397B-A17B, MiniMax-M2.5 on H200 and B200 under SGLang, TensorRT-LLM and vLLM; "
-            f"aiconfigurator-core 0.12.0) engines took a median {low:.0%} longer per token than specsim's plain step at "
-            f"1-8 users ({lo:.0%} to {hi:.0%} by model, {n_low} runs) and {every:.0%} at 1-256 ({n_all} runs); with "
-            f"--timing kernels, {k_low:.0%} ({k_lo:.0%} to {k_hi:.0%} by model) at 1-8 users; the missing time is not "
-            "modelled, and how much of it a speculative round also pays is not measured: calibrate-engine on your own "
-            "runs (docs/reports/2026-12-04-large-moe-plain-step.md)"
+            f"{t.name}: {rows} engines took a median {low:.0%} longer per token than specsim's plain step at 1-8 users "
+            f"({lo:.0%} to {hi:.0%} by model, {n_low} runs) and {every:.0%} at 1-256 ({n_all} runs); with --timing "
+            f"kernels, {k_low:.0%} ({k_lo:.0%} to {k_hi:.0%} by model) at 1-8 users where the kernel database composes "
+            f"the target; the missing time is not modelled, and how much of it {why}"
         ]
 
     def _draft_cache_said(self) -> list[str]:
