@@ -462,8 +462,6 @@ def load_large_moe_tpot(path: str | Path | None = None) -> pd.DataFrame:
     engines' limits cap the running batch in these runs: see :func:`load_out_of_sample_tpot`), with BF16 or FP8 weights
     (the FP4 rows are left out), measured on a release specsim has a preset for (rows of nightly builds or with no
     version are left out)."""
-    from specsim.engines import get_engine
-
     df = pd.read_csv(silicon_sample_path() if path is None else path)
     df["precision"] = df["precision"].fillna("bf16")
     keep = (
@@ -480,7 +478,7 @@ def load_large_moe_tpot(path: str | Path | None = None) -> pd.DataFrame:
 
     def preset_known(backend: str, version: str) -> bool:
         try:
-            get_engine(f"{backend}@{version}")
+            _row_engine(backend, version)
         except ValueError:
             return False
         return True

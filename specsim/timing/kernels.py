@@ -79,6 +79,7 @@ takes, are removed the next time the folder is used.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import sys  # noqa: F401 (tests empty kernels.sys.path to hide the database's dist-info)
 from dataclasses import dataclass
@@ -439,8 +440,9 @@ def _moe_line(model: ModelShape, root: Path, dev: Path, engine: str, where: str)
     """(tokens, seconds, release folder) of one MoE layer's fused routed-expert kernel on one rank, balanced routing:
     from the newest release whose table measured this layer's shape (a release's table can hold other models' shapes
     only: aiconfigurator-core 0.12.0's trtllm 1.3.0rc23 moe tables, DeepSeek-V4's)."""
-    holding(dev / "moe" / engine, "moe_perf.parquet")  # no release holds the table at all: said as such
     files = sorted((dev / "moe" / engine).glob("*/moe_perf.parquet"), key=lambda p: _version_key(p.parent.name))
+    if not files:
+        holding(dev / "moe" / engine, "moe_perf.parquet")  # raises: no release holds the table at all, said as such
     for path in reversed(files):
         frame = _read(path)
         keep = (
@@ -508,14 +510,20 @@ def _comm_line(model: ModelShape, dev: Path, engine: str) -> tuple[np.ndarray, n
     return line.index.to_numpy(float), line.to_numpy(float) * 1e-3
 
 
-def _mla_refused(engine: str) -> str | None:
-    """Why ``engine``'s measured kernels do not compose a multi-head latent attention model although the database holds
-    its tables (``data/refused_compositions.csv``, judged on public serving rows; see ``data/README.md``), or None."""
+@functools.cache
+def _refused_compositions() -> dict:
+    """(backend, layer) -> why the database's tables do not compose it (``data/refused_compositions.csv``, judged on
+    public serving rows; see ``data/README.md``), read once per process."""
     import csv
 
     with open(Path(__file__).parent / "data" / "refused_compositions.csv", newline="") as f:
-        refused = {(row["backend"], row["layer"]): row["reason"] for row in csv.DictReader(f)}
-    return refused.get((engine, "mla"))
+        return {(row["backend"], row["layer"]): row["reason"] for row in csv.DictReader(f)}
+
+
+def _mla_refused(engine: str) -> str | None:
+    """Why ``engine``'s measured kernels do not compose a multi-head latent attention model although the database holds
+    its tables, or None."""
+    return _refused_compositions().get((engine, "mla"))
 
 
 def _mla_attention(model: ModelShape, dev: Path, engine: str, where: str):
