@@ -140,6 +140,49 @@ def test_a_verification_pass_writes_one_state_per_token():
     assert float(replay.recurrent_flop(4, 4)) > float(m.recurrent_flop(4, 4))
 
 
+@pytest.mark.parametrize("name, chunk", [("qwen3.5-27b", 64), ("qwen3-next-80b-a3b", 64), ("nemotron-h-8b", 128)])
+def test_a_prompt_moves_one_state_per_chunk_not_one_per_token(name, chunk):
+    # A prompt runs the chunked kernels: the state and window read and written once, and one state per chunk written
+    # and read back (GDN: vLLM's FLA_CHUNK_SIZE 64; Mamba-2: the config's chunk_size, 128 in every Nemotron-H config).
+    m = get_model(name)
+    assert m.rec_chunk == chunk
+    from specsim.describe.ops import BYTES_PER_ELEMENT
+
+    state = m.recurrent_state_bytes  # states and convolution windows
+    ssm = m.n_recurrent_layers * m.rec_heads * m.rec_head_dim * m.rec_state_dim * BYTES_PER_ELEMENT[m.state_dtype_]
+    for q, chunks in ((1, 1), (chunk, 1), (chunk + 1, 2), (8192, 8192 // chunk)):
+        assert float(m.recurrent_pass_bytes(q, prompt=True)) == pytest.approx(2 * state + 2 * chunks * ssm)
+    # An 8k prompt moves well under a tenth of what a verification pass of as many tokens would.
+    assert float(m.recurrent_pass_bytes(8192, prompt=True)) < 0.1 * float(m.recurrent_pass_bytes(8192))
+    # The roofline's prompt pass carries the prompt's traffic, and a prompt of 2 chunks costs more than one of 1.
+    attention_only = dataclasses.replace(
+        m, n_recurrent_layers=0, recurrent_kind="", n_mixer_free_layers=m.n_recurrent_layers + m.n_mixer_free_layers
+    )
+    for q in (chunk, 4096.0):
+        extra = step_time(H200, m, 1, q, 0, prompt=True).bytes - step_time(H200, attention_only, 1, q, 0, True).bytes
+        weights = m.weight_bytes_read(q) - attention_only.weight_bytes_read(q)
+        assert float(extra - weights) == pytest.approx(float(m.recurrent_pass_bytes(q, prompt=True)))
+    assert float(recurrent_time_s(H200, m, 1, 2 * chunk, True)) > float(recurrent_time_s(H200, m, 1, chunk, True))
+
+
+def test_a_mamba2_config_without_chunk_size_says_the_default_it_takes(tmp_path):
+    import json
+    from pathlib import Path
+
+    import specsim.describe.models as models
+
+    cfg = json.loads((Path(models.__file__).parent / "catalog" / "nemotron-h-8b.json").read_text())
+    cfg.pop("chunk_size", None)
+    cfg.pop("mamba_chunk_size", None)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    m = get_model(str(path))
+    assert m.rec_chunk == 128 and any("chunk_size" in n and "128" in n for n in m.notes)
+    cfg["mamba_chunk_size"] = 256
+    path.write_text(json.dumps(cfg))
+    assert get_model(str(path)).rec_chunk == 256
+
+
 def test_the_roofline_prices_the_state_traffic_of_each_sequence():
     m = get_model("qwen3.5-27b")
     attention_only = dataclasses.replace(m, n_recurrent_layers=0, recurrent_kind="", n_mixer_free_layers=48)
@@ -170,6 +213,16 @@ def test_the_kernel_source_uses_the_measured_gdn_decode_and_scales_it_by_the_sta
     assert float(rec4 / rec1) == pytest.approx(float(m.recurrent_pass_bytes(4) / m.recurrent_pass_bytes(1)))
     # Only the 16 attention layers read the KV cache.
     assert table._layers()[0] == 16
+    # A prompt runs the chunked kernels, which the database does not time: the roofline's time of the prompt's state
+    # traffic and FLOP, never under the measured decode kernel of the batch (before, an 8k prompt was priced as 8k
+    # state writes: 1.1 s for Qwen3.5-397B at TP 4 on a B200, against 51 ms for the whole prompt on the roofline).
+    for q in (64.0, 8192.0):
+        rec_p, rec1 = src._recurrence(table, m, np.array(1.0), np.array(q), prompt=True)
+        roof = recurrent_time_s(H200, m, 1.0, q, True)
+        assert float(rec_p) == pytest.approx(max(float(rec1), float(roof)))
+    rec_8k, _ = src._recurrence(table, m, np.array(1.0), np.array(8192.0), prompt=True)
+    rec_verify, _ = src._recurrence(table, m, np.array(1.0), np.array(8192.0))
+    assert float(rec_8k) < 0.1 * float(rec_verify)
 
 
 # -- engines and capacity ------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from specsim.core.limits import MAX_LAYERS
+from specsim.describe.recurrent import GDN_CHUNK_TOKENS
 
 __all__ = ["HYBRID_FAMILIES", "attention_only", "layout_fields"]
 
@@ -74,6 +75,16 @@ def _state_dtype(cfg, key: str, notes: list[str]) -> str | None:
     return _STATE_DTYPES[raw]
 
 
+def _mamba_chunk(cfg, notes: list[str]) -> int:
+    """Tokens per chunk of Mamba-2's prompt scan: the config's chunk_size (mamba_chunk_size in older configs), else
+    NemotronHConfig's default 128 (transformers' configuration_nemotron_h.py), said."""
+    for key in ("chunk_size", "mamba_chunk_size"):
+        if cfg.get(key) is not None:
+            return cfg.int(key, minimum=1, maximum=1 << 20)
+    notes.append("Mamba-2 prompt chunks of 128 tokens (the config states no chunk_size; NemotronHConfig's default)")
+    return 128
+
+
 def _qwen_layers(cfg, n_layers: int) -> int:
     """Number of full-attention layers of Qwen3-Next / Qwen3.5: from layer_types, else every interval-th layer."""
     types = cfg.get("layer_types")
@@ -111,6 +122,7 @@ def _qwen_hybrid(cfg, family: str, n_layers: int, notes: list[str]) -> dict[str,
         rec_state_dim=n,
         rec_groups=g,
         rec_conv_kernel=k,
+        rec_chunk=GDN_CHUNK_TOKENS,
         state_dtype=_state_dtype(cfg, "mamba_ssm_dtype", notes),
         attn_output_gate=gate,
     )
@@ -184,6 +196,7 @@ def _nemotron(cfg, n_layers: int, notes: list[str]) -> dict[str, Any]:
             rec_groups=g,
             rec_conv_kernel=k,
             rec_conv_bias=cfg.flag("use_conv_bias", True),
+            rec_chunk=_mamba_chunk(cfg, notes),
             state_dtype=_state_dtype(cfg, "mamba_ssm_cache_dtype", notes),
         )
     if count["moe"]:
@@ -272,6 +285,7 @@ def attention_only(model):
         rec_state_dim=0,
         rec_groups=0,
         rec_conv_kernel=0,
+        rec_chunk=0,
         n_mixer_free_layers=0,
         n_ffn_free_layers=0,
         n_chunked_layers=0,

@@ -26,6 +26,12 @@ A pass of q tokens per sequence (``recurrent_verify``)
     :data:`~specsim.describe.ops.REPLAY_BUFFER_TOKENS` steps; a pass reads the checkpoint, recomputes from the
     logged inputs and writes the checkpoint back once per buffer (vLLM's opt-in ``use_replayssm``, 0.28+:
     "skip the per-step full-state store, writing the checkpoint back only on flush", vllm/config/cache.py).
+A prompt (:func:`prompt_bytes`)
+    goes through the chunked kernels, not the verification kernel: the state is read and written once, and one
+    state per chunk of ``rec_chunk`` tokens is written and read back, not one per token.  Gated DeltaNet chunks by
+    :data:`GDN_CHUNK_TOKENS` (``chunk_gated_delta_rule_fwd_h`` keeps ``h`` of shape (B, NT, H, V, K), NT =
+    cdiv(T, FLA_CHUNK_SIZE): vllm/model_executor/layers/fla/ops/chunk_delta_h.py at vLLM 05f989d; ``chunk_fwd_o``
+    reads it back); Mamba-2 by the config's ``chunk_size`` (``mamba_chunk_scan_combined``'s chunk states).
 """
 
 from __future__ import annotations
@@ -36,7 +42,19 @@ from specsim.describe.ops import BYTES_PER_ELEMENT, REPLAY_BUFFER_TOKENS, Op
 
 # Every function takes a specsim.describe.shapes.ModelShape (not imported: shapes imports this module).
 
-__all__ = ["pass_bytes", "recurrent_flop", "recurrent_ops", "scratch_bytes", "state_bytes"]
+__all__ = [
+    "GDN_CHUNK_TOKENS",
+    "pass_bytes",
+    "prompt_bytes",
+    "recurrent_flop",
+    "recurrent_ops",
+    "scratch_bytes",
+    "state_bytes",
+]
+
+#: Tokens per chunk of Gated DeltaNet's prompt kernels: FLA_CHUNK_SIZE of vLLM's chunked delta rule
+#: (vllm/model_executor/layers/fla/ops/chunk_delta_h.py, chunk_gated_delta_rule_fwd_h, at vLLM 05f989d).
+GDN_CHUNK_TOKENS = 64
 
 
 def recurrent_ops(shape, tp: int) -> list[Op]:
@@ -125,6 +143,20 @@ def pass_bytes(shape, tokens_per_seq: object) -> np.ndarray:
         else:
             per_layer = held * (1.0 + q / REPLAY_BUFFER_TOKENS) + 2.0 * q * _logged_bytes(shape)
         total = total + op.count * per_layer
+    return total
+
+
+def prompt_bytes(shape, tokens_per_seq: object) -> np.ndarray:
+    """State bytes one sequence's prompt of ``tokens_per_seq`` tokens moves through the chunked kernels, per rank: the
+    state and window read and written once, and the state at each of its chunks written and read back (``rec_chunk``
+    tokens each); a verification pass of as many tokens writes one per token (:func:`pass_bytes`)."""
+    q = np.asarray(tokens_per_seq, dtype=float)
+    s, c = _sizes(shape)
+    chunks = np.ceil(q / shape.rec_chunk)
+    total = np.zeros(q.shape)
+    for op in _states(shape):
+        held = op.state_elems * s + op.conv_elems * c
+        total = total + op.count * (2.0 * held + 2.0 * chunks * op.state_elems * s)
     return total
 
 

@@ -179,6 +179,9 @@ class ModelShape:
         dim, Mamba-2 ssm_state_size), key heads or B/C groups ``G``, and the convolution width ``K``.
     rec_conv_bias : bool
         A bias on the convolution (Mamba-2's use_conv_bias).
+    rec_chunk : int
+        Tokens per chunk of the recurrent layers' prompt kernels (GDN: 64, the kernels' own; Mamba-2: the config's
+        chunk_size); what a prompt's state traffic scales with (:func:`specsim.describe.recurrent.prompt_bytes`).
     state_dtype : str or None
         Storage of the recurrent state (vLLM's mamba_ssm_cache_dtype; None: the model's 16-bit type).
     recurrent_verify : str
@@ -267,6 +270,7 @@ class ModelShape:
     rec_groups: int = 0
     rec_conv_kernel: int = 0
     rec_conv_bias: bool = False
+    rec_chunk: int = 0
     state_dtype: str | None = None
     recurrent_verify: str = "checkpoint"
     n_mixer_free_layers: int = 0
@@ -315,6 +319,7 @@ class ModelShape:
             "rec_state_dim",
             "rec_groups",
             "rec_conv_kernel",
+            "rec_chunk",
             "n_mixer_free_layers",
             "n_ffn_free_layers",
             "attention_chunk_size",
@@ -406,7 +411,7 @@ class ModelShape:
             raise ValueError(
                 f"{where}: recurrent_kind must be one of {', '.join(RECURRENT_KINDS)}, got {self.recurrent_kind!r}"
             )
-        for key in ("rec_heads", "rec_head_dim", "rec_state_dim", "rec_groups", "rec_conv_kernel"):
+        for key in ("rec_heads", "rec_head_dim", "rec_state_dim", "rec_groups", "rec_conv_kernel", "rec_chunk"):
             _positive_int(where, key, getattr(self, key))
         if self.rec_heads % self.tp or self.rec_groups % self.tp and self.tp % self.rec_groups:
             raise ValueError(
@@ -794,8 +799,11 @@ class ModelShape:
         """Bytes a speculating sequence reserves beyond its state for ``draft_tokens`` drafted tokens, per rank."""
         return recurrent.scratch_bytes(self, draft_tokens)
 
-    def recurrent_pass_bytes(self, tokens_per_seq: object) -> np.ndarray:
-        """State bytes one sequence's pass of ``tokens_per_seq`` tokens reads and writes, per rank."""
+    def recurrent_pass_bytes(self, tokens_per_seq: object, prompt: bool = False) -> np.ndarray:
+        """State bytes one sequence's pass of ``tokens_per_seq`` tokens reads and writes, per rank (a ``prompt``'s, through
+        the chunked kernels: :func:`specsim.describe.recurrent.prompt_bytes`)."""
+        if prompt:
+            return recurrent.prompt_bytes(self, tokens_per_seq)
         return recurrent.pass_bytes(self, tokens_per_seq)
 
     def recurrent_flop(self, tokens: object, tokens_per_seq: object = 1) -> np.ndarray:
@@ -959,6 +967,7 @@ class ModelShape:
                         "rec_state_dim",
                         "rec_groups",
                         "rec_conv_kernel",
+                        "rec_chunk",
                         "recurrent_verify",
                     )
                 }

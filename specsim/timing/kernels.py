@@ -962,7 +962,7 @@ class KernelSource:
             # Extra queries on the same KV: their FLOP at the best measured context-attention rate (per rank).
             extra = model.attention_flop(L + q) * (q - 1.0) * b / table.ctx_flop_per_s
         comm = self._comm(table, model, b * q)
-        rec, rec1 = self._recurrence(table, model, b, q)
+        rec, rec1 = self._recurrence(table, model, b, q, prompt)
         total = gemm + attn + extra + comm + rec
         # A pass of q > 1 tokens does strictly more work than a decode step of the same batch and
         # context; measured kernels differ by a few percent run to run, so hold it at least at q = 1.
@@ -1013,17 +1013,21 @@ class KernelSource:
         return model.n_moe_layers * (alike - _moe_uniform(model, m, table.moe_m, table.moe_s))
 
     def _recurrence(
-        self, table: KernelTable, model: ModelShape, b: np.ndarray, q: np.ndarray
+        self, table: KernelTable, model: ModelShape, b: np.ndarray, q: np.ndarray, prompt: bool = False
     ) -> tuple[np.ndarray, np.ndarray]:
         """(pass, decode step) time of the recurrent layers: the measured decode kernels scaled by the state bytes a pass
         of q tokens moves against a decode step's (the verification kernel is bound by the states it writes), else the
-        roofline's time of the recurrences (noted)."""
+        roofline's time of the recurrences (noted).  A ``prompt`` runs the chunked kernels, which the database does not
+        time: the roofline's time of their state traffic (one state per chunk) and FLOP, never under the measured
+        decode kernels of the same batch."""
         if not model.is_hybrid:
             return 0.0, 0.0
         from specsim.timing.roofline import recurrent_time_s
 
         measured = model.n_recurrent_layers * table.recurrence(b)
         if table.rec_b.size:
+            if prompt:
+                return np.maximum(measured, recurrent_time_s(self.hardware, model, b, q, prompt)), measured
             ratio = model.recurrent_pass_bytes(q) / model.recurrent_pass_bytes(1.0)
             return measured * ratio, measured
         self._note(
@@ -1031,7 +1035,7 @@ class KernelSource:
             "the recurrent layers' state traffic and FLOP are the roofline's",
             (model.name, "recurrence"),
         )
-        return recurrent_time_s(self.hardware, model, b, q), recurrent_time_s(self.hardware, model, b, 1.0)
+        return recurrent_time_s(self.hardware, model, b, q, prompt), recurrent_time_s(self.hardware, model, b, 1.0)
 
     def _comm(self, table: KernelTable, model: ModelShape, tokens: np.ndarray) -> np.ndarray:
         """Tensor-parallel collectives of a pass: measured all-reduces where the database has them, else the roofline's."""

@@ -125,25 +125,31 @@ def dequant_time_s(hardware: HardwareProfile, model: ModelShape, batch: object, 
     return out
 
 
-def pass_bytes(model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray, context: np.ndarray) -> np.ndarray:
+def pass_bytes(
+    model: ModelShape, batch: np.ndarray, tokens_per_seq: np.ndarray, context: np.ndarray, prompt: bool = False
+) -> np.ndarray:
     """Bytes of one forward pass on one rank: the weights it needs, each sequence's KV read and new KV written, and the
-    recurrent state each sequence reads and writes (:meth:`~specsim.describe.shapes.ModelShape.recurrent_pass_bytes`)."""
+    recurrent state each sequence reads and writes (:meth:`~specsim.describe.shapes.ModelShape.recurrent_pass_bytes`;
+    a ``prompt``'s through the chunked kernels)."""
     out = model.weight_bytes_read(batch * tokens_per_seq, tokens_per_seq) + batch * (
         model.kv_bytes(context) + model.kv_bytes_per_token * tokens_per_seq
     )
     if model.is_hybrid:
-        out = out + batch * model.recurrent_pass_bytes(tokens_per_seq)
+        out = out + batch * model.recurrent_pass_bytes(tokens_per_seq, prompt)
     return out
 
 
-def recurrent_time_s(hardware: HardwareProfile, model: ModelShape, batch: object, tokens_per_seq: object) -> np.ndarray:
+def recurrent_time_s(
+    hardware: HardwareProfile, model: ModelShape, batch: object, tokens_per_seq: object, prompt: bool = False
+) -> np.ndarray:
     """The roofline's time of a pass's recurrences alone (states moved and their FLOP; not their projections), seconds:
     what a per-operator source charges the recurrent layers where it has no measured kernel for them."""
     b, q = np.asarray(batch, dtype=float), np.asarray(tokens_per_seq, dtype=float)
     if not model.is_hybrid:
         return np.zeros(np.broadcast_shapes(b.shape, q.shape))
     return np.maximum(
-        model.recurrent_flop(b * q, q) / hardware.flop_per_s, b * model.recurrent_pass_bytes(q) / hardware.bytes_per_s
+        model.recurrent_flop(b * q, q) / hardware.flop_per_s,
+        b * model.recurrent_pass_bytes(q, prompt) / hardware.bytes_per_s,
     )
 
 
@@ -189,7 +195,7 @@ def step_time(
     """
     b, q, L = check_pass(batch, tokens_per_seq, context)
     flop = pass_flop(model, b, q, L, prompt)
-    nbytes = pass_bytes(model, b, q, L)
+    nbytes = pass_bytes(model, b, q, L, prompt)
     compute_s = compute_time_s(hardware, model, b, q, L, prompt)
     memory_s = nbytes / hardware.bytes_per_s
     overhead_s = hardware.overhead_for(model.n_layers)
