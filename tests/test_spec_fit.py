@@ -38,6 +38,21 @@ def hybrid(rows):
     return evaluate(rows, "hybrid")
 
 
+@pytest.fixture(scope="module")
+def fit_under(rows, hybrid):
+    """The public fit under the step-time source a deployment takes (a large MoE target at TP 8 takes the measured
+    kernels by default: specsim.timing.default_timing), made once per source."""
+    fits = {"hybrid": hybrid}
+
+    def get(dep):
+        name = dep.source.name
+        if name not in fits:
+            fits[name] = evaluate(rows, name)
+        return fits[name]
+
+    return get
+
+
 def test_public_rows_cover_both_engines_several_sources_and_batches(rows):
     fit = rows[rows.kind.isin(FIT_KINDS)]
     assert set(fit.engine) == {"vllm", "sglang"}
@@ -258,26 +273,42 @@ def _moe(source: str, host: SpecHost | None = None) -> Deployment:
     )
 
 
-def test_best_steps_for_a_235b_moe_with_an_eagle3_head_at_tp8_do_not_grow_with_batch(hybrid):
-    # At the acceptance the sweep implies, with the shipped SGLang spec v1 preset and the default step-time source: the
-    # best number of steps never rises from batch 1 to 64 and ends below where it starts, as SGLang's own sweep found
-    # (4 steps best from batch 1 to 16, 3 at 32, 2 at 64).  Without the per-sequence-and-step term it rises (4 at batch 1,
-    # 6 at 16, 4 at 64).
+def test_best_steps_for_a_235b_moe_with_an_eagle3_head_at_tp8_do_not_grow_with_batch(fit_under):
+    # At the acceptance the sweep implies, with the shipped SGLang spec v1 preset and the default step-time source (the
+    # measured kernels for this target; the acceptance fitted under it): the steps SGLang's own sweep found best (4
+    # from batch 1 to 16, 3 at 32, 2 at 64) are within 1% of specsim's best speedup at every batch, and specsim's best
+    # ends below where it starts.  Without the per-sequence-and-step term they are 3-8% short at batch 16-64 (specsim
+    # would pick 6 at 16 and 4 at 64).  Within 1%, not the argmax itself: the optimum is flat, and the kernel source's
+    # argmax moves between ties 0.2% apart (3 or 4 at batch 2, 4 or 5 at 16).
     batches = [1, 2, 4, 8, 16, 32, 64]
-    best = optimal_gamma(_moe("sglang-22246"), hybrid.alphas["sglang-22246"], batches, 512, gamma_max=16).gamma
-    assert np.all(np.diff(best) <= 0) and best[-1] < best[0], best.tolist()
+    found = dict(zip(batches, (4, 4, 4, 4, 4, 3, 2)))
+    dep = _moe("sglang-22246")
+    alpha = fit_under(dep).alphas["sglang-22246"]
+
+    def shortfall(d):
+        best = optimal_gamma(d, alpha, batches, 512, gamma_max=16)
+        at_found = [float(np.squeeze(speedup(d, alpha, found[b], b, 512))) for b in batches]
+        return best.gamma, 1 - np.array(at_found) / np.asarray(best.speedup, dtype=float)
+
+    gammas, short = shortfall(dep)
+    assert np.all(short < 0.01) and gammas[-1] < gammas[0], (gammas.tolist(), short.round(4).tolist())
+    bare = dataclasses.replace(dep.engine.spec, seq_step_s=0.0)
+    _, short = shortfall(dep.with_engine(dataclasses.replace(dep.engine, spec=bare)))
+    assert short.max() > 0.02, short.round(4).tolist()
 
 
 @pytest.mark.parametrize("source", sorted(_SWEEPS))
-def test_the_held_out_steps_choice_loses_little_of_the_measured_best_throughput(hybrid, rows, source):
-    # Each sweep held out: terms fitted without it, its acceptance fitted alone.  Choosing the steps (within the range the
-    # sweep measured) by the model costs at most 5% of the best measured throughput at any batch.
+def test_the_held_out_steps_choice_loses_little_of_the_measured_best_throughput(fit_under, rows, source):
+    # Each sweep held out: terms fitted without it (under the source the deployment takes by default), its acceptance
+    # fitted alone.  Choosing the steps (within the range the sweep measured) by the model costs at most 5% of the best
+    # measured throughput at any batch.
     sweep = rows[rows.source == source]
     steps = sorted(set(sweep.steps.astype(int)) | {3})
     measured = {(int(r.batch), int(r.steps)): r.spec for _, r in sweep.iterrows()}
     measured |= {(int(r.batch), 3): r.base for _, r in sweep.iterrows()}
-    dep = _moe(source, hybrid.held_out[source])
-    alpha = hybrid.held_out_alphas[source]
+    fit = fit_under(_moe(source))
+    dep = _moe(source, fit.held_out[source])
+    alpha = fit.held_out_alphas[source]
     for b in sorted(set(sweep.batch.astype(int))):
         have = [s for s in steps if (b, s) in measured]
         pick = max(have, key=lambda s: float(speedup(dep, alpha, s, [b], 512)[0]))

@@ -16,16 +16,23 @@ from pathlib import Path
 __all__ = ["EngineCalibration", "calibrate_engine", "measured_acceptance", "timing_for"]
 
 
-def timing_for(hardware, asked: str | None = None) -> tuple[str, str | None]:
+def timing_for(
+    hardware, asked: str | None = None, model=None, kernel_engine: str | None = None
+) -> tuple[str, str | None]:
     """(step-time source, what was taken for it): ``asked``, or by default the library's
-    (:data:`specsim.timing.DEFAULT_TIMING`) where the kernel database has the GPU or a device of its compute capability
-    (:func:`specsim.timing.kernel_db.kin_devices`) and the roofline where it has neither, said as such.  An explicit
-    kernels or hybrid on a GPU without data is refused.  ``hardware`` is a profile or its name."""
+    (:data:`specsim.timing.DEFAULT_TIMING`; for a target ``model`` served with ``kernel_engine``'s kernels,
+    :func:`specsim.timing.default_timing`'s) where the kernel database has the GPU or a device of its compute
+    capability (:func:`specsim.timing.kernel_db.kin_devices`) and the roofline where it has neither, said as such.  An
+    explicit kernels or hybrid on a GPU without data is refused.  ``hardware`` is a profile or its name."""
     from specsim.describe.hardware import load_hardware
     from specsim.engines import DEFAULT_ENGINE, ENGINES
-    from specsim.timing import DEFAULT_TIMING, make_source
+    from specsim.timing import DEFAULT_TIMING, default_timing, make_source
 
     profile = hardware if not isinstance(hardware, str) else load_hardware(hardware)
+    if asked is None and model is not None:
+        chosen, why = default_timing(profile, model, kernel_engine or ENGINES[DEFAULT_ENGINE].kernel_engine)
+        if why:
+            return chosen, why.removeprefix("step times: ")
     source = (
         make_source(asked or DEFAULT_TIMING, profile, ENGINES[DEFAULT_ENGINE].kernel_engine)
         if (asked or DEFAULT_TIMING) != "roofline"
@@ -200,17 +207,18 @@ def calibrate_engine(
     :func:`specsim.engines.default_limits`, said in the notes); ``done`` is called after each fit (a progress bar)."""
     from specsim.calibration.engine_fit import fit_engine
     from specsim.core.defaults import DEFAULT_DRAFT
+    from specsim.describe.models import get_model
     from specsim.engines import get_engine
     from specsim.serving.steady import engine_limits
     from specsim.speculation.deployment import Deployment
 
     engine = get_engine(engine)  # the file keeps the release as named (engine.named_as)
 
-    timing, timing_note = timing_for(hardware, timing)
-    notes = list(notes) + ([f"step times: {timing_note}"] if timing_note else [])
     spec_runs = any(c.kind == "spec" for c in runs)
     draft_options = {"tp": draft_tp if draft_tp is not None else tp} if (tp or 1) > 1 and spec_runs else None
     target_options = {k: v for k, v in (("tp", tp), ("weight_dtype", weight_dtype), ("kv_dtype", kv_dtype)) if v}
+    timing, timing_note = timing_for(hardware, timing, get_model(target, **target_options), engine.kernel_engine)
+    notes = list(notes) + ([f"step times: {timing_note}"] if timing_note else [])
     dep = Deployment.build(
         hardware,
         target,

@@ -501,13 +501,14 @@ def load_large_moe_tpot(path: str | Path | None = None) -> pd.DataFrame:
 
 def judge_large_moe(df: pd.DataFrame, candidate: str = "hybrid (default)") -> pd.DataFrame:
     """The shipped presets' plain TPOT of each row under the one serving model (as ``specsim optimal-gamma --concurrency
-    N --input-len ISL --output-len OSL --engine BACKEND@VERSION`` answers, KV cache in BF16: the rows do not record it),
+    N --input-len ISL --output-len OSL --engine BACKEND@VERSION`` answers, KV cache in BF16: the rows do not record it;
+    ``candidate`` one of :data:`CANDIDATES`, or ``"default"``: the source an answer takes, :func:`~specsim.timing.default_timing`),
     with ``predicted_ms``, ``error`` (signed, predicted over measured less 1) and ``limited_by`` (what holds the modelled
     engine below the row's users, empty where it holds them all: such a row judges the capacity model, not the step).
     Nothing is fitted."""
     from specsim.serving.steady import served_state
 
-    kind, suffix = CANDIDATES[candidate]
+    kind, suffix = (None, "") if candidate == "default" else CANDIDATES[candidate]  # default: as an answer takes it
     pred = np.full(len(df), np.nan)
     limited = np.full(len(df), "", dtype=object)
     keys = ["hardware", "backend", "backend_version", "model", "weight_dtype", "tp", "isl", "osl"]

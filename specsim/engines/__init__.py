@@ -224,24 +224,31 @@ def source_and_engine(
     engine: str | None = None,
     engine_overhead_ms: float | None = None,
     progress=None,
+    model=None,
 ):
     """The step-time source and the engine preset that apply to it, as ``--timing`` and ``--engine`` choose them.
 
     ``timing`` and ``engine`` default to :data:`specsim.timing.DEFAULT_TIMING` and
-    :data:`DEFAULT_ENGINE`; the kernel source reads the engine's own kernels, and
-    GPU-time sources take the preset's GPU-time values; ``engine_overhead_ms``
-    replaces the per-iteration time.
+    :data:`DEFAULT_ENGINE`; for a target ``model`` the default source is :func:`specsim.timing.default_timing`'s (the
+    measured kernels for a large MoE target at tensor parallelism that they compose, said in the source's notes); the
+    kernel source reads the engine's own kernels, and GPU-time sources take the preset's GPU-time values;
+    ``engine_overhead_ms`` replaces the per-iteration time.
 
     >>> from specsim.describe.hardware import load_hardware
     >>> source, preset = source_and_engine(load_hardware("h100-sxm"), "roofline", "trtllm")
     >>> source.name, round(preset.iteration_s * 1e3, 2)
     ('roofline', 0.2)
     """
-    from specsim.timing import DEFAULT_TIMING, make_source
+    from specsim.timing import DEFAULT_TIMING, default_timing, make_source
 
     preset = engine if isinstance(engine, EnginePreset) else get_engine(DEFAULT_ENGINE if engine is None else engine)
     check_platform(preset, hardware)
-    source = make_source(DEFAULT_TIMING if timing is None else timing, hardware, preset.kernel_engine, progress)
+    chosen, why = (timing, None) if timing is not None else (DEFAULT_TIMING, None)
+    if timing is None and model is not None:
+        chosen, why = default_timing(hardware, model, preset.kernel_engine, progress)
+    source = make_source(chosen, hardware, preset.kernel_engine, progress)
+    if why:
+        source.notes.insert(0, why)
     preset = preset.for_source(source)
     engine = REGISTRY.get(preset.name)
     if engine is not None:

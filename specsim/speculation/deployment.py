@@ -55,6 +55,7 @@ from specsim.describe.parallel import check_tp
 from specsim.engines import DEFAULT_ENGINE, REGISTRY, EnginePreset, draft_tp, get_engine, source_and_engine
 from specsim.speculation.acceptance import _check_gamma, plan_arrays, tokens_per_round
 from specsim.speculation.drafters import Drafter, DraftModel, drafter_class, make_drafter
+from specsim.timing import large_moe_at_tp
 from specsim.timing.base import StepTime, StepTimeSource
 
 __all__ = [
@@ -442,9 +443,6 @@ def _serial_where_blocked(preset: EnginePreset, hardware, target) -> EnginePrese
     )
 
 
-#: Active parameters from which a MoE target counts as large for :data:`LARGE_MOE_LONGER` (the judged rows' targets
-#: have 10.4B-36.6B).
-LARGE_MOE_ACTIVE = 10e9
 #: How much longer engines' plain TPOT is than specsim's plain step on the public rows of large MoE targets at tensor
 #: parallelism (:func:`specsim.calibration.fidelity.judge_large_moe`, shipped presets, nothing fitted; table 4b of
 #: ``benchmarks/validate_steptimes.py`` prints it, ``tests/test_engines.py`` recomputes it): at 1-8 users (median,
@@ -487,7 +485,7 @@ class Deployment:
             object.__setattr__(self, "drafter", DraftModel(self.drafter.name, self.drafter))
         # One default for the library and the command line: the default step-time source and engine preset.
         if self.source is None:
-            source, preset = source_and_engine(self.hardware, None, self.engine)
+            source, preset = source_and_engine(self.hardware, None, self.engine, model=self.target)
             object.__setattr__(self, "source", source)
             object.__setattr__(self, "engine", preset)
         elif self.engine is None:
@@ -589,7 +587,7 @@ class Deployment:
         if defaulted:  # (a decode-only deployment builds no drafter: nothing to say)
             draft, why = (DEFAULT_DRAFT, "") if decode_only else default_draft(target_model)
             choices = (why,) if why else ()
-        source, preset = source_and_engine(profile, timing, engine, engine_overhead_ms, progress)
+        source, preset = source_and_engine(profile, timing, engine, engine_overhead_ms, progress, target_model)
         preset = _serial_where_blocked(preset, profile, target_model)
         kind = drafter_class(str(draft))
         if not decode_only:
@@ -619,7 +617,7 @@ class Deployment:
     ) -> "Deployment":
         """This deployment with a step-time source and engine preset, by name (``vllm@0.10``) or as a preset (see
         :func:`specsim.engines.source_and_engine`)."""
-        source, preset = source_and_engine(self.hardware, timing, engine, engine_overhead_ms, progress)
+        source, preset = source_and_engine(self.hardware, timing, engine, engine_overhead_ms, progress, self.target)
         return dataclasses.replace(self, source=source).with_engine(preset)
 
     def with_engine(self, preset: EnginePreset) -> "Deployment":
@@ -939,9 +937,7 @@ class Deployment:
         Not on a ROCm profile: the rows are NVIDIA GPUs', and vLLM ROCm's per-collective time is fitted to large MoE runs
         of its own (docs/reports/2026-12-01-moe-rocm.md)."""
         t = self.target
-        if not t.is_moe or t.tp < 2 or t.active_params < LARGE_MOE_ACTIVE or self.engine.calibration:
-            return []
-        if self.hardware.platform != "cuda":
+        if not large_moe_at_tp(t, self.hardware) or self.engine.calibration:
             return []
         (low, lo, hi, n_low), (every, _, _, n_all) = LARGE_MOE_LONGER
         k_low, k_lo, k_hi, k_n = LARGE_MOE_LONGER_KERNELS
@@ -959,7 +955,7 @@ class Deployment:
             return [
                 f"{t.name}: its plain step is composed from measured kernels; {rows} engines took a median {k_low:.0%} "
                 f"longer per token than that at 1-8 users ({k_lo:.0%} to {k_hi:.0%} by model, {k_n} runs), and "
-                f"{low:.0%} longer than the default source's roofline step; how much of the rest {why}"
+                f"{low:.0%} longer than the hybrid source's roofline step; how much of the rest {why}"
             ]
         return [
             f"{t.name}: {rows} engines took a median {low:.0%} longer per token than specsim's plain step at 1-8 users "

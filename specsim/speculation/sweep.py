@@ -64,15 +64,12 @@ def deployments(
     )  # type: ignore[arg-type]
     for hw in _as_list(hardware):
         profile = hw if isinstance(hw, HardwareProfile) else load_hardware(hw)
-        source, preset = source_and_engine(profile, timing, engine)
         for target, draft in pair_list:
+            target = target if isinstance(target, ModelShape) else get_model(target)
+            source, preset = source_and_engine(profile, timing, engine, model=target)
             out.append(
                 Deployment(
-                    profile,
-                    target if isinstance(target, ModelShape) else get_model(target),
-                    draft if isinstance(draft, ModelShape) else get_model(draft),
-                    source,
-                    preset,
+                    profile, target, draft if isinstance(draft, ModelShape) else get_model(draft), source, preset
                 )
             )
     return out

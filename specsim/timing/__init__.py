@@ -33,7 +33,18 @@ from specsim.describe.hardware import HardwareProfile
 from specsim.timing.base import StepTime, StepTimeSource
 from specsim.timing.kernel_db import BACKENDS
 
-__all__ = ["DEFAULT_TIMING", "SOURCES", "StepTime", "StepTimeSource", "TIMING_CHOICES", "make_source"]
+__all__ = [
+    "DEFAULT_TIMING",
+    "LARGE_MOE_ACTIVE",
+    "LARGE_MOE_MAE",
+    "SOURCES",
+    "StepTime",
+    "StepTimeSource",
+    "TIMING_CHOICES",
+    "default_timing",
+    "large_moe_at_tp",
+    "make_source",
+]
 
 #: Chosen by the fidelity table (benchmarks/validate_steptimes.py, README "Fidelity").
 DEFAULT_TIMING = "hybrid"
@@ -120,3 +131,53 @@ def make_source(
     if build is None or (colon and name != "measured") or (name == "measured" and not colon):
         raise ValueError(f"unknown step-time source {spec!r}; choose {TIMING_CHOICES}")
     return build(arg, hardware, kernel_engine, progress)
+
+
+#: Active parameters from which a MoE target counts as large (the public rows that judge such targets, table 4b of
+#: ``benchmarks/validate_steptimes.py``, are of targets with 10.4B-36.6B).
+LARGE_MOE_ACTIVE = 10e9
+#: Mean absolute error of the plain TPOT on those rows (318 of 354: the others judge the KV capacity) with the default
+#: source (:func:`default_timing`: the measured kernels where they compose the target, else hybrid) and with the
+#: hybrid source throughout, and the rows (:func:`specsim.calibration.fidelity.judge_large_moe`, shipped presets,
+#: nothing fitted; ``tests/test_engines.py`` recomputes it).  Measured 2026-12-04.
+LARGE_MOE_MAE = (0.167, 0.257, 318)
+
+
+def large_moe_at_tp(model, hardware: HardwareProfile) -> bool:
+    """A MoE target of at least :data:`LARGE_MOE_ACTIVE` active parameters at tensor parallelism 2 or more, on an NVIDIA
+    GPU: what the public rows of table 4b measure (NVIDIA GPUs' only)."""
+    return (
+        model.is_moe
+        and model.tp >= 2
+        and model.active_params >= LARGE_MOE_ACTIVE
+        and getattr(hardware, "platform", "cuda") == "cuda"
+    )
+
+
+def default_timing(
+    hardware: HardwareProfile, model, kernel_engine: str = BACKENDS[0], progress=None
+) -> tuple[str, str | None]:
+    """(source, why) an answer takes where none is asked: :data:`DEFAULT_TIMING`, except for a large MoE target at
+    tensor parallelism (:func:`large_moe_at_tp`) whose step the kernel database composes from this GPU's own
+    measurements: ``kernels``, said in ``why``.  On the public rows of such targets the hybrid source's decode step,
+    the roofline's, is a median 45% short at 1-8 users, and the measured kernels' is 16% (:data:`LARGE_MOE_MAE`;
+    docs/reports/2026-12-04-large-moe-plain-step.md).  Where the database cannot compose the target (TensorRT-LLM's
+    kernels for an MLA model, ``timing/data/refused_compositions.csv``), or has only a kin device's kernels, the
+    default stays."""
+    if not large_moe_at_tp(model, hardware):
+        return DEFAULT_TIMING, None
+    from specsim.timing.kernels import KernelDataError, KernelSource
+
+    try:
+        probe = KernelSource(hardware, kernel_engine, progress)
+    except KernelDataError:
+        return DEFAULT_TIMING, None
+    if probe.table(model) is None:
+        return DEFAULT_TIMING, None
+    default, hybrid, rows = LARGE_MOE_MAE
+    return "kernels", (
+        f"step times: kernels, the default for a MoE target of {LARGE_MOE_ACTIVE / 1e9:.0f}B or more active parameters "
+        f"at tensor parallelism whose step the kernel database composes (on {rows} public plain runs of such targets, "
+        f"mean absolute TPOT error {default:.1%} this way against {hybrid:.1%} with the hybrid source throughout: "
+        "benchmarks/validate_steptimes.py, table 4b); --timing hybrid for the other"
+    )
