@@ -364,7 +364,8 @@ def add_timing_args(p: argparse.ArgumentParser) -> None:
         "--timing",
         metavar="SOURCE",
         help=f"step-time source: {TIMING_CHOICES} (default {DEFAULT_TIMING}: the roofline for decode steps, "
-        "measured kernels for the cost of verification; see README, Fidelity)",
+        "measured kernels for the cost of verification; kernels for a MoE target of 10B+ active parameters at "
+        "tensor parallelism that they compose; see docs/model/step-time-sources.md)",
     )
     p.add_argument(
         "--engine",
