@@ -947,7 +947,7 @@ REFUSED = [
         lambda t: (
             f"--plain {_vllm_runs(t / 'b.jsonl', (1, 4), model_id='meta-llama/Llama-3.1-70B-Instruct', spec_decode_acceptance_length=None)} --hardware h100"
         ),
-        "llama-3.1-70b (141.1 GB of weights per GPU at TP 1) does not fit in h100-sxm's 80 GB",
+        "llama-3.1-70b (141.1 GB of weights per GPU at TP 1) does not fit in h100-sxm's 86 GB",
     ),
     (
         "a context past the model's positions",

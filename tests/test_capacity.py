@@ -11,13 +11,14 @@ from specsim.speculation.search import optimal_gamma
 
 
 def test_8b_with_1b_draft_at_8192_tokens_by_hand():
-    # By hand: usable 0.9 * 80e9 = 72e9 bytes; weights 8,030,261,248 * 2 and 1,235,814,400 * 2 bytes;
+    # By hand: usable 0.9 * 85,520,809,984 bytes (81,559 MiB, the H100's memory as nvidia-smi reports it); weights
+    # 8,030,261,248 * 2 and 1,235,814,400 * 2 bytes;
     # KV per sequence 131,072 * 8192 (target) and 32,768 * 8192 (draft) bytes.
     cap = capacity(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b"), 8192)
-    usable = 72e9
+    usable = 0.9 * 81_559 * 2**20
     w_t, w_d = 8_030_261_248 * 2, 1_235_814_400 * 2
-    assert cap.max_batch_without_draft == int((usable - w_t) // (131_072 * 8192)) == 52
-    assert cap.max_batch_with_draft == int((usable - w_t - w_d) // ((131_072 + 32_768) * 8192)) == 39
+    assert cap.max_batch_without_draft == int((usable - w_t) // (131_072 * 8192)) == 56
+    assert cap.max_batch_with_draft == int((usable - w_t - w_d) // ((131_072 + 32_768) * 8192)) == 43
 
 
 def test_70b_does_not_fit_on_one_h100_in_bf16_but_fp8_does():

@@ -298,14 +298,14 @@ def test_capacity_says_70b_does_not_fit_in_bf16(capsys):
 
 def test_capacity_8b_with_draft_at_8192(capsys):
     code, out, _ = run(capsys, "capacity", "--context", "8192")
-    assert "52 without the draft, 39 with it" in out
+    assert "56 without the draft, 43 with it" in out
     code, out, _ = run(capsys, "capacity", "--context", "8192", "--json")
     data = json.loads(out)
-    assert (data["max_batch_without_draft"], data["max_batch_with_draft"]) == (52, 39)
+    assert (data["max_batch_without_draft"], data["max_batch_with_draft"]) == (56, 43)
 
 
 def test_optimal_gamma_flags_batches_that_do_not_fit(capsys):
-    code, out, _ = run(capsys, "optimal-gamma", "--batch", "1,39,40,64", "--max-context", "8192", "--json")
+    code, out, _ = run(capsys, "optimal-gamma", "--batch", "1,43,44,64", "--max-context", "8192", "--json")
     rows = json.loads(out)
     assert [r["fits_with_draft"] for r in rows] == [True, True, False, False]
     assert [r["fits_without_draft"] for r in rows] == [True, True, True, False]

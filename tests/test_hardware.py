@@ -49,7 +49,9 @@ def test_datasheet_numbers(name, tflops, tbps, gb):
     hw = load_hardware(name)
     assert hw.peak_flop_per_s == pytest.approx(tflops * 1e12)
     assert hw.peak_bytes_per_s == pytest.approx(tbps * 1e12)
-    assert hw.memory_bytes == pytest.approx(gb * 1e9)
+    # Memory as the device reports it (what an engine's gpu_memory_utilization is a fraction of): a datasheet's
+    # "80 GB" or "141 GB" is a binary figure, nvidia-smi's MiB within 0.5% of it, 7% above the decimal reading.
+    assert hw.memory_bytes == pytest.approx(gb * 2**30, rel=0.005) and hw.memory_bytes > 1.06 * gb * 1e9
 
 
 def test_every_nvidia_profile_gives_its_compute_capability_with_its_source():

@@ -1012,7 +1012,7 @@ def test_a_closed_loop_schedules_and_times_only_the_batches_its_users_can_run(ca
 
 
 def test_serve_sim_says_what_held_the_speculating_arm_to_a_smaller_batch(capsys):
-    # On a 24 GB A30 the DSpark head's 4.7 GB leave KV for 2 requests of 1,300 tokens where 27 fit without it; SGLang
+    # On a 24 GiB A30 the DSpark head's 4.7 GB leave KV for 9 requests of 1,300 tokens where 35 fit without it; SGLang
     # speculates with at most 48 sequences.  Either way a smaller batch, not a slower round, is the difference.
     def held(*argv):
         assert (
@@ -1023,8 +1023,8 @@ def test_serve_sim_says_what_held_the_speculating_arm_to_a_smaller_batch(capsys)
 
     kv = held("--concurrency", "64", "--target", "qwen3-8b", "--draft", "dspark", "--hardware", "a30")
     assert kv == [
-        "speculation on ran at most 2 sequences at once, off 27: beside the draft's weights and KV the cache holds "
-        "3,300 tokens, against 35,390 without it (each request reserves its prompt and output; specsim capacity gives "
+        "speculation on ran at most 9 sequences at once, off 35: beside the draft's weights and KV the cache holds "
+        "12,785 tokens, against 46,192 without it (each request reserves its prompt and output; specsim capacity gives "
         "the batch at a length)"
     ]
     assert held("--concurrency", "56", "--engine", "sglang") == [

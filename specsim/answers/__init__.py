@@ -227,7 +227,7 @@ def capacity_record(
 
     >>> record = capacity_record(Deployment.build("h100-sxm", "llama-3.3-70b", "llama-3.2-1b"), 8192)
     >>> record["target_fits"], record["smallest_fitting_tp"]
-    (False, 4)
+    (False, 2)
     """
     from specsim.serving.capacity import smallest_fitting_tp
 

@@ -159,7 +159,7 @@ def run_hardware(args: argparse.Namespace) -> int:
         if hw.peak_fp8_flop_per_s:
             print(f"  dense FP8 peak      {hw.peak_fp8_flop_per_s / 1e12:9.1f} TFLOP/s")
         print(f"  memory bandwidth    {hw.peak_bytes_per_s / 1e12:9.3f} TB/s")
-        print(f"  memory capacity     {hw.memory_bytes / 1e9:9.1f} GB")
+        print(f"  memory capacity     {hw.memory_bytes / 1e9:9.1f} GB ({hw.memory_bytes / 2**30:.1f} GiB)")
         if hw.compute_capability:
             print(f"  compute capability  {hw.compute_capability:>9} (sm_{hw.compute_capability.replace('.', '')})")
         print(f"  efficiencies        compute {hw.compute_eff:.3g}, bandwidth {hw.bandwidth_eff:.3g}")
@@ -185,7 +185,7 @@ def run_hardware(args: argparse.Namespace) -> int:
                 name,
                 f"{hw.peak_flop_per_s / 1e12:.4g}",
                 f"{hw.peak_bytes_per_s / 1e12:.3g}",
-                f"{hw.memory_bytes / 1e9:.0f}",
+                f"{hw.memory_bytes / 2**30:.0f}",
                 f"{hw.compute_eff:.2f}/{hw.bandwidth_eff:.2f}",
                 f"{hw.overhead_s * 1e3:.3f}",
                 f"{hw.ridge_flop_per_byte:.0f}",
@@ -197,7 +197,9 @@ def run_hardware(args: argparse.Namespace) -> int:
         return 0
     print(
         table(
-            ["name", "TFLOP/s", "TB/s", "GB", "eff c/bw", "overhead ms", "ridge", "efficiencies from"], rows, "<>>>>>><"
+            ["name", "TFLOP/s", "TB/s", "GiB", "eff c/bw", "overhead ms", "ridge", "efficiencies from"],
+            rows,
+            "<>>>>>><",
         )
     )
     from specsim.describe.hardware import ALIASES

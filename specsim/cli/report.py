@@ -67,7 +67,8 @@ def capacity_summary(cap, dep) -> list[str]:
     per = " per GPU" if cap.gpus > 1 else ""
     where = f"{dep.hardware.name} x {cap.gpus}" if cap.gpus > 1 else dep.hardware.name
     lines = [
-        f"memory{per}: {cap.memory_bytes / gb:.0f} GB x {cap.usable_bytes / cap.memory_bytes:g} usable = {cap.usable_bytes / gb:.1f} GB; "
+        f"memory{per}: {cap.memory_bytes / gb:.1f} GB ({cap.memory_bytes / 2**30:.1f} GiB) x "
+        f"{cap.usable_bytes / cap.memory_bytes:g} usable = {cap.usable_bytes / gb:.1f} GB; "
         f"weights {dep.target.name} {cap.target_weight_bytes / gb:.1f} GB + {dep.drafter.name} {cap.draft_weight_bytes / gb:.1f} GB"
         + (" (draft whole on one GPU)" if cap.gpus > 1 and dep.draft is not None and dep.draft.tp == 1 else "")
         + "; "

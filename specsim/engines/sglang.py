@@ -549,7 +549,7 @@ def default_limits(preset, hardware) -> DefaultLimits:
     return DefaultLimits(
         PLAIN_MAX_RUNNING,
         tokens,
-        f"SGLang {_version_text(release)}'s defaults on a GPU of {hardware.memory_bytes / 1e9:.0f} GB: chunked_prefill_size {tokens} ({where}), "
+        f"SGLang {_version_text(release)}'s defaults on a GPU of {gib:.0f} GiB: chunked_prefill_size {tokens} ({where}), "
         f"max_running_requests {SPEC_MAX_RUNNING} speculating and at least {PLAIN_MAX_RUNNING} (the KV pool) without; "
         "the budget is the prompts' alone, decoding runs in its own batches",
         spec_max_num_seqs=SPEC_MAX_RUNNING,

@@ -447,10 +447,10 @@ def _serial_where_blocked(preset: EnginePreset, hardware, target) -> EnginePrese
 #: parallelism (:func:`specsim.calibration.fidelity.judge_large_moe`, shipped presets, nothing fitted; table 4b of
 #: ``benchmarks/validate_steptimes.py`` prints it, ``tests/test_engines.py`` recomputes it): at 1-8 users (median,
 #: lowest and highest model's median, runs), then at 1-256 users.  Measured 2026-12-04; not corrected.
-LARGE_MOE_LONGER = ((0.45, 0.30, 0.74, 124), (0.32, 0.21, 0.69, 318))
+LARGE_MOE_LONGER = ((0.45, 0.30, 0.74, 128), (0.32, 0.21, 0.69, 329))
 #: The same at 1-8 users with the measured-kernel source (``--timing kernels``, where the kernel database composes the
 #: target; ``specsim/timing/data/refused_compositions.csv``), on the same rows.
-LARGE_MOE_LONGER_KERNELS = (0.16, -0.06, 0.31, 124)
+LARGE_MOE_LONGER_KERNELS = (0.16, -0.06, 0.31, 128)
 
 
 @dataclass(frozen=True)
