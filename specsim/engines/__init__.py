@@ -243,7 +243,7 @@ def source_and_engine(
 
     preset = engine if isinstance(engine, EnginePreset) else get_engine(DEFAULT_ENGINE if engine is None else engine)
     check_platform(preset, hardware)
-    chosen, why = (timing, None) if timing is not None else (DEFAULT_TIMING, None)
+    chosen, why = DEFAULT_TIMING if timing is None else timing, None
     if timing is None and model is not None:
         chosen, why = default_timing(hardware, model, preset.kernel_engine, progress)
     source = make_source(chosen, hardware, preset.kernel_engine, progress)
