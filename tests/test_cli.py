@@ -304,6 +304,24 @@ def test_capacity_8b_with_draft_at_8192(capsys):
     assert (data["max_batch_without_draft"], data["max_batch_with_draft"]) == (56, 43)
 
 
+def test_capacity_says_where_the_engine_sizes_its_cache_otherwise_than_the_share_it_takes(capsys):
+    # specsim takes vLLM's gpu_memory_utilization (0.9) for every engine; under SGLang and TensorRT-LLM, which size the
+    # cache their own way, the capacity line says so, and not under vLLM nor where --memory-util gives the share.
+    def said(*argv):
+        code, out, _ = run(capsys, "capacity", *argv)
+        assert code == 0
+        return [line for line in out.splitlines() if line.startswith("usable: vLLM's gpu_memory_utilization")]
+
+    assert "mem_fraction_static" in said("--engine", "sglang")[0]
+    assert "free_gpu_memory_fraction" in said("--engine", "trtllm")[0]
+    assert said("--engine", "vllm") == [] and said("--engine", "sglang", "--memory-util", "0.85") == []
+    # At a load the KV cache cannot hold, the answer says it too (and not where it holds every user).
+    for engine, load, expect in (("sglang", "64", True), ("vllm", "64", False), ("sglang", "1", False)):
+        argv = ["optimal-gamma", "--engine", engine, "--target", "llama-3.1-70b", "--tp", "2", "--concurrency", load]
+        code, _, err = run(capsys, *argv, "--input-len", "8000", "--output-len", "1000")
+        assert code == 0 and ("note: the KV cache holds fewer users" in err) == expect, (engine, load)
+
+
 def test_optimal_gamma_flags_batches_that_do_not_fit(capsys):
     code, out, _ = run(capsys, "optimal-gamma", "--batch", "1,43,44,64", "--max-context", "8192", "--json")
     rows = json.loads(out)

@@ -792,12 +792,12 @@ def run_at_load(args: argparse.Namespace, kind: str, loads: list, gamma: int | N
         print_json([r | {"provenance": dep.provenance(), "lengths": lengths.description} for r in answer.rows])
         print_notes(dep)
         return 0
-    _print_load(answer, dep, args.limits_said)
+    _print_load(answer, dep, args.limits_said, getattr(args, "memory_util", None))
     print_notes(dep)
     return 0
 
 
-def _print_load(answer, dep, limits_said: str = "") -> None:
+def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = None) -> None:
     from specsim.cli import report
 
     print(describe(dep, int(answer.input_tokens + answer.output_tokens / 2)))
@@ -859,6 +859,12 @@ def _print_load(answer, dep, limits_said: str = "") -> None:
         "each pair: plain / speculating; speedup = plain TPOT / speculative TPOT at that load; decode batch: the mean "
         "sequences decoding at once (time-weighted)"
     )
+    from specsim.cli.report import engine_memory_said
+
+    held_by_kv = any("kv cache" in (r["plain"]["limited_by"], r["spec"]["limited_by"]) for r in answer.rows)
+    said = engine_memory_said(answer.deployment, memory_util) if held_by_kv else None
+    if said:
+        print(f"note: the KV cache holds fewer users than some loads bring; its size takes {said}", file=sys.stderr)
     for r in answer.rows:  # where only the speculating engine queues users: its TTFT carries the wait
         a, b = r["plain"], r["spec"]
         if b["limited_by"] and not a["limited_by"] and answer.kind == "concurrency":
@@ -887,7 +893,7 @@ def _explain_at_load(args: argparse.Namespace, kind: str, loads: list) -> int:
         print_json(rows)
         print_notes(dep)
         return 0
-    _print_load(answer, dep, args.limits_said)
+    _print_load(answer, dep, args.limits_said, getattr(args, "memory_util", None))
     names = [n for n in rows[0]["parts_s"] if any(row["parts_s"][n] > 0 for row in rows)]
     print(
         "\nwhere an iteration's time goes at each load, ms (the round at the decode batch the load implies, and the others' "

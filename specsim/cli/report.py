@@ -60,6 +60,29 @@ def print_notes(dep) -> None:
         print(f"note: {note}", file=sys.stderr)
 
 
+#: How an engine other than vLLM sizes its cache by default, where specsim takes vLLM's share of device memory.
+_OWN_MEMORY_RULE = {
+    "sglang": "SGLang keeps a reserve of its own instead, 3-32 GiB by GPU, TP and drafter (mem_fraction_static = "
+    "(gpu_mem - reserved_mem) / gpu_mem, python/sglang/srt/server_args.py, 0.5.11)",
+    "trtllm": "TensorRT-LLM gives the cache a share of the memory the weights leave instead (KvCacheConfig "
+    "free_gpu_memory_fraction, 'Default is 90%': tensorrt_llm/llmapi/llm_args.py)",
+}
+
+
+def engine_memory_said(dep, share: float | None) -> str | None:
+    """Where the engine sizes its KV cache otherwise than the share of device memory specsim takes (vLLM's default, or
+    ``share`` where one was given): what it takes and what the engine does; None where there is nothing to say."""
+    from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
+
+    own = _OWN_MEMORY_RULE.get(dep.engine.name)
+    if not own or (share is not None and share != DEFAULT_MEMORY_UTILIZATION):
+        return None
+    return (
+        f"vLLM's gpu_memory_utilization default ({DEFAULT_MEMORY_UTILIZATION:g}); {own}, which is not modelled: "
+        "--memory-util for your engine's share"
+    )
+
+
 def capacity_summary(cap, dep) -> list[str]:
     from specsim.serving.capacity import smallest_fitting_tp
 
@@ -74,6 +97,9 @@ def capacity_summary(cap, dep) -> list[str]:
         + "; "
         f"KV per sequence at {cap.context_tokens} tokens {cap.target_kv_bytes_per_seq / gb:.3f} + {cap.draft_kv_bytes_per_seq / gb:.3f} GB"
     ]
+    said = engine_memory_said(dep, cap.usable_bytes / cap.memory_bytes)
+    if said:
+        lines.append(f"usable: {said}")
     if cap.recurrent_state_bytes_per_seq:  # a hybrid target: say what the recurrent layers hold, and the scratch
         lines.append(
             f"recurrent state: {cap.recurrent_state_bytes_per_seq / gb:.3f} GB per sequence of the target's; a "
