@@ -60,21 +60,13 @@ def print_notes(dep) -> None:
         print(f"note: {note}", file=sys.stderr)
 
 
-#: How an engine other than vLLM sizes its cache by default, where specsim takes vLLM's share of device memory.
-_OWN_MEMORY_RULE = {
-    "sglang": "SGLang keeps a reserve of its own instead, 3-32 GiB by GPU, TP and drafter (mem_fraction_static = "
-    "(gpu_mem - reserved_mem) / gpu_mem, python/sglang/srt/server_args.py, 0.5.11)",
-    "trtllm": "TensorRT-LLM gives the cache a share of the memory the weights leave instead (KvCacheConfig "
-    "free_gpu_memory_fraction, 'Default is 90%': tensorrt_llm/llmapi/llm_args.py)",
-}
-
-
 def engine_memory_said(dep, share: float | None) -> str | None:
     """Where the engine sizes its KV cache otherwise than the share of device memory specsim takes (vLLM's default, or
     ``share`` where one was given): what it takes and what the engine does; None where there is nothing to say."""
+    from specsim.engines import REGISTRY
     from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
 
-    own = _OWN_MEMORY_RULE.get(dep.engine.name)
+    own = getattr(REGISTRY.get(dep.engine.name), "memory_rule", None)
     if not own or (share is not None and share != DEFAULT_MEMORY_UTILIZATION):
         return None
     return (

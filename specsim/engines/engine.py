@@ -108,6 +108,10 @@ class Engine:
     #: Where this engine keeps a draft model's KV cache in the dtype it keeps the target's (its one cache setting): the
     #: source that says so.  None: a draft model keeps its own config's dtype (not read for this engine).
     draft_cache_rule: str | None = None
+    #: Where this engine sizes its KV cache by default otherwise than vLLM's gpu_memory_utilization, the share of device
+    #: memory specsim takes (:data:`specsim.serving.capacity.DEFAULT_MEMORY_UTILIZATION`): what it does, with its
+    #: source.  None: that share is the engine's own (vLLM), or not read.
+    memory_rule: str | None = None
     #: Its benchmark writer (:class:`~specsim.engines.writers.BenchWriter`).
     bench: object = None
     #: The result files its benchmark client writes.

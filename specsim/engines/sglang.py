@@ -597,6 +597,10 @@ ENGINE = _Sglang(
     serial_preset="sglang@0.5",
     own_draft_tp=True,
     takes_trees=True,
+    memory_rule=(
+        "SGLang keeps a reserve of its own instead, 3-32 GiB by GPU, TP and drafter (mem_fraction_static = "
+        "(gpu_mem - reserved_mem) / gpu_mem, python/sglang/srt/server_args.py, 0.5.11)"
+    ),
     draft_cache_rule=(
         "SGLang 0.5.12's draft worker runs on the server's own server_args, whose --kv-cache-dtype sets its cache "
         "(srt/speculative/standalone_worker.py; srt/model_executor/model_runner.py configure_kv_cache_dtype)"

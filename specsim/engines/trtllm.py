@@ -514,6 +514,10 @@ ENGINE = _Trtllm(
     method_key="decoding_type",
     serial_preset=None,
     own_draft_tp=False,
+    memory_rule=(
+        "TensorRT-LLM gives the cache a share of the memory the weights leave instead (KvCacheConfig "
+        "free_gpu_memory_fraction, 'Default is 90%': tensorrt_llm/llmapi/llm_args.py)"
+    ),
     takes_trees=False,
     bench=TrtllmBench(),
     bench_files=BenchFiles(
