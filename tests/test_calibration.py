@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import io
 import json
+import pathlib
 import shutil
 from pathlib import Path
 
@@ -1085,6 +1086,20 @@ def test_a_calibration_relabelled_for_another_gpu_is_refused(tmp_path, capsys, p
             and "relabelled.yaml: the fitted profile's peak_flop_per_s" in err[0]
             and "not fitted on mi355x" in err[0]
         )
+
+
+def test_a_calibration_written_with_the_datasheets_decimal_memory_is_read_with_the_devices(tmp_path, plan_calibration):
+    # Files written before 2026-12-04 hold the datasheet's "80 GB" read as 80e9 bytes; memory is not fitted, so such a
+    # file is read with the built-in profile's memory (what the device reports), not refused as another GPU's.
+    from specsim.calibration.file import read_calibration
+    from specsim.describe.hardware import load_hardware
+
+    record = yaml.safe_load(pathlib.Path(plan_calibration).read_text())
+    old = tmp_path / "old.yaml"
+    record["profile"]["memory_bytes"] = 80e9
+    old.write_text(yaml.safe_dump(record, sort_keys=False))
+    cal = read_calibration(old)
+    assert cal.profile.memory_bytes == load_hardware(record["base_hardware"]).memory_bytes != 80e9
 
 
 def test_an_offline_batch_waits_longer_for_prompts_that_accept_differently_and_the_spread_is_said(tmp_path, capsys):

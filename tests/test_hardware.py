@@ -49,8 +49,8 @@ def test_datasheet_numbers(name, tflops, tbps, gb):
     hw = load_hardware(name)
     assert hw.peak_flop_per_s == pytest.approx(tflops * 1e12)
     assert hw.peak_bytes_per_s == pytest.approx(tbps * 1e12)
-    # Memory as the device reports it (what an engine's gpu_memory_utilization is a fraction of): a datasheet's
-    # "80 GB" or "141 GB" is a binary figure, nvidia-smi's MiB within 0.5% of it, 7% above the decimal reading.
+    # Memory as the device reports it (nvidia-smi's total, within 0.5% of torch's, which gpu_memory_utilization is a
+    # fraction of): a datasheet's "80 GB" or "141 GB" is a binary figure, 7% above the decimal reading.
     assert hw.memory_bytes == pytest.approx(gb * 2**30, rel=0.005) and hw.memory_bytes > 1.06 * gb * 1e9
 
 

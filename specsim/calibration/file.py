@@ -263,8 +263,9 @@ def read_calibration(path: str | Path) -> Calibration:
     for key in _KEYS:
         if key not in data:
             raise ValueError(f"{where}: the key {key!r} is missing")
-    profile = profile_from_mapping(data["profile"], f"{where}: profile")
-    _check_profile(where, profile, data.get("base_hardware"))
+    profile = _check_profile(
+        where, profile_from_mapping(data["profile"], f"{where}: profile"), data.get("base_hardware")
+    )
     for key in ("target", "target_name", "timing", "engine", "base_hardware"):
         if not isinstance(data[key], str) or not data[key]:
             raise ValueError(f"{where}: {key} must be a non-empty string, got {data[key]!r}")
@@ -358,9 +359,11 @@ def _read_serving(where: str, raw: object) -> dict | None:
     return dict(raw)
 
 
-def _check_profile(where: str, profile, base: object) -> None:
-    """Refuse a calibration whose fitted profile is not its stated GPU's: a fit scales a profile's efficiencies, never
-    its datasheet peaks or memory, so those must be the built-in profile's it names."""
+def _check_profile(where: str, profile, base: object):
+    """The calibration's fitted profile, refused where it is not its stated GPU's: a fit scales a profile's
+    efficiencies, never its datasheet peaks, so those must be the built-in profile's it names.  Memory is not fitted
+    either: it is the built-in profile's now (a file written before 2026-12-04 holds the datasheet's decimal reading,
+    7% short of what the device reports)."""
     from specsim.describe.hardware import load_hardware
 
     if not isinstance(base, str) or not base:
@@ -368,14 +371,15 @@ def _check_profile(where: str, profile, base: object) -> None:
     try:
         built_in = load_hardware(base)
     except (KeyError, ValueError):
-        return  # a user's own profile file: nothing built in to compare with
-    for key in ("peak_flop_per_s", "peak_bytes_per_s", "memory_bytes"):
+        return profile  # a user's own profile file: nothing built in to compare with
+    for key in ("peak_flop_per_s", "peak_bytes_per_s"):
         mine, theirs = getattr(profile, key), getattr(built_in, key)
         if mine is None or theirs is None or abs(mine / theirs - 1) > 1e-6:
             raise ValueError(
                 f"{where}: the fitted profile's {key} is {mine:.4g} but {base}'s is {theirs:.4g}: this calibration "
                 f"was not fitted on {base} (a fit scales a profile's efficiencies, never its peaks)"
             )
+    return dataclasses.replace(profile, memory_bytes=built_in.memory_bytes)
 
 
 def apply_to_engine(cal: Calibration, preset):

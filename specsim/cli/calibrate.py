@@ -368,7 +368,8 @@ def _parser_calibrate_engine(sub) -> None:
         "--timing",
         choices=["roofline", "hybrid", "kernels"],
         help=f"step-time source the terms apply to (default {DEFAULT_TIMING} where the kernel database has the "
-        "GPU or one of its compute capability, else roofline; the roofline's and hybrid's efficiency is fitted too)",
+        "GPU or one of its compute capability, else roofline; kernels for a MoE target of 10B+ active parameters at "
+        "tensor parallelism that they compose; the roofline's and hybrid's efficiency is fitted too)",
     )
     p.add_argument(
         "--engine",

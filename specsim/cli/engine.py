@@ -128,7 +128,10 @@ def _parser_bench_plan(sub) -> None:
     )
     add_model_args(p, draft=True)
     p.add_argument(
-        "--timing", metavar="SOURCE", help=f"step-time source of the wall-time estimate (default {DEFAULT_TIMING})"
+        "--timing",
+        metavar="SOURCE",
+        help=f"step-time source of the wall-time estimate (default {DEFAULT_TIMING}; kernels for a MoE target of 10B+ "
+        "active parameters at tensor parallelism that they compose)",
     )
     p.add_argument(
         "--concurrency",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import sys
 from typing import Any, Sequence
 
@@ -67,7 +68,7 @@ def engine_memory_said(dep, share: float | None) -> str | None:
     from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
 
     own = getattr(REGISTRY.get(dep.engine.name), "memory_rule", None)
-    if not own or (share is not None and share != DEFAULT_MEMORY_UTILIZATION):
+    if not own or (share is not None and not math.isclose(share, DEFAULT_MEMORY_UTILIZATION, rel_tol=1e-9)):
         return None
     return (
         f"vLLM's gpu_memory_utilization default ({DEFAULT_MEMORY_UTILIZATION:g}); {own}, which is not modelled: "
