@@ -36,6 +36,7 @@ __all__ = [
     "database_version",
     "device_folder",
     "holding",
+    "releases_holding",
     "kin_devices",
     "sustained_matmul_flop_per_s",
     "sustained_matmul_source",
@@ -281,11 +282,16 @@ def require_engine_data(device: str, engine: str, version: str) -> None:
             ) from None
 
 
+def releases_holding(folder: Path, table: str) -> list[Path]:
+    """The release folders under ``folder`` (``<device>/<kind>/<engine>``) that hold ``table``, oldest first."""
+    return sorted((p.parent for p in folder.glob(f"*/{table}")), key=lambda d: (_version_key(d.name), d.name))
+
+
 def holding(folder: Path, table: str) -> Path:
     """The newest release folder under ``folder`` (``<device>/<kind>/<engine>``) that holds ``table``: a release that
     ships some tables and not this one falls back to the newest that measured it, as the database's own ``reuse.yaml``
     declares (aiconfigurator-core 0.12.0, b200_sxm gemm/trtllm/1.3.0rc23: gemm_perf from 1.3.0rc20)."""
-    files = sorted(folder.glob(f"*/{table}"), key=lambda p: (_version_key(p.parent.name), p.parent.name))
+    files = releases_holding(folder, table)
     if not files:
         newest = _newest(folder)  # says "no measurements" where the engine has none at all
         raise KernelDataError(
@@ -293,7 +299,7 @@ def holding(folder: Path, table: str) -> Path:
             f"{newest.name}, holds {', '.join(sorted(p.name for p in newest.glob('*'))) or 'nothing'}): no measured "
             "kernels for this device under this engine"
         )
-    return files[-1].parent
+    return files[-1]
 
 
 def _newest(folder: Path) -> Path:

@@ -120,7 +120,6 @@ from specsim.timing.kernel_db import (  # noqa: F401 (re-exported: tests and cal
     KernelDataError,
     KernelEnvironmentError,
     _newest,
-    _version_key,
     cache_dir,
     cache_file,
     clear_stale_staging,
@@ -128,6 +127,7 @@ from specsim.timing.kernel_db import (  # noqa: F401 (re-exported: tests and cal
     database_version,
     device_folder,
     holding,
+    releases_holding,
     require_engine_data,
     sustained_matmul_flop_per_s,
     sustained_matmul_source,
@@ -440,11 +440,11 @@ def _moe_line(model: ModelShape, root: Path, dev: Path, engine: str, where: str)
     """(tokens, seconds, release folder) of one MoE layer's fused routed-expert kernel on one rank, balanced routing:
     from the newest release whose table measured this layer's shape (a release's table can hold other models' shapes
     only: aiconfigurator-core 0.12.0's trtllm 1.3.0rc23 moe tables, DeepSeek-V4's)."""
-    files = sorted((dev / "moe" / engine).glob("*/moe_perf.parquet"), key=lambda p: _version_key(p.parent.name))
-    if not files:
+    folders = releases_holding(dev / "moe" / engine, "moe_perf.parquet")
+    if not folders:
         holding(dev / "moe" / engine, "moe_perf.parquet")  # raises: no release holds the table at all, said as such
-    for path in reversed(files):
-        frame = _read(path)
+    for folder in reversed(folders):
+        frame = _read(folder / "moe_perf.parquet")
         keep = (
             (frame["hidden_size"] == model.hidden_size)
             & (frame["inter_size"] == model.moe_intermediate_size)
@@ -458,7 +458,7 @@ def _moe_line(model: ModelShape, root: Path, dev: Path, engine: str, where: str)
             rows = frame[keep & (frame["moe_dtype"] == dtype)]
             if len(rows) >= 2:
                 line = rows.groupby("num_tokens")["latency"].mean()
-                return line.index.to_numpy(float), _suffix_min(line.to_numpy(float) * 1e-3), path.parent
+                return line.index.to_numpy(float), _suffix_min(line.to_numpy(float) * 1e-3), folder
     raise KernelDataError(
         f"{where}: no fused-MoE measurements for {model.n_experts} experts, top-{model.n_active_experts}, hidden "
         f"{model.hidden_size}, expert size {model.moe_intermediate_size}, TP {model.tp}, {model.expert_dtype_} experts"
@@ -494,12 +494,10 @@ def _comm_line(model: ModelShape, dev: Path, engine: str) -> tuple[np.ndarray, n
     empty = (np.zeros(0), np.zeros(0))
     if model.tp == 1:
         return empty
-    files = sorted(
-        (dev / "comm" / engine).glob("*/custom_allreduce_perf.parquet"), key=lambda p: _version_key(p.parent.name)
-    )
-    if not files:
+    folders = releases_holding(dev / "comm" / engine, "custom_allreduce_perf.parquet")
+    if not folders:
         return empty
-    frame = _read(files[-1])
+    frame = _read(folders[-1] / "custom_allreduce_perf.parquet")
     rows = frame[(frame["num_gpus"] == model.tp) & (frame["allreduce_dtype"] == "bfloat16")]
     label = "backend" if "backend" in rows.columns else "implementation"
     graph = rows[rows[label].astype(str).str.contains("graph")]
@@ -531,12 +529,10 @@ def _mla_attention(model: ModelShape, dev: Path, engine: str, where: str):
     (``generation_mla_perf`` / ``context_mla_perf``; its projections, the absorbed ``kv_b`` products among them, are
     GEMMs of the model's ops), from the newest release of the engine that has those tables, at the rank's heads and
     the KV cache's dtype.  The ``wideep_*`` and ``*_module_*`` tables time whole attention blocks and are not used."""
-    files = sorted(
-        (dev / "mla" / engine).glob("*/generation_mla_perf.parquet"), key=lambda p: _version_key(p.parent.name)
-    )
-    if not files:
+    folders = releases_holding(dev / "mla" / engine, "generation_mla_perf.parquet")
+    if not folders:
         raise KernelDataError(f"{where}: no multi-head latent attention kernels measured for {engine}")
-    folder = files[-1].parent
+    folder = folders[-1]
     kv, heads = _KV_DTYPES[model.kv_dtype], model.n_heads // model.tp
 
     def rows(name: str):
@@ -672,12 +668,10 @@ def _recurrent_line(model: ModelShape, dev: Path, engine: str) -> tuple[np.ndarr
     empty = (np.zeros(0), np.zeros(0))
     if model.recurrent_kind != "gdn":
         return empty
-    files = sorted(
-        (dev / "linear_attention" / engine).glob("*/gdn_perf.parquet"), key=lambda p: _version_key(p.parent.name)
-    )
-    if not files:
+    folders = releases_holding(dev / "linear_attention" / engine, "gdn_perf.parquet")
+    if not folders:
         return empty
-    frame = _read(files[-1])
+    frame = _read(folders[-1] / "gdn_perf.parquet")
     rows = frame[
         (frame["phase"] == "generation")
         & (frame["num_k_heads"] == model.rec_groups // model.tp)
