@@ -239,15 +239,16 @@ def source_and_engine(
     >>> source.name, round(preset.iteration_s * 1e3, 2)
     ('roofline', 0.2)
     """
-    from specsim.timing import DEFAULT_TIMING, default_timing, make_source
+    from specsim.timing import DEFAULT_TIMING, default_source, make_source
 
     preset = engine if isinstance(engine, EnginePreset) else get_engine(DEFAULT_ENGINE if engine is None else engine)
     check_platform(preset, hardware)
-    chosen, why = DEFAULT_TIMING if timing is None else timing, None
+    source, why = (None, None)
     if timing is None and model is not None:
-        chosen, why = default_timing(hardware, model, preset.kernel_engine, progress)
-    source = make_source(chosen, hardware, preset.kernel_engine, progress)
-    if why:
+        source, why = default_source(hardware, model, preset.kernel_engine, progress)
+    if source is None:
+        source = make_source(DEFAULT_TIMING if timing is None else timing, hardware, preset.kernel_engine, progress)
+    else:
         source.notes.insert(0, why)
     preset = preset.for_source(source)
     engine = REGISTRY.get(preset.name)

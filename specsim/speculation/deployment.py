@@ -55,7 +55,7 @@ from specsim.describe.parallel import check_tp
 from specsim.engines import DEFAULT_ENGINE, REGISTRY, EnginePreset, draft_tp, get_engine, source_and_engine
 from specsim.speculation.acceptance import _check_gamma, plan_arrays, tokens_per_round
 from specsim.speculation.drafters import Drafter, DraftModel, drafter_class, make_drafter
-from specsim.timing import large_moe_at_tp
+from specsim.timing import LARGE_MOE_LONGER, LARGE_MOE_LONGER_KERNELS, large_moe_at_tp
 from specsim.timing.base import StepTime, StepTimeSource
 
 __all__ = [
@@ -441,16 +441,6 @@ def _serial_where_blocked(preset: EnginePreset, hardware, target) -> EnginePrese
         release=f"{preset.release}; rounds serial: {why}",
         serial_why=why,
     )
-
-
-#: How much longer engines' plain TPOT is than specsim's plain step on the public rows of large MoE targets at tensor
-#: parallelism (:func:`specsim.calibration.fidelity.judge_large_moe`, shipped presets, nothing fitted; table 4b of
-#: ``benchmarks/validate_steptimes.py`` prints it, ``tests/test_engines.py`` recomputes it): at 1-8 users (median,
-#: lowest and highest model's median, runs), then at 1-256 users.  Measured 2026-12-04; not corrected.
-LARGE_MOE_LONGER = ((0.45, 0.30, 0.74, 128), (0.32, 0.21, 0.69, 329))
-#: The same at 1-8 users with the measured-kernel source (``--timing kernels``, where the kernel database composes the
-#: target; ``specsim/timing/data/refused_compositions.csv``), on the same rows.
-LARGE_MOE_LONGER_KERNELS = (0.16, -0.06, 0.31, 128)
 
 
 @dataclass(frozen=True)

@@ -36,11 +36,14 @@ from specsim.timing.kernel_db import BACKENDS
 __all__ = [
     "DEFAULT_TIMING",
     "LARGE_MOE_ACTIVE",
+    "LARGE_MOE_LONGER",
+    "LARGE_MOE_LONGER_KERNELS",
     "LARGE_MOE_MAE",
     "SOURCES",
     "StepTime",
     "StepTimeSource",
     "TIMING_CHOICES",
+    "default_source",
     "default_timing",
     "large_moe_at_tp",
     "make_source",
@@ -136,6 +139,14 @@ def make_source(
 #: Active parameters from which a MoE target counts as large (the public rows that judge such targets, table 4b of
 #: ``benchmarks/validate_steptimes.py``, are of targets with 10.4B-36.6B).
 LARGE_MOE_ACTIVE = 10e9
+#: How much longer engines' plain TPOT is than specsim's plain step on the public rows of large MoE targets at tensor
+#: parallelism (:func:`specsim.calibration.fidelity.judge_large_moe`, shipped presets, nothing fitted; table 4b of
+#: ``benchmarks/validate_steptimes.py`` prints it, ``tests/test_engines.py`` recomputes it): at 1-8 users (median,
+#: lowest and highest model's median, runs), then at 1-256 users.  Measured 2026-12-04; not corrected.
+LARGE_MOE_LONGER = ((0.45, 0.30, 0.74, 128), (0.32, 0.21, 0.69, 329))
+#: The same at 1-8 users with the measured-kernel source (``--timing kernels``, where the kernel database composes the
+#: target; ``specsim/timing/data/refused_compositions.csv``), on the same rows.
+LARGE_MOE_LONGER_KERNELS = (0.16, -0.06, 0.31, 128)
 #: Mean absolute error of the plain TPOT on those rows (329 of 354: the others judge the KV capacity) with the default
 #: source (:func:`default_timing`: the measured kernels where they compose the target, else hybrid) and with the
 #: hybrid source throughout, and the rows (:func:`specsim.calibration.fidelity.judge_large_moe`, shipped presets,
@@ -154,30 +165,37 @@ def large_moe_at_tp(model, hardware: HardwareProfile) -> bool:
     )
 
 
-def default_timing(
-    hardware: HardwareProfile, model, kernel_engine: str = BACKENDS[0], progress=None
-) -> tuple[str, str | None]:
-    """(source, why) an answer takes where none is asked: :data:`DEFAULT_TIMING`, except for a large MoE target at
-    tensor parallelism (:func:`large_moe_at_tp`) whose step the kernel database composes from this GPU's own
-    measurements: ``kernels``, said in ``why``.  On the public rows of such targets the hybrid source's decode step,
-    the roofline's, is a median 45% short at 1-8 users, and the measured kernels' is 16% (:data:`LARGE_MOE_MAE`;
+def default_source(hardware: HardwareProfile, model, kernel_engine: str = BACKENDS[0], progress=None):
+    """(the measured-kernel source, why) where an answer that asks for no source takes the kernels for ``model``, else
+    (None, None): a large MoE target at tensor parallelism (:func:`large_moe_at_tp`) whose step the kernel database
+    composes from this GPU's own measurements.  On the public rows of such targets the hybrid source's decode step, the
+    roofline's, is a median 45% short at 1-8 users, and the measured kernels' is 16% (:data:`LARGE_MOE_MAE`;
     docs/reports/2026-12-04-large-moe-plain-step.md).  Where the database cannot compose the target (TensorRT-LLM's
     kernels for an MLA model, ``timing/data/refused_compositions.csv``), or has only a kin device's kernels, the
-    default stays."""
+    default stays.  The source returned is the one that looked the target's table up (built once)."""
     if not large_moe_at_tp(model, hardware):
-        return DEFAULT_TIMING, None
+        return None, None
     from specsim.timing.kernels import KernelDataError, KernelSource
 
     try:
-        probe = KernelSource(hardware, kernel_engine, progress)
+        source = KernelSource(hardware, kernel_engine, progress)
     except KernelDataError:
-        return DEFAULT_TIMING, None
-    if probe.table(model) is None:
-        return DEFAULT_TIMING, None
+        return None, None
+    if source.table(model) is None:
+        return None, None
     default, hybrid, rows = LARGE_MOE_MAE
-    return "kernels", (
+    return source, (
         f"step times: kernels, the default for a MoE target of {LARGE_MOE_ACTIVE / 1e9:.0f}B or more active parameters "
         f"at tensor parallelism whose step the kernel database composes (on {rows} public plain runs of such targets, "
         f"mean absolute TPOT error {default:.1%} this way against {hybrid:.1%} with the hybrid source throughout: "
         "benchmarks/validate_steptimes.py, table 4b); --timing hybrid for the other"
     )
+
+
+def default_timing(
+    hardware: HardwareProfile, model, kernel_engine: str = BACKENDS[0], progress=None
+) -> tuple[str, str | None]:
+    """(source name, why) an answer takes where none is asked: :data:`DEFAULT_TIMING`, or ``kernels`` where
+    :func:`default_source` takes them, said in ``why``."""
+    source, why = default_source(hardware, model, kernel_engine, progress)
+    return ("kernels", why) if source is not None else (DEFAULT_TIMING, None)
