@@ -100,6 +100,9 @@ def test_capacity_to_dict_is_every_field_under_its_own_name():
         "draft_kv_bytes_per_seq",
         "context_tokens",
         "gpus",
+        "draft_reserve_bytes",
+        "memory_basis",
+        "memory_utilization",
         "target_fits",
         "both_fit",
         "max_batch_without_draft",
@@ -135,3 +138,72 @@ def test_capacity_accepts_its_boundaries_and_refuses_past_them():
     for context in (0, 1.5, True):
         with pytest.raises(ValueError, match="context must be an integer >= 1 token"):
             capacity(dep, context)
+
+
+def _sglang(hardware, target, draft, engine, **options):
+    return Deployment.build(hardware, target, draft, engine=engine, target_options=options or None)
+
+
+def test_sglang_takes_its_own_share_of_memory_as_its_source_computes_it():
+    # By hand from SGLang's server_args (MiB; gpu_mem the device's nvidia-smi total): mem_fraction_static =
+    # round((gpu_mem - reserved) / gpu_mem, 3), reserved = 512 + 1.5 chunked_prefill_size + 2 cuda_graph_max_bs
+    # + 1024 TP / 8 + prefill graphs (8 MiB per captured size, 1.5 GiB with MLA; from 0.5.10), at least 10 GiB over
+    # 60 GiB, plus what a speculating server of 0.5.10-0.5.13 sets aside (4 GiB for a head, 6 GiB for a draft model).
+    def share(dep, **kw):
+        cap = capacity(dep, 1024, **kw)
+        return cap.usable_bytes / cap.memory_bytes, cap.draft_reserve_bytes / 2**20
+
+    h100 = 81_559.0
+    sizes_8k = 8 + 14 + 8 + 8 + 12 + 8  # captured prefill sizes up to 8192: 4..32/4, 48..256/16, ..., 4608..8192/512
+    plain = 512 + 1.5 * 8192 + 2 * 256 + 1024 / 8 + 8 * sizes_8k
+    assert share(_sglang("h100-sxm", "llama-3.1-8b", "eagle3", "sglang@0.5.23")) == (
+        pytest.approx(round((h100 - plain) / h100, 3), abs=1e-12),
+        0.0,
+    )
+    # 0.5.12 sets 4 GiB more aside for an EAGLE-3 head, 6 GiB for a draft model, none for n-gram.
+    for draft, extra in (("eagle3", 4096), ("llama-3.2-1b", 6144), ("ngram", 0)):
+        got, reserve = share(_sglang("h100-sxm", "llama-3.1-8b", draft, "sglang@0.5.12"))
+        assert got == pytest.approx(round((h100 - plain) / h100, 3), abs=1e-12), draft
+        spec = round((h100 - plain - extra) / h100, 3)
+        assert reserve == pytest.approx((got - spec) * h100, rel=1e-9), draft
+    # An MLA target at TP 8 on an H200: the MLA prefill graphs' 1.5 GiB and the TP term.
+    h200 = 143_771.0
+    mla = 512 + 1.5 * 8192 + 2 * 512 + 1024 + 1536
+    got, _ = share(_sglang("h200", "deepseek-v3", "mtp", "sglang@0.5.23", tp=8, weight_dtype="fp8"))
+    assert got == pytest.approx(round((h200 - mla) / h200, 3), abs=1e-12)
+    # A 32 GiB GPU: 0.5.20 raised its chunked_prefill_size to 4096 and cuda_graph_max_bs to 48; no 10 GiB floor.
+    r5090 = 32_607.0
+    sizes_4k, sizes_2k = 8 + 14 + 8 + 8 + 12, 8 + 14 + 8 + 8 + 4
+    new = 512 + 1.5 * 4096 + 2 * 48 + 1024 / 8 + 8 * sizes_4k
+    old = 512 + 1.5 * 2048 + 2 * 24 + 1024 / 8 + 8 * sizes_2k
+    assert share(_sglang("rtx-5090", "llama-3.2-1b", None, "sglang@0.5.23"))[0] == pytest.approx(
+        round((r5090 - new) / r5090, 3), abs=1e-12
+    )
+    assert share(_sglang("rtx-5090", "llama-3.2-1b", None, "sglang@0.5.17"))[0] == pytest.approx(
+        round((r5090 - old) / r5090, 3), abs=1e-12
+    )
+    # ROCm runs no prefill graphs; 0.4.10.post1 took a table (32 GiB past 160 GiB) and 2 GiB for any drafter.
+    mi300x = 196_608.0
+    got, reserve = share(_sglang("mi300x", "deepseek-v3", "mtp", "sglang@0.4.10", tp=8, weight_dtype="fp8"))
+    assert got == pytest.approx(round((mi300x - 32 * 1024) / mi300x, 3), abs=1e-12)
+    assert reserve == pytest.approx((got - round((mi300x - 34 * 1024) / mi300x, 3)) * mi300x, rel=1e-9)
+    # A share given is the share taken, speculating or not (SGLang's --mem-fraction-static), and vLLM takes its 0.9.
+    assert share(_sglang("h100-sxm", "llama-3.1-8b", "eagle3", "sglang@0.5.12"), memory_utilization=0.85) == (0.85, 0.0)
+    assert share(_sglang("h100-sxm", "llama-3.1-8b", "eagle3", "vllm")) == (pytest.approx(0.9, abs=1e-12), 0.0)
+
+
+def test_the_budget_given_sizes_sglangs_reserve_and_the_reserve_costs_batch():
+    # --chunked-prefill-size (the limits' max_batched_tokens) enters the activation term: 32768 tokens reserve 36 GiB
+    # more than 8192 do, and 48 more captured prefill sizes; SGLang's smaller share holds fewer sequences than vLLM's
+    # 0.9 on the same deployment.
+    dep = _sglang("h100-sxm", "llama-3.1-8b", "eagle3", "sglang@0.5.23")
+    small, large = capacity(dep, 4096, max_batched_tokens=8192), capacity(dep, 4096, max_batched_tokens=32768)
+    sizes = 8 * (8 + 14 + 8 + 8 + 12 + 8 + 48)  # the captured prefill sizes run on to 32768 as well
+    assert small.usable_bytes - large.usable_bytes == pytest.approx(
+        (round((81_559 - 13_904) / 81_559, 3) - round((81_559 - 13_904 - 1.5 * 24_576 - sizes + 464) / 81_559, 3))
+        * 81_559
+        * 2**20,
+        rel=1e-9,
+    )
+    vllm = capacity(Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", engine="vllm"), 4096)
+    assert small.max_batch_with_draft < vllm.max_batch_with_draft

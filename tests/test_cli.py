@@ -304,24 +304,34 @@ def test_capacity_8b_with_draft_at_8192(capsys):
     assert (data["max_batch_without_draft"], data["max_batch_with_draft"]) == (56, 43)
 
 
-def test_capacity_says_where_the_engine_sizes_its_cache_otherwise_than_the_share_it_takes(capsys):
-    # specsim takes vLLM's gpu_memory_utilization (0.9) for every engine; under SGLang and TensorRT-LLM, which size the
-    # cache their own way, the capacity line says so, and not under vLLM nor where --memory-util gives the share.
-    def said(*argv):
+def test_capacity_says_whose_share_of_memory_it_takes_and_the_answer_at_a_load_the_cache_holds_says_it_too(capsys):
+    # The capacity line names the share it takes: vLLM's default, SGLang's mem_fraction_static from its reserve (with
+    # the reserve's terms), TensorRT-LLM's rule said as not modelled, or the share given.
+    def usable(*argv):
         code, out, _ = run(capsys, "capacity", *argv)
         assert code == 0
-        return [line for line in out.splitlines() if line.startswith("usable: vLLM's gpu_memory_utilization")]
+        return [line for line in out.splitlines() if line.startswith("usable: ")]
 
-    assert "mem_fraction_static" in said("--engine", "sglang")[0]
-    # (on every GPU: usable / memory is 0.9 only to rounding, 0.9000000000000001 on an L40S)
-    assert said("--engine", "sglang", "--hardware", "l40s", "--target", "llama-3.2-1b", "--draft", "ngram")
-    assert "free_gpu_memory_fraction" in said("--engine", "trtllm")[0]
-    assert said("--engine", "vllm") == [] and said("--engine", "sglang", "--memory-util", "0.85") == []
-    # At a load the KV cache cannot hold, the answer says it too (and not where it holds every user).
-    for engine, load, expect in (("sglang", "64", True), ("vllm", "64", False), ("sglang", "1", False)):
-        argv = ["optimal-gamma", "--engine", engine, "--target", "llama-3.1-70b", "--tp", "2", "--concurrency", load]
-        code, _, err = run(capsys, *argv, "--input-len", "8000", "--output-len", "1000")
-        assert code == 0 and ("note: the KV cache holds fewer users" in err) == expect, (engine, load)
+    assert usable("--engine", "vllm") == [
+        "usable: vLLM's gpu_memory_utilization default 0.9; --memory-util for your engine's share"
+    ]
+    sglang = usable("--engine", "sglang", "--hardware", "h100-sxm")[0]
+    assert "mem_fraction_static 0.83" in sglang and "chunked_prefill_size 8192" in sglang
+    trt = usable("--engine", "trtllm")[0]
+    assert "free_gpu_memory_fraction" in trt and "not modelled" in trt
+    assert usable("--engine", "sglang", "--memory-util", "0.85") == ["usable: 0.85 as given"]
+    # At a load the KV cache cannot hold, the answer says whose share sized it (and not where it holds every user, nor
+    # where the share was given).
+    for engine, load, extra, expect in (
+        ("sglang", "64", [], "mem_fraction_static"),
+        ("vllm", "64", [], "gpu_memory_utilization default"),
+        ("sglang", "1", [], None),
+        ("vllm", "64", ["--memory-util", "0.9"], None),
+    ):
+        argv = ["optimal-gamma", "--engine", engine, "--target", "llama-3.1-70b", "--tp", "4", "--concurrency", load]
+        code, _, err = run(capsys, *argv, "--input-len", "8000", "--output-len", "1000", *extra)
+        notes = [line for line in err.splitlines() if line.startswith("note: the KV cache holds fewer users")]
+        assert code == 0 and (expect in notes[0] if expect else notes == []), (engine, load, extra)
 
 
 def test_optimal_gamma_flags_batches_that_do_not_fit(capsys):
@@ -369,3 +379,14 @@ def test_optimal_gamma_json_step_times_are_at_the_chosen_gamma(capsys):
         assert r["t_target_s"] == pytest.approx(float(times.target.total_s), rel=1e-12)
         assert r["t_draft_s"] == pytest.approx(float(times.draft.total_s), rel=1e-12)
     assert len({r["gamma"] for r in rows}) > 1  # gammas differ across rows, so a wrong gamma would show
+
+
+def test_a_load_whose_engine_cannot_hold_one_request_is_refused_in_one_line(capsys):
+    # Llama-3.1-70B in bf16 on two H100s: SGLang's share leaves 0.26 GB per GPU beside the weights, less than one
+    # request of 8,500 tokens needs; an engine that cannot start has no TPOT.  vLLM's 0.9 holds it.
+    argv = ["optimal-gamma", "--target", "llama-3.1-70b", "--tp", "2", "--concurrency", "1", "--input-len", "8000"]
+    code, out, err = run(capsys, *argv, "--output-len", "1000", "--engine", "sglang")
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and len(lines) == 1 and "less than one request of 8,500 tokens" in lines[0]
+    assert "mem_fraction_static" in lines[0] and "--memory-util" in lines[0]
+    assert run(capsys, *argv, "--output-len", "1000", "--engine", "vllm")[0] == 0

@@ -20,7 +20,6 @@ from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS
 from specsim.engines import ENGINES, REGISTRY
 from specsim.engines.vllm import ROCM_SPEC
 from specsim.serving.capacity import (
-    DEFAULT_MEMORY_UTILIZATION,
     Capacity,
     capacity,
     require_target_fits,
@@ -202,7 +201,9 @@ def gamma_answer(
     return GammaAnswer(dep, label, cap, best, rows, list(batches), other)
 
 
-def deployment_capacity(dep: Deployment, context: int, max_context: int | None, memory_utilization: float) -> Capacity:
+def deployment_capacity(
+    dep: Deployment, context: int, max_context: int | None, memory_utilization: float | None
+) -> Capacity:
     """The memory budget at the tokens each sequence reserves; refuses a target whose weights do not fit, and a
     context past what the target or the draft was built for (``max_position_embeddings``)."""
     tokens = reserved_context(context, max_context)
@@ -218,12 +219,12 @@ def deployment_capacity(dep: Deployment, context: int, max_context: int | None, 
 
 
 def capacity_record(
-    dep: Deployment, context: int, memory_utilization: float = DEFAULT_MEMORY_UTILIZATION, gamma: int | None = None
+    dep: Deployment, context: int, memory_utilization: float | None = None, gamma: int | None = None
 ) -> dict:
     """capacity: the memory budget at ``context`` tokens per sequence (:func:`specsim.serving.capacity.capacity`, a
     hybrid target's scratch sized for ``gamma`` draft tokens) with the deployment's names and the smallest tensor
     parallelism that fits (:func:`specsim.serving.capacity.smallest_fitting_tp`); ``context`` in tokens,
-    ``memory_utilization`` the engine's share of device memory.
+    ``memory_utilization`` the engine's share of device memory (None: the engine's own).
 
     >>> record = capacity_record(Deployment.build("h100-sxm", "llama-3.3-70b", "llama-3.2-1b"), 8192)
     >>> record["target_fits"], record["smallest_fitting_tp"]

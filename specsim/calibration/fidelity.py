@@ -504,9 +504,10 @@ def judge_large_moe(df: pd.DataFrame, candidate: str = "hybrid (default)") -> pd
     N --input-len ISL --output-len OSL --engine BACKEND@VERSION`` answers, KV cache in BF16: the rows do not record it;
     ``candidate`` one of :data:`CANDIDATES`, or ``"default"``: the source an answer takes, :func:`~specsim.timing.default_timing`),
     with ``predicted_ms``, ``error`` (signed, predicted over measured less 1) and ``limited_by`` (what holds the modelled
-    engine below the row's users, empty where it holds them all: such a row judges the capacity model, not the step).
+    engine below the row's users, empty where it holds them all: such a row judges the capacity model, not the step;
+    "no room" where the engine's share of memory holds no request at all, and no prediction).
     Nothing is fitted."""
-    from specsim.serving.steady import served_state
+    from specsim.serving.steady import NoRoom, served_state
 
     kind, suffix = (None, "") if candidate == "default" else CANDIDATES[candidate]  # default: as an answer takes it
     pred = np.full(len(df), np.nan)
@@ -520,8 +521,12 @@ def judge_large_moe(df: pd.DataFrame, candidate: str = "hybrid (default)") -> pd
             kind,
             _row_engine(backend, version),
         )
-        state = served_state(dep, 0.0, [0], rows["concurrency"].to_numpy(float), float(isl), float(osl))
         idx = df.index.get_indexer(rows.index)
+        try:
+            state = served_state(dep, 0.0, [0], rows["concurrency"].to_numpy(float), float(isl), float(osl))
+        except NoRoom:  # the engine's share of memory leaves no request room beside the weights: not a step's error
+            limited[idx] = "no room"
+            continue
         pred[idx] = np.asarray(state.tpot_s, dtype=float)[0] * 1e3
         limited[idx] = np.asarray(state.limited_by, dtype=object)[0]
     out = df.copy()

@@ -24,6 +24,14 @@ from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR
 from specsim.speculation.drafters import NGRAM_CPU_S_PER_TOKEN, default_acceptance_help
 from specsim.timing import DEFAULT_TIMING, TIMING_CHOICES
 
+#: --memory-util's help, wherever a command takes it.
+MEMORY_UTIL_HELP = (
+    "fraction of device memory the engine gives weights and KV cache (vLLM's --gpu-memory-utilization, SGLang's "
+    f"--mem-fraction-static); default: the engine's own: vLLM's {DEFAULT_MEMORY_UTILIZATION}, SGLang's "
+    f"mem_fraction_static from its reserve by GPU, TP and drafter, {DEFAULT_MEMORY_UTILIZATION} for the others"
+)
+
+
 __all__ = [
     "ENGINE_CHOICES",
     "MAX_RATES",
@@ -463,8 +471,8 @@ def add_memory_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--memory-util",
         type=fraction,
-        default=DEFAULT_MEMORY_UTILIZATION,
-        help=f"fraction of device memory the engine uses (default {DEFAULT_MEMORY_UTILIZATION}, vLLM's gpu_memory_utilization)",
+        default=None,
+        help=MEMORY_UTIL_HELP,
     )
 
 
@@ -531,8 +539,8 @@ def add_serving_args(p: argparse.ArgumentParser, *, lengths: bool = True) -> Non
     p.add_argument(
         "--memory-util",
         type=fraction,
-        default=DEFAULT_MEMORY_UTILIZATION,
-        help=f"fraction of device memory the engine uses (default {DEFAULT_MEMORY_UTILIZATION})",
+        default=None,
+        help=MEMORY_UTIL_HELP,
     )
     p.add_argument("--slo-ttft-ms", type=positive_number, help="time-to-first-token objective, ms (> 0)")
     p.add_argument("--slo-tpot-ms", type=positive_number, help="time-per-output-token objective, ms (> 0)")

@@ -7,6 +7,7 @@ import sys
 
 from specsim.cli.args import deployment, load_lengths, model_acceptance, resolve_acceptance
 from specsim.cli.flags import (
+    MEMORY_UTIL_HELP,
     add_acceptance_args,
     add_deployment_args,
     add_load_args,
@@ -34,7 +35,6 @@ from specsim.core.defaults import (
     DEFAULT_TARGET,
 )
 from specsim.core.limits import MAX_CONTEXT, MAX_GAMMA
-from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
 
 __all__ = [
     "run_alpha",
@@ -556,9 +556,8 @@ def run_explain(args: argparse.Namespace) -> int:
 def _require_fits(dep, context: int) -> None:
     """Refuse a target whose weights cannot be held, as optimal-gamma does (naming the TP or dtype that fits)."""
     from specsim.answers import deployment_capacity
-    from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
 
-    deployment_capacity(dep, max(int(context), 1), None, DEFAULT_MEMORY_UTILIZATION)
+    deployment_capacity(dep, max(int(context), 1), None, None)
 
 
 # -- flags: each command's own, declared beside its handler --------------------------------------------------
@@ -683,8 +682,8 @@ def _parser_capacity(sub) -> None:
     p.add_argument(
         "--memory-util",
         type=fraction,
-        default=DEFAULT_MEMORY_UTILIZATION,
-        help=f"fraction of device memory the engine uses (default {DEFAULT_MEMORY_UTILIZATION}, vLLM's gpu_memory_utilization)",
+        default=None,
+        help=MEMORY_UTIL_HELP,
     )
     p.add_argument(
         "--gamma",
@@ -860,11 +859,17 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
         "sequences decoding at once (time-weighted)"
     )
     from specsim.cli.report import engine_memory_said
+    from specsim.serving.capacity import memory_share
 
     held_by_kv = any("kv cache" in (r["plain"]["limited_by"], r["spec"]["limited_by"]) for r in answer.rows)
-    said = engine_memory_said(answer.deployment, memory_util) if held_by_kv else None
-    if said:
-        print(f"note: the KV cache holds fewer users than some loads bring; its size takes {said}", file=sys.stderr)
+    if held_by_kv and memory_util is None:  # the share of memory moves the answer there: say whose it is
+        dep = answer.deployment
+        said = engine_memory_said(dep, None) or memory_share(dep, None, answer.limits.max_batched_tokens).where
+        print(
+            f"note: the KV cache holds fewer users than some loads bring; its size takes {said}; --memory-util to "
+            "give your engine's share",
+            file=sys.stderr,
+        )
     for r in answer.rows:  # where only the speculating engine queues users: its TTFT carries the wait
         a, b = r["plain"], r["spec"]
         if b["limited_by"] and not a["limited_by"] and answer.kind == "concurrency":

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import sys
 from typing import Any, Sequence
 
@@ -62,18 +61,16 @@ def print_notes(dep) -> None:
 
 
 def engine_memory_said(dep, share: float | None) -> str | None:
-    """Where the engine sizes its KV cache otherwise than the share of device memory specsim takes (vLLM's default, or
-    ``share`` where one was given): what it takes and what the engine does; None where there is nothing to say."""
+    """Where the engine sizes its KV cache otherwise than the share of device memory specsim takes, a rule specsim does
+    not model (TensorRT-LLM's), and the user gave no ``share``: what it takes and what the engine does; None where
+    there is nothing to say."""
     from specsim.engines import REGISTRY
     from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
 
     own = getattr(REGISTRY.get(dep.engine.name), "memory_rule", None)
-    if not own or (share is not None and not math.isclose(share, DEFAULT_MEMORY_UTILIZATION, rel_tol=1e-9)):
+    if not own or share is not None:
         return None
-    return (
-        f"vLLM's gpu_memory_utilization default ({DEFAULT_MEMORY_UTILIZATION:g}); {own}, which is not modelled: "
-        "--memory-util for your engine's share"
-    )
+    return f"vLLM's gpu_memory_utilization default ({DEFAULT_MEMORY_UTILIZATION:g}); {own}, which is not modelled"
 
 
 def capacity_summary(cap, dep) -> list[str]:
@@ -87,12 +84,18 @@ def capacity_summary(cap, dep) -> list[str]:
         f"{cap.usable_bytes / cap.memory_bytes:g} usable = {cap.usable_bytes / gb:.1f} GB; "
         f"weights {dep.target.name} {cap.target_weight_bytes / gb:.1f} GB + {dep.drafter.name} {cap.draft_weight_bytes / gb:.1f} GB"
         + (" (draft whole on one GPU)" if cap.gpus > 1 and dep.draft is not None and dep.draft.tp == 1 else "")
+        + (
+            f" + the engine's reserve for speculating {cap.draft_reserve_bytes / gb:.1f} GB"
+            if cap.draft_reserve_bytes
+            else ""
+        )
         + "; "
         f"KV per sequence at {cap.context_tokens} tokens {cap.target_kv_bytes_per_seq / gb:.3f} + {cap.draft_kv_bytes_per_seq / gb:.3f} GB"
     ]
-    said = engine_memory_said(dep, cap.usable_bytes / cap.memory_bytes)
-    if said:
-        lines.append(f"usable: {said}")
+    said = engine_memory_said(dep, cap.memory_utilization) or cap.memory_basis
+    lines.append(
+        f"usable: {said}" + ("; --memory-util for your engine's share" if cap.memory_utilization is None else "")
+    )
     if cap.recurrent_state_bytes_per_seq:  # a hybrid target: say what the recurrent layers hold, and the scratch
         lines.append(
             f"recurrent state: {cap.recurrent_state_bytes_per_seq / gb:.3f} GB per sequence of the target's; a "
@@ -104,10 +107,16 @@ def capacity_summary(cap, dep) -> list[str]:
         what = "does not fit" if not cap.target_fits else "fits but not with the draft beside it"
         lines.append(
             f"{dep.target.name} {what} on {where} in {dep.target.weight_dtype}: weights "
-            f"{cap.target_weight_bytes / gb:.1f} + {cap.draft_weight_bytes / gb:.1f} GB against the usable "
+            f"{cap.target_weight_bytes / gb:.1f} + {cap.draft_weight_bytes / gb:.1f} GB"
+            + (
+                f" + {cap.draft_reserve_bytes / gb:.1f} GB the engine sets aside for speculating"
+                if cap.draft_reserve_bytes
+                else ""
+            )
+            + " against the usable "
             f"{cap.usable_bytes / gb:.1f} GB{per}"
         )
-        n = smallest_fitting_tp(dep, cap.context_tokens, cap.usable_bytes / cap.memory_bytes)
+        n = smallest_fitting_tp(dep, cap.context_tokens, cap.memory_utilization)
         lines.append(
             f"smallest tensor parallelism that fits with the draft and one sequence: --tp {n}"
             if n is not None

@@ -10,7 +10,7 @@ import math
 import sys
 import time
 
-from specsim.cli.flags import add_deployment_args, fraction, int_at_least
+from specsim.cli.flags import MEMORY_UTIL_HELP, add_deployment_args, fraction, int_at_least
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA
 
 __all__ = ["run_watch"]
@@ -429,7 +429,6 @@ def _write_rules(args, names, judge, dep, gamma, matchers) -> None:
 
 # -- flags ---------------------------------------------------------------------------------------------------------
 def _parser_watch(sub) -> None:
-    from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
     from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
     from specsim.watch.drift import DEFAULT_FALSE_ALARM, DEFAULT_MIN_DROP, DEFAULT_REFERENCE
     from specsim.watch.watcher import DEFAULT_MIN_GAIN
@@ -533,8 +532,8 @@ def _parser_watch(sub) -> None:
     engine.add_argument(
         "--memory-util",
         type=fraction,
-        default=DEFAULT_MEMORY_UTILIZATION,
-        help=f"the engine's share of GPU memory (default {DEFAULT_MEMORY_UTILIZATION}, vLLM's)",
+        default=None,
+        help=MEMORY_UTIL_HELP,
     )
     out = p.add_argument_group("output")
     out.add_argument(

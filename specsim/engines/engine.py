@@ -50,6 +50,16 @@ class DefaultLimits:
 
 
 @dataclass(frozen=True)
+class MemoryShare:
+    """The share of device memory an engine gives its weights and KV cache when the user sets none (vLLM's
+    gpu_memory_utilization, SGLang's mem_fraction_static), and where specsim read the rule."""
+
+    plain: float  #: without speculation
+    speculating: float  #: with a drafter (an engine may set more aside for its graphs and buffers)
+    where: str  #: the rule's inputs and result, the engine release and the source file
+
+
+@dataclass(frozen=True)
 class BenchFiles:
     """The result files an engine's benchmark client writes, as :mod:`specsim.calibration.bench_files` reads them."""
 
@@ -108,9 +118,9 @@ class Engine:
     #: Where this engine keeps a draft model's KV cache in the dtype it keeps the target's (its one cache setting): the
     #: source that says so.  None: a draft model keeps its own config's dtype (not read for this engine).
     draft_cache_rule: str | None = None
-    #: Where this engine sizes its KV cache by default otherwise than vLLM's gpu_memory_utilization, the share of device
-    #: memory specsim takes (:data:`specsim.serving.capacity.DEFAULT_MEMORY_UTILIZATION`): what it does, with its
-    #: source.  None: that share is the engine's own (vLLM), or not read.
+    #: Where this engine sizes its KV cache by default by a rule specsim does not model, so that specsim takes vLLM's
+    #: share of device memory (:data:`specsim.serving.capacity.DEFAULT_MEMORY_UTILIZATION`): what it does, with its
+    #: source.  None: that share is the engine's own (vLLM), or :meth:`memory_share` models the engine's (SGLang).
     memory_rule: str | None = None
     #: Its benchmark writer (:class:`~specsim.engines.writers.BenchWriter`).
     bench: object = None
@@ -161,6 +171,12 @@ class Engine:
     def default_limits(self, preset, hardware, offline: bool) -> DefaultLimits | None:
         """The limits this engine takes on ``hardware`` when the user sets none, for a server or (``offline``) a batch
         run in-process; None where specsim has not read them."""
+        return None
+
+    def memory_share(self, preset, hardware, model, method: str | None, max_batched_tokens: int | None):
+        """This engine's own :class:`MemoryShare` on ``hardware`` for ``model`` (its tensor parallelism and attention),
+        speculating by ``method`` (the engine's name of the drafter, None: plain) and with ``max_batched_tokens`` per
+        iteration (None: the engine's default); None where it is vLLM's gpu_memory_utilization default or not read."""
         return None
 
     def static_gamma(self, dep, ranges: list, version: tuple) -> int | None:

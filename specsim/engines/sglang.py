@@ -20,7 +20,7 @@ from specsim.engines.base import (
     make_preset,
     parse_version,
 )
-from specsim.engines.engine import BenchFiles, DefaultLimits, Engine, EngineSupport
+from specsim.engines.engine import BenchFiles, DefaultLimits, Engine, EngineSupport, MemoryShare
 from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP
 from specsim.engines.writers import BenchWriter
 from specsim.engines.writers import version_text as _version_text
@@ -531,6 +531,99 @@ SPEC_MAX_RUNNING = 48
 PLAIN_MAX_RUNNING = 2048
 
 
+def _release(preset) -> tuple[int, int, int]:
+    """The release ``preset`` was asked for, else its range's newest."""
+    release = parse_version(NAME, preset.asked) if preset.asked else None
+    if release is None:
+        release = next((last for first, last, key in RANGES if key == preset.version), RANGES[-1][1])
+    return release
+
+
+def _chunked_prefill(release: tuple[int, int, int], gib: float) -> tuple[int, str]:
+    """(SGLang's default chunked_prefill_size on a GPU of ``gib`` GiB, where the rule is read)."""
+    _, rows, beyond, where = next(rule for rule in _CHUNKED_PREFILL if release >= rule[0])
+    return next((t for below, t in rows if gib < below), beyond), where
+
+
+#: --cuda-graph-max-bs when not given, by the GPU's memory in GiB and TP: (first release, [(below GiB, (TP < 4,
+#: TP >= 4)), ...], beyond).  0.5.5-0.5.19 server_args.py _handle_gpu_memory_settings; 0.5.20 and 0.5.23
+#: arg_groups/memory_hook.py handle_gpu_memory_settings (the 20-35 GiB row 24/80 became 48/160).
+_GRAPH_MAX_BS = (
+    ((0, 5, 20), ((20, (8, 8)), (35, (48, 160)), (60, (32, 160)), (160, (256, 512))), 512),
+    ((0, 0, 0), ((20, (8, 8)), (35, (24, 80)), (60, (32, 160)), (160, (256, 512))), 512),
+)
+#: What a speculating server sets aside beyond the rest, in MiB, by release: (first release, the EAGLE family and the
+#: other heads, a STANDALONE draft model); NGRAM none.  0.4.10.post1 2048 for any algorithm (ServerArgs.__post_init__);
+#: 0.5.5-0.5.9 2048 / 6144, 0.5.10-0.5.13 4096 / 6144 (server_args.py _handle_gpu_memory_settings); none from 0.5.14
+#: (read in 0.5.14, 0.5.17, 0.5.20 and 0.5.23).
+_SPEC_RESERVE_MIB = (((0, 5, 14), 0, 0), ((0, 5, 10), 4096, 6144), ((0, 5, 5), 2048, 6144), ((0, 0, 0), 2048, 2048))
+
+
+def memory_reserve(
+    release: tuple[int, int, int], gib: float, tp: int, mla: bool, platform: str, chunked: int
+) -> tuple[float, str]:
+    """(MiB SGLang sets aside for activations and graphs on a GPU of ``gib`` GiB when --mem-fraction-static is not
+    given, without speculation; the rule in words).  From 0.5.5 (server_args.py _handle_gpu_memory_settings, to
+    0.5.19; arg_groups/memory_hook.py handle_gpu_memory_settings from 0.5.20, read at 0.5.20 and 0.5.23): 512 +
+    1.5 x max(chunked_prefill_size, 2048) + 2 x cuda_graph_max_bs + 1024 x TP / 8, plus the prefill (piecewise)
+    graphs from 0.5.10, on by default on CUDA and off on ROCm (0.5.11 _handle_piecewise_cuda_graph; later releases'
+    ROCm default not read): 8 MiB per captured size up to chunked_prefill_size (1.5 GiB for an MLA model), at least
+    10 GiB on a GPU over 60 GiB.  Before 0.5.5, 0.4.10.post1's table (ServerArgs.__post_init__; 0.5.0-0.5.4 not
+    read).  Pipeline parallelism 1, no DP attention, no multimodal tower, no DeepEP buffers."""
+    mib = gib * 1024
+    if release < (0, 5, 5):
+        rows = ((35, 2.8 + tp / 10), (90, 9.5 + tp / 2), (160, 12 + tp / 2))
+        reserved = next((r for below, r in rows if gib < below), 32.0) * 1024
+        return reserved, "0.4.10.post1's table by GPU memory and TP, server_args.py; 0.5.0-0.5.4 not read"
+    _, rows, beyond = next(rule for rule in _GRAPH_MAX_BS if release >= rule[0])
+    graphs = next((pair for below, pair in rows if gib < below), (beyond, beyond))[0 if tp < 4 else 1]
+    reserved = 512 + 1.5 * max(chunked, 2048) + 2 * graphs + 1024 * tp / 8
+    piecewise = ""
+    if release >= (0, 5, 10) and platform == "cuda":
+        sizes = (
+            list(range(4, 33, 4))
+            + list(range(48, 257, 16))
+            + list(range(288, 513, 32))
+            + list(range(576, 1025, 64))
+            + list(range(1280, 4097, 256))
+            + list(range(4608, chunked + 1, 512))
+        )
+        extra = 1.5 * 1024 if mla else 8 * sum(1 for n in sizes if n <= chunked)
+        reserved += extra
+        piecewise = f" + prefill graphs {extra:.0f}"
+    floor = mib > 60 * 1024 and reserved < 10 * 1024
+    where = (
+        f"512 + 1.5 x chunked_prefill_size {max(chunked, 2048)} + 2 x cuda_graph_max_bs {graphs} + 1024 x TP {tp} / 8"
+        f"{piecewise} MiB" + (", raised to its 10 GiB floor" if floor else "")
+    )
+    return (max(reserved, 10 * 1024) if mib > 60 * 1024 else reserved), where
+
+
+def memory_share(preset, hardware, model, method: str | None, max_batched_tokens: int | None) -> MemoryShare:
+    """SGLang's mem_fraction_static when --mem-fraction-static is not given: round((gpu_mem - reserved) / gpu_mem, 3),
+    gpu_mem the GPU's memory in MiB (:func:`memory_reserve`), a speculating server's reserve raised by
+    ``_SPEC_RESERVE_MIB`` in the releases that add one.  The KV pool is what that share leaves beside the weights
+    (model_executor/model_runner.py: rest_memory = free memory after loading - total x (1 - mem_fraction_static))."""
+    release = _release(preset)
+    gib = hardware.memory_bytes / 2**30
+    chunked, _ = _chunked_prefill(release, gib)
+    chunked = int(max_batched_tokens) if max_batched_tokens else chunked
+    reserved, rule = memory_reserve(release, gib, model.tp, model.is_mla, hardware.platform, chunked)
+    extra = 0.0
+    if method is not None and method != "NGRAM":
+        _, heads, draft = next(row for row in _SPEC_RESERVE_MIB if release >= row[0])
+        extra = float(draft if method == "STANDALONE" else heads)
+    mib = gib * 1024
+    plain, spec = round((mib - reserved) / mib, 3), round((mib - reserved - extra) / mib, 3)
+    spec_said = f", {extra / 1024:g} GiB more speculating ({method})" if extra else ""
+    return MemoryShare(
+        plain,
+        spec,
+        f"SGLang {_version_text(release)}'s mem_fraction_static {spec if extra else plain:g}: the GPU's {gib:.1f} GiB less "
+        f"a reserve of {(reserved + extra) / 1024:.1f} GiB ({rule}{spec_said})",
+    )
+
+
 def default_limits(preset, hardware) -> DefaultLimits:
     """SGLang's own limits on ``hardware``: chunked_prefill_size by the GPU's memory, for the release ``preset`` was
     asked for (its range's newest where none was named), and max_running_requests, 48 when speculating.  Its
@@ -540,12 +633,9 @@ def default_limits(preset, hardware) -> DefaultLimits:
     ready, the decoding sequences waiting that iteration (scheduler.py get_next_batch_to_run, "Run prefill first if
     possible": L1434 in 0.4.10.post1, L2516 in 0.5.11, L3993 in 0.5.23; 0.4.10.post1 server_args.py L522-523 turns
     --enable-mixed-chunk off with EAGLE)."""
-    release = parse_version(NAME, preset.asked) if preset.asked else None
-    if release is None:
-        release = next((last for first, last, key in RANGES if key == preset.version), RANGES[-1][1])
-    _, rows, beyond, where = next(rule for rule in _CHUNKED_PREFILL if release >= rule[0])
+    release = _release(preset)
     gib = hardware.memory_bytes / 2**30
-    tokens = next((t for below, t in rows if gib < below), beyond)
+    tokens, where = _chunked_prefill(release, gib)
     return DefaultLimits(
         PLAIN_MAX_RUNNING,
         tokens,
@@ -563,6 +653,9 @@ class _Sglang(Engine):
 
     def draft_tp(self, preset, separate_model, target_tp, requested):
         return draft_tp(preset, separate_model, target_tp, requested)
+
+    def memory_share(self, preset, hardware, model, method, max_batched_tokens):
+        return memory_share(preset, hardware, model, method, max_batched_tokens)
 
     def settings(self, dep):
         from specsim.engines.vllm import engine_settings
@@ -597,10 +690,6 @@ ENGINE = _Sglang(
     serial_preset="sglang@0.5",
     own_draft_tp=True,
     takes_trees=True,
-    memory_rule=(
-        "SGLang keeps a reserve of its own instead, 3-32 GiB by GPU, TP and drafter (mem_fraction_static = "
-        "(gpu_mem - reserved_mem) / gpu_mem, python/sglang/srt/server_args.py, 0.5.11)"
-    ),
     draft_cache_rule=(
         "SGLang 0.5.12's draft worker runs on the server's own server_args, whose --kv-cache-dtype sets its cache "
         "(srt/speculative/standalone_worker.py; srt/model_executor/model_runner.py configure_kv_cache_dtype)"

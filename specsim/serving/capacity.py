@@ -15,7 +15,10 @@ Memory
         max batch without draft = floor((U - W_T) / (kv_T * L))
         max batch with draft    = floor((U - W_T - W_D) / ((kv_T + kv_D) * L))
 
-    with U = memory_utilization * memory_bytes.  Activations, CUDA graphs and
+    with U = memory_utilization * memory_bytes, the share being the engine's own
+    where the user gives none (:func:`memory_share`: vLLM's 0.9, SGLang's
+    mem_fraction_static from its reserve, which a speculating server may raise;
+    W_D then counts that extra reserve too).  Activations, CUDA graphs and
     the few lookahead slots of the gamma drafted tokens are not counted (the
     utilisation margin covers them).  A hybrid target's recurrent layers add a
     fixed state per sequence (:mod:`specsim.describe.recurrent`), and a
@@ -54,6 +57,7 @@ if TYPE_CHECKING:  # pandas is imported where a table is built, keeping the CLI'
 __all__ = [
     "free_kv_bytes",
     "DEFAULT_MEMORY_UTILIZATION",
+    "memory_share",
     "DEFAULT_SCRATCH_DRAFT_TOKENS",
     "Capacity",
     "capacity",
@@ -95,6 +99,11 @@ class Capacity:
     scratch_draft_tokens: int = 0
     #: Where the scratch's draft tokens come from (the user's --gamma, the command's optimal gamma, a cited default).
     scratch_basis: str = ""
+    #: What a speculating engine sets aside beyond ``usable_bytes``' reserve (SGLang before 0.5.14), per GPU.
+    draft_reserve_bytes: float = 0.0
+    #: Where the usable share comes from (:func:`memory_share`), and the share the user gave (None: the engine's own).
+    memory_basis: str = ""
+    memory_utilization: float | None = None
 
     @property
     def target_fits(self) -> bool:
@@ -103,8 +112,8 @@ class Capacity:
 
     @property
     def both_fit(self) -> bool:
-        """Whether target and draft weights fit together."""
-        return self.target_weight_bytes + self.draft_weight_bytes < self.usable_bytes
+        """Whether target and draft weights fit together (beside the engine's extra reserve for speculating)."""
+        return self.free_bytes_with_draft > 0
 
     @property
     def draft_kv_bytes_per_seq(self) -> float:
@@ -118,8 +127,8 @@ class Capacity:
 
     @property
     def free_bytes_with_draft(self) -> float:
-        """Bytes left for the KV cache beside the target's and the draft's weights."""
-        return self.usable_bytes - self.target_weight_bytes - self.draft_weight_bytes
+        """Bytes left for the KV cache beside the target's and the draft's weights (and the engine's extra reserve)."""
+        return self.usable_bytes - self.target_weight_bytes - self.draft_weight_bytes - self.draft_reserve_bytes
 
     @property
     def max_batch_without_draft(self) -> int:
@@ -143,6 +152,9 @@ class Capacity:
             "draft_kv_bytes_per_seq": self.draft_kv_bytes_per_seq,
             "context_tokens": self.context_tokens,
             "gpus": self.gpus,
+            "draft_reserve_bytes": self.draft_reserve_bytes,
+            "memory_basis": self.memory_basis,
+            "memory_utilization": self.memory_utilization,
             "target_fits": self.target_fits,
             "both_fit": self.both_fit,
             "max_batch_without_draft": self.max_batch_without_draft,
@@ -227,16 +239,47 @@ def reserved_context(context: int, max_context: int | None) -> int:
     return int(max_context)
 
 
+def memory_share(dep: Deployment, memory_utilization: float | None = None, max_batched_tokens: int | None = None):
+    """The share of device memory ``dep``'s engine gives weights and KV cache (a
+    :class:`~specsim.engines.engine.MemoryShare`): ``memory_utilization`` where given (vLLM's
+    --gpu-memory-utilization, SGLang's --mem-fraction-static), else the engine's own rule on this GPU for this target
+    and drafter with ``max_batched_tokens`` per iteration (SGLang's reserve), else vLLM's default
+    (:data:`DEFAULT_MEMORY_UTILIZATION`).  The one place the share is chosen."""
+    from specsim.engines import REGISTRY
+    from specsim.engines.engine import MemoryShare
+
+    if memory_utilization is not None:
+        if not 0.0 < memory_utilization <= 1.0:
+            raise ValueError(f"memory utilization must be in (0, 1], got {memory_utilization!r}")
+        return MemoryShare(memory_utilization, memory_utilization, f"{memory_utilization:g} as given")
+    engine = REGISTRY.get(dep.engine.name)
+    if engine is not None and dep.drafter is not None:
+        support = engine.methods.get(dep.drafter.kind)
+        method = support.name if support is not None else None
+    else:
+        method = None
+    own = (
+        None
+        if engine is None
+        else engine.memory_share(dep.engine, dep.hardware, dep.target, method, max_batched_tokens)
+    )
+    if own is not None:
+        return own
+    u = DEFAULT_MEMORY_UTILIZATION
+    return MemoryShare(u, u, f"vLLM's gpu_memory_utilization default {u:g}")
+
+
 def capacity(
     dep: Deployment,
     context: int = DEFAULT_CONTEXT_TOKENS,
-    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+    memory_utilization: float | None = None,
     draft_tokens: int | None = None,
     draft_tokens_basis: str = "--gamma",
+    max_batched_tokens: int | None = None,
 ) -> Capacity:
     """Memory budget of ``dep`` with every sequence holding ``context`` tokens (a hybrid target's speculative scratch
     sized for ``draft_tokens``, the engine's num_speculative_tokens, ``draft_tokens_basis`` saying where it comes from;
-    default :func:`default_scratch_tokens`).
+    default :func:`default_scratch_tokens`), the engine's share of memory :func:`memory_share`'s.
 
     Examples
     --------
@@ -246,15 +289,14 @@ def capacity(
     >>> cap.max_batch_without_draft, cap.max_batch_with_draft
     (56, 43)
     """
-    if not 0.0 < memory_utilization <= 1.0:
-        raise ValueError(f"memory utilization must be in (0, 1], got {memory_utilization!r}")
+    share = memory_share(dep, memory_utilization, max_batched_tokens)
     if isinstance(context, bool) or int(context) != context or context < 1:
         raise ValueError(f"context must be an integer >= 1 token for a capacity estimate, got {context!r}")
     scratch = dep.target.is_hybrid and dep.drafter is not None
     tokens, basis = default_scratch_tokens(dep) if draft_tokens is None else (int(draft_tokens), draft_tokens_basis)
     return Capacity(
         memory_bytes=dep.hardware.memory_bytes,
-        usable_bytes=memory_utilization * dep.hardware.memory_bytes,
+        usable_bytes=share.plain * dep.hardware.memory_bytes,
         target_weight_bytes=dep.target.weight_bytes,
         draft_weight_bytes=dep.draft.weight_bytes if dep.draft is not None else 0.0,
         target_kv_bytes_per_seq=float(sequence_kv_bytes(dep, context, with_draft=False)),
@@ -265,13 +307,16 @@ def capacity(
         scratch_bytes_per_seq=float(scratch_bytes(dep, tokens)) if scratch else 0.0,
         scratch_draft_tokens=int(tokens) if scratch else 0,
         scratch_basis=basis if scratch else "",
+        draft_reserve_bytes=(share.plain - share.speculating) * dep.hardware.memory_bytes if dep.drafter else 0.0,
+        memory_basis=share.where,
+        memory_utilization=memory_utilization,
     )
 
 
 def smallest_fitting_tp(
     dep: Deployment,
     context: int = DEFAULT_CONTEXT_TOKENS,
-    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+    memory_utilization: float | None = None,
     batch: int = 1,
 ) -> int | None:
     """The fewest tensor-parallel GPUs (a power of two the heads allow, within one node) that hold the target,
@@ -325,7 +370,7 @@ def throughput_table(
     gamma: int | None = None,
     gamma_max: int = DEFAULT_GAMMA_MAX,
     max_context: int | None = None,
-    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+    memory_utilization: float | None = None,
 ) -> "pd.DataFrame":
     """Latency and throughput with and without speculation, one row per batch size.
 
@@ -369,13 +414,23 @@ def throughput_table(
 
 
 def free_kv_bytes(
-    dep, input_tokens: float, output_tokens: float, gamma_top: int, memory_utilization: float | None = None
+    dep,
+    input_tokens: float,
+    output_tokens: float,
+    gamma_top: int,
+    memory_utilization: float | None = None,
+    max_batched_tokens: int | None = None,
 ) -> tuple:
     """(plain, speculating) bytes of KV cache an engine holds beside the weights (:func:`specsim.serving.capacity.capacity`
-    at the mean context of requests of these lengths, at ``memory_utilization``, vLLM's default unless given), the
-    drafter's scratch sized for ``gamma_top``: what the serving model's engine holds."""
-    util = DEFAULT_MEMORY_UTILIZATION if memory_utilization is None else memory_utilization
+    at the mean context of requests of these lengths, at ``memory_utilization``, the engine's own share unless given,
+    with ``max_batched_tokens`` per iteration), the drafter's scratch sized for ``gamma_top``: what the serving model's
+    engine holds."""
     cap = capacity(
-        dep, max(int(input_tokens + output_tokens / 2), 1), util, max(int(gamma_top), 1), "the largest gamma searched"
+        dep,
+        max(int(input_tokens + output_tokens / 2), 1),
+        memory_utilization,
+        max(int(gamma_top), 1),
+        "the largest gamma searched",
+        max_batched_tokens,
     )
     return cap.free_bytes_without_draft, cap.free_bytes_with_draft

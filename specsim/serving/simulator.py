@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from specsim.core.defaults import DEFAULT_ALPHA, DEFAULT_SERVING_GAMMA_MAX
-from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION, capacity, sequence_kv_bytes
+from specsim.serving.capacity import capacity, sequence_kv_bytes
 from specsim.serving.runs import CONFIDENCE, DEFAULT_RUNS, summarize_runs
 from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, EngineLimits, iteration_s
 from specsim.serving.workloads import mean_context_tokens
@@ -710,8 +710,8 @@ def serve_compare(
     whole length, window layers capped at their window, so that a run of equal requests admits exactly
     the batch ``specsim capacity`` reports.
     """
+    budget = None if limits is None else limits.max_batched_tokens  # the engine's own where no limits are given
     limits = EngineLimits() if limits is None else limits
-    util = DEFAULT_MEMORY_UTILIZATION if memory_utilization is None else memory_utilization
     prompt, output = np.asarray(requests.prompt), np.asarray(requests.output)
     max_context = int((prompt + output).max())
     hint = float(mean_context_tokens(prompt.mean(), output.mean())) if context_hint is None else float(context_hint)
@@ -728,7 +728,14 @@ def serve_compare(
     gmax = int(np.max(policy))
     # A hybrid target's speculative scratch is reserved for the engine's num_speculative_tokens: the largest gamma run.
     scratch = max(gmax, 1)
-    cap = capacity(dep, max(int(hint), 1), util, scratch, f"the largest gamma of the simulation's policy ({label})")
+    cap = capacity(
+        dep,
+        max(int(hint), 1),
+        memory_utilization,
+        scratch,
+        f"the largest gamma of the simulation's policy ({label})",
+        budget,
+    )
     if cap.free_bytes_without_draft <= 0:
         raise ValueError(f"{dep.target.name} does not fit on {dep.hardware.name}: no memory is left for the KV cache")
     if cap.free_bytes_with_draft <= 0:

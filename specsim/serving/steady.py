@@ -438,6 +438,31 @@ def steady_state(
     return _closed_loop(steps, x, P, O, t_pf, n_e, limited, limits, requests)
 
 
+class NoRoom(ValueError):
+    """The engine cannot hold one request beside the weights (:func:`served_state`'s refusal)."""
+
+
+def _require_one_request(dep, kv: tuple, input_tokens: float, output_tokens: float, gammas, share, limits) -> None:
+    """Refuse a load answer whose engine cannot hold one request of these lengths beside the weights (the speculating
+    one where a gamma above 0 is searched): an engine that cannot start has no TPOT to give."""
+    from specsim.serving.capacity import memory_share, sequence_kv_bytes
+
+    context = input_tokens + output_tokens / 2.0
+    speculating = dep.drafter is not None and max(gammas) > 0
+    for spec, free in ((False, kv[0]), (True, kv[1])) if speculating else ((False, kv[0]),):
+        need = float(sequence_kv_bytes(dep, context, with_draft=spec, draft_tokens=max(max(gammas), 1)))
+        if free >= need:
+            continue
+        what = f"{dep.target.name} with {dep.drafter.name}" if spec else dep.target.name
+        gpus = f" x {dep.target.tp}" if dep.target.tp > 1 else ""
+        raise NoRoom(
+            f"{what} on {dep.hardware.name}{gpus} leaves {max(free, 0.0) / 1e9:.2f} GB per GPU for the KV cache beside "
+            f"the weights, less than one request of {context:,.0f} tokens needs ({need / 1e9:.2f} GB); the engine's "
+            f"share of memory: {memory_share(dep, share, limits.max_batched_tokens).where}; give a larger --tp, a "
+            "smaller --weight-dtype, or --memory-util"
+        )
+
+
 def served_state(
     dep,
     acceptance,
@@ -452,8 +477,8 @@ def served_state(
     fixed_lengths: bool = True,
 ) -> SteadyState:
     """:func:`steady_state` as the answering commands take it: ``limits`` the engine's own on the GPU unless given
-    (:func:`engine_limits`), the KV cache the capacity model leaves at ``memory_utilization`` (vLLM's default unless
-    given; :func:`specsim.serving.capacity.free_kv_bytes`) with the drafter's scratch sized for the largest of
+    (:func:`engine_limits`), the KV cache the capacity model leaves at ``memory_utilization`` (the engine's own share
+    unless given; :func:`specsim.serving.capacity.free_kv_bytes`) with the drafter's scratch sized for the largest of
     ``gammas``, at the requests' mean lengths.  ``fixed_lengths`` is True by default, unlike :func:`steady_state`'s: a
     benchmark's requests all have the lengths given.  The one home of that assembly: ``specsim optimal-gamma
     --concurrency`` and the public rows' fit (:func:`specsim.calibration.fidelity.evaluate_serving`) both come here."""
@@ -462,7 +487,15 @@ def served_state(
     if limits is None:
         limits, _ = engine_limits(dep.engine, dep.hardware, kind == "batch")
     kv = free_kv_bytes(
-        dep, float(np.mean(input_tokens)), float(np.mean(output_tokens)), max(gammas), memory_utilization
+        dep,
+        float(np.mean(input_tokens)),
+        float(np.mean(output_tokens)),
+        max(gammas),
+        memory_utilization,
+        limits.max_batched_tokens,
+    )
+    _require_one_request(
+        dep, kv, float(np.mean(input_tokens)), float(np.mean(output_tokens)), gammas, memory_utilization, limits
     )
     return steady_state(
         dep,

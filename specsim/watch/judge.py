@@ -98,7 +98,14 @@ class Judge:
         from specsim.serving.capacity import free_kv_bytes
         from specsim.serving.steady import steady_state
 
-        kv = free_kv_bytes(self.dep, float(np.median(P)), float(np.median(O)), gamma_top, self.memory_utilization)
+        kv = free_kv_bytes(
+            self.dep,
+            float(np.median(P)),
+            float(np.median(O)),
+            gamma_top,
+            self.memory_utilization,
+            self.limits.max_batched_tokens,
+        )
         return steady_state(self.dep, acceptance, gammas, rates, P, O, "rate", self.limits, kv)
 
     def judge(self, windows: list, spread: list | None = None) -> list:
