@@ -37,6 +37,7 @@ import numpy as np
 import yaml
 
 from specsim.calibration.bench_files import read_bench_file
+from specsim.calibration.engine_calibration import runs_kv_bytes
 from specsim.calibration.engine_fit import NUDGE, _default_alpha, fit_engine, fit_pinned, nudged_runs
 from specsim.calibration.model import RunModel, Values
 from specsim.calibration.runs import CalRun, SpecSetup, group_sweeps, identifiable, with_prompt_spreads
@@ -125,33 +126,33 @@ def _error(pairs: dict) -> tuple[float, float, int]:
     return (float(np.mean(np.abs(e))), float(np.mean(e)), int(e.size)) if e.size else (float("nan"), float("nan"), 0)
 
 
-def preset_predictions(dep, runs: list[CalRun], limits=None) -> tuple[RunModel, np.ndarray]:
+def preset_predictions(dep, runs: list[CalRun], limits=None, kv=None) -> tuple[RunModel, np.ndarray]:
     """(the runs' model, each run's observable) by the preset as shipped, an acceptance not recorded at the drafter's
     published one."""
-    model = RunModel(dep, runs, limits)
+    model = RunModel(dep, runs, limits, kv)
     values = Values.at_preset(dep.engine, _default_alpha(dep), len(model.sweeps))
     model.settle(values)
     return model, model.predict(values, np.arange(len(runs)))
 
 
-def uncalibrated(dep, runs: list[CalRun], limits=None) -> tuple[dict, dict]:
+def uncalibrated(dep, runs: list[CalRun], limits=None, kv=None) -> tuple[dict, dict]:
     """(a): the preset as shipped, with the acceptance from the record: (groups whose runs recorded it, groups whose
     runs did not, predicted with the drafter's published acceptance, said so: a*)."""
-    model, predicted = preset_predictions(dep, runs, limits)
+    model, predicted = preset_predictions(dep, runs, limits, kv)
     pairs = _speedups(runs, predicted)
     recorded = {k: v for k, v in pairs.items() if k[2] not in model.sweeps}
     return recorded, {k: v for k, v in pairs.items() if k[2] in model.sweeps}
 
 
-def one_gamma(dep, runs: list[CalRun], limits=None) -> tuple[dict, str]:
+def one_gamma(dep, runs: list[CalRun], limits=None, kv=None) -> tuple[dict, str]:
     """(b): fitted at one step count (and every plain run), the others predicted; their acceptance from the record."""
     steps = sorted({c.setup.steps for c in runs if c.setup is not None})
     if len(steps) < 2:
-        fit = fit_engine(dep, runs, intervals=False, limits=limits)
+        fit = fit_engine(dep, runs, intervals=False, limits=limits, kv_bytes=kv)
         return {k: v for k, v in zip(_keys(fit.runs), _pairs_of(fit.runs, fit.held_out))}, "b': each load left out"
     out: dict = {}
-    model = RunModel(dep, runs, limits)
-    nudged = [RunModel(dep, nudged_runs(runs, e), limits) for e in (NUDGE, -NUDGE)]
+    model = RunModel(dep, runs, limits, kv)
+    nudged = [RunModel(dep, nudged_runs(runs, e), limits, kv) for e in (NUDGE, -NUDGE)]
     alpha0 = _default_alpha(dep)
     e = dep.engine
     start = Values.at_preset(e, alpha0, len(model.sweeps))
@@ -181,7 +182,7 @@ def _pairs_of(runs, prediction):
     return [got.get(k, (np.nan, np.nan)) for k in _keys(runs)]
 
 
-def without_acceptance(dep, runs: list[CalRun], limits=None) -> tuple[dict, list[str]]:
+def without_acceptance(dep, runs: list[CalRun], limits=None, kv=None) -> tuple[dict, list[str]]:
     """(c): the recorded acceptance taken away and fitted per sweep; each load left out and predicted."""
     recorded: dict = {}
     bare = []
@@ -190,7 +191,7 @@ def without_acceptance(dep, runs: list[CalRun], limits=None) -> tuple[dict, list
             recorded.setdefault(c.sweep, []).append((c.run.accept_length, c.setup.steps))
         setup = c.setup if c.setup is None else dataclasses.replace(c.setup, acceptance_spread=0.0)
         bare.append(dataclasses.replace(c, run=dataclasses.replace(c.run, accept_length=None), setup=setup))
-    fit = fit_engine(dep, bare, intervals=True, limits=limits)
+    fit = fit_engine(dep, bare, intervals=True, limits=limits, kv_bytes=kv)
     lines = []
     from specsim.speculation.acceptance import alpha_from_acceptance_length
 
@@ -252,12 +253,15 @@ def _one(folder: Path, spec: dict) -> dict:
     runs = runs_of(spec, folder)
     row["runs"] = len(runs)
     limits = limits_of(spec, dep)
-    a, a_star = uncalibrated(dep, runs, limits)
+    # The KV cache of the runs' engine, at the share its recipe set where the manifest records one (as calibrate-engine
+    # --memory-util takes it), else the engine's own.
+    kv = runs_kv_bytes(dep, runs, limits, spec.get("memory_util"))
+    a, a_star = uncalibrated(dep, runs, limits, kv)
     row["a"], row["a_star"] = _error(a), _error(a_star)
     a_all = a | a_star
     try:
-        b, b_how = one_gamma(dep, runs, limits)
-        c, lines = without_acceptance(dep, runs, limits)
+        b, b_how = one_gamma(dep, runs, limits, kv)
+        c, lines = without_acceptance(dep, runs, limits, kv)
     except (
         ValueError
     ) as err:  # what calibrate-engine refuses (runs of two checkpoints, one load only): said, not fitted

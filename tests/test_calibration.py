@@ -269,6 +269,38 @@ def test_the_run_model_at_the_true_terms_follows_the_request_level_simulator():
         assert t == pytest.approx(c.run.tpot_s, rel=0.025 if c.run.concurrency == 1 else 0.04), c.run.where
 
 
+def test_a_run_the_kv_cache_cannot_hold_is_predicted_at_the_users_it_holds(dep):
+    # A KV cache of 10 plain sequences and 6 speculating ones at the runs' mean context (2048 + 128 tokens): a closed
+    # loop of more users queues the rest, so its decode batch, and so its TPOT, are those of the users held; fewer users
+    # are all held.  Without a bound (no kv_bytes) every user is held.
+    from specsim.serving.capacity import sequence_kv_bytes
+
+    runs = [
+        c for c in _model_runs(dep, prompts=(2048,), loads=(4, 10, 32, 64)) if c.setup is None or c.setup.steps == 2
+    ]
+    per_plain = float(sequence_kv_bytes(dep, 2048 + 128, with_draft=False))
+    per_spec = float(sequence_kv_bytes(dep, 2048 + 128, with_draft=True, draft_tokens=2))
+    bounded = RunModel(dep, runs, kv_bytes=(10.5 * per_plain, 6.5 * per_spec))
+    free = RunModel(dep, runs)
+    loads = np.array([c.run.load_value for c in runs])
+    spec = np.array([c.setup is not None for c in runs])
+    held = np.minimum(loads, np.where(spec, 6, 10))
+    np.testing.assert_array_equal(bounded.in_engine, held)
+    assert list(bounded.limited_by) == ["kv cache" if h < n else "" for h, n in zip(held, loads)]
+    np.testing.assert_array_equal(free.in_engine, loads)
+    values = dataclasses.replace(TRUE, alphas=())
+    for model in (bounded, free):
+        model.settle(values)
+    t_bounded = bounded.times(values, np.arange(len(runs)))["tpot_s"]
+    t_free = free.times(values, np.arange(len(runs)))["tpot_s"]
+    at = {(c.run.load_value, c.setup is not None): i for i, c in enumerate(runs)}
+    # 32 and 64 plain users run as 10 do; 4 speculating users are all held, 64 run as the 6 held (a shorter step).
+    assert t_bounded[at[(64.0, False)]] == pytest.approx(t_free[at[(10.0, False)]], rel=1e-9)
+    assert t_bounded[at[(32.0, False)]] == pytest.approx(t_free[at[(10.0, False)]], rel=1e-9)
+    assert t_bounded[at[(4.0, True)]] == pytest.approx(t_free[at[(4.0, True)]], rel=1e-9)
+    assert t_bounded[at[(64.0, True)]] < t_free[at[(64.0, True)]]
+
+
 @pytest.fixture(scope="module")
 def noise_free_fit(dep):
     """The fit of runs made by the serving model itself at TRUE (two step counts, seven loads, two prompt lengths)."""
@@ -1162,3 +1194,20 @@ def test_the_spread_of_acceptance_is_read_from_requests_measured_one_at_a_time()
     assert [n for n in notes if n.startswith("acceptance spread")] == [
         "acceptance spread across prompts: 0.02 (--acceptance-spread)"
     ]
+
+
+def test_calibrate_engine_says_the_share_of_memory_it_takes_and_the_runs_its_kv_cache_cannot_hold(capsys):
+    # At a fifth of an H100's memory the 8B target leaves room for 7 plain users of 1,128 tokens and no speculating
+    # one: the runs past that are named, predicted at what the cache holds; at the engine's own share (vLLM's 0.9) none.
+    argv = SPEC.format(spec=f"{BENCH}/vllm-eagle3.jsonl").split()
+    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
+        assert main(["calibrate-engine", *argv, "--memory-util", "0.2"]) == 0
+    text = out.getvalue() + err.getvalue()
+    assert "KV cache: the engine's share of memory, 0.2 as given" in text
+    warned = [line for line in text.splitlines() if "the KV cache holds fewer users" in line]
+    assert len(warned) == 1 and "plain concurrency 16 (7 held)" in warned[0]
+    assert "spec concurrency 1 (no room for one: predicted at one)" in warned[0]
+    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
+        assert main(["calibrate-engine", *argv]) == 0
+    text = out.getvalue() + err.getvalue()
+    assert "vLLM's gpu_memory_utilization default 0.9" in text and "the KV cache holds fewer users" not in text

@@ -175,13 +175,25 @@ def _source_without_docstrings(path: Path) -> str:
                 "specsim.timing.kernels",
             },
         ),
+        # The requests an engine holds at a load (max_num_seqs and the KV cache): the steady state's, which the answers
+        # and calibrate-engine's runs both take.
+        (r"engine_population\(|kv_sequences\(", {"specsim.serving.steady", "specsim.calibration.model"}),
+        # The share of memory an engine gives weights and KV cache: chosen in one place, ruled by the engine.
+        (r"\.memory_share\(", {"specsim.serving.capacity"}),
         # A sequence's KV footprint for admission and capacity.
         (r"sequence_kv_bytes\(", {"specsim.serving.capacity", "specsim.serving.simulator", "specsim.serving.steady"}),
-        # The KV cache an engine holds beside the weights: the steady state as the answers take it (served_state), and
-        # the watch, which asks it at a day's median lengths and replays a day request by request.
+        # The KV cache an engine holds beside the weights: the steady state as the answers take it (served_state),
+        # calibrate-engine's runs (runs_kv_bytes), and the watch, which asks it at a day's median lengths and replays a
+        # day request by request.
         (
             r"free_kv_bytes\(",
-            {"specsim.serving.capacity", "specsim.serving.steady", "specsim.watch.judge", "specsim.watch.replay"},
+            {
+                "specsim.serving.capacity",
+                "specsim.serving.steady",
+                "specsim.calibration.engine_calibration",
+                "specsim.watch.judge",
+                "specsim.watch.replay",
+            },
         ),
     ],
 )

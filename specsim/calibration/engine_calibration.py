@@ -182,6 +182,23 @@ class EngineCalibration:
         }
 
 
+def runs_kv_bytes(dep, runs: list, limits, memory_utilization: float | None = None) -> tuple:
+    """(plain, speculating) KV bytes per GPU the runs' engine holds beside the weights, at ``memory_utilization`` of the
+    GPU's memory (the engine's own share unless given) with its token budget ``limits``: what bounds the users each run
+    holds (:func:`specsim.serving.steady.engine_population`).  The runs' mean lengths and most draft steps size a hybrid
+    target's scratch; the free bytes themselves do not depend on them."""
+    from specsim.serving.capacity import free_kv_bytes
+
+    return free_kv_bytes(
+        dep,
+        sum(c.run.prompt_tokens for c in runs) / len(runs),
+        sum(c.run.output_tokens for c in runs) / len(runs),
+        max((c.setup.steps for c in runs if c.setup is not None), default=1),
+        memory_utilization,
+        limits.max_batched_tokens,
+    )
+
+
 def calibrate_engine(
     runs: list,
     files: list,
@@ -197,6 +214,7 @@ def calibrate_engine(
     weight_dtype: str | None = None,
     kv_dtype: str | None = None,
     limits=None,
+    memory_utilization: float | None = None,
     done=None,
 ) -> EngineCalibration:
     """Fit the engine's terms to ``runs`` (with the ``files`` they were read from and the ``notes`` of reading them),
@@ -204,7 +222,9 @@ def calibrate_engine(
     speculative runs with ``drafter`` (its TP ``draft_tp``, default the target's), step times from ``timing``
     (:func:`timing_for`), the engine's max_num_seqs and token budget ``limits``
     (:class:`specsim.serving.steady.EngineLimits`; the engine's own on the GPU unless given,
-    :func:`specsim.engines.default_limits`, said in the notes); ``done`` is called after each fit (a progress bar)."""
+    :func:`specsim.engines.default_limits`, said in the notes), its KV cache at ``memory_utilization`` of the GPU's
+    memory (the engine's own share unless given, :func:`specsim.serving.capacity.memory_share`, said in the notes);
+    ``done`` is called after each fit (a progress bar)."""
     from specsim.calibration.engine_fit import fit_engine
     from specsim.core.defaults import DEFAULT_DRAFT
     from specsim.describe.models import get_model
@@ -232,7 +252,12 @@ def calibrate_engine(
     if limits is None:
         limits, where = engine_limits(dep.engine, dep.hardware, all(c.run.kind == "batch" for c in runs))
         notes.append(f"engine limits: {limits.label} ({where})")
-    fit = fit_engine(dep, runs, limits=limits, done=done)
+    from specsim.serving.capacity import memory_share
+
+    share = memory_share(dep, memory_utilization, limits.max_batched_tokens)
+    notes.append(f"KV cache: the engine's share of memory, {share.where}")
+    kv = runs_kv_bytes(dep, runs, limits, memory_utilization)
+    fit = fit_engine(dep, runs, limits=limits, kv_bytes=kv, done=done)
     return EngineCalibration(
         fit,
         dep,

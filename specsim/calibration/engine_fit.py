@@ -660,7 +660,7 @@ def _default_alpha(dep) -> float:
     return float(alpha_from_acceptance_length(1.0 + float(np.sum(c)), len(c)))
 
 
-def fit_engine(dep, runs: list[CalRun], *, intervals: bool = True, limits=None, done=None) -> EngineFit:
+def fit_engine(dep, runs: list[CalRun], *, intervals: bool = True, limits=None, kv_bytes=None, done=None) -> EngineFit:
     """Fit the deployment's engine terms, its profile's efficiency scale (roofline and hybrid sources), its prefill
     efficiency and the unknown acceptance rates to ``runs``; predict every run with the fit, with each load, each number
     of draft steps and each sweep held out, and with the preset as shipped.  ``done`` is called after each fit (the
@@ -668,14 +668,14 @@ def fit_engine(dep, runs: list[CalRun], *, intervals: bool = True, limits=None, 
     runs = _order(runs)
     check_design(dep, runs)
     check_runs(dep, runs)
-    model = RunModel(dep, runs, limits)
+    model = RunModel(dep, runs, limits, kv_bytes)
     preset = dep.engine
     alpha0 = _default_alpha(dep)
     start = Values.at_preset(preset, alpha0, len(model.sweeps))
     model.settle(start)
     design = identifiable(runs, model.fit_scale, dict(enumerate(model.batch)))
     everything = np.arange(len(runs))
-    nudged = [RunModel(dep, nudged_runs(runs, e), limits) for e in (NUDGE, -NUDGE)]
+    nudged = [RunModel(dep, nudged_runs(runs, e), limits, kv_bytes) for e in (NUDGE, -NUDGE)]
     pinned = fit_pinned(model, nudged, everything, design, preset, start, alpha0)
     result = pinned.result
     if done is not None:
@@ -965,7 +965,7 @@ def _better_engine(model: RunModel, named: EnginePreset, mine: float) -> tuple[s
             named.overlap_share,
         ):
             continue
-        other = RunModel(dep, model.runs, model.limits)
+        other = RunModel(dep, model.runs, model.limits, model.kv_bytes)
         alpha0 = _default_alpha(dep)
         start = Values.at_preset(preset, alpha0, len(other.sweeps))
         other.settle(start)
@@ -981,8 +981,18 @@ def _better_engine(model: RunModel, named: EnginePreset, mine: float) -> tuple[s
 def _warnings(fit: EngineFit, preset: EnginePreset, model: RunModel, dep) -> list[str]:
     """What the user should know of the fit: a named preset far off (the wrong engine or version, or host costs that are
     not the public fit's), an acceptance no published drafter of its kind reaches, values not identified, runs the model
-    cannot reach."""
+    cannot reach, runs the KV cache cannot hold."""
     out = []
+    held_by_kv = [
+        f"{c.kind} {c.run.load} ({f'{n:.0f} held' if n < c.run.load_value else 'no room for one: predicted at one'})"
+        for c, n, why in zip(model.runs, model.in_engine, model.limited_by)
+        if why == "kv cache"
+    ]
+    if held_by_kv:
+        out.append(
+            f"the KV cache holds fewer users than {len(held_by_kv)} run(s) bring, and they are predicted at what it "
+            f"holds: {', '.join(held_by_kv)}; --memory-util for the share your engine ran with"
+        )
     mine, theirs = fit.error("predicted"), fit.error("preset")
     other = _better_engine(model, preset, mine) if np.isfinite(mine) and mine > WRONG_ENGINE_ERROR else None
     if other is not None:

@@ -32,6 +32,7 @@ from specsim.serving.steady import (
     closed_population,
     decode_rounds,
     decode_rounds_spread,
+    engine_population,
     offline_times,
     open_loop_times,
     own_step_s,
@@ -70,10 +71,11 @@ class Values:
 class RunModel:
     """The runs as arrays, and their predictions for one set of :class:`Values`, through the deployment."""
 
-    def __init__(self, dep, runs: list, limits: EngineLimits | None = None):
+    def __init__(self, dep, runs: list, limits: EngineLimits | None = None, kv_bytes: tuple | None = None):
         self.dep = _memoised(dep)
         self.runs = runs
         self.limits = EngineLimits() if limits is None else limits
+        self.kv_bytes = kv_bytes  # (plain, speculating) KV bytes per GPU beside the weights; None: not bounded
         r = [c.run for c in runs]
         self.kinds = np.array([c.kind for c in runs])
         self.load_kind = np.array([x.kind for x in r])
@@ -104,8 +106,15 @@ class RunModel:
         # A lone request's TTFT is its prefill and one iteration; under load it is mostly waiting (see residuals).
         self.alone = (self.load == 1) & np.isin(self.load_kind, ("concurrency", "batch"))
         self.completed = np.array([x.completed for x in r], dtype=float)
-        cap = self.limits.seqs(self.steps > 0)  # a speculating engine's own where it differs (SGLang's 48)
-        self.in_engine = np.where(self.load_kind == "rate", cap, np.minimum(self.load, cap))
+        # The requests the engine holds: its max_num_seqs (a speculating engine's own where it differs, SGLang's 48)
+        # and what its KV cache holds at the run's mean context, as every answer at a load takes them.
+        self.in_engine = np.ones(len(runs))
+        self.limited_by = np.full(len(runs), "", dtype=object)
+        for kind in np.unique(self.load_kind):
+            m = self.load_kind == kind
+            self.in_engine[m], self.limited_by[m] = engine_population(
+                dep, kind, self.load[m], self.prompt[m], self.output[m], self.steps[m], self.limits, kv_bytes
+            )
         self.fit_scale = _scales(dep.source)
         self.batch = np.ones(len(runs))
         self.batch_own = np.zeros(len(runs))

@@ -11,7 +11,7 @@ import argparse
 import dataclasses
 
 from specsim.cli import report
-from specsim.cli.flags import engine_type, int_at_least, nonempty, spread_type
+from specsim.cli.flags import engine_type, fraction, int_at_least, nonempty, spread_type
 from specsim.core.limits import MAX_GAMMA, MAX_TP
 from specsim.describe.models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
 from specsim.engines import DEFAULT_ENGINE
@@ -128,6 +128,7 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
             weight_dtype=args.weight_dtype,
             kv_dtype=args.kv_dtype,
             limits=limits,
+            memory_utilization=args.memory_util,
             done=done,
         )
     if out is not None:
@@ -399,6 +400,13 @@ def _parser_calibrate_engine(sub) -> None:
         default=None,
         help="the engine's tokens per iteration (vLLM max_num_batched_tokens, SGLang --chunked-prefill-size; "
         f"default: {TOK})",
+    )
+    p.add_argument(
+        "--memory-util",
+        type=fraction,
+        default=None,
+        help="the share of GPU memory the runs' engine gave weights and KV cache (vLLM --gpu-memory-utilization, "
+        "SGLang --mem-fraction-static; default: the engine's own), which bounds the users it holds",
     )
     p.add_argument(
         "--out",

@@ -62,6 +62,7 @@ __all__ = [
     "DEFAULT_MAX_NUM_SEQS",
     "EngineLimits",
     "engine_limits",
+    "engine_population",
     "LOAD_KINDS",
     "SteadyState",
     "decode_rounds",
@@ -342,9 +343,11 @@ def _step(dep, acceptance, gamma, batch, context):
     )
 
 
-def _engine_population(dep, kind, load, P, O, gamma, limits, kv_bytes):
+def engine_population(dep, kind, load, P, O, gamma, limits, kv_bytes=None):
     """(N_e, what limits it): the requests an engine of ``limits`` holds at once (its max_num_seqs and the sequences its
-    KV cache holds at the mean context, speculating or not)."""
+    KV cache holds at the mean context, speculating or not; ``kv_bytes`` the (plain, speculating) KV bytes
+    (:func:`specsim.serving.capacity.free_kv_bytes`), else ``limits.kv_capacity_bytes`` for both), at least one.  The
+    one home of the engine's population: the answers at a load and calibrate-engine's runs both take it."""
     from specsim.serving.capacity import sequence_kv_bytes
 
     context = P + O / 2.0
@@ -429,7 +432,7 @@ def steady_state(
         t_pf = dep.prefill_s(P, draft=spec)
     else:
         t_pf, P = np.zeros(spec.shape), np.zeros_like(P)
-    n_e, limited = _engine_population(dep, kind, x, P, O, g, limits, kv_bytes)
+    n_e, limited = engine_population(dep, kind, x, P, O, g, limits, kv_bytes)
     steps = _Steps(dep, acceptance, g, L, fixed_lengths)
     if kind == "rate":
         return _open_loop(steps, x, P, O, t_pf, n_e, limited, limits)
