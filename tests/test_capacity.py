@@ -100,7 +100,7 @@ def test_capacity_to_dict_is_every_field_under_its_own_name():
         "draft_kv_bytes_per_seq",
         "context_tokens",
         "gpus",
-        "draft_reserve_bytes",
+        "speculating_usable_bytes",
         "memory_basis",
         "memory_utilization",
         "target_fits",
@@ -151,7 +151,8 @@ def test_sglang_takes_its_own_share_of_memory_as_its_source_computes_it():
     # 60 GiB, plus what a speculating server of 0.5.10-0.5.13 sets aside (4 GiB for a head, 6 GiB for a draft model).
     def share(dep, **kw):
         cap = capacity(dep, 1024, **kw)
-        return cap.usable_bytes / cap.memory_bytes, cap.draft_reserve_bytes / 2**20
+        spec = cap.usable_bytes if cap.speculating_usable_bytes is None else cap.speculating_usable_bytes
+        return cap.usable_bytes / cap.memory_bytes, (cap.usable_bytes - spec) / 2**20
 
     h100 = 81_559.0
     sizes_8k = 8 + 14 + 8 + 8 + 12 + 8  # captured prefill sizes up to 8192: 4..32/4, 48..256/16, ..., 4608..8192/512
@@ -207,3 +208,18 @@ def test_the_budget_given_sizes_sglangs_reserve_and_the_reserve_costs_batch():
     )
     vllm = capacity(Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", engine="vllm"), 4096)
     assert small.max_batch_with_draft < vllm.max_batch_with_draft
+
+
+def test_tensorrt_llm_gives_its_cache_a_share_of_what_the_weights_leave():
+    # KV = f (M - W), f free_gpu_memory_fraction (0.9 unless given), W the weights of the target and, speculating, of
+    # the drafter too (tensorrt_llm/_torch/pyexecutor/_util.py): by hand on an H100 for Qwen3-32B with an EAGLE-3 head.
+    dep = Deployment.build("h100-sxm", "qwen3-32b", "eagle3", engine="trtllm")
+    m, w_t, w_d = 81_559 * 2**20, dep.target.weight_bytes, dep.draft.weight_bytes
+    for given, f in ((None, 0.9), (0.75, 0.75)):
+        cap = capacity(dep, 4096, given)
+        assert cap.free_bytes_without_draft == pytest.approx(f * (m - w_t), rel=1e-12)
+        assert cap.free_bytes_with_draft == pytest.approx(f * (m - w_t - w_d), rel=1e-12)
+    # More room than vLLM's 0.9 of the device leaves beside 65 GB of weights (18.0 GB against 11.5), and a drafter costs
+    # f of its weights' bytes.
+    vllm = capacity(Deployment.build("h100-sxm", "qwen3-32b", "eagle3", engine="vllm"), 4096)
+    assert capacity(dep, 4096).max_batch_without_draft > vllm.max_batch_without_draft

@@ -313,18 +313,21 @@ def test_capacity_says_whose_share_of_memory_it_takes_and_the_answer_at_a_load_t
         return [line for line in out.splitlines() if line.startswith("usable: ")]
 
     assert usable("--engine", "vllm") == [
-        "usable: vLLM's gpu_memory_utilization default 0.9; --memory-util for your engine's share"
+        "usable: vLLM's gpu_memory_utilization default 0.9; --memory-util for your engine's setting"
     ]
     sglang = usable("--engine", "sglang", "--hardware", "h100-sxm")[0]
     assert "mem_fraction_static 0.83" in sglang and "chunked_prefill_size 8192" in sglang
     trt = usable("--engine", "trtllm")[0]
-    assert "free_gpu_memory_fraction" in trt and "not modelled" in trt
-    assert usable("--engine", "sglang", "--memory-util", "0.85") == ["usable: 0.85 as given"]
+    assert "free_gpu_memory_fraction 0.9 (its default) of the memory the weights leave" in trt
+    assert usable("--engine", "sglang", "--memory-util", "0.85") == ["usable: --mem-fraction-static 0.85 as given"]
+    assert usable("--engine", "vllm", "--memory-util", "0.85") == ["usable: 0.85 as given"]
+    assert "free_gpu_memory_fraction 0.7 (as given)" in usable("--engine", "trtllm", "--memory-util", "0.7")[0]
     # At a load the KV cache cannot hold, the answer says whose share sized it (and not where it holds every user, nor
     # where the share was given).
     for engine, load, extra, expect in (
         ("sglang", "64", [], "mem_fraction_static"),
         ("vllm", "64", [], "gpu_memory_utilization default"),
+        ("trtllm", "64", [], "free_gpu_memory_fraction 0.9"),
         ("sglang", "1", [], None),
         ("vllm", "64", ["--memory-util", "0.9"], None),
     ):

@@ -405,8 +405,9 @@ def _parser_calibrate_engine(sub) -> None:
         "--memory-util",
         type=fraction,
         default=None,
-        help="the share of GPU memory the runs' engine gave weights and KV cache (vLLM --gpu-memory-utilization, "
-        "SGLang --mem-fraction-static; default: the engine's own), which bounds the users it holds",
+        help="the memory setting the runs' engine ran with (vLLM --gpu-memory-utilization, SGLang "
+        "--mem-fraction-static, TensorRT-LLM free_gpu_memory_fraction; default: the engine's own), which bounds the "
+        "users its KV cache holds",
     )
     p.add_argument(
         "--out",

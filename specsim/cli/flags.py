@@ -19,6 +19,7 @@ from specsim.core.defaults import (
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, MAX_RATE_PER_S, MAX_REQUESTS, MAX_SEED, MAX_TP
 from specsim.describe.models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
 from specsim.engines import DEFAULT_ENGINE, ENGINE_NAMES, PRESETS, EnginePreset, get_engine
+from specsim.engines.trtllm import FREE_GPU_MEMORY_FRACTION
 from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
 from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR
 from specsim.speculation.drafters import NGRAM_CPU_S_PER_TOKEN, default_acceptance_help
@@ -26,9 +27,10 @@ from specsim.timing import DEFAULT_TIMING, TIMING_CHOICES
 
 #: --memory-util's help, wherever a command takes it.
 MEMORY_UTIL_HELP = (
-    "fraction of device memory the engine gives weights and KV cache (vLLM's --gpu-memory-utilization, SGLang's "
-    f"--mem-fraction-static); default: the engine's own: vLLM's {DEFAULT_MEMORY_UTILIZATION}, SGLang's "
-    f"mem_fraction_static from its reserve by GPU, TP and drafter, {DEFAULT_MEMORY_UTILIZATION} for the others"
+    "the engine's memory setting: vLLM's --gpu-memory-utilization and SGLang's --mem-fraction-static (a share of the "
+    "device for weights and KV cache), TensorRT-LLM's free_gpu_memory_fraction (a share of what the weights leave); "
+    f"default: the engine's own: vLLM's {DEFAULT_MEMORY_UTILIZATION}, SGLang's mem_fraction_static from its reserve by "
+    f"GPU, TP and drafter, TensorRT-LLM's {FREE_GPU_MEMORY_FRACTION}"
 )
 
 

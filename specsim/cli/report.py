@@ -60,19 +60,6 @@ def print_notes(dep) -> None:
         print(f"note: {note}", file=sys.stderr)
 
 
-def engine_memory_said(dep, share: float | None) -> str | None:
-    """Where the engine sizes its KV cache otherwise than the share of device memory specsim takes, a rule specsim does
-    not model (TensorRT-LLM's), and the user gave no ``share``: what it takes and what the engine does; None where
-    there is nothing to say."""
-    from specsim.engines import REGISTRY
-    from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
-
-    own = getattr(REGISTRY.get(dep.engine.name), "memory_rule", None)
-    if not own or share is not None:
-        return None
-    return f"vLLM's gpu_memory_utilization default ({DEFAULT_MEMORY_UTILIZATION:g}); {own}, which is not modelled"
-
-
 def capacity_summary(cap, dep) -> list[str]:
     from specsim.serving.capacity import smallest_fitting_tp
 
@@ -81,20 +68,21 @@ def capacity_summary(cap, dep) -> list[str]:
     where = f"{dep.hardware.name} x {cap.gpus}" if cap.gpus > 1 else dep.hardware.name
     lines = [
         f"memory{per}: {cap.memory_bytes / gb:.1f} GB ({cap.memory_bytes / 2**30:.1f} GiB) x "
-        f"{cap.usable_bytes / cap.memory_bytes:g} usable = {cap.usable_bytes / gb:.1f} GB; "
-        f"weights {dep.target.name} {cap.target_weight_bytes / gb:.1f} GB + {dep.drafter.name} {cap.draft_weight_bytes / gb:.1f} GB"
-        + (" (draft whole on one GPU)" if cap.gpus > 1 and dep.draft is not None and dep.draft.tp == 1 else "")
+        f"{cap.usable_bytes / cap.memory_bytes:.3g} usable = {cap.usable_bytes / gb:.1f} GB"
         + (
-            f" + the engine's reserve for speculating {cap.draft_reserve_bytes / gb:.1f} GB"
-            if cap.draft_reserve_bytes
+            f" ({spec / gb:.1f} GB speculating)"
+            if (spec := cap.speculating_usable_bytes) is not None and abs(spec - cap.usable_bytes) > 0.05 * gb
             else ""
         )
         + "; "
+        f"weights {dep.target.name} {cap.target_weight_bytes / gb:.1f} GB + {dep.drafter.name} {cap.draft_weight_bytes / gb:.1f} GB"
+        + (" (draft whole on one GPU)" if cap.gpus > 1 and dep.draft is not None and dep.draft.tp == 1 else "")
+        + "; "
         f"KV per sequence at {cap.context_tokens} tokens {cap.target_kv_bytes_per_seq / gb:.3f} + {cap.draft_kv_bytes_per_seq / gb:.3f} GB"
     ]
-    said = engine_memory_said(dep, cap.memory_utilization) or cap.memory_basis
     lines.append(
-        f"usable: {said}" + ("; --memory-util for your engine's share" if cap.memory_utilization is None else "")
+        f"usable: {cap.memory_basis}"
+        + ("; --memory-util for your engine's setting" if cap.memory_utilization is None else "")
     )
     if cap.recurrent_state_bytes_per_seq:  # a hybrid target: say what the recurrent layers hold, and the scratch
         lines.append(
@@ -107,14 +95,13 @@ def capacity_summary(cap, dep) -> list[str]:
         what = "does not fit" if not cap.target_fits else "fits but not with the draft beside it"
         lines.append(
             f"{dep.target.name} {what} on {where} in {dep.target.weight_dtype}: weights "
-            f"{cap.target_weight_bytes / gb:.1f} + {cap.draft_weight_bytes / gb:.1f} GB"
+            f"{cap.target_weight_bytes / gb:.1f} + {cap.draft_weight_bytes / gb:.1f} GB against the usable "
+            f"{cap.usable_bytes / gb:.1f} GB{per}"
             + (
-                f" + {cap.draft_reserve_bytes / gb:.1f} GB the engine sets aside for speculating"
-                if cap.draft_reserve_bytes
+                f" ({cap.speculating_usable_bytes / gb:.1f} GB speculating)"
+                if cap.speculating_usable_bytes is not None and cap.speculating_usable_bytes != cap.usable_bytes
                 else ""
             )
-            + " against the usable "
-            f"{cap.usable_bytes / gb:.1f} GB{per}"
         )
         n = smallest_fitting_tp(dep, cap.context_tokens, cap.memory_utilization)
         lines.append(

@@ -55,7 +55,9 @@ class MemoryShare:
     gpu_memory_utilization, SGLang's mem_fraction_static), and where specsim read the rule."""
 
     plain: float  #: without speculation
-    speculating: float  #: with a drafter (an engine may set more aside for its graphs and buffers)
+    #: with a drafter (an engine may set more aside for its graphs and buffers, or size the cache from what the
+    #: drafter's weights leave)
+    speculating: float
     where: str  #: the rule's inputs and result, the engine release and the source file
 
 
@@ -118,10 +120,6 @@ class Engine:
     #: Where this engine keeps a draft model's KV cache in the dtype it keeps the target's (its one cache setting): the
     #: source that says so.  None: a draft model keeps its own config's dtype (not read for this engine).
     draft_cache_rule: str | None = None
-    #: Where this engine sizes its KV cache by default by a rule specsim does not model, so that specsim takes vLLM's
-    #: share of device memory (:data:`specsim.serving.capacity.DEFAULT_MEMORY_UTILIZATION`): what it does, with its
-    #: source.  None: that share is the engine's own (vLLM), or :meth:`memory_share` models the engine's (SGLang).
-    memory_rule: str | None = None
     #: Its benchmark writer (:class:`~specsim.engines.writers.BenchWriter`).
     bench: object = None
     #: The result files its benchmark client writes.
@@ -173,10 +171,14 @@ class Engine:
         run in-process; None where specsim has not read them."""
         return None
 
-    def memory_share(self, preset, hardware, model, method: str | None, max_batched_tokens: int | None):
-        """This engine's own :class:`MemoryShare` on ``hardware`` for ``model`` (its tensor parallelism and attention),
-        speculating by ``method`` (the engine's name of the drafter, None: plain) and with ``max_batched_tokens`` per
-        iteration (None: the engine's default); None where it is vLLM's gpu_memory_utilization default or not read."""
+    def memory_share(
+        self, preset, hardware, model, draft, method: str | None, max_batched_tokens: int | None, given: float | None
+    ):
+        """This engine's own :class:`MemoryShare` on ``hardware`` for ``model`` (its tensor parallelism, attention and
+        weights) and ``draft`` (its weights; None: plain), speculating by ``method`` (the engine's name of the drafter)
+        with ``max_batched_tokens`` per iteration (None: the engine's default), its memory setting ``given`` where the
+        user gave one (``--memory-util``: the engine's own knob); None where the share is vLLM's gpu_memory_utilization
+        (its default unless given)."""
         return None
 
     def static_gamma(self, dep, ranges: list, version: tuple) -> int | None:

@@ -654,7 +654,9 @@ class _Sglang(Engine):
     def draft_tp(self, preset, separate_model, target_tp, requested):
         return draft_tp(preset, separate_model, target_tp, requested)
 
-    def memory_share(self, preset, hardware, model, method, max_batched_tokens):
+    def memory_share(self, preset, hardware, model, draft, method, max_batched_tokens, given):
+        if given is not None:  # --mem-fraction-static: one share, speculating or not (no reserve is added to it)
+            return MemoryShare(given, given, f"--mem-fraction-static {given:g} as given")
         return memory_share(preset, hardware, model, method, max_batched_tokens)
 
     def settings(self, dep):

@@ -11,7 +11,7 @@ import itertools
 from typing import Any
 
 from specsim.engines.base import _BASIS, MetricNames, RecurrentVerify, SpecHost, make_preset, parse_version
-from specsim.engines.engine import BenchFiles, DefaultLimits, Engine, EngineSupport
+from specsim.engines.engine import BenchFiles, DefaultLimits, Engine, EngineSupport, MemoryShare
 from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP
 from specsim.engines.writers import BenchWriter
 from specsim.engines.writers import version_text as _version_text
@@ -481,9 +481,36 @@ _LIMITS = DefaultLimits(
 )
 
 
+#: KvCacheConfig.free_gpu_memory_fraction when not given ("Default is 90%", tensorrt_llm/llmapi/llm_args.py).
+FREE_GPU_MEMORY_FRACTION = 0.9
+
+
+def memory_share(hardware, model, draft, given: float | None) -> MemoryShare:
+    """TensorRT-LLM's KV cache: free_gpu_memory_fraction of what the GPU's memory leaves after the profiling run, whose
+    peak holds the weights of the target and of the drafter, (total - peak + the profiling run's own cache) x fraction
+    (tensorrt_llm/_torch/pyexecutor/_util.py KvCacheCreator._cal_max_memory, read at commit d8ae02c of
+    NVIDIA/TensorRT-LLM; earlier code's cal_max_tokens the same).  As a share of the device: (W + f (M - W)) / M, W the
+    weights held; the profiling run's activations are not counted (as vLLM's are not)."""
+    f = FREE_GPU_MEMORY_FRACTION if given is None else given
+    m = hardware.memory_bytes
+    w_plain = model.weight_bytes
+    w_spec = w_plain + (draft.weight_bytes if draft is not None else 0.0)
+    share = lambda w: (w + f * max(m - w, 0.0)) / m  # noqa: E731
+    said = "as given" if given is not None else "its default"
+    return MemoryShare(
+        share(w_plain),
+        share(w_spec),
+        f"TensorRT-LLM's free_gpu_memory_fraction {f:g} ({said}) of the memory the weights leave "
+        "(tensorrt_llm/_torch/pyexecutor/_util.py at d8ae02c; activations not counted)",
+    )
+
+
 class _Trtllm(Engine):
     def default_limits(self, preset, hardware, offline):
         return _LIMITS
+
+    def memory_share(self, preset, hardware, model, draft, method, max_batched_tokens, given):
+        return memory_share(hardware, model, draft, given)
 
     def draft_tp(self, preset, separate_model, target_tp, requested):
         return draft_tp(preset, separate_model, target_tp, requested)
@@ -514,10 +541,6 @@ ENGINE = _Trtllm(
     method_key="decoding_type",
     serial_preset=None,
     own_draft_tp=False,
-    memory_rule=(
-        "TensorRT-LLM gives the cache a share of the memory the weights leave instead (KvCacheConfig "
-        "free_gpu_memory_fraction, 'Default is 90%': tensorrt_llm/llmapi/llm_args.py)"
-    ),
     takes_trees=False,
     bench=TrtllmBench(),
     bench_files=BenchFiles(

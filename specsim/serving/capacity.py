@@ -18,7 +18,8 @@ Memory
     with U = memory_utilization * memory_bytes, the share being the engine's own
     where the user gives none (:func:`memory_share`: vLLM's 0.9, SGLang's
     mem_fraction_static from its reserve, which a speculating server may raise;
-    W_D then counts that extra reserve too).  Activations, CUDA graphs and
+    TensorRT-LLM's free_gpu_memory_fraction of what the weights leave; a
+    speculating engine's share its own, :attr:`Capacity.speculating_usable_bytes`).  Activations, CUDA graphs and
     the few lookahead slots of the gamma drafted tokens are not counted (the
     utilisation margin covers them).  A hybrid target's recurrent layers add a
     fixed state per sequence (:mod:`specsim.describe.recurrent`), and a
@@ -99,8 +100,10 @@ class Capacity:
     scratch_draft_tokens: int = 0
     #: Where the scratch's draft tokens come from (the user's --gamma, the command's optimal gamma, a cited default).
     scratch_basis: str = ""
-    #: What a speculating engine sets aside beyond ``usable_bytes``' reserve (SGLang before 0.5.14), per GPU.
-    draft_reserve_bytes: float = 0.0
+    #: The usable bytes of the speculating engine, per GPU: ``usable_bytes`` where its share is the plain one's; less
+    #: where it sets more aside (SGLang before 0.5.14); more where its cache is a share of what the weights leave
+    #: (TensorRT-LLM: the draft's weights take only that share of their bytes from the cache).  None: ``usable_bytes``.
+    speculating_usable_bytes: float | None = None
     #: Where the usable share comes from (:func:`memory_share`), and the share the user gave (None: the engine's own).
     memory_basis: str = ""
     memory_utilization: float | None = None
@@ -127,8 +130,9 @@ class Capacity:
 
     @property
     def free_bytes_with_draft(self) -> float:
-        """Bytes left for the KV cache beside the target's and the draft's weights (and the engine's extra reserve)."""
-        return self.usable_bytes - self.target_weight_bytes - self.draft_weight_bytes - self.draft_reserve_bytes
+        """Bytes left for the KV cache beside the target's and the draft's weights, in the speculating engine's share."""
+        usable = self.usable_bytes if self.speculating_usable_bytes is None else self.speculating_usable_bytes
+        return usable - self.target_weight_bytes - self.draft_weight_bytes
 
     @property
     def max_batch_without_draft(self) -> int:
@@ -152,7 +156,7 @@ class Capacity:
             "draft_kv_bytes_per_seq": self.draft_kv_bytes_per_seq,
             "context_tokens": self.context_tokens,
             "gpus": self.gpus,
-            "draft_reserve_bytes": self.draft_reserve_bytes,
+            "speculating_usable_bytes": self.speculating_usable_bytes,
             "memory_basis": self.memory_basis,
             "memory_utilization": self.memory_utilization,
             "target_fits": self.target_fits,
@@ -241,30 +245,29 @@ def reserved_context(context: int, max_context: int | None) -> int:
 
 def memory_share(dep: Deployment, memory_utilization: float | None = None, max_batched_tokens: int | None = None):
     """The share of device memory ``dep``'s engine gives weights and KV cache (a
-    :class:`~specsim.engines.engine.MemoryShare`): ``memory_utilization`` where given (vLLM's
-    --gpu-memory-utilization, SGLang's --mem-fraction-static), else the engine's own rule on this GPU for this target
-    and drafter with ``max_batched_tokens`` per iteration (SGLang's reserve), else vLLM's default
-    (:data:`DEFAULT_MEMORY_UTILIZATION`).  The one place the share is chosen."""
+    :class:`~specsim.engines.engine.MemoryShare`), by the engine's own rule on this GPU for this target and drafter with
+    ``max_batched_tokens`` per iteration, ``memory_utilization`` its memory setting where given (vLLM's
+    --gpu-memory-utilization and SGLang's --mem-fraction-static: a share of the device; TensorRT-LLM's
+    free_gpu_memory_fraction: a share of what the weights leave), else vLLM's gpu_memory_utilization
+    (:data:`DEFAULT_MEMORY_UTILIZATION` unless given).  The one place the share is chosen."""
     from specsim.engines import REGISTRY
     from specsim.engines.engine import MemoryShare
 
-    if memory_utilization is not None:
-        if not 0.0 < memory_utilization <= 1.0:
-            raise ValueError(f"memory utilization must be in (0, 1], got {memory_utilization!r}")
-        return MemoryShare(memory_utilization, memory_utilization, f"{memory_utilization:g} as given")
+    given = memory_utilization
+    if given is not None and not 0.0 < given <= 1.0:
+        raise ValueError(f"memory utilization must be in (0, 1], got {given!r}")
     engine = REGISTRY.get(dep.engine.name)
-    if engine is not None and dep.drafter is not None:
-        support = engine.methods.get(dep.drafter.kind)
-        method = support.name if support is not None else None
-    else:
-        method = None
+    support = engine.methods.get(dep.drafter.kind) if engine is not None and dep.drafter is not None else None
+    method = support.name if support is not None else None
     own = (
         None
         if engine is None
-        else engine.memory_share(dep.engine, dep.hardware, dep.target, method, max_batched_tokens)
+        else engine.memory_share(dep.engine, dep.hardware, dep.target, dep.draft, method, max_batched_tokens, given)
     )
     if own is not None:
         return own
+    if given is not None:
+        return MemoryShare(given, given, f"{given:g} as given")
     u = DEFAULT_MEMORY_UTILIZATION
     return MemoryShare(u, u, f"vLLM's gpu_memory_utilization default {u:g}")
 
@@ -307,7 +310,7 @@ def capacity(
         scratch_bytes_per_seq=float(scratch_bytes(dep, tokens)) if scratch else 0.0,
         scratch_draft_tokens=int(tokens) if scratch else 0,
         scratch_basis=basis if scratch else "",
-        draft_reserve_bytes=(share.plain - share.speculating) * dep.hardware.memory_bytes if dep.drafter else 0.0,
+        speculating_usable_bytes=share.speculating * dep.hardware.memory_bytes if dep.drafter else None,
         memory_basis=share.where,
         memory_utilization=memory_utilization,
     )

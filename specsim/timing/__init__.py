@@ -143,15 +143,15 @@ LARGE_MOE_ACTIVE = 10e9
 #: parallelism (:func:`specsim.calibration.fidelity.judge_large_moe`, shipped presets, nothing fitted; table 4b of
 #: ``benchmarks/validate_steptimes.py`` prints it, ``tests/test_engines.py`` recomputes it): at 1-8 users (median,
 #: lowest and highest model's median, runs), then at 1-256 users.  Measured 2026-12-04; not corrected.
-LARGE_MOE_LONGER = ((0.43, 0.30, 0.74, 126), (0.32, 0.21, 0.69, 327))
+LARGE_MOE_LONGER = ((0.41, 0.30, 0.74, 128), (0.30, 0.21, 0.69, 332))
 #: The same at 1-8 users with the measured-kernel source (``--timing kernels``, where the kernel database composes the
 #: target; ``specsim/timing/data/refused_compositions.csv``), on the same rows.
-LARGE_MOE_LONGER_KERNELS = (0.16, -0.06, 0.31, 126)
-#: Mean absolute error of the plain TPOT on those rows (327 of 354: the others judge the KV capacity) with the default
+LARGE_MOE_LONGER_KERNELS = (0.17, -0.05, 0.31, 128)
+#: Mean absolute error of the plain TPOT on those rows (332 of 354: the others judge the KV capacity) with the default
 #: source (:func:`default_timing`: the measured kernels where they compose the target, else hybrid) and with the
 #: hybrid source throughout, and the rows (:func:`specsim.calibration.fidelity.judge_large_moe`, shipped presets,
 #: nothing fitted; ``tests/test_engines.py`` recomputes it).  Measured 2026-12-04.
-LARGE_MOE_MAE = (0.165, 0.254, 327)
+LARGE_MOE_MAE = (0.164, 0.251, 332)
 
 
 def large_moe_at_tp(model, hardware: HardwareProfile) -> bool:
