@@ -950,13 +950,18 @@ def test_serve_compare_refuses_a_draft_that_leaves_no_memory_for_the_kv_cache():
         serve_compare(
             dep, _alone(100, 10), 0.8, 2, memory_utilization=0.25
         )  # 3.9 GB left without the draft, -2.5 GB with
+    advice = (
+        "; the engine's share of memory: 0.25 as given; give a larger --tp, a smaller --weight-dtype, or --memory-util"
+    )
     assert str(err.value) == (
         "llama-3.1-8b with llama-3.2-3b does not fit on h100-sxm: no memory is left for the KV cache "
-        "beside the draft's weights"
+        "beside the draft's weights" + advice
     )
     with pytest.raises(ValueError) as err:
         serve_compare(dep, _alone(100, 10), 0.8, 2, memory_utilization=0.1)
-    assert str(err.value) == "llama-3.1-8b does not fit on h100-sxm: no memory is left for the KV cache"
+    assert str(
+        err.value
+    ) == "llama-3.1-8b does not fit on h100-sxm: no memory is left for the KV cache" + advice.replace("0.25", "0.1")
 
 
 def test_serve_compare_draws_acceptance_with_seed_zero_by_default():

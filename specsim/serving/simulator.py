@@ -736,12 +736,19 @@ def serve_compare(
         f"the largest gamma of the simulation's policy ({label})",
         budget,
     )
+    why = (
+        f"; the engine's share of memory: {cap.memory_basis}; give a larger --tp, a smaller --weight-dtype, or "
+        "--memory-util"
+    )
+    gpus = f" x {dep.target.tp}" if dep.target.tp > 1 else ""
     if cap.free_bytes_without_draft <= 0:
-        raise ValueError(f"{dep.target.name} does not fit on {dep.hardware.name}: no memory is left for the KV cache")
+        raise ValueError(
+            f"{dep.target.name} does not fit on {dep.hardware.name}{gpus}: no memory is left for the KV cache{why}"
+        )
     if cap.free_bytes_with_draft <= 0:
         raise ValueError(
-            f"{dep.target.name} with {dep.drafter.name} does not fit on {dep.hardware.name}: no memory is left "
-            "for the KV cache beside the draft's weights"
+            f"{dep.target.name} with {dep.drafter.name} does not fit on {dep.hardware.name}{gpus}: no memory is left "
+            f"for the KV cache beside the draft's weights{why}"
         )
     table = StepTable(dep, most, max_context, gmax, limits.max_batched_tokens, acceptance)
     lengths = (prompt + output).astype(float)
