@@ -223,3 +223,18 @@ def test_tensorrt_llm_gives_its_cache_a_share_of_what_the_weights_leave():
     # f of its weights' bytes.
     vllm = capacity(Deployment.build("h100-sxm", "qwen3-32b", "eagle3", engine="vllm"), 4096)
     assert capacity(dep, 4096).max_batch_without_draft > vllm.max_batch_without_draft
+
+
+def test_the_kv_cache_is_never_below_what_engines_printed_and_the_note_gives_how_far_above():
+    # specsim counts the weights and not what an engine's start-up profiling also takes, so on public start-ups its
+    # cache can only be larger than the engine's; the figures every capacity line prints are these rows' (rounded to
+    # whole percents: 0.005).
+    from specsim.calibration.kv_capacity import load_kv_public, predicted_gib
+    from specsim.serving.capacity import KV_CAPACITY_HIGH, kv_error_said
+
+    rows = load_kv_public()
+    over = np.array([predicted_gib(r) / r["kv_gib_printed"] - 1 for r in rows])
+    assert len(rows) == KV_CAPACITY_HIGH[2] and (over > 0).all()
+    assert (over.min(), over.max()) == pytest.approx(KV_CAPACITY_HIGH[:2], abs=0.005)
+    assert f"on {len(rows)} public start-ups" in kv_error_said()
+    assert {r["engine"].split("@")[0] for r in rows} >= {"vllm", "sglang"} and all(r["url"] for r in rows)

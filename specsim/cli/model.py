@@ -858,7 +858,7 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
         "each pair: plain / speculating; speedup = plain TPOT / speculative TPOT at that load; decode batch: the mean "
         "sequences decoding at once (time-weighted)"
     )
-    from specsim.serving.capacity import memory_share
+    from specsim.serving.capacity import kv_error_said, memory_share
 
     held_by_kv = any("kv cache" in (r["plain"]["limited_by"], r["spec"]["limited_by"]) for r in answer.rows)
     if held_by_kv and memory_util is None:  # the share of memory moves the answer there: say whose it is
@@ -866,7 +866,7 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
         said = memory_share(dep, None, answer.limits.max_batched_tokens).where
         print(
             f"note: the KV cache holds fewer users than some loads bring; its size takes {said}; --memory-util to "
-            "give your engine's setting",
+            f"give your engine's setting; the KV cache is {kv_error_said()}",
             file=sys.stderr,
         )
     for r in answer.rows:  # where only the speculating engine queues users: its TTFT carries the wait

@@ -61,7 +61,7 @@ def print_notes(dep) -> None:
 
 
 def capacity_summary(cap, dep) -> list[str]:
-    from specsim.serving.capacity import smallest_fitting_tp
+    from specsim.serving.capacity import kv_error_said, smallest_fitting_tp
 
     gb = 1e9
     per = " per GPU" if cap.gpus > 1 else ""
@@ -84,6 +84,7 @@ def capacity_summary(cap, dep) -> list[str]:
         f"usable: {cap.memory_basis}"
         + ("; --memory-util for your engine's setting" if cap.memory_utilization is None else "")
     )
+    lines.append(f"KV cache: {kv_error_said()}")
     if cap.recurrent_state_bytes_per_seq:  # a hybrid target: say what the recurrent layers hold, and the scratch
         lines.append(
             f"recurrent state: {cap.recurrent_state_bytes_per_seq / gb:.3f} GB per sequence of the target's; a "

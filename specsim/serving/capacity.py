@@ -60,6 +60,8 @@ __all__ = [
     "DEFAULT_MEMORY_UTILIZATION",
     "memory_share",
     "DEFAULT_SCRATCH_DRAFT_TOKENS",
+    "KV_CAPACITY_HIGH",
+    "kv_error_said",
     "Capacity",
     "capacity",
     "default_scratch_tokens",
@@ -73,6 +75,10 @@ __all__ = [
 
 #: Fraction of device memory an engine may use; vLLM's gpu_memory_utilization default.
 DEFAULT_MEMORY_UTILIZATION = 0.9
+#: How much more KV cache specsim gives than engines printed at start-up on public threads (lowest and highest of
+#: specsim's over the printed, less 1, and the rows): :mod:`specsim.calibration.kv_capacity`,
+#: ``benchmarks/validate_kv_capacity.py``, recomputed by ``tests/test_capacity.py``.  Measured 2026-12-04; not corrected.
+KV_CAPACITY_HIGH = (0.07, 1.30, 5)
 #: Draft tokens a hybrid target's speculative state scratch is sized for when the caller does not say: the largest
 #: gamma of the serving simulation's schedules (specsim.core.defaults.DEFAULT_SERVING_GAMMA_MAX), as an engine reserves
 #: scratch for its configured num_speculative_tokens, not the gamma of the moment.
@@ -241,6 +247,16 @@ def reserved_context(context: int, max_context: int | None) -> int:
             "reserves at least the tokens it holds on average"
         )
     return int(max_context)
+
+
+def kv_error_said() -> str:
+    """What the KV cache leaves out, and how far off it was on public start-ups (:data:`KV_CAPACITY_HIGH`)."""
+    low, high, n = KV_CAPACITY_HIGH
+    return (
+        "what the weights leave in the engine's share; the activations, CUDA graphs and buffers an "
+        f"engine's start-up profiling also takes are not counted: on {n} public start-ups specsim's cache was "
+        f"{low:.0%} to {high:.0%} larger than the engine's (benchmarks/validate_kv_capacity.py)"
+    )
 
 
 def memory_share(dep: Deployment, memory_utilization: float | None = None, max_batched_tokens: int | None = None):

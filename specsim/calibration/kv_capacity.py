@@ -1,0 +1,50 @@
+"""The KV cache specsim gives an engine, judged on what engines printed at start-up in public threads.
+
+``data/kv_capacity_public.csv`` holds server starts that users pasted into public issues: the engine, GPU, tensor
+parallelism, checkpoint, the memory setting where the command gave one, and the KV cache the engine allocated per GPU.
+:func:`predicted_gib` is :func:`specsim.serving.capacity.capacity`'s bytes beside the weights for the same server.
+Nothing is fitted to these rows.  ``benchmarks/validate_kv_capacity.py`` prints them, and ``tests/test_capacity.py``
+recomputes :data:`specsim.serving.capacity.KV_CAPACITY_HIGH` from them.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+__all__ = ["DATA", "load_kv_public", "predicted_gib"]
+
+DATA = Path(__file__).resolve().parent / "data" / "kv_capacity_public.csv"
+
+
+def load_kv_public(path: Path = DATA) -> list[dict]:
+    """The rows, the numeric columns as numbers (None: not given)."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    for r in rows:
+        r["tp"] = int(r["tp"])
+        r["kv_gib_printed"] = float(r["kv_gib_printed"])
+        r["memory_setting"] = float(r["memory_setting"]) if r["memory_setting"] else None
+        r["max_batched_tokens"] = int(r["max_batched_tokens"]) if r["max_batched_tokens"] else None
+    return rows
+
+
+def predicted_gib(row: dict) -> float:
+    """specsim's KV cache per GPU for a row's server (plain, or beside its drafter), GiB."""
+    from specsim.serving.capacity import capacity
+    from specsim.speculation.deployment import Deployment
+
+    options = {"tp": row["tp"]} if row["tp"] > 1 else {}
+    options |= {key: row[key] for key in ("weight_dtype", "kv_dtype") if row[key]}
+    drafter = row["drafter"] or None
+    dep = Deployment.build(
+        row["hardware"],
+        row["model"],
+        drafter,
+        engine=row["engine"],
+        target_options=options,
+        draft_options={"tp": row["tp"]} if drafter and row["tp"] > 1 else None,
+        decode_only=drafter is None,
+    )
+    cap = capacity(dep, 1024, row["memory_setting"], max_batched_tokens=row["max_batched_tokens"])
+    return (cap.free_bytes_with_draft if drafter else cap.free_bytes_without_draft) / 2**30
