@@ -103,6 +103,7 @@ def test_capacity_to_dict_is_every_field_under_its_own_name():
         "speculating_usable_bytes",
         "memory_basis",
         "memory_utilization",
+        "max_batched_tokens",
         "target_fits",
         "both_fit",
         "max_batch_without_draft",
@@ -230,11 +231,41 @@ def test_the_kv_cache_is_never_below_what_engines_printed_and_the_note_gives_how
     # cache can only be larger than the engine's; the figures every capacity line prints are these rows' (rounded to
     # whole percents: 0.005).
     from specsim.calibration.kv_capacity import load_kv_public, predicted_gib
-    from specsim.serving.capacity import KV_CAPACITY_HIGH, kv_error_said
+    from specsim.engines import REGISTRY
+    from specsim.serving.capacity import kv_error_said
 
     rows = load_kv_public()
+    engines = np.array([r["engine"].split("@")[0] for r in rows])
     over = np.array([predicted_gib(r) / r["kv_gib_printed"] - 1 for r in rows])
-    assert len(rows) == KV_CAPACITY_HIGH[2] and (over > 0).all()
-    assert (over.min(), over.max()) == pytest.approx(KV_CAPACITY_HIGH[:2], abs=0.005)
-    assert f"on {len(rows)} public start-ups" in kv_error_said()
-    assert {r["engine"].split("@")[0] for r in rows} >= {"vllm", "sglang"} and all(r["url"] for r in rows)
+    assert (over > 0).all() and all(r["url"] for r in rows)
+    measured = {name: e.kv_error for name, e in REGISTRY.items() if e.kv_error is not None}
+    assert set(measured) == set(engines)
+    for engine, (low, high, n) in measured.items():
+        mine = over[engines == engine]
+        assert mine.size == n and (mine.min(), mine.max()) == pytest.approx((low, high), abs=0.005), engine
+        assert f"on {n} public start-up" in kv_error_said(engine)
+    assert "not measured on public start-ups" in kv_error_said("trtllm")
+
+
+def test_a_recomputed_capacity_keeps_the_engines_own_rule_and_never_exceeds_the_gpu():
+    # A hybrid target's answer resizes its scratch for the gammas it sets: the share stays the engine's own (SGLang's
+    # speculating reserve, TensorRT-LLM's fraction of what the weights leave), not the plain share read back as given.
+    from specsim.answers import deployment_capacity, gamma_answer
+
+    for engine in ("sglang@0.5.12", "trtllm"):
+        dep = Deployment.build("h200", "qwen3.5-27b", "eagle3", engine=engine)
+        cap = deployment_capacity(dep, 1128, None, None)
+        answer = gamma_answer(dep, 0.8, "alpha 0.8", [1, 64], 1128, 8, 0.0, cap)
+        again = capacity(dep, 1128, None, answer.capacity.scratch_draft_tokens)
+        assert "as given" not in answer.capacity.memory_basis, engine
+        assert answer.capacity.max_batch_with_draft == again.max_batch_with_draft, engine
+    # Weights past the GPU under TensorRT-LLM: no cache, and no more usable memory than the GPU has.
+    big = capacity(Deployment.build("h100-sxm", "llama-3.1-70b", "llama-3.2-1b", engine="trtllm"), 1128)
+    assert big.usable_bytes <= big.memory_bytes and not big.target_fits and big.max_batch_without_draft == 0
+    # SGLang 0.5.10 turns the prefill graphs off for a speculating server (0.5.11 does not): its speculating reserve is
+    # the plain one less those graphs (464 MiB at 8192 tokens) plus 4 GiB for a head.
+    h100, plain = 81_559.0, 512 + 1.5 * 8192 + 2 * 256 + 1024 / 8 + 8 * 58
+    for release, graphs in (("0.5.10", 0), ("0.5.11", 464)):
+        cap = capacity(_sglang("h100-sxm", "llama-3.1-8b", "eagle3", f"sglang@{release}"), 1024)
+        spec = round((h100 - (plain - 464 + graphs) - 4096) / h100, 3)
+        assert cap.speculating_usable_bytes == pytest.approx(spec * cap.memory_bytes, rel=1e-12), release

@@ -393,3 +393,35 @@ def test_a_load_whose_engine_cannot_hold_one_request_is_refused_in_one_line(caps
     assert code == 2 and out == "" and len(lines) == 1 and "less than one request of 8,500 tokens" in lines[0]
     assert "mem_fraction_static" in lines[0] and "--memory-util" in lines[0]
     assert run(capsys, *argv, "--output-len", "1000", "--engine", "vllm")[0] == 0
+
+
+def test_a_speculating_engine_without_room_is_not_recommended_and_a_gamma_asked_of_it_is_refused(capsys):
+    # At a fifth of an H100's memory the 8B target holds its users but the draft's weights do not fit beside it: the
+    # answer at a load does not speculate, says why in a note; a fixed gamma cannot run and is refused in one line.
+    argv = ["--concurrency", "1,4", "--memory-util", "0.2", "--input-len", "1000", "--output-len", "256"]
+    code, out, err = run(capsys, "optimal-gamma", *argv)
+    rows = [line for line in out.splitlines() if line.startswith("concurrency")]
+    assert code == 0 and len(rows) == 2 and all("do not speculate (no room for the drafter)" in r for r in rows)
+    assert "note: no speculation: llama-3.1-8b with llama-3.2-1b does not fit on h100-sxm: the weights alone" in err
+    code, out, err = run(
+        capsys,
+        "speedup",
+        "--engine",
+        "sglang",
+        "--target",
+        "llama-3.1-70b",
+        "--tp",
+        "2",
+        "--concurrency",
+        "4",
+        "--gamma",
+        "3",
+        "--input-len",
+        "100",
+        "--output-len",
+        "100",
+    )
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and len(lines) == 1 and "llama-3.1-70b with llama-3.2-1b" in lines[0]
+    code, _, err = run(capsys, "optimal-gamma", "--engine", "trtllm", "--target", "llama-3.1-70b")
+    assert code == 2 and "--tp 2 fits" in err

@@ -155,9 +155,10 @@ def gamma_answer(
         cap = capacity(
             dep,
             cap.context_tokens,
-            cap.usable_bytes / cap.memory_bytes,
+            cap.memory_utilization,
             max(int(np.max(best.gamma)), 1),
             "the largest optimal gamma of these batch sizes",
+            cap.max_batched_tokens,
         )
     times = best.outcome
     tokens = np.broadcast_to(times.tokens, b.shape)
@@ -202,10 +203,15 @@ def gamma_answer(
 
 
 def deployment_capacity(
-    dep: Deployment, context: int, max_context: int | None, memory_utilization: float | None
+    dep: Deployment,
+    context: int,
+    max_context: int | None,
+    memory_utilization: float | None,
+    max_batched_tokens: int | None = None,
 ) -> Capacity:
-    """The memory budget at the tokens each sequence reserves; refuses a target whose weights do not fit, and a
-    context past what the target or the draft was built for (``max_position_embeddings``)."""
+    """The memory budget at the tokens each sequence reserves (the engine's share of memory at ``memory_utilization``
+    and ``max_batched_tokens`` per iteration, its own where not given); refuses a target whose weights do not fit, and
+    a context past what the target or the draft was built for (``max_position_embeddings``)."""
     tokens = reserved_context(context, max_context)
     model = dep.past_positions(tokens)
     if model is not None:
@@ -213,7 +219,7 @@ def deployment_capacity(
             f"a context of {tokens:,} tokens is past {model.name}'s max_position_embeddings "
             f"({model.max_position_embeddings:,}); give --context (and --max-context) within it"
         )
-    cap = capacity(dep, tokens, memory_utilization)
+    cap = capacity(dep, tokens, memory_utilization, max_batched_tokens=max_batched_tokens)
     require_target_fits(dep, cap)
     return cap
 

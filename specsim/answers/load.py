@@ -176,11 +176,17 @@ class LoadAnswer:
 
     def _recommend(self, i: int, j: int) -> str:
         s = self.state
-        if self.fixed_gamma is not None:
+        no_room = _no_room(s)
+        if self.fixed_gamma is not None:  # (a gamma that has no room is refused: load_answer)
             return f"gamma {self.fixed_gamma}"
         if i == 0:
-            return "do not speculate"
+            return "do not speculate" + (" (no room for the drafter)" if no_room[1:, j].all() else "")
         return f"speculate with gamma={int(s.gamma[i, 0])}"
+
+    @property
+    def speculation_has_no_room(self) -> bool:
+        """Whether the speculating engine cannot hold one request beside the weights at every load."""
+        return bool(self.state.tpot_s.shape[0] > 1 and _no_room(self.state)[1:].all())
 
 
 def _figures(s: SteadyState, i: int, j: int) -> dict:
@@ -246,6 +252,11 @@ def load_answer(
         top = min(top, measured)
     gammas = [0] + ([gamma] if gamma is not None else list(range(1, top + 1)))
     state = served_state(dep, acceptance, gammas, loads, P, O, kind, limits, memory_utilization, context, fixed)
+    if gamma is not None and _no_room(state)[1:].any():  # the gamma asked for cannot run: no figures to give for it
+        from specsim.serving.capacity import memory_share, no_room_said
+
+        basis = memory_share(dep, memory_utilization, limits.max_batched_tokens).where
+        raise ValueError(no_room_said(dep, True, state.kv_bytes[1], basis))
     best = _best(state, kind, gamma is not None)
     return LoadAnswer(dep, label, kind, list(loads), P, O, lengths, limits, state, best, gamma)
 
@@ -279,8 +290,14 @@ def objective(state: SteadyState, kind: str) -> np.ndarray:
     return np.where((~behind).any(axis=0), speed, ratio)
 
 
+def _no_room(state: SteadyState) -> np.ndarray:
+    """Per gamma (rows) and load: whether that engine has no room for one request beside the weights."""
+    return np.broadcast_to(np.asarray(state.limited_by) == "no room", state.tpot_s.shape)
+
+
 def _best(state: SteadyState, kind: str, fixed: bool) -> np.ndarray:
-    """The row of the best gamma per load, the most of :func:`objective`; ties to the smaller gamma."""
+    """The row of the best gamma per load, the most of :func:`objective` among the engines that can hold a request;
+    ties to the smaller gamma."""
     if fixed:
         return np.ones(state.tpot_s.shape[1], dtype=int)
-    return np.argmax(objective(state, kind), axis=0)
+    return np.argmax(np.where(_no_room(state), -np.inf, objective(state, kind)), axis=0)

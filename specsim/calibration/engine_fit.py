@@ -984,9 +984,9 @@ def _warnings(fit: EngineFit, preset: EnginePreset, model: RunModel, dep) -> lis
     cannot reach, runs the KV cache cannot hold."""
     out = []
     held_by_kv = [
-        f"{c.kind} {c.run.load} ({f'{n:.0f} held' if n < c.run.load_value else 'no room for one: predicted at one'})"
+        f"{c.kind} {c.run.load} ({f'{n:.0f} held' if why == 'kv cache' else 'no room for one: predicted at one'})"
         for c, n, why in zip(model.runs, model.in_engine, model.limited_by)
-        if why == "kv cache"
+        if why in ("kv cache", "no room")
     ]
     if held_by_kv:
         out.append(

@@ -4,7 +4,7 @@
 parallelism, checkpoint, the memory setting where the command gave one, and the KV cache the engine allocated per GPU.
 :func:`predicted_gib` is :func:`specsim.serving.capacity.capacity`'s bytes beside the weights for the same server.
 Nothing is fitted to these rows.  ``benchmarks/validate_kv_capacity.py`` prints them, and ``tests/test_capacity.py``
-recomputes :data:`specsim.serving.capacity.KV_CAPACITY_HIGH` from them.
+recomputes each engine's ``kv_error`` (:class:`specsim.engines.engine.Engine`) from them.
 """
 
 from __future__ import annotations

@@ -63,7 +63,9 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
     acc, acc_label = model_acceptance(
         args, dep, args.context
     )  # after the deployment: its errors come first, then the drafter's default
-    cap = deployment_capacity(dep, args.context, args.max_context, args.memory_util)
+    cap = deployment_capacity(
+        dep, args.context, args.max_context, args.memory_util, getattr(args, "max_batched_tokens", None)
+    )
     if tree is not None:
         from specsim.answers.tree import tree_answer
 
@@ -858,25 +860,34 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
         "each pair: plain / speculating; speedup = plain TPOT / speculative TPOT at that load; decode batch: the mean "
         "sequences decoding at once (time-weighted)"
     )
-    from specsim.serving.capacity import kv_error_said, memory_share
+    from specsim.serving.capacity import kv_error_said, memory_share, no_room_said
 
+    dep = answer.deployment
+    no_room = [r["load"] for r in answer.rows if r["spec"]["limited_by"] == "no room"]
+    if answer.speculation_has_no_room or no_room:  # the speculating engine cannot start: say why, and what to change
+        basis = memory_share(dep, memory_util, answer.limits.max_batched_tokens).where
+        print(f"note: no speculation: {no_room_said(dep, True, answer.state.kv_bytes[1], basis)}", file=sys.stderr)
     held_by_kv = any("kv cache" in (r["plain"]["limited_by"], r["spec"]["limited_by"]) for r in answer.rows)
     if held_by_kv and memory_util is None:  # the share of memory moves the answer there: say whose it is
-        dep = answer.deployment
         said = memory_share(dep, None, answer.limits.max_batched_tokens).where
         print(
             f"note: the KV cache holds fewer users than some loads bring; its size takes {said}; --memory-util to "
-            f"give your engine's setting; the KV cache is {kv_error_said()}",
+            f"give your engine's setting; the KV cache is {kv_error_said(dep.engine.name)}",
             file=sys.stderr,
         )
     for r in answer.rows:  # where only the speculating engine queues users: its TTFT carries the wait
         a, b = r["plain"], r["spec"]
-        if b["limited_by"] and not a["limited_by"] and answer.kind == "concurrency":
+        if b["limited_by"] in ("kv cache", "max_num_seqs") and not a["limited_by"] and answer.kind == "concurrency":
             held = int(b["in_engine"])
+            more = (
+                "--memory-util (the KV cache)"
+                if b["limited_by"] == "kv cache"
+                else "--max-num-seqs (SGLang: --max-running-requests)"
+            )
             print(
                 f"note: at {r['load']} the speculating engine holds {held} requests ({b['limited_by']}) and the plain "
                 f"one all of them: {int(a['in_engine']) - held} queue, and its TTFT carries the wait; a server that "
-                "holds more: --max-num-seqs (SGLang: --max-running-requests)",
+                f"holds more: {more}",
                 file=sys.stderr,
             )
 

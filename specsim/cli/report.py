@@ -65,16 +65,14 @@ def capacity_summary(cap, dep) -> list[str]:
 
     gb = 1e9
     per = " per GPU" if cap.gpus > 1 else ""
+    spec = cap.speculating_usable_bytes  # said where the speculating engine's share differs by 0.05 GB or more
+    speculating = (
+        f" ({spec / gb:.1f} GB speculating)" if spec is not None and abs(spec - cap.usable_bytes) >= 0.05 * gb else ""
+    )
     where = f"{dep.hardware.name} x {cap.gpus}" if cap.gpus > 1 else dep.hardware.name
     lines = [
         f"memory{per}: {cap.memory_bytes / gb:.1f} GB ({cap.memory_bytes / 2**30:.1f} GiB) x "
-        f"{cap.usable_bytes / cap.memory_bytes:.3g} usable = {cap.usable_bytes / gb:.1f} GB"
-        + (
-            f" ({spec / gb:.1f} GB speculating)"
-            if (spec := cap.speculating_usable_bytes) is not None and abs(spec - cap.usable_bytes) > 0.05 * gb
-            else ""
-        )
-        + "; "
+        f"{cap.usable_bytes / cap.memory_bytes:.3g} usable = {cap.usable_bytes / gb:.1f} GB{speculating}; "
         f"weights {dep.target.name} {cap.target_weight_bytes / gb:.1f} GB + {dep.drafter.name} {cap.draft_weight_bytes / gb:.1f} GB"
         + (" (draft whole on one GPU)" if cap.gpus > 1 and dep.draft is not None and dep.draft.tp == 1 else "")
         + "; "
@@ -84,7 +82,7 @@ def capacity_summary(cap, dep) -> list[str]:
         f"usable: {cap.memory_basis}"
         + ("; --memory-util for your engine's setting" if cap.memory_utilization is None else "")
     )
-    lines.append(f"KV cache: {kv_error_said()}")
+    lines.append(f"KV cache: {kv_error_said(dep.engine.name)}")
     if cap.recurrent_state_bytes_per_seq:  # a hybrid target: say what the recurrent layers hold, and the scratch
         lines.append(
             f"recurrent state: {cap.recurrent_state_bytes_per_seq / gb:.3f} GB per sequence of the target's; a "
@@ -97,14 +95,11 @@ def capacity_summary(cap, dep) -> list[str]:
         lines.append(
             f"{dep.target.name} {what} on {where} in {dep.target.weight_dtype}: weights "
             f"{cap.target_weight_bytes / gb:.1f} + {cap.draft_weight_bytes / gb:.1f} GB against the usable "
-            f"{cap.usable_bytes / gb:.1f} GB{per}"
-            + (
-                f" ({cap.speculating_usable_bytes / gb:.1f} GB speculating)"
-                if cap.speculating_usable_bytes is not None and cap.speculating_usable_bytes != cap.usable_bytes
-                else ""
-            )
+            f"{cap.usable_bytes / gb:.1f} GB{per}{speculating}"
         )
-        n = smallest_fitting_tp(dep, cap.context_tokens, cap.memory_utilization)
+        n = smallest_fitting_tp(
+            dep, cap.context_tokens, cap.memory_utilization, max_batched_tokens=cap.max_batched_tokens
+        )
         lines.append(
             f"smallest tensor parallelism that fits with the draft and one sequence: --tp {n}"
             if n is not None

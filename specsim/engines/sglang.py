@@ -560,7 +560,13 @@ _SPEC_RESERVE_MIB = (((0, 5, 14), 0, 0), ((0, 5, 10), 4096, 6144), ((0, 5, 5), 2
 
 
 def memory_reserve(
-    release: tuple[int, int, int], gib: float, tp: int, mla: bool, platform: str, chunked: int
+    release: tuple[int, int, int],
+    gib: float,
+    tp: int,
+    mla: bool,
+    platform: str,
+    chunked: int,
+    prefill_graphs: bool = True,
 ) -> tuple[float, str]:
     """(MiB SGLang sets aside for activations and graphs on a GPU of ``gib`` GiB when --mem-fraction-static is not
     given, without speculation; the rule in words).  From 0.5.5 (server_args.py _handle_gpu_memory_settings, to
@@ -579,7 +585,7 @@ def memory_reserve(
     graphs = next((pair for below, pair in rows if gib < below), (beyond, beyond))[0 if tp < 4 else 1]
     reserved = 512 + 1.5 * max(chunked, 2048) + 2 * graphs + 1024 * tp / 8
     piecewise = ""
-    if release >= (0, 5, 10) and platform == "cuda":
+    if release >= (0, 5, 10) and platform == "cuda" and prefill_graphs:
         sizes = (
             list(range(4, 33, 4))
             + list(range(48, 257, 16))
@@ -609,19 +615,29 @@ def memory_share(preset, hardware, model, method: str | None, max_batched_tokens
     chunked, _ = _chunked_prefill(release, gib)
     chunked = int(max_batched_tokens) if max_batched_tokens else chunked
     reserved, rule = memory_reserve(release, gib, model.tp, model.is_mla, hardware.platform, chunked)
-    extra = 0.0
-    if method is not None and method != "NGRAM":
-        _, heads, draft = next(row for row in _SPEC_RESERVE_MIB if release >= row[0])
-        extra = float(draft if method == "STANDALONE" else heads)
+    spec_reserved, differs = reserved, []
+    if method is not None:
+        # 0.5.10 turns the prefill graphs off for any speculative algorithm (server_args.py
+        # _handle_piecewise_cuda_graph, "2. Speculative decoding"; not in 0.5.11's list).
+        if release == (0, 5, 10):
+            spec_reserved, _ = memory_reserve(
+                release, gib, model.tp, model.is_mla, hardware.platform, chunked, prefill_graphs=False
+            )
+            differs.append("no prefill graphs")
+        if method != "NGRAM":
+            _, heads, draft = next(row for row in _SPEC_RESERVE_MIB if release >= row[0])
+            extra = float(draft if method == "STANDALONE" else heads)
+            spec_reserved += extra
+            differs += [f"{extra:.0f} MiB more for {method}"] if extra else []
     mib = gib * 1024
-    plain, spec = round((mib - reserved) / mib, 3), round((mib - reserved - extra) / mib, 3)
-    spec_said = f", {extra / 1024:g} GiB more speculating ({method})" if extra else ""
-    return MemoryShare(
-        plain,
-        spec,
-        f"SGLang {_version_text(release)}'s mem_fraction_static {spec if extra else plain:g}: the GPU's {gib:.1f} GiB less "
-        f"a reserve of {(reserved + extra) / 1024:.1f} GiB ({rule}{spec_said})",
+    plain, spec = round((mib - reserved) / mib, 3), round((mib - spec_reserved) / mib, 3)
+    said = (
+        f"SGLang {_version_text(release)}'s mem_fraction_static {plain:g}: the GPU's {gib:.1f} GiB less a reserve of "
     )
+    said += f"{reserved / 1024:.1f} GiB ({rule})"
+    if method is not None and spec != plain:
+        said += f"; {spec:g} speculating ({', then '.join(differs)}: a reserve of {spec_reserved / 1024:.1f} GiB)"
+    return MemoryShare(plain, spec, said)
 
 
 def default_limits(preset, hardware) -> DefaultLimits:
@@ -692,6 +708,8 @@ ENGINE = _Sglang(
     serial_preset="sglang@0.5",
     own_draft_tp=True,
     takes_trees=True,
+    kv_error=(0.15, 0.15, 1),  # measured 2026-12-04, not corrected
+    reserve_counts_activations=True,
     draft_cache_rule=(
         "SGLang 0.5.12's draft worker runs on the server's own server_args, whose --kv-cache-dtype sets its cache "
         "(srt/speculative/standalone_worker.py; srt/model_executor/model_runner.py configure_kv_cache_dtype)"

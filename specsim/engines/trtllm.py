@@ -495,7 +495,7 @@ def memory_share(hardware, model, draft, given: float | None) -> MemoryShare:
     m = hardware.memory_bytes
     w_plain = model.weight_bytes
     w_spec = w_plain + (draft.weight_bytes if draft is not None else 0.0)
-    share = lambda w: (w + f * max(m - w, 0.0)) / m  # noqa: E731
+    share = lambda w: min((w + f * max(m - w, 0.0)) / m, 1.0)  # noqa: E731  (weights past the GPU: no cache, no more)
     said = "as given" if given is not None else "its default"
     return MemoryShare(
         share(w_plain),

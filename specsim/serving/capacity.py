@@ -60,8 +60,8 @@ __all__ = [
     "DEFAULT_MEMORY_UTILIZATION",
     "memory_share",
     "DEFAULT_SCRATCH_DRAFT_TOKENS",
-    "KV_CAPACITY_HIGH",
     "kv_error_said",
+    "no_room_said",
     "Capacity",
     "capacity",
     "default_scratch_tokens",
@@ -75,10 +75,6 @@ __all__ = [
 
 #: Fraction of device memory an engine may use; vLLM's gpu_memory_utilization default.
 DEFAULT_MEMORY_UTILIZATION = 0.9
-#: How much more KV cache specsim gives than engines printed at start-up on public threads (lowest and highest of
-#: specsim's over the printed, less 1, and the rows): :mod:`specsim.calibration.kv_capacity`,
-#: ``benchmarks/validate_kv_capacity.py``, recomputed by ``tests/test_capacity.py``.  Measured 2026-12-04; not corrected.
-KV_CAPACITY_HIGH = (0.07, 1.30, 5)
 #: Draft tokens a hybrid target's speculative state scratch is sized for when the caller does not say: the largest
 #: gamma of the serving simulation's schedules (specsim.core.defaults.DEFAULT_SERVING_GAMMA_MAX), as an engine reserves
 #: scratch for its configured num_speculative_tokens, not the gamma of the moment.
@@ -113,6 +109,8 @@ class Capacity:
     #: Where the usable share comes from (:func:`memory_share`), and the share the user gave (None: the engine's own).
     memory_basis: str = ""
     memory_utilization: float | None = None
+    #: The engine's tokens per iteration the share was computed with (SGLang's reserve; None: the engine's default).
+    max_batched_tokens: int | None = None
 
     @property
     def target_fits(self) -> bool:
@@ -165,6 +163,7 @@ class Capacity:
             "speculating_usable_bytes": self.speculating_usable_bytes,
             "memory_basis": self.memory_basis,
             "memory_utilization": self.memory_utilization,
+            "max_batched_tokens": self.max_batched_tokens,
             "target_fits": self.target_fits,
             "both_fit": self.both_fit,
             "max_batch_without_draft": self.max_batch_without_draft,
@@ -249,14 +248,47 @@ def reserved_context(context: int, max_context: int | None) -> int:
     return int(max_context)
 
 
-def kv_error_said() -> str:
-    """What the KV cache leaves out, and how far off it was on public start-ups (:data:`KV_CAPACITY_HIGH`)."""
-    low, high, n = KV_CAPACITY_HIGH
+def no_room_said(
+    dep: Deployment, speculating: bool, free: float, basis: str, need: float | None = None, context: float = 0.0
+) -> str:
+    """One line for an engine that cannot hold a request beside its weights: ``free`` bytes per GPU left for the KV
+    cache (negative: the weights alone take more than the share), ``need`` a request's bytes at ``context`` tokens
+    where known, ``basis`` the share's rule; what to change.  The one wording of it (the answers at a load, serve-sim)."""
+    what = f"{dep.target.name} with {dep.drafter.name}" if speculating else dep.target.name
+    where = f"{dep.hardware.name} x {dep.target.tp}" if dep.target.tp > 1 else dep.hardware.name
+    if free < 0:
+        said = (
+            f"{what} does not fit on {where}: the weights alone take {-free / 1e9:.2f} GB per GPU more than the "
+            "engine's share of memory"
+        )
+    elif need is None:
+        said = f"{what} does not fit on {where}: no memory is left for the KV cache beside the weights"
+    else:
+        said = (
+            f"{what} on {where} leaves {free / 1e9:.2f} GB per GPU for the KV cache beside the weights, less than one "
+            f"request of {context:,.0f} tokens needs ({need / 1e9:.2f} GB)"
+        )
     return (
-        "what the weights leave in the engine's share; the activations, CUDA graphs and buffers an "
-        f"engine's start-up profiling also takes are not counted: on {n} public start-ups specsim's cache was "
-        f"{low:.0%} to {high:.0%} larger than the engine's (benchmarks/validate_kv_capacity.py)"
+        f"{said}; the engine's share of memory: {basis}; give a larger --tp, a smaller --weight-dtype, or --memory-util"
     )
+
+
+def kv_error_said(engine: str) -> str:
+    """What ``engine``'s KV cache leaves out, and how far off it was on public start-ups (its ``kv_error``)."""
+    from specsim.engines import REGISTRY
+
+    e = REGISTRY.get(engine)
+    title = e.title if e is not None else "the engine"
+    if e is not None and e.reserve_counts_activations:
+        left = f"what the weights leave in {title}'s share, whose reserve is meant for activations and graphs"
+    else:
+        left = f"what the weights leave in {title}'s share; the activations, graphs and buffers of its start-up not counted"
+    if e is None or e.kv_error is None:
+        return f"{left}; not measured on public start-ups"
+    low, high, n = e.kv_error
+    span = f"{low:.0%}" if low == high else f"{low:.0%} to {high:.0%}"
+    starts = f"{n} public start-up" + ("s" if n > 1 else "")
+    return f"{left}: on {starts} specsim's cache was {span} larger than {title}'s (benchmarks/validate_kv_capacity.py)"
 
 
 def memory_share(dep: Deployment, memory_utilization: float | None = None, max_batched_tokens: int | None = None):
@@ -329,6 +361,7 @@ def capacity(
         speculating_usable_bytes=share.speculating * dep.hardware.memory_bytes if dep.drafter else None,
         memory_basis=share.where,
         memory_utilization=memory_utilization,
+        max_batched_tokens=max_batched_tokens,
     )
 
 
@@ -337,6 +370,7 @@ def smallest_fitting_tp(
     context: int = DEFAULT_CONTEXT_TOKENS,
     memory_utilization: float | None = None,
     batch: int = 1,
+    max_batched_tokens: int | None = None,
 ) -> int | None:
     """The fewest tensor-parallel GPUs (a power of two the heads allow, within one node) that hold the target,
     its draft and ``batch`` sequences of ``context`` tokens; None if no node size does.
@@ -355,7 +389,10 @@ def smallest_fitting_tp(
         except ValueError:  # the heads do not split n ways
             n *= 2
             continue
-        if capacity(trial, context, memory_utilization).max_batch_with_draft >= batch:
+        if (
+            capacity(trial, context, memory_utilization, max_batched_tokens=max_batched_tokens).max_batch_with_draft
+            >= batch
+        ):
             return n
         n *= 2
     return None
@@ -365,7 +402,7 @@ def require_target_fits(dep: Deployment, cap: Capacity) -> None:
     """Refuse step-time answers for a target whose weights cannot be held: name the TP (or dtype) that can."""
     if cap.target_fits:
         return
-    n = smallest_fitting_tp(dep, cap.context_tokens, cap.usable_bytes / cap.memory_bytes)
+    n = smallest_fitting_tp(dep, cap.context_tokens, cap.memory_utilization, max_batched_tokens=cap.max_batched_tokens)
     where = f"{dep.hardware.name} x {dep.target.tp}" if dep.target.tp > 1 else f"one {dep.hardware.name}"
     smaller = [d for d in ("fp8", "int4") if BYTES_PER_ELEMENT[d] < BYTES_PER_ELEMENT[dep.target.weight_dtype]]
     fix = (

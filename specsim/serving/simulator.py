@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from specsim.core.defaults import DEFAULT_ALPHA, DEFAULT_SERVING_GAMMA_MAX
-from specsim.serving.capacity import capacity, sequence_kv_bytes
+from specsim.serving.capacity import capacity, no_room_said, sequence_kv_bytes
 from specsim.serving.runs import CONFIDENCE, DEFAULT_RUNS, summarize_runs
 from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, EngineLimits, iteration_s
 from specsim.serving.workloads import mean_context_tokens
@@ -736,20 +736,9 @@ def serve_compare(
         f"the largest gamma of the simulation's policy ({label})",
         budget,
     )
-    why = (
-        f"; the engine's share of memory: {cap.memory_basis}; give a larger --tp, a smaller --weight-dtype, or "
-        "--memory-util"
-    )
-    gpus = f" x {dep.target.tp}" if dep.target.tp > 1 else ""
-    if cap.free_bytes_without_draft <= 0:
-        raise ValueError(
-            f"{dep.target.name} does not fit on {dep.hardware.name}{gpus}: no memory is left for the KV cache{why}"
-        )
-    if cap.free_bytes_with_draft <= 0:
-        raise ValueError(
-            f"{dep.target.name} with {dep.drafter.name} does not fit on {dep.hardware.name}{gpus}: no memory is left "
-            f"for the KV cache beside the draft's weights{why}"
-        )
+    for speculating, free in ((False, cap.free_bytes_without_draft), (True, cap.free_bytes_with_draft)):
+        if free <= 0:
+            raise ValueError(no_room_said(dep, speculating, free, cap.memory_basis))
     table = StepTable(dep, most, max_context, gmax, limits.max_batched_tokens, acceptance)
     lengths = (prompt + output).astype(float)
     runs = []

@@ -50,6 +50,7 @@ Checked against the request-level simulator, which plays the same iterations req
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -290,8 +291,10 @@ class SteadyState:
     mean_batch: np.ndarray  #: time-weighted mean of the sequences decoding
     prefill_share: np.ndarray  #: the share of the engine's time its prompts take
     saturated: np.ndarray
-    limited_by: np.ndarray  #: "", "max_num_seqs" or "kv cache" per load: what holds N_e below the load
+    limited_by: np.ndarray  #: "", "max_num_seqs", "kv cache" or "no room" per load: what holds N_e below the load
     outcome: object = None  #: the RoundOutcome at b (its parts), None for plain decoding only
+    #: (plain, speculating) KV bytes per GPU beside the weights where the capacity model sized them (:func:`served_state`)
+    kv_bytes: tuple | None = None
 
     def to_rows(self) -> list[dict]:
         """One dict per (gamma, load), for tables and JSON."""
@@ -345,7 +348,8 @@ def _step(dep, acceptance, gamma, batch, context):
 
 def engine_population(dep, kind, load, P, O, gamma, limits, kv_bytes=None):
     """(N_e, what limits it): the requests an engine of ``limits`` holds at once (its max_num_seqs and the sequences its
-    KV cache holds at the mean context, speculating or not; ``kv_bytes`` the (plain, speculating) KV bytes
+    KV cache holds at the mean context, speculating or not ("no room" where it holds none, the population then one);
+    ``kv_bytes`` the (plain, speculating) KV bytes
     (:func:`specsim.serving.capacity.free_kv_bytes`), else ``limits.kv_capacity_bytes`` for both), at least one.  The
     one home of the engine's population: the answers at a load and calibrate-engine's runs both take it."""
     from specsim.serving.capacity import sequence_kv_bytes
@@ -368,7 +372,9 @@ def engine_population(dep, kind, load, P, O, gamma, limits, kv_bytes=None):
     if kind == "rate":  # the engine holds what arrives, up to its limits
         return np.maximum(cap, 1.0), np.full(np.shape(cap), "")
     n_e = np.minimum(load, cap)
-    limited = np.where(load <= cap, "", np.where(held < seqs, "kv cache", "max_num_seqs"))
+    limited = np.where(
+        load <= cap, "", np.where(held < 1, "no room", np.where(held < seqs, "kv cache", "max_num_seqs"))
+    )
     return np.maximum(n_e, 1.0), limited
 
 
@@ -445,25 +451,17 @@ class NoRoom(ValueError):
     """The engine cannot hold one request beside the weights (:func:`served_state`'s refusal)."""
 
 
-def _require_one_request(dep, kv: tuple, input_tokens: float, output_tokens: float, gammas, share, limits) -> None:
-    """Refuse a load answer whose engine cannot hold one request of these lengths beside the weights (the speculating
-    one where a gamma above 0 is searched): an engine that cannot start has no TPOT to give."""
-    from specsim.serving.capacity import memory_share, sequence_kv_bytes
+def _require_one_request(dep, kv: tuple, input_tokens: float, output_tokens: float, share, limits) -> None:
+    """Refuse a load answer whose plain engine cannot hold one request of these lengths beside the weights: an engine
+    that cannot start has no TPOT to give.  A speculating engine without that room is answered, its gammas marked
+    "no room" (:func:`engine_population`), and the answer then does not speculate."""
+    from specsim.serving.capacity import memory_share, no_room_said, sequence_kv_bytes
 
     context = input_tokens + output_tokens / 2.0
-    speculating = dep.drafter is not None and max(gammas) > 0
-    for spec, free in ((False, kv[0]), (True, kv[1])) if speculating else ((False, kv[0]),):
-        need = float(sequence_kv_bytes(dep, context, with_draft=spec, draft_tokens=max(max(gammas), 1)))
-        if free >= need:
-            continue
-        what = f"{dep.target.name} with {dep.drafter.name}" if spec else dep.target.name
-        gpus = f" x {dep.target.tp}" if dep.target.tp > 1 else ""
-        raise NoRoom(
-            f"{what} on {dep.hardware.name}{gpus} leaves {max(free, 0.0) / 1e9:.2f} GB per GPU for the KV cache beside "
-            f"the weights, less than one request of {context:,.0f} tokens needs ({need / 1e9:.2f} GB); the engine's "
-            f"share of memory: {memory_share(dep, share, limits.max_batched_tokens).where}; give a larger --tp, a "
-            "smaller --weight-dtype, or --memory-util"
-        )
+    need = float(sequence_kv_bytes(dep, context, with_draft=False))
+    if kv[0] < need:
+        basis = memory_share(dep, share, limits.max_batched_tokens).where
+        raise NoRoom(no_room_said(dep, False, kv[0], basis, need, context))
 
 
 def served_state(
@@ -498,9 +496,9 @@ def served_state(
         limits.max_batched_tokens,
     )
     _require_one_request(
-        dep, kv, float(np.mean(input_tokens)), float(np.mean(output_tokens)), gammas, memory_utilization, limits
+        dep, kv, float(np.mean(input_tokens)), float(np.mean(output_tokens)), memory_utilization, limits
     )
-    return steady_state(
+    state = steady_state(
         dep,
         acceptance,
         gammas,
@@ -513,6 +511,7 @@ def served_state(
         context,
         fixed_lengths=fixed_lengths,
     )
+    return dataclasses.replace(state, kv_bytes=kv)
 
 
 class _Steps:
