@@ -865,6 +865,22 @@ def test_a_calibration_answers_at_a_load_for_the_lengths_and_limits_its_runs_wer
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cal.yaml: serving must hold max_num_seqs and max_batched_tokens" in err[0], err
+    # The engine's memory setting the runs were served at (calibrate-engine --memory-util) is the answer's unless told,
+    # and said; none recorded (the engine's own, or a file written before the key) leaves the engine's own.
+    assert serving["memory_util"] is None
+    record["serving"] = serving | {"memory_util": 0.3}
+    out.write_text(yaml.safe_dump(record))
+    code = main(["capacity", "--calibration", str(out)])
+    text = capsys.readouterr()
+    assert code == 0 and "usable: 0.3 as given" in text.out
+    assert "note: --memory-util 0.3: the memory setting cal.yaml's runs were served at" in text.err
+    assert main(["capacity", "--calibration", str(out), "--memory-util", "0.5"]) == 0
+    assert "usable: 0.5 as given" in capsys.readouterr().out
+    for bad in (0.0, 1.5, "x"):
+        record["serving"] = serving | {"memory_util": bad}
+        out.write_text(yaml.safe_dump(record))
+        assert main(["capacity", "--calibration", str(out)]) == 2
+        assert "memory_util (in (0, 1], or null)" in capsys.readouterr().err
 
 
 def test_runs_that_give_no_lengths_leave_the_calibrations_lengths_unknown_and_the_article_s_in_use(tmp_path, capsys):
@@ -878,6 +894,7 @@ def test_runs_that_give_no_lengths_leave_the_calibrations_lengths_unknown_and_th
     assert record == {
         "max_num_seqs": 256,
         "max_batched_tokens": 2048,
+        "memory_util": None,
         "input_tokens": None,
         "output_tokens": None,
         "lengths_alike": False,
@@ -1196,12 +1213,13 @@ def test_the_spread_of_acceptance_is_read_from_requests_measured_one_at_a_time()
     ]
 
 
-def test_calibrate_engine_says_the_share_of_memory_it_takes_and_the_runs_its_kv_cache_cannot_hold(capsys):
+def test_calibrate_engine_says_the_share_of_memory_it_takes_and_the_runs_its_kv_cache_cannot_hold(capsys, tmp_path):
     # At a fifth of an H100's memory the 8B target leaves room for 7 plain users of 1,128 tokens and no speculating
     # one: the runs past that are named, predicted at what the cache holds; at the engine's own share (vLLM's 0.9) none.
     argv = SPEC.format(spec=f"{BENCH}/vllm-eagle3.jsonl").split()
     with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
-        assert main(["calibrate-engine", *argv, "--memory-util", "0.2"]) == 0
+        assert main(["calibrate-engine", *argv, "--memory-util", "0.2", "--out", str(tmp_path / "c.yaml")]) == 0
+    assert yaml.safe_load((tmp_path / "c.yaml").read_text())["serving"]["memory_util"] == 0.2  # kept for its answers
     text = out.getvalue() + err.getvalue()
     assert "KV cache: the engine's share of memory, 0.2 as given" in text
     warned = [line for line in text.splitlines() if "the KV cache holds fewer users" in line]

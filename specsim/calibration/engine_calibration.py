@@ -107,6 +107,7 @@ class EngineCalibration:
     engine: str  #: the engine and release that served the runs
     target_options: dict  #: tp, weight and KV dtypes as given
     limits: object = None  #: the engine's limits the fit was made under (:class:`specsim.serving.steady.EngineLimits`)
+    memory_utilization: float | None = None  #: the engine's memory setting the runs were served at (None: its own)
 
     def mapping(self) -> dict:
         """The calibration file's content (:func:`specsim.calibration.file.calibration_mapping`), with the acceptance
@@ -126,6 +127,7 @@ class EngineCalibration:
             {k: v for k, v in self.target_options.items() if k != "tp"},
             self.engine,
             self.limits,
+            self.memory_utilization,
         )
 
     def summary(self, out=None) -> dict:
@@ -270,4 +272,5 @@ def calibrate_engine(
         engine.named_as,
         target_options,
         limits,
+        memory_utilization,
     )

@@ -141,6 +141,7 @@ def calibration_mapping(
     target_options: dict | None = None,
     engine_spec: str | None = None,
     limits=None,
+    memory_utilization: float | None = None,
 ) -> dict:
     """The calibration file's content: the fit of :func:`specsim.calibration.engine_fit.fit_engine` on ``dep``; ``engine_spec``
     the engine and release the runs were served by (``vllm@0.20.0``), which every writer of the calibrated deployment
@@ -211,7 +212,7 @@ def calibration_mapping(
         "warnings": list(fit.warnings),
     }
     if limits is not None:
-        record["serving"] = serving_record(fit.runs, limits)
+        record["serving"] = serving_record(fit.runs, limits, memory_utilization)
     if acceptance is not None:
         record["acceptance"] = (
             {"alpha": acceptance.alpha} if acceptance.alpha is not None else {"cumulative": list(acceptance.cumulative)}
@@ -219,16 +220,21 @@ def calibration_mapping(
     return record
 
 
-def serving_record(runs: list, limits) -> dict:
+def serving_record(runs: list, limits, memory_utilization: float | None = None) -> dict:
     """What the runs were served at, for the commands that answer at a load from the file: the engine's max_num_seqs
-    and token budget the fit used, the runs' mean prompt and output tokens, and whether every run is within
+    and token budget the fit used, its memory setting (``--memory-util``; None: the engine's own), the runs' mean prompt
+    and output tokens, and whether every run is within
     :data:`specsim.calibration.runs.SAME_LENGTHS` of those (one workload's lengths, which the commands then take as
     theirs unless given)."""
     from specsim.calibration.runs import SAME_LENGTHS
 
     prompts = np.array([float(c.run.prompt_tokens) for c in runs])
     outputs = np.array([float(c.run.output_tokens) for c in runs])
-    record = {"max_num_seqs": int(limits.max_num_seqs), "max_batched_tokens": int(limits.max_batched_tokens)}
+    record = {
+        "max_num_seqs": int(limits.max_num_seqs),
+        "max_batched_tokens": int(limits.max_batched_tokens),
+        "memory_util": None if memory_utilization is None else float(memory_utilization),
+    }
     if not (np.all(np.isfinite(prompts) & (prompts >= 1)) and np.all(np.isfinite(outputs) & (outputs >= 1))):
         return record | {"input_tokens": None, "output_tokens": None, "lengths_alike": False}  # a file without them
     P, O = float(prompts.mean()), float(outputs.mean())
@@ -340,7 +346,10 @@ def _read_serving(where: str, raw: object) -> dict | None:
         return None
     ints = ("max_num_seqs", "max_batched_tokens")
     tokens = ("input_tokens", "output_tokens")
-    ok = isinstance(raw, dict) and set(raw) == set(ints + tokens + ("lengths_alike",))
+    raw = {"memory_util": None} | raw if isinstance(raw, dict) else raw  # (a file written before 2026-12-04 has none)
+    share = raw.get("memory_util") if isinstance(raw, dict) else None
+    ok = isinstance(raw, dict) and set(raw) == set(ints + tokens + ("lengths_alike", "memory_util"))
+    ok = ok and (share is None or (isinstance(share, float) and not isinstance(share, bool) and 0.0 < share <= 1.0))
     ok = ok and all(isinstance(raw[k], int) and not isinstance(raw[k], bool) and 1 <= raw[k] <= 4_194_304 for k in ints)
     unknown = ok and raw["input_tokens"] is None and raw["output_tokens"] is None and raw["lengths_alike"] is False
     ok = ok and (
@@ -353,8 +362,8 @@ def _read_serving(where: str, raw: object) -> dict | None:
     if not ok or not isinstance(raw["lengths_alike"], bool):
         raise ValueError(
             f"{where}: serving must hold max_num_seqs and max_batched_tokens (whole numbers >= 1), input_tokens and "
-            f"output_tokens (tokens >= 1, or both null with lengths_alike false) and lengths_alike (true or false), "
-            f"got {raw!r}"
+            f"output_tokens (tokens >= 1, or both null with lengths_alike false), lengths_alike (true or false) and "
+            f"memory_util (in (0, 1], or null), got {raw!r}"
         )
     return dict(raw)
 

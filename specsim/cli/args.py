@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 
 __all__ = [
     "calibration",
@@ -128,6 +129,16 @@ def deployment(args: argparse.Namespace, *, draft: bool = True):
         raise ValueError(
             "--engine none adds no engine time: the --engine-round-ms/-step-ms/-seq-us/-seq-step-us/-overlap "
             "flags need an engine"
+        )
+    cal = calibration(args)
+    served = None if cal is None or cal.serving is None else cal.serving.get("memory_util")
+    if served is not None and hasattr(args, "memory_util") and args.memory_util is None:
+        # The engine's memory setting the runs were served at, as a --memory-util not given: the calibrated engine's.
+        args.memory_util = served
+        print(
+            f"note: --memory-util {served:g}: the memory setting {cal.name}'s runs were served at (--memory-util to set "
+            "another)",
+            file=sys.stderr,
         )
     return dataclasses.replace(dep, engine=engine)
 
