@@ -50,7 +50,6 @@ Checked against the request-level simulator, which plays the same iterations req
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -348,10 +347,10 @@ def _step(dep, acceptance, gamma, batch, context):
 
 def engine_population(dep, kind, load, P, O, gamma, limits, kv_bytes=None):
     """(N_e, what limits it): the requests an engine of ``limits`` holds at once (its max_num_seqs and the sequences its
-    KV cache holds at the mean context, speculating or not ("no room" where it holds none, the population then one);
-    ``kv_bytes`` the (plain, speculating) KV bytes
-    (:func:`specsim.serving.capacity.free_kv_bytes`), else ``limits.kv_capacity_bytes`` for both), at least one.  The
-    one home of the engine's population: the answers at a load and calibrate-engine's runs both take it."""
+    KV cache holds at the mean context, speculating or not; ``kv_bytes`` the (plain, speculating) KV bytes,
+    :func:`specsim.serving.capacity.free_kv_bytes`, else ``limits.kv_capacity_bytes`` for both), at least one ("no
+    room" where the cache holds none).  The one home of the engine's population: the answers at a load and
+    calibrate-engine's runs both take it."""
     from specsim.serving.capacity import sequence_kv_bytes
 
     context = P + O / 2.0
@@ -511,7 +510,7 @@ def served_state(
         context,
         fixed_lengths=fixed_lengths,
     )
-    return dataclasses.replace(state, kv_bytes=kv)
+    return replace(state, kv_bytes=kv)
 
 
 class _Steps:
