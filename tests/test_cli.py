@@ -403,6 +403,11 @@ def test_a_speculating_engine_without_room_is_not_recommended_and_a_gamma_asked_
     rows = [line for line in out.splitlines() if line.startswith("concurrency")]
     assert code == 0 and len(rows) == 2 and all("do not speculate (no room for the drafter)" in r for r in rows)
     assert "note: no speculation: llama-3.1-8b with llama-3.2-1b does not fit on h100-sxm: the weights alone" in err
+    # Under Poisson arrivals too, even where the plain engine is past its capacity.
+    code, out, err = run(capsys, "optimal-gamma", *argv[2:], "--rate", "1,4")
+    rows = [line for line in out.splitlines() if line.startswith("rate")]
+    assert code == 0 and len(rows) == 2 and all("do not speculate (no room for the drafter)" in r for r in rows)
+    assert "note: no speculation:" in err
     code, out, err = run(
         capsys,
         "speedup",

@@ -369,7 +369,7 @@ def engine_population(dep, kind, load, P, O, gamma, limits, kv_bytes=None):
     seqs = limits.seqs(spec)
     cap = np.minimum(seqs, held)
     if kind == "rate":  # the engine holds what arrives, up to its limits
-        return np.maximum(cap, 1.0), np.full(np.shape(cap), "")
+        return np.maximum(cap, 1.0), np.where(np.broadcast_to(held, np.shape(cap)) < 1, "no room", "")
     n_e = np.minimum(load, cap)
     limited = np.where(
         load <= cap, "", np.where(held < 1, "no room", np.where(held < seqs, "kv cache", "max_num_seqs"))
@@ -907,7 +907,7 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
         step,
         t_pf,
         saturated=saturated,
-        limited_by=np.broadcast_to(np.where(saturated, "capacity", limited), shape),
+        limited_by=np.broadcast_to(np.where((limited != "no room") & saturated, "capacity", limited), shape),
         outcome=out,
         **pick,
     )
