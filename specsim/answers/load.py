@@ -176,11 +176,10 @@ class LoadAnswer:
 
     def _recommend(self, i: int, j: int) -> str:
         s = self.state
-        no_room = _no_room(s)
         if self.fixed_gamma is not None:  # (a gamma that has no room is refused: load_answer)
             return f"gamma {self.fixed_gamma}"
         if i == 0:
-            return "do not speculate" + (" (no room for the drafter)" if no_room[1:, j].all() else "")
+            return "do not speculate" + (" (no room for the drafter)" if self.speculation_has_no_room else "")
         return f"speculate with gamma={int(s.gamma[i, 0])}"
 
     @property

@@ -863,8 +863,7 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
     from specsim.serving.capacity import kv_error_said, memory_share, no_room_said
 
     dep = answer.deployment
-    no_room = [r["load"] for r in answer.rows if r["spec"]["limited_by"] == "no room"]
-    if answer.speculation_has_no_room or no_room:  # the speculating engine cannot start: say why, and what to change
+    if answer.speculation_has_no_room:  # the speculating engine cannot start: say why, and what to change
         basis = memory_share(dep, memory_util, answer.limits.max_batched_tokens).where
         print(f"note: no speculation: {no_room_said(dep, True, answer.state.kv_bytes[1], basis)}", file=sys.stderr)
     held_by_kv = any("kv cache" in (r["plain"]["limited_by"], r["spec"]["limited_by"]) for r in answer.rows)
