@@ -504,3 +504,18 @@ def test_trtllm_draft_model_plan_writes_the_unions_spelling():
     written = yaml.safe_load(TrtllmBench().server(plan, spec)[2][f"extra-{spec.key}.yml"])["speculative_config"]
     assert written["decoding_type"] == "Draft_Target" in FLAGS["trtllm"]["decoding_types"]["names"]
     assert "DraftTarget" not in FLAGS["trtllm"]["decoding_types"]["names"]
+
+
+def test_a_runs_estimate_holds_the_users_the_engines_kv_cache_holds():
+    # bench-plan estimates each run by the answers' serving model (served_state): the engine's own limits and the KV
+    # cache its share leaves.  A 70B target on two H100s under vLLM holds a few long requests, so a run of 64 users is
+    # served a few at a time; with every user held (the model before, default limits and no cache) it would be faster.
+    from specsim.serving.steady import steady_state
+
+    dep = Deployment.build("h100-sxm", "llama-3.1-70b", "llama-3.2-1b", engine="vllm", target_options={"tp": 2})
+    plan = design_plan(dep, "vllm@0.24.0", concurrency=[1, 8, 64], input_tokens=[2000, 8000], output_tokens=1000)
+    run = next(r for r in plan.runs if r.kind == "plain" and r.concurrency == 64 and r.input_tokens == 8000)
+    everyone = steady_state(dep, 0.0, [0], [64], 8000, 1000, fixed_lengths=True, requests=run.num_prompts)
+    assert run.estimate_s > 1.5 * run.num_prompts / float(everyone.requests_per_s[0, 0])
+    said = next(n for n in plan.notes if "KV cache holds fewer users" in n)
+    assert run.name in said and "plain-in2000-c1 " not in said

@@ -178,6 +178,9 @@ def _source_without_docstrings(path: Path) -> str:
         # The requests an engine holds at a load (max_num_seqs and the KV cache): the steady state's, which the answers
         # and calibrate-engine's runs both take.
         (r"engine_population\(|kv_sequences\(", {"specsim.serving.steady", "specsim.calibration.model"}),
+        # The steady state at a load: asked through served_state (the engine's own limits and KV cache), but by the
+        # watch, which holds its own limits and asks at a day's median lengths.
+        (r"(?<![\w.])steady_state\(", {"specsim.serving.steady", "specsim.watch.judge"}),
         # The share of memory an engine gives weights and KV cache: chosen in one place, ruled by the engine.
         (r"\.memory_share\(", {"specsim.serving.capacity"}),
         # A sequence's KV footprint for admission and capacity.

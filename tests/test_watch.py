@@ -603,3 +603,17 @@ def test_the_plot_draws_the_watched_period(day, tmp_path):
         )
     image = matplotlib.image.imread(path)
     assert image.shape[0] > 500 and image.shape[1] > 800 and not math.isclose(float(image.std()), 0.0)
+
+
+def test_the_rules_top_rate_is_what_the_plain_engine_serves_with_the_users_its_kv_cache_holds(dep):
+    # rules_max_rate tabulates the break-even up to 1.5x the plain engine's closed-loop rate at max_num_seqs users; where
+    # the KV cache holds fewer (a small share of memory, long requests), the engine serves fewer at once, and the top is
+    # lower than with the cache unbounded.
+    from specsim.serving.steady import EngineLimits
+    from specsim.watch.judge import Judge
+    from specsim.watch.publish import rules_max_rate
+
+    limits = EngineLimits(256, 8192)
+    roomy = rules_max_rate(Judge(dep, limits, 8, 0.9), 8000, 1000)
+    tight = rules_max_rate(Judge(dep, limits, 8, 0.3), 8000, 1000)
+    assert tight < 0.8 * roomy

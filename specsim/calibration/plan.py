@@ -377,13 +377,15 @@ def _run(server: Server, c: int, input_tokens: int | None, output_tokens: int, p
 
 def _with_estimates(dep, plan: BenchPlan) -> BenchPlan:
     """Each run's wall time as specsim predicts it: a closed loop of ``c`` users sending ``num_prompts`` requests, by the
-    serving model (:func:`specsim.serving.steady.steady_state`, the run's own means from its first wave on)."""
+    serving model as the answers take it (:func:`specsim.serving.steady.served_state`: the engine's own limits and KV
+    cache, as the plan's servers set none; the run's own means from its first wave on)."""
     import dataclasses
 
-    from specsim.serving.steady import steady_state
+    from specsim.serving.capacity import kv_error_said
+    from specsim.serving.steady import served_state
     from specsim.speculation.acceptance import alpha_from_acceptance_length
 
-    runs = []
+    runs, held = [], []
     pins = {s.steps: s.pinned_accept_length for s in plan.servers.values() if s.pinned_accept_length is not None}
     for r in plan.runs:
         prompt = (
@@ -401,9 +403,28 @@ def _with_estimates(dep, plan: BenchPlan) -> BenchPlan:
         else:
             acc = published if al is None else float(alpha_from_acceptance_length(al, r.steps))
             gamma = r.steps
-        state = steady_state(dep, acc, [gamma], [r.concurrency], prompt, r.output_tokens, requests=r.num_prompts)
+        # The random dataset's lengths are fixed (vllm bench serve --random-range-ratio 0); the user's prompts vary.
+        state = served_state(
+            dep,
+            acc,
+            [gamma],
+            [r.concurrency],
+            prompt,
+            r.output_tokens,
+            fixed_lengths=r.input_tokens is not None,
+            requests=r.num_prompts,
+        )
         runs.append(dataclasses.replace(r, estimate_s=float(r.num_prompts / state.requests_per_s[0, 0])))
-    return dataclasses.replace(plan, runs=runs)
+        if state.limited_by[0, 0] == "kv cache":
+            held.append(f"{r.name} ({float(state.in_engine[0, 0]):.0f} held)")
+    notes = list(plan.notes)
+    if held:
+        notes.append(
+            f"the engine's KV cache holds fewer users than {len(held)} run(s) bring, at its own share of memory: "
+            f"{', '.join(held)}; the engine queues the rest, and calibrate-engine predicts those runs at what the cache "
+            f"holds (KV cache: {kv_error_said(dep.engine.name)})"
+        )
+    return dataclasses.replace(plan, runs=runs, notes=notes)
 
 
 # -- the files ---------------------------------------------------------------------------------------------------------

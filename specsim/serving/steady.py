@@ -475,13 +475,15 @@ def served_state(
     memory_utilization: float | None = None,
     context: object = None,
     fixed_lengths: bool = True,
+    requests: object = None,
 ) -> SteadyState:
     """:func:`steady_state` as the answering commands take it: ``limits`` the engine's own on the GPU unless given
     (:func:`engine_limits`), the KV cache the capacity model leaves at ``memory_utilization`` (the engine's own share
     unless given; :func:`specsim.serving.capacity.free_kv_bytes`) with the drafter's scratch sized for the largest of
     ``gammas``, at the requests' mean lengths.  ``fixed_lengths`` is True by default, unlike :func:`steady_state`'s: a
-    benchmark's requests all have the lengths given.  The one home of that assembly: ``specsim optimal-gamma
-    --concurrency`` and the public rows' fit (:func:`specsim.calibration.fidelity.evaluate_serving`) both come here."""
+    benchmark's requests all have the lengths given; ``requests`` a closed loop's run of that many (its means).  The one
+    home of that assembly: ``specsim optimal-gamma --concurrency``, the public rows' fit
+    (:func:`specsim.calibration.fidelity.evaluate_serving`) and bench-plan's estimate of each run all come here."""
     from specsim.serving.capacity import free_kv_bytes
 
     if limits is None:
@@ -509,6 +511,7 @@ def served_state(
         kv,
         context,
         fixed_lengths=fixed_lengths,
+        requests=requests,
     )
     return replace(state, kv_bytes=kv)
 

@@ -94,7 +94,10 @@ class Judge:
             top = min(top, dep.drafter.max_steps)
         self.gamma_max = max(int(top), 1)
 
-    def _state(self, acceptance, gammas, rates, P, O, gamma_top):
+    def state(self, acceptance, gammas, loads, P, O, gamma_top, kind: str = "rate"):
+        """The steady state of ``loads`` (requests/s, or users where ``kind`` is "concurrency") of requests of ``P`` in
+        and ``O`` out, with the KV cache the engine holds at their medians and the drafter's scratch for
+        ``gamma_top``."""
         from specsim.serving.capacity import free_kv_bytes
         from specsim.serving.steady import steady_state
 
@@ -106,7 +109,7 @@ class Judge:
             self.memory_utilization,
             self.limits.max_batched_tokens,
         )
-        return steady_state(self.dep, acceptance, gammas, rates, P, O, "rate", self.limits, kv)
+        return steady_state(self.dep, acceptance, gammas, loads, P, O, kind, self.limits, kv)
 
     def judge(self, windows: list, spread: list | None = None) -> list:
         """A :class:`Judgement` per window (None for a window that is not :attr:`~.windows.Window.usable`); ``spread``
@@ -128,11 +131,11 @@ class Judge:
             alpha = np.asarray(alpha_from_acceptance_length(lengths, gamma), dtype=float)
             # Speedup at each window's own alpha, and every gamma's for the best one: rows plain, 1..gamma_max.
             rows = np.arange(self.gamma_max + 1)
-            state = self._state(alpha[None, :], rows[:, None], rates, P, O, self.gamma_max)
+            state = self.state(alpha[None, :], rows[:, None], rates, P, O, self.gamma_max)
             ratio = _served_ratio(state)  # (gamma, window)
             best = np.argmax(np.where(np.isfinite(ratio), ratio, -np.inf), axis=0)
             # The break-even on the alpha grid at the gamma in use.
-            grid = self._state(
+            grid = self.state(
                 np.r_[0.0, ALPHAS][:, None], np.r_[0, np.full(ALPHAS.size, gamma)][:, None], rates, P, O, gamma
             )
             curve = _served_ratio(grid)[1:]  # (alpha, window)

@@ -179,13 +179,10 @@ def _step_function(table: list, rate: str, top: float) -> str:
 
 def rules_max_rate(judge, input_tokens: float, output_tokens: float) -> float:
     """The top request rate per replica :func:`alert_rules` tabulates the break-even up to, requests/s: 1.5 times what
-    the plain engine serves with ``judge``'s max_num_seqs users in a closed loop (past its capacity)."""
-    from specsim.serving.steady import steady_state
-
-    limits = judge.limits
-    plain = steady_state(
-        judge.dep, 0.0, [0], [float(limits.max_num_seqs)], input_tokens, output_tokens, "concurrency", limits
-    )
+    the plain engine serves with ``judge``'s max_num_seqs users in a closed loop (past its capacity; the users its KV
+    cache holds where that is fewer)."""
+    users = float(judge.limits.max_num_seqs)
+    plain = judge.state(0.0, [0], [users], input_tokens, output_tokens, 1, "concurrency")
     return float(plain.requests_per_s[0, 0]) * 1.5
 
 
