@@ -172,11 +172,12 @@ def test_devices_crossover_moves_with_the_ridge(drawn):
 
 
 def test_throughput_figure_ends_at_memory_capacity_and_shows_the_cost(drawn):
+    from specsim.figures.make import _ROOFLINE
     from specsim.serving.capacity import capacity
     from specsim.speculation.deployment import Deployment
 
     short = drawn["throughput-vs-latency"][512]
-    cap = capacity(Deployment.build(), 512)
+    cap = capacity(Deployment.build(**_ROOFLINE), 512)  # the figure's own deployment
     assert short["ends"]["plain decoding"] == cap.max_batch_without_draft
     assert short["ends"]["speculation, optimal γ per batch"] == cap.max_batch_with_draft
     peak = {label: max(line.get_ydata()) for label, line in short["lines"].items()}

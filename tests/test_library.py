@@ -546,7 +546,7 @@ def test_watch(day, capsys, tmp_path):
 
     dep = deployment(engine="vllm@0.20.0")
     own = default_limits(dep.engine, dep.hardware)  # vLLM's own on the GPU
-    judge = Judge(dep, EngineLimits(own.max_num_seqs, own.max_batched_tokens), 8, 0.9)
+    judge = Judge(dep, EngineLimits(own.max_num_seqs, own.max_batched_tokens), 8, None)  # vLLM's own share
     top = rules_max_rate(judge, 1000, 256)
     ours = alert_rules(
         names, judge, 3, 1000, 256, top, min_drop=DEFAULT_MIN_DROP, interval_s=0.25, provenance=dep.brief()

@@ -20,6 +20,7 @@ from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, MAX_RATE_PER_
 from specsim.describe.models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
 from specsim.engines import DEFAULT_ENGINE, ENGINE_NAMES, PRESETS, EnginePreset, get_engine
 from specsim.engines.trtllm import FREE_GPU_MEMORY_FRACTION
+from specsim.engines.vllm import MEMORY_UTILIZATION_SAID as VLLM_MEMORY_SAID
 from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
 from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR
 from specsim.speculation.drafters import NGRAM_CPU_S_PER_TOKEN, default_acceptance_help
@@ -29,8 +30,8 @@ from specsim.timing import DEFAULT_TIMING, TIMING_CHOICES
 MEMORY_UTIL_HELP = (
     "the engine's memory setting: vLLM's --gpu-memory-utilization and SGLang's --mem-fraction-static (a share of the "
     "device for weights and KV cache), TensorRT-LLM's free_gpu_memory_fraction (a share of what the weights leave); "
-    f"default: the engine's own: vLLM's {DEFAULT_MEMORY_UTILIZATION}, SGLang's mem_fraction_static from its reserve by "
-    f"GPU, TP and drafter, TensorRT-LLM's {FREE_GPU_MEMORY_FRACTION}"
+    f"default: the engine's own: vLLM's gpu_memory_utilization default ({VLLM_MEMORY_SAID}), SGLang's mem_fraction_static from its reserve by "
+    f"GPU, TP and drafter, TensorRT-LLM's {FREE_GPU_MEMORY_FRACTION}; {DEFAULT_MEMORY_UTILIZATION} with --engine none"
 )
 
 

@@ -64,6 +64,7 @@ __all__ = [
     "SpecHost",
     "make_preset",
     "parse_version",
+    "preset_release",
 ]
 
 #: Largest engine term accepted, seconds (a second per iteration is no engine anyone runs).
@@ -449,6 +450,15 @@ def parse_version(name: str, text: str) -> tuple[int, int, int] | None:
     if m is None:
         return None
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+def preset_release(name: str, preset, ranges) -> tuple[int, int, int]:
+    """The release ``preset`` was asked for (``specsim ... --engine vllm@0.24.0``), else the newest of its range in
+    ``ranges`` ((first, last, preset version) rows): the release an engine's version-dependent rule is read at."""
+    release = parse_version(name, preset.asked) if preset.asked else None
+    if release is None:
+        release = next((last for first, last, key in ranges if key == preset.version), ranges[-1][1])
+    return release
 
 
 @dataclass(frozen=True)

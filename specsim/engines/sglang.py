@@ -19,6 +19,7 @@ from specsim.engines.base import (
     SpecHost,
     make_preset,
     parse_version,
+    preset_release,
 )
 from specsim.engines.engine import BenchFiles, DefaultLimits, Engine, EngineSupport, MemoryShare
 from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP
@@ -533,10 +534,7 @@ PLAIN_MAX_RUNNING = 2048
 
 def _release(preset) -> tuple[int, int, int]:
     """The release ``preset`` was asked for, else its range's newest."""
-    release = parse_version(NAME, preset.asked) if preset.asked else None
-    if release is None:
-        release = next((last for first, last, key in RANGES if key == preset.version), RANGES[-1][1])
-    return release
+    return preset_release(NAME, preset, RANGES)
 
 
 def _chunked_prefill(release: tuple[int, int, int], gib: float) -> tuple[int, str]:

@@ -24,8 +24,9 @@ from specsim.engines.base import (
     SpecHost,
     make_preset,
     parse_version,
+    preset_release,
 )
-from specsim.engines.engine import BenchFiles, DefaultLimits, Engine, EngineSupport
+from specsim.engines.engine import BenchFiles, DefaultLimits, Engine, EngineSupport, MemoryShare
 from specsim.engines.writers import BenchWriter
 from specsim.engines.writers import version_text as _version_text
 
@@ -646,6 +647,38 @@ def default_limits(hardware, offline: bool) -> DefaultLimits:
     return DefaultLimits(seqs, tokens, where)
 
 
+#: vLLM's gpu_memory_utilization when --gpu-memory-utilization is not given: (first release, share), newest last.
+#: vllm/config/cache.py CacheConfig.gpu_memory_utilization: Field(default=0.9) in the 0.14.0, 0.17.0 and 0.19.0 wheels,
+#: Field(default=0.92) in the 0.20.0, 0.22.0, 0.24.0 and 0.25.0 wheels.  From 0.20.0 the start-up also sets aside its
+#: CUDA graphs' estimated memory (vllm/envs.py VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to "1" from 0.20.0,
+#: "0" in 0.19.0; v1/worker/gpu_worker.py determine_available_memory), which specsim does not count.
+_MEMORY_UTILIZATION = ((0, 0, 0), 0.9), ((0, 20, 0), 0.92)
+#: The rule in words (the capacity line's, --memory-util's help).
+MEMORY_UTILIZATION_SAID = ", ".join(
+    f"{u:g} from {_version_text(first)}"
+    if first > (0, 0, 0)
+    else f"{u:g} before {_version_text(_MEMORY_UTILIZATION[i + 1][0])}"
+    for i, (first, u) in enumerate(_MEMORY_UTILIZATION)
+)
+
+
+def memory_share(preset) -> MemoryShare:
+    """vLLM's own gpu_memory_utilization for the release ``preset`` was asked for (its range's newest where none was
+    named): the share of the device its weights, start-up profile and KV cache take, speculating or not."""
+    release = preset_release(NAME, preset, RANGES)
+    share = next(u for first, u in reversed(_MEMORY_UTILIZATION) if release >= first)
+    if preset.asked:
+        text = _version_text(release)
+    else:
+        first = next(first for first, last, key in RANGES if last == release)
+        text = f"{first[0]}.{first[1]}-{release[0]}.{release[1]}"
+    return MemoryShare(
+        share,
+        share,
+        f"vLLM {text}'s gpu_memory_utilization default {share:g} (vllm/config/cache.py: {MEMORY_UTILIZATION_SAID})",
+    )
+
+
 def _flashinfer_serves_fp8_cache(hardware) -> tuple[str, bool] | None:
     """Where vLLM runs an FP8 KV cache on FlashInfer: (the GPU's family as the reasons print it, whether FlashInfer's
     metadata build copies from the GPU on every pass there); None elsewhere.
@@ -670,6 +703,9 @@ def _flashinfer_serves_fp8_cache(hardware) -> tuple[str, bool] | None:
 class _Vllm(Engine):
     def default_limits(self, preset, hardware, offline):
         return default_limits(hardware, offline)
+
+    def memory_share(self, preset, hardware, model, draft, method, max_batched_tokens, given):
+        return None if given is not None else memory_share(preset)
 
     def fp8_cache_backend(self, hardware):
         # vLLM 0.24.0: v1/attention/backends/flash_attn.py supports_kv_cache_dtype (fp8 needs FA3 on sm90), so

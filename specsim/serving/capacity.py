@@ -73,7 +73,8 @@ __all__ = [
     "throughput_table",
 ]
 
-#: Fraction of device memory an engine may use; vLLM's gpu_memory_utilization default.
+#: Fraction of device memory the weights and KV cache take where no engine's own rule applies (engine none): vLLM's
+#: gpu_memory_utilization default before 0.20.0 (vLLM's own rule: :func:`specsim.engines.vllm.memory_share`).
 DEFAULT_MEMORY_UTILIZATION = 0.9
 #: Draft tokens a hybrid target's speculative state scratch is sized for when the caller does not say: the largest
 #: gamma of the serving simulation's schedules (specsim.core.defaults.DEFAULT_SERVING_GAMMA_MAX), as an engine reserves
@@ -296,8 +297,8 @@ def memory_share(dep: Deployment, memory_utilization: float | None = None, max_b
     :class:`~specsim.engines.engine.MemoryShare`), by the engine's own rule on this GPU for this target and drafter with
     ``max_batched_tokens`` per iteration, ``memory_utilization`` its memory setting where given (vLLM's
     --gpu-memory-utilization and SGLang's --mem-fraction-static: a share of the device; TensorRT-LLM's
-    free_gpu_memory_fraction: a share of what the weights leave), else vLLM's gpu_memory_utilization
-    (:data:`DEFAULT_MEMORY_UTILIZATION` unless given).  The one place the share is chosen."""
+    free_gpu_memory_fraction: a share of what the weights leave); for engine none, :data:`DEFAULT_MEMORY_UTILIZATION`
+    unless given.  The one place the share is chosen."""
     from specsim.engines import REGISTRY
     from specsim.engines.engine import MemoryShare
 
@@ -317,7 +318,7 @@ def memory_share(dep: Deployment, memory_utilization: float | None = None, max_b
     if given is not None:
         return MemoryShare(given, given, f"{given:g} as given")
     u = DEFAULT_MEMORY_UTILIZATION
-    return MemoryShare(u, u, f"vLLM's gpu_memory_utilization default {u:g}")
+    return MemoryShare(u, u, f"no engine: {u:g}, vLLM's gpu_memory_utilization default before 0.20.0")
 
 
 def capacity(
@@ -334,11 +335,11 @@ def capacity(
 
     Examples
     --------
-    Llama-3.1-8B with a Llama-3.2-1B draft on an H100 80 GB at 8192 tokens:
+    Llama-3.1-8B with a Llama-3.2-1B draft on an H100 80 GB at 8192 tokens, at vLLM's own 0.92 of the device:
 
     >>> cap = capacity(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b"), 8192)
     >>> cap.max_batch_without_draft, cap.max_batch_with_draft
-    (56, 43)
+    (58, 44)
     """
     share = memory_share(dep, memory_utilization, max_batched_tokens)
     if isinstance(context, bool) or int(context) != context or context < 1:
