@@ -404,7 +404,8 @@ def test_an_acceptance_on_its_bound_holds_the_engine_term_it_trades_off_with_not
     params = [_Param("round_s", 0.0, 0.05, 1e-3, 0.03), _Param("alpha:0", 0.01, 0.99, 1.0, 0.7)]
 
     def residuals(v):
-        return np.array([v.alphas[0] - 1.2 + 10.0 * v.host.round_s, 100.0 * v.host.round_s - 0.5])
+        # (the second weighted so that, round_s held, the acceptance's interval stays narrow enough to be a fit)
+        return np.array([v.alphas[0] - 1.2 + 10.0 * v.host.round_s, v.host.round_s - 0.005])
 
     start = Values(host=dataclasses.replace(SpecHost(), round_s=0.03), alphas=(0.7,))
     stage = _Stage(params, residuals, start)
@@ -1231,3 +1232,25 @@ def test_calibrate_engine_says_the_share_of_memory_it_takes_and_the_runs_its_kv_
     assert (
         "vLLM 0.10-0.13's gpu_memory_utilization default 0.9 (" in text and "the KV cache holds fewer users" not in text
     )
+
+
+def test_an_acceptance_the_runs_do_not_pin_is_not_identified_and_held_at_the_drafters():
+    """One residual that barely moves with the acceptance, beside a second the fit cannot reduce: at the best fit its 95%
+    interval spans all of [0.01, 0.99], so wherever the solver stopped is not a measurement; it is held at its preset
+    and named, not printed as fitted."""
+    from specsim.calibration.engine_fit import _Param, _Stage
+
+    params = [_Param("alpha:0", 0.01, 0.99, 1.0, 0.7)]
+
+    def residuals(v):
+        return np.array([0.01 * (v.alphas[0] - 0.5), 0.3, -0.2])
+
+    stage = _Stage(params, residuals, Values(alphas=(0.6,)))
+    values, free, *_ = stage.fit()
+    status, why = stage.status["alpha:0"]
+    assert free == [] and status == "not identified" and "spans every value the fit allows (0.01 to 0.99)" in why
+    assert values.alphas[0] == pytest.approx(0.7)
+    # Pinned by the same runs with the acceptance mattering, it is fitted.
+    stage = _Stage(params, lambda v: np.array([v.alphas[0] - 0.5, 0.003, -0.002]), Values(alphas=(0.6,)))
+    values, free, *_ = stage.fit()
+    assert [p.name for p in free] == ["alpha:0"] and values.alphas[0] == pytest.approx(0.5, abs=1e-6)

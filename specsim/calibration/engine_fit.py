@@ -19,8 +19,9 @@ A value is fitted only where it is identified:
 * the design of the runs must separate it (:func:`~specsim.calibration.runs.identifiable`: a per-draft-step term needs
   speculative runs at two step counts, a per-sequence term decode batches at least 1.5x apart); otherwise it is
   ``held`` at the preset, with the runs that would free it;
-* a value whose best fit ends on its bound, or that trades off with another (their estimates correlated beyond
-  :data:`TRADE_OFF`, from the Jacobian at the fit), is ``not identified``: held at the preset (an acceptance at the
+* a value whose best fit ends on its bound, that trades off with another (their estimates correlated beyond
+  :data:`TRADE_OFF`, from the Jacobian at the fit), or whose 95% interval reaches both its bounds, is ``not
+  identified``: held at the preset (an acceptance at the
   drafter's published one) and named, and the rest fitted again without it.  A good fit from a term at its bound does
   not carry to another gamma or another load, which is what the user calibrates for;
 * a value the runs do not pin is ``not identified`` too: every fit is made again with every measured time
@@ -288,6 +289,19 @@ class _Stage:
                     f"{corr:+.2f}): these runs cannot tell them apart",
                 )
                 free.remove(held)
+                continue
+            spread = _intervals(free, x, r, jac)
+            loose = next((p for p in free if spread.get(p.name) == (p.lower, p.upper)), None)
+            if loose is not None:
+                # Its interval reaches both bounds: wherever the solver stopped, every value the fit allows is as
+                # good.  Not a measurement, so not presented as one.
+                self._hold(
+                    loose,
+                    "not identified",
+                    f"its {CONFIDENCE:.0%} interval spans every value the fit allows ({loose.lower:g} to "
+                    f"{loose.upper:g}): these runs do not pin it",
+                )
+                free.remove(loose)
                 continue
             return _apply(self.values, free, x), free, x, r, jac
 
