@@ -289,3 +289,29 @@ def test_a_load_where_only_the_speculating_engine_queues_says_so(capsys):
     assert "at concurrency 1 " not in err
     assert main(base + ["--max-num-seqs", "256"]) == 0
     assert "the speculating engine holds" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["speedup", "--gamma", "3"], ["explain", "--gamma", "3"]])
+def test_every_command_whose_note_asks_for_memory_util_takes_it(command, capsys):
+    # At 64 users of 8,000-token prompts the KV cache holds fewer than the load: the note names --memory-util, and the
+    # command takes it, the answer then held by the cache the setting leaves.
+    argv = [*command, "--timing", "roofline", "--concurrency", "64", "--input-len", "8000", "--output-len", "384"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "the KV cache holds fewer users than some loads bring" in err and "--memory-util to give" in err
+    roomy, tight = (_json(argv + ["--memory-util", u], capsys) for u in ("0.9", "0.4"))
+    assert roomy != tight
+
+
+def test_where_no_gamma_pays_because_the_drafter_leaves_fewer_requests_held_the_recommendation_says_so(capsys):
+    # At a quarter of an H100's memory and 5,000-token requests, the cache beside the draft holds 2 requests where it
+    # holds 8 without: at 8 users no gamma gives more output, and the recommendation gives the reason and the cost.
+    argv = ["optimal-gamma", "--timing", "roofline", "--memory-util", "0.23", "--concurrency", "2,8"]
+    rows = _json(argv + ["--input-len", "1000", "--output-len", "4000"], capsys)
+    low, high = rows
+    assert low["recommendation"].startswith("speculate") and low["recommendation"].endswith(f"={low['gamma']}")
+    assert high["gamma"] == 0 and high["recommendation"].startswith("do not speculate (at gamma ")
+    held = re.search(
+        r"its KV cache holds (\d+) requests against (\d+) without the drafter: ([-+]\d+)%", high["recommendation"]
+    )
+    assert held and int(held[1]) < int(held[2]) == 8 and int(held[3]) < 0

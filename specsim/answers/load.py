@@ -179,8 +179,29 @@ class LoadAnswer:
         if self.fixed_gamma is not None:  # (a gamma that has no room is refused: load_answer)
             return f"gamma {self.fixed_gamma}"
         if i == 0:
-            return "do not speculate" + (" (no room for the drafter)" if self.speculation_has_no_room else "")
+            if self.speculation_has_no_room:
+                return "do not speculate (no room for the drafter)"
+            return "do not speculate" + self._held_back(j)
         return f"speculate with gamma={int(s.gamma[i, 0])}"
+
+    def _held_back(self, j: int) -> str:
+        """Why no gamma pays at load ``j`` where the speculating engine holds fewer requests than the plain one (its KV
+        cache beside the drafter, or its own max_num_seqs): the best gamma's requests held, against plain decoding's
+        (" ..." in brackets; "" where the speculating engine holds as many)."""
+        s = self.state
+        held = np.broadcast_to(np.asarray(s.in_engine, dtype=float), s.tpot_s.shape)[:, j]
+        limited = np.broadcast_to(np.asarray(s.limited_by), s.tpot_s.shape)[:, j]
+        if held.size < 2:
+            return ""
+        k = 1 + int(np.argmax(np.where(_no_room(s)[1:, j], -np.inf, self.objective()[1:, j])))
+        if held[k] >= held[0] or not limited[k]:
+            return ""
+        out = np.broadcast_to(np.asarray(s.output_tokens_per_s, dtype=float), s.tpot_s.shape)[:, j]
+        what = "KV cache" if limited[k] == "kv cache" else str(limited[k])
+        return (
+            f" (at gamma {int(s.gamma[k, 0])} its {what} holds {held[k]:.0f} requests against {held[0]:.0f} without the "
+            f"drafter: {out[k] / out[0] - 1:+.0%} output tok/s)"
+        )
 
     @property
     def speculation_has_no_room(self) -> bool:

@@ -159,7 +159,7 @@ def _load_answer(args: argparse.Namespace, dep, acc, label: str, kind: str, load
     KV cache at --memory-util, as the schedule's memory check and optimal-gamma at a load have it."""
     from specsim.cli.model import load_answer_of
 
-    return load_answer_of(args, dep, acc, label, kind, loads, lengths, memory_util=args.memory_util)
+    return load_answer_of(args, dep, acc, label, kind, loads, lengths)
 
 
 def _static_cost(args: argparse.Namespace, engine, dep, ranges: list, acc) -> list[str]:

@@ -465,18 +465,18 @@ def add_acceptance_args(p: argparse.ArgumentParser, *, workload: bool = True) ->
     )
 
 
+def add_memory_util(p) -> None:
+    """--memory-util, the engine's memory setting, wherever a command sizes a KV cache (a parser or an argument group)."""
+    p.add_argument("--memory-util", type=fraction, default=None, help=MEMORY_UTIL_HELP)
+
+
 def add_memory_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-context",
         type=int_at_least(1, "max-context", MAX_CONTEXT),
         help="tokens each sequence reserves (prompt + completion), for the memory check (default: --context)",
     )
-    p.add_argument(
-        "--memory-util",
-        type=fraction,
-        default=None,
-        help=MEMORY_UTIL_HELP,
-    )
+    add_memory_util(p)
 
 
 def add_tree_args(p: argparse.ArgumentParser) -> None:
@@ -539,12 +539,7 @@ def add_serving_args(p: argparse.ArgumentParser, *, lengths: bool = True) -> Non
         default=None,
         help=f"tokens per iteration for decode plus prefill chunks (default: {LIMITS_TOKENS_HELP})",
     )
-    p.add_argument(
-        "--memory-util",
-        type=fraction,
-        default=None,
-        help=MEMORY_UTIL_HELP,
-    )
+    add_memory_util(p)
     p.add_argument("--slo-ttft-ms", type=positive_number, help="time-to-first-token objective, ms (> 0)")
     p.add_argument("--slo-tpot-ms", type=positive_number, help="time-per-output-token objective, ms (> 0)")
     p.add_argument("--json", action="store_true", help="print JSON")

@@ -7,16 +7,15 @@ import sys
 
 from specsim.cli.args import deployment, load_lengths, model_acceptance, resolve_acceptance
 from specsim.cli.flags import (
-    MEMORY_UTIL_HELP,
     add_acceptance_args,
     add_deployment_args,
     add_load_args,
     add_memory_args,
+    add_memory_util,
     add_model_args,
     add_timing_args,
     add_tree_args,
     batches_type,
-    fraction,
     gamma_max_type,
     gamma_type,
     int_at_least,
@@ -613,6 +612,7 @@ def _parser_explain(sub) -> None:
     )
     p.add_argument("--plot", type=nonempty("plot"), metavar="FILE.png", help="also draw the breakdown as a PNG")
     add_load_args(p)
+    add_memory_util(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_explain)
 
@@ -629,6 +629,7 @@ def _parser_speedup(sub) -> None:
     p.add_argument("--cost-ratio", type=nonneg_number, help="c = t_D / t_T; replaces the step-time model")
     add_deployment_args(p, defaults=False)
     add_load_args(p)
+    add_memory_util(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_speedup)
 
@@ -681,12 +682,7 @@ def _parser_alpha(sub) -> None:
 def _parser_capacity(sub) -> None:
     p = sub.add_parser("capacity", help="memory: do the models fit, and the largest batch with and without the draft")
     add_deployment_args(p, batch=False)
-    p.add_argument(
-        "--memory-util",
-        type=fraction,
-        default=None,
-        help=MEMORY_UTIL_HELP,
-    )
+    add_memory_util(p)
     p.add_argument(
         "--gamma",
         type=int_at_least(1, "gamma", MAX_GAMMA),
@@ -752,11 +748,9 @@ def _at_load(args: argparse.Namespace) -> tuple[str, list] | None:
     return ("concurrency", concurrency) if concurrency is not None else ("rate", rate)
 
 
-def load_answer_of(
-    args: argparse.Namespace, dep, acc, acc_label: str, kind: str, loads: list, lengths, gamma=None, memory_util=None
-):
+def load_answer_of(args: argparse.Namespace, dep, acc, acc_label: str, kind: str, loads: list, lengths, gamma=None):
     """:func:`specsim.answers.load.load_answer` at the loads the flags give, with the engine's limits they give (the KV
-    cache at ``memory_util``, vLLM's default where None)."""
+    cache at --memory-util, the engine's own share where not given)."""
     from specsim.answers.load import load_answer
     from specsim.cli.flags import engine_limits
 
@@ -772,7 +766,7 @@ def load_answer_of(
         gamma=gamma,
         gamma_max=getattr(args, "gamma_max", 8),
         limits=limits,
-        memory_utilization=memory_util,
+        memory_utilization=getattr(args, "memory_util", None),
         prompt_sample=lengths.prompt_sample,
         output_sample=lengths.output_sample,
         lengths=lengths.description,
@@ -786,9 +780,7 @@ def run_at_load(args: argparse.Namespace, kind: str, loads: list, gamma: int | N
     dep = deployment(args)
     lengths = load_lengths(args)
     acc, acc_label = model_acceptance(args, dep, lengths.context_tokens)
-    answer = load_answer_of(
-        args, dep, acc, acc_label, kind, loads, lengths, gamma, memory_util=getattr(args, "memory_util", None)
-    )
+    answer = load_answer_of(args, dep, acc, acc_label, kind, loads, lengths, gamma)
     if args.json:
         print_json([r | {"provenance": dep.provenance(), "lengths": lengths.description} for r in answer.rows])
         print_notes(dep)

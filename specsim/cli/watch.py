@@ -10,7 +10,7 @@ import math
 import sys
 import time
 
-from specsim.cli.flags import MEMORY_UTIL_HELP, add_deployment_args, fraction, int_at_least
+from specsim.cli.flags import add_deployment_args, add_memory_util, fraction, int_at_least
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA
 
 __all__ = ["run_watch"]
@@ -529,12 +529,7 @@ def _parser_watch(sub) -> None:
         default=None,
         help=f"tokens per iteration (default: vLLM's own on the GPU; {DEFAULT_MAX_BATCHED_TOKENS} else)",
     )
-    engine.add_argument(
-        "--memory-util",
-        type=fraction,
-        default=None,
-        help=MEMORY_UTIL_HELP,
-    )
+    add_memory_util(engine)
     out = p.add_argument_group("output")
     out.add_argument(
         "--listen",
