@@ -199,9 +199,9 @@ def run_serve_sim(args: argparse.Namespace) -> int:
         if held is not None:
             print(held)
         print(_served_against_offered(args, summaries))
-    for r in (plain, spec):
+    for arm, r in (("speculation off", plain), ("speculation on", spec)):
         for note in r.notes:
-            print(f"note: {note}", file=sys.stderr)
+            print(f"note: {arm}: {note}", file=sys.stderr)
     print_notes(dep)
     return 0
 
@@ -311,6 +311,13 @@ def _print_summaries(off: dict, on: dict) -> None:
         )
         return
     change = on["tpot_s"]["p50"] / off["tpot_s"]["p50"] - 1
+    if on["never_fit"] != off["never_fit"]:  # the arms served different requests: their throughputs do not compare
+        print(
+            f"\nthe arms served different requests: {on['never_fit']} never fit with speculation and "
+            f"{off['never_fit']} without (each request reserves its prompt and output); over the requests each served, "
+            f"speculation changes TPOT p50 by {change:+.1%}; their throughputs are not compared"
+        )
+        return
     print(
         f"\nspeculation changes TPOT p50 by {change:+.1%} and throughput by "
         f"{on['output_tokens_per_s'] / off['output_tokens_per_s'] - 1:+.1%} at this load"
