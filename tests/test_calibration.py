@@ -646,6 +646,12 @@ def test_the_calibration_file_reproduces_every_fitted_prediction_within_one_perc
     assert s["use"] == f"specsim optimal-gamma --calibration {out}"
     record = yaml.safe_load(out.read_text())
     assert record["engine"] == "vllm@0.20.0" and record["engine_preset"] == "vllm@0.14"  # the runs' release is kept
+    # The servers' max_num_seqs is what the plan's run.sh started them with, its largest concurrency, not vLLM's own.
+    top = max(r["concurrency"] for r in yaml.safe_load(Path(PLAN).read_text())["runs"])
+    assert (
+        record["serving"]["max_num_seqs"] == top
+        and f"--max-num-seqs {top} " in (Path(PLAN).parent / "run.sh").read_text()
+    )
     dep = deployment(build_parser().parse_args(["optimal-gamma", "--calibration", str(out)]))
     _, runs, _, _ = runs_from_plan(PLAN)
     from specsim.calibration.engine_fit import _order
@@ -1254,3 +1260,22 @@ def test_an_acceptance_the_runs_do_not_pin_is_not_identified_and_held_at_the_dra
     stage = _Stage(params, lambda v: np.array([v.alphas[0] - 0.5, 0.003, -0.002]), Values(alphas=(0.6,)))
     values, free, *_ = stage.fit()
     assert [p.name for p in free] == ["alpha:0"] and values.alphas[0] == pytest.approx(0.5, abs=1e-6)
+
+
+def test_the_plain_runs_given_as_speculative_ones_are_refused_and_an_engine_the_files_do_not_name_is_said(
+    capsys, tmp_path
+):
+    # The same file (or a copy of it) as --plain and --spec is one server's runs fitted as two: refused in one line.
+    # An --engine other than the server the files' backend names is fitted as given, and said.
+    plain = f"{BENCH}/vllm-plain.jsonl"
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(Path(plain).read_bytes())
+    for spec in (plain, str(copy)):
+        argv = ["calibrate-engine", "--plain", plain, "--spec", spec, "--draft", "eagle3", "--steps", "3"]
+        assert main(argv + ["--hardware", "h100"]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "holds the same runs as the plain" in err
+    argv = ["calibrate-engine", "--plain", plain, "--spec", f"{BENCH}/vllm-eagle3.jsonl", "--draft", "eagle3"]
+    assert main(argv + ["--steps", "3", "--hardware", "h100", "--engine", "sglang"]) == 0
+    out = capsys.readouterr()
+    assert "fitted as --engine sglang, as given, though the files name their backend vllm" in out.out + out.err

@@ -96,6 +96,7 @@ def runs_from_files(
     from specsim.calibration.bench_files import read_bench_file
     from specsim.speculation.metrics import accept_length_from_page
 
+    _refuse_plain_as_spec(plain, [p for paths, _ in spec_groups for p in paths])
     runs, notes = [], []
     for path in plain:
         runs += [CalRun(r) for r in read_bench_file(path)]
@@ -115,6 +116,29 @@ def runs_from_files(
     runs, lines = group_sweeps(runs, sweep_by)
     runs, said = with_prompt_spreads(runs, acceptance_spread)
     return runs, files, notes + lines + said
+
+
+def _refuse_plain_as_spec(plain: list[str], spec: list[str]) -> None:
+    """Refuse a file given as plain and speculative runs at once, or two such files with the same bytes: the same runs
+    cannot be a server without a drafter and one with it, and fitted so they give a meaningless acceptance."""
+    from pathlib import Path
+
+    def content(path: str) -> bytes | None:
+        try:
+            return Path(path).read_bytes()
+        except OSError:  # unreadable: read_bench_file names it
+            return None
+
+    plain_bytes = {content(p): p for p in plain}
+    for path in spec:
+        same = next((p for p in plain if Path(p).resolve() == Path(path).resolve()), None)
+        if same is None and (b := content(path)) is not None:
+            same = plain_bytes.get(b)
+        if same is not None:
+            raise ValueError(
+                f"{path} holds the same runs as the plain file {same}: speculative runs come from the server with the "
+                "drafter (--spec), plain ones from the server without it (--plain)"
+            )
 
 
 def served_target(given: str | None, runs: list[CalRun]) -> str:
@@ -154,9 +178,16 @@ def runs_engine(runs: list[CalRun], given: str | None = None) -> tuple[str, str 
     specsim's default engine, at its current release (said, with how to name the release that served the runs)."""
     from specsim.engines import DEFAULT_ENGINE, REGISTRY
 
-    if given is not None:
-        return given, None
     servers = sorted({c.run.server for c in runs if c.run.server in REGISTRY})
+    if given is not None:
+        name = getattr(given, "name", None) or str(given).split("@")[0]  # a preset, or its spec
+        if len(servers) == 1 and REGISTRY.get(name) is not None and servers[0] != name:
+            # A benchmark client's backend names the API it spoke, which another server can answer: said, not refused.
+            return given, (
+                f"fitted as --engine {name}, as given, though the files name their backend {servers[0]}: "
+                f"check that a {name} server ran them"
+            )
+        return given, None
     engine = servers[0] if len(servers) == 1 else DEFAULT_ENGINE
     return engine, (
         f"engine {engine}, its current release: "

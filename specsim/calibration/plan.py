@@ -303,8 +303,9 @@ def _pins(drafter: type, steps: list[int], pinned: list[float] | None, pin: bool
         acc = _published(drafter)
         if acc is None:
             raise ValueError(
-                f"{drafter.label} has no published acceptance ({drafter.no_default}): give the lengths "
-                "to pin with --pin-accept-length (one per step count), or --no-pin with --prompts"
+                f"{drafter.label} has no one published acceptance to pin ({drafter.no_default}; the answering "
+                "commands take a workload's published rows, which a plan for your prompts should not assume): give the "
+                "lengths to pin with --pin-accept-length (one per step count), or --no-pin with --prompts"
             )
         if acc.max_gamma is not None and acc.max_gamma < max(steps):
             raise ValueError(
@@ -377,15 +378,17 @@ def _run(server: Server, c: int, input_tokens: int | None, output_tokens: int, p
 
 def _with_estimates(dep, plan: BenchPlan) -> BenchPlan:
     """Each run's wall time as specsim predicts it: a closed loop of ``c`` users sending ``num_prompts`` requests, by the
-    serving model as the answers take it (:func:`specsim.serving.steady.served_state`: the engine's own limits and KV
-    cache, as the plan's servers set none; the run's own means from its first wave on)."""
+    serving model as the answers take it (:func:`specsim.serving.steady.served_state`: the plan's servers' max_num_seqs,
+    the engine's own token budget and KV cache; the run's own means from its first wave on)."""
     import dataclasses
 
     from specsim.serving.capacity import kv_error_said
-    from specsim.serving.steady import served_state
+    from specsim.serving.steady import engine_limits, served_state
     from specsim.speculation.acceptance import alpha_from_acceptance_length
 
     runs, held = [], []
+    # Its servers hold its largest load (each writer's server() sets max_num_seqs to it), the rest the engine's own.
+    limits, _ = engine_limits(dep.engine, dep.hardware, False, plan.max_concurrency)
     pins = {s.steps: s.pinned_accept_length for s in plan.servers.values() if s.pinned_accept_length is not None}
     for r in plan.runs:
         prompt = (
@@ -411,6 +414,7 @@ def _with_estimates(dep, plan: BenchPlan) -> BenchPlan:
             [r.concurrency],
             prompt,
             r.output_tokens,
+            limits=limits,
             fixed_lengths=r.input_tokens is not None,
             requests=r.num_prompts,
         )

@@ -61,6 +61,12 @@ def _inputs(args: argparse.Namespace) -> tuple:
         if given:
             raise ValueError(f"--plan names the deployment and its runs: drop {', '.join(given)}")
         plan, runs, files, notes = runs_from_plan(args.plan)
+        if args.max_num_seqs is None:  # the plan's servers hold its largest load (bench-plan's run.sh sets it)
+            args.max_num_seqs = max(int(r["concurrency"]) for r in plan["runs"])
+            notes.append(
+                f"max_num_seqs {args.max_num_seqs}: what the plan's servers were started with (its run.sh: the largest "
+                "concurrency it runs)"
+            )
         return (
             runs,
             files,
