@@ -432,3 +432,18 @@ def test_a_speculating_engine_without_room_is_not_recommended_and_a_gamma_asked_
     assert code == 2 and out == "" and len(lines) == 1 and "llama-3.1-70b with llama-3.2-1b" in lines[0]
     code, _, err = run(capsys, "optimal-gamma", "--engine", "trtllm", "--target", "llama-3.1-70b")
     assert code == 2 and "--tp 2 fits" in err
+
+
+def test_where_the_engines_host_work_is_what_speculation_does_not_pay_for_the_reason_names_it(capsys):
+    # On an MI300X the ROCm build's host work per round grows with the batch: at batch 256 it is over half of gamma = 1's
+    # round, and the reason printed gives that share (the memory-bound sentence would leave it out).
+    import re
+
+    code, out, _ = run(capsys, "optimal-gamma", "--hardware", "mi300x", "--batch", "1,256")
+    line = next(x for x in out.splitlines() if x.startswith("speculation does not pay at batch 256"))
+    share = re.search(r"host work per round is ([\d.]+) ms of its ([\d.]+) ms at batch 256 \((\d+)%", line)
+    assert (
+        share
+        and float(share[1]) / float(share[2]) >= 0.25
+        and abs(float(share[1]) / float(share[2]) * 100 - int(share[3])) <= 1
+    )

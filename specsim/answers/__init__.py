@@ -57,9 +57,18 @@ def row_source(dep: Deployment, times, i: int) -> str:
     return name
 
 
-def why_off(rows: list) -> str:
-    """The reason speculation is off, from the numbers rather than a fixed sentence."""
+def why_off(rows: list, first_round: dict | None = None) -> str:
+    """The reason speculation is off, from the numbers rather than a fixed sentence; ``first_round``: the round of gamma
+    = 1 at the largest batch it is off at (its ``batch``, ``round_s`` and ``host_s``, the engine's host work it waits
+    for), named where that work is at least a quarter of the round."""
     off = [r for r in rows if r["gamma"] == 0]
+    if first_round is not None and first_round["host_s"] >= 0.25 * first_round["round_s"]:
+        return (
+            "even gamma = 1 costs more than the tokens it saves at this alpha; the engine's host work per round is "
+            f"{first_round['host_s'] * 1e3:.2f} ms of its {first_round['round_s'] * 1e3:.2f} ms at batch "
+            f"{first_round['batch']} ({first_round['host_s'] / first_round['round_s']:.0%}; explain --gamma 1 shows "
+            "the parts)."
+        )
     if all(r["bound_verify"] == "memory" for r in off):
         return (
             "even gamma = 1 costs more (one draft step plus a verification pass) than the tokens it saves "
@@ -81,6 +90,8 @@ class GammaAnswer:
     batches: list
     #: The same answer with the draft at the other tensor-parallel size engines allow (None on one GPU).
     other: tuple | None
+    #: The round of gamma = 1 at the largest batch speculation is off at (:func:`why_off`); None where it is on.
+    first_round: dict | None = None
 
     @property
     def off_batches(self) -> list:
@@ -88,7 +99,7 @@ class GammaAnswer:
 
     @property
     def off_reason(self) -> str:
-        return why_off(self.rows)
+        return why_off(self.rows, self.first_round)
 
     @property
     def peak(self) -> dict | None:
@@ -199,7 +210,12 @@ def gamma_answer(
             row[f"speedup_draft_tp{other_dep.draft.tp}"] = float(other[1].speedup[i])
             row[f"gamma_draft_tp{other_dep.draft.tp}"] = int(other[1].gamma[i])
         rows.append(row)
-    return GammaAnswer(dep, label, cap, best, rows, list(batches), other)
+    off = [r["batch"] for r in rows if r["gamma"] == 0]
+    first = None
+    if off:
+        one = dep.outcome(acceptance, 1, float(max(off)), context)
+        first = {"batch": max(off), "round_s": float(one.round_s), "host_s": float(np.asarray(one.host_s))}
+    return GammaAnswer(dep, label, cap, best, rows, list(batches), other, first)
 
 
 def deployment_capacity(

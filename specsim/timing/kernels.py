@@ -967,9 +967,10 @@ class KernelSource:
         fallback = ~np.isfinite(total)
         if np.any(fallback):
             self._note(
-                f"{model.name}: some points lie outside the {self.engine} kernel data on {self.device} (b up to "
-                f"{table.attn_b[-1]:.0f}, b*q up to {table.gemm_m[-1]:.0f}, context within the measured range); "
-                f"the roofline answers there (marked in the output)",
+                f"{model.name}: some points lie outside the {self.engine} kernel data on {self.device}, measured at "
+                f"b up to {table.attn_b[-1]:.0f}, b*q up to {table.gemm_m[-1]:.0f} and contexts "
+                f"{table.attn_L[0]:.0f}-{table.attn_L[-1]:.0f}; the roofline answers there (--json gives each point's "
+                "timing_source)",
                 (model.name, "fallback"),
             )
         scaled = (
