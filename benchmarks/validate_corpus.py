@@ -204,9 +204,9 @@ def without_acceptance(dep, runs: list[CalRun], limits=None, kv=None) -> tuple[d
             else (" (inside its interval)" if t.low <= rec_alpha <= t.high else " (outside its interval)")
         )
         lines.append(
-            f"{sweep}: fitted alpha {t.value:.3f}"
+            (f"{sweep}: fitted alpha {t.value:.3f}" if t.status == "fitted" else f"{sweep}: alpha {t.value:.3f}")
             + (f" [{t.low:.3f}, {t.high:.3f}]" if t.low is not None else "")
-            + f" {t.status}"
+            + (f" {t.status}" if t.status == "fitted" else f" {t.status}, held at the drafter's published")
             + (f"; recorded {rec_alpha:.3f}{inside}" if rec_alpha is not None else "; none recorded")
         )
     pairs = {k: v for k, v in zip(_keys(fit.runs), _pairs_of(fit.runs, fit.held_out))}
