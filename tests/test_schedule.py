@@ -567,3 +567,27 @@ def test_an_sglang_schedule_past_48_requests_launches_the_server_with_that_many(
         out = capsys.readouterr()
         launch = next(line for line in out.out.splitlines() if line.startswith("python -m sglang.launch_server"))
         assert (flag in launch) if flag else ("--max-running-requests" not in launch), extra
+
+
+def test_a_configuration_for_one_engine_is_not_made_from_another_engines_model_or_fit(capsys, tmp_path):
+    # --format vllm with --engine sglang would cap vLLM's schedule at SGLang's 48 speculating requests; a vLLM fit would
+    # write SGLang's adaptive file from vLLM's rounds.  Both refused in one line; a release of the same engine is taken.
+    assert main(["schedule", "--alpha", "0.8", "--format", "vllm", "--engine", "sglang"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--engine vllm[@VERSION] or leave it out" in err
+    assert main(["schedule", "--alpha", "0.8", "--format", "vllm", "--engine", "vllm@0.24.0"]) == 0
+    capsys.readouterr()
+    cal = tmp_path / "cal.yaml"
+    argv = [
+        "calibrate-engine",
+        "--plain",
+        "examples/bench/vllm-plain.jsonl",
+        "--spec",
+        "examples/bench/vllm-eagle3.jsonl",
+    ]
+    argv += ["--draft", "eagle3", "--steps", "3", "--hardware", "h100", "--engine", "vllm@0.10", "--out", str(cal)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main(["schedule", "--calibration", str(cal), "--format", "sglang"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "is a fit of vllm runs" in err

@@ -200,10 +200,28 @@ def _require_per_batch(args: argparse.Namespace, engine, dep, ranges: list) -> N
 
 
 def _engine_for_format(args: argparse.Namespace, engine) -> str | None:
-    """``--format ENGINE`` models that engine unless ``--engine`` (or a calibration) names one; the line that says so."""
-    if engine is None or args.engine is not None or getattr(args, "calibration", None):
-        return None
+    """``--format ENGINE`` models that engine unless ``--engine`` (or a calibration) names a release of it; the line that
+    says so.  Another engine is refused: its rounds and limits (SGLang's 48 speculating requests, say) would be written
+    into this engine's configuration."""
+    from specsim.cli.args import calibration
     from specsim.engines import get_engine
+
+    if engine is None:
+        return None
+    cal = calibration(args)
+    if cal is not None and cal.engine and cal.engine.split("@")[0] != engine.name:
+        raise ValueError(
+            f"--format {args.format} writes {engine.title}'s configuration, and {cal.name} is a fit of "
+            f"{cal.engine.split('@')[0]} runs: a fit of one engine says nothing of another's rounds; calibrate on "
+            f"{engine.title} runs for it"
+        )
+    if args.engine is not None and args.engine.name != engine.name:
+        raise ValueError(
+            f"--format {args.format} writes {engine.title}'s configuration, and --engine {args.engine.named_as} models "
+            f"another engine's rounds and limits: give --engine {engine.name}[@VERSION] or leave it out"
+        )
+    if args.engine is not None or cal is not None:
+        return None
 
     args.engine = get_engine(args.format)
     return (
