@@ -265,7 +265,7 @@ class _Stage:
                 self._hold(
                     p,
                     "not identified",
-                    f"the best fit ends on its {side} bound ({edge:.4g}): these runs cannot tell "
+                    f"the best fit ends on its {side} bound ({_shown(p.name, edge)}): these runs cannot tell "
                     "it from that bound"
                     + (
                         # A share of 1 is an engine that hides all of it: the runs ask for shorter rounds still.
@@ -782,7 +782,13 @@ def _terms(
                     float(preset_value),
                     status=state,
                     why=f"{why}; held at {'the drafter' if key == 'alpha' else preset.key}'s preset"
-                    + (f"; {_FREES[key]} would free it" if key in _FREES else ""),
+                    # The runs that would free it, where these lack them (a term the design separates but the times
+                    # do not pin is not freed by more of the same).
+                    + (
+                        f"; {_FREES[key]} would free it"
+                        if key in _FREES and (key == "alpha" or design.get(key))
+                        else ""
+                    ),
                 ),
             )
     held_round = [_LABELS[t] for t in TERMS if t not in terms or terms[t].status != "fitted"]

@@ -996,13 +996,14 @@ class Deployment:
         ):
             return []
         serial = dataclasses.replace(self, engine=self.engine.with_spec(overlap=False))
-        steps = 3
+        steps = min(3, self.drafter.max_steps or 3)  # a reference round the drafter can run
         hidden = float(np.asarray(self.round_time(1, DEFAULT_CONTEXT_TOKENS, steps).total_s))
         waited = float(np.asarray(serial.round_time(1, DEFAULT_CONTEXT_TOKENS, steps).total_s))
         if waited <= 1.10 * hidden:
             return []
         return [
             f"assumed: {self.engine.label} hides all of a round's host work behind the GPU for {self.drafter.label} (no "
-            f"public measurement gives the share); without that a round of {steps} draft steps at batch 1 takes "
-            f"{waited / hidden - 1:.0%} longer and every speedup is that much lower (--engine-overlap off to see it)"
+            f"public measurement gives the share); without that a round of {steps} draft step{'s' if steps > 1 else ''} "
+            f"at batch 1 takes {waited / hidden - 1:.0%} longer, and the speedups up to that much lower "
+            "(--engine-overlap off to see it)"
         ]
