@@ -519,3 +519,13 @@ def test_a_runs_estimate_holds_the_users_the_engines_kv_cache_holds():
     assert run.estimate_s > 1.5 * run.num_prompts / float(everyone.requests_per_s[0, 0])
     said = next(n for n in plan.notes if "KV cache holds fewer users" in n)
     assert run.name in said and "plain-in2000-c1 " not in said
+
+
+def test_bench_plan_takes_the_lengths_by_the_names_the_answering_commands_use(tmp_path):
+    # --input-len and --output-len (the answering commands' and vLLM's benchmark's names) are --input-tokens and
+    # --output-tokens here.
+    out = tmp_path / "plan"
+    argv = ["bench-plan", "--engine", "vllm@0.24.0", "--draft", "eagle3", "--out", str(out)]
+    assert main(argv + ["--input-len", "300,900", "--output-len", "128"]) == 0
+    runs = read_plan(out / "plan.yaml")["runs"]
+    assert {r["input_tokens"] for r in runs} == {300, 900} and {r["output_tokens"] for r in runs} == {128}

@@ -175,6 +175,7 @@ def _write(tmp_path):
     np.save(tmp_path / "ok-logits.npy", np.zeros((4, 10)))
     np.save(tmp_path / "other-vocab.npy", np.zeros((4, 12)))
     (tmp_path / "empty.npy").write_bytes(b"")
+    (tmp_path / "empty-bench.json").write_bytes(b"  \n")
     (tmp_path / "out").mkdir()
 
 
@@ -506,6 +507,8 @@ CASES = [
         "give --plan PLAN.yaml (specsim bench-plan) or --plain FILE",
     ),
     ("calibrate-engine --plain examples/bench/vllm-plain.jsonl", "--hardware is required with --plain/--spec"),
+    ("calibrate-engine --plain {tmp}/empty-bench.json --hardware h100", "empty-bench.json: the file is empty"),
+    ("calibrate-engine --plan {tmp}/no-such/plan.yaml", "does not exist or is not a file (bench-plan writes"),
     (
         "calibrate-engine --plan {tmp}/plan-bad.yaml",
         "plan-bad.yaml: run 1: pinned_accept_length must be in [1, 4] for 3 draft steps",

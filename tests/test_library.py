@@ -68,18 +68,17 @@ def test_optimal_gamma(capsys):
     from specsim.answers.acceptance import resolve_acceptance
     from specsim.answers.tree import tree_answer
     from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
-    from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
     from specsim.speculation.acceptance import parse_tree
 
     dep = deployment()
     acc, label = resolve_acceptance(dep, workload="math", context=DEFAULT_CONTEXT_TOKENS)  # the published default
-    cap = deployment_capacity(dep, DEFAULT_CONTEXT_TOKENS, None, DEFAULT_MEMORY_UTILIZATION)
+    cap = deployment_capacity(dep, DEFAULT_CONTEXT_TOKENS, None, None)
     answer = gamma_answer(dep, acc, label, [1, 64], DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, 0.0, cap)
     assert printed == as_json(answer.rows)
 
     dep = deployment("eagle3")
     acc, label = resolve_acceptance(dep, context=DEFAULT_CONTEXT_TOKENS)
-    cap = deployment_capacity(dep, DEFAULT_CONTEXT_TOKENS, None, DEFAULT_MEMORY_UTILIZATION)
+    cap = deployment_capacity(dep, DEFAULT_CONTEXT_TOKENS, None, None)
     bounds = parse_tree("topk:2,depth:3,tokens:6")
     batches = list(DEFAULT_BATCHES)
     answer = tree_answer(dep, acc, label, bounds, batches, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, 0.0, None, cap)
@@ -103,7 +102,6 @@ def test_optimal_gamma_at_a_load_and_with_a_calibration(capsys, tmp_path):
     from specsim.answers.load import load_answer, request_lengths
     from specsim.calibration.file import read_calibration
     from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
-    from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
     from specsim.speculation.deployment import Deployment
 
     dep = deployment()
@@ -118,17 +116,21 @@ def test_optimal_gamma_at_a_load_and_with_a_calibration(capsys, tmp_path):
         lengths.input_tokens,
         lengths.output_tokens,
         gamma_max=DEFAULT_GAMMA_MAX,
-        memory_utilization=DEFAULT_MEMORY_UTILIZATION,
         lengths=lengths.description,
     )
-    extra = {"provenance": dep.provenance(), "lengths": lengths.description}
-    assert printed == as_json([r | extra for r in answer.rows])
+    kv = {"plain": float(answer.state.kv_bytes[0]), "speculating": float(answer.state.kv_bytes[1])}
+    extra = {"acceptance": answer.acceptance, "kv_cache_bytes_per_gpu": kv}
+    extra |= {"provenance": dep.provenance(), "lengths": lengths.description}
+    assert all(p["engine_limits"].startswith(answer.limits.label) for p in printed)
+    assert [{k: v for k, v in p.items() if k != "engine_limits"} for p in printed] == as_json(
+        [r | extra for r in answer.rows]
+    )
 
     cal = read_calibration(cal_path)
     dep = Deployment.build(None, None, None, timing=None, engine=None, calibration=cal)
     acc, label = resolve_acceptance(dep, calibration=cal, context=DEFAULT_CONTEXT_TOKENS)
     assert label == cal.acceptance_label
-    cap = deployment_capacity(dep, DEFAULT_CONTEXT_TOKENS, None, DEFAULT_MEMORY_UTILIZATION)
+    cap = deployment_capacity(dep, DEFAULT_CONTEXT_TOKENS, None, None)
     answer = gamma_answer(dep, acc, label, [1, 8], DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, 0.0, cap)
     assert calibrated == as_json(answer.rows)
 

@@ -424,6 +424,8 @@ def _records(path: Path) -> list:
     if size > MAX_JSON_BYTES:
         raise ValueError(f"benchmark file {str(path)!r} is {size:,} bytes; the limit is {MAX_JSON_BYTES:,}")
     text = read_text(path, "benchmark file")
+    if not text.strip():
+        raise ValueError(f"{path.name}: the file is empty; a benchmark file holds one run's JSON, or one per line")
     try:
         return [loads_json(text, path.name, allow_infinity=True)]
     except ValueError as err:

@@ -582,6 +582,8 @@ def read_plan(path: str) -> dict:
 
     from specsim.core.limits import load_yaml
 
+    if not Path(path).is_file():
+        raise ValueError(f"--plan {path}: does not exist or is not a file (bench-plan writes plan.yaml in its folder)")
     data = load_yaml(path, "benchmark plan")
     where = Path(path).name
     if not isinstance(data, dict) or data.get("specsim_bench_plan") != PLAN_SCHEMA:

@@ -139,14 +139,18 @@ def _parser_bench_plan(sub) -> None:
         default=list(DEFAULT_CONCURRENCY),
         help=f"comma-separated concurrency levels (default {csv_text(DEFAULT_CONCURRENCY)})",
     )
-    p.add_argument(
+    p.add_argument(  # --input-len and --output-len as the answering commands (and vLLM's benchmark) name them
         "--input-tokens",
+        "--input-len",
+        dest="input_tokens",
         type=int_list(1, "input-tokens", MAX_CONTEXT),
         default=list(DEFAULT_INPUT_TOKENS),
         help=f"two prompt lengths of the random runs (default {csv_text(DEFAULT_INPUT_TOKENS)})",
     )
     p.add_argument(
         "--output-tokens",
+        "--output-len",
+        dest="output_tokens",
         type=int_at_least(2, "output-tokens", MAX_CONTEXT),
         default=DEFAULT_OUTPUT_TOKENS,
         help=f"tokens generated per request (default {DEFAULT_OUTPUT_TOKENS})",

@@ -782,7 +782,15 @@ def run_at_load(args: argparse.Namespace, kind: str, loads: list, gamma: int | N
     acc, acc_label = model_acceptance(args, dep, lengths.context_tokens)
     answer = load_answer_of(args, dep, acc, acc_label, kind, loads, lengths, gamma)
     if args.json:
-        print_json([r | {"provenance": dep.provenance(), "lengths": lengths.description} for r in answer.rows])
+        kv = answer.state.kv_bytes
+        shared = {
+            "acceptance": answer.acceptance,
+            "engine_limits": answer.limits.label + args.limits_said,
+            "kv_cache_bytes_per_gpu": None if kv is None else {"plain": float(kv[0]), "speculating": float(kv[1])},
+            "provenance": dep.provenance(),
+            "lengths": lengths.description,
+        }
+        print_json([r | shared for r in answer.rows])
         print_notes(dep)
         return 0
     _print_load(answer, dep, args.limits_said, getattr(args, "memory_util", None))
