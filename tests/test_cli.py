@@ -447,3 +447,14 @@ def test_where_the_engines_host_work_is_what_speculation_does_not_pay_for_the_re
         and float(share[1]) / float(share[2]) >= 0.25
         and abs(float(share[1]) / float(share[2]) * 100 - int(share[3])) <= 1
     )
+
+
+def test_compare_with_tensor_parallelism_names_the_deployments_throughput_and_gives_each_gpus(capsys):
+    # With --tp 4 the throughput columns are the four GPUs' together, headed so, and each GPU's is beside them.
+    code, out, _ = run(capsys, "compare", "--target", "llama-3.1-70b", "--tp", "4", "--batch", "64")
+    assert code == 0
+    header = next(line for line in out.splitlines() if line.startswith("batch"))
+    assert "4 GPUs tok/s plain" in header and "per GPU spec" in header and "device tok/s" not in header
+    row = next(line for line in out.splitlines() if line.split() and line.split()[0] == "64").split()
+    total, each = (float(x.replace(",", "")) for x in (row[6], row[8]))
+    assert each == pytest.approx(total / 4, abs=1.0)

@@ -510,3 +510,18 @@ def test_a_large_moe_target_at_tensor_parallelism_takes_the_measured_kernels_by_
     chosen, why = timing_for("h200", None, get_model("deepseek-v3", tp=8), "sglang")
     assert chosen == "kernels" and "default for a MoE target" in why
     assert timing_for("h200", None, get_model("llama-3.1-8b"), "sglang") == ("hybrid", "hybrid (the library's default)")
+
+
+def test_an_engine_whose_round_host_work_nothing_measured_says_the_speedups_count_none():
+    # TensorRT-LLM's preset holds its speculative host terms at 0 for want of a public measurement: said by default, as
+    # an assumption that moves the answer on the engines where the work was measured; not for engines whose terms are
+    # fitted, nor for engine none (the article's bare model).
+    from specsim.speculation.deployment import Deployment
+
+    def said(engine):
+        notes = Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", engine=engine).notes()
+        return [n for n in notes if "have no engine host work" in n]
+
+    trt = said("trtllm")
+    assert len(trt) == 1 and "no public measurement across batch sizes" in trt[0] and "calibrate-engine" in trt[0]
+    assert said("vllm") == [] and said("sglang") == [] and said("none") == []

@@ -448,6 +448,7 @@ def run_compare(args: argparse.Namespace) -> int:
     for line in capacity_summary(cap, dep):
         print(line)
     print()
+    tp = dep.target.tp
     rows = []
     for r in frame.itertuples():
         fits = "yes" if r.fits_with_draft else ("plain only" if r.fits_without_draft else "no")
@@ -461,26 +462,21 @@ def run_compare(args: argparse.Namespace) -> int:
                 f"{r.tokens_per_s_seq_spec:.0f}",
                 f"{r.tokens_per_s_plain:,.0f}",
                 f"{r.tokens_per_s_spec:,.0f}",
-                f"{r.speedup:.2f}",
-                fits,
             ]
+            + ([f"{r.tokens_per_s_per_gpu_plain:,.0f}", f"{r.tokens_per_s_per_gpu_spec:,.0f}"] if tp > 1 else [])
+            + [f"{r.speedup:.2f}", fits]
         )
+    # On one GPU the device's throughput; with tensor parallelism the deployment's, and each GPU's beside it.
+    whole = "device" if tp == 1 else f"{tp} GPUs"
+    per_gpu = ["per GPU plain", "per GPU spec"] if tp > 1 else []
     print(
         table(
-            [
-                "batch",
-                "gamma",
-                "ms/token plain",
-                "ms/token spec",
-                "tok/s/seq plain",
-                "tok/s/seq spec",
-                "device tok/s plain",
-                "device tok/s spec",
-                "speedup",
-                "fits",
-            ],
+            ["batch", "gamma", "ms/token plain", "ms/token spec", "tok/s/seq plain", "tok/s/seq spec"]
+            + [f"{whole} tok/s plain", f"{whole} tok/s spec"]
+            + per_gpu
+            + ["speedup", "fits"],
             rows,
-            ">>>>>>>>><",
+            ">" * (9 + len(per_gpu)) + "<",
         )
     )
     at_largest = answer.at_largest()
@@ -489,7 +485,7 @@ def run_compare(args: argparse.Namespace) -> int:
         print(
             f"\nat the largest batch that fits: {spec_peak:,.0f} tok/s with speculation (b = {cap.max_batch_with_draft}) "
             f"against {plain_peak:,.0f} tok/s without the draft (b = {cap.max_batch_without_draft}): "
-            f"{spec_peak / plain_peak - 1:+.0%} device throughput"
+            f"{spec_peak / plain_peak - 1:+.0%} {'device' if tp == 1 else 'deployment'} throughput"
         )
     print_notes(dep)
     return 0

@@ -915,6 +915,7 @@ class Deployment:
                     "not modelled" + serial
                 )
         notes += self._overlap_assumed()
+        notes += self._host_unmeasured()
         notes += self._int4_estimated()
         notes += self._large_moe_measured()
         notes += self._draft_cache_said()
@@ -983,6 +984,22 @@ class Deployment:
             "them (vLLM 0.24.0's awq_marlin on an A100, Llama-3.1-8B at 1-64 users; docs/targets.md) the INT4 step "
             "relative to FP16 was 25-44% longer than this estimate, most at 64 users, and the speedup of speculation "
             "on it 15-42% off; not corrected here (one engine, one GPU)"
+        ]
+
+    def _host_unmeasured(self) -> list[str]:
+        """An engine whose round host terms are 0 because nothing measured them (TensorRT-LLM's preset), said by
+        default: the host work of a round moves speedups by more than 10% on the engines where it was measured."""
+        if (
+            self.drafter is None
+            or self.engine.calibration
+            or REGISTRY.get(self.engine.name) is None  # engine none adds no engine time by design
+            or not (self.engine.spec.is_zero and self.engine.kernel_spec.is_zero)
+            or not self.engine.spec_basis.startswith("no public")
+        ):
+            return []
+        return [
+            f"assumed: {self.engine.label}'s speculative rounds have no engine host work ({self.engine.spec_basis}): "
+            "the speedups count none of it, as if the engine hid all of it; calibrate-engine on your runs measures it"
         ]
 
     def _overlap_assumed(self) -> list[str]:
