@@ -349,8 +349,10 @@ def _what_holds_speculation_back(summaries: list[dict], meta: dict, limits, kv_f
 def _served_against_offered(args: argparse.Namespace, summaries: list[dict]) -> str:
     """Why requests/s served is not the rate asked for, and whether the engine kept up.  Under a steady load the
     requests in the system at the last arrival are about as many as at the middle one; past capacity the queue
-    grows between them, and arrivals less that growth are what the engine completes.  Growth counts when it is
-    over 10 requests and over 5% of the arrival rate (a steady queue of n requests wanders by about sqrt(n))."""
+    grows between them, and arrivals less that growth are what the engine completes.  Growth counts when it is over 10
+    requests and over 5% of the arrival rate (a steady queue of n requests wanders by about sqrt(n)).  A burst, whose
+    second half arrives in under a tenth of the time the engine takes to finish what is left, shows no steady rate:
+    served/s is then the measure, and the line says so."""
     if args.concurrency is not None:
         return (
             f"requests/s served: a closed loop of {args.concurrency} users sends a request only when one finishes, so the "
@@ -368,7 +370,13 @@ def _served_against_offered(args: argparse.Namespace, summaries: list[dict]) -> 
         if rate is None or drain is None or growth is None:
             continue
         middle, last = s["in_system_at_middle_arrival"], s["in_system_at_last_arrival"]
-        if last - middle > 10 and growth > 0.05 * rate:
+        half = (s["served"] + s["never_fit"]) / 2.0 / rate  # the second half's arrivals, seconds
+        if last - middle > 10 and growth > 0.05 * rate and half < 0.1 * drain:
+            verdict = (
+                f"the requests came in a burst (the second half within {half:.2f} s, against the {drain:.1f} s the engine "
+                f"took to finish what was left): past its capacity, with no steady rate to read; served/s is the measure"
+            )
+        elif last - middle > 10 and growth > 0.05 * rate:
             verdict = (
                 f"the queue grew from {middle:.0f} requests in the system at the middle arrival to {last:.0f} at the last, "
                 f"{growth:.1f}/s: the engine completes about {rate - growth:.1f} req/s of the {rate:.1f} arriving, past its "
