@@ -38,7 +38,7 @@ import yaml
 
 from specsim.calibration.bench_files import read_bench_file
 from specsim.calibration.engine_calibration import runs_kv_bytes
-from specsim.calibration.engine_fit import NUDGE, _default_alpha, fit_engine, fit_pinned, nudged_runs
+from specsim.calibration.engine_fit import NUDGE, _default_alpha, fit_engine, fit_pinned, nudged_runs, spans_its_bounds
 from specsim.calibration.model import RunModel, Values
 from specsim.calibration.runs import CalRun, SpecSetup, group_sweeps, identifiable, with_prompt_spreads
 from specsim.speculation.deployment import Deployment
@@ -206,7 +206,13 @@ def without_acceptance(dep, runs: list[CalRun], limits=None, kv=None) -> tuple[d
         lines.append(
             (f"{sweep}: fitted alpha {t.value:.3f}" if t.status == "fitted" else f"{sweep}: alpha {t.value:.3f}")
             + (f" [{t.low:.3f}, {t.high:.3f}]" if t.low is not None else "")
-            + (f" {t.status}" if t.status == "fitted" else f" {t.status}, held at the drafter's published")
+            + (
+                " (not pinned: its interval spans every value; kept)"
+                if t.status == "fitted" and spans_its_bounds(t)
+                else f" {t.status}"
+                if t.status == "fitted"
+                else f" {t.status}, held at the drafter's published"
+            )
             + (f"; recorded {rec_alpha:.3f}{inside}" if rec_alpha is not None else "; none recorded")
         )
     pairs = {k: v for k, v in zip(_keys(fit.runs), _pairs_of(fit.runs, fit.held_out))}

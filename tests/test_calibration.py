@@ -1240,26 +1240,30 @@ def test_calibrate_engine_says_the_share_of_memory_it_takes_and_the_runs_its_kv_
     )
 
 
-def test_an_acceptance_the_runs_do_not_pin_is_not_identified_and_held_at_the_drafters():
-    """One residual that barely moves with the acceptance, beside a second the fit cannot reduce: at the best fit its 95%
-    interval spans all of [0.01, 0.99], so wherever the solver stopped is not a measurement; it is held at its preset
-    and named, not printed as fitted."""
-    from specsim.calibration.engine_fit import _Param, _Stage
+def test_an_engine_value_the_runs_do_not_pin_is_not_identified_and_an_acceptance_kept_and_named():
+    """One residual that barely moves with the value, beside two the fit cannot reduce: at the best fit its 95% interval
+    spans its whole range, so wherever the solver stopped is not a measurement.  An engine value is held at its preset
+    and named; an acceptance is kept (the workload's, as one the nudge moves is) and named by the fit's warnings."""
+    from specsim.calibration.engine_fit import Term, _Param, _Stage, spans_its_bounds
 
-    params = [_Param("alpha:0", 0.01, 0.99, 1.0, 0.7)]
+    def flat(v):
+        return np.array([0.01 * (v.host.round_s / 0.05 - 0.5), 0.3, -0.2])
 
-    def residuals(v):
-        return np.array([0.01 * (v.alphas[0] - 0.5), 0.3, -0.2])
-
-    stage = _Stage(params, residuals, Values(alphas=(0.6,)))
+    params = [_Param("round_s", 0.0, 0.05, 1e-3, 0.03)]
+    stage = _Stage(params, flat, Values(host=dataclasses.replace(SpecHost(), round_s=0.02)))
     values, free, *_ = stage.fit()
-    status, why = stage.status["alpha:0"]
-    assert free == [] and status == "not identified" and "spans every value the fit allows (0.01 to 0.99)" in why
-    assert values.alphas[0] == pytest.approx(0.7)
-    # Pinned by the same runs with the acceptance mattering, it is fitted.
-    stage = _Stage(params, lambda v: np.array([v.alphas[0] - 0.5, 0.003, -0.002]), Values(alphas=(0.6,)))
+    status, why = stage.status["round_s"]
+    assert free == [] and status == "not identified" and "spans every value the fit allows (0 ms to 50 ms)" in why
+    assert values.host.round_s == pytest.approx(0.03)
+    alpha = [_Param("alpha:0", 0.01, 0.99, 1.0, 0.7)]
+    stage = _Stage(alpha, lambda v: np.array([0.01 * (v.alphas[0] - 0.5), 0.3, -0.2]), Values(alphas=(0.6,)))
     values, free, *_ = stage.fit()
-    assert [p.name for p in free] == ["alpha:0"] and values.alphas[0] == pytest.approx(0.5, abs=1e-6)
+    assert [p.name for p in free] == ["alpha:0"] and "alpha:0" not in stage.status
+    assert spans_its_bounds(Term("alpha", 0.65, 0.01, 0.99)) and not spans_its_bounds(Term("alpha", 0.65, 0.2, 0.99))
+    # Pinned by runs where the value matters, it is fitted.
+    stage = _Stage(params, lambda v: np.array([v.host.round_s / 0.05 - 0.5, 0.003, -0.002]), Values())
+    values, free, *_ = stage.fit()
+    assert [p.name for p in free] == ["round_s"] and values.host.round_s == pytest.approx(0.025, abs=1e-6)
 
 
 def test_the_plain_runs_given_as_speculative_ones_are_refused_and_an_engine_the_files_do_not_name_is_said(

@@ -20,15 +20,15 @@ A value is fitted only where it is identified:
   speculative runs at two step counts, a per-sequence term decode batches at least 1.5x apart); otherwise it is
   ``held`` at the preset, with the runs that would free it;
 * a value whose best fit ends on its bound, that trades off with another (their estimates correlated beyond
-  :data:`TRADE_OFF`, from the Jacobian at the fit), or whose 95% interval reaches both its bounds, is ``not
-  identified``: held at the preset (an acceptance at the
+  :data:`TRADE_OFF`, from the Jacobian at the fit), or an engine value whose 95% interval reaches both its bounds, is
+  ``not identified``: held at the preset (an acceptance at the
   drafter's published one) and named, and the rest fitted again without it.  A good fit from a term at its bound does
   not carry to another gamma or another load, which is what the user calibrates for;
 * a value the runs do not pin is ``not identified`` too: every fit is made again with every measured time
   :data:`NUDGE` longer and shorter (:func:`nudged_runs`).  A fit the runs pin moves by about the nudge; an engine value
   that moves by more than :data:`MOVED` of itself sits on a flat valley where the solver happened to stop, and every
-  engine value that moved by more than :data:`LOOSE` is held and the fit made again.  An acceptance that moves is
-  kept and named.
+  engine value that moved by more than :data:`LOOSE` is held and the fit made again.  An acceptance that moves, or whose
+  95% interval reaches both its bounds, is kept (the workload's) and named.
 
 Every fitted value carries a 95% interval, linearised at the fit: t(0.975, n - p) standard errors from the Jacobian
 (Bates and Watts, *Nonlinear Regression Analysis*, 1988, section 2.3), clipped at its bounds.
@@ -291,15 +291,16 @@ class _Stage:
                 free.remove(held)
                 continue
             spread = _intervals(free, x, r, jac)
-            loose = next((p for p in free if spread.get(p.name) == (p.lower, p.upper)), None)
+            loose = next((p for p in _engine_terms(free) if spread.get(p.name) == (p.lower, p.upper)), None)
             if loose is not None:
                 # Its interval reaches both bounds: wherever the solver stopped, every value the fit allows is as
-                # good.  Not a measurement, so not presented as one.
+                # good.  Not a measurement, so not presented as one.  (An acceptance is kept, the workload's, and
+                # named: fit_warnings.)
                 self._hold(
                     loose,
                     "not identified",
-                    f"its {CONFIDENCE:.0%} interval spans every value the fit allows ({loose.lower:g} to "
-                    f"{loose.upper:g}): these runs do not pin it",
+                    f"its {CONFIDENCE:.0%} interval spans every value the fit allows ({_shown(loose.name, loose.lower)} "
+                    f"to {_shown(loose.name, loose.upper)}): these runs do not pin it",
                 )
                 free.remove(loose)
                 continue
@@ -488,6 +489,11 @@ def nudged_runs(runs: list[CalRun], eps: float = NUDGE) -> list[CalRun]:
             times["rate_per_s"] = r.rate_per_s / (1.0 + eps)
         out.append(dataclasses.replace(c, run=dataclasses.replace(r, **times)))
     return out
+
+
+def spans_its_bounds(t: "Term") -> bool:
+    """Whether an acceptance's interval reaches both of its bounds: the runs do not pin it."""
+    return t.low is not None and t.low <= ALPHA_BOUNDS[0] and t.high >= ALPHA_BOUNDS[1]
 
 
 def _shown(name: str, value: float) -> str:
@@ -1044,6 +1050,13 @@ def _warnings(fit: EngineFit, preset: EnginePreset, model: RunModel, dep) -> lis
     for t in list(fit.terms.values()) + list(fit.acceptance.values()):
         if t.status == "not identified":
             out.append(f"{t.label}: not identified: {t.why}")
+    for sweep, t in fit.acceptance.items():
+        if t.status == "fitted" and spans_its_bounds(t):
+            out.append(
+                f"sweep {sweep}'s acceptance, alpha {t.value:.3f}, has a {CONFIDENCE:.0%} interval spanning every value "
+                f"the fit allows ({ALPHA_BOUNDS[0]:g} to {ALPHA_BOUNDS[1]:g}): these runs do not pin it; it is kept (the "
+                "workload's), and a saved /metrics page or pinned acceptance (specsim bench-plan) measures it"
+            )
     if fit.unpinned:
         out.append(
             "these runs do not pin one acceptance: every measured time "
