@@ -315,3 +315,13 @@ def test_where_no_gamma_pays_because_the_drafter_leaves_fewer_requests_held_the_
         r"its KV cache holds (\d+) requests against (\d+) without the drafter: ([-+]\d+)%", high["recommendation"]
     )
     assert held and int(held[1]) < int(held[2]) == 8 and int(held[3]) < 0
+
+
+def test_a_schedule_at_loads_in_json_carries_the_loads_table_and_serve_sim_its_limits_and_cache(capsys):
+    # What the text prints first (the loads, the engine's limits; serve-sim's KV capacity) is in the JSON too.
+    argv = ["schedule", "--timing", "roofline", "--alpha", "0.8", "--concurrency", "1,16"]
+    s = _json(argv + ["--input-len", "1000", "--output-len", "200"], capsys)
+    assert [r["concurrency"] for r in s["loads"]] == [1.0, 16.0] and s["engine_limits"].startswith("max_num_seqs ")
+    sim = _json(["serve-sim", "--timing", "roofline", "--rate", "2", "--requests", "40", "--runs", "1"], capsys)
+    kv = sim["kv_capacity_tokens"]
+    assert kv["plain"] > kv["speculating"] > 0 and sim["engine_limits"].startswith("max_num_seqs ")

@@ -90,6 +90,9 @@ class ScheduleAnswer:
         }
         if self.contexts:
             out["by_context"] = self.by_context()
+        if self.load is not None:  # the loads the ranges come from, as the table prints them first
+            out["loads"] = self.load.rows
+            out["engine_limits"] = self.load.limits.label
         return out
 
 

@@ -188,6 +188,11 @@ def run_serve_sim(args: argparse.Namespace) -> int:
                 "provenance": provenance,
                 "gamma_by_batch": meta["gamma_by_batch"],
                 "speculating_batch_held": held,
+                "engine_limits": limits.label + args.limits_said,
+                "kv_capacity_tokens": {
+                    "plain": meta["kv_capacity_tokens_plain"],
+                    "speculating": meta["kv_capacity_tokens_spec"],
+                },
             }
         )
     else:
