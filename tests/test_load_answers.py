@@ -317,6 +317,28 @@ def test_where_no_gamma_pays_because_the_drafter_leaves_fewer_requests_held_the_
     assert held and int(held[1]) < int(held[2]) == 8 and int(held[3]) < 0
 
 
+def test_a_gamma_recommended_where_the_drafter_leaves_fewer_requests_held_says_what_it_gains_and_costs(capsys):
+    # A 70B target on two H100s, 8,000-token prompts, alpha 0.45: beside the draft the cache holds 4 users against 6.
+    # The best gamma gives about 1% more output, and each request waits far longer for its first token: the
+    # recommendation gives both, which a user serving chat weighs, and the table does not repeat the limit.
+    argv = ["optimal-gamma", "--timing", "roofline", "--target", "llama-3.1-70b", "--tp", "2", "--alpha", "0.45"]
+    argv += ["--concurrency", "2,8", "--input-len", "8000", "--output-len", "512"]
+    low, high = _json(argv, capsys)
+    assert low["recommendation"] == f"speculate with gamma={low['gamma']}"
+    said = re.fullmatch(
+        r"speculate with gamma=(\d+) \(its KV cache holds (\d+) requests against (\d+) without the drafter: "
+        r"([-+][\d.]+)% output tok/s, TTFT \+(\d+)%\)",
+        high["recommendation"],
+    )
+    assert said and int(said[1]) == high["gamma"] > 0, high["recommendation"]
+    assert int(said[2]) == high["spec"]["in_engine"] < int(said[3]) == high["plain"]["in_engine"]
+    assert float(said[4]) == pytest.approx(100 * (high["throughput_ratio"] - 1), abs=0.051)
+    assert int(said[5]) == round(100 * (high["spec"]["ttft_s"] / high["plain"]["ttft_s"] - 1))
+    assert main(argv[:-1] + ["512"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("concurrency 8"))
+    assert "without the drafter" in row and "limited by" not in row
+
+
 def test_a_schedule_at_loads_in_json_carries_the_loads_table_and_serve_sim_its_limits_and_cache(capsys):
     # What the text prints first (the loads, the engine's limits; serve-sim's KV capacity) is in the JSON too.
     argv = ["schedule", "--timing", "roofline", "--alpha", "0.8", "--concurrency", "1,16"]

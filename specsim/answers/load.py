@@ -182,31 +182,52 @@ class LoadAnswer:
             if self.speculation_has_no_room:
                 return "do not speculate (no room for the drafter)"
             return "do not speculate" + self._held_back(j)
-        return f"speculate with gamma={int(s.gamma[i, 0])}"
+        return f"speculate with gamma={int(s.gamma[i, 0])}" + self._fewer_held(i, j, named=False)
 
     def _held_back(self, j: int) -> str:
-        """Why no gamma pays at load ``j`` where the speculating engine holds fewer requests than the plain one (its KV
-        cache beside the drafter, or its own max_num_seqs): the best gamma's requests held, against plain decoding's
-        (" ..." in brackets; "" where the speculating engine holds as many)."""
+        """Why no gamma pays at load ``j`` where the speculating engine holds fewer requests than the plain one: the
+        best gamma's :meth:`_fewer_held` ("" where it holds as many)."""
+        s = self.state
+        if s.tpot_s.shape[0] < 2:
+            return ""
+        k = 1 + int(np.argmax(np.where(_no_room(s)[1:, j], -np.inf, self.objective()[1:, j])))
+        return self._fewer_held(k, j)
+
+    def _fewer_held(self, k: int, j: int, named: bool = True) -> str:
+        """At load ``j``, where gamma row ``k``'s engine holds fewer requests than plain decoding's (its KV cache beside
+        the drafter, or its own max_num_seqs): the requests each holds, and what that does to output tok/s and TTFT
+        (" (...)", the gamma ``named``; "" where it holds as many).  Said beside a gamma that is recommended too: its
+        gain in output may then be a fraction of a percent, bought with longer queues."""
         s = self.state
         held = np.broadcast_to(np.asarray(s.in_engine, dtype=float), s.tpot_s.shape)[:, j]
         limited = np.broadcast_to(np.asarray(s.limited_by), s.tpot_s.shape)[:, j]
-        if held.size < 2:
-            return ""
-        k = 1 + int(np.argmax(np.where(_no_room(s)[1:, j], -np.inf, self.objective()[1:, j])))
         if held[k] >= held[0] or not limited[k]:
             return ""
         out = np.broadcast_to(np.asarray(s.output_tokens_per_s, dtype=float), s.tpot_s.shape)[:, j]
+        ttft = np.broadcast_to(np.asarray(s.ttft_s, dtype=float), s.tpot_s.shape)[:, j]
         what = "KV cache" if limited[k] == "kv cache" else str(limited[k])
+        waits = ""
+        if np.isfinite(ttft[[0, k]]).all() and ttft[0] > 0:
+            longer = ttft[k] / ttft[0]
+            waits = f", TTFT {longer:.3g}x" if longer >= 2 else f", TTFT {_change(longer - 1)}"
         return (
-            f" (at gamma {int(s.gamma[k, 0])} its {what} holds {held[k]:.0f} requests against {held[0]:.0f} without the "
-            f"drafter: {out[k] / out[0] - 1:+.0%} output tok/s)"
+            f" ({f'at gamma {int(s.gamma[k, 0])} ' if named else ''}its {what} holds {held[k]:.0f} requests against "
+            f"{held[0]:.0f} without the drafter: {_change(out[k] / out[0] - 1)} output tok/s{waits})"
         )
 
     @property
     def speculation_has_no_room(self) -> bool:
         """Whether the speculating engine cannot hold one request beside the weights at every load."""
         return bool(self.state.tpot_s.shape[0] > 1 and _no_room(self.state)[1:].all())
+
+
+def _change(x: float) -> str:
+    """A relative change as the recommendations print it: whole percents, and one decimal under 10%.
+
+    >>> _change(-0.47), _change(0.0044)
+    ('-47%', '+0.4%')
+    """
+    return f"{x:+.0%}" if abs(x) >= 0.1 else f"{x:+.1%}"
 
 
 def _figures(s: SteadyState, i: int, j: int) -> dict:

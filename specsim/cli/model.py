@@ -817,9 +817,14 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
             return f"{fmt.format(a[key] * scale)} / {fmt.format(b[key] * scale)}"
 
         ttft = "past capacity" if b["ttft_s"] is None or a["ttft_s"] is None else pair("ttft_s", fmt="{:.1f}")
+        # A speculating engine that holds fewer requests than plain decoding says so in its recommendation.
+        said = "without the drafter" in r["recommendation"]
         flags = [
             x
-            for x in ("saturated" if b["saturated"] else "", f"limited by {b['limited_by']}" if b["limited_by"] else "")
+            for x in (
+                "saturated" if b["saturated"] else "",
+                f"limited by {b['limited_by']}" if b["limited_by"] and not said else "",
+            )
             if x
         ]
         rows.append(
