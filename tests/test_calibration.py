@@ -369,7 +369,7 @@ def test_a_term_at_its_bound_or_trading_off_is_not_identified_and_held_at_the_pr
             assert "trades off" in t.why or "bound" in t.why, (name, t.why)
 
 
-def test_an_engine_slower_per_iteration_than_a_datasheet_guess_is_fitted_not_held():
+def test_an_engine_slower_per_iteration_or_round_than_a_guess_is_fitted_not_held():
     # An engine measured at 30 ms per iteration (SGLang 0.4.10 on MI300X measured 25 ms [21, 29], the LMSYS runs): the
     # bound is where a step alone holds a lone user under 10 tokens/s, not a guess that refuses the measurement.
     dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.20.0")
@@ -378,6 +378,11 @@ def test_an_engine_slower_per_iteration_than_a_datasheet_guess_is_fitted_not_hel
     t = fit.terms["iteration_s"]
     assert t.status == "fitted" and t.value == pytest.approx(30e-3, rel=0.02), (t.status, t.value, t.why)
     assert fit.error("held_out") < 5e-3
+    # The same for a round's host work: the per-round bound is the per-iteration one.
+    slow = Values(TRUE_SCALE, TRUE_ITER_S, 0.0, 1.0, dataclasses.replace(TRUE_PLAN, round_s=30e-3), None, ())
+    fit = fit_engine(dep, _model_runs(dep, truth=slow, loads=(1, 4, 16, 64)), intervals=False)
+    t = fit.terms["round_s"]
+    assert t.status == "fitted" and t.value == pytest.approx(30e-3, rel=0.02), (t.status, t.value, t.why)
 
 
 def test_a_held_out_fit_never_fits_more_values_than_it_has_runs(dep):

@@ -54,17 +54,18 @@ import numpy as np
 
 from specsim.calibration.model import RunModel, Values, scale_upper
 from specsim.calibration.runs import ALPHA_BOUNDS, CalRun, check_design, check_runs, identifiable, load_key
-from specsim.engines import TERM_UPPER, TERMS, EnginePreset, SpecHost
+from specsim.engines import HOST_STEP_UPPER_S, TERM_UNIT, TERM_UPPER, TERMS, EnginePreset, SpecHost
 
 __all__ = ["CONFIDENCE", "NUDGE", "EngineFit", "Pinned", "Term", "fit_engine", "fit_pinned", "nudged_runs"]
 
 CONFIDENCE = 0.95
-#: Bounds of the per-iteration time and of the per-sequence time of an iteration (seconds), of the efficiency scale's
-#: lower end and of the prefill efficiency.  The per-iteration bound was 20 ms, a guess at the most any engine spends
-#: beside its kernels; SGLang 0.4.10 on 8x MI300X serving DeepSeek-V3 measured 25 ms [21, 29] (the LMSYS blog's runs,
-#: examples/bench/public/mi300x-sglang-dsv3-mtp-lmsys), so 20 ms was an estimate refusing a measurement.  100 ms is a
-#: step that alone holds a lone user under 10 tokens/s: past it, the runs are not of the deployment named.
-ITERATION_UPPER_S = 100e-3
+#: Bounds of the per-iteration time (a round's: :data:`specsim.engines.base.HOST_STEP_UPPER_S`) and of the per-sequence
+#: time of an iteration (seconds), of the efficiency scale's lower end and of the prefill efficiency.
+ITERATION_UPPER_S = HOST_STEP_UPPER_S
+#: A host time per iteration or per round within 2 ms of 0 is near 0: a held value's 95% half-width must beat it for the
+#: value to count as pinned where it trades off with another (a tenth of the 20 ms these two were bounded at until
+#: 2026-12-05, kept where the bound was widened, so that the wider bound loosens nothing else).
+HOST_NEAR_ZERO_S = 2e-3
 ITERATION_SEQ_UPPER_S = 0.5e-3
 SCALE_LOWER = 0.2
 PREFILL_BOUNDS = (0.2, 5.0)
@@ -92,7 +93,7 @@ _UNITS = {
     "iteration_seq_s": 1e-5,
     "prefill_scale": 1.0,
     "overlap_share": 1.0,
-    **{t: float(TERM_UPPER[k]) / 10 for k, t in enumerate(TERMS)},
+    **{t: float(u) for t, u in zip(TERMS, TERM_UNIT)},
 }
 #: How much longer every measured time is made to ask whether the runs pin one fit (:func:`nudged_runs`).
 NUDGE = 1e-9
@@ -180,6 +181,12 @@ class _Param:
     upper: float
     unit: float
     preset: float
+    near: float | None = None  # how close to 0 a value is near it (None: a tenth of its range), as in _traded
+
+    @property
+    def near_zero(self) -> float:
+        """How close to 0 this value is near it, in its units."""
+        return (0.1 * (self.upper - self.lower) if self.near is None else self.near) / self.unit
 
 
 def _apply(values: Values, params: list[_Param], x: np.ndarray) -> Values:
@@ -343,7 +350,8 @@ def _label(p: _Param) -> str:
 def _traded(free: list[_Param], x: np.ndarray, r: np.ndarray, jac: np.ndarray) -> tuple[_Param, _Param, float] | None:
     """The pair of fitted values that trade off, the one to hold first, and their correlation; None if none do.  Two
     values trade off where their estimates correlate beyond :data:`TRADE_OFF` and the one to hold is not pinned down:
-    its 95% half-width is more than half its value (or a tenth of its range, for a value near 0).
+    its 95% half-width is more than half its value (or than what is near 0 for it, :attr:`_Param.near_zero`: a tenth
+    of its range, or :data:`HOST_NEAR_ZERO_S` for a host time per iteration or round).
 
     Two sweeps' acceptances share no run: where they correlate, it is through an engine term both trade off with, and
     that term is held (the one correlating most with the two), not an acceptance: holding one of them instead leaves
@@ -367,8 +375,7 @@ def _traded(free: list[_Param], x: np.ndarray, r: np.ndarray, jac: np.ndarray) -
         rank = [_HOLD_FIRST.index(p.name.split(":")[0]) for p in (free[i], free[j])]
         k = i if rank[0] <= rank[1] else j
         held, other = free[k], free[j if k == i else i]
-        span = (held.upper - held.lower) / held.unit
-        if t * sd[k] > max(0.5 * abs(x[k]), 0.1 * span):
+        if t * sd[k] > max(0.5 * abs(x[k]), held.near_zero):
             return held, other, float(corr[i, j])
     return None
 
@@ -396,7 +403,9 @@ def _stage1_params(model: RunModel, design: dict, preset: EnginePreset) -> list[
     if model.fit_scale and not design["scale"]:
         out.append(_Param("scale", SCALE_LOWER, scale_upper(model.dep.hardware), _UNITS["scale"], 1.0))
     if not design["iteration_s"]:
-        out.append(_Param("iteration_s", 0.0, ITERATION_UPPER_S, _UNITS["iteration_s"], preset.iteration_s))
+        out.append(
+            _Param("iteration_s", 0.0, ITERATION_UPPER_S, _UNITS["iteration_s"], preset.iteration_s, HOST_NEAR_ZERO_S)
+        )
     if not design["iteration_seq_s"]:
         out.append(
             _Param("iteration_seq_s", 0.0, ITERATION_SEQ_UPPER_S, _UNITS["iteration_seq_s"], preset.iteration_seq_s)
@@ -410,7 +419,7 @@ def _stage2_params(
     model: RunModel, design: dict, preset: EnginePreset, spec: np.ndarray, default_alpha: float, fit_share: bool
 ) -> list[_Param]:
     out = [
-        _Param(t, 0.0, float(TERM_UPPER[k]), _UNITS[t], getattr(preset.spec, t))
+        _Param(t, 0.0, float(TERM_UPPER[k]), _UNITS[t], getattr(preset.spec, t), HOST_NEAR_ZERO_S if k == 0 else None)
         for k, t in enumerate(TERMS)
         if not design.get(t, "no speculative runs")
     ]

@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from specsim.engines import PRESETS, REGISTRY, TERM_UPPER, SpecHost
+from specsim.engines import PRESETS, REGISTRY, TERM_UNIT, TERM_UPPER, SpecHost
 from specsim.engines import vllm as _vllm
 from specsim.speculation.acceptance import tokens_per_round
 from specsim.speculation.deployment import speedup_of
@@ -236,12 +236,12 @@ def fit_host(terms: RoundTerms, index: np.ndarray) -> tuple[SpecHost, dict]:
     index = np.asarray(index)
     if index.size == 0:
         return SpecHost(), {}
-    scale = TERM_UPPER / 10.0
+    scale = TERM_UNIT
     sweeps = _sweep_sources(terms, index)
     k = len(TERM_UPPER)
 
     def residuals(x):
-        # A faint pull towards 0 (1e-3 per tenth of a term's range) settles the terms the rows cannot tell apart (at
+        # A faint pull towards 0 (1e-3 per unit) settles the terms the rows cannot tell apart (at
         # batch 1 a per-sequence second is a per-round second) on the smallest, and leaves an unconstrained one at 0.
         alphas = dict(zip(sweeps, x[k:]))
         return np.concatenate([terms.errors(SpecHost(*(x[:k] * scale)), alphas)[index], _RIDGE * x[:k]])

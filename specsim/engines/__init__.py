@@ -14,7 +14,17 @@ from __future__ import annotations
 import dataclasses
 
 from specsim.engines import sglang, trtllm, vllm
-from specsim.engines.base import MAX_TERM_S, TERM_UPPER, TERMS, EnginePreset, MetricNames, SpecHost, parse_version
+from specsim.engines.base import (
+    HOST_STEP_UPPER_S,
+    MAX_TERM_S,
+    TERM_UNIT,
+    TERM_UPPER,
+    TERMS,
+    EnginePreset,
+    MetricNames,
+    SpecHost,
+    parse_version,
+)
 from specsim.engines.engine import DefaultLimits, Engine, EngineSupport
 
 __all__ = [
@@ -26,7 +36,9 @@ __all__ = [
     "MAX_TERM_S",
     "PRESETS",
     "TERMS",
+    "TERM_UNIT",
     "TERM_UPPER",
+    "HOST_STEP_UPPER_S",
     "DefaultLimits",
     "Engine",
     "EnginePreset",
