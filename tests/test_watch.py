@@ -449,6 +449,8 @@ def test_once_exits_with_the_verdicts_status(day, capsys):
     [
         (["--url", "http://127.0.0.1:9/metrics"], "cannot reach http://127.0.0.1:9/metrics"),
         (["--prometheus", "http://127.0.0.1:9"], "cannot reach Prometheus at http://127.0.0.1:9"),
+        # A time before now as the help gives it, its own word: read as the option's value, not as an option.
+        (["--prometheus", "http://127.0.0.1:9", "--start", "-24h"], "cannot reach Prometheus at http://127.0.0.1:9"),
         (["--url", "ftp://x/metrics"], "is not an http(s) address"),
         (
             ["--job", "vllm", "--url", "http://127.0.0.1:9"],

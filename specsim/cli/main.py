@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import re
 import sys
 from typing import Sequence
 
@@ -151,6 +152,23 @@ def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, ext
     )
 
 
+def _times_before_now(argv: list[str]) -> list[str]:
+    """``argv`` with a time before now given as its own word (``--start -24h``) joined to its option
+    (``--start=-24h``): argparse reads a word starting with a dash as an option, so the form the help gives would
+    otherwise be refused as "expected one argument".
+
+    >>> _times_before_now(["watch", "--start", "-24h", "--end", "-1h", "--once"])
+    ['watch', '--start=-24h', '--end=-1h', '--once']
+    """
+    out: list[str] = []
+    for word in argv:
+        if out and out[-1] in ("--start", "--end") and re.fullmatch(r"-\d+(\.\d+)?(ms|s|m|h|d|w)?", word):
+            out[-1] = f"{out[-1]}={word}"
+        else:
+            out.append(word)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status.
 
@@ -161,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     the collector on.  A caller that passes ``argv`` (a test, a notebook) keeps its collector as it was.
     """
     as_process = argv is None
-    argv = sys.argv[1:] if argv is None else list(argv)
+    argv = _times_before_now(sys.argv[1:] if argv is None else list(argv))
     first = next((a for a in argv if not a.startswith("-")), None)
     collecting = as_process and gc.isenabled()
     if collecting:
