@@ -476,6 +476,37 @@ def test_a_page_of_another_engine_is_refused_by_the_command(day, capsys):
     assert len(err.strip().splitlines()) == 1
 
 
+def test_a_target_whose_weights_leave_no_cache_is_refused_and_another_than_the_page_serves_is_said(day, capsys):
+    # A 70B target on one H100 cannot be what serves the page: one line, exit 2, as every answer at a load refuses it.
+    base = ["watch", "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--interval", "0.25", "--once"]
+    with _serve(day, "vllm@0.20.0") as server:
+        assert main(base + ["--url", server.url, "--target", "llama-3.1-70b"]) == 2
+    err = capsys.readouterr().err
+    assert "llama-3.1-70b does not fit on h100-sxm" in err and "larger --tp" in err
+    assert len(err.strip().splitlines()) == 1
+    # At TP 4 it fits; the page serves the 8B model, and the output says which shape is modelled.
+    with _serve(day, "vllm@0.20.0") as server:
+        code = main(base + ["--url", server.url, "--target", "llama-3.1-70b", "--tp", "4"])
+    out = capsys.readouterr().out
+    assert code in (0, 3, 5) and f"the engine serves {MODEL!r} (llama-3.1-8b); modelled as llama-3.1-70b" in out
+
+
+def test_a_calibration_of_another_model_than_the_page_serves_is_refused(day, capsys, tmp_path):
+    # A calibration of Qwen3-4B with n-gram drafting on an RTX 3090, against an engine serving Llama-3.1-8B: its fitted
+    # terms are another deployment's, so the watch refuses them in one line rather than judge with them.
+    src = "examples/bench/public/rtx3090-qwen3-4b-ngram"
+    cal = tmp_path / "q4.yaml"
+    argv = ["calibrate-engine", "--plain", f"{src}/plain-code.jsonl", "--spec", f"{src}/ngram-k4-code.jsonl"]
+    argv += ["--hardware", "rtx-3090", "--target", "qwen3-4b", "--draft", "ngram", "--steps", "4"]
+    assert main(argv + ["--engine", "vllm@0.25.0", "--out", str(cal)]) == 0
+    capsys.readouterr()
+    with _serve(day, "vllm@0.20.0") as server:
+        code = main(["watch", "--url", server.url, "--engine", "vllm@0.20.0", "--calibration", str(cal), "--once"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"the engine serves {MODEL!r} (llama-3.1-8b), and {cal} is a calibration of qwen3-4b" in err
+
+
 def test_a_restart_mid_watch_is_said_and_watching_goes_on(day, capsys):
     from specsim.watch.replay import ReplayServer, pages
 

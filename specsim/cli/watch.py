@@ -189,7 +189,23 @@ def _deployment(args, model: str | None):
         raise ValueError(
             "name the drafter the engine runs with --draft (a draft model, eagle3, mtp, ngram, ...): its metrics do not say"
         )
-    return deployment(args), said
+    dep = deployment(args)
+    if model is not None and not said:
+        try:
+            served = get_model(model).name
+        except (ValueError, KeyError, OSError):
+            served = None
+        if served is not None and served != dep.target.name:
+            if cal is not None and args.target is None:
+                # A calibration is one deployment's: its fitted terms say nothing of another model's engine.
+                raise ValueError(
+                    f"the engine serves {model!r} ({served}), and {args.calibration} is a calibration of "
+                    f"{dep.target.name}: calibrate this deployment (specsim calibrate-engine), or leave out --calibration"
+                )
+            said.append(
+                f"note: the engine serves {model!r} ({served}); modelled as {dep.target.name}, as --target names it"
+            )
+    return dep, said
 
 
 def _live_url(args, source, names, gamma, model, first, output, watcher, gauges) -> None:
