@@ -904,6 +904,19 @@ def test_a_calibration_answers_at_a_load_for_the_lengths_and_limits_its_runs_wer
         out.write_text(yaml.safe_dump(record))
         assert main(["capacity", "--calibration", str(out)]) == 2
         assert "memory_util (in (0, 1], or null)" in capsys.readouterr().err
+    # A speculating engine's own max_num_seqs the runs were served at (SGLang's 48 without --max-running-requests) is
+    # the answer's too: the speculating arm holds 48 of 64 users, the plain one all 64; --max-num-seqs sets both.
+    record["serving"] = serving | {"max_num_seqs": 2048, "spec_max_num_seqs": 48}
+    out.write_text(yaml.safe_dump(record))
+    argv = ["optimal-gamma", "--calibration", str(out), "--concurrency", "64", "--input-len", "500"]
+    (row,) = _json(argv, capsys)
+    assert "its max_num_seqs holds 48 requests against 64 without the drafter" in row["recommendation"]
+    assert row["plain"]["in_engine"] == 64 and row["engine_limits"].startswith("max_num_seqs 2048 (48 speculating)")
+    (row,) = _json(argv + ["--max-num-seqs", "2048"], capsys)
+    assert "max_num_seqs holds" not in row["recommendation"] and row["spec"]["in_engine"] == 64
+    record["serving"] = serving | {"spec_max_num_seqs": 0}
+    out.write_text(yaml.safe_dump(record))
+    assert main(argv) == 2 and "spec_max_num_seqs (a whole number >= 1, or null)" in capsys.readouterr().err
 
 
 def test_runs_that_give_no_lengths_leave_the_calibrations_lengths_unknown_and_the_article_s_in_use(tmp_path, capsys):
@@ -916,6 +929,7 @@ def test_runs_that_give_no_lengths_leave_the_calibrations_lengths_unknown_and_th
     record = serving_record(runs, EngineLimits(256, 2048))
     assert record == {
         "max_num_seqs": 256,
+        "spec_max_num_seqs": None,
         "max_batched_tokens": 2048,
         "memory_util": None,
         "input_tokens": None,

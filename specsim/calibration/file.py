@@ -232,6 +232,8 @@ def serving_record(runs: list, limits, memory_utilization: float | None = None) 
     outputs = np.array([float(c.run.output_tokens) for c in runs])
     record = {
         "max_num_seqs": int(limits.max_num_seqs),
+        # A speculating engine's own where it differs (SGLang's 48 without --max-running-requests); None: the same.
+        "spec_max_num_seqs": None if limits.spec_max_num_seqs is None else int(limits.spec_max_num_seqs),
         "max_batched_tokens": int(limits.max_batched_tokens),
         "memory_util": None if memory_utilization is None else float(memory_utilization),
     }
@@ -346,9 +348,14 @@ def _read_serving(where: str, raw: object) -> dict | None:
         return None
     ints = ("max_num_seqs", "max_batched_tokens")
     tokens = ("input_tokens", "output_tokens")
-    raw = {"memory_util": None} | raw if isinstance(raw, dict) else raw  # (a file written before 2026-12-04 has none)
+    # (a file written before 2026-12-04 has no memory_util, one before 2026-12-05 no spec_max_num_seqs)
+    raw = {"memory_util": None, "spec_max_num_seqs": None} | raw if isinstance(raw, dict) else raw
     share = raw.get("memory_util") if isinstance(raw, dict) else None
-    ok = isinstance(raw, dict) and set(raw) == set(ints + tokens + ("lengths_alike", "memory_util"))
+    spec = raw.get("spec_max_num_seqs") if isinstance(raw, dict) else None
+    ok = isinstance(raw, dict) and set(raw) == set(
+        ints + tokens + ("lengths_alike", "memory_util", "spec_max_num_seqs")
+    )
+    ok = ok and (spec is None or (isinstance(spec, int) and not isinstance(spec, bool) and 1 <= spec <= 65536))
     ok = ok and (share is None or (isinstance(share, float) and not isinstance(share, bool) and 0.0 < share <= 1.0))
     ok = ok and all(isinstance(raw[k], int) and not isinstance(raw[k], bool) and 1 <= raw[k] <= 4_194_304 for k in ints)
     unknown = ok and raw["input_tokens"] is None and raw["output_tokens"] is None and raw["lengths_alike"] is False
@@ -361,7 +368,8 @@ def _read_serving(where: str, raw: object) -> dict | None:
     )
     if not ok or not isinstance(raw["lengths_alike"], bool):
         raise ValueError(
-            f"{where}: serving must hold max_num_seqs and max_batched_tokens (whole numbers >= 1), input_tokens and "
+            f"{where}: serving must hold max_num_seqs and max_batched_tokens (whole numbers >= 1), spec_max_num_seqs "
+            "(a whole number >= 1, or null), input_tokens and "
             f"output_tokens (tokens >= 1, or both null with lengths_alike false), lengths_alike (true or false) and "
             f"memory_util (in (0, 1], or null), got {raw!r}"
         )

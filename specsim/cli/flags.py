@@ -5,6 +5,7 @@ and the other command modules); :mod:`specsim.cli.main` assembles the parser fro
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from typing import Callable
 
@@ -303,6 +304,8 @@ def limits_and_source(args: argparse.Namespace, preset, hardware, offline: bool 
     if cal is not None and cal.serving is not None:
         fitted = (cal.serving["max_num_seqs"], cal.serving["max_batched_tokens"])
         limits, _ = limits_of(preset, hardware, offline, *(f if g is None else g for g, f in zip(given, fitted)))
+        if given[0] is None:  # the speculating engine's own max_num_seqs as the runs had it (SGLang's 48)
+            limits = dataclasses.replace(limits, spec_max_num_seqs=cal.serving.get("spec_max_num_seqs"))
         return limits, f"the limits {cal.name}'s runs were fitted under", missing
     limits, where = limits_of(preset, hardware, offline, *given)
     return limits, where, missing
