@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 import time
 import urllib.request
@@ -505,6 +506,26 @@ def test_a_calibration_of_another_model_than_the_page_serves_is_refused(day, cap
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert f"the engine serves {MODEL!r} (llama-3.1-8b), and {cal} is a calibration of qwen3-4b" in err
+
+
+def test_a_longer_gamma_proposed_is_the_one_the_schedule_written_with_it_reaches(dep, capsys):
+    # An engine at gamma 2 whose drafter accepts 0.85 of tokens: the verdict proposes a longer gamma, weighed at the
+    # alpha of the acceptance length; the schedule written beside it is solved at that alpha too, so it reaches the
+    # gamma proposed (from per-position counts, which stop at position 2, it could not).
+    from specsim.watch.replay import simulate_day
+
+    high = simulate_day(dep, [(0, 6.0), (300, 0)], 0.85, 2, 1000, 256, seed=3)
+    with _serve(high, "vllm@0.20.0") as server:
+        code = main(
+            ["watch", "--url", server.url, "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--interval", "0.25"]
+            + ["--windows", "1", "--json"]
+        )
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    (verdict,) = [x for x in lines if x["type"] == "verdict" and x["kind"] == "schedule"]
+    proposed = int(re.search(r"should now be gamma (\d+)", verdict["text"])[1])
+    written = json.loads(verdict["detail"].split("\n#")[0])
+    assert code == 5 and proposed > 2 and written["num_speculative_tokens"] == proposed
+    assert "per-position counts cover positions 1-2" in verdict["detail"]
 
 
 def test_a_restart_mid_watch_is_said_and_watching_goes_on(day, capsys):

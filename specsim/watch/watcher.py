@@ -242,16 +242,21 @@ def schedule_writer(dep, judge, names, release: tuple, shown: str, draft_checkpo
     from specsim.answers.load import load_answer
     from specsim.core.defaults import DEFAULT_BATCHES
     from specsim.engines import REGISTRY
-    from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
+    from specsim.speculation.acceptance import alpha_from_acceptance_length
     from specsim.speculation.schedule import load_schedule
 
     def write(window):
+        # The acceptance the verdict weighed every gamma at (Judge.judge): the alpha of the window's acceptance length.
+        # Per-position counts stop at the gamma in use, so a schedule from them could not reach the longer gamma a
+        # verdict proposes: the two would disagree.
+        alpha = float(alpha_from_acceptance_length(min(window.acceptance_length, window.gamma + 1.0), window.gamma))
+        acc, flag = alpha, f"--alpha {alpha:.3f}"
+        weighed = []
         if window.per_position:
-            acc = Acceptance(cumulative=tuple(window.per_position), source="the window's per-position counts")
-            flag = "--acceptance " + ",".join(f"{c:.3f}" for c in window.per_position)
-        else:
-            alpha = float(alpha_from_acceptance_length(min(window.acceptance_length, window.gamma + 1.0), window.gamma))
-            acc, flag = alpha, f"--alpha {alpha:.3f}"
+            weighed.append(
+                f"the window's per-position counts cover positions 1-{len(window.per_position)}; every gamma is "
+                f"weighed at the alpha of its acceptance length, {alpha:.3f}, as the verdict is"
+            )
         try:
             answer = load_answer(
                 dep,
@@ -276,7 +281,7 @@ def schedule_writer(dep, judge, names, release: tuple, shown: str, draft_checkpo
             f"specsim schedule --concurrency {flag} --input-len {window.input_tokens:.0f} --output-len "
             f"{window.output_tokens:.0f} --format {names.engine} --engine {shown.replace(' ', '@')}"
         )
-        return text, notes + [
+        return text, notes + weighed + [
             f"the same from: {again} (with this command's --target, --draft, --hardware or --calibration)"
         ]
 
