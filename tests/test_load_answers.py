@@ -339,6 +339,24 @@ def test_a_gamma_recommended_where_the_drafter_leaves_fewer_requests_held_says_w
     assert "without the drafter" in row and "limited by" not in row
 
 
+def test_a_gamma_asked_for_that_loses_to_plain_decoding_says_how_and_not_to_speculate(capsys):
+    # alpha 0.3 at gamma 5: every load loses.  At 2 req/s the TPOT is slower; at 18 req/s the speculating engine falls
+    # behind arrivals plain decoding keeps up with; in a closed loop the output per second falls.
+    base = ["speedup", "--timing", "roofline", "--alpha", "0.3", "--gamma", "5"]
+    slow, behind = _json(base + ["--rate", "2,18"], capsys)
+    assert slow["speedup_tpot"] < 1 and slow["recommendation"] == (
+        f"gamma 5 loses: TPOT speedup {slow['speedup_tpot']:.2f}x; do not speculate at this load"
+    )
+    assert behind["spec"]["saturated"] and not behind["plain"]["saturated"]
+    assert behind["recommendation"].startswith("gamma 5 loses: it falls behind the arrivals")
+    (loop,) = _json(base + ["--concurrency", "16"], capsys)
+    assert loop["throughput_ratio"] < 1 and loop["recommendation"].startswith(
+        f"gamma 5 loses: {100 * (loop['throughput_ratio'] - 1):+.0f}% output tok/s; do not speculate"
+    )
+    (pays,) = _json(["speedup", "--timing", "roofline", "--alpha", "0.8", "--gamma", "3", "--rate", "2"], capsys)
+    assert pays["speedup_tpot"] > 1 and pays["recommendation"] == "gamma 3"
+
+
 def test_a_schedule_at_loads_in_json_carries_the_loads_table_and_serve_sim_its_limits_and_cache(capsys):
     # What the text prints first (the loads, the engine's limits; serve-sim's KV capacity) is in the JSON too.
     argv = ["schedule", "--timing", "roofline", "--alpha", "0.8", "--concurrency", "1,16"]

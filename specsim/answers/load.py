@@ -177,12 +177,28 @@ class LoadAnswer:
     def _recommend(self, i: int, j: int) -> str:
         s = self.state
         if self.fixed_gamma is not None:  # (a gamma that has no room is refused: load_answer)
-            return f"gamma {self.fixed_gamma}"
+            if self.objective()[i, j] < 1.0:  # the gamma asked for loses to plain decoding at this load: say how
+                return f"gamma {self.fixed_gamma} loses: {self._loss(i, j)}; do not speculate at this load" + (
+                    self._fewer_held(i, j, named=False)
+                )
+            return f"gamma {self.fixed_gamma}" + self._fewer_held(i, j, named=False)
         if i == 0:
             if self.speculation_has_no_room:
                 return "do not speculate (no room for the drafter)"
             return "do not speculate" + self._held_back(j)
         return f"speculate with gamma={int(s.gamma[i, 0])}" + self._fewer_held(i, j, named=False)
+
+    def _loss(self, i: int, j: int) -> str:
+        """How gamma row ``i`` loses to plain decoding at load ``j``, by what the load's best gamma is chosen on
+        (:func:`objective`)."""
+        s = self.state
+        behind = np.broadcast_to(np.asarray(s.saturated, dtype=bool), s.tpot_s.shape)[:, j]
+        if self.kind == "rate" and behind[i] and not behind[0]:
+            return "it falls behind the arrivals, which plain decoding keeps up with"
+        if self.kind == "rate" and not behind[i]:
+            return f"TPOT speedup {self.tpot_speedup()[i, j]:.2f}x"
+        out = np.broadcast_to(np.asarray(s.output_tokens_per_s, dtype=float), s.tpot_s.shape)[:, j]
+        return f"{_change(out[i] / out[0] - 1)} output tok/s"
 
     def _held_back(self, j: int) -> str:
         """Why no gamma pays at load ``j`` where the speculating engine holds fewer requests than the plain one: the
@@ -201,7 +217,7 @@ class LoadAnswer:
         s = self.state
         held = np.broadcast_to(np.asarray(s.in_engine, dtype=float), s.tpot_s.shape)[:, j]
         limited = np.broadcast_to(np.asarray(s.limited_by), s.tpot_s.shape)[:, j]
-        if held[k] >= held[0] or not limited[k]:
+        if held[k] >= held[0] or limited[k] not in ("kv cache", "max_num_seqs"):
             return ""
         out = np.broadcast_to(np.asarray(s.output_tokens_per_s, dtype=float), s.tpot_s.shape)[:, j]
         ttft = np.broadcast_to(np.asarray(s.ttft_s, dtype=float), s.tpot_s.shape)[:, j]
