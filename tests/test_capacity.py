@@ -104,6 +104,7 @@ def test_capacity_to_dict_is_every_field_under_its_own_name():
         "speculating_usable_bytes",
         "memory_basis",
         "memory_utilization",
+        "usable_share",
         "max_batched_tokens",
         "target_fits",
         "both_fit",
@@ -111,6 +112,11 @@ def test_capacity_to_dict_is_every_field_under_its_own_name():
         "max_batch_with_draft",
     ]
     assert cap.to_dict() == {name: getattr(cap, name) for name in fields}
+    # The share used is said even where none was given (the engine's own: vLLM 0.28-0.33's 0.92).
+    assert capacity(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b"), 1128).usable_share == {
+        "plain": pytest.approx(0.92, abs=1e-12),
+        "speculating": pytest.approx(0.92, abs=1e-12),
+    }
 
 
 def test_throughput_table_columns_are_consistent_with_each_other():

@@ -251,9 +251,14 @@ def test_compare(capsys):
     from specsim.answers.compare import compare_answer
 
     dep = deployment()
-    answer = compare_answer(dep, 0.8, [1, 64, 256], 1128, None, 16, None, 0.9)
+    answer = compare_answer(dep, 0.8, [1, 64, 256], 1128, None, 16, None, None)  # the engine's own share, as the CLI
     records = answer.frame.to_dict(orient="records")
-    assert printed == as_json([r | {"provenance": dep.provenance()} for r in records])
+    cap, (spec, plain) = answer.capacity, answer.at_largest()
+    largest = {
+        "speculating": {"batch": cap.max_batch_with_draft, "tokens_per_s": spec},
+        "plain": {"batch": cap.max_batch_without_draft, "tokens_per_s": plain},
+    }
+    assert printed == as_json([r | {"at_largest_batch": largest, "provenance": dep.provenance()} for r in records])
 
 
 # -- serving --------------------------------------------------------------------------------------------------------

@@ -437,8 +437,18 @@ def run_compare(args: argparse.Namespace) -> int:
     )
     frame, cap = answer.frame, answer.capacity
     if args.json:
+        # What the text prints under its table, with each row: the device's throughput at the largest batch that fits
+        # with the draft and without it (None where the draft does not fit beside the target).
+        peak = answer.at_largest()
+        largest = None
+        if peak is not None:
+            largest = {
+                "speculating": {"batch": int(cap.max_batch_with_draft), "tokens_per_s": peak[0]},
+                "plain": {"batch": int(max(cap.max_batch_without_draft, 1)), "tokens_per_s": peak[1]},
+            }
         records = frame.to_dict(orient="records")
         for r in records:
+            r["at_largest_batch"] = largest
             r["provenance"] = dep.provenance()
         print_json(records)
         print_notes(dep)

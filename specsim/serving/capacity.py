@@ -151,6 +151,14 @@ class Capacity:
         free = self.free_bytes_with_draft
         return max(0, int(free // self.kv_bytes_per_seq)) if free > 0 else 0
 
+    @property
+    def usable_share(self) -> dict:
+        """The share of device memory left to the weights and KV cache, plain and speculating."""
+        return {
+            "plain": self.usable_bytes / self.memory_bytes,
+            "speculating": self.speculating_usable_bytes / self.memory_bytes,
+        }
+
     def to_dict(self) -> dict:
         return {
             "memory_bytes": self.memory_bytes,
@@ -163,7 +171,10 @@ class Capacity:
             "gpus": self.gpus,
             "speculating_usable_bytes": self.speculating_usable_bytes,
             "memory_basis": self.memory_basis,
+            # The setting as given (None: the engine's own, memory_basis), and the share of memory it leaves the
+            # weights and KV cache, plain and speculating: what the setting came to.
             "memory_utilization": self.memory_utilization,
+            "usable_share": self.usable_share,
             "max_batched_tokens": self.max_batched_tokens,
             "target_fits": self.target_fits,
             "both_fit": self.both_fit,
