@@ -620,7 +620,8 @@ def _is_bench_file(record: dict) -> bool:
     return ("backend" in record and any(k in record for k in keys)) or ("mean_tpot_ms" in record and "date" in record)
 
 
-#: vllm/engine/arg_utils.py get_batch_defaults (read at 0.24.0; the A100 exception is vLLM PR #17885): a GPU
+#: vllm/engine/arg_utils.py get_batch_defaults (read at 0.14.0 and 0.24.0, the same in both; the A100 exception is
+#: vLLM PR #17885; later releases not read, so the text says where it was read, not "vLLM 0.33's"): a GPU
 #: with 70 GiB or more that is not an A100 gets the larger limits, every other GPU the smaller; (max_num_seqs,
 #: max_num_batched_tokens) for the OpenAI server (vllm serve) and the LLM class (offline batches).
 _LARGE_GPU_BYTES = 70 * 2**30
@@ -640,7 +641,7 @@ def default_limits(hardware, offline: bool) -> DefaultLimits:
     large = hardware.memory_bytes >= _LARGE_GPU_BYTES and "a100" not in name
     seqs, tokens = _BATCH_DEFAULTS[(large, offline)]
     where = (
-        f"vLLM 0.24's defaults for {'an offline LLM batch' if offline else 'an OpenAI server'} on "
+        f"vLLM's defaults (as read at 0.14.0 and 0.24.0) for {'an offline LLM batch' if offline else 'an OpenAI server'} on "
         + ("a GPU of 70 GiB or more other than an A100" if large else "an A100 or a GPU under 70 GiB")
         + ": vllm/engine/arg_utils.py get_batch_defaults"
     )
