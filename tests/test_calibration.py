@@ -919,6 +919,35 @@ def test_a_calibration_answers_at_a_load_for_the_lengths_and_limits_its_runs_wer
     assert main(argv) == 2 and "spec_max_num_seqs (a whole number >= 1, or null)" in capsys.readouterr().err
 
 
+def test_a_gamma_past_the_draft_steps_a_calibrations_acceptance_was_measured_at_is_said_to_extrapolate(
+    tmp_path, capsys
+):
+    # n-gram drafting at 4 steps on an RTX 3090, acceptance recorded: the file keeps the 4; a recommendation past it
+    # says the rate is carried past what was measured, and one from an acceptance the user gives does not.
+    src = "examples/bench/public/rtx3090-qwen3-4b-ngram"
+    cal = tmp_path / "q4.yaml"
+    argv = ["calibrate-engine", "--plain", f"{src}/plain-code.jsonl", "--spec", f"{src}/ngram-k4-code.jsonl"]
+    argv += ["--hardware", "rtx-3090", "--target", "qwen3-4b", "--draft", "ngram", "--steps", "4"]
+    assert main(argv + ["--engine", "vllm@0.25.0", "--out", str(cal)]) == 0
+    capsys.readouterr()
+    record = yaml.safe_load(cal.read_text())
+    assert record["acceptance"]["measured_steps"] == 4
+    rows = _json(["optimal-gamma", "--calibration", str(cal), "--concurrency", "1,8"], capsys)
+    for row in rows:
+        past = row["gamma"] > 4
+        assert (
+            row["recommendation"].endswith("(past the 4 draft steps its acceptance was measured at: extrapolated)")
+            == past
+        )
+    assert any(row["gamma"] > 4 for row in rows), [row["gamma"] for row in rows]
+    given = _json(["optimal-gamma", "--calibration", str(cal), "--concurrency", "1,8", "--alpha", "0.9"], capsys)
+    assert all("extrapolated" not in row["recommendation"] for row in given)
+    record["acceptance"]["measured_steps"] = 0
+    cal.write_text(yaml.safe_dump(record))
+    assert main(["optimal-gamma", "--calibration", str(cal), "--concurrency", "1"]) == 2
+    assert "measured_steps must be a whole number in [1, 64] or null" in capsys.readouterr().err
+
+
 def test_runs_that_give_no_lengths_leave_the_calibrations_lengths_unknown_and_the_article_s_in_use(tmp_path, capsys):
     from types import SimpleNamespace
 

@@ -272,7 +272,10 @@ def test_a_load_answer_takes_the_engines_limits_on_its_gpu_and_names_where_they_
     base = ["optimal-gamma", "--hardware", "a100-sxm-80gb", "--engine", "vllm@0.24.0", "--concurrency", "1,64"]
     assert main(base) == 0
     out = capsys.readouterr().out
-    assert "max_num_seqs 256, max_batched_tokens 2048 (vLLM's defaults (as read at 0.14.0 and 0.24.0) for an OpenAI server on an A100" in out
+    assert (
+        "max_num_seqs 256, max_batched_tokens 2048 (vLLM's defaults (as read at 0.14.0 and 0.24.0) for an OpenAI server on an A100"
+        in out
+    )
     assert main(base + ["--max-num-seqs", "64", "--max-batched-tokens", "4096"]) == 0
     out = capsys.readouterr().out
     assert "max_num_seqs 64, max_batched_tokens 4096;" in out and "defaults for" not in out

@@ -138,7 +138,11 @@ def test_schedule_runs_to_the_engines_max_num_seqs_where_no_max_batch_is_given(c
     """vLLM's own max_num_seqs on an A100 is 256 (vllm/engine/arg_utils.py get_batch_defaults, 0.24.0), a speculating
     SGLang server's 48; --max-num-seqs replaces it; --max-batch wins over both and says nothing."""
     for flags, top, said in (
-        (["--hardware", "a100-sxm-80gb"], 256, "vLLM's defaults (as read at 0.14.0 and 0.24.0) for an OpenAI server on an A100"),
+        (
+            ["--hardware", "a100-sxm-80gb"],
+            256,
+            "vLLM's defaults (as read at 0.14.0 and 0.24.0) for an OpenAI server on an A100",
+        ),
         (["--hardware", "a100-sxm-80gb", "--max-num-seqs", "64"], 64, "max_num_seqs 64: --max-num-seqs"),
         (["--hardware", "a100-sxm-80gb", "--max-batch", "100"], 100, None),
         # SGLang's speculating server runs 48 requests unless --max-running-requests is given (server_args.py)

@@ -128,6 +128,8 @@ class LoadAnswer:
     state: SteadyState  #: every gamma searched (rows) at every load (columns)
     best: np.ndarray  #: the row of the best gamma per load (0: plain decoding)
     fixed_gamma: int | None = None
+    #: The deepest draft step the acceptance was measured at (a calibration's); a gamma past it extrapolates it.
+    measured_steps: int | None = None
 
     @property
     def rows(self) -> list[dict]:
@@ -186,7 +188,14 @@ class LoadAnswer:
             if self.speculation_has_no_room:
                 return "do not speculate (no room for the drafter)"
             return "do not speculate" + self._held_back(j)
-        return f"speculate with gamma={int(s.gamma[i, 0])}" + self._fewer_held(i, j, named=False)
+        return f"speculate with gamma={int(s.gamma[i, 0])}" + self._fewer_held(i, j, named=False) + self._past(i)
+
+    def _past(self, i: int) -> str:
+        """Where gamma row ``i`` drafts past the deepest step the acceptance was measured at: that it extrapolates."""
+        g, m = int(self.state.gamma[i, 0]), self.measured_steps
+        if m is None or g <= m:
+            return ""
+        return f" (past the {m} draft step{'s' if m != 1 else ''} its acceptance was measured at: extrapolated)"
 
     def _loss(self, i: int, j: int) -> str:
         """How gamma row ``i`` loses to plain decoding at load ``j``, by what the load's best gamma is chosen on
@@ -286,12 +295,15 @@ def load_answer(
     prompt_sample=None,
     output_sample=None,
     lengths: str = "",
+    measured_steps: int | None = None,
 ) -> LoadAnswer:
     """The best gamma (or ``gamma``, fixed) at each load of ``kind`` with what a benchmark measures there.
 
     ``input_tokens`` and ``output_tokens`` are every request's lengths (a benchmark's fixed lengths: its plain users move
     in step), unless ``prompt_sample`` and ``output_sample`` give a workload's distribution (then their means, and the
-    prefill and context weighted over it).  The KV cache is the capacity model's at ``memory_utilization``."""
+    prefill and context weighted over it).  The KV cache is the capacity model's at ``memory_utilization``.
+    ``measured_steps``: the deepest draft step the acceptance was measured at, where known (a recommendation past it
+    says that it extrapolates)."""
     if limits is None:  # the engine's own on the GPU (vLLM's), else the serving model's defaults
         limits, _ = engine_limits(dep.engine, dep.hardware, kind == "batch")
     P, O = float(input_tokens), float(output_tokens)
@@ -315,7 +327,7 @@ def load_answer(
         basis = memory_share(dep, memory_utilization, limits.max_batched_tokens).where
         raise ValueError(no_room_said(dep, True, state.kv_bytes[1], basis))
     best = _best(state, kind, gamma is not None)
-    return LoadAnswer(dep, label, kind, list(loads), P, O, lengths, limits, state, best, gamma)
+    return LoadAnswer(dep, label, kind, list(loads), P, O, lengths, limits, state, best, gamma, measured_steps)
 
 
 def check_positions(dep, input_tokens: float, output_tokens: float, fixed: bool = True) -> None:

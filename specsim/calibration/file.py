@@ -68,6 +68,8 @@ class Calibration:
     overlap_share: float | None = None
     #: What the runs were served at (:func:`serving_record`); None in a file written before 2026-12-04.
     serving: dict | None = None
+    #: The deepest draft step the acceptance was measured at (a longer chain extrapolates it); None where unknown.
+    acceptance_steps: int | None = None
 
     @property
     def name(self) -> str:
@@ -214,9 +216,10 @@ def calibration_mapping(
     if limits is not None:
         record["serving"] = serving_record(fit.runs, limits, memory_utilization)
     if acceptance is not None:
+        drafted = [int(c.setup.steps) for c in fit.runs if c.kind == "spec" and c.setup is not None and c.setup.steps]
         record["acceptance"] = (
             {"alpha": acceptance.alpha} if acceptance.alpha is not None else {"cumulative": list(acceptance.cumulative)}
-        ) | {"source": acceptance_label}
+        ) | {"source": acceptance_label, "measured_steps": max(drafted) if drafted else None}
     return record
 
 
@@ -294,7 +297,7 @@ def read_calibration(path: str | Path) -> Calibration:
         raise ValueError(f"{where}: prefill_scale must be a number in [0.05, 20], got {prefill!r}")
     if share is not None and (isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1):
         raise ValueError(f"{where}: overlap_share must be a share in [0, 1] or null, got {share!r}")
-    acc, label = None, None
+    acc, label, steps = None, None, None
     raw = data.get("acceptance")
     if raw is not None:
         if not isinstance(raw, dict):
@@ -304,6 +307,11 @@ def read_calibration(path: str | Path) -> Calibration:
             acc = Acceptance(alpha=raw.get("alpha"), cumulative=tuple(raw.get("cumulative") or ()), source=label)
         except (TypeError, ValueError) as err:
             raise ValueError(f"{where}: acceptance: {err}") from None
+        steps = raw.get("measured_steps")  # (a file written before 2026-12-05 has none)
+        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 64):
+            raise ValueError(
+                f"{where}: acceptance: measured_steps must be a whole number in [1, 64] or null, got {steps!r}"
+            )
     serving = _read_serving(where, data.get("serving"))
     draft_tp = data.get("draft_tp")
     options = data.get("target_options") or {}
@@ -339,6 +347,7 @@ def read_calibration(path: str | Path) -> Calibration:
         float(prefill),
         None if share is None else float(share),
         serving,
+        steps,
     )
 
 

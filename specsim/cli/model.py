@@ -758,9 +758,11 @@ def load_answer_of(args: argparse.Namespace, dep, acc, acc_label: str, kind: str
     """:func:`specsim.answers.load.load_answer` at the loads the flags give, with the engine's limits they give (the KV
     cache at --memory-util, the engine's own share where not given)."""
     from specsim.answers.load import load_answer
+    from specsim.cli.args import calibration
     from specsim.cli.flags import engine_limits
 
     limits, args.limits_said = engine_limits(args, dep.engine, dep.hardware, offline=kind == "batch")
+    cal = calibration(args)
     return load_answer(
         dep,
         acc,
@@ -776,6 +778,8 @@ def load_answer_of(args: argparse.Namespace, dep, acc, acc_label: str, kind: str
         prompt_sample=lengths.prompt_sample,
         output_sample=lengths.output_sample,
         lengths=lengths.description,
+        # The calibration's acceptance was measured at so many draft steps; a gamma past them extrapolates it.
+        measured_steps=cal.acceptance_steps if cal is not None and acc is cal.acceptance else None,
     )
 
 
