@@ -572,6 +572,12 @@ def _parser_watch(sub) -> None:
         "--json", action="store_true", help="JSON lines: a header, one object per window and per verdict, a summary"
     )
     add_deployment_args(p, defaults=False, batch=False, context=False)
+    for action in p._actions:  # the watch's own default: the model the engine's page names (_deployment)
+        if action.dest == "target":
+            action.help = (
+                "target model: built-in name or path to a Hugging Face config.json (default: the model the engine's "
+                "page names, where it is a built-in one; --alert-rules and --dashboard alone read no page: give it)"
+            )
     p.set_defaults(func=_run)
 
 
