@@ -487,10 +487,6 @@ CASES = [
         "vllm-eagle3.jsonl#1: given as a plain run but it reports an acceptance length of 2.80",
     ),
     (
-        "calibrate-engine --plain examples/bench/vllm-plain.jsonl --spec {tmp}/bench-c8.jsonl --hardware h100 --draft eagle3 --steps 3",
-        "bench-c8.jsonl#1: speculative run at concurrency 8 has no plain run at the same load; plain runs are at concurrency 1, ",
-    ),
-    (
         "calibrate-engine --plain examples/bench/vllm-plain.jsonl --spec examples/bench/vllm-eagle3.jsonl --hardware h100",
         "--spec runs need --draft and --steps",
     ),
