@@ -875,6 +875,15 @@ def test_a_calibration_answers_at_a_load_for_the_lengths_and_limits_its_runs_wer
         == "every request 2000 in, 300 out [--output-len 300 (default: the runs cal.yaml was fitted to)]"
     )
     assert given[1]["spec"]["limited_by"] != "max_num_seqs" or given[1]["spec"]["in_engine"] > 128
+    # serve-sim takes the same lengths from the file, and says so, where it is given no --workload or lengths.
+    assert main(["serve-sim", "--calibration", str(out), "--concurrency", "4", "--requests", "20", "--runs", "1"]) == 0
+    sim = capsys.readouterr().out
+    assert (
+        "every request 700 in, 300 out, 4 users [--input-len 700 and --output-len 300 (default: the runs cal.yaml"
+        in sim
+    )
+    argv_sim = ["serve-sim", "--calibration", str(out), "--concurrency", "4", "--requests", "20", "--runs", "1"]
+    assert main(argv_sim + ["--workload", "chat"]) == 0 and "[--input-len" not in capsys.readouterr().out
     # A file written before the record existed still reads, and answers at the article's lengths as it did.
     del record["serving"]
     out.write_text(yaml.safe_dump(record))

@@ -49,8 +49,9 @@ def _acceptance_question(args: argparse.Namespace) -> tuple[int, str]:
             return 0, "chat"  # requests_for refuses these with the trace, before anything is simulated
         requests = read_trace(args.trace)
         return int(np.median(mean_context_tokens(requests.prompt, requests.output))), "chat"
-    if getattr(args, "input_len", None) is not None or getattr(args, "output_len", None) is not None:
-        P, O = _lengths(args)
+    fixed = _lengths(args)
+    if fixed is not None:
+        P, O = fixed
         return int(mean_context_tokens(P, O)), "chat"
     workload = get_workload(args.workload or DEFAULT_WORKLOAD)
     return int(round(workload.median_context_tokens)), workload.acceptance
@@ -211,22 +212,42 @@ def run_serve_sim(args: argparse.Namespace) -> int:
     return 0
 
 
+def _calibrated_lengths(args: argparse.Namespace) -> tuple | None:
+    """(prompt, output, where from) of the runs a --calibration file was fitted to, where they are one workload's
+    lengths and the requests are not otherwise given (--workload, --trace): the lengths every answer at a load takes
+    from the file (:func:`specsim.cli.args.load_lengths`); None otherwise."""
+    from specsim.cli.args import calibration
+
+    if getattr(args, "workload", None) is not None or getattr(args, "trace", None) is not None:
+        return None
+    cal = calibration(args)
+    serving = None if cal is None else cal.serving
+    if serving is None or not serving["lengths_alike"]:
+        return None
+    return round(serving["input_tokens"]), round(serving["output_tokens"]), f"the runs {cal.name} was fitted to"
+
+
 def _lengths(args: argparse.Namespace) -> tuple | None:
-    """(prompt, output) every request has where --input-len or --output-len is given (the other at its cited default)."""
+    """(prompt, output) every request has where --input-len or --output-len is given (the other at its cited default:
+    a calibration's runs' where it has them, else the article's), or where a --calibration file's runs give both."""
     from specsim.answers.load import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
 
-    if args.input_len is None and args.output_len is None:
+    fitted = _calibrated_lengths(args)
+    if args.input_len is None and args.output_len is None and fitted is None:
         return None
-    return (args.input_len or DEFAULT_INPUT_TOKENS, args.output_len or DEFAULT_OUTPUT_TOKENS)
+    P, O = (DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS) if fitted is None else fitted[:2]
+    return (args.input_len or P, args.output_len or O)
 
 
 def _lengths_said(args: argparse.Namespace) -> str:
-    """Where one of --input-len and --output-len is given, the other's cited default, as every header says it."""
+    """The lengths not given, with their cited default, as every header says it ("" where both are given or the
+    requests are a workload's)."""
     from specsim.answers.load import lengths_defaults_said
 
-    if args.input_len is None and args.output_len is None:
+    fitted = _calibrated_lengths(args)
+    if args.input_len is None and args.output_len is None and fitted is None:
         return ""
-    return lengths_defaults_said(args.input_len, args.output_len)
+    return lengths_defaults_said(args.input_len, args.output_len, fitted)
 
 
 def _write_requests(path, requests, plain, spec) -> None:
