@@ -528,6 +528,19 @@ def test_a_longer_gamma_proposed_is_the_one_the_schedule_written_with_it_reaches
     assert "per-position counts cover positions 1-2" in verdict["detail"]
 
 
+def test_a_window_that_serves_requests_without_one_speculative_step_says_speculation_is_off():
+    # Requests served and no speculative step (a draft-length schedule giving 0, or an engine that stopped drafting) is
+    # not an idle engine, and the row says which it is.
+    from types import SimpleNamespace
+
+    from specsim.watch.watcher import Watcher
+
+    serving = SimpleNamespace(drafts=0.0, requests_per_s=3.5, acceptance_length=None, notes=())
+    assert Watcher._why_idle(serving).startswith("no speculative step while 3.5 requests/s were served")
+    quiet = SimpleNamespace(drafts=0.0, requests_per_s=0.0, acceptance_length=None, notes=())
+    assert Watcher._why_idle(quiet).startswith("idle: 0 speculating steps")
+
+
 def test_a_restart_mid_watch_is_said_and_watching_goes_on(day, capsys):
     from specsim.watch.replay import ReplayServer, pages
 

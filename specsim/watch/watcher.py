@@ -218,6 +218,13 @@ class Watcher:
     def _why_idle(window) -> str:
         from specsim.watch.windows import MIN_DRAFTS
 
+        if window.drafts is not None and window.drafts < 1 and window.requests_per_s:
+            # Requests served and not one speculative step: a schedule that turns speculation off at this load
+            # (TensorRT-LLM's draft_len_schedule can give 0), or an engine that stopped drafting.
+            return (
+                f"no speculative step while {window.requests_per_s:.3g} requests/s were served: speculation is off at "
+                "this load (a draft-length schedule giving 0, or an engine that stopped drafting)"
+            )
         if window.drafts is not None and window.drafts < MIN_DRAFTS:
             return f"idle: {window.drafts:.0f} speculating steps (fewer than {MIN_DRAFTS})"
         if not window.requests_per_s:
