@@ -141,8 +141,9 @@ notes: |
     and 2 are runs of only 8 requests.
   - The CSV's TPOT does not say whether it is a mean or a median. It is written as median_tpot_ms because the client's
     ladder.csv, whose columns the compact CSV mirrors, records tpot_ms_p50 only. One fixed prompt, ignore_eos and a
-    constant concurrency make the mean and the median close, but there is no mean_tpot_ms: the reader of today
-    (which requires mean_tpot_ms) refuses these records.
+    constant concurrency make the mean and the median close, but there is no mean_tpot_ms. The reader of the day the
+    folder was converted required mean_tpot_ms and refused these records; specsim's reader now judges a run by its
+    median TPOT where the mean is absent, and says so ("TPOT ms (median)").
   - num_speculative_tokens 7 (the block size), method "dspark" (vLLM 0.26.0's native DSpark path).
   - The server scripts' defaults differ in gpu_memory_utilization (baseline 0.90, DSpark 0.98); the report says the
     servers had matched budgets per concurrency point. Qwen3 thinking was left on (the default).

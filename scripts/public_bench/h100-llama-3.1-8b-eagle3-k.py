@@ -218,8 +218,8 @@ mapping: |
   backend "vllm"; model_id meta-llama/Llama-3.1-8B-Instruct; date omitted (not recorded, commit dates unknown)
 notes: |
   - Only throughput (and wall seconds, rounded to 1 ms) is recorded for the batch runs; durations are derived from it.
-    No TTFT, TPOT or ITL anywhere: these records carry no mean_tpot_ms (the reader of today refuses them; the new format
-    allows a run with duration and totals).
+    No TTFT, TPOT or ITL anywhere: these records carry no mean_tpot_ms (the reader of the day the folder was converted
+    refused them; specsim's reader now judges such a run by its throughput, from its duration and totals).
   - "batch 16" is really one batch of 4 prompts (run with the harness's default n = 4, max_num_seqs 16); the records say
     completed 4. Its acceptance is over 4 prompts and its wall time (0.3-0.45 s) is short.
   - The two batch-8 runs are separate engine sessions with their own no-spec baselines, which differ by 12-14%

@@ -139,8 +139,8 @@ mapping: |
   spec_decode_acceptance_length = 1 + k x draft_acceptance_pct_median / 100
   date -> date; engine -> backend; checkpoint_ref -> model_id
 notes: |
-  - Medians only (TTFT, TPOT, ITL p50): there is no mean_tpot_ms, so the reader of today refuses these records; the new
-    format accepts them (duration and totals). ITL is per streamed chunk, so it exceeds TPOT in the MTP arms.
+  - Medians only (TTFT, TPOT, ITL p50): there is no mean_tpot_ms, so the reader of the day the folder was converted
+    refused these records; specsim's reader now judges a run by its median TPOT where the mean is absent. ITL is per streamed chunk, so it exceeds TPOT in the MTP arms.
   - Each row is the median over repeats: 5 repeats, except the MTP arms at c = 1 (20). Acceptance is the median of the
     per-repeat rates, not the rate of one repeat. At c = 1 the MTP repeats vary widely (k = 2: 195-322 tok/s,
     acceptance 13-59%): the author notes greedy chat outputs were nondeterministic even for the baseline.

@@ -143,7 +143,8 @@ notes: |
     Qwen3-1.7B draft model (its Qwen3-4B speculation is n-gram and TinyLlama-1.1B, cross-vocabulary; the Qwen drafts
     serve Mistral-7B). This folder keeps the same-vocabulary arm that exists: n-gram, k = 4.
   - Only aggregate output tok/s is recorded (mean of 2 repeats): no TTFT, TPOT, ITL, no request count. Records carry
-    no mean_tpot_ms (the reader of today refuses them; the new format accepts duration and totals).
+    no mean_tpot_ms (the reader of the day the folder was converted refused them; specsim's reader now judges such a
+    run by its throughput, from its duration and totals).
   - Two plain sessions (--no-spec and --no-spec-rerun, separate servers on ports 18240 / 18241) are kept as separate
     files; they agree within 1-2%.
   - The n-gram acceptance is identical at c = 1, 4, 8 for code (0.4496) and repetitive (0.4583), and differs for
