@@ -595,3 +595,18 @@ def test_a_configuration_for_one_engine_is_not_made_from_another_engines_model_o
     assert main(["schedule", "--calibration", str(cal), "--format", "sglang"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "is a fit of vllm runs" in err
+
+
+def test_the_schedule_names_its_tolerance_which_optimal_gamma_does_not_use(capsys):
+    # At 4 users optimal-gamma's best gamma is 4; the schedule takes 3 there, within 1% of it by the default --rtol:
+    # the note says so, and --rtol 0 gives the best itself.
+    argv = ["schedule", "--timing", "roofline", "--concurrency", "1,4,16", "--alpha", "0.8", "--format", "vllm"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert (
+        "note: each batch takes the smallest gamma within 1% of the best speedup (--rtol 0.01, the default; 0 " in err
+    )
+    assert main(argv + ["--rtol", "0"]) == 0
+    assert "takes the smallest gamma within" not in capsys.readouterr().err
+    assert main(argv + ["--rtol", "0.05"]) == 0
+    assert "within 5% of the best speedup (--rtol 0.05; 0 for the best itself" in capsys.readouterr().err

@@ -98,6 +98,12 @@ def run_schedule(args: argparse.Namespace) -> int:
     if args.per_batch == "require":
         _require_per_batch(args, engine, dep, ranges)
     notes = ([] if modelled is None else [modelled.format(key=dep.engine.key)]) + batch_note + answer.notes
+    if args.rtol > 0:  # a default that moves the answer: said, so that optimal-gamma's other best gamma is explained
+        notes.append(
+            f"each batch takes the smallest gamma within {args.rtol:.0%} of the best speedup (--rtol {args.rtol:g}"
+            + (", the default" if args.rtol == DEFAULT_SCHEDULE_RTOL else "")
+            + "; 0 for the best itself, which optimal-gamma gives)"
+        )
     if engine is not None:
         flags, engine_notes = engine.settings(dep)
         notes += engine_notes
