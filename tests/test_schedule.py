@@ -598,8 +598,8 @@ def test_a_configuration_for_one_engine_is_not_made_from_another_engines_model_o
 
 
 def test_the_schedule_names_its_tolerance_which_optimal_gamma_does_not_use(capsys):
-    # At 4 users optimal-gamma's best gamma is 4; the schedule takes 3 there, within 1% of it by the default --rtol:
-    # the note says so, and --rtol 0 gives the best itself.
+    # The schedule takes the smallest gamma within --rtol of the best (a default that can put it one below
+    # optimal-gamma's at a load): the note says so, names it a default where it is, and --rtol 0 says nothing.
     argv = ["schedule", "--timing", "roofline", "--concurrency", "1,4,16", "--alpha", "0.8", "--format", "vllm"]
     assert main(argv) == 0
     err = capsys.readouterr().err
