@@ -489,7 +489,8 @@ def test_a_target_whose_weights_leave_no_cache_is_refused_and_another_than_the_p
     with _serve(day, "vllm@0.20.0") as server:
         code = main(base + ["--url", server.url, "--target", "llama-3.1-70b", "--tp", "4"])
     out = capsys.readouterr().out
-    assert code in (0, 3, 5) and f"the engine serves {MODEL!r} (llama-3.1-8b); modelled as llama-3.1-70b" in out
+    assert code in (0, 3, 5) and f"note: the engine serves {MODEL!r} (llama-3.1-8b); modelled as llama-3.1-70b" in out
+    assert "note: note:" not in out
 
 
 def test_a_calibration_of_another_model_than_the_page_serves_is_refused(day, capsys, tmp_path):

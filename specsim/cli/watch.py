@@ -204,7 +204,7 @@ def _deployment(args, model: str | None):
                     f"{dep.target.name}: calibrate this deployment (specsim calibrate-engine), or leave out --calibration"
                 )
             said.append(
-                f"note: the engine serves {model!r} ({served}); modelled as {dep.target.name}, as --target names it"
+                f"the engine serves {model!r} ({served}); modelled as {dep.target.name}, as --target names it"
             )
     return dep, said
 
