@@ -919,10 +919,10 @@ def test_a_calibration_answers_at_a_load_for_the_lengths_and_limits_its_runs_wer
     out.write_text(yaml.safe_dump(record))
     argv = ["optimal-gamma", "--calibration", str(out), "--concurrency", "64", "--input-len", "500"]
     (row,) = _json(argv, capsys)
-    assert "its max_num_seqs holds 48 requests against 64 without the drafter" in row["recommendation"]
+    assert "its max_num_seqs admits 48 requests against 64 without the drafter" in row["recommendation"]
     assert row["plain"]["in_engine"] == 64 and row["engine_limits"].startswith("max_num_seqs 2048 (48 speculating)")
     (row,) = _json(argv + ["--max-num-seqs", "2048"], capsys)
-    assert "max_num_seqs holds" not in row["recommendation"] and row["spec"]["in_engine"] == 64
+    assert "max_num_seqs admits" not in row["recommendation"] and row["spec"]["in_engine"] == 64
     record["serving"] = serving | {"spec_max_num_seqs": 0}
     out.write_text(yaml.safe_dump(record))
     assert main(argv) == 2 and "spec_max_num_seqs (a whole number >= 1, or null)" in capsys.readouterr().err

@@ -230,13 +230,13 @@ class LoadAnswer:
             return ""
         out = np.broadcast_to(np.asarray(s.output_tokens_per_s, dtype=float), s.tpot_s.shape)[:, j]
         ttft = np.broadcast_to(np.asarray(s.ttft_s, dtype=float), s.tpot_s.shape)[:, j]
-        what = "KV cache" if limited[k] == "kv cache" else str(limited[k])
+        what = "KV cache holds" if limited[k] == "kv cache" else f"{limited[k]} admits"
         waits = ""
         if np.isfinite(ttft[[0, k]]).all() and ttft[0] > 0:
             longer = ttft[k] / ttft[0]
             waits = f", TTFT {longer:.3g}x" if longer >= 2 else f", TTFT {_change(longer - 1)}"
         return (
-            f" ({f'at gamma {int(s.gamma[k, 0])} ' if named else ''}its {what} holds {held[k]:.0f} requests against "
+            f" ({f'at gamma {int(s.gamma[k, 0])} ' if named else ''}its {what} {held[k]:.0f} requests against "
             f"{held[0]:.0f} without the drafter: {_change(out[k] / out[0] - 1)} output tok/s{waits})"
         )
 

@@ -203,9 +203,7 @@ def _deployment(args, model: str | None):
                     f"the engine serves {model!r} ({served}), and {args.calibration} is a calibration of "
                     f"{dep.target.name}: calibrate this deployment (specsim calibrate-engine), or leave out --calibration"
                 )
-            said.append(
-                f"the engine serves {model!r} ({served}); modelled as {dep.target.name}, as --target names it"
-            )
+            said.append(f"the engine serves {model!r} ({served}); modelled as {dep.target.name}, as --target names it")
     return dep, said
 
 
