@@ -350,6 +350,10 @@ def test_what_one_step_count_and_one_batch_cannot_separate_is_held_at_the_preset
     )
     with pytest.raises(ValueError, match=r"every run is at one load \(concurrency 1\)"):
         fit_engine(dep, [c for c in runs if c.run.load == "concurrency 1"])
+    # Plain runs at one load, speculative ones at others: the plain terms have nothing to stand on.
+    lone = [c for c in runs if c.kind == "spec" or c.run.load == "concurrency 1"]
+    with pytest.raises(ValueError, match=r"the plain runs are all at one load \(concurrency 1\)"):
+        fit_engine(dep, lone)
 
 
 def test_a_term_at_its_bound_or_trading_off_is_not_identified_and_held_at_the_preset(dep):

@@ -485,6 +485,13 @@ def test_a_target_whose_weights_leave_no_cache_is_refused_and_another_than_the_p
     err = capsys.readouterr().err
     assert "llama-3.1-70b does not fit on h100-sxm" in err and "larger --tp" in err
     assert len(err.strip().splitlines()) == 1
+    # At TP 2 and 0.83 of the memory the target fits and the drafter beside it does not: the page speculates, so
+    # that engine cannot be the one serving it either.
+    with _serve(day, "vllm@0.20.0") as server:
+        argv = base + ["--url", server.url, "--target", "llama-3.1-70b", "--tp", "2", "--memory-util", "0.83"]
+        assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "llama-3.1-70b with llama-3.2-1b does not fit on h100-sxm x 2" in err and len(err.strip().splitlines()) == 1
     # At TP 4 it fits; the page serves the 8B model, and the output says which shape is modelled.
     with _serve(day, "vllm@0.20.0") as server:
         code = main(base + ["--url", server.url, "--target", "llama-3.1-70b", "--tp", "4"])
@@ -507,6 +514,11 @@ def test_a_calibration_of_another_model_than_the_page_serves_is_refused(day, cap
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert f"the engine serves {MODEL!r} (llama-3.1-8b), and {cal} is a calibration of qwen3-4b" in err
+    # Naming the calibration's own target does not make it this page's.
+    with _serve(day, "vllm@0.20.0") as server:
+        argv = ["watch", "--url", server.url, "--engine", "vllm@0.20.0", "--calibration", str(cal), "--once"]
+        assert main(argv + ["--target", "qwen3-4b"]) == 2
+    assert "is a calibration of qwen3-4b" in capsys.readouterr().err
 
 
 def test_a_longer_gamma_proposed_is_the_one_the_schedule_written_with_it_reaches(dep, capsys):

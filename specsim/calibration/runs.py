@@ -352,6 +352,11 @@ def check_design(dep, runs: list[CalRun]) -> None:
             f"every run is at one load ({runs[0].run.load}): nothing tells a per-iteration time from the rest "
             "and nothing can be held out; benchmark at two or more concurrencies"
         )
+    if len({c.run.load for c in plain}) < 2:  # (speculative runs at other loads have no plain terms to stand on)
+        raise ValueError(
+            f"the plain runs are all at one load ({plain[0].run.load}): nothing tells the per-iteration time from the "
+            "step's; benchmark without speculation at two or more concurrencies"
+        )
     for c in plain:
         if c.run.accept_length is not None and c.run.accept_length > 1:
             raise ValueError(

@@ -73,16 +73,21 @@ def load_lengths(args: argparse.Namespace):
     workload's lengths (its ``serving`` record), else the reference article's."""
     from specsim.answers.load import request_lengths
 
+    defaults = calibrated_lengths(args)
+    return request_lengths(args.input_len, args.output_len, getattr(args, "workload", None), defaults)
+
+
+def calibrated_lengths(args: argparse.Namespace) -> tuple | None:
+    """(prompt, output, where from) of the runs a --calibration file was fitted to, where they are one workload's
+    lengths and the requests are not otherwise given (--workload, --trace): the lengths every answer at a load takes
+    for those not given; None otherwise."""
+    if getattr(args, "workload", None) is not None or getattr(args, "trace", None) is not None:
+        return None
     cal = calibration(args)
     serving = None if cal is None else cal.serving
-    defaults = None
-    if serving is not None and serving["lengths_alike"] and getattr(args, "workload", None) is None:
-        defaults = (
-            round(serving["input_tokens"]),
-            round(serving["output_tokens"]),
-            f"the runs {cal.name} was fitted to",
-        )
-    return request_lengths(args.input_len, args.output_len, getattr(args, "workload", None), defaults)
+    if serving is None or not serving["lengths_alike"]:
+        return None
+    return round(serving["input_tokens"]), round(serving["output_tokens"]), f"the runs {cal.name} was fitted to"
 
 
 def model_options(args: argparse.Namespace, prefix: str = "") -> dict:

@@ -213,27 +213,13 @@ def run_serve_sim(args: argparse.Namespace) -> int:
     return 0
 
 
-def _calibrated_lengths(args: argparse.Namespace) -> tuple | None:
-    """(prompt, output, where from) of the runs a --calibration file was fitted to, where they are one workload's
-    lengths and the requests are not otherwise given (--workload, --trace): the lengths every answer at a load takes
-    from the file (:func:`specsim.cli.args.load_lengths`); None otherwise."""
-    from specsim.cli.args import calibration
-
-    if getattr(args, "workload", None) is not None or getattr(args, "trace", None) is not None:
-        return None
-    cal = calibration(args)
-    serving = None if cal is None else cal.serving
-    if serving is None or not serving["lengths_alike"]:
-        return None
-    return round(serving["input_tokens"]), round(serving["output_tokens"]), f"the runs {cal.name} was fitted to"
-
-
 def _lengths(args: argparse.Namespace) -> tuple | None:
     """(prompt, output) every request has where --input-len or --output-len is given (the other at its cited default:
     a calibration's runs' where it has them, else the article's), or where a --calibration file's runs give both."""
     from specsim.answers.load import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
+    from specsim.cli.args import calibrated_lengths
 
-    fitted = _calibrated_lengths(args)
+    fitted = calibrated_lengths(args)
     if args.input_len is None and args.output_len is None and fitted is None:
         return None
     P, O = (DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS) if fitted is None else fitted[:2]
@@ -244,8 +230,9 @@ def _lengths_said(args: argparse.Namespace) -> str:
     """The lengths not given, with their cited default, as every header says it ("" where both are given or the
     requests are a workload's)."""
     from specsim.answers.load import lengths_defaults_said
+    from specsim.cli.args import calibrated_lengths
 
-    fitted = _calibrated_lengths(args)
+    fitted = calibrated_lengths(args)
     if args.input_len is None and args.output_len is None and fitted is None:
         return ""
     return lengths_defaults_said(args.input_len, args.output_len, fitted)
@@ -441,8 +428,12 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
         None if lengths is not None and args.workload is None else get_workload(args.workload or DEFAULT_WORKLOAD)
     )
     n = DEFAULT_REQUESTS if args.requests is None else args.requests
-    if lengths is not None:  # the answering commands' words, the defaults cited
-        what = request_lengths(args.input_len, args.output_len).description
+    if (
+        lengths is not None
+    ):  # the answering commands' words, the defaults cited (a calibration's runs' where it has them)
+        from specsim.cli.args import calibrated_lengths
+
+        what = request_lengths(args.input_len, args.output_len, defaults=calibrated_lengths(args)).description
     else:
         what = f"workload {workload.name} ({workload.source})"
     # Poisson rates or closed loops (--concurrency: vllm bench serve --max-concurrency swept); one of them is given.

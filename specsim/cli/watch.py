@@ -193,18 +193,29 @@ def _deployment(args, model: str | None):
     dep = deployment(args)
     if model is not None and not said:
         try:
-            served = get_model(model).name
+            served = get_model(model)
         except (ValueError, KeyError, OSError):
-            served = None
-        if served is not None and served != dep.target.name:
-            if cal is not None and args.target is None:
+            served = None  # a name that is not a built-in model: its shape is unknown, nothing to compare
+        if served is not None and _shape(served) != _shape(dep.target):
+            if cal is not None:
                 # A calibration is one deployment's: its fitted terms say nothing of another model's engine.
                 raise ValueError(
-                    f"the engine serves {model!r} ({served}), and {args.calibration} is a calibration of "
+                    f"the engine serves {model!r} ({served.name}), and {args.calibration} is a calibration of "
                     f"{dep.target.name}: calibrate this deployment (specsim calibrate-engine), or leave out --calibration"
                 )
-            said.append(f"the engine serves {model!r} ({served}); modelled as {dep.target.name}, as --target names it")
+            said.append(
+                f"the engine serves {model!r} ({served.name}); modelled as {dep.target.name}, as --target names it"
+            )
     return dep, said
+
+
+def _shape(model) -> tuple:
+    """What tells two models apart, whatever their names (a config.json's folder, a built-in's, a checkpoint's): their
+    layers, widths, heads, vocabulary and experts."""
+    return tuple(
+        getattr(model, k, None)
+        for k in ("n_layers", "hidden_size", "intermediate_size", "n_heads", "n_kv_heads", "vocab_size", "n_experts")
+    )
 
 
 def _live_url(args, source, names, gamma, model, first, output, watcher, gauges) -> None:

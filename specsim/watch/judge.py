@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specsim.core.defaults import DEFAULT_SERVING_GAMMA_MAX
+
 __all__ = ["ALPHAS", "CONFIDENCE_Z", "Judgement", "Judge"]
 
 #: The alphas on which the break-even is searched: 0 to 0.995, every 0.005.
@@ -87,15 +89,19 @@ class Judge:
     max_num_seqs and token budget; ``gamma_max``: the largest gamma the best-gamma search tries (the drafter's own
     limit applies); ``memory_utilization``: the engine's share of GPU memory (the KV cache the model holds)."""
 
-    def __init__(self, dep, limits, gamma_max: int = 8, memory_utilization: float | None = None):
+    def __init__(
+        self, dep, limits, gamma_max: int = DEFAULT_SERVING_GAMMA_MAX, memory_utilization: float | None = None
+    ):
         from specsim.serving.capacity import free_kv_bytes, memory_share, no_room_said
 
         # An engine whose weights leave no KV cache in its share cannot be the one serving the page: refused, as every
         # answer at a load refuses it, rather than judged as an engine with one request running.
-        free = free_kv_bytes(dep, 1, 1, 1, memory_utilization, limits.max_batched_tokens)[0]
-        if free <= 0:
-            basis = memory_share(dep, memory_utilization, limits.max_batched_tokens).where
-            raise ValueError(no_room_said(dep, False, free, basis))
+        # The same for the drafter beside it (at one draft token: the least it holds), since the page speculates.
+        free = free_kv_bytes(dep, 1, 1, 1, memory_utilization, limits.max_batched_tokens)
+        for speculating in (False, True):
+            if free[speculating] <= 0:
+                basis = memory_share(dep, memory_utilization, limits.max_batched_tokens).where
+                raise ValueError(no_room_said(dep, speculating, free[speculating], basis))
         self.dep, self.limits, self.memory_utilization = dep, limits, memory_utilization
         top = gamma_max
         if dep.drafter is not None and dep.drafter.max_steps is not None:
