@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -112,7 +114,10 @@ def test_capacity_to_dict_is_every_field_under_its_own_name():
         "max_batch_with_draft",
     ]
     assert cap.to_dict() == {name: getattr(cap, name) for name in fields}
-    # The share used is said even where none was given (the engine's own: vLLM 0.28-0.33's 0.92).
+    # The share used is said even where none was given (the engine's own: vLLM 0.28-0.33's 0.92), and for a target
+    # alone too (no speculating share of its own: the plain one).
+    alone = capacity(Deployment.build("h100-sxm", "llama-3.1-8b", None, decode_only=True), 1128)
+    assert dataclasses.replace(alone, speculating_usable_bytes=None).usable_share["speculating"] == pytest.approx(0.92)
     assert capacity(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b"), 1128).usable_share == {
         "plain": pytest.approx(0.92, abs=1e-12),
         "speculating": pytest.approx(0.92, abs=1e-12),

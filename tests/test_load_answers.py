@@ -318,6 +318,15 @@ def test_where_no_gamma_pays_because_the_drafter_leaves_fewer_requests_held_the_
         r"its KV cache holds (\d+) requests against (\d+) without the drafter: ([-+]\d+)%", high["recommendation"]
     )
     assert held and int(held[1]) < int(held[2]) == 8 and int(held[3]) < 0
+    # At a Poisson rate the speculating engine, held to fewer requests, falls behind where plain decoding keeps up: the
+    # reason says that (a queue's output is not a figure to give), where the "capacity" label had left it unsaid.
+    rate = ["optimal-gamma", "--timing", "roofline", "--memory-util", "0.23", "--alpha", "0.6", "--rate", "0.1"]
+    (slow,) = _json(rate + ["--input-len", "1000", "--output-len", "4000"], capsys)
+    assert slow["gamma"] == 0 and re.fullmatch(
+        r"do not speculate \(at gamma \d+ its engine holds \d+ requests against \d+ without the drafter: it falls "
+        r"behind the arrivals\)",
+        slow["recommendation"],
+    ), slow["recommendation"]
 
 
 def test_a_gamma_recommended_where_the_drafter_leaves_fewer_requests_held_says_what_it_gains_and_costs(capsys):

@@ -603,10 +603,8 @@ def test_the_schedule_names_its_tolerance_which_optimal_gamma_does_not_use(capsy
     argv = ["schedule", "--timing", "roofline", "--concurrency", "1,4,16", "--alpha", "0.8", "--format", "vllm"]
     assert main(argv) == 0
     err = capsys.readouterr().err
-    assert (
-        "note: each batch takes the smallest gamma within 1% of the best speedup (--rtol 0.01, the default; 0 " in err
-    )
+    assert "note: each batch takes the smallest gamma within 1% of the best (--rtol 0.01, the default; 0 " in err
     assert main(argv + ["--rtol", "0"]) == 0
     assert "takes the smallest gamma within" not in capsys.readouterr().err
     assert main(argv + ["--rtol", "0.05"]) == 0
-    assert "within 5% of the best speedup (--rtol 0.05; 0 for the best itself" in capsys.readouterr().err
+    assert "within 5% of the best (--rtol 0.05; 0 for the best itself" in capsys.readouterr().err

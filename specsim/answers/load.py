@@ -180,8 +180,9 @@ class LoadAnswer:
         s = self.state
         if self.fixed_gamma is not None:  # (a gamma that has no room is refused: load_answer)
             if self.objective()[i, j] < 1.0:  # the gamma asked for loses to plain decoding at this load: say how
-                return f"gamma {self.fixed_gamma} loses: {self._loss(i, j)}; do not speculate at this load" + (
-                    self._fewer_held(i, j, named=False)
+                loss = self._loss(i, j)
+                return f"gamma {self.fixed_gamma} loses: {loss}; do not speculate at this load" + (
+                    self._fewer_held(i, j, named=False, output=False)  # (the loss is said already)
                 )
             return f"gamma {self.fixed_gamma}" + self._fewer_held(i, j, named=False)
         if i == 0:
@@ -218,7 +219,7 @@ class LoadAnswer:
         k = 1 + int(np.argmax(np.where(_no_room(s)[1:, j], -np.inf, self.objective()[1:, j])))
         return self._fewer_held(k, j)
 
-    def _fewer_held(self, k: int, j: int, named: bool = True) -> str:
+    def _fewer_held(self, k: int, j: int, named: bool = True, output: bool = True) -> str:
         """At load ``j``, where gamma row ``k``'s engine holds fewer requests than plain decoding's (its KV cache beside
         the drafter, or its own max_num_seqs): the requests each holds, and what that does to output tok/s and TTFT
         (" (...)", the gamma ``named``; "" where it holds as many).  Said beside a gamma that is recommended too: its
@@ -226,18 +227,22 @@ class LoadAnswer:
         s = self.state
         held = np.broadcast_to(np.asarray(s.in_engine, dtype=float), s.tpot_s.shape)[:, j]
         limited = np.broadcast_to(np.asarray(s.limited_by), s.tpot_s.shape)[:, j]
-        if held[k] >= held[0] or limited[k] not in ("kv cache", "max_num_seqs"):
+        # ("capacity": a rate past what the engine serves, which holds what its KV cache or max_num_seqs lets it.)
+        if held[k] >= held[0] or limited[k] not in ("kv cache", "max_num_seqs", "capacity"):
             return ""
         out = np.broadcast_to(np.asarray(s.output_tokens_per_s, dtype=float), s.tpot_s.shape)[:, j]
         ttft = np.broadcast_to(np.asarray(s.ttft_s, dtype=float), s.tpot_s.shape)[:, j]
-        what = "KV cache holds" if limited[k] == "kv cache" else f"{limited[k]} admits"
-        waits = ""
+        behind = np.broadcast_to(np.asarray(s.saturated, dtype=bool), s.tpot_s.shape)[:, j]
+        gain = [f"{_change(out[k] / out[0] - 1)} output tok/s"] if output else []
+        if self.kind == "rate" and behind[k] and not behind[0]:  # its output is a queue's: what matters is that
+            gain = ["it falls behind the arrivals"] if output else []
+        what = {"kv cache": "KV cache holds", "capacity": "engine holds"}.get(str(limited[k]), f"{limited[k]} admits")
         if np.isfinite(ttft[[0, k]]).all() and ttft[0] > 0:
             longer = ttft[k] / ttft[0]
-            waits = f", TTFT {longer:.3g}x" if longer >= 2 else f", TTFT {_change(longer - 1)}"
+            gain.append(f"TTFT {longer:.3g}x" if longer >= 2 else f"TTFT {_change(longer - 1)}")
         return (
             f" ({f'at gamma {int(s.gamma[k, 0])} ' if named else ''}its {what} {held[k]:.0f} requests against "
-            f"{held[0]:.0f} without the drafter: {_change(out[k] / out[0] - 1)} output tok/s{waits})"
+            f"{held[0]:.0f} without the drafter" + (f": {', '.join(gain)})" if gain else ")")
         )
 
     @property

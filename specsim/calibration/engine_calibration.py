@@ -50,9 +50,9 @@ def timing_for(
 
 
 def measured_acceptance(fit):
-    """(Acceptance, label) the runs measured on real prompts: the recorded lengths of unpinned runs, else the rate the
-    fit found for a sweep that recorded none; (None, None) where every speculative run was pinned or none was fitted.
-    What the calibration file keeps as its acceptance."""
+    """(Acceptance, label, the deepest draft step it was measured at) the runs measured on real prompts: the recorded
+    lengths of unpinned runs, else the rate the fit found for a sweep that recorded none; (None, None, None) where every
+    speculative run was pinned or none was fitted.  What the calibration file keeps as its acceptance."""
     import numpy as np
 
     from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
@@ -63,25 +63,41 @@ def measured_acceptance(fit):
         alphas = [float(alpha_from_acceptance_length(c.run.accept_length, c.setup.steps)) for c in recorded]
         alpha = float(np.mean(alphas))
         names = sorted({Path(c.run.path).name for c in recorded})
-        return Acceptance(alpha=round(alpha, 4)), (
+        return (
+            Acceptance(alpha=round(alpha, 4)),
             f"alpha {alpha:.3f}, the mean over {len(recorded)} runs of the acceptance "
-            f"length {', '.join(names)} recorded{_measured_at(recorded)}"
+            f"length {', '.join(names)} recorded{_measured_at(recorded)}",
+            _deepest(recorded),
         )
     fitted = [(s, t) for s, t in fit.acceptance.items() if t.status == "fitted"]
     if fitted:
         sweep, term = fitted[0]
         interval = f", 95% interval {term.low:.3f}-{term.high:.3f}" if term.low is not None else ""
-        return Acceptance(alpha=round(term.value, 4)), (
+        swept = [c for c in real if c.sweep == sweep]
+        return (
+            Acceptance(alpha=round(term.value, 4)),
             f"alpha {term.value:.3f} fitted to the runs of sweep {sweep}, which recorded no acceptance{interval}"
-            f"{_measured_at([c for c in real if c.sweep == sweep])}"
+            f"{_measured_at(swept)}",
+            _deepest(swept),
         )
-    return None, None
+    return None, None, None
+
+
+def _steps(runs: list) -> list[int]:
+    """The numbers of draft steps ``runs`` drafted, in order."""
+    return sorted({int(c.setup.steps) for c in runs if c.setup is not None and c.setup.steps})
+
+
+def _deepest(runs: list) -> int | None:
+    """The deepest draft step ``runs`` measured an acceptance at (None: none)."""
+    steps = _steps(runs)
+    return steps[-1] if steps else None
 
 
 def _measured_at(runs: list) -> str:
     """Where an acceptance was measured, in draft steps, and that a longer chain extrapolates it: one rate per token
     carried past the deepest position the runs drafted (an EAGLE head trained for a few steps accepts less beyond)."""
-    steps = sorted({int(c.setup.steps) for c in runs if c.setup is not None and c.setup.steps})
+    steps = _steps(runs)
     if not steps:
         return ""
     at = " and ".join(map(str, steps))
@@ -114,7 +130,7 @@ class EngineCalibration:
         measured on real prompts (:func:`measured_acceptance`)."""
         from specsim.calibration.file import calibration_mapping
 
-        acceptance, label = measured_acceptance(self.fit)
+        acceptance, label, steps = measured_acceptance(self.fit)
         return calibration_mapping(
             self.fit,
             self.deployment,
@@ -128,6 +144,7 @@ class EngineCalibration:
             self.engine,
             self.limits,
             self.memory_utilization,
+            steps,
         )
 
     def summary(self, out=None) -> dict:

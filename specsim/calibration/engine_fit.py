@@ -65,7 +65,7 @@ ITERATION_UPPER_S = HOST_STEP_UPPER_S
 #: A host time per iteration or per round within 2 ms of 0 is near 0: a held value's 95% half-width must beat it for the
 #: value to count as pinned where it trades off with another (a tenth of the 20 ms these two were bounded at until
 #: 2026-12-05, kept where the bound was widened, so that the wider bound loosens nothing else).
-HOST_NEAR_ZERO_S = 2e-3
+HOST_NEAR_ZERO_S = float(TERM_UNIT[0])
 ITERATION_SEQ_UPPER_S = 0.5e-3
 SCALE_LOWER = 0.2
 PREFILL_BOUNDS = (0.2, 5.0)
@@ -339,8 +339,10 @@ def _current(values: Values, p: _Param) -> float:
 
 
 def _at_bound(p: _Param, v: float) -> bool:
-    span = (p.upper - p.lower) / p.unit
-    return v <= p.lower / p.unit + 1e-4 * span or v >= p.upper / p.unit - 1e-4 * span
+    # Within a thousandth of what is near 0 for it: 1e-4 of its range, or of the 20 ms a host time's range was until
+    # its bound was widened (_Param.near_zero), so that the wider bound widens no band.
+    band = 1e-3 * p.near_zero
+    return v <= p.lower / p.unit + band or v >= p.upper / p.unit - band
 
 
 def _label(p: _Param) -> str:

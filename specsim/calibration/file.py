@@ -144,6 +144,7 @@ def calibration_mapping(
     engine_spec: str | None = None,
     limits=None,
     memory_utilization: float | None = None,
+    acceptance_steps: int | None = None,
 ) -> dict:
     """The calibration file's content: the fit of :func:`specsim.calibration.engine_fit.fit_engine` on ``dep``; ``engine_spec``
     the engine and release the runs were served by (``vllm@0.20.0``), which every writer of the calibrated deployment
@@ -215,11 +216,10 @@ def calibration_mapping(
     }
     if limits is not None:
         record["serving"] = serving_record(fit.runs, limits, memory_utilization)
-    if acceptance is not None:
-        drafted = [int(c.setup.steps) for c in fit.runs if c.kind == "spec" and c.setup is not None and c.setup.steps]
+    if acceptance is not None:  # with the deepest draft step it was measured at (acceptance_steps; None: unknown)
         record["acceptance"] = (
             {"alpha": acceptance.alpha} if acceptance.alpha is not None else {"cumulative": list(acceptance.cumulative)}
-        ) | {"source": acceptance_label, "measured_steps": max(drafted) if drafted else None}
+        ) | {"source": acceptance_label, "measured_steps": acceptance_steps}
     return record
 
 

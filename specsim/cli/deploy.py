@@ -100,7 +100,7 @@ def run_schedule(args: argparse.Namespace) -> int:
     notes = ([] if modelled is None else [modelled.format(key=dep.engine.key)]) + batch_note + answer.notes
     if args.rtol > 0:  # a default that moves the answer: said, so that optimal-gamma's other best gamma is explained
         notes.append(
-            f"each batch takes the smallest gamma within {args.rtol:.0%} of the best speedup (--rtol {args.rtol:g}"
+            f"each batch takes the smallest gamma within {args.rtol * 100:g}% of the best (--rtol {args.rtol:g}"
             + (", the default" if args.rtol == DEFAULT_SCHEDULE_RTOL else "")
             + "; 0 for the best itself, which optimal-gamma gives)"
         )

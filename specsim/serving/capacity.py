@@ -134,10 +134,14 @@ class Capacity:
         return self.usable_bytes - self.target_weight_bytes
 
     @property
+    def speculating_usable(self) -> float:
+        """Bytes the speculating engine's share gives weights and KV cache (the plain engine's where it sets no other)."""
+        return self.usable_bytes if self.speculating_usable_bytes is None else self.speculating_usable_bytes
+
+    @property
     def free_bytes_with_draft(self) -> float:
         """Bytes left for the KV cache beside the target's and the draft's weights, in the speculating engine's share."""
-        usable = self.usable_bytes if self.speculating_usable_bytes is None else self.speculating_usable_bytes
-        return usable - self.target_weight_bytes - self.draft_weight_bytes
+        return self.speculating_usable - self.target_weight_bytes - self.draft_weight_bytes
 
     @property
     def max_batch_without_draft(self) -> int:
@@ -156,7 +160,7 @@ class Capacity:
         """The share of device memory left to the weights and KV cache, plain and speculating."""
         return {
             "plain": self.usable_bytes / self.memory_bytes,
-            "speculating": self.speculating_usable_bytes / self.memory_bytes,
+            "speculating": self.speculating_usable / self.memory_bytes,
         }
 
     def to_dict(self) -> dict:

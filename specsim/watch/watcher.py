@@ -241,8 +241,9 @@ class Watcher:
 
 def schedule_writer(dep, judge, names, release: tuple, shown: str, draft_checkpoint: str | None = None):
     """The :class:`Watcher`'s ``schedule``: (window) -> (the schedule at the window's acceptance and lengths in the
-    engine's own format, notes).  Each window's acceptance (its per-position shares, else the alpha of its acceptance
-    length) is solved at the closed-loop loads :data:`specsim.core.defaults.DEFAULT_BATCHES` by the serving model
+    engine's own format, notes).  Each window's acceptance (the alpha of its acceptance length at the gamma in use, as
+    the judge weighs it, and the judge's KV cache share) is solved at the closed-loop loads
+    :data:`specsim.core.defaults.DEFAULT_BATCHES` by the serving model
     (:func:`specsim.answers.load.load_answer`), keyed by decode batch (:func:`specsim.speculation.schedule.load_schedule`)
     and written for the engine and ``release`` the metrics are of (``names``; ``shown`` as the output names it), with the
     drafter's checkpoint (``draft_checkpoint``, else the drafter's known one)."""
@@ -256,7 +257,8 @@ def schedule_writer(dep, judge, names, release: tuple, shown: str, draft_checkpo
         # The acceptance the verdict weighed every gamma at (Judge.judge): the alpha of the window's acceptance length.
         # Per-position counts stop at the gamma in use, so a schedule from them could not reach the longer gamma a
         # verdict proposes: the two would disagree.
-        alpha = float(alpha_from_acceptance_length(min(window.acceptance_length, window.gamma + 1.0), window.gamma))
+        gamma = min(int(window.gamma), judge.gamma_max)  # the gamma in use as the judge reads it (Judge.judge)
+        alpha = float(alpha_from_acceptance_length(min(window.acceptance_length, gamma + 1.0), gamma))
         acc, flag = alpha, f"--alpha {alpha:.3f}"
         weighed = []
         if window.per_position:
@@ -275,6 +277,7 @@ def schedule_writer(dep, judge, names, release: tuple, shown: str, draft_checkpo
                 window.output_tokens,
                 gamma_max=judge.gamma_max,
                 limits=judge.limits,
+                memory_utilization=judge.memory_utilization,
             )
             ranges = load_schedule(answer, judge.limits.max_num_seqs, 1.0)
             dep.drafter.support(names.engine, release)
