@@ -21,17 +21,25 @@ class CompareAnswer:
     acceptance: object
     options: tuple  # (context, gamma, gamma_max, max_context, memory_utilization)
 
-    def at_largest(self) -> tuple | None:
-        """(tokens/s with speculation at its largest batch, tokens/s without the draft at its largest batch), or None
-        where the draft does not fit beside the target."""
+    def largest_batches(self) -> tuple | None:
+        """(the largest batch that fits with the draft, the largest without it), or None where the draft does not fit
+        beside the target."""
         cap = self.capacity
         if not (cap.target_fits and cap.both_fit and cap.max_batch_with_draft > 0):
+            return None
+        return cap.max_batch_with_draft, max(cap.max_batch_without_draft, 1)
+
+    def at_largest(self) -> tuple | None:
+        """(tokens/s with speculation at its largest batch, tokens/s without the draft at its largest batch), or None
+        where the draft does not fit beside the target (:meth:`largest_batches`)."""
+        batches = self.largest_batches()
+        if batches is None:
             return None
         context, gamma, gamma_max, max_context, util = self.options
         best = throughput_table(
             self.deployment,
             self.acceptance,
-            [cap.max_batch_with_draft, max(cap.max_batch_without_draft, 1)],
+            list(batches),
             context,
             gamma,
             gamma_max,

@@ -439,12 +439,12 @@ def run_compare(args: argparse.Namespace) -> int:
     if args.json:
         # What the text prints under its table, with each row: the device's throughput at the largest batch that fits
         # with the draft and without it (None where the draft does not fit beside the target).
-        peak = answer.at_largest()
+        peak, batches = answer.at_largest(), answer.largest_batches()
         largest = None
         if peak is not None:
             largest = {
-                "speculating": {"batch": int(cap.max_batch_with_draft), "tokens_per_s": peak[0]},
-                "plain": {"batch": int(max(cap.max_batch_without_draft, 1)), "tokens_per_s": peak[1]},
+                "speculating": {"batch": int(batches[0]), "tokens_per_s": peak[0]},
+                "plain": {"batch": int(batches[1]), "tokens_per_s": peak[1]},
             }
         records = frame.to_dict(orient="records")
         for r in records:
