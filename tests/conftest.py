@@ -21,6 +21,20 @@ def repo() -> Path:
     return REPO
 
 
+@pytest.fixture
+def ngram_calibration(tmp_path) -> Path:
+    """A calibration of Qwen3-4B with n-gram drafting at 4 steps on an RTX 3090 under vLLM 0.25.0, its acceptance
+    recorded (the corpus's rtx3090-qwen3-4b-ngram code sweep), written by calibrate-engine in about a second."""
+    from specsim.cli.main import main
+
+    src = REPO / "examples/bench/public/rtx3090-qwen3-4b-ngram"
+    cal = tmp_path / "q4.yaml"
+    argv = ["calibrate-engine", "--plain", str(src / "plain-code.jsonl"), "--spec", str(src / "ngram-k4-code.jsonl")]
+    argv += ["--hardware", "rtx-3090", "--target", "qwen3-4b", "--draft", "ngram", "--steps", "4"]
+    assert main(argv + ["--engine", "vllm@0.25.0", "--out", str(cal), "--json"]) == 0
+    return cal
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """The xdist groups first, each in its own order.  A group runs whole on one worker (tests/test_figures.py draws

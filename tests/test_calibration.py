@@ -933,15 +933,11 @@ def test_a_calibration_answers_at_a_load_for_the_lengths_and_limits_its_runs_wer
 
 
 def test_a_gamma_past_the_draft_steps_a_calibrations_acceptance_was_measured_at_is_said_to_extrapolate(
-    tmp_path, capsys
+    ngram_calibration, capsys
 ):
     # n-gram drafting at 4 steps on an RTX 3090, acceptance recorded: the file keeps the 4; a recommendation past it
     # says the rate is carried past what was measured, and one from an acceptance the user gives does not.
-    src = "examples/bench/public/rtx3090-qwen3-4b-ngram"
-    cal = tmp_path / "q4.yaml"
-    argv = ["calibrate-engine", "--plain", f"{src}/plain-code.jsonl", "--spec", f"{src}/ngram-k4-code.jsonl"]
-    argv += ["--hardware", "rtx-3090", "--target", "qwen3-4b", "--draft", "ngram", "--steps", "4"]
-    assert main(argv + ["--engine", "vllm@0.25.0", "--out", str(cal)]) == 0
+    cal = ngram_calibration
     capsys.readouterr()
     record = yaml.safe_load(cal.read_text())
     assert record["acceptance"]["measured_steps"] == 4

@@ -500,14 +500,10 @@ def test_a_target_whose_weights_leave_no_cache_is_refused_and_another_than_the_p
     assert "note: note:" not in out
 
 
-def test_a_calibration_of_another_model_than_the_page_serves_is_refused(day, capsys, tmp_path):
+def test_a_calibration_of_another_model_than_the_page_serves_is_refused(day, capsys, ngram_calibration):
     # A calibration of Qwen3-4B with n-gram drafting on an RTX 3090, against an engine serving Llama-3.1-8B: its fitted
     # terms are another deployment's, so the watch refuses them in one line rather than judge with them.
-    src = "examples/bench/public/rtx3090-qwen3-4b-ngram"
-    cal = tmp_path / "q4.yaml"
-    argv = ["calibrate-engine", "--plain", f"{src}/plain-code.jsonl", "--spec", f"{src}/ngram-k4-code.jsonl"]
-    argv += ["--hardware", "rtx-3090", "--target", "qwen3-4b", "--draft", "ngram", "--steps", "4"]
-    assert main(argv + ["--engine", "vllm@0.25.0", "--out", str(cal)]) == 0
+    cal = ngram_calibration
     capsys.readouterr()
     with _serve(day, "vllm@0.20.0") as server:
         code = main(["watch", "--url", server.url, "--engine", "vllm@0.20.0", "--calibration", str(cal), "--once"])
