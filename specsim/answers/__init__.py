@@ -158,8 +158,12 @@ def gamma_answer(
     gamma_max: int,
     rtol: float,
     cap: Capacity,
+    measured_steps: int | None = None,
 ) -> GammaAnswer:
-    """The best gamma per batch size, each row with its step times, bounds, memory fit and recommendation."""
+    """The best gamma per batch size, each row with its step times, bounds, memory fit and recommendation (which says
+    where a gamma drafts past the ``measured_steps`` the acceptance was measured at)."""
+    from specsim.answers.load import past_measured
+
     b = np.array(batches, dtype=float)
     best = optimal_gamma(dep, acceptance, b, context, gamma_max, rtol)
     if cap.scratch_draft_tokens:  # a hybrid target's scratch, sized for the num_speculative_tokens this answer sets
@@ -202,7 +206,11 @@ def gamma_answer(
             "at_gamma_max": bool(best.at_limit[i]),
             "fits_without_draft": batch <= cap.max_batch_without_draft,
             "fits_with_draft": batch <= cap.max_batch_with_draft,
-            "recommendation": (f"speculate with gamma={gamma}" if gamma > 0 else "turn speculation off"),
+            "recommendation": (
+                f"speculate with gamma={gamma}" + past_measured(gamma, measured_steps)
+                if gamma > 0
+                else "turn speculation off"
+            ),
             "timing_source": row_source(dep, times, i),
             "provenance": dep.provenance(),
         }

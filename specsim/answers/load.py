@@ -25,6 +25,7 @@ __all__ = [
     "check_positions",
     "lengths_defaults_said",
     "load_answer",
+    "past_measured",
     "request_lengths",
 ]
 
@@ -193,10 +194,7 @@ class LoadAnswer:
 
     def _past(self, i: int) -> str:
         """Where gamma row ``i`` drafts past the deepest step the acceptance was measured at: that it extrapolates."""
-        g, m = int(self.state.gamma[i, 0]), self.measured_steps
-        if m is None or g <= m:
-            return ""
-        return f" (past the {m} draft step{'s' if m != 1 else ''} its acceptance was measured at: extrapolated)"
+        return past_measured(int(self.state.gamma[i, 0]), self.measured_steps)
 
     def _loss(self, i: int, j: int) -> str:
         """How gamma row ``i`` loses to plain decoding at load ``j``, by what the load's best gamma is chosen on
@@ -249,6 +247,18 @@ class LoadAnswer:
     def speculation_has_no_room(self) -> bool:
         """Whether the speculating engine cannot hold one request beside the weights at every load."""
         return bool(self.state.tpot_s.shape[0] > 1 and _no_room(self.state)[1:].all())
+
+
+def past_measured(gamma: int, steps: int | None) -> str:
+    """What a recommendation of ``gamma`` adds where it drafts past the ``steps`` its acceptance was measured at (a
+    calibration's): that one rate per token is carried past them; "" otherwise.
+
+    >>> past_measured(9, 2)
+    ' (past the 2 draft steps its acceptance was measured at: extrapolated)'
+    """
+    if steps is None or gamma <= steps:
+        return ""
+    return f" (past the {steps} draft step{'s' if steps != 1 else ''} its acceptance was measured at: extrapolated)"
 
 
 def _change(x: float) -> str:

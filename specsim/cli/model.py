@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from specsim.cli.args import deployment, load_lengths, model_acceptance, resolve_acceptance
+from specsim.cli.args import calibration, deployment, load_lengths, model_acceptance, resolve_acceptance
 from specsim.cli.flags import (
     add_acceptance_args,
     add_deployment_args,
@@ -74,7 +74,9 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
         return _print_tree(args, answer)
     if args.sibling_factor is not None:
         raise ValueError("--sibling-factor applies to --tree topk:K,depth:D,tokens:N only")
-    answer = gamma_answer(dep, acc, acc_label, args.batch, args.context, args.gamma_max, args.rtol, cap)
+    cal = calibration(args)  # its acceptance's measured draft steps, where that is the acceptance in use
+    steps = cal.acceptance_steps if cal is not None and acc is cal.acceptance else None
+    answer = gamma_answer(dep, acc, acc_label, args.batch, args.context, args.gamma_max, args.rtol, cap, steps)
     if args.json:
         print_json(answer.rows)
         print_notes(dep)
