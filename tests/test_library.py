@@ -131,7 +131,10 @@ def test_optimal_gamma_at_a_load_and_with_a_calibration(capsys, tmp_path):
     acc, label = resolve_acceptance(dep, calibration=cal, context=DEFAULT_CONTEXT_TOKENS)
     assert label == cal.acceptance_label
     cap = deployment_capacity(dep, DEFAULT_CONTEXT_TOKENS, None, None)
-    answer = gamma_answer(dep, acc, label, [1, 8], DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, 0.0, cap)
+    # (the draft steps the calibration's acceptance was measured at: a gamma past them says it extrapolates)
+    answer = gamma_answer(
+        dep, acc, label, [1, 8], DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, 0.0, cap, cal.acceptance_steps
+    )
     assert calibrated == as_json(answer.rows)
 
 
