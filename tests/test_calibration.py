@@ -941,25 +941,13 @@ def test_a_gamma_past_the_draft_steps_a_calibrations_acceptance_was_measured_at_
     capsys.readouterr()
     record = yaml.safe_load(cal.read_text())
     assert record["acceptance"]["measured_steps"] == 4
-    rows = _json(["optimal-gamma", "--calibration", str(cal), "--concurrency", "1,8"], capsys)
-    for row in rows:
-        past = row["gamma"] > 4
-        assert (
-            row["recommendation"].endswith("(past the 4 draft steps its acceptance was measured at: extrapolated)")
-            == past
-        )
-    assert any(row["gamma"] > 4 for row in rows), [row["gamma"] for row in rows]
+    said = "(past the 4 draft steps its acceptance was measured at: extrapolated)"
+    for view in (["--concurrency", "1,8"], ["--batch", "1,64"]):  # at loads, and the per-batch view
+        rows = _json(["optimal-gamma", "--calibration", str(cal), *view], capsys)
+        assert all(row["recommendation"].endswith(said) == (row["gamma"] > 4) for row in rows), view
+        assert any(row["gamma"] > 4 for row in rows), [row["gamma"] for row in rows]
     given = _json(["optimal-gamma", "--calibration", str(cal), "--concurrency", "1,8", "--alpha", "0.9"], capsys)
     assert all("extrapolated" not in row["recommendation"] for row in given)
-    # The per-batch view says it on its rows too.
-    batches = _json(["optimal-gamma", "--calibration", str(cal), "--batch", "1,64"], capsys)
-    for row in batches:
-        past = row["gamma"] > 4
-        assert (
-            row["recommendation"].endswith("(past the 4 draft steps its acceptance was measured at: extrapolated)")
-            == past
-        )
-    assert any(row["gamma"] > 4 for row in batches), [row["gamma"] for row in batches]
     record["acceptance"]["measured_steps"] = 0
     cal.write_text(yaml.safe_dump(record))
     assert main(["optimal-gamma", "--calibration", str(cal), "--concurrency", "1"]) == 2
