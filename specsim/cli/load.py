@@ -216,14 +216,12 @@ def run_serve_sim(args: argparse.Namespace) -> int:
 def _lengths(args: argparse.Namespace) -> tuple | None:
     """(prompt, output) every request has where --input-len or --output-len is given (the other at its cited default:
     a calibration's runs' where it has them, else the article's), or where a --calibration file's runs give both."""
-    from specsim.answers.load import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
-    from specsim.cli.args import calibrated_lengths
+    from specsim.cli.args import calibrated_lengths, load_lengths
 
-    fitted = calibrated_lengths(args)
-    if args.input_len is None and args.output_len is None and fitted is None:
+    if args.input_len is None and args.output_len is None and calibrated_lengths(args) is None:
         return None
-    P, O = (DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS) if fitted is None else fitted[:2]
-    return (args.input_len or P, args.output_len or O)
+    lengths = load_lengths(args)  # the answers' own rule for the lengths not given
+    return int(lengths.input_tokens), int(lengths.output_tokens)
 
 
 def _lengths_said(args: argparse.Namespace) -> str:
@@ -417,7 +415,6 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
     if args.plot:
         check_output(args.plot, (".png", ".svg"), "--plot")
     acc, acc_label, dep, limits, slo, gamma = _setup(args)
-    from specsim.answers.load import request_lengths
     from specsim.core.limits import MAX_SIMULATED_REQUESTS
     from specsim.serving.simulator import DEFAULT_REQUESTS
     from specsim.serving.workloads import DEFAULT_WORKLOAD
@@ -428,12 +425,10 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
         None if lengths is not None and args.workload is None else get_workload(args.workload or DEFAULT_WORKLOAD)
     )
     n = DEFAULT_REQUESTS if args.requests is None else args.requests
-    if (
-        lengths is not None
-    ):  # the answering commands' words, the defaults cited (a calibration's runs' where it has them)
-        from specsim.cli.args import calibrated_lengths
+    if lengths is not None:  # the answering commands' words, the defaults cited
+        from specsim.cli.args import load_lengths
 
-        what = request_lengths(args.input_len, args.output_len, defaults=calibrated_lengths(args)).description
+        what = load_lengths(args).description
     else:
         what = f"workload {workload.name} ({workload.source})"
     # Poisson rates or closed loops (--concurrency: vllm bench serve --max-concurrency swept); one of them is given.
