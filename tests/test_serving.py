@@ -960,7 +960,7 @@ def test_serve_compare_is_two_simulations_of_its_composition_with_labels_capacit
     _, sched, smeta = serve_compare(DEP, req, 0.8, "schedule", limits, seed=3, context_hint=300.0, gamma_max=3)
     best = optimal_gamma(DEP, 0.8, np.arange(1, 9), 300.0, 3)
     assert smeta["gamma_by_batch"] == [0] + best.gamma.tolist() and max(smeta["gamma_by_batch"]) <= 3
-    assert sched.speculation == smeta["gamma_policy"] == "per-batch optimal gamma at L = 300"
+    assert sched.speculation == smeta["gamma_policy"] == "per-batch optimal gamma (0..3) at L = 300"
 
 
 def test_serve_compare_refuses_a_draft_that_leaves_no_memory_for_the_kv_cache():

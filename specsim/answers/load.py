@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.serving.steady import EngineLimits, SteadyState, engine_limits, load_label, served_state
 
 __all__ = [
@@ -304,7 +305,7 @@ def load_answer(
     output_tokens: float,
     *,
     gamma: int | None = None,
-    gamma_max: int = 8,
+    gamma_max: int = DEFAULT_GAMMA_MAX,
     limits: EngineLimits | None = None,
     memory_utilization: float | None = None,
     prompt_sample=None,

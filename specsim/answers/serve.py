@@ -111,7 +111,7 @@ def serve_sim(
     """Each run of ``load`` (:func:`sim_load`) with and without speculation, through ``executor`` where given (any
     ``concurrent.futures`` executor), ``done`` called per finished run; the summaries over the runs, with each figure's
     95% interval where there are several (SLO attainment against ``slo_ttft_s`` and ``slo_tpot_s``)."""
-    from specsim.serving.simulator import DEFAULT_SERVING_GAMMA_MAX
+    from specsim.serving.simulator import DEFAULT_GAMMA_MAX
     from specsim.serving.steady import engine_limits
 
     results = serve_compare_runs(
@@ -123,7 +123,7 @@ def serve_sim(
         load.concurrency,
         load.seeds,
         memory_utilization,
-        DEFAULT_SERVING_GAMMA_MAX if gamma_max is None else gamma_max,
+        DEFAULT_GAMMA_MAX if gamma_max is None else gamma_max,
         executor,
         done,
     )

@@ -14,7 +14,7 @@ from specsim.core.defaults import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_DRAFT,
     DEFAULT_HARDWARE,
-    DEFAULT_SERVING_GAMMA_MAX,
+    DEFAULT_GAMMA_MAX,
     DEFAULT_TARGET,
 )
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, MAX_RATE_PER_S, MAX_REQUESTS, MAX_SEED, MAX_TP
@@ -527,8 +527,8 @@ def add_serving_args(p: argparse.ArgumentParser, *, lengths: bool = True) -> Non
     p.add_argument(
         "--gamma-max",
         type=int_at_least(1, "gamma-max", MAX_GAMMA),
-        default=DEFAULT_SERVING_GAMMA_MAX,
-        help=f"largest gamma of the per-batch schedule (default {DEFAULT_SERVING_GAMMA_MAX})",
+        default=DEFAULT_GAMMA_MAX,
+        help=f"largest gamma of the per-batch schedule (default {DEFAULT_GAMMA_MAX})",
     )
     p.add_argument(
         "--max-num-seqs",

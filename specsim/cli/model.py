@@ -774,7 +774,7 @@ def load_answer_of(args: argparse.Namespace, dep, acc, acc_label: str, kind: str
         lengths.input_tokens,
         lengths.output_tokens,
         gamma=gamma,
-        gamma_max=getattr(args, "gamma_max", 8),
+        gamma_max=getattr(args, "gamma_max", DEFAULT_GAMMA_MAX),
         limits=limits,
         memory_utilization=getattr(args, "memory_util", None),
         prompt_sample=lengths.prompt_sample,

@@ -11,7 +11,7 @@ import sys
 import time
 
 from specsim.cli.flags import add_deployment_args, add_memory_util, fraction, int_at_least
-from specsim.core.defaults import DEFAULT_SERVING_GAMMA_MAX
+from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA
 
 __all__ = ["run_watch"]
@@ -539,8 +539,8 @@ def _parser_watch(sub) -> None:
     tests.add_argument(
         "--gamma-max",
         type=int_at_least(1, "gamma-max", MAX_GAMMA),
-        default=DEFAULT_SERVING_GAMMA_MAX,
-        help=f"the largest gamma the best-gamma search tries (default {DEFAULT_SERVING_GAMMA_MAX}, as serve-sim's)",
+        default=DEFAULT_GAMMA_MAX,
+        help=f"the largest gamma the best-gamma search tries (default {DEFAULT_GAMMA_MAX}, as every command's)",
     )
     engine = p.add_argument_group("the engine's limits")
     engine.add_argument(

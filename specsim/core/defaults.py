@@ -14,10 +14,8 @@ acceptance rate and the deployment are printed with each table.
 ``DEFAULT_BATCHES``
     Powers of two from 1 to 256, vLLM's default ``max_num_seqs``.
 ``DEFAULT_GAMMA_MAX``
-    The largest gamma searched; engines cap speculation well below it.
-``DEFAULT_SERVING_GAMMA_MAX``
-    The largest gamma of a per-batch schedule inside the serving simulation: its step table holds one
-    column per gamma, so it is kept to what engines deploy (vLLM's examples use up to 5-7 tokens).
+    The largest gamma every best-gamma search tries: per batch, at a load, in serve-sim's per-batch schedules and in
+    watch's verdict (one default, so that the commands agree on one question); engines cap speculation well below it.
 ``DEFAULT_RTOL``
     0: optimal-gamma takes the exact float64 argmax (ties to the smaller gamma).
 ``DEFAULT_MAX_NUM_SEQS``, ``DEFAULT_MAX_BATCHED_TOKENS``
@@ -39,7 +37,6 @@ __all__ = [
     "DEFAULT_MAX_BATCHED_TOKENS",
     "DEFAULT_MAX_NUM_SEQS",
     "DEFAULT_RTOL",
-    "DEFAULT_SERVING_GAMMA_MAX",
     "DEFAULT_TARGET",
 ]
 
@@ -50,7 +47,6 @@ DEFAULT_ALPHA = 0.8
 DEFAULT_CONTEXT_TOKENS = 1128
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 DEFAULT_GAMMA_MAX = 16
-DEFAULT_SERVING_GAMMA_MAX = 8
 DEFAULT_RTOL = 0.0
 DEFAULT_MAX_NUM_SEQS = 256
 DEFAULT_MAX_BATCHED_TOKENS = 8192

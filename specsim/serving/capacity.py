@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, DEFAULT_SERVING_GAMMA_MAX
+from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
 from specsim.describe.models import BYTES_PER_ELEMENT
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma
@@ -76,10 +76,10 @@ __all__ = [
 #: Fraction of device memory the weights and KV cache take where no engine's own rule applies (engine none): vLLM's
 #: gpu_memory_utilization default before 0.20.0 (vLLM's own rule: :func:`specsim.engines.vllm.memory_share`).
 DEFAULT_MEMORY_UTILIZATION = 0.9
-#: Draft tokens a hybrid target's speculative state scratch is sized for when the caller does not say: the largest
-#: gamma of the serving simulation's schedules (specsim.core.defaults.DEFAULT_SERVING_GAMMA_MAX), as an engine reserves
-#: scratch for its configured num_speculative_tokens, not the gamma of the moment.
-DEFAULT_SCRATCH_DRAFT_TOKENS = DEFAULT_SERVING_GAMMA_MAX
+#: Draft tokens a hybrid target's speculative state scratch is sized for when the caller does not say: 8, above the 5-7
+#: tokens vLLM's speculative-decoding examples configure, as an engine reserves scratch for its configured
+#: num_speculative_tokens, not the gamma of the moment.  The answers that set a gamma size it for that gamma instead.
+DEFAULT_SCRATCH_DRAFT_TOKENS = 8
 
 
 @dataclass(frozen=True)
@@ -226,7 +226,7 @@ def default_scratch_tokens(dep: Deployment) -> tuple[int, str]:
     An engine sizes it by its configured ``num_speculative_tokens`` (vLLM: 1 + num_speculative_tokens state pages per
     request, :data:`specsim.engines.vllm.RECURRENT`), which no engine defaults for a drafter with a network: a block
     drafter's is its block (the most it drafts a round, :attr:`~specsim.speculation.drafters.Drafter.max_steps`),
-    any other's :data:`DEFAULT_SCRATCH_DRAFT_TOKENS`, the largest gamma of specsim's serving schedules.
+    any other's :data:`DEFAULT_SCRATCH_DRAFT_TOKENS`.
     """
     steps = None if dep.drafter is None else dep.drafter.max_steps
     if steps is not None and steps <= DEFAULT_SCRATCH_DRAFT_TOKENS * 4:

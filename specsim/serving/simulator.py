@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from specsim.core.defaults import DEFAULT_ALPHA, DEFAULT_SERVING_GAMMA_MAX
+from specsim.core.defaults import DEFAULT_ALPHA, DEFAULT_GAMMA_MAX
 from specsim.serving.capacity import capacity, no_room_said, sequence_kv_bytes
 from specsim.serving.runs import CONFIDENCE, DEFAULT_RUNS, summarize_runs
 from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, EngineLimits, iteration_s
@@ -698,7 +698,7 @@ def serve_compare(
     concurrency: int | None = None,
     seed: int = 0,
     memory_utilization: float | None = None,
-    gamma_max: int = DEFAULT_SERVING_GAMMA_MAX,
+    gamma_max: int = DEFAULT_GAMMA_MAX,
     context_hint: float | None = None,
 ):
     """Simulate ``requests`` without and with speculation on ``dep``: ``(plain, spec, meta)``.
@@ -721,7 +721,7 @@ def serve_compare(
     if gamma == "schedule":
         best = optimal_gamma(dep, acceptance, np.arange(1, most + 1), hint, gamma_max)
         policy = np.r_[0, best.gamma]
-        label = f"per-batch optimal gamma at L = {hint:.0f}"
+        label = f"per-batch optimal gamma (0..{best.gamma_max}) at L = {hint:.0f}"
     else:
         policy = int(gamma)
         label = f"gamma {policy}"
@@ -803,7 +803,7 @@ def serve_compare_runs(
     concurrency: int | None,
     seeds: list,
     memory_utilization: float | None = None,
-    gamma_max: int = DEFAULT_SERVING_GAMMA_MAX,
+    gamma_max: int = DEFAULT_GAMMA_MAX,
     executor=None,
     done=None,
 ) -> list:
@@ -978,7 +978,7 @@ def serve_sweep(
     seed: int = 0,
     slo_ttft_s: float | None = None,
     slo_tpot_s: float | None = None,
-    gamma_max: int = DEFAULT_SERVING_GAMMA_MAX,
+    gamma_max: int = DEFAULT_GAMMA_MAX,
     executor=None,
     runs: int = 1,
     done=None,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specsim.core.defaults import DEFAULT_SERVING_GAMMA_MAX
+from specsim.core.defaults import DEFAULT_GAMMA_MAX
 
 __all__ = ["ALPHAS", "CONFIDENCE_Z", "Judgement", "Judge"]
 
@@ -90,7 +90,7 @@ class Judge:
     limit applies); ``memory_utilization``: the engine's share of GPU memory (the KV cache the model holds)."""
 
     def __init__(
-        self, dep, limits, gamma_max: int = DEFAULT_SERVING_GAMMA_MAX, memory_utilization: float | None = None
+        self, dep, limits, gamma_max: int = DEFAULT_GAMMA_MAX, memory_utilization: float | None = None
     ):
         from specsim.serving.capacity import free_kv_bytes, memory_share, no_room_said
 
