@@ -954,6 +954,27 @@ def test_a_gamma_past_the_draft_steps_a_calibrations_acceptance_was_measured_at_
     assert "measured_steps must be a whole number in [1, 64] or null" in capsys.readouterr().err
 
 
+def test_the_per_batch_answers_take_the_context_of_a_calibrations_runs_and_say_so(ngram_calibration, capsys):
+    # The runs were 512 in, 256 out: with no --context, the per-batch view and capacity answer at their mean context
+    # (512 + 256 / 2 = 640), not the reference article's 1128, and name where it came from; a --context given wins.
+    cal = str(ngram_calibration)
+    capsys.readouterr()
+    said = "(the runs q4.yaml was fitted to: 512 in, 256 out; --context to set)"
+    assert main(["optimal-gamma", "--calibration", cal, "--batch", "1,64"]) == 0
+    assert f"; context 640 tokens {said}\n" in capsys.readouterr().out
+    assert main(["capacity", "--calibration", cal]) == 0
+    assert f"max batch at 640 tokens per sequence {said}: " in capsys.readouterr().out
+    rows = _json(["optimal-gamma", "--calibration", cal, "--batch", "1,64"], capsys)
+    assert {(r["context_tokens"], r["context_basis"]) for r in rows} == {(640, said[1:].split(";")[0])}
+    given = _json(["optimal-gamma", "--calibration", cal, "--batch", "1,64", "--context", "3000"], capsys)
+    assert {(r["context_tokens"], r["context_basis"]) for r in given} == {(3000, "given")}
+    assert [r["speedup"] for r in given] != [r["speedup"] for r in rows]
+    assert main(["optimal-gamma", "--batch", "1"]) == 0  # no calibration: the article's, said
+    assert "; context 1128 tokens (the reference article's 1,000 in, 256 out; --context to set)\n" in (
+        capsys.readouterr().out
+    )
+
+
 def test_a_speculative_run_at_a_load_no_plain_run_is_at_is_fitted_said_and_gives_no_speedup(capsys):
     # The H200 SGLang sweep of InferenceX: MTP at 4, 16, 32 and 64 users, plain at 4, 8, 16 and 64.  The run at 32 is
     # fitted with the others (it was refused), the notes say so, and no speedup is given at 32.

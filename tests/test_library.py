@@ -74,6 +74,9 @@ def test_optimal_gamma(capsys):
     acc, label = resolve_acceptance(dep, workload="math", context=DEFAULT_CONTEXT_TOKENS)  # the published default
     cap = deployment_capacity(dep, DEFAULT_CONTEXT_TOKENS, None, None)
     answer = gamma_answer(dep, acc, label, [1, 64], DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, 0.0, cap)
+    # The command says where a --context it was not given comes from; a library caller's context is its own.
+    assert {r.pop("context_basis") for r in printed} == {"the reference article's 1,000 in, 256 out"}
+    assert {r.pop("context_basis") for r in answer.rows} == {"given"}
     assert printed == as_json(answer.rows)
 
     dep = deployment("eagle3")
@@ -101,7 +104,8 @@ def test_optimal_gamma_at_a_load_and_with_a_calibration(capsys, tmp_path):
     from specsim.answers.acceptance import resolve_acceptance
     from specsim.answers.load import load_answer, request_lengths
     from specsim.calibration.file import read_calibration
-    from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
+    from specsim.core.defaults import DEFAULT_GAMMA_MAX
+    from specsim.serving.workloads import mean_context_tokens
     from specsim.speculation.deployment import Deployment
 
     dep = deployment()
@@ -128,13 +132,17 @@ def test_optimal_gamma_at_a_load_and_with_a_calibration(capsys, tmp_path):
 
     cal = read_calibration(cal_path)
     dep = Deployment.build(None, None, None, timing=None, engine=None, calibration=cal)
-    acc, label = resolve_acceptance(dep, calibration=cal, context=DEFAULT_CONTEXT_TOKENS)
+    # The context of the runs it was fitted to (their prompt plus half their output), as the command takes it.
+    context = int(mean_context_tokens(*cal.lengths))
+    acc, label = resolve_acceptance(dep, calibration=cal, context=context)
     assert label == cal.acceptance_label
-    cap = deployment_capacity(dep, DEFAULT_CONTEXT_TOKENS, None, None)
+    cap = deployment_capacity(dep, context, None, None)
     # (the draft steps the calibration's acceptance was measured at: a gamma past them says it extrapolates)
-    answer = gamma_answer(
-        dep, acc, label, [1, 8], DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, 0.0, cap, cal.acceptance_steps
-    )
+    answer = gamma_answer(dep, acc, label, [1, 8], context, DEFAULT_GAMMA_MAX, 0.0, cap, cal.acceptance_steps)
+    assert {r.pop("context_basis") for r in calibrated} == {
+        "the runs calibration.yaml was fitted to: 1,000 in, 256 out"
+    }
+    assert {r.pop("context_basis") for r in answer.rows} == {"given"}
     assert calibrated == as_json(answer.rows)
 
 

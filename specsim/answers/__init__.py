@@ -192,6 +192,8 @@ def gamma_answer(
             "gamma": gamma,
             "speedup": float(best.speedup[i]),
             "tokens_per_step": float(tokens[i]),
+            "context_tokens": int(context),
+            "context_basis": getattr(context, "basis", "given"),  # a command's --context not given says where from
             "acceptance": label,
             "drafter": dep.drafter.kind,
             "t_target_s": float(times.target.total_s[i]),

@@ -75,6 +75,14 @@ class Calibration:
     def name(self) -> str:
         return Path(self.path).name
 
+    @property
+    def lengths(self) -> tuple[int, int] | None:
+        """(prompt, output) tokens of the runs it was fitted to, where those are one workload's lengths (its
+        ``serving`` record); None otherwise: the lengths an answer takes for those not given."""
+        if self.serving is None or not self.serving["lengths_alike"]:
+            return None
+        return round(self.serving["input_tokens"]), round(self.serving["output_tokens"])
+
     def brief(self) -> str:
         return f"calibration {self.name} (fitted {self.record.get('date', '?')} to {len(self.record.get('runs', []))} runs)"
 

@@ -77,6 +77,21 @@ def load_lengths(args: argparse.Namespace):
     return request_lengths(args.input_len, args.output_len, getattr(args, "workload", None), defaults)
 
 
+def calibrated_context(args: argparse.Namespace) -> None:
+    """Where --context was not given and a --calibration file's runs are of one workload's lengths, the per-batch answers
+    take those runs' mean context (prompt plus half the output), not the reference article's 1128, and say so."""
+    unset = getattr(args, "context", None)
+    if getattr(unset, "basis", None) is None:  # given, or a command without --context (cli.flags.UnsetInt has one)
+        return
+    lengths = calibrated_lengths(args)
+    if lengths is not None:
+        from specsim.serving.workloads import mean_context_tokens
+
+        prompt, output, where = lengths
+        context = int(round(float(mean_context_tokens(prompt, output))))
+        args.context = type(unset)(context, f"{where}: {prompt:,} in, {output:,} out")
+
+
 def calibrated_lengths(args: argparse.Namespace) -> tuple | None:
     """(prompt, output, where from) of the runs a --calibration file was fitted to, where they are one workload's
     lengths and the requests are not otherwise given (--workload, --trace): the lengths every answer at a load takes
@@ -84,10 +99,9 @@ def calibrated_lengths(args: argparse.Namespace) -> tuple | None:
     if getattr(args, "workload", None) is not None or getattr(args, "trace", None) is not None:
         return None
     cal = calibration(args)
-    serving = None if cal is None else cal.serving
-    if serving is None or not serving["lengths_alike"]:
+    if cal is None or cal.lengths is None:
         return None
-    return round(serving["input_tokens"]), round(serving["output_tokens"]), f"the runs {cal.name} was fitted to"
+    return *cal.lengths, f"the runs {cal.name} was fitted to"
 
 
 def model_options(args: argparse.Namespace, prefix: str = "") -> dict:

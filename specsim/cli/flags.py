@@ -13,8 +13,8 @@ from specsim.core.defaults import (
     DEFAULT_BATCHES,
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_DRAFT,
-    DEFAULT_HARDWARE,
     DEFAULT_GAMMA_MAX,
+    DEFAULT_HARDWARE,
     DEFAULT_TARGET,
 )
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, MAX_RATE_PER_S, MAX_REQUESTS, MAX_SEED, MAX_TP
@@ -175,7 +175,15 @@ class Unset(list):
 
 
 class UnsetInt(int):
-    """An int flag's default that the user did not give (as :class:`Unset`)."""
+    """An int flag's default that the user did not give (as :class:`Unset`), with where it comes from (``basis``), which
+    the output names beside the value."""
+
+    basis: str
+
+    def __new__(cls, value: int, basis: str) -> UnsetInt:
+        made = super().__new__(cls, value)
+        made.basis = basis
+        return made
 
 
 def given(value: object) -> bool:
@@ -184,6 +192,8 @@ def given(value: object) -> bool:
 
 
 context_type = int_at_least(0, "context", MAX_CONTEXT)
+#: Where --context's default comes from (DEFAULT_CONTEXT_TOKENS), as the output says it.
+ARTICLE_CONTEXT = "the reference article's 1,000 in, 256 out"
 
 
 batches_type = int_list(1, "batch", MAX_BATCH)
@@ -239,7 +249,8 @@ def add_deployment_args(
         p.add_argument(
             "--context",
             type=context_type,
-            default=UnsetInt(DEFAULT_CONTEXT_TOKENS) if defaults else None,
+            # A calibration's runs' own where they are of one workload's lengths (cli.args.calibrated_context).
+            default=UnsetInt(DEFAULT_CONTEXT_TOKENS, ARTICLE_CONTEXT) if defaults else None,
             help=f"cached tokens per sequence, L (default {DEFAULT_CONTEXT_TOKENS}: a 1000-token prompt plus half of 256 generated)",
         )
     add_model_args(p, draft=True)

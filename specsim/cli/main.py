@@ -204,9 +204,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     from specsim.cli import report
+    from specsim.cli.args import calibrated_context
 
     report.VERBOSE = bool(getattr(args, "verbose", False))
     try:
+        calibrated_context(args)
         return args.func(args)
     except BrokenPipeError:  # e.g. specsim ... | head
         return 0

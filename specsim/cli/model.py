@@ -5,8 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from specsim.cli.args import calibration, deployment, load_lengths, model_acceptance, resolve_acceptance
+from specsim.cli.args import (
+    calibrated_context,
+    calibration,
+    deployment,
+    load_lengths,
+    model_acceptance,
+    resolve_acceptance,
+)
 from specsim.cli.flags import (
+    ARTICLE_CONTEXT,
+    UnsetInt,
     add_acceptance_args,
     add_deployment_args,
     add_load_args,
@@ -244,9 +253,12 @@ def run_speedup(args: argparse.Namespace) -> int:
     if at is not None:
         return run_at_load(args, *at, gamma=args.gamma)
     # The parser leaves the model's flags unset so that --cost-ratio can refuse them; the library's defaults apply here.
+    if args.context is None:
+        args.context = UnsetInt(DEFAULT_CONTEXT_TOKENS, ARTICLE_CONTEXT)
+        calibrated_context(args)
     dep = deployment(args)
-    _require_fits(dep, DEFAULT_CONTEXT_TOKENS if args.context is None else args.context)
-    acc, acc_label = model_acceptance(args, dep, DEFAULT_CONTEXT_TOKENS if args.context is None else args.context)
+    _require_fits(dep, args.context)
+    acc, acc_label = model_acceptance(args, dep, args.context)
     rows, context = speedup_rows(dep, acc, acc_label, args.gamma, args.batch, args.context)
     if args.json:
         print_json(rows)
@@ -421,7 +433,7 @@ def run_capacity(args: argparse.Namespace) -> int:
         print_json(capacity_record(dep, args.context, args.memory_util, args.gamma))
         return 0
     cap = capacity(dep, args.context, args.memory_util, args.gamma)
-    for line in capacity_summary(cap, dep):
+    for line in capacity_summary(cap, dep, getattr(args.context, "basis", None)):
         print(line)
     return 0
 

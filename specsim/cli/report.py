@@ -48,7 +48,9 @@ def describe(dep, context: int) -> str:
     t, d = dep.target, dep.draft
     gpus = f" x {t.tp} GPUs" if t.tp > 1 else ""
     drafter = d.describe() if d is not None else f"{getattr(dep.drafter, 'label', 'no drafter')} (no network)"
-    head = f"target {t.describe()} + draft {drafter} on {hw.name}{gpus}; context {context} tokens\n"
+    basis = getattr(context, "basis", None)  # a --context not given: say where its value comes from
+    said = "" if basis is None else f" ({basis}; --context to set)"
+    head = f"target {t.describe()} + draft {drafter} on {hw.name}{gpus}; context {context} tokens{said}\n"
     if not VERBOSE:
         return head + dep.brief()
     return head + "\n".join(f"step times: {line}" if i == 0 else line for i, line in enumerate(dep.provenance()))
@@ -60,7 +62,8 @@ def print_notes(dep) -> None:
         print(f"note: {note}", file=sys.stderr)
 
 
-def capacity_summary(cap, dep) -> list[str]:
+def capacity_summary(cap, dep, basis: str | None = None) -> list[str]:
+    """The capacity's lines; ``basis``: where the context comes from, where the user did not give it."""
     from specsim.serving.capacity import kv_error_said, smallest_fitting_tp
 
     gb = 1e9
@@ -108,7 +111,9 @@ def capacity_summary(cap, dep) -> list[str]:
         )
     else:
         lines.append(
-            f"max batch at {cap.context_tokens} tokens per sequence: {cap.max_batch_without_draft} without the draft, "
+            f"max batch at {cap.context_tokens} tokens per sequence"
+            + ("" if basis is None else f" ({basis}; --context to set)")
+            + f": {cap.max_batch_without_draft} without the draft, "
             f"{cap.max_batch_with_draft} with it"
         )
     return lines

@@ -89,9 +89,7 @@ class Judge:
     max_num_seqs and token budget; ``gamma_max``: the largest gamma the best-gamma search tries (the drafter's own
     limit applies); ``memory_utilization``: the engine's share of GPU memory (the KV cache the model holds)."""
 
-    def __init__(
-        self, dep, limits, gamma_max: int = DEFAULT_GAMMA_MAX, memory_utilization: float | None = None
-    ):
+    def __init__(self, dep, limits, gamma_max: int = DEFAULT_GAMMA_MAX, memory_utilization: float | None = None):
         from specsim.serving.capacity import free_kv_bytes, memory_share, no_room_said
 
         # An engine whose weights leave no KV cache in its share cannot be the one serving the page: refused, as every
