@@ -1383,3 +1383,25 @@ def test_the_plain_runs_given_as_speculative_ones_are_refused_and_an_engine_the_
     assert main(argv + ["--steps", "3", "--hardware", "h100", "--engine", "sglang"]) == 0
     out = capsys.readouterr()
     assert "fitted as --engine sglang, as given, though the files name their backend vllm" in out.out + out.err
+
+
+def test_a_calibration_of_one_drafter_kinds_rounds_gives_another_kind_only_its_plain_steps(plan_calibration):
+    # The plan's runs are a Llama-3.2-1B draft model's serial rounds: an EAGLE-3 head (overlapped rounds, no draft
+    # model's passes) keeps the preset's round terms and overlap, said in the engine's label and round basis, and takes
+    # the plain step's fitted terms; another draft model takes the fitted rounds too.
+    from specsim.calibration.file import read_calibration
+    from specsim.engines import get_engine
+    from specsim.speculation.deployment import Deployment
+
+    cal = read_calibration(plan_calibration)
+    own = Deployment.build(calibration=cal)
+    bigger = Deployment.build(draft="llama-3.2-3b", calibration=cal)
+    head = Deployment.build(draft="eagle3", calibration=cal)
+    preset = Deployment.build(own.hardware, own.target.name, "eagle3", timing=cal.timing, engine=cal.engine).engine
+    assert own.engine.spec == bigger.engine.spec == type(own.engine.spec)(**cal.round_terms) != preset.spec
+    assert head.engine.spec == preset.spec == get_engine(cal.engine).spec
+    assert head.engine.overlap_share == preset.overlap_share
+    assert (head.engine.iteration_s, head.engine.prefill_scale) == (own.engine.iteration_s, own.engine.prefill_scale)
+    said = "rounds the preset's: it was fitted to a draft model's"
+    assert said in head.engine.label and said not in own.engine.label
+    assert "was fitted to a draft model's rounds, not an EAGLE-3 head's" in head.engine.spec_basis

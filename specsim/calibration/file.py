@@ -134,9 +134,10 @@ class Calibration:
             "target_options": self.target_options,
         }
 
-    def apply(self, preset):
-        """``preset`` with this calibration's fitted terms (:func:`apply_to_engine`)."""
-        return apply_to_engine(self, preset)
+    def apply(self, preset, drafter: type | None = None):
+        """``preset`` with this calibration's fitted terms (:func:`apply_to_engine`); ``drafter``: the class of the
+        deployment's drafter, whose rounds keep the preset's terms where the runs were of another kind's rounds."""
+        return apply_to_engine(self, preset, drafter)
 
 
 def calibration_mapping(
@@ -416,12 +417,27 @@ def _check_profile(where: str, profile, base: object):
     return dataclasses.replace(profile, memory_bytes=built_in.memory_bytes)
 
 
-def apply_to_engine(cal: Calibration, preset):
-    """The preset with the calibration's time per iteration and round terms (its overlap rule is the version's)."""
-    from specsim.engines import TERMS, SpecHost
+def apply_to_engine(cal: Calibration, preset, drafter: type | None = None):
+    """The preset with the calibration's time per iteration and round terms (its overlap rule is the version's).
 
-    host = SpecHost(**cal.round_terms)
+    A round's host terms and the share of them hidden behind the GPU are those of the drafter kind the runs used (a
+    draft model's rounds run serially where an EAGLE head's overlap); for a ``drafter`` of another kind the preset's
+    round terms stay, said in the round's basis, and only the plain step's terms (per iteration, prompts) apply."""
+    from specsim.engines import TERMS, SpecHost
+    from specsim.speculation.drafters import drafter_class
+
     engine = preset.with_iteration_ms(cal.iteration_s * 1e3, cal.iteration_seq_s * 1e6)
+    theirs = drafter_class(cal.drafter)
+    if drafter is not None and drafter is not theirs:
+        return dataclasses.replace(
+            engine,
+            basis=f"fitted by calibrate-engine ({cal.name})",
+            spec_basis=f"the preset's, {preset.spec_basis}: {cal.name} was fitted to {theirs.label}'s rounds, not "
+            f"{drafter.label}'s (calibrate with this drafter's runs to fit its rounds)",
+            calibration=f"{cal.name} (its plain steps; rounds the preset's: it was fitted to {theirs.label}'s)",
+            prefill_scale=cal.prefill_scale,
+        )
+    host = SpecHost(**cal.round_terms)
     terms = cal.record.get("terms") or {}
     fitted = [t for t in TERMS if (terms.get(t) or {}).get("status") == "fitted"]
     spec_basis = (
