@@ -755,6 +755,9 @@ def test_arrival_figures_are_exact_on_a_hand_made_run():
     # At 3: requests arrived at 0, 1 and 3 (arrival <= t), less the one finished at 3 (finish <= t): 2.  At 6: 3.
     assert (s["in_system_at_middle_arrival"], s["in_system_at_last_arrival"]) == (2, 3)
     assert s["queue_growth_per_s"] == (3 - 2) / (6 - 3)
+    assert s["served_per_s_after_middle"] == 0.0  # the finish at 3 is not after the middle arrival; 7 is past the last
+    late = _result([0.0, 1.0, 3.0, 6.0], [4.0, 6.0, 9.0, 10.0])._arrivals()  # finishes at 4 and 6: in (3, 6]
+    assert late["served_per_s_after_middle"] == 2 / (6 - 3)
     # A rejected request never counts as in the system.
     assert (
         _result([0.0, 1.0, 3.0, 6.0], [np.nan, 7.0, 9.0, 10.0], [True, False, False, False])._arrivals()[
@@ -774,6 +777,7 @@ def test_arrival_figures_are_exact_on_a_hand_made_run():
         "in_system_at_middle_arrival": 0,
         "in_system_at_last_arrival": 0,
         "queue_growth_per_s": None,
+        "served_per_s_after_middle": None,
     }
 
 
@@ -1092,6 +1096,31 @@ def test_serve_sweep_takes_a_benchmarks_fixed_lengths_as_serve_sim_does(capsys):
     assert "--workload a distribution: drop one" in capsys.readouterr().err
     assert main(["serve-sweep", "--rates", "2", "--input-len", "200000"]) == 2
     assert "llama-3.1-8b's context limit (max_position_embeddings)" in capsys.readouterr().err
+
+
+def test_serve_sweep_marks_the_rates_past_capacity_as_serve_sim_judges_them(capsys):
+    # 200 requests at 80/s are past an H100's capacity for this 8B target (the queue grows through the run), at 2/s it
+    # keeps up: the sweep's rows say so per arm, as serve-sim's line for the same rate and seed does, and its text
+    # names the rate; the completions serve-sim prints are counted, never arrivals less a growth (once -3.2 req/s).
+    fixed = ["--requests", "200", "--input-len", "1000", "--output-len", "300"]
+    assert main(["serve-sweep", "--rates", "2,80", *fixed, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rates"]
+    assert [(r["off_past_capacity"], r["on_past_capacity"]) for r in rows] == [(False, False), (True, True)]
+    for row in rows:
+        assert main(["serve-sim", "--rate", f"{row['rate']:g}", "--runs", "1", *fixed]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        for arm in ("off", "on"):
+            said = next(line for line in lines if line.startswith(f"  speculation {arm}: arrivals came at"))
+            assert ("past its capacity" in said) == row[f"{arm}_past_capacity"], said
+            if row[f"{arm}_past_capacity"]:
+                assert float(said.split("completes about ")[1].split()[0]) >= 0, said
+    assert main(["serve-sweep", "--rates", "2,80", *fixed]) == 0
+    out = capsys.readouterr().out
+    assert "not of a steady state; a longer run queues more): 80 requests/s (speculation off and on)\n" in out
+    assert ", one run (seed 0; --runs for an interval over runs)" in out
+    assert main(["serve-sweep", "--concurrency", "2", "--requests", "20", "--json"]) == 0  # closed loops: no queue
+    closed = json.loads(capsys.readouterr().out)["concurrencies"][0]
+    assert closed["off_past_capacity"] is None and closed["on_past_capacity"] is None
 
 
 def test_serve_sweep_over_concurrencies_is_serve_sim_at_each_closed_loop(capsys, tmp_path):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import sys
 
 from specsim.cli.args import deployment, resolve_acceptance
@@ -359,13 +358,11 @@ def _what_holds_speculation_back(summaries: list[dict], meta: dict, limits, kv_f
 
 
 def _served_against_offered(args: argparse.Namespace, summaries: list[dict]) -> str:
-    """Why requests/s served is not the rate asked for, and whether the engine kept up.  Under a steady load the
-    requests in the system at the last arrival are about as many as at the middle one; past capacity the queue
-    grows between them, and arrivals less that growth are what the engine completes.  Growth counts when it is over 10
-    requests and three times sqrt(n) for the n at the middle arrival (a steady queue of n requests wanders by about
-    sqrt(n)), and over 5% of the arrival rate.  A burst, whose
-    second half arrives in under a tenth of the time the engine takes to finish what is left, shows no steady rate:
-    served/s is then the measure, and the line says so."""
+    """Why requests/s served is not the rate asked for, and whether the engine kept up
+    (:func:`specsim.serving.runs.queue_verdict`): past capacity the queue grows, and arrivals less that growth are what
+    the engine completes; a burst shows no steady rate: served/s is then the measure, and the line says so."""
+    from specsim.serving.runs import queue_verdict
+
     if args.concurrency is not None:
         return (
             f"requests/s served: a closed loop of {args.concurrency} users sends a request only when one finishes, so the "
@@ -379,23 +376,22 @@ def _served_against_offered(args: argparse.Namespace, summaries: list[dict]) -> 
     )
     lines = [head]
     for name, s in zip(("off", "on"), summaries):
-        rate, drain, growth = s["arrival_rate_per_s"], s["drain_s"], s["queue_growth_per_s"]
-        if rate is None or drain is None or growth is None:
+        said = queue_verdict(s)
+        if said is None:
             continue
+        rate, drain, growth = s["arrival_rate_per_s"], s["drain_s"], s["queue_growth_per_s"]
         middle, last = s["in_system_at_middle_arrival"], s["in_system_at_last_arrival"]
         half = (s["served"] + s["never_fit"]) / 2.0 / rate  # the second half's arrivals, seconds
-        # Growth past a steady queue's wander: 10 requests, and three times sqrt(n) (a queue of n wanders by about
-        # sqrt(n); near capacity, 60 to 74 in 400 requests is that wander, not a queue that keeps growing).
-        grew = last - middle > max(10.0, 3.0 * math.sqrt(max(middle, 0.0)))
-        if grew and growth > 0.05 * rate and half < 0.1 * drain:
+        if said == "burst":
             verdict = (
                 f"the requests came in a burst (the second half within {half:.2f} s, against the {drain:.1f} s the engine "
                 f"took to finish what was left): past its capacity, with no steady rate to read; served/s is the measure"
             )
-        elif grew and growth > 0.05 * rate:
+        elif said == "grew":
             verdict = (
                 f"the queue grew from {middle:.0f} requests in the system at the middle arrival to {last:.0f} at the last, "
-                f"{growth:.1f}/s: the engine completes about {rate - growth:.1f} req/s of the {rate:.1f} arriving, past its "
+                f"{growth:.1f}/s: the engine completes about {s['served_per_s_after_middle']:.1f} req/s of the {rate:.1f} "
+                "arriving, past its "
                 "capacity (a longer run queues more)"
             )
         else:
@@ -494,7 +490,7 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
         return 0
     print(describe(dep, 0).replace("; context 0 tokens", ""))
     runs = (
-        ""
+        f", one run (seed {args.seed}; --runs for an interval over runs)"
         if args.runs == 1
         else f" x {args.runs} runs (seeds {args.seed}-{args.seed + args.runs - 1}; each figure the mean ± the "
         "half-width of its 95% confidence interval, Student t over the runs)"
@@ -555,6 +551,17 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
         if stop is None
         else f"\nspeculation stops lowering TPOT p50 at {stop:g} {unit}"
     )
+    past = [
+        (getattr(r, load), [name for name in ("off", "on") if getattr(r, f"{name}_past_capacity") is True])
+        for r in frame.itertuples()
+    ]
+    past = [(v, arms) for v, arms in past if arms]
+    if past:  # the steady-state answers say "past capacity" there too; a run's figures depend on its length
+        print(
+            f"past capacity (the queue grew through the run: its figures are of {n:,} requests, not of a steady "
+            "state; a longer run queues more): "
+            + ", ".join(f"{v:g} {unit} (speculation {' and '.join(arms)})" for v, arms in past)
+        )
     if f"max_{load}_meeting_slo_off" in findings:
         fmt = lambda v: f"none of the {plural} swept" if v is None else f"{v:g} {unit}"  # noqa: E731
         print(

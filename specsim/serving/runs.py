@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CONFIDENCE", "DEFAULT_RUNS", "summarize_runs"]
+__all__ = ["CONFIDENCE", "DEFAULT_RUNS", "queue_verdict", "summarize_runs"]
 
 
 #: Confidence level of the intervals serve-sim prints over independent runs.
@@ -16,6 +16,27 @@ CONFIDENCE = 0.95
 #: and put an interval over the acceptance draws alone).
 DEFAULT_RUNS = 10
 _SUMMED = ("requests", "served", "never_fit", "slo_met")
+
+
+def queue_verdict(summary: dict) -> str | None:
+    """Whether the engine kept up with a run's arrivals (a summary of :meth:`ServeResult.summary`, or of
+    :func:`summarize_runs`): ``"kept up"``, ``"grew"`` (past its capacity: the queue grew through the run, so a longer
+    run queues more and the run's figures are of its length, not of a steady state), ``"burst"`` (the second half of
+    the requests arrived in under a tenth of the time the engine took to finish what was left: no steady rate to read),
+    or None where the run has no arrival figures.
+
+    Under a steady load the requests in the system at the last arrival are about as many as at the middle one.  Growth
+    counts when it is over 10 requests and three times sqrt(n) for the n at the middle arrival (a steady queue of n
+    requests wanders by about sqrt(n); near capacity, 60 to 74 in 400 requests is that wander), and over 5% of the
+    arrival rate."""
+    rate, drain, growth = summary["arrival_rate_per_s"], summary["drain_s"], summary["queue_growth_per_s"]
+    if rate is None or drain is None or growth is None:
+        return None
+    middle, last = summary["in_system_at_middle_arrival"], summary["in_system_at_last_arrival"]
+    if not (last - middle > max(10.0, 3.0 * np.sqrt(max(middle, 0.0))) and growth > 0.05 * rate):
+        return "kept up"
+    half = (summary["served"] + summary["never_fit"]) / 2.0 / rate  # the second half's arrivals, seconds
+    return "burst" if half < 0.1 * drain else "grew"
 
 
 def summarize_runs(summaries: list[dict], level: float = CONFIDENCE) -> dict:

@@ -41,7 +41,7 @@ import numpy as np
 
 from specsim.core.defaults import DEFAULT_ALPHA, DEFAULT_GAMMA_MAX
 from specsim.serving.capacity import capacity, no_room_said, sequence_kv_bytes
-from specsim.serving.runs import CONFIDENCE, DEFAULT_RUNS, summarize_runs
+from specsim.serving.runs import CONFIDENCE, DEFAULT_RUNS, queue_verdict, summarize_runs
 from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, EngineLimits, iteration_s
 from specsim.serving.workloads import mean_context_tokens
 from specsim.speculation.acceptance import as_acceptance
@@ -210,12 +210,16 @@ class ServeResult:
             return int(((self.arrival_s <= t) & ~self.rejected & ~(self.finish_s <= t)).sum())
 
         grew = in_system(last) - in_system(middle)
+        finished = int(((self.finish_s > middle) & (self.finish_s <= last)).sum())
         return {
             "arrival_rate_per_s": _ratio(arrived.size - 1, span),
             "drain_s": float(np.nanmax(self.finish_s) - last) if self.served.any() else None,
             "in_system_at_middle_arrival": in_system(middle),
             "in_system_at_last_arrival": in_system(last),
             "queue_growth_per_s": _ratio(grew, float(last - middle)) if last > middle else None,
+            # What the engine finished while the queue grew (arrivals less growth only on average: a Poisson second
+            # half can come faster than the whole stream's rate).
+            "served_per_s_after_middle": _ratio(finished, float(last - middle)) if last > middle else None,
         }
 
     def summary(self, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None) -> dict:
@@ -950,6 +954,8 @@ def _sweep_row(load: str, value: float, runs: list) -> dict:
                 row[f"{name}_{column}_ci"] = half
         if "slo_met" in s:  # summed over the runs: the share of every run's served requests that met both SLOs
             row[f"{name}_slo_attainment"] = s["slo_met"] / max(s["served"], 1)
+        verdict = None if load == "concurrency" else queue_verdict(s)  # a closed loop's users send only when served
+        row[f"{name}_past_capacity"] = None if verdict is None else verdict != "kept up"
     if len(runs) > 1:
         row["runs"] = len(runs)
     return row
