@@ -1405,3 +1405,21 @@ def test_a_calibration_of_one_drafter_kinds_rounds_gives_another_kind_only_its_p
     said = "rounds the preset's: it was fitted to a draft model's"
     assert said in head.engine.label and said not in own.engine.label
     assert "was fitted to a draft model's rounds, not an EAGLE-3 head's" in head.engine.spec_basis
+
+
+def test_an_answer_from_a_calibration_says_how_far_off_its_fit_was_held_out_and_that_it_warned(
+    plan_calibration, capsys
+):
+    # calibrate-engine prints its held-out errors and warnings once; every answer from the file says them again, in one
+    # note, from the file's own record (the fit of the shipped plan warned twice).
+    record = yaml.safe_load(plan_calibration.read_text())
+    held = record["errors"]["held_out"]
+    capsys.readouterr()
+    assert main(["optimal-gamma", "--calibration", str(plan_calibration), "--batch", "1"]) == 0
+    err = capsys.readouterr().err
+    assert (
+        f"note: calibration.yaml: with each load of its {len(record['runs'])} runs left out, its fit was off by plain "
+        f"{held['plain']:.1%} and speculative {held['spec']:.1%} (mean absolute error); its fit gave "
+        f"{len(record['warnings'])} warnings (the file's warnings)\n"
+    ) in err
+    assert len(record["warnings"]) == 2

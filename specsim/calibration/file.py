@@ -83,6 +83,28 @@ class Calibration:
             return None
         return round(self.serving["input_tokens"]), round(self.serving["output_tokens"])
 
+    def said(self) -> str:
+        """What an answer from this calibration rests on, in one line: how far off the fit was on its own runs with each
+        load left out (what cannot be held out said as such), and how many warnings its fit gave (in the file)."""
+        errors = (self.record.get("errors") or {}).get("held_out") or {}
+        parts = [
+            f"{what} {errors[key]:.1%}"
+            for key, what in (("plain", "plain"), ("spec", "speculative"))
+            if errors.get(key) is not None
+        ]
+        runs = len(self.record.get("runs", []))
+        why = "; ".join(r for rs in (self.record.get("not_held_out") or {}).values() for r in rs)
+        line = (
+            f"{self.name}: with each load of its {runs} runs left out, its fit was off by {' and '.join(parts)} "
+            "(mean absolute error)"
+            if parts
+            else f"{self.name}: no held-out error: " + (why or f"the file records none for its {runs} runs")
+        )
+        warned = len(self.record.get("warnings") or [])
+        if warned:
+            line += f"; its fit gave {warned} warning{'s' if warned > 1 else ''} (the file's warnings)"
+        return line
+
     def brief(self) -> str:
         return f"calibration {self.name} (fitted {self.record.get('date', '?')} to {len(self.record.get('runs', []))} runs)"
 

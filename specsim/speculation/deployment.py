@@ -589,6 +589,7 @@ class Deployment:
             drafter = None if decode_only else make_drafter(str(draft), target_model, d_opts, ngram_cpu_s_per_token)
             if calibration is not None:
                 preset = calibration.apply(preset, None if decode_only else kind)
+                choices += (calibration.said(),)
             return cls(profile, target_model, drafter, source, preset, choices)
         except VocabularyMismatch as err:
             if defaulted:
