@@ -60,6 +60,27 @@ def test_a_fixed_gamma_at_poisson_rates_and_past_capacity(capsys):
     assert rows[0]["plain"]["tpot_s"] == pytest.approx(float(s.tpot_s[0, 0]), rel=1e-9)
 
 
+def test_explain_at_a_load_where_speculation_does_not_pay_shows_the_round_at_gamma_1_and_what_it_would_give(capsys):
+    # Chat at 28 requests/s is past an H100's capacity with this 8B target: gamma 0 is the answer (the drafter's KV
+    # leaves fewer requests running). The breakdown once put a gamma-1 round inside the plain iteration (its prompts
+    # beside, the iteration less that round) with a per-batch speedup of 1.23 beside the load's 1.000; now the row is
+    # the gamma-1 arm at that load, figure for figure as speedup --gamma 1 gives it, and says it is not run.  (At a
+    # load --workload gives the requests' lengths, so it goes beside the user's --alpha.)
+    argv = ["--alpha", "0.8", "--rate", "10,28", "--workload", "chat"]  # the hybrid source: gamma 0 at 28
+    best = _json(["optimal-gamma", *argv], capsys)
+    at_one = _json(["speedup", *argv, "--gamma", "1"], capsys)
+    rows = _json(["explain", *argv], capsys)
+    assert [r["gamma"] for r in best][1] == 0 and best[0]["gamma"] > 0
+    assert [r["speculates"] for r in rows] == [True, False] and rows[1]["gamma"] == 1
+    assert rows[1]["speedup_at_load"] == pytest.approx(at_one[1]["speedup_tpot"], rel=1e-12) != 1.0
+    assert rows[1]["batch"] == pytest.approx(at_one[1]["spec"]["decode_batch"], rel=1e-12)
+    assert rows[1]["iteration_s"] == pytest.approx(at_one[1]["spec"]["itl_s"], rel=1e-12)
+    assert rows[1]["iteration_s"] == pytest.approx(rows[1]["t_round_s"] + rows[1]["prompts_beside_s"])
+    assert rows[0]["speedup_at_load"] == pytest.approx(best[0]["speedup_tpot"], rel=1e-12)
+    assert main(["explain", *argv]) == 0
+    assert "*: not what it runs (the recommendation above says why)" in capsys.readouterr().out
+
+
 def test_explain_and_compare_and_schedule_answer_at_a_load(capsys):
     rows = _json(["explain", "--timing", "roofline", "--alpha", "0.8", "--concurrency", "1,64"], capsys)
     assert rows[0]["prompts_beside_s"] == pytest.approx(0.0, abs=1e-12) and rows[1]["prompts_beside_s"] > 0

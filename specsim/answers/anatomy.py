@@ -113,22 +113,28 @@ def round_anatomy(
 
 def load_anatomy(dep: Deployment, acceptance: object, label: str, answer, context: int) -> list[dict]:
     """explain at a load: for each row of ``answer`` (a :func:`specsim.answers.load.load_answer`), the round it runs at
-    its gamma (at least 1, so that a load where speculation does not pay still shows the round it would run) at the
-    decode batch the load implies and ``context`` tokens, with the time the others' prompts take beside it in each
-    iteration (``prompts_beside_s``, the iteration's ITL less the round), the plain iteration and the load's speedup."""
+    its gamma at the decode batch the load implies and ``context`` tokens, with the time the others' prompts take beside
+    it in each iteration (``prompts_beside_s``, the iteration's ITL less the round), the plain iteration and the load's
+    speedup.  A load where speculation does not pay shows the round it would run at gamma 1 with what that load would
+    give speculating so (``speculates`` False): its batch, iteration and speedup, not the plain ones beside a round."""
     rows = []
-    for r in answer.rows:
-        g = max(r["gamma"], 1)
-        batch = max(r["spec"]["decode_batch"], 1.0)
-        a = round_anatomy(dep, acceptance, label, [batch], context, g).rows[0]
+    for j, r in enumerate(answer.rows):
+        spec, speedup, g = r["spec"], r["speedup_tpot"], r["gamma"]
+        if g == 0:
+            would = answer.at_gamma(j, 1)
+            g = 1
+            if would is not None:
+                spec, speedup = would
+        a = round_anatomy(dep, acceptance, label, [max(spec["decode_batch"], 1.0)], context, g).rows[0]
         rows.append(
             a
             | {
                 "load": r["load"],
-                "prompts_beside_s": r["spec"]["itl_s"] - a["t_round_s"],
-                "iteration_s": r["spec"]["itl_s"],
+                "speculates": r["gamma"] > 0,
+                "prompts_beside_s": spec["itl_s"] - a["t_round_s"],
+                "iteration_s": spec["itl_s"],
                 "plain_iteration_s": r["plain"]["itl_s"],
-                "speedup_at_load": r["speedup_tpot"],
+                "speedup_at_load": speedup,
             }
         )
     return rows

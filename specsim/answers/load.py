@@ -174,6 +174,15 @@ class LoadAnswer:
         tpot = self._grid(self.state.tpot_s)
         return tpot[0] / tpot
 
+    def at_gamma(self, j: int, gamma: int) -> tuple[dict, float] | None:
+        """What a benchmark would measure at load ``j`` speculating with ``gamma`` (searched or fixed), and its TPOT
+        speedup; None where that gamma was not searched."""
+        rows = np.flatnonzero(self.state.gamma[:, 0] == gamma)
+        if rows.size == 0:
+            return None
+        i = int(rows[0])
+        return _figures(self.state, i, j), float(self.tpot_speedup()[i, j])
+
     def key_batch(self, j: int) -> float:
         """The decode batch load ``j`` runs at with its best gamma: what an engine's schedule is keyed by."""
         return float(self._grid(self.state.decode_batch)[int(self.best[j]), j])

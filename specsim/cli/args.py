@@ -44,11 +44,12 @@ def resolve_acceptance(args: argparse.Namespace, dep=None, context: int | None =
     )
 
 
-def model_acceptance(args: argparse.Namespace, dep, context: int):
+def model_acceptance(args: argparse.Namespace, dep, context: int, lengths: bool = False):
     """resolve_acceptance for the model commands: their --workload names which published acceptance to read, and is
-    refused beside an acceptance the user gives (it would change nothing)."""
+    refused beside an acceptance the user gives (it would change nothing), except where it also gives the requests'
+    lengths (``lengths``: an answer at a load), which then come from it beside the user's acceptance."""
     given = [f for f in ("alpha", "acceptance", "metrics") if getattr(args, f, None) is not None]
-    if given and args.workload is not None:
+    if given and args.workload is not None and not lengths:
         raise ValueError(f"--workload chooses a published acceptance; --{given[0]} gives yours: drop one of them")
     return resolve_acceptance(args, dep, context, args.workload)
 

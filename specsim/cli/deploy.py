@@ -67,7 +67,7 @@ def run_schedule(args: argparse.Namespace) -> int:
         from specsim.answers.load import check_positions
 
         check_positions(dep, lengths.input_tokens, lengths.output_tokens, lengths.prompt_sample is None)
-    acc, acc_label = model_acceptance(args, dep, context)
+    acc, acc_label = model_acceptance(args, dep, context, lengths=lengths is not None)
     cap = deployment_capacity(
         dep, context, args.max_context, args.memory_util, getattr(args, "max_batched_tokens", None)
     )

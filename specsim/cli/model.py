@@ -803,7 +803,7 @@ def run_at_load(args: argparse.Namespace, kind: str, loads: list, gamma: int | N
 
     dep = deployment(args)
     lengths = load_lengths(args)
-    acc, acc_label = model_acceptance(args, dep, lengths.context_tokens)
+    acc, acc_label = model_acceptance(args, dep, lengths.context_tokens, lengths=True)
     answer = load_answer_of(args, dep, acc, acc_label, kind, loads, lengths, gamma)
     if args.json:
         kv = answer.state.kv_bytes
@@ -929,7 +929,7 @@ def _explain_at_load(args: argparse.Namespace, kind: str, loads: list) -> int:
     dep = deployment(args)
     lengths = load_lengths(args)
     context = lengths.context_tokens
-    acc, acc_label = model_acceptance(args, dep, context)
+    acc, acc_label = model_acceptance(args, dep, context, lengths=True)
     answer = load_answer_of(args, dep, acc, acc_label, kind, loads, lengths, gamma=args.gamma)
     rows = load_anatomy(dep, acc, acc_label, answer, context)
     if args.json:
@@ -943,7 +943,12 @@ def _explain_at_load(args: argparse.Namespace, kind: str, loads: list) -> int:
         "prompts riding in it):"
     )
     body = [
-        [row["load"], f"{row['batch']:.1f}", row["gamma"], f"{row['tokens_per_round']:.2f}"]
+        [
+            row["load"],
+            f"{row['batch']:.1f}",
+            f"{row['gamma']}{'' if row['speculates'] else '*'}",
+            f"{row['tokens_per_round']:.2f}",
+        ]
         + [ms(row["parts_s"][n]) for n in names]
         + [
             ms(row["prompts_beside_s"]),
@@ -962,5 +967,10 @@ def _explain_at_load(args: argparse.Namespace, kind: str, loads: list) -> int:
             "<" + ">" * (len(names) + 7),
         )
     )
+    if not all(row["speculates"] for row in rows):
+        print(
+            "*: not what it runs (the recommendation above says why): the round it would run at gamma 1 at that load, "
+            "and what speculating so would give there"
+        )
     print_notes(dep)
     return 0
