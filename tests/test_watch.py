@@ -693,3 +693,34 @@ def test_the_rules_top_rate_is_what_the_plain_engine_serves_with_the_users_its_k
     roomy = rules_max_rate(Judge(dep, limits, 8, 0.9), 8000, 1000)
     tight = rules_max_rate(Judge(dep, limits, 8, 0.3), 8000, 1000)
     assert tight < 0.8 * roomy
+
+
+def test_a_page_that_gives_a_series_twice_is_refused_and_a_bounded_watch_gives_up_when_no_read_succeeds(day, capsys):
+    # A doubled draft counter once halved the acceptance length watch judged (COSTS MORE, exit 3, where the page pays).
+    # On the first read it is one line and exit 2; from the third read on every read fails, and a watch of 3 windows
+    # gives up after a whole window of failed reads with exit 2 and the reason, where it once retried for ever.
+    from specsim.watch.replay import ReplayServer, pages
+
+    names, _, _ = metric_names("vllm@0.20.0")
+    texts = pages(day, names, MODEL, 30.0, start_s=1.7e9)
+    line = next(x for x in texts[2].splitlines() if x.startswith(names.drafts + "{"))
+    doubled = texts[2] + line + "\n"
+    argv = ["watch", "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--interval", "0.25"]
+    with ReplayServer([doubled], path=names.path) as server:
+        assert main([*argv, "--url", server.url, "--once"]) == 2
+    err = capsys.readouterr().err
+    assert f"the series {line.split(' ')[0]} appears twice; a metrics page gives each series once" in err
+    assert len(err.strip().splitlines()) == 1
+    with ReplayServer(texts[:2] + [doubled], path=names.path) as server:
+        assert main([*argv, "--url", server.url, "--windows", "3", "--json"]) == 2
+    out, err = capsys.readouterr()
+    summary = json.loads(out.splitlines()[-1])
+    assert summary["type"] == "summary" and summary["exit_code"] == 2 and "appears twice" in summary["error"]
+    assert "no read succeeded for a whole window (5 reads over 0.25 s); the last: " in err
+
+
+@pytest.mark.parametrize("flag", ["--interval=1e300", "--interval=100000000d"])
+def test_a_duration_past_a_year_is_refused_in_one_line(flag, capsys):
+    assert main(["watch", "--url", "http://127.0.0.1:9/metrics", "--draft", "llama-3.2-1b", flag]) == 2
+    err = capsys.readouterr().err
+    assert "a duration must be > 0 and at most 366d" in err and len(err.strip().splitlines()) == 1

@@ -218,13 +218,36 @@ def _shape(model) -> tuple:
     )
 
 
-def _live_url(args, source, names, gamma, model, first, output, watcher, gauges) -> None:
+class _Failures:
+    """Reads that failed in a row: the first of a streak said, then one line a window; a watch that stops by itself
+    (--once, --windows) gives up once a whole window's reads have failed, and says why (it once retried for ever)."""
+
+    def __init__(self, args, output, per_window: int, again: str):
+        self.bounded = args.once or args.windows is not None
+        self.output, self.per_window, self.again, self.streak = output, per_window, again, 0
+
+    def failed(self, err: ValueError, window_s: float) -> str | None:
+        """Count one failed read; the reason to give up, where it is time to."""
+        self.streak += 1
+        if not self.output.json and (self.streak - 1) % self.per_window == 0:
+            more = "" if self.streak == 1 else f" ({self.streak} reads in a row)"
+            print(
+                f"{time.strftime('%H:%M:%S', time.gmtime())}  read failed{more}: {err}; {self.again}", file=sys.stderr
+            )
+        if self.bounded and self.streak >= self.per_window:
+            return f"no read succeeded for a whole window ({self.streak} reads over {window_s:g} s); the last: {err}"
+        return None
+
+
+def _live_url(args, source, names, gamma, model, first, output, watcher, gauges) -> str | None:
+    """Read the page until the windows are done; the reason it gave up, where it did."""
     from specsim.watch.windows import read_samples, window_between
 
     windows = 1 if args.once else args.windows
     prev, gauges_seen, reads, done = first, [first.gauges], 0, 0
     poll = args.interval / READS_PER_WINDOW
     next_at = time.time() + poll
+    failures = _Failures(args, output, READS_PER_WINDOW, "reading again")
     while windows is None or done < windows:
         time.sleep(max(0.0, next_at - time.time()))
         next_at += poll
@@ -232,9 +255,11 @@ def _live_url(args, source, names, gamma, model, first, output, watcher, gauges)
             t, samples = source.read()
             reading = read_samples(samples, names, t, model, source.url)
         except ValueError as err:
-            if not output.json:
-                print(f"{time.strftime('%H:%M:%S', time.gmtime())}  read failed: {err}; reading again", file=sys.stderr)
+            gave_up = failures.failed(err, args.interval)
+            if gave_up is not None:
+                return gave_up
             continue
+        failures.streak = 0
         gauges_seen.append(reading.gauges)
         reads += 1
         if reads % READS_PER_WINDOW:
@@ -244,6 +269,7 @@ def _live_url(args, source, names, gamma, model, first, output, watcher, gauges)
         if gauges is not None:
             gauges.update(row)
         prev, gauges_seen, done = reading, [reading.gauges], done + 1
+    return None
 
 
 def _open(args, names, release, shown, matchers):
@@ -364,6 +390,7 @@ def run_watch(args: argparse.Namespace) -> int:
         _header(args, source, names, shown, model, dep, limits, detector, said),
         {"model": model, "engine": shown, "source": source.describe(), "deployment": dep.provenance()},
     )
+    gave_up = None
     try:
         if reads is not None:
             for row in watcher.add_all(prometheus_windows(reads, names, model, gamma, source.url)):
@@ -371,15 +398,20 @@ def run_watch(args: argparse.Namespace) -> int:
                 if gauges is not None:
                     gauges.update(row)
             if args.end is None and not args.once:
-                _live_prometheus(args, source, names, model, gamma, reads[-1][0], output, watcher, gauges)
+                gave_up = _live_prometheus(args, source, names, model, gamma, reads[-1][0], output, watcher, gauges)
         else:
-            _live_url(args, source, names, gamma, model, first, output, watcher, gauges)
+            gave_up = _live_url(args, source, names, gamma, model, first, output, watcher, gauges)
     except KeyboardInterrupt:
         pass
     finally:
         if server is not None:
             server.shutdown()
             server.server_close()
+    if gave_up is not None:  # the windows asked for were not read: an error, whatever the windows before said (no plot)
+        if output.json:
+            output.emit("summary", exit_code=2, holding=sorted(watcher.holding), error=gave_up)
+        print(f"specsim watch: error: {gave_up}", file=sys.stderr)
+        return 2
     if args.plot is not None and watcher.rows:
         from specsim.figures.plots import save_watch
 
@@ -391,24 +423,29 @@ def run_watch(args: argparse.Namespace) -> int:
     return code
 
 
-def _live_prometheus(args, source, names, model, gamma, last_t, output, watcher, gauges) -> None:
+def _live_prometheus(args, source, names, model, gamma, last_t, output, watcher, gauges) -> str | None:
+    """Ask Prometheus for each window as it ends; the reason it gave up, where it did."""
     from specsim.watch.windows import prometheus_windows
 
     done, limit = 0, args.windows
+    failures = _Failures(args, output, 1, "asking again")
     while limit is None or done < limit:
         due = last_t + args.interval
         time.sleep(max(0.0, due + PROMETHEUS_LAG_S - time.time()))
         try:
             reads = source.reads(last_t, due, args.interval)
         except ValueError as err:
-            if not output.json:
-                print(f"{time.strftime('%H:%M:%S', time.gmtime())}  read failed: {err}; asking again", file=sys.stderr)
+            gave_up = failures.failed(err, args.interval)
+            if gave_up is not None:
+                return gave_up
             continue
+        failures.streak = 0
         for row in watcher.add_all(prometheus_windows(reads, names, model, gamma, source.url)):
             output.row(row)
             if gauges is not None:
                 gauges.update(row)
         last_t, done = due, done + 1
+    return None
 
 
 def _write_rules(args, names, judge, dep, gamma, matchers) -> None:

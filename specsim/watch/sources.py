@@ -95,6 +95,8 @@ class EndpointSource:
 
 _DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d|w)$")
 _UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+#: The longest duration read (a window, a look back): a year, past any watch's window and within every clock's range.
+MAX_DURATION_S = 366 * 86400.0
 
 
 def parse_duration(text: str) -> float:
@@ -109,8 +111,8 @@ def parse_duration(text: str) -> float:
                 f"{text!r} is not a duration (seconds, or a number with ms, s, m, h, d or w: 5m, 24h)"
             ) from None
         value = float(m.group(1)) * _UNITS[m.group(2)]
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"a duration must be > 0, got {text!r}")
+    if not math.isfinite(value) or value <= 0 or value > MAX_DURATION_S:
+        raise ValueError(f"a duration must be > 0 and at most 366d, got {text!r}")
     return value
 
 
