@@ -1186,6 +1186,31 @@ def test_a_calibration_file_that_is_not_one_is_refused(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "key, value, said",
+    [
+        ("terms", "x", "terms must be a mapping of each term to its fit (status, value), got 'x'"),
+        ("terms", {"round_s": 3}, "terms must be a mapping of each term to its fit (status, value)"),
+        ("warnings", "careful", "warnings must be a list of the fit's warnings, got 'careful'"),
+        ("warnings", [1], "warnings must be a list of the fit's warnings (text)"),
+        ("errors", {"held_out": {"plain": "low"}}, "errors: held_out must map plain, spec and all to errors"),
+        ("runs", 5, "runs must be a list of the runs fitted, got 5"),
+        ("not_held_out", {"held_out": "one load"}, "not_held_out must map error kinds to lists of reasons"),
+    ],
+)
+def test_a_calibrations_record_of_its_fit_is_checked_before_an_answer_reads_it(
+    key, value, said, tmp_path, capsys, plan_calibration
+):
+    # The answers say the fit's held-out errors and warnings and read its terms' statuses: a hand-edited record that is
+    # not of its kind is one line and exit 2 (terms: x was a traceback).
+    record = yaml.safe_load(plan_calibration.read_text())
+    bad = tmp_path / "edited.yaml"
+    bad.write_text(yaml.safe_dump(record | {key: value}))
+    assert main(["optimal-gamma", "--calibration", str(bad), "--batch", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"edited.yaml: {said}" in err[0], err
+
+
 # -- the hostile cases of issue 35 ----------------------------------------------------------------------------------------
 def _plan_copy(tmp_path):
     import shutil

@@ -343,6 +343,7 @@ def read_calibration(path: str | Path) -> Calibration:
             raise ValueError(
                 f"{where}: acceptance: measured_steps must be a whole number in [1, 64] or null, got {steps!r}"
             )
+    _check_record(where, data)
     serving = _read_serving(where, data.get("serving"))
     draft_tp = data.get("draft_tp")
     options = data.get("target_options") or {}
@@ -414,6 +415,33 @@ def _read_serving(where: str, raw: object) -> dict | None:
             f"memory_util (in (0, 1], or null), got {raw!r}"
         )
     return dict(raw)
+
+
+def _check_record(where: str, data: dict) -> None:
+    """The fit's record that the answers read and say (its terms' statuses, errors, warnings, runs): refused in one line
+    where a key is not of its kind (a hand-edited ``terms: x`` was a traceback)."""
+    kinds = {
+        "terms": (dict, "a mapping of each term to its fit (status, value)"),
+        "errors": (dict, "a mapping of error kinds (held_out, ...) to their errors"),
+        "not_held_out": (dict, "a mapping of error kinds to the reasons they could not be held out"),
+        "warnings": (list, "a list of the fit's warnings"),
+        "runs": (list, "a list of the runs fitted"),
+    }
+    for key, (kind, what) in kinds.items():
+        value = data.get(key)
+        if value is not None and not isinstance(value, kind):
+            raise ValueError(f"{where}: {key} must be {what}, got {value!r:.60}")
+    if any(not isinstance(t, dict) for t in (data.get("terms") or {}).values()):
+        raise ValueError(f"{where}: terms must be a mapping of each term to its fit (status, value)")
+    held = (data.get("errors") or {}).get("held_out") or {}
+    if not isinstance(held, dict) or any(
+        v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))) for v in held.values()
+    ):
+        raise ValueError(f"{where}: errors: held_out must map plain, spec and all to errors (numbers or null)")
+    if any(not isinstance(w, str) for w in data.get("warnings") or []):
+        raise ValueError(f"{where}: warnings must be a list of the fit's warnings (text)")
+    if any(not isinstance(r, list) for r in (data.get("not_held_out") or {}).values()):
+        raise ValueError(f"{where}: not_held_out must map error kinds to lists of reasons")
 
 
 def _check_profile(where: str, profile, base: object):
