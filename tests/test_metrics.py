@@ -271,3 +271,18 @@ def test_model_selection_messages():
         acceptance_from_prometheus(page, model_name="c")
     with pytest.raises(ValueError, match=r"found: none$"):
         acceptance_from_prometheus("up 1\n", model_name="c")
+
+
+def test_every_shipped_metrics_page_is_one_specsim_reads():
+    # The sample plan's pages once held 4.0004 draft tokens a draft at 4 steps (a fractional draft count rounded apart
+    # from its tokens), which no engine writes: 10 of them failed specsim's own reader.
+    from pathlib import Path
+
+    from specsim.speculation.metrics import read_metrics_file
+
+    pages = sorted((Path(__file__).resolve().parents[1] / "examples").rglob("*metrics*.txt"))
+    assert len(pages) >= 50
+    for page in pages:
+        if " 0\n" in page.read_text().splitlines(keepends=True)[0]:  # a server's first page: nothing drafted yet
+            continue
+        assert read_metrics_file(page).gamma is not None, page  # every sample drafts a fixed number of tokens

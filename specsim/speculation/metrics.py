@@ -303,7 +303,9 @@ def acceptance_from_prometheus(text: str, source: str = "metrics", model_name: s
         raise ValueError(f"{source}: {len(per_pos)} per-position counters but {metrics.gamma} draft tokens per draft")
     if per_pos and metrics.gamma is None and len(per_pos) < metrics.mean_draft_length:
         raise ValueError(
-            f"{source}: {len(per_pos)} per-position counters but {metrics.mean_draft_length:.2f} draft tokens per draft on average"
+            f"{source}: {len(per_pos)} per-position counters but {metrics.draft_tokens:g} draft tokens in "
+            f"{metrics.drafts:g} drafts ({metrics.mean_draft_length:.6g} a draft): a draft proposes at most one token per "
+            "position"
         )
     counts = [per_pos[k] for k in sorted(per_pos)]
     if counts and counts[0] > metrics.drafts:
