@@ -218,6 +218,20 @@ def test_counters_that_go_back_start_a_new_window(day):
     assert not again.restarted and again.acceptance_length == pytest.approx(1 + 300 / 200)  # counted from the restart
 
 
+def test_per_position_counts_that_cannot_be_shares_of_the_drafts_are_not_counted(day):
+    # Position 0 accepted 10 times as often as drafts were made (a page no engine writes) gave a per-position rate of
+    # 6.01 and a zero-width interval; such a window's per-position figures are dropped and said, its length kept.
+    names, reads = _reads(day, "vllm@0.20.0")
+    a, b = reads[0], reads[4]
+    key = next(k for k in b.counters if k[0] == names.accepted_per_position and k[2] == 0)
+    drafts = sum(v - a.counters.get(k, 0.0) for k, v in b.counters.items() if k[0] == names.drafts)
+    odd = b.__class__(b.t, b.model, b.counters | {key: a.counters.get(key, 0.0) + 10 * drafts}, b.gauges, None)
+    good, bad = window_between(a, b, names, gamma=3), window_between(a, odd, names, gamma=3)
+    assert good.per_position is not None and bad.per_position is None
+    assert bad.acceptance_length == good.acceptance_length
+    assert any("is not a falling share of the drafts in [0, 1]: not counted" in n for n in bad.notes)
+
+
 # -- the drift test ----------------------------------------------------------------------------------------------------
 def _synthetic(rng, n, alpha, gamma=3, drafts=20000, jitter=0.01, change=None):
     """Windows of ``drafts`` drafts whose alpha varies between windows by ``jitter`` (traffic that is not one kind:
@@ -548,6 +562,12 @@ def test_a_window_that_serves_requests_without_one_speculative_step_says_specula
     assert Watcher._why_idle(serving).startswith("no speculative step while 3.5 requests/s were served")
     quiet = SimpleNamespace(drafts=0.0, requests_per_s=0.0, acceptance_length=None, notes=())
     assert Watcher._why_idle(quiet).startswith("idle: 0 speculating steps")
+    # Drafting with no request finished is not idle either (a page without the request counter once read as idle), and
+    # a window with load and acceptance but no draft length asks for --gamma, not for load figures.
+    drafting = SimpleNamespace(drafts=5000.0, requests_per_s=0.0, acceptance_length=2.1, notes=(), gamma=3)
+    assert Watcher._why_idle(drafting).startswith("no request finished while 5000 speculative steps ran")
+    unsized = SimpleNamespace(drafts=5000.0, requests_per_s=2.0, acceptance_length=2.1, notes=(), gamma=None)
+    assert Watcher._why_idle(unsized).endswith("give --gamma")
 
 
 def test_a_restart_mid_watch_is_said_and_watching_goes_on(day, capsys):

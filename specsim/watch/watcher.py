@@ -228,9 +228,18 @@ class Watcher:
         if window.drafts is not None and window.drafts < MIN_DRAFTS:
             return f"idle: {window.drafts:.0f} speculating steps (fewer than {MIN_DRAFTS})"
         if not window.requests_per_s:
+            if window.drafts:  # drafting, so not idle: the load is what is missing
+                return (
+                    f"no request finished while {window.drafts:.0f} speculative steps ran: no load to judge by (a "
+                    "window shorter than its requests, or a page without the finished-request counter)"
+                )
             return "idle: no request finished"
         if window.acceptance_length is None:
             return "no acceptance in this window" + (f" ({window.notes[0]})" if window.notes else "")
+        if window.gamma is None:
+            return (
+                "the page does not say the draft length (no per-position counters or draft-length gauge): give --gamma"
+            )
         return "no load figures in this window"
 
     def exit_code(self) -> int:

@@ -370,6 +370,12 @@ def window_between(
     if length is not None and g is not None and not 1.0 - 1e-9 <= length <= g + 1.0 + 1e-9:
         notes.append(f"acceptance length {length:.3f} is outside [1, {g + 1}] for {g} draft tokens: not counted")
         length = None
+    if per_position and any(
+        not -1e-9 <= c <= 1.0 + 1e-9 or c > prev + 1e-9 for c, prev in zip(per_position, (1.0,) + per_position)
+    ):  # each position's share of drafts, never above the one before (a token follows only accepted ones)
+        shown = ", ".join(f"{c:.3g}" for c in per_position)
+        notes.append(f"per-position acceptance {shown} is not a falling share of the drafts in [0, 1]: not counted")
+        per_position = None
     rate = requests / seconds / replicas
     return Window(
         basis=basis,
