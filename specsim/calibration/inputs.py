@@ -113,6 +113,7 @@ def runs_from_files(
                 if r.accept_length is None and length is not None:
                     r = dataclasses.replace(r, accept_length=length)
                 runs.append(CalRun(r, setup))
+    _refuse_repeated_runs(runs)
     runs, lines = group_sweeps(runs, sweep_by)
     runs, said = with_prompt_spreads(runs, acceptance_spread)
     return runs, files, notes + lines + said
@@ -144,6 +145,33 @@ def _refuse_plain_as_spec(plain: list[str], spec: list[str]) -> None:
                 f"{path} holds the same runs as the plain file {same}: speculative runs come from the server with the "
                 "drafter (--spec), plain ones from the server without it (--plain)"
             )
+    # A file given twice (by two names, or as a copy) would count its runs twice and weigh the fit toward them.
+    for group in (plain, spec):
+        for i, path in enumerate(group):
+            same = next(
+                (p for p in group[:i] if Path(p).resolve() == Path(path).resolve() or same_bytes(p, path)), None
+            )
+            if same is not None:
+                raise ValueError(f"{path} holds the same runs as {same}, given before it: give each file once")
+
+
+def _refuse_repeated_runs(runs: list) -> None:
+    """Refuse a run of several requests recorded twice, every figure the same (a line copied within a file or into
+    another): two such measurements do not agree in every figure, and the fit would count one run twice.  A run of one
+    request can (the H100 study's humaneval prompts 11 and 18, one at a time, 130 in and 128 out in 850.3 ms each)."""
+    seen = {}
+    for c in runs:
+        r = c.run
+        if r.completed < 2:
+            continue
+        key = (r.kind, r.load, r.completed, r.tpot_s, r.ttft_s, r.e2e_s, r.duration_s, r.output_tokens_per_s)
+        key += (r.prompt_tokens, r.output_tokens, r.accept_length, c.setup)
+        if key in seen:
+            first = seen[key]
+            raise ValueError(
+                f"{r.path} run {r.index} repeats {first.path} run {first.index} figure for figure: give each run once"
+            )
+        seen[key] = r
 
 
 def served_target(given: str | None, runs: list[CalRun]) -> str:
