@@ -1231,6 +1231,34 @@ def test_a_file_or_a_run_given_twice_is_refused_not_counted_twice(tmp_path, caps
     assert main(["calibrate-engine", "--plain", plain, *common]) == 0
 
 
+@pytest.mark.parametrize(
+    "edit, said",
+    [
+        ({"spec_decode_num_drafts": -1000}, "spec_decode_num_drafts must not be negative, got -1000"),
+        ({"spec_decode_accepted_tokens": 60000}, "spec_decode_accepted_tokens (60000) is more than spec_decode_draft"),
+        ({"spec_decode_acceptance_rate": 1e300}, "spec_decode_acceptance_rate is a percentage in [0, 100], got 1e+300"),
+        ({"spec_decode_acceptance_rate": -1}, "spec_decode_acceptance_rate must not be negative, got -1"),
+        ({"spec_decode_acceptance_rate": 30.0}, "spec_decode_acceptance_rate 30 is not spec_decode_accepted_tokens"),
+        ({"spec_decode_acceptance_length": 3.5}, "spec_decode_acceptance_length 3.5 is not 1 + spec_decode_accepted"),
+        ({"median_tpot_ms": -5}, "median_tpot_ms must not be negative, got -5"),
+        ({"median_tpot_ms": "abc"}, "median_tpot_ms must be a finite number, got 'abc'"),
+        ({"num_prompts": -5}, "num_prompts must not be negative, got -5"),
+        ({"num_prompts": 100}, "completed (200) is more than num_prompts (100), the requests sent"),
+        ({"spec_decode_num_drafts": 18285.5}, "spec_decode_num_drafts must be a whole number, got 18285.5"),
+    ],
+)
+def test_figures_a_result_holds_that_cannot_be_are_refused_read_or_not(edit, said, tmp_path, capsys):
+    # A result once passed with -1000 drafts, an acceptance rate of 1e300 or a median TPOT of "abc" beside its mean:
+    # what cannot be is one line naming the file, the field and what is allowed, whether or not the fit reads it.
+    record = json.loads(Path(f"{BENCH}/vllm-eagle3.jsonl").read_text().splitlines()[0]) | edit
+    bad = tmp_path / "edited.jsonl"
+    bad.write_text(json.dumps(record) + "\n")
+    argv = ["--plain", f"{BENCH}/vllm-plain.jsonl", "--spec", str(bad), "--draft", "eagle3", "--steps", "3"]
+    assert main(["calibrate-engine", *argv, "--hardware", "h100"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"edited.jsonl#1: {said}" in err[0], err
+
+
 # -- the hostile cases of issue 35 ----------------------------------------------------------------------------------------
 def _plan_copy(tmp_path):
     import shutil

@@ -178,6 +178,50 @@ def _latency(where: str, record: dict, name: str) -> tuple[float | None, str | N
     return None, None
 
 
+def _check_fields(where: str, record: dict, completed: float) -> None:
+    """Refuse figures a result holds that cannot be, read or not: a latency (``*_ms``) or count that is not a finite
+    number >= 0, more requests completed than sent, and speculative counters that contradict one another.  vLLM
+    0.24.0 writes ``spec_decode_num_drafts``, ``_draft_tokens``, ``_accepted_tokens`` (whole counts of the run),
+    ``_acceptance_rate`` (accepted / draft tokens x 100) and ``_acceptance_length`` (1 + accepted / drafts)
+    (vllm/benchmarks/serve.py, benchmark()); a hand-edited or broken file once passed with -1000 drafts or an
+    acceptance rate of 1e300."""
+    for key, value in record.items():
+        if key.endswith("_ms") and value is not None:
+            _number(where, record, key, positive=False)
+    for key in ("num_prompts", "spec_decode_num_drafts", "spec_decode_draft_tokens", "spec_decode_accepted_tokens"):
+        if record.get(key) is not None and _number(where, record, key, positive=False) != int(record[key]):
+            raise ValueError(f"{where}: {key} must be a whole number, got {record[key]!r}")
+    prompts = record.get("num_prompts")
+    if prompts is not None and prompts < completed:
+        raise ValueError(
+            f"{where}: completed ({completed:g}) is more than num_prompts ({prompts!r}), the requests sent"
+        )
+    drafts, drafted, accepted = (
+        record.get(f"spec_decode_{k}") for k in ("num_drafts", "draft_tokens", "accepted_tokens")
+    )
+    rate = _number(where, record, "spec_decode_acceptance_rate", positive=False, optional=True)
+    if rate is not None and rate > 100:
+        raise ValueError(f"{where}: spec_decode_acceptance_rate is a percentage in [0, 100], got {rate:g}")
+    if drafted is not None and accepted is not None:
+        if accepted > drafted:
+            raise ValueError(
+                f"{where}: spec_decode_accepted_tokens ({accepted}) is more than spec_decode_draft_tokens ({drafted})"
+            )
+        # (to half a point, 0.5%: a file written by hand or converted from a table may round it)
+        if rate is not None and drafted > 0 and abs(rate - 100 * accepted / drafted) > 0.5:
+            raise ValueError(
+                f"{where}: spec_decode_acceptance_rate {rate:g} is not spec_decode_accepted_tokens / "
+                f"spec_decode_draft_tokens x 100 = {100 * accepted / drafted:.6g}"
+            )
+    length = record.get("spec_decode_acceptance_length")
+    if drafts and accepted is not None and isinstance(length, (int, float)) and not isinstance(length, bool):
+        if abs(length - (1 + accepted / drafts)) > 5e-3 * length:  # (to 0.5%, as the rate)
+            raise ValueError(
+                f"{where}: spec_decode_acceptance_length {length:g} is not 1 + spec_decode_accepted_tokens / "
+                f"spec_decode_num_drafts = {1 + accepted / drafts:.6g}"
+            )
+
+
 def _check_totals(where: str, record: dict, completed: float, duration: float | None, output_total: float) -> None:
     """Refuse a recorded throughput that the totals over the duration do not give (beyond rounding)."""
     if duration is None:
@@ -271,6 +315,7 @@ def _serve_run(path: Path, index: int, record: object, tool: str) -> BenchRun:
     output_total = _number(where, record, "total_output_tokens")
     output = output_total / completed
     _check_totals(where, record, completed, duration, output_total)
+    _check_fields(where, record, completed)
     al = _acceptance(where, record, tool)
     model = record.get("model_id")  # vLLM names it; SGLang's result does not
     if model is not None and not isinstance(model, str):
