@@ -1287,6 +1287,32 @@ def test_a_plan_whose_speculative_runs_have_no_result_holds_the_rounds_terms_at_
     assert "fitted none of the round's terms" in " ".join(rows[0]["provenance"])
 
 
+@pytest.mark.parametrize(
+    "top, run, said",
+    [
+        ({"tp": 0}, {}, "plan.yaml: tp must be a whole number in [1, 1024], got 0"),
+        ({}, {"concurrency": None}, "plan.yaml: run 1: concurrency must be a whole number in [1, 65,536], got None"),
+        (
+            {},
+            {"input_tokens": -512},
+            "plan.yaml: run 1: input_tokens must be a whole number in [1, 4,194,304], got -512",
+        ),
+        ({}, {"output_tokens": 1e9}, "plan.yaml: run 1: output_tokens must be a whole number in [1, 4,194,304], got"),
+    ],
+)
+def test_a_plans_deployment_and_run_fields_are_checked(top, run, said, tmp_path, capsys):
+    # tp: 0 was fitted as tp 1; a run without its concurrency gave the bare word "concurrency"; input lengths of -512
+    # or 1e9 were fitted.  Each is one line naming the plan, the run and the field.
+    folder = _plan_copy(tmp_path)
+    plan = yaml.safe_load((folder / "plan.yaml").read_text())
+    plan |= top
+    plan["runs"][0] |= run
+    (folder / "plan.yaml").write_text(yaml.safe_dump(plan))
+    assert main(["calibrate-engine", "--plan", str(folder / "plan.yaml")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and said in err[0], err
+
+
 def test_a_plan_result_recorded_at_another_concurrency_is_refused(tmp_path, capsys):
     folder = _plan_copy(tmp_path)
     path = folder / "results" / "plain-in512-c32.json"

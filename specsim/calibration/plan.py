@@ -602,11 +602,27 @@ def read_plan(path: str) -> dict:
         value = data.get(key)
         if not isinstance(value, kind) or isinstance(value, bool):
             raise ValueError(f"{where}: {key} must be a {kind.__name__}, got {value!r}")
+    from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_TP
+
+    for key in ("tp", "draft_tp"):
+        if not 1 <= data[key] <= MAX_TP:
+            raise ValueError(f"{where}: {key} must be a whole number in [1, {MAX_TP}], got {data[key]!r}")
     if not data["runs"]:
         raise ValueError(f"{where}: the plan holds no runs")
+
+    def whole(i: int, run: dict, key: str, top: int, optional: bool = False) -> None:
+        value = run.get(key)
+        if value is None and optional:
+            return
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
+            raise ValueError(f"{where}: run {i}: {key} must be a whole number in [1, {top:,}], got {value!r}")
+
     for i, run in enumerate(data["runs"], start=1):
         if not isinstance(run, dict):
             raise ValueError(f"{where}: run {i} must be a mapping")
+        whole(i, run, "concurrency", MAX_BATCH)
+        whole(i, run, "input_tokens", MAX_CONTEXT, optional=True)  # null: the plan's prompts file
+        whole(i, run, "output_tokens", MAX_CONTEXT)
         if run.get("kind") not in ("plain", "spec"):
             raise ValueError(f"{where}: run {i}: kind must be plain or spec, got {run.get('kind')!r}")
         if not isinstance(run.get("file"), str) or not run["file"]:
