@@ -178,6 +178,10 @@ def _latency(where: str, record: dict, name: str) -> tuple[float | None, str | N
     return None, None
 
 
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _check_fields(where: str, record: dict, completed: float) -> None:
     """Refuse figures a result holds that cannot be, read or not: a latency (``*_ms``) or count that is not a finite
     number >= 0, more requests completed than sent, and speculative counters that contradict one another.  vLLM
@@ -214,7 +218,8 @@ def _check_fields(where: str, record: dict, completed: float) -> None:
                 f"spec_decode_draft_tokens x 100 = {100 * accepted / drafted:.6g}"
             )
     length = record.get("spec_decode_acceptance_length")
-    if drafts and accepted is not None and isinstance(length, (int, float)) and not isinstance(length, bool):
+    possible = drafts and drafted is not None and 1 <= length <= 1 + drafted / drafts if _is_number(length) else False
+    if possible and accepted is not None:  # (a length no draft could give is named against the steps, later)
         if abs(length - (1 + accepted / drafts)) > 5e-3 * length:  # (to 0.5%, as the rate)
             raise ValueError(
                 f"{where}: spec_decode_acceptance_length {length:g} is not 1 + spec_decode_accepted_tokens / "
