@@ -1259,6 +1259,16 @@ def test_figures_a_result_holds_that_cannot_be_are_refused_read_or_not(edit, sai
     assert len(err) == 1 and f"edited.jsonl#1: {said}" in err[0], err
 
 
+def test_runs_with_more_users_than_max_num_seqs_are_named(capsys):
+    # --max-num-seqs 8 under runs at 1, 4, 16 and 64 users: the two above it are named and said to be queued, as the
+    # serving model queues them; at the engine's own 1024 none is.
+    argv = ["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", "--spec", f"{BENCH}/vllm-eagle3.jsonl"]
+    argv += ["--hardware", "h100", "--draft", "eagle3", "--steps", "3", "--engine", "vllm@0.10"]
+    said = "runs at concurrency 16, concurrency 64 have more users than the engine's max_num_seqs"
+    assert any(n.startswith(said) for n in _json(argv + ["--max-num-seqs", "8"], capsys)["notes"])
+    assert not any("more users than" in n for n in _json(argv, capsys)["notes"])
+
+
 # -- the hostile cases of issue 35 ----------------------------------------------------------------------------------------
 def _plan_copy(tmp_path):
     import shutil

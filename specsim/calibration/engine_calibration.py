@@ -271,6 +271,17 @@ def calibrate_engine(
     if limits is None:
         limits, where = engine_limits(dep.engine, dep.hardware, all(c.run.kind == "batch" for c in runs))
         notes.append(f"engine limits: {limits.label} ({where})")
+    over = sorted(
+        {c.run.load for c in runs if (c.run.concurrency or 0) > float(limits.seqs(c.kind == "spec"))},
+        key=lambda load: float(load.split()[-1]),
+    )
+    if (
+        over
+    ):  # the serving model queues them as the engine does (specsim.serving.steady: N_e = min(N, max_num_seqs, ...))
+        notes.append(
+            f"runs at {', '.join(over)} have more users than the engine's max_num_seqs: it runs that many at once and "
+            "queues the others, and so does the serving model they are fitted with"
+        )
     from specsim.serving.capacity import memory_share
 
     share = memory_share(dep, memory_utilization, limits.max_batched_tokens)
