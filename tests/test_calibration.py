@@ -1269,6 +1269,20 @@ def test_runs_with_more_users_than_max_num_seqs_are_named(capsys):
     assert not any("more users than" in n for n in _json(argv, capsys)["notes"])
 
 
+def test_requests_measured_one_at_a_time_past_their_steps_are_named_one_by_one(capsys):
+    # The H100 study's k = 7 requests given as 2 draft steps: the first request past 3 tokens a verification is named
+    # in one line (the spread across prompts read them all at once and printed 553 characters of lengths).
+    folder = "examples/bench/public/h100-llama-3.1-8b-eagle3-k"
+    argv = ["calibrate-engine", "--plain", f"{folder}/plain-humaneval.jsonl", "--spec"]
+    argv += [f"{folder}/eagle3-k7-humaneval.jsonl", "--steps", "2", "--draft", "eagle3", "--hardware", "h100"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith(
+        "eagle3-k7-humaneval.jsonl#4: an acceptance length of 3.3421 tokens per verification is outside [1, 3]: 2 "
+        "draft steps accept at most 2 tokens plus the target's own"
+    )
+
+
 # -- the hostile cases of issue 35 ----------------------------------------------------------------------------------------
 def _plan_copy(tmp_path):
     import shutil

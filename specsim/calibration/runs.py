@@ -139,6 +139,7 @@ def prompt_spreads(runs: list[CalRun]) -> dict[str, tuple[float, int]]:
     singles: dict = {}
     for c in runs:
         if c.setup is not None and c.run.load == "batch 1" and c.run.accept_length is not None:
+            _check_accept_lengths(c)  # each request's own line, before the spread reads them together
             singles.setdefault((c.sweep, c.setup.steps), []).append(c.run)
     per: dict = {}
     for (sweep, steps), rs in singles.items():
@@ -227,6 +228,21 @@ def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun],
 
 
 # -- what no engine could have measured ---------------------------------------------------------------------------
+def _check_accept_lengths(c: CalRun) -> None:
+    """Refuse a speculative run whose recorded or pinned acceptance length its draft steps cannot give, naming it."""
+    r, setup = c.run, c.setup
+    for value, what in (
+        (r.accept_length, "an acceptance length"),
+        (setup.pinned_accept_length, "a pinned acceptance length"),
+    ):
+        if value is not None and not 1.0 <= value <= setup.max_accept_length + 1e-9:
+            raise ValueError(
+                f"{r.where}: {what} of {value:g} tokens per verification is outside [1, "
+                f"{setup.max_accept_length}]: {setup.steps} draft steps accept at most {setup.steps} "
+                "tokens plus the target's own"
+            )
+
+
 def check_runs(dep, runs: list[CalRun]) -> None:
     """Refuse runs that break a physical limit, one line naming the run, the field and the limit: acceptance past
     what the draft steps allow or off its pin, more sequences decoding than the load lets in (Little's law), a context
@@ -262,14 +278,8 @@ def check_runs(dep, runs: list[CalRun]) -> None:
             )
         if c.setup is None:
             continue
+        _check_accept_lengths(c)
         al, setup = r.accept_length, c.setup
-        for value, what in ((al, "an acceptance length"), (setup.pinned_accept_length, "a pinned acceptance length")):
-            if value is not None and not 1.0 <= value <= setup.max_accept_length + 1e-9:
-                raise ValueError(
-                    f"{r.where}: {what} of {value:g} tokens per verification is outside [1, "
-                    f"{setup.max_accept_length}]: {setup.steps} draft steps accept at most {setup.steps} "
-                    "tokens plus the target's own"
-                )
         if (
             al is not None
             and setup.pinned_accept_length is not None
