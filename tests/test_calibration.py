@@ -900,7 +900,13 @@ def test_a_calibration_answers_at_a_load_for_the_lengths_and_limits_its_runs_wer
     out.write_text(yaml.safe_dump(record))
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "cal.yaml: serving must hold max_num_seqs and max_batched_tokens" in err[0], err
+    assert len(err) == 1 and "cal.yaml: serving: max_num_seqs must be a whole number in [1, 65536], got 0" in err[0], (
+        err
+    )
+    record["serving"] = serving | {"memory_util": -1.0}  # the field named, not the whole record and its schema
+    out.write_text(yaml.safe_dump(record))
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip().endswith("serving: memory_util must be a share in (0, 1], or null, got -1.0")
     # The engine's memory setting the runs were served at (calibrate-engine --memory-util) is the answer's unless told,
     # and said; none recorded (the engine's own, or a file written before the key) leaves the engine's own.
     assert serving["memory_util"] is None
@@ -916,7 +922,7 @@ def test_a_calibration_answers_at_a_load_for_the_lengths_and_limits_its_runs_wer
         record["serving"] = serving | {"memory_util": bad}
         out.write_text(yaml.safe_dump(record))
         assert main(["capacity", "--calibration", str(out)]) == 2
-        assert "memory_util (in (0, 1], or null)" in capsys.readouterr().err
+        assert f"serving: memory_util must be a share in (0, 1], or null, got {bad!r}" in capsys.readouterr().err
     # A speculating engine's own max_num_seqs the runs were served at (SGLang's 48 without --max-running-requests) is
     # the answer's too: the speculating arm holds 48 of 64 users, the plain one all 64; --max-num-seqs sets both.
     record["serving"] = serving | {"max_num_seqs": 2048, "spec_max_num_seqs": 48}

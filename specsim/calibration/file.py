@@ -384,36 +384,48 @@ def read_calibration(path: str | Path) -> Calibration:
 
 
 def _read_serving(where: str, raw: object) -> dict | None:
-    """The file's ``serving`` record (:func:`serving_record`), checked; None where the file has none."""
+    """The file's ``serving`` record (:func:`serving_record`), checked key by key; None where the file has none."""
     if raw is None:
         return None
-    ints = ("max_num_seqs", "max_batched_tokens")
-    tokens = ("input_tokens", "output_tokens")
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where}: serving must be a mapping (max_num_seqs, max_batched_tokens, ...), got {raw!r:.60}")
     # (a file written before 2026-12-04 has no memory_util, one before 2026-12-05 no spec_max_num_seqs)
-    raw = {"memory_util": None, "spec_max_num_seqs": None} | raw if isinstance(raw, dict) else raw
-    share = raw.get("memory_util") if isinstance(raw, dict) else None
-    spec = raw.get("spec_max_num_seqs") if isinstance(raw, dict) else None
-    ok = isinstance(raw, dict) and set(raw) == set(
-        ints + tokens + ("lengths_alike", "memory_util", "spec_max_num_seqs")
-    )
-    ok = ok and (spec is None or (isinstance(spec, int) and not isinstance(spec, bool) and 1 <= spec <= 65536))
-    ok = ok and (share is None or (isinstance(share, float) and not isinstance(share, bool) and 0.0 < share <= 1.0))
-    ok = ok and all(isinstance(raw[k], int) and not isinstance(raw[k], bool) and 1 <= raw[k] <= 4_194_304 for k in ints)
-    unknown = ok and raw["input_tokens"] is None and raw["output_tokens"] is None and raw["lengths_alike"] is False
-    ok = ok and (
-        unknown
-        or all(
-            isinstance(raw[k], (int, float)) and not isinstance(raw[k], bool) and 1 <= raw[k] <= 10_000_000
-            for k in tokens
+    raw = {"memory_util": None, "spec_max_num_seqs": None} | raw
+    known = ("max_num_seqs", "max_batched_tokens", "spec_max_num_seqs", "input_tokens", "output_tokens")
+    known += ("lengths_alike", "memory_util")
+    for key in known:
+        if key not in raw:
+            raise ValueError(f"{where}: serving: the key {key!r} is missing")
+    extra = sorted(set(raw) - set(known))
+    if extra:
+        raise ValueError(f"{where}: serving: {extra[0]!r} is not a key of it ({', '.join(known)})")
+
+    def number(value, low, high, whole) -> bool:
+        kinds = int if whole else (int, float)
+        return isinstance(value, kinds) and not isinstance(value, bool) and low <= value <= high
+
+    said = {
+        "max_num_seqs": (number(raw["max_num_seqs"], 1, 65536, True), "a whole number in [1, 65536]"),
+        "max_batched_tokens": (number(raw["max_batched_tokens"], 1, 4_194_304, True), "a whole number in [1, 4194304]"),
+        "spec_max_num_seqs": (
+            raw["spec_max_num_seqs"] is None or number(raw["spec_max_num_seqs"], 1, 65536, True),
+            "a whole number in [1, 65536], or null",
+        ),
+        "memory_util": (
+            raw["memory_util"] is None or (isinstance(raw["memory_util"], float) and 0.0 < raw["memory_util"] <= 1.0),
+            "a share in (0, 1], or null",
+        ),
+        "lengths_alike": (isinstance(raw["lengths_alike"], bool), "true or false"),
+    }
+    unknown = raw["input_tokens"] is None and raw["output_tokens"] is None and raw["lengths_alike"] is False
+    for key in ("input_tokens", "output_tokens"):
+        said[key] = (
+            unknown or number(raw[key], 1, 10_000_000, False),
+            "tokens in [1, 10000000] (or both lengths null, with lengths_alike false)",
         )
-    )
-    if not ok or not isinstance(raw["lengths_alike"], bool):
-        raise ValueError(
-            f"{where}: serving must hold max_num_seqs and max_batched_tokens (whole numbers >= 1), spec_max_num_seqs "
-            "(a whole number >= 1, or null), input_tokens and "
-            f"output_tokens (tokens >= 1, or both null with lengths_alike false), lengths_alike (true or false) and "
-            f"memory_util (in (0, 1], or null), got {raw!r}"
-        )
+    for key, (ok, allowed) in said.items():
+        if not ok:
+            raise ValueError(f"{where}: serving: {key} must be {allowed}, got {raw[key]!r:.40}")
     return dict(raw)
 
 
