@@ -935,7 +935,10 @@ def test_a_calibration_answers_at_a_load_for_the_lengths_and_limits_its_runs_wer
     assert "max_num_seqs admits" not in row["recommendation"] and row["spec"]["in_engine"] == 64
     record["serving"] = serving | {"spec_max_num_seqs": 0}
     out.write_text(yaml.safe_dump(record))
-    assert main(argv) == 2 and "spec_max_num_seqs (a whole number >= 1, or null)" in capsys.readouterr().err
+    assert (
+        main(argv) == 2
+        and "serving: spec_max_num_seqs must be a whole number in [1, 65536], or null, got 0" in capsys.readouterr().err
+    )
 
 
 def test_a_gamma_past_the_draft_steps_a_calibrations_acceptance_was_measured_at_is_said_to_extrapolate(
