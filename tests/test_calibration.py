@@ -1193,6 +1193,9 @@ def test_a_calibration_file_that_is_not_one_is_refused(tmp_path, capsys):
     assert "bad.yaml: the key 'date' is missing" in capsys.readouterr().err
     assert main(["optimal-gamma", "--calibration", str(tmp_path / "none.yaml")]) == 2
     assert "does not exist" in capsys.readouterr().err
+    bad.write_text("specsim_calibration: 2\n")  # another schema: said as such, not as no calibration at all
+    assert main(["optimal-gamma", "--calibration", str(bad)]) == 2
+    assert "bad.yaml: a specsim calibration of schema 2; this specsim reads schema 1" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

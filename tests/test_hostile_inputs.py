@@ -260,7 +260,8 @@ CASES = [
     # capacity, schedule, compare
     ("capacity --memory-util 2", "must be in (0, 1]"),
     ("schedule --max-batch 1000000000", "max-batch must be an integer in [1, 65536]"),
-    ("schedule --min-gain 0.5", "min gain must be >= 1"),
+    ("schedule --min-gain 0.5", "--min-gain: must be a speedup in [1, 65], got 0.5"),
+    ("schedule --min-gain 1e300", "--min-gain: must be a speedup in [1, 65], got 1e300"),
     ("schedule --format vllm --json", "cannot be combined with --format vllm"),
     ("compare --batch x", "batch must be an integer in [1, 65536]"),
     ("compare --gamma 65", "gamma must be an integer in [0, 64]"),

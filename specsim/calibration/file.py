@@ -298,6 +298,11 @@ def read_calibration(path: str | Path) -> Calibration:
         raise ValueError(f"calibration file {str(p)!r} does not exist or is not a file")
     data = load_yaml(p, "calibration file")
     where = p.name
+    if isinstance(data, dict) and "specsim_calibration" in data and data["specsim_calibration"] != SCHEMA:
+        raise ValueError(
+            f"{where}: a specsim calibration of schema {data['specsim_calibration']!r:.20}; this specsim reads schema "
+            f"{SCHEMA} (calibrate-engine --out writes one)"
+        )
     if not isinstance(data, dict) or data.get("specsim_calibration") != SCHEMA:
         raise ValueError(
             f"{where}: not a specsim calibration (specsim_calibration: {SCHEMA}; calibrate-engine --out writes one)"

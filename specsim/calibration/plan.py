@@ -586,6 +586,11 @@ def read_plan(path: str) -> dict:
         raise ValueError(f"--plan {path}: does not exist or is not a file (bench-plan writes plan.yaml in its folder)")
     data = load_yaml(path, "benchmark plan")
     where = Path(path).name
+    if isinstance(data, dict) and "specsim_bench_plan" in data and data["specsim_bench_plan"] != PLAN_SCHEMA:
+        raise ValueError(
+            f"{where}: a bench-plan manifest of schema {data['specsim_bench_plan']!r:.20}; this specsim reads schema "
+            f"{PLAN_SCHEMA} (specsim bench-plan writes one)"
+        )
     if not isinstance(data, dict) or data.get("specsim_bench_plan") != PLAN_SCHEMA:
         raise ValueError(f"{where}: not a specsim bench-plan manifest (specsim_bench_plan: {PLAN_SCHEMA})")
     for key, kind in (
@@ -620,9 +625,6 @@ def read_plan(path: str) -> dict:
     for i, run in enumerate(data["runs"], start=1):
         if not isinstance(run, dict):
             raise ValueError(f"{where}: run {i} must be a mapping")
-        whole(i, run, "concurrency", MAX_BATCH)
-        whole(i, run, "input_tokens", MAX_CONTEXT, optional=True)  # null: the plan's prompts file
-        whole(i, run, "output_tokens", MAX_CONTEXT)
         if run.get("kind") not in ("plain", "spec"):
             raise ValueError(f"{where}: run {i}: kind must be plain or spec, got {run.get('kind')!r}")
         if not isinstance(run.get("file"), str) or not run["file"]:
@@ -639,4 +641,7 @@ def read_plan(path: str) -> dict:
                     f"{where}: run {i}: pinned_accept_length must be in [1, {steps + 1}] for {steps} draft steps, "
                     f"got {pin!r}"
                 )
+        whole(i, run, "concurrency", MAX_BATCH)
+        whole(i, run, "input_tokens", MAX_CONTEXT, optional=True)  # null: the plan's prompts file
+        whole(i, run, "output_tokens", MAX_CONTEXT)
     return data

@@ -12,11 +12,11 @@ from specsim.cli.flags import (
     add_load_args,
     add_memory_args,
     add_tree_args,
+    gain_type,
     gamma_max_type,
     int_at_least,
     int_list,
     nonneg_number,
-    number,
 )
 from specsim.cli.report import describe, print_json, print_notes, table
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
@@ -355,7 +355,7 @@ def _parser_schedule(sub) -> None:
     )
     p.add_argument(
         "--min-gain",
-        type=number,
+        type=gain_type,
         default=DEFAULT_MIN_GAIN,
         help="speculate only where the predicted speedup is at least this (e.g. 1.05; default 1)",
     )

@@ -113,6 +113,14 @@ def number(text: str) -> float:
     return value
 
 
+def gain_type(text: str) -> float:
+    """A speedup to require: 1 (any gain) up to the most any round gives (MAX_GAMMA + 1 tokens a pass)."""
+    value = number(text)
+    if not 1.0 <= value <= MAX_GAMMA + 1:
+        raise argparse.ArgumentTypeError(f"must be a speedup in [1, {MAX_GAMMA + 1}], got {text}")
+    return value
+
+
 def nonneg_number(text: str) -> float:
     value = number(text)
     if value < 0:
