@@ -333,10 +333,10 @@ class EnginePreset:
             if self.overlap_kinds
             else "serial (not overlapped with the GPU)"
         )
-        kind = f"calibrated by {self.calibration}" if self.calibration else "preset"
         prefill = "the calibration's" if self.calibration else "as shipped"
+        shown = self.label if self.calibration or self.asked else f"{self.key} preset"  # the release the runs named
         return (
-            f"engine: {self.key} {kind} ({self.release}); per iteration {self.iteration_s * 1e3:.2f} ms on a roofline step, "
+            f"engine: {shown} ({self.release}); per iteration {self.iteration_s * 1e3:.2f} ms on a roofline step, "
             f"{self.kernel_iteration_s * 1e3:.2f} ms on GPU time ({self.basis})"
             + (f" + {self.iteration_seq_s * 1e6:.1f} us per sequence" if self.iteration_seq_s else "")
             + (f"; {self.collective_s * 1e6:.1f} us more per tensor-parallel collective" if self.collective_s else "")
