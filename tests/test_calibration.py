@@ -1558,3 +1558,7 @@ def test_an_answer_from_a_calibration_says_how_far_off_its_fit_was_held_out_and_
         f"{len(record['warnings'])} warnings (the file's warnings)\n"
     ) in err
     assert len(record["warnings"]) == 2
+    # --json names the release the runs were on, as the text's label does (it gave the preset's key alone).
+    rows = _json(["optimal-gamma", "--calibration", str(plan_calibration), "--batch", "1"], capsys)
+    engine = next(line for line in rows[0]["provenance"] if line.startswith("engine: "))
+    assert engine.startswith("engine: vllm 0.20.0 (preset vllm@0.14) calibrated by calibration.yaml (")
