@@ -744,3 +744,31 @@ def test_a_duration_past_a_year_is_refused_in_one_line(flag, capsys):
     assert main(["watch", "--url", "http://127.0.0.1:9/metrics", "--draft", "llama-3.2-1b", flag]) == 2
     err = capsys.readouterr().err
     assert "a duration must be > 0 and at most 366d" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_schedule_that_gives_another_gamma_at_the_running_batch_than_the_verdict_says_so():
+    # The verdict is the window's load's own best gamma; the schedule beside it never rises with the batch and is fitted
+    # over every load, so at the batch running now it can give another (a user read "gamma 2" and found gamma 1 at
+    # their batch of 7 in the config): the detail says which, and says nothing where they agree.
+    from types import SimpleNamespace
+
+    from specsim.serving.steady import EngineLimits
+    from specsim.watch.judge import Judge
+    from specsim.watch.watcher import schedule_writer
+
+    from specsim.speculation.deployment import Deployment
+
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.24.0")  # per-batch lengths
+    names, release, shown = metric_names("vllm@0.24.0")
+    judge = Judge(dep, EngineLimits(256, 8192))
+    write = schedule_writer(dep, judge, names, release, shown)
+    window = SimpleNamespace(
+        gamma=3, acceptance_length=2.6, per_position=None, input_tokens=1000.0, output_tokens=256.0, running=7.0
+    )
+    text, _ = write(window)
+    written = json.loads(text)
+    at = next(g for lo, hi, g in written["num_speculative_tokens_per_batch_size"] if lo <= 7 <= hi)
+    _, agree = write(window, at)
+    _, differ = write(window, at + 1)
+    said = f"at the 7 sequences running now specsim's schedule gives gamma {at}, not the verdict's {at + 1}"
+    assert not any("running now" in n for n in agree) and any(n.startswith(said) for n in differ)

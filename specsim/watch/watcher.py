@@ -196,7 +196,7 @@ class Watcher:
             if "schedule" not in self.holding or self._last_schedule != key:
                 text, detail = (f"gamma {j.best_gamma}" if j.best_gamma else "no speculation"), ""
                 if self.schedule is not None:
-                    detail, notes = self.schedule(window)
+                    detail, notes = self.schedule(window, j.best_gamma)
                     detail = detail + "".join(f"\n# note: {n}" for n in notes)
                 out.append(
                     Verdict(
@@ -262,7 +262,7 @@ def schedule_writer(dep, judge, names, release: tuple, shown: str, draft_checkpo
     from specsim.speculation.acceptance import alpha_from_acceptance_length
     from specsim.speculation.schedule import load_schedule
 
-    def write(window):
+    def write(window, proposed: int | None = None):
         # The acceptance the verdict weighed every gamma at (Judge.judge): the alpha of the window's acceptance length.
         # Per-position counts stop at the gamma in use, so a schedule from them could not reach the longer gamma a
         # verdict proposes: the two would disagree.
@@ -296,6 +296,16 @@ def schedule_writer(dep, judge, names, release: tuple, shown: str, draft_checkpo
             )
         except ValueError as err:
             return f"# no {shown} configuration: {err}", []
+        running = window.running
+        at = next((r for r in ranges if running is not None and r.start_batch <= round(running) <= r.end_batch), None)
+        if proposed is not None and at is not None and at.gamma != proposed:
+            # The verdict is this load's own best; the schedule never rises with the batch and keys closed loops by the
+            # batch they decode (load_schedule), so at the batch running now it can give another gamma: said.
+            weighed.append(
+                f"at the {round(running)} sequences running now specsim's schedule gives gamma {at.gamma}, not the "
+                f"verdict's {proposed}: a schedule's gamma never rises with the batch, and it is fitted over every load, "
+                "the verdict at this one"
+            )
         again = (
             f"specsim schedule --concurrency {flag} --input-len {window.input_tokens:.0f} --output-len "
             f"{window.output_tokens:.0f} --format {names.engine} --engine {shown.replace(' ', '@')}"
