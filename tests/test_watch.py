@@ -753,10 +753,9 @@ def test_a_schedule_that_gives_another_gamma_at_the_running_batch_than_the_verdi
     from types import SimpleNamespace
 
     from specsim.serving.steady import EngineLimits
+    from specsim.speculation.deployment import Deployment
     from specsim.watch.judge import Judge
     from specsim.watch.watcher import schedule_writer
-
-    from specsim.speculation.deployment import Deployment
 
     dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.24.0")  # per-batch lengths
     names, release, shown = metric_names("vllm@0.24.0")
