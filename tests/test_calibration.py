@@ -1257,6 +1257,7 @@ def test_a_file_or_a_run_given_twice_is_refused_not_counted_twice(tmp_path, caps
         ({"num_prompts": -5}, "num_prompts must not be negative, got -5"),
         ({"num_prompts": 100}, "completed (200) is more than num_prompts (100), the requests sent"),
         ({"spec_decode_num_drafts": 18285.5}, "spec_decode_num_drafts must be a whole number, got 18285.5"),
+        ({"max_concurrency": 1e300}, "max_concurrency must be a whole number in [1, 65536], got 1e+300"),
     ],
 )
 def test_figures_a_result_holds_that_cannot_be_are_refused_read_or_not(edit, said, tmp_path, capsys):

@@ -219,7 +219,8 @@ CASES = [
     ("steptime --model llama-3.1-70b", "does not fit on one h100-sxm (78.7 GB usable per GPU): --tp 2 fits"),
     ("speedup --gamma 3 --target llama-3.1-70b", "does not fit on one h100-sxm"),
     ("explain --target llama-3.1-70b", "does not fit on one h100-sxm"),
-    ("optimal-gamma --engine-overhead-ms -1", "must be >= 0"),
+    ("optimal-gamma --engine-overhead-ms -1", "--engine-overhead-ms: must be in [0, 100] ms, got -1"),
+    ("optimal-gamma --engine-overhead-ms 1e300", "--engine-overhead-ms: must be in [0, 100] ms, got 1e300"),
     # hardware profiles (YAML)
     ("optimal-gamma --hardware {tmp}/alias.yaml", "YAML aliases (*name) are not allowed"),
     ("optimal-gamma --hardware {tmp}/deep.yaml", "nested deeper than 16 levels"),

@@ -771,3 +771,16 @@ def test_a_schedule_that_gives_another_gamma_at_the_running_batch_than_the_verdi
     _, differ = write(window, at + 1)
     said = f"at the 7 sequences running now specsim's schedule gives gamma {at}, not the verdict's {at + 1}"
     assert not any("running now" in n for n in agree) and any(n.startswith(said) for n in differ)
+
+
+def test_a_port_past_65535_and_a_page_of_bytes_are_named_in_one_line(capsys):
+    # A port of 99999 read as a refused connection; a binary answer had its bytes printed to the terminal.
+    from specsim.watch.replay import ReplayServer
+
+    argv = ["watch", "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--once"]
+    assert main([*argv, "--url", "http://127.0.0.1:99999/metrics"]) == 2
+    assert capsys.readouterr().err.strip().endswith("the port must be a number in [0, 65535]")
+    with ReplayServer(["\x00\x01\x02" * 100]) as server:
+        assert main([*argv, "--url", server.url]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith("answered 300 bytes that are not UTF-8 text: not a metrics page"), err

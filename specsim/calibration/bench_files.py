@@ -153,9 +153,13 @@ def _load(where: str, record: dict, completed: float) -> tuple[str, str, float]:
     ``request_rate``, or, at an infinite rate with no concurrency limit, all ``completed`` requests at once."""
     concurrency = record.get("max_concurrency")
     if concurrency is not None:
+        from specsim.core.limits import MAX_BATCH
+
         n = _number(where, record, "max_concurrency")
-        if n != int(n):
-            raise ValueError(f"{where}: max_concurrency must be a whole number, got {concurrency!r}")
+        if n != int(n) or n > MAX_BATCH:
+            raise ValueError(
+                f"{where}: max_concurrency must be a whole number in [1, {MAX_BATCH}], got {concurrency!r:.20}"
+            )
         return f"concurrency {int(n)}", "concurrency", float(int(n))
     rate = record.get("request_rate")
     if rate in ("inf", "Infinity") or (isinstance(rate, float) and math.isinf(rate)):

@@ -121,6 +121,16 @@ def gain_type(text: str) -> float:
     return value
 
 
+def overhead_ms(text: str) -> float:
+    """An engine's time per iteration beside its kernels, ms: at most the fit's bound (engines.base.HOST_STEP_UPPER_S)."""
+    from specsim.engines.base import HOST_STEP_UPPER_S
+
+    value = number(text)
+    if not 0 <= value <= HOST_STEP_UPPER_S * 1e3:
+        raise argparse.ArgumentTypeError(f"must be in [0, {HOST_STEP_UPPER_S * 1e3:g}] ms, got {text}")
+    return value
+
+
 def nonneg_number(text: str) -> float:
     value = number(text)
     if value < 0:
@@ -409,7 +419,7 @@ def add_timing_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--engine-overhead-ms",
-        type=nonneg_number,
+        type=overhead_ms,
         help="the engine's time per iteration, ms, replacing the --engine preset's fitted value",
     )
 

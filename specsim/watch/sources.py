@@ -55,6 +55,10 @@ def _check_url(url: str, flag: str) -> str:
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(f"{flag} {url!r} is not an http(s) address (e.g. http://127.0.0.1:8000)")
+    try:
+        parts.port  # noqa: B018 - urlsplit checks the port only when asked
+    except ValueError:
+        raise ValueError(f"{flag} {url!r}: the port must be a number in [0, 65535]") from None
     return url
 
 
@@ -81,6 +85,8 @@ class EndpointSource:
         body, kind = _get(self.url, self.url)
         t = time.time()
         text = body.decode("utf-8", errors="replace")
+        if "\x00" in text or text.count("\ufffd") > 16:  # bytes that are not text: named, not printed
+            raise ValueError(f"{self.url} answered {len(body):,} bytes that are not UTF-8 text: not a metrics page")
         if "json" in kind or text.lstrip()[:1] in ("{", "["):
             raise ValueError(
                 f"{self.url} answered JSON, not a Prometheus page ({self.names.engine} serves its Prometheus "
