@@ -64,14 +64,15 @@ def test_explain_at_a_load_where_speculation_does_not_pay_shows_the_round_at_gam
     # Chat at 28 requests/s is past an H100's capacity with this 8B target: gamma 0 is the answer (the drafter's KV
     # leaves fewer requests running). The breakdown once put a gamma-1 round inside the plain iteration (its prompts
     # beside, the iteration less that round) with a per-batch speedup of 1.23 beside the load's 1.000; now the row is
-    # the gamma-1 arm at that load, figure for figure as speedup --gamma 1 gives it, and says it is not run.  (At a
-    # load --workload gives the requests' lengths, so it goes beside the user's --alpha.)
+    # the arm of the gamma the recommendation weighs (gamma 2 here), figure for figure as speedup --gamma 2 gives it,
+    # and says it is not run.  (At a load --workload gives the requests' lengths, so it goes beside the user's --alpha.)
     argv = ["--alpha", "0.8", "--rate", "10,28", "--workload", "chat"]  # the hybrid source: gamma 0 at 28
     best = _json(["optimal-gamma", *argv], capsys)
-    at_one = _json(["speedup", *argv, "--gamma", "1"], capsys)
+    weighed = int(re.search(r"at gamma (\d+) its engine holds", best[1]["recommendation"])[1])
+    at_one = _json(["speedup", *argv, "--gamma", str(weighed)], capsys)
     rows = _json(["explain", *argv], capsys)
     assert [r["gamma"] for r in best][1] == 0 and best[0]["gamma"] > 0
-    assert [r["speculates"] for r in rows] == [True, False] and rows[1]["gamma"] == 1
+    assert [r["speculates"] for r in rows] == [True, False] and rows[1]["gamma"] == weighed
     assert rows[1]["speedup_at_load"] == pytest.approx(at_one[1]["speedup_tpot"], rel=1e-12) != 1.0
     assert rows[1]["batch"] == pytest.approx(at_one[1]["spec"]["decode_batch"], rel=1e-12)
     assert rows[1]["iteration_s"] == pytest.approx(at_one[1]["spec"]["itl_s"], rel=1e-12)

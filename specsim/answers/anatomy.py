@@ -115,16 +115,17 @@ def load_anatomy(dep: Deployment, acceptance: object, label: str, answer, contex
     """explain at a load: for each row of ``answer`` (a :func:`specsim.answers.load.load_answer`), the round it runs at
     its gamma at the decode batch the load implies and ``context`` tokens, with the time the others' prompts take beside
     it in each iteration (``prompts_beside_s``, the iteration's ITL less the round), the plain iteration and the load's
-    speedup.  A load where speculation does not pay shows the round it would run at gamma 1 with what that load would
+    speedup.  A load where speculation does not pay shows the round of the speculating gamma its recommendation weighs
+    (:meth:`~specsim.answers.load.LoadAnswer.best_speculating`, gamma 1 where none has room) with what that load would
     give speculating so (``speculates`` False): its batch, iteration and speedup, not the plain ones beside a round."""
     rows = []
     for j, r in enumerate(answer.rows):
         spec, speedup, g = r["spec"], r["speedup_tpot"], r["gamma"]
         if g == 0:
-            would = answer.at_gamma(j, 1)
-            g = 1
+            would = answer.best_speculating(j)
+            g = 1 if would is None else would[0]
             if would is not None:
-                spec, speedup = would
+                spec, speedup = would[1], would[2]
         a = round_anatomy(dep, acceptance, label, [max(spec["decode_batch"], 1.0)], context, g).rows[0]
         rows.append(
             a

@@ -174,14 +174,15 @@ class LoadAnswer:
         tpot = self._grid(self.state.tpot_s)
         return tpot[0] / tpot
 
-    def at_gamma(self, j: int, gamma: int) -> tuple[dict, float] | None:
-        """What a benchmark would measure at load ``j`` speculating with ``gamma`` (searched or fixed), and its TPOT
-        speedup; None where that gamma was not searched."""
-        rows = np.flatnonzero(self.state.gamma[:, 0] == gamma)
-        if rows.size == 0:
+    def best_speculating(self, j: int) -> tuple[int, dict, float] | None:
+        """The speculating gamma that serves load ``j`` best where one has room (the one a recommendation not to
+        speculate weighs, :meth:`_held_back`), what a benchmark would measure with it, and its TPOT speedup; None where
+        no speculating gamma was searched or none has room."""
+        s = self.state
+        if s.tpot_s.shape[0] < 2 or _no_room(s)[1:, j].all():
             return None
-        i = int(rows[0])
-        return _figures(self.state, i, j), float(self.tpot_speedup()[i, j])
+        k = 1 + int(np.argmax(np.where(_no_room(s)[1:, j], -np.inf, self.objective()[1:, j])))
+        return int(s.gamma[k, 0]), _figures(s, k, j), float(self.tpot_speedup()[k, j])
 
     def key_batch(self, j: int) -> float:
         """The decode batch load ``j`` runs at with its best gamma: what an engine's schedule is keyed by."""
@@ -221,11 +222,10 @@ class LoadAnswer:
     def _held_back(self, j: int) -> str:
         """Why no gamma pays at load ``j`` where the speculating engine holds fewer requests than the plain one: the
         best gamma's :meth:`_fewer_held` ("" where it holds as many)."""
-        s = self.state
-        if s.tpot_s.shape[0] < 2:
+        best = self.best_speculating(j)
+        if best is None:
             return ""
-        k = 1 + int(np.argmax(np.where(_no_room(s)[1:, j], -np.inf, self.objective()[1:, j])))
-        return self._fewer_held(k, j)
+        return self._fewer_held(int(np.flatnonzero(self.state.gamma[:, 0] == best[0])[0]), j)
 
     def _fewer_held(self, k: int, j: int, named: bool = True, output: bool = True) -> str:
         """At load ``j``, where gamma row ``k``'s engine holds fewer requests than plain decoding's (its KV cache beside

@@ -970,8 +970,8 @@ def _explain_at_load(args: argparse.Namespace, kind: str, loads: list) -> int:
     )
     if not all(row["speculates"] for row in rows):
         print(
-            "*: not what it runs (the recommendation above says why): the round it would run at gamma 1 at that load, "
-            "and what speculating so would give there"
+            "*: not what it runs (the recommendation above says why): the round of the speculating gamma it weighs at "
+            "that load, and what speculating so would give there"
         )
     print_notes(dep)
     return 0
