@@ -1190,3 +1190,17 @@ def test_a_burst_past_capacity_is_said_as_one_with_no_completion_rate_read_from_
     assert main(["serve-sim", "--rate", "1000", "--requests", "300", "--runs", "1"]) == 0
     out = capsys.readouterr().out
     assert out.count("the requests came in a burst") == 2 and "the engine completes about" not in out
+
+
+def test_the_queue_verdict_of_several_equal_runs_is_that_of_one():
+    # summarize_runs sums the runs' requests and averages their rates: the second half's arrival time was read R times
+    # too long, so a burst of 10 runs was called a queue that grew (serve-sim --runs 10 against --runs 1).
+    from specsim.serving.runs import queue_verdict, second_half_s, summarize_runs
+
+    n = 400
+    arrival = np.linspace(0.0, 2.0, n)  # 200 requests/s for 2 s
+    finish = 2.0 + np.linspace(1.0, 20.0, n)  # all after the last arrival: the engine far behind
+    one = _result(arrival, finish).summary()
+    ten = summarize_runs([one] * 10)
+    assert second_half_s(ten) == pytest.approx(second_half_s(one)) == pytest.approx(1.0, rel=0.01)
+    assert queue_verdict(one) == queue_verdict(ten) == "burst"

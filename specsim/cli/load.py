@@ -361,7 +361,7 @@ def _served_against_offered(args: argparse.Namespace, summaries: list[dict]) -> 
     """Why requests/s served is not the rate asked for, and whether the engine kept up
     (:func:`specsim.serving.runs.queue_verdict`): past capacity the queue grows, and arrivals less that growth are what
     the engine completes; a burst shows no steady rate: served/s is then the measure, and the line says so."""
-    from specsim.serving.runs import queue_verdict
+    from specsim.serving.runs import queue_verdict, second_half_s
 
     if args.concurrency is not None:
         return (
@@ -381,7 +381,7 @@ def _served_against_offered(args: argparse.Namespace, summaries: list[dict]) -> 
             continue
         rate, drain, growth = s["arrival_rate_per_s"], s["drain_s"], s["queue_growth_per_s"]
         middle, last = s["in_system_at_middle_arrival"], s["in_system_at_last_arrival"]
-        half = (s["served"] + s["never_fit"]) / 2.0 / rate  # the second half's arrivals, seconds
+        half = second_half_s(s)
         if said == "burst":
             verdict = (
                 f"the requests came in a burst (the second half within {half:.2f} s, against the {drain:.1f} s the engine "

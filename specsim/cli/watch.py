@@ -428,7 +428,9 @@ def _live_prometheus(args, source, names, model, gamma, last_t, output, watcher,
     from specsim.watch.windows import prometheus_windows
 
     done, limit = 0, args.windows
-    failures = _Failures(args, output, 1, "asking again")
+    # A failed query is asked again a fifth of a window later, as a page is read (it spun at once, thousands a second);
+    # a watch that stops by itself gives up after a whole window of them.
+    failures = _Failures(args, output, READS_PER_WINDOW, "asking again")
     while limit is None or done < limit:
         due = last_t + args.interval
         time.sleep(max(0.0, due + PROMETHEUS_LAG_S - time.time()))
@@ -438,6 +440,7 @@ def _live_prometheus(args, source, names, model, gamma, last_t, output, watcher,
             gave_up = failures.failed(err, args.interval)
             if gave_up is not None:
                 return gave_up
+            time.sleep(args.interval / READS_PER_WINDOW)
             continue
         failures.streak = 0
         for row in watcher.add_all(prometheus_windows(reads, names, model, gamma, source.url)):

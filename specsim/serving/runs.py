@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CONFIDENCE", "DEFAULT_RUNS", "queue_verdict", "summarize_runs"]
+__all__ = ["CONFIDENCE", "DEFAULT_RUNS", "queue_verdict", "second_half_s", "summarize_runs"]
 
 
 #: Confidence level of the intervals serve-sim prints over independent runs.
@@ -16,6 +16,13 @@ CONFIDENCE = 0.95
 #: and put an interval over the acceptance draws alone).
 DEFAULT_RUNS = 10
 _SUMMED = ("requests", "served", "never_fit", "slo_met")
+
+
+def second_half_s(summary: dict) -> float:
+    """The time the second half of one run's requests took to arrive, at its arrival rate: a summary of several runs
+    (:func:`summarize_runs`) sums their requests and averages the rate, so the count is per run."""
+    per_run = (summary["served"] + summary["never_fit"]) / summary.get("runs", 1)
+    return per_run / 2.0 / summary["arrival_rate_per_s"]
 
 
 def queue_verdict(summary: dict) -> str | None:
@@ -35,8 +42,7 @@ def queue_verdict(summary: dict) -> str | None:
     middle, last = summary["in_system_at_middle_arrival"], summary["in_system_at_last_arrival"]
     if not (last - middle > max(10.0, 3.0 * np.sqrt(max(middle, 0.0))) and growth > 0.05 * rate):
         return "kept up"
-    half = (summary["served"] + summary["never_fit"]) / 2.0 / rate  # the second half's arrivals, seconds
-    return "burst" if half < 0.1 * drain else "grew"
+    return "burst" if second_half_s(summary) < 0.1 * drain else "grew"
 
 
 def summarize_runs(summaries: list[dict], level: float = CONFIDENCE) -> dict:
