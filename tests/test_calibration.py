@@ -1208,6 +1208,8 @@ def test_a_calibration_file_that_is_not_one_is_refused(tmp_path, capsys):
         ("errors", {"held_out": {"plain": "low"}}, "errors: held_out must map plain, spec and all to errors"),
         ("runs", 5, "runs must be a list of the runs fitted, got 5"),
         ("not_held_out", {"held_out": "one load"}, "not_held_out must map error kinds to lists of reasons"),
+        ("not_held_out", {"held_out": [1, 2]}, "not_held_out must map error kinds to lists of reasons (text)"),
+        ("errors", {"held_out": {"plain": float("nan")}}, "errors: held_out must map plain, spec and all to errors"),
     ],
 )
 def test_a_calibrations_record_of_its_fit_is_checked_before_an_answer_reads_it(

@@ -819,3 +819,19 @@ def test_a_prometheus_watch_asks_again_a_fifth_of_a_window_later_and_gives_up_af
     assert gave_up.startswith("no read succeeded for a whole window (5 reads over 60 s); the last: Prometheus answered")
     assert slept.count(60.0 / cli_watch.READS_PER_WINDOW) == 4  # asked again after each failure but the last
     assert capsys.readouterr().err.count("read failed") == 1  # the first of the streak; the next line a window later
+
+
+def test_a_length_summed_from_per_position_counts_that_cannot_be_shares_is_dropped_with_them(day):
+    # TensorRT-LLM's acceptance length is the sum of its per-position counts over its drafts: where those counts are
+    # refused, the length built from them is refused too (it was kept and judged).
+    names, reads = _reads(day, "trtllm@1.3.0")
+    a, b = reads[0], reads[4]
+    key = next(k for k in b.counters if k[0] == names.accepted_per_position and k[2] == 0)
+    drafts = sum(
+        v - a.counters.get(k, 0.0) for k, v in b.counters.items() if k[0] == names.drafted_per_position and k[2] == 0
+    )
+    odd = b.__class__(b.t, b.model, b.counters | {key: a.counters.get(key, 0.0) + 10 * drafts}, b.gauges, None)
+    good, bad = window_between(a, b, names), window_between(a, odd, names)
+    assert good.acceptance_length is not None and good.per_position is not None
+    assert bad.acceptance_length is None and bad.per_position is None
+    assert any("is not a falling share of the drafts in [0, 1]: not counted" in n for n in bad.notes)

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specsim.core.defaults import DEFAULT_GAMMA_MAX
+# (a benchmark's prompt and output lengths unless told, the reference article's: their home is core.defaults)
+from specsim.core.defaults import DEFAULT_GAMMA_MAX, DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
 from specsim.serving.steady import EngineLimits, SteadyState, engine_limits, load_label, served_state
 
 __all__ = [
@@ -29,11 +30,6 @@ __all__ = [
     "past_measured",
     "request_lengths",
 ]
-
-#: A benchmark's prompt and output lengths unless told: the reference article's 1,000-token prompt and 256-token
-#: completion (the mean context of 1,128 tokens every batch answer uses).
-DEFAULT_INPUT_TOKENS = 1000
-DEFAULT_OUTPUT_TOKENS = 256
 
 
 @dataclass(frozen=True, eq=False)

@@ -452,13 +452,17 @@ def _check_record(where: str, data: dict) -> None:
         raise ValueError(f"{where}: terms must be a mapping of each term to its fit (status, value)")
     held = (data.get("errors") or {}).get("held_out") or {}
     if not isinstance(held, dict) or any(
-        v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))) for v in held.values()
+        v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < float("inf"))
+        for v in held.values()
     ):
         raise ValueError(f"{where}: errors: held_out must map plain, spec and all to errors (numbers or null)")
     if any(not isinstance(w, str) for w in data.get("warnings") or []):
         raise ValueError(f"{where}: warnings must be a list of the fit's warnings (text)")
-    if any(not isinstance(r, list) for r in (data.get("not_held_out") or {}).values()):
-        raise ValueError(f"{where}: not_held_out must map error kinds to lists of reasons")
+    if any(
+        not isinstance(r, list) or not all(isinstance(x, str) for x in r)
+        for r in (data.get("not_held_out") or {}).values()
+    ):
+        raise ValueError(f"{where}: not_held_out must map error kinds to lists of reasons (text)")
 
 
 def _check_profile(where: str, profile, base: object):

@@ -15,6 +15,8 @@ from specsim.core.defaults import (
     DEFAULT_DRAFT,
     DEFAULT_GAMMA_MAX,
     DEFAULT_HARDWARE,
+    DEFAULT_INPUT_TOKENS,
+    DEFAULT_OUTPUT_TOKENS,
     DEFAULT_TARGET,
 )
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, MAX_RATE_PER_S, MAX_REQUESTS, MAX_SEED, MAX_TP
@@ -211,7 +213,7 @@ def given(value: object) -> bool:
 
 context_type = int_at_least(0, "context", MAX_CONTEXT)
 #: Where --context's default comes from (DEFAULT_CONTEXT_TOKENS), as the output says it.
-ARTICLE_CONTEXT = "the reference article's 1,000 in, 256 out"
+ARTICLE_CONTEXT = f"the reference article's {DEFAULT_INPUT_TOKENS:,} in, {DEFAULT_OUTPUT_TOKENS} out"
 
 
 batches_type = int_list(1, "batch", MAX_BATCH)
@@ -269,7 +271,8 @@ def add_deployment_args(
             type=context_type,
             # A calibration's runs' own where they are of one workload's lengths (cli.args.calibrated_context).
             default=UnsetInt(DEFAULT_CONTEXT_TOKENS, ARTICLE_CONTEXT) if defaults else None,
-            help=f"cached tokens per sequence, L (default {DEFAULT_CONTEXT_TOKENS}: a 1000-token prompt plus half of 256 generated)",
+            help=f"cached tokens per sequence, L (default {DEFAULT_CONTEXT_TOKENS}: a {DEFAULT_INPUT_TOKENS}-token prompt plus "
+            f"half of {DEFAULT_OUTPUT_TOKENS} generated)",
         )
     add_model_args(p, draft=True)
     add_timing_args(p)

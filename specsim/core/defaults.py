@@ -34,8 +34,10 @@ __all__ = [
     "DEFAULT_DRAFT",
     "DEFAULT_GAMMA_MAX",
     "DEFAULT_HARDWARE",
+    "DEFAULT_INPUT_TOKENS",
     "DEFAULT_MAX_BATCHED_TOKENS",
     "DEFAULT_MAX_NUM_SEQS",
+    "DEFAULT_OUTPUT_TOKENS",
     "DEFAULT_RTOL",
     "DEFAULT_TARGET",
 ]
@@ -44,7 +46,11 @@ DEFAULT_HARDWARE = "h100-sxm"
 DEFAULT_TARGET = "llama-3.1-8b"
 DEFAULT_DRAFT = "llama-3.2-1b"
 DEFAULT_ALPHA = 0.8
-DEFAULT_CONTEXT_TOKENS = 1128
+#: A benchmark's prompt and output lengths unless told: the reference article's 1,000-token prompt and 256-token
+#: completion; the mean context over a generation, the prompt plus half the output, is every batch answer's.
+DEFAULT_INPUT_TOKENS = 1000
+DEFAULT_OUTPUT_TOKENS = 256
+DEFAULT_CONTEXT_TOKENS = DEFAULT_INPUT_TOKENS + DEFAULT_OUTPUT_TOKENS // 2  # 1128
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 DEFAULT_GAMMA_MAX = 16
 DEFAULT_RTOL = 0.0

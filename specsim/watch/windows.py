@@ -334,7 +334,7 @@ def window_between(
         return sorted({k[2] for k in last.counters if k[0] == name and k[2] is not None})
 
     requests = d(names.requests)
-    per_position, drafts, draft_length, length = None, None, None, None
+    per_position, drafts, draft_length, length, summed = None, None, None, None, False
     if names.drafts is not None and any(k[0] == names.drafts for k in last.counters):
         drafts = d(names.drafts)
         accepted = d(names.accepted)
@@ -349,7 +349,7 @@ def window_between(
         drafts = d(names.drafted_per_position, 0)
         pos = positions(names.accepted_per_position)
         per_position = tuple(d(names.accepted_per_position, k) / drafts for k in pos)
-        length = 1.0 + sum(d(names.accepted_per_position, k) for k in pos) / drafts
+        length, summed = 1.0 + sum(d(names.accepted_per_position, k) for k in pos) / drafts, True
         draft_length = sum(d(names.drafted_per_position, k) for k in positions(names.drafted_per_position)) / drafts
         basis = (
             f"{names.drafted_per_position} and {names.accepted_per_position}, per position (counted as requests finish)"
@@ -367,15 +367,7 @@ def window_between(
     else:
         length, _ = _mean_gauge(gauges, names.accept_length_gauge)
         basis = names.acceptance_basis
-    if length is not None and g is not None and not 1.0 - 1e-9 <= length <= g + 1.0 + 1e-9:
-        notes.append(f"acceptance length {length:.3f} is outside [1, {g + 1}] for {g} draft tokens: not counted")
-        length = None
-    if per_position and any(
-        not -1e-9 <= c <= 1.0 + 1e-9 or c > prev + 1e-9 for c, prev in zip(per_position, (1.0,) + per_position)
-    ):  # each position's share of drafts, never above the one before (a token follows only accepted ones)
-        shown = ", ".join(f"{c:.3g}" for c in per_position)
-        notes.append(f"per-position acceptance {shown} is not a falling share of the drafts in [0, 1]: not counted")
-        per_position = None
+    length, per_position = _counted(length, per_position, g, summed, notes)
     rate = requests / seconds / replicas
     return Window(
         basis=basis,
@@ -389,6 +381,24 @@ def window_between(
         notes=tuple(notes),
         **base,
     )
+
+
+def _counted(length, per_position, g, summed: bool, notes: list) -> tuple:
+    """(length, per-position shares) of a window, each None where it cannot be, said in ``notes``: a length outside
+    [1, g + 1], and shares that are not falling shares of the drafts in [0, 1] (a token follows only accepted ones),
+    with the length where it was ``summed`` from those counts."""
+    if length is not None and g is not None and not 1.0 - 1e-9 <= length <= g + 1.0 + 1e-9:
+        notes.append(f"acceptance length {length:.3f} is outside [1, {g + 1}] for {g} draft tokens: not counted")
+        length = None
+    if per_position and any(
+        not -1e-9 <= c <= 1.0 + 1e-9 or c > prev + 1e-9 for c, prev in zip(per_position, (1.0,) + per_position)
+    ):
+        shown = ", ".join(f"{c:.3g}" for c in per_position)
+        notes.append(f"per-position acceptance {shown} is not a falling share of the drafts in [0, 1]: not counted")
+        per_position = None
+        if summed:
+            length = None
+    return length, per_position
 
 
 def prometheus_windows(
