@@ -1238,6 +1238,7 @@ def test_a_file_or_a_run_given_twice_is_refused_not_counted_twice(tmp_path, caps
         ([plain, plain], f"{plain} holds the same runs as {plain}, given before it: give each file once"),
         ([plain, str(copy)], f"{copy} holds the same runs as {plain}, given before it: give each file once"),
         ([str(repeated)], f"{repeated} run 5 repeats {repeated} run 1 figure for figure: give each run once"),
+        ([plain, "--plain", str(copy)], f"{copy} holds the same runs as {plain}, given before it"),  # --plain twice
     ):
         assert main(["calibrate-engine", "--plain", *given, *common]) == 2
         err = capsys.readouterr().err.strip().splitlines()

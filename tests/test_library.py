@@ -133,7 +133,8 @@ def test_optimal_gamma_at_a_load_and_with_a_calibration(capsys, tmp_path):
     cal = read_calibration(cal_path)
     dep = Deployment.build(None, None, None, timing=None, engine=None, calibration=cal)
     # The context of the runs it was fitted to (their prompt plus half their output), as the command takes it.
-    context = int(mean_context_tokens(*cal.lengths))
+    context = cal.context_tokens  # (mean_context_tokens of its lengths)
+    assert context == int(mean_context_tokens(*cal.lengths))
     acc, label = resolve_acceptance(dep, calibration=cal, context=context)
     assert label == cal.acceptance_label
     cap = deployment_capacity(dep, context, None, None)

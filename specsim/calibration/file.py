@@ -76,6 +76,16 @@ class Calibration:
         return Path(self.path).name
 
     @property
+    def context_tokens(self) -> int | None:
+        """The mean context of the runs it was fitted to, the prompt plus half the output, where they are one
+        workload's lengths: the context a per-batch answer takes where none is given; None otherwise."""
+        if self.lengths is None:
+            return None
+        from specsim.serving.workloads import mean_context_tokens
+
+        return int(round(float(mean_context_tokens(*self.lengths))))
+
+    @property
     def lengths(self) -> tuple[int, int] | None:
         """(prompt, output) tokens of the runs it was fitted to, where those are one workload's lengths (its
         ``serving`` record); None otherwise: the lengths an answer takes for those not given."""

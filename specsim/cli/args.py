@@ -86,11 +86,8 @@ def calibrated_context(args: argparse.Namespace) -> None:
         return
     lengths = calibrated_lengths(args)
     if lengths is not None:
-        from specsim.serving.workloads import mean_context_tokens
-
         prompt, output, where = lengths
-        context = int(round(float(mean_context_tokens(prompt, output))))
-        args.context = type(unset)(context, f"{where}: {prompt:,} in, {output:,} out")
+        args.context = type(unset)(calibration(args).context_tokens, f"{where}: {prompt:,} in, {output:,} out")
 
 
 def calibrated_lengths(args: argparse.Namespace) -> tuple | None:

@@ -320,7 +320,14 @@ def _parser_calibrate_engine(sub) -> None:
         metavar="PLAN.yaml",
         help="a specsim bench-plan manifest: its deployment and the results its run.sh wrote",
     )
-    p.add_argument("--plain", nargs="+", default=[], metavar="FILE", help="benchmark files of runs without speculation")
+    p.add_argument(
+        "--plain",
+        nargs="+",
+        action="extend",  # --plain a --plain b: both (the last list alone was kept)
+        default=[],
+        metavar="FILE",
+        help="benchmark files of runs without speculation (--plain may be repeated)",
+    )
     p.add_argument(
         "--spec",
         nargs="+",
