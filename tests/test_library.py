@@ -169,6 +169,8 @@ def test_speedup(capsys):
     from specsim.answers import closed_form_answer, speedup_rows
 
     rows, context = speedup_rows(deployment(), 0.8, "alpha 0.8", 3, [1, 64, 256])
+    assert {r.pop("context_basis") for r in printed} == {"the reference article's 1,000 in, 256 out"}  # not given
+    assert {r.pop("context_basis") for r in rows} == {"given"}
     assert context == 1128 and printed == as_json(rows)
     assert closed == as_json(closed_form_answer(0.8, 4, 0.05))
 
@@ -221,7 +223,9 @@ def test_capacity(capsys):
     dep = Deployment.build("h100-sxm", "qwen3-8b", "qwen3-0.6b")
     assert printed == as_json(capacity_record(dep, 8192))
     dep = Deployment.build("h200", "qwen3.5-27b", "eagle3")
-    assert hybrid == as_json(capacity_record(dep, 1128, gamma=3))
+    record = capacity_record(dep, 1128, gamma=3)
+    assert hybrid.pop("context_basis") == "the reference article's 1,000 in, 256 out" and record.pop("context_basis")
+    assert hybrid == as_json(record)
 
 
 def test_schedule(capsys):

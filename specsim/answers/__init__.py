@@ -193,7 +193,7 @@ def gamma_answer(
             "speedup": float(best.speedup[i]),
             "tokens_per_step": float(tokens[i]),
             "context_tokens": int(context),
-            "context_basis": getattr(context, "basis", "given"),  # a command's --context not given says where from
+            "context_basis": context_basis(context),
             "acceptance": label,
             "drafter": dep.drafter.kind,
             "t_target_s": float(times.target.total_s[i]),
@@ -270,8 +270,15 @@ def capacity_record(
         "target": dep.target.name,
         "draft": dep.drafter.name,
         **cap.to_dict(),
+        "context_basis": context_basis(context),
         "smallest_fitting_tp": smallest_fitting_tp(dep, context, memory_utilization),
     }
+
+
+def context_basis(context) -> str:
+    """Where an answer's context comes from: "given" by the caller, or what a command's --context not given says (the
+    reference article's lengths, or a calibration's runs': cli.flags.UnsetInt carries it)."""
+    return getattr(context, "basis", "given")
 
 
 # -- speedup and steptime ---------------------------------------------------------------------
@@ -307,6 +314,8 @@ def speedup_rows(
             "gamma": gamma,
             "tokens_per_step": float(tokens[i]),
             "speedup": float(s[i]),
+            "context_tokens": int(context),
+            "context_basis": context_basis(context),
             "t_target_s": float(times.target.total_s[i]),
             "t_draft_s": float(times.draft.total_s[i]),
             "t_verify_s": float(times.verify.total_s[i]),
