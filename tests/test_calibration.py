@@ -975,7 +975,13 @@ def test_the_per_batch_answers_take_the_context_of_a_calibrations_runs_and_say_s
     assert f"max batch at 640 tokens per sequence {said}: " in capsys.readouterr().out
     rows = _json(["optimal-gamma", "--calibration", cal, "--batch", "1,64"], capsys)
     assert {(r["context_tokens"], r["context_basis"]) for r in rows} == {(640, said[1:].split(";")[0])}
-    for argv in (["capacity"], ["speedup", "--gamma", "3", "--batch", "1"]):  # their --json says it too
+    for argv in (
+        ["capacity"],
+        ["speedup", "--gamma", "3", "--batch", "1"],
+        ["compare", "--batch", "1"],
+        ["explain", "--batch", "1"],
+        ["schedule"],
+    ):  # their --json says it too
         record = _json([*argv, "--calibration", cal], capsys)
         record = record[0] if isinstance(record, list) else record
         assert (record["context_tokens"], record["context_basis"]) == (640, said[1:].split(";")[0]), argv

@@ -59,6 +59,16 @@ def deployment(draft: str | None = "llama-3.2-1b", **kw):
     return Deployment.build("h100-sxm", kw.pop("target", "llama-3.1-8b"), draft, **kw)
 
 
+def _article_context(printed) -> bool:
+    """Whether a command's --json says its context is the article's (no --context given), each such record then
+    saying "given" as the library's answer to a caller's own context does."""
+    records = printed if isinstance(printed, list) else [printed]
+    said = {r.get("context_basis") for r in records}
+    for r in records:
+        r["context_basis"] = "given"
+    return said == {"the reference article's 1,000 in, 256 out"}
+
+
 # -- the model's answers --------------------------------------------------------------------------------------------
 def test_optimal_gamma(capsys):
     printed = cli(capsys, "optimal-gamma", *BASE, "--batch", "1,64", "--workload", "math")
@@ -155,6 +165,7 @@ def test_explain(capsys):
     from specsim.answers.load import load_answer, request_lengths
 
     dep = deployment("eagle3")
+    assert _article_context(printed)  # the command's --context not given; the library's 1128 is its caller's
     assert printed == as_json(round_anatomy(dep, 0.7, "alpha 0.7", [1, 32], 1128).rows)
     dep = deployment()
     lengths = request_lengths()
@@ -241,6 +252,7 @@ def test_schedule(capsys):
     dep = deployment()
     cap = deployment_capacity(dep, 1128, None, 0.9)
     answer = schedule_answer(dep, 0.8, "alpha 0.8", cap, max_batch=64, contexts=[512, 8192])
+    assert _article_context(printed)
     assert printed == as_json(answer.to_dict())
 
     engine = REGISTRY["vllm"]
@@ -274,6 +286,8 @@ def test_compare(capsys):
         "speculating": {"batch": cap.max_batch_with_draft, "tokens_per_s": spec},
         "plain": {"batch": cap.max_batch_without_draft, "tokens_per_s": plain},
     }
+    assert _article_context(printed)
+    records = [r | {"context_tokens": 1128, "context_basis": "given"} for r in records]
     assert printed == as_json([r | {"at_largest_batch": largest, "provenance": dep.provenance()} for r in records])
 
 

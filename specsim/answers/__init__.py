@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specsim.answers.context import context_basis
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS
 from specsim.engines import ENGINES, REGISTRY
 from specsim.engines.vllm import ROCM_SPEC
@@ -273,12 +274,6 @@ def capacity_record(
         "context_basis": context_basis(context),
         "smallest_fitting_tp": smallest_fitting_tp(dep, context, memory_utilization),
     }
-
-
-def context_basis(context) -> str:
-    """Where an answer's context comes from: "given" by the caller, or what a command's --context not given says (the
-    reference article's lengths, or a calibration's runs': cli.flags.UnsetInt carries it)."""
-    return getattr(context, "basis", "given")
 
 
 # -- speedup and steptime ---------------------------------------------------------------------

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specsim.answers.context import LOAD_CONTEXT, context_basis
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma
@@ -102,6 +103,8 @@ def round_anatomy(
                 "hidden_share": float(r.overlapped),
                 "round_over_decode": total / decode,
                 "speedup": float(out.speedup),
+                "context_tokens": int(context),
+                "context_basis": context_basis(context),
                 "acceptance": label,
                 "provenance": dep.provenance(),
             }
@@ -131,6 +134,7 @@ def load_anatomy(dep: Deployment, acceptance: object, label: str, answer, contex
             a
             | {
                 "load": r["load"],
+                "context_basis": LOAD_CONTEXT,
                 "speculates": r["gamma"] > 0,
                 "prompts_beside_s": spec["itl_s"] - a["t_round_s"],
                 "iteration_s": spec["itl_s"],

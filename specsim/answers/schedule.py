@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from specsim.answers.context import LOAD_CONTEXT, context_basis
 from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
 from specsim.serving.capacity import Capacity
 from specsim.speculation.deployment import Deployment
@@ -84,6 +85,8 @@ class ScheduleAnswer:
                 for r in self.ranges
             ],
             "max_batch": {"value": self.max_batch, "from": self.max_batch_from},
+            "context_tokens": int(self.context),
+            "context_basis": context_basis(self.context) if self.load is None else LOAD_CONTEXT,
             "acceptance": self.label,
             "drafter": self.deployment.drafter.kind,
             "provenance": self.deployment.provenance(),

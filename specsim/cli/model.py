@@ -461,8 +461,11 @@ def run_compare(args: argparse.Namespace) -> int:
                 "plain": {"batch": int(batches[1]), "tokens_per_s": peak[1]},
             }
         records = frame.to_dict(orient="records")
+        from specsim.answers.context import context_basis
+
         for r in records:
             r["at_largest_batch"] = largest
+            r["context_tokens"], r["context_basis"] = int(args.context), context_basis(args.context)
             r["provenance"] = dep.provenance()
         print_json(records)
         print_notes(dep)
