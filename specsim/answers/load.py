@@ -174,11 +174,17 @@ class LoadAnswer:
         """The speculating gamma that serves load ``j`` best where one has room (the one a recommendation not to
         speculate weighs, :meth:`_held_back`), what a benchmark would measure with it, and its TPOT speedup; None where
         no speculating gamma was searched or none has room."""
+        k = self._best_speculating_row(j)
+        if k is None:
+            return None
+        return int(self.state.gamma[k, 0]), _figures(self.state, k, j), float(self.tpot_speedup()[k, j])
+
+    def _best_speculating_row(self, j: int) -> int | None:
+        """The row of :meth:`best_speculating`'s gamma (None: none searched, or none has room)."""
         s = self.state
         if s.tpot_s.shape[0] < 2 or _no_room(s)[1:, j].all():
             return None
-        k = 1 + int(np.argmax(np.where(_no_room(s)[1:, j], -np.inf, self.objective()[1:, j])))
-        return int(s.gamma[k, 0]), _figures(s, k, j), float(self.tpot_speedup()[k, j])
+        return 1 + int(np.argmax(np.where(_no_room(s)[1:, j], -np.inf, self.objective()[1:, j])))
 
     def key_batch(self, j: int) -> float:
         """The decode batch load ``j`` runs at with its best gamma: what an engine's schedule is keyed by."""
@@ -218,10 +224,8 @@ class LoadAnswer:
     def _held_back(self, j: int) -> str:
         """Why no gamma pays at load ``j`` where the speculating engine holds fewer requests than the plain one: the
         best gamma's :meth:`_fewer_held` ("" where it holds as many)."""
-        best = self.best_speculating(j)
-        if best is None:
-            return ""
-        return self._fewer_held(int(np.flatnonzero(self.state.gamma[:, 0] == best[0])[0]), j)
+        k = self._best_speculating_row(j)
+        return "" if k is None else self._fewer_held(k, j)
 
     def _fewer_held(self, k: int, j: int, named: bool = True, output: bool = True) -> str:
         """At load ``j``, where gamma row ``k``'s engine holds fewer requests than plain decoding's (its KV cache beside

@@ -275,9 +275,8 @@ def calibrate_engine(
         {c.run.load for c in runs if (c.run.concurrency or 0) > float(limits.seqs(c.kind == "spec"))},
         key=lambda load: float(load.split()[-1]),
     )
-    if (
-        over
-    ):  # the serving model queues them as the engine does (specsim.serving.steady: N_e = min(N, max_num_seqs, ...))
+    # The serving model queues them as the engine does (specsim.serving.steady: N_e = min(N, max_num_seqs, ...)).
+    if over:
         notes.append(
             f"runs at {', '.join(over)} have more users than the engine's max_num_seqs: it runs that many at once and "
             "queues the others, and so does the serving model they are fitted with"

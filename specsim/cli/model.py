@@ -7,9 +7,9 @@ import sys
 
 from specsim.cli.args import (
     calibrated_context,
-    calibration,
     deployment,
     load_lengths,
+    measured_steps,
     model_acceptance,
     resolve_acceptance,
 )
@@ -83,8 +83,7 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
         return _print_tree(args, answer)
     if args.sibling_factor is not None:
         raise ValueError("--sibling-factor applies to --tree topk:K,depth:D,tokens:N only")
-    cal = calibration(args)  # its acceptance's measured draft steps, where that is the acceptance in use
-    steps = cal.acceptance_steps if cal is not None and acc is cal.acceptance else None
+    steps = measured_steps(args, acc)  # a calibration's acceptance's draft steps, where that is the acceptance in use
     answer = gamma_answer(dep, acc, acc_label, args.batch, args.context, args.gamma_max, args.rtol, cap, steps)
     if args.json:
         print_json(answer.rows)
@@ -775,11 +774,9 @@ def load_answer_of(args: argparse.Namespace, dep, acc, acc_label: str, kind: str
     """:func:`specsim.answers.load.load_answer` at the loads the flags give, with the engine's limits they give (the KV
     cache at --memory-util, the engine's own share where not given)."""
     from specsim.answers.load import load_answer
-    from specsim.cli.args import calibration
     from specsim.cli.flags import engine_limits
 
     limits, args.limits_said = engine_limits(args, dep.engine, dep.hardware, offline=kind == "batch")
-    cal = calibration(args)
     return load_answer(
         dep,
         acc,
@@ -795,8 +792,7 @@ def load_answer_of(args: argparse.Namespace, dep, acc, acc_label: str, kind: str
         prompt_sample=lengths.prompt_sample,
         output_sample=lengths.output_sample,
         lengths=lengths.description,
-        # The calibration's acceptance was measured at so many draft steps; a gamma past them extrapolates it.
-        measured_steps=cal.acceptance_steps if cal is not None and acc is cal.acceptance else None,
+        measured_steps=measured_steps(args, acc),  # a gamma past them extrapolates the calibration's acceptance
     )
 
 

@@ -48,12 +48,16 @@ def describe(dep, context: int) -> str:
     t, d = dep.target, dep.draft
     gpus = f" x {t.tp} GPUs" if t.tp > 1 else ""
     drafter = d.describe() if d is not None else f"{getattr(dep.drafter, 'label', 'no drafter')} (no network)"
-    basis = getattr(context, "basis", None)  # a --context not given: say where its value comes from
-    said = "" if basis is None else f" ({basis}; --context to set)"
-    head = f"target {t.describe()} + draft {drafter} on {hw.name}{gpus}; context {context} tokens{said}\n"
+    head = f"target {t.describe()} + draft {drafter} on {hw.name}{gpus}; context {context} tokens"
+    head += _context_said(getattr(context, "basis", None)) + "\n"
     if not VERBOSE:
         return head + dep.brief()
     return head + "\n".join(f"step times: {line}" if i == 0 else line for i, line in enumerate(dep.provenance()))
+
+
+def _context_said(basis: str | None) -> str:
+    """Where a --context not given comes from, as a header says it ("" where it was given)."""
+    return "" if basis is None else f" ({basis}; --context to set)"
 
 
 def print_notes(dep) -> None:
@@ -112,7 +116,7 @@ def capacity_summary(cap, dep, basis: str | None = None) -> list[str]:
     else:
         lines.append(
             f"max batch at {cap.context_tokens} tokens per sequence"
-            + ("" if basis is None else f" ({basis}; --context to set)")
+            + _context_said(basis)
             + f": {cap.max_batch_without_draft} without the draft, "
             f"{cap.max_batch_with_draft} with it"
         )
