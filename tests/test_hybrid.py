@@ -368,8 +368,9 @@ def test_the_scratch_is_sized_for_the_gamma_the_question_uses_and_says_where_it_
     """capacity --gamma sizes the scratch (vLLM: 1 + num_speculative_tokens state pages, the 1 being the state itself);
     without it a block drafter reserves its block and any other drafter the cited default; optimal-gamma reserves for
     the largest gamma it recommends; serve-sim for the largest gamma its policy runs."""
+    from specsim.core.workloads import get_workload
     from specsim.serving.simulator import EngineLimits, serve_compare
-    from specsim.serving.workloads import Requests, get_workload
+    from specsim.serving.workloads import Requests
 
     dep = Deployment.build("h200", "qwen3.5-27b", "eagle3")
     per_state = float(dep.target.recurrent_scratch_bytes(1))

@@ -115,7 +115,7 @@ def test_optimal_gamma_at_a_load_and_with_a_calibration(capsys, tmp_path):
     from specsim.answers.load import load_answer, request_lengths
     from specsim.calibration.file import read_calibration
     from specsim.core.defaults import DEFAULT_GAMMA_MAX
-    from specsim.serving.workloads import mean_context_tokens
+    from specsim.core.workloads import mean_context_tokens
     from specsim.speculation.deployment import Deployment
 
     dep = deployment()
@@ -307,8 +307,8 @@ def test_serve_sim(capsys):
 def test_serve_sweep(capsys):
     printed = cli(capsys, "serve-sweep", *BASE, "--alpha", "0.8", "--rates", "1,6", "--requests", "60")
 
+    from specsim.core.workloads import get_workload
     from specsim.serving.simulator import serve_sweep, sweep_findings
-    from specsim.serving.workloads import get_workload
 
     dep = deployment()
     frame = serve_sweep(dep, [1.0, 6.0], get_workload("chat"), 60, 0.8)

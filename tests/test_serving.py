@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 
 from specsim.cli.main import main
+from specsim.core.workloads import get_workload
 from specsim.serving.capacity import capacity
 from specsim.serving.simulator import EngineLimits, StepTable, serve_compare, simulate
-from specsim.serving.workloads import Requests, get_workload, read_trace
+from specsim.serving.workloads import Requests, read_trace
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import expected_tokens
 
@@ -389,8 +390,8 @@ def test_a_sweep_row_is_serve_compare_at_that_rate_with_every_argument_passed_on
 
 
 def test_sweep_defaults_are_the_default_workload_seed_zero_and_the_schedule():
+    from specsim.core.workloads import DEFAULT_WORKLOAD
     from specsim.serving.simulator import serve_sweep
-    from specsim.serving.workloads import DEFAULT_WORKLOAD
 
     base = serve_sweep(DEP, [2.0], n=30)
     pd.testing.assert_frame_equal(base, serve_sweep(DEP, [2.0], DEFAULT_WORKLOAD, 30, gamma="schedule", seed=0))
@@ -558,8 +559,8 @@ def test_kernel_tables_are_read_before_the_jobs_leave_for_workers(monkeypatch, t
 
 # -- the requests of a run, and their refusals, word for word --------------------------------------------------------
 def test_requests_for_draws_poisson_closed_loop_or_trace_with_the_documented_defaults(tmp_path):
+    from specsim.core.workloads import DEFAULT_WORKLOAD
     from specsim.serving.simulator import DEFAULT_REQUESTS, requests_for
-    from specsim.serving.workloads import DEFAULT_WORKLOAD
 
     target = DEP.target
     poisson, users = requests_for(target, rate=4.0)

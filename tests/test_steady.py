@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from specsim.core.workloads import Workload
 from specsim.serving.simulator import EngineLimits, StepTable, simulate
 from specsim.serving.steady import decode_rounds, iteration_s, steady_state
-from specsim.serving.workloads import Requests, Workload
+from specsim.serving.workloads import Requests
 from specsim.speculation.deployment import Deployment
 
 DEP = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline")

@@ -370,7 +370,7 @@ def loop_rows(
 ) -> list[dict]:
     """measure-loop: each measured loop with the formula's speedup from its own pass times and, given a profile,
     the model's prediction at the loop's mean context (the prompt plus half the generated tokens)."""
-    from specsim.serving.workloads import mean_context_tokens
+    from specsim.core.workloads import mean_context_tokens
     from specsim.speculation.search import speedup_from_times
 
     out = []

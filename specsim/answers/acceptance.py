@@ -46,7 +46,7 @@ def resolve_acceptance(
     draft : str, optional
         The drafter as named beside the calibration (``--draft``).
     workload : str, optional
-        Which published acceptance to read (``chat`` unless given; :data:`specsim.core.defaults.ACCEPTANCE_WORKLOADS`).
+        Which workload's published acceptance to read (``chat`` unless given; a name of :mod:`specsim.core.workloads`).
     context : int, optional
         Cached tokens per sequence, for the published rows that depend on it, in tokens.
     full_source : bool

@@ -58,7 +58,7 @@ def request_lengths(
 ) -> RequestLengths:
     """The requests of a load: every request ``input_tokens`` in and ``output_tokens`` out (a benchmark's fixed
     lengths; either one unset takes ``defaults``, (prompt, output, where from), else the reference article's, said so),
-    or with neither given, a serving workload's distributions (:data:`specsim.serving.workloads.WORKLOADS`, 20,000
+    or with neither given, a serving workload's distributions (:data:`specsim.core.workloads.WORKLOADS`, 20,000
     requests drawn with seed 0), where ``workload`` names one.
 
     >>> print(request_lengths(2000).description)
@@ -68,7 +68,7 @@ def request_lengths(
     """
     P, O = input_tokens, output_tokens
     if P is None and O is None and workload is not None:
-        from specsim.serving.workloads import WORKLOADS
+        from specsim.core.workloads import WORKLOADS
 
         w = WORKLOADS.get(workload)
         if w is not None:

@@ -36,7 +36,7 @@ per second and each spends ``TPOT * (output - 1)`` seconds decoding (TPOT exclud
 average ``completed / duration * TPOT * (output - 1)`` sequences decode together (at least 1: TPOT is timed
 only while something decodes).  GuideLLM's measured mean
 concurrency gives the same figure as ``concurrency * TPOT * (output - 1) / latency``.  The mean cached context
-is the mean prompt plus half the mean output (:func:`specsim.serving.workloads.mean_context_tokens`).
+is the mean prompt plus half the mean output (:func:`specsim.core.workloads.mean_context_tokens`).
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specsim.core.limits import MAX_JSON_BYTES, loads_json
+from specsim.core.workloads import mean_context_tokens
 from specsim.engines import REGISTRY
-from specsim.serving.workloads import mean_context_tokens
 
 __all__ = ["TOOLS", "BenchRun", "read_bench_file"]
 

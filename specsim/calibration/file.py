@@ -81,7 +81,7 @@ class Calibration:
         workload's lengths: the context a per-batch answer takes where none is given; None otherwise."""
         if self.lengths is None:
             return None
-        from specsim.serving.workloads import mean_context_tokens
+        from specsim.core.workloads import mean_context_tokens
 
         return int(round(float(mean_context_tokens(*self.lengths))))
 

@@ -75,6 +75,7 @@ __all__ = [
     "rate_list",
     "concurrency_list",
     "spread_type",
+    "add_workload_arg",
     "workload_type",
 ]
 
@@ -447,12 +448,36 @@ def add_round_cost_args(p: argparse.ArgumentParser) -> None:
 
 
 def workload_type(text: str) -> str:
-    from specsim.speculation.acceptance_data import check_workload
+    """A workload's name in the one catalogue (:mod:`specsim.core.workloads`; ``code`` is code-completion's old name)."""
+    from specsim.core.workloads import get_workload
 
     try:
-        return check_workload(text)
-    except ValueError as err:  # one line naming the workloads with published acceptance
+        return get_workload(text).name
+    except ValueError as err:  # one line naming the workloads
         raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def add_workload_arg(p: argparse.ArgumentParser, *, at_load_only: bool, default: str | None = None) -> None:
+    """The one --workload: a name of :mod:`specsim.core.workloads`, giving the drafter's published acceptance and, where
+    the answer is at a load (all of a serving command's; a model command's at --concurrency or --rate, ``at_load_only``),
+    the requests' prompt and output lengths."""
+    from specsim.core.defaults import DEFAULT_WORKLOAD
+    from specsim.core.workloads import WORKLOADS
+
+    gives = (
+        "the requests' prompt and output lengths, and the drafter's published acceptance on it"
+        if not at_load_only
+        else "the drafter's published acceptance on it and, at --concurrency or --rate, the requests' prompt and output "
+        "lengths"
+    )
+    p.add_argument(
+        "--workload",
+        type=workload_type,
+        default=default,
+        metavar="WORKLOAD",
+        help=f"{', '.join(WORKLOADS)}: {gives} (default {DEFAULT_WORKLOAD}; code is code-completion's old name; "
+        "reasoning reads math's acceptance; sources: docs/deployments/acceptance.md, specsim.core.workloads)",
+    )
 
 
 def _alpha_help() -> str:
@@ -465,15 +490,7 @@ def add_acceptance_args(p: argparse.ArgumentParser, *, workload: bool = True) ->
     """One alpha, per-position rates, or a saved /metrics page (one of them; alpha defaults to the library's), and
     with ``workload`` the --workload whose published acceptance applies when none of them is given."""
     if workload:
-        from specsim.core.defaults import ACCEPTANCE_WORKLOADS, DEFAULT_ACCEPTANCE_WORKLOAD
-
-        p.add_argument(
-            "--workload",
-            type=workload_type,
-            metavar="WORKLOAD",
-            help=f"what is asked, for the drafter's published acceptance: {', '.join(ACCEPTANCE_WORKLOADS)} "
-            f"(default {DEFAULT_ACCEPTANCE_WORKLOAD}, MT-bench; see docs/deployments/acceptance.md)",
-        )
+        add_workload_arg(p, at_load_only=True)
     group = p.add_mutually_exclusive_group()
     group.add_argument("--alpha", type=alpha_type, help=_alpha_help)  # a callable: resolved when help is printed
     group.add_argument(
@@ -532,18 +549,12 @@ def add_tree_args(p: argparse.ArgumentParser) -> None:
 
 def add_serving_args(p: argparse.ArgumentParser, *, lengths: bool = True) -> None:
     """The flags of serve-sim and serve-sweep; ``lengths`` False leaves --workload and --requests unset (a trace gives them)."""
+    from specsim.core.defaults import DEFAULT_WORKLOAD
     from specsim.serving.simulator import DEFAULT_REQUESTS
-    from specsim.serving.workloads import DEFAULT_WORKLOAD, WORKLOAD_ALIASES, WORKLOADS
 
     add_acceptance_args(p, workload=False)
     add_deployment_args(p, batch=False, context=False)
-    p.add_argument(
-        "--workload",
-        choices=list(WORKLOADS) + list(WORKLOAD_ALIASES),
-        default=DEFAULT_WORKLOAD if lengths else None,
-        help=f"prompt and output length distribution, and the drafter's published acceptance on it (default "
-        f"{DEFAULT_WORKLOAD}; code is code-completion's old name; see specsim.serving.workloads for sources)",
-    )
+    add_workload_arg(p, at_load_only=False, default=DEFAULT_WORKLOAD if lengths else None)
     p.add_argument(
         "--requests",
         type=int_at_least(1, "requests", MAX_REQUESTS),

@@ -42,7 +42,8 @@ def _acceptance_question(args: argparse.Namespace) -> tuple[int, str]:
     request halfway through its output; a trace's median request's, on chat (a trace names no workload)."""
     import numpy as np
 
-    from specsim.serving.workloads import DEFAULT_WORKLOAD, get_workload, mean_context_tokens, read_trace
+    from specsim.core.workloads import DEFAULT_WORKLOAD, get_workload, mean_context_tokens
+    from specsim.serving.workloads import read_trace
 
     if getattr(args, "trace", None) is not None:
         if args.requests is not None or args.workload is not None:
@@ -405,15 +406,15 @@ def _served_against_offered(args: argparse.Namespace, summaries: list[dict]) -> 
 
 def run_serve_sweep(args: argparse.Namespace) -> int:
     from specsim.core.files import check_output
+    from specsim.core.workloads import get_workload
     from specsim.serving.simulator import DEFAULT_SLO_ATTAINMENT, serve_sweep, sweep_findings, sweep_load
-    from specsim.serving.workloads import get_workload
 
     if args.plot:
         check_output(args.plot, (".png", ".svg"), "--plot")
     acc, acc_label, dep, limits, slo, gamma = _setup(args)
     from specsim.core.limits import MAX_SIMULATED_REQUESTS
+    from specsim.core.workloads import DEFAULT_WORKLOAD
     from specsim.serving.simulator import DEFAULT_REQUESTS
-    from specsim.serving.workloads import DEFAULT_WORKLOAD
 
     lengths = _lengths(args)
     # Fixed lengths or a workload's distribution (serve_sweep refuses both); the workload named only where it applies.

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 __all__ = [
     "ACCEPTANCE_WORKLOADS",
-    "DEFAULT_ACCEPTANCE_WORKLOAD",
     "DEFAULT_ALPHA",
     "DEFAULT_BATCHES",
     "DEFAULT_CONTEXT_TOKENS",
@@ -40,6 +39,7 @@ __all__ = [
     "DEFAULT_OUTPUT_TOKENS",
     "DEFAULT_RTOL",
     "DEFAULT_TARGET",
+    "DEFAULT_WORKLOAD",
 ]
 
 DEFAULT_HARDWARE = "h100-sxm"
@@ -57,7 +57,8 @@ DEFAULT_RTOL = 0.0
 DEFAULT_MAX_NUM_SEQS = 256
 DEFAULT_MAX_BATCHED_TOKENS = 8192
 
-#: What each workload of ``--workload`` stands for: the benchmark sets whose rows it reads.
+#: The benchmark classes published acceptance is keyed by, and the sets each stands for; each workload of
+#: :mod:`specsim.core.workloads` (what ``--workload`` names) reads one of them.
 ACCEPTANCE_WORKLOADS = {
     "chat": "multi-turn chat (MT-bench, ShareGPT)",
     "code-completion": "writing code from a description (HumanEval)",
@@ -65,5 +66,6 @@ ACCEPTANCE_WORKLOADS = {
     "math": "grade-school and competition maths (GSM8K)",
     "summarization": "news summaries (CNN/DailyMail)",
 }
-#: The workload a command assumes when none is given: MT-bench chat, where every drafter's default was measured.
-DEFAULT_ACCEPTANCE_WORKLOAD = "chat"
+#: The workload a command assumes when none is given (:mod:`specsim.core.workloads`): chat, whose published acceptance
+#: (MT-bench) every drafter's default was measured on, and whose lengths are Splitwise's conversation trace.
+DEFAULT_WORKLOAD = "chat"

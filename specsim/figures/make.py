@@ -405,9 +405,9 @@ _SERVE_RUNS = 10
 def _serve_sweep_frame() -> pd.DataFrame:
     """The serve-sweep figure's data, computed once per process (the figure is its slowest: render() in the tests,
     then make_all, would simulate it again for the same numbers)."""
+    from specsim.core.workloads import get_workload
     from specsim.serving.simulator import serve_sweep
     from specsim.serving.steady import engine_limits
-    from specsim.serving.workloads import get_workload
 
     dep = Deployment.build(DEFAULT_HARDWARE, DEFAULT_TARGET, DEFAULT_DRAFT)
     limits, _ = engine_limits(dep.engine, dep.hardware)  # the engine's own on the GPU, as the CLI's

@@ -40,10 +40,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from specsim.core.defaults import DEFAULT_ALPHA, DEFAULT_GAMMA_MAX
+from specsim.core.workloads import mean_context_tokens
 from specsim.serving.capacity import capacity, no_room_said, sequence_kv_bytes
 from specsim.serving.runs import CONFIDENCE, DEFAULT_RUNS, queue_verdict, summarize_runs
 from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, EngineLimits, iteration_s
-from specsim.serving.workloads import mean_context_tokens
 from specsim.speculation.acceptance import as_acceptance
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma
@@ -852,13 +852,14 @@ def requests_for(
     """The requests of a serving run, ``(requests, concurrency)``: Poisson arrivals at ``rate``, a closed loop of
     ``concurrency`` users, or a ``trace`` file (which gives its own lengths: no ``workload`` or ``n`` with it).
 
-    ``workload`` and ``n`` default to :data:`specsim.serving.workloads.DEFAULT_WORKLOAD` and :data:`DEFAULT_REQUESTS`;
+    ``workload`` and ``n`` default to :data:`specsim.core.workloads.DEFAULT_WORKLOAD` and :data:`DEFAULT_REQUESTS`;
     ``lengths`` (prompt, output) gives every request the same lengths instead, as a benchmark's random dataset does
     (``vllm bench serve --random-input-len P --random-output-len O``).  Every request must fit the target's context
     (``max_position_embeddings``, else specsim's limit).
     """
     from specsim.core.limits import MAX_CONTEXT
-    from specsim.serving.workloads import DEFAULT_WORKLOAD, Requests, get_workload, read_trace
+    from specsim.core.workloads import DEFAULT_WORKLOAD, get_workload
+    from specsim.serving.workloads import Requests, read_trace
 
     if sum(x is not None for x in (rate, concurrency, trace)) != 1:
         raise ValueError("give exactly one of a rate, a concurrency or a trace")
@@ -995,8 +996,8 @@ def serve_sweep(
     (``rates`` None: ``vllm bench serve --max-concurrency`` swept), as a DataFrame with one row per load (its column
     ``rate`` or ``concurrency``); ``done`` is called as each simulation (a load and a seed) finishes (a progress bar).
 
-    ``workload`` (a :class:`~specsim.serving.workloads.Workload` or its name) and ``n`` default to
-    :data:`specsim.serving.workloads.DEFAULT_WORKLOAD` and :data:`DEFAULT_REQUESTS`; ``lengths`` (prompt, output)
+    ``workload`` (a :class:`~specsim.core.workloads.Workload` or its name) and ``n`` default to
+    :data:`specsim.core.workloads.DEFAULT_WORKLOAD` and :data:`DEFAULT_REQUESTS`; ``lengths`` (prompt, output)
     gives every request the same lengths instead, as ``vllm bench serve --random-input-len P --random-output-len O
     --request-rate R`` does (no ``workload`` with it).  Every run's requests are drawn here, before any is simulated, so
     that a rate or a length the target cannot take is refused at once.
@@ -1014,7 +1015,7 @@ def serve_sweep(
     """
     import pandas as pd
 
-    from specsim.serving.workloads import DEFAULT_WORKLOAD, get_workload
+    from specsim.core.workloads import DEFAULT_WORKLOAD, get_workload
 
     if lengths is not None and workload is not None:
         raise ValueError(

@@ -1,30 +1,8 @@
-"""Request workloads: prompt and output lengths, and how requests arrive.
+"""How requests arrive: a workload's lengths (:mod:`specsim.core.workloads`, the one catalogue) drawn as a Poisson
+process or a closed loop, or a trace file.
 
-Lengths are lognormal with a median and a spread (sigma of the log), clipped to a maximum: the shape
-real traces show (most requests short, a long tail).  The medians come from the sources named with
-each workload; the spreads are assumptions, stated as such.
-
-``chat``           Splitwise (Patel et al., ISCA 2024, arXiv:2311.18677), Azure "conversation" trace:
-                   median prompt 1,020 tokens, median output 129.
-``summarization``  long documents in, short abstracts out: median prompt 3,000, output 200 (assumed; the
-                   arXiv summarisation set of Cohan et al. 2018 has articles of thousands of words and
-                   abstracts of a few hundred).
-``reasoning``      short problems, long chains of thought: median prompt 200, output 4,000 (assumed; the
-                   DeepSeek-R1 report, arXiv:2501.12948, shows responses growing to about 10,000 tokens
-                   on average during training).
-``code-completion``  Splitwise's Azure "coding" trace (``code`` is its old name, kept): median prompt 1,500,
-                   output 13; completion-style (the editor asks for the next few tokens).
-``code-editing``   rewriting given code: InstructCoder prompts answered by Llama-3.1-8B-Instruct in
-                   SpecDecode-Bench's released traces (``data/llama3.1-8B/combined_instructcoder.jsonl`` @ 2fdccbd,
-                   500 requests): median prompt 156, output 144.5 tokens, means 171 and 262; the log-spreads are
-                   the lognormal's that give those means (mean = median exp(sigma^2 / 2)): 0.43 and 1.09.
-                   Its output repeats much of its prompt, which n-gram and suffix drafters feed on.
-
-Each workload names the acceptance workload (:data:`specsim.speculation.acceptance_data.ACCEPTANCE_WORKLOADS`)
-whose published acceptance a simulation of it assumes: reasoning reads math's (GSM8K), the nearest measured.
-
-A trace file (CSV with a header, or JSON lines) gives ``arrival_s``, ``prompt_tokens`` and
-``output_tokens`` per request instead; it is checked on the way in.
+A trace file (CSV with a header, or JSON lines) gives ``arrival_s``, ``prompt_tokens`` and ``output_tokens`` per
+request instead; it is checked on the way in.
 """
 
 from __future__ import annotations
@@ -34,143 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = [
-    "DEFAULT_WORKLOAD",
-    "WORKLOADS",
-    "WORKLOAD_ALIASES",
-    "Requests",
-    "Workload",
-    "get_workload",
-    "mean_context_tokens",
-    "read_trace",
-]
+from specsim.core.workloads import Workload
 
-DEFAULT_WORKLOAD = "chat"
+__all__ = ["MAX_HORIZON_S", "Requests", "read_trace"]
 
 
 #: Longest simulated horizon, seconds: at 1e7 s a float64 clock still resolves steps of about 2 ns.
 MAX_HORIZON_S = 1e7
-
-
-def mean_context_tokens(prompt_tokens: object, output_tokens: object) -> np.ndarray:
-    """The mean cached context over a generation: the prompt plus half of the output (the article's 1,000 + 256 / 2).
-
-    >>> float(mean_context_tokens(1000, 256))
-    1128.0
-    """
-    return np.asarray(prompt_tokens, dtype=float) + np.asarray(output_tokens, dtype=float) / 2
-
-
-@dataclass(frozen=True)
-class Workload:
-    """Lognormal prompt and output lengths (median, sigma of the log), clipped to ``[1, max]``."""
-
-    name: str
-    prompt_median: float
-    prompt_sigma: float
-    output_median: float
-    output_sigma: float
-    prompt_max: int
-    output_max: int
-    source: str
-    #: The workload whose published acceptance applies (a key of acceptance_data.ACCEPTANCE_WORKLOADS).
-    acceptance: str = "chat"
-
-    @property
-    def median_context_tokens(self) -> float:
-        """The cached context of a median request halfway through its output (:func:`mean_context_tokens`)."""
-        return float(mean_context_tokens(self.prompt_median, self.output_median))
-
-    def sample(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """(prompt tokens, output tokens) of ``n`` requests.
-
-        >>> p, o = get_workload("chat").sample(20_000, np.random.default_rng(0))
-        >>> bool(abs(np.median(p) - 1020) < 40), bool(abs(np.median(o) - 129) < 6)
-        (True, True)
-        """
-        prompt = np.exp(rng.normal(np.log(self.prompt_median), self.prompt_sigma, n))
-        output = np.exp(rng.normal(np.log(self.output_median), self.output_sigma, n))
-        return (
-            np.clip(np.rint(prompt), 1, self.prompt_max).astype(np.int64),
-            np.clip(np.rint(output), 1, self.output_max).astype(np.int64),
-        )
-
-
-_SPREAD = "log-spreads 0.6 (prompt) and 0.8 (output) assumed"
-WORKLOADS = {
-    w.name: w
-    for w in (
-        Workload(
-            "chat",
-            1020,
-            0.6,
-            129,
-            0.8,
-            16384,
-            4096,
-            f"Splitwise (Patel et al. 2024, arXiv:2311.18677) conversation trace medians; {_SPREAD}",
-        ),
-        Workload(
-            "summarization",
-            3000,
-            0.6,
-            200,
-            0.8,
-            32768,
-            2048,
-            f"assumed medians (long in, short out); {_SPREAD}",
-            "summarization",
-        ),
-        Workload(
-            "reasoning",
-            200,
-            0.6,
-            4000,
-            0.8,
-            4096,
-            32768,
-            f"assumed medians (DeepSeek-R1, arXiv:2501.12948: responses of ~10k tokens); {_SPREAD}",
-            "math",
-        ),
-        Workload(
-            "code-completion",
-            1500,
-            0.6,
-            13,
-            0.8,
-            16384,
-            1024,
-            f"Splitwise (Patel et al. 2024, arXiv:2311.18677) coding trace medians; {_SPREAD}",
-            "code-completion",
-        ),
-        Workload(
-            "code-editing",
-            156,
-            0.43,
-            144.5,
-            1.09,
-            8192,
-            4096,
-            "InstructCoder answered by Llama-3.1-8B-Instruct, SpecDecode-Bench traces @ 2fdccbd: medians 156 / 144.5 "
-            "tokens, log-spreads from the means 171 / 262",
-            "code-editing",
-        ),
-    )
-}
-#: Old names kept: ``code`` was Splitwise's completion trace before code editing had its own workload.
-WORKLOAD_ALIASES = {"code": "code-completion"}
-
-
-def get_workload(name: str) -> Workload:
-    """The workload of a name (or an alias of one), or one line listing them.
-
-    >>> get_workload("code").name
-    'code-completion'
-    """
-    name = WORKLOAD_ALIASES.get(name, name)
-    if name not in WORKLOADS:
-        raise ValueError(f"unknown workload {name!r}; choose {', '.join(WORKLOADS)} or give --trace FILE")
-    return WORKLOADS[name]
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,6 @@ __all__ = [
     "ACCEPTANCE_WORKLOADS",
     "CONTEXT_CURVES",
     "DATASET_WORKLOADS",
-    "DEFAULT_ACCEPTANCE_WORKLOAD",
     "ContextCurve",
     "PublishedRow",
     "ROWS",
@@ -59,7 +58,7 @@ __all__ = [
     "target_family",
 ]
 
-from specsim.core.defaults import ACCEPTANCE_WORKLOADS, DEFAULT_ACCEPTANCE_WORKLOAD  # noqa: E402 (re-exported)
+from specsim.core.defaults import ACCEPTANCE_WORKLOADS, DEFAULT_WORKLOAD  # noqa: E402 (ACCEPTANCE_WORKLOADS re-exported)
 
 #: Target families by the first architecture of a config.json (:attr:`ModelShape.architecture`).  Finer than the
 #: reader's families (which read Qwen3 with Llama's keys): a head trained for one family's hidden states does not
@@ -346,9 +345,11 @@ def _value(acc: Acceptance) -> str:
 
 
 def check_workload(workload: str) -> str:
-    if workload not in ACCEPTANCE_WORKLOADS:
-        raise ValueError(f"unknown workload {workload!r}; choose {', '.join(ACCEPTANCE_WORKLOADS)}")
-    return workload
+    """The workload's name in the one catalogue (:mod:`specsim.core.workloads`; an alias resolved), or one line listing
+    them."""
+    from specsim.core.workloads import get_workload
+
+    return get_workload(workload).name
 
 
 def resolve(cls, target=None, workload: str | None = None, context: int | None = None) -> Resolved:
@@ -370,7 +371,10 @@ def resolve(cls, target=None, workload: str | None = None, context: int | None =
         return Resolved(
             acc, f"{_value(acc)} (the published default for {cls.label}: {acc.source}; {tail})", acc.source, True, 1.0
         )
-    workload = check_workload(workload or DEFAULT_ACCEPTANCE_WORKLOAD)
+    from specsim.core.workloads import acceptance_of
+
+    asked = check_workload(workload or DEFAULT_WORKLOAD)
+    workload, reads = acceptance_of(asked)
     family = target_family(target) if target is not None else None
     shown = f"a {family} target" if family else f"the target {getattr(target, 'name', '?')} (no known family)"
     row = find_row(cls.kind, family, workload)
@@ -410,4 +414,5 @@ def resolve(cls, target=None, workload: str | None = None, context: int | None =
         factor = float(curve.factor(context))
         ctx = f"at {int(context):,} tokens of context x{factor:.3f} per token ({curve.source})"
     acc = _scaled(acc, factor)
+    head = f"{reads}; {head}" if reads else head
     return Resolved(acc, f"{_value(acc)} ({head}; {ctx}; {tail})", cited, fell_back, factor)
