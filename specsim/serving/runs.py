@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CONFIDENCE", "DEFAULT_RUNS", "queue_verdict", "second_half_s", "summarize_runs"]
+__all__ = ["CONFIDENCE", "DEFAULT_RUNS", "past_capacity", "queue_verdict", "second_half_s", "summarize_runs"]
 
 
 #: Confidence level of the intervals serve-sim prints over independent runs.
@@ -43,6 +43,14 @@ def queue_verdict(summary: dict) -> str | None:
     if not (last - middle > max(10.0, 3.0 * np.sqrt(max(middle, 0.0))) and growth > 0.05 * rate):
         return "kept up"
     return "burst" if second_half_s(summary) < 0.1 * drain else "grew"
+
+
+def past_capacity(summary: dict, closed_loop: bool) -> bool | None:
+    """Whether a run was past the engine's capacity (:func:`queue_verdict` "grew" or "burst"), as serve-sim and each
+    serve-sweep row say it in ``--json``; None for a closed loop (its users send only when served) or a run without
+    arrival figures."""
+    verdict = None if closed_loop else queue_verdict(summary)
+    return None if verdict is None else verdict != "kept up"
 
 
 def summarize_runs(summaries: list[dict], level: float = CONFIDENCE) -> dict:

@@ -42,7 +42,7 @@ import numpy as np
 from specsim.core.defaults import DEFAULT_ALPHA, DEFAULT_GAMMA_MAX
 from specsim.core.workloads import mean_context_tokens
 from specsim.serving.capacity import capacity, no_room_said, sequence_kv_bytes
-from specsim.serving.runs import CONFIDENCE, DEFAULT_RUNS, queue_verdict, summarize_runs
+from specsim.serving.runs import CONFIDENCE, DEFAULT_RUNS, past_capacity, summarize_runs
 from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, EngineLimits, iteration_s
 from specsim.speculation.acceptance import as_acceptance
 from specsim.speculation.deployment import Deployment
@@ -955,8 +955,7 @@ def _sweep_row(load: str, value: float, runs: list) -> dict:
                 row[f"{name}_{column}_ci"] = half
         if "slo_met" in s:  # summed over the runs: the share of every run's served requests that met both SLOs
             row[f"{name}_slo_attainment"] = s["slo_met"] / max(s["served"], 1)
-        verdict = None if load == "concurrency" else queue_verdict(s)  # a closed loop's users send only when served
-        row[f"{name}_past_capacity"] = None if verdict is None else verdict != "kept up"
+        row[f"{name}_past_capacity"] = past_capacity(s, load == "concurrency")
     if len(runs) > 1:
         row["runs"] = len(runs)
     return row
