@@ -318,7 +318,12 @@ def test_served_rate_is_explained_against_the_offered_rate(capsys):
         assert s["in_system_at_last_arrival"] > 1.5 * s["in_system_at_middle_arrival"]
         assert s["arrival_rate_per_s"] - s["queue_growth_per_s"] == pytest.approx(s["requests_per_s"], rel=0.2)
     assert main(["serve-sim", "--rate", "60", "--runs", "2"]) == 0
-    assert capsys.readouterr().out.count("past its capacity (a longer run queues more)") == 2
+    assert (
+        capsys.readouterr().out.count(
+            "past its capacity (a longer run queues more; optimal-gamma --rate gives the long run)"
+        )
+        == 2
+    )
     assert main(["serve-sim", "--concurrency", "4", "--requests", "50", "--runs", "1"]) == 0
     assert "a closed loop of 4 users sends a request only when one finishes" in capsys.readouterr().out
     # Near capacity a short run's queue wanders: 60 in the system at the middle arrival and 74 at the last is within
@@ -1117,7 +1122,10 @@ def test_serve_sweep_marks_the_rates_past_capacity_as_serve_sim_judges_them(caps
                 assert float(said.split("completes about ")[1].split()[0]) >= 0, said
     assert main(["serve-sweep", "--rates", "2,80", *fixed]) == 0
     out = capsys.readouterr().out
-    assert "not of a steady state; a longer run queues more): 80 requests/s (speculation off and on)\n" in out
+    assert (
+        "not of a steady state; a longer run queues more; optimal-gamma --rate gives the long run): 80 requests/s (speculation off and on)\n"
+        in out
+    )
     assert ", one run (seed 0; --runs for an interval over runs)" in out
     assert main(["serve-sweep", "--concurrency", "2", "--requests", "20", "--json"]) == 0  # closed loops: no queue
     closed = json.loads(capsys.readouterr().out)["concurrencies"][0]

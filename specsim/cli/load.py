@@ -396,7 +396,7 @@ def _served_against_offered(args: argparse.Namespace, summaries: list[dict]) -> 
                 f"the queue grew from {middle:.0f} requests in the system at the middle arrival to {last:.0f} at the last, "
                 f"{growth:.1f}/s: the engine completes about {s['served_per_s_after_middle']:.1f} req/s of the {rate:.1f} "
                 "arriving, past its "
-                "capacity (a longer run queues more)"
+                "capacity (a longer run queues more; optimal-gamma --rate gives the long run)"
             )
         else:
             verdict = f"the engine kept up ({middle:.0f} requests in the system at the middle arrival, {last:.0f} at the last)"
@@ -563,7 +563,7 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
     if past:  # the steady-state answers say "past capacity" there too; a run's figures depend on its length
         print(
             f"past capacity (the queue grew through the run: its figures are of {n:,} requests, not of a steady "
-            "state; a longer run queues more): "
+            "state; a longer run queues more; optimal-gamma --rate gives the long run): "
             + ", ".join(f"{v:g} {unit} (speculation {' and '.join(arms)})" for v, arms in past)
         )
     if f"max_{load}_meeting_slo_off" in findings:
