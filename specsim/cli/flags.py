@@ -470,13 +470,18 @@ def add_workload_arg(p: argparse.ArgumentParser, *, at_load_only: bool, default:
         else "the drafter's published acceptance on it and, at --concurrency or --rate, the requests' prompt and output "
         "lengths"
     )
+    default_said = (
+        f"default {DEFAULT_WORKLOAD}"
+        if not at_load_only
+        else f"default {DEFAULT_WORKLOAD}'s acceptance, with --input-len and --output-len at a load"
+    )
     p.add_argument(
         "--workload",
         type=workload_type,
         default=default,
         metavar="WORKLOAD",
-        help=f"{', '.join(WORKLOADS)}: {gives} (default {DEFAULT_WORKLOAD}; code is code-completion's old name; "
-        "reasoning reads math's acceptance; sources: docs/deployments/acceptance.md, specsim.core.workloads)",
+        help=f"{', '.join(WORKLOADS)}: {gives} ({default_said}; code is code-completion's old name; reasoning reads "
+        "math's acceptance; sources: docs/deployments/acceptance.md, specsim.core.workloads)",
     )
 
 
