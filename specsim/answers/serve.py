@@ -16,7 +16,8 @@ __all__ = ["ServeSimAnswer", "SimLoad", "serve_sim", "sim_load"]
 @dataclass(frozen=True)
 class ServeSimAnswer:
     """serve-sim: each run's requests and its (plain, speculative, meta) results, in seed order, and the summaries of
-    the runs without and with speculation (:func:`~specsim.serving.simulator.summarize_runs`)."""
+    the runs without and with speculation (:func:`~specsim.serving.simulator.summarize_runs`), each with whether the
+    runs were past the engine's capacity (``past_capacity``: :func:`specsim.serving.runs.past_capacity`)."""
 
     deployment: Deployment
     seeds: list
@@ -127,5 +128,8 @@ def serve_sim(
         executor,
         done,
     )
+    from specsim.serving.runs import past_capacity
+
     off, on = (summarize_runs([r[i].summary(slo_ttft_s, slo_tpot_s) for r in results]) for i in (0, 1))
+    off, on = (s | {"past_capacity": past_capacity(s, load.concurrency is not None)} for s in (off, on))
     return ServeSimAnswer(dep, load.seeds, load.request_sets, results, load.concurrency, off, on)

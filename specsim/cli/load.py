@@ -182,13 +182,10 @@ def run_serve_sim(args: argparse.Namespace) -> int:
     ]
     held = _what_holds_speculation_back(summaries, meta, limits, any(spec.kv_full for _, spec, _ in answer.results))
     if args.json:
-        from specsim.serving.runs import past_capacity
-
-        closed = args.concurrency is not None
         print_json(
             {
-                "off": summaries[0] | {"past_capacity": past_capacity(summaries[0], closed)},
-                "on": summaries[1] | {"past_capacity": past_capacity(summaries[1], closed)},
+                "off": summaries[0],
+                "on": summaries[1],
                 "seeds": seeds,
                 "provenance": provenance,
                 "gamma_by_batch": meta["gamma_by_batch"],
