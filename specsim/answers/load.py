@@ -17,6 +17,7 @@ import numpy as np
 
 # (a benchmark's prompt and output lengths unless told, the reference article's: their home is core.defaults)
 from specsim.core.defaults import DEFAULT_GAMMA_MAX, DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
+from specsim.core.limits import MAX_CONTEXT
 from specsim.serving.steady import EngineLimits, SteadyState, engine_limits, load_label, served_state
 
 __all__ = [
@@ -67,19 +68,23 @@ def request_lengths(
     2050
     """
     P, O = input_tokens, output_tokens
+    for name, value in (("input_tokens", P), ("output_tokens", O)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_CONTEXT
+        ):
+            raise ValueError(f"{name} must be a whole number of tokens in [1, {MAX_CONTEXT:,}], got {value!r}")
     if P is None and O is None and workload is not None:
-        from specsim.core.workloads import WORKLOADS
+        from specsim.core.workloads import get_workload
 
-        w = WORKLOADS.get(workload)
-        if w is not None:
-            p, o = w.sample(20_000, np.random.default_rng(0))
-            return RequestLengths(
-                float(p.mean()),
-                float(o.mean()),
-                p,
-                o,
-                f"workload {w.name} ({w.source}; means {p.mean():.0f} in, {o.mean():.0f} out)",
-            )
+        w = get_workload(workload)
+        p, o = w.sample(20_000, np.random.default_rng(0))
+        return RequestLengths(
+            float(p.mean()),
+            float(o.mean()),
+            p,
+            o,
+            f"workload {w.name} ({w.source}; means {p.mean():.0f} in, {o.mean():.0f} out)",
+        )
     said = lengths_defaults_said(P, O, defaults)
     P = (DEFAULT_INPUT_TOKENS if defaults is None else defaults[0]) if P is None else P
     O = (DEFAULT_OUTPUT_TOKENS if defaults is None else defaults[1]) if O is None else O

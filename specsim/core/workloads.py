@@ -176,12 +176,16 @@ WORKLOADS = {
 WORKLOAD_ALIASES = {"code": "code-completion"}
 
 
-def get_workload(name: str) -> Workload:
-    """The workload of a name (or an alias of one), or one line listing them.
+def get_workload(name: str | Workload) -> Workload:
+    """The workload of a name (or an alias of one; a :class:`Workload` is itself), or one line listing them.
 
     >>> get_workload("code").name
     'code-completion'
     """
+    if isinstance(name, Workload):
+        return name
+    if not isinstance(name, str):
+        raise ValueError(f"a workload is a name ({', '.join(WORKLOADS)}) or a Workload, got {name!r:.60}")
     name = WORKLOAD_ALIASES.get(name, name)
     if name not in WORKLOADS:
         raise ValueError(f"unknown workload {name!r}; choose {', '.join(WORKLOADS)}")

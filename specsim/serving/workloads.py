@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specsim.core.workloads import Workload
+from specsim.core.workloads import Workload, get_workload
 
 __all__ = ["MAX_HORIZON_S", "Requests", "read_trace"]
 
@@ -35,8 +35,11 @@ class Requests:
         p, o = np.asarray(self.prompt), np.asarray(self.output)
         if p.ndim != 1 or p.shape != o.shape or p.size == 0:
             raise ValueError("requests need matching, non-empty prompt and output token arrays")
-        if np.any(p < 1) or np.any(o < 1):
-            raise ValueError("every request needs at least 1 prompt token and 1 output token")
+        for name, x in (("prompt", p), ("output", o)):
+            if x.dtype == bool or not np.issubdtype(x.dtype, np.number):
+                raise ValueError(f"{name} tokens must be numbers, got an array of {x.dtype}")
+            if not np.all(np.isfinite(x)) or np.any(x != np.round(x)) or np.any(x < 1):
+                raise ValueError(f"every request needs a whole number of {name} tokens, at least 1")
         if self.arrival_s is not None:
             a = np.asarray(self.arrival_s, dtype=float)
             if a.shape != p.shape or not np.all(np.isfinite(a)) or np.any(a < 0) or np.any(np.diff(a) < 0):
@@ -48,7 +51,7 @@ class Requests:
                 )
 
     @classmethod
-    def poisson(cls, rate: float, n: int, workload: Workload, rng: np.random.Generator) -> "Requests":
+    def poisson(cls, rate: float, n: int, workload: Workload | str, rng: np.random.Generator) -> "Requests":
         """``n`` requests arriving as a Poisson process of ``rate`` per second."""
         from specsim.core.limits import MAX_RATE_PER_S
 
@@ -59,18 +62,30 @@ class Requests:
                 f"a rate of {rate:g} requests/s spreads {n:,} requests over about {n / rate:.3g} s; the simulated "
                 f"horizon is at most {MAX_HORIZON_S:g} s: give a rate of at least {10 * n / MAX_HORIZON_S:.3g} requests/s"
             )
+        n = _count(n)
+        workload = get_workload(workload)
         arrivals = np.cumsum(rng.exponential(1.0 / rate, n))
         prompt, output = workload.sample(n, rng)
         return cls(prompt, output, arrivals, f"Poisson, {rate:g} requests/s, workload {workload.name}")
 
     @classmethod
-    def closed_loop(cls, n: int, workload: Workload, rng: np.random.Generator) -> "Requests":
+    def closed_loop(cls, n: int, workload: Workload | str, rng: np.random.Generator) -> "Requests":
         """``n`` requests served by a fixed number of users who send the next as soon as one finishes."""
-        prompt, output = workload.sample(n, rng)
+        workload = get_workload(workload)
+        prompt, output = workload.sample(_count(n), rng)
         return cls(prompt, output, None, f"closed loop, workload {workload.name}")
 
     def __len__(self) -> int:
         return int(np.asarray(self.prompt).size)
+
+
+def _count(n: object) -> int:
+    """A number of requests: a whole number in [1, MAX_REQUESTS]."""
+    from specsim.core.limits import MAX_REQUESTS
+
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_REQUESTS:
+        raise ValueError(f"requests must be a whole number in [1, {MAX_REQUESTS:,}], got {n!r}")
+    return int(n)
 
 
 def _trace_line(line: str, where: str) -> object:
