@@ -439,6 +439,13 @@ CASES = [
         "optimal-gamma --context 4194304",
         "a context of 4,194,304 tokens is past llama-3.1-8b's max_position_embeddings (131,072)",
     ),
+    ("figures --only nope --list", "--list lists every figure; --only names the ones to make: give one of them"),
+    # capacity answered with nothing fitting (and "target_fits": true) where every other command refuses
+    ("capacity --context 4000000", "a context of 4,000,000 tokens is past llama-3.1-8b's max_position_embeddings"),
+    (
+        "capacity --context 4000000 --json",
+        "a context of 4,000,000 tokens is past llama-3.1-8b's max_position_embeddings",
+    ),
     ("optimal-gamma --metrics {tmp}/two-models.txt", "choose one with --model-name (specsim alpha) or --metrics-model"),
     ("optimal-gamma --metrics-model a", "--metrics-model goes with a --metrics page"),
     ("hardware show {tmp}/ansi.yaml", "name holds a control character ('\\x1b')"),

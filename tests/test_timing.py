@@ -1393,7 +1393,8 @@ def test_kernel_source_notes_name_the_data_limits_and_only_the_scaled_points_it_
     assert src.notes == [
         f"llama-3.1-8b: some points lie outside the vllm kernel data on h100_sxm, measured at b up to "
         f"{table.attn_b[-1]:.0f}, b*q up to {table.gemm_m[-1]:.0f} and contexts {table.attn_L[0]:.0f}-"
-        f"{table.attn_L[-1]:.0f}; the roofline answers there (--json gives each point's timing_source)",
+        f"{table.attn_L[-1]:.0f}; the roofline answers there (the --json rows of steptime, optimal-gamma and speedup give "
+        "each point's timing_source)",
         "llama-3.1-8b: at batch 128 with context 4096 the decode-attention data stop at a smaller batch; attention there is "
         "scaled linearly in batch from the largest measured one",
     ]

@@ -54,8 +54,12 @@ def row_source(dep: Deployment, times, i: int) -> str:
         if t.fallback is not None and bool(
             np.asarray(t.fallback).reshape(-1)[i] if np.ndim(t.fallback) else t.fallback
         ):
-            return f"{name}, roofline outside the kernel data"
+            return name + _OUTSIDE
     return name
+
+
+#: What a row's timing_source adds where the roofline stood in for the source (outside its kernel data).
+_OUTSIDE = ", roofline outside the kernel data"
 
 
 def why_off(rows: list, first_round: dict | None = None) -> str:
@@ -240,15 +244,20 @@ def deployment_capacity(
     and ``max_batched_tokens`` per iteration, its own where not given); refuses a target whose weights do not fit, and
     a context past what the target or the draft was built for (``max_position_embeddings``)."""
     tokens = reserved_context(context, max_context)
+    _require_within_positions(dep, tokens, "--context (and --max-context)")
+    cap = capacity(dep, tokens, memory_utilization, max_batched_tokens=max_batched_tokens)
+    require_target_fits(dep, cap)
+    return cap
+
+
+def _require_within_positions(dep: Deployment, tokens: int, flags: str) -> None:
+    """Refuse a context past what the target or the draft was built for (``max_position_embeddings``)."""
     model = dep.past_positions(tokens)
     if model is not None:
         raise ValueError(
             f"a context of {tokens:,} tokens is past {model.name}'s max_position_embeddings "
-            f"({model.max_position_embeddings:,}); give --context (and --max-context) within it"
+            f"({model.max_position_embeddings:,}); give {flags} within it"
         )
-    cap = capacity(dep, tokens, memory_utilization, max_batched_tokens=max_batched_tokens)
-    require_target_fits(dep, cap)
-    return cap
 
 
 def capacity_record(
@@ -256,8 +265,9 @@ def capacity_record(
 ) -> dict:
     """capacity: the memory budget at ``context`` tokens per sequence (:func:`specsim.serving.capacity.capacity`, a
     hybrid target's scratch sized for ``gamma`` draft tokens) with the deployment's names and the smallest tensor
-    parallelism that fits (:func:`specsim.serving.capacity.smallest_fitting_tp`); ``context`` in tokens,
-    ``memory_utilization`` the engine's share of device memory (None: the engine's own).
+    parallelism that fits (:func:`specsim.serving.capacity.smallest_fitting_tp`); ``context`` in tokens (refused past
+    the target's or the draft's positions), ``memory_utilization`` the engine's share of device memory (None: the
+    engine's own).
 
     >>> record = capacity_record(Deployment.build("h100-sxm", "llama-3.3-70b", "llama-3.2-1b"), 8192)
     >>> record["target_fits"], record["smallest_fitting_tp"]
@@ -265,6 +275,7 @@ def capacity_record(
     """
     from specsim.serving.capacity import smallest_fitting_tp
 
+    _require_within_positions(dep, context, "--context")
     cap = capacity(dep, context, memory_utilization, gamma)
     return {
         "hardware": dep.hardware.name,
@@ -356,7 +367,7 @@ def steptime_rows(
                     "bound": str(t.bound[i]),
                     "flop": float(t.flop[i]),
                     "bytes": float(t.bytes[i]),
-                    "timing_source": dep.source.name + (", roofline outside its data" if fallback[i] else ""),
+                    "timing_source": dep.source.name + (_OUTSIDE if fallback[i] else ""),
                     "provenance": provenance,
                 }
                 for i, batch in enumerate(batches)

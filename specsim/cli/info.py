@@ -321,6 +321,8 @@ def run_figures(args: argparse.Namespace) -> int:
     from specsim.figures.make import FIGURES, make_all
 
     if args.list:
+        if args.only is not None:  # it would be ignored: list everything, or make the named ones
+            raise ValueError("--list lists every figure; --only names the ones to make: give one of them")
         if args.json:
             print_json([spec.name for spec in FIGURES])
         else:

@@ -121,11 +121,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         if only is None or name == only:
             importlib.import_module(f"specsim.cli.{module}").PARSERS[name](sub)
     for command in sub.choices.values():
+        has_json = any("--json" in a.option_strings for a in command._actions)
         command.add_argument(
             "-v",
             "--verbose",
             action="store_true",
-            help="print every source and assumption behind the numbers (by default one line; --json has all)",
+            help="print every source and assumption behind the numbers (by default one line"
+            + ("; --json has all)" if has_json else ")"),
         )
     return parser
 

@@ -428,8 +428,9 @@ def run_capacity(args: argparse.Namespace) -> int:
     from specsim.serving.capacity import capacity
 
     dep = deployment(args)
+    record = capacity_record(dep, args.context, args.memory_util, args.gamma)  # refuses a context past the positions
     if args.json:
-        print_json(capacity_record(dep, args.context, args.memory_util, args.gamma))
+        print_json(record)
         return 0
     cap = capacity(dep, args.context, args.memory_util, args.gamma)
     for line in capacity_summary(cap, dep, getattr(args.context, "basis", None)):

@@ -8,6 +8,7 @@ import argparse
 import sys
 import time
 
+from specsim.cli import report
 from specsim.cli.flags import add_deployment_args, alpha_type, int_at_least
 from specsim.core.limits import MAX_CONTEXT, MAX_GAMMA
 
@@ -48,6 +49,7 @@ def run_replay(args: argparse.Namespace) -> int:
     from specsim.cli.args import deployment
     from specsim.core.files import atomic_write_text, check_output
     from specsim.engines import DEFAULT_ENGINE, metric_names
+    from specsim.speculation.deployment import BRIEF_HINT
     from specsim.watch.replay import ReplayServer, openmetrics, pages, simulate_day
     from specsim.watch.sources import parse_duration, parse_time
 
@@ -92,13 +94,15 @@ def run_replay(args: argparse.Namespace) -> int:
         + ")",
         file=sys.stderr,
     )
+    if report.VERBOSE:  # the day's one-line description names the step times briefly; here every source
+        print("\n".join(dep.provenance()), file=sys.stderr)
     day = simulate_day(
         dep, profile, args.alpha, args.gamma, args.input_len, args.output_len, changes=changes, seed=args.seed
     )
     if args.out is not None:
         atomic_write_text(args.out, openmetrics(day, names, model, args.page_seconds, start))
         print(
-            f"wrote {args.out}: {day.description}; stamped from {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(start))} "
+            f"wrote {args.out}: {day.description.replace(BRIEF_HINT, '') if report.VERBOSE else day.description}; stamped from {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(start))} "
             f"every {args.page_seconds:g} s (backfill: promtool tsdb create-blocks-from openmetrics {args.out} DATA_DIR)"
         )
         return 0

@@ -59,6 +59,7 @@ from specsim.timing import LARGE_MOE_LONGER, LARGE_MOE_LONGER_KERNELS, large_moe
 from specsim.timing.base import StepTime, StepTimeSource
 
 __all__ = [
+    "BRIEF_HINT",
     "MAX_VOCAB_PADDING",
     "Deployment",
     "VocabularyMismatch",
@@ -441,6 +442,10 @@ def _serial_where_blocked(preset: EnginePreset, hardware, target) -> EnginePrese
         release=f"{preset.release}; rounds serial: {why}",
         serial_why=why,
     )
+
+
+#: What closes :meth:`Deployment.brief`: where the rest is (a command printing everything already drops it).
+BRIEF_HINT = "; -v for every source"
 
 
 @dataclass(frozen=True)
@@ -888,7 +893,7 @@ class Deployment:
         if any(m.tp > 1 for m in models):
             tags.append("2 all-reduces per layer + logits gather per pass")
         assumed = f"; assumed: {', '.join(tags)}" if tags else ""
-        return f"step times: {self.source.name} ({self.source.brief()}); engine {engine.label}{overlap}{assumed}; -v for every source"
+        return f"step times: {self.source.name} ({self.source.brief()}); engine {engine.label}{overlap}{assumed}{BRIEF_HINT}"
 
     def notes(self) -> list[str]:
         """What the step-time source could not answer from its own data, the choices made for the user, and defaults the

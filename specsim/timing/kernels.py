@@ -969,8 +969,8 @@ class KernelSource:
             self._note(
                 f"{model.name}: some points lie outside the {self.engine} kernel data on {self.device}, measured at "
                 f"b up to {table.attn_b[-1]:.0f}, b*q up to {table.gemm_m[-1]:.0f} and contexts "
-                f"{table.attn_L[0]:.0f}-{table.attn_L[-1]:.0f}; the roofline answers there (--json gives each point's "
-                "timing_source)",
+                f"{table.attn_L[0]:.0f}-{table.attn_L[-1]:.0f}; the roofline answers there (the --json rows of steptime, "
+                "optimal-gamma and speedup give each point's timing_source)",
                 (model.name, "fallback"),
             )
         scaled = (
