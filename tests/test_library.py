@@ -300,6 +300,15 @@ def test_serve_sim(capsys):
     dep = deployment()
     answer = serve_sim(dep, sim_load(dep, rate=4.0, n=100, seed=0, runs=2), 0.8, memory_utilization=0.9)
     assert printed["off"] == as_json(answer.off) and printed["on"] == as_json(answer.on)
+    assert printed["changes"] == as_json(answer.changes())
+    # what the text header says of the load, keyed: the load, its workload and lengths' context, the acceptance
+    assert (printed["rate"], printed["concurrency"], printed["workload"], printed["requests_per_run"]) == (
+        4.0,
+        None,
+        "chat",
+        100,
+    )
+    assert printed["acceptance"] == "alpha 0.8" and printed["context_tokens"] == int(answer.meta["context_hint"])
     assert printed["seeds"] == answer.seeds == [0, 1]
     assert printed["gamma_by_batch"] == as_json(answer.meta["gamma_by_batch"])
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -1213,3 +1214,16 @@ def test_the_queue_verdict_of_several_equal_runs_is_that_of_one():
     ten = summarize_runs([one] * 10)
     assert second_half_s(ten) == pytest.approx(second_half_s(one)) == pytest.approx(1.0, rel=0.01)
     assert queue_verdict(one) == queue_verdict(ten) == "burst"
+
+
+def test_serve_sim_json_gives_the_change_the_text_prints(capsys):
+    """The closing line's two changes are the JSON's ``changes`` (one computation: ServeSimAnswer.changes)."""
+    argv = ["serve-sim", "--rate", "4", "--alpha", "0.8", "--requests", "100", "--runs", "1"]
+    assert main(argv) == 0
+    line = re.search(
+        r"speculation changes TPOT p50 by ([+-]\d+\.\d)% and throughput by ([+-]\d+\.\d)%", capsys.readouterr().out
+    )
+    assert main(argv + ["--json"]) == 0
+    changes = json.loads(capsys.readouterr().out)["changes"]
+    assert round(100 * changes["tpot_p50"], 1) == float(line.group(1))
+    assert round(100 * changes["output_tokens_per_s"], 1) == float(line.group(2))

@@ -32,6 +32,19 @@ class ServeSimAnswer:
         """The first run's facts of the simulation (gamma policy and per batch, KV capacities, the context seen)."""
         return self.results[0][2]
 
+    def changes(self) -> dict:
+        """What speculation changes at this load, each as (on / off - 1): ``tpot_p50`` (None where an arm served no
+        request a second token) and ``output_tokens_per_s`` (None also where the arms served different requests: some
+        never fit one arm's cache, so their throughputs do not compare)."""
+        off, on = self.off, self.on
+        if off["tpot_s"]["p50"] is None or on["tpot_s"]["p50"] is None:
+            return {"tpot_p50": None, "output_tokens_per_s": None}
+        same = on["never_fit"] == off["never_fit"]
+        return {
+            "tpot_p50": on["tpot_s"]["p50"] / off["tpot_s"]["p50"] - 1,
+            "output_tokens_per_s": on["output_tokens_per_s"] / off["output_tokens_per_s"] - 1 if same else None,
+        }
+
 
 @dataclass(frozen=True)
 class SimLoad:

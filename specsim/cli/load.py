@@ -182,8 +182,23 @@ def run_serve_sim(args: argparse.Namespace) -> int:
     ]
     held = _what_holds_speculation_back(summaries, meta, limits, any(spec.kv_full for _, spec, _ in answer.results))
     if args.json:
+        from specsim.answers.context import LOAD_CONTEXT
+        from specsim.core.defaults import DEFAULT_WORKLOAD
+        from specsim.core.workloads import get_workload
+
+        by_workload = args.trace is None and _lengths(args) is None
         print_json(
             {
+                "load": requests.source + (f", {concurrency} users" if concurrency else ""),
+                "rate": args.rate,
+                "concurrency": concurrency,
+                "workload": get_workload(args.workload or DEFAULT_WORKLOAD).name if by_workload else None,
+                "requests_per_run": len(requests),
+                "acceptance": acc_label,
+                "gamma_policy": meta["gamma_policy"],
+                "context_tokens": int(meta["context_hint"]),
+                "context_basis": LOAD_CONTEXT,
+                "changes": answer.changes(),
                 "off": summaries[0],
                 "on": summaries[1],
                 "seeds": seeds,
@@ -202,7 +217,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
         for line in provenance[len(dep.provenance()) :]:
             print(line)
         print()
-        _print_summaries(*summaries)
+        _print_summaries(*summaries, answer.changes())
         if held is not None:
             print(held)
         print(_served_against_offered(args, summaries))
@@ -260,7 +275,7 @@ def _write_requests(path, requests, plain, spec) -> None:
     atomic_write_bytes(path, pd.concat(frames).to_csv(index=False).encode())
 
 
-def _print_summaries(off: dict, on: dict) -> None:
+def _print_summaries(off: dict, on: dict, changes: dict) -> None:
     def trio(d, scale, unit):
         if d["p50"] is None:
             return "n/a"
@@ -317,13 +332,13 @@ def _print_summaries(off: dict, on: dict) -> None:
             ]
         )
     print(table(["", "speculation off", "speculation on"], rows, "<>>"))
-    if off["tpot_s"]["p50"] is None or on["tpot_s"]["p50"] is None:
+    change = changes["tpot_p50"]
+    if change is None:
         print(
             "\nno TPOT to compare: no served request produced a second token (TPOT is the time between output tokens)"
         )
         return
-    change = on["tpot_s"]["p50"] / off["tpot_s"]["p50"] - 1
-    if on["never_fit"] != off["never_fit"]:  # the arms served different requests: their throughputs do not compare
+    if changes["output_tokens_per_s"] is None:  # the arms served different requests: their throughputs do not compare
         print(
             f"\nthe arms served different requests: {on['never_fit']} never fit with speculation and "
             f"{off['never_fit']} without (each request reserves its prompt and output); over the requests each served, "
@@ -331,8 +346,8 @@ def _print_summaries(off: dict, on: dict) -> None:
         )
         return
     print(
-        f"\nspeculation changes TPOT p50 by {change:+.1%} and throughput by "
-        f"{on['output_tokens_per_s'] / off['output_tokens_per_s'] - 1:+.1%} at this load"
+        f"\nspeculation changes TPOT p50 by {change:+.1%} and throughput by {changes['output_tokens_per_s']:+.1%} at "
+        "this load"
     )
 
 
