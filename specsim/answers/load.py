@@ -299,7 +299,7 @@ def _figures(s: SteadyState, i: int, j: int) -> dict:
         "ttft_s": v(s.ttft_s),
         "output_tokens_per_s": v(s.output_tokens_per_s),
         "requests_per_s": v(s.requests_per_s),
-        "decode_batch": v(s.decode_batch),
+        "batch_a_request_sees": v(s.decode_batch),
         "mean_batch": v(s.mean_batch),
         "prefill_share": v(s.prefill_share),
         "in_engine": v(s.in_engine),

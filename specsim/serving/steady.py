@@ -317,7 +317,7 @@ class SteadyState:
                         "output_tokens_per_s": v(self.output_tokens_per_s),
                         "requests_per_s": v(self.requests_per_s),
                         "tokens_per_round": v(self.tokens_per_round),
-                        "decode_batch": v(self.decode_batch),
+                        "batch_a_request_sees": v(self.decode_batch),
                         "mean_batch": v(self.mean_batch),
                         "in_engine": v(self.in_engine),
                         "prefill_share": v(self.prefill_share),
