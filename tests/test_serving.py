@@ -13,7 +13,7 @@ import pytest
 from specsim.cli.main import main
 from specsim.core.workloads import get_workload
 from specsim.serving.capacity import capacity
-from specsim.serving.simulator import EngineLimits, StepTable, serve_compare, simulate
+from specsim.serving.simulator import EngineLimits, StepTable, serve_compare, serve_sweep, simulate
 from specsim.serving.workloads import Requests, read_trace
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import expected_tokens
@@ -1227,3 +1227,19 @@ def test_serve_sim_json_gives_the_change_the_text_prints(capsys):
     changes = json.loads(capsys.readouterr().out)["changes"]
     assert round(100 * changes["tpot_p50"], 1) == float(line.group(1))
     assert round(100 * changes["output_tokens_per_s"], 1) == float(line.group(2))
+
+
+def test_serve_sweep_without_an_acceptance_takes_the_drafters_published_one_as_the_command_does(capsys):
+    """serve_sweep's acceptance left out was 0.8 for every drafter, where serve-sweep takes the drafter's published
+    acceptance on the workload (an EAGLE-3 head's on chat, 0.744): the library and the command gave different TPOTs."""
+    e3 = Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", timing="roofline")
+    frame = serve_sweep(e3, [1.0, 6.0], "chat", 60)
+    assert (
+        main(
+            ["serve-sweep", "--timing", "roofline", "--draft", "eagle3", "--rates", "1,6", "--requests", "60", "--json"]
+        )
+        == 0
+    )
+    printed = json.loads(capsys.readouterr().out)
+    assert [r["on_tpot_p50_s"] for r in printed["rates"]] == pytest.approx(list(frame.on_tpot_p50_s), rel=1e-12)
+    assert "alpha 0.744" in printed["acceptance"]

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from specsim.core.defaults import DEFAULT_ALPHA, DEFAULT_GAMMA_MAX
+from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.core.workloads import mean_context_tokens
 from specsim.serving.capacity import capacity, no_room_said, sequence_kv_bytes
 from specsim.serving.runs import CONFIDENCE, DEFAULT_RUNS, past_capacity, summarize_runs
@@ -978,7 +978,7 @@ def serve_sweep(
     rates,
     workload=None,
     n: int | None = None,
-    acceptance: object = DEFAULT_ALPHA,
+    acceptance: object = None,
     gamma: object = "schedule",
     limits: EngineLimits | None = None,
     seed: int = 0,
@@ -998,7 +998,8 @@ def serve_sweep(
     ``workload`` (a :class:`~specsim.core.workloads.Workload` or its name) and ``n`` default to
     :data:`specsim.core.workloads.DEFAULT_WORKLOAD` and :data:`DEFAULT_REQUESTS`; ``lengths`` (prompt, output)
     gives every request the same lengths instead, as ``vllm bench serve --random-input-len P --random-output-len O
-    --request-rate R`` does (no ``workload`` with it).  Every run's requests are drawn here, before any is simulated, so
+    --request-rate R`` does (no ``workload`` with it).  ``acceptance`` None: the drafter's published acceptance on the
+    workload at its median request's context, as serve-sweep takes it (at fixed lengths: chat's at theirs).  Every run's requests are drawn here, before any is simulated, so
     that a rate or a length the target cannot take is refused at once.
 
     The simulations are independent: ``executor`` (any :class:`concurrent.futures.Executor`, e.g. a
@@ -1020,8 +1021,11 @@ def serve_sweep(
         raise ValueError(
             "--input-len and --output-len give every request the same lengths; --workload a distribution: drop one"
         )
-    if workload is None or isinstance(workload, str):
-        workload = get_workload(DEFAULT_WORKLOAD if workload is None else workload)
+    workload = get_workload(DEFAULT_WORKLOAD if workload is None else workload)
+    if acceptance is None:
+        context = workload.median_context_tokens if lengths is None else mean_context_tokens(*lengths)
+        question = workload.name if lengths is None else DEFAULT_WORKLOAD
+        acceptance, _ = dep.drafter.default_acceptance(dep.target, question, int(round(float(context))))
     n = DEFAULT_REQUESTS if n is None else n
     if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
         raise ValueError(f"runs must be a whole number >= 1, got {runs!r}")
