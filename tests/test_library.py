@@ -667,3 +667,23 @@ def test_serve_sweep_with_runs_prints_the_library_means_and_intervals(capsys):
     text = capsys.readouterr().out
     half = frame.on_tpot_p50_s_ci.iloc[1] * 1e3
     assert "x 3 runs (seeds 0-2" in text and f"± {half:.3f}" in text
+
+
+def test_calibrate_engine_from_python_checks_what_the_command_checks():
+    """The library's calibrate_engine refuses runs of another model than ``target`` (it fitted a Qwen3-8B to Llama runs)
+    and an empty list (ZeroDivisionError); runs_from_files refuses one path for a list and draft steps outside [1, 64]."""
+    from specsim.calibration.engine_calibration import calibrate_engine
+    from specsim.calibration.inputs import runs_from_files
+
+    plain, spec = (str(REPO / "examples" / "bench" / f) for f in ("vllm-plain.jsonl", "vllm-eagle3.jsonl"))
+    runs, files, notes = runs_from_files([plain], [([spec], 3)])
+    fit = dict(hardware="h100", engine="vllm@0.10", drafter="eagle3", timing="roofline")
+    with pytest.raises(ValueError, match="--target qwen3-8b but the benchmark files ran meta-llama/Llama-3.1-8B"):
+        calibrate_engine(runs, files, notes, target="qwen3-8b", **fit)
+    with pytest.raises(ValueError, match="no runs to fit"):
+        calibrate_engine([], files, notes, target="llama-3.1-8b", **fit)
+    with pytest.raises(ValueError, match="lists of paths, not one path"):
+        runs_from_files(plain, [])
+    for steps in (0, 65, 2.5, True):
+        with pytest.raises(ValueError, match="draft steps must be a whole number in"):
+            runs_from_files([plain], [([spec], steps)])

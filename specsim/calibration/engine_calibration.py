@@ -245,12 +245,16 @@ def calibrate_engine(
     memory (the engine's own share unless given, :func:`specsim.serving.capacity.memory_share`, said in the notes);
     ``done`` is called after each fit (a progress bar)."""
     from specsim.calibration.engine_fit import fit_engine
+    from specsim.calibration.inputs import served_target
     from specsim.core.defaults import DEFAULT_DRAFT
     from specsim.describe.models import get_model
     from specsim.engines import get_engine
     from specsim.serving.steady import engine_limits
     from specsim.speculation.deployment import Deployment
 
+    if not runs:
+        raise ValueError("no runs to fit: give benchmark runs without speculation and with it")
+    target = served_target(target, runs)  # refused where the runs name another model
     engine = get_engine(engine)  # the file keeps the release as named (engine.named_as)
 
     spec_runs = any(c.kind == "spec" for c in runs)

@@ -94,8 +94,16 @@ def runs_from_files(
     the acceptance rate across the prompts (None: the one the files' single-request runs record, else 0; said in a
     note where an offline batch is among the runs, whose slowest request waits for it)."""
     from specsim.calibration.bench_files import read_bench_file
+    from specsim.core.limits import MAX_GAMMA
     from specsim.speculation.metrics import accept_length_from_page
 
+    if isinstance(plain, (str, bytes)) or any(isinstance(g[0], (str, bytes)) for g in spec_groups):
+        raise ValueError("plain and each speculative group's files are lists of paths, not one path")
+    for _, steps in spec_groups:
+        if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_GAMMA:
+            raise ValueError(
+                f"a speculative group's draft steps must be a whole number in [1, {MAX_GAMMA}], got {steps!r}"
+            )
     _refuse_plain_as_spec(plain, [p for paths, _ in spec_groups for p in paths])
     runs, notes = [], []
     for path in plain:
