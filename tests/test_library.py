@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from pathlib import Path
 
@@ -687,3 +688,34 @@ def test_calibrate_engine_from_python_checks_what_the_command_checks():
     for steps in (0, 65, 2.5, True):
         with pytest.raises(ValueError, match="draft steps must be a whole number in"):
             runs_from_files([plain], [([spec], steps)])
+
+
+def test_library_tables_refuse_what_they_would_mislabel_or_what_the_command_refuses():
+    """A batch of 2.5 was computed and labelled batch 2 (two 'batch 2' rows in a sweep), gamma 0.5 ran as 0 (speculation
+    silently off) and 100 was run past the cap; a context past the model's positions was answered; a drafter name
+    (eagle3) was 'an unknown model' in a sweep's pairs; an empty pair list was pandas' 'No objects to concatenate'."""
+    import numpy as np
+
+    from specsim.answers import deployment_capacity, gamma_answer
+    from specsim.answers.compare import compare_answer
+    from specsim.serving.simulator import serve_compare
+    from specsim.serving.workloads import Requests
+    from specsim.speculation.sweep import optimal_gamma_table, sweep
+
+    dep = deployment()
+    cap = deployment_capacity(dep, 1128, None, None)
+    cases = [
+        (lambda: sweep(batch=[2, 2.5, 3]), "batch must be an integer in [1, 65536], got 2.5"),
+        (lambda: sweep(alpha=1.5), "alpha must be in [0, 1]"),
+        (lambda: sweep(pairs=[]), "pairs must be one (target, draft) pair or a non-empty list of them"),
+        (lambda: optimal_gamma_table(context=1_000_000), "a context of 1,000,000 tokens is past llama-3.1-8b's"),
+        (lambda: compare_answer(dep, 0.8, [2.5], 1128, None, 16, None, None), "batch must be an integer"),
+        (lambda: compare_answer(dep, 0.8, [1], 1128, 0.5, 16, None, None), "gamma must be an integer in [0, 64]"),
+        (lambda: gamma_answer(dep, 0.8, "alpha 0.8", [2.5], 1128, 16, 0.0, cap), "batch must be an integer"),
+    ]
+    requests = Requests.poisson(4.0, 50, "chat", np.random.default_rng(0))
+    cases += [(lambda g=g: serve_compare(dep, requests, 0.8, gamma=g), "gamma must be") for g in (0.5, 100, "best")]
+    for call, message in cases:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            call()
+    assert optimal_gamma_table(alpha=0.8, batch=[1], pairs=("llama-3.1-8b", "eagle3")).draft.item().startswith("eagle3")

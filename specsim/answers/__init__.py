@@ -18,6 +18,7 @@ import numpy as np
 
 from specsim.answers.context import context_basis
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS
+from specsim.core.limits import whole_batches
 from specsim.engines import ENGINES, REGISTRY
 from specsim.engines.vllm import ROCM_SPEC
 from specsim.serving.capacity import (
@@ -169,7 +170,7 @@ def gamma_answer(
     where a gamma drafts past the ``measured_steps`` the acceptance was measured at)."""
     from specsim.answers.load import past_measured
 
-    b = np.array(batches, dtype=float)
+    b = whole_batches(batches)
     best = optimal_gamma(dep, acceptance, b, context, gamma_max, rtol)
     if cap.scratch_draft_tokens:  # a hybrid target's scratch, sized for the num_speculative_tokens this answer sets
         cap = capacity(
@@ -244,20 +245,10 @@ def deployment_capacity(
     and ``max_batched_tokens`` per iteration, its own where not given); refuses a target whose weights do not fit, and
     a context past what the target or the draft was built for (``max_position_embeddings``)."""
     tokens = reserved_context(context, max_context)
-    _require_within_positions(dep, tokens, "--context (and --max-context)")
+    dep.require_within_positions(tokens, "--context (and --max-context)")
     cap = capacity(dep, tokens, memory_utilization, max_batched_tokens=max_batched_tokens)
     require_target_fits(dep, cap)
     return cap
-
-
-def _require_within_positions(dep: Deployment, tokens: int, flags: str) -> None:
-    """Refuse a context past what the target or the draft was built for (``max_position_embeddings``)."""
-    model = dep.past_positions(tokens)
-    if model is not None:
-        raise ValueError(
-            f"a context of {tokens:,} tokens is past {model.name}'s max_position_embeddings "
-            f"({model.max_position_embeddings:,}); give {flags} within it"
-        )
 
 
 def capacity_record(
@@ -275,7 +266,7 @@ def capacity_record(
     """
     from specsim.serving.capacity import smallest_fitting_tp
 
-    _require_within_positions(dep, context, "--context")
+    dep.require_within_positions(context, "--context")
     cap = capacity(dep, context, memory_utilization, gamma)
     return {
         "hardware": dep.hardware.name,

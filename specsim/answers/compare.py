@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specsim.answers import deployment_capacity
+from specsim.core.limits import whole_batches
 from specsim.serving.capacity import Capacity, throughput_table
 from specsim.speculation.deployment import Deployment
 
@@ -59,6 +60,11 @@ def compare_answer(
     max_context: int | None,
     memory_utilization: float,
 ) -> CompareAnswer:
+    from specsim.core.limits import MAX_GAMMA, check_int
+
+    batches = whole_batches(batches)
+    if gamma is not None:
+        gamma = check_int("gamma", gamma, 0, MAX_GAMMA)
     cap = deployment_capacity(dep, context, max_context, memory_utilization)
     frame = throughput_table(dep, acceptance, batches, context, gamma, gamma_max, max_context, memory_utilization)
     return CompareAnswer(frame, cap, dep, acceptance, (context, gamma, gamma_max, max_context, memory_utilization))

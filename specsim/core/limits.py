@@ -33,23 +33,24 @@ __all__ = [
     "MAX_BATCH",
     "MAX_CONTEXT",
     "MAX_GAMMA",
+    "MAX_JSON_BYTES",
+    "MAX_JSON_DEPTH",
     "MAX_LAYERS",
     "MAX_LOOP_TOKENS",
     "MAX_MODEL_DIM",
+    "MAX_RATE_PER_S",
     "MAX_REPEATS",
     "MAX_REQUESTS",
-    "MAX_RATE_PER_S",
     "MAX_SEED",
+    "MAX_TEXT_BYTES",
     "MAX_TP",
     "MAX_WORKERS",
-    "MAX_JSON_BYTES",
-    "MAX_JSON_DEPTH",
-    "MAX_TEXT_BYTES",
-    "load_json",
     "MAX_YAML_DEPTH",
     "check_int",
     "load_array",
+    "load_json",
     "load_yaml",
+    "whole_batches",
 ]
 
 #: Sequences in one batch (vLLM's max_num_seqs tops out in the low thousands).
@@ -106,6 +107,19 @@ def check_int(what: str, value: Any, minimum: int, maximum: int) -> int:
         shown = str(number) if len(str(number)) <= 30 else f"a {len(str(number))}-digit number"
         raise ValueError(f"{what} must be an integer in [{minimum}, {maximum}], got {shown}")
     return number
+
+
+def whole_batches(batches: Any) -> np.ndarray:
+    """A non-empty list of batch sizes, each a whole number in [1, MAX_BATCH], as floats (a table labels its rows by
+    them: a batch of 2.5 was computed and shown as 2).
+
+    >>> whole_batches([1, 8.0]).tolist()
+    [1.0, 8.0]
+    """
+    values = np.atleast_1d(np.asarray(batches, dtype=object))
+    if values.ndim != 1 or values.size == 0:
+        raise ValueError(f"batches must be a non-empty list of whole numbers, got {batches!r:.60}")
+    return np.array([check_int("batch", b, 1, MAX_BATCH) for b in values], dtype=float)
 
 
 def _read_text(path: Path, what: str) -> str:

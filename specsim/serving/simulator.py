@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
+from specsim.core.limits import MAX_GAMMA, check_int
 from specsim.core.workloads import mean_context_tokens
 from specsim.serving.capacity import capacity, no_room_said, sequence_kv_bytes
 from specsim.serving.runs import CONFIDENCE, DEFAULT_RUNS, past_capacity, summarize_runs
@@ -722,12 +723,15 @@ def serve_compare(
     # A closed loop never runs more sequences than it has users: the schedule and the step table stop there (and the
     # step-time source is not asked, nor notes anything, about batches the load cannot reach).
     most = _most_running(limits.most_seqs, concurrency)
+    gamma_max = check_int("gamma_max", gamma_max, 0, MAX_GAMMA)
     if gamma == "schedule":
         best = optimal_gamma(dep, acceptance, np.arange(1, most + 1), hint, gamma_max)
         policy = np.r_[0, best.gamma]
         label = f"per-batch optimal gamma (0..{best.gamma_max}) at L = {hint:.0f}"
     else:
-        policy = int(gamma)
+        if isinstance(gamma, str):
+            raise ValueError(f"gamma must be 'schedule' or a whole number in [0, {MAX_GAMMA}], got {gamma!r:.40}")
+        policy = check_int("gamma", gamma, 0, MAX_GAMMA)  # 0.5 was run as 0, speculation silently off
         label = f"gamma {policy}"
     gmax = int(np.max(policy))
     # A hybrid target's speculative scratch is reserved for the engine's num_speculative_tokens: the largest gamma run.

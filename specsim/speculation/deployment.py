@@ -453,8 +453,10 @@ class Deployment:
     """A target served on a device, with a drafter, a step-time source and an engine preset.
 
     ``drafter`` may be given as a draft model's :class:`~specsim.describe.models.ModelShape` (a draft-model
-    drafter) or left None for a deployment that only decodes (``specsim steptime``).  ``source``
-    defaults to the article's roofline over ``hardware`` and ``engine`` to the preset that adds nothing.
+    drafter) or left None for a deployment that only decodes (``specsim steptime``).  ``source`` and ``engine``
+    default to the command line's (:data:`specsim.timing.DEFAULT_TIMING`, the hybrid, and
+    :data:`specsim.engines.DEFAULT_ENGINE`, vllm@latest); the article's bare roofline is ``timing="roofline"``,
+    ``engine="none"``.
 
     Examples
     --------
@@ -710,6 +712,16 @@ class Deployment:
             if model is not None and model.max_position_embeddings and tokens > model.max_position_embeddings:
                 return model
         return None
+
+    def require_within_positions(self, tokens: int, give: str = "") -> None:
+        """Refuse a context of ``tokens`` past what the target or the draft was built for (:meth:`past_positions`);
+        ``give`` closes the line with what to give instead."""
+        model = self.past_positions(tokens)
+        if model is not None:
+            raise ValueError(
+                f"a context of {int(tokens):,} tokens is past {model.name}'s max_position_embeddings "
+                f"({model.max_position_embeddings:,})" + (f"; give {give} within it" if give else "")
+            )
 
     def decode(self, batch: object, context: object = DEFAULT_CONTEXT_TOKENS) -> StepTime:
         """t_decode: a plain decode step of the target (one token per sequence), engine time included."""

@@ -27,6 +27,7 @@ from specsim.core.defaults import (
     DEFAULT_HARDWARE,
     DEFAULT_TARGET,
 )
+from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, check_int
 from specsim.describe.hardware import HardwareProfile, load_hardware
 from specsim.describe.models import ModelShape, get_model
 from specsim.engines import source_and_engine
@@ -58,29 +59,51 @@ def deployments(
     ``"vllm@0.10"``, ``"roofline"``, ``"none"``, ...); left at None, the command line's defaults
     (:data:`specsim.timing.DEFAULT_TIMING`, :data:`specsim.engines.DEFAULT_ENGINE`).
     """
+    from specsim.speculation.drafters import make_drafter
+
     out = []
     pair_list = (
         [pairs] if isinstance(pairs, tuple) and len(pairs) == 2 and not isinstance(pairs[0], tuple) else list(pairs)
     )  # type: ignore[arg-type]
-    for hw in _as_list(hardware):
+    if not pair_list or any(not isinstance(p, (tuple, list)) or len(p) != 2 for p in pair_list):
+        raise ValueError(f"pairs must be one (target, draft) pair or a non-empty list of them, got {pairs!r:.60}")
+    hardware = _as_list(hardware)
+    if not hardware:
+        raise ValueError("hardware must name at least one profile")
+    for hw in hardware:
         profile = hw if isinstance(hw, HardwareProfile) else load_hardware(hw)
         for target, draft in pair_list:
             target = target if isinstance(target, ModelShape) else get_model(target)
             source, preset = source_and_engine(profile, timing, engine, model=target)
-            out.append(
-                Deployment(
-                    profile, target, draft if isinstance(draft, ModelShape) else get_model(draft), source, preset
-                )
-            )
+            # A draft model by name or shape, or any drafter --draft names (eagle3, mtp, ngram, ...).
+            drafter = draft if isinstance(draft, ModelShape) else make_drafter(str(draft), target)
+            out.append(Deployment(profile, target, drafter, source, preset))
     return out
 
 
+#: The whole-number axes of a grid and their ranges (a table labels its rows by them: batch 2.5 was shown as 2).
+_WHOLE = {"gamma": (0, MAX_GAMMA), "batch": (1, MAX_BATCH), "context": (0, MAX_CONTEXT)}
+
+
 def _grid(**axes: object) -> dict[str, np.ndarray]:
-    """Broadcastable 1-D axes, in order, each along its own dimension."""
-    arrays = {name: np.atleast_1d(np.asarray(values, dtype=float)) for name, values in axes.items()}
+    """Broadcastable 1-D axes, in order, each along its own dimension; gamma, batch and context whole numbers in their
+    ranges, alpha in [0, 1]."""
+    arrays = {}
+    for name, values in axes.items():
+        if isinstance(values, (str, bytes)):
+            raise ValueError(f"{name} must be a number or a list of numbers, got {values!r:.40}")
+        try:
+            arrays[name] = np.atleast_1d(np.asarray(values, dtype=float))
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a number or a list of numbers, got {values!r:.40}") from None
     for name, arr in arrays.items():
         if arr.ndim != 1 or arr.size == 0:
             raise ValueError(f"{name} must be a non-empty 1-D list of values")
+        if name in _WHOLE:
+            for v in arr:
+                check_int(name, float(v), *_WHOLE[name])
+        elif name == "alpha" and not np.all((arr >= 0) & (arr <= 1)):
+            raise ValueError(f"alpha must be in [0, 1], got {arr.tolist()!r:.60}")
     n = len(arrays)
     return {name: arr.reshape([-1 if i == k else 1 for k in range(n)]) for i, (name, arr) in enumerate(arrays.items())}
 
@@ -122,7 +145,8 @@ def sweep(
     hardware : name, path, HardwareProfile, or a list of them
     pairs : (target, draft) or a list of such pairs
     timing, engine : step-time source and engine preset (as ``--timing`` and
-        ``--engine``); None: the article's bare roofline
+        ``--engine``); None: the command line's defaults (the hybrid and vllm@latest; the article's bare roofline is
+        ``timing="roofline", engine="none"``)
 
     Returns
     -------
@@ -142,6 +166,7 @@ def sweep(
     frames = []
     for dep in deployments(hardware, pairs, timing, engine):
         g = _grid(alpha=alpha, gamma=gamma, batch=batch, context=context)
+        dep.require_within_positions(int(np.max(g["context"])))
         shape = np.broadcast_shapes(*(a.shape for a in g.values()))
         times = dep.outcome(g["alpha"], g["gamma"], g["batch"], g["context"])
         tokens, s = times.tokens, times.speedup
@@ -193,6 +218,7 @@ def optimal_gamma_table(
     frames = []
     for dep in deployments(hardware, pairs, timing, engine):
         g = _grid(alpha=alpha, batch=batch, context=context)
+        dep.require_within_positions(int(np.max(g["context"])))
         shape = np.broadcast_shapes(*(a.shape for a in g.values()))
         best = optimal_gamma(dep, g["alpha"], g["batch"], g["context"], gamma_max, rtol)
         times = best.outcome
