@@ -229,7 +229,7 @@ def test_sglang_flags_per_drafter(draft, algorithm, capsys):
     if draft == "eagle3":
         assert int(flags["--speculative-eagle-topk"]) > 1  # a tree at batch 1
         assert flags["--speculative-draft-model-path"] == "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
-    assert all(line.startswith("# best at batch ") for line in lines[1:])
+    assert all(line.startswith("# schedule at batch ") for line in lines[1:])
 
 
 @pytest.mark.parametrize(

@@ -64,6 +64,12 @@ def test_notebook_01s_calls_give_what_the_command_line_gives(tmp_path, capsys):
     source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     assert 'HARDWARE = "h200"' in source and 'DRAFT = "llama-3.2-1b"' in source and "CONTEXT = 2048" in source
     assert "optimal_gamma_table(alpha=ALPHA, batch=[1, 2, 4, 8, 16, 32, 64, 128, 256], context=CONTEXT," in source
+    # The notebook's alpha, as it computes it, is the one its header's command names (it named 0.75 beside 0.79).
+    from specsim.speculation.acceptance import alpha_from_acceptance_length
+
+    assert "ALPHA = round(float(alpha_from_acceptance_length(2.9, 3)), 2)" in source
+    alpha = f"{round(float(alpha_from_acceptance_length(2.9, 3)), 2):g}"
+    assert f"specsim optimal-gamma --alpha {alpha} --hardware h200" in nb.cells[0].source
     config = tmp_path / "config.json"  # the notebook's example target, the shape of Llama-3.1-8B
     config.write_text(
         json.dumps(
@@ -83,14 +89,14 @@ def test_notebook_01s_calls_give_what_the_command_line_gives(tmp_path, capsys):
     )
     batches = [1, 2, 4, 8, 16, 32, 64, 128, 256]
     table = optimal_gamma_table(
-        alpha=0.75, batch=batches, context=2048, hardware="h200", pairs=(str(config), "llama-3.2-1b")
+        alpha=float(alpha), batch=batches, context=2048, hardware="h200", pairs=(str(config), "llama-3.2-1b")
     )
     assert (
         main(
             [
                 "optimal-gamma",
                 "--alpha",
-                "0.75",
+                alpha,
                 "--hardware",
                 "h200",
                 "--target",

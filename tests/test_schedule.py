@@ -488,7 +488,7 @@ def test_sglang_flags_and_adaptive_notes_are_exact():
     off = _ranges((1, 2, 3), (3, 4, 0))
     lines = to_sglang(off, dep, "head")
     assert lines[0].split()[:2] == ["--speculative-algorithm", "EAGLE3"]  # no --tp at TP 1
-    assert lines[-1] == "# best at batch 4: off"
+    assert lines[-1] == "# schedule at batch 4: off"
     config, notes = adaptive_config(off, dep, (0, 5, 13))
     assert config == {"1": {"candidate_steps": [3]}, "3": {"candidate_steps": [1]}}
     assert notes == [

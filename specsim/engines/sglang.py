@@ -204,7 +204,8 @@ def _sglang_flags(dep, checkpoint: str | None, depth: int, topk: int, tokens: in
 
 
 def to_sglang(ranges: list, dep, checkpoint: str | None, at_batch: int = 1) -> list[str]:
-    """SGLang launch flags for the configuration that is best at ``at_batch``, then one comment line per range.
+    """SGLang launch flags for the configuration the schedule chooses at ``at_batch`` (within its tolerance of the best,
+    :data:`specsim.speculation.schedule.DEFAULT_SCHEDULE_RTOL`), then one comment line per power of two.
 
     ``ranges`` are :class:`ScheduleRange` (chains: depth gamma, top-k 1, gamma + 1 tokens) or :class:`TreeRange`.
     The first line is empty of flags (a comment) where speculation does not pay at ``at_batch``.
@@ -229,7 +230,7 @@ def to_sglang(ranges: list, dep, checkpoint: str | None, at_batch: int = 1) -> l
     while True:  # the best configuration at powers of two: where to change it if the load moves
         r = at(b)
         what = "off" if spec(r) is None else " ".join(_sglang_flags(dep, None, *spec(r))[2:])
-        lines.append(f"# best at batch {b}: {what}" + ("" if spec(r) is None else f" (predicted {_span(r)})"))
+        lines.append(f"# schedule at batch {b}: {what}" + ("" if spec(r) is None else f" (predicted {_span(r)})"))
         if b == top:
             break
         b = min(2 * b, top)
@@ -266,7 +267,7 @@ def adaptive_config(ranges: list, dep, version: tuple) -> tuple[dict | None, lis
     if version < ADAPTIVE_SINCE:
         return None, [
             f"SGLang {v} takes one static configuration (per-batch adaptive steps arrived in 0.5.13, "
-            "sgl-project/sglang#24055): the first line is the best at batch 1; the comments say where another is better"
+            "sgl-project/sglang#24055): the first line is the schedule's choice at batch 1; the comments say where it changes"
         ]
     if dep.drafter.support(NAME).name not in ADAPTIVE_ALGORITHMS:
         return None, [
