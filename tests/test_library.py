@@ -299,7 +299,7 @@ def test_serve_sim(capsys):
     from specsim.answers.serve import serve_sim, sim_load
 
     dep = deployment()
-    answer = serve_sim(dep, sim_load(dep, rate=4.0, n=100, seed=0, runs=2), 0.8, memory_utilization=0.9)
+    answer = serve_sim(dep, sim_load(dep, rate=4.0, n=100, seed=0, runs=2), 0.8)
     assert printed["off"] == as_json(answer.off) and printed["on"] == as_json(answer.on)
     assert printed["changes"] == as_json(answer.changes())
     # what the text header says of the load, keyed: the load, its workload and lengths' context, the acceptance
