@@ -812,7 +812,7 @@ def test_drafter_keywords_are_case_blind_and_a_near_miss_is_named():
     # A name near nothing gets the list and no guess.
     with pytest.raises(
         KeyError,
-        match='--draft also takes a drafter: eagle, eagle3, mtp, ngram, peagle, pard, dflash, dspark, suffix"$',
+        match="--draft also takes a drafter: eagle, eagle3, mtp, ngram, peagle, pard, dflash, dspark, suffix$",
     ):
         make_drafter("zzzzqqq", target)
 

@@ -719,3 +719,15 @@ def test_library_tables_refuse_what_they_would_mislabel_or_what_the_command_refu
         with pytest.raises(ValueError, match=re.escape(message)):
             call()
     assert optimal_gamma_table(alpha=0.8, batch=[1], pairs=("llama-3.1-8b", "eagle3")).draft.item().startswith("eagle3")
+
+
+def test_an_unknown_name_is_a_value_error_as_every_other_bad_argument():
+    """A notebook's ``except ValueError`` catches an unknown hardware, model or drafter too (they were KeyErrors, whose
+    message prints quoted); it is still a KeyError for code that looked names up."""
+    from specsim.core.limits import UnknownName
+    from specsim.speculation.deployment import Deployment
+
+    for args in (("h999",), ("h100", "nope-model"), ("h100", "llama-3.1-8b", "eagle9")):
+        with pytest.raises(ValueError) as caught:
+            Deployment.build(*args)
+        assert isinstance(caught.value, (KeyError, UnknownName)) and str(caught.value).startswith("unknown ")

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "UnknownName",
     "MAX_ARRAY_ELEMENTS",
     "MAX_BATCH",
     "MAX_CONTEXT",
@@ -88,6 +89,15 @@ MAX_ARRAY_ELEMENTS = 100_000_000
 MAX_TEXT_BYTES = 64 * 1024 * 1024
 #: Nesting depth of a YAML profile (profiles use 3).
 MAX_YAML_DEPTH = 16
+
+
+class UnknownName(KeyError, ValueError):
+    """A name specsim has no entry for (a model, a hardware profile, a drafter, a figure): a lookup that missed
+    (``KeyError``) and bad input (``ValueError``: what a notebook catches for every other bad argument), its message
+    printed as written (a KeyError's is quoted)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 def check_int(what: str, value: Any, minimum: int, maximum: int) -> int:

@@ -34,6 +34,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from specsim.core.files import builtin_dir
+from specsim.core.limits import UnknownName
 
 __all__ = [
     "ALIASES",
@@ -461,7 +462,7 @@ def load_hardware(name_or_path: str | Path) -> HardwareProfile:
 
             close = difflib.get_close_matches(text.lower(), sorted(files) + sorted(ALIASES), n=1, cutoff=0.6)
             hint = f"did you mean {close[0]}? " if close else ""
-            raise KeyError(
+            raise UnknownName(
                 f"unknown hardware {text!r}; {hint}specsim hardware lists the built-in profiles and their "
                 "aliases (or give a path to a YAML file)"
             )

@@ -25,7 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from specsim.core.limits import MAX_CONTEXT, MAX_LAYERS, MAX_MODEL_DIM
+from specsim.core.limits import MAX_CONTEXT, MAX_LAYERS, MAX_MODEL_DIM, UnknownName
 from specsim.describe.layouts import HYBRID_FAMILIES, layout_fields
 from specsim.describe.shapes import (
     BYTES_PER_ELEMENT,
@@ -173,7 +173,7 @@ def get_model(
             path = path / "config.json"
         if path.suffix != ".json" and not path.exists():
             if re.fullmatch(r"[\w.-]+/[\w.-]+", text):
-                raise KeyError(
+                raise UnknownName(
                     f"unknown model {text!r}: a Hugging Face ID specsim does not ship; download its config.json "
                     f"(huggingface-cli download {text} config.json) and pass its path; the IDs it knows are "
                     f"listed by specsim models"
@@ -182,7 +182,7 @@ def get_model(
 
             close = difflib.get_close_matches(text.lower(), builtin_model_names(), n=1, cutoff=0.6)
             hint = f"did you mean {close[0]}? " if close else ""
-            raise KeyError(
+            raise UnknownName(
                 f"unknown model {text!r}; {hint}specsim models lists the built-in ones (or give a path to a config.json)"
             )
         if not path.is_file():

@@ -35,6 +35,7 @@ import pandas as pd
 from specsim.article.reproduce import ARTICLE_CONTEXT_TOKENS, article_deployment
 from specsim.core.defaults import DEFAULT_ALPHA, DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
 from specsim.core.files import atomic_write_many, make_folder
+from specsim.core.limits import UnknownName
 from specsim.engines import DEFAULT_ENGINE, ENGINES
 from specsim.figures.plots import (
     _BATCH_AXIS,
@@ -506,7 +507,7 @@ def make_all(
     chosen = list(known) if names is None else list(names)
     unknown = [n for n in chosen if n not in known]
     if unknown:
-        raise KeyError(f"unknown figure(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        raise UnknownName(f"unknown figure(s) {', '.join(unknown)}; known: {', '.join(known)}")
     files = []
     # The folder first: one that cannot be made is said before the figures are drawn.
     with make_folder(outdir, parents=True) as out, matplotlib.rc_context({"svg.hashsalt": "specsim", "font.size": 10}):

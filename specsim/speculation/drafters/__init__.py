@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from types import ModuleType
 
+from specsim.core.limits import UnknownName
 from specsim.describe.models import ModelShape
 from specsim.speculation.drafters.base import EAGLE3_DRAFT_VOCAB, NGRAM_CPU_S_PER_TOKEN, Drafter, EngineSupport
 from specsim.speculation.drafters.draft_model import DraftModel
@@ -188,5 +189,5 @@ def make_drafter(
                 kind.lower().replace("-", "").replace("_", ""), list(DRAFTERS), n=1, cutoff=0.6
             )
             hint = f"; did you mean --draft {close[0]}?" if close else ""
-            raise KeyError(f"{err.args[0]}; --draft also takes a drafter: {', '.join(DRAFTERS)}{hint}") from None
+            raise UnknownName(f"{err.args[0]}; --draft also takes a drafter: {', '.join(DRAFTERS)}{hint}") from None
     return cls.build(path, target, opts)
