@@ -135,7 +135,7 @@ def test_optimal_gamma_at_a_load_and_with_a_calibration(capsys, tmp_path):
     )
     kv = {"plain": float(answer.state.kv_bytes[0]), "speculating": float(answer.state.kv_bytes[1])}
     extra = {"acceptance": answer.acceptance, "kv_cache_bytes_per_gpu": kv}
-    extra |= {"provenance": dep.provenance(), "lengths": lengths.description}
+    extra |= {"provenance": dep.provenance(), "deployment": dep.identity(), "lengths": lengths.description}
     assert all(p["engine_limits"].startswith(answer.limits.label) for p in printed)
     assert [{k: v for k, v in p.items() if k != "engine_limits"} for p in printed] == as_json(
         [r | extra for r in answer.rows]
@@ -289,7 +289,12 @@ def test_compare(capsys):
     }
     assert _article_context(printed)
     records = [r | {"context_tokens": 1128, "context_basis": "given"} for r in records]
-    assert printed == as_json([r | {"at_largest_batch": largest, "provenance": dep.provenance()} for r in records])
+    assert printed == as_json(
+        [
+            r | {"at_largest_batch": largest, "provenance": dep.provenance(), "deployment": dep.identity()}
+            for r in records
+        ]
+    )
 
 
 # -- serving --------------------------------------------------------------------------------------------------------
@@ -731,3 +736,26 @@ def test_an_unknown_name_is_a_value_error_as_every_other_bad_argument():
         with pytest.raises(ValueError) as caught:
             Deployment.build(*args)
         assert isinstance(caught.value, (KeyError, UnknownName)) and str(caught.value).startswith("unknown ")
+
+
+def test_every_json_with_provenance_names_the_deployment_in_keys(capsys):
+    """Beside the provenance sentences, ``deployment`` gives the same facts as keys (hardware, target and draft with
+    precision and tensor parallelism, drafter, step-time source, engine as named and its preset, calibration, specsim's
+    version): a dashboard need not parse prose."""
+    from specsim import __version__
+
+    for argv in (
+        ["optimal-gamma", "--batch", "1"],
+        ["optimal-gamma", "--concurrency", "4"],
+        ["speedup", "--gamma", "3", "--batch", "1"],
+        ["compare", "--batch", "1"],
+        ["explain", "--batch", "1"],
+        ["steptime", "--batch", "1"],
+        ["schedule", "--format", "json"],
+    ):
+        assert main([*argv, "--json"] if argv[0] != "schedule" else argv) == 0, argv
+        out = json.loads(capsys.readouterr().out)
+        record = out[0] if isinstance(out, list) else out
+        d = record["deployment"]
+        assert (d["hardware"], d["target"]["name"], d["timing_source"]) == ("h100-sxm", "llama-3.1-8b", "hybrid"), argv
+        assert d["engine_preset"] == "vllm@latest" and d["specsim_version"] == __version__, argv

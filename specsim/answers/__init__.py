@@ -221,6 +221,7 @@ def gamma_answer(
             ),
             "timing_source": row_source(dep, times, i),
             "provenance": dep.provenance(),
+            "deployment": dep.identity(),
         }
         if other is not None:
             row[f"speedup_draft_tp{other_dep.draft.tp}"] = float(other[1].speedup[i])
@@ -321,6 +322,7 @@ def speedup_rows(
             "cost_ratio": float(times.cost_ratio[i]),
             "timing_source": row_source(dep, times, i),
             "provenance": dep.provenance(),
+            "deployment": dep.identity(),
         }
         for i, batch in enumerate(batches)
     ], context
@@ -360,6 +362,7 @@ def steptime_rows(
                     "bytes": float(t.bytes[i]),
                     "timing_source": dep.source.name + (_OUTSIDE if fallback[i] else ""),
                     "provenance": provenance,
+                    "deployment": dep.identity(),
                 }
                 for i, batch in enumerate(batches)
             ]

@@ -107,6 +107,7 @@ def round_anatomy(
                 "context_basis": context_basis(context),
                 "acceptance": label,
                 "provenance": dep.provenance(),
+                "deployment": dep.identity(),
             }
         )
     for row in rows:  # every row names every part (0 where a batch's round has none of it)

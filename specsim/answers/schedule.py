@@ -90,6 +90,7 @@ class ScheduleAnswer:
             "acceptance": self.label,
             "drafter": self.deployment.drafter.kind,
             "provenance": self.deployment.provenance(),
+            "deployment": self.deployment.identity(),
         }
         if self.contexts:
             out["by_context"] = self.by_context()

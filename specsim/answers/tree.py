@@ -65,6 +65,7 @@ def tree_answer(
                 "acceptance": label,
                 "drafter": dep.drafter.kind,
                 "provenance": dep.provenance(),
+                "deployment": dep.identity(),
             }
         )
     return TreeAnswer(

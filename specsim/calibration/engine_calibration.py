@@ -180,7 +180,7 @@ class EngineCalibration:
         return {
             "runs": rows,
             "tools": sorted({TOOLS[c.run.tool] for c in self.runs}),
-            "deployment": dep.brief(),
+            "deployment": dep.identity(),
             "provenance": dep.provenance(),
             "engine_preset": dep.engine.key,
             "terms": {name: t.to_dict() for name, t in fit.terms.items()},

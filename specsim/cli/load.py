@@ -203,6 +203,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
                 "on": summaries[1],
                 "seeds": seeds,
                 "provenance": provenance,
+                "deployment": dep.identity(),
                 "gamma_by_batch": meta["gamma_by_batch"],
                 "speculating_batch_held": held,
                 "engine_limits": limits.label + args.limits_said,
@@ -499,6 +500,7 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
                 "workload": None if lengths is not None else workload.name,
                 "lengths": None if lengths is None else {"input_len": lengths[0], "output_len": lengths[1]},
                 "provenance": dep.provenance(),
+                "deployment": dep.identity(),
                 "plot": args.plot,
             }
         )

@@ -467,6 +467,7 @@ def run_compare(args: argparse.Namespace) -> int:
             r["at_largest_batch"] = largest
             r["context_tokens"], r["context_basis"] = int(args.context), context_basis(args.context)
             r["provenance"] = dep.provenance()
+            r["deployment"] = dep.identity()
         print_json(records)
         print_notes(dep)
         return 0
@@ -812,6 +813,7 @@ def run_at_load(args: argparse.Namespace, kind: str, loads: list, gamma: int | N
             "engine_limits": answer.limits.label + args.limits_said,
             "kv_cache_bytes_per_gpu": None if kv is None else {"plain": float(kv[0]), "speculating": float(kv[1])},
             "provenance": dep.provenance(),
+            "deployment": dep.identity(),
             "lengths": lengths.description,
         }
         print_json([r | shared for r in answer.rows])

@@ -388,7 +388,13 @@ def run_watch(args: argparse.Namespace) -> int:
         said.append(f"specsim's gauges on http://{args.listen[0]}:{args.listen[1]}/metrics while the watch runs")
     output.header(
         _header(args, source, names, shown, model, dep, limits, detector, said),
-        {"model": model, "engine": shown, "source": source.describe(), "deployment": dep.provenance()},
+        {
+            "model": model,
+            "engine": shown,
+            "source": source.describe(),
+            "provenance": dep.provenance(),
+            "deployment": dep.identity(),
+        },
     )
     gave_up = None
     try:

@@ -884,6 +884,31 @@ class Deployment:
             lines.append(self.engine.recurrent.describe())
         return lines + list(self.choices)
 
+    def identity(self) -> dict:
+        """The deployment as keys, for ``--json`` beside :meth:`provenance`'s sentences: specsim's version, the hardware
+        profile, the target and the draft with their precision and tensor parallelism, the drafter, the step-time
+        source, the engine as named and its preset, and the calibration file the preset carries (None without one)."""
+        from specsim import __version__
+
+        def model(m):
+            return (
+                None
+                if m is None
+                else {"name": m.name, "tp": m.tp, "weight_dtype": m.weight_dtype, "kv_dtype": m.kv_dtype}
+            )
+
+        return {
+            "specsim_version": __version__,
+            "hardware": self.hardware.name,
+            "target": model(self.target),
+            "drafter": None if self.drafter is None else self.drafter.kind,
+            "draft": model(self.draft),
+            "timing_source": self.source.name,
+            "engine": self.engine.named_as,
+            "engine_preset": self.engine.key,
+            "calibration": self.engine.calibration or None,
+        }
+
     def brief(self) -> str:
         """The provenance in one line: source, profile, kernel data, engine preset and version (all of it: provenance)."""
         engine = self.engine
