@@ -356,11 +356,18 @@ def test_hardware(capsys):
     listed = cli(capsys, "hardware")
     shown = cli(capsys, "hardware", "show", "h200")
 
+    from specsim.answers import hardware_record
     from specsim.describe.hardware import builtin_names, load_hardware, profile_to_mapping
 
-    assert listed == as_json([profile_to_mapping(load_hardware(n)) for n in builtin_names()])
+    assert listed == as_json([hardware_record(load_hardware(n)) for n in builtin_names()])
     hw = load_hardware("h200")
-    assert shown == as_json({**profile_to_mapping(hw), "ridge_flop_per_byte": hw.ridge_flop_per_byte})
+    assert shown == as_json(hardware_record(hw))
+    # what the table prints is in the records: the ridge (both), where the efficiencies come from
+    assert (
+        shown["ridge_flop_per_byte"] == pytest.approx(hw.ridge_flop_per_byte) and shown["datasheet_ridge_flop_per_byte"]
+    )
+    assert {r["efficiencies_from"] for r in listed} == {"calibrated", "datasheet + article preset"}
+    assert all(set(profile_to_mapping(load_hardware(r["name"]))) < set(r) for r in listed)
 
 
 def test_models(capsys):

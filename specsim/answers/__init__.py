@@ -38,6 +38,7 @@ __all__ = [
     "closed_form_answer",
     "deployment_capacity",
     "gamma_answer",
+    "hardware_record",
     "loop_rows",
     "row_source",
     "speedup_rows",
@@ -252,6 +253,20 @@ def deployment_capacity(
     return cap
 
 
+def hardware_record(hw) -> dict:
+    """hardware --json: a profile's own keys (:func:`specsim.describe.hardware.profile_to_mapping`) with what the table
+    and ``hardware show`` derive from them: the ridge, at the efficiencies and at the datasheet peaks, and where the
+    efficiencies come from."""
+    from specsim.describe.hardware import profile_to_mapping
+
+    return {
+        **profile_to_mapping(hw),
+        "ridge_flop_per_byte": hw.ridge_flop_per_byte,
+        "datasheet_ridge_flop_per_byte": hw.peak_ridge_flop_per_byte,
+        "efficiencies_from": "calibrated" if hw.calibration else "datasheet + article preset",
+    }
+
+
 def capacity_record(
     dep: Deployment, context: int, memory_utilization: float | None = None, gamma: int | None = None
 ) -> dict:
@@ -360,6 +375,7 @@ def steptime_rows(
                     "bound": str(t.bound[i]),
                     "flop": float(t.flop[i]),
                     "bytes": float(t.bytes[i]),
+                    "ridge_flop_per_byte": float(dep.hardware.ridge_flop_per_byte),  # bound: flop / bytes against it
                     "timing_source": dep.source.name + (_OUTSIDE if fallback[i] else ""),
                     "provenance": provenance,
                     "deployment": dep.identity(),

@@ -147,12 +147,13 @@ def run_acceptance(args: argparse.Namespace) -> int:
 
 
 def run_hardware(args: argparse.Namespace) -> int:
-    from specsim.describe.hardware import builtin_names, load_hardware, profile_to_mapping
+    from specsim.answers import hardware_record
+    from specsim.describe.hardware import builtin_names, load_hardware
 
     if args.action == "show":
         hw = load_hardware(args.name)
         if args.json:
-            print_json({**profile_to_mapping(hw), "ridge_flop_per_byte": hw.ridge_flop_per_byte})
+            print_json(hardware_record(hw))
             return 0
         print(f"{hw.name}: {hw.description}")
         print(f"  dense 16-bit peak   {hw.peak_flop_per_s / 1e12:9.4g} TFLOP/s")
@@ -193,7 +194,7 @@ def run_hardware(args: argparse.Namespace) -> int:
             ]
         )
     if args.json:
-        print_json([profile_to_mapping(load_hardware(name)) for name in builtin_names()])
+        print_json([hardware_record(load_hardware(name)) for name in builtin_names()])
         return 0
     print(
         table(

@@ -499,6 +499,12 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
                 "acceptance": acc_label,
                 "workload": None if lengths is not None else workload.name,
                 "lengths": None if lengths is None else {"input_len": lengths[0], "output_len": lengths[1]},
+                "requests": what,
+                "requests_per_run": n,
+                "runs": args.runs,
+                "seeds": list(range(args.seed, args.seed + args.runs)),
+                # the SLOs the attainment columns and the findings' largest loads are judged by (None: not given)
+                "slo": {"ttft_s": slo[0], "tpot_s": slo[1], "attainment": DEFAULT_SLO_ATTAINMENT},
                 "provenance": dep.provenance(),
                 "deployment": dep.identity(),
                 "plot": args.plot,
