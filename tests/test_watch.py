@@ -549,6 +549,9 @@ def test_a_longer_gamma_proposed_is_the_one_the_schedule_written_with_it_reaches
     written = json.loads(verdict["detail"].split("\n#")[0])
     assert code == 5 and proposed > 2 and written["num_speculative_tokens"] == proposed
     assert "per-position counts cover positions 1-2" in verdict["detail"]
+    # the schedule as its own record: a consumer need not cut the text at its comment lines
+    assert verdict["schedule"]["config"] == written and json.loads(verdict["schedule"]["text"]) == written
+    assert any("per-position counts cover positions 1-2" in n for n in verdict["schedule"]["notes"])
 
 
 def test_a_window_that_serves_requests_without_one_speculative_step_says_speculation_is_off():

@@ -36,15 +36,29 @@ class Verdict:
     since: int  #: the window it starts in
     since_s: float
     text: str  #: what it says, with its evidence
-    detail: str = ""  #: what goes with it (a schedule in the engine's format)
+    detail: str = ""  #: what goes with it (a schedule in the engine's format, its notes as comment lines)
+    schedule: str = ""  #: the schedule alone, in the engine's format
+    notes: tuple = ()  #: what the schedule's writer noted
 
     def to_dict(self) -> dict:
+        """The verdict as ``--json`` gives it; a schedule also as its own record (``schedule``: the engine's text, that
+        text parsed where it is JSON, as vLLM's speculative_config is, and the notes), not only inside ``detail``."""
+        import json
+
+        record = None
+        if self.schedule:
+            try:
+                config = json.loads(self.schedule)
+            except ValueError:  # SGLang's flags, TensorRT-LLM's YAML: the text is the configuration
+                config = None
+            record = {"text": self.schedule, "config": config, "notes": list(self.notes)}
         return {
             "kind": self.kind,
             "since": self.since,
             "since_s": self.since_s,
             "text": self.text,
             "detail": self.detail,
+            "schedule": record,
         }
 
 
@@ -194,10 +208,15 @@ class Watcher:
         if better:
             key = j.best_gamma
             if "schedule" not in self.holding or self._last_schedule != key:
-                text, detail = (f"gamma {j.best_gamma}" if j.best_gamma else "no speculation"), ""
+                text, detail, written, notes = (
+                    (f"gamma {j.best_gamma}" if j.best_gamma else "no speculation"),
+                    "",
+                    "",
+                    [],
+                )
                 if self.schedule is not None:
-                    detail, notes = self.schedule(window, j.best_gamma)
-                    detail = detail + "".join(f"\n# note: {n}" for n in notes)
+                    written, notes = self.schedule(window, j.best_gamma)
+                    detail = written + "".join(f"\n# note: {n}" for n in notes)
                 out.append(
                     Verdict(
                         "schedule",
@@ -206,6 +225,8 @@ class Watcher:
                         f"the schedule should now be {text} at this load: the model's speedup {j.best_speedup:.3f} "
                         f"against {j.speedup:.3f} at gamma {j.gamma} (acceptance length {window.acceptance_length:.3f})",
                         detail,
+                        written,
+                        tuple(notes),
                     )
                 )
                 self._last_schedule = key
