@@ -766,3 +766,19 @@ def test_every_json_with_provenance_names_the_deployment_in_keys(capsys):
         d = record["deployment"]
         assert (d["hardware"], d["target"]["name"], d["timing_source"]) == ("h100-sxm", "llama-3.1-8b", "hybrid"), argv
         assert d["engine_preset"] == "vllm@latest" and d["specsim_version"] == __version__, argv
+
+
+def test_an_answer_from_a_calibration_names_the_file_by_its_hash(tmp_path, capsys):
+    """A calibration file was named by its base name only; every answer from it now carries its sha256 (the first 12
+    hex digits), in the keys and in the full provenance, as a measured step-time CSV's does."""
+    import hashlib
+
+    out = tmp_path / "cal.yaml"
+    bench = REPO / "examples" / "bench"
+    argv = ["calibrate-engine", "--plain", str(bench / "vllm-plain.jsonl"), "--spec", str(bench / "vllm-eagle3.jsonl")]
+    assert main([*argv, "--hardware", "h100", "--draft", "eagle3", "--steps", "3", "--out", str(out)]) == 0
+    capsys.readouterr()
+    digest = hashlib.sha256(out.read_bytes()).hexdigest()[:12]
+    [row] = cli(capsys, "optimal-gamma", "--calibration", str(out), "--batch", "1")
+    assert row["deployment"]["calibration"] == {"file": "cal.yaml", "sha256": digest}
+    assert any(f"cal.yaml, sha256 {digest}" in line for line in row["provenance"])

@@ -15,6 +15,7 @@ single terms, named as the user's.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,6 +71,8 @@ class Calibration:
     serving: dict | None = None
     #: The deepest draft step the acceptance was measured at (a longer chain extrapolates it); None where unknown.
     acceptance_steps: int | None = None
+    #: The file's sha256, its first 12 hex digits: which file, whatever it is named (every answer's provenance says it).
+    sha256: str = ""
 
     @property
     def name(self) -> str:
@@ -192,7 +195,6 @@ def calibration_mapping(
     uses (default the preset's key); ``limits`` the engine's limits the fit was made under
     (:class:`~specsim.serving.steady.EngineLimits`), kept with the runs' mean lengths (:func:`serving_record`)."""
     import datetime
-    import hashlib
 
     from specsim.describe.hardware import profile_to_mapping
     from specsim.engines import TERMS
@@ -395,6 +397,7 @@ def read_calibration(path: str | Path) -> Calibration:
         None if share is None else float(share),
         serving,
         steps,
+        hashlib.sha256(p.read_bytes()).hexdigest()[:12],
     )
 
 
@@ -512,10 +515,11 @@ def apply_to_engine(cal: Calibration, preset, drafter: type | None = None):
     if drafter is not None and drafter is not theirs:
         return dataclasses.replace(
             engine,
-            basis=f"fitted by calibrate-engine ({cal.name})",
+            basis=f"fitted by calibrate-engine ({cal.name}, sha256 {cal.sha256})",
             spec_basis=f"the preset's, {preset.spec_basis}: {cal.name} was fitted to {theirs.label}'s rounds, not "
             f"{drafter.label}'s (calibrate with this drafter's runs to fit its rounds)",
             calibration=f"{cal.name} (its plain steps; rounds the preset's: it was fitted to {theirs.label}'s)",
+            calibration_sha256=cal.sha256,
             prefill_scale=cal.prefill_scale,
         )
     host = SpecHost(**cal.round_terms)
@@ -531,14 +535,15 @@ def apply_to_engine(cal: Calibration, preset, drafter: type | None = None):
             engine,
             overlap_share=cal.overlap_share,
             kernel_overlap_share=cal.overlap_share,
-            overlap_basis=f"fitted by calibrate-engine ({cal.name})",
+            overlap_basis=f"fitted by calibrate-engine ({cal.name}, sha256 {cal.sha256})",
         )
     return dataclasses.replace(
         engine,
-        basis=f"fitted by calibrate-engine ({cal.name})",
+        basis=f"fitted by calibrate-engine ({cal.name}, sha256 {cal.sha256})",
         spec=host,
         kernel_spec=host,
         spec_basis=spec_basis,
         calibration=cal.name,
+        calibration_sha256=cal.sha256,
         prefill_scale=cal.prefill_scale,
     )

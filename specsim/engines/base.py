@@ -230,8 +230,10 @@ class EnginePreset:
     #: and a one-layer EAGLE head does not pay a 32-layer target's.  The engine's per-draft-step host time covers their
     #: launch.  False for the preset that adds nothing: the article's model charges every pass the whole overhead.
     draft_overhead_by_layers: bool = True
-    #: The calibration file whose fitted terms these are ("" for a shipped preset).
+    #: The calibration file whose fitted terms these are ("" for a shipped preset), and the first 12 hex digits of its
+    #: sha256 (which file, whatever its name).
     calibration: str = ""
+    calibration_sha256: str = field(default="", compare=False)
     #: Engine time per running sequence per iteration (scheduling, sampling and output processing of each request) on
     #: top of ``iteration_s``: 0 in the shipped presets (their public rows do not separate it), fitted by calibrate-engine
     #: where the user's runs span batch sizes and prompt lengths.

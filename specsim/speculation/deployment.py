@@ -887,7 +887,8 @@ class Deployment:
     def identity(self) -> dict:
         """The deployment as keys, for ``--json`` beside :meth:`provenance`'s sentences: specsim's version, the hardware
         profile, the target and the draft with their precision and tensor parallelism, the drafter, the step-time
-        source, the engine as named and its preset, and the calibration file the preset carries (None without one)."""
+        source, the engine as named and its preset, and the calibration file the preset carries with its sha256 (None
+        without one)."""
         from specsim import __version__
 
         def model(m):
@@ -906,7 +907,11 @@ class Deployment:
             "timing_source": self.source.name,
             "engine": self.engine.named_as,
             "engine_preset": self.engine.key,
-            "calibration": self.engine.calibration or None,
+            "calibration": (
+                {"file": self.engine.calibration, "sha256": self.engine.calibration_sha256}
+                if self.engine.calibration
+                else None
+            ),
         }
 
     def brief(self) -> str:
