@@ -782,3 +782,37 @@ def test_an_answer_from_a_calibration_names_the_file_by_its_hash(tmp_path, capsy
     [row] = cli(capsys, "optimal-gamma", "--calibration", str(out), "--batch", "1")
     assert row["deployment"]["calibration"] == {"file": "cal.yaml", "sha256": digest}
     assert any(f"cal.yaml, sha256 {digest}" in line for line in row["provenance"])
+
+
+def test_library_entry_points_name_a_bad_argument_in_one_value_error():
+    """Each of these was a traceback from deep inside (IndexError, AttributeError, pandas' 'No objects to concatenate',
+    'cannot convert float NaN to integer') or silently taken (alpha 1.5, alpha True, gamma -2, runs 0, negative SLOs)."""
+    import pandas as pd
+
+    from specsim.answers import capacity_record, deployment_capacity
+    from specsim.answers.acceptance import resolve_acceptance
+    from specsim.answers.anatomy import round_anatomy
+    from specsim.answers.serve import sim_load
+    from specsim.serving.simulator import serve_sweep, sweep_findings
+
+    dep = deployment()
+    cases = [
+        (lambda: round_anatomy(dep, 0.7, "alpha 0.7", [], 1128), "batches must be a non-empty list"),
+        (lambda: resolve_acceptance(acceptance=[0.9, 0.8]), "acceptance must be per-position rates as text"),
+        (lambda: resolve_acceptance(alpha="high"), "alpha must be a number in [0, 1]"),
+        (lambda: resolve_acceptance(alpha=1.5), "alpha must be a number in [0, 1]"),
+        (lambda: resolve_acceptance(alpha=True), "alpha must be a number in [0, 1]"),
+        (lambda: deployment_capacity(dep, float("nan"), None, None), "context must be an integer"),
+        (lambda: capacity_record(dep, 1128, None, -2), "gamma must be an integer in [0, 64]"),
+        (lambda: sim_load(dep, rate=1.0, n=10, runs=0), "runs must be an integer"),
+        (lambda: sim_load(dep, concurrency=-2, n=10), "concurrency must be an integer"),
+        (lambda: sim_load(dep, rate=1.0, n=10, lengths=(10,)), "lengths must be (prompt tokens, output tokens)"),
+        (lambda: serve_sweep(dep, 4.0, "chat", 20, 0.8), "rates must be a list of request rates"),
+        (lambda: serve_sweep(dep, [], "chat", 20, 0.8), "rates must be a non-empty list"),
+        (lambda: serve_sweep(dep, [2.0], "chat", 40, 0.8, slo_ttft_s=-1), "slo_ttft_s must be a time > 0"),
+        (lambda: sweep_findings(pd.DataFrame()), "the sweep holds no load"),
+    ]
+    for call, message in cases:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            call()
+    assert resolve_acceptance(alpha=np.float64(0.7))[0] == 0.7  # numpy's numbers are numbers

@@ -18,7 +18,7 @@ import numpy as np
 
 from specsim.answers.context import context_basis
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS
-from specsim.core.limits import whole_batches
+from specsim.core.limits import MAX_CONTEXT, MAX_GAMMA, check_int, whole_batches
 from specsim.engines import ENGINES, REGISTRY
 from specsim.engines.vllm import ROCM_SPEC
 from specsim.serving.capacity import (
@@ -246,6 +246,7 @@ def deployment_capacity(
     """The memory budget at the tokens each sequence reserves (the engine's share of memory at ``memory_utilization``
     and ``max_batched_tokens`` per iteration, its own where not given); refuses a target whose weights do not fit, and
     a context past what the target or the draft was built for (``max_position_embeddings``)."""
+    check_int("context", context, 0, MAX_CONTEXT)  # NaN, a fraction: named before any arithmetic
     tokens = reserved_context(context, max_context)
     dep.require_within_positions(tokens, "--context (and --max-context)")
     cap = capacity(dep, tokens, memory_utilization, max_batched_tokens=max_batched_tokens)
@@ -283,6 +284,8 @@ def capacity_record(
     from specsim.serving.capacity import smallest_fitting_tp
 
     dep.require_within_positions(context, "--context")
+    if gamma is not None:
+        check_int("gamma", gamma, 0, MAX_GAMMA)  # sizes a hybrid target's scratch: -2 was taken as the default
     cap = capacity(dep, context, memory_utilization, gamma)
     return {
         "hardware": dep.hardware.name,

@@ -10,6 +10,8 @@ deployment's target, the workload and the context
 
 from __future__ import annotations
 
+import numpy as np
+
 __all__ = ["resolve_acceptance"]
 
 
@@ -57,9 +59,19 @@ def resolve_acceptance(
     >>> resolve_acceptance(acceptance="0.9,0.8")[0].max_gamma
     2
     """
-    from specsim.speculation.acceptance import parse_acceptance
+    from specsim.speculation.acceptance import Acceptance, parse_acceptance
     from specsim.speculation.drafters import drafter_class
 
+    if alpha is not None and (
+        isinstance(alpha, bool)
+        or not isinstance(alpha, (int, float, np.integer, np.floating))
+        or not (np.isfinite(alpha) and 0 <= alpha <= 1)
+    ):
+        raise ValueError(f"alpha must be a number in [0, 1], got {alpha!r:.40}")
+    if acceptance is not None and not isinstance(acceptance, (str, Acceptance)):
+        raise ValueError(
+            f"acceptance must be per-position rates as text ('0.9,0.8') or an Acceptance, got {acceptance!r:.40}"
+        )
     if acceptance is not None:
         acc = parse_acceptance(acceptance) if isinstance(acceptance, str) else acceptance
     elif metrics is not None:

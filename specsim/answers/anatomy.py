@@ -9,6 +9,7 @@ import numpy as np
 
 from specsim.answers.context import LOAD_CONTEXT, context_basis
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
+from specsim.core.limits import MAX_GAMMA, check_int
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma
 
@@ -76,7 +77,11 @@ def round_anatomy(
 ) -> RoundAnatomy:
     """A round's parts per batch size at ``gamma`` (default: the best gamma per batch, at least 1, so that a batch where
     speculation does not pay still shows the round it would run), with the plain decode step it replaces."""
-    b = np.array(batches, dtype=float)
+    b = np.atleast_1d(np.asarray(batches, dtype=float))
+    if b.ndim != 1 or b.size == 0 or not np.all(np.isfinite(b) & (b >= 1)):
+        raise ValueError(f"batches must be a non-empty list of batch sizes >= 1, got {batches!r:.60}")
+    if gamma is not None:
+        gamma = check_int("gamma", gamma, 1, MAX_GAMMA)
     if gamma is None:
         gammas = np.maximum(optimal_gamma(dep, acceptance, b, context, gamma_max).gamma, 1)
     else:

@@ -78,8 +78,14 @@ def sim_load(
     ``rate``, a closed loop of ``concurrency`` users or a ``trace`` (:func:`~specsim.serving.simulator.requests_for`,
     which also reads ``workload``, ``n`` and fixed ``lengths``); at most
     :data:`~specsim.core.limits.MAX_SIMULATED_REQUESTS` requests in all."""
-    from specsim.core.limits import MAX_SIMULATED_REQUESTS
+    from specsim.core.limits import MAX_BATCH, MAX_SIMULATED_REQUESTS, check_int
 
+    if runs is not None:
+        runs = check_int("runs", runs, 1, MAX_SIMULATED_REQUESTS)
+    if concurrency is not None:
+        concurrency = check_int("concurrency", concurrency, 1, MAX_BATCH)
+    if lengths is not None and (isinstance(lengths, (str, bytes)) or len(lengths) != 2):
+        raise ValueError(f"lengths must be (prompt tokens, output tokens), got {lengths!r:.40}")
     if trace is not None and runs not in (None, 1):
         raise ValueError(
             f"--runs {runs} with --trace: a trace is one fixed set of requests and is replayed once "

@@ -1041,8 +1041,15 @@ def serve_sweep(
             raise ValueError(f"concurrencies must be whole numbers >= 1, got {list(concurrencies)!r}")
         load, values, loads = "concurrency", users, [(None, c) for c in users]
     else:
+        if isinstance(rates, (str, bytes)) or not hasattr(rates, "__iter__"):
+            raise ValueError(f"rates must be a list of request rates (requests/s), got {rates!r:.40}")
         values = [float(rate) for rate in rates]
+        if not values or not all(np.isfinite(v) and v > 0 for v in values):
+            raise ValueError(f"rates must be a non-empty list of request rates > 0 (requests/s), got {values!r:.60}")
         load, loads = "rate", [(rate, None) for rate in values]
+    for name, slo in (("slo_ttft_s", slo_ttft_s), ("slo_tpot_s", slo_tpot_s)):
+        if slo is not None and not (isinstance(slo, (int, float)) and np.isfinite(slo) and slo > 0):
+            raise ValueError(f"{name} must be a time > 0 in seconds, or None, got {slo!r:.40}")
     # One job per load and seed, load by load, so that a load's runs come back together and in order.
     jobs = [
         (
@@ -1076,6 +1083,8 @@ def sweep_findings(frame, attainment: float = DEFAULT_SLO_ATTAINMENT) -> dict:
     """The first load (a rate, or a concurrency where the sweep was of closed loops) at which speculation no longer
     lowers TPOT p50, and the largest load meeting the SLOs (``attainment`` of requests) without and with speculation;
     None where no swept load qualifies."""
+    if len(frame) == 0:
+        raise ValueError("the sweep holds no load: sweep at least one rate or concurrency")
     load = sweep_load(frame)[0]
     worse = frame[frame.on_tpot_p50_s >= frame.off_tpot_p50_s]
     out = {f"speculation_stops_helping_at_{load}": None if worse.empty else float(worse[load].min())}

@@ -715,7 +715,10 @@ class Deployment:
 
     def require_within_positions(self, tokens: int, give: str = "") -> None:
         """Refuse a context of ``tokens`` past what the target or the draft was built for (:meth:`past_positions`);
-        ``give`` closes the line with what to give instead."""
+        ``give`` closes the line with what to give instead; ``tokens`` must be a whole number (NaN is named)."""
+        from specsim.core.limits import MAX_CONTEXT, check_int
+
+        check_int("context", tokens, 0, MAX_CONTEXT)
         model = self.past_positions(tokens)
         if model is not None:
             raise ValueError(
