@@ -816,3 +816,26 @@ def test_library_entry_points_name_a_bad_argument_in_one_value_error():
         with pytest.raises(ValueError, match=re.escape(message)):
             call()
     assert resolve_acceptance(alpha=np.float64(0.7))[0] == 0.7  # numpy's numbers are numbers
+
+
+def test_the_library_says_where_a_gamma_passes_a_calibrations_measured_steps_as_the_command_does(tmp_path, capsys):
+    """The caveat 'past the 3 draft steps its acceptance was measured at: extrapolated' was computed by the command
+    (cli.args.measured_steps) and missing from the library's answer; the calibration's Acceptance now carries its
+    measured steps, and both read them there."""
+    from specsim.answers import deployment_capacity, gamma_answer
+    from specsim.answers.acceptance import resolve_acceptance
+    from specsim.calibration.file import read_calibration
+    from specsim.speculation.deployment import Deployment
+
+    out = tmp_path / "cal.yaml"
+    bench = REPO / "examples" / "bench"
+    argv = ["calibrate-engine", "--plain", str(bench / "vllm-plain.jsonl"), "--spec", str(bench / "vllm-eagle3.jsonl")]
+    assert main([*argv, "--hardware", "h100", "--draft", "eagle3", "--steps", "3", "--out", str(out)]) == 0
+    capsys.readouterr()
+    cal = read_calibration(out)
+    dep = Deployment.build(calibration=cal)
+    acc, label = resolve_acceptance(dep, calibration=cal, context=1128)
+    cap = deployment_capacity(dep, 1128, None, None)
+    mine = [r["recommendation"] for r in gamma_answer(dep, acc, label, [1, 64], 1128, 16, 0.0, cap).rows]
+    printed = [r["recommendation"] for r in cli(capsys, "optimal-gamma", "--calibration", str(out), "--batch", "1,64")]
+    assert mine == printed and "past the 3 draft steps its acceptance was measured at: extrapolated" in mine[0]

@@ -168,9 +168,12 @@ def gamma_answer(
     measured_steps: int | None = None,
 ) -> GammaAnswer:
     """The best gamma per batch size, each row with its step times, bounds, memory fit and recommendation (which says
-    where a gamma drafts past the ``measured_steps`` the acceptance was measured at)."""
+    where a gamma drafts past the ``measured_steps`` the acceptance was measured at: an
+    :class:`~specsim.speculation.acceptance.Acceptance`'s own where not given)."""
     from specsim.answers.load import past_measured
 
+    if measured_steps is None:  # a calibration's acceptance knows the steps it was measured at
+        measured_steps = getattr(acceptance, "measured_steps", None)
     b = whole_batches(batches)
     best = optimal_gamma(dep, acceptance, b, context, gamma_max, rtol)
     if cap.scratch_draft_tokens:  # a hybrid target's scratch, sized for the num_speculative_tokens this answer sets

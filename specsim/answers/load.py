@@ -333,7 +333,9 @@ def load_answer(
     in step), unless ``prompt_sample`` and ``output_sample`` give a workload's distribution (then their means, and the
     prefill and context weighted over it).  The KV cache is the capacity model's at ``memory_utilization``.
     ``measured_steps``: the deepest draft step the acceptance was measured at, where known (a recommendation past it
-    says that it extrapolates)."""
+    says that it extrapolates; an :class:`~specsim.speculation.acceptance.Acceptance`'s own where not given)."""
+    if measured_steps is None:
+        measured_steps = getattr(acceptance, "measured_steps", None)
     if limits is None:  # the engine's own on the GPU (vLLM's), else the serving model's defaults
         limits, _ = engine_limits(dep.engine, dep.hardware, kind == "batch")
     P, O = float(input_tokens), float(output_tokens)

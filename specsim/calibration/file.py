@@ -360,6 +360,8 @@ def read_calibration(path: str | Path) -> Calibration:
             raise ValueError(
                 f"{where}: acceptance: measured_steps must be a whole number in [1, 64] or null, got {steps!r}"
             )
+        if acc.alpha is not None:  # an answer drafting past the steps it was measured at says it extrapolates
+            acc = dataclasses.replace(acc, measured_steps=steps)
     _check_record(where, data)
     serving = _read_serving(where, data.get("serving"))
     draft_tp = data.get("draft_tp")

@@ -78,13 +78,6 @@ def load_lengths(args: argparse.Namespace):
     return request_lengths(args.input_len, args.output_len, getattr(args, "workload", None), defaults)
 
 
-def measured_steps(args: argparse.Namespace, acceptance) -> int | None:
-    """The deepest draft step a --calibration file's acceptance was measured at, where that is the acceptance in use
-    (a gamma past it extrapolates it); None otherwise."""
-    cal = calibration(args)
-    return cal.acceptance_steps if cal is not None and acceptance is cal.acceptance else None
-
-
 def calibrated_context(args: argparse.Namespace) -> None:
     """Where --context was not given and a --calibration file's runs are of one workload's lengths, the per-batch answers
     take those runs' mean context (prompt plus half the output), not the reference article's 1128, and say so."""

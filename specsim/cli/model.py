@@ -9,7 +9,6 @@ from specsim.cli.args import (
     calibrated_context,
     deployment,
     load_lengths,
-    measured_steps,
     model_acceptance,
     resolve_acceptance,
 )
@@ -83,8 +82,8 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
         return _print_tree(args, answer)
     if args.sibling_factor is not None:
         raise ValueError("--sibling-factor applies to --tree topk:K,depth:D,tokens:N only")
-    steps = measured_steps(args, acc)  # a calibration's acceptance's draft steps, where that is the acceptance in use
-    answer = gamma_answer(dep, acc, acc_label, args.batch, args.context, args.gamma_max, args.rtol, cap, steps)
+    # a calibration's acceptance carries the draft steps it was measured at: the answer says where a gamma passes them
+    answer = gamma_answer(dep, acc, acc_label, args.batch, args.context, args.gamma_max, args.rtol, cap)
     if args.json:
         print_json(answer.rows)
         print_notes(dep)
@@ -794,7 +793,6 @@ def load_answer_of(args: argparse.Namespace, dep, acc, acc_label: str, kind: str
         prompt_sample=lengths.prompt_sample,
         output_sample=lengths.output_sample,
         lengths=lengths.description,
-        measured_steps=measured_steps(args, acc),  # a gamma past them extrapolates the calibration's acceptance
     )
 
 

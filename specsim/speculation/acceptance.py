@@ -271,6 +271,9 @@ class Acceptance:
         ``c_k``: probability that drafted token k is accepted (tokens 1..k-1 too); non-increasing.
     source : str
         Where the numbers came from, for provenance lines.
+    measured_steps : int or None
+        The deepest draft step a single ``alpha`` was measured at, where known (a calibration's, from runs at that many
+        steps): an answer drafting past it says it extrapolates.
 
     Examples
     --------
@@ -284,6 +287,7 @@ class Acceptance:
     alpha: float | None = None
     cumulative: tuple = ()
     source: str = ""
+    measured_steps: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if (self.alpha is None) == (not self.cumulative):
