@@ -96,6 +96,8 @@ def test_optimal_gamma(capsys):
     bounds = parse_tree("topk:2,depth:3,tokens:6")
     batches = list(DEFAULT_BATCHES)
     answer = tree_answer(dep, acc, label, bounds, batches, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, 0.0, None, cap)
+    assert {r.pop("context_basis") for r in tree} == {"the reference article's 1,000 in, 256 out"}
+    assert {r.pop("context_basis") for r in answer.rows} == {"given"}
     assert tree == as_json(answer.rows)
 
 

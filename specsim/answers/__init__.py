@@ -194,6 +194,13 @@ def gamma_answer(
         if other_dep
         else None
     )
+    # what the text prints above its table: the memory, its basis and the largest batches that fit
+    memory = {
+        "usable_bytes": cap.usable_bytes,
+        "memory_basis": cap.memory_basis,
+        "max_batch_without_draft": cap.max_batch_without_draft,
+        "max_batch_with_draft": cap.max_batch_with_draft,
+    }
     rows = []
     for i, batch in enumerate(batches):
         gamma = int(best.gamma[i])
@@ -218,6 +225,7 @@ def gamma_answer(
             "at_gamma_max": bool(best.at_limit[i]),
             "fits_without_draft": batch <= cap.max_batch_without_draft,
             "fits_with_draft": batch <= cap.max_batch_with_draft,
+            "capacity": memory,
             "recommendation": (
                 f"speculate with gamma={gamma}" + past_measured(gamma, measured_steps)
                 if gamma > 0

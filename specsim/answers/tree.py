@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from specsim.serving.capacity import Capacity
 from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR, TreeSpec
 from specsim.speculation.deployment import Deployment
@@ -42,7 +40,11 @@ def tree_answer(
     sibling: float | None,
     cap: Capacity,
 ) -> TreeAnswer:
-    b = np.array(batches, dtype=float)
+    from specsim.answers.context import context_basis
+    from specsim.core.limits import whole_batches
+
+    b = whole_batches(batches)
+    factor = DEFAULT_SIBLING_FACTOR if sibling is None else sibling
     trees, speedups, tokens = optimal_tree(dep, acceptance, bounds, b, context, sibling, rtol)
     chain = optimal_gamma(dep, acceptance, b, context, gamma_max, rtol)
     rows = []
@@ -56,6 +58,11 @@ def tree_answer(
                 "tokens_per_step": float(tokens[i]),
                 "chain_gamma": int(chain.gamma[i]),
                 "chain_speedup": float(chain.speedup[i]),
+                "context_tokens": int(context),
+                "context_basis": context_basis(context),
+                # the r-th ranked sibling's acceptance relative to the first's, per rank (assumed where not given)
+                "sibling_factor": {"value": factor, "assumed": sibling is None},
+                "fits_without_draft": batch <= cap.max_batch_without_draft,
                 "fits_with_draft": batch <= cap.max_batch_with_draft,
                 "recommendation": "turn speculation off"
                 if t is None
@@ -64,10 +71,9 @@ def tree_answer(
                 ),
                 "acceptance": label,
                 "drafter": dep.drafter.kind,
+                "timing_source": dep.source.name,
                 "provenance": dep.provenance(),
                 "deployment": dep.identity(),
             }
         )
-    return TreeAnswer(
-        dep, label, cap, bounds, DEFAULT_SIBLING_FACTOR if sibling is None else sibling, sibling is None, rows
-    )
+    return TreeAnswer(dep, label, cap, bounds, factor, sibling is None, rows)
