@@ -388,8 +388,9 @@ def test_reproduce(capsys):
 
     from specsim.article.reproduce import reproduce
 
-    fields = ("quantity", "quoted", "value", "interval", "unit", "passed")
-    assert printed == as_json([{f: getattr(c, f) for f in fields} for c in reproduce()])
+    assert printed == as_json([c.to_dict() for c in reproduce()])
+    # the interval as numbers too: a consumer need not parse "[6.45, 6.55]"
+    assert all(r["low"] is None or r["low"] <= r["high"] for r in printed) and {r["high_inclusive"] for r in printed}
 
 
 def test_figures(capsys, tmp_path):

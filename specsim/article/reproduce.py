@@ -52,6 +52,21 @@ class Check:
         upper_ok = self.value <= self.high if self.high_inclusive else self.value < self.high
         return bool(self.low <= self.value and upper_ok)
 
+    def to_dict(self) -> dict:
+        """reproduce --json's record: the interval as text and as numbers (``low`` None: unbounded below), in the
+        quoted value's unit."""
+        return {
+            "quantity": self.quantity,
+            "quoted": self.quoted,
+            "value": self.value,
+            "interval": self.interval,
+            "low": None if self.low == -np.inf else self.low,
+            "high": self.high,
+            "high_inclusive": self.high_inclusive,
+            "unit": self.unit,
+            "passed": self.passed,
+        }
+
     @property
     def interval(self) -> str:
         close = "]" if self.high_inclusive else ")"

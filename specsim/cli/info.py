@@ -279,19 +279,7 @@ def run_reproduce(args: argparse.Namespace) -> int:
 
     checks = reproduce()
     if args.json:
-        print_json(
-            [
-                {
-                    "quantity": c.quantity,
-                    "quoted": c.quoted,
-                    "value": c.value,
-                    "interval": c.interval,
-                    "unit": c.unit,
-                    "passed": c.passed,
-                }
-                for c in checks
-            ]
-        )
+        print_json([c.to_dict() for c in checks])
     else:
         print("the article's numbers from its preset: H100 SXM (989 TFLOP/s x 0.6, 3.35 TB/s x 0.8, 0.5 ms/pass),")
         print("article-8b target, article-1b draft, context 1128 tokens\n")

@@ -189,9 +189,11 @@ def alpha_from_acceptance_length(mean_length: object, gamma: object) -> np.ndarr
     if np.any(g < 1):
         raise ValueError("gamma must be >= 1 to infer alpha (gamma = 0 drafts nothing)")
     if not np.all(np.isfinite(x) & (x >= 1.0) & (x <= g + 1.0)):
-        raise ValueError(
-            f"mean acceptance length must be in [1, gamma + 1], got {x.tolist()!r} with gamma {g.tolist()!r}"
-        )
+
+        def shown(a):  # as the user wrote them: 5 and 3, not 5.0 and 3.0; one value alone, not a list
+            return ", ".join(f"{v:g}" for v in np.atleast_1d(a).ravel()[:8])
+
+        raise ValueError(f"mean acceptance length must be in [1, gamma + 1], got {shown(x)} with gamma {shown(g)}")
 
     # Bisection on [0, 1], vectorised: 64 halvings leave an interval below 1e-19, and E is strictly increasing.
     x, g = np.broadcast_arrays(x, g)
