@@ -309,6 +309,7 @@ def test_serve_sim(capsys):
     answer = serve_sim(dep, sim_load(dep, rate=4.0, n=100, seed=0, runs=2), 0.8)
     assert printed["off"] == as_json(answer.off) and printed["on"] == as_json(answer.on)
     assert printed["changes"] == as_json(answer.changes())
+    assert printed["speculating_batch_held"] == answer.held_back()  # the finding is the library's too
     # what the text header says of the load, keyed: the load, its workload and lengths' context, the acceptance
     assert (printed["rate"], printed["concurrency"], printed["workload"], printed["requests_per_run"]) == (
         4.0,

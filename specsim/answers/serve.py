@@ -26,11 +26,34 @@ class ServeSimAnswer:
     concurrency: int | None  # the closed loop's users, None for an open loop or a trace
     off: dict
     on: dict
+    limits: object = None  #: the engine's limits the runs were served under (EngineLimits)
 
     @property
     def meta(self) -> dict:
         """The first run's facts of the simulation (gamma policy and per batch, KV capacities, the context seen)."""
         return self.results[0][2]
+
+    def held_back(self) -> str | None:
+        """Why the speculating arm ran fewer sequences at once than the plain one, where a limit did it: the engine's
+        own max_num_seqs while speculating, or the KV cache left beside the draft (a request of a speculating run waited
+        for memory with a sequence free; each request reserves its whole length).  A smaller batch, not a slower round,
+        is then most of the difference.  None where no limit held it (speculation finishes requests sooner, so fewer
+        are in flight at one rate)."""
+        off, on = self.off.get("max_running_batch"), self.on.get("max_running_batch")
+        if off is None or on is None or on >= off:
+            return None
+        head = f"speculation on ran at most {on} sequences at once, off {off}: "
+        most = self.limits.arm(True).max_num_seqs
+        if on >= most:
+            return head + f"the engine's max_num_seqs while speculating ({most})"
+        if not any(spec.kv_full for _, spec, _ in self.results):
+            return None
+        meta = self.meta
+        return head + (
+            f"beside the draft's weights and KV the cache holds {meta['kv_capacity_tokens_spec']:,.0f} tokens, against "
+            f"{meta['kv_capacity_tokens_plain']:,.0f} without it (each request reserves its prompt and output; specsim "
+            "capacity gives the batch at a length)"
+        )
 
     def changes(self) -> dict:
         """What speculation changes at this load, each as (on / off - 1): ``tpot_p50`` (None where an arm served no
@@ -134,12 +157,13 @@ def serve_sim(
     from specsim.serving.simulator import DEFAULT_GAMMA_MAX
     from specsim.serving.steady import engine_limits
 
+    limits = engine_limits(dep.engine, dep.hardware)[0] if limits is None else limits
     results = serve_compare_runs(
         dep,
         load.request_sets,
         acceptance,
         gamma,
-        engine_limits(dep.engine, dep.hardware)[0] if limits is None else limits,
+        limits,
         load.concurrency,
         load.seeds,
         memory_utilization,
@@ -151,4 +175,4 @@ def serve_sim(
 
     off, on = (summarize_runs([r[i].summary(slo_ttft_s, slo_tpot_s) for r in results]) for i in (0, 1))
     off, on = (s | {"past_capacity": past_capacity(s, load.concurrency is not None)} for s in (off, on))
-    return ServeSimAnswer(dep, load.seeds, load.request_sets, results, load.concurrency, off, on)
+    return ServeSimAnswer(dep, load.seeds, load.request_sets, results, load.concurrency, off, on, limits)

@@ -180,7 +180,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
         )
         + (f"; --csv holds the run with seed {seeds[0]}" if args.csv else ""),
     ]
-    held = _what_holds_speculation_back(summaries, meta, limits, any(spec.kv_full for _, spec, _ in answer.results))
+    held = answer.held_back()
     if args.json:
         from specsim.answers.context import LOAD_CONTEXT
         from specsim.core.defaults import DEFAULT_WORKLOAD
@@ -349,28 +349,6 @@ def _print_summaries(off: dict, on: dict, changes: dict) -> None:
     print(
         f"\nspeculation changes TPOT p50 by {change:+.1%} and throughput by {changes['output_tokens_per_s']:+.1%} at "
         "this load"
-    )
-
-
-def _what_holds_speculation_back(summaries: list[dict], meta: dict, limits, kv_full: bool) -> str | None:
-    """Why the speculating arm ran fewer sequences at once than the plain one, where a limit did it: the engine's own
-    max_num_seqs while speculating, or the KV cache left beside the draft (``kv_full``: a request of a speculating run
-    waited for memory with a sequence free; each request reserves its whole length).  A smaller batch, not a slower
-    round, is then most of the difference.  None where no limit held it (speculation finishes requests sooner, so
-    fewer are in flight at one rate)."""
-    off, on = (s.get("max_running_batch") for s in summaries)
-    if off is None or on is None or on >= off:
-        return None
-    head = f"speculation on ran at most {on} sequences at once, off {off}: "
-    most = limits.arm(True).max_num_seqs
-    if on >= most:
-        return head + f"the engine's max_num_seqs while speculating ({most})"
-    if not kv_full:
-        return None
-    return head + (
-        f"beside the draft's weights and KV the cache holds {meta['kv_capacity_tokens_spec']:,.0f} tokens, against "
-        f"{meta['kv_capacity_tokens_plain']:,.0f} without it (each request reserves its prompt and output; specsim "
-        "capacity gives the batch at a length)"
     )
 
 
