@@ -838,3 +838,26 @@ def test_a_length_summed_from_per_position_counts_that_cannot_be_shares_is_dropp
     assert good.acceptance_length is not None and good.per_position is not None
     assert bad.acceptance_length is None and bad.per_position is None
     assert any("is not a falling share of the drafts in [0, 1]: not counted" in n for n in bad.notes)
+
+
+def test_replay_takes_json_as_every_command_does(tmp_path, capsys):
+    """replay was the one command without --json (getting-started says every command takes it): it now prints what it
+    wrote, with the deployment and provenance as the other commands do."""
+    out = tmp_path / "day.om"
+    argv = [
+        "replay",
+        "--draft",
+        "llama-3.2-1b",
+        "--rates",
+        "0:4,2m",
+        "--out",
+        str(out),
+        "--json",
+        "--timing",
+        "roofline",
+    ]
+    assert main(argv) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["written"] == str(out) and out.stat().st_size > 0
+    assert (record["gamma"], record["alpha"], record["seconds"]) == (3, 0.6, 120.0)
+    assert record["deployment"]["target"]["name"] == "llama-3.1-8b" and record["provenance"]

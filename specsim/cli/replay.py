@@ -99,8 +99,26 @@ def run_replay(args: argparse.Namespace) -> int:
     day = simulate_day(
         dep, profile, args.alpha, args.gamma, args.input_len, args.output_len, changes=changes, seed=args.seed
     )
+    record = {
+        "engine": shown,
+        "model": model,
+        "day": day.description.replace(BRIEF_HINT, ""),
+        "seconds": day.seconds,
+        "gamma": day.gamma,
+        "alpha": args.alpha,
+        "drop": None if not changes else {"at": args.drop_at, "to": args.drop_to},
+        "start": start,
+        "page_seconds": args.page_seconds,
+        "provenance": dep.provenance(),
+        "deployment": dep.identity(),
+    }
     if args.out is not None:
         atomic_write_text(args.out, openmetrics(day, names, model, args.page_seconds, start))
+        if args.json:
+            from specsim.cli.report import print_json
+
+            print_json(record | {"written": str(args.out)})
+            return 0
         print(
             f"wrote {args.out}: {day.description.replace(BRIEF_HINT, '') if report.VERBOSE else day.description}; stamped from {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(start))} "
             f"every {args.page_seconds:g} s (backfill: promtool tsdb create-blocks-from openmetrics {args.out} DATA_DIR)"
@@ -109,10 +127,15 @@ def run_replay(args: argparse.Namespace) -> int:
     texts = pages(day, names, model, args.page_seconds, start_s=start)
     host, port = args.listen
     with ReplayServer(texts, path=names.path, host=host, port=port) as server:
+        if args.json:  # one line, then the pages are served until interrupted
+            import json
+
+            print(json.dumps(record | {"serving": server.url, "pages": len(texts)}), flush=True)
         print(
             f"serving {len(texts)} pages of {shown}, one per GET, on {server.url} (stamped from "
             f"{time.strftime('%H:%M:%S', time.gmtime(start))} UTC; scrape with honor_timestamps); Ctrl-C to stop",
             flush=True,
+            file=sys.stderr if args.json else sys.stdout,  # stdout holds the one JSON line
         )
         try:
             while True:
@@ -164,6 +187,11 @@ def _parser_replay(sub) -> None:
     p.add_argument("--model", help="the model_name label (default: the target's checkpoint name)")
     p.add_argument("--seed", type=int_at_least(0, "seed", 2**31 - 1), default=0, help="random seed (default 0)")
     p.add_argument("--out", metavar="FILE", help="write the day as one OpenMetrics file")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print what was written or served as JSON (with --listen: one line, then the pages until Ctrl-C)",
+    )
     p.add_argument(
         "--listen", type=_listen, metavar="[HOST:]PORT", help="serve the pages (127.0.0.1 unless a host is given)"
     )
