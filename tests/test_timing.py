@@ -1395,7 +1395,8 @@ def test_kernel_source_notes_name_the_data_limits_and_only_the_scaled_points_it_
         f"{table.attn_b[-1]:.0f}, b*q up to {table.gemm_m[-1]:.0f} and contexts {table.attn_L[0]:.0f}-"
         f"{table.attn_L[-1]:.0f}; the roofline answers there (the --json rows of steptime, optimal-gamma and speedup give "
         "each point's timing_source)",
-        "llama-3.1-8b: at batch 128 with context 4096 the decode-attention data stop at a smaller batch; attention there is "
+        "llama-3.1-8b: at batch 128 attending 4096 tokens (the cached context and the pass's own) the decode-attention data "
+        "stop at a smaller batch; attention there is "
         "scaled linearly in batch from the largest measured one",
     ]
     assert table.attn_b[-1] != table.attn_b[-2] and table.attn_b[-1] != table.attn_b[1]

@@ -983,7 +983,8 @@ class KernelSource:
             where_l = np.broadcast_to(np.asarray(L + q, float), scaled.shape)[scaled]
             span = lambda x: f"{x.min():.0f}" if x.min() == x.max() else f"{x.min():.0f}-{x.max():.0f}"  # noqa: E731
             self._note(
-                f"{model.name}: at batch {span(where_b)} with context {span(where_l)} the decode-attention data stop at a "
+                f"{model.name}: at batch {span(where_b)} attending {span(where_l)} tokens (the cached context and the "
+                "pass's own) the decode-attention data stop at a "
                 f"smaller batch; attention there is scaled linearly in batch from the largest measured one",
                 (model.name, "scaled"),
             )
