@@ -919,10 +919,10 @@ def test_alpha_from_a_length_says_what_is_wrong_and_is_exact_at_the_bounds():
     with pytest.raises(ValueError, match=r"^gamma must be >= 1 to infer alpha \(gamma = 0 drafts nothing\)$"):
         alpha_from_acceptance_length(1.0, 0)
     with pytest.raises(
-        ValueError, match=r"^mean acceptance length must be in \[1, gamma \+ 1\], got \[5\.5\] with gamma \[4\.0\]$"
+        ValueError, match=r"^mean acceptance length must be in \[1, gamma \+ 1\], got 5\.5 with gamma 4$"
     ):
         alpha_from_acceptance_length([5.5], [4])
-    with pytest.raises(ValueError, match=r"got 0\.99 with gamma 4\.0$"):
+    with pytest.raises(ValueError, match=r"got 0\.99 with gamma 4$"):
         alpha_from_acceptance_length(0.99, 4)
     a = alpha_from_acceptance_length(np.array([1.0, 2.5, 5.0]), 4)
     assert a[0] == 0.0 and a[2] == 1.0 and abs(float(expected_tokens(a[1], 4)) - 2.5) < 1e-14

@@ -73,11 +73,12 @@ def test_explain_at_a_load_where_speculation_does_not_pay_shows_the_round_at_gam
     rows = _json(["explain", *argv], capsys)
     assert [r["gamma"] for r in best][1] == 0 and best[0]["gamma"] > 0
     assert [r["speculates"] for r in rows] == [True, False] and rows[1]["gamma"] == weighed
-    assert rows[1]["speedup_tpot"] == pytest.approx(at_one[1]["speedup_tpot"], rel=1e-12) != 1.0
+    assert rows[1]["speedup_at_gamma"] == pytest.approx(at_one[1]["speedup_tpot"], rel=1e-12) != 1.0
+    assert rows[1]["speedup_tpot"] == best[1]["speedup_tpot"] == 1.0  # the load's own: it does not speculate
     assert rows[1]["batch"] == pytest.approx(at_one[1]["spec"]["batch_a_request_sees"], rel=1e-12)
     assert rows[1]["iteration_s"] == pytest.approx(at_one[1]["spec"]["itl_s"], rel=1e-12)
     assert rows[1]["iteration_s"] == pytest.approx(rows[1]["t_round_s"] + rows[1]["prompts_beside_s"])
-    assert rows[0]["speedup_tpot"] == pytest.approx(best[0]["speedup_tpot"], rel=1e-12)
+    assert rows[0]["speedup_tpot"] == pytest.approx(best[0]["speedup_tpot"], rel=1e-12) == rows[0]["speedup_at_gamma"]
     assert main(["explain", *argv]) == 0
     assert "*: not what it runs (the recommendation above says why)" in capsys.readouterr().out
 
@@ -420,8 +421,9 @@ def test_past_capacity_a_long_simulation_comes_to_the_steady_states_answer(capsy
 def test_explain_at_a_load_names_its_speedups_as_optimal_gamma_does(capsys):
     """explain --json at a load: ``speedup_tpot`` is the load's (optimal-gamma's, the text's column), the round's speedup
     with no prompts beside it has its own name, and the load's figures ride along (``at_load``)."""
-    argv = ["--concurrency", "8,64", "--draft", "eagle3"]
+    argv = ["--concurrency", "8,64,512", "--draft", "eagle3", "--alpha", "0.3"]  # alpha 0.3: off at 512
     explained, answered = _json(["explain", *argv], capsys), _json(["optimal-gamma", *argv], capsys)
+    assert [a["gamma"] > 0 for a in answered] == [True, True, False]
     for e, a in zip(explained, answered):
         assert e["speedup_tpot"] == a["speedup_tpot"] and e["at_load"]["spec"] == a["spec"]
         assert e["speedup_without_prompts"] > 0 and "speedup" not in e

@@ -42,20 +42,15 @@ def _acceptance_question(args: argparse.Namespace) -> tuple[int, str]:
     request halfway through its output; a trace's median request's, on chat (a trace names no workload)."""
     import numpy as np
 
-    from specsim.core.workloads import DEFAULT_WORKLOAD, get_workload, mean_context_tokens
+    from specsim.core.workloads import DEFAULT_WORKLOAD, acceptance_question, mean_context_tokens
     from specsim.serving.workloads import read_trace
 
     if getattr(args, "trace", None) is not None:
         if args.requests is not None or args.workload is not None:
-            return 0, "chat"  # requests_for refuses these with the trace, before anything is simulated
+            return 0, DEFAULT_WORKLOAD  # requests_for refuses these with the trace, before anything is simulated
         requests = read_trace(args.trace)
-        return int(np.median(mean_context_tokens(requests.prompt, requests.output))), "chat"
-    fixed = _lengths(args)
-    if fixed is not None:
-        P, O = fixed
-        return int(mean_context_tokens(P, O)), "chat"
-    workload = get_workload(args.workload or DEFAULT_WORKLOAD)
-    return int(round(workload.median_context_tokens)), workload.acceptance
+        return int(round(np.median(mean_context_tokens(requests.prompt, requests.output)))), DEFAULT_WORKLOAD
+    return acceptance_question(args.workload, _lengths(args))
 
 
 def _window_clause(dep) -> str:
@@ -196,7 +191,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
                 "requests_per_run": len(requests),
                 "acceptance": acc_label,
                 "gamma_policy": meta["gamma_policy"],
-                "context_tokens": int(meta["context_hint"]),
+                "context_tokens": int(round(meta["context_hint"])),
                 "context_basis": LOAD_CONTEXT,
                 "changes": answer.changes(),
                 "off": summaries[0],
@@ -214,7 +209,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
             }
         )
     else:
-        print(describe(dep, int(meta["context_hint"])))
+        print(describe(dep, int(round(meta["context_hint"]))))
         for line in provenance[len(dep.provenance()) :]:
             print(line)
         print()

@@ -339,7 +339,8 @@ def run_steptime(args: argparse.Namespace) -> int:
                 f"{engine.collectives_s(model) * 1e3:.2f} ms of engine time around them"
             )
         print(
-            f"\nridge: {hw.ridge_flop_per_byte:.1f} FLOP/byte (compute-bound above it; the bound column is the roofline's)"
+            f"\nridge: {hw.ridge_for(model.weight_dtype):.1f} FLOP/byte (the {model.weight_dtype} weight matmuls'; "
+            "compute-bound above it; the bound column is the roofline's)"
         )
     for note in dep.notes():
         print(f"note: {note}", file=sys.stderr)
@@ -955,7 +956,7 @@ def _explain_at_load(args: argparse.Namespace, kind: str, loads: list) -> int:
             ms(row["prompts_beside_s"]),
             ms(row["iteration_s"]),
             ms(row["plain_iteration_s"]),
-            f"{row['speedup_tpot']:.3f}",
+            f"{row['speedup_at_gamma']:.3f}",
         ]
         for row in rows
     ]

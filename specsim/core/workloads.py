@@ -49,6 +49,7 @@ __all__ = [
     "WORKLOAD_ALIASES",
     "Workload",
     "acceptance_of",
+    "acceptance_question",
     "get_workload",
     "mean_context_tokens",
 ]
@@ -190,6 +191,23 @@ def get_workload(name: str | Workload) -> Workload:
     if name not in WORKLOADS:
         raise ValueError(f"unknown workload {name!r}; choose {', '.join(WORKLOADS)}")
     return WORKLOADS[name]
+
+
+def acceptance_question(workload: str | Workload | None = None, lengths: tuple | None = None) -> tuple[int, str]:
+    """(context, workload name) whose published acceptance a simulation of these requests reads: a workload's at the
+    context of its median request halfway through its output; fixed ``lengths`` (prompt, output) chat's at theirs.  A
+    :class:`Workload` outside the catalogue reads its ``acceptance`` class.  serve-sim, serve-sweep and the library's
+    ``serve_sweep`` all ask it here.
+
+    >>> acceptance_question("reasoning")
+    (2200, 'reasoning')
+    >>> acceptance_question(lengths=(101, 21))
+    (112, 'chat')
+    """
+    if lengths is not None:
+        return int(round(float(mean_context_tokens(*lengths)))), DEFAULT_WORKLOAD
+    w = get_workload(DEFAULT_WORKLOAD if workload is None else workload)
+    return int(round(w.median_context_tokens)), (w.name if WORKLOADS.get(w.name) == w else w.acceptance)
 
 
 def acceptance_of(name: str) -> tuple[str, str]:

@@ -1027,9 +1027,10 @@ def serve_sweep(
         )
     workload = get_workload(DEFAULT_WORKLOAD if workload is None else workload)
     if acceptance is None:
-        context = workload.median_context_tokens if lengths is None else mean_context_tokens(*lengths)
-        question = workload.name if lengths is None else DEFAULT_WORKLOAD
-        acceptance, _ = dep.drafter.default_acceptance(dep.target, question, int(round(float(context))))
+        from specsim.core.workloads import acceptance_question
+
+        context, question = acceptance_question(workload, lengths)
+        acceptance, _ = dep.drafter.default_acceptance(dep.target, question, context)
     n = DEFAULT_REQUESTS if n is None else n
     if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
         raise ValueError(f"runs must be a whole number >= 1, got {runs!r}")
@@ -1048,7 +1049,8 @@ def serve_sweep(
             raise ValueError(f"rates must be a non-empty list of request rates > 0 (requests/s), got {values!r:.60}")
         load, loads = "rate", [(rate, None) for rate in values]
     for name, slo in (("slo_ttft_s", slo_ttft_s), ("slo_tpot_s", slo_tpot_s)):
-        if slo is not None and not (isinstance(slo, (int, float)) and np.isfinite(slo) and slo > 0):
+        real = isinstance(slo, (int, float, np.integer, np.floating)) and not isinstance(slo, (bool, np.bool_))
+        if slo is not None and not (real and np.isfinite(slo) and slo > 0):
             raise ValueError(f"{name} must be a time > 0 in seconds, or None, got {slo!r:.40}")
     # One job per load and seed, load by load, so that a load's runs come back together and in order.
     jobs = [
