@@ -317,7 +317,7 @@ def test_serve_sim(capsys):
         "chat",
         100,
     )
-    assert printed["acceptance"] == "alpha 0.8" and printed["context_tokens"] == int(answer.meta["context_hint"])
+    assert printed["acceptance"] == "alpha 0.8" and printed["context_tokens"] == int(round(answer.meta["context_hint"]))
     assert printed["seeds"] == answer.seeds == [0, 1]
     assert printed["gamma_by_batch"] == as_json(answer.meta["gamma_by_batch"])
 
@@ -391,7 +391,9 @@ def test_reproduce(capsys):
 
     assert printed == as_json([c.to_dict() for c in reproduce()])
     # the interval as numbers too: a consumer need not parse "[6.45, 6.55]"
-    assert all(r["low"] is None or r["low"] <= r["high"] for r in printed) and {r["high_inclusive"] for r in printed}
+    assert all(r["low"] is None or r["low"] <= r["high"] for r in printed)
+    assert {r["high_inclusive"] for r in printed} == {True, False}  # both kinds of upper end are quoted
+    assert any(r["low"] is None for r in printed)  # and an interval unbounded below
 
 
 def test_figures(capsys, tmp_path):
@@ -702,7 +704,7 @@ def test_calibrate_engine_from_python_checks_what_the_command_checks():
     with pytest.raises(ValueError, match="lists of paths, not one path"):
         runs_from_files(plain, [])
     for steps in (0, 65, 2.5, True):
-        with pytest.raises(ValueError, match="draft steps must be a whole number in"):
+        with pytest.raises(ValueError, match="draft steps must be an integer in"):
             runs_from_files([plain], [([spec], steps)])
 
 
@@ -786,6 +788,15 @@ def test_an_answer_from_a_calibration_names_the_file_by_its_hash(tmp_path, capsy
     [row] = cli(capsys, "optimal-gamma", "--calibration", str(out), "--batch", "1")
     assert row["deployment"]["calibration"] == {"file": "cal.yaml", "sha256": digest}
     assert any(f"cal.yaml, sha256 {digest}" in line for line in row["provenance"])
+    # applied to another drafter kind, the key still holds the file's name alone (the label says more)
+    [other] = cli(capsys, "optimal-gamma", "--calibration", str(out), "--draft", "llama-3.2-1b", "--batch", "1")
+    assert other["deployment"]["calibration"] == {"file": "cal.yaml", "sha256": digest}
+    # a Calibration built in code, with no file read, names no hash rather than an empty one
+    import dataclasses
+
+    from specsim.calibration.file import read_calibration
+
+    assert dataclasses.replace(read_calibration(out), sha256="").said_file == "cal.yaml"
 
 
 def test_library_entry_points_name_a_bad_argument_in_one_value_error():
@@ -843,3 +854,52 @@ def test_the_library_says_where_a_gamma_passes_a_calibrations_measured_steps_as_
     mine = [r["recommendation"] for r in gamma_answer(dep, acc, label, [1, 64], 1128, 16, 0.0, cap).rows]
     printed = [r["recommendation"] for r in cli(capsys, "optimal-gamma", "--calibration", str(out), "--batch", "1,64")]
     assert mine == printed and "past the 3 draft steps its acceptance was measured at: extrapolated" in mine[0]
+
+
+def test_the_diff_reviews_findings_on_library_inputs_stay_fixed(tmp_path):
+    """What this session's changes first got wrong, each once: a Workload of one's own in serve_sweep without an
+    acceptance (refused by name), numpy SLOs and draft steps (refused), a single Path to runs_from_files (a TypeError),
+    request_lengths(2000.0) (refused though whole), Requests.poisson with a text count (a TypeError), the old import
+    path of the catalogue (an ImportError), and an answer built without its engine limits (an AttributeError)."""
+    from pathlib import Path
+
+    from specsim.answers.load import request_lengths
+    from specsim.calibration.inputs import runs_from_files
+    from specsim.core.workloads import Workload
+    from specsim.serving.simulator import serve_sweep
+    from specsim.serving.workloads import WORKLOADS, Requests, get_workload  # the old home still imports
+
+    dep = deployment()
+    mine = Workload("my-trace", 500, 0.5, 100, 0.5, 4096, 1024, "my own lengths")
+    assert len(serve_sweep(dep, [1.0], mine, 30)) == 1  # reads its acceptance class (chat)
+    assert len(serve_sweep(dep, [1.0], "chat", 30, 0.8, slo_ttft_s=np.float32(0.5), slo_tpot_s=np.int64(1))) == 1
+    with pytest.raises(ValueError, match="slo_tpot_s must be a time > 0"):
+        serve_sweep(dep, [1.0], "chat", 30, 0.8, slo_tpot_s=True)
+    bench = REPO / "examples" / "bench"
+    runs, _, _ = runs_from_files([bench / "vllm-plain.jsonl"], [([bench / "vllm-eagle3.jsonl"], np.int64(3))])
+    assert {c.kind for c in runs} == {"plain", "spec"}
+    with pytest.raises(ValueError, match="lists of paths, not one path"):
+        runs_from_files(Path(bench / "vllm-plain.jsonl"), [])
+    assert request_lengths(2000.0).input_tokens == 2000.0
+    with pytest.raises(ValueError, match="requests must be an integer"):
+        Requests.poisson(1.0, "10", "chat", np.random.default_rng(0))
+    assert WORKLOADS["chat"] is get_workload("chat")
+
+
+def test_what_holds_the_speculating_batch_back_is_the_librarys_where_a_limit_holds_it(capsys):
+    """SGLang speculates with at most 48 sequences: at 56 users the finding names it, the same from the library's answer
+    as from the command's JSON (at a load where nothing holds it both are None, which would not tell them apart)."""
+    from specsim.answers.serve import serve_sim, sim_load
+    from specsim.speculation.deployment import Deployment
+
+    argv = ["--requests", "60", "--runs", "1", "--input-len", "1000", "--output-len", "300", "--concurrency", "56"]
+    printed = cli(capsys, "serve-sim", *argv, "--engine", "sglang")
+    dep = Deployment.build(engine="sglang")
+    answer = serve_sim(dep, sim_load(dep, concurrency=56, n=60, lengths=(1000, 300), runs=1), printed_alpha(printed))
+    assert answer.held_back() == printed["speculating_batch_held"] is not None
+    assert "the engine's max_num_seqs while speculating (48)" in answer.held_back()
+
+
+def printed_alpha(printed: dict) -> float:
+    """The alpha a serve-sim --json printed (its acceptance label starts with it)."""
+    return float(re.match(r"alpha ([0-9.]+)", printed["acceptance"]).group(1))

@@ -123,3 +123,20 @@ def test_bounds_are_inclusive_and_name_the_first_bad_value(kwargs, message):
     else:
         with pytest.raises(ValueError, match=message):
             step_time(hw, model, **kwargs)
+
+
+def test_the_ridge_a_pass_is_read_against_is_its_weights_precisions(capsys):
+    """FP8 weight matmuls run 1.5x the 16-bit rate, so their ridge is 1.5x higher: the text and the JSON said the
+    16-bit ridge (221.4 on an H100) where batch 180 at 328 FLOP/byte was compute-bound."""
+    import json
+
+    from specsim.cli.main import main
+    from specsim.describe.hardware import load_hardware
+
+    argv = ["steptime", "--timing", "roofline", "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--batch", "1"]
+    assert main([*argv, "--json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    hw = load_hardware("h100-sxm")
+    assert row["ridge_flop_per_byte"] == pytest.approx(1.5 * hw.ridge_flop_per_byte, rel=1e-12)
+    assert main(argv) == 0
+    assert f"ridge: {1.5 * hw.ridge_flop_per_byte:.1f} FLOP/byte (the fp8 weight matmuls'" in capsys.readouterr().out

@@ -17,7 +17,7 @@ import numpy as np
 
 # (a benchmark's prompt and output lengths unless told, the reference article's: their home is core.defaults)
 from specsim.core.defaults import DEFAULT_GAMMA_MAX, DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
-from specsim.core.limits import MAX_CONTEXT
+from specsim.core.limits import MAX_CONTEXT, check_int
 from specsim.serving.steady import EngineLimits, SteadyState, engine_limits, load_label, served_state
 
 __all__ = [
@@ -68,11 +68,8 @@ def request_lengths(
     2050
     """
     P, O = input_tokens, output_tokens
-    for name, value in (("input_tokens", P), ("output_tokens", O)):
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_CONTEXT
-        ):
-            raise ValueError(f"{name} must be a whole number of tokens in [1, {MAX_CONTEXT:,}], got {value!r}")
+    P = None if P is None else check_int("input_tokens", P, 1, MAX_CONTEXT)
+    O = None if O is None else check_int("output_tokens", O, 1, MAX_CONTEXT)
     if P is None and O is None and workload is not None:
         from specsim.core.workloads import get_workload
 

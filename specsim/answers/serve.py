@@ -43,7 +43,12 @@ class ServeSimAnswer:
         if off is None or on is None or on >= off:
             return None
         head = f"speculation on ran at most {on} sequences at once, off {off}: "
-        most = self.limits.arm(True).max_num_seqs
+        limits = self.limits
+        if limits is None:  # an answer built without them: the engine's own on the GPU, as serve_sim takes them
+            from specsim.serving.steady import engine_limits
+
+            limits = engine_limits(self.deployment.engine, self.deployment.hardware)[0]
+        most = limits.arm(True).max_num_seqs
         if on >= most:
             return head + f"the engine's max_num_seqs while speculating ({most})"
         if not any(spec.kv_full for _, spec, _ in self.results):
@@ -107,7 +112,9 @@ def sim_load(
         runs = check_int("runs", runs, 1, MAX_SIMULATED_REQUESTS)
     if concurrency is not None:
         concurrency = check_int("concurrency", concurrency, 1, MAX_BATCH)
-    if lengths is not None and (isinstance(lengths, (str, bytes)) or len(lengths) != 2):
+    if lengths is not None and (
+        isinstance(lengths, (str, bytes)) or not hasattr(lengths, "__len__") or len(lengths) != 2
+    ):
         raise ValueError(f"lengths must be (prompt tokens, output tokens), got {lengths!r:.40}")
     if trace is not None and runs not in (None, 1):
         raise ValueError(

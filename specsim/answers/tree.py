@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from specsim.serving.capacity import Capacity
 from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR, TreeSpec
 from specsim.speculation.deployment import Deployment
@@ -47,6 +49,21 @@ def tree_answer(
     factor = DEFAULT_SIBLING_FACTOR if sibling is None else sibling
     trees, speedups, tokens = optimal_tree(dep, acceptance, bounds, b, context, sibling, rtol)
     chain = optimal_gamma(dep, acceptance, b, context, gamma_max, rtol)
+    from types import SimpleNamespace
+
+    from specsim.answers import row_source
+
+    def source(i: int, t) -> str:
+        """Which source timed this row's passes (the roofline standing in outside the kernel data): the tree's decode
+        and verification of its tokens, or the chain's round where no tree pays."""
+        if t is None:
+            return row_source(dep, chain.outcome, i)
+        one = np.array([b[i]])
+        passes = SimpleNamespace(
+            target=dep.decode(one, context), draft=None, verify=dep.pass_time(dep.target, one, t.tokens, context)
+        )
+        return row_source(dep, passes, 0)
+
     rows = []
     for i, batch in enumerate(batches):
         t = trees[i]
@@ -71,7 +88,7 @@ def tree_answer(
                 ),
                 "acceptance": label,
                 "drafter": dep.drafter.kind,
-                "timing_source": dep.source.name,
+                "timing_source": source(i, t),
                 "provenance": dep.provenance(),
                 "deployment": dep.identity(),
             }

@@ -79,6 +79,11 @@ class Calibration:
         return Path(self.path).name
 
     @property
+    def said_file(self) -> str:
+        """The file's name with its sha256 where it was read from disk: which file, whatever it is named."""
+        return f"{self.name}, sha256 {self.sha256}" if self.sha256 else self.name
+
+    @property
     def context_tokens(self) -> int | None:
         """The mean context of the runs it was fitted to, the prompt plus half the output, where they are one
         workload's lengths: the context a per-batch answer takes where none is given; None otherwise."""
@@ -517,10 +522,11 @@ def apply_to_engine(cal: Calibration, preset, drafter: type | None = None):
     if drafter is not None and drafter is not theirs:
         return dataclasses.replace(
             engine,
-            basis=f"fitted by calibrate-engine ({cal.name}, sha256 {cal.sha256})",
+            basis=f"fitted by calibrate-engine ({cal.said_file})",
             spec_basis=f"the preset's, {preset.spec_basis}: {cal.name} was fitted to {theirs.label}'s rounds, not "
             f"{drafter.label}'s (calibrate with this drafter's runs to fit its rounds)",
             calibration=f"{cal.name} (its plain steps; rounds the preset's: it was fitted to {theirs.label}'s)",
+            calibration_file=cal.name,
             calibration_sha256=cal.sha256,
             prefill_scale=cal.prefill_scale,
         )
@@ -537,15 +543,16 @@ def apply_to_engine(cal: Calibration, preset, drafter: type | None = None):
             engine,
             overlap_share=cal.overlap_share,
             kernel_overlap_share=cal.overlap_share,
-            overlap_basis=f"fitted by calibrate-engine ({cal.name}, sha256 {cal.sha256})",
+            overlap_basis=f"fitted by calibrate-engine ({cal.said_file})",
         )
     return dataclasses.replace(
         engine,
-        basis=f"fitted by calibrate-engine ({cal.name}, sha256 {cal.sha256})",
+        basis=f"fitted by calibrate-engine ({cal.said_file})",
         spec=host,
         kernel_spec=host,
         spec_basis=spec_basis,
         calibration=cal.name,
+        calibration_file=cal.name,
         calibration_sha256=cal.sha256,
         prefill_scale=cal.prefill_scale,
     )

@@ -93,17 +93,16 @@ def runs_from_files(
     acceptance length of speculative runs whose file records none.  ``acceptance_spread``: the standard deviation of
     the acceptance rate across the prompts (None: the one the files' single-request runs record, else 0; said in a
     note where an offline batch is among the runs, whose slowest request waits for it)."""
+    import os
+
     from specsim.calibration.bench_files import read_bench_file
-    from specsim.core.limits import MAX_GAMMA
+    from specsim.core.limits import MAX_GAMMA, check_int
     from specsim.speculation.metrics import accept_length_from_page
 
-    if isinstance(plain, (str, bytes)) or any(isinstance(g[0], (str, bytes)) for g in spec_groups):
+    one = (str, bytes, os.PathLike)
+    if isinstance(plain, one) or any(isinstance(g[0], one) for g in spec_groups):
         raise ValueError("plain and each speculative group's files are lists of paths, not one path")
-    for _, steps in spec_groups:
-        if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_GAMMA:
-            raise ValueError(
-                f"a speculative group's draft steps must be a whole number in [1, {MAX_GAMMA}], got {steps!r}"
-            )
+    spec_groups = [(paths, check_int("a speculative group's draft steps", s, 1, MAX_GAMMA)) for paths, s in spec_groups]
     _refuse_plain_as_spec(plain, [p for paths, _ in spec_groups for p in paths])
     runs, notes = [], []
     for path in plain:

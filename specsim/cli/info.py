@@ -178,8 +178,12 @@ def run_hardware(args: argparse.Namespace) -> int:
         if hw.notes:
             print("  " + hw.notes.replace("\n", "\n  "))
         return 0
+    records = [hardware_record(load_hardware(name)) for name in builtin_names()]
+    if args.json:
+        print_json(records)
+        return 0
     rows = []
-    for name in builtin_names():
+    for name, record in zip(builtin_names(), records):
         hw = load_hardware(name)
         rows.append(
             [
@@ -190,12 +194,9 @@ def run_hardware(args: argparse.Namespace) -> int:
                 f"{hw.compute_eff:.2f}/{hw.bandwidth_eff:.2f}",
                 f"{hw.overhead_s * 1e3:.3f}",
                 f"{hw.ridge_flop_per_byte:.0f}",
-                "calibrated" if hw.calibration else "datasheet + article preset",
+                record["efficiencies_from"],
             ]
         )
-    if args.json:
-        print_json([hardware_record(load_hardware(name)) for name in builtin_names()])
-        return 0
     print(
         table(
             ["name", "TFLOP/s", "TB/s", "GiB", "eff c/bw", "overhead ms", "ridge", "efficiencies from"],

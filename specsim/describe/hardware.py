@@ -262,6 +262,16 @@ class HardwareProfile:
         """Arithmetic intensity where compute time equals memory time, FLOP/byte."""
         return self.flop_per_s / self.bytes_per_s
 
+    def ridge_for(self, weight_dtype: str) -> float:
+        """The ridge of the weight matmuls for weights stored as ``weight_dtype`` (:meth:`flop_per_s_for`: FP8 and INT8
+        run faster, 4-bit weights slower), FLOP/byte: what a pass's bound is read against.
+
+        >>> hw = HardwareProfile("demo", 989e12, 3.35e12, 80e9, peak_fp8_flop_per_s=1979e12)
+        >>> round(hw.ridge_for("fp8") / hw.ridge_for("bf16"), 2)
+        1.5
+        """
+        return self.flop_per_s_for(weight_dtype) / self.bytes_per_s
+
     @property
     def peak_ridge_flop_per_byte(self) -> float:
         """Ridge of the bare datasheet peaks (efficiencies of 1), FLOP/byte."""

@@ -233,6 +233,7 @@ class EnginePreset:
     #: The calibration file whose fitted terms these are ("" for a shipped preset), and the first 12 hex digits of its
     #: sha256 (which file, whatever its name).
     calibration: str = ""
+    calibration_file: str = field(default="", compare=False)  #: the file's name alone (``calibration`` may say more)
     calibration_sha256: str = field(default="", compare=False)
     #: Engine time per running sequence per iteration (scheduling, sampling and output processing of each request) on
     #: top of ``iteration_s``: 0 in the shipped presets (their public rows do not separate it), fitted by calibrate-engine

@@ -12,7 +12,16 @@ from pathlib import Path
 
 import numpy as np
 
-from specsim.core.workloads import Workload, get_workload
+# The catalogue's home is specsim.core.workloads (every command reads it); its names stay importable from here, where
+# they lived until 2026-12-05.
+from specsim.core.workloads import (  # noqa: F401 (re-exported)
+    DEFAULT_WORKLOAD,
+    WORKLOAD_ALIASES,
+    WORKLOADS,
+    Workload,
+    get_workload,
+    mean_context_tokens,
+)
 
 __all__ = ["MAX_HORIZON_S", "Requests", "read_trace"]
 
@@ -33,6 +42,11 @@ class Requests:
 
     def __post_init__(self) -> None:
         p, o = np.asarray(self.prompt), np.asarray(self.output)
+        if p.dtype == object or o.dtype == object:  # e.g. a pandas object column of integers
+            try:
+                p, o = p.astype(float), o.astype(float)
+            except (TypeError, ValueError):
+                raise ValueError("prompt and output tokens must be numbers") from None
         if p.ndim != 1 or p.shape != o.shape or p.size == 0:
             raise ValueError("requests need matching, non-empty prompt and output token arrays")
         for name, x in (("prompt", p), ("output", o)):
@@ -57,12 +71,12 @@ class Requests:
 
         if not (np.isfinite(rate) and 0 < rate <= MAX_RATE_PER_S):
             raise ValueError(f"request rate must be in (0, {MAX_RATE_PER_S:g}] per second, got {rate:g}")
+        n = _count(n)
         if n / rate > MAX_HORIZON_S / 10:
             raise ValueError(
                 f"a rate of {rate:g} requests/s spreads {n:,} requests over about {n / rate:.3g} s; the simulated "
                 f"horizon is at most {MAX_HORIZON_S:g} s: give a rate of at least {10 * n / MAX_HORIZON_S:.3g} requests/s"
             )
-        n = _count(n)
         workload = get_workload(workload)
         arrivals = np.cumsum(rng.exponential(1.0 / rate, n))
         prompt, output = workload.sample(n, rng)
@@ -81,11 +95,9 @@ class Requests:
 
 def _count(n: object) -> int:
     """A number of requests: a whole number in [1, MAX_REQUESTS]."""
-    from specsim.core.limits import MAX_REQUESTS
+    from specsim.core.limits import MAX_REQUESTS, check_int
 
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_REQUESTS:
-        raise ValueError(f"requests must be a whole number in [1, {MAX_REQUESTS:,}], got {n!r}")
-    return int(n)
+    return check_int("requests", n, 1, MAX_REQUESTS)
 
 
 def _trace_line(line: str, where: str) -> object:

@@ -911,7 +911,10 @@ class Deployment:
             "engine": self.engine.named_as,
             "engine_preset": self.engine.key,
             "calibration": (
-                {"file": self.engine.calibration, "sha256": self.engine.calibration_sha256}
+                {
+                    "file": self.engine.calibration_file or self.engine.calibration,
+                    "sha256": self.engine.calibration_sha256 or None,
+                }
                 if self.engine.calibration
                 else None
             ),
