@@ -48,6 +48,7 @@ __all__ = [
     "MAX_WORKERS",
     "MAX_YAML_DEPTH",
     "check_int",
+    "is_real",
     "load_array",
     "load_json",
     "load_yaml",
@@ -98,6 +99,15 @@ class UnknownName(KeyError, ValueError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+def is_real(value: Any) -> bool:
+    """Whether ``value`` is a real number, numpy's included, and not a bool (True is not 1 second).
+
+    >>> is_real(0.5), is_real(np.float32(0.5)), is_real(True), is_real("1")
+    (True, True, False, False)
+    """
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
 
 
 def check_int(what: str, value: Any, minimum: int, maximum: int) -> int:

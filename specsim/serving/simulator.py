@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
-from specsim.core.limits import MAX_GAMMA, check_int
+from specsim.core.limits import MAX_GAMMA, check_int, is_real
 from specsim.core.workloads import mean_context_tokens
 from specsim.serving.capacity import capacity, no_room_said, sequence_kv_bytes
 from specsim.serving.runs import CONFIDENCE, DEFAULT_RUNS, past_capacity, summarize_runs
@@ -1049,8 +1049,7 @@ def serve_sweep(
             raise ValueError(f"rates must be a non-empty list of request rates > 0 (requests/s), got {values!r:.60}")
         load, loads = "rate", [(rate, None) for rate in values]
     for name, slo in (("slo_ttft_s", slo_ttft_s), ("slo_tpot_s", slo_tpot_s)):
-        real = isinstance(slo, (int, float, np.integer, np.floating)) and not isinstance(slo, (bool, np.bool_))
-        if slo is not None and not (real and np.isfinite(slo) and slo > 0):
+        if slo is not None and not (is_real(slo) and np.isfinite(slo) and slo > 0):
             raise ValueError(f"{name} must be a time > 0 in seconds, or None, got {slo!r:.40}")
     # One job per load and seed, load by load, so that a load's runs come back together and in order.
     jobs = [
