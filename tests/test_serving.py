@@ -625,6 +625,12 @@ def test_a_request_past_the_context_limit_is_named_with_the_limit_it_breaks(tmp_
         "2 request(s) need more than 128 tokens (prompt + output), llama-3.1-8b's context limit "
         "(max_position_embeddings); the first, request 2, needs 129"
     )
+    # The draft model reads every token too: where its positions are the fewer, they bind, and it is named.
+    short_draft = dataclasses.replace(DEP.draft, max_position_embeddings=128)
+    with pytest.raises(ValueError) as err:
+        requests_for(DEP.target, trace=str(trace), draft=short_draft)
+    assert str(err.value).startswith("2 request(s) need more than 128 tokens (prompt + output), llama-3.2-1b's")
+    assert requests_for(DEP.target, trace=str(trace), draft=None)[0].prompt.size == 3  # the target alone takes them
     # A model that does not state its context is held to specsim's own limit, named as such.
     unstated = dataclasses.replace(DEP.target, max_position_embeddings=0)
     far = tmp_path / "far.csv"

@@ -134,6 +134,7 @@ def sim_load(
             n=n,
             rng=np.random.default_rng(s),
             lengths=lengths,
+            draft=dep.draft,
         )
         if len(requests) * len(seeds) > MAX_SIMULATED_REQUESTS:
             raise ValueError(

@@ -852,6 +852,7 @@ def requests_for(
     n: int | None = None,
     rng: np.random.Generator | None = None,
     lengths: tuple | None = None,
+    draft=None,
 ):
     """The requests of a serving run, ``(requests, concurrency)``: Poisson arrivals at ``rate``, a closed loop of
     ``concurrency`` users, or a ``trace`` file (which gives its own lengths: no ``workload`` or ``n`` with it).
@@ -859,7 +860,7 @@ def requests_for(
     ``workload`` and ``n`` default to :data:`specsim.core.workloads.DEFAULT_WORKLOAD` and :data:`DEFAULT_REQUESTS`;
     ``lengths`` (prompt, output) gives every request the same lengths instead, as a benchmark's random dataset does
     (``vllm bench serve --random-input-len P --random-output-len O``).  Every request must fit the target's context
-    (``max_position_embeddings``, else specsim's limit).
+    and the ``draft`` model's where one is given (``max_position_embeddings``, else specsim's limit).
     """
     from specsim.core.limits import MAX_CONTEXT
     from specsim.core.workloads import DEFAULT_WORKLOAD, get_workload
@@ -893,18 +894,20 @@ def requests_for(
         requests = Requests.closed_loop(n, spec, rng)
     else:
         requests = Requests.poisson(rate, n, spec, rng)
-    limit = target.max_position_embeddings or MAX_CONTEXT
+    # the tighter of the target's and the draft model's positions (a draft reads every token the target does)
+    bound = min((m for m in (target, draft) if m is not None), key=lambda m: m.max_position_embeddings or MAX_CONTEXT)
+    limit = bound.max_position_embeddings or MAX_CONTEXT
     lengths = np.asarray(requests.prompt) + np.asarray(requests.output)
     too_long = np.flatnonzero(lengths > limit)
     if too_long.size:
-        what = (
-            f"{target.name}'s context limit (max_position_embeddings)"
-            if target.max_position_embeddings
-            else "specsim's limit"
-        )
         raise ValueError(
-            f"{too_long.size} request(s) need more than {limit:,} tokens (prompt + output), {what}; the first, "
-            f"request {too_long[0] + 1}, needs {int(lengths[too_long[0]]):,}"
+            f"{too_long.size} request(s) need more than {limit:,} tokens (prompt + output), "
+            + (
+                f"{bound.name}'s context limit (max_position_embeddings)"
+                if bound.max_position_embeddings
+                else "specsim's limit"
+            )
+            + f"; the first, request {too_long[0] + 1}, needs {int(lengths[too_long[0]]):,}"
         )
     return requests, concurrency
 
@@ -919,7 +922,7 @@ def _sweep_requests(
 
     rng = np.random.default_rng(seed)
     if lengths is not None:
-        return requests_for(dep.target, rate=rate, concurrency=users, n=n, rng=rng, lengths=lengths)[0]
+        return requests_for(dep.target, rate=rate, concurrency=users, n=n, rng=rng, lengths=lengths, draft=dep.draft)[0]
     if users is not None:
         return Requests.closed_loop(n, workload, rng)
     return Requests.poisson(rate, n, workload, rng)
