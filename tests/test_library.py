@@ -903,3 +903,16 @@ def test_what_holds_the_speculating_batch_back_is_the_librarys_where_a_limit_hol
 def printed_alpha(printed: dict) -> float:
     """The alpha a serve-sim --json printed (its acceptance label starts with it)."""
     return float(re.match(r"alpha ([0-9.]+)", printed["acceptance"]).group(1))
+
+
+def test_a_label_that_names_another_alpha_is_refused():
+    """A row shows its label as the acceptance it was computed at: gamma_answer(dep, 0.6, "alpha 0.8") printed 0.8
+    beside figures of 0.6.  An int alpha is recorded as one (speedup_rows gave None for alpha 1)."""
+    from specsim.answers import deployment_capacity, gamma_answer, speedup_rows
+
+    dep = deployment()
+    cap = deployment_capacity(dep, 1128, None, None)
+    with pytest.raises(ValueError, match="the label says alpha 0.8 but the acceptance given is 0.6"):
+        gamma_answer(dep, 0.6, "alpha 0.8", [1], 1128, 16, 0.0, cap)
+    assert gamma_answer(dep, 0.8, "alpha 0.800 (as resolved)", [1], 1128, 16, 0.0, cap).rows[0]["gamma"] > 0
+    assert speedup_rows(dep, 1, "alpha 1", 3, [1])[0][0]["alpha"] == 1.0

@@ -18,7 +18,7 @@ import numpy as np
 
 from specsim.answers.context import context_basis
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS
-from specsim.core.limits import MAX_CONTEXT, MAX_GAMMA, check_int, whole_batches
+from specsim.core.limits import MAX_CONTEXT, MAX_GAMMA, check_int, is_real, whole_batches
 from specsim.engines import ENGINES, REGISTRY
 from specsim.engines.vllm import ROCM_SPEC
 from specsim.serving.capacity import (
@@ -170,6 +170,9 @@ def gamma_answer(
     """The best gamma per batch size, each row with its step times, bounds, memory fit and recommendation (which says
     where a gamma drafts past the ``measured_steps`` the acceptance was measured at: an
     :class:`~specsim.speculation.acceptance.Acceptance`'s own where not given)."""
+    from specsim.answers.acceptance import checked_label
+
+    label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
     from specsim.answers.load import past_measured
 
     if measured_steps is None:  # a calibration's acceptance knows the steps it was measured at
@@ -325,6 +328,9 @@ def speedup_rows(
 ) -> tuple[list[dict], int]:
     """speedup: one (acceptance, gamma) per batch size (default :data:`~specsim.core.defaults.DEFAULT_BATCHES`, at
     :data:`~specsim.core.defaults.DEFAULT_CONTEXT_TOKENS`), with the three step times; and the context used."""
+    from specsim.answers.acceptance import checked_label
+
+    label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
     batches = list(DEFAULT_BATCHES) if batches is None else batches
     context = DEFAULT_CONTEXT_TOKENS if context is None else context
     b = np.array(batches, dtype=float)
@@ -336,7 +342,7 @@ def speedup_rows(
     return [
         {
             "batch": batch,
-            "alpha": acceptance if isinstance(acceptance, float) else None,
+            "alpha": float(acceptance) if is_real(acceptance) else None,  # an int or numpy alpha is one too
             "acceptance": label,
             "gamma": gamma,
             "tokens_per_step": float(tokens[i]),

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["resolve_acceptance"]
+from specsim.core.limits import is_real
+
+__all__ = ["checked_label", "resolve_acceptance"]
 
 
 def resolve_acceptance(
@@ -103,3 +105,18 @@ def resolve_acceptance(
             )
         return acc, label
     return acc, acc.describe()
+
+
+def checked_label(acceptance, label: str) -> str:
+    """``label`` for ``acceptance``, refused where it names another alpha: a row shows the label as the acceptance it
+    was computed at, so ``gamma_answer(dep, 0.6, "alpha 0.8", ...)`` would print 0.8 beside figures of 0.6.
+
+    >>> checked_label(0.8, "alpha 0.800 (the published default)")
+    'alpha 0.800 (the published default)'
+    """
+    import re
+
+    said = re.match(r"alpha (\d+(?:\.\d+)?)", label or "")
+    if said is not None and is_real(acceptance) and abs(float(said.group(1)) - float(acceptance)) > 5e-4:
+        raise ValueError(f"the label says alpha {said.group(1)} but the acceptance given is {float(acceptance):g}")
+    return label

@@ -77,6 +77,9 @@ def round_anatomy(
 ) -> RoundAnatomy:
     """A round's parts per batch size at ``gamma`` (default: the best gamma per batch, at least 1, so that a batch where
     speculation does not pay still shows the round it would run), with the plain decode step it replaces."""
+    from specsim.answers.acceptance import checked_label
+
+    label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
     b = np.atleast_1d(np.asarray(batches, dtype=float))
     if b.ndim != 1 or b.size == 0 or not np.all(np.isfinite(b) & (b >= 1)):
         raise ValueError(f"batches must be a non-empty list of batch sizes >= 1, got {batches!r:.60}")

@@ -331,6 +331,9 @@ def load_answer(
     prefill and context weighted over it).  The KV cache is the capacity model's at ``memory_utilization``.
     ``measured_steps``: the deepest draft step the acceptance was measured at, where known (a recommendation past it
     says that it extrapolates; an :class:`~specsim.speculation.acceptance.Acceptance`'s own where not given)."""
+    from specsim.answers.acceptance import checked_label
+
+    label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
     if measured_steps is None:
         measured_steps = getattr(acceptance, "measured_steps", None)
     if limits is None:  # the engine's own on the GPU (vLLM's), else the serving model's defaults

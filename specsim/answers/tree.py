@@ -42,6 +42,11 @@ def tree_answer(
     sibling: float | None,
     cap: Capacity,
 ) -> TreeAnswer:
+    """The best tree per batch size within ``bounds`` (each row beside the best chain), with its memory fit, context and
+    the sibling factor it assumed or was given."""
+    from specsim.answers.acceptance import checked_label
+
+    label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
     from specsim.answers.context import context_basis
     from specsim.core.limits import whole_batches
 
