@@ -64,11 +64,7 @@ def resolve_acceptance(
     from specsim.speculation.acceptance import Acceptance, parse_acceptance
     from specsim.speculation.drafters import drafter_class
 
-    if alpha is not None and (
-        isinstance(alpha, bool)
-        or not isinstance(alpha, (int, float, np.integer, np.floating))
-        or not (np.isfinite(alpha) and 0 <= alpha <= 1)
-    ):
+    if alpha is not None and not (is_real(alpha) and np.isfinite(alpha) and 0 <= alpha <= 1):
         raise ValueError(f"alpha must be a number in [0, 1], got {alpha!r:.40}")
     if acceptance is not None and not isinstance(acceptance, (str, Acceptance)):
         raise ValueError(

@@ -179,7 +179,6 @@ def run_serve_sim(args: argparse.Namespace) -> int:
     if args.json:
         from specsim.answers.context import LOAD_CONTEXT
         from specsim.core.defaults import DEFAULT_WORKLOAD
-        from specsim.core.workloads import get_workload
 
         by_workload = args.trace is None and _lengths(args) is None
         print_json(
@@ -187,7 +186,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
                 "load": requests.source + (f", {concurrency} users" if concurrency else ""),
                 "rate": args.rate,
                 "concurrency": concurrency,
-                "workload": get_workload(args.workload or DEFAULT_WORKLOAD).name if by_workload else None,
+                "workload": (args.workload or DEFAULT_WORKLOAD) if by_workload else None,  # --workload's type names it
                 "requests_per_run": len(requests),
                 "acceptance": acc_label,
                 "gamma_policy": meta["gamma_policy"],

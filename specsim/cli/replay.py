@@ -99,10 +99,11 @@ def run_replay(args: argparse.Namespace) -> int:
     day = simulate_day(
         dep, profile, args.alpha, args.gamma, args.input_len, args.output_len, changes=changes, seed=args.seed
     )
+    described = day.description.replace(BRIEF_HINT, "")  # without "-v for every source": for -v and --json
     record = {
         "engine": shown,
         "model": model,
-        "day": day.description.replace(BRIEF_HINT, ""),
+        "day": described,
         "seconds": day.seconds,
         "gamma": day.gamma,
         "alpha": args.alpha,
@@ -120,7 +121,7 @@ def run_replay(args: argparse.Namespace) -> int:
             print_json(record | {"written": str(args.out)})
             return 0
         print(
-            f"wrote {args.out}: {day.description.replace(BRIEF_HINT, '') if report.VERBOSE else day.description}; stamped from {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(start))} "
+            f"wrote {args.out}: {described if report.VERBOSE else day.description}; stamped from {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(start))} "
             f"every {args.page_seconds:g} s (backfill: promtool tsdb create-blocks-from openmetrics {args.out} DATA_DIR)"
         )
         return 0
