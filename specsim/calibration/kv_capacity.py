@@ -1,6 +1,7 @@
 """The KV cache specsim gives an engine, judged on what engines printed at start-up in public threads.
 
-``data/kv_capacity_public.csv`` holds server starts that users pasted into public issues: the engine, GPU, tensor
+``data/kv_capacity_public.csv`` holds server starts that users pasted into public issues, and start-up logs a public
+project committed: the engine, GPU, tensor
 parallelism, checkpoint, the memory setting where the command gave one, and the KV cache the engine allocated per GPU.
 :func:`predicted_gib` is :func:`specsim.serving.capacity.capacity`'s bytes beside the weights for the same server.
 Nothing is fitted to these rows.  ``benchmarks/validate_kv_capacity.py`` prints them, and ``tests/test_capacity.py``

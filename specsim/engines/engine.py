@@ -120,9 +120,9 @@ class Engine:
     #: Where this engine keeps a draft model's KV cache in the dtype it keeps the target's (its one cache setting): the
     #: source that says so.  None: a draft model keeps its own config's dtype (not read for this engine).
     draft_cache_rule: str | None = None
-    #: How much more KV cache specsim gives than this engine printed at start-up on public threads: (lowest, highest of
-    #: specsim's over the printed, less 1, and the starts; :mod:`specsim.calibration.kv_capacity`, recomputed by
-    #: ``tests/test_capacity.py``).  None: not measured.
+    #: How much more KV cache specsim gives than this engine printed at start-up on public threads and logs: (median,
+    #: lowest, highest of specsim's over the printed, less 1, and the starts; :mod:`specsim.calibration.kv_capacity`,
+    #: recomputed by ``tests/test_capacity.py``).  None: not measured.
     kv_error: tuple | None = None
     #: Whether the engine's own share already sets memory aside for activations and graphs (SGLang's reserve).
     reserve_counts_activations: bool = False

@@ -301,8 +301,8 @@ def kv_error_said(engine: str) -> str:
         left = f"what the weights leave in {title}'s share; the activations, graphs and buffers of its start-up not counted"
     if e is None or e.kv_error is None:
         return f"{left}; not measured on public start-ups"
-    low, high, n = e.kv_error
-    span = f"{low:.0%}" if low == high else f"{low:.0%} to {high:.0%}"
+    median, low, high, n = e.kv_error
+    span = f"{low:.0%}" if n == 1 else f"a median {median:.0%} ({low:.0%} to {high:.0%})"
     starts = f"{n} public start-up" + ("s" if n > 1 else "")
     return f"{left}: on {starts} specsim's cache was {span} larger than {title}'s (benchmarks/validate_kv_capacity.py)"
 
