@@ -1470,14 +1470,15 @@ def test_the_spread_of_acceptance_is_read_from_requests_measured_one_at_a_time()
 
 
 def test_calibrate_engine_says_the_share_of_memory_it_takes_and_the_runs_its_kv_cache_cannot_hold(capsys, tmp_path):
-    # At a fifth of an H100's memory the 8B target leaves room for 7 plain users of 1,128 tokens and no speculating
-    # one: the runs past that are named, predicted at what the cache holds; at the engine's own share (vLLM 0.10-0.13's 0.9) none.
+    # At 0.227 of an H100's memory the 8B target and vLLM's start-up leave room for 7 plain users of 1,128 tokens and no
+    # speculating one: the runs past that are named, predicted at what the cache holds; at the engine's own share (vLLM
+    # 0.10-0.13's 0.9) none.
     argv = SPEC.format(spec=f"{BENCH}/vllm-eagle3.jsonl").split()
     with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
-        assert main(["calibrate-engine", *argv, "--memory-util", "0.2", "--out", str(tmp_path / "c.yaml")]) == 0
-    assert yaml.safe_load((tmp_path / "c.yaml").read_text())["serving"]["memory_util"] == 0.2  # kept for its answers
+        assert main(["calibrate-engine", *argv, "--memory-util", "0.227", "--out", str(tmp_path / "c.yaml")]) == 0
+    assert yaml.safe_load((tmp_path / "c.yaml").read_text())["serving"]["memory_util"] == 0.227  # kept for its answers
     text = out.getvalue() + err.getvalue()
-    assert "KV cache: the engine's share of memory, 0.2 as given" in text
+    assert "KV cache: the engine's share of memory, 0.227 as given, less 2.13 GiB for its start-up" in text
     warned = [line for line in text.splitlines() if "the KV cache holds fewer users" in line]
     assert len(warned) == 1 and "plain concurrency 16 (7 held)" in warned[0]
     assert all(f"spec concurrency {c} (no room for one: predicted at one)" in warned[0] for c in (1, 4, 16, 64))

@@ -14,14 +14,43 @@ from specsim.speculation.search import optimal_gamma
 
 def test_8b_with_1b_draft_at_8192_tokens_by_hand():
     # By hand: usable 0.92 (vLLM's default from 0.20.0; the default engine is vLLM's newest) * 85,520,809,984 bytes
-    # (81,559 MiB, the H100's memory as nvidia-smi reports it); weights
-    # 8,030,261,248 * 2 and 1,235,814,400 * 2 bytes;
+    # (81,559 MiB, the H100's memory as nvidia-smi reports it), less vLLM's start-up: its profiling pass at its server
+    # defaults on an H100 (8192 tokens, 1024 sequences), the sampler's 1024 x 128,256 logits at 14.9 bytes with the
+    # pass's 8192 x 4096 hidden states (above the MLP's 8192 x (2 x 4096 + 3 x 14,336) activations, 2 bytes each), and
+    # 0.25 GiB outside torch at TP 1; weights 8,030,261,248 * 2 and 1,235,814,400 * 2 bytes;
     # KV per sequence 131,072 * 8192 (target) and 32,768 * 8192 (draft) bytes.
     cap = capacity(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b"), 8192)
-    usable = 0.92 * 81_559 * 2**20
+    sampler, mlp = 1024 * 128_256 * 14.9 + 8192 * 4096 * 2, 8192 * (2 * 4096 + 3 * 14_336) * 2
+    assert sampler > mlp
+    usable = 0.92 * 81_559 * 2**20 - (sampler + 0.25 * 2**30)
+    assert cap.usable_bytes == pytest.approx(usable, rel=1e-12)
     w_t, w_d = 8_030_261_248 * 2, 1_235_814_400 * 2
-    assert cap.max_batch_without_draft == int((usable - w_t) // (131_072 * 8192)) == 58
-    assert cap.max_batch_with_draft == int((usable - w_t - w_d) // ((131_072 + 32_768) * 8192)) == 44
+    assert cap.max_batch_without_draft == int((usable - w_t) // (131_072 * 8192)) == 56
+    assert cap.max_batch_with_draft == int((usable - w_t - w_d) // ((131_072 + 32_768) * 8192)) == 43
+
+
+def test_vllms_start_up_is_its_profiling_pass_and_the_memory_outside_torch():
+    # The pass's peak is the larger of the MLP's activations at the token budget and the sampler's logits at
+    # min(budget, max_num_seqs) rows: at a 20,000-token budget (vLLM V0's --max-model-len) on a 24 GB GPU (256
+    # sequences by default) the MLP's; at TP 2 the memory outside torch is 2.1 GiB per GPU and the MLP's width halves.
+    from specsim.engines.vllm import start_up
+
+    dep = Deployment.build("rtx-3090", "llama-3.1-8b", None, decode_only=True)
+    long = start_up(dep.hardware, dep.target, 20_000)
+    assert (long.tokens, long.rows, long.peak_part) == (20_000, 256, "the MLP's activations")
+    assert long.bytes == pytest.approx(20_000 * (2 * 4096 + 3 * 14_336) * 2 + 0.25 * 2**30, rel=1e-12)
+    tp2 = Deployment.build("h100-sxm", "llama-3.1-8b", None, decode_only=True, target_options={"tp": 2})
+    both = start_up(tp2.hardware, tp2.target)
+    assert (both.tokens, both.rows, both.peak_part) == (8192, 1024, "the sampler's logits")
+    assert both.outside_torch_bytes == 2.1 * 2**30
+    assert start_up(tp2.hardware, tp2.target, 100_000).peak_bytes == pytest.approx(
+        100_000 * (2 * 4096 + 3 * 14_336 / 2) * 2, rel=1e-12
+    )
+    # A share given is taken less the start-up too (vLLM subtracts it from --gpu-memory-utilization's budget).
+    given = capacity(dep.with_tp(1), 1, 0.9)
+    assert given.usable_bytes == pytest.approx(
+        0.9 * dep.hardware.memory_bytes - start_up(dep.hardware, dep.target).bytes
+    )
 
 
 def test_70b_does_not_fit_on_one_h100_in_bf16_but_fp8_does():
@@ -114,13 +143,17 @@ def test_capacity_to_dict_is_every_field_under_its_own_name():
         "max_batch_with_draft",
     ]
     assert cap.to_dict() == {name: getattr(cap, name) for name in fields}
-    # The share used is said even where none was given (the engine's own: vLLM 0.28-0.33's 0.92), and for a target
-    # alone too (no speculating share of its own: the plain one).
-    alone = capacity(Deployment.build("h100-sxm", "llama-3.1-8b", None, decode_only=True), 1128)
-    assert dataclasses.replace(alone, speculating_usable_bytes=None).usable_share["speculating"] == pytest.approx(0.92)
+    # The share used is said even where none was given (the engine's own: vLLM 0.28-0.33's 0.92 less its start-up),
+    # and for a target alone too (no speculating share of its own: the plain one).
+    from specsim.engines.vllm import start_up
+
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", None, decode_only=True)
+    own = 0.92 - start_up(dep.hardware, dep.target).bytes / dep.hardware.memory_bytes
+    alone = capacity(dep, 1128)
+    assert dataclasses.replace(alone, speculating_usable_bytes=None).usable_share["speculating"] == pytest.approx(own)
     assert capacity(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b"), 1128).usable_share == {
-        "plain": pytest.approx(0.92, abs=1e-12),
-        "speculating": pytest.approx(0.92, abs=1e-12),
+        "plain": pytest.approx(own, abs=1e-12),
+        "speculating": pytest.approx(own, abs=1e-12),
     }
 
 
@@ -139,12 +172,14 @@ def test_throughput_table_columns_are_consistent_with_each_other():
 
 
 def test_capacity_accepts_its_boundaries_and_refuses_past_them():
+    from specsim.engines.vllm import start_up
     from specsim.serving.capacity import capacity
     from specsim.speculation.deployment import Deployment
 
     dep = Deployment.build()
-    full = capacity(dep, 1, 1.0)  # all of the memory, one token per sequence
-    assert full.usable_bytes == full.memory_bytes and full.context_tokens == 1
+    full = capacity(dep, 1, 1.0)  # all of the memory less vLLM's start-up, one token per sequence
+    assert full.usable_bytes == pytest.approx(full.memory_bytes - start_up(dep.hardware, dep.target).bytes, rel=1e-12)
+    assert full.context_tokens == 1
     for util in (0.0, 1.0001):
         with pytest.raises(ValueError, match=r"memory utilization must be in \(0, 1\]"):
             capacity(dep, 1128, util)
@@ -202,10 +237,14 @@ def test_sglang_takes_its_own_share_of_memory_as_its_source_computes_it():
     assert got == pytest.approx(round((mi300x - 32 * 1024) / mi300x, 3), abs=1e-12)
     assert reserve == pytest.approx((got - round((mi300x - 34 * 1024) / mi300x, 3)) * mi300x, rel=1e-9)
     # A share given is the share taken, speculating or not (SGLang's --mem-fraction-static), and vLLM takes its own:
-    # 0.9 before 0.20.0, 0.92 from (vllm/config/cache.py).
+    # 0.9 before 0.20.0, 0.92 from (vllm/config/cache.py), less its start-up (the same at every release).
+    from specsim.engines.vllm import start_up
+
     assert share(_sglang("h100-sxm", "llama-3.1-8b", "eagle3", "sglang@0.5.12"), memory_utilization=0.85) == (0.85, 0.0)
     for engine, own in (("vllm", 0.92), ("vllm@0.20.0", 0.92), ("vllm@0.19.0", 0.9), ("vllm@0.10", 0.9)):
-        assert share(_sglang("h100-sxm", "llama-3.1-8b", "eagle3", engine)) == (pytest.approx(own, abs=1e-12), 0.0)
+        dep = _sglang("h100-sxm", "llama-3.1-8b", "eagle3", engine)
+        own -= start_up(dep.hardware, dep.target).bytes / dep.hardware.memory_bytes
+        assert share(dep) == (pytest.approx(own, abs=1e-12), 0.0)
 
 
 def test_the_budget_given_sizes_sglangs_reserve_and_the_reserve_costs_batch():

@@ -941,7 +941,7 @@ def test_serve_compare_is_two_simulations_of_its_composition_with_labels_capacit
     req = Requests.poisson(6.0, 40, get_workload("chat"), np.random.default_rng(2))
     limits = EngineLimits(8, max_batched_tokens=512)
     plain, spec, meta = serve_compare(DEP, req, 0.8, 2, limits, seed=3, memory_utilization=0.5, context_hint=300.0)
-    cap = capacity(DEP, 300, 0.5)
+    cap = capacity(DEP, 300, 0.5, max_batched_tokens=512)  # the limits' budget: vLLM's start-up profiles with it
     lengths = (np.asarray(req.prompt) + np.asarray(req.output)).astype(float)
     table = StepTable(DEP, 8, int(lengths.max()), 2, 512)
     for run, free, rule, draft, label in (
@@ -981,14 +981,17 @@ def test_serve_compare_is_two_simulations_of_its_composition_with_labels_capacit
 
 
 def test_serve_compare_refuses_a_draft_that_leaves_no_memory_for_the_kv_cache():
+    from specsim.engines.vllm import start_up
+
     dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-3b", timing="roofline")
-    gb = 0.25 * 81_559 * 2**20 - dep.target.weight_bytes  # 5.3 GB left without the draft, -1.1 GB with it
+    taken = start_up(dep.hardware, dep.target)  # vLLM's start-up at its server defaults: 2.3 GB
+    gb = 0.28 * 81_559 * 2**20 - taken.bytes - dep.target.weight_bytes  # 5.6 GB left without the draft, -0.8 GB with it
     with pytest.raises(ValueError) as err:
-        serve_compare(dep, _alone(100, 10), 0.8, 2, memory_utilization=0.25)
+        serve_compare(dep, _alone(100, 10), 0.8, 2, memory_utilization=0.28)
     assert str(err.value) == (
         f"llama-3.1-8b with llama-3.2-3b does not fit on h100-sxm: the weights alone take "
         f"{(dep.draft.weight_bytes - gb) / 1e9:.2f} GB per GPU more than the engine's share of memory; the engine's "
-        "share of memory: 0.25 as given; give a larger --tp, a smaller --weight-dtype, or --memory-util"
+        f"share of memory: 0.28 as given, {taken.said()}; give a larger --tp, a smaller --weight-dtype, or --memory-util"
     )
     with pytest.raises(ValueError) as err:
         serve_compare(dep, _alone(100, 10), 0.8, 2, memory_utilization=0.1)
@@ -1048,8 +1051,8 @@ def test_a_closed_loop_schedules_and_times_only_the_batches_its_users_can_run(ca
 
 
 def test_serve_sim_says_what_held_the_speculating_arm_to_a_smaller_batch(capsys):
-    # On a 24 GiB A30 the DSpark head's 4.7 GB leave KV for 12 requests of 1,300 tokens where 38 fit without it (vLLM's
-    # 0.92 of the device); SGLang
+    # On a 24 GiB A30 the DSpark head's 4.7 GB leave KV for 8 requests of 1,300 tokens where 33 fit without it (vLLM's
+    # 0.92 of the device less its start-up); SGLang
     # speculates with at most 48 sequences.  Either way a smaller batch, not a slower round, is the difference.
     def held(*argv):
         assert (
@@ -1060,8 +1063,8 @@ def test_serve_sim_says_what_held_the_speculating_arm_to_a_smaller_batch(capsys)
 
     kv = held("--concurrency", "64", "--target", "qwen3-8b", "--draft", "dspark", "--hardware", "a30")
     assert kv == [
-        "speculation on ran at most 12 sequences at once, off 38: beside the draft's weights and KV the cache holds "
-        "15,854 tokens, against 49,688 without it (each request reserves its prompt and output; specsim capacity gives "
+        "speculation on ran at most 8 sequences at once, off 33: beside the draft's weights and KV the cache holds "
+        "10,704 tokens, against 43,823 without it (each request reserves its prompt and output; specsim capacity gives "
         "the batch at a length)"
     ]
     assert held("--concurrency", "56", "--engine", "sglang") == [
@@ -1187,10 +1190,10 @@ def test_serve_sweep_over_concurrencies_is_serve_sim_at_each_closed_loop(capsys,
 
 
 def test_serve_sim_does_not_compare_throughput_when_the_arms_served_different_requests(capsys):
-    # A fifth of an H100's memory: beside the draft the cache turns away many more long reasoning requests than without
-    # it.  Each arm's throughput counts only what it served, so the headline names the difference and compares TPOT over
-    # what each served, not throughput; each arm's note says which arm it is.
-    argv = ["serve-sim", "--rate", "2", "--memory-util", "0.23", "--runs", "1", "--workload", "reasoning"]
+    # A fifth of an H100's memory beside vLLM's start-up: beside the draft the cache turns away many more long reasoning
+    # requests than without it.  Each arm's throughput counts only what it served, so the headline names the
+    # difference and compares TPOT over what each served, not throughput; each arm's note says which arm it is.
+    argv = ["serve-sim", "--rate", "2", "--memory-util", "0.257", "--runs", "1", "--workload", "reasoning"]
     assert main(argv + ["--requests", "100"]) == 0
     out, err = capsys.readouterr()
     line = next(x for x in out.splitlines() if x.startswith("the arms served different requests"))

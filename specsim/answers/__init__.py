@@ -289,11 +289,12 @@ def capacity_record(
     hybrid target's scratch sized for ``gamma`` draft tokens) with the deployment's names and the smallest tensor
     parallelism that fits (:func:`specsim.serving.capacity.smallest_fitting_tp`); ``context`` in tokens (refused past
     the target's or the draft's positions), ``memory_utilization`` the engine's share of device memory (None: the
-    engine's own).
+    engine's own).  At TP 2 a 70B target's weights and vLLM's start-up leave each H100 less than one 8,192-token
+    sequence's cache beside the draft's weights:
 
     >>> record = capacity_record(Deployment.build("h100-sxm", "llama-3.3-70b", "llama-3.2-1b"), 8192)
     >>> record["target_fits"], record["smallest_fitting_tp"]
-    (False, 2)
+    (False, 4)
     """
     from specsim.serving.capacity import smallest_fitting_tp
 

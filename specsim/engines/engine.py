@@ -126,6 +126,9 @@ class Engine:
     kv_error: tuple | None = None
     #: Whether the engine's own share already sets memory aside for activations and graphs (SGLang's reserve).
     reserve_counts_activations: bool = False
+    #: What specsim's KV cache for this engine is, where its share less the weights is not all of it (vLLM: less its
+    #: start-up's profiling pass and buffers); "" for the general wording (:func:`specsim.serving.capacity.kv_error_said`).
+    cache_said: str = ""
     #: Its benchmark writer (:class:`~specsim.engines.writers.BenchWriter`).
     bench: object = None
     #: The result files its benchmark client writes.

@@ -652,7 +652,8 @@ def default_limits(hardware, offline: bool) -> DefaultLimits:
 #: vllm/config/cache.py CacheConfig.gpu_memory_utilization: Field(default=0.9) in the 0.14.0, 0.17.0 and 0.19.0 wheels,
 #: Field(default=0.92) in the 0.20.0, 0.22.0, 0.24.0 and 0.25.0 wheels.  From 0.20.0 the start-up also sets aside its
 #: CUDA graphs' estimated memory (vllm/envs.py VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to "1" from 0.20.0,
-#: "0" in 0.19.0; v1/worker/gpu_worker.py determine_available_memory), which specsim does not count.
+#: "0" in 0.19.0; v1/worker/gpu_worker.py determine_available_memory), which specsim does not count (the rest of the
+#: start-up it does: :func:`start_up`).
 _MEMORY_UTILIZATION = ((0, 0, 0), 0.9), ((0, 20, 0), 0.92)
 #: The rule in words (the capacity line's, --memory-util's help).
 MEMORY_UTILIZATION_SAID = ", ".join(
@@ -663,21 +664,89 @@ MEMORY_UTILIZATION_SAID = ", ".join(
 )
 
 
-def memory_share(preset) -> MemoryShare:
-    """vLLM's own gpu_memory_utilization for the release ``preset`` was asked for (its range's newest where none was
-    named): the share of the device its weights, start-up profile and KV cache take, speculating or not."""
-    release = preset_release(NAME, preset, RANGES)
-    share = next(u for first, u in reversed(_MEMORY_UTILIZATION) if release >= first)
-    if preset.asked:
-        text = _version_text(release)
+#: What vLLM's start-up takes before it sizes the KV cache, beside the weights (v1/worker/gpu_worker.py
+#: determine_available_memory, the same rule in the 0.10.0 to 0.26 source; from 0.27.0 measured as the fall in free
+#: memory, the same quantities): the peak of torch's allocation in a profiling pass (v1/worker/gpu_model_runner.py
+#: profile_run: one forward pass of max_num_batched_tokens tokens, then the sampler over min(max_num_batched_tokens,
+#: max_num_seqs) rows of logits over the whole vocabulary) and the memory outside torch that grew since the worker
+#: started (NCCL and all-reduce buffers, workspaces).  Two figures have no source but start-up logs, and are taken
+#: from one model's, Llama-3.1-8B-Instruct on H100s under vLLM 0.19.0 at TP 1, 2 and 4 (llm-d-incubation/llm-d-planner
+#: accuracy/results/v0.19.0/logs at d3121e05: torch peak increase 1.89 GiB at each, non-torch increase 0.25, 2.07 and
+#: 2.13 GiB); every other start of specsim/calibration/data/kv_capacity_public.csv judges them
+#: (docs/reports/2026-12-05-vllm-startup-memory.md).  The sampler's bytes per logit: (1.89 GiB less the pass's hidden
+#: states, 8192 x 4096 x 2 bytes) over 1024 x 128256 logits.
+SAMPLER_BYTES_PER_LOGIT = 14.9
+#: Memory outside torch at TP 1 and per GPU at TP 2 or more (the figures above, the latter their mean).
+OUTSIDE_TORCH_BYTES = (0.25 * 2**30, 2.1 * 2**30)
+#: Bytes of an activation in the profiling pass (bf16 or fp16, whatever the weights' format).
+ACTIVATION_BYTES = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class StartUp:
+    """What a vLLM server's start-up takes per GPU before its KV cache, beside the weights (:data:`OUTSIDE_TORCH_BYTES`'
+    rule)."""
+
+    peak_bytes: float  #: the profiling pass's peak: the larger of its forward pass and its sampler
+    peak_part: str  #: which of the two sets it ("the sampler's logits" or "the MLP's activations")
+    outside_torch_bytes: float
+    tokens: int  #: the pass's tokens (max_num_batched_tokens)
+    rows: int  #: the sampler's rows (min(tokens, max_num_seqs))
+    limits_said: str  #: where the two limits come from
+
+    @property
+    def bytes(self) -> float:
+        return self.peak_bytes + self.outside_torch_bytes
+
+    def said(self) -> str:
+        gib = 2**30
+        return (
+            f"less {self.bytes / gib:.2f} GiB for its start-up (a profiling pass's peak of {self.peak_bytes / gib:.2f} "
+            f"GiB, {self.peak_part}, at {self.tokens} tokens and {self.rows} sequences, {self.limits_said}; "
+            f"{self.outside_torch_bytes / gib:.2f} GiB outside torch: docs/reports/2026-12-05-vllm-startup-memory.md)"
+        )
+
+
+def start_up(hardware, model, max_batched_tokens: int | None = None) -> StartUp:
+    """What vLLM's start-up takes per GPU before the KV cache of ``model`` on ``hardware`` (:class:`StartUp`), its
+    profiling pass at ``max_batched_tokens`` tokens (None: vLLM's server default on this GPU) and the server's default
+    max_num_seqs.  A speculating server's pass (the drafter's and the rejection sampler's) is taken as the plain one's."""
+    limits = default_limits(hardware, offline=False)
+    tokens = int(max_batched_tokens) if max_batched_tokens else limits.max_batched_tokens
+    rows = min(tokens, limits.max_num_seqs)
+    if max_batched_tokens:
+        said = f"max_num_batched_tokens as given, max_num_seqs {limits.max_num_seqs}: vLLM's server default"
     else:
-        first = next(first for first, last, key in RANGES if last == release)
-        text = f"{first[0]}.{first[1]}-{release[0]}.{release[1]}"
-    return MemoryShare(
-        share,
-        share,
-        f"vLLM {text}'s gpu_memory_utilization default {share:g} (vllm/config/cache.py: {MEMORY_UTILIZATION_SAID})",
-    )
+        said = "vLLM's server defaults on this GPU"
+    h, tp = model.hidden_size, model.tp
+    up = 3 if model.gated_mlp else 2  # gate and up out, and the activation's out (or up's and the activation's)
+    per_token = (2 * h + up * model.intermediate_size / tp) if model.n_mlp_layers else 0.0
+    if model.is_moe:  # a fused MoE's caches: each routed copy's gate-up, activation and down outputs
+        per_token = max(per_token, 2 * h + model.n_active_experts * (up * model.moe_intermediate_size / tp + h))
+    forward = tokens * per_token * ACTIVATION_BYTES
+    sampler = rows * model.vocab_size * SAMPLER_BYTES_PER_LOGIT + tokens * h * ACTIVATION_BYTES
+    part = "the sampler's logits" if sampler >= forward else "the MLP's activations"
+    return StartUp(max(forward, sampler), part, OUTSIDE_TORCH_BYTES[tp > 1], tokens, rows, said)
+
+
+def memory_share(preset, hardware, model, max_batched_tokens: int | None = None, given: float | None = None):
+    """vLLM's share of the device for its weights and KV cache: its gpu_memory_utilization (``given``, else its own
+    default for the release ``preset`` was asked for, its range's newest where none was named) less what its start-up
+    takes before the cache (:func:`start_up`), speculating or not."""
+    if given is not None:
+        share, text = given, f"{given:g} as given"
+    else:
+        release = preset_release(NAME, preset, RANGES)
+        share = next(u for first, u in reversed(_MEMORY_UTILIZATION) if release >= first)
+        if preset.asked:
+            version = _version_text(release)
+        else:
+            first = next(first for first, last, key in RANGES if last == release)
+            version = f"{first[0]}.{first[1]}-{release[0]}.{release[1]}"
+        text = f"vLLM {version}'s gpu_memory_utilization default {share:g} (vllm/config/cache.py: {MEMORY_UTILIZATION_SAID})"
+    taken = start_up(hardware, model, max_batched_tokens)
+    left = max(share - taken.bytes / hardware.memory_bytes, 0.0)
+    return MemoryShare(left, left, f"{text}, {taken.said()}")
 
 
 def _flashinfer_serves_fp8_cache(hardware) -> tuple[str, bool] | None:
@@ -706,7 +775,7 @@ class _Vllm(Engine):
         return default_limits(hardware, offline)
 
     def memory_share(self, preset, hardware, model, draft, method, max_batched_tokens, given):
-        return None if given is not None else memory_share(preset)
+        return memory_share(preset, hardware, model, max_batched_tokens, given)
 
     def fp8_cache_backend(self, hardware):
         # vLLM 0.24.0: v1/attention/backends/flash_attn.py supports_kv_cache_dtype (fp8 needs FA3 on sm90), so
@@ -778,7 +847,11 @@ ENGINE = _Vllm(
     serial_preset="vllm@0.10",
     own_draft_tp=True,
     takes_trees=False,
-    kv_error=(0.072, 0.045, 1.30, 15),  # measured 2026-12-04 and (11 starts added) 2026-12-05, not corrected
+    kv_error=(0.008, 0.007, 0.516, 15),  # measured 2026-12-05 with the start-up counted (start_up), not corrected
+    cache_said=(
+        "what the weights and its start-up (the profiling pass's peak, the buffers outside torch) leave in vLLM's "
+        "share; its CUDA graphs, which it also subtracts from 0.20.0, not counted"
+    ),
     draft_cache_rule=(
         "vLLM 0.24.0 builds a draft model from the target's VllmConfig with only its model, parallel and quantization "
         "configs replaced, so its layers take the target's cache_config and its --kv-cache-dtype "

@@ -19,7 +19,8 @@ Memory
     where the user gives none (:func:`memory_share`: vLLM's 0.9, SGLang's
     mem_fraction_static from its reserve, which a speculating server may raise;
     TensorRT-LLM's free_gpu_memory_fraction of what the weights leave; a
-    speculating engine's share its own, :attr:`Capacity.speculating_usable_bytes`).  Activations, CUDA graphs and
+    speculating engine's share its own, :attr:`Capacity.speculating_usable_bytes`; vLLM's less what its start-up
+    takes, :func:`specsim.engines.vllm.start_up`).  Other engines' activations, CUDA graphs and
     the few lookahead slots of the gamma drafted tokens are not counted (the
     utilisation margin covers them).  A hybrid target's recurrent layers add a
     fixed state per sequence (:mod:`specsim.describe.recurrent`), and a
@@ -295,7 +296,9 @@ def kv_error_said(engine: str) -> str:
 
     e = REGISTRY.get(engine)
     title = e.title if e is not None else "the engine"
-    if e is not None and e.reserve_counts_activations:
+    if e is not None and e.cache_said:
+        left = e.cache_said
+    elif e is not None and e.reserve_counts_activations:
         left = f"what the weights leave in {title}'s share, whose reserve is meant for activations and graphs"
     else:
         left = f"what the weights leave in {title}'s share; the activations, graphs and buffers of its start-up not counted"
@@ -350,11 +353,12 @@ def capacity(
 
     Examples
     --------
-    Llama-3.1-8B with a Llama-3.2-1B draft on an H100 80 GB at 8192 tokens, at vLLM's own 0.92 of the device:
+    Llama-3.1-8B with a Llama-3.2-1B draft on an H100 80 GB at 8192 tokens, at vLLM's own 0.92 of the device less
+    what its start-up takes (2.1 GiB):
 
     >>> cap = capacity(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b"), 8192)
     >>> cap.max_batch_without_draft, cap.max_batch_with_draft
-    (58, 44)
+    (56, 43)
     """
     share = memory_share(dep, memory_utilization, max_batched_tokens)
     if isinstance(context, bool) or int(context) != context or context < 1:
