@@ -490,7 +490,7 @@ def memory_share(hardware, model, draft, given: float | None) -> MemoryShare:
     peak holds the weights of the target and of the drafter, (total - peak + the profiling run's own cache) x fraction
     (tensorrt_llm/_torch/pyexecutor/_util.py KvCacheCreator._cal_max_memory, read at commit d8ae02c of
     NVIDIA/TensorRT-LLM; earlier code's cal_max_tokens the same).  As a share of the device: (W + f (M - W)) / M, W the
-    weights held; the profiling run's activations are not counted (as vLLM's are not)."""
+    weights held; the profiling run's activations are not counted (vLLM's are: specsim.engines.vllm.start_up)."""
     f = FREE_GPU_MEMORY_FRACTION if given is None else given
     m = hardware.memory_bytes
     w_plain = model.weight_bytes
