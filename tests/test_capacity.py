@@ -24,6 +24,9 @@ def test_8b_with_1b_draft_at_8192_tokens_by_hand():
     assert sampler > mlp
     usable = 0.92 * 81_559 * 2**20 - (sampler + 0.25 * 2**30)
     assert cap.usable_bytes == pytest.approx(usable, rel=1e-12)
+    assert cap.start_up_bytes == pytest.approx(sampler + 0.25 * 2**30, rel=1e-12)
+    sglang = capacity(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="sglang"), 8192)
+    assert sglang.start_up_bytes is None  # its reserve is its share's own term, not counted apart
     w_t, w_d = 8_030_261_248 * 2, 1_235_814_400 * 2
     assert cap.max_batch_without_draft == int((usable - w_t) // (131_072 * 8192)) == 56
     assert cap.max_batch_with_draft == int((usable - w_t - w_d) // ((131_072 + 32_768) * 8192)) == 43
@@ -136,6 +139,7 @@ def test_capacity_to_dict_is_every_field_under_its_own_name():
         "memory_basis",
         "memory_utilization",
         "usable_share",
+        "start_up_bytes",
         "max_batched_tokens",
         "target_fits",
         "both_fit",

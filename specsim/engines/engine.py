@@ -59,6 +59,9 @@ class MemoryShare:
     #: drafter's weights leave)
     speculating: float
     where: str  #: the rule's inputs and result, the engine release and the source file
+    #: Bytes per GPU the engine's start-up takes out of its setting before the cache, where specsim counts them (vLLM's
+    #: profiling pass and buffers: :func:`specsim.engines.vllm.start_up`); None where the rule counts none apart.
+    start_up_bytes: float | None = None
 
 
 @dataclass(frozen=True)

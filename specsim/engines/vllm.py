@@ -746,7 +746,7 @@ def memory_share(preset, hardware, model, max_batched_tokens: int | None = None,
         text = f"vLLM {version}'s gpu_memory_utilization default {share:g} (vllm/config/cache.py: {MEMORY_UTILIZATION_SAID})"
     taken = start_up(hardware, model, max_batched_tokens)
     left = max(share - taken.bytes / hardware.memory_bytes, 0.0)
-    return MemoryShare(left, left, f"{text}, {taken.said()}")
+    return MemoryShare(left, left, f"{text}, {taken.said()}", taken.bytes)
 
 
 def _flashinfer_serves_fp8_cache(hardware) -> tuple[str, bool] | None:

@@ -113,6 +113,8 @@ class Capacity:
     memory_utilization: float | None = None
     #: The engine's tokens per iteration the share was computed with (SGLang's reserve; None: the engine's default).
     max_batched_tokens: int | None = None
+    #: Bytes per GPU the engine's start-up took out of the setting before the cache (vLLM's; None: none counted apart).
+    start_up_bytes: float | None = None
 
     @property
     def target_fits(self) -> bool:
@@ -180,6 +182,7 @@ class Capacity:
             # weights and KV cache, plain and speculating: what the setting came to.
             "memory_utilization": self.memory_utilization,
             "usable_share": self.usable_share,
+            "start_up_bytes": self.start_up_bytes,
             "max_batched_tokens": self.max_batched_tokens,
             "target_fits": self.target_fits,
             "both_fit": self.both_fit,
@@ -382,6 +385,7 @@ def capacity(
         memory_basis=share.where,
         memory_utilization=memory_utilization,
         max_batched_tokens=max_batched_tokens,
+        start_up_bytes=share.start_up_bytes,
     )
 
 
