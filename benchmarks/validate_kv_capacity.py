@@ -23,7 +23,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from specsim.calibration.kv_capacity import load_kv_public, predicted_gib  # noqa: E402
+from specsim.calibration.kv_capacity import held_out, load_kv_public, predicted_gib  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -37,13 +37,17 @@ def main(argv=None) -> int:
     for r in rows:
         got = predicted_gib(r)
         e = got / r["kv_gib_printed"] - 1
-        errors.setdefault(r["engine"].split("@")[0], []).append(e)
+        if held_out(r):
+            errors.setdefault(r["engine"].split("@")[0], []).append(e)
         setting = "default" if r["memory_setting"] is None else f"{r['memory_setting']:g}"
         print(
             f"{r['engine']:<22} {r['hardware']:<14} {r['tp']:>2}  {r['model']:<22} {setting:>7}  "
-            f"{r['kv_gib_printed']:>11.2f}  {got:>11.2f}  {e:>+7.1%}  {r['url']}"
+            f"{r['kv_gib_printed']:>11.2f}  {got:>11.2f}  {e:>+7.1%}  {'' if held_out(r) else '(figures from) '}{r['url']}"
         )
-    print("\nspecsim's KV cache over the printed one, less 1, per engine (rows): median, mean, range")
+    print(
+        "\nspecsim's KV cache over the printed one, less 1, per engine (rows; not the starts marked 'figures from', "
+        "which vLLM's start-up figures were taken from): median, mean, range"
+    )
     for engine, e in errors.items():
         e = np.asarray(e)
         print(

@@ -1478,7 +1478,7 @@ def test_calibrate_engine_says_the_share_of_memory_it_takes_and_the_runs_its_kv_
         assert main(["calibrate-engine", *argv, "--memory-util", "0.227", "--out", str(tmp_path / "c.yaml")]) == 0
     assert yaml.safe_load((tmp_path / "c.yaml").read_text())["serving"]["memory_util"] == 0.227  # kept for its answers
     text = out.getvalue() + err.getvalue()
-    assert "KV cache: the engine's share of memory, 0.227 as given, less 2.13 GiB for its start-up" in text
+    assert "KV cache: the engine's share of memory, 0.227 as given, less 2.29 GB for its start-up" in text
     warned = [line for line in text.splitlines() if "the KV cache holds fewer users" in line]
     assert len(warned) == 1 and "plain concurrency 16 (7 held)" in warned[0]
     assert all(f"spec concurrency {c} (no room for one: predicted at one)" in warned[0] for c in (1, 4, 16, 64))

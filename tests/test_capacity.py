@@ -49,6 +49,30 @@ def test_vllms_start_up_is_its_profiling_pass_and_the_memory_outside_torch():
     assert start_up(tp2.hardware, tp2.target, 100_000).peak_bytes == pytest.approx(
         100_000 * (2 * 4096 + 3 * 14_336 / 2) * 2, rel=1e-12
     )
+    # The limits given are the pass's: at 256 sequences the H100's sampler holds a quarter of the logits, and the MLP's
+    # activations at 8192 tokens set the peak; every capacity at a load computes with the limits it runs at.
+    h100 = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
+    few = start_up(h100.hardware, h100.target, None, 256)
+    assert (few.rows, few.peak_part) == (256, "the MLP's activations")
+    assert few.limits_said == "the engine's limits in use"  # given, or an answer's engine limits: said where they are
+    assert start_up(h100.hardware, h100.target).limits_said == "vLLM's server defaults on this GPU"
+    assert few.peak_bytes == pytest.approx(8192 * (2 * 4096 + 3 * 14_336) * 2, rel=1e-12)
+    sampler, mlp = 1024 * 128_256 * 14.9 + 8192 * 4096 * 2, 8192 * (2 * 4096 + 3 * 14_336) * 2
+    assert capacity(h100, 1128, max_num_seqs=256).usable_bytes - capacity(h100, 1128).usable_bytes == pytest.approx(
+        sampler - mlp, rel=1e-9
+    )
+    # A fused MoE keeps its workspace through the sampler's peak from vLLM 0.13.0 (v1/worker/workspace.py): Qwen3-30B-A3B
+    # (hidden 2048, 8 of 128 experts, 768 wide) adds 8192 tokens x 8 x (2048 + 2048) x 2 bytes to the sampler's logits
+    # (its 151,936-word vocabulary) and hidden states; 0.12 frees it, and the sampler alone sets the peak.
+    moe = Deployment.build("h100-sxm", "qwen3-30b-a3b", None, decode_only=True)
+    sampler = 1024 * 151_936 * 14.9 + 8192 * 2048 * 2
+    kept = start_up(moe.hardware, moe.target, release=(0, 19, 0))
+    assert kept.peak_bytes == pytest.approx(sampler + 8192 * 8 * (2048 + 2048) * 2, rel=1e-12)
+    assert kept.peak_part == "the sampler's logits beside the fused MoE's kept workspace"
+    assert start_up(moe.hardware, moe.target, release=(0, 12, 0)).peak_bytes == pytest.approx(sampler, rel=1e-12)
+    # NCCL's 2.1 GiB per GPU were measured over NVLink; GPUs joined by PCIe take the TP-1 figure.
+    pcie = Deployment.build("rtx-3090", "llama-3.1-8b", None, decode_only=True, target_options={"tp": 2})
+    assert start_up(pcie.hardware, pcie.target).outside_torch_bytes == 0.25 * 2**30
     # A share given is taken less the start-up too (vLLM subtracts it from --gpu-memory-utilization's budget).
     given = capacity(dep.with_tp(1), 1, 0.9)
     assert given.usable_bytes == pytest.approx(
@@ -141,6 +165,7 @@ def test_capacity_to_dict_is_every_field_under_its_own_name():
         "usable_share",
         "start_up_bytes",
         "max_batched_tokens",
+        "max_num_seqs",
         "target_fits",
         "both_fit",
         "max_batch_without_draft",
@@ -241,7 +266,8 @@ def test_sglang_takes_its_own_share_of_memory_as_its_source_computes_it():
     assert got == pytest.approx(round((mi300x - 32 * 1024) / mi300x, 3), abs=1e-12)
     assert reserve == pytest.approx((got - round((mi300x - 34 * 1024) / mi300x, 3)) * mi300x, rel=1e-9)
     # A share given is the share taken, speculating or not (SGLang's --mem-fraction-static), and vLLM takes its own:
-    # 0.9 before 0.20.0, 0.92 from (vllm/config/cache.py), less its start-up (the same at every release).
+    # 0.9 before 0.20.0, 0.92 from (vllm/config/cache.py), less its start-up (for a dense target the same term at
+    # every release: its one measured sampler figure is applied to all of them).
     from specsim.engines.vllm import start_up
 
     assert share(_sglang("h100-sxm", "llama-3.1-8b", "eagle3", "sglang@0.5.12"), memory_utilization=0.85) == (0.85, 0.0)
@@ -287,11 +313,12 @@ def test_the_kv_cache_is_never_below_what_engines_printed_and_the_note_gives_how
     # specsim counts the weights and not what an engine's start-up profiling also takes, so on public start-ups its
     # cache can only be larger than the engine's; the figures every capacity line prints are these rows' (rounded to
     # whole percents: 0.005).
-    from specsim.calibration.kv_capacity import load_kv_public, predicted_gib
+    from specsim.calibration.kv_capacity import held_out, load_kv_public, predicted_gib
     from specsim.engines import REGISTRY
     from specsim.serving.capacity import kv_error_said
 
-    rows = load_kv_public()
+    rows = [r for r in load_kv_public() if held_out(r)]  # not the starts vLLM's start-up figures come from
+    assert len(load_kv_public()) - len(rows) == 3
     engines = np.array([r["engine"].split("@")[0] for r in rows])
     over = np.array([predicted_gib(r) / r["kv_gib_printed"] - 1 for r in rows])
     assert (over > 0).all() and all(r["url"] for r in rows)

@@ -330,7 +330,7 @@ def test_every_command_whose_note_asks_for_memory_util_takes_it(command, capsys)
 
 
 def test_where_no_gamma_pays_because_the_drafter_leaves_fewer_requests_held_the_recommendation_says_so(capsys):
-    # At a quarter of an H100's memory (0.257, 2.3 GB of it vLLM's start-up) and 5,000-token requests, the cache beside
+    # At 0.257 of an H100's memory (2.3 GB of it vLLM's start-up) and 5,000-token requests, the cache beside
     # the draft holds 2 requests where it holds 8 without: at 8 users no gamma gives more output, and the
     # recommendation gives the reason and the cost.
     argv = ["optimal-gamma", "--timing", "roofline", "--memory-util", "0.257", "--concurrency", "2,8"]

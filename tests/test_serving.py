@@ -192,10 +192,11 @@ def test_serving_admits_exactly_the_batch_specsim_capacity_reports(target, draft
     # `specsim capacity` said fit.  With one KV function both agree exactly: a closed loop of more users than fit,
     # every request the same length, runs at the capacity model's largest batch.
     dep = Deployment.build("h200", target, draft, timing="roofline")
-    cap = capacity(dep, length)
+    limits = EngineLimits(4096, include_prefill=False)  # prompts cost no time: every admitted request decodes at once
+    # At the limits the engine runs with (vLLM's start-up profiles its sampler at max_num_seqs rows).
+    cap = capacity(dep, length, max_batched_tokens=limits.max_batched_tokens, max_num_seqs=limits.max_num_seqs)
     users = cap.max_batch_without_draft + 5
     req = Requests(np.full(2 * users, length - 100), np.full(2 * users, 100), None)
-    limits = EngineLimits(4096, include_prefill=False)  # prompts cost no time: every admitted request decodes at once
     plain, spec, _ = serve_compare(dep, req, 0.8, gamma=1, concurrency=users, limits=limits)
     assert plain.summary()["max_running_batch"] == cap.max_batch_without_draft
     assert spec.summary()["max_running_batch"] == cap.max_batch_with_draft
@@ -941,7 +942,9 @@ def test_serve_compare_is_two_simulations_of_its_composition_with_labels_capacit
     req = Requests.poisson(6.0, 40, get_workload("chat"), np.random.default_rng(2))
     limits = EngineLimits(8, max_batched_tokens=512)
     plain, spec, meta = serve_compare(DEP, req, 0.8, 2, limits, seed=3, memory_utilization=0.5, context_hint=300.0)
-    cap = capacity(DEP, 300, 0.5, max_batched_tokens=512)  # the limits' budget: vLLM's start-up profiles with it
+    cap = capacity(
+        DEP, 300, 0.5, max_batched_tokens=512, max_num_seqs=8
+    )  # the limits: vLLM's start-up profiles with them
     lengths = (np.asarray(req.prompt) + np.asarray(req.output)).astype(float)
     table = StepTable(DEP, 8, int(lengths.max()), 2, 512)
     for run, free, rule, draft, label in (
@@ -981,21 +984,25 @@ def test_serve_compare_is_two_simulations_of_its_composition_with_labels_capacit
 
 
 def test_serve_compare_refuses_a_draft_that_leaves_no_memory_for_the_kv_cache():
-    from specsim.engines.vllm import start_up
-
+    # At 0.28 of an H100, vLLM's start-up at its server defaults (2.29 GB: the sampler's 1024 x 128,256 logits at 14.9
+    # bytes with the pass's hidden states, and 0.27 GB outside torch) and the 8B target leave 5.6 GB; the 3B draft's
+    # weights take 6.4 GB: 0.83 GB short.
     dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-3b", timing="roofline")
-    taken = start_up(dep.hardware, dep.target)  # vLLM's start-up at its server defaults: 2.3 GB
-    gb = 0.28 * 81_559 * 2**20 - taken.bytes - dep.target.weight_bytes  # 5.6 GB left without the draft, -0.8 GB with it
+    start_up = 1024 * 128_256 * 14.9 + 8192 * 4096 * 2 + 0.25 * 2**30
+    gb = 0.28 * 81_559 * 2**20 - start_up - dep.target.weight_bytes
     with pytest.raises(ValueError) as err:
         serve_compare(dep, _alone(100, 10), 0.8, 2, memory_utilization=0.28)
-    assert str(err.value) == (
-        f"llama-3.1-8b with llama-3.2-3b does not fit on h100-sxm: the weights alone take "
-        f"{(dep.draft.weight_bytes - gb) / 1e9:.2f} GB per GPU more than the engine's share of memory; the engine's "
-        f"share of memory: 0.28 as given, {taken.said()}; give a larger --tp, a smaller --weight-dtype, or --memory-util"
+    said = str(err.value)
+    assert said.startswith(
+        f"llama-3.1-8b with llama-3.2-3b does not fit on h100-sxm: the weights take {(dep.draft.weight_bytes - gb) / 1e9:.2f} "
+        "GB per GPU more than the engine's share of memory leaves them; the engine's share of memory: 0.28 as given, less "
+        "2.29 GB for its start-up ("
     )
+    assert said.endswith("; give a larger --tp, a smaller --weight-dtype, or --memory-util") and "\n" not in said
+    assert f"{(dep.draft.weight_bytes - gb) / 1e9:.2f}" == "0.83"
     with pytest.raises(ValueError) as err:
         serve_compare(dep, _alone(100, 10), 0.8, 2, memory_utilization=0.1)
-    assert str(err.value).startswith("llama-3.1-8b does not fit on h100-sxm: the weights alone take ")
+    assert str(err.value).startswith("llama-3.1-8b does not fit on h100-sxm: the weights take ")
 
 
 def test_serve_compare_draws_acceptance_with_seed_zero_by_default():
@@ -1190,8 +1197,8 @@ def test_serve_sweep_over_concurrencies_is_serve_sim_at_each_closed_loop(capsys,
 
 
 def test_serve_sim_does_not_compare_throughput_when_the_arms_served_different_requests(capsys):
-    # A fifth of an H100's memory beside vLLM's start-up: beside the draft the cache turns away many more long reasoning
-    # requests than without it.  Each arm's throughput counts only what it served, so the headline names the
+    # 0.257 of an H100's memory, of which vLLM's start-up takes 2.3 GB: beside the draft the cache turns away many more
+    # long reasoning requests than without it.  Each arm's throughput counts only what it served, so the headline names the
     # difference and compares TPOT over what each served, not throughput; each arm's note says which arm it is.
     argv = ["serve-sim", "--rate", "2", "--memory-util", "0.257", "--runs", "1", "--workload", "reasoning"]
     assert main(argv + ["--requests", "100"]) == 0

@@ -187,6 +187,7 @@ def gamma_answer(
             max(int(np.max(best.gamma)), 1),
             "the largest optimal gamma of these batch sizes",
             cap.max_batched_tokens,
+            cap.max_num_seqs,
         )
     times = best.outcome
     tokens = np.broadcast_to(times.tokens, b.shape)
@@ -256,14 +257,16 @@ def deployment_capacity(
     max_context: int | None,
     memory_utilization: float | None,
     max_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
 ) -> Capacity:
-    """The memory budget at the tokens each sequence reserves (the engine's share of memory at ``memory_utilization``
-    and ``max_batched_tokens`` per iteration, its own where not given); refuses a target whose weights do not fit, and
+    """The memory budget at the tokens each sequence reserves (the engine's share of memory at ``memory_utilization``,
+    ``max_batched_tokens`` per iteration and ``max_num_seqs`` sequences, its own where not given); refuses a target
+    whose weights do not fit, and
     a context past what the target or the draft was built for (``max_position_embeddings``)."""
     check_int("context", context, 0, MAX_CONTEXT)  # NaN, a fraction: named before any arithmetic
     tokens = reserved_context(context, max_context)
     dep.require_within_positions(tokens, "--context (and --max-context)")
-    cap = capacity(dep, tokens, memory_utilization, max_batched_tokens=max_batched_tokens)
+    cap = capacity(dep, tokens, memory_utilization, max_batched_tokens=max_batched_tokens, max_num_seqs=max_num_seqs)
     require_target_fits(dep, cap)
     return cap
 

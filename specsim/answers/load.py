@@ -251,7 +251,8 @@ class LoadAnswer:
             longer = ttft[k] / ttft[0]
             gain.append(f"TTFT {longer:.3g}x" if longer >= 2 else f"TTFT {_change(longer - 1)}")
         return (
-            f" ({f'at gamma {int(s.gamma[k, 0])} ' if named else ''}its {what} {held[k]:.0f} requests against "
+            f" ({f'at gamma {int(s.gamma[k, 0])} ' if named else ''}its {what} {held[k]:.0f} "
+            f"request{'' if round(held[k]) == 1 else 's'} against "
             f"{held[0]:.0f} without the drafter" + (f": {', '.join(gain)})" if gain else ")")
         )
 
@@ -356,7 +357,7 @@ def load_answer(
     if gamma is not None and _no_room(state)[1:].any():  # the gamma asked for cannot run: no figures to give for it
         from specsim.serving.capacity import memory_share, no_room_said
 
-        basis = memory_share(dep, memory_utilization, limits.max_batched_tokens).where
+        basis = memory_share(dep, memory_utilization, limits.max_batched_tokens, limits.max_num_seqs).where
         raise ValueError(no_room_said(dep, True, state.kv_bytes[1], basis))
     best = _best(state, kind, gamma is not None)
     return LoadAnswer(dep, label, kind, list(loads), P, O, lengths, limits, state, best, gamma, measured_steps)

@@ -215,6 +215,7 @@ def runs_kv_bytes(dep, runs: list, limits, memory_utilization: float | None = No
         max((c.setup.steps for c in runs if c.setup is not None), default=1),
         memory_utilization,
         limits.max_batched_tokens,
+        limits.max_num_seqs,
     )
 
 
@@ -287,7 +288,7 @@ def calibrate_engine(
         )
     from specsim.serving.capacity import memory_share
 
-    share = memory_share(dep, memory_utilization, limits.max_batched_tokens)
+    share = memory_share(dep, memory_utilization, limits.max_batched_tokens, limits.max_num_seqs)
     notes.append(f"KV cache: the engine's share of memory, {share.where}")
     from specsim.calibration.runs import unpaired_loads
 

@@ -13,9 +13,21 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-__all__ = ["DATA", "load_kv_public", "predicted_gib"]
+__all__ = ["DATA", "FIGURES_FROM", "held_out", "load_kv_public", "predicted_gib"]
 
 DATA = Path(__file__).resolve().parent / "data" / "kv_capacity_public.csv"
+#: The starts vLLM's start-up figures were taken from (:data:`specsim.engines.vllm.SAMPLER_BYTES_PER_LOGIT`,
+#: the memory outside torch): Llama-3.1-8B-Instruct on H100s at TP 1, 2 and 4.  They judge nothing.
+FIGURES_FROM = tuple(
+    "https://github.com/llm-d-incubation/llm-d-planner/blob/d3121e059da88662db39a926a3ead964be97359b/accuracy/results/"
+    f"v0.19.0/logs/meta-llama-llama-3-1-8b---h100-80gb--tp{tp}pp1dp1--8192.log"
+    for tp in (1, 2, 4)
+)
+
+
+def held_out(row: dict) -> bool:
+    """Whether ``row`` judges the model: it is not one of the starts a figure was taken from."""
+    return row["url"] not in FIGURES_FROM
 
 
 def load_kv_public(path: Path = DATA) -> list[dict]:

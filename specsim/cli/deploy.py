@@ -69,7 +69,12 @@ def run_schedule(args: argparse.Namespace) -> int:
         check_positions(dep, lengths.input_tokens, lengths.output_tokens, lengths.prompt_sample is None)
     acc, acc_label = model_acceptance(args, dep, context, lengths=lengths is not None)
     cap = deployment_capacity(
-        dep, context, args.max_context, args.memory_util, getattr(args, "max_batched_tokens", None)
+        dep,
+        context,
+        args.max_context,
+        args.memory_util,
+        getattr(args, "max_batched_tokens", None),
+        getattr(args, "max_num_seqs", None),
     )
     batch_note = _max_batch(args, dep, cap)
     checkpoint = dep.drafter.checkpoint(dep.target, args.draft_checkpoint) if engine is not None else None

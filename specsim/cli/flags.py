@@ -31,8 +31,9 @@ from specsim.timing import DEFAULT_TIMING, TIMING_CHOICES
 
 #: --memory-util's help, wherever a command takes it.
 MEMORY_UTIL_HELP = (
-    "the engine's memory setting: vLLM's --gpu-memory-utilization and SGLang's --mem-fraction-static (a share of the "
-    "device for weights and KV cache), TensorRT-LLM's free_gpu_memory_fraction (a share of what the weights leave); "
+    "the engine's memory setting: vLLM's --gpu-memory-utilization (a share of the device for weights, its start-up "
+    "and KV cache) and SGLang's --mem-fraction-static (for weights and KV cache), TensorRT-LLM's "
+    "free_gpu_memory_fraction (a share of what the weights leave); "
     f"default: the engine's own: vLLM's gpu_memory_utilization default ({VLLM_MEMORY_SAID}), SGLang's mem_fraction_static from its reserve by "
     f"GPU, TP and drafter, TensorRT-LLM's {FREE_GPU_MEMORY_FRACTION}; {DEFAULT_MEMORY_UTILIZATION} with --engine none"
 )

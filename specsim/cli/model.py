@@ -71,7 +71,12 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
         args, dep, args.context
     )  # after the deployment: its errors come first, then the drafter's default
     cap = deployment_capacity(
-        dep, args.context, args.max_context, args.memory_util, getattr(args, "max_batched_tokens", None)
+        dep,
+        args.context,
+        args.max_context,
+        args.memory_util,
+        getattr(args, "max_batched_tokens", None),
+        getattr(args, "max_num_seqs", None),
     )
     if tree is not None:
         from specsim.answers.tree import tree_answer
@@ -894,11 +899,11 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
 
     dep = answer.deployment
     if answer.speculation_has_no_room:  # the speculating engine cannot start: say why, and what to change
-        basis = memory_share(dep, memory_util, answer.limits.max_batched_tokens).where
+        basis = memory_share(dep, memory_util, answer.limits.max_batched_tokens, answer.limits.max_num_seqs).where
         print(f"note: no speculation: {no_room_said(dep, True, answer.state.kv_bytes[1], basis)}", file=sys.stderr)
     held_by_kv = any("kv cache" in (r["plain"]["limited_by"], r["spec"]["limited_by"]) for r in answer.rows)
     if held_by_kv and memory_util is None:  # the share of memory moves the answer there: say whose it is
-        said = memory_share(dep, None, answer.limits.max_batched_tokens).where
+        said = memory_share(dep, None, answer.limits.max_batched_tokens, answer.limits.max_num_seqs).where
         print(
             f"note: the KV cache holds fewer users than some loads bring; its size takes {said}; --memory-util to "
             f"give your engine's setting; the KV cache is {kv_error_said(dep.engine.name)}",

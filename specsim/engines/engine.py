@@ -184,13 +184,21 @@ class Engine:
         return None
 
     def memory_share(
-        self, preset, hardware, model, draft, method: str | None, max_batched_tokens: int | None, given: float | None
+        self,
+        preset,
+        hardware,
+        model,
+        draft,
+        method: str | None,
+        max_batched_tokens: int | None,
+        given: float | None,
+        max_num_seqs: int | None = None,
     ):
         """This engine's own :class:`MemoryShare` on ``hardware`` for ``model`` (its tensor parallelism, attention and
         weights) and ``draft`` (its weights; None: plain), speculating by ``method`` (the engine's name of the drafter)
-        with ``max_batched_tokens`` per iteration (None: the engine's default), its memory setting ``given`` where the
-        user gave one (``--memory-util``: the engine's own knob); None where the share is vLLM's gpu_memory_utilization
-        (its default unless given)."""
+        with ``max_batched_tokens`` per iteration and ``max_num_seqs`` sequences at most (None: the engine's defaults),
+        its memory setting ``given`` where the user gave one (``--memory-util``: the engine's own knob); None where the
+        share is vLLM's gpu_memory_utilization (its default unless given)."""
         return None
 
     def static_gamma(self, dep, ranges: list, version: tuple) -> int | None:

@@ -669,7 +669,7 @@ class _Sglang(Engine):
     def draft_tp(self, preset, separate_model, target_tp, requested):
         return draft_tp(preset, separate_model, target_tp, requested)
 
-    def memory_share(self, preset, hardware, model, draft, method, max_batched_tokens, given):
+    def memory_share(self, preset, hardware, model, draft, method, max_batched_tokens, given, max_num_seqs=None):
         if given is not None:  # --mem-fraction-static: one share, speculating or not (no reserve is added to it)
             return MemoryShare(given, given, f"--mem-fraction-static {given:g} as given")
         return memory_share(preset, hardware, model, method, max_batched_tokens)

@@ -509,7 +509,7 @@ class _Trtllm(Engine):
     def default_limits(self, preset, hardware, offline):
         return _LIMITS
 
-    def memory_share(self, preset, hardware, model, draft, method, max_batched_tokens, given):
+    def memory_share(self, preset, hardware, model, draft, method, max_batched_tokens, given, max_num_seqs=None):
         return memory_share(hardware, model, draft, given)
 
     def draft_tp(self, preset, separate_model, target_tp, requested):

@@ -665,30 +665,42 @@ MEMORY_UTILIZATION_SAID = ", ".join(
 
 
 #: What vLLM's start-up takes before it sizes the KV cache, beside the weights (v1/worker/gpu_worker.py
-#: determine_available_memory, the same rule in the 0.10.0 to 0.26 source; from 0.27.0 measured as the fall in free
-#: memory, the same quantities): the peak of torch's allocation in a profiling pass (v1/worker/gpu_model_runner.py
+#: determine_available_memory, the same accounting in the 0.10.0 to 0.26 source; from 0.27.0 measured as the fall in
+#: free memory, the same quantities): the peak of torch's allocation in a profiling pass (v1/worker/gpu_model_runner.py
 #: profile_run: one forward pass of max_num_batched_tokens tokens, then the sampler over min(max_num_batched_tokens,
 #: max_num_seqs) rows of logits over the whole vocabulary) and the memory outside torch that grew since the worker
 #: started (NCCL and all-reduce buffers, workspaces).  Two figures have no source but start-up logs, and are taken
-#: from one model's, Llama-3.1-8B-Instruct on H100s under vLLM 0.19.0 at TP 1, 2 and 4 (llm-d-incubation/llm-d-planner
-#: accuracy/results/v0.19.0/logs at d3121e05: torch peak increase 1.89 GiB at each, non-torch increase 0.25, 2.07 and
-#: 2.13 GiB); every other start of specsim/calibration/data/kv_capacity_public.csv judges them
+#: from one model's, Llama-3.1-8B-Instruct on H100 SXMs under vLLM 0.19.0 at TP 1, 2 and 4 (llm-d-incubation/
+#: llm-d-planner accuracy/results/v0.19.0/logs at d3121e05: torch peak increase 1.89 GiB at each, non-torch increase
+#: 0.25, 2.07 and 2.13 GiB); the other starts of specsim/calibration/data/kv_capacity_public.csv judge them
 #: (docs/reports/2026-12-05-vllm-startup-memory.md).  The sampler's bytes per logit: (1.89 GiB less the pass's hidden
-#: states, 8192 x 4096 x 2 bytes) over 1024 x 128256 logits.
+#: states, 8192 x 4096 x 2 bytes) over 1024 x 128256 logits, with 0.19.0's sampler (top-k/top-p in Triton from 0.17;
+#: 0.11.1 to 0.16 sort in torch, about twice the bytes, not measured, and taken as the same).
 SAMPLER_BYTES_PER_LOGIT = 14.9
-#: Memory outside torch at TP 1 and per GPU at TP 2 or more (the figures above, the latter their mean).
-OUTSIDE_TORCH_BYTES = (0.25 * 2**30, 2.1 * 2**30)
-#: Bytes of an activation in the profiling pass (bf16 or fp16, whatever the weights' format).
+#: Memory outside torch at TP 1, and per GPU at TP 2 or more over NVLink (the figures above, the latter their mean:
+#: NCCL's buffers on the H100s' NVSwitch; one TP-4 start over PCIe, vllm-project/vllm#29070, logged 0.09 GiB, so GPUs
+#: without NVLink, whose interconnect is under NVLINK_BYTES_PER_S, take the TP-1 figure).
+OUTSIDE_TORCH_BYTES = 0.25 * 2**30
+OUTSIDE_TORCH_NVLINK_BYTES = 2.1 * 2**30
+NVLINK_BYTES_PER_S = 100e9
+#: Bytes of an activation in the profiling pass (bf16 or fp16, whatever the weights' format; an fp32 model's would be 4).
 ACTIVATION_BYTES = 2
+#: From this release a fused MoE's buffers come from a workspace that is kept, not freed, so they are still held when
+#: the sampler peaks (v1/worker/workspace.py, new in 0.13.0; fused_moe/modular_kernel.py get_simultaneous, fused_moe.py
+#: workspace_shapes: M x topk x max(N / 2, K) and M x topk x max(N, K), N the gate-up width per GPU, K the hidden size).
+MOE_WORKSPACE_SINCE = (0, 13, 0)
 
 
 @dataclasses.dataclass(frozen=True)
 class StartUp:
-    """What a vLLM server's start-up takes per GPU before its KV cache, beside the weights (:data:`OUTSIDE_TORCH_BYTES`'
-    rule)."""
+    """What a vLLM server's start-up takes per GPU before its KV cache, beside the weights (:func:`start_up`)."""
 
-    peak_bytes: float  #: the profiling pass's peak: the larger of its forward pass and its sampler
-    peak_part: str  #: which of the two sets it ("the sampler's logits" or "the MLP's activations")
+    peak_bytes: (
+        float  #: the profiling pass's peak: the larger of its forward pass and its sampler (with a kept workspace)
+    )
+    peak_part: (
+        str  #: what sets it ("the sampler's logits", "the MLP's activations", or the sampler's with the workspace)
+    )
     outside_torch_bytes: float
     tokens: int  #: the pass's tokens (max_num_batched_tokens)
     rows: int  #: the sampler's rows (min(tokens, max_num_seqs))
@@ -699,37 +711,57 @@ class StartUp:
         return self.peak_bytes + self.outside_torch_bytes
 
     def said(self) -> str:
-        gib = 2**30
         return (
-            f"less {self.bytes / gib:.2f} GiB for its start-up (a profiling pass's peak of {self.peak_bytes / gib:.2f} "
-            f"GiB, {self.peak_part}, at {self.tokens} tokens and {self.rows} sequences, {self.limits_said}; "
-            f"{self.outside_torch_bytes / gib:.2f} GiB outside torch: docs/reports/2026-12-05-vllm-startup-memory.md)"
+            f"less {self.bytes / 1e9:.2f} GB for its start-up (a profiling pass's peak of {self.peak_bytes / 1e9:.2f} GB, "
+            f"{self.peak_part}, at {self.tokens} tokens and {self.rows} sequences, {self.limits_said}; "
+            f"{self.outside_torch_bytes / 1e9:.2f} GB outside torch; measured on vLLM 0.19.0 H100 starts: "
+            "docs/reports/2026-12-05-vllm-startup-memory.md)"
         )
 
 
-def start_up(hardware, model, max_batched_tokens: int | None = None) -> StartUp:
-    """What vLLM's start-up takes per GPU before the KV cache of ``model`` on ``hardware`` (:class:`StartUp`), its
-    profiling pass at ``max_batched_tokens`` tokens (None: vLLM's server default on this GPU) and the server's default
-    max_num_seqs.  A speculating server's pass (the drafter's and the rejection sampler's) is taken as the plain one's."""
+def start_up(
+    hardware,
+    model,
+    max_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
+    release: tuple = (0, 19, 0),
+) -> StartUp:
+    """What vLLM ``release``'s start-up takes per GPU before the KV cache of ``model`` on ``hardware``
+    (:class:`StartUp`), its profiling pass at ``max_batched_tokens`` tokens and ``max_num_seqs`` sequences (None: vLLM's
+    server defaults on this GPU).  A speculating server's pass (its drafter's, and the rejection sampler's dummy run
+    beside the sampler's) is taken as the plain one's: not measured."""
     limits = default_limits(hardware, offline=False)
     tokens = int(max_batched_tokens) if max_batched_tokens else limits.max_batched_tokens
-    rows = min(tokens, limits.max_num_seqs)
-    if max_batched_tokens:
-        said = f"max_num_batched_tokens as given, max_num_seqs {limits.max_num_seqs}: vLLM's server default"
-    else:
-        said = "vLLM's server defaults on this GPU"
+    seqs = int(max_num_seqs) if max_num_seqs else limits.max_num_seqs
+    rows = min(tokens, seqs)
+    said = "the engine's limits in use" if max_batched_tokens or max_num_seqs else "vLLM's server defaults on this GPU"
     h, tp = model.hidden_size, model.tp
     up = 3 if model.gated_mlp else 2  # gate and up out, and the activation's out (or up's and the activation's)
     per_token = (2 * h + up * model.intermediate_size / tp) if model.n_mlp_layers else 0.0
+    kept = 0.0
     if model.is_moe:  # a fused MoE's caches: each routed copy's gate-up, activation and down outputs
         per_token = max(per_token, 2 * h + model.n_active_experts * (up * model.moe_intermediate_size / tp + h))
+        if release >= MOE_WORKSPACE_SINCE:
+            n = (2 if model.gated_mlp else 1) * model.moe_intermediate_size / tp
+            kept = tokens * model.n_active_experts * (max(n / 2, h) + max(n, h)) * ACTIVATION_BYTES
     forward = tokens * per_token * ACTIVATION_BYTES
-    sampler = rows * model.vocab_size * SAMPLER_BYTES_PER_LOGIT + tokens * h * ACTIVATION_BYTES
-    part = "the sampler's logits" if sampler >= forward else "the MLP's activations"
-    return StartUp(max(forward, sampler), part, OUTSIDE_TORCH_BYTES[tp > 1], tokens, rows, said)
+    sampler = rows * model.vocab_size * SAMPLER_BYTES_PER_LOGIT + tokens * h * ACTIVATION_BYTES + kept
+    part = "the sampler's logits" + (" beside the fused MoE's kept workspace" if kept else "")
+    if forward > sampler:
+        part = "the MLP's activations"
+    nvlink = tp > 1 and (hardware.interconnect_bytes_per_s or 0.0) >= NVLINK_BYTES_PER_S
+    outside = OUTSIDE_TORCH_NVLINK_BYTES if nvlink else OUTSIDE_TORCH_BYTES
+    return StartUp(max(forward, sampler), part, outside, tokens, rows, said)
 
 
-def memory_share(preset, hardware, model, max_batched_tokens: int | None = None, given: float | None = None):
+def memory_share(
+    preset,
+    hardware,
+    model,
+    max_batched_tokens: int | None = None,
+    given: float | None = None,
+    max_num_seqs: int | None = None,
+):
     """vLLM's share of the device for its weights and KV cache: its gpu_memory_utilization (``given``, else its own
     default for the release ``preset`` was asked for, its range's newest where none was named) less what its start-up
     takes before the cache (:func:`start_up`), speculating or not."""
@@ -744,7 +776,7 @@ def memory_share(preset, hardware, model, max_batched_tokens: int | None = None,
             first = next(first for first, last, key in RANGES if last == release)
             version = f"{first[0]}.{first[1]}-{release[0]}.{release[1]}"
         text = f"vLLM {version}'s gpu_memory_utilization default {share:g} (vllm/config/cache.py: {MEMORY_UTILIZATION_SAID})"
-    taken = start_up(hardware, model, max_batched_tokens)
+    taken = start_up(hardware, model, max_batched_tokens, max_num_seqs, preset_release(NAME, preset, RANGES))
     left = max(share - taken.bytes / hardware.memory_bytes, 0.0)
     return MemoryShare(left, left, f"{text}, {taken.said()}", taken.bytes)
 
@@ -774,8 +806,8 @@ class _Vllm(Engine):
     def default_limits(self, preset, hardware, offline):
         return default_limits(hardware, offline)
 
-    def memory_share(self, preset, hardware, model, draft, method, max_batched_tokens, given):
-        return memory_share(preset, hardware, model, max_batched_tokens, given)
+    def memory_share(self, preset, hardware, model, draft, method, max_batched_tokens, given, max_num_seqs=None):
+        return memory_share(preset, hardware, model, max_batched_tokens, given, max_num_seqs)
 
     def fp8_cache_backend(self, hardware):
         # vLLM 0.24.0: v1/attention/backends/flash_attn.py supports_kv_cache_dtype (fp8 needs FA3 on sm90), so
@@ -847,10 +879,12 @@ ENGINE = _Vllm(
     serial_preset="vllm@0.10",
     own_draft_tp=True,
     takes_trees=False,
-    kv_error=(0.008, 0.007, 0.516, 15),  # measured 2026-12-05 with the start-up counted (start_up), not corrected
+    # measured 2026-12-05 with the start-up counted (start_up), on the starts its figures do not come from
+    kv_error=(0.012, 0.007, 0.516, 12),
     cache_said=(
         "what the weights and its start-up (the profiling pass's peak, the buffers outside torch) leave in vLLM's "
-        "share; its CUDA graphs, which it also subtracts from 0.20.0, not counted"
+        "share; its CUDA graphs, which it also subtracts from 0.20.0, not counted; judged on vLLM 0.10-0.19 starts, "
+        "not the three its start-up figures come from"
     ),
     draft_cache_rule=(
         "vLLM 0.24.0 builds a draft model from the target's VllmConfig with only its model, parallel and quantization "

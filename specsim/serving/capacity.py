@@ -16,7 +16,7 @@ Memory
         max batch with draft    = floor((U - W_T - W_D) / ((kv_T + kv_D) * L))
 
     with U = memory_utilization * memory_bytes, the share being the engine's own
-    where the user gives none (:func:`memory_share`: vLLM's 0.9, SGLang's
+    where the user gives none (:func:`memory_share`: vLLM's 0.92 (0.9 before 0.20.0), SGLang's
     mem_fraction_static from its reserve, which a speculating server may raise;
     TensorRT-LLM's free_gpu_memory_fraction of what the weights leave; a
     speculating engine's share its own, :attr:`Capacity.speculating_usable_bytes`; vLLM's less what its start-up
@@ -113,6 +113,8 @@ class Capacity:
     memory_utilization: float | None = None
     #: The engine's tokens per iteration the share was computed with (SGLang's reserve; None: the engine's default).
     max_batched_tokens: int | None = None
+    #: The engine's sequences at most the share was computed with (vLLM's start-up; None: the engine's default).
+    max_num_seqs: int | None = None
     #: Bytes per GPU the engine's start-up took out of the setting before the cache (vLLM's; None: none counted apart).
     start_up_bytes: float | None = None
 
@@ -184,6 +186,7 @@ class Capacity:
             "usable_share": self.usable_share,
             "start_up_bytes": self.start_up_bytes,
             "max_batched_tokens": self.max_batched_tokens,
+            "max_num_seqs": self.max_num_seqs,
             "target_fits": self.target_fits,
             "both_fit": self.both_fit,
             "max_batch_without_draft": self.max_batch_without_draft,
@@ -272,14 +275,14 @@ def no_room_said(
     dep: Deployment, speculating: bool, free: float, basis: str, need: float | None = None, context: float = 0.0
 ) -> str:
     """One line for an engine that cannot hold a request beside its weights: ``free`` bytes per GPU left for the KV
-    cache (negative: the weights alone take more than the share), ``need`` a request's bytes at ``context`` tokens
+    cache (negative: the weights take more than the share leaves them), ``need`` a request's bytes at ``context`` tokens
     where known, ``basis`` the share's rule; what to change.  The one wording of it (the answers at a load, serve-sim)."""
     what = f"{dep.target.name} with {dep.drafter.name}" if speculating else dep.target.name
     where = f"{dep.hardware.name} x {dep.target.tp}" if dep.target.tp > 1 else dep.hardware.name
     if free < 0:
         said = (
-            f"{what} does not fit on {where}: the weights alone take {-free / 1e9:.2f} GB per GPU more than the "
-            "engine's share of memory"
+            f"{what} does not fit on {where}: the weights take {-free / 1e9:.2f} GB per GPU more than the engine's "
+            "share of memory leaves them"
         )
     elif need is None:
         said = f"{what} does not fit on {where}: no memory is left for the KV cache beside the weights"
@@ -308,15 +311,21 @@ def kv_error_said(engine: str) -> str:
     if e is None or e.kv_error is None:
         return f"{left}; not measured on public start-ups"
     median, low, high, n = e.kv_error
-    span = f"{low:.0%}" if n == 1 else f"a median {median:.0%} ({low:.0%} to {high:.0%})"
+    span = f"{low:.0%}" if n == 1 else f"a median {median:.1%} ({low:.1%} to {high:.1%})"
     starts = f"{n} public start-up" + ("s" if n > 1 else "")
     return f"{left}: on {starts} specsim's cache was {span} larger than {title}'s (benchmarks/validate_kv_capacity.py)"
 
 
-def memory_share(dep: Deployment, memory_utilization: float | None = None, max_batched_tokens: int | None = None):
+def memory_share(
+    dep: Deployment,
+    memory_utilization: float | None = None,
+    max_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
+):
     """The share of device memory ``dep``'s engine gives weights and KV cache (a
     :class:`~specsim.engines.engine.MemoryShare`), by the engine's own rule on this GPU for this target and drafter with
-    ``max_batched_tokens`` per iteration, ``memory_utilization`` its memory setting where given (vLLM's
+    ``max_batched_tokens`` per iteration and ``max_num_seqs`` sequences at most (None: the engine's defaults; vLLM's
+    start-up profiles with them), ``memory_utilization`` its memory setting where given (vLLM's
     --gpu-memory-utilization and SGLang's --mem-fraction-static: a share of the device; TensorRT-LLM's
     free_gpu_memory_fraction: a share of what the weights leave); for engine none, :data:`DEFAULT_MEMORY_UTILIZATION`
     unless given.  The one place the share is chosen."""
@@ -332,7 +341,9 @@ def memory_share(dep: Deployment, memory_utilization: float | None = None, max_b
     own = (
         None
         if engine is None
-        else engine.memory_share(dep.engine, dep.hardware, dep.target, dep.draft, method, max_batched_tokens, given)
+        else engine.memory_share(
+            dep.engine, dep.hardware, dep.target, dep.draft, method, max_batched_tokens, given, max_num_seqs
+        )
     )
     if own is not None:
         return own
@@ -349,10 +360,12 @@ def capacity(
     draft_tokens: int | None = None,
     draft_tokens_basis: str = "--gamma",
     max_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
 ) -> Capacity:
     """Memory budget of ``dep`` with every sequence holding ``context`` tokens (a hybrid target's speculative scratch
     sized for ``draft_tokens``, the engine's num_speculative_tokens, ``draft_tokens_basis`` saying where it comes from;
-    default :func:`default_scratch_tokens`), the engine's share of memory :func:`memory_share`'s.
+    default :func:`default_scratch_tokens`), the engine's share of memory :func:`memory_share`'s at its limits
+    ``max_batched_tokens`` and ``max_num_seqs`` (None: its defaults).
 
     Examples
     --------
@@ -363,7 +376,7 @@ def capacity(
     >>> cap.max_batch_without_draft, cap.max_batch_with_draft
     (56, 43)
     """
-    share = memory_share(dep, memory_utilization, max_batched_tokens)
+    share = memory_share(dep, memory_utilization, max_batched_tokens, max_num_seqs)
     if isinstance(context, bool) or int(context) != context or context < 1:
         raise ValueError(f"context must be an integer >= 1 token for a capacity estimate, got {context!r}")
     scratch = dep.target.is_hybrid and dep.drafter is not None
@@ -385,6 +398,7 @@ def capacity(
         memory_basis=share.where,
         memory_utilization=memory_utilization,
         max_batched_tokens=max_batched_tokens,
+        max_num_seqs=max_num_seqs,
         start_up_bytes=share.start_up_bytes,
     )
 
@@ -395,6 +409,7 @@ def smallest_fitting_tp(
     memory_utilization: float | None = None,
     batch: int = 1,
     max_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
 ) -> int | None:
     """The fewest tensor-parallel GPUs (a power of two the heads allow, within one node) that hold the target,
     its draft and ``batch`` sequences of ``context`` tokens; None if no node size does.
@@ -414,7 +429,9 @@ def smallest_fitting_tp(
             n *= 2
             continue
         if (
-            capacity(trial, context, memory_utilization, max_batched_tokens=max_batched_tokens).max_batch_with_draft
+            capacity(
+                trial, context, memory_utilization, max_batched_tokens=max_batched_tokens, max_num_seqs=max_num_seqs
+            ).max_batch_with_draft
             >= batch
         ):
             return n
@@ -426,7 +443,13 @@ def require_target_fits(dep: Deployment, cap: Capacity) -> None:
     """Refuse step-time answers for a target whose weights cannot be held: name the TP (or dtype) that can."""
     if cap.target_fits:
         return
-    n = smallest_fitting_tp(dep, cap.context_tokens, cap.memory_utilization, max_batched_tokens=cap.max_batched_tokens)
+    n = smallest_fitting_tp(
+        dep,
+        cap.context_tokens,
+        cap.memory_utilization,
+        max_batched_tokens=cap.max_batched_tokens,
+        max_num_seqs=cap.max_num_seqs,
+    )
     where = f"{dep.hardware.name} x {dep.target.tp}" if dep.target.tp > 1 else f"one {dep.hardware.name}"
     smaller = [d for d in ("fp8", "int4") if BYTES_PER_ELEMENT[d] < BYTES_PER_ELEMENT[dep.target.weight_dtype]]
     fix = (
@@ -500,11 +523,12 @@ def free_kv_bytes(
     gamma_top: int,
     memory_utilization: float | None = None,
     max_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
 ) -> tuple:
     """(plain, speculating) bytes of KV cache an engine holds beside the weights (:func:`specsim.serving.capacity.capacity`
     at the mean context of requests of these lengths, at ``memory_utilization``, the engine's own share unless given,
-    with ``max_batched_tokens`` per iteration), the drafter's scratch sized for ``gamma_top``: what the serving model's
-    engine holds."""
+    with ``max_batched_tokens`` per iteration and ``max_num_seqs`` sequences at most), the drafter's scratch sized for
+    ``gamma_top``: what the serving model's engine holds."""
     cap = capacity(
         dep,
         max(int(input_tokens + output_tokens / 2), 1),
@@ -512,5 +536,6 @@ def free_kv_bytes(
         max(int(gamma_top), 1),
         "the largest gamma searched",
         max_batched_tokens,
+        max_num_seqs,
     )
     return cap.free_bytes_without_draft, cap.free_bytes_with_draft

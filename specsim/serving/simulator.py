@@ -715,7 +715,8 @@ def serve_compare(
     whole length, window layers capped at their window, so that a run of equal requests admits exactly
     the batch ``specsim capacity`` reports.
     """
-    budget = None if limits is None else limits.max_batched_tokens  # the engine's own where no limits are given
+    # The engine's own limits where none are given (vLLM's start-up profiles with them).
+    budget, seqs = (None, None) if limits is None else (limits.max_batched_tokens, limits.max_num_seqs)
     limits = EngineLimits() if limits is None else limits
     prompt, output = np.asarray(requests.prompt), np.asarray(requests.output)
     max_context = int((prompt + output).max())
@@ -743,6 +744,7 @@ def serve_compare(
         scratch,
         f"the largest gamma of the simulation's policy ({label})",
         budget,
+        seqs,
     )
     for speculating, free in ((False, cap.free_bytes_without_draft), (True, cap.free_bytes_with_draft)):
         if free <= 0:

@@ -459,7 +459,7 @@ def _require_one_request(dep, kv: tuple, input_tokens: float, output_tokens: flo
     context = input_tokens + output_tokens / 2.0
     need = float(sequence_kv_bytes(dep, context, with_draft=False))
     if kv[0] < need:
-        basis = memory_share(dep, share, limits.max_batched_tokens).where
+        basis = memory_share(dep, share, limits.max_batched_tokens, limits.max_num_seqs).where
         raise NoRoom(no_room_said(dep, False, kv[0], basis, need, context))
 
 
@@ -495,6 +495,7 @@ def served_state(
         max(gammas),
         memory_utilization,
         limits.max_batched_tokens,
+        limits.max_num_seqs,
     )
     _require_one_request(
         dep, kv, float(np.mean(input_tokens)), float(np.mean(output_tokens)), memory_utilization, limits
