@@ -308,6 +308,11 @@ def test_capacity_says_70b_does_not_fit_in_bf16(capsys):
 def test_capacity_8b_with_draft_at_8192(capsys):
     code, out, _ = run(capsys, "capacity", "--context", "8192")
     assert "56 without the draft, 43 with it" in out  # at vLLM's own 0.92, less its start-up
+    # The memory line echoes the share as set, then what vLLM's start-up takes out of it.
+    _, out, _ = run(capsys, "capacity", "--memory-util", "0.5")
+    assert out.startswith("memory: 85.5 GB (79.6 GiB) x 0.5 = 42.8 GB, less 2.29 GB start-up = 40.5 GB usable; ")
+    _, out, _ = run(capsys, "capacity", "--engine", "sglang")
+    assert out.startswith("memory: 85.5 GB (79.6 GiB) x 0.83 usable = 71.0 GB; ")  # its reserve is in its share
     code, out, _ = run(capsys, "capacity", "--context", "8192", "--json")
     data = json.loads(out)
     assert (data["max_batch_without_draft"], data["max_batch_with_draft"]) == (56, 43)

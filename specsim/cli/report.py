@@ -77,9 +77,17 @@ def capacity_summary(cap, dep, basis: str | None = None) -> list[str]:
         f" ({spec / gb:.1f} GB speculating)" if spec is not None and abs(spec - cap.usable_bytes) >= 0.05 * gb else ""
     )
     where = f"{dep.hardware.name} x {cap.gpus}" if cap.gpus > 1 else dep.hardware.name
+    # The share as set, and what the engine's start-up takes out of it where specsim counts that apart (vLLM's).
+    start = cap.start_up_bytes or 0.0
+    share = (cap.usable_bytes + start) / cap.memory_bytes
+    usable = f"{share:.3g} usable = {cap.usable_bytes / gb:.1f} GB"
+    if start:
+        usable = (
+            f"{share:.3g} = {(cap.usable_bytes + start) / gb:.1f} GB, less {start / gb:.2f} GB start-up = "
+            f"{cap.usable_bytes / gb:.1f} GB usable"
+        )
     lines = [
-        f"memory{per}: {cap.memory_bytes / gb:.1f} GB ({cap.memory_bytes / 2**30:.1f} GiB) x "
-        f"{cap.usable_bytes / cap.memory_bytes:.3g} usable = {cap.usable_bytes / gb:.1f} GB{speculating}; "
+        f"memory{per}: {cap.memory_bytes / gb:.1f} GB ({cap.memory_bytes / 2**30:.1f} GiB) x {usable}{speculating}; "
         f"weights {dep.target.name} {cap.target_weight_bytes / gb:.1f} GB + {dep.drafter.name} {cap.draft_weight_bytes / gb:.1f} GB"
         + (" (draft whole on one GPU)" if cap.gpus > 1 and dep.draft is not None and dep.draft.tp == 1 else "")
         + "; "
@@ -105,7 +113,11 @@ def capacity_summary(cap, dep, basis: str | None = None) -> list[str]:
             f"{cap.usable_bytes / gb:.1f} GB{per}{speculating}"
         )
         n = smallest_fitting_tp(
-            dep, cap.context_tokens, cap.memory_utilization, max_batched_tokens=cap.max_batched_tokens
+            dep,
+            cap.context_tokens,
+            cap.memory_utilization,
+            max_batched_tokens=cap.max_batched_tokens,
+            max_num_seqs=cap.max_num_seqs,
         )
         lines.append(
             f"smallest tensor parallelism that fits with the draft and one sequence: --tp {n}"
