@@ -695,12 +695,10 @@ MOE_WORKSPACE_SINCE = (0, 13, 0)
 class StartUp:
     """What a vLLM server's start-up takes per GPU before its KV cache, beside the weights (:func:`start_up`)."""
 
-    peak_bytes: (
-        float  #: the profiling pass's peak: the larger of its forward pass and its sampler (with a kept workspace)
-    )
-    peak_part: (
-        str  #: what sets it ("the sampler's logits", "the MLP's activations", or the sampler's with the workspace)
-    )
+    #: The profiling pass's peak: the larger of its forward pass and its sampler (with a kept MoE workspace).
+    peak_bytes: float
+    #: What sets it: "the sampler's logits" (beside a kept MoE workspace), or "the MLP's activations".
+    peak_part: str
     outside_torch_bytes: float
     tokens: int  #: the pass's tokens (max_num_batched_tokens)
     rows: int  #: the sampler's rows (min(tokens, max_num_seqs))
@@ -765,10 +763,10 @@ def memory_share(
     """vLLM's share of the device for its weights and KV cache: its gpu_memory_utilization (``given``, else its own
     default for the release ``preset`` was asked for, its range's newest where none was named) less what its start-up
     takes before the cache (:func:`start_up`), speculating or not."""
+    release = preset_release(NAME, preset, RANGES)
     if given is not None:
         share, text = given, f"{given:g} as given"
     else:
-        release = preset_release(NAME, preset, RANGES)
         share = next(u for first, u in reversed(_MEMORY_UTILIZATION) if release >= first)
         if preset.asked:
             version = _version_text(release)
@@ -776,7 +774,7 @@ def memory_share(
             first = next(first for first, last, key in RANGES if last == release)
             version = f"{first[0]}.{first[1]}-{release[0]}.{release[1]}"
         text = f"vLLM {version}'s gpu_memory_utilization default {share:g} (vllm/config/cache.py: {MEMORY_UTILIZATION_SAID})"
-    taken = start_up(hardware, model, max_batched_tokens, max_num_seqs, preset_release(NAME, preset, RANGES))
+    taken = start_up(hardware, model, max_batched_tokens, max_num_seqs, release)
     left = max(share - taken.bytes / hardware.memory_bytes, 0.0)
     return MemoryShare(left, left, f"{text}, {taken.said()}", taken.bytes)
 
