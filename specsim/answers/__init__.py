@@ -299,7 +299,7 @@ def capacity_record(
     >>> record["target_fits"], record["smallest_fitting_tp"]
     (False, 4)
     """
-    from specsim.serving.capacity import smallest_fitting_tp
+    from specsim.serving.capacity import fitting_tp_for
 
     dep.require_within_positions(context, "--context")
     if gamma is not None:
@@ -311,7 +311,7 @@ def capacity_record(
         "draft": dep.drafter.name,
         **cap.to_dict(),
         "context_basis": context_basis(context),
-        "smallest_fitting_tp": smallest_fitting_tp(dep, context, memory_utilization),
+        "smallest_fitting_tp": fitting_tp_for(dep, cap),
     }
 
 

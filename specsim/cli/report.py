@@ -68,7 +68,7 @@ def print_notes(dep) -> None:
 
 def capacity_summary(cap, dep, basis: str | None = None) -> list[str]:
     """The capacity's lines; ``basis``: where the context comes from, where the user did not give it."""
-    from specsim.serving.capacity import kv_error_said, smallest_fitting_tp
+    from specsim.serving.capacity import fitting_tp_for, kv_error_said
 
     gb = 1e9
     per = " per GPU" if cap.gpus > 1 else ""
@@ -112,13 +112,7 @@ def capacity_summary(cap, dep, basis: str | None = None) -> list[str]:
             f"{cap.target_weight_bytes / gb:.1f} + {cap.draft_weight_bytes / gb:.1f} GB against the usable "
             f"{cap.usable_bytes / gb:.1f} GB{per}{speculating}"
         )
-        n = smallest_fitting_tp(
-            dep,
-            cap.context_tokens,
-            cap.memory_utilization,
-            max_batched_tokens=cap.max_batched_tokens,
-            max_num_seqs=cap.max_num_seqs,
-        )
+        n = fitting_tp_for(dep, cap)
         lines.append(
             f"smallest tensor parallelism that fits with the draft and one sequence: --tp {n}"
             if n is not None

@@ -71,6 +71,7 @@ __all__ = [
     "sequence_kv_bytes",
     "scratch_bytes",
     "smallest_fitting_tp",
+    "fitting_tp_for",
     "throughput_table",
 ]
 
@@ -439,17 +440,22 @@ def smallest_fitting_tp(
     return None
 
 
-def require_target_fits(dep: Deployment, cap: Capacity) -> None:
-    """Refuse step-time answers for a target whose weights cannot be held: name the TP (or dtype) that can."""
-    if cap.target_fits:
-        return
-    n = smallest_fitting_tp(
+def fitting_tp_for(dep: Deployment, cap: Capacity) -> int | None:
+    """:func:`smallest_fitting_tp` at ``cap``'s own context, memory setting and engine limits."""
+    return smallest_fitting_tp(
         dep,
         cap.context_tokens,
         cap.memory_utilization,
         max_batched_tokens=cap.max_batched_tokens,
         max_num_seqs=cap.max_num_seqs,
     )
+
+
+def require_target_fits(dep: Deployment, cap: Capacity) -> None:
+    """Refuse step-time answers for a target whose weights cannot be held: name the TP (or dtype) that can."""
+    if cap.target_fits:
+        return
+    n = fitting_tp_for(dep, cap)
     where = f"{dep.hardware.name} x {dep.target.tp}" if dep.target.tp > 1 else f"one {dep.hardware.name}"
     smaller = [d for d in ("fp8", "int4") if BYTES_PER_ELEMENT[d] < BYTES_PER_ELEMENT[dep.target.weight_dtype]]
     fix = (
