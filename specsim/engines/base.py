@@ -47,6 +47,7 @@ release (:data:`DEFAULT_VERSIONS`).  Every output that uses a preset names it, i
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -90,7 +91,7 @@ def _check_term(owner: str, key: str, value: object) -> None:
     if not (
         isinstance(value, (int, float))
         and not isinstance(value, bool)
-        and np.isfinite(value)
+        and math.isfinite(value)
         and 0 <= value <= MAX_TERM_S
     ):
         raise ValueError(f"engine {owner}: {key} must be a finite time in [0, {MAX_TERM_S:g}] seconds, got {value!r}")
@@ -366,11 +367,10 @@ class EnginePreset:
     def with_iteration_ms(self, ms: float, seq_us: float | None = None) -> "EnginePreset":
         """The preset with an explicit per-iteration time (``--engine-overhead-ms``) and, where given, per-sequence time."""
         s = ms / 1e3
-        out = dataclasses.replace(self, iteration_s=s, kernel_iteration_s=s, basis="set by --engine-overhead-ms")
-        if seq_us is not None:
-            _check_term(repr(self.name), "iteration_seq_s", seq_us / 1e6)
-            out = dataclasses.replace(out, iteration_seq_s=seq_us / 1e6)
-        return out
+        seq = {} if seq_us is None else {"iteration_seq_s": seq_us / 1e6}
+        return dataclasses.replace(
+            self, iteration_s=s, kernel_iteration_s=s, basis="set by --engine-overhead-ms", **seq
+        )
 
     def with_spec(
         self,

@@ -83,7 +83,10 @@ def _as_array(name: str, value: object, minimum: float, maximum: float) -> np.nd
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be numbers in [{_number(minimum)}, {_number(maximum)}]") from None
-    if not np.all(np.isfinite(arr)) or np.any(arr < minimum) or np.any(arr > maximum):
+    # One pass: NaN and infinities fail a comparison with the finite bounds.  Every pass of every answer comes here,
+    # and three passes (finite, low, high) took a tenth of a calibration's fit.
+    inside = minimum <= float(arr) <= maximum if arr.ndim == 0 else ((arr >= minimum) & (arr <= maximum)).all()
+    if not inside:
         bad = arr[~(np.isfinite(arr) & (arr >= minimum) & (arr <= maximum))][0]  # a boolean mask gives a flat array
         raise ValueError(f"{name} must be in [{_number(minimum)}, {_number(maximum)}], got {_number(bad)}")
     return arr
