@@ -436,6 +436,29 @@ def test_an_acceptance_on_its_bound_holds_the_engine_term_it_trades_off_with_not
     assert values.host.round_s == pytest.approx(0.03)
 
 
+def test_a_value_no_run_moves_with_is_not_identified_not_fitted_with_an_interval_of_no_width():
+    """Three runs that pin the per-round time (3 ms, 3.1 ms, 2.9 ms) and carry nothing of the prefill efficiency (no
+    prompt in what they record): the solver never moves the efficiency, and the pseudo-inverse gives it a variance of 0,
+    an interval [v, v] that reads as a perfect measurement.  It is held at its preset and said not identified; the
+    per-round time is fitted, with an interval of some width."""
+    from specsim.calibration.engine_fit import _intervals, _Param, _Stage
+
+    params = [_Param("prefill_scale", 0.2, 5.0, 1.0, 1.0), _Param("round_s", 0.0, 0.05, 1e-3, 0.01)]
+
+    def residuals(v):
+        return np.array([v.host.round_s / t - 1.0 for t in (0.003, 0.0031, 0.0029)])
+
+    start = Values(host=dataclasses.replace(SpecHost(), round_s=0.01), prefill_scale=1.3)
+    stage = _Stage(params, residuals, start)
+    values, free, x, r, jac = stage.fit()
+    assert [p.name for p in free] == ["round_s"]
+    status, why = stage.status["prefill_scale"]
+    assert status == "not identified" and "no run's time changes with it" in why
+    assert values.prefill_scale == 1.0  # the preset's, not where the solver started
+    low, high = _intervals(free, x, r, jac)["round_s"]
+    assert low < 0.003 < high and high - low > 1e-5
+
+
 def test_a_hidden_share_on_its_upper_bound_says_the_rounds_want_to_be_shorter_not_that_no_gpu_gives_it():
     """A share of the host work hidden of 1 is an engine that hides all of it, not a value past what any GPU gives: where
     the runs push it there, the message says the rounds would be shorter still; a time on its upper bound keeps the

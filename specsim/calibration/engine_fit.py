@@ -20,8 +20,8 @@ A value is fitted only where it is identified:
   speculative runs at two step counts, a per-sequence term decode batches at least 1.5x apart); otherwise it is
   ``held`` at the preset, with the runs that would free it;
 * a value whose best fit ends on its bound, that trades off with another (their estimates correlated beyond
-  :data:`TRADE_OFF`, from the Jacobian at the fit), or an engine value whose 95% interval reaches both its bounds, is
-  ``not identified``: held at the preset (an acceptance at the
+  :data:`TRADE_OFF`, from the Jacobian at the fit), an engine value whose 95% interval reaches both its bounds, or a
+  value no run's time moves with (its Jacobian column zero), is ``not identified``: held at the preset (an acceptance at the
   drafter's published one) and named, and the rest fitted again without it.  A good fit from a term at its bound does
   not carry to another gamma or another load, which is what the user calibrates for;
 * a value the runs do not pin is ``not identified`` too: every fit is made again with every measured time
@@ -71,6 +71,9 @@ SCALE_LOWER = 0.2
 PREFILL_BOUNDS = (0.2, 5.0)
 #: Two fitted values whose estimates correlate beyond this cannot be told apart by the runs.
 TRADE_OFF = 0.99
+#: A value whose every run's relative error moves less than this per unit of it (its Jacobian column, in the fit's
+#: units) has no effect on the runs: not identified.  Exact zeros in practice (a held share of 1 hides host work whole).
+_NO_EFFECT = 1e-12
 #: Weight of a lone request's TTFT error beside the observables', where the prefill efficiency is fitted.
 TTFT_WEIGHT = 0.5
 #: The preset as shipped is named as probably the wrong engine or version past this many times the fit's error...
@@ -252,6 +255,19 @@ class _Stage:
             free.remove(p)
         while True:
             x, r, jac = self._solve(free, self.values)
+            blind = next((p for k, p in enumerate(free) if not np.any(np.abs(jac[:, k]) > _NO_EFFECT)), None)
+            if blind is not None:
+                # No run's time moves with it (a prefill efficiency where no recorded time holds a prompt, host work an
+                # engine hides whole): the solver never moved it, and the interval's pseudo-inverse would print it
+                # [v, v], a measurement it is not.
+                self._hold(
+                    blind,
+                    "not identified",
+                    "no run's time changes with it (the Jacobian's column is zero at the fit): these runs carry "
+                    "nothing about it",
+                )
+                free.remove(blind)
+                continue
             at = [(p, v) for p, v in zip(free, x) if _at_bound(p, v)]
             terms = _engine_terms(free)
             if at and terms and all(p.name.startswith("alpha") for p, _ in at):
