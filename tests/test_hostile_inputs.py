@@ -244,6 +244,10 @@ CASES = [
     ("speedup --alpha 0.8 --gamma -1 --cost-ratio 0.1", "gamma must be an integer in [0, 64]"),
     ("speedup --alpha 0.8 --gamma 3 --cost-ratio -1", "must be >= 0"),
     ("speedup --alpha 0.8 --gamma 3 --cost-ratio 0.1 --batch 4", "--cost-ratio replaces the step-time model"),
+    # every flag of the model or the load, not a chosen few: these were ignored and the closed form printed
+    ("speedup --alpha 0.8 --gamma 3 --cost-ratio 0.1 --concurrency 8", "drop --concurrency or drop --cost-ratio"),
+    ("speedup --alpha 0.8 --gamma 3 --cost-ratio 0.1 --tp 4 --kv-dtype fp8", "drop --kv-dtype, --tp or drop"),
+    ("speedup --alpha 0.8 --gamma 3 --cost-ratio 0.1 --engine sglang", "drop --engine or drop --cost-ratio"),
     ("speedup --alpha 0.8", "required: --gamma"),
     ("steptime --tokens-per-seq 0", "tokens-per-seq must be an integer in [1, 65]"),
     ("steptime --model {tmp}/moe.json", "LlamaForCausalLM with experts is not a known layout"),

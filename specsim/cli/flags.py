@@ -213,6 +213,25 @@ def given(value: object) -> bool:
     return value is not None and not isinstance(value, (Unset, UnsetInt))
 
 
+def flags_given(args, command: str, besides: tuple = ()) -> list[str]:
+    """The flags of ``command`` whose value in ``args`` is not the parser's default (what the user gave, or what a
+    calibration file set), but for the destinations ``besides``: for a mode that uses few of a command's flags to refuse
+    the others by name rather than ignore them."""
+    import argparse
+
+    from specsim.cli.main import build_parser
+
+    sub = next(a for a in build_parser(command)._actions if isinstance(a, argparse._SubParsersAction))
+    return [
+        a.option_strings[-1]
+        for a in sub.choices[command]._actions
+        if a.option_strings
+        and a.dest not in besides
+        and a.dest not in ("help", "verbose")
+        and getattr(args, a.dest, a.default) != a.default
+    ]
+
+
 context_type = int_at_least(0, "context", MAX_CONTEXT)
 #: Where --context's default comes from (DEFAULT_CONTEXT_TOKENS), as the output says it.
 ARTICLE_CONTEXT = f"the reference article's {DEFAULT_INPUT_TOKENS:,} in, {DEFAULT_OUTPUT_TOKENS} out"

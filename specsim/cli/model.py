@@ -24,6 +24,7 @@ from specsim.cli.flags import (
     add_timing_args,
     add_tree_args,
     batches_type,
+    flags_given,
     gamma_max_type,
     gamma_type,
     int_at_least,
@@ -238,12 +239,13 @@ def run_speedup(args: argparse.Namespace) -> int:
         acc, acc_label = resolve_acceptance(args)
         if not isinstance(acc, float):
             raise ValueError("--cost-ratio takes --alpha; per-position acceptance needs the step-time model")
-        model_flags = [
-            f for f in ("hardware", "target", "draft", "batch", "context", "workload") if getattr(args, f) is not None
-        ]
+        model_flags = flags_given(
+            args, "speedup", ("alpha", "metrics", "metrics_gamma", "metrics_model", "gamma", "cost_ratio", "json")
+        )
         if model_flags:
             raise ValueError(
-                f"--cost-ratio replaces the step-time model; drop --{', --'.join(model_flags)} or drop --cost-ratio"
+                f"--cost-ratio replaces the step-time model and the load; drop {', '.join(model_flags)} or drop "
+                "--cost-ratio (it takes --alpha or --metrics, --gamma and --json)"
             )
         out = closed_form_answer(acc, args.gamma, args.cost_ratio)
         if args.json:
