@@ -1259,3 +1259,26 @@ def test_serve_sweep_without_an_acceptance_takes_the_drafters_published_one_as_t
     printed = json.loads(capsys.readouterr().out)
     assert [r["on_tpot_p50_s"] for r in printed["rates"]] == pytest.approx(list(frame.on_tpot_p50_s), rel=1e-12)
     assert "alpha 0.744" in printed["acceptance"]
+
+
+def test_serve_sweep_says_which_gamma_it_speculated_with_as_serve_sim_does(capsys):
+    """--gamma changes every figure of a sweep's speculating arm, so the sweep names it, in text and JSON, in serve-sim's
+    words: a fixed gamma, or the per-batch schedule up to --gamma-max (it had been named nowhere)."""
+    sweep = ["serve-sweep", "--concurrency", "4", "--input-len", "200", "--output-len", "32", "--requests", "8"]
+    said = {}
+    for extra in (["--gamma", "2"], ["--gamma-max", "5"]):
+        assert main([*sweep, *extra]) == 0
+        text = capsys.readouterr().out
+        assert main([*sweep, *extra, "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        said[extra[0]] = data["gamma_policy"]
+        assert f"speculation: {data['gamma_policy']}\n" in text
+    assert said == {"--gamma": "gamma 2", "--gamma-max": "per-batch optimal gamma (0..5) at each load's mean context"}
+    assert (
+        main(
+            ["serve-sim", "--concurrency", "4", "--input-len", "200", "--output-len", "32", "--requests", "8"]
+            + ["--gamma", "2"]
+        )
+        == 0
+    )
+    assert "speculation: gamma 2\n" in capsys.readouterr().out

@@ -449,6 +449,12 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
         )
     findings = sweep_findings(frame)
     load, unit, _ = sweep_load(frame)
+    # serve_compare's words for the policy (serve-sim prints them); a schedule's context is each load's own
+    policy = (
+        f"per-batch optimal gamma (0..{args.gamma_max}) at each load's mean context"
+        if gamma == "schedule"
+        else f"gamma {gamma}"
+    )
     if args.plot:
         from specsim.figures.plots import save_serve_sweep
         from specsim.speculation.acceptance import as_acceptance
@@ -469,6 +475,7 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
                 plural: frame.to_dict(orient="records"),
                 "findings": findings,
                 "acceptance": acc_label,
+                "gamma_policy": policy,
                 "workload": None if lengths is not None else workload.name,
                 "lengths": None if lengths is None else {"input_len": lengths[0], "output_len": lengths[1]},
                 "requests": what,
@@ -492,7 +499,8 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
         "half-width of its 95% confidence interval, Student t over the runs)"
     )
     closed = "" if load == "rate" else ", closed loops"
-    print(f"{what}{closed}; {n} requests per {'rate' if load == 'rate' else 'concurrency'}{runs}; {acc_label}\n")
+    print(f"{what}{closed}; {n} requests per {'rate' if load == 'rate' else 'concurrency'}{runs}; {acc_label}")
+    print(f"speculation: {policy}\n")
 
     def cell(r, col: str, shown) -> str:
         ci = getattr(r, f"{col}_ci", None)
