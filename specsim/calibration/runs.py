@@ -273,7 +273,7 @@ def check_runs(dep, runs: list[CalRun]) -> None:
             )
         if r.concurrency is not None and r.decode_batch is not None and r.decode_batch > LITTLE_SLACK * r.concurrency:
             raise ValueError(
-                f"{r.where}: duration, TPOT and output tokens give {r.decode_batch:.1f} sequences decoding at once "
+                f"{r.where}: duration, TPOT and output tokens give {r.decode_batch:.4g} sequences decoding at once "
                 f"(Little's law) at {r.load}: more than the load lets in, so these fields are not of one run"
             )
         if c.setup is None:
