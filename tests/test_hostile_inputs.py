@@ -249,6 +249,9 @@ CASES = [
     ("speedup --alpha 0.8 --gamma 3 --cost-ratio 0.1 --tp 4 --kv-dtype fp8", "drop --kv-dtype, --tp or drop"),
     ("speedup --alpha 0.8 --gamma 3 --cost-ratio 0.1 --engine sglang", "drop --engine or drop --cost-ratio"),
     ("speedup --alpha 0.8", "required: --gamma"),
+    # fixed lengths and a workload: refused as serve-sim refuses them (the answers took the lengths and chat's acceptance)
+    ("optimal-gamma --concurrency 8 --workload chat --input-len 500", "--workload a distribution: drop one"),
+    ("speedup --gamma 3 --rate 2 --workload code --output-len 100", "--workload a distribution: drop one"),
     ("steptime --tokens-per-seq 0", "tokens-per-seq must be an integer in [1, 65]"),
     ("steptime --model {tmp}/moe.json", "LlamaForCausalLM with experts is not a known layout"),
     # alpha and the metrics page

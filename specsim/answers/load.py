@@ -60,7 +60,8 @@ def request_lengths(
     """The requests of a load: every request ``input_tokens`` in and ``output_tokens`` out (a benchmark's fixed
     lengths; either one unset takes ``defaults``, (prompt, output, where from), else the reference article's, said so),
     or with neither given, a serving workload's distributions (:data:`specsim.core.workloads.WORKLOADS`, 20,000
-    requests drawn with seed 0), where ``workload`` names one.
+    requests drawn with seed 0), where ``workload`` names one; a length and a workload together are refused
+    (:data:`~specsim.core.workloads.LENGTHS_OR_WORKLOAD`, as serve-sim refuses them).
 
     >>> print(request_lengths(2000).description)
     every request 2000 in, 256 out [--output-len 256 (default: the article's completion)]
@@ -70,6 +71,10 @@ def request_lengths(
     P, O = input_tokens, output_tokens
     P = None if P is None else check_int("input_tokens", P, 1, MAX_CONTEXT)
     O = None if O is None else check_int("output_tokens", O, 1, MAX_CONTEXT)
+    if workload is not None and (P is not None or O is not None):
+        from specsim.core.workloads import LENGTHS_OR_WORKLOAD
+
+        raise ValueError(LENGTHS_OR_WORKLOAD)
     if P is None and O is None and workload is not None:
         from specsim.core.workloads import get_workload
 

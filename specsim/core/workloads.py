@@ -45,6 +45,7 @@ from specsim.core.defaults import ACCEPTANCE_WORKLOADS, DEFAULT_WORKLOAD
 
 __all__ = [
     "DEFAULT_WORKLOAD",
+    "LENGTHS_OR_WORKLOAD",
     "WORKLOADS",
     "WORKLOAD_ALIASES",
     "Workload",
@@ -53,6 +54,12 @@ __all__ = [
     "get_workload",
     "mean_context_tokens",
 ]
+
+#: Why fixed lengths and a workload are not taken together, by every command that takes requests' lengths: the
+#: answers at a load, serve-sim and serve-sweep (one line, so that each refuses the pair alike).
+LENGTHS_OR_WORKLOAD = (
+    "--input-len and --output-len give every request the same lengths; --workload a distribution: drop one"
+)
 
 
 def mean_context_tokens(prompt_tokens: object, output_tokens: object) -> np.ndarray:

@@ -41,7 +41,7 @@ import numpy as np
 
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.core.limits import MAX_GAMMA, check_int, is_real
-from specsim.core.workloads import mean_context_tokens
+from specsim.core.workloads import LENGTHS_OR_WORKLOAD, mean_context_tokens
 from specsim.serving.capacity import capacity, no_room_said, sequence_kv_bytes
 from specsim.serving.runs import CONFIDENCE, DEFAULT_RUNS, past_capacity, summarize_runs
 from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, EngineLimits, iteration_s
@@ -875,9 +875,7 @@ def requests_for(
             "--trace gives the requests and their lengths: drop --requests, --workload, --input-len and --output-len"
         )
     if lengths is not None and workload is not None:
-        raise ValueError(
-            "--input-len and --output-len give every request the same lengths; --workload a distribution: drop one"
-        )
+        raise ValueError(LENGTHS_OR_WORKLOAD)
     rng = np.random.default_rng(0) if rng is None else rng
     spec = get_workload(DEFAULT_WORKLOAD if workload is None else workload)
     n = DEFAULT_REQUESTS if n is None else n
@@ -1027,9 +1025,7 @@ def serve_sweep(
     from specsim.core.workloads import DEFAULT_WORKLOAD, get_workload
 
     if lengths is not None and workload is not None:
-        raise ValueError(
-            "--input-len and --output-len give every request the same lengths; --workload a distribution: drop one"
-        )
+        raise ValueError(LENGTHS_OR_WORKLOAD)
     workload = get_workload(DEFAULT_WORKLOAD if workload is None else workload)
     if acceptance is None:
         from specsim.core.workloads import acceptance_question
