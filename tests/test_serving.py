@@ -1173,9 +1173,11 @@ def test_serve_sweep_over_concurrencies_is_serve_sim_at_each_closed_loop(capsys,
     assert main(["serve-sweep", "--concurrency", "1,16", *common]) == 0
     out = capsys.readouterr().out
     assert (
-        "closed loops; 60 requests per concurrency" in out and "speculation lowers TPOT p50 at every concurrency" in out
+        "closed loops; 60 requests per concurrency" in out
+        and "\nspeculation: " in out
+        and "speculation lowers TPOT p50 at every concurrency" in out
     )
-    assert out.splitlines()[4].split()[0] == "users"
+    assert out.splitlines()[5].split()[0] == "users"
     frame = serve_sweep(DEP, None, n=30, acceptance=0.7, concurrencies=[2, 4])
     assert list(frame.concurrency) == [2, 4] and "rate" not in frame
     # A sweep where speculation stops paying at some load names it in users.
