@@ -1017,6 +1017,25 @@ def test_the_per_batch_answers_take_the_context_of_a_calibrations_runs_and_say_s
     )
 
 
+def test_a_speculative_run_whose_plain_runs_are_of_other_lengths_is_named_as_one_at_a_load_no_plain_run_is_at():
+    """Plain gsm8k runs (716 in, 256 out) and speculative humaneval runs (207 in, 343 out) at the same loads: no
+    speedup can be given (it is over plain runs of the run's own lengths), and the note that says so names those loads
+    as it names a load with no plain run; the speedups' pairing and the note's are one rule (runs.over)."""
+    from types import SimpleNamespace as NS
+
+    from specsim.calibration.runs import over, unpaired_loads
+
+    def run(kind, load, prompt, output):
+        return NS(kind=kind, run=NS(load=load, observable="tpot", prompt_tokens=prompt, output_tokens=output))
+
+    gsm8k = [run("plain", f"concurrency {c}", 716.0, 256.0) for c in (1, 8)]
+    humaneval = [run("spec", f"concurrency {c}", 207.0, 343.0) for c in (1, 8)]
+    assert unpaired_loads(gsm8k + humaneval) == ["concurrency 1", "concurrency 8"]
+    near = [run("spec", "concurrency 8", 700.0, 250.0)]  # within 10%: one dataset
+    assert unpaired_loads(gsm8k + near) == [] and over(gsm8k[1].run, near[0].run)
+    assert unpaired_loads(gsm8k + [run("spec", "concurrency 4", 716.0, 256.0)]) == ["concurrency 4"]
+
+
 def test_a_speculative_run_at_a_load_no_plain_run_is_at_is_fitted_said_and_gives_no_speedup(capsys):
     # The H200 SGLang sweep of InferenceX: MTP at 4, 16, 32 and 64 users, plain at 4, 8, 16 and 64.  The run at 32 is
     # fitted with the others (it was refused), the notes say so, and no speedup is given at 32.

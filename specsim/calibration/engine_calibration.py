@@ -290,13 +290,14 @@ def calibrate_engine(
 
     share = memory_share(dep, memory_utilization, limits.max_batched_tokens, limits.max_num_seqs)
     notes.append(f"KV cache: the engine's share of memory, {share.where}")
-    from specsim.calibration.runs import unpaired_loads
+    from specsim.calibration.runs import SAME_LENGTHS, unpaired_loads
 
     alone = unpaired_loads(runs)
     if alone:
         notes.append(
-            f"speculative runs at {', '.join(alone)} have no plain run at their load: fitted with the others (the plain "
-            "terms from the other loads); no speedup is given there"
+            f"speculative runs at {', '.join(alone)} have no plain run at their load and lengths (within "
+            f"{SAME_LENGTHS:.0%}): fitted with the others (the plain terms from the other loads and lengths); no "
+            "speedup is given there"
         )
     kv = runs_kv_bytes(dep, runs, limits, memory_utilization)
     fit = fit_engine(dep, runs, limits=limits, kv_bytes=kv, done=done)

@@ -951,7 +951,7 @@ def _fitted_engine(preset: EnginePreset, values: Values) -> EnginePreset:
 
 
 def _speedups(runs: list[CalRun], measured: np.ndarray, prediction: np.ndarray) -> list[tuple[str, float, float]]:
-    from specsim.calibration.runs import SAME_LENGTHS
+    from specsim.calibration.runs import over
 
     out = []
     keys = dict.fromkeys((c.run.load, c.setup.steps, c.sweep) for c in runs if c.setup is not None)
@@ -962,15 +962,7 @@ def _speedups(runs: list[CalRun], measured: np.ndarray, prediction: np.ndarray) 
             if c.setup is not None and (c.run.load, c.setup.steps, c.sweep) == (load, steps, sweep)
         ]
         ref = runs[s[0]].run
-        p = [
-            i
-            for i, c in enumerate(runs)
-            if c.setup is None
-            and c.run.load == load
-            and c.run.observable == ref.observable
-            and abs(c.run.prompt_tokens / max(ref.prompt_tokens, 1.0) - 1) <= SAME_LENGTHS
-            and abs(c.run.output_tokens / ref.output_tokens - 1) <= SAME_LENGTHS
-        ]
+        p = [i for i, c in enumerate(runs) if c.setup is None and over(c.run, ref)]
         if not p or not np.all(np.isfinite(prediction[p + s])):
             continue
         flip = ref.observable == "throughput"

@@ -40,6 +40,7 @@ __all__ = [
     "load_key",
     "model_key",
     "prompt_spreads",
+    "over",
     "unpaired_loads",
     "with_prompt_spreads",
 ]
@@ -343,11 +344,24 @@ def identifiable(runs: list[CalRun], fit_scale: bool, batches: dict | None = Non
     return out
 
 
+def over(plain, spec) -> bool:
+    """Whether a speculative run's speedup is over plain run ``plain`` (both :class:`BenchRun`): the same load and
+    observable, and mean prompt and output lengths within :data:`SAME_LENGTHS` of each other (one dataset)."""
+    return (
+        plain.load == spec.load
+        and plain.observable == spec.observable
+        and abs(plain.prompt_tokens / max(spec.prompt_tokens, 1.0) - 1) <= SAME_LENGTHS
+        and abs(plain.output_tokens / spec.output_tokens - 1) <= SAME_LENGTHS
+    )
+
+
 def unpaired_loads(runs: list[CalRun]) -> list[str]:
-    """The loads speculative runs are at and no plain run is: those runs are fitted with the others (the plain terms
-    come from the other loads), and give no speedup, having nothing to be one over."""
-    plain = {c.run.load for c in runs if c.kind == "plain"}
-    return sorted({c.run.load for c in runs if c.kind == "spec" and c.run.load not in plain}, key=load_key)
+    """The loads of speculative runs that no plain run is at with their lengths (:func:`over`): those runs are fitted
+    with the others (the plain terms come from the other loads or lengths), and give no speedup, having nothing to be
+    one over."""
+    plain = [c.run for c in runs if c.kind == "plain"]
+    alone = {c.run.load for c in runs if c.kind == "spec" and not any(over(p, c.run) for p in plain)}
+    return sorted(alone, key=load_key)
 
 
 def check_design(dep, runs: list[CalRun]) -> None:
