@@ -861,3 +861,31 @@ def test_replay_takes_json_as_every_command_does(tmp_path, capsys):
     assert record["written"] == str(out) and out.stat().st_size > 0
     assert (record["gamma"], record["alpha"], record["seconds"]) == (3, 0.6, 120.0)
     assert record["deployment"]["target"]["name"] == "llama-3.1-8b" and record["provenance"]
+
+
+def test_the_schedule_a_watch_writes_is_what_the_command_it_names_writes(capsys):
+    """'the same from: specsim schedule --concurrency ...' printed [48, 1024, 0] where that command writes [48, 313, 0]:
+    the watch ran its schedule to max_num_seqs, the command to the most sequences the KV cache holds with the draft.
+    Both now end where the engine can run: one rule (answers.scheduled_batches)."""
+    import shlex
+    from types import SimpleNamespace
+
+    from specsim.serving.steady import EngineLimits
+    from specsim.speculation.deployment import Deployment
+    from specsim.watch.judge import Judge
+    from specsim.watch.watcher import schedule_writer
+
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.24.0")
+    names, release, shown = metric_names("vllm@0.24.0")
+    judge = Judge(dep, EngineLimits(1024, 8192))  # vLLM's own limits on an H100 at 0.24.0
+    window = SimpleNamespace(
+        gamma=3, acceptance_length=2.1, per_position=None, input_tokens=8000.0, output_tokens=256.0, running=7.0
+    )
+    text, notes = schedule_writer(dep, judge, names, release, shown)(window)
+    same = next(n for n in notes if n.startswith("the same from: "))
+    argv = shlex.split(same[len("the same from: ") :].split(" (with ")[0])[1:]
+    assert main([*argv, "--target", "llama-3.1-8b", "--draft", "llama-3.2-1b", "--hardware", "h100-sxm"]) == 0
+    written = json.loads(capsys.readouterr().out)
+    watched = json.loads(text)
+    key = "num_speculative_tokens_per_batch_size"
+    assert watched[key] == written[key] and watched[key][-1][1] < 1024  # the KV cache, not max_num_seqs, ends it

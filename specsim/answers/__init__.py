@@ -41,6 +41,7 @@ __all__ = [
     "hardware_record",
     "loop_rows",
     "row_source",
+    "scheduled_batches",
     "speedup_rows",
     "steptime_rows",
     "why_off",
@@ -269,6 +270,14 @@ def deployment_capacity(
     cap = capacity(dep, tokens, memory_utilization, max_batched_tokens=max_batched_tokens, max_num_seqs=max_num_seqs)
     require_target_fits(dep, cap)
     return cap
+
+
+def scheduled_batches(cap: Capacity, max_num_seqs: int) -> int:
+    """The largest decode batch a schedule runs to: the speculating engine's ``max_num_seqs``, or fewer where fewer
+    sequences fit in memory with the draft (``cap``, :func:`deployment_capacity` at the requests' context): what
+    ``schedule`` writes up to, and ``watch`` too, so that the command a watch names writes what the watch wrote."""
+    fits = int(cap.max_batch_with_draft)
+    return fits if 1 <= fits < max_num_seqs else int(max_num_seqs)
 
 
 def hardware_record(hw) -> dict:

@@ -137,21 +137,20 @@ def _max_batch(args: argparse.Namespace, dep, cap) -> list[str]:
     if args.max_batch is not None:
         args.max_batch_from = "given"
         return []
+    from specsim.answers import scheduled_batches
     from specsim.cli.flags import limits_and_source
 
     given = getattr(args, "max_num_seqs", None)
     limits, where, _ = limits_and_source(args, dep.engine, dep.hardware)  # as the answers at a load take them
     seqs = min(int(limits.seqs(True)), MAX_BATCH)  # the speculating server's: SGLang's is 48 unless given
     said = f"max_num_seqs {seqs}: " + ("--max-num-seqs" if given is not None else where.split(";")[0])
-    fits = int(cap.max_batch_with_draft)
-    if 1 <= fits < seqs:
-        args.max_batch = fits
-        args.max_batch_from = (
-            f"the most sequences that fit in memory with the draft at {cap.context_tokens} tokens each (specsim "
-            f"capacity; the engine's {said})"
-        )
-    else:
-        args.max_batch, args.max_batch_from = seqs, f"the engine's {said}"
+    args.max_batch = scheduled_batches(cap, seqs)
+    args.max_batch_from = (
+        f"the most sequences that fit in memory with the draft at {cap.context_tokens} tokens each (specsim "
+        f"capacity; the engine's {said})"
+        if args.max_batch < seqs
+        else f"the engine's {said}"
+    )
     return [f"scheduled up to batch {args.max_batch}, {args.max_batch_from}; --max-batch to set"]
 
 

@@ -277,8 +277,10 @@ def schedule_writer(dep, judge, names, release: tuple, shown: str, draft_checkpo
     (:func:`specsim.answers.load.load_answer`), keyed by decode batch (:func:`specsim.speculation.schedule.load_schedule`)
     and written for the engine and ``release`` the metrics are of (``names``; ``shown`` as the output names it), with the
     drafter's checkpoint (``draft_checkpoint``, else the drafter's known one)."""
-    from specsim.answers.load import load_answer
+    from specsim.answers import deployment_capacity, scheduled_batches
+    from specsim.answers.load import load_answer, request_lengths
     from specsim.core.defaults import DEFAULT_BATCHES
+    from specsim.core.limits import MAX_BATCH
     from specsim.engines import REGISTRY
     from specsim.speculation.acceptance import alpha_from_acceptance_length
     from specsim.speculation.schedule import load_schedule
@@ -309,12 +311,20 @@ def schedule_writer(dep, judge, names, release: tuple, shown: str, draft_checkpo
                 limits=judge.limits,
                 memory_utilization=judge.memory_utilization,
             )
-            ranges = load_schedule(answer, judge.limits.max_num_seqs, 1.0)
+            # up to the batch the schedule command runs to at these lengths (scheduled_batches), which it is named by
+            cap = deployment_capacity(
+                dep,
+                request_lengths(round(window.input_tokens), round(window.output_tokens)).context_tokens,
+                None,
+                judge.memory_utilization,
+                judge.limits.max_batched_tokens,
+                judge.limits.max_num_seqs,
+            )
+            most = scheduled_batches(cap, min(int(judge.limits.seqs(True)), MAX_BATCH))
+            ranges = load_schedule(answer, most, 1.0)
             dep.drafter.support(names.engine, release)
             checkpoint = dep.drafter.checkpoint(dep.target, draft_checkpoint)
-            text, notes = REGISTRY[names.engine].render_schedule(
-                ranges, dep, checkpoint, release, 1.0, judge.limits.max_num_seqs
-            )
+            text, notes = REGISTRY[names.engine].render_schedule(ranges, dep, checkpoint, release, 1.0, most)
         except ValueError as err:
             return f"# no {shown} configuration: {err}", []
         running = window.running
@@ -332,7 +342,8 @@ def schedule_writer(dep, judge, names, release: tuple, shown: str, draft_checkpo
             f"{window.output_tokens:.0f} --format {names.engine} --engine {shown.replace(' ', '@')}"
         )
         return text, notes + weighed + [
-            f"the same from: {again} (with this command's --target, --draft, --hardware or --calibration)"
+            f"the same from: {again} (with this command's --target, --draft, --hardware, --calibration, "
+            "--max-num-seqs, --max-batched-tokens or --memory-util)"
         ]
 
     return write
