@@ -276,15 +276,17 @@ def calibrate_engine(
     if limits is None:
         limits, where = engine_limits(dep.engine, dep.hardware, all(c.run.kind == "batch" for c in runs))
         notes.append(f"engine limits: {limits.label} ({where})")
+    # Users of a closed loop, or an offline batch's requests sent at once (engine_population holds both at the limit).
+    at_once = [c.run.concurrency or (c.run.load_value if c.run.kind == "batch" else 0) for c in runs]
     over = sorted(
-        {c.run.load for c in runs if (c.run.concurrency or 0) > float(limits.seqs(c.kind == "spec"))},
+        {c.run.load for c, n in zip(runs, at_once) if n > float(limits.seqs(c.kind == "spec"))},
         key=lambda load: float(load.split()[-1]),
     )
     # The serving model queues them as the engine does (specsim.serving.steady: N_e = min(N, max_num_seqs, ...)).
     if over:
         notes.append(
-            f"runs at {', '.join(over)} have more users than the engine's max_num_seqs: it runs that many at once and "
-            "queues the others, and so does the serving model they are fitted with"
+            f"runs at {', '.join(over)} have more users or requests at once than the engine's max_num_seqs: it runs "
+            "that many at once and queues the others, and so does the serving model they are fitted with"
         )
     from specsim.serving.capacity import memory_share
 
