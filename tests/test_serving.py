@@ -1276,6 +1276,9 @@ def test_serve_sweep_says_which_gamma_it_speculated_with_as_serve_sim_does(capsy
         said[extra[0]] = data["gamma_policy"]
         assert f"speculation: {data['gamma_policy']}\n" in text
     assert said == {"--gamma": "gamma 2", "--gamma-max": "per-batch optimal gamma (0..5) at each load's mean context"}
+    # the schedule's range as the search has it: a per-position acceptance stops it at its last position
+    assert main([*sweep, "--acceptance", "0.9,0.8", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["gamma_policy"].startswith("per-batch optimal gamma (0..2) ")
     assert (
         main(
             ["serve-sim", "--concurrency", "4", "--input-len", "200", "--output-len", "32", "--requests", "8"]

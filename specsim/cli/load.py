@@ -450,11 +450,14 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
     findings = sweep_findings(frame)
     load, unit, _ = sweep_load(frame)
     # serve_compare's words for the policy (serve-sim prints them); a schedule's context is each load's own
-    policy = (
-        f"per-batch optimal gamma (0..{args.gamma_max}) at each load's mean context"
-        if gamma == "schedule"
-        else f"gamma {gamma}"
-    )
+    if gamma == "schedule":
+        from specsim.speculation.acceptance import as_acceptance
+        from specsim.speculation.search import searched_gamma_max
+
+        most = searched_gamma_max(dep, as_acceptance(acc), args.gamma_max)
+        policy = f"per-batch optimal gamma (0..{most}) at each load's mean context"
+    else:
+        policy = f"gamma {gamma}"
     if args.plot:
         from specsim.figures.plots import save_serve_sweep
         from specsim.speculation.acceptance import as_acceptance

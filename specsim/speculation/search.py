@@ -46,8 +46,8 @@ from specsim.speculation.acceptance import (
 from specsim.speculation.deployment import Deployment, RoundOutcome, speedup_from_round, speedup_from_times, speedup_of
 
 __all__ = [
-    "PEAK_MARGIN",
     "OptimalGamma",
+    "PEAK_MARGIN",
     "alpha_from_acceptance_length",
     "argmax_gamma",
     "expected_tokens",
@@ -56,6 +56,7 @@ __all__ = [
     "optimal_gamma_cost_ratio",
     "optimal_tree",
     "require_network",
+    "searched_gamma_max",
     "speculation_peak",
     "speedup",
     "speedup_from_cost_ratio",
@@ -250,6 +251,17 @@ def optimal_tree(
     return trees, speedups, tokens
 
 
+def searched_gamma_max(dep: Deployment, acceptance: object, gamma_max: int) -> int:
+    """The largest gamma a search tries: ``gamma_max``, at most a block drafter's block, and at most the last position a
+    per-position :class:`~specsim.speculation.acceptance.Acceptance` measured (what every policy's label names)."""
+    gamma_max = check_int("gamma_max", gamma_max, 0, MAX_GAMMA)
+    if dep.drafter is not None and dep.drafter.max_steps is not None:  # a block drafter drafts at most its block
+        gamma_max = min(gamma_max, dep.drafter.max_steps)
+    if isinstance(acceptance, Acceptance) and acceptance.max_gamma is not None:
+        gamma_max = min(gamma_max, acceptance.max_gamma)
+    return gamma_max
+
+
 def optimal_gamma(
     dep: Deployment,
     acceptance: object,
@@ -268,14 +280,10 @@ def optimal_gamma(
     >>> best.gamma.tolist(), np.round(best.speedup, 3).tolist()
     ([4, 2], [1.897, 1.594])
     """
-    gamma_max = check_int("gamma_max", gamma_max, 0, MAX_GAMMA)
-    if dep.drafter is not None and dep.drafter.max_steps is not None:  # a block drafter drafts at most its block
-        gamma_max = min(gamma_max, dep.drafter.max_steps)
+    gamma_max = searched_gamma_max(dep, acceptance, gamma_max)
     if not (np.isfinite(rtol) and 0 <= rtol < 0.5):
         raise ValueError(f"rtol must be in [0, 0.5), got {rtol!r}")
     if isinstance(acceptance, Acceptance):
-        if acceptance.max_gamma is not None:
-            gamma_max = min(gamma_max, acceptance.max_gamma)
         acc, a = acceptance, np.zeros(())
     else:
         acc, a = None, np.asarray(acceptance, dtype=float)
