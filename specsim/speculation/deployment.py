@@ -992,15 +992,16 @@ class Deployment:
         if self.engine.calibration:
             return []
         rocm = getattr(self.hardware, "platform", "cuda") == "rocm"
-        if rocm and self.engine.name != "vllm" and t.is_moe and t.tp >= 2 and t.active_params >= LARGE_MOE_ACTIVE:
+        if rocm and self.engine.name == "sglang" and t.is_moe and t.tp >= 2 and t.active_params >= LARGE_MOE_ACTIVE:
             median, lo, hi, n = LARGE_MOE_LONGER_ROCM
             return [
                 f"{t.name}: on public plain runs of DeepSeek-R1 at TP 8 under SGLang on MI300X, MI325X and MI355X "
                 f"(SemiAnalysis InferenceX and a public tuning log, concurrency 4-64) the engine took a median "
                 f"{median:.0%} longer per token than specsim's plain step ({lo:.0%} to {hi:.0%} by source, {n} runs): "
-                f"specsim's {self.engine.key} preset has no ROCm terms (vLLM's ROCm per-collective time is fitted to vLLM's runs alone); the missing time "
-                "is not modelled, and how much of it a speculative round also pays is not measured: calibrate-engine "
-                "on your own runs (docs/reports/2026-12-01-moe-rocm.md)"
+                f"specsim's {self.engine.key} preset has no ROCm terms (vLLM's ROCm per-collective time is fitted to "
+                "vLLM's runs alone: docs/reports/2026-12-01-moe-rocm.md); the missing time is not modelled, nor how "
+                "much of it a speculative round also pays (those sources' MTP speedups as specsim predicts them: "
+                "docs/reports/2026-12-02-concurrency.md): calibrate-engine on your own runs"
             ]
         if not large_moe_at_tp(t, self.hardware):
             return []
