@@ -298,7 +298,7 @@ def calibrate_engine(
     if alone:
         notes.append(
             f"speculative runs at {', '.join(alone)} have no plain run at their load and lengths (within "
-            f"{SAME_LENGTHS:.0%}): fitted with the others (the plain terms from the other loads and lengths); no "
+            f"{SAME_LENGTHS:.0%}) judged by the same figure: fitted with the others (the plain terms from the other loads and lengths); no "
             "speedup is given there"
         )
     kv = runs_kv_bytes(dep, runs, limits, memory_utilization)

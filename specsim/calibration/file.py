@@ -277,7 +277,7 @@ def serving_record(runs: list, limits, memory_utilization: float | None = None) 
     and output tokens, and whether every run is within
     :data:`specsim.calibration.runs.SAME_LENGTHS` of those (one workload's lengths, which the commands then take as
     theirs unless given)."""
-    from specsim.calibration.runs import SAME_LENGTHS
+    from specsim.calibration.runs import alike
 
     prompts = np.array([float(c.run.prompt_tokens) for c in runs])
     outputs = np.array([float(c.run.output_tokens) for c in runs])
@@ -291,8 +291,8 @@ def serving_record(runs: list, limits, memory_utilization: float | None = None) 
     if not (np.all(np.isfinite(prompts) & (prompts >= 1)) and np.all(np.isfinite(outputs) & (outputs >= 1))):
         return record | {"input_tokens": None, "output_tokens": None, "lengths_alike": False}  # a file without them
     P, O = float(prompts.mean()), float(outputs.mean())
-    alike = bool(np.all(np.abs(prompts / P - 1) <= SAME_LENGTHS) and np.all(np.abs(outputs / O - 1) <= SAME_LENGTHS))
-    return record | {"input_tokens": round(P, 1), "output_tokens": round(O, 1), "lengths_alike": alike}
+    same = bool(np.all(alike(prompts, outputs, P, O)))
+    return record | {"input_tokens": round(P, 1), "output_tokens": round(O, 1), "lengths_alike": same}
 
 
 def _none_if_nan(x: float):

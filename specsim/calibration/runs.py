@@ -40,6 +40,7 @@ __all__ = [
     "load_key",
     "model_key",
     "prompt_spreads",
+    "alike",
     "over",
     "unpaired_loads",
     "with_prompt_spreads",
@@ -203,13 +204,7 @@ def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun],
         else:
             model = model_key(r.model) if r.model else ""
             name = next(
-                (
-                    g[3]
-                    for g in groups
-                    if g[0] == model
-                    and abs(r.prompt_tokens / max(g[1], 1.0) - 1) <= SAME_LENGTHS
-                    and abs(r.output_tokens / g[2] - 1) <= SAME_LENGTHS
-                ),
+                (g[3] for g in groups if g[0] == model and alike(r.prompt_tokens, r.output_tokens, g[1], g[2])),
                 None,
             )
             if name is None:
@@ -344,14 +339,23 @@ def identifiable(runs: list[CalRun], fit_scale: bool, batches: dict | None = Non
     return out
 
 
+def alike(prompt: object, output: object, prompt_ref: object, output_ref: object):
+    """Whether mean prompt and output lengths are within :data:`SAME_LENGTHS` of a reference's (one dataset), elementwise:
+    the one test of sweeps (:func:`group_sweeps`), of a speedup's plain runs (:func:`over`) and of a calibration's
+    record of its runs' lengths."""
+    p, o = np.asarray(prompt, dtype=float), np.asarray(output, dtype=float)
+    return (np.abs(p / np.maximum(np.asarray(prompt_ref, dtype=float), 1.0) - 1) <= SAME_LENGTHS) & (
+        np.abs(o / np.asarray(output_ref, dtype=float) - 1) <= SAME_LENGTHS
+    )
+
+
 def over(plain, spec) -> bool:
     """Whether a speculative run's speedup is over plain run ``plain`` (both :class:`BenchRun`): the same load and
     observable, and mean prompt and output lengths within :data:`SAME_LENGTHS` of each other (one dataset)."""
     return (
         plain.load == spec.load
         and plain.observable == spec.observable
-        and abs(plain.prompt_tokens / max(spec.prompt_tokens, 1.0) - 1) <= SAME_LENGTHS
-        and abs(plain.output_tokens / spec.output_tokens - 1) <= SAME_LENGTHS
+        and bool(alike(plain.prompt_tokens, plain.output_tokens, spec.prompt_tokens, spec.output_tokens))
     )
 
 

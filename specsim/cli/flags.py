@@ -222,13 +222,17 @@ def flags_given(args, command: str, besides: tuple = ()) -> list[str]:
     from specsim.cli.main import build_parser
 
     sub = next(a for a in build_parser(command)._actions if isinstance(a, argparse._SubParsersAction))
+
+    def default(a):  # as argparse leaves it: a string default goes through the flag's type
+        return a.type(a.default) if isinstance(a.default, str) and callable(a.type) else a.default
+
     return [
         a.option_strings[-1]
         for a in sub.choices[command]._actions
         if a.option_strings
         and a.dest not in besides
         and a.dest not in ("help", "verbose")
-        and getattr(args, a.dest, a.default) != a.default
+        and getattr(args, a.dest, a.default) != default(a)
     ]
 
 

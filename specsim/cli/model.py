@@ -245,7 +245,7 @@ def run_speedup(args: argparse.Namespace) -> int:
         if model_flags:
             raise ValueError(
                 f"--cost-ratio replaces the step-time model and the load; drop {', '.join(model_flags)} or drop "
-                "--cost-ratio (it takes --alpha or --metrics, --gamma and --json)"
+                "--cost-ratio (it takes --alpha or --metrics, --gamma, --json and -v)"
             )
         out = closed_form_answer(acc, args.gamma, args.cost_ratio)
         if args.json:
