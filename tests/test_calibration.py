@@ -1626,3 +1626,17 @@ def test_an_answer_from_a_calibration_says_how_far_off_its_fit_was_held_out_and_
     rows = _json(["optimal-gamma", "--calibration", str(plan_calibration), "--batch", "1"], capsys)
     engine = next(line for line in rows[0]["provenance"] if line.startswith("engine: "))
     assert engine.startswith("engine: vllm 0.20.0 (preset vllm@0.14) calibrated by calibration.yaml (")
+
+
+def test_a_decode_batch_past_the_load_is_refused_in_a_short_line(tmp_path, capsys):
+    # A TPOT of 1e308 ms gives a decode batch of about 5e307 by Little's law: the refusal printed all 308 digits.
+    record = {"backend": "vllm", "model_id": "meta-llama/Llama-3.1-8B-Instruct", "max_concurrency": 4}
+    record |= {"request_rate": "inf", "completed": 64, "num_prompts": 64, "failed": 0, "duration": 30.0}
+    record |= {"total_input_tokens": 64000, "total_output_tokens": 16384, "mean_tpot_ms": 1e308}
+    record |= {"mean_ttft_ms": 50, "mean_e2el_ms": 1800}
+    bad = tmp_path / "tpot.jsonl"
+    bad.write_text(json.dumps(record) + "\n")
+    argv = ["calibrate-engine", "--plain", str(bad), f"{BENCH}/vllm-plain.jsonl", "--hardware", "h100"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "give 5.44e+307 sequences decoding at once (Little's law)" in err[0] and len(err[0]) < 250
