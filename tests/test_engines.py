@@ -537,8 +537,8 @@ def test_a_large_moe_target_under_sglang_on_rocm_says_what_the_public_rocm_runs_
 
     from specsim.calibration.engine_fit import _default_alpha
     from specsim.calibration.model import RunModel, Values
+    from specsim.engines.sglang import ROCM_LARGE_MOE_LONGER
     from specsim.speculation.deployment import Deployment
-    from specsim.timing import LARGE_MOE_LONGER_ROCM
 
     path = Path(__file__).parent.parent / "benchmarks" / "validate_corpus.py"
     spec = importlib.util.spec_from_file_location("validate_corpus", path)
@@ -558,12 +558,12 @@ def test_a_large_moe_target_under_sglang_on_rocm_says_what_the_public_rocm_runs_
     every = [x for v in per_source.values() for x in v]
     medians = [float(np.median(v)) for v in per_source.values()]
     got = (float(np.median(every)), min(medians), max(medians), len(every))
-    assert got[3] == LARGE_MOE_LONGER_ROCM[3] and got[:3] == pytest.approx(LARGE_MOE_LONGER_ROCM[:3], abs=0.005)
+    assert got[3] == ROCM_LARGE_MOE_LONGER[3] and got[:3] == pytest.approx(ROCM_LARGE_MOE_LONGER[:3], abs=0.005)
 
     def noted(hardware, engine):
         dep = Deployment.build(hardware, "deepseek-v3", None, engine=engine, target_options={"tp": 8})
         return [n for n in dep.notes() if "under SGLang on MI300X, MI325X and MI355X" in n]
 
     said = noted("mi300x", "sglang@0.5.8")
-    assert len(said) == 1 and f"a median {LARGE_MOE_LONGER_ROCM[0]:.0%} longer per token" in said[0]
+    assert len(said) == 1 and f"a median {ROCM_LARGE_MOE_LONGER[0]:.0%} longer per token" in said[0]
     assert not noted("mi300x", "vllm@0.24.0") and not noted("h200", "sglang@0.5.8") and not noted("mi300x", "none")

@@ -392,6 +392,17 @@ def _served_against_offered(args: argparse.Namespace, summaries: list[dict]) -> 
     return "\n".join(lines)
 
 
+def _gamma_policy(dep, acc, gamma, gamma_max: int) -> str:
+    """serve_compare's words for a sweep's policy (serve-sim prints them): a fixed gamma, or the per-batch schedule over
+    the range the search tries (a block's or a per-position acceptance's end), each load at its own mean context."""
+    if gamma != "schedule":
+        return f"gamma {gamma}"
+    from specsim.speculation.acceptance import as_acceptance
+    from specsim.speculation.search import searched_gamma_max
+
+    return f"per-batch optimal gamma (0..{searched_gamma_max(dep, as_acceptance(acc), gamma_max)}) at each load's mean context"
+
+
 def run_serve_sweep(args: argparse.Namespace) -> int:
     from specsim.core.files import check_output
     from specsim.core.workloads import get_workload
@@ -449,15 +460,7 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
         )
     findings = sweep_findings(frame)
     load, unit, _ = sweep_load(frame)
-    # serve_compare's words for the policy (serve-sim prints them); a schedule's context is each load's own
-    if gamma == "schedule":
-        from specsim.speculation.acceptance import as_acceptance
-        from specsim.speculation.search import searched_gamma_max
-
-        most = searched_gamma_max(dep, as_acceptance(acc), args.gamma_max)
-        policy = f"per-batch optimal gamma (0..{most}) at each load's mean context"
-    else:
-        policy = f"gamma {gamma}"
+    policy = _gamma_policy(dep, acc, gamma, args.gamma_max)
     if args.plot:
         from specsim.figures.plots import save_serve_sweep
         from specsim.speculation.acceptance import as_acceptance

@@ -127,6 +127,10 @@ class Engine:
     #: lowest, highest of specsim's over the printed, less 1, and the starts; :mod:`specsim.calibration.kv_capacity`,
     #: recomputed by ``tests/test_capacity.py``).  None: not measured.
     kv_error: tuple | None = None
+    #: How much longer public plain TPOT of large MoE targets at tensor parallelism on ROCm GPUs is than specsim's plain
+    #: step for this engine's presets, which have no ROCm terms: (median, lowest and highest source's median, runs,
+    #: what the runs are).  None: not measured, or the presets carry fitted ROCm terms (vLLM's).
+    rocm_large_moe_longer: tuple | None = None
     #: Whether the engine's own share already sets memory aside for activations and graphs (SGLang's reserve).
     reserve_counts_activations: bool = False
     #: What specsim's KV cache for this engine is, where its share less the weights is not all of it (vLLM: less its

@@ -692,6 +692,22 @@ class _Sglang(Engine):
         return ranges[0].gamma if chain and adaptive_config(ranges, dep, version)[0] is None else None  # to_sglang's
 
 
+#: How much longer SGLang's plain TPOT is than specsim's plain step on a ROCm profile, for DeepSeek-R1 at TP 8 on MI300X,
+#: MI325X and MI355X (FP8 and MXFP4; SemiAnalysis InferenceX and a public tuning log: the plain runs of the corpus
+#: sources ``examples/bench/public/mi3*-sglang-dsr1-*``, at their own limits and memory share): median, lowest and
+#: highest source's median, runs (concurrency 4-64), and what the runs are.  specsim's SGLang presets have no ROCm
+#: terms (vLLM's ROCm per-collective time is fitted to vLLM's own runs: docs/reports/2026-12-01-moe-rocm.md).
+#: Shipped presets, nothing fitted, not corrected; ``tests/test_engines.py`` recomputes it.  Measured 2026-12-05.
+ROCM_LARGE_MOE_LONGER = (
+    0.97,
+    0.44,
+    1.53,
+    19,
+    "public plain runs of DeepSeek-R1 at TP 8 under SGLang on MI300X, MI325X and MI355X (SemiAnalysis InferenceX and "
+    "a public tuning log, concurrency 4-64)",
+)
+
+
 ENGINE = _Sglang(
     name=NAME,
     title="SGLang",
@@ -708,6 +724,7 @@ ENGINE = _Sglang(
     own_draft_tp=True,
     takes_trees=True,
     kv_error=(0.15, 0.15, 0.15, 1),  # measured 2026-12-04, not corrected
+    rocm_large_moe_longer=ROCM_LARGE_MOE_LONGER,
     reserve_counts_activations=True,
     draft_cache_rule=(
         "SGLang 0.5.12's draft worker runs on the server's own server_args, whose --kv-cache-dtype sets its cache "

@@ -59,7 +59,6 @@ from specsim.timing import (
     LARGE_MOE_ACTIVE,
     LARGE_MOE_LONGER,
     LARGE_MOE_LONGER_KERNELS,
-    LARGE_MOE_LONGER_ROCM,
     large_moe_at_tp,
 )
 from specsim.timing.base import StepTime, StepTimeSource
@@ -986,22 +985,22 @@ class Deployment:
         such targets measures against specsim's plain step, said by default: it moves a plain TPOT by far more than 10%
         (:data:`LARGE_MOE_LONGER`; :data:`LARGE_MOE_LONGER_KERNELS` where measured kernels price the target's step).
         On a ROCm profile those rows do not apply (NVIDIA GPUs'): vLLM ROCm's per-collective time is fitted to large MoE
-        runs of its own (docs/reports/2026-12-01-moe-rocm.md), and another engine's step is judged by the public SGLang
-        ROCm runs instead (:data:`LARGE_MOE_LONGER_ROCM`)."""
+        runs of its own (docs/reports/2026-12-01-moe-rocm.md), and an engine measured there says what its runs found
+        instead (its ``rocm_large_moe_longer``: SGLang's :data:`specsim.engines.sglang.ROCM_LARGE_MOE_LONGER`)."""
         t = self.target
         if self.engine.calibration:
             return []
         rocm = getattr(self.hardware, "platform", "cuda") == "rocm"
-        if rocm and self.engine.name == "sglang" and t.is_moe and t.tp >= 2 and t.active_params >= LARGE_MOE_ACTIVE:
-            median, lo, hi, n = LARGE_MOE_LONGER_ROCM
+        measured = getattr(REGISTRY.get(self.engine.name), "rocm_large_moe_longer", None)  # None: engine none
+        if rocm and measured is not None and t.is_moe and t.tp >= 2 and t.active_params >= LARGE_MOE_ACTIVE:
+            median, lo, hi, n, rows = measured
             return [
-                f"{t.name}: on public plain runs of DeepSeek-R1 at TP 8 under SGLang on MI300X, MI325X and MI355X "
-                f"(SemiAnalysis InferenceX and a public tuning log, concurrency 4-64) the engine took a median "
-                f"{median:.0%} longer per token than specsim's plain step ({lo:.0%} to {hi:.0%} by source, {n} runs): "
-                f"specsim's {self.engine.key} preset has no ROCm terms (vLLM's ROCm per-collective time is fitted to "
-                "vLLM's runs alone: docs/reports/2026-12-01-moe-rocm.md); the missing time is not modelled, nor how "
-                "much of it a speculative round also pays (those sources' MTP speedups as specsim predicts them: "
-                "docs/reports/2026-12-02-concurrency.md): calibrate-engine on your own runs"
+                f"{t.name}: on {rows} the engine took a median {median:.0%} longer per token than specsim's plain step "
+                f"({lo:.0%} to {hi:.0%} by source, {n} runs): specsim's {self.engine.key} preset has no ROCm terms "
+                "(vLLM's ROCm per-collective time is fitted to vLLM's runs alone: docs/reports/2026-12-01-moe-rocm.md); "
+                "the missing time is not modelled, nor how much of it a speculative round also pays (those sources' "
+                "MTP speedups as specsim predicts them: docs/reports/2026-12-02-concurrency.md): calibrate-engine on "
+                "your own runs"
             ]
         if not large_moe_at_tp(t, self.hardware):
             return []

@@ -37,7 +37,6 @@ __all__ = [
     "DEFAULT_TIMING",
     "LARGE_MOE_ACTIVE",
     "LARGE_MOE_LONGER",
-    "LARGE_MOE_LONGER_ROCM",
     "LARGE_MOE_LONGER_KERNELS",
     "LARGE_MOE_MAE",
     "SOURCES",
@@ -145,13 +144,6 @@ LARGE_MOE_ACTIVE = 10e9
 #: ``benchmarks/validate_steptimes.py`` prints it, ``tests/test_engines.py`` recomputes it): at 1-8 users (median,
 #: lowest and highest model's median, runs), then at 1-256 users.  Measured 2026-12-04; not corrected.
 LARGE_MOE_LONGER = ((0.41, 0.30, 0.74, 128), (0.30, 0.21, 0.69, 332))
-#: How much longer SGLang's plain TPOT is than specsim's plain step on a ROCm profile, for DeepSeek-R1 at TP 8 on MI300X,
-#: MI325X and MI355X (FP8 and MXFP4; SemiAnalysis InferenceX and a tuning log: the plain runs of the corpus sources
-#: ``examples/bench/public/mi3*-sglang-dsr1-*``, at their own limits and memory share): median, lowest and highest
-#: source's median, runs (concurrency 4-64).  specsim's SGLang has no ROCm terms (vLLM's ROCm per-collective time is
-#: fitted to vLLM's own runs: docs/reports/2026-12-01-moe-rocm.md).  Shipped presets, nothing fitted, not corrected;
-#: ``tests/test_engines.py`` recomputes it.  Measured 2026-12-05.
-LARGE_MOE_LONGER_ROCM = (0.97, 0.44, 1.53, 19)
 #: The same at 1-8 users with the measured-kernel source (``--timing kernels``, where the kernel database composes the
 #: target; ``specsim/timing/data/refused_compositions.csv``), on the same rows.
 LARGE_MOE_LONGER_KERNELS = (0.17, -0.05, 0.31, 128)
