@@ -202,7 +202,7 @@ class Engine:
         weights) and ``draft`` (its weights; None: plain), speculating by ``method`` (the engine's name of the drafter)
         with ``max_batched_tokens`` per iteration and ``max_num_seqs`` sequences at most (None: the engine's defaults),
         its memory setting ``given`` where the user gave one (``--memory-util``: the engine's own knob); None where the
-        share is vLLM's gpu_memory_utilization (its default unless given)."""
+        engine has no rule of its own (:func:`specsim.serving.capacity.memory_share` then takes ``given`` as it is)."""
         return None
 
     def static_gamma(self, dep, ranges: list, version: tuple) -> int | None:
