@@ -869,6 +869,33 @@ def test_the_calibration_sets_the_deployment_and_refuses_flags_of_another(tmp_pa
     assert main(["steptime", "--calibration", str(out), "--batch", "1"]) == 0
 
 
+def test_the_batch_views_memory_check_takes_a_calibrations_limits_as_its_loads_and_watch_do(
+    tmp_path, capsys, monkeypatch, plan_calibration
+):
+    import specsim.answers
+
+    record = yaml.safe_load(plan_calibration.read_text())
+    record["serving"] |= {"max_num_seqs": 24, "max_batched_tokens": 3072}
+    out = tmp_path / "cal.yaml"
+    out.write_text(yaml.safe_dump(record))
+    seen = []
+    real = specsim.answers.deployment_capacity
+    monkeypatch.setattr(specsim.answers, "deployment_capacity", lambda *a, **k: seen.append(a[4:6]) or real(*a, **k))
+    for command in (["optimal-gamma", "--batch", "1,8"], ["schedule", "--max-batch", "8"]):
+        seen.clear()
+        assert main(command + ["--calibration", str(out)]) == 0
+        assert seen == [(3072, 24)], (command, seen)
+        # A limit given wins over the file's; the other stays the file's.
+        seen.clear()
+        assert main(command + ["--calibration", str(out), "--max-num-seqs", "12"]) == 0
+        assert seen == [(3072, 12)], (command, seen)
+    capsys.readouterr()
+    # Without a calibration, none given: the engine's own (None), as before.
+    seen.clear()
+    assert main(["optimal-gamma", "--batch", "1"]) == 0
+    assert seen == [(None, None)]
+
+
 def test_a_calibration_answers_at_a_load_for_the_lengths_and_limits_its_runs_were_served_at(
     tmp_path, capsys, plan_calibration
 ):

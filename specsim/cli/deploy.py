@@ -16,6 +16,7 @@ from specsim.cli.flags import (
     gamma_max_type,
     int_at_least,
     int_list,
+    memory_limits,
     nonneg_number,
 )
 from specsim.cli.report import describe, print_json, print_notes, table
@@ -73,8 +74,7 @@ def run_schedule(args: argparse.Namespace) -> int:
         context,
         args.max_context,
         args.memory_util,
-        getattr(args, "max_batched_tokens", None),
-        getattr(args, "max_num_seqs", None),
+        *memory_limits(args, dep),
     )
     batch_note = _max_batch(args, dep, cap)
     checkpoint = dep.drafter.checkpoint(dep.target, args.draft_checkpoint) if engine is not None else None

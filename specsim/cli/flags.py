@@ -368,6 +368,20 @@ def limits_and_source(args: argparse.Namespace, preset, hardware, offline: bool 
     return limits, where, missing
 
 
+def memory_limits(args: argparse.Namespace, dep) -> tuple:
+    """(max_batched_tokens, max_num_seqs) for a memory check: those given, else a --calibration's (as
+    :func:`limits_and_source` has them, and watch's capacity), else None each: the engine's own
+    (:func:`specsim.serving.capacity.capacity`)."""
+    from specsim.cli.args import calibration
+
+    given = (getattr(args, "max_batched_tokens", None), getattr(args, "max_num_seqs", None))
+    cal = calibration(args) if None in given else None
+    if cal is None or cal.serving is None:
+        return given
+    limits, _, _ = limits_and_source(args, dep.engine, dep.hardware)
+    return limits.max_batched_tokens, limits.max_num_seqs
+
+
 def engine_limits(args: argparse.Namespace, preset, hardware, offline: bool = False):
     """(the engine's limits, a clause naming where those not given come from, :func:`limits_and_source`)."""
     limits, where, missing = limits_and_source(args, preset, hardware, offline)

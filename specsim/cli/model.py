@@ -29,6 +29,7 @@ from specsim.cli.flags import (
     gamma_type,
     int_at_least,
     int_list,
+    memory_limits,
     nonempty,
     nonneg_number,
     number,
@@ -76,8 +77,7 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
         args.context,
         args.max_context,
         args.memory_util,
-        getattr(args, "max_batched_tokens", None),
-        getattr(args, "max_num_seqs", None),
+        *memory_limits(args, dep),
     )
     if tree is not None:
         from specsim.answers.tree import tree_answer
