@@ -369,7 +369,53 @@ def test_compare_prints_latency_and_throughput(capsys):
     rows = json.loads(out)
     assert code == 0 and rows[0]["tokens_per_s_spec"] > rows[0]["tokens_per_s_plain"]
     code, out, _ = run(capsys, "compare", "--batch", "1,256")
-    assert "device tok/s plain" in out and "at the largest batch that fits" in out
+    assert "device tok/s plain" in out and "at the largest batch the engine runs" in out
+
+
+def test_compares_largest_batch_is_what_the_engine_runs_memory_and_max_num_seqs_both(capsys):
+    # SGLang's speculating server decodes at most 48 sequences unless told (max_running_requests), whatever fits.
+    code, out, err = run(capsys, "compare", "--engine", "sglang", "--batch", "8", "--json")
+    largest = json.loads(out)[0]["at_largest_batch"]
+    assert code == 0 and largest["speculating"]["batch"] == 48, largest
+    assert largest["speculating"]["limited_by"] == "max_num_seqs" and largest["plain"]["limited_by"] == "memory"
+    assert largest["plain"]["batch"] > 48 and "SGLang" in largest["limits_from"]
+    code, out, err = run(capsys, "compare", "--engine", "sglang", "--batch", "8")
+    assert "(b = 48, max_num_seqs 48)" in out and "note: the engine's max_num_seqs: SGLang" in err
+    # What the table prints at that batch is the line's figure: one throughput, whichever way it is reached.
+    code, out, _ = run(capsys, "compare", "--engine", "sglang", "--batch", "48", "--json")
+    assert json.loads(out)[0]["tokens_per_s_spec"] == pytest.approx(largest["speculating"]["tokens_per_s"], rel=1e-9)
+    # A given max_num_seqs caps both arms, and is named as given.
+    code, out, _ = run(capsys, "compare", "--batch", "8", "--max-num-seqs", "64", "--json")
+    largest = json.loads(out)[0]["at_largest_batch"]
+    assert (largest["speculating"]["batch"], largest["plain"]["batch"]) == (64, 64)
+    assert largest["limits_from"] == "--max-num-seqs"
+    # Memory still caps below it: at 8192 tokens a sequence, fewer than 64 fit (capacity's 43 and 56).
+    code, out, _ = run(capsys, "compare", "--batch", "8", "--max-num-seqs", "64", "--context", "8192", "--json")
+    largest = json.loads(out)[0]["at_largest_batch"]
+    assert (largest["speculating"]["limited_by"], largest["plain"]["limited_by"]) == ("memory", "memory")
+    assert largest["speculating"]["batch"] < 64 and largest["plain"]["batch"] < 64
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["optimal-gamma", "--batch", "1,8,64"],
+        ["explain", "--batch", "8"],
+        ["speedup", "--batch", "8", "--gamma", "3"],
+        ["compare", "--batch", "8"],
+        ["schedule", "--max-batch", "64"],
+    ],
+)
+def test_a_decode_batch_past_a_given_max_num_seqs_is_refused_in_one_line(capsys, argv):
+    code, out, err = run(capsys, *argv, "--max-num-seqs", "4")
+    flag = "--max-batch" if "--max-batch" in argv else "--batch"
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"{flag} {8 if flag == '--batch' else 64} is past --max-num-seqs 4" in err
+
+
+def test_the_default_batches_stop_at_a_given_max_num_seqs(capsys):
+    code, out, _ = run(capsys, "optimal-gamma", "--max-num-seqs", "16", "--json")
+    assert code == 0 and [r["batch"] for r in json.loads(out)] == [1, 2, 4, 8, 16]
 
 
 def test_parser_defaults_are_the_librarys():

@@ -150,7 +150,8 @@ def test_optimal_gamma_at_a_load_and_with_a_calibration(capsys, tmp_path):
     assert context == int(mean_context_tokens(*cal.lengths))
     acc, label = resolve_acceptance(dep, calibration=cal, context=context)
     assert label == cal.acceptance_label
-    cap = deployment_capacity(dep, context, None, None)
+    # The memory check under the limits its runs were served at, as the command takes them (specsim.cli.flags.memory_limits).
+    cap = deployment_capacity(dep, context, None, None, cal.serving["max_batched_tokens"], cal.serving["max_num_seqs"])
     # (the draft steps the calibration's acceptance was measured at: a gamma past them says it extrapolates)
     answer = gamma_answer(dep, acc, label, [1, 8], context, DEFAULT_GAMMA_MAX, 0.0, cap, cal.acceptance_steps)
     assert {r.pop("context_basis") for r in calibrated} == {
@@ -285,10 +286,14 @@ def test_compare(capsys):
     answer = compare_answer(dep, 0.8, [1, 64, 256], 1128, None, 16, None, None)  # the engine's own share, as the CLI
     records = answer.frame.to_dict(orient="records")
     cap, (spec, plain) = answer.capacity, answer.at_largest()
-    largest = {
-        "speculating": {"batch": cap.max_batch_with_draft, "tokens_per_s": spec},
-        "plain": {"batch": cap.max_batch_without_draft, "tokens_per_s": plain},
+    largest = answer.largest_record()
+    # vLLM's max_num_seqs on an H100 (1024) is past what fits: memory stops both arms.
+    assert largest == {
+        "speculating": {"batch": cap.max_batch_with_draft, "tokens_per_s": spec, "limited_by": "memory"},
+        "plain": {"batch": cap.max_batch_without_draft, "tokens_per_s": plain, "limited_by": "memory"},
+        "limits_from": largest["limits_from"],
     }
+    assert largest["limits_from"].startswith("vLLM's defaults")
     assert _article_context(printed)
     records = [r | {"context_tokens": 1128, "context_basis": "given"} for r in records]
     assert printed == as_json(

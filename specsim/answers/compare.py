@@ -21,14 +21,42 @@ class CompareAnswer:
     deployment: Deployment
     acceptance: object
     options: tuple  # (context, gamma, gamma_max, max_context, memory_utilization)
+    #: The engine's limits (:class:`specsim.serving.steady.EngineLimits`): its max_num_seqs, speculating and plain, caps
+    #: the largest batch as memory does (SGLang's speculating server runs 48 unless told).
+    limits: object = None
+    limits_from: str = ""
 
     def largest_batches(self) -> tuple | None:
-        """(the largest batch that fits with the draft, the largest without it), or None where the draft does not fit
-        beside the target."""
+        """(the largest batch the engine runs with the draft, the largest without it: what fits in memory, at most its
+        max_num_seqs), or None where the draft does not fit beside the target."""
         cap = self.capacity
         if not (cap.target_fits and cap.both_fit and cap.max_batch_with_draft > 0):
             return None
-        return cap.max_batch_with_draft, max(cap.max_batch_without_draft, 1)
+        fits = (cap.max_batch_with_draft, max(cap.max_batch_without_draft, 1))
+        if self.limits is None:
+            return fits
+        return tuple(min(b, int(self.limits.seqs(spec))) for b, spec in zip(fits, (True, False)))
+
+    def largest_record(self) -> dict | None:
+        """compare --json's ``at_largest_batch``: each arm's largest batch, its tokens/s and what stops it there, and
+        where the engine's max_num_seqs comes from; None where the draft does not fit beside the target."""
+        peak, batches, by = self.at_largest(), self.largest_batches(), self.limited_by()
+        if peak is None:
+            return None
+        arms = {
+            arm: {"batch": int(batches[i]), "tokens_per_s": peak[i], "limited_by": by[i]}
+            for i, arm in enumerate(("speculating", "plain"))
+        }
+        return arms | {"limits_from": self.limits_from}
+
+    def limited_by(self) -> tuple | None:
+        """For each of :meth:`largest_batches` ("memory" or "max_num_seqs"): what stops the batch there."""
+        batches = self.largest_batches()
+        if batches is None:
+            return None
+        cap = self.capacity
+        fits = (cap.max_batch_with_draft, max(cap.max_batch_without_draft, 1))
+        return tuple("memory" if b >= f else "max_num_seqs" for b, f in zip(batches, fits))
 
     def at_largest(self) -> tuple | None:
         """(tokens/s with speculation at its largest batch, tokens/s without the draft at its largest batch), or None
@@ -59,12 +87,25 @@ def compare_answer(
     gamma_max: int,
     max_context: int | None,
     memory_utilization: float,
+    max_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
+    limits: object = None,
+    limits_from: str = "",
 ) -> CompareAnswer:
+    """``max_batched_tokens`` and ``max_num_seqs``: the engine's, for its memory (None: its own,
+    :func:`specsim.answers.deployment_capacity`); ``limits``: the limits that cap the largest batches
+    (:class:`specsim.serving.steady.EngineLimits`, ``limits_from`` saying where they come from), None: those two, each
+    not given at the engine's own on the GPU (:func:`specsim.serving.steady.engine_limits`)."""
     from specsim.core.limits import MAX_GAMMA, check_int
+    from specsim.serving.steady import engine_limits
 
     batches = whole_batches(batches)
     if gamma is not None:
         gamma = check_int("gamma", gamma, 0, MAX_GAMMA)
-    cap = deployment_capacity(dep, context, max_context, memory_utilization)
+    if limits is None:
+        limits, limits_from = engine_limits(dep.engine, dep.hardware, False, max_num_seqs, max_batched_tokens)
+        limits_from = "max_num_seqs given" if max_num_seqs is not None else limits_from.split(";")[0]
+    cap = deployment_capacity(dep, context, max_context, memory_utilization, max_batched_tokens, max_num_seqs)
     frame = throughput_table(dep, acceptance, batches, context, gamma, gamma_max, max_context, memory_utilization)
-    return CompareAnswer(frame, cap, dep, acceptance, (context, gamma, gamma_max, max_context, memory_utilization))
+    options = (context, gamma, gamma_max, max_context, memory_utilization)
+    return CompareAnswer(frame, cap, dep, acceptance, options, limits, limits_from)

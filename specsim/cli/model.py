@@ -29,6 +29,7 @@ from specsim.cli.flags import (
     gamma_type,
     int_at_least,
     int_list,
+    limits_and_source,
     memory_limits,
     nonempty,
     nonneg_number,
@@ -453,20 +454,25 @@ def run_compare(args: argparse.Namespace) -> int:
 
     dep = deployment(args)
     acc, acc_label = model_acceptance(args, dep, args.context)
+    limits, limits_from, _ = limits_and_source(args, dep.engine, dep.hardware)
     answer = compare_answer(
-        dep, acc, args.batch, args.context, args.gamma, args.gamma_max, args.max_context, args.memory_util
+        dep,
+        acc,
+        args.batch,
+        args.context,
+        args.gamma,
+        args.gamma_max,
+        args.max_context,
+        args.memory_util,
+        *memory_limits(args, dep),
+        limits=limits,
+        limits_from="--max-num-seqs" if args.max_num_seqs is not None else limits_from.split(";")[0],
     )
     frame, cap = answer.frame, answer.capacity
     if args.json:
         # What the text prints under its table, with each row: the device's throughput at the largest batch that fits
         # with the draft and without it (None where the draft does not fit beside the target).
-        peak, batches = answer.at_largest(), answer.largest_batches()
-        largest = None
-        if peak is not None:
-            largest = {
-                "speculating": {"batch": int(batches[0]), "tokens_per_s": peak[0]},
-                "plain": {"batch": int(batches[1]), "tokens_per_s": peak[1]},
-            }
+        largest = answer.largest_record()
         records = frame.to_dict(orient="records")
         from specsim.answers.context import context_basis
 
@@ -517,13 +523,22 @@ def run_compare(args: argparse.Namespace) -> int:
     at_largest = answer.at_largest()
     if at_largest is not None:
         spec_peak, plain_peak = at_largest
+        (spec_b, plain_b), by = answer.largest_batches(), answer.limited_by()
         print(
-            f"\nat the largest batch that fits: {spec_peak:,.0f} tok/s with speculation (b = {cap.max_batch_with_draft}) "
-            f"against {plain_peak:,.0f} tok/s without the draft (b = {cap.max_batch_without_draft}): "
+            f"\nat the largest batch the engine runs: {spec_peak:,.0f} tok/s with speculation (b = {spec_b}, "
+            f"{_limit_word(by[0], answer.limits, True)}) against {plain_peak:,.0f} tok/s without the draft "
+            f"(b = {plain_b}, {_limit_word(by[1], answer.limits, False)}): "
             f"{spec_peak / plain_peak - 1:+.0%} {'device' if tp == 1 else 'deployment'} throughput"
         )
+        if "max_num_seqs" in by:
+            print(f"note: the engine's max_num_seqs: {answer.limits_from}", file=sys.stderr)
     print_notes(dep)
     return 0
+
+
+def _limit_word(by: str, limits, speculating: bool) -> str:
+    """What stops compare's largest batch: the memory that fits it, or the engine's max_num_seqs."""
+    return "what fits in memory" if by == "memory" else f"max_num_seqs {int(limits.seqs(speculating))}"
 
 
 def run_explain(args: argparse.Namespace) -> int:
@@ -767,6 +782,7 @@ def _at_load(args: argparse.Namespace) -> tuple[str, list] | None:
             raise ValueError(
                 f"{', '.join(extra)} describe the requests of a load: give --concurrency or --rate with them"
             )
+        _batches_within_seqs(args)
         return None
     for flag in ("batch", "context", "max_context"):
         if given(getattr(args, flag, None)):
@@ -777,6 +793,27 @@ def _at_load(args: argparse.Namespace) -> tuple[str, list] | None:
     if getattr(args, "tree", "chain") not in (None, "chain"):
         raise ValueError("--tree is searched per decode batch; at --concurrency or --rate give a chain (drop --tree)")
     return ("concurrency", concurrency) if concurrency is not None else ("rate", rate)
+
+
+def _batches_within_seqs(args: argparse.Namespace) -> None:
+    """The decode-batch view under a given --max-num-seqs: a batch past it (--batch, schedule's --max-batch) refused,
+    as an engine of that limit never decodes it; the default batches cut to it."""
+    from specsim.cli.flags import Unset, given
+
+    seqs = getattr(args, "max_num_seqs", None)
+    if seqs is None:
+        return
+    for flag in ("batch", "max_batch"):
+        value = getattr(args, flag, None)
+        if isinstance(value, Unset):
+            setattr(args, flag, Unset([b for b in value if b <= seqs]))
+        elif given(value):
+            past = [b for b in (value if isinstance(value, list) else [value]) if b > seqs]
+            if past:
+                raise ValueError(
+                    f"--{flag.replace('_', '-')} {past[0]} is past --max-num-seqs {seqs}: the engine never decodes "
+                    f"more than {seqs} sequences at once; give batches up to {seqs} or drop --max-num-seqs"
+                )
 
 
 def load_answer_of(args: argparse.Namespace, dep, acc, acc_label: str, kind: str, loads: list, lengths, gamma=None):
