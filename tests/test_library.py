@@ -170,7 +170,12 @@ def test_explain(capsys):
 
     dep = deployment("eagle3")
     assert _article_context(printed)  # the command's --context not given; the library's 1128 is its caller's
-    assert printed == as_json(round_anatomy(dep, 0.7, "alpha 0.7", [1, 32], 1128).rows)
+    anatomy = round_anatomy(dep, 0.7, "alpha 0.7", [1, 32], 1128)
+    assert printed == as_json([row | {"findings": anatomy.findings()} for row in anatomy.rows])
+    # The JSON's conclusions are the text's bullets, word for word.
+    text = cli(capsys, "explain", *BASE, "--draft", "eagle3", "--batch", "1,32", "--alpha", "0.7", json_out=False)
+    bullets = [line[2:] for line in text.splitlines() if line.startswith("- ")]
+    assert bullets and bullets == printed[0]["findings"] == printed[1]["findings"]
     dep = deployment()
     lengths = request_lengths()
     answer = load_answer(dep, 0.7, "alpha 0.7", "concurrency", [1, 16], 1000, 256, gamma_max=16, lengths="")

@@ -559,8 +559,9 @@ def run_explain(args: argparse.Namespace) -> int:
 
         out = check_output(args.plot, (".png",), "--plot")  # refuse a bad path before computing anything
     answer = round_anatomy(dep, acc, acc_label, args.batch, args.context, args.gamma, args.gamma_max)
-    if args.json:
-        print_json(answer.rows)
+    if args.json:  # the text's conclusions over all the batches, with each row (as compare's largest batch)
+        findings = answer.findings()
+        print_json([row | {"findings": findings} for row in answer.rows])
         print_notes(dep)
     else:
         print(describe(dep, args.context))
