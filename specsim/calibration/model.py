@@ -165,6 +165,9 @@ class RunModel:
                 self.limits,
                 al[m],
                 fixed_lengths=f,
+                users=np.where(
+                    self.load_kind[index][m] == "concurrency", self.load[index][m], self.in_engine[index][m]
+                ),
             )
             for f in (False, True)
             for m in [fixed == f]

@@ -555,6 +555,9 @@ class Population:
     group: np.ndarray  #: g, the users that move in step (1 unless lengths are fixed and nothing is random)
     batch: np.ndarray  #: b = g + (N_e - g) D / C, the sequences a decoding request's iterations carry
     batch_own: np.ndarray  #: (N_e - g) D / C, those of the iterations that carry its own prompt
+    #: Whether the users move in convoys (lengths fixed, nothing random): groups of g, a group of one included, each
+    #: prefilling in its own iterations, the next arriving during them (:func:`convoy_prompts`).
+    convoy: np.ndarray
 
 
 def closed_population(
@@ -566,6 +569,7 @@ def closed_population(
     limits: EngineLimits,
     tokens_per_round: object = None,
     fixed_lengths: bool = False,
+    users: object = None,
 ) -> Population:
     """The population of a closed loop of ``in_engine`` requests in the engine: explicit in the lengths, gamma and the
     tokens per round (default the chain's at ``acceptance``); the prefill budget's fixed point in b converges in a few
@@ -574,10 +578,14 @@ def closed_population(
     ``fixed_lengths``: every request has exactly these lengths.  Without speculation nothing then sets the users apart:
     the requests whose prompts went through one iteration's budget together finish together, and their successors
     arrive together, cycle after cycle (a convoy).  The users move in groups of g = the prompts one iteration's budget
-    holds (at most N_e), each group prefilling in its own iterations, outside the others' decode phases; g = 1 (every
-    user on its own) otherwise: a random acceptance or length sets them apart."""
+    holds (at most N_e), each group prefilling in its own iterations, outside the others' decode phases (groups of one
+    too, where one prompt fills an iteration: a chain, each arriving during the one before's prefill); g = 1, spread
+    uniformly, otherwise: a random acceptance or length sets them apart.  ``users``: the closed loop's (default
+    ``in_engine``); where more queue than the engine holds, each is let in as another finishes, not during the
+    prefill of the one before, and groups of one are spread uniformly (the simulator plays it so)."""
     g = np.asarray(gamma, dtype=float)
     n_e, P, O = (np.asarray(v, dtype=float) for v in (in_engine, input_tokens, output_tokens))
+    queued = (n_e if users is None else np.asarray(users, dtype=float)) - n_e
     D = decode_rounds(acceptance, g, O - 1.0, tokens_per_round)
     b = np.ones(np.broadcast_shapes(D.shape, n_e.shape, P.shape))
     for _ in range(30):
@@ -605,15 +613,17 @@ def closed_population(
         np.broadcast_to(group, shape),
         b,
         b - group,
+        np.broadcast_to(np.asarray(fixed_lengths) & (g == 0) & ((group > 1) | (queued <= 0)), shape),
     )
 
 
-def convoy_prompts(in_engine: object, group: object, cycle: object, rounds: object) -> tuple:
+def convoy_prompts(in_engine: object, group: object, cycle: object, rounds: object, convoy: object = None) -> tuple:
     """(own, waited, decode): the prompts a request of a closed loop meets per cycle, by where: its own group's, which
     share its prefill iteration (itself included); the group's whose prefill is the iteration it waits for; and those
     in its decode phase.  The three sum to ``in_engine``.
 
-    Without convoys (``group`` 1) the others' prompts land uniformly: N_e / C in the iteration waited for (an average
+    ``convoy``: whether the users move in step (default: groups of more than one).  Without convoys the others'
+    prompts land uniformly: N_e / C in the iteration waited for (an average
     one) and (N_e - 1) D / C in the decode phase.  In convoys, the users leave the run's first burst in groups of g
     (the last one the remainder r), whose prefill iterations follow one another, cycle after cycle: group k arrives
     during group k - 1's prefill iteration (group 0 during a decode iteration) and decodes through the prefills of the
@@ -623,12 +633,13 @@ def convoy_prompts(in_engine: object, group: object, cycle: object, rounds: obje
     ``tests/test_steady.py``)."""
     n, g = np.asarray(in_engine, dtype=float), np.asarray(group, dtype=float)
     cycle, rounds = np.asarray(cycle, dtype=float), np.asarray(rounds, dtype=float)
+    convoy = g > 1 if convoy is None else np.asarray(convoy, dtype=bool)
     full = np.floor(n / g)
     r = n - full * g
-    own = np.where(g > 1, (full * g**2 + r**2) / n, 1.0)
+    own = np.where(convoy, (full * g**2 + r**2) / n, 1.0)
     # Consecutive groups g, g, ..., g, r: (full - 1) pairs of two full groups and, with a remainder, one (g, r) pair.
-    waited = np.where(g > 1, (np.maximum(full - 1.0, 0.0) * g**2 + np.where(r > 0, r * g, 0.0)) / n, n / cycle)
-    decode = np.where(g > 1, n - own - waited, (n - 1.0) * rounds / cycle)
+    waited = np.where(convoy, (np.maximum(full - 1.0, 0.0) * g**2 + np.where(r > 0, r * g, 0.0)) / n, n / cycle)
+    decode = np.where(convoy, n - own - waited, (n - 1.0) * rounds / cycle)
     return own, waited, decode
 
 
@@ -729,10 +740,10 @@ def closed_loop_times(
     # The pass of an iteration carrying a request's own prompt: beside the others decoding, or a prefill batch's own.
     own_pass = base if apart else own_s
     # Where a request meets the prompts of a cycle (convoy_prompts): its own iteration, the one it waits for, its decode.
-    own_prompts, waited_prompts, decode_prompts = convoy_prompts(p.in_engine, p.group, p.cycle, p.rounds)
+    own_prompts, waited_prompts, decode_prompts = convoy_prompts(p.in_engine, p.group, p.cycle, p.rounds, p.convoy)
     arriving = decode_prompts / p.rounds  # the others' prompts per iteration of its decode phase, on average
     # Its own prompt's iterations: its group's prompts, and, without convoys, the others' as in any iteration.
-    beside = np.where(p.group > 1, 0.0, (p.in_engine - 1.0) * t_pf / p.cycle)
+    beside = np.where(p.convoy, 0.0, (p.in_engine - 1.0) * t_pf / p.cycle)
     t_own = iteration_s(own_pass, own_prompts * t_pf / p.prefill_iterations + beside)
     # The iteration a request waits for: any iteration, on average; in convoys, the prefill of the group before it.
     # Prefill apart, it arrives as the iteration after the round its predecessor ended in starts, and the prompts of a
@@ -748,7 +759,7 @@ def closed_loop_times(
     if apart:
         q = 1.0 - np.exp(-arriving)
         spread = (np.asarray(step_s, dtype=float) + q * base + arriving * t_pf) / (1.0 + q)
-        waited = np.where(p.group > 1, iteration_s(base, waited_prompts * t_pf), spread)
+        waited = np.where(p.convoy, iteration_s(base, waited_prompts * t_pf), spread)
     first = p.wait * waited + p.prefill_iterations * t_own
     if requests is not None:
         waves = np.maximum(np.asarray(requests, dtype=float) / p.in_engine, 1.0)
@@ -761,7 +772,7 @@ def closed_loop_times(
         # convoys, the groups after its own in that cycle, (N_e - own) / 2 of them (convoy_prompts).
         after = (p.in_engine - own_prompts) / 2.0 / p.rounds
         arriving = np.where(
-            p.group > 1,
+            p.convoy,
             ((waves - 1.0) * arriving + after) / waves,
             arriving * np.maximum((waves - 1.0) / waves, 0.5 / waves),
         )
@@ -787,7 +798,7 @@ def closed_loop_times(
 def _closed_loop(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, requests=None) -> SteadyState:
     per_round = None
     for _ in range(3):  # E depends on b only for drafters that verify a prefix per request (DSpark, suffix decoding)
-        pop = closed_population(steps.acceptance, steps.gamma, n_e, P, O, limits, per_round, steps.fixed_lengths)
+        pop = closed_population(steps.acceptance, steps.gamma, n_e, P, O, limits, per_round, steps.fixed_lengths, N)
         step, E, out = steps(pop.batch)
         if not steps.prefix:
             break
