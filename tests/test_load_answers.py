@@ -453,3 +453,21 @@ def test_the_library_at_a_load_where_memory_binds_is_the_commands(capsys):
     rows = _json(["optimal-gamma", "--timing", "roofline", "--concurrency", "64,512", "--input-len", "8000"], capsys)
     assert [r["speedup_tpot"] for r in rows] == pytest.approx([r["speedup_tpot"] for r in answer.rows], rel=1e-12)
     assert rows[1]["spec"]["limited_by"] == "kv cache"  # what binds at 512 users (and at 64) is the cache
+
+
+def test_a_schedule_past_its_heaviest_loads_decode_batch_says_the_batches_no_load_informs(capsys):
+    # One light load: its gamma is carried to every batch the engine could run, where the decode-batch schedule takes
+    # a smaller one; the note names the batches, the load and the gamma the decode-batch view gives there.
+    assert main(["schedule", "--concurrency", "4", "--format", "vllm"]) == 0
+    err = capsys.readouterr().err
+    past = [line for line in err.splitlines() if "past the decode batch of the heaviest load given" in line]
+    assert len(past) == 1, err
+    m = re.search(
+        r"batch sizes (\d+)-(\d+) are past .* \(([\d.]+), concurrency 4\): they carry its gamma (\d+)", past[0]
+    )
+    assert m and int(m[1]) == int(np.ceil(float(m[3]))) + 1 and int(m[2]) > int(m[1]), past[0]
+    there = re.search(r"\(gamma (\d+) at batch (\d+) there\)", past[0])
+    assert there and int(there[1]) < int(m[4]) and there[2] == m[2]
+    # Loads up to what the engine holds leave no batch uninformed where the views differ: no note.
+    assert main(["schedule", "--concurrency", "4,64,1024"]) == 0
+    assert "heaviest load given" not in capsys.readouterr().err

@@ -10,6 +10,7 @@ engine's configuration is then written from the ranges by that engine's ``render
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from specsim.answers.context import LOAD_CONTEXT, context_basis
@@ -42,14 +43,41 @@ class ScheduleAnswer:
 
     @property
     def notes(self) -> list[str]:
-        """Where the schedule runs past what fits in memory with the draft."""
+        """Where the schedule runs past what fits in memory with the draft, and, at loads, past the largest decode
+        batch they run at (the last load's gamma carried on: no load informs those batches)."""
         cap = self.capacity
+        out = []
         if cap.max_batch_with_draft < self.max_batch:
-            return [
+            out.append(
                 f"batch sizes above {cap.max_batch_with_draft} do not fit in memory with the draft at "
                 f"{cap.context_tokens} tokens per sequence (specsim capacity)"
-            ]
-        return []
+            )
+        if self.load is not None:
+            out += self._past_the_loads()
+        return out
+
+    def _past_the_loads(self) -> list[str]:
+        """The batch sizes past the heaviest load's decode batch, where the decode-batch schedule's gamma differs from
+        the one they carry."""
+        from specsim.speculation.search import optimal_gamma
+
+        load = self.load
+        top = max(range(len(load.loads)), key=lambda j: (load.key_batch(j), j))
+        batch = max(math.ceil(load.key_batch(top) - 1e-9), 1)
+        carried = self.ranges[-1].gamma
+        if batch >= self.max_batch or self.ranges[-1].end_batch <= batch:
+            return []
+        there = int(
+            optimal_gamma(self.deployment, self.acceptance, [self.max_batch], self.context, self.gamma_max).gamma[0]
+        )
+        if there == carried:
+            return []
+        return [
+            f"batch sizes {batch + 1}-{self.max_batch} are past the decode batch of the heaviest load given "
+            f"({load.key_batch(top):.1f}, {load.kind} {load.loads[top]:g}): they carry its gamma {carried}, which no "
+            f"load informs; give the loads the engine will see, or drop --{load.kind} for the decode-batch schedule "
+            f"(gamma {there} at batch {self.max_batch} there)"
+        ]
 
     def by_context(self) -> list[dict] | None:
         """The best gamma (or tree) and its speedup per (batch, context) of :attr:`contexts`
