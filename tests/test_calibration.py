@@ -827,6 +827,13 @@ def test_a_calibration_refuses_each_argument_naming_another_deployment_in_one_li
     with pytest.raises(ValueError, match=r"^--kv-dtype bf16 but cal.yaml calibrates a fp8 kv target: "):
         kv.fixes(target_options={"kv_dtype": "bf16"})
     assert kv.fixes(target_options={"kv_dtype": "fp8"})["target_options"] == kv.target_options
+    # A fit whose dtypes were not given ran at the target's own (llama-3.1-8b's config: bf16): another is refused too,
+    # the same one taken.
+    own = _calibration(target_options={})
+    for key, flag in (("weight_dtype", "weight-dtype"), ("kv_dtype", "kv-dtype")):
+        with pytest.raises(ValueError, match=rf"^--{flag} fp8 but cal.yaml calibrates a bf16 {key[:-6]} target: "):
+            own.fixes(target_options={key: "fp8"})
+        assert own.fixes(target_options={key: "bf16"})["target_options"] == {}
 
 
 def test_the_library_builds_a_calibrations_own_drafter_where_none_is_named():
@@ -1340,6 +1347,17 @@ def test_a_file_or_a_run_given_twice_is_refused_not_counted_twice(tmp_path, caps
         ({"num_prompts": 100}, "completed (200) is more than num_prompts (100), the requests sent"),
         ({"spec_decode_num_drafts": 18285.5}, "spec_decode_num_drafts must be a whole number, got 18285.5"),
         ({"max_concurrency": 1e300}, "max_concurrency must be a whole number in [1, 65536], got 1e+300"),
+        # More drafts than output tokens: each verification yields one at least.
+        (
+            {"spec_decode_num_drafts": 153600, "spec_decode_draft_tokens": 460800, "spec_decode_acceptance_rate": None},
+            "spec_decode_num_drafts (153600) is more than total_output_tokens (51200)",
+        ),
+        # Counters of 5 tokens a draft under --steps 3: the file is of another setting than the one fitted.
+        (
+            {"spec_decode_draft_tokens": 91425, "spec_decode_acceptance_rate": None},
+            "spec_decode_draft_tokens / spec_decode_num_drafts = 5 draft tokens a draft, but 3 draft steps (--steps) "
+            "propose at most 3",
+        ),
     ],
 )
 def test_figures_a_result_holds_that_cannot_be_are_refused_read_or_not(edit, said, tmp_path, capsys):

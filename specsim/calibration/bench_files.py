@@ -98,6 +98,8 @@ class BenchRun:
     output_tokens_per_s: float | None = None
     #: "mean" or "median": which statistic the latencies are (a tool or source that records only medians)
     statistic: str = "mean"
+    #: Draft tokens proposed per draft, where the tool counted both (vLLM's spec_decode_draft_tokens / _num_drafts)
+    draft_tokens_per_draft: float | None = None
 
     @property
     def others_rate_per_s(self) -> float:
@@ -186,9 +188,10 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _check_fields(where: str, record: dict, completed: float) -> None:
+def _check_fields(where: str, record: dict, completed: float, output_total: float | None = None) -> None:
     """Refuse figures a result holds that cannot be, read or not: a latency (``*_ms``) or count that is not a finite
-    number >= 0, more requests completed than sent, and speculative counters that contradict one another.  vLLM
+    number >= 0, more requests completed than sent, speculative counters that contradict one another, and more
+    accepted tokens or drafts than output tokens (each draft's verification yields at least one).  vLLM
     0.24.0 writes ``spec_decode_num_drafts``, ``_draft_tokens``, ``_accepted_tokens`` (whole counts of the run),
     ``_acceptance_rate`` (accepted / draft tokens x 100) and ``_acceptance_length`` (1 + accepted / drafts)
     (vllm/benchmarks/serve.py, benchmark()); a hand-edited or broken file once passed with -1000 drafts or an
@@ -220,6 +223,12 @@ def _check_fields(where: str, record: dict, completed: float) -> None:
             raise ValueError(
                 f"{where}: spec_decode_acceptance_rate {rate:g} is not spec_decode_accepted_tokens / "
                 f"spec_decode_draft_tokens x 100 = {100 * accepted / drafted:.6g}"
+            )
+    for key, count in (("spec_decode_accepted_tokens", accepted), ("spec_decode_num_drafts", drafts)):
+        if count is not None and output_total is not None and count > output_total:
+            raise ValueError(
+                f"{where}: {key} ({count}) is more than total_output_tokens ({output_total:g}): each verification "
+                "yields at least one output token, and an accepted token is one"
             )
     length = record.get("spec_decode_acceptance_length")
     possible = drafts and drafted is not None and 1 <= length <= 1 + drafted / drafts if _is_number(length) else False
@@ -324,7 +333,7 @@ def _serve_run(path: Path, index: int, record: object, tool: str) -> BenchRun:
     output_total = _number(where, record, "total_output_tokens")
     output = output_total / completed
     _check_totals(where, record, completed, duration, output_total)
-    _check_fields(where, record, completed)
+    _check_fields(where, record, completed, output_total)
     al = _acceptance(where, record, tool)
     model = record.get("model_id")  # vLLM names it; SGLang's result does not
     if model is not None and not isinstance(model, str):
@@ -361,7 +370,14 @@ def _serve_run(path: Path, index: int, record: object, tool: str) -> BenchRun:
         duration,
         output_total / duration if duration is not None else None,
         tpot_stat or e2e_stat or "mean",
+        _per_draft(record),
     )
+
+
+def _per_draft(record: dict) -> float | None:
+    """Draft tokens per draft from vLLM's counters (checked whole and consistent by :func:`_check_fields`)."""
+    drafts, drafted = record.get("spec_decode_num_drafts"), record.get("spec_decode_draft_tokens")
+    return drafted / drafts if drafts and drafted is not None else None
 
 
 def _mean(where: str, metrics: dict, key: str) -> float:

@@ -163,8 +163,12 @@ class Calibration:
             )
         for key, flag in (("weight_dtype", "weight-dtype"), ("kv_dtype", "kv-dtype")):
             given = options.get(key)
-            if given is not None and given != self.target_options.get(key, given):
-                differs(flag, given, f"a {self.target_options[key]} {key.split('_')[0]} target")
+            if given is None:
+                continue
+            # Not given at the fit: the target's own (its config.json's), which the fit ran at.
+            fitted = self.target_options.get(key) or getattr(get_model(self.target), key)
+            if given != fitted:
+                differs(flag, given, f"a {fitted} {key.split('_')[0]} target")
         return {
             "hardware": self.profile,
             "target": self.target,

@@ -237,6 +237,12 @@ def _check_accept_lengths(c: CalRun) -> None:
                 f"{setup.max_accept_length}]: {setup.steps} draft steps accept at most {setup.steps} "
                 "tokens plus the target's own"
             )
+    per_draft, most = r.draft_tokens_per_draft, setup.verify - 1
+    if per_draft is not None and per_draft > most * 1.005:  # (to 0.5%, as the counters' other checks)
+        raise ValueError(
+            f"{r.where}: spec_decode_draft_tokens / spec_decode_num_drafts = {per_draft:.6g} draft tokens a draft, "
+            f"but {setup.steps} draft steps (--steps) propose at most {most}: the file is of more steps"
+        )
 
 
 def check_runs(dep, runs: list[CalRun]) -> None:
