@@ -1352,6 +1352,11 @@ def test_a_file_or_a_run_given_twice_is_refused_not_counted_twice(tmp_path, caps
             {"spec_decode_num_drafts": 153600, "spec_decode_draft_tokens": 460800, "spec_decode_acceptance_rate": None},
             "spec_decode_num_drafts (153600) is more than total_output_tokens (51200)",
         ),
+        # 200 requests at 0.25/s in a run shorter than their sending takes (vLLM's and SGLang's arrival intervals).
+        (
+            {"max_concurrency": None, "request_rate": 0.25},
+            "200 requests sent at request_rate 0.25/s take",
+        ),
         # Counters of 5 tokens a draft under --steps 3: the file is of another setting than the one fitted.
         (
             {"spec_decode_draft_tokens": 91425, "spec_decode_acceptance_rate": None},
@@ -1685,3 +1690,15 @@ def test_a_decode_batch_past_the_load_is_refused_in_a_short_line(tmp_path, capsy
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "give 5.44e+307 sequences decoding at once (Little's law)" in err[0] and len(err[0]) < 250
+
+
+def test_a_rate_run_whose_duration_its_arrivals_allow_is_read(tmp_path):
+    # The same run at 1 request/s: 200 requests are sent in 199 s on average, 132 s at the 1e-6 quantile; 216 s is
+    # within it, so the run is read as a rate (the refusal above is at 0.25/s, where sending takes 528 s at the least).
+    from specsim.calibration.bench_files import read_bench_file
+
+    record = json.loads(Path(f"{BENCH}/vllm-eagle3.jsonl").read_text().splitlines()[0])
+    path = tmp_path / "rate.jsonl"
+    path.write_text(json.dumps(record | {"max_concurrency": None, "request_rate": 1.0}) + "\n")
+    (run,) = read_bench_file(path)
+    assert (run.kind, run.load_value) == ("rate", 1.0)

@@ -254,6 +254,34 @@ def _check_totals(where: str, record: dict, completed: float, duration: float | 
             )
 
 
+#: The chance that Poisson (gamma) arrivals send a run's requests faster than :func:`_check_sending` allows.
+SENDING_FALSE_REFUSAL = 1e-6
+
+
+def _check_sending(where: str, record: dict, rate: float, completed: float, duration: float | None) -> None:
+    """A run at a request rate cannot end before its last request is sent.  vLLM's bench serve draws gamma intervals
+    of shape ``burstiness`` at ``request_rate`` and, without a ramp-up, rescales them so that the last request is sent
+    at num_prompts / request_rate (vllm/benchmarks/serve.py get_request, read in a release with ramp-up strategies);
+    the older benchmark_serving.py slept an exponential interval after each request, unscaled.  Either way the last is
+    sent after num_prompts - 1 intervals at the least; a duration shorter than that sum's 1e-6 quantile is refused."""
+    from scipy.stats import gamma
+
+    if duration is None or record.get("ramp_up_strategy") is not None:
+        return
+    sent = record.get("num_prompts") if _is_number(record.get("num_prompts")) else completed
+    shape = record.get("burstiness", 1.0)
+    shape = 1.0 if not _is_number(shape) or shape <= 0 else float(shape)
+    if sent < 2:
+        return
+    least = float(gamma.ppf(SENDING_FALSE_REFUSAL, (sent - 1) * shape, scale=1.0 / (rate * shape)))
+    if duration < least:
+        raise ValueError(
+            f"{where}: {sent:g} requests sent at request_rate {rate:g}/s take {least:.3g} s to send at the least "
+            f"(gamma intervals of shape {shape:g}; a shorter time has a chance of {SENDING_FALSE_REFUSAL:g}), but "
+            f"duration is {duration:g} s: the duration or the rate is not this run's"
+        )
+
+
 def _check_in_flight(where: str, concurrency: int | None, rate: float | None, e2e_s: float | None) -> None:
     """A closed loop keeps about its users in flight: Little's law over the run must give at least a share of them."""
     if concurrency is None or rate is None or e2e_s is None:
@@ -347,6 +375,8 @@ def _serve_run(path: Path, index: int, record: object, tool: str) -> BenchRun:
         else (ttft_s + tpot_s * (output - 1) if ttft_s is not None and tpot_s is not None else None)
     )
     _check_in_flight(where, concurrency, rate, whole)
+    if kind == "rate":
+        _check_sending(where, record, value, completed, duration)
     return BenchRun(
         str(path),
         index,
