@@ -559,6 +559,24 @@ CASES = [
         "--no-pin measures acceptance on your prompts",
     ),
     ("bench-plan --engine vllm --draft eagle3 --prompts {tmp}/missing.jsonl --out {tmp}/plan-out", "--prompts"),
+    (
+        "bench-plan --engine vllm@0.24.0 --draft eagle3 --input-tokens 512,200000 --out {tmp}/plan-out",
+        "a context of 200,256 tokens is past llama-3.1-8b's max_position_embeddings (131,072); give --input-tokens",
+    ),
+    (
+        "bench-plan --engine vllm@0.24.0 --draft eagle3 --output-tokens 200000 --out {tmp}/plan-out",
+        "a context of 202,048 tokens is past llama-3.1-8b's max_position_embeddings",
+    ),
+    (
+        "bench-plan --engine vllm --draft eagle3 --no-pin --prompts {tmp}/p.jsonl --input-tokens 100,300 --out "
+        "{tmp}/plan-out",
+        "--input-tokens sets the pinned runs; --no-pin runs your --prompts as they are: drop one",
+    ),
+    (
+        "bench-plan --engine vllm --draft eagle3 --no-pin --prompts {tmp}/p.jsonl --pin-accept-length 2,3 --out "
+        "{tmp}/plan-out",
+        "--pin-accept-length sets the pinned runs",
+    ),
     ("bench-plan --engine vllm --draft eagle3 --out {tmp}/alias.yaml", "exists and is not an empty folder"),
     ("bench-plan --engine none --draft eagle3 --out {tmp}/plan-out", "--engine none serves nothing"),
 ]

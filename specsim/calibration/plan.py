@@ -257,6 +257,9 @@ def design_plan(
     served = served_model or dep.target.source or dep.target.name
     tp = dep.target.tp
     draft_tp = dep.draft.tp if dep.draft is not None else tp
+    # A run past the model's positions is one calibrate-engine refuses: refused before it is written.
+    longest = (max(int(i) for i in input_tokens) if pin else 0) + int(output_tokens)
+    dep.require_within_positions(longest, "--input-tokens and --output-tokens" if pin else "--output-tokens")
     servers, runs = _layout(steps, pinned, concurrency, input_tokens, output_tokens, pin, prompts)
     if len(runs) > MAX_RUNS:
         raise ValueError(

@@ -30,6 +30,16 @@ def run_bench_plan(args: argparse.Namespace) -> int:
             raise OutputError(
                 out, "it exists and is not an empty folder", "bench-plan writes a new one: give a new name"
             )
+    if args.no_pin:  # flags of pinned runs beside --no-pin: refused by name, not dropped
+        from specsim.cli.flags import flags_given
+
+        pinned_only = [f for f in flags_given(args, "bench-plan") if f in ("--input-len", "--pin-accept-length")]
+        if pinned_only:
+            named = [f.replace("--input-len", "--input-tokens") for f in pinned_only]
+            raise ValueError(
+                f"{' and '.join(named)} {'set' if len(named) > 1 else 'sets'} the pinned runs; --no-pin runs your "
+                "--prompts as they are: drop one"
+            )
     prompts = None
     if args.prompts is not None:
         p = Path(args.prompts)
@@ -77,7 +87,8 @@ def run_bench_plan(args: argparse.Namespace) -> int:
     print(
         f"  {len(plan.runs)} runs on {len(plan.servers)} servers: plain and speculative at concurrency "
         f"{', '.join(map(str, sorted({r.concurrency for r in plan.runs})))}; draft steps "
-        f"{', '.join(str(s.steps) for s in plan.servers.values() if s.steps is not None and s.pinned_accept_length is not None) or 'none pinned'}"
+        f"{', '.join(map(str, sorted({s.steps for s in plan.servers.values() if s.steps is not None})))}"
+        + ("" if any(s.pinned_accept_length is not None for s in plan.servers.values()) else " (acceptance not pinned)")
         + "".join(
             f"; pinned at {s.pinned_accept_length:g} tokens per verification ({s.steps} steps)"
             for s in plan.servers.values()
