@@ -889,3 +889,32 @@ def test_the_schedule_a_watch_writes_is_what_the_command_it_names_writes(capsys)
     watched = json.loads(text)
     key = "num_speculative_tokens_per_batch_size"
     assert watched[key] == written[key] and watched[key][-1][1] < 1024  # the KV cache, not max_num_seqs, ends it
+
+
+def test_alert_rules_take_the_lengths_every_answer_at_a_load_takes_and_refuse_past_positions(tmp_path, capsys):
+    import yaml
+
+    # A calibration whose runs were 500 in, 256 out: the rules are tabulated there unless told, and say so.
+    cal, rules = tmp_path / "cal.yaml", tmp_path / "rules.yaml"
+    bench = "examples/bench"
+    argv = ["calibrate-engine", "--plain", f"{bench}/vllm-plain.jsonl", "--spec", f"{bench}/vllm-eagle3.jsonl"]
+    argv += ["--hardware", "h100", "--draft", "eagle3", "--steps", "3", "--engine", "vllm@0.10", "--out", str(cal)]
+    assert main(argv) == 0
+    record = yaml.safe_load(cal.read_text())
+    record["serving"] |= {"input_tokens": 500.0, "output_tokens": 256.0, "lengths_alike": True}
+    cal.write_text(yaml.safe_dump(record))
+    capsys.readouterr()
+    watch = ["watch", "--calibration", str(cal), "--gamma", "3", "--alert-rules", str(rules)]
+    assert main(watch) == 0
+    assert "(every request 500 in, 256 out [--input-len 500 and --output-len 256 (default: the runs cal.yaml" in (
+        capsys.readouterr().out
+    )
+    # A length given is the user's, not a default; one past the model's positions is refused, nothing written.
+    rules.unlink()
+    assert main(watch + ["--input-len", "200000"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "past llama-3.1-8b's max_position_embeddings (131,072)" in err[0], err
+    assert not rules.exists()
+    assert main(watch + ["--input-len", "800"]) == 0
+    out = capsys.readouterr().out
+    assert "every request 800 in, 256 out [--output-len 256 (default: the runs cal.yaml" in out

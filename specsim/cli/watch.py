@@ -460,14 +460,17 @@ def _live_prometheus(args, source, names, model, gamma, last_t, output, watcher,
 def _write_rules(args, names, judge, dep, gamma, matchers) -> None:
     import yaml
 
-    from specsim.answers.load import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
+    from specsim.answers.load import check_positions
+    from specsim.cli.args import load_lengths
     from specsim.core.files import atomic_write_many
     from specsim.watch.publish import alert_rules, dashboard, rules_max_rate, to_json
 
     if gamma is None:
         raise ValueError("--alert-rules tabulates the break-even at the engine's draft length: give --gamma")
-    P = args.input_len or DEFAULT_INPUT_TOKENS
-    O = args.output_len or DEFAULT_OUTPUT_TOKENS
+    # The lengths every answer at a load takes: given, else a --calibration's runs', else the reference article's.
+    requests = load_lengths(args)
+    P, O = round(requests.input_tokens), round(requests.output_tokens)
+    check_positions(dep, P, O)
     top = rules_max_rate(judge, P, O)
     files = []
     if args.alert_rules:
@@ -487,11 +490,7 @@ def _write_rules(args, names, judge, dep, gamma, matchers) -> None:
     if args.dashboard:
         files.append((args.dashboard, to_json(dashboard(names, selector=matchers)).encode()))
     atomic_write_many(files)
-    lengths = (
-        ""
-        if args.input_len and args.output_len
-        else f" (lengths {P}/{O}: the reference article's, specsim's default; --input-len, --output-len)"
-    )
+    lengths = "" if args.input_len and args.output_len else f" ({requests.description})"
     for path, _ in files:
         print(
             f"wrote {path}" + (lengths if path == args.alert_rules else ""),
