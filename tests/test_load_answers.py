@@ -471,3 +471,23 @@ def test_a_schedule_past_its_heaviest_loads_decode_batch_says_the_batches_no_loa
     # Loads up to what the engine holds leave no batch uninformed where the views differ: no note.
     assert main(["schedule", "--concurrency", "4,64,1024"]) == 0
     assert "heaviest load given" not in capsys.readouterr().err
+
+
+def test_rtol_at_a_load_takes_the_smallest_gamma_within_it_as_the_decode_batch_view_does(capsys):
+    from specsim.answers.load import load_answer
+
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline")
+    best = load_answer(dep, 0.8, "alpha 0.8", "concurrency", [4, 64], 1000, 256)
+    near = load_answer(dep, 0.8, "alpha 0.8", "concurrency", [4, 64], 1000, 256, rtol=0.3)
+    value, top = best.objective(), best.best
+    for j in range(2):
+        i = int(near.best[j])
+        assert i < int(top[j]) and value[i, j] >= 0.7 * value[top[j], j], j
+        assert all(value[k, j] < 0.7 * value[top[j], j] for k in range(i)), j  # the smallest such gamma
+    # The command takes --rtol at a load as in the batch view, says so, and refuses what the batch view refuses.
+    assert main(["optimal-gamma", "--timing", "roofline", "--concurrency", "4", "--rtol", "0.3"]) == 0
+    out = capsys.readouterr().out
+    assert ", the smallest within 0.3 of it (--rtol)" in out
+    assert f"speculate with gamma={int(near.state.gamma[near.best[0], 0])}" in out
+    assert main(["optimal-gamma", "--concurrency", "4", "--rtol", "0.99"]) == 2
+    assert "rtol must be in [0, 0.5), got 0.99" in capsys.readouterr().err

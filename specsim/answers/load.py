@@ -135,6 +135,8 @@ class LoadAnswer:
     fixed_gamma: int | None = None
     #: The deepest draft step the acceptance was measured at (a calibration's); a gamma past it extrapolates it.
     measured_steps: int | None = None
+    #: The best is the smallest gamma within this share of the most (0: the most itself), as the batch view's --rtol.
+    rtol: float = 0.0
 
     @property
     def rows(self) -> list[dict]:
@@ -329,6 +331,7 @@ def load_answer(
     output_sample=None,
     lengths: str = "",
     measured_steps: int | None = None,
+    rtol: float = 0.0,
 ) -> LoadAnswer:
     """The best gamma (or ``gamma``, fixed) at each load of ``kind`` with what a benchmark measures there.
 
@@ -336,7 +339,9 @@ def load_answer(
     in step), unless ``prompt_sample`` and ``output_sample`` give a workload's distribution (then their means, and the
     prefill and context weighted over it).  The KV cache is the capacity model's at ``memory_utilization``.
     ``measured_steps``: the deepest draft step the acceptance was measured at, where known (a recommendation past it
-    says that it extrapolates; an :class:`~specsim.speculation.acceptance.Acceptance`'s own where not given)."""
+    says that it extrapolates; an :class:`~specsim.speculation.acceptance.Acceptance`'s own where not given).
+    ``rtol``: the best is the smallest gamma within that share of the most (plain decoding included), as
+    :func:`specsim.speculation.search.optimal_gamma` takes it per decode batch."""
     from specsim.answers.acceptance import checked_label
 
     label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
@@ -364,8 +369,10 @@ def load_answer(
 
         basis = memory_share(dep, memory_utilization, limits.max_batched_tokens, limits.max_num_seqs).where
         raise ValueError(no_room_said(dep, True, state.kv_bytes[1], basis))
-    best = _best(state, kind, gamma is not None)
-    return LoadAnswer(dep, label, kind, list(loads), P, O, lengths, limits, state, best, gamma, measured_steps)
+    if not (np.isfinite(rtol) and 0 <= rtol < 0.5):
+        raise ValueError(f"rtol must be in [0, 0.5), got {rtol!r}")
+    best = _best(state, kind, gamma is not None, rtol)
+    return LoadAnswer(dep, label, kind, list(loads), P, O, lengths, limits, state, best, gamma, measured_steps, rtol)
 
 
 def check_positions(dep, input_tokens: float, output_tokens: float, fixed: bool = True) -> None:
@@ -402,9 +409,12 @@ def _no_room(state: SteadyState) -> np.ndarray:
     return np.broadcast_to(np.asarray(state.limited_by) == "no room", state.tpot_s.shape)
 
 
-def _best(state: SteadyState, kind: str, fixed: bool) -> np.ndarray:
-    """The row of the best gamma per load, the most of :func:`objective` among the engines that can hold a request;
-    ties to the smaller gamma."""
+def _best(state: SteadyState, kind: str, fixed: bool, rtol: float = 0.0) -> np.ndarray:
+    """The row of the best gamma per load, the most of :func:`objective` among the engines that can hold a request
+    (the smallest gamma within ``rtol`` of it: :func:`specsim.speculation.search.argmax_gamma`); ties to the smaller
+    gamma."""
+    from specsim.speculation.search import argmax_gamma
+
     if fixed:
         return np.ones(state.tpot_s.shape[1], dtype=int)
-    return np.argmax(np.where(_no_room(state), -np.inf, objective(state, kind)), axis=0)
+    return argmax_gamma(np.where(_no_room(state), -np.inf, objective(state, kind)), rtol)

@@ -817,7 +817,9 @@ def _batches_within_seqs(args: argparse.Namespace) -> None:
                 )
 
 
-def load_answer_of(args: argparse.Namespace, dep, acc, acc_label: str, kind: str, loads: list, lengths, gamma=None):
+def load_answer_of(
+    args: argparse.Namespace, dep, acc, acc_label: str, kind: str, loads: list, lengths, gamma=None, rtol: float = 0.0
+):
     """:func:`specsim.answers.load.load_answer` at the loads the flags give, with the engine's limits they give (the KV
     cache at --memory-util, the engine's own share where not given)."""
     from specsim.answers.load import load_answer
@@ -839,6 +841,7 @@ def load_answer_of(args: argparse.Namespace, dep, acc, acc_label: str, kind: str
         prompt_sample=lengths.prompt_sample,
         output_sample=lengths.output_sample,
         lengths=lengths.description,
+        rtol=rtol,
     )
 
 
@@ -849,7 +852,8 @@ def run_at_load(args: argparse.Namespace, kind: str, loads: list, gamma: int | N
     dep = deployment(args)
     lengths = load_lengths(args)
     acc, acc_label = model_acceptance(args, dep, lengths.context_tokens, lengths=True)
-    answer = load_answer_of(args, dep, acc, acc_label, kind, loads, lengths, gamma)
+    # optimal-gamma's --rtol, as its decode-batch view takes it (speedup and compare have none)
+    answer = load_answer_of(args, dep, acc, acc_label, kind, loads, lengths, gamma, getattr(args, "rtol", 0.0))
     if args.json:
         kv = answer.state.kv_bytes
         shared = {
@@ -877,6 +881,7 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
         if answer.fixed_gamma is not None
         else f"gamma searched over 0..{int(answer.state.gamma[-1, 0])} (the most output tokens per second"
         + (", the shortest TPOT while the engine keeps up)" if answer.kind == "rate" else " at each load)")
+        + (f", the smallest within {answer.rtol:g} of it (--rtol)" if answer.rtol else "")
     )
     print(f"{answer.acceptance}; {searched}")
     where = "in batches of its own" if answer.limits.prefill_apart else "beside the decoding sequences"
