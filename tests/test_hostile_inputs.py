@@ -479,6 +479,11 @@ CASES = [
     ),
     ("hardware show {tmp}/list-key.yaml", "a key must be a plain name, not a list or mapping"),
     (
+        "calibrate-engine --plain examples/bench/vllm-plain.jsonl --spec examples/bench/vllm-eagle3.jsonl --hardware "
+        "h100 --draft eagle3 --steps 3 --engine vllm@0.10 --memory-util 0.05 --out {tmp}/out/mu.yaml",
+        "--memory-util 0.05 leaves 2.0 GB per GPU for 17.2 GB of weights: the engine could not have served these runs",
+    ),
+    (
         "calibrate-engine --plain {tmp}/bench-unknown.json --hardware h100 --target llama-3.1-8b",
         "bench-unknown.json: not a benchmark file specsim reads; read: vllm bench serve",
     ),

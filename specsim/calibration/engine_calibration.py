@@ -288,9 +288,20 @@ def calibrate_engine(
             f"runs at {', '.join(over)} have more users or requests at once than the engine's max_num_seqs: it runs "
             "that many at once and queues the others, and so does the serving model they are fitted with"
         )
-    from specsim.serving.capacity import memory_share
+    from specsim.serving.capacity import capacity, memory_share
 
     share = memory_share(dep, memory_utilization, limits.max_batched_tokens, limits.max_num_seqs)
+    if memory_utilization is not None:  # a share the engine could not have served these runs at (the weights' own)
+        cap = capacity(
+            dep, 1, memory_utilization, max_batched_tokens=limits.max_batched_tokens, max_num_seqs=limits.max_num_seqs
+        )
+        if not cap.target_fits or (spec_runs and not cap.both_fit):
+            weights = cap.target_weight_bytes + (cap.draft_weight_bytes if spec_runs else 0.0)
+            raise ValueError(
+                f"--memory-util {memory_utilization:g} leaves {cap.usable_bytes / 1e9:.1f} GB per GPU for "
+                f"{weights / 1e9:.1f} GB of weights: the engine could not have served these runs at it; give the share "
+                "it ran with"
+            )
     notes.append(f"KV cache: the engine's share of memory, {share.where}")
     from specsim.calibration.runs import SAME_LENGTHS, unpaired_loads
 
