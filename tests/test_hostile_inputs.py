@@ -664,3 +664,15 @@ def test_an_empty_csv_name_is_refused_not_ignored(capsys):
     # From a shell, --csv '' is an empty argument: it used to be skipped silently.
     assert main(["serve-sim", "--rate", "4", "--requests", "10", "--csv", ""]) == 2
     assert "--csv needs a file name, got an empty one" in capsys.readouterr().err
+
+
+def test_calibrate_engine_refuses_to_write_over_a_file_it_reads(tmp_path, capsys):
+    import shutil
+
+    plan = tmp_path / "plan"
+    shutil.copytree("examples/bench/plan", plan)
+    before = (plan / "plan.yaml").read_bytes()
+    assert main(["calibrate-engine", "--plan", str(plan / "plan.yaml"), "--out", str(plan / "plan.yaml")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "which calibrate-engine reads: give another file" in err[0], err
+    assert (plan / "plan.yaml").read_bytes() == before

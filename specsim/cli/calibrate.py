@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from pathlib import Path
 
 from specsim.cli import report
 from specsim.cli.flags import engine_type, fraction, int_at_least, nonempty, spread_type
@@ -111,6 +112,11 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
 
     out = check_output(args.out, (".yaml", ".yml")) if args.out else None
     runs, files, notes, hardware, target, drafter, tp, draft_tp, engine = _inputs(args)
+    if out is not None:  # the calibration written over a file it was read from: refused before any fit
+        read = [Path(f) for f in [*files, *([args.plan] if args.plan else [])]]
+        same = next((f for f in read if f.exists() and f.resolve() == out.resolve()), None)
+        if same is not None:
+            raise ValueError(f"--out {args.out} is {same}, which calibrate-engine reads: give another file")
     limits = None  # neither given: the library takes the engine's own on the GPU and says so in the notes
     if args.max_num_seqs is not None or args.max_batched_tokens is not None:
         limits, said = engine_limits(
