@@ -1475,6 +1475,20 @@ def test_a_plan_result_recorded_at_another_concurrency_is_refused(tmp_path, caps
     )
 
 
+def test_a_plan_result_of_other_lengths_than_its_row_is_refused(tmp_path, capsys):
+    # 2048-token prompts in the file of a row the plan ran at 512: the result of another run, not fitted at 2048.
+    folder = _plan_copy(tmp_path)
+    path = folder / "results" / "plain-in512-c8.json"
+    rec = json.loads(path.read_text())
+    path.write_text(json.dumps(rec | {"total_input_tokens": rec["completed"] * 2048}))
+    assert main(["calibrate-engine", "--plan", str(folder / "plan.yaml")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and (
+        "plain-in512-c8.json: the plan ran it at 512 tokens in, 256 out, but the file's means are 2,048 in, 256 out"
+        in err[0]
+    ), err
+
+
 def test_a_calibration_relabelled_for_another_gpu_is_refused(tmp_path, capsys, plan_calibration):
     out = tmp_path / "cal.yaml"
     shutil.copy(plan_calibration, out)

@@ -35,6 +35,7 @@ def runs_from_plan(plan_path: str) -> tuple[dict, list[CalRun], list[str], list[
         if len(read) != 1:
             raise ValueError(f"{path.name}: a plan's result holds one run, this file {len(read)}")
         run = read[0]
+        _check_lengths(path, run, row)
         files.append(str(path))
         setup = None
         if row["kind"] == "spec":
@@ -60,6 +61,22 @@ def runs_from_plan(plan_path: str) -> tuple[dict, list[CalRun], list[str], list[
             f"; {spec_missing} speculative): fitted without them"
         )
     return plan, runs, files, notes
+
+
+def _check_lengths(path: Path, run, row: dict) -> None:
+    """Refuse a plan's result whose mean prompt or output is not the plan's row's (within
+    :data:`~specsim.calibration.runs.SAME_LENGTHS`, as :func:`~specsim.calibration.runs.alike` judges one dataset):
+    a result of another run, fitted at lengths the plan did not run."""
+    from specsim.calibration.runs import SAME_LENGTHS, alike
+
+    if row.get("input_tokens") is None or row.get("output_tokens") is None:
+        return  # the runs on the user's prompts: their lengths are the prompts'
+    if not alike(run.prompt_tokens, run.output_tokens, row["input_tokens"], row["output_tokens"]):
+        raise ValueError(
+            f"{path.name}: the plan ran it at {row['input_tokens']} tokens in, {row['output_tokens']} out, but the "
+            f"file's means are {run.prompt_tokens:,.0f} in, {run.output_tokens:,.0f} out (more than "
+            f"{SAME_LENGTHS:.0%} apart): the result is not of this run (rerun it, or correct the plan's row)"
+        )
 
 
 def _check_load(path: Path, concurrency: int) -> None:
