@@ -565,6 +565,11 @@ CASES = [
     ),
     ("bench-plan --engine vllm --draft eagle3 --prompts {tmp}/missing.jsonl --out {tmp}/plan-out", "--prompts"),
     (
+        "replay --draft llama-3.2-1b --rates 0:3,1h --page-seconds 0.001 --out {tmp}/out/day.om",
+        "--page-seconds must be in [1, 3600] (the day's length), got 0.001",
+    ),
+    ("replay --draft llama-3.2-1b --rates 0:3,1h --page-seconds 0 --out {tmp}/out/day.om", "must be > 0, got 0"),
+    (
         "bench-plan --engine vllm@0.24.0 --draft eagle3 --input-tokens 512,200000 --out {tmp}/plan-out",
         "a context of 200,256 tokens is past llama-3.1-8b's max_position_embeddings (131,072); give --input-tokens",
     ),

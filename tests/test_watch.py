@@ -861,6 +861,12 @@ def test_replay_takes_json_as_every_command_does(tmp_path, capsys):
     assert record["written"] == str(out) and out.stat().st_size > 0
     assert (record["gamma"], record["alpha"], record["seconds"]) == (3, 0.6, 120.0)
     assert record["deployment"]["target"]["name"] == "llama-3.1-8b" and record["provenance"]
+    # --model names the served model's label, nothing more: the target simulated stays --target's (it was taken as
+    # the target, and a served name that is no built-in model was refused).
+    assert main(argv + ["--model", "my-served-model"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["deployment"]["target"]["name"] == "llama-3.1-8b"
+    assert 'model_name="my-served-model"' in out.read_text()
 
 
 def test_the_schedule_a_watch_writes_is_what_the_command_it_names_writes(capsys):

@@ -9,7 +9,7 @@ import sys
 import time
 
 from specsim.cli import report
-from specsim.cli.flags import add_deployment_args, alpha_type, int_at_least
+from specsim.cli.flags import add_deployment_args, alpha_type, int_at_least, positive_number
 from specsim.core.limits import MAX_CONTEXT, MAX_GAMMA
 
 __all__ = ["run_replay"]
@@ -67,6 +67,8 @@ def run_replay(args: argparse.Namespace) -> int:
     names, release, shown = metric_names(args.engine or DEFAULT_ENGINE)
     profile = args.rates or _profile(DEFAULT_RATES)
     day_s = profile[-1][0]
+    if not 1.0 <= args.page_seconds <= day_s:  # a page a second at most (a day of them is 86,400), one over the day
+        raise ValueError(f"--page-seconds must be in [1, {day_s:g}] (the day's length), got {args.page_seconds:g}")
     changes = None
     if args.drop_at is not None:
         at = parse_duration(args.drop_at) if args.drop_at not in ("0", "0s") else 0.0
@@ -85,7 +87,7 @@ def run_replay(args: argparse.Namespace) -> int:
     )
     dep = deployment(args)
     dep.drafter.support(names.engine, release)
-    model = args.model or dep.target.source or dep.target.name
+    model = args.served_model or dep.target.source or dep.target.name
     print(
         f"simulating {day_s / 3600:.3g} h of {shown} serving {model} ({dep.target.name} + {dep.drafter.label} on "
         f"{dep.hardware.name}; alpha {args.alpha:g}, gamma {args.gamma}"
@@ -180,12 +182,19 @@ def _parser_replay(sub) -> None:
         default=DEFAULT_OUTPUT_TOKENS,
         help=f"output tokens of every request (default {DEFAULT_OUTPUT_TOKENS})",
     )
-    p.add_argument("--page-seconds", type=float, default=60.0, help="seconds of the day between two pages (default 60)")
+    p.add_argument(
+        "--page-seconds",
+        type=positive_number,
+        default=60.0,
+        help="seconds of the day between two pages, from 1 to the day's length (default 60)",
+    )
     p.add_argument(
         "--start",
         help="the day's start (ISO 8601 or Unix seconds; default: so that it ends now, 5 minutes ahead with --listen)",
     )
-    p.add_argument("--model", help="the model_name label (default: the target's checkpoint name)")
+    p.add_argument(  # a label only: the target simulated is --target's (deployment() reads --model as steptime's)
+        "--model", dest="served_model", help="the model_name label (default: the target's checkpoint name)"
+    )
     p.add_argument("--seed", type=int_at_least(0, "seed", 2**31 - 1), default=0, help="random seed (default 0)")
     p.add_argument("--out", metavar="FILE", help="write the day as one OpenMetrics file")
     p.add_argument(
@@ -197,6 +206,8 @@ def _parser_replay(sub) -> None:
         "--listen", type=_listen, metavar="[HOST:]PORT", help="serve the pages (127.0.0.1 unless a host is given)"
     )
     add_deployment_args(p, defaults=False, batch=False, context=False)
+    drafter = next(a for a in p._actions if "--draft" in a.option_strings)
+    drafter.help = "the drafter the simulated engine runs (required: a draft model, eagle3, mtp, ...)"
     p.set_defaults(func=run_replay)
 
 
