@@ -32,7 +32,13 @@ pytestmark = pytest.mark.xdist_group("watch-prometheus")
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 DAY_S, WINDOW_S, PAGE_S, DROP_S = 1800.0, 60.0, 30.0, 1440.0
-JOBS = {"vllm": "vllm@0.20.0", "sglang": "sglang@0.5.23", "trtllm": "trtllm@1.3.0", "two": "vllm@0.20.0"}
+JOBS = {
+    "vllm": "vllm@0.20.0",
+    "sglang": "sglang@0.5.23",
+    "trtllm": "trtllm@1.3.0",
+    "two": "vllm@0.20.0",
+    "sglang-gauge": "sglang@0.5.5",  # its acceptance in a gauge alone (spec_accept_length), no counters
+}
 
 
 def _tool(name: str) -> str:
@@ -272,6 +278,17 @@ def test_the_verdicts_come_at_the_right_windows(prometheus, dep, job, capsys):
     holding = set(rows[-1]["holding"])
     assert summary["exit_code"] == code == min([{"costs": 3, "dropped": 4, "schedule": 5}[k] for k in holding] or [0])
     assert "dropped" in holding
+
+
+def test_an_engine_that_says_its_acceptance_in_a_gauge_alone_is_watched_through_prometheus(prometheus, capsys):
+    """SGLang before 0.5.13 exports its acceptance as a gauge only: a watch through Prometheus found no model in it
+    (the models were read from the counters alone) and refused every such engine; each window now reads it."""
+    url, start_s = prometheus
+    code, records = _watch(url, start_s, "sglang-gauge", capsys, "--gamma", "3")
+    rows = [r for r in records if r["type"] == "window"]
+    assert code != 2 and len(rows) == DAY_S / WINDOW_S, records[-1]
+    lengths = [r["window"]["acceptance_length"] for r in rows[1:]]
+    assert sum(a is not None for a in lengths) >= len(lengths) - 1 and all(1 < a < 4 for a in lengths if a), lengths
 
 
 def test_a_selector_with_several_models_needs_model(prometheus, capsys):

@@ -293,8 +293,8 @@ def _open(args, names, release, shown, matchers):
     check_names(source.names_present(start, end), names, release, shown, source.describe())
     reads = source.reads(start, end, args.interval)
     found = set()
-    for _, samples, _, _ in reads:
-        found |= models_on(samples, names)
+    for _, samples, gauges, _ in reads:  # SGLang before 0.5.13 says its acceptance in a gauge alone
+        found |= models_on(samples + (gauges or []), names)
     if model is None and len(found) > 1:
         raise ValueError(
             f"{source.describe()} holds the metrics of several models ({', '.join(sorted(found))}): choose one with --model"
