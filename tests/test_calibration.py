@@ -796,7 +796,9 @@ def test_a_calibration_takes_arguments_naming_its_own_deployment_however_they_na
         assert cal.fixes(hardware=hardware) == own, hardware
     for engine in ("vllm@0.20.0", "vllm@0.21.0", get_engine("vllm@0.20.0")):
         assert cal.fixes(engine=engine) == own, engine
-    given = {"tp": 1, "weight_dtype": "fp8", "kv_dtype": "fp8"}  # a dtype it did not record is not another deployment
+    # A dtype it did not record is the one the fit ran at (the target's own under FP8 weights: a bf16 KV cache), not
+    # another deployment; another one is refused (test_a_calibration_refuses_each_argument_naming_another_deployment).
+    given = {"tp": 1, "weight_dtype": "fp8", "kv_dtype": "bf16"}
     assert cal.fixes(target="llama-3.1-8b", timing="roofline", target_options=given) == own
 
 
@@ -823,6 +825,8 @@ def test_a_calibration_refuses_each_argument_naming_another_deployment_in_one_li
         assert str(refused.value) == f"{said}: {tail.format(flag)}", kwargs
     with pytest.raises(ValueError, match=r"^--engine-overhead-ms replaces the time per iteration cal.yaml fitted"):
         cal.fixes(engine_overhead_ms=1.0)
+    with pytest.raises(ValueError, match=r"^--kv-dtype fp8 but cal.yaml calibrates a bf16 kv target: "):
+        cal.fixes(target_options={"kv_dtype": "fp8"})  # FP8 weights, the KV cache not given: the target's own, bf16
     kv = _calibration(target_options={"weight_dtype": "fp8", "kv_dtype": "fp8"})
     with pytest.raises(ValueError, match=r"^--kv-dtype bf16 but cal.yaml calibrates a fp8 kv target: "):
         kv.fixes(target_options={"kv_dtype": "bf16"})

@@ -165,8 +165,8 @@ class Calibration:
             given = options.get(key)
             if given is None:
                 continue
-            # Not given at the fit: the target's own (its config.json's), which the fit ran at.
-            fitted = self.target_options.get(key) or getattr(get_model(self.target), key)
+            # Not given at the fit: the target's own at the options that were (its config.json's), which the fit ran at.
+            fitted = self.target_options.get(key) or getattr(get_model(self.target, **self.target_options), key)
             if given != fitted:
                 differs(flag, given, f"a {fitted} {key.split('_')[0]} target")
         return {
