@@ -287,7 +287,11 @@ def _open(args, names, release, shown, matchers):
     now = time.time()
     source = PrometheusSource(args.prometheus, names, args.matchers)
     end = parse_time(args.end, now) if args.end is not None else now
-    start = parse_time(args.start, now) if args.start is not None else end - (args.reference + 1) * args.interval
+    # Unless given, the reference and a window after it; with --once as many after it as the reference holds, so that a
+    # drop in any of them is tested against windows before it (the last alone took a drop a window older into its
+    # reference, and missed it).
+    after = args.reference if args.once else 1
+    start = parse_time(args.start, now) if args.start is not None else end - (args.reference + after) * args.interval
     if end - start < args.interval:
         raise ValueError(f"--start to --end spans {end - start:.0f} s, less than one --interval ({args.interval:g} s)")
     check_names(source.names_present(start, end), names, release, shown, source.describe())
@@ -549,7 +553,8 @@ def _parser_watch(sub) -> None:
     when.add_argument(
         "--once",
         action="store_true",
-        help="one window (the last, with --prometheus), then exit with the verdicts' status (for cron and CI)",
+        help="one window, then exit with the verdicts' status (for cron and CI); with --prometheus and no --start, the "
+        "--reference windows before the last and as many to it, a drop in any of these flagged",
     )
     when.add_argument(
         "--gamma",
