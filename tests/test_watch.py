@@ -3,6 +3,7 @@ test's false-alarm rate and detection delay, the break-even, and the command aga
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -393,6 +394,25 @@ def test_at_the_break_even_the_serving_model_gives_no_speedup(dep):
         assert below < 1.0 <= above, (rate, alpha, below, above)
     lengths = [j.break_even_length for j in judge.judge(windows)]
     assert lengths == sorted(lengths)  # more load, more acceptance needed (for this deployment)
+
+
+def test_a_gauge_window_with_no_spread_gets_no_verdict_a_hair_from_the_break_even(dep):
+    """SGLang's gauge before the drift reference: no draft counts and no spread between windows yet, so no interval.
+    It printed 'COSTS MORE: acceptance length 2.229 [2.229, 2.229] is below the break-even 2.266', a point 1.6% off
+    taken as certain.  Without an interval the window cannot tell; with one, the same point is judged by it."""
+    from specsim.serving.steady import EngineLimits
+    from specsim.watch.judge import Judge
+
+    judge = Judge(dep, EngineLimits())
+    window = Window(
+        0.0, 60.0, "m", 1, "", drafts=None, gamma=3, requests_per_s=8.0, input_tokens=1000, output_tokens=256
+    )
+    (at,) = judge.judge([dataclasses.replace(window, acceptance_length=2.0)])
+    below = dataclasses.replace(window, acceptance_length=0.98 * at.break_even_length)
+    (blind,) = judge.judge([below])
+    assert blind.interval is None and blind.verdict == "undecided"
+    (tight,) = judge.judge([below], spread=[0.001])  # a spread the reference measured: the interval decides
+    assert tight.interval is not None and tight.verdict == "costs"
 
 
 def judge_kv(dep):

@@ -16,7 +16,8 @@ The verdict compares the window's acceptance length, with its interval, against 
 saves where the interval's top is below; it pays where its bottom is above; otherwise the window cannot tell.  The
 interval is the mean accepted tokens per draft over the window's drafts, its spread that of one draft's accepted
 tokens (from the per-position counts) inflated by the overdispersion the drift reference measured between windows
-(drafts of one request are not independent), 95%.
+(drafts of one request are not independent), 95%.  A window with no spread to give (an engine that says its acceptance
+in a gauge alone, before the reference) has no interval and no verdict unless no acceptance pays or every one does.
 """
 
 from __future__ import annotations
@@ -164,7 +165,9 @@ class Judge:
                     if sd is None
                     else (w.acceptance_length - CONFIDENCE_Z * sd, w.acceptance_length + CONFIDENCE_Z * sd)
                 )
-                low, high = interval if interval is not None else (w.acceptance_length, w.acceptance_length)
+                # Without a spread (a gauge's window before the drift reference measures how windows vary) there is
+                # no interval, and a point a hair from the break-even cannot tell: undecided, as an interval across it.
+                low, high = interval if interval is not None else (-math.inf, math.inf)
                 if kind == "never" or (kind == "found" and high < length_be):
                     verdict = "costs"
                 elif kind == "always" or (kind == "found" and low > length_be):

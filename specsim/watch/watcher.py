@@ -181,7 +181,7 @@ class Watcher:
                 if j.break_even == "never":
                     why = "no acceptance pays at this load in the model"
                 else:
-                    low, high = j.interval if j.interval else (window.acceptance_length,) * 2
+                    low, high = j.interval  # (a window without an interval is undecided: specsim.watch.judge)
                     why = (
                         f"acceptance length {window.acceptance_length:.3f} [{low:.3f}, {high:.3f}] is below the "
                         f"break-even {j.break_even_length:.3f}"
