@@ -415,6 +415,27 @@ def test_a_gauge_window_with_no_spread_gets_no_verdict_a_hair_from_the_break_eve
     assert tight.interval is not None and tight.verdict == "costs"
 
 
+def test_an_engine_running_past_the_models_max_num_seqs_is_said_once(dep):
+    """A calibration fitted under max_num_seqs 32 watching a server started with more: 84.6 running where the model
+    holds 32, and the verdict flipped with nothing said.  The watch says it in the first such window's note, once."""
+    from specsim.serving.steady import EngineLimits
+    from specsim.watch.drift import DropDetector
+    from specsim.watch.judge import Judge
+    from specsim.watch.watcher import Watcher
+
+    watcher = Watcher(Judge(dep, EngineLimits(32, 8192)), DropDetector(reference=3))
+    base = Window(
+        0.0, 60.0, "m", 1, "", drafts=None, acceptance_length=2.2, gamma=3, input_tokens=1000, output_tokens=256
+    )
+    windows = [
+        dataclasses.replace(base, start_s=60.0 * k, end_s=60.0 * (k + 1), running=running, requests_per_s=rate)
+        for k, (running, rate) in enumerate([(20.0, 4.0), (84.6, 12.0), (90.0, 13.0)])
+    ]
+    notes = [row.note for row in watcher.add_all(windows)]
+    said = [n for n in notes if "the engine runs" in n]
+    assert len(said) == 1 and "runs 84.6 sequences, more than the max_num_seqs 32 the model holds it to" in notes[1]
+
+
 def judge_kv(dep):
     from specsim.serving.capacity import free_kv_bytes
 

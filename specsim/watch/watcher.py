@@ -97,6 +97,7 @@ class Watcher:
 
     def __init__(self, judge, detector, schedule=None, min_gain: float = DEFAULT_MIN_GAIN, clock=None):
         self.judge, self.detector, self.schedule = judge, detector, schedule
+        self._over_limit_said = False
         self.min_gain = float(min_gain)
         self.clock = clock or (lambda t: f"{t:.0f}")
         self.rows: list = []
@@ -168,11 +169,24 @@ class Watcher:
                     self.holding.pop("dropped", None)
                     note = "a new drift reference; " + note
                 started += self._model_verdicts(index, w, j)
+                note = "; ".join(n for n in (note, self._past_the_limit(w)) if n)
             for v in started:
                 self.holding[v.kind] = v
             self.rows.append(Row(index, w, j, tuple(started), tuple(self.holding), note, test))
             out.append(self.rows[-1])
         return out
+
+    def _past_the_limit(self, w) -> str:
+        """Said once: a window whose engine runs more sequences than the model's max_num_seqs (a calibration's runs'
+        limit, or the engine's default, under a server started with more): the model holds the load below what runs."""
+        seqs = float(self.judge.limits.seqs(True))
+        if self._over_limit_said or w.running is None or w.running <= seqs * 1.05:
+            return ""
+        self._over_limit_said = True
+        return (
+            f"the engine runs {w.running:.1f} sequences, more than the max_num_seqs {seqs:g} the model holds it to "
+            f"({self.judge.limits.label}): its verdicts hold the load below what runs; give the server's --max-num-seqs"
+        )
 
     def _model_verdicts(self, index, window, j) -> list:
         out = []
