@@ -436,6 +436,39 @@ def test_an_engine_running_past_the_models_max_num_seqs_is_said_once(dep):
     assert len(said) == 1 and "runs 84.6 sequences, more than the max_num_seqs 32 the model holds it to" in notes[1]
 
 
+def test_past_the_engines_capacity_the_break_even_does_not_fall_back(dep):
+    """An overloaded engine got 'pays': past the rate plain decoding keeps up with (about 28.8 requests/s here) both
+    engines are full and the ratio was of their TPOTs, the speculating engine's shorter though it serves fewer
+    requests; the break-even fell from 3.29 at 27 requests/s to 1.98.  Where neither keeps up, the ratio is of the output
+    each serves (as the answers at a load weigh it), and the break-even only rises with the load."""
+    from specsim.serving.steady import EngineLimits
+    from specsim.watch.judge import Judge
+
+    judge = Judge(dep, EngineLimits(1024, 8192))
+    rates = [4.0, 12.0, 20.0, 24.0, 27.0, 28.0, 29.5, 32.0, 40.0]
+    windows = [
+        Window(
+            0.0,
+            60.0,
+            "m",
+            1,
+            "",
+            acceptance_length=2.6,
+            gamma=3,
+            requests_per_s=r,
+            input_tokens=1000,
+            output_tokens=256,
+        )
+        for r in rates
+    ]
+    judged = judge.judge(windows, spread=[0.01] * len(windows))
+    lengths = [j.break_even_length for j in judged]
+    assert all(j.break_even == "found" for j in judged) and lengths == sorted(lengths), lengths
+    verdicts = [j.verdict for j in judged]
+    assert verdicts[0] == "pays" and verdicts[-1] == "costs"
+    assert verdicts == sorted(verdicts, key=lambda v: v == "costs"), verdicts  # once it costs, it costs above
+
+
 def judge_kv(dep):
     from specsim.serving.capacity import free_kv_bytes
 

@@ -40,9 +40,14 @@ CONFIDENCE_Z = 1.959964
 def _served_ratio(state) -> np.ndarray:
     """Plain TPOT over each row's (row 0 plain) at each rate; where the speculating engine cannot serve the rate
     (saturated: its queue grows; SGLang's 48 running requests, say) and the plain one can, at most the share of the
-    rate it serves: it costs, whatever its TPOT while it runs."""
+    rate it serves: it costs, whatever its TPOT while it runs.  Where neither keeps up, the output each serves, as the
+    answers at a load weigh a rate no engine keeps up with (:func:`specsim.answers.load.objective`): a full engine's
+    shorter TPOT called an overloaded engine's speculation paying where it serves fewer requests than plain decoding."""
     ratio = state.tpot_s[0][None, :] / state.tpot_s
     served = state.requests_per_s / np.asarray(state.load, dtype=float)[None, :]
+    output = np.asarray(state.output_tokens_per_s, dtype=float)
+    both = state.saturated & state.saturated[0][None, :]
+    ratio = np.where(both, output / output[0][None, :], ratio)
     return np.where(state.saturated & ~state.saturated[0][None, :], np.minimum(served, ratio), ratio)
 
 
