@@ -469,6 +469,35 @@ def test_past_the_engines_capacity_the_break_even_does_not_fall_back(dep):
     assert verdicts == sorted(verdicts, key=lambda v: v == "costs"), verdicts  # once it costs, it costs above
 
 
+def test_two_gammas_within_noise_of_each_other_do_not_trade_places(dep):
+    """A stationary replayed day gave 47 'schedule should now be' verdicts in 360 windows, gamma 1 and 2 in turn (their
+    speedups 0.4% apart), each printing the same schedule, which the watch writes with load_schedule's 1% rtol.  The
+    judge takes the best as the schedule does (the smallest gamma within 1% of the most): windows whose acceptance
+    straddles the tie by its noise all get one gamma."""
+    from specsim.serving.steady import EngineLimits
+    from specsim.watch.judge import Judge
+
+    judge = Judge(dep, EngineLimits(1024, 8192))
+    lengths = [2.00, 2.05, 2.09, 2.10, 2.11, 2.12, 2.13, 2.14, 2.16, 2.18]  # the tie of gammas 1 and 2 is within
+    windows = [
+        Window(
+            0.0,
+            60.0,
+            "m",
+            1,
+            "",
+            acceptance_length=a,
+            gamma=3,
+            requests_per_s=6.0,
+            input_tokens=1000,
+            output_tokens=256,
+        )
+        for a in lengths
+    ]
+    best = [j.best_gamma for j in judge.judge(windows, spread=[0.01] * len(windows))]
+    assert best == sorted(best) and best.count(best[0]) >= 8, best  # one gamma through the tie, and never back
+
+
 def judge_kv(dep):
     from specsim.serving.capacity import free_kv_bytes
 

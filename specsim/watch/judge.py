@@ -134,6 +134,8 @@ class Judge:
         """A :class:`Judgement` per window (None for a window that is not :attr:`~.windows.Window.usable`); ``spread``
         gives per window the standard deviation of its acceptance length (None: the draft count's alone)."""
         from specsim.speculation.acceptance import alpha_from_acceptance_length
+        from specsim.speculation.schedule import DEFAULT_SCHEDULE_RTOL
+        from specsim.speculation.search import argmax_gamma
 
         out: list = [None] * len(windows)
         spread = [None] * len(windows) if spread is None else spread
@@ -152,7 +154,9 @@ class Judge:
             rows = np.arange(self.gamma_max + 1)
             state = self.state(alpha[None, :], rows[:, None], rates, P, O, self.gamma_max)
             ratio = _served_ratio(state)  # (gamma, window)
-            best = np.argmax(np.where(np.isfinite(ratio), ratio, -np.inf), axis=0)
+            # The best as the schedule the watch writes takes it (load_schedule's rtol): the smallest gamma within 1% of
+            # the most, so that two gammas within noise of each other do not trade places window after window.
+            best = argmax_gamma(np.where(np.isfinite(ratio), ratio, -np.inf), DEFAULT_SCHEDULE_RTOL)
             # The break-even on the alpha grid at the gamma in use.
             grid = self.state(
                 np.r_[0.0, ALPHAS][:, None], np.r_[0, np.full(ALPHAS.size, gamma)][:, None], rates, P, O, gamma
