@@ -62,6 +62,10 @@ HEAD3 = (
 
 # Files each case can refer to as {name}; written fresh into tmp_path for every case.
 FILES = {
+    # vLLM's V0 engine: a gauge of the acceptance rate and token counters, no count of drafts (vllm/engine/metrics.py)
+    "v0-metrics.txt": 'vllm:spec_decode_draft_acceptance_rate{model_name="m"} 0.6\n'
+    'vllm:spec_decode_num_draft_tokens_total{model_name="m"} 300\n'
+    'vllm:spec_decode_num_accepted_tokens_total{model_name="m"} 180\n',
     "alias.yaml": "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
     + PROFILE.replace("name: mine", "name: x"),
     "deep.yaml": PROFILE + "sources: " + "[" * 5000 + "]" * 5000 + "\n",
@@ -564,6 +568,11 @@ CASES = [
         "--no-pin measures acceptance on your prompts",
     ),
     ("bench-plan --engine vllm --draft eagle3 --prompts {tmp}/missing.jsonl --out {tmp}/plan-out", "--prompts"),
+    ("alpha --metrics {tmp}/v0-metrics.txt", "a vLLM V0 engine's page (vllm:spec_decode_draft_acceptance_rate, no"),
+    (
+        "alpha --metrics examples/vllm-metrics.txt --gamma 5",
+        "--gamma 5 but examples/vllm-metrics.txt's drafts are of gamma 3 (drafted tokens per draft): the page says it",
+    ),
     (
         "replay --draft llama-3.2-1b --rates 0:3,1h --page-seconds 0.001 --out {tmp}/out/day.om",
         "--page-seconds must be in [1, 3600] (the day's length), got 0.001",

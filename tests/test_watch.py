@@ -498,6 +498,35 @@ def test_two_gammas_within_noise_of_each_other_do_not_trade_places(dep):
     assert best == sorted(best) and best.count(best[0]) >= 8, best  # one gamma through the tie, and never back
 
 
+def test_the_costs_verdict_names_the_gamma_in_use_and_the_one_that_would_pay(dep):
+    from specsim.serving.steady import EngineLimits
+    from specsim.watch.drift import DropDetector
+    from specsim.watch.judge import Judge
+    from specsim.watch.watcher import Watcher
+
+    judge = Judge(dep, EngineLimits(1024, 8192))
+    window = Window(  # counted drafts with per-position shares: an interval of their own, before any reference
+        0.0,
+        60.0,
+        "m",
+        1,
+        "",
+        drafts=20000.0,
+        acceptance_length=2.0,
+        per_position=(0.55, 0.3, 0.15),
+        gamma=3,
+        requests_per_s=20.0,
+        input_tokens=1000,
+        output_tokens=256,
+    )
+    (j,) = judge.judge([window])
+    assert j.verdict == "costs" and j.best_gamma not in (0, 3) and j.best_speedup > 1.0, j
+    (row,) = Watcher(judge, DropDetector(reference=3)).add_all([window])
+    (costs,) = [v.text for v in row.started if v.kind == "costs"]
+    assert costs.startswith("speculation at gamma 3 costs more than it saves at this load")
+    assert costs.endswith(f"; gamma {j.best_gamma} would give {j.best_speedup:.3f}"), costs
+
+
 def judge_kv(dep):
     from specsim.serving.capacity import free_kv_bytes
 

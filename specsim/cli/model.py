@@ -376,6 +376,11 @@ def _alpha_from_metrics(args: argparse.Namespace) -> int:
     from specsim.speculation.metrics import read_metrics_file
 
     m = read_metrics_file(args.metrics, args.model_name)
+    if args.gamma is not None and m.gamma is not None and args.gamma != m.gamma:  # taken from the page, not dropped
+        raise ValueError(
+            f"--gamma {args.gamma} but {args.metrics}'s drafts are of gamma {m.gamma} (drafted tokens per draft): "
+            "the page says it; drop --gamma"
+        )
     out = m.to_dict()
     if args.json:
         print_json(out)

@@ -276,6 +276,13 @@ def acceptance_from_prometheus(text: str, source: str = "metrics", model_name: s
         else:
             totals[key] += value
     missing = [f"{_PREFIX}{key}_total" for key in _COUNTERS[:3] if key not in found]
+    if missing and any(name == f"{_PREFIX}draft_acceptance_rate" for name, _, _ in samples):
+        # The V0 engine's gauges (spec_decode_draft_acceptance_rate, _efficiency: vllm/engine/metrics.py) without V1's
+        # num_drafts counter.
+        raise ValueError(
+            f"{source}: a vLLM V0 engine's page ({_PREFIX}draft_acceptance_rate, no {_PREFIX}num_drafts_total): "
+            "specsim reads the V1 engine's counters (vllm/v1/spec_decode/metrics.py); serve with the V1 engine"
+        )
     if missing:
         raise ValueError(
             f"{source}: missing counter(s) {', '.join(missing)}; is speculative decoding enabled on that server?"

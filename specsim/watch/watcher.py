@@ -3,9 +3,10 @@
 Three verdicts, each with the window it starts in and its evidence:
 
 ``costs``
-    speculation costs more than it saves at this load: the window's acceptance length, with its interval, is below the
-    break-even acceptance length the serving model gives at the window's rate and lengths (:mod:`.judge`); it holds
-    until a window's interval is above the break-even (a window that cannot tell changes nothing).
+    speculation at the gamma in use costs more than it saves at this load: the window's acceptance length, with its
+    interval, is below the break-even acceptance length the serving model gives at the window's rate and lengths
+    (:mod:`.judge`), and the gamma that would pay there, if one does, is named; it holds until a window's interval is
+    above the break-even (a window that cannot tell changes nothing).
 ``dropped``
     acceptance dropped from a to b since a window: the change-point test flagged it (:mod:`.drift`); it holds until the
     test has a new reference.
@@ -200,17 +201,24 @@ class Watcher:
                         f"acceptance length {window.acceptance_length:.3f} [{low:.3f}, {high:.3f}] is below the "
                         f"break-even {j.break_even_length:.3f}"
                     )
+                running = (
+                    f", {window.running:.1f} running (the model expects {j.running_model:.1f})"
+                    if window.running is not None
+                    else ""
+                )
+                other = (
+                    f"; gamma {j.best_gamma} would give {j.best_speedup:.3f}"
+                    if j.best_gamma and j.best_gamma != j.gamma and j.best_speedup > 1.0
+                    else ""
+                )
                 out.append(
                     Verdict(
                         "costs",
                         index,
                         window.start_s,
-                        f"speculation costs more than it saves at this load: {why} at {window.requests_per_s:.3g} "
-                        f"requests/s per replica, {window.running:.1f} running (the model expects "
-                        f"{j.running_model:.1f}); the model's speedup {j.speedup:.3f}"
-                        if window.running is not None
-                        else f"speculation costs more than it saves at this load: {why} at {window.requests_per_s:.3g} "
-                        f"requests/s per replica; the model's speedup {j.speedup:.3f}",
+                        f"speculation at gamma {j.gamma} costs more than it saves at this load: {why} at "
+                        f"{window.requests_per_s:.3g} requests/s per replica{running}; the model's speedup "
+                        f"{j.speedup:.3f}{other}",
                     )
                 )
         elif j.verdict == "pays":  # a window that cannot tell leaves the verdict as it was
