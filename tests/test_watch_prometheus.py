@@ -305,6 +305,19 @@ def test_once_reads_as_many_windows_after_the_reference_as_in_it(prometheus, cap
     assert code != 2 and len(rows) == 2 * 5, len(rows)
 
 
+def test_a_span_or_selection_with_no_series_says_so_not_that_it_is_another_page(prometheus, capsys):
+    url, start_s = prometheus
+    argv = ["watch", "--prometheus", url, "--engine", JOBS["vllm"], "--draft", "llama-3.2-1b", "--interval", "60"]
+    for extra in (
+        ["--job", "nosuch"],
+        ["--job", "vllm", "--start", f"{start_s - 7200:.0f}", "--end", f"{start_s - 3600:.0f}"],
+    ):
+        assert main(argv + extra) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "holds no series from" in err[0] and "check --start and --end" in err[0], err
+        assert "not a vllm metrics page" not in err[0]
+
+
 def test_a_selector_with_several_models_needs_model(prometheus, capsys):
     url, start_s = prometheus
     assert (

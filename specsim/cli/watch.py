@@ -294,7 +294,13 @@ def _open(args, names, release, shown, matchers):
     start = parse_time(args.start, now) if args.start is not None else end - (args.reference + after) * args.interval
     if end - start < args.interval:
         raise ValueError(f"--start to --end spans {end - start:.0f} s, less than one --interval ({args.interval:g} s)")
-    check_names(source.names_present(start, end), names, release, shown, source.describe())
+    present = source.names_present(start, end)
+    if not present:  # nothing at all under this selection and span: not a page of another kind, but no data
+        when = f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(start))} to {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(end))}"
+        raise ValueError(
+            f"{source.describe()} holds no series from {when}: check --start and --end, and --job or --selector"
+        )
+    check_names(present, names, release, shown, source.describe())
     reads = source.reads(start, end, args.interval)
     found = set()
     for _, samples, gauges, _ in reads:  # SGLang before 0.5.13 says its acceptance in a gauge alone
