@@ -333,6 +333,13 @@ def test_capacity_says_whose_share_of_memory_it_takes_and_the_answer_at_a_load_t
         "0.19.0 H100 starts: docs/reports/2026-12-05-vllm-startup-memory.md); --memory-util for your engine's setting"
     ]
     assert "vLLM 0.19.0's gpu_memory_utilization default 0.9 (" in usable("--engine", "vllm@0.19.0")[0]
+    # A preset named without its release, whose range changed the default (0.14-0.27: 0.9 before 0.20.0), takes its
+    # newest release's and says so, with how to name an older one.
+    assert (
+        "0.92 from 0.20.0; 0.27's, the range's newest, as --engine names no release: name yours (--engine vllm@0.14.0) "
+        "where it is older)" in usable("--engine", "vllm@0.14")[0]
+    )
+    assert "the range's newest" not in usable("--engine", "vllm@0.10", "--draft", "eagle3")[0]  # 0.10-0.13: 0.9
     sglang = usable("--engine", "sglang", "--hardware", "h100-sxm")[0]
     assert "mem_fraction_static 0.83" in sglang and "chunked_prefill_size 8192" in sglang
     trt = usable("--engine", "trtllm")[0]

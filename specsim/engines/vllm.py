@@ -768,12 +768,22 @@ def memory_share(
         share, text = given, f"{given:g} as given"
     else:
         share = next(u for first, u in reversed(_MEMORY_UTILIZATION) if release >= first)
+        spans = ""
         if preset.asked:
             version = _version_text(release)
         else:
             first = next(first for first, last, key in RANGES if last == release)
             version = f"{first[0]}.{first[1]}-{release[0]}.{release[1]}"
-        text = f"vLLM {version}'s gpu_memory_utilization default {share:g} (vllm/config/cache.py: {MEMORY_UTILIZATION_SAID})"
+            older = next(u for start, u in reversed(_MEMORY_UTILIZATION) if first >= start)
+            if older != share:  # a preset named without its release, whose range changed the default: the newest's
+                spans = (
+                    f"; {release[0]}.{release[1]}'s, the range's newest, as --engine names no release: name yours "
+                    f"(--engine vllm@{first[0]}.{first[1]}.0) where it is older"
+                )
+        text = (
+            f"vLLM {version}'s gpu_memory_utilization default {share:g} (vllm/config/cache.py: "
+            f"{MEMORY_UTILIZATION_SAID}{spans})"
+        )
     taken = start_up(hardware, model, max_batched_tokens, max_num_seqs, release)
     left = max(share - taken.bytes / hardware.memory_bytes, 0.0)
     return MemoryShare(left, left, f"{text}, {taken.said()}", taken.bytes)
