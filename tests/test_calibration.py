@@ -901,6 +901,11 @@ def test_the_batch_views_memory_check_takes_a_calibrations_limits_as_its_loads_a
         assert main(command + ["--calibration", str(out), "--max-num-seqs", "12"]) == 0
         assert seen == [(3072, 12)], (command, seen)
     capsys.readouterr()
+    # capacity too: its start-up sized at the file's limits, and the engine's limit said beside what fits.
+    assert main(["capacity", "--calibration", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "at 3072 tokens and 24 sequences" in text and "the engine's max_num_seqs 24 runs at most that many" in text
+    assert _json(["capacity", "--calibration", str(out)], capsys)["max_num_seqs"] == 24
     # Without a calibration, none given: the engine's own (None), as before.
     seen.clear()
     assert main(["optimal-gamma", "--batch", "1"]) == 0

@@ -295,13 +295,19 @@ def hardware_record(hw) -> dict:
 
 
 def capacity_record(
-    dep: Deployment, context: int, memory_utilization: float | None = None, gamma: int | None = None
+    dep: Deployment,
+    context: int,
+    memory_utilization: float | None = None,
+    gamma: int | None = None,
+    max_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
 ) -> dict:
     """capacity: the memory budget at ``context`` tokens per sequence (:func:`specsim.serving.capacity.capacity`, a
     hybrid target's scratch sized for ``gamma`` draft tokens) with the deployment's names and the smallest tensor
     parallelism that fits (:func:`specsim.serving.capacity.smallest_fitting_tp`); ``context`` in tokens (refused past
     the target's or the draft's positions), ``memory_utilization`` the engine's share of device memory (None: the
-    engine's own).  At TP 2 a 70B target's weights and vLLM's start-up leave each H100 less than one 8,192-token
+    engine's own; ``max_batched_tokens`` and ``max_num_seqs`` the engine's limits its start-up is sized by, None: its
+    own).  At TP 2 a 70B target's weights and vLLM's start-up leave each H100 less than one 8,192-token
     sequence's cache beside the draft's weights:
 
     >>> record = capacity_record(Deployment.build("h100-sxm", "llama-3.3-70b", "llama-3.2-1b"), 8192)
@@ -313,7 +319,9 @@ def capacity_record(
     dep.require_within_positions(context, "--context")
     if gamma is not None:
         check_int("gamma", gamma, 0, MAX_GAMMA)  # sizes a hybrid target's scratch: -2 was taken as the default
-    cap = capacity(dep, context, memory_utilization, gamma)
+    cap = capacity(
+        dep, context, memory_utilization, gamma, max_batched_tokens=max_batched_tokens, max_num_seqs=max_num_seqs
+    )
     return {
         "hardware": dep.hardware.name,
         "target": dep.target.name,

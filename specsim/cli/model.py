@@ -441,11 +441,13 @@ def run_capacity(args: argparse.Namespace) -> int:
     from specsim.serving.capacity import capacity
 
     dep = deployment(args)
-    record = capacity_record(dep, args.context, args.memory_util, args.gamma)  # refuses a context past the positions
-    if args.json:
+    # a --calibration's limits where none is given, as the other commands' memory checks take them
+    tokens, seqs = memory_limits(args, dep)
+    record = capacity_record(dep, args.context, args.memory_util, args.gamma, tokens, seqs)  # refuses a context past
+    if args.json:  # the positions
         print_json(record)
         return 0
-    cap = capacity(dep, args.context, args.memory_util, args.gamma)
+    cap = capacity(dep, args.context, args.memory_util, args.gamma, max_batched_tokens=tokens, max_num_seqs=seqs)
     for line in capacity_summary(cap, dep, getattr(args.context, "basis", None)):
         print(line)
     return 0

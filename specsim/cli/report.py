@@ -125,6 +125,11 @@ def capacity_summary(cap, dep, basis: str | None = None) -> list[str]:
             + _context_said(basis)
             + f": {cap.max_batch_without_draft} without the draft, "
             f"{cap.max_batch_with_draft} with it"
+            + (
+                f" (in memory; the engine's max_num_seqs {cap.max_num_seqs} runs at most that many)"
+                if cap.max_num_seqs is not None and cap.max_num_seqs < cap.max_batch_without_draft
+                else ""
+            )
         )
     return lines
 
