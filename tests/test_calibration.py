@@ -939,6 +939,11 @@ def test_a_calibration_answers_at_a_load_for_the_lengths_and_limits_its_runs_wer
     assert main(argv) == 0
     head = capsys.readouterr().out
     assert "max_num_seqs 128, max_batched_tokens 4096 (the limits cal.yaml's runs were fitted under;" in head
+    # steptime too takes the runs' mean context where not given (it took the article's 1128 where the others took 850)
+    assert main(["steptime", "--calibration", str(out), "--batch", "1"]) == 0
+    assert "over 850 cached (the runs cal.yaml was fitted to: 700 in, 300 out; --context to set)" in (
+        capsys.readouterr().out
+    )
     given = _json(argv + ["--input-len", "2000", "--max-num-seqs", "512"], capsys)
     assert (
         given[0]["lengths"]

@@ -528,3 +528,10 @@ def test_compare_with_tensor_parallelism_names_the_deployments_throughput_and_gi
     row = next(line for line in out.splitlines() if line.split() and line.split()[0] == "64").split()
     total, each = (float(x.replace(",", "")) for x in (row[6], row[8]))
     assert each == pytest.approx(total / 4, abs=1.0)
+
+
+def test_steptime_says_where_its_context_comes_from_and_takes_a_calibrations_runs(capsys, tmp_path):
+    code, out, _ = run(capsys, "steptime", "--batch", "1")
+    assert "over 1128 cached (the reference article's 1,000 in, 256 out; --context to set)" in out.splitlines()[0]
+    code, out, _ = run(capsys, "steptime", "--batch", "1", "--context", "2000")
+    assert out.splitlines()[0].endswith("over 2000 cached")

@@ -14,6 +14,7 @@ from specsim.cli.args import (
 )
 from specsim.cli.flags import (
     ARTICLE_CONTEXT,
+    Unset,
     UnsetInt,
     add_acceptance_args,
     add_deployment_args,
@@ -302,6 +303,16 @@ def run_steptime(args: argparse.Namespace) -> int:
     from specsim.answers import steptime_rows
     from specsim.describe.parallel import collective_count
 
+    basis = ""
+    if isinstance(args.context, Unset):  # not given: a calibration's runs' mean context, as every answer takes it
+        from specsim.cli.args import calibrated_lengths, calibration
+
+        lengths = calibrated_lengths(args)
+        if lengths is not None:
+            args.context = [calibration(args).context_tokens]
+            basis = f" ({lengths[2]}: {lengths[0]:,} in, {lengths[1]:,} out; --context to set)"
+        else:
+            basis = f" ({ARTICLE_CONTEXT}; --context to set)"
     dep = deployment(args, draft=False)
     _require_fits(dep, max(args.context))
     model, hw, engine = dep.target, dep.hardware, dep.engine
@@ -311,7 +322,11 @@ def run_steptime(args: argparse.Namespace) -> int:
     else:
         gpus = f" x {model.tp} GPUs" if model.tp > 1 else ""
         several = len(args.tokens_per_seq) > 1 or len(args.context) > 1
-        what = "" if several else f": {args.tokens_per_seq[0]} new token(s) per sequence over {args.context[0]} cached"
+        what = (
+            ""
+            if several
+            else f": {args.tokens_per_seq[0]} new token(s) per sequence over {args.context[0]} cached{basis}"
+        )
         print(f"{model.describe()} on {hw.name}{gpus}{what}")
         from specsim.cli import report
 
@@ -707,8 +722,9 @@ def _parser_steptime(sub) -> None:
     p.add_argument(
         "--context",
         type=int_list(0, "context", MAX_CONTEXT),
-        default=[DEFAULT_CONTEXT_TOKENS],
-        help=f"comma-separated cached tokens per sequence (default {DEFAULT_CONTEXT_TOKENS})",
+        default=Unset([DEFAULT_CONTEXT_TOKENS]),
+        help=f"comma-separated cached tokens per sequence (default {DEFAULT_CONTEXT_TOKENS}, {ARTICLE_CONTEXT}; a "
+        "--calibration's runs' mean where they are of one workload's lengths)",
     )
     add_model_args(p, draft=False)
     add_timing_args(p)
