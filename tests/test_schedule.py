@@ -607,4 +607,6 @@ def test_the_schedule_names_its_tolerance_which_optimal_gamma_does_not_use(capsy
     assert main(argv + ["--rtol", "0"]) == 0
     assert "takes the smallest gamma within" not in capsys.readouterr().err
     assert main(argv + ["--rtol", "0.05"]) == 0
-    assert "within 5% of the best (--rtol 0.05; 0 for the best itself" in capsys.readouterr().err
+    assert "within 5% of the best (--rtol 0.05; 0 for the schedule nearest each batch's best that never rises" in (
+        capsys.readouterr().err
+    )

@@ -107,7 +107,8 @@ def run_schedule(args: argparse.Namespace) -> int:
         notes.append(
             f"each batch takes the smallest gamma within {args.rtol * 100:g}% of the best (--rtol {args.rtol:g}"
             + (", the default" if args.rtol == DEFAULT_SCHEDULE_RTOL else "")
-            + "; 0 for the best itself, which optimal-gamma gives)"
+            + "; 0 for the schedule nearest each batch's best that never rises with batch, where optimal-gamma "
+            "gives each batch's own best)"
         )
     if engine is not None:
         flags, engine_notes = engine.settings(dep)
