@@ -535,3 +535,14 @@ def test_steptime_says_where_its_context_comes_from_and_takes_a_calibrations_run
     assert "over 1128 cached (the reference article's 1,000 in, 256 out; --context to set)" in out.splitlines()[0]
     code, out, _ = run(capsys, "steptime", "--batch", "1", "--context", "2000")
     assert out.splitlines()[0].endswith("over 2000 cached")
+
+
+@pytest.mark.parametrize("argv", [["speedup", "--gamma", "3"], ["explain"]])
+def test_speedup_and_explain_say_which_batches_do_not_fit_as_optimal_gamma_does(capsys, argv):
+    code, out, err = run(capsys, "optimal-gamma", "--batch", "64,350", "--json")
+    fits = [r["fits_with_draft"] for r in json.loads(out)]
+    assert fits == [True, False]
+    code, out, err = run(capsys, *argv, "--batch", "64,350")
+    assert code == 0 and "note: batch 350 does not fit in memory with the draft at 1128 tokens each" in err
+    code, out, err = run(capsys, *argv, "--batch", "64")
+    assert "not fit in memory" not in err

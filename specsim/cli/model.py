@@ -264,7 +264,7 @@ def run_speedup(args: argparse.Namespace) -> int:
         args.context = UnsetInt(DEFAULT_CONTEXT_TOKENS, ARTICLE_CONTEXT)
         calibrated_context(args)
     dep = deployment(args)
-    _require_fits(dep, args.context)
+    _require_fits(dep, args.context, args)
     acc, acc_label = model_acceptance(args, dep, args.context)
     rows, context = speedup_rows(dep, acc, acc_label, args.gamma, args.batch, args.context)
     if args.json:
@@ -573,7 +573,7 @@ def run_explain(args: argparse.Namespace) -> int:
             raise ValueError("--plot draws the decode-batch view: drop --concurrency/--rate, or --plot")
         return _explain_at_load(args, *at)
     dep = deployment(args)
-    _require_fits(dep, args.context)
+    _require_fits(dep, args.context, args)
     acc, acc_label = model_acceptance(args, dep, args.context)
     out = None
     if args.plot:
@@ -623,11 +623,23 @@ def run_explain(args: argparse.Namespace) -> int:
     return 0
 
 
-def _require_fits(dep, context: int) -> None:
-    """Refuse a target whose weights cannot be held, as optimal-gamma does (naming the TP or dtype that fits)."""
+def _require_fits(dep, context: int, args: argparse.Namespace | None = None) -> None:
+    """Refuse a target whose weights cannot be held, as optimal-gamma does (naming the TP or dtype that fits); with
+    ``args`` (a batch view's), say which of its --batch do not fit in memory with the draft, as optimal-gamma's rows
+    and compare's column do."""
     from specsim.answers import deployment_capacity
 
-    deployment_capacity(dep, max(int(context), 1), None, None)
+    limits = memory_limits(args, dep) if args is not None else (None, None)
+    memory = getattr(args, "memory_util", None)
+    cap = deployment_capacity(dep, max(int(context), 1), getattr(args, "max_context", None), memory, *limits)
+    past = [b for b in (getattr(args, "batch", None) or []) if b > cap.max_batch_with_draft]
+    if past and dep.drafter is not None:
+        print(
+            f"note: batch {', '.join(map(str, past))} {'does' if len(past) == 1 else 'do'} not fit in memory with the "
+            f"draft at {cap.context_tokens} tokens each (specsim capacity: at most {cap.max_batch_with_draft} with it, "
+            f"{cap.max_batch_without_draft} without)",
+            file=sys.stderr,
+        )
 
 
 # -- flags: each command's own, declared beside its handler --------------------------------------------------
