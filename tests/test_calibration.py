@@ -876,6 +876,9 @@ def test_the_calibration_sets_the_deployment_and_refuses_flags_of_another(tmp_pa
         assert message in capsys.readouterr().err
     # The same hardware, named, is fine; so is a round term overridden by the user.
     assert main(["optimal-gamma", "--calibration", str(out), "--hardware", "h100", "--engine-round-ms", "2"]) == 0
+    # ... and said by default: the fitted value it replaces, and that the answer is no longer the calibration's alone.
+    err = capsys.readouterr().err
+    assert "note: --engine-round-ms 2 for the fitted " in err and "no longer its alone" in err, err
     assert main(["speedup", "--calibration", str(out), "--gamma", "3", "--batch", "1"]) == 0
     assert main(["steptime", "--calibration", str(out), "--batch", "1"]) == 0
 

@@ -148,6 +148,8 @@ def deployment(args: argparse.Namespace, *, draft: bool = True):
             "flags need an engine"
         )
     cal = calibration(args)
+    if cal is not None and engine is not dep.engine:  # a fitted term replaced: said by default, not only under -v
+        _said_replaced(args, dep.engine, cal.name)
     served = None if cal is None or cal.serving is None else cal.serving.get("memory_util")
     if served is not None and hasattr(args, "memory_util") and args.memory_util is None:
         # The engine's memory setting the runs were served at, as a --memory-util not given: the calibrated engine's.
@@ -158,6 +160,23 @@ def deployment(args: argparse.Namespace, *, draft: bool = True):
             file=sys.stderr,
         )
     return dataclasses.replace(dep, engine=engine)
+
+
+def _said_replaced(args: argparse.Namespace, fitted, name: str) -> None:
+    """One note naming the round-term flags that replace what a calibration fitted, with the fitted values."""
+    units = {"round_s": ("engine_round_ms", "ms", 1e3), "step_s": ("engine_step_ms", "ms", 1e3)}
+    units |= {"seq_s": ("engine_seq_us", "us", 1e6), "seq_step_s": ("engine_seq_step_us", "us", 1e6)}
+    said = [
+        f"--{dest.replace('_', '-')} {getattr(args, dest):g} for the fitted {getattr(fitted.spec, key) * scale:.4g} {unit}"
+        for key, (dest, unit, scale) in units.items()
+        if getattr(args, dest, None) is not None
+    ]
+    if getattr(args, "engine_overlap", None) is not None:
+        said.append(f"--engine-overlap {args.engine_overlap} for the calibrated engine's own")
+    print(
+        f"note: {'; '.join(said)}: these replace what {name} fitted, and the answer is no longer its alone",
+        file=sys.stderr,
+    )
 
 
 def harness():
