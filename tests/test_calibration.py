@@ -1301,6 +1301,17 @@ def test_a_calibration_file_that_is_not_one_is_refused(tmp_path, capsys):
     assert "bad.yaml: a specsim calibration of schema 2; this specsim reads schema 1" in capsys.readouterr().err
 
 
+def test_a_calibration_without_its_acceptance_key_is_refused_not_read_as_pinned(tmp_path, capsys, plan_calibration):
+    # A hand-edited file without 'acceptance:' was read as one whose runs were pinned, and said so, which it is not.
+    record = yaml.safe_load(plan_calibration.read_text())
+    del record["acceptance"]
+    out = tmp_path / "cal.yaml"
+    out.write_text(yaml.safe_dump(record))
+    assert main(["optimal-gamma", "--calibration", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cal.yaml: the key 'acceptance' is missing" in err[0], err
+
+
 @pytest.mark.parametrize(
     "key, value, said",
     [

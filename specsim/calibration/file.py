@@ -331,6 +331,10 @@ def read_calibration(path: str | Path) -> Calibration:
     for key in _KEYS:
         if key not in data:
             raise ValueError(f"{where}: the key {key!r} is missing")
+    if "acceptance" not in data:  # written by every version (null where the runs were pinned): not taken as pinned
+        raise ValueError(
+            f"{where}: the key 'acceptance' is missing (calibrate-engine writes null where no run measured one)"
+        )
     profile = _check_profile(
         where, profile_from_mapping(data["profile"], f"{where}: profile"), data.get("base_hardware")
     )
