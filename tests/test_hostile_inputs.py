@@ -488,6 +488,11 @@ CASES = [
         "--memory-util 0.05 leaves 2.0 GB per GPU for 17.2 GB of weights: the engine could not have served these runs",
     ),
     (
+        "calibrate-engine --plain examples/bench/vllm-plain.jsonl --spec examples/bench/vllm-eagle3.jsonl --hardware "
+        "h100 --draft eagle3 --steps 3 --engine vllm@0.10 --verify-tokens 2",
+        "--verify-tokens 2 is fewer than --steps 3 plus the target's own token",
+    ),
+    (
         "calibrate-engine --plain {tmp}/bench-unknown.json --hardware h100 --target llama-3.1-8b",
         "bench-unknown.json: not a benchmark file specsim reads; read: vllm bench serve",
     ),

@@ -130,6 +130,11 @@ def runs_from_files(
         notes.append(f"acceptance length of speculative runs whose file has none: {length:.3f} ({where})")
     files = list(plain)
     for paths, steps in spec_groups:
+        if verify_tokens is not None and verify_tokens < steps + 1:  # a chain of the steps and the target's own token
+            raise ValueError(
+                f"--verify-tokens {verify_tokens} is fewer than --steps {steps} plus the target's own token: a "
+                f"verification holds at least {steps + 1} (more in a tree)"
+            )
         setup = SpecSetup(steps, topk, verify_tokens)
         for path in paths:
             files.append(path)
