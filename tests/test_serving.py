@@ -142,6 +142,8 @@ def test_cli_prints_both_columns_with_percentiles(capsys, tmp_path):
     )
     out = capsys.readouterr().out
     assert code == 0 and "speculation off" in out and "speculation on" in out
+    # The KV capacity says whose share of memory it is (vLLM's default here, its start-up taken out), as capacity does.
+    assert "(prompt + output reserved per request; memory: vLLM 0.28-0.33's gpu_memory_utilization default 0.92" in out
     for row in ("TTFT p50 / p90 / p99", "TPOT p50 / p90 / p99", "end-to-end p50 / p90 / p99", "goodput"):
         assert row in out
     lines = out_csv.read_text().splitlines()

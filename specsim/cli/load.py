@@ -162,8 +162,8 @@ def run_serve_sim(args: argparse.Namespace) -> int:
         f"load: {requests.source}" + (f", {concurrency} users" if concurrency else "") + _lengths_said(args),
         f"acceptance: {acc_label}; speculation: {meta['gamma_policy']}",
         f"engine limits: {limits.label}{args.limits_said}; KV capacity {meta['kv_capacity_tokens_plain']:,.0f} tokens "
-        f"without the draft, {meta['kv_capacity_tokens_spec']:,.0f} with it (prompt + output reserved per request)"
-        + _window_clause(dep),
+        f"without the draft, {meta['kv_capacity_tokens_spec']:,.0f} with it (prompt + output reserved per request; "
+        f"memory: {meta['memory_basis']})" + _window_clause(dep),
         f"runs: {len(seeds)} of {len(requests):,} requests ({span})"
         + (
             f"; each figure is the mean over the runs ± the half-width of its {CONFIDENCE:.0%} "

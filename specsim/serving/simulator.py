@@ -779,6 +779,7 @@ def serve_compare(
         "kv_capacity_tokens_spec": cap.free_bytes_with_draft / per_token[1],
         "kv_capacity_bytes_plain": cap.free_bytes_without_draft,
         "kv_capacity_bytes_spec": cap.free_bytes_with_draft,
+        "memory_basis": cap.memory_basis,  # whose share of memory the cache is of (the engine's default, or given)
         "gamma_policy": label,
         "gamma_by_batch": np.atleast_1d(policy).tolist(),
         "context_hint": hint,
