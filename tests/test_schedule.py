@@ -610,3 +610,13 @@ def test_the_schedule_names_its_tolerance_which_optimal_gamma_does_not_use(capsy
     assert "within 5% of the best (--rtol 0.05; 0 for the schedule nearest each batch's best that never rises" in (
         capsys.readouterr().err
     )
+
+
+def test_the_vllm_schedule_names_a_draft_models_method_as_bench_plan_does(capsys, tmp_path):
+    # vLLM guesses a method from the checkpoint's name where none is given (vllm/config/speculative.py): named, as the
+    # plan's run.sh names it, so that both writers give the engine the same speculative_config keys.
+    assert main(["schedule", "--format", "vllm"]) == 0
+    config = json.loads(capsys.readouterr().out)
+    assert config["method"] == "draft_model" and config["model"] == "meta-llama/Llama-3.2-1B-Instruct"
+    assert main(["bench-plan", "--engine", "vllm@0.24.0", "--out", str(tmp_path / "plan")]) == 0
+    assert '"method":"draft_model"' in (tmp_path / "plan" / "run.sh").read_text().replace(" ", "")

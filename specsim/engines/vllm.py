@@ -298,7 +298,8 @@ def to_vllm(ranges: list, draft_model: str, dep=None, version: tuple | None = No
     if drafter is not None:
         drafter.support("vllm", version)
     config: dict[str, Any] = {}
-    if drafter is not None and not drafter.shares_vocabulary:  # a draft model's method is implied by its "model"
+    if drafter is not None:  # named, a draft model's too (its "model" implies it, but a checkpoint named like an
+        # EAGLE head would be read as one: vllm/config/speculative.py guesses the method from the name), as bench-plan
         config["method"] = drafter.support(NAME).name
     if draft_model is not None:
         config["model"] = draft_model
