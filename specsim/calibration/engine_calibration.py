@@ -291,14 +291,15 @@ def calibrate_engine(
     from specsim.serving.capacity import capacity, memory_share
 
     share = memory_share(dep, memory_utilization, limits.max_batched_tokens, limits.max_num_seqs)
-    if memory_utilization is not None:  # a share the engine could not have served these runs at (the weights' own)
-        cap = capacity(
-            dep, 1, memory_utilization, max_batched_tokens=limits.max_batched_tokens, max_num_seqs=limits.max_num_seqs
-        )
-        if not cap.target_fits or (spec_runs and not cap.both_fit):
-            weights = cap.target_weight_bytes + (cap.draft_weight_bytes if spec_runs else 0.0)
+    if memory_utilization is not None:  # a share the weights alone exceed: no run could have been served at it
+        # (the weights, from the config, not the start-up, an estimate: a share that leaves the estimated start-up no
+        # room is fitted, its runs predicted at what the cache holds, and said)
+        cap = capacity(dep, 1, memory_utilization)
+        weights = cap.target_weight_bytes + (cap.draft_weight_bytes if spec_runs else 0.0)
+        total = memory_utilization * dep.hardware.memory_bytes
+        if total < weights:
             raise ValueError(
-                f"--memory-util {memory_utilization:g} leaves {cap.usable_bytes / 1e9:.1f} GB per GPU for "
+                f"--memory-util {memory_utilization:g} is {total / 1e9:.1f} GB per GPU, less than its "
                 f"{weights / 1e9:.1f} GB of weights: the engine could not have served these runs at it; give the share "
                 "it ran with"
             )
