@@ -574,6 +574,9 @@ CASES = [
     ),
     ("bench-plan --engine vllm --draft eagle3 --prompts {tmp}/missing.jsonl --out {tmp}/plan-out", "--prompts"),
     ("alpha --metrics {tmp}/v0-metrics.txt", "a vLLM V0 engine's page (vllm:spec_decode_draft_acceptance_rate, no"),
+    ("optimal-gamma --concurrency 1,,4", "concurrency has an empty item in '1,,4'"),
+    ("optimal-gamma --batch 4,4", "batch lists 4 more than once in '4,4': give each value once"),
+    ("serve-sweep --rates 2,1,1", "rates lists 1 more than once in '2,1,1'"),
     (
         "alpha --metrics examples/vllm-metrics.txt --gamma 5",
         "--gamma 5 but examples/vllm-metrics.txt's drafts are of gamma 3 (drafted tokens per draft): the page says it",

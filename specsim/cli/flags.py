@@ -159,16 +159,38 @@ def int_at_least(minimum: int, what: str, maximum: int = 2**31 - 1) -> Callable[
     return parse
 
 
+def list_items(text: str, what: str) -> list[str]:
+    """The items of a comma-separated list: an empty one (``1,,4``, a trailing comma) and one given twice refused by
+    name (they were dropped, or answered twice)."""
+    items = [item.strip() for item in text.split(",")]
+    if not any(items):  # nothing at all: the caller's "needs a list" line
+        return []
+    if len(items) > 1 and "" in items:
+        raise argparse.ArgumentTypeError(
+            f"{what} has an empty item in {text!r}: give values separated by single commas"
+        )
+    seen = [item for i, item in enumerate(items) if item in items[:i]]
+    if seen:
+        raise argparse.ArgumentTypeError(f"{what} lists {seen[0]} more than once in {text!r}: give each value once")
+    return [item for item in items if item]
+
+
 def int_list(minimum: int, what: str, maximum: int = 2**31 - 1) -> Callable[[str], list[int]]:
     one = int_at_least(minimum, what, maximum)
 
     def parse(text: str) -> list[int]:
-        items = [item.strip() for item in text.split(",") if item.strip()]
+        items = list_items(text, what)
         if not items:
             raise argparse.ArgumentTypeError(
                 f"{what} needs a comma-separated list of integers >= {minimum}, got {text!r}"
             )
-        return [one(item) for item in items]
+        values = [one(item) for item in items]
+        twice = [v for i, v in enumerate(values) if v in values[:i]]  # 4 and 04, say
+        if twice:
+            raise argparse.ArgumentTypeError(
+                f"{what} lists {twice[0]} more than once in {text!r}: give each value once"
+            )
+        return values
 
     parse.__name__ = what
     return parse
@@ -657,7 +679,7 @@ def rate(text: str) -> float:
 
 
 def rate_list(text: str) -> list[float]:
-    items = [item.strip() for item in text.split(",") if item.strip()]
+    items = [item for item in text.split(",") if item.strip()]
     if not items:
         raise argparse.ArgumentTypeError(f"rates needs a comma-separated list of request rates > 0, got {text!r}")
     if len(items) > MAX_RATES:
@@ -665,7 +687,7 @@ def rate_list(text: str) -> list[float]:
             f"rates lists {len(items):,} rates; at most {MAX_RATES} per sweep (each is two "
             "simulations): split the sweep"
         )
-    return [rate(item) for item in items]
+    return [rate(item) for item in list_items(text, "rates")]
 
 
 def concurrency_list(text: str) -> list[int]:
