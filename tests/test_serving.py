@@ -148,6 +148,9 @@ def test_cli_prints_both_columns_with_percentiles(capsys, tmp_path):
         assert row in out
     lines = out_csv.read_text().splitlines()
     assert lines[0].startswith("speculation,request,arrival_s") and len(lines) == 1 + 2 * 200
+    # A closed loop's run starts with every user's request at once: its TTFT holds that burst, and the text says so.
+    assert main(["serve-sim", "--concurrency", "8", "--requests", "40", "--runs", "1"]) == 0
+    assert "the 8 users send their first requests at once" in capsys.readouterr().out
     code = main(["serve-sim", "--concurrency", "8", "--requests", "100", "--json"])
     data = json.loads(capsys.readouterr().out)
     # Ten runs by default (seeds 0-9): counts are totals over them, the batch is a mean.

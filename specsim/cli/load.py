@@ -355,7 +355,9 @@ def _served_against_offered(args: argparse.Namespace, summaries: list[dict]) -> 
     if args.concurrency is not None:
         return (
             f"requests/s served: a closed loop of {args.concurrency} users sends a request only when one finishes, so the "
-            "offered rate is what the engine serves"
+            f"offered rate is what the engine serves; the {args.concurrency} users send their first requests at once, as "
+            "a benchmark's run starts, and the run's TTFT holds that burst's wait for the token budget (optimal-gamma "
+            f"--concurrency {args.concurrency} gives the steady state without it)"
         )
     head = (
         f"requests/s served against the offered {args.rate:g} req/s: served/s counts from the first arrival to the last "
