@@ -1318,6 +1318,8 @@ def test_a_calibration_without_its_acceptance_key_is_refused_not_read_as_pinned(
         ("terms", "x", "terms must be a mapping of each term to its fit (status, value), got 'x'"),
         ("terms", {"round_s": 3}, "terms must be a mapping of each term to its fit (status, value)"),
         ("warnings", "careful", "warnings must be a list of the fit's warnings, got 'careful'"),
+        ("engine", "vllm@9.9", "engine: no vllm preset for version '9.9'"),
+        ("draft_tp", -3, "draft_tp must be a whole number >= 1 or null, got -3"),
         ("warnings", [1], "warnings must be a list of the fit's warnings (text)"),
         ("errors", {"held_out": {"plain": "low"}}, "errors: held_out must map plain, spec and all to errors"),
         ("runs", 5, "runs must be a list of the runs fitted, got 5"),

@@ -341,7 +341,10 @@ def read_calibration(path: str | Path) -> Calibration:
     for key in ("target", "target_name", "timing", "engine", "base_hardware"):
         if not isinstance(data[key], str) or not data[key]:
             raise ValueError(f"{where}: {key} must be a non-empty string, got {data[key]!r}")
-    get_engine(data["engine"])
+    try:
+        get_engine(data["engine"])
+    except ValueError as err:  # the file named, as its other fields are
+        raise ValueError(f"{where}: engine: {err}") from None
     tp = data["tp"]
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
         raise ValueError(f"{where}: tp must be a whole number >= 1, got {tp!r}")
@@ -378,6 +381,8 @@ def read_calibration(path: str | Path) -> Calibration:
     _check_record(where, data)
     serving = _read_serving(where, data.get("serving"))
     draft_tp = data.get("draft_tp")
+    if draft_tp is not None and (isinstance(draft_tp, bool) or not isinstance(draft_tp, int) or draft_tp < 1):
+        raise ValueError(f"{where}: draft_tp must be a whole number >= 1 or null, got {draft_tp!r}")
     options = data.get("target_options") or {}
     from specsim.describe.models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
 
