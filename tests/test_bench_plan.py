@@ -121,6 +121,11 @@ def test_every_flag_key_and_variable_is_the_engine_versions_own(engine, draft, t
         assert files["run.sh"].count(path) > paths.count(path), (engine, path)
     # A flag never starts a line: each one belongs to the engine or client command it follows.
     assert not [line for line in files["run.sh"].splitlines() if line.lstrip().startswith("--")], engine
+    # Each run's result is removed before its client writes it: SGLang's client appends, and a rerun after a partial
+    # failure left two lines in one result, which calibrate-engine refuses.
+    for run in yaml.safe_load(files["plan.yaml"])["runs"]:
+        line = next(x for x in files["run.sh"].splitlines() if f"> logs/{run['name']}.log" in x)
+        assert f"rm -f {run['file']}; " in line, (engine, line)
     for fname, text in files.items():
         if fname.startswith("extra-"):
 

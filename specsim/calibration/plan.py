@@ -498,7 +498,9 @@ def script(plan: BenchPlan) -> tuple[str, dict]:
         lines.append("SERVER=$!; wait_ready")
         for r in runs:
             guard = 'if [ -n "${PROMPTS:-}" ] && [ -f "${PROMPTS:-}" ]; then ' if r.input_tokens is None else ""
-            body = []
+            # A rerun starts from no result: SGLang's bench_serving appends its line to --output-file
+            # (python/sglang/bench_serving.py: open(output_file_name, "a")), and a file of two runs is refused.
+            body = [f"rm -f {shlex.quote(r.file)}"]
             if r.metrics_before:
                 body.append(f"curl -sf {url}{writer.metrics} > {r.metrics_before} || true")
             body.append(shlex.join(writer.client(plan, r, url)) + f" > logs/{r.name}.log 2>&1")
