@@ -183,7 +183,7 @@ def test_ngram_needs_no_draft_model(capsys):
 @pytest.mark.parametrize(
     "draft, method, model",
     [
-        ("llama-3.2-1b", None, "meta-llama/Llama-3.2-1B-Instruct"),
+        ("llama-3.2-1b", "draft_model", "meta-llama/Llama-3.2-1B-Instruct"),
         ("eagle", "eagle", "yuhuili/EAGLE-LLaMA3.1-Instruct-8B"),
         ("eagle3", "eagle3", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"),
         ("ngram", "ngram", None),

@@ -975,6 +975,7 @@ def test_serve_compare_is_two_simulations_of_its_composition_with_labels_capacit
         "kv_capacity_tokens_spec": cap.free_bytes_with_draft / per_token[1],
         "kv_capacity_bytes_plain": cap.free_bytes_without_draft,
         "kv_capacity_bytes_spec": cap.free_bytes_with_draft,
+        "memory_basis": cap.memory_basis,
         "gamma_policy": "gamma 2",
         "gamma_by_batch": [2],
         "context_hint": 300.0,

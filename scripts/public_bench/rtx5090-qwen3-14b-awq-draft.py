@@ -132,7 +132,7 @@ paths:
   - results/telemetry/*.prom                      # read to tell which server served each run (notes)
 engine: vllm
 engine_version: null              # not stated in the study's files
-engine_spec: vllm@0.27   # specsim's --engine for these runs: no version stated; both arms ran with async scheduling off, so a draft model's rounds are serial: specsim's vllm@0.27 preset (releases 0.15-0.27, serial draft-model rounds)
+engine_spec: vllm@0.27   # specsim's --engine for these runs: no version stated; both arms ran with async scheduling off, so a draft model's rounds are serial: --engine vllm@0.27 names release 0.27 of specsim's vllm@0.14 preset (releases 0.14-0.27, serial draft-model rounds; a draft model runs from 0.15)
 max_num_seqs: 16   # the engine's limits as specsim models them: max_num_seqs 16 (the parallelism line: c = 32 queues)
 hardware: rtx-5090
 gpus: 1
