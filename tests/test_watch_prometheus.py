@@ -318,6 +318,17 @@ def test_a_span_or_selection_with_no_series_says_so_not_that_it_is_another_page(
         assert "not a vllm metrics page" not in err[0]
 
 
+def test_a_watch_that_ends_before_its_drift_reference_says_no_drop_could_be_tested(prometheus, capsys):
+    url, start_s = prometheus
+    argv = ["watch", "--prometheus", url, "--job", "vllm", "--engine", JOBS["vllm"], "--draft", "llama-3.2-1b"]
+    span = ["--start", f"{start_s:.0f}", "--end", f"{start_s + 6 * WINDOW_S:.0f}", "--interval", f"{WINDOW_S:.0f}"]
+    main(argv + span + ["--json"])
+    summary = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert summary["drift"].startswith("no reference set: ") and "of the 10 it needs" in summary["drift"], summary
+    code, records = _watch(url, start_s, "vllm", capsys)  # the whole half hour: the reference set, nothing to say
+    assert "drift" not in records[-1]
+
+
 def test_a_selector_with_several_models_needs_model(prometheus, capsys):
     url, start_s = prometheus
     assert (

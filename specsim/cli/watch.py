@@ -110,10 +110,14 @@ class _Output:
             if v.detail:
                 print("\n".join(f"{pad}     {line}" for line in v.detail.splitlines()), flush=True)
 
-    def footer(self, code: int, holding: dict) -> None:
+    def footer(self, code: int, holding: dict, drift: str = "") -> None:
+        """The exit status and what holds; ``drift``: where the drift test never set its reference, why (a watch that
+        ended before it could test a drop, which its status alone does not say)."""
         if self.json:
-            self.emit("summary", exit_code=code, holding=sorted(holding))
+            self.emit("summary", exit_code=code, holding=sorted(holding), **({"drift": drift} if drift else {}))
             return
+        if drift:
+            print(f"\ndrift test: {drift}")
         if holding:
             print(
                 "\nholding at the last window: "
@@ -435,7 +439,14 @@ def run_watch(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"wrote {args.plot}")
     code = watcher.exit_code()
-    output.footer(code, watcher.holding)
+    detector = watcher.detector
+    drift = (  # said where no reference was ever set in this watch (a new one gathered after a drop is not that)
+        ""
+        if detector.ready or any(r.drift for r in watcher.rows)
+        else f"no reference set: {detector.collected} usable window(s) of the {detector.reference} it needs "
+        "(--reference; counted since the engine last restarted), so no drop could be tested"
+    )
+    output.footer(code, watcher.holding, drift)
     return code
 
 

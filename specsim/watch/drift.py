@@ -104,6 +104,11 @@ class DropDetector:
         self._since_zero: list = []  # (index, x, n) since the CUSUM was last 0
 
     @property
+    def collected(self) -> int:
+        """Usable windows gathered toward the reference since the last restart (it is set at :attr:`reference`)."""
+        return len(self._buffer)
+
+    @property
     def ready(self) -> bool:
         return self.mu0 is not None
 
