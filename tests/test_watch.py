@@ -129,6 +129,21 @@ def test_a_page_of_another_engine_or_release_is_named_as_such(named, page, messa
         check_names({n for n, _, _ in parse_prometheus(body)}, names, release, shown, "the page")
 
 
+def test_a_page_whose_names_cannot_tell_its_release_says_the_release_is_taken_as_named():
+    # A replayed page (replay writes the speculative and load metrics alone) passed for vLLM 0.10.0 and for 0.33.0 with
+    # nothing said; the names 0.20.0 added are what would tell it, and their absence is now said.
+    names, release, shown = metric_names("vllm@0.24.0")
+    present = {n for n, _, _ in parse_prometheus(_page(names))}
+    said = check_names(present, names, release, shown, "the page")
+    assert said.startswith("the page does not show vllm:num_requests_waiting_by_reason, which vllm exports from 0.20.0")
+    present |= {"vllm:num_requests_waiting_by_reason"}
+    assert check_names(present, names, release, shown, "the page") == ""
+    old_names, old_release, old_shown = metric_names("vllm@0.10.0")
+    assert (
+        check_names({n for n, _, _ in parse_prometheus(_page(old_names))}, old_names, old_release, old_shown, "p") == ""
+    )
+
+
 def test_several_models_need_a_choice():
     names, _, _ = metric_names("vllm@0.20.0")
     samples = parse_prometheus(_page(names).replace('"m"', '"a"') + _page(names).replace('"m"', '"b"'))

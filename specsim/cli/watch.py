@@ -285,7 +285,7 @@ def _open(args, names, release, shown, matchers):
     if args.url is not None:
         source = EndpointSource(args.url, names)
         t, samples = source.read()
-        check_names({n for n, _, _ in samples}, names, release, shown, source.url)
+        args.names_note = check_names({n for n, _, _ in samples}, names, release, shown, source.url)
         first = read_samples(samples, names, t, model, source.url)
         return source, first.model, first, None
     now = time.time()
@@ -304,7 +304,7 @@ def _open(args, names, release, shown, matchers):
         raise ValueError(
             f"{source.describe()} holds no series from {when}: check --start and --end, and --job or --selector"
         )
-    check_names(present, names, release, shown, source.describe())
+    args.names_note = check_names(present, names, release, shown, source.describe())
     reads = source.reads(start, end, args.interval)
     found = set()
     for _, samples, gauges, _ in reads:  # SGLang before 0.5.13 says its acceptance in a gauge alone
@@ -345,6 +345,8 @@ def _header(args, source, names, shown, model, dep, limits, detector, said) -> l
         f"gains {args.min_gain:.0%} or more",
         detector.describe(),
     ] + [f"note: {s}" for s in said]
+    if getattr(args, "names_note", ""):  # the release the page's names could not confirm
+        lines.append(f"note: {args.names_note}")
     if args.url is not None and args.once:
         lines.append(
             f"note: --once with --url reads one window: the drift test needs a reference of {args.reference} "

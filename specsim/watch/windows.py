@@ -44,10 +44,12 @@ def _prefixes() -> dict[str, str]:
 _SUFFIXES = {"total", "created", "bucket", "sum", "count"}
 
 
-def check_names(present: set, names, release: tuple, shown: str, source: str) -> None:
+def check_names(present: set, names, release: tuple, shown: str, source: str) -> str:
     """Refuse, in one line, names on a page (or a Prometheus server's selection) that are not ``shown``'s: another
     engine's, none of the engine's speculative metrics, a name a later release added, or the verification counter that
-    ``shown`` exports missing."""
+    ``shown`` exports missing.  Return what the names cannot tell ("" where they confirm the release): a page without
+    the names the release added since an earlier one may be of that earlier release (a page some names are not
+    exported on, or a replayed one), and the release is then taken as named."""
     ours = {n for n in present if n.startswith(names.prefix)}
     if not ours:
         others = sorted(
@@ -100,6 +102,17 @@ def check_names(present: set, names, release: tuple, shown: str, source: str) ->
             f"{source} lacks {names.verify_calls}, which {shown} exports: the server runs an earlier release "
             "than --engine names"
         )
+    # The page is at least as new as the newest name it shows; where that is older than the newest the release has,
+    # it may be of a release between the two.
+    markers = [(name, since) for name, since in names.later if since <= release]
+    shown_since = max((since for name, since in markers if shows(name)), default=(0, 0, 0))
+    if not markers or shown_since >= max(since for _, since in markers):
+        return ""
+    name, since = max(markers, key=lambda m: m[1])
+    return (
+        f"{source} does not show {name}, which {names.engine} exports from {'.'.join(map(str, since))} on: its "
+        f"release cannot be told from an earlier one by its names, and is taken as {shown} names"
+    )
 
 
 def models_on(samples, names) -> set:
