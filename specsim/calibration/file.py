@@ -307,11 +307,32 @@ def _clean(d: dict) -> dict:
     return {k: (float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v) for k, v in d.items()}
 
 
+def _check_identity(where: str, data: dict) -> None:
+    """The keys that name what was calibrated, each refused with the file and field: the acceptance key every version
+    writes (null where no run measured one: a file without it is not taken as pinned runs'), the engine, the drafter's
+    tensor parallelism."""
+    from specsim.engines import get_engine
+
+    if "acceptance" not in data:
+        raise ValueError(
+            f"{where}: the key 'acceptance' is missing (calibrate-engine writes null where no run measured one)"
+        )
+    if not isinstance(data["engine"], str) or not data["engine"]:
+        raise ValueError(f"{where}: engine must be a non-empty string, got {data['engine']!r}")
+    try:
+        get_engine(data["engine"])
+    except ValueError as err:  # the file named, as its other fields are
+        raise ValueError(f"{where}: engine: {err}") from None
+    draft_tp = data.get("draft_tp")
+    if draft_tp is not None and (isinstance(draft_tp, bool) or not isinstance(draft_tp, int) or draft_tp < 1):
+        raise ValueError(f"{where}: draft_tp must be a whole number >= 1 or null, got {draft_tp!r}")
+
+
 def read_calibration(path: str | Path) -> Calibration:
     """A calibration file, every key checked; refused in one line naming the key where it is not one."""
     from specsim.core.limits import load_yaml
     from specsim.describe.hardware import profile_from_mapping
-    from specsim.engines import TERMS, get_engine
+    from specsim.engines import TERMS
     from specsim.speculation.acceptance import Acceptance
 
     p = Path(path)
@@ -331,20 +352,13 @@ def read_calibration(path: str | Path) -> Calibration:
     for key in _KEYS:
         if key not in data:
             raise ValueError(f"{where}: the key {key!r} is missing")
-    if "acceptance" not in data:  # written by every version (null where the runs were pinned): not taken as pinned
-        raise ValueError(
-            f"{where}: the key 'acceptance' is missing (calibrate-engine writes null where no run measured one)"
-        )
+    _check_identity(where, data)
     profile = _check_profile(
         where, profile_from_mapping(data["profile"], f"{where}: profile"), data.get("base_hardware")
     )
     for key in ("target", "target_name", "timing", "engine", "base_hardware"):
         if not isinstance(data[key], str) or not data[key]:
             raise ValueError(f"{where}: {key} must be a non-empty string, got {data[key]!r}")
-    try:
-        get_engine(data["engine"])
-    except ValueError as err:  # the file named, as its other fields are
-        raise ValueError(f"{where}: engine: {err}") from None
     tp = data["tp"]
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
         raise ValueError(f"{where}: tp must be a whole number >= 1, got {tp!r}")
@@ -381,8 +395,6 @@ def read_calibration(path: str | Path) -> Calibration:
     _check_record(where, data)
     serving = _read_serving(where, data.get("serving"))
     draft_tp = data.get("draft_tp")
-    if draft_tp is not None and (isinstance(draft_tp, bool) or not isinstance(draft_tp, int) or draft_tp < 1):
-        raise ValueError(f"{where}: draft_tp must be a whole number >= 1 or null, got {draft_tp!r}")
     options = data.get("target_options") or {}
     from specsim.describe.models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
 
