@@ -485,7 +485,12 @@ CASES = [
     (
         "calibrate-engine --plain examples/bench/vllm-plain.jsonl --spec examples/bench/vllm-eagle3.jsonl --hardware "
         "h100 --draft eagle3 --steps 3 --engine vllm@0.10 --memory-util 0.05 --out {tmp}/out/mu.yaml",
-        "--memory-util 0.05 is 4.3 GB per GPU, less than its 17.2 GB of weights: the engine could not have served these",
+        "--memory-util 0.05 leaves 2.0 GB per GPU after the engine's start-up (specsim's estimate, 2.29 GB) for 16.1 GB",
+    ),
+    (  # between the weights and the weights with the start-up: a file every answer would refuse, not written
+        "calibrate-engine --plain examples/bench/vllm-plain.jsonl --spec examples/bench/vllm-eagle3.jsonl --hardware "
+        "h100 --draft eagle3 --steps 3 --engine vllm@0.10 --memory-util 0.205 --out {tmp}/out/mu.yaml",
+        "--memory-util 0.205 leaves 15.2 GB per GPU after the engine's start-up",
     ),
     (
         "calibrate-engine --plain examples/bench/vllm-plain.jsonl --spec examples/bench/vllm-eagle3.jsonl --hardware "

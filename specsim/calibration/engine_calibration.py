@@ -291,17 +291,19 @@ def calibrate_engine(
     from specsim.serving.capacity import capacity, memory_share
 
     share = memory_share(dep, memory_utilization, limits.max_batched_tokens, limits.max_num_seqs)
-    if memory_utilization is not None:  # a share the weights alone exceed: no run could have been served at it
-        # (the weights, from the config, not the start-up, an estimate: a share that leaves the estimated start-up no
-        # room is fitted, its runs predicted at what the cache holds, and said)
-        cap = capacity(dep, 1, memory_utilization)
-        weights = cap.target_weight_bytes + (cap.draft_weight_bytes if spec_runs else 0.0)
-        total = memory_utilization * dep.hardware.memory_bytes
-        if total < weights:
+    if memory_utilization is not None:  # a share that leaves the target's weights no room: every answer refuses it
+        # Where only the draft's weights or the cache lack room, the runs are fitted and predicted at what the cache
+        # holds, and said (RunModel); where the target's do, no answer from the file could be given.
+        cap = capacity(
+            dep, 1, memory_utilization, max_batched_tokens=limits.max_batched_tokens, max_num_seqs=limits.max_num_seqs
+        )
+        if not cap.target_fits:
+            start = cap.start_up_bytes or 0.0
             raise ValueError(
-                f"--memory-util {memory_utilization:g} is {total / 1e9:.1f} GB per GPU, less than its "
-                f"{weights / 1e9:.1f} GB of weights: the engine could not have served these runs at it; give the share "
-                "it ran with"
+                f"--memory-util {memory_utilization:g} leaves {cap.usable_bytes / 1e9:.1f} GB per GPU"
+                + (f" after the engine's start-up (specsim's estimate, {start / 1e9:.2f} GB)" if start else "")
+                + f" for {cap.target_weight_bytes / 1e9:.1f} GB of the target's weights: every answer from this "
+                "calibration would refuse it; give the share the runs were served at"
             )
     notes.append(f"KV cache: the engine's share of memory, {share.where}")
     from specsim.calibration.runs import SAME_LENGTHS, unpaired_loads
