@@ -139,8 +139,8 @@ def test_overrides_replace_only_the_terms_given_and_refuse_bad_ones():
     )
     token = base.with_spec(seq_step_us=7.0)
     assert token.spec == dataclasses.replace(base.spec, seq_step_s=7e-6) and token.kernel_spec.seq_step_s == 7e-6
-    assert token.spec_basis.endswith("; --engine-seq-step set by the user")
-    assert "--engine-round, --engine-seq set by the user" in out.spec_basis
+    assert token.spec_basis.endswith("; --engine-seq-step-us set by the user")
+    assert "--engine-round-ms, --engine-seq-us set by the user" in out.spec_basis
     assert base.with_spec() is base
     assert base.with_spec(overlap=True).overlaps("draft_model") and not base.with_spec(overlap=False).overlaps("eagle3")
     for bad in (-1.0, float("inf"), float("nan"), 2e3):
@@ -256,9 +256,9 @@ def test_overrides_say_what_they_set():
         step.spec == SpecHost(base.spec.round_s, 0.25e-3, base.spec.seq_s, base.spec.seq_step_s)
         and step.kernel_spec.step_s == 0.25e-3
     )
-    assert step.spec_basis == base.spec_basis + "; --engine-step set by the user"
+    assert step.spec_basis == base.spec_basis + "; --engine-step-ms set by the user"
     three = base.with_spec(1.0, 2.0, 3.0)
-    assert three.spec_basis.endswith("; --engine-round, --engine-step, --engine-seq set by the user")
+    assert three.spec_basis.endswith("; --engine-round-ms, --engine-step-ms, --engine-seq-us set by the user")
     only = base.with_spec(overlap=True)
     assert only.spec_basis == base.spec_basis and only.release == base.release + "; overlap on by --engine-overlap"
     assert all(only.overlaps(k) for k in ("draft_model", "eagle", "eagle3", "mtp")) and not only.overlaps("ngram")

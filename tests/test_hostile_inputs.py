@@ -62,6 +62,10 @@ HEAD3 = (
 
 # Files each case can refer to as {name}; written fresh into tmp_path for every case.
 FILES = {
+    # drafts of mixed lengths (a dynamic schedule): 2.5 drafted tokens a draft
+    "mixed-metrics.txt": 'vllm:spec_decode_num_drafts_total{model_name="m"} 1000\n'
+    'vllm:spec_decode_num_draft_tokens_total{model_name="m"} 2500\n'
+    'vllm:spec_decode_num_accepted_tokens_total{model_name="m"} 1500\n',
     # vLLM's V0 engine: a gauge of the acceptance rate and token counters, no count of drafts (vllm/engine/metrics.py)
     "v0-metrics.txt": 'vllm:spec_decode_draft_acceptance_rate{model_name="m"} 0.6\n'
     'vllm:spec_decode_num_draft_tokens_total{model_name="m"} 300\n'
@@ -495,7 +499,7 @@ CASES = [
     (
         "calibrate-engine --plain examples/bench/vllm-plain.jsonl --spec examples/bench/vllm-eagle3.jsonl --hardware "
         "h100 --draft eagle3 --steps 3 --engine vllm@0.10 --verify-tokens 2",
-        "--verify-tokens 2 is fewer than --steps 3 plus the target's own token",
+        "--verify-tokens 2 is fewer than --steps 3 plus the target's own token: a chain (--topk 1) verifies 4",
     ),
     (
         "calibrate-engine --plain {tmp}/bench-unknown.json --hardware h100 --target llama-3.1-8b",
@@ -582,6 +586,10 @@ CASES = [
     ("optimal-gamma --concurrency 1,,4", "concurrency has an empty item in '1,,4'"),
     ("optimal-gamma --batch 4,4", "batch lists 4 more than once in '4,4': give each value once"),
     ("serve-sweep --rates 2,1,1", "rates lists 1 more than once in '2,1,1'"),
+    (
+        "alpha --metrics {tmp}/mixed-metrics.txt --gamma 3",
+        "mixed-metrics.txt's drafts vary in length (2.50 drafted tokens a draft on average: a dynamic schedule)",
+    ),
     (
         "alpha --metrics examples/vllm-metrics.txt --gamma 5",
         "--gamma 5 but examples/vllm-metrics.txt's drafts are of gamma 3 (drafted tokens per draft): the page says it",

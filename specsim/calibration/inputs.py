@@ -130,10 +130,12 @@ def runs_from_files(
         notes.append(f"acceptance length of speculative runs whose file has none: {length:.3f} ({where})")
     files = list(plain)
     for paths, steps in spec_groups:
-        if verify_tokens is not None and verify_tokens < steps + 1:  # a chain of the steps and the target's own token
+        if verify_tokens is not None and topk <= 1 and verify_tokens < steps + 1:
+            # A chain verifies its steps and the target's own token (SGLang sets steps + 1 itself at topk 1); a tree
+            # (topk > 1) is bounded above only, and may verify fewer than its depth plus one.
             raise ValueError(
-                f"--verify-tokens {verify_tokens} is fewer than --steps {steps} plus the target's own token: a "
-                f"verification holds at least {steps + 1} (more in a tree)"
+                f"--verify-tokens {verify_tokens} is fewer than --steps {steps} plus the target's own token: a chain "
+                f"(--topk 1) verifies {steps + 1}"
             )
         setup = SpecSetup(steps, topk, verify_tokens)
         for path in paths:

@@ -396,6 +396,11 @@ def _alpha_from_metrics(args: argparse.Namespace) -> int:
             f"--gamma {args.gamma} but {args.metrics}'s drafts are of gamma {m.gamma} (drafted tokens per draft): "
             "the page says it; drop --gamma"
         )
+    if args.gamma is not None and m.gamma is None:
+        raise ValueError(
+            f"--gamma {args.gamma} but {args.metrics}'s drafts vary in length ({m.mean_draft_length:.2f} drafted tokens "
+            "a draft on average: a dynamic schedule), which no one gamma describes; drop --gamma"
+        )
     out = m.to_dict()
     if args.json:
         print_json(out)

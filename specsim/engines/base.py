@@ -185,10 +185,10 @@ class RecurrentVerify:
 
 #: The terms of :class:`SpecHost`, in the order the fits use, with the override flag and its unit per second of each.
 _TERM_FLAGS = {
-    "round_s": ("--engine-round", 1e3),
-    "step_s": ("--engine-step", 1e3),
-    "seq_s": ("--engine-seq", 1e6),
-    "seq_step_s": ("--engine-seq-step", 1e6),
+    "round_s": ("--engine-round-ms", 1e3),
+    "step_s": ("--engine-step-ms", 1e3),
+    "seq_s": ("--engine-seq-us", 1e6),
+    "seq_step_s": ("--engine-seq-step-us", 1e6),
 }
 TERMS = tuple(_TERM_FLAGS)
 
