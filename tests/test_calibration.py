@@ -1746,3 +1746,15 @@ def test_a_rate_run_whose_duration_its_arrivals_allow_is_read(tmp_path):
     path.write_text(json.dumps(record | {"max_concurrency": None, "request_rate": 1.0}) + "\n")
     (run,) = read_bench_file(path)
     assert (run.kind, run.load_value) == ("rate", 1.0)
+
+
+def test_a_tree_may_verify_fewer_tokens_than_its_depth_plus_one_a_chain_may_not():
+    # SGLang bounds a tree's draft tokens from above only (bench_speculative.py sweeps steps 2, topk 2, tokens 2);
+    # a chain verifies its steps and the target's own token.
+    from specsim.calibration.inputs import runs_from_files
+
+    plain, spec = [f"{BENCH}/vllm-plain.jsonl"], [([f"{BENCH}/vllm-eagle3.jsonl"], 3)]
+    runs, _, _ = runs_from_files(plain, spec, topk=4, verify_tokens=3)
+    assert {c.setup.verify for c in runs if c.setup} == {3}
+    with pytest.raises(ValueError, match=r"--verify-tokens 3 is fewer than --steps 3 plus the target's own token"):
+        runs_from_files(plain, spec, topk=1, verify_tokens=3)
