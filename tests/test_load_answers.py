@@ -466,11 +466,20 @@ def test_a_schedule_past_its_heaviest_loads_decode_batch_says_the_batches_no_loa
         r"batch sizes (\d+)-(\d+) are past .* \(([\d.]+), concurrency 4\): they carry its gamma (\d+)", past[0]
     )
     assert m and int(m[1]) == int(np.ceil(float(m[3]))) + 1 and int(m[2]) > int(m[1]), past[0]
-    there = re.search(r"\(gamma (\d+) at batch (\d+) there\)", past[0])
-    assert there and int(there[1]) < int(m[4]) and there[2] == m[2]
-    # Loads up to what the engine holds leave no batch uninformed where the views differ: no note.
-    assert main(["schedule", "--concurrency", "4,64,1024"]) == 0
-    assert "heaviest load given" not in capsys.readouterr().err
+    there = re.search(r"\(schedule --context (\d+), without --concurrency: gamma (\d+) at batch (\d+)\)", past[0])
+    assert there and int(there[2]) != int(m[4]) and there[3] == m[2], past[0]
+    # ... which is what that command writes at that batch (its rtol and never-rising rule, at the loads' context).
+    assert main(["schedule", "--context", there[1], "--max-batch", there[3], "--format", "json"]) == 0
+    ranges = json.loads(capsys.readouterr().out)["ranges"]
+    assert ranges[-1]["end_batch"] == int(there[3]) and ranges[-1]["gamma"] == int(there[2])
+    # Loads up to what the engine holds leave no batch uninformed where the views differ: no note; nor where the
+    # decode-batch schedule at the loads' context carries the same gamma there (16,000-token prompts: 3 to batch 20).
+    for loads in (
+        ["--concurrency", "4,64,1024"],
+        ["--concurrency", "2", "--input-len", "16000", "--output-len", "2000"],
+    ):
+        assert main(["schedule", "--alpha", "0.8", *loads]) == 0
+        assert "heaviest load given" not in capsys.readouterr().err, loads
 
 
 def test_rtol_at_a_load_takes_the_smallest_gamma_within_it_as_the_decode_batch_view_does(capsys):

@@ -57,9 +57,10 @@ class ScheduleAnswer:
         return out
 
     def _past_the_loads(self) -> list[str]:
-        """The batch sizes past the heaviest load's decode batch, where the decode-batch schedule's gamma differs from
-        the one they carry."""
-        from specsim.speculation.search import optimal_gamma
+        """The batch sizes past the heaviest load's decode batch, where the decode-batch schedule at the loads' context
+        (:func:`specsim.speculation.schedule.gamma_schedule`, its rtol and never-rising rule) gives another gamma there
+        than the one they carry."""
+        from specsim.speculation.schedule import gamma_schedule
 
         load = self.load
         top = max(range(len(load.loads)), key=lambda j: (load.key_batch(j), j))
@@ -67,16 +68,17 @@ class ScheduleAnswer:
         carried = self.ranges[-1].gamma
         if batch >= self.max_batch or self.ranges[-1].end_batch <= batch:
             return []
-        there = int(
-            optimal_gamma(self.deployment, self.acceptance, [self.max_batch], self.context, self.gamma_max).gamma[0]
+        view = gamma_schedule(
+            self.deployment, self.acceptance, self.max_batch, self.context, self.gamma_max, DEFAULT_MIN_GAIN, self.rtol
         )
+        there = next(r.gamma for r in view if r.start_batch <= self.max_batch <= r.end_batch)
         if there == carried:
             return []
         return [
             f"batch sizes {batch + 1}-{self.max_batch} are past the decode batch of the heaviest load given "
             f"({load.key_batch(top):.1f}, {load.kind} {load.loads[top]:g}): they carry its gamma {carried}, which no "
-            f"load informs; give the loads the engine will see, or drop --{load.kind} for the decode-batch schedule "
-            f"(gamma {there} at batch {self.max_batch} there)"
+            f"load informs; give the loads the engine will see, or take the decode-batch schedule at this context "
+            f"(schedule --context {self.context}, without --{load.kind}: gamma {there} at batch {self.max_batch})"
         ]
 
     def by_context(self) -> list[dict] | None:
