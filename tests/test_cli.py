@@ -412,6 +412,7 @@ def test_compares_largest_batch_is_what_the_engine_runs_memory_and_max_num_seqs_
         ["speedup", "--batch", "8", "--gamma", "3"],
         ["compare", "--batch", "8"],
         ["schedule", "--max-batch", "64"],
+        ["schedule", "--concurrency", "4,16", "--max-batch", "64"],
     ],
 )
 def test_a_decode_batch_past_a_given_max_num_seqs_is_refused_in_one_line(capsys, argv):

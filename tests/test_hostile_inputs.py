@@ -584,6 +584,9 @@ CASES = [
     ("bench-plan --engine vllm --draft eagle3 --prompts {tmp}/missing.jsonl --out {tmp}/plan-out", "--prompts"),
     ("alpha --metrics {tmp}/v0-metrics.txt", "a vLLM V0 engine's page (vllm:spec_decode_draft_acceptance_rate, no"),
     ("optimal-gamma --concurrency 1,,4", "concurrency has an empty item in '1,,4'"),
+    ("optimal-gamma --acceptance 0.9,,0.7", "--acceptance has an empty position in '0.9,,0.7'"),
+    ("optimal-gamma --rate 4,4.0", "rates lists 4 more than once in '4,4.0'"),
+    ("bench-plan --engine vllm@0.24.0 --pin-accept-length 2,,3 --out {tmp}/plan-out", "has an empty item in '2,,3'"),
     ("optimal-gamma --batch 4,4", "batch lists 4 more than once in '4,4': give each value once"),
     ("serve-sweep --rates 2,1,1", "rates lists 1 more than once in '2,1,1'"),
     (

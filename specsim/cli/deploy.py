@@ -157,11 +157,14 @@ def _max_batch(args: argparse.Namespace, dep, cap) -> list[str]:
 
 def _at_load_schedule(args: argparse.Namespace):
     """(kind, loads) where --concurrency or --rate asks for the schedule of the loads the engine will see."""
-    from specsim.cli.model import _at_load
+    from specsim.cli.model import _at_load, _batches_within_seqs
 
     if getattr(args, "tree", "chain") not in (None, "chain") and (args.concurrency or args.rate):
         raise ValueError("--tree is scheduled per decode batch; at --concurrency or --rate give a chain (drop --tree)")
-    return _at_load(args)
+    at = _at_load(args)
+    if at is not None:  # a schedule at loads runs to --max-batch too: past a given --max-num-seqs, refused likewise
+        _batches_within_seqs(args)
+    return at
 
 
 def _load_answer(args: argparse.Namespace, dep, acc, label: str, kind: str, loads: list, lengths):

@@ -18,6 +18,15 @@ __all__ = ["run_bench_plan"]
 
 
 # -- bench-plan ---------------------------------------------------------------------------------------------------------
+def _positions(text: str) -> list[str]:
+    """--pin-accept-length's items, one per step count: an empty one refused (it shifted the others), a length
+    given twice allowed (two step counts may be pinned alike)."""
+    items = [x.strip() for x in text.split(",")]
+    if len(items) > 1 and "" in items:
+        raise argparse.ArgumentTypeError(f"has an empty item in {text!r}: one length per step count, single commas")
+    return [x for x in items if x]
+
+
 def run_bench_plan(args: argparse.Namespace) -> int:
     from specsim.calibration.plan import design_plan, plan_deployment, plan_files
     from specsim.cli.args import model_options
@@ -174,7 +183,7 @@ def _parser_bench_plan(sub) -> None:
     )
     p.add_argument(
         "--pin-accept-length",
-        type=lambda t: [number(x) for x in t.split(",") if x.strip()],
+        type=lambda t: [number(x) for x in _positions(t)],
         metavar="AL,AL",
         help="the acceptance length pinned at each step count (default: the drafter's published acceptance)",
     )

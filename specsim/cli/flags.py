@@ -687,7 +687,11 @@ def rate_list(text: str) -> list[float]:
             f"rates lists {len(items):,} rates; at most {MAX_RATES} per sweep (each is two "
             "simulations): split the sweep"
         )
-    return [rate(item) for item in list_items(text, "rates")]
+    values = [rate(item) for item in list_items(text, "rates")]
+    twice = [v for i, v in enumerate(values) if v in values[:i]]  # 4 and 4.0
+    if twice:
+        raise argparse.ArgumentTypeError(f"rates lists {twice[0]:g} more than once in {text!r}: give each value once")
+    return values
 
 
 def concurrency_list(text: str) -> list[int]:

@@ -383,8 +383,13 @@ def parse_acceptance(text: str) -> Acceptance:
     >>> parse_acceptance("0.9, 0.72").cumulative
     (0.9, 0.72)
     """
+    items = [v.strip() for v in text.split(",")]
+    if len(items) > 1 and "" in items:  # an empty position shifts every later one: refused, not dropped
+        raise ValueError(
+            f"--acceptance has an empty position in {text!r}: one rate per draft position, separated by single commas"
+        )
     try:
-        values = tuple(float(v) for v in text.split(",") if v.strip())
+        values = tuple(float(v) for v in items if v)
     except ValueError:
         raise ValueError(
             f"--acceptance takes comma-separated rates in [0, 1], e.g. 0.92,0.81,0.70; got {text!r}"
