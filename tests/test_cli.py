@@ -387,8 +387,11 @@ def test_compares_largest_batch_is_what_the_engine_runs_memory_and_max_num_seqs_
     assert code == 0 and largest["speculating"]["batch"] == 48, largest
     assert largest["speculating"]["limited_by"] == "max_num_seqs" and largest["plain"]["limited_by"] == "memory"
     assert largest["plain"]["batch"] > 48 and "SGLang" in largest["limits_from"]
-    code, out, err = run(capsys, "compare", "--engine", "sglang", "--batch", "8")
+    code, out, err = run(capsys, "compare", "--engine", "sglang", "--batch", "8,64")
     assert "(b = 48, max_num_seqs 48)" in out and "note: the engine's max_num_seqs: SGLang" in err
+    assert "note: batch 64 is past the speculating engine's max_num_seqs 48" in err  # its row is the decode batch's
+    code, out, err = run(capsys, "capacity", "--engine", "sglang")
+    assert "the speculating engine runs at most 48 sequences at once (max_num_seqs: SGLang" in out
     # What the table prints at that batch is the line's figure: one throughput, whichever way it is reached.
     code, out, _ = run(capsys, "compare", "--engine", "sglang", "--batch", "48", "--json")
     assert json.loads(out)[0]["tokens_per_s_spec"] == pytest.approx(largest["speculating"]["tokens_per_s"], rel=1e-9)

@@ -470,6 +470,11 @@ def run_capacity(args: argparse.Namespace) -> int:
     cap = capacity(dep, args.context, args.memory_util, args.gamma, max_batched_tokens=tokens, max_num_seqs=seqs)
     for line in capacity_summary(cap, dep, getattr(args.context, "basis", None)):
         print(line)
+    if seqs is None and dep.drafter is not None:  # the engine's own limit where it is below what fits (SGLang's 48)
+        limits, where, _ = limits_and_source(args, dep.engine, dep.hardware)
+        spec = int(limits.seqs(True))
+        if spec < cap.max_batch_with_draft:
+            print(f"the speculating engine runs at most {spec} sequences at once (max_num_seqs: {where.split(';')[0]})")
     return 0
 
 
@@ -559,6 +564,15 @@ def run_compare(args: argparse.Namespace) -> int:
         )
         if "max_num_seqs" in by:
             print(f"note: the engine's max_num_seqs: {answer.limits_from}", file=sys.stderr)
+    spec_seqs = int(answer.limits.seqs(True))
+    past = [r.batch for r in frame.itertuples() if r.batch > spec_seqs]
+    if past:  # rows the speculating engine never decodes (its fits column is memory's)
+        print(
+            f"note: batch {', '.join(map(str, past))} {'is' if len(past) == 1 else 'are'} past the speculating engine's "
+            f"max_num_seqs {spec_seqs} ({answer.limits_from}): it does not decode them speculating; those rows are "
+            "the decode batch's",
+            file=sys.stderr,
+        )
     print_notes(dep)
     return 0
 
