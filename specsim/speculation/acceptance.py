@@ -384,7 +384,7 @@ def parse_acceptance(text: str) -> Acceptance:
     (0.9, 0.72)
     """
     items = [v.strip() for v in text.split(",")]
-    if len(items) > 1 and "" in items:  # an empty position shifts every later one: refused, not dropped
+    if len(items) > 1 and "" in items and any(items):  # an empty position shifts every later one: refused
         raise ValueError(
             f"--acceptance has an empty position in {text!r}: one rate per draft position, separated by single commas"
         )
