@@ -411,6 +411,12 @@ def test_at_the_break_even_the_serving_model_gives_no_speedup(dep):
     assert lengths == sorted(lengths)  # more load, more acceptance needed (for this deployment)
 
 
+def _loaded(**fields) -> Window:
+    """A minute's window of one model at gamma 3, 1,000 in and 256 out, with ``fields`` (its load, acceptance, ...)."""
+    base = dict(drafts=None, gamma=3, input_tokens=1000, output_tokens=256)
+    return Window(0.0, 60.0, "m", 1, "", **(base | fields))
+
+
 def test_a_gauge_window_with_no_spread_gets_no_verdict_a_hair_from_the_break_even(dep):
     """SGLang's gauge before the drift reference: no draft counts and no spread between windows yet, so no interval.
     It printed 'COSTS MORE: acceptance length 2.229 [2.229, 2.229] is below the break-even 2.266', a point 1.6% off
@@ -419,9 +425,7 @@ def test_a_gauge_window_with_no_spread_gets_no_verdict_a_hair_from_the_break_eve
     from specsim.watch.judge import Judge
 
     judge = Judge(dep, EngineLimits())
-    window = Window(
-        0.0, 60.0, "m", 1, "", drafts=None, gamma=3, requests_per_s=8.0, input_tokens=1000, output_tokens=256
-    )
+    window = _loaded(requests_per_s=8.0)
     (at,) = judge.judge([dataclasses.replace(window, acceptance_length=2.0)])
     below = dataclasses.replace(window, acceptance_length=0.98 * at.break_even_length)
     (blind,) = judge.judge([below])
@@ -439,9 +443,7 @@ def test_an_engine_running_past_the_models_max_num_seqs_is_said_once(dep):
     from specsim.watch.watcher import Watcher
 
     watcher = Watcher(Judge(dep, EngineLimits(32, 8192)), DropDetector(reference=3))
-    base = Window(
-        0.0, 60.0, "m", 1, "", drafts=None, acceptance_length=2.2, gamma=3, input_tokens=1000, output_tokens=256
-    )
+    base = _loaded(acceptance_length=2.2)
     windows = [
         dataclasses.replace(base, start_s=60.0 * k, end_s=60.0 * (k + 1), running=running, requests_per_s=rate)
         for k, (running, rate) in enumerate([(20.0, 4.0), (84.6, 12.0), (90.0, 13.0)])
@@ -461,21 +463,7 @@ def test_past_the_engines_capacity_the_break_even_does_not_fall_back(dep):
 
     judge = Judge(dep, EngineLimits(1024, 8192))
     rates = [4.0, 12.0, 20.0, 24.0, 27.0, 28.0, 29.5, 32.0, 40.0]
-    windows = [
-        Window(
-            0.0,
-            60.0,
-            "m",
-            1,
-            "",
-            acceptance_length=2.6,
-            gamma=3,
-            requests_per_s=r,
-            input_tokens=1000,
-            output_tokens=256,
-        )
-        for r in rates
-    ]
+    windows = [_loaded(acceptance_length=2.6, requests_per_s=r) for r in rates]
     judged = judge.judge(windows, spread=[0.01] * len(windows))
     lengths = [j.break_even_length for j in judged]
     assert all(j.break_even == "found" for j in judged) and lengths == sorted(lengths), lengths
@@ -494,21 +482,7 @@ def test_two_gammas_within_noise_of_each_other_do_not_trade_places(dep):
 
     judge = Judge(dep, EngineLimits(1024, 8192))
     lengths = [2.00, 2.05, 2.09, 2.10, 2.11, 2.12, 2.13, 2.14, 2.16, 2.18]  # the tie of gammas 1 and 2 is within
-    windows = [
-        Window(
-            0.0,
-            60.0,
-            "m",
-            1,
-            "",
-            acceptance_length=a,
-            gamma=3,
-            requests_per_s=6.0,
-            input_tokens=1000,
-            output_tokens=256,
-        )
-        for a in lengths
-    ]
+    windows = [_loaded(acceptance_length=a, requests_per_s=6.0) for a in lengths]
     best = [j.best_gamma for j in judge.judge(windows, spread=[0.01] * len(windows))]
     assert best == sorted(best) and best.count(best[0]) >= 8, best  # one gamma through the tie, and never back
 
@@ -520,20 +494,8 @@ def test_the_costs_verdict_names_the_gamma_in_use_and_the_one_that_would_pay(dep
     from specsim.watch.watcher import Watcher
 
     judge = Judge(dep, EngineLimits(1024, 8192))
-    window = Window(  # counted drafts with per-position shares: an interval of their own, before any reference
-        0.0,
-        60.0,
-        "m",
-        1,
-        "",
-        drafts=20000.0,
-        acceptance_length=2.0,
-        per_position=(0.55, 0.3, 0.15),
-        gamma=3,
-        requests_per_s=20.0,
-        input_tokens=1000,
-        output_tokens=256,
-    )
+    # counted drafts with per-position shares: an interval of their own, before any reference
+    window = _loaded(drafts=20000.0, acceptance_length=2.0, per_position=(0.55, 0.3, 0.15), requests_per_s=20.0)
     (j,) = judge.judge([window])
     assert j.verdict == "costs" and j.best_gamma not in (0, 3) and j.best_speedup > 1.0, j
     (row,) = Watcher(judge, DropDetector(reference=3)).add_all([window])
