@@ -84,10 +84,20 @@ def calibrated_context(args: argparse.Namespace) -> None:
     unset = getattr(args, "context", None)
     if getattr(unset, "basis", None) is None:  # given, or a command without --context (cli.flags.UnsetInt has one)
         return
+    runs = calibrated_context_of(args)
+    if runs is not None:
+        args.context = type(unset)(*runs)
+
+
+def calibrated_context_of(args: argparse.Namespace) -> tuple | None:
+    """(the mean context of the runs a --calibration was fitted to, where it comes from in words), where those runs
+    are of one workload's lengths (:func:`calibrated_lengths`); None otherwise.  The one home of that context's basis,
+    for a --context not given."""
     lengths = calibrated_lengths(args)
-    if lengths is not None:
-        prompt, output, where = lengths
-        args.context = type(unset)(calibration(args).context_tokens, f"{where}: {prompt:,} in, {output:,} out")
+    if lengths is None:
+        return None
+    prompt, output, where = lengths
+    return calibration(args).context_tokens, f"{where}: {prompt:,} in, {output:,} out"
 
 
 def calibrated_lengths(args: argparse.Namespace) -> tuple | None:
@@ -164,12 +174,13 @@ def deployment(args: argparse.Namespace, *, draft: bool = True):
 
 def _said_replaced(args: argparse.Namespace, fitted, name: str) -> None:
     """One note naming the round-term flags that replace what a calibration fitted, with the fitted values."""
-    units = {"round_s": ("engine_round_ms", "ms", 1e3), "step_s": ("engine_step_ms", "ms", 1e3)}
-    units |= {"seq_s": ("engine_seq_us", "us", 1e6), "seq_step_s": ("engine_seq_step_us", "us", 1e6)}
+    from specsim.engines import TERM_FLAGS
+
     said = [
-        f"--{dest.replace('_', '-')} {getattr(args, dest):g} for the fitted {getattr(fitted.spec, key) * scale:.4g} {unit}"
-        for key, (dest, unit, scale) in units.items()
-        if getattr(args, dest, None) is not None
+        f"{flag} {getattr(args, flag[2:].replace('-', '_')):g} for the fitted {getattr(fitted.spec, key) * scale:.4g} "
+        f"{flag.rsplit('-', 1)[1]}"
+        for key, (flag, scale) in TERM_FLAGS.items()
+        if getattr(args, flag[2:].replace("-", "_"), None) is not None
     ]
     if getattr(args, "engine_overlap", None) is not None:
         said.append(f"--engine-overlap {args.engine_overlap} for the calibrated engine's own")

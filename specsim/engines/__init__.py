@@ -17,6 +17,7 @@ from specsim.engines import sglang, trtllm, vllm
 from specsim.engines.base import (
     HOST_STEP_UPPER_S,
     MAX_TERM_S,
+    TERM_FLAGS,
     TERM_UNIT,
     TERM_UPPER,
     TERMS,
@@ -36,6 +37,7 @@ __all__ = [
     "MAX_TERM_S",
     "PRESETS",
     "TERMS",
+    "TERM_FLAGS",
     "TERM_UNIT",
     "TERM_UPPER",
     "HOST_STEP_UPPER_S",

@@ -184,13 +184,13 @@ class RecurrentVerify:
 
 
 #: The terms of :class:`SpecHost`, in the order the fits use, with the override flag and its unit per second of each.
-_TERM_FLAGS = {
+TERM_FLAGS = {
     "round_s": ("--engine-round-ms", 1e3),
     "step_s": ("--engine-step-ms", 1e3),
     "seq_s": ("--engine-seq-us", 1e6),
     "seq_step_s": ("--engine-seq-step-us", 1e6),
 }
-TERMS = tuple(_TERM_FLAGS)
+TERMS = tuple(TERM_FLAGS)
 
 
 @dataclass(frozen=True)
@@ -385,12 +385,12 @@ class EnginePreset:
         given = dict(zip(TERMS, (round_ms, step_ms, seq_us, seq_step_us)))
         if all(v is None for v in given.values()) and overlap is None:
             return self
-        changes = {k: v / _TERM_FLAGS[k][1] for k, v in given.items() if v is not None}
+        changes = {k: v / TERM_FLAGS[k][1] for k, v in given.items() if v is not None}
         for key, value in changes.items():
             _check_term(repr(self.name), key, value)
         spec = dataclasses.replace(self.spec, **changes)
         kernel_spec = dataclasses.replace(self.kernel_spec, **changes)
-        named = ", ".join(_TERM_FLAGS[k][0] for k in changes)
+        named = ", ".join(TERM_FLAGS[k][0] for k in changes)
         out = dataclasses.replace(
             self,
             spec=spec,
