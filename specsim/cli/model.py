@@ -305,14 +305,12 @@ def run_steptime(args: argparse.Namespace) -> int:
 
     basis = ""
     if isinstance(args.context, Unset):  # not given: a calibration's runs' mean context, as every answer takes it
-        from specsim.cli.args import calibrated_lengths, calibration
+        from specsim.cli.args import calibrated_context_of
 
-        lengths = calibrated_lengths(args)
-        if lengths is not None:
-            args.context = [calibration(args).context_tokens]
-            basis = f" ({lengths[2]}: {lengths[0]:,} in, {lengths[1]:,} out; --context to set)"
-        else:
-            basis = f" ({ARTICLE_CONTEXT}; --context to set)"
+        runs = calibrated_context_of(args)
+        if runs is not None:
+            args.context = [runs[0]]
+        basis = f" ({ARTICLE_CONTEXT if runs is None else runs[1]}; --context to set)"
     dep = deployment(args, draft=False)
     _require_fits(dep, max(args.context))
     model, hw, engine = dep.target, dep.hardware, dep.engine
