@@ -160,8 +160,8 @@ def int_at_least(minimum: int, what: str, maximum: int = 2**31 - 1) -> Callable[
 
 
 def list_items(text: str, what: str) -> list[str]:
-    """The items of a comma-separated list: an empty one (``1,,4``, a trailing comma) and one given twice refused by
-    name (they were dropped, or answered twice)."""
+    """The items of a comma-separated list, an empty one (``1,,4``, a trailing comma) refused by name (it was
+    dropped)."""
     items = [item.strip() for item in text.split(",")]
     if not any(items):  # nothing at all: the caller's "needs a list" line
         return []
@@ -169,10 +169,16 @@ def list_items(text: str, what: str) -> list[str]:
         raise argparse.ArgumentTypeError(
             f"{what} has an empty item in {text!r}: give values separated by single commas"
         )
-    seen = [item for i, item in enumerate(items) if item in items[:i]]
-    if seen:
-        raise argparse.ArgumentTypeError(f"{what} lists {seen[0]} more than once in {text!r}: give each value once")
-    return [item for item in items if item]
+    return items
+
+
+def once_each(values: list, what: str, text: str) -> list:
+    """``values`` (a list flag's, parsed), one given twice however written (4,4 or 4,4.0) refused by name: it was
+    answered twice."""
+    twice = [v for i, v in enumerate(values) if v in values[:i]]
+    if twice:
+        raise argparse.ArgumentTypeError(f"{what} lists {twice[0]:g} more than once in {text!r}: give each value once")
+    return values
 
 
 def int_list(minimum: int, what: str, maximum: int = 2**31 - 1) -> Callable[[str], list[int]]:
@@ -184,13 +190,7 @@ def int_list(minimum: int, what: str, maximum: int = 2**31 - 1) -> Callable[[str
             raise argparse.ArgumentTypeError(
                 f"{what} needs a comma-separated list of integers >= {minimum}, got {text!r}"
             )
-        values = [one(item) for item in items]
-        twice = [v for i, v in enumerate(values) if v in values[:i]]  # 4 and 04, say
-        if twice:
-            raise argparse.ArgumentTypeError(
-                f"{what} lists {twice[0]} more than once in {text!r}: give each value once"
-            )
-        return values
+        return once_each([one(item) for item in items], what, text)
 
     parse.__name__ = what
     return parse
@@ -687,11 +687,7 @@ def rate_list(text: str) -> list[float]:
             f"rates lists {len(items):,} rates; at most {MAX_RATES} per sweep (each is two "
             "simulations): split the sweep"
         )
-    values = [rate(item) for item in list_items(text, "rates")]
-    twice = [v for i, v in enumerate(values) if v in values[:i]]  # 4 and 4.0
-    if twice:
-        raise argparse.ArgumentTypeError(f"rates lists {twice[0]:g} more than once in {text!r}: give each value once")
-    return values
+    return once_each([rate(item) for item in list_items(text, "rates")], "rates", text)
 
 
 def concurrency_list(text: str) -> list[int]:
