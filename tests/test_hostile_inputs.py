@@ -252,6 +252,7 @@ CASES = [
     ("speedup --alpha 0.8 --gamma -1 --cost-ratio 0.1", "gamma must be an integer in [0, 64]"),
     ("speedup --alpha 0.8 --gamma 3 --cost-ratio -1", "must be >= 0"),
     ("speedup --alpha 0.8 --gamma 3 --cost-ratio 0.1 --batch 4", "--cost-ratio replaces the step-time model"),
+    ("speedup --alpha 0.8 --gamma 3 --cost-ratio 0.1 --batch 1", "drop --batch or drop --cost-ratio"),
     # every flag of the model or the load, not a chosen few: these were ignored and the closed form printed
     ("speedup --alpha 0.8 --gamma 3 --cost-ratio 0.1 --concurrency 8", "drop --concurrency or drop --cost-ratio"),
     ("speedup --alpha 0.8 --gamma 3 --cost-ratio 0.1 --tp 4 --kv-dtype fp8", "drop --kv-dtype, --tp or drop"),
@@ -612,6 +613,11 @@ CASES = [
     ),
     (
         "bench-plan --engine vllm --draft eagle3 --no-pin --prompts {tmp}/p.jsonl --input-tokens 100,300 --out "
+        "{tmp}/plan-out",
+        "--input-tokens sets the pinned runs; --no-pin runs your --prompts as they are: drop one",
+    ),
+    (  # the default's own value, typed: given all the same
+        "bench-plan --engine vllm --draft eagle3 --no-pin --prompts {tmp}/p.jsonl --input-tokens=512,2048 --out "
         "{tmp}/plan-out",
         "--input-tokens sets the pinned runs; --no-pin runs your --prompts as they are: drop one",
     ),

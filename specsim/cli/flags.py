@@ -236,14 +236,17 @@ def given(value: object) -> bool:
 
 
 def flags_given(args, command: str, besides: tuple = ()) -> list[str]:
-    """The flags of ``command`` whose value in ``args`` is not the parser's default (what the user gave, or what a
-    calibration file set), but for the destinations ``besides``: for a mode that uses few of a command's flags to refuse
-    the others by name rather than ignore them."""
+    """The flags of ``command`` the user typed (``args.typed_flags``, as :func:`specsim.cli.main.main` records them,
+    whatever their value) or whose value in ``args`` is not the parser's default (what a calibration file set, or a
+    caller that built ``args`` itself), but for the destinations ``besides``: for a mode that uses few of a command's
+    flags to refuse the others by name rather than ignore them."""
     import argparse
 
     from specsim.cli.main import build_parser
 
     sub = next(a for a in build_parser(command)._actions if isinstance(a, argparse._SubParsersAction))
+
+    typed = getattr(args, "typed_flags", frozenset())
 
     def default(a):  # as argparse leaves it: a string default goes through the flag's type
         return a.type(a.default) if isinstance(a.default, str) and callable(a.type) else a.default
@@ -254,7 +257,7 @@ def flags_given(args, command: str, besides: tuple = ()) -> list[str]:
         if a.option_strings
         and a.dest not in besides
         and a.dest not in ("help", "verbose")
-        and getattr(args, a.dest, a.default) != default(a)
+        and (getattr(args, a.dest, a.default) != default(a) or not typed.isdisjoint(a.option_strings))
     ]
 
 

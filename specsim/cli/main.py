@@ -189,6 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser(first if first in COMMANDS else None)
         args, extra = parser.parse_known_args(argv)
+        # the option strings the user typed, for flags_given: a flag given at its default's value is still given
+        args.typed_flags = frozenset(a.split("=", 1)[0] for a in argv if a.startswith("-"))
         if extra:
             _unrecognized(parser, args, extra)
     except SystemExit as stop:  # argparse: --help, --version or a usage error
