@@ -567,3 +567,11 @@ def test_a_large_moe_target_under_sglang_on_rocm_says_what_the_public_rocm_runs_
     said = noted("mi300x", "sglang@0.5.8")
     assert len(said) == 1 and f"a median {ROCM_LARGE_MOE_LONGER[0]:.0%} longer per token" in said[0]
     assert not noted("mi300x", "vllm@0.24.0") and not noted("h200", "sglang@0.5.8") and not noted("mi300x", "none")
+
+
+def test_only_an_engine_that_checks_it_refuses_a_token_budget_below_its_sequences():
+    from specsim.engines import get_engine, limits_refused
+
+    assert "vllm/config/scheduler.py" in limits_refused(get_engine("vllm"), 1024, 512)
+    assert limits_refused(get_engine("vllm"), 512, 512) is None
+    assert limits_refused(get_engine("sglang"), 1024, 512) is None  # no such check of SGLang's is read

@@ -253,6 +253,14 @@ CASES = [
     ("speedup --alpha 0.8 --gamma 3 --cost-ratio -1", "must be >= 0"),
     ("speedup --alpha 0.8 --gamma 3 --cost-ratio 0.1 --batch 4", "--cost-ratio replaces the step-time model"),
     ("speedup --alpha 0.8 --gamma 3 --cost-ratio 0.1 --batch 1", "drop --batch or drop --cost-ratio"),
+    (  # vLLM's own start-up check; the budget alone, below the default max_num_seqs, is the same engine
+        "serve-sim --max-batched-tokens 1 --concurrency 4 --requests 20",
+        "vLLM refuses to start with max_num_batched_tokens 1 below max_num_seqs 1,024",
+    ),
+    (
+        "optimal-gamma --concurrency 8 --max-batched-tokens 100 --max-num-seqs 101",
+        "vLLM refuses to start with max_num_batched_tokens 100 below max_num_seqs 101",
+    ),
     # every flag of the model or the load, not a chosen few: these were ignored and the closed form printed
     ("speedup --alpha 0.8 --gamma 3 --cost-ratio 0.1 --concurrency 8", "drop --concurrency or drop --cost-ratio"),
     ("speedup --alpha 0.8 --gamma 3 --cost-ratio 0.1 --tp 4 --kv-dtype fp8", "drop --kv-dtype, --tp or drop"),

@@ -21,7 +21,7 @@ from specsim.core.defaults import (
 )
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, MAX_RATE_PER_S, MAX_REQUESTS, MAX_SEED, MAX_TP
 from specsim.describe.models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
-from specsim.engines import DEFAULT_ENGINE, ENGINE_NAMES, PRESETS, EnginePreset, get_engine
+from specsim.engines import DEFAULT_ENGINE, ENGINE_NAMES, PRESETS, EnginePreset, get_engine, limits_refused
 from specsim.engines.trtllm import FREE_GPU_MEMORY_FRACTION
 from specsim.engines.vllm import MEMORY_UTILIZATION_SAID as VLLM_MEMORY_SAID
 from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
@@ -388,8 +388,14 @@ def limits_and_source(args: argparse.Namespace, preset, hardware, offline: bool 
         limits, _ = limits_of(preset, hardware, offline, *(f if g is None else g for g, f in zip(given, fitted)))
         if given[0] is None:  # the speculating engine's own max_num_seqs as the runs had it (SGLang's 48)
             limits = dataclasses.replace(limits, spec_max_num_seqs=cal.serving.get("spec_max_num_seqs"))
-        return limits, f"the limits {cal.name}'s runs were fitted under", missing
-    limits, where = limits_of(preset, hardware, offline, *given)
+        where = f"the limits {cal.name}'s runs were fitted under"
+    else:
+        limits, where = limits_of(preset, hardware, offline, *given)
+    refused = None if len(missing) == 2 else limits_refused(preset, limits.max_num_seqs, limits.max_batched_tokens)
+    if refused:
+        raise ValueError(
+            f"{refused}: give a --max-batched-tokens of at least the max_num_seqs, or a smaller --max-num-seqs"
+        )
     return limits, where, missing
 
 

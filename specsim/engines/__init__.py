@@ -217,6 +217,12 @@ def default_limits(preset: EnginePreset, hardware, offline: bool = False) -> Def
     return DefaultLimits(DEFAULT_MAX_NUM_SEQS, DEFAULT_MAX_BATCHED_TOKENS, why)
 
 
+def limits_refused(preset: EnginePreset, max_num_seqs: int, max_batched_tokens: int) -> str | None:
+    """Why ``preset``'s engine would not start with these limits (its own check, its source named), or None."""
+    engine = REGISTRY.get(preset.name)
+    return None if engine is None else engine.limits_refused(max_num_seqs, max_batched_tokens)
+
+
 def check_platform(preset: EnginePreset, hardware) -> None:
     """Refuse an engine on hardware it does not run on (TensorRT-LLM on an AMD GPU): its presets, writers and benchmark
     plans would be for a deployment no one can make."""

@@ -187,6 +187,10 @@ class Engine:
         run in-process; None where specsim has not read them."""
         return None
 
+    def limits_refused(self, max_num_seqs: int, max_batched_tokens: int) -> str | None:
+        """Why this engine refuses to start with these limits (its own rule, its source named), or None."""
+        return None
+
     def memory_share(
         self,
         preset,

@@ -815,6 +815,16 @@ class _Vllm(Engine):
     def default_limits(self, preset, hardware, offline):
         return default_limits(hardware, offline)
 
+    def limits_refused(self, max_num_seqs, max_batched_tokens):
+        # vllm/config/scheduler.py SchedulerConfig.verify_max_model_len (read at commit 01230b40, the 0.11 line):
+        # "max_num_batched_tokens (...) must be greater than or equal to max_num_seqs (...)", raised at start-up
+        if max_batched_tokens >= max_num_seqs:
+            return None
+        return (
+            f"vLLM refuses to start with max_num_batched_tokens {max_batched_tokens:,} below max_num_seqs "
+            f"{max_num_seqs:,} (vllm/config/scheduler.py, SchedulerConfig)"
+        )
+
     def memory_share(self, preset, hardware, model, draft, method, max_batched_tokens, given, max_num_seqs=None):
         return memory_share(preset, hardware, model, max_batched_tokens, given, max_num_seqs)
 
