@@ -500,3 +500,18 @@ def test_rtol_at_a_load_takes_the_smallest_gamma_within_it_as_the_decode_batch_v
     assert f"speculate with gamma={int(near.state.gamma[near.best[0], 0])}" in out
     assert main(["optimal-gamma", "--concurrency", "4", "--rtol", "0.99"]) == 2
     assert "rtol must be in [0, 0.5), got 0.99" in capsys.readouterr().err
+
+
+def test_a_closed_loop_with_fewer_requests_than_users_is_said_to_be_one_burst(capsys):
+    """vllm bench serve's --max-concurrency caps the requests in flight and adds none: 30 requests for 64 users are
+    one burst of 30.  serve-sim's load line and its served line say so, and serve-sweep names the concurrencies past
+    its requests; a loop with more requests than users says nothing of it."""
+    base = ["--timing", "roofline", "--alpha", "0.8", "--input-len", "200", "--output-len", "20", "--runs", "1"]
+    assert main(["serve-sim", *base, "--concurrency", "64", "--requests", "30"]) == 0
+    out = capsys.readouterr().out
+    assert "64 users but 30 requests: a burst of 30" in out
+    assert "this run is one burst of 30 requests, not 64 users' load" in out
+    assert main(["serve-sim", *base, "--concurrency", "8", "--requests", "30"]) == 0
+    assert "burst of" not in capsys.readouterr().out.replace("that burst's wait", "")
+    assert main(["serve-sweep", *base, "--concurrency", "4,40,64", "--requests", "30"]) == 0
+    assert "40,64 users: 30 requests a run are all sent at once" in capsys.readouterr().out

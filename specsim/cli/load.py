@@ -12,6 +12,7 @@ from specsim.cli.flags import (
     MAX_SERVE_RUNS,
     add_serving_args,
     concurrency_list,
+    csv_text,
     int_at_least,
     nonempty,
     rate,
@@ -159,7 +160,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
         _write_requests(args.csv, requests, plain, spec)
     span = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}-{seeds[-1]}"
     provenance = dep.provenance() + [
-        f"load: {requests.source}" + (f", {concurrency} users" if concurrency else "") + _lengths_said(args),
+        f"load: {requests.source}" + _users_said(concurrency, len(requests)) + _lengths_said(args),
         f"acceptance: {acc_label}; speculation: {meta['gamma_policy']}",
         f"engine limits: {limits.label}{args.limits_said}; KV capacity {meta['kv_capacity_tokens_plain']:,.0f} tokens "
         f"without the draft, {meta['kv_capacity_tokens_spec']:,.0f} with it (prompt + output reserved per request; "
@@ -183,7 +184,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
         by_workload = args.trace is None and _lengths(args) is None
         print_json(
             {
-                "load": requests.source + (f", {concurrency} users" if concurrency else ""),
+                "load": requests.source + _users_said(concurrency, len(requests)),
                 "rate": args.rate,
                 "concurrency": concurrency,
                 "workload": (args.workload or DEFAULT_WORKLOAD) if by_workload else None,  # --workload's type names it
@@ -215,7 +216,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
         _print_summaries(*summaries, answer.changes())
         if held is not None:
             print(held)
-        print(_served_against_offered(args, summaries))
+        print(_served_against_offered(args, summaries, len(requests)))
     for arm, r in (("speculation off", plain), ("speculation on", spec)):
         for note in r.notes:
             print(f"note: {arm}: {note}", file=sys.stderr)
@@ -346,12 +347,28 @@ def _print_summaries(off: dict, on: dict, changes: dict) -> None:
     )
 
 
-def _served_against_offered(args: argparse.Namespace, summaries: list[dict]) -> str:
+def _users_said(concurrency: int | None, requests: int) -> str:
+    """The load line's users: a closed loop with fewer requests than users is a burst of its requests."""
+    if not concurrency:
+        return ""
+    if requests < concurrency:
+        return f", {concurrency} users but {requests:,} requests: a burst of {requests:,}"
+    return f", {concurrency} users"
+
+
+def _served_against_offered(args: argparse.Namespace, summaries: list[dict], n: int) -> str:
     """Why requests/s served is not the rate asked for, and whether the engine kept up
     (:func:`specsim.serving.runs.queue_verdict`): past capacity the queue grows, and arrivals less that growth are what
     the engine completes; a burst shows no steady rate: served/s is then the measure, and the line says so."""
     from specsim.serving.runs import queue_verdict, second_half_s
 
+    if args.concurrency is not None and n < args.concurrency:
+        return (
+            f"requests/s served: {n:,} requests for a closed loop of {args.concurrency:,} users are all sent "
+            f"at once and none after, so this run is one burst of {n:,} requests, not {args.concurrency:,} "
+            "users' load (vllm bench serve's --max-concurrency caps the requests in flight; it adds none): give "
+            "--requests of several times --concurrency for a closed loop"
+        )
     if args.concurrency is not None:
         return (
             f"requests/s served: a closed loop of {args.concurrency} users sends a request only when one finishes, so the "
@@ -573,6 +590,12 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
             f"past capacity (the queue grew through the run: its figures are of {n:,} requests, not of a steady "
             "state; a longer run queues more; optimal-gamma --rate gives the long run): "
             + ", ".join(f"{v:g} {unit} (speculation {' and '.join(arms)})" for v, arms in past)
+        )
+    bursts = [c for c in (args.concurrency or []) if c > n]
+    if bursts:  # vllm bench serve's --max-concurrency caps the requests in flight; it adds none
+        print(
+            f"{csv_text(bursts)} users: {n:,} requests a run are all sent at once and none after, one burst of {n:,} "
+            "requests, not those users' load: give --requests of several times the largest --concurrency"
         )
     if f"max_{load}_meeting_slo_off" in findings:
         fmt = lambda v: f"none of the {plural} swept" if v is None else f"{v:g} {unit}"  # noqa: E731
