@@ -515,3 +515,20 @@ def test_a_closed_loop_with_fewer_requests_than_users_is_said_to_be_one_burst(ca
     assert "burst of" not in capsys.readouterr().out.replace("that burst's wait", "")
     assert main(["serve-sweep", *base, "--concurrency", "4,40,64", "--requests", "30"]) == 0
     assert "40,64 users: 30 requests a run are all sent at once" in capsys.readouterr().out
+
+
+def test_an_interval_reaching_below_zero_is_said(capsys):
+    """Two runs of a burst spread widely and the Student t at one degree of freedom is 12.7: an interval of a
+    throughput that reaches below zero is said, with the factor; ten runs of a steady loop are not."""
+    base = ["--timing", "roofline", "--alpha", "0.8"]  # the chat workload's lengths: runs of seeds 0 and 1 differ
+    assert main(["serve-sim", *base, "--concurrency", "200", "--requests", "100", "--runs", "2"]) == 0
+    out = capsys.readouterr().out
+    past = [line for line in out.splitlines() if "reaches below zero" in line]
+    figures = re.findall(r"output tokens/s\s+([\d,]+) ±([\d,]+)\s+([\d,]+) ±([\d,]+)", out)[0]
+    off, off_h, on, on_h = (float(v.replace(",", "")) for v in figures)
+    assert bool(past) == (off_h > off or on_h > on)
+    assert past and "12.7 times" in past[0]
+    assert main(["serve-sim", *base, "--concurrency", "4", "--requests", "100", "--runs", "10"]) == 0
+    assert "below zero" not in capsys.readouterr().out
+    assert main(["serve-sweep", *base, "--concurrency", "200", "--requests", "100", "--runs", "2"]) == 0
+    assert "at 200 users" in next(line for line in capsys.readouterr().out.splitlines() if "below zero" in line)
