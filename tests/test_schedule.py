@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -620,3 +621,19 @@ def test_the_vllm_schedule_names_a_draft_models_method_as_bench_plan_does(capsys
     assert config["method"] == "draft_model" and config["model"] == "meta-llama/Llama-3.2-1B-Instruct"
     assert main(["bench-plan", "--engine", "vllm@0.24.0", "--out", str(tmp_path / "plan")]) == 0
     assert '"method":"draft_model"' in (tmp_path / "plan" / "run.sh").read_text().replace(" ", "")
+
+
+def test_the_tolerance_note_says_how_far_the_never_rising_rule_puts_a_batch_below_its_best(capsys):
+    """A schedule within 1% of each batch's best that must never rise with batch can sit further below some batch's
+    best than the 1%: the note gives the largest shortfall of the ranges written, and none where it is within 1%."""
+    argv = ["schedule", "--target", "qwen3-30b-a3b", "--draft", "qwen3-0.6b", "--weight-dtype", "fp8", "--tp", "2"]
+    argv += ["--alpha", "0.8", "--max-batch", "256", "--format", "json", "--timing", "roofline"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    worst = max(r["shortfall"] for r in json.loads(out)["ranges"])
+    said = re.search(r"some batches sit up to ([\d.]+)% below their own best", err)
+    assert worst > 0.01 and said is not None  # this pair's schedule is 2.0% below its best at batch 1
+    assert float(said.group(1)) == pytest.approx(100 * worst, abs=0.051)
+    assert main(["schedule", "--timing", "roofline", "--alpha", "0.8", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert max(r["shortfall"] for r in json.loads(out)["ranges"]) <= 0.01 and "below their own best" not in err

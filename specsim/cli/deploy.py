@@ -103,12 +103,18 @@ def run_schedule(args: argparse.Namespace) -> int:
     if args.per_batch == "require":
         _require_per_batch(args, engine, dep, ranges)
     notes = ([] if modelled is None else [modelled.format(key=dep.engine.key)]) + batch_note + answer.notes
+    worst = max((getattr(r, "shortfall", 0.0) for r in ranges), default=0.0)
     if args.rtol > 0:  # a default that moves the answer: said, so that optimal-gamma's other best gamma is explained
         notes.append(
             f"each batch takes the smallest gamma within {args.rtol * 100:g}% of the best (--rtol {args.rtol:g}"
             + (", the default" if args.rtol == DEFAULT_SCHEDULE_RTOL else "")
             + "; 0 for the schedule nearest each batch's best that never rises with batch, where optimal-gamma "
             "gives each batch's own best)"
+            + (
+                f"; gamma never rises with batch, so some batches sit up to {worst:.1%} below their own best"
+                if worst > args.rtol + 1e-9
+                else ""
+            )
         )
     if engine is not None:
         flags, engine_notes = engine.settings(dep)
