@@ -271,6 +271,40 @@ def _write_requests(path, requests, plain, spec) -> None:
     atomic_write_bytes(path, pd.concat(frames).to_csv(index=False).encode())
 
 
+def _sweep_said(args: argparse.Namespace, frame, cols: list, load: str, unit: str, n: int) -> list[str]:
+    """The lines under serve-sweep's table on what its figures are: intervals reaching below zero, loads past capacity
+    (a queue that grew through the run), and concurrencies above the requests a run sends (a burst, not a loop)."""
+    names = {"tpot_p50_s": "TPOT p50", "tpot_p99_s": "TPOT p99", "tokens_per_s": "tok/s", "mean_batch": "batch"}
+    said = _past_zero(
+        args.runs,
+        [
+            (f"{names[c.split('_', 1)[1]]} {c.split('_')[0]} at {getattr(r, load):g} {unit}", getattr(r, c), ci)
+            for r in frame.itertuples()
+            for c in cols
+            if (ci := getattr(r, f"{c}_ci", None)) is not None
+        ],
+    )
+    lines = [said] if said else []
+    past = [
+        (getattr(r, load), [name for name in ("off", "on") if getattr(r, f"{name}_past_capacity") is True])
+        for r in frame.itertuples()
+    ]
+    past = [(v, arms) for v, arms in past if arms]
+    if past:  # the steady-state answers say "past capacity" there too; a run's figures depend on its length
+        lines.append(
+            f"past capacity (the queue grew through the run: its figures are of {n:,} requests, not of a steady "
+            "state; a longer run queues more; optimal-gamma --rate gives the long run): "
+            + ", ".join(f"{v:g} {unit} (speculation {' and '.join(arms)})" for v, arms in past)
+        )
+    bursts = [c for c in (args.concurrency or []) if c > n]
+    if bursts:  # vllm bench serve's --max-concurrency caps the requests in flight; it adds none
+        lines.append(
+            f"{csv_text(bursts)} users: {n:,} requests a run are all sent at once and none after, one burst of {n:,} "
+            "requests, not those users' load: give --requests of several times the largest --concurrency"
+        )
+    return lines
+
+
 def _past_zero(runs: int, figures: list) -> str | None:
     """A line where an interval reaches below zero, which none of these figures can: (name, mean, half-width) each.
     Few runs give a wide Student t (12.7 times the spread over the root of the runs at two runs): the interval is
@@ -607,41 +641,14 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
             row + [f"{a:.0%}", f"{b:.0%}"] for row, a, b in zip(rows, frame.off_slo_attainment, frame.on_slo_attainment)
         ]
     print(table(headers, rows, ">" * len(headers)))
-    names = {"tpot_p50_s": "TPOT p50", "tpot_p99_s": "TPOT p99", "tokens_per_s": "tok/s", "mean_batch": "batch"}
-    said = _past_zero(
-        args.runs,
-        [
-            (f"{names[c.split('_', 1)[1]]} {c.split('_')[0]} at {getattr(r, load):g} {unit}", getattr(r, c), ci)
-            for r in frame.itertuples()
-            for c in cols[1:]
-            if (ci := getattr(r, f"{c}_ci", None)) is not None
-        ],
-    )
-    if said:
-        print(said)
     stop = findings[f"speculation_stops_helping_at_{load}"]
     print(
         f"\nspeculation lowers TPOT p50 at every {load} swept"
         if stop is None
         else f"\nspeculation stops lowering TPOT p50 at {stop:g} {unit}"
     )
-    past = [
-        (getattr(r, load), [name for name in ("off", "on") if getattr(r, f"{name}_past_capacity") is True])
-        for r in frame.itertuples()
-    ]
-    past = [(v, arms) for v, arms in past if arms]
-    if past:  # the steady-state answers say "past capacity" there too; a run's figures depend on its length
-        print(
-            f"past capacity (the queue grew through the run: its figures are of {n:,} requests, not of a steady "
-            "state; a longer run queues more; optimal-gamma --rate gives the long run): "
-            + ", ".join(f"{v:g} {unit} (speculation {' and '.join(arms)})" for v, arms in past)
-        )
-    bursts = [c for c in (args.concurrency or []) if c > n]
-    if bursts:  # vllm bench serve's --max-concurrency caps the requests in flight; it adds none
-        print(
-            f"{csv_text(bursts)} users: {n:,} requests a run are all sent at once and none after, one burst of {n:,} "
-            "requests, not those users' load: give --requests of several times the largest --concurrency"
-        )
+    for said in _sweep_said(args, frame, cols[1:], load, unit, n):
+        print(said)
     if f"max_{load}_meeting_slo_off" in findings:
         fmt = lambda v: f"none of the {plural} swept" if v is None else f"{v:g} {unit}"  # noqa: E731
         print(
