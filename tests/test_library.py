@@ -843,6 +843,50 @@ def test_library_entry_points_name_a_bad_argument_in_one_value_error():
     assert resolve_acceptance(alpha=np.float64(0.7))[0] == 0.7  # numpy's numbers are numbers
 
 
+def test_the_library_checks_what_the_flags_check_and_refuses_bools_and_strings_for_numbers():
+    """Each of these gave an answer from the library that the command refuses (gamma 100 at 0.25x, a fractional batch,
+    10 million users, a negative SLO meeting nothing), or took True as alpha 1 and "0.8" as 0.8 (numpy reads both)."""
+    from specsim.answers import closed_form_answer, deployment_capacity, gamma_answer, speedup_rows, steptime_rows
+    from specsim.answers.load import load_answer
+    from specsim.answers.serve import serve_sim, sim_load
+    from specsim.speculation.deployment import Deployment
+    from specsim.speculation.search import optimal_gamma
+
+    dep = deployment()
+    cap = deployment_capacity(dep, 1128, None, None)
+    at_load = lambda loads, **kw: load_answer(dep, 0.8, "alpha 0.8", "concurrency", loads, 1000, 256, **kw)  # noqa: E731
+    cases = [
+        (lambda: speedup_rows(dep, 0.8, "x", 100, [1]), "gamma must be an integer in [0, 64], got 100"),
+        (lambda: closed_form_answer(0.8, 1000, 0.05), "gamma must be an integer in [0, 64], got 1000"),
+        (lambda: at_load([1], gamma=100), "gamma must be an integer in [0, 64], got 100"),
+        (lambda: at_load([1], gamma_max=-1), "gamma_max must be an integer in [0, 64], got -1"),
+        (lambda: speedup_rows(dep, 0.8, "x", 3, [1.5]), "batch must be an integer in [1, 65536], got 1.5"),
+        (lambda: gamma_answer(dep, 0.8, "x", [1, 64], 1.5, 16, 0.0, cap), "context must be an integer"),
+        (lambda: gamma_answer(dep, 0.8, "x", [1], 8192, 16, 0.0, cap), "the capacity given reserves 1,128 tokens"),
+        (lambda: steptime_rows(dep, [1], [10**6], 1128), "tokens_per_seq must be an integer in [1, 65]"),
+        (lambda: at_load([10**7]), "concurrency must be an integer in [1, 65536]"),
+        (lambda: load_answer(dep, 0.8, "alpha 0.8", "rate", [1e9], 1000, 256), "rate must be a number in (0, 1,000,000]"),
+        (lambda: load_answer(dep, 0.8, "alpha 0.8", "users", [1], 1000, 256), "kind must be concurrency, rate or batch"),
+        (lambda: load_answer(dep, 0.8, "alpha 0.8", "concurrency", [1], 0, 256), "input_tokens must be a number in [1,"),
+        (lambda: serve_sim(dep, sim_load(dep, rate=2.0, n=20, runs=1), 0.8, slo_tpot_s=-1), "slo_tpot_s must be"),
+        (lambda: sim_load(dep, rate=1.0, n=10, seed=-1), "seed must be an integer in [0, 4294967295], got -1"),
+        (lambda: optimal_gamma(dep, True, [1, 64]), "acceptance must be an alpha in [0, 1] (a number or an array"),
+        (lambda: optimal_gamma(dep, "0.8", [1, 64]), "not a bool or a string"),
+        (lambda: speedup_rows(dep, "0.8", "x", 3, [64]), "not a bool or a string"),
+        (lambda: closed_form_answer(True, 3, 0.05), "alpha must be a number in [0, 1], got True"),
+        (lambda: closed_form_answer(0.8, True, 0.05), "gamma must be an integer in [0, 64], got True"),
+        (lambda: Deployment.build("h100-sxm", "llama-3.1-8b", engine_overhead_ms="1"), "engine_overhead_ms must be"),
+    ]
+    for call, message in cases:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            call()
+    # numbers of numpy's and a scalar load are taken, and rows hold Python ints that JSON writes
+    rows = gamma_answer(dep, 0.8, "alpha 0.8", np.arange(1, 3), 1128, 16, 0.0, cap).rows
+    assert json.dumps([r["batch"] for r in rows]) == "[1, 2]"
+    assert json.dumps([r["batch"] for r in speedup_rows(dep, 0.8, "x", 3, np.array([1, 64]))[0]]) == "[1, 64]"
+    assert at_load(8).rows[0]["load"] == "concurrency 8"
+
+
 def test_the_library_says_where_a_gamma_passes_a_calibrations_measured_steps_as_the_command_does(tmp_path, capsys):
     """The caveat 'past the 3 draft steps its acceptance was measured at: extrapolated' was computed by the command
     (cli.args.measured_steps) and missing from the library's answer; the calibration's Acceptance now carries its
@@ -926,3 +970,22 @@ def test_a_label_that_names_another_alpha_is_refused():
         gamma_answer(dep, 0.6, "alpha 0.8", [1], 1128, 16, 0.0, cap)
     assert gamma_answer(dep, 0.8, "alpha 0.800 (as resolved)", [1], 1128, 16, 0.0, cap).rows[0]["gamma"] > 0
     assert speedup_rows(dep, 1, "alpha 1", 3, [1])[0][0]["alpha"] == 1.0
+
+
+def test_the_top_level_names_are_the_library_functions_and_load_nothing_until_used():
+    """``specsim.X`` is the object of X's module for every name ``dir(specsim)`` lists, and importing specsim loads
+    none of their modules (a command's cold start pays for its own only)."""
+    import importlib
+    import subprocess
+    import sys
+
+    import specsim
+
+    listed = [n for n in dir(specsim) if not n.startswith("_")]
+    assert set(specsim._API) <= set(listed)
+    for name, module in specsim._API.items():
+        assert getattr(specsim, name) is getattr(importlib.import_module(module), name)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        specsim.nope  # noqa: B018
+    code = "import sys, specsim; print(sorted(m for m in sys.modules if m.startswith('specsim.')))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"

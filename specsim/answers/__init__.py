@@ -18,7 +18,16 @@ import numpy as np
 
 from specsim.answers.context import context_basis
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS
-from specsim.core.limits import MAX_CONTEXT, MAX_GAMMA, check_int, is_real, whole_batches
+from specsim.core.limits import (
+    MAX_BATCH,
+    MAX_CONTEXT,
+    MAX_GAMMA,
+    check_int,
+    check_real,
+    is_real,
+    whole_batches,
+    whole_numbers,
+)
 from specsim.engines import ENGINES, REGISTRY
 from specsim.engines.vllm import ROCM_SPEC
 from specsim.serving.capacity import (
@@ -178,6 +187,15 @@ def gamma_answer(
 
     if measured_steps is None:  # a calibration's acceptance knows the steps it was measured at
         measured_steps = getattr(acceptance, "measured_steps", None)
+    batches = whole_numbers("batch", batches, 1, MAX_BATCH, "batches")
+    context = check_int("context", context, 0, MAX_CONTEXT)
+    if (
+        cap.context_tokens < context
+    ):  # its fits are of the tokens it reserved: at least the context (--max-context more)
+        raise ValueError(
+            f"the capacity given reserves {cap.context_tokens:,} tokens a sequence, fewer than the context asked at, "
+            f"{context:,}: size it at the answer's (deployment_capacity(dep, context, ...))"
+        )
     b = whole_batches(batches)
     best = optimal_gamma(dep, acceptance, b, context, gamma_max, rtol)
     if cap.scratch_draft_tokens:  # a hybrid target's scratch, sized for the num_speculative_tokens this answer sets
@@ -203,6 +221,7 @@ def gamma_answer(
     memory = {
         "usable_bytes": cap.usable_bytes,
         "memory_basis": cap.memory_basis,
+        "reserved_tokens_per_sequence": int(cap.context_tokens),
         "max_batch_without_draft": cap.max_batch_without_draft,
         "max_batch_with_draft": cap.max_batch_with_draft,
     }
@@ -335,6 +354,9 @@ def capacity_record(
 # -- speedup and steptime ---------------------------------------------------------------------
 def closed_form_answer(alpha: float, gamma: int, cost_ratio: float) -> dict:
     """speedup --cost-ratio: the closed form E / (gamma c + 1)."""
+    alpha = check_real("alpha", alpha, 0.0, 1.0)
+    gamma = check_int("gamma", gamma, 0, MAX_GAMMA)
+    cost_ratio = check_real("cost_ratio", cost_ratio, 0.0, 1e6)
     return {
         "alpha": alpha,
         "gamma": gamma,
@@ -352,8 +374,9 @@ def speedup_rows(
     from specsim.answers.acceptance import checked_label
 
     label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
-    batches = list(DEFAULT_BATCHES) if batches is None else batches
-    context = DEFAULT_CONTEXT_TOKENS if context is None else context
+    batches = whole_numbers("batch", DEFAULT_BATCHES if batches is None else batches, 1, MAX_BATCH, "batches")
+    context = DEFAULT_CONTEXT_TOKENS if context is None else check_int("context", context, 0, MAX_CONTEXT)
+    gamma = check_int("gamma", gamma, 0, MAX_GAMMA)
     b = np.array(batches, dtype=float)
     times = dep.outcome(acceptance, gamma, b, context)
     s = np.broadcast_to(times.speedup, b.shape)
@@ -390,8 +413,9 @@ def steptime_rows(
     """steptime: one engine iteration of the deployment's target per (tokens per sequence, context, batch size), with
     its roofline parts; ``tokens_per_seq`` and ``context`` are a number or a list of them."""
     model = dep.target
-    qs = [int(q) for q in np.atleast_1d(tokens_per_seq)]
-    contexts = [int(c) for c in np.atleast_1d(context)]
+    batches = whole_numbers("batch", batches, 1, MAX_BATCH, "batches")
+    qs = whole_numbers("tokens_per_seq", tokens_per_seq, 1, MAX_GAMMA + 1)
+    contexts = whole_numbers("context", context, 0, MAX_CONTEXT)
     provenance = [dep.source.describe(), dep.engine.describe()] + model_assumptions(dep.hardware, [model])
     b = np.array(batches, dtype=float)
     rows = []

@@ -66,6 +66,8 @@ def resolve_acceptance(
 
     if alpha is not None and not (is_real(alpha) and np.isfinite(alpha) and 0 <= alpha <= 1):
         raise ValueError(f"alpha must be a number in [0, 1], got {alpha!r:.40}")
+    if context is not None and not (is_real(context) and context >= 0):  # a mean context may be a fraction
+        raise ValueError(f"context must be a number of tokens >= 0, got {context!r:.40}")
     if acceptance is not None and not isinstance(acceptance, (str, Acceptance)):
         raise ValueError(
             f"acceptance must be per-position rates as text ('0.9,0.8') or an Acceptance, got {acceptance!r:.40}"
@@ -112,6 +114,9 @@ def checked_label(acceptance, label: str) -> str:
     """
     import re
 
+    from specsim.speculation.acceptance import checked_acceptance
+
+    checked_acceptance(acceptance)  # a bool or a string is not an alpha
     said = re.match(r"alpha (\d+(?:\.\d+)?)", label or "")
     if said is not None and is_real(acceptance) and abs(float(said.group(1)) - float(acceptance)) > 5e-4:
         raise ValueError(f"the label says alpha {said.group(1)} but the acceptance given is {float(acceptance):g}")

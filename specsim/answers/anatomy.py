@@ -9,7 +9,7 @@ import numpy as np
 
 from specsim.answers.context import LOAD_CONTEXT, context_basis
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
-from specsim.core.limits import MAX_GAMMA, check_int
+from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, check_int, is_real
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma
 
@@ -80,9 +80,11 @@ def round_anatomy(
     from specsim.answers.acceptance import checked_label
 
     label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
-    b = np.atleast_1d(np.asarray(batches, dtype=float))
-    if b.ndim != 1 or b.size == 0 or not np.all(np.isfinite(b) & (b >= 1)):
-        raise ValueError(f"batches must be a non-empty list of batch sizes >= 1, got {batches!r:.60}")
+    b = np.atleast_1d(np.asarray(batches, dtype=float))  # a load's mean decode batch is a fraction (load_anatomy)
+    if b.ndim != 1 or b.size == 0 or not np.all(np.isfinite(b) & (b >= 1) & (b <= MAX_BATCH)):
+        raise ValueError(f"batches must be a non-empty list of batch sizes in [1, {MAX_BATCH:,}], got {batches!r:.60}")
+    if not (is_real(context) and 0 <= context <= MAX_CONTEXT):
+        raise ValueError(f"context must be a number of tokens in [0, {MAX_CONTEXT:,}], got {context!r:.60}")
     if gamma is not None:
         gamma = check_int("gamma", gamma, 1, MAX_GAMMA)
     if gamma is None:

@@ -17,7 +17,16 @@ import numpy as np
 
 # (a benchmark's prompt and output lengths unless told, the reference article's: their home is core.defaults)
 from specsim.core.defaults import DEFAULT_GAMMA_MAX, DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
-from specsim.core.limits import MAX_CONTEXT, check_int
+from specsim.core.limits import (
+    MAX_BATCH,
+    MAX_CONTEXT,
+    MAX_GAMMA,
+    MAX_RATE_PER_S,
+    MAX_REQUESTS,
+    check_int,
+    check_real,
+    whole_numbers,
+)
 from specsim.serving.steady import EngineLimits, SteadyState, engine_limits, load_label, served_state
 
 __all__ = [
@@ -26,6 +35,7 @@ __all__ = [
     "LoadAnswer",
     "RequestLengths",
     "check_positions",
+    "checked_loads",
     "lengths_defaults_said",
     "load_answer",
     "past_measured",
@@ -314,6 +324,22 @@ def _figures(s: SteadyState, i: int, j: int) -> dict:
     }
 
 
+def checked_loads(kind: str, loads) -> list:
+    """``loads`` of ``kind`` as the answers take them, or ValueError naming what is allowed: users of a closed loop
+    (whole, at most :data:`~specsim.core.limits.MAX_BATCH`), Poisson rates a second (above 0, at most
+    :data:`~specsim.core.limits.MAX_RATE_PER_S`), or an offline batch's requests sent at once."""
+    if kind == "concurrency":
+        return whole_numbers("concurrency", loads, 1, MAX_BATCH, "concurrencies")
+    if kind == "batch":
+        return whole_numbers("batch", loads, 1, MAX_REQUESTS, "batches")
+    if kind == "rate":
+        rates = np.atleast_1d(np.asarray(loads, dtype=object))
+        if rates.ndim != 1 or rates.size == 0:
+            raise ValueError(f"rates must be a non-empty list of numbers, got {loads!r:.60}")
+        return [check_real("rate", r, 0.0, MAX_RATE_PER_S, above=True) for r in rates]
+    raise ValueError(f"kind must be concurrency, rate or batch, got {kind!r}")
+
+
 def load_answer(
     dep,
     acceptance,
@@ -345,6 +371,12 @@ def load_answer(
     from specsim.answers.acceptance import checked_label
 
     label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
+    loads = checked_loads(kind, loads)
+    gamma_max = check_int("gamma_max", gamma_max, 0, MAX_GAMMA)
+    gamma = None if gamma is None else check_int("gamma", gamma, 0, MAX_GAMMA)
+    if prompt_sample is None:  # a benchmark's lengths, or a window's means (a workload's sample is checked when drawn)
+        input_tokens = check_real("input_tokens", input_tokens, 1, MAX_CONTEXT)
+        output_tokens = check_real("output_tokens", output_tokens, 1, MAX_CONTEXT)
     if measured_steps is None:
         measured_steps = getattr(acceptance, "measured_steps", None)
     if limits is None:  # the engine's own on the GPU (vLLM's), else the serving model's defaults

@@ -106,8 +106,9 @@ def sim_load(
     ``rate``, a closed loop of ``concurrency`` users or a ``trace`` (:func:`~specsim.serving.simulator.requests_for`,
     which also reads ``workload``, ``n`` and fixed ``lengths``); at most
     :data:`~specsim.core.limits.MAX_SIMULATED_REQUESTS` requests in all."""
-    from specsim.core.limits import MAX_BATCH, MAX_SIMULATED_REQUESTS, check_int
+    from specsim.core.limits import MAX_BATCH, MAX_SEED, MAX_SIMULATED_REQUESTS, check_int
 
+    seed = check_int("seed", seed, 0, MAX_SEED)
     if runs is not None:
         runs = check_int("runs", runs, 1, MAX_SIMULATED_REQUESTS)
     if concurrency is not None:
@@ -162,9 +163,13 @@ def serve_sim(
     """Each run of ``load`` (:func:`sim_load`) with and without speculation, through ``executor`` where given (any
     ``concurrent.futures`` executor), ``done`` called per finished run; the summaries over the runs, with each figure's
     95% interval where there are several (SLO attainment against ``slo_ttft_s`` and ``slo_tpot_s``)."""
+    from specsim.core.limits import check_real
     from specsim.serving.simulator import DEFAULT_GAMMA_MAX
     from specsim.serving.steady import engine_limits
 
+    for name, slo in (("slo_ttft_s", slo_ttft_s), ("slo_tpot_s", slo_tpot_s)):
+        if slo is not None:
+            check_real(name, slo, 0.0, 1e6, above=True)
     limits = engine_limits(dep.engine, dep.hardware)[0] if limits is None else limits
     results = serve_compare_runs(
         dep,

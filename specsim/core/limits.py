@@ -48,11 +48,13 @@ __all__ = [
     "MAX_WORKERS",
     "MAX_YAML_DEPTH",
     "check_int",
+    "check_real",
     "is_real",
     "load_array",
     "load_json",
     "load_yaml",
     "whole_batches",
+    "whole_numbers",
 ]
 
 #: Sequences in one batch (vLLM's max_num_seqs tops out in the low thousands).
@@ -126,7 +128,39 @@ def check_int(what: str, value: Any, minimum: int, maximum: int) -> int:
     if not minimum <= number <= maximum:
         shown = str(number) if len(str(number)) <= 30 else f"a {len(str(number))}-digit number"
         raise ValueError(f"{what} must be an integer in [{minimum}, {maximum}], got {shown}")
-    return number
+    return value if isinstance(value, int) else number  # an int subclass keeps what it carries (cli.flags.UnsetInt)
+
+
+def check_real(what: str, value: Any, minimum: float, maximum: float, above: bool = False) -> float:
+    """``value`` as a float in [minimum, maximum] (``above``: (minimum, maximum]), or ValueError naming ``what`` and the
+    range: a bool, a string, NaN or infinity is not a number here.
+
+    >>> check_real("rtol", 0.01, 0.0, 0.5)
+    0.01
+    """
+    low = "(" if above else "["
+    shown = [f"{int(v):,}" if float(v).is_integer() else f"{v:g}" for v in (minimum, maximum)]
+    if (
+        not is_real(value)
+        or not np.isfinite(value)
+        or not (minimum < value if above else minimum <= value)
+        or not (value <= maximum)
+    ):
+        raise ValueError(f"{what} must be a number in {low}{shown[0]}, {shown[1]}], got {value!r:.60}")
+    return float(value)
+
+
+def whole_numbers(what: str, values: Any, minimum: int, maximum: int, plural: str | None = None) -> list[int]:
+    """A non-empty list (or one number) of whole numbers in [minimum, maximum], as Python ints (rows built from them go
+    to JSON as they are: numpy's int64 does not), or ValueError naming ``what`` (each item; ``plural``: the list).
+
+    >>> whole_numbers("concurrency", [1, 8.0], 1, MAX_BATCH)
+    [1, 8]
+    """
+    items = np.atleast_1d(np.asarray(values, dtype=object))
+    if items.ndim != 1 or items.size == 0:
+        raise ValueError(f"{plural or what} must be a non-empty list of whole numbers, got {values!r:.60}")
+    return [check_int(what, v, minimum, maximum) for v in items]
 
 
 def whole_batches(batches: Any) -> np.ndarray:
@@ -136,10 +170,7 @@ def whole_batches(batches: Any) -> np.ndarray:
     >>> whole_batches([1, 8.0]).tolist()
     [1.0, 8.0]
     """
-    values = np.atleast_1d(np.asarray(batches, dtype=object))
-    if values.ndim != 1 or values.size == 0:
-        raise ValueError(f"batches must be a non-empty list of whole numbers, got {batches!r:.60}")
-    return np.array([check_int("batch", b, 1, MAX_BATCH) for b in values], dtype=float)
+    return np.array(whole_numbers("batch", batches, 1, MAX_BATCH, "batches"), dtype=float)
 
 
 def _read_text(path: Path, what: str) -> str:

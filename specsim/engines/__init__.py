@@ -275,5 +275,11 @@ def source_and_engine(
     if engine is not None:
         preset = engine.on_platform(preset, hardware)
     if engine_overhead_ms is not None:
-        preset = preset.with_iteration_ms(engine_overhead_ms)
+        from specsim.core.limits import check_real
+        from specsim.engines.base import HOST_STEP_UPPER_S
+
+        ms = check_real(
+            "engine_overhead_ms", engine_overhead_ms, 0.0, HOST_STEP_UPPER_S * 1e3
+        )  # --engine-overhead-ms's
+        preset = preset.with_iteration_ms(ms)
     return source, preset

@@ -55,6 +55,7 @@ __all__ = [
     "TreeSpec",
     "alpha_from_acceptance_length",
     "as_acceptance",
+    "checked_acceptance",
     "prompt_spread",
     "round_tokens_variance",
     "build_tree",
@@ -370,11 +371,32 @@ class Acceptance:
         return self.brief() + (f" ({self.source})" if self.source else "")
 
 
+def checked_acceptance(value: object) -> object:
+    """``value`` as the searches take it: an :class:`Acceptance`, or an alpha (a real number or an array of them) in
+    [0, 1]; a bool, a string or anything else is refused by name (numpy reads True as 1.0 and "0.8" as 0.8, so a
+    notebook's slip would give an answer).
+
+    >>> checked_acceptance(0.8), checked_acceptance(np.float32(0.5)).dtype
+    (0.8, dtype('float32'))
+    """
+    if isinstance(value, Acceptance):
+        return value
+    a = np.asarray(value) if not isinstance(value, (str, bytes)) else None
+    if a is None or a.dtype.kind not in "iuf" or a.size == 0:
+        raise ValueError(
+            f"acceptance must be an alpha in [0, 1] (a number or an array of numbers, not a bool or a string) or an "
+            f"Acceptance, got {value!r:.60}"
+        )
+    if not np.all((a >= 0) & (a <= 1)):  # NaN fails both
+        raise ValueError(f"alpha must be in [0, 1], got {value!r:.60}")
+    return value
+
+
 def as_acceptance(value: object) -> Acceptance:
     """An :class:`Acceptance` from a float alpha or an Acceptance."""
     if isinstance(value, Acceptance):
         return value
-    return Acceptance(alpha=float(value))
+    return Acceptance(alpha=float(checked_acceptance(value)))
 
 
 def parse_acceptance(text: str) -> Acceptance:

@@ -39,6 +39,7 @@ from specsim.speculation.acceptance import (
     TreeSpec,
     alpha_from_acceptance_length,
     as_acceptance,
+    checked_acceptance,
     expected_tokens,
     expected_tokens_per_position,
     tokens_per_round,
@@ -280,6 +281,7 @@ def optimal_gamma(
     >>> best.gamma.tolist(), np.round(best.speedup, 3).tolist()
     ([4, 2], [1.897, 1.594])
     """
+    acceptance = checked_acceptance(acceptance)
     gamma_max = searched_gamma_max(dep, acceptance, gamma_max)
     if not (np.isfinite(rtol) and 0 <= rtol < 0.5):
         raise ValueError(f"rtol must be in [0, 0.5), got {rtol!r}")
