@@ -865,9 +865,18 @@ def test_the_library_checks_what_the_flags_check_and_refuses_bools_and_strings_f
         (lambda: gamma_answer(dep, 0.8, "x", [1], 8192, 16, 0.0, cap), "the capacity given reserves 1,128 tokens"),
         (lambda: steptime_rows(dep, [1], [10**6], 1128), "tokens_per_seq must be an integer in [1, 65]"),
         (lambda: at_load([10**7]), "concurrency must be an integer in [1, 65536]"),
-        (lambda: load_answer(dep, 0.8, "alpha 0.8", "rate", [1e9], 1000, 256), "rate must be a number in (0, 1,000,000]"),
-        (lambda: load_answer(dep, 0.8, "alpha 0.8", "users", [1], 1000, 256), "kind must be concurrency, rate or batch"),
-        (lambda: load_answer(dep, 0.8, "alpha 0.8", "concurrency", [1], 0, 256), "input_tokens must be a number in [1,"),
+        (
+            lambda: load_answer(dep, 0.8, "alpha 0.8", "rate", [1e9], 1000, 256),
+            "rate must be a number in (0, 1,000,000]",
+        ),
+        (
+            lambda: load_answer(dep, 0.8, "alpha 0.8", "users", [1], 1000, 256),
+            "kind must be concurrency, rate or batch",
+        ),
+        (
+            lambda: load_answer(dep, 0.8, "alpha 0.8", "concurrency", [1], 0, 256),
+            "input_tokens must be a number in [1,",
+        ),
         (lambda: serve_sim(dep, sim_load(dep, rate=2.0, n=20, runs=1), 0.8, slo_tpot_s=-1), "slo_tpot_s must be"),
         (lambda: sim_load(dep, rate=1.0, n=10, seed=-1), "seed must be an integer in [0, 4294967295], got -1"),
         (lambda: optimal_gamma(dep, True, [1, 64]), "acceptance must be an alpha in [0, 1] (a number or an array"),
