@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from specsim.calibration.bench_files import BenchRun, read_bench_file
+from specsim.calibration.file import fit_digest
 from specsim.calibration.engine_fit import fit_engine
 from specsim.calibration.model import RunModel, Values
 from specsim.calibration.runs import CalRun, SpecSetup, group_sweeps, identifiable, load_key
@@ -890,6 +891,7 @@ def test_the_batch_views_memory_check_takes_a_calibrations_limits_as_its_loads_a
 
     record = yaml.safe_load(plan_calibration.read_text())
     record["serving"] |= {"max_num_seqs": 24, "max_batched_tokens": 3072}
+    record["fit_sha256"] = fit_digest(record)  # as calibrate-engine writes runs served under these limits
     out = tmp_path / "cal.yaml"
     out.write_text(yaml.safe_dump(record))
     seen = []
@@ -932,6 +934,7 @@ def test_a_calibration_answers_at_a_load_for_the_lengths_and_limits_its_runs_wer
     # Runs served at 700 in, 300 out under 128 sequences and 4096 tokens: a load is answered there unless told.
     record["serving"] = serving | {"input_tokens": 700.0, "output_tokens": 300.0, "lengths_alike": True}
     record["serving"] |= {"max_num_seqs": 128, "max_batched_tokens": 4096}
+    del record["fit_sha256"]  # records made by hand from here on: read as written, which every answer says
     out = tmp_path / "cal.yaml"
     out.write_text(yaml.safe_dump(record))
     argv = ["optimal-gamma", "--calibration", str(out), "--concurrency", "8,256"]
@@ -1519,6 +1522,46 @@ def test_a_plan_result_of_other_lengths_than_its_row_is_refused(tmp_path, capsys
     ), err
 
 
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda r: r.update(engine="vllm@0.24.0"),  # a later release of the preset, but not the runs' own
+        lambda r: r.update(timing="kernels"),  # --timing kernels is refused; the file's key was taken
+        lambda r: r.update(iteration_s=0.005),  # terms.iteration_s.value still says the fitted one
+        lambda r: r["profile"].pop("bandwidth_eff"),  # the built-in profile's then stood in
+        lambda r: r.pop("prefill_scale"),
+    ],
+    ids=["engine", "timing", "iteration", "bandwidth", "prefill"],
+)
+def test_a_fitted_value_changed_by_hand_is_refused_and_an_unsealed_file_is_said(
+    edit, tmp_path, capsys, plan_calibration
+):
+    """Each edit gave other answers in silence (speedup 1.448 to 1.760 with the engine's release moved on, 1.483 with
+    the file's step-time source changed) while the note still quoted the fit's held-out error."""
+    record = yaml.safe_load(pathlib.Path(plan_calibration).read_text())
+    assert record["fit_sha256"] == fit_digest(record)  # what calibrate-engine wrote, through YAML's round trip
+    edit(record)
+    bad = tmp_path / "edited.yaml"
+    bad.write_text(yaml.safe_dump(record, sort_keys=False))
+    assert main(["speedup", "--calibration", str(bad), "--gamma", "3", "--batch", "8"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "edited.yaml: its content differs from what calibrate-engine wrote" in err[0], err
+    # Without its seal (a file of before 2026-12-05) its values are taken as written, and every answer says so; but
+    # an engine of another preset than the terms were fitted on is refused all the same.
+    del record["fit_sha256"]
+    bad.write_text(yaml.safe_dump(record, sort_keys=False))
+    code = main(["speedup", "--calibration", str(bad), "--gamma", "3", "--batch", "8"])
+    err = capsys.readouterr().err
+    assert code == 0 and "it carries no fit_sha256 (written before 2026-12-05, or edited)" in err
+    if record["engine"] == "vllm@0.24.0":  # to a release of another preset than the one its terms were fitted on
+        record["engine"] = "vllm@0.10.2"
+        bad.write_text(yaml.safe_dump(record, sort_keys=False))
+        assert main(["speedup", "--calibration", str(bad), "--gamma", "3", "--batch", "8"]) == 2
+        assert "engine vllm@0.10.2 is of the preset vllm@0.10, but the terms were fitted on vllm@0.14" in (
+            capsys.readouterr().err
+        )
+
+
 def test_a_calibration_relabelled_for_another_gpu_is_refused(tmp_path, capsys, plan_calibration):
     out = tmp_path / "cal.yaml"
     shutil.copy(plan_calibration, out)
@@ -1545,6 +1588,7 @@ def test_a_calibration_written_with_the_datasheets_decimal_memory_is_read_with_t
     record = yaml.safe_load(pathlib.Path(plan_calibration).read_text())
     old = tmp_path / "old.yaml"
     record["profile"]["memory_bytes"] = 80e9
+    del record["fit_sha256"]  # written before 2026-12-05 too
     old.write_text(yaml.safe_dump(record, sort_keys=False))
     cal = read_calibration(old)
     assert cal.profile.memory_bytes == load_hardware(record["base_hardware"]).memory_bytes != 80e9

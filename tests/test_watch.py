@@ -1009,6 +1009,8 @@ def test_the_schedule_a_watch_writes_is_what_the_command_it_names_writes(capsys)
 def test_alert_rules_take_the_lengths_every_answer_at_a_load_takes_and_refuse_past_positions(tmp_path, capsys):
     import yaml
 
+    from specsim.calibration.file import fit_digest
+
     # A calibration whose runs were 500 in, 256 out: the rules are tabulated there unless told, and say so.
     cal, rules = tmp_path / "cal.yaml", tmp_path / "rules.yaml"
     bench = "examples/bench"
@@ -1017,6 +1019,7 @@ def test_alert_rules_take_the_lengths_every_answer_at_a_load_takes_and_refuse_pa
     assert main(argv) == 0
     record = yaml.safe_load(cal.read_text())
     record["serving"] |= {"input_tokens": 500.0, "output_tokens": 256.0, "lengths_alike": True}
+    record["fit_sha256"] = fit_digest(record)  # as calibrate-engine writes runs of those lengths
     cal.write_text(yaml.safe_dump(record))
     capsys.readouterr()
     watch = ["watch", "--calibration", str(cal), "--gamma", "3", "--alert-rules", str(rules)]

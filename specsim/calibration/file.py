@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,6 +122,8 @@ class Calibration:
         warned = len(self.record.get("warnings") or [])
         if warned:
             line += f"; its fit gave {warned} warning{'s' if warned > 1 else ''} (the file's warnings)"
+        if "fit_sha256" not in self.record:  # a file of before 2026-12-05, or one whose seal was taken off
+            line += "; it carries no fit_sha256 (written before 2026-12-05, or edited): its values are taken as written"
         return line
 
     def brief(self) -> str:
@@ -272,7 +275,17 @@ def calibration_mapping(
         record["acceptance"] = (
             {"alpha": acceptance.alpha} if acceptance.alpha is not None else {"cumulative": list(acceptance.cumulative)}
         ) | {"source": acceptance_label, "measured_steps": acceptance_steps}
+    record["fit_sha256"] = fit_digest(record)
     return record
+
+
+def fit_digest(record: dict) -> str:
+    """The sha256 (16 hex digits) of a calibration's content but this key itself, as calibrate-engine wrote it: a file
+    whose engine, step-time source, fitted terms or profile were changed by hand after the fit no longer matches, and
+    is refused (each value was fitted with the others; one changed alone is no fit).  JSON with sorted keys, so that
+    YAML's round trip (its key order, tuples as lists, floats written by repr) gives the same digest."""
+    content = {k: v for k, v in record.items() if k != "fit_sha256"}
+    return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def serving_record(runs: list, limits, memory_utilization: float | None = None) -> dict:
@@ -320,9 +333,15 @@ def _check_identity(where: str, data: dict) -> None:
     if not isinstance(data["engine"], str) or not data["engine"]:
         raise ValueError(f"{where}: engine must be a non-empty string, got {data['engine']!r}")
     try:
-        get_engine(data["engine"])
+        preset = get_engine(data["engine"])
     except ValueError as err:  # the file named, as its other fields are
         raise ValueError(f"{where}: engine: {err}") from None
+    fitted = data.get("engine_preset")
+    if fitted is not None and preset.key != fitted:  # the terms were fitted on that preset's round
+        raise ValueError(
+            f"{where}: engine {data['engine']} is of the preset {preset.key}, but the terms were fitted on "
+            f"{fitted} (engine_preset): calibrate runs of that engine"
+        )
     draft_tp = data.get("draft_tp")
     if draft_tp is not None and (isinstance(draft_tp, bool) or not isinstance(draft_tp, int) or draft_tp < 1):
         raise ValueError(f"{where}: draft_tp must be a whole number >= 1 or null, got {draft_tp!r}")
@@ -406,6 +425,13 @@ def read_calibration(path: str | Path) -> Calibration:
     ):
         raise ValueError(
             f"{where}: target_options must hold a weight_dtype and a kv_dtype specsim reads, got {options!r}"
+        )
+    sealed = data.get("fit_sha256")
+    if sealed is not None and sealed != fit_digest(data):  # after the checks by key, which name what they find
+        raise ValueError(
+            f"{where}: its content differs from what calibrate-engine wrote (fit_sha256 {sealed!s:.20} does not match "
+            "it): a fitted value changed alone is no fit, as each was fitted with the others; calibrate again, or "
+            "give the change as a flag beside --calibration (--engine-round-ms, --memory-util, ...)"
         )
     return Calibration(
         str(p),
