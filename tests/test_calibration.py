@@ -1792,6 +1792,33 @@ def test_a_rate_run_whose_duration_its_arrivals_allow_is_read(tmp_path):
     assert (run.kind, run.load_value) == ("rate", 1.0)
 
 
+def test_vllm_bench_serve_files_with_fewer_prompts_than_users_or_a_paced_rate_under_a_cap_are_read_as_run(tmp_path):
+    """vllm bench serve takes --num-prompts, --request-rate and --max-concurrency together.  Fewer prompts than the
+    cap are all sent at once and none after (a batch of them), and a rate whose requests never fill the cap is the
+    rate's run: both were refused, 'the duration is not this run's'.  A paced run faster than its rate allows is still
+    refused, cap or not (it was read as a closed loop)."""
+    from specsim.calibration.bench_files import read_bench_file
+
+    base = next(json.loads(line) for line in Path(f"{BENCH}/vllm-plain.jsonl").read_text().splitlines())
+    base = {k: v for k, v in base.items() if not k.endswith("_throughput")}
+    per = {"total_input_tokens": base["total_input_tokens"] / 200, "total_output_tokens": 256}
+
+    def run(name, **fields):
+        n = fields.pop("n", 200)
+        record = base | {k: v * n for k, v in per.items()} | {"num_prompts": n, "completed": n} | fields
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(record))
+        return read_bench_file(path)[0]
+
+    burst = run("few", n=20, max_concurrency=1024, duration=4.3)
+    assert (burst.kind, burst.load, burst.load_value) == ("batch", "batch 20", 20.0)
+    assert run("full", n=20, max_concurrency=16, duration=6.0).kind == "concurrency"  # 20 prompts fill 16 users
+    paced = run("paced", max_concurrency=16, request_rate=2.0, duration=102.0)  # ~4 in flight: the cap not reached
+    assert (paced.kind, paced.load_value) == ("rate", 2.0)
+    with pytest.raises(ValueError, match=r"200 requests sent at request_rate 5/s take 27.\d s to send at the least"):
+        run("fast", max_concurrency=16, request_rate=5.0, duration=20.7)
+
+
 def test_a_tree_may_verify_fewer_tokens_than_its_depth_plus_one_a_chain_may_not():
     # SGLang bounds a tree's draft tokens from above only (bench_speculative.py sweeps steps 2, topk 2, tokens 2);
     # a chain verifies its steps and the target's own token.

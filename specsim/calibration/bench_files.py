@@ -154,6 +154,8 @@ def _load(where: str, record: dict, completed: float) -> tuple[str, str, float]:
     """(label, kind, value) of a run's load: a closed loop of ``max_concurrency`` users, Poisson arrivals at
     ``request_rate``, or, at an infinite rate with no concurrency limit, all ``completed`` requests at once."""
     concurrency = record.get("max_concurrency")
+    rate = record.get("request_rate")
+    unpaced = rate is None or rate in ("inf", "Infinity") or (isinstance(rate, float) and math.isinf(rate))
     if concurrency is not None:
         from specsim.core.limits import MAX_BATCH
 
@@ -162,9 +164,11 @@ def _load(where: str, record: dict, completed: float) -> tuple[str, str, float]:
             raise ValueError(
                 f"{where}: max_concurrency must be a whole number in [1, {MAX_BATCH}], got {concurrency!r:.20}"
             )
+        sent = record.get("num_prompts") if _is_number(record.get("num_prompts")) else completed
+        if unpaced and sent < n:  # --max-concurrency caps the requests in flight and adds none: all sent at once
+            return f"batch {int(sent)}", "batch", float(int(sent))
         return f"concurrency {int(n)}", "concurrency", float(int(n))
-    rate = record.get("request_rate")
-    if rate in ("inf", "Infinity") or (isinstance(rate, float) and math.isinf(rate)):
+    if unpaced:
         return f"batch {int(completed)}", "batch", float(completed)
     value = _number(where, record, "request_rate")
     return f"rate {value:g}/s", "rate", value
@@ -374,9 +378,16 @@ def _serve_run(path: Path, index: int, record: object, tool: str) -> BenchRun:
         if e2e_s is not None
         else (ttft_s + tpot_s * (output - 1) if ttft_s is not None and tpot_s is not None else None)
     )
+    paced = _is_number(record.get("request_rate"))
+    if concurrency is not None and paced and rate is not None and whole is not None:
+        # Arrivals at request_rate with at most max_concurrency in flight (vllm bench serve takes both): where Little's
+        # law leaves the cap unreached, the run is the rate's; where it binds, the closed loop's.
+        if rate * whole < MIN_IN_FLIGHT_SHARE * concurrency:
+            load, kind, value = _load(where, record | {"max_concurrency": None}, completed)
+            concurrency = None
     _check_in_flight(where, concurrency, rate, whole)
-    if kind == "rate":
-        _check_sending(where, record, value, completed, duration)
+    if paced:  # a paced run cannot end before its last request is sent, its cap binding or not
+        _check_sending(where, record, float(record["request_rate"]), completed, duration)
     return BenchRun(
         str(path),
         index,
