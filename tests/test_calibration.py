@@ -11,6 +11,7 @@ import dataclasses
 import io
 import json
 import pathlib
+import re
 import shutil
 from pathlib import Path
 
@@ -19,8 +20,8 @@ import pytest
 import yaml
 
 from specsim.calibration.bench_files import BenchRun, read_bench_file
-from specsim.calibration.file import fit_digest
 from specsim.calibration.engine_fit import fit_engine
+from specsim.calibration.file import fit_digest
 from specsim.calibration.model import RunModel, Values
 from specsim.calibration.runs import CalRun, SpecSetup, group_sweeps, identifiable, load_key
 from specsim.cli.main import main
@@ -1835,6 +1836,25 @@ def test_a_speculative_run_without_acceptance_among_runs_that_record_it_is_refus
     assert not (tmp_path / "cal.yaml").exists()
     assert main(argv + ["--sweep-by", "file"]) == 2  # one file, one sweep: still mixed within it
     capsys.readouterr()
+
+
+def test_a_calibration_of_two_sweeps_says_which_acceptance_it_keeps_and_names_the_other(tmp_path, capsys):
+    """Two sweeps (512 and 2048 prompt tokens) without recorded acceptance fit one alpha each; the file keeps one, and
+    kept the first in silence whatever order they came in.  It now says which, and gives the other's alpha."""
+    results = Path(PLAN).parent / "results"
+    for pattern in ("plain-in512-c*.json", "plain-in2048-c*.json", "s2-*-in512-c*.json", "s4-*-in2048-c*.json"):
+        for f in results.glob(pattern):
+            record = {k: v for k, v in json.loads(f.read_text()).items() if not k.startswith("spec_decode")}
+            (tmp_path / f.name).write_text(json.dumps(record))
+    files = lambda pattern: sorted(str(p) for p in tmp_path.glob(pattern))  # noqa: E731
+    argv = ["calibrate-engine", "--plain", *files("plain-*"), "--spec", *files("s2-*"), "--steps", "2", "--spec"]
+    argv += [*files("s4-*"), "--steps", "4", "--hardware", "h100", "--draft", "llama-3.2-1b", "--engine", "vllm@0.20.0"]
+    assert main(argv + ["--out", str(tmp_path / "cal.yaml")]) == 0
+    said = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("its acceptance: "))
+    kept = yaml.safe_load((tmp_path / "cal.yaml").read_text())["acceptance"]
+    assert said == f"its acceptance: {kept['source']}" and "sweep 512 in / 256 out" in said
+    other = re.search(r"the file keeps this sweep's alone: sweep 2048 in / 256 out \(.*\) gave alpha ([\d.]+)", said)
+    assert other is not None and abs(float(other.group(1)) - kept["alpha"]) > 0.01
 
 
 def test_a_tree_may_verify_fewer_tokens_than_its_depth_plus_one_a_chain_may_not():

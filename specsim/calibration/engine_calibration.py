@@ -58,29 +58,36 @@ def measured_acceptance(fit):
     from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
 
     real = [c for c in fit.runs if c.kind == "spec" and c.setup.pinned_accept_length is None]
-    recorded = [c for c in real if c.run.accept_length is not None]
-    if recorded:
-        alphas = [float(alpha_from_acceptance_length(c.run.accept_length, c.setup.steps)) for c in recorded]
-        alpha = float(np.mean(alphas))
-        names = sorted({Path(c.run.path).name for c in recorded})
-        return (
-            Acceptance(alpha=round(alpha, 4)),
-            f"alpha {alpha:.3f}, the mean over {len(recorded)} runs of the acceptance "
-            f"length {', '.join(names)} recorded{_measured_at(recorded)}",
-            _deepest(recorded),
-        )
-    fitted = [(s, t) for s, t in fit.acceptance.items() if t.status == "fitted"]
-    if fitted:
-        sweep, term = fitted[0]
-        interval = f", 95% interval {term.low:.3f}-{term.high:.3f}" if term.low is not None else ""
+    by_sweep = {}  # sweep -> (alpha, label, deepest step): the recorded lengths' mean, else the fitted rate
+    for sweep in dict.fromkeys(c.sweep for c in real):
         swept = [c for c in real if c.sweep == sweep]
-        return (
-            Acceptance(alpha=round(term.value, 4)),
-            f"alpha {term.value:.3f} fitted to the runs of sweep {sweep}, which recorded no acceptance{interval}"
-            f"{_measured_at(swept)}",
-            _deepest(swept),
+        recorded = [c for c in swept if c.run.accept_length is not None]
+        term = fit.acceptance.get(sweep)
+        if recorded:
+            alpha = float(
+                np.mean([float(alpha_from_acceptance_length(c.run.accept_length, c.setup.steps)) for c in recorded])
+            )
+            names = sorted({Path(c.run.path).name for c in recorded})
+            label = (
+                f"alpha {alpha:.3f}, the mean over {len(recorded)} runs of the acceptance "
+                f"length {', '.join(names)} recorded{_measured_at(recorded)}"
+            )
+            by_sweep[sweep] = (alpha, label, _deepest(recorded))
+        elif term is not None and term.status == "fitted":
+            interval = f", 95% interval {term.low:.3f}-{term.high:.3f}" if term.low is not None else ""
+            label = (
+                f"alpha {term.value:.3f} fitted to the runs of sweep {sweep}, which recorded no acceptance{interval}"
+                f"{_measured_at(swept)}"
+            )
+            by_sweep[sweep] = (term.value, label, _deepest(swept))
+    if not by_sweep:
+        return None, None, None
+    (_, (alpha, label, deepest)), *others = by_sweep.items()
+    if others:  # one acceptance per file: the first sweep's, the others named (a workload each)
+        label += "; the file keeps this sweep's alone: " + ", ".join(
+            f"sweep {sweep} gave alpha {a:.3f} (--alpha {a:.3f} to answer for it)" for sweep, (a, _, _) in others
         )
-    return None, None, None
+    return Acceptance(alpha=round(alpha, 4)), label, deepest
 
 
 def _steps(runs: list) -> list[int]:

@@ -262,6 +262,11 @@ def _print_fit(fit, dep, summary, notes, out) -> None:
         print(f"warning: {w}")
     if out:
         print(f"wrote {out}")
+        sweeps = {c.sweep for c in fit.runs if c.kind == "spec" and c.setup.pinned_accept_length is None}
+        if len(sweeps) > 1:  # one acceptance per file: which one, and the others named
+            from specsim.calibration.engine_calibration import measured_acceptance
+
+            print(f"its acceptance: {measured_acceptance(fit)[1]}")
         print(f"use: specsim optimal-gamma --calibration {out}")
     else:
         print(
