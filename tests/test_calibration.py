@@ -1820,9 +1820,10 @@ def test_vllm_bench_serve_files_with_fewer_prompts_than_users_or_a_paced_rate_un
         run("fast", max_concurrency=16, request_rate=5.0, duration=20.7)
 
 
-def test_a_speculative_run_without_acceptance_among_runs_that_record_it_is_refused(tmp_path, capsys):
+def test_a_speculative_run_without_acceptance_among_runs_that_record_it_is_said(tmp_path, capsys):
     """A plain file given with --spec by mistake (its date changed, so not the same runs) was fitted: its sweep's
-    acceptance fell from alpha 0.765 to 0.441 in silence.  One tool writes its counters in every run or in none."""
+    acceptance fell from alpha 0.765 to 0.441 in silence.  It is said, not refused: a study may record the acceptance
+    of some runs only (the corpus's H100 sweep does)."""
     plain = Path(f"{BENCH}/vllm-plain.jsonl").read_text().splitlines()
     spec = Path(f"{BENCH}/vllm-eagle3.jsonl").read_text().splitlines()
     stray = json.loads(plain[-1]) | {"date": "20261202-000000"}
@@ -1830,12 +1831,12 @@ def test_a_speculative_run_without_acceptance_among_runs_that_record_it_is_refus
     mixed.write_text("\n".join(spec[:-1] + [json.dumps(stray)]) + "\n")
     argv = ["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", "--spec", str(mixed), "--hardware", "h100"]
     argv += ["--draft", "eagle3", "--steps", "3", "--engine", "vllm@0.10", "--out", str(tmp_path / "cal.yaml")]
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "mixed.jsonl: no acceptance recorded, where the other speculative runs of sweep" in err[0]
-    assert not (tmp_path / "cal.yaml").exists()
-    assert main(argv + ["--sweep-by", "file"]) == 2  # one file, one sweep: still mixed within it
-    capsys.readouterr()
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "mixed.jsonl: no acceptance recorded, where the other speculative runs of sweep 1000 in / 256 out" in out
+    assert "if it is a plain run given as --spec, drop it" in out
+    assert main(argv[:4] + [f"{BENCH}/vllm-eagle3.jsonl"] + argv[5:]) == 0  # every run recording one: nothing said
+    assert "no acceptance recorded" not in capsys.readouterr().out
 
 
 def test_a_calibration_of_two_sweeps_says_which_acceptance_it_keeps_and_names_the_other(tmp_path, capsys):

@@ -215,12 +215,12 @@ def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun],
     for name in dict.fromkeys(c.sweep for c in out if c.setup is not None):
         members = [c for c in out if c.setup is not None and c.sweep == name]
         told = [c.run.accept_length is not None or c.setup.pinned_accept_length is not None for c in members]
-        if any(told) and not all(told):  # one tool writes its counters in every run of a sweep, or in none
+        if any(told) and not all(told):  # a plain file given with --spec records none (a study may mix, as the H100's)
             silent = sorted({Path(c.run.path).name for c, t in zip(members, told) if not t})
-            raise ValueError(
-                f"{', '.join(silent[:3])}{', ...' if len(silent) > 3 else ''}: no acceptance recorded, where the "
-                f"other speculative runs of sweep {name} record one: a plain run given as --spec, or a run of another "
-                "tool; drop it, or give it a sweep of its own (--sweep-by file)"
+            lines.append(
+                f"{', '.join(silent[:3])}{', ...' if len(silent) > 3 else ''}: no acceptance recorded, where the other "
+                f"speculative runs of sweep {name} record one; fitted with the sweep's acceptance: if it is a plain "
+                "run given as --spec, drop it"
             )
         files = sorted({Path(c.run.path).name for c in members})
         steps = sorted({c.setup.steps for c in members})
