@@ -18,8 +18,8 @@ Steady state (mean-value analysis; every quantity a mean over requests of ``P`` 
 
     D    = rounds a request decodes: (O - 1 + overshoot) / E, E the tokens per round, overshoot the mean excess of
            the last round, sum_k k c_k / E for per-position acceptance c_k (renewal theory; 0 without speculation)
-    k_p  = iterations a prompt's prefill spans: ceil(P / budget left), more where the prompts that arrive need more of
-           the budget than is left (the prefill queue)
+    k_p  = iterations a prompt's prefill spans: ceil(P / budget left beside the others decoding), more where the
+           prompts that arrive need more of the budget than is left (the prefill queue; then no users move in step)
     w    = iterations a request waits before the scheduler takes it: 1 in a closed loop with others running (the
            user's next request arrives while the next iteration is already running), 0 alone; 1/2 for Poisson arrivals
     C    = w + k_p + D, a request's iterations in the engine
@@ -582,7 +582,10 @@ def closed_population(
     arrive together, cycle after cycle (a convoy).  The users move in groups of g = the prompts one iteration's budget
     holds (at most N_e), each group prefilling in its own iterations, outside the others' decode phases (groups of one
     too, where one prompt fills an iteration: a chain, each arriving during the one before's prefill); g = 1, spread
-    uniformly, otherwise: a random acceptance or length sets them apart.  ``users``: the closed loop's (default
+    uniformly, otherwise: a random acceptance or length sets them apart.  A request's own prompt runs beside the others
+    decoding (b - g), not beside itself; all N_e prompts that fit the budget with nobody decoding are one convoy that
+    waits for no iteration; and where the queue of prompts, not a group's own, sets k_p, every iteration is full of
+    whichever prompts wait and nobody moves in step.  ``users``: the closed loop's (default
     ``in_engine``); where more queue than the engine holds, each is let in as another finishes, not during the
     prefill of the one before, and groups of one are spread uniformly (the simulator plays it so)."""
     g = np.asarray(gamma, dtype=float)
