@@ -1563,6 +1563,24 @@ def test_a_fitted_value_changed_by_hand_is_refused_and_an_unsealed_file_is_said(
         )
 
 
+def test_a_calibration_keeps_the_releases_its_preset_covered_and_a_moved_preset_is_refused(
+    tmp_path, capsys, plan_calibration
+):
+    """A file fitted on vllm@latest (no --engine version) would be read with whatever that key means in a later specsim;
+    the file keeps the releases the preset covered, and one whose preset now covers others is refused."""
+    from specsim.engines import get_engine, preset_releases
+
+    record = yaml.safe_load(pathlib.Path(plan_calibration).read_text())
+    assert record["engine_releases"] == preset_releases(get_engine(record["engine_preset"])) == "0.14.0-0.27.99"
+    record["engine_releases"] = "0.14.0-0.20.99"  # as if written when the preset stopped at 0.20
+    del record["fit_sha256"]
+    moved = tmp_path / "moved.yaml"
+    moved.write_text(yaml.safe_dump(record, sort_keys=False))
+    assert main(["optimal-gamma", "--calibration", str(moved), "--batch", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "moved.yaml: its terms were fitted on vllm@0.14 when that preset covered releases 0.14.0-0.20.99" in err
+
+
 def test_a_calibration_relabelled_for_another_gpu_is_refused(tmp_path, capsys, plan_calibration):
     out = tmp_path / "cal.yaml"
     shutil.copy(plan_calibration, out)

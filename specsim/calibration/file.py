@@ -209,7 +209,7 @@ def calibration_mapping(
     import datetime
 
     from specsim.describe.hardware import profile_to_mapping
-    from specsim.engines import TERMS
+    from specsim.engines import TERMS, preset_releases
 
     hw = fit.deployment.hardware
     # The fitted profile keeps its base's kernel-database device, so that the hybrid and kernel sources still find it.
@@ -240,6 +240,7 @@ def calibration_mapping(
         "timing": timing,
         "engine": engine_spec or dep.engine.key,
         "engine_preset": dep.engine.key,
+        "engine_releases": preset_releases(dep.engine),  # what the key covered: vllm@latest moves with specsim
         "iteration_s": float(fit.iteration_s),
         "iteration_seq_s": float(fit.iteration_seq_s),
         "prefill_scale": float(fit.prefill_scale),
@@ -324,7 +325,7 @@ def _check_identity(where: str, data: dict) -> None:
     """The keys that name what was calibrated, each refused with the file and field: the acceptance key every version
     writes (null where no run measured one: a file without it is not taken as pinned runs'), the engine, the drafter's
     tensor parallelism."""
-    from specsim.engines import get_engine
+    from specsim.engines import get_engine, preset_releases
 
     if "acceptance" not in data:
         raise ValueError(
@@ -341,6 +342,13 @@ def _check_identity(where: str, data: dict) -> None:
         raise ValueError(
             f"{where}: engine {data['engine']} is of the preset {preset.key}, but the terms were fitted on "
             f"{fitted} (engine_preset): calibrate runs of that engine"
+        )
+    covered = data.get("engine_releases")  # (a file of before 2026-12-05 has none)
+    if covered is not None and covered != preset_releases(preset):
+        raise ValueError(
+            f"{where}: its terms were fitted on {fitted or preset.key} when that preset covered releases {covered}; "
+            f"this specsim's covers {preset_releases(preset)}: calibrate again, naming the release that served the "
+            "runs (--engine NAME@VERSION)"
         )
     draft_tp = data.get("draft_tp")
     if draft_tp is not None and (isinstance(draft_tp, bool) or not isinstance(draft_tp, int) or draft_tp < 1):

@@ -132,6 +132,21 @@ def _resolve(spec: str, text: str) -> EnginePreset:
     raise ValueError(f"no {name} preset for version {version!r}; known: {_known(name)}")
 
 
+def preset_releases(preset: EnginePreset) -> str | None:
+    """The releases ``preset`` covers, "0.28.0-0.33.99" (None: an engine specsim has no ranges for): what a calibration
+    keeps beside the preset's key, so that a key whose releases a later specsim moves (``vllm@latest``) is not read as
+    another's.
+
+    >>> preset_releases(get_engine("vllm@0.24.0")), preset_releases(get_engine("none"))
+    ('0.14.0-0.27.99', None)
+    """
+    name, _, key = preset.key.partition("@")
+    for first, last, k in _RANGES.get(name, ()):
+        if k == key:
+            return f"{'.'.join(map(str, first))}-{'.'.join(map(str, last))}"
+    return None
+
+
 def named_release(spec: str | EnginePreset) -> tuple[str, tuple[int, int, int], str] | None:
     """(engine, release, how to name it) that ``--engine`` names, for checking what that release runs: a numbered
     release as given; a preset's key or alias (``vllm@0.10``, ``sglang@spec-v1``) the newest release it covers; a bare
