@@ -881,7 +881,12 @@ def test_the_calibration_sets_the_deployment_and_refuses_flags_of_another(tmp_pa
     # ... and said by default: the fitted value it replaces, and that the answer is no longer the calibration's alone.
     err = capsys.readouterr().err
     assert "note: --engine-round-ms 2 for the fitted " in err and "no longer its alone" in err, err
+    # The fit's held-out error is no longer this answer's (it was quoted beside the override as if it were).
+    assert "that is the fit's error, not this answer's, whose replaced terms no run judged" in err
+    assert main(["optimal-gamma", "--calibration", str(out), "--engine-overlap", "on"]) == 0
+    assert "that is the fit's error, not this answer's" in capsys.readouterr().err
     assert main(["speedup", "--calibration", str(out), "--gamma", "3", "--batch", "1"]) == 0
+    assert "that is the fit's error" not in capsys.readouterr().err
     assert main(["steptime", "--calibration", str(out), "--batch", "1"]) == 0
 
 

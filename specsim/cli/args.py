@@ -160,6 +160,15 @@ def deployment(args: argparse.Namespace, *, draft: bool = True):
     cal = calibration(args)
     if cal is not None and engine is not dep.engine:  # a fitted term replaced: said by default, not only under -v
         _said_replaced(args, dep.engine, cal.name)
+        # The fit's held-out error is of its own terms: with one replaced it no longer describes this answer.
+        held = cal.said()
+        dep = dataclasses.replace(
+            dep,
+            choices=tuple(
+                f"{c}; that is the fit's error, not this answer's, whose replaced terms no run judged" if c == held else c
+                for c in dep.choices
+            ),
+        )
     served = None if cal is None or cal.serving is None else cal.serving.get("memory_util")
     if served is not None and hasattr(args, "memory_util") and args.memory_util is None:
         # The engine's memory setting the runs were served at, as a --memory-util not given: the calibrated engine's.
