@@ -924,7 +924,7 @@ def _hold_out(
         if lonely.any():
             reasons.append(
                 f"{what} {g}: the acceptance of {', '.join(sorted({runs[i].sweep for i in test[lonely]}))} is "
-                f"fitted only on runs at this {what}"
+                f"fitted only on runs at this {'number of draft steps' if what == 'steps' else what}"
             )
             pred[lonely] = np.nan
         out[test] = pred
