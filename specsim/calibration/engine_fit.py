@@ -835,7 +835,8 @@ def _terms(
                 acceptance[sweep] = dataclasses.replace(
                     t,
                     why=(
-                        f"its interval assumes the round's {', '.join(held_round)} at {preset.key}'s preset (not fitted here)"
+                        f"{'its interval assumes' if t.low is not None else 'it assumes'} the round's "
+                        f"{', '.join(held_round)} at {preset.key}'s preset (not fitted here)"
                         + (
                             f": at one number of draft steps ({steps[0]}) the acceptance and the round's cost trade off, so "
                             "the rate may be off beyond it; a saved /metrics page or pinned acceptance measures it"
