@@ -1040,6 +1040,14 @@ def test_a_gamma_past_the_draft_steps_a_calibrations_acceptance_was_measured_at_
         assert any(row["gamma"] > 4 for row in rows), [row["gamma"] for row in rows]
     given = _json(["optimal-gamma", "--calibration", str(cal), "--concurrency", "1,8", "--alpha", "0.9"], capsys)
     assert all("extrapolated" not in row["recommendation"] for row in given)
+    # schedule has no recommendation column: a note names the gammas past the steps (it said nothing of them)
+    assert main(["schedule", "--calibration", str(cal), "--concurrency", "1,8"]) == 0
+    out, err = capsys.readouterr()
+    gammas = sorted({int(line.split()[1]) for line in out.splitlines() if re.match(r"^\d+-\d+\s+\d+\s", line)})
+    past = [g for g in gammas if g > 4]
+    assert past and f"note: gamma {', '.join(map(str, past))} drafts past the 4 draft steps its acceptance" in err
+    assert main(["schedule", "--calibration", str(cal), "--concurrency", "1,8", "--alpha", "0.9"]) == 0
+    assert "drafts past the" not in capsys.readouterr().err
     record["acceptance"]["measured_steps"] = 0
     cal.write_text(yaml.safe_dump(record))
     assert main(["optimal-gamma", "--calibration", str(cal), "--concurrency", "1"]) == 2

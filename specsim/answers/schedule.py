@@ -54,6 +54,13 @@ class ScheduleAnswer:
             )
         if self.load is not None:
             out += self._past_the_loads()
+        steps = getattr(self.acceptance, "measured_steps", None)  # a calibration's acceptance knows its steps
+        past = sorted({r.gamma for r in self.ranges if self.tree is None and steps is not None and r.gamma > steps})
+        if past:  # as optimal-gamma's recommendation says it (answers.load.past_measured)
+            out.append(
+                f"gamma {', '.join(map(str, past))} drafts past the {steps} draft step{'s' if steps != 1 else ''} its "
+                "acceptance was measured at: extrapolated, one rate per token"
+            )
         return out
 
     def _past_the_loads(self) -> list[str]:

@@ -165,7 +165,9 @@ def deployment(args: argparse.Namespace, *, draft: bool = True):
         dep = dataclasses.replace(
             dep,
             choices=tuple(
-                f"{c}; that is the fit's error, not this answer's, whose replaced terms no run judged" if c == held else c
+                f"{c}; that is the fit's error, not this answer's, whose replaced terms no run judged"
+                if c == held
+                else c
                 for c in dep.choices
             ),
         )
