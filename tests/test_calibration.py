@@ -1899,3 +1899,21 @@ def test_a_tree_may_verify_fewer_tokens_than_its_depth_plus_one_a_chain_may_not(
     assert {c.setup.verify for c in runs if c.setup} == {3}
     with pytest.raises(ValueError, match=r"--verify-tokens 3 is fewer than --steps 3 plus the target's own token"):
         runs_from_files(plain, spec, topk=1, verify_tokens=3)
+
+
+def test_answers_at_a_calibrations_short_runs_say_that_the_fit_is_of_the_runs_and_they_of_the_long_run(
+    tmp_path, capsys
+):
+    """The example runs are of 200 requests: at 64 users that is a first burst and a last wave more than a steady state,
+    and the fit of that run (11.01 ms speculating) is not the long run's answer (12.74 ms, 1.22x against the run's
+    1.35x).  The answers say which is which where a run had fewer than 20 requests a user; at 1 user they need not."""
+    out = tmp_path / "cal.yaml"
+    argv = ["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", "--spec", f"{BENCH}/vllm-eagle3.jsonl"]
+    assert main([*argv, "--hardware", "h100", "--draft", "eagle3", "--steps", "3", "--out", str(out)]) == 0
+    assert {r["requests"] for r in yaml.safe_load(out.read_text())["runs"]} == {200}
+    capsys.readouterr()
+    assert main(["speedup", "--calibration", str(out), "--gamma", "3", "--concurrency", "1,64"]) == 0
+    err = capsys.readouterr().err
+    assert "cal.yaml's runs at 64 users (200 requests) had fewer than 20 requests a user" in err
+    assert main(["optimal-gamma", "--calibration", str(out), "--concurrency", "1"]) == 0
+    assert "fewer than 20 requests a user" not in capsys.readouterr().err

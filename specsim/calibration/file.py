@@ -253,6 +253,7 @@ def calibration_mapping(
                 "file": c.run.where,
                 "kind": c.kind,
                 "load": c.run.load,
+                "requests": int(c.run.completed),  # a run's means are of this many, its first burst and last wave in
                 "steps": c.setup.steps if c.setup else None,
                 "judged_by": c.run.observable,
                 "measured": float(c.run.value),

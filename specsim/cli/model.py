@@ -906,6 +906,7 @@ def run_at_load(args: argparse.Namespace, kind: str, loads: list, gamma: int | N
     acc, acc_label = model_acceptance(args, dep, lengths.context_tokens, lengths=True)
     # optimal-gamma's --rtol, as its decode-batch view takes it (speedup and compare have none)
     answer = load_answer_of(args, dep, acc, acc_label, kind, loads, lengths, gamma, getattr(args, "rtol", 0.0))
+    short = _short_runs_said(args, kind, loads)
     if args.json:
         kv = answer.state.kv_bytes
         shared = {
@@ -917,11 +918,39 @@ def run_at_load(args: argparse.Namespace, kind: str, loads: list, gamma: int | N
             "lengths": lengths.description,
         }
         print_json([r | shared for r in answer.rows])
-        print_notes(dep)
+        print_notes(dep, short)
         return 0
     _print_load(answer, dep, args.limits_said, getattr(args, "memory_util", None))
-    print_notes(dep)
+    print_notes(dep, short)
     return 0
+
+
+#: Requests a user below which a closed loop's run is its first burst and last wave more than its steady state.
+SHORT_RUN_PER_USER = 20
+
+
+def _short_runs_said(args: argparse.Namespace, kind: str, loads: list) -> list:
+    """A note where a calibration's runs at the concurrencies answered were short (fewer than
+    :data:`SHORT_RUN_PER_USER` requests a user): its fitted figures there are those runs' means, these answers the long
+    run's, and the two differ (a helper found 1.35x fitted against 1.22x answered at 64 users and 200 requests)."""
+    from specsim.cli.args import calibration
+
+    cal = calibration(args)
+    if cal is None or kind != "concurrency":
+        return []
+    short = {}
+    for run in cal.record.get("runs", []):
+        users = run["load"].removeprefix("concurrency ")
+        if users.isdigit() and int(users) in loads and run.get("requests", 1e9) < SHORT_RUN_PER_USER * int(users):
+            short.setdefault(int(users), run["requests"])
+    if not short:
+        return []
+    at = ", ".join(f"{u} users ({n} requests)" for u, n in sorted(short.items()))
+    return [
+        f"{cal.name}'s runs at {at} had fewer than {SHORT_RUN_PER_USER} requests a user: its fitted figures there are "
+        "those runs' means, their first burst and last wave in; these answers are the long run's (serve-sim "
+        "--requests N plays a run of N)"
+    ]
 
 
 def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = None) -> None:

@@ -60,9 +60,9 @@ def _context_said(basis: str | None) -> str:
     return "" if basis is None else f" ({basis}; --context to set)"
 
 
-def print_notes(dep) -> None:
-    """What the step-time source could not answer from its own data, on stderr."""
-    for note in dep.notes():
+def print_notes(dep, more: list | tuple = ()) -> None:
+    """What the step-time source could not answer from its own data, and the command's ``more``, on stderr."""
+    for note in [*dep.notes(), *more]:
         print(f"note: {note}", file=sys.stderr)
 
 
