@@ -998,3 +998,24 @@ def test_the_top_level_names_are_the_library_functions_and_load_nothing_until_us
         specsim.nope  # noqa: B018
     code = "import sys, specsim; print(sorted(m for m in sys.modules if m.startswith('specsim.')))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
+
+
+def test_a_notebooks_echo_of_an_answer_is_its_answer_not_every_field():
+    """A notebook echoes the last value of a cell: a GammaAnswer printed 14,335 characters (the whole Deployment, its
+    profile's notes included), a LoadAnswer 28,523.  Each now says who, on what, and the answer per batch or load."""
+    import specsim
+
+    dep = specsim.Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline")
+    assert repr(dep) == "Deployment(llama-3.1-8b + llama-3.2-1b on h100-sxm, roofline step times, engine vllm@latest)"
+    cap = specsim.deployment_capacity(dep, 1128, None, None)
+    answer = specsim.gamma_answer(dep, 0.8, "alpha 0.8", [1, 64], 1128, 16, 0.0, cap)
+    rows = answer.rows
+    assert repr(answer) == (
+        f"GammaAnswer({dep!r}, alpha 0.8; batch 1: gamma {rows[0]['gamma']} {rows[0]['speedup']:.3f}x, "
+        f"batch 64: gamma {rows[1]['gamma']} {rows[1]['speedup']:.3f}x)"
+    )
+    at = specsim.load_answer(dep, 0.8, "alpha 0.8", "concurrency", [1, 8], 1000, 256)
+    assert repr(at).startswith(f"LoadAnswer({dep!r}, alpha 0.8; concurrency 1: gamma {at.rows[0]['gamma']} ")
+    sim = specsim.serve_sim(dep, specsim.sim_load(dep, concurrency=4, n=20, runs=1), 0.8)
+    assert repr(sim).startswith(f"ServeSimAnswer({dep!r}, 4 users, 1 run(s) of 20 requests; off: TPOT p50 ")
+    assert max(len(repr(x)) for x in (answer, at, sim)) < 400

@@ -110,6 +110,11 @@ class GammaAnswer:
     #: The round of gamma = 1 at the largest batch speculation is off at (:func:`why_off`); None where it is on.
     first_round: dict | None = None
 
+    def __repr__(self) -> str:  # a notebook's echo: the answer, not every field (rows holds the rest)
+        picks = ", ".join(f"batch {r['batch']}: gamma {r['gamma']} {r['speedup']:.3f}x" for r in self.rows[:6])
+        more = f", ... ({len(self.rows)} batches)" if len(self.rows) > 6 else ""
+        return f"GammaAnswer({self.deployment!r}, {self.acceptance.split(' (')[0]}; {picks}{more})"
+
     @property
     def off_batches(self) -> list:
         return [r["batch"] for r in self.rows if r["gamma"] == 0]

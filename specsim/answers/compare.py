@@ -26,6 +26,10 @@ class CompareAnswer:
     limits: object = None
     limits_from: str = ""
 
+    def __repr__(self) -> str:  # a notebook's echo: the batches compared, not the frame (frame holds it)
+        batches = ", ".join(str(int(b)) for b in self.frame["batch"][:8]) if "batch" in self.frame else "?"
+        return f"CompareAnswer({self.deployment!r}, batches {batches})"
+
     def largest_batches(self) -> tuple | None:
         """(the largest batch the engine runs with the draft, the largest without it: what fits in memory, at most its
         max_num_seqs), or None where the draft does not fit beside the target."""

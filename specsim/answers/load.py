@@ -148,6 +148,11 @@ class LoadAnswer:
     #: The best is the smallest gamma within this share of the most (0: the most itself), as the batch view's --rtol.
     rtol: float = 0.0
 
+    def __repr__(self) -> str:  # a notebook's echo: the answer per load, not every field (rows holds the rest)
+        picks = ", ".join(f"{r['load']}: gamma {r['gamma']} {r['speedup_tpot']:.3f}x" for r in self.rows[:6])
+        more = f", ... ({len(self.loads)} loads)" if len(self.loads) > 6 else ""
+        return f"LoadAnswer({self.deployment!r}, {self.acceptance.split(' (')[0]}; {picks}{more})"
+
     @property
     def rows(self) -> list[dict]:
         s = self.state

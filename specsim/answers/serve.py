@@ -60,6 +60,17 @@ class ServeSimAnswer:
             "capacity gives the batch at a length)"
         )
 
+    def __repr__(self) -> str:  # a notebook's echo: the two arms' medians, not every request (results holds them)
+        def p50(arm):
+            tpot = arm["tpot_s"]["p50"]
+            return "no TPOT" if tpot is None else f"TPOT p50 {tpot * 1e3:.2f} ms"
+
+        users = f"{self.concurrency} users, " if self.concurrency else ""
+        return (
+            f"ServeSimAnswer({self.deployment!r}, {users}{len(self.seeds)} run(s) of {len(self.request_sets[0]):,} "
+            f"requests; off: {p50(self.off)}, on: {p50(self.on)})"
+        )
+
     def changes(self) -> dict:
         """What speculation changes at this load, each as (on / off - 1): ``tpot_p50`` (None where an arm served no
         request a second token) and ``output_tokens_per_s`` (None also where the arms served different requests: some

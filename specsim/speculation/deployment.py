@@ -482,6 +482,12 @@ class Deployment:
     #: Choices made for the user where they gave none, each with its source (the draft's TP under this engine).
     choices: tuple = ()
 
+    def __repr__(self) -> str:  # a notebook's echo: who, on what, timed how (the fields in full: dataclasses.fields)
+        drafter = f" + {self.drafter.name}" if self.drafter is not None else ""
+        source = self.source.name if self.source is not None else "?"
+        engine = self.engine.key if self.engine is not None else "?"
+        return f"Deployment({self.target.name}{drafter} on {self.hardware.name}, {source} step times, engine {engine})"
+
     def __post_init__(self) -> None:
         if isinstance(self.drafter, ModelShape):
             object.__setattr__(self, "drafter", DraftModel(self.drafter.name, self.drafter))
