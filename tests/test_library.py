@@ -1019,3 +1019,15 @@ def test_a_notebooks_echo_of_an_answer_is_its_answer_not_every_field():
     sim = specsim.serve_sim(dep, specsim.sim_load(dep, concurrency=4, n=20, runs=1), 0.8)
     assert repr(sim).startswith(f"ServeSimAnswer({dep!r}, 4 users, 1 run(s) of 20 requests; off: TPOT p50 ")
     assert max(len(repr(x)) for x in (answer, at, sim)) < 400
+
+
+def test_a_sweeps_frame_carries_the_notes_and_provenance_the_commands_print():
+    """optimal_gamma_table's frame lost what the commands print beside the same numbers (the attention data stopping
+    at a smaller batch, the overlap assumed): its attrs now hold them, and each deployment's provenance."""
+    from specsim.speculation.sweep import optimal_gamma_table
+
+    table = optimal_gamma_table(alpha=0.8, batch=[1, 256])
+    assert any("decode-attention data stop at a smaller batch" in n for n in table.attrs["notes"])
+    assert any(n.startswith("assumed: vllm@latest hides all of a round's host work") for n in table.attrs["notes"])
+    (provenance,) = table.attrs["provenance"].values()
+    assert any(line.startswith("engine: ") for line in provenance)

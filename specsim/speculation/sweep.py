@@ -119,10 +119,18 @@ def _frame(dep: Deployment, shape: tuple[int, ...], columns: dict[str, np.ndarra
     return frame
 
 
-def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+def _concat(frames: list[pd.DataFrame], deps: list) -> pd.DataFrame:
+    """The frames of each deployment as one, with what the commands print beside the same numbers in its ``attrs``:
+    ``notes`` (what a step-time source could not answer from its own data, the assumptions that move the answer) and
+    ``provenance`` (each deployment's, by hardware, target and draft)."""
     df = pd.concat(frames, ignore_index=True)
     for col in ("gamma", "batch", "context"):
         df[col] = df[col].astype(int)
+    df.attrs["notes"] = list(dict.fromkeys(note for dep in deps for note in dep.notes()))
+    df.attrs["provenance"] = {
+        f"{dep.hardware.name} {dep.target.name} {dep.drafter.name if dep.drafter else '-'}": dep.provenance()
+        for dep in deps
+    }
     return df
 
 
@@ -163,8 +171,8 @@ def sweep(
     >>> len(df), round(df.query("alpha == 0.8 and batch == 256").speedup.item(), 2)
     (4, 1.25)
     """
-    frames = []
-    for dep in deployments(hardware, pairs, timing, engine):
+    frames, deps = [], list(deployments(hardware, pairs, timing, engine))
+    for dep in deps:
         g = _grid(alpha=alpha, gamma=gamma, batch=batch, context=context)
         dep.require_within_positions(int(np.max(g["context"])))
         shape = np.broadcast_shapes(*(a.shape for a in g.values()))
@@ -189,7 +197,7 @@ def sweep(
             "bound_verify": times.verify.bound,
         }
         frames.append(_frame(dep, shape, columns))
-    return _concat(frames)
+    return _concat(frames, deps)
 
 
 def optimal_gamma_table(
@@ -215,8 +223,8 @@ def optimal_gamma_table(
     >>> t.gamma.tolist()
     [4, 2]
     """
-    frames = []
-    for dep in deployments(hardware, pairs, timing, engine):
+    frames, deps = [], list(deployments(hardware, pairs, timing, engine))
+    for dep in deps:
         g = _grid(alpha=alpha, batch=batch, context=context)
         dep.require_within_positions(int(np.max(g["context"])))
         shape = np.broadcast_shapes(*(a.shape for a in g.values()))
@@ -241,7 +249,7 @@ def optimal_gamma_table(
             "at_gamma_max": best.at_limit,
         }
         frames.append(_frame(dep, shape, columns))
-    return _concat(frames)
+    return _concat(frames, deps)
 
 
 def closed_form_table(alpha: object = 0.8, gamma: object = range(0, 17), cost_ratio: object = 0.05) -> pd.DataFrame:
