@@ -775,13 +775,15 @@ def closed_loop_times(
     # batch, batch).  So the wait is a batch of the m / q prompts of a round that ended some with probability
     # q / (1 + q), else a round (the simulator plays it so, tests/test_steady.py); in convoys, the group before it's
     # prefill batch.
-    # In a chain whose prompts span k_p >= 2 iterations, the iteration waited for carries the predecessor's last chunk,
-    # P - (k_p - 1) x its budget tokens, not its whole prompt (taken at the prompt's mean cost per token).
+    # In a chain whose prompts span k_p >= 2 iterations, the wait carries the predecessor's later chunks, full budgets
+    # of prompt tokens (its last chunk and its successor's first fill one), at most its whole prompt (taken at the
+    # prompt's mean cost per token; docs/serving.md says why this charge, after looking at the simulator's grid).
     chunk = 1.0
     if P is not None and p.own_budget is not None:
         spans = np.maximum(np.ceil(P / p.own_budget), 1.0)
-        last = (P - (spans - 1.0) * p.own_budget) / np.maximum(P, 1.0)
-        chunk = np.where(np.asarray(p.convoy, dtype=bool) & (p.group == 1) & (spans > 1), last, 1.0)
+        full = np.minimum(p.own_budget, P) / np.maximum(P, 1.0)
+        rest = np.minimum((spans - 1.0) * full, 1.0)  # the predecessor's iterations after the first: full budgets
+        chunk = np.where(np.asarray(p.convoy, dtype=bool) & (p.group == 1) & (spans > 1), rest, 1.0)
     waited = iteration_s(step_s, waited_prompts * t_pf * chunk)
     if apart:
         q = 1.0 - np.exp(-arriving)
