@@ -1562,6 +1562,9 @@ def test_a_fitted_value_changed_by_hand_is_refused_and_an_unsealed_file_is_said(
     assert len(err) == 1 and "edited.yaml: its content differs from what calibrate-engine wrote" in err[0], err
     # Without its seal (a file of before 2026-12-05) its values are taken as written, and every answer says so; but
     # an engine of another preset than the terms were fitted on is refused all the same.
+    bad.write_text(yaml.safe_dump(record | {"fit_sha256": None}, sort_keys=False))  # a null seal is no seal
+    assert main(["speedup", "--calibration", str(bad), "--gamma", "3", "--batch", "8"]) == 2
+    assert "its content differs from what calibrate-engine wrote" in capsys.readouterr().err
     del record["fit_sha256"]
     bad.write_text(yaml.safe_dump(record, sort_keys=False))
     code = main(["speedup", "--calibration", str(bad), "--gamma", "3", "--batch", "8"])
@@ -1588,7 +1591,12 @@ def test_a_calibration_keeps_the_releases_its_preset_covered_and_a_moved_preset_
     record["engine_releases"] = "0.14.0-0.20.99"  # as if written when the preset stopped at 0.20
     del record["fit_sha256"]
     moved = tmp_path / "moved.yaml"
+    # The runs' release named by its number (vllm@0.20.0) still maps to the preset they were fitted on: read.
     moved.write_text(yaml.safe_dump(record, sort_keys=False))
+    assert main(["optimal-gamma", "--calibration", str(moved), "--batch", "1"]) == 0
+    capsys.readouterr()
+    # Named by the preset's key alone, the releases it meant are all the file knows: a moved preset is refused.
+    moved.write_text(yaml.safe_dump(record | {"engine": "vllm@0.14"}, sort_keys=False))
     assert main(["optimal-gamma", "--calibration", str(moved), "--batch", "1"]) == 2
     err = capsys.readouterr().err
     assert "moved.yaml: its terms were fitted on vllm@0.14 when that preset covered releases 0.14.0-0.20.99" in err

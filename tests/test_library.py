@@ -849,6 +849,7 @@ def test_the_library_checks_what_the_flags_check_and_refuses_bools_and_strings_f
     from specsim.answers import closed_form_answer, deployment_capacity, gamma_answer, speedup_rows, steptime_rows
     from specsim.answers.load import load_answer
     from specsim.answers.serve import serve_sim, sim_load
+    from specsim.serving.steady import EngineLimits
     from specsim.speculation.deployment import Deployment
     from specsim.speculation.search import optimal_gamma
 
@@ -885,6 +886,12 @@ def test_the_library_checks_what_the_flags_check_and_refuses_bools_and_strings_f
         (lambda: closed_form_answer(True, 3, 0.05), "alpha must be a number in [0, 1], got True"),
         (lambda: closed_form_answer(0.8, True, 0.05), "gamma must be an integer in [0, 64], got True"),
         (lambda: Deployment.build("h100-sxm", "llama-3.1-8b", engine_overhead_ms="1"), "engine_overhead_ms must be"),
+        (lambda: at_load([1], limits=EngineLimits(1024, 1)), "vLLM refuses to start with max_num_batched_tokens 1"),
+        (
+            lambda: load_answer(dep, 0.8, "alpha 0.8", "concurrency", [1], 1000, 1),
+            "output_tokens must be a number in [2,",
+        ),
+        (lambda: closed_form_answer(0.8, 3, 10**400), "cost_ratio must be a number in [0, inf]"),
     ]
     for call, message in cases:
         with pytest.raises(ValueError, match=re.escape(message)):
@@ -894,6 +901,8 @@ def test_the_library_checks_what_the_flags_check_and_refuses_bools_and_strings_f
     assert json.dumps([r["batch"] for r in rows]) == "[1, 2]"
     assert json.dumps([r["batch"] for r in speedup_rows(dep, 0.8, "x", 3, np.array([1, 64]))[0]]) == "[1, 64]"
     assert at_load(8).rows[0]["load"] == "concurrency 8"
+    # what the flags take, the library takes: any finite cost ratio, any finite SLO
+    assert closed_form_answer(0.8, 3, 1e7)["speedup"] < 1e-6
 
 
 def test_the_library_says_where_a_gamma_passes_a_calibrations_measured_steps_as_the_command_does(tmp_path, capsys):

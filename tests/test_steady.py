@@ -392,10 +392,14 @@ def test_a_kv_cache_that_holds_fewer_sequences_than_max_num_seqs_limits_the_engi
     prompt=st.floats(0, 30000),
     output=st.floats(2, 8000),
     gamma=st.integers(0, 6),
+    fixed=st.booleans(),
+    budget=st.integers(1, 20000),
 )
-def test_no_load_gives_an_answer_that_diverges_or_goes_negative(users, rate, prompt, output, gamma):
+def test_no_load_gives_an_answer_that_diverges_or_goes_negative(users, rate, prompt, output, gamma, fixed, budget):
+    """Whatever the load, lengths and budget, with fixed lengths (convoys, chains, the queue-bound case) or not."""
+    limits = EngineLimits(256, budget)
     for kind, load in (("concurrency", users), ("rate", rate), ("batch", users)):
-        s = steady_state(DEP, 0.7, [gamma], [load], prompt, output, kind=kind)
+        s = steady_state(DEP, 0.7, [gamma], [load], prompt, output, kind=kind, limits=limits, fixed_lengths=fixed)
         assert np.isfinite(s.tpot_s).all() and (s.tpot_s > 0).all(), kind
         assert np.isfinite(s.output_tokens_per_s).all() and (s.output_tokens_per_s > 0).all(), kind
         assert ((s.ttft_s > 0) | (np.isinf(s.ttft_s) & s.saturated)).all(), kind

@@ -27,7 +27,7 @@ from specsim.core.limits import (
     check_real,
     whole_numbers,
 )
-from specsim.serving.steady import EngineLimits, SteadyState, engine_limits, load_label, served_state
+from specsim.serving.steady import EngineLimits, SteadyState, check_limits, engine_limits, load_label, served_state
 
 __all__ = [
     "DEFAULT_INPUT_TOKENS",
@@ -381,11 +381,12 @@ def load_answer(
     gamma = None if gamma is None else check_int("gamma", gamma, 0, MAX_GAMMA)
     if prompt_sample is None:  # a benchmark's lengths, or a window's means (a workload's sample is checked when drawn)
         input_tokens = check_real("input_tokens", input_tokens, 1, MAX_CONTEXT)
-        output_tokens = check_real("output_tokens", output_tokens, 1, MAX_CONTEXT)
+        output_tokens = check_real("output_tokens", output_tokens, 2, MAX_CONTEXT)  # a TPOT needs a second token
     if measured_steps is None:
         measured_steps = getattr(acceptance, "measured_steps", None)
     if limits is None:  # the engine's own on the GPU (vLLM's), else the serving model's defaults
         limits, _ = engine_limits(dep.engine, dep.hardware, kind == "batch")
+    check_limits(dep.engine, limits)
     P, O = float(input_tokens), float(output_tokens)
     context, fixed = None, prompt_sample is None
     if not fixed:

@@ -176,12 +176,12 @@ def serve_sim(
     95% interval where there are several (SLO attainment against ``slo_ttft_s`` and ``slo_tpot_s``)."""
     from specsim.core.limits import check_real
     from specsim.serving.simulator import DEFAULT_GAMMA_MAX
-    from specsim.serving.steady import engine_limits
+    from specsim.serving.steady import check_limits, engine_limits
 
     for name, slo in (("slo_ttft_s", slo_ttft_s), ("slo_tpot_s", slo_tpot_s)):
         if slo is not None:
-            check_real(name, slo, 0.0, 1e6, above=True)
-    limits = engine_limits(dep.engine, dep.hardware)[0] if limits is None else limits
+            check_real(name, slo, 0.0, float("inf"), above=True)  # any finite time, as --slo-ttft-ms
+    limits = engine_limits(dep.engine, dep.hardware)[0] if limits is None else check_limits(dep.engine, limits)
     results = serve_compare_runs(
         dep,
         load.request_sets,

@@ -326,7 +326,7 @@ def _check_identity(where: str, data: dict) -> None:
     """The keys that name what was calibrated, each refused with the file and field: the acceptance key every version
     writes (null where no run measured one: a file without it is not taken as pinned runs'), the engine, the drafter's
     tensor parallelism."""
-    from specsim.engines import get_engine, preset_releases
+    from specsim.engines import PRESETS, get_engine, parse_version, preset_releases
 
     if "acceptance" not in data:
         raise ValueError(
@@ -345,7 +345,10 @@ def _check_identity(where: str, data: dict) -> None:
             f"{fitted} (engine_preset): calibrate runs of that engine"
         )
     covered = data.get("engine_releases")  # (a file of before 2026-12-05 has none)
-    if covered is not None and covered != preset_releases(preset):
+    # A release named by its number maps to its preset as the check above holds; a bare name or an alias moves.
+    named = preset.named_as
+    numbered = named not in PRESETS and parse_version(preset.name, named.partition("@")[2]) is not None
+    if covered is not None and not numbered and covered != preset_releases(preset):
         raise ValueError(
             f"{where}: its terms were fitted on {fitted or preset.key} when that preset covered releases {covered}; "
             f"this specsim's covers {preset_releases(preset)}: calibrate again, naming the release that served the "
@@ -436,7 +439,7 @@ def read_calibration(path: str | Path) -> Calibration:
             f"{where}: target_options must hold a weight_dtype and a kv_dtype specsim reads, got {options!r}"
         )
     sealed = data.get("fit_sha256")
-    if sealed is not None and sealed != fit_digest(data):  # after the checks by key, which name what they find
+    if "fit_sha256" in data and sealed != fit_digest(data):  # after the checks by key; a null seal is no seal
         raise ValueError(
             f"{where}: its content differs from what calibrate-engine wrote (fit_sha256 {sealed!s:.20} does not match "
             "it): a fitted value changed alone is no fit, as each was fitted with the others; calibrate again, or "

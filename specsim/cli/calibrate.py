@@ -266,7 +266,7 @@ def _print_fit(fit, dep, summary, notes, out) -> None:
         if len(sweeps) > 1:  # one acceptance per file: which one, and the others named
             from specsim.calibration.engine_calibration import measured_acceptance
 
-            print(f"its acceptance: {measured_acceptance(fit)[1]}")
+            print(f"its acceptance: {measured_acceptance(fit)[1] or 'none (no sweep recorded or fitted one)'}")
         print(f"use: specsim optimal-gamma --calibration {out}")
     else:
         print(

@@ -381,16 +381,22 @@ def _print_summaries(off: dict, on: dict, changes: dict) -> None:
             ]
         )
     print(table(["", "speculation off", "speculation on"], rows, "<>>"))
+    # every figure the table prints with an interval
     wide = [
         (f"{label} {arm}", arm_summary[key], arm_summary["ci"][key])
         for arm, arm_summary in (("off", off), ("on", on))
-        for label, key in (("output tokens/s", "output_tokens_per_s"), ("requests/s", "requests_per_s"))
+        for label, key in (
+            ("output tokens/s", "output_tokens_per_s"),
+            ("requests/s", "requests_per_s"),
+            ("running batch", "mean_running_batch"),
+        )
     ]
     wide += [
-        (f"{label} p50 {arm}", arm_summary[key]["p50"], arm_summary["ci"][key]["p50"])
+        (f"{label} {q} {arm}", arm_summary[key][q], arm_summary["ci"][key][q])
         for arm, arm_summary in (("off", off), ("on", on))
-        for label, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"))
-        if arm_summary[key]["p50"] is not None
+        for label, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("end-to-end", "e2e_s"))
+        for q in ("p50", "p90", "p99")
+        if arm_summary[key][q] is not None
     ]
     said = _past_zero(runs, wide)
     if said:

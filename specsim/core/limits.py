@@ -140,14 +140,13 @@ def check_real(what: str, value: Any, minimum: float, maximum: float, above: boo
     """
     low = "(" if above else "["
     shown = [f"{int(v):,}" if float(v).is_integer() else f"{v:g}" for v in (minimum, maximum)]
-    if (
-        not is_real(value)
-        or not np.isfinite(value)
-        or not (minimum < value if above else minimum <= value)
-        or not (value <= maximum)
-    ):
+    try:  # a Python int past a float's range is no number here either
+        x = float(value) if is_real(value) else float("nan")
+    except OverflowError:
+        x = float("nan")
+    if not np.isfinite(x) or not (minimum < x if above else minimum <= x) or not x <= maximum:
         raise ValueError(f"{what} must be a number in {low}{shown[0]}, {shown[1]}], got {value!r:.60}")
-    return float(value)
+    return x
 
 
 def whole_numbers(what: str, values: Any, minimum: int, maximum: int, plural: str | None = None) -> list[int]:

@@ -61,6 +61,7 @@ __all__ = [
     "DEFAULT_MAX_BATCHED_TOKENS",
     "DEFAULT_MAX_NUM_SEQS",
     "EngineLimits",
+    "check_limits",
     "engine_limits",
     "engine_population",
     "LOAD_KINDS",
@@ -160,6 +161,17 @@ def engine_limits(
         prefill_apart=own.prefill_apart,
     )
     return limits, "" if max_num_seqs is not None and max_batched_tokens is not None else own.where
+
+
+def check_limits(preset, limits: EngineLimits) -> EngineLimits:
+    """``limits`` where ``preset``'s engine would start with them, else ValueError with the engine's own rule and
+    source (:func:`specsim.engines.limits_refused`: vLLM refuses a token budget below its max_num_seqs)."""
+    from specsim.engines import limits_refused
+
+    refused = limits_refused(preset, limits.max_num_seqs, limits.max_batched_tokens)
+    if refused:
+        raise ValueError(f"{refused}: give a max_batched_tokens of at least the max_num_seqs")
+    return limits
 
 
 def iteration_s(step_s: object, prefill_s: object = 0.0) -> np.ndarray:
