@@ -121,6 +121,8 @@ class GammaAnswer:
 
     @property
     def off_reason(self) -> str:
+        if self.best.gamma_max == 0:  # nothing searched: no reason from the numbers
+            return "gamma_max 0 searches no gamma: speculation was not weighed (--gamma-max 1 or more to weigh it)."
         return why_off(self.rows, self.first_round)
 
     @property

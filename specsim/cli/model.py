@@ -167,7 +167,8 @@ def _print_gamma_table(args: argparse.Namespace, answer) -> None:
         "cover where the engine overlaps it); speedup = tokens per round x t_T / round"
     )
     if answer.off_batches:
-        print(f"\nspeculation does not pay at batch {', '.join(map(str, answer.off_batches))}: {answer.off_reason}")
+        verdict = "is off" if answer.best.gamma_max == 0 else "does not pay"
+        print(f"\nspeculation {verdict} at batch {', '.join(map(str, answer.off_batches))}: {answer.off_reason}")
     peak = answer.peak
     if peak is not None:
         print(

@@ -143,8 +143,9 @@ class OptimalGamma:
 
     @property
     def at_limit(self) -> np.ndarray:
-        """True where the optimum sits at gamma_max (a larger gamma may be better)."""
-        return (self.gamma == self.gamma_max) & (self.gamma > 0)
+        """True where the optimum sits at gamma_max (a larger gamma may be better), gamma_max 0 included: nothing
+        was searched there."""
+        return (self.gamma == self.gamma_max) & ((self.gamma > 0) | (self.gamma_max == 0))
 
     @property
     def peak(self) -> int:
