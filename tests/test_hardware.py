@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 import yaml
@@ -172,3 +173,34 @@ def test_every_shipped_yaml_reads_the_same_with_the_fast_and_the_checked_reader(
     assert len(paths) > 10
     for path in paths:
         assert load_yaml(path, "shipped file", shipped=True) == load_yaml(path, "shipped file"), path
+
+
+def test_a_copy_of_a_builtin_profile_edited_under_its_name_is_refused_and_renamed_it_is_its_own(tmp_path):
+    """A profile copied from hardware/ and edited kept the built-in's name and took that GPU's measured kernels and
+    labels in silence (a copy of h100-sxm named h200 was timed with H200 kernels).  Edited under the name it is
+    refused; as it ships it reads; renamed it is its own, and `device:` names the kernel data it reads."""
+    from specsim.describe.hardware import load_hardware
+
+    text = (builtin_dir() / "h100-sxm.yaml").read_text()
+    same = tmp_path / "same.yaml"
+    same.write_text(text)
+    assert load_hardware(same) == load_hardware("h100-sxm")
+    edited = tmp_path / "edited.yaml"
+    edited.write_text(re.sub(r"(?m)^peak_bytes_per_s: .*$", "peak_bytes_per_s: 4.0e+12", text))
+    with pytest.raises(ValueError, match=r"names itself h100-sxm, a built-in profile, but differs from it"):
+        load_hardware(edited)
+    renamed = tmp_path / "renamed.yaml"
+    renamed.write_text(re.sub(r"(?m)^name: .*$", "name: my-h100\ndevice: h100-sxm", edited.read_text()))
+    profile = load_hardware(renamed)
+    assert (profile.name, profile.device, profile.peak_bytes_per_s) == ("my-h100", "h100-sxm", 4.0e12)
+
+
+def test_an_fp8_peak_below_the_16_bit_peak_is_refused(tmp_path):
+    # 1e12 for 1979e12 gave a 30-second step and a ridge of 0.2 FLOP/byte, unsaid.
+    from specsim.describe.hardware import load_hardware
+
+    text = (builtin_dir() / "h100-sxm.yaml").read_text().replace("name: h100-sxm", "name: typo")
+    bad = tmp_path / "typo.yaml"
+    bad.write_text(re.sub(r"(?m)^peak_fp8_flop_per_s: [^#\n]*", "peak_fp8_flop_per_s: 1.0e+12 ", text))
+    with pytest.raises(ValueError, match=r"peak_fp8_flop_per_s \(1e\+12\) is below peak_flop_per_s"):
+        load_hardware(bad)

@@ -212,6 +212,11 @@ class HardwareProfile:
             _check_positive(where, key, getattr(self, key))
         if self.peak_fp8_flop_per_s is not None:
             _check_positive(where, "peak_fp8_flop_per_s", self.peak_fp8_flop_per_s)
+            if self.peak_fp8_flop_per_s < self.peak_flop_per_s:  # a typo (1e12 for 1979e12) gave 30 s steps, unsaid
+                raise ValueError(
+                    f"{where}: peak_fp8_flop_per_s ({self.peak_fp8_flop_per_s:g}) is below peak_flop_per_s "
+                    f"({self.peak_flop_per_s:g}): a GPU's 8-bit tensor peak is at least its 16-bit one"
+                )
         # Plausible ranges: from a laptop CPU to beyond any announced accelerator; outside them a typo
         # (a missing e+12) would give meaningless or non-finite step times.
         for key, low, high, unit in _PLAUSIBLE:
@@ -481,4 +486,13 @@ def load_hardware(name_or_path: str | Path) -> HardwareProfile:
     from specsim.core.limits import load_yaml
 
     data = load_yaml(path, "hardware file", shipped=shipped)
-    return profile_from_mapping(data, where=f"hardware file {path.name!r}")
+    profile = profile_from_mapping(data, where=f"hardware file {path.name!r}")
+    if not shipped and profile.name in files:  # a copy of a built-in, edited: labels and kernel data go by the name
+        builtin = profile_from_mapping(load_yaml(files[profile.name], "hardware file", shipped=True))
+        if profile != builtin:
+            raise ValueError(
+                f"hardware file {path.name!r} names itself {profile.name}, a built-in profile, but differs from it: "
+                f"give it a name of its own (every label and the measured-kernel data go by the name; device: "
+                f"{builtin.device or profile.name} reads {profile.name}'s kernel data under another name)"
+            )
+    return profile
