@@ -446,3 +446,31 @@ def test_hardware_aliases_resolve_and_are_listed():
     with pytest.raises(KeyError, match=r"specsim hardware lists the built-in profiles and their aliases"):
         load_hardware("h300")
     assert set(ALIASES.values()) <= {"h100-sxm", "a100-sxm-80gb", "h200", "b200", "b300", "rtx-pro-6000"}
+
+
+def test_a_config_with_a_key_twice_is_refused_and_a_missing_kv_head_count_is_said(tmp_path):
+    """JSON keeps a key's last value silently: a config.json with hidden_size twice was read as the second (18.7B
+    params for an 8B).  And a config without num_key_value_heads is multi-head attention in transformers; a
+    grouped-query model whose key went missing holds its KV cache at heads / kv times: the default is said."""
+    import json
+
+    from specsim.describe.models import get_model
+
+    import pathlib
+
+    src = (pathlib.Path(__file__).resolve().parent.parent / "specsim/describe/catalog/llama-3.1-8b.json").read_text()
+    folder = tmp_path / "twice"
+    folder.mkdir()
+    (folder / "config.json").write_text(
+        src.replace('"hidden_size": 4096,', '"hidden_size": 4096, "hidden_size": 8192,')
+    )
+    with pytest.raises(ValueError, match=r"the key 'hidden_size' appears twice; each once"):
+        get_model(str(folder / "config.json"))
+    config = json.loads(src)
+    del config["num_key_value_heads"]
+    (folder / "config.json").write_text(json.dumps(config))
+    model = get_model(str(folder / "config.json"))
+    assert model.n_kv_heads == 32 and any(
+        n.startswith("num_key_value_heads = num_attention_heads = 32") for n in model.notes
+    )
+    assert not any("num_key_value_heads" in n for n in get_model("llama-3.1-8b").notes)

@@ -53,6 +53,7 @@ __all__ = [
     "load_array",
     "load_json",
     "load_yaml",
+    "unique_keys",
     "whole_batches",
     "whole_numbers",
 ]
@@ -205,14 +206,30 @@ def int_literal(where: str, text: str) -> int:
     return int(text)
 
 
-def load_json(path: str | Path, what: str = "JSON file", allow_infinity: bool = False) -> Any:
+def unique_keys(where: str):
+    """A ``json.loads`` ``object_pairs_hook`` that refuses a key given twice in one object (JSON keeps the last one
+    silently: a config.json's second hidden_size won), naming it."""
+
+    def pairs(items: list) -> dict:
+        keys = [k for k, _ in items]
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:
+            raise ValueError(f"{where}: the key {twice[0]!r} appears twice; each once")
+        return dict(items)
+
+    return pairs
+
+
+def load_json(path: str | Path, what: str = "JSON file", allow_infinity: bool = False, unique: bool = False) -> Any:
     """Parse a JSON file within a size and nesting budget; NaN and Infinity (not JSON) are refused, except that
-    ``allow_infinity`` reads ``Infinity`` (Python's json writes it for float('inf'), as SGLang's benchmark does)."""
+    ``allow_infinity`` reads ``Infinity`` (Python's json writes it for float('inf'), as SGLang's benchmark does);
+    ``unique``: a key given twice in one object is refused (:func:`unique_keys`)."""
     p = Path(path)
     size = p.stat().st_size
     if size > MAX_JSON_BYTES:
         raise ValueError(f"{what} {str(p)!r} is {size:,} bytes; the limit is {MAX_JSON_BYTES:,}")
-    return loads_json(_read_text(p, what), f"{what} {str(p)!r}", allow_infinity)
+    where = f"{what} {str(p)!r}"
+    return loads_json(_read_text(p, what), where, allow_infinity, unique_keys(where) if unique else None)
 
 
 def loads_json(text: str, where: str, allow_infinity: bool = False, object_pairs_hook: Any = None) -> Any:

@@ -233,7 +233,7 @@ def _read_json(path: Path, what: str, allow_infinity: bool = False) -> Any:
     from it is range-checked."""
     from specsim.core.limits import load_json
 
-    return load_json(path, what, allow_infinity)
+    return load_json(path, what, allow_infinity, unique=True)
 
 
 def _modelopt(data: Any, path: Path) -> dict:
@@ -476,6 +476,11 @@ def model_from_hf_config(config: Any, name: str = "config.json") -> ModelShape:
         raise ValueError(f"{where}: mlp_bias=true is not supported")
     n_layers = _layer_count(cfg, family)
     fields = _attention_fields(cfg, family, arch)
+    if cfg.get("num_key_value_heads") is None and fields["n_kv_heads"] == cfg.get("num_attention_heads"):
+        notes.append(  # a grouped-query model whose key went missing would hold its KV cache at heads/kv times
+            f"num_key_value_heads = num_attention_heads = {fields['n_kv_heads']} (multi-head attention, transformers' "
+            "default; the config does not state it)"
+        )
     fields.update(_moe_fields(cfg, family, n_layers, notes))
     if family in HYBRID_FAMILIES:
         fields.update(layout_fields(cfg, family, n_layers, notes))

@@ -103,16 +103,9 @@ def _count(n: object) -> int:
 def _trace_line(line: str, where: str) -> object:
     """One JSON line of a trace, within the nesting and integer budgets of every JSON reader (core.limits), and with
     no key given twice (JSON keeps the last one silently)."""
-    from specsim.core.limits import loads_json
+    from specsim.core.limits import loads_json, unique_keys
 
-    def pairs(items: list) -> dict:
-        keys = [k for k, _ in items]
-        twice = sorted({k for k in keys if keys.count(k) > 1})
-        if twice:
-            raise ValueError(f"{where}: the key {twice[0]!r} appears twice; each once")
-        return dict(items)
-
-    return loads_json(line, where, object_pairs_hook=pairs)
+    return loads_json(line, where, object_pairs_hook=unique_keys(where))
 
 
 def read_trace(path: str | Path) -> Requests:
