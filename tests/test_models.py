@@ -453,10 +453,9 @@ def test_a_config_with_a_key_twice_is_refused_and_a_missing_kv_head_count_is_sai
     params for an 8B).  And a config without num_key_value_heads is multi-head attention in transformers; a
     grouped-query model whose key went missing holds its KV cache at heads / kv times: the default is said."""
     import json
+    import pathlib
 
     from specsim.describe.models import get_model
-
-    import pathlib
 
     src = (pathlib.Path(__file__).resolve().parent.parent / "specsim/describe/catalog/llama-3.1-8b.json").read_text()
     folder = tmp_path / "twice"
