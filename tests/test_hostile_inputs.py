@@ -282,6 +282,10 @@ CASES = [
     ("alpha --metrics {tmp}/metrics-negative.txt", "must be a finite count >= 0"),
     ("alpha --metrics {tmp}/metrics-no-drafts.txt", "num_drafts_total is 0"),
     ("alpha --metrics {tmp}/none.txt", "does not exist"),
+    ("alpha --metrics {tmp}", "is a folder"),  # it said a folder "does not exist"
+    ("alpha --metrics /dev/null", "metrics file '/dev/null' is not a regular file"),
+    ("hardware show {tmp}", "is a folder (give a YAML profile)"),
+    ("models show {tmp}", "config.json' does not exist (give a config.json or its folder)"),
     # capacity, schedule, compare
     ("capacity --memory-util 2", "must be in (0, 1]"),
     ("schedule --max-batch 1000000000", "max-batch must be an integer in [1, 65536]"),

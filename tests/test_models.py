@@ -408,7 +408,9 @@ def test_get_model_names_and_sources_a_config_by_its_folder(tmp_path):
         get_model(str(folder), weight_dtype="fp8").weight_dtype == "fp8"
         and get_model(str(folder)).weight_dtype == "bf16"
     )
-    with pytest.raises(ValueError, match=r"^model config '.*missing.json' does not exist$"):
+    with pytest.raises(
+        ValueError, match=r"^model config '.*missing.json' does not exist \(give a config.json or its folder\)$"
+    ):
         get_model(str(folder / "missing.json"))
     (folder / "bad.json").write_text("{oops")
     with pytest.raises(ValueError, match=r"^model config '.*bad.json': not valid JSON"):

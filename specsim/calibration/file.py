@@ -368,7 +368,9 @@ def read_calibration(path: str | Path) -> Calibration:
 
     p = Path(path)
     if not p.is_file():
-        raise ValueError(f"calibration file {str(p)!r} does not exist or is not a file")
+        from specsim.core.files import not_a_file
+
+        raise ValueError(f"calibration file {str(p)!r} {not_a_file(p)}")
     data = load_yaml(p, "calibration file")
     where = p.name
     if isinstance(data, dict) and "specsim_calibration" in data and data["specsim_calibration"] != SCHEMA:

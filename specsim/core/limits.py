@@ -366,7 +366,9 @@ def load_array(path: str | Path, what: str = "array file") -> np.ndarray:
     path = Path(path)
     where = f"{what} {str(path)!r}"
     if not path.is_file():
-        raise ValueError(f"{where} does not exist")
+        from specsim.core.files import not_a_file
+
+        raise ValueError(f"{where} {not_a_file(path)}")
     import zipfile  # here, not at import: with shutil and threading it costs every command about 3 ms
 
     if zipfile.is_zipfile(path):

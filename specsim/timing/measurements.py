@@ -101,7 +101,9 @@ def load_measurements(path: str | Path) -> pd.DataFrame:
     """
     p = Path(path)
     if not p.is_file():
-        raise ValueError(f"measurements file {str(path)!r} does not exist")
+        from specsim.core.files import not_a_file
+
+        raise ValueError(f"measurements file {str(path)!r} {not_a_file(p)}")
     try:
         df = pd.read_csv(p, comment="#")
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
