@@ -210,8 +210,17 @@ def test_load_logits_reads_numbers_and_refuses_the_rest(tmp_path):
     with pytest.raises(ValueError, match=r"^draft logits must be numeric, got dtype bool$"):
         load_logits(str(tmp_path / "bool.npy"), "draft logits")
     np.save(tmp_path / "inf.npy", np.array([[0.0, np.inf, np.nan, 1.0]]))
-    with pytest.raises(ValueError, match=r"^draft logits holds NaN or infinite values \(2 of 4\)$"):
+    with pytest.raises(
+        ValueError, match=r"^draft logits holds NaN or \+infinite values \(2 of 4\); -inf masks a token$"
+    ):
         load_logits(str(tmp_path / "inf.npy"), "draft logits")
+    # -inf is a masked token (vocabulary padding, top-k filtering): probability 0, read (it was refused as infinite)
+    np.save(tmp_path / "masked.npy", np.array([[0.0, -np.inf, 1.0], [2.0, 0.0, -np.inf]]))
+    probs = softmax(load_logits(str(tmp_path / "masked.npy"), "target logits"))
+    assert probs[0, 1] == 0.0 and probs[1, 2] == 0.0 and np.allclose(probs.sum(axis=-1), 1.0)
+    np.save(tmp_path / "none.npy", np.array([[0.0, 1.0], [-np.inf, -np.inf]]))
+    with pytest.raises(ValueError, match=r"masks every token \(-inf\) at 1 position\(s\)"):
+        load_logits(str(tmp_path / "none.npy"), "target logits")
     with pytest.raises(ValueError, match=r"^draft logits file '.*missing.npy' does not exist$"):
         load_logits(str(tmp_path / "missing.npy"), "draft logits")
 

@@ -67,7 +67,7 @@ def load_logits(path: str, what: str) -> np.ndarray:
 
     The header is checked against :data:`specsim.core.limits.MAX_ARRAY_ELEMENTS`
     before anything is allocated; the array must be 2-D, non-empty, numeric
-    and finite.
+    and finite but for -inf, a masked token's logit (probability 0), with at least one token per position.
     """
     from specsim.core.limits import load_array
 
@@ -76,9 +76,14 @@ def load_logits(path: str, what: str) -> np.ndarray:
         raise ValueError(f"{what} must have shape [positions, vocab] with both > 0, got {data.shape}")
     if not np.issubdtype(data.dtype, np.floating) and not np.issubdtype(data.dtype, np.integer):
         raise ValueError(f"{what} must be numeric, got dtype {data.dtype}")
-    if not np.all(np.isfinite(data)):
-        raise ValueError(f"{what} holds NaN or infinite values ({int((~np.isfinite(data)).sum())} of {data.size})")
-    return data.astype(float)
+    data = data.astype(float)
+    bad = np.isnan(data) | (data == np.inf)  # -inf is a masked token (vocabulary padding, top-k): probability 0
+    if bad.any():
+        raise ValueError(f"{what} holds NaN or +infinite values ({int(bad.sum())} of {data.size}); -inf masks a token")
+    empty = np.all(data == -np.inf, axis=-1)
+    if empty.any():
+        raise ValueError(f"{what} masks every token (-inf) at {int(empty.sum())} position(s): no distribution there")
+    return data
 
 
 def acceptance_rate(target_probs: np.ndarray, draft_probs: np.ndarray, axis: int = -1) -> np.ndarray:
