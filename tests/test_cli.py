@@ -551,3 +551,13 @@ def test_speedup_and_explain_say_which_batches_do_not_fit_as_optimal_gamma_does(
     assert code == 0 and "note: batch 350 does not fit in memory with the draft at 1128 tokens each" in err
     code, out, err = run(capsys, *argv, "--batch", "64")
     assert "not fit in memory" not in err
+
+
+def test_alpha_reads_an_sglang_page_at_the_steps_given(tmp_path, capsys):
+    # SGLang's page holds the mean accept length alone: alpha --metrics asked for vLLM's counters; with --gamma (the
+    # --speculative-num-steps it ran) it inverts the length as --acceptance-length does, and names the page.
+    page = tmp_path / "sglang.txt"
+    page.write_text('sglang:spec_accept_length{model_name="m"} 2.5\n')
+    code, out, _ = run(capsys, "alpha", "--metrics", str(page), "--gamma", "3")
+    _, same, _ = run(capsys, "alpha", "--acceptance-length", "2.5", "--gamma", "3")
+    assert code == 0 and out.split("(")[0] == same.split("(")[0] and "sglang.txt: SGLang mean accept length" in out

@@ -62,6 +62,8 @@ HEAD3 = (
 
 # Files each case can refer to as {name}; written fresh into tmp_path for every case.
 FILES = {
+    # SGLang's page: the mean accept length alone (sglang:spec_accept_length), no steps
+    "sglang.txt": 'sglang:spec_accept_length{model_name="m"} 2.5\n',
     # drafts of mixed lengths (a dynamic schedule): 2.5 drafted tokens a draft
     "mixed-metrics.txt": 'vllm:spec_decode_num_drafts_total{model_name="m"} 1000\n'
     'vllm:spec_decode_num_draft_tokens_total{model_name="m"} 2500\n'
@@ -283,6 +285,10 @@ CASES = [
     ("alpha --metrics {tmp}/metrics-no-drafts.txt", "num_drafts_total is 0"),
     ("alpha --metrics {tmp}/none.txt", "does not exist"),
     ("alpha --metrics {tmp}", "is a folder"),  # it said a folder "does not exist"
+    (  # it asked for vLLM's counters, "is speculative decoding enabled on that server?"
+        "alpha --metrics {tmp}/sglang.txt",
+        "sglang.txt is an SGLang page: its mean accept length is 2.5 tokens a verification",
+    ),
     ("alpha --metrics /dev/null", "metrics file '/dev/null' is not a regular file"),
     ("hardware show {tmp}", "is a folder (give a YAML profile)"),
     ("models show {tmp}", "config.json' does not exist (give a config.json or its folder)"),

@@ -379,16 +379,30 @@ def run_alpha(args: argparse.Namespace) -> int:
     if args.acceptance_length is None or args.gamma is None:
         raise ValueError("give --acceptance-length X and --gamma G (the gamma the measurement used), or --metrics FILE")
     alpha = float(alpha_from_acceptance_length(args.acceptance_length, args.gamma))
+    source = getattr(args, "alpha_source", "--acceptance-length")  # a page's, where one gave it
     if args.json:
-        print_json({"alpha": alpha, "acceptance_length": args.acceptance_length, "gamma": args.gamma})
+        print_json({"alpha": alpha, "acceptance_length": args.acceptance_length, "gamma": args.gamma, "source": source})
     else:
-        print(f"alpha = {alpha:.4f}  (mean acceptance length {args.acceptance_length:g} at gamma {args.gamma})")
+        print(
+            f"alpha = {alpha:.4f}  (mean acceptance length {args.acceptance_length:g} at gamma {args.gamma}"
+            + (f"; {source})" if source != "--acceptance-length" else ")")
+        )
     return 0
 
 
 def _alpha_from_metrics(args: argparse.Namespace) -> int:
-    from specsim.speculation.metrics import read_metrics_file
+    from specsim.speculation.metrics import read_metrics_file, sglang_accept_length
 
+    length = sglang_accept_length(args.metrics)
+    if length is not None:  # SGLang's page holds the mean accept length alone: its steps come from --gamma
+        if args.gamma is None:
+            raise ValueError(
+                f"{args.metrics} is an SGLang page: its mean accept length is {length:.4g} tokens a verification, and "
+                "SGLang does not say the steps; give --gamma, the --speculative-num-steps it ran with"
+            )
+        args.acceptance_length, args.alpha_source = length, f"{args.metrics}: SGLang mean accept length"
+        args.metrics = None
+        return run_alpha(args)
     m = read_metrics_file(args.metrics, args.model_name)
     if args.gamma is not None and m.gamma is not None and args.gamma != m.gamma:  # taken from the page, not dropped
         raise ValueError(

@@ -360,6 +360,13 @@ def _sglang_accept_length(text: str, name: str) -> float:
     return float(np.mean([v for key, _, v in parse_prometheus(text, name) if key == "sglang:spec_accept_length"]))
 
 
+def sglang_accept_length(path: str | Path) -> float | None:
+    """The mean accept length of a saved SGLang ``/metrics`` page (its ``sglang:spec_accept_length`` gauges), None for
+    a page that is not SGLang's."""
+    name, text = _page(path)
+    return _sglang_accept_length(text, name) if _is_sglang(text) else None
+
+
 def accept_length_from_page(path: str | Path, model_name: str | None = None) -> tuple[float, str]:
     """(AL, where it came from): tokens per verification pass from a saved ``/metrics`` page of vLLM
     (1 + accepted / drafts) or SGLang (``sglang:spec_accept_length``).  A page counts from the server's start."""
