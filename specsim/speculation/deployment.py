@@ -1101,6 +1101,6 @@ class Deployment:
         return [
             f"assumed: {self.engine.label} hides all of a round's host work behind the GPU for {self.drafter.label} (no "
             f"public measurement gives the share); without that a round of {steps} draft step{'s' if steps > 1 else ''} "
-            f"at batch 1 takes {waited / hidden - 1:.0%} longer, and the speedups up to that much lower "
-            "(--engine-overlap off to see it)"
+            f"at batch 1 takes {waited / hidden - 1:.0%} longer, and its speedup lower by that factor, a round of more "
+            "steps more (the host work grows with each; --engine-overlap off to see it at yours)"
         ]
