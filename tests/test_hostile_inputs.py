@@ -62,6 +62,9 @@ HEAD3 = (
 
 # Files each case can refer to as {name}; written fresh into tmp_path for every case.
 FILES = {
+    # --prompts that are not JSONL of {"prompt": ...} lines (run.sh failed at the first real-acceptance run)
+    "prose.jsonl": "hello\n",
+    "blank.jsonl": "\n\n",
     # SGLang's page: the mean accept length alone (sglang:spec_accept_length), no steps
     "sglang.txt": 'sglang:spec_accept_length{model_name="m"} 2.5\n',
     # drafts of mixed lengths (a dynamic schedule): 2.5 drafted tokens a draft
@@ -310,7 +313,7 @@ CASES = [
     ),
     ("acceptance --target-logits {tmp}/empty.npy --draft-logits {tmp}/empty.npy", "not a readable .npy array"),
     ("acceptance --target-logits {tmp}/three-d.npy --draft-logits {tmp}/three-d.npy", "shape [positions, vocab]"),
-    ("acceptance --target-logits {tmp}/nan-logits.npy --draft-logits {tmp}/nan-logits.npy", "NaN or infinite"),
+    ("acceptance --target-logits {tmp}/nan-logits.npy --draft-logits {tmp}/nan-logits.npy", "NaN or +infinite"),
     (
         "acceptance --target-logits {tmp}/ok-logits.npy --draft-logits {tmp}/other-vocab.npy",
         "same positions and vocabulary",
@@ -645,6 +648,14 @@ CASES = [
         "--pin-accept-length sets the pinned runs",
     ),
     ("bench-plan --engine vllm --draft eagle3 --out {tmp}/alias.yaml", "exists and is not an empty folder"),
+    (
+        "bench-plan --engine vllm --draft eagle3 --prompts {tmp}/prose.jsonl --out {tmp}/plan-out",
+        'prose.jsonl line 1: not a JSON object; each line is one {"prompt": "..."}',
+    ),
+    (
+        "bench-plan --engine vllm --draft eagle3 --prompts {tmp}/blank.jsonl --out {tmp}/plan-out",
+        "--prompts blank.jsonl holds no prompt",
+    ),
     ("bench-plan --engine none --draft eagle3 --out {tmp}/plan-out", "--engine none serves nothing"),
 ]
 if HAS_TORCH:

@@ -34,7 +34,16 @@ from specsim.engines.sglang import SglangBench
 from specsim.engines.trtllm import TrtllmBench
 from specsim.engines.vllm import VllmBench
 
-__all__ = ["BenchPlan", "PlanRun", "WRITERS", "design_plan", "plan_deployment", "plan_files", "read_plan"]
+__all__ = [
+    "BenchPlan",
+    "PlanRun",
+    "WRITERS",
+    "check_prompts",
+    "design_plan",
+    "plan_deployment",
+    "plan_files",
+    "read_plan",
+]
 
 #: The schema of plan.yaml.
 PLAN_SCHEMA = 1
@@ -650,3 +659,31 @@ def read_plan(path: str) -> dict:
         whole(i, run, "input_tokens", MAX_CONTEXT, optional=True)  # null: the plan's prompts file
         whole(i, run, "output_tokens", MAX_CONTEXT)
     return data
+
+
+def check_prompts(path) -> int:
+    """The prompts of a real-acceptance run's file, counted: JSONL, one ``{"prompt": "..."}`` object a line (vllm bench
+    serve's custom dataset, vllm/benchmarks/datasets.py CustomDataset; run.sh converts it for SGLang and TensorRT-LLM),
+    or ValueError naming the line that is not one.  An empty or non-JSONL file was taken, and run.sh failed at the
+    first real-acceptance run."""
+    from pathlib import Path
+
+    from specsim.core.files import read_text
+    from specsim.core.limits import loads_json, unique_keys
+
+    name = Path(path).name
+    count = 0
+    for number, line in enumerate(read_text(path, "--prompts").splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"--prompts {name} line {number}"
+        try:
+            record = loads_json(line, where, object_pairs_hook=unique_keys(where))
+        except ValueError:
+            raise ValueError(f'{where}: not a JSON object; each line is one {{"prompt": "..."}}') from None
+        if not isinstance(record, dict) or not isinstance(record.get("prompt"), str) or not record["prompt"].strip():
+            raise ValueError(f'{where}: no "prompt" text; each line is one {{"prompt": "..."}}')
+        count += 1
+    if not count:
+        raise ValueError(f'--prompts {name} holds no prompt: JSONL, one {{"prompt": "..."}} a line')
+    return count

@@ -28,7 +28,7 @@ def _positions(text: str) -> list[str]:
 
 
 def run_bench_plan(args: argparse.Namespace) -> int:
-    from specsim.calibration.plan import design_plan, plan_deployment, plan_files
+    from specsim.calibration.plan import check_prompts, design_plan, plan_deployment, plan_files
     from specsim.cli.args import model_options
     from specsim.core.files import OutputError, atomic_write_many, make_folder, refuse_builtin, writing
 
@@ -56,6 +56,7 @@ def run_bench_plan(args: argparse.Namespace) -> int:
             raise ValueError(
                 f'--prompts {args.prompts!r} does not exist or is not a file (JSONL, one {{"prompt": ...}} per line)'
             )
+        check_prompts(p)
         prompts = str(p.resolve())
     dep = plan_deployment(
         args.hardware,
