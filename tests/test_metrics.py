@@ -79,7 +79,9 @@ def test_dependence_warning_in_cli(tmp_path, capsys):
     path = tmp_path / "metrics.txt"
     path.write_text(exposition(10_000, 3, [9000, 5400, 2700]))
     assert main(["alpha", "--metrics", str(path)]) == 0
-    assert "not independent per position" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "not independent per position" in err
+    assert "by more than 0.05 and more than sampling noise (4 standard errors" in err  # the rule, not "noise" alone
 
 
 @pytest.mark.parametrize(

@@ -462,7 +462,8 @@ def _alpha_from_metrics(args: argparse.Namespace) -> int:
     if far:
         print(
             f"\nwarning: the acceptance rate at position(s) {', '.join(map(str, far))} differs from alpha by more than "
-            "sampling noise: acceptance is not independent per position.  For gamma <= "
+            "0.05 and more than sampling noise (4 standard errors; smaller departures are not named): acceptance is "
+            "not independent per position.  For gamma <= "
             f"{m.gamma}, use the per-position rates (E = 1 + sum of P(accepted so far)) rather than one alpha.",
             file=sys.stderr,
         )
