@@ -309,3 +309,14 @@ def test_rtol_half_and_gamma_max_messages():
         optimal_gamma(dep, 0.8, [1], 1128, rtol=0.5)
     with pytest.raises(ValueError, match=r"^gamma_max must be an integer in \[0, 64\], got 65$"):
         optimal_gamma_cost_ratio(0.8, 0.05, gamma_max=65)
+
+
+def test_verbose_says_the_draft_pass_carries_its_layers_share_of_the_per_pass_overhead(capsys):
+    # speedup's t_D (1.186 ms at batch 1) was steptime's draft pass (1.436 ms) less three quarters of the 0.5 ms
+    # per-pass overhead, unexplained under -v: the draft's 16 of 32 layers carry 0.25 ms of it inside a round.
+    from specsim.cli.main import main
+
+    assert main(["speedup", "--alpha", "0.8", "--gamma", "4", "--batch", "1", "-v"]) == 0
+    out = capsys.readouterr().out
+    assert "a draft pass inside a round carries its layers' share of the profile's per-pass overhead: 16/32 of " in out
+    assert "0.50 ms = 0.250 ms" in out

@@ -893,6 +893,14 @@ class Deployment:
         lines = [self.source.describe(), self.engine.describe()]
         if self.drafter is not None:
             lines += self.drafter.provenance()
+            overhead = float(getattr(self.hardware, "overhead_s", 0.0) or 0.0)
+            if self.draft is not None and self.engine.draft_overhead_by_layers and overhead > 0:
+                share = self.draft.n_layers / self.target.n_layers  # drafter_pass: t_D differs from steptime's
+                lines.append(
+                    f"a draft pass inside a round carries its layers' share of the profile's per-pass overhead: "
+                    f"{self.draft.n_layers}/{self.target.n_layers} of {overhead * 1e3:.2f} ms = "
+                    f"{share * overhead * 1e3:.3f} ms (a pass alone, as steptime times one, carries the whole)"
+                )
         lines += model_assumptions(self.hardware, [m for m in (self.target, self.draft) if m is not None])
         if getattr(self.target, "is_hybrid", False):
             lines.append(self.engine.recurrent.describe())
