@@ -151,7 +151,7 @@ def test_acceptance_cli(tmp_path, capsys):
     "make, message",
     [
         (lambda d: np.save(d / "x.npy", np.zeros((300, 49))), "same positions and vocabulary"),
-        (lambda d: np.save(d / "x.npy", np.full((300, 50), np.nan)), "NaN or infinite"),
+        (lambda d: np.save(d / "x.npy", np.full((300, 50), np.nan)), "NaN or +infinite"),
         (lambda d: np.save(d / "x.npy", np.zeros((0, 50))), "shape [positions, vocab]"),
         (lambda d: (d / "x.npy").write_bytes(b""), "not a readable .npy array"),
         (lambda d: None, "does not exist"),

@@ -564,7 +564,7 @@ def read_bench_file(path: str | Path) -> list[BenchRun]:
     """Every run of one benchmark file, its tool detected from its keys; refused with one line if it is none of them."""
     p = Path(path)
     if not p.is_file():
-        from specsim.core.files import not_a_file
+        from specsim.core.limits import not_a_file
 
         raise ValueError(f"benchmark file {str(p)!r} {not_a_file(p)}")
     records = _records(p)

@@ -368,7 +368,7 @@ def read_calibration(path: str | Path) -> Calibration:
 
     p = Path(path)
     if not p.is_file():
-        from specsim.core.files import not_a_file
+        from specsim.core.limits import not_a_file
 
         raise ValueError(f"calibration file {str(p)!r} {not_a_file(p)}")
     data = load_yaml(p, "calibration file")

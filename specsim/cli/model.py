@@ -381,7 +381,8 @@ def run_alpha(args: argparse.Namespace) -> int:
     alpha = float(alpha_from_acceptance_length(args.acceptance_length, args.gamma))
     source = getattr(args, "alpha_source", "--acceptance-length")  # a page's, where one gave it
     if args.json:
-        print_json({"alpha": alpha, "acceptance_length": args.acceptance_length, "gamma": args.gamma, "source": source})
+        page = {} if source == "--acceptance-length" else {"source": source}
+        print_json({"alpha": alpha, "acceptance_length": args.acceptance_length, "gamma": args.gamma} | page)
     else:
         print(
             f"alpha = {alpha:.4f}  (mean acceptance length {args.acceptance_length:g} at gamma {args.gamma}"

@@ -30,27 +30,11 @@ __all__ = [
     "check_output",
     "existing_file",
     "make_folder",
-    "not_a_file",
     "OutputError",
     "read_text",
     "refuse_builtin",
     "writing",
 ]
-
-
-def not_a_file(path: str | Path) -> str:
-    """Why ``path`` is not a file to read, in words: "does not exist", "is a folder", "is not a regular file" (a
-    device, a pipe); "" where it is one.  Every reader names it so (a folder was reported as missing).
-
-    >>> not_a_file("/nonexistent/x.csv"), not_a_file("/"), not_a_file("/dev/null")
-    ('does not exist', 'is a folder', 'is not a regular file')
-    """
-    p = Path(path)
-    if p.is_file():
-        return ""
-    if p.is_dir():
-        return "is a folder"
-    return "is not a regular file" if p.exists() else "does not exist"
 
 
 def read_text(path: str | Path, what: str) -> str:
@@ -60,7 +44,7 @@ def read_text(path: str | Path, what: str) -> str:
     Traceback (most recent call last):
     ValueError: trace '/nonexistent/x.csv' does not exist
     """
-    from specsim.core.limits import _read_text
+    from specsim.core.limits import _read_text, not_a_file
 
     p = Path(path)
     if not p.is_file():

@@ -53,6 +53,7 @@ __all__ = [
     "load_array",
     "load_json",
     "load_yaml",
+    "not_a_file",
     "unique_keys",
     "whole_batches",
     "whole_numbers",
@@ -171,6 +172,21 @@ def whole_batches(batches: Any) -> np.ndarray:
     [1.0, 8.0]
     """
     return np.array(whole_numbers("batch", batches, 1, MAX_BATCH, "batches"), dtype=float)
+
+
+def not_a_file(path: str | Path) -> str:
+    """Why ``path`` is not a file to read, in words: "does not exist", "is a folder", "is not a regular file" (a
+    device, a pipe); "" where it is one.  Every reader names it so (a folder was reported as missing).
+
+    >>> not_a_file("/nonexistent/x.csv"), not_a_file("/"), not_a_file("/dev/null")
+    ('does not exist', 'is a folder', 'is not a regular file')
+    """
+    p = Path(path)
+    if p.is_file():
+        return ""
+    if p.is_dir():
+        return "is a folder"
+    return "is not a regular file" if p.exists() else "does not exist"
 
 
 def _read_text(path: Path, what: str) -> str:
@@ -366,8 +382,6 @@ def load_array(path: str | Path, what: str = "array file") -> np.ndarray:
     path = Path(path)
     where = f"{what} {str(path)!r}"
     if not path.is_file():
-        from specsim.core.files import not_a_file
-
         raise ValueError(f"{where} {not_a_file(path)}")
     import zipfile  # here, not at import: with shutil and threading it costs every command about 3 ms
 

@@ -482,7 +482,7 @@ def load_hardware(name_or_path: str | Path) -> HardwareProfile:
                 "aliases (or give a path to a YAML file)"
             )
         if not path.is_file():
-            from specsim.core.files import not_a_file
+            from specsim.core.limits import not_a_file
 
             raise ValueError(f"hardware file {text!r} {not_a_file(path)} (give a YAML profile)")
     from specsim.core.limits import load_yaml

@@ -186,7 +186,7 @@ def get_model(
                 f"unknown model {text!r}; {hint}specsim models lists the built-in ones (or give a path to a config.json)"
             )
         if not path.is_file():
-            from specsim.core.files import not_a_file
+            from specsim.core.limits import not_a_file
 
             raise ValueError(f"model config {str(path)!r} {not_a_file(path)} (give a config.json or its folder)")
         config = _read_json(path, "model config", allow_infinity=True)

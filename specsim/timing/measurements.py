@@ -101,7 +101,7 @@ def load_measurements(path: str | Path) -> pd.DataFrame:
     """
     p = Path(path)
     if not p.is_file():
-        from specsim.core.files import not_a_file
+        from specsim.core.limits import not_a_file
 
         raise ValueError(f"measurements file {str(path)!r} {not_a_file(p)}")
     try:

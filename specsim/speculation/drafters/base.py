@@ -376,7 +376,7 @@ def _drafter_config(path: str, what: str) -> tuple[Path, str, dict, object, obje
     if config_path.is_dir():
         config_path = config_path / "config.json"
     if not config_path.is_file():
-        from specsim.core.files import not_a_file
+        from specsim.core.limits import not_a_file
 
         raise ValueError(f"{what} {str(config_path)!r} {not_a_file(config_path)}")
     where = f"{what} {str(config_path)!r}"
