@@ -288,6 +288,7 @@ CASES = [
     ("alpha --metrics {tmp}/metrics-no-drafts.txt", "num_drafts_total is 0"),
     ("alpha --metrics {tmp}/none.txt", "does not exist"),
     ("alpha --metrics {tmp}", "is a folder"),  # it said a folder "does not exist"
+    ("figures --only roofline,roofline --out {tmp}/figs", "only lists roofline more than once"),  # drawn twice
     (  # it asked for vLLM's counters, "is speculative decoding enabled on that server?"
         "alpha --metrics {tmp}/sglang.txt",
         "sglang.txt is an SGLang page: its mean accept length is 2.5 tokens a verification",

@@ -177,7 +177,8 @@ def once_each(values: list, what: str, text: str) -> list:
     answered twice."""
     twice = [v for i, v in enumerate(values) if v in values[:i]]
     if twice:
-        raise argparse.ArgumentTypeError(f"{what} lists {twice[0]:g} more than once in {text!r}: give each value once")
+        shown = f"{twice[0]:g}" if isinstance(twice[0], (int, float)) else str(twice[0])
+        raise argparse.ArgumentTypeError(f"{what} lists {shown} more than once in {text!r}: give each value once")
     return values
 
 
@@ -717,7 +718,7 @@ def names(what: str):
         found = [n.strip() for n in text.split(",") if n.strip()]
         if not found:
             raise argparse.ArgumentTypeError(f"--{what} needs a comma-separated list of names, got {text!r}")
-        return found
+        return once_each(found, what, text)  # a name twice was drawn and listed twice
 
     parse.__name__ = what
     return parse
