@@ -289,6 +289,7 @@ CASES = [
     ("alpha --metrics {tmp}/none.txt", "does not exist"),
     ("alpha --metrics {tmp}", "is a folder"),  # it said a folder "does not exist"
     ("figures --only roofline,roofline --out {tmp}/figs", "only lists roofline more than once"),  # drawn twice
+    ("explain --gamma 5 --gamma-max 3", "--gamma-max bounds the search for the best gamma, and --gamma fixes it"),
     (  # it asked for vLLM's counters, "is speculative decoding enabled on that server?"
         "alpha --metrics {tmp}/sglang.txt",
         "sglang.txt is an SGLang page: its mean accept length is 2.5 tokens a verification",

@@ -600,7 +600,10 @@ def _limit_word(by: str, limits, speculating: bool) -> str:
 def run_explain(args: argparse.Namespace) -> int:
     """Where a round's time goes against batch, next to a plain decode step (text, JSON or a PNG)."""
     from specsim.answers.anatomy import round_anatomy
+    from specsim.cli.flags import flags_given
 
+    if args.gamma is not None and "--gamma-max" in flags_given(args, "explain"):  # it bounds a search --gamma skips
+        raise ValueError("--gamma-max bounds the search for the best gamma, and --gamma fixes it: drop one")
     at = _at_load(args)
     if at is not None:
         if args.plot:
