@@ -1,0 +1,77 @@
+"""Calibrations of several files and sweeps that need no shared fixture, kept out of test_calibration.py's xdist group
+(which runs on one worker) so that the suite's two workers share them."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import yaml
+
+from specsim.cli.main import main
+
+BENCH = str(Path(__file__).resolve().parent.parent / "examples" / "bench")
+PLAN = f"{BENCH}/plan/plan.yaml"
+
+
+def test_a_calibration_of_two_sweeps_says_which_acceptance_it_keeps_and_names_the_other(tmp_path, capsys):
+    """Two sweeps (512 and 2048 prompt tokens) without recorded acceptance fit one alpha each; the file keeps one, and
+    kept the first in silence whatever order they came in.  It now says which, and gives the other's alpha."""
+    results = Path(PLAN).parent / "results"
+    # three loads a sweep (the plan runs six): enough to fit, half the time
+    for pattern in (
+        "plain-in512-c[148].json",
+        "plain-in2048-c[148].json",
+        "s2-*-in512-c[148].json",
+        "s4-*-in2048-c[148].json",
+    ):
+        for f in results.glob(pattern):
+            record = {k: v for k, v in json.loads(f.read_text()).items() if not k.startswith("spec_decode")}
+            (tmp_path / f.name).write_text(json.dumps(record))
+    files = lambda pattern: sorted(str(p) for p in tmp_path.glob(pattern))  # noqa: E731
+    argv = ["calibrate-engine", "--plain", *files("plain-*"), "--spec", *files("s2-*"), "--steps", "2", "--spec"]
+    argv += [*files("s4-*"), "--steps", "4", "--hardware", "h100", "--draft", "llama-3.2-1b", "--engine", "vllm@0.20.0"]
+    assert main(argv + ["--out", str(tmp_path / "cal.yaml")]) == 0
+    said = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("its acceptance: "))
+    kept = yaml.safe_load((tmp_path / "cal.yaml").read_text())["acceptance"]
+    assert said == f"its acceptance: {kept['source']}" and "sweep 512 in / 256 out" in said
+    other = re.search(r"the file keeps this sweep's alone: sweep 2048 in / 256 out \(.*\) gave alpha ([\d.]+)", said)
+    assert other is not None and abs(float(other.group(1)) - kept["alpha"]) > 0.01
+
+
+def test_a_speculative_run_without_acceptance_among_runs_that_record_it_is_said(tmp_path, capsys):
+    """A plain file given with --spec by mistake (its date changed, so not the same runs) was fitted: its sweep's
+    acceptance fell from alpha 0.765 to 0.441 in silence.  It is said, not refused: a study may record the acceptance
+    of some runs only (the corpus's H100 sweep does)."""
+    plain = Path(f"{BENCH}/vllm-plain.jsonl").read_text().splitlines()
+    spec = Path(f"{BENCH}/vllm-eagle3.jsonl").read_text().splitlines()
+    stray = json.loads(plain[-1]) | {"date": "20261202-000000"}
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("\n".join(spec[:-1] + [json.dumps(stray)]) + "\n")
+    argv = ["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", "--spec", str(mixed), "--hardware", "h100"]
+    argv += ["--draft", "eagle3", "--steps", "3", "--engine", "vllm@0.10", "--out", str(tmp_path / "cal.yaml")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "mixed.jsonl: no acceptance recorded, where the other speculative runs of sweep 1000 in / 256 out" in out
+    assert "if it is a plain run given as --spec, drop it" in out
+    assert main(argv[:4] + [f"{BENCH}/vllm-eagle3.jsonl"] + argv[5:]) == 0  # every run recording one: nothing said
+    assert "no acceptance recorded" not in capsys.readouterr().out
+
+
+def test_answers_at_a_calibrations_short_runs_say_that_the_fit_is_of_the_runs_and_they_of_the_long_run(
+    tmp_path, capsys
+):
+    """The example runs are of 200 requests: at 64 users that is a first burst and a last wave more than a steady state,
+    and the fit of that run (11.01 ms speculating) is not the long run's answer (12.74 ms, 1.22x against the run's
+    1.35x).  The answers say which is which where a run had fewer than 20 requests a user; at 1 user they need not."""
+    out = tmp_path / "cal.yaml"
+    argv = ["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", "--spec", f"{BENCH}/vllm-eagle3.jsonl"]
+    assert main([*argv, "--hardware", "h100", "--draft", "eagle3", "--steps", "3", "--out", str(out)]) == 0
+    assert {r["requests"] for r in yaml.safe_load(out.read_text())["runs"]} == {200}
+    capsys.readouterr()
+    assert main(["speedup", "--calibration", str(out), "--gamma", "3", "--concurrency", "1,64"]) == 0
+    err = capsys.readouterr().err
+    assert "cal.yaml's runs at 64 users (200 requests) had fewer than 20 requests a user" in err
+    assert main(["optimal-gamma", "--calibration", str(out), "--concurrency", "1"]) == 0
+    assert "fewer than 20 requests a user" not in capsys.readouterr().err
