@@ -613,13 +613,13 @@ def closed_population(
         fits = np.minimum(n_e, np.maximum(np.floor(budget / np.maximum(P, 1.0)), 1.0))
         return np.where(whole, n_e, np.where(g > 0, 1.0, fits)) if fixed_lengths else np.ones_like(budget)
 
+    def beside(group):  # a request's own prompt runs beside the others decoding, not beside itself: b - g
+        return np.maximum(limits.prefill_budget(np.maximum(b - group, 0.0), g), 1.0)
+
     for _ in range(30):
         left = np.maximum(limits.prefill_budget(b, g), 1.0)
-        # A request's own prompt runs beside the others decoding, not beside itself: its budget is that of b - g.
-        group = grouped(left)
-        own_left = np.maximum(limits.prefill_budget(np.maximum(b - group, 0.0), g), 1.0)
-        group = grouped(own_left)
-        own_left = np.maximum(limits.prefill_budget(np.maximum(b - group, 0.0), g), 1.0)
+        group = grouped(beside(grouped(left)))
+        own_left = beside(group)
         wait = np.minimum(CLOSED_LOOP_WAIT, n_e - group)
         # The prompts of all N_e requests pass through the budget once per cycle of C iterations; a group's together.
         own = np.maximum(np.ceil(group * P / own_left), 1.0)
