@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from specsim.calibration.bench_files import read_bench_file
+from specsim.calibration.bench_files import common_statistic, read_bench_file
 from specsim.calibration.engine_calibration import runs_kv_bytes
 from specsim.calibration.engine_fit import NUDGE, _default_alpha, fit_engine, fit_pinned, nudged_runs, spans_its_bounds
 from specsim.calibration.model import RunModel, Values
@@ -90,11 +90,13 @@ def runs_of(spec: dict, folder: Path) -> list[CalRun]:
     """The runs of a deployment, grouped into sweeps as its manifest says: by each row's workload where it names one,
     else by ``sweep_by`` (default by lengths, as calibrate-engine)."""
     runs = []
+    # One statistic for every run, as calibrate-engine reads them (the medians where some record holds no mean).
+    prefer, _ = common_statistic([folder / row["file"] for row in spec["runs"]])
     for row in spec["runs"]:
         setup = None
         if row["kind"] == "spec":
             setup = SpecSetup(int(row["steps"]), sweep=row.get("workload"))
-        runs += [CalRun(r, setup) for r in read_bench_file(folder / row["file"])]
+        runs += [CalRun(r, setup) for r in read_bench_file(folder / row["file"], prefer)]
     # The spread of acceptance across the prompts, where single-request runs record it: part of the recorded
     # acceptance, as the rate is ((a) and (b) take it, (c) takes it away).
     runs = with_prompt_spreads(runs)[0]

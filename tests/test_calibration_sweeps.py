@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 from specsim.cli.main import main
@@ -75,3 +76,32 @@ def test_answers_at_a_calibrations_short_runs_say_that_the_fit_is_of_the_runs_an
     assert "cal.yaml's runs at 64 users (200 requests) had fewer than 20 requests a user" in err
     assert main(["optimal-gamma", "--calibration", str(out), "--concurrency", "1"]) == 0
     assert "fewer than 20 requests a user" not in capsys.readouterr().err
+
+
+def test_runs_whose_records_mix_means_and_medians_are_all_read_by_their_medians(tmp_path):
+    """InferenceX's dashboard keeps medians for every row and means for some: the plain run at 4 users was read by its
+    median TPOT and the speculative one by its mean, and their ratio taken as the speedup.  Every run is now read by
+    its median, and the calibration's notes say why."""
+    from specsim.calibration.inputs import runs_from_files
+
+    plain, spec = (Path(f"{BENCH}/vllm-{name}.jsonl").read_text().splitlines() for name in ("plain", "eagle3"))
+    records = [json.loads(line) for line in plain]
+    # the plain run at 4 users keeps its medians alone; the speculative runs' medians sit 5% above their means
+    records[1] = {k: v for k, v in records[1].items() if not k.startswith("mean_")}
+    spec_records = [json.loads(line) for line in spec]
+    for r in spec_records:
+        r.update({k: v * 1.05 for k, v in r.items() if k.startswith("median_") and k.endswith("_ms")})
+    (tmp_path / "plain.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    (tmp_path / "spec.jsonl").write_text("\n".join(json.dumps(r) for r in spec_records) + "\n")
+    files = [str(tmp_path / "plain.jsonl")], [([str(tmp_path / "spec.jsonl")], 3)]
+    runs, _, notes = runs_from_files(*files)
+    assert {c.run.statistic for c in runs} == {"median"}
+    assert any(
+        n.startswith("latencies read by their medians in every file: plain.jsonl#2 records no mean") for n in notes
+    )
+    by = {(c.kind, c.run.concurrency): c.run.tpot_s for c in runs}
+    four = next(r for r in spec_records if r["max_concurrency"] == 4)
+    assert by["plain", 4] / by["spec", 4] == pytest.approx(records[1]["median_tpot_ms"] / four["median_tpot_ms"])
+    # where every record holds a mean, the means are read, as before
+    runs, _, notes = runs_from_files([f"{BENCH}/vllm-plain.jsonl"], [([f"{BENCH}/vllm-eagle3.jsonl"], 3)])
+    assert {c.run.statistic for c in runs} == {"mean"} and not any("medians" in n for n in notes)

@@ -179,9 +179,10 @@ def _concurrency(load: str) -> int | None:
     return int(value) if kind == "concurrency" else None
 
 
-def _latency(where: str, record: dict, name: str) -> tuple[float | None, str | None]:
-    """(seconds, "mean" or "median") of a latency the tool records in ms as ``mean_<name>_ms`` (else the median)."""
-    for stat in ("mean", "median"):
+def _latency(where: str, record: dict, name: str, prefer: str = "mean") -> tuple[float | None, str | None]:
+    """(seconds, "mean" or "median") of a latency the tool records in ms as ``mean_<name>_ms`` (else the median; the
+    median first where ``prefer`` says so)."""
+    for stat in ("mean", "median") if prefer == "mean" else ("median", "mean"):
         key = f"{stat}_{name}_ms"
         if record.get(key) is not None:
             return _number(where, record, key) / 1e3, stat
@@ -347,16 +348,16 @@ def _acceptance(where: str, record: dict, tool: str) -> float | None:
     return al
 
 
-def _serve_run(path: Path, index: int, record: object, tool: str) -> BenchRun:
+def _serve_run(path: Path, index: int, record: object, tool: str, prefer: str = "mean") -> BenchRun:
     where = f"{path.name}#{index}"
     if not isinstance(record, dict):
         raise ValueError(f"{where}: a {tool} result is a JSON object, got {type(record).__name__}")
     completed = _number(where, record, "completed")
     duration = _number(where, record, "duration", optional=True)
-    tpot_s, tpot_stat = _latency(where, record, "tpot")
-    ttft_s, _ = _latency(where, record, "ttft")
-    itl_s, _ = _latency(where, record, "itl")
-    e2e_s, e2e_stat = _latency(where, record, "e2el")
+    tpot_s, tpot_stat = _latency(where, record, "tpot", prefer)
+    ttft_s, _ = _latency(where, record, "ttft", prefer)
+    itl_s, _ = _latency(where, record, "itl", prefer)
+    e2e_s, e2e_stat = _latency(where, record, "e2el", prefer)
     if tpot_s is None and e2e_s is None and duration is None:
         raise ValueError(
             f"{where}: no mean_tpot_ms (or median), no end-to-end latency and no duration: nothing to judge the run by"
@@ -560,8 +561,12 @@ def _tool_of(path: Path, record: dict) -> str:
     raise ValueError(f"{path.name}: not a benchmark file specsim reads; read: " + "; ".join(TOOLS.values()))
 
 
-def read_bench_file(path: str | Path) -> list[BenchRun]:
-    """Every run of one benchmark file, its tool detected from its keys; refused with one line if it is none of them."""
+def read_bench_file(path: str | Path, prefer: str = "mean") -> list[BenchRun]:
+    """Every run of one benchmark file, its tool detected from its keys; refused with one line if it is none of them.
+    ``prefer``: the statistic of the latencies read where a record holds both ("mean" or "median"; the other where it
+    holds one)."""
+    if prefer not in ("mean", "median"):
+        raise ValueError(f"prefer must be 'mean' or 'median', got {prefer!r}")
     p = Path(path)
     if not p.is_file():
         from specsim.core.limits import not_a_file
@@ -578,7 +583,29 @@ def read_bench_file(path: str | Path) -> list[BenchRun]:
         if tool == "guidellm":
             runs += _guidellm_runs(p, record)
         else:
-            runs.append(_serve_run(p, index, record, tool))
+            runs.append(_serve_run(p, index, record, tool, prefer))
     if len(runs) > MAX_RUNS_PER_FILE:
         raise ValueError(f"{p.name}: more than {MAX_RUNS_PER_FILE} runs in one file")
     return runs
+
+
+def common_statistic(paths: list) -> tuple[str, str | None]:
+    """("mean" or "median", a note or None): the statistic every run of these files is read by.  The mean where every
+    record holds one; else the median (a source that keeps medians for every row and means for some, as InferenceX's
+    dashboard does): a plain run's median TPOT over a speculative run's mean is not a speedup (a speculating engine's
+    mean TPOT sat 2-9% under its median there), and a fit to both reads two statistics as one."""
+    runs = read_bench_file_all(paths)
+    medians = [r for r in runs if r.statistic == "median"]
+    if not medians or len(medians) == len(runs):
+        return "mean", None
+    mixed = [r for r in read_bench_file_all(paths, "median") if r.statistic == "mean"]
+    return "median", (
+        f"latencies read by their medians in every file: {medians[0].where} records no mean, and a mean against a "
+        "median is not the same statistic"
+        + (f" ({mixed[0].where} and {len(mixed) - 1} others record no median: read by their means)" if mixed else "")
+    )
+
+
+def read_bench_file_all(paths: list, prefer: str = "mean") -> list[BenchRun]:
+    """The runs of every file of ``paths``, in order, read by :func:`read_bench_file`."""
+    return [r for path in paths for r in read_bench_file(path, prefer)]

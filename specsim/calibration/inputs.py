@@ -112,7 +112,7 @@ def runs_from_files(
     note where an offline batch is among the runs, whose slowest request waits for it)."""
     import os
 
-    from specsim.calibration.bench_files import read_bench_file
+    from specsim.calibration.bench_files import common_statistic, read_bench_file
     from specsim.core.limits import MAX_GAMMA, check_int
     from specsim.speculation.metrics import accept_length_from_page
 
@@ -121,9 +121,10 @@ def runs_from_files(
         raise ValueError("plain and each speculative group's files are lists of paths, not one path")
     spec_groups = [(paths, check_int("a speculative group's draft steps", s, 1, MAX_GAMMA)) for paths, s in spec_groups]
     _refuse_plain_as_spec(plain, [p for paths, _ in spec_groups for p in paths])
-    runs, notes = [], []
+    prefer, said_statistic = common_statistic(list(plain) + [p for paths, _ in spec_groups for p in paths])
+    runs, notes = [], [said_statistic] if said_statistic else []
     for path in plain:
-        runs += [CalRun(r) for r in read_bench_file(path)]
+        runs += [CalRun(r) for r in read_bench_file(path, prefer)]
     length = None
     if metrics:
         length, where = accept_length_from_page(metrics)
@@ -140,7 +141,7 @@ def runs_from_files(
         setup = SpecSetup(steps, topk, verify_tokens)
         for path in paths:
             files.append(path)
-            for r in read_bench_file(path):
+            for r in read_bench_file(path, prefer):
                 if r.accept_length is None and length is not None:
                     r = dataclasses.replace(r, accept_length=length)
                 runs.append(CalRun(r, setup))
