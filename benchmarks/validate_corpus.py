@@ -140,13 +140,29 @@ def preset_predictions(dep, runs: list[CalRun], limits=None, kv=None) -> tuple[R
     return model, model.predict(values, np.arange(len(runs)))
 
 
-def uncalibrated(dep, runs: list[CalRun], limits=None, kv=None) -> tuple[dict, dict]:
+def uncalibrated(dep, runs: list[CalRun], limits=None, kv=None) -> tuple[dict, dict, dict]:
     """(a): the preset as shipped, with the acceptance from the record: (groups whose runs recorded it, groups whose
-    runs did not, predicted with the drafter's published acceptance, said so: a*)."""
+    runs did not, predicted with the drafter's published acceptance, said so: a*; groups whose runs did not, at more
+    steps than that acceptance covers: not predicted, their measured speedup kept with NaN)."""
     model, predicted = preset_predictions(dep, runs, limits, kv)
     pairs = _speedups(runs, predicted)
     recorded = {k: v for k, v in pairs.items() if k[2] not in model.sweeps}
-    return recorded, {k: v for k, v in pairs.items() if k[2] in model.sweeps}
+    deepest = published_steps(dep)
+    published = {k: v for k, v in pairs.items() if k[2] in model.sweeps}
+    covered = {k: v for k, v in published.items() if deepest is None or k[1] <= deepest}
+    return recorded, covered, {k: (v[0], np.nan) for k, v in published.items() if k not in covered}
+
+
+def published_steps(dep) -> int | None:
+    """The draft steps the drafter's published acceptance covers: None for any (a per-token rate), 0 where there is
+    none (n-gram lookup).  DeepSeek-V3's MTP acceptance is one position's (drafters' classic table): a group at 2 or 3
+    steps has no published acceptance, and taking that one rate at every depth is the extrapolation
+    Acceptance.expected_tokens refuses, so (a*) is not available there."""
+    try:
+        acc, _ = dep.drafter.default_acceptance(dep.target)
+    except ValueError:
+        return 0
+    return acc.max_gamma
 
 
 def one_gamma(dep, runs: list[CalRun], limits=None, kv=None) -> tuple[dict, str]:
@@ -267,9 +283,10 @@ def _one(folder: Path, spec: dict) -> dict:
     # The KV cache of the runs' engine, at the share its recipe set where the manifest records one (as calibrate-engine
     # --memory-util takes it), else the engine's own.
     kv = runs_kv_bytes(dep, runs, limits, spec.get("memory_util"))
-    a, a_star = uncalibrated(dep, runs, limits, kv)
+    a, a_star, beyond = uncalibrated(dep, runs, limits, kv)
     row["a"], row["a_star"] = _error(a), _error(a_star)
-    a_all = a | a_star
+    row["a_star_beyond"] = sorted({k[1] for k in beyond})
+    a_all = a | a_star | beyond
     try:
         b, b_how = one_gamma(dep, runs, limits, kv)
         c, lines = without_acceptance(dep, runs, limits, kv)
@@ -318,6 +335,9 @@ def _print(results: list[dict]) -> None:
         reg = f"{r['regret_a'][0]:.3f} ({r['regret_a'][1]})" if r["regret_a"][1] else "n/a"
         print(f"{name:<52} {cells[0]:>24} {cells[1]:>26} {cells[2]:>22} {cells[3]:>22} {reg:>11}")
         notes = [f"(b) {r['b_how']}" if "b'" in r["b_how"] or "not available" in r["b_how"] else ""]
+        if r["a_star_beyond"]:
+            steps = ", ".join(map(str, r["a_star_beyond"]))
+            notes.append(f"(a*) not available at {steps} steps: the drafter's published acceptance stops short of them")
         if r["regret_b"][1]:
             notes.append(f"(d) with the calibration of (b): {r['regret_b'][0]:.3f} ({r['regret_b'][1]})")
         for line in [n for n in notes if n] + [f"(c) {x}" for x in r["c_alpha"]]:

@@ -126,3 +126,27 @@ def test_a_converter_writes_the_manifest_its_folder_holds(script):
     manifest = (ROOT / module.SOURCE / "source.yaml").read_text()
     runs = "".join(line for line in manifest.splitlines(keepends=True) if line.startswith("  - {file:"))
     assert template.replace("@RUNS@\n", runs) == manifest
+
+
+def test_a_published_acceptance_is_not_stretched_past_the_positions_it_was_measured_at():
+    """DeepSeek-V3's MTP acceptance is published for one position: column (a*) took it at every depth of 2 and 3 step
+    sweeps (the rate 0.875 each), the extrapolation Acceptance.expected_tokens refuses.  Those groups are now not
+    predicted there; a per-token rate covers any depth."""
+    import importlib.util
+
+    from specsim.speculation.deployment import Deployment
+
+    path = ROOT.parent.parent.parent / "benchmarks" / "validate_corpus.py"
+    spec = importlib.util.spec_from_file_location("validate_corpus", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    mtp = Deployment.build("h200", "deepseek-v3", "mtp", target_options={"tp": 8})
+    assert module.published_steps(mtp) == 1
+    assert module.published_steps(Deployment.build("h100", "llama-3.1-8b", "llama-3.2-1b")) is None
+    folder = ROOT / "h200-sglang-dsr1-fp8-mtp"
+    d = module.deployments(folder)[0]
+    dep, _ = module.build(d, folder)
+    runs = module.runs_of(d, folder)
+    _, published, beyond = module.uncalibrated(dep, runs, module.limits_of(d, dep))
+    assert not published and beyond and {k[1] for k in beyond} == {2}
+    assert all(m > 0 and p != p for m, p in beyond.values())
