@@ -4,6 +4,7 @@ function over 65, and each formula the deployment layer owns is computed in one 
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -47,11 +48,18 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once per process: a hundred tests walk the same ninety modules, none changes a
+    tree, and parsing them anew took most of this file's 15 s."""
+    return ast.parse(path.read_text())
+
+
 def _imports(name: str, path: Path) -> set[str]:
     """specsim modules ``name`` imports, at module level or inside functions."""
     out = set()
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.ImportFrom):
             base = (
                 ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
@@ -122,7 +130,7 @@ def _statements(node: ast.AST) -> int:
 
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_module_and_function_sizes(name):
-    tree = ast.parse(MODULES[name].read_text())
+    tree = _tree(MODULES[name])
     assert _statements(tree) <= MAX_MODULE_STATEMENTS, f"{name} has {_statements(tree)} statements"
     long = [
         (node.name, _statements(node) - 1)
@@ -132,10 +140,11 @@ def test_module_and_function_sizes(name):
     assert long == []
 
 
+@functools.cache
 def _source_without_docstrings(path: Path) -> str:
     """The code of a module with its docstrings blanked (formulas quoted in prose do not count)."""
     text = path.read_text()
-    tree = ast.parse(text)
+    tree = _tree(path)
     lines = text.splitlines()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
@@ -215,7 +224,7 @@ def test_a_rounds_time_is_composed_only_by_round_seconds():
 def _speedup_formulas(path: Path) -> list[str]:
     """Every ``tokens * decode step / round`` (in either order of the product) and ``latency_plain / latency_spec`` in a module."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(_tree(path)):
         if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)):
             continue
         text = ast.unparse(node)
@@ -307,7 +316,7 @@ def test_no_code_outside_the_engines_compares_an_engines_name():
         f"{name}:{line}: {text!r}"
         for name, path in MODULES.items()
         if not (name + ".").startswith("specsim.engines.")
-        for line, text in _spelled_engines(ast.parse(path.read_text()), name, spellings)
+        for line, text in _spelled_engines(_tree(path), name, spellings)
     ]
     assert found == [], found
 
