@@ -143,8 +143,16 @@ def test_hardware_list_and_show(capsys):
 
 def test_reproduce_passes_and_exits_zero(capsys):
     code, out, _ = run(capsys, "reproduce", "--json")
-    rows = json.loads(out)
+    got = json.loads(out)
+    rows = got["checks"]
     assert code == 0 and all(r["passed"] for r in rows) and len(rows) == 25
+    # the preset the numbers come from, in the JSON and in the text's header (it was a bare list, the header typed out)
+    assert got["preset"]["compute_eff"] == 0.6 and got["preset"]["overhead_s_per_pass"] == 0.0005
+    code, out, _ = run(capsys, "reproduce")
+    assert out.startswith("the article's numbers from its preset: h100-sxm (989 TFLOP/s x 0.6, 3.35 TB/s x 0.8, 0.5 ")
+    code, verbose, _ = run(capsys, "reproduce", "-v")
+    assert "source: the reference article's step-time model as docs/article.md reconstructs it" in verbose
+    assert "source:" not in out
 
 
 @pytest.mark.parametrize(

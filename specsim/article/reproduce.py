@@ -29,7 +29,7 @@ from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma_cost_ratio, speedup
 from specsim.timing.roofline import RooflineSource
 
-__all__ = ["ARTICLE_CONTEXT_TOKENS", "Check", "article_deployment", "reproduce"]
+__all__ = ["ARTICLE_CONTEXT_TOKENS", "Check", "article_deployment", "article_preset", "reproduce"]
 
 ARTICLE_CONTEXT_TOKENS = 1128
 
@@ -88,6 +88,28 @@ def article_deployment() -> Deployment:
     return Deployment(
         hardware, get_model("article-8b"), get_model("article-1b"), RooflineSource(hardware), ENGINES["none"]
     )
+
+
+def article_preset() -> dict:
+    """The preset :func:`reproduce` computes from, as its output names it (reproduce --json's ``preset``): the
+    profile's peaks, efficiencies and per-pass overhead, the step-time source, the models and the context, each
+    from :func:`article_deployment` (design/article-model.md reconstructs them from the article)."""
+    dep = article_deployment()
+    hw = dep.hardware
+    return {
+        "hardware": hw.name,
+        "peak_flop_per_s": hw.peak_flop_per_s,
+        "compute_eff": hw.compute_eff,
+        "peak_bytes_per_s": hw.peak_bytes_per_s,
+        "bandwidth_eff": hw.bandwidth_eff,
+        "overhead_s_per_pass": hw.overhead_s,
+        "timing": dep.source.name,
+        "engine": dep.engine.key,
+        "target": dep.target.name,
+        "draft": dep.draft.name,
+        "context_tokens": ARTICLE_CONTEXT_TOKENS,
+        "source": "the reference article's step-time model as docs/article.md reconstructs it",
+    }
 
 
 def _rounded(quantity: str, quoted: str, value: float, decimals: int, unit: str = "") -> Check:

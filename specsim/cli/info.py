@@ -276,14 +276,24 @@ def run_models(args: argparse.Namespace) -> int:
 
 
 def run_reproduce(args: argparse.Namespace) -> int:
-    from specsim.article.reproduce import reproduce
+    from specsim.article.reproduce import article_preset, reproduce
 
     checks = reproduce()
+    preset = article_preset()
     if args.json:
-        print_json([c.to_dict() for c in checks])
+        print_json({"preset": preset, "checks": [c.to_dict() for c in checks]})
     else:
-        print("the article's numbers from its preset: H100 SXM (989 TFLOP/s x 0.6, 3.35 TB/s x 0.8, 0.5 ms/pass),")
-        print("article-8b target, article-1b draft, context 1128 tokens\n")
+        print(
+            f"the article's numbers from its preset: {preset['hardware']} ({preset['peak_flop_per_s'] / 1e12:g} TFLOP/s "
+            f"x {preset['compute_eff']:g}, {preset['peak_bytes_per_s'] / 1e12:g} TB/s x {preset['bandwidth_eff']:g}, "
+            f"{preset['overhead_s_per_pass'] * 1e3:g} ms/pass, {preset['timing']} step times),"
+        )
+        print(f"{preset['target']} target, {preset['draft']} draft, context {preset['context_tokens']} tokens")
+        if args.verbose:
+            print(
+                f"source: {preset['source']}; engine preset {preset['engine']} (no engine's iteration or round terms)"
+            )
+        print()
         print(
             table(
                 ["quantity", "quoted", "specsim", "must land in", "result"],
