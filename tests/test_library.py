@@ -891,7 +891,8 @@ def test_the_library_checks_what_the_flags_check_and_refuses_bools_and_strings_f
             lambda: load_answer(dep, 0.8, "alpha 0.8", "concurrency", [1], 1000, 1),
             "output_tokens must be a number in [2,",
         ),
-        (lambda: closed_form_answer(0.8, 3, 10**400), "cost_ratio must be a number in [0, inf]"),
+        (lambda: closed_form_answer(0.8, 3, 10**400), "cost_ratio must be a number in [0, inf), got"),
+        (lambda: closed_form_answer(0.8, 3, float("inf")), "cost_ratio must be a number in [0, inf), got inf"),
     ]
     for call, message in cases:
         with pytest.raises(ValueError, match=re.escape(message)):

@@ -135,19 +135,21 @@ def check_int(what: str, value: Any, minimum: int, maximum: int) -> int:
 
 def check_real(what: str, value: Any, minimum: float, maximum: float, above: bool = False) -> float:
     """``value`` as a float in [minimum, maximum] (``above``: (minimum, maximum]), or ValueError naming ``what`` and the
-    range: a bool, a string, NaN or infinity is not a number here.
+    range: a bool, a string, NaN or infinity is not a number here (an infinite ``maximum`` shows as ``inf)``: any
+    finite number up to it).
 
     >>> check_real("rtol", 0.01, 0.0, 0.5)
     0.01
     """
     low = "(" if above else "["
+    high = ")" if maximum == float("inf") else "]"  # infinity itself is refused below
     shown = [f"{int(v):,}" if float(v).is_integer() else f"{v:g}" for v in (minimum, maximum)]
     try:  # a Python int past a float's range is no number here either
         x = float(value) if is_real(value) else float("nan")
     except OverflowError:
         x = float("nan")
     if not np.isfinite(x) or not (minimum < x if above else minimum <= x) or not x <= maximum:
-        raise ValueError(f"{what} must be a number in {low}{shown[0]}, {shown[1]}], got {value!r:.60}")
+        raise ValueError(f"{what} must be a number in {low}{shown[0]}, {shown[1]}{high}, got {value!r:.60}")
     return x
 
 
