@@ -532,3 +532,11 @@ def test_an_interval_reaching_below_zero_is_said(capsys):
     assert "below zero" not in capsys.readouterr().out
     assert main(["serve-sweep", *base, "--concurrency", "200", "--requests", "100", "--runs", "2"]) == 0
     assert "at 200 users" in next(line for line in capsys.readouterr().out.splitlines() if "below zero" in line)
+    # goodput is printed with its interval too: at two runs of 40 requests under a 5 ms TPOT SLO, speculation on
+    # meets it 5.33 ±17.95 req/s (speculation off meets it in no run), and the note names it
+    slo = ["--concurrency", "4", "--requests", "40", "--runs", "2", "--slo-tpot-ms", "5"]
+    assert main(["serve-sim", *base, *slo]) == 0
+    out = capsys.readouterr().out
+    on, on_h = (float(v) for v in re.findall(r"goodput \(both SLOs met\).* ([\d.]+) ±([\d.]+) req/s", out)[0])
+    assert on_h > on
+    assert "goodput on" in next(line for line in out.splitlines() if "below zero" in line)

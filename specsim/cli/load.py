@@ -389,7 +389,9 @@ def _print_summaries(off: dict, on: dict, changes: dict) -> None:
             ("output tokens/s", "output_tokens_per_s"),
             ("requests/s", "requests_per_s"),
             ("running batch", "mean_running_batch"),
+            ("goodput", "goodput_requests_per_s"),
         )
+        if key in arm_summary  # goodput only where SLOs were given
     ]
     wide += [
         (f"{label} {q} {arm}", arm_summary[key][q], arm_summary["ci"][key][q])
