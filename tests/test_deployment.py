@@ -287,7 +287,7 @@ def test_provenance_names_the_source_the_engine_the_drafter_and_the_assumptions(
     )
     # a draft model needs no drafter line, a bf16 dense model no assumption; its pass's share of the per-pass overhead
     # inside a round is said (speedup's t_D under steptime's draft pass)
-    assert len(_dep().provenance()) == 3 and "16/32 of 0.50 ms = 0.250 ms" in _dep().provenance()[2]
+    assert len(_dep().provenance()) == 3 and "16/32 of 0.500 ms = 0.250 ms" in _dep().provenance()[2]
 
 
 def test_model_assumptions_name_precision_experts_skew_and_parallelism():

@@ -318,5 +318,19 @@ def test_verbose_says_the_draft_pass_carries_its_layers_share_of_the_per_pass_ov
 
     assert main(["speedup", "--alpha", "0.8", "--gamma", "4", "--batch", "1", "-v"]) == 0
     out = capsys.readouterr().out
-    assert "a draft pass inside a round carries its layers' share of the profile's per-pass overhead: 16/32 of " in out
-    assert "0.50 ms = 0.250 ms" in out
+    assert "a draft pass inside a round carries its layers' share of the source's per-pass overhead: 16/32 of " in out
+    assert "0.500 ms = 0.250 ms, 0.250 ms less than a pass alone" in out
+
+
+def test_the_draft_pass_overhead_line_says_what_drafter_pass_takes_off():
+    """The line gives gpu_pass's overhead and drafter_pass's, as the source adds them: kernel sums add none (no line),
+    and a profile's per-layer overhead counts (0.5 ms + 16 x 10 us for the 16-layer draft: 0.660 ms whole, half of it
+    kept), where the line once said the profile's 0.50 ms per pass alone."""
+    import dataclasses
+
+    from specsim.describe.hardware import load_hardware
+
+    assert not any("per-pass overhead" in line for line in Deployment.build(timing="kernels").provenance())
+    layered = dataclasses.replace(load_hardware("h100-sxm"), per_layer_overhead_s=10e-6)
+    lines = [line for line in Deployment.build(layered, timing="roofline").provenance() if "per-pass overhead" in line]
+    assert lines and "16/32 of 0.660 ms = 0.330 ms, 0.330 ms less than a pass alone" in lines[0]
