@@ -195,6 +195,23 @@ def test_a_copy_of_a_builtin_profile_edited_under_its_name_is_refused_and_rename
     assert (profile.name, profile.device, profile.peak_bytes_per_s) == ("my-h100", "h100-sxm", 4.0e12)
 
 
+def test_the_refusal_of_an_edited_calibrated_profile_names_the_kernel_data_it_reads(tmp_path):
+    """A calibrated h100-sxm-vllm reads h100-sxm's kernels; the refusal of an edited copy advised `device:
+    h100-sxm-vllm`, a device the kernel database does not have.  It names h100-sxm, and a copy renamed as advised
+    reads the built-in's kernel folder."""
+    from specsim.describe.hardware import load_hardware
+    from specsim.timing.kernel_db import device_folder
+
+    text = (builtin_dir() / "measurements" / "h100-sxm-vllm.yaml").read_text()
+    edited = tmp_path / "edited.yaml"
+    edited.write_text(re.sub(r"(?m)^compute_eff: .*$", "compute_eff: 0.5", text))
+    with pytest.raises(ValueError, match=r"device: h100-sxm reads h100-sxm-vllm's kernel data under another name\)$"):
+        load_hardware(edited)
+    renamed = tmp_path / "renamed.yaml"
+    renamed.write_text(re.sub(r"(?m)^name: .*$", "name: my-h100\ndevice: h100-sxm", edited.read_text()))
+    assert device_folder(load_hardware(renamed)) == device_folder(load_hardware("h100-sxm-vllm"))
+
+
 def test_an_fp8_peak_below_the_16_bit_peak_is_refused(tmp_path):
     # 1e12 for 1979e12 gave a 30-second step and a ridge of 0.2 FLOP/byte, unsaid.
     from specsim.describe.hardware import load_hardware

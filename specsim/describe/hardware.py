@@ -317,6 +317,16 @@ class HardwareProfile:
         unfilled = np.maximum(tiles - m / DEQUANT_TILE_TOKENS, 0.0)
         return DEQUANT_FLOP_PER_WEIGHT * np.asarray(weights, dtype=float) * unfilled / self.flop_per_s
 
+    @property
+    def kernel_device(self) -> str:
+        """The kernel database's device this profile reads: :attr:`device` where given, else the name (a calibrated
+        ``*-vllm`` profile reads its base's).
+
+        >>> HardwareProfile("h100-sxm-vllm", 989e12, 3.35e12, 80e9).kernel_device
+        'h100-sxm'
+        """
+        return self.device or re.sub(r"-vllm$", "", self.name)
+
     def overhead_for(self, n_layers: int) -> float:
         """Fixed time of one forward pass of an ``n_layers`` model, seconds."""
         return self.overhead_s + self.per_layer_overhead_s * n_layers
@@ -495,6 +505,6 @@ def load_hardware(name_or_path: str | Path) -> HardwareProfile:
             raise ValueError(
                 f"hardware file {path.name!r} names itself {profile.name}, a built-in profile, but differs from it: "
                 f"give it a name of its own (every label and the measured-kernel data go by the name; device: "
-                f"{builtin.device or profile.name} reads {profile.name}'s kernel data under another name)"
+                f"{builtin.kernel_device} reads {profile.name}'s kernel data under another name)"
             )
     return profile

@@ -163,14 +163,9 @@ def database_version() -> str:
         ) from None
 
 
-def _device_name(hardware: HardwareProfile) -> str:
-    """The database device a profile names (calibrated ``*-vllm`` profiles name their base's)."""
-    return hardware.device or re.sub(r"-vllm$", "", hardware.name)
-
-
 def device_folder(hardware: HardwareProfile) -> str:
     """The database's folder for a profile (calibrated ``*-vllm`` profiles map to their device)."""
-    name = _device_name(hardware)
+    name = hardware.kernel_device
     if name not in DEVICE_FOLDERS:
         raise KernelDataError(
             f"the kernel database has no device {hardware.name!r}; it has {', '.join(DEVICE_FOLDERS)}"
@@ -198,7 +193,7 @@ def kin_devices(hardware: HardwareProfile) -> list[str]:
 
     if hardware.compute_capability is None:  # (only a CUDA profile names one)
         return []
-    kin = [load_hardware(n) for n in DEVICE_FOLDERS if n != _device_name(hardware)]
+    kin = [load_hardware(n) for n in DEVICE_FOLDERS if n != hardware.kernel_device]
     kin = [k for k in kin if k.compute_capability == hardware.compute_capability]
     ridge = hardware.peak_ridge_flop_per_byte
     return [k.name for k in sorted(kin, key=lambda k: (abs(math.log(k.peak_ridge_flop_per_byte / ridge)), k.name))]
