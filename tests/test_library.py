@@ -847,6 +847,7 @@ def test_the_library_checks_what_the_flags_check_and_refuses_bools_and_strings_f
     """Each of these gave an answer from the library that the command refuses (gamma 100 at 0.25x, a fractional batch,
     10 million users, a negative SLO meeting nothing), or took True as alpha 1 and "0.8" as 0.8 (numpy reads both)."""
     from specsim.answers import closed_form_answer, deployment_capacity, gamma_answer, speedup_rows, steptime_rows
+    from specsim.answers.compare import compare_answer
     from specsim.answers.load import load_answer
     from specsim.answers.serve import serve_sim, sim_load
     from specsim.serving.steady import EngineLimits
@@ -887,6 +888,10 @@ def test_the_library_checks_what_the_flags_check_and_refuses_bools_and_strings_f
         (lambda: closed_form_answer(0.8, True, 0.05), "gamma must be an integer in [0, 64], got True"),
         (lambda: Deployment.build("h100-sxm", "llama-3.1-8b", engine_overhead_ms="1"), "engine_overhead_ms must be"),
         (lambda: at_load([1], limits=EngineLimits(1024, 1)), "vLLM refuses to start with max_num_batched_tokens 1"),
+        (
+            lambda: compare_answer(dep, 0.8, [1, 8], 1128, None, 16, None, None, max_batched_tokens=16),
+            "vLLM refuses to start with max_num_batched_tokens 16 below max_num_seqs 1,024",
+        ),
         (
             lambda: load_answer(dep, 0.8, "alpha 0.8", "concurrency", [1], 1000, 1),
             "output_tokens must be a number in [2,",

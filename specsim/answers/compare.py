@@ -101,7 +101,7 @@ def compare_answer(
     (:class:`specsim.serving.steady.EngineLimits`, ``limits_from`` saying where they come from), None: those two, each
     not given at the engine's own on the GPU (:func:`specsim.serving.steady.engine_limits`)."""
     from specsim.core.limits import MAX_GAMMA, check_int
-    from specsim.serving.steady import engine_limits
+    from specsim.serving.steady import check_limits, engine_limits
 
     batches = whole_batches(batches)
     if gamma is not None:
@@ -109,6 +109,7 @@ def compare_answer(
     if limits is None:
         limits, limits_from = engine_limits(dep.engine, dep.hardware, False, max_num_seqs, max_batched_tokens)
         limits_from = "max_num_seqs given" if max_num_seqs is not None else limits_from.split(";")[0]
+    check_limits(dep.engine, limits)  # as the CLI's flags are checked: vLLM refuses a budget below max_num_seqs
     cap = deployment_capacity(dep, context, max_context, memory_utilization, max_batched_tokens, max_num_seqs)
     frame = throughput_table(dep, acceptance, batches, context, gamma, gamma_max, max_context, memory_utilization)
     options = (context, gamma, gamma_max, max_context, memory_utilization)

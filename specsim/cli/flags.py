@@ -21,7 +21,7 @@ from specsim.core.defaults import (
 )
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, MAX_RATE_PER_S, MAX_REQUESTS, MAX_SEED, MAX_TP
 from specsim.describe.models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
-from specsim.engines import DEFAULT_ENGINE, ENGINE_NAMES, PRESETS, EnginePreset, get_engine, limits_refused
+from specsim.engines import DEFAULT_ENGINE, ENGINE_NAMES, PRESETS, EnginePreset, get_engine
 from specsim.engines.trtllm import FREE_GPU_MEMORY_FRACTION
 from specsim.engines.vllm import MEMORY_UTILIZATION_SAID as VLLM_MEMORY_SAID
 from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION
@@ -378,6 +378,7 @@ def limits_and_source(args: argparse.Namespace, preset, hardware, offline: bool 
     --max-batched-tokens, each one not given at the limits a --calibration file's runs were fitted under (its
     ``serving`` record), else at the engine's own default on ``hardware`` (:func:`specsim.serving.steady.engine_limits`)."""
     from specsim.cli.args import calibration
+    from specsim.serving.steady import check_limits
     from specsim.serving.steady import engine_limits as limits_of
 
     flags = ("--max-num-seqs", "--max-batched-tokens")
@@ -392,11 +393,8 @@ def limits_and_source(args: argparse.Namespace, preset, hardware, offline: bool 
         where = f"the limits {cal.name}'s runs were fitted under"
     else:
         limits, where = limits_of(preset, hardware, offline, *given)
-    refused = None if len(missing) == 2 else limits_refused(preset, limits.max_num_seqs, limits.max_batched_tokens)
-    if refused:
-        raise ValueError(
-            f"{refused}: give a --max-batched-tokens of at least the max_num_seqs, or a smaller --max-num-seqs"
-        )
+    if len(missing) < 2:
+        check_limits(preset, limits, ("--max-batched-tokens", "--max-num-seqs"))
     return limits, where, missing
 
 

@@ -163,14 +163,17 @@ def engine_limits(
     return limits, "" if max_num_seqs is not None and max_batched_tokens is not None else own.where
 
 
-def check_limits(preset, limits: EngineLimits) -> EngineLimits:
+def check_limits(
+    preset, limits: EngineLimits, names: tuple[str, str] = ("max_batched_tokens", "max_num_seqs")
+) -> EngineLimits:
     """``limits`` where ``preset``'s engine would start with them, else ValueError with the engine's own rule and
-    source (:func:`specsim.engines.limits_refused`: vLLM refuses a token budget below its max_num_seqs)."""
+    source (:func:`specsim.engines.limits_refused`: vLLM refuses a token budget below its max_num_seqs) and what to
+    give, ``names`` naming the token budget and max_num_seqs as the caller took them (the CLI: its flags)."""
     from specsim.engines import limits_refused
 
     refused = limits_refused(preset, limits.max_num_seqs, limits.max_batched_tokens)
     if refused:
-        raise ValueError(f"{refused}: give a max_batched_tokens of at least the max_num_seqs")
+        raise ValueError(f"{refused}: give a {names[0]} of at least the max_num_seqs, or a smaller {names[1]}")
     return limits
 
 
