@@ -290,6 +290,20 @@ CASES = [
     ("alpha --metrics {tmp}", "is a folder"),  # it said a folder "does not exist"
     ("figures --only roofline,roofline --out {tmp}/figs", "only lists roofline more than once"),  # drawn twice
     ("explain --gamma 5 --gamma-max 3", "--gamma-max bounds the search for the best gamma, and --gamma fixes it"),
+    # the same pair was taken without a word by the commands that share explain's flags (gamma 10 run past a bound of 2)
+    (
+        "serve-sim --concurrency 2 --requests 6 --alpha 0.8 --gamma 10 --gamma-max 2",
+        "--gamma-max bounds the search for the best gamma, and --gamma fixes it",
+    ),
+    (
+        "serve-sweep --concurrency 2 --requests 6 --alpha 0.8 --gamma 10 --gamma-max 2",
+        "--gamma-max bounds the search for the best gamma, and --gamma fixes it",
+    ),
+    ("compare --alpha 0.8 --gamma 10 --gamma-max 2", "--gamma-max bounds the search for the best gamma, and --gamma"),
+    (
+        "compare --alpha 0.8 --gamma 10 --gamma-max 2 --concurrency 4",
+        "--gamma-max bounds the search for the best gamma, and --gamma fixes it",
+    ),
     (  # it asked for vLLM's counters, "is speculative decoding enabled on that server?"
         "alpha --metrics {tmp}/sglang.txt",
         "sglang.txt is an SGLang page: its mean accept length is 2.5 tokens a verification",

@@ -197,6 +197,13 @@ def test_schedule_with_gamma_max_zero_is_speculation_off_like_optimal_gamma(caps
     assert main(["optimal-gamma", "--gamma-max", "0", "--batch", "1,64"]) == 0
     out = capsys.readouterr().out
     assert "speculation is off at batch 1, 64: gamma_max 0 searches no gamma" in out and "costs more" not in out
+    # and at loads: "do not speculate" was recommended of a gamma never weighed; the load view says it as the batch view
+    assert main(["optimal-gamma", "--gamma-max", "0", "--concurrency", "1,8", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["recommendation"] for r in rows] == [
+        "speculation off: gamma_max 0 searches no gamma: speculation was not "
+        "weighed (--gamma-max 1 or more to weigh it)"
+    ] * 2
 
 
 def test_a_trace_is_replayed_once_and_counted_once(tmp_path, capsys):

@@ -38,7 +38,7 @@ from specsim.serving.capacity import (
 )
 from specsim.speculation.acceptance import tokens_per_round
 from specsim.speculation.deployment import Deployment, model_assumptions
-from specsim.speculation.search import OptimalGamma, optimal_gamma, speedup_from_cost_ratio
+from specsim.speculation.search import NOT_WEIGHED, OptimalGamma, optimal_gamma, speedup_from_cost_ratio
 from specsim.timing.roofline import RooflineSource
 
 __all__ = [
@@ -122,7 +122,7 @@ class GammaAnswer:
     @property
     def off_reason(self) -> str:
         if self.best.gamma_max == 0:  # nothing searched: no reason from the numbers
-            return "gamma_max 0 searches no gamma: speculation was not weighed (--gamma-max 1 or more to weigh it)."
+            return f"{NOT_WEIGHED}."
         return why_off(self.rows, self.first_round)
 
     @property

@@ -236,6 +236,14 @@ def given(value: object) -> bool:
     return value is not None and not isinstance(value, (Unset, UnsetInt))
 
 
+def refuse_gamma_with_gamma_max(args, command: str) -> None:
+    """Refuse ``--gamma`` beside ``--gamma-max`` in ``command`` (explain, compare, serve-sim, serve-sweep): one fixes the
+    gamma, the other bounds the search for the best one, which then does not run (the bound was taken without a
+    word)."""
+    if getattr(args, "gamma", None) is not None and "--gamma-max" in flags_given(args, command):
+        raise ValueError("--gamma-max bounds the search for the best gamma, and --gamma fixes it: drop one")
+
+
 def flags_given(args, command: str, besides: tuple = ()) -> list[str]:
     """The flags of ``command`` the user typed (``args.typed_flags``, as :func:`specsim.cli.main.main` records them,
     whatever their value) or whose value in ``args`` is not the parser's default (what a calibration file set, or a

@@ -24,9 +24,10 @@ from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_RATE_PER_S, MAX_WORK
 __all__ = ["run_serve_sim", "run_serve_sweep"]
 
 
-def _setup(args: argparse.Namespace):
-    from specsim.cli.flags import engine_limits
+def _setup(args: argparse.Namespace, command: str):
+    from specsim.cli.flags import engine_limits, refuse_gamma_with_gamma_max
 
+    refuse_gamma_with_gamma_max(args, command)
     dep = deployment(args)
     acc, acc_label = resolve_acceptance(args, dep, *_acceptance_question(args))
     limits, args.limits_said = engine_limits(args, dep.engine, dep.hardware)
@@ -127,7 +128,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
 
     if args.csv:
         check_output(args.csv, (".csv",), "--csv")
-    acc, acc_label, dep, limits, slo, gamma = _setup(args)
+    acc, acc_label, dep, limits, slo, gamma = _setup(args, "serve-sim")
     load = sim_load(
         dep,
         rate=args.rate,
@@ -504,7 +505,7 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
 
     if args.plot:
         check_output(args.plot, (".png", ".svg"), "--plot")
-    acc, acc_label, dep, limits, slo, gamma = _setup(args)
+    acc, acc_label, dep, limits, slo, gamma = _setup(args, "serve-sweep")
     from specsim.core.limits import MAX_SIMULATED_REQUESTS
     from specsim.core.workloads import DEFAULT_WORKLOAD
     from specsim.serving.simulator import DEFAULT_REQUESTS

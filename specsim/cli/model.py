@@ -494,6 +494,9 @@ def run_capacity(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    from specsim.cli.flags import refuse_gamma_with_gamma_max
+
+    refuse_gamma_with_gamma_max(args, "compare")
     at = _at_load(args)
     if at is not None:
         return run_at_load(args, *at, gamma=args.gamma)
@@ -600,10 +603,9 @@ def _limit_word(by: str, limits, speculating: bool) -> str:
 def run_explain(args: argparse.Namespace) -> int:
     """Where a round's time goes against batch, next to a plain decode step (text, JSON or a PNG)."""
     from specsim.answers.anatomy import round_anatomy
-    from specsim.cli.flags import flags_given
+    from specsim.cli.flags import refuse_gamma_with_gamma_max
 
-    if args.gamma is not None and "--gamma-max" in flags_given(args, "explain"):  # it bounds a search --gamma skips
-        raise ValueError("--gamma-max bounds the search for the best gamma, and --gamma fixes it: drop one")
+    refuse_gamma_with_gamma_max(args, "explain")
     at = _at_load(args)
     if at is not None:
         if args.plot:

@@ -47,6 +47,7 @@ from specsim.speculation.acceptance import (
 from specsim.speculation.deployment import Deployment, RoundOutcome, speedup_from_round, speedup_from_times, speedup_of
 
 __all__ = [
+    "NOT_WEIGHED",
     "OptimalGamma",
     "PEAK_MARGIN",
     "alpha_from_acceptance_length",
@@ -69,6 +70,9 @@ __all__ = [
 #: A peak of speculation at a larger batch is reported only when it beats the smallest batch by more than this
 #: fraction: closer than 1%, the curve is flat and the step-time data's own noise (1-2%) could place it anywhere.
 PEAK_MARGIN = 0.01
+#: Why speculation is off where gamma_max is 0: no speculating gamma was searched, so no number says it does not pay
+#: (the batch view's reason and the load view's recommendation say it alike).
+NOT_WEIGHED = "gamma_max 0 searches no gamma: speculation was not weighed (--gamma-max 1 or more to weigh it)"
 #: Trees x batch sizes one tree search scores (a float64 each: 160 MB at the limit, seconds of work).
 MAX_TREE_EVALUATIONS = 20_000_000
 
