@@ -1600,6 +1600,16 @@ def test_a_calibration_keeps_the_releases_its_preset_covered_and_a_moved_preset_
     assert main(["optimal-gamma", "--calibration", str(moved), "--batch", "1"]) == 2
     err = capsys.readouterr().err
     assert "moved.yaml: its terms were fitted on vllm@0.14 when that preset covered releases 0.14.0-0.20.99" in err
+    # A release number vouches for its preset through engine_preset: with that key deleted, vllm@0.30.0 (of another
+    # preset than the runs' 0.14.0-0.27.99) was read as if it were theirs.
+    unnamed = {k: v for k, v in record.items() if k != "engine_preset"} | {
+        "engine": "vllm@0.30.0",
+        "engine_releases": "0.14.0-0.27.99",
+    }
+    moved.write_text(yaml.safe_dump(unnamed, sort_keys=False))
+    assert main(["optimal-gamma", "--calibration", str(moved), "--batch", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "when that preset covered releases 0.14.0-0.27.99; this specsim's covers 0.28.0-0.33.99" in err
 
 
 def test_a_calibration_relabelled_for_another_gpu_is_refused(tmp_path, capsys, plan_calibration):

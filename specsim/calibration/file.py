@@ -345,9 +345,12 @@ def _check_identity(where: str, data: dict) -> None:
             f"{fitted} (engine_preset): calibrate runs of that engine"
         )
     covered = data.get("engine_releases")  # (a file of before 2026-12-05 has none)
-    # A release named by its number maps to its preset as the check above holds; a bare name or an alias moves.
+    # A release named by its number maps to its preset as the check above holds; a bare name or an alias moves.  Without
+    # engine_preset (an unsealed file's, deleted) that check did not run: the number alone vouches for nothing.
     named = preset.named_as
-    numbered = named not in PRESETS and parse_version(preset.name, named.partition("@")[2]) is not None
+    numbered = (
+        fitted is not None and named not in PRESETS and parse_version(preset.name, named.partition("@")[2]) is not None
+    )
     if covered is not None and not numbered and covered != preset_releases(preset):
         raise ValueError(
             f"{where}: its terms were fitted on {fitted or preset.key} when that preset covered releases {covered}; "
