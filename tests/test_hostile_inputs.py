@@ -65,6 +65,7 @@ FILES = {
     # --prompts that are not JSONL of {"prompt": ...} lines (run.sh failed at the first real-acceptance run)
     "prose.jsonl": "hello\n",
     "blank.jsonl": "\n\n",
+    "twice.jsonl": '{"prompt": "a", "prompt": "b"}\n',
     # SGLang's page: the mean accept length alone (sglang:spec_accept_length), no steps
     "sglang.txt": 'sglang:spec_accept_length{model_name="m"} 2.5\n',
     # drafts of mixed lengths (a dynamic schedule): 2.5 drafted tokens a draft
@@ -667,6 +668,10 @@ CASES = [
     (
         "bench-plan --engine vllm --draft eagle3 --prompts {tmp}/prose.jsonl --out {tmp}/plan-out",
         'prose.jsonl line 1: not a JSON object; each line is one {"prompt": "..."}',
+    ),
+    (  # it said "not a JSON object" of an object, swallowing the duplicate key's own line
+        "bench-plan --engine vllm --draft eagle3 --prompts {tmp}/twice.jsonl --out {tmp}/plan-out",
+        "--prompts twice.jsonl line 1: the key 'prompt' appears twice; each once",
     ),
     (
         "bench-plan --engine vllm --draft eagle3 --prompts {tmp}/blank.jsonl --out {tmp}/plan-out",

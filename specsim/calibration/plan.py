@@ -669,7 +669,7 @@ def check_prompts(path) -> int:
     from pathlib import Path
 
     from specsim.core.files import read_text
-    from specsim.core.limits import loads_json, unique_keys
+    from specsim.core.limits import DuplicateKey, loads_json, unique_keys
 
     name = Path(path).name
     count = 0
@@ -679,6 +679,8 @@ def check_prompts(path) -> int:
         where = f"--prompts {name} line {number}"
         try:
             record = loads_json(line, where, object_pairs_hook=unique_keys(where))
+        except DuplicateKey:  # its own line names the key
+            raise
         except ValueError:
             raise ValueError(f'{where}: not a JSON object; each line is one {{"prompt": "..."}}') from None
         if not isinstance(record, dict) or not isinstance(record.get("prompt"), str) or not record["prompt"].strip():

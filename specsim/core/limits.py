@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "DuplicateKey",
     "UnknownName",
     "MAX_ARRAY_ELEMENTS",
     "MAX_BATCH",
@@ -224,6 +225,11 @@ def int_literal(where: str, text: str) -> int:
     return int(text)
 
 
+class DuplicateKey(ValueError):
+    """A key given twice in one JSON object (:func:`unique_keys`): a reader that words its own message for JSON it cannot
+    parse passes this one on, which names the key."""
+
+
 def unique_keys(where: str):
     """A ``json.loads`` ``object_pairs_hook`` that refuses a key given twice in one object (JSON keeps the last one
     silently: a config.json's second hidden_size won), naming it."""
@@ -232,7 +238,7 @@ def unique_keys(where: str):
         keys = [k for k, _ in items]
         twice = sorted({k for k in keys if keys.count(k) > 1})
         if twice:
-            raise ValueError(f"{where}: the key {twice[0]!r} appears twice; each once")
+            raise DuplicateKey(f"{where}: the key {twice[0]!r} appears twice; each once")
         return dict(items)
 
     return pairs
