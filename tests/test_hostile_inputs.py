@@ -68,6 +68,7 @@ FILES = {
     "twice.jsonl": '{"prompt": "a", "prompt": "b"}\n',
     # SGLang's page: the mean accept length alone (sglang:spec_accept_length), no steps
     "sglang.txt": 'sglang:spec_accept_length{model_name="m"} 2.5\n',
+    "sglang-nan.txt": 'sglang:spec_accept_length{model_name="m"} NaN\n',
     # drafts of mixed lengths (a dynamic schedule): 2.5 drafted tokens a draft
     "mixed-metrics.txt": 'vllm:spec_decode_num_drafts_total{model_name="m"} 1000\n'
     'vllm:spec_decode_num_draft_tokens_total{model_name="m"} 2500\n'
@@ -304,6 +305,16 @@ CASES = [
     (
         "compare --alpha 0.8 --gamma 10 --gamma-max 2 --concurrency 4",
         "--gamma-max bounds the search for the best gamma, and --gamma fixes it",
+    ),
+    # alpha read SGLang's mean accept length without accept_length_from_page's range: "its mean accept length is nan
+    # tokens a verification", or with --gamma "got nan with gamma 3"
+    (
+        "alpha --metrics {tmp}/sglang-nan.txt",
+        "sglang-nan.txt: sglang:spec_accept_length nan is not a length in [1, 65]",
+    ),
+    (
+        "alpha --metrics {tmp}/sglang-nan.txt --gamma 3",
+        "sglang-nan.txt: sglang:spec_accept_length nan is not a length in [1, 65]",
     ),
     (  # it asked for vLLM's counters, "is speculative decoding enabled on that server?"
         "alpha --metrics {tmp}/sglang.txt",

@@ -361,16 +361,20 @@ def _sglang_accept_length(text: str, name: str) -> float:
 
 
 def sglang_accept_length(path: str | Path) -> float | None:
-    """The mean accept length of a saved SGLang ``/metrics`` page (its ``sglang:spec_accept_length`` gauges), None for
-    a page that is not SGLang's."""
+    """The mean accept length of a saved SGLang ``/metrics`` page (its ``sglang:spec_accept_length`` gauges), checked
+    as :func:`accept_length_from_page` checks it; None for a page that is not SGLang's."""
     name, text = _page(path)
-    return _sglang_accept_length(text, name) if _is_sglang(text) else None
+    return _accept_length(name, text)[0] if _is_sglang(text) else None
 
 
 def accept_length_from_page(path: str | Path, model_name: str | None = None) -> tuple[float, str]:
     """(AL, where it came from): tokens per verification pass from a saved ``/metrics`` page of vLLM
     (1 + accepted / drafts) or SGLang (``sglang:spec_accept_length``).  A page counts from the server's start."""
-    name, text = _page(path)
+    return _accept_length(*_page(path), model_name)
+
+
+def _accept_length(name: str, text: str, model_name: str | None = None) -> tuple[float, str]:
+    """:func:`accept_length_from_page` of a page already read: ``name`` its file's name, ``text`` the page."""
     if _is_sglang(text):
         length = _sglang_accept_length(text, name)
         if not (np.isfinite(length) and 1.0 <= length <= MAX_GAMMA + 1):
