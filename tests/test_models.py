@@ -116,6 +116,23 @@ def test_mistral_config_defaults_head_dim():
     assert model_from_hf_config(cfg).params == 7_248_023_552
 
 
+def test_an_mla_config_without_kv_heads_gets_no_multi_head_note():
+    """An MLA model (kv_lora_rank set) caches one latent per token: the note that a missing num_key_value_heads means
+    multi-head attention's KV cache was printed of DeepSeek-V3's config without the key, though its KV does not use it.
+    A grouped-query config without the key still gets it."""
+    import json
+
+    from specsim.describe.models import _CATALOG
+
+    cfg = json.loads((_CATALOG / "deepseek-v3.json").read_text())
+    with_key = model_from_hf_config(cfg)
+    without = model_from_hf_config({k: v for k, v in cfg.items() if k != "num_key_value_heads"})
+    assert not any("num_key_value_heads" in note for note in without.notes)
+    assert without.kv_bytes_per_token == with_key.kv_bytes_per_token
+    plain = model_from_hf_config({k: v for k, v in _BASE_CFG.items() if k != "num_key_value_heads"})
+    assert any(note.startswith("num_key_value_heads = num_attention_heads = 32") for note in plain.notes)
+
+
 @pytest.mark.parametrize(
     "change, message",
     [

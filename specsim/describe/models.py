@@ -478,7 +478,8 @@ def model_from_hf_config(config: Any, name: str = "config.json") -> ModelShape:
         raise ValueError(f"{where}: mlp_bias=true is not supported")
     n_layers = _layer_count(cfg, family)
     fields = _attention_fields(cfg, family, arch)
-    if cfg.get("num_key_value_heads") is None and fields["n_kv_heads"] == cfg.get("num_attention_heads"):
+    latent = fields.get("kv_lora_rank")  # MLA caches one latent per token, not heads: the KV head count is unused
+    if cfg.get("num_key_value_heads") is None and fields["n_kv_heads"] == cfg.get("num_attention_heads") and not latent:
         notes.append(  # a grouped-query model whose key went missing would hold its KV cache at heads/kv times
             f"num_key_value_heads = num_attention_heads = {fields['n_kv_heads']} (multi-head attention, transformers' "
             "default; the config does not state it)"
