@@ -356,12 +356,23 @@ def test_the_rounds_a_request_decodes_are_monte_carlos():
     """200,000 requests per case: the mean rounds to emit m tokens has a standard error under 0.01 round; 0.05 is five of
     them and more (false failure well under 1e-6)."""
     rng = np.random.default_rng(0)
-    for alpha, gamma, m in ((0.8, 4, 255), (0.6, 3, 20), (0.9, 7, 63), (0.3, 2, 9)):
+    # The short ones (under ten rounds) are counted exactly: the renewal limit gave 0.82 of a round for one token left.
+    for alpha, gamma, m in (
+        (0.8, 4, 255),
+        (0.6, 3, 20),
+        (0.9, 7, 63),
+        (0.3, 2, 9),
+        (0.7, 3, 1),
+        (0.8, 4, 5),
+        (0.9, 7, 12),
+    ):
         c = alpha ** np.arange(1, gamma + 1)
         tokens = 1 + (rng.random((200_000, m + 1))[:, :, None] < c).sum(axis=2)
         rounds = (np.cumsum(tokens, axis=1) < m).sum(axis=1) + 1
         assert float(decode_rounds(alpha, gamma, m)) == pytest.approx(rounds.mean(), abs=0.05)
     assert float(decode_rounds(0.8, 0, 255)) == 255.0  # plain decoding: one token an iteration
+    # two tokens: one round, and a second where the first kept none of its drafts (1 - 0.8 of the time)
+    assert float(decode_rounds(0.8, 4, 2)) == pytest.approx(1.2, rel=1e-12)
 
 
 def test_a_load_past_max_num_seqs_queues_and_its_ttft_carries_the_wait():

@@ -214,10 +214,39 @@ def decode_rounds(acceptance: object, gamma: object, tokens: object, per_round: 
         a = np.asarray(acceptance if acc is None else acc.alpha, dtype=float)
         c = a[..., None] ** k
     # sum over k <= gamma of k c_k, broadcast over gamma's and alpha's axes
-    weighted = np.sum(np.where(k <= g[..., None], k * c, 0.0), axis=-1)
+    within = np.where(k <= g[..., None], c, 0.0)
+    weighted = np.sum(k * within, axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         rounds = (m + weighted / e) / e
+    short = (m < EXACT_ROUNDS * e) & (g > 0)
+    if per_round is None and np.any(short):
+        # Fewer than about ten rounds: the renewal limit undercounts (one token left took 0.82 of a round at alpha 0.7,
+        # gamma 3, where it takes exactly one), so the rounds are counted exactly there.
+        rounds = np.where(short, _rounds_exact(within, m, int(np.ceil(np.max(np.where(short, m, 0.0))))), rounds)
     return np.where(g == 0, m, rounds)
+
+
+#: Below this many rounds :func:`decode_rounds` counts them exactly (:func:`_rounds_exact`); above it the renewal limit
+#: is within a hundredth of a round.
+EXACT_ROUNDS = 10.0
+
+
+def _rounds_exact(within: np.ndarray, tokens: np.ndarray, most: int) -> np.ndarray:
+    """The expected rounds to emit ``tokens`` tokens, counted: R(x) = 1 + sum_t P(T = t) R(x - t), R(x <= 0) = 0, where a
+    round yields T = t tokens with probability c_{t-1} - c_t (``within``: the per-position rates c_1..c_gamma, 0 past
+    gamma; c_0 = 1), up to ``most`` tokens; a fractional count (a mean over requests) between its two whole ones."""
+    c = np.concatenate([np.ones(within.shape[:-1] + (1,)), within, np.zeros(within.shape[:-1] + (1,))], axis=-1)
+    p = c[..., :-1] - c[..., 1:]  # P(T = t), t = 1..gmax + 1
+    r = np.zeros(within.shape[:-1] + (most + 1,))
+    for x in range(1, most + 1):
+        t = np.arange(1, p.shape[-1] + 1)
+        r[..., x] = 1.0 + np.sum(p * np.take(r, np.maximum(x - t, 0), axis=-1), axis=-1)
+    m = np.clip(np.broadcast_to(tokens, r.shape[:-1]), 0.0, most)
+    lo = np.floor(m).astype(int)
+    hi = np.minimum(lo + 1, most)
+    frac = m - lo
+    pick = lambda i: np.take_along_axis(r, i[..., None], axis=-1)[..., 0]  # noqa: E731
+    return (1.0 - frac) * pick(lo) + frac * pick(hi)
 
 
 def decode_rounds_spread(
