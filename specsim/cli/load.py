@@ -432,6 +432,17 @@ def _users_said(concurrency: int | None, requests: int) -> str:
     return f", {concurrency} users"
 
 
+def _same_requests(args: argparse.Namespace) -> str:
+    """The flags that give optimal-gamma this run's requests: its lengths where every request has the same, else its
+    workload (optimal-gamma's own default at a load is the article's lengths, not a workload's)."""
+    from specsim.core.workloads import DEFAULT_WORKLOAD
+
+    lengths = _lengths(args)
+    if lengths is not None:
+        return f" --input-len {lengths[0]} --output-len {lengths[1]}"
+    return f" --workload {args.workload or DEFAULT_WORKLOAD}"
+
+
 def _served_against_offered(args: argparse.Namespace, summaries: list[dict], n: int) -> str:
     """Why requests/s served is not the rate asked for, and whether the engine kept up
     (:func:`specsim.serving.runs.queue_verdict`): past capacity the queue grows, and arrivals less that growth are what
@@ -450,7 +461,7 @@ def _served_against_offered(args: argparse.Namespace, summaries: list[dict], n: 
             f"requests/s served: a closed loop of {args.concurrency} users sends a request only when one finishes, so the "
             f"offered rate is what the engine serves; the {args.concurrency} users send their first requests at once, as "
             "a benchmark's run starts, and the run's TTFT holds that burst's wait for the token budget (optimal-gamma "
-            f"--concurrency {args.concurrency} gives the steady state without it)"
+            f"--concurrency {args.concurrency}{_same_requests(args)} gives the steady state without it)"
         )
     head = (
         f"requests/s served against the offered {args.rate:g} req/s: served/s counts from the first arrival to the last "
