@@ -460,10 +460,10 @@ def test_a_schedule_past_its_heaviest_loads_decode_batch_says_the_batches_no_loa
     # a smaller one; the note names the batches, the load and the gamma the decode-batch view gives there.
     assert main(["schedule", "--concurrency", "4", "--format", "vllm"]) == 0
     err = capsys.readouterr().err
-    past = [line for line in err.splitlines() if "past the decode batch of the heaviest load given" in line]
+    past = [line for line in err.splitlines() if "past the batch the heaviest load's rounds run at" in line]
     assert len(past) == 1, err
     m = re.search(
-        r"batch sizes (\d+)-(\d+) are past .* \(([\d.]+), concurrency 4\): they carry its gamma (\d+)", past[0]
+        r"batch sizes (\d+)-(\d+) are past .* \(([\d.]+), concurrency 4; .*\): they carry its gamma (\d+)", past[0]
     )
     assert m and int(m[1]) == int(np.ceil(float(m[3]))) + 1 and int(m[2]) > int(m[1]), past[0]
     there = re.search(r"\(schedule --context (\d+), without --concurrency: gamma (\d+) at batch (\d+)\)", past[0])

@@ -82,8 +82,9 @@ class ScheduleAnswer:
         if there == carried:
             return []
         return [
-            f"batch sizes {batch + 1}-{self.max_batch} are past the decode batch of the heaviest load given "
-            f"({load.key_batch(top):.1f}, {load.kind} {load.loads[top]:g}): they carry its gamma {carried}, which no "
+            f"batch sizes {batch + 1}-{self.max_batch} are past the batch the heaviest load's rounds run at "
+            f"({load.key_batch(top):.1f}, {load.kind} {load.loads[top]:g}; the table's decode batch is its time-weighted "
+            f"mean, prefill-only iterations counting none): they carry its gamma {carried}, which no "
             f"load informs; give the loads the engine will see, or take the decode-batch schedule at this context "
             f"(schedule --context {self.context}, without --{load.kind}: gamma {there} at batch {self.max_batch})"
         ]
