@@ -284,40 +284,6 @@ def test_plain_users_of_fixed_lengths_are_the_simulators_in_the_long_run_where_t
     assert model.tpot_s[0, 0] == pytest.approx(tpot, rel=0.02), before
 
 
-@pytest.mark.parametrize(
-    "prompt, output, budget, users, before",
-    [
-        (1000, 256, 8192, 64, "TTFT -59%, TPOT +13%"),  # 8 prompts a batch: eight batches in a row
-        (1000, 256, 2048, 64, "TTFT -88%, TPOT +20%"),
-        (3000, 128, 2048, 16, "TTFT -78%, TPOT +34%"),  # each prompt spans two batches
-    ],
-)
-def test_plain_users_of_fixed_lengths_with_prefill_apart_are_one_convoy(prompt, output, budget, users, before):
-    """SGLang runs a prefill batch whenever prompts wait: the first burst's prompts go through batch after batch before
-    any of them decodes again, all decode together, and finish and arrive together, cycle after cycle.  The model took
-    them as convoys of a batch's worth, each prefilling between the others' rounds (``before``: its error against the
-    simulator; a consistency exploration found it at 64 users of the default lengths, TTFT 287.7 ms where the simulator
-    gave 694.3).  As one convoy: TTFT within 3%, TPOT within 2% (measured when this was written: 1.6% and 0.5% at most)."""
-    limits = EngineLimits(256, budget, prefill_apart=True)
-    table = StepTable(DEP, users, prompt + output + 10, 0, budget, 0.8)
-    n = 20 * users
-    run = simulate(
-        Requests(np.full(n, prompt), np.full(n, output), None),
-        table,
-        limits,
-        0.8,
-        0,
-        np.random.default_rng(7),
-        concurrency=users,
-    )
-    keep = np.arange(n) >= n // 2
-    tpot = (run.finish_s - run.first_token_s)[keep].sum() / (run.output[keep] - 1).sum()
-    ttft = (run.first_token_s - run.arrival_s)[keep].mean()
-    model = steady_state(DEP, 0.8, [0], [users], prompt, output, limits=limits, fixed_lengths=True)
-    assert model.ttft_s[0, 0] == pytest.approx(ttft, rel=0.03), before
-    assert model.tpot_s[0, 0] == pytest.approx(tpot, rel=0.02), before
-
-
 def test_plain_users_queued_past_max_num_seqs_are_let_in_as_others_finish_not_in_a_chain():
     """The chain's counterpart: 24 users of 1600-token prompts at max_num_seqs 16, fixed lengths.  A queued user is let
     in as another finishes, so groups of one spread as if at random, and the steady state's TTFT (mostly the queue) is

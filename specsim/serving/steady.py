@@ -638,11 +638,8 @@ def closed_population(
     D = decode_rounds(acceptance, g, O - 1.0, tokens_per_round)
     b = np.ones(np.broadcast_shapes(D.shape, n_e.shape, P.shape))
     # One convoy of all N_e: their prompts fit the budget with nobody decoding (they all finish together and arrive
-    # together), so they prefill in one iteration and wait for none.  Where prefill runs apart (SGLang), whatever the
-    # budget: a prefill batch runs whenever prompts wait, so the first burst's N_e prompts go through batch after batch
-    # before any of them decodes again, all decode together, finish together and arrive together (the simulator plays
-    # it so, tests/test_steady.py).
-    whole = fixed_lengths & (g == 0) & ((n_e * P <= limits.prefill_budget(0.0, g)) | bool(limits.prefill_apart))
+    # together), so they prefill in one iteration and wait for none.
+    whole = fixed_lengths & (g == 0) & (n_e * P <= limits.prefill_budget(0.0, g))
 
     def grouped(budget):  # the prompts one iteration's budget holds, at most N_e; one where nothing moves in step
         fits = np.minimum(n_e, np.maximum(np.floor(budget / np.maximum(P, 1.0)), 1.0))
@@ -837,15 +834,6 @@ def closed_loop_times(
         spread = (np.asarray(step_s, dtype=float) + q * base + arriving * t_pf) / (1.0 + q)
         waited = np.where(p.convoy, iteration_s(base, waited_prompts * t_pf), spread)
     first = p.wait * waited + p.prefill_iterations * t_own
-    # One convoy of all N_e (closed_population) whose prompts span several prefill batches: a request's first token comes
-    # with the batch that ends its prompt (burst_iterations of them, on average), and it waits for the batches after it
-    # before it decodes; its end-to-end latency holds them all.
-    stall = 0.0
-    if P is not None and p.own_budget is not None:
-        whole = np.asarray(p.convoy, dtype=bool) & (p.group >= p.in_engine) & (p.prefill_iterations > 1)
-        burst = burst_iterations(p.in_engine, P, float(limits.max_batched_tokens))  # K > 1: prefill apart
-        stall = np.where(whole, np.maximum(p.prefill_iterations - burst, 0.0) * t_own, 0.0)
-        first = first - stall
     if requests is not None:
         waves = np.maximum(np.asarray(requests, dtype=float) / p.in_engine, 1.0)
         budget = float(limits.max_batched_tokens)
@@ -865,11 +853,11 @@ def closed_loop_times(
     if apart:
         others = others + prefill_batches(arriving, P, limits.max_batched_tokens, p.group) * base
     t_dec = iteration_s(step_s, others)
-    engine_s = first + stall + p.rounds * t_dec
+    engine_s = first + p.rounds * t_dec
     rate = p.in_engine / engine_s
     queue_s = np.maximum(np.asarray(load, dtype=float) - p.in_engine, 0.0) / rate
     return {
-        "tpot_s": (stall + p.rounds * t_dec) / (O - 1.0),
+        "tpot_s": p.rounds * t_dec / (O - 1.0),
         "itl_s": t_dec,
         "ttft_s": queue_s + first,
         "e2e_s": queue_s + engine_s,
