@@ -397,13 +397,14 @@ def test_models(capsys):
 def test_reproduce(capsys):
     printed = cli(capsys, "reproduce")
 
-    from specsim.article.reproduce import reproduce
+    from specsim.article.reproduce import article_preset, reproduce
 
-    assert printed == as_json([c.to_dict() for c in reproduce()])
+    assert printed == as_json({"preset": article_preset(), "checks": [c.to_dict() for c in reproduce()]})
+    checks = printed["checks"]
     # the interval as numbers too: a consumer need not parse "[6.45, 6.55]"
-    assert all(r["low"] is None or r["low"] <= r["high"] for r in printed)
-    assert {r["high_inclusive"] for r in printed} == {True, False}  # both kinds of upper end are quoted
-    assert any(r["low"] is None for r in printed)  # and an interval unbounded below
+    assert all(r["low"] is None or r["low"] <= r["high"] for r in checks)
+    assert {r["high_inclusive"] for r in checks} == {True, False}  # both kinds of upper end are quoted
+    assert any(r["low"] is None for r in checks)  # and an interval unbounded below
 
 
 def test_figures(capsys, tmp_path):
