@@ -314,10 +314,26 @@ def test_model_assumptions_name_precision_experts_skew_and_parallelism():
 
 
 def test_notes_gather_the_sources_and_each_models_notes():
-    gemma = Deployment.build("h100-sxm", "gemma-3-27b", "gemma-3-270m")
+    gemma = Deployment.build("h100-sxm", "gemma-3-27b", "gemma-3-270m", timing="hybrid", engine="vllm")
     notes = gemma.notes()
     assert notes and all(n.startswith(("gemma-3-27b: ", "gemma-3-270m: ")) for n in notes)
     assert notes is not gemma.source.notes
+
+
+def test_the_parts_no_argument_chose_are_named_as_specsims_defaults():
+    # The header names the hardware, models, step-time source and engine; a note says which of them nobody chose, in
+    # the library as on the command line (a calibration sets them instead, and says so).
+    said = [n for n in Deployment.build().notes() if n.startswith("specsim's defaults")]
+    assert said == [
+        "specsim's defaults, not given: hardware h100-sxm, target llama-3.1-8b, draft llama-3.2-1b, timing hybrid, "
+        "engine vllm@latest"
+    ]
+    chosen = Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", timing="roofline", engine="none")
+    assert not any(n.startswith("specsim's defaults") for n in chosen.notes())
+    partly = Deployment.build("h200", engine="sglang").notes()
+    assert "specsim's defaults, not given: target llama-3.1-8b, draft llama-3.2-1b, timing hybrid" in partly
+    plain = Deployment.build("h100-sxm", "llama-3.1-8b", decode_only=True).notes()
+    assert "specsim's defaults, not given: timing hybrid, engine vllm@latest" in plain  # no drafter to name
 
 
 def test_build_is_the_one_constructor_and_takes_its_options_by_keyword():

@@ -35,7 +35,7 @@ from specsim.cli.main import main
 REPO = Path(__file__).resolve().parent.parent
 #: The reference deployment every test builds unless it says otherwise (the default draft, llama-3.2-1b, unless --draft),
 #: on the roofline (fast, and the same physics).
-BASE = ["--hardware", "h100-sxm", "--target", "llama-3.1-8b", "--timing", "roofline"]
+BASE = ["--hardware", "h100-sxm", "--target", "llama-3.1-8b", "--draft", "llama-3.2-1b", "--timing", "roofline"]
 
 
 def cli(capsys, *argv: str, json_out: bool = True):

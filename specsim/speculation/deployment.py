@@ -433,6 +433,20 @@ def model_assumptions(hardware: HardwareProfile, models) -> list[str]:
     return lines
 
 
+def _defaults_taken(given: dict, profile, target, drafter, source, preset) -> tuple:
+    """The parts of a deployment no argument chose, named as specsim's defaults in one note (none where every part was
+    given): the header names each part, and this which of them nobody chose."""
+    built = {
+        "hardware": profile.name,
+        "target": target.name,
+        "draft": None if drafter is None else drafter.name,
+        "timing": source.name,
+        "engine": preset.key,
+    }
+    taken = [f"{part} {value}" for part, value in built.items() if given[part] is None and value is not None]
+    return (f"specsim's defaults, not given: {', '.join(taken)}",) if taken else ()
+
+
 def _serial_where_blocked(preset: EnginePreset, hardware, target) -> EnginePreset:
     """``preset`` as it runs ``target`` on ``hardware``: serial rounds where its engine cannot hide their host work there
     (:meth:`specsim.engines.engine.Engine.serial_rounds`), said in its release line."""
@@ -575,6 +589,7 @@ class Deployment:
         carries the fitted terms.
         """
         t_opts, d_opts = dict(target_options or {}), dict(draft_options or {})
+        given = {"hardware": hardware, "target": target, "draft": draft, "timing": timing, "engine": engine}
         if calibration is not None:
             fixed = calibration.fixes(hardware, target, timing, engine, engine_overhead_ms, t_opts)
             hardware, target, timing, engine = fixed["hardware"], fixed["target"], fixed["timing"], fixed["engine"]
@@ -608,6 +623,8 @@ class Deployment:
             if calibration is not None:
                 preset = calibration.apply(preset, None if decode_only else kind)
                 choices += (calibration.said(),)
+            else:
+                choices += _defaults_taken(given, profile, target_model, drafter, source, preset)
             return cls(profile, target_model, drafter, source, preset, choices)
         except VocabularyMismatch as err:
             if defaulted:
