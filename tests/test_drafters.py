@@ -942,7 +942,10 @@ def test_acceptance_messages_are_exact():
     assert str(err.value) == "--acceptance needs at least one rate"
     with pytest.raises(ValueError) as err:
         Acceptance(cumulative=(0.9, 0.8)).conditional(3)
-    assert str(err.value) == "acceptance is measured for 2 positions, not 3; specsim does not extrapolate it"
+    assert str(err.value) == (
+        "acceptance is measured for 2 positions, not 3; specsim does not extrapolate it: a gamma of at most 2, or a "
+        "rate per token (alpha) or per position measured that deep for more"
+    )
     np.testing.assert_allclose(Acceptance(cumulative=(0.9, 0.72, 0.0, 0.0)).conditional(4), [0.9, 0.8, 0.0, 0.0])
     with pytest.raises(ValueError) as err:
         TreeSpec(1, 1, 1)

@@ -262,6 +262,15 @@ def prompt_spread(accept_lengths: object, tokens: object, gamma: int) -> tuple[f
     return float(rates.mean()), float(np.sqrt(max(rates.var(ddof=1) - chance, 0.0)))
 
 
+def _not_extrapolated(measured: int, asked: int) -> str:
+    """The refusal of a gamma past the positions a per-position acceptance was measured at, with what is allowed."""
+    positions = "position" if measured == 1 else "positions"
+    return (
+        f"acceptance is measured for {measured} {positions}, not {asked}; specsim does not extrapolate it: a gamma of "
+        f"at most {measured}, or a rate per token (alpha) or per position measured that deep for more"
+    )
+
+
 @dataclass(frozen=True)
 class Acceptance:
     """Acceptance of drafted tokens: one rate ``alpha`` for every position, or measured per-position rates.
@@ -321,10 +330,7 @@ class Acceptance:
         if self.alpha is not None:
             return np.full(depth, float(self.alpha))
         if depth > len(self.cumulative):
-            raise ValueError(
-                f"acceptance is measured for {len(self.cumulative)} positions, not {depth}; "
-                "specsim does not extrapolate it"
-            )
+            raise ValueError(_not_extrapolated(len(self.cumulative), depth))
         c = np.asarray(self.cumulative[:depth], dtype=float)
         prev = np.r_[1.0, c[:-1]]
         return np.divide(c, prev, out=np.zeros_like(c), where=prev > 0)
@@ -338,10 +344,7 @@ class Acceptance:
         if np.any(gi != g) or np.any(gi < 0):
             raise ValueError("gamma must be whole numbers >= 0")
         if np.any(gi > len(self.cumulative)):
-            raise ValueError(
-                f"acceptance is measured for {len(self.cumulative)} positions, not {int(gi.max())}; "
-                "specsim does not extrapolate it"
-            )
+            raise ValueError(_not_extrapolated(len(self.cumulative), int(gi.max())))
         return expected_from_cumulative(self.cumulative, gi)
 
     def cumulative_rates(self, gamma: int) -> np.ndarray:
