@@ -150,6 +150,13 @@ def test_a_schedule_at_a_load_solves_its_loads_at_the_memory_share_it_is_given(c
     ]
 
 
+def test_the_library_refuses_a_load_given_twice_as_the_command_does():
+    # optimal-gamma --concurrency 8,8 is refused; load_answer answered 8 twice.
+    for kind, loads in (("concurrency", [8, 8]), ("rate", [2.0, 2]), ("batch", [4, 16, 4])):
+        with pytest.raises(ValueError, match=f"^{kind} [0-9.]+ is given more than once: give each load once$"):
+            load_answer(DEP, 0.8, "", kind, loads, 1000, 256)
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
@@ -158,7 +165,10 @@ def test_a_schedule_at_a_load_solves_its_loads_at_the_memory_share_it_is_given(c
             "--batch is the decode-batch view; at --concurrency or --rate the load",
         ),
         (["--concurrency", "8", "--context", "500"], "--context is the decode-batch view"),
-        (["--input-len", "512"], "--input-len describe the requests of a load: give --concurrency or --rate with them"),
+        (
+            ["--input-len", "512"],
+            "--input-len describes the requests of a load: give --concurrency or --rate with them",
+        ),
         (["--concurrency", "8", "--rate", "2"], "argument --rate: not allowed with argument --concurrency"),
         (["--concurrency", "0"], "concurrency must be an integer in [1, 65536], got 0"),
         (["--concurrency", "8", "--output-len", "1"], "output-len must be an integer in [2,"),

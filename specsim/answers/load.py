@@ -338,15 +338,24 @@ def checked_loads(kind: str, loads) -> list:
     (whole, at most :data:`~specsim.core.limits.MAX_BATCH`), Poisson rates a second (above 0, at most
     :data:`~specsim.core.limits.MAX_RATE_PER_S`), or an offline batch's requests sent at once."""
     if kind == "concurrency":
-        return whole_numbers("concurrency", loads, 1, MAX_BATCH, "concurrencies")
+        return _once(kind, whole_numbers("concurrency", loads, 1, MAX_BATCH, "concurrencies"))
     if kind == "batch":
-        return whole_numbers("batch", loads, 1, MAX_REQUESTS, "batches")
+        return _once(kind, whole_numbers("batch", loads, 1, MAX_REQUESTS, "batches"))
     if kind == "rate":
         rates = np.atleast_1d(np.asarray(loads, dtype=object))
         if rates.ndim != 1 or rates.size == 0:
             raise ValueError(f"rates must be a non-empty list of numbers, got {loads!r:.60}")
-        return [check_real("rate", r, 0.0, MAX_RATE_PER_S, above=True) for r in rates]
+        return _once(kind, [check_real("rate", r, 0.0, MAX_RATE_PER_S, above=True) for r in rates])
     raise ValueError(f"kind must be concurrency, rate or batch, got {kind!r}")
+
+
+def _once(kind: str, loads: list) -> list:
+    """``loads``, one given twice refused by name (the command line refuses it as its flag's list: it was answered
+    twice)."""
+    twice = [v for i, v in enumerate(loads) if v in loads[:i]]
+    if twice:
+        raise ValueError(f"{kind} {twice[0]:g} is given more than once: give each load once")
+    return loads
 
 
 def load_answer(

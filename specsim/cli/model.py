@@ -855,7 +855,8 @@ def _at_load(args: argparse.Namespace) -> tuple[str, list] | None:
         extra = [f"--{f.replace('_', '-')}" for f in ("input_len", "output_len") if getattr(args, f, None) is not None]
         if extra:
             raise ValueError(
-                f"{', '.join(extra)} describe the requests of a load: give --concurrency or --rate with them"
+                f"{' and '.join(extra)} {'describe' if len(extra) > 1 else 'describes'} the requests of a load: give "
+                "--concurrency or --rate with them"
             )
         _batches_within_seqs(args)
         return None
