@@ -263,9 +263,11 @@ def test_gamma_max_zero_is_plain_decoding_and_bad_gamma_max_is_named():
 
 
 def test_deployment_notes_come_from_its_source():
-    # The default deployment's only note is the overlap its engine assumes (said by default: issue 37).
-    assert [n[:8] for n in Deployment.build().notes()] == ["assumed:"]
-    dep = Deployment.build(timing="kernels", engine="vllm@0.14")  # a draft model's rounds serial there: nothing assumed
+    # The default deployment's notes: the parts nobody chose, and the overlap its engine assumes (said by default:
+    # issue 37).
+    assert [n[:18] for n in Deployment.build().notes()] == ["specsim's defaults", "assumed: vllm@late"]
+    # every part given, and a draft model's rounds serial at 0.14: nothing assumed
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="kernels", engine="vllm@0.14")
     speedup(dep, 0.8, 3, [4096], 400)  # batch 4096 is past the kernel data
     assert dep.notes() and dep.notes() == dep.source.notes and dep.notes() is not dep.source.notes
 
@@ -300,6 +302,7 @@ def test_a_bare_deployment_is_the_command_lines_and_says_so():
     assert Deployment.build(timing="roofline", engine="none").provenance() == [
         "roofline: profile h100-sxm (compute eff 0.60, bandwidth eff 0.80, 0.50 ms/pass)",
         "engine: none (no CPU time added)",
+        "specsim's defaults, not given: hardware h100-sxm, target llama-3.1-8b, draft llama-3.2-1b",
     ]
 
 
