@@ -356,9 +356,11 @@ def test_the_rounds_a_request_decodes_are_monte_carlos():
     """200,000 requests per case: the mean rounds to emit m tokens has a standard error under 0.01 round; 0.05 is five of
     them and more (false failure well under 1e-6)."""
     rng = np.random.default_rng(0)
-    # The short ones (under ten rounds) are counted exactly: the renewal limit gave 0.82 of a round for one token left.
+    # The short ones (under 40 rounds) are counted exactly, 40-50 blended with the renewal limit (150 tokens here): the
+    # limit gave 0.82 of a round for one token left.
     for alpha, gamma, m in (
         (0.8, 4, 255),
+        (0.8, 4, 150),
         (0.6, 3, 20),
         (0.9, 7, 63),
         (0.3, 2, 9),
@@ -373,6 +375,22 @@ def test_the_rounds_a_request_decodes_are_monte_carlos():
     assert float(decode_rounds(0.8, 0, 255)) == 255.0  # plain decoding: one token an iteration
     # two tokens: one round, and a second where the first kept none of its drafts (1 - 0.8 of the time)
     assert float(decode_rounds(0.8, 4, 2)) == pytest.approx(1.2, rel=1e-12)
+
+
+def test_short_outputs_are_counted_over_any_shape_and_more_tokens_never_take_fewer_rounds():
+    """The exact count for short outputs, over the (gamma, load) grids the answers ask (it took the acceptance's shape
+    alone, and two loads with --output-len 40 failed to broadcast), each element as asked alone; and across the switch
+    to the renewal limit no more tokens take fewer rounds (at alpha 0.95, gamma 3 they did, by 0.05 of a round, and at
+    alpha 1 by 0.375)."""
+    gammas, tokens = np.array([[0], [1], [3], [7]]), np.array([1.0, 4.5, 39.0, 300.0, np.nan])
+    grid = decode_rounds(0.7, gammas, tokens)
+    alone = [[float(decode_rounds(0.7, int(g), t)) for t in tokens] for g in gammas[:, 0]]
+    np.testing.assert_allclose(grid, alone, rtol=1e-12)
+    assert grid[2, 0] == 1.0 and np.isnan(grid[:, 4]).all() and grid[0, 3] == 300.0
+    m = np.linspace(0.0, 400.0, 16001)
+    for alpha, gamma in ((0.95, 3), (1.0, 3), (0.99, 7), (0.8, 4), (0.3, 1)):
+        assert np.diff(decode_rounds(alpha, gamma, m)).min() >= 0.0, (alpha, gamma)
+    assert steady_state(DEP, 0.8, [0, 3], [1, 64], 1000, 40).tpot_s.shape == (2, 2)
 
 
 def test_a_load_past_max_num_seqs_queues_and_its_ttft_carries_the_wait():
