@@ -96,12 +96,31 @@ def test_runs_whose_records_mix_means_and_medians_are_all_read_by_their_medians(
     files = [str(tmp_path / "plain.jsonl")], [([str(tmp_path / "spec.jsonl")], 3)]
     runs, _, notes = runs_from_files(*files)
     assert {c.run.statistic for c in runs} == {"median"}
-    assert any(
-        n.startswith("latencies read by their medians in every file: plain.jsonl#2 records no mean") for n in notes
-    )
+    assert any(n.startswith("latencies read by their medians: plain.jsonl#2 records no mean") for n in notes)
     by = {(c.kind, c.run.concurrency): c.run.tpot_s for c in runs}
     four = next(r for r in spec_records if r["max_concurrency"] == 4)
     assert by["plain", 4] / by["spec", 4] == pytest.approx(records[1]["median_tpot_ms"] / four["median_tpot_ms"])
     # where every record holds a mean, the means are read, as before
     runs, _, notes = runs_from_files([f"{BENCH}/vllm-plain.jsonl"], [([f"{BENCH}/vllm-eagle3.jsonl"], 3)])
     assert {c.run.statistic for c in runs} == {"mean"} and not any("medians" in n for n in notes)
+
+
+def test_guidellm_reports_and_plan_results_are_read_by_the_one_statistic_too(tmp_path):
+    """The reviewer's two paths that kept mixing: a GuideLLM report beside a median-only file was read by its means
+    (its summaries hold medians), and a plan's results were never asked which statistic they share."""
+    import shutil
+
+    from specsim.calibration.inputs import runs_from_files, runs_from_plan
+
+    record = json.loads(Path(f"{BENCH}/vllm-plain.jsonl").read_text().splitlines()[0])
+    (tmp_path / "plain.jsonl").write_text(json.dumps({k: v for k, v in record.items() if not k.startswith("mean_")}))
+    runs, _, notes = runs_from_files([str(tmp_path / "plain.jsonl")], [([f"{BENCH}/guidellm-eagle3.json"], 3)])
+    assert {(c.kind, c.run.statistic) for c in runs} == {("plain", "median"), ("spec", "median")}
+    folder = tmp_path / "plan"
+    shutil.copytree(Path(PLAN).parent, folder)
+    one = sorted((folder / "results").glob("plain-*.json"))[0]
+    kept = json.loads(one.read_text())
+    one.write_text(json.dumps({k: v for k, v in kept.items() if not k.startswith("mean_")}))
+    _, runs, _, notes = runs_from_plan(str(folder / "plan.yaml"))
+    assert {c.run.statistic for c in runs} == {"median"}
+    assert any(n.startswith(f"latencies read by their medians: {one.name}#1 records no mean") for n in notes)

@@ -432,7 +432,16 @@ def _mean(where: str, metrics: dict, key: str) -> float:
     return _number(f"{where}: metrics.{key}.successful", summary, "mean", positive=False)
 
 
-def _guidellm_runs(path: Path, report: dict) -> list[BenchRun]:
+def _latency_of(where: str, metrics: dict, key: str, prefer: str) -> tuple[float, str]:
+    """(value, "mean" or "median") of a GuideLLM latency: its successful requests' median where ``prefer`` asks for it
+    and the summary holds one, else their mean."""
+    summary = (metrics.get(key) or {}).get("successful") if isinstance(metrics.get(key), dict) else None
+    if prefer == "median" and isinstance(summary, dict) and summary.get("median") is not None:
+        return _number(f"{where}: metrics.{key}.successful", summary, "median", positive=False), "median"
+    return _mean(where, metrics, key), "mean"
+
+
+def _guidellm_runs(path: Path, report: dict, prefer: str = "mean") -> list[BenchRun]:
     version = (report.get("metadata") or {}).get("version") if isinstance(report.get("metadata"), dict) else None
     if version not in (1, 2):
         raise ValueError(
@@ -470,8 +479,9 @@ def _guidellm_runs(path: Path, report: dict) -> list[BenchRun]:
         else:  # as many requests as the server takes: a closed loop at the concurrency it measured
             value = float(max(1, round(_mean(where, m, "request_concurrency"))))
             load, load_kind = f"concurrency {int(value)}", "concurrency"
-        tpot_s = _mean(where, m, "time_per_output_token_ms") / 1e3
-        latency = _mean(where, m, "request_latency")
+        tpot_ms, statistic = _latency_of(where, m, "time_per_output_token_ms", prefer)
+        tpot_s = tpot_ms / 1e3
+        latency = _latency_of(where, m, "request_latency", prefer)[0]
         concurrency = _mean(where, m, "request_concurrency")
         output = _mean(where, m, "output_token_count")
         prompt = _mean(where, m, "prompt_token_count")
@@ -497,7 +507,7 @@ def _guidellm_runs(path: Path, report: dict) -> list[BenchRun]:
             )
         batch = max(1.0, concurrency * tpot_s * (output - 1) / latency)
         try:
-            ttft_s = _mean(where, m, "time_to_first_token_ms") / 1e3
+            ttft_s = _latency_of(where, m, "time_to_first_token_ms", prefer)[0] / 1e3
         except ValueError:
             ttft_s = None
         runs.append(
@@ -523,6 +533,7 @@ def _guidellm_runs(path: Path, report: dict) -> list[BenchRun]:
                 latency,
                 None,
                 concurrency / latency * output,
+                statistic,
             )
         )
     return runs
@@ -581,7 +592,7 @@ def read_bench_file(path: str | Path, prefer: str = "mean") -> list[BenchRun]:
             raise ValueError(f"{p.name}#{index}: a benchmark result is a JSON object")
         tool = _tool_of(p, record)
         if tool == "guidellm":
-            runs += _guidellm_runs(p, record)
+            runs += _guidellm_runs(p, record, prefer)
         else:
             runs.append(_serve_run(p, index, record, tool, prefer))
     if len(runs) > MAX_RUNS_PER_FILE:
@@ -592,17 +603,18 @@ def read_bench_file(path: str | Path, prefer: str = "mean") -> list[BenchRun]:
 def common_statistic(paths: list) -> tuple[str, str | None]:
     """("mean" or "median", a note or None): the statistic every run of these files is read by.  The mean where every
     record holds one; else the median (a source that keeps medians for every row and means for some, as InferenceX's
-    dashboard does): a plain run's median TPOT over a speculative run's mean is not a speedup (a speculating engine's
-    mean TPOT sat 2-9% under its median there), and a fit to both reads two statistics as one."""
+    dashboard does): a plain run's median TPOT over a speculative run's mean is not a speedup (the InferenceX sources'
+    speculative means sat from 9% under to 1% over their medians), and a fit to both reads two statistics as one."""
     runs = read_bench_file_all(paths)
     medians = [r for r in runs if r.statistic == "median"]
     if not medians or len(medians) == len(runs):
         return "mean", None
-    mixed = [r for r in read_bench_file_all(paths, "median") if r.statistic == "mean"]
+    means = [r for r in read_bench_file_all(paths, "median") if r.statistic == "mean"]
+    others = f" and {len(means) - 1} other(s)" if len(means) > 1 else ""
     return "median", (
-        f"latencies read by their medians in every file: {medians[0].where} records no mean, and a mean against a "
-        "median is not the same statistic"
-        + (f" ({mixed[0].where} and {len(mixed) - 1} others record no median: read by their means)" if mixed else "")
+        f"latencies read by their medians: {medians[0].where} records no mean, and a mean against a median is not "
+        "the same statistic"
+        + (f" ({means[0].where}{others} record(s) no median: read by their means)" if means else "")
     )
 
 

@@ -18,7 +18,7 @@ def runs_from_plan(plan_path: str) -> tuple[dict, list[CalRun], list[str], list[
     """(plan, runs, files read, notes) of a bench-plan folder's results.  A run whose file records another load than the
     plan ran it at is refused; runs with no result yet are left out and said so (a plan whose speculative runs have none
     fits the plain terms alone, the round's held at the preset)."""
-    from specsim.calibration.bench_files import read_bench_file
+    from specsim.calibration.bench_files import common_statistic, read_bench_file
     from specsim.calibration.plan import read_plan
     from specsim.speculation.metrics import acceptance_between
 
@@ -26,12 +26,15 @@ def runs_from_plan(plan_path: str) -> tuple[dict, list[CalRun], list[str], list[
     root = Path(plan_path).parent
     runs, files, missing = [], [], []
     for row in plan["runs"]:
+        if (root / row["file"]).is_file():
+            _check_load(root / row["file"], row["concurrency"])
+    prefer, said = common_statistic([root / r["file"] for r in plan["runs"] if (root / r["file"]).is_file()])
+    for row in plan["runs"]:
         path = root / row["file"]
         if not path.is_file():
             missing.append(row)
             continue
-        _check_load(path, row["concurrency"])
-        read = read_bench_file(path)
+        read = read_bench_file(path, prefer)
         if len(read) != 1:
             raise ValueError(f"{path.name}: a plan's result holds one run, this file {len(read)}")
         run = read[0]
@@ -53,7 +56,7 @@ def runs_from_plan(plan_path: str) -> tuple[dict, list[CalRun], list[str], list[
         runs.append(CalRun(run, setup))
     if not runs:
         raise ValueError(f"{plan_path}: none of its {len(plan['runs'])} result files exists yet: run its run.sh first")
-    notes = []
+    notes = [said] if said else []
     if missing:
         spec_missing = sum(r["kind"] == "spec" for r in missing)
         notes.append(
