@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -334,6 +335,26 @@ def test_the_parts_no_argument_chose_are_named_as_specsims_defaults():
     assert "specsim's defaults, not given: target llama-3.1-8b, draft llama-3.2-1b, timing hybrid" in partly
     plain = Deployment.build("h100-sxm", "llama-3.1-8b", decode_only=True).notes()
     assert "specsim's defaults, not given: timing hybrid, engine vllm@latest" in plain  # no drafter to name
+    # the catalog's draft for a Qwen3 target is said in its own note, not twice
+    qwen = [n for n in Deployment.build(target="qwen3-8b").notes() if "qwen3-0.6b" in n]
+    assert len(qwen) == 1 and qwen[0].startswith("drafter qwen3-0.6b: no --draft given")
+
+
+def test_a_calibration_of_plain_runs_says_the_draft_it_did_not_name(tmp_path, capsys):
+    # A calibration sets the hardware, target, source and engine; fitted to plain runs it names no drafter, and the
+    # default draft was taken without a word.
+    from specsim.calibration.file import read_calibration
+    from specsim.cli.main import main
+
+    out = tmp_path / "plain.yaml"
+    plain = Path(__file__).resolve().parent.parent / "examples" / "bench" / "vllm-plain.jsonl"
+    argv = ["calibrate-engine", "--plain", str(plain), "--hardware", "h100-sxm"]
+    assert main(argv + ["--out", str(out)]) == 0
+    capsys.readouterr()
+    notes = Deployment.build(calibration=read_calibration(str(out))).notes()
+    assert [n for n in notes if n.startswith("specsim's defaults")] == [
+        "specsim's defaults, not given: draft llama-3.2-1b"
+    ]
 
 
 def test_build_is_the_one_constructor_and_takes_its_options_by_keyword():

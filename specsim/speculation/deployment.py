@@ -596,6 +596,8 @@ class Deployment:
             t_opts = fixed["target_options"] | t_opts | {"tp": fixed["tp"]}
             if not decode_only and draft is None:
                 draft = calibration.drafter or DEFAULT_DRAFT
+                # the calibration sets every part; a calibration of plain runs names no drafter: the default's, said
+                given = dict.fromkeys(given, "calibration") | {"draft": calibration.drafter and "calibration"}
                 if calibration.draft_tp is not None and "tp" not in d_opts:
                     d_opts["tp"] = calibration.draft_tp
         hardware = DEFAULT_HARDWARE if hardware is None else hardware
@@ -610,6 +612,7 @@ class Deployment:
         if defaulted:  # (a decode-only deployment builds no drafter: nothing to say)
             draft, why = (DEFAULT_DRAFT, "") if decode_only else default_draft(target_model)
             choices = (why,) if why else ()
+            given["draft"] = "the catalog" if why else None  # the catalog's choice says so in its own note
         source, preset = source_and_engine(profile, timing, engine, engine_overhead_ms, progress, target_model)
         preset = _serial_where_blocked(preset, profile, target_model)
         kind = drafter_class(str(draft))
@@ -623,8 +626,8 @@ class Deployment:
             if calibration is not None:
                 preset = calibration.apply(preset, None if decode_only else kind)
                 choices += (calibration.said(),)
-            else:
-                choices += _defaults_taken(given, profile, target_model, drafter, source, preset)
+                given = dict.fromkeys(given, "calibration") | {"draft": given["draft"]}
+            choices += _defaults_taken(given, profile, target_model, drafter, source, preset)
             return cls(profile, target_model, drafter, source, preset, choices)
         except VocabularyMismatch as err:
             if defaulted:
