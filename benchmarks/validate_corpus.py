@@ -286,6 +286,8 @@ def _one(folder: Path, spec: dict) -> dict:
     a, a_star, beyond = uncalibrated(dep, runs, limits, kv)
     row["a"], row["a_star"] = _error(a), _error(a_star)
     row["a_star_beyond"] = sorted({k[1] for k in beyond})
+    row["a_star_depth"] = published_steps(dep)
+    row["statistic"] = common_statistic([folder / r["file"] for r in spec["runs"]])[1]
     a_all = a | a_star | beyond
     try:
         b, b_how = one_gamma(dep, runs, limits, kv)
@@ -337,7 +339,10 @@ def _print(results: list[dict]) -> None:
         notes = [f"(b) {r['b_how']}" if "b'" in r["b_how"] or "not available" in r["b_how"] else ""]
         if r["a_star_beyond"]:
             steps = ", ".join(map(str, r["a_star_beyond"]))
-            notes.append(f"(a*) not available at {steps} steps: the drafter's published acceptance stops short of them")
+            why = "has none published" if r["a_star_depth"] == 0 else "stops short of them"
+            notes.append(f"(a*) not available at {steps} steps: the drafter's published acceptance {why}")
+        if r.get("statistic"):
+            notes.append(r["statistic"])
         if r["regret_b"][1]:
             notes.append(f"(d) with the calibration of (b): {r['regret_b'][0]:.3f} ({r['regret_b'][1]})")
         for line in [n for n in notes if n] + [f"(c) {x}" for x in r["c_alpha"]]:

@@ -336,7 +336,7 @@ def test_served_rate_is_explained_against_the_offered_rate(capsys):
     assert "a closed loop of 4 users sends a request only when one finishes" in out
     # the steady state it points to is of the same requests: the workload's (optimal-gamma's own default at a load is
     # the article's 1000 in and 256 out, which gave 6.54 ms plain TPOT against chat's 7.57 at 8 users)
-    assert "(optimal-gamma --concurrency 4 --workload chat gives the steady state without it)" in out
+    assert "(optimal-gamma --concurrency 4 --workload chat and this command's other flags gives the steady" in out
     # Near capacity a short run's queue wanders: 60 in the system at the middle arrival and 74 at the last is within
     # three times sqrt(60) of steady, and the steady state keeps up at this load (about 71 running), so it is not
     # called past capacity.

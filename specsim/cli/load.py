@@ -461,7 +461,8 @@ def _served_against_offered(args: argparse.Namespace, summaries: list[dict], n: 
             f"requests/s served: a closed loop of {args.concurrency} users sends a request only when one finishes, so the "
             f"offered rate is what the engine serves; the {args.concurrency} users send their first requests at once, as "
             "a benchmark's run starts, and the run's TTFT holds that burst's wait for the token budget (optimal-gamma "
-            f"--concurrency {args.concurrency}{_same_requests(args)} gives the steady state without it)"
+            f"--concurrency {args.concurrency}{_same_requests(args)} and this command's other flags gives the steady "
+            "state without it)"
         )
     head = (
         f"requests/s served against the offered {args.rate:g} req/s: served/s counts from the first arrival to the last "
