@@ -352,7 +352,9 @@ def checked_loads(kind: str, loads) -> list:
 def _once(kind: str, loads: list) -> list:
     """``loads``, one given twice refused by name (the command line refuses it as its flag's list: it was answered
     twice)."""
-    twice = [v for i, v in enumerate(loads) if v in loads[:i]]
+    from specsim.core.limits import repeated
+
+    twice = repeated(loads)
     if twice:
         raise ValueError(f"{kind} {twice[0]:g} is given more than once: give each load once")
     return loads

@@ -19,7 +19,16 @@ from specsim.core.defaults import (
     DEFAULT_OUTPUT_TOKENS,
     DEFAULT_TARGET,
 )
-from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, MAX_RATE_PER_S, MAX_REQUESTS, MAX_SEED, MAX_TP
+from specsim.core.limits import (
+    MAX_BATCH,
+    MAX_CONTEXT,
+    MAX_GAMMA,
+    MAX_RATE_PER_S,
+    MAX_REQUESTS,
+    MAX_SEED,
+    MAX_TP,
+    repeated,
+)
 from specsim.describe.models import KV_DTYPE_CHOICES, WEIGHT_DTYPE_CHOICES
 from specsim.engines import DEFAULT_ENGINE, ENGINE_NAMES, PRESETS, EnginePreset, get_engine
 from specsim.engines.trtllm import FREE_GPU_MEMORY_FRACTION
@@ -175,7 +184,7 @@ def list_items(text: str, what: str) -> list[str]:
 def once_each(values: list, what: str, text: str) -> list:
     """``values`` (a list flag's, parsed), one given twice however written (4,4 or 4,4.0) refused by name: it was
     answered twice."""
-    twice = [v for i, v in enumerate(values) if v in values[:i]]
+    twice = repeated(values)
     if twice:
         shown = f"{twice[0]:g}" if isinstance(twice[0], (int, float)) else str(twice[0])
         raise argparse.ArgumentTypeError(f"{what} lists {shown} more than once in {text!r}: give each value once")

@@ -167,6 +167,12 @@ def whole_numbers(what: str, values: Any, minimum: int, maximum: int, plural: st
     return [check_int(what, v, minimum, maximum) for v in items]
 
 
+def repeated(values: list) -> list:
+    """The values of ``values`` that an earlier one equals, in order (4 and 4.0 are one): the one home of a list's
+    repeats, which the command line's list flags and the library's loads refuse by name."""
+    return [v for i, v in enumerate(values) if v in values[:i]]
+
+
 def whole_batches(batches: Any) -> np.ndarray:
     """A non-empty list of batch sizes, each a whole number in [1, MAX_BATCH], as floats (a table labels its rows by
     them: a batch of 2.5 was computed and shown as 2).
