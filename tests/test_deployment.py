@@ -795,3 +795,14 @@ def test_a_draft_models_cache_is_the_targets_where_the_engine_keeps_one_cache_se
     assert trt.with_draft(dataclasses.replace(trt.draft, weight_dtype="fp8")).drafter.own_kv_dtype == "bf16"
     bf16 = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="vllm@0.24.0")
     assert bf16.drafter.step_model.kv_dtype == "bf16" and not said(bf16)
+
+
+def test_the_provenance_asks_the_source_nothing_an_answer_did_not():
+    # The -v line on a draft pass's overhead timed a pass at context 0, outside a measured source's rows (511-8191
+    # tokens): the source then noted "llama-3.2-1b: 1 of 1 points lie outside the measurements", of a point no
+    # answer asked for.
+    csv = Path(__file__).resolve().parent.parent / "hardware" / "measurements" / "h100-sxm-vllm-kernel-steps.csv"
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing=f"measured:{csv}", engine="vllm")
+    before = list(dep.notes())
+    assert any(line.startswith("a draft pass inside a round carries") for line in dep.provenance())
+    assert dep.notes() == before

@@ -924,8 +924,10 @@ class Deployment:
         source gives it (a profile's per pass and per layer; kernel sums add none): no line where it sheds none."""
         if self.draft is None:
             return []
-        whole = float(np.max(self.gpu_pass(self.draft, 1, 1, 0).overhead_s))
-        kept = float(np.max(self.drafter_pass(1, 1, 0).overhead_s))
+        # at one sequence and the article's context, which a measured source's rows hold (at context 0 a source of
+        # measured steps noted a point outside them that no answer asked for)
+        whole = float(np.max(self.gpu_pass(self.draft, 1, 1, DEFAULT_CONTEXT_TOKENS).overhead_s))
+        kept = float(np.max(self.drafter_pass(1, 1, DEFAULT_CONTEXT_TOKENS).overhead_s))
         if whole - kept <= 0:
             return []
         return [
