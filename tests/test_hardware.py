@@ -185,14 +185,19 @@ def test_a_copy_of_a_builtin_profile_edited_under_its_name_is_refused_and_rename
     same = tmp_path / "same.yaml"
     same.write_text(text)
     assert load_hardware(same) == load_hardware("h100-sxm")
-    edited = tmp_path / "edited.yaml"
-    edited.write_text(re.sub(r"(?m)^peak_bytes_per_s: .*$", "peak_bytes_per_s: 4.0e+12", text))
+    edited, renamed = _edited_and_renamed(tmp_path, text, r"(?m)^peak_bytes_per_s: .*$", "peak_bytes_per_s: 4.0e+12")
     with pytest.raises(ValueError, match=r"names itself h100-sxm, a built-in profile, but differs from it"):
         load_hardware(edited)
-    renamed = tmp_path / "renamed.yaml"
-    renamed.write_text(re.sub(r"(?m)^name: .*$", "name: my-h100\ndevice: h100-sxm", edited.read_text()))
     profile = load_hardware(renamed)
     assert (profile.name, profile.device, profile.peak_bytes_per_s) == ("my-h100", "h100-sxm", 4.0e12)
+
+
+def _edited_and_renamed(tmp_path, text: str, pattern: str, value: str):
+    """(a built-in profile's ``text`` with one line edited, the edit renamed my-h100 reading h100-sxm's kernel data)."""
+    edited, renamed = tmp_path / "edited.yaml", tmp_path / "renamed.yaml"
+    edited.write_text(re.sub(pattern, value, text))
+    renamed.write_text(re.sub(r"(?m)^name: .*$", "name: my-h100\ndevice: h100-sxm", edited.read_text()))
+    return edited, renamed
 
 
 def test_the_refusal_of_an_edited_calibrated_profile_names_the_kernel_data_it_reads(tmp_path):
@@ -203,12 +208,9 @@ def test_the_refusal_of_an_edited_calibrated_profile_names_the_kernel_data_it_re
     from specsim.timing.kernel_db import device_folder
 
     text = (builtin_dir() / "measurements" / "h100-sxm-vllm.yaml").read_text()
-    edited = tmp_path / "edited.yaml"
-    edited.write_text(re.sub(r"(?m)^compute_eff: .*$", "compute_eff: 0.5", text))
+    edited, renamed = _edited_and_renamed(tmp_path, text, r"(?m)^compute_eff: .*$", "compute_eff: 0.5")
     with pytest.raises(ValueError, match=r"device: h100-sxm reads h100-sxm-vllm's kernel data under another name\)$"):
         load_hardware(edited)
-    renamed = tmp_path / "renamed.yaml"
-    renamed.write_text(re.sub(r"(?m)^name: .*$", "name: my-h100\ndevice: h100-sxm", edited.read_text()))
     assert device_folder(load_hardware(renamed)) == device_folder(load_hardware("h100-sxm-vllm"))
 
 
