@@ -600,24 +600,28 @@ def read_bench_file(path: str | Path, prefer: str = "mean") -> list[BenchRun]:
     return runs
 
 
-def common_statistic(paths: list) -> tuple[str, str | None]:
-    """("mean" or "median", a note or None): the statistic every run of these files is read by.  The mean where every
-    record holds one; else the median (a source that keeps medians for every row and means for some, as InferenceX's
-    dashboard does): a plain run's median TPOT over a speculative run's mean is not a speedup (the InferenceX sources'
-    speculative means sat from 9% under to 1% over their medians), and a fit to both reads two statistics as one."""
-    runs = read_bench_file_all(paths)
-    medians = [r for r in runs if r.statistic == "median"]
-    if not medians or len(medians) == len(runs):
-        return "mean", None
-    means = [r for r in read_bench_file_all(paths, "median") if r.statistic == "mean"]
+def read_alike(paths: list) -> tuple[list[list[BenchRun]], str | None]:
+    """(each file's runs, in the order of ``paths``, a note or None): every run read by one statistic.  The mean where
+    every record holds one; else the median (a source that keeps medians for every row and means for some, as
+    InferenceX's dashboard does): a plain run's median TPOT over a speculative run's mean is not a speedup (the
+    InferenceX sources' speculative means sat from 9% under to 1% over their medians), and a fit to both reads two
+    statistics as one.  Each file is read once, and again only where the medians are taken."""
+    runs = [read_bench_file(path) for path in paths]
+    flat = [r for file_runs in runs for r in file_runs]
+    medians = [r for r in flat if r.statistic == "median"]
+    if not medians or len(medians) == len(flat):
+        return runs, None
+    runs = [read_bench_file(path, "median") for path in paths]
+    means = [r for file_runs in runs for r in file_runs if r.statistic == "mean"]
     others = f" and {len(means) - 1} other(s)" if len(means) > 1 else ""
-    return "median", (
+    return runs, (
         f"latencies read by their medians: {medians[0].where} records no mean, and a mean against a median is not "
         "the same statistic"
         + (f" ({means[0].where}{others} record(s) no median: read by their means)" if means else "")
     )
 
 
-def read_bench_file_all(paths: list, prefer: str = "mean") -> list[BenchRun]:
-    """The runs of every file of ``paths``, in order, read by :func:`read_bench_file`."""
-    return [r for path in paths for r in read_bench_file(path, prefer)]
+def common_statistic(paths: list) -> tuple[str, str | None]:
+    """("mean" or "median", a note or None): the statistic :func:`read_alike` reads these files' runs by."""
+    runs, note = read_alike(paths)
+    return ("median" if note else "mean"), note

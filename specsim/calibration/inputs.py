@@ -18,7 +18,7 @@ def runs_from_plan(plan_path: str) -> tuple[dict, list[CalRun], list[str], list[
     """(plan, runs, files read, notes) of a bench-plan folder's results.  A run whose file records another load than the
     plan ran it at is refused; runs with no result yet are left out and said so (a plan whose speculative runs have none
     fits the plain terms alone, the round's held at the preset)."""
-    from specsim.calibration.bench_files import common_statistic, read_bench_file
+    from specsim.calibration.bench_files import read_alike
     from specsim.calibration.plan import read_plan
     from specsim.speculation.metrics import acceptance_between
 
@@ -28,13 +28,15 @@ def runs_from_plan(plan_path: str) -> tuple[dict, list[CalRun], list[str], list[
     for row in plan["runs"]:
         if (root / row["file"]).is_file():
             _check_load(root / row["file"], row["concurrency"])
-    prefer, said = common_statistic([root / r["file"] for r in plan["runs"] if (root / r["file"]).is_file()])
+    present = [root / r["file"] for r in plan["runs"] if (root / r["file"]).is_file()]
+    read_runs, said = read_alike(present)
+    by_path = dict(zip(present, read_runs))
     for row in plan["runs"]:
         path = root / row["file"]
         if not path.is_file():
             missing.append(row)
             continue
-        read = read_bench_file(path, prefer)
+        read = by_path[path]
         if len(read) != 1:
             raise ValueError(f"{path.name}: a plan's result holds one run, this file {len(read)}")
         run = read[0]
@@ -115,7 +117,7 @@ def runs_from_files(
     note where an offline batch is among the runs, whose slowest request waits for it)."""
     import os
 
-    from specsim.calibration.bench_files import common_statistic, read_bench_file
+    from specsim.calibration.bench_files import read_alike
     from specsim.core.limits import MAX_GAMMA, check_int
     from specsim.speculation.metrics import accept_length_from_page
 
@@ -124,10 +126,11 @@ def runs_from_files(
         raise ValueError("plain and each speculative group's files are lists of paths, not one path")
     spec_groups = [(paths, check_int("a speculative group's draft steps", s, 1, MAX_GAMMA)) for paths, s in spec_groups]
     _refuse_plain_as_spec(plain, [p for paths, _ in spec_groups for p in paths])
-    prefer, said_statistic = common_statistic(list(plain) + [p for paths, _ in spec_groups for p in paths])
+    read_runs, said_statistic = read_alike(list(plain) + [p for paths, _ in spec_groups for p in paths])
+    read = iter(read_runs)  # each file's runs, in the order given
     runs, notes = [], [said_statistic] if said_statistic else []
     for path in plain:
-        runs += [CalRun(r) for r in read_bench_file(path, prefer)]
+        runs += [CalRun(r) for r in next(read)]
     length = None
     if metrics:
         length, where = accept_length_from_page(metrics)
@@ -144,7 +147,7 @@ def runs_from_files(
         setup = SpecSetup(steps, topk, verify_tokens)
         for path in paths:
             files.append(path)
-            for r in read_bench_file(path, prefer):
+            for r in next(read):
                 if r.accept_length is None and length is not None:
                     r = dataclasses.replace(r, accept_length=length)
                 runs.append(CalRun(r, setup))

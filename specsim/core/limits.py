@@ -241,8 +241,7 @@ def unique_keys(where: str):
     silently: a config.json's second hidden_size won), naming it."""
 
     def pairs(items: list) -> dict:
-        keys = [k for k, _ in items]
-        twice = sorted({k for k in keys if keys.count(k) > 1})
+        twice = sorted(set(repeated([k for k, _ in items])))
         if twice:
             raise DuplicateKey(f"{where}: the key {twice[0]!r} appears twice; each once")
         return dict(items)
