@@ -550,3 +550,21 @@ def test_an_interval_reaching_below_zero_is_said(capsys):
     on, on_h = (float(v) for v in re.findall(r"goodput \(both SLOs met\).* ([\d.]+) ±([\d.]+) req/s", out)[0])
     assert on_h > on
     assert "goodput on" in next(line for line in out.splitlines() if "below zero" in line)
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--alpha", "1", "--gamma-max", "4"], "speculate with gamma=4 (at --gamma-max; raise it)"),
+        (["--alpha", "0.9", "--draft", "dspark"], "speculate with gamma=7 (the drafter's most)"),
+        (["--acceptance", "0.9,0.8,0.7"], "speculate with gamma=3 (at the last measured position)"),
+    ],
+)
+def test_a_best_gamma_at_the_top_of_the_search_says_which_bound_stopped_it_as_the_batch_view_does(argv, said, capsys):
+    # At a load, as per decode batch: a best gamma the search could not go past is no optimum, and says why.
+    at_load = _json(["optimal-gamma", "--timing", "roofline", "--concurrency", "1", *argv], capsys)
+    assert at_load[0]["recommendation"] == said
+    assert main(["optimal-gamma", "--timing", "roofline", "--batch", "1", *argv]) == 0
+    assert said.split("=")[1] in capsys.readouterr().out
+    below = _json(["optimal-gamma", "--timing", "roofline", "--concurrency", "1", "--alpha", "0.8"], capsys)
+    assert "(" not in below[0]["recommendation"]  # below the top: nothing added

@@ -147,6 +147,8 @@ class LoadAnswer:
     measured_steps: int | None = None
     #: The best is the smallest gamma within this share of the most (0: the most itself), as the batch view's --rtol.
     rtol: float = 0.0
+    #: The gamma_max asked for: a best gamma at the top of the search says which bound stopped it, as the batch view's.
+    gamma_max: int | None = None
 
     def __repr__(self) -> str:  # a notebook's echo: the answer per load, not every field (rows holds the rest)
         picks = ", ".join(f"{r['load']}: gamma {r['gamma']} {r['speedup_tpot']:.3f}x" for r in self.rows[:6])
@@ -231,7 +233,26 @@ class LoadAnswer:
             if self.speculation_has_no_room:
                 return "do not speculate (no room for the drafter)"
             return "do not speculate" + self._held_back(j)
-        return f"speculate with gamma={int(s.gamma[i, 0])}" + self._fewer_held(i, j, named=False) + self._past(i)
+        return (
+            f"speculate with gamma={int(s.gamma[i, 0])}"
+            + self._bound(i)
+            + self._fewer_held(i, j, named=False)
+            + self._past(i)
+        )
+
+    def _bound(self, i: int) -> str:
+        """Where gamma row ``i`` is the top of the search: the bound that stopped it, in the batch view's words (the
+        --gamma-max asked for, the drafter's most tokens a round, or the last position the acceptance was measured at);
+        "" below the top."""
+        top = int(self.state.gamma[-1, 0])
+        if self.fixed_gamma is not None or self.gamma_max is None or i == 0 or int(self.state.gamma[i, 0]) != top:
+            return ""
+        if top == self.gamma_max:
+            return " (at --gamma-max; raise it)"
+        drafter = getattr(self.deployment, "drafter", None)
+        if drafter is not None and drafter.max_steps == top:
+            return " (the drafter's most)"
+        return " (at the last measured position)"
 
     def _past(self, i: int) -> str:
         """Where gamma row ``i`` drafts past the deepest step the acceptance was measured at: that it extrapolates."""
@@ -425,7 +446,9 @@ def load_answer(
     if not (np.isfinite(rtol) and 0 <= rtol < 0.5):
         raise ValueError(f"rtol must be in [0, 0.5), got {rtol!r}")
     best = _best(state, kind, gamma is not None, rtol)
-    return LoadAnswer(dep, label, kind, list(loads), P, O, lengths, limits, state, best, gamma, measured_steps, rtol)
+    return LoadAnswer(
+        dep, label, kind, list(loads), P, O, lengths, limits, state, best, gamma, measured_steps, rtol, gamma_max
+    )
 
 
 def check_positions(dep, input_tokens: float, output_tokens: float, fixed: bool = True) -> None:
