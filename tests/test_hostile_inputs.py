@@ -415,7 +415,10 @@ CASES = [
         "optimal-gamma --target qwen3-30b-a3b --draft qwen3-0.6b --moe-effective-experts 4",
         "routing_effective_experts must lie between the experts per token and the number of experts (8..128), got 4.0",
     ),
-    ("optimal-gamma --moe-effective-experts 16", "routing_effective_experts must lie between"),
+    (
+        "optimal-gamma --moe-effective-experts 16",
+        "model 'llama-3.1-8b': routing_effective_experts applies to routed experts; the model has none",
+    ),
     # Issue 12: drafters, trees, acceptance.
     ("optimal-gamma --draft eagle3 --tree topk:2,depth:2,tokens:9", "holds at most 7 tokens"),
     ("optimal-gamma --draft eagle3 --tree topk4", "--tree takes chain or topk:K,depth:D,tokens:N"),

@@ -83,6 +83,8 @@ def test_bad_correlations_are_refused(value, message):
         get_model("qwen3-30b-a3b", routing_correlation=value)
     with pytest.raises(ValueError, match="applies to routed experts; the model has none"):
         get_model("llama-3.1-8b", routing_correlation=0.3)
+    with pytest.raises(ValueError, match="routing_effective_experts applies to routed experts; the model has none"):
+        get_model("llama-3.1-8b", routing_effective_experts=0)  # not "(0..0), got 0", which 0 lies in
 
 
 def test_a_correlated_verification_pass_reads_fewer_expert_bytes_and_costs_less_relative_to_decode():

@@ -355,7 +355,9 @@ class ModelShape:
         if eff is not None:
             if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not math.isfinite(eff):
                 raise ValueError(f"{where}: routing_effective_experts must be a number, got {eff!r}")
-            if not self.n_experts or not self.n_active_experts <= eff <= self.n_experts:
+            if not self.n_experts:  # (as routing_correlation says: a range of 0..0 names nothing to choose from)
+                raise ValueError(f"{where}: routing_effective_experts applies to routed experts; the model has none")
+            if not self.n_active_experts <= eff <= self.n_experts:
                 raise ValueError(
                     f"{where}: routing_effective_experts must lie between the experts per token and the "
                     f"number of experts ({self.n_active_experts}..{self.n_experts}), got {eff!r}"
