@@ -339,6 +339,13 @@ def test_served_rate_is_explained_against_the_offered_rate(capsys):
     # the steady state it points to is of the same requests: the workload's (optimal-gamma's own default at a load is
     # the article's 1000 in and 256 out, which gave 6.54 ms plain TPOT against chat's 7.57 at 8 users)
     assert "(optimal-gamma --concurrency 4 --workload chat and this command's other flags gives the steady" in out
+    # ... and the workload no flag chose is named as the default it is, beside the other defaults' citations
+    assert (
+        "load: closed loop, workload chat, 4 users [--workload chat (default: neither --workload nor "
+        "--input-len/--output-len given; optimal-gamma at a load takes the article's fixed lengths)]"
+    ) in out.splitlines()
+    assert main(["serve-sim", "--concurrency", "4", "--requests", "50", "--runs", "1", "--workload", "chat"]) == 0
+    assert "load: closed loop, workload chat, 4 users" in capsys.readouterr().out.splitlines()
     # Near capacity a short run's queue wanders: 60 in the system at the middle arrival and 74 at the last is within
     # three times sqrt(60) of steady, and the steady state keeps up at this load (about 71 running), so it is not
     # called past capacity.

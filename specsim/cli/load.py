@@ -244,8 +244,21 @@ def _lengths_said(args: argparse.Namespace) -> str:
 
     fitted = calibrated_lengths(args)
     if args.input_len is None and args.output_len is None and fitted is None:
-        return ""
+        return _workload_default_said(args)
     return lengths_defaults_said(args.input_len, args.output_len, fitted)
+
+
+def _workload_default_said(args: argparse.Namespace) -> str:
+    """The workload no flag chose, named as a default (" [...]"; "" where --workload or --trace gives the requests):
+    optimal-gamma's default at the same load is the article's fixed lengths, so the two answers' requests differ."""
+    from specsim.core.workloads import DEFAULT_WORKLOAD
+
+    if args.workload is not None or getattr(args, "trace", None) is not None:
+        return ""
+    return (
+        f" [--workload {DEFAULT_WORKLOAD} (default: neither --workload nor --input-len/--output-len given; "
+        "optimal-gamma at a load takes the article's fixed lengths)]"
+    )
 
 
 def _write_requests(path, requests, plain, spec) -> None:
@@ -533,7 +546,7 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
 
         what = load_lengths(args).description
     else:
-        what = f"workload {workload.name} ({workload.source})"
+        what = f"workload {workload.name} ({workload.source})" + _workload_default_said(args)
     # Poisson rates or closed loops (--concurrency: vllm bench serve --max-concurrency swept); one of them is given.
     loads, plural = (args.rates, "rates") if args.rates is not None else (args.concurrency, "concurrencies")
     total = len(loads) * args.runs * n
