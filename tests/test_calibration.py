@@ -1394,6 +1394,9 @@ def test_a_file_or_a_run_given_twice_is_refused_not_counted_twice(tmp_path, caps
         ({"num_prompts": 100}, "completed (200) is more than num_prompts (100), the requests sent"),
         ({"spec_decode_num_drafts": 18285.5}, "spec_decode_num_drafts must be a whole number, got 18285.5"),
         ({"max_concurrency": 1e300}, "max_concurrency must be a whole number in [1, 65536], got 1e+300"),
+        # A rate that is neither a number nor unpaced, beside a concurrency: once read as a closed loop, silently.
+        ({"request_rate": "abc"}, "request_rate must be a number > 0 or 'inf' (unpaced), got 'abc'"),
+        ({"request_rate": -2}, "request_rate must be a number > 0 or 'inf' (unpaced), got -2"),
         # More drafts than output tokens: each verification yields one at least.
         (
             {"spec_decode_num_drafts": 153600, "spec_decode_draft_tokens": 460800, "spec_decode_acceptance_rate": None},

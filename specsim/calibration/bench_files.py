@@ -156,6 +156,8 @@ def _load(where: str, record: dict, completed: float) -> tuple[str, str, float]:
     concurrency = record.get("max_concurrency")
     rate = record.get("request_rate")
     unpaced = rate is None or rate in ("inf", "Infinity") or (isinstance(rate, float) and math.isinf(rate))
+    if not unpaced and not (_is_number(rate) and rate > 0):  # no run's, beside a concurrency or not
+        raise ValueError(f"{where}: request_rate must be a number > 0 or 'inf' (unpaced), got {rate!r:.20}")
     if concurrency is not None:
         from specsim.core.limits import MAX_BATCH
 
