@@ -115,15 +115,21 @@ def test_a_speculating_prefill_batch_run_apart_reads_the_drafters_weights_too(mo
 def test_poisson_arrivals_up_to_sixty_percent_of_capacity_are_the_simulators_within_four_percent(table, gamma):
     """3,000 Poisson arrivals per rate, the first 300 and those ending after the last arrival left out.  Near capacity
     the mean-value model misses the queue's fluctuations (it under-predicts), so only rates below 80% of the full
-    engine's are held to it."""
+    engine's are held to it.
+
+    At 1% of capacity the engine is mostly idle when a request arrives, so its TTFT is a lone request's: the model's
+    mean TTFT there is held within 2% (its wait weighted by the chance an iteration is running; it charged half an
+    iteration at any rate, and the own prompt's iteration a round of the request itself: +8% plain and +22% speculating
+    before, the simulator's TTFT fixed by seed).  Under load the model's TTFT is 2-17% under the simulator's (the
+    queue's fluctuations again), so it is not held there."""
     P, O = SPREAD.sample(200_000, np.random.default_rng(0))
     capacity = float(steady_state(DEP, 0.8, [gamma], [256], P.mean(), O.mean(), limits=LIMITS).requests_per_s[0, 0])
-    rates = [0.1 * capacity, 0.35 * capacity, 0.6 * capacity]
+    rates = [0.01 * capacity, 0.1 * capacity, 0.35 * capacity, 0.6 * capacity]
     model = steady_state(DEP, 0.8, [gamma], rates, P.mean(), O.mean(), kind="rate", limits=LIMITS)
     assert not model.saturated.any()
     for j, rate in enumerate(rates):
         run = simulate(
-            Requests.poisson(rate, 3000, SPREAD, np.random.default_rng(j + 1)),
+            Requests.poisson(rate, 3000, SPREAD, np.random.default_rng(j)),
             table,
             LIMITS,
             0.8,
@@ -131,8 +137,12 @@ def test_poisson_arrivals_up_to_sixty_percent_of_capacity_are_the_simulators_wit
             np.random.default_rng(7),
         )
         keep = _steady_part(run, 300)
+        if j == 0:
+            ttft = (run.first_token_s - run.arrival_s)[keep].mean()
+            assert model.ttft_s[0, j] == pytest.approx(ttft, rel=0.02), rate
+            continue
         tpot = (run.finish_s - run.first_token_s)[keep].sum() / (run.output[keep] - 1).sum()
-        assert model.tpot_s[0, j] == pytest.approx(tpot, rel=0.04 if j < 2 else 0.06), rate
+        assert model.tpot_s[0, j] == pytest.approx(tpot, rel=0.04 if j < 3 else 0.06), rate
 
 
 def test_an_offline_batch_is_the_simulators_within_four_percent_in_throughput(table):

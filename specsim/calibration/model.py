@@ -185,7 +185,7 @@ class RunModel:
 
     def settle(self, values: Values) -> None:
         """Hold each run's decode batch (and that of the iterations carrying its own prompt) at the serving model's for
-        ``values``: a closed loop's from its population, an offline batch its wave, Poisson arrivals' 1 + lambda D t_dec
+        ``values``: a closed loop's from its population, an offline batch its wave, Poisson arrivals' 1 + lambda D t_dec (their own prompts' iterations: lambda D t_dec)
         (three passes of the fixed point)."""
         everything = np.arange(len(self.runs))
         batch, own = self.batch.copy(), self.batch_own.copy()
@@ -202,7 +202,9 @@ class RunModel:
             batch[rate] = np.minimum(
                 1.0 + self.load[rate] * self.rounds(values.alphas, everything[rate]) * t["itl_s"], self.in_engine[rate]
             )
-            own[rate] = batch[rate]
+            own[rate] = np.minimum(  # the others an arrival finds decoding (steady._open_loop)
+                self.load[rate] * self.rounds(values.alphas, everything[rate]) * t["itl_s"], self.in_engine[rate]
+            )
         self._set_batches(batch, own)
 
     def _set_batches(self, batch: np.ndarray, own: np.ndarray) -> None:
@@ -320,7 +322,7 @@ class RunModel:
             i = index[sel]
             if k == "concurrency":
                 pop = self.population(values.alphas, i)
-                own = own_step_s(pop, own_at[sel], step[sel], base)
+                own = own_step_s(pop.batch_own, own_at[sel], step[sel], base)
                 t = closed_loop_times(
                     pop,
                     step[sel],
@@ -345,7 +347,7 @@ class RunModel:
                     self.load[i],
                     self.rounds(values.alphas, i),
                     step[sel],
-                    own_at[sel],
+                    own_step_s(self.batch_own[i], own_at[sel], step[sel], base),
                     t_pf[sel],
                     k_p,
                     self.output[i],

@@ -78,7 +78,7 @@ __all__ = [
 LOAD_KINDS = ("concurrency", "rate", "batch")
 #: Iterations a closed-loop user's next request waits for: the one already running when it arrives.
 CLOSED_LOOP_WAIT = 1.0
-#: ... and a Poisson arrival's: on average half of the iteration it lands in.
+#: ... and a Poisson arrival's: on average half of the iteration it lands in, where one is running (open_loop_times).
 OPEN_LOOP_WAIT = 0.5
 _BISECTIONS = 48
 
@@ -755,14 +755,13 @@ def burst_iterations(count: object, prompt_tokens: object, budget: float) -> np.
     return np.maximum(out, 1.0).reshape(n.shape)
 
 
-def own_step_s(population: Population, step_at_own: object, step_s: object, base_s: float) -> np.ndarray:
-    """The step of an iteration carrying a request's own prompt: that of the others decoding beside it
-    (``step_at_own``, the step at ``batch_own``); below one sequence, partly a prefill-only iteration, which runs the
+def own_step_s(batch_own: object, step_at_own: object, step_s: object, base_s: float) -> np.ndarray:
+    """The step of an iteration carrying a request's own prompt: that of the ``batch_own`` others decoding beside it
+    (``step_at_own``, the step at that batch); below one sequence, partly a prefill-only iteration, which runs the
     base pass (a decode step over no context) instead of a step."""
-    share = np.minimum(population.batch_own, 1.0)
-    return np.where(
-        population.batch_own >= 1.0, step_at_own, (1.0 - share) * base_s + share * np.asarray(step_s, dtype=float)
-    )
+    others = np.asarray(batch_own, dtype=float)
+    share = np.minimum(others, 1.0)
+    return np.where(others >= 1.0, step_at_own, (1.0 - share) * base_s + share * np.asarray(step_s, dtype=float))
 
 
 def prefill_batches(prompts: object, prompt_tokens: object, budget: object, group: object = 1.0) -> np.ndarray:
@@ -903,7 +902,7 @@ def _closed_loop(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, requests=No
         if not steps.prefix:
             break
         per_round = E
-    own = own_step_s(pop, steps(np.maximum(pop.batch_own, 1.0))[0], step, steps.base_s)
+    own = own_step_s(pop.batch_own, steps(np.maximum(pop.batch_own, 1.0))[0], step, steps.base_s)
     t = closed_loop_times(pop, step, own, t_pf, N, O, P, limits, requests, steps.batch_base_s)
     shape = t["tpot_s"].shape
     return SteadyState(
@@ -955,8 +954,14 @@ def open_loop_times(
             t_dec = (step + open_batches_s(t_dec, lam, apart)) / free
         t_dec = np.where(np.isfinite(t_dec), t_dec, np.inf)
     own = own_s if apart is None else apart[0]
-    t_own = iteration_s(own, t_pf / np.asarray(prefill_iterations, dtype=float) + share * t_dec)
-    ttft = OPEN_LOOP_WAIT * t_dec + np.asarray(prefill_iterations, dtype=float) * t_own
+    k_p = np.asarray(prefill_iterations, dtype=float)
+    t_own = iteration_s(own, t_pf / k_p + share * t_dec)
+    # An arrival waits for the iteration it lands in only where one is running: the engine is busy while any request
+    # is in it, and requests in a system with room for all are Poisson in number (M/G/inf), so busy = 1 - exp(-lambda
+    # x a request's time in it).  At a vanishing rate the engine is idle and TTFT is a lone request's.
+    with np.errstate(invalid="ignore"):
+        busy = -np.expm1(-lam * (D * t_dec + k_p * t_own))
+    ttft = OPEN_LOOP_WAIT * np.where(busy > 0.0, busy * t_dec, 0.0) + k_p * t_own
     O = np.asarray(output_tokens, dtype=float)
     shape = np.shape(t_dec)
     return {
@@ -1004,7 +1009,11 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
         | (iteration_s(step, extra(t_dec)) > t_dec * (1 + 1e-6))
     )
     k_p = _prefill_iterations(P, left, 1.0)
-    t = open_loop_times(lam, D, step, step, t_pf, k_p, O, apart)
+    # The iterations carrying a request's own prompt carry the others decoding, lambda D t_dec as an arrival finds
+    # them, not the request itself.
+    others = np.minimum(lam * D * t_dec, cap)
+    own = own_step_s(others, steps(np.maximum(others, 1.0))[0], step, steps.base_s)
+    t = open_loop_times(lam, D, step, own, t_pf, k_p, O, apart)
     pick = {k: np.where(saturated, np.broadcast_to(getattr(full, k), np.shape(saturated)), v) for k, v in t.items()}
     pick["ttft_s"] = np.where(saturated, np.inf, t["ttft_s"])
     pick["e2e_s"] = np.where(saturated, np.inf, t["e2e_s"])
