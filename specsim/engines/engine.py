@@ -182,6 +182,12 @@ class Engine:
         where ``preset`` would ("": nothing stops it)."""
         return ""
 
+    def graphless_draft_steps(self, preset, hardware, target, drafter_kind: str | None) -> tuple[float, str]:
+        """(seconds each draft step of a round after its first adds per layer of the drafter's network, why): where this
+        engine runs those steps without a CUDA graph for a ``drafter_kind`` drafter of ``target`` with its KV cache on
+        ``hardware``, what that costs over a graphed step and the source of the size; (0.0, "") where it graphs them."""
+        return 0.0, ""
+
     def default_limits(self, preset, hardware, offline: bool) -> DefaultLimits | None:
         """The limits this engine takes on ``hardware`` when the user sets none, for a server or (``offline``) a batch
         run in-process; None where specsim has not read them."""

@@ -811,6 +811,42 @@ def _flashinfer_serves_fp8_cache(hardware) -> tuple[str, bool] | None:
     return None
 
 
+#: Model Runner V2 is vLLM's default runner for these architectures in 0.24.0 (config/vllm.py
+#: DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES, L68-77); from 0.25.0 also for every model neither MoE nor hybrid
+#: (_is_default_v2_model_runner_model, 0.25.0 L557-575).  0.21.0 and older run V2 only under VLLM_USE_V2_MODEL_RUNNER=1.
+_V2_DEFAULT_SINCE = (0, 24, 0)
+_V2_ALL_DENSE_SINCE = (0, 25, 0)
+_V2_ARCHITECTURES_0_24 = frozenset(
+    {
+        "Qwen3ForCausalLM",
+        "DeepseekV2ForCausalLM",
+        "Qwen2MoeForCausalLM",
+        "GraniteMoeForCausalLM",
+        "LlamaForCausalLM",
+        "MistralForCausalLM",
+    }
+)
+#: The drafters V2's AutoRegressiveSpeculator runs a step at a time (init_speculator, v1/worker/gpu/spec_decode/
+#: __init__.py, 0.24.0); V2 sends draft_model and n-gram to the V1 runner (config/vllm.py
+#: _get_v2_model_runner_unsupported_features, L2027-2032), and DFlash drafts in one pass.
+_V2_STEP_KINDS = frozenset({"eagle", "eagle3", "mtp"})
+#: FlashInfer on RTX Blackwell reports UNIFORM_BATCH from 0.28.0 (v1/attention/backends/flashinfer.py
+#: get_cudagraph_support, 0.28.0 L1019-1023: ``is_sm12x or ...``), so vLLM keeps full graphs there; on sm 8.x it reports
+#: UNIFORM_SINGLE_TOKEN_DECODE in every release read to 0.29.0 (0.34.0's FA2 native decode takes UNIFORM_BATCH;
+#: 0.30-0.33 unread).
+_SM12_FULL_GRAPHS_SINCE = (0, 28, 0)
+#: The extra time of a pass without a CUDA graph, per layer: this project's own harness (eager PyTorch, not vLLM) timed
+#: a 16-layer Llama-3.2-1B pass at batch 1 at 9.0 ms eager against 2.2 ms in a CUDA graph on an H200
+#: (/work/shared/data/h200-2026-11-30/README.md, loop.json: measure-loop's t_draft), (9.0 - 2.2) / 16 ms a layer.  No
+#: public measurement of a vLLM draft step without a graph against one with it was found; vLLM's graph-less steps run
+#: its compiled model (fewer launches than eager PyTorch) but build their attention metadata each step.
+GRAPHLESS_LAYER_S = (9.0e-3 - 2.2e-3) / 16
+GRAPHLESS_SAID = (
+    "the harness's eager PyTorch pass over its CUDA-graphed one, (9.0 - 2.2) ms / 16 layers of Llama-3.2-1B at batch 1 "
+    "on an H200 (data/h200-2026-11-30: not vLLM, which runs its compiled model), held at every batch"
+)
+
+
 class _Vllm(Engine):
     def default_limits(self, preset, hardware, offline):
         return default_limits(hardware, offline)
@@ -837,8 +873,9 @@ class _Vllm(Engine):
         if _flashinfer_serves_fp8_cache(hardware) is None:
             return ""
         return (
-            "; vLLM (0.12 to 0.24 read) runs it on FlashInfer, not FlashAttention, and with speculation drops to "
-            "piecewise CUDA graphs (attention outside the graph in every pass)"
+            "; vLLM (0.12 to 0.29 read) runs it on FlashInfer, not FlashAttention, and with speculation drops to "
+            "piecewise CUDA graphs (attention outside the graph in every pass), and from 0.24 its Model Runner V2 "
+            "runs an EAGLE or MTP round's draft steps after the first with no CUDA graph at all"
         )
 
     def serial_rounds(self, preset, hardware, kv_dtype):
@@ -852,6 +889,31 @@ class _Vllm(Engine):
         return (
             f"FlashInfer, which serves an FP8 KV cache on {served[0]}, waits for the GPU in every pass's metadata build "
             "(vllm-project/vllm#29134, #57352)"
+        )
+
+    def graphless_draft_steps(self, preset, hardware, target, drafter_kind):
+        # vLLM 0.24.0: with an FP8 cache on sm 8.x / 12.x, FlashInfer's UNIFORM_SINGLE_TOKEN_DECODE makes
+        # config/compilation.py (L1387-1401) set cudagraph_mode=PIECEWISE when speculating (fp8_cache_backend), and
+        # Model Runner V2's speculator captures draft decodes (positions > 0) only in FULL mode, NONE otherwise
+        # (v1/worker/gpu/spec_decode/autoregressive/speculator.py L82-95, "PIECEWISE cudagraphs are not supported for
+        # draft decodes", vllm-project/vllm#39773; the same in 0.25.0-0.29.0 and 0.34.0).  The first draft step (the
+        # prefill at position 0) keeps its piecewise graph.
+        served = _flashinfer_serves_fp8_cache(hardware)
+        release = preset_release(NAME, preset, RANGES)
+        if target.kv_dtype != "fp8" or served is None or drafter_kind not in _V2_STEP_KINDS:
+            return 0.0, ""
+        sm12_graphed = hardware.sm is not None and hardware.sm[0] == 12 and release >= _SM12_FULL_GRAPHS_SINCE
+        if release < _V2_DEFAULT_SINCE or sm12_graphed:
+            return 0.0, ""
+        dense = not target.is_moe and not target.is_hybrid
+        if target.architecture not in _V2_ARCHITECTURES_0_24 and not (release >= _V2_ALL_DENSE_SINCE and dense):
+            return 0.0, ""
+        return GRAPHLESS_LAYER_S, (
+            f"vLLM {_version_text(release)}'s Model Runner V2 (its default for {target.architecture or 'this model'}) "
+            f"runs every draft step after a round's first without a CUDA graph, as FlashInfer's FP8 cache on {served[0]} "
+            "leaves piecewise graphs and its speculator graphs draft decodes only in FULL mode "
+            "(v1/worker/gpu/spec_decode/autoregressive/speculator.py, vllm-project/vllm#39773); each costs "
+            f"{GRAPHLESS_LAYER_S * 1e3:.3f} ms a draft layer more: {GRAPHLESS_SAID}"
         )
 
     def draft_tp(self, preset, separate_model, target_tp, requested):
