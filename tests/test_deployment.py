@@ -717,6 +717,60 @@ def test_vllms_rounds_are_serial_where_flashinfer_serves_an_fp8_cache_without_fp
     assert serial == pytest.approx(overlapped + host, rel=1e-9) and host > 0
 
 
+def test_vllms_v2_runner_adds_graphless_draft_steps_on_flashinfers_fp8_cache_only():
+    """vLLM 0.24+'s Model Runner V2 graphs draft decodes only in FULL mode (v1/worker/gpu/spec_decode/autoregressive/
+    speculator.py, vllm-project/vllm#39773), which FlashInfer's FP8 cache on sm 8.x denies when speculating: each EAGLE
+    or MTP round pays (gamma - 1) graph-less steps, a per-layer time of the drafter's network; nothing with an FP16
+    cache, on Hopper, before 0.24 (V1 runner), for a draft model (V1 runner), on SGLang or with no engine."""
+    from specsim.engines.vllm import GRAPHLESS_LAYER_S
+    from specsim.speculation.fp8_cache import graphless_draft
+
+    fp8 = {"kv_dtype": "fp8"}
+
+    def build(hardware="a100-sxm-80gb", engine="vllm@0.24.0", draft="eagle3", target="llama-3.1-8b", **options):
+        return Deployment.build(hardware, target, draft, engine=engine, target_options=options or None)
+
+    a100 = build(**fp8)
+    per_step, why = graphless_draft(a100)
+    assert per_step == pytest.approx(GRAPHLESS_LAYER_S * a100.draft.n_layers) and per_step > 0
+    assert "#39773" in why and "not vLLM" in why
+    gammas = np.array([1.0, 2.0, 3.0, 5.0])
+    rounds = a100.round_time(1, 1000, gammas)
+    np.testing.assert_allclose(rounds.graphless_s, (gammas - 1.0) * per_step, rtol=1e-12)
+    # the round grows by exactly that over the same deployment with the term off, and its parts still add up
+    off = dataclasses.replace(rounds, graphless_s=0.0)
+    np.testing.assert_allclose(rounds.total_s - off.total_s, (gammas - 1.0) * per_step, rtol=1e-9)
+    parts = rounds.parts()
+    np.testing.assert_allclose(sum(parts.values()), rounds.total_s, rtol=1e-12)
+    assert parts["draft steps without a CUDA graph"][0] == 0.0  # gamma 1: the one draft step keeps its graph
+    assert any(line.startswith("draft steps without a CUDA graph: ") for line in a100.provenance())
+    (note,) = [n for n in a100.notes() if "FP8 KV cache" in n]
+    assert "runs without a CUDA graph are modelled" in note and "piecewise passes are not modelled" in note
+    # a larger drafter network pays per layer: an MTP head and a 2-layer copy of the EAGLE-3 head
+    two = a100.with_draft(dataclasses.replace(a100.draft, n_layers=2))
+    assert graphless_draft(two)[0] == pytest.approx(2 * per_step)
+    for other in (
+        build(),  # FP16 cache: FlashAttention keeps full graphs
+        build("h100-sxm", **fp8),  # FA3 takes the FP8 cache on Hopper
+        build(engine="vllm@0.10", **fp8),  # the V1 runner graphs EAGLE's draft steps piecewise
+        build(engine="vllm@0.21.0", **fp8),  # V2 only under VLLM_USE_V2_MODEL_RUNNER=1
+        build(draft="llama-3.2-1b", **fp8),  # V2 sends draft_model to the V1 runner
+        build(engine="sglang", **fp8),
+        build(engine="none", **fp8),
+        build("rtx-5090", engine="vllm@0.28.0", **fp8),  # FlashInfer reports UNIFORM_BATCH on sm 12.x from 0.28
+    ):
+        assert graphless_draft(other) == (0.0, "")
+        assert not np.any(other.round_time(1, 1000, gammas).graphless_s)
+        assert not [line for line in other.provenance() if line.startswith("draft steps without a CUDA graph")]
+    assert graphless_draft(build("rtx-5090", engine="vllm@0.27.0", **fp8))[0] == pytest.approx(per_step)
+    assert graphless_draft(build("l40s", **fp8))[0] == pytest.approx(per_step)
+    # 0.24 runs V2 by default for its listed architectures only; 0.25 for every dense model
+    for engine, v2 in (("vllm@0.24.0", False), ("vllm@0.25.0", True)):
+        dep = build(engine=engine, **fp8)
+        phi = dataclasses.replace(dep, target=dataclasses.replace(dep.target, architecture="Phi3ForCausalLM"))
+        assert (graphless_draft(phi)[0] > 0) == v2
+
+
 def test_without_a_draft_a_built_in_target_gets_its_catalogs_draft_and_the_note_says_so():
     """llama-3.2-1b drafting for a Qwen3 or Mistral target was refused (another tokenizer) when the user gave no
     --draft; the model catalog names each built-in target's draft, which is taken and said."""

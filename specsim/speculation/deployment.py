@@ -55,6 +55,7 @@ from specsim.describe.parallel import check_tp
 from specsim.engines import DEFAULT_ENGINE, REGISTRY, EnginePreset, draft_tp, get_engine, source_and_engine
 from specsim.speculation.acceptance import _check_gamma, plan_arrays, tokens_per_round
 from specsim.speculation.drafters import Drafter, DraftModel, drafter_class, make_drafter
+from specsim.speculation.fp8_cache import fp8_cache_notes, graphless_draft_s, graphless_provenance
 from specsim.timing import (
     LARGE_MOE_ACTIVE,
     LARGE_MOE_LONGER,
@@ -255,6 +256,9 @@ class RoundTime:
     overlapped: np.ndarray | float = 0.0  #: the share of H the engine overlaps with the round's passes (0: serial)
     #: Draft passes the round runs (None: one per draft step; a parallel drafter runs one for all of them).
     passes: np.ndarray | None = None
+    #: What the round's draft steps run without a CUDA graph add over graphed ones, seconds
+    #: (:func:`specsim.speculation.fp8_cache.graphless_draft_s`; 0 where the engine graphs every draft step).
+    graphless_s: np.ndarray | float = 0.0
 
     @property
     def draft_passes(self) -> np.ndarray:
@@ -263,13 +267,16 @@ class RoundTime:
 
     @property
     def passes_s(self) -> np.ndarray:
-        """t_pass = s * t_step + t_fixed: the round's passes without the engine's host work."""
-        return round_seconds(self.draft_passes, self.draft.total_s, self.fixed.total_s)
+        """t_pass = s * t_step + t_fixed (+ the draft steps' time without a CUDA graph): the round's passes without the
+        engine's host work."""
+        return round_seconds(self.draft_passes, self.draft.total_s, self.fixed.total_s + self.graphless_s)
 
     @property
     def total_s(self) -> np.ndarray:
         """t_round: t_pass + H, or max(t_pass, h H) + (1 - h) H where the engine overlaps a share h of H."""
-        return round_seconds(self.draft_passes, self.draft.total_s, self.fixed.total_s, self.host_s, self.overlapped)
+        return round_seconds(
+            self.draft_passes, self.draft.total_s, self.fixed.total_s + self.graphless_s, self.host_s, self.overlapped
+        )
 
     @property
     def exposed_host_s(self) -> np.ndarray:
@@ -297,6 +304,8 @@ class RoundTime:
             "draft-step collectives": s * self.draft.engine_s,
             "verification": f.verify.total_s,
         }
+        if np.any(self.graphless_s):
+            parts["draft steps without a CUDA graph"] = self.graphless_s
         if f.extend is not None:
             parts["draft extend"] = f.extend.total_s
         if np.any(np.asarray(f.host_s) != 0):
@@ -832,6 +841,7 @@ class Deployment:
             host,
             overlapped,
             self.drafter.draft_passes(s),
+            graphless_draft_s(self, s),
         )
 
     def outcome(
@@ -898,7 +908,9 @@ class Deployment:
             total_s=np.asarray(fixed.total_s)[vi],
         )
         host, overlapped = self.round_host(batch, steps, width)
-        return RoundTime(steps, draft, fixed, host, overlapped, self.drafter.draft_passes(steps))
+        return RoundTime(
+            steps, draft, fixed, host, overlapped, self.drafter.draft_passes(steps), graphless_draft_s(self, steps)
+        )
 
     def _require_drafter(self) -> None:
         if self.drafter is None:
@@ -914,6 +926,7 @@ class Deployment:
         if self.drafter is not None:
             lines += self.drafter.provenance()
             lines += self._draft_overhead_line()
+            lines += graphless_provenance(self)
         lines += model_assumptions(self.hardware, [m for m in (self.target, self.draft) if m is not None])
         if getattr(self.target, "is_hybrid", False):
             lines.append(self.engine.recurrent.describe())
@@ -999,24 +1012,7 @@ class Deployment:
         for model in (self.target, self.draft):
             if model is not None:
                 notes += [f"{model.name}: {n}" for n in model.notes]
-        if self.target.kv_dtype == "fp8":
-            # Found on the public A100 study (docs/reports/2026-12-02-concurrency.md), after looking at it: the serial rounds
-            # are modelled (Engine.serial_rounds, from 2026-12-03), the kernels and the piecewise graphs are not.
-            engine = REGISTRY.get(self.engine.name)  # None for engine none
-            why = "" if engine is None else engine.fp8_cache_backend(self.hardware)
-            serial = f"; its rounds are modelled serial: {self.engine.serial_why}" if self.engine.serial_why else ""
-            if self.hardware.peak_fp8_flop_per_s is None:
-                notes.append(
-                    f"{self.target.name}: an FP8 KV cache on {self.hardware.name}, which has no FP8 tensor cores, is "
-                    "counted at half the bytes; its attention kernels dequantize it, which can cost more than it saves "
-                    f"(vLLM 0.24 on an A100: speculative TPOT 60% longer at concurrency 1 than with an FP16 cache){why}: "
-                    "not modelled" + serial
-                )
-            elif why:
-                notes.append(
-                    f"{self.target.name}: an FP8 KV cache on {self.hardware.name} is counted at half the bytes{why}: "
-                    "not modelled" + serial
-                )
+        notes += fp8_cache_notes(self)
         notes += self._overlap_assumed()
         notes += self._host_unmeasured()
         notes += self._int4_estimated()

@@ -1,0 +1,101 @@
+"""What an FP8 KV cache changes in a speculative round beyond its bytes, where an engine serves it on other kernels.
+
+vLLM serves an FP8 cache on FlashInfer where FlashAttention cannot take it (sm 8.x; sm 12.x before 0.28), and FlashInfer
+without TRT-LLM attention supports only single-token decode graphs, so vLLM drops to piecewise CUDA graphs when
+speculating (config/compilation.py, 0.24.0 L1387-1401).  Model Runner V2, vLLM's default runner for dense models from
+0.24/0.25, graphs the draft steps after a round's first only in FULL mode and runs them with no graph otherwise
+(v1/worker/gpu/spec_decode/autoregressive/speculator.py, 0.24.0 L82-95, vllm-project/vllm#39773).  A round of gamma
+draft steps then pays
+
+    t_round += (gamma - 1) t_g,    t_g = (draft layers) x (the engine's graph-less time per layer)
+
+(:func:`graphless_draft_s`, the one home of the term; the engine says where and how much:
+:meth:`specsim.engines.engine.Engine.graphless_draft_steps`).  The piecewise target passes and FlashInfer's kernels are
+not modelled; the serial rounds FlashInfer's metadata build forces are (:meth:`~specsim.engines.engine.Engine.serial_rounds`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from specsim.engines import REGISTRY
+
+
+def graphless_draft(dep) -> tuple[float, str]:
+    """(t_g, why): the seconds each draft step after a round's first adds where ``dep``'s engine runs it without a CUDA
+    graph for its drafter, target cache and GPU (the engine's per-layer time times the drafter network's layers), and
+    why with the source of the size; (0.0, "") elsewhere.
+
+    >>> from specsim.speculation.deployment import Deployment
+    >>> fp8 = {"kv_dtype": "fp8"}
+    >>> a100 = Deployment.build("a100-sxm-80gb", "llama-3.1-8b", "eagle3", engine="vllm@0.24.0", target_options=fp8)
+    >>> round(graphless_draft(a100)[0] * 1e3, 3)
+    0.425
+    >>> graphless_draft(Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", engine="vllm@0.24.0", target_options=fp8))
+    (0.0, '')
+    """
+    engine = REGISTRY.get(dep.engine.name)  # None for engine none
+    if engine is None or dep.drafter is None or dep.draft is None:
+        return 0.0, ""
+    per_layer, why = engine.graphless_draft_steps(dep.engine, dep.hardware, dep.target, dep.drafter.kind)
+    return per_layer * dep.draft.n_layers, why
+
+
+def graphless_draft_s(dep, steps: object) -> np.ndarray | float:
+    """(s - 1) t_g, seconds: what a round of ``steps`` draft steps adds where ``dep``'s engine runs every draft pass
+    after the first without a CUDA graph (:func:`graphless_draft`; 0 elsewhere, and for a drafter of one pass).
+
+    >>> from specsim.speculation.deployment import Deployment
+    >>> a100 = Deployment.build("a100-sxm-80gb", "llama-3.1-8b", "eagle3", engine="vllm@0.24.0",
+    ...                         target_options={"kv_dtype": "fp8"})
+    >>> [round(float(t) * 1e3, 3) for t in graphless_draft_s(a100, [1, 3, 5])]
+    [0.0, 0.85, 1.7]
+    """
+    per_step, _ = graphless_draft(dep)
+    if not per_step:
+        return 0.0
+    passes = np.asarray(dep.drafter.draft_passes(np.asarray(steps, dtype=float)), dtype=float)
+    return np.maximum(passes - 1.0, 0.0) * per_step
+
+
+def graphless_provenance(dep) -> list[str]:
+    """The -v line saying which draft steps run without a CUDA graph and the source of their time (none elsewhere)."""
+    _, why = graphless_draft(dep)
+    return [f"draft steps without a CUDA graph: {why}"] if why else []
+
+
+def fp8_cache_notes(dep) -> list[str]:
+    """The note on an FP8 KV cache where it costs more than its bytes: no FP8 tensor cores to read it, or an engine
+    that serves it on other kernels and graphs (:meth:`specsim.engines.engine.Engine.fp8_cache_backend`), saying what
+    of that is modelled (graph-less draft steps, serial rounds) and what is not."""
+    if dep.target.kv_dtype != "fp8":
+        return []
+    # Found on the public A100 study (docs/reports/2026-12-02-concurrency.md), after looking at it: the serial rounds
+    # are modelled (Engine.serial_rounds, from 2026-12-03), and the draft steps Model Runner V2 runs without a CUDA
+    # graph (Engine.graphless_draft_steps, sized off the harness, not the study); the kernels and the piecewise target
+    # passes are not.
+    engine = REGISTRY.get(dep.engine.name)  # None for engine none
+    why = "" if engine is None else engine.fp8_cache_backend(dep.hardware)
+    graphless_s, _ = graphless_draft(dep)
+    modelled = (
+        f"; the draft steps it runs without a CUDA graph are modelled, {graphless_s * 1e3:.3f} ms more each after a "
+        "round's first (-v gives the source of the size)"
+        if graphless_s
+        else ""
+    )
+    modelled += f"; its rounds are modelled serial: {dep.engine.serial_why}" if dep.engine.serial_why else ""
+    name, gpu = dep.target.name, dep.hardware.name
+    if dep.hardware.peak_fp8_flop_per_s is None:
+        return [
+            f"{name}: an FP8 KV cache on {gpu}, which has no FP8 tensor cores, is counted at half the bytes; its "
+            "attention kernels dequantize it, which can cost more than it saves (vLLM 0.24 on an A100: speculative "
+            f"TPOT 60% longer at concurrency 1 than with an FP16 cache){why}: "
+            + ("the kernels and the piecewise passes are not modelled" if why else "not modelled")
+            + modelled
+        ]
+    if why:
+        return [
+            f"{name}: an FP8 KV cache on {gpu} is counted at half the bytes{why}: the kernels and the piecewise passes "
+            "are not modelled" + modelled
+        ]
+    return []
