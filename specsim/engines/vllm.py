@@ -837,7 +837,7 @@ _V2_STEP_KINDS = frozenset({"eagle", "eagle3", "mtp"})
 _SM12_FULL_GRAPHS_SINCE = (0, 28, 0)
 #: The extra time of a pass without a CUDA graph, per layer: this project's own harness (eager PyTorch, not vLLM) timed
 #: a 16-layer Llama-3.2-1B pass at batch 1 at 9.0 ms eager against 2.2 ms in a CUDA graph on an H200
-#: (/work/shared/data/h200-2026-11-30/README.md, loop.json: measure-loop's t_draft), (9.0 - 2.2) / 16 ms a layer.  No
+#: (data/h200-2026-11-30/README.md in the team's shared folder: measure-loop's t_draft), (9.0 - 2.2) / 16 ms a layer.  No
 #: public measurement of a vLLM draft step without a graph against one with it was found; vLLM's graph-less steps run
 #: its compiled model (fewer launches than eager PyTorch) but build their attention metadata each step.
 GRAPHLESS_LAYER_S = (9.0e-3 - 2.2e-3) / 16
