@@ -1413,6 +1413,13 @@ def test_a_file_or_a_run_given_twice_is_refused_not_counted_twice(tmp_path, caps
             "spec_decode_draft_tokens / spec_decode_num_drafts = 5 draft tokens a draft, but 3 draft steps (--steps) "
             "propose at most 3",
         ),
+        # ... and of 2 under --steps 3: a whole step short at every draft is no cut to the token budget (fitted as 3
+        # steps before, exit 0, its held-out error 14.9%).
+        (
+            {"spec_decode_draft_tokens": 36570, "spec_decode_acceptance_rate": None},
+            "spec_decode_draft_tokens / spec_decode_num_drafts = 2 draft tokens a draft, but 3 draft steps (--steps) "
+            "propose 3, cut only where the token budget or the model's positions run out: the file is of fewer steps",
+        ),
     ],
 )
 def test_figures_a_result_holds_that_cannot_be_are_refused_read_or_not(edit, said, tmp_path, capsys):

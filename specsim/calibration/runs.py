@@ -251,6 +251,14 @@ def _check_accept_lengths(c: CalRun) -> None:
             f"{r.where}: spec_decode_draft_tokens / spec_decode_num_drafts = {per_draft:.6g} draft tokens a draft, "
             f"but {setup.steps} draft steps (--steps) propose at most {most}: the file is of more steps"
         )
+    # vLLM's scheduler cuts a request's drafts to the token budget and its positions left (v1/core/sched/scheduler.py,
+    # 0.24.0 L583-594), so a run of K steps can count a little under K a draft, never a whole step under at every draft.
+    if per_draft is not None and most > 1 and per_draft <= (most - 1) * 1.005:
+        raise ValueError(
+            f"{r.where}: spec_decode_draft_tokens / spec_decode_num_drafts = {per_draft:.6g} draft tokens a draft, "
+            f"but {setup.steps} draft steps (--steps) propose {most}, cut only where the token budget or the model's "
+            "positions run out: the file is of fewer steps (give --steps as the runs used)"
+        )
 
 
 def check_runs(dep, runs: list[CalRun]) -> None:
