@@ -1493,6 +1493,22 @@ def test_a_plan_whose_speculative_runs_have_no_result_holds_the_rounds_terms_at_
     assert "fitted none of the round's terms" in " ".join(rows[0]["provenance"])
 
 
+def test_a_plan_result_that_is_a_folder_is_a_wrong_path_not_a_run_to_come(tmp_path, capsys):
+    # Read as "1 of the plan's 40 runs have no result yet" before, exit 0 (found by a review helper).
+    folder = _plan_copy(tmp_path)
+    plan = yaml.safe_load((folder / "plan.yaml").read_text())
+    row = plan["runs"][0]
+    (folder / row["file"]).unlink()
+    (folder / row["file"]).mkdir()
+    assert main(["calibrate-engine", "--plan", str(folder / "plan.yaml")]) == 2
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    path = folder / row["file"]
+    assert (
+        err
+        == f"specsim calibrate-engine: error: plan run {row['name']}: its file {path} is not a file: the run writes one there"
+    )
+
+
 @pytest.mark.parametrize(
     "top, run, said",
     [

@@ -14,6 +14,20 @@ from specsim.calibration.runs import CalRun, SpecSetup, group_sweeps, with_promp
 __all__ = ["runs_engine", "runs_from_files", "runs_from_plan", "served_target"]
 
 
+def _written(root: Path, row: dict, key: str) -> bool:
+    """Whether the plan row's ``key`` (its result or a metrics page) has been written: a regular file; False where it
+    is not given or does not exist yet (the run is still to come); a path that exists and is no file is refused, naming
+    the row, as a wrong path and not a run still to come."""
+    if not row.get(key):
+        return False
+    path = root / row[key]
+    if path.is_file():
+        return True
+    if path.exists():
+        raise ValueError(f"plan run {row['name']}: its {key} {path} is not a file: the run writes one there")
+    return False
+
+
 def runs_from_plan(plan_path: str) -> tuple[dict, list[CalRun], list[str], list[str]]:
     """(plan, runs, files read, notes) of a bench-plan folder's results.  A run whose file records another load than the
     plan ran it at is refused; runs with no result yet are left out and said so (a plan whose speculative runs have none
@@ -26,14 +40,14 @@ def runs_from_plan(plan_path: str) -> tuple[dict, list[CalRun], list[str], list[
     root = Path(plan_path).parent
     runs, files, missing = [], [], []
     for row in plan["runs"]:
-        if (root / row["file"]).is_file():
+        if _written(root, row, "file"):
             _check_load(root / row["file"], row["concurrency"])
-    present = [root / r["file"] for r in plan["runs"] if (root / r["file"]).is_file()]
+    present = [root / r["file"] for r in plan["runs"] if _written(root, r, "file")]
     read_runs, said = read_alike(present)
     by_path = dict(zip(present, read_runs))
     for row in plan["runs"]:
         path = root / row["file"]
-        if not path.is_file():
+        if not _written(root, row, "file"):
             missing.append(row)
             continue
         read = by_path[path]
@@ -44,11 +58,9 @@ def runs_from_plan(plan_path: str) -> tuple[dict, list[CalRun], list[str], list[
         files.append(str(path))
         setup = None
         if row["kind"] == "spec":
-            if run.accept_length is None and row.get("metrics_after") and (root / row["metrics_after"]).is_file():
-                before = root / row["metrics_before"] if row.get("metrics_before") else None
-                m = acceptance_between(
-                    before if before is not None and before.is_file() else None, root / row["metrics_after"]
-                )
+            if run.accept_length is None and _written(root, row, "metrics_after"):
+                before = root / row["metrics_before"] if _written(root, row, "metrics_before") else None
+                m = acceptance_between(before, root / row["metrics_after"])
                 run = dataclasses.replace(run, accept_length=m.mean_acceptance_length)
             setup = SpecSetup(
                 int(row["steps"]),
