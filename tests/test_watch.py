@@ -966,9 +966,16 @@ def test_replay_takes_json_as_every_command_does(tmp_path, capsys):
         "roofline",
     ]
     assert main(argv) == 0
-    record = json.loads(capsys.readouterr().out)
+    said = capsys.readouterr()
+    record = json.loads(said.out)
     assert record["written"] == str(out) and out.stat().st_size > 0
     assert (record["gamma"], record["alpha"], record["seconds"]) == (3, 0.6, 120.0)
+    # Neither given: the example day's, said as defaults, with the deployment's (replay said "alpha 0.6, gamma 3" as
+    # if chosen, and no defaults note; found by a review helper).
+    assert "alpha 0.6, gamma 3 (alpha and gamma: the example day's, not given)" in said.err
+    assert "note: specsim's defaults, not given: hardware h100-sxm, target llama-3.1-8b" in said.err
+    assert main([*argv, "--alpha", "0.6", "--gamma", "3"]) == 0
+    assert "not given)" not in capsys.readouterr().err.split("\n")[0]
     assert record["deployment"]["target"]["name"] == "llama-3.1-8b" and record["provenance"]
     # --model names the served model's label, nothing more: the target simulated stays --target's (it was taken as
     # the target, and a served name that is no built-in model was refused).

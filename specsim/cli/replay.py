@@ -50,7 +50,7 @@ def run_replay(args: argparse.Namespace) -> int:
     from specsim.core.files import atomic_write_text, check_output
     from specsim.engines import DEFAULT_ENGINE, metric_names
     from specsim.speculation.deployment import BRIEF_HINT
-    from specsim.watch.replay import ReplayServer, openmetrics, pages, simulate_day
+    from specsim.watch.replay import EXAMPLE_ALPHA, EXAMPLE_GAMMA, ReplayServer, openmetrics, pages, simulate_day
     from specsim.watch.sources import parse_duration, parse_time
 
     if (args.out is None) == (args.listen is None):
@@ -88,14 +88,19 @@ def run_replay(args: argparse.Namespace) -> int:
     dep = deployment(args)
     dep.drafter.support(names.engine, release)
     model = args.served_model or dep.target.source or dep.target.name
+    taken = [name for name, value in (("alpha", args.alpha), ("gamma", args.gamma)) if value is None]
+    args.alpha = EXAMPLE_ALPHA if args.alpha is None else args.alpha
+    args.gamma = EXAMPLE_GAMMA if args.gamma is None else args.gamma
     print(
         f"simulating {day_s / 3600:.3g} h of {shown} serving {model} ({dep.target.name} + {dep.drafter.label} on "
         f"{dep.hardware.name}; alpha {args.alpha:g}, gamma {args.gamma}"
+        + (f" ({' and '.join(taken)}: the example day's, not given)" if taken else "")
         + (f", alpha {args.drop_to:g} from {args.drop_at}" if changes else "")
         + (f"; rates {DEFAULT_RATES} requests/s, specsim's example day" if args.rates is None else "")
         + ")",
         file=sys.stderr,
     )
+    report.print_notes(dep)  # specsim's defaults among them (hardware, target, ...), as every answer says them
     if report.VERBOSE:  # the day's one-line description names the step times briefly; here every source
         print("\n".join(dep.provenance()), file=sys.stderr)
     day = simulate_day(
@@ -151,6 +156,7 @@ def run_replay(args: argparse.Namespace) -> int:
 def _parser_replay(sub) -> None:
     from specsim.answers.load import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
     from specsim.cli.watch import _listen
+    from specsim.watch.replay import EXAMPLE_ALPHA, EXAMPLE_GAMMA
 
     p = sub.add_parser(
         "replay",
@@ -161,9 +167,15 @@ def _parser_replay(sub) -> None:
         "create-blocks-from openmetrics) or pages served one per GET, each sample stamped (--listen, for "
         "Prometheus to scrape with honor_timestamps; at most 55 minutes).",
     )
-    p.add_argument("--alpha", type=alpha_type, default=0.6, help="the drafter's per-token acceptance (default 0.6)")
     p.add_argument(
-        "--gamma", type=int_at_least(1, "gamma", MAX_GAMMA), default=3, help="draft tokens a round (default 3)"
+        "--alpha",
+        type=alpha_type,
+        help=f"the drafter's per-token acceptance (default {EXAMPLE_ALPHA}, the example day's)",
+    )
+    p.add_argument(
+        "--gamma",
+        type=int_at_least(1, "gamma", MAX_GAMMA),
+        help=f"draft tokens a round (default {EXAMPLE_GAMMA}, the example day's)",
     )
     p.add_argument(
         "--rates", type=_profile, help=f"TIME:RATE,...,END: requests/s from each time on (default {DEFAULT_RATES})"

@@ -20,6 +20,11 @@ import numpy as np
 
 __all__ = ["DayCounters", "ReplayServer", "arrivals", "openmetrics", "pages", "simulate_day"]
 
+#: The example day's drafter, where ``specsim replay`` is not told: a per-token acceptance of 0.6 and 3 draft tokens a
+#: round, a drafter that pays at low load and stops paying in the day's overload (specsim's example, not a measurement).
+EXAMPLE_ALPHA = 0.6
+EXAMPLE_GAMMA = 3
+
 
 def arrivals(profile: list, rng: np.random.Generator) -> np.ndarray:
     """Poisson arrival times (seconds) of a rate that holds ``rate`` requests/s from each ``(start_s, rate)`` of
