@@ -1513,6 +1513,7 @@ def test_a_plan_result_that_is_a_folder_is_a_wrong_path_not_a_run_to_come(tmp_pa
     "top, run, said",
     [
         ({"tp": 0}, {}, "plan.yaml: tp must be a whole number in [1, 1024], got 0"),
+        ({"tp": "1"}, {}, "plan.yaml: tp must be a whole number, got '1'"),  # "must be a int" before
         ({}, {"concurrency": None}, "plan.yaml: run 1: concurrency must be a whole number in [1, 65,536], got None"),
         (
             {},

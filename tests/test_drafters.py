@@ -956,6 +956,9 @@ def test_acceptance_refusals_word_for_word_and_a_rise_within_rounding_accepted()
     with pytest.raises(ValueError) as err:
         Acceptance(alpha=0.5, cumulative=(0.5,))
     assert str(err.value) == "acceptance needs either one alpha or per-position rates, not both"
+    with pytest.raises(ValueError) as err:  # a calibration's "alpha: null" said "not both" of neither
+        Acceptance()
+    assert str(err.value) == "acceptance needs either one alpha or per-position rates, and has neither"
     with pytest.raises(ValueError) as err:
         Acceptance(alpha=1.5)
     assert str(err.value) == "alpha must be in [0, 1], got 1.5"

@@ -595,7 +595,7 @@ def fit_pinned(
             return Pinned(res, held, alphas)
         for name in (n for n in free if moved[n] > LOOSE):
             why = (
-                f"every measured time {NUDGE:g} longer or shorter moves it from {_shown(name, a[name])} by up to "
+                f"every measured time {NUDGE:g} of itself longer or shorter moves it from {_shown(name, a[name])} by up to "
                 f"{_shown(name, delta[name])}: these runs do not pin it"
             )
             held[name] = why

@@ -620,7 +620,8 @@ def read_plan(path: str) -> dict:
     ):
         value = data.get(key)
         if not isinstance(value, kind) or isinstance(value, bool):
-            raise ValueError(f"{where}: {key} must be a {kind.__name__}, got {value!r}")
+            kind_said = {str: "a string", int: "a whole number", list: "a list"}[kind]
+            raise ValueError(f"{where}: {key} must be {kind_said}, got {value!r}")
     from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_TP
 
     for key in ("tp", "draft_tp"):

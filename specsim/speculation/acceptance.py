@@ -303,7 +303,10 @@ class Acceptance:
 
     def __post_init__(self) -> None:
         if (self.alpha is None) == (not self.cumulative):
-            raise ValueError("acceptance needs either one alpha or per-position rates, not both")
+            raise ValueError(
+                "acceptance needs either one alpha or per-position rates, "
+                + ("not both" if self.alpha is not None else "and has neither")
+            )
         if self.alpha is not None:
             if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not 0.0 <= self.alpha <= 1.0:
                 raise ValueError(f"alpha must be in [0, 1], got {self.alpha!r}")
