@@ -569,3 +569,16 @@ def test_alpha_reads_an_sglang_page_at_the_steps_given(tmp_path, capsys):
     code, out, _ = run(capsys, "alpha", "--metrics", str(page), "--gamma", "3")
     _, same, _ = run(capsys, "alpha", "--acceptance-length", "2.5", "--gamma", "3")
     assert code == 0 and out.split("(")[0] == same.split("(")[0] and "sglang.txt: SGLang mean accept length" in out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["optimal-gamma"], ["compare"], ["speedup", "--gamma", "3"], ["explain"]],
+    ids=["optimal-gamma", "compare", "speedup", "explain"],
+)
+def test_a_context_of_zero_is_taken_by_every_batch_view_its_flag_allows(argv, capsys):
+    # --context is [0, 4194304] in every parser; optimal-gamma and compare refused 0 ("context must be an integer >= 1
+    # token for a capacity estimate"), speedup and explain took it (found by a review helper).  A sequence reserves one
+    # token at least, the one it decodes (serving.capacity.reserved_context).
+    assert main([*argv, "--alpha", "0.8", "--batch", "1", "--context", "0"]) == 0
+    assert "error" not in capsys.readouterr().err

@@ -670,7 +670,7 @@ def _require_fits(dep, context: int, args: argparse.Namespace | None = None) -> 
 
     limits = memory_limits(args, dep) if args is not None else (None, None)
     memory = getattr(args, "memory_util", None)
-    cap = deployment_capacity(dep, max(int(context), 1), getattr(args, "max_context", None), memory, *limits)
+    cap = deployment_capacity(dep, int(context), getattr(args, "max_context", None), memory, *limits)
     past = [b for b in (getattr(args, "batch", None) or []) if b > cap.max_batch_with_draft]
     if past and dep.drafter is not None:
         print(

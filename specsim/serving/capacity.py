@@ -257,13 +257,14 @@ def scratch_bytes(dep: Deployment, draft_tokens: object = None) -> np.ndarray:
 
 
 def reserved_context(context: int, max_context: int | None) -> int:
-    """Tokens each sequence reserves: ``max_context`` if given, else the mean ``context``.
+    """Tokens each sequence reserves: ``max_context`` if given, else the mean ``context``, one at least (a decoding
+    sequence holds the token it decodes; a context of 0 is a step over an empty cache, not a sequence of no memory).
 
-    >>> reserved_context(1128, None), reserved_context(1128, 4096)
-    (1128, 4096)
+    >>> reserved_context(1128, None), reserved_context(1128, 4096), reserved_context(0, None)
+    (1128, 4096, 1)
     """
     if max_context is None:
-        return int(context)
+        return max(int(context), 1)
     if max_context < context:
         raise ValueError(
             f"--max-context ({max_context}) must be at least the mean --context ({context}): a sequence "
