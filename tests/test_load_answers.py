@@ -568,3 +568,9 @@ def test_a_best_gamma_at_the_top_of_the_search_says_which_bound_stopped_it_as_th
     assert said.split("=")[1] in capsys.readouterr().out
     below = _json(["optimal-gamma", "--timing", "roofline", "--concurrency", "1", "--alpha", "0.8"], capsys)
     assert "(" not in below[0]["recommendation"]  # below the top: nothing added
+    # The note on a search stopped short of --gamma-max, the batch view's, at a load too (it was the batch view's alone).
+    notes = []
+    for view in (["--batch", "1"], ["--concurrency", "1"]):
+        assert main(["optimal-gamma", "--timing", "roofline", *view, *argv]) == 0
+        notes.append([line for line in capsys.readouterr().out.splitlines() if "is not searched past them" in line])
+    assert notes[0] == notes[1] and len(notes[0]) == (0 if "--gamma-max" in argv else 1)

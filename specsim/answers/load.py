@@ -247,12 +247,7 @@ class LoadAnswer:
         top = int(self.state.gamma[-1, 0])
         if self.fixed_gamma is not None or self.gamma_max is None or i == 0 or int(self.state.gamma[i, 0]) != top:
             return ""
-        if top == self.gamma_max:
-            return " (at --gamma-max; raise it)"
-        drafter = getattr(self.deployment, "drafter", None)
-        if drafter is not None and drafter.max_steps == top:
-            return " (the drafter's most)"
-        return " (at the last measured position)"
+        return search_bound_said(self.deployment, top, self.gamma_max)
 
     def _past(self, i: int) -> str:
         """Where gamma row ``i`` drafts past the deepest step the acceptance was measured at: that it extrapolates."""
@@ -449,6 +444,18 @@ def load_answer(
     return LoadAnswer(
         dep, label, kind, list(loads), P, O, lengths, limits, state, best, gamma, measured_steps, rtol, gamma_max
     )
+
+
+def search_bound_said(dep, top: int, gamma_max: int) -> str:
+    """Why a best gamma at ``top``, the top of the search, is no optimum, in the words the batch and the load views
+    share: --gamma-max stopped it, the drafter's most tokens a round, or the last position the acceptance was measured
+    at."""
+    if top == gamma_max:
+        return " (at --gamma-max; raise it)"
+    drafter = getattr(dep, "drafter", None)
+    if drafter is not None and drafter.max_steps == top:
+        return " (the drafter's most)"
+    return " (at the last measured position)"
 
 
 def check_positions(dep, input_tokens: float, output_tokens: float, fixed: bool = True) -> None:

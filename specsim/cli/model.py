@@ -102,21 +102,17 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
 
 
 def _print_gamma_table(args: argparse.Namespace, answer) -> None:
+    from specsim.answers.load import search_bound_said
+
     dep, best, rows = answer.deployment, answer.best, answer.rows
     print(describe(dep, args.context))
     print(
         f"{answer.acceptance}; gamma searched over 0..{best.gamma_max}"
         + (f" (smallest within {args.rtol:g} of best)" if args.rtol else "")
     )
-    block = dep.drafter is not None and dep.drafter.max_steps == best.gamma_max < args.gamma_max
-    if block:
-        print(
-            f"note: {dep.drafter.label} drafts at most {best.gamma_max} tokens a round: gamma is not searched past them"
-        )
-    elif best.gamma_max < args.gamma_max:
-        print(
-            f"note: acceptance is measured for {best.gamma_max} positions: gamma is not searched past them (no extrapolation)"
-        )
+    said = _search_stopped(dep, best.gamma_max, args.gamma_max)
+    if said:
+        print(said)
     for line in capacity_summary(answer.capacity, dep):
         print(line)
     print()
@@ -135,14 +131,9 @@ def _print_gamma_table(args: argparse.Namespace, answer) -> None:
     ]
     table_rows = []
     for r in rows:
-        limit = (
-            " (at --gamma-max; raise it)"
-            if best.gamma_max == args.gamma_max
-            else " (the drafter's most)"
-            if block
-            else " (at the last measured position)"
+        rec = r["recommendation"] + (
+            search_bound_said(dep, best.gamma_max, args.gamma_max) if r["at_gamma_max"] else ""
         )
-        rec = r["recommendation"] + (limit if r["at_gamma_max"] else "")
         if not r["fits_with_draft"]:
             rec += "; does not fit in memory" + (" with the draft" if r["fits_without_draft"] else "")
         bounds = "/".join(short_bound(r[k]) for k in ("bound_target", "bound_draft", "bound_verify"))
@@ -976,18 +967,36 @@ def _short_runs_said(args: argparse.Namespace, kind: str, loads: list) -> list:
     ]
 
 
+def _search_stopped(dep, searched: int, asked: int) -> str:
+    """The note where the gamma search stopped short of --gamma-max, the batch and the load views alike: the drafter's
+    most tokens a round, or the last position the acceptance was measured at; "" where it reached --gamma-max."""
+    if searched >= asked:
+        return ""
+    if dep.drafter is not None and dep.drafter.max_steps == searched:
+        return f"note: {dep.drafter.label} drafts at most {searched} tokens a round: gamma is not searched past them"
+    return f"note: acceptance is measured for {searched} positions: gamma is not searched past them (no extrapolation)"
+
+
 def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = None) -> None:
     from specsim.cli import report
 
     print(describe(dep, int(answer.input_tokens + answer.output_tokens / 2)))
+    top = int(answer.state.gamma[-1, 0])
     searched = (
         f"gamma {answer.fixed_gamma}"
         if answer.fixed_gamma is not None
-        else f"gamma searched over 0..{int(answer.state.gamma[-1, 0])} (the most output tokens per second"
+        else f"gamma searched over 0..{top} (the most output tokens per second"
         + (", the shortest TPOT while the engine keeps up)" if answer.kind == "rate" else " at each load)")
         + (f", the smallest within {answer.rtol:g} of it (--rtol)" if answer.rtol else "")
     )
     print(f"{answer.acceptance}; {searched}")
+    said = (
+        ""
+        if answer.fixed_gamma is not None or answer.gamma_max is None
+        else _search_stopped(dep, top, answer.gamma_max)
+    )
+    if said:
+        print(said)
     where = "in batches of its own" if answer.limits.prefill_apart else "beside the decoding sequences"
     print(
         f"requests: {answer.lengths}; engine: {answer.limits.label}{limits_said}; the serving model (chunked prefill {where})\n"
