@@ -286,7 +286,7 @@ CASES = [
     ("alpha --metrics {tmp}/metrics-above.txt", "more than the 100 drafts"),
     ("alpha --metrics {tmp}/metrics-garbage.txt", "line 1: not a Prometheus sample"),
     ("alpha --metrics {tmp}/metrics-empty.txt", "is empty"),
-    ("alpha --metrics {tmp}/metrics-negative.txt", "must be a finite count >= 0"),
+    ("alpha --metrics {tmp}/metrics-negative.txt", "must be a count in [0, 2**53]"),
     ("alpha --metrics {tmp}/metrics-no-drafts.txt", "num_drafts_total is 0"),
     ("alpha --metrics {tmp}/none.txt", "does not exist"),
     ("alpha --metrics {tmp}", "is a folder"),  # it said a folder "does not exist"

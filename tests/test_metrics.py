@@ -229,7 +229,8 @@ def test_boundary_pages_are_valid():
         (_page(1, 2, 1, (1, 0.0000015)), r"per-position counts sum to 1, not the 1 accepted tokens$"),
         (_page(100, 200, 201), r"^metrics: more accepted tokens \(201\) than drafted \(200\)$"),
         (_page(100, 200, 100, (60, 40, 0)), r"^metrics: 3 per-position counters but 2 draft tokens per draft$"),
-        (_page(100, 200, 100, (101, -1)), r"must be a finite count >= 0"),
+        (_page(100, 200, 100, (101, -1)), r"must be a count in \[0, 2\*\*53\]"),
+        (_page(4e300, 1.2e301, 7.7e300), r"num_drafts_total must be a count in \[0, 2\*\*53\], got 4e\+300$"),
         (
             _page(100, 200, 100)
             + 'vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name="m",position="2"} 5\n',

@@ -225,6 +225,14 @@ class AcceptanceMetrics:
         }
 
 
+def check_count(source: str, name: str, value: float) -> None:
+    """Refuse a counter sample no server could have kept, naming it: not finite, below 0, or past 2**53 (a Prometheus
+    counter is a float64, which no longer counts one by one past it; 1e300 drafts printed a 301-digit count).  The one
+    check of a counter's value, for ``specsim alpha --metrics`` and ``specsim watch`` alike."""
+    if not math.isfinite(value) or not 0 <= value <= 2**53:
+        raise ValueError(f"{source}: {name} must be a count in [0, 2**53], got {value!r}")
+
+
 def acceptance_from_prometheus(text: str, source: str = "metrics", model_name: str | None = None) -> AcceptanceMetrics:
     """Sum vLLM's speculative-decoding counters over engines and read them out.
 
@@ -265,8 +273,7 @@ def acceptance_from_prometheus(text: str, source: str = "metrics", model_name: s
         key = name[len(_PREFIX) :].removesuffix("_total")
         if key not in _COUNTERS:
             continue
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(f"{source}: {name} must be a finite count >= 0, got {value!r}")
+        check_count(source, name, value)
         found.add(key)
         if key == "num_accepted_tokens_per_pos":
             if "position" not in labels or not labels["position"].isdigit():

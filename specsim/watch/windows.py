@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specsim.speculation.metrics import check_count
+
 __all__ = [
     "MIN_DRAFTS",
     "Reading",
@@ -176,8 +178,7 @@ def read_samples(samples, names, t: float, model: str | None = None, source: str
             continue
         replica = labels.get(names.replica_label, "") if names.replica_label else ""
         if name in counter_names:
-            if not math.isfinite(value) or value < 0:
-                raise ValueError(f"{source}: {name} must be a finite count >= 0, got {value!r}")
+            check_count(source, name, value)
             position = (
                 labels.get(names.position_label)
                 if name in (names.accepted_per_position, names.drafted_per_position)
