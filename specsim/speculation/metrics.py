@@ -307,7 +307,7 @@ def acceptance_from_prometheus(text: str, source: str = "metrics", model_name: s
     if not 1.0 <= metrics.mean_draft_length <= MAX_GAMMA:
         raise ValueError(
             f"{source}: {metrics.draft_tokens:g} draft tokens over {metrics.drafts:g} drafts is "
-            f"{metrics.mean_draft_length:.3g} per draft; a draft proposes 1 to {MAX_GAMMA} tokens"
+            f"{metrics.mean_draft_length:.4g} per draft; a draft proposes 1 to {MAX_GAMMA} tokens"
         )
     if metrics.accepted_tokens > metrics.draft_tokens:
         raise ValueError(
