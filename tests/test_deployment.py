@@ -733,7 +733,12 @@ def test_vllms_v2_runner_adds_graphless_draft_steps_on_flashinfers_fp8_cache_onl
     a100 = build(**fp8)
     per_step, why = graphless_draft(a100)
     assert per_step == pytest.approx(GRAPHLESS_LAYER_S * a100.draft.n_layers) and per_step > 0
-    assert "#39773" in why and "not vLLM" in why
+    assert "#39773" in why and "not vLLM" in why and why.startswith("vLLM 0.24.0: its Model Runner V2")
+    # a preset named without its release is said as its range, read at its newest: it said "vLLM 0.27.99's" (and
+    # "0.33.99's" for vllm@latest), releases that do not exist
+    for preset, span in (("vllm@0.14", "0.14-0.27"), ("vllm@latest", "0.28-0.33")):
+        ranged = graphless_draft(build(engine=preset, **fp8))[1]
+        assert ranged.startswith(f"vLLM {span} (read at its newest; ") and ".99" not in ranged
     gammas = np.array([1.0, 2.0, 3.0, 5.0])
     rounds = a100.round_time(1, 1000, gammas)
     np.testing.assert_allclose(rounds.graphless_s, (gammas - 1.0) * per_step, rtol=1e-12)

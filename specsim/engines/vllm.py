@@ -908,8 +908,15 @@ class _Vllm(Engine):
         dense = not target.is_moe and not target.is_hybrid
         if target.architecture not in _V2_ARCHITECTURES_0_24 and not (release >= _V2_ALL_DENSE_SINCE and dense):
             return 0.0, ""
+        # A preset named without its release is read at its range's newest (0.33.99 for latest): said as the range.
+        said = _version_text(release)
+        if not preset.asked:
+            first = next(first for first, last, key in RANGES if last == release)
+            said = (
+                f"{first[0]}.{first[1]}-{release[0]}.{release[1]} (read at its newest; --engine vllm@X.Y.Z names yours)"
+            )
         return GRAPHLESS_LAYER_S, (
-            f"vLLM {_version_text(release)}'s Model Runner V2 (its default for {target.architecture or 'this model'}) "
+            f"vLLM {said}: its Model Runner V2 (the default for {target.architecture or 'this model'}) "
             f"runs every draft step after a round's first without a CUDA graph, as FlashInfer's FP8 cache on {served[0]} "
             "leaves piecewise graphs and its speculator graphs draft decodes only in FULL mode "
             "(v1/worker/gpu/spec_decode/autoregressive/speculator.py, vllm-project/vllm#39773); each costs "
