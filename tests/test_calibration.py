@@ -1435,6 +1435,24 @@ def test_figures_a_result_holds_that_cannot_be_are_refused_read_or_not(edit, sai
     assert len(err) == 1 and f"edited.jsonl#1: {said}" in err[0], err
 
 
+def test_a_drafter_that_proposes_a_depth_per_request_may_count_fewer_draft_tokens_than_its_steps(tmp_path, capsys):
+    # Suffix decoding proposes per request up to --steps tokens (ArcticInference PR #212: 3.26 a draft): its runs were
+    # refused as "of fewer steps" by the check that a whole step short at every draft is no cut to the token budget,
+    # which holds for a drafter that proposes every step (EAGLE-3, above) only.
+    lines = Path(f"{BENCH}/vllm-eagle3.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    for r in records:
+        r["spec_decode_draft_tokens"] = round(r["spec_decode_num_drafts"] * 3.26)
+        r["spec_decode_acceptance_rate"] = 100.0 * r["spec_decode_accepted_tokens"] / r["spec_decode_draft_tokens"]
+    short = tmp_path / "suffix.jsonl"
+    short.write_text("".join(json.dumps(r) + "\n" for r in records))
+    argv = ["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", "--spec", str(short), "--hardware", "h100"]
+    assert main([*argv, "--draft", "suffix", "--steps", "8", "--engine", "vllm@0.14"]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--draft", "eagle3", "--steps", "8", "--engine", "vllm@0.14"]) == 2
+    assert "the file is of fewer steps" in capsys.readouterr().err
+
+
 def test_runs_with_more_users_than_max_num_seqs_are_named(capsys):
     # --max-num-seqs 8 under runs at 1, 4, 16 and 64 users: the two above it are named and said to be queued, as the
     # serving model queues them; at the engine's own 1024 none is.

@@ -232,8 +232,10 @@ def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun],
 
 
 # -- what no engine could have measured ---------------------------------------------------------------------------
-def _check_accept_lengths(c: CalRun) -> None:
-    """Refuse a speculative run whose recorded or pinned acceptance length its draft steps cannot give, naming it."""
+def _check_accept_lengths(c: CalRun, whole_drafts: bool = False) -> None:
+    """Refuse a speculative run whose recorded or pinned acceptance length its draft steps cannot give, naming it; and,
+    with ``whole_drafts`` (a drafter that proposes every draft step each round), one whose counters give a whole draft
+    step fewer at every draft."""
     r, setup = c.run, c.setup
     for value, what in (
         (r.accept_length, "an acceptance length"),
@@ -253,7 +255,8 @@ def _check_accept_lengths(c: CalRun) -> None:
         )
     # vLLM's scheduler cuts a request's drafts to the token budget and its positions left (v1/core/sched/scheduler.py,
     # 0.24.0 L583-594), so a run of K steps can count a little under K a draft, never a whole step under at every draft.
-    if per_draft is not None and most > 1 and per_draft <= (most - 1) * 1.005:
+    # A drafter that proposes a depth per request (suffix decoding, DSpark) counts far fewer by design.
+    if whole_drafts and per_draft is not None and most > 1 and per_draft <= (most - 1) * 1.005:
         raise ValueError(
             f"{r.where}: spec_decode_draft_tokens / spec_decode_num_drafts = {per_draft:.6g} draft tokens a draft, "
             f"but {setup.steps} draft steps (--steps) propose {most}, cut only where the token budget or the model's "
@@ -296,7 +299,7 @@ def check_runs(dep, runs: list[CalRun]) -> None:
             )
         if c.setup is None:
             continue
-        _check_accept_lengths(c)
+        _check_accept_lengths(c, whole_drafts=dep.drafter is not None and not dep.drafter.varies_verification)
         al, setup = r.accept_length, c.setup
         if (
             al is not None
