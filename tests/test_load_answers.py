@@ -558,6 +558,13 @@ def test_an_interval_reaching_below_zero_is_said(capsys):
         (["--alpha", "1", "--gamma-max", "4"], "speculate with gamma=4 (at --gamma-max; raise it)"),
         (["--alpha", "0.9", "--draft", "dspark"], "speculate with gamma=7 (the drafter's most)"),
         (["--acceptance", "0.9,0.8,0.7"], "speculate with gamma=3 (at the last measured position)"),
+        # --gamma-max at the drafter's block or at the acceptance's last position: raising it moves nothing, so the
+        # bound it cannot move is named (both views said "(at --gamma-max; raise it)").
+        (["--alpha", "0.9", "--draft", "dspark", "--gamma-max", "7"], "speculate with gamma=7 (the drafter's most)"),
+        (
+            ["--acceptance", "0.9,0.8,0.7", "--gamma-max", "3"],
+            "speculate with gamma=3 (at the last measured position)",
+        ),
     ],
 )
 def test_a_best_gamma_at_the_top_of_the_search_says_which_bound_stopped_it_as_the_batch_view_does(argv, said, capsys):
@@ -568,9 +575,10 @@ def test_a_best_gamma_at_the_top_of_the_search_says_which_bound_stopped_it_as_th
     assert said.split("=")[1] in capsys.readouterr().out
     below = _json(["optimal-gamma", "--timing", "roofline", "--concurrency", "1", "--alpha", "0.8"], capsys)
     assert "(" not in below[0]["recommendation"]  # below the top: nothing added
-    # The note on a search stopped short of --gamma-max, the batch view's, at a load too (it was the batch view's alone).
+    # The note where the drafter or the acceptance stopped the search, the batch view's, at a load too (it was the batch
+    # view's alone).
     notes = []
     for view in (["--batch", "1"], ["--concurrency", "1"]):
         assert main(["optimal-gamma", "--timing", "roofline", *view, *argv]) == 0
         notes.append([line for line in capsys.readouterr().out.splitlines() if "is not searched past them" in line])
-    assert notes[0] == notes[1] and len(notes[0]) == (0 if "--gamma-max" in argv else 1)
+    assert notes[0] == notes[1] and len(notes[0]) == (0 if "at --gamma-max" in said else 1)

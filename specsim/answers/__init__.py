@@ -38,7 +38,7 @@ from specsim.serving.capacity import (
 )
 from specsim.speculation.acceptance import tokens_per_round
 from specsim.speculation.deployment import Deployment, model_assumptions
-from specsim.speculation.search import NOT_WEIGHED, OptimalGamma, optimal_gamma, speedup_from_cost_ratio
+from specsim.speculation.search import NOT_WEIGHED, OptimalGamma, optimal_gamma, search_bound, speedup_from_cost_ratio
 from specsim.timing.roofline import RooflineSource
 
 __all__ = [
@@ -109,6 +109,8 @@ class GammaAnswer:
     other: tuple | None
     #: The round of gamma = 1 at the largest batch speculation is off at (:func:`why_off`); None where it is on.
     first_round: dict | None = None
+    #: What stopped the search at its top gamma (:func:`specsim.speculation.search.search_bound`).
+    gamma_bound: str = ""
 
     def __repr__(self) -> str:  # a notebook's echo: the answer, not every field (rows holds the rest)
         picks = ", ".join(f"batch {r['batch']}: gamma {r['gamma']} {r['speedup']:.3f}x" for r in self.rows[:6])
@@ -275,7 +277,8 @@ def gamma_answer(
     if off:
         one = dep.outcome(acceptance, 1, float(max(off)), context)
         first = {"batch": max(off), "round_s": float(one.round_s), "host_s": float(np.asarray(one.host_s))}
-    return GammaAnswer(dep, label, cap, best, rows, list(batches), other, first)
+    bound = search_bound(dep, acceptance, gamma_max)
+    return GammaAnswer(dep, label, cap, best, rows, list(batches), other, first, bound)
 
 
 def deployment_capacity(

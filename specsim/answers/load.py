@@ -147,8 +147,9 @@ class LoadAnswer:
     measured_steps: int | None = None
     #: The best is the smallest gamma within this share of the most (0: the most itself), as the batch view's --rtol.
     rtol: float = 0.0
-    #: The gamma_max asked for: a best gamma at the top of the search says which bound stopped it, as the batch view's.
-    gamma_max: int | None = None
+    #: What stopped the search at its top gamma (:func:`specsim.speculation.search.search_bound`): a best gamma there
+    #: says it, as the batch view's ("": not said).
+    gamma_bound: str = ""
 
     def __repr__(self) -> str:  # a notebook's echo: the answer per load, not every field (rows holds the rest)
         picks = ", ".join(f"{r['load']}: gamma {r['gamma']} {r['speedup_tpot']:.3f}x" for r in self.rows[:6])
@@ -241,13 +242,13 @@ class LoadAnswer:
         )
 
     def _bound(self, i: int) -> str:
-        """Where gamma row ``i`` is the top of the search: the bound that stopped it, in the batch view's words (the
-        --gamma-max asked for, the drafter's most tokens a round, or the last position the acceptance was measured at);
-        "" below the top."""
+        """Where gamma row ``i`` is the top of the search: the bound that stopped it, in the batch view's words
+        (:attr:`gamma_bound`: the drafter's most tokens a round, the last position the acceptance was measured at, or
+        the --gamma-max asked for); "" below the top."""
         top = int(self.state.gamma[-1, 0])
-        if self.fixed_gamma is not None or self.gamma_max is None or i == 0 or int(self.state.gamma[i, 0]) != top:
+        if self.fixed_gamma is not None or not self.gamma_bound or i == 0 or int(self.state.gamma[i, 0]) != top:
             return ""
-        return search_bound_said(self.deployment, top, self.gamma_max)
+        return f" ({self.gamma_bound})"
 
     def _past(self, i: int) -> str:
         """Where gamma row ``i`` drafts past the deepest step the acceptance was measured at: that it extrapolates."""
@@ -405,6 +406,7 @@ def load_answer(
     ``rtol``: the best is the smallest gamma within that share of the most (plain decoding included), as
     :func:`specsim.speculation.search.optimal_gamma` takes it per decode batch."""
     from specsim.answers.acceptance import checked_label
+    from specsim.speculation.search import search_bound
 
     label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
     loads = checked_loads(kind, loads)
@@ -441,21 +443,10 @@ def load_answer(
     if not (np.isfinite(rtol) and 0 <= rtol < 0.5):
         raise ValueError(f"rtol must be in [0, 0.5), got {rtol!r}")
     best = _best(state, kind, gamma is not None, rtol)
+    bound = "" if gamma is not None else search_bound(dep, acceptance, gamma_max)
     return LoadAnswer(
-        dep, label, kind, list(loads), P, O, lengths, limits, state, best, gamma, measured_steps, rtol, gamma_max
+        dep, label, kind, list(loads), P, O, lengths, limits, state, best, gamma, measured_steps, rtol, bound
     )
-
-
-def search_bound_said(dep, top: int, gamma_max: int) -> str:
-    """Why a best gamma at ``top``, the top of the search, is no optimum, in the words the batch and the load views
-    share: --gamma-max stopped it, the drafter's most tokens a round, or the last position the acceptance was measured
-    at."""
-    if top == gamma_max:
-        return " (at --gamma-max; raise it)"
-    drafter = getattr(dep, "drafter", None)
-    if drafter is not None and drafter.max_steps == top:
-        return " (the drafter's most)"
-    return " (at the last measured position)"
 
 
 def check_positions(dep, input_tokens: float, output_tokens: float, fixed: bool = True) -> None:

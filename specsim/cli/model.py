@@ -102,15 +102,13 @@ def run_optimal_gamma(args: argparse.Namespace) -> int:
 
 
 def _print_gamma_table(args: argparse.Namespace, answer) -> None:
-    from specsim.answers.load import search_bound_said
-
     dep, best, rows = answer.deployment, answer.best, answer.rows
     print(describe(dep, args.context))
     print(
         f"{answer.acceptance}; gamma searched over 0..{best.gamma_max}"
         + (f" (smallest within {args.rtol:g} of best)" if args.rtol else "")
     )
-    said = _search_stopped(dep, best.gamma_max, args.gamma_max)
+    said = _search_stopped(dep, best.gamma_max, answer.gamma_bound)
     if said:
         print(said)
     for line in capacity_summary(answer.capacity, dep):
@@ -131,9 +129,7 @@ def _print_gamma_table(args: argparse.Namespace, answer) -> None:
     ]
     table_rows = []
     for r in rows:
-        rec = r["recommendation"] + (
-            search_bound_said(dep, best.gamma_max, args.gamma_max) if r["at_gamma_max"] else ""
-        )
+        rec = r["recommendation"] + (f" ({answer.gamma_bound})" if r["at_gamma_max"] else "")
         if not r["fits_with_draft"]:
             rec += "; does not fit in memory" + (" with the draft" if r["fits_without_draft"] else "")
         bounds = "/".join(short_bound(r[k]) for k in ("bound_target", "bound_draft", "bound_verify"))
@@ -967,14 +963,16 @@ def _short_runs_said(args: argparse.Namespace, kind: str, loads: list) -> list:
     ]
 
 
-def _search_stopped(dep, searched: int, asked: int) -> str:
-    """The note where the gamma search stopped short of --gamma-max, the batch and the load views alike: the drafter's
-    most tokens a round, or the last position the acceptance was measured at; "" where it reached --gamma-max."""
-    if searched >= asked:
-        return ""
-    if dep.drafter is not None and dep.drafter.max_steps == searched:
+def _search_stopped(dep, searched: int, bound: str) -> str:
+    """The note where the drafter or the acceptance, not --gamma-max, stopped the gamma search (``bound``:
+    :func:`specsim.speculation.search.search_bound`), the batch and the load views alike; "" otherwise."""
+    if bound == "the drafter's most":
         return f"note: {dep.drafter.label} drafts at most {searched} tokens a round: gamma is not searched past them"
-    return f"note: acceptance is measured for {searched} positions: gamma is not searched past them (no extrapolation)"
+    if bound == "at the last measured position":
+        return (
+            f"note: acceptance is measured for {searched} positions: gamma is not searched past them (no extrapolation)"
+        )
+    return ""
 
 
 def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = None) -> None:
@@ -990,11 +988,7 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
         + (f", the smallest within {answer.rtol:g} of it (--rtol)" if answer.rtol else "")
     )
     print(f"{answer.acceptance}; {searched}")
-    said = (
-        ""
-        if answer.fixed_gamma is not None or answer.gamma_max is None
-        else _search_stopped(dep, top, answer.gamma_max)
-    )
+    said = "" if answer.fixed_gamma is not None else _search_stopped(dep, top, answer.gamma_bound)
     if said:
         print(said)
     where = "in batches of its own" if answer.limits.prefill_apart else "beside the decoding sequences"

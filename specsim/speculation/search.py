@@ -58,6 +58,7 @@ __all__ = [
     "optimal_gamma_cost_ratio",
     "optimal_tree",
     "require_network",
+    "search_bound",
     "searched_gamma_max",
     "speculation_peak",
     "speedup",
@@ -266,6 +267,24 @@ def searched_gamma_max(dep: Deployment, acceptance: object, gamma_max: int) -> i
     if isinstance(acceptance, Acceptance) and acceptance.max_gamma is not None:
         gamma_max = min(gamma_max, acceptance.max_gamma)
     return gamma_max
+
+
+def search_bound(dep: Deployment, acceptance: object, gamma_max: int) -> str:
+    """What stops a search at its largest gamma (:func:`searched_gamma_max`), in the words an answer adds beside a best
+    gamma there: a block drafter's block, else a per-position acceptance's last measured position, else ``gamma_max``.
+    Where ``gamma_max`` equals one of the other two, that one is named: raising ``--gamma-max`` would not move it.
+
+    >>> search_bound(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b"), Acceptance(cumulative=(0.9, 0.8)), 2)
+    'at the last measured position'
+    >>> search_bound(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b"), 0.8, 2)
+    'at --gamma-max; raise it'
+    """
+    top = searched_gamma_max(dep, acceptance, gamma_max)
+    if dep.drafter is not None and dep.drafter.max_steps == top:
+        return "the drafter's most"
+    if isinstance(acceptance, Acceptance) and acceptance.max_gamma == top:
+        return "at the last measured position"
+    return "at --gamma-max; raise it"
 
 
 def optimal_gamma(
