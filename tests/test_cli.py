@@ -582,3 +582,5 @@ def test_a_context_of_zero_is_taken_by_every_batch_view_its_flag_allows(argv, ca
     # token at least, the one it decodes (serving.capacity.reserved_context).
     assert main([*argv, "--alpha", "0.8", "--batch", "1", "--context", "0"]) == 0
     assert "error" not in capsys.readouterr().err
+    assert main(["capacity", "--context", "0", "--json"]) == 0  # and capacity, whose own parser allows it too
+    assert json.loads(capsys.readouterr().out)["context_tokens"] == 1

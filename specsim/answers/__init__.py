@@ -348,8 +348,13 @@ def capacity_record(
     dep.require_within_positions(context, "--context")
     if gamma is not None:
         check_int("gamma", gamma, 0, MAX_GAMMA)  # sizes a hybrid target's scratch: -2 was taken as the default
-    cap = capacity(
-        dep, context, memory_utilization, gamma, max_batched_tokens=max_batched_tokens, max_num_seqs=max_num_seqs
+    cap = capacity(  # one token at least: a sequence of context 0 holds the one it decodes (reserved_context)
+        dep,
+        reserved_context(context, None),
+        memory_utilization,
+        gamma,
+        max_batched_tokens=max_batched_tokens,
+        max_num_seqs=max_num_seqs,
     )
     return {
         "hardware": dep.hardware.name,

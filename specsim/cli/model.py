@@ -460,7 +460,7 @@ def _alpha_from_metrics(args: argparse.Namespace) -> int:
 
 def run_capacity(args: argparse.Namespace) -> int:
     from specsim.answers import capacity_record
-    from specsim.serving.capacity import capacity
+    from specsim.serving.capacity import capacity, reserved_context
 
     dep = deployment(args)
     # a --calibration's limits where none is given, as the other commands' memory checks take them
@@ -469,7 +469,14 @@ def run_capacity(args: argparse.Namespace) -> int:
     if args.json:  # the positions
         print_json(record)
         return 0
-    cap = capacity(dep, args.context, args.memory_util, args.gamma, max_batched_tokens=tokens, max_num_seqs=seqs)
+    cap = capacity(
+        dep,
+        reserved_context(args.context, None),
+        args.memory_util,
+        args.gamma,
+        max_batched_tokens=tokens,
+        max_num_seqs=seqs,
+    )
     for line in capacity_summary(cap, dep, getattr(args.context, "basis", None)):
         print(line)
     if seqs is None and dep.drafter is not None:  # the engine's own limit where it is below what fits (SGLang's 48)
