@@ -717,7 +717,7 @@ def test_vllms_rounds_are_serial_where_flashinfer_serves_an_fp8_cache_without_fp
     assert serial == pytest.approx(overlapped + host, rel=1e-9) and host > 0
 
 
-def test_vllms_v2_runner_adds_graphless_draft_steps_on_flashinfers_fp8_cache_only():
+def test_vllms_v2_runner_adds_graphless_draft_steps_on_flashinfers_fp8_cache_only(monkeypatch):
     """vLLM 0.24+'s Model Runner V2 graphs draft decodes only in FULL mode (v1/worker/gpu/spec_decode/autoregressive/
     speculator.py, vllm-project/vllm#39773), which FlashInfer's FP8 cache on sm 8.x denies when speculating: each EAGLE
     or MTP round pays (gamma - 1) graph-less steps, a per-layer time of the drafter's network; nothing with an FP16
@@ -742,9 +742,15 @@ def test_vllms_v2_runner_adds_graphless_draft_steps_on_flashinfers_fp8_cache_onl
     gammas = np.array([1.0, 2.0, 3.0, 5.0])
     rounds = a100.round_time(1, 1000, gammas)
     np.testing.assert_allclose(rounds.graphless_s, (gammas - 1.0) * per_step, rtol=1e-12)
-    # the round grows by exactly that over the same deployment with the term off, and its parts still add up
-    off = dataclasses.replace(rounds, graphless_s=0.0)
-    np.testing.assert_allclose(rounds.total_s - off.total_s, (gammas - 1.0) * per_step, rtol=1e-9)
+    # a round's time as every answer reads it (outcome) grows by exactly that over the same deployment whose engine
+    # graphs every draft step, and its parts still add up
+    on = a100.outcome(0.7, gammas, 1, 1000).time_s
+    from specsim.engines import REGISTRY
+
+    monkeypatch.setattr(type(REGISTRY["vllm"]), "graphless_draft_steps", lambda *args: (0.0, ""))
+    off = a100.outcome(0.7, gammas, 1, 1000).time_s
+    monkeypatch.undo()
+    np.testing.assert_allclose(on - off, (gammas - 1.0) * per_step, rtol=1e-9)
     parts = rounds.parts()
     np.testing.assert_allclose(sum(parts.values()), rounds.total_s, rtol=1e-12)
     assert parts["draft steps without a CUDA graph"][0] == 0.0  # gamma 1: the one draft step keeps its graph

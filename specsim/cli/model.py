@@ -150,7 +150,7 @@ def _print_gamma_table(args: argparse.Namespace, answer) -> None:
         )
     print(table(headers, table_rows, ">>>>>>>>><<"))
     print(
-        f"round = {dep.drafter.round_formula} + t_V + the engine's host time the round waits for (host: serial, or what the passes do not "
+        f"round = {dep.drafter.round_formula} + t_V{_graphless_said(rows)} + the engine's host time the round waits for (host: serial, or what the passes do not "
         "cover where the engine overlaps it); speedup = tokens per round x t_T / round"
     )
     if answer.off_batches:
@@ -283,8 +283,23 @@ def run_speedup(args: argparse.Namespace) -> int:
             ">>>>>>>>>",
         )
     )
+    if _graphless_said(rows):
+        print(f"round = {dep.drafter.round_formula} + t_V{_graphless_said(rows)} + host")
     print_notes(dep)
     return 0
+
+
+def _graphless_said(rows: list) -> str:
+    """The round's term for draft steps run without a CUDA graph, where any row has it (no column shows it): " + the
+    (gamma - 1) draft steps without a CUDA graph (X ms at ...; -v gives why and the source)"; "" elsewhere."""
+    shown = [r for r in rows if r.get("t_graphless_s")]
+    if not shown:
+        return ""
+    r = shown[0]
+    return (
+        f" + the draft steps after the first run without a CUDA graph ({r['t_graphless_s'] * 1e3:.3f} ms at gamma "
+        f"{r['gamma']}; -v gives why and the source of its size)"
+    )
 
 
 def run_steptime(args: argparse.Namespace) -> int:
