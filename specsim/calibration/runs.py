@@ -255,7 +255,7 @@ def _check_accept_lengths(c: CalRun, whole_drafts: bool = False) -> None:
         )
     # vLLM's scheduler cuts a request's drafts to the token budget and its positions left (v1/core/sched/scheduler.py,
     # 0.24.0 L583-594), so a run of K steps can count a little under K a draft, never a whole step under at every draft.
-    # A drafter that proposes a depth per request (suffix decoding, DSpark) counts far fewer by design.
+    # A drafter that proposes a depth per request (suffix decoding, DSpark) or a match's length (n-gram) counts fewer.
     if whole_drafts and per_draft is not None and most > 1 and per_draft <= (most - 1) * 1.005:
         raise ValueError(
             f"{r.where}: spec_decode_draft_tokens / spec_decode_num_drafts = {per_draft:.6g} draft tokens a draft, "
@@ -299,7 +299,7 @@ def check_runs(dep, runs: list[CalRun]) -> None:
             )
         if c.setup is None:
             continue
-        _check_accept_lengths(c, whole_drafts=dep.drafter is not None and not dep.drafter.varies_verification)
+        _check_accept_lengths(c, whole_drafts=dep.drafter is not None and dep.drafter.drafts_every_step)
         al, setup = r.accept_length, c.setup
         if (
             al is not None

@@ -113,6 +113,10 @@ class Drafter:
     #: Whether a round verifies fewer draft tokens than it drafts, per request (:meth:`verified`): a serving simulation's
     #: round-time table, drawn at one acceptance, cannot hold it.
     varies_verification: ClassVar[bool] = False
+    #: Whether every draft proposes all its steps' tokens (an engine's counters then give K draft tokens a draft, cut
+    #: only at the token budget or the positions left): not a depth per request (suffix decoding, DSpark) nor what a
+    #: lookup's match holds (n-gram).
+    drafts_every_step: ClassVar[bool] = True
     #: Why there is no default acceptance, where :meth:`default_acceptance` refuses (the help text's words).
     no_default: ClassVar[str] = "depends on the workload"
     #: Published mean acceptance lengths, one row per (target, workload, draft tokens): what :meth:`published` picks its

@@ -167,6 +167,8 @@ class NgramDrafter(Drafter):
 
     kind: ClassVar[str] = "ngram"
     label: ClassVar[str] = "n-gram prompt lookup"
+    #: vLLM's n-gram proposer drafts what its match holds, up to K tokens.
+    drafts_every_step: ClassVar[bool] = False
     launches_steps: ClassVar[bool] = False
     drafts_trees: ClassVar[bool] = False
     loads_checkpoint: ClassVar[bool] = False

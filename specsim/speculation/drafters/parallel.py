@@ -316,6 +316,7 @@ class DSparkDrafter(DFlashDrafter):
         )
     )
     varies_verification: ClassVar[bool] = True
+    drafts_every_step: ClassVar[bool] = False
     #: Resolution of the searched mean verified length, in draft tokens per sequence.
     verify_step: ClassVar[float] = 0.25
     config_architectures: ClassVar[tuple[str, ...]] = ("DSparkDraftModel",)

@@ -44,6 +44,7 @@ class SuffixDrafter(Drafter):
     drafts_trees: ClassVar[bool] = False
     loads_checkpoint: ClassVar[bool] = False
     varies_verification: ClassVar[bool] = True
+    drafts_every_step: ClassVar[bool] = False
     round_formula: ClassVar[str] = "0 (no draft pass: its CPU lookup is in t_V; a depth per request up to gamma)"
     published_short: ClassVar[str] = "MT-Bench K=1, vLLM PR #24852"
 
