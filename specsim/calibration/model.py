@@ -419,9 +419,12 @@ def _memoised(dep):
     from specsim.timing.roofline import RooflineSource
 
     source = dep.source
+    # A roofline's passes are counted once, whatever the efficiency scale (_scaled shares the counts).
     if isinstance(source, HybridSource):
-        source = HybridSource(source.roofline, MemoSource(source.kernels))
-    elif not isinstance(source, RooflineSource):
+        source = HybridSource(RooflineSource(source.roofline.hardware, {}), MemoSource(source.kernels))
+    elif isinstance(source, RooflineSource):
+        source = RooflineSource(source.hardware, {})
+    else:
         source = MemoSource(source)
     return dataclasses.replace(dep, source=source)
 
@@ -442,8 +445,9 @@ def _scaled(dep, scale: float):
     hw = dataclasses.replace(
         hw, compute_eff=min(1.0, hw.compute_eff * scale), bandwidth_eff=min(1.0, hw.bandwidth_eff * scale)
     )
-    roof = RooflineSource(hw)
-    source = HybridSource(roof, dep.source.kernels) if isinstance(dep.source, HybridSource) else roof
+    hybrid = isinstance(dep.source, HybridSource)
+    roof = RooflineSource(hw, (dep.source.roofline if hybrid else dep.source).counts)
+    source = HybridSource(roof, dep.source.kernels) if hybrid else roof
     return dataclasses.replace(dep, hardware=hw, source=source)
 
 

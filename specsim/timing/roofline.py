@@ -39,6 +39,8 @@ batch 1, not 1/8.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from specsim.describe.hardware import HardwareProfile
@@ -46,11 +48,16 @@ from specsim.describe.models import ModelShape
 from specsim.describe.parallel import check_tp, comm_time_s
 from specsim.timing.base import StepTime, check_pass
 
+#: Passes' counts a :class:`RooflineSource` keeps at most (then it starts again): a fit's few thousand.
+_COUNTS_KEPT = 20_000
+
 __all__ = [
+    "PassCounts",
     "RooflineSource",
     "compute_time_s",
     "dequant_time_s",
     "pass_bytes",
+    "pass_counts",
     "pass_flop",
     "recurrent_time_s",
     "step_time",
@@ -93,14 +100,12 @@ def compute_time_s(
 ) -> np.ndarray:
     """Arithmetic time of one pass: each dtype's matmuls at its rate, attention and recurrences at the 16-bit rate,
     and the dequantisation of weight-only weights' last, partly filled tile of tokens."""
-    tokens = batch * tokens_per_seq
-    by_dtype = model.matmul_flop_by_dtype(tokens, batch if prompt else None)
-    matmul = sum(flop / hardware.flop_per_s_for(dtype) for flop, dtype in by_dtype)
-    return (
-        matmul
-        + dequant_time_s(hardware, model, batch, tokens_per_seq)
-        + _mixer_flop(model, batch, tokens_per_seq, context, prompt) / hardware.flop_per_s
-    )
+    return _compute_s(hardware, pass_counts(model, batch, tokens_per_seq, context, prompt))
+
+
+def _compute_s(hardware: HardwareProfile, counts: "PassCounts") -> np.ndarray:
+    matmul = sum(flop / hardware.flop_per_s_for(dtype) for flop, dtype in counts.matmul_flop)
+    return matmul + _dequant_s(hardware, counts.dequant, counts.shape) + counts.mixer_flop / hardware.flop_per_s
 
 
 def dequant_time_s(hardware: HardwareProfile, model: ModelShape, batch: object, tokens_per_seq: object) -> np.ndarray:
@@ -113,15 +118,23 @@ def dequant_time_s(hardware: HardwareProfile, model: ModelShape, batch: object, 
     >>> [round(float(dequant_time_s(hw, m, b, 1)) * 1e6, 1) for b in (1, 8, 16)]
     [88.2, 47.0, 0.0]
     """
+    b, q = np.asarray(batch, dtype=float), np.asarray(tokens_per_seq, dtype=float)
+    return _dequant_s(hardware, _dequantised(model, b, q), np.broadcast_shapes(b.shape, q.shape))
+
+
+def _dequantised(model: ModelShape, b: np.ndarray, q: np.ndarray) -> tuple:
+    """(weights, tokens per weight) of each weight-only GEMM dtype of a pass (none for a model given by its parameters)."""
     from specsim.describe.hardware import WEIGHT_ONLY_DTYPES
 
-    b, q = np.asarray(batch, dtype=float), np.asarray(tokens_per_seq, dtype=float)
-    out = np.zeros(np.broadcast_shapes(b.shape, q.shape))
     if model.params_override is not None:
-        return out
-    for weights, per_weight, dtype in model.matmul_weights_by_dtype(b * q, q):
-        if dtype in WEIGHT_ONLY_DTYPES:
-            out = out + hardware.dequant_time_s(weights, per_weight)
+        return ()
+    return tuple((w, per) for w, per, dtype in model.matmul_weights_by_dtype(b * q, q) if dtype in WEIGHT_ONLY_DTYPES)
+
+
+def _dequant_s(hardware: HardwareProfile, dequantised: tuple, shape: tuple) -> np.ndarray:
+    out = np.zeros(shape)
+    for weights, per_weight in dequantised:
+        out = out + hardware.dequant_time_s(weights, per_weight)
     return out
 
 
@@ -193,18 +206,47 @@ def step_time(
     >>> round(float(t.total_s) * 1e3, 3), round(float(t.compute_s) * 1e3, 3), str(t.bound)
     (6.525, 0.028, 'memory')
     """
-    b, q, L = check_pass(batch, tokens_per_seq, context)
-    flop = pass_flop(model, b, q, L, prompt)
-    nbytes = pass_bytes(model, b, q, L, prompt)
-    compute_s = compute_time_s(hardware, model, b, q, L, prompt)
-    memory_s = nbytes / hardware.bytes_per_s
+    return _timed(hardware, model, pass_counts(model, *check_pass(batch, tokens_per_seq, context), prompt))
+
+
+@dataclass(frozen=True, eq=False)  # identity: numpy arrays in its fields
+class PassCounts:
+    """What one pass does on one rank, whatever the GPU's efficiencies: its (b, q, L), FLOP and bytes, the matmul FLOP
+    by weight dtype, the token mixers' FLOP and the weight-only GEMMs to dequantise (:func:`step_time` times them)."""
+
+    b: np.ndarray
+    q: np.ndarray
+    L: np.ndarray
+    flop: np.ndarray
+    nbytes: np.ndarray
+    matmul_flop: list  # (FLOP, weight dtype) per dtype
+    mixer_flop: np.ndarray
+    dequant: tuple  # (weights, tokens per weight) per weight-only dtype
+
+    @property
+    def shape(self) -> tuple:
+        return np.broadcast_shapes(self.b.shape, self.q.shape)
+
+
+def pass_counts(model: ModelShape, b: np.ndarray, q: np.ndarray, L: np.ndarray, prompt: bool = False) -> PassCounts:
+    """The :class:`PassCounts` of a pass of ``b`` sequences of ``q`` new tokens over ``L`` cached ones (float arrays)."""
+    matmul = model.matmul_flop_by_dtype(b * q, b if prompt else None)
+    mixer = _mixer_flop(model, b, q, L, prompt)
+    flop = sum(f for f, _ in matmul) + mixer
+    return PassCounts(b, q, L, flop, pass_bytes(model, b, q, L, prompt), matmul, mixer, _dequantised(model, b, q))
+
+
+def _timed(hardware: HardwareProfile, model: ModelShape, counts: PassCounts) -> StepTime:
+    """The roofline's time of a pass from its counts (the module's equation)."""
+    compute_s = _compute_s(hardware, counts)
+    memory_s = counts.nbytes / hardware.bytes_per_s
     overhead_s = hardware.overhead_for(model.n_layers)
     comm_s = 0.0
     if model.tp > 1:
         check_tp(hardware, model.tp, f"tensor parallelism of {model.name}")
-        comm_s = comm_time_s(hardware, model, b * q)
+        comm_s = comm_time_s(hardware, model, counts.b * counts.q)
     total_s = overhead_s + np.maximum(compute_s, memory_s) + comm_s
-    return StepTime(total_s, compute_s, memory_s, overhead_s, flop, nbytes, comm_s=comm_s)
+    return StepTime(total_s, compute_s, memory_s, overhead_s, counts.flop, counts.nbytes, comm_s=comm_s)
 
 
 class RooflineSource:
@@ -220,9 +262,12 @@ class RooflineSource:
     name = "roofline"
     gpu_time_only = False  # the profile's per-pass overhead is already in every step
 
-    def __init__(self, hardware: HardwareProfile):
+    def __init__(self, hardware: HardwareProfile, counts: dict | None = None):
         self.hardware = hardware
         self.notes: list[str] = []
+        # The passes' counts kept between calls (None: none kept); sources of one GPU at other efficiencies may share
+        # one (a fit's efficiency scale: :mod:`specsim.calibration.model`), the counts being the same whatever they are.
+        self.counts = counts
 
     def brief(self) -> str:
         return f"roofline of profile {self.hardware.name}"
@@ -242,4 +287,14 @@ class RooflineSource:
         context: object = 0,
         prompt: bool = False,
     ) -> StepTime:
-        return step_time(self.hardware, model, batch, tokens_per_seq, context, prompt)
+        if self.counts is None:
+            return step_time(self.hardware, model, batch, tokens_per_seq, context, prompt)
+        args = check_pass(batch, tokens_per_seq, context)
+        key = (id(model), bool(prompt)) + tuple((a.shape, a.tobytes()) for a in args)
+        counts = self.counts.get(key)
+        if counts is None:
+            if len(self.counts) >= _COUNTS_KEPT:
+                self.counts.clear()
+            counts = self.counts[key] = pass_counts(model, *args, prompt)
+            self.counts[id(model)] = model  # an id is never reused while it is a key
+        return _timed(self.hardware, model, counts)
