@@ -122,6 +122,8 @@ class RunModel:
         self._cache: dict = {}
         self._populations: dict = {}
         self._deployments: dict = {}
+        self._iterations: dict = {}
+        self._prompt_passes: dict = {}
 
     # -- acceptance and populations -------------------------------------------------------------------------------
     def acceptance(self, alphas, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -228,16 +230,25 @@ class RunModel:
         return _kept(self._deployments, key, lambda: self._deployment(values), 16)
 
     def _deployment(self, values: Values):
-        dep = self.dep
-        if self.fit_scale and values.scale != 1.0:
-            dep = _scaled(dep, values.scale)
-        engine = dep.engine.with_iteration_ms(values.iteration_s * 1e3, values.iteration_seq_s * 1e6)
-        engine = dataclasses.replace(
-            engine, spec=values.host, kernel_spec=values.host, prefill_scale=values.prefill_scale
+        dep, engine = self._at_iteration(values)
+        share = {} if values.share is None else {"overlap_share": values.share, "kernel_overlap_share": values.share}
+        return dataclasses.replace(
+            dep, engine=dataclasses.replace(engine, spec=values.host, kernel_spec=values.host, **share)
         )
-        if values.share is not None:
-            engine = dataclasses.replace(engine, overlap_share=values.share, kernel_overlap_share=values.share)
-        return dataclasses.replace(dep, engine=engine)
+
+    def _at_iteration(self, values: Values) -> tuple:
+        """(the deployment at ``values``' efficiency scale, its engine with ``values``' iteration terms and prefill
+        efficiency), the last few kept: a fit of the round's host terms asks for the same ones at every step."""
+        key = (values.scale, values.iteration_s, values.iteration_seq_s, values.prefill_scale)
+
+        def make():
+            dep = self.dep
+            if self.fit_scale and values.scale != 1.0:
+                dep = _scaled(dep, values.scale)
+            engine = dep.engine.with_iteration_ms(values.iteration_s * 1e3, values.iteration_seq_s * 1e6)
+            return dep, dataclasses.replace(engine, prefill_scale=values.prefill_scale)
+
+        return _kept(self._iterations, key, make, 16)
 
     def _passes(self, values: Values) -> dict:
         """The GPU parts that depend only on the efficiency scale and the held batches: decode steps at each run's
@@ -249,19 +260,23 @@ class RunModel:
             ctx = np.concatenate([self.context, self.context])
             decode = np.asarray(dep.decode(both, ctx).total_s, dtype=float)
             n = len(self.runs)
-            spec = self.steps > 0
-            prefill = dep.prefill_s(self.prompt, draft=spec) if n else np.zeros(0)
-            base = dep.prefill_base_s()
-            # a prefill batch run apart (SGLang), speculating: the drafter's draft extend passes over it too
-            batch_base = dep.prefill_base_s(draft=spec)
-            self._cache[key] = {
-                "decode": decode[:n],
-                "decode_own": decode[n:],
-                "prefill": prefill,
-                "base": base,
-                "batch_base": batch_base,
-            }
+            self._cache[key] = {"decode": decode[:n], "decode_own": decode[n:], **self._prompts(dep, values.scale)}
         return self._cache[key]
+
+    def _prompts(self, dep, scale: float) -> dict:
+        """The passes the batches do not change (a prompt's marginal time, the base passes) at efficiency scale
+        ``scale``, the last few kept across settles: a fit's passes after a settle start where the last one ended."""
+
+        def make():
+            spec = self.steps > 0
+            return {
+                "prefill": dep.prefill_s(self.prompt, draft=spec) if len(self.runs) else np.zeros(0),
+                "base": dep.prefill_base_s(),
+                # a prefill batch run apart (SGLang), speculating: the drafter's draft extend passes over it too
+                "batch_base": dep.prefill_base_s(draft=spec),
+            }
+
+        return _kept(self._prompt_passes, scale, make, 64)
 
     def _rounds(self, values: Values, index: np.ndarray) -> list:
         """Speculative rounds of runs ``index`` at their batches and own batches (passes with the iteration terms,
