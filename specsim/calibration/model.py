@@ -124,6 +124,7 @@ class RunModel:
         self._deployments: dict = {}
         self._iterations: dict = {}
         self._prompt_passes: dict = {}
+        self._scaled: dict = {}
 
     # -- acceptance and populations -------------------------------------------------------------------------------
     def acceptance(self, alphas, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -244,7 +245,7 @@ class RunModel:
         def make():
             dep = self.dep
             if self.fit_scale and values.scale != 1.0:
-                dep = _scaled(dep, values.scale)
+                dep = _kept(self._scaled, values.scale, lambda: _scaled(dep, values.scale), 16)
             engine = dep.engine.with_iteration_ms(values.iteration_s * 1e3, values.iteration_seq_s * 1e6)
             return dep, dataclasses.replace(engine, prefill_scale=values.prefill_scale)
 
@@ -454,6 +455,7 @@ def _scales(source) -> bool:
 def _scaled(dep, scale: float):
     """The deployment with its profile's compute and bandwidth efficiencies times ``scale`` (each at most 1)."""
     from specsim.timing.hybrid import HybridSource
+    from specsim.timing.memo import MemoSource
     from specsim.timing.roofline import RooflineSource
 
     hw = dep.hardware
@@ -462,7 +464,8 @@ def _scaled(dep, scale: float):
     )
     hybrid = isinstance(dep.source, HybridSource)
     roof = RooflineSource(hw, (dep.source.roofline if hybrid else dep.source).counts)
-    source = HybridSource(roof, dep.source.kernels) if hybrid else roof
+    # Kept: the deployment at one scale asks for the same passes several times (a prompt's base is the base pass).
+    source = MemoSource(HybridSource(roof, dep.source.kernels) if hybrid else roof)
     return dataclasses.replace(dep, hardware=hw, source=source)
 
 
