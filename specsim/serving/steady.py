@@ -50,6 +50,7 @@ Checked against the request-level simulator, which plays the same iterations req
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -742,17 +743,25 @@ def burst_iterations(count: object, prompt_tokens: object, budget: float) -> np.
     [1.0, 4.0, 6.28]
     """
     n, x = np.broadcast_arrays(np.asarray(count, dtype=float), np.asarray(prompt_tokens, dtype=float) / float(budget))
-    m, x = np.maximum(n.astype(int), 1).ravel(), x.ravel()
+    return _bursts(n.shape, tuple(n.ravel().tolist()), tuple(x.ravel().tolist())).copy()
+
+
+@functools.lru_cache(maxsize=256)
+def _bursts(shape: tuple, count: tuple, x: tuple) -> np.ndarray:
+    """:func:`burst_iterations` of ``count`` bursts of ``x`` budgets each, kept (read-only): a calibration's fit asks
+    for its runs' same bursts at every step."""
+    m, x = np.maximum(np.array(count).astype(int), 1), np.array(x, dtype=float)
     out = np.ones(m.size)
-    if not m.size:
-        return out.reshape(n.shape)
-    k = np.arange(1, int(m.max()) + 1, dtype=float)
-    rows = max(1, 4_000_000 // k.size)  # bursts at once, a few million requests
-    for s in range(0, m.size, rows):
-        # the sums are of whole numbers, so exact in any order
-        it = np.where(k <= m[s : s + rows, None], np.ceil(k * x[s : s + rows, None] - 1e-9), 0.0)
-        out[s : s + rows] = it.sum(axis=-1) / m[s : s + rows]
-    return np.maximum(out, 1.0).reshape(n.shape)
+    if m.size:
+        k = np.arange(1, int(m.max()) + 1, dtype=float)
+        rows = max(1, 4_000_000 // k.size)  # bursts at once, a few million requests
+        for s in range(0, m.size, rows):
+            # the sums are of whole numbers, so exact in any order
+            it = np.where(k <= m[s : s + rows, None], np.ceil(k * x[s : s + rows, None] - 1e-9), 0.0)
+            out[s : s + rows] = it.sum(axis=-1) / m[s : s + rows]
+    out = np.maximum(out, 1.0).reshape(shape)
+    out.flags.writeable = False
+    return out
 
 
 def own_step_s(batch_own: object, step_at_own: object, step_s: object, base_s: float) -> np.ndarray:
