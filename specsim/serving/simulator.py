@@ -310,6 +310,7 @@ class _Engine:
         self.concurrency, self.reserve = concurrency, reserve
         self.speculating = False
         self._budget: dict = {}  # the prompt tokens an iteration takes beside (b, g): the limits' rule, read once each
+        self._per_round: dict = {}  # gamma -> 1 + the drafts a round accepts at the mean rate (until the rates change)
         self.kv_full = False
         self.prompt = np.asarray(requests.prompt, dtype=np.int64)
         self.output = np.asarray(requests.output, dtype=np.int64)
@@ -382,6 +383,7 @@ class _Engine:
         """The acceptance from the latest change at or before now (a drafter that meets other prompts from then on)."""
         while self.changes and self.changes[0][0] <= self.t:
             self.cum = self.changes.popleft()[1]
+            self._per_round.clear()
 
     def _next_event_s(self) -> float:
         """The next arrival or acceptance change, inf where none is due: a jump of rounds stops at it."""
@@ -465,6 +467,7 @@ class _Engine:
         self.t += dt
         if decoding:
             self._advance(self.t, emitted)
+        decoding_next = []
         for i in completed:
             self.prefilling.popleft()
             self.first[i] = self.t
@@ -473,7 +476,9 @@ class _Engine:
             if self.remaining[i] == 0:
                 self.finish_requests(np.array([i]), self.t)
             else:
-                self.running = np.append(self.running, i)
+                decoding_next.append(i)
+        if decoding_next:  # they join the running set in the order their prompts completed
+            self.running = np.concatenate([self.running, np.array(decoding_next, dtype=self.running.dtype)])
 
     def wait_for_arrival(self) -> bool:
         """Idle until the next request arrives; False when none will."""
@@ -492,20 +497,34 @@ class _Engine:
         run = self.running
         rem = self.remaining[run]
         ctx = self.ctx[run].sum() / run.size  # the mean, as np.mean sums it (and cheaper in this loop)
-        per_round = 1.0 + (float(self.cum[:g].sum()) if g else 0.0)
-        rounds = min(_JUMP, max(4, math.ceil(float(rem.min()) / per_round) + 3))
-        verified = (
-            self.table.verified(b, ctx + per_round * np.arange(rounds), g)
-            if g and self.table.verified_table is not None
-            else None
-        )
-        emitted = _emit(self.rng, self._rates(run), g, b, rounds, verified)
-        cum_e = np.cumsum(emitted, axis=1)
-        # The round each sequence finishes in (rounds: none): every round emits at least one token, so cum_e rises
-        # strictly and the rounds before it are those still short of what is left.
-        finished_by = (cum_e < rem[:, None]).sum(axis=1)
-        k = int(min(finished_by.min() + 1, rounds))
-        mean_before = ctx + np.concatenate(([0.0], np.minimum(cum_e[:, : k - 1], rem[:, None]).sum(axis=0) / run.size))
+        per_round = self._per_round.get(g)
+        if per_round is None:  # the tokens a round emits at the mean rate, read once per gamma and acceptance
+            per_round = self._per_round[g] = 1.0 + (float(self.cum[:g].sum()) if g else 0.0)
+        least = int(rem.min())
+        rounds = min(_JUMP, max(4, math.ceil(float(least) / per_round) + 3))
+        if g == 0 and self.observer is None:
+            # Plain decoding draws nothing: each round emits one token a sequence, so the round a sequence finishes in
+            # is its tokens left less one, and until the first finishes the mean context grows by one a round (the
+            # numbers the general case below gives, without its (sequences, rounds) arrays).
+            finished_by = np.maximum(np.minimum(rem - 1, rounds), 0)
+            k = min(max(least - 1, 0) + 1, rounds)  # the first to finish, from the least left (clipped as finished_by)
+            mean_before = ctx + np.arange(k, dtype=float)
+            emitted = None
+        else:
+            verified = (
+                self.table.verified(b, ctx + per_round * np.arange(rounds), g)
+                if g and self.table.verified_table is not None
+                else None
+            )
+            emitted = _emit(self.rng, self._rates(run), g, b, rounds, verified)
+            cum_e = np.cumsum(emitted, axis=1)
+            # The round each sequence finishes in (rounds: none): every round emits at least one token, so cum_e rises
+            # strictly and the rounds before it are those still short of what is left.
+            finished_by = (cum_e < rem[:, None]).sum(axis=1)
+            k = int(min(finished_by.min() + 1, rounds))
+            mean_before = ctx + np.concatenate(
+                ([0.0], np.minimum(cum_e[:, : k - 1], rem[:, None]).sum(axis=0) / run.size)
+            )
         ends = self.t + np.cumsum(self.table.round_s(b, mean_before, g))
         due = self._next_event_s()
         if due < ends[-1]:
@@ -525,7 +544,9 @@ class _Engine:
         span = ends[-1] - self.t
         self.in_system += (b + len(self.prefilling) + len(self.waiting)) * span
         self.batch_time[b] += span
-        self._advance(ends[np.minimum(finished_by, k - 1)], cum_e[:, k - 1], rem)
+        self._advance(
+            ends[np.minimum(finished_by, k - 1)], np.full(run.size, k) if emitted is None else cum_e[:, k - 1], rem
+        )
         self.t = ends[-1]
         # Arrivals that came during the jump join the queue with their own times (in_system counted them from t).
 
