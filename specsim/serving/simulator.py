@@ -45,6 +45,7 @@ from specsim.core.workloads import LENGTHS_OR_WORKLOAD, mean_context_tokens
 from specsim.serving.capacity import capacity, no_room_said, sequence_kv_bytes
 from specsim.serving.runs import CONFIDENCE, DEFAULT_RUNS, past_capacity, summarize_runs
 from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, EngineLimits, iteration_s
+from specsim.serving.step_table import StepTable
 from specsim.speculation.acceptance import as_acceptance
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma
@@ -76,81 +77,6 @@ DEFAULT_REQUESTS = 1000
 DEFAULT_SLO_ATTAINMENT = 0.9
 
 _JUMP = 256  # rounds advanced at most in one vectorised step
-
-
-class StepTable:
-    """Round times of a deployment on a (batch 1..max_batch, context grid, gamma 0..gamma_max) grid, at ``acceptance``.
-
-    ``round_s(b, L, gamma)``: the time of a round of a gamma chain (:meth:`Deployment.outcome`; ``t_T`` for gamma 0).
-    ``verified(b, L, gamma)``: the draft tokens a drafter that verifies a prefix per request (DSpark, suffix decoding)
-    verifies on average at that batch (None for every other drafter: all gamma).  ``prefill_s(P, speculating)``: the
-    marginal time of ``P`` prompt tokens in an iteration, the drafter's network over them too when speculating.
-    """
-
-    def __init__(
-        self,
-        dep: Deployment,
-        max_batch: int,
-        max_context: int,
-        gamma_max: int = 0,
-        max_prefill_tokens: int = DEFAULT_MAX_BATCHED_TOKENS,
-        acceptance: object = 0.0,
-    ):
-        b = np.arange(1, max_batch + 1, dtype=float)
-        grid = np.unique(np.r_[0.0, np.round(np.geomspace(16, max(max_context, 32), 28))])
-        self.contexts = grid
-        self.gamma_max = int(gamma_max)
-        gammas = np.arange(self.gamma_max + 1, dtype=float)
-        self.verified_table = None
-        if dep.drafter is None:
-            self.table = dep.decode(b[:, None, None], grid[None, :, None]).total_s
-        else:  # gamma 0 is the decode step; a round's time depends on the acceptance only where the verified prefix does
-            out = dep.outcome(acceptance, gammas[None, None, :], b[:, None, None], grid[None, :, None])
-            self.table = out.time_s
-            if dep.drafter.varies_verification:
-                self.verified_table = np.broadcast_to(
-                    _verified(dep, acceptance, gammas, b, grid), (b.size, grid.size, gammas.size)
-                )
-        self.table = np.broadcast_to(self.table, (b.size, grid.size, gammas.size))  # (batch, context, gamma)
-        tokens = np.unique(np.round(np.geomspace(1, max(max_prefill_tokens, max_context, 2), 40)))
-        self.prefill_tokens = tokens
-        self.prefill_table = dep.prefill_s(tokens)
-        self.prefill_table_spec = dep.prefill_s(tokens, draft=True)
-        self.base_s = dep.prefill_base_s()
-        self.base_spec_s = dep.prefill_base_s(draft=True)  # a prefill batch's, speculating: the draft extend too
-        self._rows: dict = {}
-        self._prefill: dict = {}
-
-    def round_s(self, batch: int, context: np.ndarray, gamma: int) -> np.ndarray:
-        row = self._rows.get((batch, gamma))
-        if row is None:  # one contiguous row per (batch, gamma), read once: the simulator asks for it every round
-            row = self._rows[batch, gamma] = np.ascontiguousarray(self.table[batch - 1, :, gamma])
-        return np.interp(context, self.contexts, row)
-
-    def verified(self, batch: int, context: np.ndarray, gamma: int) -> np.ndarray | None:
-        """Mean draft tokens verified per sequence (None: every drafted token, the chain's gamma)."""
-        if self.verified_table is None or gamma == 0:
-            return None
-        return np.interp(context, self.contexts, self.verified_table[batch - 1, :, gamma])
-
-    def prefill_s(self, tokens: float, speculating: bool = False) -> float:
-        if tokens <= 0:
-            return 0.0
-        key = (tokens, speculating)
-        seconds = self._prefill.get(key)
-        if seconds is None:  # the same prompt lengths and chunk boundaries come back many times in a run
-            seconds = self._prefill[key] = float(
-                np.interp(tokens, self.prefill_tokens, self.prefill_table_spec if speculating else self.prefill_table)
-            )
-        return seconds
-
-
-def _verified(dep: Deployment, acceptance: object, gammas: np.ndarray, b: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """The mean verified draft tokens per sequence of a prefix-verifying drafter on the table's grid (0 at gamma 0)."""
-    v = dep.drafter.verified(
-        dep, acceptance, np.maximum(gammas[None, None, :], 1.0), b[:, None, None], grid[None, :, None]
-    )
-    return np.where(gammas[None, None, :] == 0, 0.0, v)
 
 
 @dataclass
@@ -726,6 +652,7 @@ def serve_compare(
     memory_utilization: float | None = None,
     gamma_max: int = DEFAULT_GAMMA_MAX,
     context_hint: float | None = None,
+    shared: dict | None = None,
 ):
     """Simulate ``requests`` without and with speculation on ``dep``: ``(plain, spec, meta)``.
 
@@ -735,6 +662,9 @@ def serve_compare(
     the target and the draft, and each request reserves :func:`specsim.serving.capacity.sequence_kv_bytes` of its
     whole length, window layers capped at their window, so that a run of equal requests admits exactly
     the batch ``specsim capacity`` reports.
+
+    ``shared``: the gamma schedules and step tables of other runs on this ``dep`` at this ``acceptance`` (a sweep's:
+    a seed draws the same lengths at every rate), taken where they are for these lengths and filled where not.
     """
     # The engine's own limits where none are given (vLLM's start-up profiles with them).
     budget, seqs = (None, None) if limits is None else (limits.max_batched_tokens, limits.max_num_seqs)
@@ -747,7 +677,11 @@ def serve_compare(
     most = _most_running(limits.most_seqs, concurrency)
     gamma_max = check_int("gamma_max", gamma_max, 0, MAX_GAMMA)
     if gamma == "schedule":
-        best = optimal_gamma(dep, acceptance, np.arange(1, most + 1), hint, gamma_max)
+        best = _shared(
+            shared,
+            ("schedule", most, hint, gamma_max),
+            lambda: optimal_gamma(dep, acceptance, np.arange(1, most + 1), hint, gamma_max),
+        )
         policy = np.r_[0, best.gamma]
         label = f"per-batch optimal gamma (0..{best.gamma_max}) at L = {hint:.0f}"
     else:
@@ -770,7 +704,11 @@ def serve_compare(
     for speculating, free in ((False, cap.free_bytes_without_draft), (True, cap.free_bytes_with_draft)):
         if free <= 0:
             raise ValueError(no_room_said(dep, speculating, free, cap.memory_basis))
-    table = StepTable(dep, most, max_context, gmax, limits.max_batched_tokens, acceptance)
+    table = _shared(
+        shared,
+        ("table", most, max_context, gmax, limits.max_batched_tokens),
+        lambda: StepTable(dep, most, max_context, gmax, limits.max_batched_tokens, acceptance),
+    )
     lengths = (prompt + output).astype(float)
     runs = []
     for name, with_draft, free, rule in (
@@ -808,6 +746,15 @@ def serve_compare(
         "scratch_basis": cap.scratch_basis,
     }
     return runs[0], runs[1], meta
+
+
+def _shared(store: dict | None, key: tuple, make):
+    """``store[key]``, made by ``make()`` where missing (always made where there is no ``store``)."""
+    if store is None:
+        return make()
+    if key not in store:
+        store[key] = make()
+    return store[key]
 
 
 def _compare_one(job):
@@ -953,8 +900,10 @@ def _sweep_requests(
 def _sweep_point(args):
     """One run of one load (its requests drawn beforehand, :func:`_sweep_requests`; ``users`` None for Poisson
     arrivals): the summaries without and with speculation."""
-    dep, requests, users, acceptance, gamma, limits, seed, slo_ttft_s, slo_tpot_s, gamma_max = args
-    plain, spec, _ = serve_compare(dep, requests, acceptance, gamma, limits, users, seed=seed, gamma_max=gamma_max)
+    dep, requests, users, acceptance, gamma, limits, seed, slo_ttft_s, slo_tpot_s, gamma_max, shared = args
+    plain, spec, _ = serve_compare(
+        dep, requests, acceptance, gamma, limits, users, seed=seed, gamma_max=gamma_max, shared=shared
+    )
     return plain.summary(slo_ttft_s, slo_tpot_s), spec.summary(slo_ttft_s, slo_tpot_s)
 
 
@@ -1074,7 +1023,9 @@ def serve_sweep(
     for name, slo in (("slo_ttft_s", slo_ttft_s), ("slo_tpot_s", slo_tpot_s)):
         if slo is not None and not (is_real(slo) and np.isfinite(slo) and slo > 0):
             raise ValueError(f"{name} must be a time > 0 in seconds, or None, got {slo!r:.40}")
-    # One job per load and seed, load by load, so that a load's runs come back together and in order.
+    # One job per load and seed, load by load, so that a load's runs come back together and in order; the jobs run
+    # here share their step tables (a process of an executor's builds its own).
+    shared: dict = {}
     jobs = [
         (
             dep,
@@ -1087,6 +1038,7 @@ def serve_sweep(
             slo_ttft_s,
             slo_tpot_s,
             gamma_max,
+            shared,
         )
         for rate, users in loads
         for k in range(runs)
