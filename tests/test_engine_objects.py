@@ -192,7 +192,9 @@ def test_vllm_runs_its_rocm_build_on_an_amd_profile_and_its_preset_elsewhere():
     rocm = vllm.on_platform(preset, load_hardware("mi300x"))
     assert rocm.platform == "rocm" and rocm.spec != preset.spec
     assert vllm.on_platform(preset, load_hardware("h100-sxm")) is preset
-    assert REGISTRY["sglang"].on_platform(preset, load_hardware("mi300x")) is preset  # the default hook
+    assert REGISTRY["sglang"].on_platform(preset, load_hardware("mi300x")) is preset  # SGLang's hook: not its preset
+    trtllm = get_engine("trtllm")
+    assert REGISTRY["trtllm"].on_platform(trtllm, load_hardware("h100-sxm")) is trtllm  # the default hook
 
 
 # -- a drafter's support, read from the engine's table -------------------------------------------------------------------

@@ -29,7 +29,7 @@ from specsim.core.limits import (
     whole_numbers,
 )
 from specsim.engines import ENGINES, REGISTRY
-from specsim.engines.vllm import ROCM_SPEC
+from specsim.engines.vllm import ROCM_BASIS, ROCM_SPEC
 from specsim.serving.capacity import (
     Capacity,
     capacity,
@@ -140,9 +140,10 @@ class GammaAnswer:
             if dep.target.is_moe
             else ""
         )
-        if dep.target.is_moe and dep.engine.platform == "cuda" and self.batches[i] > 16:
+        if dep.target.is_moe and dep.engine.spec_basis != ROCM_BASIS and self.batches[i] > 16:
             # The one public sweep of large MoE targets past concurrency 16 (AMD's, vLLM ROCm) falls from 4 to 64, by
             # the round's per-sequence host work (specsim.calibration.rocm); no CUDA sweep past 16 fits this preset's.
+            # Said wherever the round terms are not those fitted there (SGLang's ROCm build keeps the CUDA round's).
             why += (
                 f". Beyond batch 16 this rests on {dep.engine.key}'s per-sequence round terms, fitted on dense targets at "
                 "batch 1-32: the only published large-MoE sweep to 64 (vLLM ROCm on MI355X, vLLM blog 2026-07-13) falls "

@@ -187,7 +187,8 @@ class HardwareProfile:
     #: by calibrate-engine keeps its base's: ``h100-sxm``).
     device: str | None = None
     #: The software stack its engines run on: ``cuda`` (NVIDIA), ``rocm`` (AMD Instinct, where vLLM's ROCm build has
-    #: its own round costs: :func:`specsim.engines.vllm.on_platform`) or ``cpu``.
+    #: its own round costs, :func:`specsim.engines.vllm.on_platform`, and SGLang's its own time per collective on a
+    #: large MoE target, :func:`specsim.engines.sglang.on_platform`) or ``cpu``.
     platform: str = "cuda"
     #: The CUDA compute capability, ``"major.minor"`` (https://developer.nvidia.com/cuda-gpus): engines pick their
     #: attention backends by it (:meth:`specsim.engines.engine.Engine.serial_rounds`).  None: not given.

@@ -267,7 +267,8 @@ def source_and_engine(
     :data:`DEFAULT_ENGINE`; for a target ``model`` the default source is :func:`specsim.timing.default_timing`'s (the
     measured kernels for a large MoE target at tensor parallelism that they compose, said in the source's notes); the
     kernel source reads the engine's own kernels, and GPU-time sources take the preset's GPU-time values;
-    ``engine_overhead_ms`` replaces the per-iteration time.
+    ``engine_overhead_ms`` replaces the per-iteration time.  The preset is as the engine's build for the profile's
+    platform runs ``model`` (:meth:`specsim.engines.engine.Engine.on_platform`).
 
     >>> from specsim.describe.hardware import load_hardware
     >>> source, preset = source_and_engine(load_hardware("h100-sxm"), "roofline", "trtllm")
@@ -288,7 +289,7 @@ def source_and_engine(
     preset = preset.for_source(source)
     engine = REGISTRY.get(preset.name)
     if engine is not None:
-        preset = engine.on_platform(preset, hardware)
+        preset = engine.on_platform(preset, hardware, model)
     if engine_overhead_ms is not None:
         from specsim.core.limits import check_real
         from specsim.engines.base import HOST_STEP_UPPER_S

@@ -246,7 +246,8 @@ class EnginePreset:
     #: ``vllm@0.24.0``, preset ``vllm@0.14``): printed beside the preset, not part of its identity.
     asked: str = field(default="", compare=False)
     #: The software stack whose terms these are: ``cuda`` as shipped; ``rocm`` once placed on an AMD profile
-    #: (:func:`specsim.engines.vllm.on_platform`), or where a caller placed it itself.
+    #: (:func:`specsim.engines.vllm.on_platform`, :func:`specsim.engines.sglang.on_platform`), or where a caller placed
+    #: it itself.
     platform: str = "cuda"
     #: The engine's prefill speed over the step-time source's for a prompt (its efficiency on long, compute-bound
     #: passes relative to the profile's): 1 as shipped, fitted to the runs' TTFT by calibrate-engine.  A prompt's

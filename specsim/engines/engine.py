@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-__all__ = ["BenchFiles", "DefaultLimits", "Engine", "EngineSupport"]
+__all__ = ["BenchFiles", "DefaultLimits", "Engine", "EngineSupport", "rocm_large_moe_said"]
 
 
 @dataclass(frozen=True)
@@ -128,8 +128,9 @@ class Engine:
     #: recomputed by ``tests/test_capacity.py``).  None: not measured.
     kv_error: tuple | None = None
     #: How much longer public plain TPOT of large MoE targets at tensor parallelism on ROCm GPUs is than specsim's plain
-    #: step for this engine's presets, which have no ROCm terms: (median, lowest and highest source's median, runs,
-    #: what the runs are).  None: not measured, or the presets carry fitted ROCm terms (vLLM's).
+    #: step for this engine's presets as placed there (:meth:`on_platform`; SGLang's time per collective is sized on
+    #: other runs, so these check it): (median, lowest and highest source's median, runs, what the runs are).  None: not
+    #: measured, or the presets carry ROCm terms fitted to the same kind of runs (vLLM's).
     rocm_large_moe_longer: tuple | None = None
     #: Whether the engine's own share already sets memory aside for activations and graphs (SGLang's reserve).
     reserve_counts_activations: bool = False
@@ -149,8 +150,9 @@ class Engine:
         """(the draft's tensor parallelism, a line naming the choice) as this engine runs a drafter."""
         raise NotImplementedError
 
-    def on_platform(self, preset, hardware):
-        """The preset as this engine's build for ``hardware``'s platform runs it (the same preset by default)."""
+    def on_platform(self, preset, hardware, model=None):
+        """The preset as this engine's build for ``hardware``'s platform runs it, serving the target ``model`` where
+        known (the same preset by default)."""
         return preset
 
     def check_pair(self, dep) -> None:
@@ -219,3 +221,31 @@ class Engine:
         """The one draft length release ``version``'s config runs at every batch, where it has no per-batch control
         of a chain schedule that changes with the batch (None: it follows the schedule, or stops speculating)."""
         return None
+
+
+def _more(share: float) -> str:
+    """A signed share of time in words: 0.97 -> '97% longer', -0.25 -> '25% shorter'."""
+    return f"{share:.0%} longer" if share >= 0 else f"{-share:.0%} shorter"
+
+
+def rocm_large_moe_said(measured: tuple, target: str, preset, hardware: str) -> str:
+    """The note on a large MoE target at tensor parallelism on a ROCm profile: what an engine's public ROCm runs
+    measure against specsim's plain step (its ``rocm_large_moe_longer``), and whether ``preset`` carries the engine's
+    ROCm time per collective here (placed: ``platform`` rocm) or has no ROCm terms for this device."""
+    median, lo, hi, n, rows = measured
+    said = (
+        f"{target}: on {rows} the engine took a median {_more(median)} per token than specsim's plain step "
+        f"({_more(lo)} to {_more(hi)} by source, {n} runs, with the ROCm build's time per collective)"
+    )
+    if preset.platform == "rocm":
+        return (
+            f"{said}: specsim's {preset.key} preset charges {preset.collective_s * 1e6:.1f} us per tensor-parallel "
+            "collective there, sized on AMD's nightly CI runs of DeepSeek, not on these, which check it "
+            "(docs/reports/2026-12-05-rocm-sglang-pass.md); how much of it a speculative round also pays is not "
+            "measured (those sources' MTP speedups as specsim predicts them: docs/reports/2026-12-02-concurrency.md): "
+            "calibrate-engine on your own runs"
+        )
+    return (
+        f"{said}: specsim's {preset.key} preset has no ROCm terms for {hardware} (SGLang ROCm's time per collective "
+        "is sized on MI300X and MI355X only); the missing time is not modelled: calibrate-engine on your own runs"
+    )

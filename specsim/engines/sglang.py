@@ -10,6 +10,8 @@ Writers: the static ``--speculative-*`` launch flags (python/sglang/srt/server_a
 
 from __future__ import annotations
 
+import dataclasses
+
 from specsim.engines.base import (
     _BASIS,
     _SPEC_BASIS,
@@ -36,6 +38,9 @@ __all__ = [
     "ALIASES",
     "METRIC_NAMES",
     "NAME",
+    "ROCM_COLLECTIVE_S",
+    "ROCM_SIZED_ON",
+    "on_platform",
     "NEWEST",
     "PRESETS",
     "RANGES",
@@ -662,9 +667,77 @@ def default_limits(preset, hardware) -> DefaultLimits:
     )
 
 
+#: SGLang's ROCm build (``SGLANG_USE_AITER=1``) on AMD Instinct: its engine time per tensor-parallel collective, by the
+#: profile's device (:attr:`~specsim.describe.hardware.HardwareProfile.kernel_device`), in place of the CUDA presets'
+#: 12.5 us, on a large MoE target (:func:`specsim.timing.large_moe`).  Sized, each from one concurrency-1 ITL alone
+#: (:data:`ROCM_SIZED_ON`), as (ITL - specsim's sglang@0.5 roofline step at batch 1 and context 3600 with no time per
+#: collective) / the pass's 123 collectives: the fixed time per pass the corpus's SGLang ROCm plain rows lack
+#: (docs/reports/2026-12-05-corpus-definitions.md section 4), measured on independent runs
+#: (docs/reports/2026-12-05-rocm-sglang-pass.md).  gfx942 (the CI's "mi30x" images, MI300X and MI325X): measured on
+#: MI300X; other builds of the same CI imply 116 us (0.5.5.post2-3, ROCm 7.0) to 176 us (0.5.6, ROCm 7.0).  gfx950
+#: (MI355X): 0.5.5-0.5.6 imply 214-261 us.  Measured on DeepSeek-V3/R1 at TP 8 only.
+ROCM_COLLECTIVE_S = {"mi300x": 141.3e-6, "mi325x": 141.3e-6, "mi355x": 64.9e-6}
+#: What each size comes from: (device, --weight-dtype, the median concurrency-1 ITL in s, the runs).  AMD's public SGLang
+#: nightly CI, github.com/michael-amd/sglang-ci @192c537e, cron_log/<mi30x|mi35x>/<date>/deepseek_nightly_online.log
+#: (the best of three runs a night); flags in deepseek_perf_online_csv.sh @3f59c37e: ``SGLANG_USE_AITER=1
+#: sglang.launch_server --tp-size 8 --mem-fraction-static 0.9 --max-running-requests 1024``, bench_serving random
+#: dataset, 3200 in / 800 out (--random-range-ratio 1), closed loop at concurrency 1.  ``tests/test_engines.py``
+#: recomputes each size from its row.
+ROCM_SIZED_ON = {
+    "mi300x": (
+        "mi300x",
+        "fp8",
+        20.50e-3,
+        "DeepSeek-V3-0324 FP8 on 8x MI300X, SGLang 0.5.3-0.5.5 on ROCm 6.3, 34 nights 2025-10-02 to 2025-11-10",
+    ),
+    "mi355x": (
+        "mi355x",
+        "mxfp4",
+        10.34e-3,
+        "DeepSeek-R1 MXFP4 on 8x MI355X, SGLang 0.5.3-0.5.4 on ROCm 7.0, 14 nights 2025-10-10 to 2025-11-06",
+    ),
+}
+_SIZED_ON = {"mi300x": "mi300x", "mi325x": "mi300x", "mi355x": "mi355x"}
+
+
+def on_platform(preset, hardware, model=None):
+    """The preset as SGLang's ROCm build runs a large MoE ``model`` on an AMD profile of a device it was sized on: its
+    time per tensor-parallel collective (:data:`ROCM_COLLECTIVE_S`), marked as placed.  Unchanged on CUDA, for another
+    target or none given (a dense target's is not measured), for another AMD device, and for a preset already placed
+    or calibrated.  Its round terms stay the CUDA presets' (no SGLang ROCm round is measured apart from its passes)."""
+    from specsim.timing import large_moe
+
+    device = getattr(hardware, "kernel_device", None)
+    if (
+        getattr(hardware, "platform", "cuda") != "rocm"
+        or preset.name != NAME
+        or preset.platform == "rocm"
+        or preset.calibration
+        or model is None
+        or not large_moe(model)
+        or device not in ROCM_COLLECTIVE_S
+    ):
+        return preset
+    collective_s = ROCM_COLLECTIVE_S[device]
+    what = ROCM_SIZED_ON[_SIZED_ON[device]][3]
+    return dataclasses.replace(
+        preset,
+        collective_s=collective_s,
+        kernel_collective_s=collective_s,
+        platform="rocm",
+        release=preset.release + f"; its ROCm build on AMD Instinct, {collective_s * 1e6:.1f} us per tensor-parallel "
+        f"collective on a large MoE target, sized from the concurrency-1 ITL of {what} (AMD's nightly CI, "
+        "michael-amd/sglang-ci @192c537e; measured on DeepSeek only, after the corpus's ROCm gap was seen: "
+        "docs/reports/2026-12-05-rocm-sglang-pass.md)",
+    )
+
+
 class _Sglang(Engine):
     def default_limits(self, preset, hardware, offline):
         return default_limits(preset, hardware)
+
+    def on_platform(self, preset, hardware, model=None):
+        return on_platform(preset, hardware, model)
 
     def draft_tp(self, preset, separate_model, target_tp, requested):
         return draft_tp(preset, separate_model, target_tp, requested)
@@ -695,13 +768,14 @@ class _Sglang(Engine):
 #: How much longer SGLang's plain TPOT is than specsim's plain step on a ROCm profile, for DeepSeek-R1 at TP 8 on MI300X,
 #: MI325X and MI355X (FP8 and MXFP4; SemiAnalysis InferenceX and a public tuning log: the plain runs of the corpus
 #: sources ``examples/bench/public/mi3*-sglang-dsr1-*``, at their own limits and memory share): median, lowest and
-#: highest source's median, runs (concurrency 4-64), and what the runs are.  specsim's SGLang presets have no ROCm
-#: terms (vLLM's ROCm per-collective time is fitted to vLLM's own runs: docs/reports/2026-12-01-moe-rocm.md).
-#: Shipped presets, nothing fitted, not corrected; ``tests/test_engines.py`` recomputes it.  Measured 2026-12-05.
+#: highest source's median, runs (concurrency 4-64), and what the runs are; negative where it is shorter.  With SGLang
+#: ROCm's time per collective (:data:`ROCM_COLLECTIVE_S`), which is sized on AMD's nightly CI, not on these runs: they
+#: check it.  Shipped presets, nothing fitted to them; ``tests/test_engines.py`` recomputes it.  Measured 2026-12-05:
+#: 0.97 (0.44 to 1.53) before that term; -0.035 (-0.249 to 0.045) with it.
 ROCM_LARGE_MOE_LONGER = (
-    0.97,
-    0.44,
-    1.53,
+    -0.035,
+    -0.249,
+    0.045,
     19,
     "public plain runs of DeepSeek-R1 at TP 8 under SGLang on MI300X, MI325X and MI355X (SemiAnalysis InferenceX and "
     "a public tuning log, concurrency 4-64)",

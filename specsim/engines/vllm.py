@@ -926,8 +926,8 @@ class _Vllm(Engine):
     def draft_tp(self, preset, separate_model, target_tp, requested):
         return draft_tp(preset, separate_model, target_tp, requested)
 
-    def on_platform(self, preset, hardware):
-        return on_platform(preset, hardware)
+    def on_platform(self, preset, hardware, model=None):
+        return on_platform(preset, hardware)  # vLLM ROCm's terms apply whatever the target
 
     def check_pair(self, dep):
         check_vllm_pair(dep)

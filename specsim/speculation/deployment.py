@@ -53,13 +53,14 @@ from specsim.describe.hardware import (
 from specsim.describe.models import ModelShape, get_model
 from specsim.describe.parallel import check_tp
 from specsim.engines import DEFAULT_ENGINE, REGISTRY, EnginePreset, draft_tp, get_engine, source_and_engine
+from specsim.engines.engine import rocm_large_moe_said
 from specsim.speculation.acceptance import _check_gamma, plan_arrays, tokens_per_round
 from specsim.speculation.drafters import Drafter, DraftModel, drafter_class, make_drafter
 from specsim.speculation.fp8_cache import fp8_cache_notes, graphless_draft_s, graphless_provenance
 from specsim.timing import (
-    LARGE_MOE_ACTIVE,
     LARGE_MOE_LONGER,
     LARGE_MOE_LONGER_KERNELS,
+    large_moe,
     large_moe_at_tp,
 )
 from specsim.timing.base import StepTime, StepTimeSource
@@ -1026,22 +1027,15 @@ class Deployment:
         (:data:`LARGE_MOE_LONGER`; :data:`LARGE_MOE_LONGER_KERNELS` where measured kernels price the target's step).
         On a ROCm profile those rows do not apply (NVIDIA GPUs'): vLLM ROCm's per-collective time is fitted to large MoE
         runs of its own (docs/reports/2026-12-01-moe-rocm.md), and an engine measured there says what its runs found
-        instead (its ``rocm_large_moe_longer``: SGLang's :data:`specsim.engines.sglang.ROCM_LARGE_MOE_LONGER`)."""
+        instead (its ``rocm_large_moe_longer``: SGLang's :data:`specsim.engines.sglang.ROCM_LARGE_MOE_LONGER`, a check of
+        SGLang ROCm's time per collective, which is sized on other runs)."""
         t = self.target
         if self.engine.calibration:
             return []
         rocm = getattr(self.hardware, "platform", "cuda") == "rocm"
         measured = getattr(REGISTRY.get(self.engine.name), "rocm_large_moe_longer", None)  # None: engine none
-        if rocm and measured is not None and t.is_moe and t.tp >= 2 and t.active_params >= LARGE_MOE_ACTIVE:
-            median, lo, hi, n, rows = measured
-            return [
-                f"{t.name}: on {rows} the engine took a median {median:.0%} longer per token than specsim's plain step "
-                f"({lo:.0%} to {hi:.0%} by source, {n} runs): specsim's {self.engine.key} preset has no ROCm terms "
-                "(vLLM's ROCm per-collective time is fitted to vLLM's runs alone: docs/reports/2026-12-01-moe-rocm.md); "
-                "the missing time is not modelled, nor how much of it a speculative round also pays (those sources' "
-                "MTP speedups as specsim predicts them: docs/reports/2026-12-02-concurrency.md): calibrate-engine on "
-                "your own runs"
-            ]
+        if rocm and measured is not None and large_moe(t) and t.tp >= 2:
+            return [rocm_large_moe_said(measured, t.name, self.engine, self.hardware.name)]
         if not large_moe_at_tp(t, self.hardware):
             return []
         (low, lo, hi, n_low), (every, _, _, n_all) = LARGE_MOE_LONGER

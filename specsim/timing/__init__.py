@@ -45,6 +45,7 @@ __all__ = [
     "TIMING_CHOICES",
     "default_source",
     "default_timing",
+    "large_moe",
     "large_moe_at_tp",
     "make_source",
 ]
@@ -157,15 +158,17 @@ LARGE_MOE_LONGER_KERNELS = (0.18, -0.04, 0.33, 128)
 LARGE_MOE_MAE = (0.165, 0.252, 332)
 
 
+def large_moe(model) -> bool:
+    """A MoE target of at least :data:`LARGE_MOE_ACTIVE` active parameters, at any tensor parallelism: the class of
+    target the public large-MoE rows measure (:func:`large_moe_at_tp`; SGLang ROCm's time per collective,
+    :func:`specsim.engines.sglang.on_platform`)."""
+    return model.is_moe and model.active_params >= LARGE_MOE_ACTIVE
+
+
 def large_moe_at_tp(model, hardware: HardwareProfile) -> bool:
     """A MoE target of at least :data:`LARGE_MOE_ACTIVE` active parameters at tensor parallelism 2 or more, on an NVIDIA
     GPU: what the public rows of table 4b measure (NVIDIA GPUs' only)."""
-    return (
-        model.is_moe
-        and model.tp >= 2
-        and model.active_params >= LARGE_MOE_ACTIVE
-        and getattr(hardware, "platform", "cuda") == "cuda"
-    )
+    return large_moe(model) and model.tp >= 2 and getattr(hardware, "platform", "cuda") == "cuda"
 
 
 def default_source(hardware: HardwareProfile, model, kernel_engine: str = BACKENDS[0], progress=None):
