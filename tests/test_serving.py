@@ -341,8 +341,8 @@ def test_served_rate_is_explained_against_the_offered_rate(capsys):
     assert "(optimal-gamma --concurrency 4 --workload chat and this command's other flags gives the steady" in out
     # ... and the workload no flag chose is named as the default it is, beside the other defaults' citations
     assert (
-        "load: closed loop, workload chat, 4 users [--workload chat (default: neither --workload nor "
-        "--input-len/--output-len given; optimal-gamma at a load takes the article's fixed lengths)]"
+        "load: closed loop, workload chat, 4 users; the default workload, not given (no --workload, --input-len or "
+        "--output-len): optimal-gamma at a load takes the article's fixed lengths instead"
     ) in out.splitlines()
     assert main(["serve-sim", "--concurrency", "4", "--requests", "50", "--runs", "1", "--workload", "chat"]) == 0
     assert "load: closed loop, workload chat, 4 users" in capsys.readouterr().out.splitlines()

@@ -249,15 +249,13 @@ def _lengths_said(args: argparse.Namespace) -> str:
 
 
 def _workload_default_said(args: argparse.Namespace) -> str:
-    """The workload no flag chose, named as a default (" [...]"; "" where --workload or --trace gives the requests):
+    """The workload no flag chose, named as a default ("; ..."; "" where --workload or --trace gives the requests):
     optimal-gamma's default at the same load is the article's fixed lengths, so the two answers' requests differ."""
-    from specsim.core.workloads import DEFAULT_WORKLOAD
-
     if args.workload is not None or getattr(args, "trace", None) is not None:
         return ""
     return (
-        f" [--workload {DEFAULT_WORKLOAD} (default: neither --workload nor --input-len/--output-len given; "
-        "optimal-gamma at a load takes the article's fixed lengths)]"
+        "; the default workload, not given (no --workload, --input-len or --output-len): optimal-gamma at a load "
+        "takes the article's fixed lengths instead"
     )
 
 
