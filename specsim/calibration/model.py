@@ -188,8 +188,9 @@ class RunModel:
 
     def settle(self, values: Values) -> None:
         """Hold each run's decode batch (and that of the iterations carrying its own prompt) at the serving model's for
-        ``values``: a closed loop's from its population, an offline batch its wave, Poisson arrivals' 1 + lambda D t_dec (their own prompts' iterations: lambda D t_dec)
-        (three passes of the fixed point)."""
+        ``values``: a closed loop's from its population, an offline batch its wave, Poisson arrivals' 1 + lambda D t_dec
+        and their own prompts' iterations lambda D t_dec, the others an arrival finds (three passes of the fixed
+        point)."""
         everything = np.arange(len(self.runs))
         batch, own = self.batch.copy(), self.batch_own.copy()
         closed = self.load_kind == "concurrency"
@@ -202,12 +203,9 @@ class RunModel:
         for _ in range(3 if rate.any() else 0):
             self._set_batches(batch, own)
             t = self.times(values, everything[rate])
-            batch[rate] = np.minimum(
-                1.0 + self.load[rate] * self.rounds(values.alphas, everything[rate]) * t["itl_s"], self.in_engine[rate]
-            )
-            own[rate] = np.minimum(  # the others an arrival finds decoding (steady._open_loop)
-                self.load[rate] * self.rounds(values.alphas, everything[rate]) * t["itl_s"], self.in_engine[rate]
-            )
+            others = self.load[rate] * self.rounds(values.alphas, everything[rate]) * t["itl_s"]
+            batch[rate] = np.minimum(1.0 + others, self.in_engine[rate])
+            own[rate] = np.minimum(others, self.in_engine[rate])  # the others an arrival finds (steady._open_loop)
         self._set_batches(batch, own)
 
     def _set_batches(self, batch: np.ndarray, own: np.ndarray) -> None:
