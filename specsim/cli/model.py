@@ -988,9 +988,11 @@ def _short_runs_said(args: argparse.Namespace, kind: str, loads: list) -> list:
 def _search_stopped(dep, searched: int, bound: str) -> str:
     """The note where the drafter or the acceptance, not --gamma-max, stopped the gamma search (``bound``:
     :func:`specsim.speculation.search.search_bound`), the batch and the load views alike; "" otherwise."""
-    if bound == "the drafter's most":
+    from specsim.speculation.search import DRAFTERS_MOST, LAST_MEASURED
+
+    if bound == DRAFTERS_MOST:
         return f"note: {dep.drafter.label} drafts at most {searched} tokens a round: gamma is not searched past them"
-    if bound == "at the last measured position":
+    if bound == LAST_MEASURED:
         return (
             f"note: acceptance is measured for {searched} positions: gamma is not searched past them (no extrapolation)"
         )

@@ -47,6 +47,9 @@ from specsim.speculation.acceptance import (
 from specsim.speculation.deployment import Deployment, RoundOutcome, speedup_from_round, speedup_from_times, speedup_of
 
 __all__ = [
+    "AT_GAMMA_MAX",
+    "DRAFTERS_MOST",
+    "LAST_MEASURED",
     "NOT_WEIGHED",
     "OptimalGamma",
     "PEAK_MARGIN",
@@ -269,6 +272,14 @@ def searched_gamma_max(dep: Deployment, acceptance: object, gamma_max: int) -> i
     return gamma_max
 
 
+#: The bounds :func:`search_bound` names: a block drafter's block, the acceptance's last measured position, --gamma-max.
+DRAFTERS_MOST, LAST_MEASURED, AT_GAMMA_MAX = (
+    "the drafter's most",
+    "at the last measured position",
+    "at --gamma-max; raise it",
+)
+
+
 def search_bound(dep: Deployment, acceptance: object, gamma_max: int) -> str:
     """What stops a search at its largest gamma (:func:`searched_gamma_max`), in the words an answer adds beside a best
     gamma there: a block drafter's block, else a per-position acceptance's last measured position, else ``gamma_max``.
@@ -281,10 +292,10 @@ def search_bound(dep: Deployment, acceptance: object, gamma_max: int) -> str:
     """
     top = searched_gamma_max(dep, acceptance, gamma_max)
     if dep.drafter is not None and dep.drafter.max_steps == top:
-        return "the drafter's most"
+        return DRAFTERS_MOST
     if isinstance(acceptance, Acceptance) and acceptance.max_gamma == top:
-        return "at the last measured position"
-    return "at --gamma-max; raise it"
+        return LAST_MEASURED
+    return AT_GAMMA_MAX
 
 
 def optimal_gamma(
