@@ -365,6 +365,18 @@ class EnginePreset:
             )
         return self
 
+    def on_rocm(self, collective_s: float, said: str) -> "EnginePreset":
+        """This preset as an engine's ROCm build runs it, marked as placed: ``collective_s`` per tensor-parallel
+        collective (measured and kernel sources alike), ``said`` added to its release line.  The one place an engine's
+        ROCm variant is made (vLLM's ``rocm_build``, SGLang's ``on_platform``)."""
+        return dataclasses.replace(
+            self,
+            collective_s=collective_s,
+            kernel_collective_s=collective_s,
+            platform="rocm",
+            release=f"{self.release}; {said}",
+        )
+
     def with_iteration_ms(self, ms: float, seq_us: float | None = None) -> "EnginePreset":
         """The preset with an explicit per-iteration time (``--engine-overhead-ms``) and, where given, per-sequence time."""
         s = ms / 1e3

@@ -10,8 +10,6 @@ Writers: the static ``--speculative-*`` launch flags (python/sglang/srt/server_a
 
 from __future__ import annotations
 
-import dataclasses
-
 from specsim.engines.base import (
     _BASIS,
     _SPEC_BASIS,
@@ -720,12 +718,9 @@ def on_platform(preset, hardware, model=None):
         return preset
     collective_s = ROCM_COLLECTIVE_S[device]
     what = ROCM_SIZED_ON[_SIZED_ON[device]][3]
-    return dataclasses.replace(
-        preset,
-        collective_s=collective_s,
-        kernel_collective_s=collective_s,
-        platform="rocm",
-        release=preset.release + f"; its ROCm build on AMD Instinct, {collective_s * 1e6:.1f} us per tensor-parallel "
+    return preset.on_rocm(
+        collective_s,
+        f"its ROCm build on AMD Instinct, {collective_s * 1e6:.1f} us per tensor-parallel "
         f"collective on a large MoE target, sized from the concurrency-1 ITL of {what} (AMD's nightly CI, "
         "michael-amd/sglang-ci @192c537e; measured on DeepSeek only, after the corpus's ROCm gap was seen: "
         "docs/reports/2026-12-05-rocm-sglang-pass.md)",

@@ -217,13 +217,8 @@ def rocm_build(preset, spec: SpecHost | None = ROCM_SPEC, collective_s: float = 
     """``preset`` as vLLM's ROCm build runs it, marked as placed: its time per collective and, with ``spec``, its round
     terms, waited for (None keeps the CUDA round as shipped).  The one place the ROCm variant is made: on_platform ships
     it, :mod:`specsim.calibration.rocm` fits its terms through it."""
-    out = dataclasses.replace(
-        preset,
-        collective_s=collective_s,
-        kernel_collective_s=collective_s,
-        platform="rocm",
-        release=preset.release + f"; its ROCm build on AMD Instinct, {collective_s * 1e6:.1f} us per "
-        "collective (fitted)",
+    out = preset.on_rocm(
+        collective_s, f"its ROCm build on AMD Instinct, {collective_s * 1e6:.1f} us per collective (fitted)"
     )
     if spec is None:
         return out
