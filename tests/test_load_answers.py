@@ -171,7 +171,10 @@ def test_the_library_refuses_a_load_given_twice_as_the_command_does():
         ),
         (["--concurrency", "8", "--rate", "2"], "argument --rate: not allowed with argument --concurrency"),
         (["--concurrency", "0"], "concurrency must be an integer in [1, 65536], got 0"),
-        (["--concurrency", "8", "--output-len", "1"], "output-len must be an integer in [2,"),
+        (
+            ["--concurrency", "8", "--output-len", "1"],
+            "output-len must be an integer in [2, 4194304] (TPOT is timed over the tokens after the first), got 1",
+        ),
         (["--concurrency", "8", "--tree", "topk:2,depth:3,tokens:6"], "--tree is searched per decode batch"),
     ],
 )

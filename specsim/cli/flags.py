@@ -73,6 +73,7 @@ __all__ = [
     "engine_type",
     "fraction",
     "gamma_max_type",
+    "output_len_type",
     "gamma_type",
     "int_at_least",
     "int_list",
@@ -151,17 +152,20 @@ def nonneg_number(text: str) -> float:
     return value
 
 
-def int_at_least(minimum: int, what: str, maximum: int = 2**31 - 1) -> Callable[[str], int]:
+def int_at_least(minimum: int, what: str, maximum: int = 2**31 - 1, why: str = "") -> Callable[[str], int]:
+    """A parser of integers in [minimum, maximum]; ``why`` (" (...)") follows the range where its lower end needs a
+    reason."""
+
     def parse(text: str) -> int:
         shown = text if len(text) <= 30 else f"a {len(text)}-character value"
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"{what} must be an integer in [{minimum}, {maximum}], got {shown!r}"
+                f"{what} must be an integer in [{minimum}, {maximum}]{why}, got {shown!r}"
             ) from None
         if not minimum <= value <= maximum:
-            raise argparse.ArgumentTypeError(f"{what} must be an integer in [{minimum}, {maximum}], got {shown}")
+            raise argparse.ArgumentTypeError(f"{what} must be an integer in [{minimum}, {maximum}]{why}, got {shown}")
         return value
 
     parse.__name__ = what
@@ -221,6 +225,11 @@ gamma_type = int_at_least(0, "gamma", MAX_GAMMA)
 
 
 gamma_max_type = int_at_least(0, "gamma-max", MAX_GAMMA)
+
+
+# At least 2 where a trace's requests may have 1: every request of --output-len has the same length, and TPOT is timed
+# over the tokens after the first, so a load of 1-token requests has no TPOT or ITL to answer with.
+output_len_type = int_at_least(2, "output-len", MAX_CONTEXT, " (TPOT is timed over the tokens after the first)")
 
 
 class Unset(list):
@@ -373,7 +382,7 @@ def add_load_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--output-len",
-        type=int_at_least(2, "output-len", MAX_CONTEXT),
+        type=output_len_type,
         help=f"output tokens of every request (default {DEFAULT_OUTPUT_TOKENS}, the article's; --random-output-len)",
     )
     p.add_argument(
@@ -659,7 +668,7 @@ def add_serving_args(p: argparse.ArgumentParser, *, lengths: bool = True) -> Non
     )
     p.add_argument(
         "--gamma-max",
-        type=int_at_least(1, "gamma-max", MAX_GAMMA),
+        type=int_at_least(1, "gamma-max", MAX_GAMMA, " (the speculative arm speculates; the plain arm runs beside it)"),
         default=DEFAULT_GAMMA_MAX,
         help=f"largest gamma of the per-batch schedule (default {DEFAULT_GAMMA_MAX})",
     )

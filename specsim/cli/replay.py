@@ -9,7 +9,7 @@ import sys
 import time
 
 from specsim.cli import report
-from specsim.cli.flags import add_deployment_args, alpha_type, int_at_least, positive_number
+from specsim.cli.flags import add_deployment_args, alpha_type, int_at_least, output_len_type, positive_number
 from specsim.core.limits import MAX_CONTEXT, MAX_GAMMA
 
 __all__ = ["run_replay"]
@@ -190,7 +190,7 @@ def _parser_replay(sub) -> None:
     )
     p.add_argument(
         "--output-len",
-        type=int_at_least(2, "output-len", MAX_CONTEXT),
+        type=output_len_type,
         default=DEFAULT_OUTPUT_TOKENS,
         help=f"output tokens of every request (default {DEFAULT_OUTPUT_TOKENS})",
     )

@@ -10,7 +10,7 @@ import math
 import sys
 import time
 
-from specsim.cli.flags import add_deployment_args, add_memory_util, fraction, int_at_least
+from specsim.cli.flags import add_deployment_args, add_memory_util, fraction, int_at_least, output_len_type
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA
 
@@ -607,7 +607,7 @@ def _parser_watch(sub) -> None:
     )
     tests.add_argument(
         "--gamma-max",
-        type=int_at_least(1, "gamma-max", MAX_GAMMA),
+        type=int_at_least(1, "gamma-max", MAX_GAMMA, " (the search weighs gamma 1 and up against plain decoding)"),
         default=DEFAULT_GAMMA_MAX,
         help=f"the largest gamma the best-gamma search tries (default {DEFAULT_GAMMA_MAX}, as every command's)",
     )
@@ -644,7 +644,7 @@ def _parser_watch(sub) -> None:
     )
     out.add_argument(
         "--output-len",
-        type=int_at_least(2, "output-len", MAX_CONTEXT),
+        type=output_len_type,
         help="with --alert-rules: the output tokens (default 256, the article's)",
     )
     out.add_argument(
