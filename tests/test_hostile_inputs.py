@@ -332,6 +332,7 @@ CASES = [
     ("schedule --min-gain 0.5", "--min-gain: must be a speedup in [1, 65], got 0.5"),
     ("schedule --min-gain 1e300", "--min-gain: must be a speedup in [1, 65], got 1e300"),
     ("schedule --format vllm --json", "cannot be combined with --format vllm"),
+    ("schedule --format table --json", "--json prints the schedule as JSON; it cannot be combined with --format table"),
     ("compare --batch x", "batch must be an integer in [1, 65536]"),
     ("compare --gamma 65", "gamma must be an integer in [0, 64]"),
     # toy and acceptance (logits files)

@@ -28,16 +28,22 @@ from specsim.speculation.schedule import DEFAULT_MIN_GAIN, DEFAULT_SCHEDULE_RTOL
 __all__ = ["run_schedule"]
 
 
+def _output_form(args: argparse.Namespace) -> str:
+    """--format as given, ``json`` under --json (which takes no other form) and ``table`` where neither was given."""
+    if args.json:
+        if args.format not in (None, "json"):
+            raise ValueError(f"--json prints the schedule as JSON; it cannot be combined with --format {args.format}")
+        return "json"
+    return "table" if args.format is None else args.format
+
+
 def run_schedule(args: argparse.Namespace) -> int:
     from specsim.answers import deployment_capacity
     from specsim.answers.schedule import schedule_answer
     from specsim.speculation.acceptance import parse_tree
     from specsim.speculation.search import require_network
 
-    if args.json:
-        if args.format not in ("table", "json"):
-            raise ValueError(f"--json prints the schedule as JSON; it cannot be combined with --format {args.format}")
-        args.format = "json"
+    args.format = _output_form(args)
     engine = REGISTRY.get(args.format)  # the engine whose configuration is written (None: a table or JSON)
     tree = parse_tree(args.tree)
     if tree is None and args.sibling_factor is not None:
@@ -395,7 +401,7 @@ def _parser_schedule(sub) -> None:
     p.add_argument(
         "--format",
         choices=[*REGISTRY, "json", "table"],
-        default="table",
+        default=None,  # table; None tells a --format table given beside --json from none given
         help="output form (default table)",
     )
     p.add_argument(
