@@ -195,6 +195,24 @@ def test_metrics_file_errors_name_the_file(tmp_path):
     assert read_metrics_file(tmp_path / "ok.txt").drafts == 100
 
 
+@pytest.mark.parametrize("page", ["vllm", "sglang"])
+def test_alpha_reads_a_metrics_page_once(page, tmp_path, monkeypatch, capsys):
+    """`alpha --metrics` tells an SGLang page from a vLLM one and reads the vLLM counters from one read of the file."""
+    import specsim.core.files as files
+
+    path = tmp_path / "metrics.txt"
+    if page == "vllm":
+        path.write_text(exposition(100, 2, [50, 25]))
+    else:
+        path.write_text('sglang:spec_accept_length{model_name="m"} 2.5\n')
+    reads = []
+    real = files.read_text
+    monkeypatch.setattr(files, "read_text", lambda *a, **k: reads.append(a[0]) or real(*a, **k))
+    assert main(["alpha", "--metrics", str(path), "--gamma", "2"]) == 0
+    assert reads == [str(path)], reads
+    assert "alpha = " in capsys.readouterr().out
+
+
 def _page(drafts, tokens, accepted, per_pos=(), model="m", extra=""):
     lines = [
         f'vllm:spec_decode_num_drafts_total{{model_name="{model}"}} {drafts}',

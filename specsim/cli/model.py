@@ -394,10 +394,11 @@ def run_alpha(args: argparse.Namespace) -> int:
 
 
 def _alpha_from_metrics(args: argparse.Namespace) -> int:
-    from specsim.speculation.metrics import read_metrics_file, sglang_accept_length
+    from specsim.speculation.metrics import read_page
 
-    length = sglang_accept_length(args.metrics)
-    if length is not None:  # SGLang's page holds the mean accept length alone: its steps come from --gamma
+    m = read_page(args.metrics, args.model_name)
+    if isinstance(m, float):  # SGLang's page holds the mean accept length alone: its steps come from --gamma
+        length = m
         if args.gamma is None:
             raise ValueError(
                 f"{args.metrics} is an SGLang page: its mean accept length is {length:.4g} tokens a verification, and "
@@ -406,7 +407,6 @@ def _alpha_from_metrics(args: argparse.Namespace) -> int:
         args.acceptance_length, args.alpha_source = length, f"{args.metrics}: SGLang mean accept length"
         args.metrics = None
         return run_alpha(args)
-    m = read_metrics_file(args.metrics, args.model_name)
     if args.gamma is not None and m.gamma is not None and args.gamma != m.gamma:  # taken from the page, not dropped
         raise ValueError(
             f"--gamma {args.gamma} but {args.metrics}'s drafts are of gamma {m.gamma} (drafted tokens per draft): "

@@ -44,6 +44,7 @@ __all__ = [
     "acceptance_from_prometheus",
     "parse_prometheus",
     "read_metrics_file",
+    "read_page",
 ]
 
 #: Longest line of a /metrics page read: vLLM's speculative-decoding samples are under 200 characters, and a label
@@ -340,12 +341,8 @@ def acceptance_from_prometheus(text: str, source: str = "metrics", model_name: s
 
 def read_metrics_file(path: str | Path, model_name: str | None = None) -> AcceptanceMetrics:
     """:func:`acceptance_from_prometheus` on a saved ``/metrics`` page."""
-    from specsim.core.files import read_text
-
-    text = read_text(path, "metrics file")
-    if not text.strip():
-        raise ValueError(f"metrics file {str(path)!r} is empty")
-    return acceptance_from_prometheus(text, source=Path(path).name, model_name=model_name)
+    name, text = _page(path)
+    return acceptance_from_prometheus(text, source=name, model_name=model_name)
 
 
 def _page(path: str | Path) -> tuple[str, str]:
@@ -367,11 +364,13 @@ def _sglang_accept_length(text: str, name: str) -> float:
     return float(np.mean([v for key, _, v in parse_prometheus(text, name) if key == "sglang:spec_accept_length"]))
 
 
-def sglang_accept_length(path: str | Path) -> float | None:
-    """The mean accept length of a saved SGLang ``/metrics`` page (its ``sglang:spec_accept_length`` gauges), checked
-    as :func:`accept_length_from_page` checks it; None for a page that is not SGLang's."""
+def read_page(path: str | Path, model_name: str | None = None) -> float | AcceptanceMetrics:
+    """A saved ``/metrics`` page, read once: an SGLang page's mean accept length (its ``sglang:spec_accept_length``
+    gauges, checked as :func:`accept_length_from_page` checks them), or a vLLM page's counters."""
     name, text = _page(path)
-    return _accept_length(name, text)[0] if _is_sglang(text) else None
+    if _is_sglang(text):
+        return _accept_length(name, text)[0]
+    return acceptance_from_prometheus(text, source=name, model_name=model_name)
 
 
 def accept_length_from_page(path: str | Path, model_name: str | None = None) -> tuple[float, str]:
