@@ -354,3 +354,16 @@ def test_a_recomputed_capacity_keeps_the_engines_own_rule_and_never_exceeds_the_
         cap = capacity(_sglang("h100-sxm", "llama-3.1-8b", "eagle3", f"sglang@{release}"), 1024)
         spec = round((h100 - (plain - 464 + graphs) - 4096) / h100, 3)
         assert cap.speculating_usable_bytes == pytest.approx(spec * cap.memory_bytes, rel=1e-12), release
+
+
+@pytest.mark.parametrize(
+    ("context", "shown"), [(1, "at 1 token 0.131 + 0.033 MB"), (8192, "at 8192 tokens 1.074 + 0.268 GB")]
+)
+def test_capacitys_memory_line_shows_a_short_contexts_kv_in_mb(context, shown, capsys):
+    # 131,072 and 32,768 bytes a token (the hand-checked budget above): 0.131 + 0.033 MB at one token, where GB to three
+    # places would print 0.000 + 0.000; 1.074 + 0.268 GB at 8192.
+    from specsim.cli.main import main
+
+    assert main(["capacity", "--context", str(context)]) == 0
+    memory = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("memory"))
+    assert memory.endswith(f"KV per sequence {shown}"), memory

@@ -86,12 +86,15 @@ def capacity_summary(cap, dep, basis: str | None = None) -> list[str]:
             f"{share:.3g} = {(cap.usable_bytes + start) / gb:.1f} GB, less {start / gb:.2f} GB start-up = "
             f"{cap.usable_bytes / gb:.1f} GB usable"
         )
+    # MB where a short context's KV would print as 0.000 GB
+    unit, scale = ("GB", gb) if cap.target_kv_bytes_per_seq >= 0.01 * gb else ("MB", gb / 1e3)
+    kv_per_seq = f"{cap.target_kv_bytes_per_seq / scale:.3f} + {cap.draft_kv_bytes_per_seq / scale:.3f} {unit}"
     lines = [
         f"memory{per}: {cap.memory_bytes / gb:.1f} GB ({cap.memory_bytes / 2**30:.1f} GiB) x {usable}{speculating}; "
         f"weights {dep.target.name} {cap.target_weight_bytes / gb:.1f} GB + {dep.drafter.name} {cap.draft_weight_bytes / gb:.1f} GB"
         + (" (draft whole on one GPU)" if cap.gpus > 1 and dep.draft is not None and dep.draft.tp == 1 else "")
         + "; "
-        f"KV per sequence at {cap.context_tokens} tokens {cap.target_kv_bytes_per_seq / gb:.3f} + {cap.draft_kv_bytes_per_seq / gb:.3f} GB"
+        f"KV per sequence at {cap.context_tokens} token{'s' if cap.context_tokens != 1 else ''} {kv_per_seq}"
     ]
     lines.append(
         f"usable: {cap.memory_basis}"
