@@ -43,6 +43,7 @@ from specsim.timing.roofline import RooflineSource
 
 __all__ = [
     "GammaAnswer",
+    "capacity_at",
     "capacity_record",
     "closed_form_answer",
     "deployment_capacity",
@@ -325,6 +326,28 @@ def hardware_record(hw) -> dict:
     }
 
 
+def capacity_at(
+    dep: Deployment,
+    context: int,
+    memory_utilization: float | None = None,
+    gamma: int | None = None,
+    max_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
+) -> Capacity:
+    """The memory budget :func:`capacity_record` describes (its arguments), alone: what ``capacity``'s table prints."""
+    dep.require_within_positions(context, "--context")
+    if gamma is not None:
+        check_int("gamma", gamma, 0, MAX_GAMMA)  # sizes a hybrid target's scratch: -2 was taken as the default
+    return capacity(  # one token at least: a sequence of context 0 holds the one it decodes (reserved_context)
+        dep,
+        reserved_context(context, None),
+        memory_utilization,
+        gamma,
+        max_batched_tokens=max_batched_tokens,
+        max_num_seqs=max_num_seqs,
+    )
+
+
 def capacity_record(
     dep: Deployment,
     context: int,
@@ -347,17 +370,7 @@ def capacity_record(
     """
     from specsim.serving.capacity import fitting_tp_for
 
-    dep.require_within_positions(context, "--context")
-    if gamma is not None:
-        check_int("gamma", gamma, 0, MAX_GAMMA)  # sizes a hybrid target's scratch: -2 was taken as the default
-    cap = capacity(  # one token at least: a sequence of context 0 holds the one it decodes (reserved_context)
-        dep,
-        reserved_context(context, None),
-        memory_utilization,
-        gamma,
-        max_batched_tokens=max_batched_tokens,
-        max_num_seqs=max_num_seqs,
-    )
+    cap = capacity_at(dep, context, memory_utilization, gamma, max_batched_tokens, max_num_seqs)
     return {
         "hardware": dep.hardware.name,
         "target": dep.target.name,

@@ -283,8 +283,9 @@ def run_speedup(args: argparse.Namespace) -> int:
             ">>>>>>>>>",
         )
     )
-    if _graphless_said(rows):
-        print(f"round = {dep.drafter.round_formula} + t_V{_graphless_said(rows)} + host")
+    graphless = _graphless_said(rows)
+    if graphless:
+        print(f"round = {dep.drafter.round_formula} + t_V{graphless} + host")
     print_notes(dep)
     return 0
 
@@ -474,24 +475,15 @@ def _alpha_from_metrics(args: argparse.Namespace) -> int:
 
 
 def run_capacity(args: argparse.Namespace) -> int:
-    from specsim.answers import capacity_record
-    from specsim.serving.capacity import capacity, reserved_context
+    from specsim.answers import capacity_at, capacity_record
 
     dep = deployment(args)
     # a --calibration's limits where none is given, as the other commands' memory checks take them
     tokens, seqs = memory_limits(args, dep)
-    record = capacity_record(dep, args.context, args.memory_util, args.gamma, tokens, seqs)  # refuses a context past
-    if args.json:  # the positions
-        print_json(record)
+    if args.json:
+        print_json(capacity_record(dep, args.context, args.memory_util, args.gamma, tokens, seqs))
         return 0
-    cap = capacity(
-        dep,
-        reserved_context(args.context, None),
-        args.memory_util,
-        args.gamma,
-        max_batched_tokens=tokens,
-        max_num_seqs=seqs,
-    )
+    cap = capacity_at(dep, args.context, args.memory_util, args.gamma, tokens, seqs)
     for line in capacity_summary(cap, dep, getattr(args.context, "basis", None)):
         print(line)
     if seqs is None and dep.drafter is not None:  # the engine's own limit where it is below what fits (SGLang's 48)
