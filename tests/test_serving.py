@@ -34,7 +34,10 @@ def test_low_rate_tpot_is_the_batch_1_model(table):
     mid = prompt + 1 + (out - 1) / 2
     model = float(table.round_s(1, np.array([mid]), 0)[0])
     assert plain.tpot_s.mean() == pytest.approx(model, rel=0.002)  # t_T is linear in L: the mean context gives the mean
-    assert plain.mean_batch == pytest.approx(1.0)
+    # Decoding alone, but for each prompt's own iteration (the busy time's other part, at batch 0).
+    busy = plain.finish_s - plain.arrival_s
+    decoding = (plain.finish_s - plain.first_token_s).sum() / busy.sum()
+    assert plain.mean_batch == pytest.approx(decoding, rel=1e-9) and decoding < 1.0
     # With gamma 3 each round emits E(0.8, 3) = 2.952 tokens on average.  Per request, ~338 rounds give a
     # relative standard error of about 1.2 / (2.95 * sqrt(338)) = 2.2%; over 40 requests 0.35%.  The last round's
     # surplus tokens are discarded (+0.5 round, 0.15%).  Tolerance 2%: more than 5 standard errors.
@@ -702,7 +705,8 @@ def test_one_plain_request_finishes_after_its_prefill_and_one_round_per_token_at
     assert share == pytest.approx(
         {0: first / (first + rounds.sum()), 1: rounds.sum() / (first + rounds.sum())}, rel=1e-12
     )
-    assert run.mean_batch == 1.0 and run.in_system_integral == pytest.approx(first + rounds.sum(), rel=1e-12)
+    assert run.mean_batch == pytest.approx(rounds.sum() / (first + rounds.sum()), rel=1e-12)  # the prompt's at 0
+    assert run.in_system_integral == pytest.approx(first + rounds.sum(), rel=1e-12)
 
 
 def test_two_requests_decoding_together_each_finish_at_the_end_of_their_own_last_round(table):
@@ -834,7 +838,7 @@ def test_summary_is_exact_on_a_hand_made_run_including_spans_under_a_second_and_
     assert s["output_tokens_per_s"] == pytest.approx(8 / 0.5) and s["requests_per_s"] == pytest.approx(2 / 0.5)
     assert s["mean_in_system"] == pytest.approx(0.7 / 0.5) and s["max_running_batch"] == 2
     assert s["running_batch_time_share"] == pytest.approx({0: 0.2, 1: 0.6, 2: 0.2})
-    assert s["mean_running_batch"] == pytest.approx((0.3 + 2 * 0.1) / 0.4)
+    assert s["mean_running_batch"] == pytest.approx((0.3 + 2 * 0.1) / 0.5)  # the busy time, batch 0's included
     # A run whose only request arrives and finishes at once: no span, so no rates; no busy time, no shares.
     still = ServeResult(
         np.array([1.0]),

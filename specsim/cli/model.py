@@ -1061,7 +1061,7 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
     )
     print(
         "each pair: plain / speculating; speedup = plain TPOT / speculative TPOT at that load; decode batch: the mean "
-        "sequences decoding at once (time-weighted)"
+        "sequences decoding at once (time-weighted over the engine's busy time, iterations of prompts alone at 0)"
     )
     from specsim.serving.capacity import kv_error_said, memory_share, no_room_said
 

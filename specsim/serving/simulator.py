@@ -119,9 +119,10 @@ class ServeResult:
 
     @property
     def mean_batch(self) -> float:
-        """Time-weighted mean running batch while the engine was busy."""
-        busy = self.batch_time_s[1:].sum()
-        return float((np.arange(1, self.batch_time_s.size) * self.batch_time_s[1:]).sum() / busy) if busy > 0 else 0.0
+        """Time-weighted mean of the sequences decoding while the engine was busy: its iterations of prompts alone
+        count, at 0, as the steady state's Little's-law mean counts them; idle time does not."""
+        busy = self.batch_time_s.sum()
+        return float((np.arange(self.batch_time_s.size) * self.batch_time_s).sum() / busy) if busy > 0 else 0.0
 
     def _arrivals(self) -> dict:
         """Why requests/s served is not the offered rate: the arrivals' own rate over their span (a Poisson stream

@@ -359,7 +359,8 @@ class SteadyState:
     e2e_s: np.ndarray
     requests_per_s: np.ndarray
     output_tokens_per_s: np.ndarray
-    mean_batch: np.ndarray  #: time-weighted mean of the sequences decoding
+    #: time-weighted mean of the sequences decoding while the engine is busy (idle time left out)
+    mean_batch: np.ndarray
     prefill_share: np.ndarray  #: the share of the engine's time its prompts take
     saturated: np.ndarray
     limited_by: np.ndarray  #: "", "max_num_seqs", "kv cache" or "no room" per load: what holds N_e below the load
@@ -973,6 +974,10 @@ def open_loop_times(
     ttft = OPEN_LOOP_WAIT * np.where(busy > 0.0, busy * t_dec, 0.0) + k_p * t_own
     O = np.asarray(output_tokens, dtype=float)
     shape = np.shape(t_dec)
+    # Little's law over the time the engine is busy (idle left out), as the simulator's running batch counts it; a
+    # lone request's share of its time in the engine at a vanishing rate.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        decoding = np.where(busy > 0.0, lam * D * t_dec / busy, D * t_dec / (D * t_dec + k_p * t_own))
     return {
         "tpot_s": D * t_dec / (O - 1.0),
         "itl_s": t_dec,
@@ -980,7 +985,7 @@ def open_loop_times(
         "e2e_s": ttft + D * t_dec,
         "requests_per_s": np.broadcast_to(lam, shape).copy(),
         "output_tokens_per_s": np.broadcast_to(lam * O, shape).copy(),
-        "mean_batch": lam * D * t_dec,
+        "mean_batch": decoding,
         "prefill_share": np.minimum(share, 1.0),
     }
 
