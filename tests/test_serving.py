@@ -342,6 +342,11 @@ def test_served_rate_is_explained_against_the_offered_rate(capsys):
     # the steady state it points to is of the same requests: the workload's (optimal-gamma's own default at a load is
     # the article's 1000 in and 256 out, which gave 6.54 ms plain TPOT against chat's 7.57 at 8 users)
     assert "(optimal-gamma --concurrency 4 --workload chat and this command's other flags gives the steady" in out
+    # One user: no plural, and no burst of first requests to wait through
+    assert main(["serve-sim", "--concurrency", "1", "--requests", "5", "--runs", "1"]) == 0
+    one = capsys.readouterr().out
+    assert "1 user;" in one and "a closed loop of 1 user sends a request only when one finishes, so the offered" in one
+    assert "1 users" not in one and "burst" not in one
     # ... and the workload no flag chose is named as the default it is, beside the other defaults' citations
     assert (
         "load: closed loop, workload chat, 4 users; the default workload, not given (no --workload, --input-len or "

@@ -434,13 +434,17 @@ def _print_summaries(off: dict, on: dict, changes: dict) -> None:
     )
 
 
+def _users(n: int) -> str:
+    return f"{n:,} user" + ("s" if n != 1 else "")
+
+
 def _users_said(concurrency: int | None, requests: int) -> str:
     """The load line's users: a closed loop with fewer requests than users is a burst of its requests."""
     if not concurrency:
         return ""
     if requests < concurrency:
-        return f", {concurrency} users but {requests:,} requests: a burst of {requests:,}"
-    return f", {concurrency} users"
+        return f", {_users(concurrency)} but {requests:,} requests: a burst of {requests:,}"
+    return f", {_users(concurrency)}"
 
 
 def _same_requests(args: argparse.Namespace) -> str:
@@ -462,18 +466,23 @@ def _served_against_offered(args: argparse.Namespace, summaries: list[dict], n: 
 
     if args.concurrency is not None and n < args.concurrency:
         return (
-            f"requests/s served: {n:,} requests for a closed loop of {args.concurrency:,} users are all sent "
+            f"requests/s served: {n:,} requests for a closed loop of {_users(args.concurrency)} are all sent "
             f"at once and none after, so this run is one burst of {n:,} requests, not {args.concurrency:,} "
             "users' load (vllm bench serve's --max-concurrency caps the requests in flight; it adds none): give "
             "--requests of several times --concurrency for a closed loop"
         )
     if args.concurrency is not None:
+        burst = (
+            f"; the {args.concurrency:,} users send their first requests at once, as a benchmark's run starts, and the "
+            "run's TTFT holds that burst's wait for the token budget"
+            if args.concurrency > 1
+            else ""
+        )
         return (
-            f"requests/s served: a closed loop of {args.concurrency} users sends a request only when one finishes, so the "
-            f"offered rate is what the engine serves; the {args.concurrency} users send their first requests at once, as "
-            "a benchmark's run starts, and the run's TTFT holds that burst's wait for the token budget (optimal-gamma "
-            f"--concurrency {args.concurrency}{_same_requests(args)} and this command's other flags gives the steady "
-            "state without it)"
+            f"requests/s served: a closed loop of {_users(args.concurrency)} sends a request only when one finishes, so "
+            f"the offered rate is what the engine serves{burst} (optimal-gamma --concurrency {args.concurrency}"
+            f"{_same_requests(args)} and this command's other flags gives the steady state"
+            + (" without it)" if burst else ")")
         )
     head = (
         f"requests/s served against the offered {args.rate:g} req/s: served/s counts from the first arrival to the last "
