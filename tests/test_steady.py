@@ -123,8 +123,9 @@ def test_poisson_arrivals_up_to_sixty_percent_of_capacity_are_the_simulators_wit
     At 1% of capacity the engine is mostly idle when a request arrives, so its TTFT is a lone request's: the model's
     mean TTFT there is held within 2% (its wait weighted by the chance an iteration is running; it charged half an
     iteration at any rate, and the own prompt's iteration a round of the request itself: +8% plain and +22% speculating
-    before, the simulator's TTFT fixed by seed).  Under load the model's TTFT is 2-17% under the simulator's (the
-    queue's fluctuations again), so it is not held there."""
+    before, the simulator's TTFT fixed by seed).  Under load an arrival lands in a long iteration more often than in a
+    short one (landed_iteration_s): with that the model's TTFT is within 6.4% of the simulator's up to 80% of capacity
+    (-6.1% and -6.4% at 60%, measured 2026-12-06), held within 8%; with the mean iteration it was 4-19% under."""
     P, O = SPREAD.sample(200_000, np.random.default_rng(0))
     capacity = float(steady_state(DEP, 0.8, [gamma], [256], P.mean(), O.mean(), limits=LIMITS).requests_per_s[0, 0])
     rates = [0.01 * capacity, 0.1 * capacity, 0.35 * capacity, 0.6 * capacity]
@@ -143,9 +144,9 @@ def test_poisson_arrivals_up_to_sixty_percent_of_capacity_are_the_simulators_wit
         # The decode batch over the engine's busy time: within 5.8% of the whole run's when written (2026-12-06); at
         # 1% of capacity it counted the idle time too (0.40 against the simulator's 1.22, plain).
         assert model.mean_batch[0, j] == pytest.approx(run.mean_batch, rel=0.07), rate
+        ttft = (run.first_token_s - run.arrival_s)[keep].mean()
+        assert model.ttft_s[0, j] == pytest.approx(ttft, rel=0.02 if j == 0 else 0.08), rate
         if j == 0:
-            ttft = (run.first_token_s - run.arrival_s)[keep].mean()
-            assert model.ttft_s[0, j] == pytest.approx(ttft, rel=0.02), rate
             continue
         tpot = (run.finish_s - run.first_token_s)[keep].sum() / (run.output[keep] - 1).sum()
         assert model.tpot_s[0, j] == pytest.approx(tpot, rel=0.04 if j < 3 else 0.06), rate

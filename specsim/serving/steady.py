@@ -935,6 +935,23 @@ def _closed_loop(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, requests=No
     )
 
 
+def landed_iteration_s(t_dec: object, rate_per_s: object, prefill_s: object) -> np.ndarray:
+    """The mean length of the iteration a Poisson arrival lands in, E[T^2] / E[T]: an iteration of mean ``t_dec`` lasts
+    its step plus the prompts that arrived during the one before, Poisson in number at ``rate_per_s`` with ``prefill_s``
+    each, so its variance V solves V = lambda t_dec t_pf^2 + (lambda t_pf)^2 V, and E[T^2] / E[T] = t_dec + V / t_dec.
+    Every prompt is taken to cost the mean one's time (their spread would lengthen it further); inf past the engine.
+
+    >>> round(float(landed_iteration_s(0.010, 20.0, 0.020)), 6)  # V = 20 x 0.01 x 0.0004 / (1 - 0.16)
+    0.019524
+    """
+    t, lam, t_pf = (np.asarray(v, dtype=float) for v in (t_dec, rate_per_s, prefill_s))
+    share = lam * t_pf
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = lam * t * t_pf**2 / (1.0 - share**2)
+        landed = t + np.where(t > 0.0, var / t, 0.0)
+    return np.where((share < 1.0) & np.isfinite(t), landed, np.inf)
+
+
 def open_loop_times(
     rate_per_s: object,
     rounds: object,
@@ -965,13 +982,18 @@ def open_loop_times(
         t_dec = np.where(np.isfinite(t_dec), t_dec, np.inf)
     own = own_s if apart is None else apart[0]
     k_p = np.asarray(prefill_iterations, dtype=float)
-    t_own = iteration_s(own, t_pf / k_p + share * t_dec)
+    # The iteration an arrival lands in, whose rest it waits for and whose arrivals' prompts ride with its own: a long
+    # one, as a random instant falls in long intervals more often than short ones.  Where prefill batches run apart the
+    # model's TTFT was within 10% of the simulator's without it and is 27% over with it at 80% of capacity: there it
+    # stays the mean iteration.
+    landed = landed_iteration_s(t_dec, lam, t_pf) if apart is None else t_dec
+    t_own = iteration_s(own, t_pf / k_p + share * landed)
     # An arrival waits for the iteration it lands in only where one is running: the engine is busy while any request
     # is in it, and requests in a system with room for all are Poisson in number (M/G/inf), so busy = 1 - exp(-lambda
     # x a request's time in it).  At a vanishing rate the engine is idle and TTFT is a lone request's.
     with np.errstate(invalid="ignore"):
         busy = -np.expm1(-lam * (D * t_dec + k_p * t_own))
-    ttft = OPEN_LOOP_WAIT * np.where(busy > 0.0, busy * t_dec, 0.0) + k_p * t_own
+    ttft = OPEN_LOOP_WAIT * np.where(busy > 0.0, busy * landed, 0.0) + k_p * t_own
     O = np.asarray(output_tokens, dtype=float)
     shape = np.shape(t_dec)
     # Little's law over the time the engine is busy (idle left out), as the simulator's running batch counts it; a
