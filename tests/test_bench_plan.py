@@ -534,3 +534,26 @@ def test_bench_plan_takes_the_lengths_by_the_names_the_answering_commands_use(tm
     assert main(argv + ["--input-len", "300,900", "--output-len", "128"]) == 0
     runs = read_plan(out / "plan.yaml")["runs"]
     assert {r["input_tokens"] for r in runs} == {300, 900} and {r["output_tokens"] for r in runs} == {128}
+
+
+def test_the_shipped_plans_script_is_what_bench_plan_writes_today_but_for_its_estimates():
+    """examples/bench/plan is bench-plan's folder for vLLM 0.20.0 (scripts/make_bench_samples.py): its run.sh and
+    plan.yaml, time estimates aside (they move with the model), are what bench-plan writes now, so a change to the
+    script's commands reaches the example (its run.sh once lacked the result removals bench-plan had added)."""
+    import re
+    from pathlib import Path
+
+    from specsim.calibration.plan import design_plan, plan_files
+    from specsim.speculation.deployment import Deployment
+
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.20.0")
+    files = plan_files(design_plan(dep, "vllm@0.20.0", prompts="prompts.jsonl"))
+
+    def timeless(text: str) -> str:
+        text = re.sub(r"\(about [\d.]+ (s|min)\)", "(about T)", text)
+        text = re.sub(r"estimated wall time [\d.]+ (s|min|h)", "estimated wall time T", text)
+        return re.sub(r"estimate_s: [\d.]+", "estimate_s: T", text)
+
+    for name in ("run.sh", "plan.yaml"):
+        shipped = Path("examples/bench/plan", name).read_text()
+        assert timeless(shipped) == timeless(files[name]), name
