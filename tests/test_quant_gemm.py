@@ -17,6 +17,7 @@ from specsim.describe.hardware import (
     load_hardware,
 )
 from specsim.describe.models import get_model, model_from_hf_config
+from specsim.describe.ops import BYTES_PER_ELEMENT
 from specsim.timing.roofline import dequant_time_s, step_time
 
 H100 = load_hardware("h100-sxm")
@@ -52,6 +53,43 @@ def test_verification_costs_a_w4a16_target_more_relative_to_decode_than_bf16(bat
         t = step_time(H100, m, batch, np.array([1.0, gamma + 1.0]), 1128).total_s
         ratios[dtype] = t[1] / t[0]
     assert ratios["int4"] > ratios["bf16"]
+
+
+A100 = load_hardware("a100-sxm-80gb")
+
+
+def _whole_pass(t) -> np.ndarray:
+    """The article's whole-pass roofline of a step: its overhead plus the larger of its compute and memory times."""
+    return t.overhead_s + np.maximum(t.compute_s, t.memory_s)
+
+
+def test_a_16_bit_pass_keeps_the_whole_pass_roofline_at_every_batch():
+    t = step_time(A100, get_model("llama-3.1-8b"), np.array([1.0, 64.0, 512.0]), np.array([[1.0], [6.0]]), 900)
+    assert np.any(t.compute_s > t.memory_s) and np.any(t.compute_s < t.memory_s)  # both sides of the ridge are here
+    assert np.allclose(t.total_s, _whole_pass(t), rtol=1e-12)
+
+
+def test_weight_only_gemms_do_not_hide_behind_the_attention_memory_traffic():
+    """Compute-bound W4A16 GEMMs and memory-bound attention are kernels run one after the other: at 64 decoding
+    sequences over a 900-token cache the pass is the GEMMs' arithmetic plus the rest's bytes, not the larger of the
+    two sums; at batch 1, where both are memory-bound, nothing changes."""
+    m = get_model("llama-3.1-8b", weight_dtype="int4")
+    t = step_time(A100, m, np.array([1.0, 64.0]), 1, 900)
+    assert t.total_s[0] == pytest.approx(float(_whole_pass(t)[0]), rel=1e-12)
+    gemm_s = 2.0 * m.matmul_weights_by_dtype(np.array(64.0))[0][0] * 64 / A100.flop_per_s_for("int4")
+    rest_bytes = t.bytes[1] - m.matmul_weights_by_dtype(np.array(64.0))[0][0] * BYTES_PER_ELEMENT["int4"]
+    rest_s = rest_bytes / A100.bytes_per_s
+    assert gemm_s > m.matmul_weights_by_dtype(np.array(64.0))[0][0] * BYTES_PER_ELEMENT["int4"] / A100.bytes_per_s
+    assert t.total_s[1] == pytest.approx(t.overhead_s + gemm_s + rest_s, rel=1e-9)
+    assert t.total_s[1] > _whole_pass(t)[1] * 1.2
+
+
+def test_a_weight_only_pass_lies_between_the_whole_pass_roofline_and_the_sum_of_its_parts():
+    m = get_model("llama-3.1-8b", weight_dtype="int4")
+    b, q = np.array([1.0, 4.0, 16.0, 32.0, 64.0, 256.0]), np.array([[1.0], [6.0]])
+    t = step_time(A100, m, b, q, np.array([[[0.0]], [[4000.0]]]))
+    assert np.all(t.total_s >= _whole_pass(t) * (1 - 1e-12))
+    assert np.all(t.total_s <= t.overhead_s + t.compute_s + t.memory_s)
 
 
 def test_the_partly_filled_tile_is_what_a_decode_step_adds():

@@ -1090,8 +1090,8 @@ class Deployment:
         return [
             f"{self.target.name}: its INT4 weight-only GEMMs are a roofline estimate; on the one public run that measured "
             "them (vLLM 0.24.0's awq_marlin on an A100, Llama-3.1-8B at 1-64 users; docs/targets.md) the INT4 step "
-            "relative to FP16 was 25-44% longer than this estimate, most at 64 users, and the speedup of speculation "
-            "on it 15-42% off; not corrected here (one engine, one GPU)"
+            "relative to FP16 was 16-27% longer than this estimate, most at 1-32 users, and the speedup of speculation "
+            "on it 5-18% off; not corrected here (one engine, one GPU; docs/reports/2026-12-06-awq-a100-step.md)"
         ]
 
     def _host_unmeasured(self) -> list[str]:

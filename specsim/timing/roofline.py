@@ -32,9 +32,12 @@ One roofline spans the whole pass: compute and memory traffic overlap
 perfectly, and the pass is bound by whichever is slower.  This is the model
 that reproduces every number the reference article quotes; a per-operator
 roofline or a sum of the two terms does not (article-model.md lists the
-alternatives that fail).  The overhead is per forward pass and does not shrink
-with the model: it is why a 1B draft costs about 0.19 of an 8B target step at
-batch 1, not 1/8.
+alternatives that fail).  Weight-only (dequantising) GEMMs are the one
+exception: they are a roofline of their own, added to the rest's
+(:func:`_serial_phases_s`), because they turn compute-bound at a few tens of
+tokens while the attention beside them is still reading the KV cache.  The
+overhead is per forward pass and does not shrink with the model: it is why a
+1B draft costs about 0.19 of an 8B target step at batch 1, not 1/8.
 """
 
 from __future__ import annotations
@@ -43,8 +46,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specsim.describe.hardware import HardwareProfile
+from specsim.describe.hardware import WEIGHT_ONLY_DTYPES, HardwareProfile
 from specsim.describe.models import ModelShape
+from specsim.describe.ops import BYTES_PER_ELEMENT
 from specsim.describe.parallel import check_tp, comm_time_s
 from specsim.timing.base import StepTime, check_pass
 
@@ -104,8 +108,19 @@ def compute_time_s(
 
 
 def _compute_s(hardware: HardwareProfile, counts: "PassCounts") -> np.ndarray:
-    matmul = sum(flop / hardware.flop_per_s_for(dtype) for flop, dtype in counts.matmul_flop)
-    return matmul + _dequant_s(hardware, counts.dequant, counts.shape) + counts.mixer_flop / hardware.flop_per_s
+    return _weight_only_compute_s(hardware, counts) + _other_compute_s(hardware, counts)
+
+
+def _weight_only_compute_s(hardware: HardwareProfile, counts: "PassCounts") -> np.ndarray:
+    """Arithmetic time of a pass's weight-only (dequantising) GEMMs, their last tile's dequantisation included."""
+    matmul = sum(flop / hardware.flop_per_s_for(d) for flop, d in counts.matmul_flop if d in WEIGHT_ONLY_DTYPES)
+    return matmul + _dequant_s(hardware, counts.dequant, counts.shape)
+
+
+def _other_compute_s(hardware: HardwareProfile, counts: "PassCounts") -> np.ndarray:
+    """Arithmetic time of the rest of a pass: the other weights' matmuls, attention and recurrences."""
+    matmul = sum(flop / hardware.flop_per_s_for(d) for flop, d in counts.matmul_flop if d not in WEIGHT_ONLY_DTYPES)
+    return matmul + counts.mixer_flop / hardware.flop_per_s
 
 
 def dequant_time_s(hardware: HardwareProfile, model: ModelShape, batch: object, tokens_per_seq: object) -> np.ndarray:
@@ -123,19 +138,23 @@ def dequant_time_s(hardware: HardwareProfile, model: ModelShape, batch: object, 
 
 
 def _dequantised(model: ModelShape, b: np.ndarray, q: np.ndarray) -> tuple:
-    """(weights, tokens per weight) of each weight-only GEMM dtype of a pass (none for a model given by its parameters)."""
-    from specsim.describe.hardware import WEIGHT_ONLY_DTYPES
-
+    """(weights, tokens per weight, dtype) of each weight-only GEMM dtype of a pass (none for a model given by its
+    parameters)."""
     if model.params_override is not None:
         return ()
-    return tuple((w, per) for w, per, dtype in model.matmul_weights_by_dtype(b * q, q) if dtype in WEIGHT_ONLY_DTYPES)
+    return tuple((w, per, d) for w, per, d in model.matmul_weights_by_dtype(b * q, q) if d in WEIGHT_ONLY_DTYPES)
 
 
 def _dequant_s(hardware: HardwareProfile, dequantised: tuple, shape: tuple) -> np.ndarray:
     out = np.zeros(shape)
-    for weights, per_weight in dequantised:
+    for weights, per_weight, _ in dequantised:
         out = out + hardware.dequant_time_s(weights, per_weight)
     return out
+
+
+def _weight_only_bytes(counts: "PassCounts") -> np.ndarray:
+    """Bytes of the weight-only GEMMs' weights a pass reads (0 where it has none)."""
+    return sum((w * BYTES_PER_ELEMENT[d] for w, _, d in counts.dequant), np.zeros(counts.shape))
 
 
 def pass_bytes(
@@ -221,7 +240,7 @@ class PassCounts:
     nbytes: np.ndarray
     matmul_flop: list  # (FLOP, weight dtype) per dtype
     mixer_flop: np.ndarray
-    dequant: tuple  # (weights, tokens per weight) per weight-only dtype
+    dequant: tuple  # (weights, tokens per weight, dtype) per weight-only dtype
 
     @property
     def shape(self) -> tuple:
@@ -237,16 +256,43 @@ def pass_counts(model: ModelShape, b: np.ndarray, q: np.ndarray, L: np.ndarray, 
 
 
 def _timed(hardware: HardwareProfile, model: ModelShape, counts: PassCounts) -> StepTime:
-    """The roofline's time of a pass from its counts (the module's equation)."""
-    compute_s = _compute_s(hardware, counts)
+    """The roofline's time of a pass from its counts (the module's equation): the weight-only GEMMs' own roofline
+    beside the rest's, one after the other (:func:`_serial_phases_s`)."""
+    wo_compute_s, wo_memory_s = (
+        _weight_only_compute_s(hardware, counts),
+        _weight_only_bytes(counts) / hardware.bytes_per_s,
+    )
+    compute_s = wo_compute_s + _other_compute_s(hardware, counts)
     memory_s = counts.nbytes / hardware.bytes_per_s
     overhead_s = hardware.overhead_for(model.n_layers)
     comm_s = 0.0
     if model.tp > 1:
         check_tp(hardware, model.tp, f"tensor parallelism of {model.name}")
         comm_s = comm_time_s(hardware, model, counts.b * counts.q)
-    total_s = overhead_s + np.maximum(compute_s, memory_s) + comm_s
+    total_s = overhead_s + _serial_phases_s(compute_s, memory_s, wo_compute_s, wo_memory_s) + comm_s
     return StepTime(total_s, compute_s, memory_s, overhead_s, counts.flop, counts.nbytes, comm_s=comm_s)
+
+
+def _serial_phases_s(compute_s, memory_s, wo_compute_s, wo_memory_s) -> np.ndarray:
+    """A pass's time beyond its overhead: max(C, M) over the whole pass, except that weight-only (dequantising) GEMMs
+    are a roofline of their own, max(C_wo, M_wo), run before or after the rest's, max(C - C_wo, M - M_wo).
+
+    The whole-pass roofline lets one kernel's arithmetic hide behind another's memory traffic.  The GEMMs and the
+    attention of a decode step are separate kernels that run one after the other (vLLM 0.24.0's Llama layer,
+    ``vllm/model_executor/models/llama.py``: qkv_proj, attention, o_proj, gate_up_proj, down_proj), so they cannot.
+    For 16-bit weights that costs nothing below the ridge, where both parts are memory-bound (the article's model,
+    kept).  A
+    weight-only GEMM reads 4 times fewer bytes and dequantises, so it is compute-bound from a few tens of tokens
+    (:data:`~specsim.describe.hardware.DEQUANT_FLOP_PER_WEIGHT`): at 32-64 decoding sequences its arithmetic and the
+    attention's KV reads add, not overlap.  Its rate is :data:`~specsim.describe.hardware.W4A16_COMPUTE_FRACTION` of
+    the 16-bit one (an assumption, cited there); Marlin's ``bench.py`` (IST-DASLab/marlin) as posted in vLLM's
+    integration thread levels off at 140 TFLOP/s from 64 tokens on (vllm-project/vllm#2497; the GPU is not named),
+    where the A100 profile gives 0.8 x 0.6 x 312 = 150.  Nothing here is fitted.
+
+    >>> [float(x) for x in _serial_phases_s(np.array([6.0, 1.0]), np.array([7.0, 3.0]), np.array([5.0, 0.0]), 0.0)]
+    [12.0, 3.0]
+    """
+    return np.maximum(wo_compute_s, wo_memory_s) + np.maximum(compute_s - wo_compute_s, memory_s - wo_memory_s)
 
 
 class RooflineSource:
