@@ -279,15 +279,14 @@ def _serial_phases_s(compute_s, memory_s, wo_compute_s, wo_memory_s) -> np.ndarr
 
     The whole-pass roofline lets one kernel's arithmetic hide behind another's memory traffic.  The GEMMs and the
     attention of a decode step are separate kernels that run one after the other (vLLM 0.24.0's Llama layer,
-    ``vllm/model_executor/models/llama.py``: qkv_proj, attention, o_proj, gate_up_proj, down_proj), so they cannot.
-    For 16-bit weights that costs nothing below the ridge, where both parts are memory-bound (the article's model,
-    kept).  A
+    ``vllm/model_executor/models/llama.py``: qkv_proj, attention, o_proj, gate_up_proj, down_proj), so they cannot. For
+    16-bit weights that costs nothing below the ridge, where both parts are memory-bound (the article's model, kept).  A
     weight-only GEMM reads 4 times fewer bytes and dequantises, so it is compute-bound from a few tens of tokens
     (:data:`~specsim.describe.hardware.DEQUANT_FLOP_PER_WEIGHT`): at 32-64 decoding sequences its arithmetic and the
-    attention's KV reads add, not overlap.  Its rate is :data:`~specsim.describe.hardware.W4A16_COMPUTE_FRACTION` of
-    the 16-bit one (an assumption, cited there); Marlin's ``bench.py`` (IST-DASLab/marlin) as posted in vLLM's
-    integration thread levels off at 140 TFLOP/s from 64 tokens on (vllm-project/vllm#2497; the GPU is not named),
-    where the A100 profile gives 0.8 x 0.6 x 312 = 150.  Nothing here is fitted.
+    attention's KV reads add, not overlap.  Its rate is :data:`~specsim.describe.hardware.W4A16_COMPUTE_FRACTION` of the
+    16-bit one (an assumption, cited there); Marlin's ``bench.py`` (IST-DASLab/marlin) as posted in vLLM's integration
+    thread levels off at 140 TFLOP/s from 64 tokens on (vllm-project/vllm#2497; the GPU is not named), where the A100
+    profile gives 0.8 x 0.6 x 312 = 150.  Nothing here is fitted.
 
     >>> [float(x) for x in _serial_phases_s(np.array([6.0, 1.0]), np.array([7.0, 3.0]), np.array([5.0, 0.0]), 0.0)]
     [12.0, 3.0]
