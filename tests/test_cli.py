@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -325,6 +326,25 @@ def test_capacity_8b_with_draft_at_8192(capsys):
     code, out, _ = run(capsys, "capacity", "--context", "8192", "--json")
     data = json.loads(out)
     assert (data["max_batch_without_draft"], data["max_batch_with_draft"]) == (56, 43)
+
+
+def test_capacity_names_the_defaults_it_took_and_what_the_configs_left_unsaid(capsys, tmp_path):
+    # capacity printed no note: with no flags it never named the GPU it sized (the memory line gives only its GB), and a
+    # config.json without num_key_value_heads was sized as multi-head attention, 4x Llama-3.1-8B's cache, unsaid, where
+    # optimal-gamma on the same file says both.  Its notes are the deployment's memory notes, in the text and the JSON.
+    code, out, err = run(capsys, "capacity")
+    assert code == 0 and "h100-sxm" not in out
+    assert "note: specsim's defaults, not given: hardware h100-sxm, target llama-3.1-8b, draft llama-3.2-1b" in err
+    assert "round's host work" not in err  # nothing is timed: the notes on a round's time stay out
+    config = json.loads((Path(__file__).parents[1] / "examples" / "finetune" / "config.json").read_text())
+    del config["num_key_value_heads"]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    argv = ("capacity", "--hardware", "h100", "--target", str(tmp_path / "config.json"), "--draft", "llama-3.2-1b")
+    code, out, err = run(capsys, *argv)
+    said = "num_key_value_heads = num_attention_heads = 32 (multi-head attention, transformers' default"
+    assert code == 0 and said in err and "specsim's defaults" in err  # the engine, not given, is named
+    code, out, _ = run(capsys, *argv, "--json")
+    assert code == 0 and any(said in note for note in json.loads(out)["notes"])
 
 
 def test_capacity_says_whose_share_of_memory_it_takes_and_the_answer_at_a_load_the_cache_holds_says_it_too(capsys):

@@ -232,7 +232,9 @@ def test_alpha(capsys):
 
 
 def test_capacity(capsys):
-    printed = cli(capsys, "capacity", "--target", "qwen3-8b", "--draft", "qwen3-0.6b", "--context", "8192")
+    # --hardware given, as Deployment.build is given it: the record's notes name the defaults neither was given
+    argv = ("--hardware", "h100-sxm", "--target", "qwen3-8b", "--draft", "qwen3-0.6b", "--context", "8192")
+    printed = cli(capsys, "capacity", *argv)
     hybrid = cli(
         capsys, "capacity", "--hardware", "h200", "--target", "qwen3.5-27b", "--draft", "eagle3", "--gamma", "3"
     )

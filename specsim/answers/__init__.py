@@ -378,6 +378,7 @@ def capacity_record(
         **cap.to_dict(),
         "context_basis": context_basis(context),
         "smallest_fitting_tp": fitting_tp_for(dep, cap),
+        "notes": dep.memory_notes(),
     }
 
 

@@ -491,6 +491,8 @@ def run_capacity(args: argparse.Namespace) -> int:
         spec = int(limits.seqs(True))
         if spec < cap.max_batch_with_draft:
             print(f"the speculating engine runs at most {spec} sequences at once (max_num_seqs: {where.split(';')[0]})")
+    for note in dep.memory_notes():  # the defaults taken and what the configs left unsaid, as every other command says
+        print(f"note: {note}", file=sys.stderr)
     return 0
 
 

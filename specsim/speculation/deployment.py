@@ -1009,10 +1009,7 @@ class Deployment:
     def notes(self) -> list[str]:
         """What the step-time source could not answer from its own data, the choices made for the user, and defaults the
         configs relied on."""
-        notes = list(self.choices) + list(self.source.notes)
-        for model in (self.target, self.draft):
-            if model is not None:
-                notes += [f"{model.name}: {n}" for n in model.notes]
+        notes = list(self.choices) + list(self.source.notes) + self._model_notes()
         notes += fp8_cache_notes(self)
         notes += self._overlap_assumed()
         notes += self._host_unmeasured()
@@ -1020,6 +1017,16 @@ class Deployment:
         notes += self._large_moe_measured()
         notes += self._draft_cache_said()
         return notes
+
+    def memory_notes(self) -> list[str]:
+        """The notes a memory answer (``specsim capacity``) stands on: the choices made for the user, specsim's defaults
+        among them, the defaults the models' configs relied on (a cache sized on them) and the draft's cache dtype; not
+        the notes on step times, which it does not time."""
+        return list(self.choices) + self._model_notes() + self._draft_cache_said()
+
+    def _model_notes(self) -> list[str]:
+        """What the target's and the draft's configs left unsaid, each note named by its model."""
+        return [f"{model.name}: {n}" for model in (self.target, self.draft) if model is not None for n in model.notes]
 
     def _large_moe_measured(self) -> list[str]:
         """Where the target is a large MoE model at tensor parallelism on an NVIDIA GPU, what the public plain TPOT of
