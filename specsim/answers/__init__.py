@@ -237,8 +237,10 @@ def gamma_answer(
         "max_batch_with_draft": cap.max_batch_with_draft,
     }
     rows = []
+    graphless = np.broadcast_to(times.round.graphless_s, np.shape(times.round_s))
     for i, batch in enumerate(batches):
         gamma = int(best.gamma[i])
+        off = gamma == 0  # plain decoding: the row is its decode step (RoundOutcome.time_s), not the round gamma 0 runs
         row = {
             "batch": batch,
             "gamma": gamma,
@@ -250,14 +252,14 @@ def gamma_answer(
             "drafter": dep.drafter.kind,
             "t_target_s": float(times.target.total_s[i]),
             "t_draft_s": float(times.draft.total_s[i]),
-            "t_verify_s": float(times.verify.total_s[i]),
-            "t_host_s": float(np.asarray(times.host_s)[i]),
-            "t_graphless_s": float(np.broadcast_to(times.round.graphless_s, np.shape(times.round_s))[i]),
-            "t_round_s": float(times.round_s[i]),
+            "t_verify_s": float((times.target if off else times.verify).total_s[i]),
+            "t_host_s": 0.0 if off else float(np.asarray(times.host_s)[i]),
+            "t_graphless_s": 0.0 if off else float(graphless[i]),
+            "t_round_s": float(times.time_s[i]),
             "cost_ratio": float(times.cost_ratio[i]),
             "bound_target": str(times.target.bound[i]),
             "bound_draft": str(times.draft.bound[i]),
-            "bound_verify": str(times.verify.bound[i]),
+            "bound_verify": str((times.target if off else times.verify).bound[i]),
             "at_gamma_max": bool(best.at_limit[i]),
             "fits_without_draft": batch <= cap.max_batch_without_draft,
             "fits_with_draft": batch <= cap.max_batch_with_draft,
