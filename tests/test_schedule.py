@@ -637,3 +637,17 @@ def test_the_tolerance_note_says_how_far_the_never_rising_rule_puts_a_batch_belo
     assert main(["schedule", "--timing", "roofline", "--alpha", "0.8", "--format", "json"]) == 0
     out, err = capsys.readouterr()
     assert max(r["shortfall"] for r in json.loads(out)["ranges"]) <= 0.01 and "below their own best" not in err
+
+
+def test_the_context_table_says_where_its_batches_do_not_fit_at_that_context(capsys):
+    # schedule --contexts 512,32768 printed a best gamma and speedup at L=32768 for every batch up to 313, the most that
+    # fit at the main context (1128), where at 32768 tokens a sequence far fewer fit beside the draft: cells of a
+    # deployment that cannot run, unsaid.  The note names each column's last batch that fits (specsim capacity's).
+    assert main(["schedule", "--alpha", "0.8", "--contexts", "512,32768"]) == 0
+    _, err = capsys.readouterr()
+    fits = capacity(Deployment.build(), 32768).max_batch_with_draft
+    assert 1 <= fits < capacity(Deployment.build(), 1128).max_batch_with_draft
+    (said,) = [line for line in err.splitlines() if line.startswith("note: by batch and context:")]
+    assert f"L=32768 above batch {fits} do not fit in memory" in said and "L=512" not in said
+    assert main(["schedule", "--alpha", "0.8", "--contexts", "512"]) == 0  # nothing said where every batch fits
+    assert "by batch and context:" not in capsys.readouterr().err

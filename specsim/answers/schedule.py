@@ -52,6 +52,7 @@ class ScheduleAnswer:
                 f"batch sizes above {cap.max_batch_with_draft} do not fit in memory with the draft at "
                 f"{cap.context_tokens} tokens per sequence (specsim capacity)"
             )
+        out += self._contexts_past_memory()
         if self.load is not None:
             out += self._past_the_loads()
         steps = getattr(self.acceptance, "measured_steps", None)  # a calibration's acceptance knows its steps
@@ -62,6 +63,32 @@ class ScheduleAnswer:
                 "acceptance was measured at: extrapolated, one rate per token"
             )
         return out
+
+    def _contexts_past_memory(self) -> list[str]:
+        """The --contexts columns whose larger batches do not fit in memory with the draft at that context (the memory
+        of :attr:`capacity`, each sequence holding that context): their cells are a speedup no deployment reaches."""
+        from specsim.serving.capacity import capacity, reserved_context
+
+        cap = self.capacity
+        short = []
+        for L in self.contexts:
+            fits = capacity(
+                self.deployment,
+                reserved_context(int(L), None),
+                cap.memory_utilization,
+                cap.scratch_draft_tokens or None,
+                cap.scratch_basis or "--gamma",
+                max_batched_tokens=cap.max_batched_tokens,
+                max_num_seqs=cap.max_num_seqs,
+            ).max_batch_with_draft
+            if fits < self.max_batch:
+                short.append(f"L={L} above batch {fits}")
+        if not short:
+            return []
+        return [
+            f"by batch and context: the cells at {', '.join(short)} do not fit in memory with the draft at that many "
+            "tokens per sequence (specsim capacity --context L)"
+        ]
 
     def _past_the_loads(self) -> list[str]:
         """The batch sizes past the heaviest load's decode batch, where the decode-batch schedule at the loads' context
