@@ -1043,3 +1043,19 @@ def test_alert_rules_take_the_lengths_every_answer_at_a_load_takes_and_refuse_pa
     assert main(watch + ["--input-len", "800"]) == 0
     out = capsys.readouterr().out
     assert "every request 800 in, 256 out [--output-len 256 (default: the runs cal.yaml" in out
+
+
+def test_rules_written_without_a_source_answer_json_with_what_was_written(capsys, tmp_path):
+    # watch --alert-rules/--dashboard with --json and no --url or --prometheus wrote the files, said so on stderr (to keep
+    # stdout for JSON) and printed nothing on stdout: a script reading the JSON got no document at all, exit 0.
+    rules, board = tmp_path / "rules.yml", tmp_path / "board.json"
+    argv = ["watch", "--engine", "vllm@0.24.0", "--target", "llama-3.1-8b", "--draft", "llama-3.2-1b", "--gamma", "3"]
+    assert main([*argv, "--alert-rules", str(rules), "--dashboard", str(board), "--json"]) == 0
+    out, err = capsys.readouterr()
+    record = json.loads(out)
+    assert record["written"] == [str(rules), str(board)] and rules.is_file() and board.is_file()
+    assert (record["gamma"], record["input_tokens"], record["output_tokens"]) == (3, 1000, 256)
+    assert f"wrote {rules}" in err
+    assert main([*argv, "--alert-rules", str(rules)]) == 0  # the text says it on stdout, as before
+    out, _ = capsys.readouterr()
+    assert out.startswith(f"wrote {rules}")

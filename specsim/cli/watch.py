@@ -387,6 +387,7 @@ def run_watch(args: argparse.Namespace) -> int:
             dep,
             gamma or (int(first.gamma) if first is not None and first.gamma else None),
             args.matchers,
+            watching=source is not None,
         )
         if source is None:
             return 0
@@ -480,7 +481,9 @@ def _live_prometheus(args, source, names, model, gamma, last_t, output, watcher,
     return None
 
 
-def _write_rules(args, names, judge, dep, gamma, matchers) -> None:
+def _write_rules(args, names, judge, dep, gamma, matchers, watching: bool) -> None:
+    """Write --alert-rules and --dashboard (together or neither) and say so; with --json and nothing ``watching``,
+    stdout's one JSON document says what was written (as replay --out --json does)."""
     import yaml
 
     from specsim.answers.load import check_positions
@@ -519,6 +522,21 @@ def _write_rules(args, names, judge, dep, gamma, matchers) -> None:
             f"wrote {path}" + (lengths if path == args.alert_rules else ""),
             file=sys.stderr if args.json else sys.stdout,
         )
+    if not args.json or watching:  # the windows' JSON follows on stdout where a source is watched
+        return
+    from specsim.cli.report import print_json
+
+    print_json(
+        {
+            "written": [str(path) for path, _ in files],
+            "gamma": gamma,
+            "input_tokens": P,
+            "output_tokens": O,
+            "requests": requests.description,
+            "provenance": dep.provenance(),
+            "deployment": dep.identity(),
+        }
+    )
 
 
 # -- flags ---------------------------------------------------------------------------------------------------------
