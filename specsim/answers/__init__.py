@@ -416,6 +416,10 @@ def speedup_rows(
     tokens = np.broadcast_to(
         times.tokens, b.shape
     )  # per batch where the verified prefix varies with it (DSpark, suffix)
+    off = gamma == 0  # plain decoding: its rows are the decode step (RoundOutcome.time_s), not the round gamma 0 runs
+    verify = times.target if off else times.verify
+    host = np.zeros(b.shape) if off else np.broadcast_to(times.host_s, b.shape)
+    graphless = np.zeros(b.shape) if off else np.broadcast_to(times.round.graphless_s, b.shape)
     return [
         {
             "batch": batch,
@@ -428,10 +432,10 @@ def speedup_rows(
             "context_basis": context_basis(context),
             "t_target_s": float(times.target.total_s[i]),
             "t_draft_s": float(times.draft.total_s[i]),
-            "t_verify_s": float(times.verify.total_s[i]),
-            "t_host_s": float(np.broadcast_to(times.host_s, b.shape)[i]),
-            "t_graphless_s": float(np.broadcast_to(times.round.graphless_s, b.shape)[i]),
-            "t_round_s": float(np.broadcast_to(times.round_s, b.shape)[i]),
+            "t_verify_s": float(verify.total_s[i]),
+            "t_host_s": float(host[i]),
+            "t_graphless_s": float(graphless[i]),
+            "t_round_s": float(np.broadcast_to(times.time_s, b.shape)[i]),
             "cost_ratio": float(times.cost_ratio[i]),
             "timing_source": row_source(dep, times, i),
             "provenance": dep.provenance(),
