@@ -81,6 +81,24 @@ def test_speedup_closed_form(capsys):
     )
 
 
+def test_speedup_closed_form_takes_the_alpha_of_a_metrics_page(capsys, tmp_path):
+    # The refusal itself said '--cost-ratio (it takes --alpha or --metrics, ...)', yet a page that gives one alpha (vLLM
+    # counters without per-position ones, an SGLang page) was refused with 'per-position acceptance needs the step-time
+    # model', and so was a command with no acceptance at all.  A page's one alpha is taken (its mean length back at the
+    # page's gamma); per-position rates and no acceptance are refused, each saying why.
+    page = Path(__file__).parents[1] / "examples" / "vllm-metrics.txt"
+    one = tmp_path / "one-alpha.txt"
+    one.write_text("".join(line for line in page.read_text().splitlines(True) if "per_pos" not in line))
+    code, out, _ = run(capsys, "speedup", "--metrics", str(one), "--gamma", "3", "--cost-ratio", "0.05", "--json")
+    assert code == 0 and json.loads(out)["tokens_per_step"] == pytest.approx(1 + 77_700 / 40_000, rel=1e-12)
+    code, out, _ = run(capsys, "speedup", "--metrics", str(one), "--gamma", "3", "--cost-ratio", "0.05")
+    assert code == 0 and out.startswith("alpha 0.797895 (one-alpha.txt, vLLM mean acceptance length")
+    code, _, err = run(capsys, "speedup", "--metrics", str(page), "--gamma", "3", "--cost-ratio", "0.05")
+    assert code == 2 and "takes one alpha; per-position acceptance needs the step-time model" in err
+    code, _, err = run(capsys, "speedup", "--gamma", "3", "--cost-ratio", "0.05")
+    assert code == 2 and "--cost-ratio takes --alpha (or a --metrics page): the closed form names no drafter" in err
+
+
 def test_speedup_from_the_model_reproduces_figure_3(capsys):
     code, out, _ = run(
         capsys,

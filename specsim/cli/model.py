@@ -226,9 +226,13 @@ def run_speedup(args: argparse.Namespace) -> int:
     from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS
 
     if args.cost_ratio is not None:
+        if args.alpha is None and args.acceptance is None and args.metrics is None:  # no drafter: no published alpha
+            raise ValueError("--cost-ratio takes --alpha (or a --metrics page): the closed form names no drafter")
         acc, acc_label = resolve_acceptance(args)
+        if getattr(acc, "cumulative", None) == ():  # a page's one alpha (its mean length, no per-position counters)
+            acc = acc.alpha
         if not isinstance(acc, float):
-            raise ValueError("--cost-ratio takes --alpha; per-position acceptance needs the step-time model")
+            raise ValueError("--cost-ratio takes one alpha; per-position acceptance needs the step-time model")
         model_flags = flags_given(
             args, "speedup", ("alpha", "metrics", "metrics_gamma", "metrics_model", "gamma", "cost_ratio", "json")
         )
@@ -241,7 +245,7 @@ def run_speedup(args: argparse.Namespace) -> int:
         if args.json:
             print_json(out)
         else:
-            print(f"alpha {acc:g}, gamma {args.gamma}, c {args.cost_ratio:g} (verification costs one decode step)")
+            print(f"{acc_label}, gamma {args.gamma}, c {args.cost_ratio:g} (verification costs one decode step)")
             print(f"tokens per step {out['tokens_per_step']:.4f}, speedup {out['speedup']:.4f}")
         return 0
     at = _at_load(args)
