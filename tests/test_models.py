@@ -133,6 +133,22 @@ def test_an_mla_config_without_kv_heads_gets_no_multi_head_note():
     assert any(note.startswith("num_key_value_heads = num_attention_heads = 32") for note in plain.notes)
 
 
+def test_a_configs_positions_are_noted_where_missing_or_past_specsims_limit():
+    """A config without max_position_embeddings gets no check of contexts against its positions, and one past
+    specsim's context limit is held at it: both are said in the model's notes (they were written after the notes were
+    taken, so neither reached the output)."""
+    from specsim.core.limits import MAX_CONTEXT
+
+    missing = model_from_hf_config({k: v for k, v in _BASE_CFG.items() if k != "max_position_embeddings"})
+    assert missing.max_position_embeddings == 0
+    assert any("states no max_position_embeddings" in note for note in missing.notes), missing.notes
+    past = model_from_hf_config({**_BASE_CFG, "max_position_embeddings": MAX_CONTEXT + 1})
+    assert past.max_position_embeddings == MAX_CONTEXT
+    assert any("is past specsim's context limit" in note for note in past.notes), past.notes
+    stated = model_from_hf_config({**_BASE_CFG, "max_position_embeddings": 8192})
+    assert not any("max_position_embeddings" in note for note in stated.notes)
+
+
 @pytest.mark.parametrize(
     "change, message",
     [

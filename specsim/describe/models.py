@@ -313,7 +313,16 @@ _QK_NORM_ARCHITECTURES = {
 }
 #: Defaults of transformers' config classes that real checkpoints rely on (keys their config.json leaves out).
 #: Gemma3TextConfig: vocab_size 262208, sliding_window_pattern 6, tied embeddings.
-_CLASS_DEFAULTS = {"gemma3": {"vocab_size": 262208, "sliding_window_pattern": 6, "tie_word_embeddings": True}}
+#: What transformers' config class sets where a checkpoint's config.json is silent (Gemma3TextConfig,
+#: transformers/models/gemma3/configuration_gemma3.py: max_position_embeddings=131_072, as Gemma 3's 128K context).
+_CLASS_DEFAULTS = {
+    "gemma3": {
+        "vocab_size": 262208,
+        "sliding_window_pattern": 6,
+        "tie_word_embeddings": True,
+        "max_position_embeddings": 131072,
+    }
+}
 _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 _SUPPORTED_QUANT = (
     "fp8, fbgemm_fp8, compressed-tensors (8-bit float or int, 4-bit int), awq (4-bit), gptq (4- and 8-bit), mxfp4, "
@@ -493,6 +502,7 @@ def model_from_hf_config(config: Any, name: str = "config.json") -> ModelShape:
     if family == "gemma3":
         fields["norms_per_layer"] = 4  # input, post-attention, pre- and post-feedforward
     fields.update(_precision(cfg, bool(fields.get("n_experts")), notes))
+    positions = _max_positions(cfg, notes)  # before the notes are taken: its own may be among them
     return ModelShape(
         name=name,
         vocab_size=cfg.int("vocab_size"),
@@ -502,7 +512,7 @@ def model_from_hf_config(config: Any, name: str = "config.json") -> ModelShape:
         extra_params=extra_params,
         architecture=arch,
         notes=tuple(notes),
-        max_position_embeddings=_max_positions(cfg, notes),
+        max_position_embeddings=positions,
         **fields,
     )
 
@@ -515,6 +525,10 @@ def _max_positions(cfg: _Config, notes: list[str]) -> int:
             f"max_position_embeddings {value:,} is past specsim's context limit; contexts stop at {MAX_CONTEXT:,}"
         )
         return MAX_CONTEXT
+    if value == 0:
+        notes.append(
+            "the config states no max_position_embeddings: contexts are not checked against the model's positions"
+        )
     return value
 
 
