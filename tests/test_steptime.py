@@ -139,4 +139,31 @@ def test_the_ridge_a_pass_is_read_against_is_its_weights_precisions(capsys):
     hw = load_hardware("h100-sxm")
     assert row["ridge_flop_per_byte"] == pytest.approx(1.5 * hw.ridge_flop_per_byte, rel=1e-12)
     assert main(argv) == 0
-    assert f"ridge: {1.5 * hw.ridge_flop_per_byte:.1f} FLOP/byte (the fp8 weight matmuls'" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"ridge: {1.5 * hw.ridge_flop_per_byte:.1f} FLOP/byte (the fp8 weight matmuls'" in out
+    assert "weight-only GEMMs have a roofline of their own" not in out  # FP8 weights are read as they are multiplied
+
+
+def test_a_weight_only_step_says_why_it_exceeds_the_max_of_its_columns(capsys):
+    """INT4 weight-only GEMMs are timed on a roofline of their own beside the rest's, so at 64 sequences the step
+    (overhead + their max + the rest's max) exceeds overhead + max(compute, memory) of the columns: the text says so."""
+    import json
+
+    from specsim.cli.main import main
+
+    argv = [
+        "steptime",
+        "--timing",
+        "roofline",
+        "--weight-dtype",
+        "int4",
+        "--hardware",
+        "a100-sxm-80gb",
+        "--batch",
+        "64",
+    ]
+    assert main([*argv, "--json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["step_time_s"] > row["overhead_s"] + max(row["compute_s"], row["memory_s"]) * (1 + 1e-9)
+    assert main(argv) == 0
+    assert "the int4 weight-only GEMMs have a roofline of their own" in capsys.readouterr().out

@@ -309,6 +309,7 @@ def _graphless_said(rows: list) -> str:
 
 def run_steptime(args: argparse.Namespace) -> int:
     from specsim.answers import steptime_rows
+    from specsim.describe.hardware import WEIGHT_ONLY_DTYPES
     from specsim.describe.parallel import collective_count
 
     basis = ""
@@ -371,6 +372,11 @@ def run_steptime(args: argparse.Namespace) -> int:
             f"\nridge: {hw.ridge_for(model.weight_dtype):.1f} FLOP/byte (the {model.weight_dtype} weight matmuls'; "
             "compute-bound above it; the bound column is the roofline's)"
         )
+        if model.weight_dtype in WEIGHT_ONLY_DTYPES:
+            print(
+                f"the {model.weight_dtype} weight-only GEMMs have a roofline of their own, run before or after the rest's, "
+                "so a step can take more than overhead + max(compute, memory) (specsim.timing.roofline._serial_phases_s)"
+            )
     for note in dep.notes():
         print(f"note: {note}", file=sys.stderr)
     return 0
