@@ -125,6 +125,7 @@ class RunModel:
         self._iterations: dict = {}
         self._prompt_passes: dict = {}
         self._scaled: dict = {}
+        self._times: dict = {}
 
     # -- acceptance and populations -------------------------------------------------------------------------------
     def acceptance(self, alphas, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -213,6 +214,7 @@ class RunModel:
             self.batch, self.batch_own = batch.copy(), own.copy()
             self._version += 1
             self._cache.clear()
+            self._times.clear()
 
     # -- the deployment at a point --------------------------------------------------------------------------------
     def deployment(self, values: Values):
@@ -317,7 +319,15 @@ class RunModel:
         return step, own
 
     def times(self, values: Values, index: np.ndarray) -> dict:
-        """The serving model's times (TPOT, ITL, TTFT, end-to-end, rates) of runs ``index`` at ``values``."""
+        """The serving model's times (TPOT, ITL, TTFT, end-to-end, rates) of runs ``index`` at ``values``, the last few
+        kept until the batches are settled again: a fit asks for the same point again (a plan's calibration asked
+        for a third of its 5,046 points twice).  The key is the values' repr, so -0.0 and 0.0 are two points; each
+        call gets its own arrays."""
+        key = (repr(values), index.tobytes())
+        kept = _kept(self._times, key, lambda: self._times_at(values, index), 2048)
+        return {k: v.copy() for k, v in kept.items()}
+
+    def _times_at(self, values: Values, index: np.ndarray) -> dict:
         out = {
             k: np.full(index.size, np.nan)
             for k in ("tpot_s", "itl_s", "ttft_s", "e2e_s", "output_tokens_per_s", "prefill_share")
