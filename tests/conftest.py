@@ -21,14 +21,15 @@ def repo() -> Path:
     return REPO
 
 
-@pytest.fixture
-def ngram_calibration(tmp_path) -> Path:
+@pytest.fixture(scope="session")
+def ngram_calibration(tmp_path_factory) -> Path:
     """A calibration of Qwen3-4B with n-gram drafting at 4 steps on an RTX 3090 under vLLM 0.25.0, its acceptance
-    recorded (the corpus's rtx3090-qwen3-4b-ngram code sweep), written by calibrate-engine in about a second."""
+    recorded (the corpus's rtx3090-qwen3-4b-ngram code sweep), written by calibrate-engine once per worker (1 to 2 s
+    each time): read it; a test that changes it copies it into its own folder first."""
     from specsim.cli.main import main
 
     src = REPO / "examples/bench/public/rtx3090-qwen3-4b-ngram"
-    cal = tmp_path / "q4.yaml"
+    cal = tmp_path_factory.mktemp("ngram") / "q4.yaml"
     argv = ["calibrate-engine", "--plain", str(src / "plain-code.jsonl"), "--spec", str(src / "ngram-k4-code.jsonl")]
     argv += ["--hardware", "rtx-3090", "--target", "qwen3-4b", "--draft", "ngram", "--steps", "4"]
     assert main(argv + ["--engine", "vllm@0.25.0", "--out", str(cal), "--json"]) == 0

@@ -28,9 +28,11 @@ from specsim.cli.main import main
 from specsim.engines import SpecHost, get_engine
 from specsim.speculation.deployment import Deployment
 
-#: Its module fixtures (the shipped plan's calibration and the noise-free fit, about 5 s each) are made once, on one
-#: worker: a module spread over both workers makes them on each.
-pytestmark = pytest.mark.xdist_group("calibration")
+#: The tests that read a fixture made once (the shipped plan's calibration and the n-gram one, and the noise-free fit,
+#: about 5 s each) run on one worker per fixture, so that it is made once: a group of the whole module ran its other
+#: tests, which share nothing, on that worker too (about 65 s of the suite on one worker).
+PLAN_GROUP = pytest.mark.xdist_group("calibration")
+NOISE_FREE_GROUP = pytest.mark.xdist_group("calibration-noise-free")
 
 BENCH = "examples/bench"
 PLAN = f"{BENCH}/plan/plan.yaml"
@@ -309,6 +311,7 @@ def noise_free_fit(dep):
     return fit_engine(dep, _model_runs(dep), intervals=False)
 
 
+@NOISE_FREE_GROUP
 def test_noise_free_runs_of_the_plan_design_give_back_every_term(noise_free_fit):
     fit = noise_free_fit
     assert fit.scale == pytest.approx(TRUE_SCALE, rel=0.01)
@@ -544,6 +547,7 @@ def test_a_fit_the_runs_do_not_pin_holds_the_engine_values_that_moved_and_keeps_
     assert not ef.fit_pinned("runs", ["nudged"], np.arange(3), free, None, None, 0.6).held
 
 
+@NOISE_FREE_GROUP
 def test_runs_that_pin_their_fit_hold_nothing_for_it_and_an_unpinned_acceptance_is_named(dep, noise_free_fit):
     """Runs made by the serving model itself (two step counts, seven loads, two prompt lengths): every engine value is
     pinned, so no value is held as "not pinned" and no warning says so.  An acceptance the nudge moves is warned of."""
@@ -581,6 +585,7 @@ def _json(argv, capsys):
     return json.loads(capsys.readouterr().out)
 
 
+@PLAN_GROUP
 def test_the_plan_samples_give_back_every_identified_term_within_its_printed_interval(plan_run):
     s = plan_run[0]
     truth = {"scale": TRUE_SCALE, "iteration_s": TRUE_ITER_S, "prefill_scale": 1.0} | {
@@ -682,6 +687,7 @@ def plan_calibration(plan_run) -> Path:
     return plan_run[1]
 
 
+@PLAN_GROUP
 def test_the_calibration_file_reproduces_every_fitted_prediction_within_one_percent(capsys, plan_run):
     from specsim.calibration.inputs import runs_from_plan
     from specsim.cli.args import deployment
@@ -725,6 +731,7 @@ def test_the_calibration_file_reproduces_every_fitted_prediction_within_one_perc
     capsys.readouterr()
 
 
+@PLAN_GROUP
 def test_the_library_builds_the_calibrated_deployment_the_cli_does(tmp_path, capsys, plan_calibration):
     # Deployment.build(calibration=...) is what --calibration runs: the same profile, target, drafter, engine terms and
     # answer, and the same refusal of an argument that names another deployment (issue 37: the merge lived in the CLI).
@@ -862,6 +869,7 @@ def test_a_calibration_applied_to_a_preset_carries_its_fitted_terms():
     assert preset.spec_basis.startswith("fitted by calibrate-engine (cal.yaml): round_s")
 
 
+@PLAN_GROUP
 def test_the_calibration_sets_the_deployment_and_refuses_flags_of_another(tmp_path, capsys, plan_calibration):
     out = tmp_path / "cal.yaml"
     shutil.copy(plan_calibration, out)
@@ -890,6 +898,7 @@ def test_the_calibration_sets_the_deployment_and_refuses_flags_of_another(tmp_pa
     assert main(["steptime", "--calibration", str(out), "--batch", "1"]) == 0
 
 
+@PLAN_GROUP
 def test_the_batch_views_memory_check_takes_a_calibrations_limits_as_its_loads_and_watch_do(
     tmp_path, capsys, monkeypatch, plan_calibration
 ):
@@ -923,6 +932,7 @@ def test_the_batch_views_memory_check_takes_a_calibrations_limits_as_its_loads_a
     assert seen == [(None, None)]
 
 
+@PLAN_GROUP
 def test_a_calibration_answers_at_a_load_for_the_lengths_and_limits_its_runs_were_served_at(
     tmp_path, capsys, plan_calibration
 ):
@@ -1024,12 +1034,13 @@ def test_a_calibration_answers_at_a_load_for_the_lengths_and_limits_its_runs_wer
     )
 
 
+@PLAN_GROUP
 def test_a_gamma_past_the_draft_steps_a_calibrations_acceptance_was_measured_at_is_said_to_extrapolate(
-    ngram_calibration, capsys
+    ngram_calibration, capsys, tmp_path
 ):
     # n-gram drafting at 4 steps on an RTX 3090, acceptance recorded: the file keeps the 4; a recommendation past it
     # says the rate is carried past what was measured, and one from an acceptance the user gives does not.
-    cal = ngram_calibration
+    cal = Path(shutil.copy(ngram_calibration, tmp_path / "q4.yaml"))  # its own copy: it changes the file below
     capsys.readouterr()
     record = yaml.safe_load(cal.read_text())
     assert record["acceptance"]["measured_steps"] == 4
@@ -1054,6 +1065,7 @@ def test_a_gamma_past_the_draft_steps_a_calibrations_acceptance_was_measured_at_
     assert "measured_steps must be a whole number in [1, 64] or null" in capsys.readouterr().err
 
 
+@PLAN_GROUP
 def test_the_per_batch_answers_take_the_context_of_a_calibrations_runs_and_say_so(ngram_calibration, capsys):
     # The runs were 512 in, 256 out: with no --context, the per-batch view and capacity answer at their mean context
     # (512 + 256 / 2 = 640), not the reference article's 1128, and name where it came from; a --context given wins.
@@ -1319,6 +1331,7 @@ def test_a_calibration_file_that_is_not_one_is_refused(tmp_path, capsys):
     assert "bad.yaml: a specsim calibration of schema 2; this specsim reads schema 1" in capsys.readouterr().err
 
 
+@PLAN_GROUP
 def test_a_calibration_without_its_acceptance_key_is_refused_not_read_as_pinned(tmp_path, capsys, plan_calibration):
     # A hand-edited file without 'acceptance:' was read as one whose runs were pinned, and said so, which it is not.
     record = yaml.safe_load(plan_calibration.read_text())
@@ -1330,6 +1343,7 @@ def test_a_calibration_without_its_acceptance_key_is_refused_not_read_as_pinned(
     assert len(err) == 1 and "cal.yaml: the key 'acceptance' is missing" in err[0], err
 
 
+@PLAN_GROUP
 @pytest.mark.parametrize(
     "key, value, said",
     [
@@ -1582,6 +1596,7 @@ def test_a_plan_result_of_other_lengths_than_its_row_is_refused(tmp_path, capsys
     ), err
 
 
+@PLAN_GROUP
 @pytest.mark.parametrize(
     "edit",
     [
@@ -1625,6 +1640,7 @@ def test_a_fitted_value_changed_by_hand_is_refused_and_an_unsealed_file_is_said(
         )
 
 
+@PLAN_GROUP
 def test_a_calibration_keeps_the_releases_its_preset_covered_and_a_moved_preset_is_refused(
     tmp_path, capsys, plan_calibration
 ):
@@ -1658,6 +1674,7 @@ def test_a_calibration_keeps_the_releases_its_preset_covered_and_a_moved_preset_
     assert "when that preset covered releases 0.14.0-0.27.99; this specsim's covers 0.28.0-0.33.99" in err
 
 
+@PLAN_GROUP
 def test_a_calibration_relabelled_for_another_gpu_is_refused(tmp_path, capsys, plan_calibration):
     out = tmp_path / "cal.yaml"
     shutil.copy(plan_calibration, out)
@@ -1675,6 +1692,7 @@ def test_a_calibration_relabelled_for_another_gpu_is_refused(tmp_path, capsys, p
         )
 
 
+@PLAN_GROUP
 def test_a_calibration_written_with_the_datasheets_decimal_memory_is_read_with_the_devices(tmp_path, plan_calibration):
     # Files written before 2026-12-04 hold the datasheet's "80 GB" read as 80e9 bytes; memory is not fitted, so such a
     # file is read with the built-in profile's memory (what the device reports), not refused as another GPU's.
@@ -1818,6 +1836,7 @@ def test_the_plain_runs_given_as_speculative_ones_are_refused_and_an_engine_the_
     assert "fitted as --engine sglang, as given, though the files name their backend vllm" in out.out + out.err
 
 
+@PLAN_GROUP
 def test_a_calibration_of_one_drafter_kinds_rounds_gives_another_kind_only_its_plain_steps(plan_calibration):
     # The plan's runs are a Llama-3.2-1B draft model's serial rounds: an EAGLE-3 head (overlapped rounds, no draft
     # model's passes) keeps the preset's round terms and overlap, said in the engine's label and round basis, and takes
@@ -1840,6 +1859,7 @@ def test_a_calibration_of_one_drafter_kinds_rounds_gives_another_kind_only_its_p
     assert "was fitted to a draft model's rounds, not an EAGLE-3 head's" in head.engine.spec_basis
 
 
+@PLAN_GROUP
 def test_an_answer_from_a_calibration_says_how_far_off_its_fit_was_held_out_and_that_it_warned(
     plan_calibration, capsys
 ):
