@@ -320,9 +320,9 @@ class RunModel:
 
     def times(self, values: Values, index: np.ndarray) -> dict:
         """The serving model's times (TPOT, ITL, TTFT, end-to-end, rates) of runs ``index`` at ``values``, the last
-        2,048 kept until the batches are settled again (a few MB at most): a fit asks for the same point again (the
-        shipped plan's calibration for 1,688 of its 5,046 points).  The key is the values' repr, so -0.0 and 0.0 are two
-        points; each call gets its own arrays."""
+        2,048 kept until the batches are settled again (about 7 kB each at 100 runs): a fit asks for the same point
+        again (the shipped plan's calibration for 1,688 of its 5,046 points).  The key is the values' repr, so -0.0 and
+        0.0 are two points; each call gets its own arrays."""
         key = (repr(values), index.tobytes())
         kept = _kept(self._times, key, lambda: self._times_at(values, index), 2048)
         return {k: v.copy() for k, v in kept.items()}
