@@ -158,6 +158,8 @@ def test_hardware_list_and_show(capsys):
     assert code == 0 and all(n in out for n in ("h100-sxm", "mi300x", "l4"))
     code, out, _ = run(capsys, "hardware", "show", "h100-sxm")
     assert "221.4 FLOP/byte" in out and "https://www.nvidia.com" in out
+    # both peaks printed alike (989 beside 1979.0 before)
+    assert "dense 16-bit peak         989 TFLOP/s" in out and "dense FP8 peak           1979 TFLOP/s" in out
 
 
 def test_reproduce_passes_and_exits_zero(capsys):

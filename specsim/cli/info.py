@@ -156,9 +156,9 @@ def run_hardware(args: argparse.Namespace) -> int:
             print_json(hardware_record(hw))
             return 0
         print(f"{hw.name}: {hw.description}")
-        print(f"  dense 16-bit peak   {hw.peak_flop_per_s / 1e12:9.4g} TFLOP/s")
+        print(f"  dense 16-bit peak   {hw.peak_flop_per_s / 1e12:9.5g} TFLOP/s")
         if hw.peak_fp8_flop_per_s:
-            print(f"  dense FP8 peak      {hw.peak_fp8_flop_per_s / 1e12:9.1f} TFLOP/s")
+            print(f"  dense FP8 peak      {hw.peak_fp8_flop_per_s / 1e12:9.5g} TFLOP/s")
         print(f"  memory bandwidth    {hw.peak_bytes_per_s / 1e12:9.3f} TB/s")
         print(f"  memory capacity     {hw.memory_bytes / 1e9:9.1f} GB ({hw.memory_bytes / 2**30:.1f} GiB)")
         if hw.compute_capability:
