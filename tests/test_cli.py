@@ -656,3 +656,13 @@ def test_a_row_that_turns_speculation_off_prints_the_decode_step_its_speedup_sta
         assert parts == pytest.approx(r["t_round_s"], rel=1e-12)
         assert r["speedup"] == pytest.approx(r["tokens_per_step"] * r["t_target_s"] / r["t_round_s"], rel=1e-12)
         assert r["t_host_s"] == 0.0 and r.get("bound_verify") == r.get("bound_target")
+
+
+def test_explain_draws_its_figure_as_svg_too(tmp_path, capsys):
+    """explain --plot takes .svg as serve-sweep's and watch's --plot do (it refused all but .png)."""
+    from specsim.cli.main import main
+
+    out = tmp_path / "round.svg"
+    assert main(["explain", "--timing", "roofline", "--batch", "1,8", "--plot", str(out)]) == 0
+    text = out.read_text()
+    assert text.lstrip().startswith("<?xml") and "<svg" in text

@@ -232,7 +232,7 @@ CASES = [
     ("optimal-gamma --engine-seq-step-us 5e6", "seq_step_s must be a finite time in [0, 1] seconds"),
     ("optimal-gamma --engine none --engine-seq-step-us 5", "--engine none adds no engine time"),
     ("explain --plot /nonexistent-folder/x.png", "folder '/nonexistent-folder' does not exist"),
-    ("explain --plot out.txt", "--plot must end in .png"),
+    ("explain --plot out.txt", "--plot must end in .png or .svg"),
     ("explain --gamma 0", "gamma"),
     ("steptime --model llama-3.1-70b", "does not fit on one h100-sxm (76.3 GB usable per GPU): --tp 2 fits"),
     ("speedup --gamma 3 --target llama-3.1-70b", "does not fit on one h100-sxm"),

@@ -631,7 +631,7 @@ def run_explain(args: argparse.Namespace) -> int:
     if args.plot:
         from specsim.core.files import check_output
 
-        out = check_output(args.plot, (".png",), "--plot")  # refuse a bad path before computing anything
+        out = check_output(args.plot, (".png", ".svg"), "--plot")  # refuse a bad path before computing anything
     answer = round_anatomy(dep, acc, acc_label, args.batch, args.context, args.gamma, args.gamma_max)
     if args.json:  # the text's conclusions over all the batches, with each row (as compare's largest batch)
         findings = answer.findings()
@@ -743,7 +743,7 @@ def _parser_explain(sub) -> None:
         default=DEFAULT_GAMMA_MAX,
         help=f"largest gamma searched (default {DEFAULT_GAMMA_MAX})",
     )
-    p.add_argument("--plot", type=nonempty("plot"), metavar="FILE.png", help="also draw the breakdown as a PNG")
+    p.add_argument("--plot", type=nonempty("plot"), metavar="FILE", help="also draw the breakdown (.png or .svg)")
     add_load_args(p)
     add_memory_util(p)
     p.add_argument("--json", action="store_true", help="print JSON")

@@ -973,47 +973,43 @@ def plot_watch(rows: list[dict], *, axes: Any = None, title: str | None = None) 
 
 def save_watch(rows: list[dict], path: str | Path, title: str | None = None) -> Path:
     """Draw :func:`plot_watch` on its own figure and write it atomically (PNG or SVG, by the file's suffix)."""
-    import matplotlib
-    from matplotlib.figure import Figure
-
-    fmt = Path(path).suffix.lstrip(".").lower()
-    if fmt not in ("png", "svg"):
+    if Path(path).suffix.lstrip(".").lower() not in ("png", "svg"):
         raise ValueError(f"--plot {str(path)!r}: write a .png or a .svg file")
-    with matplotlib.rc_context({"svg.hashsalt": "specsim", "font.size": 10}):
-        fig = Figure(figsize=(11, 8.5), layout="constrained")
-        plot_watch(rows, axes=fig.subplots(3, 1, sharex=True), title=title)
-        _freeze_layout(fig)
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format=fmt, dpi=130, metadata={} if fmt == "png" else {"Date": None})
-    return atomic_write_bytes(Path(path), buffer.getvalue())
+    return _save(path, (11, 8.5), 130, lambda fig: plot_watch(rows, axes=fig.subplots(3, 1, sharex=True), title=title))
 
 
 def save_round_anatomy(rows: list[dict], path: str | Path, title: str | None = None) -> Path:
-    """Draw :func:`plot_round_anatomy` on its own figure and write it as a PNG, atomically."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(9, 5.2), layout="constrained")
-    plot_round_anatomy(rows, ax=fig.subplots(), title=title)
-    _freeze_layout(fig)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=150)
-    return atomic_write_bytes(Path(path), buffer.getvalue())
+    """Draw :func:`plot_round_anatomy` on its own figure and write it atomically (PNG or SVG, by the file's suffix, as
+    serve-sweep's and watch's figures)."""
+    return _save(path, (9, 5.2), 150, lambda fig: plot_round_anatomy(rows, ax=fig.subplots(), title=title), {})
 
 
 def save_serve_sweep(
     frame: pd.DataFrame, path: str | Path, title: str | None = None, slo_tpot_ms: float | None = None
 ) -> Path:
     """Draw :func:`plot_serve_sweep` and write it atomically (PNG or SVG)."""
+    return _save(
+        path,
+        (14, 5.2),
+        150,
+        lambda fig: plot_serve_sweep(frame, axes=fig.subplots(1, 2), title=title, slo_tpot_ms=slo_tpot_ms),
+    )
+
+
+def _save(path: str | Path, size: tuple, dpi: int, draw: Any, rc: dict | None = None) -> Path:
+    """Draw a figure of ``size`` inches (``draw(fig)``) and write it atomically, PNG or SVG by the file's suffix: the one
+    way explain's, serve-sweep's and watch's figures are written (SVG with a fixed hash salt and no date, so that a
+    figure drawn twice is the same file; ``rc`` the text's size, 10 points unless given)."""
     import matplotlib
     from matplotlib.figure import Figure
 
-    with matplotlib.rc_context({"svg.hashsalt": "specsim", "font.size": 10}):
-        fig = Figure(figsize=(14, 5.2), layout="constrained")
-        plot_serve_sweep(frame, axes=fig.subplots(1, 2), title=title, slo_tpot_ms=slo_tpot_ms)
+    fmt = Path(path).suffix.lstrip(".").lower()
+    with matplotlib.rc_context({"svg.hashsalt": "specsim", **({"font.size": 10} if rc is None else rc)}):
+        fig = Figure(figsize=size, layout="constrained")
+        draw(fig)
         _freeze_layout(fig)
         buffer = io.BytesIO()
-        fmt = Path(path).suffix.lstrip(".")
-        fig.savefig(buffer, format=fmt, dpi=150, metadata={} if fmt == "png" else {"Date": None})
+        fig.savefig(buffer, format=fmt, dpi=dpi, metadata={} if fmt == "png" else {"Date": None})
     return atomic_write_bytes(Path(path), buffer.getvalue())
 
 
