@@ -92,6 +92,16 @@ def test_a_weight_only_pass_lies_between_the_whole_pass_roofline_and_the_sum_of_
     assert np.all(t.total_s <= t.overhead_s + t.compute_s + t.memory_s)
 
 
+def test_a_weight_only_model_given_by_its_parameters_keeps_the_whole_pass_roofline():
+    """A model given by its parameter count lists no weight-only GEMMs with their weights (nor bytes of its own), so
+    its pass has no phase of their own: its matmuls' arithmetic stays beside its weights' bytes, as before the split
+    (it was timed as that arithmetic with no bytes plus every byte, 1.9x the whole-pass step at 64 sequences)."""
+    m = get_model("article-8b", weight_dtype="int4")
+    t = step_time(A100, m, np.array([1.0, 64.0, 512.0]), 1, 900)
+    assert np.any(t.compute_s > t.memory_s) and np.any(t.compute_s < t.memory_s)  # both sides of the ridge are here
+    assert np.allclose(t.total_s, _whole_pass(t), rtol=1e-12)
+
+
 def test_the_partly_filled_tile_is_what_a_decode_step_adds():
     m = get_model("llama-3.1-8b", weight_dtype="int4")
     linear = m.matmul_weights_by_dtype(np.array(1.0))[0][0]

@@ -112,15 +112,24 @@ def _compute_s(hardware: HardwareProfile, counts: "PassCounts") -> np.ndarray:
 
 
 def _weight_only_compute_s(hardware: HardwareProfile, counts: "PassCounts") -> np.ndarray:
-    """Arithmetic time of a pass's weight-only (dequantising) GEMMs, their last tile's dequantisation included."""
-    matmul = sum(flop / hardware.flop_per_s_for(d) for flop, d in counts.matmul_flop if d in WEIGHT_ONLY_DTYPES)
+    """Arithmetic time of a pass's weight-only (dequantising) GEMMs, their last tile's dequantisation included: those
+    of :attr:`PassCounts.dequant`, whose weights (and so bytes) are known; none for a model given by its parameters."""
+    own = _weight_only_of(counts)
+    matmul = sum(flop / hardware.flop_per_s_for(d) for flop, d in counts.matmul_flop if d in own)
     return matmul + _dequant_s(hardware, counts.dequant, counts.shape)
 
 
 def _other_compute_s(hardware: HardwareProfile, counts: "PassCounts") -> np.ndarray:
     """Arithmetic time of the rest of a pass: the other weights' matmuls, attention and recurrences."""
-    matmul = sum(flop / hardware.flop_per_s_for(d) for flop, d in counts.matmul_flop if d not in WEIGHT_ONLY_DTYPES)
+    own = _weight_only_of(counts)
+    matmul = sum(flop / hardware.flop_per_s_for(d) for flop, d in counts.matmul_flop if d not in own)
     return matmul + counts.mixer_flop / hardware.flop_per_s
+
+
+def _weight_only_of(counts: "PassCounts") -> set:
+    """The weight-only dtypes a pass's own roofline times: those :func:`_dequantised` lists with their weights, so that
+    its arithmetic and its bytes (:func:`_weight_only_bytes`) are of the same GEMMs."""
+    return {d for _, _, d in counts.dequant}
 
 
 def dequant_time_s(hardware: HardwareProfile, model: ModelShape, batch: object, tokens_per_seq: object) -> np.ndarray:
