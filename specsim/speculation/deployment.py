@@ -1097,7 +1097,7 @@ class Deployment:
         return [
             f"{self.target.name}: its INT4 weight-only GEMMs are a roofline estimate; on the one public run that measured "
             "them (vLLM 0.24.0's awq_marlin on an A100, Llama-3.1-8B at 1-64 users; docs/targets.md) the INT4 step "
-            "relative to FP16 was 16-27% longer than this estimate, most at 1-32 users, and the speedup of speculation "
+            "relative to FP16 was 19-37% longer than this estimate, most at 1-32 users, and the speedup of speculation "
             "on it 5-18% off; not corrected here (one engine, one GPU; docs/reports/2026-12-06-awq-a100-step.md)"
         ]
 
