@@ -309,8 +309,8 @@ def _graphless_said(rows: list) -> str:
 
 def run_steptime(args: argparse.Namespace) -> int:
     from specsim.answers import steptime_rows
-    from specsim.describe.hardware import WEIGHT_ONLY_DTYPES
     from specsim.describe.parallel import collective_count
+    from specsim.timing.roofline import weight_only_dtypes
 
     basis = ""
     if isinstance(args.context, Unset):  # not given: a calibration's runs' mean context, as every answer takes it
@@ -372,10 +372,12 @@ def run_steptime(args: argparse.Namespace) -> int:
             f"\nridge: {hw.ridge_for(model.weight_dtype):.1f} FLOP/byte (the {model.weight_dtype} weight matmuls'; "
             "compute-bound above it; the bound column is the roofline's)"
         )
-        if model.weight_dtype in WEIGHT_ONLY_DTYPES:
+        weight_only = weight_only_dtypes(model)
+        if weight_only:
             print(
-                f"the {model.weight_dtype} weight-only GEMMs have a roofline of their own, run before or after the rest's, "
-                "so a step can take more than overhead + max(compute, memory) (specsim.timing.roofline._serial_phases_s)"
+                f"the {' and '.join(weight_only)} weight-only GEMMs have a roofline of their own, run before or after the "
+                "rest's, so a step can take more than overhead + max(compute, memory) "
+                "(specsim.timing.roofline._serial_phases_s)"
             )
     for note in dep.notes():
         print(f"note: {note}", file=sys.stderr)

@@ -65,6 +65,7 @@ __all__ = [
     "pass_flop",
     "recurrent_time_s",
     "step_time",
+    "weight_only_dtypes",
 ]
 
 
@@ -152,6 +153,14 @@ def _dequantised(model: ModelShape, b: np.ndarray, q: np.ndarray) -> tuple:
     if model.params_override is not None:
         return ()
     return tuple((w, per, d) for w, per, d in model.matmul_weights_by_dtype(b * q, q) if d in WEIGHT_ONLY_DTYPES)
+
+
+def weight_only_dtypes(model: ModelShape) -> tuple[str, ...]:
+    """The weight-only dtypes whose GEMMs a pass of ``model`` times on a roofline of their own
+    (:func:`_serial_phases_s`): the blocks' or the experts' storage where it is dequantised (gpt-oss's MXFP4 experts
+    under 16-bit blocks), none for a model given by its parameters."""
+    one = np.ones(1)
+    return tuple(dict.fromkeys(d for _, _, d in _dequantised(model, one, one)))
 
 
 def _dequant_s(hardware: HardwareProfile, dequantised: tuple, shape: tuple) -> np.ndarray:
