@@ -651,3 +651,18 @@ def test_the_context_table_says_where_its_batches_do_not_fit_at_that_context(cap
     assert f"L=32768 above batch {fits} do not fit in memory" in said and "L=512" not in said
     assert main(["schedule", "--alpha", "0.8", "--contexts", "512"]) == 0  # nothing said where every batch fits
     assert "by batch and context:" not in capsys.readouterr().err
+
+
+def test_the_context_table_refuses_a_context_past_the_models_positions_and_names_a_column_that_never_fits(capsys):
+    # --contexts took 200,000 tokens for Llama-3.1-8B (131,072 positions) and printed its column, where --context and
+    # every other command refuse it; and a column where not even one sequence fits was said to fit up to 'batch 0'.
+    assert main(["schedule", "--alpha", "0.8", "--contexts", "1128,200000"]) == 2
+    err = capsys.readouterr().err
+    assert "a context of 200,000 tokens is past llama-3.1-8b's max_position_embeddings (131,072)" in err
+    assert "--contexts" in err and "Traceback" not in err
+    argv = ["schedule", "--alpha", "0.8", "--target", "qwen3-32b", "--draft", "qwen3-0.6b", "--contexts", "1128,32768"]
+    dep = Deployment.build(target="qwen3-32b", draft="qwen3-0.6b")
+    assert capacity(dep, 32768).max_batch_with_draft == 0  # 40,960 positions; 21 fit at 1128
+    assert main(argv) == 0
+    (said,) = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: by batch and context:")]
+    assert "L=32768 at every batch (not one sequence fits)" in said and "above batch 0" not in said

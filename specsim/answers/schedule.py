@@ -81,7 +81,9 @@ class ScheduleAnswer:
                 max_batched_tokens=cap.max_batched_tokens,
                 max_num_seqs=cap.max_num_seqs,
             ).max_batch_with_draft
-            if fits < self.max_batch:
+            if fits < 1:
+                short.append(f"L={L} at every batch (not one sequence fits)")
+            elif fits < self.max_batch:
                 short.append(f"L={L} above batch {fits}")
         if not short:
             return []
@@ -189,6 +191,8 @@ def schedule_answer(
     (:func:`specsim.answers.deployment_capacity`); ``max_batch_from`` says where ``max_batch`` came from."""
     from specsim.speculation.schedule import gamma_schedule, load_schedule, tree_schedule
 
+    for L in contexts or ():  # the batch view's columns: refused past the positions, as --context is
+        dep.require_within_positions(L, "--contexts")
     if load is not None:
         ranges = load_schedule(load, max_batch, min_gain, rtol)
     elif tree is None:
