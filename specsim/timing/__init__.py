@@ -7,8 +7,9 @@ tokens_per_seq, context)``, vectorised over broadcast arrays
 (:class:`~specsim.timing.base.StepTimeSource`).
 
 ``roofline``
-    The article's whole-pass roofline over a hardware profile
-    (:mod:`.roofline`); ``specsim reproduce`` and the article's figures use it.
+    The article's whole-pass roofline over a hardware profile, weight-only
+    GEMMs on a roofline of their own beside it (:mod:`.roofline`);
+    ``specsim reproduce`` and the article's figures use it.
 ``kernels``
     Per-operator latencies measured on real GPUs by NVIDIA AIConfigurator
     (``aiconfigurator-core``), composed per pass (:mod:`.kernels`).

@@ -313,7 +313,8 @@ def _serial_phases_s(compute_s, memory_s, wo_compute_s, wo_memory_s) -> np.ndarr
 
 
 class RooflineSource:
-    """t(b, q, L) from one roofline over the whole pass, with the profile's per-pass overhead.
+    """t(b, q, L) from one roofline over the whole pass (weight-only GEMMs on one of their own beside it,
+    :func:`_serial_phases_s`), with the profile's per-pass overhead.
 
     >>> from specsim.describe.hardware import load_hardware
     >>> from specsim.describe.models import get_model
