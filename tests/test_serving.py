@@ -347,6 +347,7 @@ def test_served_rate_is_explained_against_the_offered_rate(capsys):
     one = capsys.readouterr().out
     assert "1 user;" in one and "a closed loop of 1 user sends a request only when one finishes, so the offered" in one
     assert "1 users" not in one and "burst" not in one
+    assert "running batch: the sequences decoding, time-weighted over the engine's busy time (iterations of" in one
     # ... and the workload no flag chose is named as the default it is, beside the other defaults' citations
     assert (
         "load: closed loop, workload chat, 4 users; the default workload, not given (no --workload, --input-len or "

@@ -393,6 +393,10 @@ def _print_summaries(off: dict, on: dict, changes: dict) -> None:
             ]
         )
     print(table(["", "speculation off", "speculation on"], rows, "<>>"))
+    print(
+        "running batch: the sequences decoding, time-weighted over the engine's busy time (iterations of prompts alone "
+        "at 0), as optimal-gamma's decode batch"
+    )
     # every figure the table prints with an interval
     wide = [
         (f"{label} {arm}", arm_summary[key], arm_summary["ci"][key])

@@ -312,9 +312,8 @@ _QK_NORM_ARCHITECTURES = {
     "Qwen3_5MoeForConditionalGeneration",
 }
 #: Defaults of transformers' config classes that real checkpoints rely on (keys their config.json leaves out).
-#: Gemma3TextConfig: vocab_size 262208, sliding_window_pattern 6, tied embeddings.
-#: What transformers' config class sets where a checkpoint's config.json is silent (Gemma3TextConfig,
-#: transformers/models/gemma3/configuration_gemma3.py: max_position_embeddings=131_072, as Gemma 3's 128K context).
+#: Gemma3TextConfig (transformers/models/gemma3/configuration_gemma3.py): vocab_size 262208, sliding_window_pattern 6,
+#: tied embeddings, max_position_embeddings 131_072 (Gemma 3's 128K context).
 _CLASS_DEFAULTS = {
     "gemma3": {
         "vocab_size": 262208,

@@ -71,6 +71,7 @@ __all__ = [
     "decode_rounds_spread",
     "iteration_s",
     "kv_sequences",
+    "landed_iteration_s",
     "served_state",
     "steady_state",
 ]
