@@ -237,10 +237,9 @@ def gamma_answer(
         "max_batch_with_draft": cap.max_batch_with_draft,
     }
     rows = []
-    graphless = np.broadcast_to(times.round.graphless_s, np.shape(times.round_s))
     for i, batch in enumerate(batches):
         gamma = int(best.gamma[i])
-        off = gamma == 0  # plain decoding: the row is its decode step (RoundOutcome.time_s), not the round gamma 0 runs
+        off = gamma == 0
         row = {
             "batch": batch,
             "gamma": gamma,
@@ -250,13 +249,7 @@ def gamma_answer(
             "context_basis": context_basis(context),
             "acceptance": label,
             "drafter": dep.drafter.kind,
-            "t_target_s": float(times.target.total_s[i]),
-            "t_draft_s": float(times.draft.total_s[i]),
-            "t_verify_s": float((times.target if off else times.verify).total_s[i]),
-            "t_host_s": 0.0 if off else float(np.asarray(times.host_s)[i]),
-            "t_graphless_s": 0.0 if off else float(graphless[i]),
-            "t_round_s": float(times.time_s[i]),
-            "cost_ratio": float(times.cost_ratio[i]),
+            **_round_parts(times, i, off, np.shape(times.round_s)),
             "bound_target": str(times.target.bound[i]),
             "bound_draft": str(times.draft.bound[i]),
             "bound_verify": str((times.target if off else times.verify).bound[i]),
@@ -399,6 +392,22 @@ def closed_form_answer(alpha: float, gamma: int, cost_ratio: float) -> dict:
     }
 
 
+def _round_parts(times, i: int, off: bool, shape: tuple) -> dict:
+    """Row ``i``'s step times from ``times`` (a :class:`RoundOutcome` over batches of ``shape``), as optimal-gamma's and
+    speedup's rows print them: ``off`` (gamma 0, plain decoding) gives the decode step the row's speedup stands on
+    (t_V = t_T, no host or graph-less time, the round = :attr:`RoundOutcome.time_s`), not the round gamma 0 would run."""
+    verify = times.target if off else times.verify
+    return {
+        "t_target_s": float(times.target.total_s[i]),
+        "t_draft_s": float(times.draft.total_s[i]),
+        "t_verify_s": float(verify.total_s[i]),
+        "t_host_s": 0.0 if off else float(np.broadcast_to(times.host_s, shape)[i]),
+        "t_graphless_s": 0.0 if off else float(np.broadcast_to(times.round.graphless_s, shape)[i]),
+        "t_round_s": float(np.broadcast_to(times.time_s, shape)[i]),
+        "cost_ratio": float(times.cost_ratio[i]),
+    }
+
+
 def speedup_rows(
     dep: Deployment, acceptance: object, label: str, gamma: int, batches: list | None = None, context: int | None = None
 ) -> tuple[list[dict], int]:
@@ -416,10 +425,6 @@ def speedup_rows(
     tokens = np.broadcast_to(
         times.tokens, b.shape
     )  # per batch where the verified prefix varies with it (DSpark, suffix)
-    off = gamma == 0  # plain decoding: its rows are the decode step (RoundOutcome.time_s), not the round gamma 0 runs
-    verify = times.target if off else times.verify
-    host = np.zeros(b.shape) if off else np.broadcast_to(times.host_s, b.shape)
-    graphless = np.zeros(b.shape) if off else np.broadcast_to(times.round.graphless_s, b.shape)
     return [
         {
             "batch": batch,
@@ -430,13 +435,7 @@ def speedup_rows(
             "speedup": float(s[i]),
             "context_tokens": int(context),
             "context_basis": context_basis(context),
-            "t_target_s": float(times.target.total_s[i]),
-            "t_draft_s": float(times.draft.total_s[i]),
-            "t_verify_s": float(verify.total_s[i]),
-            "t_host_s": float(host[i]),
-            "t_graphless_s": float(graphless[i]),
-            "t_round_s": float(np.broadcast_to(times.time_s, b.shape)[i]),
-            "cost_ratio": float(times.cost_ratio[i]),
+            **_round_parts(times, i, gamma == 0, b.shape),
             "timing_source": row_source(dep, times, i),
             "provenance": dep.provenance(),
             "deployment": dep.identity(),
