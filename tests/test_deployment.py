@@ -17,11 +17,11 @@ from specsim.speculation.deployment import (
     Deployment,
     DraftStep,
     RoundFixed,
-    model_assumptions,
     round_seconds,
 )
 from specsim.speculation.drafters import DraftModel, NgramDrafter, make_drafter
 from specsim.speculation.search import speedup
+from specsim.timing.assumptions import model_assumptions
 from specsim.timing.roofline import RooflineSource, step_time
 
 H100 = load_hardware("h100-sxm")

@@ -37,8 +37,9 @@ from specsim.serving.capacity import (
     reserved_context,
 )
 from specsim.speculation.acceptance import tokens_per_round
-from specsim.speculation.deployment import Deployment, model_assumptions
+from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import NOT_WEIGHED, OptimalGamma, optimal_gamma, search_bound, speedup_from_cost_ratio
+from specsim.timing.assumptions import model_assumptions
 from specsim.timing.roofline import RooflineSource
 
 __all__ = [
