@@ -356,6 +356,9 @@ def test_capacity_names_the_defaults_it_took_and_what_the_configs_left_unsaid(ca
     assert code == 0 and "h100-sxm" not in out
     assert "note: specsim's defaults, not given: hardware h100-sxm, target llama-3.1-8b, draft llama-3.2-1b" in err
     assert "round's host work" not in err  # nothing is timed: the notes on a round's time stay out
+    assert "timing" not in err  # nor the step-time source it does not use (it named "timing hybrid")
+    code, _, err = run(capsys, "capacity", "--timing", "roofline")  # was taken, and changed nothing
+    assert code == 2 and "unrecognized arguments: --timing roofline" in err
     config = json.loads((Path(__file__).parents[1] / "examples" / "finetune" / "config.json").read_text())
     del config["num_key_value_heads"]
     (tmp_path / "config.json").write_text(json.dumps(config))

@@ -134,7 +134,7 @@ def deployment(args: argparse.Namespace, *, draft: bool = True):
         args.hardware,
         getattr(args, "target", None) or getattr(args, "model", None),
         getattr(args, "draft", None),
-        timing=args.timing,
+        timing=getattr(args, "timing", None),  # (capacity times nothing: no --timing)
         engine=args.engine,
         engine_overhead_ms=getattr(args, "engine_overhead_ms", None),
         target_options=model_options(args),

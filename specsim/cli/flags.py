@@ -297,7 +297,7 @@ batches_type = int_list(1, "batch", MAX_BATCH)
 
 
 def add_deployment_args(
-    p: argparse.ArgumentParser, *, defaults: bool = True, batch: bool = True, context: bool = True
+    p: argparse.ArgumentParser, *, defaults: bool = True, batch: bool = True, context: bool = True, timed: bool = True
 ) -> None:
     # --hardware, --target, --draft, --timing and --engine stay unset when not given, so that a --calibration file can
     # refuse the ones that name another deployment; the library's defaults apply (Deployment.build).
@@ -352,8 +352,9 @@ def add_deployment_args(
             f"half of {DEFAULT_OUTPUT_TOKENS} generated)",
         )
     add_model_args(p, draft=True)
-    add_timing_args(p)
-    add_round_cost_args(p)
+    add_timing_args(p, timed)
+    if timed:  # (an answer that times nothing, capacity, takes no step-time source and no engine times)
+        add_round_cost_args(p)
 
 
 def add_load_args(p: argparse.ArgumentParser) -> None:
@@ -500,25 +501,35 @@ def add_model_args(p: argparse.ArgumentParser, *, draft: bool) -> None:
         )
 
 
-def add_timing_args(p: argparse.ArgumentParser) -> None:
+def add_timing_args(p: argparse.ArgumentParser, timed: bool = True) -> None:
+    """--engine, and where an answer is timed (``timed``), --timing and --engine-overhead-ms."""
+    if timed:
+        _add_timing_source(p)
+    p.add_argument(
+        "--engine",
+        type=engine_type,
+        metavar="ENGINE[@VERSION]",
+        help=f"serving engine and version whose CPU time, round costs and kernels apply: {ENGINE_CHOICES} "
+        f"(default {DEFAULT_ENGINE}, its current release; none: add nothing)"
+        if timed
+        else f"serving engine and version whose memory share and start-up apply: {ENGINE_CHOICES} (default "
+        f"{DEFAULT_ENGINE}, its current release; none: 0.9 of the device, no start-up)",
+    )
+    if timed:
+        p.add_argument(
+            "--engine-overhead-ms",
+            type=overhead_ms,
+            help="the engine's time per iteration, ms, replacing the --engine preset's fitted value",
+        )
+
+
+def _add_timing_source(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--timing",
         metavar="SOURCE",
         help=f"step-time source: {TIMING_CHOICES} (default {DEFAULT_TIMING}: the roofline for decode steps, "
         "measured kernels for the cost of verification; kernels for a MoE target of 10B+ active parameters at "
         "tensor parallelism that they compose; see docs/model/step-time-sources.md)",
-    )
-    p.add_argument(
-        "--engine",
-        type=engine_type,
-        metavar="ENGINE[@VERSION]",
-        help=f"serving engine and version whose CPU time, round costs and kernels apply: {ENGINE_CHOICES} "
-        f"(default {DEFAULT_ENGINE}, its current release; none: add nothing)",
-    )
-    p.add_argument(
-        "--engine-overhead-ms",
-        type=overhead_ms,
-        help="the engine's time per iteration, ms, replacing the --engine preset's fitted value",
     )
 
 

@@ -817,7 +817,7 @@ def _parser_alpha(sub) -> None:
 
 def _parser_capacity(sub) -> None:
     p = sub.add_parser("capacity", help="memory: do the models fit, and the largest batch with and without the draft")
-    add_deployment_args(p, batch=False)
+    add_deployment_args(p, batch=False, timed=False)
     add_memory_util(p)
     p.add_argument(
         "--gamma",

@@ -394,8 +394,7 @@ class RoundOutcome:
 
 
 def _defaults_taken(given: dict, profile, target, drafter, source, preset) -> tuple:
-    """The parts of a deployment no argument chose, named as specsim's defaults in one note (none where every part was
-    given): the header names each part, and this which of them nobody chose."""
+    """The parts of a deployment no argument chose, as (part, value) pairs (:attr:`Deployment.defaults_taken`)."""
     built = {
         "hardware": profile.name,
         "target": target.name,
@@ -403,8 +402,7 @@ def _defaults_taken(given: dict, profile, target, drafter, source, preset) -> tu
         "timing": source.name,
         "engine": preset.key,
     }
-    taken = [f"{part} {value}" for part, value in built.items() if given[part] is None and value is not None]
-    return (f"specsim's defaults, not given: {', '.join(taken)}",) if taken else ()
+    return tuple((part, value) for part, value in built.items() if given[part] is None and value is not None)
 
 
 def _serial_where_blocked(preset: EnginePreset, hardware, target) -> EnginePreset:
@@ -455,6 +453,9 @@ class Deployment:
     engine: EnginePreset | None = None
     #: Choices made for the user where they gave none, each with its source (the draft's TP under this engine).
     choices: tuple = ()
+    #: The parts no argument chose, (part, value) pairs: ("hardware", "h100-sxm"), ("timing", "hybrid"), ...; their
+    #: note is :meth:`defaults_said`.
+    defaults_taken: tuple = ()
 
     def __repr__(self) -> str:  # a notebook's echo: who, on what, timed how (the fields in full: dataclasses.fields)
         drafter = f" + {self.drafter.name}" if self.drafter is not None else ""
@@ -587,8 +588,8 @@ class Deployment:
                 preset = calibration.apply(preset, None if decode_only else kind)
                 choices += (calibration.said(),)
                 given = dict.fromkeys(given, "calibration") | {"draft": given["draft"]}
-            choices += _defaults_taken(given, profile, target_model, drafter, source, preset)
-            return cls(profile, target_model, drafter, source, preset, choices)
+            taken = _defaults_taken(given, profile, target_model, drafter, source, preset)
+            return cls(profile, target_model, drafter, source, preset, choices, taken)
         except VocabularyMismatch as err:
             if defaulted:
                 raise ValueError(
@@ -881,7 +882,14 @@ class Deployment:
         lines += model_assumptions(self.hardware, [m for m in (self.target, self.draft) if m is not None])
         if getattr(self.target, "is_hybrid", False):
             lines.append(self.engine.recurrent.describe())
-        return lines + list(self.choices)
+        return lines + list(self.choices) + self.defaults_said()
+
+    def defaults_said(self, timed: bool = True) -> list[str]:
+        """The note naming specsim's defaults taken (:attr:`defaults_taken`; none where every part was given): the
+        header names each part, and this which of them nobody chose.  ``timed`` False leaves out the step-time source,
+        for an answer that times nothing (:meth:`memory_notes`)."""
+        taken = [f"{part} {value}" for part, value in self.defaults_taken if timed or part != "timing"]
+        return [f"specsim's defaults, not given: {', '.join(taken)}"] if taken else []
 
     def _draft_overhead_line(self) -> list[str]:
         """The per-pass overhead a draft pass inside a round sheds (drafter_pass: t_D differs from steptime's), as the
@@ -959,7 +967,7 @@ class Deployment:
     def notes(self) -> list[str]:
         """What the step-time source could not answer from its own data, the choices made for the user, and defaults the
         configs relied on."""
-        notes = list(self.choices) + list(self.source.notes) + self._model_notes()
+        notes = list(self.choices) + self.defaults_said() + list(self.source.notes) + self._model_notes()
         notes += fp8_cache_notes(self)
         notes += self._overlap_assumed()
         notes += self._host_unmeasured()
@@ -971,8 +979,8 @@ class Deployment:
     def memory_notes(self) -> list[str]:
         """The notes a memory answer (``specsim capacity``) stands on: the choices made for the user, specsim's defaults
         among them, the defaults the models' configs relied on (a cache sized on them) and the draft's cache dtype; not
-        the notes on step times, which it does not time."""
-        return list(self.choices) + self._model_notes() + self._draft_cache_said()
+        the notes on step times, which it does not time, nor the step-time source among the defaults."""
+        return list(self.choices) + self.defaults_said(timed=False) + self._model_notes() + self._draft_cache_said()
 
     def _model_notes(self) -> list[str]:
         """What the target's and the draft's configs left unsaid, each note named by its model."""
