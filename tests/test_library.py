@@ -261,7 +261,7 @@ def test_schedule(capsys):
     from specsim.engines import REGISTRY, parse_version
 
     dep = deployment()
-    cap = deployment_capacity(dep, 1128, None, 0.9)
+    cap = deployment_capacity(dep, 1128, None, None)  # the engine's own share, as the CLI (its notes say what fits)
     answer = schedule_answer(dep, 0.8, "alpha 0.8", cap, max_batch=64, contexts=[512, 8192])
     assert _article_context(printed)
     assert printed == as_json(answer.to_dict())

@@ -651,6 +651,16 @@ def test_the_context_table_says_where_its_batches_do_not_fit_at_that_context(cap
     assert f"L=32768 above batch {fits} do not fit in memory" in said and "L=512" not in said
     assert main(["schedule", "--alpha", "0.8", "--contexts", "512"]) == 0  # nothing said where every batch fits
     assert "by batch and context:" not in capsys.readouterr().err
+    # --json said neither: each cell says whether it fits, and the document carries the notes
+    assert main(["schedule", "--alpha", "0.8", "--contexts", "512,32768", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {c["fits_in_memory"] for c in doc["by_context"] if c["context"] == 512} == {True}
+    assert (
+        {c["batch"] for c in doc["by_context"] if c["context"] == 32768 and not c["fits_in_memory"]}
+        == {c["batch"] for c in doc["by_context"] if c["context"] == 32768 and c["batch"] > fits}
+        != set()
+    )
+    assert said.removeprefix("note: ") in doc["notes"]
 
 
 def test_the_context_table_refuses_a_context_past_the_models_positions_and_names_a_column_that_never_fits(capsys):

@@ -10,6 +10,7 @@ engine's configuration is then written from the ranges by that engine's ``render
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -64,15 +65,15 @@ class ScheduleAnswer:
             )
         return out
 
-    def _contexts_past_memory(self) -> list[str]:
-        """The --contexts columns whose larger batches do not fit in memory with the draft at that context (the memory
-        of :attr:`capacity`, each sequence holding that context): their cells are a speedup no deployment reaches."""
+    @functools.cached_property
+    def _fit_by_context(self) -> dict:
+        """The most sequences that fit in memory with the draft at each of :attr:`contexts` tokens per sequence (the
+        memory of :attr:`capacity`, each sequence holding that context)."""
         from specsim.serving.capacity import capacity, reserved_context
 
         cap = self.capacity
-        short = []
-        for L in self.contexts:
-            fits = capacity(
+        return {
+            L: capacity(
                 self.deployment,
                 reserved_context(int(L), None),
                 cap.memory_utilization,
@@ -81,6 +82,14 @@ class ScheduleAnswer:
                 max_batched_tokens=cap.max_batched_tokens,
                 max_num_seqs=cap.max_num_seqs,
             ).max_batch_with_draft
+            for L in self.contexts
+        }
+
+    def _contexts_past_memory(self) -> list[str]:
+        """The --contexts columns whose larger batches do not fit in memory with the draft at that context
+        (:attr:`_fit_by_context`): their cells are a speedup no deployment reaches."""
+        short = []
+        for L, fits in self._fit_by_context.items():
             if fits < 1:
                 short.append(f"L={L} at every batch (not one sequence fits)")
             elif fits < self.max_batch:
@@ -120,12 +129,14 @@ class ScheduleAnswer:
 
     def by_context(self) -> list[dict] | None:
         """The best gamma (or tree) and its speedup per (batch, context) of :attr:`contexts`
-        (:func:`specsim.speculation.schedule.context_table`); None where no contexts were asked."""
+        (:func:`specsim.speculation.schedule.context_table`), each cell saying whether its batch fits in memory with the
+        draft at its context (``fits_in_memory``); None where no contexts were asked."""
         if not self.contexts:
             return None
         from specsim.speculation.schedule import batch_grid, context_table
 
-        return context_table(
+        fit = self._fit_by_context
+        cells = context_table(
             self.deployment,
             self.acceptance,
             batch_grid(self.max_batch),
@@ -135,6 +146,7 @@ class ScheduleAnswer:
             self.tree,
             self.sibling,
         )
+        return [c | {"fits_in_memory": bool(c["batch"] <= fit[c["context"]])} for c in cells]
 
     def to_dict(self) -> dict:
         """What ``specsim schedule --format json`` prints."""
@@ -158,6 +170,7 @@ class ScheduleAnswer:
             "drafter": self.deployment.drafter.kind,
             "provenance": self.deployment.provenance(),
             "deployment": self.deployment.identity(),
+            "notes": self.notes,
         }
         if self.contexts:
             out["by_context"] = self.by_context()
