@@ -99,6 +99,17 @@ def test_speedup_closed_form_takes_the_alpha_of_a_metrics_page(capsys, tmp_path)
     assert code == 2 and "--cost-ratio takes --alpha (or a --metrics page): the closed form names no drafter" in err
 
 
+def test_speedup_json_gives_the_alpha_its_rows_were_computed_at_where_it_was_taken_by_default(capsys):
+    # Without --alpha the drafter's published one rate applies (the label says 0.800); the key said null.
+    code, out, _ = run(capsys, "speedup", "--gamma", "4", "--batch", "1", "--json")
+    (row,) = json.loads(out)
+    said = float(row["acceptance"].split()[1])
+    assert code == 0 and row["alpha"] == pytest.approx(said, abs=5e-4)
+    # Per-position rates have no one alpha: the key stays null there.
+    code, out, _ = run(capsys, "speedup", "--gamma", "2", "--batch", "1", "--acceptance", "0.9,0.7", "--json")
+    assert code == 0 and json.loads(out)[0]["alpha"] is None
+
+
 def test_speedup_from_the_model_reproduces_figure_3(capsys):
     code, out, _ = run(
         capsys,
@@ -669,3 +680,39 @@ def test_explain_draws_its_figure_as_svg_too(tmp_path, capsys):
     assert main(["explain", "--timing", "roofline", "--batch", "1,8", "--plot", str(out)]) == 0
     text = out.read_text()
     assert text.lstrip().startswith("<?xml") and "<svg" in text
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("optimal-gamma", "--batch", "1,8"),
+        ("speedup", "--gamma", "2", "--batch", "1,8"),
+        ("compare", "--batch", "1,8"),
+        ("explain", "--batch", "8"),
+        ("schedule",),
+        ("optimal-gamma", "--concurrency", "4", "--input-len", "500", "--output-len", "100"),
+        ("optimal-gamma", "--tree", "topk:2,depth:3,tokens:8", "--batch", "1"),
+        ("serve-sim", "--concurrency", "2", "--input-len", "200", "--output-len", "20", "--requests", "8"),
+        ("serve-sweep", "--concurrency", "1,2", "--input-len", "200", "--output-len", "20", "--requests", "8"),
+    ],
+)
+def test_every_answers_json_gives_the_rates_it_was_computed_at(argv, capsys):
+    # The JSON gave the acceptance as a label alone ("alpha 0.800 (the published default ...)"), compare's not even that,
+    # and speedup's "alpha" was null under the default acceptance, whose 0.8 its own label printed: a notebook had to
+    # parse text for the number.  Each now carries the rates beside the label, the same object in every command.
+    code, out, _ = run(capsys, *argv, "--json")
+    doc = json.loads(out)
+    rows = doc if isinstance(doc, list) else [doc]
+    default = Deployment.build().drafter.default_acceptance(Deployment.build().target)[0]
+    for row in rows:
+        assert row["acceptance_rates"] == {
+            "alpha": default.alpha,
+            "per_position": None,
+            "measured_steps": None,
+            "source": default.source,
+        }
+        assert row.get("alpha", default.alpha) == default.alpha  # speedup's own "alpha" is the rate too
+    code, out, _ = run(capsys, *argv, "--acceptance", "0.9,0.7", "--json")
+    rows = json.loads(out)
+    rates = (rows if isinstance(rows, list) else [rows])[0]["acceptance_rates"]
+    assert rates["alpha"] is None and rates["per_position"] == [0.9, 0.7]

@@ -119,6 +119,7 @@ def test_optimal_gamma_at_a_load_and_with_a_calibration(capsys, tmp_path):
     from specsim.calibration.file import read_calibration
     from specsim.core.defaults import DEFAULT_GAMMA_MAX
     from specsim.core.workloads import mean_context_tokens
+    from specsim.speculation.acceptance import acceptance_rates
     from specsim.speculation.deployment import Deployment
 
     dep = deployment()
@@ -136,7 +137,7 @@ def test_optimal_gamma_at_a_load_and_with_a_calibration(capsys, tmp_path):
         lengths=lengths.description,
     )
     kv = {"plain": float(answer.state.kv_bytes[0]), "speculating": float(answer.state.kv_bytes[1])}
-    extra = {"acceptance": answer.acceptance, "kv_cache_bytes_per_gpu": kv}
+    extra = {"acceptance": answer.acceptance, "acceptance_rates": acceptance_rates(acc), "kv_cache_bytes_per_gpu": kv}
     extra |= {"provenance": dep.provenance(), "deployment": dep.identity(), "lengths": lengths.description}
     assert all(p["engine_limits"].startswith(answer.limits.label) for p in printed)
     assert [{k: v for k, v in p.items() if k != "engine_limits"} for p in printed] == as_json(
@@ -288,6 +289,7 @@ def test_compare(capsys):
     printed = cli(capsys, "compare", *BASE, "--alpha", "0.8", "--batch", "1,64,256")
 
     from specsim.answers.compare import compare_answer
+    from specsim.speculation.acceptance import acceptance_rates
 
     dep = deployment()
     answer = compare_answer(dep, 0.8, [1, 64, 256], 1128, None, 16, None, None)  # the engine's own share, as the CLI
@@ -302,7 +304,8 @@ def test_compare(capsys):
     }
     assert largest["limits_from"].startswith("vLLM's defaults")
     assert _article_context(printed)
-    records = [r | {"context_tokens": 1128, "context_basis": "given"} for r in records]
+    rates = {"acceptance": "alpha 0.8", "acceptance_rates": acceptance_rates(0.8)}
+    records = [r | {"context_tokens": 1128, "context_basis": "given"} | rates for r in records]
     assert printed == as_json(
         [
             r | {"at_largest_batch": largest, "provenance": dep.provenance(), "deployment": dep.identity()}

@@ -24,7 +24,6 @@ from specsim.core.limits import (
     MAX_GAMMA,
     check_int,
     check_real,
-    is_real,
     whole_batches,
     whole_numbers,
 )
@@ -36,7 +35,7 @@ from specsim.serving.capacity import (
     require_target_fits,
     reserved_context,
 )
-from specsim.speculation.acceptance import tokens_per_round
+from specsim.speculation.acceptance import acceptance_rates, tokens_per_round
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import NOT_WEIGHED, OptimalGamma, optimal_gamma, search_bound, speedup_from_cost_ratio
 from specsim.timing.assumptions import model_assumptions
@@ -237,6 +236,7 @@ def gamma_answer(
         "max_batch_without_draft": cap.max_batch_without_draft,
         "max_batch_with_draft": cap.max_batch_with_draft,
     }
+    rates = acceptance_rates(acceptance)
     rows = []
     for i, batch in enumerate(batches):
         gamma = int(best.gamma[i])
@@ -249,6 +249,7 @@ def gamma_answer(
             "context_tokens": int(context),
             "context_basis": context_basis(context),
             "acceptance": label,
+            "acceptance_rates": rates,
             "drafter": dep.drafter.kind,
             **_round_parts(times, i, off, np.shape(times.round_s)),
             "bound_target": str(times.target.bound[i]),
@@ -426,11 +427,13 @@ def speedup_rows(
     tokens = np.broadcast_to(
         times.tokens, b.shape
     )  # per batch where the verified prefix varies with it (DSpark, suffix)
+    rates = acceptance_rates(acceptance)
     return [
         {
             "batch": batch,
-            "alpha": float(acceptance) if is_real(acceptance) else None,  # an int or numpy alpha is one too
+            "alpha": rates["alpha"],  # None where the rates are per position
             "acceptance": label,
+            "acceptance_rates": rates,
             "gamma": gamma,
             "tokens_per_step": float(tokens[i]),
             "speedup": float(s[i]),

@@ -10,6 +10,7 @@ import numpy as np
 from specsim.answers.context import LOAD_CONTEXT, context_basis
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, check_int, is_real
+from specsim.speculation.acceptance import acceptance_rates
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma
 
@@ -80,6 +81,7 @@ def round_anatomy(
     from specsim.answers.acceptance import checked_label
 
     label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
+    rates = acceptance_rates(acceptance)
     b = np.atleast_1d(np.asarray(batches, dtype=float))  # a load's mean decode batch is a fraction (load_anatomy)
     if b.ndim != 1 or b.size == 0 or not np.all(np.isfinite(b) & (b >= 1) & (b <= MAX_BATCH)):
         raise ValueError(f"batches must be a non-empty list of batch sizes in [1, {MAX_BATCH:,}], got {batches!r:.60}")
@@ -116,6 +118,7 @@ def round_anatomy(
                 "context_tokens": int(context),
                 "context_basis": context_basis(context),
                 "acceptance": label,
+                "acceptance_rates": rates,
                 "provenance": dep.provenance(),
                 "deployment": dep.identity(),
             }

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from specsim.answers.context import LOAD_CONTEXT, context_basis
 from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
 from specsim.serving.capacity import Capacity
+from specsim.speculation.acceptance import acceptance_rates
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.schedule import DEFAULT_MAX_BATCH, DEFAULT_MIN_GAIN, DEFAULT_SCHEDULE_RTOL
 
@@ -167,6 +168,7 @@ class ScheduleAnswer:
             "context_tokens": int(self.context),
             "context_basis": context_basis(self.context) if self.load is None else LOAD_CONTEXT,
             "acceptance": self.label,
+            "acceptance_rates": acceptance_rates(self.acceptance),
             "drafter": self.deployment.drafter.kind,
             "provenance": self.deployment.provenance(),
             "deployment": self.deployment.identity(),

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsim.serving.capacity import Capacity
-from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR, TreeSpec
+from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR, TreeSpec, acceptance_rates
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma, optimal_tree
 
@@ -47,6 +47,7 @@ def tree_answer(
     from specsim.answers.acceptance import checked_label
 
     label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
+    rates = acceptance_rates(acceptance)
     from specsim.answers.context import context_basis
     from specsim.core.limits import whole_batches
 
@@ -92,6 +93,7 @@ def tree_answer(
                     f"chain, gamma={t.depth}" if t.is_chain else f"tree topk={t.topk} depth={t.depth} tokens={t.tokens}"
                 ),
                 "acceptance": label,
+                "acceptance_rates": rates,
                 "drafter": dep.drafter.kind,
                 "timing_source": source(i, t),
                 "provenance": dep.provenance(),

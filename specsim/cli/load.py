@@ -20,6 +20,7 @@ from specsim.cli.flags import (
 )
 from specsim.cli.report import describe, ms, print_json, print_notes, table
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_RATE_PER_S, MAX_WORKERS
+from specsim.speculation.acceptance import acceptance_rates
 
 __all__ = ["run_serve_sim", "run_serve_sweep"]
 
@@ -191,6 +192,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
                 "workload": (args.workload or DEFAULT_WORKLOAD) if by_workload else None,  # --workload's type names it
                 "requests_per_run": len(requests),
                 "acceptance": acc_label,
+                "acceptance_rates": acceptance_rates(acc),
                 "gamma_policy": meta["gamma_policy"],
                 "context_tokens": int(round(meta["context_hint"])),
                 "context_basis": LOAD_CONTEXT,
@@ -612,6 +614,7 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
                 plural: frame.to_dict(orient="records"),
                 "findings": findings,
                 "acceptance": acc_label,
+                "acceptance_rates": acceptance_rates(acc),
                 "gamma_policy": policy,
                 "workload": None if lengths is not None else workload.name,
                 "lengths": None if lengths is None else {"input_len": lengths[0], "output_len": lengths[1]},

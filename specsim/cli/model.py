@@ -46,6 +46,7 @@ from specsim.core.defaults import (
     DEFAULT_TARGET,
 )
 from specsim.core.limits import MAX_CONTEXT, MAX_GAMMA
+from specsim.speculation.acceptance import acceptance_rates
 
 __all__ = [
     "run_alpha",
@@ -544,6 +545,7 @@ def run_compare(args: argparse.Namespace) -> int:
         for r in records:
             r["at_largest_batch"] = largest
             r["context_tokens"], r["context_basis"] = int(args.context), context_basis(args.context)
+            r["acceptance"], r["acceptance_rates"] = acc_label, acceptance_rates(acc)  # (it named neither)
             r["provenance"] = dep.provenance()
             r["deployment"] = dep.identity()
         print_json(records)
@@ -949,6 +951,7 @@ def run_at_load(args: argparse.Namespace, kind: str, loads: list, gamma: int | N
         kv = answer.state.kv_bytes
         shared = {
             "acceptance": answer.acceptance,
+            "acceptance_rates": acceptance_rates(acc),
             "engine_limits": answer.limits.label + args.limits_said,
             "kv_cache_bytes_per_gpu": None if kv is None else {"plain": float(kv[0]), "speculating": float(kv[1])},
             "provenance": dep.provenance(),

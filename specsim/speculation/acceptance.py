@@ -53,6 +53,7 @@ __all__ = [
     "DEFAULT_SIBLING_FACTOR",
     "Acceptance",
     "TreeSpec",
+    "acceptance_rates",
     "alpha_from_acceptance_length",
     "as_acceptance",
     "checked_acceptance",
@@ -403,6 +404,33 @@ def as_acceptance(value: object) -> Acceptance:
     if isinstance(value, Acceptance):
         return value
     return Acceptance(alpha=float(checked_acceptance(value)))
+
+
+def acceptance_rates(value: object) -> dict:
+    """The rates an answer was computed at, as its JSON gives them beside the ``acceptance`` label: one ``alpha`` or
+    the ``per_position`` P(drafted token k accepted), the other None; ``measured_steps``, the draft steps one alpha was
+    measured at where known (a calibration's); and where the numbers came from.
+
+    >>> acceptance_rates(0.8)
+    {'alpha': 0.8, 'per_position': None, 'measured_steps': None, 'source': ''}
+    >>> acceptance_rates(Acceptance(cumulative=(0.9, 0.72), source="--acceptance"))["per_position"]
+    [0.9, 0.72]
+    """
+    if not isinstance(value, Acceptance) and np.ndim(value) > 0:  # an alpha per point (a figure's grid)
+        return {
+            "alpha": np.asarray(value, dtype=float).tolist(),
+            "per_position": None,
+            "measured_steps": None,
+            "source": "",
+        }
+    acc = as_acceptance(value)
+    one = acc.alpha is not None
+    return {
+        "alpha": float(acc.alpha) if one else None,
+        "per_position": None if one else [float(c) for c in acc.cumulative],
+        "measured_steps": acc.measured_steps,
+        "source": acc.source,
+    }
 
 
 def parse_acceptance(text: str) -> Acceptance:
