@@ -63,7 +63,7 @@ def _cluster(workers: int = 2):
 def test_serve_sweep_on_a_dask_cluster_prints_what_the_process_pool_and_one_process_print(capsys):
     # The process pool forks: it runs before the cluster's threads start (a fork beside threads warns on 3.12).
     serial = _run(capsys, SWEEP)
-    pool = _run(capsys, SWEEP + ["--workers", "2"])
+    pool = _run(capsys, SWEEP + ["--jobs", "2"])  # serve-sim's flag (--workers, its old name, in test_cluster.py)
     serial_json = _run(capsys, SWEEP + ["--json"])
     with _cluster() as (address, ran):
         cluster = _run(capsys, SWEEP + ["--executor", address])
@@ -154,7 +154,7 @@ def silent_port():
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["--workers", "2", "--executor", "dask"], "--workers 2 sizes a process pool on this machine, and --executor dask"),
+        (["--jobs", "2", "--executor", "dask"], "--jobs 2 sizes a process pool on this machine, and --executor dask"),
         (["--executor", "dask://127.0.0.1:{free}"], "--executor dask://127.0.0.1:{free}: cannot connect to 127.0.0.1:{free}"),
         (["--executor", "dask://127.0.0.1:{silent}"], "--executor dask://127.0.0.1:{silent}: no Dask scheduler answered at "
          "127.0.0.1:{silent} within 0.5 s (is it a dask scheduler's port?)"),

@@ -89,12 +89,20 @@ def _runner(args: argparse.Namespace, runs: int, requests: int):
         elif jobs <= 1:
             yield None, done
         else:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            start = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(start)) as pool:
+            with _process_pool(jobs) as pool:
                 yield pool, done
+
+
+@contextlib.contextmanager
+def _process_pool(jobs: int):
+    """A pool of ``jobs`` processes on this machine (serve-sim's runs, serve-sweep's loads), forked where the platform
+    can: the workers start with the parent's modules loaded."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    start = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(start)) as pool:
+        yield pool
 
 
 def _one_place(args: argparse.Namespace, flag: str, value: int | None) -> None:
@@ -108,15 +116,13 @@ def _one_place(args: argparse.Namespace, flag: str, value: int | None) -> None:
 
 @contextlib.contextmanager
 def _sweep_executor(args: argparse.Namespace):
-    """serve-sweep's rates on the cluster --executor names, in a pool of --workers processes, or here (None)."""
-    _one_place(args, "--workers", args.workers)
+    """serve-sweep's rates on the cluster --executor names, in a pool of --jobs processes, or here (None)."""
+    _one_place(args, "--jobs", args.jobs)
     if args.executor is not None:
         with open_executor(args.executor, len(args.rates)) as executor:
             yield executor
-    elif args.workers is not None and args.workers > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(max_workers=args.workers) as pool:
+    elif args.jobs is not None and args.jobs > 1:
+        with _process_pool(args.jobs) as pool:
             yield pool
     else:
         yield None
@@ -747,7 +753,7 @@ def _parser_serve_sim(sub) -> None:
     )
     p.add_argument(
         "--jobs",
-        type=int_at_least(1, "jobs", 1024),
+        type=int_at_least(1, "jobs", MAX_WORKERS),
         help="processes the runs are spread over (default: the cores this process may use, where the runs "
         f"simulate {PARALLEL_FROM_REQUESTS:,} requests or more; every figure is the same whatever the number)",
     )
@@ -795,11 +801,14 @@ def _parser_serve_sweep(sub) -> None:
     add_serving_args(p, lengths=False)
     _add_lengths(p)
     p.add_argument(
-        "--workers",
-        type=int_at_least(1, "workers", MAX_WORKERS),
-        help="parallel simulations (a process pool; default 1: one after the other)",
+        "--jobs",
+        "--workers",  # its name before it took serve-sim's
+        dest="jobs",
+        type=int_at_least(1, "jobs", MAX_WORKERS),
+        help="processes the loads are spread over, as serve-sim's --jobs its runs (default 1: one after the other; "
+        "every figure is the same whatever the number); --workers is the same flag",
     )
-    add_executor_arg(p, "--workers")
+    add_executor_arg(p, "--jobs")
     p.add_argument(
         "--runs",
         type=int_at_least(1, "runs", MAX_SERVE_RUNS),
