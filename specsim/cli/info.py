@@ -1,15 +1,16 @@
-"""Commands that show or check what specsim holds: toy, acceptance, hardware, models, reproduce and figures."""
+"""Commands that show or check what specsim holds or what a measurement implies: toy, acceptance, alpha, hardware,
+models, reproduce and figures."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from specsim.cli.flags import int_at_least, names, nonempty, nonneg_number
+from specsim.cli.flags import int_at_least, names, nonempty, nonneg_number, number
 from specsim.cli.report import print_json, table
-from specsim.core.limits import MAX_SEED
+from specsim.core.limits import MAX_GAMMA, MAX_SEED
 
-__all__ = ["run_acceptance", "run_figures", "run_hardware", "run_models", "run_reproduce", "run_toy"]
+__all__ = ["run_acceptance", "run_alpha", "run_figures", "run_hardware", "run_models", "run_reproduce", "run_toy"]
 
 
 def run_toy(args: argparse.Namespace) -> int:
@@ -345,6 +346,108 @@ def run_figures(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_alpha(args: argparse.Namespace) -> int:
+    from specsim.speculation.acceptance import alpha_from_acceptance_length
+
+    if args.metrics is not None:
+        if args.acceptance_length is not None:
+            raise ValueError("give either --metrics FILE or --acceptance-length X with --gamma G, not both")
+        return _alpha_from_metrics(args)
+    if args.acceptance_length is None or args.gamma is None:
+        raise ValueError("give --acceptance-length X and --gamma G (the gamma the measurement used), or --metrics FILE")
+    alpha = float(alpha_from_acceptance_length(args.acceptance_length, args.gamma))
+    source = getattr(args, "alpha_source", "--acceptance-length")  # a page's, where one gave it
+    if args.json:
+        page = {} if source == "--acceptance-length" else {"source": source}
+        print_json({"alpha": alpha, "acceptance_length": args.acceptance_length, "gamma": args.gamma} | page)
+    else:
+        print(
+            f"alpha = {alpha:.4f}  (mean acceptance length {args.acceptance_length:g} at gamma {args.gamma}"
+            + (f"; {source})" if source != "--acceptance-length" else ")")
+        )
+    return 0
+
+
+def _alpha_from_metrics(args: argparse.Namespace) -> int:
+    from specsim.speculation.metrics import read_page
+
+    m = read_page(args.metrics, args.model_name)
+    if isinstance(m, float):  # SGLang's page holds the mean accept length alone: its steps come from --gamma
+        length = m
+        if args.gamma is None:
+            raise ValueError(
+                f"{args.metrics} is an SGLang page: its mean accept length is {length:.4g} tokens a verification, and "
+                "SGLang does not say the steps; give --gamma, the --speculative-num-steps it ran with"
+            )
+        args.acceptance_length, args.alpha_source = length, f"{args.metrics}: SGLang mean accept length"
+        args.metrics = None
+        return run_alpha(args)
+    if args.gamma is not None and m.gamma is not None and args.gamma != m.gamma:  # taken from the page, not dropped
+        raise ValueError(
+            f"--gamma {args.gamma} but {args.metrics}'s drafts are of gamma {m.gamma} (drafted tokens per draft): "
+            "the page says it; drop --gamma"
+        )
+    if args.gamma is not None and m.gamma is None:
+        raise ValueError(
+            f"--gamma {args.gamma} but {args.metrics}'s drafts vary in length ({m.mean_draft_length:.2f} drafted tokens "
+            "a draft on average: a dynamic schedule), which no one gamma describes; drop --gamma"
+        )
+    out = m.to_dict()
+    if args.json:
+        print_json(out)
+        return 0
+    far = out["positions_far_from_alpha"]
+    if m.gamma is None:
+        print(
+            f"{args.metrics}: {m.drafts:,.0f} drafts with {m.mean_draft_length:.2f} drafted tokens each on average (gamma varied: "
+            f"a dynamic schedule), {m.accepted_tokens:,.0f} of {m.draft_tokens:,.0f} drafted tokens accepted ({m.acceptance_rate:.1%})"
+        )
+        print(
+            f"mean acceptance length {m.mean_acceptance_length:.4f} tokens per target pass; alpha is not identifiable from "
+            "counters that mix draft lengths: measure at a fixed gamma (num_speculative_tokens without a schedule)"
+        )
+    else:
+        print(
+            f"{args.metrics}: {m.drafts:,.0f} drafts of gamma = {m.gamma}, {m.accepted_tokens:,.0f} of {m.draft_tokens:,.0f} drafted tokens accepted"
+        )
+        print(
+            f"mean acceptance length {m.mean_acceptance_length:.4f} tokens per target pass; implied alpha = {m.alpha:.4f}"
+        )
+    if m.accepted_per_position and m.gamma is not None:
+        print()
+        rows = []
+        for k, (c, a) in enumerate(zip(out["per_position_cumulative"], out["per_position_conditional"])):
+            rows.append(
+                [
+                    k,
+                    f"{c:.4f}",
+                    "undefined (no draft reached it)" if a is None else f"{a:.4f}",
+                    f"{m.alpha ** (k + 1):.4f} / {m.alpha:.4f}",
+                ]
+            )
+        print(
+            table(
+                [
+                    "position",
+                    "P(accepted so far)",
+                    "P(accepted | previous accepted)",
+                    "one-alpha model: alpha^(k+1) / alpha",
+                ],
+                rows,
+                ">>><",
+            )
+        )
+    if far:
+        print(
+            f"\nwarning: the acceptance rate at position(s) {', '.join(map(str, far))} differs from alpha by more than "
+            "0.05 and more than sampling noise (4 standard errors; smaller departures are not named): acceptance is "
+            "not independent per position.  For gamma <= "
+            f"{m.gamma}, use the per-position rates (E = 1 + sum of P(accepted so far)) rather than one alpha.",
+            file=sys.stderr,
+        )
+    return 0
+
+
 # -- flags: each command's own, declared beside its handler --------------------------------------------------
 def _parser_toy(sub) -> None:
     p = sub.add_parser(
@@ -408,10 +511,28 @@ def _parser_reproduce(sub) -> None:
     p.set_defaults(func=run_reproduce)
 
 
+def _parser_alpha(sub) -> None:
+    p = sub.add_parser(
+        "alpha",
+        help="alpha from a measured mean acceptance length or a saved vLLM /metrics page",
+        description="Invert E(alpha, gamma): vLLM's mean acceptance length is 1 + accepted/drafts. "
+        "With --metrics, read vLLM's spec_decode counters and per-position acceptance.",
+    )
+    p.add_argument("--acceptance-length", type=number, help="mean tokens per verification pass, in [1, gamma+1]")
+    p.add_argument(
+        "--gamma", type=int_at_least(1, "gamma", MAX_GAMMA), help="speculative tokens per step of the measurement"
+    )
+    p.add_argument("--metrics", help="a saved Prometheus /metrics page of a vLLM server")
+    p.add_argument("--model-name", help="with --metrics: the model_name label to read, if several")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_alpha)
+
+
 #: The commands of this module, each with the function that declares its flags.
 PARSERS = {
     "toy": _parser_toy,
     "acceptance": _parser_acceptance,
+    "alpha": _parser_alpha,
     "hardware": _parser_hardware,
     "models": _parser_models,
     "figures": _parser_figures,

@@ -29,7 +29,7 @@ COMMANDS = {
     "explain": "model",
     "speedup": "model",
     "steptime": "model",
-    "alpha": "model",
+    "alpha": "info",
     "capacity": "model",
     "schedule": "deploy",
     "compare": "model",
