@@ -367,3 +367,42 @@ def test_capacitys_memory_line_shows_a_short_contexts_kv_in_mb(context, shown, c
     assert main(["capacity", "--context", str(context)]) == 0
     memory = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("memory"))
     assert memory.endswith(f"KV per sequence {shown}"), memory
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        (),
+        ("--target", "deepseek-v3", "--tp", "8", "--draft", "mtp", "--hardware", "h200"),
+        ("--target", "gpt-oss-120b", "--draft", "eagle3", "--hardware", "h200", "--context", "4096"),
+    ],
+)
+def test_capacity_verbose_shows_how_each_models_weights_and_kv_per_token_are_counted(argv, capsys):
+    # capacity -v printed what capacity printed: nothing of how the weights and the KV per sequence were counted.  The
+    # lines give each model's parameters and storage, and its layers, heads and cache dtype; their bytes are the JSON's.
+    import json
+    import re
+
+    from specsim.cli.main import main
+
+    assert main(["capacity", *argv, "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert main(["capacity", "-v", *argv]) == 0
+    out = capsys.readouterr().out
+    assert main(["capacity", *argv]) == 0
+    assert ": KV " not in capsys.readouterr().out  # -v's alone
+    said = [line for line in out.splitlines() if ": weights " in line or ": KV " in line]
+    assert said == record["memory_counted"] and len(said) == 4
+    weights = [float(re.search(r"= ([\d.]+) GB per GPU", line).group(1)) for line in said if ": weights " in line]
+    assert weights == pytest.approx(
+        [record["target_weight_bytes"] / 1e9, record["draft_weight_bytes"] / 1e9], abs=0.006
+    )
+    per_token = re.search(r"= ([\d,]+) bytes per token", said[1]).group(1)
+    dep = Deployment.build(record["hardware"], record["target"], None if not argv else argv[argv.index("--draft") + 1],
+                           target_options={"tp": 8} if "--tp" in argv else None)  # fmt: skip
+    assert int(per_token.replace(",", "")) == dep.target.kv_bytes_per_token
+    full = dep.target.n_full_layers == dep.target.n_attention_layers  # no window: a sequence holds per token x context
+    if full:
+        assert int(per_token.replace(",", "")) * record["context_tokens"] == pytest.approx(
+            record["target_kv_bytes_per_seq"]
+        )

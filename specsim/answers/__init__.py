@@ -50,6 +50,7 @@ __all__ = [
     "gamma_answer",
     "hardware_record",
     "loop_rows",
+    "memory_counted",
     "row_source",
     "scheduled_batches",
     "speedup_rows",
@@ -375,8 +376,15 @@ def capacity_record(
         **cap.to_dict(),
         "context_basis": context_basis(context),
         "smallest_fitting_tp": fitting_tp_for(dep, cap),
+        "memory_counted": memory_counted(dep),
         "notes": dep.memory_notes(),
     }
+
+
+def memory_counted(dep: Deployment) -> list[str]:
+    """How the weights and the KV cache per token of the target and the draft are counted (``capacity -v``; the JSON's
+    ``memory_counted``): :meth:`specsim.describe.shapes.ModelShape.memory_said` of each."""
+    return [line for m in (dep.target, dep.draft) if m is not None for line in m.memory_said()]
 
 
 # -- speedup and steptime ---------------------------------------------------------------------

@@ -384,7 +384,8 @@ def run_steptime(args: argparse.Namespace) -> int:
 
 
 def run_capacity(args: argparse.Namespace) -> int:
-    from specsim.answers import capacity_at, capacity_record
+    from specsim.answers import capacity_at, capacity_record, memory_counted
+    from specsim.cli import report
 
     dep = deployment(args)
     # a --calibration's limits where none is given, as the other commands' memory checks take them
@@ -395,6 +396,9 @@ def run_capacity(args: argparse.Namespace) -> int:
     cap = capacity_at(dep, args.context, args.memory_util, args.gamma, tokens, seqs)
     for line in capacity_summary(cap, dep, getattr(args.context, "basis", None)):
         print(line)
+    if report.VERBOSE:  # how each model's weights and KV per token are counted (the JSON's memory_counted)
+        for line in memory_counted(dep):
+            print(line)
     if seqs is None and dep.drafter is not None:  # the engine's own limit where it is below what fits (SGLang's 48)
         limits, where, _ = limits_and_source(args, dep.engine, dep.hardware)
         spec = int(limits.seqs(True))

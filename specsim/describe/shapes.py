@@ -761,6 +761,54 @@ class ModelShape:
         """KV-cache bytes per token over all attention layers on one rank, below any sliding window."""
         return self.n_attention_layers * self.kv_bytes_per_token_per_layer
 
+    def memory_said(self) -> list[str]:
+        """How its memory per GPU is counted (``specsim capacity -v``): the weights, from the parameters and their
+        storage, and the KV cache per token, from the layers, heads and cache dtype (:attr:`kv_bytes_per_token`).
+
+        >>> from specsim.describe.models import get_model
+        >>> get_model("llama-3.1-8b").memory_said()[1]
+        'llama-3.1-8b: KV 32 attention layers x 2 (K, V) x 8 KV heads x 128 dims x 2 bytes (bf16) = 131,072 bytes per token'
+        """
+        tp = f" at TP {self.tp}" if self.tp > 1 else ""
+        stored = (
+            self.weight_dtype
+            if self.expert_dtype_ == self.weight_dtype
+            else f"{self.weight_dtype}, experts {self.expert_dtype_}"
+        )
+        lines = [
+            f"{self.name}: weights {format_count(self.total_params)} parameters ({stored}"
+            + (f"; vocabulary and norms {self.head_dtype_}" if self.head_dtype_ != self.weight_dtype else "")
+            + ("; the vocabulary matrices are the target's, not counted here" if self.vocab_from_target else "")
+            + f") = {self.weight_bytes / 1e9:.2f} GB per GPU{tp}"
+        ]
+        elem = BYTES_PER_ELEMENT[self.kv_dtype]
+        if self.n_attention_layers:
+            if self.is_mla:
+                per_layer = f"({self.kv_lora_rank} latent + {self.qk_rope_head_dim} rope dims)"
+            else:
+                heads = self.n_kv_heads / self.tp if self.n_kv_heads >= self.tp else 1
+                per_layer = f"2 (K, V) x {heads:g} KV heads{' per GPU' if self.tp > 1 else ''} x {self.head_dim} dims"
+            lines.append(
+                f"{self.name}: KV {self.n_attention_layers} attention layer{'s' if self.n_attention_layers != 1 else ''} x {per_layer} x {elem:g} bytes "
+                f"({self.kv_dtype}) = {self.kv_bytes_per_token:,.0f} bytes per token{' per GPU' if self.tp > 1 else ''}"
+                + (
+                    f"; {self.n_sliding_layers} of the layers keep at most {self.sliding_window:,} tokens"
+                    if self.n_sliding_layers
+                    else ""
+                )
+                + (
+                    f"; {self.n_chunked_layers} keep a chunk of {self.attention_chunk_size:,}"
+                    if self.n_chunked_layers
+                    else ""
+                )
+            )
+        if self.is_hybrid:
+            lines.append(
+                f"{self.name}: recurrent state {self.recurrent_state_bytes / 1e6:.2f} MB per sequence "
+                f"({self.n_recurrent_layers} recurrent layers, {self.state_dtype_}), whatever its length"
+            )
+        return lines
+
     def attended_tokens(self, context: object) -> np.ndarray:
         """Layer-tokens a sequence at ``context`` caches and attends to:
         n_full L + n_sliding min(L, window) + n_chunked (L mod chunk)."""
