@@ -486,9 +486,9 @@ def test_calibrate(capsys, tmp_path):
 
 
 def test_compose_kernels(capsys, tmp_path):
-    printed = cli(
-        capsys, "compose-kernels", "--hardware", "h100-sxm", "--models", "llama-3.2-1b", "--out", str(tmp_path)
-    )
+    # --out a new folder: made (it was refused, "no such folder (create it first)", where figures' --out is made)
+    argv = ("--hardware", "h100-sxm", "--models", "llama-3.2-1b", "--out", str(tmp_path / "steps"))
+    printed = cli(capsys, "compose-kernels", *argv)
 
     from specsim.describe.hardware import load_hardware
     from specsim.describe.models import get_model
@@ -496,7 +496,7 @@ def test_compose_kernels(capsys, tmp_path):
 
     source = KernelSource(load_hardware("h100-sxm"), "vllm")
     frame = compose_steps(source, get_model("llama-3.2-1b"))
-    path = tmp_path / "h100-sxm-vllm-kernel-steps.csv"
+    path = tmp_path / "steps" / "h100-sxm-vllm-kernel-steps.csv"
     assert path.read_text() == frame.to_csv(index=False, float_format="%.9g")
     assert printed == [
         {

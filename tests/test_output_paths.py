@@ -43,7 +43,7 @@ FILE_COMMANDS = {
     "measure --out": ("measure --model tiny-5m --device cpu --batch 1 --out {out}", ".csv"),
 }
 #: Commands that write a folder of files: bench-plan makes a new one, figures makes it with its parents, compose-kernels
-#: writes into one that exists.
+#: makes it where its parent exists (it wrote only into one that existed).
 FOLDER_COMMANDS = {
     "bench-plan --out": "bench-plan --engine vllm --draft eagle3 --out {out}",
     "figures --out": "figures --only roofline --out {out}",
@@ -185,7 +185,7 @@ FOLDER_ROWS = [
     ("figures --out", "file as the folder", "it is a file, not a folder (give a folder, or move the file)"),
     ("compose-kernels --out", "file as the folder", "it is a file, not a folder (give a folder, or move the file)"),
     ("bench-plan --out", "missing folder", "folder '{out}/nowhere' does not exist (create it first)"),
-    ("compose-kernels --out", "missing folder", "no such folder (create it first)"),
+    ("compose-kernels --out", "missing folder", "folder '{out}/nowhere' does not exist (create it first)"),
     *[
         (command, case, reason)
         for command in FOLDER_COMMANDS
@@ -203,7 +203,6 @@ FOLDER_ROWS = [
 
 
 def _folder_path(command: str, case: str, out: Path, monkeypatch) -> Path:
-    new = "compose-kernels" not in command  # compose-kernels writes into a folder that exists
     if case == "file as the folder":
         (out / "afile").write_text("mine")
         return out / "afile"
@@ -219,11 +218,11 @@ def _folder_path(command: str, case: str, out: Path, monkeypatch) -> Path:
         return out / "loop"
     if case == "read-only":
         _read_only(monkeypatch, folder=True)
-        return out / "plan" if new else out
+        return out / "plan"
     if case == "no permission":
         locked = _no_permission(out)
-        return locked / "plan" if new else locked
-    return _refused_by(case) / "specsim" if new else _refused_by(case)
+        return locked / "plan"
+    return _refused_by(case) / "specsim"
 
 
 @pytest.mark.parametrize("command, case, reason", FOLDER_ROWS, ids=[f"{r[0]}-{r[1]}" for r in FOLDER_ROWS])

@@ -214,16 +214,32 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def run_compose_kernels(args: argparse.Namespace) -> int:
+    from specsim.core.files import make_folder
+
+    with make_folder(
+        args.out
+    ) as out:  # created if missing, as figures' --out (and removed again if nothing is written)
+        report = _compose_kernels(args, out)
+    if args.json:
+        print_json(report)
+    else:
+        for r in report:
+            covered = ", ".join(f"{m} ({n})" for m, n in r["models"].items())
+            print(f"{r['hardware']}: {r['steps']} steps composed -> {r['file']}  [{covered}]; {r['source']}")
+    return 0
+
+
+def _compose_kernels(args: argparse.Namespace, out) -> list[dict]:
+    """Each --hardware's composed steps written to ``out`` (all or none), and what each file holds."""
     import io
 
     import pandas as pd
 
-    from specsim.core.files import atomic_write_many, check_folder, check_output
+    from specsim.core.files import atomic_write_many, check_output
     from specsim.describe.hardware import load_hardware
     from specsim.describe.models import get_model
     from specsim.timing.kernels import KernelSource, compose_steps
 
-    out = check_folder(args.out)
     jobs = []
     for device in args.hardware:
         path = check_output(out / f"{device}-{args.engine}-kernel-steps.csv")
@@ -252,13 +268,7 @@ def run_compose_kernels(args: argparse.Namespace) -> int:
             }
         )
     atomic_write_many(files)
-    if args.json:
-        print_json(report)
-    else:
-        for r in report:
-            covered = ", ".join(f"{m} ({n})" for m, n in r["models"].items())
-            print(f"{r['hardware']}: {r['steps']} steps composed -> {r['file']}  [{covered}]; {r['source']}")
-    return 0
+    return report
 
 
 # -- flags: each command's own, declared beside its handler --------------------------------------------------
@@ -446,7 +456,7 @@ def _parser_compose_kernels(sub) -> None:
         "--out",
         type=nonempty("out", "folder"),
         required=True,
-        help="output folder for <hardware>-<engine>-kernel-steps.csv",
+        help="output folder for <hardware>-<engine>-kernel-steps.csv, created if missing",
     )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_compose_kernels)
