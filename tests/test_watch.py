@@ -1059,3 +1059,60 @@ def test_rules_written_without_a_source_answer_json_with_what_was_written(capsys
     assert main([*argv, "--alert-rules", str(rules)]) == 0  # the text says it on stdout, as before
     out, _ = capsys.readouterr()
     assert out.startswith(f"wrote {rules}")
+
+
+def _raw_server(answer: bytes):
+    """A TCP server on 127.0.0.1 that answers every connection with ``answer`` and closes it: (url, stop)."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.2)
+    done = threading.Event()
+
+    def serve():
+        while not done.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.recv(65536)
+                conn.sendall(answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+
+    def stop():
+        done.set()
+        thread.join(timeout=5)
+        listener.close()
+
+    return f"http://127.0.0.1:{listener.getsockname()[1]}/metrics", stop
+
+
+@pytest.mark.parametrize(
+    "answer, message",
+    [
+        # Another service on the port (an SSH server): http.client's BadStatusLine came out as a traceback.
+        (b"SSH-2.0-OpenSSH_8.9\r\n", "did not answer HTTP"),
+        # A chunked reply cut off: IncompleteRead, a traceback.
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n", "did not answer HTTP"),
+        # A page cut off before its Content-Length: read as a whole page that lacks the counters after the cut (mid-watch,
+        # a restart that did not happen).
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5000\r\n\r\n"
+            b'vllm:num_requests_running{engine="0",model_name="m"} 1.0\n',
+            "sent 57 of the 5,000 bytes it announced: the page was cut off",
+        ),
+    ],
+)
+def test_a_reply_that_is_not_whole_http_is_named_in_one_line(answer, message, capsys):
+    url, stop = _raw_server(answer)
+    try:
+        code = main(["watch", "--url", url, "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--once"])
+    finally:
+        stop()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and message in err[0], err

@@ -8,6 +8,7 @@ counters at each window's end, ``avg_over_time`` for the gauges over each window
 
 from __future__ import annotations
 
+import http.client
 import json
 import math
 import re
@@ -36,6 +37,9 @@ def _get(url: str, what: str, timeout: float = TIMEOUT_S) -> tuple[bytes, str]:
         with urllib.request.urlopen(request, timeout=timeout) as reply:  # noqa: S310 - the address the user named
             body = reply.read(MAX_PAGE_BYTES + 1)
             kind = reply.headers.get("Content-Type", "")
+            announced = reply.headers.get("Content-Length", "")
+    except http.client.HTTPException as err:  # another service on the port, a chunked reply cut off
+        raise ValueError(f"{what} did not answer HTTP ({type(err).__name__}: {str(err).strip()[:80]!r})") from None
     except urllib.error.HTTPError as err:
         detail = ""
         try:
@@ -46,6 +50,12 @@ def _get(url: str, what: str, timeout: float = TIMEOUT_S) -> tuple[bytes, str]:
     except (urllib.error.URLError, OSError) as err:
         reason = getattr(err, "reason", err)
         raise ValueError(f"cannot reach {what}: {reason}") from None
+    # read(n) returns what came before the connection closed: a page cut off there would be read as whole, without
+    # the counters after the cut (mid-watch, a restart that did not happen).
+    if announced.isdigit() and len(body) < int(announced) <= MAX_PAGE_BYTES:
+        raise ValueError(
+            f"{what} sent {len(body):,} of the {int(announced):,} bytes it announced: the page was cut off"
+        )
     if len(body) > MAX_PAGE_BYTES:
         raise ValueError(f"{what} sent more than {MAX_PAGE_BYTES // 2**20} MiB: not a metrics page")
     return body, kind
