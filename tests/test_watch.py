@@ -1116,3 +1116,23 @@ def test_a_reply_that_is_not_whole_http_is_named_in_one_line(answer, message, ca
         stop()
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and message in err[0], err
+
+
+def test_a_vllm_page_without_per_position_counters_takes_the_draft_length_from_its_drafted_tokens(day):
+    # A scrape that drops the per-position series (a metric_relabel_configs rule, say) left every window "give --gamma"
+    # and the watch ending with status 0, though vLLM's drafted tokens over its drafts are the draft length.
+    names, reads = _reads(day, "vllm@0.20.0")
+    bare = [
+        r.__class__(
+            r.t, r.model, {k: v for k, v in r.counters.items() if k[0] != names.accepted_per_position}, r.gauges
+        )
+        for r in reads
+    ]
+    w = window_between(bare[0], bare[4], names)
+    assert w.gamma == 3 and w.usable and w.per_position is None
+    assert w.acceptance_length == pytest.approx(window_between(reads[0], reads[4], names).acceptance_length)
+    assert any(f"{names.draft_tokens} over {names.drafts}" in n for n in w.notes)
+    # Drafts of several lengths (an n-gram drafter's, a per-batch schedule's) do not say it: still asked for.
+    key = next(k for k in bare[4].counters if k[0] == names.draft_tokens)
+    ragged = bare[4].__class__(bare[4].t, MODEL, bare[4].counters | {key: bare[4].counters[key] - 7}, bare[4].gauges)
+    assert window_between(bare[0], ragged, names).gamma is None

@@ -358,6 +358,13 @@ def window_between(
             pos = positions(names.accepted_per_position)
             if pos:
                 per_position = tuple(d(names.accepted_per_position, k) / drafts for k in pos)
+            elif g is None and names.draft_tokens is not None and abs(draft_length - round(draft_length)) < 1e-9:
+                # No per-position series (a scrape that drops them): drafts that all drafted the same number of tokens
+                # say the draft length (drafts of several lengths, an n-gram drafter's or a schedule's, do not).
+                g = base["gamma"] = int(round(draft_length))
+                notes.append(
+                    f"draft length {g} from {names.draft_tokens} over {names.drafts} (no per-position counters)"
+                )
         basis = names.acceptance_basis
     elif names.drafted_per_position is not None and d(names.drafted_per_position, 0) > 0:
         drafts = d(names.drafted_per_position, 0)
