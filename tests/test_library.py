@@ -681,9 +681,9 @@ def test_replay(capsys, tmp_path):
 
     dep = deployment()
     day = simulate_day(dep, [(0.0, 2.0), (300.0, 0.0)], 0.6, 3, 1000, 256, changes=[(180.0, 0.4)], seed=0)
-    names, _, _ = metric_names(DEFAULT_ENGINE)
+    names, release, _ = metric_names(DEFAULT_ENGINE)
     model = dep.target.source or dep.target.name
-    assert out.read_text() == openmetrics(day, names, model, 60.0, 1700000000.0)
+    assert out.read_text() == openmetrics(day, names, model, 60.0, 1700000000.0, release)
     assert f"wrote {out}: {day.description}" in capsys.readouterr().out
 
 

@@ -1136,3 +1136,24 @@ def test_a_vllm_page_without_per_position_counters_takes_the_draft_length_from_i
     key = next(k for k in bare[4].counters if k[0] == names.draft_tokens)
     ragged = bare[4].__class__(bare[4].t, MODEL, bare[4].counters | {key: bare[4].counters[key] - 7}, bare[4].gauges)
     assert window_between(bare[0], ragged, names).gamma is None
+
+
+@pytest.mark.parametrize("engine", ["vllm@0.24.0", "sglang@0.5.23"])
+def test_a_replayed_page_shows_the_names_that_tell_its_release(day, engine):
+    # specsim's own replay of vLLM 0.24.0 lacked vllm:num_requests_waiting_by_reason, so watching it said "its release
+    # cannot be told from an earlier one by its names": the replay now writes the names its release exports.
+    from specsim.watch.replay import openmetrics, pages
+
+    names, release, shown = metric_names(engine)
+    page = pages(day, names, MODEL, 30.0, start_s=1.7e9, release=release)[3]
+    samples = parse_prometheus(page)
+    assert check_names({n for n, _, _ in samples}, names, release, shown, "page") == ""
+    assert read_samples(samples, names, 1.7e9).counters == _reads(day, engine)[1][3].counters  # the counts as before
+    # and no name of a later release: the page of the release before the newest marker is told apart
+    earlier = max(since for _, since in names.later if since <= release)
+    before = tuple(earlier[:2]) + (earlier[2] - 1,) if earlier[2] else (earlier[0], earlier[1] - 1, 0)
+    old = parse_prometheus(pages(day, names, MODEL, 30.0, start_s=1.7e9, release=before)[3])
+    assert check_names({n for n, _, _ in old}, names, before, shown, "page") == ""
+    assert check_names({n for n, _, _ in old}, names, release, shown, "page").startswith("page does not show")
+    newest = max((m for m in names.later if m[1] <= release), key=lambda m: m[1])[0]
+    assert f"# TYPE {newest} unknown" in openmetrics(day, names, MODEL, 30.0, 1.7e9, release=release)

@@ -121,7 +121,7 @@ def run_replay(args: argparse.Namespace) -> int:
         "deployment": dep.identity(),
     }
     if args.out is not None:
-        atomic_write_text(args.out, openmetrics(day, names, model, args.page_seconds, start))
+        atomic_write_text(args.out, openmetrics(day, names, model, args.page_seconds, start, release))
         if args.json:
             from specsim.cli.report import print_json
 
@@ -132,7 +132,7 @@ def run_replay(args: argparse.Namespace) -> int:
             f"every {args.page_seconds:g} s (backfill: promtool tsdb create-blocks-from openmetrics {args.out} DATA_DIR)"
         )
         return 0
-    texts = pages(day, names, model, args.page_seconds, start_s=start)
+    texts = pages(day, names, model, args.page_seconds, start_s=start, release=release)
     host, port = args.listen
     with ReplayServer(texts, path=names.path, host=host, port=port) as server:
         if args.json:  # one line, then the pages are served until interrupted

@@ -5,7 +5,8 @@ test it against a real Prometheus server.
 given times) through the serving simulator (:func:`specsim.serving.simulator.simulate`) and keeps what an engine's
 metrics count (:class:`~specsim.serving.counters.StepCounters`).  :func:`pages` writes them, read every ``page_s``
 seconds of the day, as the release's /metrics pages would show them (:class:`~specsim.engines.base.MetricNames`: names,
-labels, what is counted per iteration and what when a request finishes, ``_created`` samples), with prometheus_client,
+labels, what is counted per iteration and what when a request finishes, ``_created`` samples, and, untyped at 0, the names
+that tell the release from earlier ones, as its page shows them), with prometheus_client,
 each sample stamped with its time.  :class:`ReplayServer` serves them one per GET on the engine's path, for a
 Prometheus server to scrape (it keeps the stamps: ``honor_timestamps``), on 127.0.0.1 unless told otherwise.
 """
@@ -87,11 +88,22 @@ def simulate_day(
     return DayCounters(counters, float(profile[-1][0]), int(gamma), what)
 
 
-def _families(names, state: dict, ks: list, models: tuple, gamma: int, stamps: list, created: float):
+def _markers(names, release: tuple | None) -> tuple:
+    """The names that tell ``release`` from earlier ones (:attr:`MetricNames.later`, those it exports) that a page
+    does not write already: a replayed page of that release shows them, as the engine's does (None: none)."""
+    if release is None:
+        return ()
+    written = {n.removesuffix("_total") for n in names.counters() + names.gauges()}
+    return tuple(name for name, since in names.later if since <= tuple(release) and name not in written)
+
+
+def _families(
+    names, state: dict, ks: list, models: tuple, gamma: int, stamps: list, created: float, markers: tuple = ()
+):
     """prometheus_client metric families of the reads ``ks`` of ``state`` (:meth:`StepCounters.at`; one page where
     ``ks`` holds one, a whole day in one family each for OpenMetrics), stamped ``stamps`` (None: unstamped), the same
-    counts under each of ``models``."""
-    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+    counts under each of ``models``; ``markers`` (:func:`_markers`) untyped at 0, for the names alone."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, UnknownMetricFamily
 
     def labels(model, extra: tuple, more: dict | None = None):
         out = {names.model_label: model} | dict(extra) | (more or {})
@@ -158,6 +170,12 @@ def _families(names, state: dict, ks: list, models: tuple, gamma: int, stamps: l
     if names.gamma_info is not None:
         info, label = names.gamma_info
         yield gauge(info, np.ones(len(state["running"])), g, {label: str(gamma), "spec_enabled": "true"})
+    for name in markers:  # what the simulator does not count: only the name is read (check_names)
+        family = UnknownMetricFamily(name, name, labels=labels("", g)[0])
+        for model in models:
+            for stamp in stamps:
+                family.add_metric(labels(model, g)[1], 0.0, timestamp=stamp)
+        yield family
 
 
 def _state(day: DayCounters, names, times: np.ndarray) -> dict:
@@ -167,10 +185,18 @@ def _state(day: DayCounters, names, times: np.ndarray) -> dict:
     return state
 
 
-def pages(day: DayCounters, names, model, page_s: float, start_s: float = 0.0, stamps: bool = True) -> list:
+def pages(
+    day: DayCounters,
+    names,
+    model,
+    page_s: float,
+    start_s: float = 0.0,
+    stamps: bool = True,
+    release: tuple | None = None,
+) -> list:
     """The /metrics page of ``day`` read every ``page_s`` seconds from 0 to its end, as ``names``'s release writes it
     for ``model`` (a name, or several that then show the same counts), each sample stamped ``start_s`` (Unix seconds)
-    plus its time in the day where ``stamps``."""
+    plus its time in the day where ``stamps``; with the names that tell ``release`` from earlier ones where given."""
     from prometheus_client.exposition import generate_latest
 
     models = (model,) if isinstance(model, str) else tuple(model)
@@ -183,14 +209,24 @@ def pages(day: DayCounters, names, model, page_s: float, start_s: float = 0.0, s
 
         def collect(self):
             return _families(
-                names, state, [self.k], models, day.gamma, [start_s + times[self.k] if stamps else None], start_s
+                names,
+                state,
+                [self.k],
+                models,
+                day.gamma,
+                [start_s + times[self.k] if stamps else None],
+                start_s,
+                _markers(names, release),
             )
 
     return [generate_latest(_Page(k)).decode() for k in range(times.size)]
 
 
-def openmetrics(day: DayCounters, names, model: str, page_s: float, start_s: float) -> str:
-    """The whole day as one OpenMetrics text, every read ``page_s`` seconds apart stamped from ``start_s``: what
+def openmetrics(
+    day: DayCounters, names, model: str, page_s: float, start_s: float, release: tuple | None = None
+) -> str:
+    """The whole day as one OpenMetrics text, every read ``page_s`` seconds apart stamped from ``start_s`` (with the
+    names that tell ``release`` where given, as :func:`pages`): what
     ``promtool tsdb create-blocks-from openmetrics`` turns into blocks a Prometheus server then holds (a past day to
     replay with ``specsim watch --prometheus --start --end``)."""
     from prometheus_client.openmetrics.exposition import generate_latest
@@ -200,7 +236,16 @@ def openmetrics(day: DayCounters, names, model: str, page_s: float, start_s: flo
 
     class _Day:
         def collect(self):
-            return _families(names, state, list(range(times.size)), (model,), day.gamma, list(start_s + times), start_s)
+            return _families(
+                names,
+                state,
+                list(range(times.size)),
+                (model,),
+                day.gamma,
+                list(start_s + times),
+                start_s,
+                _markers(names, release),
+            )
 
     return generate_latest(_Day(), escaping="allow-utf-8").decode()  # names as the engine spells them (colons kept)
 
