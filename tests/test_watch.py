@@ -1157,3 +1157,16 @@ def test_a_replayed_page_shows_the_names_that_tell_its_release(day, engine):
     assert check_names({n for n, _, _ in old}, names, release, shown, "page").startswith("page does not show")
     newest = max((m for m in names.later if m[1] <= release), key=lambda m: m[1])[0]
     assert f"# TYPE {newest} unknown" in openmetrics(day, names, MODEL, 30.0, 1.7e9, release=release)
+
+
+@pytest.mark.parametrize("url", ["examples/vllm-metrics.txt", "file:///tmp/vllm-metrics.txt"])
+def test_a_saved_page_given_to_url_names_what_reads_one(url, capsys):
+    # A file path and a file:// address were "not an http(s) address": an on-call engineer with a saved page was not
+    # told that a watch needs reads over time, nor which command reads the one page.
+    assert main(["watch", "--url", url, "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--once"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is a file: a watch reads a live page over http(s)" in err[0], err
+    assert "specsim alpha --metrics FILE" in err[0]
+    # and an address without its scheme is not taken for a file
+    assert main(["watch", "--url", "localhost:8000", "--draft", "llama-3.2-1b", "--once"]) == 2
+    assert capsys.readouterr().err.strip().endswith("'localhost:8000' has no scheme: give http://localhost:8000")

@@ -62,7 +62,16 @@ def _get(url: str, what: str, timeout: float = TIMEOUT_S) -> tuple[bytes, str]:
 
 
 def _check_url(url: str, flag: str) -> str:
+    if re.match(r"^[A-Za-z0-9_.\-]+:[0-9]+(/|$)", url):  # HOST:PORT without a scheme (urlsplit reads a path or one)
+        raise ValueError(f"{flag} {url!r} has no scheme: give http://{url}")
     parts = urllib.parse.urlsplit(url)
+    if parts.scheme in ("", "file") and parts.path:
+        # A saved page is one read: a window is the difference of two, so a file cannot be watched.
+        raise ValueError(
+            f"{flag} {url!r} is a file: a watch reads a live page over http(s) (e.g. http://127.0.0.1:8000) again and "
+            "again, a window being what changed between reads; a saved page's acceptance is what "
+            "specsim alpha --metrics FILE reads"
+        )
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(f"{flag} {url!r} is not an http(s) address (e.g. http://127.0.0.1:8000)")
     try:
