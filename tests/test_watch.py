@@ -1170,3 +1170,47 @@ def test_a_saved_page_given_to_url_names_what_reads_one(url, capsys):
     # and an address without its scheme is not taken for a file
     assert main(["watch", "--url", "localhost:8000", "--draft", "llama-3.2-1b", "--once"]) == 2
     assert capsys.readouterr().err.strip().endswith("'localhost:8000' has no scheme: give http://localhost:8000")
+
+
+def test_a_draft_length_that_moves_with_the_load_starts_a_new_reference_not_a_drop(dep):
+    # A per-batch-size schedule (vLLM's num_speculative_tokens_per_batch_size, as the watch proposes) drafts 2 tokens
+    # instead of 3 once the load climbs: the acceptance length fell from 2.18 to 1.96 at one alpha, and the drift test
+    # flagged "acceptance dropped" (CUSUM 274) in the first window at the higher load.
+    from specsim.watch.watcher import Watcher
+
+    rng = np.random.default_rng(3)
+    low = _synthetic(rng, 12, 0.6)
+    high = _synthetic(rng, 12, 0.6, gamma=2)
+    windows = [dataclasses.replace(w, draft_length=3.0) for w in low] + [
+        dataclasses.replace(w, start_s=w.start_s + 720, end_s=w.end_s + 720, gamma=3, draft_length=2.0) for w in high
+    ]
+    d = DropDetector()
+    assert [d.update(i, w) for i, w in enumerate(windows)] == [None] * 24
+    # said in the row where it moved
+    watcher = Watcher(SimpleJudge(), DropDetector())
+    rows = watcher.add_all(windows)
+    assert rows[12].note.startswith("the draft length moved from 3.00 to 2.00 tokens a draft")
+    assert not any(r.started for r in rows)
+    # the same windows with the draft length unchanged: the drop is flagged (the test still sees the fall)
+    d = DropDetector()
+    flat = [dataclasses.replace(w, draft_length=None) for w in windows]
+    assert any(d.update(i, w) is not None for i, w in enumerate(flat))
+
+
+class SimpleJudge:
+    """A judge whose every window pays at its gamma: the drift verdicts alone."""
+
+    class limits:
+        label = "test"
+
+        @staticmethod
+        def seqs(_):
+            return 256
+
+    def judge(self, windows, spreads):
+        from types import SimpleNamespace
+
+        return [
+            SimpleNamespace(verdict="pays", best_gamma=w.gamma, gamma=w.gamma, speedup=1.1, best_speedup=1.1)
+            for w in windows
+        ]

@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_FALSE_ALARM",
     "DEFAULT_MIN_DROP",
     "DEFAULT_REFERENCE",
+    "DRAFT_LENGTH_TOLERANCE",
     "FLAG_PROBABILITY",
     "PHI_QUANTILE",
     "Drop",
@@ -48,6 +49,13 @@ DEFAULT_REFERENCE = 10
 #: would otherwise make the test jumpy (on drift-free replays the plain estimate gave 1.3 false alarms per 1,000 windows
 #: against the 1 stated).
 PHI_QUANTILE = 0.10
+#: A window whose draft length (drafted tokens per draft) moved from the reference's by more than this share of the
+#: smallest drop starts a new reference: a per-batch-size schedule drafts fewer tokens at a higher load, and the
+#: acceptance length falls with the draft length while the drafter's acceptance has not moved (2.18 to 1.95 at alpha
+#: 0.6 from 3 drafted tokens to 2). A drafted token more adds at most one accepted, so a move within this shifts the
+#: acceptance length by at most this share of the smallest drop, which leaves the CUSUM's mean run without a change at
+#: (1 / false_alarm)^(1 - 2 x 0.05) windows or more (the exponent of a normal CUSUM's run length, 1 - 2 shift / delta).
+DRAFT_LENGTH_TOLERANCE = 0.05
 #: The stated windows to flag a drop of the smallest size: flagged within them in this share of cases or more (a normal
 #: approximation of the CUSUM's sum of log-likelihood ratios).
 FLAG_PROBABILITY = 0.9
@@ -96,9 +104,10 @@ class DropDetector:
         self.h = math.log(1.0 / self.false_alarm)
         self._restart(None)
 
-    def _restart(self, gamma) -> None:
+    def _restart(self, gamma, draft_length=None) -> None:
         self._buffer: list = []  # (index, x, n, v) of reference windows
-        self.gamma = gamma
+        self.gamma, self.draft_length = gamma, draft_length
+        self.moved = None  # (from, to) where the window just added moved the draft length and restarted the test
         self.mu0 = self.v0 = self.phi = self.gauge_sd = None
         self.cusum = 0.0
         self._since_zero: list = []  # (index, x, n) since the CUSUM was last 0
@@ -151,7 +160,15 @@ class DropDetector:
             return None
         if window.gamma != self.gamma and self.gamma is not None:
             self._restart(window.gamma)
-        self.gamma = window.gamma
+        self.gamma, self.moved = window.gamma, None
+        length = getattr(window, "draft_length", None)
+        if length is not None and self.draft_length is not None:
+            if abs(length - self.draft_length) > DRAFT_LENGTH_TOLERANCE * self.min_drop * (self.mu0 or x):
+                moved = (self.draft_length, length)
+                self._restart(window.gamma, length)
+                self.moved = moved
+        elif length is not None:
+            self.draft_length = length
         v = window.draft_variance() if n else None
         if not self.ready:
             self._buffer.append((index, x, n, v))
@@ -174,7 +191,7 @@ class DropDetector:
         ns = np.array([s[2] if s[2] else 1.0 for s in self._since_zero])
         drop = Drop(index, since, float(self.mu0), float((xs * ns).sum() / ns.sum()), float(self.cusum))
         self._restart(
-            self.gamma
+            self.gamma, self.draft_length
         )  # the windows after this one set the next reference (the change may straddle earlier ones)
         return drop
 

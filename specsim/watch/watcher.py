@@ -114,6 +114,7 @@ class Watcher:
         """:meth:`add` for several windows in order, the model asked once for all of them (a replayed day)."""
         first = len(self.rows)
         drift = []  # per window: (sd, drop, reference acceptance length once set, the test where set in it)
+        moved: dict = {}  # per window where the draft length moved: what the drift test did
         for k, w in enumerate(windows):
             if w.restarted:
                 self.detector.reset()
@@ -135,6 +136,11 @@ class Watcher:
                     }
                 )
                 drift.append((sd, drop, d.mu0, test))
+                if d.moved is not None:
+                    moved[k] = (
+                        f"the draft length moved from {d.moved[0]:.2f} to {d.moved[1]:.2f} tokens a draft (a per-batch-size "
+                        "schedule at another load, say): the acceptance length is not comparable, a new drift reference"
+                    )
             else:
                 drift.append((None, None, None, None))
         judgements = self.judge.judge(list(windows), [d[0] for d in drift])
@@ -170,7 +176,7 @@ class Watcher:
                     self.holding.pop("dropped", None)
                     note = "a new drift reference; " + note
                 started += self._model_verdicts(index, w, j)
-                note = "; ".join(n for n in (note, self._past_the_limit(w)) if n)
+                note = "; ".join(n for n in (moved.get(k, ""), note, self._past_the_limit(w)) if n)
             for v in started:
                 self.holding[v.kind] = v
             self.rows.append(Row(index, w, j, tuple(started), tuple(self.holding), note, test))
