@@ -558,6 +558,11 @@ CASES = [
         "h100 --draft eagle3 --steps 3 --engine vllm@0.10 --verify-tokens 2",
         "--verify-tokens 2 is fewer than --steps 3 plus the target's own token: a chain (--topk 1) verifies 4",
     ),
+    (  # every run records its acceptance length: the page was said to apply and applied to none
+        "calibrate-engine --plain examples/bench/vllm-plain.jsonl --spec examples/bench/vllm-eagle3.jsonl --hardware "
+        "h100 --draft eagle3 --steps 3 --engine vllm@0.10 --metrics examples/vllm-metrics.txt",
+        "--metrics vllm-metrics.txt: every speculative run's file records its acceptance length",
+    ),
     (
         "calibrate-engine --plain {tmp}/bench-unknown.json --hardware h100 --target llama-3.1-8b",
         "bench-unknown.json: not a benchmark file specsim reads; read: vllm bench serve",

@@ -146,7 +146,7 @@ def runs_from_files(
     length = None
     if metrics:
         length, where = accept_length_from_page(metrics)
-        notes.append(f"acceptance length of speculative runs whose file has none: {length:.3f} ({where})")
+    filled = 0  # speculative runs that take the page's length
     files = list(plain)
     for paths, steps in spec_groups:
         if verify_tokens is not None and topk <= 1 and verify_tokens < steps + 1:
@@ -162,7 +162,17 @@ def runs_from_files(
             for r in next(read):
                 if r.accept_length is None and length is not None:
                     r = dataclasses.replace(r, accept_length=length)
+                    filled += 1
                 runs.append(CalRun(r, setup))
+    if length is not None:
+        if not filled:  # the page would be said to apply and apply to none
+            raise ValueError(
+                f"--metrics {os.path.basename(metrics)}: every speculative run's file records its acceptance length, "
+                f"so the page's {length:.3f} would be used for none: drop --metrics (it is for runs whose file has none)"
+            )
+        notes.append(
+            f"acceptance length of the {filled} speculative run(s) whose file has none: {length:.3f} ({where})"
+        )
     _refuse_repeated_runs(runs)
     runs, lines = group_sweeps(runs, sweep_by)
     runs, said = with_prompt_spreads(runs, acceptance_spread)
