@@ -1206,7 +1206,7 @@ def test_serve_sweep_over_concurrencies_is_serve_sim_at_each_closed_loop(capsys,
         and "\nspeculation: " in out
         and "speculation lowers TPOT p50 at every concurrency" in out
     )
-    assert out.splitlines()[5].split()[0] == "users"
+    assert out.splitlines()[6].split()[0] == "users"
     frame = serve_sweep(DEP, None, n=30, acceptance=0.7, concurrencies=[2, 4])
     assert list(frame.concurrency) == [2, 4] and "rate" not in frame
     # A sweep where speculation stops paying at some load names it in users.
@@ -1225,6 +1225,19 @@ def test_serve_sweep_over_concurrencies_is_serve_sim_at_each_closed_loop(capsys,
     for bad in ([0], [True], [2.5], []):
         with pytest.raises(ValueError, match="concurrencies must be whole numbers >= 1"):
             serve_sweep(DEP, None, n=10, concurrencies=bad)
+
+
+def test_serve_sweep_names_the_engine_limits_it_ran_under_as_serve_sim_does(capsys):
+    """max_num_seqs and the token budget bound every row (SGLang's speculating server holds 48 of 64 users), so the sweep
+    names them and their source, in text and JSON, in serve-sim's words (they had been named nowhere)."""
+    common = ["--concurrency", "4", "--input-len", "200", "--output-len", "32", "--requests", "8", "--engine", "sglang"]
+    assert main(["serve-sim", *common, "--runs", "1", "--json"]) == 0
+    limits = json.loads(capsys.readouterr().out)["engine_limits"]
+    assert "48 speculating" in limits
+    assert main(["serve-sweep", *common, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["engine_limits"] == limits
+    assert main(["serve-sweep", *common]) == 0
+    assert f"\nengine limits: {limits}\n" in capsys.readouterr().out
 
 
 def test_serve_sim_does_not_compare_throughput_when_the_arms_served_different_requests(capsys):

@@ -630,6 +630,7 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
                 "seeds": list(range(args.seed, args.seed + args.runs)),
                 # the SLOs the attainment columns and the findings' largest loads are judged by (None: not given)
                 "slo": {"ttft_s": slo[0], "tpot_s": slo[1], "attainment": DEFAULT_SLO_ATTAINMENT},
+                "engine_limits": limits.label + args.limits_said,  # serve-sim's words: they bound every row
                 "provenance": dep.provenance(),
                 "deployment": dep.identity(),
                 "plot": args.plot,
@@ -646,7 +647,7 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
     )
     closed = "" if load == "rate" else ", closed loops"
     print(f"{what}{closed}; {n} requests per {'rate' if load == 'rate' else 'concurrency'}{runs}; {acc_label}")
-    print(f"speculation: {policy}\n")
+    print(f"speculation: {policy}\nengine limits: {limits.label}{args.limits_said}\n")
 
     def cell(r, col: str, shown) -> str:
         ci = getattr(r, f"{col}_ci", None)
