@@ -557,3 +557,17 @@ def test_the_shipped_plans_script_is_what_bench_plan_writes_today_but_for_its_es
     for name in ("run.sh", "plan.yaml"):
         shipped = Path("examples/bench/plan", name).read_text()
         assert timeless(shipped) == timeless(files[name]), name
+
+
+def test_bench_plan_names_the_deployment_defaults_it_planned_for_as_every_command_does(tmp_path, capsys):
+    # Without --hardware and --target the plan benchmarks an H100 serving Llama-3.1-8B; every other command names those
+    # defaults in a note, bench-plan named none (text or JSON).
+    for extra in ([], ["--json"]):
+        out = tmp_path / f"plan{len(extra)}"
+        assert main(["bench-plan", "--engine", "vllm@0.24.0", "--draft", "eagle3", "--out", str(out), *extra]) == 0
+        err = capsys.readouterr().err
+        assert "note: specsim's defaults, not given: hardware h100-sxm, target llama-3.1-8b" in err, err
+    out = tmp_path / "given"
+    argv = ["bench-plan", "--engine", "vllm@0.24.0", "--draft", "eagle3", "--hardware", "h100", "--out", str(out)]
+    assert main(argv + ["--target", "llama-3.1-8b", "--timing", "hybrid"]) == 0
+    assert "specsim's defaults, not given" not in capsys.readouterr().err

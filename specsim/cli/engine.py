@@ -6,6 +6,7 @@ The physics and the fit live in :mod:`specsim.calibration` (``plan``, ``runs``, 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from specsim.cli.flags import add_model_args, csv_text, engine_type, int_at_least, int_list, nonempty, number
@@ -87,6 +88,7 @@ def run_bench_plan(args: argparse.Namespace) -> int:
     (out / "run.sh").chmod(0o755)
     if args.json:
         print_json(plan.to_dict() | {"folder": str(out), "files": sorted(files)})
+        _deployment_notes(dep)
         return 0
     from specsim.calibration.plan import _minutes
 
@@ -112,7 +114,16 @@ def run_bench_plan(args: argparse.Namespace) -> int:
         print(f"  note: {note}")
     print(f"wrote {out}/: {', '.join(sorted(files))}")
     print(f"next: bash {out}/run.sh, then specsim calibrate-engine --plan {out}/plan.yaml --out calibration.yaml")
+    _deployment_notes(dep)
     return 0
+
+
+def _deployment_notes(dep) -> None:
+    """The notes the planned deployment stands on, on stderr as every command says them: the defaults taken for parts
+    no flag named (a plan for an H100 serving Llama-3.1-8B had said neither was a default) and what the models' configs
+    left unsaid; not the step-time notes of the estimate, whose advice names flags bench-plan does not take."""
+    for note in dep.memory_notes():
+        print(f"note: {note}", file=sys.stderr)
 
 
 # -- flags: each command's own, declared beside its handler --------------------------------------------------
