@@ -1770,6 +1770,22 @@ def test_the_spread_of_acceptance_is_read_from_requests_measured_one_at_a_time()
     ]
 
 
+def test_a_spread_assumed_zero_names_its_sweeps_beside_one_read_from_the_files():
+    # The H100 study's gsm8k file by lengths is two sweeps: 60 in / 128 out, whose single requests give a spread, and
+    # 60 in / 64 out, which has none. The note of the 0 assumed named no sweep, and read as the first's contradiction.
+    from specsim.calibration.inputs import runs_from_files
+
+    folder = "examples/bench/public/h100-llama-3.1-8b-eagle3-k"
+    runs, _, notes = runs_from_files([f"{folder}/plain-gsm8k.jsonl"], [([f"{folder}/eagle3-k3-gsm8k.jsonl"], 3)])
+    spreads = {c.setup.sweep: c.setup.acceptance_spread for c in runs if c.setup}
+    read = {sweep for sweep, value in spreads.items() if value > 0}
+    zero = sorted(sweep for sweep, value in spreads.items() if value == 0)
+    assert read and zero
+    (assumed,) = [n for n in notes if "0 assumed" in n]
+    named = assumed.split(": 0 assumed")[0]
+    assert all(sweep in named for sweep in zero) and not any(sweep in named for sweep in read), assumed
+
+
 def test_calibrate_engine_says_the_share_of_memory_it_takes_and_the_runs_its_kv_cache_cannot_hold(capsys, tmp_path):
     # At 0.227 of an H100's memory the 8B target and vLLM's start-up leave room for 7 plain users of 1,128 tokens and no
     # speculating one: the runs past that are named, predicted at what the cache holds; at the engine's own share (vLLM

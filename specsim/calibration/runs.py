@@ -173,9 +173,12 @@ def with_prompt_spreads(runs: list[CalRun], given: float | None = None) -> tuple
                 f"acceptance spread across prompts of sweep {sweep}: {value:.3f}, from {n} requests measured one at a "
                 "time (their acceptance lengths, less what chance gives each)"
             )
-        if given is None and any(c.setup is not None and c.sweep not in recorded for c in out):
+        unread = list(dict.fromkeys(c.sweep for c in out if c.setup is not None and c.sweep not in recorded))
+        if given is None and unread:
+            # named by sweep where another sweep's spread was read from its files: a bare "0 assumed" read as its denial
+            which = f" of sweep{'s' if len(unread) > 1 else ''} {'; '.join(unread)}" if recorded else ""
             notes.append(
-                "acceptance spread across prompts: 0 assumed (every prompt accepts alike; --acceptance-spread): an "
+                f"acceptance spread across prompts{which}: 0 assumed (every prompt accepts alike; --acceptance-spread): an "
                 "offline batch waits for its slowest request, and prompts that accept less are slower, so with a "
                 "real spread the speculative runs take longer than this fit's model says"
             )
