@@ -124,3 +124,21 @@ def test_guidellm_reports_and_plan_results_are_read_by_the_one_statistic_too(tmp
     _, runs, _, notes = runs_from_plan(str(folder / "plan.yaml"))
     assert {c.run.statistic for c in runs} == {"median"}
     assert any(n.startswith(f"latencies read by their medians: {one.name}#1 records no mean") for n in notes)
+
+
+def test_runs_whose_requests_did_not_all_complete_are_named(tmp_path):
+    """A vllm bench serve run records the requests it sent (num_prompts) and those that completed; its latencies and
+    throughput are the completed ones'. Ten of 200 failed (timeouts, prompts past the model's length) was read in
+    silence; it is named, and a run whose every request completed is not."""
+    from specsim.calibration.inputs import runs_from_files
+
+    records = [json.loads(x) for x in Path(f"{BENCH}/vllm-plain.jsonl").read_text().splitlines()]
+    short = dict(records[1])
+    short |= {"completed": 190, "failed": 10, "total_input_tokens": 190_000, "total_output_tokens": 190 * 256}
+    short |= {"request_throughput": 190 / short["duration"], "output_throughput": 190 * 256 / short["duration"]}
+    (tmp_path / "plain.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [records[0], short, *records[2:]]))
+    _, _, notes = runs_from_files([str(tmp_path / "plain.jsonl")], [([f"{BENCH}/vllm-eagle3.jsonl"], 3)])
+    (said,) = [n for n in notes if "did not complete" in n]
+    assert "plain.jsonl#2: 10 of 200" in said and "#1" not in said and "vllm-eagle3" not in said
+    _, _, notes = runs_from_files([f"{BENCH}/vllm-plain.jsonl"], [([f"{BENCH}/vllm-eagle3.jsonl"], 3)])
+    assert not any("did not complete" in n for n in notes)

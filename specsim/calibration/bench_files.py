@@ -100,6 +100,9 @@ class BenchRun:
     statistic: str = "mean"
     #: Draft tokens proposed per draft, where the tool counted both (vLLM's spec_decode_draft_tokens / _num_drafts)
     draft_tokens_per_draft: float | None = None
+    #: Requests sent that did not complete (num_prompts - completed, where the tool records both): the latencies and
+    #: throughput are the completed requests'
+    failed: int = 0
 
     @property
     def others_rate_per_s(self) -> float:
@@ -415,6 +418,7 @@ def _serve_run(path: Path, index: int, record: object, tool: str, prefer: str = 
         output_total / duration if duration is not None else None,
         tpot_stat or e2e_stat or "mean",
         _per_draft(record),
+        int(sent - completed) if _is_number(sent := record.get("num_prompts")) and sent > completed else 0,
     )
 
 

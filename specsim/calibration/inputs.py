@@ -174,6 +174,13 @@ def runs_from_files(
             f"acceptance length of the {filled} speculative run(s) whose file has none: {length:.3f} ({where})"
         )
     _refuse_repeated_runs(runs)
+    short = [f"{c.run.where}: {c.run.failed} of {c.run.completed + c.run.failed}" for c in runs if c.run.failed]
+    if short:  # the tool's figures are of the completed requests; a failed one left its user's slot early
+        notes.append(
+            f"requests that did not complete (sent, the file's num_prompts, less completed): {'; '.join(short)}: "
+            "their runs' figures are the completed requests', and a request that failed (a timeout, a prompt past the "
+            "model's length) left its place early, which the serving model the fit uses does not know"
+        )
     runs, lines = group_sweeps(runs, sweep_by)
     runs, said = with_prompt_spreads(runs, acceptance_spread)
     return runs, files, notes + lines + said
