@@ -716,3 +716,16 @@ def test_every_answers_json_gives_the_rates_it_was_computed_at(argv, capsys):
     rows = json.loads(out)
     rates = (rows if isinstance(rows, list) else [rows])[0]["acceptance_rates"]
     assert rates["alpha"] is None and rates["per_position"] == [0.9, 0.7]
+
+
+def test_compare_and_explain_name_the_gammas_they_searched_as_optimal_gamma_does(capsys):
+    # optimal-gamma says "gamma searched over 0..16"; compare said "optimal gamma per batch size" and explain "the best
+    # gamma per batch (at least 1)", neither naming --gamma-max (default 16) nor a block drafter's block (DSpark's 7).
+    for extra, top in (([], 16), (["--gamma-max", "2"], 2), (["--draft", "dspark"], 7)):
+        argv = ["--batch", "1", "--alpha", "0.8", *extra]
+        code, out, _ = run(capsys, "optimal-gamma", *argv)
+        assert code == 0 and f"gamma searched over 0..{top}" in out
+        code, out, _ = run(capsys, "compare", *argv)
+        assert code == 0 and f"gamma searched over 0..{top}" in out, out
+        code, out, _ = run(capsys, "explain", *argv)
+        assert code == 0 and f"the best gamma per batch (searched over 0..{top}, at least 1)" in out, out

@@ -417,6 +417,7 @@ def run_compare(args: argparse.Namespace) -> int:
     if at is not None:
         return run_at_load(args, *at, gamma=args.gamma)
     from specsim.answers.compare import compare_answer
+    from specsim.speculation.search import searched_gamma_max
 
     dep = deployment(args)
     acc, acc_label = model_acceptance(args, dep, args.context)
@@ -452,7 +453,8 @@ def run_compare(args: argparse.Namespace) -> int:
         print_notes(dep)
         return 0
     print(describe(dep, args.context))
-    print(f"{acc_label}; " + ("optimal gamma per batch size" if args.gamma is None else f"gamma fixed at {args.gamma}"))
+    searched = f"gamma searched over 0..{searched_gamma_max(dep, acc, args.gamma_max)}"  # as optimal-gamma says it
+    print(f"{acc_label}; " + (searched if args.gamma is None else f"gamma fixed at {args.gamma}"))
     for line in capacity_summary(cap, dep):
         print(line)
     print()
@@ -521,6 +523,7 @@ def run_explain(args: argparse.Namespace) -> int:
     """Where a round's time goes against batch, next to a plain decode step (text, JSON or a PNG)."""
     from specsim.answers.anatomy import round_anatomy
     from specsim.cli.flags import refuse_gamma_with_gamma_max
+    from specsim.speculation.search import searched_gamma_max
 
     refuse_gamma_with_gamma_max(args, "explain")
     at = _at_load(args)
@@ -543,7 +546,11 @@ def run_explain(args: argparse.Namespace) -> int:
         print_notes(dep)
     else:
         print(describe(dep, args.context))
-        how = f"gamma {args.gamma}" if args.gamma is not None else "the best gamma per batch (at least 1)"
+        how = (
+            f"gamma {args.gamma}"
+            if args.gamma is not None
+            else f"the best gamma per batch (searched over 0..{searched_gamma_max(dep, acc, args.gamma_max)}, at least 1)"
+        )
         print(f"{acc_label}; {how}; every time below is per round, ms\n")
         # Parts no batch has (collectives on one GPU, an engine's per-iteration time of 0) are left out of the table.
         names = [n for n in answer.parts if any(r["parts_s"][n] > 0 for r in answer.rows)]
