@@ -77,7 +77,7 @@ def test_speedup_closed_form(capsys):
     code, out, _ = run(capsys, "speedup", "--alpha", "0.8", "--gamma", "8", "--cost-ratio", "0.05", "--json")
     data = json.loads(out)
     assert (
-        code == 0 and round(data["speedup"], 2) == 3.09 and data["tokens_per_step"] == pytest.approx(4.3289, abs=1e-4)
+        code == 0 and round(data["speedup"], 2) == 3.09 and data["tokens_per_round"] == pytest.approx(4.3289, abs=1e-4)
     )
 
 
@@ -90,7 +90,7 @@ def test_speedup_closed_form_takes_the_alpha_of_a_metrics_page(capsys, tmp_path)
     one = tmp_path / "one-alpha.txt"
     one.write_text("".join(line for line in page.read_text().splitlines(True) if "per_pos" not in line))
     code, out, _ = run(capsys, "speedup", "--metrics", str(one), "--gamma", "3", "--cost-ratio", "0.05", "--json")
-    assert code == 0 and json.loads(out)["tokens_per_step"] == pytest.approx(1 + 77_700 / 40_000, rel=1e-12)
+    assert code == 0 and json.loads(out)["tokens_per_round"] == pytest.approx(1 + 77_700 / 40_000, rel=1e-12)
     code, out, _ = run(capsys, "speedup", "--metrics", str(one), "--gamma", "3", "--cost-ratio", "0.05")
     assert code == 0 and out.startswith("alpha 0.797895 (one-alpha.txt, vLLM mean acceptance length")
     code, _, err = run(capsys, "speedup", "--metrics", str(page), "--gamma", "3", "--cost-ratio", "0.05")
@@ -132,7 +132,7 @@ def test_speedup_from_the_model_reproduces_figure_3(capsys):
     )
     rows = json.loads(out)
     assert [round(r["speedup"], 2) for r in rows] == [1.90, 1.81, 1.49, 1.25]
-    assert all({"t_target_s", "t_draft_s", "t_verify_s", "tokens_per_step"} <= set(r) for r in rows)
+    assert all({"t_target_s", "t_draft_s", "t_verify_s", "tokens_per_round"} <= set(r) for r in rows)
 
 
 def test_steptime_json_keys_and_article_value(capsys):
@@ -668,7 +668,7 @@ def test_a_row_that_turns_speculation_off_prints_the_decode_step_its_speedup_sta
     for r in rows:
         parts = r["gamma"] * r["t_draft_s"] + r["t_verify_s"] + r["t_host_s"] + r["t_graphless_s"]
         assert parts == pytest.approx(r["t_round_s"], rel=1e-12)
-        assert r["speedup"] == pytest.approx(r["tokens_per_step"] * r["t_target_s"] / r["t_round_s"], rel=1e-12)
+        assert r["speedup"] == pytest.approx(r["tokens_per_round"] * r["t_target_s"] / r["t_round_s"], rel=1e-12)
         assert r["t_host_s"] == 0.0 and r.get("bound_verify") == r.get("bound_target")
 
 

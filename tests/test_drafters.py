@@ -280,14 +280,14 @@ def test_metrics_pages_feed_every_command(tmp_path, capsys):
     path.write_text(page)
     assert main(["optimal-gamma", "--metrics", str(path), "--batch", "1", "--json"]) == 0
     row = json.loads(capsys.readouterr().out)[0]
-    assert row["gamma"] <= 3 and row["tokens_per_step"] == pytest.approx(1 + [0, 0.9, 1.55, 1.9][row["gamma"]])
+    assert row["gamma"] <= 3 and row["tokens_per_round"] == pytest.approx(1 + [0, 0.9, 1.55, 1.9][row["gamma"]])
     sg = tmp_path / "sglang.txt"
     sg.write_text('sglang:spec_accept_length{model_name="m"} 2.5\n')
     assert (
         main(["speedup", "--metrics", str(sg), "--metrics-gamma", "3", "--gamma", "3", "--batch", "1", "--json"]) == 0
     )
     row = json.loads(capsys.readouterr().out)[0]
-    assert row["tokens_per_step"] == pytest.approx(2.5, abs=1e-9)
+    assert row["tokens_per_round"] == pytest.approx(2.5, abs=1e-9)
 
 
 # -- boundaries and exact values the mutation run showed untested ---------------------------------------------

@@ -445,7 +445,7 @@ def test_speedup_gives_each_batch_its_own_tokens_where_the_verified_prefix_varie
     dep = _dep("dspark", "qwen3-8b")
     acc = Acceptance(cumulative=(0.617, 0.388, 0.244, 0.158, 0.099, 0.062, 0.041))
     want = dep.outcome(acc, 7, np.array([1.0, 512.0]), 1128).tokens
-    assert [r["tokens_per_step"] for r in rows] == pytest.approx(want.tolist(), rel=1e-12) and want[0] > want[1]
+    assert [r["tokens_per_round"] for r in rows] == pytest.approx(want.tolist(), rel=1e-12) and want[0] > want[1]
     assert main(argv) == 0
     assert (
         f"gamma 7: {want[1]:.4f}-{want[0]:.4f} (the verified prefix varies with batch) tokens per target pass"

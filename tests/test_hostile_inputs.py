@@ -757,7 +757,7 @@ def test_gamma_zero_is_plain_decoding_and_alpha_one_accepts_everything(capsys):
     assert main(["speedup", "--alpha", "0.5", "--gamma", "0", "--cost-ratio", "0.3", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["speedup"] == 1.0
     assert main(["speedup", "--alpha", "1", "--gamma", "4", "--cost-ratio", "0", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["tokens_per_step"] == 5.0
+    assert json.loads(capsys.readouterr().out)["tokens_per_round"] == 5.0
 
 
 def test_fractional_draft_length_is_reported_not_rounded(tmp_path, capsys):

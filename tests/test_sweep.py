@@ -32,7 +32,7 @@ def test_sweep_has_one_row_per_point_and_the_documented_columns():
         "t_draft_s",
         "t_verify_s",
         "cost_ratio",
-        "tokens_per_step",
+        "tokens_per_round",
         "speedup",
         "bound_target",
         "bound_draft",

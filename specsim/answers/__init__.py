@@ -246,7 +246,7 @@ def gamma_answer(
             "batch": batch,
             "gamma": gamma,
             "speedup": float(best.speedup[i]),
-            "tokens_per_step": float(tokens[i]),
+            "tokens_per_round": float(tokens[i]),
             "context_tokens": int(context),
             "context_basis": context_basis(context),
             "acceptance": label,
@@ -397,7 +397,7 @@ def closed_form_answer(alpha: float, gamma: int, cost_ratio: float) -> dict:
         "alpha": alpha,
         "gamma": gamma,
         "cost_ratio": cost_ratio,
-        "tokens_per_step": float(tokens_per_round(alpha, gamma)),
+        "tokens_per_round": float(tokens_per_round(alpha, gamma)),
         "speedup": float(speedup_from_cost_ratio(alpha, gamma, cost_ratio)),
     }
 
@@ -443,7 +443,7 @@ def speedup_rows(
             "acceptance": label,
             "acceptance_rates": rates,
             "gamma": gamma,
-            "tokens_per_step": float(tokens[i]),
+            "tokens_per_round": float(tokens[i]),
             "speedup": float(s[i]),
             "context_tokens": int(context),
             "context_basis": context_basis(context),

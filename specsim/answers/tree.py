@@ -78,7 +78,7 @@ def tree_answer(
                 "batch": batch,
                 "tree": None if t is None else {"topk": t.topk, "depth": t.depth, "tokens": t.tokens},
                 "speedup": float(speedups[i]),
-                "tokens_per_step": float(tokens[i]),
+                "tokens_per_round": float(tokens[i]),
                 "chain_gamma": int(chain.gamma[i]),
                 "chain_speedup": float(chain.speedup[i]),
                 "context_tokens": int(context),

@@ -201,7 +201,7 @@ def _print_tree(args: argparse.Namespace, answer) -> int:
                         if r["tree"]["topk"] == 1
                         else f"k{r['tree']['topk']} d{r['tree']['depth']} n{r['tree']['tokens']}"
                     ),
-                    f"{r['tokens_per_step']:.3f}",
+                    f"{r['tokens_per_round']:.3f}",
                     f"{r['speedup']:.3f}",
                     f"gamma {r['chain_gamma']}",
                     f"{r['chain_speedup']:.3f}",
@@ -245,7 +245,7 @@ def run_speedup(args: argparse.Namespace) -> int:
             print_json(out)
         else:
             print(f"{acc_label}, gamma {args.gamma}, c {args.cost_ratio:g} (verification costs one decode step)")
-            print(f"tokens per step {out['tokens_per_step']:.4f}, speedup {out['speedup']:.4f}")
+            print(f"tokens per step {out['tokens_per_round']:.4f}, speedup {out['speedup']:.4f}")
         return 0
     at = _at_load(args)
     if at is not None:
@@ -263,7 +263,7 @@ def run_speedup(args: argparse.Namespace) -> int:
         print_notes(dep)
         return 0
     print(describe(dep, context))
-    low, high = min(r["tokens_per_step"] for r in rows), max(r["tokens_per_step"] for r in rows)
+    low, high = min(r["tokens_per_round"] for r in rows), max(r["tokens_per_round"] for r in rows)
     tokens = f"{low:.4f}" if low == high else f"{low:.4f}-{high:.4f} (the verified prefix varies with batch)"
     print(f"{acc_label}, gamma {args.gamma}: {tokens} tokens per target pass\n")
     print(

@@ -161,7 +161,7 @@ def sweep(
     DataFrame
         Columns: hardware, target, draft, alpha, gamma, batch, context,
         t_target_s, t_draft_s, t_verify_s, cost_ratio, verify_ratio,
-        tokens_per_step, speedup, bound_target, bound_draft, bound_verify,
+        tokens_per_round, speedup, bound_target, bound_draft, bound_verify,
         timing, engine.
 
     Examples
@@ -190,7 +190,7 @@ def sweep(
             "t_round_s": times.round_s,
             "cost_ratio": times.cost_ratio,
             "verify_ratio": times.verify_ratio,
-            "tokens_per_step": tokens,
+            "tokens_per_round": tokens,
             "speedup": s,
             "bound_target": times.target.bound,
             "bound_draft": times.draft.bound,
@@ -214,7 +214,7 @@ def optimal_gamma_table(
     """The best gamma per (hardware, pair, alpha, batch, context), one row each.
 
     Columns: hardware, target, draft, alpha, batch, context, gamma, speedup,
-    tokens_per_step, t_target_s, t_draft_s, t_verify_s, cost_ratio,
+    tokens_per_round, t_target_s, t_draft_s, t_verify_s, cost_ratio,
     bound_target, bound_draft, bound_verify, at_gamma_max, timing, engine.
     ``timing`` and ``engine`` as in :func:`sweep`.
 
@@ -236,7 +236,7 @@ def optimal_gamma_table(
             "context": g["context"],
             "gamma": best.gamma,
             "speedup": best.speedup,
-            "tokens_per_step": times.tokens,
+            "tokens_per_round": times.tokens,
             "t_target_s": times.target.total_s,
             "t_draft_s": times.draft.total_s,
             "t_verify_s": times.verify.total_s,
@@ -265,7 +265,7 @@ def closed_form_table(alpha: object = 0.8, gamma: object = range(0, 17), cost_ra
         "alpha": g["alpha"],
         "gamma": g["gamma"],
         "cost_ratio": g["cost_ratio"],
-        "tokens_per_step": tokens_per_round(g["alpha"], g["gamma"]),
+        "tokens_per_round": tokens_per_round(g["alpha"], g["gamma"]),
         "speedup": speedup_from_cost_ratio(g["alpha"], g["gamma"], g["cost_ratio"]),
     }
     df = pd.DataFrame({k: np.broadcast_to(v, shape).ravel() for k, v in columns.items()})
