@@ -57,7 +57,7 @@ class RoundAnatomy:
             else f"speculation pays at every batch shown (up to {last['batch']})"
         )
         grow = {
-            p: last["parts_s"][p] / last["t_decode_s"] - first["parts_s"][p] / first["t_decode_s"] for p in self.parts
+            p: last["parts_s"][p] / last["t_target_s"] - first["parts_s"][p] / first["t_target_s"] for p in self.parts
         }
         part = max(grow, key=grow.get)
         if grow[part] > 0:
@@ -107,7 +107,7 @@ def round_anatomy(
                 "batch": batch,
                 "gamma": int(g),
                 "tokens_per_round": tokens,
-                "t_decode_s": decode,
+                "t_target_s": decode,
                 "t_round_s": total,
                 "parts_s": parts,
                 "hidden_host_s": float(r.hidden_host_s),

@@ -173,7 +173,7 @@ class LoadAnswer:
             out.append(
                 {
                     "load": load_label(self.kind, float(load)),
-                    self.kind: float(load),
+                    self.kind: int(load) if self.kind == "concurrency" else float(load),  # users are whole
                     "gamma": int(s.gamma[i, 0]),
                     "speedup_tpot": float(speedup[i, j]),
                     "throughput_ratio": at(s.output_tokens_per_s) / plain(s.output_tokens_per_s),

@@ -562,10 +562,10 @@ def run_explain(args: argparse.Namespace) -> int:
             + ["round", "decode x tokens", "speedup"]
         )
         body = [
-            [r["batch"], r["gamma"], f"{r['tokens_per_round']:.2f}", ms(r["t_decode_s"])]
+            [r["batch"], r["gamma"], f"{r['tokens_per_round']:.2f}", ms(r["t_target_s"])]
             + [ms(r["parts_s"][n]) for n in names]
             + ([ms(r["hidden_host_s"])] if hidden else [])
-            + [ms(r["t_round_s"]), ms(r["t_decode_s"] * r["tokens_per_round"]), f"{r['speedup']:.3f}"]
+            + [ms(r["t_round_s"]), ms(r["t_target_s"] * r["tokens_per_round"]), f"{r['speedup']:.3f}"]
             for r in answer.rows
         ]
         print(table(headers, body, ">" * len(headers)))

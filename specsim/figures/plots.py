@@ -779,15 +779,15 @@ def plot_round_anatomy(rows: list[dict], *, ax: Any = None, title: str | None = 
     drawn: dict[str, Any] = {}
     names = list(dict.fromkeys(n for r in rows for n in r["parts_s"]))
     for name in names:
-        height = np.array([r["parts_s"][name] / r["t_decode_s"] for r in rows])
+        height = np.array([r["parts_s"][name] / r["t_target_s"] for r in rows])
         if not np.any(height > 1e-6):
             continue
         drawn[name] = ax.bar(x, height, bottom=bottom, color=_PART_COLORS.get(name, "C4"), width=0.7, label=name)
         bottom += height
-    hidden = np.array([r["hidden_host_s"] / r["t_decode_s"] for r in rows])
+    hidden = np.array([r["hidden_host_s"] / r["t_target_s"] for r in rows])
     if np.any(hidden > 1e-6):
         # It runs while the passes do: drawn over the passes, below the host time the round still waits for.
-        passes_top = bottom - np.array([r["parts_s"].get("engine host time", 0.0) / r["t_decode_s"] for r in rows])
+        passes_top = bottom - np.array([r["parts_s"].get("engine host time", 0.0) / r["t_target_s"] for r in rows])
         drawn["hidden engine host time"] = ax.bar(
             x,
             hidden,
