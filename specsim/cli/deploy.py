@@ -294,9 +294,9 @@ def _print_table(args, answer, checkpoint) -> None:
                 ["batch sizes", "gamma", "predicted speedup", "below the best"],
                 [
                     [
-                        f"{r.start_batch}-{r.end_batch}",
+                        r.batches,
                         r.gamma,
-                        "off" if r.gamma == 0 else f"{r.min_speedup:.3f}-{r.max_speedup:.3f}",
+                        "off" if r.gamma == 0 else r.speedups,
                         f"{r.shortfall:.1%}",
                     ]
                     for r in answer.ranges
@@ -322,9 +322,9 @@ def _print_table(args, answer, checkpoint) -> None:
                 ["batch sizes", "tree", "predicted speedup"],
                 [
                     [
-                        f"{r.start_batch}-{r.end_batch}",
+                        r.batches,
                         "off" if r.tree is None else r.tree.label(),
-                        "off" if r.tree is None else f"{r.min_speedup:.3f}-{r.max_speedup:.3f}",
+                        "off" if r.tree is None else r.speedups,
                     ]
                     for r in answer.ranges
                 ],

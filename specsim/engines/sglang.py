@@ -244,7 +244,7 @@ def _span(r) -> str:
     """A range's predicted speedup: one figure for one batch size, else its spread."""
     if r.start_batch == r.end_batch:
         return f"{r.max_speedup:.3f}x at batch {r.start_batch}"
-    return f"{r.min_speedup:.3f}-{r.max_speedup:.3f}x in batch {r.start_batch}-{r.end_batch}"
+    return f"{r.speedups}x in batch {r.batches}"
 
 
 #: Adaptive steps per batch size: first in 0.5.13 (sgl-project/sglang#24055), step 0 (no speculation) from 0.5.14

@@ -71,8 +71,26 @@ __all__ = [
 DEFAULT_MAX_BATCH = 256
 
 
+class _RangeText:
+    """How a range of batch sizes prints: its batch sizes and its predicted speedups, each one figure where its ends
+    agree (as printed: ``1.586``, not ``1.586-1.586``).
+
+    >>> ScheduleRange(12, 23, 2, 1.0312, 1.0309).speedups, ScheduleRange(12, 23, 2, 1.0, 1.2).batches
+    ('1.031', '12-23')
+    """
+
+    @property
+    def batches(self) -> str:
+        return str(self.start_batch) if self.start_batch == self.end_batch else f"{self.start_batch}-{self.end_batch}"
+
+    @property
+    def speedups(self) -> str:
+        low, high = f"{self.min_speedup:.3f}", f"{self.max_speedup:.3f}"
+        return low if low == high else f"{low}-{high}"
+
+
 @dataclass(frozen=True)
-class ScheduleRange:
+class ScheduleRange(_RangeText):
     """Batch sizes start..end (inclusive) that share one gamma."""
 
     start_batch: int
@@ -259,7 +277,7 @@ def monotone_gammas(surface: np.ndarray, rtol: float) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class TreeRange:
+class TreeRange(_RangeText):
     """Batch sizes start..end (inclusive) that share one tree (None: speculation off)."""
 
     start_batch: int
