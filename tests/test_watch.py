@@ -1214,3 +1214,20 @@ class SimpleJudge:
             SimpleNamespace(verdict="pays", best_gamma=w.gamma, gamma=w.gamma, speedup=1.1, best_speedup=1.1)
             for w in windows
         ]
+
+
+def test_a_page_that_never_comes_names_the_time_waited():
+    # A server that takes the connection and never answers ended 'cannot reach ...: timed out', naming no limit.
+    import socket
+
+    from specsim.watch.sources import _get
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)  # the connection is taken into the backlog; nothing reads or answers it
+    try:
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/metrics"
+        with pytest.raises(ValueError, match=r"^cannot reach the page: no reply within 0\.2 s$"):
+            _get(url, "the page", timeout=0.2)
+    finally:
+        listener.close()

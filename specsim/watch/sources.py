@@ -49,6 +49,8 @@ def _get(url: str, what: str, timeout: float = TIMEOUT_S) -> tuple[bytes, str]:
         raise ValueError(f"{what} answered HTTP {err.code} {err.reason}" + (f": {detail}" if detail else "")) from None
     except (urllib.error.URLError, OSError) as err:
         reason = getattr(err, "reason", err)
+        if isinstance(reason, TimeoutError) or "timed out" in str(reason):  # say the limit it ran out of
+            reason = f"no reply within {timeout:g} s"
         raise ValueError(f"cannot reach {what}: {reason}") from None
     # read(n) returns what came before the connection closed: a page cut off there would be read as whole, without
     # the counters after the cut (mid-watch, a restart that did not happen).
