@@ -1231,3 +1231,28 @@ def test_a_page_that_never_comes_names_the_time_waited():
             _get(url, "the page", timeout=0.2)
     finally:
         listener.close()
+
+
+def test_a_window_whose_drafts_all_drafted_fewer_than_configured_is_judged_at_that_gamma(day):
+    # A per-batch schedule drafting 2 of the 3 configured tokens at a higher load: the window kept the page's gamma 3
+    # (its per-position series), so the judge took the acceptance length of 2-token drafts as one of 3 and weighed a
+    # round of 3 draft steps the engine did not run.
+    names, reads = _reads(day, "vllm@0.20.0")
+    first, last = reads[0], reads[4]
+    drafts = next(k for k in last.counters if k[0] == names.drafts)
+    tokens = next(k for k in last.counters if k[0] == names.draft_tokens)
+    third = next(k for k in last.counters if k[0] == names.accepted_per_position and k[2] == 2)
+    n = last.counters[drafts] - first.counters[drafts]
+    # every draft of the window drafted 2 tokens, so none was accepted at the third position; accepted tokens as vLLM
+    # counts them, the sum over positions
+    accepted = next(k for k in last.counters if k[0] == names.accepted)
+    gone = last.counters[third] - first.counters[third]
+    counters = last.counters | {
+        tokens: first.counters[tokens] + 2 * n,
+        third: first.counters[third],
+        accepted: last.counters[accepted] - gone,
+    }
+    w = window_between(first, last.__class__(last.t, last.model, counters, last.gauges, last.gamma), names)
+    assert w.gamma == 2 and len(w.per_position) == 2 and w.draft_length == pytest.approx(2.0)
+    assert any("every draft drafted 2 of the 3 tokens configured" in note for note in w.notes)
+    assert window_between(first, last, names).gamma == 3  # drafts of the configured length: as before

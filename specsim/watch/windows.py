@@ -356,12 +356,15 @@ def window_between(
             length = 1.0 + accepted / drafts
             draft_length = d(names.draft_tokens) / drafts
             pos = positions(names.accepted_per_position)
+            drafted = int(round(draft_length))
             if pos:
                 per_position = tuple(d(names.accepted_per_position, k) / drafts for k in pos)
-            elif g is None and names.draft_tokens is not None and abs(draft_length - round(draft_length)) < 1e-9:
+                g, per_position = _as_drafted(g, per_position, draft_length, names, notes)
+                base["gamma"] = g
+            elif g is None and names.draft_tokens is not None and abs(draft_length - drafted) < 1e-9:
                 # No per-position series (a scrape that drops them): drafts that all drafted the same number of tokens
                 # say the draft length (drafts of several lengths, an n-gram drafter's or a schedule's, do not).
-                g = base["gamma"] = int(round(draft_length))
+                g = base["gamma"] = drafted
                 notes.append(
                     f"draft length {g} from {names.draft_tokens} over {names.drafts} (no per-position counters)"
                 )
@@ -402,6 +405,20 @@ def window_between(
         notes=tuple(notes),
         **base,
     )
+
+
+def _as_drafted(g, per_position: tuple, draft_length: float, names, notes: list) -> tuple:
+    """(gamma, per-position shares) a window is judged at: where every draft drafted the same number of tokens, fewer
+    than the ``g`` configured (a per-batch schedule at a higher load), that number and the shares up to it, said in
+    ``notes`` (the page's series stop at the configured length, the last ones counting nothing here); else as given."""
+    drafted = int(round(draft_length))
+    if g is None or abs(draft_length - drafted) >= 1e-9 or not 1 <= drafted < g:
+        return g, per_position
+    notes.append(
+        f"every draft drafted {drafted} of the {g} tokens configured ({names.draft_tokens} over {names.drafts}): "
+        f"judged at gamma {drafted}"
+    )
+    return drafted, per_position[:drafted]
 
 
 def _counted(length, per_position, g, summed: bool, notes: list) -> tuple:
