@@ -34,23 +34,30 @@ def rows():
 
 
 @pytest.fixture(scope="module")
-def hybrid(rows):
-    return evaluate(rows, "hybrid")
+def fit_by_source(rows):
+    """The public rows evaluated under a step-time source, by its name, made once per source for the module: the
+    shipped-terms test reads the kernels' fit and the large MoE's tests take it by default, and each evaluated it
+    (about 10 s a time on the 2-core machine)."""
+    fits = {}
 
-
-@pytest.fixture(scope="module")
-def fit_under(rows, hybrid):
-    """The public fit under the step-time source a deployment takes (a large MoE target at TP 8 takes the measured
-    kernels by default: specsim.timing.default_timing), made once per source."""
-    fits = {"hybrid": hybrid}
-
-    def get(dep):
-        name = dep.source.name
+    def get(name):
         if name not in fits:
             fits[name] = evaluate(rows, name)
         return fits[name]
 
     return get
+
+
+@pytest.fixture(scope="module")
+def hybrid(fit_by_source):
+    return fit_by_source("hybrid")
+
+
+@pytest.fixture(scope="module")
+def fit_under(fit_by_source):
+    """The public fit under the step-time source a deployment takes (a large MoE target at TP 8 takes the measured
+    kernels by default: specsim.timing.default_timing)."""
+    return lambda dep: fit_by_source(dep.source.name)
 
 
 def test_public_rows_cover_both_engines_several_sources_and_batches(rows):
@@ -89,8 +96,8 @@ def _within_a_rounding_step(shipped: SpecHost, fitted: SpecHost) -> bool:
     return bool(np.all(gap <= _ROUNDING_STEP_S * 1.000001))
 
 
-def test_shipped_host_terms_are_the_fit_and_overlapping_versions_carry_them(hybrid, rows):
-    kernels = evaluate(rows, "kernels")
+def test_shipped_host_terms_are_the_fit_and_overlapping_versions_carry_them(hybrid, fit_by_source):
+    kernels = fit_by_source("kernels")
     for engine, key in SERIAL_PRESETS.items():
         assert _within_a_rounding_step(PRESETS[key].spec, hybrid.fitted[engine]), engine
         assert _within_a_rounding_step(PRESETS[key].kernel_spec, kernels.fitted[engine]), engine
