@@ -36,6 +36,21 @@ def ngram_calibration(tmp_path_factory) -> Path:
     return cal
 
 
+@pytest.fixture(scope="session")
+def eagle3_calibration(tmp_path_factory) -> Path:
+    """``cal.yaml``: the example vLLM runs (examples/bench/vllm-plain.jsonl and vllm-eagle3.jsonl, EAGLE-3 at 3 steps on an
+    H100, 200 requests a run) calibrated by calibrate-engine with its default engine, once per worker (2 to 3 s each
+    time; three tests made the same file): read it; a test that changes it copies it into its own folder first."""
+    from specsim.cli.main import main
+
+    bench = REPO / "examples/bench"
+    cal = tmp_path_factory.mktemp("eagle3") / "cal.yaml"
+    argv = ["calibrate-engine", "--plain", str(bench / "vllm-plain.jsonl"), "--spec", str(bench / "vllm-eagle3.jsonl")]
+    argv += ["--hardware", "h100", "--draft", "eagle3", "--steps", "3", "--out", str(cal)]
+    assert main(argv) == 0
+    return cal
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """The xdist groups first, each in its own order.  A group runs whole on one worker (tests/test_figures.py draws

@@ -61,14 +61,12 @@ def test_a_speculative_run_without_acceptance_among_runs_that_record_it_is_said(
 
 
 def test_answers_at_a_calibrations_short_runs_say_that_the_fit_is_of_the_runs_and_they_of_the_long_run(
-    tmp_path, capsys
+    eagle3_calibration, capsys
 ):
     """The example runs are of 200 requests: at 64 users that is a first burst and a last wave more than a steady state,
     and the fit of that run (11.01 ms speculating) is not the long run's answer (12.74 ms, 1.22x against the run's
     1.35x).  The answers say which is which where a run had fewer than 20 requests a user; at 1 user they need not."""
-    out = tmp_path / "cal.yaml"
-    argv = ["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", "--spec", f"{BENCH}/vllm-eagle3.jsonl"]
-    assert main([*argv, "--hardware", "h100", "--draft", "eagle3", "--steps", "3", "--out", str(out)]) == 0
+    out = eagle3_calibration  # calibrate-engine of vllm-plain.jsonl and vllm-eagle3.jsonl (tests/conftest.py)
     assert {r["requests"] for r in yaml.safe_load(out.read_text())["runs"]} == {200}
     capsys.readouterr()
     assert main(["speedup", "--calibration", str(out), "--gamma", "3", "--concurrency", "1,64"]) == 0

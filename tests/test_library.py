@@ -790,16 +790,12 @@ def test_every_json_with_provenance_names_the_deployment_in_keys(capsys):
         assert d["engine_preset"] == "vllm@latest" and d["specsim_version"] == __version__, argv
 
 
-def test_an_answer_from_a_calibration_names_the_file_by_its_hash(tmp_path, capsys):
+def test_an_answer_from_a_calibration_names_the_file_by_its_hash(eagle3_calibration, capsys):
     """A calibration file was named by its base name only; every answer from it now carries its sha256 (the first 12
     hex digits), in the keys and in the full provenance, as a measured step-time CSV's does."""
     import hashlib
 
-    out = tmp_path / "cal.yaml"
-    bench = REPO / "examples" / "bench"
-    argv = ["calibrate-engine", "--plain", str(bench / "vllm-plain.jsonl"), "--spec", str(bench / "vllm-eagle3.jsonl")]
-    assert main([*argv, "--hardware", "h100", "--draft", "eagle3", "--steps", "3", "--out", str(out)]) == 0
-    capsys.readouterr()
+    out = eagle3_calibration  # calibrate-engine of vllm-plain.jsonl and vllm-eagle3.jsonl (tests/conftest.py)
     digest = hashlib.sha256(out.read_bytes()).hexdigest()[:12]
     [row] = cli(capsys, "optimal-gamma", "--calibration", str(out), "--batch", "1")
     assert row["deployment"]["calibration"] == {"file": "cal.yaml", "sha256": digest}
@@ -917,7 +913,9 @@ def test_the_library_checks_what_the_flags_check_and_refuses_bools_and_strings_f
     assert closed_form_answer(0.8, 3, 1e7)["speedup"] < 1e-6
 
 
-def test_the_library_says_where_a_gamma_passes_a_calibrations_measured_steps_as_the_command_does(tmp_path, capsys):
+def test_the_library_says_where_a_gamma_passes_a_calibrations_measured_steps_as_the_command_does(
+    eagle3_calibration, capsys
+):
     """The caveat 'past the 3 draft steps its acceptance was measured at: extrapolated' was computed by the command
     (cli.args.measured_steps) and missing from the library's answer; the calibration's Acceptance now carries its
     measured steps, and both read them there."""
@@ -926,11 +924,7 @@ def test_the_library_says_where_a_gamma_passes_a_calibrations_measured_steps_as_
     from specsim.calibration.file import read_calibration
     from specsim.speculation.deployment import Deployment
 
-    out = tmp_path / "cal.yaml"
-    bench = REPO / "examples" / "bench"
-    argv = ["calibrate-engine", "--plain", str(bench / "vllm-plain.jsonl"), "--spec", str(bench / "vllm-eagle3.jsonl")]
-    assert main([*argv, "--hardware", "h100", "--draft", "eagle3", "--steps", "3", "--out", str(out)]) == 0
-    capsys.readouterr()
+    out = eagle3_calibration  # calibrate-engine of vllm-plain.jsonl and vllm-eagle3.jsonl (tests/conftest.py)
     cal = read_calibration(out)
     dep = Deployment.build(calibration=cal)
     acc, label = resolve_acceptance(dep, calibration=cal, context=1128)
