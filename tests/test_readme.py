@@ -164,12 +164,17 @@ def _check(entry: Shown, code: int, out: str, err: str) -> None:
 
 def _params() -> list:
     """Each group as a test; ``specsim figures`` runs on the worker that draws the figures (tests/test_figures.py's
-    xdist group), where the serve-sweep figure's simulations are already done once for the process."""
-    figures = pytest.mark.xdist_group("figures")
-    return [
-        pytest.param(g, id=g[-1], marks=[figures] if any(c.startswith("specsim figures") for c in g) else [])
-        for g in groups()
-    ]
+    xdist group), where the serve-sweep figure's simulations are already done once for the process, and ``specsim toy
+    distill`` on the worker of tests/test_toy.py, whose fixture re-aligns the same toy (seed 0) that the command
+    prints (specsim.article.toy.realign keeps its answer per process)."""
+    figures, toy = pytest.mark.xdist_group("figures"), pytest.mark.xdist_group("toy")
+
+    def marks(group: tuple) -> list:
+        if any(c.startswith("specsim figures") for c in group):
+            return [figures]
+        return [toy] if any(c.startswith("specsim toy distill") for c in group) else []
+
+    return [pytest.param(g, id=g[-1], marks=marks(g)) for g in groups()]
 
 
 @pytest.mark.parametrize("group", _params())
