@@ -175,12 +175,17 @@ def test_an_offline_batch_is_the_simulators_within_four_percent_in_throughput(ta
 
 
 @pytest.mark.parametrize("n", [64, 256])
-def test_an_offline_batch_of_prompts_that_accept_differently_is_the_simulators_within_six_percent(table, n):
+def test_an_offline_batch_of_prompts_that_accept_differently_is_the_simulators_within_seven_and_a_half_percent(
+    table, n
+):
     """The same offline batch, each request's prompt with its own rate (0.8 plus 0.1 times a standard normal): the
     simulator draws them, the model adds their spread to the slowest request's wait (decode_rounds_spread).  The mean
     throughput of three seeds; measured when this test was written: the model +0.5% at 64 requests and -4.9% at 256,
-    where without the prompts' spread it was +10.4% and +1.1%.  Not held: 8 requests, where the model is 13% over the
-    simulator (a few prompts far below the rate need many more rounds than the model's linear spread counts)."""
+    where without the prompts' spread it was +10.4% and +1.1%.  At 256 the model is -5.7% against the mean of 20 seeds
+    (3-22; their standard error 0.3%), the same before and after the simulator took vLLM's drafting slots (2026-12-06),
+    and three seeds' mean moves by up to 0.8% when any change reorders the draws (-5.3% before that change, -6.0% after):
+    held within 7.5%.  Not held: 8 requests, where the model is 13% over the simulator (a few prompts far below the rate
+    need many more rounds than the model's linear spread counts)."""
     model = steady_state(DEP, 0.8, [3], [n], 500, 128, kind="batch", limits=LIMITS, acceptance_spread=0.1)
     throughput = []
     for seed in (3, 4, 5):
@@ -194,7 +199,7 @@ def test_an_offline_batch_of_prompts_that_accept_differently_is_the_simulators_w
             acceptance_spread=0.1,
         )
         throughput.append(run.output.sum() / np.nanmax(run.finish_s))
-    assert model.output_tokens_per_s[0, 0] == pytest.approx(np.mean(throughput), rel=0.06)
+    assert model.output_tokens_per_s[0, 0] == pytest.approx(np.mean(throughput), rel=0.075)
 
 
 @pytest.mark.parametrize("budget", [2048, 8192])
@@ -483,3 +488,48 @@ def test_the_slowest_requests_wait_is_a_monte_carlos_with_prompts_of_different_a
     simulated = float(np.mean(rounds.max(axis=1) - rounds.mean(axis=1)))
     model = float(decode_rounds_spread(alpha, gamma, tokens, count, spread))
     assert model == pytest.approx(simulated, rel=0.15)
+
+
+#: vLLM 0.33.0's scheduler charges each request it schedules num_new_tokens + draft_slots of max_num_batched_tokens
+#: (vllm/v1/core/sched/scheduler.py L719-721, L847, L1003 for running requests, L1295 and L1571 for waiting ones), with
+#: draft_slots = SpeculativeConfig.max_num_new_slots_for_drafting (vllm/config/speculative.py L2058-2098): 1 for a draft
+#: model, K for PARD, K - 1 for P-EAGLE, 0 for EAGLE, EAGLE-3, MTP and n-gram.  The same in the 0.28.0 and 0.29.0
+#: source.  From 0.17.0 to 0.27.0 the scheduler instead took max_num_seqs x those slots off the whole budget up front
+#: (vllm/config/vllm.py _set_max_num_scheduled_tokens, read at 0.17.1, 0.20.0, 0.24.0 and 0.27.0).
+@pytest.mark.parametrize(
+    "engine, draft, gamma, per_sequence, up_front",
+    [
+        ("vllm@latest", "llama-3.2-1b", 3, 1, 0),  # a draft model: one slot a request
+        ("vllm@latest", "pard", 3, 3, 0),  # PARD: K
+        ("vllm@latest", "peagle", 3, 2, 0),  # P-EAGLE: K - 1
+        ("vllm@latest", "eagle3", 3, 0, 0),
+        ("vllm@latest", "ngram", 3, 0, 0),
+        ("vllm@0.24.0", "llama-3.2-1b", 3, 0, 1),  # 0.17-0.27: max_num_seqs slots off the budget
+        ("vllm@0.24.0", "eagle3", 3, 0, 0),
+        ("sglang@latest", "llama-3.2-1b", 3, 0, 0),  # SGLang counts no drafting slots
+    ],
+)
+def test_a_speculating_vllm_charges_each_scheduled_request_its_drafters_slots(
+    engine, draft, gamma, per_sequence, up_front
+):
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", draft, timing="roofline", engine=engine)
+    limits = EngineLimits(256, 8192).for_deployment(dep)
+    b = 40
+    # b decoding sequences of gamma + 1 tokens and their slots, and the slots of the one prompt chunk beside them
+    slots = per_sequence * (b + 1) + up_front * 256
+    assert float(limits.prefill_budget(b, gamma)) == 8192 - b * (gamma + 1) - slots
+    assert float(limits.prefill_budget(b, 0)) == 8192 - b  # gamma 0: the plain engine, no speculative_config
+
+
+def test_the_simulator_holds_no_more_decoding_draft_model_sequences_than_vllms_budget_schedules():
+    """Prompts of 20 tokens and outputs of 1,000 at a budget of 256 tokens: the decoding sequences fill the budget and
+    the prompts wait for what they leave.  vLLM 0.33.0 schedules the running requests first (scheduler.py L795), each
+    taking 1 + gamma tokens and its draft slot (L847, L1003), and a waiting prompt only from what is left (L1062, L1295):
+    a prompt completes, adding a decoding sequence, only while b (gamma + 2) + 1 < 256, so at gamma 3 at most 51 + 1
+    decode, where counting 1 + gamma alone lets 64 in."""
+    gamma, budget = 3, 256
+    limits = EngineLimits(256, budget).for_deployment(DEP)
+    table = StepTable(DEP, 256, 1100, gamma, budget, 0.8)
+    run = simulate(Requests(np.full(400, 20), np.full(400, 1000), None), table, limits, 0.8, gamma, concurrency=256)
+    most = int(np.flatnonzero(run.batch_time_s > 0).max())
+    assert most <= (budget - 1) // (gamma + 2) + 1

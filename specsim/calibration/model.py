@@ -74,7 +74,7 @@ class RunModel:
     def __init__(self, dep, runs: list, limits: EngineLimits | None = None, kv_bytes: tuple | None = None):
         self.dep = _memoised(dep)
         self.runs = runs
-        self.limits = EngineLimits() if limits is None else limits
+        self.limits = (EngineLimits() if limits is None else limits).for_deployment(dep)
         self.kv_bytes = kv_bytes  # (plain, speculating) KV bytes per GPU beside the weights; None: not bounded
         r = [c.run for c in runs]
         self.kinds = np.array([c.kind for c in runs])

@@ -32,6 +32,10 @@ class EngineSupport:
     fractional_pin: bool = True
     #: Where that release's source reads the pinned acceptance (the refusal below ``pin_since`` names it).
     pin_where: str = ""
+    #: The tokens of the engine's budget this drafter takes beside each request's 1 + gamma, from each release on:
+    #: (first release, (per request, per drafted token, True where max_num_seqs requests' come off the whole budget up
+    #: front rather than each scheduled request's)) rows, oldest first; none before the first (vLLM's draft_slots).
+    slots: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -198,6 +202,19 @@ class Engine:
     def limits_refused(self, max_num_seqs: int, max_batched_tokens: int) -> str | None:
         """Why this engine refuses to start with these limits (its own rule, its source named), or None."""
         return None
+
+    def draft_slots(self, preset, drafter) -> tuple[int, int, bool]:
+        """The tokens of its budget this engine counts for ``drafter`` beside each speculating request's own 1 + gamma
+        at ``preset``'s release (:func:`~specsim.engines.base.preset_release`): (per request, per drafted token of it,
+        whether they come off the whole budget for max_num_seqs requests up front rather than per request scheduled),
+        the newest of its method's :attr:`EngineSupport.slots` rows that the release has reached, none where there
+        is no such row; :meth:`specsim.serving.steady.EngineLimits.prefill_budget` applies them."""
+        from specsim.engines.base import preset_release
+
+        support = self.methods.get(drafter.kind)
+        release = preset_release(self.name, preset, self.ranges)
+        rows = () if support is None else support.slots
+        return next((slots for first, slots in reversed(rows) if release >= first), (0, 0, False))
 
     def memory_share(
         self,

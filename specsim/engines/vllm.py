@@ -572,26 +572,53 @@ def render_schedule(
 #: Where vLLM names its drafting methods: SpeculativeMethod and SpeculativeConfig in this file of each release.
 _VLLM_SPEC = "vllm/config/speculative.py"
 _PARALLEL = "vllm/config/speculative.py parallel_drafting: in 0.16.0, not 0.15.0 (PR #32887)"
+#: The tokens of max_num_batched_tokens a drafter takes beside each request's 1 + num_speculative_tokens (K):
+#: SpeculativeConfig.max_num_new_slots_for_drafting (vllm/config/speculative.py 0.33.0 L2058-2098, the same table at
+#: 0.28.0 and 0.29.0 but DFlash K and DSpark K - 1 there; 0.30-0.32 not read): 1 for a draft model, K for PARD, K - 1
+#: for P-EAGLE, 0 for EAGLE, EAGLE-3, MTP, n-gram and suffix.  From 0.28.0 the scheduler charges each request it
+#: schedules, running or waiting, num_new_tokens + those slots (vllm/v1/core/sched/scheduler.py 0.33.0 L719-721, L847,
+#: L1003, L1295, L1571; input_budget, absent from 0.27.0); from 0.17.0 to 0.27.0 vllm/config/vllm.py
+#: _set_max_num_scheduled_tokens took max_num_seqs x the slots off the whole budget (read at 0.17.1, 0.20.0, 0.24.0 and
+#: 0.27.0: (K - 1 where parallel_drafting, which DFlash sets) + 1 for a draft model; absent from 0.16.0).  Rows:
+#: (first release, (per request, per drafted token, up front)); :meth:`Engine.draft_slots` reads them.
+_SLOTS_UP_FRONT, _SLOTS_PER_REQUEST = (0, 17, 0), (0, 28, 0)
+_PARALLEL_SLOTS = ((_SLOTS_UP_FRONT, (-1, 1, True)), (_SLOTS_PER_REQUEST, (-1, 1, False)))  # P-EAGLE: K - 1
 #: vLLM's ``method`` for each drafter kind and the first release that takes it (releases before 0.10.0 are below what
 #: specsim writes for).  P-EAGLE and PARD run the EAGLE-3 and draft-model proposers with ``parallel_drafting: true``.
 METHODS = {
     "draft_model": EngineSupport(
-        "draft_model", (0, 15, 0), "vllm/engine/arg_utils.py: 'not supported yet' before 0.15.0"
+        "draft_model",
+        (0, 15, 0),
+        "vllm/engine/arg_utils.py: 'not supported yet' before 0.15.0",
+        slots=((_SLOTS_UP_FRONT, (1, 0, True)), (_SLOTS_PER_REQUEST, (1, 0, False))),
     ),
     "eagle": EngineSupport("eagle", (0, 10, 0), _VLLM_SPEC),
     "eagle3": EngineSupport("eagle3", (0, 10, 0), _VLLM_SPEC),
     "mtp": EngineSupport("mtp", (0, 10, 0), _VLLM_SPEC),
     "ngram": EngineSupport("ngram", (0, 10, 0), _VLLM_SPEC),
-    "peagle": EngineSupport("eagle3", (0, 16, 0), _PARALLEL, keys=(("parallel_drafting", True),)),
-    "pard": EngineSupport("draft_model", (0, 16, 0), _PARALLEL, keys=(("parallel_drafting", True),)),
+    "peagle": EngineSupport(
+        "eagle3", (0, 16, 0), _PARALLEL, keys=(("parallel_drafting", True),), slots=_PARALLEL_SLOTS
+    ),
+    "pard": EngineSupport(
+        "draft_model",
+        (0, 16, 0),
+        _PARALLEL,
+        keys=(("parallel_drafting", True),),
+        slots=((_SLOTS_UP_FRONT, (0, 1, True)), (_SLOTS_PER_REQUEST, (0, 1, False))),  # K
+    ),
     "dflash": EngineSupport(
-        "dflash", (0, 20, 0), "vllm/config/speculative.py SpeculativeMethod: in 0.20.0, not 0.19.1 (PR #38300)"
+        "dflash",
+        (0, 20, 0),
+        "vllm/config/speculative.py SpeculativeMethod: in 0.20.0, not 0.19.1 (PR #38300)",
+        slots=_PARALLEL_SLOTS[:1] + ((_SLOTS_PER_REQUEST, (0, 1, False)), ((0, 33, 0), (0, 0, False))),
     ),
     "dspark": EngineSupport(
         "dspark",
         (0, 25, 0),
         "vllm/config/speculative.py SpeculativeMethod: in 0.26.0, not 0.24.0 (0.25 unread; "
         "recipes DeepSeek-V4-Flash.yaml at 8959cf6: 0.25.0, PR #46995)",
+        # K - 1 at 0.28.0 and 0.29.0, 0 at 0.33.0; 0.26.0-0.27.0 not read for it, taken as none
+        slots=((_SLOTS_PER_REQUEST, (-1, 1, False)), ((0, 33, 0), (0, 0, False))),
     ),
     "suffix": EngineSupport(
         "suffix",

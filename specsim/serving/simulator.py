@@ -540,7 +540,8 @@ def simulate(
     else:
         gamma_by_batch = np.asarray(gamma, dtype=int)
     gmax = int(gamma_by_batch.max())
-    limits = limits.arm(gmax > 0)  # a speculating engine's own max_num_seqs (SGLang's 48)
+    # a speculating engine's own max_num_seqs (SGLang's 48), and the budget its drafter's slots take (vLLM's)
+    limits = limits.arm(gmax > 0).for_deployment(table.dep)
     if gamma_by_batch.size < _most_running(limits.max_num_seqs, concurrency) + 1:
         raise ValueError(
             "a gamma schedule needs one entry per batch size 0..max_num_seqs (0..the users, where a closed loop has "

@@ -103,6 +103,10 @@ class EngineLimits:
     #: decoding iterations, whose tokens count against the budget (vLLM's max_num_batched_tokens, TensorRT-LLM's
     #: max_num_tokens).
     prefill_apart: bool = False
+    #: The tokens of the budget a speculating engine counts for drafting beside each request's 1 + gamma: (per request
+    #: scheduled, per drafted token of it, True where they come off the whole budget for max_num_seqs requests up front),
+    #: the engine's rule for the deployment's drafter (:meth:`for_deployment`; vLLM's draft_slots).
+    draft_slots: tuple = (0, 0, False)
 
     def __post_init__(self) -> None:
         for key, most in (("max_num_seqs", 65536), ("max_batched_tokens", 4_194_304), ("spec_max_num_seqs", 65536)):
@@ -139,12 +143,33 @@ class EngineLimits:
 
     def prefill_budget(self, batch: object, gamma: object) -> np.ndarray:
         """Prompt tokens an iteration takes beside ``batch`` decoding sequences speculating ``gamma`` tokens each (0:
-        plain): the budget less their ``gamma + 1`` tokens each, or the whole budget where prefill runs apart.
-        The one home of chunked prefill's budget (this module, the simulator and the calibration's model)."""
-        used = np.asarray(batch, dtype=float) * (np.asarray(gamma, dtype=float) + 1.0)
+        plain): the budget less their ``gamma + 1`` tokens each and, speculating, the engine's drafting slots
+        (:attr:`draft_slots`: each decoding sequence's and the prompt chunk's beside them, or max_num_seqs' taken up
+        front; a second prompt's chunk in the same iteration would take its own, not counted: a few tokens of
+        thousands), or the whole budget where prefill runs apart.
+        The one home of chunked prefill's budget (this module, the simulator and the calibration's model).
+
+        >>> limits = EngineLimits(256, 8192, draft_slots=(1, 0, False))  # vLLM 0.33 with a draft model
+        >>> float(limits.prefill_budget(40, 3)), float(limits.prefill_budget(40, 0))
+        (7991.0, 8152.0)
+        """
+        b, g = np.asarray(batch, dtype=float), np.asarray(gamma, dtype=float)
+        used = b * (g + 1.0)
         if self.prefill_apart:
             return np.full(np.shape(used), float(self.max_batched_tokens))
-        return float(self.max_batched_tokens) - used
+        per_request, per_draft, up_front = self.draft_slots
+        slots = np.where(g > 0, per_request + per_draft * g, 0.0)
+        return float(self.max_batched_tokens) - used - slots * (float(self.max_num_seqs) if up_front else b + 1.0)
+
+    def for_deployment(self, dep) -> "EngineLimits":
+        """These limits with ``dep``'s engine's drafting slots for its drafter (:meth:`Engine.draft_slots`; none
+        without a drafter or an engine specsim has read): what the steady state, the simulator and the calibration's
+        model take, each from here."""
+        from specsim.engines import REGISTRY
+
+        engine = None if dep.engine is None else REGISTRY.get(dep.engine.name)
+        slots = (0, 0, False) if engine is None or dep.drafter is None else engine.draft_slots(dep.engine, dep.drafter)
+        return self if slots == self.draft_slots else replace(self, draft_slots=tuple(slots))
 
 
 def engine_limits(
@@ -494,7 +519,7 @@ def steady_state(
     """
     if kind not in LOAD_KINDS:
         raise ValueError(f"a load is one of {', '.join(LOAD_KINDS)}, got {kind!r}")
-    limits = EngineLimits() if limits is None else limits
+    limits = (EngineLimits() if limits is None else limits).for_deployment(dep)
     x = np.atleast_1d(np.asarray(load, dtype=float))
     P = np.broadcast_to(np.asarray(input_tokens, dtype=float), x.shape).astype(float)
     O = np.broadcast_to(np.asarray(output_tokens, dtype=float), x.shape).astype(float)

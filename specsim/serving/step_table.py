@@ -33,6 +33,8 @@ class StepTable:
         max_prefill_tokens: int = DEFAULT_MAX_BATCHED_TOKENS,
         acceptance: object = 0.0,
     ):
+        # the simulator takes the engine's budget rule for its drafter from it (EngineLimits.for_deployment)
+        self.dep = dep
         b = np.arange(1, max_batch + 1, dtype=float)
         grid = np.unique(np.r_[0.0, np.round(np.geomspace(16, max(max_context, 32), 28))])
         self.contexts = grid
