@@ -533,3 +533,36 @@ def test_the_simulator_holds_no_more_decoding_draft_model_sequences_than_vllms_b
     run = simulate(Requests(np.full(400, 20), np.full(400, 1000), None), table, limits, 0.8, gamma, concurrency=256)
     most = int(np.flatnonzero(run.batch_time_s > 0).max())
     assert most <= (budget - 1) // (gamma + 2) + 1
+
+
+@pytest.mark.parametrize("gamma", [0, 3])
+def test_where_the_decoding_sequences_fill_the_budget_the_steady_state_is_the_simulators(gamma):
+    """256 users of 20-token prompts and 1,000-token outputs at a 256-token budget: the decoding sequences' gamma + 1
+    tokens each (and, speculating with a draft model, a slot each: vLLM 0.33.0) nearly fill the budget, and a prompt
+    prefills in what they leave, as vLLM's scheduler takes the running requests first (scheduler.py L795-1003) and the
+    waiting only from the rest (L1062-1346).  The closed loop's passes swung between a b that starves the prompts and
+    one they starve (255.5, 50.8, ...) and returned the thirtieth: TPOT 7.39 ms plainly against the simulator's 12.50,
+    a decode batch of 50 against 248, TTFT 30 s against 0.22 s; speculating, a batch of 17 against 50.  Measured when
+    this test was written, over users' requests 4-8 (the first burst left out): TPOT within 0.3%, the decode batch
+    within 1.1%, TTFT 15% over plainly (255 against 221 ms: the chain of prompts waiting for one another's budget) and
+    1.7% speculating.  Deterministic plainly; speculating, seeded."""
+    c, budget = 256, 256
+    limits = EngineLimits(256, budget)
+    model = steady_state(DEP, 0.8, [gamma], [c], 20, 1000, limits=limits, fixed_lengths=True)
+    table = StepTable(DEP, 256, 1100, gamma, budget, 0.8)
+    n = 8 * c
+    run = simulate(
+        Requests(np.full(n, 20), np.full(n, 1000), None),
+        table,
+        limits,
+        0.8,
+        gamma,
+        np.random.default_rng(7),
+        concurrency=c,
+    )
+    keep = (np.arange(n) >= 3 * c) & (run.finish_s <= np.nanmax(run.arrival_s))
+    tpot = (run.finish_s - run.first_token_s)[keep].sum() / (run.output[keep] - 1).sum()
+    ttft = (run.first_token_s - run.arrival_s)[keep].mean()
+    assert model.tpot_s[0, 0] == pytest.approx(tpot, rel=0.02)
+    assert model.mean_batch[0, 0] == pytest.approx(run.mean_batch, rel=0.03)
+    assert model.ttft_s[0, 0] == pytest.approx(ttft, rel=0.2)

@@ -5,9 +5,10 @@ not at a decode batch.  A continuous-batching engine (vLLM, SGLang, TensorRT-LLM
 
 * the ``b`` sequences that are decoding: one decode token each, or, speculating, one round (gamma draft steps and a
   verification of gamma + 1 tokens; :meth:`specsim.speculation.deployment.Deployment.outcome`), and
-* in the token budget left (``max_batched_tokens - b (gamma + 1)``; the whole budget where the engine counts only the
-  prompts' tokens against it, as SGLang's chunked_prefill_size: :meth:`EngineLimits.prefill_budget`), chunks of the
-  prompts waiting to prefill, oldest first (chunked prefill).
+* in the token budget left (``max_batched_tokens - b (gamma + 1)``, less a speculating vLLM's drafting slots: one a
+  scheduled request for a draft model from 0.28.0; the whole budget where the engine counts only the prompts' tokens
+  against it, as SGLang's chunked_prefill_size: :meth:`EngineLimits.prefill_budget`), chunks of the prompts waiting to
+  prefill, oldest first (chunked prefill).
 
 An iteration's time is the step of its decoding sequences plus the marginal time of its prompt chunks
 (:meth:`Deployment.prefill_s`: the target's, and the drafter's network over the same tokens when speculating, each
@@ -703,7 +704,7 @@ def closed_population(
     def beside(group):  # a request's own prompt runs beside the others decoding, not beside itself: b - g
         return np.maximum(limits.prefill_budget(np.maximum(b - group, 0.0), g), 1.0)
 
-    for _ in range(30):
+    def cycle(b):  # the next b from b, with what it was computed from
         left = np.maximum(limits.prefill_budget(b, g), 1.0)
         group = grouped(beside(grouped(left)))
         own_left = beside(group)
@@ -712,11 +713,27 @@ def closed_population(
         own = np.maximum(np.ceil(group * P / own_left), 1.0)
         k_p = _prefill_iterations(group * P, own_left, n_e * P / left - wait - D)
         C = wait + k_p + D
-        new = group + (n_e - group) * D / C
-        done = np.allclose(new, b, rtol=1e-9, atol=1e-12)
-        b = new
-        if done:
+        return group + (n_e - group) * D / C, (group, own_left, wait, own, k_p, C)
+
+    for _ in range(30):
+        new, parts = cycle(b)
+        settled = np.isclose(new, b, rtol=1e-9, atol=1e-12)
+        b, last = new, b
+        if settled.all():
             break
+    if not settled.all():
+        # Where the decoding sequences alone nearly fill the budget (b (gamma + 1) near it), the passes swing between a
+        # b that starves the prompts and one they starve (20-token prompts at a 256-token budget: 255.5, 50.8, 255.5,
+        # ...): the next b falls as b grows, so bisection finds the one b it returns.
+        lo, hi = np.ones_like(b), np.broadcast_to(np.maximum(n_e, 1.0), b.shape).astype(float)
+        for _ in range(_BISECTIONS):
+            mid = (lo + hi) / 2.0
+            up = cycle(mid)[0] > mid
+            lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
+        last = np.where(settled, last, lo)
+        new, parts = cycle(last)
+        b = np.where(settled, new, lo)
+    group, own_left, wait, own, k_p, C = parts
     shape = b.shape
     # Where the queue of prompts, not a group's own, sets k_p, every iteration is full of whichever prompts wait, first
     # come first served: the users no longer move in step, and the others' prompts land uniformly (tests/test_steady.py:
