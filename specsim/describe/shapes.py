@@ -753,8 +753,12 @@ class ModelShape:
         elem = BYTES_PER_ELEMENT[self.kv_dtype]
         if self.is_mla:
             return (self.kv_lora_rank + self.qk_rope_head_dim) * elem
-        kv_heads = self.n_kv_heads / self.tp if self.n_kv_heads >= self.tp else 1
-        return 2.0 * kv_heads * self.head_dim * elem
+        return 2.0 * self.kv_heads_per_rank * self.head_dim * elem
+
+    @property
+    def kv_heads_per_rank(self) -> float:
+        """KV heads one rank caches: n_kv_heads / tp, or one replicated where there are fewer heads than ranks."""
+        return self.n_kv_heads / self.tp if self.n_kv_heads >= self.tp else 1
 
     @property
     def kv_bytes_per_token(self) -> float:
@@ -786,8 +790,7 @@ class ModelShape:
             if self.is_mla:
                 per_layer = f"({self.kv_lora_rank} latent + {self.qk_rope_head_dim} rope dims)"
             else:
-                heads = self.n_kv_heads / self.tp if self.n_kv_heads >= self.tp else 1
-                per_layer = f"2 (K, V) x {heads:g} KV heads{' per GPU' if self.tp > 1 else ''} x {self.head_dim} dims"
+                per_layer = f"2 (K, V) x {self.kv_heads_per_rank:g} KV heads{' per GPU' if self.tp > 1 else ''} x {self.head_dim} dims"
             lines.append(
                 f"{self.name}: KV {self.n_attention_layers} attention layer{'s' if self.n_attention_layers != 1 else ''} x {per_layer} x {elem:g} bytes "
                 f"({self.kv_dtype}) = {self.kv_bytes_per_token:,.0f} bytes per token{' per GPU' if self.tp > 1 else ''}"
