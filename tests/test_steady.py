@@ -506,6 +506,11 @@ def test_the_slowest_requests_wait_is_a_monte_carlos_with_prompts_of_different_a
         ("vllm@latest", "ngram", 3, 0, 0),
         ("vllm@0.24.0", "llama-3.2-1b", 3, 0, 1),  # 0.17-0.27: max_num_seqs slots off the budget
         ("vllm@0.24.0", "eagle3", 3, 0, 0),
+        # DSpark: parallel_drafting set for it from its first release (speculative.py 0.25.0 L910, 0.27.0 L984), so
+        # K - 1 up front to 0.27, K - 1 a request at 0.28, none from 0.33 (a separate query pass)
+        ("vllm@0.26.0", "dspark", 3, 0, 2),
+        ("vllm@0.28.0", "dspark", 3, 2, 0),
+        ("vllm@latest", "dspark", 3, 0, 0),
         ("sglang@latest", "llama-3.2-1b", 3, 0, 0),  # SGLang counts no drafting slots
     ],
 )

@@ -579,7 +579,7 @@ _PARALLEL = "vllm/config/speculative.py parallel_drafting: in 0.16.0, not 0.15.0
 #: schedules, running or waiting, num_new_tokens + those slots (vllm/v1/core/sched/scheduler.py 0.33.0 L719-721, L847,
 #: L1003, L1295, L1571; input_budget, absent from 0.27.0); from 0.17.0 to 0.27.0 vllm/config/vllm.py
 #: _set_max_num_scheduled_tokens took max_num_seqs x the slots off the whole budget (read at 0.17.1, 0.20.0, 0.24.0 and
-#: 0.27.0: (K - 1 where parallel_drafting, which DFlash sets) + 1 for a draft model; absent from 0.16.0).  Rows:
+#: 0.27.0: (K - 1 where parallel_drafting, which DFlash and DSpark set) + 1 for a draft model; absent from 0.16.0).  Rows:
 #: (first release, (per request, per drafted token, up front)); :meth:`Engine.draft_slots` reads them.
 _SLOTS_UP_FRONT, _SLOTS_PER_REQUEST = (0, 17, 0), (0, 28, 0)
 _PARALLEL_SLOTS = ((_SLOTS_UP_FRONT, (-1, 1, True)), (_SLOTS_PER_REQUEST, (-1, 1, False)))  # P-EAGLE: K - 1
@@ -617,8 +617,9 @@ METHODS = {
         (0, 25, 0),
         "vllm/config/speculative.py SpeculativeMethod: in 0.26.0, not 0.24.0 (0.25 unread; "
         "recipes DeepSeek-V4-Flash.yaml at 8959cf6: 0.25.0, PR #46995)",
-        # K - 1 at 0.28.0 and 0.29.0, 0 at 0.33.0; 0.26.0-0.27.0 not read for it, taken as none
-        slots=((_SLOTS_PER_REQUEST, (-1, 1, False)), ((0, 33, 0), (0, 0, False))),
+        # K - 1 as P-EAGLE to 0.29.0 (0.25.0-0.27.0 set parallel_drafting for it: speculative.py 0.25.0 L910, 0.26.0
+        # L963, 0.27.0 L984, so max_num_seqs x (K - 1) off the budget up front), 0 at 0.33.0
+        slots=_PARALLEL_SLOTS + (((0, 33, 0), (0, 0, False)),),
     ),
     "suffix": EngineSupport(
         "suffix",
