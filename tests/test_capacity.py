@@ -406,3 +406,28 @@ def test_capacity_verbose_shows_how_each_models_weights_and_kv_per_token_are_cou
         assert int(per_token.replace(",", "")) * record["context_tokens"] == pytest.approx(
             record["target_kv_bytes_per_seq"]
         )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("--target", "glm-4.5-air", "--tp", "4", "--draft", "mtp"),  # the MTP layers read the target's vocabulary
+        ("--target", "llama-3.1-8b", "--draft", "eagle3"),
+    ],
+)
+def test_capacity_verbose_counts_the_parameters_its_weight_bytes_hold(argv, capsys):
+    # Every model here stores all its weights at 16 bits, so a weights line's parameters x 2 bytes / TP are its GB per
+    # GPU.  An MTP drafter's line said 3.62B parameters (the target's vocabulary matrices among them) = 2.38 GB per GPU
+    # at TP 2: its bytes leave those matrices out, its count did not.
+    import re
+
+    from specsim.cli.main import main
+
+    assert main(["capacity", "-v", *argv]) == 0
+    scale = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
+    tp = int(argv[argv.index("--tp") + 1]) if "--tp" in argv else 1
+    lines = [line for line in capsys.readouterr().out.splitlines() if ": weights " in line and " parameters " in line]
+    assert len(lines) == 2
+    for line in lines:
+        count, unit, gb = re.search(r"weights ([\d.]+)([KMBT]?) parameters .*= ([\d.]+) GB per GPU", line).groups()
+        assert float(count) * scale[unit] * 2 / tp / 1e9 == pytest.approx(float(gb), rel=0.01, abs=0.006), line

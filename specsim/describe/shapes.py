@@ -779,10 +779,16 @@ class ModelShape:
             if self.expert_dtype_ == self.weight_dtype
             else f"{self.weight_dtype}, experts {self.expert_dtype_}"
         )
+        # the parameters weight_bytes holds: a drafter reading the target's vocabulary leaves its matrices out
+        counted = self.non_embedding_params + self.extra_params if self.vocab_from_target else self.total_params
         lines = [
-            f"{self.name}: weights {format_count(self.total_params)} parameters ({stored}"
+            f"{self.name}: weights {format_count(counted)} parameters ({stored}"
             + (f"; vocabulary and norms {self.head_dtype_}" if self.head_dtype_ != self.weight_dtype else "")
-            + ("; the vocabulary matrices are the target's, not counted here" if self.vocab_from_target else "")
+            + (
+                f"; its vocabulary matrices, {format_count(self.total_params - counted)}, are the target's: not counted"
+                if self.vocab_from_target
+                else ""
+            )
             + f") = {self.weight_bytes / 1e9:.2f} GB per GPU{tp}"
         ]
         elem = BYTES_PER_ELEMENT[self.kv_dtype]
