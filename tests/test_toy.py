@@ -143,8 +143,8 @@ def test_acceptance_cli(tmp_path, capsys):
     from specsim.speculation.sampling import acceptance_rate_from_logits
 
     assert out["alpha"] == pytest.approx(float(acceptance_rate_from_logits(target, draft, 0.8).mean()))
-    assert out["tokens_per_step"][3]["independent"] == pytest.approx(float(expected_tokens(out["alpha"], 4)))
-    assert all(r["correlated_bound"] >= r["independent"] - 1e-12 for r in out["tokens_per_step"])
+    assert out["tokens_per_round"][3]["independent"] == pytest.approx(float(expected_tokens(out["alpha"], 4)))
+    assert all(r["correlated_bound"] >= r["independent"] - 1e-12 for r in out["tokens_per_round"])
 
 
 @pytest.mark.parametrize(

@@ -139,7 +139,7 @@ def run_acceptance(args: argparse.Namespace) -> int:
     print(
         table(
             ["gamma", "tokens/step (independent, alpha)", "if acceptance is shared within a step"],
-            [[r["gamma"], f"{r['independent']:.3f}", f"{r['correlated_bound']:.3f}"] for r in out["tokens_per_step"]],
+            [[r["gamma"], f"{r['independent']:.3f}", f"{r['correlated_bound']:.3f}"] for r in out["tokens_per_round"]],
             ">>>",
         )
     )

@@ -305,7 +305,7 @@ def logits_acceptance_summary(
         "alpha": alpha,
         "alpha_std": float(rates.std()),
         "alpha_percentiles": {str(q): float(np.percentile(rates, q)) for q in (10, 25, 50, 75, 90)},
-        "tokens_per_step": [
+        "tokens_per_round": [
             {"gamma": int(k), "independent": float(e), "correlated_bound": float(c)}
             for k, e, c in zip(g, independent, correlated)
         ],
