@@ -974,7 +974,11 @@ def _speedups(runs: list[CalRun], measured: np.ndarray, prediction: np.ndarray) 
 
         several = len({k[2] for k in keys}) > 1
         out.append(
-            (f"{load}, {steps} steps" + (f", sweep {sweep}" if several else ""), ratio(measured), ratio(prediction))
+            (
+                f"{load}, {steps} step{'s' if steps != 1 else ''}" + (f", sweep {sweep}" if several else ""),
+                ratio(measured),
+                ratio(prediction),
+            )
         )
     return out
 
