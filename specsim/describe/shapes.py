@@ -798,7 +798,7 @@ class ModelShape:
             else:
                 per_layer = f"2 (K, V) x {self.kv_heads_per_rank:g} KV heads{' per GPU' if self.tp > 1 else ''} x {self.head_dim} dims"
             lines.append(
-                f"{self.name}: KV {self.n_attention_layers} attention layer{'s' if self.n_attention_layers != 1 else ''} x {per_layer} x {elem:g} bytes "
+                f"{self.name}: KV {self.n_attention_layers} attention layer{'s' if self.n_attention_layers != 1 else ''} x {per_layer} x {elem:g} byte{'s' if elem != 1 else ''} "
                 f"({self.kv_dtype}) = {self.kv_bytes_per_token:,.0f} bytes per token{' per GPU' if self.tp > 1 else ''}"
                 + (
                     f"; {self.n_sliding_layers} of the layers keep at most {self.sliding_window:,} tokens"
