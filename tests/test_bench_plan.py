@@ -412,7 +412,7 @@ _NEW = ("peagle", "pard", "dflash", "dspark", "suffix")
 def test_every_drafters_engine_name_is_in_each_release_it_is_claimed_for(kind):
     """vLLM's method (and keys such as parallel_drafting) and SGLang's --speculative-algorithm are in every read release
     from the drafter's first one on; for the 2026 drafters the read release before it lacks them, so the first release
-    specsim names is no later than the source says (vLLM dspark: read in 0.26.0 and not in 0.24.0, 0.25 unread)."""
+    specsim names is no later than the source says (vLLM dspark: read in 0.25.0 and 0.26.0, not in 0.24.0)."""
     from specsim.speculation.drafters import DRAFTERS
 
     cls = DRAFTERS[kind]

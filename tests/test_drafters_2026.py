@@ -200,8 +200,8 @@ def test_pard_has_no_default_acceptance_and_says_why(capsys):
         ),
         (
             ["--draft", "dspark", "--target", "qwen3-8b", "--engine", "vllm@0.24.1"],
-            "vllm 0.24.1 refuses method dspark (vllm/config/speculative.py SpeculativeMethod: in 0.26.0, not 0.24.0 (0.25 unread; "
-            "recipes DeepSeek-V4-Flash.yaml at 8959cf6: 0.25.0, PR #46995)): a DSpark confidence-scheduled drafter (--draft dspark) runs from vllm 0.25.0; use vllm@0.25.0 or "
+            "vllm 0.24.1 refuses method dspark (vllm/config/speculative.py SpeculativeMethod: in 0.25.0 (DSparkModelTypes, "
+            "L60), not 0.24.0 (PR #46995)): a DSpark confidence-scheduled drafter (--draft dspark) runs from vllm 0.25.0; use vllm@0.25.0 or "
             "later, or another drafter",
         ),
         (

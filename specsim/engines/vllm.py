@@ -615,8 +615,7 @@ METHODS = {
     "dspark": EngineSupport(
         "dspark",
         (0, 25, 0),
-        "vllm/config/speculative.py SpeculativeMethod: in 0.26.0, not 0.24.0 (0.25 unread; "
-        "recipes DeepSeek-V4-Flash.yaml at 8959cf6: 0.25.0, PR #46995)",
+        "vllm/config/speculative.py SpeculativeMethod: in 0.25.0 (DSparkModelTypes, L60), not 0.24.0 (PR #46995)",
         # K - 1 as P-EAGLE to 0.29.0 (0.25.0-0.27.0 set parallel_drafting for it: speculative.py 0.25.0 L910, 0.26.0
         # L963, 0.27.0 L984, so max_num_seqs x (K - 1) off the budget up front), 0 at 0.33.0
         slots=_PARALLEL_SLOTS + (((0, 33, 0), (0, 0, False)),),
