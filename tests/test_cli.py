@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -357,6 +358,15 @@ def test_capacity_8b_with_draft_at_8192(capsys):
     code, out, _ = run(capsys, "capacity", "--context", "8192", "--json")
     data = json.loads(out)
     assert (data["max_batch_without_draft"], data["max_batch_with_draft"]) == (56, 43)
+    # The limits the engine runs with: the JSON's max_num_seqs is null (none given), so it names the engine's own, as
+    # the text's line on SGLang's speculating max_num_seqs does (the JSON said nothing of that 48).
+    assert data["max_num_seqs"] is None and data["engine_limits"].startswith(
+        "max_num_seqs 1024, max_batched_tokens 8192"
+    )
+    _, out, _ = run(capsys, "capacity", "--engine", "sglang")
+    text = re.search(r"runs at most (\d+) sequences at once", out).group(1)
+    _, out, _ = run(capsys, "capacity", "--engine", "sglang", "--json")
+    assert f"({text} speculating)" in json.loads(out)["engine_limits"]
 
 
 def test_capacity_names_the_defaults_it_took_and_what_the_configs_left_unsaid(capsys, tmp_path):

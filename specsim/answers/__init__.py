@@ -367,13 +367,17 @@ def capacity_record(
     (False, 4)
     """
     from specsim.serving.capacity import fitting_tp_for
+    from specsim.serving.steady import engine_limits
 
     cap = capacity_at(dep, context, memory_utilization, gamma, max_batched_tokens, max_num_seqs)
+    # the limits the engine runs with, as the load answers name them (max_num_seqs and max_batched_tokens: those given)
+    limits, where = engine_limits(dep.engine, dep.hardware, False, max_num_seqs, max_batched_tokens)
     return {
         "hardware": dep.hardware.name,
         "target": dep.target.name,
         "draft": dep.drafter.name,
         **cap.to_dict(),
+        "engine_limits": limits.label + (f" ({where})" if where else ""),
         "context_basis": context_basis(context),
         "smallest_fitting_tp": fitting_tp_for(dep, cap),
         "memory_counted": memory_counted(dep),
