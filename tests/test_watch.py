@@ -592,6 +592,81 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
     assert message in err and len(err.strip().splitlines()) == 1
 
 
+#: Failures before a watch starts, one row each: the page served (an engine's replayed page, "bare" for a vLLM page
+#: without one speculative metric, None for no server), the flags after --draft, and what the one line says.
+START_FAILURES = [
+    (None, ["--interval", "abc", "--url", "http://127.0.0.1:9"], "argument --interval: 'abc' is not a duration"),
+    (None, ["--url", "http://127.0.0.1:9", "--bogus"], "unrecognized arguments: --bogus"),
+    (None, ["--url", "http://127.0.0.1:9", "--once", "--windows", "2"], "--once reads one window; --windows N"),
+    (None, [], "give the engine's page (--url"),
+    (None, ["--url", "ftp://x/metrics"], "is not an http(s) address"),
+    (None, ["--url", "http://127.0.0.1:9/metrics"], "cannot reach http://127.0.0.1:9/metrics"),
+    (None, ["--prometheus", "http://127.0.0.1:9"], "cannot reach Prometheus at http://127.0.0.1:9"),
+    ("sglang@0.5.23", ["--engine", "vllm@0.20.0"], "holds sglang metrics (sglang: names), not the vllm 0.20.0"),
+    ("bare", ["--engine", "vllm@0.20.0"], "shows none of vllm 0.20.0's speculative-decoding metrics"),
+    ("sglang@0.5.4", ["--engine", "sglang@0.5.4"], "sglang 0.5.4's metrics do not say the draft length: give --gamma"),
+    ("vllm@0.20.0", ["--engine", "vllm@0.20.0", "--gamma", "2"], "--gamma 2 but the engine's metrics say 3 draft"),
+]
+
+
+@pytest.mark.parametrize("page, argv, message", START_FAILURES)
+def test_with_json_a_failure_to_start_is_one_json_line_on_stdout_too(day, page, argv, message, capsys):
+    """A program reading --json got nothing on stdout when the watch could not start (a bad flag, an address it cannot
+    reach, a page that is not the engine's): it now gets the summary record a watch ends with, exit_code 2 and the stderr
+    line's message as its error, and nothing else; the stderr line is as before, and without --json stdout stays empty.
+    A --gamma the page contradicts is refused there too, before the header (it was refused a window later)."""
+    import contextlib
+
+    from specsim.watch.replay import ReplayServer
+
+    names, _, _ = metric_names("vllm@0.20.0")
+    bare = f'vllm:num_requests_running{{engine="0",model_name="{MODEL}"}} 1.0\n'
+    server = (
+        contextlib.nullcontext()
+        if page is None
+        else ReplayServer([bare], path=names.path)
+        if page == "bare"
+        else _serve(day, page)
+    )
+    said = []
+    with server:
+        for json_flag in ([], ["--json"]):
+            base = ["watch", "--draft", "llama-3.2-1b", "--interval", "0.25", *json_flag]
+            code = main(base + ([] if page is None else ["--url", server.url]) + argv)
+            out, err = capsys.readouterr()
+            assert code == 2 and len(err.strip().splitlines()) == 1 and message in err, err
+            said.append((out, err))
+    (plain_out, plain_err), (out, err) = said
+    assert plain_out == "" and err == plain_err
+    (line,) = out.splitlines()
+    assert json.loads(line) == {
+        "type": "summary",
+        "exit_code": 2,
+        "holding": [],
+        "error": err.strip().removeprefix("specsim watch: error: "),
+    }
+
+
+def test_with_json_an_error_during_the_watch_ends_the_rows_with_the_summary(day, capsys):
+    """A window the watch cannot read on (here the draft length the page says moves off the --gamma given, the engine
+    restarted at another) ended the command with the stderr line alone: the JSON rows stopped without a summary.  It
+    ends as a watch that gives up does: the summary with exit_code 2, what held, and the error."""
+    from specsim.watch.replay import ReplayServer, pages
+
+    names, _, _ = metric_names("vllm@0.20.0")
+    texts = pages(day, names, MODEL, 30.0, start_s=1.7e9)
+    # A fourth position from the second read on: the page says 4 draft tokens where --gamma and the first read say 3.
+    more = f'{names.accepted_per_position}{{engine="0",model_name="{MODEL}",position="3"}} 0.0\n'
+    argv = ["watch", "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--interval", "0.25", "--gamma", "3"]
+    with ReplayServer(texts[:1] + [t + more for t in texts[1:]], path=names.path) as server:
+        code = main([*argv, "--url", server.url, "--windows", "2", "--json"])
+    out, err = capsys.readouterr()
+    records = [json.loads(line) for line in out.splitlines()]
+    assert code == 2 and [r["type"] for r in records] == ["header", "summary"], records
+    assert records[-1]["exit_code"] == 2 and records[-1]["error"].startswith("--gamma 3 but the engine's metrics say 4")
+    assert err.strip() == "specsim watch: error: " + records[-1]["error"]
+
+
 def test_a_page_of_another_engine_is_refused_by_the_command(day, capsys):
     with _serve(day, "sglang@0.5.23") as server:
         assert main(["watch", "--url", server.url, "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--once"]) == 2

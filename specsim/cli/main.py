@@ -79,6 +79,15 @@ class _Formatter(argparse.HelpFormatter):
         super().__init__(prog, indent_increment, max_help_position, _help_width() if width is None else width)
 
 
+class UsageError(SystemExit):
+    """argparse's exit (status 2) on a usage error, holding the line it printed after ``error:``, for a command whose
+    ``--json`` says its failures on stdout too (:func:`_json_failure`)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(2)
+        self.message = message
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error message instead of usage plus error, and no abbreviated flags."""
 
@@ -90,7 +99,9 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        line = f"{message} (see {self.prog} --help)"
+        sys.stderr.write(f"{self.prog}: error: {line}\n")
+        raise UsageError(line)
 
     def format_help(self) -> str:
         resolve_help(self)
@@ -194,6 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if extra:
             _unrecognized(parser, args, extra)
     except SystemExit as stop:  # argparse: --help, --version or a usage error
+        if isinstance(stop, UsageError) and "--json" in argv:
+            _json_failure(first, stop.message)
         return int(stop.code or 0)
     finally:
         if collecting:
@@ -221,4 +234,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError) as err:
         message = str(err)
     print(f"specsim {args.command}: error: {message}", file=sys.stderr)
+    if getattr(args, "json", False):
+        _json_failure(args.command, message)
     return 2
+
+
+def _json_failure(command: str | None, message: str) -> None:
+    """With ``--json``, a failure said on stdout too, where the command's module declares how (``JSON_FAILURES``, beside
+    its ``PARSERS``): ``specsim watch`` writes a stream of JSON lines, and a program reading it gets the record the
+    stream ends with, its ``error`` the message of the stderr line, rather than nothing.  The exit status stays 2."""
+    if command not in COMMANDS:
+        return
+    module = importlib.import_module(f"specsim.cli.{COMMANDS[command]}")
+    hook = getattr(module, "JSON_FAILURES", {}).get(command)
+    if hook is not None:
+        hook(message)

@@ -374,11 +374,8 @@ def run_watch(args: argparse.Namespace) -> int:
     said += more
     limits, args.limits_said = engine_limits(args, dep.engine, dep.hardware)
     judge = Judge(dep, limits, args.gamma_max, args.memory_util)
-    gamma = args.gamma
-    if gamma is None and names.gamma_gauge is None and names.gamma_info is None and names.accepted_per_position is None:
-        raise ValueError(
-            f"{shown}'s metrics do not say the draft length: give --gamma (the engine's number of draft tokens)"
-        )
+    gamma = _draft_length(args.gamma, names, shown, first)
+    history = None if reads is None else prometheus_windows(reads, names, model, gamma, source.url)
     if args.alert_rules or args.dashboard:
         _write_rules(
             args,
@@ -413,19 +410,8 @@ def run_watch(args: argparse.Namespace) -> int:
             "deployment": dep.identity(),
         },
     )
-    gave_up = None
     try:
-        if reads is not None:
-            for row in watcher.add_all(prometheus_windows(reads, names, model, gamma, source.url)):
-                output.row(row)
-                if gauges is not None:
-                    gauges.update(row)
-            if args.end is None and not args.once:
-                gave_up = _live_prometheus(args, source, names, model, gamma, reads[-1][0], output, watcher, gauges)
-        else:
-            gave_up = _live_url(args, source, names, gamma, model, first, output, watcher, gauges)
-    except KeyboardInterrupt:
-        pass
+        gave_up = _watch(args, source, names, model, gamma, first, history, output, watcher, gauges)
     finally:
         if server is not None:
             server.shutdown()
@@ -451,6 +437,41 @@ def run_watch(args: argparse.Namespace) -> int:
     )
     output.footer(code, watcher.holding, drift)
     return code
+
+
+def _draft_length(gamma: int | None, names, shown: str, first) -> int | None:
+    """``--gamma``, refused where the metrics never say the draft length and it is not given, or where the page's
+    first read says another (before the header: it was refused a window later, a minute's wait at the default)."""
+    from specsim.watch.windows import check_gamma
+
+    if gamma is None and names.gamma_gauge is None and names.gamma_info is None and names.accepted_per_position is None:
+        raise ValueError(
+            f"{shown}'s metrics do not say the draft length: give --gamma (the engine's number of draft tokens)"
+        )
+    if first is not None:
+        check_gamma(gamma, first, names)
+    return gamma
+
+
+def _watch(args, source, names, model, gamma, first, history, output, watcher, gauges) -> str | None:
+    """Print the windows of ``history`` (Prometheus) and those read live until done; the reason the watch gave up,
+    where it did.  A window it cannot read on (the page's draft length moved off --gamma) ends it the same way, so that
+    --json ends with the summary and its error, not with the rows alone."""
+    try:
+        if history is not None:
+            for row in watcher.add_all(history):
+                output.row(row)
+                if gauges is not None:
+                    gauges.update(row)
+            if args.end is None and not args.once:
+                last_t = history[-1].end_s  # the last read's time (a span holds two reads or more: _open)
+                return _live_prometheus(args, source, names, model, gamma, last_t, output, watcher, gauges)
+            return None
+        return _live_url(args, source, names, gamma, model, first, output, watcher, gauges)
+    except KeyboardInterrupt:
+        return None
+    except ValueError as err:
+        return str(err)
 
 
 def _live_prometheus(args, source, names, model, gamma, last_t, output, watcher, gauges) -> str | None:
@@ -666,7 +687,10 @@ def _parser_watch(sub) -> None:
         help="with --alert-rules: the output tokens (default 256, the article's)",
     )
     out.add_argument(
-        "--json", action="store_true", help="JSON lines: a header, one object per window and per verdict, a summary"
+        "--json",
+        action="store_true",
+        help="JSON lines: a header, one object per window and per verdict, a summary (on a failure, the summary "
+        "with its error: alone where the watch could not start)",
     )
     add_deployment_args(p, defaults=False, batch=False, context=False)
     for action in p._actions:  # the watch's own default: the model the engine's page names (_deployment)
@@ -682,4 +706,14 @@ def _run(args: argparse.Namespace) -> int:
     return run_watch(args)
 
 
+def json_failure(message: str) -> None:
+    """A failure with ``--json`` (bad flags, an address that cannot be reached, a page without the speculative metrics,
+    a watch that ended on an error), said on stdout as the summary record a watch's JSON lines end with: ``exit_code``
+    2, nothing holding, ``error`` the message of the stderr line.  A failure before the watch started gives this line
+    alone (no header); one during it ends the rows.  (:func:`specsim.cli.main._json_failure` calls it.)"""
+    _Output(True, None).emit("summary", exit_code=2, holding=[], error=message)
+
+
 PARSERS = {"watch": _parser_watch}
+#: With --json, how a failure is said on stdout (specsim.cli.main._json_failure).
+JSON_FAILURES = {"watch": json_failure}

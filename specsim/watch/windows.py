@@ -25,6 +25,7 @@ __all__ = [
     "MIN_DRAFTS",
     "Reading",
     "Window",
+    "check_gamma",
     "check_names",
     "models_on",
     "prometheus_windows",
@@ -303,6 +304,15 @@ def _mean_gauge(gauges: list, name: str | None):
     return float(np.mean([np.mean(v) for v in per_replica.values()])), len(per_replica)
 
 
+def check_gamma(gamma: int | None, reading: Reading, names) -> None:
+    """Refuse a ``--gamma`` other than the draft length the page says (its per-position series, or a gauge of it)."""
+    if gamma is not None and reading.gamma is not None and int(round(reading.gamma)) != gamma:
+        raise ValueError(
+            f"--gamma {gamma} but the engine's metrics say {int(round(reading.gamma))} draft tokens "
+            f"({names.accepted_per_position or names.gamma_gauge or names.gamma_info[0]})"
+        )
+
+
 def window_between(
     first: Reading, last: Reading, names, gauges: list | None = None, gamma: int | None = None
 ) -> Window:
@@ -311,11 +321,7 @@ def window_between(
     gauges = [first.gauges, last.gauges] if gauges is None else gauges
     page_gamma = last.gamma
     notes = []
-    if gamma is not None and page_gamma is not None and int(round(page_gamma)) != gamma:
-        raise ValueError(
-            f"--gamma {gamma} but the engine's metrics say {int(round(page_gamma))} draft tokens "
-            f"({names.accepted_per_position or names.gamma_gauge or names.gamma_info[0]})"
-        )
+    check_gamma(gamma, last, names)
     g = gamma if gamma is not None else (int(round(page_gamma)) if page_gamma is not None else None)
     running, replicas = _mean_gauge(gauges, names.running)
     waiting, _ = _mean_gauge(gauges, names.waiting)
