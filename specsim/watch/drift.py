@@ -102,6 +102,10 @@ class DropDetector:
             )
         self.min_drop, self.false_alarm, self.reference = float(min_drop), float(false_alarm), int(reference)
         self.h = math.log(1.0 / self.false_alarm)
+        #: The overdispersion the last reference measured, kept through a restart (a flagged drop, a new draft length,
+        #: an engine restart): how this traffic's windows vary beyond their drafts' noise, for the windows that gather
+        #: the next reference (:func:`specsim.watch.judge.window_sd`).  None until a counted reference is set.
+        self.measured_phi: float | None = None
         self._restart(None)
 
     def _restart(self, gamma, draft_length=None) -> None:
@@ -221,6 +225,7 @@ class DropDetector:
         phi = max(floor, pearson / float(chi2.ppf(PHI_QUANTILE, xs.size - 1)))
         if counted:
             self.v0, self.phi = v, phi
+            self.measured_phi = phi
         else:
             self.v0, self.phi, self.gauge_sd = None, None, math.sqrt(phi * v)
         self.reference_windows = (self._buffer[0][0], self._buffer[-1][0])

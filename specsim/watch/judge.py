@@ -14,10 +14,25 @@ speculation never pays (the drafter's passes cost more than any acceptance saves
 
 The verdict compares the window's acceptance length, with its interval, against the break-even: it costs more than it
 saves where the interval's top is below; it pays where its bottom is above; otherwise the window cannot tell.  The
-interval is the mean accepted tokens per draft over the window's drafts, its spread that of one draft's accepted
-tokens (from the per-position counts) inflated by the overdispersion the drift reference measured between windows
-(drafts of one request are not independent), 95%.  A window with no spread to give (an engine that says its acceptance
-in a gauge alone, before the reference) has no interval and no verdict unless no acceptance pays or every one does.
+interval is the mean accepted tokens per draft over the window's drafts, 95%, normal (:func:`acceptance_interval`).  The
+unit is the draft (a round), whose accepted tokens' variance ``v`` the per-position counts give whole
+(E[A^2] = sum (2k + 1) c_k: the tokens of one round are not independent, a token is accepted only after every earlier
+one).  Rounds are not independent either: those of one request share its prompt (code accepts more than chat), and
+requests of one kind of traffic share theirs.  Once the drift reference is set the spread is ``phi v / n`` for ``n``
+drafts, ``phi`` the overdispersion it measured between windows (:mod:`.drift`).  Before the first, nothing has
+measured ``phi``, and the spread is ``v / min(n, N)`` for ``N`` requests finished in the window: the request is the
+unit, as though each request's rounds were one draw (:func:`window_sd`); while a later reference gathers (after a
+flagged drop, a new draft length or an engine restart: the same traffic), ``phi v / n`` with the ``phi`` the last one
+measured, where that is less.  That is a bound, not an estimate: a request's mean accepted tokens varies
+less than one round's (the law of total variance, Var(mean of m) = tau^2 + sigma^2 / m <= tau^2 + sigma^2 = v), and the
+requests drafting in a window are at least those finishing in it; it assumes requests independent and their draft counts
+not too unequal (tau^2 CV^2 <= sigma^2 for the share tau^2 of v between requests and CV the spread of drafts per
+request).  On a stationary stream of requests whose alpha varies (Beta, sd 0.15 about 0.6) with lognormal output
+lengths (CV 0.7), windows of a minute at 4 requests/s, the draft count's spread alone was 0.18 of the windows' own and
+put the top of the interval below the stream's acceptance length in 36% of windows (a "costs" verdict at a break-even
+there, nominally 2.5%); the request count's is 2.0 of it, and did so in none of 300 (tests/test_watch.py holds it).
+A window with no spread to give (an engine that says its acceptance in a gauge alone, before the reference) has no
+interval and no verdict unless no acceptance pays or every one does.
 """
 
 from __future__ import annotations
@@ -29,7 +44,7 @@ import numpy as np
 
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
 
-__all__ = ["ALPHAS", "CONFIDENCE_Z", "Judgement", "Judge"]
+__all__ = ["ALPHAS", "CONFIDENCE_Z", "Judgement", "Judge", "acceptance_interval", "window_sd"]
 
 #: The alphas on which the break-even is searched: 0 to 0.995, every 0.005.
 ALPHAS = np.round(np.arange(0.0, 0.9951, 0.005), 3)
@@ -79,6 +94,40 @@ class Judgement:
             "best_gamma": self.best_gamma,
             "best_speedup": self.best_speedup,
         }
+
+
+def window_sd(window, phi: float | None = None) -> float | None:
+    """The standard deviation of a window's acceptance length before a drift reference is set: the spread ``v`` of one
+    draft's accepted tokens over the fewer of its drafts ``n`` and the requests ``N`` finished in it (the module's
+    docstring: a request's rounds are not independent, and until a reference measures how much they are not, the
+    request is the unit), or ``phi v / n`` where an earlier reference of this watch measured the overdispersion ``phi``
+    and that is less; None without draft counts (a gauge's window) or a draft variance.
+
+    >>> from specsim.watch.windows import Window
+    >>> w = Window(0.0, 60.0, "m", 1, "", drafts=30000.0, acceptance_length=2.0, per_position=(0.6, 0.3, 0.1),
+    ...            gamma=3, requests_per_s=4.0, input_tokens=1000.0, output_tokens=256.0)
+    >>> round(window_sd(w), 4), round(window_sd(w, phi=8.0), 4)  # v = 1: over 240 requests; over 30,000 / 8 drafts
+    (0.0645, 0.0163)
+    """
+    if not window.drafts:
+        return None
+    var = window.draft_variance()
+    if var is None:
+        return None
+    units = min(window.drafts, window.finished_requests or window.drafts)
+    if phi is not None:
+        units = max(units, window.drafts / phi)
+    return math.sqrt(var / max(units, 1.0))
+
+
+def acceptance_interval(window, sd: float | None = None) -> tuple | None:
+    """The window's acceptance length, 95%: (low, high) with the standard deviation ``sd`` where given (the drift
+    reference's, :meth:`specsim.watch.drift.DropDetector.sd`, or :func:`window_sd` with a phi), else
+    :func:`window_sd`'s; None without a spread (a gauge's window before the reference)."""
+    sd = window_sd(window) if sd is None else sd
+    if sd is None:
+        return None
+    return window.acceptance_length - CONFIDENCE_Z * sd, window.acceptance_length + CONFIDENCE_Z * sd
 
 
 def _length(alpha: np.ndarray, gamma: int) -> np.ndarray:
@@ -132,7 +181,8 @@ class Judge:
 
     def judge(self, windows: list, spread: list | None = None) -> list:
         """A :class:`Judgement` per window (None for a window that is not :attr:`~.windows.Window.usable`); ``spread``
-        gives per window the standard deviation of its acceptance length (None: the draft count's alone)."""
+        gives per window the standard deviation of its acceptance length (None: :func:`acceptance_interval`'s own, the
+        request as the unit)."""
         from specsim.speculation.acceptance import alpha_from_acceptance_length
         from specsim.speculation.schedule import DEFAULT_SCHEDULE_RTOL
         from specsim.speculation.search import argmax_gamma
@@ -165,15 +215,7 @@ class Judge:
             for j, i in enumerate(idx):
                 w = ws[j]
                 length_be, kind = self._crossing(curve[:, j], gamma)
-                sd = spread[i]
-                if sd is None and w.drafts:
-                    var = w.draft_variance()
-                    sd = math.sqrt(var / w.drafts) if var is not None else None
-                interval = (
-                    None
-                    if sd is None
-                    else (w.acceptance_length - CONFIDENCE_Z * sd, w.acceptance_length + CONFIDENCE_Z * sd)
-                )
+                interval = acceptance_interval(w, spread[i])
                 # Without a spread (a gauge's window before the drift reference measures how windows vary) there is
                 # no interval, and a point a hair from the break-even cannot tell: undecided, as an interval across it.
                 low, high = interval if interval is not None else (-math.inf, math.inf)

@@ -112,6 +112,8 @@ class Watcher:
 
     def add_all(self, windows: list) -> list:
         """:meth:`add` for several windows in order, the model asked once for all of them (a replayed day)."""
+        from specsim.watch.judge import window_sd
+
         first = len(self.rows)
         drift = []  # per window: (sd, drop, reference acceptance length once set, the test where set in it)
         moved: dict = {}  # per window where the draft length moved: what the drift test did
@@ -121,6 +123,8 @@ class Watcher:
                 drift.append((None, None, None, None))
             elif w.usable:
                 sd, was = self.detector.sd(w.drafts), self.detector.ready
+                if sd is None and self.detector.measured_phi is not None:  # gathering a new reference (judge.window_sd)
+                    sd = window_sd(w, self.detector.measured_phi)
                 drop = self.detector.update(first + k, w)
                 d = self.detector
                 test = (

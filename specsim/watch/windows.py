@@ -235,6 +235,11 @@ class Window:
         return self.end_s - self.start_s
 
     @property
+    def finished_requests(self) -> float | None:
+        """Requests finished in the window, over its replicas (None where the page does not count them)."""
+        return None if self.requests_per_s is None else self.requests_per_s * self.seconds * self.replicas
+
+    @property
     def usable(self) -> bool:
         """Enough counted to judge: not a restart, an acceptance and a load."""
         counted = self.drafts is None or self.drafts >= MIN_DRAFTS
