@@ -233,7 +233,7 @@ class _Failures:
     def failed(self, err: ValueError, window_s: float) -> str | None:
         """Count one failed read; the reason to give up, where it is time to."""
         self.streak += 1
-        if not self.output.json and (self.streak - 1) % self.per_window == 0:
+        if (self.streak - 1) % self.per_window == 0:  # on stderr with --json too: stdout keeps the JSON alone
             more = "" if self.streak == 1 else f" ({self.streak} reads in a row)"
             print(
                 f"{time.strftime('%H:%M:%S', time.gmtime())}  read failed{more}: {err}; {self.again}", file=sys.stderr
