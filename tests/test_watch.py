@@ -638,6 +638,10 @@ def test_watch_reads_a_page_at_its_stamped_times(day, capsys):
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     header, rows, summary = lines[0], [x for x in lines if x["type"] == "window"], lines[-1]
     assert header["model"] == MODEL and header["engine"] == "vllm 0.20.0"
+    assert any(
+        "its unit the draft, widened by the drift test's overdispersion; the request until" in x
+        for x in header["lines"]
+    )
     assert len(rows) == 3 and all(r["window"]["end_s"] - r["window"]["start_s"] == pytest.approx(150.0) for r in rows)
     assert rows[0]["window"]["acceptance_length"] == pytest.approx(float(tokens_per_round(0.6, 3)), rel=0.02)
     assert summary["type"] == "summary" and code == summary["exit_code"]

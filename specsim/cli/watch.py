@@ -341,8 +341,9 @@ def _header(args, source, names, shown, model, dep, limits, detector, said) -> l
         dep.brief() if not report.VERBOSE else "\n".join(dep.provenance()),
         "load: each window's finished requests/s per replica with its mean prompt and output tokens, as Poisson "
         f"arrivals (the serving model's open loop); {limits.label}{args.limits_said}",
-        "verdict: the acceptance length's 95% interval against the break-even; a schedule change where another gamma "
-        f"gains {args.min_gain:.0%} or more",
+        "verdict: the acceptance length's 95% interval against the break-even (its unit the draft, widened by the "
+        "drift test's overdispersion; the request until a reference has measured it); a schedule change where another "
+        f"gamma gains {args.min_gain:.0%} or more",
         detector.describe(),
     ] + [f"note: {s}" for s in said]
     if getattr(args, "names_note", ""):  # the release the page's names could not confirm
