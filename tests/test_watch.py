@@ -846,7 +846,7 @@ def test_a_window_that_serves_requests_without_one_speculative_step_says_specula
     from specsim.watch.watcher import Watcher
 
     serving = SimpleNamespace(drafts=0.0, requests_per_s=3.5, acceptance_length=None, notes=())
-    assert Watcher._why_idle(serving).startswith("no speculative step while 3.5 requests/s were served")
+    assert Watcher._why_idle(serving).startswith("no speculative step while 3.50 requests/s were served")
     quiet = SimpleNamespace(drafts=0.0, requests_per_s=0.0, acceptance_length=None, notes=())
     assert Watcher._why_idle(quiet).startswith("idle: 0 speculating steps")
     # Drafting with no request finished is not idle either (a page without the request counter once read as idle), and
@@ -1435,3 +1435,17 @@ def test_a_window_whose_drafts_all_drafted_fewer_than_configured_is_judged_at_th
     assert w.gamma == 2 and len(w.per_position) == 2 and w.draft_length == pytest.approx(2.0)
     assert any("every draft drafted 2 of the 3 tokens configured" in note for note in w.notes)
     assert window_between(first, last, names).gamma == 3  # drafts of the configured length: as before
+
+
+def test_the_tables_rate_keeps_three_figures():
+    # the requests/s column and the verdicts printed 17.96 as "18" beside "11.9" (:.3g drops the zeros it rounds to)
+    from specsim.watch.watcher import three_figures
+
+    assert [three_figures(x) for x in (17.96, 11.94, 2.971, 0.05, 123.4, 0.0)] == [
+        "18.0",
+        "11.9",
+        "2.97",
+        "0.0500",
+        "123",
+        "0",
+    ]

@@ -84,6 +84,8 @@ class _Output:
             for v in row.started:
                 self.emit("verdict", **v.to_dict())
             return
+        from specsim.watch.watcher import three_figures
+
         w, j = row.window, row.judgement
         when = self.clock(w.end_s)
         pad = " " * len(when)
@@ -100,7 +102,7 @@ class _Output:
             verdict = {"costs": "COSTS MORE", "pays": "pays", "undecided": "cannot tell"}[j.verdict]
             print(
                 f"{when}  {length:<22} {pos:<15} {j.gamma:>2} {running + f' ({j.running_model:.1f})':>15} "
-                f"{w.requests_per_s:>6.3g} {w.input_tokens:>4.0f}/{w.output_tokens:<4.0f}  {j.speedup:>6.3f}x {be:>10}  {verdict}",
+                f"{three_figures(w.requests_per_s):>6} {w.input_tokens:>4.0f}/{w.output_tokens:<4.0f}  {j.speedup:>6.3f}x {be:>10}  {verdict}",
                 flush=True,
             )
             if row.note:

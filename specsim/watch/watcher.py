@@ -20,6 +20,7 @@ Exit codes for ``--once`` and bounded runs, from the verdicts that hold at the l
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 __all__ = ["DEFAULT_MIN_GAIN", "EXIT_CODES", "Row", "Verdict", "Watcher", "schedule_writer"]
@@ -29,6 +30,12 @@ __all__ = ["DEFAULT_MIN_GAIN", "EXIT_CODES", "Row", "Verdict", "Watcher", "sched
 DEFAULT_MIN_GAIN = 0.05
 #: Exit status per verdict, most urgent first (0: none holds; 2 is bad input, as for every command).
 EXIT_CODES = {"costs": 3, "dropped": 4, "schedule": 5}
+
+
+def three_figures(x: float) -> str:
+    """A rate to three significant figures, its zeros kept ("18.0" beside "11.9", where :3g printed "18"): the
+    table's requests/s and the verdicts' sentences."""
+    return f"{x:.{max(0, 2 - math.floor(math.log10(x)))}f}" if x > 0 else f"{x:g}"
 
 
 @dataclass(frozen=True)
@@ -227,7 +234,7 @@ class Watcher:
                         index,
                         window.start_s,
                         f"speculation at gamma {j.gamma} costs more than it saves at this load: {why} at "
-                        f"{window.requests_per_s:.3g} requests/s per replica{running}; the model's speedup "
+                        f"{three_figures(window.requests_per_s)} requests/s per replica{running}; the model's speedup "
                         f"{j.speedup:.3f}{other}",
                     )
                 )
@@ -275,7 +282,7 @@ class Watcher:
             # Requests served and not one speculative step: a schedule that turns speculation off at this load
             # (TensorRT-LLM's draft_len_schedule can give 0), or an engine that stopped drafting.
             return (
-                f"no speculative step while {window.requests_per_s:.3g} requests/s were served: speculation is off at "
+                f"no speculative step while {three_figures(window.requests_per_s)} requests/s were served: speculation is off at "
                 "this load (a draft-length schedule giving 0, or an engine that stopped drafting)"
             )
         if window.drafts is not None and window.drafts < MIN_DRAFTS:
