@@ -1207,13 +1207,34 @@ BAD = [
         "a duration of 1e308 s",
         dict(duration=1e308, output_throughput=None, request_throughput=None),
         SPEC,
-        "give 2.18e-306 requests in flight at concurrency 1: a closed loop keeps about its users in flight (between 0.4 and",
+        "vllm-x.jsonl#1: duration must be a number of seconds in (0, 3.2e+07] (a year), got 1e+308",
     ),
     (
         "in flight",
         dict(mean_tpot_ms=0.01),
         SPEC,
         "requests in flight at concurrency 1: a closed loop keeps about its users in flight",
+    ),
+    # Little's law holds for every load, not only a closed loop: an offline batch (no concurrency limit, no rate) or a
+    # paced run of 12 days (or 1e308 s, before the range above) was fitted at a decode batch of 1.
+    (
+        "a batch's duration of 12 days",
+        dict(max_concurrency=None, duration=1e6, output_throughput=None, request_throughput=None),
+        SPEC,
+        "vllm-x.jsonl#1: duration 1e+06 s is longer than its 200 requests can take: at 1.09e+03 ms each end to end, "
+        "one after another, they take 272 s at the most: the duration is not this run's",
+    ),
+    (
+        "a paced run's duration of 12 days",
+        dict(max_concurrency=None, request_rate=2.0, duration=1e6, output_throughput=None, request_throughput=None),
+        SPEC,
+        "s at the most: the duration is not this run's",
+    ),
+    (
+        "a batch of 200 in a microsecond",
+        dict(max_concurrency=None, duration=1e-6, output_throughput=5.12e10, request_throughput=2e8),
+        SPEC,
+        "requests in flight, more than the 200 sent: the duration is not this run's",
     ),
 ]
 
@@ -1910,6 +1931,27 @@ def test_a_decode_batch_past_the_load_is_refused_in_a_short_line(tmp_path, capsy
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "give 5.44e+307 sequences decoding at once (Little's law)" in err[0] and len(err[0]) < 250
+
+
+def test_a_run_judged_by_its_throughput_alone_with_a_duration_past_a_year_is_refused_in_one_line(tmp_path, capsys):
+    # An offline batch with no TPOT or latency is judged by its throughput: at 1e308 s the fit's arithmetic overflowed
+    # ('array must not contain infs or NaNs' under a scipy RuntimeWarning); nothing bounds its duration but a range.
+    record = json.loads(Path(f"{BENCH}/vllm-plain.jsonl").read_text().splitlines()[1])
+    record = {k: v for k, v in record.items() if not k.endswith(("_ms", "_throughput"))}
+    bad = tmp_path / "batch.json"
+    out = tmp_path / "cal.yaml"
+    for duration, refused in ((1e308, True), (3.3e7, True), (3.1e7, False)):
+        bad.write_text(json.dumps(record | {"max_concurrency": None, "duration": duration}))
+        if not refused:
+            (run,) = read_bench_file(bad)
+            assert run.observable == "throughput" and run.duration_s == duration
+            continue
+        argv = ["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", str(bad), "--hardware", "h100"]
+        assert main(argv + ["--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        said = f"batch.json#1: duration must be a number of seconds in (0, 3.2e+07] (a year), got {duration:g}"
+        assert len(err) == 1 and said in err[0], err
+        assert not out.exists()
 
 
 def test_a_rate_run_whose_duration_its_arrivals_allow_is_read(tmp_path):

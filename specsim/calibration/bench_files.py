@@ -69,6 +69,9 @@ TOTALS_TOLERANCE = 0.02
 #: A closed loop holds about its users in flight; fewer than this share of them (Little's law, over the run) says the
 #: duration is not the run's (the ramp up and down of a short run costs far less).
 MIN_IN_FLIGHT_SHARE = 0.4
+#: A benchmark run takes minutes to hours; one past a year is no run's.  A run judged by its throughput alone (no TPOT,
+#: no latency) has nothing else to bound its duration by, and at 1e308 s its throughput overflowed the fit.
+MAX_DURATION_S = 3.2e7
 
 
 @dataclass(frozen=True)
@@ -292,6 +295,57 @@ def _check_sending(where: str, record: dict, rate: float, completed: float, dura
         )
 
 
+def _last_sent_s(record: dict, completed: float) -> float | None:
+    """The latest a paced run's last request is sent (the gamma intervals' sum at its 1 - 1e-6 quantile, or the
+    rescaled schedule's num_prompts / request_rate, whichever is later; :func:`_check_sending` reads the same
+    schedule); None under a ramp-up, whose schedule the file does not give."""
+    from scipy.stats import gamma
+
+    if record.get("ramp_up_strategy") is not None:
+        return None
+    rate = float(record["request_rate"])
+    sent = record.get("num_prompts") if _is_number(record.get("num_prompts")) else completed
+    shape = record.get("burstiness", 1.0)
+    shape = 1.0 if not _is_number(shape) or shape <= 0 else float(shape)
+    most = (
+        float(gamma.ppf(1 - SENDING_FALSE_REFUSAL, (sent - 1) * shape, scale=1.0 / (rate * shape))) if sent > 1 else 0
+    )
+    return max(sent / rate, most)
+
+
+def _check_span(
+    where: str, record: dict, completed: float, duration: float | None, whole_s: float | None, paced: bool
+) -> None:
+    """Little's law bounds every run's duration, not only a closed loop's (:func:`_check_in_flight`): completions per
+    second times the mean end-to-end latency, the mean number in flight, cannot pass the requests sent; and from the
+    time the last request is sent (at once, unpaced) until the run ends at least one is in flight, so the duration is
+    at most that time plus every request's latency end to end, one after another (not where some failed: no latency
+    holds their time).  Each bound allows :data:`LITTLE_SLACK` (means of unequal requests)."""
+    if duration is None or whole_s is None:
+        return
+    sent = record.get("num_prompts") if _is_number(record.get("num_prompts")) else completed
+    in_flight = completed / duration * whole_s
+    if in_flight > LITTLE_SLACK * sent:
+        raise ValueError(
+            f"{where}: completions per second times the end-to-end latency give {in_flight:.3g} requests in flight, "
+            f"more than the {sent:g} sent: the duration is not this run's"
+        )
+    failed = record.get("failed")
+    if sent > completed or (_is_number(failed) and failed > 0):
+        return
+    last_sent = _last_sent_s(record, completed) if paced else 0.0
+    if last_sent is None:
+        return
+    longest = last_sent + LITTLE_SLACK * completed * whole_s
+    if duration > longest:
+        after = f" after the last is sent by {last_sent:.3g} s" if paced else ""
+        raise ValueError(
+            f"{where}: duration {duration:.4g} s is longer than its {completed:g} requests can take: at "
+            f"{whole_s * 1e3:.3g} ms each end to end, one after another{after}, they take {longest:.3g} s at the most: "
+            "the duration is not this run's"
+        )
+
+
 def _check_in_flight(where: str, concurrency: int | None, rate: float | None, e2e_s: float | None) -> None:
     """A closed loop keeps about its users in flight: Little's law over the run must give at least a share of them."""
     if concurrency is None or rate is None or e2e_s is None:
@@ -359,6 +413,10 @@ def _serve_run(path: Path, index: int, record: object, tool: str, prefer: str = 
         raise ValueError(f"{where}: a {tool} result is a JSON object, got {type(record).__name__}")
     completed = _number(where, record, "completed")
     duration = _number(where, record, "duration", optional=True)
+    if duration is not None and duration > MAX_DURATION_S:
+        raise ValueError(
+            f"{where}: duration must be a number of seconds in (0, {MAX_DURATION_S:.2g}] (a year), got {duration:g}"
+        )
     tpot_s, tpot_stat = _latency(where, record, "tpot", prefer)
     ttft_s, _ = _latency(where, record, "ttft", prefer)
     itl_s, _ = _latency(where, record, "itl", prefer)
@@ -394,6 +452,7 @@ def _serve_run(path: Path, index: int, record: object, tool: str, prefer: str = 
     _check_in_flight(where, concurrency, rate, whole)
     if paced:  # a paced run cannot end before its last request is sent, its cap binding or not
         _check_sending(where, record, float(record["request_rate"]), completed, duration)
+    _check_span(where, record, completed, duration, whole, paced)
     return BenchRun(
         str(path),
         index,
