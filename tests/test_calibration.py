@@ -811,6 +811,28 @@ def test_a_calibration_takes_arguments_naming_its_own_deployment_however_they_na
     assert cal.fixes(target="llama-3.1-8b", timing="roofline", target_options=given) == own
 
 
+def test_a_calibrations_acceptance_applies_to_its_drafter_however_it_is_named():
+    # A plan's calibration records its draft model by checkpoint (meta-llama/Llama-3.2-1B-Instruct); --draft
+    # llama-3.2-1b, the same model by its built-in name, took the published 0.8 in place of the measured 0.72 and said
+    # "its acceptance is of meta-llama/Llama-3.2-1B-Instruct, not --draft llama-3.2-1b" (optimal-gamma at batch 1:
+    # 1.70x at gamma 4 against the calibration's own 1.48x at gamma 3).
+    from specsim.answers.acceptance import resolve_acceptance
+    from specsim.speculation.acceptance import Acceptance
+
+    measured = Acceptance(alpha=0.72)
+    cal = _calibration(drafter="meta-llama/Llama-3.2-1B-Instruct", acceptance=measured, acceptance_label="measured")
+    for draft in (None, "meta-llama/Llama-3.2-1B-Instruct", "llama-3.2-1b"):
+        assert resolve_acceptance(calibration=cal, draft=draft) == (measured, "measured"), draft
+    for draft in ("llama-3.2-3b", "eagle3"):  # another drafter keeps its own default, and says why
+        acc, label = resolve_acceptance(calibration=cal, draft=draft)
+        assert (
+            acc is not measured and f"acceptance is of meta-llama/Llama-3.2-1B-Instruct, not --draft {draft}" in label
+        )
+    eagle = _calibration(acceptance=measured, acceptance_label="measured")
+    assert resolve_acceptance(calibration=eagle, draft="eagle3") == (measured, "measured")
+    assert resolve_acceptance(calibration=eagle, draft="llama-3.2-1b")[0] is not measured
+
+
 def test_a_calibration_refuses_each_argument_naming_another_deployment_in_one_line():
     from specsim.describe.hardware import load_hardware
 

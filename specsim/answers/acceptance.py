@@ -82,7 +82,7 @@ def resolve_acceptance(
         return alpha, f"alpha {alpha:g}"
     else:
         cal = calibration
-        if cal is not None and cal.acceptance is not None and draft in (None, cal.drafter):
+        if cal is not None and cal.acceptance is not None and cal.drafts_with(draft):
             return cal.acceptance, cal.acceptance_label
         kind = (
             type(dep.drafter)

@@ -181,6 +181,22 @@ class Calibration:
             "target_options": self.target_options,
         }
 
+    def drafts_with(self, draft: str | None) -> bool:
+        """Whether ``--draft`` (None: not given) names this calibration's drafter, however it is named: a draft model by
+        checkpoint or by built-in name (a plan records meta-llama/Llama-3.2-1B-Instruct, where --draft llama-3.2-1b is
+        the same model), any other drafter as the fit recorded it."""
+        from specsim.describe.models import get_model
+        from specsim.speculation.drafters import DraftModel, drafter_class
+
+        if draft is None or draft == self.drafter:
+            return True
+        if self.drafter is None or not drafter_class(draft) is drafter_class(self.drafter) is DraftModel:
+            return False
+        try:
+            return get_model(draft).name == get_model(self.drafter).name
+        except (KeyError, ValueError, OSError):  # a name or path that is no model: not this drafter
+            return False
+
     def apply(self, preset, drafter: type | None = None):
         """``preset`` with this calibration's fitted terms (:func:`apply_to_engine`); ``drafter``: the class of the
         deployment's drafter, whose rounds keep the preset's terms where the runs were of another kind's rounds."""
