@@ -833,6 +833,18 @@ def test_a_calibrations_acceptance_applies_to_its_drafter_however_it_is_named():
     assert resolve_acceptance(calibration=eagle, draft="llama-3.2-1b")[0] is not measured
 
 
+def test_a_calibration_without_speculative_runs_says_so_where_its_acceptance_would_be():
+    # A plan fitted before its speculative runs had results has no drafter and no acceptance: the label said its runs
+    # were pinned, which they were not (it had none).
+    from specsim.answers.acceptance import resolve_acceptance
+
+    _, label = resolve_acceptance(calibration=_calibration(drafter=None), draft="llama-3.2-1b")
+    assert "cal.yaml has no speculative runs: no acceptance or round terms were measured" in label
+    assert "pinned" not in label
+    _, label = resolve_acceptance(calibration=_calibration(), draft="eagle3")
+    assert "cal.yaml measured no acceptance on real prompts (its runs were pinned)" in label
+
+
 def test_a_calibration_refuses_each_argument_naming_another_deployment_in_one_line():
     from specsim.describe.hardware import load_hardware
 

@@ -97,7 +97,9 @@ def resolve_acceptance(
             label += f"; the default in full: {full}"
         if cal is not None:
             label += (
-                f"; {cal.name} measured no acceptance on real prompts (its runs were pinned)"
+                f"; {cal.name} has no speculative runs: no acceptance or round terms were measured"
+                if cal.drafter is None
+                else f"; {cal.name} measured no acceptance on real prompts (its runs were pinned)"
                 if cal.acceptance is None
                 else f"; {cal.name}'s acceptance is of {cal.drafter}, not --draft {draft}"
             )
