@@ -1523,12 +1523,14 @@ def test_a_drafter_that_proposes_a_depth_per_request_may_count_fewer_draft_token
 
 
 def test_runs_with_more_users_than_max_num_seqs_are_named(capsys):
-    # --max-num-seqs 8 under runs at 1, 4, 16 and 64 users: the two above it are named and said to be queued, as the
-    # serving model queues them; at the engine's own 1024 none is.
+    # --max-num-seqs 48 under runs at 1, 4, 16 and 64 users: the one above it is named and said to be queued, as the
+    # serving model queues them; at the engine's own 1024 none is.  (It was 8, under which the files' own durations
+    # give 14 and 50 sequences decoding at once: refused now,
+    # test_runs_decoding_more_sequences_than_the_max_num_seqs_given_are_refused_and_past_other_limits_said.)
     argv = ["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", "--spec", f"{BENCH}/vllm-eagle3.jsonl"]
     argv += ["--hardware", "h100", "--draft", "eagle3", "--steps", "3", "--engine", "vllm@0.10"]
-    said = "runs at concurrency 16, concurrency 64 have more users or requests at once than the engine's max_num_seqs"
-    assert any(n.startswith(said) for n in _json(argv + ["--max-num-seqs", "8"], capsys)["notes"])
+    said = "runs at concurrency 64 have more users or requests at once than the engine's max_num_seqs"
+    assert any(n.startswith(said) for n in _json(argv + ["--max-num-seqs", "48"], capsys)["notes"])
     assert not any("more users or requests at once than" in n for n in _json(argv, capsys)["notes"])
     # An offline batch's requests sent at once are held at the limit as a closed loop's users are, and named alike
     # (the H100 study's static batches of 96 under max_num_seqs 64 were not).
@@ -1986,6 +1988,41 @@ def test_a_run_judged_by_its_throughput_alone_with_a_duration_past_a_year_is_ref
         said = f"batch.json#1: duration must be a number of seconds in (0, 3.2e+07] (a year), got {duration:g}"
         assert len(err) == 1 and said in err[0], err
         assert not out.exists()
+
+
+def test_runs_decoding_more_sequences_than_the_max_num_seqs_given_are_refused_and_past_other_limits_said(
+    tmp_path, capsys
+):
+    # The example vLLM runs decode 49.6 sequences at once at concurrency 64 (Little's law over the file's duration,
+    # TPOT and output): --max-num-seqs 8 was taken, the runs fitted as if queued at 8, with the per-sequence term on its
+    # upper bound and exit 0.  Limits from elsewhere (the engine's default, a plan's servers) the runs pass are said.
+    out = tmp_path / "cal.yaml"
+    argv = ["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", "--spec", f"{BENCH}/vllm-eagle3.jsonl"]
+    argv += ["--hardware", "h100", "--draft", "eagle3", "--steps", "3", "--out", str(out)]
+    assert main(argv + ["--max-num-seqs", "8"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    said = (
+        r"vllm-plain.jsonl#3: duration, TPOT and output tokens give 14\.\d+ sequences decoding at once \(Little's law\) "
+        r"at concurrency 16, more than the engine's max_num_seqs 8 \(--max-num-seqs\) runs at once: give the "
+        r"max_num_seqs the runs were served with$"
+    )
+    assert len(err) == 1 and re.search(said, err[0]), err
+    assert not out.exists()
+    assert main(argv + ["--max-num-seqs", "64", "--json"]) == 0  # 49.6 at concurrency 64: within it
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert not any("sequences decoding at once" in note for note in notes)
+    # The library, given limits, fits and says it (the CLI refuses the flag; a default or a plan's servers are said).
+    from specsim.calibration.engine_calibration import calibrate_engine
+    from specsim.calibration.inputs import runs_from_files
+    from specsim.serving.steady import EngineLimits
+
+    runs, files, notes = runs_from_files([f"{BENCH}/vllm-plain.jsonl"], [([f"{BENCH}/vllm-eagle3.jsonl"], 3)])
+    fit = dict(hardware="h100-sxm", target="llama-3.1-8b", engine="vllm@0.20.0", drafter="eagle3")
+    said = calibrate_engine(runs, files, notes, limits=EngineLimits(12, 8192), **fit).notes
+    past = [note for note in said if "sequences decoding at once" in note]
+    assert (
+        len(past) == 1 and "at concurrency 64, more than the engine's max_num_seqs 12: give --max-num-seqs" in past[0]
+    )
 
 
 def test_a_rate_run_whose_duration_its_arrivals_allow_is_read(tmp_path):

@@ -226,6 +226,23 @@ def runs_kv_bytes(dep, runs: list, limits, memory_utilization: float | None = No
     )
 
 
+def past_max_num_seqs(runs: list, limits) -> str | None:
+    """The first run whose sequences decoding at once (Little's law over its file's duration, TPOT and output: a
+    :class:`~specsim.calibration.bench_files.BenchRun`'s ``decode_batch``) pass what the engine's max_num_seqs lets
+    in, beyond the slack means of unequal requests take (:data:`~specsim.calibration.bench_files.LITTLE_SLACK`),
+    said; else None.  Users past max_num_seqs queue (the serving model holds them); decoding sequences cannot."""
+    from specsim.calibration.bench_files import LITTLE_SLACK
+
+    for c in runs:
+        r, seqs = c.run, float(limits.seqs(c.kind == "spec"))
+        if r.decode_batch is not None and r.decode_batch > LITTLE_SLACK * seqs:
+            return (
+                f"{r.where}: duration, TPOT and output tokens give {r.decode_batch:.4g} sequences decoding at once "
+                f"(Little's law) at {r.load}, more than the engine's max_num_seqs {seqs:g}"
+            )
+    return None
+
+
 def calibrate_engine(
     runs: list,
     files: list,
@@ -283,6 +300,9 @@ def calibrate_engine(
     if limits is None:
         limits, where = engine_limits(dep.engine, dep.hardware, all(c.run.kind == "batch" for c in runs))
         notes.append(f"engine limits: {limits.label} ({where})")
+    past = past_max_num_seqs(runs, limits)  # (a --max-num-seqs the runs pass is refused where the CLI reads it)
+    if past is not None:
+        notes.append(f"{past}: give --max-num-seqs as the runs were served with, if it was not this")
     # Users of a closed loop, or an offline batch's requests sent at once (engine_population holds both at the limit).
     at_once = [c.run.concurrency or (c.run.load_value if c.run.kind == "batch" else 0) for c in runs]
     over = sorted(

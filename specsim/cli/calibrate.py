@@ -103,7 +103,7 @@ def _inputs(args: argparse.Namespace) -> tuple:
 
 
 def run_calibrate_engine(args: argparse.Namespace) -> int:
-    from specsim.calibration.engine_calibration import calibrate_engine
+    from specsim.calibration.engine_calibration import calibrate_engine, past_max_num_seqs
     from specsim.cli.flags import engine_limits
     from specsim.cli.report import progress_bar
     from specsim.core.files import atomic_write_text, check_output
@@ -124,6 +124,8 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
         )
         notes += [f"engine limits: {limits.label}"]
         notes[-1] += said
+    if args.max_num_seqs is not None and (past := past_max_num_seqs(runs, limits)) is not None:
+        raise ValueError(f"{past} (--max-num-seqs) runs at once: give the max_num_seqs the runs were served with")
 
     with progress_bar("calibrate-engine fits", "fit", quiet=args.json) as done:
         result = calibrate_engine(
