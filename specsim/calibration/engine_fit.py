@@ -595,8 +595,9 @@ def fit_pinned(
             return Pinned(res, held, alphas)
         for name in (n for n in free if moved[n] > LOOSE):
             why = (
-                f"every measured time {NUDGE:g} of itself longer or shorter moves it from {_shown(name, a[name])} by up to "
-                f"{_shown(name, delta[name])}: these runs do not pin it"
+                f"with every measured time made longer or shorter by a share of {NUDGE:g} (far below any timer's "
+                f"rounding) the fit moves it from {_shown(name, a[name])} by up to {_shown(name, delta[name])}: these runs "
+                "do not pin it"
             )
             held[name] = why
             design[name] = why
