@@ -57,6 +57,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from specsim.core.defaults import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
+from specsim.serving.limits import EngineLimits, check_limits, engine_limits
 from specsim.speculation.acceptance import as_acceptance
 
 __all__ = [
@@ -84,125 +85,6 @@ CLOSED_LOOP_WAIT = 1.0
 #: ... and a Poisson arrival's: on average half of the iteration it lands in, where one is running (open_loop_times).
 OPEN_LOOP_WAIT = 0.5
 _BISECTIONS = 48
-
-
-@dataclass(frozen=True)
-class EngineLimits:
-    """The engine's scheduling limits: sequences in flight, tokens per iteration, KV bytes it can hold."""
-
-    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
-    max_batched_tokens: int = DEFAULT_MAX_BATCHED_TOKENS
-    #: Bytes of KV cache (per GPU) the running requests may hold (:func:`specsim.serving.capacity.capacity`).
-    kv_capacity_bytes: float = float("inf")
-    #: False: prompts cost no time (the per-batch model's setting, for checks).
-    include_prefill: bool = True
-    #: A speculating engine's max_num_seqs where it differs (SGLang's 48 when --max-running-requests is not given);
-    #: None: ``max_num_seqs`` for both.
-    spec_max_num_seqs: int | None = None
-    #: Whether prompt chunks run in prefill batches of their own, the decoding sequences waiting while one runs, with a
-    #: budget that is the prompts' alone (SGLang's chunked_prefill_size without --enable-mixed-chunk), or ride in the
-    #: decoding iterations, whose tokens count against the budget (vLLM's max_num_batched_tokens, TensorRT-LLM's
-    #: max_num_tokens).
-    prefill_apart: bool = False
-    #: The tokens of the budget a speculating engine counts for drafting beside each request's 1 + gamma: (per request
-    #: scheduled, per drafted token of it, True where they come off the whole budget for max_num_seqs requests up front),
-    #: the engine's rule for the deployment's drafter (:meth:`for_deployment`; vLLM's draft_slots).
-    draft_slots: tuple = (0, 0, False)
-
-    def __post_init__(self) -> None:
-        for key, most in (("max_num_seqs", 65536), ("max_batched_tokens", 4_194_304), ("spec_max_num_seqs", 65536)):
-            value = getattr(self, key)
-            if key == "spec_max_num_seqs" and value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
-                raise ValueError(f"{key} must be a whole number in [1, {most}], got {value!r}")
-        if not self.kv_capacity_bytes > 0:
-            raise ValueError(f"KV capacity must be > 0 bytes, got {self.kv_capacity_bytes!r}")
-
-    def seqs(self, speculating: object) -> np.ndarray:
-        """max_num_seqs of a speculating (True) or plain engine, elementwise."""
-        spec = self.max_num_seqs if self.spec_max_num_seqs is None else self.spec_max_num_seqs
-        return np.where(np.asarray(speculating, dtype=bool), float(spec), float(self.max_num_seqs))
-
-    def arm(self, speculating: bool) -> "EngineLimits":
-        """These limits as the plain or the speculating engine runs them: one max_num_seqs."""
-        if not speculating or self.spec_max_num_seqs is None:
-            return self
-        return replace(self, max_num_seqs=self.spec_max_num_seqs, spec_max_num_seqs=None)
-
-    @property
-    def label(self) -> str:
-        """The limits in words, as every output names them: "max_num_seqs 256, max_batched_tokens 2048"."""
-        spec = "" if self.spec_max_num_seqs is None else f" ({self.spec_max_num_seqs} speculating)"
-        budget = " (prompt tokens only, prefill batches apart)" if self.prefill_apart else ""
-        return f"max_num_seqs {self.max_num_seqs}{spec}, max_batched_tokens {self.max_batched_tokens}{budget}"
-
-    @property
-    def most_seqs(self) -> int:
-        """The most sequences either arm holds."""
-        return max(self.max_num_seqs, self.spec_max_num_seqs or 0)
-
-    def prefill_budget(self, batch: object, gamma: object) -> np.ndarray:
-        """Prompt tokens an iteration takes beside ``batch`` decoding sequences speculating ``gamma`` tokens each (0:
-        plain): the budget less their ``gamma + 1`` tokens each and, speculating, the engine's drafting slots
-        (:attr:`draft_slots`: each decoding sequence's and the prompt chunk's beside them, or max_num_seqs' taken up
-        front; a second prompt's chunk in the same iteration would take its own, not counted: a few tokens of
-        thousands), or the whole budget where prefill runs apart.
-        The one home of chunked prefill's budget (this module, the simulator and the calibration's model).
-
-        >>> limits = EngineLimits(256, 8192, draft_slots=(1, 0, False))  # vLLM 0.33 with a draft model
-        >>> float(limits.prefill_budget(40, 3)), float(limits.prefill_budget(40, 0))
-        (7991.0, 8152.0)
-        """
-        b, g = np.asarray(batch, dtype=float), np.asarray(gamma, dtype=float)
-        used = b * (g + 1.0)
-        if self.prefill_apart:
-            return np.full(np.shape(used), float(self.max_batched_tokens))
-        per_request, per_draft, up_front = self.draft_slots
-        slots = np.where(g > 0, per_request + per_draft * g, 0.0)
-        return float(self.max_batched_tokens) - used - slots * (float(self.max_num_seqs) if up_front else b + 1.0)
-
-    def for_deployment(self, dep) -> "EngineLimits":
-        """These limits with ``dep``'s engine's drafting slots for its drafter (:meth:`Engine.draft_slots`; none
-        without a drafter or an engine specsim has read): what the steady state, the simulator and the calibration's
-        model take, each from here."""
-        from specsim.engines import REGISTRY
-
-        engine = None if dep.engine is None else REGISTRY.get(dep.engine.name)
-        slots = (0, 0, False) if engine is None or dep.drafter is None else engine.draft_slots(dep.engine, dep.drafter)
-        return self if slots == self.draft_slots else replace(self, draft_slots=tuple(slots))
-
-
-def engine_limits(
-    preset, hardware, offline: bool = False, max_num_seqs: int | None = None, max_batched_tokens: int | None = None
-) -> tuple[EngineLimits, str]:
-    """(the limits, where those not given come from: "" if both are): ``max_num_seqs`` and ``max_batched_tokens`` as
-    given, each one not given at ``preset``'s engine's own on ``hardware`` (:func:`specsim.engines.default_limits`;
-    ``offline``: a batch run in-process, not a server)."""
-    from specsim.engines import default_limits
-
-    own = default_limits(preset, hardware, offline)
-    limits = EngineLimits(
-        max_num_seqs or own.max_num_seqs,
-        max_batched_tokens or own.max_batched_tokens,
-        spec_max_num_seqs=None if max_num_seqs else own.spec_max_num_seqs,
-        prefill_apart=own.prefill_apart,
-    )
-    return limits, "" if max_num_seqs is not None and max_batched_tokens is not None else own.where
-
-
-def check_limits(
-    preset, limits: EngineLimits, names: tuple[str, str] = ("max_batched_tokens", "max_num_seqs")
-) -> EngineLimits:
-    """``limits`` where ``preset``'s engine would start with them, else ValueError with the engine's own rule and
-    source (:func:`specsim.engines.limits_refused`: vLLM refuses a token budget below its max_num_seqs) and what to
-    give, ``names`` naming the token budget and max_num_seqs as the caller took them (the CLI: its flags)."""
-    from specsim.engines import limits_refused
-
-    refused = limits_refused(preset, limits.max_num_seqs, limits.max_batched_tokens)
-    if refused:
-        raise ValueError(f"{refused}: give a {names[0]} of at least the max_num_seqs, or a smaller {names[1]}")
-    return limits
 
 
 def iteration_s(step_s: object, prefill_s: object = 0.0) -> np.ndarray:
