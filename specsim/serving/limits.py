@@ -1,11 +1,13 @@
 """The engine's scheduling limits: the sequences it holds, the tokens an iteration takes, and how its token budget
-leaves the prompt chunks beside the decoding sequences.
+schedules the decoding sequences and the prompt chunks beside them.
 
 A continuous-batching engine's iteration carries at most ``max_num_seqs`` sequences and ``max_batched_tokens`` tokens
 (vLLM's max_num_batched_tokens, TensorRT-LLM's max_num_tokens; SGLang's chunked_prefill_size counts the prompts'
 tokens alone).  The decoding sequences take their 1 + gamma tokens each first, and a speculating vLLM's drafting slots
-beside them; the prompts get what is left (:meth:`EngineLimits.prefill_budget`).  The steady state
-(:mod:`specsim.serving.steady`), the simulator and the calibration's model take these rules from here.
+beside them; the prompts get what is left (:meth:`EngineLimits.prefill_budget`), and where the decoding sequences'
+rounds overflow the budget the first of them get whole rounds and the rest wait
+(:meth:`EngineLimits.decoding_scheduled`).  The steady state (:mod:`specsim.serving.steady`), the simulator and the
+calibration's model take these rules from here.
 """
 
 from __future__ import annotations
@@ -91,9 +93,47 @@ class EngineLimits:
         used = b * (g + 1.0)
         if self.prefill_apart:
             return np.full(np.shape(used), float(self.max_batched_tokens))
-        per_request, per_draft, up_front = self.draft_slots
-        slots = np.where(g > 0, per_request + per_draft * g, 0.0)
+        slots, up_front = self._slots(g)
         return float(self.max_batched_tokens) - used - slots * (float(self.max_num_seqs) if up_front else b + 1.0)
+
+    def _slots(self, g: np.ndarray) -> tuple:
+        """(the drafting slots a scheduled request takes at gamma ``g``, whether they come off the budget up front for
+        max_num_seqs requests): :attr:`draft_slots` read at ``g``."""
+        per_request, per_draft, up_front = self.draft_slots
+        return np.where(g > 0, per_request + per_draft * g, 0.0), up_front
+
+    def decoding_scheduled(self, batch: object, gamma: object) -> tuple[np.ndarray, np.ndarray]:
+        """(whole, partial): of ``batch`` decoding sequences speculating ``gamma`` tokens each (0: plain), how many an
+        iteration gives a whole round, and the tokens it gives the one after them (0: none).  The budget takes the
+        running requests in order, each its 1 + gamma tokens and drafting slots, while tokens are left; the one it
+        reaches with fewer left than a round gets what is left, its drafts cut to fit, and those after it wait for the
+        next iteration, holding their KV.  vLLM 0.33.0's v1/core/sched/scheduler.py: the running loop stops at L795-797
+        (token_budget > 0, input_budget > draft_slots), caps num_new_tokens at the budget left at L846-848 and trims the
+        request's spec_token_ids to what was scheduled at L1010-1021; the waiting requests get nothing while the running
+        took it all (L1062, L1295).  Nothing is cut where prefill runs apart (the budget is the prompts' alone).  The
+        one home of that rule: the simulator plays it, the offline batch's population takes it
+        (:func:`engine_population`).
+
+        >>> limits = EngineLimits(256, 2048, draft_slots=(1, 0, False))  # vLLM 0.33 with a draft model
+        >>> [tuple(int(x) for x in limits.decoding_scheduled(b, 8)) for b in (100, 256)]
+        [(100, 0), (204, 7)]
+        """
+        b, g = np.asarray(batch, dtype=float), np.asarray(gamma, dtype=float)
+        if self.prefill_apart:
+            return np.broadcast_to(b, np.broadcast_shapes(b.shape, g.shape)).copy(), np.zeros(
+                np.broadcast_shapes(b.shape, g.shape)
+            )
+        slots, up_front = self._slots(g)
+        # up front (0.17.0-0.27.0): max_num_scheduled_tokens is the budget less max_num_seqs x the slots, and no request
+        # is charged them again; from 0.28.0 each scheduled request is (input_budget)
+        tokens = float(self.max_batched_tokens) - (slots * float(self.max_num_seqs) if up_front else 0.0)
+        per = g + 1.0 + (0.0 if up_front else slots)
+        whole = np.minimum(b, np.floor(np.maximum(tokens, 0.0) / per))
+        left = tokens - whole * per - (0.0 if up_front else slots)
+        partial = np.where(b > whole, np.clip(left, 0.0, g), 0.0)
+        # at least one token for the first: a budget vLLM refuses to start with (config/vllm.py
+        # _set_max_num_scheduled_tokens, 0.33.0 L2350-2375) still moves
+        return whole, np.where((whole == 0) & (b > 0), np.maximum(partial, 1.0), partial)
 
     def for_deployment(self, dep) -> "EngineLimits":
         """These limits with ``dep``'s engine's drafting slots for its drafter (:meth:`Engine.draft_slots`; none

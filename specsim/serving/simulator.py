@@ -237,6 +237,7 @@ class _Engine:
         self.concurrency, self.reserve = concurrency, reserve
         self.speculating = False
         self._budget: dict = {}  # the prompt tokens an iteration takes beside (b, g): the limits' rule, read once each
+        self._scheduled: dict = {}  # (b, g) -> the decoding sequences an iteration schedules, read once each
         self._per_round: dict = {}  # gamma -> 1 + the drafts a round accepts at the mean rate (until the rates change)
         self.kv_full = False
         self.prompt = np.asarray(requests.prompt, dtype=np.int64)
@@ -345,6 +346,25 @@ class _Engine:
             self.finish_requests(run[over], dt_or_ends[over] if np.ndim(dt_or_ends) else dt_or_ends)
             self.running = run[~over]
 
+    def scheduled(self, b: int, g: int) -> tuple:
+        """(n, drafts): the first n of the ``b`` running sequences (in the order they started decoding) that an
+        iteration at gamma ``g`` schedules, the last of them with ``drafts`` draft tokens where the budget cut its round
+        (None: a whole round); the rest wait (:meth:`EngineLimits.decoding_scheduled`, the limits' rule)."""
+        got = self._scheduled.get((b, g))
+        if got is None:
+            whole, partial = (int(x) for x in self.limits.decoding_scheduled(b, g))
+            got = self._scheduled[b, g] = (whole + 1, partial - 1) if partial else (whole, None)
+        return got
+
+    def _cut(self, emitted: np.ndarray, n: int, drafts: int | None) -> np.ndarray:
+        """``emitted`` (sequences x rounds) for the first n sequences scheduled: the last's accepted drafts cut to
+        ``drafts`` (one draw u a round accepts the first k drafts with u < c_k, so a round cut to fewer drafts accepts
+        the least of the two counts), and no token for the sequences that wait."""
+        if drafts is not None:
+            emitted[n - 1] = 1 + np.minimum(emitted[n - 1] - 1, drafts)
+        emitted[n:] = 0
+        return emitted
+
     def prefill_iteration(self, b: int, g: int) -> None:
         """One iteration: every running sequence's round and prompt chunks in the token budget left; where the engine
         runs prefill apart (:attr:`EngineLimits.prefill_apart`), a prefill batch of the base pass and the chunks alone,
@@ -366,31 +386,32 @@ class _Engine:
                 completed.append(item[0])
             if chunk >= budget:
                 break
-        decoding = b if not self.limits.prefill_apart else 0
-        ctx = self.ctx[self.running].sum() / decoding if decoding else 0.0  # the mean, as np.mean sums it
+        n, drafts = self.scheduled(b, g) if b and not self.limits.prefill_apart else (0, None)
+        decoding = n
+        ctx = self.ctx[self.running[:n]].sum() / n if n else 0.0  # the mean, as np.mean sums it
         base = table.base_spec_s if self.speculating and self.limits.prefill_apart else table.base_s
-        dt = float(iteration_s(float(table.round_s(b, ctx, g)) if decoding else base, prefill_s))
+        dt = float(iteration_s(float(table.round_s(n, ctx, g)) if n else base, prefill_s))
         emitted = (
-            _emit(self.rng, self._rates(self.running), g, b, 1, table.verified(b, np.array([ctx]), g) if b else None)[
-                :, 0
-            ]
-            if decoding
+            self._cut(
+                _emit(self.rng, self._rates(self.running), g, b, 1, table.verified(n, np.array([ctx]), g)), n, drafts
+            )[:, 0]
+            if n
             else np.zeros(0)
         )
         if self.observer is not None:
             self.observer.iteration(
                 self.t + dt,
                 self.running[:decoding],
-                emitted[:, None] - 1,
+                emitted[:decoding, None] - 1,
                 g,
-                np.minimum(emitted, self.remaining[self.running[:decoding]]).sum(),
+                np.minimum(emitted, self.remaining[self.running[: emitted.size]]).sum(),
                 chunk,
                 len(completed),
                 b + len(self.prefilling),
                 len(self.waiting),
             )
         self.in_system += (b + len(self.prefilling) + len(self.waiting)) * dt
-        self.batch_time[b] += dt
+        self.batch_time[n if not self.limits.prefill_apart else b] += dt
         self.t += dt
         if decoding:
             self._advance(self.t, emitted)
@@ -423,13 +444,15 @@ class _Engine:
         """
         run = self.running
         rem = self.remaining[run]
-        ctx = self.ctx[run].sum() / run.size  # the mean, as np.mean sums it (and cheaper in this loop)
+        # the first n decode (the budget's rule, :meth:`scheduled`), the rest wait: all of them unless the budget binds
+        n, drafts = self.scheduled(b, g)
+        ctx = self.ctx[run[:n]].sum() / n  # the mean, as np.mean sums it (and cheaper in this loop)
         per_round = self._per_round.get(g)
         if per_round is None:  # the tokens a round emits at the mean rate, read once per gamma and acceptance
             per_round = self._per_round[g] = 1.0 + (float(self.cum[:g].sum()) if g else 0.0)
-        least = int(rem.min())
+        least = int(rem[:n].min())
         rounds = min(_JUMP, max(4, math.ceil(float(least) / per_round) + 3))
-        if g == 0 and self.observer is None:
+        if g == 0 and self.observer is None and n == b and drafts is None:
             # Plain decoding draws nothing: each round emits one token a sequence, so the round a sequence finishes in
             # is its tokens left less one, and until the first finishes the mean context grows by one a round (the
             # numbers the general case below gives, without its (sequences, rounds) arrays).
@@ -439,20 +462,19 @@ class _Engine:
             emitted = None
         else:
             verified = (
-                self.table.verified(b, ctx + per_round * np.arange(rounds), g)
+                self.table.verified(n, ctx + per_round * np.arange(rounds), g)
                 if g and self.table.verified_table is not None
                 else None
             )
-            emitted = _emit(self.rng, self._rates(run), g, b, rounds, verified)
+            emitted = self._cut(_emit(self.rng, self._rates(run), g, b, rounds, verified), n, drafts)
             cum_e = np.cumsum(emitted, axis=1)
-            # The round each sequence finishes in (rounds: none): every round emits at least one token, so cum_e rises
-            # strictly and the rounds before it are those still short of what is left.
+            # The round each sequence finishes in (rounds: none): every round emits at least one token to a scheduled
+            # sequence, so its cum_e rises strictly and the rounds before it are those still short of what is left
+            # (one that waits emits none, and finishes in none).
             finished_by = (cum_e < rem[:, None]).sum(axis=1)
             k = int(min(finished_by.min() + 1, rounds))
-            mean_before = ctx + np.concatenate(
-                ([0.0], np.minimum(cum_e[:, : k - 1], rem[:, None]).sum(axis=0) / run.size)
-            )
-        ends = self.t + np.cumsum(self.table.round_s(b, mean_before, g))
+            mean_before = ctx + np.concatenate(([0.0], np.minimum(cum_e[:n, : k - 1], rem[:n, None]).sum(axis=0) / n))
+        ends = self.t + np.cumsum(self.table.round_s(n, mean_before, g))
         due = self._next_event_s()
         if due < ends[-1]:
             k = int(np.searchsorted(ends, due, side="left")) + 1
@@ -461,8 +483,8 @@ class _Engine:
             kept = np.minimum(cum_e[:, :k], rem[:, None])
             self.observer.rounds(
                 ends,
-                run,
-                emitted[:, :k] - 1,
+                run[:n],
+                emitted[:n, :k] - 1,
                 g,
                 np.diff(kept.sum(axis=0), prepend=0),  # the tokens kept in each round (whole numbers: exact)
                 b + len(self.prefilling),
@@ -470,7 +492,7 @@ class _Engine:
             )
         span = ends[-1] - self.t
         self.in_system += (b + len(self.prefilling) + len(self.waiting)) * span
-        self.batch_time[b] += span
+        self.batch_time[n] += span
         self._advance(
             ends[np.minimum(finished_by, k - 1)], np.full(run.size, k) if emitted is None else cum_e[:, k - 1], rem
         )

@@ -356,6 +356,14 @@ def engine_population(dep, kind, load, P, O, gamma, limits, kv_bytes=None):
     limited = np.where(
         load <= cap, "", np.where(held < 1, "no room", np.where(held < seqs, "kv cache", "max_num_seqs"))
     )
+    if kind == "batch":
+        # An offline batch's requests decode together only as many as the token budget gives a whole round: the
+        # prompts after them wait while the running take the budget (EngineLimits.decoding_scheduled), so the batch
+        # runs in waves of that many.  A closed loop and Poisson arrivals need no cap: a prompt prefills only in what
+        # the decoding leave, so no more decode than the budget holds (tests/test_steady.py).
+        fits = np.maximum(limits.decoding_scheduled(n_e, gamma)[0], 1.0)
+        limited = np.where((fits < n_e) & (held >= 1), "max_batched_tokens", limited)
+        n_e = np.minimum(n_e, fits)
     return np.maximum(n_e, 1.0), limited
 
 
