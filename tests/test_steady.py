@@ -610,13 +610,15 @@ class _Scheduled:
     flight (the observer's calls: :class:`specsim.serving.counters.StepCounters`)."""
 
     def __init__(self):
-        self.played = []
+        self.played, self.ends = [], []
 
-    def iteration(self, end_s, ids, accepted, gamma, kept, prompt_tokens, prompts_done, in_flight, waiting):
+    def iteration(self, end_s, ids, accepted, gamma, kept, prompt_tokens, prompts_done, in_flight, waiting, cut=None):
         self.played.append((len(ids), gamma, in_flight))
+        self.ends.append(end_s)
 
-    def rounds(self, ends, ids, accepted, gamma, kept, in_flight, waiting):
+    def rounds(self, ends, ids, accepted, gamma, kept, in_flight, waiting, cut=None):
         self.played.extend([(len(ids), gamma, in_flight)] * len(ends))
+        self.ends.extend(ends)
 
     def finished(self, ids, at, prompt, output):
         pass
@@ -664,3 +666,49 @@ def test_an_offline_batch_decodes_in_waves_the_budget_holds():
         Requests(np.full(n, 20), np.full(n, 1000), np.zeros(n)), table, limits, 0.8, gamma, np.random.default_rng(7)
     )
     assert model.output_tokens_per_s[0, 0] == pytest.approx(n * 1000 / run.makespan_s, rel=0.10)
+
+
+def test_the_counters_count_the_drafts_the_budget_left():
+    """The engine's counters count the draft tokens it scheduled: where the budget cuts a running request's round (vLLM
+    0.33.0 trims its spec_token_ids to what was scheduled, scheduler.py L1010-1021), its drafts are those left, and a
+    request left none is no draft.  The simulator's counters counted gamma for it.  The case above: at gamma 8 and 100
+    or more running, vLLM's loop gives 51 whole rounds and 1 token to the 52nd, so each such iteration counts 51
+    drafts of 8 tokens (it counted 52 and 416)."""
+    from specsim.serving.counters import StepCounters
+
+    budget, users = 512, 128
+    limits = EngineLimits(256, budget).for_deployment(DEP)
+    schedule = np.where(np.arange(257) >= 100, 8, 1)
+    table = StepTable(DEP, 256, 1100, 8, budget, 0.8)
+    n = 2 * users
+    counters, seen = StepCounters(n, 8), _Scheduled()
+
+    class Both:  # the counters, and what was played round by round beside them
+        def iteration(self, *args):
+            seen.iteration(*args)
+            counters.iteration(*args)
+
+        def rounds(self, *args, **named):
+            seen.rounds(*args, **named)
+            counters.rounds(*args, **named)
+
+        def finished(self, *args):
+            counters.finished(*args)
+
+    simulate(
+        Requests(np.full(n, 20), np.full(n, 1000), None),
+        table,
+        limits,
+        0.8,
+        schedule,
+        np.random.default_rng(3),
+        concurrency=users,
+        observer=Both(),
+    )
+    given = _vllm_running_loop(users, 8, budget, 1)
+    counted = counters.at(np.array(seen.ends))
+    drafts, tokens = np.diff(counted["drafts"], prepend=0.0), np.diff(counted["draft_tokens"], prepend=0.0)
+    cut = [i for i, (count, gamma, _) in enumerate(seen.played) if gamma == 8 and count == len(given)]
+    assert cut  # rounds the budget cut
+    assert set(drafts[cut]) == {sum(1 for t in given if t > 1)}
+    assert set(tokens[cut]) == {sum(t - 1 for t in given)}

@@ -22,7 +22,7 @@ class StepCounters:
     def __init__(self, requests: int, gamma_max: int):
         self.gamma_max = int(gamma_max)
         # One record per call of :meth:`rounds`, kept as told and spread over its rounds when read (:meth:`_columns`):
-        # (ends, drafts per round, gamma, accepted per round, accepted per round and position or None, generated per
+        # (ends, drafts per round, draft tokens per round, accepted per round, accepted per round and position or None, generated per
         # round, prompt tokens of the last round, running, waiting).
         self._rows: list[tuple] = []
         self._spread: tuple[int, list] | None = None  # (records spread, the columns): read by at() and the window
@@ -44,21 +44,32 @@ class StepCounters:
         running: int,
         waiting: int,
         prompt: object = 0,
+        cut: int | None = None,
     ) -> None:
-        """``accepted``: drafted tokens each running sequence had accepted in each of the rounds ending at ``ends``."""
+        """``accepted``: drafted tokens each running sequence had accepted in each of the rounds ending at ``ends``;
+        ``cut``: the drafts the last of ``run`` had in each round where the token budget cut its round (None: gamma),
+        counted as the engine counts the draft tokens it scheduled (vLLM 0.33.0's scheduler trims the request's
+        spec_token_ids to what it scheduled, v1/core/sched/scheduler.py L1010-1021; a request left no draft token is
+        no draft)."""
         k = len(ends)
         per_position = None
+        drafts, tokens = (float(run.size), float(run.size * gamma)) if gamma else (0.0, 0.0)
         if gamma:
             over = accepted[:, :, None] > self._positions  # (sequence, round, position): token k accepted
             per_position = over.sum(axis=0)
             self._verify[run] += k
             self._accepted[run] += over.sum(axis=1)
             self._drafted[run, :gamma] += k
+            if cut is not None and cut < gamma:
+                self._drafted[run[-1], cut:gamma] -= k
+                drafts, tokens = drafts - (cut == 0), tokens - (gamma - cut)
+                if cut == 0:
+                    self._verify[run[-1]] -= k
         self._rows.append(
             (
                 np.asarray(ends, dtype=float),
-                float(run.size) if gamma else 0.0,
-                gamma,
+                drafts,
+                tokens,
                 accepted.sum(axis=0),
                 per_position,
                 np.asarray(generated, dtype=float),
@@ -79,7 +90,7 @@ class StepCounters:
         ends = np.concatenate([r[0] for r in rows])
         k = np.array([r[0].size for r in rows])
         drafts = np.repeat(np.array([r[1] for r in rows]), k)
-        draft_tokens = np.repeat(np.array([r[1] * r[2] for r in rows]), k)
+        draft_tokens = np.repeat(np.array([r[2] for r in rows]), k)
         accepted = np.concatenate([r[3] for r in rows]).astype(float)
         per_position = np.concatenate(
             [r[4] if r[4] is not None else np.zeros((r[0].size, self.gamma_max)) for r in rows]
@@ -104,9 +115,10 @@ class StepCounters:
         first_tokens: int,
         running: int,
         waiting: int,
+        cut: int | None = None,
     ) -> None:
-        """One iteration with prompt chunks: the running sequences' round, ``prompt`` tokens prefilled and the first
-        token of each of ``first_tokens`` prompts it finished."""
+        """One iteration with prompt chunks: the running sequences' round (``cut``: as :meth:`rounds` has it),
+        ``prompt`` tokens prefilled and the first token of each of ``first_tokens`` prompts it finished."""
         self.rounds(
             np.array([end]),
             run,
@@ -116,6 +128,7 @@ class StepCounters:
             running,
             waiting,
             prompt,
+            cut,
         )
 
     def finished(self, ids: np.ndarray, at: np.ndarray, prompt: np.ndarray, output: np.ndarray) -> None:

@@ -409,6 +409,7 @@ class _Engine:
                 len(completed),
                 b + len(self.prefilling),
                 len(self.waiting),
+                drafts,
             )
         self.in_system += (b + len(self.prefilling) + len(self.waiting)) * dt
         self.batch_time[n if not self.limits.prefill_apart else b] += dt
@@ -489,6 +490,7 @@ class _Engine:
                 np.diff(kept.sum(axis=0), prepend=0),  # the tokens kept in each round (whole numbers: exact)
                 b + len(self.prefilling),
                 len(self.waiting),
+                cut=drafts,  # the last's drafts where the budget cut its round
             )
         span = ends[-1] - self.t
         self.in_system += (b + len(self.prefilling) + len(self.waiting)) * span
