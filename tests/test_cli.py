@@ -739,3 +739,17 @@ def test_compare_and_explain_name_the_gammas_they_searched_as_optimal_gamma_does
         assert code == 0 and f"gamma searched over 0..{top}" in out, out
         code, out, _ = run(capsys, "explain", *argv)
         assert code == 0 and f"the best gamma per batch (searched over 0..{top}, at least 1)" in out, out
+
+
+def test_ctrl_c_says_one_line_and_exits_130(capsys, monkeypatch):
+    # Ctrl-C in a long command (serve-sweep, calibrate-engine, a watch starting up) printed Python's traceback; now one
+    # line and the shell's status for SIGINT.
+    import specsim.cli.model as model
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(model, "run_optimal_gamma", interrupted)
+    code = main(["optimal-gamma", "--batch", "1"])
+    captured = capsys.readouterr()
+    assert code == 130 and captured.err == "specsim optimal-gamma: interrupted\n" and captured.out == ""

@@ -229,6 +229,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except BrokenPipeError:  # e.g. specsim ... | head
         return 0
+    except (
+        KeyboardInterrupt
+    ):  # Ctrl-C: one line, the shell's status for SIGINT (128 + 2); files are written whole or not
+        print(f"specsim {args.command}: interrupted", file=sys.stderr)
+        return 130
     except KeyError as err:
         message = err.args[0] if err.args else str(err)
     except (ValueError, OSError) as err:
