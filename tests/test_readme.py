@@ -93,15 +93,20 @@ def _written(command: str) -> set[str]:
     return {words[i + 1] for i, w in enumerate(words[:-1]) if w in WRITES}
 
 
-def _reads(command: str, path: str) -> bool:
+def _reads(words: list[str], path: str) -> bool:
+    """A command of these words reads ``path`` (or a file under it)."""
     pattern = re.compile(rf"(^|[:=]){re.escape(path)}($|/)")
-    return any(pattern.search(word) for word in shlex.split(command))
+    return any(pattern.search(word) for word in words)
 
 
 def groups(repo: Path = REPO) -> list[tuple[str, ...]]:
     """The distinct commands, grouped with those whose output they read; each group in the order it must run."""
     commands = list(dict.fromkeys(s.command for s in shown(repo)))
-    needs = {c: {w for w in commands if w != c and any(_reads(c, p) for p in _written(w))} for c in commands}
+    # Each command split once: the pairs below split every command twice per other command (7,800 shlex.split calls,
+    # 0.4 s of each worker's collection).
+    words = {c: shlex.split(c) for c in commands}
+    written = {c: _written(c) for c in commands}
+    needs = {c: {w for w in commands if w != c and any(_reads(words[c], p) for p in written[w])} for c in commands}
     component = {c: {c} for c in commands}
     for c in commands:
         for w in needs[c]:
