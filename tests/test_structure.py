@@ -75,7 +75,11 @@ def _imports(name: str, path: Path) -> set[str]:
     return out
 
 
-GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+@functools.cache
+def _graph() -> dict[str, set[str]]:
+    """Each module's specsim imports, found once per process where a test asks (walking every tree is about 1 s of a
+    worker's collection; two tests read it)."""
+    return {name: _imports(name, path) for name, path in MODULES.items()}
 
 
 def _package(module: str) -> str:
@@ -92,7 +96,7 @@ def test_no_import_goes_up_a_floor():
     floor = {p: i for i, p in enumerate(PACKAGES)}
     upward = sorted(
         f"{a} ({_package(a)}) imports {b} ({_package(b)})"
-        for a, deps in GRAPH.items()
+        for a, deps in _graph().items()
         for b in deps
         if _package(a) in floor and _package(b) in floor and floor[_package(b)] > floor[_package(a)]
     )
@@ -105,14 +109,14 @@ def test_no_import_cycle():
 
     def visit(node: str, stack: list[str]) -> None:
         state[node] = 1
-        for dep in sorted(GRAPH[node]):
+        for dep in sorted(_graph()[node]):
             if state.get(dep) == 1:
                 cycles.append(stack[stack.index(dep) :] + [dep])
             elif dep not in state:
                 visit(dep, stack + [dep])
         state[node] = 2
 
-    for module in sorted(GRAPH):
+    for module in sorted(_graph()):
         if module not in state:
             visit(module, [module])
     assert cycles == []
