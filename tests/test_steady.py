@@ -624,30 +624,31 @@ class _Scheduled:
         pass
 
 
+#: The overflow case below: 128 users at a 512-token budget under a schedule drafting 8 from 100 running sequences on.
+OVERFLOW_USERS, OVERFLOW_BUDGET = 128, 512
+
+
+def _play_the_overflow(observer):
+    """Simulate the overflow case (two requests a user, 20-token prompts, 1,000 out) told to ``observer``."""
+    limits = EngineLimits(256, OVERFLOW_BUDGET).for_deployment(DEP)
+    schedule = np.where(np.arange(257) >= 100, 8, 1)
+    table = StepTable(DEP, 256, 1100, 8, OVERFLOW_BUDGET, 0.8)
+    n = 2 * OVERFLOW_USERS
+    requests = Requests(np.full(n, 20), np.full(n, 1000), None)
+    rng = np.random.default_rng(3)
+    return simulate(requests, table, limits, 0.8, schedule, rng, concurrency=OVERFLOW_USERS, observer=observer)
+
+
 def test_the_simulator_decodes_no_more_sequences_than_the_budget_gives_rounds():
     """A per-batch schedule that drafts 8 tokens from 100 running sequences on: 128 users of 20-token prompts at a
     512-token budget all decode at gamma 1 (3 tokens each with a draft model's slot), then a round of 10 each overflows
     the budget.  vLLM schedules floor(512 / 10) = 51 whole rounds and one cut to the 2 tokens left less its slot
     (L795-1003, replayed above), the others waiting; the simulator ran all 128 rounds, 1,280 tokens an iteration."""
-    budget, users = 512, 128
-    limits = EngineLimits(256, budget).for_deployment(DEP)
-    schedule = np.where(np.arange(257) >= 100, 8, 1)
-    table = StepTable(DEP, 256, 1100, 8, budget, 0.8)
-    n = 2 * users
     seen = _Scheduled()
-    run = simulate(
-        Requests(np.full(n, 20), np.full(n, 1000), None),
-        table,
-        limits,
-        0.8,
-        schedule,
-        np.random.default_rng(3),
-        concurrency=users,
-        observer=seen,
-    )
+    run = _play_the_overflow(seen)
     at_8 = [(count, in_flight) for count, gamma, in_flight in seen.played if gamma == 8]
     assert max(in_flight for _, in_flight in at_8) >= 100  # the rounds overflowed the budget
-    assert max(count for count, _ in at_8) == len(_vllm_running_loop(users, 8, budget, 1))
+    assert max(count for count, _ in at_8) == len(_vllm_running_loop(OVERFLOW_USERS, 8, OVERFLOW_BUDGET, 1))
     assert run.served.all()
 
 
@@ -676,12 +677,7 @@ def test_the_counters_count_the_drafts_the_budget_left():
     drafts of 8 tokens (it counted 52 and 416)."""
     from specsim.serving.counters import StepCounters
 
-    budget, users = 512, 128
-    limits = EngineLimits(256, budget).for_deployment(DEP)
-    schedule = np.where(np.arange(257) >= 100, 8, 1)
-    table = StepTable(DEP, 256, 1100, 8, budget, 0.8)
-    n = 2 * users
-    counters, seen = StepCounters(n, 8), _Scheduled()
+    counters, seen = StepCounters(2 * OVERFLOW_USERS, 8), _Scheduled()
 
     class Both:  # the counters, and what was played round by round beside them
         def iteration(self, *args):
@@ -695,17 +691,8 @@ def test_the_counters_count_the_drafts_the_budget_left():
         def finished(self, *args):
             counters.finished(*args)
 
-    simulate(
-        Requests(np.full(n, 20), np.full(n, 1000), None),
-        table,
-        limits,
-        0.8,
-        schedule,
-        np.random.default_rng(3),
-        concurrency=users,
-        observer=Both(),
-    )
-    given = _vllm_running_loop(users, 8, budget, 1)
+    _play_the_overflow(Both())
+    given = _vllm_running_loop(OVERFLOW_USERS, 8, OVERFLOW_BUDGET, 1)
     counted = counters.at(np.array(seen.ends))
     drafts, tokens = np.diff(counted["drafts"], prepend=0.0), np.diff(counted["draft_tokens"], prepend=0.0)
     cut = [i for i, (count, gamma, _) in enumerate(seen.played) if gamma == 8 and count == len(given)]
