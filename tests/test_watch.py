@@ -1449,3 +1449,5 @@ def test_the_tables_rate_keeps_three_figures():
         "123",
         "0",
     ]
+    # a rate that rounds up to the next power of ten keeps three figures, not four; one that is no number says so
+    assert [three_figures(x) for x in (9.996, 99.96, 0.9996, float("inf"))] == ["10.0", "100", "1.00", "inf"]

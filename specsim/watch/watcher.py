@@ -35,7 +35,10 @@ EXIT_CODES = {"costs": 3, "dropped": 4, "schedule": 5}
 def three_figures(x: float) -> str:
     """A rate to three significant figures, its zeros kept ("18.0" beside "11.9", where :3g printed "18"): the
     table's requests/s and the verdicts' sentences."""
-    return f"{x:.{max(0, 2 - math.floor(math.log10(x)))}f}" if x > 0 else f"{x:g}"
+    if not (x > 0 and math.isfinite(x)):
+        return f"{x:g}"
+    x = float(f"{x:.3g}")  # rounded first: 9.996 is "10.0", not "10.00"
+    return f"{x:.{max(0, 2 - math.floor(math.log10(x)))}f}"
 
 
 @dataclass(frozen=True)
