@@ -2003,8 +2003,8 @@ def test_runs_decoding_more_sequences_than_the_max_num_seqs_given_are_refused_an
     err = capsys.readouterr().err.strip().splitlines()
     said = (
         r"vllm-plain.jsonl#3: duration, TPOT and output tokens give 14\.\d+ sequences decoding at once \(Little's law\) "
-        r"at concurrency 16, more than the engine's max_num_seqs 8 \(--max-num-seqs\) runs at once: give the "
-        r"max_num_seqs the runs were served with$"
+        r"at concurrency 16, more than the engine's max_num_seqs 8 \(--max-num-seqs\): give the max_num_seqs the runs "
+        r"were served with$"
     )
     assert len(err) == 1 and re.search(said, err[0]), err
     assert not out.exists()
