@@ -172,7 +172,7 @@ def _load(where: str, record: dict, completed: float) -> tuple[str, str, float]:
             raise ValueError(
                 f"{where}: max_concurrency must be a whole number in [1, {MAX_BATCH}], got {concurrency!r:.20}"
             )
-        sent = record.get("num_prompts") if _is_number(record.get("num_prompts")) else completed
+        sent = _sent(record, completed)
         if unpaced and sent < n:  # --max-concurrency caps the requests in flight and adds none: all sent at once
             return f"batch {int(sent)}", "batch", float(int(sent))
         return f"concurrency {int(n)}", "concurrency", float(int(n))
@@ -271,22 +271,38 @@ def _check_totals(where: str, record: dict, completed: float, duration: float | 
 SENDING_FALSE_REFUSAL = 1e-6
 
 
+def _sent(record: dict, completed: float) -> float:
+    """The requests a run sent: its num_prompts where the file gives it, else those it completed."""
+    return record.get("num_prompts") if _is_number(record.get("num_prompts")) else completed
+
+
+def _shape(record: dict) -> float:
+    """The shape of a paced run's gamma intervals between requests: its burstiness, 1 (Poisson) where not a number > 0."""
+    shape = record.get("burstiness", 1.0)
+    return 1.0 if not _is_number(shape) or shape <= 0 else float(shape)
+
+
+def _sending_s(sent: float, shape: float, rate: float, q: float) -> float:
+    """The ``q`` quantile of the time the last of ``sent`` requests is sent (2 or more): the sum of ``sent`` - 1 gamma
+    intervals of ``shape`` at ``rate`` per second, the one home of the schedule :func:`_check_sending` and
+    :func:`_last_sent_s` read."""
+    from scipy.stats import gamma
+
+    return float(gamma.ppf(q, (sent - 1) * shape, scale=1.0 / (rate * shape)))
+
+
 def _check_sending(where: str, record: dict, rate: float, completed: float, duration: float | None) -> None:
     """A run at a request rate cannot end before its last request is sent.  vLLM's bench serve draws gamma intervals
     of shape ``burstiness`` at ``request_rate`` and, without a ramp-up, rescales them so that the last request is sent
     at num_prompts / request_rate (vllm/benchmarks/serve.py get_request, read in a release with ramp-up strategies);
     the older benchmark_serving.py slept an exponential interval after each request, unscaled.  Either way the last is
     sent after num_prompts - 1 intervals at the least; a duration shorter than that sum's 1e-6 quantile is refused."""
-    from scipy.stats import gamma
-
     if duration is None or record.get("ramp_up_strategy") is not None:
         return
-    sent = record.get("num_prompts") if _is_number(record.get("num_prompts")) else completed
-    shape = record.get("burstiness", 1.0)
-    shape = 1.0 if not _is_number(shape) or shape <= 0 else float(shape)
+    sent, shape = _sent(record, completed), _shape(record)
     if sent < 2:
         return
-    least = float(gamma.ppf(SENDING_FALSE_REFUSAL, (sent - 1) * shape, scale=1.0 / (rate * shape)))
+    least = _sending_s(sent, shape, rate, SENDING_FALSE_REFUSAL)
     if duration < least:
         raise ValueError(
             f"{where}: {sent:g} requests sent at request_rate {rate:g}/s take {least:.3g} s to send at the least "
@@ -299,17 +315,10 @@ def _last_sent_s(record: dict, completed: float) -> float | None:
     """The latest a paced run's last request is sent (the gamma intervals' sum at its 1 - 1e-6 quantile, or the
     rescaled schedule's num_prompts / request_rate, whichever is later; :func:`_check_sending` reads the same
     schedule); None under a ramp-up, whose schedule the file does not give."""
-    from scipy.stats import gamma
-
     if record.get("ramp_up_strategy") is not None:
         return None
-    rate = float(record["request_rate"])
-    sent = record.get("num_prompts") if _is_number(record.get("num_prompts")) else completed
-    shape = record.get("burstiness", 1.0)
-    shape = 1.0 if not _is_number(shape) or shape <= 0 else float(shape)
-    most = (
-        float(gamma.ppf(1 - SENDING_FALSE_REFUSAL, (sent - 1) * shape, scale=1.0 / (rate * shape))) if sent > 1 else 0
-    )
+    rate, sent = float(record["request_rate"]), _sent(record, completed)
+    most = _sending_s(sent, _shape(record), rate, 1 - SENDING_FALSE_REFUSAL) if sent > 1 else 0.0
     return max(sent / rate, most)
 
 
@@ -323,7 +332,7 @@ def _check_span(
     holds their time).  Each bound allows :data:`LITTLE_SLACK` (means of unequal requests)."""
     if duration is None or whole_s is None:
         return
-    sent = record.get("num_prompts") if _is_number(record.get("num_prompts")) else completed
+    sent = _sent(record, completed)
     in_flight = completed / duration * whole_s
     if in_flight > LITTLE_SLACK * sent:
         raise ValueError(
