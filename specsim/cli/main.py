@@ -229,9 +229,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except BrokenPipeError:  # e.g. specsim ... | head
         return 0
-    except (
-        KeyboardInterrupt
-    ):  # Ctrl-C: one line, the shell's status for SIGINT (128 + 2); files are written whole or not
+    # Ctrl-C: one line, the shell's status for SIGINT (128 + 2); files are written whole or not
+    except KeyboardInterrupt:
         print(f"specsim {args.command}: interrupted", file=sys.stderr)
         return 130
     except KeyError as err:
