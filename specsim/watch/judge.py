@@ -114,7 +114,8 @@ def window_sd(window, phi: float | None = None) -> float | None:
     var = window.draft_variance()
     if var is None:
         return None
-    units = min(window.drafts, window.finished_requests or window.drafts)
+    # the requests a window finished (None where the engine does not count them: the drafts); none finished: one unit
+    units = min(window.drafts, window.drafts if window.finished_requests is None else window.finished_requests)
     if phi is not None:
         units = max(units, window.drafts / phi)
     return math.sqrt(var / max(units, 1.0))
