@@ -2003,11 +2003,12 @@ def test_runs_decoding_more_sequences_than_the_max_num_seqs_given_are_refused_an
     err = capsys.readouterr().err.strip().splitlines()
     said = (
         r"vllm-plain.jsonl#3: duration, TPOT and output tokens give 14\.\d+ sequences decoding at once \(Little's law\) "
-        r"at concurrency 16, more than the engine's max_num_seqs 8 \(--max-num-seqs\): give the max_num_seqs the runs "
-        r"were served with$"
+        r"at concurrency 16, more than the engine's max_num_seqs 8 \(these runs allow (\d+) and more\) "
+        r"\(--max-num-seqs\): give the max_num_seqs the runs were served with$"
     )
     assert len(err) == 1 and re.search(said, err[0]), err
     assert not out.exists()
+    allowed = int(re.search(said, err[0]).group(1))  # what the line says is allowed
     assert main(argv + ["--max-num-seqs", "64", "--json"]) == 0  # 49.6 at concurrency 64: within it
     notes = json.loads(capsys.readouterr().out)["notes"]
     assert not any("sequences decoding at once" in note for note in notes)
@@ -2018,10 +2019,16 @@ def test_runs_decoding_more_sequences_than_the_max_num_seqs_given_are_refused_an
 
     runs, files, notes = runs_from_files([f"{BENCH}/vllm-plain.jsonl"], [([f"{BENCH}/vllm-eagle3.jsonl"], 3)])
     fit = dict(hardware="h100-sxm", target="llama-3.1-8b", engine="vllm@0.20.0", drafter="eagle3")
+    from specsim.calibration.engine_calibration import past_max_num_seqs
+
+    # the check the CLI refuses by: what the line said is allowed passes it, one less does not
+    assert past_max_num_seqs(runs, EngineLimits(allowed, 8192)) is None
+    assert past_max_num_seqs(runs, EngineLimits(allowed - 1, 8192)) is not None
     said = calibrate_engine(runs, files, notes, limits=EngineLimits(12, 8192), **fit).notes
     past = [note for note in said if "sequences decoding at once" in note]
     assert (
-        len(past) == 1 and "at concurrency 64, more than the engine's max_num_seqs 12: give --max-num-seqs" in past[0]
+        len(past) == 1
+        and "at concurrency 64, more than the engine's max_num_seqs 12 (these runs allow 41 and more): give" in past[0]
     )
 
 

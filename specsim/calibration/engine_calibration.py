@@ -233,12 +233,17 @@ def past_max_num_seqs(runs: list, limits) -> str | None:
     said; else None.  Users past max_num_seqs queue (the serving model holds them); decoding sequences cannot."""
     from specsim.calibration.bench_files import LITTLE_SLACK
 
+    # what the runs allow: the most any of them decodes at once, less the slack
+    need = max(
+        (math.ceil(c.run.decode_batch / LITTLE_SLACK) for c in runs if c.run.decode_batch is not None), default=0
+    )
     for c in runs:
         r, seqs = c.run, float(limits.seqs(c.kind == "spec"))
         if r.decode_batch is not None and r.decode_batch > LITTLE_SLACK * seqs:
             return (
                 f"{r.where}: duration, TPOT and output tokens give {r.decode_batch:.4g} sequences decoding at once "
-                f"(Little's law) at {r.load}, more than the engine's max_num_seqs {seqs:g}"
+                f"(Little's law) at {r.load}, more than the engine's max_num_seqs {seqs:g} (these runs allow {need} "
+                "and more)"
             )
     return None
 
