@@ -753,3 +753,9 @@ def test_ctrl_c_says_one_line_and_exits_130(capsys, monkeypatch):
     code = main(["optimal-gamma", "--batch", "1"])
     captured = capsys.readouterr()
     assert code == 130 and captured.err == "specsim optimal-gamma: interrupted\n" and captured.out == ""
+    # and while the command's modules load (the parser is built)
+    import specsim.cli.main as cli_main
+
+    monkeypatch.setattr(cli_main, "build_parser", interrupted)
+    code = main(["optimal-gamma", "--batch", "1"])
+    assert code == 130 and capsys.readouterr().err == "specsim optimal-gamma: interrupted\n"

@@ -208,6 +208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(stop, UsageError) and "--json" in argv:
             _json_failure(first, stop.message)
         return int(stop.code or 0)
+    except KeyboardInterrupt:  # Ctrl-C while the command's modules load: as below
+        print(f"specsim {first}: interrupted" if first else "specsim: interrupted", file=sys.stderr)
+        return 130
     finally:
         if collecting:
             gc.freeze()
