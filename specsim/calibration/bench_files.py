@@ -323,17 +323,22 @@ def _last_sent_s(record: dict, completed: float) -> float | None:
 
 
 def _check_span(
-    where: str, record: dict, completed: float, duration: float | None, whole_s: float | None, paced: bool
+    where: str,
+    record: dict,
+    completed: float,
+    duration: float | None,
+    whole_s: float | None,
+    in_flight: float | None,
+    paced: bool,
 ) -> None:
     """Little's law bounds every run's duration, not only a closed loop's (:func:`_check_in_flight`): completions per
     second times the mean end-to-end latency, the mean number in flight, cannot pass the requests sent; and from the
     time the last request is sent (at once, unpaced) until the run ends at least one is in flight, so the duration is
     at most that time plus every request's latency end to end, one after another (not where some failed: no latency
     holds their time).  Each bound allows :data:`LITTLE_SLACK` (means of unequal requests)."""
-    if duration is None or whole_s is None:
+    if in_flight is None:  # (no duration or no latency end to end)
         return
     sent = _sent(record, completed)
-    in_flight = completed / duration * whole_s
     if in_flight > LITTLE_SLACK * sent:
         raise ValueError(
             f"{where}: completions per second times the end-to-end latency give {in_flight:.3g} requests in flight, "
@@ -355,11 +360,11 @@ def _check_span(
         )
 
 
-def _check_in_flight(where: str, concurrency: int | None, rate: float | None, e2e_s: float | None) -> None:
-    """A closed loop keeps about its users in flight: Little's law over the run must give at least a share of them."""
-    if concurrency is None or rate is None or e2e_s is None:
+def _check_in_flight(where: str, concurrency: int | None, in_flight: float | None) -> None:
+    """A closed loop keeps about its users in flight: Little's law over the run (``in_flight``, completions per second
+    times the end-to-end latency) must give at least a share of them."""
+    if concurrency is None or in_flight is None:
         return
-    in_flight = rate * e2e_s
     if in_flight < MIN_IN_FLIGHT_SHARE * concurrency or in_flight > LITTLE_SLACK * concurrency:
         raise ValueError(
             f"{where}: completions per second times the end-to-end latency give {in_flight:.3g} requests in "
@@ -452,16 +457,17 @@ def _serve_run(path: Path, index: int, record: object, tool: str, prefer: str = 
         else (ttft_s + tpot_s * (output - 1) if ttft_s is not None and tpot_s is not None else None)
     )
     paced = _is_number(record.get("request_rate"))
-    if concurrency is not None and paced and rate is not None and whole is not None:
+    in_flight = rate * whole if rate is not None and whole is not None else None  # Little's law over the run
+    if concurrency is not None and paced and in_flight is not None:
         # Arrivals at request_rate with at most max_concurrency in flight (vllm bench serve takes both): where Little's
         # law leaves the cap unreached, the run is the rate's; where it binds, the closed loop's.
-        if rate * whole < MIN_IN_FLIGHT_SHARE * concurrency:
+        if in_flight < MIN_IN_FLIGHT_SHARE * concurrency:
             load, kind, value = _load(where, record | {"max_concurrency": None}, completed)
             concurrency = None
-    _check_in_flight(where, concurrency, rate, whole)
+    _check_in_flight(where, concurrency, in_flight)
     if paced:  # a paced run cannot end before its last request is sent, its cap binding or not
         _check_sending(where, record, float(record["request_rate"]), completed, duration)
-    _check_span(where, record, completed, duration, whole, paced)
+    _check_span(where, record, completed, duration, whole, in_flight, paced)
     return BenchRun(
         str(path),
         index,
