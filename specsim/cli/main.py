@@ -208,9 +208,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(stop, UsageError) and "--json" in argv:
             _json_failure(first, stop.message)
         return int(stop.code or 0)
-    except KeyboardInterrupt:  # Ctrl-C while the command's modules load: as below
-        print(f"specsim {first}: interrupted" if first else "specsim: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt:  # Ctrl-C while the command's modules load
+        return _interrupted(first)
     finally:
         if collecting:
             gc.freeze()
@@ -232,10 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except BrokenPipeError:  # e.g. specsim ... | head
         return 0
-    # Ctrl-C: one line, the shell's status for SIGINT (128 + 2); files are written whole or not
     except KeyboardInterrupt:
-        print(f"specsim {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted(args.command)
     except KeyError as err:
         message = err.args[0] if err.args else str(err)
     except (ValueError, OSError) as err:
@@ -244,6 +241,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "json", False):
         _json_failure(args.command, message)
     return 2
+
+
+def _interrupted(command: str | None) -> int:
+    """Ctrl-C: one line and the shell's status for SIGINT (128 + 2); files are written whole or not at all."""
+    print(f"specsim {command}: interrupted" if command else "specsim: interrupted", file=sys.stderr)
+    return 130
 
 
 def _json_failure(command: str | None, message: str) -> None:

@@ -120,12 +120,11 @@ class EngineLimits:
         """
         b, g = np.asarray(batch, dtype=float), np.asarray(gamma, dtype=float)
         if self.prefill_apart:
-            return np.broadcast_to(b, np.broadcast_shapes(b.shape, g.shape)).copy(), np.zeros(
-                np.broadcast_shapes(b.shape, g.shape)
-            )
+            b = np.broadcast_to(b, np.broadcast_shapes(b.shape, g.shape))
+            return b.copy(), np.zeros(b.shape)
         slots, up_front = self._slots(g)
         # up front (0.17.0-0.27.0): max_num_scheduled_tokens is the budget less max_num_seqs x the slots, and no request
-        # is charged them again; from 0.28.0 each scheduled request is (input_budget)
+        # is charged them again; from 0.28.0 each scheduled request is charged its slots (input_budget)
         tokens = float(self.max_batched_tokens) - (slots * float(self.max_num_seqs) if up_front else 0.0)
         per = g + 1.0 + (0.0 if up_front else slots)
         whole = np.minimum(b, np.floor(np.maximum(tokens, 0.0) / per))
