@@ -185,6 +185,56 @@ def test_replicas_stay_apart_and_are_pooled_as_said():
     assert window_between(b, back, names).restarted
 
 
+def test_the_histogram_of_generated_tokens_is_read_bucket_by_bucket_over_replicas():
+    """vLLM's request_generation_tokens on two engines: each bucket's ``le`` (``"10"``, Prometheus 3's ``"100.0"``,
+    ``"+Inf"``) is its own series, a window takes each one's difference summed over the engines, and the requests it
+    finished count as Kish's effective number of them (90 of at most 10 tokens and 10 of at most 100, 1,050 tokens:
+    :func:`~specsim.watch.windows.effective_requests` of those counts, 28.8 with 5 and 60 tokens exactly).  A page
+    without the histogram leaves the count to the requests; an ``le`` that is not a number is named in one line."""
+    from specsim.watch.windows import effective_requests
+
+    names, _, _ = metric_names("vllm@0.20.0")
+
+    def page(per_engine, histogram=True, le_inf="+Inf"):
+        lines = []
+        for engine, (short, long, tokens) in zip(("0", "1"), per_engine):
+            labels = f'model_name="m",engine="{engine}"'
+            lines += [
+                f"vllm:spec_decode_num_drafts_total{{{labels}}} {100 * (short + long)}",
+                f"vllm:spec_decode_num_accepted_tokens_total{{{labels}}} {150 * (short + long)}",
+                f'vllm:request_success_total{{{labels},finished_reason="stop"}} {short + long}',
+                f"vllm:prompt_tokens_total{{{labels}}} {1000 * (short + long)}",
+                f"vllm:generation_tokens_total{{{labels}}} {tokens}",
+            ]
+            if histogram:
+                lines += [
+                    f'vllm:request_generation_tokens_bucket{{{labels},le="10"}} {short}',
+                    f'vllm:request_generation_tokens_bucket{{{labels},le="100.0"}} {short + long}',
+                    f'vllm:request_generation_tokens_bucket{{{labels},le="{le_inf}"}} {short + long}',
+                    f"vllm:request_generation_tokens_count{{{labels}}} {short + long}",
+                    f"vllm:request_generation_tokens_sum{{{labels}}} {tokens}",
+                ]
+        return parse_prometheus("\n".join(lines) + "\n")
+
+    first = page(((10, 0, 50), (0, 2, 120)))
+    last = page(((60, 5, 50 + 250 + 300), (40, 7, 120 + 200 + 300)))  # +50 and +40 short, +5 and +5 long
+    w = window_between(read_samples(first, names, 0.0), read_samples(last, names, 60.0), names)
+    expected = effective_requests([10, 100, math.inf], [90, 100, 100], 1050.0)
+    assert w.finished_requests == pytest.approx(100) and w.effective_requests == pytest.approx(expected)
+    assert 28.8 < w.effective_requests < 0.5 * w.finished_requests
+    bare = window_between(
+        read_samples(page(((10, 0, 50), (0, 2, 120)), False), names, 0.0),
+        read_samples(page(((60, 5, 600), (40, 7, 620)), False), names, 60.0),
+        names,
+    )
+    assert bare.effective_requests is None and bare.to_dict()["effective_requests"] is None
+    with pytest.raises(
+        ValueError,
+        match=r'^p: vllm:request_generation_tokens_bucket needs an le="<number>" or le="\+Inf" label, got \'inf2\'$',
+    ):
+        read_samples(page(((1, 0, 5), (1, 0, 5)), le_inf="inf2"), names, 0.0, source="p")
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_windows_give_back_the_simulated_acceptance_in_each_format(day, engine):
     """Two-minute windows (four pages of 30 s) before and after the change: the acceptance length within 2% of
@@ -280,22 +330,15 @@ def _synthetic(rng, n, alpha, gamma=3, drafts=20000, jitter=0.01, change=None):
     return out
 
 
-def _clustered(rng, n, alpha=0.6, alpha_sd=0.15, gamma=3, rate=4.0, window_s=60.0, output=256, output_cv=0.7):
-    """(windows, the stream's acceptance length) of a stationary stream whose rounds are correlated as an engine's are:
-    requests arrive at ``rate`` a second, each with its own alpha (Beta, mean ``alpha``, sd ``alpha_sd``: prompts that
-    accept differently) and output length (lognormal, mean ``output``, CV ``output_cv``), drafting a round every 20 ms
-    (each accepting tokens 1..gamma while its alpha holds) until its output is emitted; a window counts the rounds run in
-    it and the requests finished in it.  The stream's acceptance length is all its windows' pooled."""
-    span, warm, round_s = n * window_s, 120.0, 0.02
-    count = rng.poisson(rate * (span + warm))
-    start = rng.uniform(-warm, span, count)
-    k = alpha * (1 - alpha) / alpha_sd**2 - 1
-    alphas = rng.beta(alpha * k, (1 - alpha) * k, count)
-    s2 = math.log(1 + output_cv**2)
-    outputs = np.maximum(2, np.round(rng.lognormal(math.log(output) - s2 / 2, math.sqrt(s2), count))).astype(int)
+def _play(rng, alphas, outputs, start, n, gamma, window_s, chunks):
+    """(drafts, accepted per position, finished, each request's last window) per window of requests that start at
+    ``start`` (seconds), each with its own alpha and output length, drafting a round every 20 ms (each accepting tokens
+    1..gamma while its alpha holds) until its output is emitted; played ``chunks`` (index arrays) at a time."""
+    round_s = 0.02
     drafts, accepted, finished = np.zeros(n), np.zeros((n, gamma)), np.zeros(n)
-    for lo in range(0, count, 2000):
-        a, o, s = alphas[lo : lo + 2000], outputs[lo : lo + 2000], start[lo : lo + 2000]
+    last = np.empty(outputs.size, dtype=int)
+    for chunk in chunks:
+        a, o, s = alphas[chunk], outputs[chunk], start[chunk]
         steps = int(o.max())
         took = np.minimum(gamma, np.floor(np.log(rng.random((a.size, steps))) / np.log(a)[:, None])).astype(int)
         rounds = (np.cumsum(1 + took, axis=1) < o[:, None]).sum(axis=1) + 1  # the round that emits the last token
@@ -306,7 +349,12 @@ def _clustered(rng, n, alpha=0.6, alpha_sd=0.15, gamma=3, rate=4.0, window_s=60.
             np.add.at(accepted[:, j], when[ran], took[ran] > j)
         end = np.floor((s + rounds * round_s) / window_s).astype(int)
         np.add.at(finished, end[(end >= 0) & (end < n)], 1)
-    windows = [
+        last[chunk] = end
+    return drafts, accepted, finished, last
+
+
+def _windows(n, drafts, accepted, finished, gamma, window_s, output, effective=None):
+    return [
         Window(
             window_s * i,
             window_s * (i + 1),
@@ -320,9 +368,62 @@ def _clustered(rng, n, alpha=0.6, alpha_sd=0.15, gamma=3, rate=4.0, window_s=60.
             requests_per_s=finished[i] / window_s,
             input_tokens=1000.0,
             output_tokens=float(output),
+            effective_requests=None if effective is None else effective[i],
         )
         for i in range(n)
     ]
+
+
+def _clustered(rng, n, alpha=0.6, alpha_sd=0.15, gamma=3, rate=4.0, window_s=60.0, output=256, output_cv=0.7):
+    """(windows, the stream's acceptance length) of a stationary stream whose rounds are correlated as an engine's are:
+    requests arrive at ``rate`` a second, each with its own alpha (Beta, mean ``alpha``, sd ``alpha_sd``: prompts that
+    accept differently) and output length (lognormal, mean ``output``, CV ``output_cv``), played by :func:`_play`; a
+    window counts the rounds run in it and the requests finished in it.  The stream's acceptance length is all its
+    windows' pooled."""
+    span, warm = n * window_s, 120.0
+    count = rng.poisson(rate * (span + warm))
+    start = rng.uniform(-warm, span, count)
+    k = alpha * (1 - alpha) / alpha_sd**2 - 1
+    alphas = rng.beta(alpha * k, (1 - alpha) * k, count)
+    s2 = math.log(1 + output_cv**2)
+    outputs = np.maximum(2, np.round(rng.lognormal(math.log(output) - s2 / 2, math.sqrt(s2), count))).astype(int)
+    chunks = [np.arange(lo, min(lo + 2000, count)) for lo in range(0, count, 2000)]
+    drafts, accepted, finished, _ = _play(rng, alphas, outputs, start, n, gamma, window_s, chunks)
+    return _windows(n, drafts, accepted, finished, gamma, window_s, output), 1 + float(accepted.sum() / drafts.sum())
+
+
+#: vLLM's edges of request_generation_tokens at a max_model_len of 8,192 (build_1_2_5_buckets, loggers.py 0.10.0 L610).
+_EDGES_8192 = np.array([1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, np.inf])
+
+
+def _mixed(rng, n, kinds, gamma=3, rate=1.0, window_s=60.0, max_model_len=8192):
+    """(windows, the stream's acceptance length, each window's requests without and with its histogram) of a stream of
+    ``kinds`` of traffic, each ``(share, alpha, alpha sd, mean output, output CV)`` as :func:`_clustered` draws one, at
+    ``rate`` requests a second, outputs at most ``max_model_len``; each window's ``effective_requests`` is
+    :func:`~specsim.watch.windows.effective_requests` of a vLLM histogram of the outputs it finished (``_EDGES_8192``)."""
+    from specsim.watch.windows import effective_requests
+
+    span, warm = n * window_s, 300.0
+    count = rng.poisson(rate * (span + warm))
+    start = rng.uniform(-warm, span, count)
+    kind = rng.choice(len(kinds), size=count, p=[k[0] for k in kinds])
+    alphas, outputs = np.empty(count), np.empty(count, dtype=int)
+    for i, (_, alpha, alpha_sd, output, cv) in enumerate(kinds):
+        chosen = kind == i
+        k = alpha * (1 - alpha) / alpha_sd**2 - 1
+        alphas[chosen] = rng.beta(alpha * k, (1 - alpha) * k, chosen.sum())
+        s2 = math.log(1 + cv**2)
+        outputs[chosen] = np.round(rng.lognormal(math.log(output) - s2 / 2, math.sqrt(s2), chosen.sum()))
+    outputs = np.clip(outputs, 2, max_model_len)
+    order = np.argsort(outputs, kind="stable")  # chunks of like lengths: a chunk's rounds run to its longest
+    chunks = np.array_split(order, max(count // 500, 1))
+    drafts, accepted, finished, last = _play(rng, alphas, outputs, start, n, gamma, window_s, chunks)
+    inside = (last >= 0) & (last < n)
+    counts = np.zeros((n, _EDGES_8192.size))
+    np.add.at(counts, (last[inside], np.searchsorted(_EDGES_8192, outputs[inside])), 1)
+    tokens = np.bincount(last[inside], weights=outputs[inside], minlength=n)
+    effective = [effective_requests(_EDGES_8192, np.cumsum(counts[i]), tokens[i]) for i in range(n)]
+    windows = _windows(n, drafts, accepted, finished, gamma, window_s, outputs.mean(), effective)
     return windows, 1 + float(accepted.sum() / drafts.sum())
 
 
@@ -346,6 +447,28 @@ def test_before_the_reference_a_windows_interval_takes_the_request_as_the_unit()
     assert 1.0 < widening <= 3.0, widening
     # the drafts' count alone: the stream does correlate them, so the test above can fail
     assert (drafts_alone[:, 1] < truth).sum() >= 60 and (drafts_alone[:, 0] > truth).sum() >= 60
+
+
+def test_before_the_reference_unequal_requests_count_as_the_histogram_of_their_tokens_says():
+    """The request count's bound assumes requests that draft about as much as each other.  On a stream of 90% chat
+    (alpha 0.4, 80 tokens out) and 10% agent requests (alpha 0.9, 2,000 out) at 1 request/s, the few long requests
+    carry most of a window's drafts and its acceptance with them: the request count put the top of the interval below
+    the stream's acceptance length in 18 of 150 one-minute windows (nominally 2.5%, 4).  Kish's effective count from
+    vLLM's histogram of the requests' generated tokens (about 9 of about 60 requests) puts it there in 2; each side
+    is allowed 10: a true rate of 2.5% gives more with probability 1.5e-3 (binomial).  The interval stays within 4
+    times the windows' own spread (measured 1.9; 1.8 with the exact output lengths)."""
+    from specsim.watch.judge import CONFIDENCE_Z, acceptance_interval
+
+    kinds = [(0.9, 0.4, 0.1, 80, 0.5), (0.1, 0.9, 0.03, 2000, 0.3)]
+    windows, truth = _mixed(np.random.default_rng(7), 150, kinds)
+    x = np.array([w.acceptance_length for w in windows])
+    now = np.array([acceptance_interval(w) for w in windows])
+    assert (now[:, 1] < truth).sum() <= 10 and (now[:, 0] > truth).sum() <= 10
+    widening = float(np.mean((now[:, 1] - x) / CONFIDENCE_Z) / x.std())
+    assert 1.0 < widening <= 4.0, widening
+    # the requests as counted: the stream's unequal requests do make them too few, so the test above can fail
+    counted = np.array([acceptance_interval(dataclasses.replace(w, effective_requests=None)) for w in windows])
+    assert (counted[:, 1] < truth).sum() > 10
 
 
 def test_while_a_new_reference_gathers_the_interval_takes_the_overdispersion_the_last_one_measured():

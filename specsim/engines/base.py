@@ -523,6 +523,9 @@ class MetricNames:
     accept_length_gauge: str | None = None  #: mean acceptance length over the engine's last logging window
     gamma_gauge: str | None = None  #: the draft length in use (a gauge)
     gamma_info: tuple | None = None  #: (info gauge, label) whose label holds the configured draft length
+    #: Each finished request's generated tokens, a histogram (its name, without ``_bucket``): how unequal the requests
+    #: a window's acceptance averages over are (:func:`specsim.watch.windows.effective_requests`).
+    generation_histogram: str | None = None
     #: (name, release) pairs: a metric a release before that one does not export; a page showing it is of that release
     #: or a later one.  A name is the metric's (a counter's without ``_total``, a histogram's without ``_bucket``).
     later: tuple = ()
@@ -552,7 +555,8 @@ class MetricNames:
         return f"{self.engine} {show(self.first)}" + ("" if self.first == self.last else f"-{show(self.last)}")
 
     def counters(self) -> tuple[str, ...]:
-        """Every counter name these releases export that a reader of acceptance or load uses."""
+        """Every counter name these releases export that a reader of acceptance or load uses (a histogram's ``_bucket``
+        and ``_sum`` samples among them: counters too)."""
         names = (
             self.requests,
             self.prompt_tokens,
@@ -564,7 +568,12 @@ class MetricNames:
             self.drafted_per_position,
             self.verify_calls,
         )
-        return tuple(n for n in names if n is not None)
+        histogram = (
+            (f"{self.generation_histogram}_bucket", f"{self.generation_histogram}_sum")
+            if self.generation_histogram
+            else ()
+        )
+        return tuple(n for n in names if n is not None) + histogram
 
     def gauges(self) -> tuple[str, ...]:
         names = (

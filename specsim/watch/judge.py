@@ -114,8 +114,11 @@ def window_sd(window, phi: float | None = None) -> float | None:
     var = window.draft_variance()
     if var is None:
         return None
-    # the requests a window finished (None where the engine does not count them: the drafts); none finished: one unit
-    units = min(window.drafts, window.drafts if window.finished_requests is None else window.finished_requests)
+    # the requests a window finished, as many equal ones as their unequal draft counts are worth where the engine's
+    # histogram of their tokens says (Kish's count), else as counted (None where the engine does not count them: the
+    # drafts); none finished: one unit
+    requests = window.effective_requests if window.effective_requests is not None else window.finished_requests
+    units = min(window.drafts, window.drafts if requests is None else requests)
     if phi is not None:
         units = max(units, window.drafts / phi)
     return math.sqrt(var / max(units, 1.0))

@@ -27,6 +27,7 @@ __all__ = [
     "Window",
     "check_gamma",
     "check_names",
+    "effective_requests",
     "models_on",
     "prometheus_windows",
     "read_samples",
@@ -36,6 +37,14 @@ __all__ = [
 #: A window with fewer speculating sequence steps than this says too little of acceptance to judge (a 95% interval of
 #: a mean acceptance length over 50 drafts is about +-0.3 tokens at gamma 3): its row is shown as idle.
 MIN_DRAFTS = 50
+#: How far past its largest finite edge the ``+Inf`` bucket of a histogram of generated tokens is taken to reach: vLLM's
+#: edges are build_1_2_5_buckets(max_model_len) (vllm/v1/metrics/loggers.py, 0.10.0 L319; buckets.py L195 and
+#: loggers.py L822 of 0.33.0), which stop at the last 1-2-5 step not past max_model_len, and no request generates
+#: more than max_model_len tokens, so its ``+Inf`` bucket ends before the next step, at most 2.5 times the last edge.
+#: Other edges (vLLM 0.33's custom_histogram_buckets, SGLang's) are taken to end there too: an assumption.
+INF_BUCKET_REACH = 2.5
+#: Points per bucket at which :func:`effective_requests` spreads its requests.
+_BUCKET_POINTS = 64
 
 
 def _prefixes() -> dict[str, str]:
@@ -174,6 +183,7 @@ def read_samples(samples, names, t: float, model: str | None = None, source: str
     gauges: dict = {}
     gamma = None
     counter_names, gauge_names = set(names.counters()), set(names.gauges())
+    buckets = f"{names.generation_histogram}_bucket" if names.generation_histogram else None
     for name, labels, value in samples:
         if labels.get(names.model_label, model) != model:
             continue
@@ -187,7 +197,10 @@ def read_samples(samples, names, t: float, model: str | None = None, source: str
             )
             if position is not None and not position.isdigit():
                 raise ValueError(f'{source}: {name} needs a {names.position_label}="<integer>" label, got {position!r}')
-            key = (name, replica, None if position is None else int(position))
+            position = None if position is None else int(position)
+            if name == buckets:  # a bucket's upper edge is its position: "+Inf", "100" or Prometheus 3's "100.0"
+                position = _edge(source, name, labels.get("le"))
+            key = (name, replica, position)
             counters[key] = counters.get(key, 0.0) + float(value)
         elif name in gauge_names:
             if names.gamma_info is not None and name == names.gamma_info[0]:
@@ -206,6 +219,17 @@ def read_samples(samples, names, t: float, model: str | None = None, source: str
         positions = {k[2] for k in counters if k[0] == names.accepted_per_position}
         gamma = float(len(positions)) if positions else gamma  # children created at start for each configured position
     return Reading(float(t), model, counters, gauges, gamma)
+
+
+def _edge(source: str, name: str, text: str | None) -> float:
+    """A histogram bucket's ``le`` label as a number (``+Inf`` the infinity), or one line saying it is not one."""
+    try:
+        edge = float(text)
+    except (TypeError, ValueError):
+        edge = math.nan
+    if not edge >= 0:  # NaN too
+        raise ValueError(f'{source}: {name} needs an le="<number>" or le="+Inf" label, got {text!r}')
+    return edge
 
 
 @dataclass(frozen=True, eq=False)
@@ -228,6 +252,9 @@ class Window:
     requests_per_s: float | None = None  #: finished requests per second per replica
     input_tokens: float | None = None  #: per finished request
     output_tokens: float | None = None
+    #: Kish's effective count of the requests finished in the window, weighted by their generated tokens, from the
+    #: engine's histogram of them (:func:`effective_requests`); None where the engine exports none
+    effective_requests: float | None = None
     notes: tuple = ()
 
     @property
@@ -291,8 +318,58 @@ class Window:
             "requests_per_s": self.requests_per_s,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
+            "effective_requests": self.effective_requests,
             "notes": list(self.notes),
         }
+
+
+def effective_requests(edges, cumulative, total: float) -> float | None:
+    """Kish's effective count ``(sum o)^2 / sum o^2`` of the requests a histogram of their generated tokens ``o``
+    counts: the requests a window's acceptance length averages over, weighted as it weighs them (by their drafts, in
+    proportion to their tokens; :func:`specsim.watch.judge.window_sd`).  ``edges``: the buckets' upper edges (``le``,
+    rising, ``inf`` for ``+Inf``); ``cumulative``: the requests at or below each; ``total``: their tokens (the
+    histogram's ``_sum``).  None without a request or a token.
+
+    ``sum o`` is ``total``; ``sum o^2`` is estimated, each bucket's requests spread over it as a power law
+    (:data:`_BUCKET_POINTS` points on a log scale from its lower to its upper edge, the first bucket's from 0 on a
+    linear one; ``+Inf``'s reaching :data:`INF_BUCKET_REACH` times the largest finite edge) tilted by one factor
+    ``exp(k u)`` at the share ``u`` of the way through its bucket, the same ``k`` for every bucket, chosen so that the
+    buckets' tokens add up to ``total`` (``k`` = 0: log-uniform within each bucket; the most and the least the buckets
+    allow where ``total`` is outside them).  At most the requests counted (Cauchy-Schwarz).
+
+    Ninety requests of 5 tokens and ten of 60 are worth 1,050^2 / 38,250 = 28.8 equal ones; their histogram says:
+
+    >>> round(effective_requests([10, 100, float("inf")], [90, 100, 100], 90 * 5 + 10 * 60), 1)
+    31.1
+    >>> effective_requests([10, 100, float("inf")], [0, 0, 0], 0.0) is None
+    True
+    """
+    edges = np.asarray(edges, dtype=float)
+    counts = np.maximum(np.diff(np.r_[0.0, np.maximum.accumulate(np.asarray(cumulative, dtype=float))]), 0.0)
+    requests = float(counts.sum())
+    if requests <= 0 or not total > 0:
+        return None
+    finite = edges[np.isfinite(edges)]
+    upper = np.where(np.isfinite(edges), edges, INF_BUCKET_REACH * (finite[-1] if finite.size else 1.0))
+    lower = np.r_[0.0, upper[:-1]]
+    u = (np.arange(_BUCKET_POINTS) + 0.5) / _BUCKET_POINTS
+    logged = lower[:, None] > 0
+    ratio = np.where(logged, upper[:, None] / np.where(logged, lower[:, None], 1.0), 1.0)
+    o = np.where(logged, lower[:, None] * ratio**u, upper[:, None] * u)  # (bucket, point)
+    keep = counts > 0
+    o, counts = o[keep], counts[keep]
+
+    def moments(k):
+        w = np.exp(k * (u - 1.0))
+        w /= w.sum()
+        return float(counts @ (o @ w)), float(counts @ (o**2 @ w))
+
+    low, high = -200.0, 200.0  # exp(k u): all but a share 1e-80 of a bucket within its first or last point
+    for _ in range(60):  # the buckets' tokens rise with k: bisect for the k that gives total
+        mid = 0.5 * (low + high)
+        low, high = (mid, high) if moments(mid)[0] < total else (low, mid)
+    squares = moments(0.5 * (low + high))[1]
+    return min(total**2 / squares, requests)
 
 
 def _mean_gauge(gauges: list, name: str | None):
@@ -413,9 +490,19 @@ def window_between(
         requests_per_s=rate,
         input_tokens=d(names.prompt_tokens) / requests if requests > 0 else None,
         output_tokens=d(names.generation_tokens) / requests if requests > 0 else None,
+        effective_requests=_histogram_requests(names.generation_histogram, d, positions),
         notes=tuple(notes),
         **base,
     )
+
+
+def _histogram_requests(histogram: str | None, d, positions) -> float | None:
+    """:func:`effective_requests` of the window's differences ``d`` of ``histogram``'s buckets (None where the page
+    shows none)."""
+    edges = positions(f"{histogram}_bucket") if histogram else []
+    if not edges:
+        return None
+    return effective_requests(edges, [d(f"{histogram}_bucket", e) for e in edges], d(f"{histogram}_sum"))
 
 
 def _as_drafted(g, per_position: tuple, draft_length: float, names, notes: list) -> tuple:
