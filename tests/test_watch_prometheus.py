@@ -237,6 +237,14 @@ def test_the_verdicts_come_at_the_right_windows(prometheus, dep, job, capsys):
     assert len(rows) == DAY_S / WINDOW_S
     judged = [r for r in rows if r["model"] is not None]
     assert len(judged) >= len(rows) - 1  # every window counted (one may straddle a page Prometheus missed)
+    # The histogram of generated tokens, each bucket a series Prometheus holds, where the engine exports it: requests
+    # of 256 tokens each count about as many effective requests as finished (the estimate spreads them over a bucket).
+    finished = np.array([r["window"]["requests_per_s"] * WINDOW_S for r in judged])
+    effective = [r["window"]["effective_requests"] for r in judged]
+    if job == "trtllm":
+        assert effective == [None] * len(judged)
+    else:
+        assert np.all((0.9 * finished <= np.array(effective)) & (np.array(effective) <= finished * (1 + 1e-9)))
     # The drop: flagged only after it, in the window it starts in or within the windows the test stated.
     dropped = [(r["index"], v) for r in rows for v in r["started"] if v["kind"] == "dropped"]
     first = int(DROP_S / WINDOW_S)

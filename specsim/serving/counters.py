@@ -175,6 +175,20 @@ class StepCounters:
             out[key] = _cumulated(col, order, upto)
         return out
 
+    def finished_output_buckets(self, times: object, edges: object) -> np.ndarray:
+        """The requests finished by each of ``times`` whose output tokens are at most each of ``edges`` (a histogram's
+        cumulative buckets, as an engine's histogram of each finished request's generated tokens counts them): an
+        array over (time, edge)."""
+        t = np.atleast_1d(np.asarray(times, dtype=float))
+        edges = np.asarray(edges, dtype=float)
+        if not self._done:
+            return np.zeros((t.size, edges.size))
+        at = np.concatenate([d[0] for d in self._done])
+        output = np.concatenate([d[2] for d in self._done])
+        order = np.argsort(at, kind="stable")
+        upto = np.searchsorted(at[order], t, side="right")
+        return _cumulated(output[:, None] <= edges[None, :], order, upto)
+
     def accept_length_window(self, times: object, iterations: int) -> np.ndarray:
         """1 + accepted / drafts over the last ``iterations`` speculating iterations before each time (NaN before any):
         what an engine that logs the mean acceptance length of its last logging window shows then."""

@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 
-__all__ = ["DayCounters", "ReplayServer", "arrivals", "openmetrics", "pages", "simulate_day"]
+__all__ = ["DayCounters", "ReplayServer", "arrivals", "edges_125", "openmetrics", "pages", "simulate_day"]
 
 #: The example day's drafter, where ``specsim replay`` is not told: a per-token acceptance of 0.6 and 3 draft tokens a
 #: round, a drafter that pays at low load and stops paying in the day's overload (specsim's example, not a measurement).
@@ -45,6 +45,9 @@ class DayCounters:
     seconds: float
     gamma: int
     description: str
+    #: The longest sequence the engine takes (vLLM's max_model_len: the target's max_position_embeddings, or the day's
+    #: requests where it states none), which the edges of a histogram of generated tokens go up to (:func:`edges_125`)
+    max_model_len: int = 0
 
 
 def simulate_day(
@@ -85,7 +88,25 @@ def simulate_day(
         f"{n:,} requests of {input_tokens} in, {output_tokens} out over {profile[-1][0]:,.0f} s; gamma {gamma}; "
         f"{dep.brief()}"
     )
-    return DayCounters(counters, float(profile[-1][0]), int(gamma), what)
+    longest = max(int(dep.target.max_position_embeddings), int(input_tokens) + int(output_tokens))
+    return DayCounters(counters, float(profile[-1][0]), int(gamma), what, longest)
+
+
+def edges_125(max_model_len: int) -> list:
+    """The upper edges 1, 2, 5, 10, 20, ... up to ``max_model_len``: vLLM's build_1_2_5_buckets(max_model_len), the
+    edges of its request_generation_tokens (vllm/v1/metrics/loggers.py 0.10.0 L610; buckets.py L195 of 0.33.0), which
+    a replayed page of any engine takes (SGLang's own default edges differ; a reader takes whatever edges a page has).
+
+    >>> edges_125(100)
+    [1, 2, 5, 10, 20, 50, 100]
+    """
+    out, scale = [], 1
+    while True:
+        for mantissa in (1, 2, 5):
+            if mantissa * scale > max_model_len:
+                return out
+            out.append(mantissa * scale)
+        scale *= 10
 
 
 def _markers(names, release: tuple | None) -> tuple:
@@ -103,7 +124,13 @@ def _families(
     """prometheus_client metric families of the reads ``ks`` of ``state`` (:meth:`StepCounters.at`; one page where
     ``ks`` holds one, a whole day in one family each for OpenMetrics), stamped ``stamps`` (None: unstamped), the same
     counts under each of ``models``; ``markers`` (:func:`_markers`) untyped at 0, for the names alone."""
-    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, UnknownMetricFamily
+    from prometheus_client.core import (
+        CounterMetricFamily,
+        GaugeMetricFamily,
+        HistogramMetricFamily,
+        UnknownMetricFamily,
+    )
+    from prometheus_client.utils import floatToGoString
 
     def labels(model, extra: tuple, more: dict | None = None):
         out = {names.model_label: model} | dict(extra) | (more or {})
@@ -163,6 +190,19 @@ def _families(
             for position in range(gamma):
                 family = counter(name, key, c, {names.position_label: str(position)}, position, family)
             yield family
+    if names.generation_histogram is not None:  # each finished request's output tokens, counted as it finishes
+        family = HistogramMetricFamily(names.generation_histogram, names.generation_histogram, labels=labels("", c)[0])
+        edges = [floatToGoString(e) for e in state["output_edges"]] + ["+Inf"]
+        for model in models:
+            for k, stamp in zip(ks, stamps):
+                counts = list(state["finished_output_buckets"][k]) + [state["finished"][k]]
+                family.add_metric(
+                    labels(model, c)[1],
+                    [(e, float(n)) for e, n in zip(edges, counts)],
+                    float(state["finished_output_tokens"][k]),
+                    timestamp=stamp,
+                )
+        yield family
     if names.accept_length_gauge is not None:
         yield gauge(names.accept_length_gauge, state["accept_length"], g)
     if names.gamma_gauge is not None:
@@ -182,6 +222,9 @@ def _state(day: DayCounters, names, times: np.ndarray) -> dict:
     state = day.counters.at(times)
     if names.accept_length_gauge is not None:
         state["accept_length"] = day.counters.accept_length_window(times, max(names.gauge_window, 1))
+    if names.generation_histogram is not None:
+        state["output_edges"] = edges_125(day.max_model_len or 1)
+        state["finished_output_buckets"] = day.counters.finished_output_buckets(times, state["output_edges"])
     return state
 
 
