@@ -25,12 +25,21 @@ unit, as though each request's rounds were one draw (:func:`window_sd`); while a
 flagged drop, a new draft length or an engine restart: the same traffic), ``phi v / n`` with the ``phi`` the last one
 measured, where that is less.  That is a bound, not an estimate: a request's mean accepted tokens varies
 less than one round's (the law of total variance, Var(mean of m) = tau^2 + sigma^2 / m <= tau^2 + sigma^2 = v), and the
-requests drafting in a window are at least those finishing in it; it assumes requests independent and their draft counts
-not too unequal (tau^2 CV^2 <= sigma^2 for the share tau^2 of v between requests and CV the spread of drafts per
-request).  On a stationary stream of requests whose alpha varies (Beta, sd 0.15 about 0.6) with lognormal output
-lengths (CV 0.7), windows of a minute at 4 requests/s, the draft count's spread alone was 0.18 of the windows' own and
-put the top of the interval below the stream's acceptance length in 36% of windows (a "costs" verdict at a break-even
-there, nominally 2.5%); the request count's is 2.0 of it, and did so in none of 300 (tests/test_watch.py holds it).
+requests drafting in a window are at least those finishing in it; it assumes requests independent.  Requests that
+draft unequally weigh unequally: with ``m_i`` drafts each, Var(window mean) = sum m_i^2 Var(mean_i) / (sum m_i)^2
+<= v / N_eff, Kish's effective count N_eff = (sum m_i)^2 / sum m_i^2 <= N.  Where the engine exports a histogram of
+each finished request's generated tokens (vLLM's request_generation_tokens, SGLang's generation_tokens_histogram from
+0.5.13; TensorRT-LLM none), drafts are taken in proportion to tokens and N_eff is estimated from it
+(:func:`specsim.watch.windows.effective_requests`; the window's ``effective_requests``), and the spread is
+``v / min(n, N_eff)``; elsewhere ``v / min(n, N)``, which assumes the draft counts not too unequal (tau^2 CV^2 <=
+sigma^2 for the share tau^2 of v between requests and CV the spread of drafts per request).  On a stationary stream
+of requests whose alpha varies (Beta, sd 0.15 about 0.6) with lognormal output lengths (CV 0.7), windows of a minute at
+4 requests/s, the draft count's spread alone was 0.18 of the windows' own and put the top of the interval below the
+stream's acceptance length in 36% of windows (a "costs" verdict at a break-even there, nominally 2.5%); the request
+count's is 2.0 of it, and did so in none of 300 (tests/test_watch.py holds it).  On 90% chat (alpha 0.4, 80 tokens
+out) beside 10% agent requests (alpha 0.9, 2,000 out) at 1 request/s, the few long requests carry most drafts: the
+request count missed there in 18 of 150 minute windows, N_eff from vLLM's 1-2-5 buckets (about 9 of 60 requests) in 2,
+with a spread 1.9 times the windows' own (tests/test_watch.py).
 A window with no spread to give (an engine that says its acceptance in a gauge alone, before the reference) has no
 interval and no verdict unless no acceptance pays or every one does.
 """
@@ -98,9 +107,10 @@ class Judgement:
 
 def window_sd(window, phi: float | None = None) -> float | None:
     """The standard deviation of a window's acceptance length before a drift reference is set: the spread ``v`` of one
-    draft's accepted tokens over the fewer of its drafts ``n`` and the requests ``N`` finished in it (the module's
-    docstring: a request's rounds are not independent, and until a reference measures how much they are not, the
-    request is the unit), or ``phi v / n`` where an earlier reference of this watch measured the overdispersion ``phi``
+    draft's accepted tokens over the fewer of its drafts ``n`` and the requests ``N`` finished in it, counted as
+    their effective number ``N_eff`` where the engine's histogram of their tokens gives it (the module's docstring: a
+    request's rounds are not independent, and until a reference measures how much they are not, the request is the
+    unit), or ``phi v / n`` where an earlier reference of this watch measured the overdispersion ``phi``
     and that is less; None without draft counts (a gauge's window) or a draft variance.
 
     >>> from specsim.watch.windows import Window
