@@ -177,9 +177,10 @@ METRIC_NAMES = [
         source=_SGLANG_SOURCE + " (spec_verify_calls_total: sgl-project/sglang#25689)",
         verify_calls="sglang:spec_verify_calls_total",
         gamma_gauge="sglang:spec_num_steps",
-        # TokenizerMetricsCollector observes it per finished request beside num_requests_total, with or without
-        # --collect-tokens-histogram (observability/metrics_collector.py: 0.5.13 L1497 and L1683, 0.5.23 L1924 and
-        # L2150); 0.5.9 created it only with that flag (metrics/collector.py L1116).
+        # TokenizerMetricsCollector observes it per finished request beside num_requests_total (observability/
+        # metrics_collector.py: 0.5.13 L1497 and L1683, 0.5.23 L1924 and L2150), whenever --enable-metrics is set
+        # (0.5.13 server_args.py L5293-5295: --collect-tokens-histogram deprecated, "now automatically collected");
+        # 0.5.9 created it only with that flag (metrics/collector.py L1116).
         generation_histogram="sglang:generation_tokens_histogram",
         note=(
             "SGLang counts no drafted or accepted tokens: the acceptance length is (generated tokens - finished "
