@@ -605,6 +605,32 @@ def test_the_budget_schedules_the_running_decoders_as_vllms_loop_does(batch, gam
     assert len(given) - int(whole) == (1 if partial else 0)
 
 
+def _trtllm_micro_batch(batch, gamma, budget):
+    """The decoding requests TensorRT-LLM's micro-batch scheduler schedules of ``batch`` running ones of ``gamma`` drafts,
+    replayed from MicroBatchScheduler::operator() (cpp/tensorrt_llm/batch_manager/microBatchScheduler.cpp at commit
+    0a949d31): each takes beam width 1 + its draft tokens, and the first that would take batchNumTokens past
+    max_num_tokens ends the loop (break), its drafts uncut."""
+    given, used = [], 0
+    for _ in range(batch):
+        if used + 1 + gamma > budget:
+            break
+        given.append(1 + gamma)
+        used += 1 + gamma
+    return given
+
+
+@pytest.mark.parametrize("batch, gamma, budget", [(256, 8, 2048), (100, 3, 256), (60, 3, 256), (300, 4, 1024)])
+def test_the_budget_schedules_trtllms_decoders_whole_or_not_at_all(batch, gamma, budget):
+    """TensorRT-LLM does not cut an overflowing round: the request its budget reaches with fewer tokens left than
+    1 + gamma waits, with those after it.  specsim gave that request the tokens left, as vLLM does (256 x 9 at 2,048:
+    227 whole and 5 tokens to the 228th, where TensorRT-LLM schedules 227)."""
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", timing="roofline", engine="trtllm@latest")
+    limits = EngineLimits(2048, budget).for_deployment(dep)
+    given = _trtllm_micro_batch(batch, gamma, budget)
+    whole, partial = limits.decoding_scheduled(batch, gamma)
+    assert (int(whole), int(partial)) == (len(given), 0)
+
+
 class _Scheduled:
     """An observer of the simulator: for each round it plays, the sequences scheduled, the gamma and the requests in
     flight (the observer's calls: :class:`specsim.serving.counters.StepCounters`)."""

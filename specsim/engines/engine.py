@@ -124,6 +124,10 @@ class Engine:
     own_draft_tp: bool = True
     #: Whether its config takes a token tree (SGLang's top-k and draft tokens); the others draft a chain here.
     takes_trees: bool = False
+    #: Where the decoding requests' rounds overflow the token budget: True where the one the scheduler reaches with
+    #: fewer tokens left than its round gets what is left, its drafts cut (vLLM), False where it waits whole with those
+    #: after it (TensorRT-LLM); :meth:`specsim.serving.limits.EngineLimits.decoding_scheduled` plays it.
+    cuts_overflowing_round: bool = True
     #: Where this engine keeps a draft model's KV cache in the dtype it keeps the target's (its one cache setting): the
     #: source that says so.  None: a draft model keeps its own config's dtype (not read for this engine).
     draft_cache_rule: str | None = None

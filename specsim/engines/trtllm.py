@@ -542,6 +542,16 @@ ENGINE = _Trtllm(
     serial_preset=None,
     own_draft_tp=False,
     takes_trees=False,
+    # A decoding request whose 1 + draft tokens do not fit what is left of max_num_tokens is not scheduled, nor any after
+    # it: MicroBatchScheduler::operator(), cpp/tensorrt_llm/batch_manager/microBatchScheduler.cpp at commit 0a949d31 of
+    # NVIDIA/TensorRT-LLM (L277-282, counted in the stored text: reqNumTokens = getBeamWidthByIter() +
+    # getNumDraftTokens(); "if (maxNumTokensRuntime && batchNumTokens + reqNumTokens > maxNumTokensRuntime.value())
+    # break;"), the same branch in the three other stored versions of that file and in the PyTorch backend's
+    # PyMicroBatchScheduler.schedule (tensorrt_llm/_torch/pyexecutor/scheduler.py at 034fffb0: "break" on
+    # beam_width + req.num_draft_tokens over max_num_tokens).  No 1.x wheel could be read here, so the commits are not
+    # mapped to a release (the preset's 1.0-1.3 rest on them); draft tokens are cut only from a prompt's last chunk
+    # (fitDraftTokens), never from a decoding request's round.
+    cuts_overflowing_round=False,
     bench=TrtllmBench(),
     bench_files=BenchFiles(
         describes="TensorRT-LLM benchmark_serving --save-result JSON (vLLM's keys and avg_decoded_tokens_per_iter)",

@@ -43,6 +43,10 @@ class EngineLimits:
     #: scheduled, per drafted token of it, True where they come off the whole budget for max_num_seqs requests up front),
     #: the engine's rule for the deployment's drafter (:meth:`for_deployment`; vLLM's draft_slots).
     draft_slots: tuple = (0, 0, False)
+    #: Where the decoding sequences' rounds overflow the budget, whether the one the budget reaches with fewer tokens
+    #: left than a round gets them, its drafts cut (vLLM), or waits whole with those after it (TensorRT-LLM): the
+    #: engine's rule (:meth:`for_deployment`; :attr:`specsim.engines.engine.Engine.cuts_overflowing_round`).
+    cuts_overflowing_round: bool = True
 
     def __post_init__(self) -> None:
         for key, most in (("max_num_seqs", 65536), ("max_batched_tokens", 4_194_304), ("spec_max_num_seqs", 65536)):
@@ -110,13 +114,17 @@ class EngineLimits:
         next iteration, holding their KV.  vLLM 0.33.0's v1/core/sched/scheduler.py: the running loop stops at L795-797
         (token_budget > 0, input_budget > draft_slots), caps num_new_tokens at the budget left at L846-848 and trims the
         request's spec_token_ids to what was scheduled at L1010-1021; the waiting requests get nothing while the running
-        took it all (L1062, L1295).  Nothing is cut where prefill runs apart (the budget is the prompts' alone).  The
-        one home of that rule: the simulator plays it, the offline batch's population takes it
-        (:func:`engine_population`).
+        took it all (L1062, L1295).  An engine that does not cut a round (:attr:`cuts_overflowing_round` False:
+        TensorRT-LLM's micro-batch scheduler stops at the first decoding request whose 1 + drafts do not fit) gives the
+        one it reaches nothing.  Nothing is cut where prefill runs apart (the budget is the prompts' alone).  The one
+        home of that rule: the simulator plays it, the offline batch's population takes it (:func:`engine_population`).
 
         >>> limits = EngineLimits(256, 2048, draft_slots=(1, 0, False))  # vLLM 0.33 with a draft model
         >>> [tuple(int(x) for x in limits.decoding_scheduled(b, 8)) for b in (100, 256)]
         [(100, 0), (204, 7)]
+        >>> whole, partial = EngineLimits(256, 2048, cuts_overflowing_round=False).decoding_scheduled(256, 8)
+        >>> int(whole), int(partial)  # TensorRT-LLM: 227 whole rounds of 9, the 228th waits for its 9
+        (227, 0)
         """
         b, g = np.asarray(batch, dtype=float), np.asarray(gamma, dtype=float)
         if self.prefill_apart:
@@ -129,20 +137,24 @@ class EngineLimits:
         per = g + 1.0 + (0.0 if up_front else slots)
         whole = np.minimum(b, np.floor(np.maximum(tokens, 0.0) / per))
         left = tokens - whole * per - (0.0 if up_front else slots)
-        partial = np.where(b > whole, np.clip(left, 0.0, g), 0.0)
+        partial = np.where((b > whole) & self.cuts_overflowing_round, np.clip(left, 0.0, g), 0.0)
         # at least one token for the first: a budget vLLM refuses to start with (config/vllm.py
-        # _set_max_num_scheduled_tokens, 0.33.0 L2350-2375) still moves
+        # _set_max_num_scheduled_tokens, 0.33.0 L2350-2375), or below one TensorRT-LLM round, still moves
         return whole, np.where((whole == 0) & (b > 0), np.maximum(partial, 1.0), partial)
 
     def for_deployment(self, dep) -> "EngineLimits":
         """These limits with ``dep``'s engine's drafting slots for its drafter (:meth:`Engine.draft_slots`; none
-        without a drafter or an engine specsim has read): what the steady state, the simulator and the calibration's
-        model take, each from here."""
+        without a drafter or an engine specsim has read) and its rule for a round that overflows the budget
+        (:attr:`Engine.cuts_overflowing_round`; vLLM's without an engine): what the steady state, the simulator and the
+        calibration's model take, each from here."""
         from specsim.engines import REGISTRY
 
         engine = None if dep.engine is None else REGISTRY.get(dep.engine.name)
         slots = (0, 0, False) if engine is None or dep.drafter is None else engine.draft_slots(dep.engine, dep.drafter)
-        return self if slots == self.draft_slots else replace(self, draft_slots=tuple(slots))
+        cuts = True if engine is None else engine.cuts_overflowing_round
+        if slots == self.draft_slots and cuts == self.cuts_overflowing_round:
+            return self
+        return replace(self, draft_slots=tuple(slots), cuts_overflowing_round=cuts)
 
 
 def engine_limits(
