@@ -858,10 +858,16 @@ _V2_ARCHITECTURES_0_24 = frozenset(
 #: _get_v2_model_runner_unsupported_features, L2027-2032), and DFlash drafts in one pass.
 _V2_STEP_KINDS = frozenset({"eagle", "eagle3", "mtp"})
 #: FlashInfer on RTX Blackwell reports UNIFORM_BATCH from 0.28.0 (v1/attention/backends/flashinfer.py
-#: get_cudagraph_support, 0.28.0 L1019-1023: ``is_sm12x or ...``), so vLLM keeps full graphs there; on sm 8.x it reports
-#: UNIFORM_SINGLE_TOKEN_DECODE in every release read to 0.29.0 (0.34.0's FA2 native decode takes UNIFORM_BATCH;
-#: 0.30-0.33 unread).
+#: get_cudagraph_support, 0.28.0 L1019-1023: ``is_sm12x or ...``), so vLLM keeps full graphs there; from 0.30.0 through
+#: 0.34.0 sm 12.x is an XQA architecture (is_device_capability_family(120)) whose TRT-LLM decode, where
+#: can_use_trtllm_attention holds and XQA takes the head size, gives UNIFORM_BATCH (0.30.0 L991-1009, 0.31.0 L985-1003,
+#: 0.32.0 L1050-1077, 0.33.0 L1196-1223, 0.34.0 L1223-1250).  On sm 8.x (no TRT-LLM attention:
+#: vllm/utils/flashinfer.py supports_trtllm_attention, 0.30.0 L592-614) it reports UNIFORM_SINGLE_TOKEN_DECODE to
+#: 0.32.0 (read in every x.y.0 wheel to 0.32.0); from 0.33.0 a GPU below sm 9.0 decodes on FlashInfer's FA2 wrapper,
+#: which takes uniform multi-token (speculative) queries, and reports UNIFORM_BATCH for causal attention
+#: (_use_fa2_native_decode, 0.33.0 L118-120 and L1187-1191; 0.34.0 L120-122 and L1214-1218), so full graphs stay.
 _SM12_FULL_GRAPHS_SINCE = (0, 28, 0)
+_SM8_FULL_GRAPHS_SINCE = (0, 33, 0)
 #: The extra time of a pass without a CUDA graph, per layer: this project's own harness (eager PyTorch, not vLLM) timed
 #: a 16-layer Llama-3.2-1B pass at batch 1 at 9.0 ms eager against 2.2 ms in a CUDA graph on an H200
 #: (data/h200-2026-11-30/README.md in the team's shared folder: measure-loop's t_draft), (9.0 - 2.2) / 16 ms a layer.  No
@@ -900,9 +906,10 @@ class _Vllm(Engine):
         if _flashinfer_serves_fp8_cache(hardware) is None:
             return ""
         return (
-            "; vLLM (0.12 to 0.29 read) runs it on FlashInfer, not FlashAttention, and with speculation drops to "
-            "piecewise CUDA graphs (attention outside the graph in every pass), and from 0.24 its Model Runner V2 "
-            "runs an EAGLE or MTP round's draft steps after the first with no CUDA graph at all"
+            "; vLLM (0.12 to 0.33 read) runs it on FlashInfer, not FlashAttention, and with speculation drops to "
+            "piecewise CUDA graphs (attention outside the graph in every pass) where FlashInfer graphs single-token "
+            "decodes only (sm 8.x before 0.33, sm 12.x before 0.28), and from 0.24 its Model Runner V2 "
+            "runs an EAGLE or MTP round's draft steps after the first with no CUDA graph at all there"
         )
 
     def serial_rounds(self, preset, hardware, kv_dtype):
@@ -929,8 +936,10 @@ class _Vllm(Engine):
         release = preset_release(NAME, preset, RANGES)
         if target.kv_dtype != "fp8" or served is None or drafter_kind not in _V2_STEP_KINDS:
             return 0.0, ""
-        sm12_graphed = hardware.sm is not None and hardware.sm[0] == 12 and release >= _SM12_FULL_GRAPHS_SINCE
-        if release < _V2_DEFAULT_SINCE or sm12_graphed:
+        # served is sm 8.x or 12.x (a profile without its capability and without FP8 tensor cores counts as 8.x)
+        twelve = hardware.sm is not None and hardware.sm[0] == 12
+        graphed = release >= (_SM12_FULL_GRAPHS_SINCE if twelve else _SM8_FULL_GRAPHS_SINCE)
+        if release < _V2_DEFAULT_SINCE or graphed:
             return 0.0, ""
         dense = not target.is_moe and not target.is_hybrid
         if target.architecture not in _V2_ARCHITECTURES_0_24 and not (release >= _V2_ALL_DENSE_SINCE and dense):

@@ -1,7 +1,8 @@
 """What an FP8 KV cache changes in a speculative round beyond its bytes, where an engine serves it on other kernels.
 
 vLLM serves an FP8 cache on FlashInfer where FlashAttention cannot take it (sm 8.x; sm 12.x before 0.28), and FlashInfer
-without TRT-LLM attention supports only single-token decode graphs, so vLLM drops to piecewise CUDA graphs when
+without TRT-LLM attention supports only single-token decode graphs before 0.33 (from 0.33.0 its FA2 decode below sm 9.0
+takes speculative queries in full graphs: flashinfer.py 0.33.0 L1187-1191), so vLLM drops to piecewise CUDA graphs when
 speculating (config/compilation.py, 0.24.0 L1387-1401).  Model Runner V2, vLLM's default runner for dense models from
 0.24/0.25, graphs the draft steps after a round's first only in FULL mode and runs them with no graph otherwise
 (v1/worker/gpu/spec_decode/autoregressive/speculator.py, 0.24.0 L82-95, vllm-project/vllm#39773).  A round of gamma
