@@ -510,6 +510,10 @@ def test_the_slowest_requests_wait_is_a_monte_carlos_with_prompts_of_different_a
         # K - 1 up front to 0.27, K - 1 a request at 0.28, none from 0.33 (a separate query pass)
         ("vllm@0.26.0", "dspark", 3, 0, 2),
         ("vllm@0.28.0", "dspark", 3, 2, 0),
+        # 0.30.0-0.32.0 read: the same table (speculative.py 0.32.0 L1888-1926), DFlash K and DSpark K - 1 a request
+        ("vllm@0.32.0", "dspark", 3, 2, 0),
+        ("vllm@0.32.0", "dflash", 3, 3, 0),
+        ("vllm@0.33.0", "dflash", 3, 0, 0),
         ("vllm@latest", "dspark", 3, 0, 0),
         ("sglang@latest", "llama-3.2-1b", 3, 0, 0),  # SGLang counts no drafting slots
     ],

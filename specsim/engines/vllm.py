@@ -579,10 +579,15 @@ _VLLM_SPEC = "vllm/config/speculative.py"
 _PARALLEL = "vllm/config/speculative.py parallel_drafting: in 0.16.0, not 0.15.0 (PR #32887)"
 #: The tokens of max_num_batched_tokens a drafter takes beside each request's 1 + num_speculative_tokens (K):
 #: SpeculativeConfig.max_num_new_slots_for_drafting (vllm/config/speculative.py 0.33.0 L2058-2098, the same table at
-#: 0.28.0 and 0.29.0 but DFlash K and DSpark K - 1 there; 0.30-0.32 not read): 1 for a draft model, K for PARD, K - 1
-#: for P-EAGLE, 0 for EAGLE, EAGLE-3, MTP, n-gram and suffix.  From 0.28.0 the scheduler charges each request it
-#: schedules, running or waiting, num_new_tokens + those slots (vllm/v1/core/sched/scheduler.py 0.33.0 L719-721, L847,
-#: L1003, L1295, L1571; input_budget, absent from 0.27.0); from 0.17.0 to 0.27.0 vllm/config/vllm.py
+#: 0.28.0-0.32.0 but DFlash K and DSpark K - 1 there: 0.30.0 L1853-1891, 0.31.0 L1882-1920, 0.32.0 L1888-1926, DSpark's
+#: K - 1 through parallel_drafting, which __post_init__ sets for dflash and dspark at 0.30.0 L1461, 0.31.0 L1462, 0.32.0
+#: L1468): 1 for a draft model, K for PARD, K - 1 for P-EAGLE, 0 for EAGLE, EAGLE-3, MTP, n-gram and suffix.  From 0.28.0
+#: the scheduler charges each request it schedules, running or waiting, num_new_tokens + those slots
+#: (vllm/v1/core/sched/scheduler.py 0.33.0 L719-721, L847, L1003, L1295, L1571; 0.30.0 L583, L808, L1263; 0.31.0 L584,
+#: L826, L1314; 0.32.0 L613, L857, L1367; input_budget, absent from 0.27.0); 0.34.0 keeps that scheduler (L737, L1019,
+#: L1635) and the slots (1 for a draft model: v1/worker/gpu/spec_decode/standalone_ar/config.py L24-26; 0 for every
+#: other method: speculator_config.py L128-130) but refuses parallel_drafting outside DFlash and DSpark, so P-EAGLE
+#: and PARD end at 0.33 (config/speculative.py 0.34.0 L1688-1693); from 0.17.0 to 0.27.0 vllm/config/vllm.py
 #: _set_max_num_scheduled_tokens took max_num_seqs x the slots off the whole budget (read at 0.17.1, 0.20.0, 0.24.0 and
 #: 0.27.0: (K - 1 where parallel_drafting, which DFlash and DSpark set) + 1 for a draft model; absent from 0.16.0).  Rows:
 #: (first release, (per request, per drafted token, up front)); :meth:`Engine.draft_slots` reads them.
@@ -621,8 +626,9 @@ METHODS = {
         "dspark",
         (0, 25, 0),
         "vllm/config/speculative.py SpeculativeMethod: in 0.25.0 (DSparkModelTypes, L60), not 0.24.0 (PR #46995)",
-        # K - 1 as P-EAGLE to 0.29.0 (0.25.0-0.27.0 set parallel_drafting for it: speculative.py 0.25.0 L910, 0.26.0
-        # L963, 0.27.0 L984, so max_num_seqs x (K - 1) off the budget up front), 0 at 0.33.0
+        # K - 1 as P-EAGLE to 0.32.0 (0.25.0-0.27.0 set parallel_drafting for it: speculative.py 0.25.0 L910, 0.26.0
+        # L963, 0.27.0 L984, so max_num_seqs x (K - 1) off the budget up front; 0.30.0-0.32.0 at L1461, L1462, L1468,
+        # K - 1 a request), 0 from 0.33.0
         slots=_PARALLEL_SLOTS + (((0, 33, 0), (0, 0, False)),),
     ),
     "suffix": EngineSupport(
