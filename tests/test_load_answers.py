@@ -242,6 +242,44 @@ def test_vllms_own_limits_on_the_gpu_are_the_default(hardware, offline, expected
 
 
 @pytest.mark.parametrize(
+    "engine, hardware, offline, expected",
+    [
+        ("vllm@0.27.0", "b200", False, (1024, 8192)),  # no 160 GiB tier before 0.28.0
+        ("vllm@0.28.0", "b200", False, (1024, 16384)),  # get_batch_defaults 0.28.0 L2582-2591
+        ("vllm@0.28.0", "b200", True, (1024, 16384)),
+        ("vllm@latest", "mi355x", False, (1024, 16384)),
+        ("vllm@latest", "h200", False, (1024, 8192)),  # 140 GiB: the 70 GiB tier
+        ("vllm@latest", "a100-sxm-80gb", False, (256, 2048)),
+    ],
+)
+def test_vllm_from_028_gives_gpus_of_160_gib_the_largest_defaults(engine, hardware, offline, expected):
+    """vllm/engine/arg_utils.py get_batch_defaults from 0.28.0 (read in every x.y.0 wheel to 0.34.0): a GPU of 160 GiB
+    or more takes 1024 sequences and 16,384 tokens, the server too, where specsim gave B200, B300 and MI300X-class GPUs
+    the 70 GiB tier's 8,192 for vllm@latest."""
+    from specsim.describe.hardware import load_hardware
+    from specsim.engines import default_limits, get_engine
+
+    own = default_limits(get_engine(engine), load_hardware(hardware), offline)
+    assert (own.max_num_seqs, own.max_batched_tokens) == expected and "get_batch_defaults" in own.where
+    assert ("160 GiB or more" in own.where) == (expected[1] == 16384 and not (offline and engine < "vllm@0.28"))
+
+
+def test_vllm_from_033_keeps_a_gb10_on_the_smaller_defaults():
+    """A GB10 (compute capability 12.1, 128 GB) is kept on the smaller tier from 0.33.0 (is_gb10, get_batch_defaults
+    0.33.0 L2963, L2984-2988); 0.32.0 gave it the 70 GiB tier's."""
+    import dataclasses
+
+    from specsim.describe.hardware import load_hardware
+    from specsim.engines import default_limits, get_engine
+
+    gb10 = dataclasses.replace(
+        load_hardware("rtx-pro-6000"), name="gb10", compute_capability="12.1", memory_bytes=128e9
+    )
+    limits = [default_limits(get_engine(e), gb10) for e in ("vllm@0.32.0", "vllm@0.33.0")]
+    assert [(o.max_num_seqs, o.max_batched_tokens) for o in limits] == [(1024, 8192), (256, 2048)]
+
+
+@pytest.mark.parametrize(
     "engine, hardware, tokens",
     [
         # SGLang's chunked_prefill_size by the GPU's memory, per release (the wheels' server_args.py / memory_hook.py)

@@ -655,9 +655,8 @@ def _is_bench_file(record: dict) -> bool:
 
 
 #: vllm/engine/arg_utils.py get_batch_defaults (read at 0.14.0 and 0.24.0, the same in both; the A100 exception is
-#: vLLM PR #17885; later releases not read, so the text says where it was read, not "vLLM 0.33's"): a GPU
-#: with 70 GiB or more that is not an A100 gets the larger limits, every other GPU the smaller; (max_num_seqs,
-#: max_num_batched_tokens) for the OpenAI server (vllm serve) and the LLM class (offline batches).
+#: vLLM PR #17885): a GPU with 70 GiB or more that is not an A100 gets the larger limits, every other GPU the smaller;
+#: (max_num_seqs, max_num_batched_tokens) for the OpenAI server (vllm serve) and the LLM class (offline batches).
 _LARGE_GPU_BYTES = 70 * 2**30
 _BATCH_DEFAULTS = {
     (True, False): (1024, 8192),
@@ -665,19 +664,34 @@ _BATCH_DEFAULTS = {
     (False, False): (256, 2048),
     (False, True): (256, 8192),
 }
+#: From 0.28.0 a GPU of 160 GiB or more (B200, B300, MI300X and larger) takes 1024 sequences and 16,384 tokens for the
+#: server too (get_batch_defaults, 0.28.0 L2582-2591, 0.30.0 L2730, 0.33.0 L2973, 0.34.0 L3010; absent from 0.25.0,
+#: 0.26.0 and 0.27.0); from 0.33.0 a GB10 (compute capability 12.1) stays on the smaller tier whatever its memory
+#: (is_gb10, 0.33.0 L2963 and L2984-2988).
+_HUGE_GPU_BYTES, _HUGE_SINCE, _HUGE_DEFAULTS = 160 * 2**30, (0, 28, 0), (1024, 16384)
+_GB10_SMALL_SINCE = (0, 33, 0)
 
 
-def default_limits(hardware, offline: bool) -> DefaultLimits:
-    """vLLM's own max_num_seqs and max_num_batched_tokens on ``hardware`` when neither is set (both arms alike; the
-    token budget counts the decoding sequences' tokens: v1/core/sched/scheduler.py schedules the running requests
-    first, from the same token_budget)."""
+def default_limits(hardware, offline: bool, release: tuple = (0, 24, 0)) -> DefaultLimits:
+    """vLLM ``release``'s own max_num_seqs and max_num_batched_tokens on ``hardware`` when neither is set (both arms
+    alike; the token budget counts the decoding sequences' tokens: v1/core/sched/scheduler.py schedules the running
+    requests first, from the same token_budget)."""
     name = f"{hardware.name} {getattr(hardware, 'device', '') or ''}".lower()
-    large = hardware.memory_bytes >= _LARGE_GPU_BYTES and "a100" not in name
-    seqs, tokens = _BATCH_DEFAULTS[(large, offline)]
+    gb10 = release >= _GB10_SMALL_SINCE and hardware.sm == (12, 1)
+    large = hardware.memory_bytes >= _LARGE_GPU_BYTES and "a100" not in name and not gb10
+    huge = release >= _HUGE_SINCE and hardware.memory_bytes >= _HUGE_GPU_BYTES and not gb10
+    seqs, tokens = _HUGE_DEFAULTS if huge else _BATCH_DEFAULTS[(large, offline)]
+    read = "as read at 0.28.0-0.34.0" if huge else "as read at 0.14.0 and 0.24.0"
+    tier = (
+        "a GPU of 160 GiB or more"
+        if huge
+        else "a GPU of 70 GiB or more other than an A100"
+        if large
+        else "an A100 or a GPU under 70 GiB"
+    )
     where = (
-        f"vLLM's defaults (as read at 0.14.0 and 0.24.0) for {'an offline LLM batch' if offline else 'an OpenAI server'} on "
-        + ("a GPU of 70 GiB or more other than an A100" if large else "an A100 or a GPU under 70 GiB")
-        + ": vllm/engine/arg_utils.py get_batch_defaults"
+        f"vLLM's defaults ({read}) for {'an offline LLM batch' if offline else 'an OpenAI server'} on "
+        f"{tier}: vllm/engine/arg_utils.py get_batch_defaults"
     )
     return DefaultLimits(seqs, tokens, where)
 
@@ -762,7 +776,7 @@ def start_up(
     (:class:`StartUp`), its profiling pass at ``max_batched_tokens`` tokens and ``max_num_seqs`` sequences (None: vLLM's
     server defaults on this GPU).  A speculating server's pass (its drafter's, and the rejection sampler's dummy run
     beside the sampler's) is taken as the plain one's: not measured."""
-    limits = default_limits(hardware, offline=False)
+    limits = default_limits(hardware, offline=False, release=release)
     tokens = int(max_batched_tokens) if max_batched_tokens else limits.max_batched_tokens
     seqs = int(max_num_seqs) if max_num_seqs else limits.max_num_seqs
     rows = min(tokens, seqs)
@@ -888,7 +902,7 @@ GRAPHLESS_SAID = (
 
 class _Vllm(Engine):
     def default_limits(self, preset, hardware, offline):
-        return default_limits(hardware, offline)
+        return default_limits(hardware, offline, preset_release(NAME, preset, RANGES))
 
     def limits_refused(self, max_num_seqs, max_batched_tokens):
         # vllm/config/scheduler.py SchedulerConfig.verify_max_model_len (read at commit 01230b40, the 0.11 line):
