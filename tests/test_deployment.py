@@ -786,6 +786,9 @@ def test_vllms_v2_runner_adds_graphless_draft_steps_on_flashinfers_fp8_cache_onl
         dep = build(engine=engine, **fp8)
         phi = dataclasses.replace(dep, target=dataclasses.replace(dep.target, architecture="Phi3ForCausalLM"))
         assert (graphless_draft(phi)[0] > 0) == v2
+    # 0.29 for every model, MoE included (config/vllm.py 0.29.0 use_v2_model_runner; 0.28.0 kept an unlisted MoE on V1)
+    for engine, v2 in (("vllm@0.28.0", False), ("vllm@0.29.0", True), ("vllm@0.32.0", True)):
+        assert (graphless_draft(build(engine=engine, target="mixtral-8x7b", **fp8))[0] > 0) == v2
 
 
 def test_without_a_draft_a_built_in_target_gets_its_catalogs_draft_and_the_note_says_so():

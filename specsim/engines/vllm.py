@@ -863,6 +863,10 @@ def _flashinfer_serves_fp8_cache(hardware) -> tuple[str, bool] | None:
 #: (_is_default_v2_model_runner_model, 0.25.0 L557-575).  0.21.0 and older run V2 only under VLLM_USE_V2_MODEL_RUNNER=1.
 _V2_DEFAULT_SINCE = (0, 24, 0)
 _V2_ALL_DENSE_SINCE = (0, 25, 0)
+#: From 0.29.0 V2 is the default for every generating model on CUDA, MoE and hybrid included: use_v2_model_runner
+#: returns True unless a feature it lacks is asked for (config/vllm.py 0.29.0 L645-677, use_v2_model_runner; 0.28.0's
+#: _is_default_v2_model_runner_model, L691-712, still kept MoE and hybrid models not listed on V1; gone from 0.29.0).
+_V2_ALL_SINCE = (0, 29, 0)
 _V2_ARCHITECTURES_0_24 = frozenset(
     {
         "Qwen3ForCausalLM",
@@ -962,7 +966,8 @@ class _Vllm(Engine):
         if release < _V2_DEFAULT_SINCE or graphed:
             return 0.0, ""
         dense = not target.is_moe and not target.is_hybrid
-        if target.architecture not in _V2_ARCHITECTURES_0_24 and not (release >= _V2_ALL_DENSE_SINCE and dense):
+        on_v2 = release >= _V2_ALL_SINCE or (release >= _V2_ALL_DENSE_SINCE and dense)
+        if target.architecture not in _V2_ARCHITECTURES_0_24 and not on_v2:
             return 0.0, ""
         # A preset named without its release is read at its range's newest (0.33.99 for latest): said as the range.
         said = _version_text(release)
