@@ -132,6 +132,29 @@ def test_each_tool_is_read_with_its_load_acceptance_latencies_and_what_it_is_jud
     assert read_bench_file(f"{BENCH}/sglang-plain.jsonl")[0].model is None  # SGLang's result names no model
 
 
+@pytest.mark.parametrize("name", ["vllm-plain.jsonl", "sglang-eagle3.jsonl", "guidellm-eagle3.json"])
+def test_a_file_with_a_utf8_byte_order_mark_is_read_as_its_json(name, tmp_path):
+    # Windows tools (Notepad, PowerShell's Out-File -Encoding utf8 before PowerShell 6) save UTF-8 with a byte-order
+    # mark; it is the encoding's signature, not text, and was refused as "Unexpected UTF-8 BOM".
+    path = tmp_path / name
+    path.write_bytes(b"\xef\xbb\xbf" + Path(f"{BENCH}/{name}").read_bytes())
+    import dataclasses
+
+    assert read_bench_file(path) == [dataclasses.replace(r, path=str(path)) for r in read_bench_file(f"{BENCH}/{name}")]
+
+
+def test_a_plan_result_with_a_byte_order_mark_is_still_checked_for_its_concurrency(tmp_path, capsys):
+    # The plan's own look at max_concurrency read the file without the signature stripped, failed to parse and let
+    # the file through unchecked.
+    folder = _plan_copy(tmp_path)
+    path = folder / "results" / "plain-in512-c32.json"
+    rec = json.loads(path.read_text())
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(rec | {"max_concurrency": 1}).encode())
+    assert main(["calibrate-engine", "--plan", str(folder / "plan.yaml")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the plan ran it at concurrency 32 but the file records concurrency 1" in err[0], err
+
+
 def test_a_run_without_tpot_is_judged_by_its_latency_or_throughput_and_an_unlimited_rate_is_an_offline_batch(tmp_path):
     rec = json.loads(Path(f"{BENCH}/vllm-plain.jsonl").read_text().splitlines()[1])
     slim = {

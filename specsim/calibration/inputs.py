@@ -101,8 +101,10 @@ def _check_load(path: Path, concurrency: int) -> None:
     judged: that is what is wrong with it)."""
     import json
 
+    from specsim.core.files import read_text
+
     try:
-        recorded = json.loads(path.read_text().splitlines()[0]).get("max_concurrency")
+        recorded = json.loads(read_text(path, "benchmark file").splitlines()[0]).get("max_concurrency")
     except (ValueError, IndexError, AttributeError, OSError):
         return  # the reader says what is wrong with the file
     if recorded is not None and recorded != concurrency:

@@ -199,11 +199,14 @@ def not_a_file(path: str | Path) -> str:
 
 
 def _read_text(path: Path, what: str) -> str:
+    """A user's UTF-8 text file, within :data:`MAX_TEXT_BYTES`.  A leading byte-order mark is the encoding's signature,
+    not text (Windows tools save UTF-8 with one; Python's ``json.loads`` of bytes skips it too): "utf-8-sig" drops it,
+    and reads a file without one exactly as "utf-8" does."""
     size = path.stat().st_size
     if size > MAX_TEXT_BYTES:
         raise ValueError(f"{what} {str(path)!r} is {size:,} bytes; the limit is {MAX_TEXT_BYTES:,}")
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise ValueError(f"{what} {str(path)!r} is not UTF-8 text") from None
 
