@@ -2026,10 +2026,11 @@ def test_runs_decoding_more_sequences_than_the_max_num_seqs_given_are_refused_an
     err = capsys.readouterr().err.strip().splitlines()
     said = (
         r"vllm-plain.jsonl#3: duration, TPOT and output tokens give 14\.\d+ sequences decoding at once \(Little's law\) "
-        r"at concurrency 16, more than the engine's max_num_seqs 8 \(these runs allow (\d+) and more\) "
-        r"\(--max-num-seqs\): give the max_num_seqs the runs were served with$"
+        r"at concurrency 16, more than the engine's max_num_seqs 8 lets in; these runs need one of (\d+) or more: "
+        r"give --max-num-seqs as the runs were served with$"
     )
     assert len(err) == 1 and re.search(said, err[0]), err
+    assert err[0].count("(") == 1  # one sentence: "(Little's law)" alone, not "(these runs allow ...) (--max-num-seqs)"
     assert not out.exists()
     allowed = int(re.search(said, err[0]).group(1))  # what the line says is allowed
     assert main(argv + ["--max-num-seqs", "64", "--json"]) == 0  # 49.6 at concurrency 64: within it
@@ -2051,7 +2052,8 @@ def test_runs_decoding_more_sequences_than_the_max_num_seqs_given_are_refused_an
     past = [note for note in said if "sequences decoding at once" in note]
     assert (
         len(past) == 1
-        and "at concurrency 64, more than the engine's max_num_seqs 12 (these runs allow 41 and more): give" in past[0]
+        and "at concurrency 64, more than the engine's max_num_seqs 12 lets in; these runs need one of 41 or more: give"
+        in past[0]
     )
 
 

@@ -242,8 +242,8 @@ def past_max_num_seqs(runs: list, limits) -> str | None:
         if r.decode_batch is not None and r.decode_batch > LITTLE_SLACK * seqs:
             return (
                 f"{r.where}: duration, TPOT and output tokens give {r.decode_batch:.4g} sequences decoding at once "
-                f"(Little's law) at {r.load}, more than the engine's max_num_seqs {seqs:g} (these runs allow {need} "
-                "and more)"
+                f"(Little's law) at {r.load}, more than the engine's max_num_seqs {seqs:g} lets in; these runs need one of "
+                f"{need} or more"
             )
     return None
 

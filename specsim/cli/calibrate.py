@@ -125,7 +125,7 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
         notes += [f"engine limits: {limits.label}"]
         notes[-1] += said
     if args.max_num_seqs is not None and (past := past_max_num_seqs(runs, limits)) is not None:
-        raise ValueError(f"{past} (--max-num-seqs): give the max_num_seqs the runs were served with")
+        raise ValueError(f"{past}: give --max-num-seqs as the runs were served with")
 
     with progress_bar("calibrate-engine fits", "fit", quiet=args.json) as done:
         result = calibrate_engine(
