@@ -896,6 +896,28 @@ def test_with_json_an_error_during_the_watch_ends_the_rows_with_the_summary(day,
     assert err.strip() == "specsim watch: error: " + records[-1]["error"]
 
 
+def test_a_fault_of_specsims_own_mid_watch_is_not_given_up_on_as_the_engines(day, capsys, monkeypatch):
+    """A ValueError from specsim's own code mid-watch (here the model judging a window) ended as a give-up: status 2,
+    the line of an engine that could not be read, the bug hidden.  It is now shown as specsim's: the watch's --json
+    stream ends with a summary of exit_code 1 that says so, and the error leaves main as a RuntimeError chained to the
+    bug (Python's traceback and status 1 from the ``specsim`` script), not as bad input (status 2)."""
+    from specsim.watch.watcher import Watcher
+
+    def broken(self, windows):
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(Watcher, "add_all", broken)
+    argv = ["watch", "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--interval", "0.25", "--windows", "2"]
+    with _serve(day, "vllm@0.20.0") as server, pytest.raises(RuntimeError) as raised:
+        main([*argv, "--url", server.url, "--json"])
+    assert isinstance(raised.value.__cause__, ValueError) and str(raised.value.__cause__) == "a bug"
+    assert "specsim's own, not the engine's" in str(raised.value)
+    out, _ = capsys.readouterr()
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [r["type"] for r in records] == ["header", "summary"], records
+    assert records[-1]["exit_code"] == 1 and records[-1]["error"] == str(raised.value)
+
+
 def test_a_page_of_another_engine_is_refused_by_the_command(day, capsys):
     with _serve(day, "sglang@0.5.23") as server:
         assert main(["watch", "--url", server.url, "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--once"]) == 2

@@ -9,6 +9,7 @@ import json
 import math
 import sys
 import time
+from contextlib import contextmanager
 
 from specsim.cli.flags import add_deployment_args, add_memory_util, fraction, int_at_least, output_len_type
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
@@ -224,6 +225,27 @@ def _shape(model) -> tuple:
     )
 
 
+class _Unreadable(ValueError):
+    """What the engine's metrics gave that the watch cannot read on (a read that failed, a page it cannot read, a draft
+    length off --gamma): the source's fault, retried or given up on with status 2.  Raised by :func:`_reading` alone,
+    around the calls that read and check the metrics, so that any other error mid-watch is known to be specsim's own
+    (:func:`_watch`)."""
+
+
+@contextmanager
+def _reading():
+    """Calls that read and check the engine's metrics: their ValueError is the metrics' (:class:`_Unreadable`)."""
+    try:
+        yield
+    except ValueError as err:
+        raise _Unreadable(str(err)) from err
+
+
+class WatchFault(RuntimeError):
+    """A fault of specsim's own mid-watch (a bug, not the engine's metrics): not caught by the CLI's one-line handler,
+    so that it ends with Python's traceback and status 1, to be reported, rather than as bad input or a give-up."""
+
+
 class _Failures:
     """Reads that failed in a row: the first of a streak said, then one line a window; a watch that stops by itself
     (--once, --windows) gives up once a whole window's reads have failed, and says why (it once retried for ever)."""
@@ -258,9 +280,10 @@ def _live_url(args, source, names, gamma, model, first, output, watcher, gauges)
         time.sleep(max(0.0, next_at - time.time()))
         next_at += poll
         try:
-            t, samples = source.read()
-            reading = read_samples(samples, names, t, model, source.url)
-        except ValueError as err:
+            with _reading():
+                t, samples = source.read()
+                reading = read_samples(samples, names, t, model, source.url)
+        except _Unreadable as err:
             gave_up = failures.failed(err, args.interval)
             if gave_up is not None:
                 return gave_up
@@ -270,7 +293,9 @@ def _live_url(args, source, names, gamma, model, first, output, watcher, gauges)
         reads += 1
         if reads % READS_PER_WINDOW:
             continue
-        row = watcher.add(window_between(prev, reading, names, gauges_seen, gamma))
+        with _reading():
+            window = window_between(prev, reading, names, gauges_seen, gamma)
+        row = watcher.add(window)
         output.row(row)
         if gauges is not None:
             gauges.update(row)
@@ -459,7 +484,9 @@ def _draft_length(gamma: int | None, names, shown: str, first) -> int | None:
 def _watch(args, source, names, model, gamma, first, history, output, watcher, gauges) -> str | None:
     """Print the windows of ``history`` (Prometheus) and those read live until done; the reason the watch gave up,
     where it did.  A window it cannot read on (the page's draft length moved off --gamma) ends it the same way, so that
-    --json ends with the summary and its error, not with the rows alone."""
+    --json ends with the summary and its error, not with the rows alone.  Any other error is specsim's own, not the
+    engine's: --json ends with a summary of exit_code 1 that says so, and :class:`WatchFault` carries it out with its
+    traceback (an OSError, a closed pipe among them, is left to the CLI)."""
     try:
         if history is not None:
             for row in watcher.add_all(history):
@@ -473,8 +500,18 @@ def _watch(args, source, names, model, gamma, first, history, output, watcher, g
         return _live_url(args, source, names, gamma, model, first, output, watcher, gauges)
     except KeyboardInterrupt:
         return None
-    except ValueError as err:
+    except _Unreadable as err:
         return str(err)
+    except OSError:
+        raise
+    except Exception as err:
+        said = (
+            f"stopped by a fault of specsim's own, not the engine's ({type(err).__name__}: {err}); please report it "
+            "with the traceback"
+        )
+        if output.json:
+            output.emit("summary", exit_code=1, holding=sorted(watcher.holding), error=said)
+        raise WatchFault(said) from err
 
 
 def _live_prometheus(args, source, names, model, gamma, last_t, output, watcher, gauges) -> str | None:
@@ -489,15 +526,18 @@ def _live_prometheus(args, source, names, model, gamma, last_t, output, watcher,
         due = last_t + args.interval
         time.sleep(max(0.0, due + PROMETHEUS_LAG_S - time.time()))
         try:
-            reads = source.reads(last_t, due, args.interval)
-        except ValueError as err:
+            with _reading():
+                reads = source.reads(last_t, due, args.interval)
+        except _Unreadable as err:
             gave_up = failures.failed(err, args.interval)
             if gave_up is not None:
                 return gave_up
             time.sleep(args.interval / READS_PER_WINDOW)
             continue
         failures.streak = 0
-        for row in watcher.add_all(prometheus_windows(reads, names, model, gamma, source.url)):
+        with _reading():
+            windows = prometheus_windows(reads, names, model, gamma, source.url)
+        for row in watcher.add_all(windows):
             output.row(row)
             if gauges is not None:
                 gauges.update(row)
