@@ -918,6 +918,28 @@ def test_a_fault_of_specsims_own_mid_watch_is_not_given_up_on_as_the_engines(day
     assert records[-1]["exit_code"] == 1 and records[-1]["error"] == str(raised.value)
 
 
+@pytest.mark.parametrize("as_json", [False, True])
+def test_ctrl_c_while_a_watch_starts_ends_a_json_stream_with_its_summary(as_json, capsys, monkeypatch):
+    """Ctrl-C before the first window (reading the page, building the model) said 'interrupted' on stderr and nothing
+    on stdout: a --json reader got no summary, where every other failure gives one.  It gets one now, exit_code 130
+    as the status; without --json stdout stays empty."""
+    import specsim.cli.watch as cli_watch
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_watch, "_open", interrupted)
+    argv = ["watch", "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--url", "http://127.0.0.1:9/metrics"]
+    code = main(argv + (["--json"] if as_json else []))
+    out, err = capsys.readouterr()
+    assert code == 130 and err == "specsim watch: interrupted\n"
+    if not as_json:
+        assert out == ""
+        return
+    (line,) = out.splitlines()
+    assert json.loads(line) == {"type": "summary", "exit_code": 130, "holding": [], "error": "interrupted"}
+
+
 def test_a_page_of_another_engine_is_refused_by_the_command(day, capsys):
     with _serve(day, "sglang@0.5.23") as server:
         assert main(["watch", "--url", server.url, "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--once"]) == 2

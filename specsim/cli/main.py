@@ -209,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _json_failure(first, stop.message)
         return int(stop.code or 0)
     except KeyboardInterrupt:  # Ctrl-C while the command's modules load
-        return _interrupted(first)
+        return _interrupted(first, "--json" in argv)
     finally:
         if collecting:
             gc.freeze()
@@ -232,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. specsim ... | head
         return 0
     except KeyboardInterrupt:
-        return _interrupted(args.command)
+        return _interrupted(args.command, getattr(args, "json", False))
     except KeyError as err:
         message = err.args[0] if err.args else str(err)
     except (ValueError, OSError) as err:
@@ -243,19 +243,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
 
 
-def _interrupted(command: str | None) -> int:
-    """Ctrl-C: one line and the shell's status for SIGINT (128 + 2); files are written whole or not at all."""
+def _interrupted(command: str | None, as_json: bool = False) -> int:
+    """Ctrl-C: one line and the shell's status for SIGINT (128 + 2); files are written whole or not at all.  With
+    ``--json``, said on stdout too where the command says its failures there (:func:`_json_failure`)."""
     print(f"specsim {command}: interrupted" if command else "specsim: interrupted", file=sys.stderr)
+    if as_json:
+        _json_failure(command, "interrupted", 130)
     return 130
 
 
-def _json_failure(command: str | None, message: str) -> None:
+def _json_failure(command: str | None, message: str, exit_code: int = 2) -> None:
     """With ``--json``, a failure said on stdout too, where the command's module declares how (``JSON_FAILURES``, beside
     its ``PARSERS``): ``specsim watch`` writes a stream of JSON lines, and a program reading it gets the record the
-    stream ends with, its ``error`` the message of the stderr line, rather than nothing.  The exit status stays 2."""
+    stream ends with, its ``error`` the message of the stderr line, rather than nothing; its ``exit_code`` the
+    command's status (2, or 130 for Ctrl-C)."""
     if command not in COMMANDS:
         return
     module = importlib.import_module(f"specsim.cli.{COMMANDS[command]}")
     hook = getattr(module, "JSON_FAILURES", {}).get(command)
     if hook is not None:
-        hook(message)
+        hook(message, exit_code)
