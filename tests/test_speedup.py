@@ -337,3 +337,30 @@ def test_the_draft_pass_overhead_line_says_what_drafter_pass_takes_off():
     layered = dataclasses.replace(load_hardware("h100-sxm"), per_layer_overhead_s=10e-6)
     lines = [line for line in Deployment.build(layered, timing="roofline").provenance() if "per-pass overhead" in line]
     assert lines and "16/32 of 0.660 ms = 0.330 ms, 0.330 ms less than a pass alone" in lines[0]
+
+
+def test_a_round_at_the_targets_last_positions_drafts_only_what_vllm_keeps(capsys):
+    # vLLM 0.33.0 schedules at most max_model_len - num_computed_tokens - 1 tokens of a request and cuts its drafts to
+    # those (vllm/v1/core/sched/scheduler.py L852-857, L1013-1021): at --context 131,068 of llama-3.1-8b's 131,072
+    # positions a round verifies 2 drafts.  optimal-gamma answered gamma 4 there (1.78x at 131,072, a full context),
+    # and speedup --gamma 4 priced four drafts the engine never verifies.
+    from specsim.cli.main import main
+
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
+    assert dep.drafts_room([1128, 131066, 131068, 131070, 131072]).tolist() == [129942, 4, 2, 0, 0]
+    near = optimal_gamma(dep, 0.8, [1, 64], [[1128], [131068]])
+    assert near.gamma[1].max() <= 2 and near.gamma[0].max() > 2  # per context: the far one is not held to the near one
+    assert main(["optimal-gamma", "--context", "131068", "--batch", "1", "--json"]) == 0
+    import json
+
+    answer = json.loads(capsys.readouterr().out)
+    rows = answer["rows"] if isinstance(answer, dict) else answer
+    assert rows[0]["gamma"] == 2
+    assert main(["optimal-gamma", "--context", "131068", "--batch", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert "gamma searched over 0..2" in out and "target's last positions" in out + err
+    assert main(["speedup", "--context", "131070", "--gamma", "4", "--batch", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "vllm/v1/core/sched/scheduler.py 0.33.0 L852-857" in err[0], err
+    assert "give --gamma at most 0, or --context at most 131,066" in err[0], err
+    assert main(["speedup", "--context", "131066", "--gamma", "4", "--batch", "1"]) == 0

@@ -278,7 +278,7 @@ def gamma_answer(
     if off:
         one = dep.outcome(acceptance, 1, float(max(off)), context)
         first = {"batch": max(off), "round_s": float(one.round_s), "host_s": float(np.asarray(one.host_s))}
-    bound = search_bound(dep, acceptance, gamma_max)
+    bound = search_bound(dep, acceptance, gamma_max, context)
     return GammaAnswer(dep, label, cap, best, rows, list(batches), other, first, bound)
 
 
@@ -433,6 +433,7 @@ def speedup_rows(
     batches = whole_numbers("batch", DEFAULT_BATCHES if batches is None else batches, 1, MAX_BATCH, "batches")
     context = DEFAULT_CONTEXT_TOKENS if context is None else check_int("context", context, 0, MAX_CONTEXT)
     gamma = check_int("gamma", gamma, 0, MAX_GAMMA)
+    dep.require_drafts_within_positions(context, gamma)
     b = np.array(batches, dtype=float)
     times = dep.outcome(acceptance, gamma, b, context)
     s = np.broadcast_to(times.speedup, b.shape)

@@ -453,7 +453,9 @@ def run_compare(args: argparse.Namespace) -> int:
         print_notes(dep)
         return 0
     print(describe(dep, args.context))
-    searched = f"gamma searched over 0..{searched_gamma_max(dep, acc, args.gamma_max)}"  # as optimal-gamma says it
+    searched = (
+        f"gamma searched over 0..{searched_gamma_max(dep, acc, args.gamma_max, args.context)}"  # as optimal-gamma
+    )
     print(f"{acc_label}; " + (searched if args.gamma is None else f"gamma fixed at {args.gamma}"))
     for line in capacity_summary(cap, dep):
         print(line)
@@ -549,7 +551,7 @@ def run_explain(args: argparse.Namespace) -> int:
         how = (
             f"gamma {args.gamma}"
             if args.gamma is not None
-            else f"the best gamma per batch (searched over 0..{searched_gamma_max(dep, acc, args.gamma_max)}, at least 1)"
+            else f"the best gamma per batch (searched over 0..{searched_gamma_max(dep, acc, args.gamma_max, args.context)}, at least 1)"
         )
         print(f"{acc_label}; {how}; every time below is per round, ms\n")
         # Parts no batch has (collectives on one GPU, an engine's per-iteration time of 0) are left out of the table.
@@ -886,13 +888,19 @@ def _short_runs_said(args: argparse.Namespace, kind: str, loads: list) -> list:
 def _search_stopped(dep, searched: int, bound: str) -> str:
     """The note where the drafter or the acceptance, not --gamma-max, stopped the gamma search (``bound``:
     :func:`specsim.speculation.search.search_bound`), the batch and the load views alike; "" otherwise."""
-    from specsim.speculation.search import DRAFTERS_MOST, LAST_MEASURED
+    from specsim.speculation.search import DRAFTERS_MOST, LAST_MEASURED, LAST_POSITIONS
 
     if bound == DRAFTERS_MOST:
         return f"note: {dep.drafter.label} drafts at most {searched} tokens a round: gamma is not searched past them"
     if bound == LAST_MEASURED:
         return (
             f"note: acceptance is measured for {searched} positions: gamma is not searched past them (no extrapolation)"
+        )
+    if bound == LAST_POSITIONS:
+        return (
+            f"note: at this context the target's last positions leave {searched} draft token(s) a round: vLLM cuts a "
+            "round's drafts to max_model_len - num_computed_tokens - 1 tokens (vllm/v1/core/sched/scheduler.py 0.33.0 "
+            "L852-857), so gamma is not searched past them"
         )
     return ""
 

@@ -500,6 +500,7 @@ def throughput_table(
         g = best.gamma
     else:
         g = np.full(b.shape, int(gamma))
+        dep.require_drafts_within_positions(context, int(gamma))
     out = dep.outcome(alpha, g, b, context)
     latency_plain, latency_spec = out.decode.total_s, out.latency_per_token_s
     cap = capacity(dep, reserved_context(context, max_context), memory_utilization)

@@ -718,6 +718,37 @@ class Deployment:
                 f"({model.max_position_embeddings:,})" + (f"; give {give} within it" if give else "")
             )
 
+    def drafts_room(self, context: object) -> np.ndarray | None:
+        """The draft tokens a round at ``context`` cached tokens per sequence can have verified before the target's
+        last position (0 at the least), per element; None where the target states no positions.  vLLM schedules at
+        most max_model_len - num_computed_tokens - 1 tokens of a request, its last sampled token and drafts, keeping a
+        position for the token the round samples (vllm/v1/core/sched/scheduler.py 0.33.0 L852-857;
+        num_sampled_tokens_per_step is 1 for a generating model, L154-161), and cuts its drafts to what it scheduled
+        (L1013-1021); max_model_len is the target's positions unless the server is started shorter.  So a round at
+        context L verifies at most max_position_embeddings - 2 - L drafts, and a gamma above that runs as that.
+
+        >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
+        >>> dep.drafts_room([1128, 131068, 131072]).tolist()
+        [129942, 2, 0]
+        """
+        limit = self.target.max_position_embeddings
+        if not limit:
+            return None
+        return np.maximum(np.floor(limit - 2 - np.asarray(context, dtype=float)), 0).astype(np.int64)
+
+    def require_drafts_within_positions(self, context: int, gamma: int) -> None:
+        """Refuse a round of ``gamma`` drafts at ``context`` that passes what :meth:`drafts_room` leaves: the engine
+        would verify fewer than the answer prices (the gamma searches stop there instead)."""
+        room = self.drafts_room(context)
+        if room is not None and gamma > room:
+            limit = self.target.max_position_embeddings
+            raise ValueError(
+                f"gamma {gamma} at a context of {int(context):,} tokens drafts past {self.target.name}'s last positions "
+                f"(max_position_embeddings {limit:,}): vLLM verifies {int(room)} draft token(s) there (a request's "
+                "scheduled tokens stop at max_model_len - num_computed_tokens - 1, vllm/v1/core/sched/scheduler.py "
+                f"0.33.0 L852-857); give --gamma at most {int(room)}, or --context at most {max(limit - 2 - gamma, 0):,}"
+            )
+
     def decode(self, batch: object, context: object = DEFAULT_CONTEXT_TOKENS) -> StepTime:
         """t_decode: a plain decode step of the target (one token per sequence), engine time included."""
         return self.pass_time(self.target, batch, 1, context)

@@ -261,40 +261,51 @@ def optimal_tree(
     return trees, speedups, tokens
 
 
-def searched_gamma_max(dep: Deployment, acceptance: object, gamma_max: int) -> int:
-    """The largest gamma a search tries: ``gamma_max``, at most a block drafter's block, and at most the last position a
-    per-position :class:`~specsim.speculation.acceptance.Acceptance` measured (what every policy's label names)."""
+def searched_gamma_max(dep: Deployment, acceptance: object, gamma_max: int, context: object = None) -> int:
+    """The largest gamma a search tries: ``gamma_max``, at most a block drafter's block, at most the last position a
+    per-position :class:`~specsim.speculation.acceptance.Acceptance` measured (what every policy's label names), and
+    with a ``context`` at most the drafts the target's positions leave a round there (the largest context's:
+    :meth:`~specsim.speculation.deployment.Deployment.drafts_room`)."""
     gamma_max = check_int("gamma_max", gamma_max, 0, MAX_GAMMA)
     if dep.drafter is not None and dep.drafter.max_steps is not None:  # a block drafter drafts at most its block
         gamma_max = min(gamma_max, dep.drafter.max_steps)
     if isinstance(acceptance, Acceptance) and acceptance.max_gamma is not None:
         gamma_max = min(gamma_max, acceptance.max_gamma)
+    room = None if context is None else dep.drafts_room(np.max(context))
+    if room is not None:
+        gamma_max = min(gamma_max, int(room))
     return gamma_max
 
 
-#: The bounds :func:`search_bound` names: a block drafter's block, the acceptance's last measured position, --gamma-max.
-DRAFTERS_MOST, LAST_MEASURED, AT_GAMMA_MAX = (
+#: The bounds :func:`search_bound` names: a block drafter's block, the acceptance's last measured position, the
+#: target's last positions at the context, --gamma-max.
+DRAFTERS_MOST, LAST_MEASURED, LAST_POSITIONS, AT_GAMMA_MAX = (
     "the drafter's most",
     "at the last measured position",
+    "at the target's last positions",
     "at --gamma-max; raise it",
 )
 
 
-def search_bound(dep: Deployment, acceptance: object, gamma_max: int) -> str:
+def search_bound(dep: Deployment, acceptance: object, gamma_max: int, context: object = None) -> str:
     """What stops a search at its largest gamma (:func:`searched_gamma_max`), in the words an answer adds beside a best
-    gamma there: a block drafter's block, else a per-position acceptance's last measured position, else ``gamma_max``.
-    Where ``gamma_max`` equals one of the other two, that one is named: raising ``--gamma-max`` would not move it.
+    gamma there: a block drafter's block, else a per-position acceptance's last measured position, else the drafts the
+    target's positions leave at ``context``, else ``gamma_max``.  Where ``gamma_max`` equals one of the others, that
+    one is named: raising ``--gamma-max`` would not move it.
 
     >>> search_bound(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b"), Acceptance(cumulative=(0.9, 0.8)), 2)
     'at the last measured position'
     >>> search_bound(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b"), 0.8, 2)
     'at --gamma-max; raise it'
     """
-    top = searched_gamma_max(dep, acceptance, gamma_max)
+    top = searched_gamma_max(dep, acceptance, gamma_max, context)
     if dep.drafter is not None and dep.drafter.max_steps == top:
         return DRAFTERS_MOST
     if isinstance(acceptance, Acceptance) and acceptance.max_gamma == top:
         return LAST_MEASURED
+    room = None if context is None else dep.drafts_room(np.max(context))
+    if room is not None and room == top:
+        return LAST_POSITIONS
     return AT_GAMMA_MAX
 
 
@@ -317,7 +328,8 @@ def optimal_gamma(
     ([4, 2], [1.897, 1.594])
     """
     acceptance = checked_acceptance(acceptance)
-    gamma_max = searched_gamma_max(dep, acceptance, gamma_max)
+    L = np.asarray(context, dtype=float)
+    gamma_max = searched_gamma_max(dep, acceptance, gamma_max, context if L.ndim == 0 else None)
     if not (np.isfinite(rtol) and 0 <= rtol < 0.5):
         raise ValueError(f"rtol must be in [0, 0.5), got {rtol!r}")
     if isinstance(acceptance, Acceptance):
@@ -326,10 +338,12 @@ def optimal_gamma(
         acc, a = None, np.asarray(acceptance, dtype=float)
     grid = _gamma_grid(gamma_max)
     b = np.asarray(batch, dtype=float)
-    L = np.asarray(context, dtype=float)
     shape = np.broadcast_shapes(a.shape, b.shape, L.shape)
     g = grid.reshape((-1,) + (1,) * len(shape))
     s = np.broadcast_to(speedup(dep, acc if acc is not None else a, g, b, L), (grid.size,) + shape)
+    room = dep.drafts_room(L)
+    if room is not None:  # per context: a gamma past the drafts the positions leave runs as fewer (drafts_room)
+        s = np.where(g > room, -np.inf, s)
     idx = argmax_gamma(s, rtol)
     best = grid[idx]
     at_best = dep.outcome(acc if acc is not None else a, best, np.broadcast_to(b, shape), np.broadcast_to(L, shape))
