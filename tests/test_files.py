@@ -263,3 +263,18 @@ def test_several_files_are_written_all_or_none(tmp_path, monkeypatch):
         atomic_write_many([(a, b"3"), (b, b"4")])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt"]  # no staging file left
     assert b.read_bytes() == b"2"
+
+
+def test_every_text_reader_reads_a_utf8_file_with_a_byte_order_mark_as_its_text(tmp_path, capsys):
+    # Windows tools save UTF-8 with a byte-order mark: a trace's header read as '\ufeffarrival_s' and was refused, a
+    # saved /metrics page's first line was 'not a Prometheus sample'.  read_text is the one reader that drops it.
+    from specsim.cli.main import main
+
+    text = "arrival_s,prompt_tokens,output_tokens\n0.0,1000,256\n"
+    path = tmp_path / "trace.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert files.read_text(path, "trace") == text
+    page = tmp_path / "metrics.txt"
+    page.write_bytes(b"\xef\xbb\xbf" + (Path(__file__).parents[1] / "examples" / "vllm-metrics.txt").read_bytes())
+    assert main(["alpha", "--metrics", str(page)]) == 0
+    assert "implied alpha = 0.7979" in capsys.readouterr().out
