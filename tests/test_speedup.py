@@ -364,3 +364,7 @@ def test_a_round_at_the_targets_last_positions_drafts_only_what_vllm_keeps(capsy
     assert len(err) == 1 and "vllm/v1/core/sched/scheduler.py 0.33.0 L852-857" in err[0], err
     assert "give --gamma at most 0, or --context at most 131,066" in err[0], err
     assert main(["speedup", "--context", "131066", "--gamma", "4", "--batch", "1"]) == 0
+    capsys.readouterr()
+    assert main(["schedule", "--context", "131068", "--format", "vllm"]) == 0  # the schedule's stop is said too
+    out, err = capsys.readouterr()
+    assert '"num_speculative_tokens": 2' in out and "the target's last positions leave 2 draft token(s)" in err

@@ -109,6 +109,7 @@ def run_schedule(args: argparse.Namespace) -> int:
     if args.per_batch == "require":
         _require_per_batch(args, engine, dep, ranges)
     notes = ([] if modelled is None else [modelled.format(key=dep.engine.key)]) + batch_note + answer.notes
+    notes += _positions_stop(args, dep, acc, context) if at is None and tree is None else []
     worst = max((getattr(r, "shortfall", 0.0) for r in ranges), default=0.0)
     if args.rtol > 0:  # a default that moves the answer: said, so that optimal-gamma's other best gamma is explained
         notes.append(
@@ -419,3 +420,14 @@ def _parser_schedule(sub) -> None:
 
 #: The commands of this module, each with the function that declares its flags.
 PARSERS = {"schedule": _parser_schedule}
+
+
+def _positions_stop(args, dep, acc, context: int) -> list:
+    """The note where the target's last positions at ``context`` stopped the gamma search, as optimal-gamma says it (the
+    schedule would otherwise give a smaller gamma there without a word)."""
+    from specsim.cli.model import _search_stopped
+    from specsim.speculation.search import LAST_POSITIONS, search_bound, searched_gamma_max
+
+    if search_bound(dep, acc, args.gamma_max, context) != LAST_POSITIONS:
+        return []
+    return [_search_stopped(dep, searched_gamma_max(dep, acc, args.gamma_max, context), LAST_POSITIONS)[6:]]
