@@ -1272,6 +1272,22 @@ BAD = [
         SPEC,
         "requests in flight at concurrency 1: a closed loop keeps about its users in flight",
     ),
+    # The latency end to end is TTFT + TPOT x the tokens after the first where no e2el is recorded: a TPOT of 1e300 ms
+    # was refused as "the duration is not this run's", the one field that was right.
+    (
+        "a TPOT of 1e300 ms",
+        dict(mean_tpot_ms=1e300, median_tpot_ms=1e300),
+        SPEC,
+        "so the duration or the latencies it is built from (mean_ttft_ms + mean_tpot_ms x the output tokens after the "
+        "first; no e2el recorded) are not this run's",
+    ),
+    (
+        "an end-to-end latency of 1e9 ms",
+        dict(mean_e2el_ms=1e9),
+        SPEC,
+        "requests in flight at concurrency 1: a closed loop keeps about its users in flight (between 0.4 and 1.25 of "
+        "them), so the duration or mean_e2el_ms is not this run's",
+    ),
     # Little's law holds for every load, not only a closed loop: an offline batch (no concurrency limit, no rate) or a
     # paced run of 12 days (or 1e308 s, before the range above) was fitted at a decode batch of 1.
     (
@@ -1291,7 +1307,8 @@ BAD = [
         "a batch of 200 in a microsecond",
         dict(max_concurrency=None, duration=1e-6, output_throughput=5.12e10, request_throughput=2e8),
         SPEC,
-        "requests in flight, more than the 200 sent: the duration is not this run's",
+        "requests in flight, more than the 200 sent: the duration or the latencies it is built from (mean_ttft_ms "
+        "+ mean_tpot_ms x the output tokens after the first; no e2el recorded) are not this run's",
     ),
 ]
 

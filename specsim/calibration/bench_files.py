@@ -330,19 +330,21 @@ def _check_span(
     whole_s: float | None,
     in_flight: float | None,
     paced: bool,
+    suspects: str,
 ) -> None:
     """Little's law bounds every run's duration, not only a closed loop's (:func:`_check_in_flight`): completions per
     second times the mean end-to-end latency, the mean number in flight, cannot pass the requests sent; and from the
     time the last request is sent (at once, unpaced) until the run ends at least one is in flight, so the duration is
     at most that time plus every request's latency end to end, one after another (not where some failed: no latency
-    holds their time).  Each bound allows :data:`LITTLE_SLACK` (means of unequal requests)."""
+    holds their time).  Each bound allows :data:`LITTLE_SLACK` (means of unequal requests).  ``suspects``: what the
+    refusal of the number in flight names as not the run's (the duration, or the latencies it was read from)."""
     if in_flight is None:  # (no duration or no latency end to end)
         return
     sent = _sent(record, completed)
     if in_flight > LITTLE_SLACK * sent:
         raise ValueError(
             f"{where}: completions per second times the end-to-end latency give {in_flight:.3g} requests in flight, "
-            f"more than the {sent:g} sent: the duration is not this run's"
+            f"more than the {sent:g} sent: {suspects} not this run's"
         )
     failed = record.get("failed")
     if sent > completed or (_is_number(failed) and failed > 0):
@@ -360,16 +362,17 @@ def _check_span(
         )
 
 
-def _check_in_flight(where: str, concurrency: int | None, in_flight: float | None) -> None:
+def _check_in_flight(where: str, concurrency: int | None, in_flight: float | None, suspects: str) -> None:
     """A closed loop keeps about its users in flight: Little's law over the run (``in_flight``, completions per second
-    times the end-to-end latency) must give at least a share of them."""
+    times the end-to-end latency) must give at least a share of them; ``suspects`` names what was read (the duration,
+    or the latencies the end-to-end latency was built from)."""
     if concurrency is None or in_flight is None:
         return
     if in_flight < MIN_IN_FLIGHT_SHARE * concurrency or in_flight > LITTLE_SLACK * concurrency:
         raise ValueError(
             f"{where}: completions per second times the end-to-end latency give {in_flight:.3g} requests in "
             f"flight at concurrency {concurrency}: a closed loop keeps about its users in flight (between "
-            f"{MIN_IN_FLIGHT_SHARE:g} and {LITTLE_SLACK:g} of them), so the duration is not this run's"
+            f"{MIN_IN_FLIGHT_SHARE:g} and {LITTLE_SLACK:g} of them), so {suspects} not this run's"
         )
 
 
@@ -432,7 +435,7 @@ def _serve_run(path: Path, index: int, record: object, tool: str, prefer: str = 
             f"{where}: duration must be a number of seconds in (0, {MAX_DURATION_S:.2g}] (a year), got {duration:g}"
         )
     tpot_s, tpot_stat = _latency(where, record, "tpot", prefer)
-    ttft_s, _ = _latency(where, record, "ttft", prefer)
+    ttft_s, ttft_stat = _latency(where, record, "ttft", prefer)
     itl_s, _ = _latency(where, record, "itl", prefer)
     e2e_s, e2e_stat = _latency(where, record, "e2el", prefer)
     if tpot_s is None and e2e_s is None and duration is None:
@@ -458,16 +461,22 @@ def _serve_run(path: Path, index: int, record: object, tool: str, prefer: str = 
     )
     paced = _is_number(record.get("request_rate"))
     in_flight = rate * whole if rate is not None and whole is not None else None  # Little's law over the run
+    suspects = (  # what Little's law over the run was read from, where it cannot hold
+        f"the duration or {e2e_stat}_e2el_ms is"
+        if e2e_s is not None
+        else f"the duration or the latencies it is built from ({ttft_stat}_ttft_ms + {tpot_stat}_tpot_ms x the output "
+        "tokens after the first; no e2el recorded) are"
+    )
     if concurrency is not None and paced and in_flight is not None:
         # Arrivals at request_rate with at most max_concurrency in flight (vllm bench serve takes both): where Little's
         # law leaves the cap unreached, the run is the rate's; where it binds, the closed loop's.
         if in_flight < MIN_IN_FLIGHT_SHARE * concurrency:
             load, kind, value = _load(where, record | {"max_concurrency": None}, completed)
             concurrency = None
-    _check_in_flight(where, concurrency, in_flight)
+    _check_in_flight(where, concurrency, in_flight, suspects)
     if paced:  # a paced run cannot end before its last request is sent, its cap binding or not
         _check_sending(where, record, float(record["request_rate"]), completed, duration)
-    _check_span(where, record, completed, duration, whole, in_flight, paced)
+    _check_span(where, record, completed, duration, whole, in_flight, paced, suspects)
     return BenchRun(
         str(path),
         index,
