@@ -749,10 +749,10 @@ def _run(args: argparse.Namespace) -> int:
     return run_watch(args)
 
 
-def json_failure(message: str, exit_code: int = 2) -> None:
+def json_failure(message: str, exit_code: int) -> None:
     """A failure with ``--json`` (bad flags, an address that cannot be reached, a page without the speculative metrics,
     a watch that ended on an error; Ctrl-C before the first window, ``exit_code`` 130), said on stdout as the summary
-    record a watch's JSON lines end with: ``exit_code`` the status (2 unless given), nothing holding, ``error`` the
+    record a watch's JSON lines end with: ``exit_code`` the status (2, or 130), nothing holding, ``error`` the
     message of the stderr line.  A failure before the watch started gives this line alone (no header); one during it
     ends the rows.  (:func:`specsim.cli.main._json_failure` calls it.)"""
     _Output(True, None).emit("summary", exit_code=exit_code, holding=[], error=message)
