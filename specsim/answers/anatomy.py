@@ -93,7 +93,6 @@ def round_anatomy(
         gammas = np.maximum(optimal_gamma(dep, acceptance, b, context, gamma_max).gamma, 1)
     else:
         gammas = np.full(b.shape, int(gamma))
-    dep.require_drafts_within_positions(context, int(np.max(gammas)))  # (at least 1 where the positions leave none)
     rows, names = [], []
     for batch, g in zip(batches, gammas):
         out = dep.outcome(acceptance, int(g), batch, context)

@@ -541,6 +541,8 @@ def run_explain(args: argparse.Namespace) -> int:
         from specsim.core.files import check_output
 
         out = check_output(args.plot, (".png", ".svg"), "--plot")  # refuse a bad path before computing anything
+    if args.gamma is not None:  # every round at --context (the load view's rounds span a request's contexts)
+        dep.require_drafts_within_positions(args.context, args.gamma)
     answer = round_anatomy(dep, acc, acc_label, args.batch, args.context, args.gamma, args.gamma_max)
     if args.json:  # the text's conclusions over all the batches, with each row (as compare's largest batch)
         findings = answer.findings()

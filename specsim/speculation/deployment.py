@@ -746,7 +746,8 @@ class Deployment:
                 f"gamma {gamma} at a context of {int(context):,} tokens drafts past {self.target.name}'s last positions "
                 f"(max_position_embeddings {limit:,}): vLLM verifies {int(room)} draft token(s) there (a request's "
                 "scheduled tokens stop at max_model_len - num_computed_tokens - 1, vllm/v1/core/sched/scheduler.py "
-                f"0.33.0 L852-857); give --gamma at most {int(room)}, or --context at most {max(limit - 2 - gamma, 0):,}"
+                f"0.33.0 L852-857); give a gamma of at most {int(room)}, or a context of at most "
+                f"{max(limit - 2 - gamma, 0):,} tokens"
             )
 
     def decode(self, batch: object, context: object = DEFAULT_CONTEXT_TOKENS) -> StepTime:
