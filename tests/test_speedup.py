@@ -355,7 +355,7 @@ def test_a_round_at_the_targets_last_positions_drafts_only_what_vllm_keeps(capsy
 
     answer = json.loads(capsys.readouterr().out)
     rows = answer["rows"] if isinstance(answer, dict) else answer
-    assert rows[0]["gamma"] == 2
+    assert rows[0]["gamma"] == 2 and rows[0]["gamma_bound"] == "at the target's last positions"  # as the text says
     assert main(["optimal-gamma", "--context", "131068", "--batch", "1"]) == 0
     out, err = capsys.readouterr()
     assert "gamma searched over 0..2" in out and "target's last positions" in out + err

@@ -238,6 +238,7 @@ def gamma_answer(
         "max_batch_with_draft": cap.max_batch_with_draft,
     }
     rates = acceptance_rates(acceptance)
+    bound = search_bound(dep, acceptance, gamma_max, context)
     rows = []
     for i, batch in enumerate(batches):
         gamma = int(best.gamma[i])
@@ -257,6 +258,7 @@ def gamma_answer(
             "bound_draft": str(times.draft.bound[i]),
             "bound_verify": str((times.target if off else times.verify).bound[i]),
             "at_gamma_max": bool(best.at_limit[i]),
+            "gamma_bound": bound if best.at_limit[i] else None,  # what the text adds beside the recommendation
             "fits_without_draft": batch <= cap.max_batch_without_draft,
             "fits_with_draft": batch <= cap.max_batch_with_draft,
             "capacity": memory,
@@ -278,7 +280,6 @@ def gamma_answer(
     if off:
         one = dep.outcome(acceptance, 1, float(max(off)), context)
         first = {"batch": max(off), "round_s": float(one.round_s), "host_s": float(np.asarray(one.host_s))}
-    bound = search_bound(dep, acceptance, gamma_max, context)
     return GammaAnswer(dep, label, cap, best, rows, list(batches), other, first, bound)
 
 

@@ -128,7 +128,7 @@ def _print_gamma_table(args: argparse.Namespace, answer) -> None:
     ]
     table_rows = []
     for r in rows:
-        rec = r["recommendation"] + (f" ({answer.gamma_bound})" if r["at_gamma_max"] else "")
+        rec = r["recommendation"] + (f" ({r['gamma_bound']})" if r["gamma_bound"] else "")
         if not r["fits_with_draft"]:
             rec += "; does not fit in memory" + (" with the draft" if r["fits_without_draft"] else "")
         bounds = "/".join(short_bound(r[k]) for k in ("bound_target", "bound_draft", "bound_verify"))
