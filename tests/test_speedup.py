@@ -363,6 +363,8 @@ def test_a_round_at_the_targets_last_positions_drafts_only_what_vllm_keeps(capsy
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "vllm/v1/core/sched/scheduler.py 0.33.0 L852-857" in err[0], err
     assert "give a gamma of at most 0, or a context of at most 131,066 tokens" in err[0], err
+    assert main(["explain", "--context", "131070", "--batch", "1"]) == 2  # showed a round of 1 draft 'that pays'
+    assert "gamma 1 at a context of 131,070 tokens drafts past" in capsys.readouterr().err
     # the load view's explain at the same lengths shows the round it weighs (starred), as before: no --context to give
     assert main(["explain", "--concurrency", "1", "--input-len", "131070", "--output-len", "2"]) == 0
     assert main(["speedup", "--context", "131066", "--gamma", "4", "--batch", "1"]) == 0
