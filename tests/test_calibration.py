@@ -143,6 +143,31 @@ def test_a_file_with_a_utf8_byte_order_mark_is_read_as_its_json(name, tmp_path):
     assert read_bench_file(path) == [dataclasses.replace(r, path=str(path)) for r in read_bench_file(f"{BENCH}/{name}")]
 
 
+def test_json_lines_joined_from_files_with_byte_order_marks_read_each_line(tmp_path):
+    # Two results saved with a mark each and joined by cat: the second mark opens a line mid-file ("line 3: not valid
+    # JSON (Unexpected UTF-8 BOM)").
+    lines = Path(f"{BENCH}/vllm-eagle3.jsonl").read_bytes().splitlines(keepends=True)
+    path = tmp_path / "joined.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + b"".join(lines[:2]) + b"\xef\xbb\xbf" + b"".join(lines[2:]))
+    import dataclasses
+
+    want = read_bench_file(f"{BENCH}/vllm-eagle3.jsonl")
+    assert read_bench_file(path) == [dataclasses.replace(r, path=str(path)) for r in want] and len(want) == len(lines)
+
+
+@pytest.mark.parametrize(
+    "text, said",
+    [("[]", "f.json: a benchmark result is a JSON object ({...}), got an array"), ("null", "f.json: ... got null")],
+)
+def test_a_file_whose_one_document_is_not_an_object_is_named_without_a_record_number(text, said, tmp_path):
+    # "f.json#1: a benchmark result is a JSON object" pointed at a record of a file that holds none
+    (tmp_path / "f.json").write_text(text)
+    with pytest.raises(ValueError) as err:
+        read_bench_file(tmp_path / "f.json")
+    head, _, tail = said.partition(" ... ")
+    assert str(err.value).startswith(head) and str(err.value).endswith(tail) and "#" not in str(err.value)
+
+
 def test_a_plan_result_with_a_byte_order_mark_is_still_checked_for_its_concurrency(tmp_path, capsys):
     # The plan's own look at max_concurrency read the file without the signature stripped, failed to parse and let
     # the file through unchecked.

@@ -645,6 +645,7 @@ def _records(path: Path) -> list:
             raise
     records = []
     for number, line in enumerate(text.splitlines(), start=1):
+        line = line.removeprefix("\ufeff")  # files saved with a byte-order mark each, then joined by cat
         if line.strip():
             if len(records) >= MAX_RUNS_PER_FILE:
                 raise ValueError(f"{path.name}: more than {MAX_RUNS_PER_FILE} runs in one file")
@@ -678,7 +679,13 @@ def read_bench_file(path: str | Path, prefer: str = "mean") -> list[BenchRun]:
     runs: list[BenchRun] = []
     for index, record in enumerate(records, start=1):
         if not isinstance(record, dict):
-            raise ValueError(f"{p.name}#{index}: a benchmark result is a JSON object")
+            kind = {list: "an array", str: "a string", bool: "true or false", type(None): "null"}.get(
+                type(record), "a number"
+            )
+            where = (
+                f"{p.name}#{index}" if len(records) > 1 else p.name
+            )  # the file's one document: no record to point at
+            raise ValueError(f"{where}: a benchmark result is a JSON object ({{...}}), got {kind}")
         tool = _tool_of(p, record)
         if tool == "guidellm":
             runs += _guidellm_runs(p, record, prefer)
