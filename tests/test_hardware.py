@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pathlib
 import re
 
 import pytest
@@ -173,6 +174,64 @@ def test_every_shipped_yaml_reads_the_same_with_the_fast_and_the_checked_reader(
     assert len(paths) > 10
     for path in paths:
         assert load_yaml(path, "shipped file", shipped=True) == load_yaml(path, "shipped file"), path
+
+
+def test_a_users_yaml_reads_the_same_through_libyaml_as_through_pyyamls_own_parser(tmp_path):
+    # load_yaml reads a user's file with libyaml's parser under the checked composer and constructor: every YAML file
+    # of the tree gives what PyYAML's own parser gives, the checks' refusals included.
+    from specsim.core.limits import _checked_yaml
+
+    if not hasattr(yaml, "CSafeLoader"):
+        pytest.skip("PyYAML without libyaml")
+    paths = [p for p in pathlib.Path(".").rglob("*.y*ml") if ".git" not in p.parts and p.suffix in (".yaml", ".yml")]
+    hostile = {
+        "alias.yaml": "a: &x 1\nb: *x\n",
+        "deep.yaml": "a:" + "".join("\n" + "  " * k + "- " for k in range(1, 20)) + "1\n",
+        "duplicate.yaml": "a: 1\nb: 2\na: 3\n",
+        "key.yaml": "? [a, b]\n: 1\n",
+        "long-int.yaml": "a: " + "9" * 5000 + "\n",
+    }
+    for name, text in hostile.items():
+        (tmp_path / name).write_text(text)
+    assert len(paths) > 30
+    for path in paths + sorted(tmp_path.iterdir()):
+        text = path.read_text(encoding="utf-8")
+        read = []
+        for parser in (yaml.cyaml.CParser, None):
+            try:
+                read.append(_checked_yaml(text, "file", parser))
+            except ValueError as err:
+                read.append(str(err))
+        assert read[0] == read[1], path
+
+
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        ("name: x\ndescription: a\tb\n", 2),  # a tab inside a plain scalar
+        ("runs:\n  - {file: a? b.jsonl}\n", 2),  # "?" inside a flow collection's plain scalar
+        ("runs: [a, b?\nc]\n", 1),
+        ("a:\n    - a\n\ufeff   - b\n", 4),  # a byte-order mark past the start
+    ],
+)
+def test_what_pyyamls_own_parser_refuses_is_refused_where_libyaml_would_read_it(tmp_path, text, line):
+    # libyaml reads these; the checked reader refused them before it read users' files with libyaml, and still does.
+    from specsim.core.limits import load_yaml
+
+    path = tmp_path / "odd.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=f"not valid YAML at line {line}$"):
+        load_yaml(path, "calibration file")
+
+
+def test_a_character_pyyaml_cannot_print_is_refused_before_an_alias_before_it_however_far(tmp_path):
+    # PyYAML's reader refuses the whole text for it at once; libyaml reads 16 kB at a time and met the alias first.
+    from specsim.core.limits import load_yaml
+
+    path = tmp_path / "long.yaml"
+    path.write_text("a: &x 1\nb: *x\n" + "".join(f"k{i}: {i}\n" for i in range(5000)) + "c: \x07\n")
+    with pytest.raises(ValueError, match="long.yaml': not valid YAML$"):
+        load_yaml(path, "calibration file")
 
 
 def test_a_copy_of_a_builtin_profile_edited_under_its_name_is_refused_and_renamed_it_is_its_own(tmp_path):
