@@ -51,8 +51,9 @@ import numpy as np
 import pandas as pd
 
 from specsim.describe.hardware import HardwareProfile, profile_to_mapping
+from specsim.timing.base import check_pass
 from specsim.timing.measurements import load_measurements
-from specsim.timing.roofline import step_time
+from specsim.timing.roofline import counted_step_time, pass_counts, step_time
 
 __all__ = [
     "LARGE_ERROR",
@@ -105,11 +106,21 @@ def _by_shape(df: pd.DataFrame) -> list[tuple]:
     return groups
 
 
-def _predict(profile: HardwareProfile, groups: list[tuple], n: int) -> np.ndarray:
+def _predict(profile: HardwareProfile, groups: list[tuple], n: int, counts: list | None = None) -> np.ndarray:
+    """Each row's modelled step time; ``counts``: each group's passes counted once (:func:`_counts`), for a fit whose
+    rows are the same at every step and whose efficiencies do not change what a pass does."""
     out = np.empty(n)
-    for pos, shape, batch, tokens, context in groups:
-        out[pos] = step_time(profile, shape, batch, tokens, context).total_s
+    for k, (pos, shape, batch, tokens, context) in enumerate(groups):
+        if counts is None:
+            out[pos] = step_time(profile, shape, batch, tokens, context).total_s
+        else:
+            out[pos] = counted_step_time(profile, shape, counts[k]).total_s
     return out
+
+
+def _counts(groups: list[tuple]) -> list:
+    """Each group's :class:`~specsim.timing.roofline.PassCounts` (FLOP and bytes, whatever the profile)."""
+    return [pass_counts(shape, *check_pass(batch, tokens, context)) for _, shape, batch, tokens, context in groups]
 
 
 @dataclass(frozen=True)
@@ -168,9 +179,10 @@ def _fit(base: HardwareProfile, train: pd.DataFrame, per_layer: bool) -> tuple[H
         )
 
     groups = _by_shape(train)
+    counts = _counts(groups)  # the rows' passes, counted once for every step of every start (half the fit's time)
 
     def residuals(theta: np.ndarray) -> np.ndarray:
-        return _predict(profile_of(theta), groups, len(train)) / measured - 1.0
+        return _predict(profile_of(theta), groups, len(train), counts) / measured - 1.0
 
     # Bounded by the profile's own limits, so that no start or step of the fit builds a profile it would refuse.
     lower = [1e-4, 1e-4, 0.0, 0.0]

@@ -59,6 +59,7 @@ __all__ = [
     "PassCounts",
     "RooflineSource",
     "compute_time_s",
+    "counted_step_time",
     "dequant_time_s",
     "pass_bytes",
     "pass_counts",
@@ -271,6 +272,12 @@ def pass_counts(model: ModelShape, b: np.ndarray, q: np.ndarray, L: np.ndarray, 
     mixer = _mixer_flop(model, b, q, L, prompt)
     flop = sum(f for f, _ in matmul) + mixer
     return PassCounts(b, q, L, flop, pass_bytes(model, b, q, L, prompt), matmul, mixer, _dequantised(model, b, q))
+
+
+def counted_step_time(hardware: HardwareProfile, model: ModelShape, counts: PassCounts) -> StepTime:
+    """:func:`step_time` of a pass already counted by :func:`pass_counts`: for a caller that times the same passes on
+    many profiles (a profile fit, :mod:`specsim.calibration.profile`), the counts not depending on the efficiencies."""
+    return _timed(hardware, model, counts)
 
 
 def _timed(hardware: HardwareProfile, model: ModelShape, counts: PassCounts) -> StepTime:
