@@ -39,7 +39,7 @@ from specsim.serving.steady import (
 )
 from specsim.speculation.acceptance import alpha_from_acceptance_length, tokens_per_round
 
-__all__ = ["RunModel", "Values", "scale_upper"]
+__all__ = ["RunModel", "Values", "memoised", "scale_upper"]
 
 #: Observables a run is judged by, in the order a tool's record is read (:attr:`BenchRun.observable`).
 OBSERVABLE_KEYS = {"tpot": "tpot_s", "e2e": "e2e_s", "throughput": "output_tokens_per_s"}
@@ -72,7 +72,7 @@ class RunModel:
     """The runs as arrays, and their predictions for one set of :class:`Values`, through the deployment."""
 
     def __init__(self, dep, runs: list, limits: EngineLimits | None = None, kv_bytes: tuple | None = None):
-        self.dep = _memoised(dep)
+        self.dep = memoised(dep)
         self.runs = runs
         self.limits = (EngineLimits() if limits is None else limits).for_deployment(dep)
         self.kv_bytes = kv_bytes  # (plain, speculating) KV bytes per GPU beside the weights; None: not bounded
@@ -436,8 +436,9 @@ def _kept(store: dict, key, make, size: int):
     return store[key]
 
 
-def _memoised(dep):
-    """``dep`` with the parts of its source that do not depend on the efficiency kept between calls."""
+def memoised(dep):
+    """``dep`` with the parts of its source that do not depend on the efficiency kept between calls: answers the same
+    passes as ``dep`` gives them, from memory where asked again (a fit's runs at every step, a plan's runs' estimates)."""
     from specsim.timing.hybrid import HybridSource
     from specsim.timing.memo import MemoSource
     from specsim.timing.roofline import RooflineSource

@@ -394,11 +394,13 @@ def _with_estimates(dep, plan: BenchPlan) -> BenchPlan:
     the engine's own token budget and KV cache; the run's own means from its first wave on)."""
     import dataclasses
 
+    from specsim.calibration.model import memoised
     from specsim.serving.capacity import kv_error_said
     from specsim.serving.steady import engine_limits, served_state
     from specsim.speculation.acceptance import alpha_from_acceptance_length
 
     runs, held = [], []
+    passes = memoised(dep)  # the runs' passes repeat across runs and the serving model's iterations: each timed once
     # Its servers hold its largest load (each writer's server() sets max_num_seqs to it), the rest the engine's own.
     limits, _ = engine_limits(dep.engine, dep.hardware, False, plan.max_concurrency)
     pins = {s.steps: s.pinned_accept_length for s in plan.servers.values() if s.pinned_accept_length is not None}
@@ -420,7 +422,7 @@ def _with_estimates(dep, plan: BenchPlan) -> BenchPlan:
             gamma = r.steps
         # The random dataset's lengths are fixed (vllm bench serve --random-range-ratio 0); the user's prompts vary.
         state = served_state(
-            dep,
+            passes,
             acc,
             [gamma],
             [r.concurrency],
