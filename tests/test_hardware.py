@@ -212,6 +212,8 @@ def test_a_users_yaml_reads_the_same_through_libyaml_as_through_pyyamls_own_pars
         ("runs:\n  - {file: a? b.jsonl}\n", 2),  # "?" inside a flow collection's plain scalar
         ("runs: [a, b?\nc]\n", 1),
         ("a:\n    - a\n\ufeff   - b\n", 4),  # a byte-order mark past the start
+        ("notes: >#\n  a b\n", 1),  # a block scalar's header with a "#" at once after it
+        ("notes: |-#\n  a\n", 1),
     ],
 )
 def test_what_pyyamls_own_parser_refuses_is_refused_where_libyaml_would_read_it(tmp_path, text, line):

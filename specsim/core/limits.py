@@ -23,6 +23,7 @@ File readers
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -328,11 +329,11 @@ def load_yaml(path: str | Path, what: str = "YAML file", *, shipped: bool = Fals
     where = f"{what} {str(path)!r}"
     parser = getattr(yaml, "CSafeLoader", None) and yaml.cyaml.CParser
     # libyaml reads some texts that PyYAML's own parser refuses: a tab inside a plain scalar, a "?" inside a flow
-    # collection's plain scalar, a byte-order mark past the start (found by feeding both readers mutated copies of the
-    # tree's YAML files); and PyYAML refuses a character it cannot print before reading anything, libyaml only when
-    # it reaches it (after an alias, say, past its first 16 kB).  Texts with any of those are left to PyYAML's parser,
-    # which refuses them as it did.
-    if parser and not any(c in text for c in _PYYAML_ONLY) and not yaml.reader.Reader.NON_PRINTABLE.search(text):
+    # collection's plain scalar, a byte-order mark past the start, a block scalar's header with a "#" at once after it
+    # (found by feeding both readers mutated copies of the tree's YAML files); and PyYAML refuses a character it cannot
+    # print before reading anything, libyaml only when it reaches it (after an alias, say, past its first 16 kB).
+    # Texts with any of those are left to PyYAML's parser, which refuses them as it did.
+    if parser and not _PYYAML_ONLY.search(text) and not yaml.reader.Reader.NON_PRINTABLE.search(text):
         try:
             return _checked_yaml(text, where, parser)
         except yaml.YAMLError:
@@ -346,7 +347,7 @@ def load_yaml(path: str | Path, what: str = "YAML file", *, shipped: bool = Fals
 
 
 #: Text in which libyaml and PyYAML's own parser part ways (see load_yaml): read by PyYAML's alone.
-_PYYAML_ONLY = ("\t", "?", "\ufeff")
+_PYYAML_ONLY = re.compile("[\t?\ufeff]|[|>][-+0-9]*#")
 
 
 def _checked_yaml(text: str, where: str, parser: Any) -> Any:
