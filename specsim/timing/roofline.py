@@ -276,7 +276,16 @@ def pass_counts(model: ModelShape, b: np.ndarray, q: np.ndarray, L: np.ndarray, 
 
 def counted_step_time(hardware: HardwareProfile, model: ModelShape, counts: PassCounts) -> StepTime:
     """:func:`step_time` of a pass already counted by :func:`pass_counts`: for a caller that times the same passes on
-    many profiles (a profile fit, :mod:`specsim.calibration.profile`), the counts not depending on the efficiencies."""
+    many profiles (a profile fit, :mod:`specsim.calibration.profile`), the counts not depending on the efficiencies.
+
+    >>> from specsim.describe.hardware import load_hardware
+    >>> from specsim.describe.models import get_model
+    >>> from specsim.timing.base import check_pass
+    >>> hw, m = load_hardware("h100-sxm"), get_model("article-8b")
+    >>> counts = pass_counts(m, *check_pass(1, 1, 1128))
+    >>> float(counted_step_time(hw, m, counts).total_s) == float(step_time(hw, m, 1, 1, 1128).total_s)
+    True
+    """
     return _timed(hardware, model, counts)
 
 
