@@ -438,7 +438,14 @@ def _kept(store: dict, key, make, size: int):
 
 def memoised(dep):
     """``dep`` with the parts of its source that do not depend on the efficiency kept between calls: answers the same
-    passes as ``dep`` gives them, from memory where asked again (a fit's runs at every step, a plan's runs' estimates)."""
+    passes as ``dep`` gives them, from memory where asked again (a fit's runs at every step, a plan's runs' estimates).
+
+    >>> from specsim.speculation.deployment import Deployment
+    >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
+    >>> kept = memoised(dep)
+    >>> bool(np.array_equal(kept.decode([1, 8, 64], 1128).total_s, dep.decode([1, 8, 64], 1128).total_s))
+    True
+    """
     from specsim.timing.hybrid import HybridSource
     from specsim.timing.memo import MemoSource
     from specsim.timing.roofline import RooflineSource
