@@ -146,7 +146,10 @@ def test_cli_prints_both_columns_with_percentiles(capsys, tmp_path):
     out = capsys.readouterr().out
     assert code == 0 and "speculation off" in out and "speculation on" in out
     # The KV capacity says whose share of memory it is (vLLM's default here, its start-up taken out), as capacity does.
-    assert "(prompt + output reserved per request; memory: vLLM 0.28-0.33's gpu_memory_utilization default 0.92" in out
+    assert (
+        "(16-token blocks taken as tokens arrive, the request admitted last preempted and recomputed where they run "
+        "out; memory: vLLM 0.28-0.33's gpu_memory_utilization default 0.92"
+    ) in out
     for row in ("TTFT p50 / p90 / p99", "TPOT p50 / p90 / p99", "end-to-end p50 / p90 / p99", "goodput"):
         assert row in out
     lines = out_csv.read_text().splitlines()
@@ -199,7 +202,10 @@ def test_serving_admits_exactly_the_batch_specsim_capacity_reports(target, draft
     # local, window 1,024) and gpt-oss (half the layers, window 128) serve-sim admitted fewer requests than
     # `specsim capacity` said fit.  With one KV function both agree exactly: a closed loop of more users than fit,
     # every request the same length, runs at the capacity model's largest batch.
-    dep = Deployment.build("h200", target, draft, timing="roofline")
+    # An engine that reserves each request's whole length when it admits it (engine none; TensorRT-LLM's default):
+    # capacity's batch at that length is what it holds.  vLLM, which takes blocks as tokens arrive, holds more
+    # (tests/test_kv_blocks.py).
+    dep = Deployment.build("h200", target, draft, timing="roofline", engine="none")
     limits = EngineLimits(4096, include_prefill=False)  # prompts cost no time: every admitted request decodes at once
     # At the limits the engine runs with (vLLM's start-up profiles its sampler at max_num_seqs rows).
     cap = capacity(dep, length, max_batched_tokens=limits.max_batched_tokens, max_num_seqs=limits.max_num_seqs)
@@ -989,6 +995,7 @@ def test_serve_compare_is_two_simulations_of_its_composition_with_labels_capacit
             None,
             sequence_kv_bytes(DEP, lengths, draft),
             label=label,
+            kv_bytes_of=functools.partial(sequence_kv_bytes, DEP, with_draft=draft, draft_tokens=2),
         )
         np.testing.assert_array_equal(run.finish_s, again.finish_s)
         assert run.speculation == label
@@ -1004,6 +1011,8 @@ def test_serve_compare_is_two_simulations_of_its_composition_with_labels_capacit
         "context_hint": 300.0,
         "scratch_draft_tokens": 0,
         "scratch_basis": "",
+        "kv_policy": "16-token blocks taken as tokens arrive, the request admitted last preempted and recomputed where "
+        "they run out",  # vLLM's (DEP's engine)
     }  # an attention target: no recurrent scratch
     # The schedule: batch 0 runs nothing, batches 1..max_num_seqs their optimal gamma at the hint, up to gamma_max.
     _, sched, smeta = serve_compare(DEP, req, 0.8, "schedule", limits, seed=3, context_hint=300.0, gamma_max=3)
@@ -1087,9 +1096,9 @@ def test_a_closed_loop_schedules_and_times_only_the_batches_its_users_can_run(ca
 
 
 def test_serve_sim_says_what_held_the_speculating_arm_to_a_smaller_batch(capsys):
-    # On a 24 GiB A30 the DSpark head's 4.7 GB leave KV for 8 requests of 1,300 tokens where 33 fit without it (vLLM's
-    # 0.92 of the device less its start-up); SGLang
-    # speculates with at most 48 sequences.  Either way a smaller batch, not a slower round, is the difference.
+    # On a 24 GiB A30 the DSpark head's 4.7 GB leave 10,704 tokens of KV where 43,823 fit without it (vLLM's 0.92 of the
+    # device less its start-up): vLLM, admitting on the prompt's blocks, runs at most 10 requests of 1,000 + 300 tokens
+    # at once against 43 (8 and 33 at their whole length); SGLang speculates with at most 48 sequences.  Either way a smaller batch, not a slower round, is the difference.
     def held(*argv):
         assert (
             main(["serve-sim", "--requests", "60", "--runs", "1", "--input-len", "1000", "--output-len", "300", *argv])
@@ -1099,9 +1108,9 @@ def test_serve_sim_says_what_held_the_speculating_arm_to_a_smaller_batch(capsys)
 
     kv = held("--concurrency", "64", "--target", "qwen3-8b", "--draft", "dspark", "--hardware", "a30")
     assert kv == [
-        "speculation on ran at most 8 sequences at once, off 33: beside the draft's weights and KV the cache holds "
-        "10,704 tokens, against 43,823 without it (each request reserves its prompt and output; specsim capacity gives "
-        "the batch at a length)"
+        "speculation on ran at most 10 sequences at once, off 43: beside the draft's weights and KV the cache holds "
+        "10,704 tokens, against 43,823 without it (16-token blocks taken as tokens arrive, the request admitted last "
+        "preempted and recomputed where they run out; specsim capacity gives the batch at a length)"
     ]
     assert held("--concurrency", "56", "--engine", "sglang") == [
         "speculation on ran at most 48 sequences at once, off 56: the engine's max_num_seqs while speculating (48)"

@@ -36,7 +36,7 @@ class ServeSimAnswer:
     def held_back(self) -> str | None:
         """Why the speculating arm ran fewer sequences at once than the plain one, where a limit did it: the engine's
         own max_num_seqs while speculating, or the KV cache left beside the draft (a request of a speculating run waited
-        for memory with a sequence free; each request reserves its whole length).  A smaller batch, not a slower round,
+        for memory with a sequence free, as the engine's KV policy admits).  A smaller batch, not a slower round,
         is then most of the difference.  None where no limit held it (speculation finishes requests sooner, so fewer
         are in flight at one rate)."""
         off, on = self.off.get("max_running_batch"), self.on.get("max_running_batch")
@@ -56,7 +56,7 @@ class ServeSimAnswer:
         meta = self.meta
         return head + (
             f"beside the draft's weights and KV the cache holds {meta['kv_capacity_tokens_spec']:,.0f} tokens, against "
-            f"{meta['kv_capacity_tokens_plain']:,.0f} without it (each request reserves its prompt and output; specsim "
+            f"{meta['kv_capacity_tokens_plain']:,.0f} without it ({meta['kv_policy']}; specsim "
             "capacity gives the batch at a length)"
         )
 

@@ -171,7 +171,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
         f"load: {requests.source}" + _users_said(concurrency, len(requests)) + _lengths_said(args),
         f"acceptance: {acc_label}; speculation: {meta['gamma_policy']}",
         f"engine limits: {limits.label}{args.limits_said}; KV capacity {meta['kv_capacity_tokens_plain']:,.0f} tokens "
-        f"without the draft, {meta['kv_capacity_tokens_spec']:,.0f} with it (prompt + output reserved per request; "
+        f"without the draft, {meta['kv_capacity_tokens_spec']:,.0f} with it ({meta['kv_policy']}; "
         f"memory: {meta['memory_basis']})" + _window_clause(dep),
         f"runs: {len(seeds)} of {len(requests):,} requests ({span})"
         + (
@@ -392,6 +392,14 @@ def _print_summaries(off: dict, on: dict, changes: dict) -> None:
             f"{on['served']} / {on['never_fit']}",
         ],
     ]
+    if off["preemptions"] or on["preemptions"]:  # the KV cache ran out under an engine that allocates as tokens arrive
+        rows.append(
+            [
+                "preemptions (tokens recomputed)" + (f" ({runs} runs)" if runs > 1 else ""),
+                f"{off['preemptions']:,} ({off['recomputed_tokens']:,})",
+                f"{on['preemptions']:,} ({on['recomputed_tokens']:,})",
+            ]
+        )
     if "goodput_requests_per_s" in off:
         rows.append(
             [
@@ -436,7 +444,7 @@ def _print_summaries(off: dict, on: dict, changes: dict) -> None:
     if changes["output_tokens_per_s"] is None:  # the arms served different requests: their throughputs do not compare
         print(
             f"\nthe arms served different requests: {on['never_fit']} never fit with speculation and "
-            f"{off['never_fit']} without (each request reserves its prompt and output); over the requests each served, "
+            f"{off['never_fit']} without (each needs its whole length in the cache); over the requests each served, "
             f"speculation changes TPOT p50 by {change:+.1%}; their throughputs are not compared"
         )
         return

@@ -11,10 +11,11 @@ writers); an :class:`~specsim.engines.base.EnginePreset` is one version's times,
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-__all__ = ["BenchFiles", "DefaultLimits", "Engine", "EngineSupport", "rocm_large_moe_said"]
+__all__ = ["BenchFiles", "DefaultLimits", "Engine", "EngineSupport", "KvPolicy", "rocm_large_moe_said"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,61 @@ class EngineSupport:
     #: (first release, (per request, per drafted token, True where max_num_seqs requests' come off the whole budget up
     #: front rather than each scheduled request's)) rows, oldest first; none before the first (vLLM's draft_slots).
     slots: tuple = ()
+    #: The KV slots a speculating request's blocks cover past the tokens scheduled for it: (per drafted token, beside
+    #: them), the engine's rule for this drafter (vLLM's num_lookahead_tokens); (0, 0): none.
+    lookahead: tuple = (0, 0)
+
+
+@dataclass(frozen=True)
+class KvPolicy:
+    """How an engine holds its requests' KV cache (:meth:`Engine.kv_policy`): what a waiting request must find free to
+    be admitted, how a running request's blocks grow, and what the engine does when they run out.
+
+    A request's admission sets aside its prompt (and the tokens it decoded before, where it resumes) and up to
+    ``ahead_tokens`` of the tokens it has still to decode; a running request holds whole blocks of ``block_tokens`` for
+    its tokens and, speculating, the round's drafts and the lookahead slots.  Where the engine sets aside every token to
+    come (``ahead_tokens`` inf) nothing runs out once admitted; else the blocks of running requests can outgrow the cache,
+    and the engine then preempts the request it admitted last: its blocks are freed, it goes back to the front of the
+    queue and, admitted again, recomputes its prompt and the tokens it had decoded (:mod:`specsim.serving.kv_blocks`
+    plays it)."""
+
+    #: Tokens still to decode that admission sets aside beside the tokens a request holds: inf, all of them (the whole
+    #: length reserved up front, never preempted); 0, none (blocks as tokens arrive, preemption where they run out).
+    ahead_tokens: float = math.inf
+    #: Tokens per block: a request holds its tokens rounded up to whole blocks.
+    block_tokens: int = 1
+    #: (per drafted token, beside them): the slots a speculating request's blocks cover past the tokens scheduled.
+    lookahead: tuple = (0, 0)
+    #: The rule in words, with the engine release and the source it was read from.
+    where: str = "each request reserves its whole length (prompt and output) when admitted; nothing is preempted"
+
+    def __post_init__(self) -> None:
+        if not self.ahead_tokens >= 0 or isinstance(self.block_tokens, bool) or not 1 <= int(self.block_tokens) <= 4096:
+            raise ValueError(f"a KV policy needs ahead_tokens >= 0 and 1-4096 tokens a block, got {self!r}")
+
+    @property
+    def said(self) -> str:
+        """The policy in a few words, as the serving outputs name it."""
+        if not self.preempts:
+            return "prompt + output reserved per request"
+        ahead = (
+            "" if self.ahead_tokens == 0 else f" (up to {self.ahead_tokens:,.0f} output tokens set aside at admission)"
+        )
+        return (
+            f"{self.block_tokens}-token blocks taken as tokens arrive{ahead}, the request admitted last preempted and "
+            "recomputed where they run out"
+        )
+
+    @property
+    def preempts(self) -> bool:
+        """Whether running requests' blocks can outgrow the cache, so that the engine preempts (not all set aside)."""
+        return math.isfinite(self.ahead_tokens)
+
+    def slots(self, gamma: int) -> int:
+        """Tokens a request decoding a round of ``gamma`` drafts holds past its context: the drafts scheduled and the
+        lookahead slots (0 for plain decoding)."""
+        per, beside = self.lookahead
+        return int(gamma) * (1 + per) + beside if gamma > 0 else 0
 
 
 @dataclass(frozen=True)
@@ -219,6 +275,11 @@ class Engine:
         release = preset_release(self.name, preset, self.ranges)
         rows = () if support is None else support.slots
         return next((slots for first, slots in reversed(rows) if release >= first), (0, 0, False))
+
+    def kv_policy(self, preset, drafter) -> KvPolicy:
+        """How this engine holds its requests' KV cache at ``preset``'s release serving ``drafter`` (None: plain), as its
+        default scheduler does: by default each request reserves its whole length (:class:`KvPolicy`'s defaults)."""
+        return KvPolicy()
 
     def memory_share(
         self,

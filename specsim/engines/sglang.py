@@ -21,7 +21,7 @@ from specsim.engines.base import (
     parse_version,
     preset_release,
 )
-from specsim.engines.engine import BenchFiles, DefaultLimits, Engine, EngineSupport, MemoryShare
+from specsim.engines.engine import BenchFiles, DefaultLimits, Engine, EngineSupport, KvPolicy, MemoryShare
 from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP
 from specsim.engines.writers import BenchWriter
 from specsim.engines.writers import version_text as _version_text
@@ -732,9 +732,27 @@ def on_platform(preset, hardware, model=None):
     )
 
 
+#: How SGLang holds its requests' KV cache, read in 0.5.23's source.
+KV_POLICY = KvPolicy(
+    4096.0,
+    where=(
+        "SGLang admits a request where its prompt and up to 4,096 of its output tokens fit beside what the running "
+        "requests hold and have still to decode, 4,096 each at most (srt/managers/schedule_policy.py "
+        "CLIP_MAX_NEW_TOKENS L89-91, L785-793, L1119-1123; a fixed-length request, ignore_eos, counts all of it), and "
+        "where a decoding iteration finds no room retracts the request that has decoded least, which recomputes when "
+        "resumed (srt/managers/schedule_batch.py retract_decode L3451-3490, order L3542-3580); 0.5.23. Not modelled: "
+        "the running requests' estimate for requests that may stop early (new_token_ratio, 0.7 decaying to 0.098: "
+        "srt/environ.py L646-648), and the radix cache keeping a retracted request's prefix"
+    ),
+)
+
+
 class _Sglang(Engine):
     def default_limits(self, preset, hardware, offline):
         return default_limits(preset, hardware)
+
+    def kv_policy(self, preset, drafter):
+        return KV_POLICY
 
     def on_platform(self, preset, hardware, model=None):
         return on_platform(preset, hardware, model)

@@ -11,7 +11,7 @@ import itertools
 from typing import Any
 
 from specsim.engines.base import _BASIS, MetricNames, RecurrentVerify, SpecHost, make_preset, parse_version
-from specsim.engines.engine import BenchFiles, DefaultLimits, Engine, EngineSupport, MemoryShare
+from specsim.engines.engine import BenchFiles, DefaultLimits, Engine, EngineSupport, KvPolicy, MemoryShare
 from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP
 from specsim.engines.writers import BenchWriter
 from specsim.engines.writers import version_text as _version_text
@@ -505,9 +505,24 @@ def memory_share(hardware, model, draft, given: float | None) -> MemoryShare:
     )
 
 
+#: How TensorRT-LLM holds its requests' KV cache by default: SchedulerConfig.capacity_scheduler_policy defaults to
+#: GUARANTEED_NO_EVICT (tensorrt_llm/llmapi/llm_args.py, read in the stored NVIDIA/TensorRT-LLM snapshot 0004396; the
+#: 1.3.0 wheel is not on the index here), which admits a request only where the blocks of its whole length fit and
+#: never pauses a started one; MAX_UTILIZATION (allocate as it goes, pause requests) is opt-in.
+KV_POLICY = KvPolicy(
+    where=(
+        "TensorRT-LLM's default capacity_scheduler_policy GUARANTEED_NO_EVICT (tensorrt_llm/llmapi/llm_args.py "
+        "SchedulerConfig): each request reserves the blocks of its whole length when admitted; nothing is evicted"
+    )
+)
+
+
 class _Trtllm(Engine):
     def default_limits(self, preset, hardware, offline):
         return _LIMITS
+
+    def kv_policy(self, preset, drafter):
+        return KV_POLICY
 
     def memory_share(self, preset, hardware, model, draft, method, max_batched_tokens, given, max_num_seqs=None):
         return memory_share(hardware, model, draft, given)

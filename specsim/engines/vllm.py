@@ -26,7 +26,7 @@ from specsim.engines.base import (
     parse_version,
     preset_release,
 )
-from specsim.engines.engine import BenchFiles, DefaultLimits, Engine, EngineSupport, MemoryShare
+from specsim.engines.engine import BenchFiles, DefaultLimits, Engine, EngineSupport, KvPolicy, MemoryShare
 from specsim.engines.writers import BenchWriter
 from specsim.engines.writers import version_text as _version_text
 
@@ -573,6 +573,18 @@ def render_schedule(
     )
 
 
+#: vLLM's KV block: config/cache.py 0.33.0 L185 (CacheConfig.DEFAULT_BLOCK_SIZE 16).
+KV_BLOCK_TOKENS = 16
+#: How vLLM v1 holds its requests' KV cache, read in 0.33.0's source.
+KV_POLICY_WHERE = (
+    "vLLM admits a request when its prompt's blocks fit (scheduler_reserve_full_isl True, watermark 0.0: "
+    "config/scheduler.py L190, L196; v1/core/sched/scheduler.py L1435-1451), allocates 16-token blocks as tokens "
+    "arrive, with the lookahead slots of the drafts (L911-918), and where a running request cannot get one preempts "
+    "the request it admitted last (L938, L970): its blocks freed, back to the front of the queue, its prompt and "
+    "output recomputed when it resumes (L1799-1842); no admission in an iteration that preempted (L1050); 0.33.0"
+)
+
+
 # -- the engine as one object -------------------------------------------------------------------------------------
 #: Where vLLM names its drafting methods: SpeculativeMethod and SpeculativeConfig in this file of each release.
 _VLLM_SPEC = "vllm/config/speculative.py"
@@ -593,6 +605,11 @@ _PARALLEL = "vllm/config/speculative.py parallel_drafting: in 0.16.0, not 0.15.0
 #: (first release, (per request, per drafted token, up front)); :meth:`Engine.draft_slots` reads them.
 _SLOTS_UP_FRONT, _SLOTS_PER_REQUEST = (0, 17, 0), (0, 28, 0)
 _PARALLEL_SLOTS = ((_SLOTS_UP_FRONT, (-1, 1, True)), (_SLOTS_PER_REQUEST, (-1, 1, False)))  # P-EAGLE: K - 1
+#: The KV slots a request's blocks cover past its scheduled tokens (1 + K): vllm/config/vllm.py 0.33.0 L626-652
+#: num_lookahead_tokens, K for EAGLE, EAGLE-3, MTP, DSpark (use_eagle, speculative.py L2116-2120) and a draft model,
+#: K + 1 for DFlash, 0 for n-gram and suffix; the scheduler allocates them with every running request's slots
+#: (v1/core/sched/scheduler.py 0.33.0 L914-918, kv_cache_manager.py allocate_slots L549-552).
+_LOOKAHEAD = (1, 0)
 #: vLLM's ``method`` for each drafter kind and the first release that takes it (releases before 0.10.0 are below what
 #: specsim writes for).  P-EAGLE and PARD run the EAGLE-3 and draft-model proposers with ``parallel_drafting: true``.
 METHODS = {
@@ -601,13 +618,19 @@ METHODS = {
         (0, 15, 0),
         "vllm/engine/arg_utils.py: 'not supported yet' before 0.15.0",
         slots=((_SLOTS_UP_FRONT, (1, 0, True)), (_SLOTS_PER_REQUEST, (1, 0, False))),
+        lookahead=_LOOKAHEAD,
     ),
-    "eagle": EngineSupport("eagle", (0, 10, 0), _VLLM_SPEC),
-    "eagle3": EngineSupport("eagle3", (0, 10, 0), _VLLM_SPEC),
-    "mtp": EngineSupport("mtp", (0, 10, 0), _VLLM_SPEC),
+    "eagle": EngineSupport("eagle", (0, 10, 0), _VLLM_SPEC, lookahead=_LOOKAHEAD),
+    "eagle3": EngineSupport("eagle3", (0, 10, 0), _VLLM_SPEC, lookahead=_LOOKAHEAD),
+    "mtp": EngineSupport("mtp", (0, 10, 0), _VLLM_SPEC, lookahead=_LOOKAHEAD),
     "ngram": EngineSupport("ngram", (0, 10, 0), _VLLM_SPEC),
     "peagle": EngineSupport(
-        "eagle3", (0, 16, 0), _PARALLEL, keys=(("parallel_drafting", True),), slots=_PARALLEL_SLOTS
+        "eagle3",
+        (0, 16, 0),
+        _PARALLEL,
+        keys=(("parallel_drafting", True),),
+        slots=_PARALLEL_SLOTS,
+        lookahead=_LOOKAHEAD,
     ),
     "pard": EngineSupport(
         "draft_model",
@@ -615,12 +638,14 @@ METHODS = {
         _PARALLEL,
         keys=(("parallel_drafting", True),),
         slots=((_SLOTS_UP_FRONT, (0, 1, True)), (_SLOTS_PER_REQUEST, (0, 1, False))),  # K
+        lookahead=_LOOKAHEAD,
     ),
     "dflash": EngineSupport(
         "dflash",
         (0, 20, 0),
         "vllm/config/speculative.py SpeculativeMethod: in 0.20.0, not 0.19.1 (PR #38300)",
         slots=_PARALLEL_SLOTS[:1] + ((_SLOTS_PER_REQUEST, (0, 1, False)), ((0, 33, 0), (0, 0, False))),
+        lookahead=(1, 1),  # a bonus query beside one per draft token
     ),
     "dspark": EngineSupport(
         "dspark",
@@ -630,6 +655,7 @@ METHODS = {
         # L963, 0.27.0 L984, so max_num_seqs x (K - 1) off the budget up front; 0.30.0-0.32.0 at L1461, L1462, L1468,
         # K - 1 a request), 0 from 0.33.0
         slots=_PARALLEL_SLOTS + (((0, 33, 0), (0, 0, False)),),
+        lookahead=_LOOKAHEAD,  # anchor sampling (sample_from_anchor, its default): no bonus query
     ),
     "suffix": EngineSupport(
         "suffix",
@@ -907,6 +933,10 @@ GRAPHLESS_SAID = (
 class _Vllm(Engine):
     def default_limits(self, preset, hardware, offline):
         return default_limits(hardware, offline, preset_release(NAME, preset, RANGES))
+
+    def kv_policy(self, preset, drafter):
+        support = None if drafter is None else self.methods.get(drafter.kind)
+        return KvPolicy(0.0, KV_BLOCK_TOKENS, (0, 0) if support is None else support.lookahead, KV_POLICY_WHERE)
 
     def limits_refused(self, max_num_seqs, max_batched_tokens):
         # vllm/config/scheduler.py SchedulerConfig.verify_max_model_len (read at commit 01230b40, the 0.11 line):

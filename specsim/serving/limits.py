@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from specsim.core.defaults import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
+from specsim.engines.engine import KvPolicy
 
 __all__ = ["EngineLimits", "check_limits", "engine_limits"]
 
@@ -47,6 +48,9 @@ class EngineLimits:
     #: left than a round gets them, its drafts cut (vLLM), or waits whole with those after it (TensorRT-LLM): the
     #: engine's rule (:meth:`for_deployment`; :attr:`specsim.engines.engine.Engine.cuts_overflowing_round`).
     cuts_overflowing_round: bool = True
+    #: How the engine holds the requests' KV cache: reserved whole when admitted, or in blocks as tokens arrive with
+    #: preemption where they run out (:meth:`for_deployment` takes the engine's, :meth:`Engine.kv_policy`).
+    kv_policy: KvPolicy = KvPolicy()
 
     def __post_init__(self) -> None:
         for key, most in (("max_num_seqs", 65536), ("max_batched_tokens", 4_194_304), ("spec_max_num_seqs", 65536)):
@@ -144,17 +148,19 @@ class EngineLimits:
 
     def for_deployment(self, dep) -> "EngineLimits":
         """These limits with ``dep``'s engine's drafting slots for its drafter (:meth:`Engine.draft_slots`; none
-        without a drafter or an engine specsim has read) and its rule for a round that overflows the budget
-        (:attr:`Engine.cuts_overflowing_round`; vLLM's without an engine): what the steady state, the simulator and the
+        without a drafter or an engine specsim has read), its rule for a round that overflows the budget
+        (:attr:`Engine.cuts_overflowing_round`; vLLM's without an engine) and its KV policy (:meth:`Engine.kv_policy`;
+        these limits' own without an engine specsim has read): what the steady state, the simulator and the
         calibration's model take, each from here."""
         from specsim.engines import REGISTRY
 
         engine = None if dep.engine is None else REGISTRY.get(dep.engine.name)
         slots = (0, 0, False) if engine is None or dep.drafter is None else engine.draft_slots(dep.engine, dep.drafter)
         cuts = True if engine is None else engine.cuts_overflowing_round
-        if slots == self.draft_slots and cuts == self.cuts_overflowing_round:
+        policy = self.kv_policy if engine is None else engine.kv_policy(dep.engine, dep.drafter)
+        if slots == self.draft_slots and cuts == self.cuts_overflowing_round and policy == self.kv_policy:
             return self
-        return replace(self, draft_slots=tuple(slots), cuts_overflowing_round=cuts)
+        return replace(self, draft_slots=tuple(slots), cuts_overflowing_round=cuts, kv_policy=policy)
 
 
 def engine_limits(

@@ -15,7 +15,7 @@ CONFIDENCE = 0.95
 #: errors).  A trace is one fixed set of requests: it is replayed once (repeating it would count its requests again
 #: and put an interval over the acceptance draws alone).
 DEFAULT_RUNS = 10
-_SUMMED = ("requests", "served", "never_fit", "slo_met")
+_SUMMED = ("requests", "served", "never_fit", "slo_met", "preemptions", "recomputed_tokens")
 
 
 def second_half_s(summary: dict) -> float:

@@ -3,12 +3,14 @@
 Users do not choose a batch size; they send traffic.  This module plays requests through one engine
 instance iteration by iteration, the way vLLM's continuous batching runs them:
 
-* **Admission.**  A waiting request is admitted (first come, first served) while fewer than
-  ``max_num_seqs`` are in flight and the KV cache can hold it: each admitted request reserves
-  ``prompt + output`` tokens of KV (target and, when speculating, draft) in the memory the capacity
-  model leaves after the weights (:func:`specsim.serving.capacity.capacity`).  Real engines allocate blocks as
-  tokens arrive and preempt when they run out; reserving up front is the conservative version.  A
-  request that can never fit is reported, never dropped silently.
+* **Admission and the KV cache.**  A waiting request is admitted (first come, first served) while fewer than
+  ``max_num_seqs`` are in flight and the KV cache (target and, when speculating, draft, in the memory the capacity
+  model leaves after the weights: :func:`specsim.serving.capacity.capacity`) can hold it as the engine holds it
+  (its :class:`~specsim.engines.engine.KvPolicy`, :mod:`specsim.serving.kv_blocks`): vLLM admits on the prompt's
+  blocks, takes blocks as tokens arrive and, where they run out, preempts the request it admitted last, which
+  recomputes its prompt and output when admitted again; TensorRT-LLM's default and engine none reserve
+  ``prompt + output`` up front; SGLang sets aside up to 4,096 output tokens.  Preemptions are counted.  A request
+  whose whole length can never fit is reported, never dropped silently.
 * **Chunked prefill.**  Each iteration carries every running sequence's decode tokens and, in the
   token budget left (``max_batched_tokens``), prompt chunks of admitted requests, oldest first.  A
   mixed iteration costs the decode round plus the marginal cost of each prompt's piece: extending that
@@ -33,6 +35,7 @@ vectorised step; there is no per-token Python loop.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -43,6 +46,7 @@ from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.core.limits import MAX_GAMMA, check_int, is_real
 from specsim.core.workloads import LENGTHS_OR_WORKLOAD, mean_context_tokens
 from specsim.serving.capacity import capacity, no_room_said, sequence_kv_bytes
+from specsim.serving.kv_blocks import KvBlocks
 from specsim.serving.runs import CONFIDENCE, DEFAULT_RUNS, past_capacity, summarize_runs
 from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, EngineLimits, iteration_s
 from specsim.serving.step_table import StepTable
@@ -94,6 +98,10 @@ class ServeResult:
     speculation: str
     notes: list = field(default_factory=list)
     kv_full: bool = False  # some request waited for KV memory while a sequence was free (not for max_num_seqs)
+    #: Requests the engine preempted when their blocks ran out (each time), and the tokens it recomputed for them: the
+    #: prompt and output each had when preempted, or the part of a prompt it had prefilled (:mod:`.kv_blocks`).
+    preemptions: int = 0
+    recomputed_tokens: int = 0
 
     @property
     def served(self) -> np.ndarray:
@@ -165,6 +173,8 @@ class ServeResult:
             "requests": int(self.arrival_s.size),
             "served": int(self.served.sum()),
             "never_fit": int(self.rejected.sum()),
+            "preemptions": self.preemptions,
+            "recomputed_tokens": self.recomputed_tokens,
             "ttft_s": pct(self.ttft_s),
             "tpot_s": pct(self.tpot_s),
             "e2e_s": pct(self.e2e_s),
@@ -221,6 +231,7 @@ class _Engine:
         changes: list | None = None,
         observer=None,
         cum_by_request: np.ndarray | None = None,
+        kv_bytes_of=None,
     ):
         n = len(requests)
         self.cum_by_request = cum_by_request  # (requests, gamma) cumulative rates, where prompts accept differently
@@ -234,7 +245,8 @@ class _Engine:
         )
         self.changes = deque(changes or ())  # (from time, cumulative rates): the acceptance from then on
         self.observer = observer
-        self.concurrency, self.reserve = concurrency, reserve
+        self.concurrency = concurrency
+        self.kv = KvBlocks(limits.kv_policy, limits.kv_capacity_bytes, reserve, kv_bytes_of)
         self.speculating = False
         self._budget: dict = {}  # the prompt tokens an iteration takes beside (b, g): the limits' rule, read once each
         self._scheduled: dict = {}  # (b, g) -> the decoding sequences an iteration schedules, read once each
@@ -242,6 +254,7 @@ class _Engine:
         self.kv_full = False
         self.prompt = np.asarray(requests.prompt, dtype=np.int64)
         self.output = np.asarray(requests.output, dtype=np.int64)
+        self.prefill_len = self.prompt.copy()  # tokens a request prefills when admitted: more where it resumes
         self.rejected = reserve > limits.kv_capacity_bytes
         if concurrency is None:
             if requests.arrival_s is None:
@@ -262,7 +275,6 @@ class _Engine:
         self.waiting: deque = deque()
         self.prefilling: deque = deque()  # [request, prompt tokens left]
         self.running = np.zeros(0, dtype=np.int64)
-        self.kv_used = 0.0
         self.t = 0.0
         self.closed_next = min(concurrency, n) if concurrency is not None else n
         self.done = 0
@@ -296,8 +308,7 @@ class _Engine:
         if self.observer is not None:
             self.observer.finished(ids, np.broadcast_to(at, ids.shape), self.prompt[ids], self.output[ids])
         self.finish[ids] = at
-        for r in self.reserve[ids].tolist():  # one at a time, in order, as the engine frees them
-            self.kv_used -= r
+        self.kv.release(ids)
         self.done += ids.size
         if self.concurrency is not None:
             for when in np.broadcast_to(at, ids.shape).tolist():
@@ -319,16 +330,16 @@ class _Engine:
         return min(arrival, self.changes[0][0]) if self.changes else arrival
 
     def admit(self) -> None:
-        """First come, first served while sequences and KV memory last (each request reserves its whole length)."""
+        """First come, first served while sequences and KV memory last (the engine's KV policy: :class:`KvBlocks`)."""
         limits = self.limits
         while (
             self.waiting
             and self.running.size + len(self.prefilling) < limits.max_num_seqs
-            and self.kv_used + self.reserve[self.waiting[0]] <= limits.kv_capacity_bytes
+            and self.kv.admits(self.waiting[0], int(self.prefill_len[self.waiting[0]]), self)
         ):
             i = self.waiting.popleft()
-            self.kv_used += self.reserve[i]
-            self.prefilling.append([i, int(self.prompt[i]) if limits.include_prefill else 0])
+            self.kv.admit(i, int(self.prefill_len[i]))
+            self.prefilling.append([i, int(self.prefill_len[i]) if limits.include_prefill else 0])
         if self.waiting and self.running.size + len(self.prefilling) < limits.max_num_seqs:
             self.kv_full = True  # a request waits with a sequence free: the KV cache alone holds it back
 
@@ -378,7 +389,7 @@ class _Engine:
             take = min(item[1], budget - chunk)
             # Each prompt's piece attends to its own earlier tokens only: it costs what extending that prompt's prefill
             # from its tokens done so far costs, so a prompt prefilled in pieces costs its whole prefill once.
-            done = int(self.prompt[item[0]]) - item[1]
+            done = int(self.prefill_len[item[0]]) - item[1]
             prefill_s += table.prefill_s(done + take, self.speculating) - table.prefill_s(done, self.speculating)
             item[1] -= take
             chunk += take
@@ -419,8 +430,8 @@ class _Engine:
         decoding_next = []
         for i in completed:
             self.prefilling.popleft()
-            self.first[i] = self.t
-            self.ctx[i] = self.prompt[i] + 1
+            self.first[i] = self.t if np.isnan(self.first[i]) else self.first[i]  # a resumed request's came before
+            self.ctx[i] = self.prefill_len[i] + 1
             self.remaining[i] -= 1
             if self.remaining[i] == 0:
                 self.finish_requests(np.array([i]), self.t)
@@ -459,6 +470,7 @@ class _Engine:
             # numbers the general case below gives, without its (sequences, rounds) arrays).
             finished_by = np.maximum(np.minimum(rem - 1, rounds), 0)
             k = min(max(least - 1, 0) + 1, rounds)  # the first to finish, from the least left (clipped as finished_by)
+            k = self.kv.rounds_that_fit(run, self.ctx[run], np.minimum(np.arange(k)[None, :], rem[:, None] - 1), g, k)
             mean_before = ctx + np.arange(k, dtype=float)
             emitted = None
         else:
@@ -474,6 +486,7 @@ class _Engine:
             # (one that waits emits none, and finishes in none).
             finished_by = (cum_e < rem[:, None]).sum(axis=1)
             k = int(min(finished_by.min() + 1, rounds))
+            k = self.kv.rounds_that_fit(run, self.ctx[run], np.pad(cum_e[:, : k - 1], ((0, 0), (1, 0))), g, k)
             mean_before = ctx + np.concatenate(([0.0], np.minimum(cum_e[:n, : k - 1], rem[:n, None]).sum(axis=0) / n))
         ends = self.t + np.cumsum(self.table.round_s(n, mean_before, g))
         due = self._next_event_s()
@@ -524,6 +537,7 @@ def simulate(
     acceptance_changes: list | None = None,
     observer=None,
     acceptance_spread: float = 0.0,
+    kv_bytes_of=None,
 ) -> ServeResult:
     """Play ``requests`` through one engine.
 
@@ -546,6 +560,10 @@ def simulate(
     reserve_bytes : ndarray or None
         KV bytes each request reserves for its whole length (:func:`specsim.serving.capacity.sequence_kv_bytes`);
         None: nothing is reserved, and only ``max_num_seqs`` limits admission.
+    kv_bytes_of : callable or None
+        A request's KV bytes at a number of tokens (``sequence_kv_bytes`` for the arm): with it, requests hold the KV
+        cache as the engine's policy holds it (``limits.kv_policy``: blocks as tokens arrive and preemption where they
+        run out, for vLLM; :mod:`specsim.serving.kv_blocks`); None: each reserves ``reserve_bytes`` whole.
     acceptance_changes : list of (seconds, acceptance) or None
         The acceptance from each of these times on (a new system prompt or checkpoint meets the drafter then); a
         round that starts after a change draws from it.
@@ -584,12 +602,24 @@ def simulate(
         rates = np.clip(alpha + acceptance_spread * rng.standard_normal(len(requests)), 0.0, 1.0)
         by_request = rates[:, None] ** np.arange(1, gmax + 1)
     eng = _Engine(
-        requests, table, limits, cum, gamma_by_batch, rng, concurrency, reserve, changes, observer, by_request
+        requests,
+        table,
+        limits,
+        cum,
+        gamma_by_batch,
+        rng,
+        concurrency,
+        reserve,
+        changes,
+        observer,
+        by_request,
+        kv_bytes_of,
     )
     eng.speculating = gmax > 0  # the drafter's network runs over every prompt too
     while eng.done < eng.n:
         eng.change_acceptance()
         eng.arrive(eng.t)
+        eng.kv.make_room(eng, int(gamma_by_batch[eng.running.size]) if eng.running.size else 0)
         eng.admit()
         b = eng.running.size
         g = int(gamma_by_batch[b]) if b else 0
@@ -614,6 +644,8 @@ def simulate(
         label,
         notes,
         eng.kv_full,
+        eng.kv.preemptions,
+        eng.kv.recomputed_tokens,
     )
 
 
@@ -642,6 +674,7 @@ def simulate_speculating(
         gamma,
         rng,
         reserve_bytes=reserve,
+        kv_bytes_of=functools.partial(sequence_kv_bytes, dep, with_draft=True, draft_tokens=max(int(gamma), 1)),
         label=f"gamma {gamma}",
         acceptance_changes=acceptance_changes,
         observer=observer,
@@ -685,9 +718,10 @@ def serve_compare(
     ``gamma``: an int (fixed) or ``"schedule"`` (the optimal gamma per running batch at ``context_hint``,
     default the workload's mean prompt plus half its mean output).  The KV capacity is the capacity
     model's (:func:`specsim.serving.capacity.capacity`): the plain run holds the target alone, the speculative run
-    the target and the draft, and each request reserves :func:`specsim.serving.capacity.sequence_kv_bytes` of its
-    whole length, window layers capped at their window, so that a run of equal requests admits exactly
-    the batch ``specsim capacity`` reports.
+    the target and the draft, and each request holds :func:`specsim.serving.capacity.sequence_kv_bytes` of its
+    tokens, window layers capped at their window, as the engine's KV policy holds them (``limits.kv_policy``): where
+    the engine reserves the whole length a run of equal requests admits exactly the batch ``specsim capacity`` reports
+    at that length; vLLM, taking blocks as tokens arrive, holds more and preempts (``meta["kv_policy"]`` says which).
 
     ``shared``: the gamma schedules and step tables of other runs on this ``dep`` at this ``acceptance`` (a sweep's:
     a seed draws the same lengths at every rate), taken where they are for these lengths and filled where not.
@@ -753,6 +787,7 @@ def serve_compare(
                 concurrency,
                 sequence_kv_bytes(dep, lengths, with_draft, scratch),
                 label="off" if name == "off" else label,
+                kv_bytes_of=functools.partial(sequence_kv_bytes, dep, with_draft=with_draft, draft_tokens=scratch),
             )
         )
     per_token = (
@@ -770,6 +805,7 @@ def serve_compare(
         "context_hint": hint,
         "scratch_draft_tokens": cap.scratch_draft_tokens,
         "scratch_basis": cap.scratch_basis,
+        "kv_policy": limits.for_deployment(dep).kv_policy.said,  # how the engine holds them (its own KvPolicy)
     }
     return runs[0], runs[1], meta
 

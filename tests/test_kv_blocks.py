@@ -1,0 +1,194 @@
+"""The KV cache as engines hold it (:mod:`specsim.serving.kv_blocks`): vLLM's blocks taken as tokens arrive and its
+preemption, replayed step by step from its scheduler and compared with the request-level simulator; the reservation
+engines' whole length; the steady state's population on the same policy."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+import numpy as np
+import pytest
+
+from specsim.engines.engine import KvPolicy
+from specsim.serving.kv_blocks import held_tokens
+from specsim.serving.simulator import EngineLimits, StepTable, simulate
+from specsim.serving.workloads import Requests
+from specsim.speculation.deployment import Deployment
+
+DEP = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline")
+BLOCK = 16  # vLLM 0.33.0 config/cache.py L185
+PER_TOKEN = 1000.0  # bytes a token holds in the replay (any linear size: the blocks are what counts)
+
+
+def _vllm_blocks_loop(prompt, output, num_blocks, gamma, lookahead):
+    """vLLM 0.33.0's v1 scheduler on requests that all wait at the start, every drafted token rejected (each round
+    emits one token), prompts prefilled whole in the step that admits them, replayed for its KV blocks: (the step in
+    which each request finished, preemptions).
+
+    v1/core/sched/scheduler.py: the running requests are taken in order and each allocated the blocks of its computed
+    tokens, its 1 + gamma new ones and the lookahead slots (allocate_slots L911-918; kv_cache_manager.py L549-552);
+    where the free blocks do not cover it, the last running request is preempted, its blocks freed and it goes to the
+    front of the waiting queue (L938, L970-977, _preempt_request L1799-1842), until the request fits or is itself the
+    one preempted; no waiting request is admitted in a step that preempted (L1050); a waiting request is admitted where
+    the blocks of its whole sequence so far fit (full_sequence_must_fit, scheduler_reserve_full_isl True:
+    config/scheduler.py L190; watermark 0.0, L196) and it is given the blocks of those tokens and the lookahead
+    (kv_cache_manager.py L529-552); a resumed request recomputes its prompt and output so far and samples its next
+    token (num_computed_tokens = 0, L1822)."""
+    n = len(prompt)
+    tokens = np.array(prompt, dtype=int)  # request.num_tokens: prompt and output so far
+    made = np.zeros(n, dtype=int)  # output tokens so far
+    held = np.zeros(n, dtype=int)  # blocks
+    waiting, running = deque(range(n)), []
+    finished_at, preemptions, step = np.full(n, -1), 0, 0
+    free = num_blocks
+    while (finished_at < 0).any():
+        step += 1
+        preempted, k = False, 0
+        while k < len(running):
+            r = running[k]
+            need = math.ceil((tokens[r] - 1 + 1 + gamma + lookahead) / BLOCK)
+            while need - held[r] > free:
+                victim = running.pop()
+                free += held[victim]
+                held[victim] = 0
+                waiting.appendleft(victim)
+                preemptions += 1
+                preempted = True
+                if victim == r:
+                    break
+            if r not in running:
+                break
+            free -= need - held[r]
+            held[r] = need
+            k += 1
+        admitted = []
+        while waiting and not preempted:
+            r = waiting[0]
+            if math.ceil(tokens[r] / BLOCK) > free or math.ceil((tokens[r] + lookahead) / BLOCK) > free:
+                break
+            waiting.popleft()
+            held[r] = math.ceil((tokens[r] + lookahead) / BLOCK)
+            free -= held[r]
+            admitted.append(r)
+        for r in running:  # a decoding round: one token each (every draft rejected)
+            tokens[r] += 1
+            made[r] += 1
+        for r in admitted:  # the prompt (or prompt and output so far) prefilled: its next token sampled
+            tokens[r] += 1
+            made[r] += 1
+            running.append(r)
+        for r in [r for r in running if made[r] >= output[r]]:
+            running.remove(r)
+            free += held[r]
+            held[r] = 0
+            finished_at[r] = step
+    return finished_at, preemptions
+
+
+class _Steps:
+    """An observer of the simulator: the end of each iteration it plays."""
+
+    def __init__(self):
+        self.ends = []
+
+    def iteration(self, end_s, *args, **kwargs):
+        self.ends.append(end_s)
+
+    def rounds(self, ends, *args, **kwargs):
+        self.ends.extend(ends)
+
+    def finished(self, *args):
+        pass
+
+
+def _simulated(prompt, output, num_blocks, gamma):
+    """The simulator on the same requests: (the step in which each finished, preemptions)."""
+    n = len(prompt)
+    prompt, output = np.asarray(prompt), np.asarray(output)
+    limits = EngineLimits(1024, 65536, kv_capacity_bytes=num_blocks * BLOCK * PER_TOKEN, include_prefill=False)
+    table = StepTable(DEP, 64, int((prompt + output).max()) + 64, max(gamma, 1), 65536)
+    steps = _Steps()
+    result = simulate(
+        Requests(prompt, output, np.zeros(n)),
+        table,
+        limits,
+        0.0,  # every drafted token rejected: each round emits one token, as the replay
+        gamma,
+        np.random.default_rng(0),
+        reserve_bytes=(prompt + output) * PER_TOKEN,
+        kv_bytes_of=lambda tokens: np.asarray(tokens, dtype=float) * PER_TOKEN,
+        observer=steps,
+    )
+    ends = np.asarray(steps.ends)
+    return np.searchsorted(ends, result.finish_s) + 1, result.preemptions
+
+
+@pytest.mark.parametrize(
+    "prompt, output, num_blocks, gamma",
+    [
+        ([100] * 8, [300] * 8, 120, 0),  # 8 requests of 400 tokens (25 blocks) in 120 blocks: preempted as they grow
+        ([40, 200, 120, 60, 300, 80], [500, 90, 260, 400, 30, 200], 50, 0),  # lengths apart
+        ([100] * 8, [300] * 8, 120, 3),  # speculating 3 drafts: 3 + 3 lookahead slots past the context
+        ([64] * 12, [120] * 12, 64, 2),
+    ],
+)
+def test_the_simulator_preempts_as_vllms_scheduler_does(prompt, output, num_blocks, gamma):
+    """The simulator's blocks, preemptions and the step each request finishes in are vLLM 0.33.0's, replayed."""
+    lookahead = gamma  # a draft model's num_lookahead_tokens (vllm/config/vllm.py 0.33.0 L626-652)
+    want_steps, want_preemptions = _vllm_blocks_loop(prompt, output, num_blocks, gamma, lookahead)
+    assert want_preemptions > 0  # the case runs out of blocks
+    got_steps, got_preemptions = _simulated(prompt, output, num_blocks, gamma)
+    assert got_preemptions == want_preemptions
+    np.testing.assert_array_equal(got_steps, want_steps)
+
+
+def test_an_engine_that_reserves_the_whole_length_never_preempts_and_holds_fewer():
+    """Where each request reserves its whole length (engine none, TensorRT-LLM's GUARANTEED_NO_EVICT) the same case
+    runs fewer at once and preempts nothing; vLLM's blocks hold more (here 4 against 8 at the start)."""
+    prompt, output = np.full(8, 100), np.full(8, 300)
+    reserving = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
+    limits = EngineLimits(1024, 65536, kv_capacity_bytes=120 * BLOCK * PER_TOKEN, include_prefill=False)
+    runs = {}
+    for name, dep in (("reserve", reserving), ("vllm", DEP)):
+        runs[name] = simulate(
+            Requests(prompt, output, np.zeros(8)),
+            StepTable(dep, 64, 400, 1, 65536),
+            limits,
+            reserve_bytes=(prompt + output) * PER_TOKEN,
+            kv_bytes_of=lambda tokens: np.asarray(tokens, dtype=float) * PER_TOKEN,
+        ).summary()
+    assert runs["reserve"]["preemptions"] == 0 and runs["reserve"]["max_running_batch"] == 4  # 1,920 // 400
+    assert runs["vllm"]["preemptions"] > 0 and runs["vllm"]["max_running_batch"] == 8  # 8 prompts of 7 blocks fit
+
+
+def test_the_engines_policies_are_their_defaults():
+    """vLLM takes blocks as tokens arrive, with the drafts' lookahead (DFlash one more); TensorRT-LLM and engine none
+    reserve the whole length; SGLang sets aside up to 4,096 output tokens."""
+    from specsim.engines import REGISTRY
+
+    drafter = DEP.drafter
+    vllm = REGISTRY["vllm"].kv_policy(DEP.engine, drafter)
+    assert (vllm.ahead_tokens, vllm.block_tokens, vllm.slots(3), vllm.slots(0)) == (0.0, 16, 6, 0)
+    dflash = Deployment.build("h100-sxm", "llama-3.1-8b", "dflash").drafter
+    assert REGISTRY["vllm"].kv_policy(DEP.engine, dflash).slots(3) == 7
+    assert not REGISTRY["trtllm"].kv_policy(None, drafter).preempts
+    assert REGISTRY["sglang"].kv_policy(None, drafter).ahead_tokens == 4096.0
+    assert not KvPolicy().preempts
+
+
+@pytest.mark.parametrize(
+    "ahead, P, O, want",
+    [
+        (math.inf, 1000, 2000, 3000.0),  # reserved whole
+        (0.0, 1000, 2000, 2000.0),  # prompt and half the output
+        (4096.0, 1000, 2000, 3000.0),  # SGLang: the output is all set aside
+        (4096.0, 1000, 8000, 1000 + (3904**2 / 2 + 4096 * 3904 + 8000 * 4096) / 8000),
+    ],
+)
+def test_held_tokens_is_the_mean_of_what_a_request_holds_and_sets_aside(ahead, P, O, want):
+    policy = KvPolicy(ahead, 1, (0, 0))
+    assert float(held_tokens(policy, P, O, 0)) == pytest.approx(want)
+    # by brute force: the mean over the tokens decoded of what it holds and sets aside
+    t = np.arange(O + 1)
+    assert want == pytest.approx(float(np.mean(P + t + np.minimum(O - t, ahead))), rel=1e-3)
