@@ -994,6 +994,16 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
             f"give your engine's setting; the KV cache is {kv_error_said(dep.engine.name)}",
             file=sys.stderr,
         )
+    policy = answer.limits.for_deployment(dep).kv_policy
+    if (
+        held_by_kv and policy.preempts
+    ):  # the engine admits on prompts and preempts as they grow (steady.preemption_expected)
+        print(
+            f"note: where the KV cache holds fewer users than the load brings, the engine is expected to preempt "
+            f"({policy.said}): the requests held are sized at the tokens each holds on average, and the recompute of "
+            "the preempted and their wait to resume are not in these times; serve-sim plays them and counts the preemptions",
+            file=sys.stderr,
+        )
     for r in answer.rows:  # where only the speculating engine queues users: its TTFT carries the wait
         a, b = r["plain"], r["spec"]
         if b["limited_by"] in ("kv cache", "max_num_seqs") and not a["limited_by"] and answer.kind == "concurrency":

@@ -74,6 +74,7 @@ __all__ = [
     "iteration_s",
     "kv_sequences",
     "landed_iteration_s",
+    "preemption_expected",
     "served_state",
     "steady_state",
 ]
@@ -329,21 +330,27 @@ def _step(dep, acceptance, gamma, batch, context):
 
 def engine_population(dep, kind, load, P, O, gamma, limits, kv_bytes=None):
     """(N_e, what limits it): the requests an engine of ``limits`` holds at once (its max_num_seqs and the sequences its
-    KV cache holds at the mean context, speculating or not; ``kv_bytes`` the (plain, speculating) KV bytes,
-    :func:`specsim.serving.capacity.free_kv_bytes`, else ``limits.kv_capacity_bytes`` for both), at least one ("no
-    room" where the cache holds none).  The one home of the engine's population: the answers at a load and
-    calibrate-engine's runs both take it."""
+    KV cache holds, speculating or not, each at the tokens it holds on average as the engine's KV policy holds them:
+    its whole length where the engine reserves it, else about the mean context with its rounds' slots
+    (:func:`specsim.serving.kv_blocks.held_tokens`, the simulator's ledger's rule); ``kv_bytes`` the (plain,
+    speculating) KV bytes, :func:`specsim.serving.capacity.free_kv_bytes`, else ``limits.kv_capacity_bytes`` for both),
+    at least one ("no room" where the cache holds none).  Where the KV cache holds it and the engine takes blocks as
+    tokens arrive (vLLM), the engine admits on prompts and preempts as they grow (:func:`preemption_expected`).  The one
+    home of the engine's population: the answers at a load and calibrate-engine's runs both take it."""
     from specsim.serving.capacity import sequence_kv_bytes
+    from specsim.serving.kv_blocks import held_tokens
 
-    context = P + O / 2.0
+    policy = limits.kv_policy
     spec = np.asarray(gamma) > 0
     kv = np.full(np.shape(gamma), limits.kv_capacity_bytes, dtype=float) if kv_bytes is None else None
     if kv is None:
         plain_kv, spec_kv = kv_bytes
         kv = np.where(spec, spec_kv, plain_kv)
-    per_plain = sequence_kv_bytes(dep, context, with_draft=False)
+    per_plain = sequence_kv_bytes(dep, held_tokens(policy, P, O, 0), with_draft=False)
     per_spec = (
-        sequence_kv_bytes(dep, context, with_draft=True, draft_tokens=np.maximum(np.max(gamma), 1))
+        sequence_kv_bytes(
+            dep, held_tokens(policy, P, O, gamma), with_draft=True, draft_tokens=np.maximum(np.max(gamma), 1)
+        )
         if dep.drafter is not None
         else per_plain
     )
@@ -365,6 +372,16 @@ def engine_population(dep, kind, load, P, O, gamma, limits, kv_bytes=None):
         limited = np.where((fits < n_e) & (held >= 1), "max_batched_tokens", limited)
         n_e = np.minimum(n_e, fits)
     return np.maximum(n_e, 1.0), limited
+
+
+def preemption_expected(state: "SteadyState", limits: EngineLimits) -> np.ndarray:
+    """Where (per gamma and load) an engine of ``limits`` is expected to preempt: its KV cache holds fewer requests than
+    the load brings and it takes blocks as tokens arrive, admitting on the prompts' (vLLM; its
+    :class:`~specsim.engines.engine.KvPolicy`), so that the requests it admitted last are preempted as the others grow
+    and recompute their tokens when admitted again (:class:`specsim.serving.kv_blocks.KvBlocks` plays it; the steady
+    state counts the requests held, not the recompute)."""
+    kv_bound = np.broadcast_to(np.asarray(state.limited_by) == "kv cache", state.tpot_s.shape)
+    return kv_bound & bool(limits.kv_policy.preempts)
 
 
 def _prefill_iterations(P, budget_left, demand_iterations):
