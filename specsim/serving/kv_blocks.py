@@ -60,6 +60,11 @@ class KvBlocks:
         self.bytes_of = bytes_of if policy.preempts else None
         self.held = np.zeros(reserve.size)  # bytes each request holds now (blocks as tokens arrive)
         self.used = 0.0
+        # The in-flight requests' whole lengths, and the most a request holds past its whole length at a gamma (its
+        # round's slots and a block): where these fit, nothing can run out and the blocks need not be counted (the
+        # answer is the same; only the work is saved).  ``stale``: ``held`` and ``used`` not counted since.
+        self.reserved, self._slack, self.gamma, self.stale = 0.0, {}, 0, False
+        self._one: dict = {}  # blocks -> bytes of one request holding them, read once each
         self.preemptions = 0
         self.recomputed_tokens = 0
         self.preempted_now = False  # the engine preempted since the last admission: it admits none this iteration
@@ -68,6 +73,22 @@ class KvBlocks:
     def on_demand(self) -> bool:
         """Whether requests take blocks as tokens arrive (and may be preempted), not their whole length up front."""
         return self.bytes_of is not None
+
+    def _roomy(self, requests: int, gamma: int, extra: float = 0.0) -> bool:
+        """Whether ``requests`` in flight (their whole lengths ``self.reserved``, and ``extra`` more bytes) fit with
+        every one's slots at ``gamma`` and a block past its whole length: then none can run out."""
+        slack = self._slack.get(gamma)
+        if slack is None:
+            slack = self._slack[gamma] = float(self.bytes_of(self.policy.slots(gamma) + self.policy.block_tokens))
+        return self.reserved + extra + requests * slack <= self.capacity
+
+    def _bytes_one(self, tokens: float) -> float:
+        """:meth:`bytes_at` of one request, read once per number of blocks."""
+        blocks = int(np.ceil(tokens / self.policy.block_tokens))
+        held = self._one.get(blocks)
+        if held is None:
+            held = self._one[blocks] = float(self.bytes_of(blocks * self.policy.block_tokens))
+        return held
 
     def bytes_at(self, tokens: object) -> np.ndarray:
         """Bytes a request holds at ``tokens`` tokens: whole blocks."""
@@ -81,8 +102,12 @@ class KvBlocks:
             return self.used + self.reserve[i] <= self.capacity
         if self.preempted_now:
             return False
+        if self._roomy(eng.running.size + len(eng.prefilling) + 1, self.gamma, self.reserve[i]):
+            return True
+        if self.stale:
+            self._count(eng, self.gamma)
         ahead = self.policy.ahead_tokens
-        own = float(self.bytes_at(tokens + min(float(eng.remaining[i]), ahead)))
+        own = self._bytes_one(tokens + min(float(eng.remaining[i]), ahead))
         if ahead == 0.0:
             return self.used + own <= self.capacity
         ids = np.concatenate([eng.running, np.array([item[0] for item in eng.prefilling], dtype=np.int64)])
@@ -95,8 +120,9 @@ class KvBlocks:
         if not self.on_demand:
             self.used += self.reserve[i]
             return
-        self.held[i] = float(self.bytes_at(tokens))
+        self.held[i] = self._bytes_one(tokens)
         self.used += self.held[i]
+        self.reserved += self.reserve[i]
 
     def release(self, ids: np.ndarray) -> None:
         """Requests ``ids`` finished: what they hold is free, one at a time in order, as the engine frees them."""
@@ -104,6 +130,7 @@ class KvBlocks:
             self.used -= r
         if self.on_demand:
             self.held[ids] = 0.0
+            self.reserved -= float(self.reserve[ids].sum())
 
     def make_room(self, eng, gamma: int) -> None:
         """Before an iteration at ``gamma``: each of ``eng``'s decoding requests takes the blocks of its context and its
@@ -111,7 +138,15 @@ class KvBlocks:
         the newest) are preempted until they do, the oldest kept.  A no-op where requests reserve their whole length."""
         if not self.on_demand:
             return
-        self.preempted_now = False
+        self.preempted_now, self.gamma = False, gamma
+        self.stale = self._roomy(eng.running.size + len(eng.prefilling), gamma)
+        if not self.stale:
+            self._count(eng, gamma)
+
+    def _count(self, eng, gamma: int) -> None:
+        """Count the blocks of ``eng``'s in-flight requests at ``gamma`` (:meth:`make_room`), preempting where they do
+        not fit."""
+        self.stale = False
         run = eng.running
         prefilling = np.array([item[0] for item in eng.prefilling], dtype=np.int64)
         need = np.concatenate([self.bytes_at(eng.ctx[run] + self.policy.slots(gamma)), self.held[prefilling]])
@@ -135,16 +170,19 @@ class KvBlocks:
             del eng.prefilling[at]
             self.recomputed_tokens += int(eng.prefill_len[j] - item[1])
         self.held[j] = 0.0
+        self.reserved -= self.reserve[j]
         eng.waiting.appendleft(j)
         self.preemptions += 1
         self.preempted_now = True
 
-    def rounds_that_fit(self, ids: np.ndarray, ctx: np.ndarray, grown: np.ndarray, gamma: int, rounds: int) -> int:
-        """Of ``rounds`` decoding iterations of requests ``ids`` from contexts ``ctx`` (their tokens ``grown`` by the
-        start of each round: requests x rounds), how many run before their blocks outgrow the cache (the first always:
-        :meth:`make_room` made room for it); all of them where requests reserve their whole length."""
-        if not self.on_demand or rounds <= 1:
+    def rounds_that_fit(self, ids: np.ndarray, ctx: np.ndarray, grown, gamma: int, rounds: int) -> int:
+        """Of ``rounds`` decoding iterations of requests ``ids`` from contexts ``ctx`` (``grown()``: their tokens grown
+        by the start of each round, requests x rounds, asked only where the blocks may run out), how many run before
+        their blocks outgrow the cache (the first always: :meth:`make_room` made room for it); all of them where
+        requests reserve their whole length."""
+        if not self.on_demand or rounds <= 1 or self._roomy(ids.size, gamma):
             return rounds
+        grown = grown()
         others = self.used - self.held[ids].sum()
         slots = self.policy.slots(gamma)
         if self.bytes_at(ctx + grown[:, -1] + slots).sum() + others <= self.capacity:  # the last fits: all do

@@ -470,7 +470,9 @@ class _Engine:
             # numbers the general case below gives, without its (sequences, rounds) arrays).
             finished_by = np.maximum(np.minimum(rem - 1, rounds), 0)
             k = min(max(least - 1, 0) + 1, rounds)  # the first to finish, from the least left (clipped as finished_by)
-            k = self.kv.rounds_that_fit(run, self.ctx[run], np.minimum(np.arange(k)[None, :], rem[:, None] - 1), g, k)
+            k = self.kv.rounds_that_fit(
+                run, self.ctx[run], lambda: np.minimum(np.arange(k)[None, :], rem[:, None] - 1), g, k
+            )
             mean_before = ctx + np.arange(k, dtype=float)
             emitted = None
         else:
@@ -486,7 +488,7 @@ class _Engine:
             # (one that waits emits none, and finishes in none).
             finished_by = (cum_e < rem[:, None]).sum(axis=1)
             k = int(min(finished_by.min() + 1, rounds))
-            k = self.kv.rounds_that_fit(run, self.ctx[run], np.pad(cum_e[:, : k - 1], ((0, 0), (1, 0))), g, k)
+            k = self.kv.rounds_that_fit(run, self.ctx[run], lambda: np.pad(cum_e[:, : k - 1], ((0, 0), (1, 0))), g, k)
             mean_before = ctx + np.concatenate(([0.0], np.minimum(cum_e[:n, : k - 1], rem[:n, None]).sum(axis=0) / n))
         ends = self.t + np.cumsum(self.table.round_s(n, mean_before, g))
         due = self._next_event_s()
