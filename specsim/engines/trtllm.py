@@ -506,9 +506,10 @@ def memory_share(hardware, model, draft, given: float | None) -> MemoryShare:
 
 
 #: How TensorRT-LLM holds its requests' KV cache by default: SchedulerConfig.capacity_scheduler_policy defaults to
-#: GUARANTEED_NO_EVICT (tensorrt_llm/llmapi/llm_args.py, read in the stored NVIDIA/TensorRT-LLM snapshot 0004396; the
-#: 1.3.0 wheel is not on the index here), which admits a request only where the blocks of its whole length fit and
-#: never pauses a started one; MAX_UTILIZATION (allocate as it goes, pause requests) is opt-in.
+#: GUARANTEED_NO_EVICT (tensorrt_llm/llmapi/llm_args.py SchedulerConfig, read in a stored copy of that file from
+#: NVIDIA/TensorRT-LLM's 1.x line whose commit the index did not name; the 1.3.0 wheel is not on the package index
+#: here, so 1.3.0 itself was not read), which admits a request only where the blocks of its whole length fit and never
+#: pauses a started one; MAX_UTILIZATION (allocate as it goes, pause requests) is opt-in.
 KV_POLICY = KvPolicy(
     where=(
         "TensorRT-LLM's default capacity_scheduler_policy GUARANTEED_NO_EVICT (tensorrt_llm/llmapi/llm_args.py "
