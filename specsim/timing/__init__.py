@@ -145,18 +145,22 @@ LARGE_MOE_ACTIVE = 10e9
 #: parallelism (:func:`specsim.calibration.fidelity.judge_large_moe`, shipped presets, nothing fitted; table 4b of
 #: ``benchmarks/validate_steptimes.py`` prints it, ``tests/test_engines.py`` recomputes it): at 1-8 users (median,
 #: lowest and highest model's median, runs), then at 1-256 users.  Measured 2026-12-04, the highest model's 0.74 and
-#: 0.69 then; 0.83 and 0.71 since fixed-length users whose prompts fill an iteration each move as a chain (2026-12-05).
+#: 0.69 then; 0.83 and 0.71 since fixed-length users whose prompts fill an iteration each move as a chain (2026-12-05);
+#: 331 runs at 1-256 users since SGLang's cache is sized as it admits (its prompt and output set aside, 4,096 output
+#: tokens at most: :meth:`specsim.engines.engine.Engine.kv_policy`), which leaves DeepSeek-V3's 128 users of 8,192 in and
+#: 1,024 out on B200 x 8 (SGLang 0.5.9) judging the KV capacity (2026-12-06; the figures unchanged at two places).
 #: Not corrected.
-LARGE_MOE_LONGER = ((0.41, 0.30, 0.83, 128), (0.30, 0.21, 0.71, 332))
+LARGE_MOE_LONGER = ((0.41, 0.30, 0.83, 128), (0.30, 0.21, 0.71, 331))
 #: The same at 1-8 users with the measured-kernel source (``--timing kernels``, where the kernel database composes the
 #: target; ``specsim/timing/data/refused_compositions.csv``), on the same rows.
 LARGE_MOE_LONGER_KERNELS = (0.18, -0.04, 0.33, 128)
-#: Mean absolute error of the plain TPOT on those rows (332 of 354: the others judge the KV capacity) with the default
+#: Mean absolute error of the plain TPOT on those rows (331 of 354: the others judge the KV capacity) with the default
 #: source (:func:`default_timing`: the measured kernels where they compose the target, else hybrid) and with the
 #: hybrid source throughout, and the rows (:func:`specsim.calibration.fidelity.judge_large_moe`, shipped presets,
 #: nothing fitted; ``tests/test_engines.py`` recomputes it).  Measured 2026-12-04 (0.164 and 0.251); 2026-12-05 with the
-#: chain of fixed-length users (:func:`specsim.serving.steady.closed_population`).
-LARGE_MOE_MAE = (0.165, 0.252, 332)
+#: chain of fixed-length users (:func:`specsim.serving.steady.closed_population`); 2026-12-06 on 331 rows (SGLang's cache
+#: sized as it admits, :data:`LARGE_MOE_LONGER`: 0.1646 and 0.2517).
+LARGE_MOE_MAE = (0.165, 0.252, 331)
 
 
 def large_moe(model) -> bool:
