@@ -211,8 +211,8 @@ def test_the_script_parses_says_its_wall_time_first_and_the_manifest_reads_back(
 
 def test_latest_is_the_newest_release_the_flags_were_checked_against():
     dep = Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", engine="vllm")
-    assert design_plan(dep, "vllm").version == "0.33.0" and design_plan(dep, "sglang@latest").version == "0.5.23"
-    assert "0.33.0" in FLAGS["vllm"] and "0.5.23" in FLAGS["sglang"]
+    assert design_plan(dep, "vllm").version == "0.34.0" and design_plan(dep, "sglang@latest").version == "0.5.23"
+    assert "0.34.0" in FLAGS["vllm"] and "0.5.23" in FLAGS["sglang"]
 
 
 def test_trtllm_serve_and_its_client_are_written_word_for_word():
@@ -458,7 +458,7 @@ def test_block_and_parallel_drafter_plans_write_only_their_versions_names(engine
     another window)."""
     name, version = engine.split("@")
     known = FLAGS[name][version]
-    dep = Deployment.build("h100-sxm", "qwen3-8b", draft, timing=None, engine=name)
+    dep = Deployment.build("h100-sxm", "qwen3-8b", draft, timing=None, engine=engine)
     pins = [2.0, 3.0] if draft == "pard" else None  # PARD publishes no length at a draft length to pin by default
     plan = design_plan(dep, engine, pinned=pins, prompts="prompts.jsonl", draft_checkpoint="org/drafter")
     servers = [

@@ -34,7 +34,14 @@ PARALLEL = [
 ]
 
 
-def _dep(draft, target="llama-3.1-8b", engine="vllm", timing="roofline"):
+#: The newest vLLM that runs P-EAGLE and PARD: 0.34.0 refuses parallel_drafting outside DFlash and DSpark
+#: (config/speculative.py 0.34.0 L1688-1693), and vllm@latest is 0.34.
+PARALLEL_VLLM = "vllm@0.33.0"
+
+
+def _dep(draft, target="llama-3.1-8b", engine=None, timing="roofline"):
+    if engine is None:
+        engine = PARALLEL_VLLM if draft in ("peagle", "pard") else "vllm"
     return Deployment.build("h100-sxm", target, draft, timing=timing, engine=engine)
 
 
@@ -142,7 +149,7 @@ def test_suffix_costs_cpu_per_sequence_and_proposes_a_depth_per_request():
     "argv, cited",
     [
         (
-            ["--draft", "peagle", "--target", "gpt-oss-20b"],
+            ["--draft", "peagle", "--target", "gpt-oss-20b", "--engine", PARALLEL_VLLM],
             "vLLM blog 2026-03-13-p-eagle.md, B200, T = 0: P-EAGLE 4-layer head on gpt-oss-20b, MT-Bench, 7 draft tokens: mean "
             "acceptance length 3.7 (alpha 0.760)",
         ),
@@ -180,7 +187,11 @@ def test_optimal_gamma_names_the_default_acceptance_and_its_citation(argv, cited
 
 def test_pard_has_no_default_acceptance_and_says_why(capsys):
     assert (
-        main(["optimal-gamma", "--draft", "pard", "--target", "qwen3-8b", "--batch", "1", "--timing", "roofline"]) == 2
+        main(
+            ["optimal-gamma", "--draft", "pard", "--target", "qwen3-8b", "--batch", "1", "--timing", "roofline"]
+            + ["--engine", PARALLEL_VLLM]
+        )
+        == 2
     )
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
@@ -294,12 +305,15 @@ def test_each_new_drafter_is_one_class_and_one_registry_entry_with_its_engine_na
     "argv, config",
     [
         (
-            ["--draft", "peagle", "--target", "gpt-oss-120b"],
+            ["--draft", "peagle", "--target", "gpt-oss-120b", "--engine", PARALLEL_VLLM],
             {"method": "eagle3", "model": "amazon/gpt-oss-120b-p-eagle", "parallel_drafting": True},
         ),
-        (["--draft", "pard", "--target", "qwen3-8b"], {"model": "amd/PARD-Qwen3-0.6B", "parallel_drafting": True}),
         (
-            ["--draft", "pard", "--target", "llama-3.1-8b"],
+            ["--draft", "pard", "--target", "qwen3-8b", "--engine", PARALLEL_VLLM],
+            {"model": "amd/PARD-Qwen3-0.6B", "parallel_drafting": True},
+        ),
+        (
+            ["--draft", "pard", "--target", "llama-3.1-8b", "--engine", PARALLEL_VLLM],
             {"model": "amd/PARD-Llama-3.2-1B", "parallel_drafting": True},
         ),
         (["--draft", "dflash", "--target", "qwen3-8b"], {"method": "dflash", "model": "z-lab/Qwen3-8B-DFlash-b16"}),
@@ -404,7 +418,17 @@ def test_the_simulator_plays_a_drafter_that_verifies_a_prefix_per_request_at_its
             "--draft suffix runs no network: --draft-weight-dtype, --draft-kv-dtype and --draft-tp do not apply",
         ),
         (
-            ["optimal-gamma", "--draft", "pard", "--target", "gemma-3-27b", "--alpha", "0.7"],
+            [
+                "optimal-gamma",
+                "--draft",
+                "pard",
+                "--target",
+                "gemma-3-27b",
+                "--alpha",
+                "0.7",
+                "--engine",
+                PARALLEL_VLLM,
+            ],
             "no published PARD draft is known for gemma-3-27b (known: llama-3* (amd/PARD-Llama-3.2-1B), qwen3-* "
             "(amd/PARD-Qwen3-0.6B)); give one with --draft pard:MODEL",
         ),
@@ -413,7 +437,8 @@ def test_the_simulator_plays_a_drafter_that_verifies_a_prefix_per_request_at_its
             "a DSpark confidence-scheduled drafter drafts at most 7 tokens a round (its block): gamma 8 is beyond it",
         ),
         (
-            ["optimal-gamma", "--draft", "peagle", "--target", "gpt-oss-20b", "--tree", "topk:2,depth:3,tokens:6"],
+            ["optimal-gamma", "--draft", "peagle", "--target", "gpt-oss-20b", "--tree", "topk:2,depth:3,tokens:6"]
+            + ["--engine", PARALLEL_VLLM],
             "token trees need a drafting network (draft model, EAGLE or MTP); a P-EAGLE parallel-drafting head drafts a chain",
         ),
     ],
@@ -461,3 +486,31 @@ def test_a_schedule_for_an_engine_that_never_runs_the_drafter_is_refused_before_
     assert capsys.readouterr().err.startswith(
         "specsim schedule: error: sglang does not run a P-EAGLE parallel-drafting head"
     )
+
+
+@pytest.mark.parametrize("engine", ["vllm@0.34.0", "vllm@latest", "vllm"])
+@pytest.mark.parametrize(
+    "argv, label",
+    [
+        (
+            ["speedup", "--draft", "peagle", "--target", "gpt-oss-20b", "--gamma", "4", "--timing", "roofline"],
+            "a P-EAGLE parallel-drafting head",
+        ),
+        (
+            ["schedule", "--format", "vllm", "--draft", "pard", "--target", "qwen3-8b", "--alpha", "0.7"],
+            "a PARD parallel draft model",
+        ),
+        (["bench-plan", "--draft", "peagle", "--target", "gpt-oss-120b", "--out", "plan"], "a P-EAGLE"),
+    ],
+)
+def test_vllm_0_34_refuses_parallel_drafting_outside_dflash_and_dspark(engine, argv, label, capsys, tmp_path):
+    """vLLM 0.34.0 raises for parallel_drafting with any method but dflash and dspark (config/speculative.py 0.34.0
+    L1688-1693): P-EAGLE and PARD, which run eagle3 and draft_model with it, are refused there, and vllm@latest is 0.34;
+    0.33.0 still takes them."""
+    argv = [a if a != "plan" else str(tmp_path / "plan") for a in argv]
+    assert main(argv + ["--engine", engine]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"specsim {argv[0]}: error: vllm 0.34.0 refuses {label}"), err
+    assert "L1688-1693" in err[0] and "use vllm@0.33.0, or another drafter" in err[0]
+    assert not (tmp_path / "plan").exists()  # nothing half-written
+    assert main(argv + ["--engine", "vllm@0.33.0"]) == 0

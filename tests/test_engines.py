@@ -101,10 +101,10 @@ def test_versions_resolve_to_the_preset_covering_them(spec, key):
 @pytest.mark.parametrize(
     "spec, message",
     [
-        ("vllm@0.9", "no vllm preset for version '0.9'; known: 0.10-0.13, 0.14-0.27, 0.28-0.33, latest"),
+        ("vllm@0.9", "no vllm preset for version '0.9'; known: 0.10-0.13, 0.14-0.27, 0.28-0.34, latest"),
         ("vllm@1.0", "no vllm preset for version '1.0'"),
         ("sglang@0.6", "no sglang preset"),
-        ("vllm@0.34", "no vllm preset for version '0.34'"),
+        ("vllm@0.35", "no vllm preset for version '0.35'"),
         ("vllm@", "names no version after '@'"),
         ("vllm@٠.١٠", "no vllm preset"),
         ("vllm@abc", "no vllm preset for version 'abc'"),

@@ -220,7 +220,7 @@ CASES = [
     ("optimal-gamma --engine tgi", "unknown engine 'tgi'; choose vllm, sglang, trtllm, none"),
     (
         "optimal-gamma --engine vllm@0.9",
-        "no vllm preset for version '0.9'; known: 0.10-0.13, 0.14-0.27, 0.28-0.33, latest",
+        "no vllm preset for version '0.9'; known: 0.10-0.13, 0.14-0.27, 0.28-0.34, latest",
     ),
     ("optimal-gamma --engine sglang@0.7.1", "no sglang preset for version '0.7.1'"),
     ("optimal-gamma --engine-round-ms -1", "must be >= 0"),

@@ -403,7 +403,7 @@ def test_vllm_notes_per_version_are_exact():
         "vllm/v1/spec_decode/dynamic/utils.py)"
     )
     context = (
-        "vLLM has no per-context-length key in any release through 0.33.0 (RFC vllm-project/vllm#48627 and PR #48944 "
+        "vLLM has no per-context-length key in any release through 0.34.0 (RFC vllm-project/vllm#48627 and PR #48944 "
         "open): specsim schedule --contexts shows where context would change K"
     )
     assert vllm_notes(on, (0, 24, 0), "eagle3") == [

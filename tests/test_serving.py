@@ -148,7 +148,7 @@ def test_cli_prints_both_columns_with_percentiles(capsys, tmp_path):
     # The KV capacity says whose share of memory it is (vLLM's default here, its start-up taken out), as capacity does.
     assert (
         "(16-token blocks taken as tokens arrive, the request admitted last preempted and recomputed where they run "
-        "out; memory: vLLM 0.28-0.33's gpu_memory_utilization default 0.92"
+        "out; memory: for vLLM 0.28-0.34, 0.33's gpu_memory_utilization default 0.92"
     ) in out
     for row in ("TTFT p50 / p90 / p99", "TPOT p50 / p90 / p99", "end-to-end p50 / p90 / p99", "goodput"):
         assert row in out

@@ -25,6 +25,10 @@ class EngineSupport:
     name: str  #: vLLM's speculative_config method, SGLang's --speculative-algorithm, TensorRT-LLM's decoding_type
     since: tuple[int, int, int]  #: the first release that takes it (as specsim checked; its floor where older)
     where: str  #: the source file that says so
+    #: The last release that takes it (None: every release from ``since`` specsim knows) and the source that refuses it
+    #: after (vLLM 0.34.0 refuses parallel_drafting outside DFlash and DSpark, so P-EAGLE and PARD end at 0.33).
+    until: tuple[int, int, int] | None = None
+    until_where: str = ""
     #: Config keys beyond the method and the draft length that the engine needs for it, as (key, value) pairs.
     keys: tuple = ()
     #: The first release that pins this drafter's acceptance for a benchmark (None: every release that takes it).

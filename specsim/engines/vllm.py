@@ -1,7 +1,7 @@
 """vLLM: its presets per version, its speculative_config writers and its benchmark plan.
 
 Presets (:class:`~specsim.engines.base.EnginePreset`): the versions where vLLM changed how it schedules a round --
-0.10-0.13 serial, 0.14-0.27 async scheduling with EAGLE/MTP (vllm-project/vllm#31998), 0.28-0.33 also with draft models
+0.10-0.13 serial, 0.14-0.27 async scheduling with EAGLE/MTP (vllm-project/vllm#31998), 0.28-0.34 also with draft models
 (vllm-project/vllm#48341; read in vllm/config/vllm.py of the 0.28.0 wheel) -- with the terms fitted to public rows
 (:mod:`specsim.calibration.fidelity`, :mod:`specsim.calibration.public`).
 
@@ -131,15 +131,15 @@ PRESETS = [
         recurrent=RECURRENT,
     ),
 ]
-#: Numbered releases each preset covers, (first, last) inclusive; the last ends at the newest release read (0.33.0).
-RANGES = [((0, 10, 0), (0, 13, 99), "0.10"), ((0, 14, 0), (0, 27, 99), "0.14"), ((0, 28, 0), (0, 33, 99), "latest")]
+#: Numbered releases each preset covers, (first, last) inclusive; the last ends at the newest release read (0.34.0).
+RANGES = [((0, 10, 0), (0, 13, 99), "0.10"), ((0, 14, 0), (0, 27, 99), "0.14"), ((0, 28, 0), (0, 34, 99), "latest")]
 ALIASES: dict[str, str] = {}
 #: The newest release whose source the writers were checked against (what ``vllm@latest`` writes for).
-NEWEST = "0.33.0"
+NEWEST = "0.34.0"
 
 _METRICS_SOURCE = (
     "vllm/v1/spec_decode/metrics.py (SpecDecodingProm) and vllm/v1/metrics/loggers.py (PrometheusStatLogger), "
-    "read in the 0.10.0, 0.10.2, 0.11.0 and 0.33.0 wheels"
+    "read in the 0.10.0, 0.10.2, 0.11.0, 0.33.0 and 0.34.0 wheels"
 )
 #: What vLLM's V1 engine exports on /metrics (the server's, on by default; --disable-log-stats turns it off).  The
 #: speculative counters are created only with a speculative_config; the per-position children are created at start for
@@ -147,7 +147,8 @@ _METRICS_SOURCE = (
 #: the configured draft length.  Labels: model_name (served_model_name) and engine (the engine index; loggers.py 0.10.0
 #: L167, 0.33.0 L499).
 #: Metrics that tell releases apart (every vLLM metric is on the page from the server's start): the first release whose
-#: vllm/v1/metrics/loggers.py creates each, read in every x.y.0 wheel from 0.10.0 to 0.33.0 (and 0.10.1.1, 0.10.2).
+#: vllm/v1/metrics/loggers.py creates each, read in every x.y.0 wheel from 0.10.0 to 0.33.0 (and 0.10.1.1, 0.10.2); 0.34.0
+#: creates the same "vllm:" names as 0.33.0 in loggers.py and spec_decode/metrics.py.
 _VLLM_LATER = (
     ("vllm:inter_token_latency_seconds", (0, 10, 2)),
     ("vllm:request_time_per_output_token_seconds", (0, 11, 0)),
@@ -202,7 +203,7 @@ METRIC_NAMES = [
     ),
     MetricNames(
         first=(0, 11, 0),
-        last=(0, 33, 99),
+        last=(0, 34, 99),
         note=("one series per engine under data parallelism from 0.11.0 (vllm-project/vllm#24049)"),
         **_VLLM_NAMES,
     ),
@@ -255,7 +256,7 @@ def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None
             f"draft at TP {target_tp}: vLLM's default draft_tensor_parallel_size, the target's (--draft-tp 1 "
             "for a draft model on one GPU: vLLM 0.15-0.16 only)"
         )
-    if preset.key == "vllm@latest":  # 0.28-0.33, all past 0.17.0
+    if preset.key == "vllm@latest":  # 0.28-0.34, all past 0.17.0
         raise ValueError(
             f"vLLM 0.17 and later refuse a draft model at TP {requested} beside a target at TP {target_tp} "
             "('draft_tensor_parallel_size' and 'tensor_parallel_size' must be the same: "
@@ -360,7 +361,7 @@ def vllm_notes(ranges: list, version: tuple | None = None, method: str | None = 
             "dynamic_speculative_decoding.md)"
         )
     notes.append(
-        "vLLM has no per-context-length key in any release through 0.33.0 (RFC vllm-project/vllm#48627 and PR "
+        "vLLM has no per-context-length key in any release through 0.34.0 (RFC vllm-project/vllm#48627 and PR "
         "#48944 open): specsim schedule --contexts shows where context would change K"
     )
     return notes
@@ -436,7 +437,7 @@ class VllmBench(BenchWriter):
     in the result from 0.14.0).  ``draft_model`` is refused by vLLM before 0.15.0 (``arg_utils.py``).
     """
 
-    name, newest = "vllm", "0.33.0"
+    name, newest = "vllm", "0.34.0"
 
     def check(self, version, drafter, pins, topk):
         if version < (0, 10, 0):
@@ -589,6 +590,14 @@ KV_POLICY_WHERE = (
 #: Where vLLM names its drafting methods: SpeculativeMethod and SpeculativeConfig in this file of each release.
 _VLLM_SPEC = "vllm/config/speculative.py"
 _PARALLEL = "vllm/config/speculative.py parallel_drafting: in 0.16.0, not 0.15.0 (PR #32887)"
+#: vLLM 0.34.0 raises for parallel_drafting with any method but dflash and dspark (config/speculative.py 0.34.0
+#: L1688-1693, "parallel_drafting is only supported by the dflash and dspark methods"), so P-EAGLE (eagle3 with it) and
+#: PARD (draft_model with it) run to 0.33.
+_PARALLEL_UNTIL = (0, 33, 99)
+_PARALLEL_GONE = (
+    "vllm/config/speculative.py 0.34.0 L1688-1693 raises 'parallel_drafting is only supported by the dflash and dspark "
+    "methods'"
+)
 #: The tokens of max_num_batched_tokens a drafter takes beside each request's 1 + num_speculative_tokens (K):
 #: SpeculativeConfig.max_num_new_slots_for_drafting (vllm/config/speculative.py 0.33.0 L2058-2098, the same table at
 #: 0.28.0-0.32.0 but DFlash K and DSpark K - 1 there: 0.30.0 L1853-1891, 0.31.0 L1882-1920, 0.32.0 L1888-1926, DSpark's
@@ -631,6 +640,8 @@ METHODS = {
         keys=(("parallel_drafting", True),),
         slots=_PARALLEL_SLOTS,
         lookahead=_LOOKAHEAD,
+        until=_PARALLEL_UNTIL,
+        until_where=_PARALLEL_GONE,
     ),
     "pard": EngineSupport(
         "draft_model",
@@ -639,6 +650,8 @@ METHODS = {
         keys=(("parallel_drafting", True),),
         slots=((_SLOTS_UP_FRONT, (0, 1, True)), (_SLOTS_PER_REQUEST, (0, 1, False))),  # K
         lookahead=_LOOKAHEAD,
+        until=_PARALLEL_UNTIL,
+        until_where=_PARALLEL_GONE,
     ),
     "dflash": EngineSupport(
         "dflash",
@@ -729,6 +742,16 @@ def default_limits(hardware, offline: bool, release: tuple = (0, 24, 0)) -> Defa
 #: "0" in 0.19.0; v1/worker/gpu_worker.py determine_available_memory), which specsim does not count (the rest of the
 #: start-up it does: :func:`start_up`).
 _MEMORY_UTILIZATION = ((0, 0, 0), 0.9), ((0, 20, 0), 0.92)
+#: vLLM 0.34.0 leaves gpu_memory_utilization unset (config/cache.py 0.34.0 L216) and, with its extensible KV cache (on by
+#: default on CUDA and ROCm, L395-405), resolves it to 1.0 (resolved_gpu_memory_utilization, L495-501) and commits the
+#: cache from the memory free after warmup less a reserve and a margin (v1/worker/extensible_kv_cache.py L64-74,
+#: L280-296).  That sizing is not modelled: 0.33's 0.92 rule is taken, and said.
+_EXTENSIBLE_SINCE = (0, 34, 0)
+_EXTENSIBLE_SAID = (
+    "taken for 0.34, not read: 0.34.0 sizes its cache by its extensible KV cache, gpu_memory_utilization 1.0 less a "
+    "reserve and margin from the memory free after warmup (config/cache.py L395-405, L495-501; "
+    "v1/worker/extensible_kv_cache.py L64-74, L280-296), which specsim does not model"
+)
 #: The rule in words (the capacity line's, --memory-util's help).
 MEMORY_UTILIZATION_SAID = ", ".join(
     f"{u:g} from {_version_text(first)}"
@@ -854,10 +877,12 @@ def memory_share(
                     f"; {release[0]}.{release[1]}'s, the range's newest, as --engine names no release: name yours "
                     f"(--engine vllm@{first[0]}.{first[1]}.0) where it is older"
                 )
+        owner = f"vLLM {version}'s" if release < _EXTENSIBLE_SINCE else f"for vLLM {version}, 0.33's"
         text = (
-            f"vLLM {version}'s gpu_memory_utilization default {share:g} (vllm/config/cache.py: "
-            f"{MEMORY_UTILIZATION_SAID}{spans})"
+            f"{owner} gpu_memory_utilization default {share:g} (vllm/config/cache.py: {MEMORY_UTILIZATION_SAID}{spans})"
         )
+        if release >= _EXTENSIBLE_SINCE:
+            text += f"; {_EXTENSIBLE_SAID}"
     taken = start_up(hardware, model, max_batched_tokens, max_num_seqs, release)
     left = max(share - taken.bytes / hardware.memory_bytes, 0.0)
     return MemoryShare(left, left, f"{text}, {taken.said()}", taken.bytes)
@@ -960,7 +985,7 @@ class _Vllm(Engine):
         if _flashinfer_serves_fp8_cache(hardware) is None:
             return ""
         return (
-            "; vLLM (0.12 to 0.33 read) runs it on FlashInfer, not FlashAttention, and with speculation drops to "
+            "; vLLM (0.12 to 0.34 read) runs it on FlashInfer, not FlashAttention, and with speculation drops to "
             "piecewise CUDA graphs (attention outside the graph in every pass) where FlashInfer graphs single-token "
             "decodes only (sm 8.x before 0.33, sm 12.x before 0.28), and from 0.24 its Model Runner V2 "
             "runs an EAGLE or MTP round's draft steps after the first with no CUDA graph at all there"

@@ -168,6 +168,13 @@ class Drafter:
                 f"{cls.label} (--draft {cls.spelling or cls.kind}) runs from {e.name} {_version(s.since)}; use {e.name}@"
                 f"{_version(s.since)} or later, or another drafter"
             )
+        if version is not None and s.until is not None and tuple(version) > s.until:
+            last = f"{s.until[0]}.{s.until[1]}"
+            raise ValueError(
+                f"{named or e.name + ' ' + _version(version)} refuses {cls.label} (--draft {cls.spelling or cls.kind}): "
+                f"{s.until_where}; it runs on {e.name} {_version(s.since)} to {last}: use {e.name}@{last}.0, or another "
+                "drafter"
+            )
         return s
 
     @classmethod
