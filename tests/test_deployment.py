@@ -791,6 +791,36 @@ def test_vllms_v2_runner_adds_graphless_draft_steps_on_flashinfers_fp8_cache_onl
         assert (graphless_draft(build(engine=engine, target="mixtral-8x7b", **fp8))[0] > 0) == v2
 
 
+def test_vllm_0_31_to_0_33_run_a_draft_model_without_a_cuda_graph_every_draft_pass():
+    """vLLM 0.31.0 moved draft_model to Model Runner V2 (config/vllm.py 0.30.0 L2844 lists it unsupported there, 0.31.0
+    not), whose draft-model speculator captures no graph ("CUDA graph not yet supported": draft_model/speculator.py
+    0.31.0 L67-71, standalone_ar/speculator.py 0.32.0/0.33.0 L67-71) and runs every pass, the prefill included, with
+    cudagraph_runtime_mode NONE; 0.34.0 graphs it again (L62-73), and 0.26-0.30 ran it on the V1 runner, whose drafter
+    keys are initialised for a draft model (gpu_model_runner.py 0.28.0 L7339-7353, vllm-project/vllm#47460).  Each pass
+    pays the one graph-less size, GRAPHLESS_LAYER_S a draft layer, whatever the cache and GPU."""
+    from specsim.engines.vllm import GRAPHLESS_LAYER_S
+    from specsim.speculation.fp8_cache import graphless_draft
+
+    def dep(engine, draft="llama-3.2-1b", hardware="h100-sxm"):
+        return Deployment.build(hardware, "llama-3.1-8b", draft, engine=engine)
+
+    gammas = np.array([1.0, 2.0, 4.0])
+    for engine in ("vllm@0.31.0", "vllm@0.32.0", "vllm@0.33.0"):
+        d = dep(engine)
+        per_step, why = graphless_draft(d)
+        assert per_step == pytest.approx(GRAPHLESS_LAYER_S * d.draft.n_layers) and per_step > 0
+        assert why.startswith(f"vLLM {engine[5:]} runs a draft model on its Model Runner V2") and "not vLLM" in why
+        # every pass, the first included: gamma t_g, not (gamma - 1) t_g
+        np.testing.assert_allclose(d.round_time(1, 1000, gammas).graphless_s, gammas * per_step, rtol=1e-12)
+        assert any(line.startswith("draft steps without a CUDA graph: ") for line in d.provenance())
+    for engine in ("vllm@0.30.0", "vllm@0.34.0", "vllm@latest", "vllm@0.28.0", "vllm@0.14", "sglang", "none"):
+        assert graphless_draft(dep(engine)) == (0.0, "")
+        assert not np.any(dep(engine).round_time(1, 1000, gammas).graphless_s)
+    # heads keep their graphs there (an FP16 cache on Hopper), and PARD, which V2 leaves to the V1 runner
+    assert graphless_draft(dep("vllm@0.33.0", draft="eagle3")) == (0.0, "")
+    assert graphless_draft(Deployment.build("h100-sxm", "qwen3-8b", "pard", engine="vllm@0.33.0")) == (0.0, "")
+
+
 def test_without_a_draft_a_built_in_target_gets_its_catalogs_draft_and_the_note_says_so():
     """llama-3.2-1b drafting for a Qwen3 or Mistral target was refused (another tokenizer) when the user gave no
     --draft; the model catalog names each built-in target's draft, which is taken and said."""

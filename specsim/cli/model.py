@@ -295,14 +295,14 @@ def run_speedup(args: argparse.Namespace) -> int:
 
 def _graphless_said(rows: list) -> str:
     """The round's term for draft steps run without a CUDA graph, where any row has it (no column shows it): " + the
-    (gamma - 1) draft steps without a CUDA graph (X ms at ...; -v gives why and the source)"; "" elsewhere."""
+    draft steps run without a CUDA graph (X ms at ...; -v gives which, why and the source)"; "" elsewhere."""
     shown = [r for r in rows if r.get("t_graphless_s")]
     if not shown:
         return ""
     r = shown[0]
     return (
-        f" + the draft steps after the first run without a CUDA graph ({r['t_graphless_s'] * 1e3:.3f} ms at gamma "
-        f"{r['gamma']}; -v gives why and the source of its size)"
+        f" + the draft steps run without a CUDA graph ({r['t_graphless_s'] * 1e3:.3f} ms at gamma "
+        f"{r['gamma']}; -v gives which, why and the source of its size)"
     )
 
 

@@ -258,6 +258,12 @@ class Engine:
         ``hardware``, what that costs over a graphed step and the source of the size; (0.0, "") where it graphs them."""
         return 0.0, ""
 
+    def graphed_draft_steps(self, preset, drafter_kind: str | None) -> int:
+        """How many of a round's first draft steps keep their CUDA graph where :meth:`graphless_draft_steps` charges the
+        rest: 1 (the first step, a round's prefill of the accepted tokens, keeps its graph) unless the engine runs every
+        step of this drafter without one."""
+        return 1
+
     def default_limits(self, preset, hardware, offline: bool) -> DefaultLimits | None:
         """The limits this engine takes on ``hardware`` when the user sets none, for a server or (``offline``) a batch
         run in-process; None where specsim has not read them."""

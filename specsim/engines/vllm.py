@@ -955,6 +955,48 @@ GRAPHLESS_SAID = (
 )
 
 
+#: Where vLLM runs every pass of a draft model, the round's first (the accepted tokens' prefill) included, without a CUDA
+#: graph: (first, last release, drafter kinds, why).  0.31.0-0.33.x, Model Runner V2 (config/vllm.py
+#: _get_v2_model_runner_unsupported_features lists "draft_model" at 0.30.0 L2844, not at 0.31.0 L3073-3083): its
+#: draft-model speculator captures no graph, init_cudagraph_manager and capture are "pass  # CUDA graph not yet
+#: supported" (v1/worker/gpu/spec_decode/draft_model/speculator.py 0.31.0 L67-71; standalone_ar/speculator.py 0.32.0
+#: and 0.33.0 L67-71), every pass with cudagraph_runtime_mode NONE (0.31.0 L132, L209, L309; 0.33.0 L143-147).  0.34.0
+#: builds a graph manager for it (standalone_ar/speculator.py L62-73).  PARD stays on V1 there ("parallel drafting for
+#: EAGLE speculative decoding", 0.31.0 L3088-3092), whose drafter is graphed.
+#: Read, not modelled: the V1 runner before 0.26.0 initialised the drafter's cudagraph dispatcher keys only for
+#: use_eagle() (and extract_hidden_states), not uses_draft_model() (gpu_model_runner.py 0.15.0 L5397-5399, 0.20.0
+#: L6387-6396, 0.25.0 L6983-6995; "or self.speculative_config.uses_draft_model()" from 0.26.0 L7131-7145, 0.27.0-0.30.0
+#: the same: vllm-project/vllm#47460), and its dispatch returns NONE while "not self.keys_initialized"
+#: (cudagraph_dispatcher.py 0.15.0 L207-211, 0.25.0 L275), so 0.15-0.25 ran a draft model (and PARD) eager too.  Not
+#: charged yet: the calibration example (examples/bench/plan, generated for vllm 0.20.0 with a draft model) and the
+#: README's calibration block were made with those releases graphed and need regenerating with it.
+_EAGER_DRAFT_MODEL = (
+    (
+        (0, 31, 0),
+        (0, 33, 99),
+        frozenset({"draft_model"}),
+        "runs a draft model on its Model Runner V2, whose draft-model speculator captures no CUDA graph before 0.34 "
+        "('CUDA graph not yet supported', v1/worker/gpu/spec_decode/draft_model/speculator.py of 0.31.0, "
+        "standalone_ar/speculator.py of 0.32.0-0.33.0: every draft pass, the first included, with "
+        "cudagraph_runtime_mode NONE)",
+    ),
+)
+#: On ROCm 0.31.0 keeps DeepSeek-V3.2/V4 and GLM-DSA targets on V1 (ROCM_DEFAULT_MRV1_ARCHITECTURES, 0.31.0 L75-77).
+_ROCM_V1_0_31 = frozenset({"DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM", "GlmMoeDsaForCausalLM"})
+
+
+def _eager_draft_model(release: tuple, drafter_kind, hardware=None, target=None) -> str:
+    """Why vLLM ``release`` runs every pass of this drafter without a CUDA graph (:data:`_EAGER_DRAFT_MODEL`), "" where
+    it does not (or, given the GPU and target, where that release keeps the target on the runner that graphs it)."""
+    why = next(
+        (w for first, last, kinds, w in _EAGER_DRAFT_MODEL if first <= release <= last and drafter_kind in kinds), ""
+    )
+    rocm = getattr(hardware, "platform", "cuda") == "rocm"
+    if why and (0, 31, 0) <= release < (0, 32, 0) and rocm and getattr(target, "architecture", None) in _ROCM_V1_0_31:
+        return ""  # V1 there, whose drafter is graphed from 0.26
+    return why
+
+
 class _Vllm(Engine):
     def default_limits(self, preset, hardware, offline):
         return default_limits(hardware, offline, preset_release(NAME, preset, RANGES))
@@ -1011,8 +1053,14 @@ class _Vllm(Engine):
         # (v1/worker/gpu/spec_decode/autoregressive/speculator.py L82-95, "PIECEWISE cudagraphs are not supported for
         # draft decodes", vllm-project/vllm#39773; the same in 0.25.0-0.29.0 and 0.34.0).  The first draft step (the
         # prefill at position 0) keeps its piecewise graph.
-        served = _flashinfer_serves_fp8_cache(hardware)
         release = preset_release(NAME, preset, RANGES)
+        eager = _eager_draft_model(release, drafter_kind, hardware, target)
+        if eager:
+            return GRAPHLESS_LAYER_S, (
+                f"vLLM {_version_text(release)} {eager}; each costs {GRAPHLESS_LAYER_S * 1e3:.3f} ms a draft layer "
+                f"more: {GRAPHLESS_SAID}"
+            )
+        served = _flashinfer_serves_fp8_cache(hardware)
         if target.kv_dtype != "fp8" or served is None or drafter_kind not in _V2_STEP_KINDS:
             return 0.0, ""
         # served is sm 8.x or 12.x (a profile without its capability and without FP8 tensor cores counts as 8.x)
@@ -1038,6 +1086,11 @@ class _Vllm(Engine):
             "(v1/worker/gpu/spec_decode/autoregressive/speculator.py, vllm-project/vllm#39773); each costs "
             f"{GRAPHLESS_LAYER_S * 1e3:.3f} ms a draft layer more: {GRAPHLESS_SAID}"
         )
+
+    def graphed_draft_steps(self, preset, drafter_kind):
+        # a draft model's prefill pass too runs without a graph where _EAGER_DRAFT_MODEL says; platform and target do
+        # not matter here: graphless_draft_steps says whether any step is charged
+        return 0 if _eager_draft_model(preset_release(NAME, preset, RANGES), drafter_kind) else 1
 
     def draft_tp(self, preset, separate_model, target_tp, requested):
         return draft_tp(preset, separate_model, target_tp, requested)

@@ -11,6 +11,8 @@ draft steps then pays
     t_round += (gamma - 1) t_g,    t_g = (draft layers) x (the engine's graph-less time per layer)
 
 (:func:`graphless_draft_s`, the one home of the term; the engine says where and how much:
+:meth:`specsim.engines.engine.Engine.graphed_draft_steps` where the first step has no graph either, as vLLM 0.31-0.33
+run a draft model on Model Runner V2, which graphs it with any cache, for s t_g;
 :meth:`specsim.engines.engine.Engine.graphless_draft_steps`).  The piecewise target passes and FlashInfer's kernels are
 not modelled; the serial rounds FlashInfer's metadata build forces are (:meth:`~specsim.engines.engine.Engine.serial_rounds`).
 """
@@ -44,7 +46,9 @@ def graphless_draft(dep) -> tuple[float, str]:
 
 def graphless_draft_s(dep, steps: object) -> np.ndarray | float:
     """(s - 1) t_g, seconds: what a round of ``steps`` draft steps adds where ``dep``'s engine runs every draft pass
-    after the first without a CUDA graph (:func:`graphless_draft`; 0 elsewhere, and for a drafter of one pass).
+    after the first without a CUDA graph (:func:`graphless_draft`; 0 elsewhere, and for a drafter of one pass); s t_g
+    where it runs the first without one too (:meth:`~specsim.engines.engine.Engine.graphed_draft_steps`: vLLM 0.31-0.33's
+    draft model).
 
     >>> from specsim.speculation.deployment import Deployment
     >>> a100 = Deployment.build("a100-sxm-80gb", "llama-3.1-8b", "eagle3", engine="vllm@0.24.0",
@@ -55,8 +59,9 @@ def graphless_draft_s(dep, steps: object) -> np.ndarray | float:
     per_step, _ = graphless_draft(dep)
     if not per_step:
         return 0.0
+    graphed = REGISTRY[dep.engine.name].graphed_draft_steps(dep.engine, dep.drafter.kind)
     passes = np.asarray(dep.drafter.draft_passes(np.asarray(steps, dtype=float)), dtype=float)
-    return np.maximum(passes - 1.0, 0.0) * per_step
+    return np.maximum(passes - graphed, 0.0) * per_step
 
 
 def graphless_provenance(dep) -> list[str]:
@@ -78,9 +83,12 @@ def fp8_cache_notes(dep) -> list[str]:
     engine = REGISTRY.get(dep.engine.name)  # None for engine none
     why = "" if engine is None else engine.fp8_cache_backend(dep.hardware)
     graphless_s, _ = graphless_draft(dep)
+    graphed = engine is None or dep.drafter is None or engine.graphed_draft_steps(dep.engine, dep.drafter.kind)
+    which = "" if graphed else " (all of them)"
     modelled = (
-        f"; the draft steps it runs without a CUDA graph are modelled, {graphless_s * 1e3:.3f} ms more each after a "
-        "round's first (-v gives the source of the size)"
+        f"; the draft steps it runs without a CUDA graph are modelled, {graphless_s * 1e3:.3f} ms more each"
+        + (which or " after a round's first")
+        + " (-v gives the source of the size)"
         if graphless_s
         else ""
     )
