@@ -53,7 +53,12 @@ from specsim.engines import DEFAULT_ENGINE, REGISTRY, EnginePreset, draft_tp, ge
 from specsim.engines.engine import rocm_large_moe_said
 from specsim.speculation.acceptance import _check_gamma, plan_arrays, tokens_per_round
 from specsim.speculation.drafters import Drafter, DraftModel, drafter_class, make_drafter
-from specsim.speculation.fp8_cache import fp8_cache_notes, graphless_draft_s, graphless_provenance
+from specsim.speculation.fp8_cache import (
+    fp8_cache_notes,
+    graphless_assumed,
+    graphless_draft_s,
+    graphless_provenance,
+)
 from specsim.timing import (
     LARGE_MOE_LONGER,
     LARGE_MOE_LONGER_KERNELS,
@@ -1000,7 +1005,7 @@ class Deployment:
         """What the step-time source could not answer from its own data, the choices made for the user, and defaults the
         configs relied on."""
         notes = list(self.choices) + self.defaults_said() + list(self.source.notes) + self._model_notes()
-        notes += fp8_cache_notes(self)
+        notes += fp8_cache_notes(self) + graphless_assumed(self)
         notes += self._overlap_assumed()
         notes += self._host_unmeasured()
         notes += self._int4_estimated()

@@ -70,6 +70,37 @@ def graphless_provenance(dep) -> list[str]:
     return [f"draft steps without a CUDA graph: {why}"] if why else []
 
 
+def graphless_assumed(dep) -> list[str]:
+    """The graph-less draft steps' size said by default where it moves a round at batch 1 by more than 10%: the engine
+    runs those steps without a CUDA graph by its source, but what each costs is an estimate (the engine's per-layer
+    time: specsim's own eager-PyTorch harness, not the engine's compiled model), and an assumption that moves the
+    answer that much is said without -v.
+
+    >>> from specsim.speculation.deployment import Deployment
+    >>> graphless_assumed(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.34.0"))
+    []
+    >>> graphless_assumed(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.33.0"))[0][:61]
+    'assumed: each draft pass vllm 0.33.0 (preset vllm@latest) run'
+    """
+    from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS
+
+    per_step, _ = graphless_draft(dep)
+    if not per_step:
+        return []
+    steps = min(3, dep.drafter.max_steps or 3)  # a reference round the drafter can run
+    r = dep.round_time(1, DEFAULT_CONTEXT_TOKENS, steps)
+    added, total = float(np.asarray(r.graphless_s)), float(np.asarray(r.total_s))
+    if added <= 0.10 * (total - added):
+        return []
+    return [
+        f"assumed: each draft pass {dep.engine.label} runs without a CUDA graph costs {per_step * 1e3:.2f} ms more "
+        f"({per_step / dep.draft.n_layers * 1e3:.3f} ms a layer: eager PyTorch in specsim's own harness, not the "
+        "engine's compiled model, which launches fewer kernels; no public measurement of the engine's own): it makes "
+        f"a round of {steps} draft step{'s' if steps > 1 else ''} at batch 1 {total / (total - added):.2f}x as long "
+        "(-v gives which passes and why)"
+    ]
+
+
 def fp8_cache_notes(dep) -> list[str]:
     """The note on an FP8 KV cache where it costs more than its bytes: no FP8 tensor cores to read it, or an engine
     that serves it on other kernels and graphs (:meth:`specsim.engines.engine.Engine.fp8_cache_backend`), saying what
