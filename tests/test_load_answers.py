@@ -458,9 +458,10 @@ def test_a_schedule_at_loads_in_json_carries_the_loads_table_and_serve_sim_its_l
 
 def test_past_capacity_a_long_simulation_comes_to_the_steady_states_answer(capsys):
     """Chat at 28 requests/s on the default deployment is past capacity with and without speculation.  The steady state
-    answers the saturated limit: speculating at gamma 2 gives 1.5% less output (its engine holds fewer requests).
-    serve-sim's 1,000 requests, its default, gave +8.8% there: a transient, with the queue still filling.  Measured when
-    this test was written (seed 0): 4,000 requests +3.1%, 16,000 -0.4%, 64,000 -1.25%.  Held: 64,000 requests within
+    answers the saturated limit: speculating at gamma 2 gives 1.3% less output (its engine holds fewer requests).
+    serve-sim's 1,000 requests, its default, give +8.6% there: a transient, with the queue still filling.  Measured with
+    vLLM's KV blocks taken as tokens arrive (seed 0): 4,000 requests +3.8%, 16,000 +0.1%, 64,000 -0.6% (-1.25% when
+    this test was written, each request's whole length reserved).  Held: 64,000 requests within
     one point of the steady state's figure (both runs are seeded: no false failures)."""
     [row] = _json(["optimal-gamma", "--rate", "28", "--workload", "chat", "--alpha", "0.8"], capsys)
     assert row["gamma"] == 0 and "past capacity" not in row["recommendation"]
