@@ -225,3 +225,23 @@ def test_the_steady_state_holds_what_the_simulator_holds_where_the_kv_cache_bind
     assert float(state.mean_batch[0, 0]) == pytest.approx(run["mean_running_batch"], rel=0.08)
     preempts = limits.for_deployment(dep).kv_policy.preempts
     assert bool(preemption_expected(state, limits.for_deployment(dep))[0, 0]) == preempts == (run["preemptions"] > 0)
+
+
+def test_a_counted_preemption_recomputes_something():
+    """A prompt admitted while the token budget gave it no chunk yet, then sent back to the queue to make room, had
+    nothing to recompute: vLLM admits a request only as it schedules its first chunk (scheduler.py 0.33.0's waiting
+    loop), so there it never left the queue.  Chat at 28 requests/s on the default deployment counted 3 such
+    preemptions with 0 tokens recomputed; each counted one now recomputes at least one token."""
+    import contextlib
+    import io
+    import json
+
+    from specsim.cli.main import main
+
+    argv = ["serve-sim", "--rate", "28", "--workload", "chat", "--alpha", "0.8", "--requests", "1000", "--runs", "1"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main([*argv, "--json"]) == 0
+    sim = json.loads(out.getvalue())
+    for arm in ("off", "on"):
+        assert sim[arm]["recomputed_tokens"] >= sim[arm]["preemptions"], (arm, sim[arm])

@@ -168,7 +168,14 @@ class KvBlocks:
         else:
             item = eng.prefilling[at]
             del eng.prefilling[at]
-            self.recomputed_tokens += int(eng.prefill_len[j] - item[1])
+            done = int(eng.prefill_len[j] - item[1])
+            self.recomputed_tokens += done
+            if not done:  # admitted here while the budget gave it no token yet: vLLM admits a request only as it
+                # schedules its first chunk (scheduler.py 0.33.0's waiting loop), so there it never left the queue
+                self.held[j] = 0.0
+                self.reserved -= self.reserve[j]
+                eng.waiting.appendleft(j)
+                return
         self.held[j] = 0.0
         self.reserved -= self.reserve[j]
         eng.waiting.appendleft(j)
