@@ -428,6 +428,12 @@ def test_vllm_notes_per_version_are_exact():
         "may not work out of the box' (docs/features/speculative_decoding/dynamic_speculative_decoding.md)",
         context,
     ]
+    # 0.33.0 still has V1 and its override; 0.34.0 runs V2 alone (it said "0.34.0 runs this key with PIECEWISE CUDA
+    # graphs on Model Runner V1" of a release without V1)
+    assert "on Model Runner V1" in vllm_notes(on, (0, 33, 0), "eagle3")[1]
+    assert vllm_notes(on, (0, 34, 0), "eagle3")[1] == (
+        "vLLM 0.34.0 runs this key on Model Runner V2, its one runner, with its full CUDA graphs"
+    )
 
 
 def test_vllm_quantises_a_draft_on_load_and_engine_settings_name_each_model():

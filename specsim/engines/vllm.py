@@ -317,6 +317,11 @@ def to_vllm(ranges: list, draft_model: str, dep=None, version: tuple | None = No
     return config
 
 
+#: The first release without Model Runner V1 (0.34.0: v1/worker/ holds no gpu_model_runner.py, and config/vllm.py no
+#: use_v2_model_runner).
+_V1_RUNNER_GONE = (0, 34, 0)
+
+
 def vllm_notes(ranges: list, version: tuple | None = None, method: str | None = None) -> list[str]:
     """What vLLM ``version`` does with the config :func:`to_vllm` writes, read from that version's source: the
     per-batch key's caveats (CUDA graphs, data parallelism, methods), its tail, and the per-context key no release has."""
@@ -338,11 +343,14 @@ def vllm_notes(ranges: list, version: tuple | None = None, method: str | None = 
             f"vLLM {v} switches full CUDA graphs to PIECEWISE with this key, and its Model Runner V2 does not take it "
             "(vllm/config/vllm.py, _maybe_override_dynamic_sd_cudagraph_mode)"
         )
-    else:
+    elif version < _V1_RUNNER_GONE:
         notes.append(
             f"vLLM {v} runs this key with PIECEWISE CUDA graphs on Model Runner V1; full graphs need "
             "VLLM_USE_V2_MODEL_RUNNER=1 (vllm/config/vllm.py, _maybe_override_dynamic_sd_cudagraph_mode)"
         )
+    else:  # 0.34.0 has Model Runner V2 alone (no v1/worker/gpu_model_runner.py, no use_v2_model_runner in
+        # config/vllm.py), and the override to PIECEWISE, which spared V2, went with V1 (0.33.0 L1069-1086 has it)
+        notes.append(f"vLLM {v} runs this key on Model Runner V2, its one runner, with its full CUDA graphs")
     if version < (0, 26, 0):
         notes.append(
             f"vLLM {v} does not guard this key under data parallelism: with --data-parallel-size > 1 ranks can pick "
