@@ -401,7 +401,7 @@ def test_capacity_says_whose_share_of_memory_it_takes_and_the_answer_at_a_load_t
 
     assert usable("--engine", "vllm") == [
         "usable: for vLLM 0.28-0.34, 0.33's gpu_memory_utilization default 0.92 (vllm/config/cache.py: 0.9 before "
-        "0.20.0, 0.92 from 0.20.0); taken for 0.34, not read: 0.34.0 sizes its cache by its extensible KV cache, "
+        "0.20.0, 0.92 from 0.20.0); taken for 0.34 too, which sizes its cache otherwise: by its extensible KV cache, "
         "gpu_memory_utilization 1.0 less a reserve and margin from the memory free after warmup (config/cache.py "
         "L395-405, L495-501; v1/worker/extensible_kv_cache.py L64-74, L280-296), which specsim does not model, "
         "less 2.29 GB for its start-up (a profiling pass's peak of 2.02 GB, the sampler's logits, at "

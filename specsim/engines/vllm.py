@@ -756,7 +756,7 @@ _MEMORY_UTILIZATION = ((0, 0, 0), 0.9), ((0, 20, 0), 0.92)
 #: L280-296).  That sizing is not modelled: 0.33's 0.92 rule is taken, and said.
 _EXTENSIBLE_SINCE = (0, 34, 0)
 _EXTENSIBLE_SAID = (
-    "taken for 0.34, not read: 0.34.0 sizes its cache by its extensible KV cache, gpu_memory_utilization 1.0 less a "
+    "taken for 0.34 too, which sizes its cache otherwise: by its extensible KV cache, gpu_memory_utilization 1.0 less a "
     "reserve and margin from the memory free after warmup (config/cache.py L395-405, L495-501; "
     "v1/worker/extensible_kv_cache.py L64-74, L280-296), which specsim does not model"
 )
