@@ -33,7 +33,7 @@ from specsim.describe.models import ModelShape, get_model
 from specsim.engines import source_and_engine
 from specsim.speculation.acceptance import tokens_per_round
 from specsim.speculation.deployment import Deployment
-from specsim.speculation.search import optimal_gamma, speedup_from_cost_ratio
+from specsim.speculation.search import optimal_gamma, search_bound, speedup_from_cost_ratio
 
 __all__ = ["closed_form_table", "deployments", "optimal_gamma_table", "pass_table", "roofline_table", "sweep"]
 
@@ -215,13 +215,17 @@ def optimal_gamma_table(
 
     Columns: hardware, target, draft, alpha, batch, context, gamma, speedup,
     tokens_per_round, t_target_s, t_draft_s, t_verify_s, cost_ratio,
-    bound_target, bound_draft, bound_verify, at_gamma_max, timing, engine.
-    ``timing`` and ``engine`` as in :func:`sweep`.
+    bound_target, bound_draft, bound_verify, at_gamma_max, gamma_bound, timing, engine.
+    ``timing`` and ``engine`` as in :func:`sweep`; ``gamma_bound`` what stopped the search where the best gamma is its
+    largest (:func:`~specsim.speculation.search.search_bound`, the words ``optimal-gamma --json`` gives), else None.
 
     >>> t = optimal_gamma_table(alpha=0.8, batch=[1, 256], pairs=("article-8b", "article-1b"),
     ...    timing="roofline", engine="none")
-    >>> t.gamma.tolist()
-    [4, 2]
+    >>> t.gamma.tolist(), t.gamma_bound.tolist()
+    ([4, 2], [None, None])
+    >>> optimal_gamma_table(alpha=0.8, batch=1, pairs=("article-8b", "article-1b"), gamma_max=2,
+    ...    timing="roofline", engine="none").gamma_bound.tolist()
+    ['at --gamma-max; raise it']
     """
     frames, deps = [], list(deployments(hardware, pairs, timing, engine))
     for dep in deps:
@@ -229,6 +233,7 @@ def optimal_gamma_table(
         dep.require_within_positions(int(np.max(g["context"])))
         shape = np.broadcast_shapes(*(a.shape for a in g.values()))
         best = optimal_gamma(dep, g["alpha"], g["batch"], g["context"], gamma_max, rtol)
+        bound = search_bound(dep, g["alpha"], gamma_max, g["context"])
         times = best.outcome
         columns = {
             "alpha": g["alpha"],
@@ -247,6 +252,7 @@ def optimal_gamma_table(
             "bound_draft": times.draft.bound,
             "bound_verify": times.verify.bound,
             "at_gamma_max": best.at_limit,
+            "gamma_bound": np.where(np.broadcast_to(best.at_limit, shape), bound, None),
         }
         frames.append(_frame(dep, shape, columns))
     return _concat(frames, deps)
