@@ -163,24 +163,19 @@ class KvBlocks:
         at = next((k for k, item in enumerate(eng.prefilling) if item[0] == j), None)
         if at is None:
             eng.running = eng.running[eng.running != j]
-            eng.prefill_len[j] = int(eng.ctx[j])  # prompt and output so far, prefilled again as one prompt
-            self.recomputed_tokens += int(eng.ctx[j])
+            eng.prefill_len[j] = done = int(eng.ctx[j])  # prompt and output so far, prefilled again as one prompt
         else:
-            item = eng.prefilling[at]
+            done = int(eng.prefill_len[j] - eng.prefilling[at][1])
             del eng.prefilling[at]
-            done = int(eng.prefill_len[j] - item[1])
-            self.recomputed_tokens += done
-            if not done:  # admitted here while the budget gave it no token yet: vLLM admits a request only as it
-                # schedules its first chunk (scheduler.py 0.33.0's waiting loop), so there it never left the queue
-                self.held[j] = 0.0
-                self.reserved -= self.reserve[j]
-                eng.waiting.appendleft(j)
-                return
         self.held[j] = 0.0
         self.reserved -= self.reserve[j]
         eng.waiting.appendleft(j)
-        self.preemptions += 1
-        self.preempted_now = True
+        self.recomputed_tokens += done
+        # Admitted here while the budget gave it no token yet, it had nothing to recompute: vLLM admits a request only
+        # as it schedules its first chunk (scheduler.py 0.33.0's waiting loop), so there it never left the queue.
+        if done:
+            self.preemptions += 1
+            self.preempted_now = True
 
     def rounds_that_fit(self, ids: np.ndarray, ctx: np.ndarray, grown, gamma: int, rounds: int) -> int:
         """Of ``rounds`` decoding iterations of requests ``ids`` from contexts ``ctx`` (``grown()``: their tokens grown
