@@ -114,6 +114,8 @@ FILES = {
     "trace-long.jsonl": '{"arrival_s": 0, "prompt_tokens": 5000000, "output_tokens": 10}\n',
     "trace-header.csv": "time,prompt,output\n0,10,10\n",
     "trace-text.jsonl": '{"arrival_s": "soon", "prompt_tokens": 10, "output_tokens": 10}\n',
+    "trace-text.csv": "arrival_s,prompt_tokens,output_tokens\n0,10,10\n0.5,ten,10\n",
+    "trace-blank-cell.csv": "arrival_s,prompt_tokens,output_tokens\n0,10,10\n0.5,10,\n",
     "head-obj.json": '{"a": 1}',
     "head-int-arch.json": '{"architectures": 5}',
     "head-nested-arch.json": '{"architectures": [["LlamaForCausalLMEagle3"]]}',
@@ -454,6 +456,15 @@ CASES = [
     ),
     ("serve-sim --trace {tmp}/trace-header.csv", "the header must name arrival_s, prompt_tokens, output_tokens"),
     ("serve-sim --trace {tmp}/trace-text.jsonl", "arrival_s must be a number, got 'soon'"),
+    # A CSV cell that is not a number is named by its line and column, as a JSON line's is.
+    (
+        "serve-sim --trace {tmp}/trace-text.csv",
+        "trace trace-text.csv, line 3: prompt_tokens must be a number, got 'ten'",
+    ),
+    (
+        "serve-sim --trace {tmp}/trace-blank-cell.csv",
+        "trace-blank-cell.csv, line 3: output_tokens must be a number, got ''",
+    ),
     ("serve-sim --trace {tmp}/nowhere.csv", "does not exist"),
     ("serve-sim --rate 0", "argument --rate: must be > 0, got 0"),
     ("serve-sim --rate 4 --slo-tpot-ms -5", "argument --slo-tpot-ms: must be > 0, got -5"),

@@ -142,17 +142,22 @@ def read_trace(path: str | Path) -> Requests:
             cells = line.split(",")
             if len(cells) != len(header):
                 raise ValueError(f"trace {p.name}, line {i}: {len(cells)} fields, the header has {len(header)}")
-            rows.append([cells[j].strip() for j in idx])
+            row = []
+            for k, j in zip(keys, idx):
+                try:
+                    row.append(float(cells[j]))
+                except ValueError:  # (float() takes the cell's surrounding spaces)
+                    raise ValueError(
+                        f"trace {p.name}, line {i}: {k} must be a number, got {cells[j].strip()!r}"
+                    ) from None
+            rows.append(row)
     if not rows:
         raise ValueError(f"trace {p.name} holds no requests")
     from specsim.core.limits import MAX_REQUESTS
 
     if len(rows) > MAX_REQUESTS:
         raise ValueError(f"trace {p.name} holds {len(rows):,} requests; at most {MAX_REQUESTS:,} per simulation")
-    try:
-        arr = np.array(rows, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"trace {p.name}: arrival_s, prompt_tokens and output_tokens must be numbers") from None
+    arr = np.array(rows, dtype=float)  # (every cell checked a number above, by line and column)
     a, prompt, output = arr[:, 0], arr[:, 1], arr[:, 2]
     for name, col in (("prompt_tokens", prompt), ("output_tokens", output)):
         bad = np.flatnonzero(~np.isfinite(col) | (col != np.round(col)) | (col < 1))
