@@ -99,6 +99,24 @@ def test_a_replayed_trace_gives_exactly_the_same_run(tmp_path, suffix):
         assert np.array_equal(x.finish_s, y.finish_s) and np.array_equal(x.first_token_s, y.first_token_s)
 
 
+def test_a_trace_csv_is_read_as_csv_quotes_and_all(tmp_path):
+    """A spreadsheet's or pandas' export (``to_csv(quoting=csv.QUOTE_ALL)``) quotes every cell: the same trace."""
+    plain, quoted = tmp_path / "plain.csv", tmp_path / "quoted.csv"
+    plain.write_text("arrival_s,prompt_tokens,output_tokens\n0,100,50\n0.5,200,60\n")
+    quoted.write_text('"arrival_s","prompt_tokens","output_tokens"\r\n"0","100","50"\r\n"0.5","200","60"\r\n')
+    a, b = read_trace(plain), read_trace(quoted)
+    assert np.array_equal(a.arrival_s, b.arrival_s) and np.array_equal(a.prompt, b.prompt)
+    assert np.array_equal(a.output, b.output)
+
+
+def test_a_trace_csv_error_names_the_files_own_line(tmp_path):
+    """Blank lines are skipped, not renumbered: the line named is the one an editor shows."""
+    path = tmp_path / "t.csv"
+    path.write_text("arrival_s,prompt_tokens,output_tokens\n\n0,100,50\n\n0.5,ten,60\n")
+    with pytest.raises(ValueError, match=r"^trace t.csv, line 5: prompt_tokens must be a number, got 'ten'$"):
+        read_trace(path)
+
+
 def test_a_request_that_can_never_fit_is_reported_not_dropped(table):
     req = Requests(np.array([100, 5000, 100]), np.array([50, 50, 50]), np.array([0.0, 0.1, 0.2]))
     per_token = DEP.target.kv_bytes_per_token

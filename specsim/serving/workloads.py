@@ -128,18 +128,24 @@ def read_trace(path: str | Path) -> Requests:
                 raise ValueError(f"trace {p.name}, line {i}: {bad[0]} must be a number, got {obj[bad[0]]!r}")
             rows.append([obj[k] for k in keys])
     else:
-        lines = [line for line in text.splitlines() if line.strip()]
+        import csv
+
+        # csv, not str.split: a spreadsheet's export quotes its cells; each line keeps the number an editor shows
+        reader = csv.reader(text.splitlines())
+        try:
+            lines = [(reader.line_num, cells) for cells in reader if "".join(cells).strip()]
+        except csv.Error as err:  # (a field past csv's size limit, a stray quote at the end)
+            raise ValueError(f"trace {p.name}, line {reader.line_num}: not CSV ({err})") from None
         if not lines:
             raise ValueError(f"trace {p.name} is empty")
-        header = [h.strip() for h in lines[0].split(",")]
+        header = [h.strip() for h in lines[0][1]]
         twice = sorted({h for h in header if header.count(h) > 1})
         if twice:  # the first column of a name would be read and the second silently dropped
             raise ValueError(f"trace {p.name}: the header names {', '.join(twice)} more than once; each column once")
         if any(k not in header for k in keys):
             raise ValueError(f"trace {p.name}: the header must name {', '.join(keys)}; got {', '.join(header)}")
         idx = [header.index(k) for k in keys]
-        for i, line in enumerate(lines[1:], 2):
-            cells = line.split(",")
+        for i, cells in lines[1:]:
             if len(cells) != len(header):
                 raise ValueError(f"trace {p.name}, line {i}: {len(cells)} fields, the header has {len(header)}")
             row = []
