@@ -1519,6 +1519,10 @@ def test_a_file_or_a_run_given_twice_is_refused_not_counted_twice(tmp_path, caps
     [
         ({"spec_decode_num_drafts": -1000}, "spec_decode_num_drafts must not be negative, got -1000"),
         ({"spec_decode_accepted_tokens": 60000}, "spec_decode_accepted_tokens (60000) is more than spec_decode_draft"),
+        # Draft tokens with no draft to hold them: vLLM adds a draft's tokens to the count as it counts the draft
+        # (vllm/v1/spec_decode/metrics.py 0.34.0, SpecDecodingStats.observe_draft); the steps and length checks had
+        # skipped a run of 0 drafts, exit 0.
+        ({"spec_decode_num_drafts": 0}, "spec_decode_draft_tokens (54857) with spec_decode_num_drafts 0"),
         ({"spec_decode_acceptance_rate": 1e300}, "spec_decode_acceptance_rate is a percentage in [0, 100], got 1e+300"),
         ({"spec_decode_acceptance_rate": -1}, "spec_decode_acceptance_rate must not be negative, got -1"),
         ({"spec_decode_acceptance_rate": 30.0}, "spec_decode_acceptance_rate 30 is not spec_decode_accepted_tokens"),

@@ -226,6 +226,12 @@ def _check_fields(where: str, record: dict, completed: float, output_total: floa
     rate = _number(where, record, "spec_decode_acceptance_rate", positive=False, optional=True)
     if rate is not None and rate > 100:
         raise ValueError(f"{where}: spec_decode_acceptance_rate is a percentage in [0, 100], got {rate:g}")
+    if drafts == 0 and (drafted or accepted):  # (vLLM counts a draft as it adds its tokens: observe_draft)
+        key, count = ("draft_tokens", drafted) if drafted else ("accepted_tokens", accepted)
+        raise ValueError(
+            f"{where}: spec_decode_{key} ({count}) with spec_decode_num_drafts 0: a draft's tokens are counted with "
+            "the draft (vllm/v1/spec_decode/metrics.py, SpecDecodingStats.observe_draft)"
+        )
     if drafted is not None and accepted is not None:
         if accepted > drafted:
             raise ValueError(
