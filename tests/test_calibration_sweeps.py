@@ -60,6 +60,21 @@ def test_a_speculative_run_without_acceptance_among_runs_that_record_it_is_said(
     assert "no acceptance recorded" not in capsys.readouterr().out
 
 
+def test_a_run_that_names_no_model_joins_the_sweep_of_its_lengths(tmp_path, capsys):
+    """Runs that name two models are refused, so a run that names none (a file written without model_id) is of the one
+    deployment: it joins the sweep of its lengths.  It had made a sweep of its own, with an acceptance of its own
+    fitted on it alone, and its load could not be held out."""
+    lines = Path(f"{BENCH}/vllm-eagle3.jsonl").read_text().splitlines()
+    records = [{k: v for k, v in json.loads(line).items() if not k.startswith("spec_decode")} for line in lines]
+    del records[1]["model_id"]
+    spec = tmp_path / "spec.jsonl"
+    spec.write_text("".join(json.dumps(r) + "\n" for r in records))
+    argv = ["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", "--spec", str(spec), "--hardware", "h100"]
+    assert main(argv + ["--draft", "eagle3", "--steps", "3", "--engine", "vllm@0.10"]) == 0
+    sweeps = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  note: sweep ")]
+    assert len(sweeps) == 1 and "4 speculative runs at 3 draft steps" in sweeps[0], sweeps
+
+
 def test_answers_at_a_calibrations_short_runs_say_that_the_fit_is_of_the_runs_and_they_of_the_long_run(
     eagle3_calibration, capsys
 ):

@@ -187,8 +187,9 @@ def with_prompt_spreads(runs: list[CalRun], given: float | None = None) -> tuple
 
 def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun], list[str]]:
     """(runs, lines saying how they were grouped): each speculative run without a sweep of its own (a bench plan names
-    one) joins the first sweep whose model matches and whose mean prompt and output lengths are both within
-    :data:`SAME_LENGTHS` of its (``by="lengths"``), one sweep per file (``"file"``) or one for all (``"all"``)."""
+    one) joins the first sweep whose model matches (a run naming none matches any) and whose mean prompt and output
+    lengths are both within :data:`SAME_LENGTHS` of its (``by="lengths"``), one sweep per file (``"file"``) or one
+    for all (``"all"``)."""
     import dataclasses
 
     if by not in SWEEP_RULES:
@@ -206,8 +207,13 @@ def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun],
             name = "all speculative runs"
         else:
             model = model_key(r.model) if r.model else ""
+            # (a run that names no model is of the one deployment: runs naming two models are refused, check_runs)
             name = next(
-                (g[3] for g in groups if g[0] == model and alike(r.prompt_tokens, r.output_tokens, g[1], g[2])),
+                (
+                    g[3]
+                    for g in groups
+                    if (model == g[0] or "" in (model, g[0])) and alike(r.prompt_tokens, r.output_tokens, g[1], g[2])
+                ),
                 None,
             )
             if name is None:
