@@ -35,6 +35,12 @@ others queue: the engine's admission), all quantities explicit, with no division
     TTFT  = w t_mean + k_p t_own + queue wait;   t_mean = step(b) + N_e t_pf / C
     rate  = N_e / (w t_mean + k_p t_own + D t_dec);   output throughput = rate x O
 
+Where the KV cache holds fewer than N and the engine preempts (vLLM), each request is preempted m times and resumes
+L tokens each time (:mod:`specsim.serving.preemption`, derived there from vLLM's rule): the others' resumes ride in
+every iteration beside their prompts, (N_e - 1) m t_r / (C + m k_r) with t_r a resume's marginal time and k_r its
+iterations; its own take m (k_r t_dec + t_r) of its time in the engine, and it waits m / (2 rate) at the queue's front
+(in its decode phase, out of the queue wait: E2E stays N / rate).
+
 Poisson arrivals at ``lambda`` requests/s: a decoding request sees ``b = 1 + lambda D t_dec`` sequences (Little's law
 for the others) and ``lambda t_dec`` prompts per iteration, so ``t_dec = step(b) + lambda t_pf t_dec``, solved for
 ``t_dec`` by bisection.  Where no solution keeps ``b`` within the engine's limits, or the prompts alone need the whole
@@ -58,6 +64,7 @@ import numpy as np
 
 from specsim.core.defaults import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
 from specsim.serving.limits import EngineLimits, check_limits, engine_limits
+from specsim.serving.preemption import closed_loop_preemption
 from specsim.speculation.acceptance import as_acceptance
 
 __all__ = [
@@ -378,8 +385,9 @@ def preemption_expected(state: "SteadyState", limits: EngineLimits) -> np.ndarra
     """Where (per gamma and load) an engine of ``limits`` is expected to preempt: its KV cache holds fewer requests than
     the load brings and it takes blocks as tokens arrive, admitting on the prompts' (vLLM; its
     :class:`~specsim.engines.engine.KvPolicy`), so that the requests it admitted last are preempted as the others grow
-    and recompute their tokens when admitted again (:class:`specsim.serving.kv_blocks.KvBlocks` plays it; the steady
-    state counts the requests held, not the recompute)."""
+    and recompute their tokens when admitted again (:class:`specsim.serving.kv_blocks.KvBlocks` plays it; a closed
+    loop's steady state charges the recompute and the wait at the queue's front in the mean,
+    :mod:`specsim.serving.preemption`; an offline batch's and a Poisson load's are not charged)."""
     kv_bound = np.broadcast_to(np.asarray(state.limited_by) == "kv cache", state.tpot_s.shape)
     return kv_bound & bool(limits.kv_policy.preempts)
 
@@ -763,6 +771,7 @@ def closed_loop_times(
     limits: EngineLimits | None = None,
     requests: object = None,
     base_s: object = 0.0,
+    preempted: tuple | None = None,
 ) -> dict:
     """The times of a closed loop of ``load`` users from its population, the decoding step ``step_s`` at its batch,
     the step ``own_s`` of the iterations carrying a request's own prompt and a prompt's marginal time ``prefill_s``: the
@@ -779,7 +788,12 @@ def closed_loop_times(
     TTFT is :func:`burst_iterations` of them), and its last wave decodes with no prompt arriving beside it (the users stop): the
     others' prefill rides in a share f = max((W - 1) / W, 1 / (2 W)) of the decode phases (in convoys, the last wave
     carries only the groups after its own), and each user's requests run back to back, so the run's throughput is its
-    N_e users' over the mean end-to-end latency."""
+    N_e users' over the mean end-to-end latency.
+
+    ``preempted``: (m, L, t_r) where the engine preempts (:mod:`specsim.serving.preemption`): each request's m resumes of
+    L tokens, t_r the marginal time of one.  The others' resumes ride in every iteration beside their prompts; its own
+    take ceil(L / budget) iterations each, in which it does not decode, and it waits half an inter-finish interval
+    before each; that wait comes out of the queue's (E2E stays N / rate)."""
     p = population
     limits = EngineLimits() if limits is None else limits
     O = np.asarray(output_tokens, dtype=float)
@@ -794,6 +808,14 @@ def closed_loop_times(
     arriving = decode_prompts / p.rounds  # the others' prompts per iteration of its decode phase, on average
     # Its own prompt's iterations: its group's prompts, and, without convoys, the others' as in any iteration.
     beside = np.where(p.convoy, 0.0, (p.in_engine - 1.0) * t_pf / p.cycle)
+    m, resume_s, resume_its, resumes = 0.0, 0.0, 0.0, 0.0
+    if preempted is not None:
+        m, resumed, resume_s = (np.asarray(v, dtype=float) for v in preempted)
+        budget = limits.max_batched_tokens if p.own_budget is None else np.maximum(p.own_budget, 1.0)
+        resume_its = m * np.maximum(np.ceil(resumed / budget), 1.0)
+        # the others' resumes in any iteration: spread over a cycle's iterations, its own resumes' included
+        resumes = (p.in_engine - 1.0) * m * resume_s / (p.cycle + resume_its)
+        beside = beside + resumes
     t_own = iteration_s(own_pass, own_prompts * t_pf / p.prefill_iterations + beside)
     # The iteration a request waits for: any iteration, on average; in convoys, the prefill of the group before it.
     # Prefill apart, it arrives as the iteration after the round its predecessor ended in starts, and the prompts of a
@@ -814,7 +836,7 @@ def closed_loop_times(
         full = np.minimum(p.own_budget, P) / np.maximum(P, 1.0)
         rest = np.minimum((spans - 1.0) * full, 1.0)  # the predecessor's iterations after the first: full budgets
         chunk = np.where(np.asarray(p.convoy, dtype=bool) & (p.group == 1) & (spans > 1), rest, 1.0)
-    waited = iteration_s(step_s, waited_prompts * t_pf * chunk)
+    waited = iteration_s(step_s, waited_prompts * t_pf * chunk + resumes)
     if apart:
         q = 1.0 - np.exp(-arriving)
         spread = (np.asarray(step_s, dtype=float) + q * base + arriving * t_pf) / (1.0 + q)
@@ -835,22 +857,26 @@ def closed_loop_times(
             ((waves - 1.0) * arriving + after) / waves,
             arriving * np.maximum((waves - 1.0) / waves, 0.5 / waves),
         )
-    others = arriving * t_pf
+    others = arriving * t_pf + resumes
     if apart:
         others = others + prefill_batches(arriving, P, limits.max_batched_tokens, p.group) * base
     t_dec = iteration_s(step_s, others)
-    engine_s = first + p.rounds * t_dec
+    # its own resumes: their iterations, each carrying its resume, in which it holds blocks and does not decode
+    resuming = resume_its * t_dec + m * resume_s
+    engine_s = first + p.rounds * t_dec + resuming
     rate = p.in_engine / engine_s
-    queue_s = np.maximum(np.asarray(load, dtype=float) - p.in_engine, 0.0) / rate
+    stalled = m / (2.0 * rate)  # before each resume, the rest of an inter-finish interval at the queue's front
+    queue_s = np.maximum(np.maximum(np.asarray(load, dtype=float) - p.in_engine, 0.0) / rate - stalled, 0.0)
+    decoding = p.rounds * t_dec + resuming + stalled
     return {
-        "tpot_s": p.rounds * t_dec / (O - 1.0),
-        "itl_s": t_dec,
+        "tpot_s": decoding / (O - 1.0),
+        "itl_s": t_dec + (resuming + stalled) / p.rounds,
         "ttft_s": queue_s + first,
-        "e2e_s": queue_s + engine_s,
+        "e2e_s": queue_s + engine_s + stalled,
         "requests_per_s": rate,
         "output_tokens_per_s": rate * O,
         "mean_batch": rate * p.rounds * t_dec,
-        "prefill_share": rate * t_pf,
+        "prefill_share": rate * (t_pf + m * resume_s),
     }
 
 
@@ -863,7 +889,12 @@ def _closed_loop(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, requests=No
             break
         per_round = E
     own = own_step_s(pop.batch_own, steps(np.maximum(pop.batch_own, 1.0))[0], step, steps.base_s)
-    t = closed_loop_times(pop, step, own, t_pf, N, O, P, limits, requests, steps.batch_base_s)
+    count, resumed = closed_loop_preemption(limits.kv_policy, N, n_e, limited, P, O)
+    preempted = None
+    if np.any(count > 0.0):
+        spec = np.broadcast_to(steps.gamma > 0, np.shape(count))
+        preempted = (count, resumed, steps.dep.prefill_s(resumed, draft=spec))
+    t = closed_loop_times(pop, step, own, t_pf, N, O, P, limits, requests, steps.batch_base_s, preempted)
     shape = t["tpot_s"].shape
     return SteadyState(
         "concurrency",

@@ -1,0 +1,87 @@
+"""What preemption costs a closed loop's steady state where the KV cache binds: the one home of its counts.
+
+An engine that takes blocks as tokens arrive (vLLM; SGLang past the output it sets aside: :class:`KvPolicy`) admits the
+head of its queue wherever the head's prompt fits (vLLM 0.33.0 ``v1/core/sched/scheduler.py`` L1435-1461: the waiting
+loop stops at the first request whose blocks do not fit), and where a running request's next blocks do not fit it
+preempts the request it admitted last (L938, L970), which goes to the front of the queue and recomputes its prompt and
+the output it had when admitted again (``_preempt_request`` L1799-1842).  :class:`specsim.serving.kv_blocks.KvBlocks`
+plays that rule request by request; here are its means in a closed loop of ``N`` users of which the cache holds
+``N_e`` (:func:`specsim.serving.steady.engine_population`, ``limited_by == "kv cache"``), ``P`` prompt and ``O``
+output tokens each, ``A`` of the output set aside at admission (``KvPolicy.ahead_tokens``: 0 for vLLM, 4,096 for
+SGLang).
+
+Recompute tokens per request, R.  The ``N - N_e`` users outside the engine keep its queue from running dry, so each
+finished request's blocks (its P + O tokens) are taken again at once by admissions from the queue's head, up to what
+the admission counts: the blocks the running hold and the output they have set aside (min(tokens still to come, A)
+each); what the admissions leave is less than the head needs, and the same in the mean before the next finish (a
+stationary fragment).  Between two finishes the running requests grow by the tokens one request decodes, O, of which
+the request admitted in its place set aside A: the O - A more were not left room for.  They come first out of what
+the running have set aside and not yet used, N_e S with S = A - A^2 / (2 O) a request's mean over its output of
+min(O - t, A) (O / 2 where O <= A), and beyond that only by preempting.  So each request's preemptions recompute, in
+the mean and as prompt tokens,
+
+    R = min(max(O - A - N_e S, 0), (N - N_e) P)
+
+at most the prompts the queue holds (beyond that the queue runs dry and the growth takes free blocks instead): O for
+vLLM (A = 0); 0 for SGLang wherever N_e S exceeds O - A (its retractions then come from the spread of the growth, not
+modelled), and 0 where the engine reserves the whole length, the cache does not bind, or there is no prefill (P 0).
+
+Preemptions per request, m, and the tokens each resume prefills, L = R / m.  The newest requests are preempted: one
+admitted takes the tail of the running list, and moves up one place a finish (one is admitted behind it per finish:
+the N_e held stay N_e).  The growth of one inter-finish interval preempts from the tail requests holding R tokens;
+a request in that zone is preempted once an interval and resumed, from the front of the queue, at the next finish,
+so it is preempted m times in its first m intervals, running on average half of each: O / N_e tokens an interval to a
+running request (every held request decodes alike), half of it before its preemption.  Its k-th resume holds P +
+(k - 1/2) O / (2 N_e), on average L = P + m O / (4 N_e); with m = R / L, L^2 - P L - R O / (4 N_e) = 0:
+
+    L = (P + sqrt(P^2 + R O / N_e)) / 2,    m = R / L   (0 where R is 0)
+
+The waits.  A preempted request waits at the front of the queue for the next finish: the rest of one inter-finish
+interval 1 / rate, half of it on average, so m / (2 rate) per request, in its decode phase (TPOT, ITL's mean, not its
+TTFT).  Each resume prefills L tokens in the token budget left beside the decoding, ceil(L / budget) iterations that
+carry the resume's marginal time, and every iteration carries the others' resumes beside their prompts: the recompute
+rides in the prefill stream as the prompts do (:func:`specsim.serving.steady.closed_loop_times` adds them up).  The
+closed loop's users then still see E2E = N / rate: the preempted waits come out of the queue's wait for admission.
+
+Not modelled (the simulator plays them): requests finishing in bursts (fixed lengths move in step), which let the
+growth run through the older requests between two bursts and leave the preempted waiting for several finishes; the
+fragments of the queue's head; prefix caching, which keeps a preempted request's blocks that no one has taken
+(vLLM's is on by default: ``vllm/config/cache.py`` 0.33.0 L257) and so recomputes less; SGLang's estimate of the output
+still to come (``new_token_ratio``).  Poisson arrivals and offline batches get no charge here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["closed_loop_preemption"]
+
+
+def closed_loop_preemption(
+    policy, users: object, in_engine: object, limited_by: object, input_tokens: object, output_tokens: object
+) -> tuple[np.ndarray, np.ndarray]:
+    """(m, L): the preemptions per request of a closed loop of ``users`` whose engine's KV cache, held per ``policy``,
+    holds ``in_engine`` of them (``limited_by`` "kv cache" where it binds), and the tokens each resume prefills (the
+    module's docstring); (0, 0) where nothing is preempted.
+
+    >>> from specsim.engines.engine import KvPolicy
+    >>> m, L = closed_loop_preemption(KvPolicy(0.0, 16), 512, 90, "kv cache", 1000, 8000)
+    >>> round(float(m), 2), round(float(L))
+    (6.93, 1154)
+    >>> [float(x) for x in closed_loop_preemption(KvPolicy(), 512, 90, "kv cache", 1000, 8000)]
+    [0.0, 0.0]
+    >>> [float(x) for x in closed_loop_preemption(KvPolicy(4096.0, 1), 512, 52, "kv cache", 1000, 8000)]
+    [0.0, 0.0]
+    """
+    n, n_e, P, O = (np.asarray(v, dtype=float) for v in (users, in_engine, input_tokens, output_tokens))
+    binds = (np.asarray(limited_by) == "kv cache") & bool(policy.preempts)
+    ahead = min(float(policy.ahead_tokens), 1e18)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        set_aside = np.where(O > ahead, ahead - ahead**2 / (2.0 * np.maximum(O, 1.0)), O / 2.0)
+    queued = np.maximum(n - n_e, 0.0)
+    uncovered = np.maximum(O - ahead - n_e * set_aside, 0.0)
+    recomputed = np.where(binds, np.minimum(uncovered, queued * P), 0.0)
+    held = np.maximum(n_e, 1.0)
+    resumed = (P + np.sqrt(P**2 + recomputed * O / held)) / 2.0
+    count = np.where(recomputed > 0.0, recomputed / np.maximum(resumed, 1.0), 0.0)
+    return count, np.where(count > 0.0, resumed, 0.0)
