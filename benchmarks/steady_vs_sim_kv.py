@@ -1,0 +1,110 @@
+"""The steady state against the request-level simulator where the KV cache binds: closed loops on a grid of GPUs,
+models, users and lengths, plain and speculating, on vLLM (preempts the request admitted last), SGLang (retracts the
+one that decoded least) and TensorRT-LLM (reserves: never preempts).
+
+The simulator runs ``--waves`` x N requests of fixed lengths; its steady part is read past the first ``--skip`` waves and before the
+last one (the run starts with every user's request at once, which vLLM over-admits, and ends with the users stopping):
+the mean TPOT of the requests arriving then, and the output tokens of the requests finishing between the (skip N)-th
+and the (n - N)-th finish over that span.  The steady state is :func:`specsim.serving.steady.served_state` at the same load (optimal-gamma's).
+
+    python benchmarks/steady_vs_sim_kv.py [--waves 8] [--skip 3] [--only 0,2] [--cache DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import sys
+from pathlib import Path
+
+import numpy as np
+
+# (hardware, target, draft, engine, users, prompt, output, gamma)
+CASES = [
+    ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "vllm", 512, 1000, 2000, 3),
+    ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "vllm", 512, 1000, 8000, 3),
+    ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "vllm", 128, 1000, 8000, 3),
+    ("a100-80gb", "llama-3.1-8b", "llama-3.2-1b", "vllm", 256, 2000, 4000, 3),
+    ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "vllm", 256, 4000, 2000, 4),
+    ("l40s", "llama-3.1-8b", "llama-3.2-1b", "vllm", 128, 500, 2000, 3),
+    ("h100-sxm", "qwen3-8b", "qwen3-0.6b", "vllm", 256, 1000, 4000, 2),
+    ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "sglang", 512, 1000, 8000, 3),
+    ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "trtllm", 512, 1000, 4000, 3),
+    ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "vllm", 32, 1000, 2000, 3),  # not KV-bound: no change expected
+]
+
+
+def steady_part(run, users: int, skip: int) -> tuple[float, float, float]:
+    """(mean TPOT, output tokens/s, preemptions) past ``skip`` waves and before the last (the module's docstring)."""
+    order = np.argsort(run.arrival_s, kind="stable")
+    n = order.size
+    picked = order[skip * users : n - users]
+    ends = np.sort(run.finish_s)
+    t0, t1 = float(ends[skip * users]), float(ends[n - users])
+    ok = (run.finish_s > t0) & (run.finish_s <= t1)
+    tokens = float(run.output[ok].sum()) / max(t1 - t0, 1e-9)
+    tpot = float(np.mean((run.finish_s[picked] - run.first_token_s[picked]) / (run.output[picked] - 1)))
+    return tpot, tokens, run.preemptions
+
+
+def one(case, waves: int, skip: int, cache: str | None = None) -> dict:
+    from specsim.serving.simulator import serve_compare
+    from specsim.serving.steady import served_state
+    from specsim.serving.workloads import Requests
+    from specsim.speculation.deployment import Deployment
+
+    hw, target, draft, engine, users, P, O, gamma = case
+    dep = Deployment.build(hw, target, draft, engine=engine)
+    s = served_state(dep, 0.8, [0, gamma], [users], P, O)
+    n = waves * users
+    key = None if cache is None else Path(cache) / f"{'-'.join(map(str, case))}-{waves}.pkl"
+    if key is not None and key.exists():
+        plain, spec = pickle.loads(key.read_bytes())
+    else:
+        plain, spec, _ = serve_compare(dep, Requests(np.full(n, P), np.full(n, O), None), 0.8, gamma, concurrency=users)
+        if key is not None:
+            key.parent.mkdir(parents=True, exist_ok=True)
+            key.write_bytes(pickle.dumps((plain, spec)))
+    out = {"case": case, "limited_by": [str(x) for x in np.ravel(s.limited_by)]}
+    for i, run in enumerate((plain, spec)):
+        tpot, tps, pre = steady_part(run, users, skip)
+        out[("off", "on")[i]] = {
+            "steady_tpot_ms": float(s.tpot_s[i, 0]) * 1e3,
+            "sim_tpot_ms": tpot * 1e3,
+            "steady_tok_s": float(s.output_tokens_per_s[i, 0]),
+            "sim_tok_s": tps,
+            "steady_batch": float(s.mean_batch[i, 0]),
+            "sim_batch": run.mean_batch,
+            "preemptions": pre,
+        }
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--waves", type=int, default=8)
+    ap.add_argument("--skip", type=int, default=3)
+    ap.add_argument("--only", default=None, help="comma-separated case indices")
+    ap.add_argument("--cache", default=None, help="a folder keeping the simulator's runs (the steady state is redone)")
+    args = ap.parse_args(argv)
+    picks = range(len(CASES)) if args.only is None else [int(x) for x in args.only.split(",")]
+    print(
+        "case | arm | limited by | TPOT ms steady / sim (gap) | output tok/s steady / sim (gap) | batch | preemptions"
+    )
+    for k in picks:
+        r = one(CASES[k], args.waves, args.skip, args.cache)
+        hw, target, draft, engine, users, P, O, gamma = r["case"]
+        for j, arm in enumerate(("off", "on")):
+            a = r[arm]
+            print(
+                f"{k} {hw} {engine} {users}u {P}/{O} g{gamma if arm == 'on' else 0} | {arm} | {r['limited_by'][j] or '-'}"
+                f" | {a['steady_tpot_ms']:.2f} / {a['sim_tpot_ms']:.2f} ({a['steady_tpot_ms'] / a['sim_tpot_ms'] - 1:+.1%})"
+                f" | {a['steady_tok_s']:,.0f} / {a['sim_tok_s']:,.0f} ({a['steady_tok_s'] / a['sim_tok_s'] - 1:+.1%})"
+                f" | {a['steady_batch']:.1f} / {a['sim_batch']:.1f} | {a['preemptions']}",
+                flush=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
