@@ -1000,8 +1000,11 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
     ):  # the engine admits on prompts and preempts as they grow (steady.preemption_expected)
         print(
             f"note: where the KV cache holds fewer users than the load brings, the engine is expected to preempt "
-            f"({policy.said}): the requests held are sized at the tokens each holds on average, and the recompute of "
-            "the preempted and their wait to resume are not in these times; serve-sim plays them and counts the preemptions",
+            f"({policy.said}): the requests held are sized at the tokens each holds on average; at a concurrency "
+            "the recompute of the preempted and their wait at the queue's front are charged in the mean "
+            "(specsim.serving.preemption), not the longer waits of requests finishing in bursts nor prefix caching "
+            "keeping a preempted request's blocks, and an offline batch's are not; serve-sim plays them and counts "
+            "the preemptions",
             file=sys.stderr,
         )
     for r in answer.rows:  # where only the speculating engine queues users: its TTFT carries the wait
