@@ -2,10 +2,12 @@
 models, users and lengths, plain and speculating, on vLLM (preempts the request admitted last), SGLang (retracts the
 one that decoded least) and TensorRT-LLM (reserves: never preempts).
 
-The simulator runs ``--waves`` x N requests of fixed lengths; its steady part is read past the first ``--skip`` waves and before the
-last one (the run starts with every user's request at once, which vLLM over-admits, and ends with the users stopping):
-the mean TPOT of the requests arriving then, and the output tokens of the requests finishing between the (skip N)-th
-and the (n - N)-th finish over that span.  The steady state is :func:`specsim.serving.steady.served_state` at the same load (optimal-gamma's).
+The simulator runs ``--waves`` x N requests of fixed lengths; its steady part is read past the first ``--skip`` waves
+and before the last one (the run starts with every user's request at once, which vLLM over-admits, and ends with the
+users stopping): the mean TPOT of the requests arriving then, and the output tokens of the requests finishing between
+the (skip N)-th and the (n - N)-th finish over that span.  The steady state is
+:func:`specsim.serving.steady.served_state` at the same load (optimal-gamma's); both run at the engine's own limits on
+the GPU (:func:`specsim.serving.steady.engine_limits`), as serve-sim and optimal-gamma do.
 
     python benchmarks/steady_vs_sim_kv.py [--waves 8] [--skip 3] [--only 0,2] [--cache DIR]
 """
@@ -49,19 +51,21 @@ def steady_part(run, users: int, skip: int) -> tuple[float, float, float]:
 
 def one(case, waves: int, skip: int, cache: str | None = None) -> dict:
     from specsim.serving.simulator import serve_compare
-    from specsim.serving.steady import served_state
+    from specsim.serving.steady import engine_limits, served_state
     from specsim.serving.workloads import Requests
     from specsim.speculation.deployment import Deployment
 
     hw, target, draft, engine, users, P, O, gamma = case
     dep = Deployment.build(hw, target, draft, engine=engine)
-    s = served_state(dep, 0.8, [0, gamma], [users], P, O)
+    limits, _ = engine_limits(dep.engine, dep.hardware)  # the engine's own on the GPU, as serve-sim and served_state
+    s = served_state(dep, 0.8, [0, gamma], [users], P, O, limits=limits)
     n = waves * users
-    key = None if cache is None else Path(cache) / f"{'-'.join(map(str, case))}-{waves}.pkl"
+    key = None if cache is None else Path(cache) / f"{'-'.join(map(str, case))}-{waves}-own-limits.pkl"
     if key is not None and key.exists():
         plain, spec = pickle.loads(key.read_bytes())
     else:
-        plain, spec, _ = serve_compare(dep, Requests(np.full(n, P), np.full(n, O), None), 0.8, gamma, concurrency=users)
+        requests = Requests(np.full(n, P), np.full(n, O), None)
+        plain, spec, _ = serve_compare(dep, requests, 0.8, gamma, limits, concurrency=users)
         if key is not None:
             key.parent.mkdir(parents=True, exist_ok=True)
             key.write_bytes(pickle.dumps((plain, spec)))
