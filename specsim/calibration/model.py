@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsim.engines import SpecHost
+from specsim.serving.preemption import closed_loop_charge
 from specsim.serving.steady import (
     EngineLimits,
     closed_loop_times,
@@ -347,6 +348,16 @@ class RunModel:
             if k == "concurrency":
                 pop = self.population(values.alphas, i)
                 own = own_step_s(pop.batch_own, own_at[sel], step[sel], base)
+                dep = self.deployment(Values(scale=values.scale))  # (as _passes' prompts: prefill efficiency apart)
+                preempted = closed_loop_charge(
+                    self.limits,
+                    self.load[i],
+                    self.in_engine[i],
+                    self.limited_by[i],
+                    self.prompt[i],
+                    self.output[i],
+                    lambda L: dep.prefill_s(L, draft=self.steps[i] > 0) / values.prefill_scale,
+                )
                 t = closed_loop_times(
                     pop,
                     step[sel],
@@ -358,6 +369,7 @@ class RunModel:
                     self.limits,
                     self.completed[i],
                     batch_base[sel],
+                    preempted,
                 )
             elif k == "rate":
                 left = np.maximum(self.limits.prefill_budget(self.batch[i], self.steps[i]), 1.0)

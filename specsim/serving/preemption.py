@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["closed_loop_preemption"]
+__all__ = ["closed_loop_charge", "closed_loop_preemption"]
 
 
 def closed_loop_preemption(
@@ -85,3 +85,14 @@ def closed_loop_preemption(
     resumed = (P + np.sqrt(P**2 + recomputed * O / held)) / 2.0
     count = np.where(recomputed > 0.0, recomputed / np.maximum(resumed, 1.0), 0.0)
     return count, np.where(count > 0.0, resumed, 0.0)
+
+
+def closed_loop_charge(limits, users, in_engine, limited_by, input_tokens, output_tokens, resume_s) -> tuple | None:
+    """What :func:`specsim.serving.steady.closed_loop_times` charges for preemption (its ``preempted``): (m, L, t_r),
+    the counts of :func:`closed_loop_preemption` under the KV policy of ``limits`` and t_r = ``resume_s(L)``, a resume's
+    marginal prefill time from the caller's step-time source; None where nothing is preempted.  The steady state and
+    calibrate-engine's fit both take it here, so a calibration is fitted under the charge its answers carry."""
+    count, resumed = closed_loop_preemption(limits.kv_policy, users, in_engine, limited_by, input_tokens, output_tokens)
+    if not np.any(count > 0.0):
+        return None
+    return count, resumed, resume_s(resumed)

@@ -64,7 +64,7 @@ import numpy as np
 
 from specsim.core.defaults import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
 from specsim.serving.limits import EngineLimits, check_limits, engine_limits
-from specsim.serving.preemption import closed_loop_preemption
+from specsim.serving.preemption import closed_loop_charge
 from specsim.speculation.acceptance import as_acceptance
 
 __all__ = [
@@ -889,11 +889,9 @@ def _closed_loop(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, requests=No
             break
         per_round = E
     own = own_step_s(pop.batch_own, steps(np.maximum(pop.batch_own, 1.0))[0], step, steps.base_s)
-    count, resumed = closed_loop_preemption(limits.kv_policy, N, n_e, limited, P, O)
-    preempted = None
-    if np.any(count > 0.0):
-        spec = np.broadcast_to(steps.gamma > 0, np.shape(count))
-        preempted = (count, resumed, steps.dep.prefill_s(resumed, draft=spec))
+    preempted = closed_loop_charge(
+        limits, N, n_e, limited, P, O, lambda L: steps.dep.prefill_s(L, draft=np.broadcast_to(steps.gamma > 0, L.shape))
+    )
     t = closed_loop_times(pop, step, own, t_pf, N, O, P, limits, requests, steps.batch_base_s, preempted)
     shape = t["tpot_s"].shape
     return SteadyState(
