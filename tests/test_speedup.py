@@ -372,3 +372,43 @@ def test_a_round_at_the_targets_last_positions_drafts_only_what_vllm_keeps(capsy
     assert main(["schedule", "--context", "131068", "--format", "vllm"]) == 0  # the schedule's stop is said too
     out, err = capsys.readouterr()
     assert '"num_speculative_tokens": 2' in out and "the target's last positions leave 2 draft token(s)" in err
+
+
+def test_no_decode_step_runs_at_the_targets_last_two_positions(capsys):
+    # vLLM ends a request once it holds max_model_len tokens (check_stop: request.num_tokens >= max_model_len,
+    # vllm/v1/core/sched/utils.py 0.33.0 L114-119), so its last decode step runs at max_model_len - 2 cached tokens
+    # (the step's input token takes position max_model_len - 2, the token it samples is the max_model_len-th).
+    # optimal-gamma --context 131072 (llama-3.1-8b's positions) answered plain decoding at 1.000x there, a step vLLM
+    # never runs; compare and schedule too.
+    from specsim.cli.main import main
+
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
+    dep.require_drafts_within_positions(131070, 0)  # the last step: plain decoding runs
+    for argv in (
+        ["optimal-gamma", "--batch", "1"],
+        ["compare", "--batch", "1"],
+        ["schedule", "--max-batch", "2"],
+        ["speedup", "--gamma", "0", "--batch", "1"],
+    ):
+        for context in ("131071", "131072"):
+            assert main(argv + ["--context", context]) == 2, (argv, context)
+            out, err = capsys.readouterr()
+            err = err.strip().splitlines()
+            assert not out and len(err) == 1, (argv, context, out, err)
+            assert f"a context of {int(context):,} tokens leaves llama-3.1-8b no decode step" in err[0], err
+            assert "vllm/v1/core/sched/utils.py 0.33.0 L114-119" in err[0] and "at most 131,070" in err[0], err
+        assert main(argv + ["--context", "131070"]) == 0, argv
+        capsys.readouterr()
+
+
+def test_the_library_frames_refuse_rounds_the_positions_do_not_hold():
+    # sweep priced gamma 4 at context 131,070 of llama-3.1-8b (1.78x) where vLLM verifies no draft (drafts_room 0), and
+    # optimal_gamma_table answered plain decoding at 131,072, where no decode step runs: as the CLI now refuses both.
+    from specsim.speculation.sweep import optimal_gamma_table, sweep
+
+    with pytest.raises(ValueError, match="gamma 4 at a context of 131,070 tokens drafts past"):
+        sweep(alpha=0.8, gamma=[0, 4], batch=1, context=[1128, 131070])
+    with pytest.raises(ValueError, match="a context of 131,072 tokens leaves llama-3.1-8b no decode step"):
+        optimal_gamma_table(alpha=0.8, batch=1, context=[1128, 131072])
+    assert len(sweep(alpha=0.8, gamma=[0, 4], batch=1, context=[1128, 131066])) == 4  # room 4 at 131,066
+    assert len(optimal_gamma_table(alpha=0.8, batch=1, context=131070)) == 1

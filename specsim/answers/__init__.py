@@ -208,6 +208,7 @@ def gamma_answer(
             f"the capacity given reserves {cap.context_tokens:,} tokens a sequence, fewer than the context asked at, "
             f"{context:,}: size it at the answer's (deployment_capacity(dep, context, ...))"
         )
+    dep.require_drafts_within_positions(context, 0, "--context")  # a context where the engine runs a decode step
     b = whole_batches(batches)
     best = optimal_gamma(dep, acceptance, b, context, gamma_max, rtol)
     if cap.scratch_draft_tokens:  # a hybrid target's scratch, sized for the num_speculative_tokens this answer sets

@@ -111,6 +111,7 @@ def compare_answer(
         limits_from = "max_num_seqs given" if max_num_seqs is not None else limits_from.split(";")[0]
     check_limits(dep.engine, limits)  # as the CLI's flags are checked: vLLM refuses a budget below max_num_seqs
     cap = deployment_capacity(dep, context, max_context, memory_utilization, max_batched_tokens, max_num_seqs)
+    dep.require_drafts_within_positions(context, 0, "--context")  # a context where the engine runs a decode step
     frame = throughput_table(dep, acceptance, batches, context, gamma, gamma_max, max_context, memory_utilization)
     options = (context, gamma, gamma_max, max_context, memory_utilization)
     return CompareAnswer(frame, cap, dep, acceptance, options, limits, limits_from)

@@ -208,6 +208,9 @@ def schedule_answer(
 
     for L in contexts or ():  # the batch view's columns: refused past the positions, as --context is
         dep.require_within_positions(L, "--contexts")
+        dep.require_drafts_within_positions(L, 0, "--contexts")  # and where the engine runs no decode step
+    if load is None:
+        dep.require_drafts_within_positions(context, 0, "--context")
     if load is not None:
         ranges = load_schedule(load, max_batch, min_gain, rtol)
     elif tree is None:

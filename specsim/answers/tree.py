@@ -51,6 +51,7 @@ def tree_answer(
     from specsim.answers.context import context_basis
     from specsim.core.limits import whole_batches
 
+    dep.require_drafts_within_positions(context, 0, "--context")  # a context where the engine runs a decode step
     b = whole_batches(batches)
     factor = DEFAULT_SIBLING_FACTOR if sibling is None else sibling
     trees, speedups, tokens = optimal_tree(dep, acceptance, bounds, b, context, sibling, rtol)

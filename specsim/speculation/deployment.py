@@ -737,16 +737,24 @@ class Deployment:
         [129942, 2, 0]
         """
         limit = self.target.max_position_embeddings
-        if not limit:
-            return None
-        return np.maximum(np.floor(limit - 2 - np.asarray(context, dtype=float)), 0).astype(np.int64)
+        return np.maximum(np.floor(limit - 2 - np.asarray(context, dtype=float)), 0).astype(np.int64) if limit else None
 
-    def require_drafts_within_positions(self, context: int, gamma: int) -> None:
+    def require_drafts_within_positions(self, context: int, gamma: int, give: str = "a context") -> None:
         """Refuse a round of ``gamma`` drafts at ``context`` that passes what :meth:`drafts_room` leaves: the engine
-        would verify fewer than the answer prices (the gamma searches stop there instead)."""
-        room = self.drafts_room(context)
+        would verify fewer than the answer prices (the gamma searches stop there instead); and any round, plain decoding
+        too (``gamma`` 0), at a context where no decode step runs: vLLM ends a request once it holds max_model_len
+        tokens (``check_stop``: request.num_tokens >= max_model_len, vllm/v1/core/sched/utils.py 0.33.0 L114-119), so
+        its last decode step caches max_model_len - 2 tokens (its input token takes position max_model_len - 2, the
+        token it samples is the last).  Refusals name ``give``, the flag the context came from."""
+        limit, room = self.target.max_position_embeddings, self.drafts_room(context)
+        if limit and context > limit - 2:
+            raise ValueError(
+                f"a context of {int(context):,} tokens leaves {self.target.name} no decode step: vLLM ends a request "
+                f"once it holds max_model_len tokens ({limit:,}, its max_position_embeddings; request.num_tokens >= "
+                "max_model_len, vllm/v1/core/sched/utils.py 0.33.0 L114-119), so a decoding sequence caches at most "
+                f"{limit - 2:,}; give {give} of at most {limit - 2:,} tokens"
+            )
         if room is not None and gamma > room:
-            limit = self.target.max_position_embeddings
             raise ValueError(
                 f"gamma {gamma} at a context of {int(context):,} tokens drafts past {self.target.name}'s last positions "
                 f"(max_position_embeddings {limit:,}): vLLM verifies {int(room)} draft token(s) there (a request's "

@@ -175,6 +175,8 @@ def sweep(
     for dep in deps:
         g = _grid(alpha=alpha, gamma=gamma, batch=batch, context=context)
         dep.require_within_positions(int(np.max(g["context"])))
+        # the grid holds its largest gamma at its largest context: the one round that could pass the positions' room
+        dep.require_drafts_within_positions(int(np.max(g["context"])), int(np.max(g["gamma"])))
         shape = np.broadcast_shapes(*(a.shape for a in g.values()))
         times = dep.outcome(g["alpha"], g["gamma"], g["batch"], g["context"])
         tokens, s = times.tokens, times.speedup
@@ -231,6 +233,7 @@ def optimal_gamma_table(
     for dep in deps:
         g = _grid(alpha=alpha, batch=batch, context=context)
         dep.require_within_positions(int(np.max(g["context"])))
+        dep.require_drafts_within_positions(int(np.max(g["context"])), 0)  # a context where a decode step runs
         shape = np.broadcast_shapes(*(a.shape for a in g.values()))
         best = optimal_gamma(dep, g["alpha"], g["batch"], g["context"], gamma_max, rtol)
         bound = search_bound(dep, g["alpha"], gamma_max, g["context"])
