@@ -624,3 +624,21 @@ def test_a_best_gamma_at_the_top_of_the_search_says_which_bound_stopped_it_as_th
         assert main(["optimal-gamma", "--timing", "roofline", *view, *argv]) == 0
         notes.append([line for line in capsys.readouterr().out.splitlines() if "is not searched past them" in line])
     assert notes[0] == notes[1] and len(notes[0]) == (0 if "at --gamma-max" in said else 1)
+
+
+def test_a_rates_notes_concern_only_the_batches_its_answer_used(capsys):
+    # The rate view bracketed its bisection with the engine full (a closed loop at the most sequences the KV cache
+    # holds, about 400 on h100-sxm), and that evaluation's kernel-data notes were printed beside an answer at a decode batch
+    # of 1: optimal-gamma --rate 1e-300 noted 'at batch 222-402 ... the decode-attention data stop at a smaller batch'.
+    # A saturated rate is served at the full engine's rate, so there the note stands.
+    def notes(rate):
+        assert main(["optimal-gamma", "--rate", rate, "--json"]) == 0
+        out, err = capsys.readouterr()
+        return json.loads(out), [line for line in err.splitlines() if "decode-attention data stop" in line]
+
+    rows, said = notes("1e-300")
+    assert max(r[k]["mean_batch"] for r in rows for k in ("plain", "spec")) < 2 and not said, said
+    rows, said = notes("1")  # every gamma searched decodes a few sequences (the notes were the same as at 1e-300)
+    assert max(r[k]["batch_a_request_sees"] for r in rows for k in ("plain", "spec")) < 10 and not said, said
+    rows, said = notes("1e6")  # past capacity: the full engine's rate is the answer
+    assert said, said

@@ -997,10 +997,6 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
     D = decode_rounds(steps.acceptance, g, O - 1.0)
     shape = np.broadcast_shapes(D.shape, np.shape(t_pf), np.shape(n_e))
     cap = np.broadcast_to(n_e, shape)
-    # The engine full (a closed loop at its limit): no stable load has a longer decode iteration, and a load past its
-    # capacity is served at its rate.
-    full = _closed_loop(steps, cap, P, O, t_pf, cap, limited, limits)
-    lo, hi = np.zeros(shape), np.broadcast_to(full.itl_s, shape).copy()
     share = lam * t_pf
     apart = (steps.batch_base_s, P, limits.max_batched_tokens) if limits.prefill_apart else None
 
@@ -1008,11 +1004,30 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
         """The prompts' time per decoding iteration of t_dec: their marginal time, and any prefill batches' base pass."""
         return share * t_dec + open_batches_s(t_dec, lam, apart)
 
+    def longer(t_dec):
+        """Where the iteration at t_dec's batch is longer than t_dec (the root lies above it), and that batch."""
+        b = np.minimum(1.0 + lam * D * t_dec, cap)
+        return iteration_s(steps(b)[0], extra(t_dec)) > t_dec, b
+
+    # The bisection's upper end: an iteration of one sequence, doubled until the iteration at its batch is no longer
+    # (no batch past about twice the answer's is asked of the step-time source, nor noted).  Where the batch reaches
+    # the engine's limit first, the engine full (a closed loop at its limit): no stable load has a longer decode
+    # iteration, and a load past its capacity is served at its rate.
+    hi = np.broadcast_to(steps(np.ones(shape))[0], shape).astype(float)
+    for _ in range(_BISECTIONS):
+        up, b = longer(hi)
+        if not np.any(up & (b < cap)):
+            break
+        hi = np.where(up & (b < cap), 1.25 * hi, hi)
+    full = None
+    if np.any(up):
+        full = _closed_loop(steps, cap, P, O, t_pf, cap, limited, limits)
+        hi = np.where(up, np.broadcast_to(full.itl_s, shape), hi)
+    lo = np.zeros(shape)
     for _ in range(_BISECTIONS):
         mid = 0.5 * (lo + hi)
-        step = steps(np.minimum(1.0 + lam * D * mid, cap))[0]
-        longer = iteration_s(step, extra(mid)) > mid  # the iteration is longer than assumed
-        lo, hi = np.where(longer, mid, lo), np.where(longer, hi, mid)
+        up = longer(mid)[0]  # the iteration is longer than assumed
+        lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
     t_dec = hi
     b = 1.0 + lam * D * t_dec
     step, E, out = steps(np.minimum(b, cap))
@@ -1023,13 +1038,20 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
         | (lam * P * t_dec > left)
         | (iteration_s(step, extra(t_dec)) > t_dec * (1 + 1e-6))
     )
+    if full is None and np.any(saturated):
+        full = _closed_loop(steps, cap, P, O, t_pf, cap, limited, limits)
     k_p = _prefill_iterations(P, left, 1.0)
     # The iterations carrying a request's own prompt carry the others decoding, lambda D t_dec as an arrival finds
     # them, not the request itself.
     others = np.minimum(lam * D * t_dec, cap)
     own = own_step_s(others, steps(np.maximum(others, 1.0))[0], step, steps.base_s)
     t = open_loop_times(lam, D, step, own, t_pf, k_p, O, apart)
-    pick = {k: np.where(saturated, np.broadcast_to(getattr(full, k), np.shape(saturated)), v) for k, v in t.items()}
+
+    def held(name, value):
+        """``value``, or where the load is past capacity the full engine's (computed only where one is)."""
+        return value if full is None else np.where(saturated, np.broadcast_to(getattr(full, name), shape), value)
+
+    pick = {k: held(k, v) for k, v in t.items()}
     pick["ttft_s"] = np.where(saturated, np.inf, t["ttft_s"])
     pick["e2e_s"] = np.where(saturated, np.inf, t["e2e_s"])
     return SteadyState(
@@ -1038,9 +1060,9 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
         P,
         O,
         g.astype(int),
-        np.where(saturated, full.tokens_per_round, E),
+        held("tokens_per_round", E),
         D,
-        np.where(saturated, full.decode_batch, b),
+        held("decode_batch", b),
         np.where(saturated, cap, lam * t["e2e_s"]),
         k_p,
         step,
