@@ -235,6 +235,53 @@ def test_the_histogram_of_generated_tokens_is_read_bucket_by_bucket_over_replica
         read_samples(page(((1, 0, 5), (1, 0, 5)), le_inf="inf2"), names, 0.0, source="p")
 
 
+def test_a_bucket_spelled_two_ways_across_a_prometheus_upgrade_is_counted_once():
+    """Prometheus 3 writes a classic histogram's ``le`` as a float ("10.0"; 2 wrote the engine's "10"), so a range across
+    the upgrade holds two series of one bucket, and for its lookback (5 minutes) after the restart the old one repeats
+    its last value beside the new one.  They were summed: the window 60 s -> 120 s counted 100 requests of at most 10
+    tokens (100 + 60 of the two series less 60) where 40 finished, and Kish's effective count came out 27.8 where the
+    window's 45 requests give 13.0.  One counter's two spellings are one count, the newer (the larger) taken."""
+    from specsim.watch.sources import PrometheusSource
+    from specsim.watch.windows import effective_requests
+
+    names, _, _ = metric_names("vllm@0.20.0")
+    labels = {"model_name": "m", "engine": "0"}
+    # (le label, {t: cumulative requests}): Prometheus 2 scraped to 60 s (its value repeated at 120 s, within the
+    # lookback), Prometheus 3 from 120 s
+    buckets = [
+        ("10", {0: 10, 60: 60, 120: 60}),
+        ("100", {0: 10, 60: 65, 120: 65}),
+        ("+Inf", {0: 10, 60: 65, 120: 110}),
+        ("10.0", {120: 100}),
+        ("100.0", {120: 110}),
+    ]
+    counters = {
+        "vllm:request_success_total": {0: 10, 60: 65, 120: 110},
+        "vllm:spec_decode_num_drafts_total": {0: 1000, 60: 6500, 120: 11000},
+        "vllm:spec_decode_num_accepted_tokens_total": {0: 1500, 60: 9750, 120: 16500},
+        "vllm:request_generation_tokens_sum": {0: 50, 60: 400, 120: 800},
+    }
+
+    def api(path, params):
+        query = params["query"]
+        if query == "vllm:request_generation_tokens_bucket":
+            series = [({**labels, "le": le}, values) for le, values in buckets]
+        elif query in counters:
+            series = [(labels, counters[query])]
+        else:
+            series = []
+        return {"result": [{"metric": m, "values": [[t, str(v)] for t, v in values.items()]} for m, values in series]}
+
+    source = PrometheusSource("http://127.0.0.1:9090", names)
+    source._api = api
+    reads = [read_samples(samples, names, t) for t, samples, _, _ in source.reads(0.0, 120.0, 60.0)]
+    w = window_between(reads[1], reads[2], names)
+    assert w.finished_requests == pytest.approx(45)
+    assert w.effective_requests == pytest.approx(effective_requests([10, 100, math.inf], [40, 45, 45], 400.0))
+    w = window_between(reads[0], reads[1], names)  # before the upgrade: one spelling
+    assert w.effective_requests == pytest.approx(effective_requests([10, 100, math.inf], [50, 55, 55], 350.0))
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_windows_give_back_the_simulated_acceptance_in_each_format(day, engine):
     """Two-minute windows (four pages of 30 s) before and after the change: the acceptance length within 2% of

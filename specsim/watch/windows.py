@@ -184,6 +184,7 @@ def read_samples(samples, names, t: float, model: str | None = None, source: str
     gamma = None
     counter_names, gauge_names = set(names.counters()), set(names.gauges())
     buckets = f"{names.generation_histogram}_bucket" if names.generation_histogram else None
+    spelled: dict = {}  # a bucket's series by (replica, edge, its other labels)
     for name, labels, value in samples:
         if labels.get(names.model_label, model) != model:
             continue
@@ -200,6 +201,12 @@ def read_samples(samples, names, t: float, model: str | None = None, source: str
             position = None if position is None else int(position)
             if name == buckets:  # a bucket's upper edge is its position: "+Inf", "100" or Prometheus 3's "100.0"
                 position = _edge(source, name, labels.get("le"))
+                # Across a Prometheus 2 -> 3 upgrade one bucket is two series ("100", then "100.0"), the old one
+                # repeating its last value for the lookback after the restart: one counter, taken once (the newer,
+                # the larger), not summed; series apart in other labels (a finish reason) still add up.
+                series = (replica, position, frozenset((k, v) for k, v in labels.items() if k != "le"))
+                spelled[series] = max(spelled.get(series, 0.0), float(value))
+                continue
             key = (name, replica, position)
             counters[key] = counters.get(key, 0.0) + float(value)
         elif name in gauge_names:
@@ -212,6 +219,8 @@ def read_samples(samples, names, t: float, model: str | None = None, source: str
                 continue
             key = (name, replica)
             gauges[key] = max(gauges.get(key, -math.inf), float(value))
+    for (replica, position, _), value in spelled.items():
+        counters[(buckets, replica, position)] = counters.get((buckets, replica, position), 0.0) + value
     if names.gamma_gauge is not None:
         steps = [v for (n, _), v in gauges.items() if n == names.gamma_gauge]
         gamma = max(steps) if steps else gamma
