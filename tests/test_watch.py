@@ -282,6 +282,29 @@ def test_a_bucket_spelled_two_ways_across_a_prometheus_upgrade_is_counted_once()
     assert w.effective_requests == pytest.approx(effective_requests([10, 100, math.inf], [50, 55, 55], 350.0))
 
 
+@pytest.mark.parametrize(
+    ("engine", "edges"),
+    [
+        # vLLM's build_1_2_5_buckets(max_model_len) (loggers.py 0.10.0 L610): llama-3.1-8b's 131,072 positions
+        ("vllm@0.20.0", [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000]),
+        # SGLang's default_bucket_prompt_tokens, its generation histogram's default edges whatever the model
+        # (observability/metrics_collector.py 0.5.23 L1871-1907, L1924-1932): from 100 tokens, to 1,100,000
+        ("sglang@0.5.23", [100, 300, 500, 700, 1000, 1500, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000, 10000]),
+    ],
+)
+def test_a_replayed_histogram_of_generated_tokens_has_its_engines_edges(day, engine, edges):
+    """A replayed page wrote vLLM's 1-2-5 edges for every engine, so a replayed SGLang day showed the watch buckets
+    SGLang does not write: its first edge is 100 tokens, and a window's effective request count (which the interval
+    of its acceptance stands on) is estimated from the edges (requests of 20 tokens each: 32 of 60 from SGLang's, 60
+    from vLLM's)."""
+    from specsim.watch.replay import pages
+
+    names, _, _ = metric_names(engine)
+    samples = parse_prometheus(pages(day, names, MODEL, 30.0, start_s=1.7e9)[3])
+    le = [labels["le"] for name, labels, _ in samples if name == f"{names.generation_histogram}_bucket"]
+    assert [float(x) for x in le[: len(edges)]] == edges and le[-1] == "+Inf", le
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_windows_give_back_the_simulated_acceptance_in_each_format(day, engine):
     """Two-minute windows (four pages of 30 s) before and after the change: the acceptance length within 2% of
@@ -449,11 +472,12 @@ def _clustered(rng, n, alpha=0.6, alpha_sd=0.15, gamma=3, rate=4.0, window_s=60.
 _EDGES_8192 = np.array([1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, np.inf])
 
 
-def _mixed(rng, n, kinds, gamma=3, rate=1.0, window_s=60.0, max_model_len=8192):
+def _mixed(rng, n, kinds, gamma=3, rate=1.0, window_s=60.0, max_model_len=8192, edges=_EDGES_8192):
     """(windows, the stream's acceptance length, each window's requests without and with its histogram) of a stream of
     ``kinds`` of traffic, each ``(share, alpha, alpha sd, mean output, output CV)`` as :func:`_clustered` draws one, at
     ``rate`` requests a second, outputs at most ``max_model_len``; each window's ``effective_requests`` is
-    :func:`~specsim.watch.windows.effective_requests` of a vLLM histogram of the outputs it finished (``_EDGES_8192``)."""
+    :func:`~specsim.watch.windows.effective_requests` of a histogram of the outputs it finished at ``edges`` (vLLM's,
+    ``_EDGES_8192``, unless given; the last ``inf``)."""
     from specsim.watch.windows import effective_requests
 
     span, warm = n * window_s, 300.0
@@ -472,10 +496,10 @@ def _mixed(rng, n, kinds, gamma=3, rate=1.0, window_s=60.0, max_model_len=8192):
     chunks = np.array_split(order, max(count // 500, 1))
     drafts, accepted, finished, last = _play(rng, alphas, outputs, start, n, gamma, window_s, chunks)
     inside = (last >= 0) & (last < n)
-    counts = np.zeros((n, _EDGES_8192.size))
-    np.add.at(counts, (last[inside], np.searchsorted(_EDGES_8192, outputs[inside])), 1)
+    counts = np.zeros((n, edges.size))
+    np.add.at(counts, (last[inside], np.searchsorted(edges, outputs[inside])), 1)
     tokens = np.bincount(last[inside], weights=outputs[inside], minlength=n)
-    effective = [effective_requests(_EDGES_8192, np.cumsum(counts[i]), tokens[i]) for i in range(n)]
+    effective = [effective_requests(edges, np.cumsum(counts[i]), tokens[i]) for i in range(n)]
     windows = _windows(n, drafts, accepted, finished, gamma, window_s, outputs.mean(), effective)
     return windows, 1 + float(accepted.sum() / drafts.sum())
 
@@ -502,18 +526,22 @@ def test_before_the_reference_a_windows_interval_takes_the_request_as_the_unit()
     assert (drafts_alone[:, 1] < truth).sum() >= 60 and (drafts_alone[:, 0] > truth).sum() >= 60
 
 
-def test_before_the_reference_unequal_requests_count_as_the_histogram_of_their_tokens_says():
+@pytest.mark.parametrize("engine", ["vllm@0.20.0", "sglang@0.5.23"])
+def test_before_the_reference_unequal_requests_count_as_the_histogram_of_their_tokens_says(engine):
     """The request count's bound assumes requests that draft about as much as each other.  On a stream of 90% chat
     (alpha 0.4, 80 tokens out) and 10% agent requests (alpha 0.9, 2,000 out) at 1 request/s, the few long requests
     carry most of a window's drafts and its acceptance with them: the request count put the top of the interval below
     the stream's acceptance length in 18 of 150 one-minute windows (nominally 2.5%, 4).  Kish's effective count from
-    vLLM's histogram of the requests' generated tokens (about 9 of about 60 requests) puts it there in 2; each side
-    is allowed 10: a true rate of 2.5% gives more with probability 1.5e-3 (binomial).  The interval stays within 4
-    times the windows' own spread (measured 1.9)."""
+    vLLM's histogram of the requests' generated tokens (about 9 of about 60 requests) puts it there in 2; from SGLang's,
+    whose edges are coarser below 100 tokens and differ above (about 10), in 2 too; each side is allowed 10: a true
+    rate of 2.5% gives more with probability 1.5e-3 (binomial).  The interval stays within 4 times the windows' own
+    spread (measured 1.9 with vLLM's edges, 1.8 with SGLang's)."""
     from specsim.watch.judge import CONFIDENCE_Z, acceptance_interval
 
     kinds = [(0.9, 0.4, 0.1, 80, 0.5), (0.1, 0.9, 0.03, 2000, 0.3)]
-    windows, truth = _mixed(np.random.default_rng(7), 150, kinds)
+    fixed = metric_names(engine)[0].generation_edges  # SGLang's own; vLLM's follow max_model_len (8,192 here)
+    edges = np.array([*fixed, np.inf], dtype=float) if fixed else _EDGES_8192
+    windows, truth = _mixed(np.random.default_rng(7), 150, kinds, edges=edges)
     x = np.array([w.acceptance_length for w in windows])
     now = np.array([acceptance_interval(w) for w in windows])
     assert (now[:, 1] < truth).sum() <= 10 and (now[:, 0] > truth).sum() <= 10

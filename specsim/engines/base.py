@@ -526,6 +526,10 @@ class MetricNames:
     #: Each finished request's generated tokens, a histogram (its name, without ``_bucket``): how unequal the requests
     #: a window's acceptance averages over are (:func:`specsim.watch.windows.effective_requests`).
     generation_histogram: str | None = None
+    #: Its upper edges (``le``, ``+Inf`` aside) where the engine fixes them whatever the model, as a replay writes
+    #: them; () where they follow the longest sequence (vLLM's build_1_2_5_buckets(max_model_len):
+    #: :func:`specsim.watch.replay.edges_125`).  A reader takes whatever edges a page has.
+    generation_edges: tuple = ()
     #: (name, release) pairs: a metric a release before that one does not export; a page showing it is of that release
     #: or a later one.  A name is the metric's (a counter's without ``_total``, a histogram's without ``_bucket``).
     later: tuple = ()

@@ -156,6 +156,14 @@ _SGLANG_NAMES = dict(
     counter_labels=(("engine_type", "unified"),),
     gauge_labels=(("engine_type", "unified"), ("tp_rank", "0"), ("pp_rank", "0")),
 )
+#: generation_tokens_histogram's edges unless --generation-tokens-buckets sets others: default_bucket_prompt_tokens, the
+#: prompt histogram's, through generate_buckets' "default" rule (observability/metrics_collector.py 0.5.13 L1444-1480
+#: and L1497-1505, 0.5.23 L1871-1907 and L1924-1932; observability/utils.py L34-49 of both), whatever the model.
+_GENERATION_EDGES = (
+    *(100, 300, 500, 700, 1000, 1500, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000, 10000, 12500, 15000, 17500),
+    *(20000, 22500, 25000, 27500, 30000, 35000, 40000, 60000, 80000, 100000, 200000, 300000, 400000, 600000, 800000),
+    *(1000000, 1100000),
+)
 _SGLANG_SOURCE = (
     "sglang/srt/metrics/collector.py (0.4.2-0.5.9) and sglang/srt/observability/metrics_collector.py "
     "(0.5.10-0.5.23), read in their wheels"
@@ -182,6 +190,7 @@ METRIC_NAMES = [
         # (0.5.13 server_args.py L5293-5295: --collect-tokens-histogram deprecated, "now automatically collected");
         # 0.5.9 created it only with that flag (metrics/collector.py L1116).
         generation_histogram="sglang:generation_tokens_histogram",
+        generation_edges=_GENERATION_EDGES,
         note=(
             "SGLang counts no drafted or accepted tokens: the acceptance length is (generated tokens - finished "
             "requests) / verification calls, counted as requests finish (one token from the prompt, then one "

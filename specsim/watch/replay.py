@@ -95,7 +95,8 @@ def simulate_day(
 def edges_125(max_model_len: int) -> list:
     """The upper edges 1, 2, 5, 10, 20, ... up to ``max_model_len``: vLLM's build_1_2_5_buckets(max_model_len), the
     edges of its request_generation_tokens (vllm/v1/metrics/loggers.py 0.10.0 L610; buckets.py L195 of 0.33.0), which
-    a replayed page of any engine takes (SGLang's own default edges differ; a reader takes whatever edges a page has).
+    a replayed page takes where its engine's names fix none (:attr:`~specsim.engines.base.MetricNames.generation_edges`:
+    SGLang's are its own; a reader takes whatever edges a page has).
 
     >>> edges_125(100)
     [1, 2, 5, 10, 20, 50, 100]
@@ -223,7 +224,7 @@ def _state(day: DayCounters, names, times: np.ndarray) -> dict:
     if names.accept_length_gauge is not None:
         state["accept_length"] = day.counters.accept_length_window(times, max(names.gauge_window, 1))
     if names.generation_histogram is not None:
-        state["output_edges"] = edges_125(day.max_model_len or 1)
+        state["output_edges"] = list(names.generation_edges) or edges_125(day.max_model_len or 1)
         state["finished_output_buckets"] = day.counters.finished_output_buckets(times, state["output_edges"])
     return state
 
