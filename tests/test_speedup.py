@@ -412,3 +412,20 @@ def test_the_library_frames_refuse_rounds_the_positions_do_not_hold():
         optimal_gamma_table(alpha=0.8, batch=1, context=[1128, 131072])
     assert len(sweep(alpha=0.8, gamma=[0, 4], batch=1, context=[1128, 131066])) == 4  # room 4 at 131,066
     assert len(optimal_gamma_table(alpha=0.8, batch=1, context=131070)) == 1
+
+
+def test_a_tree_search_at_the_targets_last_positions_keeps_to_the_drafts_they_leave():
+    # optimal-gamma --tree topk:2,depth:2,tokens:4 --context 131070 recommended a tree of 4 tokens (1.757x) where vLLM
+    # verifies no draft (drafts_room 0: max_model_len - num_computed_tokens - 1 scheduled tokens, the chain's search
+    # stops there); a tree verifies its root and tokens - 1 drafts.
+    from specsim.speculation.acceptance import TreeSpec
+    from specsim.speculation.search import optimal_tree
+
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
+    bounds = TreeSpec(topk=2, depth=3, tokens=8)
+    trees, speedups, _ = optimal_tree(dep, 0.8, bounds, [1, 8], 131070)
+    assert trees == [None, None] and speedups.tolist() == [1.0, 1.0]
+    trees, _, _ = optimal_tree(dep, 0.8, bounds, [1, 8], 131068)  # room 2: at most 3 tokens verified
+    assert all(t is not None and t.tokens <= 3 for t in trees), trees
+    trees, _, _ = optimal_tree(dep, 0.8, bounds, [1, 8], 1128)
+    assert max(t.tokens for t in trees) > 3  # far from the end, the search is not held to it

@@ -228,7 +228,9 @@ def optimal_tree(
     sibling: float | None = None,
     rtol: float = DEFAULT_RTOL,
 ):
-    """The best tree within ``bounds`` (top-k <= K, depth <= D, tokens <= N) per batch size, chains included.
+    """The best tree within ``bounds`` (top-k <= K, depth <= D, tokens <= N) per batch size, chains included, and at
+    ``context`` no tree of more drafts than the target's positions leave a round (the largest context's:
+    :meth:`~specsim.speculation.deployment.Deployment.drafts_room`).
 
     Returns ``(trees, speedup, expected_tokens)``: a list of :class:`~specsim.speculation.acceptance.TreeSpec` (None where
     no tree beats plain decoding), and arrays over ``batch``.  Among trees within ``rtol`` of the best
@@ -238,6 +240,11 @@ def optimal_tree(
     acc = as_acceptance(acceptance)
     candidates = _tree_candidates(bounds, bounds.depth if acc.max_gamma is None else min(bounds.depth, acc.max_gamma))
     b = np.atleast_1d(np.asarray(batch, dtype=float))
+    room = dep.drafts_room(np.max(context))  # a tree verifies its root and tokens - 1 drafts: no more than that
+    if room is not None:
+        candidates = [c for c in candidates if c.tokens - 1 <= room]
+    if not candidates:
+        return [None] * b.size, np.ones(b.size), np.ones(b.size)
     work = len(candidates) * b.size
     if work > MAX_TREE_EVALUATIONS:
         raise ValueError(
