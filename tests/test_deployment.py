@@ -771,7 +771,7 @@ def test_vllms_v2_runner_adds_graphless_draft_steps_on_flashinfers_fp8_cache_onl
         build("h100-sxm", **fp8),  # FA3 takes the FP8 cache on Hopper
         build(engine="vllm@0.10", **fp8),  # the V1 runner graphs EAGLE's draft steps piecewise
         build(engine="vllm@0.21.0", **fp8),  # V2 only under VLLM_USE_V2_MODEL_RUNNER=1
-        build(draft="llama-3.2-1b", **fp8),  # V2 sends draft_model to the V1 runner
+        build(engine="vllm@0.28.0", draft="llama-3.2-1b", **fp8),  # V2 sends draft_model to V1, which graphs it (0.26+)
         build(engine="sglang", **fp8),
         build(engine="none", **fp8),
         build("rtx-5090", engine="vllm@0.28.0", **fp8),  # FlashInfer reports UNIFORM_BATCH on sm 12.x from 0.28
@@ -819,6 +819,36 @@ def test_vllm_0_31_to_0_33_run_a_draft_model_without_a_cuda_graph_every_draft_pa
     # heads keep their graphs there (an FP16 cache on Hopper), and PARD, which V2 leaves to the V1 runner
     assert graphless_draft(dep("vllm@0.33.0", draft="eagle3")) == (0.0, "")
     assert graphless_draft(Deployment.build("h100-sxm", "qwen3-8b", "pard", engine="vllm@0.33.0")) == (0.0, "")
+
+
+def test_vllm_0_15_to_0_25_run_a_draft_model_and_pard_without_a_cuda_graph_every_draft_pass():
+    """Before 0.26.0 the V1 runner initialised the drafter's cudagraph keys for use_eagle() only (gpu_model_runner.py
+    0.15.0 L5397-5399, 0.20.0 L6387-6396, 0.25.0 L6983-6995), and its dispatcher returns NONE while its keys are not
+    initialised (cudagraph_dispatcher.py 0.15.0 L207-211, 0.25.0 L274-280), so a draft model and PARD (the same
+    proposer with parallel_drafting) ran every pass eager until vllm-project/vllm#47460 (0.26.0).  Each pass pays the
+    one graph-less size, GRAPHLESS_LAYER_S a draft layer; EAGLE-family heads keep their graphs."""
+    from specsim.engines.vllm import GRAPHLESS_LAYER_S
+    from specsim.speculation.fp8_cache import graphless_draft
+
+    def dep(engine, draft="llama-3.2-1b", target="llama-3.1-8b"):
+        return Deployment.build("h100-sxm", target, draft, engine=engine)
+
+    gammas = np.array([1.0, 2.0, 4.0])
+    for engine in ("vllm@0.15.0", "vllm@0.20.0", "vllm@0.25.0", "vllm@0.25.1"):
+        d = dep(engine)
+        per_step, why = graphless_draft(d)
+        assert per_step == pytest.approx(GRAPHLESS_LAYER_S * d.draft.n_layers) and per_step > 0
+        assert why.startswith(f"vLLM {engine[5:]} runs a draft model (or PARD) on its V1 runner") and "not vLLM" in why
+        np.testing.assert_allclose(d.round_time(1, 1000, gammas).graphless_s, gammas * per_step, rtol=1e-12)
+    # PARD drafts a round in one pass, which runs without a graph there and keeps it from 0.26
+    pard = dep("vllm@0.20.0", draft="pard", target="qwen3-8b")
+    assert graphless_draft(pard)[0] > 0
+    np.testing.assert_allclose(pard.round_time(1, 1000, gammas).graphless_s, graphless_draft(pard)[0], rtol=1e-12)
+    assert graphless_draft(dep("vllm@0.26.0", draft="pard", target="qwen3-8b")) == (0.0, "")
+    # graphed from 0.26.0; vllm@0.14 names its range's newest release, 0.27; EAGLE-3 keeps its graphs before 0.26
+    for engine in ("vllm@0.26.0", "vllm@0.27.0", "vllm@0.14"):
+        assert graphless_draft(dep(engine)) == (0.0, "")
+    assert graphless_draft(dep("vllm@0.20.0", draft="eagle3")) == (0.0, "")
 
 
 def test_without_a_draft_a_built_in_target_gets_its_catalogs_draft_and_the_note_says_so():

@@ -22,7 +22,7 @@ from specsim.watch.drift import DropDetector
 from specsim.watch.windows import Window, check_names, read_samples, window_between
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
-ENGINES = ("vllm@0.20.0", "sglang@0.5.4", "sglang@0.5.23", "trtllm@1.3.0")
+ENGINES = ("vllm@0.26.0", "sglang@0.5.4", "sglang@0.5.23", "trtllm@1.3.0")
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def dep():
         "llama-3.1-8b",
         "llama-3.2-1b",
         timing=None,
-        engine="vllm@0.20.0",
+        engine="vllm@0.26.0",
         engine_overhead_ms=None,
         target_options={},
         draft_options={},
@@ -87,19 +87,19 @@ def _page(names, extra=""):
     "named, page, message",
     [
         (
-            "vllm@0.20.0",
+            "vllm@0.26.0",
             'sglang:spec_accept_length{model_name="m"} 2.1\nsglang:num_running_reqs 3\n',
-            r"holds sglang metrics \(sglang: names\), not the vllm 0.20.0 metrics --engine names",
+            r"holds sglang metrics \(sglang: names\), not the vllm 0.26.0 metrics --engine names",
         ),
         (
-            "vllm@0.20.0",
+            "vllm@0.26.0",
             "python_info 1\n",
             r"holds no vllm: metrics: it is not a vllm metrics page \(the engine serves them on /metrics\)",
         ),
         (
-            "vllm@0.20.0",
+            "vllm@0.26.0",
             'vllm:num_requests_running{model_name="m"} 3\n',
-            "shows none of vllm 0.20.0's speculative-decoding metrics",
+            "shows none of vllm 0.26.0's speculative-decoding metrics",
         ),
         (
             "vllm@0.11.0",
@@ -107,7 +107,7 @@ def _page(names, extra=""):
             r"shows vllm:num_requests_waiting_by_reason, which vllm exports from 0.20.0 on: the server runs a later release",
         ),
         (
-            "vllm@0.20.0",
+            "vllm@0.26.0",
             'vllm:gpu_cache_usage_perc{model_name="m"} 0.1\n',
             r"shows vllm:gpu_cache_usage_perc, which vllm exports up to 0.10: the server runs an earlier release",
         ),
@@ -145,7 +145,7 @@ def test_a_page_whose_names_cannot_tell_its_release_says_the_release_is_taken_as
 
 
 def test_several_models_need_a_choice():
-    names, _, _ = metric_names("vllm@0.20.0")
+    names, _, _ = metric_names("vllm@0.26.0")
     samples = parse_prometheus(_page(names).replace('"m"', '"a"') + _page(names).replace('"m"', '"b"'))
     with pytest.raises(ValueError, match=r"several models \(a, b\): choose one with --model"):
         read_samples(samples, names, 0.0)
@@ -159,7 +159,7 @@ def test_replicas_stay_apart_and_are_pooled_as_said():
     """Two data-parallel engines of vLLM (engine="0" and "1"): each counter's series differs by its own amount, a
     window takes each one's difference (one of them restarting would show), the acceptance pools the drafts of both, the
     load is per replica (the mean running batch and requests/s over the two)."""
-    names, _, _ = metric_names("vllm@0.20.0")
+    names, _, _ = metric_names("vllm@0.26.0")
 
     def page(drafts, accepted, requests, running):
         lines = []
@@ -193,7 +193,7 @@ def test_the_histogram_of_generated_tokens_is_read_bucket_by_bucket_over_replica
     without the histogram leaves the count to the requests; an ``le`` that is not a number is named in one line."""
     from specsim.watch.windows import effective_requests
 
-    names, _, _ = metric_names("vllm@0.20.0")
+    names, _, _ = metric_names("vllm@0.26.0")
 
     def page(per_engine, histogram=True, le_inf="+Inf"):
         lines = []
@@ -345,7 +345,7 @@ def test_windows_give_back_the_simulated_acceptance_in_each_format(day, engine):
 
 
 def test_counters_that_go_back_start_a_new_window(day):
-    names, reads = _reads(day, "vllm@0.20.0")
+    names, reads = _reads(day, "vllm@0.26.0")
     restart = read_samples(parse_prometheus(_page(names).replace('"m"', f'"{MODEL}"')), names, reads[5].t + 30)
     w = window_between(reads[5], restart, names)
     assert w.restarted and not w.usable and "went down between reads: the engine restarted" in w.notes[0]
@@ -363,7 +363,7 @@ def test_counters_that_go_back_start_a_new_window(day):
 def test_per_position_counts_that_cannot_be_shares_of_the_drafts_are_not_counted(day):
     # Position 0 accepted 10 times as often as drafts were made (a page no engine writes) gave a per-position rate of
     # 6.01 and a zero-width interval; such a window's per-position figures are dropped and said, its length kept.
-    names, reads = _reads(day, "vllm@0.20.0")
+    names, reads = _reads(day, "vllm@0.26.0")
     a, b = reads[0], reads[4]
     key = next(k for k in b.counters if k[0] == names.accepted_per_position and k[2] == 0)
     drafts = sum(v - a.counters.get(k, 0.0) for k, v in b.counters.items() if k[0] == names.drafts)
@@ -820,14 +820,14 @@ def _serve(day, engine, page_s=30.0):
 
 def test_watch_reads_a_page_at_its_stamped_times(day, capsys):
     """Pages stamped with their times are read at those times: three windows of five 30 s pages each, as JSON lines."""
-    with _serve(day, "vllm@0.20.0") as server:
+    with _serve(day, "vllm@0.26.0") as server:
         code = main(
             [
                 "watch",
                 "--url",
                 server.url,
                 "--engine",
-                "vllm@0.20.0",
+                "vllm@0.26.0",
                 "--draft",
                 "llama-3.2-1b",
                 "--interval",
@@ -841,7 +841,7 @@ def test_watch_reads_a_page_at_its_stamped_times(day, capsys):
         )
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     header, rows, summary = lines[0], [x for x in lines if x["type"] == "window"], lines[-1]
-    assert header["model"] == MODEL and header["engine"] == "vllm 0.20.0"
+    assert header["model"] == MODEL and header["engine"] == "vllm 0.26.0"
     assert any(
         "its unit the draft, widened by the drift test's overdispersion; the request until" in x
         for x in header["lines"]
@@ -852,14 +852,14 @@ def test_watch_reads_a_page_at_its_stamped_times(day, capsys):
 
 
 def test_once_exits_with_the_verdicts_status(day, capsys):
-    with _serve(day, "vllm@0.20.0") as server:
+    with _serve(day, "vllm@0.26.0") as server:
         code = main(
             [
                 "watch",
                 "--url",
                 server.url,
                 "--engine",
-                "vllm@0.20.0",
+                "vllm@0.26.0",
                 "--draft",
                 "llama-3.2-1b",
                 "--interval",
@@ -906,10 +906,10 @@ START_FAILURES = [
     (None, ["--url", "ftp://x/metrics"], "is not an http(s) address"),
     (None, ["--url", "http://127.0.0.1:9/metrics"], "cannot reach http://127.0.0.1:9/metrics"),
     (None, ["--prometheus", "http://127.0.0.1:9"], "cannot reach Prometheus at http://127.0.0.1:9"),
-    ("sglang@0.5.23", ["--engine", "vllm@0.20.0"], "holds sglang metrics (sglang: names), not the vllm 0.20.0"),
-    ("bare", ["--engine", "vllm@0.20.0"], "shows none of vllm 0.20.0's speculative-decoding metrics"),
+    ("sglang@0.5.23", ["--engine", "vllm@0.26.0"], "holds sglang metrics (sglang: names), not the vllm 0.26.0"),
+    ("bare", ["--engine", "vllm@0.26.0"], "shows none of vllm 0.26.0's speculative-decoding metrics"),
     ("sglang@0.5.4", ["--engine", "sglang@0.5.4"], "sglang 0.5.4's metrics do not say the draft length: give --gamma"),
-    ("vllm@0.20.0", ["--engine", "vllm@0.20.0", "--gamma", "2"], "--gamma 2 but the engine's metrics say 3 draft"),
+    ("vllm@0.26.0", ["--engine", "vllm@0.26.0", "--gamma", "2"], "--gamma 2 but the engine's metrics say 3 draft"),
 ]
 
 
@@ -923,7 +923,7 @@ def test_with_json_a_failure_to_start_is_one_json_line_on_stdout_too(day, page, 
 
     from specsim.watch.replay import ReplayServer
 
-    names, _, _ = metric_names("vllm@0.20.0")
+    names, _, _ = metric_names("vllm@0.26.0")
     bare = f'vllm:num_requests_running{{engine="0",model_name="{MODEL}"}} 1.0\n'
     server = (
         contextlib.nullcontext()
@@ -957,11 +957,11 @@ def test_with_json_an_error_during_the_watch_ends_the_rows_with_the_summary(day,
     ends as a watch that gives up does: the summary with exit_code 2, what held, and the error."""
     from specsim.watch.replay import ReplayServer, pages
 
-    names, _, _ = metric_names("vllm@0.20.0")
+    names, _, _ = metric_names("vllm@0.26.0")
     texts = pages(day, names, MODEL, 30.0, start_s=1.7e9)
     # A fourth position from the second read on: the page says 4 draft tokens where --gamma and the first read say 3.
     more = f'{names.accepted_per_position}{{engine="0",model_name="{MODEL}",position="3"}} 0.0\n'
-    argv = ["watch", "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--interval", "0.25", "--gamma", "3"]
+    argv = ["watch", "--engine", "vllm@0.26.0", "--draft", "llama-3.2-1b", "--interval", "0.25", "--gamma", "3"]
     with ReplayServer(texts[:1] + [t + more for t in texts[1:]], path=names.path) as server:
         code = main([*argv, "--url", server.url, "--windows", "2", "--json"])
     out, err = capsys.readouterr()
@@ -982,8 +982,8 @@ def test_a_fault_of_specsims_own_mid_watch_is_not_given_up_on_as_the_engines(day
         raise ValueError("a bug")
 
     monkeypatch.setattr(Watcher, "add_all", broken)
-    argv = ["watch", "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--interval", "0.25", "--windows", "2"]
-    with _serve(day, "vllm@0.20.0") as server, pytest.raises(RuntimeError) as raised:
+    argv = ["watch", "--engine", "vllm@0.26.0", "--draft", "llama-3.2-1b", "--interval", "0.25", "--windows", "2"]
+    with _serve(day, "vllm@0.26.0") as server, pytest.raises(RuntimeError) as raised:
         main([*argv, "--url", server.url, "--json"])
     assert isinstance(raised.value.__cause__, ValueError) and str(raised.value.__cause__) == "a bug"
     assert "specsim's own, not the engine's" in str(raised.value)
@@ -1004,7 +1004,7 @@ def test_ctrl_c_while_a_watch_starts_ends_a_json_stream_with_its_summary(as_json
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli_watch, "_open", interrupted)
-    argv = ["watch", "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--url", "http://127.0.0.1:9/metrics"]
+    argv = ["watch", "--engine", "vllm@0.26.0", "--draft", "llama-3.2-1b", "--url", "http://127.0.0.1:9/metrics"]
     code = main(argv + (["--json"] if as_json else []))
     out, err = capsys.readouterr()
     assert code == 130 and err == "specsim watch: interrupted\n"
@@ -1017,29 +1017,29 @@ def test_ctrl_c_while_a_watch_starts_ends_a_json_stream_with_its_summary(as_json
 
 def test_a_page_of_another_engine_is_refused_by_the_command(day, capsys):
     with _serve(day, "sglang@0.5.23") as server:
-        assert main(["watch", "--url", server.url, "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--once"]) == 2
+        assert main(["watch", "--url", server.url, "--engine", "vllm@0.26.0", "--draft", "llama-3.2-1b", "--once"]) == 2
     err = capsys.readouterr().err
-    assert "holds sglang metrics (sglang: names), not the vllm 0.20.0 metrics --engine names" in err
+    assert "holds sglang metrics (sglang: names), not the vllm 0.26.0 metrics --engine names" in err
     assert len(err.strip().splitlines()) == 1
 
 
 def test_a_target_whose_weights_leave_no_cache_is_refused_and_another_than_the_page_serves_is_said(day, capsys):
     # A 70B target on one H100 cannot be what serves the page: one line, exit 2, as every answer at a load refuses it.
-    base = ["watch", "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--interval", "0.25", "--once"]
-    with _serve(day, "vllm@0.20.0") as server:
+    base = ["watch", "--engine", "vllm@0.26.0", "--draft", "llama-3.2-1b", "--interval", "0.25", "--once"]
+    with _serve(day, "vllm@0.26.0") as server:
         assert main(base + ["--url", server.url, "--target", "llama-3.1-70b"]) == 2
     err = capsys.readouterr().err
     assert "llama-3.1-70b does not fit on h100-sxm" in err and "larger --tp" in err
     assert len(err.strip().splitlines()) == 1
     # At TP 2 and 0.89 of the memory the target fits beside vLLM's start-up and the drafter does not: the page
     # speculates, so that engine cannot be the one serving it either.
-    with _serve(day, "vllm@0.20.0") as server:
+    with _serve(day, "vllm@0.26.0") as server:
         argv = base + ["--url", server.url, "--target", "llama-3.1-70b", "--tp", "2", "--memory-util", "0.89"]
         assert main(argv) == 2
     err = capsys.readouterr().err
     assert "llama-3.1-70b with llama-3.2-1b does not fit on h100-sxm x 2" in err and len(err.strip().splitlines()) == 1
     # At TP 4 it fits; the page serves the 8B model, and the output says which shape is modelled.
-    with _serve(day, "vllm@0.20.0") as server:
+    with _serve(day, "vllm@0.26.0") as server:
         code = main(base + ["--url", server.url, "--target", "llama-3.1-70b", "--tp", "4"])
     out = capsys.readouterr().out
     assert code in (0, 3, 5) and f"note: the engine serves {MODEL!r} (llama-3.1-8b); modelled as llama-3.1-70b" in out
@@ -1051,14 +1051,14 @@ def test_a_calibration_of_another_model_than_the_page_serves_is_refused(day, cap
     # terms are another deployment's, so the watch refuses them in one line rather than judge with them.
     cal = ngram_calibration
     capsys.readouterr()
-    with _serve(day, "vllm@0.20.0") as server:
-        code = main(["watch", "--url", server.url, "--engine", "vllm@0.20.0", "--calibration", str(cal), "--once"])
+    with _serve(day, "vllm@0.26.0") as server:
+        code = main(["watch", "--url", server.url, "--engine", "vllm@0.26.0", "--calibration", str(cal), "--once"])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert f"the engine serves {MODEL!r} (llama-3.1-8b), and {cal} is a calibration of qwen3-4b" in err
     # Naming the calibration's own target does not make it this page's.
-    with _serve(day, "vllm@0.20.0") as server:
-        argv = ["watch", "--url", server.url, "--engine", "vllm@0.20.0", "--calibration", str(cal), "--once"]
+    with _serve(day, "vllm@0.26.0") as server:
+        argv = ["watch", "--url", server.url, "--engine", "vllm@0.26.0", "--calibration", str(cal), "--once"]
         assert main(argv + ["--target", "qwen3-4b"]) == 2
     assert "is a calibration of qwen3-4b" in capsys.readouterr().err
 
@@ -1070,9 +1070,9 @@ def test_a_longer_gamma_proposed_is_the_one_the_schedule_written_with_it_reaches
     from specsim.watch.replay import simulate_day
 
     high = simulate_day(dep, [(0, 6.0), (300, 0)], 0.85, 2, 1000, 256, seed=3)
-    with _serve(high, "vllm@0.20.0") as server:
+    with _serve(high, "vllm@0.26.0") as server:
         code = main(
-            ["watch", "--url", server.url, "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--interval", "0.25"]
+            ["watch", "--url", server.url, "--engine", "vllm@0.26.0", "--draft", "llama-3.2-1b", "--interval", "0.25"]
             + ["--windows", "1", "--json"]
         )
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -1108,7 +1108,7 @@ def test_a_window_that_serves_requests_without_one_speculative_step_says_specula
 def test_a_restart_mid_watch_is_said_and_watching_goes_on(day, capsys):
     from specsim.watch.replay import ReplayServer, pages
 
-    names, _, _ = metric_names("vllm@0.20.0")
+    names, _, _ = metric_names("vllm@0.26.0")
     texts = pages(day, names, MODEL, 30.0, start_s=1.7e9)
     # The engine restarts after page 7: its counters start again from the first pages' values, with later times.
     replay = texts[:8] + [t.replace(" 1700000", " 1700009") for t in texts[1:12]]
@@ -1119,7 +1119,7 @@ def test_a_restart_mid_watch_is_said_and_watching_goes_on(day, capsys):
                 "--url",
                 server.url,
                 "--engine",
-                "vllm@0.20.0",
+                "vllm@0.26.0",
                 "--draft",
                 "llama-3.2-1b",
                 "--interval",
@@ -1136,7 +1136,7 @@ def test_a_restart_mid_watch_is_said_and_watching_goes_on(day, capsys):
 def test_a_page_of_another_release_is_refused_by_the_command(day, capsys):
     from specsim.watch.replay import ReplayServer, pages
 
-    names, _, _ = metric_names("vllm@0.20.0")
+    names, _, _ = metric_names("vllm@0.26.0")
     later = 'vllm:num_requests_waiting_by_reason{engine="0",model_name="%s",reason="capacity"} 0.0\n' % MODEL
     with ReplayServer([t + later for t in pages(day, names, MODEL, 30.0, start_s=1.7e9)], path=names.path) as server:
         assert main(["watch", "--url", server.url, "--engine", "vllm@0.15.0", "--draft", "llama-3.2-1b", "--once"]) == 2
@@ -1182,7 +1182,7 @@ def test_the_gauges_are_served_while_the_watch_runs(day):
                 return
             time.sleep(0.02)
 
-    with _serve(day, "vllm@0.20.0") as server:
+    with _serve(day, "vllm@0.26.0") as server:
         reader = threading.Thread(target=scrape)
         reader.start()
         code = main(
@@ -1191,7 +1191,7 @@ def test_the_gauges_are_served_while_the_watch_runs(day):
                 "--url",
                 server.url,
                 "--engine",
-                "vllm@0.20.0",
+                "vllm@0.26.0",
                 "--draft",
                 "llama-3.2-1b",
                 "--interval",
@@ -1256,11 +1256,11 @@ def test_a_page_that_gives_a_series_twice_is_refused_and_a_bounded_watch_gives_u
     # gives up after a whole window of failed reads with exit 2 and the reason, where it once retried for ever.
     from specsim.watch.replay import ReplayServer, pages
 
-    names, _, _ = metric_names("vllm@0.20.0")
+    names, _, _ = metric_names("vllm@0.26.0")
     texts = pages(day, names, MODEL, 30.0, start_s=1.7e9)
     line = next(x for x in texts[2].splitlines() if x.startswith(names.drafts + "{"))
     doubled = texts[2] + line + "\n"
-    argv = ["watch", "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--interval", "0.25"]
+    argv = ["watch", "--engine", "vllm@0.26.0", "--draft", "llama-3.2-1b", "--interval", "0.25"]
     with ReplayServer([doubled], path=names.path) as server:
         assert main([*argv, "--url", server.url, "--once"]) == 2
     err = capsys.readouterr().err
@@ -1292,8 +1292,10 @@ def test_a_schedule_that_gives_another_gamma_at_the_running_batch_than_the_verdi
     from specsim.watch.judge import Judge
     from specsim.watch.watcher import schedule_writer
 
-    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.24.0")  # per-batch lengths
-    names, release, shown = metric_names("vllm@0.24.0")
+    dep = Deployment.build(
+        "h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.26.0"
+    )  # per-batch lengths (0.24+), graphed draft passes (0.26+)
+    names, release, shown = metric_names("vllm@0.26.0")
     judge = Judge(dep, EngineLimits(256, 8192))
     write = schedule_writer(dep, judge, names, release, shown)
     window = SimpleNamespace(
@@ -1312,7 +1314,7 @@ def test_a_port_past_65535_and_a_page_of_bytes_are_named_in_one_line(capsys):
     # A port of 99999 read as a refused connection; a binary answer had its bytes printed to the terminal.
     from specsim.watch.replay import ReplayServer
 
-    argv = ["watch", "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--once"]
+    argv = ["watch", "--engine", "vllm@0.26.0", "--draft", "llama-3.2-1b", "--once"]
     assert main([*argv, "--url", "http://127.0.0.1:99999/metrics"]) == 2
     assert capsys.readouterr().err.strip().endswith("the port must be a number in [0, 65535]")
     with ReplayServer(["\x00\x01\x02" * 100]) as server:
@@ -1424,8 +1426,8 @@ def test_the_schedule_a_watch_writes_is_what_the_command_it_names_writes(capsys)
     from specsim.watch.judge import Judge
     from specsim.watch.watcher import schedule_writer
 
-    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.24.0")
-    names, release, shown = metric_names("vllm@0.24.0")
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.26.0")
+    names, release, shown = metric_names("vllm@0.26.0")
     judge = Judge(dep, EngineLimits(1024, 8192))  # vLLM's own limits on an H100 at 0.24.0
     window = SimpleNamespace(
         gamma=3, acceptance_length=2.1, per_position=None, input_tokens=8000.0, output_tokens=256.0, running=7.0
@@ -1538,7 +1540,7 @@ def _raw_server(answer: bytes):
 def test_a_reply_that_is_not_whole_http_is_named_in_one_line(answer, message, capsys):
     url, stop = _raw_server(answer)
     try:
-        code = main(["watch", "--url", url, "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--once"])
+        code = main(["watch", "--url", url, "--engine", "vllm@0.26.0", "--draft", "llama-3.2-1b", "--once"])
     finally:
         stop()
     err = capsys.readouterr().err.strip().splitlines()
@@ -1548,7 +1550,7 @@ def test_a_reply_that_is_not_whole_http_is_named_in_one_line(answer, message, ca
 def test_a_vllm_page_without_per_position_counters_takes_the_draft_length_from_its_drafted_tokens(day):
     # A scrape that drops the per-position series (a metric_relabel_configs rule, say) left every window "give --gamma"
     # and the watch ending with status 0, though vLLM's drafted tokens over its drafts are the draft length.
-    names, reads = _reads(day, "vllm@0.20.0")
+    names, reads = _reads(day, "vllm@0.26.0")
     bare = [
         r.__class__(
             r.t, r.model, {k: v for k, v in r.counters.items() if k[0] != names.accepted_per_position}, r.gauges
@@ -1590,7 +1592,7 @@ def test_a_replayed_page_shows_the_names_that_tell_its_release(day, engine):
 def test_a_saved_page_given_to_url_names_what_reads_one(url, capsys):
     # A file path and a file:// address were "not an http(s) address": an on-call engineer with a saved page was not
     # told that a watch needs reads over time, nor which command reads the one page.
-    assert main(["watch", "--url", url, "--engine", "vllm@0.20.0", "--draft", "llama-3.2-1b", "--once"]) == 2
+    assert main(["watch", "--url", url, "--engine", "vllm@0.26.0", "--draft", "llama-3.2-1b", "--once"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is a file: a watch reads a live page over http(s)" in err[0], err
     assert "specsim alpha --metrics FILE" in err[0]
@@ -1664,7 +1666,7 @@ def test_a_window_whose_drafts_all_drafted_fewer_than_configured_is_judged_at_th
     # A per-batch schedule drafting 2 of the 3 configured tokens at a higher load: the window kept the page's gamma 3
     # (its per-position series), so the judge took the acceptance length of 2-token drafts as one of 3 and weighed a
     # round of 3 draft steps the engine did not run.
-    names, reads = _reads(day, "vllm@0.20.0")
+    names, reads = _reads(day, "vllm@0.26.0")
     first, last = reads[0], reads[4]
     drafts = next(k for k in last.counters if k[0] == names.drafts)
     tokens = next(k for k in last.counters if k[0] == names.draft_tokens)

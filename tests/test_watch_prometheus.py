@@ -33,10 +33,10 @@ pytestmark = pytest.mark.xdist_group("watch-prometheus")
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 DAY_S, WINDOW_S, PAGE_S, DROP_S = 1800.0, 60.0, 30.0, 1440.0
 JOBS = {
-    "vllm": "vllm@0.20.0",
+    "vllm": "vllm@0.26.0",
     "sglang": "sglang@0.5.23",
     "trtllm": "trtllm@1.3.0",
-    "two": "vllm@0.20.0",
+    "two": "vllm@0.26.0",
     "sglang-gauge": "sglang@0.5.5",  # its acceptance in a gauge alone (spec_accept_length), no counters
 }
 
@@ -68,7 +68,7 @@ def dep():
         "llama-3.1-8b",
         "llama-3.2-1b",
         timing=None,
-        engine="vllm@0.20.0",
+        engine="vllm@0.26.0",
         engine_overhead_ms=None,
         target_options={},
         draft_options={},
@@ -348,7 +348,7 @@ def test_a_selector_with_several_models_needs_model(prometheus, capsys):
                 "--job",
                 "two",
                 "--engine",
-                "vllm@0.20.0",
+                "vllm@0.26.0",
                 "--draft",
                 "llama-3.2-1b",
                 "--start",
@@ -382,7 +382,7 @@ def test_another_engine_behind_the_selector_is_refused(prometheus, capsys):
                 "--job",
                 "sglang",
                 "--engine",
-                "vllm@0.20.0",
+                "vllm@0.26.0",
                 "--draft",
                 "llama-3.2-1b",
                 "--start",
@@ -396,7 +396,7 @@ def test_another_engine_behind_the_selector_is_refused(prometheus, capsys):
         == 2
     )
     err = capsys.readouterr().err
-    assert "holds sglang metrics (sglang: names), not the vllm 0.20.0 metrics --engine names" in err
+    assert "holds sglang metrics (sglang: names), not the vllm 0.26.0 metrics --engine names" in err
 
 
 def _rules(tmp_path, engine, gamma="3"):
@@ -425,7 +425,7 @@ def _rules(tmp_path, engine, gamma="3"):
     return path, dash
 
 
-@pytest.mark.parametrize("engine", ["vllm@0.20.0", "sglang@0.5.4", "sglang@0.5.23", "trtllm@1.3.0"])
+@pytest.mark.parametrize("engine", ["vllm@0.26.0", "sglang@0.5.4", "sglang@0.5.23", "trtllm@1.3.0"])
 def test_alert_rules_and_dashboard_queries_pass_promtool(tmp_path, engine):
     promtool = _tool("promtool")
     path, dash = _rules(tmp_path, engine)
@@ -455,13 +455,13 @@ def test_the_engine_only_rule_fires_past_the_break_even(tmp_path, dep):
     from specsim.watch.publish import break_even_table
 
     promtool = _tool("promtool")
-    path, _ = _rules(tmp_path, "vllm@0.20.0")
+    path, _ = _rules(tmp_path, "vllm@0.26.0")
     import dataclasses
 
     from specsim.engines import get_engine
 
     table = break_even_table(
-        Judge(dataclasses.replace(dep, engine=get_engine("vllm@0.20.0").for_source(dep.source)), EngineLimits()),
+        Judge(dataclasses.replace(dep, engine=get_engine("vllm@0.26.0").for_source(dep.source)), EngineLimits()),
         3,
         1000,
         256,

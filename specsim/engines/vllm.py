@@ -971,14 +971,23 @@ GRAPHLESS_SAID = (
 #: and 0.33.0 L67-71), every pass with cudagraph_runtime_mode NONE (0.31.0 L132, L209, L309; 0.33.0 L143-147).  0.34.0
 #: builds a graph manager for it (standalone_ar/speculator.py L62-73).  PARD stays on V1 there ("parallel drafting for
 #: EAGLE speculative decoding", 0.31.0 L3088-3092), whose drafter is graphed.
-#: Read, not modelled: the V1 runner before 0.26.0 initialised the drafter's cudagraph dispatcher keys only for
-#: use_eagle() (and extract_hidden_states), not uses_draft_model() (gpu_model_runner.py 0.15.0 L5397-5399, 0.20.0
-#: L6387-6396, 0.25.0 L6983-6995; "or self.speculative_config.uses_draft_model()" from 0.26.0 L7131-7145, 0.27.0-0.30.0
+#: 0.15.0-0.25.x, the V1 runner: it initialised the drafter's cudagraph dispatcher keys only for use_eagle() (and
+#: extract_hidden_states), not uses_draft_model() (gpu_model_runner.py 0.15.0 L5397-5399, 0.20.0 L6387-6396, 0.25.0
+#: L6983-6995, read in those wheels; "or self.speculative_config.uses_draft_model()" from 0.26.0 L7131-7145, 0.27.0-0.30.0
 #: the same: vllm-project/vllm#47460), and its dispatch returns NONE while "not self.keys_initialized"
-#: (cudagraph_dispatcher.py 0.15.0 L207-211, 0.25.0 L275), so 0.15-0.25 ran a draft model (and PARD) eager too.  Not
-#: charged yet: the calibration example (examples/bench/plan, generated for vllm 0.20.0 with a draft model) and the
-#: README's calibration block were made with those releases graphed and need regenerating with it.
+#: (cudagraph_dispatcher.py 0.15.0 L207-211, 0.20.0 L273-279, 0.25.0 L274-280), which every pass of the draft model's
+#: DraftModelProposer (a SpecDecodeBaseProposer) asks, so 0.15-0.25 ran a draft model eager, and PARD (the same proposer
+#: with parallel_drafting, from 0.16.0) too: Model Runner V2, where it is the default, sends both to V1 (config/vllm.py
+#: 0.25.0 L2068-2079, a method other than eagle, eagle3, mtp, dflash and dspark is unsupported there).
 _EAGER_DRAFT_MODEL = (
+    (
+        (0, 15, 0),
+        (0, 25, 99),
+        frozenset({"draft_model", "pard"}),
+        "runs a draft model (or PARD) on its V1 runner, which set up the drafter's CUDA graph keys for EAGLE-family "
+        "drafters only before 0.26 (v1/worker/gpu_model_runner.py of 0.15.0, 0.20.0 and 0.25.0; vllm-project/vllm#47460 "
+        "from 0.26.0): every draft pass, the first included, dispatched with cudagraph_runtime_mode NONE",
+    ),
     (
         (0, 31, 0),
         (0, 33, 99),

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 mkdir -p results logs
-echo "specsim bench-plan: 40 runs on 4 servers; estimated wall time 26 min (specsim's prediction of each run, and 3 min per server start, assumed)"
+echo "specsim bench-plan: 40 runs on 4 servers; estimated wall time 37 min (specsim's prediction of each run, and 3 min per server start, assumed)"
 
 wait_ready() {  # until the server answers, or 30 minutes
   for _ in $(seq 1800); do curl -sf http://127.0.0.1:8000/health >/dev/null && return 0; sleep 1; done
@@ -55,67 +55,67 @@ kill $SERVER; wait $SERVER 2>/dev/null || true
 # server s2-al2.44: 2 draft steps, acceptance pinned at 2.44 tokens per verification
 vllm serve meta-llama/Llama-3.1-8B-Instruct --port 8000 --tensor-parallel-size 1 --max-num-seqs 32 --no-enable-prefix-caching --speculative-config '{"method":"draft_model","num_speculative_tokens":2,"model":"meta-llama/Llama-3.2-1B-Instruct","rejection_sample_method":"synthetic","synthetic_acceptance_length":2.44}' > logs/server-s2-al2.44.log 2>&1 &
 SERVER=$!; wait_ready
-echo 'run s2-al2.44-in512-c1 (about 32 s)'
+echo 'run s2-al2.44-in512-c1 (about 78 s)'
 rm -f results/s2-al2.44-in512-c1.json; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in512-c1.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 32 --max-concurrency 1 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s2-al2.44-in512-c1.json --dataset-name random --random-input-len 512 --random-output-len 256 --random-range-ratio 0 > logs/s2-al2.44-in512-c1.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in512-c1.metrics-after.txt || true
-echo 'run s2-al2.44-in512-c2 (about 16 s)'
+echo 'run s2-al2.44-in512-c2 (about 40 s)'
 rm -f results/s2-al2.44-in512-c2.json; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in512-c2.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 32 --max-concurrency 2 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s2-al2.44-in512-c2.json --dataset-name random --random-input-len 512 --random-output-len 256 --random-range-ratio 0 > logs/s2-al2.44-in512-c2.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in512-c2.metrics-after.txt || true
-echo 'run s2-al2.44-in512-c4 (about 8 s)'
+echo 'run s2-al2.44-in512-c4 (about 20 s)'
 rm -f results/s2-al2.44-in512-c4.json; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in512-c4.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 32 --max-concurrency 4 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s2-al2.44-in512-c4.json --dataset-name random --random-input-len 512 --random-output-len 256 --random-range-ratio 0 > logs/s2-al2.44-in512-c4.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in512-c4.metrics-after.txt || true
-echo 'run s2-al2.44-in512-c8 (about 9 s)'
+echo 'run s2-al2.44-in512-c8 (about 20 s)'
 rm -f results/s2-al2.44-in512-c8.json; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in512-c8.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 64 --max-concurrency 8 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s2-al2.44-in512-c8.json --dataset-name random --random-input-len 512 --random-output-len 256 --random-range-ratio 0 > logs/s2-al2.44-in512-c8.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in512-c8.metrics-after.txt || true
-echo 'run s2-al2.44-in512-c16 (about 10 s)'
+echo 'run s2-al2.44-in512-c16 (about 21 s)'
 rm -f results/s2-al2.44-in512-c16.json; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in512-c16.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 128 --max-concurrency 16 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s2-al2.44-in512-c16.json --dataset-name random --random-input-len 512 --random-output-len 256 --random-range-ratio 0 > logs/s2-al2.44-in512-c16.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in512-c16.metrics-after.txt || true
-echo 'run s2-al2.44-in512-c32 (about 12 s)'
+echo 'run s2-al2.44-in512-c32 (about 23 s)'
 rm -f results/s2-al2.44-in512-c32.json; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in512-c32.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 256 --max-concurrency 32 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s2-al2.44-in512-c32.json --dataset-name random --random-input-len 512 --random-output-len 256 --random-range-ratio 0 > logs/s2-al2.44-in512-c32.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in512-c32.metrics-after.txt || true
-echo 'run s2-al2.44-in2048-c1 (about 34 s)'
+echo 'run s2-al2.44-in2048-c1 (about 79 s)'
 rm -f results/s2-al2.44-in2048-c1.json; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in2048-c1.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 32 --max-concurrency 1 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s2-al2.44-in2048-c1.json --dataset-name random --random-input-len 2048 --random-output-len 256 --random-range-ratio 0 > logs/s2-al2.44-in2048-c1.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in2048-c1.metrics-after.txt || true
-echo 'run s2-al2.44-in2048-c2 (about 18 s)'
+echo 'run s2-al2.44-in2048-c2 (about 41 s)'
 rm -f results/s2-al2.44-in2048-c2.json; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in2048-c2.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 32 --max-concurrency 2 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s2-al2.44-in2048-c2.json --dataset-name random --random-input-len 2048 --random-output-len 256 --random-range-ratio 0 > logs/s2-al2.44-in2048-c2.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in2048-c2.metrics-after.txt || true
-echo 'run s2-al2.44-in2048-c4 (about 10 s)'
+echo 'run s2-al2.44-in2048-c4 (about 22 s)'
 rm -f results/s2-al2.44-in2048-c4.json; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in2048-c4.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 32 --max-concurrency 4 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s2-al2.44-in2048-c4.json --dataset-name random --random-input-len 2048 --random-output-len 256 --random-range-ratio 0 > logs/s2-al2.44-in2048-c4.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in2048-c4.metrics-after.txt || true
-echo 'run s2-al2.44-in2048-c8 (about 12 s)'
+echo 'run s2-al2.44-in2048-c8 (about 24 s)'
 rm -f results/s2-al2.44-in2048-c8.json; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in2048-c8.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 64 --max-concurrency 8 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s2-al2.44-in2048-c8.json --dataset-name random --random-input-len 2048 --random-output-len 256 --random-range-ratio 0 > logs/s2-al2.44-in2048-c8.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in2048-c8.metrics-after.txt || true
-echo 'run s2-al2.44-in2048-c16 (about 16 s)'
+echo 'run s2-al2.44-in2048-c16 (about 28 s)'
 rm -f results/s2-al2.44-in2048-c16.json; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in2048-c16.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 128 --max-concurrency 16 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s2-al2.44-in2048-c16.json --dataset-name random --random-input-len 2048 --random-output-len 256 --random-range-ratio 0 > logs/s2-al2.44-in2048-c16.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in2048-c16.metrics-after.txt || true
-echo 'run s2-al2.44-in2048-c32 (about 25 s)'
+echo 'run s2-al2.44-in2048-c32 (about 37 s)'
 rm -f results/s2-al2.44-in2048-c32.json; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in2048-c32.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 256 --max-concurrency 32 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s2-al2.44-in2048-c32.json --dataset-name random --random-input-len 2048 --random-output-len 256 --random-range-ratio 0 > logs/s2-al2.44-in2048-c32.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s2-al2.44-in2048-c32.metrics-after.txt || true
 kill $SERVER; wait $SERVER 2>/dev/null || true
 
 # server s4-al3.36: 4 draft steps, acceptance pinned at 3.36 tokens per verification
 vllm serve meta-llama/Llama-3.1-8B-Instruct --port 8000 --tensor-parallel-size 1 --max-num-seqs 32 --no-enable-prefix-caching --speculative-config '{"method":"draft_model","num_speculative_tokens":4,"model":"meta-llama/Llama-3.2-1B-Instruct","rejection_sample_method":"synthetic","synthetic_acceptance_length":3.36}' > logs/server-s4-al3.36.log 2>&1 &
 SERVER=$!; wait_ready
-echo 'run s4-al3.36-in512-c1 (about 31 s)'
+echo 'run s4-al3.36-in512-c1 (about 98 s)'
 rm -f results/s4-al3.36-in512-c1.json; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in512-c1.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 32 --max-concurrency 1 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s4-al3.36-in512-c1.json --dataset-name random --random-input-len 512 --random-output-len 256 --random-range-ratio 0 > logs/s4-al3.36-in512-c1.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in512-c1.metrics-after.txt || true
-echo 'run s4-al3.36-in512-c2 (about 16 s)'
+echo 'run s4-al3.36-in512-c2 (about 50 s)'
 rm -f results/s4-al3.36-in512-c2.json; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in512-c2.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 32 --max-concurrency 2 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s4-al3.36-in512-c2.json --dataset-name random --random-input-len 512 --random-output-len 256 --random-range-ratio 0 > logs/s4-al3.36-in512-c2.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in512-c2.metrics-after.txt || true
-echo 'run s4-al3.36-in512-c4 (about 8 s)'
+echo 'run s4-al3.36-in512-c4 (about 25 s)'
 rm -f results/s4-al3.36-in512-c4.json; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in512-c4.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 32 --max-concurrency 4 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s4-al3.36-in512-c4.json --dataset-name random --random-input-len 512 --random-output-len 256 --random-range-ratio 0 > logs/s4-al3.36-in512-c4.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in512-c4.metrics-after.txt || true
-echo 'run s4-al3.36-in512-c8 (about 9 s)'
+echo 'run s4-al3.36-in512-c8 (about 26 s)'
 rm -f results/s4-al3.36-in512-c8.json; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in512-c8.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 64 --max-concurrency 8 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s4-al3.36-in512-c8.json --dataset-name random --random-input-len 512 --random-output-len 256 --random-range-ratio 0 > logs/s4-al3.36-in512-c8.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in512-c8.metrics-after.txt || true
-echo 'run s4-al3.36-in512-c16 (about 10 s)'
+echo 'run s4-al3.36-in512-c16 (about 27 s)'
 rm -f results/s4-al3.36-in512-c16.json; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in512-c16.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 128 --max-concurrency 16 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s4-al3.36-in512-c16.json --dataset-name random --random-input-len 512 --random-output-len 256 --random-range-ratio 0 > logs/s4-al3.36-in512-c16.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in512-c16.metrics-after.txt || true
-echo 'run s4-al3.36-in512-c32 (about 12 s)'
+echo 'run s4-al3.36-in512-c32 (about 29 s)'
 rm -f results/s4-al3.36-in512-c32.json; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in512-c32.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 256 --max-concurrency 32 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s4-al3.36-in512-c32.json --dataset-name random --random-input-len 512 --random-output-len 256 --random-range-ratio 0 > logs/s4-al3.36-in512-c32.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in512-c32.metrics-after.txt || true
-echo 'run s4-al3.36-in2048-c1 (about 33 s)'
+echo 'run s4-al3.36-in2048-c1 (about 100 s)'
 rm -f results/s4-al3.36-in2048-c1.json; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in2048-c1.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 32 --max-concurrency 1 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s4-al3.36-in2048-c1.json --dataset-name random --random-input-len 2048 --random-output-len 256 --random-range-ratio 0 > logs/s4-al3.36-in2048-c1.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in2048-c1.metrics-after.txt || true
-echo 'run s4-al3.36-in2048-c2 (about 18 s)'
+echo 'run s4-al3.36-in2048-c2 (about 52 s)'
 rm -f results/s4-al3.36-in2048-c2.json; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in2048-c2.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 32 --max-concurrency 2 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s4-al3.36-in2048-c2.json --dataset-name random --random-input-len 2048 --random-output-len 256 --random-range-ratio 0 > logs/s4-al3.36-in2048-c2.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in2048-c2.metrics-after.txt || true
-echo 'run s4-al3.36-in2048-c4 (about 10 s)'
+echo 'run s4-al3.36-in2048-c4 (about 27 s)'
 rm -f results/s4-al3.36-in2048-c4.json; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in2048-c4.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 32 --max-concurrency 4 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s4-al3.36-in2048-c4.json --dataset-name random --random-input-len 2048 --random-output-len 256 --random-range-ratio 0 > logs/s4-al3.36-in2048-c4.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in2048-c4.metrics-after.txt || true
-echo 'run s4-al3.36-in2048-c8 (about 12 s)'
+echo 'run s4-al3.36-in2048-c8 (about 29 s)'
 rm -f results/s4-al3.36-in2048-c8.json; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in2048-c8.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 64 --max-concurrency 8 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s4-al3.36-in2048-c8.json --dataset-name random --random-input-len 2048 --random-output-len 256 --random-range-ratio 0 > logs/s4-al3.36-in2048-c8.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in2048-c8.metrics-after.txt || true
-echo 'run s4-al3.36-in2048-c16 (about 17 s)'
+echo 'run s4-al3.36-in2048-c16 (about 34 s)'
 rm -f results/s4-al3.36-in2048-c16.json; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in2048-c16.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 128 --max-concurrency 16 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s4-al3.36-in2048-c16.json --dataset-name random --random-input-len 2048 --random-output-len 256 --random-range-ratio 0 > logs/s4-al3.36-in2048-c16.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in2048-c16.metrics-after.txt || true
-echo 'run s4-al3.36-in2048-c32 (about 25 s)'
+echo 'run s4-al3.36-in2048-c32 (about 43 s)'
 rm -f results/s4-al3.36-in2048-c32.json; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in2048-c32.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 256 --max-concurrency 32 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s4-al3.36-in2048-c32.json --dataset-name random --random-input-len 2048 --random-output-len 256 --random-range-ratio 0 > logs/s4-al3.36-in2048-c32.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s4-al3.36-in2048-c32.metrics-after.txt || true
 kill $SERVER; wait $SERVER 2>/dev/null || true
 
 # server s4-real: 4 draft steps, real acceptance
 vllm serve meta-llama/Llama-3.1-8B-Instruct --port 8000 --tensor-parallel-size 1 --max-num-seqs 32 --no-enable-prefix-caching --speculative-config '{"method":"draft_model","num_speculative_tokens":4,"model":"meta-llama/Llama-3.2-1B-Instruct"}' > logs/server-s4-real.log 2>&1 &
 SERVER=$!; wait_ready
-echo 'run s4-real-prompts-c1 (about 32 s)'
+echo 'run s4-real-prompts-c1 (about 98 s)'
 if [ -n "${PROMPTS:-}" ] && [ -f "${PROMPTS:-}" ]; then rm -f results/s4-real-prompts-c1.json; curl -sf http://127.0.0.1:8000/metrics > results/s4-real-prompts-c1.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 32 --max-concurrency 1 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s4-real-prompts-c1.json --dataset-name custom --dataset-path prompts.jsonl --custom-output-len 256 > logs/s4-real-prompts-c1.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s4-real-prompts-c1.metrics-after.txt || true; fi
-echo 'run s4-real-prompts-c2 (about 17 s)'
+echo 'run s4-real-prompts-c2 (about 51 s)'
 if [ -n "${PROMPTS:-}" ] && [ -f "${PROMPTS:-}" ]; then rm -f results/s4-real-prompts-c2.json; curl -sf http://127.0.0.1:8000/metrics > results/s4-real-prompts-c2.metrics-before.txt || true; vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 32 --max-concurrency 2 --request-rate inf --ignore-eos --save-result --result-dir results --result-filename s4-real-prompts-c2.json --dataset-name custom --dataset-path prompts.jsonl --custom-output-len 256 > logs/s4-real-prompts-c2.log 2>&1; curl -sf http://127.0.0.1:8000/metrics > results/s4-real-prompts-c2.metrics-after.txt || true; fi
 kill $SERVER; wait $SERVER 2>/dev/null || true
 
