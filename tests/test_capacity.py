@@ -13,13 +13,13 @@ from specsim.speculation.search import optimal_gamma
 
 
 def test_8b_with_1b_draft_at_8192_tokens_by_hand():
-    # By hand: usable 0.92 (vLLM's default from 0.20.0; the default engine is vLLM's newest) * 85,520,809,984 bytes
+    # By hand: usable 0.92 (vLLM's default from 0.20.0 to 0.33) * 85,520,809,984 bytes
     # (81,559 MiB, the H100's memory as nvidia-smi reports it), less vLLM's start-up: its profiling pass at its server
     # defaults on an H100 (8192 tokens, 1024 sequences), the sampler's 1024 x 128,256 logits at 14.9 bytes with the
     # pass's 8192 x 4096 hidden states (above the MLP's 8192 x (2 x 4096 + 3 x 14,336) activations, 2 bytes each), and
     # 0.25 GiB outside torch at TP 1; weights 8,030,261,248 * 2 and 1,235,814,400 * 2 bytes;
     # KV per sequence 131,072 * 8192 (target) and 32,768 * 8192 (draft) bytes.
-    cap = capacity(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b"), 8192)
+    cap = capacity(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.33.0"), 8192)
     sampler, mlp = 1024 * 128_256 * 14.9 + 8192 * 4096 * 2, 8192 * (2 * 4096 + 3 * 14_336) * 2
     assert sampler > mlp
     usable = 0.92 * 81_559 * 2**20 - (sampler + 0.25 * 2**30)
@@ -30,6 +30,42 @@ def test_8b_with_1b_draft_at_8192_tokens_by_hand():
     w_t, w_d = 8_030_261_248 * 2, 1_235_814_400 * 2
     assert cap.max_batch_without_draft == int((usable - w_t) // (131_072 * 8192)) == 56
     assert cap.max_batch_with_draft == int((usable - w_t - w_d) // ((131_072 + 32_768) * 8192)) == 43
+
+
+def test_vllm_0_34_sizes_its_cache_from_the_whole_device_less_its_start_up_and_a_margin_by_hand():
+    # vLLM 0.34.0's extensible KV cache, on by default (config/cache.py 0.34.0 L395-405), resolves
+    # gpu_memory_utilization to 1.0 (L495-501) and keeps free, beyond what the weights and the start-up hold, the peak
+    # and a margin of max(1 GiB, 0.75 x the peak), 3 GiB on ROCm (v1/worker/extensible_kv_cache.py L64-65, L612-618).
+    # By hand on the H100 (85,520,809,984 bytes) at vLLM's server defaults: the sampler's peak as in the 0.33 case.
+    sampler = 1024 * 128_256 * 14.9 + 8192 * 4096 * 2
+    margin = 0.75 * sampler
+    assert margin > 2**30
+    usable = 81_559 * 2**20 - (sampler + 0.25 * 2**30 + margin)
+    w_t, w_d = 8_030_261_248 * 2, 1_235_814_400 * 2
+    for engine in ("vllm@0.34.0", "vllm@latest"):  # latest is read at its newest release, 0.34
+        cap = capacity(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine=engine), 8192)
+        assert cap.usable_bytes == pytest.approx(usable, rel=1e-12)
+        assert cap.start_up_bytes == pytest.approx(sampler + 0.25 * 2**30 + margin, rel=1e-12)
+        assert cap.max_batch_without_draft == int((usable - w_t) // (131_072 * 8192)) == 61
+        assert cap.max_batch_with_draft == int((usable - w_t - w_d) // ((131_072 + 32_768) * 8192)) == 47
+        assert "extensible KV cache" in cap.memory_basis and "0.92 rule" not in cap.memory_basis
+    # a small peak keeps the floor: at 32 sequences the MLP's 8192 x (2 x 4096 + 3 x 14,336) x 2 bytes set the peak
+    mlp = 8192 * (2 * 4096 + 3 * 14_336) * 2
+    bare = Deployment.build("h100-sxm", "llama-3.1-8b", None, decode_only=True, engine="vllm@0.34.0")
+    few = capacity(bare, 1, max_num_seqs=32)
+    assert 0.75 * mlp < 2**30
+    assert few.start_up_bytes == pytest.approx(mlp + 0.25 * 2**30 + 2**30, rel=1e-12)
+    # ROCm keeps 3 GiB at least: the MI300X's sampler peak at 16,384 tokens is below 4 GiB
+    rocm = capacity(Deployment.build("mi300x", "llama-3.1-8b", None, decode_only=True, engine="vllm@0.34.0"), 1)
+    peak = 1024 * 128_256 * 14.9 + 16_384 * 4096 * 2
+    assert 0.75 * peak < 3 * 2**30
+    assert rocm.start_up_bytes == pytest.approx(peak + 0.25 * 2**30 + 3 * 2**30, rel=1e-12)
+    # 0.33.0 kept 0.92 and no margin; a share given is taken less the start-up alone (measure_kv_cache_bytes's first
+    # bound, requested - non-KV use, holds wherever the share leaves the margin free)
+    older = capacity(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.33.0"), 8192)
+    assert older.usable_bytes == pytest.approx(0.92 * 81_559 * 2**20 - (sampler + 0.25 * 2**30), rel=1e-12)
+    given = capacity(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.34.0"), 8192, 0.9)
+    assert given.usable_bytes == pytest.approx(0.9 * 81_559 * 2**20 - (sampler + 0.25 * 2**30), rel=1e-12)
 
 
 def test_vllms_start_up_is_its_profiling_pass_and_the_memory_outside_torch():
@@ -51,7 +87,7 @@ def test_vllms_start_up_is_its_profiling_pass_and_the_memory_outside_torch():
     )
     # The limits given are the pass's: at 256 sequences the H100's sampler holds a quarter of the logits, and the MLP's
     # activations at 8192 tokens set the peak; every capacity at a load computes with the limits it runs at.
-    h100 = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
+    h100 = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.33.0")  # no margin (0.34's)
     few = start_up(h100.hardware, h100.target, None, 256)
     assert (few.rows, few.peak_part) == (256, "the MLP's activations")
     assert few.limits_said == "the engine's limits in use"  # given, or an answer's engine limits: said where they are
@@ -172,15 +208,16 @@ def test_capacity_to_dict_is_every_field_under_its_own_name():
         "max_batch_with_draft",
     ]
     assert cap.to_dict() == {name: getattr(cap, name) for name in fields}
-    # The share used is said even where none was given (the engine's own: vLLM 0.28-0.34's 0.92, 0.33's taken for 0.34, less its start-up),
-    # and for a target alone too (no speculating share of its own: the plain one).
+    # The share used is said even where none was given (the engine's own: vLLM 0.33's 0.92 less its start-up), and for
+    # a target alone too (no speculating share of its own: the plain one).
     from specsim.engines.vllm import start_up
 
-    dep = Deployment.build("h100-sxm", "llama-3.1-8b", None, decode_only=True)
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", None, decode_only=True, engine="vllm@0.33.0")
     own = 0.92 - start_up(dep.hardware, dep.target).bytes / dep.hardware.memory_bytes
     alone = capacity(dep, 1128)
     assert dataclasses.replace(alone, speculating_usable_bytes=None).usable_share["speculating"] == pytest.approx(own)
-    assert capacity(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b"), 1128).usable_share == {
+    spec = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.33.0")
+    assert capacity(spec, 1128).usable_share == {
         "plain": pytest.approx(own, abs=1e-12),
         "speculating": pytest.approx(own, abs=1e-12),
     }
@@ -271,10 +308,15 @@ def test_sglang_takes_its_own_share_of_memory_as_its_source_computes_it():
     from specsim.engines.vllm import start_up
 
     assert share(_sglang("h100-sxm", "llama-3.1-8b", "eagle3", "sglang@0.5.12"), memory_utilization=0.85) == (0.85, 0.0)
-    for engine, own in (("vllm", 0.92), ("vllm@0.20.0", 0.92), ("vllm@0.19.0", 0.9), ("vllm@0.10", 0.9)):
+    for engine, own in (("vllm@0.33.0", 0.92), ("vllm@0.20.0", 0.92), ("vllm@0.19.0", 0.9), ("vllm@0.10", 0.9)):
         dep = _sglang("h100-sxm", "llama-3.1-8b", "eagle3", engine)
         own -= start_up(dep.hardware, dep.target).bytes / dep.hardware.memory_bytes
         assert share(dep) == (pytest.approx(own, abs=1e-12), 0.0)
+    # and from 0.34 (vllm, its newest) the whole device less the start-up and its extensible cache's margin
+    dep = _sglang("h100-sxm", "llama-3.1-8b", "eagle3", "vllm")
+    taken = start_up(dep.hardware, dep.target)
+    own = 1.0 - (taken.bytes + max(2**30, 0.75 * taken.peak_bytes)) / dep.hardware.memory_bytes
+    assert share(dep) == (pytest.approx(own, abs=1e-12), 0.0)
 
 
 def test_the_budget_given_sizes_sglangs_reserve_and_the_reserve_costs_batch():

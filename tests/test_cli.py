@@ -349,7 +349,7 @@ def test_capacity_says_70b_does_not_fit_in_bf16(capsys):
 
 def test_capacity_8b_with_draft_at_8192(capsys):
     code, out, _ = run(capsys, "capacity", "--context", "8192")
-    assert "56 without the draft, 43 with it" in out  # at vLLM's own 0.92, less its start-up
+    assert "61 without the draft, 47 with it" in out  # at vLLM 0.34's whole device, less its start-up and margin
     # The memory line echoes the share as set, then what vLLM's start-up takes out of it.
     _, out, _ = run(capsys, "capacity", "--memory-util", "0.5")
     assert out.startswith("memory: 85.5 GB (79.6 GiB) x 0.5 = 42.8 GB, less 2.29 GB start-up = 40.5 GB usable; ")
@@ -357,7 +357,7 @@ def test_capacity_8b_with_draft_at_8192(capsys):
     assert out.startswith("memory: 85.5 GB (79.6 GiB) x 0.83 usable = 71.0 GB; ")  # its reserve is in its share
     code, out, _ = run(capsys, "capacity", "--context", "8192", "--json")
     data = json.loads(out)
-    assert (data["max_batch_without_draft"], data["max_batch_with_draft"]) == (56, 43)
+    assert (data["max_batch_without_draft"], data["max_batch_with_draft"]) == (61, 47)
     # The limits the engine runs with: the JSON's max_num_seqs is null (none given), so it names the engine's own, as
     # the text's line on SGLang's speculating max_num_seqs does (the JSON said nothing of that 48).
     assert data["max_num_seqs"] is None and data["engine_limits"].startswith(
@@ -400,13 +400,15 @@ def test_capacity_says_whose_share_of_memory_it_takes_and_the_answer_at_a_load_t
         return [line for line in out.splitlines() if line.startswith("usable: ")]
 
     assert usable("--engine", "vllm") == [
-        "usable: for vLLM 0.28-0.34, 0.33's gpu_memory_utilization default 0.92 (vllm/config/cache.py: 0.9 before "
-        "0.20.0, 0.92 from 0.20.0); taken for 0.34 too, which sizes its cache otherwise: by its extensible KV cache, "
-        "gpu_memory_utilization 1.0 less a reserve and margin from the memory free after warmup (config/cache.py "
-        "L395-405, L495-501; v1/worker/extensible_kv_cache.py L64-74, L280-296), which specsim does not model, "
-        "less 2.29 GB for its start-up (a profiling pass's peak of 2.02 GB, the sampler's logits, at "
-        "8192 tokens and 1024 sequences, vLLM's server defaults on this GPU; 0.27 GB outside torch; measured on vLLM "
-        "0.19.0 H100 starts: docs/reports/2026-12-05-vllm-startup-memory.md); --memory-util for your engine's setting"
+        "usable: vLLM 0.34's extensible KV cache (on by default on CUDA and ROCm: vllm/config/cache.py 0.34.0 "
+        "L395-405), which resolves gpu_memory_utilization to 1.0 (resolved_gpu_memory_utilization, L495-501) and "
+        "sizes the cache from the memory free after warmup (v1/worker/extensible_kv_cache.py measure_kv_cache_bytes, "
+        "L612-618), taken here as the whole device (the CUDA context not counted); 0.34's, the newest of 0.28-0.34, "
+        "as --engine names no release: name yours (--engine vllm@0.33.0: 0.92 of the device) where it is older, less "
+        "3.81 GB for its start-up and its cache margin (a profiling pass's peak of 2.02 GB, the sampler's logits, at "
+        "8192 tokens and 1024 sequences, vLLM's server defaults on this GPU; 0.27 GB outside torch; a margin of 1.52 "
+        "GB, the larger of 1 GiB and 0.75 x the peak (extensible_kv_cache.py L64-65); measured on vLLM 0.19.0 H100 "
+        "starts: docs/reports/2026-12-05-vllm-startup-memory.md); --memory-util for your engine's setting"
     ]
     assert "vLLM 0.19.0's gpu_memory_utilization default 0.9 (" in usable("--engine", "vllm@0.19.0")[0]
     # A preset named without its release, whose range changed the default (0.14-0.27: 0.9 before 0.20.0), takes its
@@ -427,7 +429,7 @@ def test_capacity_says_whose_share_of_memory_it_takes_and_the_answer_at_a_load_t
     # where the share was given).
     for engine, load, extra, expect in (
         ("sglang", "64", [], "mem_fraction_static"),
-        ("vllm", "64", [], "gpu_memory_utilization default"),
+        ("vllm", "64", [], "extensible KV cache"),
         ("trtllm", "64", [], "free_gpu_memory_fraction 0.9"),
         ("sglang", "1", [], None),
         ("vllm", "64", ["--memory-util", "0.9"], None),
@@ -439,7 +441,7 @@ def test_capacity_says_whose_share_of_memory_it_takes_and_the_answer_at_a_load_t
 
 
 def test_optimal_gamma_flags_batches_that_do_not_fit(capsys):
-    code, out, _ = run(capsys, "optimal-gamma", "--batch", "1,43,44,64", "--max-context", "8192", "--json")
+    code, out, _ = run(capsys, "optimal-gamma", "--batch", "1,47,48,64", "--max-context", "8192", "--json")
     rows = json.loads(out)
     assert [r["fits_with_draft"] for r in rows] == [True, True, False, False]
     assert [r["fits_without_draft"] for r in rows] == [True, True, True, False]

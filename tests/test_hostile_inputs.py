@@ -236,7 +236,7 @@ CASES = [
     ("explain --plot /nonexistent-folder/x.png", "folder '/nonexistent-folder' does not exist"),
     ("explain --plot out.txt", "--plot must end in .png or .svg"),
     ("explain --gamma 0", "gamma"),
-    ("steptime --model llama-3.1-70b", "does not fit on one h100-sxm (76.3 GB usable per GPU): --tp 2 fits"),
+    ("steptime --model llama-3.1-70b", "does not fit on one h100-sxm (81.6 GB usable per GPU): --tp 2 fits"),
     ("speedup --gamma 3 --target llama-3.1-70b", "does not fit on one h100-sxm"),
     ("explain --target llama-3.1-70b", "does not fit on one h100-sxm"),
     ("optimal-gamma --engine-overhead-ms -1", "--engine-overhead-ms: must be in [0, 100] ms, got -1"),
@@ -415,7 +415,7 @@ CASES = [
         "optimal-gamma --target llama-3.3-70b --tp 4 --draft-tp 2",
         "draft tensor parallelism 2 must be 1 or the target's 4",
     ),
-    ("optimal-gamma --target llama-3.3-70b", "does not fit on one h100-sxm (76.3 GB usable per GPU): --tp 2 fits"),
+    ("optimal-gamma --target llama-3.3-70b", "does not fit on one h100-sxm (81.6 GB usable per GPU): --tp 2 fits"),
     ("schedule --target llama-3.3-70b --format vllm", "does not fit on one h100-sxm"),
     (
         "optimal-gamma --target qwen3-30b-a3b --draft qwen3-0.6b --moe-effective-experts 4",

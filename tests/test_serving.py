@@ -166,7 +166,7 @@ def test_cli_prints_both_columns_with_percentiles(capsys, tmp_path):
     # The KV capacity says whose share of memory it is (vLLM's default here, its start-up taken out), as capacity does.
     assert (
         "(16-token blocks taken as tokens arrive, the request admitted last preempted and recomputed where they run "
-        "out; memory: for vLLM 0.28-0.34, 0.33's gpu_memory_utilization default 0.92"
+        "out; memory: vLLM 0.34's extensible KV cache"
     ) in out
     for row in ("TTFT p50 / p90 / p99", "TPOT p50 / p90 / p99", "end-to-end p50 / p90 / p99", "goodput"):
         assert row in out
@@ -1115,7 +1115,7 @@ def test_a_closed_loop_schedules_and_times_only_the_batches_its_users_can_run(ca
 
 def test_serve_sim_says_what_held_the_speculating_arm_to_a_smaller_batch(capsys):
     # On a 24 GiB A30 the DSpark head's 4.7 GB leave 10,704 tokens of KV where 43,823 fit without it (vLLM's 0.92 of the
-    # device less its start-up): vLLM, admitting on the prompt's blocks, runs at most 10 requests of 1,000 + 300 tokens
+    # device less its start-up, vLLM 0.33's, named): vLLM, admitting on the prompt's blocks, runs at most 10 requests of 1,000 + 300 tokens
     # at once against 43 (8 and 33 at their whole length); SGLang speculates with at most 48 sequences.  Either way a smaller batch, not a slower round, is the difference.
     def held(*argv):
         assert (
@@ -1124,7 +1124,18 @@ def test_serve_sim_says_what_held_the_speculating_arm_to_a_smaller_batch(capsys)
         )
         return [line for line in capsys.readouterr().out.splitlines() if line.startswith("speculation on ran at most")]
 
-    kv = held("--concurrency", "64", "--target", "qwen3-8b", "--draft", "dspark", "--hardware", "a30")
+    kv = held(
+        "--concurrency",
+        "64",
+        "--target",
+        "qwen3-8b",
+        "--draft",
+        "dspark",
+        "--hardware",
+        "a30",
+        "--engine",
+        "vllm@0.33.0",
+    )
     assert kv == [
         "speculation on ran at most 10 sequences at once, off 43: beside the draft's weights and KV the cache holds "
         "10,704 tokens, against 43,823 without it (16-token blocks taken as tokens arrive, the request admitted last "

@@ -43,7 +43,8 @@ MEMORY_UTIL_HELP = (
     "the engine's memory setting: vLLM's --gpu-memory-utilization (a share of the device for weights, its start-up "
     "and KV cache) and SGLang's --mem-fraction-static (for weights and KV cache), TensorRT-LLM's "
     "free_gpu_memory_fraction (a share of what the weights leave); "
-    f"default: the engine's own: vLLM's gpu_memory_utilization default ({VLLM_MEMORY_SAID}), SGLang's mem_fraction_static from its reserve by "
+    f"default: the engine's own: vLLM's gpu_memory_utilization default ({VLLM_MEMORY_SAID}; from 0.34.0 the whole "
+    "device less a margin, its extensible KV cache's), SGLang's mem_fraction_static from its reserve by "
     f"GPU, TP and drafter, TensorRT-LLM's {FREE_GPU_MEMORY_FRACTION}; {DEFAULT_MEMORY_UTILIZATION} with --engine none"
 )
 

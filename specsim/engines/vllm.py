@@ -750,15 +750,25 @@ def default_limits(hardware, offline: bool, release: tuple = (0, 24, 0)) -> Defa
 #: "0" in 0.19.0; v1/worker/gpu_worker.py determine_available_memory), which specsim does not count (the rest of the
 #: start-up it does: :func:`start_up`).
 _MEMORY_UTILIZATION = ((0, 0, 0), 0.9), ((0, 20, 0), 0.92)
-#: vLLM 0.34.0 leaves gpu_memory_utilization unset (config/cache.py 0.34.0 L216) and, with its extensible KV cache (on by
-#: default on CUDA and ROCm, L395-405), resolves it to 1.0 (resolved_gpu_memory_utilization, L495-501) and commits the
-#: cache from the memory free after warmup less a reserve and a margin (v1/worker/extensible_kv_cache.py L64-74,
-#: L280-296).  That sizing is not modelled: 0.33's 0.92 rule is taken, and said.
+#: vLLM 0.34.0 leaves gpu_memory_utilization unset (config/cache.py 0.34.0 L216, "1.0 with the extensible KV cache
+#: ... and 0.92 otherwise", L226-227) and turns its extensible KV cache on by default on CUDA and ROCm (L395-405;
+#: config/vllm.py _resolve_extensible_kv_cache L3180-3256: off only for kv_cache_memory_bytes, num_gpu_blocks_override,
+#: elastic EP or some KV connectors), which resolves the share to 1.0 (resolved_gpu_memory_utilization, cache.py
+#: L495-501; v1/worker/utils.py request_memory L742-743: requested = total x 1.0).  After warmup it sizes the cache
+#: (v1/worker/extensible_kv_cache.py measure_kv_cache_bytes, L612-618) as min(requested - non-KV use, free + committed
+#: - margin) - max(transient peak, torch's reserve growth), margin = max(KV_CACHE_MARGIN_FLOOR_BYTES, 0.75 x the peak)
+#: (L64-65: 1 GiB, 3 GiB on ROCm): with requested the whole device the second bound holds, so the cache is what the
+#: weights, the memory outside torch and the peak leave of the memory free at start, less the margin.  specsim takes
+#: the peak as :func:`start_up`'s profiling pass (not measured on 0.34) and the whole device as free at start (the CUDA
+#: context, which that leaves out, is not counted; nor the CUDA graphs, as for 0.20-0.33).
 _EXTENSIBLE_SINCE = (0, 34, 0)
+_EXTENSIBLE_MARGIN_FLOOR_BYTES = {"cuda": 1 * 2**30, "rocm": 3 * 2**30}
+_EXTENSIBLE_MARGIN_FRACTION = 0.75
 _EXTENSIBLE_SAID = (
-    "taken for 0.34 too, which sizes its cache otherwise: by its extensible KV cache, gpu_memory_utilization 1.0 less a "
-    "reserve and margin from the memory free after warmup (config/cache.py L395-405, L495-501; "
-    "v1/worker/extensible_kv_cache.py L64-74, L280-296), which specsim does not model"
+    "extensible KV cache (on by default on CUDA and ROCm: vllm/config/cache.py 0.34.0 L395-405), which resolves "
+    "gpu_memory_utilization to 1.0 (resolved_gpu_memory_utilization, L495-501) and sizes the cache from the memory "
+    "free after warmup (v1/worker/extensible_kv_cache.py measure_kv_cache_bytes, L612-618), taken here as the whole "
+    "device (the CUDA context not counted)"
 )
 #: The rule in words (the capacity line's, --memory-util's help).
 MEMORY_UTILIZATION_SAID = ", ".join(
@@ -808,16 +818,26 @@ class StartUp:
     tokens: int  #: the pass's tokens (max_num_batched_tokens)
     rows: int  #: the sampler's rows (min(tokens, max_num_seqs))
     limits_said: str  #: where the two limits come from
+    #: What an extensible KV cache (vLLM 0.34) keeps free beyond the peak, max(margin_floor_bytes, 0.75 x the peak)
+    margin_bytes: float = 0.0
+    margin_floor_bytes: float = 0.0
 
     @property
     def bytes(self) -> float:
-        return self.peak_bytes + self.outside_torch_bytes
+        return self.peak_bytes + self.outside_torch_bytes + self.margin_bytes
 
     def said(self) -> str:
+        margin = (
+            f"; a margin of {self.margin_bytes / 1e9:.2f} GB, the larger of {self.margin_floor_bytes / 2**30:g} GiB and "
+            f"{_EXTENSIBLE_MARGIN_FRACTION:g} x the peak (extensible_kv_cache.py L64-65)"
+            if self.margin_bytes
+            else ""
+        )
         return (
-            f"less {self.bytes / 1e9:.2f} GB for its start-up (a profiling pass's peak of {self.peak_bytes / 1e9:.2f} GB, "
+            f"less {self.bytes / 1e9:.2f} GB for its start-up{' and its cache margin' if self.margin_bytes else ''} "
+            f"(a profiling pass's peak of {self.peak_bytes / 1e9:.2f} GB, "
             f"{self.peak_part}, at {self.tokens} tokens and {self.rows} sequences, {self.limits_said}; "
-            f"{self.outside_torch_bytes / 1e9:.2f} GB outside torch; measured on vLLM 0.19.0 H100 starts: "
+            f"{self.outside_torch_bytes / 1e9:.2f} GB outside torch{margin}; measured on vLLM 0.19.0 H100 starts: "
             "docs/reports/2026-12-05-vllm-startup-memory.md)"
         )
 
@@ -866,13 +886,16 @@ def memory_share(
     max_num_seqs: int | None = None,
 ):
     """vLLM's share of the device for its weights and KV cache: its gpu_memory_utilization (``given``, else its own
-    default for the release ``preset`` was asked for, its range's newest where none was named) less what its start-up
-    takes before the cache (:func:`start_up`), speculating or not."""
+    default for the release ``preset`` was asked for, its range's newest where none was named; from 0.34 the whole
+    device, its extensible KV cache's) less what its start-up takes before the cache (:func:`start_up`, and from 0.34
+    the margin that cache keeps free), speculating or not."""
     release = preset_release(NAME, preset, RANGES)
+    taken = start_up(hardware, model, max_batched_tokens, max_num_seqs, release)
     if given is not None:
         share, text = given, f"{given:g} as given"
     else:
-        share = next(u for first, u in reversed(_MEMORY_UTILIZATION) if release >= first)
+        extensible = release >= _EXTENSIBLE_SINCE
+        share = 1.0 if extensible else next(u for first, u in reversed(_MEMORY_UTILIZATION) if release >= first)
         spans = ""
         if preset.asked:
             version = _version_text(release)
@@ -880,18 +903,27 @@ def memory_share(
             first = next(first for first, last, key in RANGES if last == release)
             version = f"{first[0]}.{first[1]}-{release[0]}.{release[1]}"
             older = next(u for start, u in reversed(_MEMORY_UTILIZATION) if first >= start)
-            if older != share:  # a preset named without its release, whose range changed the default: the newest's
+            if extensible:  # the range's newest sizes its cache so, its older releases by their 0.92
+                spans = (
+                    f"; {release[0]}.{release[1]}'s, the newest of {version}, as --engine names no release: name yours "
+                    f"(--engine vllm@0.33.0: {_MEMORY_UTILIZATION[-1][1]:g} of the device) where it is older"
+                )
+                version = f"{release[0]}.{release[1]}"
+            elif older != share:  # a preset named without its release, whose range changed the default: the newest's
                 spans = (
                     f"; {release[0]}.{release[1]}'s, the range's newest, as --engine names no release: name yours "
                     f"(--engine vllm@{first[0]}.{first[1]}.0) where it is older"
                 )
-        owner = f"vLLM {version}'s" if release < _EXTENSIBLE_SINCE else f"for vLLM {version}, 0.33's"
-        text = (
-            f"{owner} gpu_memory_utilization default {share:g} (vllm/config/cache.py: {MEMORY_UTILIZATION_SAID}{spans})"
-        )
-        if release >= _EXTENSIBLE_SINCE:
-            text += f"; {_EXTENSIBLE_SAID}"
-    taken = start_up(hardware, model, max_batched_tokens, max_num_seqs, release)
+        if extensible:
+            floor = _EXTENSIBLE_MARGIN_FLOOR_BYTES["rocm" if hardware.platform == "rocm" else "cuda"]
+            margin = max(floor, _EXTENSIBLE_MARGIN_FRACTION * taken.peak_bytes)
+            taken = dataclasses.replace(taken, margin_bytes=margin, margin_floor_bytes=floor)
+            text = f"vLLM {version}'s {_EXTENSIBLE_SAID}{spans}"
+        else:
+            text = (
+                f"vLLM {version}'s gpu_memory_utilization default {share:g} (vllm/config/cache.py: "
+                f"{MEMORY_UTILIZATION_SAID}{spans})"
+            )
     left = max(share - taken.bytes / hardware.memory_bytes, 0.0)
     return MemoryShare(left, left, f"{text}, {taken.said()}", taken.bytes)
 

@@ -371,10 +371,14 @@ def capacity(
 
     Examples
     --------
-    Llama-3.1-8B with a Llama-3.2-1B draft on an H100 80 GB at 8192 tokens, at vLLM's own 0.92 of the device less
-    what its start-up takes (2.1 GiB):
+    Llama-3.1-8B with a Llama-3.2-1B draft on an H100 80 GB at 8192 tokens, at vLLM 0.34's whole device (its
+    extensible KV cache) less what its start-up takes and the margin that cache keeps free (3.5 GiB), and at 0.33's
+    0.92 of the device less the start-up (2.1 GiB):
 
     >>> cap = capacity(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b"), 8192)
+    >>> cap.max_batch_without_draft, cap.max_batch_with_draft
+    (61, 47)
+    >>> cap = capacity(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.33.0"), 8192)
     >>> cap.max_batch_without_draft, cap.max_batch_with_draft
     (56, 43)
     """
