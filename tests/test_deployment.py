@@ -851,6 +851,42 @@ def test_vllm_0_15_to_0_25_run_a_draft_model_and_pard_without_a_cuda_graph_every
     assert graphless_draft(dep("vllm@0.20.0", draft="eagle3")) == (0.0, "")
 
 
+def test_vllm_drafts_n_gram_on_the_gpu_from_0_32_and_overlaps_its_rounds_from_0_33():
+    """vLLM 0.32.0 runs method ngram on Model Runner V2's NgramGPUSpeculator (v1/worker/gpu/spec_decode/__init__.py
+    0.32.0 L79-84; V2 took n-gram from 0.32.0, config/vllm.py 0.31.0 L3074-3078 lists it unsupported), Triton kernels
+    after the sampler, but keeps async scheduling off for it (config/vllm.py 0.32.0 L1594-1610); 0.33.0 keeps it on (the
+    check is V1's only, L1651-1666); 0.34.0 runs suffix decoding so too.  The CPU scan is then not charged: a
+    memory-bound read of each sequence's int32 token ids at the profile's bandwidth is, in the round's fixed part."""
+    from specsim.speculation.gpu_lookup import gpu_lookup_s
+
+    def dep(engine, draft="ngram", hardware="h100-sxm"):
+        return Deployment.build(hardware, "llama-3.1-8b", draft, engine=engine)
+
+    b, ctx = 64, 4000
+    cpu = dep("vllm@0.31.0")
+    r = cpu.round_time(b, ctx, 4)
+    assert float(r.fixed.host_s) == pytest.approx(cpu.drafter.cpu_s_per_token * b * ctx) and r.fixed.lookup_s == 0.0
+    assert gpu_lookup_s(cpu, b, ctx) is None and cpu.engine.hidden_share("ngram") == 0.0
+    for engine, hidden in (("vllm@0.32.0", 0.0), ("vllm@0.33.0", 1.0), ("vllm@0.34.0", 1.0), ("vllm", 1.0)):
+        d = dep(engine)
+        r = d.round_time(b, ctx, 4)
+        scan = 4 * b * ctx / d.hardware.bytes_per_s
+        assert r.fixed.host_s == 0.0 and float(r.fixed.lookup_s) == pytest.approx(scan, rel=1e-12)
+        assert float(r.fixed.total_s) == pytest.approx(float(r.fixed.verify.total_s) + scan, rel=1e-12)
+        assert float(r.parts()["drafter lookup on the GPU"]) == pytest.approx(scan, rel=1e-12)
+        assert d.engine.hidden_share("ngram") == hidden, engine
+        assert any(line.startswith("drafter lookup on the GPU: vLLM ") for line in d.provenance())
+    # suffix decoding: the CPU's, serial, to 0.33; on the GPU and overlapped in 0.34
+    for engine, on_gpu in (("vllm@0.33.0", False), ("vllm@0.34.0", True)):
+        d = dep(engine, "suffix")
+        assert (gpu_lookup_s(d, b, ctx) is not None) == on_gpu
+        assert d.engine.hidden_share("suffix") == (1.0 if on_gpu else 0.0)
+    # ROCm's build waits for every round's host work; heads and draft models keep their own overlap rule
+    assert dep("vllm@0.33.0", hardware="mi300x").engine.hidden_share("ngram") == 0.0
+    assert "ngram" not in dep("vllm@0.33.0", draft="eagle3").engine.overlap_kinds
+    assert gpu_lookup_s(dep("none"), b, ctx) is None and gpu_lookup_s(dep("sglang"), b, ctx) is None
+
+
 def test_without_a_draft_a_built_in_target_gets_its_catalogs_draft_and_the_note_says_so():
     """llama-3.2-1b drafting for a Qwen3 or Mistral target was refused (another tokenizer) when the user gave no
     --draft; the model catalog names each built-in target's draft, which is taken and said."""

@@ -120,7 +120,7 @@ def test_dspark_verifies_everything_when_every_token_is_accepted_and_nothing_whe
 
 
 def test_suffix_costs_cpu_per_sequence_and_proposes_a_depth_per_request():
-    dep = _dep("suffix")
+    dep = _dep("suffix", engine="vllm@0.33.0")  # its CPU proposer: 0.34 runs suffix decoding on the GPU
     d = dep.drafter
     assert d.cpu_s_per_sequence == pytest.approx((6.288e-6 + 4.126e-6) * 1.693, rel=1e-12)  # ArcticInference PR #212
     batch, context = np.array([1.0, 8.0, 64.0]), np.array([[512.0], [8192.0]])
@@ -143,6 +143,10 @@ def test_suffix_costs_cpu_per_sequence_and_proposes_a_depth_per_request():
     assert float(out.tokens) == pytest.approx(1 + 0.9 + 0.5 + 0.2, rel=1e-12)  # the fourth token is not proposed
     want = dep.gpu_pass(dep.target, 8, 4, 1128).total_s  # 1 + depth 3
     assert float(out.round.fixed.verify.total_s) == pytest.approx(float(want), rel=1e-12)
+    # vLLM 0.34.0 (and vllm@latest, read at it) runs the lookup on the GPU: no CPU time, the token ids' scan instead
+    gpu = _dep("suffix").outcome(0.7, 6, batch, 1128).round
+    assert "drafter host time" not in gpu.parts()
+    np.testing.assert_allclose(gpu.fixed.lookup_s, 4 * batch * 1128 / dep.hardware.bytes_per_s, rtol=1e-12)
 
 
 @pytest.mark.parametrize(

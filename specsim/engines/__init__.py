@@ -47,6 +47,7 @@ __all__ = [
     "EngineSupport",
     "MetricNames",
     "SpecHost",
+    "as_run_here",
     "check_platform",
     "default_limits",
     "metric_names",
@@ -299,3 +300,26 @@ def source_and_engine(
         )  # --engine-overhead-ms's
         preset = preset.with_iteration_ms(ms)
     return source, preset
+
+
+def as_run_here(preset: EnginePreset, hardware, target, drafter_kind: str | None = None) -> EnginePreset:
+    """``preset`` as it runs ``target`` on ``hardware``: overlapped rounds for a drafter its release overlaps beyond the
+    preset's kinds (:meth:`specsim.engines.engine.Engine.release_overlaps`), serial rounds where its engine cannot hide
+    their host work there (:meth:`specsim.engines.engine.Engine.serial_rounds`), each said in its release line."""
+    engine = REGISTRY.get(preset.name)  # None for engine none
+    more = (
+        "" if engine is None or drafter_kind in preset.overlap_kinds else engine.release_overlaps(preset, drafter_kind)
+    )
+    if more:
+        kinds = preset.overlap_kinds | {drafter_kind}
+        preset = dataclasses.replace(preset, overlap_kinds=kinds, release=f"{preset.release}; {more}")
+    why = "" if engine is None else engine.serial_rounds(preset, hardware, target.kv_dtype)
+    if not why:
+        return preset
+    return dataclasses.replace(
+        preset,
+        overlap_kinds=frozenset(),
+        overlap_chains_only=False,
+        release=f"{preset.release}; rounds serial: {why}",
+        serial_why=why,
+    )

@@ -258,6 +258,16 @@ class Engine:
         ``hardware``, what that costs over a graphed step and the source of the size; (0.0, "") where it graphs them."""
         return 0.0, ""
 
+    def release_overlaps(self, preset, drafter_kind: str | None) -> str:
+        """Why the release ``preset`` names hides a ``drafter_kind`` drafter's round host work behind the GPU where the
+        preset's own kinds (its range's) leave that drafter serial, with the source ("": as the preset says)."""
+        return ""
+
+    def gpu_lookup(self, preset, drafter_kind: str | None) -> str:
+        """Why this engine runs a ``drafter_kind`` drafter's lookup (n-gram, suffix) as a GPU kernel, with its source,
+        in place of the drafter's CPU scan ("": the host scans, as the drafter's ``host_s`` charges)."""
+        return ""
+
     def graphed_draft_steps(self, preset, drafter_kind: str | None) -> int:
         """How many of a round's first draft steps keep their CUDA graph where :meth:`graphless_draft_steps` charges the
         rest: 1 (the first step, a round's prefill of the accepted tokens, keeps its graph) unless the engine runs every

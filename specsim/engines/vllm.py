@@ -1030,6 +1030,49 @@ _EAGER_DRAFT_MODEL = (
         "cudagraph_runtime_mode NONE)",
     ),
 )
+#: Where vLLM's Model Runner V2 runs a lookup drafter as Triton kernels on the GPU: (first release, drafter kinds, why).
+#: From 0.32.0 V2 takes n-gram (config/vllm.py _get_v2_model_runner_unsupported_features lists "ngram" at 0.31.0
+#: L3074-3078, not at 0.32.0 L2914-2948) and its speculator for use_ngram(), method "ngram" or "ngram_gpu", is
+#: NgramGPUSpeculator (v1/worker/gpu/spec_decode/__init__.py 0.32.0 L79-84): a scan kernel over each request's token
+#: ids and a finalize kernel (ngram/speculator.py 0.32.0 L20-148, launched L244-277), on the main stream after the
+#: sampler (model_runner.py 0.32.0 L2239), so after the target's forward, not beside it.  From 0.34.0 suffix decoding
+#: runs so too (SuffixSpeculator, suffix/speculator.py 0.34.0, its local scan L731; speculator_config.py L305), where
+#: 0.32-0.33 left it to V1's CPU proposer (0.33.0 L3067).  0.34.0 keeps NgramGPUSpeculator for "ngram"
+#: (speculator_config.py L303, ngram/config.py L11-15).
+_GPU_LOOKUP = (
+    (
+        (0, 32, 0),
+        frozenset({"ngram"}),
+        "runs n-gram on Model Runner V2's NgramGPUSpeculator, Triton kernels after the sampler "
+        "(v1/worker/gpu/spec_decode/ngram/speculator.py, 0.32.0-0.34.0), not the V1 runner's CPU scan",
+    ),
+    (
+        (0, 34, 0),
+        frozenset({"suffix"}),
+        "runs suffix decoding on Model Runner V2's SuffixSpeculator, Triton kernels after the sampler "
+        "(v1/worker/gpu/spec_decode/suffix/speculator.py, 0.34.0), not the V1 runner's CPU suffix trees",
+    ),
+)
+#: Where a release's async scheduling hides a lookup drafter's round host work, which the preset (n-gram serial, as
+#: the V1 runner's CPU proposer forces) does not: (first release, drafter kinds, why).  0.32.0 turns async scheduling
+#: off for any method but EAGLE/MTP, "ngram_gpu", draft_model, DSpark and DFlash whatever the runner (config/vllm.py
+#: 0.32.0 L1594-1610), so "ngram", which specsim writes, runs serial there though V2 drafts it on the GPU; from 0.33.0
+#: that check is the V1 runner's only (v1_async_sched_incompat, 0.33.0 L1651-1666), and V2 keeps async scheduling on for
+#: n-gram; 0.34.0 has no such check (L1610-1637) and runs suffix decoding on V2 too.
+_ASYNC_LOOKUP = (
+    (
+        (0, 33, 0),
+        frozenset({"ngram"}),
+        "n-gram rounds overlapped from 0.33.0: its Model Runner V2 keeps async scheduling on for n-gram "
+        "(config/vllm.py: 0.32.0 turned it off for method ngram, 0.33.0 only on the V1 runner)",
+    ),
+    (
+        (0, 34, 0),
+        frozenset({"suffix"}),
+        "suffix decoding rounds overlapped from 0.34.0: it runs on Model Runner V2 with async scheduling on "
+        "(config/vllm.py 0.34.0; V1 and its CPU suffix proposer, which forced them serial, are gone)",
+    ),
+)
 #: On ROCm 0.31.0 keeps DeepSeek-V3.2/V4 and GLM-DSA targets on V1 (ROCM_DEFAULT_MRV1_ARCHITECTURES, 0.31.0 L75-77).
 _ROCM_V1_0_31 = frozenset({"DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM", "GlmMoeDsaForCausalLM"})
 
@@ -1044,6 +1087,15 @@ def _eager_draft_model(release: tuple, drafter_kind, hardware=None, target=None)
     if why and (0, 31, 0) <= release < (0, 32, 0) and rocm and getattr(target, "architecture", None) in _ROCM_V1_0_31:
         return ""  # V1 there, whose drafter is graphed from 0.26
     return why
+
+
+def _release_said(preset, release: tuple) -> str:
+    """The release a rule was read at, as the lines say it: a preset named without its release is read at its range's
+    newest (0.34.99 for latest), said as the range."""
+    if preset.asked:
+        return _version_text(release)
+    first = next(first for first, last, key in RANGES if last == release)
+    return f"{first[0]}.{first[1]}-{release[0]}.{release[1]} (read at its newest; --engine vllm@X.Y.Z names yours)"
 
 
 class _Vllm(Engine):
@@ -1121,13 +1173,7 @@ class _Vllm(Engine):
         on_v2 = release >= _V2_ALL_SINCE or (release >= _V2_ALL_DENSE_SINCE and dense)
         if target.architecture not in _V2_ARCHITECTURES_0_24 and not on_v2:
             return 0.0, ""
-        # A preset named without its release is read at its range's newest (0.33.99 for latest): said as the range.
-        said = _version_text(release)
-        if not preset.asked:
-            first = next(first for first, last, key in RANGES if last == release)
-            said = (
-                f"{first[0]}.{first[1]}-{release[0]}.{release[1]} (read at its newest; --engine vllm@X.Y.Z names yours)"
-            )
+        said = _release_said(preset, release)
         return GRAPHLESS_LAYER_S, (
             f"vLLM {said}: its Model Runner V2 (the default for {target.architecture or 'this model'}) "
             f"runs every draft step after a round's first without a CUDA graph, as FlashInfer's FP8 cache on {served[0]} "
@@ -1135,6 +1181,17 @@ class _Vllm(Engine):
             "(v1/worker/gpu/spec_decode/autoregressive/speculator.py, vllm-project/vllm#39773); each costs "
             f"{GRAPHLESS_LAYER_S * 1e3:.3f} ms a draft layer more: {GRAPHLESS_SAID}"
         )
+
+    def release_overlaps(self, preset, drafter_kind):
+        release = preset_release(NAME, preset, RANGES)
+        if not preset.overlap_kinds:  # a build whose rounds wait for their host work (ROCm's)
+            return ""
+        return "; ".join(w for first, kinds, w in _ASYNC_LOOKUP if release >= first and drafter_kind in kinds)
+
+    def gpu_lookup(self, preset, drafter_kind):
+        release = preset_release(NAME, preset, RANGES)
+        why = next((w for first, kinds, w in _GPU_LOOKUP if release >= first and drafter_kind in kinds), "")
+        return f"vLLM {_release_said(preset, release)} {why}" if why else ""
 
     def graphed_draft_steps(self, preset, drafter_kind):
         # a draft model's prefill pass too runs without a graph where _EAGER_DRAFT_MODEL says; platform and target do

@@ -49,7 +49,15 @@ from specsim.describe.hardware import (
 )
 from specsim.describe.models import ModelShape, get_model
 from specsim.describe.parallel import check_tp
-from specsim.engines import DEFAULT_ENGINE, REGISTRY, EnginePreset, draft_tp, get_engine, source_and_engine
+from specsim.engines import (
+    DEFAULT_ENGINE,
+    REGISTRY,
+    EnginePreset,
+    as_run_here,
+    draft_tp,
+    get_engine,
+    source_and_engine,
+)
 from specsim.engines.engine import rocm_large_moe_said
 from specsim.speculation.acceptance import _check_gamma, plan_arrays, tokens_per_round
 from specsim.speculation.drafters import Drafter, DraftModel, drafter_class, make_drafter
@@ -59,6 +67,7 @@ from specsim.speculation.fp8_cache import (
     graphless_draft_s,
     graphless_provenance,
 )
+from specsim.speculation.gpu_lookup import drafter_lookup_s, gpu_lookup_provenance
 from specsim.timing import (
     LARGE_MOE_LONGER,
     LARGE_MOE_LONGER_KERNELS,
@@ -240,6 +249,9 @@ class RoundFixed:
     host_s: np.ndarray | float  #: the drafter's host time (n-gram scan)
     engine_s: np.ndarray | float  #: e_iter + b e_seq + c_T + c_X
     total_s: np.ndarray  #: t_fixed
+    #: the drafter's lookup kernels where the engine runs them on the GPU instead of host_s
+    #: (:func:`specsim.speculation.gpu_lookup.gpu_lookup_s`)
+    lookup_s: np.ndarray | float = 0.0
 
     def as_step(self) -> StepTime:
         """The verification pass's parts with the whole fixed part as its total (engine time counted as overhead)."""
@@ -313,6 +325,8 @@ class RoundTime:
             parts["draft extend"] = f.extend.total_s
         if np.any(np.asarray(f.host_s) != 0):
             parts["drafter host time"] = f.host_s
+        if np.any(np.asarray(f.lookup_s) != 0):
+            parts["drafter lookup on the GPU"] = f.lookup_s
         parts["engine per iteration"] = f.engine_s
         parts["engine host time"] = self.exposed_host_s
         shape = np.shape(self.total_s)
@@ -408,22 +422,6 @@ def _defaults_taken(given: dict, profile, target, drafter, source, preset) -> tu
         "engine": preset.key,
     }
     return tuple((part, value) for part, value in built.items() if given[part] is None and value is not None)
-
-
-def _serial_where_blocked(preset: EnginePreset, hardware, target) -> EnginePreset:
-    """``preset`` as it runs ``target`` on ``hardware``: serial rounds where its engine cannot hide their host work there
-    (:meth:`specsim.engines.engine.Engine.serial_rounds`), said in its release line."""
-    engine = REGISTRY.get(preset.name)  # None for engine none
-    why = "" if engine is None else engine.serial_rounds(preset, hardware, target.kv_dtype)
-    if not why:
-        return preset
-    return dataclasses.replace(
-        preset,
-        overlap_kinds=frozenset(),
-        overlap_chains_only=False,
-        release=f"{preset.release}; rounds serial: {why}",
-        serial_why=why,
-    )
 
 
 #: What closes :meth:`Deployment.brief`: where the rest is (a command printing everything already drops it).
@@ -580,8 +578,8 @@ class Deployment:
             choices = (why,) if why else ()
             given["draft"] = "the catalog" if why else None  # the catalog's choice says so in its own note
         source, preset = source_and_engine(profile, timing, engine, engine_overhead_ms, progress, target_model)
-        preset = _serial_where_blocked(preset, profile, target_model)
         kind = drafter_class(str(draft))
+        preset = as_run_here(preset, profile, target_model, None if decode_only else kind.kind)
         if not decode_only:
             kind.runs_on(preset)  # the release the preset was named by (EnginePreset.named)
         if not decode_only and kind.launches_steps and target_model.tp > 1:
@@ -618,7 +616,8 @@ class Deployment:
     def with_engine(self, preset: EnginePreset) -> "Deployment":
         """This deployment served by another engine preset, as that engine runs it here (serial rounds where it cannot
         hide their host work on this GPU and cache: :meth:`specsim.engines.engine.Engine.serial_rounds`)."""
-        return dataclasses.replace(self, engine=_serial_where_blocked(preset, self.hardware, self.target))
+        kind = getattr(self.drafter, "kind", None)
+        return dataclasses.replace(self, engine=as_run_here(preset, self.hardware, self.target, kind))
 
     def with_draft(self, step_model: ModelShape) -> "Deployment":
         """The same deployment with the drafter's network replaced (another TP size or dtype of it, or another draft model)."""
@@ -789,11 +788,14 @@ class Deployment:
         self._require_drafter()
         e, d = self.engine, self.drafter
         verify = self.gpu_pass(self.target, batch, verify_tokens, context)
-        # A head re-reads the verified tokens to get the next round's hidden states; n-gram scans on the host.
-        extend, host = d.extend(self, batch, verify_tokens, context), d.host_s(batch, context)
+        # A head re-reads the verified tokens to get the next round's hidden states; n-gram scans on the host, or in
+        # kernels on the GPU where the engine runs it there (then after the verification, whose tokens it reads).
+        extend, (host, lookup) = d.extend(self, batch, verify_tokens, context), drafter_lookup_s(self, batch, context)
         fixed = verify.total_s
         if np.any(host):
             fixed = fixed + host
+        if np.any(lookup):
+            fixed = fixed + lookup
         if extend is not None:
             fixed = fixed + extend.total_s
         engine_s = (
@@ -803,7 +805,7 @@ class Deployment:
         )
         if np.any(engine_s):
             fixed = fixed + engine_s
-        return RoundFixed(verify, extend, host, engine_s, fixed)
+        return RoundFixed(verify, extend, host, engine_s, fixed, lookup)
 
     def round_host(self, batch: object, steps: object, draft_width: object = 1) -> tuple[np.ndarray, float]:
         """(H, hidden): the engine's host work per round of ``steps`` draft steps, and the share of it this engine
@@ -923,7 +925,7 @@ class Deployment:
         if self.drafter is not None:
             lines += self.drafter.provenance()
             lines += self._draft_overhead_line()
-            lines += graphless_provenance(self)
+            lines += graphless_provenance(self) + gpu_lookup_provenance(self)
         lines += model_assumptions(self.hardware, [m for m in (self.target, self.draft) if m is not None])
         if getattr(self.target, "is_hybrid", False):
             lines.append(self.engine.recurrent.describe())

@@ -63,6 +63,10 @@ __all__ = ["EAGLE3_DRAFT_VOCAB", "NGRAM_CPU_S_PER_TOKEN", "Drafter", "EngineSupp
 
 #: vLLM PR #56732 (2026): 9.95 ms for 66.3M tokens scanned with 8 threads.
 NGRAM_CPU_S_PER_TOKEN = 9.95e-3 / 66.3e6
+#: Bytes of one token id in the history a GPU lookup scans: vLLM's Model Runner V2 keeps each request's token ids as
+#: int32, dense on the GPU for n-gram and suffix drafting (v1/worker/gpu/states.py RequestState.all_token_ids,
+#: 0.32.0 L37-41).
+TOKEN_ID_BYTES = 4
 #: draft_vocab_size of yuhuili/EAGLE3-LLaMA3.1-Instruct-8B (the EAGLE-3 authors' Llama-3.1-8B head), and of SpecForge's
 #: EAGLE-3 configs for other families (configs/qwen3-30B-A3B-eagle3.1.json, qwen3-235B-A22B-eagle3.json: 32,000 too).
 EAGLE3_DRAFT_VOCAB = 32000
@@ -284,6 +288,11 @@ class Drafter:
 
     def host_s(self, batch: object, context: object) -> np.ndarray | float:
         """CPU seconds a round spends drafting outside any network, per (batch, context)."""
+        return 0.0
+
+    def lookup_bytes(self, batch: object, context: object) -> np.ndarray | float:
+        """Bytes of device memory a round's lookup reads where an engine runs it as a GPU kernel instead of
+        :meth:`host_s` (:func:`specsim.speculation.gpu_lookup.gpu_lookup_s`); 0 for a drafter with no lookup."""
         return 0.0
 
     def describe(self) -> str:

@@ -15,6 +15,7 @@ from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_len
 from specsim.speculation.drafters.base import (
     EAGLE3_DRAFT_VOCAB,
     NGRAM_CPU_S_PER_TOKEN,
+    TOKEN_ID_BYTES,
     Drafter,
     _head_from_config,
     _head_shape,
@@ -222,6 +223,10 @@ class NgramDrafter(Drafter):
 
     def host_s(self, batch: object, context: object) -> np.ndarray:
         return self.cpu_s_per_token * np.asarray(batch, dtype=float) * np.asarray(context, dtype=float)
+
+    def lookup_bytes(self, batch: object, context: object) -> np.ndarray:
+        # a scan kernel reads each sequence's token ids once (its n-gram windows re-read them from cache)
+        return TOKEN_ID_BYTES * np.asarray(batch, dtype=float) * np.asarray(context, dtype=float)
 
     def describe(self) -> str:
         return (

@@ -10,7 +10,7 @@ import numpy as np
 
 from specsim.describe.models import ModelShape
 from specsim.speculation.acceptance import Acceptance
-from specsim.speculation.drafters.base import Drafter, _no_checkpoint
+from specsim.speculation.drafters.base import TOKEN_ID_BYTES, Drafter, _no_checkpoint
 
 __all__ = ["SUFFIX_CPU_S_PER_SEQUENCE", "SuffixDrafter"]
 
@@ -93,6 +93,11 @@ class SuffixDrafter(Drafter):
 
     def host_s(self, batch: object, context: object) -> np.ndarray:
         return self.cpu_s_per_sequence * np.asarray(batch, dtype=float) + 0.0 * np.asarray(context, dtype=float)
+
+    def lookup_bytes(self, batch: object, context: object) -> np.ndarray:
+        # a GPU suffix lookup scans each request's own token ids as n-gram's does (its cross-request corpus is reached
+        # through a hash index, a few entries a request, not counted)
+        return TOKEN_ID_BYTES * np.asarray(batch, dtype=float) * np.asarray(context, dtype=float)
 
     def verified(self, dep, acceptance: object, steps: np.ndarray, batch: object, context: object) -> np.ndarray:
         steps = np.minimum(np.asarray(steps, dtype=float), self.max_depth)
