@@ -11,8 +11,9 @@ draft steps then pays
     t_round += (gamma - 1) t_g,    t_g = (draft layers) x (the engine's graph-less time per layer)
 
 (:func:`graphless_draft_s`, the one home of the term; the engine says where and how much:
-:meth:`specsim.engines.engine.Engine.graphed_draft_steps` where the first step has no graph either, as vLLM 0.31-0.33
-run a draft model on Model Runner V2, which graphs it with any cache, for s t_g;
+:meth:`specsim.engines.engine.Engine.graphed_draft_steps` where the first step has no graph either, as vLLM 0.15-0.25
+run a draft model (and PARD) on the V1 runner and 0.31-0.33 a draft model on Model Runner V2, neither of which graphs
+it with any cache, for s t_g;
 :meth:`specsim.engines.engine.Engine.graphless_draft_steps`).  The piecewise target passes and FlashInfer's kernels are
 not modelled; the serial rounds FlashInfer's metadata build forces are (:meth:`~specsim.engines.engine.Engine.serial_rounds`).
 """
@@ -47,8 +48,8 @@ def graphless_draft(dep) -> tuple[float, str]:
 def graphless_draft_s(dep, steps: object) -> np.ndarray | float:
     """(s - 1) t_g, seconds: what a round of ``steps`` draft steps adds where ``dep``'s engine runs every draft pass
     after the first without a CUDA graph (:func:`graphless_draft`; 0 elsewhere, and for a drafter of one pass); s t_g
-    where it runs the first without one too (:meth:`~specsim.engines.engine.Engine.graphed_draft_steps`: vLLM 0.31-0.33's
-    draft model).
+    where it runs the first without one too (:meth:`~specsim.engines.engine.Engine.graphed_draft_steps`: vLLM 0.15-0.25's
+    draft model and PARD, 0.31-0.33's draft model).
 
     >>> from specsim.speculation.deployment import Deployment
     >>> a100 = Deployment.build("a100-sxm-80gb", "llama-3.1-8b", "eagle3", engine="vllm@0.24.0",
