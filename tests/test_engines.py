@@ -635,3 +635,16 @@ def test_only_an_engine_that_checks_it_refuses_a_token_budget_below_its_sequence
     assert "vllm/config/scheduler.py" in limits_refused(get_engine("vllm"), 1024, 512)
     assert limits_refused(get_engine("vllm"), 512, 512) is None
     assert limits_refused(get_engine("sglang"), 1024, 512) is None  # no such check of SGLang's is read
+
+
+def test_engine_overlap_on_keeps_the_drafters_a_release_already_hides():
+    """vLLM 0.33.0 overlaps n-gram rounds (Model Runner V2 keeps async scheduling on for it: Engine.release_overlaps);
+    --engine-overlap on adds the heads and the draft model to what the release hides, and must not take n-gram back to
+    serial rounds (it did: "on" set a fixed list without n-gram).  Off makes every kind serial."""
+    from specsim.speculation.deployment import Deployment
+
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "ngram", engine="vllm@0.33.0")
+    assert dep.engine.overlaps("ngram")
+    on, off = (dep.engine.with_spec(overlap=flag) for flag in (True, False))
+    assert on.overlaps("ngram") and on.overlaps("draft_model") and on.overlaps("eagle3")
+    assert not off.overlaps("ngram") and not off.overlaps("eagle3")

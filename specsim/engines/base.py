@@ -411,7 +411,11 @@ class EnginePreset:
             spec_basis=self.spec_basis + (f"; {named} set by the user" if named else ""),
         )
         if overlap is not None:
-            kinds = frozenset({"draft_model", "eagle", "eagle3", "mtp"}) if overlap else frozenset()
+            # on: the drafters any overlapping release hides, beside those this one hides already (n-gram from vLLM
+            # 0.33, suffix from 0.34: Engine.release_overlaps), which "on" must not take back
+            kinds = (
+                (frozenset({"draft_model", "eagle", "eagle3", "mtp"}) | self.overlap_kinds) if overlap else frozenset()
+            )
             out = dataclasses.replace(
                 out,
                 overlap_kinds=kinds,
