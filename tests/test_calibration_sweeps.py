@@ -60,6 +60,49 @@ def test_a_speculative_run_without_acceptance_among_runs_that_record_it_is_said(
     assert "no acceptance recorded" not in capsys.readouterr().out
 
 
+def test_a_run_without_acceptance_takes_its_sweeps_recorded_one_and_is_held_out(tmp_path, capsys):
+    """Issue 35: one acceptance per sweep, and a left-out load predicted with the acceptance fitted without it.  With
+    one run's acceptance length taken away, the run had got an alpha of its own (0.788 beside the others' recorded
+    2.80, alpha 0.765) and its load was not held out.  It takes the length the others record at its steps, pooled, so
+    no acceptance is fitted and every figure is the one of the file that records all four (each records 2.80)."""
+    lines = Path(f"{BENCH}/vllm-eagle3.jsonl").read_text().splitlines()
+    record = json.loads(lines[1]) | {"spec_decode_acceptance_length": None}
+    spec = tmp_path / "al_null.jsonl"
+    spec.write_text("\n".join([lines[0], json.dumps(record), *lines[2:]]) + "\n")
+    argv = ["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", "--hardware", "h100", "--draft", "eagle3"]
+    argv += ["--steps", "3", "--engine", "vllm@0.10", "--json", "--spec"]
+    assert main(argv + [str(spec)]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert main(argv + [f"{BENCH}/vllm-eagle3.jsonl"]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    assert got["acceptance"] == {} and not any("acceptance" in w for w in got["not_held_out"])
+    assert got["runs"][5]["accept_length"] == pytest.approx(2.80)
+    for mine, theirs in zip(got["runs"], whole["runs"]):
+        assert mine["held_out_load"] == pytest.approx(theirs["held_out_load"], rel=1e-6)
+    assert any("it takes theirs" in n and "none fitted" in n for n in got["notes"])
+
+
+def test_a_left_out_load_takes_the_acceptance_of_the_other_loads_records():
+    """A run without a recorded acceptance, held out with its load, takes its sweep's from the other loads' records,
+    and where its load holds the only record of its sweep, the training runs' acceptance is fitted: no record of a
+    load left out reaches the fit that predicts it."""
+    import dataclasses
+
+    from specsim.calibration.bench_files import read_bench_file
+    from specsim.calibration.runs import CalRun, SpecSetup, with_sweep_acceptance
+
+    runs = [CalRun(r, SpecSetup(3, sweep="s")) for r in read_bench_file(Path(f"{BENCH}/vllm-eagle3.jsonl"))]
+    runs[0] = dataclasses.replace(runs[0], run=dataclasses.replace(runs[0].run, accept_length=3.4))
+    runs[1] = dataclasses.replace(runs[1], run=dataclasses.replace(runs[1].run, accept_length=None))
+    every = [c.known_accept_length for c in with_sweep_acceptance(runs)]
+    assert 2.80 < every[1] < 3.4
+    without_first = [c.known_accept_length for c in with_sweep_acceptance(runs, [False, True, True, True])]
+    assert without_first[1] == pytest.approx(2.80)
+    only_first = with_sweep_acceptance(runs, [True, False, False, False])
+    assert only_first[1].known_accept_length == pytest.approx(3.4)
+    assert with_sweep_acceptance(runs, [False, True, False, False])[1].known_accept_length is None
+
+
 def test_a_run_that_names_no_model_joins_the_sweep_of_its_lengths(tmp_path, capsys):
     """Runs that name two models are refused, so a run that names none (a file written without model_id) is of the one
     deployment: it joins the sweep of its lengths.  It had made a sweep of its own, with an acceptance of its own

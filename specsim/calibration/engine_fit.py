@@ -720,6 +720,7 @@ def fit_engine(dep, runs: list[CalRun], *, intervals: bool = True, limits=None, 
     check_design(dep, runs)
     check_runs(dep, runs)
     model = RunModel(dep, runs, limits, kv_bytes)
+    runs = model.runs  # (each with its sweep's acceptance where it records none: with_sweep_acceptance)
     preset = dep.engine
     alpha0 = _default_alpha(dep)
     start = Values.at_preset(preset, alpha0, len(model.sweeps))
@@ -867,7 +868,7 @@ def _terms(
 
 
 def _hold_out(
-    model: RunModel,
+    full: RunModel,
     nudged: list,
     design: dict,
     preset: EnginePreset,
@@ -879,11 +880,11 @@ def _hold_out(
 ) -> tuple[np.ndarray, list[str]]:
     """Each run's prediction with its group (a load, a number of draft steps, a sweep) left out of the fit, and why the
     runs that cannot be held out cannot (NaN there)."""
-    runs = model.runs
+    runs = full.runs
     out = np.full(len(runs), np.nan)
     reasons: list[str] = []
     groups = np.array(groups)
-    kinds = model.kinds
+    kinds = full.kinds
     names = [g for g in dict.fromkeys(groups) if g != ""]
     if len(names) < 2:
         if names:
@@ -899,11 +900,15 @@ def _hold_out(
     for g in names:
         test = np.flatnonzero(groups == g)
         train = np.flatnonzero(groups != g)
+        # A run without a recorded acceptance takes its sweep's from the training runs' records only: none from the
+        # runs left out, as their times are not (RunModel.trained_on).
+        model, held, begin = full.trained_on(groups != g, nudged, start, alpha0)
         if what == "sweep":
             unknown = test[model.sweep_index[test] >= 0]
             if unknown.size:
                 reasons.append(
-                    f"sweep {g}: its acceptance is recorded nowhere, so it can only be fitted on its own runs"
+                    f"sweep {g}: its acceptance is recorded in none of the other runs, so it can only be fitted on "
+                    "its own runs"
                 )
             test = test[model.sweep_index[test] < 0]
         if not test.size:
@@ -917,7 +922,7 @@ def _hold_out(
             )
             continue
         sub = identifiable([runs[i] for i in train], model.fit_scale, {k: model.batch[i] for k, i in enumerate(train)})
-        res = fit_pinned(model, nudged, train, sub, preset, start, alpha0).result
+        res = fit_pinned(model, held, train, sub, preset, begin, alpha0).result
         if done is not None:
             done()
         pred = model.predict(res.values, test)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specsim.calibration.runs import with_sweep_acceptance
 from specsim.engines import SpecHost
 from specsim.serving.preemption import closed_loop_charge
 from specsim.serving.steady import (
@@ -72,8 +73,13 @@ class Values:
 class RunModel:
     """The runs as arrays, and their predictions for one set of :class:`Values`, through the deployment."""
 
-    def __init__(self, dep, runs: list, limits: EngineLimits | None = None, kv_bytes: tuple | None = None):
+    def __init__(
+        self, dep, runs: list, limits: EngineLimits | None = None, kv_bytes: tuple | None = None, use=None
+    ) -> None:
+        self._made = (dep, limits, kv_bytes)
         self.dep = memoised(dep)
+        # a run without a recorded acceptance takes its sweep's from the recorded runs among ``use`` (default all)
+        runs = with_sweep_acceptance(runs, use)
         self.runs = runs
         self.limits = (EngineLimits() if limits is None else limits).for_deployment(dep)
         self.kv_bytes = kv_bytes  # (plain, speculating) KV bytes per GPU beside the weights; None: not bounded
@@ -127,6 +133,26 @@ class RunModel:
         self._prompt_passes: dict = {}
         self._scaled: dict = {}
         self._times: dict = {}
+
+    def pooled_from(self, use: np.ndarray) -> RunModel:
+        """This model where the acceptance of runs that record none is pooled from the runs ``use`` only (a held-out
+        fit's training runs): itself where that changes nothing."""
+        now = [c.known_accept_length for c in self.runs]
+        then = [c.known_accept_length for c in with_sweep_acceptance(self.runs, use)]
+        if all(a == b or (a is not None and b is not None and np.isclose(a, b, rtol=1e-12)) for a, b in zip(now, then)):
+            return self  # (the same records pooled in another order round differently in the last bit)
+        return RunModel(self._made[0], self.runs, *self._made[1:], use=use)
+
+    def trained_on(self, use: np.ndarray, nudged: list, start: Values, alpha0: float) -> tuple:
+        """(model, its nudged copies, start values) for a fit on runs ``use`` (a held-out fit's training runs): where
+        they pool another acceptance for a run that records none (:meth:`pooled_from`), models made again and settled
+        at ``start`` with an alpha of ``alpha0`` for each sweep fitted, as the whole fit's before its first fit."""
+        model = self.pooled_from(use)
+        if model is self:
+            return self, nudged, start
+        begin = dataclasses.replace(start, alphas=(alpha0,) * len(model.sweeps))
+        model.settle(begin)
+        return model, [m.pooled_from(use) for m in nudged], begin
 
     # -- acceptance and populations -------------------------------------------------------------------------------
     def acceptance(self, alphas, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,9 @@ Sweeps
     their number of draft steps (the per-token rate, E(alpha, s) = 1 + alpha + ... + alpha^s at s steps).
     :func:`group_sweeps` groups the speculative runs that way: by the model they name and their mean prompt and output
     lengths within :data:`SAME_LENGTHS` of each other (``lengths``, the default), by file (``file``), or all in one
-    (``all``); a bench-plan names its own.  The grouping is printed, and ``--sweep-by`` overrides it.
+    (``all``); a bench-plan names its own.  The grouping is printed, and ``--sweep-by`` overrides it.  A run that
+    records no acceptance where others of its sweep do takes theirs (:func:`with_sweep_acceptance`): a rate is fitted
+    only for a sweep that records none.
 
 Runs that no engine could have produced are refused before any fit (:func:`check_runs`, :func:`check_design`), and
 :func:`identifiable` says which terms a set of runs can separate.
@@ -44,6 +46,7 @@ __all__ = [
     "over",
     "unpaired_loads",
     "with_prompt_spreads",
+    "with_sweep_acceptance",
 ]
 
 #: Bounds of a fitted per-token acceptance rate.
@@ -73,6 +76,9 @@ class SpecSetup:
     pinned_accept_length: float | None = None
     sweep: str | None = None
     acceptance_spread: float = 0.0
+    #: A run that records no acceptance where its sweep's other runs do: the length they give at its steps
+    #: (:func:`with_sweep_acceptance`; None: recorded, pinned, or recorded nowhere in its sweep, so fitted)
+    sweep_accept_length: float | None = None
 
     @property
     def verify(self) -> int:
@@ -106,7 +112,7 @@ class CalRun:
             return 1.0
         if self.setup.pinned_accept_length is not None:
             return self.setup.pinned_accept_length
-        return self.run.accept_length
+        return self.run.accept_length if self.run.accept_length is not None else self.setup.sweep_accept_length
 
 
 def load_key(load: str) -> tuple:
@@ -185,6 +191,55 @@ def with_prompt_spreads(runs: list[CalRun], given: float | None = None) -> tuple
     return out, notes
 
 
+def _pooled_length(told: list[tuple[int, float, float]], steps: int) -> float:
+    """The acceptance length at ``steps`` draft steps that a sweep's recorded runs ``told`` give, each (steps, length,
+    verifications): where some ran at ``steps``, their tokens per verification pooled (their output tokens over their
+    verifications, what the engine's counters say of them as one run); else the chain at their per-token rate, the mean
+    of each run's (:func:`~specsim.speculation.acceptance.alpha_from_acceptance_length`) weighted by its verifications,
+    as a sweep shares one rate at any number of steps.
+
+    >>> _pooled_length([(3, 2.5, 100.0), (3, 3.0, 300.0)], 3)
+    2.875
+    >>> round(_pooled_length([(1, 1.5, 100.0)], 3), 4)
+    1.875
+    """
+    from specsim.speculation.acceptance import alpha_from_acceptance_length, tokens_per_round
+
+    same = [(length, v) for s, length, v in told if s == steps]
+    if same:
+        return sum(length * v for length, v in same) / sum(v for _, v in same)
+    alphas = alpha_from_acceptance_length([length for _, length, _ in told], [s for s, _, _ in told])
+    weights = np.array([v for _, _, v in told])
+    return float(tokens_per_round(float(np.sum(alphas * weights) / np.sum(weights)), steps))
+
+
+def with_sweep_acceptance(runs: list[CalRun], use: np.ndarray | None = None) -> list[CalRun]:
+    """``runs`` with each speculative chain run that records no acceptance (nor is pinned) given its sweep's, from the
+    recorded chain runs of that sweep among ``use`` (a mask; default all): a sweep has one acceptance (issue 35), so
+    none is fitted where it is recorded.  A pinned run's length is what the engine was made to produce and a tree's is
+    not a chain's, so neither is pooled.  A held-out fit passes its training runs as ``use``: a left-out load's
+    acceptance is then taken from the other loads' records (:func:`_pooled_length` says how they are pooled)."""
+    import dataclasses
+
+    use = np.ones(len(runs), dtype=bool) if use is None else np.asarray(use, dtype=bool)
+    told: dict[str, list] = {}
+    for c, u in zip(runs, use):
+        s, r = c.setup, c.run
+        if u and s is not None and s.topk == 1 and s.pinned_accept_length is None and r.accept_length is not None:
+            verifications = r.output_tokens * max(r.completed, 1) / r.accept_length
+            told.setdefault(c.sweep, []).append((s.steps, r.accept_length, verifications))
+    out = []
+    for c in runs:
+        s = c.setup
+        if s is not None:
+            free = s.topk == 1 and s.pinned_accept_length is None and c.run.accept_length is None
+            value = _pooled_length(told[c.sweep], s.steps) if free and c.sweep in told else None
+            if value != s.sweep_accept_length:
+                c = dataclasses.replace(c, setup=dataclasses.replace(s, sweep_accept_length=value))
+        out.append(c)
+    return out
+
+
 def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun], list[str]]:
     """(runs, lines saying how they were grouped): each speculative run without a sweep of its own (a bench plan names
     one) joins the first sweep whose model matches (a run naming none matches any) and whose mean prompt and output
@@ -226,10 +281,17 @@ def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun],
         told = [c.run.accept_length is not None or c.setup.pinned_accept_length is not None for c in members]
         if any(told) and not all(told):  # a plain file given with --spec records none (a study may mix, as the H100's)
             silent = sorted({Path(c.run.path).name for c, t in zip(members, told) if not t})
+            pooled = any(c.setup.sweep_accept_length is not None for c in with_sweep_acceptance(members))
             lines.append(
                 f"{', '.join(silent[:3])}{', ...' if len(silent) > 3 else ''}: no acceptance recorded, where the other "
-                f"speculative runs of sweep {name} record one; fitted with the sweep's acceptance: if it is a plain "
-                "run given as --spec, drop it"
+                f"speculative runs of sweep {name} record one; "
+                + (
+                    "it takes theirs (at its draft steps, their tokens per verification pooled; at other steps, the "
+                    "chain at their per-token rate), none fitted"
+                    if pooled
+                    else "theirs are pinned or trees', so one acceptance is fitted for the runs without"
+                )
+                + ": if it is a plain run given as --spec, drop it"
             )
         files = sorted({Path(c.run.path).name for c in members})
         steps = sorted({c.setup.steps for c in members})
