@@ -456,6 +456,31 @@ def test_a_schedule_at_loads_in_json_carries_the_loads_table_and_serve_sim_its_l
     assert kv["plain"] > kv["speculating"] > 0 and sim["engine_limits"].startswith("max_num_seqs ")
 
 
+def test_serve_sim_says_the_users_its_engine_queues_as_optimal_gamma_names_the_limit(capsys):
+    """64 users against max_num_seqs 16: the simulator queued 48 of them (TTFT p50 6.4 s) and said nothing of it, where
+    optimal-gamma marks the same load 'limited by max_num_seqs'.  Both say it in the same words, text and JSON."""
+    base = ["--timing", "roofline", "--alpha", "0.8", "--concurrency", "64", "--max-num-seqs", "16"]
+    base += ["--input-len", "1000", "--output-len", "256"]
+    (row,) = _json(["optimal-gamma", *base], capsys)
+    assert row["spec"]["limited_by"] == "max_num_seqs"
+    sim = _json(["serve-sim", *base, "--requests", "200", "--runs", "1"], capsys)
+    said = "48 of the 64 users wait in the queue beside the 16 the engine runs (limited by max_num_seqs)"
+    for arm in ("off", "on"):
+        assert sim["queued"][arm] == {
+            "users": 64,
+            "running": 16,
+            "waiting": 48,
+            "limited_by": "max_num_seqs",
+            "said": said,
+        }
+    assert main(["serve-sim", *base, "--requests", "200", "--runs", "1"]) == 0
+    assert f"queue: {said}, speculation off and on" in capsys.readouterr().out
+    assert main(["optimal-gamma", *base]) == 0
+    assert "(limited by max_num_seqs)" in capsys.readouterr().out
+    roomy = _json(["serve-sim", *base[:-6], "--requests", "200", "--runs", "1"], capsys)  # 64 users, no limit
+    assert roomy["queued"] == {"off": None, "on": None}
+
+
 def test_past_capacity_a_long_simulation_comes_to_the_steady_states_answer(capsys):
     """Chat at 28 requests/s on the default deployment is past capacity with and without speculation.  The steady state
     answers the saturated limit: speculating at gamma 2 gives 1.3% less output (its engine holds fewer requests).

@@ -60,6 +60,36 @@ class ServeSimAnswer:
             "capacity gives the batch at a length)"
         )
 
+    def queued(self) -> dict:
+        """Per arm ("off", "on"), where a closed loop has more users than the engine ran at once because a limit held
+        it: {"users", "running" (the most sequences it ran at once), "waiting" (the users less those), "limited_by"
+        ("max_num_seqs" where it ran its max_num_seqs, "kv cache" where a request waited for memory with a sequence
+        free), "said" (:func:`~specsim.serving.limits.queued_said`)}; None for an arm no limit held."""
+        from specsim.serving.limits import queued_said
+        from specsim.serving.steady import engine_limits
+
+        limits = (
+            self.limits
+            if self.limits is not None
+            else engine_limits(self.deployment.engine, self.deployment.hardware)[0]
+        )
+        out = {}
+        for k, (name, summary) in enumerate((("off", self.off), ("on", self.on))):
+            running = summary.get("max_running_batch")
+            out[name] = None
+            if not self.concurrency or running is None or running >= self.concurrency:
+                continue
+            if running >= limits.arm(bool(k)).max_num_seqs:
+                by = "max_num_seqs"
+            elif any(r[k].kv_full for r in self.results):
+                by = "kv cache"
+            else:
+                continue
+            said = queued_said(self.concurrency, running, by)
+            out[name] = {"users": self.concurrency, "running": running, "waiting": self.concurrency - running}
+            out[name] |= {"limited_by": by, "said": said}
+        return out
+
     def __repr__(self) -> str:  # a notebook's echo: the two arms' medians, not every request (results holds them)
         def p50(arm):
             tpot = arm["tpot_s"]["p50"]

@@ -184,7 +184,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
         )
         + (f"; --csv holds the run with seed {seeds[0]}" if args.csv else ""),
     ]
-    held = answer.held_back()
+    held, queued = answer.held_back(), answer.queued()
     if args.json:
         from specsim.answers.context import LOAD_CONTEXT
         from specsim.core.defaults import DEFAULT_WORKLOAD
@@ -210,6 +210,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
                 "deployment": dep.identity(),
                 "gamma_by_batch": meta["gamma_by_batch"],
                 "speculating_batch_held": held,
+                "queued": queued,
                 "engine_limits": limits.label + args.limits_said,
                 "kv_capacity_tokens": {
                     "plain": meta["kv_capacity_tokens_plain"],
@@ -223,6 +224,13 @@ def run_serve_sim(args: argparse.Namespace) -> int:
             print(line)
         print()
         _print_summaries(*summaries, answer.changes())
+        off, on = queued["off"], queued["on"]
+        if off is not None and on is not None and off["said"] == on["said"]:
+            print(f"queue: {off['said']}, speculation off and on")
+        else:
+            for arm, q in (("off", off), ("on", on)):
+                if q is not None:
+                    print(f"queue, speculation {arm}: {q['said']}")
         if held is not None:
             print(held)
         print(_served_against_offered(args, summaries, len(requests)))

@@ -928,6 +928,8 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
     print(
         f"requests: {answer.lengths}; engine: {answer.limits.label}{limits_said}; the serving model (chunked prefill {where})\n"
     )
+    from specsim.serving.limits import limited_said
+
     rows = []
     for r in answer.rows:
         a, b = r["plain"], r["spec"]
@@ -942,7 +944,7 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
             x
             for x in (
                 "saturated" if b["saturated"] else "",
-                f"limited by {b['limited_by']}" if b["limited_by"] and not said else "",
+                limited_said(b["limited_by"]) if not said else "",
             )
             if x
         ]

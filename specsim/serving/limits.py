@@ -19,7 +19,7 @@ import numpy as np
 from specsim.core.defaults import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
 from specsim.engines.engine import KvPolicy
 
-__all__ = ["EngineLimits", "check_limits", "engine_limits"]
+__all__ = ["EngineLimits", "check_limits", "engine_limits", "limited_said", "queued_said"]
 
 
 @dataclass(frozen=True)
@@ -193,3 +193,24 @@ def check_limits(
     if refused:
         raise ValueError(f"{refused}: give a {names[0]} of at least the max_num_seqs, or a smaller {names[1]}")
     return limits
+
+
+def limited_said(limited_by: str) -> str:
+    """What holds the requests an engine runs below the load, as every answer names it ("" where nothing does).
+
+    >>> limited_said("max_num_seqs")
+    'limited by max_num_seqs'
+    """
+    return f"limited by {limited_by}" if limited_by else ""
+
+
+def queued_said(users: int, running: int, limited_by: str) -> str:
+    """A closed loop's users that wait in the engine's queue beside the requests it runs, in words.
+
+    >>> queued_said(64, 16, "max_num_seqs")
+    '48 of the 64 users wait in the queue beside the 16 the engine runs (limited by max_num_seqs)'
+    """
+    return (
+        f"{users - running:,} of the {users:,} users wait in the queue beside the {running:,} the engine runs "
+        f"({limited_said(limited_by)})"
+    )
