@@ -237,9 +237,23 @@ class LoadAnswer:
         return (
             f"speculate with gamma={int(s.gamma[i, 0])}"
             + self._bound(i)
+            + self._slower_tokens(i, j)
             + self._fewer_held(i, j, named=False)
             + self._past(i)
         )
+
+    def _slower_tokens(self, i: int, j: int) -> str:
+        """Where gamma row ``i`` is chosen on output tok/s (:func:`objective`) while its TPOT is longer than plain
+        decoding's: the gain and where it comes from, beside the TPOT given up (" (...)"; "" where TPOT is no worse).
+        A speedup under 1 beside "speculate" reads as a contradiction unless it says so."""
+        s = self.state
+        if self.kind == "rate" or self.tpot_speedup()[i, j] >= 1.0:
+            return ""
+        out = self._grid(s.output_tokens_per_s)[:, j]
+        ttft = self._grid(s.ttft_s)[:, j]
+        tpot = self._grid(s.tpot_s)[:, j]
+        shorter = " from a shorter TTFT" if np.isfinite(ttft[[0, i]]).all() and ttft[i] < ttft[0] else ""
+        return f" ({_change(out[i] / out[0] - 1)} output tok/s{shorter}; TPOT {_change(tpot[i] / tpot[0] - 1)})"
 
     def _bound(self, i: int) -> str:
         """Where gamma row ``i`` is the top of the search: the bound that stopped it, in the batch view's words
