@@ -176,6 +176,8 @@ FILES = {
     "metrics-above.txt": METRICS.format(d=100, t=200, a=190) + POS.format(k=0, v=120) + POS.format(k=1, v=70),
     "metrics-garbage.txt": "this is not prometheus\n",
     "metrics-empty.txt": "",
+    # a page saved cut off mid-number (77700.0 kept as 777) had been read as 777
+    "metrics-cut.txt": METRICS.format(d=100, t=300, a=150).rstrip("\n")[:-2],
     "metrics-negative.txt": METRICS.format(d=100, t=300, a=-5),
     "metrics-no-drafts.txt": METRICS.format(d=0, t=0, a=0),
 }
@@ -291,6 +293,10 @@ CASES = [
     ("alpha --metrics {tmp}/metrics-above.txt", "more than the 100 drafts"),
     ("alpha --metrics {tmp}/metrics-garbage.txt", "line 1: not a Prometheus sample"),
     ("alpha --metrics {tmp}/metrics-empty.txt", "is empty"),
+    (
+        "alpha --metrics {tmp}/metrics-cut.txt",
+        "metrics-cut.txt' does not end in a line feed: the Prometheus text format",
+    ),
     ("alpha --metrics {tmp}/metrics-negative.txt", "must be a count in [0, 2**53]"),
     ("alpha --metrics {tmp}/metrics-no-drafts.txt", "num_drafts_total is 0"),
     ("alpha --metrics {tmp}/none.txt", "does not exist"),

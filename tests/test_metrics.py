@@ -193,6 +193,12 @@ def test_metrics_file_errors_name_the_file(tmp_path):
         read_metrics_file(tmp_path / "blank.txt")
     (tmp_path / "ok.txt").write_text(exposition(100, 2, [50, 25]))
     assert read_metrics_file(tmp_path / "ok.txt").drafts == 100
+    # The Prometheus text format ends every line with a line feed: a page without one was cut off (77700.0 as 777).
+    (tmp_path / "cut.txt").write_text(exposition(100, 2, [50, 25]).rstrip("\n")[:-1])
+    with pytest.raises(ValueError, match=r"metrics file '.*cut.txt' does not end in a line feed"):
+        read_metrics_file(tmp_path / "cut.txt")
+    (tmp_path / "om.txt").write_text(exposition(100, 2, [50, 25]) + "# EOF")  # OpenMetrics: its last LF optional
+    assert read_metrics_file(tmp_path / "om.txt").drafts == 100
 
 
 @pytest.mark.parametrize("page", ["vllm", "sglang"])

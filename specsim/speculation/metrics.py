@@ -346,12 +346,21 @@ def read_metrics_file(path: str | Path, model_name: str | None = None) -> Accept
 
 
 def _page(path: str | Path) -> tuple[str, str]:
-    """(file name, text) of a saved ``/metrics`` page; an empty page is refused."""
+    """(file name, text) of a saved ``/metrics`` page; an empty page is refused, and so is one cut off: the Prometheus
+    text format ends every line with a line feed (https://prometheus.io/docs/instrumenting/exposition_formats/:
+    "Lines are separated by a line feed character (\\n). The last line must end with a line feed character."), so a
+    page that does not end in one lost its end (``77700.0`` saved as ``777`` read as 777).  An OpenMetrics page ends
+    with ``# EOF``, its line feed optional."""
     from specsim.core.files import read_text
 
     text = read_text(path, "metrics file")
     if not text.strip():
         raise ValueError(f"metrics file {str(path)!r} is empty")
+    if not text.endswith("\n") and text.rsplit("\n", 1)[-1].strip() != "# EOF":
+        raise ValueError(
+            f"metrics file {str(path)!r} does not end in a line feed: the Prometheus text format ends every line with "
+            "one, so the page was cut off; save it again whole (curl -s http://HOST:PORT/metrics > FILE)"
+        )
     return Path(path).name, text
 
 
