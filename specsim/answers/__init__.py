@@ -361,12 +361,17 @@ def capacity_record(
     parallelism that fits (:func:`specsim.serving.capacity.smallest_fitting_tp`); ``context`` in tokens (refused past
     the target's or the draft's positions), ``memory_utilization`` the engine's share of device memory (None: the
     engine's own; ``max_batched_tokens`` and ``max_num_seqs`` the engine's limits its start-up is sized by, None: its
-    own).  At TP 2 a 70B target's weights and vLLM's start-up leave each H100 less than one 8,192-token
-    sequence's cache beside the draft's weights:
+    own).  At TP 2 a 70B target's weights and vLLM 0.33's start-up at its 0.92 share leave each H100 less than one
+    8,192-token sequence's cache beside the draft's weights; 0.34, whose cache takes the whole device less its
+    start-up and a margin, holds one:
 
-    >>> record = capacity_record(Deployment.build("h100-sxm", "llama-3.3-70b", "llama-3.2-1b"), 8192)
+    >>> record = capacity_record(Deployment.build("h100-sxm", "llama-3.3-70b", "llama-3.2-1b", engine="vllm@0.33.0"), 8192)
     >>> record["target_fits"], record["smallest_fitting_tp"]
     (False, 4)
+    >>> capacity_record(Deployment.build("h100-sxm", "llama-3.3-70b", "llama-3.2-1b", engine="vllm@0.34.0"), 8192)[
+    ...     "smallest_fitting_tp"
+    ... ]
+    2
     """
     from specsim.serving.capacity import fitting_tp_for
     from specsim.serving.steady import engine_limits
