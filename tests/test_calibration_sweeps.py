@@ -77,6 +77,11 @@ def test_a_run_without_acceptance_takes_its_sweeps_recorded_one_and_is_held_out(
     whole = json.loads(capsys.readouterr().out)
     assert got["acceptance"] == {} and not any("acceptance" in w for w in got["not_held_out"])
     assert got["runs"][5]["accept_length"] == pytest.approx(2.80)
+    # said where it came from: this run's length is its sweep's, not its own record (the table's AL reads "2.80 sweep")
+    assert [r["accept_length_from_sweep"] for r in got["runs"]] == [False] * 5 + [True] + [False] * 2
+    assert not any(r["accept_length_from_sweep"] for r in whole["runs"])
+    assert main(argv[:-2] + ["--spec", str(spec)]) == 0
+    assert "2.80 sweep" in capsys.readouterr().out
     for mine, theirs in zip(got["runs"], whole["runs"]):
         assert mine["held_out_load"] == pytest.approx(theirs["held_out_load"], rel=1e-6)
     assert any("it takes theirs" in n and "none fitted" in n for n in got["notes"])

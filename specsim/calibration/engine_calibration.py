@@ -169,6 +169,13 @@ class EngineCalibration:
                 "steps": c.setup.steps if c.setup else None,
                 "accept_length": c.known_accept_length if c.setup else None,
                 "accept_length_pinned": bool(c.setup and c.setup.pinned_accept_length is not None),
+                # not recorded by this run: its sweep's recorded runs' (runs.with_sweep_acceptance)
+                "accept_length_from_sweep": bool(
+                    c.setup
+                    and c.setup.pinned_accept_length is None
+                    and c.run.accept_length is None
+                    and c.setup.sweep_accept_length is not None
+                ),
                 "judged_by": c.run.observable,
                 "statistic": c.run.statistic,
                 "measured": float(c.run.value),

@@ -196,7 +196,8 @@ def _print_fit(fit, dep, summary, notes, out) -> None:
             else (
                 "fit"
                 if r["accept_length"] is None
-                else f"{r['accept_length']:.2f}" + (" pin" if r["accept_length_pinned"] else "")
+                else f"{r['accept_length']:.2f}"
+                + (" pin" if r["accept_length_pinned"] else " sweep" if r["accept_length_from_sweep"] else "")
             )
         )
 
@@ -238,8 +239,9 @@ def _print_fit(fit, dep, summary, notes, out) -> None:
         )
     )
     print(
-        "prefill: the share of the engine's time the prompts take at that load (the serving model's); held out: the run's "
-        "load left out of the fit, its acceptance included"
+        "AL: the acceptance length the run recorded (pin: pinned by the plan; sweep: this run recorded none, its sweep's "
+        "recorded runs give it; fit: fitted); prefill: the share of the engine's time the prompts take at that load "
+        "(the serving model's); held out: the run's load left out of the fit, its acceptance included"
     )
     print(
         "fitted values, 95% intervals linearised at the fit (the speculative terms' with the plain runs' held at their fit):"
