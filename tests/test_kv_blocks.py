@@ -194,23 +194,14 @@ def test_held_tokens_is_the_mean_of_what_a_request_holds_and_sets_aside(ahead, P
     assert want == pytest.approx(float(np.mean(P + t + np.minimum(O - t, ahead))), rel=1e-3)
 
 
-@pytest.mark.parametrize("engine", ["vllm", "none"])
-@pytest.mark.parametrize("gamma", [0, 3])
-def test_the_steady_state_holds_what_the_simulator_holds_where_the_kv_cache_binds(engine, gamma):
-    """A closed loop of 64 users, 200 in and 600 out, in a 2 GB cache that holds 15-30 of them: the steady state's
-    decode batch is the simulator's mean running batch within 8% (one seeded run, deterministic: the margin covers the
-    simulator's start, 64 prompts at once, and whole requests; measured 3-6% for vLLM, under 3% reserving), and the
-    engine preempts where its policy takes blocks as tokens arrive, never where it reserves."""
+def _closed_loop_run(dep, limits, gamma: int, users: int, n: int, P: int, O: int):
+    """One seeded simulator run of a closed loop of ``users`` sending ``n`` requests of P + O tokens, at alpha 0.8, each
+    request's KV bytes the deployment's (with the draft's where speculating)."""
     import functools
 
     from specsim.serving.capacity import sequence_kv_bytes
-    from specsim.serving.steady import preemption_expected, steady_state
 
-    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine=engine)
-    P, O, users, n = 200, 600, 64, 320
-    limits = EngineLimits(256, 2048, kv_capacity_bytes=2.0e9)
-    state = steady_state(dep, 0.8, [gamma], [users], P, O, "concurrency", limits, fixed_lengths=True, requests=n)
-    run = simulate(
+    return simulate(
         Requests(np.full(n, P), np.full(n, O), None),
         StepTable(dep, users, P + O, max(gamma, 1), 2048, 0.8),
         limits,
@@ -220,7 +211,24 @@ def test_the_steady_state_holds_what_the_simulator_holds_where_the_kv_cache_bind
         users,
         sequence_kv_bytes(dep, np.full(n, P + O), gamma > 0, max(gamma, 1)),
         kv_bytes_of=functools.partial(sequence_kv_bytes, dep, with_draft=gamma > 0, draft_tokens=max(gamma, 1)),
-    ).summary()
+    )
+
+
+@pytest.mark.parametrize("engine", ["vllm", "none"])
+@pytest.mark.parametrize("gamma", [0, 3])
+def test_the_steady_state_holds_what_the_simulator_holds_where_the_kv_cache_binds(engine, gamma):
+    """A closed loop of 64 users, 200 in and 600 out, in a 2 GB cache that holds 15-30 of them: the steady state's
+    decode batch is the simulator's mean running batch within 8% (one seeded run, deterministic: the margin covers the
+    simulator's start, 64 prompts at once, and whole requests; measured 3-6% for vLLM, under 3% reserving), and the
+    engine preempts where its policy takes blocks as tokens arrive, never where it reserves."""
+
+    from specsim.serving.steady import preemption_expected, steady_state
+
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine=engine)
+    P, O, users, n = 200, 600, 64, 320
+    limits = EngineLimits(256, 2048, kv_capacity_bytes=2.0e9)
+    state = steady_state(dep, 0.8, [gamma], [users], P, O, "concurrency", limits, fixed_lengths=True, requests=n)
+    run = _closed_loop_run(dep, limits, gamma, users, n, P, O).summary()
     assert str(np.asarray(state.limited_by).ravel()[0]) == "kv cache"
     assert float(state.mean_batch[0, 0]) == pytest.approx(run["mean_running_batch"], rel=0.08)
     preempts = limits.for_deployment(dep).kv_policy.preempts
@@ -256,9 +264,7 @@ def test_the_steady_state_charges_what_preemption_costs_where_vllms_cache_binds(
     seeded run of 12 x 64 requests, deterministic: measured -0.1% to +1.6%; 2.6% to 8.1% above it with no charge, which
     fails here), and its TPOT below the simulator's by at most 32% (measured 15-30%, 23-40% with no charge): what is
     left is the longer wait of requests finishing in bursts, not modelled (docs/serving.md)."""
-    import functools
 
-    from specsim.serving.capacity import sequence_kv_bytes
     from specsim.serving.steady import steady_state
 
     dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="vllm")
@@ -266,17 +272,7 @@ def test_the_steady_state_charges_what_preemption_costs_where_vllms_cache_binds(
     n = users * waves
     limits = EngineLimits(256, 2048, kv_capacity_bytes=8.0e9)
     state = steady_state(dep, 0.8, [gamma], [users], P, O, "concurrency", limits, fixed_lengths=True)
-    run = simulate(
-        Requests(np.full(n, P), np.full(n, O), None),
-        StepTable(dep, users, P + O, max(gamma, 1), 2048, 0.8),
-        limits,
-        0.8,
-        gamma,
-        np.random.default_rng(0),
-        users,
-        sequence_kv_bytes(dep, np.full(n, P + O), gamma > 0, max(gamma, 1)),
-        kv_bytes_of=functools.partial(sequence_kv_bytes, dep, with_draft=gamma > 0, draft_tokens=max(gamma, 1)),
-    )
+    run = _closed_loop_run(dep, limits, gamma, users, n, P, O)
     assert str(np.asarray(state.limited_by).ravel()[0]) == "kv cache" and run.preemptions > n / 2
     # past the first quarter of the run and before its last wave (the users stop): finishes, and arrivals' TPOT
     skip = waves // 4
