@@ -156,6 +156,10 @@ FILES = {
     '"total_input_tokens": 100, "total_output_tokens": 1000, "mean_tpot_ms": NaN}\n',
     "bench-inf-tpot.jsonl": '{"backend": "sglang", "total_output_tokens_retokenized": 1, "max_concurrency": 4, "completed": 10, '
     '"duration": 5, "total_input_tokens": 100, "total_output_tokens": 1000, "mean_tpot_ms": Infinity}\n',
+    # a TTFT written in seconds under mean_ttft_ms (0.05 s as 0.05 ms, beside a TPOT of 5 ms) had been fitted, exit 0
+    "bench-ttft-seconds.jsonl": '{"backend": "sglang", "total_output_tokens_retokenized": 1, "max_concurrency": 4, '
+    '"completed": 10, "duration": 1.25, "total_input_tokens": 100, "total_output_tokens": 1000, "mean_tpot_ms": 5, '
+    '"mean_ttft_ms": 0.05}\n',
     "bench-one-token.jsonl": '{"backend": "sglang", "total_output_tokens_retokenized": 1, "max_concurrency": 4, "completed": 10, '
     '"duration": 5, "total_input_tokens": 100, "total_output_tokens": 10, "mean_tpot_ms": 5}\n',
     "bigvocab.json": (CONFIG % "").replace(
@@ -595,6 +599,10 @@ CASES = [
     (
         "calibrate-engine --plain {tmp}/bench-inf-tpot.jsonl --hardware h100 --target llama-3.1-8b",
         "mean_tpot_ms must be a finite number, got inf",
+    ),
+    (
+        "calibrate-engine --plain {tmp}/bench-ttft-seconds.jsonl --hardware h100 --target llama-3.1-8b",
+        "bench-ttft-seconds.jsonl#1: mean_ttft_ms 0.05 is under a tenth of mean_tpot_ms 5",
     ),
     (
         "calibrate-engine --plain {tmp}/bench-one-token.jsonl --hardware h100 --target llama-3.1-8b",

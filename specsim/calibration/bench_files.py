@@ -328,6 +328,20 @@ def _last_sent_s(record: dict, completed: float) -> float | None:
     return max(sent / rate, most)
 
 
+def _check_first_token(where: str, ttft_s: float | None, tpot_s: float | None, names: tuple[str, str]) -> None:
+    """Refuse a run whose time to first token is under a tenth of its time per output token: a first token takes at
+    least one iteration (the prompt's, with the decoding beside it), and an output token at most one (a speculative
+    round's iteration yields one or more), so TTFT >= TPOT wherever both are of one run; a tenth leaves room for
+    iterations of unequal length and a mean against a median.  A TTFT written in seconds where milliseconds are read
+    falls a thousandfold below it."""
+    if ttft_s is not None and tpot_s is not None and 0 < ttft_s < tpot_s / 10:
+        raise ValueError(
+            f"{where}: {names[0]} {ttft_s * 1e3:.4g} is under a tenth of {names[1]} {tpot_s * 1e3:.4g}: a first token "
+            "takes at least one iteration and an output token at most one, so TTFT is at least TPOT; both must be in "
+            "milliseconds (seconds written as ms?)"
+        )
+
+
 def _check_span(
     where: str,
     record: dict,
@@ -483,6 +497,8 @@ def _serve_run(path: Path, index: int, record: object, tool: str, prefer: str = 
     if paced:  # a paced run cannot end before its last request is sent, its cap binding or not
         _check_sending(where, record, float(record["request_rate"]), completed, duration)
     _check_span(where, record, completed, duration, whole, in_flight, paced, suspects)
+    decoding = _little(where, completed, duration, tpot_s, output)
+    _check_first_token(where, ttft_s, tpot_s, (f"{ttft_stat}_ttft_ms", f"{tpot_stat}_tpot_ms"))
     return BenchRun(
         str(path),
         index,
@@ -491,7 +507,7 @@ def _serve_run(path: Path, index: int, record: object, tool: str, prefer: str = 
         load,
         int(completed),
         tpot_s,
-        _little(where, completed, duration, tpot_s, output),
+        decoding,
         prompt,
         output,
         al,
@@ -605,6 +621,7 @@ def _guidellm_runs(path: Path, report: dict, prefer: str = "mean") -> list[Bench
             ttft_s = _latency_of(where, m, "time_to_first_token_ms", prefer)[0] / 1e3
         except ValueError:
             ttft_s = None
+        _check_first_token(where, ttft_s, tpot_s, ("time_to_first_token_ms", "time_per_output_token_ms"))
         runs.append(
             BenchRun(
                 str(path),
