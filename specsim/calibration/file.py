@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -466,6 +467,7 @@ def read_calibration(path: str | Path) -> Calibration:
             "it): a fitted value changed alone is no fit, as each was fitted with the others; calibrate again, or "
             "give the change as a flag beside --calibration (--engine-round-ms, --memory-util, ...)"
         )
+    _check_terms_agree(where, data)  # (after the seal: a sealed file edited is said so first)
     return Calibration(
         str(p),
         profile,
@@ -536,6 +538,27 @@ def _read_serving(where: str, raw: object) -> dict | None:
         if not ok:
             raise ValueError(f"{where}: serving: {key} must be {allowed}, got {raw[key]!r:.40}")
     return dict(raw)
+
+
+def _check_terms_agree(where: str, data: dict) -> None:
+    """Refuse a file whose values used (``round_terms``, ``iteration_s``, ``iteration_seq_s``, ``prefill_scale``) and
+    whose fit's record of them (``terms``: each one's value) disagree: calibrate-engine writes one value twice, so an
+    edit to one side is caught where no seal (``fit_sha256``) is there to catch it (an unsealed file used the edited
+    ``round_terms`` while its record said the fitted value)."""
+    used = dict(data["round_terms"]) | {
+        k: data[k] for k in ("iteration_s", "iteration_seq_s", "prefill_scale") if k in data
+    }
+    for key, value in used.items():
+        said = ((data.get("terms") or {}).get(key) or {}).get("value")
+        if isinstance(said, bool) or not isinstance(said, (int, float)):
+            continue  # (a term the record does not give a number for: nothing to compare)
+        if not math.isclose(float(said), float(value), rel_tol=1e-9, abs_tol=1e-15):
+            where_used = f"round_terms.{key}" if key in data["round_terms"] else key
+            raise ValueError(
+                f"{where}: {where_used} {value:.6g} disagrees with terms.{key}.value {said:.6g}, which calibrate-engine "
+                "writes as the same value: one was edited; calibrate again, or give the change as a flag beside "
+                "--calibration (--engine-round-ms, --engine-step-ms, ...)"
+            )
 
 
 def _check_record(where: str, data: dict) -> None:
