@@ -67,6 +67,14 @@ NGRAM_CPU_S_PER_TOKEN = 9.95e-3 / 66.3e6
 #: int32, dense on the GPU for n-gram and suffix drafting (v1/worker/gpu/states.py RequestState.all_token_ids,
 #: 0.32.0 L37-41).
 TOKEN_ID_BYTES = 4
+
+
+def token_ids_scanned(batch: object, context: object) -> np.ndarray:
+    """Bytes a lookup kernel reads scanning each of ``batch`` sequences' ``context`` token ids once
+    (:meth:`Drafter.lookup_bytes` of the drafters an engine runs as a GPU scan: n-gram, suffix decoding)."""
+    return TOKEN_ID_BYTES * np.asarray(batch, dtype=float) * np.asarray(context, dtype=float)
+
+
 #: draft_vocab_size of yuhuili/EAGLE3-LLaMA3.1-Instruct-8B (the EAGLE-3 authors' Llama-3.1-8B head), and of SpecForge's
 #: EAGLE-3 configs for other families (configs/qwen3-30B-A3B-eagle3.1.json, qwen3-235B-A22B-eagle3.json: 32,000 too).
 EAGLE3_DRAFT_VOCAB = 32000

@@ -15,13 +15,13 @@ from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_len
 from specsim.speculation.drafters.base import (
     EAGLE3_DRAFT_VOCAB,
     NGRAM_CPU_S_PER_TOKEN,
-    TOKEN_ID_BYTES,
     Drafter,
     _head_from_config,
     _head_shape,
     _no_checkpoint,
     _stored_as_published,
     _with_options,
+    token_ids_scanned,
 )
 
 __all__ = ["Eagle3Head", "EagleHead", "MtpHead", "NgramDrafter"]
@@ -226,7 +226,7 @@ class NgramDrafter(Drafter):
 
     def lookup_bytes(self, batch: object, context: object) -> np.ndarray:
         # a scan kernel reads each sequence's token ids once (its n-gram windows re-read them from cache)
-        return TOKEN_ID_BYTES * np.asarray(batch, dtype=float) * np.asarray(context, dtype=float)
+        return token_ids_scanned(batch, context)
 
     def describe(self) -> str:
         return (

@@ -10,7 +10,7 @@ import numpy as np
 
 from specsim.describe.models import ModelShape
 from specsim.speculation.acceptance import Acceptance
-from specsim.speculation.drafters.base import TOKEN_ID_BYTES, Drafter, _no_checkpoint
+from specsim.speculation.drafters.base import Drafter, _no_checkpoint, token_ids_scanned
 
 __all__ = ["SUFFIX_CPU_S_PER_SEQUENCE", "SuffixDrafter"]
 
@@ -97,7 +97,7 @@ class SuffixDrafter(Drafter):
     def lookup_bytes(self, batch: object, context: object) -> np.ndarray:
         # a GPU suffix lookup scans each request's own token ids as n-gram's does (its cross-request corpus is reached
         # through a hash index, a few entries a request, not counted)
-        return TOKEN_ID_BYTES * np.asarray(batch, dtype=float) * np.asarray(context, dtype=float)
+        return token_ids_scanned(batch, context)
 
     def verified(self, dep, acceptance: object, steps: np.ndarray, batch: object, context: object) -> np.ndarray:
         steps = np.minimum(np.asarray(steps, dtype=float), self.max_depth)
