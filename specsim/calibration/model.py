@@ -374,7 +374,8 @@ class RunModel:
             if k == "concurrency":
                 pop = self.population(values.alphas, i)
                 own = own_step_s(pop.batch_own, own_at[sel], step[sel], base)
-                dep = self.deployment(Values(scale=values.scale))  # (as _passes' prompts: prefill efficiency apart)
+                # (the deployment as _passes' prompts take it, prefill efficiency apart; built only where a run is
+                # preempted, so that a fit's kept deployments are not pushed out by one it does not use)
                 preempted = closed_loop_charge(
                     self.limits,
                     self.load[i],
@@ -382,7 +383,10 @@ class RunModel:
                     self.limited_by[i],
                     self.prompt[i],
                     self.output[i],
-                    lambda L: dep.prefill_s(L, draft=self.steps[i] > 0) / values.prefill_scale,
+                    lambda L: (
+                        self.deployment(Values(scale=values.scale)).prefill_s(L, draft=self.steps[i] > 0)
+                        / values.prefill_scale
+                    ),
                 )
                 t = closed_loop_times(
                     pop,
