@@ -1009,10 +1009,10 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
         b = np.minimum(1.0 + lam * D * t_dec, cap)
         return iteration_s(steps(b)[0], extra(t_dec)) > t_dec, b
 
-    # The bisection's upper end: an iteration of one sequence, doubled until the iteration at its batch is no longer
-    # (no batch past about twice the answer's is asked of the step-time source, nor noted).  Where the batch reaches
-    # the engine's limit first, the engine full (a closed loop at its limit): no stable load has a longer decode
-    # iteration, and a load past its capacity is served at its rate.
+    # The bisection's upper end: an iteration of one sequence, grown by a quarter until the iteration at its batch is
+    # no longer (no batch past about 1.25 times the answer's is asked of the step-time source, nor noted).  Where the
+    # batch reaches the engine's limit first, the engine full (a closed loop at its limit): no stable load has a longer
+    # decode iteration, and a load past its capacity is served at its rate.
     hi = np.broadcast_to(steps(np.ones(shape))[0], shape).astype(float)
     for _ in range(_BISECTIONS):
         up, b = longer(hi)
