@@ -124,6 +124,27 @@ def test_a_schedule_at_loads_never_rises_with_the_decode_batch_even_where_the_lo
     assert ranges[1].min_speedup == pytest.approx(1.41) and ranges[1].max_speedup == pytest.approx(1.76)
 
 
+def test_a_schedule_at_loads_ends_at_its_max_batch_where_a_load_runs_past_it():
+    from types import SimpleNamespace
+
+    from specsim.speculation.schedule import load_schedule
+
+    # schedule --concurrency 1,8,64 --max-batch 16 wrote [5, 35, 3] for vLLM: a range ran halfway to the next load's decode
+    # batch (62) past the 16 the schedule was asked to end at; past capacity, two loads at decode batch 432 gave 1-437
+    # where what fits with the draft was 341.
+    value = np.array([[1.0, 1.0, 1.0], [1.6, 1.5, 1.2], [1.8, 1.55, 1.1]])
+    answer = SimpleNamespace(
+        loads=[1, 8, 64],
+        state=SimpleNamespace(gamma=np.arange(3)[:, None]),
+        objective=lambda: value,
+        tpot_speedup=lambda: value,
+        key_batch=lambda j: [1.0, 7.8, 62.0][j],
+    )
+    ranges = load_schedule(answer, 16, rtol=0.0)
+    assert ranges[-1].end_batch == 16
+    assert all(r.start_batch <= r.end_batch <= 16 for r in ranges)
+
+
 def test_a_schedule_at_a_load_checks_memory_at_the_loads_lengths_not_the_batch_views_default(capsys):
     from specsim.answers import deployment_capacity
 

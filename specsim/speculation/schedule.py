@@ -115,7 +115,7 @@ def load_schedule(
 ) -> list[ScheduleRange]:
     """The schedule of the loads a :class:`~specsim.answers.load.LoadAnswer` solved, keyed, as engines key a schedule,
     by the decode batch each load runs at (its best gamma's); the batch sizes between two loads take the nearer load's
-    gamma, and the last load's runs to ``max_batch``.
+    gamma, and the last load's runs to ``max_batch``, where every range ends (a load past it informs none).
 
     The gammas follow :func:`gamma_schedule`'s rule: of the schedules that never rise along the loads (by that decode
     batch), the one whose loads fall least below their own best (by what the load answer maximises:
@@ -142,7 +142,9 @@ def load_schedule(
     ranges: list[ScheduleRange] = []
     start = 1
     for k, b in enumerate(keys):
-        end = max_batch if k == len(keys) - 1 else max(start, int((b + keys[k + 1]) / 2))
+        # Halfway to the next load's decode batch, never past max_batch: a load can run at a decode batch beyond it
+        # (--max-batch below the loads, or saturated loads whose plain arm holds more than fits with the draft).
+        end = max_batch if k == len(keys) - 1 else min(max_batch, max(start, int((b + keys[k + 1]) / 2)))
         g, s_, f = int(gamma[k]), float(sp[k]), float(max(short[k], 0.0))
         if ranges and ranges[-1].gamma == g:
             last = ranges.pop()
