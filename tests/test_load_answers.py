@@ -205,6 +205,15 @@ def test_a_load_beside_the_batch_views_flags_is_refused_in_one_line(argv, messag
     assert len(err) == 1 and message in err[0], err
 
 
+def test_schedules_contexts_table_is_the_decode_batch_view_and_is_refused_at_a_load(capsys):
+    # schedule --concurrency 8 --contexts 512,8192 printed the load's schedule and, under it, the decode-batch view's
+    # (batch, context) table, unmarked, where --context and --max-context beside a load are refused.
+    argv = ["schedule", "--timing", "roofline", "--alpha", "0.8", "--concurrency", "8", "--contexts", "512,8192"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--contexts is the decode-batch view; at --concurrency or --rate" in err[0], err
+
+
 @pytest.mark.parametrize("command", ["optimal-gamma", "compare", "explain", "schedule"])
 def test_requests_past_the_models_positions_are_refused_at_a_load_as_in_the_batch_view(command, capsys):
     argv = [command, "--timing", "roofline", "--alpha", "0.8", "--concurrency", "8"]

@@ -771,7 +771,7 @@ def _at_load(args: argparse.Namespace) -> tuple[str, list] | None:
             )
         _batches_within_seqs(args)
         return None
-    for flag in ("batch", "context", "max_context"):
+    for flag in ("batch", "context", "max_context", "contexts"):  # schedule's --contexts: its (batch, context) table
         if given(getattr(args, flag, None)):
             raise ValueError(
                 f"--{flag.replace('_', '-')} is the decode-batch view; at --concurrency or --rate the load and "
