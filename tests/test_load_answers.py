@@ -531,12 +531,12 @@ def test_serve_sim_says_the_users_its_engine_queues_as_optimal_gamma_names_the_l
 
 def test_past_capacity_a_long_simulation_comes_to_the_steady_states_answer(capsys):
     """Chat at 28 requests/s on the default deployment is past capacity with and without speculation.  The steady state
-    answers the saturated limit: speculating at gamma 2 gives 1.3% less output (its engine holds fewer requests).
-    serve-sim's 1,000 requests, its default, give +8.6% there: a transient, with the queue still filling.  Measured with
-    vLLM's KV blocks taken as tokens arrive (seed 0): 4,000 requests +3.8%, 16,000 +0.1%, 64,000 -0.6% (-1.25% when
-    this test was written, each request's whole length reserved).  Held: 64,000 requests within
-    one point of the steady state's figure (both runs are seeded: no false failures).  These figures are of vLLM 0.33's
-    KV cache (0.92 of the device), which the test names: at 0.34's (vllm@latest) the two are 1.1 points apart."""
+    answers the saturated limit.  On vLLM 0.33.0, which this test names (0.92 of the device; a draft model's passes
+    without CUDA graphs), speculating at gamma 1 gives 7.4% less output (its engine holds fewer requests); serve-sim
+    (seed 0) gives -5.3% at 1,000 requests, -5.9% at 4,000, -7.3% at 16,000 and -7.6% at 64,000.  Held: 64,000 requests
+    within one point of the steady state's figure (both runs are seeded: no false failures).  On vllm@latest (0.34's
+    cache) the steady state gives -1.7% at gamma 2 and serve-sim +9.1% at 1,000 requests (a transient, the queue still
+    filling), +3.7%, +0.1% and -0.6%: 1.1 points apart at 64,000 (measured on 2026-12-06 at aca47b3)."""
     engine = ["--engine", "vllm@0.33.0"]
     [row] = _json(["optimal-gamma", "--rate", "28", "--workload", "chat", "--alpha", "0.8", *engine], capsys)
     assert row["gamma"] == 0 and "past capacity" not in row["recommendation"]
