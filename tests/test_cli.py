@@ -278,6 +278,21 @@ def test_optimal_gamma_path_does_not_import_heavy_libraries(repo):
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
+def test_help_does_not_import_scipy_stats(repo):
+    """specsim --help took about 2 s, 1.4 s of it importing scipy.stats: every command's parser is built for it, and
+    watch's reads the drift test's defaults from specsim.watch.drift, which imported scipy.stats at the top for two
+    quantiles it takes only where it sets a reference."""
+    code = (
+        "import contextlib, io, sys; from specsim.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    main(['--help'])\n"
+        "print('scipy.stats' in sys.modules)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=repo, timeout=60)
+    assert out.stdout.strip().splitlines()[-1] == "False", out.stderr
+
+
 #: What a cold ``specsim optimal-gamma`` (the default deployment) must not import (issue 28: its cold start is held to
 #: 1.5x ``python -c "import numpy"`` by benchmarks/bench_core.py): libraries other commands need, the drafter kinds and
 #: answers it does not name, and the standard-library modules specsim once imported for it (hashlib for the kernel cache's

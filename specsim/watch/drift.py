@@ -24,7 +24,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import beta, chi2
 
 __all__ = [
     "DEFAULT_FALSE_ALARM",
@@ -202,6 +201,10 @@ class DropDetector:
     def _set_reference(self) -> Drop | None:
         """Set the reference from the buffered windows, unless they hold a change themselves: then a :class:`Drop`
         where the acceptance fell (the windows after the change start the next reference), nothing where it rose."""
+        # scipy.stats here, not at import: it takes about a second to import, and every command's parser reads this
+        # module's defaults (specsim --help paid it).
+        from scipy.stats import beta, chi2
+
         xs = np.array([b[1] for b in self._buffer])
         counted = all(b[2] for b in self._buffer) and all(b[3] is not None for b in self._buffer)
         ns = np.array([b[2] for b in self._buffer], dtype=float) if counted else np.ones(xs.size)
