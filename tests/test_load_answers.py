@@ -529,6 +529,17 @@ def test_serve_sim_says_the_users_its_engine_queues_as_optimal_gamma_names_the_l
     assert roomy["queued"] == {"off": None, "on": None}
 
 
+def test_a_rate_past_plain_decodings_capacity_prints_the_speculating_arms_ttft(capsys):
+    # optimal-gamma --rate 30 --draft eagle3 --alpha 0.8: plain decoding is past capacity, the EAGLE-3 head keeps up
+    # (its TTFT 110 ms in --json); the table printed "past capacity" for the pair, hiding the arm that has a TTFT.
+    argv = ["optimal-gamma", "--rate", "30", "--draft", "eagle3", "--alpha", "0.8"]
+    [row] = _json(argv, capsys)
+    assert row["plain"]["ttft_s"] is None and row["spec"]["ttft_s"] is not None  # the case this test is about
+    assert main(argv) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("rate 30/s"))
+    assert f"past capacity / {row['spec']['ttft_s'] * 1e3:.1f}" in line, line
+
+
 def test_past_capacity_a_long_simulation_comes_to_the_steady_states_answer(capsys):
     """Chat at 28 requests/s on the default deployment is past capacity with and without speculation.  The steady state
     answers the saturated limit.  On vLLM 0.33.0, which this test names (0.92 of the device; a draft model's passes

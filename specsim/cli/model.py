@@ -937,7 +937,12 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
         def pair(key, scale=1e3, fmt="{:.2f}", a=a, b=b):
             return f"{fmt.format(a[key] * scale)} / {fmt.format(b[key] * scale)}"
 
-        ttft = "past capacity" if b["ttft_s"] is None or a["ttft_s"] is None else pair("ttft_s", fmt="{:.1f}")
+        # Each arm's own: past capacity (no steady TTFT) for one does not hide the other's.
+        ttft = (
+            "past capacity"
+            if a["ttft_s"] is None and b["ttft_s"] is None
+            else " / ".join("past capacity" if x["ttft_s"] is None else f"{x['ttft_s'] * 1e3:.1f}" for x in (a, b))
+        )
         # A speculating engine that holds fewer requests than plain decoding says so in its recommendation.
         said = "without the drafter" in r["recommendation"]
         flags = [
