@@ -47,14 +47,23 @@ Not modelled (the simulator plays them): requests finishing in bursts (fixed len
 growth run through the older requests between two bursts and leave the preempted waiting for several finishes; the
 fragments of the queue's head; prefix caching, which keeps a preempted request's blocks that no one has taken
 (vLLM's is on by default: ``vllm/config/cache.py`` 0.33.0 L257) and so recomputes less; SGLang's estimate of the output
-still to come (``new_token_ratio``).  Poisson arrivals and offline batches get no charge here.
+still to come (``new_token_ratio``).
+
+Poisson arrivals past the KV-bound capacity (:func:`saturated_charge`).  Where the rate is above what the engine
+serves with the N_e the cache holds, the queue grows without end and the engine runs full: a closed loop whose users
+never run out, N infinite, so the queue's prompts never bound the recompute, R = max(O - A - N_e S, 0), and the
+waits and resumes are the closed loop's at N_e.  Below that capacity the mean number in the engine is under N_e (the
+steady state's b) and nothing is charged: the Poisson swings past N_e preempt rarely (the simulator preempted no
+request at 0.9 of it, ``benchmarks/steady_vs_sim_open.py``).  The charge lowers the engine's rate, so the served
+rate drops from the capacity to the preempting engine's as the load crosses it (vLLM's throughput falls as a queue
+builds; the simulator plays it).  Offline batches get no charge (docs/serving.md says why).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["closed_loop_charge", "closed_loop_preemption"]
+__all__ = ["closed_loop_charge", "closed_loop_preemption", "saturated_charge"]
 
 
 def closed_loop_preemption(
@@ -72,6 +81,8 @@ def closed_loop_preemption(
     [0.0, 0.0]
     >>> [float(x) for x in closed_loop_preemption(KvPolicy(4096.0, 1), 512, 52, "kv cache", 1000, 8000)]
     [0.0, 0.0]
+    >>> [round(float(x)) for x in closed_loop_preemption(KvPolicy(0.0, 16), float("inf"), 90, "kv cache", 0, 8000)]
+    [0, 0]
     """
     n, n_e, P, O = (np.asarray(v, dtype=float) for v in (users, in_engine, input_tokens, output_tokens))
     binds = (np.asarray(limited_by) == "kv cache") & bool(policy.preempts)
@@ -80,7 +91,8 @@ def closed_loop_preemption(
         set_aside = np.where(O > ahead, ahead - ahead**2 / (2.0 * np.maximum(O, 1.0)), O / 2.0)
     queued = np.maximum(n - n_e, 0.0)
     uncovered = np.maximum(O - ahead - n_e * set_aside, 0.0)
-    recomputed = np.where(binds, np.minimum(uncovered, queued * P), 0.0)
+    # users may be inf (a queue that never runs dry: saturated_charge); no prompt then still bounds it at 0, not nan
+    recomputed = np.where(binds, np.minimum(uncovered, np.where(P > 0.0, queued, 0.0) * P), 0.0)
     held = np.maximum(n_e, 1.0)
     resumed = (P + np.sqrt(P**2 + recomputed * O / held)) / 2.0
     count = np.where(recomputed > 0.0, recomputed / np.maximum(resumed, 1.0), 0.0)
@@ -96,3 +108,21 @@ def closed_loop_charge(limits, users, in_engine, limited_by, input_tokens, outpu
     if not np.any(count > 0.0):
         return None
     return count, resumed, resume_s(resumed)
+
+
+def saturated_charge(limits, in_engine, kv_bound, input_tokens, output_tokens, resume_s) -> tuple | None:
+    """:func:`closed_loop_charge` of Poisson arrivals past the engine's capacity where ``kv_bound`` (its KV cache, not
+    max_num_seqs, holds the ``in_engine`` it runs full at): the closed loop of users that never run out (the module's
+    docstring), which :func:`specsim.serving.steady.steady_state` serves such a load as.
+
+    >>> from specsim.serving.limits import EngineLimits
+    >>> from specsim.engines.engine import KvPolicy
+    >>> vllm = EngineLimits(kv_policy=KvPolicy(0.0, 16))
+    >>> m, L, t_r = saturated_charge(vllm, 90, True, 1000, 8000, lambda L: 0.0)
+    >>> round(float(m), 2), round(float(L))
+    (6.93, 1154)
+    >>> saturated_charge(vllm, 90, False, 1000, 8000, lambda L: 0.0) is None
+    True
+    """
+    limited = np.where(np.asarray(kv_bound, dtype=bool), "kv cache", "")
+    return closed_loop_charge(limits, np.inf, in_engine, limited, input_tokens, output_tokens, resume_s)

@@ -46,7 +46,9 @@ for the others) and ``lambda t_dec`` prompts per iteration, so ``t_dec = step(b)
 ``t_dec`` by bisection.  Where no solution keeps ``b`` within the engine's limits, or the prompts alone need the whole
 engine (``lambda t_pf >= 1``) or more than the budget, the load is past the engine's capacity: it is marked
 ``saturated``, served at the rate of the full engine (the closed loop at its limit), its TTFT unbounded (inf: the queue
-grows), never a negative or divergent number.
+grows), never a negative or divergent number.  Where the KV cache holds that full engine and the engine preempts
+(vLLM), its queue never runs dry: it is charged as a closed loop of users that never run out
+(:func:`specsim.serving.preemption.saturated_charge`); below capacity nothing is charged.
 
 An offline batch (``LLM.generate`` of ``N`` prompts at once, ``trtllm-bench``): every prompt prefills (in the budget),
 then the ``N`` sequences decode together; throughput is ``N O`` over the whole.
@@ -64,7 +66,7 @@ import numpy as np
 
 from specsim.core.defaults import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
 from specsim.serving.limits import EngineLimits, check_limits, engine_limits
-from specsim.serving.preemption import closed_loop_charge
+from specsim.serving.preemption import closed_loop_charge, saturated_charge
 from specsim.speculation.acceptance import as_acceptance
 
 __all__ = [
@@ -387,8 +389,11 @@ def preemption_expected(state: "SteadyState", limits: EngineLimits) -> np.ndarra
     :class:`~specsim.engines.engine.KvPolicy`), so that the requests it admitted last are preempted as the others grow
     and recompute their tokens when admitted again (:class:`specsim.serving.kv_blocks.KvBlocks` plays it; a closed
     loop's steady state charges the recompute and the wait at the queue's front in the mean,
-    :mod:`specsim.serving.preemption`; an offline batch's and a Poisson load's are not charged)."""
-    kv_bound = np.broadcast_to(np.asarray(state.limited_by) == "kv cache", state.tpot_s.shape)
+    :mod:`specsim.serving.preemption`, and so is a Poisson load's past the capacity of the full engine the cache holds,
+    marked ``capacity``; an offline batch's is not charged)."""
+    gamma = np.asarray(state.gamma).reshape(-1, 1)
+    kv_full = (np.asarray(state.limited_by) == "capacity") & (state.in_engine < limits.seqs(gamma > 0))
+    kv_bound = np.broadcast_to((np.asarray(state.limited_by) == "kv cache") | kv_full, state.tpot_s.shape)
     return kv_bound & bool(limits.kv_policy.preempts)
 
 
@@ -880,7 +885,9 @@ def closed_loop_times(
     }
 
 
-def _closed_loop(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, requests=None) -> SteadyState:
+def _closed_loop(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, requests=None, kv_full=None) -> SteadyState:
+    """A closed loop of N users (the module's docstring); ``kv_full``: where the KV cache holds the N_e of an engine
+    that Poisson arrivals past its capacity fill, charged as users that never run out (:func:`saturated_charge`)."""
     per_round = None
     for _ in range(3):  # E depends on b only for drafters that verify a prefix per request (DSpark, suffix decoding)
         pop = closed_population(steps.acceptance, steps.gamma, n_e, P, O, limits, per_round, steps.fixed_lengths, N)
@@ -889,9 +896,14 @@ def _closed_loop(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, requests=No
             break
         per_round = E
     own = own_step_s(pop.batch_own, steps(np.maximum(pop.batch_own, 1.0))[0], step, steps.base_s)
-    preempted = closed_loop_charge(
-        limits, N, n_e, limited, P, O, lambda L: steps.dep.prefill_s(L, draft=np.broadcast_to(steps.gamma > 0, L.shape))
-    )
+
+    def resume_s(L):
+        return steps.dep.prefill_s(L, draft=np.broadcast_to(steps.gamma > 0, L.shape))
+
+    if kv_full is None:
+        preempted = closed_loop_charge(limits, N, n_e, limited, P, O, resume_s)
+    else:
+        preempted = saturated_charge(limits, n_e, kv_full, P, O, resume_s)
     t = closed_loop_times(pop, step, own, t_pf, N, O, P, limits, requests, steps.batch_base_s, preempted)
     shape = t["tpot_s"].shape
     return SteadyState(
@@ -999,6 +1011,9 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
     cap = np.broadcast_to(n_e, shape)
     share = lam * t_pf
     apart = (steps.batch_base_s, P, limits.max_batched_tokens) if limits.prefill_apart else None
+    # The full engine a load past capacity is served at; where its KV cache holds it, preempting as a closed loop of
+    # users that never run out would (specsim.serving.preemption.saturated_charge).
+    kv_full = (limited == "") & (cap < limits.seqs(g > 0))
 
     def extra(t_dec):
         """The prompts' time per decoding iteration of t_dec: their marginal time, and any prefill batches' base pass."""
@@ -1021,7 +1036,7 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
         hi = np.where(up & (b < cap), 1.25 * hi, hi)
     full = None
     if np.any(up):
-        full = _closed_loop(steps, cap, P, O, t_pf, cap, limited, limits)
+        full = _closed_loop(steps, cap, P, O, t_pf, cap, limited, limits, kv_full=kv_full)
         hi = np.where(up, np.broadcast_to(full.itl_s, shape), hi)
     lo = np.zeros(shape)
     for _ in range(_BISECTIONS):
@@ -1039,7 +1054,7 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
         | (iteration_s(step, extra(t_dec)) > t_dec * (1 + 1e-6))
     )
     if full is None and np.any(saturated):
-        full = _closed_loop(steps, cap, P, O, t_pf, cap, limited, limits)
+        full = _closed_loop(steps, cap, P, O, t_pf, cap, limited, limits, kv_full=kv_full)
     k_p = _prefill_iterations(P, left, 1.0)
     # The iterations carrying a request's own prompt carry the others decoding, lambda D t_dec as an arrival finds
     # them, not the request itself.
