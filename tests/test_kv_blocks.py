@@ -361,3 +361,21 @@ def test_the_saturated_charge_keeps_poisson_answers_finite():
             assert np.all(np.isfinite(x)) and np.all(x > 0), (kv, P, O, name, x)
         assert np.all(np.isfinite(s.prefill_share)) and np.all(s.prefill_share >= 0)
         assert np.all(np.isfinite(s.ttft_s) | s.saturated) and np.all(s.ttft_s > 0)
+
+
+def test_optimal_gamma_says_a_rate_past_vllms_kv_bound_capacity_is_charged_preemption():
+    """At 5.7 requests/s of 1000 in and 2000 out, past what the H100's vLLM cache (249 of them) serves, optimal-gamma
+    says the engine is expected to preempt and that the recompute is charged; at 2/s, below it, it says nothing."""
+    import contextlib
+    import io
+
+    from specsim.cli.main import main
+
+    said = []
+    for rate in ("5.7", "2"):
+        argv = ["optimal-gamma", "--rate", rate, "--input-len", "1000", "--output-len", "2000", "--alpha", "0.8"]
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            assert main([*argv, "--engine", "vllm"]) == 0
+        said.append("expected to preempt" in err.getvalue() and "past the capacity" in err.getvalue())
+    assert said == [True, False]

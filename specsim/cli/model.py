@@ -1001,13 +1001,16 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
             f"give your engine's setting; the KV cache is {kv_error_said(dep.engine.name)}",
             file=sys.stderr,
         )
-    policy = answer.limits.for_deployment(dep).kv_policy
-    if (
-        held_by_kv and policy.preempts
-    ):  # the engine admits on prompts and preempts as they grow (steady.preemption_expected)
+    from specsim.serving.steady import preemption_expected
+
+    limits = answer.limits.for_deployment(dep)
+    policy = limits.kv_policy
+    if (held_by_kv or preemption_expected(answer.state, limits).any()) and policy.preempts:
+        # the engine admits on prompts and preempts as they grow
         print(
             f"note: where the KV cache holds fewer users than the load brings, the engine is expected to preempt "
             f"({policy.said}): the requests held are sized at the tokens each holds on average; at a concurrency "
+            "and at a rate past the capacity of the engine the cache fills, "
             "the recompute of the preempted and their wait at the queue's front are charged in the mean "
             "(specsim.serving.preemption), not the longer waits of requests finishing in bursts nor prefix caching "
             "keeping a preempted request's blocks, and an offline batch's are not; serve-sim plays them and counts "
