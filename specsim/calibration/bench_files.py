@@ -5,9 +5,10 @@ Three tools, their formats taken from their source:
 ``vllm bench serve --save-result``  one JSON object per file (``--append-result`` appends one per line);
     read: ``model_id``, ``max_concurrency``, ``request_rate``, ``completed``, ``duration``,
     ``total_input_tokens``, ``total_output_tokens``, ``mean_tpot_ms`` and, where the server ran speculation
-    and the tool read its ``/metrics`` before and after, ``spec_decode_acceptance_length`` (vLLM's
-    ``vllm/benchmarks/serve.py``; ``benchmarks/benchmark_serving.py`` before ``vllm bench`` wrote the same
-    keys without the ``spec_decode_`` ones).
+    and the tool read its ``/metrics`` before and after, ``spec_decode_acceptance_length`` and, from 0.14.0,
+    ``spec_decode_per_position_acceptance_rates`` (each draft position's accepted tokens over the drafts) (vLLM's
+    ``vllm/benchmarks/serve.py``; ``benchmarks/benchmark_serving.py`` before ``vllm bench`` wrote the same keys
+    without the ``spec_decode_`` ones).
 ``python -m sglang.bench_serving --output-file``  JSON lines, one per run; read: ``backend``,
     ``max_concurrency``, ``request_rate``, ``completed``, ``duration``, ``total_input_tokens``,
     ``total_output_tokens``, ``mean_tpot_ms`` and ``accept_length`` (the server's
@@ -41,6 +42,7 @@ is the mean prompt plus half the mean output (:func:`specsim.core.workloads.mean
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,6 +108,10 @@ class BenchRun:
     #: Requests sent that did not complete (num_prompts - completed, where the tool records both): the latencies and
     #: throughput are the completed requests'
     failed: int = 0
+    #: c_k = P(drafted token k accepted), k = 1..K, where the tool counted them (vLLM's
+    #: spec_decode_per_position_acceptance_rates: accepted tokens at position k over the drafts); 1 + their sum is the
+    #: acceptance length, and 1 + the first s of them the acceptance length the same drafter gives at s <= K steps
+    per_position: tuple | None = None
 
     @property
     def others_rate_per_s(self) -> float:
@@ -468,6 +474,7 @@ def _serve_run(path: Path, index: int, record: object, tool: str, prefer: str = 
     _check_totals(where, record, completed, duration, output_total)
     _check_fields(where, record, completed, output_total)
     al = _acceptance(where, record, tool)
+    per_position = _per_position(where, record, tool, al)
     model = record.get("model_id")  # vLLM names it; SGLang's result does not
     if model is not None and not isinstance(model, str):
         raise ValueError(f"{where}: model_id must be a string, got {model!r}")
@@ -524,7 +531,52 @@ def _serve_run(path: Path, index: int, record: object, tool: str, prefer: str = 
         tpot_stat or e2e_stat or "mean",
         _per_draft(record),
         int(sent - completed) if _is_number(sent := record.get("num_prompts")) and sent > completed else 0,
+        per_position,
     )
+
+
+#: Rounding allowed in per-position acceptance shares: half a point of a percentage, as the acceptance rate's check.
+PER_POSITION_ROUNDING = 5e-3
+
+
+def _per_position(where: str, record: dict, tool: str, al: float | None) -> tuple | None:
+    """The run's per-position acceptance shares c_1..c_K where the tool counted them (None: not recorded, or an empty
+    list, which vLLM writes where no draft was counted), refused in one line where they cannot be a run's: not numbers
+    in [0, 1], rising with the position (a token is accepted only after every earlier one, so the counts fall), or 1 +
+    their sum off the recorded acceptance length by more than rounding (the accepted tokens of every position are the
+    accepted tokens).  Their number against the draft steps is checked where the steps are known
+    (:func:`specsim.calibration.runs.check_runs`)."""
+    files = REGISTRY[tool].bench_files
+    key, tol = files.per_position_key, PER_POSITION_ROUNDING
+    rates = record.get(key) if key else None
+    if rates is None or rates == []:
+        return None
+    if not isinstance(rates, list) or not all(_is_number(r) for r in rates):
+        raise ValueError(
+            f"{where}: {key} must be a list of numbers (each position's accepted tokens over the drafts), got "
+            f"{rates!r:.60}"
+        )
+    if any(not -tol <= r <= 1 + tol for r in rates):
+        bad = next(r for r in rates if not -tol <= r <= 1 + tol)
+        raise ValueError(f"{where}: {key} holds {bad:g}, outside [0, 1]: each is a share of the drafts")
+    for k in range(1, len(rates)):
+        if rates[k] > rates[k - 1] + tol:
+            raise ValueError(
+                f"{where}: {key} rises from {rates[k - 1]:g} at position {k} to {rates[k]:g} at {k + 1}: a drafted "
+                f"token is accepted only after every earlier one, so the shares cannot rise (beyond rounding, {tol:g})"
+            )
+    if al is None:
+        raise ValueError(
+            f"{where}: {key} without {files.acceptance_key}: both are written from the same counters; a file with the "
+            "shares alone was edited"
+        )
+    if abs(1 + sum(rates) - al) > tol * al:  # (to 0.5%, as the length against the counters)
+        raise ValueError(
+            f"{where}: 1 + the sum of {key} is {1 + sum(rates):.6g}, not {files.acceptance_key} {al:g}: the tokens "
+            "accepted at every position are the tokens accepted"
+        )
+    # kept in [0, 1] and falling, the differences within rounding taken out (each share at most the one before it)
+    return tuple(itertools.accumulate((min(max(float(r), 0.0), 1.0) for r in rates), min))
 
 
 def _per_draft(record: dict) -> float | None:

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["EngineCalibration", "calibrate_engine", "measured_acceptance", "timing_for"]
+__all__ = ["EngineCalibration", "calibrate_engine", "measured_acceptance", "recorded_shares", "timing_for"]
 
 
 def timing_for(
@@ -72,6 +72,9 @@ def measured_acceptance(fit):
                 f"alpha {alpha:.3f}, the mean over {len(recorded)} runs of the acceptance "
                 f"length {', '.join(names)} recorded{_measured_at(recorded)}"
             )
+            shares = recorded_shares(fit, sweep)
+            if shares is not None:
+                label += "; " + _shape(*shares)
             by_sweep[sweep] = (alpha, label, _deepest(recorded))
         elif term is not None and term.status == "fitted":
             interval = f", 95% interval {term.low:.3f}-{term.high:.3f}" if term.low is not None else ""
@@ -88,6 +91,40 @@ def measured_acceptance(fit):
             f"sweep {sweep} gave alpha {a:.3f} (--alpha {a:.3f} to answer for it)" for sweep, (a, _, _) in others
         )
     return Acceptance(alpha=round(alpha, 4)), label, deepest
+
+
+def recorded_shares(fit, sweep: str | None = None) -> tuple[tuple, int] | None:
+    """(c_1..c_K, runs): the per-position acceptance shares the recorded chain runs of ``sweep`` (default: the first
+    sweep measured on real prompts, the one the calibration file keeps) counted, pooled over those at the most positions
+    any of them counted (:func:`specsim.calibration.runs.pooled_shares`); None where none counted them."""
+    from specsim.calibration.runs import pooled_shares, told_acceptance
+
+    real = [c for c in fit.runs if c.kind == "spec" and c.setup.pinned_accept_length is None]
+    if sweep is None:
+        sweep = next(iter(dict.fromkeys(c.sweep for c in real)), None)
+    told = told_acceptance(real).get(sweep, [])
+    depth = max((len(t[3]) for t in told if t[3] is not None), default=0)
+    pooled = pooled_shares(told, depth)
+    return None if pooled is None else (tuple(round(float(c), 4) for c in pooled[0]), pooled[1])
+
+
+def _shape(shares: tuple, runs: int) -> str:
+    """The recorded per-position shares beside alpha^k at the alpha that gives their acceptance length at their depth:
+    where they fall faster or slower than a constant rate's, one alpha misstates other depths."""
+    import numpy as np
+
+    from specsim.speculation.acceptance import alpha_from_acceptance_length
+
+    k = len(shares)
+    alpha = float(alpha_from_acceptance_length(min(1.0 + sum(shares), k + 1.0), k))
+    chain = alpha ** np.arange(1, k + 1)
+    gap = float(np.max(np.abs(np.asarray(shares) - chain)))
+    return (
+        f"per-position acceptance {', '.join(f'{c:.3f}' for c in shares)} recorded at {k} positions (pooled over "
+        f"{runs} run{'s' if runs != 1 else ''}; at fewer draft steps a run that records none takes their sum) against "
+        f"alpha^k {', '.join(f'{c:.3f}' for c in chain)} at the alpha {alpha:.3f} of their length: at most "
+        f"{gap:.3f} apart"
+    )
 
 
 def _steps(runs: list) -> list[int]:
@@ -138,6 +175,7 @@ class EngineCalibration:
         from specsim.calibration.file import calibration_mapping
 
         acceptance, label, steps = measured_acceptance(self.fit)
+        shares = recorded_shares(self.fit) if acceptance is not None else None
         return calibration_mapping(
             self.fit,
             self.deployment,
@@ -152,6 +190,7 @@ class EngineCalibration:
             self.limits,
             self.memory_utilization,
             steps,
+            shares[0] if shares is not None else None,
         )
 
     def summary(self, out=None) -> dict:
@@ -176,6 +215,10 @@ class EngineCalibration:
                     and c.run.accept_length is None
                     and c.setup.sweep_accept_length is not None
                 ),
+                # how a run that recorded none took its sweep's (runs.POOLED_BASES; None: recorded, pinned or fitted)
+                "accept_length_basis": c.setup.sweep_accept_basis if c.setup else None,
+                # P(drafted token k accepted), k = 1..steps, where the file counted them (vLLM)
+                "per_position": list(c.run.per_position) if c.run.per_position else None,
                 "judged_by": c.run.observable,
                 "statistic": c.run.statistic,
                 "measured": float(c.run.value),

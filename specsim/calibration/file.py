@@ -218,11 +218,14 @@ def calibration_mapping(
     limits=None,
     memory_utilization: float | None = None,
     acceptance_steps: int | None = None,
+    acceptance_per_position: tuple | None = None,
 ) -> dict:
     """The calibration file's content: the fit of :func:`specsim.calibration.engine_fit.fit_engine` on ``dep``; ``engine_spec``
     the engine and release the runs were served by (``vllm@0.20.0``), which every writer of the calibrated deployment
     uses (default the preset's key); ``limits`` the engine's limits the fit was made under
-    (:class:`~specsim.serving.steady.EngineLimits`), kept with the runs' mean lengths (:func:`serving_record`)."""
+    (:class:`~specsim.serving.steady.EngineLimits`), kept with the runs' mean lengths (:func:`serving_record`);
+    ``acceptance_per_position`` the per-position shares the acceptance's runs recorded (a record: answers take the
+    acceptance's alpha)."""
     import datetime
 
     from specsim.describe.hardware import profile_to_mapping
@@ -294,6 +297,8 @@ def calibration_mapping(
         record["acceptance"] = (
             {"alpha": acceptance.alpha} if acceptance.alpha is not None else {"cumulative": list(acceptance.cumulative)}
         ) | {"source": acceptance_label, "measured_steps": acceptance_steps}
+        if acceptance_per_position is not None:
+            record["acceptance"]["per_position"] = [float(c) for c in acceptance_per_position]
     record["fit_sha256"] = fit_digest(record)
     return record
 

@@ -15,7 +15,8 @@ Sweeps
     lengths within :data:`SAME_LENGTHS` of each other (``lengths``, the default), by file (``file``), or all in one
     (``all``); a bench-plan names its own.  The grouping is printed, and ``--sweep-by`` overrides it.  A run that
     records no acceptance where others of its sweep do takes theirs (:func:`with_sweep_acceptance`): a rate is fitted
-    only for a sweep that records none.
+    only for a sweep that records none.  Where its sweep's deeper runs recorded per-position acceptance, a run at fewer
+    steps takes 1 + the sum of their first shares, the same drafter's acceptance there, exactly.
 
 Runs that no engine could have produced are refused before any fit (:func:`check_runs`, :func:`check_design`), and
 :func:`identifiable` says which terms a set of runs can separate.
@@ -32,6 +33,7 @@ from specsim.calibration.bench_files import LITTLE_SLACK, BenchRun
 
 __all__ = [
     "ALPHA_BOUNDS",
+    "POOLED_BASES",
     "SWEEP_RULES",
     "CalRun",
     "SpecSetup",
@@ -44,6 +46,9 @@ __all__ = [
     "prompt_spreads",
     "alike",
     "over",
+    "pooled_alpha",
+    "pooled_shares",
+    "told_acceptance",
     "unpaired_loads",
     "with_prompt_spreads",
     "with_sweep_acceptance",
@@ -79,6 +84,8 @@ class SpecSetup:
     #: A run that records no acceptance where its sweep's other runs do: the length they give at its steps
     #: (:func:`with_sweep_acceptance`; None: recorded, pinned, or recorded nowhere in its sweep, so fitted)
     sweep_accept_length: float | None = None
+    #: How :attr:`sweep_accept_length` was taken from the sweep's records (a key of :data:`POOLED_BASES`; None: not)
+    sweep_accept_basis: str | None = None
 
     @property
     def verify(self) -> int:
@@ -191,51 +198,104 @@ def with_prompt_spreads(runs: list[CalRun], given: float | None = None) -> tuple
     return out, notes
 
 
-def _pooled_length(told: list[tuple[int, float, float]], steps: int) -> float:
-    """The acceptance length at ``steps`` draft steps that a sweep's recorded runs ``told`` give, each (steps, length,
-    verifications): where some ran at ``steps``, their tokens per verification pooled (their output tokens over their
-    verifications, what the engine's counters say of them as one run); else the chain at their per-token rate, the mean
-    of each run's (:func:`~specsim.speculation.acceptance.alpha_from_acceptance_length`) weighted by its verifications,
-    as a sweep shares one rate at any number of steps.
-
-    >>> _pooled_length([(3, 2.5, 100.0), (3, 3.0, 300.0)], 3)
-    2.875
-    >>> round(_pooled_length([(1, 1.5, 100.0)], 3), 4)
-    1.875
-    """
-    from specsim.speculation.acceptance import alpha_from_acceptance_length, tokens_per_round
-
-    same = [(length, v) for s, length, v in told if s == steps]
-    if same:
-        return sum(length * v for length, v in same) / sum(v for _, v in same)
-    alphas = alpha_from_acceptance_length([length for _, length, _ in told], [s for s, _, _ in told])
-    weights = np.array([v for _, _, v in told])
-    return float(tokens_per_round(float(np.sum(alphas * weights) / np.sum(weights)), steps))
+#: How a run that records no acceptance takes its sweep's (:func:`_pooled_length`), as outputs say it.
+POOLED_BASES = {
+    "same steps": "the tokens per verification of the sweep's runs at its draft steps, pooled",
+    "per position": "1 + the sum of the first (its draft steps) per-position acceptance shares the sweep's deeper runs "
+    "recorded, pooled: exact for a drafter that proposes the same tokens",
+    "chain": "the chain at the per-token rate of the sweep's runs (one rate at every position, assumed)",
+}
 
 
-def with_sweep_acceptance(runs: list[CalRun], use: np.ndarray | None = None) -> list[CalRun]:
-    """``runs`` with each speculative chain run that records no acceptance (nor is pinned) given its sweep's, from the
-    recorded chain runs of that sweep among ``use`` (a mask; default all): a sweep has one acceptance (issue 35), so
-    none is fitted where it is recorded.  A pinned run's length is what the engine was made to produce and a tree's is
-    not a chain's, so neither is pooled.  A held-out fit passes its training runs as ``use``: a left-out load's
-    acceptance is then taken from the other loads' records (:func:`_pooled_length` says how they are pooled)."""
-    import dataclasses
-
+def told_acceptance(runs: list[CalRun], use: np.ndarray | None = None) -> dict[str, list[tuple]]:
+    """sweep -> what its recorded chain runs among ``use`` (a mask; default all) record: (steps, acceptance length,
+    verifications, per-position shares or None) each, the verifications their output tokens over the length.  A pinned
+    run's length is what the engine was made to produce and a tree's is not a chain's, so neither is among them."""
     use = np.ones(len(runs), dtype=bool) if use is None else np.asarray(use, dtype=bool)
     told: dict[str, list] = {}
     for c, u in zip(runs, use):
         s, r = c.setup, c.run
         if u and s is not None and s.topk == 1 and s.pinned_accept_length is None and r.accept_length is not None:
             verifications = r.output_tokens * max(r.completed, 1) / r.accept_length
-            told.setdefault(c.sweep, []).append((s.steps, r.accept_length, verifications))
+            told.setdefault(c.sweep, []).append((s.steps, r.accept_length, verifications, r.per_position))
+    return told
+
+
+def pooled_alpha(told: list[tuple]) -> float:
+    """The per-token rate of a sweep's recorded runs ``told`` (:func:`told_acceptance`): the mean of each run's
+    (:func:`~specsim.speculation.acceptance.alpha_from_acceptance_length` of its length at its steps) weighted by its
+    verifications, as a sweep shares one rate at any number of steps.
+
+    >>> round(pooled_alpha([(1, 1.5, 100.0, None), (1, 1.9, 300.0, None)]), 3)
+    0.8
+    """
+    from specsim.speculation.acceptance import alpha_from_acceptance_length
+
+    alphas = alpha_from_acceptance_length([t[1] for t in told], [t[0] for t in told])
+    weights = np.array([t[2] for t in told])
+    return float(np.sum(alphas * weights) / np.sum(weights))
+
+
+def pooled_shares(told: list[tuple], depth: int) -> tuple[np.ndarray, int] | None:
+    """(c_1..c_depth, runs) pooled over a sweep's recorded runs ``told`` (:func:`told_acceptance`) whose per-position
+    shares reach ``depth``: each position's share weighted by the run's verifications (its drafts), what the engine's
+    counters say of those runs as one; None where none reaches it.
+
+    >>> pooled_shares([(3, 2.2, 100.0, (0.7, 0.4, 0.1)), (2, 2.1, 300.0, (0.7, 0.4))], 2)[0].tolist()
+    [0.7, 0.4]
+    """
+    deeper = [(np.asarray(t[3][:depth], dtype=float), t[2]) for t in told if t[3] is not None and len(t[3]) >= depth]
+    if not deeper or depth < 1:
+        return None
+    return sum(c * v for c, v in deeper) / sum(v for _, v in deeper), len(deeper)
+
+
+def _pooled_length(told: list[tuple], steps: int) -> tuple[float, str]:
+    """(acceptance length, basis: a key of :data:`POOLED_BASES`) at ``steps`` draft steps that a sweep's recorded runs
+    ``told`` (:func:`told_acceptance`) give: where some ran at ``steps``, their tokens per verification pooled (their
+    output tokens over their verifications, what the engine's counters say of them as one run); else, where some ran
+    deeper and recorded per-position shares, 1 + the sum of the first ``steps`` of those shares pooled over them (the
+    share of all their drafts whose token at each position was accepted: a chain drafter proposes the same first
+    ``steps`` tokens whatever its depth, so this is what it accepts at ``steps``, with no assumption on the shape); else
+    the chain at their per-token rate (:func:`pooled_alpha`).
+
+    >>> _pooled_length([(3, 2.5, 100.0, None), (3, 3.0, 300.0, None)], 3)
+    (2.875, 'same steps')
+    >>> round(_pooled_length([(1, 1.5, 100.0, None)], 3)[0], 4)
+    1.875
+    >>> _pooled_length([(3, 2.2, 100.0, (0.7, 0.4, 0.1))], 2)
+    (2.1, 'per position')
+    """
+    from specsim.speculation.acceptance import Acceptance, tokens_per_round
+
+    same = [(t[1], t[2]) for t in told if t[0] == steps]
+    if same:
+        return sum(length * v for length, v in same) / sum(v for _, v in same), "same steps"
+    shares = pooled_shares(told, steps)
+    if shares is not None:
+        return float(tokens_per_round(Acceptance(cumulative=tuple(shares[0])), steps)), "per position"
+    return float(tokens_per_round(pooled_alpha(told), steps)), "chain"
+
+
+def with_sweep_acceptance(runs: list[CalRun], use: np.ndarray | None = None) -> list[CalRun]:
+    """``runs`` with each speculative chain run that records no acceptance (nor is pinned) given its sweep's, from the
+    recorded chain runs of that sweep among ``use`` (a mask; default all; :func:`told_acceptance`): a sweep has one
+    acceptance (issue 35), so none is fitted where it is recorded.  A held-out fit passes its training runs as ``use``:
+    a left-out load's or step count's acceptance is then taken from the other runs' records (:func:`_pooled_length`
+    says how they are pooled, and :attr:`SpecSetup.sweep_accept_basis` which way each run took)."""
+    import dataclasses
+
+    told = told_acceptance(runs, use)
     out = []
     for c in runs:
         s = c.setup
         if s is not None:
             free = s.topk == 1 and s.pinned_accept_length is None and c.run.accept_length is None
-            value = _pooled_length(told[c.sweep], s.steps) if free and c.sweep in told else None
-            if value != s.sweep_accept_length:
-                c = dataclasses.replace(c, setup=dataclasses.replace(s, sweep_accept_length=value))
+            value, basis = _pooled_length(told[c.sweep], s.steps) if free and c.sweep in told else (None, None)
+            if (value, basis) != (s.sweep_accept_length, s.sweep_accept_basis):
+                c = dataclasses.replace(
+                    c, setup=dataclasses.replace(s, sweep_accept_length=value, sweep_accept_basis=basis)
+                )
         out.append(c)
     return out
 
@@ -286,8 +346,9 @@ def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun],
                 f"{', '.join(silent[:3])}{', ...' if len(silent) > 3 else ''}: no acceptance recorded, where the other "
                 f"speculative runs of sweep {name} record one; "
                 + (
-                    "it takes theirs (at its draft steps, their tokens per verification pooled; at other steps, the "
-                    "chain at their per-token rate), none fitted"
+                    "it takes theirs (at its draft steps, their tokens per verification pooled; at fewer steps than "
+                    "their per-position shares cover, the sum of those shares; at other steps, the chain at their "
+                    "per-token rate), none fitted"
                     if pooled
                     else "theirs are pinned or trees', so one acceptance is fitted for the runs without"
                 )
@@ -318,6 +379,13 @@ def _check_accept_lengths(c: CalRun, whole_drafts: bool = False) -> None:
                 f"{setup.max_accept_length}]: {setup.steps} draft steps accept at most {setup.steps} "
                 "tokens plus the target's own"
             )
+    if r.per_position is not None and setup.topk == 1 and len(r.per_position) != setup.steps:
+        # vLLM counts one position per configured draft token (vllm/v1/spec_decode/metrics.py 0.34.0 L252-262)
+        raise ValueError(
+            f"{r.where}: the file records per-position acceptance at {len(r.per_position)} positions, but the run "
+            f"drafts {setup.steps} steps (--steps): the engine counts one per configured draft token, so the file is "
+            f"of {len(r.per_position)} steps"
+        )
     per_draft, most = r.draft_tokens_per_draft, setup.verify - 1
     if per_draft is not None and per_draft > most * 1.005:  # (to 0.5%, as the counters' other checks)
         raise ValueError(

@@ -197,7 +197,13 @@ def _print_fit(fit, dep, summary, notes, out) -> None:
                 "fit"
                 if r["accept_length"] is None
                 else f"{r['accept_length']:.2f}"
-                + (" pin" if r["accept_length_pinned"] else " sweep" if r["accept_length_from_sweep"] else "")
+                + (
+                    " pin"
+                    if r["accept_length_pinned"]
+                    else (" pos" if r["accept_length_basis"] == "per position" else " sweep")
+                    if r["accept_length_from_sweep"]
+                    else ""
+                )
             )
         )
 
@@ -240,8 +246,9 @@ def _print_fit(fit, dep, summary, notes, out) -> None:
     )
     print(
         "AL: the acceptance length the run recorded (pin: pinned by the plan; sweep: this run recorded none, its sweep's "
-        "recorded runs give it; fit: fitted); prefill: the share of the engine's time the prompts take at that load "
-        "(the serving model's); held out: the run's load left out of the fit, its acceptance included"
+        "recorded runs give it; pos: likewise, as 1 + the sum of the per-position shares its sweep's deeper runs "
+        "recorded, up to its draft steps; fit: fitted); prefill: the share of the engine's time the prompts take at "
+        "that load (the serving model's); held out: the run's load left out of the fit, its acceptance included"
     )
     print(
         "fitted values, 95% intervals linearised at the fit (the speculative terms' with the plain runs' held at their fit):"

@@ -145,6 +145,9 @@ class BenchFiles:
     recognises: Callable[[dict], bool] = lambda record: False
     #: The order in which the clients' files are told apart (lowest first: TensorRT-LLM's client writes vLLM's keys too).
     precedence: int = 0
+    #: The key under which a file records P(drafted token k accepted), k = 1..K, a list of shares of the drafts
+    #: (None: the files record none).
+    per_position_key: str | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -1262,5 +1262,9 @@ ENGINE = _Vllm(
         acceptance_key="spec_decode_acceptance_length",
         recognises=_is_bench_file,
         precedence=2,
+        # written beside the acceptance length from 0.14.0 (vllm/benchmarks/serve.py L988-989; 0.34.0 L1384-1385): the
+        # accepted tokens counted at each draft position over the run, each over the run's drafts (0.34.0 L1145-1157),
+        # one per position of the server's num_speculative_tokens (vllm/v1/spec_decode/metrics.py 0.34.0 L252-262)
+        per_position_key="spec_decode_per_position_acceptance_rates",
     ),
 )
