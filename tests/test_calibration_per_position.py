@@ -1,4 +1,4 @@
-"""Per-position acceptance from ``vllm bench serve`` result files.
+"""Per-position acceptance from ``vllm bench serve`` result files, and datasets that the files name.
 
 vLLM's bench serve writes ``spec_decode_per_position_acceptance_rates`` beside the acceptance length from 0.14.0
 (vllm/benchmarks/serve.py L988-989; 0.34.0 L1384-1385): each position's accepted tokens over the run's drafts, one per
@@ -128,3 +128,43 @@ def test_the_calibration_records_the_shares_and_says_how_a_run_took_them(tmp_pat
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "2.40 pos" in out and "at fewer steps than their per-position shares cover, the sum of those shares" in out
+
+
+def _other(record: dict) -> dict:
+    """Another run of the same lengths and load (its time to first token 1% longer): not the same run twice."""
+    return {k: record[k] * 1.01 for k in ("mean_ttft_ms", "median_ttft_ms")}
+
+
+def test_datasets_the_files_name_are_separate_sweeps_and_files_that_name_none_are_said(tmp_path, capsys):
+    """Two datasets of alike lengths were one sweep.  Where vLLM's --label (or --metadata dataset=NAME) names them,
+    they are two, and the line says by what; where nothing names them, the line says they cannot be told apart."""
+    lines = Path(f"{BENCH}/vllm-eagle3.jsonl").read_text().splitlines()
+    bare = [{k: v for k, v in json.loads(line).items() if not k.startswith("spec_decode")} for line in lines]
+    a = _write(tmp_path / "a.jsonl", [r | {"label": "gsm8k"} for r in bare])
+    b = _write(tmp_path / "b.jsonl", [r | {"dataset": "humaneval"} | _other(r) for r in bare])
+    argv = ["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", "--steps", "3", "--hardware", "h100"]
+    argv += ["--draft", "eagle3", "--engine", "vllm@0.10", "--spec", a, b]
+    assert main(argv) == 0
+    sweeps = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  note: sweep ")]
+    assert [s.split(":")[1] for s in sweeps] == [" sweep label gsm8k", " sweep dataset humaneval"], sweeps
+    assert sweeps[0].endswith("; dataset as the files name it: label gsm8k")
+    c = _write(tmp_path / "c.jsonl", [r | _other(r) for r in bare])
+    assert main(argv[:-2] + [_write(tmp_path / "d.jsonl", bare), c]) == 0
+    sweeps = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  note: sweep ")]
+    assert len(sweeps) == 1 and sweeps[0].endswith(
+        "the files name no dataset (vLLM: --label or --metadata dataset=NAME), so datasets of alike lengths are not "
+        "told apart (--sweep-by file separates them)"
+    ), sweeps
+
+
+def test_sglang_and_guidellm_name_their_datasets(tmp_path):
+    from specsim.calibration.bench_files import read_bench_file
+
+    line = Path(f"{BENCH}/sglang-eagle3.jsonl").read_text().splitlines()[0]
+    sg = _write(tmp_path / "sg.jsonl", [json.loads(line) | {"dataset_name": "sharegpt", "tag": None}])
+    assert read_bench_file(sg)[0].dataset == "dataset_name sharegpt"
+    report = json.loads(Path(f"{BENCH}/guidellm-eagle3.json").read_text())
+    gl = tmp_path / "gl.json"
+    gl.write_text(json.dumps(report | {"args": {"data": ["prompt_tokens=1000,output_tokens=256"]}}))
+    assert {r.dataset for r in read_bench_file(gl)} == {"data prompt_tokens=1000,output_tokens=256"}
+    assert {r.dataset for r in read_bench_file(f"{BENCH}/guidellm-eagle3.json")} == {None}

@@ -6,21 +6,24 @@ Three tools, their formats taken from their source:
     read: ``model_id``, ``max_concurrency``, ``request_rate``, ``completed``, ``duration``,
     ``total_input_tokens``, ``total_output_tokens``, ``mean_tpot_ms`` and, where the server ran speculation
     and the tool read its ``/metrics`` before and after, ``spec_decode_acceptance_length`` and, from 0.14.0,
-    ``spec_decode_per_position_acceptance_rates`` (each draft position's accepted tokens over the drafts) (vLLM's
-    ``vllm/benchmarks/serve.py``; ``benchmarks/benchmark_serving.py`` before ``vllm bench`` wrote the same keys
-    without the ``spec_decode_`` ones).
+    ``spec_decode_per_position_acceptance_rates`` (each draft position's accepted tokens over the drafts), and what
+    names the dataset: ``label`` (``--label``) and ``--metadata`` keys ``dataset``, ``dataset_name``, ``dataset_path``
+    (vLLM's ``vllm/benchmarks/serve.py``; ``benchmarks/benchmark_serving.py`` before ``vllm bench`` wrote the same
+    keys without the ``spec_decode_`` ones).
 ``python -m sglang.bench_serving --output-file``  JSON lines, one per run; read: ``backend``,
     ``max_concurrency``, ``request_rate``, ``completed``, ``duration``, ``total_input_tokens``,
     ``total_output_tokens``, ``mean_tpot_ms`` and ``accept_length`` (the server's
-    ``avg_spec_accept_length``, null without speculation) (SGLang's ``python/sglang/bench_serving.py``).
+    ``avg_spec_accept_length``, null without speculation), ``tag`` and ``dataset_name`` (SGLang's
+    ``python/sglang/bench_serving.py``).
 ``python -m tensorrt_llm.serve.scripts.benchmark_serving --save-result``  vLLM's keys, and per run the summary of
     each request's ``avg_decoded_tokens_per_iter`` (``tensorrt_llm/serve/scripts/benchmark_serving.py``): its mean is the
     acceptance length of a speculative run.
 ``guidellm benchmark --output-path *.json``  a report of several benchmarks; schema version 1 (GuideLLM 0.6)
     and 2 (0.7): ``benchmarks[].config.strategy`` (``type_``, ``streams`` or ``rate``) and, of the successful
     requests, the means of ``metrics.time_per_output_token_ms``, ``request_latency``, ``request_concurrency``,
-    ``prompt_token_count`` and ``output_token_count`` (``src/guidellm/benchmark/schemas``).  GuideLLM
-    records no acceptance: a speculative run needs a saved ``/metrics`` page.
+    ``prompt_token_count`` and ``output_token_count`` (``src/guidellm/benchmark/schemas``), and the report's
+    ``args.data``, where it holds one.  GuideLLM records no acceptance: a speculative run needs a saved ``/metrics``
+    page.
 
 Every latency the tool records is kept (TPOT, TTFT, ITL, end-to-end; the mean, else the median, said so), with the
 run's output throughput: a run the tool timed only as a whole (an offline batch, ``vllm bench serve`` against a server
@@ -112,6 +115,8 @@ class BenchRun:
     #: spec_decode_per_position_acceptance_rates: accepted tokens at position k over the drafts); 1 + their sum is the
     #: acceptance length, and 1 + the first s of them the acceptance length the same drafter gives at s <= K steps
     per_position: tuple | None = None
+    #: What the file records that names the dataset the prompts came from ("label gsm8k"; None: nothing)
+    dataset: str | None = None
 
     @property
     def others_rate_per_s(self) -> float:
@@ -532,6 +537,7 @@ def _serve_run(path: Path, index: int, record: object, tool: str, prefer: str = 
         _per_draft(record),
         int(sent - completed) if _is_number(sent := record.get("num_prompts")) and sent > completed else 0,
         per_position,
+        _dataset(where, record, REGISTRY[tool].bench_files.dataset_keys),
     )
 
 
@@ -579,6 +585,20 @@ def _per_position(where: str, record: dict, tool: str, al: float | None) -> tupl
     return tuple(itertools.accumulate((min(max(float(r), 0.0), 1.0) for r in rates), min))
 
 
+def _dataset(where: str, record: dict, keys: tuple) -> str | None:
+    """What a record says of the dataset its prompts came from: each of ``keys`` it holds with a value, as "key value"
+    ("label gsm8k; dataset_name sharegpt"), or None where it holds none."""
+    named = []
+    for key in keys:
+        value = record.get(key)
+        if value is None or value == "":
+            continue
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ValueError(f"{where}: {key} must be a string naming the run, got {value!r:.40}")
+        named.append(f"{key} {str(value).strip()[:60]}")
+    return "; ".join(named) or None
+
+
 def _per_draft(record: dict) -> float | None:
     """Draft tokens per draft from vLLM's counters (checked whole and consistent by :func:`_check_fields`)."""
     drafts, drafted = record.get("spec_decode_num_drafts"), record.get("spec_decode_draft_tokens")
@@ -614,6 +634,11 @@ def _guidellm_runs(path: Path, report: dict, prefer: str = "mean") -> list[Bench
     if not isinstance(benchmarks, list) or not benchmarks:
         raise ValueError(f"{path.name}: a GuideLLM report holds a non-empty list 'benchmarks'")
     runs = []
+    # the report's arguments name the data its benchmarks drew from (args.data, a list; src/guidellm/benchmark/schemas/
+    # base_args.py, BaseBenchmarkArgs.data, read at vllm-project/guidellm 4e38be6)
+    args = report.get("args")
+    data = args.get("data") if isinstance(args, dict) else None
+    dataset = _dataset(path.name, {"data": ", ".join(map(str, data))}, ("data",)) if isinstance(data, list) else None
     for index, bench in enumerate(benchmarks, start=1):
         where = f"{path.name}#{index}"
         if not isinstance(bench, dict) or not isinstance(bench.get("metrics"), dict):
@@ -698,6 +723,7 @@ def _guidellm_runs(path: Path, report: dict, prefer: str = "mean") -> list[Bench
                 None,
                 concurrency / latency * output,
                 statistic,
+                dataset=dataset,
             )
         )
     return runs

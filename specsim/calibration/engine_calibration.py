@@ -219,6 +219,7 @@ class EngineCalibration:
                 "accept_length_basis": c.setup.sweep_accept_basis if c.setup else None,
                 # P(drafted token k accepted), k = 1..steps, where the file counted them (vLLM)
                 "per_position": list(c.run.per_position) if c.run.per_position else None,
+                "dataset": c.run.dataset,
                 "judged_by": c.run.observable,
                 "statistic": c.run.statistic,
                 "measured": float(c.run.value),

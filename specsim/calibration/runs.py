@@ -11,9 +11,9 @@ Sweeps
     A drafter's acceptance is a property of the drafter and what it is asked, not of the load or of the file a run was
     saved in: runs of one deployment and dataset share one acceptance rate, whatever files they come in and whatever
     their number of draft steps (the per-token rate, E(alpha, s) = 1 + alpha + ... + alpha^s at s steps).
-    :func:`group_sweeps` groups the speculative runs that way: by the model they name and their mean prompt and output
-    lengths within :data:`SAME_LENGTHS` of each other (``lengths``, the default), by file (``file``), or all in one
-    (``all``); a bench-plan names its own.  The grouping is printed, and ``--sweep-by`` overrides it.  A run that
+    :func:`group_sweeps` groups the speculative runs that way: by the model they name, the dataset they name where
+    they name one, and their mean prompt and output lengths within :data:`SAME_LENGTHS` of each other (``lengths``,
+    the default), by file (``file``), or all in one (``all``); a bench-plan names its own.  The grouping is printed, and ``--sweep-by`` overrides it.  A run that
     records no acceptance where others of its sweep do takes theirs (:func:`with_sweep_acceptance`): a rate is fitted
     only for a sweep that records none.  Where its sweep's deeper runs recorded per-position acceptance, a run at fewer
     steps takes 1 + the sum of their first shares, the same drafter's acceptance there, exactly.
@@ -302,14 +302,16 @@ def with_sweep_acceptance(runs: list[CalRun], use: np.ndarray | None = None) -> 
 
 def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun], list[str]]:
     """(runs, lines saying how they were grouped): each speculative run without a sweep of its own (a bench plan names
-    one) joins the first sweep whose model matches (a run naming none matches any) and whose mean prompt and output
-    lengths are both within :data:`SAME_LENGTHS` of its (``by="lengths"``), one sweep per file (``"file"``) or one
-    for all (``"all"``)."""
+    one) joins the first sweep whose model matches (a run naming none matches any), whose dataset matches where both
+    files name one (:attr:`BenchRun.dataset`: vLLM's --label or --metadata dataset=NAME, SGLang's --tag and
+    --dataset-name, GuideLLM's data; a run naming none matches any) and whose mean prompt and output lengths are both
+    within :data:`SAME_LENGTHS` of its (``by="lengths"``), one sweep per file (``"file"``) or one for all (``"all"``)."""
     import dataclasses
 
     if by not in SWEEP_RULES:
         raise ValueError(f"--sweep-by {by!r}; choose {', '.join(SWEEP_RULES)}")
-    groups: list[tuple[str, float, float, str]] = []  # (model, prompt, output, name)
+    groups: list[tuple[str, float, float, str, str | None]] = []  # (model, prompt, output, name, dataset)
+    ruled: set = set()  # the sweeps the lengths rule made (a bench plan's are named by the plan)
     out = []
     for c in runs:
         if c.setup is None or c.setup.sweep:
@@ -327,13 +329,20 @@ def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun],
                 (
                     g[3]
                     for g in groups
-                    if (model == g[0] or "" in (model, g[0])) and alike(r.prompt_tokens, r.output_tokens, g[1], g[2])
+                    if (model == g[0] or "" in (model, g[0]))
+                    and (r.dataset == g[4] or None in (r.dataset, g[4]))
+                    and alike(r.prompt_tokens, r.output_tokens, g[1], g[2])
                 ),
                 None,
             )
             if name is None:
-                name = f"{r.prompt_tokens:.0f} in / {r.output_tokens:.0f} out" + (f" ({r.model})" if r.model else "")
-                groups.append((model, r.prompt_tokens, r.output_tokens, name))
+                name = (
+                    (f"{r.dataset}: " if r.dataset else "")
+                    + f"{r.prompt_tokens:.0f} in / {r.output_tokens:.0f} out"
+                    + (f" ({r.model})" if r.model else "")
+                )
+                groups.append((model, r.prompt_tokens, r.output_tokens, name, r.dataset))
+            ruled.add(name)
         out.append(dataclasses.replace(c, setup=dataclasses.replace(c.setup, sweep=name)))
     lines = []
     for name in dict.fromkeys(c.sweep for c in out if c.setup is not None):
@@ -359,8 +368,21 @@ def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun],
         lines.append(
             f"sweep {name}: {len(members)} speculative runs at {', '.join(map(str, steps))} draft steps from "
             f"{len(files)} file(s) ({', '.join(files[:3])}{', ...' if len(files) > 3 else ''}); one acceptance"
+            + (_told_apart(members) if name in ruled else "")
         )
     return out, lines
+
+
+def _told_apart(members: list[CalRun]) -> str:
+    """What the line of a sweep grouped by the lengths rule says of its dataset: the name its files record, or that
+    they record none, so that datasets of alike lengths are not told apart."""
+    named = sorted({c.run.dataset for c in members if c.run.dataset})
+    if named:
+        return f"; dataset as the files name it: {', '.join(named)}"
+    return (
+        "; the files name no dataset (vLLM: --label or --metadata dataset=NAME), so datasets of alike lengths are not "
+        "told apart (--sweep-by file separates them)"
+    )
 
 
 # -- what no engine could have measured ---------------------------------------------------------------------------

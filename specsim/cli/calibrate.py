@@ -372,8 +372,9 @@ def _parser_calibrate_engine(sub) -> None:
         "--sweep-by",
         choices=SWEEP_RULES,
         default="lengths",
-        help="which speculative runs share one acceptance: those of one model and dataset, by their mean prompt "
-        "and output lengths (default), each file, or all",
+        help="which speculative runs share one acceptance: those of one model and dataset, by the dataset the files "
+        "name where they name one (vLLM: --label or --metadata dataset=NAME) and their mean prompt and output "
+        "lengths (default), each file, or all",
     )
     p.add_argument(
         "--topk", type=int_at_least(1, "topk", MAX_GAMMA), default=1, help="draft tokens per step (default 1: a chain)"

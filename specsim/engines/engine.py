@@ -148,6 +148,9 @@ class BenchFiles:
     #: The key under which a file records P(drafted token k accepted), k = 1..K, a list of shares of the drafts
     #: (None: the files record none).
     per_position_key: str | None = None
+    #: The keys whose values, where a file records them, name the dataset a run drew its prompts from (runs of alike
+    #: lengths that name different ones are of different datasets; :func:`specsim.calibration.runs.group_sweeps`).
+    dataset_keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)

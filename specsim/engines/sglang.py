@@ -839,5 +839,8 @@ ENGINE = _Sglang(
         acceptance_key="accept_length",
         recognises=_is_bench_file,
         precedence=1,
+        # the result's "tag" (--tag) and "dataset_name" (--dataset-name) (python/sglang/bench_serving.py 0.5.13
+        # L1590-1592; sglang/benchmark/serving.py 0.5.23 L1857-1859)
+        dataset_keys=("tag", "dataset_name"),
     ),
 )
