@@ -203,3 +203,29 @@ def test_runs_whose_requests_did_not_all_complete_are_named(tmp_path):
     assert "plain.jsonl#2: 10 of 200" in said and "#1" not in said and "vllm-eagle3" not in said
     _, _, notes = runs_from_files([f"{BENCH}/vllm-plain.jsonl"], [([f"{BENCH}/vllm-eagle3.jsonl"], 3)])
     assert not any("did not complete" in n for n in notes)
+
+
+def test_the_files_alpha_is_its_sweeps_rate_pooled_as_the_fit_pools_it(tmp_path):
+    """The file's alpha was the unweighted mean of its runs' rates, while a run recording none took its sweep's rate
+    weighted by each run's verifications: two poolings of one sweep.  Runs at 2.4 and 3.2 tokens a verification, of
+    equal output, give 0.759 unweighted and 0.745 weighted (the run at 2.4 verified 4/3 as often); the file keeps the
+    weighted one, runs.pooled_alpha's."""
+    from specsim.calibration.runs import pooled_alpha
+
+    lines = Path(f"{BENCH}/vllm-eagle3.jsonl").read_text().splitlines()
+    counters = ("num_drafts", "draft_tokens", "accepted_tokens", "acceptance_rate")
+    records = [
+        {k: v for k, v in json.loads(line).items() if k.removeprefix("spec_decode_") not in counters} for line in lines
+    ]
+    lengths = [2.4, 3.2, 2.4, 3.2]
+    spec = tmp_path / "spec.jsonl"
+    spec.write_text(
+        "".join(json.dumps(r | {"spec_decode_acceptance_length": al}) + "\n" for r, al in zip(records, lengths))
+    )
+    argv = ["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", "--spec", str(spec), "--hardware", "h100"]
+    argv += ["--draft", "eagle3", "--steps", "3", "--engine", "vllm@0.10", "--out", str(tmp_path / "cal.yaml")]
+    assert main(argv) == 0
+    kept = yaml.safe_load((tmp_path / "cal.yaml").read_text())["acceptance"]
+    weighted = pooled_alpha([(3, al, 51200 / al) for al in lengths])
+    assert kept["alpha"] == pytest.approx(round(weighted, 4)) and weighted == pytest.approx(0.745, abs=1e-3)
+    assert "each run's weighted by its verifications" in kept["source"]

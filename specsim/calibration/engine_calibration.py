@@ -51,26 +51,25 @@ def timing_for(
 
 def measured_acceptance(fit):
     """(Acceptance, label, the deepest draft step it was measured at) the runs measured on real prompts: the recorded
-    lengths of unpinned runs, else the rate the fit found for a sweep that recorded none; (None, None, None) where every
-    speculative run was pinned or none was fitted.  What the calibration file keeps as its acceptance."""
-    import numpy as np
-
-    from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
+    lengths of unpinned runs (their per-token rate pooled as the fit pools it for a run that records none,
+    :func:`specsim.calibration.runs.pooled_alpha`), else the rate the fit found for a sweep that recorded none; (None,
+    None, None) where every speculative run was pinned or none was fitted.  What the calibration file keeps as its
+    acceptance."""
+    from specsim.calibration.runs import pooled_alpha, verifications
+    from specsim.speculation.acceptance import Acceptance
 
     real = [c for c in fit.runs if c.kind == "spec" and c.setup.pinned_accept_length is None]
-    by_sweep = {}  # sweep -> (alpha, label, deepest step): the recorded lengths' mean, else the fitted rate
+    by_sweep = {}  # sweep -> (alpha, label, deepest step): the recorded lengths' rate, else the fitted one
     for sweep in dict.fromkeys(c.sweep for c in real):
         swept = [c for c in real if c.sweep == sweep]
         recorded = [c for c in swept if c.run.accept_length is not None]
         term = fit.acceptance.get(sweep)
         if recorded:
-            alpha = float(
-                np.mean([float(alpha_from_acceptance_length(c.run.accept_length, c.setup.steps)) for c in recorded])
-            )
+            alpha = pooled_alpha([(c.setup.steps, c.run.accept_length, verifications(c.run)) for c in recorded])
             names = sorted({Path(c.run.path).name for c in recorded})
             label = (
-                f"alpha {alpha:.3f}, the mean over {len(recorded)} runs of the acceptance "
-                f"length {', '.join(names)} recorded{_measured_at(recorded)}"
+                f"alpha {alpha:.3f}, the per-token rate of the acceptance length {len(recorded)} runs of "
+                f"{', '.join(names)} recorded, each run's weighted by its verifications{_measured_at(recorded)}"
             )
             shares = recorded_shares(fit, sweep)
             if shares is not None:

@@ -50,6 +50,7 @@ __all__ = [
     "pooled_shares",
     "told_acceptance",
     "unpaired_loads",
+    "verifications",
     "with_prompt_spreads",
     "with_sweep_acceptance",
 ]
@@ -207,6 +208,12 @@ POOLED_BASES = {
 }
 
 
+def verifications(run: BenchRun) -> float:
+    """The verifications a run with a recorded acceptance length made: its output tokens over that length (what a
+    sweep's pooling weighs each run by, :func:`pooled_alpha`)."""
+    return run.output_tokens * max(run.completed, 1) / run.accept_length
+
+
 def told_acceptance(runs: list[CalRun], use: np.ndarray | None = None) -> dict[str, list[tuple]]:
     """sweep -> what its recorded chain runs among ``use`` (a mask; default all) record: (steps, acceptance length,
     verifications, per-position shares or None) each, the verifications their output tokens over the length.  A pinned
@@ -216,8 +223,7 @@ def told_acceptance(runs: list[CalRun], use: np.ndarray | None = None) -> dict[s
     for c, u in zip(runs, use):
         s, r = c.setup, c.run
         if u and s is not None and s.topk == 1 and s.pinned_accept_length is None and r.accept_length is not None:
-            verifications = r.output_tokens * max(r.completed, 1) / r.accept_length
-            told.setdefault(c.sweep, []).append((s.steps, r.accept_length, verifications, r.per_position))
+            told.setdefault(c.sweep, []).append((s.steps, r.accept_length, verifications(r), r.per_position))
     return told
 
 
