@@ -6,15 +6,18 @@ engine and field mapping).  Every number this script reports is a speedup at a l
 speculative runs' at the same load and lengths (their end-to-end latency, or speculative over plain throughput, where
 that is what the source recorded), measured against predicted, per (load, draft steps, sweep) group:
 
-(a) uncalibrated: the engine preset as shipped, the acceptance from the record (each run's recorded acceptance length);
-    where a source records none, the drafter's published acceptance, said so, or not available where that stops short
-    of the steps run;
+(a) uncalibrated: the engine preset as shipped, the acceptance from the record (each run's recorded acceptance length,
+    or, for a run that records none, the one its sweep's recorded runs give it, pooled as calibrate-engine pools them:
+    runs.with_sweep_acceptance); where a sweep records none, the drafter's published acceptance, said so (a*), or not
+    available where that stops short of the steps run;
 (b) calibrated at one number of draft steps, predicting the others: every plain run and the speculative runs at one step
     count fitted (calibrate-engine's fit), the other step counts predicted with the acceptance from their record;
     averaged over which step count is fitted.  A source at one step count has no other to predict: there, each load
     left out of the fit and predicted (b');
 (c) calibrated without the recorded acceptance: the acceptance taken away and fitted, one rate per sweep; each load
-    left out of the fit (its acceptance included) and predicted; the fitted rate beside the recorded one;
+    left out of the fit (its acceptance included) and predicted; the fitted rate beside the recorded one (the per-token
+    rate of the sweep's recorded runs, pooled as calibrate-engine pools them for a run that records none:
+    runs.pooled_alpha, each run's rate weighted by its verifications);
 (d) best-gamma regret: where a load was measured at several step counts, the measured speedup at the step count specsim
     picks (the most speedup by (a)) over the best measured.
 
@@ -205,20 +208,17 @@ def _pairs_of(runs, prediction):
 
 def without_acceptance(dep, runs: list[CalRun], limits=None, kv=None) -> tuple[dict, list[str]]:
     """(c): the recorded acceptance taken away and fitted per sweep; each load left out and predicted."""
-    recorded: dict = {}
+    from specsim.calibration.runs import pooled_alpha, told_acceptance
+
+    recorded = told_acceptance(runs)
     bare = []
     for c in runs:
-        if c.setup is not None and c.run.accept_length is not None:
-            recorded.setdefault(c.sweep, []).append((c.run.accept_length, c.setup.steps))
         setup = c.setup if c.setup is None else dataclasses.replace(c.setup, acceptance_spread=0.0)
         bare.append(dataclasses.replace(c, run=dataclasses.replace(c.run, accept_length=None), setup=setup))
     fit = fit_engine(dep, bare, intervals=True, limits=limits, kv_bytes=kv)
     lines = []
-    from specsim.speculation.acceptance import alpha_from_acceptance_length
-
     for sweep, t in fit.acceptance.items():
-        rec = recorded.get(sweep)
-        rec_alpha = float(np.mean([alpha_from_acceptance_length(al, s) for al, s in rec])) if rec else None
+        rec_alpha = pooled_alpha(recorded[sweep]) if sweep in recorded else None
         inside = (
             ""
             if rec_alpha is None or t.low is None
@@ -321,7 +321,7 @@ def _pct(x) -> str:
 def _print(results: list[dict]) -> None:
     print("speedup at the load: mean absolute error (mean signed error, groups) per deployment, whole sources held out")
     head = (
-        f"{'source / deployment':<52} {'(a) acceptance recorded':>24} {'(a*) published acceptance':>26} "
+        f"{'source / deployment':<52} {'(a) acc. recorded/pooled':>24} {'(a*) published acceptance':>26} "
         f"{'(b) one gamma fitted':>22} {'(c) no acceptance':>22} {'(d) regret':>11}"
     )
     print(head)
