@@ -136,23 +136,24 @@ def _other(record: dict) -> dict:
 
 
 def test_datasets_the_files_name_are_separate_sweeps_and_files_that_name_none_are_said(tmp_path, capsys):
-    """Two datasets of alike lengths were one sweep.  Where vLLM's --label (or --metadata dataset=NAME) names them,
-    they are two, and the line says by what; where nothing names them, the line says they cannot be told apart."""
+    """Two datasets of alike lengths were one sweep.  Where vLLM's --metadata dataset=NAME names them, they are two, and
+    the line says by what; where nothing names them, the line says they cannot be told apart.  A --label, which names
+    a run's file (often per load), does not split a sweep."""
     lines = Path(f"{BENCH}/vllm-eagle3.jsonl").read_text().splitlines()
     bare = [{k: v for k, v in json.loads(line).items() if not k.startswith("spec_decode")} for line in lines]
-    a = _write(tmp_path / "a.jsonl", [r | {"label": "gsm8k"} for r in bare])
+    a = _write(tmp_path / "a.jsonl", [r | {"dataset": "gsm8k", "label": f"c{i}"} for i, r in enumerate(bare)])
     b = _write(tmp_path / "b.jsonl", [r | {"dataset": "humaneval"} | _other(r) for r in bare])
     argv = ["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", "--steps", "3", "--hardware", "h100"]
     argv += ["--draft", "eagle3", "--engine", "vllm@0.10", "--spec", a, b]
     assert main(argv) == 0
     sweeps = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  note: sweep ")]
-    assert [s.split(":")[1] for s in sweeps] == [" sweep label gsm8k", " sweep dataset humaneval"], sweeps
-    assert sweeps[0].endswith("; dataset as the files name it: label gsm8k")
+    assert [s.split(":")[1] for s in sweeps] == [" sweep dataset gsm8k", " sweep dataset humaneval"], sweeps
+    assert sweeps[0].endswith("; dataset as the files name it: dataset gsm8k")
     c = _write(tmp_path / "c.jsonl", [r | _other(r) for r in bare])
     assert main(argv[:-2] + [_write(tmp_path / "d.jsonl", bare), c]) == 0
     sweeps = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  note: sweep ")]
     assert len(sweeps) == 1 and sweeps[0].endswith(
-        "the files name no dataset (vLLM: --label or --metadata dataset=NAME), so datasets of alike lengths are not "
+        "the files name no dataset (vLLM: --metadata dataset=NAME), so datasets of alike lengths are not "
         "told apart (--sweep-by file separates them)"
     ), sweeps
 
@@ -161,7 +162,7 @@ def test_sglang_and_guidellm_name_their_datasets(tmp_path):
     from specsim.calibration.bench_files import read_bench_file
 
     line = Path(f"{BENCH}/sglang-eagle3.jsonl").read_text().splitlines()[0]
-    sg = _write(tmp_path / "sg.jsonl", [json.loads(line) | {"dataset_name": "sharegpt", "tag": None}])
+    sg = _write(tmp_path / "sg.jsonl", [json.loads(line) | {"dataset_name": "sharegpt", "tag": "c32"}])
     assert read_bench_file(sg)[0].dataset == "dataset_name sharegpt"
     report = json.loads(Path(f"{BENCH}/guidellm-eagle3.json").read_text())
     gl = tmp_path / "gl.json"

@@ -7,13 +7,13 @@ Three tools, their formats taken from their source:
     ``total_input_tokens``, ``total_output_tokens``, ``mean_tpot_ms`` and, where the server ran speculation
     and the tool read its ``/metrics`` before and after, ``spec_decode_acceptance_length`` and, from 0.14.0,
     ``spec_decode_per_position_acceptance_rates`` (each draft position's accepted tokens over the drafts), and what
-    names the dataset: ``label`` (``--label``) and ``--metadata`` keys ``dataset``, ``dataset_name``, ``dataset_path``
+    names the dataset: the ``--metadata`` keys ``dataset``, ``dataset_name``, ``dataset_path````
     (vLLM's ``vllm/benchmarks/serve.py``; ``benchmarks/benchmark_serving.py`` before ``vllm bench`` wrote the same
     keys without the ``spec_decode_`` ones).
 ``python -m sglang.bench_serving --output-file``  JSON lines, one per run; read: ``backend``,
     ``max_concurrency``, ``request_rate``, ``completed``, ``duration``, ``total_input_tokens``,
     ``total_output_tokens``, ``mean_tpot_ms`` and ``accept_length`` (the server's
-    ``avg_spec_accept_length``, null without speculation), ``tag`` and ``dataset_name`` (SGLang's
+    ``avg_spec_accept_length``, null without speculation) and ``dataset_name`` (SGLang's
     ``python/sglang/bench_serving.py``).
 ``python -m tensorrt_llm.serve.scripts.benchmark_serving --save-result``  vLLM's keys, and per run the summary of
     each request's ``avg_decoded_tokens_per_iter`` (``tensorrt_llm/serve/scripts/benchmark_serving.py``): its mean is the
@@ -115,7 +115,7 @@ class BenchRun:
     #: spec_decode_per_position_acceptance_rates: accepted tokens at position k over the drafts); 1 + their sum is the
     #: acceptance length, and 1 + the first s of them the acceptance length the same drafter gives at s <= K steps
     per_position: tuple | None = None
-    #: What the file records that names the dataset the prompts came from ("label gsm8k"; None: nothing)
+    #: What the file records that names the dataset the prompts came from ("dataset gsm8k"; None: nothing)
     dataset: str | None = None
 
     @property
@@ -587,7 +587,7 @@ def _per_position(where: str, record: dict, tool: str, al: float | None) -> tupl
 
 def _dataset(where: str, record: dict, keys: tuple) -> str | None:
     """What a record says of the dataset its prompts came from: each of ``keys`` it holds with a value, as "key value"
-    ("label gsm8k; dataset_name sharegpt"), or None where it holds none."""
+    ("dataset gsm8k; dataset_path gsm8k.jsonl"), or None where it holds none."""
     named = []
     for key in keys:
         value = record.get(key)

@@ -309,7 +309,7 @@ def with_sweep_acceptance(runs: list[CalRun], use: np.ndarray | None = None) -> 
 def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun], list[str]]:
     """(runs, lines saying how they were grouped): each speculative run without a sweep of its own (a bench plan names
     one) joins the first sweep whose model matches (a run naming none matches any), whose dataset matches where both
-    files name one (:attr:`BenchRun.dataset`: vLLM's --label or --metadata dataset=NAME, SGLang's --tag and
+    files name one (:attr:`BenchRun.dataset`: vLLM's --metadata dataset=NAME, SGLang's
     --dataset-name, GuideLLM's data; a run naming none matches any) and whose mean prompt and output lengths are both
     within :data:`SAME_LENGTHS` of its (``by="lengths"``), one sweep per file (``"file"``) or one for all (``"all"``)."""
     import dataclasses
@@ -386,7 +386,7 @@ def _told_apart(members: list[CalRun]) -> str:
     if named:
         return f"; dataset as the files name it: {', '.join(named)}"
     return (
-        "; the files name no dataset (vLLM: --label or --metadata dataset=NAME), so datasets of alike lengths are not "
+        "; the files name no dataset (vLLM: --metadata dataset=NAME), so datasets of alike lengths are not "
         "told apart (--sweep-by file separates them)"
     )
 

@@ -373,7 +373,7 @@ def _parser_calibrate_engine(sub) -> None:
         choices=SWEEP_RULES,
         default="lengths",
         help="which speculative runs share one acceptance: those of one model and dataset, by the dataset the files "
-        "name where they name one (vLLM: --label or --metadata dataset=NAME) and their mean prompt and output "
+        "name where they name one (vLLM: --metadata dataset=NAME; SGLang: --dataset-name) and their mean prompt and output "
         "lengths (default), each file, or all",
     )
     p.add_argument(

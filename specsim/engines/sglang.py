@@ -839,8 +839,9 @@ ENGINE = _Sglang(
         acceptance_key="accept_length",
         recognises=_is_bench_file,
         precedence=1,
-        # the result's "tag" (--tag) and "dataset_name" (--dataset-name) (python/sglang/bench_serving.py 0.5.13
-        # L1590-1592; sglang/benchmark/serving.py 0.5.23 L1857-1859)
-        dataset_keys=("tag", "dataset_name"),
+        # the result's "dataset_name" (--dataset-name) (python/sglang/bench_serving.py 0.5.13 L1590-1592;
+        # sglang/benchmark/serving.py 0.5.23 L1857-1859); its free-form "tag" is not read: it may name a load or a
+        # configuration, and would split one sweep
+        dataset_keys=("dataset_name",),
     ),
 )

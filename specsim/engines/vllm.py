@@ -1266,8 +1266,9 @@ ENGINE = _Vllm(
         # accepted tokens counted at each draft position over the run, each over the run's drafts (0.34.0 L1145-1157),
         # one per position of the server's num_speculative_tokens (vllm/v1/spec_decode/metrics.py 0.34.0 L252-262)
         per_position_key="spec_decode_per_position_acceptance_rates",
-        # --label (null unless given) and each --metadata KEY=VALUE are written at the top level (serve.py 0.14.0
-        # L1688-1698, 0.34.0 L2309-2319); the result names no dataset itself: a --metadata dataset=NAME names it
-        dataset_keys=("label", "dataset", "dataset_name", "dataset_path"),
+        # each --metadata KEY=VALUE is written at the top level (serve.py 0.14.0 L1688-1698, 0.34.0 L2309-2319); the
+        # result names no dataset itself: a --metadata dataset=NAME names it.  --label is not read: it names the run's
+        # file (serve.py 0.34.0 L1621-1626), often per configuration or load, and would split one sweep
+        dataset_keys=("dataset", "dataset_name", "dataset_path"),
     ),
 )
