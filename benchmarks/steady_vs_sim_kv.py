@@ -2,19 +2,23 @@
 models, users and lengths, plain and speculating, on vLLM (preempts the request admitted last), SGLang (retracts the
 one that decoded least) and TensorRT-LLM (reserves: never preempts).
 
-The simulator runs ``--waves`` x N requests of fixed lengths; its steady part is read past the first ``--skip`` waves
+The simulator runs ``--waves`` x N requests of fixed lengths (``vllm bench serve``'s random dataset by default:
+``--random-range-ratio 0.0``, vLLM 0.33.0 ``vllm/benchmarks/datasets/datasets.py`` L1900), or, with ``--range-ratio r``,
+lengths drawn as that dataset draws them for ratio r: whole numbers uniform in [floor(x (1 - r)), ceil(x (1 + r))]
+(``vllm/benchmarks/datasets/utils.py`` 0.33.0 L70-97), seeded.  Its steady part is read past the first ``--skip`` waves
 and before the last one (the run starts with every user's request at once, which vLLM over-admits, and ends with the
-users stopping): the mean TPOT of the requests arriving then, and the output tokens of the requests finishing between
-the (skip N)-th and the (n - N)-th finish over that span.  The steady state is
+users stopping): the mean TTFT, TPOT and end-to-end latency of the requests arriving then, and the output tokens of the
+requests finishing between the (skip N)-th and the (n - N)-th finish over that span.  The steady state is
 :func:`specsim.serving.steady.served_state` at the same load (optimal-gamma's); both run at the engine's own limits on
 the GPU (:func:`specsim.serving.steady.engine_limits`), as serve-sim and optimal-gamma do.
 
-    python benchmarks/steady_vs_sim_kv.py [--waves 8] [--skip 3] [--only 0,2] [--cache DIR]
+    python benchmarks/steady_vs_sim_kv.py [--waves 8] [--skip 3] [--only 0,2] [--cache DIR] [--range-ratio 0.5] [--split]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import pickle
 import sys
 from pathlib import Path
@@ -36,8 +40,16 @@ CASES = [
 ]
 
 
-def steady_part(run, users: int, skip: int) -> tuple[float, float, float]:
-    """(mean TPOT, output tokens/s, preemptions) past ``skip`` waves and before the last (the module's docstring)."""
+def lengths(mean: int, n: int, ratio: float, rng: np.random.Generator) -> np.ndarray:
+    """``n`` lengths about ``mean`` as ``vllm bench serve``'s random dataset draws them at ``--random-range-ratio``
+    ``ratio`` (the module's docstring): all ``mean`` at 0."""
+    low, high = max(math.floor(mean * (1 - ratio)), 1), max(math.ceil(mean * (1 + ratio)), 1)
+    return rng.integers(low, high + 1, size=n)
+
+
+def steady_part(run, users: int, skip: int) -> tuple[float, float, float, float, float]:
+    """(mean TPOT, output tokens/s, preemptions, mean TTFT, mean end-to-end latency) past ``skip`` waves and before the
+    last (the module's docstring)."""
     order = np.argsort(run.arrival_s, kind="stable")
     n = order.size
     picked = order[skip * users : n - users]
@@ -46,10 +58,12 @@ def steady_part(run, users: int, skip: int) -> tuple[float, float, float]:
     ok = (run.finish_s > t0) & (run.finish_s <= t1)
     tokens = float(run.output[ok].sum()) / max(t1 - t0, 1e-9)
     tpot = float(np.mean((run.finish_s[picked] - run.first_token_s[picked]) / (run.output[picked] - 1)))
-    return tpot, tokens, run.preemptions
+    ttft = float(np.mean(run.first_token_s[picked] - run.arrival_s[picked]))
+    e2e = float(np.mean(run.finish_s[picked] - run.arrival_s[picked]))
+    return tpot, tokens, run.preemptions, ttft, e2e
 
 
-def one(case, waves: int, skip: int, cache: str | None = None) -> dict:
+def one(case, waves: int, skip: int, cache: str | None = None, ratio: float = 0.0) -> dict:
     from specsim.serving.simulator import serve_compare
     from specsim.serving.steady import engine_limits, served_state
     from specsim.serving.workloads import Requests
@@ -60,18 +74,20 @@ def one(case, waves: int, skip: int, cache: str | None = None) -> dict:
     limits, _ = engine_limits(dep.engine, dep.hardware)  # the engine's own on the GPU, as serve-sim and served_state
     s = served_state(dep, 0.8, [0, gamma], [users], P, O, limits=limits)
     n = waves * users
-    key = None if cache is None else Path(cache) / f"{'-'.join(map(str, case))}-{waves}-own-limits.pkl"
+    drawn = f"-r{ratio:g}" if ratio else ""
+    key = None if cache is None else Path(cache) / f"{'-'.join(map(str, case))}-{waves}{drawn}-own-limits.pkl"
     if key is not None and key.exists():
         plain, spec = pickle.loads(key.read_bytes())
     else:
-        requests = Requests(np.full(n, P), np.full(n, O), None)
+        rng = np.random.default_rng(0)
+        requests = Requests(lengths(P, n, ratio, rng), lengths(O, n, ratio, rng), None)
         plain, spec, _ = serve_compare(dep, requests, 0.8, gamma, limits, concurrency=users)
         if key is not None:
             key.parent.mkdir(parents=True, exist_ok=True)
             key.write_bytes(pickle.dumps((plain, spec)))
     out = {"case": case, "limited_by": [str(x) for x in np.ravel(s.limited_by)]}
     for i, run in enumerate((plain, spec)):
-        tpot, tps, pre = steady_part(run, users, skip)
+        tpot, tps, pre, ttft, e2e = steady_part(run, users, skip)
         out[("off", "on")[i]] = {
             "steady_tpot_ms": float(s.tpot_s[i, 0]) * 1e3,
             "sim_tpot_ms": tpot * 1e3,
@@ -80,6 +96,10 @@ def one(case, waves: int, skip: int, cache: str | None = None) -> dict:
             "steady_batch": float(s.mean_batch[i, 0]),
             "sim_batch": run.mean_batch,
             "preemptions": pre,
+            "steady_ttft_s": float(s.ttft_s[i, 0]),
+            "sim_ttft_s": ttft,
+            "steady_e2e_s": float(s.e2e_s[i, 0]),
+            "sim_e2e_s": e2e,
         }
     return out
 
@@ -90,13 +110,19 @@ def main(argv=None) -> int:
     ap.add_argument("--skip", type=int, default=3)
     ap.add_argument("--only", default=None, help="comma-separated case indices")
     ap.add_argument("--cache", default=None, help="a folder keeping the simulator's runs (the steady state is redone)")
+    ap.add_argument("--range-ratio", type=float, default=0.0, help="lengths drawn as vllm bench's random dataset")
+    ap.add_argument("--split", action="store_true", help="print mean TTFT and end-to-end latency too")
     args = ap.parse_args(argv)
+    if not 0.0 <= args.range_ratio < 1.0:
+        ap.error(f"--range-ratio must be in [0, 1) as vllm bench serve's, got {args.range_ratio:g}")
     picks = range(len(CASES)) if args.only is None else [int(x) for x in args.only.split(",")]
+    split = " | TTFT s steady / sim | E2E s steady / sim" if args.split else ""
     print(
         "case | arm | limited by | TPOT ms steady / sim (gap) | output tok/s steady / sim (gap) | batch | preemptions"
+        + split
     )
     for k in picks:
-        r = one(CASES[k], args.waves, args.skip, args.cache)
+        r = one(CASES[k], args.waves, args.skip, args.cache, args.range_ratio)
         hw, target, draft, engine, users, P, O, gamma = r["case"]
         for j, arm in enumerate(("off", "on")):
             a = r[arm]
@@ -104,7 +130,12 @@ def main(argv=None) -> int:
                 f"{k} {hw} {engine} {users}u {P}/{O} g{gamma if arm == 'on' else 0} | {arm} | {r['limited_by'][j] or '-'}"
                 f" | {a['steady_tpot_ms']:.2f} / {a['sim_tpot_ms']:.2f} ({a['steady_tpot_ms'] / a['sim_tpot_ms'] - 1:+.1%})"
                 f" | {a['steady_tok_s']:,.0f} / {a['sim_tok_s']:,.0f} ({a['steady_tok_s'] / a['sim_tok_s'] - 1:+.1%})"
-                f" | {a['steady_batch']:.1f} / {a['sim_batch']:.1f} | {a['preemptions']}",
+                f" | {a['steady_batch']:.1f} / {a['sim_batch']:.1f} | {a['preemptions']}"
+                + (
+                    f" | {a['steady_ttft_s']:.1f} / {a['sim_ttft_s']:.1f} | {a['steady_e2e_s']:.1f} / {a['sim_e2e_s']:.1f}"
+                    if args.split
+                    else ""
+                ),
                 flush=True,
             )
     return 0
