@@ -49,9 +49,9 @@ def lengths(mean: int, n: int, ratio: float, rng: np.random.Generator) -> np.nda
 
 def steady_part(run, users: int, skip: int) -> tuple[float, float, float, float, float, float]:
     """(mean TPOT, output tokens/s, preemptions, mean TTFT, mean end-to-end latency, past first token) past ``skip``
-    waves and before the last (the module's docstring).  Past first token: the requests that have had their first token
-    and not finished, counted as each of these requests gets its own; vLLM's rule keeps a closed loop in arrival order
-    (tests/test_kv_blocks.py), so these are every request admitted before it, running or preempted."""
+    waves and before the last (the module's docstring).  Past first token: the time-mean number of requests that have
+    had their first token and not finished, over the same span; vLLM's rule keeps a closed loop in arrival order
+    (tests/test_kv_blocks.py), so these are the running and the preempted (:mod:`specsim.serving.preemption`)."""
     order = np.argsort(run.arrival_s, kind="stable")
     n = order.size
     picked = order[skip * users : n - users]
@@ -62,9 +62,10 @@ def steady_part(run, users: int, skip: int) -> tuple[float, float, float, float,
     tpot = float(np.mean((run.finish_s[picked] - run.first_token_s[picked]) / (run.output[picked] - 1)))
     ttft = float(np.mean(run.first_token_s[picked] - run.arrival_s[picked]))
     e2e = float(np.mean(run.finish_s[picked] - run.arrival_s[picked]))
-    at = run.first_token_s[picked]
-    past = np.searchsorted(np.sort(run.first_token_s), at, "right") - np.searchsorted(ends, at, "right")
-    return tpot, tokens, run.preemptions, ttft, e2e, float(np.mean(past))
+    # the integral over [t0, t1] of (first tokens so far - finishes so far): each request's time past each, in the span
+    first, done = (np.nan_to_num(x, nan=np.inf) for x in (run.first_token_s, run.finish_s))
+    inside = np.clip(t1 - np.maximum(first, t0), 0.0, None) - np.clip(t1 - np.maximum(done, t0), 0.0, None)
+    return tpot, tokens, run.preemptions, ttft, e2e, float(inside.sum()) / max(t1 - t0, 1e-9)
 
 
 def one(case, waves: int, skip: int, cache: str | None = None, ratio: float = 0.0) -> dict:
