@@ -43,8 +43,21 @@ carry the resume's marginal time, and every iteration carries the others' resume
 rides in the prefill stream as the prompts do (:func:`specsim.serving.steady.closed_loop_times` adds them up).  The
 closed loop's users then still see E2E = N / rate: the preempted waits come out of the queue's wait for admission.
 
-Not modelled (the simulator plays them): requests finishing in bursts (fixed lengths move in step), which let the
-growth run through the older requests between two bursts and leave the preempted waiting for several finishes; the
+The rule keeps a closed loop in arrival order (the newest running goes to the queue's front, and admissions take the
+front: no request overtakes an earlier one, ``tests/test_kv_blocks.py``), so the requests past their first token and
+not finished, S of them on average, are every request admitted before the newest ever admitted: the running N_e and
+the preempted S - N_e.  By Little a request's decode phase (first token to finish) is S / rate, and its wait preempted
+(S - N_e) / rate; the charge above takes S - N_e = m / 2.
+
+Not modelled (the simulator plays them): the longer preempted wait where every request has the same lengths (``vllm
+bench serve``'s random dataset at its default ``--random-range-ratio 0.0``, vLLM 0.33.0
+``vllm/benchmarks/datasets/datasets.py`` L1900).  Requests admitted together and never preempted then finish together,
+so finishes come in waves, a fresh request is first admitted as a wave frees the cache, beside every request admitted
+before it, and S runs 1.1-1.9 times N_e where the charge gives N_e + m / 2 (``python benchmarks/steady_vs_sim_kv.py
+--split``'s vLLM rows: e.g. H100, 512 users, 1,000 / 8,000, plain: the simulator's 99 running and 189 past their first
+token, the charge's 100 and 103.5).  No derivation of S from the rule is at hand (a fluid of one wave a lifetime lets
+the frontier run past the wave's fresh requests: a wave is not one block), and none is fitted.  With lengths drawn as
+that dataset draws them at ``--range-ratio 0.5``, S falls to 1.0-1.3 times N_e.  Also not modelled: the
 fragments of the queue's head; prefix caching, which keeps a preempted request's blocks that no one has taken
 (vLLM's is on by default: ``vllm/config/cache.py`` 0.33.0 L257) and so recomputes less; SGLang's estimate of the output
 still to come (``new_token_ratio``).
