@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["KvBlocks", "held_tokens"]
+__all__ = ["KvBlocks", "admission_tokens", "held_tokens"]
 
 
 def held_tokens(policy, input_tokens: object, output_tokens: object, gamma: object) -> np.ndarray:
@@ -47,6 +47,24 @@ def held_tokens(policy, input_tokens: object, output_tokens: object, gamma: obje
     ahead = np.where(O > A, (beyond**2 / 2.0 + A * beyond + O * A) / np.maximum(O, 1.0), O)
     slots = np.vectorize(policy.slots, otypes=[float])(np.asarray(gamma))
     return P + ahead + slots + (policy.block_tokens - 1) / 2.0
+
+
+def admission_tokens(policy, input_tokens: object, output_tokens: object) -> np.ndarray:
+    """The tokens a fresh request of ``input_tokens`` in and ``output_tokens`` out must find room for to be admitted, as
+    ``policy`` counts them (:meth:`KvBlocks.admits`'s rule for a request with nothing decoded): its whole length where
+    the engine reserves it; else its prompt's whole blocks and what it sets aside of its output (up to
+    ``ahead_tokens``: none for vLLM, whose waiting loop asks only for the prompt's blocks, 0.33.0
+    ``v1/core/sched/scheduler.py`` L1435-1451; 4,096 for SGLang).
+
+    >>> from specsim.engines.engine import KvPolicy
+    >>> [float(admission_tokens(p, 1000, 8000)) for p in (KvPolicy(), KvPolicy(0.0, 16), KvPolicy(4096.0, 1))]
+    [9000.0, 1008.0, 5096.0]
+    """
+    P, O = np.asarray(input_tokens, dtype=float), np.asarray(output_tokens, dtype=float)
+    if not policy.preempts:
+        return P + O
+    b = float(policy.block_tokens)
+    return np.ceil((P + np.minimum(O, min(float(policy.ahead_tokens), 1e18))) / b) * b
 
 
 class KvBlocks:

@@ -65,8 +65,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from specsim.core.defaults import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
+from specsim.serving.drain import drained_times
 from specsim.serving.limits import EngineLimits, check_limits, engine_limits
-from specsim.serving.preemption import closed_loop_charge, saturated_charge
+from specsim.serving.preemption import closed_loop_charge, drained_charge, saturated_charge
 from specsim.speculation.acceptance import as_acceptance
 
 __all__ = [
@@ -346,24 +347,11 @@ def engine_population(dep, kind, load, P, O, gamma, limits, kv_bytes=None):
     at least one ("no room" where the cache holds none).  Where the KV cache holds it and the engine takes blocks as
     tokens arrive (vLLM), the engine admits on prompts and preempts as they grow (:func:`preemption_expected`).  The one
     home of the engine's population: the answers at a load and calibrate-engine's runs both take it."""
-    from specsim.serving.capacity import sequence_kv_bytes
     from specsim.serving.kv_blocks import held_tokens
 
     policy = limits.kv_policy
     spec = np.asarray(gamma) > 0
-    kv = np.full(np.shape(gamma), limits.kv_capacity_bytes, dtype=float) if kv_bytes is None else None
-    if kv is None:
-        plain_kv, spec_kv = kv_bytes
-        kv = np.where(spec, spec_kv, plain_kv)
-    per_plain = sequence_kv_bytes(dep, held_tokens(policy, P, O, 0), with_draft=False)
-    per_spec = (
-        sequence_kv_bytes(
-            dep, held_tokens(policy, P, O, gamma), with_draft=True, draft_tokens=np.maximum(np.max(gamma), 1)
-        )
-        if dep.drafter is not None
-        else per_plain
-    )
-    held = kv_sequences(kv, np.where(spec, per_spec, per_plain))
+    held = _sequences_held(dep, gamma, limits, kv_bytes, lambda g: held_tokens(policy, P, O, g))
     seqs = limits.seqs(spec)
     cap = np.minimum(seqs, held)
     if kind == "rate":  # the engine holds what arrives, up to its limits
@@ -381,6 +369,37 @@ def engine_population(dep, kind, load, P, O, gamma, limits, kv_bytes=None):
         limited = np.where((fits < n_e) & (held >= 1), "max_batched_tokens", limited)
         n_e = np.minimum(n_e, fits)
     return np.maximum(n_e, 1.0), limited
+
+
+def _sequences_held(dep, gamma, limits, kv_bytes, tokens_of):
+    """Sequences the KV cache (``kv_bytes`` (plain, speculating), else ``limits.kv_capacity_bytes``) holds at
+    ``tokens_of(gamma)`` tokens each, per gamma: the target's KV, and speculating the draft's and its scratch
+    (:func:`specsim.serving.capacity.sequence_kv_bytes`)."""
+    from specsim.serving.capacity import sequence_kv_bytes
+
+    spec = np.asarray(gamma) > 0
+    kv = np.where(spec, *kv_bytes[::-1]) if kv_bytes is not None else np.full(spec.shape, limits.kv_capacity_bytes)
+    per_plain = sequence_kv_bytes(dep, tokens_of(0), with_draft=False)
+    per_spec = (
+        sequence_kv_bytes(dep, tokens_of(gamma), with_draft=True, draft_tokens=np.maximum(np.max(gamma), 1))
+        if dep.drafter is not None
+        else per_plain
+    )
+    return kv_sequences(kv, np.where(spec, per_spec, per_plain))
+
+
+def admitted_at_once(dep, P, O, gamma, limits, kv_bytes=None) -> np.ndarray:
+    """N_0: the requests of a burst (an offline batch) that an engine of ``limits`` admits at once, per gamma: those
+        whose admission fits beside the others' (:func:`specsim.serving.kv_blocks.admission_tokens`: the prompt's blocks
+        for vLLM, far more than the N_e it holds at their mean context; the whole length where the engine reserves it),
+        at most max_num_seqs.  The token budget takes them one chunk at a time (:func:`burst_iterations`), and those
+        admitted first grow meanwhile: not counted (at 482 prompts of 1,000 tokens through a budget of 8,192, 59
+        iterations, a few dozen tokens each: 496 here, plain, and 382 speculating with Llama-3.2-1B on an H100 at 1,000/8,000
+    tokens, where the simulator admitted 482 and 355 in its first 20 s, ``benchmarks/steady_vs_sim_open.py``)."""
+    from specsim.serving.kv_blocks import admission_tokens
+
+    held = _sequences_held(dep, gamma, limits, kv_bytes, lambda g: admission_tokens(limits.kv_policy, P, O))
+    return np.minimum(limits.seqs(np.asarray(gamma) > 0), held)
 
 
 def preemption_expected(state: "SteadyState", limits: EngineLimits) -> np.ndarray:
@@ -462,7 +481,8 @@ def steady_state(
     if kind == "rate":
         return _open_loop(steps, x, P, O, t_pf, n_e, limited, limits)
     if kind == "batch":
-        return _offline(steps, x, P, O, t_pf, n_e, limited, limits, acceptance_spread)
+        admitted = admitted_at_once(dep, P, O, g, limits, kv_bytes)
+        return _offline(steps, x, P, O, t_pf, n_e, limited, limits, acceptance_spread, admitted)
     return _closed_loop(steps, x, P, O, t_pf, n_e, limited, limits, requests)
 
 
@@ -885,9 +905,13 @@ def closed_loop_times(
     }
 
 
-def _closed_loop(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, requests=None, kv_full=None) -> SteadyState:
+def _closed_loop(
+    steps: _Steps, N, P, O, t_pf, n_e, limited, limits, requests=None, kv_full=None, drained=False
+) -> SteadyState:
     """A closed loop of N users (the module's docstring); ``kv_full``: where the KV cache holds the N_e of an engine
-    that Poisson arrivals past its capacity fill, charged as users that never run out (:func:`saturated_charge`)."""
+    that Poisson arrivals past its capacity fill, charged as users that never run out (:func:`saturated_charge`);
+    ``drained``: the closed loop of N_e that an offline batch of N runs as, charged as its queue drains
+    (:func:`drained_charge`), with no queue wait (:func:`drained_times` adds the drain's)."""
     per_round = None
     for _ in range(3):  # E depends on b only for drafters that verify a prefix per request (DSpark, suffix decoding)
         pop = closed_population(steps.acceptance, steps.gamma, n_e, P, O, limits, per_round, steps.fixed_lengths, N)
@@ -900,11 +924,15 @@ def _closed_loop(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, requests=No
     def resume_s(L):
         return steps.dep.prefill_s(L, draft=np.broadcast_to(steps.gamma > 0, L.shape))
 
-    if kv_full is None:
+    if drained:
+        preempted = drained_charge(limits, N, n_e, limited, P, O, resume_s)
+    elif kv_full is None:
         preempted = closed_loop_charge(limits, N, n_e, limited, P, O, resume_s)
     else:
         preempted = saturated_charge(limits, n_e, kv_full, P, O, resume_s)
-    t = closed_loop_times(pop, step, own, t_pf, N, O, P, limits, requests, steps.batch_base_s, preempted)
+    t = closed_loop_times(
+        pop, step, own, t_pf, n_e if drained else N, O, P, limits, requests, steps.batch_base_s, preempted
+    )
     shape = t["tpot_s"].shape
     return SteadyState(
         "concurrency",
@@ -1142,8 +1170,30 @@ def offline_times(
     }
 
 
-def _offline(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, spread: float = 0.0) -> SteadyState:
-    """An offline batch of N requests at once (:func:`offline_times`)."""
+def _offline(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, spread: float = 0.0, admitted=None) -> SteadyState:
+    """An offline batch of N requests at once (:func:`offline_times`); where the KV cache holds fewer and the engine
+    preempts, admitting ``admitted`` at once (:func:`admitted_at_once`), a closed loop whose queue drains
+    (:func:`specsim.serving.drain.drained_times`)."""
+    waves = _waves(steps, N, P, O, t_pf, n_e, limited, limits, spread)
+    drains = (np.asarray(limited) == "kv cache") & bool(limits.kv_policy.preempts)
+    if admitted is None or not np.any(drains):
+        return waves
+    loop = _closed_loop(steps, N, P, O, t_pf, n_e, limited, limits, drained=True)
+    n_0 = np.floor(np.clip(admitted, n_e, N))
+    # The N_0 prompts admitted at once fill each iteration's budget, budget / P of them an iteration, beside the
+    # others decoding (a prefill batch's own base pass where prefill runs apart).
+    budget = float(limits.max_batched_tokens)
+    burst_s = burst_iterations(n_0, np.broadcast_to(P, n_0.shape), budget) * iteration_s(
+        steps.batch_base_s if limits.prefill_apart else loop.step_s, np.minimum(n_0, budget / np.maximum(P, 1.0)) * t_pf
+    )
+    fields = ("tpot_s", "itl_s", "ttft_s", "e2e_s", "requests_per_s", "output_tokens_per_s", "mean_batch")
+    t = drained_times(N, n_e, n_0, {k: getattr(loop, k) for k in (*fields, "prefill_share")}, burst_s, O)
+    t |= {f: getattr(loop, f) for f in ("tokens_per_round", "decode_batch", "prefill_iterations", "step_s")}
+    return replace(waves, **{f: np.where(drains, v, getattr(waves, f)) for f, v in t.items()})
+
+
+def _waves(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, spread: float = 0.0) -> SteadyState:
+    """An offline batch of N requests at once in waves of N_e (:func:`offline_times`)."""
     D = decode_rounds(steps.acceptance, steps.gamma, O - 1.0)
     b = np.broadcast_to(n_e, np.broadcast_shapes(np.shape(n_e), D.shape))
     step, E, out = steps(b)
