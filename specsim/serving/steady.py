@@ -51,7 +51,10 @@ grows), never a negative or divergent number.  Where the KV cache holds that ful
 (:func:`specsim.serving.preemption.saturated_charge`); below capacity nothing is charged.
 
 An offline batch (``LLM.generate`` of ``N`` prompts at once, ``trtllm-bench``): every prompt prefills (in the budget),
-then the ``N`` sequences decode together; throughput is ``N O`` over the whole.
+then the ``N`` sequences decode together, in waves of the N_e the engine holds; throughput is ``N O`` over the whole.
+Where the KV cache holds fewer than N and the engine preempts (vLLM), it admits far more than N_e on their prompts and
+preempts the newest as they grow: the batch runs as a closed loop of N_e whose queue drains
+(:func:`specsim.serving.drain.drained_times`, charged :func:`specsim.serving.preemption.drained_charge`).
 
 Checked against the request-level simulator, which plays the same iterations request by request
 (``tests/test_steady.py``).
@@ -409,7 +412,7 @@ def preemption_expected(state: "SteadyState", limits: EngineLimits) -> np.ndarra
     and recompute their tokens when admitted again (:class:`specsim.serving.kv_blocks.KvBlocks` plays it; a closed
     loop's steady state charges the recompute and the wait at the queue's front in the mean,
     :mod:`specsim.serving.preemption`, and so is a Poisson load's past the capacity of the full engine the cache holds,
-    marked ``capacity``; an offline batch's is not charged)."""
+    marked ``capacity``, and an offline batch's as its queue drains, :func:`specsim.serving.preemption.drained_charge`)."""
     gamma = np.asarray(state.gamma).reshape(-1, 1)
     kv_full = (np.asarray(state.limited_by) == "capacity") & (state.in_engine < limits.seqs(gamma > 0))
     kv_bound = np.broadcast_to((np.asarray(state.limited_by) == "kv cache") | kv_full, state.tpot_s.shape)
