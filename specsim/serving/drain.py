@@ -19,16 +19,17 @@ def drained_times(
     """The times of an offline batch of ``requests`` N at once in an engine that admits on what it counts (the prompt's
     blocks for vLLM) and preempts the newest as they grow: a closed loop of the ``in_engine`` N_e its KV cache holds
     whose queue drains (:mod:`specsim.serving.preemption`), ``loop`` that closed loop's times with no queue wait
-    (:func:`specsim.serving.steady.closed_loop_times`, charged :func:`~specsim.serving.preemption.drained_charge`), at its rate r.
+    (:func:`specsim.serving.steady.closed_loop_times`, charged :func:`~specsim.serving.preemption.drained_charge`), at
+    its rate r.
 
-    Its requests enter the loop in order, one per finish: the j-th after the first N_e enters at the j-th finish,
-    j / r after the start, so the batch waits sum_j j / r = (N - N_e)(N - N_e + 1) / (2 r) in all.  The ``admitted``
-    N_0 the engine takes at once (:func:`specsim.serving.steady.admitted_at_once`) prefill in the first burst (``burst_s``, their mean time
-    to a first token) and those of them past the N_e are preempted as the others grow and wait at the queue's front
-    with their first token out: their waits, (N_0 - N_e)(N_0 - N_e + 1) / (2 r), fall in the decode phase (TPOT); the
-    N - N_0 admitted later wait before their first token (TTFT, then the loop's own).  The last enters at
-    (N - N_e) / r and ends the batch a loop's end-to-end latency later (the makespan: N / r where the loop's latency
-    is N_e / r).  Where N_0 is N_e (an engine that reserves the whole length) it is the waves' mean in a stream.
+    Its requests enter the loop in order, one per finish: the j-th after the first N_e enters at the j-th finish, j / r
+    after the start, so the batch waits sum_j j / r = (N - N_e)(N - N_e + 1) / (2 r) in all.  The ``admitted`` N_0 the
+    engine takes at once (:func:`specsim.serving.steady.admitted_at_once`) prefill in the first burst (``burst_s``,
+    their mean time to a first token), and those of them past the N_e are preempted as the others grow and wait at the
+    queue's front with their first token out: their waits, (N_0 - N_e)(N_0 - N_e + 1) / (2 r), fall in the decode phase
+    (TPOT); the N - N_0 admitted later wait before their first token (TTFT, then the loop's own).  The last enters at
+    (N - N_e) / r and ends the batch a loop's end-to-end latency later (the makespan: N / r where the loop's latency is
+    N_e / r).  Every term is a sum of non-negative waits over a positive rate: none can go negative or diverge.
 
     >>> loop = {"tpot_s": 0.03, "itl_s": 0.03, "ttft_s": 0.1, "e2e_s": 10.1, "requests_per_s": 10.0,
     ...         "output_tokens_per_s": 3330.0, "mean_batch": 100.0, "prefill_share": 0.1}

@@ -84,8 +84,9 @@ the queue's mean over the drain, q = (N - N_e) / 2, on the N - N_e requests of N
 
 (R(q) is concave in q, so with Q = N - N_e the mean queue's R overstates the mean of R over q in [0, Q] by
 (Q P - U)^2 / (2 Q P) where U < Q P < 2 U, at most U / 4, and by U^2 / (2 Q P) beyond: 1% of U at 512 x 1,000/8,000
-tokens on an H100; not at all where Q P <= U.)  The recompute over the batch, (N - N_e) U, is what the simulator recomputes within 7%
-(3.38 M tokens against 3.64 M at 512 x 1,000/8,000 tokens on an H100, ``benchmarks/steady_vs_sim_open.py``).
+tokens on an H100; not at all where Q P <= U.)  The recompute over the batch, (N - N_e) U, is what the simulator recomputes within 10% on an H100
+(``benchmarks/steady_vs_sim_open.py``, Llama-3.1-8B, plain / speculating with Llama-3.2-1B: 3.30 M / 3.49 M tokens
+against 3.65 M / 3.55 M at 512 x 1,000/8,000; 1.55 M / 1.67 M against 1.72 M / 1.51 M at 1,024 x 1,000/2,000).
 """
 
 from __future__ import annotations

@@ -393,12 +393,12 @@ def _sequences_held(dep, gamma, limits, kv_bytes, tokens_of):
 
 def admitted_at_once(dep, P, O, gamma, limits, kv_bytes=None) -> np.ndarray:
     """N_0: the requests of a burst (an offline batch) that an engine of ``limits`` admits at once, per gamma: those
-        whose admission fits beside the others' (:func:`specsim.serving.kv_blocks.admission_tokens`: the prompt's blocks
-        for vLLM, far more than the N_e it holds at their mean context; the whole length where the engine reserves it),
-        at most max_num_seqs.  The token budget takes them one chunk at a time (:func:`burst_iterations`), and those
-        admitted first grow meanwhile: not counted (at 482 prompts of 1,000 tokens through a budget of 8,192, 59
-        iterations, a few dozen tokens each: 496 here, plain, and 382 speculating with Llama-3.2-1B on an H100 at 1,000/8,000
-    tokens, where the simulator admitted 482 and 355 in its first 20 s, ``benchmarks/steady_vs_sim_open.py``)."""
+    whose admission fits beside the others' (:func:`specsim.serving.kv_blocks.admission_tokens`: the prompt's blocks for
+    vLLM, far more than the N_e it holds at their mean context; the whole length where the engine reserves it), at most
+    max_num_seqs.  The token budget takes them one chunk at a time (:func:`burst_iterations`), and those admitted first
+    grow meanwhile: not counted.  On an H100 with Llama-3.1-8B at 1,000/8,000 tokens this gives 496 plain and 382
+    speculating with Llama-3.2-1B, where the simulator admitted 482 and 355 in its first 20 s (the 59 iterations 482
+    prompts take through a budget of 8,192 grow each by a few dozen tokens; ``benchmarks/steady_vs_sim_open.py``)."""
     from specsim.serving.kv_blocks import admission_tokens
 
     held = _sequences_held(dep, gamma, limits, kv_bytes, lambda g: admission_tokens(limits.kv_policy, P, O))
