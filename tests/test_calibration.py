@@ -2165,3 +2165,47 @@ def test_a_tree_may_verify_fewer_tokens_than_its_depth_plus_one_a_chain_may_not(
     assert {c.setup.verify for c in runs if c.setup} == {3}
     with pytest.raises(ValueError, match=r"--verify-tokens 3 is fewer than --steps 3 plus the target's own token"):
         runs_from_files(plain, spec, topk=1, verify_tokens=3)
+
+
+def test_an_offline_run_the_kv_cache_binds_is_fitted_as_the_answers_drain_it(dep):
+    """An offline batch of 512 requests of 1,000 in and 2,000 out where vLLM's cache holds about a tenth of them: the
+    answers drain it through the closed loop of those it holds (steady.drained_batch_times), and calibrate-engine's
+    model of the same run, at the preset, gives the same times (one serving model); a batch the cache holds runs in
+    waves in both.  Exact up to float rounding: no tolerance beyond 1e-9."""
+    from specsim.serving.capacity import sequence_kv_bytes
+    from specsim.serving.steady import steady_state
+
+    P, O = 1000, 2000
+    kv = 50.5 * float(sequence_kv_bytes(dep, P + O // 2, with_draft=False))
+    runs = [
+        CalRun(
+            BenchRun(
+                "x.jsonl",
+                1,
+                "vllm",
+                None,
+                f"batch {n}",
+                n,
+                1.0,
+                None,
+                float(P),
+                float(O),
+                None,
+                kind="batch",
+                load_value=float(n),
+                output_tokens_per_s=1000.0,
+            ),
+            None,
+        )
+        for n in (512, 32)
+    ]
+    model = RunModel(dep, runs, kv_bytes=(kv, kv))
+    assert list(model.limited_by) == ["kv cache", ""] and model.fixed.all()
+    values = Values.at_preset(dep.engine, 0.8, 0)
+    model.settle(values)
+    got = model.times(values, np.arange(2))
+    limits = dataclasses.replace(model.limits, kv_capacity_bytes=kv)
+    for i, n in enumerate((512, 32)):
+        want = steady_state(dep, 0.8, [0], [n], P, O, "batch", limits, fixed_lengths=True)  # whole lengths, as read
+        for key in ("tpot_s", "ttft_s", "output_tokens_per_s"):
+            assert got[key][i] == pytest.approx(float(getattr(want, key)[0, 0]), rel=1e-9), (n, key)

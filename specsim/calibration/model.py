@@ -27,13 +27,15 @@ import numpy as np
 
 from specsim.calibration.runs import with_sweep_acceptance
 from specsim.engines import SpecHost
-from specsim.serving.preemption import closed_loop_charge
+from specsim.serving.preemption import closed_loop_charge, drained_charge
 from specsim.serving.steady import (
     EngineLimits,
+    admitted_at_once,
     closed_loop_times,
     closed_population,
     decode_rounds,
     decode_rounds_spread,
+    drained_batch_times,
     engine_population,
     offline_times,
     open_loop_times,
@@ -122,6 +124,15 @@ class RunModel:
             self.in_engine[m], self.limited_by[m] = engine_population(
                 dep, kind, self.load[m], self.prompt[m], self.output[m], self.steps[m], self.limits, kv_bytes
             )
+        # An offline run whose KV cache binds on an engine that preempts (vLLM) drains as a closed loop of the N_e it
+        # holds, admitting many at once (steady.drained_batch_times, as the answers' offline batches do).
+        self.drains = (
+            (self.load_kind == "batch") & (self.limited_by == "kv cache") & bool(self.limits.kv_policy.preempts)
+        )
+        self.admitted = np.zeros(len(runs))
+        if self.drains.any():
+            at_once = admitted_at_once(dep, self.prompt, self.output, self.steps, self.limits, kv_bytes)
+            self.admitted = np.where(self.drains, at_once, 0.0)
         self.fit_scale = _scales(dep.source)
         self.batch = np.ones(len(runs))
         self.batch_own = np.zeros(len(runs))
@@ -197,7 +208,9 @@ class RunModel:
                 al[m],
                 fixed_lengths=f,
                 users=np.where(
-                    self.load_kind[index][m] == "concurrency", self.load[index][m], self.in_engine[index][m]
+                    (self.load_kind[index][m] == "concurrency") | self.drains[index][m],
+                    self.load[index][m],
+                    self.in_engine[index][m],
                 ),
             )
             for f in (False, True)
@@ -221,11 +234,11 @@ class RunModel:
         point)."""
         everything = np.arange(len(self.runs))
         batch, own = self.batch.copy(), self.batch_own.copy()
-        closed = self.load_kind == "concurrency"
+        closed = (self.load_kind == "concurrency") | self.drains
         if closed.any():
             pop = self.population(values.alphas, everything[closed])
             batch[closed], own[closed] = pop.batch, pop.batch_own
-        offline = self.load_kind == "batch"  # its own batch: half the wave, where its slowest requests finish
+        offline = (self.load_kind == "batch") & ~self.drains  # its own: half the wave, where its slowest finish
         batch[offline], own[offline] = self.in_engine[offline], np.maximum(self.in_engine[offline] / 2.0, 1.0)
         rate = self.load_kind == "rate"
         for _ in range(3 if rate.any() else 0):
@@ -366,17 +379,18 @@ class RunModel:
         t_pf = p["prefill"][index] / values.prefill_scale
         base = p["base"] + values.iteration_s + values.iteration_seq_s
         batch_base = p["batch_base"][index] + values.iteration_s + values.iteration_seq_s
-        kind = self.load_kind[index]
-        for k, sel in (("concurrency", kind == "concurrency"), ("rate", kind == "rate"), ("batch", kind == "batch")):
+        kind = np.where(self.drains[index], "drain", self.load_kind[index])
+        for k, sel in ((k, kind == k) for k in ("concurrency", "drain", "rate", "batch")):
             if not sel.any():
                 continue
             i = index[sel]
-            if k == "concurrency":
+            if k in ("concurrency", "drain"):
                 pop = self.population(values.alphas, i)
                 own = own_step_s(pop.batch_own, own_at[sel], step[sel], base)
                 # (the deployment as _passes' prompts take it, prefill efficiency apart; built only where a run is
                 # preempted, so that a fit's kept deployments are not pushed out by one it does not use)
-                preempted = closed_loop_charge(
+                charge = closed_loop_charge if k == "concurrency" else drained_charge
+                preempted = charge(
                     self.limits,
                     self.load[i],
                     self.in_engine[i],
@@ -393,14 +407,27 @@ class RunModel:
                     step[sel],
                     own,
                     t_pf[sel],
-                    self.load[i],
+                    self.load[i] if k == "concurrency" else self.in_engine[i],
                     self.output[i],
                     self.prompt[i],
                     self.limits,
-                    self.completed[i],
+                    self.completed[i] if k == "concurrency" else None,
                     batch_base[sel],
                     preempted,
                 )
+                if k == "drain":  # an offline batch that drains through that loop
+                    t = drained_batch_times(
+                        t,
+                        self.load[i],
+                        self.in_engine[i],
+                        self.admitted[i],
+                        self.prompt[i],
+                        self.output[i],
+                        t_pf[sel],
+                        step[sel],
+                        batch_base[sel],
+                        self.limits,
+                    )
             elif k == "rate":
                 left = np.maximum(self.limits.prefill_budget(self.batch[i], self.steps[i]), 1.0)
                 k_p = np.maximum(np.ceil(self.prompt[i] / left), 1.0)

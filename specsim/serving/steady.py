@@ -1182,17 +1182,27 @@ def _offline(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, spread: float =
     if admitted is None or not np.any(drains):
         return waves
     loop = _closed_loop(steps, N, P, O, t_pf, n_e, limited, limits, drained=True)
+    fields = ("tpot_s", "itl_s", "ttft_s", "e2e_s", "requests_per_s", "output_tokens_per_s", "mean_batch")
+    looped = {k: getattr(loop, k) for k in (*fields, "prefill_share")}
+    t = drained_batch_times(looped, N, n_e, admitted, P, O, t_pf, loop.step_s, steps.batch_base_s, limits)
+    t |= {f: getattr(loop, f) for f in ("tokens_per_round", "decode_batch", "prefill_iterations", "step_s")}
+    return replace(waves, **{f: np.where(drains, v, getattr(waves, f)) for f, v in t.items()})
+
+
+def drained_batch_times(loop: dict, N, n_e, admitted, P, O, t_pf, step_s, batch_base_s, limits: EngineLimits) -> dict:
+    """An offline batch of N drained through the closed loop of the N_e its KV cache holds (``loop``: that loop's
+    times, :func:`closed_loop_times` charged :func:`specsim.serving.preemption.drained_charge`, its iteration
+    ``step_s``), ``admitted`` of them at once (:func:`admitted_at_once`): their prompts' burst, then the drain's waits
+    (:func:`specsim.serving.drain.drained_times`).  The one home of that composition: the answers' offline batches
+    and calibrate-engine's offline runs both take it."""
     n_0 = np.floor(np.clip(admitted, n_e, N))
     # The N_0 prompts admitted at once fill each iteration's budget, budget / P of them an iteration, beside the
     # others decoding (a prefill batch's own base pass where prefill runs apart).
-    budget = float(limits.max_batched_tokens)
-    burst_s = burst_iterations(n_0, np.broadcast_to(P, n_0.shape), budget) * iteration_s(
-        steps.batch_base_s if limits.prefill_apart else loop.step_s, np.minimum(n_0, budget / np.maximum(P, 1.0)) * t_pf
+    burst_s = burst_iterations(n_0, np.broadcast_to(P, n_0.shape), float(limits.max_batched_tokens)) * iteration_s(
+        batch_base_s if limits.prefill_apart else step_s,
+        np.minimum(n_0, limits.max_batched_tokens / np.maximum(P, 1.0)) * t_pf,
     )
-    fields = ("tpot_s", "itl_s", "ttft_s", "e2e_s", "requests_per_s", "output_tokens_per_s", "mean_batch")
-    t = drained_times(N, n_e, n_0, {k: getattr(loop, k) for k in (*fields, "prefill_share")}, burst_s, O)
-    t |= {f: getattr(loop, f) for f in ("tokens_per_round", "decode_batch", "prefill_iterations", "step_s")}
-    return replace(waves, **{f: np.where(drains, v, getattr(waves, f)) for f, v in t.items()})
+    return drained_times(N, n_e, n_0, loop, burst_s, O)
 
 
 def _waves(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, spread: float = 0.0) -> SteadyState:
