@@ -74,7 +74,7 @@ builds; the simulator plays it).
 An offline batch of N requests at once (:func:`drained_charge`).  The engine admits on what it counts (the prompt's
 blocks for vLLM: :func:`specsim.serving.kv_blocks.admission_tokens`), far more than the N_e it holds at their mean
 context, and preempts the newest as they grow: the batch runs as a closed loop of N_e whose queue drains, one request
-entering per finish (:func:`specsim.serving.steady.drained_times` has its waits).  While the queue holds q requests
+entering per finish (:func:`specsim.serving.drain.drained_times` has its waits).  While the queue holds q requests
 each finish is charged the closed loop's recompute at N_e + q users, R(q) = min(U, q P) with U = max(O - A - N_e S, 0);
 the N - N_e finishes before the queue runs dry see q fall from N - N_e to 1, and the last N_e none (the queue is dry:
 their growth takes the blocks the others free).  Each request is charged, in the mean over the batch, the counts of
@@ -84,9 +84,10 @@ the queue's mean over the drain, q = (N - N_e) / 2, on the N - N_e requests of N
 
 (R(q) is concave in q, so with Q = N - N_e the mean queue's R overstates the mean of R over q in [0, Q] by
 (Q P - U)^2 / (2 Q P) where U < Q P < 2 U, at most U / 4, and by U^2 / (2 Q P) beyond: 1% of U at 512 x 1,000/8,000
-tokens on an H100; not at all where Q P <= U.)  The recompute over the batch, (N - N_e) U, is what the simulator recomputes within 10% on an H100
-(``benchmarks/steady_vs_sim_open.py``, Llama-3.1-8B, plain / speculating with Llama-3.2-1B: 3.30 M / 3.49 M tokens
-against 3.65 M / 3.55 M at 512 x 1,000/8,000; 1.55 M / 1.67 M against 1.72 M / 1.51 M at 1,024 x 1,000/2,000).
+tokens on an H100; not at all where Q P <= U.)  The recompute over the batch, (N - N_e) U, is what the simulator
+recomputes within 10% on an H100 (``benchmarks/steady_vs_sim_open.py``, Llama-3.1-8B, plain / speculating with
+Llama-3.2-1B: 3.30 M / 3.49 M tokens against 3.65 M / 3.55 M at 512 x 1,000/8,000; 1.55 M / 1.67 M against 1.72 M /
+1.51 M at 1,024 x 1,000/2,000).
 """
 
 from __future__ import annotations
