@@ -210,7 +210,7 @@ def test_pard_has_no_default_acceptance_and_says_why(capsys):
     [
         (
             ["--draft", "dflash", "--target", "qwen3-8b", "--engine", "vllm@0.10"],
-            "vllm@0.10 (releases 0.10-0.13) refuses method dflash (vllm/config/speculative.py SpeculativeMethod: in 0.20.0, not 0.19.1 "
+            "vllm@0.10 (vLLM 0.13.0, the newest release of 0.10-0.13) refuses method dflash (vllm/config/speculative.py SpeculativeMethod: in 0.20.0, not 0.19.1 "
             "(PR #38300)): a DFlash block-diffusion drafter (--draft dflash) runs from vllm 0.20.0; use vllm@0.20.0 or later, or another drafter",
         ),
         (
@@ -236,7 +236,7 @@ def test_pard_has_no_default_acceptance_and_says_why(capsys):
         ),
         (
             ["--draft", "llama-3.2-1b", "--engine", "vllm@0.10"],
-            "vllm@0.10 (releases 0.10-0.13) refuses method draft_model (vllm/engine/arg_utils.py: 'not supported yet' before 0.15.0): "
+            "vllm@0.10 (vLLM 0.13.0, the newest release of 0.10-0.13) refuses method draft_model (vllm/engine/arg_utils.py: 'not supported yet' before 0.15.0): "
             "a draft model (--draft MODEL) runs from vllm 0.15.0; use vllm@0.15.0 or later, or another drafter",
         ),
     ],

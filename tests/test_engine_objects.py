@@ -273,8 +273,11 @@ def test_named_release_reads_aliases_and_latest_as_the_releases_they_cover():
     assert named_release("sglang@spec-v1") == ("sglang", last, shown.replace("sglang@0.5", "sglang@spec-v1"))
     assert named_release("sglang@spec-v2") == named_release("sglang@latest") == named_release("sglang")
     assert named_release("sglang@latest") == ("sglang", newest, f"sglang {REGISTRY['sglang'].newest}")
-    # A preset's releases named from its first to its last patch where that is not open-ended.
-    assert named_release("sglang@0.5")[2] == "sglang@0.5 (releases 0.4-0.5.10)"
+    # A preset's releases named from its first to its last patch where that is not open-ended, and the one release it
+    # stands for: the newest of them as specsim read it (x.y.0 of a range open to every x.y patch).
+    assert named_release("sglang@0.5")[2] == "sglang@0.5 (SGLang 0.5.10, the newest release of 0.4-0.5.10)"
+    assert named_release("vllm@0.14")[1:] == ((0, 27, 0), "vllm@0.14 (vLLM 0.27.0, the newest release of 0.14-0.27)")
+    assert named_release("vllm")[1] == named_release("vllm@latest")[1] == (0, 34, 0)
     assert named_release(get_engine("vllm@0.10")) == named_release("vllm@0.10")  # a preset as its key names it
 
 
@@ -339,3 +342,36 @@ def test_an_engine_typo_is_refused_with_the_engine_it_is_closest_to(capsys):
     assert main(["optimal-gamma", "--engine", "sglnag", "--batch", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown engine 'sglnag'; did you mean sglang?" in err[0], err
+
+
+@pytest.mark.parametrize(
+    "spec, release",
+    [
+        ("vllm@0.14", "0.27.0"),
+        ("vllm@0.10", "0.13.0"),
+        ("vllm", "0.34.0"),
+        ("vllm@0.20.0", "0.20.0"),
+        ("sglang@0.5", "0.5.10"),
+        ("sglang@spec-v1", "0.5.10"),
+        ("sglang", "0.5.23"),
+        ("trtllm", "1.3.0"),
+    ],
+)
+def test_a_preset_name_is_one_release_to_the_answers_the_writers_and_the_json(spec, release):
+    """vllm@0.14's answers were read at 0.27 while schedule --format vllm wrote (and refused) for 0.14.0, bench-plan
+    planned for "0.14" and sglang@0.5's limits said 0.5.10 beside "written for SGLang 0.5.0"."""
+    from specsim.calibration.plan import resolve_version
+    from specsim.engines import named_release, preset_releases
+    from specsim.engines.base import preset_release
+    from specsim.speculation.deployment import Deployment
+
+    preset = get_engine(spec)
+    number = tuple(int(x) for x in release.split("."))
+    assert preset_release(preset.name, preset, REGISTRY[preset.name].ranges) == number  # what the answers read
+    assert named_release(spec)[1] == number  # the drafter check, the metric names and schedule's writers
+    assert resolve_version(spec)[1] == release  # bench-plan
+    first, last = (tuple(int(x) for x in v.split(".")) for v in preset_releases(preset).split("-"))
+    assert first <= number <= last  # a release the preset covers
+    if preset.name == "vllm":
+        dep = Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", timing="roofline", engine=spec)
+        assert dep.identity()["engine_release"] == release  # --json's deployment

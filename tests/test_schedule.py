@@ -373,7 +373,8 @@ def test_sglang_adaptive_config_only_where_the_version_reads_it(version):
             ["--format", "sglang", "--engine", "sglang@0.4.3", "--draft", "eagle3"],
             "sglang 0.4.3 refuses --speculative-algorithm EAGLE3",
         ),
-        (["--format", "vllm", "--engine", "vllm@0.14"], "vllm 0.14.0 refuses method draft_model"),
+        # spelled in full: the preset's name vllm@0.14 is 0.27.0, its answers' release, which runs draft models
+        (["--format", "vllm", "--engine", "vllm@0.14.0"], "vllm 0.14.0 refuses method draft_model"),
     ],
 )
 def test_a_key_or_drafter_the_version_lacks_is_refused_in_one_line(argv, says, capsys):

@@ -29,10 +29,11 @@ import math
 import shlex
 from dataclasses import dataclass, field
 
-from specsim.engines import DEFAULT_VERSIONS, EnginePreset, get_engine, parse_version
+from specsim.engines import EnginePreset, get_engine, named_release, parse_version
 from specsim.engines.sglang import SglangBench
 from specsim.engines.trtllm import TrtllmBench
 from specsim.engines.vllm import VllmBench
+from specsim.engines.writers import version_text
 
 __all__ = [
     "BenchPlan",
@@ -166,21 +167,19 @@ WRITERS = {w.name: w for w in (VllmBench(), SglangBench(), TrtllmBench())}
 
 # -- the design -------------------------------------------------------------------------------------------------------
 def resolve_version(engine: str | EnginePreset) -> tuple[str, str, EnginePreset]:
-    """(engine name, numbered version, specsim preset) of ``--engine``: a bare name or ``@latest`` is the newest
-    release the writer was checked against."""
+    """(engine name, numbered version, specsim preset) of ``--engine``: a numbered release as given; a preset's key, an
+    alias, ``@latest`` or a bare name the release its answers are read at (:func:`specsim.engines.named_release`:
+    ``vllm@0.14`` plans for 0.27.0, ``vllm`` for the newest release the writer was checked against)."""
     preset = get_engine(engine)  # refuses unknown engines and versions; a resolved preset as it is
-    name, _, version = preset.named_as.partition("@")
-    if name == "none":
+    named = named_release(preset)
+    if named is None:
         raise ValueError(
             "--engine none serves nothing: name the engine and version to benchmark (vllm, sglang or trtllm)"
         )
-    writer = WRITERS[name]
-    if version in ("", "latest") or version == DEFAULT_VERSIONS.get(name):
-        version = writer.newest
-    if parse_version(name, version) is None:
-        raise ValueError(
-            f"--engine {preset.named_as}: a plan needs a numbered version ({name}@{writer.newest}), got {version!r}"
-        )
+    name, release, _ = named
+    version = preset.named_as.partition("@")[2]
+    if not preset.asked:  # a preset's name (its key, an alias, latest or bare), not a release's number
+        version = version_text(release)
     return name, version, preset
 
 

@@ -257,19 +257,21 @@ def _engine_for_format(args: argparse.Namespace, engine) -> str | None:
 
 
 def _writer_version(args: argparse.Namespace, engine) -> tuple | None:
-    """The release the configuration is written for: --engine's numbered version (or the calibration's runs') where it
-    names the --format engine, else that engine's newest release specsim read."""
+    """The release the configuration is written for: the one --engine (or the calibration's runs) names where it names
+    the --format engine, the release its answers are read at (:func:`specsim.engines.named_release`: ``vllm@0.14`` is
+    0.27.0, as its speedups are), else that engine's newest release specsim read."""
     from specsim.cli.args import calibration
-    from specsim.engines import parse_version
+    from specsim.engines import named_release, parse_version
 
     if engine is None:
         return None
     cal = calibration(args)
     # A calibration keeps the release its runs were served by: the configuration is written for that one.
-    named = args.engine.named_as if args.engine is not None else cal.engine if cal is not None else ""
-    name, _, version = named.strip().lower().partition("@")
-    number = parse_version(name, version) if name == engine.name and version else None
-    return number or parse_version(engine.name, engine.newest)
+    named = args.engine if args.engine is not None else cal.engine if cal is not None and cal.engine else None
+    resolved = None if named is None else named_release(named)
+    if resolved is not None and resolved[0] == engine.name:
+        return resolved[1]
+    return parse_version(engine.name, engine.newest)
 
 
 def _print_engine(args, answer, checkpoint) -> list[str]:

@@ -25,8 +25,10 @@ from specsim.engines.base import (
     MetricNames,
     SpecHost,
     parse_version,
+    preset_release,
 )
 from specsim.engines.engine import DefaultLimits, Engine, EngineSupport
+from specsim.engines.writers import version_text
 
 __all__ = [
     "DEFAULT_ENGINE",
@@ -54,6 +56,8 @@ __all__ = [
     "draft_tp",
     "get_engine",
     "named_release",
+    "release_said",
+    "release_text",
     "parse_version",
     "source_and_engine",
 ]
@@ -149,30 +153,51 @@ def preset_releases(preset: EnginePreset) -> str | None:
 
 
 def named_release(spec: str | EnginePreset) -> tuple[str, tuple[int, int, int], str] | None:
-    """(engine, release, how to name it) that ``--engine`` names, for checking what that release runs: a numbered
-    release as given; a preset's key or alias (``vllm@0.10``, ``sglang@spec-v1``) the newest release it covers; a bare
-    name or ``latest`` the newest release specsim knows (each module's ``NEWEST``); None for ``none``.
+    """(engine, release, how to name it) that ``--engine`` names: the one release its answers, refusals, metric names
+    and writers all go by (:func:`~specsim.engines.base.preset_release`, its one home): a numbered release as given; a
+    preset's key, alias, ``latest`` or a bare name the newest release it covers, as specsim read it; None for ``none``.
 
     >>> named_release("vllm@0.11.2"), named_release("vllm@0.10"), named_release("sglang"), named_release("none")
-    (('vllm', (0, 11, 2), 'vllm 0.11.2'), ('vllm', (0, 13, 99), 'vllm@0.10 (releases 0.10-0.13)'), ('sglang', (0, 5, 23), 'sglang 0.5.23'), None)
+    (('vllm', (0, 11, 2), 'vllm 0.11.2'), ('vllm', (0, 13, 0), 'vllm@0.10 (vLLM 0.13.0, the newest release of 0.10-0.13)'), ('sglang', (0, 5, 23), 'sglang 0.5.23'), None)
     """
-    name, _, version = get_engine(spec).named_as.partition("@")  # get_engine refuses what names no preset
+    preset = get_engine(spec)  # refuses what names no preset
+    name, _, version = preset.named_as.partition("@")
     if name not in REGISTRY:  # none, or a preset a library user built for an engine specsim does not model
         return None
+    engine = REGISTRY[name]
+    release = preset_release(name, preset, engine.ranges)
     key = _ALIASES.get((name, version), version)
+    if parse_version(name, version) is not None and f"{name}@{key}" not in PRESETS:
+        return name, release, f"{name} {version}"
     if not version or key == "latest":
-        newest = parse_version(name, REGISTRY[name].newest)
-        return name, newest, f"{name} {REGISTRY[name].newest}"
-    if f"{name}@{key}" in PRESETS:
-        first, last = next((a, b) for a, b, k in _RANGES[name] if k == key)
-        shown = f"{first[0]}.{first[1]}" + (f".{first[2]}" if first[2] else "")
-        return (
-            name,
-            last,
-            f"{name}@{version} (releases {shown}-{last[0]}.{last[1]}" + (f".{last[2]}" if last[2] != 99 else "") + ")",
-        )
-    number = parse_version(name, version)
-    return name, number, f"{name} {version}"
+        return name, release, f"{name} {version_text(release)}"
+    return name, release, f"{name}@{version} ({release_said(preset)})"
+
+
+def release_text(preset: EnginePreset) -> str | None:
+    """The release ``preset`` stands for, "0.27.0" (:func:`named_release`), as ``--json`` gives it; None for ``none``.
+
+    >>> release_text(get_engine("vllm@0.14")), release_text(get_engine("sglang@0.5.3")), release_text(get_engine("none"))
+    ('0.27.0', '0.5.3', None)
+    """
+    named = named_release(preset)
+    return None if named is None else version_text(named[1])
+
+
+def release_said(preset: EnginePreset) -> str:
+    """The release a preset named without one is read at, in words ("vLLM 0.27.0, the newest release of 0.14-0.27");
+    "" for a numbered release (its number says it) and for ``none``: what the step-time line, the writers and
+    :func:`named_release` print beside the preset's key."""
+    engine = REGISTRY.get(preset.name)
+    if engine is None or preset.asked:
+        return ""
+    release = preset_release(preset.name, preset, engine.ranges)
+    first, last = next(((a, b) for a, b, k in engine.ranges if k == preset.version), engine.ranges[-1][:2])
+
+    def show(v):
+        return f"{v[0]}.{v[1]}" + (f".{v[2]}" if v[2] not in (0, 99) else "")
+
+    return f"{engine.title} {version_text(release)}, the newest release of {show(first)}-{show(last)}"
 
 
 def metric_names(spec: str | EnginePreset) -> tuple[MetricNames, tuple[int, int, int], str]:

@@ -485,11 +485,16 @@ def parse_version(name: str, text: str) -> tuple[int, int, int] | None:
 
 
 def preset_release(name: str, preset, ranges) -> tuple[int, int, int]:
-    """The release ``preset`` was asked for (``specsim ... --engine vllm@0.24.0``), else the newest of its range in
-    ``ranges`` ((first, last, preset version) rows): the release an engine's version-dependent rule is read at."""
+    """The one release ``preset`` stands for, which its answers, notes, refusals and writers are all read at: the
+    release it was asked for (``specsim ... --engine vllm@0.24.0``), else the newest of its range in ``ranges``
+    ((first, last, preset version) rows) as specsim read it.  A range that ends at x.y.99 (every patch of x.y) is read
+    at x.y.0, the wheel whose source was read, and the one a writer can name (vllm@0.14 is vLLM 0.27.0, vllm@latest
+    0.34.0); a range ending at a patch (sglang@0.5, 0.5.10) at that patch.  :func:`specsim.engines.named_release` asks
+    it for a preset named by ``--engine``."""
     release = parse_version(name, preset.asked) if preset.asked else None
     if release is None:
-        release = next((last for first, last, key in ranges if key == preset.version), ranges[-1][1])
+        last = next((last for first, last, key in ranges if key == preset.version), ranges[-1][1])
+        release = (last[0], last[1], 0) if last[2] == 99 else last
     return release
 
 

@@ -900,7 +900,7 @@ def memory_share(
         if preset.asked:
             version = _version_text(release)
         else:
-            first = next(first for first, last, key in RANGES if last == release)
+            first = next((first for first, last, key in RANGES if key == preset.version), RANGES[-1][0])
             version = f"{first[0]}.{first[1]}-{release[0]}.{release[1]}"
             older = next(u for start, u in reversed(_MEMORY_UTILIZATION) if first >= start)
             if extensible:  # the range's newest sizes its cache so, its older releases by their 0.92
@@ -1091,10 +1091,10 @@ def _eager_draft_model(release: tuple, drafter_kind, hardware=None, target=None)
 
 def _release_said(preset, release: tuple) -> str:
     """The release a rule was read at, as the lines say it: a preset named without its release is read at its range's
-    newest (0.34.99 for latest), said as the range."""
+    newest (0.34.0 for latest: :func:`~specsim.engines.base.preset_release`), said as the range."""
     if preset.asked:
         return _version_text(release)
-    first = next(first for first, last, key in RANGES if last == release)
+    first = next((first for first, last, key in RANGES if key == preset.version), RANGES[-1][0])
     return f"{first[0]}.{first[1]}-{release[0]}.{release[1]} (read at its newest; --engine vllm@X.Y.Z names yours)"
 
 

@@ -56,6 +56,8 @@ from specsim.engines import (
     as_run_here,
     draft_tp,
     get_engine,
+    release_said,
+    release_text,
     source_and_engine,
 )
 from specsim.engines.engine import rocm_large_moe_said
@@ -978,6 +980,7 @@ class Deployment:
             "timing_source": self.source.name,
             "engine": self.engine.named_as,
             "engine_preset": self.engine.key,
+            "engine_release": release_text(self.engine),
             "calibration": (
                 {
                     "file": self.engine.calibration_file or self.engine.calibration,
@@ -1009,7 +1012,8 @@ class Deployment:
         if any(m.tp > 1 for m in models):
             tags.append("2 all-reduces per layer + logits gather per pass")
         assumed = f"; assumed: {', '.join(tags)}" if tags else ""
-        return f"step times: {self.source.name} ({self.source.brief()}); engine {engine.label}{overlap}{assumed}{BRIEF_HINT}"
+        shown = engine.label + (f" ({release_said(engine)})" if release_said(engine) else "")  # a preset's release
+        return f"step times: {self.source.name} ({self.source.brief()}); engine {shown}{overlap}{assumed}{BRIEF_HINT}"
 
     def notes(self) -> list[str]:
         """What the step-time source could not answer from its own data, the choices made for the user, and defaults the

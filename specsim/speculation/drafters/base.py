@@ -205,7 +205,7 @@ class Drafter:
         >>> DFlashDrafter.runs_on("vllm@0.10")
         Traceback (most recent call last):
         ...
-        ValueError: vllm@0.10 (releases 0.10-0.13) refuses method dflash (vllm/config/speculative.py SpeculativeMethod: in 0.20.0, not 0.19.1 (PR #38300)): a DFlash block-diffusion drafter (--draft dflash) runs from vllm 0.20.0; use vllm@0.20.0 or later, or another drafter
+        ValueError: vllm@0.10 (vLLM 0.13.0, the newest release of 0.10-0.13) refuses method dflash (vllm/config/speculative.py SpeculativeMethod: in 0.20.0, not 0.19.1 (PR #38300)): a DFlash block-diffusion drafter (--draft dflash) runs from vllm 0.20.0; use vllm@0.20.0 or later, or another drafter
         """
         from specsim.engines import named_release
 
