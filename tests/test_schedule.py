@@ -142,7 +142,9 @@ def test_schedule_runs_to_the_engines_max_num_seqs_where_no_max_batch_is_given(c
         (
             ["--hardware", "a100-sxm-80gb"],
             256,
-            "vLLM's defaults (as read at 0.14.0 and 0.24.0) for an OpenAI server on an A100",
+            # cited at the release vllm@latest stands for (it cited 0.14.0 and 0.24.0, two releases it does not cover)
+            "vLLM's defaults (as read at 0.34.0) for an OpenAI server on an A100 or a GPU under 70 GiB: "
+            "vllm/engine/arg_utils.py get_batch_defaults L3034-3043",
         ),
         (["--hardware", "a100-sxm-80gb", "--max-num-seqs", "64"], 64, "max_num_seqs 64: --max-num-seqs"),
         (["--hardware", "a100-sxm-80gb", "--max-batch", "100"], 100, None),

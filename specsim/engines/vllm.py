@@ -717,6 +717,36 @@ _BATCH_DEFAULTS = {
 #: (is_gb10, 0.33.0 L2963 and L2984-2988).
 _HUGE_GPU_BYTES, _HUGE_SINCE, _HUGE_DEFAULTS = 160 * 2**30, (0, 28, 0), (1024, 16384)
 _GB10_SMALL_SINCE = (0, 33, 0)
+#: Where each x.y.0 wheel from 0.25.0 to 0.34.0 sets each tier in vllm/engine/arg_utils.py get_batch_defaults, lines
+#: from the tier's test to its closing brace: (160 GiB or more, None before 0.28; 70 GiB or more and not an A100 (nor a
+#: GB10 from 0.33); the rest).  The values are those above in every one.  Releases before 0.25 are cited as read at
+#: 0.14.0 and 0.24.0.
+_BATCH_DEFAULTS_LINES = {
+    (0, 25): (None, "L2426-2435", "L2436-2445"),
+    (0, 26): (None, "L2460-2469", "L2470-2479"),
+    (0, 27): (None, "L2544-2553", "L2554-2563"),
+    (0, 28): ("L2582-2591", "L2592-2601", "L2602-2611"),
+    (0, 29): ("L2698-2707", "L2708-2717", "L2718-2727"),
+    (0, 30): ("L2730-2739", "L2740-2749", "L2750-2759"),
+    (0, 31): ("L2858-2867", "L2868-2877", "L2878-2887"),
+    (0, 32): ("L2923-2932", "L2933-2942", "L2943-2952"),
+    (0, 33): ("L2973-2982", "L2983-2996", "L2997-3006"),
+    (0, 34): ("L3010-3019", "L3020-3033", "L3034-3043"),
+}
+
+
+def _batch_defaults_read(release: tuple, tier: int) -> tuple[str, str]:
+    """(the release get_batch_defaults was read at for ``release``, the lines of ``tier``: 0 huge, 1 large, 2 the
+    rest), as the limits note cites them: the x.y.0 wheel of its line from 0.25 (0.34.0 past the newest read), else
+    0.14.0 and 0.24.0 (no lines kept).
+
+    >>> _batch_defaults_read((0, 34, 0), 1), _batch_defaults_read((0, 27, 0), 2), _batch_defaults_read((0, 24, 0), 1)
+    (('0.34.0', ' L3020-3033'), ('0.27.0', ' L2554-2563'), ('0.14.0 and 0.24.0', ''))
+    """
+    line = min(tuple(release[:2]), max(_BATCH_DEFAULTS_LINES))
+    if line not in _BATCH_DEFAULTS_LINES:
+        return "0.14.0 and 0.24.0", ""
+    return f"{line[0]}.{line[1]}.0", f" {_BATCH_DEFAULTS_LINES[line][tier]}"
 
 
 def default_limits(hardware, offline: bool, release: tuple = (0, 24, 0)) -> DefaultLimits:
@@ -728,7 +758,7 @@ def default_limits(hardware, offline: bool, release: tuple = (0, 24, 0)) -> Defa
     large = hardware.memory_bytes >= _LARGE_GPU_BYTES and "a100" not in name and not gb10
     huge = release >= _HUGE_SINCE and hardware.memory_bytes >= _HUGE_GPU_BYTES and not gb10
     seqs, tokens = _HUGE_DEFAULTS if huge else _BATCH_DEFAULTS[(large, offline)]
-    read = "as read at 0.28.0-0.34.0" if huge else "as read at 0.14.0 and 0.24.0"
+    read, lines = _batch_defaults_read(release, 0 if huge else 1 if large else 2)
     tier = (
         "a GPU of 160 GiB or more"
         if huge
@@ -737,8 +767,8 @@ def default_limits(hardware, offline: bool, release: tuple = (0, 24, 0)) -> Defa
         else "an A100 or a GPU under 70 GiB"
     )
     where = (
-        f"vLLM's defaults ({read}) for {'an offline LLM batch' if offline else 'an OpenAI server'} on "
-        f"{tier}: vllm/engine/arg_utils.py get_batch_defaults"
+        f"vLLM's defaults (as read at {read}) for {'an offline LLM batch' if offline else 'an OpenAI server'} on "
+        f"{tier}: vllm/engine/arg_utils.py get_batch_defaults{lines}"
     )
     return DefaultLimits(seqs, tokens, where)
 
