@@ -73,8 +73,10 @@ def test_explain_at_a_load_where_speculation_does_not_pay_shows_the_round_at_gam
     rows = _json(["explain", *argv], capsys)
     assert [r["gamma"] for r in best][1] == 0 and best[0]["gamma"] > 0
     assert [r["speculates"] for r in rows] == [True, False] and rows[1]["gamma"] == weighed
-    assert rows[1]["speedup_at_gamma"] == pytest.approx(at_one[1]["speedup_tpot"], rel=1e-12) != 1.0
-    assert rows[1]["speedup_tpot"] == best[1]["speedup_tpot"] == 1.0  # the load's own: it does not speculate
+    # both arms are past capacity at 28/s: a ratio of their full engines' TPOTs is no speedup at the load (None)
+    assert best[1]["past_capacity"] == at_one[1]["past_capacity"] == ["plain", "speculating"]
+    assert rows[1]["speedup_at_gamma"] is at_one[1]["speedup_tpot"] is None
+    assert rows[1]["speedup_tpot"] is best[1]["speedup_tpot"] is None
     assert rows[1]["batch"] == pytest.approx(at_one[1]["spec"]["batch_a_request_sees"], rel=1e-12)
     assert rows[1]["iteration_s"] == pytest.approx(at_one[1]["spec"]["itl_s"], rel=1e-12)
     assert rows[1]["iteration_s"] == pytest.approx(rows[1]["t_round_s"] + rows[1]["prompts_beside_s"])
@@ -729,3 +731,21 @@ def test_a_rates_notes_concern_only_the_batches_its_answer_used(capsys):
     assert max(r[k]["batch_a_request_sees"] for r in rows for k in ("plain", "spec")) < 10 and not said, said
     rows, said = notes("1e6")  # past capacity: the full engine's rate is the answer
     assert said, said
+
+
+def test_a_rate_only_plain_decoding_cannot_serve_is_no_speedup_and_says_which_arm_is_past_capacity(capsys):
+    """At 30 req/s (EAGLE-3, alpha 0.8) plain decoding is past capacity and speculating keeps up: the table printed
+    3.648 (plain's full-engine TPOT over the speculating one's) beside a "(saturated)" flag that spoke of the
+    speculating arm only, which was not saturated."""
+    argv = ["optimal-gamma", "--rate", "30", "--draft", "eagle3", "--alpha", "0.8"]
+    (row,) = _json(argv, capsys)
+    assert row["plain"]["saturated"] and not row["spec"]["saturated"] and row["gamma"] > 0
+    assert row["past_capacity"] == ["plain"] and row["speedup_tpot"] is None
+    assert main(argv) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("rate 30/s"))
+    tpot = f"{row['spec']['tpot_s'] * 1e3:.2f}"
+    assert line.split()[3] == "n/a" and "past capacity / " in line and "saturated" not in line
+    assert f"plain decoding cannot serve this rate; speculating keeps up at TPOT {tpot} ms" in line
+    # where both keep up the ratio stands
+    (low,) = _json(["optimal-gamma", "--rate", "2", "--draft", "eagle3", "--alpha", "0.8"], capsys)
+    assert low["past_capacity"] == [] and low["speedup_tpot"] > 1

@@ -152,7 +152,15 @@ class LoadAnswer:
     gamma_bound: str = ""
 
     def __repr__(self) -> str:  # a notebook's echo: the answer per load, not every field (rows holds the rest)
-        picks = ", ".join(f"{r['load']}: gamma {r['gamma']} {r['speedup_tpot']:.3f}x" for r in self.rows[:6])
+        picks = ", ".join(
+            f"{r['load']}: gamma {r['gamma']} "
+            + (
+                f"{r['speedup_tpot']:.3f}x"
+                if r["speedup_tpot"] is not None
+                else f"{' and '.join(r['past_capacity'])} past capacity"
+            )
+            for r in self.rows[:6]
+        )
         more = f", ... ({len(self.loads)} loads)" if len(self.loads) > 6 else ""
         return f"LoadAnswer({self.deployment!r}, {self.acceptance.split(' (')[0]}; {picks}{more})"
 
@@ -170,12 +178,15 @@ class LoadAnswer:
             def plain(x, j=j):
                 return float(np.broadcast_to(x, s.tpot_s.shape)[0, j])
 
+            past = self.past_capacity(i, j)
             out.append(
                 {
                     "load": load_label(self.kind, float(load)),
                     self.kind: int(load) if self.kind == "concurrency" else float(load),  # users are whole
                     "gamma": int(s.gamma[i, 0]),
-                    "speedup_tpot": float(speedup[i, j]),
+                    # a ratio against an arm past capacity is of its full engine's TPOT, not the load's: no speedup
+                    "speedup_tpot": None if past else float(speedup[i, j]),
+                    "past_capacity": past,
                     "throughput_ratio": at(s.output_tokens_per_s) / plain(s.output_tokens_per_s),
                     "plain": _figures(s, 0, j),
                     "spec": _figures(s, i, j),
@@ -192,6 +203,13 @@ class LoadAnswer:
         decoding: :func:`objective`."""
         return objective(self.state, self.kind)
 
+    def past_capacity(self, i: int, j: int) -> list[str]:
+        """The arms ("plain", "speculating" at gamma row ``i``) whose engine cannot serve load ``j``: an open loop's
+        rate past what it serves, its queue growing and its TPOT the full engine's.  Where either is, the TPOT ratio
+        is no speedup at that load: one arm serves the rate and the other does not (:attr:`rows` gives None)."""
+        behind = np.broadcast_to(np.asarray(self.state.saturated, dtype=bool), self.state.tpot_s.shape)[:, j]
+        return [arm for arm, row in (("plain", 0), ("speculating", i)) if behind[row]]
+
     def tpot_speedup(self) -> np.ndarray:
         """Plain TPOT over each gamma's TPOT, per gamma searched (rows) and load (columns): the speedup printed."""
         tpot = self._grid(self.state.tpot_s)
@@ -199,12 +217,14 @@ class LoadAnswer:
 
     def best_speculating(self, j: int) -> tuple[int, dict, float] | None:
         """The speculating gamma that serves load ``j`` best where one has room (the one a recommendation not to
-        speculate weighs, :meth:`_held_back`), what a benchmark would measure with it, and its TPOT speedup; None where
-        no speculating gamma was searched or none has room."""
+        speculate weighs, :meth:`_held_back`), what a benchmark would measure with it, and its TPOT speedup (None where
+        either arm is past capacity: :meth:`past_capacity`); None where no speculating gamma was searched or none has
+        room."""
         k = self._best_speculating_row(j)
         if k is None:
             return None
-        return int(self.state.gamma[k, 0]), _figures(self.state, k, j), float(self.tpot_speedup()[k, j])
+        speedup = None if self.past_capacity(k, j) else float(self.tpot_speedup()[k, j])
+        return int(self.state.gamma[k, 0]), _figures(self.state, k, j), speedup
 
     def _best_speculating_row(self, j: int) -> int | None:
         """The row of :meth:`best_speculating`'s gamma (None: none searched, or none has room)."""

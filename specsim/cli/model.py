@@ -908,6 +908,21 @@ def _search_stopped(dep, searched: int, bound: str) -> str:
     return ""
 
 
+def _capacity_said(row: dict) -> str:
+    """Which arm of a load row is past capacity (:meth:`specsim.answers.load.LoadAnswer.past_capacity`), in the
+    recommendation's words; "" where both keep up."""
+    past = row["past_capacity"]
+    if not past:
+        return ""
+    if row["gamma"] == 0 or len(past) == 2:
+        return "both arms past capacity" if row["gamma"] else "past capacity"
+    if past == ["plain"]:
+        return (
+            f"plain decoding cannot serve this rate; speculating keeps up at TPOT {row['spec']['tpot_s'] * 1e3:.2f} ms"
+        )
+    return f"speculating cannot serve this rate; plain decoding keeps up at TPOT {row['plain']['tpot_s'] * 1e3:.2f} ms"
+
+
 def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = None) -> None:
     from specsim.cli import report
 
@@ -945,19 +960,12 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
         )
         # A speculating engine that holds fewer requests than plain decoding says so in its recommendation.
         said = "without the drafter" in r["recommendation"]
-        flags = [
-            x
-            for x in (
-                "saturated" if b["saturated"] else "",
-                limited_said(b["limited_by"]) if not said else "",
-            )
-            if x
-        ]
+        flags = [x for x in (_capacity_said(r), limited_said(b["limited_by"]) if not said else "") if x]
         rows.append(
             [
                 r["load"],
                 r["gamma"],
-                f"{r['speedup_tpot']:.3f}",
+                "n/a" if r["speedup_tpot"] is None else f"{r['speedup_tpot']:.3f}",
                 pair("tpot_s"),
                 pair("itl_s"),
                 ttft,
@@ -984,8 +992,14 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
         )
     )
     print(
-        "each pair: plain / speculating; speedup = plain TPOT / speculative TPOT at that load; decode batch: the mean "
-        "sequences decoding at once (time-weighted over the engine's busy time, iterations of prompts alone at 0)"
+        "each pair: plain / speculating; speedup = plain TPOT / speculative TPOT at that load"
+        + (
+            " (n/a where an arm is past capacity: it cannot serve the rate, and its TPOT is its full engine's)"
+            if any(r["past_capacity"] for r in answer.rows)
+            else ""
+        )
+        + "; decode batch: the mean sequences decoding at once (time-weighted over the engine's busy time, iterations "
+        "of prompts alone at 0)"
     )
     from specsim.serving.capacity import kv_error_said, memory_share, no_room_said
 
@@ -1068,7 +1082,7 @@ def _explain_at_load(args: argparse.Namespace, kind: str, loads: list) -> int:
             ms(row["prompts_beside_s"]),
             ms(row["iteration_s"]),
             ms(row["plain_iteration_s"]),
-            f"{row['speedup_at_gamma']:.3f}",
+            "n/a" if row["speedup_at_gamma"] is None else f"{row['speedup_at_gamma']:.3f}",
         ]
         for row in rows
     ]
