@@ -1032,7 +1032,7 @@ def test_a_notebooks_echo_of_an_answer_is_its_answer_not_every_field():
     at = specsim.load_answer(dep, 0.8, "alpha 0.8", "concurrency", [1, 8], 1000, 256)
     assert repr(at).startswith(f"LoadAnswer({dep!r}, alpha 0.8; concurrency 1: gamma {at.rows[0]['gamma']} ")
     sim = specsim.serve_sim(dep, specsim.sim_load(dep, concurrency=4, n=20, runs=1), 0.8)
-    assert repr(sim).startswith(f"ServeSimAnswer({dep!r}, 4 users, 1 run(s) of 20 requests; off: TPOT p50 ")
+    assert repr(sim).startswith(f"ServeSimAnswer({dep!r}, 4 users, 1 run of 20 requests; off: TPOT p50 ")
     assert max(len(repr(x)) for x in (answer, at, sim)) < 400
 
 

@@ -655,7 +655,7 @@ def test_a_closed_loop_with_fewer_requests_than_users_is_said_to_be_one_burst(ca
     assert main(["serve-sim", *base, "--concurrency", "8", "--requests", "30"]) == 0
     assert "burst of" not in capsys.readouterr().out.replace("that burst's wait", "")
     assert main(["serve-sweep", *base, "--concurrency", "4,40,64", "--requests", "30"]) == 0
-    assert "40,64 users: 30 requests a run are all sent at once" in capsys.readouterr().out
+    assert "40,64 users: 30 requests a run, all sent at once" in capsys.readouterr().out
 
 
 def test_an_interval_reaching_below_zero_is_said(capsys):

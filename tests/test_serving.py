@@ -1367,3 +1367,17 @@ def test_serve_sweep_says_which_gamma_it_speculated_with_as_serve_sim_does(capsy
         == 0
     )
     assert "speculation: gamma 2\n" in capsys.readouterr().out
+
+
+def test_a_count_of_one_takes_the_singular_in_serve_sims_lines(capsys):
+    """serve-sim printed "1 requests in the system" where a run's queue held one request; every count+noun the CLI
+    prints goes through specsim.core.words.counted."""
+    argv = ["serve-sim", "--rate", "2", "--output-len", "1", "--runs", "1", "--requests", "50", "--timing", "roofline"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "(1 request in the system at the middle arrival" in out
+    assert not re.search(r"\b1 (requests|users|sequences|runs)\b", out), out
+    assert main(["serve-sim", "--concurrency", "2", "--requests", "1", "--runs", "1", "--timing", "roofline"]) == 0
+    out = capsys.readouterr().out
+    assert "2 users but 1 request: a burst of 1" in out and "one burst of 1 request," in out
+    assert not re.search(r"\b1 (requests|users|sequences|runs)\b", out), out

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specsim.core.words import counted
 from specsim.serving.simulator import DEFAULT_RUNS, requests_for, serve_compare_runs, summarize_runs
 from specsim.speculation.deployment import Deployment
 
@@ -42,7 +43,7 @@ class ServeSimAnswer:
         off, on = self.off.get("max_running_batch"), self.on.get("max_running_batch")
         if off is None or on is None or on >= off:
             return None
-        head = f"speculation on ran at most {on} sequences at once, off {off}: "
+        head = f"speculation on ran at most {counted(on, 'sequence')} at once, off {off}: "
         limits = self.limits
         if limits is None:  # an answer built without them: the engine's own on the GPU, as serve_sim takes them
             from specsim.serving.steady import engine_limits
@@ -95,9 +96,9 @@ class ServeSimAnswer:
             tpot = arm["tpot_s"]["p50"]
             return "no TPOT" if tpot is None else f"TPOT p50 {tpot * 1e3:.2f} ms"
 
-        users = f"{self.concurrency} users, " if self.concurrency else ""
+        users = f"{counted(self.concurrency, 'user')}, " if self.concurrency else ""
         return (
-            f"ServeSimAnswer({self.deployment!r}, {users}{len(self.seeds)} run(s) of {len(self.request_sets[0]):,} "
+            f"ServeSimAnswer({self.deployment!r}, {users}{counted(len(self.seeds), 'run')} of {len(self.request_sets[0]):,} "
             f"requests; off: {p50(self.off)}, on: {p50(self.on)})"
         )
 

@@ -20,6 +20,7 @@ from specsim.cli.flags import (
 )
 from specsim.cli.report import describe, ms, print_json, print_notes, table
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_RATE_PER_S, MAX_WORKERS
+from specsim.core.words import counted
 from specsim.speculation.acceptance import acceptance_rates
 
 __all__ = ["run_serve_sim", "run_serve_sweep"]
@@ -173,7 +174,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
         f"engine limits: {limits.label}{args.limits_said}; KV capacity {meta['kv_capacity_tokens_plain']:,.0f} tokens "
         f"without the draft, {meta['kv_capacity_tokens_spec']:,.0f} with it ({meta['kv_policy']}; "
         f"memory: {meta['memory_basis']})" + _window_clause(dep),
-        f"runs: {len(seeds)} of {len(requests):,} requests ({span})"
+        f"runs: {len(seeds)} of {counted(len(requests), 'request')} ({span})"
         + (
             f"; each figure is the mean over the runs ± the half-width of its {CONFIDENCE:.0%} "
             "confidence interval (Student t over runs)"
@@ -320,15 +321,15 @@ def _sweep_said(args: argparse.Namespace, frame, cols: list, load: str, unit: st
     past = [(v, arms) for v, arms in past if arms]
     if past:  # the steady-state answers say "past capacity" there too; a run's figures depend on its length
         lines.append(
-            f"past capacity (the queue grew through the run: its figures are of {n:,} requests, not of a steady "
+            f"past capacity (the queue grew through the run: its figures are of {counted(n, 'request')}, not of a steady "
             "state; a longer run queues more; optimal-gamma --rate gives the long run): "
             + ", ".join(f"{v:g} {unit} (speculation {' and '.join(arms)})" for v, arms in past)
         )
     bursts = [c for c in (args.concurrency or []) if c > n]
     if bursts:  # vllm bench serve's --max-concurrency caps the requests in flight; it adds none
         lines.append(
-            f"{csv_text(bursts)} users: {n:,} requests a run are all sent at once and none after, one burst of {n:,} "
-            "requests, not those users' load: give --requests of several times the largest --concurrency"
+            f"{csv_text(bursts)} users: {counted(n, 'request')} a run, all sent at once and none after, one burst of "
+            f"{counted(n, 'request')}, not those users' load: give --requests of several times the largest --concurrency"
         )
     return lines
 
@@ -462,17 +463,13 @@ def _print_summaries(off: dict, on: dict, changes: dict) -> None:
     )
 
 
-def _users(n: int) -> str:
-    return f"{n:,} user" + ("s" if n != 1 else "")
-
-
 def _users_said(concurrency: int | None, requests: int) -> str:
     """The load line's users: a closed loop with fewer requests than users is a burst of its requests."""
     if not concurrency:
         return ""
     if requests < concurrency:
-        return f", {_users(concurrency)} but {requests:,} requests: a burst of {requests:,}"
-    return f", {_users(concurrency)}"
+        return f", {counted(concurrency, 'user')} but {counted(requests, 'request')}: a burst of {requests:,}"
+    return f", {counted(concurrency, 'user')}"
 
 
 def _same_requests(args: argparse.Namespace) -> str:
@@ -494,8 +491,8 @@ def _served_against_offered(args: argparse.Namespace, summaries: list[dict], n: 
 
     if args.concurrency is not None and n < args.concurrency:
         return (
-            f"requests/s served: {n:,} requests for a closed loop of {_users(args.concurrency)} are all sent "
-            f"at once and none after, so this run is one burst of {n:,} requests, not {args.concurrency:,} "
+            f"requests/s served: {counted(n, 'request')} for a closed loop of {counted(args.concurrency, 'user')}, all "
+            f"sent at once and none after, so this run is one burst of {counted(n, 'request')}, not {args.concurrency:,} "
             "users' load (vllm bench serve's --max-concurrency caps the requests in flight; it adds none): give "
             "--requests of several times --concurrency for a closed loop"
         )
@@ -507,7 +504,7 @@ def _served_against_offered(args: argparse.Namespace, summaries: list[dict], n: 
             else ""
         )
         return (
-            f"requests/s served: a closed loop of {_users(args.concurrency)} sends a request only when one finishes, so "
+            f"requests/s served: a closed loop of {counted(args.concurrency, 'user')} sends a request only when one finishes, so "
             f"the offered rate is what the engine serves{burst} (optimal-gamma --concurrency {args.concurrency}"
             f"{_same_requests(args)} and this command's other flags gives the steady state"
             + (" without it)" if burst else ")")
@@ -533,13 +530,17 @@ def _served_against_offered(args: argparse.Namespace, summaries: list[dict], n: 
             )
         elif said == "grew":
             verdict = (
-                f"the queue grew from {middle:.0f} requests in the system at the middle arrival to {last:.0f} at the last, "
+                f"the queue grew from {counted(middle, 'request', '.0f')} in the system at the middle arrival to {last:.0f} at the "
+                "last, "
                 f"{growth:.1f}/s: the engine completes about {s['served_per_s_after_middle']:.1f} req/s of the {rate:.1f} "
                 "arriving, past its "
                 "capacity (a longer run queues more; optimal-gamma --rate gives the long run)"
             )
         else:
-            verdict = f"the engine kept up ({middle:.0f} requests in the system at the middle arrival, {last:.0f} at the last)"
+            verdict = (
+                f"the engine kept up ({counted(middle, 'request', '.0f')} in the system at the middle arrival, "
+                f"{last:.0f} at the last)"
+            )
         lines.append(
             f"  speculation {name}: arrivals came at {rate:.2f} req/s, the last requests finished {drain:.1f} s after the "
             f"last arrival; {verdict}"
@@ -587,7 +588,7 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
     total = len(loads) * args.runs * n
     if total > MAX_SIMULATED_REQUESTS:
         raise ValueError(
-            f"{len(loads)} {plural} x {args.runs} runs of {n:,} requests simulate "
+            f"{len(loads)} {plural} x {counted(args.runs, 'run')} of {counted(n, 'request')} simulate "
             f"{total:,}; at most {MAX_SIMULATED_REQUESTS:,} per command: pass fewer {plural}, runs or requests"
         )
     from specsim.cli.report import progress_bar
@@ -662,7 +663,9 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
         "half-width of its 95% confidence interval, Student t over the runs)"
     )
     closed = "" if load == "rate" else ", closed loops"
-    print(f"{what}{closed}; {n} requests per {'rate' if load == 'rate' else 'concurrency'}{runs}; {acc_label}")
+    print(
+        f"{what}{closed}; {counted(n, 'request')} per {'rate' if load == 'rate' else 'concurrency'}{runs}; {acc_label}"
+    )
     print(f"speculation: {policy}\nengine limits: {limits.label}{args.limits_said}\n")
 
     def cell(r, col: str, shown) -> str:

@@ -45,6 +45,7 @@ from specsim.core.defaults import (
     DEFAULT_TARGET,
 )
 from specsim.core.limits import MAX_CONTEXT, MAX_GAMMA
+from specsim.core.words import counted
 from specsim.speculation.acceptance import acceptance_rates
 
 __all__ = [
@@ -403,7 +404,10 @@ def run_capacity(args: argparse.Namespace) -> int:
         limits, where, _ = limits_and_source(args, dep.engine, dep.hardware)
         spec = int(limits.seqs(True))
         if spec < cap.max_batch_with_draft:
-            print(f"the speculating engine runs at most {spec} sequences at once (max_num_seqs: {where.split(';')[0]})")
+            print(
+                f"the speculating engine runs at most {counted(spec, 'sequence')} at once (max_num_seqs: "
+                f"{where.split(';')[0]})"
+            )
     for note in dep.memory_notes():  # the defaults taken and what the configs left unsaid, as every other command says
         print(f"note: {note}", file=sys.stderr)
     return 0
@@ -799,7 +803,7 @@ def _batches_within_seqs(args: argparse.Namespace) -> None:
             if past:
                 raise ValueError(
                     f"--{flag.replace('_', '-')} {past[0]} is past --max-num-seqs {seqs}: the engine never decodes "
-                    f"more than {seqs} sequences at once; give batches up to {seqs} or drop --max-num-seqs"
+                    f"more than {counted(seqs, 'sequence')} at once; give batches up to {seqs} or drop --max-num-seqs"
                 )
 
 
@@ -880,7 +884,7 @@ def _short_runs_said(args: argparse.Namespace, kind: str, loads: list) -> list:
             short.setdefault(int(users), run["requests"])
     if not short:
         return []
-    at = ", ".join(f"{u} users ({n} requests)" for u, n in sorted(short.items()))
+    at = ", ".join(f"{counted(u, 'user')} ({counted(n, 'request')})" for u, n in sorted(short.items()))
     return [
         f"{cal.name}'s runs at {at} had fewer than {SHORT_RUN_PER_USER} requests a user: its fitted figures there are "
         "those runs' means, their first burst and last wave in; these answers are the long run's (serve-sim "
@@ -1040,7 +1044,7 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
                 else "--max-num-seqs (SGLang: --max-running-requests)"
             )
             print(
-                f"note: at {r['load']} the speculating engine holds {held} requests ({b['limited_by']}) and the plain "
+                f"note: at {r['load']} the speculating engine holds {counted(held, 'request')} ({b['limited_by']}) and the plain "
                 f"one all of them: {int(a['in_engine']) - held} queue, and its TTFT carries the wait; a server that "
                 f"holds more: {more}",
                 file=sys.stderr,
