@@ -44,7 +44,7 @@ def middle(run) -> dict:
     from steady_vs_sim_kv import steady_part
 
     n = run.arrival_s.size
-    tpot, tok_s, pre = steady_part(run, n // 4, 1)
+    tpot, tok_s, pre = steady_part(run, n // 4, 1)[:3]
     picked = np.argsort(run.arrival_s, kind="stable")[n // 4 : 3 * n // 4]
     ttft = float(np.mean(run.first_token_s[picked] - run.arrival_s[picked]))
     return {"tpot": tpot, "ttft": ttft, "tok_s": tok_s, "batch": run.mean_batch, "preemptions": pre}

@@ -448,3 +448,30 @@ def test_the_drained_batch_stays_whole_and_finite():
         loop = steady_state(dep, 0.8, [0, 3, 8], np.asarray(s.in_engine)[:, -1], P, O, "concurrency", limits)
         assert np.all(np.asarray(s.requests_per_s)[:, -1] <= np.asarray(loop.requests_per_s).diagonal() * (1 + 1e-9))
     assert bound > 20
+
+
+def test_the_open_loop_benchmark_reads_a_poisson_runs_middle_half():
+    """benchmarks/steady_vs_sim_open.py's rate rows read the middle half of a run through steady_vs_sim_kv's
+    steady_part, which grew from 3 figures to 6 (--split): the rows must still come out.  A hand-made run of 8 requests
+    of 11 tokens, arriving each second, 2 s to a first token and 10 s more to finish: TPOT 1 s, TTFT 2 s, and the 4
+    finishing after the 3rd finish and by the 7th (14 s and 18 s) give 4 x 11 tokens over 4 s."""
+    import importlib.util
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "steady_vs_sim_open.py"
+    spec = importlib.util.spec_from_file_location("steady_vs_sim_open", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    arrival = np.arange(8.0)
+    run = SimpleNamespace(
+        arrival_s=arrival,
+        first_token_s=arrival + 2.0,
+        finish_s=arrival + 12.0,
+        output=np.full(8, 11.0),
+        preemptions=0,
+        mean_batch=10.0,
+    )
+    got = bench.middle(run)
+    assert got["tpot"] == pytest.approx(1.0) and got["ttft"] == pytest.approx(2.0)
+    assert got["tok_s"] == pytest.approx(11.0) and got["preemptions"] == 0
