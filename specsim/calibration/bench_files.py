@@ -7,7 +7,7 @@ Three tools, their formats taken from their source:
     ``total_input_tokens``, ``total_output_tokens``, ``mean_tpot_ms`` and, where the server ran speculation
     and the tool read its ``/metrics`` before and after, ``spec_decode_acceptance_length`` and, from 0.14.0,
     ``spec_decode_per_position_acceptance_rates`` (each draft position's accepted tokens over the drafts), and what
-    names the dataset: the ``--metadata`` keys ``dataset``, ``dataset_name``, ``dataset_path````
+    names the dataset: the ``--metadata`` keys ``dataset``, ``dataset_name``, ``dataset_path``
     (vLLM's ``vllm/benchmarks/serve.py``; ``benchmarks/benchmark_serving.py`` before ``vllm bench`` wrote the same
     keys without the ``spec_decode_`` ones).
 ``python -m sglang.bench_serving --output-file``  JSON lines, one per run; read: ``backend``,
