@@ -35,6 +35,9 @@ CASES = [
     ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "vllm", 1000, 8000, 3, "batch", (512,)),
     ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "sglang", 1000, 8000, 3, "batch", (512,)),
     ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "vllm", 1000, 2000, 3, "rate", (0.3,)),  # not KV-bound: no change
+    # short outputs, the CLI's default 256 (added after a review found the charge over-counts there)
+    ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "vllm", 1000, 256, 3, "rate", (1.1, 1.5)),
+    ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "vllm", 1000, 256, 3, "batch", (2048,)),
 ]
 
 
