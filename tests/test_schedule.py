@@ -688,3 +688,17 @@ def test_the_context_table_refuses_a_context_past_the_models_positions_and_names
     assert main(argv) == 0
     (said,) = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: by batch and context:")]
     assert "L=40958 at every batch (not one sequence fits)" in said and "above batch 0" not in said
+
+
+def test_a_schedule_at_a_rate_plain_decoding_cannot_serve_gives_no_speedup_there(capsys):
+    """At 30 requests/s plain decoding is past capacity and speculation keeps up (optimal-gamma prints n/a there): the
+    schedule's range for that load had printed plain's saturated TPOT over speculation's as a predicted speedup
+    (4.135); it now prints n/a, and its JSON null, while the load it serves keeps its speedup."""
+    argv = ["schedule", "--rate", "5,30", "--draft", "eagle3", "--alpha", "0.8", "--timing", "roofline"]
+    assert main([*argv, "--format", "json"]) == 0
+    ranges = json.loads(capsys.readouterr().out)["ranges"]
+    assert ranges[0]["min_speedup"] > 1.5 and ranges[-1]["gamma"] > 0
+    assert ranges[-1]["min_speedup"] is None and ranges[-1]["max_speedup"] is None
+    assert main(argv) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if re.match(r"^\d+-\d+\s", line)]
+    assert rows[-1][2] == "n/a" and rows[0][2] != "n/a", rows

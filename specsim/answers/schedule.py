@@ -158,8 +158,9 @@ class ScheduleAnswer:
                     "start_batch": r.start_batch,
                     "end_batch": r.end_batch,
                     key: r.gamma if self.tree is None else (None if r.tree is None else r.tree.label()),
-                    "min_speedup": r.min_speedup,
-                    "max_speedup": r.max_speedup,
+                    # null where an arm is past capacity at every load of the range (no speedup there)
+                    "min_speedup": None if math.isnan(r.min_speedup) else r.min_speedup,
+                    "max_speedup": None if math.isnan(r.max_speedup) else r.max_speedup,
                 }
                 | ({"shortfall": r.shortfall} if self.tree is None else {})
                 for r in self.ranges

@@ -256,9 +256,10 @@ def to_sglang(ranges: list, dep, checkpoint: str | None, at_batch: int = 1) -> l
 
 def _span(r) -> str:
     """A range's predicted speedup: one figure for one batch size, else its spread."""
+    said = "no speedup: an arm is past capacity" if r.speedups == "n/a" else f"{r.speedups}x"
     if r.start_batch == r.end_batch:
-        return f"{r.max_speedup:.3f}x at batch {r.start_batch}"
-    return f"{r.speedups}x in batch {r.batches}"
+        return f"{said} at batch {r.start_batch}"
+    return f"{said} in batch {r.batches}"
 
 
 #: Adaptive steps per batch size: first in 0.5.13 (sgl-project/sglang#24055), step 0 (no speculation) from 0.5.14

@@ -47,6 +47,7 @@ Per drafter (issue 12):
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +78,8 @@ class _RangeText:
 
     >>> ScheduleRange(12, 23, 2, 1.0312, 1.0309).speedups, ScheduleRange(12, 23, 2, 1.0, 1.2).batches
     ('1.031', '12-23')
+    >>> ScheduleRange(1, 9, 3, float("nan"), float("nan")).speedups  # an arm past capacity at every load of it
+    'n/a'
     """
 
     @property
@@ -85,7 +88,7 @@ class _RangeText:
 
     @property
     def speedups(self) -> str:
-        low, high = f"{self.min_speedup:.3f}", f"{self.max_speedup:.3f}"
+        low, high = ("n/a" if math.isnan(x) else f"{x:.3f}" for x in (self.min_speedup, self.max_speedup))
         return low if low == high else f"{low}-{high}"
 
 
@@ -136,7 +139,10 @@ def load_schedule(
     pays = (surface[row, columns] >= surface[0]) & (speed[row, columns] >= min_gain)
     row = np.where(np.minimum.accumulate(pays.astype(int)) > 0, row, 0)
     gamma = gammas[row]
-    sp = np.where(gamma > 0, speed[row, columns], 1.0)
+    # A load that one arm cannot serve (a rate past its capacity) has no TPOT speedup (LoadAnswer.past_capacity): nan,
+    # which a range's spread leaves out and prints as n/a.
+    behind = np.array([bool(answer.past_capacity(int(r), j)) for r, j in zip(row, order)], dtype=bool)
+    sp = np.where(gamma > 0, np.where(behind, np.nan, speed[row, columns]), 1.0)
     short = 1.0 - surface[row, columns] / surface.max(axis=0)
     keys = [max(answer.key_batch(j), 1.0) for j in order]
     ranges: list[ScheduleRange] = []
@@ -153,8 +159,8 @@ def load_schedule(
                     last.start_batch,
                     end,
                     g,
-                    min(last.min_speedup, s_),
-                    max(last.max_speedup, s_),
+                    float(np.fmin(last.min_speedup, s_)),
+                    float(np.fmax(last.max_speedup, s_)),
                     max(last.shortfall, f),
                 )
             )
