@@ -43,8 +43,13 @@ def test_every_engine_runs_the_draft_at_the_targets_tp_unless_asked_and_says_wha
         "draft at TP 4: vLLM builds EAGLE and MTP heads at the target's TP, draft_tensor_parallel_size notwithstanding "
         "(vllm-project/vllm#31345; #31886 open); --draft-tp 1 has no effect there",
     )
-    # vLLM 0.15-0.16 ran a draft model on one GPU beside a sharded target.
+    # vLLM 0.15-0.16 ran a draft model on one GPU beside a sharded target; 0.17 and later refuse it, and a preset
+    # name stands for its newest release (vllm@0.14 is 0.27.0, which refuses it too).
     assert REGISTRY["vllm"].draft_tp(get_engine("vllm@0.15"), True, 4, 1)[0] == 1
+    assert REGISTRY["vllm"].draft_tp(get_engine("vllm@0.16.0"), True, 4, 1)[0] == 1
+    for later in ("vllm@0.14", "vllm@0.17.0", "vllm@0.27.0", "vllm"):
+        with pytest.raises(ValueError, match="vLLM 0.17 and later refuse a draft model at TP 1"):
+            REGISTRY["vllm"].draft_tp(get_engine(later), True, 4, 1)
 
 
 def test_without_an_engine_the_draft_tp_is_what_was_asked_else_one():

@@ -256,7 +256,7 @@ def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None
             f"draft at TP {target_tp}: vLLM's default draft_tensor_parallel_size, the target's (--draft-tp 1 "
             "for a draft model on one GPU: vLLM 0.15-0.16 only)"
         )
-    if preset.key == "vllm@latest":  # 0.28-0.34, all past 0.17.0
+    if preset_release(NAME, preset, RANGES) >= (0, 17, 0):  # the one release the preset stands for (vllm@0.14: 0.27.0)
         raise ValueError(
             f"vLLM 0.17 and later refuse a draft model at TP {requested} beside a target at TP {target_tp} "
             "('draft_tensor_parallel_size' and 'tensor_parallel_size' must be the same: "
