@@ -117,6 +117,7 @@ def test_a_schedule_at_loads_never_rises_with_the_decode_batch_even_where_the_lo
         objective=lambda: value,
         tpot_speedup=lambda: value,
         key_batch=lambda j: [1.0, 15.6, 18.6][j],
+        past_capacity=lambda i, j: [],  # every arm serves each load
     )
     assert value.argmax(axis=0).tolist() == [4, 3, 4]  # the bests rise from the second load to the third
     ranges = load_schedule(answer, 64, rtol=0.0)
@@ -141,6 +142,7 @@ def test_a_schedule_at_loads_ends_at_its_max_batch_where_a_load_runs_past_it():
         objective=lambda: value,
         tpot_speedup=lambda: value,
         key_batch=lambda j: [1.0, 7.8, 62.0][j],
+        past_capacity=lambda i, j: [],  # every arm serves each load
     )
     ranges = load_schedule(answer, 16, rtol=0.0)
     assert ranges[-1].end_batch == 16
