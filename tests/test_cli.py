@@ -268,14 +268,20 @@ def test_cli_as_a_subprocess(repo):
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
+def _last_line(repo, code: str) -> tuple[str, str]:
+    """The last line ``code`` prints in a fresh interpreter on the repository's specsim, and its stderr."""
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=repo, timeout=60)
+    return out.stdout.strip().splitlines()[-1], out.stderr
+
+
 def test_optimal_gamma_path_does_not_import_heavy_libraries(repo):
     code = (
         "import sys; from specsim.cli.main import main; main(['optimal-gamma', '--json']); "
         "print(sorted(m for m in ('matplotlib', 'pandas', 'scipy', 'torch') if m in sys.modules))"
     )
-    env = {**os.environ, "PYTHONPATH": str(repo)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=repo, timeout=60)
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    last, err = _last_line(repo, code)
+    assert last == "[]", err
 
 
 def test_help_does_not_import_scipy_stats(repo):
@@ -288,9 +294,8 @@ def test_help_does_not_import_scipy_stats(repo):
         "    main(['--help'])\n"
         "print('scipy.stats' in sys.modules)"
     )
-    env = {**os.environ, "PYTHONPATH": str(repo)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=repo, timeout=60)
-    assert out.stdout.strip().splitlines()[-1] == "False", out.stderr
+    last, err = _last_line(repo, code)
+    assert last == "False", err
 
 
 #: What a cold ``specsim optimal-gamma`` (the default deployment) must not import (issue 28: its cold start is held to
@@ -352,9 +357,8 @@ def test_a_process_run_freezes_its_modules_out_of_the_collector_and_runs_the_com
         "sys.argv = ['specsim', 'hardware']; status = main(); "
         "print(called, after_call, status, seen, gc.isenabled(), gc.get_freeze_count() > before)"
     )
-    env = {**os.environ, "PYTHONPATH": str(repo)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=repo, timeout=60)
-    assert out.stdout.strip().splitlines()[-1] == "0 0 0 [True, True] True True", out.stderr
+    last, err = _last_line(repo, code)
+    assert last == "0 0 0 [True, True] True True", err
 
 
 def test_capacity_says_70b_does_not_fit_in_bf16(capsys):

@@ -104,21 +104,28 @@ def test_explain_and_compare_and_schedule_answer_at_a_load(capsys):
     assert ranges[0][0] == 1 and ranges[-1][1] == top and all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:]))
 
 
-def test_a_schedule_at_loads_never_rises_with_the_decode_batch_even_where_the_loads_bests_do():
+def _made_answer(value, loads, batches):
+    """A load answer made by hand for :func:`~specsim.speculation.schedule.load_schedule`: ``value`` (gamma rows 0..,
+    load columns) both its objective and its TPOT speedups, each load at its decode batch of ``batches``, and every
+    arm serving each load."""
     from types import SimpleNamespace
 
+    return SimpleNamespace(
+        loads=loads,
+        state=SimpleNamespace(gamma=np.arange(len(value))[:, None]),
+        objective=lambda: value,
+        tpot_speedup=lambda: value,
+        key_batch=lambda j: batches[j],
+        past_capacity=lambda i, j: [],
+    )
+
+
+def test_a_schedule_at_loads_never_rises_with_the_decode_batch_even_where_the_loads_bests_do():
     from specsim.speculation.schedule import load_schedule
 
     # Three loads whose own best gammas are 4, 3 and 4: the last held near the middle one's decode batch by its KV cache.
     value = np.array([[1.0, 1.0, 1.0], [1.5, 1.30, 1.50], [1.7, 1.38, 1.70], [1.8, 1.41, 1.76], [1.85, 1.39, 1.78]])
-    answer = SimpleNamespace(
-        loads=[1, 16, 64],
-        state=SimpleNamespace(gamma=np.arange(5)[:, None]),
-        objective=lambda: value,
-        tpot_speedup=lambda: value,
-        key_batch=lambda j: [1.0, 15.6, 18.6][j],
-        past_capacity=lambda i, j: [],  # every arm serves each load
-    )
+    answer = _made_answer(value, [1, 16, 64], [1.0, 15.6, 18.6])
     assert value.argmax(axis=0).tolist() == [4, 3, 4]  # the bests rise from the second load to the third
     ranges = load_schedule(answer, 64, rtol=0.0)
     assert [(r.start_batch, r.end_batch, r.gamma) for r in ranges] == [(1, 8, 4), (9, 64, 3)]
@@ -128,22 +135,13 @@ def test_a_schedule_at_loads_never_rises_with_the_decode_batch_even_where_the_lo
 
 
 def test_a_schedule_at_loads_ends_at_its_max_batch_where_a_load_runs_past_it():
-    from types import SimpleNamespace
-
     from specsim.speculation.schedule import load_schedule
 
     # schedule --concurrency 1,8,64 --max-batch 16 wrote [5, 35, 3] for vLLM: a range ran halfway to the next load's decode
     # batch (62) past the 16 the schedule was asked to end at; past capacity, two loads at decode batch 432 gave 1-437
     # where what fits with the draft was 341.
     value = np.array([[1.0, 1.0, 1.0], [1.6, 1.5, 1.2], [1.8, 1.55, 1.1]])
-    answer = SimpleNamespace(
-        loads=[1, 8, 64],
-        state=SimpleNamespace(gamma=np.arange(3)[:, None]),
-        objective=lambda: value,
-        tpot_speedup=lambda: value,
-        key_batch=lambda j: [1.0, 7.8, 62.0][j],
-        past_capacity=lambda i, j: [],  # every arm serves each load
-    )
+    answer = _made_answer(value, [1, 8, 64], [1.0, 7.8, 62.0])
     ranges = load_schedule(answer, 16, rtol=0.0)
     assert ranges[-1].end_batch == 16
     assert all(r.start_batch <= r.end_batch <= 16 for r in ranges)
