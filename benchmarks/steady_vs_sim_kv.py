@@ -37,6 +37,9 @@ CASES = [
     ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "sglang", 512, 1000, 8000, 3),
     ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "trtllm", 512, 1000, 4000, 3),
     ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "vllm", 32, 1000, 2000, 3),  # not KV-bound: no change expected
+    # the CLI's default 256-token outputs (added after a review found the charge over-counting there past capacity)
+    ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "vllm", 512, 1000, 256, 3),
+    ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "vllm", 1024, 1000, 256, 3),
 ]
 
 
