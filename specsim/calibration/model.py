@@ -27,6 +27,7 @@ import numpy as np
 
 from specsim.calibration.runs import with_sweep_acceptance
 from specsim.engines import SpecHost
+from specsim.serving.drain import batch_drains
 from specsim.serving.preemption import closed_loop_charge, drained_charge
 from specsim.serving.steady import (
     EngineLimits,
@@ -126,9 +127,7 @@ class RunModel:
             )
         # An offline run whose KV cache binds on an engine that preempts (vLLM) drains as a closed loop of the N_e it
         # holds, admitting many at once (steady.drained_batch_times, as the answers' offline batches do).
-        self.drains = (
-            (self.load_kind == "batch") & (self.limited_by == "kv cache") & bool(self.limits.kv_policy.preempts)
-        )
+        self.drains = (self.load_kind == "batch") & batch_drains(self.limited_by, self.limits)
         self.admitted = np.zeros(len(runs))
         if self.drains.any():
             at_once = admitted_at_once(dep, self.prompt, self.output, self.steps, self.limits, kv_bytes)

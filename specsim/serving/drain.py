@@ -10,7 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["drained_times"]
+__all__ = ["batch_drains", "drained_times"]
+
+
+def batch_drains(limited_by, limits) -> np.ndarray:
+    """Where an offline batch drains through a closed loop rather than running in waves: what limits its engine is the
+    KV cache (``limited_by``, :func:`specsim.serving.steady.engine_population`) and the engine of ``limits`` preempts
+    (admits on the prompts).  The one rule, for the answers and calibrate-engine."""
+    return (np.asarray(limited_by) == "kv cache") & bool(limits.kv_policy.preempts)
 
 
 def drained_times(

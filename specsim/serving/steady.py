@@ -68,7 +68,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from specsim.core.defaults import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
-from specsim.serving.drain import drained_times
+from specsim.serving.drain import batch_drains, drained_times
 from specsim.serving.limits import EngineLimits, check_limits, engine_limits
 from specsim.serving.preemption import closed_loop_charge, drained_charge, saturated_charge
 from specsim.speculation.acceptance import as_acceptance
@@ -1178,7 +1178,7 @@ def _offline(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, spread: float =
     preempts, admitting ``admitted`` at once (:func:`admitted_at_once`), a closed loop whose queue drains
     (:func:`specsim.serving.drain.drained_times`)."""
     waves = _waves(steps, N, P, O, t_pf, n_e, limited, limits, spread)
-    drains = (np.asarray(limited) == "kv cache") & bool(limits.kv_policy.preempts)
+    drains = batch_drains(limited, limits)
     if admitted is None or not np.any(drains):
         return waves
     loop = _closed_loop(steps, N, P, O, t_pf, n_e, limited, limits, drained=True)
