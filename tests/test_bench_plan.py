@@ -522,7 +522,7 @@ def test_a_runs_estimate_holds_the_users_the_engines_kv_cache_holds():
     run = next(r for r in plan.runs if r.kind == "plain" and r.concurrency == 64 and r.input_tokens == 8000)
     everyone = steady_state(dep, 0.0, [0], [64], 8000, 1000, fixed_lengths=True, requests=run.num_prompts)
     assert run.estimate_s > 1.5 * run.num_prompts / float(everyone.requests_per_s[0, 0])
-    said = next(n for n in plan.notes if "KV cache holds fewer users" in n)
+    said = next(n for n in plan.notes if "more users than the engine's KV cache holds" in n)
     assert run.name in said and "plain-in2000-c1 " not in said
 
 

@@ -1935,14 +1935,17 @@ def test_calibrate_engine_says_the_share_of_memory_it_takes_and_the_runs_its_kv_
     assert yaml.safe_load((tmp_path / "c.yaml").read_text())["serving"]["memory_util"] == 0.227  # kept for its answers
     text = out.getvalue() + err.getvalue()
     assert "KV cache: the engine's share of memory, 0.227 as given, less 2.29 GB for its start-up" in text
-    warned = [line for line in text.splitlines() if "the KV cache holds fewer users" in line]
-    assert len(warned) == 1 and "plain concurrency 16 (7 held)" in warned[0]
+    warned = [line for line in text.splitlines() if "more users than the KV cache holds" in line]
+    assert (
+        len(warned) == 1 and "in 6 runs, each predicted" in warned[0] and "plain concurrency 16 (7 held)" in warned[0]
+    )
     assert all(f"spec concurrency {c} (no room for one: predicted at one)" in warned[0] for c in (1, 4, 16, 64))
     with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
         assert main(["calibrate-engine", *argv]) == 0
     text = out.getvalue() + err.getvalue()
     assert (
-        "vLLM 0.10-0.13's gpu_memory_utilization default 0.9 (" in text and "the KV cache holds fewer users" not in text
+        "vLLM 0.10-0.13's gpu_memory_utilization default 0.9 (" in text
+        and "more users than the KV cache holds" not in text
     )
 
 

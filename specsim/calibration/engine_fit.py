@@ -54,6 +54,7 @@ import numpy as np
 
 from specsim.calibration.model import RunModel, Values, scale_upper
 from specsim.calibration.runs import ALPHA_BOUNDS, CalRun, check_design, check_runs, identifiable, load_key
+from specsim.core.words import counted
 from specsim.engines import HOST_STEP_UPPER_S, TERM_UNIT, TERM_UPPER, TERMS, EnginePreset, SpecHost
 
 __all__ = ["CONFIDENCE", "NUDGE", "EngineFit", "Pinned", "Term", "fit_engine", "fit_pinned", "nudged_runs"]
@@ -1049,7 +1050,7 @@ def _warnings(fit: EngineFit, preset: EnginePreset, model: RunModel, dep) -> lis
     ]
     if held_by_kv:
         out.append(
-            f"the KV cache holds fewer users than {len(held_by_kv)} run(s) bring, and they are predicted at what it "
+            f"more users than the KV cache holds in {counted(len(held_by_kv), 'run')}, each predicted at what it "
             f"holds: {', '.join(held_by_kv)}; --memory-util for the share your engine ran with"
         )
     mine, theirs = fit.error("predicted"), fit.error("preset")
@@ -1105,7 +1106,7 @@ def _warnings(fit: EngineFit, preset: EnginePreset, model: RunModel, dep) -> lis
     ]
     if off:
         out.append(
-            f"the model cannot reach {len(off)} run(s) within {UNREACHED:.0%} even fitted ({', '.join(off[:4])}"
+            f"the model cannot reach {counted(len(off), 'run')} within {UNREACHED:.0%} even fitted ({', '.join(off[:4])}"
             f"{', ...' if len(off) > 4 else ''}): their numbers are the engine's, and what can be fitted is fitted"
         )
     return out

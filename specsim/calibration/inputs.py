@@ -10,6 +10,7 @@ import dataclasses
 from pathlib import Path
 
 from specsim.calibration.runs import CalRun, SpecSetup, group_sweeps, with_prompt_spreads
+from specsim.core.words import counted
 
 __all__ = ["runs_engine", "runs_from_files", "runs_from_plan", "served_target"]
 
@@ -173,7 +174,7 @@ def runs_from_files(
                 f"so the page's {length:.3f} would be used for none: drop --metrics (it is for runs whose file has none)"
             )
         notes.append(
-            f"acceptance length of the {filled} speculative run(s) whose file has none: {length:.3f} ({where})"
+            f"acceptance length of the {counted(filled, 'speculative run')} whose file has none: {length:.3f} ({where})"
         )
     _refuse_repeated_runs(runs)
     short = [f"{c.run.where}: {c.run.failed} of {c.run.completed + c.run.failed}" for c in runs if c.run.failed]

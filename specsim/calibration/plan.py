@@ -29,6 +29,7 @@ import math
 import shlex
 from dataclasses import dataclass, field
 
+from specsim.core.words import counted
 from specsim.engines import EnginePreset, get_engine, named_release, parse_version
 from specsim.engines.sglang import SglangBench
 from specsim.engines.trtllm import TrtllmBench
@@ -437,7 +438,7 @@ def _with_estimates(dep, plan: BenchPlan) -> BenchPlan:
     notes = list(plan.notes)
     if held:
         notes.append(
-            f"the engine's KV cache holds fewer users than {len(held)} run(s) bring, at its own share of memory: "
+            f"more users than the engine's KV cache holds, at its own share of memory, in {counted(len(held), 'run')}: "
             f"{', '.join(held)}; the engine queues the rest, and calibrate-engine predicts those runs at what the cache "
             f"holds (KV cache: {kv_error_said(dep.engine.name)})"
         )
