@@ -379,8 +379,15 @@ def test_a_load_answer_takes_the_engines_limits_on_its_gpu_and_names_where_they_
     assert main(base) == 0
     out = capsys.readouterr().out
     assert (
-        "max_num_seqs 256, max_batched_tokens 2048 (vLLM's defaults (as read at 0.14.0 and 0.24.0) for an OpenAI server on an A100"
-        in out
+        "max_num_seqs 256, max_batched_tokens 2048 (vLLM's defaults (as read at 0.24.0) for an OpenAI server on an A100 "
+        "or a GPU under 70 GiB: vllm/engine/arg_utils.py get_batch_defaults L2414-2423;" in out
+    )
+    # Cited at the wheel of the release asked for, in the function that held them then (0.10's was another).
+    old = ["optimal-gamma", "--hardware", "a100-sxm-80gb", "--engine", "vllm@0.10.1", "--draft", "eagle3"]
+    assert main([*old, "--concurrency", "64"]) == 0
+    assert (
+        "(as read at 0.10.0) for an OpenAI server on an A100 or a GPU under 70 GiB: vllm/engine/arg_utils.py "
+        "EngineArgs._set_default_args_v1 L1594-1603;" in capsys.readouterr().out
     )
     assert main(base + ["--max-num-seqs", "64", "--max-batched-tokens", "4096"]) == 0
     out = capsys.readouterr().out

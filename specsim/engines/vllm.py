@@ -701,8 +701,8 @@ def _is_bench_file(record: dict) -> bool:
     return ("backend" in record and any(k in record for k in keys)) or ("mean_tpot_ms" in record and "date" in record)
 
 
-#: vllm/engine/arg_utils.py get_batch_defaults (read at 0.14.0 and 0.24.0, the same in both; the A100 exception is
-#: vLLM PR #17885): a GPU with 70 GiB or more that is not an A100 gets the larger limits, every other GPU the smaller;
+#: vllm/engine/arg_utils.py get_batch_defaults (EngineArgs._set_default_args_v1 in 0.10, _set_default_args in 0.11;
+#: the same values in every x.y.0 wheel from 0.10.0 to 0.34.0; the A100 exception is vLLM PR #17885): a GPU with 70 GiB or more that is not an A100 gets the larger limits, every other GPU the smaller;
 #: (max_num_seqs, max_num_batched_tokens) for the OpenAI server (vllm serve) and the LLM class (offline batches).
 _LARGE_GPU_BYTES = 70 * 2**30
 _BATCH_DEFAULTS = {
@@ -717,11 +717,27 @@ _BATCH_DEFAULTS = {
 #: (is_gb10, 0.33.0 L2963 and L2984-2988).
 _HUGE_GPU_BYTES, _HUGE_SINCE, _HUGE_DEFAULTS = 160 * 2**30, (0, 28, 0), (1024, 16384)
 _GB10_SMALL_SINCE = (0, 33, 0)
-#: Where each x.y.0 wheel from 0.25.0 to 0.34.0 sets each tier in vllm/engine/arg_utils.py get_batch_defaults, lines
-#: from the tier's test to its closing brace: (160 GiB or more, None before 0.28; 70 GiB or more and not an A100 (nor a
-#: GB10 from 0.33); the rest).  The values are those above in every one.  Releases before 0.25 are cited as read at
-#: 0.14.0 and 0.24.0.
+#: Where each x.y.0 wheel from 0.10.0 to 0.34.0 sets each tier in vllm/engine/arg_utils.py (the function named in
+#: _BATCH_DEFAULTS_FUNCTION, else get_batch_defaults), lines from the tier's test to its closing brace: (160 GiB or more,
+#: None before 0.28; 70 GiB or more and not an A100 (nor a GB10 from 0.33); the rest).  The values are those above in
+#: every one (each wheel's lines read 2026-12-06).
+_BATCH_DEFAULTS_FUNCTION = {(0, 10): "EngineArgs._set_default_args_v1", (0, 11): "EngineArgs._set_default_args"}
 _BATCH_DEFAULTS_LINES = {
+    (0, 10): (None, "L1584-1593", "L1594-1603"),
+    (0, 11): (None, "L1605-1614", "L1615-1624"),
+    (0, 12): (None, "L1827-1836", "L1837-1846"),
+    (0, 13): (None, "L1797-1806", "L1807-1816"),
+    (0, 14): (None, "L1846-1855", "L1856-1865"),
+    (0, 15): (None, "L1837-1846", "L1847-1856"),
+    (0, 16): (None, "L1877-1886", "L1887-1896"),
+    (0, 17): (None, "L1974-1983", "L1984-1993"),
+    (0, 18): (None, "L2008-2017", "L2018-2027"),
+    (0, 19): (None, "L2053-2062", "L2063-2072"),
+    (0, 20): (None, "L2208-2217", "L2218-2227"),
+    (0, 21): (None, "L2246-2255", "L2256-2265"),
+    (0, 22): (None, "L2311-2320", "L2321-2330"),
+    (0, 23): (None, "L2316-2325", "L2326-2335"),
+    (0, 24): (None, "L2404-2413", "L2414-2423"),
     (0, 25): (None, "L2426-2435", "L2436-2445"),
     (0, 26): (None, "L2460-2469", "L2470-2479"),
     (0, 27): (None, "L2544-2553", "L2554-2563"),
@@ -736,17 +752,19 @@ _BATCH_DEFAULTS_LINES = {
 
 
 def _batch_defaults_read(release: tuple, tier: int) -> tuple[str, str]:
-    """(the release get_batch_defaults was read at for ``release``, the lines of ``tier``: 0 huge, 1 large, 2 the
-    rest), as the limits note cites them: the x.y.0 wheel of its line from 0.25 (0.34.0 past the newest read), else
-    0.14.0 and 0.24.0 (no lines kept).
+    """(the x.y.0 wheel the batch defaults were read in for ``release``, where in it: the function and the lines of
+    ``tier``: 0 huge, 1 large, 2 the rest), as the limits note cites them; 0.34.0 past the newest read.
 
     >>> _batch_defaults_read((0, 34, 0), 1), _batch_defaults_read((0, 27, 0), 2), _batch_defaults_read((0, 24, 0), 1)
-    (('0.34.0', ' L3020-3033'), ('0.27.0', ' L2554-2563'), ('0.14.0 and 0.24.0', ''))
+    (('0.34.0', 'get_batch_defaults L3020-3033'), ('0.27.0', 'get_batch_defaults L2554-2563'), ('0.24.0', 'get_batch_defaults L2404-2413'))
+    >>> _batch_defaults_read((0, 10, 2), 2)
+    ('0.10.0', 'EngineArgs._set_default_args_v1 L1594-1603')
     """
     line = min(tuple(release[:2]), max(_BATCH_DEFAULTS_LINES))
-    if line not in _BATCH_DEFAULTS_LINES:
-        return "0.14.0 and 0.24.0", ""
-    return f"{line[0]}.{line[1]}.0", f" {_BATCH_DEFAULTS_LINES[line][tier]}"
+    if line not in _BATCH_DEFAULTS_LINES:  # before 0.10: no preset covers it (RANGES)
+        raise ValueError(f"vLLM {'.'.join(map(str, release))}'s batch defaults were not read: 0.10.0 or later")
+    function = _BATCH_DEFAULTS_FUNCTION.get(line, "get_batch_defaults")
+    return f"{line[0]}.{line[1]}.0", f"{function} {_BATCH_DEFAULTS_LINES[line][tier]}"
 
 
 def default_limits(hardware, offline: bool, release: tuple = (0, 24, 0)) -> DefaultLimits:
@@ -768,7 +786,7 @@ def default_limits(hardware, offline: bool, release: tuple = (0, 24, 0)) -> Defa
     )
     where = (
         f"vLLM's defaults (as read at {read}) for {'an offline LLM batch' if offline else 'an OpenAI server'} on "
-        f"{tier}: vllm/engine/arg_utils.py get_batch_defaults{lines}"
+        f"{tier}: vllm/engine/arg_utils.py {lines}"
     )
     return DefaultLimits(seqs, tokens, where)
 
