@@ -792,8 +792,8 @@ def default_limits(hardware, offline: bool, release: tuple = (0, 24, 0)) -> Defa
 
 
 #: vLLM's gpu_memory_utilization when --gpu-memory-utilization is not given: (first release, share), newest last.
-#: vllm/config/cache.py CacheConfig.gpu_memory_utilization: Field(default=0.9) in the 0.14.0, 0.17.0 and 0.19.0 wheels,
-#: Field(default=0.92) in the 0.20.0, 0.22.0, 0.24.0 and 0.25.0 wheels.  From 0.20.0 the start-up also sets aside its
+#: CacheConfig.gpu_memory_utilization: 0.9 in every x.y.0 wheel from 0.10.0 to 0.19.0 (vllm/config.py L1626 in 0.10.0,
+#: vllm/config/cache.py from 0.11.0), Field(default=0.92) in every one from 0.20.0 to 0.25.0 (cache.py L66 in 0.20.0).  From 0.20.0 the start-up also sets aside its
 #: CUDA graphs' estimated memory (vllm/envs.py VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to "1" from 0.20.0,
 #: "0" in 0.19.0; v1/worker/gpu_worker.py determine_available_memory), which specsim does not count (the rest of the
 #: start-up it does: :func:`start_up`).
