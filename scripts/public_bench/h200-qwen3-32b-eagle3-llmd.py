@@ -147,6 +147,10 @@ kustomization.yaml in both of its stored versions (761e4480, 64db62be); the file
 the release of these runs is the stored image's, not read at the runs' commit.
 Both arms sit behind the llm-d router (EPP) with one replica: the router adds its own latency to TTFT and end-to-end
 latency, not to TPOT.
+Arrivals: inference-perf's constant-rate timer read at kubernetes-sigs/inference-perf@0949afc8 (exponential gaps
+rescaled to the stage); the copy in the v0.6.0 release the report names was not read (the release is not on PyPI from
+here and its tag was not mapped to a commit). specsim takes any request rate as Poisson arrivals, as it reads GuideLLM's
+constant-rate runs; burstiness only bounds how fast the requests can have been sent.
 ONLY 3 OF THE 5 STAGES: 8 and 16 QPS are past the deployment's capacity (median TTFT 9.8-108 s, median request latency
 55-167 s against a 120 s stage, output throughput flat at about 1,650 / 1,450 tok/s), so requests finished after
 their stage and no run time can be derived; they are left out. Their report rows: TPOT p50 209.7 / 210.1 ms (8 QPS),
