@@ -47,8 +47,7 @@ The preset as shipped is judged on the same runs (an unknown acceptance at the d
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -207,8 +206,8 @@ def _apply(values: Values, params: list[_Param], x: np.ndarray) -> Values:
         else:
             changes[p.name] = v
     if host:
-        changes["host"] = dataclasses.replace(values.host, **host)
-    return dataclasses.replace(values, alphas=tuple(alphas), **changes)
+        changes["host"] = replace(values.host, **host)
+    return replace(values, alphas=tuple(alphas), **changes)
 
 
 class _Stage:
@@ -518,7 +517,7 @@ def nudged_runs(runs: list[CalRun], eps: float = NUDGE) -> list[CalRun]:
             times["output_tokens_per_s"] = r.output_tokens_per_s / (1.0 + eps)
         if r.rate_per_s:
             times["rate_per_s"] = r.rate_per_s / (1.0 + eps)
-        out.append(dataclasses.replace(c, run=dataclasses.replace(r, **times)))
+        out.append(replace(c, run=replace(r, **times)))
     return out
 
 
@@ -751,12 +750,12 @@ def fit_engine(dep, runs: list[CalRun], *, intervals: bool = True, limits=None, 
             model, nudged, design, preset, start, alpha0, [c.sweep if c.setup else "" for c in runs], "sweep", done
         ),
     }
-    preset_values = dataclasses.replace(start, alphas=tuple([alpha0] * len(model.sweeps)))
+    preset_values = replace(start, alphas=tuple([alpha0] * len(model.sweeps)))
     model.settle(preset_values)
     preset_pred = model.predict(preset_values, everything)
     model.settle(result.values)
     times = model.times(result.values, everything)
-    fitted_dep = dataclasses.replace(
+    fitted_dep = replace(
         model.deployment(result.values), source=dep.source, engine=_fitted_engine(preset, result.values)
     )
     fit = EngineFit(
@@ -778,7 +777,7 @@ def fit_engine(dep, runs: list[CalRun], *, intervals: bool = True, limits=None, 
         result.values,
         {model.sweeps[int(n.split(":")[1])]: m for n, m in pinned.alphas.items()},
     )
-    return dataclasses.replace(fit, warnings=_warnings(fit, preset, model, dep))
+    return replace(fit, warnings=_warnings(fit, preset, model, dep))
 
 
 def _terms(
@@ -800,7 +799,7 @@ def _terms(
 
     def put(name: str, term: Term) -> None:
         if name.startswith("alpha:"):
-            acceptance[model.sweeps[int(name.split(":")[1])]] = dataclasses.replace(term, name="alpha")
+            acceptance[model.sweeps[int(name.split(":")[1])]] = replace(term, name="alpha")
         else:
             terms[name] = term
 
@@ -835,7 +834,7 @@ def _terms(
         steps = sorted({int(x) for x in model.steps[model.steps > 0]})
         for sweep, t in acceptance.items():
             if t.status == "fitted":
-                acceptance[sweep] = dataclasses.replace(
+                acceptance[sweep] = replace(
                     t,
                     why=(
                         f"{'its interval assumes' if t.low is not None else 'it assumes'} the round's "
@@ -942,13 +941,13 @@ def _hold_out(
 def _fitted_engine(preset: EnginePreset, values: Values) -> EnginePreset:
     engine = preset.with_iteration_ms(values.iteration_s * 1e3, values.iteration_seq_s * 1e6)
     if values.share is not None:
-        engine = dataclasses.replace(
+        engine = replace(
             engine,
             overlap_share=values.share,
             kernel_overlap_share=values.share,
             overlap_basis="fitted by specsim calibrate-engine",
         )
-    return dataclasses.replace(
+    return replace(
         engine,
         basis="fitted by specsim calibrate-engine",
         spec=values.host,
