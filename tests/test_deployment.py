@@ -422,6 +422,24 @@ def test_round_parts_are_arrays_of_the_rounds_shape():
     np.testing.assert_allclose(parts["engine host time"], _host(B, 0), rtol=1e-15)
 
 
+def test_a_rounds_parts_keep_the_engine_time_around_collectives_apart_from_its_time_per_iteration():
+    # explain printed the verification's tensor-parallel collectives (161 x 28.4 us on Llama-3.3-70B at TP 8) as
+    # "engine per iteration" (4.57 ms), where -v says the engine's time per iteration is 0.00 ms.
+    from specsim.describe.parallel import collective_count
+
+    dep = _dep(target="llama-3.3-70b", tp=8, draft_tp=8)
+    parts = dep.round_time(B, L, 3).parts()
+    np.testing.assert_allclose(parts["engine per iteration"], np.full(3, 1e-3), rtol=1e-12)
+    np.testing.assert_allclose(
+        parts["verification collectives"], np.full(3, 1e-6 * collective_count(dep.target)), rtol=1e-12
+    )
+    eagle = _dep(target="llama-3.3-70b", draft="eagle3", tp=8, draft_tp=8)
+    count = collective_count(eagle.draft)
+    assert count > 0
+    np.testing.assert_allclose(eagle.round_time(B, L, 3).parts()["draft-extend collectives"], 1e-6 * count, rtol=1e-12)
+    assert "verification collectives" not in _dep().round_time(B, L, 3).parts()  # one GPU: none
+
+
 def test_model_assumption_lines_are_exact():
     moe = model_assumptions(H100, [get_model("qwen3-30b-a3b")])
     assert moe == [

@@ -764,6 +764,8 @@ _PART_COLORS = {
     "draft extend": "#00798c",
     "drafter host time": "#2e933c",
     "engine per iteration": "#edae49",
+    "verification collectives": "#a7a9ac",
+    "draft-extend collectives": "#66b2be",
     "engine host time": "#d1495b",
 }
 

@@ -254,6 +254,8 @@ class RoundFixed:
     #: the drafter's lookup kernels where the engine runs them on the GPU instead of host_s
     #: (:func:`specsim.speculation.gpu_lookup.gpu_lookup_s`)
     lookup_s: np.ndarray | float = 0.0
+    #: the part of engine_s around the verification's and the extend pass's tensor-parallel collectives (c_T, c_X)
+    collectives_s: tuple[float, float] = (0.0, 0.0)
 
     def as_step(self) -> StepTime:
         """The verification pass's parts with the whole fixed part as its total (engine time counted as overhead)."""
@@ -314,8 +316,7 @@ class RoundTime:
 
     def parts(self) -> dict[str, np.ndarray]:
         """Where the round's time goes, seconds per named part; the parts add up to :attr:`total_s`."""
-        f = self.fixed
-        s = self.draft_passes
+        f, s = self.fixed, self.draft_passes
         parts = {
             "draft steps": s * self.draft.gpu.total_s,
             "draft-step collectives": s * self.draft.engine_s,
@@ -329,10 +330,11 @@ class RoundTime:
             parts["drafter host time"] = f.host_s
         if np.any(np.asarray(f.lookup_s) != 0):
             parts["drafter lookup on the GPU"] = f.lookup_s
-        parts["engine per iteration"] = f.engine_s
+        # The engine's time around tensor-parallel collectives apart from its time per iteration, as the draft steps'.
+        parts["engine per iteration"] = f.engine_s - sum(f.collectives_s)
+        parts |= {n: c for n, c in zip(("verification collectives", "draft-extend collectives"), f.collectives_s) if c}
         parts["engine host time"] = self.exposed_host_s
-        shape = np.shape(self.total_s)
-        return {name: np.broadcast_to(np.asarray(value, dtype=float), shape) for name, value in parts.items()}
+        return {name: np.broadcast_to(np.asarray(v, dtype=float), np.shape(self.total_s)) for name, v in parts.items()}
 
 
 @dataclass(frozen=True, eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
@@ -800,14 +802,11 @@ class Deployment:
             fixed = fixed + lookup
         if extend is not None:
             fixed = fixed + extend.total_s
-        engine_s = (
-            e.iteration_time(batch)
-            + e.collectives_s(self.target)
-            + (e.collectives_s(self.draft) if extend is not None else 0.0)
-        )
-        if np.any(engine_s):
-            fixed = fixed + engine_s
-        return RoundFixed(verify, extend, host, engine_s, fixed, lookup)
+        # e_iter + b e_seq + c_T + c_X, in that order; c_T and c_X kept apart for the round's parts
+        collectives = (e.collectives_s(self.target), e.collectives_s(self.draft) if extend is not None else 0.0)
+        engine_s = e.iteration_time(batch) + collectives[0] + collectives[1]
+        fixed = fixed + engine_s if np.any(engine_s) else fixed
+        return RoundFixed(verify, extend, host, engine_s, fixed, lookup, collectives)
 
     def round_host(self, batch: object, steps: object, draft_width: object = 1) -> tuple[np.ndarray, float]:
         """(H, hidden): the engine's host work per round of ``steps`` draft steps, and the share of it this engine
