@@ -543,6 +543,19 @@ def test_parser_defaults_are_the_librarys():
     )
 
 
+def test_a_flag_a_commands_help_says_to_use_instead_is_one_of_that_commands_flags():
+    # schedule --help said --concurrency and --rate come "instead of --batch", a flag schedule does not have.
+    import re
+
+    from specsim.cli.main import build_parser
+
+    for name, sub in build_parser()._subparsers._group_actions[0].choices.items():
+        flags = {o for a in sub._actions for o in a.option_strings}
+        for action in sub._actions:
+            named = re.findall(r"instead of (--[a-z][a-z0-9-]*)", action.help if isinstance(action.help, str) else "")
+            assert set(named) <= flags, (name, action.option_strings, named)
+
+
 def test_optimal_gamma_json_step_times_are_at_the_chosen_gamma(capsys):
     # Issue 10's surviving mutant: t_V reported at another gamma than the one chosen.
     code, out, _ = run(capsys, "optimal-gamma", "--alpha", "0.8", "--batch", "1,64,256", "--json")

@@ -415,7 +415,7 @@ def _parser_schedule(sub) -> None:
         "num_speculative_tokens_per_batch_size, SGLang 0.5.13 adaptive steps, TensorRT-LLM 1.3 draft_len_schedule), "
         "else the batch-1 length with a note; require: refuse where it has none",
     )
-    add_load_args(p)
+    add_load_args(p, "the schedule then keyed by the decode batch each load runs at")
     p.add_argument("--json", action="store_true", help="print JSON (the same as --format json)")
     p.set_defaults(func=run_schedule)
 

@@ -358,9 +358,9 @@ def add_deployment_args(
         add_round_cost_args(p)
 
 
-def add_load_args(p: argparse.ArgumentParser) -> None:
+def add_load_args(p: argparse.ArgumentParser, instead: str = "instead of --batch") -> None:
     """--concurrency or --rate (the answer at a load instead of per decode batch) with the benchmark's lengths and the
-    engine's scheduling limits."""
+    engine's scheduling limits; ``instead``: what the loads replace in this command, as its help says it."""
     from specsim.answers.load import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
 
     load = p.add_mutually_exclusive_group()
@@ -371,11 +371,9 @@ def add_load_args(p: argparse.ArgumentParser) -> None:
         const=list(DEFAULT_BATCHES),
         help="answer at these closed-loop loads (users, as vllm bench serve --max-concurrency; alone: "
         f"{','.join(map(str, DEFAULT_BATCHES))}): TPOT, ITL, TTFT and throughput with and without speculation, "
-        "prefill included; instead of --batch",
+        f"prefill included; {instead}",
     )
-    load.add_argument(
-        "--rate", type=rate_list, help="answer at these Poisson request rates (requests/s); instead of --batch"
-    )
+    load.add_argument("--rate", type=rate_list, help=f"answer at these Poisson request rates (requests/s); {instead}")
     p.add_argument(
         "--input-len",
         type=int_at_least(1, "input-len", MAX_CONTEXT),
