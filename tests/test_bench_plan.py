@@ -571,3 +571,12 @@ def test_bench_plan_names_the_deployment_defaults_it_planned_for_as_every_comman
     argv = ["bench-plan", "--engine", "vllm@0.24.0", "--draft", "eagle3", "--hardware", "h100", "--out", str(out)]
     assert main(argv + ["--target", "llama-3.1-8b", "--timing", "hybrid"]) == 0
     assert "specsim's defaults, not given" not in capsys.readouterr().err
+
+
+def test_an_ngram_plan_beside_a_sharded_target_is_written(tmp_path, capsys):
+    # bench-plan --tp 2 --draft ngram refused "--draft-tp does not apply" though no --draft-tp was given: the plan's
+    # deployment gave every drafter the target's TP, a lookup that runs no network too.
+    out = tmp_path / "plan"
+    args = ["bench-plan", "--engine", "vllm@0.34.0", "--tp", "2", "--draft", "ngram", "--pin-accept-length", "1.5,2"]
+    assert main([*args, "--out", str(out)]) == 0
+    assert '"method":"ngram"' in (out / "run.sh").read_text()

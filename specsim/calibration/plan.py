@@ -199,10 +199,12 @@ def plan_deployment(
     draft_tensor_parallel_size defaults to the target's, and EAGLE heads are built with the target's parallel config
     whatever it says; SGLang and TensorRT-LLM have no separate draft TP)."""
     from specsim.speculation.deployment import Deployment
+    from specsim.speculation.drafters import drafter_class
 
     target_options = dict(target_options or {})
     draft_options = dict(draft_options or {})
-    if "tp" not in draft_options and (target_options.get("tp") or 1) > 1:
+    # (a lookup, n-gram or suffix decoding, runs no network to shard)
+    if "tp" not in draft_options and (target_options.get("tp") or 1) > 1 and drafter_class(draft).launches_steps:
         draft_options["tp"] = target_options["tp"]
     return Deployment.build(
         hardware,
