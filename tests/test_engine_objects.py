@@ -43,13 +43,17 @@ def test_every_engine_runs_the_draft_at_the_targets_tp_unless_asked_and_says_wha
         "draft at TP 4: vLLM builds EAGLE and MTP heads at the target's TP, draft_tensor_parallel_size notwithstanding "
         "(vllm-project/vllm#31345; #31886 open); --draft-tp 1 has no effect there",
     )
-    # vLLM 0.15-0.16 ran a draft model on one GPU beside a sharded target; 0.17 and later refuse it, and a preset
+    # vLLM 0.15-0.16 ran a draft model on one GPU beside a sharded target; 0.17-0.33 refuse it, and a preset
     # name stands for its newest release (vllm@0.14 is 0.27.0, which refuses it too).
     assert REGISTRY["vllm"].draft_tp(get_engine("vllm@0.15"), True, 4, 1)[0] == 1
     assert REGISTRY["vllm"].draft_tp(get_engine("vllm@0.16.0"), True, 4, 1)[0] == 1
-    for later in ("vllm@0.14", "vllm@0.17.0", "vllm@0.27.0", "vllm"):
-        with pytest.raises(ValueError, match="vLLM 0.17 and later refuse a draft model at TP 1"):
+    for later in ("vllm@0.14", "vllm@0.17.0", "vllm@0.27.0", "vllm@0.33.0"):
+        with pytest.raises(ValueError, match="vLLM 0.17-0.33 refuse a draft model at TP 1"):
             REGISTRY["vllm"].draft_tp(get_engine(later), True, 4, 1)
+    # 0.34.0 dropped that check (the draft model left v1/spec_decode/draft_model.py) and takes the key, but the draft's
+    # layers take the worker's tensor-parallel group: it runs at the target's TP, said so, not refused.
+    tp, line = REGISTRY["vllm"].draft_tp(get_engine("vllm"), True, 4, 1)
+    assert tp == 4 and "vLLM 0.34.0 takes draft_tensor_parallel_size 1" in line and line.endswith("no effect there")
 
 
 def test_without_an_engine_the_draft_tp_is_what_was_asked_else_one():

@@ -538,9 +538,9 @@ def test_vllm_draft_tp_lines_are_exact():
         "(--draft-tp 1 for a draft model on one GPU: vLLM 0.15-0.16 only)",
     )
     with pytest.raises(ValueError) as err:
-        draft_tp(latest, True, 2, 1)
+        draft_tp(get_engine("vllm@0.33.0"), True, 2, 1)
     assert str(err.value) == (
-        "vLLM 0.17 and later refuse a draft model at TP 1 beside a target at TP 2 ('draft_tensor_parallel_size' and "
+        "vLLM 0.17-0.33 refuse a draft model at TP 1 beside a target at TP 2 ('draft_tensor_parallel_size' and "
         "'tensor_parallel_size' must be the same: vllm/v1/spec_decode/draft_model.py): drop --draft-tp, or model vllm@0.15"
     )
 

@@ -231,12 +231,20 @@ def rocm_build(preset, spec: SpecHost | None = ROCM_SPEC, collective_s: float = 
     return dataclasses.replace(out, spec=spec, kernel_spec=spec, overlap_kinds=frozenset(), spec_basis=ROCM_BASIS)
 
 
+#: From this release the draft model's own TP check is gone and its layers take the target's group (:func:`draft_tp`).
+_DRAFT_TP_GLOBAL_SINCE = (0, 34, 0)
+
+
 def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None) -> tuple[int, str]:
     """(the draft's TP, one line naming the choice and the alternative) as vLLM runs a drafter next to a target at TP
     ``target_tp``.  ``draft_tensor_parallel_size`` defaults to the target's (vllm/config/speculative.py,
     ``_verify_and_get_draft_tp``, 0.24.0-0.33.0).  EAGLE-family and MTP heads are built from the target's parallel
     config whatever it says (v1/spec_decode/llm_base_proposer.py; vllm-project/vllm#31345 closed unfixed, the fix #31886
-    open).  A draft model at another TP than the target's is refused from 0.17.0 (v1/spec_decode/draft_model.py)."""
+    open).  A draft model at another TP than the target's is refused from 0.17.0 to 0.33 (v1/spec_decode/draft_model.py
+    _raise_if_draft_tp_mismatch, 0.33.0 L63-77).  0.34.0 moved the draft model to v1/worker/gpu/spec_decode/standalone_ar
+    without that check: its config takes 1 (config/speculative.py L1530-1551) and builds the draft's parallel config at
+    TP 1 (L1584-1603), but the draft's layers take the worker's tensor-parallel group (model_executor/layers/linear.py
+    L304-311, get_tensor_model_parallel_world_size), which is the target's: read, not run, it runs at the target's TP."""
     if requested not in (None, 1, target_tp):
         raise ValueError(
             f"draft tensor parallelism {requested} must be 1 or the target's {target_tp} (vLLM's "
@@ -256,14 +264,22 @@ def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None
             f"draft at TP {target_tp}: vLLM's default draft_tensor_parallel_size, the target's (--draft-tp 1 "
             "for a draft model on one GPU: vLLM 0.15-0.16 only)"
         )
-    if preset_release(NAME, preset, RANGES) >= (0, 17, 0):  # the one release the preset stands for (vllm@0.14: 0.27.0)
+    release = preset_release(NAME, preset, RANGES)  # the one release the preset stands for (vllm@0.14: 0.27.0)
+    if release >= _DRAFT_TP_GLOBAL_SINCE:
+        return target_tp, (
+            f"draft at TP {target_tp}: vLLM {'.'.join(map(str, release))} takes draft_tensor_parallel_size {requested} "
+            "(vllm/config/speculative.py L1530-1551) but builds the draft's layers on the worker's tensor-parallel "
+            "group, the target's (model_executor/layers/linear.py L304-311; as read in 0.34.0's source, not run); "
+            f"--draft-tp {requested} has no effect there"
+        )
+    if release >= (0, 17, 0):
         raise ValueError(
-            f"vLLM 0.17 and later refuse a draft model at TP {requested} beside a target at TP {target_tp} "
+            f"vLLM 0.17-0.33 refuse a draft model at TP {requested} beside a target at TP {target_tp} "
             "('draft_tensor_parallel_size' and 'tensor_parallel_size' must be the same: "
             "vllm/v1/spec_decode/draft_model.py): drop --draft-tp, or model vllm@0.15"
         )
     return requested, (
-        f"draft at TP {requested} (--draft-tp); vLLM 0.17 and later refuse a draft model at another TP "
+        f"draft at TP {requested} (--draft-tp); vLLM 0.17-0.33 refuse a draft model at another TP "
         f"than the target's {target_tp} (vllm/v1/spec_decode/draft_model.py)"
     )
 
