@@ -809,3 +809,21 @@ def test_ctrl_c_says_one_line_and_exits_130(capsys, monkeypatch):
     monkeypatch.setattr(cli_main, "build_parser", interrupted)
     code = main(["optimal-gamma", "--batch", "1"])
     assert code == 130 and capsys.readouterr().err == "specsim optimal-gamma: interrupted\n"
+
+
+def test_an_answers_json_carries_the_notes_its_text_says_on_stderr(capsys):
+    # docs/reference/json.md, "Every answer": `notes`, the notes the text prints on stderr.  compare, optimal-gamma,
+    # explain, speedup and serve-sim printed an assumption that moves the answer 17% on stderr only, so a program
+    # reading their JSON never saw it (a review, 2026-12-06).
+    code, out, err = run(capsys, "compare", "--draft", "eagle3", "--concurrency", "16", "--json")
+    assumed = next(line.removeprefix("note: ") for line in err.splitlines() if line.startswith("note: assumed:"))
+    assert code == 0 and "hides all of a round's host work" in assumed  # stderr still says it
+    rows = json.loads(out)
+    assert all(assumed in row["notes"] and row["notes"].count(assumed) == 1 for row in rows)
+    # capacity's own notes (the memory's) stay first, the said ones after, each once
+    code, out, err = run(capsys, "capacity", "--json")
+    notes = json.loads(out)["notes"]
+    assert code == 0 and len(notes) == len(set(notes)) and any("defaults, not given" in n for n in notes)
+    # a command that fails prints no JSON half-way
+    code, out, _ = run(capsys, "speedup", "--gamma", "3", "--batch", "4", "--calibration", "no-such.yaml", "--json")
+    assert code == 2 and out == ""

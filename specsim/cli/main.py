@@ -13,6 +13,7 @@ imported inside the commands that need them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import importlib
 import re
@@ -50,6 +51,11 @@ COMMANDS = {
     "figures": "info",
     "reproduce": "info",
 }
+#: The answering commands whose --json carries the notes their text says on stderr (docs/reference/json.md, "Every
+#: answer": :func:`specsim.cli.report.notes_in_json`).
+NOTES_IN_JSON = frozenset(
+    ["optimal-gamma", "explain", "speedup", "capacity", "schedule", "compare", "serve-sim", "serve-sweep"]
+)
 
 
 def _help_width() -> int:
@@ -226,9 +232,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from specsim.cli.args import calibrated_context
 
     report.VERBOSE = bool(getattr(args, "verbose", False))
+    as_json = args.command in NOTES_IN_JSON and (
+        getattr(args, "json", False) or getattr(args, "format", None) == "json"
+    )
     try:
         calibrated_context(args)
-        return args.func(args)
+        with report.notes_in_json() if as_json else contextlib.nullcontext():
+            return args.func(args)
     except BrokenPipeError:  # e.g. specsim ... | head
         return 0
     except KeyboardInterrupt:

@@ -12,7 +12,17 @@ import json
 import sys
 from typing import Any, Sequence
 
-__all__ = ["capacity_summary", "describe", "ms", "print_json", "print_notes", "progress", "short_bound", "table"]
+__all__ = [
+    "capacity_summary",
+    "describe",
+    "ms",
+    "notes_in_json",
+    "print_json",
+    "print_notes",
+    "progress",
+    "short_bound",
+    "table",
+]
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
@@ -27,8 +37,56 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | No
     return "\n".join(line.rstrip() for line in lines)
 
 
+#: The answers :func:`notes_in_json` holds back while it gathers the notes said beside them (None: print at once).
+_HELD: list | None = None
+
+
 def print_json(obj: Any) -> None:
+    if _HELD is not None:
+        _HELD.append(obj)
+        return
     print(json.dumps(obj, indent=2, allow_nan=False))
+
+
+class _Said:
+    """stderr as it is, and the ``note:``/``warning:`` lines written to it kept (a warning keeps its word)."""
+
+    def __init__(self, stream):
+        self.stream, self.text = stream, []
+
+    def write(self, text: str) -> int:
+        self.text.append(text)
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def notes(self) -> list[str]:
+        lines = "".join(self.text).splitlines()
+        return [line.removeprefix("note: ") for line in lines if line.startswith(("note: ", "warning: "))]
+
+
+@contextlib.contextmanager
+def notes_in_json():
+    """An answer's ``--json`` with the notes its text says on stderr, as ``notes`` in the answer (in each row where it
+    is a list of rows; beside the notes it already carries, in order, each once): what a program reading the JSON
+    would otherwise not see (an assumption, a default taken, a queue).  The JSON is printed when the command ends, and
+    not at all where it fails: nothing half-written.  stderr is written as it is."""
+    global _HELD
+    said = _Said(sys.stderr)
+    _HELD = []
+    try:
+        with contextlib.redirect_stderr(said):
+            yield
+        held, _HELD = _HELD, None
+        notes = said.notes()
+        for obj in held:
+            for answer in obj if isinstance(obj, list) else [obj]:
+                if isinstance(answer, dict):
+                    answer["notes"] = list(dict.fromkeys([*answer.get("notes", []), *notes]))
+            print_json(obj)
+    finally:
+        _HELD = None
 
 
 def ms(seconds: float) -> str:
