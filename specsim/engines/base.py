@@ -339,12 +339,22 @@ class EnginePreset:
             else "serial (not overlapped with the GPU)"
         )
         prefill = "the calibration's" if self.calibration else "as shipped"
+        where = (  # the ROCm build's is said in its release line; a calibration keeps the preset's (it fits no such term)
+            "its ROCm build's, above"
+            if self.platform == "rocm"
+            else "fitted on public plain-decoding rows at TP 2-8, docs/reports/2026-12-01-fidelity.md; charged to every "
+            "pass at tensor parallelism, a sharded drafter's steps too"
+        )
         shown = self.label if self.calibration or self.asked else f"{self.key} preset"  # the release the runs named
         return (
             f"engine: {shown} ({self.release}); per iteration {self.iteration_s * 1e3:.2f} ms on a roofline step, "
             f"{self.kernel_iteration_s * 1e3:.2f} ms on GPU time ({self.basis})"
             + (f" + {self.iteration_seq_s * 1e6:.1f} us per sequence" if self.iteration_seq_s else "")
-            + (f"; {self.collective_s * 1e6:.1f} us more per tensor-parallel collective" if self.collective_s else "")
+            + (
+                f"; {self.collective_s * 1e6:.1f} us more per tensor-parallel collective ({where})"
+                if self.collective_s
+                else ""
+            )
             + f"; prompts at x{self.prefill_scale:.2f} the source's speed ({prefill})"
             + f"; speculative round host time {self.spec.describe()} ({self.spec_basis}), {overlap}"
         )

@@ -357,3 +357,29 @@ def rocm_large_moe_said(measured: tuple, target: str, preset, hardware: str) -> 
         f"{said}: specsim's {preset.key} preset has no ROCm terms for {hardware} (SGLang ROCm's time per collective "
         "is sized on MI300X and MI355X only); the missing time is not modelled: calibrate-engine on your own runs"
     )
+
+
+def draft_collectives_assumed(dep) -> list[str]:
+    """The engine's time per tensor-parallel collective charged to a sharded drafter's steps, said by default where it
+    makes a round at batch 1 more than 10% longer: the time was fitted on plain decoding (target passes) at TP 2-8, and
+    no public run of a draft model at tensor parallelism measures what its steps pay (docs/model/engines.md).  A
+    calibration is judged on its own runs: not said there."""
+    import numpy as np
+
+    from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS
+
+    if dep.draft is None or dep.draft.tp == 1 or not dep.engine.collective_s or dep.engine.calibration:
+        return []
+    steps = min(3, dep.drafter.max_steps or 3)  # a reference round the drafter can run, as the other notes take
+    one = dep.draft_step(1, DEFAULT_CONTEXT_TOKENS)
+    charged = float(np.asarray(dep.drafter.draft_passes(np.asarray(float(steps))))) * one.engine_s
+    total = float(np.asarray(dep.round_time(1, DEFAULT_CONTEXT_TOKENS, steps).total_s))
+    if charged <= 0.10 * (total - charged):
+        return []
+    return [
+        f"assumed: {dep.engine.collective_s * 1e6:.1f} us per tensor-parallel collective ({dep.engine.label}), fitted "
+        f"on plain decoding's target passes, is charged to each draft step too ({one.engine_s * 1e3:.2f} ms a step at "
+        f"TP {dep.draft.tp}): it makes a round of {steps} draft step{'s' if steps > 1 else ''} at batch 1 "
+        f"{total / (total - charged):.2f}x as long; no public run of a draft model at tensor parallelism measures it "
+        "(docs/model/engines.md; calibrate-engine on your runs does)"
+    ]

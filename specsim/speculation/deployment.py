@@ -60,7 +60,7 @@ from specsim.engines import (
     release_text,
     source_and_engine,
 )
-from specsim.engines.engine import rocm_large_moe_said
+from specsim.engines.engine import draft_collectives_assumed, rocm_large_moe_said
 from specsim.speculation.acceptance import _check_gamma, plan_arrays, tokens_per_round
 from specsim.speculation.drafters import Drafter, DraftModel, drafter_class, make_drafter
 from specsim.speculation.fp8_cache import (
@@ -1019,7 +1019,7 @@ class Deployment:
         configs relied on."""
         notes = list(self.choices) + self.defaults_said() + list(self.source.notes) + self._model_notes()
         notes += fp8_cache_notes(self) + graphless_assumed(self)
-        notes += self._overlap_assumed()
+        notes += self._overlap_assumed() + draft_collectives_assumed(self)
         notes += self._host_unmeasured()
         notes += self._int4_estimated()
         notes += self._large_moe_measured()
