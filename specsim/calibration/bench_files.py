@@ -45,7 +45,6 @@ is the mean prompt plus half the mean output (:func:`specsim.core.workloads.mean
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -541,36 +540,24 @@ def _serve_run(path: Path, index: int, record: object, tool: str, prefer: str = 
     )
 
 
-#: Rounding allowed in per-position acceptance shares: half a point of a percentage, as the acceptance rate's check.
-PER_POSITION_ROUNDING = 5e-3
-
-
 def _per_position(where: str, record: dict, tool: str, al: float | None) -> tuple | None:
     """The run's per-position acceptance shares c_1..c_K where the tool counted them (None: not recorded, or an empty
-    list, which vLLM writes where no draft was counted), refused in one line where they cannot be a run's: not numbers
-    in [0, 1], rising with the position (a token is accepted only after every earlier one, so the counts fall), or 1 +
-    their sum off the recorded acceptance length by more than rounding (the accepted tokens of every position are the
-    accepted tokens).  Their number against the draft steps is checked where the steps are known
-    (:func:`specsim.calibration.runs.check_runs`)."""
+    list, which vLLM writes where no draft was counted), refused in one line where they cannot be a run's
+    (:func:`specsim.speculation.acceptance.checked_shares`, the check a calibration's shares get too: numbers in [0, 1],
+    not rising with the position), or where 1 + their sum is off the recorded acceptance length by more than rounding
+    (the accepted tokens of every position are the accepted tokens).  Their number against the draft steps is checked
+    where the steps are known (:func:`specsim.calibration.runs.check_runs`)."""
+    from specsim.speculation.acceptance import SHARE_ROUNDING, checked_shares
+
     files = REGISTRY[tool].bench_files
-    key, tol = files.per_position_key, PER_POSITION_ROUNDING
+    key, tol = files.per_position_key, SHARE_ROUNDING
     rates = record.get(key) if key else None
     if rates is None or rates == []:
         return None
-    if not isinstance(rates, list) or not all(_is_number(r) for r in rates):
-        raise ValueError(
-            f"{where}: {key} must be a list of numbers (each position's accepted tokens over the drafts), got "
-            f"{rates!r:.60}"
-        )
-    if any(not -tol <= r <= 1 + tol for r in rates):
-        bad = next(r for r in rates if not -tol <= r <= 1 + tol)
-        raise ValueError(f"{where}: {key} holds {bad:g}, outside [0, 1]: each is a share of the drafts")
-    for k in range(1, len(rates)):
-        if rates[k] > rates[k - 1] + tol:
-            raise ValueError(
-                f"{where}: {key} rises from {rates[k - 1]:g} at position {k} to {rates[k]:g} at {k + 1}: a drafted "
-                f"token is accepted only after every earlier one, so the shares cannot rise (beyond rounding, {tol:g})"
-            )
+    try:
+        shares = checked_shares(rates)
+    except ValueError as err:
+        raise ValueError(f"{where}: {key} {err}") from None
     if al is None:
         raise ValueError(
             f"{where}: {key} without {files.acceptance_key}: both are written from the same counters; a file with the "
@@ -581,8 +568,7 @@ def _per_position(where: str, record: dict, tool: str, al: float | None) -> tupl
             f"{where}: 1 + the sum of {key} is {1 + sum(rates):.6g}, not {files.acceptance_key} {al:g}: the tokens "
             "accepted at every position are the tokens accepted"
         )
-    # kept in [0, 1] and falling, the differences within rounding taken out (each share at most the one before it)
-    return tuple(itertools.accumulate((min(max(float(r), 0.0), 1.0) for r in rates), min))
+    return shares
 
 
 def _dataset(where: str, record: dict, keys: tuple) -> str | None:

@@ -15,6 +15,9 @@ Chains
     extrapolated: gamma stops at the last measured position, and callers say
     so.
 
+    Files record the shares rounded; :func:`checked_shares` is the one check of
+    shares as a file gives them (a benchmark file's, a calibration's).
+
 Trees
     A token tree (SpecInfer, EAGLE-2, SGLang's ``--speculative-eagle-topk``)
     drafts up to ``topk`` children per node, ``depth`` levels deep, and
@@ -52,12 +55,14 @@ import numpy as np
 
 __all__ = [
     "DEFAULT_SIBLING_FACTOR",
+    "SHARE_ROUNDING",
     "Acceptance",
     "TreeSpec",
     "acceptance_rates",
     "alpha_from_acceptance_length",
     "as_acceptance",
     "checked_acceptance",
+    "checked_shares",
     "prompt_spread",
     "round_tokens_variance",
     "build_tree",
@@ -278,6 +283,44 @@ def prompt_spread(accept_lengths: object, tokens: object, gamma: int) -> tuple[f
     de = float(tokens_per_round_slope(a, gamma))
     chance = float(np.mean(e * var_x / t)) / de**2 if de > 0 else 0.0
     return float(rates.mean()), float(np.sqrt(max(rates.var(ddof=1) - chance, 0.0)))
+
+
+#: Rounding allowed in per-position acceptance shares as a file records them: half a point of a percentage, as a
+#: benchmark file's acceptance rate is checked.
+SHARE_ROUNDING = 5e-3
+
+
+def checked_shares(rates: object, tol: float = SHARE_ROUNDING) -> tuple:
+    """c_1..c_K, P(drafted token k accepted), from a list a file records (vLLM's
+    ``spec_decode_per_position_acceptance_rates``, a calibration's ``acceptance.per_position``): refused where they
+    cannot be a run's, not numbers in [0, 1] or rising with the position (a token is accepted only after every earlier
+    one, so the counts fall), each beyond the rounding ``tol``; returned kept in [0, 1] and falling, the differences
+    within rounding taken out (each share at most the one before it).  The message says what is wrong, for the caller
+    to put the file and the field in front of it.
+
+    >>> checked_shares([0.8, 0.6005, 0.4])
+    (0.8, 0.6005, 0.4)
+    >>> checked_shares([0.6, 0.8])
+    Traceback (most recent call last):
+    ...
+    ValueError: rises from 0.6 at position 1 to 0.8 at 2: a drafted token is accepted only after every earlier one, so the shares cannot rise (beyond rounding, 0.005)
+    """
+    from specsim.core.limits import is_real
+
+    if not isinstance(rates, list) or not rates or not all(is_real(r) and np.isfinite(r) for r in rates):
+        raise ValueError(
+            f"must be a list of numbers (each position's accepted tokens over the drafts), got {rates!r:.60}"
+        )
+    if any(not -tol <= r <= 1 + tol for r in rates):
+        bad = next(r for r in rates if not -tol <= r <= 1 + tol)
+        raise ValueError(f"holds {bad:g}, outside [0, 1]: each is a share of the drafts")
+    for k in range(1, len(rates)):
+        if rates[k] > rates[k - 1] + tol:
+            raise ValueError(
+                f"rises from {rates[k - 1]:g} at position {k} to {rates[k]:g} at {k + 1}: a drafted token is accepted "
+                f"only after every earlier one, so the shares cannot rise (beyond rounding, {tol:g})"
+            )
+    return tuple(itertools.accumulate((min(max(float(r), 0.0), 1.0) for r in rates), min))
 
 
 def _not_extrapolated(measured: int, asked: int) -> str:
