@@ -769,6 +769,7 @@ def test_every_answers_json_gives_the_rates_it_was_computed_at(argv, capsys):
             "alpha": default.alpha,
             "per_position": None,
             "measured_steps": None,
+            "continued_rate": None,
             "source": default.source,
         }
         assert row.get("alpha", default.alpha) == default.alpha  # speedup's own "alpha" is the rate too

@@ -45,6 +45,35 @@ def test_per_position_acceptance_is_the_sum_of_cumulative_rates_and_is_not_extra
     assert a.gamma.tolist() == b.gamma.tolist() and np.allclose(a.speedup, b.speedup)
 
 
+def test_continued_per_position_acceptance_goes_on_past_its_last_position_at_that_positions_conditional_rate():
+    """A calibration's shares c_1..c_K (here K = 3) are continued past K at r = c_K / c_(K-1): up to K the answer is
+    1 + the sum of the shares exactly; past K, c_(K+j) = c_K r^j, in the chain, the tree and the search alike."""
+    c = (0.8, 0.6, 0.4)
+    r = 0.4 / 0.6
+    acc = Acceptance(cumulative=c, continued=True)
+    assert acc.max_gamma is None and acc.measured_steps == 3 and acc.continued_rate == pytest.approx(r)
+    assert acc.expected_tokens([1, 2, 3]).tolist() == pytest.approx([1.8, 2.4, 2.8])
+    assert acc.expected_tokens(5).item() == pytest.approx(2.8 + 0.4 * r + 0.4 * r * r)
+    assert acc.cumulative_rates(5).tolist() == pytest.approx([0.8, 0.6, 0.4, 0.4 * r, 0.4 * r * r])
+    assert acc.conditional(5).tolist() == pytest.approx([0.8, 0.75, r, r, r])
+    chain = build_tree(TreeSpec(1, 5, 6), acc)
+    assert chain.expected_tokens == pytest.approx(acc.expected_tokens(5).item())
+    best = optimal_gamma(Deployment.build(), acc, [1], 1128, gamma_max=8)
+    assert best.gamma_max == 8  # searched past the measured positions, where the rates without the rule stop at 3
+    # one position: the chain at its rate, as one alpha measured at one step
+    assert Acceptance(cumulative=(0.7,), continued=True).expected_tokens(4).item() == pytest.approx(
+        expected_tokens(0.7, 4).item()
+    )
+    assert Acceptance(cumulative=(0.5, 0.0), continued=True).cumulative_rates(4).tolist() == [0.5, 0.0, 0.0, 0.0]
+    for bad, said in (
+        ({"alpha": 0.8, "continued": True}, "continued .true or false. goes with per-position rates"),
+        ({"cumulative": c, "continued": 1}, "continued .true or false. goes with per-position rates"),
+        ({"cumulative": c, "continued": True, "measured_steps": 2}, "measured at their 3 positions, not at 2"),
+    ):
+        with pytest.raises(ValueError, match=said):
+            Acceptance(**bad)
+
+
 def test_acceptance_that_rises_with_depth_is_refused():
     with pytest.raises(ValueError) as err:
         parse_acceptance("0.7,0.8")

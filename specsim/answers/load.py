@@ -341,7 +341,8 @@ class LoadAnswer:
 
 def past_measured(gamma: int, steps: int | None) -> str:
     """What a recommendation of ``gamma`` adds where it drafts past the ``steps`` its acceptance was measured at (a
-    calibration's): that one rate per token is carried past them; "" otherwise.
+    calibration's): that its acceptance is carried past them (one rate per token, or per-position shares continued,
+    :meth:`specsim.speculation.acceptance.Acceptance.beyond`); "" otherwise.
 
     >>> past_measured(9, 2)
     ' (past the 2 draft steps its acceptance was measured at: extrapolated)'

@@ -62,7 +62,7 @@ class ScheduleAnswer:
         if past:  # as optimal-gamma's recommendation says it (answers.load.past_measured)
             out.append(
                 f"gamma {', '.join(map(str, past))} drafts past the {steps} draft step{'s' if steps != 1 else ''} its "
-                "acceptance was measured at: extrapolated, one rate per token"
+                f"acceptance was measured at: extrapolated, {self.acceptance.beyond()}"
             )
         return out
 

@@ -11,9 +11,13 @@ Chains
 
         E(gamma) = 1 + c_1 + ... + c_gamma.
 
-    :class:`Acceptance` holds either form.  Per-position rates are never
-    extrapolated: gamma stops at the last measured position, and callers say
-    so.
+    :class:`Acceptance` holds either form.  Per-position rates are not
+    extrapolated unless asked: gamma stops at the last measured position K,
+    and callers say so.  A calibration's shares are ``continued``: past K the
+    chain goes on at the last measured conditional rate r = c_K / c_{K-1}
+    (c_0 = 1), c_{K+j} = c_K r^j, an assumption its answers print.  One round's
+    accepted drafts n then have P(n >= k) = c_k, so P(n = k) = c_k - c_{k+1}
+    (one uniform draw a round, as the serving simulator draws them).
 
     Files record the shares rounded; :func:`checked_shares` is the one check of
     shares as a file gives them (a benchmark file's, a calibration's).
@@ -346,7 +350,10 @@ class Acceptance:
         Where the numbers came from, for provenance lines.
     measured_steps : int or None
         The deepest draft step a single ``alpha`` was measured at, where known (a calibration's, from runs at that many
-        steps): an answer drafting past it says it extrapolates.
+        steps): an answer drafting past it says it extrapolates.  For ``continued`` rates, their number.
+    continued : bool
+        Per-position rates only: past the last measured position K the chain goes on at that position's conditional
+        rate (:attr:`continued_rate`, c_K / c_{K-1}), an assumption :meth:`brief` says; False refuses a gamma past K.
 
     Examples
     --------
@@ -355,12 +362,16 @@ class Acceptance:
     >>> a = Acceptance(cumulative=(0.9, 0.72, 0.5))
     >>> round(a.expected_tokens(3).item(), 6), a.max_gamma
     (3.12, 3)
+    >>> b = Acceptance(cumulative=(0.8, 0.6, 0.4), continued=True)
+    >>> [round(c, 4) for c in b.cumulative_rates(5).tolist()], round(b.expected_tokens(5).item(), 4), b.measured_steps
+    ([0.8, 0.6, 0.4, 0.2667, 0.1778], 3.2444, 3)
     """
 
     alpha: float | None = None
     cumulative: tuple = ()
     source: str = ""
     measured_steps: int | None = field(default=None, compare=False)
+    continued: bool = False
 
     def __post_init__(self) -> None:
         if (self.alpha is None) == (not self.cumulative):
@@ -368,6 +379,15 @@ class Acceptance:
                 "acceptance needs either one alpha or per-position rates, "
                 + ("not both" if self.alpha is not None else "and has neither")
             )
+        if self.continued is not False and (self.continued is not True or self.alpha is not None):
+            raise ValueError("continued (true or false) goes with per-position rates, which it continues past the last")
+        if self.continued:  # the positions measured are the rates given; an answer past them says it extrapolates
+            if self.measured_steps not in (None, len(self.cumulative)):
+                raise ValueError(
+                    f"continued per-position rates were measured at their {len(self.cumulative)} positions, not at "
+                    f"{self.measured_steps!r}"
+                )
+            object.__setattr__(self, "measured_steps", len(self.cumulative))
         if self.alpha is not None:
             if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not 0.0 <= self.alpha <= 1.0:
                 raise ValueError(f"alpha must be in [0, 1], got {self.alpha!r}")
@@ -386,16 +406,30 @@ class Acceptance:
 
     @property
     def max_gamma(self) -> int | None:
-        """The deepest position with a measured rate (None: any gamma)."""
-        return None if self.alpha is not None else len(self.cumulative)
+        """The deepest position a gamma may reach (None: any gamma: one alpha, or ``continued`` rates)."""
+        return None if self.alpha is not None or self.continued else len(self.cumulative)
+
+    @property
+    def continued_rate(self) -> float | None:
+        """r = c_K / c_{K-1} (c_0 = 1): the conditional rate of the last measured position, at which ``continued``
+        rates go on past it (c_{K+j} = c_K r^j); None where they are not continued.
+
+        >>> round(Acceptance(cumulative=(0.8, 0.6, 0.4), continued=True).continued_rate, 4)
+        0.6667
+        """
+        if not self.continued:
+            return None
+        c = self.cumulative
+        before = float(c[-2]) if len(c) > 1 else 1.0
+        return float(c[-1]) / before if before > 0 else 0.0  # (c_K is 0 too where c_{K-1} is)
 
     def conditional(self, depth: int) -> np.ndarray:
         """a_1..a_depth: acceptance at each depth given the previous tokens were accepted."""
         if self.alpha is not None:
             return np.full(depth, float(self.alpha))
-        if depth > len(self.cumulative):
+        if depth > len(self.cumulative) and not self.continued:
             raise ValueError(_not_extrapolated(len(self.cumulative), depth))
-        c = np.asarray(self.cumulative[:depth], dtype=float)
+        c = self.cumulative_rates(depth)
         prev = np.r_[1.0, c[:-1]]
         return np.divide(c, prev, out=np.zeros_like(c), where=prev > 0)
 
@@ -408,11 +442,14 @@ class Acceptance:
         if np.any(gi != g) or np.any(gi < 0):
             raise ValueError("gamma must be whole numbers >= 0")
         if np.any(gi > len(self.cumulative)):
-            raise ValueError(_not_extrapolated(len(self.cumulative), int(gi.max())))
+            if not self.continued:
+                raise ValueError(_not_extrapolated(len(self.cumulative), int(gi.max())))
+            return expected_from_cumulative(self.cumulative_rates(int(gi.max())), gi)
         return expected_from_cumulative(self.cumulative, gi)
 
     def cumulative_rates(self, gamma: int) -> np.ndarray:
-        """c_1..c_gamma, P(drafted token k accepted): alpha^k for one alpha, else the measured rates.
+        """c_1..c_gamma, P(drafted token k accepted): alpha^k for one alpha, else the measured rates (``continued``
+        past the last at :attr:`continued_rate`).
 
         >>> Acceptance(alpha=0.5).cumulative_rates(3).tolist()
         [0.5, 0.25, 0.125]
@@ -421,6 +458,8 @@ class Acceptance:
             return np.zeros(0)
         if self.alpha is None:
             c = np.asarray(self.cumulative, dtype=float)
+            if c.size < gamma and self.continued:
+                return np.r_[c, c[-1] * self.continued_rate ** np.arange(1, gamma - c.size + 1)]
             if c.size < gamma:
                 raise ValueError(
                     f"acceptance is measured for {c.size} positions; the speculation policy uses gamma up to {gamma}"
@@ -429,10 +468,32 @@ class Acceptance:
         return float(self.alpha) ** np.arange(1, gamma + 1)
 
     def brief(self) -> str:
-        """The rates alone, for a caption: ``alpha 0.8`` or ``per-position acceptance 0.8, 0.7``."""
+        """The rates alone, for a caption: ``alpha 0.8`` or ``per-position acceptance 0.8, 0.7``, and the rule past the
+        last where they are ``continued``.
+
+        >>> Acceptance(cumulative=(0.8, 0.6, 0.4), continued=True).brief()
+        "per-position acceptance 0.8, 0.6, 0.4; beyond position 3 (assumed): the chain continued at position 3's conditional rate 0.667"
+        """
         if self.alpha is not None:
             return f"alpha {self.alpha:g}"
-        return "per-position acceptance " + ", ".join(f"{c:.3g}" for c in self.cumulative)
+        said = "per-position acceptance " + ", ".join(f"{c:.3g}" for c in self.cumulative)
+        if self.continued:
+            said += f"; beyond position {len(self.cumulative)} (assumed): {self.beyond()}"
+        return said
+
+    def beyond(self) -> str:
+        """How a gamma past the measured positions is answered, in words: one alpha's chain, the ``continued`` rule, or
+        "" where it is refused.
+
+        >>> Acceptance(alpha=0.8).beyond(), Acceptance(cumulative=(0.9, 0.72)).beyond()
+        ('one rate per token', '')
+        """
+        if self.alpha is not None:
+            return "one rate per token"
+        if not self.continued:
+            return ""
+        k = len(self.cumulative)
+        return f"the chain continued at position {k}'s conditional rate {self.continued_rate:.3g}"
 
     def describe(self) -> str:
         return self.brief() + (f" ({self.source})" if self.source else "")
@@ -469,10 +530,12 @@ def as_acceptance(value: object) -> Acceptance:
 def acceptance_rates(value: object) -> dict:
     """The rates an answer was computed at, as its JSON gives them beside the ``acceptance`` label: one ``alpha`` or
     the ``per_position`` P(drafted token k accepted), the other None; ``measured_steps``, the draft steps one alpha was
-    measured at where known (a calibration's); and where the numbers came from.
+    measured at where known (a calibration's, and the positions of rates ``continued`` past them); the rate positions
+    past ``per_position`` continue at (``continued_rate``, None: a gamma past them is refused, or one alpha); and where
+    the numbers came from.
 
     >>> acceptance_rates(0.8)
-    {'alpha': 0.8, 'per_position': None, 'measured_steps': None, 'source': ''}
+    {'alpha': 0.8, 'per_position': None, 'measured_steps': None, 'continued_rate': None, 'source': ''}
     >>> acceptance_rates(Acceptance(cumulative=(0.9, 0.72), source="--acceptance"))["per_position"]
     [0.9, 0.72]
     """
@@ -481,6 +544,7 @@ def acceptance_rates(value: object) -> dict:
             "alpha": np.asarray(value, dtype=float).tolist(),
             "per_position": None,
             "measured_steps": None,
+            "continued_rate": None,
             "source": "",
         }
     acc = as_acceptance(value)
@@ -489,6 +553,7 @@ def acceptance_rates(value: object) -> dict:
         "alpha": float(acc.alpha) if one else None,
         "per_position": None if one else [float(c) for c in acc.cumulative],
         "measured_steps": acc.measured_steps,
+        "continued_rate": acc.continued_rate,
         "source": acc.source,
     }
 

@@ -102,7 +102,9 @@ class SuffixDrafter(Drafter):
     def verified(self, dep, acceptance: object, steps: np.ndarray, batch: object, context: object) -> np.ndarray:
         steps = np.minimum(np.asarray(steps, dtype=float), self.max_depth)
         if isinstance(acceptance, Acceptance) and acceptance.alpha is None:
-            above = float(np.sum(np.asarray(acceptance.cumulative) >= self.min_token_prob))
+            # the measured positions, and those past them where the rates are continued (to the deepest it drafts)
+            c = acceptance.cumulative_rates(acceptance.max_gamma or max(self.max_depth, len(acceptance.cumulative)))
+            above = float(np.sum(c >= self.min_token_prob))
         else:
             a = np.asarray(acceptance.alpha if isinstance(acceptance, Acceptance) else acceptance, dtype=float)
             with np.errstate(divide="ignore"):
