@@ -169,3 +169,154 @@ def test_sglang_and_guidellm_name_their_datasets(tmp_path):
     gl.write_text(json.dumps(report | {"args": {"data": ["prompt_tokens=1000,output_tokens=256"]}}))
     assert {r.dataset for r in read_bench_file(gl)} == {"data prompt_tokens=1000,output_tokens=256"}
     assert {r.dataset for r in read_bench_file(f"{BENCH}/guidellm-eagle3.json")} == {None}
+
+
+# -- answers from a calibration file that keeps the shares ------------------------------------------------------------
+KEPT = [
+    round(c, 4) for c in SHARES
+]  # the shares as the file keeps them (pooled over the 4 runs, rounded): 0.8001, 0.6, 0.4
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory) -> Path:
+    """A calibration of examples/bench/vllm-eagle3.jsonl's runs at 3 draft steps with the shares above: its alpha
+    0.7655 gives the runs' acceptance length at 3 steps (2.8001), and alpha^k misstates positions 1, 2 and 4 on."""
+    folder = tmp_path_factory.mktemp("cal")
+    k3 = _write(folder / "k3.jsonl", _records())
+    argv = ["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", "--spec", k3, "--steps", "3"]
+    assert (
+        main(
+            argv
+            + ["--hardware", "h100", "--draft", "eagle3", "--engine", "vllm@0.10", "--out", str(folder / "cal.yaml")]
+        )
+        == 0
+    )
+    kept = yaml.safe_load((folder / "cal.yaml").read_text())["acceptance"]
+    assert kept["per_position"] == KEPT and kept["alpha"] == pytest.approx(0.7655) and kept["measured_steps"] == 3
+    return folder / "cal.yaml"
+
+
+def _answer(capsys, cal: Path, gamma: int, *flags: str) -> dict:
+    assert main(["speedup", "--calibration", str(cal), "--gamma", str(gamma), "--batch", "1", "--json", *flags]) == 0
+    return json.loads(capsys.readouterr().out)[0]
+
+
+@pytest.mark.parametrize("gamma", [1, 2, 3])
+def test_an_answer_at_gamma_up_to_the_shares_positions_is_one_plus_their_sum(calibrated, capsys, gamma):
+    """At gamma <= K the same drafter on the same prompts accepts 1 + c_1 + ... + c_gamma tokens a round, exactly: the
+    answer took the chain at the file's alpha (1.7655 at gamma 1, 2.3516 at 2), which holds at the runs' 3 steps alone."""
+    row = _answer(capsys, calibrated, gamma)
+    assert row["tokens_per_round"] == pytest.approx(1 + sum(KEPT[:gamma]), abs=1e-9)
+    assert row["acceptance_rates"] | {"source": None} == {
+        "alpha": None,
+        "per_position": KEPT,
+        "measured_steps": 3,
+        "continued_rate": pytest.approx(0.4 / 0.6),
+        "source": None,
+    }
+    assert row["acceptance"] == (
+        "acceptance from cal.yaml: its runs' per-position acceptance 0.8, 0.6, 0.4; beyond position 3 (assumed): the "
+        "chain continued at position 3's conditional rate 0.667"
+    )
+    # the file's record in full is in the JSON's source (and -v's line), its alpha said as not used
+    assert row["acceptance_rates"]["source"].startswith(row["acceptance"] + "; the file's record of them (its alpha ")
+    assert "(its alpha 0.7655 is not used): alpha 0.765, the per-token rate" in row["acceptance_rates"]["source"]
+
+
+def test_past_the_shares_the_chain_goes_on_at_the_last_positions_conditional_rate(calibrated, capsys):
+    """Gamma 5 > K = 3: c_4 = c_3 r and c_5 = c_3 r^2 with r = c_3 / c_2, said as assumed; the alpha chain gave
+    1 + 0.7655 + ... + 0.7655^5 = 3.4063."""
+    r = KEPT[2] / KEPT[1]
+    row = _answer(capsys, calibrated, 5)
+    assert row["tokens_per_round"] == pytest.approx(1 + sum(KEPT) + KEPT[2] * (r + r * r), abs=1e-9)
+    assert main(["optimal-gamma", "--calibration", str(calibrated), "--batch", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "beyond position 3 (assumed): the chain continued at position 3's conditional rate 0.667" in out
+    assert "(past the 3 draft steps its acceptance was measured at: extrapolated)" in out  # its best gamma is 4 or 5
+
+
+def test_an_alpha_given_beside_the_calibration_replaces_its_shares(calibrated, capsys):
+    """As --alpha replaced the file's alpha before: the user's acceptance wins, said as theirs."""
+    row = _answer(capsys, calibrated, 1, "--alpha", "0.7")
+    assert row["tokens_per_round"] == pytest.approx(1.7) and row["acceptance"] == "alpha 0.7"
+
+
+def _resealed(tmp_path: Path, cal: Path, **acceptance) -> str:
+    """``cal`` with its acceptance changed and sealed again as calibrate-engine seals a file: the check of the shares
+    refuses it, not the seal."""
+    from specsim.calibration.file import fit_digest
+
+    data = yaml.safe_load(cal.read_text())
+    data["acceptance"] |= acceptance
+    data["fit_sha256"] = fit_digest(data)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(data, sort_keys=False))
+    return str(bad)
+
+
+@pytest.mark.parametrize(
+    "change, said",
+    [
+        ({"per_position": [0.8, 0.6, 1.4]}, r"acceptance\.per_position holds 1\.4, outside \[0, 1\]"),
+        ({"per_position": [0.6, 0.8, 0.4]}, r"acceptance\.per_position rises from 0\.6 at position 1 to 0\.8 at 2"),
+        ({"per_position": "0.8,0.6"}, r"acceptance\.per_position must be a list of numbers"),
+        ({"per_position": []}, r"acceptance\.per_position must be a list of numbers"),
+        ({"per_position": [0.8, True]}, r"acceptance\.per_position must be a list of numbers"),
+        (
+            {"per_position": [0.8, 0.6, 0.4, 0.2]},
+            r"acceptance\.per_position holds 4 positions, but measured_steps is 3",
+        ),
+        (
+            {"alpha": None, "cumulative": [0.8, 0.6]},
+            r"acceptance\.per_position goes beside one alpha \(calibrate-engine writes them so\)",
+        ),
+    ],
+)
+def test_shares_in_a_calibration_file_no_run_could_give_are_refused_in_one_line(
+    calibrated, tmp_path, capsys, change, said
+):
+    """read_calibration took acceptance.per_position unchecked: a file sealed again after an edit answered from it."""
+    bad = _resealed(tmp_path, calibrated, **change)
+    assert main(["speedup", "--calibration", bad, "--gamma", "1", "--batch", "1"]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert captured.out == "" and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert re.search(r"^specsim speedup: error: bad\.yaml: " + said, err), err
+
+
+def test_the_simulator_draws_each_rounds_accepted_drafts_from_the_shares(calibrated):
+    """serve-sim's requests, played with the calibration's acceptance, accept 1 + c_1 + ... + c_gamma tokens a round
+    on average, and position k's share of their rounds is c_k, at gamma 2 <= K and at gamma 4 past it (c_4 = c_3 r).
+
+    One uniform u per round accepts the drafts k with u < c_k, so a round's tokens X have P(X > k) = c_k; rounds are
+    independent, so the mean over n rounds has standard error sqrt(Var X / n) (Var X from
+    :func:`~specsim.speculation.acceptance.round_tokens_variance`; n about 26,000 at gamma 2, 21,000 at 4) and each
+    share sqrt(c_k (1 - c_k) / n).  Tolerance 4.5 standard errors: a seed fails with probability below 7e-6 per figure
+    (Gaussian tails), 6 figures a gamma.  The chain at the file's alpha is 10 standard errors off at gamma 2 (2.3516
+    tokens against 2.4001) and 7 at gamma 4 (3.1435 against 3.0668)."""
+    import numpy as np
+
+    from specsim.calibration.file import read_calibration
+    from specsim.serving.counters import StepCounters
+    from specsim.serving.simulator import EngineLimits, StepTable, simulate
+    from specsim.serving.workloads import Requests
+    from specsim.speculation.acceptance import round_tokens_variance
+    from specsim.speculation.deployment import Deployment
+
+    acc = read_calibration(calibrated).acceptance
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", timing="roofline", engine="none")
+    batch, prompt, output = 64, 100, 1000
+    r = KEPT[2] / KEPT[1]
+    for gamma, shares in ((2, KEPT[:2]), (4, KEPT + [KEPT[2] * r])):
+        table = StepTable(dep, batch, prompt + output, gamma, acceptance=acc)
+        counters = StepCounters(batch, gamma)
+        requests = Requests(np.full(batch, prompt), np.full(batch, output), np.zeros(batch))
+        run = simulate(requests, table, EngineLimits(batch), acc, gamma, np.random.default_rng(1), observer=counters)
+        seen = counters.at([run.finish_s.max()])
+        rounds = float(seen["finished_verifications"][0])
+        per_position = seen["finished_accepted_per_position"][0] / rounds
+        c = np.asarray(shares)
+        length_se = np.sqrt(round_tokens_variance(c, gamma) / rounds)
+        assert 1 + per_position.sum() == pytest.approx(1 + c.sum(), abs=4.5 * length_se), gamma
+        off = np.abs(per_position - c) / np.sqrt(c * (1 - c) / rounds)  # in standard errors, position by position
+        assert np.all(off <= 4.5), (gamma, off)

@@ -54,7 +54,8 @@ def resolve_acceptance(
     context : int, optional
         Cached tokens per sequence, for the published rows that depend on it, in tokens.
     full_source : bool
-        Append the published default's source in full to its label (``-v``).
+        Append the published default's source in full to its label (``-v``); a calibration's per-position shares add
+        the file's record of them.
 
     >>> resolve_acceptance(alpha=0.8)
     (0.8, 'alpha 0.8')
@@ -83,7 +84,8 @@ def resolve_acceptance(
     else:
         cal = calibration
         if cal is not None and cal.acceptance is not None and cal.drafts_with(draft):
-            return cal.acceptance, cal.acceptance_label
+            # its label, the file's record of it in full with -v (the same where the file's acceptance is one alpha)
+            return cal.acceptance, cal.acceptance.source if full_source else cal.acceptance_label
         kind = (
             type(dep.drafter)
             if dep is not None

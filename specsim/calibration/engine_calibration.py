@@ -109,7 +109,8 @@ def recorded_shares(fit, sweep: str | None = None) -> tuple[tuple, int] | None:
 
 def _shape(shares: tuple, runs: int) -> str:
     """The recorded per-position shares beside alpha^k at the alpha that gives their acceptance length at their depth:
-    where they fall faster or slower than a constant rate's, one alpha misstates other depths."""
+    where they fall faster or slower than a constant rate's, one alpha misstates other depths, which is why answers
+    from the file take the shares (:func:`specsim.calibration.file.read_calibration`)."""
     import numpy as np
 
     from specsim.speculation.acceptance import alpha_from_acceptance_length
@@ -122,7 +123,7 @@ def _shape(shares: tuple, runs: int) -> str:
         f"per-position acceptance {', '.join(f'{c:.3f}' for c in shares)} recorded at {k} positions (pooled over "
         f"{runs} run{'s' if runs != 1 else ''}; at fewer draft steps a run that records none takes their sum) against "
         f"alpha^k {', '.join(f'{c:.3f}' for c in chain)} at the alpha {alpha:.3f} of their length: at most "
-        f"{gap:.3f} apart"
+        f"{gap:.3f} apart; answers from the file take the shares (read_calibration)"
     )
 
 

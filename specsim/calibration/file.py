@@ -224,8 +224,8 @@ def calibration_mapping(
     the engine and release the runs were served by (``vllm@0.20.0``), which every writer of the calibrated deployment
     uses (default the preset's key); ``limits`` the engine's limits the fit was made under
     (:class:`~specsim.serving.steady.EngineLimits`), kept with the runs' mean lengths (:func:`serving_record`);
-    ``acceptance_per_position`` the per-position shares the acceptance's runs recorded (a record: answers take the
-    acceptance's alpha)."""
+    ``acceptance_per_position`` the per-position shares the acceptance's runs recorded, which answers from the file take
+    (:func:`read_calibration`) where the acceptance's alpha is the chain's."""
     import datetime
 
     from specsim.describe.hardware import profile_to_mapping
@@ -389,7 +389,6 @@ def read_calibration(path: str | Path) -> Calibration:
     from specsim.core.limits import load_yaml
     from specsim.describe.hardware import profile_from_mapping
     from specsim.engines import TERMS
-    from specsim.speculation.acceptance import Acceptance
 
     p = Path(path)
     if not p.is_file():
@@ -433,23 +432,7 @@ def read_calibration(path: str | Path) -> Calibration:
         raise ValueError(f"{where}: prefill_scale must be a number in [0.05, 20], got {prefill!r}")
     if share is not None and (isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1):
         raise ValueError(f"{where}: overlap_share must be a share in [0, 1] or null, got {share!r}")
-    acc, label, steps = None, None, None
-    raw = data.get("acceptance")
-    if raw is not None:
-        if not isinstance(raw, dict):
-            raise ValueError(f"{where}: acceptance must be a mapping with alpha or cumulative")
-        label = f"acceptance from {where}: {raw.get('source') or 'calibrate-engine'}"
-        try:
-            acc = Acceptance(alpha=raw.get("alpha"), cumulative=tuple(raw.get("cumulative") or ()), source=label)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"{where}: acceptance: {err}") from None
-        steps = raw.get("measured_steps")  # (a file written before 2026-12-05 has none)
-        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 64):
-            raise ValueError(
-                f"{where}: acceptance: measured_steps must be a whole number in [1, 64] or null, got {steps!r}"
-            )
-        if acc.alpha is not None:  # an answer drafting past the steps it was measured at says it extrapolates
-            acc = dataclasses.replace(acc, measured_steps=steps)
+    acc, label, steps = _read_acceptance(where, data.get("acceptance"))
     _check_record(where, data)
     serving = _read_serving(where, data.get("serving"))
     draft_tp = data.get("draft_tp")
@@ -497,6 +480,55 @@ def read_calibration(path: str | Path) -> Calibration:
         steps,
         hashlib.sha256(p.read_bytes()).hexdigest()[:12],
     )
+
+
+def _read_acceptance(where: str, raw: object) -> tuple:
+    """(Acceptance, label, the deepest draft step it was measured at) of the file's ``acceptance`` (Nones where it is
+    null), checked key by key.  Where it holds ``per_position``, the shares the runs recorded (checked as a benchmark
+    file's are, :func:`specsim.speculation.acceptance.checked_shares`), the answers take them, ``continued`` past their
+    last position (an assumption the label says), not the chain at the file's alpha: 1 + c_1 + ... + c_gamma is what
+    the same drafter accepts at gamma <= K on the same prompts, exactly, where alpha^k gives only the runs' acceptance
+    length at their own steps.  The label says the rates and the rule; the Acceptance's source adds the file's record of
+    them (what ``-v`` prints)."""
+    from specsim.speculation.acceptance import Acceptance, checked_shares
+
+    if raw is None:
+        return None, None, None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where}: acceptance must be a mapping with alpha or cumulative")
+    record = raw.get("source") or "calibrate-engine"
+    label = f"acceptance from {where}: {record}"
+    try:
+        acc = Acceptance(alpha=raw.get("alpha"), cumulative=tuple(raw.get("cumulative") or ()), source=label)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{where}: acceptance: {err}") from None
+    steps = raw.get("measured_steps")  # (a file written before 2026-12-05 has none)
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 64):
+        raise ValueError(
+            f"{where}: acceptance: measured_steps must be a whole number in [1, 64] or null, got {steps!r}"
+        )
+    if raw.get("per_position") is None:
+        if acc.alpha is not None:  # an answer drafting past the steps it was measured at says it extrapolates
+            acc = dataclasses.replace(acc, measured_steps=steps)
+        return acc, label, steps
+    try:
+        shares = checked_shares(raw["per_position"])
+    except ValueError as err:
+        raise ValueError(f"{where}: acceptance.per_position {err}") from None
+    if acc.alpha is None:
+        raise ValueError(
+            f"{where}: acceptance.per_position goes beside one alpha (calibrate-engine writes them so), not beside "
+            "cumulative rates: keep one of them"
+        )
+    if steps is not None and len(shares) > steps:
+        raise ValueError(
+            f"{where}: acceptance.per_position holds {len(shares)} positions, but measured_steps is {steps}: runs of "
+            f"{steps} draft steps count at most {steps}"
+        )
+    acc = Acceptance(cumulative=shares, continued=True)
+    label = f"acceptance from {where}: its runs' {acc.brief()}"
+    full = f"{label}; the file's record of them (its alpha {raw['alpha']:g} is not used): {record}"
+    return dataclasses.replace(acc, source=full), label, steps
 
 
 def _read_serving(where: str, raw: object) -> dict | None:
