@@ -313,3 +313,37 @@ def test_every_shipped_metrics_page_is_one_specsim_reads():
         if " 0\n" in page.read_text().splitlines(keepends=True)[0]:  # a server's first page: nothing drafted yet
             continue
         assert read_metrics_file(page).gamma is not None, page  # every sample drafts a fixed number of tokens
+
+
+def test_a_capture_of_several_scrapes_keeps_each_sample_at_its_stamp(tmp_path):
+    """OpenMetrics stamps are seconds, the text format's milliseconds; a histogram's every bucket is kept at every
+    stamp (prometheus_client 0.26.0's OpenMetrics parser keeps only the first bucket of each later stamp); a series
+    twice at one stamp and an exemplar are refused.  Before, a capture was refused: its series repeat."""
+    from specsim.speculation.metrics import read_capture
+
+    om = tmp_path / "two.om"
+    om.write_text(
+        "# TYPE h histogram\n"
+        + "".join(
+            f'h_bucket{{le="1.0"}} {n} {t}\nh_bucket{{le="+Inf"}} {n} {t}\nh_count {n} {t}\nh_sum {5 * n} {t}\n'
+            for t, n in ((1700000000, 2), (1700000060, 4))
+        )
+        + "# EOF\n"
+    )
+    _, samples, stamps = read_capture(om)
+    assert [(s[0], s[1].get("le"), s[2], t) for s, t in zip(samples, stamps) if s[0] == "h_bucket"] == [
+        ("h_bucket", "1.0", 2.0, 1700000000.0),
+        ("h_bucket", "+Inf", 2.0, 1700000000.0),
+        ("h_bucket", "1.0", 4.0, 1700000060.0),
+        ("h_bucket", "+Inf", 4.0, 1700000060.0),
+    ]
+    text = tmp_path / "two.txt"
+    text.write_text("x_total 1 1700000000000\nx_total 3 1700000060500\n")
+    assert read_capture(text)[2] == [1700000000.0, 1700000060.5]
+    for name, body, message in (
+        ("twice.txt", "x_total 1 1700000000000\nx_total 3 1700000000000\n", "appears twice at time stamp"),
+        ("ex.om", 'x_total 1 1700000000 # {a="b"} 1\n# EOF\n', "line 1: an exemplar"),
+    ):
+        (tmp_path / name).write_text(body)
+        with pytest.raises(ValueError, match=message):
+            read_capture(tmp_path / name)

@@ -43,6 +43,8 @@ __all__ = [
     "acceptance_from_page",
     "acceptance_from_prometheus",
     "parse_prometheus",
+    "is_openmetrics",
+    "read_capture",
     "read_metrics_file",
     "read_page",
 ]
@@ -62,29 +64,52 @@ def _samples(text: str):
         yield from family.samples
 
 
-def _once_each(samples: list, source: str) -> None:
+def _once_each(samples: list, source: str, repeated: bool = False) -> None:
     """Refuse a page that gives one series (a name and its labels) twice: the exposition format holds each series once
     (Prometheus refuses the scrape), and a reader that adds them up counts it twice (a doubled draft count once halved
-    the acceptance length watch judged by)."""
+    the acceptance length watch judged by).  ``repeated``: a capture of several scrapes, where a series appears once
+    per time stamp (twice at one stamp is still refused)."""
     seen = set()
     for s in samples:
-        key = (s.name, tuple(sorted(s.labels.items())))
+        key = (s.name, tuple(sorted(s.labels.items()))) + ((s.timestamp,) if repeated else ())
         if key in seen:
             labels = ",".join(f'{k}="{v}"' for k, v in key[1])
+            at = f" at time stamp {s.timestamp:.3f}" if repeated and s.timestamp is not None else ""
             raise ValueError(
-                f"{source}: the series {s.name}{{{labels}}} appears twice; a metrics page gives each series once"
+                f"{source}: the series {s.name}{{{labels}}} appears twice{at}; a metrics page gives each series once"
             )
         seen.add(key)
 
 
+def is_openmetrics(text: str) -> bool:
+    """An OpenMetrics exposition ends with ``# EOF`` (its line feed optional); the Prometheus text format has no such
+    line.  The two differ in the unit of a sample's time stamp: seconds in OpenMetrics ("Timestamps MUST be Unix Epoch
+    in seconds", the OpenMetrics 1.0 specification), milliseconds in the text format.
+
+    >>> is_openmetrics("x_total 1 1700000000.5\\n# EOF\\n"), is_openmetrics("x_total 1 1700000000500\\n")
+    (True, False)
+    """
+    return text.rstrip().rsplit("\n", 1)[-1].strip() == "# EOF"
+
+
 def parse_prometheus(
-    text: str, source: str = "metrics", stamps: list | None = None
+    text: str, source: str = "metrics", stamps: list | None = None, repeated: bool = False
 ) -> list[tuple[str, dict[str, str], float]]:
     """Samples of a Prometheus text exposition as ``(name, labels, value)``, read by prometheus_client's parser.
 
     A line that parser refuses raises one ValueError naming the line (found by reading the page's sample lines one at
     a time, only once the page as a whole was refused); a line longer than :data:`MAX_LINE_CHARS` is refused before
-    any parsing.  ``stamps``, a list, receives each sample's time stamp in seconds (None where it has none).
+    any parsing.  ``stamps``, a list, receives each sample's time stamp in seconds, to the millisecond Prometheus keeps
+    (None where it has none).  ``repeated``: a capture of several scrapes (:func:`read_capture`), each series once per
+    stamp.
+
+    An OpenMetrics text (:func:`is_openmetrics`: what ``specsim replay --out`` writes and ``promtool tsdb
+    create-blocks-from openmetrics`` reads) is read by the same parser, its stamps taken in seconds.
+    prometheus_client's own OpenMetrics parser is not used: as of 0.26.0 it drops, without a word, every sample of a
+    histogram's series after the first at each later time stamp (``text_fd_to_metric_families`` takes a sample whose
+    stamp equals its group's last and whose series it has seen at an earlier stamp for a duplicate), so a capture's
+    buckets would be lost; its exemplars (``# {...}`` after a value), which the text format's parser would read as a
+    time stamp, are refused.
 
     >>> parse_prometheus('# TYPE x counter\\nx_total{engine="0"} 12.0\\n')
     [('x_total', {'engine': '0'}, 12.0)]
@@ -110,10 +135,28 @@ def parse_prometheus(
                     "'name{labels} value [timestamp]'"
                 ) from None
         raise ValueError(f"{source}: not a Prometheus text page ({err})") from None
-    _once_each(samples, source)
+    openmetrics = is_openmetrics(text)
+    if openmetrics:
+        _no_exemplars(lines, source)
+    # The text format's parser gives milliseconds / 1000; an OpenMetrics stamp is seconds already (x 1000 back).
+    scale = 1e6 if openmetrics else 1e3
+    samples = [
+        s._replace(timestamp=None if s.timestamp is None else round(float(s.timestamp) * scale) / 1e3) for s in samples
+    ]
+    _once_each(samples, source, repeated)
     if stamps is not None:  # the samples' own time stamps (seconds), None where a sample has none
-        stamps.extend(None if s.timestamp is None else float(s.timestamp) for s in samples)
+        stamps.extend(s.timestamp for s in samples)
     return [(s.name, dict(s.labels), float(s.value)) for s in samples]
+
+
+def _no_exemplars(lines: list, source: str) -> None:
+    """Refuse an OpenMetrics sample with an exemplar (``value [stamp] # {labels} value [stamp]``), naming its line."""
+    for number, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if not line.startswith("#") and " # {" in line:  # (a label value holding " # {" is refused too: none seen)
+            raise ValueError(
+                f"{source}, line {number}: an exemplar ({line[:80]!r}): specsim reads samples without exemplars"
+            )
 
 
 @dataclass(frozen=True)
@@ -343,6 +386,24 @@ def read_metrics_file(path: str | Path, model_name: str | None = None) -> Accept
     """:func:`acceptance_from_prometheus` on a saved ``/metrics`` page."""
     name, text = _page(path)
     return acceptance_from_prometheus(text, source=name, model_name=model_name)
+
+
+def read_capture(path: str | Path) -> tuple[str, list, list]:
+    """(file name, samples, their stamps in seconds) of a saved capture of several scrapes: an OpenMetrics file with
+    time stamps (what ``specsim replay --out`` writes, what ``promtool tsdb create-blocks-from openmetrics`` reads) or
+    Prometheus text pages with stamps one after another (an exporter's dump, a federation's); each series once per
+    stamp, checked as :func:`read_page` checks a page (empty, cut off, a line that is not a sample).
+
+    >>> import pathlib, tempfile
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "two.om"
+    >>> _ = f.write_text("# TYPE x counter\\nx_total 1 1700000000\\nx_total 3 1700000060\\n# EOF\\n")
+    >>> read_capture(f)
+    ('two.om', [('x_total', {}, 1.0), ('x_total', {}, 3.0)], [1700000000.0, 1700000060.0])
+    """
+    name, text = _page(path)
+    stamps: list = []
+    samples = parse_prometheus(text, name, stamps, repeated=True)
+    return name, samples, stamps
 
 
 def _page(path: str | Path) -> tuple[str, str]:
