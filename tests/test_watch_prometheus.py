@@ -522,3 +522,123 @@ def test_the_engine_only_rule_fires_past_the_break_even(tmp_path, dep):
     spec.write_text(yaml.safe_dump(tests))
     run = subprocess.run([promtool, "test", "rules", str(spec)], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+#: Engines whose half hour a backfilled server and a file hold: counters, counters per position beside an info
+#: gauge of the draft length (TensorRT-LLM), counters of verification calls (SGLang 0.5.13 on).
+BACKFILLED = ("vllm@0.26.0", "sglang@0.5.23", "trtllm@1.3.0")
+
+
+@pytest.fixture(scope="module")
+def backfilled(day):
+    """(Prometheus's address, the half hour's start, {engine: its OpenMetrics file}): the half hour of each engine in
+    :data:`BACKFILLED` written as ``specsim replay --out`` writes it, backfilled with ``promtool tsdb
+    create-blocks-from openmetrics`` into one data folder (the docs' replayed day), served by a Prometheus that scrapes
+    nothing.  Stamped from three hours ago, on a whole minute."""
+    from specsim.watch.replay import openmetrics
+
+    binary, promtool = _tool("prometheus"), _tool("promtool")
+    folder = Path(tempfile.mkdtemp(prefix="specsim-backfill-"))
+    start_s = float((int(time.time()) - 3 * 3600) // 60 * 60)
+    files = {}
+    for engine in BACKFILLED:
+        names, release, _ = metric_names(engine)
+        files[engine] = folder / f"{engine.replace('@', '-')}.om"
+        files[engine].write_text(openmetrics(day, names, MODEL, PAGE_S, start_s, release))
+        run = subprocess.run(
+            [promtool, "tsdb", "create-blocks-from", "openmetrics", str(files[engine]), str(folder / "data")],
+            capture_output=True,
+            text=True,
+        )
+        assert run.returncode == 0, run.stdout + run.stderr
+    (folder / "prometheus.yml").write_text(yaml.safe_dump({"global": {"scrape_interval": "15s"}}))
+    port = _port()
+    address = f"http://127.0.0.1:{port}"
+    log = open(folder / "log", "w")
+    proc = subprocess.Popen(
+        [
+            binary,
+            f"--config.file={folder / 'prometheus.yml'}",
+            f"--storage.tsdb.path={folder / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--log.level=error",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        import urllib.request
+
+        while True:  # /-/ready answers 200 once the blocks are loaded
+            assert proc.poll() is None, (folder / "log").read_text()[-2000:]
+            try:
+                with urllib.request.urlopen(f"{address}/-/ready", timeout=5) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "Prometheus was not ready in 2 minutes"
+            time.sleep(0.2)
+        yield address, start_s, files
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _comparable(samples) -> list:
+    return sorted((name, tuple(sorted(labels.items())), value) for name, labels, value in samples or [])
+
+
+@pytest.mark.parametrize("engine", BACKFILLED)
+def test_a_capture_read_from_its_file_is_what_prometheus_holding_it_answers(backfilled, engine):
+    """specsim watch --file reads a capture as PrometheusSource reads the server it was backfilled into: at each
+    window's end the same counters, the same gauges averaged over the window and the same restarts, at windows whose
+    edges fall on the scrapes (both ends of a gauge's window in, Prometheus 2.42) and between them."""
+    from specsim.watch.sources import FileSource, PrometheusSource
+
+    url, start_s, files = backfilled
+    names, _, _ = metric_names(engine)
+    for first, window in ((start_s, WINDOW_S), (start_s + 7.5, 45.0)):
+        served = PrometheusSource(url, names).reads(first, start_s + DAY_S, window)
+        read = FileSource(str(files[engine]), names).reads(first, start_s + DAY_S, window)
+        assert [(t, restarted) for t, *_, restarted in read] == [(t, restarted) for t, *_, restarted in served]
+        for (t, samples, gauges, _), (_, want, want_gauges, _) in zip(read, served):
+            for got, expected in ((samples, want), (gauges, want_gauges)):
+                assert [k[:2] for k in _comparable(got)] == [k[:2] for k in _comparable(expected)], t
+                values = [k[2] for k in _comparable(got)]
+                assert values == pytest.approx([k[2] for k in _comparable(expected)], rel=1e-12, abs=1e-12), t
+
+
+def test_watch_file_gives_the_windows_and_verdicts_watch_prometheus_gives(backfilled, capsys):
+    url, start_s, files = backfilled
+    span = ["--start", f"{start_s:.0f}", "--end", f"{start_s + DAY_S:.0f}", "--interval", f"{WINDOW_S:.0f}", "--json"]
+    argv = ["watch", "--engine", "vllm@0.26.0", "--draft", "llama-3.2-1b"]
+    outputs = []
+    for where in (["--prometheus", url], ["--file", str(files["vllm@0.26.0"])]):
+        code = main(argv + where + span)
+        records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        outputs.append((code, [r for r in records if r["type"] != "header"]))
+    (code, served), (file_code, read) = outputs
+    assert file_code == code and sum(r["type"] == "window" for r in read) == DAY_S / WINDOW_S
+    # Every window, verdict and the summary; numbers to the last bits a mean's order of additions moves (Prometheus's
+    # avg_over_time adds with Kahan's compensation, numpy pairwise).
+    assert _numbers_apart(read, served) == []
+    assert {v["kind"] for r in read if r["type"] == "window" for v in r["started"]} >= {"costs", "dropped"}
+
+
+def _numbers_apart(a, b, where="") -> list:
+    """Where two JSON records differ, numbers within 1e-9 of each other taken as the same."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return [f"{where}: keys {sorted(a)} and {sorted(b)}"]
+        return [d for k in a for d in _numbers_apart(a[k], b[k], f"{where}.{k}")]
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{where}: {len(a)} and {len(b)} items"]
+        return [d for k, (x, y) in enumerate(zip(a, b)) for d in _numbers_apart(x, y, f"{where}[{k}]")]
+    if isinstance(a, float) and isinstance(b, float):
+        return [] if a == pytest.approx(b, rel=1e-9, abs=1e-12) else [f"{where}: {a!r} and {b!r}"]
+    return [] if a == b else [f"{where}: {a!r} and {b!r}"]

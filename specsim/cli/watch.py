@@ -148,25 +148,34 @@ def _names(args):
 
 
 def _check(args) -> None:
-    if args.url is None and args.prometheus is None and not (args.alert_rules or args.dashboard):
+    sources = [flag for flag in ("url", "prometheus", "file") if getattr(args, flag) is not None]
+    if not sources and not (args.alert_rules or args.dashboard):
         raise ValueError(
-            "give the engine's page (--url http://HOST:PORT/metrics) or a Prometheus server that scrapes it "
-            "(--prometheus http://HOST:9090), or --alert-rules/--dashboard to write those alone"
+            "give the engine's page (--url http://HOST:PORT/metrics), a Prometheus server that scrapes it "
+            "(--prometheus http://HOST:9090) or a saved capture of its scrapes (--file FILE), or "
+            "--alert-rules/--dashboard to write those alone"
         )
-    if args.url is not None and args.prometheus is not None:
-        raise ValueError("read the engine's page (--url) or Prometheus (--prometheus), not both")
-    if args.prometheus is None:
-        for flag in ("job", "selector", "start", "end"):
-            if getattr(args, flag) is not None:
-                raise ValueError(f"--{flag} chooses what Prometheus holds: give it with --prometheus")
+    if len(sources) > 1:
+        raise ValueError(
+            "read the engine's page (--url), Prometheus (--prometheus) or a saved capture (--file), one of them, not "
+            f"both {' and '.join('--' + f for f in sources)}"
+        )
+    for flag in ("job", "selector"):
+        if getattr(args, flag) is not None and args.prometheus is None:
+            raise ValueError(f"--{flag} chooses what Prometheus holds: give it with --prometheus")
+    for flag in ("start", "end"):
+        if getattr(args, flag) is not None and args.prometheus is None and args.file is None:
+            raise ValueError(
+                f"--{flag} chooses the span Prometheus or a capture holds: give it with --prometheus or --file"
+            )
     if args.job is not None and args.selector is not None:
         raise ValueError('give --job or --selector, not both (a selector can say job="..." itself)')
     if args.once and args.windows is not None:
         raise ValueError("--once reads one window; --windows N reads N: give one of them")
     if args.plot is not None and not str(args.plot).lower().endswith((".png", ".svg")):
         raise ValueError(f"--plot {args.plot!r}: write a .png or a .svg file")
-    if args.url is None and args.prometheus is None and args.plot is not None:
-        raise ValueError("--plot draws a watched period: give --url or --prometheus")
+    if not sources and args.plot is not None:
+        raise ValueError("--plot draws a watched period: give --url, --prometheus or --file")
     from specsim.core.files import check_output
 
     for flag in ("plot", "alert_rules", "dashboard"):  # before the watch: an hour's windows must not be lost at the end
@@ -305,7 +314,7 @@ def _live_url(args, source, names, gamma, model, first, output, watcher, gauges)
 
 def _open(args, names, release, shown, matchers):
     """(source, model, first read of a page or None, Prometheus reads or None), every check of what it holds done."""
-    from specsim.watch.sources import EndpointSource, PrometheusSource, parse_time
+    from specsim.watch.sources import EndpointSource, FileSource, PrometheusSource
     from specsim.watch.windows import check_names, models_on, read_samples
 
     model = args.served_model
@@ -315,21 +324,19 @@ def _open(args, names, release, shown, matchers):
         args.names_note = check_names({n for n, _, _ in samples}, names, release, shown, source.url)
         first = read_samples(samples, names, t, model, source.url)
         return source, first.model, first, None
-    now = time.time()
-    source = PrometheusSource(args.prometheus, names, args.matchers)
-    end = parse_time(args.end, now) if args.end is not None else now
-    # Unless given, the reference and a window after it; with --once as many after it as the reference holds, so that a
-    # drop in any of them is tested against windows before it (the last alone took a drop a window older into its
-    # reference, and missed it).
-    after = args.reference if args.once else 1
-    start = parse_time(args.start, now) if args.start is not None else end - (args.reference + after) * args.interval
-    if end - start < args.interval:
-        raise ValueError(f"--start to --end spans {end - start:.0f} s, less than one --interval ({args.interval:g} s)")
+    if args.file is not None:
+        source = FileSource(args.file, names)
+    else:
+        source = PrometheusSource(args.prometheus, names, args.matchers)
+    start, end = _span(args, source)
     present = source.names_present(start, end)
+    if not present and args.file is not None and not source.names_present(source.first_s, source.last_s):
+        check_names(set(source.series), names, release, shown, source.url)  # no engine's metrics at all: as a page's
     if not present:  # nothing at all under this selection and span: not a page of another kind, but no data
-        when = f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(start))} to {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(end))}"
+        when = f"{_iso(start)} to {_iso(end)}"
         raise ValueError(
-            f"{source.describe()} holds no series from {when}: check --start and --end, and --job or --selector"
+            f"{source.describe()} holds no series from {when}: check --start and --end"
+            + ("" if args.file is not None else ", and --job or --selector")
         )
     args.names_note = check_names(present, names, release, shown, source.describe())
     reads = source.reads(start, end, args.interval)
@@ -349,6 +356,42 @@ def _open(args, names, release, shown, matchers):
             f"{source.describe()} holds none of {shown}'s speculative metrics from {start:.0f} to {end:.0f}"
         )
     return source, model or next(iter(found)), None, reads
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def _span(args, source) -> tuple[float, float]:
+    """(start, end) of the windows read from Prometheus or a capture (``source.first_s``, ``source.last_s``), each
+    defaulted where not given: Prometheus's end now, a capture's its last stamp ("now" and "-24h" count from there);
+    the start as many windows back as the drift reference needs (with --once as many again), a capture's its first
+    stamp.  A capture's defaults are said in ``args.span_said``."""
+    from specsim.watch.sources import parse_time
+
+    capture = args.file is not None
+    now = source.last_s if capture else time.time()
+    end = parse_time(args.end, now) if args.end is not None else now
+    # Unless given, the reference and a window after it; with --once as many after it as the reference holds, so that a
+    # drop in any of them is tested against windows before it (the last alone took a drop a window older into its
+    # reference, and missed it).
+    after = args.reference if args.once else 1
+    start = parse_time(args.start, now) if args.start is not None else end - (args.reference + after) * args.interval
+    if capture and args.start is None:
+        start = max(start, source.first_s) if args.once else source.first_s
+    if capture:
+        args.span_said = [
+            ""
+            if args.start is not None
+            else f"--start not given: the capture's first stamp, {_iso(start)}"
+            if not args.once
+            else f"--start not given: {_iso(start)}, the --reference windows and as many after them back from --end "
+            "(--once; the capture's first stamp at most)",
+            f"--end not given: the capture's last stamp, {_iso(end)}" if args.end is None else "",
+        ]
+    if end - start < args.interval:
+        raise ValueError(f"--start to --end spans {end - start:.0f} s, less than one --interval ({args.interval:g} s)")
+    return start, end
 
 
 def _header(args, source, names, shown, model, dep, limits, detector, said) -> list:
@@ -372,7 +415,7 @@ def _header(args, source, names, shown, model, dep, limits, detector, said) -> l
         "drift test's overdispersion; the request until a reference has measured it); a schedule change where another "
         f"gamma gains {args.min_gain:.0%} or more",
         detector.describe(),
-    ] + [f"note: {s}" for s in said]
+    ] + [f"note: {s}" for s in said + getattr(args, "span_said", []) if s]
     if getattr(args, "names_note", ""):  # the release the page's names could not confirm
         lines.append(f"note: {args.names_note}")
     if args.url is not None and args.once:
@@ -396,7 +439,7 @@ def run_watch(args: argparse.Namespace) -> int:
     said += [note for note in (names.note,) if note]
     args.matchers = selector_matchers(args.selector if args.job is None else f'{{job="{args.job}"}}')
     source, model, first, reads = (None, args.served_model, None, None)
-    if args.url is not None or args.prometheus is not None:
+    if args.url is not None or args.prometheus is not None or args.file is not None:
         source, model, first, reads = _open(args, names, release, shown, args.matchers)
     dep, more = _deployment(args, model)
     said += more
@@ -493,7 +536,7 @@ def _watch(args, source, names, model, gamma, first, history, output, watcher, g
                 output.row(row)
                 if gauges is not None:
                     gauges.update(row)
-            if args.end is None and not args.once:
+            if args.end is None and not args.once and args.file is None:  # a capture has no later windows
                 last_t = history[-1].end_s  # the last read's time (a span holds two reads or more: _open)
                 return _live_prometheus(args, source, names, model, gamma, last_t, output, watcher, gauges)
             return None
@@ -613,7 +656,8 @@ def _parser_watch(sub) -> None:
         "watch",
         help="watch a running engine's metrics: acceptance drift and whether speculation still pays",
         description="Reads a vLLM, SGLang or TensorRT-LLM server's Prometheus metrics (its page, --url, or a "
-        "Prometheus server that scrapes it, --prometheus, which can replay a past day) window by window: "
+        "Prometheus server that scrapes it, --prometheus, which can replay a past day, or a saved capture of its "
+        "scrapes, --file) window by window: "
         "the acceptance length and per-position acceptance, the running batch and request rate, the draft "
         "length, the serving model's speedup at that load and the break-even acceptance there.  Verdicts: "
         "speculation costs more than it saves (exit 3), acceptance dropped (a change-point test with a "
@@ -626,6 +670,12 @@ def _parser_watch(sub) -> None:
     )
     where.add_argument(
         "--prometheus", metavar="URL", help="a Prometheus server that scrapes the engine (http://HOST:9090)"
+    )
+    where.add_argument(
+        "--file",
+        metavar="FILE",
+        help="a saved capture of the engine's scrapes, every sample time-stamped (an OpenMetrics file as specsim "
+        "replay --out writes, or stamped text pages one after another), read as Prometheus would read it",
     )
     where.add_argument("--job", help="with --prometheus: the scrape job of the engine")
     where.add_argument(
@@ -640,11 +690,13 @@ def _parser_watch(sub) -> None:
     )
     where.add_argument(
         "--start",
-        help="with --prometheus: the first window's start (ISO 8601, Unix seconds or -24h; default: "
-        "as many windows back as the drift reference needs)",
+        help="with --prometheus or --file: the first window's start (ISO 8601, Unix seconds or -24h; default: "
+        "as many windows back as the drift reference needs; a --file's first stamp)",
     )
     where.add_argument(
-        "--end", help="with --prometheus: the last window's end (a replay; default: now, and keep watching)"
+        "--end",
+        help="with --prometheus or --file: the last window's end (a replay; default: now, and keep watching; a "
+        "--file's last stamp, from which its now and -24h count)",
     )
     when = p.add_argument_group("windows")
     when.add_argument("--interval", type=_duration, default=60.0, help="seconds per window, or 30s, 5m (default 60)")

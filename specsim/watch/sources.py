@@ -1,9 +1,11 @@
-"""Where an engine's metrics are read: its own page (``--url``) or a Prometheus server that scrapes it (``--prometheus``).
+"""Where an engine's metrics are read: its own page (``--url``), a Prometheus server that scrapes it (``--prometheus``),
+or a saved capture of its scrapes (``--file``).
 
-Both send GET requests to the address the user names and nothing else.  A page is read by prometheus_client's parser
-(:func:`specsim.speculation.metrics.parse_prometheus`); Prometheus by its HTTP API (``/api/v1/query_range`` for the
-counters at each window's end, ``avg_over_time`` for the gauges over each window, ``resets`` for restarts inside one,
-``/api/v1/label/__name__/values`` for the names a selector holds), so that a past day can be replayed window by window.
+The first two send GET requests to the address the user names and nothing else.  A page is read by prometheus_client's
+parser (:func:`specsim.speculation.metrics.parse_prometheus`); Prometheus by its HTTP API (``/api/v1/query_range`` for
+the counters at each window's end, ``avg_over_time`` for the gauges over each window, ``resets`` for restarts inside
+one, ``/api/v1/label/__name__/values`` for the names a selector holds), so that a past day can be replayed window by
+window.  A capture (:class:`FileSource`) is answered as Prometheus would answer the same queries on the same samples.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import urllib.parse
 import urllib.request
 from datetime import datetime, timezone
 
-__all__ = ["MAX_PAGE_BYTES", "EndpointSource", "PrometheusSource", "parse_time", "selector_matchers"]
+__all__ = ["MAX_PAGE_BYTES", "EndpointSource", "FileSource", "PrometheusSource", "parse_time", "selector_matchers"]
 
 #: Largest page or API reply read: a /metrics page of one engine is tens of kilobytes.
 MAX_PAGE_BYTES = 32 * 2**20
@@ -71,8 +73,8 @@ def _check_url(url: str, flag: str) -> str:
         # A saved page is one read: a window is the difference of two, so a file cannot be watched.
         raise ValueError(
             f"{flag} {url!r} is a file: a watch reads a live page over http(s) (e.g. http://127.0.0.1:8000) again and "
-            "again, a window being what changed between reads; a saved page's acceptance is what "
-            "specsim alpha --metrics FILE reads"
+            "again, a window being what changed between reads; a saved capture of stamped scrapes is what --file "
+            "reads, a saved page's acceptance what specsim alpha --metrics FILE reads"
         )
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(f"{flag} {url!r} is not an http(s) address (e.g. http://127.0.0.1:8000)")
@@ -194,7 +196,71 @@ def selector_matchers(selector: str | None) -> str:
     return ",".join(parts)
 
 
-class PrometheusSource:
+#: How far back Prometheus looks for a series' last sample at an evaluation time (its --query.lookback-delta default,
+#: 5m): a counter whose last sample is older is not there.
+LOOKBACK_S = 300.0
+
+
+class _RangeReads:
+    """Reads at start, start + step, ... <= end of a source that holds a span of the metrics (a Prometheus server, a
+    saved capture): the window arithmetic, one for both.  A source gives, per metric name, its series' values at those
+    times (:meth:`_at`), their averages over the window before each (:meth:`_averaged`) and the resets summed over its
+    series within it (:meth:`_resets`), as PromQL's instant selector, ``avg_over_time`` and ``sum(resets())`` do."""
+
+    names = None
+
+    def _at(self, name: str, start: float, end: float, step: float) -> list:
+        raise NotImplementedError
+
+    def _averaged(self, name: str, start: float, end: float, step: float, window_s: float) -> list:
+        raise NotImplementedError
+
+    def _resets(self, name: str, start: float, end: float, step: float, window_s: float) -> list:
+        raise NotImplementedError
+
+    def reads(self, start: float, end: float, step: float) -> list:
+        """(time, samples, gauge samples over the window ending then, restarted) at start, start + step, ... <= end:
+        counters at each time, gauges averaged over the step before it (None at the first), ``restarted`` where a
+        counter reset inside that step."""
+        names = self.names
+        times = [start + k * step for k in range(int(math.floor((end - start) / step + 1e-9)) + 1)]
+        at: dict = {t: [] for t in times}
+        gauges: dict = {t: [] for t in times}
+        resets: dict = {t: 0.0 for t in times}
+        index = {round((t - start) / step): t for t in times}
+
+        def when(t):
+            return index.get(round((t - start) / step))
+
+        for name in names.counters():
+            for labels, values in self._at(name, start, end, step):
+                labels.pop("__name__", None)
+                for t, v in values:
+                    if when(t) is not None:
+                        at[when(t)].append((name, labels, v))
+        window_s = max(int(round(step * 1000)), 1) / 1000  # PromQL durations are whole milliseconds
+        gamma_info = (names.gamma_info or (None,))[0]
+        for name in names.gauges():
+            instant = name == gamma_info  # an info gauge's labels, not its average, say the draft length
+            series = self._at(name, start, end, step) if instant else self._averaged(name, start, end, step, window_s)
+            for labels, values in series:
+                labels.pop("__name__", None)
+                for t, v in values:
+                    if when(t) is not None:
+                        (at if instant else gauges)[when(t)].append((name, labels, v))
+        for name in (
+            names.requests,
+            names.drafts or names.verify_calls or names.drafted_per_position or names.accepted,
+        ):
+            if name is None:
+                continue
+            for t, v in self._resets(name, start, end, step, window_s):
+                if when(t) is not None:
+                    resets[when(t)] += v
+        return [(t, at[t], gauges[t] if k else None, resets[t] > 0 and k > 0) for k, t in enumerate(times)]
+
+
+class PrometheusSource(_RangeReads):
     """A Prometheus server that scrapes the engine: the metrics at each window's end, over any range it holds."""
 
     def __init__(self, url: str, names, matchers: str = ""):
@@ -246,48 +312,138 @@ class PrometheusSource:
             t0 = t1 + step
         return [(dict(k), v) for k, v in out.items()]
 
-    def reads(self, start: float, end: float, step: float) -> list:
-        """(time, samples, gauge samples over the window ending then, restarted) at start, start + step, ... <= end:
-        counters at each time, gauges averaged over the step before it (None at the first), ``restarted`` where a
-        counter reset inside that step."""
-        names = self.names
-        times = [start + k * step for k in range(int(math.floor((end - start) / step + 1e-9)) + 1)]
-        at: dict = {t: [] for t in times}
-        gauges: dict = {t: [] for t in times}
-        resets: dict = {t: 0.0 for t in times}
+    def _at(self, name, start, end, step):
+        return self.range(self._selector(name), start, end, step)
 
-        def key(t):
-            return round((t - start) / step)
+    def _averaged(self, name, start, end, step, window_s):
+        return self.range(f"avg_over_time({self._selector(name)}[{round(window_s * 1000)}ms])", start, end, step)
 
-        index = {round((t - start) / step): t for t in times}
-        for name in names.counters():
-            for labels, values in self.range(self._selector(name), start, end, step):
-                labels.pop("__name__", None)
-                for t, v in values:
-                    if key(t) in index:
-                        at[index[key(t)]].append((name, labels, v))
-        window = f"{max(int(round(step * 1000)), 1)}ms"  # PromQL durations are whole units
-        for name in names.gauges():
-            query = (
-                self._selector(name)
-                if name == (names.gamma_info or (None,))[0]
-                else f"avg_over_time({self._selector(name)}[{window}])"
+    def _resets(self, name, start, end, step, window_s):
+        query = f"sum(resets({self._selector(name)}[{round(window_s * 1000)}ms]))"
+        return [point for _, values in self.range(query, start, end, step) for point in values]
+
+
+class FileSource(_RangeReads):
+    """A saved capture of an engine's metrics, every sample stamped (:func:`specsim.speculation.metrics.read_capture`):
+    read as the Prometheus server that held the same samples would answer :class:`PrometheusSource`'s queries, so that
+    a day replayed from the file and from the server give the same windows.
+
+    The PromQL semantics are Prometheus 2.42's (Debian's package, which the suite's server is; promql/engine.go at
+    v2.42.0): a series' value at time t is its last sample at or before t, if that is at most :data:`LOOKBACK_S` older
+    (``vectorSelectorSingle``: none where ``t < refTime - lookbackDelta``); ``avg_over_time`` and ``resets`` over a
+    window w take the samples in [t - w, t], both ends in (``matrixIterSlice``: ``t >= mint``), ``resets`` counting
+    each sample below the one before it (functions.go ``funcResets``).  Prometheus 3.0 left the lower end out of both
+    (a sample exactly at t - w, or exactly the lookback old, no longer counts): against a Prometheus 3 server the
+    gauges of windows whose start falls on a sample differ by that sample.  Times are compared in whole milliseconds,
+    as Prometheus keeps them.  A file holds no staleness markers, as a backfilled server holds none."""
+
+    def __init__(self, path: str, names):
+        import numpy as np
+
+        from specsim.speculation.metrics import read_capture
+
+        self.url, self.names = str(path), names
+        name, samples, stamps = read_capture(path)
+        unstamped = sum(s is None for s in stamps)
+        distinct = {s for s in stamps if s is not None}
+        if len(distinct) < 2 and unstamped in (0, len(stamps)):
+            said = "no time stamps" if unstamped else f"one time stamp ({_iso(next(iter(distinct)))})"
+            raise ValueError(
+                f"{self.url} is one page with {said}: one moment, and a window is what changed between two; "
+                "give a capture of two or more stamped scrapes (what specsim replay --out writes), or --url for a live "
+                "page (a saved page's acceptance is what specsim alpha --metrics FILE reads)"
             )
-            for labels, values in self.range(query, start, end, step):
-                labels.pop("__name__", None)
-                for t, v in values:
-                    if key(t) in index:
-                        (at if names.gamma_info and name == names.gamma_info[0] else gauges)[index[key(t)]].append(
-                            (name, labels, v)
-                        )
-        for name in (
-            names.requests,
-            names.drafts or names.verify_calls or names.drafted_per_position or names.accepted,
-        ):
-            if name is None:
-                continue
-            for _, values in self.range(f"sum(resets({self._selector(name)}[{window}]))", start, end, step):
-                for t, v in values:
-                    if key(t) in index:
-                        resets[index[key(t)]] += v
-        return [(t, at[t], gauges[t] if k else None, resets[t] > 0 and k > 0) for k, t in enumerate(times)]
+        if unstamped:
+            raise ValueError(
+                f"{self.url}: {unstamped:,} of its {len(stamps):,} samples carry no time stamp: a capture's every "
+                "sample needs one (name{labels} value TIMESTAMP)"
+            )
+        series: dict = {}
+        for (metric, labels, value), stamp in zip(samples, stamps):
+            series.setdefault(metric, {}).setdefault(tuple(sorted(labels.items())), []).append(
+                (round(stamp * 1000), value)
+            )
+        self.series = {}
+        for metric, by_labels in series.items():
+            self.series[metric] = {}
+            for labels, points in by_labels.items():
+                points.sort(key=lambda p: p[0])  # scrapes appended out of order: Prometheus keeps them by time
+                ms = np.array([p[0] for p in points], dtype=np.int64)
+                values = np.array([p[1] for p in points], dtype=float)
+                self.series[metric][labels] = (ms, values)
+        self.first_s, self.last_s = min(distinct), max(distinct)
+        self.stamps = len(distinct)
+
+    def describe(self) -> str:
+        return f"{self.url} (a saved capture: {self.stamps:,} scrapes from {_iso(self.first_s)} to {_iso(self.last_s)})"
+
+    def names_present(self, start: float, end: float) -> set:
+        """The metric names with a sample in [start, end] that any engine's prefix starts (as
+        :meth:`PrometheusSource.names_present`)."""
+        from specsim.engines import REGISTRY
+
+        prefixes = tuple(e.metric_names[0].prefix for e in REGISTRY.values())
+        lo, hi = round(start * 1000), round(end * 1000)
+        return {
+            metric
+            for metric, by_labels in self.series.items()
+            if metric.startswith(prefixes) and any(((ms >= lo) & (ms <= hi)).any() for ms, _ in by_labels.values())
+        }
+
+    @staticmethod
+    def _times(start: float, end: float, step: float):
+        """A range query's evaluation times, whole milliseconds (start, start + step, ... <= end)."""
+        import numpy as np
+
+        first, last, every = round(start * 1000), round(end * 1000), max(round(step * 1000), 1)
+        return np.arange(first, last + 1, every, dtype=np.int64)
+
+    def _at(self, name, start, end, step):
+        import numpy as np
+
+        times = self._times(start, end, step)
+        out = []
+        for labels, (ms, values) in self.series.get(name, {}).items():
+            last = np.searchsorted(ms, times, side="right") - 1
+            found = (last >= 0) & (ms[np.maximum(last, 0)] >= times - round(LOOKBACK_S * 1000))
+            points = [(t / 1000, float(values[k])) for t, k, ok in zip(times, last, found) if ok]
+            if points:
+                out.append((dict(labels), points))
+        return out
+
+    def _within(self, ms, times, window_s):
+        """For each time, the slice [lo, hi) of the samples in [t - window, t]."""
+        import numpy as np
+
+        return np.searchsorted(ms, times - round(window_s * 1000), side="left"), np.searchsorted(
+            ms, times, side="right"
+        )
+
+    def _averaged(self, name, start, end, step, window_s):
+        import numpy as np
+
+        times = self._times(start, end, step)
+        out = []
+        for labels, (ms, values) in self.series.get(name, {}).items():
+            lo, hi = self._within(ms, times, window_s)
+            points = [(t / 1000, float(np.mean(values[a:b]))) for t, a, b in zip(times, lo, hi) if b > a]
+            if points:
+                out.append((dict(labels), points))
+        return out
+
+    def _resets(self, name, start, end, step, window_s):
+        import numpy as np
+
+        times = self._times(start, end, step)
+        total = np.zeros(times.size)
+        present = np.zeros(times.size, dtype=bool)
+        for ms, values in self.series.get(name, {}).values():
+            lo, hi = self._within(ms, times, window_s)
+            fell = np.r_[0, np.cumsum(values[1:] < values[:-1])]  # fell[i]: samples below their previous up to i
+            total += np.where(hi > lo, fell[np.maximum(hi - 1, 0)] - fell[np.minimum(lo, len(ms) - 1)], 0)
+            present |= hi > lo
+        return [(t / 1000, float(v)) for t, v, ok in zip(times, total, present) if ok]
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
