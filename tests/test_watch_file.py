@@ -168,6 +168,18 @@ def _bad(tmp_path, name, text):
             "line 2: an exemplar",
         ),
         (
+            "nan.txt",
+            'vllm:spec_decode_num_drafts_total{model_name="m"} 1 NaN\n'
+            'vllm:spec_decode_num_drafts_total{model_name="m"} 2 1796083260000\n',
+            "has the time stamp nan s; a stamp is Unix time in milliseconds from 1970 to the year 9999",
+        ),
+        (
+            "decades.txt",  # read at its default span, millions of windows (it hung)
+            'vllm:spec_decode_num_drafts_total{model_name="m"} 1 1000\n'
+            'vllm:spec_decode_num_drafts_total{model_name="m"} 2 1796083260000\n',
+            "holds 59,869,441 windows of --interval 30 s; at most 100,000",
+        ),
+        (
             "node.txt",
             "node_cpu_total 1 1796083200000\nnode_cpu_total 2 1796083260000\n",
             "holds no vllm: metrics: it is not a vllm metrics page",

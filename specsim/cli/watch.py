@@ -19,6 +19,9 @@ __all__ = ["run_watch"]
 
 #: Reads of an engine's page per window (``--url``): the running batch is the mean of its gauge over them.
 READS_PER_WINDOW = 5
+#: Windows a span from Prometheus or a capture holds at most: a year of 10-minute windows is 52,704; a capture stamped
+#: across decades (a stamp of 0) read at its default span would judge millions, for hours.
+MAX_SPAN_WINDOWS = 100_000
 #: Seconds a live Prometheus watch waits after a window's end before asking for it (a scrape or two of lag).
 PROMETHEUS_LAG_S = 15.0
 
@@ -391,6 +394,12 @@ def _span(args, source) -> tuple[float, float]:
         ]
     if end - start < args.interval:
         raise ValueError(f"--start to --end spans {end - start:.0f} s, less than one --interval ({args.interval:g} s)")
+    windows = math.floor((end - start) / args.interval + 1e-9)  # whole windows, as the reads take them
+    if windows > MAX_SPAN_WINDOWS:
+        raise ValueError(
+            f"--start to --end ({_iso(start)} to {_iso(end)}) holds {windows:,} windows of "
+            f"--interval {args.interval:g} s; at most {MAX_SPAN_WINDOWS:,}: give a shorter span or a longer --interval"
+        )
     return start, end
 
 

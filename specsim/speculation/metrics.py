@@ -53,6 +53,9 @@ __all__ = [
 #: (a model path) is far shorter than this; a longer line is not a Prometheus page of a server.
 MAX_LINE_CHARS = 4096
 
+#: The latest time stamp read, seconds: the end of the year 9999, the last an ISO 8601 time (and Python's datetime) says.
+MAX_STAMP_S = 253402300799.0
+
 _PREFIX = "vllm:spec_decode_"
 _COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "num_accepted_tokens_per_pos")
 
@@ -140,6 +143,13 @@ def parse_prometheus(
         _no_exemplars(lines, source)
     # The text format's parser gives milliseconds / 1000; an OpenMetrics stamp is seconds already (x 1000 back).
     scale = 1e6 if openmetrics else 1e3
+    for s in samples:
+        if s.timestamp is not None and not 0 <= float(s.timestamp) * scale / 1e3 <= MAX_STAMP_S:  # NaN too
+            unit = "seconds" if openmetrics else "milliseconds"
+            raise ValueError(
+                f"{source}: {s.name} has the time stamp {float(s.timestamp) * scale / 1e3:g} s; a stamp is Unix time "
+                f"in {unit} from 1970 to the year 9999"
+            )
     samples = [
         s._replace(timestamp=None if s.timestamp is None else round(float(s.timestamp) * scale) / 1e3) for s in samples
     ]
