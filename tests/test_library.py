@@ -39,16 +39,43 @@ BASE = ["--hardware", "h100-sxm", "--target", "llama-3.1-8b", "--draft", "llama-
 
 
 def cli(capsys, *argv: str, json_out: bool = True):
-    """Run the command; its parsed JSON (or its stdout where ``json_out`` is False)."""
+    """Run the command; its parsed JSON (or its stdout where ``json_out`` is False), without the ``notes`` the command
+    line adds to each answer at its edge, the notes its text says on stderr (held by tests/test_cli.py; the library's
+    own notes, a schedule's or a capacity's, are their first: :func:`_notes_first`)."""
+    from specsim.cli.main import NOTES_IN_JSON
+
     code = main([*argv, "--json"] if json_out else list(argv))
     out = capsys.readouterr().out
     assert code == 0, out
-    return json.loads(out) if json_out else out
+    if not json_out:
+        return out
+    return _without_notes(json.loads(out)) if argv[0] in NOTES_IN_JSON else json.loads(out)
 
 
-def as_json(value):
-    """What ``print_json`` makes of a library value (tuples as lists, numpy scalars refused as the CLI would)."""
-    return json.loads(json.dumps(value, allow_nan=False))
+def _without_notes(value):
+    global _NOTES
+    records = [r for r in (value if isinstance(value, list) else [value]) if isinstance(r, dict)]
+    _NOTES = [r.pop("notes", None) for r in records]
+    return value
+
+
+#: The notes the last :func:`cli` took out of its answer's records, in order.
+_NOTES: list = []
+
+
+def _notes_first(library: list) -> bool:
+    """Whether the library's notes are the first of those the last command printed in its JSON."""
+    return all(said[: len(own)] == own for said, own in zip(_NOTES, library, strict=True))
+
+
+def as_json(value, notes: bool = True):
+    """What ``print_json`` makes of a library value (tuples as lists, numpy scalars refused as the CLI would); without
+    its records' ``notes`` where ``notes`` is False, as :func:`cli` takes an answer's apart."""
+    value = json.loads(json.dumps(value, allow_nan=False))
+    for record in [] if notes else value if isinstance(value, list) else [value]:
+        if isinstance(record, dict):
+            record.pop("notes", None)
+    return value
 
 
 def deployment(draft: str | None = "llama-3.2-1b", **kw):
@@ -244,11 +271,11 @@ def test_capacity(capsys):
     from specsim.speculation.deployment import Deployment
 
     dep = Deployment.build("h100-sxm", "qwen3-8b", "qwen3-0.6b")
-    assert printed == as_json(capacity_record(dep, 8192))
+    assert printed == as_json(capacity_record(dep, 8192), notes=False)
     dep = Deployment.build("h200", "qwen3.5-27b", "eagle3")
     record = capacity_record(dep, 1128, gamma=3)
     assert hybrid.pop("context_basis") == "the reference article's 1,000 in, 256 out" and record.pop("context_basis")
-    assert hybrid == as_json(record)
+    assert hybrid == as_json(record, notes=False)
 
 
 def test_schedule(capsys):
@@ -265,7 +292,9 @@ def test_schedule(capsys):
     cap = deployment_capacity(dep, 1128, None, None)  # the engine's own share, as the CLI (its notes say what fits)
     answer = schedule_answer(dep, 0.8, "alpha 0.8", cap, max_batch=64, contexts=[512, 8192])
     assert _article_context(printed)
-    assert printed == as_json(answer.to_dict())
+    printed = cli(capsys, "schedule", *BASE, "--alpha", "0.8", "--max-batch", "64", "--contexts", "512,8192")
+    assert _notes_first([answer.to_dict()["notes"]]) and _article_context(printed)
+    assert printed == as_json(answer.to_dict(), notes=False)
 
     engine = REGISTRY["vllm"]
     dep = deployment(engine="vllm")  # --format vllm models vLLM's round unless --engine says otherwise
@@ -282,7 +311,7 @@ def test_schedule(capsys):
         dep, 0.7, "alpha 0.7", "concurrency", [1, 8], lengths.input_tokens, lengths.output_tokens, gamma_max=16
     )
     answer = schedule_answer(dep, 0.7, "alpha 0.7", deployment_capacity(dep, 1128, None, 0.9), max_batch=32, load=load)
-    assert at_load == as_json(answer.to_dict())
+    assert at_load == as_json(answer.to_dict(), notes=False)
 
 
 def test_compare(capsys):
