@@ -1,0 +1,101 @@
+"""The verdict of an answer: speculate, do not, or too close to call, against the error the answer carries.
+
+A predicted gain G (the speculating arm's speedup, or its output tokens per second over plain decoding's, minus 1) is
+a model's: where |G| is inside the error specsim measured for such predictions, the sign of G is not known and the
+verdict says so, with the way to find out (measure both arms).  The error is
+
+* with a calibration whose fit kept a held-out error of both arms: that error, plain plus speculative
+  (:meth:`specsim.calibration.file.Calibration.speedup_error`), carried by the calibrated engine preset;
+* otherwise: :data:`CORPUS_SPEEDUP_ERROR`, the corpus's measured error of an uncalibrated speedup, with why the
+  calibration's own could not be taken where a calibration was given.
+
+``rtol`` (optimal-gamma's --rtol) keeps its meaning: it picks the gamma (the smallest within ``rtol`` of the best);
+this error then judges the gain of the gamma picked, or, where plain decoding is picked, of the best speculating gamma.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["CORPUS_SPEEDUP_ERROR", "CORPUS_SPEEDUP_ERROR_SOURCE", "VERDICTS", "ModelError", "model_error", "verdict"]
+
+#: The median, over the 8 deployments that record their acceptance, of the mean absolute error of the speedup at the
+#: load, uncalibrated (engine preset as shipped, acceptance from the record), whole sources held out: column (a) of
+#: ``benchmarks/validate_corpus.py`` run at d6d6c12 (2026-12-06), whose model is main's at 5e0e81d; its output is
+#: docs/reports/2026-12-06-corpus-d6d6c12.txt (per deployment 4.1% to 11.2%; median of 6.7% and 7.0%).
+CORPUS_SPEEDUP_ERROR = 0.0685
+#: Where :data:`CORPUS_SPEEDUP_ERROR` comes from, in the words the answers print.
+CORPUS_SPEEDUP_ERROR_SOURCE = (
+    "the corpus, uncalibrated: the median of 8 public deployments' mean absolute speedup error, whole sources held out "
+    "(benchmarks/validate_corpus.py column (a) at d6d6c12, 2026-12-06; docs/reports/2026-12-06-corpus-d6d6c12.txt)"
+)
+#: The verdicts, as --json carries them.
+VERDICTS = ("speculate", "do not speculate", "too close to call")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelError:
+    """The relative error of a speedup an answer carries (``share``: 0.0685 is +-6.85%), where it comes from
+    (``basis``) and a short name for the table (``short``)."""
+
+    share: float
+    basis: str
+    short: str
+
+    def record(self) -> dict:
+        """What --json carries of it."""
+        return {"share": self.share, "basis": self.basis}
+
+    def said(self) -> str:
+        """The line under an answer's table: the threshold of its verdicts and where it comes from.
+
+        >>> print(ModelError(0.0685, "where", "corpus").said())
+        verdicts: a gain within ±6.9% is too close to call, specsim's measured error of a speedup: where (--rtol picks the gamma; this judges its gain)
+        """
+        return (
+            f"verdicts: a gain within ±{self.share:.1%} is too close to call, specsim's measured error of a speedup: "
+            f"{self.basis} (--rtol picks the gamma; this judges its gain)"
+        )
+
+
+def model_error(dep) -> ModelError:
+    """The error of the speedups ``dep``'s answers give: its calibration's held-out error where it keeps one (the
+    ``held_out_error`` of its :class:`~specsim.engines.base.EnginePreset`), else the corpus's, with why not the
+    calibration's.
+
+    >>> from specsim.speculation.deployment import Deployment
+    >>> model_error(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")).short
+    'corpus, uncalibrated'
+    """
+    held = getattr(dep.engine, "held_out_error", None)
+    if held is not None and held[0] is not None:
+        return ModelError(float(held[0]), str(held[1]), f"{dep.engine.calibration_file} held out")
+    why = "" if held is None else f"{held[1]}: "
+    return ModelError(CORPUS_SPEEDUP_ERROR, why + CORPUS_SPEEDUP_ERROR_SOURCE, "corpus, uncalibrated")
+
+
+def verdict(gain: float, error: ModelError, picked: bool) -> str:
+    """One of :data:`VERDICTS`: "too close to call" where the relative gain ``gain`` (speedup - 1) of the speculating
+    gamma weighed is inside ``error`` (|gain| <= error.share); else "speculate" where a speculating gamma was
+    ``picked``, "do not speculate" where plain decoding was.
+
+    >>> e = ModelError(0.07, "test", "test")
+    >>> verdict(0.005, e, True), verdict(0.30, e, True), verdict(-0.02, e, False), verdict(-0.2, e, False)
+    ('too close to call', 'speculate', 'too close to call', 'do not speculate')
+    """
+    if abs(gain) <= error.share:
+        return VERDICTS[2]
+    return VERDICTS[0] if picked else VERDICTS[1]
+
+
+def too_close_said(gamma: int, change: str, error: ModelError) -> str:
+    """The words of "too close to call" for a user to act on: the gain of ``gamma`` (``change``, as printed: "+0.5%
+    output tok/s"), the error it is inside, where that comes from in short, and what to do.
+
+    >>> print(too_close_said(1, "+0.5% output tok/s", ModelError(0.0685, "b", "corpus, uncalibrated")).split("; ")[0])
+    too close to call: gamma=1 gives +0.5% output tok/s, inside specsim's measured error of ±6.9% (corpus, uncalibrated)
+    """
+    return (
+        f"too close to call: gamma={gamma} gives {change}, inside specsim's measured error of ±{error.share:.1%} "
+        f"({error.short}); measure both arms (specsim bench-plan)"
+    )
