@@ -127,6 +127,29 @@ class Calibration:
             line += "; it carries no fit_sha256 (written before 2026-12-05, or edited): its values are taken as written"
         return line
 
+    def speedup_error(self) -> tuple[float | None, str]:
+        """(share, where from): the relative error a speedup answered from this calibration carries, from the errors
+        its fit had with each load left out (``errors.held_out``): plain plus speculative, for a speedup is the ratio of
+        the two arms' times and the relative errors of a ratio add at most.  (None, why) where the file keeps no
+        held-out error of both arms (a fit of plain runs alone, or one whose loads could not be left out).
+
+        >>> cal = Calibration.__new__(Calibration)
+        >>> object.__setattr__(cal, "path", "cal.yaml")
+        >>> object.__setattr__(cal, "record", {"errors": {"held_out": {"plain": 0.016, "spec": 0.018}}})
+        >>> cal.speedup_error()
+        (0.034, 'cal.yaml held out: plain 1.60% + speculative 1.80% (calibrate-engine, each load left out)')
+        """
+        errors = (self.record.get("errors") or {}).get("held_out") or {}
+        plain, spec = errors.get("plain"), errors.get("spec")
+        if plain is None or spec is None:
+            missing = " and ".join(w for w, v in (("plain", plain), ("speculative", spec)) if v is None)
+            why = "; ".join(r for rs in (self.record.get("not_held_out") or {}).values() for r in rs)
+            return None, f"{self.name} keeps no held-out {missing} error" + (f" ({why})" if why else "")
+        share = round(float(plain) + float(spec), 12)
+        return share, (
+            f"{self.name} held out: plain {plain:.2%} + speculative {spec:.2%} (calibrate-engine, each load left out)"
+        )
+
     def brief(self) -> str:
         return f"calibration {self.name} (fitted {self.record.get('date', '?')} to {len(self.record.get('runs', []))} runs)"
 
@@ -673,6 +696,7 @@ def apply_to_engine(cal: Calibration, preset, drafter: type | None = None):
             calibration_file=cal.name,
             calibration_sha256=cal.sha256,
             prefill_scale=cal.prefill_scale,
+            held_out_error=(None, f"{cal.name}'s held-out error is of {theirs.label}'s rounds, not {drafter.label}'s"),
         )
     host = SpecHost(**cal.round_terms)
     terms = cal.record.get("terms") or {}
@@ -699,4 +723,5 @@ def apply_to_engine(cal: Calibration, preset, drafter: type | None = None):
         calibration_file=cal.name,
         calibration_sha256=cal.sha256,
         prefill_scale=cal.prefill_scale,
+        held_out_error=cal.speedup_error(),
     )

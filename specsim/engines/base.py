@@ -236,6 +236,10 @@ class EnginePreset:
     calibration: str = ""
     calibration_file: str = field(default="", compare=False)  #: the file's name alone (``calibration`` may say more)
     calibration_sha256: str = field(default="", compare=False)
+    #: A calibration's measured error of a speedup, (share, where from), or (None, why it has none) where its fit kept
+    #: no held-out error that describes this preset (:meth:`specsim.calibration.file.Calibration.speedup_error`); None
+    #: for a shipped preset, whose error is the corpus's (:func:`specsim.answers.verdict.model_error`).
+    held_out_error: tuple | None = field(default=None, compare=False)
     #: Engine time per running sequence per iteration (scheduling, sampling and output processing of each request) on
     #: top of ``iteration_s``: 0 in the shipped presets (their public rows do not separate it), fitted by calibrate-engine
     #: where the user's runs span batch sizes and prompt lengths.
@@ -420,6 +424,12 @@ class EnginePreset:
             kernel_spec=kernel_spec,
             spec_basis=self.spec_basis + (f"; {named} set by the user" if named else ""),
         )
+        if self.held_out_error is not None:  # a fit's held-out error is of its own terms: no run judged these
+            replaced = ", ".join([TERM_FLAGS[k][0] for k in changes] + ["--engine-overlap"] * (overlap is not None))
+            out = dataclasses.replace(
+                out,
+                held_out_error=(None, f"{self.calibration}'s held-out error is of its fitted terms, not {replaced}"),
+            )
         if overlap is not None:
             # on: the drafters any overlapping release hides, beside those this one hides already (n-gram from vLLM
             # 0.33, suffix from 0.34: Engine.release_overlaps), which "on" must not take back
