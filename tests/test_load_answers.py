@@ -68,7 +68,8 @@ def test_explain_at_a_load_where_speculation_does_not_pay_shows_the_round_at_gam
     # and says it is not run.  (At a load --workload gives the requests' lengths, so it goes beside the user's --alpha.)
     argv = ["--alpha", "0.8", "--rate", "10,28", "--workload", "chat"]  # the hybrid source: gamma 0 at 28
     best = _json(["optimal-gamma", *argv], capsys)
-    weighed = int(re.search(r"at gamma (\d+) its engine holds", best[1]["recommendation"])[1])
+    # (-2.7% output tok/s, inside the model's error: too close to call, naming the gamma weighed)
+    weighed = int(re.search(r"too close to call: gamma=(\d+) gives .*its engine holds", best[1]["recommendation"])[1])
     at_one = _json(["speedup", *argv, "--gamma", str(weighed)], capsys)
     rows = _json(["explain", *argv], capsys)
     assert [r["gamma"] for r in best][1] == 0 and best[0]["gamma"] > 0
@@ -447,20 +448,22 @@ def test_a_gamma_recommended_where_the_drafter_leaves_fewer_requests_held_says_w
     # A 70B target on two H100s at 0.975 of their memory (4.3 GB of each vLLM's start-up), 8,000-token prompts, alpha
     # 0.45: beside the draft the cache holds 4 users against 6.  The best gamma gives about 1% more output, and each
     # request waits far longer for its first token: the recommendation gives both, which a user serving chat weighs,
-    # and the table does not repeat the limit.
+    # and the table does not repeat the limit.  (1% is inside the model's measured error: too close to call.)
     argv = ["optimal-gamma", "--timing", "roofline", "--target", "llama-3.1-70b", "--tp", "2", "--alpha", "0.45"]
     argv += ["--memory-util", "0.975"]
     argv += ["--concurrency", "2,8", "--input-len", "8000", "--output-len", "512"]
     low, high = _json(argv, capsys)
     assert low["recommendation"] == f"speculate with gamma={low['gamma']}"
     said = re.fullmatch(
-        r"speculate with gamma=(\d+) \(its KV cache holds (\d+) requests against (\d+) without the drafter: "
-        r"([-+][\d.]+)% output tok/s, TTFT \+(\d+)%\)",
+        r"too close to call: gamma=(\d+) gives ([-+][\d.]+)% output tok/s, inside specsim's measured error of "
+        r"±[\d.]+% \(corpus, uncalibrated\); measure both arms \(specsim bench-plan\) \(its KV cache holds (\d+) "
+        r"requests against (\d+) without the drafter: TTFT \+(\d+)%\)",
         high["recommendation"],
     )
     assert said and int(said[1]) == high["gamma"] > 0, high["recommendation"]
-    assert int(said[2]) == high["spec"]["in_engine"] < int(said[3]) == high["plain"]["in_engine"]
-    assert float(said[4]) == pytest.approx(100 * (high["throughput_ratio"] - 1), abs=0.051)
+    assert high["verdict"] == "too close to call"
+    assert int(said[3]) == high["spec"]["in_engine"] < int(said[4]) == high["plain"]["in_engine"]
+    assert float(said[2]) == pytest.approx(100 * (high["throughput_ratio"] - 1), abs=0.051)
     assert int(said[5]) == round(100 * (high["spec"]["ttft_s"] / high["plain"]["ttft_s"] - 1))
     assert main(argv[:-1] + ["512"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("concurrency 8"))

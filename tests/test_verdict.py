@@ -3,6 +3,7 @@ is "too close to call", a gain well outside it is called, and the error says whe
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 from pathlib import Path
@@ -10,9 +11,26 @@ from pathlib import Path
 import pytest
 
 from specsim.answers.verdict import CORPUS_SPEEDUP_ERROR, CORPUS_SPEEDUP_ERROR_SOURCE
+from specsim.cli.main import main
 
 REPO = Path(__file__).resolve().parent.parent
 REPORT = REPO / "docs/reports/2026-12-06-corpus-d6d6c12.txt"
+#: The review's case: a long prompt at 8 users, where speculating gains +0.5% output tok/s on the plan's calibration.
+LONG = ["--concurrency", "8", "--input-len", "30000", "--output-len", "2000"]
+
+
+@pytest.fixture(scope="module")
+def plan_calibration(tmp_path_factory) -> Path:
+    """The example plan's calibration (examples/bench/plan, as docs/calibrate.md makes it), once per module."""
+    out = tmp_path_factory.mktemp("plan") / "calibration.yaml"
+    assert main(["calibrate-engine", "--plan", str(REPO / "examples/bench/plan/plan.yaml"), "--out", str(out)]) == 0
+    return out
+
+
+def _rows(argv: list, capsys) -> list:
+    capsys.readouterr()
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
 
 
 def test_the_corpus_error_is_the_committed_reports_median_uncalibrated_error():
@@ -28,3 +46,72 @@ def test_the_corpus_error_is_the_committed_reports_median_uncalibrated_error():
     assert len(errors) == 8  # the deployments that record their acceptance
     assert CORPUS_SPEEDUP_ERROR == pytest.approx(statistics.median(errors), abs=1e-12)
     assert REPORT.relative_to(REPO).as_posix() in CORPUS_SPEEDUP_ERROR_SOURCE
+
+
+def test_a_half_percent_gain_on_a_calibration_is_too_close_to_call(plan_calibration, capsys):
+    """The review's case: +0.5% output tok/s, inside the calibration's held-out error (plain + speculative)."""
+    (row,) = _rows(["optimal-gamma", "--calibration", str(plan_calibration), *LONG], capsys)
+    assert 0 < row["throughput_ratio"] - 1 < 0.01
+    assert row["verdict"] == "too close to call"
+    assert row["recommendation"].startswith("too close to call: gamma=1 gives +0.5% output tok/s")
+    assert "calibration.yaml held out: plain" in row["model_error"]["basis"]
+    assert 0.02 < row["model_error"]["share"] < 0.05  # 1.6% + 1.8% on these runs
+    assert main(["optimal-gamma", "--calibration", str(plan_calibration), *LONG]) == 0
+    out = capsys.readouterr().out
+    assert "too close to call: gamma=1 gives +0.5% output tok/s, inside specsim's measured error of ±3.3%" in out
+    assert "verdicts: a gain within ±3.3% is too close to call" in out
+
+
+def test_a_calibration_whose_terms_are_replaced_falls_back_to_the_corpus_error(plan_calibration, capsys):
+    argv = ["optimal-gamma", "--calibration", str(plan_calibration), "--engine-round-ms", "1", *LONG]
+    (row,) = _rows(argv, capsys)
+    assert row["model_error"]["share"] == CORPUS_SPEEDUP_ERROR
+    assert row["model_error"]["basis"].startswith("calibration.yaml's held-out error is of its fitted terms, not --e")
+    assert CORPUS_SPEEDUP_ERROR_SOURCE in row["model_error"]["basis"]
+
+
+def test_a_large_gain_is_still_called_and_the_corpus_error_named(capsys):
+    """Uncalibrated, batch 1: +88%, far outside the corpus's error: speculate, the error's basis the corpus's."""
+    (row,) = _rows(["optimal-gamma", "--batch", "1"], capsys)
+    assert row["speedup"] > 1.3
+    assert row["verdict"] == "speculate"
+    assert row["recommendation"] == f"speculate with gamma={row['gamma']}"
+    assert row["model_error"] == {"share": CORPUS_SPEEDUP_ERROR, "basis": CORPUS_SPEEDUP_ERROR_SOURCE}
+    (row,) = _rows(["speedup", "--gamma", "4", "--concurrency", "1"], capsys)
+    assert row["verdict"] == "speculate" and row["speedup_tpot"] > 1.3
+
+
+def test_a_small_loss_is_too_close_to_call_too(capsys):
+    """Where plain decoding is picked by a few percent, the best speculating gamma's loss is inside the error: the
+    verdict says so, naming that gamma; a large loss stays "turn speculation off"."""
+    rows = _rows(["optimal-gamma", "--batch", "256,512", "--alpha", "0.4"], capsys)
+    assert [r["gamma"] for r in rows] == [0, 0]
+    close, off = rows
+    assert close["verdict"] == "too close to call"
+    assert close["recommendation"].startswith("too close to call: gamma=1 gives -")
+    assert off["verdict"] == "do not speculate" and off["recommendation"] == "turn speculation off"
+
+
+def test_explain_and_a_tree_say_a_gain_inside_the_error_too(capsys):
+    """explain's finding and optimal-gamma --tree's recommendation go through the same verdict."""
+    rows = _rows(["explain", "--batch", "1,256", "--alpha", "0.5"], capsys)
+    assert [r["verdict"] for r in rows] == ["speculate", "too close to call"]
+    assert abs(rows[1]["speedup"] - 1) <= CORPUS_SPEEDUP_ERROR < rows[0]["speedup"] - 1
+    assert main(["explain", "--batch", "1,256", "--alpha", "0.5"]) == 0
+    assert "at batch 256 the speedup (1.035x) is inside specsim's measured error of ±6.9%" in capsys.readouterr().out
+    argv = ["optimal-gamma", "--tree", "topk:2,depth:3,tokens:8", "--draft", "eagle3", "--batch", "1,256", "--alpha"]
+    first, close = _rows([*argv, "0.3"], capsys)
+    assert first["verdict"] == "speculate" and close["tree"] is None
+    assert close["verdict"] == "too close to call"
+    assert close["recommendation"].startswith("too close to call: gamma=1 gives -")
+
+
+def test_an_explicit_rtol_still_picks_the_gamma_and_the_error_judges_it(capsys):
+    """--rtol 0.2 takes plain decoding where the best gamma gains +10% (outside the error): its pick stands, "do not
+    speculate"; a gain inside the error stays too close to call whatever --rtol picks."""
+    argv = ["optimal-gamma", "--batch", "256", "--alpha"]
+    (free,) = _rows([*argv, "0.6"], capsys)
+    (held,) = _rows([*argv, "0.6", "--rtol", "0.2"], capsys)
+    assert free["speedup"] - 1 > CORPUS_SPEEDUP_ERROR and free["verdict"] == "speculate"
+    assert held["gamma"] == 0 and held["verdict"] == "do not speculate"
+    assert [_rows([*argv, "0.5", "--rtol", r], capsys)[0]["verdict"] for r in ("0", "0.2")] == ["too close to call"] * 2

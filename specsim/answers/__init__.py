@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsim.answers.context import context_basis
+from specsim.answers.verdict import VERDICTS, model_error, too_close_said, verdict
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS
 from specsim.core.limits import (
     MAX_BATCH,
@@ -120,6 +121,11 @@ class GammaAnswer:
         return f"GammaAnswer({self.deployment!r}, {self.acceptance.split(' (')[0]}; {picks}{more})"
 
     @property
+    def model_error(self):
+        """The error its verdicts are judged against (:func:`specsim.answers.verdict.model_error`)."""
+        return model_error(self.deployment)
+
+    @property
     def off_batches(self) -> list:
         return [r["batch"] for r in self.rows if r["gamma"] == 0]
 
@@ -195,8 +201,6 @@ def gamma_answer(
     from specsim.answers.acceptance import checked_label
 
     label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
-    from specsim.answers.load import past_measured
-
     if measured_steps is None:  # a calibration's acceptance knows the steps it was measured at
         measured_steps = getattr(acceptance, "measured_steps", None)
     batches = whole_numbers("batch", batches, 1, MAX_BATCH, "batches")
@@ -240,6 +244,7 @@ def gamma_answer(
     }
     rates = acceptance_rates(acceptance)
     bound = search_bound(dep, acceptance, gamma_max, context)
+    error = model_error(dep)
     rows = []
     for i, batch in enumerate(batches):
         gamma = int(best.gamma[i])
@@ -263,11 +268,9 @@ def gamma_answer(
             "fits_without_draft": batch <= cap.max_batch_without_draft,
             "fits_with_draft": batch <= cap.max_batch_with_draft,
             "capacity": memory,
-            "recommendation": (
-                f"speculate with gamma={gamma}" + past_measured(gamma, measured_steps)
-                if gamma > 0
-                else "turn speculation off"
-            ),
+            "recommendation": _recommend(best, i, error, measured_steps),
+            "verdict": _verdict(best, i, error),
+            "model_error": error.record(),
             "timing_source": row_source(dep, times, i),
             "provenance": dep.provenance(),
             "deployment": dep.identity(),
@@ -282,6 +285,32 @@ def gamma_answer(
         one = dep.outcome(acceptance, 1, float(max(off)), context)
         first = {"batch": max(off), "round_s": float(one.round_s), "host_s": float(np.asarray(one.host_s))}
     return GammaAnswer(dep, label, cap, best, rows, list(batches), other, first, bound)
+
+
+def _verdict(best: OptimalGamma, i: int, error) -> str | None:
+    """:func:`specsim.answers.verdict.verdict` at batch row ``i``: the gain of the gamma picked, or where plain
+    decoding is picked, of the best speculating gamma; None where no speculating gamma was searched."""
+    if best.speculating is None:
+        return None
+    gain = best.speedup[i] if best.gamma[i] > 0 else best.speculating[1][i]
+    return verdict(float(gain) - 1.0, error, bool(best.gamma[i] > 0))
+
+
+def _recommend(best: OptimalGamma, i: int, error, measured_steps: int | None) -> str:
+    """A batch row's recommendation: the gamma picked, turn speculation off, or too close to call
+    (:func:`_verdict`)."""
+    from specsim.answers.load import _change, past_measured
+
+    gamma = int(best.gamma[i])
+    if _verdict(best, i, error) == VERDICTS[2]:
+        weighed = gamma if gamma > 0 else int(best.speculating[0][i])
+        gain = float(best.speedup[i] if gamma > 0 else best.speculating[1][i])
+        return too_close_said(f"gamma={weighed}", f"{_change(gain - 1)} speedup", error) + past_measured(
+            weighed, measured_steps
+        )
+    return (
+        f"speculate with gamma={gamma}" + past_measured(gamma, measured_steps) if gamma > 0 else "turn speculation off"
+    )
 
 
 def deployment_capacity(

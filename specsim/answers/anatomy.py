@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsim.answers.context import LOAD_CONTEXT, context_basis
+from specsim.answers.verdict import VERDICTS, model_error, verdict
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, check_int, is_real
 from specsim.speculation.acceptance import acceptance_rates
@@ -56,6 +57,15 @@ class RoundAnatomy:
             if stop is not None
             else f"speculation pays at every batch shown (up to {last['batch']})"
         )
+        close = [r for r in self.rows if r["verdict"] == VERDICTS[2]]
+        if close:
+            e = model_error(self.deployment)
+            speedups = ", ".join(f"{r['speedup']:.3f}x" for r in close)
+            out.append(
+                f"at batch {', '.join(str(r['batch']) for r in close)} the speedup "
+                f"({speedups}) is inside specsim's measured error of "
+                f"±{e.share:.1%} ({e.short}): too close to call; measure both arms (specsim bench-plan)"
+            )
         grow = {
             p: last["parts_s"][p] / last["t_target_s"] - first["parts_s"][p] / first["t_target_s"] for p in self.parts
         }
@@ -93,7 +103,7 @@ def round_anatomy(
         gammas = np.maximum(optimal_gamma(dep, acceptance, b, context, gamma_max).gamma, 1)
     else:
         gammas = np.full(b.shape, int(gamma))
-    rows, names = [], []
+    rows, names, error = [], [], model_error(dep)
     for batch, g in zip(batches, gammas):
         out = dep.outcome(acceptance, int(g), batch, context)
         r = out.round
@@ -115,6 +125,8 @@ def round_anatomy(
                 "hidden_share": float(r.overlapped),
                 "round_over_decode": total / decode,
                 "speedup": float(out.speedup),
+                "verdict": verdict(float(out.speedup) - 1.0, error, float(out.speedup) > 1.0),
+                "model_error": error.record(),
                 "context_tokens": int(context),
                 "context_basis": context_basis(context),
                 "acceptance": label,
@@ -158,6 +170,7 @@ def load_anatomy(dep: Deployment, acceptance: object, label: str, answer, contex
                 # the speedup of the gamma this row breaks down (the load's where it speculates; what speculating so
                 # would give where it does not: the text's starred row)
                 "speedup_at_gamma": speedup,
+                "verdict": r["verdict"],  # the load's (by what its gamma is picked on), not the bare round's
                 "at_load": {k: r[k] for k in ("gamma", "plain", "spec", "recommendation")},
             }
         )

@@ -191,9 +191,51 @@ class LoadAnswer:
                     "plain": _figures(s, 0, j),
                     "spec": _figures(s, i, j),
                     "recommendation": self._recommend(i, j),
+                    "verdict": self.verdict(i, j),
+                    "model_error": self.model_error.record(),
                 }
             )
         return out
+
+    @property
+    def model_error(self):
+        """The error a gain must clear to be called: :func:`specsim.answers.verdict.model_error` of the deployment."""
+        from specsim.answers.verdict import model_error
+
+        return model_error(self.deployment)
+
+    def _weighed(self, i: int, j: int) -> int | None:
+        """The row of the speculating gamma the verdict at load ``j`` weighs: the one picked (row ``i``), else the best
+        speculating one (None: none searched, or none has room)."""
+        return i if i > 0 else self._best_speculating_row(j)
+
+    def verdict(self, i: int, j: int) -> str | None:
+        """:func:`specsim.answers.verdict.verdict` at load ``j`` with gamma row ``i`` picked: the gain of the gamma
+        weighed (:meth:`objective` - 1) against :attr:`model_error`; None where no speculating gamma was weighed."""
+        from specsim.answers.verdict import verdict
+
+        k = self._weighed(i, j)
+        if k is None:
+            return None
+        return verdict(float(self.objective()[k, j]) - 1.0, self.model_error, i > 0 and self._gains(i, j))
+
+    def _gains(self, i: int, j: int) -> bool:
+        """Whether gamma row ``i`` beats plain decoding at load ``j`` (a fixed gamma may lose)."""
+        return self.fixed_gamma is None or self.objective()[i, j] >= 1.0
+
+    def _too_close(self, i: int, j: int) -> str:
+        """The recommendation where the gain weighed is inside the model's error; "" where it is not."""
+        from specsim.answers.verdict import VERDICTS, too_close_said
+
+        if self.verdict(i, j) != VERDICTS[2]:
+            return ""
+        k = self._weighed(i, j)
+        gain = float(self.objective()[k, j])
+        keeps_up = ~np.broadcast_to(np.asarray(self.state.saturated, dtype=bool), self.state.tpot_s.shape)[:, j]
+        # what objective() weighs: at rates the TPOT speedup while any arm keeps up, else the output per second
+        tpot = self.kind == "rate" and keeps_up.any()
+        said = f"a TPOT speedup of {gain:.3f}x" if tpot else f"{_change(gain - 1)} output tok/s"
+        return too_close_said(f"gamma={int(self.state.gamma[k, 0])}", said, self.model_error)
 
     def _grid(self, x) -> np.ndarray:
         return np.broadcast_to(np.asarray(x, dtype=float), self.state.tpot_s.shape)
@@ -239,6 +281,9 @@ class LoadAnswer:
 
     def _recommend(self, i: int, j: int) -> str:
         s = self.state
+        close = self._too_close(i, j)
+        if close:
+            return close + self._fewer_held(self._weighed(i, j), j, named=False, output=False)
         if self.fixed_gamma is not None:  # (a gamma that has no room is refused: load_answer)
             if self.objective()[i, j] < 1.0:  # the gamma asked for loses to plain decoding at this load: say how
                 loss = self._loss(i, j)

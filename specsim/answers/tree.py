@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specsim.answers.verdict import VERDICTS, model_error, too_close_said, verdict
 from specsim.serving.capacity import Capacity
 from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR, TreeSpec, acceptance_rates
 from specsim.speculation.deployment import Deployment
@@ -28,6 +29,11 @@ class TreeAnswer:
     sibling: float
     sibling_assumed: bool
     rows: list
+
+    @property
+    def model_error(self):
+        """The error its verdicts are judged against (:func:`specsim.answers.verdict.model_error`)."""
+        return model_error(self.deployment)
 
 
 def tree_answer(
@@ -71,7 +77,7 @@ def tree_answer(
         )
         return row_source(dep, passes, 0)
 
-    rows = []
+    rows, error = [], model_error(dep)
     for i, batch in enumerate(batches):
         t = trees[i]
         rows.append(
@@ -88,11 +94,9 @@ def tree_answer(
                 "sibling_factor": {"value": factor, "assumed": sibling is None},
                 "fits_without_draft": batch <= cap.max_batch_without_draft,
                 "fits_with_draft": batch <= cap.max_batch_with_draft,
-                "recommendation": "turn speculation off"
-                if t is None
-                else (
-                    f"chain, gamma={t.depth}" if t.is_chain else f"tree topk={t.topk} depth={t.depth} tokens={t.tokens}"
-                ),
+                "recommendation": _recommend(t, float(speedups[i]), chain, i, error),
+                "verdict": _verdict(t, float(speedups[i]), chain, i, error),
+                "model_error": error.record(),
                 "acceptance": label,
                 "acceptance_rates": rates,
                 "drafter": dep.drafter.kind,
@@ -102,3 +106,31 @@ def tree_answer(
             }
         )
     return TreeAnswer(dep, label, cap, bounds, factor, sibling is None, rows)
+
+
+def _weighed(t, speedup: float, chain, i: int) -> tuple[str, float] | None:
+    """The speculation a tree row's verdict weighs and its speedup: the tree picked, else the best speculating chain
+    (None: none searched)."""
+    if t is not None:
+        return (
+            f"chain, gamma={t.depth}" if t.is_chain else f"tree topk={t.topk} depth={t.depth} tokens={t.tokens}"
+        ), speedup
+    if chain.speculating is None:
+        return None
+    return f"gamma={int(chain.speculating[0][i])}", float(chain.speculating[1][i])
+
+
+def _verdict(t, speedup: float, chain, i: int, error) -> str | None:
+    """:func:`specsim.answers.verdict.verdict` of a tree row (None where nothing speculating was weighed)."""
+    weighed = _weighed(t, speedup, chain, i)
+    return None if weighed is None else verdict(weighed[1] - 1.0, error, t is not None)
+
+
+def _recommend(t, speedup: float, chain, i: int, error) -> str:
+    """A tree row's recommendation: the tree (or chain) picked, turn speculation off, or too close to call."""
+    from specsim.answers.load import _change
+
+    if _verdict(t, speedup, chain, i, error) == VERDICTS[2]:
+        what, gain = _weighed(t, speedup, chain, i)
+        return too_close_said(what, f"{_change(gain - 1)} speedup", error)
+    return "turn speculation off" if t is None else _weighed(t, speedup, chain, i)[0]

@@ -88,14 +88,16 @@ def verdict(gain: float, error: ModelError, picked: bool) -> str:
     return VERDICTS[0] if picked else VERDICTS[1]
 
 
-def too_close_said(gamma: int, change: str, error: ModelError) -> str:
-    """The words of "too close to call" for a user to act on: the gain of ``gamma`` (``change``, as printed: "+0.5%
-    output tok/s"), the error it is inside, where that comes from in short, and what to do.
+def too_close_said(weighed: str, change: str, error: ModelError) -> str:
+    """The words of "too close to call" for a user to act on: the gain of the speculation ``weighed`` ("gamma=1", a
+    tree) (``change``, as printed: "+0.5% output tok/s"), the error it is inside, where that comes from in short, and
+    what to do.
 
-    >>> print(too_close_said(1, "+0.5% output tok/s", ModelError(0.0685, "b", "corpus, uncalibrated")).split("; ")[0])
+    >>> e = ModelError(0.0685, "b", "corpus, uncalibrated")
+    >>> print(too_close_said("gamma=1", "+0.5% output tok/s", e).split("; ")[0])
     too close to call: gamma=1 gives +0.5% output tok/s, inside specsim's measured error of ±6.9% (corpus, uncalibrated)
     """
     return (
-        f"too close to call: gamma={gamma} gives {change}, inside specsim's measured error of ±{error.share:.1%} "
+        f"too close to call: {weighed} gives {change}, inside specsim's measured error of ±{error.share:.1%} "
         f"({error.short}); measure both arms (specsim bench-plan)"
     )

@@ -153,9 +153,18 @@ def _print_gamma_table(args: argparse.Namespace, answer) -> None:
         f"round = {dep.drafter.round_formula} + t_V{_graphless_said(rows)} + the engine's host time the round waits for (host: serial, or what the passes do not "
         "cover where the engine overlaps it); speedup = tokens per round x t_T / round"
     )
+    print(answer.model_error.said())
     if answer.off_batches:
         verdict = "is off" if answer.best.gamma_max == 0 else "does not pay"
-        print(f"\nspeculation {verdict} at batch {', '.join(map(str, answer.off_batches))}: {answer.off_reason}")
+        close = [str(r["batch"]) for r in rows if r["gamma"] == 0 and r["verdict"] == "too close to call"]
+        print(
+            f"\nspeculation {verdict} at batch {', '.join(map(str, answer.off_batches))}: {answer.off_reason}"
+            + (
+                f" At batch {', '.join(close)} the loss is inside specsim's measured error: too close to call."
+                if close
+                else ""
+            )
+        )
     peak = answer.peak
     if peak is not None:
         print(
@@ -217,6 +226,7 @@ def _print_tree(args: argparse.Namespace, answer) -> int:
         "\nE(tree) is exact for independent acceptance per depth and sibling rank (specsim.speculation.acceptance); a tree round "
         "drafts depth levels of top-k tokens per sequence and verifies the chosen tokens in one pass"
     )
+    print(answer.model_error.said())
     print_notes(dep)
     return 0
 
@@ -1005,6 +1015,7 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
         + "; decode batch: the mean sequences decoding at once (time-weighted over the engine's busy time, iterations "
         "of prompts alone at 0)"
     )
+    print(answer.model_error.said())
     from specsim.serving.capacity import kv_error_said, memory_share, no_room_said
 
     dep = answer.deployment

@@ -148,6 +148,9 @@ class OptimalGamma:
     speedup: np.ndarray
     outcome: RoundOutcome  #: the round at the best gamma per point
     gamma_max: int
+    #: The best speculating gamma (1..gamma_max) per point and its speedup, whichever gamma is best: what a verdict
+    #: not to speculate weighs (:func:`specsim.answers.verdict.verdict`); None where no speculating gamma was searched.
+    speculating: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def at_limit(self) -> np.ndarray:
@@ -354,8 +357,16 @@ def optimal_gamma(
     idx = argmax_gamma(s, rtol)
     best = grid[idx]
     at_best = dep.outcome(acc if acc is not None else a, best, np.broadcast_to(b, shape), np.broadcast_to(L, shape))
+    speculating = None
+    if grid.size > 1:
+        k = argmax_gamma(s[1:])
+        speculating = (grid[1:][k], np.take_along_axis(s[1:], k[None, ...], axis=0)[0])
     return OptimalGamma(
-        gamma=best, speedup=np.take_along_axis(s, idx[None, ...], axis=0)[0], outcome=at_best, gamma_max=int(gamma_max)
+        gamma=best,
+        speedup=np.take_along_axis(s, idx[None, ...], axis=0)[0],
+        outcome=at_best,
+        gamma_max=int(gamma_max),
+        speculating=speculating,
     )
 
 
