@@ -115,3 +115,18 @@ def test_an_explicit_rtol_still_picks_the_gamma_and_the_error_judges_it(capsys):
     assert free["speedup"] - 1 > CORPUS_SPEEDUP_ERROR and free["verdict"] == "speculate"
     assert held["gamma"] == 0 and held["verdict"] == "do not speculate"
     assert [_rows([*argv, "0.5", "--rtol", r], capsys)[0]["verdict"] for r in ("0", "0.2")] == ["too close to call"] * 2
+
+
+def test_a_schedule_says_where_its_gain_is_too_close_to_call(capsys):
+    """schedule speculates wherever it predicts a gain (as before); a range whose smallest predicted speedup is inside
+    the error gets a note saying so (alpha 0.5: gamma 1 down to 1.018x at batch 341), and none where every speedup is
+    well outside it (the default alpha 0.8)."""
+    assert main(["schedule", "--alpha", "0.5"]) == 0
+    assert "note: gamma 1 at batch 1-341: its smallest predicted speedup, 1.018x, is inside specsim's measured" in (
+        capsys.readouterr().err
+    )
+    assert main(["schedule"]) == 0
+    assert "too close to call" not in capsys.readouterr().err
+    out = _rows(["schedule", "--alpha", "0.5"], capsys)
+    assert [r["verdict"] for r in out["ranges"]] == ["too close to call"]
+    assert out["model_error"] == {"share": CORPUS_SPEEDUP_ERROR, "basis": CORPUS_SPEEDUP_ERROR_SOURCE}

@@ -57,6 +57,7 @@ class ScheduleAnswer:
         out += self._contexts_past_memory()
         if self.load is not None:
             out += self._past_the_loads()
+        out += self._too_close()
         steps = getattr(self.acceptance, "measured_steps", None)  # a calibration's acceptance knows its steps
         past = sorted({r.gamma for r in self.ranges if self.tree is None and steps is not None and r.gamma > steps})
         if past:  # as optimal-gamma's recommendation says it (answers.load.past_measured)
@@ -65,6 +66,38 @@ class ScheduleAnswer:
                 f"acceptance was measured at: extrapolated, {self.acceptance.beyond()}"
             )
         return out
+
+    def _too_close(self) -> list[str]:
+        """The speculating ranges whose smallest predicted speedup is inside the model's measured error
+        (:func:`specsim.answers.verdict.verdict`): scheduled, as the schedule speculates wherever it predicts a gain,
+        but too close to call there."""
+        from specsim.answers.verdict import VERDICTS, model_error
+
+        error = model_error(self.deployment)
+        close = [r for r in self.ranges if self._verdict(r, error) == VERDICTS[2]]
+        return [
+            f"{self._what(r)} at batch {r.batches}: its smallest predicted speedup, {r.min_speedup:.3f}x, is inside "
+            f"specsim's measured error of ±{error.share:.1%} ({error.short}): too close to call there; measure both "
+            "arms before relying on it (specsim bench-plan)"
+            for r in close
+        ]
+
+    def _what(self, r) -> str:
+        """A range's speculation as the notes name it ("gamma 2", "tree topk 2, depth 2, tokens 6", "the chain"); "" where
+        it is off."""
+        if self.tree is None:
+            return f"gamma {r.gamma}" if r.gamma > 0 else ""
+        label = "" if r.tree is None else r.tree.label()
+        return "the chain" if label == "chain" else f"tree {label}" if label else ""
+
+    def _verdict(self, r, error) -> str | None:
+        """:func:`specsim.answers.verdict.verdict` of a speculating range at its smallest predicted speedup; None where
+        the range is off or no speedup is known (an arm past capacity at every load of it)."""
+        from specsim.answers.verdict import verdict
+
+        if not self._what(r) or math.isnan(r.min_speedup):
+            return None
+        return verdict(r.min_speedup - 1.0, error, True)
 
     @functools.cached_property
     def _fit_by_context(self) -> dict:
@@ -151,7 +184,10 @@ class ScheduleAnswer:
 
     def to_dict(self) -> dict:
         """What ``specsim schedule --format json`` prints."""
+        from specsim.answers.verdict import model_error
+
         key = "gamma" if self.tree is None else "tree"
+        error = model_error(self.deployment)
         out = {
             "ranges": [
                 {
@@ -163,8 +199,10 @@ class ScheduleAnswer:
                     "max_speedup": None if math.isnan(r.max_speedup) else r.max_speedup,
                 }
                 | ({"shortfall": r.shortfall} if self.tree is None else {})
+                | {"verdict": self._verdict(r, error)}
                 for r in self.ranges
             ],
+            "model_error": error.record(),
             "max_batch": {"value": self.max_batch, "from": self.max_batch_from},
             "context_tokens": int(self.context),
             "context_basis": context_basis(self.context) if self.load is None else LOAD_CONTEXT,
