@@ -38,6 +38,8 @@ import re
 import sys
 from pathlib import Path
 
+import yaml
+
 SOURCE = "h200-qwen3-32b-eagle3-llmd"
 OUT = Path(__file__).resolve().parents[2] / "examples" / "bench" / "public" / SOURCE
 REPO = "llm-d/llm-d"
@@ -97,30 +99,17 @@ def record(qps: int, tpot_ms: float, tok_s: float, itl_ms: float, ttft_s: float,
     }
 
 
-def _yaml_scalar(value) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, (int, float, list)):
-        return json.dumps(value)
-    return json.dumps(str(value))
-
-
 def _yaml(doc: dict) -> str:
-    out = []
-    for key, value in doc.items():
-        if isinstance(value, str) and "\n" in value:
-            out.append(f"{key}: |")
-            out += [("  " + line) if line else "" for line in value.rstrip("\n").split("\n")]
-        elif isinstance(value, list):
-            out.append(f"{key}:")
-            for item in value:
-                if isinstance(item, dict):
-                    out.append("  - {" + ", ".join(f"{k}: {_yaml_scalar(v)}" for k, v in item.items()) + "}")
-                else:
-                    out.append(f"  - {_yaml_scalar(item)}")
-        else:
-            out.append(f"{key}: {_yaml_scalar(value)}")
-    return "\n".join(out) + "\n"
+    """source.yaml as pyyaml writes it, in the keys' order, a string of several lines as a literal block."""
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def text(dumper, value: str):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+    Dumper.add_representer(str, text)
+    return yaml.dump(doc, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=120)
 
 
 MAPPING = """Tables of guides/spec-decoding/benchmark-results/vllm-qwen3-32b-eagle3/README.md (llm-d/llm-d @b4099d9d) ->
