@@ -88,6 +88,23 @@ def day(dep):
     )
 
 
+def _serve(folder: Path, settings: dict, *flags: str):
+    """(the process, its address, its log file) of a Prometheus started on ``folder`` (its prometheus.yml written from
+    ``settings``, its data in ``folder``/data) at a free local port, with ``flags`` added; errors to ``folder``/log."""
+    (folder / "prometheus.yml").write_text(yaml.safe_dump(settings))
+    port = _port()
+    log = open(folder / "log", "w")
+    command = [
+        _tool("prometheus"),
+        f"--config.file={folder / 'prometheus.yml'}",
+        f"--storage.tsdb.path={folder / 'data'}",
+        f"--web.listen-address=127.0.0.1:{port}",
+        *flags,
+        "--log.level=error",
+    ]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log), f"http://127.0.0.1:{port}", log
+
+
 @pytest.fixture(scope="module")
 def prometheus(request):
     """(Prometheus's address, the half hour's start): one exporter per job, each serving its pages one per scrape, the
@@ -98,25 +115,9 @@ def prometheus(request):
     then stops the server when the module's tests are done."""
     from specsim.watch.replay import ReplayServer, pages
 
-    binary = _tool("prometheus")
     folder = Path(tempfile.mkdtemp(prefix="specsim-prometheus-"))
     settings = {"global": {"scrape_interval": "100ms", "scrape_timeout": "100ms"}}
-    (folder / "prometheus.yml").write_text(yaml.safe_dump(settings))
-    port = _port()
-    address = f"http://127.0.0.1:{port}"
-    log = open(folder / "log", "w")
-    proc = subprocess.Popen(
-        [
-            binary,
-            f"--config.file={folder / 'prometheus.yml'}",
-            f"--storage.tsdb.path={folder / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-            "--web.enable-lifecycle",
-            "--log.level=error",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=log,
-    )
+    proc, address, log = _serve(folder, settings, "--web.enable-lifecycle")
     servers = {}
     try:
         day = request.getfixturevalue("day")
@@ -537,7 +538,7 @@ def backfilled(day):
     nothing.  Stamped from three hours ago, on a whole minute."""
     from specsim.watch.replay import openmetrics
 
-    binary, promtool = _tool("prometheus"), _tool("promtool")
+    promtool = _tool("promtool")
     folder = Path(tempfile.mkdtemp(prefix="specsim-backfill-"))
     start_s = float((int(time.time()) - 3 * 3600) // 60 * 60)
     files = {}
@@ -551,21 +552,7 @@ def backfilled(day):
             text=True,
         )
         assert run.returncode == 0, run.stdout + run.stderr
-    (folder / "prometheus.yml").write_text(yaml.safe_dump({"global": {"scrape_interval": "15s"}}))
-    port = _port()
-    address = f"http://127.0.0.1:{port}"
-    log = open(folder / "log", "w")
-    proc = subprocess.Popen(
-        [
-            binary,
-            f"--config.file={folder / 'prometheus.yml'}",
-            f"--storage.tsdb.path={folder / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-            "--log.level=error",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=log,
-    )
+    proc, address, log = _serve(folder, {"global": {"scrape_interval": "15s"}})
     try:
         deadline = time.monotonic() + 120
         import urllib.request
