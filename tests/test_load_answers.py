@@ -105,17 +105,17 @@ def test_explain_and_compare_and_schedule_answer_at_a_load(capsys):
     assert ranges[0][0] == 1 and ranges[-1][1] == top and all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:]))
 
 
-def _made_answer(value, loads, batches):
+def _made_answer(value, loads, batches, tpot=None):
     """A load answer made by hand for :func:`~specsim.speculation.schedule.load_schedule`: ``value`` (gamma rows 0..,
-    load columns) both its objective and its TPOT speedups, each load at its decode batch of ``batches``, and every
-    arm serving each load."""
+    load columns) its objective and, unless ``tpot`` gives them, its TPOT speedups, each load at its decode batch of
+    ``batches``, and every arm serving each load."""
     from types import SimpleNamespace
 
     return SimpleNamespace(
         loads=loads,
         state=SimpleNamespace(gamma=np.arange(len(value))[:, None]),
         objective=lambda: value,
-        tpot_speedup=lambda: value,
+        tpot_speedup=lambda: value if tpot is None else tpot,
         key_batch=lambda j: batches[j],
         past_capacity=lambda i, j: [],
     )
@@ -146,6 +146,22 @@ def test_a_schedule_at_loads_ends_at_its_max_batch_where_a_load_runs_past_it():
     ranges = load_schedule(answer, 16, rtol=0.0)
     assert ranges[-1].end_batch == 16
     assert all(r.start_batch <= r.end_batch <= 16 for r in ranges)
+
+
+def test_a_schedule_at_loads_speculates_where_the_load_answer_does_by_what_it_maximises():
+    from specsim.speculation.schedule import load_schedule
+
+    # schedule --concurrency 1,64 --alpha 0.5 scheduled "off" at 64 users, where optimal-gamma picked gamma 1: its
+    # output tok/s +6.5% (a shorter TTFT), its TPOT speedup 0.996.  The schedule gated on the TPOT speedup, the load
+    # answer on its objective; both now weigh the objective, and --min-gain applies to it.
+    value = np.array([[1.0, 1.0], [1.23, 1.065], [1.25, 1.05]])
+    tpot = np.array([[1.0, 1.0], [1.24, 0.996], [1.25, 0.97]])
+    answer = _made_answer(value, [1, 64], [1.0, 62.9], tpot)
+    ranges = load_schedule(answer, 341, rtol=0.01)
+    assert [(r.start_batch, r.end_batch, r.gamma) for r in ranges] == [(1, 31, 2), (32, 341, 1)]
+    assert ranges[1].min_speedup == pytest.approx(0.996)  # the TPOT speedup the table prints, as optimal-gamma's
+    off = load_schedule(answer, 341, min_gain=1.1, rtol=0.01)
+    assert [(r.start_batch, r.end_batch, r.gamma) for r in off] == [(1, 31, 2), (32, 341, 0)]
 
 
 def test_a_schedule_at_a_load_checks_memory_at_the_loads_lengths_not_the_batch_views_default(capsys):
@@ -759,3 +775,19 @@ def test_a_rate_only_plain_decoding_cannot_serve_is_no_speedup_and_says_which_ar
     # where both keep up the ratio stands
     (low,) = _json(["optimal-gamma", "--rate", "2", "--draft", "eagle3", "--alpha", "0.8"], capsys)
     assert low["past_capacity"] == [] and low["speedup_tpot"] > 1
+
+
+def test_schedule_and_optimal_gamma_at_a_load_say_the_same_of_it(capsys):
+    # A review's case: schedule --concurrency 1,64 --alpha 0.5 scheduled "off" at batch 33-341 while optimal-gamma picked
+    # gamma 1 at 64 users (too close to call): the schedule gated on the TPOT speedup (0.996), not on what the load
+    # answer weighs.  At each load both now speculate or both do not; at 64 users, the range's least gain, both say
+    # too close to call (a range's verdict weighs its least gain, so at 1 user the schedule's is the range's).
+    argv = ["--concurrency", "1,64", "--alpha", "0.5"]
+    sched = _json(["schedule", *argv], capsys)
+    loads = _json(["optimal-gamma", *argv], capsys)
+    for row in loads:
+        batch = max(round(row["spec" if row["gamma"] else "plain"]["batch_a_request_sees"]), 1)
+        at = next(r for r in sched["ranges"] if r["start_batch"] <= batch <= r["end_batch"])
+        assert (at["gamma"] > 0) == (row["gamma"] > 0), (row["load"], at)
+    assert at["verdict"] == row["verdict"] == "too close to call", (row["load"], at)
+    assert at["min_objective"] == pytest.approx(row["throughput_ratio"], rel=1e-9)

@@ -76,11 +76,23 @@ class ScheduleAnswer:
         error = model_error(self.deployment)
         close = [r for r in self.ranges if self._verdict(r, error) == VERDICTS[2]]
         return [
-            f"{self._what(r)} at batch {r.batches}: its smallest predicted speedup, {r.min_speedup:.3f}x, is inside "
-            f"specsim's measured error of ±{error.share:.1%} ({error.short}): too close to call there; measure both "
+            f"{self._what(r)} at batch {r.batches}: {self._weighed_said(r)}, is inside specsim's measured error of ±{error.share:.1%} ({error.short}): too close to call there; measure both "
             "arms before relying on it (specsim bench-plan)"
             for r in close
         ]
+
+    @staticmethod
+    def _weighed(r) -> float:
+        """What a range's verdict weighs: at loads the smallest of its loads' gains by what optimal-gamma at a load
+        weighs (the range's ``min_objective``: :class:`~specsim.speculation.schedule.ScheduleRange`), else its smallest
+        speedup."""
+        return r.min_speedup if r.min_objective is None else r.min_objective
+
+    def _weighed_said(self, r) -> str:
+        """:meth:`_weighed` in words, for the too-close note."""
+        if r.min_objective is None:
+            return f"its smallest predicted speedup, {r.min_speedup:.3f}x"
+        return f"the smallest gain of its loads as optimal-gamma at a load weighs it, {r.min_objective:.3f}x"
 
     def _what(self, r) -> str:
         """A range's speculation as the notes name it ("gamma 2", "tree topk 2, depth 2, tokens 6", "the chain"); "" where
@@ -95,9 +107,9 @@ class ScheduleAnswer:
         the range is off or no speedup is known (an arm past capacity at every load of it)."""
         from specsim.answers.verdict import verdict
 
-        if not self._what(r) or math.isnan(r.min_speedup):
+        if not self._what(r) or math.isnan(self._weighed(r)):
             return None
-        return verdict(r.min_speedup - 1.0, error, True)
+        return verdict(self._weighed(r) - 1.0, error, True)
 
     @functools.cached_property
     def _fit_by_context(self) -> dict:
@@ -199,6 +211,7 @@ class ScheduleAnswer:
                     "max_speedup": None if math.isnan(r.max_speedup) else r.max_speedup,
                 }
                 | ({"shortfall": r.shortfall} if self.tree is None else {})
+                | ({} if r.min_objective is None else {"min_objective": r.min_objective})
                 | {"verdict": self._verdict(r, error)}
                 for r in self.ranges
             ],

@@ -103,6 +103,10 @@ class ScheduleRange(_RangeText):
     max_speedup: float
     #: How far below the best gamma of its batch sizes the range's speedup falls at most (0: the best everywhere).
     shortfall: float = 0.0
+    #: At loads (:func:`load_schedule`): the smallest of its loads' gain over plain decoding by what the load answer
+    #: maximises and judges (:meth:`~specsim.answers.load.LoadAnswer.objective`), which its verdict weighs as
+    #: optimal-gamma at those loads does; None per batch, where that is :attr:`min_speedup`.
+    min_objective: float | None = None
 
 
 #: A schedule counts a shortfall within this fraction of a batch's best speedup as none: near the optimum the curve
@@ -123,8 +127,8 @@ def load_schedule(
     The gammas follow :func:`gamma_schedule`'s rule: of the schedules that never rise along the loads (by that decode
     batch), the one whose loads fall least below their own best (by what the load answer maximises:
     :meth:`~specsim.answers.load.LoadAnswer.objective`), a shortfall within ``rtol`` counting as none; speculation off
-    where that gamma serves the load worse than plain decoding or its TPOT speedup is below ``min_gain``, and off from
-    there on.  Each load's own best stays in the
+    where that gamma's objective is below ``min_gain`` times plain decoding's, and off from there on (gated on the
+    objective, not the TPOT speedup, so that a load's schedule speculates where optimal-gamma at that load does).  Each load's own best stays in the
     load answer's table; a range's ``shortfall`` is the most its loads fall below it.  Without the rule, a load held
     below its users by the KV cache (16,000-token prompts at 64 users on an H100 decode 19 sequences at once, against
     16 at 16 users) took a larger gamma than a lighter load beside it, and the schedule rose with the batch."""
@@ -136,7 +140,9 @@ def load_schedule(
     columns = np.arange(len(order))
     # A gamma that falls behind Poisson arrivals scores 0: floored so that a load where every gamma does still compares.
     row = monotone_gammas(np.maximum(surface, 1e-12), rtol) if surface.shape[0] > 1 else np.zeros(len(order), int)
-    pays = (surface[row, columns] >= surface[0]) & (speed[row, columns] >= min_gain)
+    # Pays by what the load answer weighs (its objective, as optimal-gamma at loads picks and judges): a gamma that
+    # serves a closed loop more output per second pays there even where its TPOT is a hair longer (a shorter TTFT).
+    pays = surface[row, columns] >= min_gain * surface[0]
     row = np.where(np.minimum.accumulate(pays.astype(int)) > 0, row, 0)
     gamma = gammas[row]
     # A load that one arm cannot serve (a rate past its capacity) has no TPOT speedup (LoadAnswer.past_capacity): nan,
@@ -144,6 +150,7 @@ def load_schedule(
     behind = np.array([bool(answer.past_capacity(int(r), j)) for r, j in zip(row, order)], dtype=bool)
     sp = np.where(gamma > 0, np.where(behind, np.nan, speed[row, columns]), 1.0)
     short = 1.0 - surface[row, columns] / surface.max(axis=0)
+    gained = np.where(gamma > 0, surface[row, columns], 1.0)
     keys = [max(answer.key_batch(j), 1.0) for j in order]
     ranges: list[ScheduleRange] = []
     start = 1
@@ -151,7 +158,7 @@ def load_schedule(
         # Halfway to the next load's decode batch, never past max_batch: a load can run at a decode batch beyond it
         # (--max-batch below the loads, or saturated loads whose plain arm holds more than fits with the draft).
         end = max_batch if k == len(keys) - 1 else min(max_batch, max(start, int((b + keys[k + 1]) / 2)))
-        g, s_, f = int(gamma[k]), float(sp[k]), float(max(short[k], 0.0))
+        g, s_, f, o = int(gamma[k]), float(sp[k]), float(max(short[k], 0.0)), float(gained[k])
         if ranges and ranges[-1].gamma == g:
             last = ranges.pop()
             ranges.append(
@@ -162,10 +169,11 @@ def load_schedule(
                     float(np.fmin(last.min_speedup, s_)),
                     float(np.fmax(last.max_speedup, s_)),
                     max(last.shortfall, f),
+                    min(last.min_objective, o),
                 )
             )
         else:
-            ranges.append(ScheduleRange(start, end, g, s_, s_, f))
+            ranges.append(ScheduleRange(start, end, g, s_, s_, f, o))
         start = end + 1
         if start > max_batch:
             break
@@ -295,6 +303,10 @@ class TreeRange(_RangeText):
     max_speedup: float
     #: How far below the best gamma of its batch sizes the range's speedup falls at most (0: the best everywhere).
     shortfall: float = 0.0
+    #: At loads (:func:`load_schedule`): the smallest of its loads' gain over plain decoding by what the load answer
+    #: maximises and judges (:meth:`~specsim.answers.load.LoadAnswer.objective`), which its verdict weighs as
+    #: optimal-gamma at those loads does; None per batch, where that is :attr:`min_speedup`.
+    min_objective: float | None = None
 
 
 def tree_schedule(
