@@ -335,6 +335,8 @@ def test_compare(capsys):
     assert _article_context(printed)
     rates = {"acceptance": "alpha 0.8", "acceptance_rates": acceptance_rates(0.8)}
     records = [r | {"context_tokens": 1128, "context_basis": "given"} | rates for r in records]
+    error = answer.model_error.record()
+    records = [r | {"verdict": v, "model_error": error} for r, v in zip(records, answer.verdicts())]
     assert printed == as_json(
         [
             r | {"at_largest_batch": largest, "provenance": dep.provenance(), "deployment": dep.identity()}

@@ -130,3 +130,19 @@ def test_a_schedule_says_where_its_gain_is_too_close_to_call(capsys):
     out = _rows(["schedule", "--alpha", "0.5"], capsys)
     assert [r["verdict"] for r in out["ranges"]] == ["too close to call"]
     assert out["model_error"] == {"share": CORPUS_SPEEDUP_ERROR, "basis": CORPUS_SPEEDUP_ERROR_SOURCE}
+
+
+def test_compare_at_batches_carries_optimal_gammas_verdict_at_each_batch(capsys):
+    """compare --batch picks the gamma optimal-gamma picks (0: off) but carried no verdict: at batch 300 with alpha 0.4
+    its gamma 0 read as a call where the loss of gamma 1 (-3%) is inside the model's error.  It now says what
+    optimal-gamma says, row for row, and with --gamma fixed judges that gamma's gain (0.79x at 300: do not)."""
+    argv = ["--batch", "1,300", "--alpha", "0.4"]
+    best = _rows(["optimal-gamma", *argv], capsys)
+    rows = _rows(["compare", *argv], capsys)
+    assert [r["verdict"] for r in rows] == [r["verdict"] for r in best] == ["speculate", "too close to call"]
+    assert rows[0]["model_error"] == best[0]["model_error"]
+    fixed = _rows(["compare", *argv, "--gamma", "2"], capsys)
+    assert [r["verdict"] for r in fixed] == ["speculate", "do not speculate"]
+    assert main(["compare", *argv]) == 0
+    out = capsys.readouterr().out
+    assert "batch 300: too close to call: gamma=1 gives -3.0% speedup" in out and "verdicts: a gain within" in out

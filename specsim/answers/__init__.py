@@ -56,6 +56,7 @@ __all__ = [
     "scheduled_batches",
     "speedup_rows",
     "steptime_rows",
+    "weighed_at_batch",
     "why_off",
 ]
 
@@ -287,13 +288,23 @@ def gamma_answer(
     return GammaAnswer(dep, label, cap, best, rows, list(batches), other, first, bound)
 
 
-def _verdict(best: OptimalGamma, i: int, error) -> str | None:
-    """:func:`specsim.answers.verdict.verdict` at batch row ``i``: the gain of the gamma picked, or where plain
-    decoding is picked, of the best speculating gamma; None where no speculating gamma was searched."""
+def weighed_at_batch(best: OptimalGamma, i: int) -> tuple[int, float] | None:
+    """The speculating gamma a verdict at batch row ``i`` of ``best`` weighs and its speedup: the gamma picked, or where
+    plain decoding is picked, the best speculating gamma; None where no speculating gamma was searched."""
     if best.speculating is None:
         return None
-    gain = best.speedup[i] if best.gamma[i] > 0 else best.speculating[1][i]
-    return verdict(float(gain) - 1.0, error, bool(best.gamma[i] > 0))
+    if best.gamma[i] > 0:
+        return int(best.gamma[i]), float(best.speedup[i])
+    return int(best.speculating[0][i]), float(best.speculating[1][i])
+
+
+def _verdict(best: OptimalGamma, i: int, error) -> str | None:
+    """:func:`specsim.answers.verdict.verdict` at batch row ``i``: the gain of the gamma :func:`weighed_at_batch`;
+    None where no speculating gamma was searched."""
+    weighed = weighed_at_batch(best, i)
+    if weighed is None:
+        return None
+    return verdict(weighed[1] - 1.0, error, bool(best.gamma[i] > 0))
 
 
 def _recommend(best: OptimalGamma, i: int, error, measured_steps: int | None) -> str:
@@ -303,8 +314,7 @@ def _recommend(best: OptimalGamma, i: int, error, measured_steps: int | None) ->
 
     gamma = int(best.gamma[i])
     if _verdict(best, i, error) == VERDICTS[2]:
-        weighed = gamma if gamma > 0 else int(best.speculating[0][i])
-        gain = float(best.speedup[i] if gamma > 0 else best.speculating[1][i])
+        weighed, gain = weighed_at_batch(best, i)
         return too_close_said(f"gamma={weighed}", f"{_change(gain - 1)} speedup", error) + past_measured(
             weighed, measured_steps
         )

@@ -81,6 +81,38 @@ class CompareAnswer:
         )
         return float(best.tokens_per_s_spec.iloc[0]), float(best.tokens_per_s_plain.iloc[1])
 
+    @property
+    def model_error(self):
+        """The error its verdicts are judged against (:func:`specsim.answers.verdict.model_error`)."""
+        from specsim.answers.verdict import model_error
+
+        return model_error(self.deployment)
+
+    def weighed(self) -> list:
+        """Per row of :attr:`frame`, the speculating gamma its verdict weighs and that gamma's speedup, as optimal-gamma
+        at batches weighs it (:func:`specsim.answers.weighed_at_batch`): with gamma searched, the gamma picked or, where
+        plain decoding is, the best speculating one; with gamma fixed, that gamma.  None where none is weighed (gamma
+        fixed at 0, or none searched)."""
+        context, gamma, gamma_max, _, _ = self.options
+        if gamma is not None:
+            return [None if gamma == 0 else (gamma, float(s)) for s in self.frame["speedup"]]
+        from specsim.answers import weighed_at_batch
+        from specsim.speculation.search import optimal_gamma
+
+        best = optimal_gamma(self.deployment, self.acceptance, self.frame["batch"].to_numpy(float), context, gamma_max)
+        return [weighed_at_batch(best, i) for i in range(len(self.frame))]
+
+    def verdicts(self) -> list:
+        """Per row of :attr:`frame`: :func:`specsim.answers.verdict.verdict` of the gain :meth:`weighed`, speculating
+        where the row's gamma is above 0 and gains (a fixed gamma may lose); None where none is weighed."""
+        from specsim.answers.verdict import verdict
+
+        error = self.model_error
+        return [
+            None if w is None else verdict(w[1] - 1.0, error, bool(g > 0 and w[1] >= 1.0))
+            for w, g in zip(self.weighed(), self.frame["gamma"])
+        ]
+
 
 def compare_answer(
     dep: Deployment,

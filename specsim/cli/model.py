@@ -457,7 +457,9 @@ def run_compare(args: argparse.Namespace) -> int:
         records = frame.to_dict(orient="records")
         from specsim.answers.context import context_basis
 
-        for r in records:
+        error = answer.model_error.record()
+        for r, said in zip(records, answer.verdicts()):
+            r["verdict"], r["model_error"] = said, error  # as optimal-gamma's rows: whether to speculate at the batch
             r["at_largest_batch"] = largest
             r["context_tokens"], r["context_basis"] = int(args.context), context_basis(args.context)
             r["acceptance"], r["acceptance_rates"] = acc_label, acceptance_rates(acc)  # (it named neither)
@@ -505,6 +507,7 @@ def run_compare(args: argparse.Namespace) -> int:
             ">" * (9 + len(per_gpu)) + "<",
         )
     )
+    _print_compare_verdicts(answer)
     at_largest = answer.at_largest()
     if at_largest is not None:
         spec_peak, plain_peak = at_largest
@@ -528,6 +531,23 @@ def run_compare(args: argparse.Namespace) -> int:
         )
     print_notes(dep)
     return 0
+
+
+def _print_compare_verdicts(answer) -> None:
+    """Under compare's table: the rows whose gain is too close to call (their gamma column alone reads as a call), in
+    optimal-gamma's words, and then the error they are inside and where it comes from; nothing where every row's gamma
+    column is the call (--json carries every row's verdict)."""
+    from specsim.answers.load import _change
+    from specsim.answers.verdict import VERDICTS, too_close_said
+
+    error = answer.model_error
+    close = [
+        f"batch {batch}: " + too_close_said(f"gamma={w[0]}", f"{_change(w[1] - 1)} speedup", error)
+        for batch, w, said in zip(answer.frame["batch"], answer.weighed(), answer.verdicts())
+        if said == VERDICTS[2]
+    ]
+    if close:
+        print("\n".join([*close, error.said()]))
 
 
 def _limit_word(by: str, limits, speculating: bool) -> str:
