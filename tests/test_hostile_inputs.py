@@ -213,6 +213,12 @@ CASES = [
     ("serve-sim --gamma-max 0", "gamma-max must be an integer in [1, 64] (the speculative arm speculates;"),
     ("watch --gamma-max 0", "gamma-max must be an integer in [1, 64] (the search weighs gamma 1 and up"),
     ("watch --output-len 1", "(TPOT is timed over the tokens after the first), got 1"),
+    # serve-sim and serve-sweep ran one output token, TPOT n/a, and pointed at optimal-gamma with it, which refuses it
+    (
+        "serve-sim --concurrency 16 --input-len 1000 --output-len 1",
+        "output-len must be an integer in [2, 4194304] (TPOT",
+    ),
+    ("serve-sweep --concurrency 1,16 --output-len 1", "output-len must be an integer in [2, 4194304] (TPOT"),
     ("optimal-gamma --context -1", "context must be an integer in [0, 4194304]"),
     ("optimal-gamma --rtol 0.7", "rtol must be in [0, 0.5)"),
     ("optimal-gamma --memory-util 0", "must be in (0, 1]"),

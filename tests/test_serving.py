@@ -1372,7 +1372,7 @@ def test_serve_sweep_says_which_gamma_it_speculated_with_as_serve_sim_does(capsy
 def test_a_count_of_one_takes_the_singular_in_serve_sims_lines(capsys):
     """serve-sim printed "1 requests in the system" where a run's queue held one request; every count+noun the CLI
     prints goes through specsim.core.words.counted."""
-    argv = ["serve-sim", "--rate", "2", "--output-len", "1", "--runs", "1", "--requests", "50", "--timing", "roofline"]
+    argv = ["serve-sim", "--rate", "2", "--output-len", "2", "--runs", "1", "--requests", "50", "--timing", "roofline"]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "(1 request in the system at the middle arrival" in out

@@ -15,6 +15,7 @@ from specsim.cli.flags import (
     csv_text,
     int_at_least,
     nonempty,
+    output_len_type,
     rate,
     rate_list,
 )
@@ -797,7 +798,9 @@ def _add_lengths(p) -> None:
     )
     p.add_argument(
         "--output-len",
-        type=int_at_least(1, "output-len", MAX_CONTEXT),
+        # 2 at least, as optimal-gamma, compare and explain take it: one output token is the prompt's, no decode step
+        # runs and no TPOT is timed, so the arms differ only by the draft's prefill
+        type=output_len_type,
         help="every request's output tokens (--random-output-len); instead of --workload",
     )
 
