@@ -713,6 +713,15 @@ CASES = [
         "{tmp}/plan-out",
         "--input-tokens sets the pinned runs; --no-pin runs your --prompts as they are: drop one",
     ),
+    (  # the alias typed is the one named: the library's message names --input-tokens (main._as_typed)
+        "bench-plan --engine vllm@0.34.0 --input-len 1000 --out {tmp}/plan-out",
+        "error: --input-len needs two prompt lengths: one cannot tell the KV-cache reads from the rest",
+    ),
+    (
+        "bench-plan --engine vllm --draft eagle3 --no-pin --prompts {tmp}/p.jsonl --input-len 100,300 --out "
+        "{tmp}/plan-out",
+        "error: --input-len sets the pinned runs; --no-pin runs your --prompts as they are: drop one",
+    ),
     (
         "bench-plan --engine vllm --draft eagle3 --no-pin --prompts {tmp}/p.jsonl --pin-accept-length 2,3 --out "
         "{tmp}/plan-out",

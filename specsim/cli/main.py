@@ -247,10 +247,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = err.args[0] if err.args else str(err)
     except (ValueError, OSError) as err:
         message = str(err)
+    message = _as_typed(parser, args, message)
     print(f"specsim {args.command}: error: {message}", file=sys.stderr)
     if getattr(args, "json", False):
         _json_failure(args.command, message)
     return 2
+
+
+def _as_typed(parser: argparse.ArgumentParser, args: argparse.Namespace, message: str) -> str:
+    """``message`` naming each flag the user typed as typed: where a flag has aliases (bench-plan's --input-tokens and
+    --input-len) and the user typed one, an error built with another (the library names one) names the typed one.
+
+    >>> p = argparse.ArgumentParser()
+    >>> sub = p.add_subparsers(dest="command")
+    >>> _ = sub.add_parser("plan").add_argument("--input-tokens", "--input-len", dest="input_tokens")
+    >>> args = argparse.Namespace(command="plan", typed_flags=frozenset({"--input-len"}))
+    >>> _as_typed(p, args, "--input-tokens needs two prompt lengths")
+    '--input-len needs two prompt lengths'
+    """
+    typed = getattr(args, "typed_flags", frozenset())
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    if not typed or sub is None or args.command not in sub.choices:
+        return message
+    for action in sub.choices[args.command]._actions:
+        given = [f for f in action.option_strings if f in typed]
+        if len(action.option_strings) < 2 or len(given) != 1:
+            continue
+        for alias in action.option_strings:
+            if alias != given[0] and alias.startswith("--"):
+                message = re.sub(rf"(?<![\w-]){re.escape(alias)}(?![\w-])", given[0], message)
+    return message
 
 
 def _interrupted(command: str | None, as_json: bool = False) -> int:
