@@ -214,3 +214,29 @@ def test_flags_that_do_not_fit_a_file_are_one_line_and_exit_2(capture, capsys, a
     assert _watch("--file", str(capture), *argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
+
+
+def test_a_read_whose_counters_are_past_the_look_back_gives_no_window(capture, tmp_path):
+    """Counters scraped until 30 s and again from 450 s on (a gap of 7 minutes, gauges kept): at 360 s the counters'
+    last sample is past Prometheus's 5-minute look-back while the gauges averaged over [240, 360] are there.  That read
+    is no window's end nor start: before, the window to it said a counter 'went down between reads: the engine
+    restarted' (no restart happened), and the window from it counted every request since the capture's start as its
+    own (about 16 requests/s where the day runs 4)."""
+    names, _, _ = metric_names(ENGINE)
+    counters = tuple(names.counters())
+    kept = []
+    for line in capture.read_text().splitlines():
+        name = line.split("{")[0].split(" ")[0]
+        stamp = None if line.startswith("#") else float(line.rsplit(" ", 1)[-1])
+        counter = name.startswith(counters) and not name.endswith("_created")
+        if not (counter and stamp is not None and START_S + 30 < stamp < START_S + 450):
+            kept.append(line)
+    gap = tmp_path / "gap.om"
+    gap.write_text("\n".join(kept) + "\n")
+    reads = FileSource(str(gap), names).reads(START_S, START_S + 600, 120.0)
+    windows = prometheus_windows(reads, names, None)
+    assert [w.end_s - START_S for w in windows] == [120, 240, 360, 480, 600]
+    assert [w.restarted for w in windows] == [False] * 5
+    assert [w.acceptance_length is None for w in windows] == [False, True, True, True, False]
+    assert [w.requests_per_s is None or w.requests_per_s < 6 for w in windows] == [True] * 5
+    assert windows[2].notes[0].startswith("no samples") and windows[3].notes[0].startswith("no samples")

@@ -296,6 +296,8 @@ class Watcher:
                     f"no request finished while {window.drafts:.0f} speculative steps ran: no load to judge by (a "
                     "window shorter than its requests, or a page without the finished-request counter)"
                 )
+            if window.requests_per_s is None and window.notes:  # not read, rather than none finished
+                return window.notes[0]
             return "idle: no request finished"
         if window.acceptance_length is None:
             return "no acceptance in this window" + (f" ({window.notes[0]})" if window.notes else "")

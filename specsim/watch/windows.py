@@ -546,25 +546,35 @@ def _counted(length, per_position, g, summed: bool, notes: list) -> tuple:
     return length, per_position
 
 
+#: The note of a window without the model's counters at its start or end.
+NO_SAMPLES = (
+    "no samples: no counter of the model at the window's start or end within the look-back (the engine not up, or a "
+    "gap in the scrapes)"
+)
+
+
 def prometheus_windows(
     reads: list, names, model: str | None, gamma: int | None = None, source: str = "metrics"
 ) -> list:
     """Windows between successive reads of a Prometheus server (:meth:`specsim.watch.sources.PrometheusSource.reads`:
     (time, samples, gauge samples, restarted) per read).  A read with no series of the model (the engine was not up)
-    gives a window with no samples; a counter reset inside a window (Prometheus ``resets()``) marks it restarted."""
+    gives a window with no samples, and so does one with gauges but no counter (the counters' last sample past the
+    look-back, a gap in the scrapes: the window to it is no restart, and the one from it would count everything since
+    the engine started as its own); a counter reset inside a window (Prometheus ``resets()``) marks it restarted."""
     import dataclasses
 
     readings = []
     for t, samples, gauge_samples, restarted in reads:
         try:
-            readings.append((read_samples(samples + (gauge_samples or []), names, t, model, source), restarted))
+            reading = read_samples(samples + (gauge_samples or []), names, t, model, source)
         except ValueError:
-            readings.append((None, restarted))  # no series of the model at that time: the engine was not up
+            reading = None  # no series of the model at that time: the engine was not up
+        readings.append((reading if reading is not None and reading.counters else None, restarted))
     out = []
     for (a, _), (b, restarted), (t, *_rest) in zip(readings[:-1], readings[1:], reads[1:]):
         if a is None or b is None:
             out.append(
-                Window(t - (reads[1][0] - reads[0][0]), t, model or "", 1, "", restarted=False, notes=("no samples",))
+                Window(t - (reads[1][0] - reads[0][0]), t, model or "", 1, "", restarted=False, notes=(NO_SAMPLES,))
             )
             continue
         w = window_between(a, b, names, [b.gauges], gamma)
