@@ -180,6 +180,13 @@ def _bad(tmp_path, name, text):
             "holds 59,869,441 windows of --interval 30 s; at most 100,000",
         ),
         (
+            "no-eof.om",  # OpenMetrics (stamps in seconds) whose '# EOF' was lost: read as the text format, 1970
+            '# TYPE vllm:spec_decode_num_drafts counter\nvllm:spec_decode_num_drafts_total{model_name="m"} 1 1796083200\n'
+            'vllm:spec_decode_num_drafts_total{model_name="m"} 2 1796083260\n',
+            "its time stamps, read in milliseconds as the Prometheus text format's are, fall in 1970 "
+            "(1970-01-21T18:54:43Z to 1970-01-21T18:54:43Z)",
+        ),
+        (
             "node.txt",
             "node_cpu_total 1 1796083200000\nnode_cpu_total 2 1796083260000\n",
             "holds no vllm: metrics: it is not a vllm metrics page",

@@ -53,6 +53,10 @@ __all__ = [
 #: (a model path) is far shorter than this; a longer line is not a Prometheus page of a server.
 MAX_LINE_CHARS = 4096
 
+#: A capture whose every stamp is earlier (2001-09-09T01:46:40Z) was not scraped in milliseconds: read as the text
+#: format's milliseconds, OpenMetrics's seconds (a file that lost its '# EOF') fall in 1970.
+EARLIEST_CAPTURE_S = 1e9
+
 #: The latest time stamp read, seconds: the end of the year 9999, the last an ISO 8601 time (and Python's datetime) says.
 MAX_STAMP_S = 253402300799.0
 
@@ -413,6 +417,17 @@ def read_capture(path: str | Path) -> tuple[str, list, list]:
     name, text = _page(path)
     stamps: list = []
     samples = parse_prometheus(text, name, stamps, repeated=True)
+    stamped = [s for s in stamps if s is not None]
+    if stamped and not is_openmetrics(text) and max(stamped) < EARLIEST_CAPTURE_S:
+        import time
+
+        first, last = (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)) for t in (min(stamped), max(stamped)))
+        when = f"in {first[:4]}" if first[:4] == last[:4] else "before 2001"
+        raise ValueError(
+            f"{name}: its time stamps, read in milliseconds as the Prometheus text format's are, fall {when} "
+            f"({first} to {last}): stamps in seconds are OpenMetrics's, whose file ends with a '# EOF' line, which "
+            "this one lacks (cut off?); add it back if the file is whole, or write the stamps in milliseconds"
+        )
     return name, samples, stamps
 
 
