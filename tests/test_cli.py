@@ -828,3 +828,12 @@ def test_an_answers_json_carries_the_notes_its_text_says_on_stderr(capsys):
     # a command that fails prints no JSON half-way
     code, out, _ = run(capsys, "speedup", "--gamma", "3", "--batch", "4", "--calibration", "no-such.yaml", "--json")
     assert code == 2 and out == ""
+
+
+def test_steptimes_json_carries_the_notes_its_text_says_too(capsys):
+    # steptime --json carries provenance and deployment as every answer does, and printed its notes on stderr only
+    # (the defaults it took, the data it scaled past): docs/reference/json.md, "Every answer": `notes`.
+    code, out, err = run(capsys, "steptime", "--model", "llama-3.1-8b", "--batch", "1", "--json")
+    said = [line.removeprefix("note: ") for line in err.splitlines() if line.startswith("note: ")]
+    assert code == 0 and said
+    assert all(row["notes"] == said for row in json.loads(out))

@@ -54,7 +54,7 @@ COMMANDS = {
 #: The answering commands whose --json carries the notes their text says on stderr (docs/reference/json.md, "Every
 #: answer": :func:`specsim.cli.report.notes_in_json`).
 NOTES_IN_JSON = frozenset(
-    ["optimal-gamma", "explain", "speedup", "capacity", "schedule", "compare", "serve-sim", "serve-sweep"]
+    ["optimal-gamma", "explain", "speedup", "steptime", "capacity", "schedule", "compare", "serve-sim", "serve-sweep"]
 )
 
 
