@@ -58,8 +58,8 @@ def test_a_half_percent_gain_on_a_calibration_is_too_close_to_call(plan_calibrat
     assert 0.02 < row["model_error"]["share"] < 0.05  # 1.6% + 1.8% on these runs
     assert main(["optimal-gamma", "--calibration", str(plan_calibration), *LONG]) == 0
     out = capsys.readouterr().out
-    assert "too close to call: gamma=1 gives +0.5% output tok/s, inside specsim's measured error of ±3.3%" in out
-    assert "verdicts: a gain within ±3.3% is too close to call" in out
+    assert "too close to call: gamma=1 gives +0.5% output tok/s, inside specsim's measured error of ±3.32%" in out
+    assert "verdicts: a gain within ±3.32% is too close to call" in out
 
 
 def test_a_calibration_whose_terms_are_replaced_falls_back_to_the_corpus_error(plan_calibration, capsys):
@@ -98,7 +98,7 @@ def test_explain_and_a_tree_say_a_gain_inside_the_error_too(capsys):
     assert [r["verdict"] for r in rows] == ["speculate", "too close to call"]
     assert abs(rows[1]["speedup"] - 1) <= CORPUS_SPEEDUP_ERROR < rows[0]["speedup"] - 1
     assert main(["explain", "--batch", "1,256", "--alpha", "0.5"]) == 0
-    assert "at batch 256 the speedup (1.035x) is inside specsim's measured error of ±6.9%" in capsys.readouterr().out
+    assert "at batch 256 the speedup (1.035x) is inside specsim's measured error of ±6.85%" in capsys.readouterr().out
     argv = ["optimal-gamma", "--tree", "topk:2,depth:3,tokens:8", "--draft", "eagle3", "--batch", "1,256", "--alpha"]
     first, close = _rows([*argv, "0.3"], capsys)
     assert first["verdict"] == "speculate" and close["tree"] is None
@@ -146,3 +146,13 @@ def test_compare_at_batches_carries_optimal_gammas_verdict_at_each_batch(capsys)
     assert main(["compare", *argv]) == 0
     out = capsys.readouterr().out
     assert "batch 300: too close to call: gamma=1 gives -3.0% speedup" in out and "verdicts: a gain within" in out
+
+
+def test_the_threshold_is_printed_to_the_precision_it_is_judged_at():
+    """A gain of 6.87% clears the corpus's 6.85%: printed '±6.9%', the line said a gain of +6.9% was too close to call
+    beside the row that speculates at it."""
+    from specsim.answers.verdict import ModelError, verdict
+
+    e = ModelError(CORPUS_SPEEDUP_ERROR, "b", "corpus, uncalibrated")
+    assert verdict(0.0687, e, True) == "speculate" and verdict(0.0685, e, True) == "too close to call"
+    assert "within ±6.85% is too close to call" in e.said()

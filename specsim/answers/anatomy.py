@@ -64,7 +64,7 @@ class RoundAnatomy:
             out.append(
                 f"at batch {', '.join(str(r['batch']) for r in close)} the speedup "
                 f"({speedups}) is inside specsim's measured error of "
-                f"±{e.share:.1%} ({e.short}): too close to call; measure both arms (specsim bench-plan)"
+                f"{e.shown} ({e.short}): too close to call; measure both arms (specsim bench-plan)"
             )
         grow = {
             p: last["parts_s"][p] / last["t_target_s"] - first["parts_s"][p] / first["t_target_s"] for p in self.parts

@@ -76,7 +76,8 @@ class ScheduleAnswer:
         error = model_error(self.deployment)
         close = [r for r in self.ranges if self._verdict(r, error) == VERDICTS[2]]
         return [
-            f"{self._what(r)} at batch {r.batches}: {self._weighed_said(r)}, is inside specsim's measured error of ±{error.share:.1%} ({error.short}): too close to call there; measure both "
+            f"{self._what(r)} at batch {r.batches}: {self._weighed_said(r)}, is inside specsim's measured error of "
+            f"{error.shown} ({error.short}): too close to call there; measure both "
             "arms before relying on it (specsim bench-plan)"
             for r in close
         ]
