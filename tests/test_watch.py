@@ -1701,3 +1701,12 @@ def test_the_tables_rate_keeps_three_figures():
     ]
     # a rate that rounds up to the next power of ten keeps three figures, not four; one that is no number says so
     assert [three_figures(x) for x in (9.996, 99.96, 0.9996, float("inf"))] == ["10.0", "100", "1.00", "inf"]
+
+
+def test_a_windows_shares_are_checked_by_the_one_check_of_shares_at_the_counters_precision():
+    # The window's shares go through speculation.acceptance.checked_shares (as a file's and a calibration's do), at the
+    # counters' own precision: a rise of 0.001, within a file's rounding (0.005), is no count's.
+    from specsim.watch.windows import _falling_shares
+
+    assert _falling_shares((0.6, 0.6 + 1e-12, 0.2))
+    assert not _falling_shares((0.6, 0.601)) and not _falling_shares((0.5, 1.2)) and not _falling_shares((1.01,))

@@ -528,6 +528,18 @@ def _as_drafted(g, per_position: tuple, draft_length: float, names, notes: list)
     return drafted, per_position[:drafted]
 
 
+def _falling_shares(per_position: tuple) -> bool:
+    """Whether a window's per-position shares can be counts' (:func:`specsim.speculation.acceptance.checked_shares`, the
+    one check of shares; counters are exact, so only float rounding is allowed, not a file's)."""
+    from specsim.speculation.acceptance import checked_shares
+
+    try:
+        checked_shares(list(per_position), tol=1e-9)
+    except ValueError:
+        return False
+    return True
+
+
 def _counted(length, per_position, g, summed: bool, notes: list) -> tuple:
     """(length, per-position shares) of a window, each None where it cannot be, said in ``notes``: a length outside
     [1, g + 1], and shares that are not falling shares of the drafts in [0, 1] (a token follows only accepted ones),
@@ -535,9 +547,7 @@ def _counted(length, per_position, g, summed: bool, notes: list) -> tuple:
     if length is not None and g is not None and not 1.0 - 1e-9 <= length <= g + 1.0 + 1e-9:
         notes.append(f"acceptance length {length:.3f} is outside [1, {g + 1}] for {g} draft tokens: not counted")
         length = None
-    if per_position and any(
-        not -1e-9 <= c <= 1.0 + 1e-9 or c > prev + 1e-9 for c, prev in zip(per_position, (1.0,) + per_position)
-    ):
+    if per_position and not _falling_shares(per_position):
         shown = ", ".join(f"{c:.3g}" for c in per_position)
         notes.append(f"per-position acceptance {shown} is not a falling share of the drafts in [0, 1]: not counted")
         per_position = None
