@@ -320,3 +320,20 @@ def test_the_simulator_draws_each_rounds_accepted_drafts_from_the_shares(calibra
         assert 1 + per_position.sum() == pytest.approx(1 + c.sum(), abs=4.5 * length_se), gamma
         off = np.abs(per_position - c) / np.sqrt(c * (1 - c) / rounds)  # in standard errors, position by position
         assert np.all(off <= 4.5), (gamma, off)
+
+
+def test_a_tail_flat_within_rounding_is_not_continued_as_if_every_token_past_it_were_accepted():
+    # Files round the shares, and the reader keeps a tail that rises within 0.005 flat (0.6, 0.603 -> 0.6, 0.6): its
+    # last conditional rate is 1, and continued at that rate every drafted token past K would be accepted; at batch 1
+    # the search then went to its limit, gamma 16 at 3.72x (a review, 2026-12-06).  The continued rate is bounded by
+    # the measured positions' own per-token rate, c_K ** (1 / K).
+    from specsim.speculation.acceptance import Acceptance
+    from specsim.speculation.deployment import Deployment
+    from specsim.speculation.search import optimal_gamma
+
+    flat = Acceptance(cumulative=(0.8, 0.6, 0.6), continued=True)
+    assert flat.continued_rate == pytest.approx(0.6 ** (1 / 3)) and "per-token rate 0.843" in flat.beyond()
+    falling = Acceptance(cumulative=(0.8, 0.6, 0.4), continued=True)
+    assert falling.continued_rate == pytest.approx(0.4 / 0.6) and "position 3's conditional rate" in falling.beyond()
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
+    assert int(optimal_gamma(dep, flat, [1], 1128).gamma[0]) < 16

@@ -411,17 +411,30 @@ class Acceptance:
 
     @property
     def continued_rate(self) -> float | None:
-        """r = c_K / c_{K-1} (c_0 = 1): the conditional rate of the last measured position, at which ``continued``
-        rates go on past it (c_{K+j} = c_K r^j); None where they are not continued.
+        """r = c_K / c_{K-1} (c_0 = 1), the conditional rate of the last measured position, at which ``continued``
+        rates go on past it (c_{K+j} = c_K r^j), no higher than c_K^(1/K), the per-token rate of all the measured
+        positions; None where they are not continued.  Files round the shares, and a tail flat within that rounding
+        (0.6, 0.603 clipped to 0.6, 0.6) gives a conditional rate of 1 that, continued, would accept every drafted
+        token past K; the measured positions' own rate bounds it.
 
         >>> round(Acceptance(cumulative=(0.8, 0.6, 0.4), continued=True).continued_rate, 4)
         0.6667
+        >>> round(Acceptance(cumulative=(0.8, 0.6, 0.6), continued=True).continued_rate, 4)  # 0.6 ** (1 / 3)
+        0.8434
         """
         if not self.continued:
             return None
         c = self.cumulative
         before = float(c[-2]) if len(c) > 1 else 1.0
-        return float(c[-1]) / before if before > 0 else 0.0  # (c_K is 0 too where c_{K-1} is)
+        last = float(c[-1]) / before if before > 0 else 0.0  # (c_K is 0 too where c_{K-1} is)
+        return min(last, float(c[-1]) ** (1.0 / len(c)))
+
+    @property
+    def _continued_capped(self) -> bool:
+        """Whether :attr:`continued_rate` is the measured positions' per-token rate, below the last conditional rate."""
+        c = self.cumulative
+        before = float(c[-2]) if len(c) > 1 else 1.0
+        return self.continued and before > 0 and self.continued_rate < float(c[-1]) / before - 1e-12
 
     def conditional(self, depth: int) -> np.ndarray:
         """a_1..a_depth: acceptance at each depth given the previous tokens were accepted."""
@@ -493,6 +506,11 @@ class Acceptance:
         if not self.continued:
             return ""
         k = len(self.cumulative)
+        if self._continued_capped:
+            return (
+                f"the chain continued at the measured positions' per-token rate {self.continued_rate:.3g} (position "
+                f"{k}'s conditional rate, {float(self.cumulative[-1]) / float(self.cumulative[-2]):.3g}, is higher)"
+            )
         return f"the chain continued at position {k}'s conditional rate {self.continued_rate:.3g}"
 
     def describe(self) -> str:
