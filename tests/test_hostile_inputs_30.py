@@ -223,9 +223,14 @@ def test_arrivals_a_denormal_apart_give_json_without_inf(tmp_path, capsys):
 
 
 def _kernel_answer(capsys) -> tuple[int, dict, list[str]]:
+    """(exit status, the answer without the notes, the notes said on stderr): the JSON's rows carry the same notes
+    (NOTES_IN_JSON), held here to stderr's and set apart, so that an answer with a cache note compares as the same."""
     code = main(["steptime", "--model", "llama-3.2-1b", "--timing", "kernels", "--batch", "1,64", "--json"])
     out, err = capsys.readouterr()
-    return code, json.loads(out) if code == 0 else {}, [line for line in err.splitlines() if line.startswith("note: ")]
+    notes = [line.removeprefix("note: ") for line in err.splitlines() if line.startswith("note: ")]
+    answer = json.loads(out) if code == 0 else []
+    assert all(row.pop("notes") == notes for row in answer)
+    return code, answer, notes
 
 
 @pytest.fixture
