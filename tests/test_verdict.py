@@ -156,3 +156,14 @@ def test_the_threshold_is_printed_to_the_precision_it_is_judged_at():
     e = ModelError(CORPUS_SPEEDUP_ERROR, "b", "corpus, uncalibrated")
     assert verdict(0.0687, e, True) == "speculate" and verdict(0.0685, e, True) == "too close to call"
     assert "within ±6.85% is too close to call" in e.said()
+
+
+def test_the_verdicts_line_names_rtol_only_where_the_command_has_it(capsys):
+    # The line under a table said "(--rtol picks the gamma; this judges its gain)" under compare and speedup, which
+    # have no --rtol (a review, 2026-12-06).
+    said = {}
+    for argv in (["optimal-gamma"], ["compare"], ["speedup", "--gamma", "3"], ["explain"]):
+        assert main([*argv, "--concurrency", "16"]) == 0
+        said[argv[0]] = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("verdicts:"))
+    assert said["optimal-gamma"].endswith("(--rtol picks the gamma; this judges its gain)")
+    assert not any("--rtol" in said[c] for c in ("compare", "speedup", "explain"))

@@ -56,15 +56,18 @@ class ModelError:
         """
         return f"±{self.share:.2%}"
 
-    def said(self) -> str:
-        """The line under an answer's table: the threshold of its verdicts and where it comes from.
+    def said(self, rtol: bool = True) -> str:
+        """The line under an answer's table: the threshold of its verdicts and where it comes from, and how it stands
+        to --rtol where the command has that flag (``rtol``).
 
         >>> print(ModelError(0.0685, "where", "corpus").said())
         verdicts: a gain within ±6.85% is too close to call, specsim's measured error of a speedup: where (--rtol picks the gamma; this judges its gain)
+        >>> print(ModelError(0.0685, "where", "corpus").said(rtol=False))
+        verdicts: a gain within ±6.85% is too close to call, specsim's measured error of a speedup: where
         """
         return (
             f"verdicts: a gain within {self.shown} is too close to call, specsim's measured error of a speedup: "
-            f"{self.basis} (--rtol picks the gamma; this judges its gain)"
+            f"{self.basis}" + (" (--rtol picks the gamma; this judges its gain)" if rtol else "")
         )
 
 

@@ -547,7 +547,7 @@ def _print_compare_verdicts(answer) -> None:
         if said == VERDICTS[2]
     ]
     if close:
-        print("\n".join([*close, error.said()]))
+        print("\n".join([*close, error.said(rtol=False)]))  # compare has no --rtol
 
 
 def _limit_word(by: str, limits, speculating: bool) -> str:
@@ -889,7 +889,7 @@ def run_at_load(args: argparse.Namespace, kind: str, loads: list, gamma: int | N
         print_json([r | shared for r in answer.rows])
         print_notes(dep, short)
         return 0
-    _print_load(answer, dep, args.limits_said, getattr(args, "memory_util", None))
+    _print_load(answer, dep, args.limits_said, getattr(args, "memory_util", None), "rtol" in vars(args))
     print_notes(dep, short)
     return 0
 
@@ -957,7 +957,7 @@ def _capacity_said(row: dict) -> str:
     return f"speculating cannot serve this rate; plain decoding keeps up at TPOT {row['plain']['tpot_s'] * 1e3:.2f} ms"
 
 
-def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = None) -> None:
+def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = None, rtol: bool = False) -> None:
     from specsim.cli import report
 
     print(describe(dep, int(answer.input_tokens + answer.output_tokens / 2)))
@@ -1035,7 +1035,7 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
         + "; decode batch: the mean sequences decoding at once (time-weighted over the engine's busy time, iterations "
         "of prompts alone at 0)"
     )
-    print(answer.model_error.said())
+    print(answer.model_error.said(rtol))  # (the command's --rtol, where it has one)
     from specsim.serving.capacity import kv_error_said, memory_share, no_room_said
 
     dep = answer.deployment
@@ -1098,7 +1098,7 @@ def _explain_at_load(args: argparse.Namespace, kind: str, loads: list) -> int:
         print_json(rows)
         print_notes(dep)
         return 0
-    _print_load(answer, dep, args.limits_said, getattr(args, "memory_util", None))
+    _print_load(answer, dep, args.limits_said, getattr(args, "memory_util", None), "rtol" in vars(args))
     names = [n for n in rows[0]["parts_s"] if any(row["parts_s"][n] > 0 for row in rows)]
     print(
         "\nwhere an iteration's time goes at each load, ms (the round at the decode batch the load implies, and the others' "
