@@ -337,3 +337,13 @@ def test_a_tail_flat_within_rounding_is_not_continued_as_if_every_token_past_it_
     assert falling.continued_rate == pytest.approx(0.4 / 0.6) and "position 3's conditional rate" in falling.beyond()
     dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
     assert int(optimal_gamma(dep, flat, [1], 1128).gamma[0]) < 16
+
+
+def test_why_speculation_is_off_does_not_call_per_position_shares_an_alpha():
+    # A calibration of shares [0.8, 0.0] turned speculation off "at this alpha", though it gives no alpha (a review).
+    from specsim.answers import why_off
+
+    said = why_off([{"gamma": 0, "bound_verify": "memory"}])
+    assert "at this acceptance" in said and "alpha" not in said
+    said = why_off([{"gamma": 0, "bound_verify": "memory"}], {"batch": 1, "round_s": 0.01, "host_s": 0.005})
+    assert "at this acceptance" in said and "alpha" not in said

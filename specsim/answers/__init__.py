@@ -85,7 +85,7 @@ def why_off(rows: list, first_round: dict | None = None) -> str:
     off = [r for r in rows if r["gamma"] == 0]
     if first_round is not None and first_round["host_s"] >= 0.25 * first_round["round_s"]:
         return (
-            "even gamma = 1 costs more than the tokens it saves at this alpha; the engine's host work per round is "
+            "even gamma = 1 costs more than the tokens it saves at this acceptance; the engine's host work per round is "
             f"{first_round['host_s'] * 1e3:.2f} ms of its {first_round['round_s'] * 1e3:.2f} ms at batch "
             f"{first_round['batch']} ({first_round['host_s'] / first_round['round_s']:.0%}; explain --gamma 1 shows "
             "the parts)."
@@ -93,7 +93,7 @@ def why_off(rows: list, first_round: dict | None = None) -> str:
     if all(r["bound_verify"] == "memory" for r in off):
         return (
             "even gamma = 1 costs more (one draft step plus a verification pass) than the tokens it saves "
-            "at this alpha; every pass there is memory-bound."
+            "at this acceptance; every pass there is memory-bound."
         )
     return "verification of gamma+1 tokens per sequence is compute-bound there and costs more than the tokens it saves."
 
