@@ -1710,3 +1710,19 @@ def test_a_windows_shares_are_checked_by_the_one_check_of_shares_at_the_counters
 
     assert _falling_shares((0.6, 0.6 + 1e-12, 0.2))
     assert not _falling_shares((0.6, 0.601)) and not _falling_shares((0.5, 1.2)) and not _falling_shares((1.01,))
+
+
+def test_the_summary_says_no_drop_could_be_tested_only_where_none_was():
+    # A capture whose counters reset: the windows after the restart found the drop inside those gathering the reference
+    # ("acceptance dropped ... a change inside the reference windows"), and the summary still said "no reference set
+    # ... so no drop could be tested" (a review, 2026-12-06).
+    from specsim.watch.watcher import Watcher
+
+    rng = np.random.default_rng(3)
+    changed = Watcher(SimpleJudge(), DropDetector())
+    rows = changed.add_all(_synthetic(rng, 10, 0.7, change=(5, 0.6)))
+    assert any(v.kind == "dropped" for r in rows for v in r.started) and not changed.detector.ready
+    assert changed.untested_said() == ""
+    flat = Watcher(SimpleJudge(), DropDetector())
+    flat.add_all(_synthetic(rng, 6, 0.7))
+    assert flat.untested_said().startswith("no reference set: 6 usable window(s) of the 10 it needs")

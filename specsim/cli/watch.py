@@ -508,14 +508,7 @@ def run_watch(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"wrote {args.plot}")
     code = watcher.exit_code()
-    detector = watcher.detector
-    drift = (  # said where no reference was ever set in this watch (a new one gathered after a drop is not that)
-        ""
-        if detector.ready or any(r.drift for r in watcher.rows)
-        else f"no reference set: {detector.collected} usable window(s) of the {detector.reference} it needs "
-        "(--reference; counted since the engine last restarted), so no drop could be tested"
-    )
-    output.footer(code, watcher.holding, drift)
+    output.footer(code, watcher.holding, watcher.untested_said())
     return code
 
 

@@ -312,6 +312,18 @@ class Watcher:
         codes = [EXIT_CODES[k] for k in self.holding]
         return min(codes) if codes else 0
 
+    def untested_said(self) -> str:
+        """The summary's line where no drop could be tested in this watch: no reference was ever set and no drop was
+        flagged (a drop found inside the windows gathering the reference was tested, and a reference gathered again
+        after a drop is not that); "" otherwise."""
+        d = self.detector
+        if d.ready or any(r.drift for r in self.rows) or any(v.kind == "dropped" for r in self.rows for v in r.started):
+            return ""
+        return (
+            f"no reference set: {d.collected} usable window(s) of the {d.reference} it needs (--reference; counted since "
+            "the engine last restarted), so no drop could be tested"
+        )
+
 
 def schedule_writer(dep, judge, names, release: tuple, shown: str, draft_checkpoint: str | None = None):
     """The :class:`Watcher`'s ``schedule``: (window) -> (the schedule at the window's acceptance and lengths in the
