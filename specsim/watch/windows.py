@@ -421,15 +421,14 @@ def window_between(
         start_s=first.t, end_s=last.t, model=last.model, replicas=replicas, gamma=g, running=running, waiting=waiting
     )
     went_down = [k for k, v in last.counters.items() if v < first.counters.get(k, 0.0) - 1e-9]
-    went_down += [k for k in first.counters if k not in last.counters and first.counters[k] > 0]
-    if went_down:
-        name = went_down[0][0]
-        return Window(
-            basis="",
-            restarted=True,
-            notes=(f"{name} went down between reads: the engine restarted; counting starts again from this read",),
-            **base,
+    gone = [k for k in first.counters if k not in last.counters and first.counters[k] > 0]
+    if went_down or gone:
+        said = (  # a counter only falls when its process starts again; one that is gone was not restarted with it
+            f"{went_down[0][0]} went down between reads: the engine restarted"
+            if went_down
+            else f"{gone[0][0]} is no longer reported: the engine restarted without it (or its series stopped)"
         )
+        return Window(basis="", restarted=True, notes=(f"{said}; counting starts again from this read",), **base)
     seconds = last.t - first.t
     if seconds <= 0:
         raise ValueError(f"reads at {first.t} and {last.t}: a window needs a later second read")
