@@ -231,9 +231,7 @@ class LoadAnswer:
             return ""
         k = self._weighed(i, j)
         gain = float(self.objective()[k, j])
-        keeps_up = ~np.broadcast_to(np.asarray(self.state.saturated, dtype=bool), self.state.tpot_s.shape)[:, j]
-        # what objective() weighs: at rates the TPOT speedup while any arm keeps up, else the output per second
-        tpot = self.kind == "rate" and keeps_up.any()
+        tpot = bool(objective_is_tpot(self.state, self.kind)[j])
         said = f"a TPOT speedup of {gain:.3f}x" if tpot else f"{_change(gain - 1)} output tok/s"
         return too_close_said(f"gamma={int(self.state.gamma[k, 0])}", said, self.model_error)
 
@@ -555,7 +553,14 @@ def objective(state: SteadyState, kind: str) -> np.ndarray:
     tpot = np.broadcast_to(np.asarray(state.tpot_s, dtype=float), shape)
     behind = np.broadcast_to(np.asarray(state.saturated, dtype=bool), shape)
     speed = np.where(behind, 0.0, tpot[0] / tpot)
-    return np.where((~behind).any(axis=0), speed, ratio)
+    return np.where(objective_is_tpot(state, kind), speed, ratio)
+
+
+def objective_is_tpot(state: SteadyState, kind: str) -> np.ndarray:
+    """Per load: whether :func:`objective` weighs the TPOT speedup there (a Poisson rate some gamma keeps up with),
+    not the output tokens per second."""
+    behind = np.broadcast_to(np.asarray(state.saturated, dtype=bool), state.tpot_s.shape)
+    return (~behind).any(axis=0) & (kind == "rate")
 
 
 def _no_room(state: SteadyState) -> np.ndarray:
