@@ -229,6 +229,16 @@ def test_vllm_config_per_drafter_parses_back(draft, method, model, capsys):
     assert all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:]))
 
 
+def test_the_eagle_authors_official_70b_head_is_the_plans_checkpoint(capsys):
+    # SafeAILab/EAGLE README @ cb7e084 L158 marks yuhuili/EAGLE3-LLaMA3.3-Instruct-70B official for Llama-3.3-70B; the
+    # table's unofficial heads (Qwen3's, say) are not taken: those targets still need --draft-checkpoint.
+    base = ["schedule", "--draft", "eagle3", "--alpha", "0.7", "--format", "vllm", "--hardware", "h200", "--tp", "8"]
+    assert main([*base, "--target", "llama-3.3-70b"]) == 0
+    assert json.loads(capsys.readouterr().out)["model"] == "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B"
+    assert main([*base, "--target", "qwen3-32b"]) == 2
+    assert "no published eagle3 head is known for qwen3-32b" in capsys.readouterr().err
+
+
 def test_vllm_mtp_config_and_sglang_flags_parse_back(capsys):
     base = ["--target", "deepseek-v3", "--draft", "mtp", "--tp", "8", "--hardware", "h200", "--acceptance", "0.875"]
     assert main(["schedule", *base, "--format", "vllm"]) == 0

@@ -86,7 +86,13 @@ class Eagle3Head(EagleHead):
 
     kind: ClassVar[str] = "eagle3"
     label: ClassVar[str] = "an EAGLE-3 head"
-    checkpoints: ClassVar[dict[str, str]] = {"llama-3.1-8b": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"}
+    #: The EAGLE authors' official EAGLE-3 heads for targets in the catalog: SafeAILab/EAGLE README.md @ cb7e084
+    #: (2026-02-19) L157-158, "EAGLE-3 Models on Hugging Face", Official: Yes.  The table's other rows are marked not
+    #: official (third parties' heads of varying quality); for those targets give --draft-checkpoint.
+    checkpoints: ClassVar[dict[str, str]] = {
+        "llama-3.1-8b": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+        "llama-3.3-70b": "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B",
+    }
     published_short: ClassVar[str] = "MT-bench, vLLM #26191"
     default_vocab: ClassVar[int | None] = EAGLE3_DRAFT_VOCAB
 
