@@ -38,7 +38,7 @@ import re
 import sys
 from pathlib import Path
 
-import yaml
+from _manifest import manifest_yaml
 
 SOURCE = "h200-qwen3-32b-eagle3-llmd"
 OUT = Path(__file__).resolve().parents[2] / "examples" / "bench" / "public" / SOURCE
@@ -97,19 +97,6 @@ def record(qps: int, tpot_ms: float, tok_s: float, itl_ms: float, ttft_s: float,
         "median_ttft_ms": round(ttft_s * 1000, 3),
         "median_e2el_ms": round(e2el_s * 1000, 3),
     }
-
-
-def _yaml(doc: dict) -> str:
-    """source.yaml as pyyaml writes it, in the keys' order, a string of several lines as a literal block."""
-
-    class Dumper(yaml.SafeDumper):
-        pass
-
-    def text(dumper, value: str):
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
-
-    Dumper.add_representer(str, text)
-    return yaml.dump(doc, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=120)
 
 
 MAPPING = """Tables of guides/spec-decoding/benchmark-results/vllm-qwen3-32b-eagle3/README.md (llm-d/llm-d @b4099d9d) ->
@@ -211,7 +198,7 @@ def main(folder: Path) -> None:
         "mapping": MAPPING,
         "notes": NOTES,
     }
-    (OUT / "source.yaml").write_text(_yaml(doc))
+    (OUT / "source.yaml").write_text(manifest_yaml(doc))
 
 
 if __name__ == "__main__":
