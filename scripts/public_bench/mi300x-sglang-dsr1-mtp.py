@@ -44,6 +44,8 @@ import re
 import sys
 from pathlib import Path
 
+from _manifest import manifest_yaml
+
 SOURCE = "mi300x-sglang-dsr1-mtp"
 OUT = Path(__file__).resolve().parents[2] / "examples" / "bench" / "public" / SOURCE
 REPO = "benenzhu/sglang_P"
@@ -136,34 +138,6 @@ def record(conc: int, stats: dict, throughput: float | None) -> dict:
     return rec
 
 
-def _yaml_scalar(value) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, list)):
-        return json.dumps(value)
-    return json.dumps(str(value))
-
-
-def _yaml(doc: dict) -> str:
-    out = []
-    for key, value in doc.items():
-        if isinstance(value, str) and "\n" in value:
-            out.append(f"{key}: |")
-            out += [("  " + line) if line else "" for line in value.rstrip("\n").split("\n")]
-        elif isinstance(value, list):
-            out.append(f"{key}:")
-            for item in value:
-                if isinstance(item, dict):
-                    out.append("  - {" + ", ".join(f"{k}: {_yaml_scalar(v)}" for k, v in item.items()) + "}")
-                else:
-                    out.append(f"  - {_yaml_scalar(item)}")
-        else:
-            out.append(f"{key}: {_yaml_scalar(value)}")
-    return "\n".join(out) + "\n"
-
-
 MAPPING = """__tune.md (benenzhu/sglang_P @a5d5c455) -> vLLM key:
 "CONC<c>" heading -> max_concurrency = c; request_rate = "inf" (client --request-rate inf)
 "Mean TPOT (ms)" -> mean_tpot_ms; "Median TPOT (ms)" -> median_tpot_ms; "P99 TPOT (ms)" -> p99_tpot_ms
@@ -212,6 +186,16 @@ and 8, where both are recorded, they differ by 0.3%; the MTP arm's mean and medi
 its mean is what is read.
 """
 
+#: Where the manifest's engine and limits come from, written beside them.
+COMMENTS = {
+    "engine_spec": "specsim's --engine for these runs: SGLang main of 2026-01-26: between the 0.5.8 and 0.5.9 "
+    "releases, specsim's spec-v1 range",
+    "max_batched_tokens": "the engine's limits as specsim models them: --max-running-requests 256 (128 for the rerun "
+    "file), --chunked-prefill-size 131072",
+    "memory_util": "the engine's share of GPU memory for weights and KV cache as the recipe set it: "
+    "--mem-fraction-static 0.8, both arms (run_server.sh, notes below)",
+}
+
 
 def main(folder: Path) -> None:
     sections, throughput = parse((folder / "__tune.md").read_text())
@@ -242,6 +226,10 @@ def main(folder: Path) -> None:
         "engine": "sglang",
         "engine_version": "SGLang main of 2026-01-26 (upstream a883906a2) in the fork benenzhu/sglang_P; no release "
         "number stated",
+        "engine_spec": "sglang@0.5.8",
+        "max_num_seqs": 256,
+        "max_batched_tokens": 131072,
+        "memory_util": 0.8,
         "hardware": "mi300x",
         "gpus": 8,
         "tp": 8,
@@ -262,7 +250,7 @@ def main(folder: Path) -> None:
         "mapping": MAPPING,
         "notes": NOTES,
     }
-    (OUT / "source.yaml").write_text(_yaml(doc))
+    (OUT / "source.yaml").write_text(manifest_yaml(doc, COMMENTS))
 
 
 if __name__ == "__main__":
