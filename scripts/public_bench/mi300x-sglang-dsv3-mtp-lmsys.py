@@ -37,6 +37,8 @@ import re
 import sys
 from pathlib import Path
 
+from _manifest import manifest_yaml
+
 SOURCE = "mi300x-sglang-dsv3-mtp-lmsys"
 OUT = Path(__file__).resolve().parents[2] / "examples" / "bench" / "public" / SOURCE
 REPO = "lm-sys/lm-sys.github.io"
@@ -76,34 +78,6 @@ def record(conc: int, e2el_ms: float) -> dict:
         "total_output_tokens": round(ASSUMED_PROMPTS * MEAN_OUTPUT),
         "mean_e2el_ms": e2el_ms,
     }
-
-
-def _yaml_scalar(value) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, list)):
-        return json.dumps(value)
-    return json.dumps(str(value))
-
-
-def _yaml(doc: dict) -> str:
-    out = []
-    for key, value in doc.items():
-        if isinstance(value, str) and "\n" in value:
-            out.append(f"{key}: |")
-            out += [("  " + line) if line else "" for line in value.rstrip("\n").split("\n")]
-        elif isinstance(value, list):
-            out.append(f"{key}:")
-            for item in value:
-                if isinstance(item, dict):
-                    out.append("  - {" + ", ".join(f"{k}: {_yaml_scalar(v)}" for k, v in item.items()) + "}")
-                else:
-                    out.append(f"  - {_yaml_scalar(item)}")
-        else:
-            out.append(f"{key}: {_yaml_scalar(value)}")
-    return "\n".join(out) + "\n"
 
 
 MAPPING = """Table 1 of blog/2025-09-02-sglang-amd-deepseek-v3-mtp.md (lm-sys/lm-sys.github.io @03d5107b) -> vLLM key:
@@ -151,6 +125,17 @@ the audit could not settle is said above: the load of the table's rows (the clie
 no --max-concurrency) and the lengths (the client's defaults, assumed).
 """
 
+#: Where the manifest's engine and limits come from, written beside them.
+COMMENTS = {
+    "engine_spec": "specsim's --engine for these runs: 0.4.10.post1",
+    "max_batched_tokens": "the engine's limits as specsim models them: --chunked-prefill-size 131072; no "
+    "--max-running-requests, so SGLang 0.4.10.post1's own (specsim's default limits for it): 48 on the MTP arm "
+    "(server_args.py L514-516 sets 48 for EAGLE, which NEXTN becomes, when it is not given; binding at c 64) and at "
+    "least 2048 on the plain arm (sized from the KV pool)",
+    "memory_util": "the engine's share of GPU memory for weights and KV cache as the recipe set it: "
+    "--mem-fraction-static 0.85, both arms (parallelism above)",
+}
+
 
 def main(folder: Path) -> None:
     text = next(folder.glob("blog_*.md")).read_text()
@@ -178,6 +163,9 @@ def main(folder: Path) -> None:
         "paths": [PATH],
         "engine": "sglang",
         "engine_version": "0.4.10.post1",
+        "engine_spec": "sglang@0.4.10",
+        "max_batched_tokens": 131072,
+        "memory_util": 0.85,
         "hardware": "mi300x",
         "gpus": 8,
         "tp": 8,
@@ -198,7 +186,7 @@ def main(folder: Path) -> None:
         "mapping": MAPPING,
         "notes": NOTES,
     }
-    (OUT / "source.yaml").write_text(_yaml(doc))
+    (OUT / "source.yaml").write_text(manifest_yaml(doc, COMMENTS))
 
 
 if __name__ == "__main__":
