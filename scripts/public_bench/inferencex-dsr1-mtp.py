@@ -53,6 +53,8 @@ import random
 import sys
 from pathlib import Path
 
+from _manifest import manifest_yaml
+
 OUT = Path(__file__).resolve().parents[2] / "examples" / "bench" / "public"
 REPO = "SemiAnalysisAI/InferenceX-app"
 COMMIT = "528c4146b8f502fcbce8df7870a935a970cbae25"
@@ -139,6 +141,19 @@ COMMON_LENGTHS = (
     "tank spec-decode acceptance); "
 )
 
+#: How specsim models each deployment (its manifest's engine_spec, engine limits and memory share), each value with
+#: where it comes from, written beside it in the manifest.
+ENGINE_WHY = "specsim's --engine for these runs: "
+LIMITS_WHY = "the engine's limits as specsim models them: "
+SGLANG_MEMORY_WHY = (
+    "the engine's share of GPU memory for weights and KV cache as the recipe set it: --mem-fraction-static {}, "
+    "both arms (parallelism above)"
+)
+TRTLLM_MEMORY_WHY = (
+    "the engine's memory setting as the recipe set it (for TensorRT-LLM a share of what the weights leave): "
+    "kv_cache_config free_gpu_memory_fraction {}, both arms (parallelism above)"
+)
+
 DEPLOYMENTS = [
     {
         "folder": "h200-sglang-dsr1-fp8-mtp",
@@ -154,6 +169,15 @@ DEPLOYMENTS = [
         "engine": "sglang",
         "backend": "sglang",
         "engine_version": "0.5.12 (image lmsysorg/sglang:v0.5.12-cu130, both arms)",
+        "modelled": {
+            "engine_spec": ("sglang@0.5.12", ENGINE_WHY + "0.5.12, both arms"),
+            "max_num_seqs": (256, None),
+            "max_batched_tokens": (
+                32768,
+                LIMITS_WHY + "--max-running-requests 256 at 8k/1k (512 at 1k/1k), --chunked-prefill-size 32768",
+            ),
+            "memory_util": (0.82, SGLANG_MEMORY_WHY.format(0.82)),
+        },
         "hardware": "h200",
         "gpus": 8,
         "weight_dtype": "fp8",
@@ -210,6 +234,12 @@ DEPLOYMENTS = [
         "engine": "sglang",
         "backend": "sglang",
         "engine_version": "0.5.12 (image lmsysorg/sglang:v0.5.12-rocm700-mi35x, both arms)",
+        "modelled": {
+            "engine_spec": ("sglang@0.5.12", ENGINE_WHY + "0.5.12, both arms"),
+            "max_num_seqs": (256, None),
+            "max_batched_tokens": (196608, LIMITS_WHY + "--chunked-prefill-size 196608"),
+            "memory_util": (0.8, SGLANG_MEMORY_WHY.format(0.8)),
+        },
         "hardware": "mi355x",
         "gpus": 8,
         "weight_dtype": "fp8",
@@ -258,6 +288,12 @@ DEPLOYMENTS = [
         "engine": "sglang",
         "backend": "sglang",
         "engine_version": "0.5.12 (image lmsysorg/sglang:v0.5.12-rocm700-mi35x, both arms)",
+        "modelled": {
+            "engine_spec": ("sglang@0.5.12", ENGINE_WHY + "0.5.12, both arms"),
+            "max_num_seqs": (128, None),
+            "max_batched_tokens": (196608, LIMITS_WHY + "--cuda-graph-max-bs 128, --chunked-prefill-size 196608"),
+            "memory_util": (0.8, SGLANG_MEMORY_WHY.format(0.8)),
+        },
         "hardware": "mi355x",
         "gpus": 8,
         "weight_dtype": "mxfp4",
@@ -308,6 +344,12 @@ DEPLOYMENTS = [
         "engine": "sglang",
         "backend": "sglang",
         "engine_version": "0.5.12 (image lmsysorg/sglang:v0.5.12-rocm700-mi30x, both arms)",
+        "modelled": {
+            "engine_spec": ("sglang@0.5.12", ENGINE_WHY + "0.5.12, both arms"),
+            "max_num_seqs": (128, None),
+            "max_batched_tokens": (131072, LIMITS_WHY + "--cuda-graph-max-bs 128, --chunked-prefill-size 131072"),
+            "memory_util": (0.8, SGLANG_MEMORY_WHY.format(0.8)),
+        },
         "hardware": "mi325x",
         "gpus": 8,
         "weight_dtype": "fp8",
@@ -352,6 +394,18 @@ DEPLOYMENTS = [
         "engine": "sglang",
         "backend": "sglang",
         "engine_version": "plain 0.5.6 (lmsysorg/sglang:v0.5.6-cu129-amd64), MTP 0.5.8 (lmsysorg/sglang:v0.5.8-cu130-amd64)",
+        "modelled": {
+            "engine_spec": (
+                "sglang@0.5.8",
+                ENGINE_WHY + "the speculative arm's release (the plain arm ran 0.5.6: both in specsim's spec-v1 range)",
+            ),
+            "max_num_seqs": (128, None),
+            "max_batched_tokens": (
+                16384,
+                LIMITS_WHY + "--max-running-requests 128 and --chunked-prefill-size 16384 of the tighter arm",
+            ),
+            "memory_util": (0.82, SGLANG_MEMORY_WHY.format(0.82)),
+        },
         "hardware": "b200",
         "gpus": 8,
         "weight_dtype": "fp8",
@@ -414,6 +468,13 @@ DEPLOYMENTS = [
         "backend": "tensorrt-llm",
         "engine_version": "1.2.0rc6.post2 (plain) / 1.2.0rc6.post3 (MTP) for the files without a suffix; "
         "1.3.0rc14 (both arms) for the *-trt1.3.0rc14 files (nvcr.io/nvidia/tensorrt-llm/release)",
+        "modelled": {
+            "engine_spec": (
+                "trtllm@1.2.0",
+                ENGINE_WHY + "1.2.0rc6 (the *-trt1.3.0rc14 files ran 1.3.0rc14: one preset covers 1.0-1.3)",
+            ),
+            "memory_util": (0.8, TRTLLM_MEMORY_WHY.format(0.8)),
+        },
         "hardware": "b200",
         "gpus": 8,
         "weight_dtype": "fp8",
@@ -498,6 +559,10 @@ DEPLOYMENTS = [
         "engine": "trtllm",
         "backend": "tensorrt-llm",
         "engine_version": "1.1.0rc2.post2 (nvcr.io/nvidia/tensorrt-llm/release:1.1.0rc2.post2, both arms)",
+        "modelled": {
+            "engine_spec": ("trtllm@1.1.0", ENGINE_WHY + "1.1.0rc2.post2, both arms"),
+            "memory_util": (0.8, TRTLLM_MEMORY_WHY.format(0.8)),
+        },
         "hardware": "b200",
         "gpus": 8,
         "weight_dtype": "fp8",
@@ -550,6 +615,10 @@ DEPLOYMENTS = [
         "engine": "trtllm",
         "backend": "tensorrt-llm",
         "engine_version": "1.1.0rc2.post2 (nvcr.io/nvidia/tensorrt-llm/release:1.1.0rc2.post2, both arms)",
+        "modelled": {
+            "engine_spec": ("trtllm@1.1.0", ENGINE_WHY + "1.1.0rc2.post2, both arms"),
+            "memory_util": (0.75, TRTLLM_MEMORY_WHY.format(0.75)),
+        },
         "hardware": "h200",
         "gpus": 8,
         "weight_dtype": "fp8",
@@ -602,6 +671,9 @@ DEPLOYMENTS = [
         "backend": "openai",
         "engine_version": "plain atom20260511 (rocm/atom:rocm7.2.3_ubuntu24.04_py3.12_pytorch_release_2.10.0_atom20260511), "
         "MTP atom 0.1.3 (rocm/atom:rocm7.2.4_ubuntu24.04_py3.12_pytorch_release_2.10.0_atom0.1.3)",
+        "modelled": {
+            "engine_spec": (None, ENGINE_WHY + "ATOM (AMD's own engine) is not one of the engines specsim models"),
+        },
         "hardware": "mi355x",
         "gpus": 8,
         "weight_dtype": "fp8",
@@ -721,34 +793,6 @@ def _record(row: dict, dep: dict, model_id: str, chat: bool, flagged: dict) -> d
             if value is not None:
                 rec[f"{stat}_{metric}_ms"] = value * 1e3
     return rec
-
-
-def _yaml_scalar(value) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, list)):
-        return json.dumps(value)
-    return json.dumps(str(value))
-
-
-def _yaml(doc: dict) -> str:
-    out = []
-    for key, value in doc.items():
-        if isinstance(value, str) and "\n" in value:
-            out.append(f"{key}: |")
-            out += [("  " + line) if line else "" for line in value.rstrip("\n").split("\n")]
-        elif isinstance(value, list):
-            out.append(f"{key}:")
-            for item in value:
-                if isinstance(item, dict):
-                    out.append("  - {" + ", ".join(f"{k}: {_yaml_scalar(v)}" for k, v in item.items()) + "}")
-                else:
-                    out.append(f"  - {_yaml_scalar(item)}")
-        else:
-            out.append(f"{key}: {_yaml_scalar(value)}")
-    return "\n".join(out) + "\n"
 
 
 def _wrap(text: str, width: int = 116) -> str:
@@ -891,6 +935,7 @@ def convert(folder: Path) -> None:
             "paths": PATHS,
             "engine": dep["engine"],
             "engine_version": dep["engine_version"],
+            **{key: value for key, (value, _) in dep["modelled"].items()},
             "hardware": dep["hardware"],
             "gpus": dep["gpus"],
             "tp": dep["tp"],
@@ -909,7 +954,8 @@ def convert(folder: Path) -> None:
             "mapping": _wrap(MAPPING) + "\n",
             "notes": "\n".join(_wrap(n) for n in notes) + "\n",
         }
-        (target / "source.yaml").write_text(_yaml(doc))
+        comments = {key: why for key, (_, why) in dep["modelled"].items() if why}
+        (target / "source.yaml").write_text(manifest_yaml(doc, comments))
 
 
 def _oddity_numbers(facts: dict) -> dict:
