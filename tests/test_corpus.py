@@ -150,3 +150,30 @@ def test_a_published_acceptance_is_not_stretched_past_the_positions_it_was_measu
     _, published, beyond = module.uncalibrated(dep, runs, module.limits_of(d, dep))
     assert not published and beyond and {k[1] for k in beyond} == {2}
     assert all(m > 0 and p != p for m, p in beyond.values())
+
+
+@pytest.mark.parametrize("folder", SOURCES, ids=[s.name for s in SOURCES])
+def test_the_manifest_writer_reads_back_as_the_manifest_with_a_comment_on_every_one_line_key(folder):
+    """scripts/public_bench/_manifest.py, the converters' one YAML writer, puts a provenance comment after a top-level
+    value only where the value takes one line: a comment after the first line of a value that runs on (a long title in
+    quotes) would become part of it. Every manifest of the corpus, written with a comment on every key the writer
+    takes one for, loads back as the same data; a key it refuses is one whose value runs on."""
+    import importlib.util
+
+    path = ROOT.parent.parent.parent / "scripts" / "public_bench" / "_manifest.py"
+    spec = importlib.util.spec_from_file_location("_manifest", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    doc = yaml.safe_load((folder / "source.yaml").read_text())
+    commented = {}
+    for key in doc:
+        try:
+            module.manifest_yaml(doc, {key: "a note # with a hash"})
+        except ValueError as err:
+            assert "takes more than one line" in str(err)
+            continue
+        commented[key] = "a note # with a hash"
+    assert {"source", "engine_spec"} <= set(commented)
+    text = module.manifest_yaml(doc, commented)
+    assert yaml.safe_load(text) == doc
+    assert all(f"   # {note}" in text for note in commented.values())
