@@ -120,7 +120,7 @@ gpus: 1
 tp: 1
 max_num_seqs: 256
 max_batched_tokens: 2048   # the engine's limits as specsim models them: the launch command sets neither (harness/engines/vllm_adapter.py at 7934c29), so vLLM 0.24.0's defaults for an OpenAI server on an A100 (vllm/engine/arg_utils.py get_batch_defaults: 2048 and 256; A100s are kept out of the 8192 of GPUs with 70 GiB or more, vLLM PR #17885)
-memory_util: 0.85   # the engine's share of GPU memory for weights and KV cache as the recipe set it: the harness's gpu_memory_utilization 0.85 (parallelism above)
+memory_util: 0.85   # the engine's share of GPU memory for weights and KV cache as the recipe set it: the harness's gpu_memory_utilization 0.85 (parallelism below)
 parallelism: one GPU, OpenAI server, the study's closed-loop harness; max_model_len 8192, gpu_memory_utilization 0.85, prefix caching off
 target: llama-3.1-8b              # fp16-* files; w4a16-* files: Meta-Llama-3.1-8B-Instruct-AWQ-INT4/config.json
 weight_dtype: null                # fp16-* files fp16; w4a16-* files int4-awq (the config's quantization_config)

@@ -147,11 +147,11 @@ ENGINE_WHY = "specsim's --engine for these runs: "
 LIMITS_WHY = "the engine's limits as specsim models them: "
 SGLANG_MEMORY_WHY = (
     "the engine's share of GPU memory for weights and KV cache as the recipe set it: --mem-fraction-static {}, "
-    "both arms (parallelism above)"
+    "both arms (parallelism below)"
 )
 TRTLLM_MEMORY_WHY = (
     "the engine's memory setting as the recipe set it (for TensorRT-LLM a share of what the weights leave): "
-    "kv_cache_config free_gpu_memory_fraction {}, both arms (parallelism above)"
+    "kv_cache_config free_gpu_memory_fraction {}, both arms (parallelism below)"
 )
 
 DEPLOYMENTS = [

@@ -133,7 +133,7 @@ COMMENTS = {
     "(server_args.py L514-516 sets 48 for EAGLE, which NEXTN becomes, when it is not given; binding at c 64) and at "
     "least 2048 on the plain arm (sized from the KV pool)",
     "memory_util": "the engine's share of GPU memory for weights and KV cache as the recipe set it: "
-    "--mem-fraction-static 0.85, both arms (parallelism above)",
+    "--mem-fraction-static 0.85, both arms (parallelism below)",
 }
 
 
