@@ -70,6 +70,28 @@ def test_a_calibration_whose_terms_are_replaced_falls_back_to_the_corpus_error(p
     assert CORPUS_SPEEDUP_ERROR_SOURCE in row["model_error"]["basis"]
 
 
+def test_an_acceptance_given_beside_a_calibration_falls_back_to_the_corpus_error(plan_calibration, capsys):
+    """The fit's speculative held-out error is of its runs at their own acceptance: --alpha 0.8 in its place (+4.1%
+    output tok/s on the long prompts) is judged against the corpus's error, not called "speculate" on the fit's 3.3%;
+    the note of the fit's error says it is not this answer's."""
+    argv = ["optimal-gamma", "--calibration", str(plan_calibration), "--alpha", "0.8", *LONG]
+    (row,) = _rows(argv, capsys)
+    assert 0.0332 < row["throughput_ratio"] - 1 < CORPUS_SPEEDUP_ERROR  # between the two errors: the verdict turns
+    assert row["verdict"] == "too close to call"
+    assert row["model_error"]["share"] == CORPUS_SPEEDUP_ERROR
+    why = "calibration.yaml's held-out error is of its runs' own acceptance, not the one --alpha 0.8 gives: "
+    assert row["model_error"]["basis"] == why + CORPUS_SPEEDUP_ERROR_SOURCE
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "that is the fit's error, not this answer's, whose acceptance (--alpha 0.8) no run judged" in err
+    both = ["optimal-gamma", "--calibration", str(plan_calibration), "--acceptance", "0.9,0.8", "--engine-round-ms"]
+    (row,) = _rows([*both, "1", *LONG], capsys)  # both set aside: both said
+    assert row["model_error"]["basis"].startswith(
+        "calibration.yaml's held-out error is of its fitted terms, not --engine-round-ms; calibration.yaml's held-out "
+        "error is of its runs' own acceptance, not the one --acceptance 0.9,0.8 gives: the corpus"
+    )
+
+
 def test_a_large_gain_is_still_called_and_the_corpus_error_named(capsys):
     """Uncalibrated, batch 1: +88%, far outside the corpus's error: speculate, the error's basis the corpus's."""
     (row,) = _rows(["optimal-gamma", "--batch", "1"], capsys)

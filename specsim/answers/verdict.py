@@ -7,7 +7,9 @@ verdict says so, with the way to find out (measure both arms).  The error is
 * with a calibration whose fit kept a held-out error of both arms: that error, plain plus speculative
   (:meth:`specsim.calibration.file.Calibration.speedup_error`), carried by the calibrated engine preset;
 * otherwise: :data:`CORPUS_SPEEDUP_ERROR`, the corpus's measured error of an uncalibrated speedup, with why the
-  calibration's own could not be taken where a calibration was given.
+  calibration's own could not be taken where a calibration was given (it keeps none, or the answer rests on something
+  its runs did not judge: a term a flag replaced, another drafter's rounds, an acceptance given in place of the runs'
+  measured one; :meth:`specsim.engines.base.EnginePreset.unjudged` sets it aside).
 
 ``rtol`` (optimal-gamma's --rtol) keeps its meaning: it picks the gamma (the smallest within ``rtol`` of the best);
 this error then judges the gain of the gamma picked, or, where plain decoding is picked, of the best speculating gamma.

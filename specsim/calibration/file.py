@@ -696,8 +696,8 @@ def apply_to_engine(cal: Calibration, preset, drafter: type | None = None):
             calibration_file=cal.name,
             calibration_sha256=cal.sha256,
             prefill_scale=cal.prefill_scale,
-            held_out_error=(None, f"{cal.name}'s held-out error is of {theirs.label}'s rounds, not {drafter.label}'s"),
-        )
+            held_out_error=cal.speedup_error(),
+        ).unjudged(f"{cal.name}'s held-out error is of {theirs.label}'s rounds, not {drafter.label}'s")
     host = SpecHost(**cal.round_terms)
     terms = cal.record.get("terms") or {}
     fitted = [t for t in TERMS if (terms.get(t) or {}).get("status") == "fitted"]

@@ -28,7 +28,7 @@ def resolve_acceptance(args: argparse.Namespace, dep=None, context: int | None =
         raise ValueError("--metrics-gamma goes with an SGLang --metrics page")
     if getattr(args, "metrics_model", None) is not None and getattr(args, "metrics", None) is None:
         raise ValueError("--metrics-model goes with a --metrics page")
-    given = any(getattr(args, f, None) is not None for f in ("acceptance", "metrics", "alpha"))
+    given = acceptance_flag(args) is not None
     return resolve(
         dep,
         alpha=args.alpha,
@@ -42,6 +42,15 @@ def resolve_acceptance(args: argparse.Namespace, dep=None, context: int | None =
         context=context,
         full_source=report.VERBOSE,
     )
+
+
+def acceptance_flag(args: argparse.Namespace) -> str | None:
+    """The flag that gives the acceptance, with its value as typed (``--alpha 0.6``), in the library's precedence
+    (--acceptance, --metrics, --alpha); None where none does (the calibration's, else the published default)."""
+    for name in ("acceptance", "metrics", "alpha"):
+        if getattr(args, name, None) is not None:
+            return f"--{name} {getattr(args, name)}"
+    return None
 
 
 def model_acceptance(args: argparse.Namespace, dep, context: int, lengths: bool = False):
@@ -158,14 +167,24 @@ def deployment(args: argparse.Namespace, *, draft: bool = True):
             "flags need an engine"
         )
     cal = calibration(args)
+    unjudged = []  # what the answer rests on that the fit's runs did not judge
     if cal is not None and engine is not dep.engine:  # a fitted term replaced: said by default, not only under -v
         _said_replaced(args, dep.engine, cal.name)
-        # The fit's held-out error is of its own terms: with one replaced it no longer describes this answer.
+        unjudged.append("replaced terms")
+    given = acceptance_flag(args)
+    if cal is not None and given is not None and cal.acceptance is not None:
+        # The fit's speculative held-out error is of its runs at their own acceptance (each load's predicted with the
+        # acceptance of the others): an acceptance given in its place is one no run judged a speedup at.
+        engine = engine.unjudged(
+            f"{cal.name}'s held-out error is of its runs' own acceptance, not the one {given} gives"
+        )
+        unjudged.append(f"acceptance ({given})")
+    if unjudged:  # the fit's held-out error no longer describes this answer
         held = cal.said()
         dep = dataclasses.replace(
             dep,
             choices=tuple(
-                f"{c}; that is the fit's error, not this answer's, whose replaced terms no run judged"
+                f"{c}; that is the fit's error, not this answer's, whose {' and '.join(unjudged)} no run judged"
                 if c == held
                 else c
                 for c in dep.choices

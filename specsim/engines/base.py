@@ -399,6 +399,24 @@ class EnginePreset:
             self, iteration_s=s, kernel_iteration_s=s, basis="set by --engine-overhead-ms", **seq
         )
 
+    def unjudged(self, why: str) -> "EnginePreset":
+        """This preset with its calibration's held-out error set aside because the answer rests on something its runs
+        did not judge (``why``: a term a flag replaced, another drafter's rounds, an acceptance given beside the file),
+        so that :func:`specsim.answers.verdict.model_error` takes the corpus's error, saying ``why``.  The one place
+        such a fall-back is made; a second reason joins the first; a shipped preset, which keeps no error, is
+        returned as it is.
+
+        >>> p = EnginePreset("x", "vllm", 0.0, 0.0, "test")
+        >>> p.unjudged("why") is p
+        True
+        >>> dataclasses.replace(p, held_out_error=(0.03, "f.yaml held out")).unjudged("why").held_out_error
+        (None, 'why')
+        """
+        if self.held_out_error is None:
+            return self
+        share, said = self.held_out_error
+        return dataclasses.replace(self, held_out_error=(None, why if share is not None else f"{said}; {why}"))
+
     def with_spec(
         self,
         round_ms: float | None = None,
@@ -424,12 +442,9 @@ class EnginePreset:
             kernel_spec=kernel_spec,
             spec_basis=self.spec_basis + (f"; {named} set by the user" if named else ""),
         )
-        if self.held_out_error is not None:  # a fit's held-out error is of its own terms: no run judged these
-            replaced = ", ".join([TERM_FLAGS[k][0] for k in changes] + ["--engine-overlap"] * (overlap is not None))
-            out = dataclasses.replace(
-                out,
-                held_out_error=(None, f"{self.calibration}'s held-out error is of its fitted terms, not {replaced}"),
-            )
+        # a fit's held-out error is of its own terms: no run judged these
+        replaced = ", ".join([TERM_FLAGS[k][0] for k in changes] + ["--engine-overlap"] * (overlap is not None))
+        out = out.unjudged(f"{self.calibration}'s held-out error is of its fitted terms, not {replaced}")
         if overlap is not None:
             # on: the drafters any overlapping release hides, beside those this one hides already (n-gram from vLLM
             # 0.33, suffix from 0.34: Engine.release_overlaps), which "on" must not take back
