@@ -347,3 +347,23 @@ def test_why_speculation_is_off_does_not_call_per_position_shares_an_alpha():
     assert "at this acceptance" in said and "alpha" not in said
     said = why_off([{"gamma": 0, "bound_verify": "memory"}], {"batch": 1, "round_s": 0.01, "host_s": 0.005})
     assert "at this acceptance" in said and "alpha" not in said
+
+
+def test_serve_sim_past_the_shares_says_extrapolated_as_the_answering_commands_do(calibrated, capsys):
+    """At gamma 5 > K = 3 optimal-gamma's recommendation says "extrapolated"; serve-sim said only "(assumed)" in the
+    acceptance line (a review).  Its policy now says it in the same words, in the text and --json, where a gamma it ran
+    is past K, and not at gamma 3; serve-sweep's fixed gamma too."""
+    past = " (past the 3 draft steps its acceptance was measured at: extrapolated)"
+    base = ["--calibration", str(calibrated), "--concurrency", "4", "--requests", "40", "--runs", "1"]
+    for gamma, said in (("5", past), ("3", "")):
+        assert main(["serve-sim", *base, "--gamma", gamma]) == 0
+        (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("acceptance: ")]
+        assert line.endswith(f"; speculation: gamma {gamma}{said}")
+        assert main(["serve-sim", *base, "--gamma", gamma, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["gamma_policy"] == f"gamma {gamma}{said}"
+    assert main(["serve-sim", *base, "--json"]) == 0  # the per-batch schedule: extrapolated where a gamma it ran is > 3
+    record = json.loads(capsys.readouterr().out)
+    ran = [g for b, g in enumerate(record["gamma_by_batch"]) if str(b) in record["on"]["running_batch_time_share"]]
+    assert max(ran) > 3 and record["gamma_policy"].endswith(past)  # its best gamma at 1-4 users is 4
+    assert main(["serve-sweep", *base[:4], "--requests", "40", "--gamma", "5"]) == 0
+    assert f"speculation: gamma 5{past}" in capsys.readouterr().out.splitlines()

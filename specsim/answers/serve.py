@@ -28,11 +28,32 @@ class ServeSimAnswer:
     off: dict
     on: dict
     limits: object = None  #: the engine's limits the runs were served under (EngineLimits)
+    #: The deepest draft step the acceptance was measured at (a calibration's); a gamma run past it extrapolates it.
+    measured_steps: int | None = None
 
     @property
     def meta(self) -> dict:
         """The first run's facts of the simulation (gamma policy and per batch, KV capacities, the context seen)."""
         return self.results[0][2]
+
+    @property
+    def deepest_gamma(self) -> int:
+        """The largest gamma a round of the speculating arm ran at: the fixed gamma, or the schedule's at the batch
+        sizes any run decoded at."""
+        policy = np.atleast_1d(self.meta["gamma_by_batch"])
+        if policy.size == 1:
+            return int(policy[0])
+        ran = [np.flatnonzero(spec.batch_time_s > 0) for _, spec, _ in self.results]
+        return max((int(policy[b].max()) for b in ran if b.size), default=0)
+
+    @property
+    def gamma_policy(self) -> str:
+        """How the speculating arm picks gamma (the simulation's words), and, where a gamma it ran drafts past the
+        steps its acceptance was measured at, that it is extrapolated, as the answering commands say it
+        (:func:`specsim.answers.load.past_measured`)."""
+        from specsim.answers.load import past_measured
+
+        return self.meta["gamma_policy"] + past_measured(self.deepest_gamma, self.measured_steps)
 
     def held_back(self) -> str | None:
         """Why the speculating arm ran fewer sequences at once than the plain one, where a limit did it: the engine's
@@ -230,4 +251,5 @@ def serve_sim(
 
     off, on = (summarize_runs([r[i].summary(slo_ttft_s, slo_tpot_s) for r in results]) for i in (0, 1))
     off, on = (s | {"past_capacity": past_capacity(s, load.concurrency is not None)} for s in (off, on))
-    return ServeSimAnswer(dep, load.seeds, load.request_sets, results, load.concurrency, off, on, limits)
+    steps = getattr(acceptance, "measured_steps", None)  # a calibration's acceptance knows the steps it was measured at
+    return ServeSimAnswer(dep, load.seeds, load.request_sets, results, load.concurrency, off, on, limits, steps)

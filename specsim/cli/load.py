@@ -171,7 +171,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
     span = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}-{seeds[-1]}"
     provenance = dep.provenance() + [
         f"load: {requests.source}" + _users_said(concurrency, len(requests)) + _lengths_said(args),
-        f"acceptance: {acc_label}; speculation: {meta['gamma_policy']}",
+        f"acceptance: {acc_label}; speculation: {answer.gamma_policy}",
         f"engine limits: {limits.label}{args.limits_said}; KV capacity {meta['kv_capacity_tokens_plain']:,.0f} tokens "
         f"without the draft, {meta['kv_capacity_tokens_spec']:,.0f} with it ({meta['kv_policy']}; "
         f"memory: {meta['memory_basis']})" + _window_clause(dep),
@@ -201,7 +201,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
                 "requests_per_run": len(requests),
                 "acceptance": acc_label,
                 "acceptance_rates": acceptance_rates(acc),
-                "gamma_policy": meta["gamma_policy"],
+                "gamma_policy": answer.gamma_policy,
                 "context_tokens": int(round(meta["context_hint"])),
                 "context_basis": LOAD_CONTEXT,
                 "changes": answer.changes(),
@@ -551,9 +551,13 @@ def _served_against_offered(args: argparse.Namespace, summaries: list[dict], n: 
 
 def _gamma_policy(dep, acc, gamma, gamma_max: int) -> str:
     """serve_compare's words for a sweep's policy (serve-sim prints them): a fixed gamma, or the per-batch schedule over
-    the range the search tries (a block's or a per-position acceptance's end), each load at its own mean context."""
+    the range the search tries (a block's or a per-position acceptance's end), each load at its own mean context; a
+    fixed gamma past the steps a calibration's acceptance was measured at said as extrapolated, as serve-sim says it
+    (:attr:`specsim.answers.serve.ServeSimAnswer.gamma_policy`)."""
     if gamma != "schedule":
-        return f"gamma {gamma}"
+        from specsim.answers.load import past_measured
+
+        return f"gamma {gamma}" + past_measured(int(gamma), getattr(acc, "measured_steps", None))
     from specsim.speculation.acceptance import as_acceptance
     from specsim.speculation.search import searched_gamma_max
 
