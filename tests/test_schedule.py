@@ -702,3 +702,46 @@ def test_a_schedule_at_a_rate_plain_decoding_cannot_serve_gives_no_speedup_there
     assert main(argv) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines() if re.match(r"^\d+-\d+\s", line)]
     assert rows[-1][2] == "n/a" and rows[0][2] != "n/a", rows
+
+
+def test_a_range_is_split_where_its_verdict_changes_and_the_engine_file_keeps_one_range(capsys):
+    """schedule --concurrency 1,64 --alpha 0.5 merged both loads' gamma 1 into one range, 1-341, and judged it at its
+    least gain (64 users: +6.5% output tok/s, inside the corpus's ±6.85%): "too close to call" over batch 1, where
+    optimal-gamma --concurrency 1 says "speculate" (a review).  The range is now split where the verdict changes, each
+    part's verdict that of every load in it; the vLLM configuration keeps one range [1, end, 1]."""
+    argv = ["schedule", "--concurrency", "1,64", "--alpha", "0.5"]
+    assert main([*argv, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    ranges, loads = out["ranges"], sorted(out["loads"], key=lambda x: x["concurrency"])
+    assert [(r["gamma"], r["verdict"]) for r in ranges] == [(1, "speculate"), (1, "too close to call")]
+    assert ranges[0]["start_batch"] == 1 and ranges[0]["end_batch"] + 1 == ranges[1]["start_batch"]
+    # one load in each, judged as optimal-gamma at it judges it (where each range is keyed: tests/test_load_answers.py)
+    assert [r["verdict"] for r in ranges] == [x["verdict"] for x in loads]
+    assert main([*argv, "--format", "vllm"]) == 0
+    config = json.loads(capsys.readouterr().out)
+    assert config["num_speculative_tokens_per_batch_size"] == [[1, ranges[-1]["end_batch"], 1]]
+    assert main(argv) == 0
+    text = capsys.readouterr()
+    assert "a gamma's batch sizes take more than one row where its verdict changes" in text.out
+    assert f"note: gamma 1 at batch {ranges[1]['start_batch']}-{ranges[1]['end_batch']}: the smallest gain" in text.err
+    assert "note: gamma 1 at batch 1-" + str(ranges[1]["end_batch"]) not in text.err
+
+
+def test_the_judged_ranges_merge_back_into_the_engines_and_split_only_where_the_verdict_changes():
+    """The library's schedule: ``ranges`` (what an engine is configured with) is ``merge_ranges`` of ``judged``, and
+    neighbouring judged ranges of one gamma differ in verdict; at the default alpha nothing is split."""
+    from specsim.answers import deployment_capacity
+    from specsim.answers.schedule import schedule_answer
+    from specsim.answers.verdict import model_error
+    from specsim.speculation.schedule import merge_ranges
+
+    dep = Deployment.build()  # specsim's defaults, as `schedule --alpha 0.5` runs
+    cap = deployment_capacity(dep, 1128, None, None)
+    split = schedule_answer(dep, 0.5, "alpha 0.5", cap, max_batch=341, context=1128)
+    assert merge_ranges(split.judged) == split.ranges and len(split.judged) > len(split.ranges)
+    error = model_error(dep)
+    said = [split._verdict(r, error) for r in split.judged]
+    assert said == ["speculate", "too close to call"]
+    assert split.judged[0].min_speedup - 1 > error.share >= split.judged[1].min_speedup - 1
+    whole = schedule_answer(dep, 0.8, "alpha 0.8", cap, max_batch=341, context=1128)
+    assert whole.judged_ranges is None and whole.judged == whole.ranges

@@ -42,6 +42,15 @@ class ScheduleAnswer:
     contexts: tuple  #: context lengths of :meth:`by_context` (empty: none asked)
     load: object = None  #: the :class:`~specsim.answers.load.LoadAnswer` the ranges come from, at a load
     max_batch_from: str = "given"  #: where :attr:`max_batch` came from
+    #: The ranges split also where their verdict changes (:attr:`judged`); None: none split.
+    judged_ranges: list | None = None
+
+    @property
+    def judged(self) -> list:
+        """The ranges as the table and --json print them: :attr:`ranges` (what an engine is configured with, split
+        where the gamma changes) split also where the verdict changes within one gamma, so that each range's verdict
+        (weighed at its smallest gain) holds at every batch size or load in it."""
+        return self.ranges if self.judged_ranges is None else self.judged_ranges
 
     @property
     def notes(self) -> list[str]:
@@ -74,7 +83,7 @@ class ScheduleAnswer:
         from specsim.answers.verdict import VERDICTS, model_error
 
         error = model_error(self.deployment)
-        close = [r for r in self.ranges if self._verdict(r, error) == VERDICTS[2]]
+        close = [r for r in self.judged if self._verdict(r, error) == VERDICTS[2]]
         return [
             f"{self._what(r)} at batch {r.batches}: {self._weighed_said(r)}, is inside specsim's measured error of "
             f"{error.shown} ({error.short}): too close to call there; measure both "
@@ -214,7 +223,7 @@ class ScheduleAnswer:
                 | ({"shortfall": r.shortfall} if self.tree is None else {})
                 | ({} if r.min_objective is None else {"min_objective": r.min_objective})
                 | {"verdict": self._verdict(r, error)}
-                for r in self.ranges
+                for r in self.judged
             ],
             "model_error": error.record(),
             "max_batch": {"value": self.max_batch, "from": self.max_batch_from},
@@ -257,7 +266,13 @@ def schedule_answer(
     gamma keyed by its decode batch.  Speculation only where the predicted speedup is at least ``min_gain``; ``rtol``
     takes the smallest gamma within that fraction of the best; ``cap`` is the memory budget
     (:func:`specsim.answers.deployment_capacity`); ``max_batch_from`` says where ``max_batch`` came from."""
-    from specsim.speculation.schedule import gamma_schedule, load_schedule, tree_schedule
+    from specsim.answers.verdict import model_error, verdict
+    from specsim.speculation.schedule import gamma_schedule, load_schedule, merge_ranges, tree_schedule
+
+    error = model_error(dep)
+
+    def judge(gain: float) -> str | None:  # as ScheduleAnswer._verdict weighs a range, at one batch or load
+        return None if math.isnan(gain) else verdict(gain - 1.0, error, True)
 
     for L in contexts or ():  # the batch view's columns: refused past the positions, as --context is
         dep.require_within_positions(L, "--contexts")
@@ -265,11 +280,12 @@ def schedule_answer(
     if load is None:
         dep.require_drafts_within_positions(context, 0, "--context")
     if load is not None:
-        ranges = load_schedule(load, max_batch, min_gain, rtol)
+        judged = load_schedule(load, max_batch, min_gain, rtol, judge)
     elif tree is None:
-        ranges = gamma_schedule(dep, acceptance, max_batch, context, gamma_max, min_gain, rtol)
+        judged = gamma_schedule(dep, acceptance, max_batch, context, gamma_max, min_gain, rtol, judge)
     else:
-        ranges = tree_schedule(dep, acceptance, tree, max_batch, context, min_gain, rtol, sibling)
+        judged = tree_schedule(dep, acceptance, tree, max_batch, context, min_gain, rtol, sibling, judge)
+    ranges = merge_ranges(judged)  # an engine's: split only where the gamma changes
     return ScheduleAnswer(
         dep,
         acceptance,
@@ -285,4 +301,5 @@ def schedule_answer(
         tuple(contexts or ()),
         load,
         max_batch_from,
+        judged if len(judged) > len(ranges) else None,
     )

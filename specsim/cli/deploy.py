@@ -304,7 +304,7 @@ def _print_table(args, answer, checkpoint) -> None:
                         "off" if r.gamma == 0 else r.speedups,
                         f"{r.shortfall:.1%}",
                     ]
-                    for r in answer.ranges
+                    for r in answer.judged
                 ],
                 "<><>",
             )
@@ -331,10 +331,16 @@ def _print_table(args, answer, checkpoint) -> None:
                         "off" if r.tree is None else r.tree.label(),
                         "off" if r.tree is None else r.speedups,
                     ]
-                    for r in answer.ranges
+                    for r in answer.judged
                 ],
                 "<<<",
             )
+        )
+    if answer.judged_ranges is not None:  # (schedule_answer splits a range only where the verdict changes in it)
+        print(
+            f"a {'gamma' if tree is None else 'tree'}'s batch sizes take more than one row where its verdict changes "
+            f"along them, each row's verdict holding for every {'load' if answer.load is not None else 'batch size'} "
+            "in it (the notes say where it is too close to call); --format writes them as one range"
         )
     if not args.contexts:
         return

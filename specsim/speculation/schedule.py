@@ -46,6 +46,7 @@ Per drafter (issue 12):
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
@@ -64,6 +65,7 @@ __all__ = [
     "context_table",
     "gamma_schedule",
     "load_schedule",
+    "merge_ranges",
     "static_cost",
     "tree_schedule",
 ]
@@ -117,8 +119,49 @@ DEFAULT_SCHEDULE_RTOL = 0.01
 DEFAULT_MIN_GAIN = 1.0
 
 
+def merge_ranges(ranges: list, labels: list | None = None) -> list:
+    """Neighbouring ranges with the same gamma (a tree range's tree) and the same label (``labels``, one per range,
+    where given) joined into one: its batch sizes, its speedups' spread, its largest shortfall and its smallest gain at
+    loads.  The ranges an engine is configured with change only with the gamma; a schedule judged per range (``judge``
+    of :func:`gamma_schedule`, :func:`load_schedule`, :func:`tree_schedule`) is split also where the verdict changes,
+    and merges back into them.
+
+    >>> judged = [ScheduleRange(1, 9, 2, 1.2, 1.3), ScheduleRange(10, 40, 2, 1.02, 1.19, 0.01)]
+    >>> judged.append(ScheduleRange(41, 64, 0, 1.0, 1.0))
+    >>> [(r.batches, r.gamma, r.speedups, r.shortfall) for r in merge_ranges(judged)]
+    [('1-40', 2, '1.020-1.300', 0.01), ('41-64', 0, '1.000', 0.0)]
+    >>> [r.batches for r in merge_ranges(judged, ["speculate", "too close to call", None])]
+    ['1-9', '10-40', '41-64']
+    """
+    out: list = []
+    keys: list = []
+    for r, label in zip(ranges, [None] * len(ranges) if labels is None else labels):
+        key = (getattr(r, "gamma", None), getattr(r, "tree", None), label)
+        if not out or keys[-1] != key:
+            out.append(r)
+            keys.append(key)
+            continue
+        last = out[-1]
+        gains = [g for g in (last.min_objective, r.min_objective) if g is not None]
+        out[-1] = dataclasses.replace(
+            last,
+            end_batch=r.end_batch,
+            min_speedup=float(np.fmin(last.min_speedup, r.min_speedup)),  # nan (no speedup known) left out
+            max_speedup=float(np.fmax(last.max_speedup, r.max_speedup)),
+            shortfall=max(last.shortfall, r.shortfall),
+            min_objective=min(gains) if gains else None,
+        )
+    return out
+
+
+def _labels(judge, gains: np.ndarray) -> list:
+    """``judge``'s label for each gain (a speedup, or a load's gain by its objective), or one label for all where no
+    judge is given: where a judged schedule splits a gamma's range (its verdict changes there)."""
+    return [None] * len(gains) if judge is None else [judge(float(g)) for g in gains]
+
+
 def load_schedule(
-    answer, max_batch: int, min_gain: float = DEFAULT_MIN_GAIN, rtol: float = DEFAULT_SCHEDULE_RTOL
+    answer, max_batch: int, min_gain: float = DEFAULT_MIN_GAIN, rtol: float = DEFAULT_SCHEDULE_RTOL, judge=None
 ) -> list[ScheduleRange]:
     """The schedule of the loads a :class:`~specsim.answers.load.LoadAnswer` solved, keyed, as engines key a schedule,
     by the decode batch each load runs at (its best gamma's); the batch sizes between two loads take the nearer load's
@@ -131,7 +174,12 @@ def load_schedule(
     objective, not the TPOT speedup, so that a load's schedule speculates where optimal-gamma at that load does).  Each load's own best stays in the
     load answer's table; a range's ``shortfall`` is the most its loads fall below it.  Without the rule, a load held
     below its users by the KV cache (16,000-token prompts at 64 users on an H100 decode 19 sequences at once, against
-    16 at 16 users) took a larger gamma than a lighter load beside it, and the schedule rose with the batch."""
+    16 at 16 users) took a larger gamma than a lighter load beside it, and the schedule rose with the batch.
+
+    ``judge`` (a function of a load's gain by that objective, over plain decoding's, to its verdict) splits a gamma's
+    range where the verdict of its loads changes, so that each range's verdict holds for every load in it; without
+    it the ranges change only with the gamma (what an engine is configured with; :func:`merge_ranges` of the split
+    ones)."""
     value = answer.objective()
     order = sorted(range(len(answer.loads)), key=lambda j: (max(answer.key_batch(j), 1.0), j))
     surface = value[:, order]
@@ -152,32 +200,18 @@ def load_schedule(
     short = 1.0 - surface[row, columns] / surface.max(axis=0)
     gained = np.where(gamma > 0, surface[row, columns], 1.0)
     keys = [max(answer.key_batch(j), 1.0) for j in order]
-    ranges: list[ScheduleRange] = []
+    segments: list[ScheduleRange] = []  # the range of each load
     start = 1
     for k, b in enumerate(keys):
         # Halfway to the next load's decode batch, never past max_batch: a load can run at a decode batch beyond it
         # (--max-batch below the loads, or saturated loads whose plain arm holds more than fits with the draft).
         end = max_batch if k == len(keys) - 1 else min(max_batch, max(start, int((b + keys[k + 1]) / 2)))
         g, s_, f, o = int(gamma[k]), float(sp[k]), float(max(short[k], 0.0)), float(gained[k])
-        if ranges and ranges[-1].gamma == g:
-            last = ranges.pop()
-            ranges.append(
-                ScheduleRange(
-                    last.start_batch,
-                    end,
-                    g,
-                    float(np.fmin(last.min_speedup, s_)),
-                    float(np.fmax(last.max_speedup, s_)),
-                    max(last.shortfall, f),
-                    min(last.min_objective, o),
-                )
-            )
-        else:
-            ranges.append(ScheduleRange(start, end, g, s_, s_, f, o))
+        segments.append(ScheduleRange(start, end, g, s_, s_, f, o))
         start = end + 1
         if start > max_batch:
             break
-    return ranges
+    return merge_ranges(segments, _labels(judge, gained[: len(segments)]))  # where the gamma (or verdict) changes
 
 
 def static_cost(dep: Deployment, acceptance, gamma: int, ranges: list, context: int) -> list[dict]:
@@ -207,8 +241,10 @@ def gamma_schedule(
     gamma_max: int = DEFAULT_GAMMA_MAX,
     min_gain: float = DEFAULT_MIN_GAIN,
     rtol: float = DEFAULT_SCHEDULE_RTOL,
+    judge=None,
 ) -> list[ScheduleRange]:
-    """A gamma for every batch size 1..max_batch that an engine can run, merged into ranges.
+    """A gamma for every batch size 1..max_batch that an engine can run, merged into ranges (split also where
+    ``judge``, a function of a batch's speedup to its verdict, changes: see :func:`merge_ranges`).
 
     Gamma never rises with batch (engines that tune it per batch size choose fewer steps as the batch grows:
     SGLang's AutoSpec, TensorRT-LLM's draft_len_schedule): of all schedules that never rise, the one whose
@@ -244,8 +280,9 @@ def gamma_schedule(
     gamma = np.minimum.accumulate(np.where(s >= min_gain, chosen, 0))
     values = np.where(gamma > 0, s, 1.0)
     short = 1.0 - values / surface.max(axis=0)  # row 0 is gamma = 0, speedup 1: the best is at least 1
-    # Split where gamma changes; each run becomes one range.
-    starts = np.flatnonzero(np.r_[True, gamma[1:] != gamma[:-1]])
+    # Split where gamma changes (or, judged, the verdict); each run becomes one range.
+    labels = np.asarray(_labels(judge, values), dtype=object)
+    starts = np.flatnonzero(np.r_[True, (gamma[1:] != gamma[:-1]) | (labels[1:] != labels[:-1])])
     ends = np.r_[starts[1:] - 1, len(batch) - 1]
     return [
         ScheduleRange(
@@ -318,17 +355,21 @@ def tree_schedule(
     min_gain: float = DEFAULT_MIN_GAIN,
     rtol: float = DEFAULT_SCHEDULE_RTOL,
     sibling: float | None = None,
+    judge=None,
 ) -> list[TreeRange]:
-    """The best tree within ``bounds`` for every batch size 1..max_batch, merged into ranges."""
+    """The best tree within ``bounds`` for every batch size 1..max_batch, merged into ranges (split also where
+    ``judge``, a function of a batch's speedup to its verdict, changes: see :func:`merge_ranges`)."""
     from specsim.core.limits import MAX_BATCH, check_int
 
     max_batch = check_int("max batch", max_batch, 1, MAX_BATCH)
     batch = np.arange(1, max_batch + 1)
     trees, speedup, _ = optimal_tree(dep, acceptance, bounds, batch, context, sibling, rtol)
     trees = [t if t is not None and s >= min_gain else None for t, s in zip(trees, speedup)]
+    labels = _labels(judge, np.where([t is not None for t in trees], speedup, 1.0))
     out: list[TreeRange] = []
-    for tree, group in itertools.groupby(range(max_batch), key=lambda i: trees[i]):
+    for _, group in itertools.groupby(range(max_batch), key=lambda i: (trees[i], labels[i])):
         idx = list(group)
+        tree = trees[idx[0]]
         s = speedup[idx] if tree is not None else np.ones(len(idx))
         out.append(TreeRange(idx[0] + 1, idx[-1] + 1, tree, float(s.min()), float(s.max())))
     return out
