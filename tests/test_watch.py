@@ -1732,3 +1732,24 @@ def test_the_summary_says_no_drop_could_be_tested_only_where_none_was():
     flat = Watcher(SimpleJudge(), DropDetector())
     flat.add_all(_synthetic(rng, 6, 0.7))
     assert flat.untested_said().startswith("no reference set: 6 usable window(s) of the 10 it needs")
+
+
+def test_replay_of_a_calibration_writes_its_engines_metrics_and_takes_its_drafter(tmp_path, capsys):
+    """replay --calibration of an SGLang calibration wrote vLLM 0.34.0's page ('simulating ... of vllm 0.34.0', every
+    series vllm:*) while it timed the calibrated SGLang engine, and asked for --draft the calibration names. The page
+    is now the calibration's engine's, as watch reads it (_names), and its drafter is the calibration's."""
+    cal, out = tmp_path / "cal.yaml", tmp_path / "day.om"
+    bench = "examples/bench"
+    argv = ["calibrate-engine", "--plain", f"{bench}/sglang-plain.jsonl", "--spec", f"{bench}/sglang-eagle3.jsonl"]
+    argv += ["--hardware", "h100", "--draft", "eagle3", "--steps", "3", "--engine", "sglang@0.5.23"]
+    assert main([*argv, "--target", "llama-3.1-8b", "--out", str(cal)]) == 0
+    capsys.readouterr()
+    replay = ["replay", "--calibration", str(cal), "--rates", "0:4,2m", "--out", str(out), "--json"]
+    assert main(replay) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["engine"] == "sglang 0.5.23"
+    assert record["deployment"]["drafter"] == "eagle3"
+    series = {line.split("{")[0].split(" ")[0] for line in out.read_text().splitlines() if not line.startswith("#")}
+    assert "sglang:spec_verify_calls_total" in series and not any(s.startswith("vllm:") for s in series)
+    # The page it wrote is what watch reads for that calibration (--engine not given).
+    assert main(["watch", "--file", str(out), "--calibration", str(cal), "--once", "--json"]) in (0, 3, 4, 5)

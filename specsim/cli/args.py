@@ -77,6 +77,23 @@ def calibration(args: argparse.Namespace):
     return cached
 
 
+def metric_names_of(args: argparse.Namespace) -> tuple:
+    """(the names, the release, how to name it, what was taken unasked) of the metrics the engine exports: --engine's
+    release, else the --calibration file's engine (the one it was fitted to), else specsim's default engine's newest
+    (said).  watch reads a page by them and replay writes one, so the two agree on what a calibration's engine shows."""
+    from specsim.engines import DEFAULT_ENGINE, metric_names
+
+    cal = calibration(args)
+    spec = args.engine or (cal.engine if cal is not None else None)
+    said = (
+        []
+        if spec is not None
+        else [f"--engine not given: {DEFAULT_ENGINE}, its newest release read (specsim's default)"]
+    )
+    names, release, shown = metric_names(spec or DEFAULT_ENGINE)
+    return names, release, shown, said
+
+
 def load_lengths(args: argparse.Namespace):
     """The requests of a load (:func:`specsim.answers.load.request_lengths`) from --input-len, --output-len and
     --workload; a length not given is that of the runs a --calibration file was fitted to, where those runs are of one

@@ -46,9 +46,8 @@ def _profile(text: str) -> list:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    from specsim.cli.args import deployment
+    from specsim.cli.args import deployment, metric_names_of
     from specsim.core.files import atomic_write_text, check_output
-    from specsim.engines import DEFAULT_ENGINE, metric_names
     from specsim.speculation.deployment import BRIEF_HINT
     from specsim.watch.replay import EXAMPLE_ALPHA, EXAMPLE_GAMMA, ReplayServer, openmetrics, pages, simulate_day
     from specsim.watch.sources import parse_duration, parse_time
@@ -62,9 +61,11 @@ def run_replay(args: argparse.Namespace) -> int:
         check_output(args.out)  # before the day is simulated
     if (args.drop_at is None) != (args.drop_to is None):
         raise ValueError("--drop-at and --drop-to go together: when the acceptance changes, and to what alpha")
-    if args.draft is None:
+    if args.draft is None and args.calibration is None:  # a calibration names the drafter its runs were served with
         raise ValueError("name the drafter the simulated engine runs with --draft (a draft model, eagle3, mtp, ...)")
-    names, release, shown = metric_names(args.engine or DEFAULT_ENGINE)
+    # The page is the release's that times the day: --engine, else the calibration's engine, as watch reads it (the
+    # day of an SGLang calibration was written in vLLM's names).
+    names, release, shown, _ = metric_names_of(args)
     profile = args.rates or _profile(DEFAULT_RATES)
     day_s = profile[-1][0]
     if not 1.0 <= args.page_seconds <= day_s:  # a page a second at most (a day of them is 86,400), one over the day
@@ -163,7 +164,7 @@ def _parser_replay(sub) -> None:
         help="a simulated engine's metrics over a day, to try specsim watch without an engine",
         description="Plays a day of traffic (--rates) through the serving simulator speculating --gamma tokens "
         "at --alpha (changing to --drop-to at --drop-at) and writes what the engine's metrics would show, "
-        "in --engine's release format: one OpenMetrics file of the whole day (--out, for promtool tsdb "
+        "in the format of --engine's release (else the --calibration's engine's, else specsim's default engine's newest): one OpenMetrics file of the whole day (--out, for promtool tsdb "
         "create-blocks-from openmetrics) or pages served one per GET, each sample stamped (--listen, for "
         "Prometheus to scrape with honor_timestamps; at most 55 minutes).",
     )
@@ -219,7 +220,10 @@ def _parser_replay(sub) -> None:
     )
     add_deployment_args(p, defaults=False, batch=False, context=False)
     drafter = next(a for a in p._actions if "--draft" in a.option_strings)
-    drafter.help = "the drafter the simulated engine runs (required: a draft model, eagle3, mtp, ...)"
+    drafter.help = (
+        "the drafter the simulated engine runs (required without --calibration, whose drafter it takes: a draft "
+        "model, eagle3, mtp, ...)"
+    )
     p.set_defaults(func=run_replay)
 
 

@@ -135,21 +135,6 @@ class _Output:
         )
 
 
-def _names(args):
-    from specsim.cli.args import calibration
-    from specsim.engines import DEFAULT_ENGINE, metric_names
-
-    cal = calibration(args)
-    spec = args.engine or (cal.engine if cal is not None else None)
-    said = (
-        []
-        if spec is not None
-        else [f"--engine not given: {DEFAULT_ENGINE}, its newest release read (specsim's default)"]
-    )
-    names, release, shown = metric_names(spec or DEFAULT_ENGINE)
-    return names, release, shown, said
-
-
 def _check(args) -> None:
     sources = [flag for flag in ("url", "prometheus", "file") if getattr(args, flag) is not None]
     if not sources and not (args.alert_rules or args.dashboard):
@@ -436,6 +421,7 @@ def _header(args, source, names, shown, model, dep, limits, detector, said) -> l
 
 
 def run_watch(args: argparse.Namespace) -> int:
+    from specsim.cli.args import metric_names_of
     from specsim.cli.flags import engine_limits
     from specsim.watch.drift import DropDetector
     from specsim.watch.judge import Judge
@@ -444,7 +430,7 @@ def run_watch(args: argparse.Namespace) -> int:
     from specsim.watch.windows import prometheus_windows
 
     _check(args)
-    names, release, shown, said = _names(args)
+    names, release, shown, said = metric_names_of(args)
     said += [note for note in (names.note,) if note]
     args.matchers = selector_matchers(args.selector if args.job is None else f'{{job="{args.job}"}}')
     source, model, first, reads = (None, args.served_model, None, None)
