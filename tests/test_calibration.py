@@ -1408,11 +1408,13 @@ REFUSED = [
         "the runs name different models: Qwen/Qwen3-8B, meta-llama/Llama-3.1-8B-Instruct",
     ),
     (
+        # Two backends that each speak one server's own API (SGLang's, TGI's): a backend that names only an
+        # OpenAI-compatible client ("vllm") is not one (test_a_vllm_bench_serve_file_beside_an_sglang_one_...).
         "two engines",
         lambda t: (
-            f"--plain {BENCH}/vllm-plain.jsonl {_vllm_runs(t / 's.jsonl', (1, 4), backend='sglang', spec_decode_acceptance_length=None)} --hardware h100"
+            f"--plain {BENCH}/sglang-plain.jsonl {_vllm_runs(t / 's.jsonl', (1, 4), backend='tgi', spec_decode_acceptance_length=None)} --hardware h100 --target llama-3.1-8b"
         ),
-        "the runs were served by different engines (sglang, vllm)",
+        "the runs were served by different engines (sglang, tgi)",
     ),
     (
         "a plain run that speculated",
@@ -1992,6 +1994,25 @@ def test_the_plain_runs_given_as_speculative_ones_are_refused_and_an_engine_the_
     assert main(argv + ["--steps", "3", "--hardware", "h100", "--engine", "sglang"]) == 0
     out = capsys.readouterr()
     assert "fitted as --engine sglang, as given, though the files name their backend vllm" in out.out + out.err
+
+
+def test_a_vllm_bench_serve_file_beside_an_sglang_one_is_one_servers_runs_said_not_refused(capsys):
+    # vllm bench serve's backend "vllm" is its OpenAI Completions client (vllm/benchmarks/lib/endpoint_request_func.py,
+    # 0.34.0 L1181: "vllm": async_request_openai_completions, as "openai"), which an SGLang server answers: plain runs
+    # of sglang.bench_serving beside speculative ones of vllm bench serve against the same server were refused as
+    # "served by different engines (sglang, vllm)". They are fitted as the --engine given, and the backends said.
+    argv = ["calibrate-engine", "--plain", f"{BENCH}/sglang-plain.jsonl", "--spec", f"{BENCH}/vllm-eagle3.jsonl"]
+    argv += ["--draft", "eagle3", "--steps", "3", "--hardware", "h100", "--target", "llama-3.1-8b"]
+    assert main([*argv, "--engine", "sglang@0.5.23"]) == 0
+    out = capsys.readouterr()
+    assert (
+        "fitted as --engine sglang, as given, though the files name their backends sglang, vllm (vllm: an "
+        "OpenAI-compatible client, which any server answers): check that one sglang server ran them all"
+    ) in out.out + out.err
+    # Without --engine, the backend that names a server's own API decides, and is said.
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    assert "engine sglang, its current release: the files' backend" in out.out + out.err
 
 
 @PLAN_GROUP

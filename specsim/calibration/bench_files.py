@@ -116,6 +116,9 @@ class BenchRun:
     per_position: tuple | None = None
     #: What the file records that names the dataset the prompts came from ("dataset gsm8k"; None: nothing)
     dataset: str | None = None
+    #: Whether the backend behind :attr:`server` names only the API spoken, an OpenAI-compatible client any server
+    #: answers (vllm bench serve's "vllm"): the server is then a hint, not proof (:attr:`BenchFiles.api_backends`)
+    server_hinted: bool = False
 
     @property
     def others_rate_per_s(self) -> float:
@@ -416,6 +419,10 @@ _SERVERS = {backend: e.name for e in _CLIENTS for backend in e.bench_files.backe
 }
 
 
+#: The backends that name only the API the client spoke (an OpenAI-compatible client, which any server answers).
+_API_BACKENDS = {backend for e in _CLIENTS for backend in e.bench_files.api_backends}
+
+
 def _server(where: str, record: dict) -> str | None:
     backend = record.get("backend")
     if backend is None:
@@ -537,6 +544,7 @@ def _serve_run(path: Path, index: int, record: object, tool: str, prefer: str = 
         int(sent - completed) if _is_number(sent := record.get("num_prompts")) and sent > completed else 0,
         per_position,
         _dataset(where, record, REGISTRY[tool].bench_files.dataset_keys),
+        str(record.get("backend")).strip().lower() in _API_BACKENDS,
     )
 
 

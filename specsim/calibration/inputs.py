@@ -282,16 +282,23 @@ def runs_engine(runs: list[CalRun], given: str | None = None) -> tuple[str, str 
     from specsim.engines import DEFAULT_ENGINE, REGISTRY
 
     servers = sorted({c.run.server for c in runs if c.run.server in REGISTRY})
+    # The backends that name a server's own API (SGLang's /generate) over those that name an OpenAI-compatible client
+    # any server answers (vllm bench serve's "vllm"): files of both are one server's, the former's.
+    named = sorted({c.run.server for c in runs if c.run.server in REGISTRY and not c.run.server_hinted}) or servers
     if given is not None:
         name = getattr(given, "name", None) or str(given).split("@")[0]  # a preset, or its spec
-        if len(servers) == 1 and REGISTRY.get(name) is not None and servers[0] != name:
+        if servers and REGISTRY.get(name) is not None and servers != [name]:
             # A benchmark client's backend names the API it spoke, which another server can answer: said, not refused.
+            hinted = sorted({c.run.server for c in runs if c.run.server_hinted and c.run.server in REGISTRY})
+            several = len(servers) > 1
             return given, (
-                f"fitted as --engine {name}, as given, though the files name their backend {servers[0]}: "
-                f"check that a {name} server ran them"
+                f"fitted as --engine {name}, as given, though the files name their backend{'s' if several else ''} "
+                + ", ".join(servers)
+                + (f" ({', '.join(hinted)}: an OpenAI-compatible client, which any server answers)" if several else "")
+                + f": check that {'one' if several else 'a'} {name} server ran them{' all' if several else ''}"
             )
         return given, None
-    engine = servers[0] if len(servers) == 1 else DEFAULT_ENGINE
+    engine = named[0] if len(named) == 1 else DEFAULT_ENGINE
     return engine, (
         f"engine {engine}, its current release: "
         + ("the files' backend" if servers else "the default")

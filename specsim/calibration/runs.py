@@ -595,7 +595,9 @@ def check_design(dep, runs: list[CalRun]) -> None:
     if len(models) > 1:
         names = sorted({c.run.model for c in runs if c.run.model})
         raise ValueError("the runs name different models: " + ", ".join(names) + "; fit one deployment at a time")
-    servers = {c.run.server for c in runs if c.run.server}
+    # A backend that names only an OpenAI-compatible client (vllm bench serve's "vllm") is any server's: it does not
+    # make two files' servers differ (calibration.inputs.runs_engine says it where it is not --engine's).
+    servers = {c.run.server for c in runs if c.run.server and not c.run.server_hinted}
     if len(servers) > 1:
         raise ValueError(
             "the runs were served by different engines (" + ", ".join(sorted(servers)) + "); fit one engine at a time"

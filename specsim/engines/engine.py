@@ -151,6 +151,9 @@ class BenchFiles:
     #: The keys whose values, where a file records them, name the dataset a run drew its prompts from (runs of alike
     #: lengths that name different ones are of different datasets; :func:`specsim.calibration.runs.group_sweeps`).
     dataset_keys: tuple[str, ...] = ()
+    #: Those of :attr:`backends` that name only the API spoken, an OpenAI-compatible client that any server answers:
+    #: a hint at the server (said where it differs from --engine), not proof that two files' servers differ.
+    api_backends: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)

@@ -837,6 +837,9 @@ ENGINE = _Sglang(
         describes="sglang.bench_serving --output-file JSON lines (SGLang 0.4 and later)",
         # --backend of python/sglang/bench_serving.py that names an SGLang server
         backends=("sglang", "sglang-oai", "sglang-native"),
+        # "sglang-oai" is its OpenAI Completions client (python/sglang/bench_serving.py at sgl-project/sglang@0033168f,
+        # ASYNC_REQUEST_FUNCS: async_request_openai_completions); "sglang" and "sglang-native" post to SGLang's /generate
+        api_backends=("sglang-oai",),
         acceptance_key="accept_length",
         recognises=_is_bench_file,
         precedence=1,

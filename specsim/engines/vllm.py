@@ -1323,6 +1323,10 @@ ENGINE = _Vllm(
         describes="vllm bench serve --save-result JSON (vLLM 0.10 and later; benchmark_serving.py before it)",
         # --backend of vllm/benchmarks/serve.py (0.10-0.33) that names a vLLM server
         backends=("vllm",),
+        # "vllm" is vllm bench serve's OpenAI Completions client (vllm/benchmarks/lib/endpoint_request_func.py,
+        # 0.34.0 L1181: "vllm": async_request_openai_completions, as "openai"; sglang.bench_serving's "vllm" likewise,
+        # python/sglang/bench_serving.py at sgl-project/sglang@0033168f ASYNC_REQUEST_FUNCS): an SGLang server answers it
+        api_backends=("vllm",),
         acceptance_key="spec_decode_acceptance_length",
         recognises=_is_bench_file,
         precedence=2,
