@@ -1746,10 +1746,34 @@ def test_replay_of_a_calibration_writes_its_engines_metrics_and_takes_its_drafte
     capsys.readouterr()
     replay = ["replay", "--calibration", str(cal), "--rates", "0:4,2m", "--out", str(out), "--json"]
     assert main(replay) == 0
-    record = json.loads(capsys.readouterr().out)
+    said = capsys.readouterr()
+    record = json.loads(said.out)
     assert record["engine"] == "sglang 0.5.23"
+    # Its acceptance is the calibration's, as every command's that takes one (it played the example day's 0.6): the
+    # runs recorded 2.75 tokens a verification at 3 steps, 1 + a + a^2 + a^3 = 2.75 at a = 0.7537.
+    assert (record["alpha"], record["gamma"]) == (pytest.approx(0.7537, abs=1e-4), 3)
+    assert "(alpha and gamma: cal.yaml's measured acceptance, not given)" in said.err
+    assert "requests of 1000 in, 256 out" in record["day"]
     assert record["deployment"]["drafter"] == "eagle3"
     series = {line.split("{")[0].split(" ")[0] for line in out.read_text().splitlines() if not line.startswith("#")}
     assert "sglang:spec_verify_calls_total" in series and not any(s.startswith("vllm:") for s in series)
     # The page it wrote is what watch reads for that calibration (--engine not given).
     assert main(["watch", "--file", str(out), "--calibration", str(cal), "--once", "--json"]) in (0, 3, 4, 5)
+    capsys.readouterr()
+    # Its requests are the calibration's runs' lengths, as every answer at a load takes them (it played 1000 in,
+    # 256 out whatever the runs were): runs of 500 in, 256 out, as alert rules' test writes them.
+    import yaml
+
+    from specsim.calibration.file import fit_digest
+
+    record = yaml.safe_load(cal.read_text())
+    record["serving"] |= {"input_tokens": 500.0, "output_tokens": 256.0, "lengths_alike": True}
+    record["fit_sha256"] = fit_digest(record)
+    cal.write_text(yaml.safe_dump(record))
+    assert main(replay) == 0
+    said = capsys.readouterr()
+    assert "requests of 500 in, 256 out" in json.loads(said.out)["day"]
+    assert "note: --input-len 500 (the runs cal.yaml was fitted to) and --output-len 256 (the runs" in said.err
+    assert main([*replay, "--input-len", "700"]) == 0
+    said = capsys.readouterr()
+    assert "requests of 700 in, 256 out" in json.loads(said.out)["day"] and "--input-len 700" not in said.err

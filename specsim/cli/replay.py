@@ -45,11 +45,45 @@ def _profile(text: str) -> list:
     return pairs
 
 
+def _acceptance(args: argparse.Namespace) -> tuple[list, str]:
+    """Sets --alpha and --gamma not given: a calibration's measured acceptance (its per-token rate, at the steps it was
+    measured at), as every command that takes one uses it, else the example day's; (the flags taken, whose they are)."""
+    from specsim.cli.args import calibration
+    from specsim.watch.replay import EXAMPLE_ALPHA, EXAMPLE_GAMMA
+
+    taken = [name for name, value in (("alpha", args.alpha), ("gamma", args.gamma)) if value is None]
+    measured = cal.acceptance if (cal := calibration(args)) is not None else None
+    if measured is not None:
+        args.alpha = round(float(measured.alpha), 4) if args.alpha is None else args.alpha
+        args.gamma = (cal.acceptance_steps or EXAMPLE_GAMMA) if args.gamma is None else args.gamma
+    args.alpha = EXAMPLE_ALPHA if args.alpha is None else args.alpha
+    args.gamma = EXAMPLE_GAMMA if args.gamma is None else args.gamma
+    return taken, (f"{cal.name}'s measured acceptance" if measured is not None else "the example day's")
+
+
+def _lengths(args: argparse.Namespace, runs: tuple | None) -> list:
+    """Sets --input-len and --output-len not given: a calibration's runs' lengths (``runs``, from
+    :func:`specsim.cli.args.calibrated_lengths`), else the reference article's; (flag, value, where) of those taken from
+    the runs, to be said."""
+    from specsim.answers.load import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
+
+    said = []
+    for flag, key, index, default in (
+        ("input-len", "input_len", 0, DEFAULT_INPUT_TOKENS),
+        ("output-len", "output_len", 1, DEFAULT_OUTPUT_TOKENS),
+    ):
+        if getattr(args, key) is None:
+            setattr(args, key, int(runs[index]) if runs is not None else default)
+            if runs is not None:
+                said.append((flag, getattr(args, key), runs[2]))
+    return said
+
+
 def run_replay(args: argparse.Namespace) -> int:
-    from specsim.cli.args import deployment, metric_names_of
+    from specsim.cli.args import calibrated_lengths, deployment, metric_names_of
     from specsim.core.files import atomic_write_text, check_output
     from specsim.speculation.deployment import BRIEF_HINT
-    from specsim.watch.replay import EXAMPLE_ALPHA, EXAMPLE_GAMMA, ReplayServer, openmetrics, pages, simulate_day
+    from specsim.watch.replay import ReplayServer, openmetrics, pages, simulate_day
     from specsim.watch.sources import parse_duration, parse_time
 
     if (args.out is None) == (args.listen is None):
@@ -89,18 +123,19 @@ def run_replay(args: argparse.Namespace) -> int:
     dep = deployment(args)
     dep.drafter.support(names.engine, release)
     model = args.served_model or dep.target.source or dep.target.name
-    taken = [name for name, value in (("alpha", args.alpha), ("gamma", args.gamma)) if value is None]
-    args.alpha = EXAMPLE_ALPHA if args.alpha is None else args.alpha
-    args.gamma = EXAMPLE_GAMMA if args.gamma is None else args.gamma
+    taken, whose = _acceptance(args)
+    lengths_said = [f"--{f} {v} ({where})" for f, v, where in _lengths(args, calibrated_lengths(args))]
     print(
         f"simulating {day_s / 3600:.3g} h of {shown} serving {model} ({dep.target.name} + {dep.drafter.label} on "
         f"{dep.hardware.name}; alpha {args.alpha:g}, gamma {args.gamma}"
-        + (f" ({' and '.join(taken)}: the example day's, not given)" if taken else "")
+        + (f" ({' and '.join(taken)}: {whose}, not given)" if taken else "")
         + (f", alpha {args.drop_to:g} from {args.drop_at}" if changes else "")
         + (f"; rates {DEFAULT_RATES} requests/s, specsim's example day" if args.rates is None else "")
         + ")",
         file=sys.stderr,
     )
+    if lengths_said:
+        print(f"note: {' and '.join(lengths_said)}: not given", file=sys.stderr)
     report.print_notes(dep)  # specsim's defaults among them (hardware, target, ...), as every answer says them
     if report.VERBOSE:  # the day's one-line description names the step times briefly; here every source
         print("\n".join(dep.provenance()), file=sys.stderr)
@@ -171,12 +206,14 @@ def _parser_replay(sub) -> None:
     p.add_argument(
         "--alpha",
         type=alpha_type,
-        help=f"the drafter's per-token acceptance (default {EXAMPLE_ALPHA}, the example day's)",
+        help=f"the drafter's per-token acceptance (default: a --calibration's measured one, else {EXAMPLE_ALPHA}, "
+        "the example day's)",
     )
     p.add_argument(
         "--gamma",
         type=int_at_least(1, "gamma", MAX_GAMMA),
-        help=f"draft tokens a round (default {EXAMPLE_GAMMA}, the example day's)",
+        help=f"draft tokens a round (default: the steps a --calibration's acceptance was measured at, else "
+        f"{EXAMPLE_GAMMA}, the example day's)",
     )
     p.add_argument(
         "--rates", type=_profile, help=f"TIME:RATE,...,END: requests/s from each time on (default {DEFAULT_RATES})"
@@ -186,14 +223,13 @@ def _parser_replay(sub) -> None:
     p.add_argument(
         "--input-len",
         type=int_at_least(1, "input-len", MAX_CONTEXT),
-        default=DEFAULT_INPUT_TOKENS,
-        help=f"prompt tokens of every request (default {DEFAULT_INPUT_TOKENS}, the reference article's)",
+        help="prompt tokens of every request (default: the runs a --calibration was fitted to, where they are one "
+        f"workload's lengths, else {DEFAULT_INPUT_TOKENS}, the reference article's)",
     )
     p.add_argument(
         "--output-len",
         type=output_len_type,
-        default=DEFAULT_OUTPUT_TOKENS,
-        help=f"output tokens of every request (default {DEFAULT_OUTPUT_TOKENS})",
+        help=f"output tokens of every request (default: as --input-len, else {DEFAULT_OUTPUT_TOKENS})",
     )
     p.add_argument(
         "--page-seconds",
