@@ -1620,6 +1620,17 @@ def test_runs_with_more_users_than_max_num_seqs_are_named(capsys):
     argv += [f"{folder}/eagle3-k2-humaneval.jsonl", "--steps", "2", "--draft", "eagle3", "--hardware", "h100"]
     notes = _json(argv + ["--max-num-seqs", "64"], capsys)["notes"]
     assert any(n.startswith("runs at batch 96 have more users or requests at once than") for n in notes)
+    # SGLang runs a speculating server at 48 and a plain one at 2048 or more (sglang/srt/arg_groups/speculative_hook.py
+    # L442-445, 0.5.23): only the speculative runs at 64 users pass it, and the note named "runs at concurrency 64",
+    # the plain ones too.
+    argv = ["calibrate-engine", "--plain", f"{BENCH}/sglang-plain.jsonl", "--spec", f"{BENCH}/sglang-eagle3.jsonl"]
+    argv += ["--hardware", "h100", "--draft", "eagle3", "--steps", "3", "--engine", "sglang@0.5.23"]
+    notes = _json([*argv, "--target", "llama-3.1-8b"], capsys)["notes"]
+    said = (
+        "speculative runs at concurrency 64 have more users or requests at once than the engine's max_num_seqs 48 "
+        "speculating: it runs that many at once and queues the others"
+    )
+    assert any(n.startswith(said) for n in notes), notes
 
 
 def test_requests_measured_one_at_a_time_past_their_steps_are_named_one_by_one(capsys):

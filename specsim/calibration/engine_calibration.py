@@ -277,6 +277,27 @@ def runs_kv_bytes(dep, runs: list, limits, memory_utilization: float | None = No
     )
 
 
+def _queued(over: dict, limits) -> str:
+    """The note naming the runs (``over``: kind -> loads) with more users or requests at once than the engine's
+    max_num_seqs, which queues the others: by kind where a speculating engine runs fewer (SGLang's 48) or only one kind
+    passes it (the plain runs at the same load were named too)."""
+
+    def loads(kind):
+        return ", ".join(sorted(over[kind], key=lambda load: float(load.split()[-1])))
+
+    plain, spec = float(limits.seqs(False)), float(limits.seqs(True))
+    kinds = sorted(over, key=lambda kind: kind == "spec")  # plain first
+    if plain == spec and len(kinds) == 2 and over["plain"] == over["spec"]:
+        who, limit = f"runs at {loads('plain')}", f"{plain:g}"
+    else:
+        who = " and ".join(f"{'speculative' if k == 'spec' else 'plain'} runs at {loads(k)}" for k in kinds)
+        limit = ", ".join(f"{spec:g} speculating" if k == "spec" else f"{plain:g} plain" for k in kinds)
+    return (
+        f"{who} have more users or requests at once than the engine's max_num_seqs {limit}: it runs that many at "
+        "once and queues the others, and so does the serving model they are fitted with"
+    )
+
+
 def past_max_num_seqs(runs: list, limits) -> str | None:
     """The first run whose sequences decoding at once (Little's law over its file's duration, TPOT and output: a
     :class:`~specsim.calibration.bench_files.BenchRun`'s ``decode_batch``) pass what the engine's max_num_seqs lets
@@ -361,16 +382,13 @@ def calibrate_engine(
         notes.append(f"{past}: give --max-num-seqs as the runs were served with, if it was not this")
     # Users of a closed loop, or an offline batch's requests sent at once (engine_population holds both at the limit).
     at_once = [c.run.concurrency or (c.run.load_value if c.run.kind == "batch" else 0) for c in runs]
-    over = sorted(
-        {c.run.load for c, n in zip(runs, at_once) if n > float(limits.seqs(c.kind == "spec"))},
-        key=lambda load: float(load.split()[-1]),
-    )
+    over = {}  # the loads of each kind of run past its engine's max_num_seqs
+    for c, n in zip(runs, at_once):
+        if n > float(limits.seqs(c.kind == "spec")):
+            over.setdefault(c.kind, set()).add(c.run.load)
     # The serving model queues them as the engine does (specsim.serving.steady: N_e = min(N, max_num_seqs, ...)).
     if over:
-        notes.append(
-            f"runs at {', '.join(over)} have more users or requests at once than the engine's max_num_seqs: it runs "
-            "that many at once and queues the others, and so does the serving model they are fitted with"
-        )
+        notes.append(_queued(over, limits))
     from specsim.serving.capacity import capacity, memory_share
 
     share = memory_share(dep, memory_utilization, limits.max_batched_tokens, limits.max_num_seqs)
