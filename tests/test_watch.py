@@ -1774,6 +1774,23 @@ def test_replay_of_a_calibration_writes_its_engines_metrics_and_takes_its_drafte
     said = capsys.readouterr()
     assert "requests of 500 in, 256 out" in json.loads(said.out)["day"]
     assert "note: --input-len 500 (the runs cal.yaml was fitted to) and --output-len 256 (the runs" in said.err
+    # A capture of another engine is refused naming where the engine came from: the calibration, not --engine
+    # (it said "not the sglang 0.5.23 metrics --engine names" where no --engine was given).
+    vllm_day = tmp_path / "vllm.om"
+    assert (
+        main(["replay", "--draft", "eagle3", "--timing", "roofline", "--rates", "0:4,2m", "--out", str(vllm_day)]) == 0
+    )
+    capsys.readouterr()
+    assert main(["watch", "--file", str(vllm_day), "--calibration", str(cal), "--once"]) == 2
+    err = capsys.readouterr().err
+    assert "holds vllm metrics (vllm: names), not the sglang 0.5.23 metrics cal.yaml was fitted to" in err
+    assert "--engine" not in err and len(err.strip().splitlines()) == 1
+    assert (
+        main(["replay", "--calibration", str(cal), "--input-len", "700", "--rates", "0:4,2m", "--out", str(out)]) == 0
+    )
+    capsys.readouterr()
+    assert main(["watch", "--file", str(out), "--engine", "vllm@0.26.0", "--target", "llama-3.1-8b", "--once"]) == 2
+    assert "not the vllm 0.26.0 metrics --engine names" in capsys.readouterr().err
     assert main([*replay, "--input-len", "700"]) == 0
     said = capsys.readouterr()
     assert "requests of 700 in, 256 out" in json.loads(said.out)["day"] and "--input-len 700" not in said.err

@@ -80,7 +80,8 @@ def calibration(args: argparse.Namespace):
 def metric_names_of(args: argparse.Namespace) -> tuple:
     """(the names, the release, how to name it, what was taken unasked) of the metrics the engine exports: --engine's
     release, else the --calibration file's engine (the one it was fitted to), else specsim's default engine's newest
-    (said).  watch reads a page by them and replay writes one, so the two agree on what a calibration's engine shows."""
+    (said).  watch reads a page by them and replay writes one, so the two agree on what a calibration's engine shows.
+    Where the release came from is kept as ``args.named_by``, for the refusals of a page that is not that release's."""
     from specsim.engines import DEFAULT_ENGINE, metric_names
 
     cal = calibration(args)
@@ -90,6 +91,10 @@ def metric_names_of(args: argparse.Namespace) -> tuple:
         if spec is not None
         else [f"--engine not given: {DEFAULT_ENGINE}, its newest release read (specsim's default)"]
     )
+    if args.engine is not None:
+        args.named_by = "--engine names"
+    else:
+        args.named_by = f"{cal.name} was fitted to" if cal is not None else "specsim takes without --engine"
     names, release, shown = metric_names(spec or DEFAULT_ENGINE)
     return names, release, shown, said
 

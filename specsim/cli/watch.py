@@ -309,7 +309,7 @@ def _open(args, names, release, shown, matchers):
     if args.url is not None:
         source = EndpointSource(args.url, names)
         t, samples = source.read()
-        args.names_note = check_names({n for n, _, _ in samples}, names, release, shown, source.url)
+        args.names_note = check_names({n for n, _, _ in samples}, names, release, shown, source.url, args.named_by)
         first = read_samples(samples, names, t, model, source.url)
         return source, first.model, first, None
     if args.file is not None:
@@ -319,14 +319,16 @@ def _open(args, names, release, shown, matchers):
     start, end = _span(args, source)
     present = source.names_present(start, end)
     if not present and args.file is not None and not source.names_present(source.first_s, source.last_s):
-        check_names(set(source.series), names, release, shown, source.url)  # no engine's metrics at all: as a page's
+        check_names(
+            set(source.series), names, release, shown, source.url, args.named_by
+        )  # no engine's metrics at all: as a page's
     if not present:  # nothing at all under this selection and span: not a page of another kind, but no data
         when = f"{_iso(start)} to {_iso(end)}"
         raise ValueError(
             f"{source.describe()} holds no series from {when}: check --start and --end"
             + ("" if args.file is not None else ", and --job or --selector")
         )
-    args.names_note = check_names(present, names, release, shown, source.describe())
+    args.names_note = check_names(present, names, release, shown, source.describe(), args.named_by)
     reads = source.reads(start, end, args.interval)
     found = set()
     for _, samples, gauges, _ in reads:  # SGLang before 0.5.13 says its acceptance in a gauge alone

@@ -56,12 +56,13 @@ def _prefixes() -> dict[str, str]:
 _SUFFIXES = {"total", "created", "bucket", "sum", "count"}
 
 
-def check_names(present: set, names, release: tuple, shown: str, source: str) -> str:
+def check_names(present: set, names, release: tuple, shown: str, source: str, named_by: str = "--engine names") -> str:
     """Refuse, in one line, names on a page (or a Prometheus server's selection) that are not ``shown``'s: another
     engine's, none of the engine's speculative metrics, a name a later release added, or the verification counter that
     ``shown`` exports missing.  Return what the names cannot tell ("" where they confirm the release): a page without
     the names the release added since an earlier one may be of that earlier release (a page some names are not
-    exported on, or a replayed one), and the release is then taken as named."""
+    exported on, or a replayed one), and the release is then taken as named.  ``named_by`` says where the release came
+    from, after "the sglang 0.5.23 metrics" ("--engine names", "cal.yaml was fitted to")."""
     ours = {n for n in present if n.startswith(names.prefix)}
     if not ours:
         others = sorted(
@@ -70,7 +71,7 @@ def check_names(present: set, names, release: tuple, shown: str, source: str) ->
         if others:
             raise ValueError(
                 f"{source} holds {', '.join(others)} metrics ({'/'.join(p for p, e in _prefixes().items() if e in others)}"
-                f" names), not the {shown} metrics --engine names"
+                f" names), not the {shown} metrics {named_by}"
             )
         raise ValueError(
             f"{source} holds no {names.prefix} metrics: it is not a {names.engine} metrics page "
@@ -101,18 +102,18 @@ def check_names(present: set, names, release: tuple, shown: str, source: str) ->
         if since > release and shows(name):
             raise ValueError(
                 f"{source} shows {name}, which {names.engine} exports from {'.'.join(map(str, since))} on: "
-                f"the server runs a later release than the {shown} --engine names"
+                f"the server runs a later release than the {shown} {named_by}"
             )
     for name, last in names.earlier:
         if last < release and shows(name):
             raise ValueError(
                 f"{source} shows {name}, which {names.engine} exports up to {'.'.join(map(str, last[:2]))}: "
-                f"the server runs an earlier release than the {shown} --engine names"
+                f"the server runs an earlier release than the {shown} {named_by}"
             )
     if names.verify_calls is not None and names.verify_calls not in ours:
         raise ValueError(
             f"{source} lacks {names.verify_calls}, which {shown} exports: the server runs an earlier release "
-            "than --engine names"
+            f"than {named_by}"
         )
     # The page is at least as new as the newest name it shows; where that is older than the newest the release has,
     # it may be of a release between the two.
