@@ -355,8 +355,16 @@ def test_sglangs_own_limits_follow_its_gpu_memory_rule_and_speculation_caps_runn
     limits, _ = engine_limits(get_engine(engine), load_hardware(hardware))
     assert limits.seqs([False, True]).tolist() == [2048, 48]
     assert limits.prefill_budget(48, 3) == tokens  # decoding runs in its own batches
-    given, _ = engine_limits(get_engine(engine), load_hardware(hardware), max_num_seqs=64)
+    given, where = engine_limits(get_engine(engine), load_hardware(hardware), max_num_seqs=64)
     assert given.seqs([False, True]).tolist() == [64, 64]  # --max-num-seqs sets both arms
+    # Where one limit is given, the clause says so before the engine's own, whose text names its max_running_requests
+    # too ("engine limits: max_num_seqs 64, ... (SGLang 0.5.23's defaults ...: max_running_requests 48 speculating")
+    # read as if 48 still held).
+    assert (
+        where.startswith("max_num_seqs as given, the budget at SGLang ") and f"chunked_prefill_size {tokens}" in where
+    )
+    given, where = engine_limits(get_engine(engine), load_hardware(hardware), max_batched_tokens=4096)
+    assert where.startswith("max_batched_tokens as given, max_num_seqs at SGLang ")
 
 
 def test_trtllms_own_limits_are_its_servers_and_count_the_decoding_tokens():

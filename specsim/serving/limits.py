@@ -178,7 +178,15 @@ def engine_limits(
         spec_max_num_seqs=None if max_num_seqs else own.spec_max_num_seqs,
         prefill_apart=own.prefill_apart,
     )
-    return limits, "" if max_num_seqs is not None and max_batched_tokens is not None else own.where
+    if max_num_seqs is not None and max_batched_tokens is not None:
+        return limits, ""
+    # One given: said first, as the engine's own text names both of its limits (SGLang's "max_running_requests 48
+    # speculating" read as if it held beside a max_num_seqs given).
+    if max_num_seqs is not None:
+        return limits, f"max_num_seqs as given, the budget at {own.where}"
+    if max_batched_tokens is not None:
+        return limits, f"max_batched_tokens as given, max_num_seqs at {own.where}"
+    return limits, own.where
 
 
 def check_limits(
