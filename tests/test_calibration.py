@@ -255,9 +255,11 @@ def test_files_written_one_per_concurrency_form_one_sweep_and_one_acceptance(tmp
     )
     assert len(s["acceptance"]) == 1 and len({r["sweep"] for r in s["runs"] if r["kind"] == "spec"}) == 1
     assert any(
-        n.startswith("sweep 1000 in / 256 out") and "4 speculative runs at 3 draft steps from 4 file(s)" in n
+        n.startswith("sweep 1000 in / 256 out") and "4 speculative runs at 3 draft steps from 4 files" in n
         for n in s["notes"]
     )
+    # Named in the concurrency's order, as a person reads them (the text's order put c16 before c4).
+    assert any("4 files (c1.json, c4.json, c16.json, ...)" in n for n in s["notes"]), s["notes"]
     by_file = _json(
         [
             "calibrate-engine",

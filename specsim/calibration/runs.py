@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from specsim.calibration.bench_files import LITTLE_SLACK, BenchRun
+from specsim.core.words import by_number, counted
 
 __all__ = [
     "ALPHA_BOUNDS",
@@ -355,7 +356,7 @@ def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun],
         members = [c for c in out if c.setup is not None and c.sweep == name]
         told = [c.run.accept_length is not None or c.setup.pinned_accept_length is not None for c in members]
         if any(told) and not all(told):  # a plain file given with --spec records none (a study may mix, as the H100's)
-            silent = sorted({Path(c.run.path).name for c, t in zip(members, told) if not t})
+            silent = by_number({Path(c.run.path).name for c, t in zip(members, told) if not t})
             pooled = any(c.setup.sweep_accept_length is not None for c in with_sweep_acceptance(members))
             lines.append(
                 f"{', '.join(silent[:3])}{', ...' if len(silent) > 3 else ''}: no acceptance recorded, where the other "
@@ -369,11 +370,11 @@ def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun],
                 )
                 + ": if it is a plain run given as --spec, drop it"
             )
-        files = sorted({Path(c.run.path).name for c in members})
+        files = by_number({Path(c.run.path).name for c in members})
         steps = sorted({c.setup.steps for c in members})
         lines.append(
             f"sweep {name}: {len(members)} speculative runs at {', '.join(map(str, steps))} draft steps from "
-            f"{len(files)} file(s) ({', '.join(files[:3])}{', ...' if len(files) > 3 else ''}); one acceptance"
+            f"{counted(len(files), 'file')} ({', '.join(files[:3])}{', ...' if len(files) > 3 else ''}); one acceptance"
             + (_told_apart(members) if name in ruled else "")
         )
     return out, lines
