@@ -580,3 +580,22 @@ def test_an_ngram_plan_beside_a_sharded_target_is_written(tmp_path, capsys):
     args = ["bench-plan", "--engine", "vllm@0.34.0", "--tp", "2", "--draft", "ngram", "--pin-accept-length", "1.5,2"]
     assert main([*args, "--out", str(out)]) == 0
     assert '"method":"ngram"' in (out / "run.sh").read_text()
+
+
+def test_trtllm_mtp_draft_length_is_written_alike_by_the_plan_and_the_schedule():
+    """MTP's draft length goes under both of its names, by one function for both writers: before
+    NVIDIA/TensorRT-LLM#12341 MTPDecodingConfig sets max_draft_len from num_nextn_predict_layers (default 1) after
+    validation, so max_draft_len alone ran one draft token where the plan fitted 3; from #12341
+    num_nextn_predict_layers is a deprecated alias dropped where max_draft_len is given (llm_args.py at 00043967)."""
+    from specsim.engines.trtllm import TrtllmBench, to_trtllm
+    from specsim.speculation.schedule import ScheduleRange
+
+    plan = _plan("trtllm@1.3.0", "mtp")
+    for spec in (s for s in plan.servers.values() if s.steps is not None):
+        _, _, files = TrtllmBench().server(plan, spec)
+        written = yaml.safe_load(files[f"extra-{spec.key}.yml"])["speculative_config"]
+        assert written["max_draft_len"] == written["num_nextn_predict_layers"] == spec.steps, written
+    dep = Deployment.build("h200", "deepseek-v3", "mtp", engine="trtllm", target_options={"tp": 8})
+    for version in ((1, 2, 0), (1, 3, 0)):
+        config = to_trtllm([ScheduleRange(1, 64, 3, 1.5, 2.0)], None, dep, version)
+        assert config["max_draft_len"] == config["num_nextn_predict_layers"] == 3, config

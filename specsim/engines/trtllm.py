@@ -32,6 +32,7 @@ __all__ = [
     "SCHEDULE_SINCE",
     "TrtllmBench",
     "decoding_type",
+    "draft_length_keys",
     "draft_tp",
     "render_schedule",
     "to_trtllm",
@@ -180,6 +181,35 @@ def decoding_type(decoding: str, version: tuple) -> tuple[str, str | None]:
     )
 
 
+#: Why MTP's draft length is written under both of its names (:func:`draft_length_keys`), for the notes.
+MTP_LENGTH_NOTE = (
+    "MTP's draft length is written as both max_draft_len and num_nextn_predict_layers: before "
+    "NVIDIA/TensorRT-LLM#12341 MTPDecodingConfig sets max_draft_len from num_nextn_predict_layers (default 1), from it "
+    "num_nextn_predict_layers is a deprecated alias dropped beside max_draft_len (its deprecation warning is expected); "
+    "the first release with #12341 was not pinned"
+)
+
+
+def draft_length_keys(decoding: str, steps: int) -> dict[str, int]:
+    """The ``speculative_config`` keys that give TensorRT-LLM's ``decoding`` a draft length of ``steps``: the one home
+    of them for the schedule writer (:func:`to_trtllm`) and the benchmark plan (:class:`TrtllmBench`).
+
+    ``max_draft_len``; MTP also ``num_nextn_predict_layers``.  Before NVIDIA/TensorRT-LLM#12341 (opened 2026-03-19)
+    MTPDecodingConfig's after-validator set_max_total_draft_tokens sets ``max_draft_len = num_nextn_predict_layers``
+    (default 1), so ``max_draft_len`` alone runs one draft token (tensorrt_llm/llmapi/llm_args.py in the pre-1.3 state
+    whose MTP warning names "release 1.3" as future; the 1.0-era state's ``__init__`` does the same).  From #12341
+    ``num_nextn_predict_layers`` is read from the checkpoint, and the YAML's is a deprecated alias that
+    ``_remap_deprecated_num_nextn_predict_layers`` drops where ``max_draft_len`` is given (llm_args.py at 00043967).
+    Which 1.x release first holds #12341 was not pinned, so both are written: each design runs ``steps``.
+
+    >>> draft_length_keys("MTP", 3)
+    {'max_draft_len': 3, 'num_nextn_predict_layers': 3}
+    >>> draft_length_keys("Eagle3", 3)
+    {'max_draft_len': 3}
+    """
+    return {"max_draft_len": steps, **({"num_nextn_predict_layers": steps} if decoding == "MTP" else {})}
+
+
 def to_trtllm(ranges: list, draft_model: str | None, dep=None, version: tuple | None = None) -> dict[str, Any] | None:
     """TensorRT-LLM ``speculative_config`` for ``version`` (default :data:`NEWEST`); None if speculation does not pay at
     batch 1.
@@ -197,11 +227,10 @@ def to_trtllm(ranges: list, draft_model: str | None, dep=None, version: tuple | 
     if drafter is not None:
         drafter.support("trtllm", version)
     decoding = "DraftTarget" if drafter is None else drafter.support(NAME).name
-    config: dict[str, Any] = {"decoding_type": decoding_type(decoding, version)[0]}
-    if decoding == "MTP":
-        config["num_nextn_predict_layers"] = first
-    else:
-        config["max_draft_len"] = first
+    config: dict[str, Any] = {
+        "decoding_type": decoding_type(decoding, version)[0],
+        **draft_length_keys(decoding, first),
+    }
     if decoding in ("Eagle3", "Eagle"):
         config["speculative_model_dir"] = draft_model
     elif decoding in ("DraftTarget", "PARD", "DFlash", "DSpark"):
@@ -234,6 +263,8 @@ def trtllm_notes(ranges: list, config: dict, version: tuple | None = None) -> li
     if config.get("decoding_type") in ("DraftTarget", "Draft_Target"):
         spelling_note = decoding_type("DraftTarget", version)[1]
         notes += [spelling_note] if spelling_note else []
+    if "num_nextn_predict_layers" in config:
+        notes.append(MTP_LENGTH_NOTE)
     if version < SCHEDULE_SINCE:
         return notes + [
             f"TensorRT-LLM {v}: specsim writes draft_len_schedule for 1.3.0 and later (the one-model path took it in "
@@ -307,6 +338,7 @@ class TrtllmBench(BenchWriter):
         support = drafter.support("trtllm", version)
         spelling_note = decoding_type(support.name, version)[1]
         notes = [spelling_note] if spelling_note else []
+        notes += [MTP_LENGTH_NOTE] if "num_nextn_predict_layers" in draft_length_keys(support.name, 1) else []
         if not support.fractional_pin:  # the two-model path; one-model workers (Eagle3, MTP) take a fractional count
             for p in pins:
                 if p is not None and p != int(p):
@@ -326,10 +358,8 @@ class TrtllmBench(BenchWriter):
         if server.steps is not None:
             drafter = plan.drafter_type
             version = parse_version(NAME, plan.version)
-            spec = {
-                "decoding_type": decoding_type(drafter.support("trtllm").name, version)[0],
-                "max_draft_len": server.steps,
-            }
+            name = drafter.support("trtllm").name
+            spec = {"decoding_type": decoding_type(name, version)[0], **draft_length_keys(name, server.steps)}
             if plan.draft_checkpoint:
                 spec["speculative_model_dir"] = plan.draft_checkpoint
             if getattr(drafter, "lookup", None):
