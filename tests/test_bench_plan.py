@@ -599,3 +599,15 @@ def test_trtllm_mtp_draft_length_is_written_alike_by_the_plan_and_the_schedule()
     for version in ((1, 2, 0), (1, 3, 0)):
         config = to_trtllm([ScheduleRange(1, 64, 3, 1.5, 2.0)], None, dep, version)
         assert config["max_draft_len"] == config["num_nextn_predict_layers"] == 3, config
+
+
+def test_trtllm_preset_names_the_backend_its_plans_serve_on():
+    """The preset's line (every -v and --json names it) says which TensorRT-LLM runtime it models: the PyTorch backend
+    that trtllm-serve --backend pytorch runs, the one the plans start and whose _torch/speculative code reads
+    draft_len_schedule; not the C++ (TensorRT engine) runtime, which trtllm-bench calls its default 'cpp path'."""
+    from specsim.engines.trtllm import PRESETS, TrtllmBench
+
+    plan = _plan("trtllm@1.3.0", "eagle3")
+    _, cmd, _ = TrtllmBench().server(plan, next(s for s in plan.servers.values() if s.steps is not None))
+    assert cmd[cmd.index("--backend") + 1] == "pytorch"
+    assert "PyTorch backend" in PRESETS[0].release and "C++" not in PRESETS[0].release

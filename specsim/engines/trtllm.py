@@ -1,6 +1,7 @@
 """TensorRT-LLM: its preset, its speculative_config writer and its benchmark plan.
 
-One preset (1.0-1.3: the C++ runtime; no public batch sweep of its speculative rounds: their host terms are 0).
+One preset (1.0-1.3: the PyTorch backend, as trtllm-serve --backend pytorch runs it; no public batch sweep of its
+speculative rounds: their host terms are 0).
 Writers: ``speculative_config`` with ``draft_len_schedule`` (PR NVIDIA/TensorRT-LLM#10860; ``get_draft_len_for_batch_size``
 in tensorrt_llm/_torch/speculative/utils.py), the ``--extra_llm_api_options`` YAML, and the benchmark plan.
 """
@@ -65,7 +66,7 @@ PRESETS = [
     make_preset(
         "trtllm",
         "latest",
-        "TensorRT-LLM 1.0-1.3: C++ runtime; speculative host terms 0",
+        "TensorRT-LLM 1.0-1.3: PyTorch backend (trtllm-serve --backend pytorch); speculative host terms 0",
         PLAIN,
         SpecHost(),
         SpecHost(),
