@@ -1210,6 +1210,32 @@ def test_a_speculative_run_whose_plain_runs_are_of_other_lengths_is_named_as_one
     assert unpaired_loads(gsm8k + [run("spec", "concurrency 4", 716.0, 256.0)]) == ["concurrency 4"]
 
 
+def test_the_note_on_unpaired_runs_names_them_where_others_at_their_load_are_paired():
+    """Found on the B200 TensorRT-LLM sweep (examples/bench/public/b200-trtllm-dsr1-fp8-mtp): at 32 users the 1k/8k MTP
+    run has its plain run and the 1k/1k and 8k/1k ones do not; the note said 'speculative runs at concurrency 32 have
+    no plain run', while the speedups listed one there.  Where only some runs at a load are unpaired it names them."""
+    from types import SimpleNamespace as NS
+
+    from specsim.calibration.runs import unpaired_said
+
+    def run(kind, load, prompt, output, where):
+        return NS(
+            kind=kind, run=NS(load=load, observable="tpot", prompt_tokens=prompt, output_tokens=output, where=where)
+        )
+
+    plain = [run("plain", f"concurrency {c}", 927.0, 7262.0, f"plain-1k8k.jsonl#{i}") for i, c in enumerate((4, 32))]
+    spec = [
+        run("spec", "concurrency 32", 927.0, 7262.0, "mtp-k3-1k8k.jsonl#2"),
+        run("spec", "concurrency 32", 927.0, 918.0, "mtp-k3-1k1k.jsonl#2"),
+        run("spec", "concurrency 32", 7352.0, 920.0, "mtp-k3-8k1k.jsonl#2"),
+        run("spec", "concurrency 16", 927.0, 918.0, "mtp-k3-1k1k.jsonl#3"),
+    ]
+    assert unpaired_said(plain + spec) == [
+        "concurrency 16",
+        "concurrency 32 (2 of its 3: mtp-k3-1k1k.jsonl#2, mtp-k3-8k1k.jsonl#2)",
+    ]
+
+
 def test_a_speculative_run_at_a_load_no_plain_run_is_at_is_fitted_said_and_gives_no_speedup(tmp_path, capsys):
     # Found on the H200 SGLang sweep of InferenceX (MTP at 4, 16, 32 and 64 users, plain at 4, 8, 16 and 64), whose run
     # at 32 was refused; here the vLLM sample without its plain run at 16 users (a sixth of that fit's time).  The run

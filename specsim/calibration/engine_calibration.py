@@ -407,9 +407,9 @@ def calibrate_engine(
                 "calibration would refuse it; give the share the runs were served at"
             )
     notes.append(f"KV cache: the engine's share of memory, {share.where}")
-    from specsim.calibration.runs import SAME_LENGTHS, unpaired_loads
+    from specsim.calibration.runs import SAME_LENGTHS, unpaired_said
 
-    alone = unpaired_loads(runs)
+    alone = unpaired_said(runs)
     if alone:
         notes.append(
             f"speculative runs at {', '.join(alone)} have no plain run at their load and lengths (within "

@@ -51,6 +51,7 @@ __all__ = [
     "pooled_shares",
     "told_acceptance",
     "unpaired_loads",
+    "unpaired_said",
     "verifications",
     "with_prompt_spreads",
     "with_sweep_acceptance",
@@ -556,9 +557,24 @@ def unpaired_loads(runs: list[CalRun]) -> list[str]:
     """The loads of speculative runs that no plain run is at with their lengths (:func:`over`): those runs are fitted
     with the others (the plain terms come from the other loads or lengths), and give no speedup, having nothing to be
     one over."""
+    return sorted({c.run.load for c in _unpaired(runs)}, key=load_key)
+
+
+def _unpaired(runs: list[CalRun]) -> list[CalRun]:
     plain = [c.run for c in runs if c.kind == "plain"]
-    alone = {c.run.load for c in runs if c.kind == "spec" and not any(over(p, c.run) for p in plain)}
-    return sorted(alone, key=load_key)
+    return [c for c in runs if c.kind == "spec" and not any(over(p, c.run) for p in plain)]
+
+
+def unpaired_said(runs: list[CalRun]) -> list[str]:
+    """:func:`unpaired_loads` as the notes say them: a load, where every speculative run at it is unpaired; else the
+    load with the runs that are (the others there have their plain runs, and their speedups are given)."""
+    alone = _unpaired(runs)
+    out = []
+    for load in unpaired_loads(runs):
+        there = [c for c in runs if c.kind == "spec" and c.run.load == load]
+        mine = [c.run.where for c in alone if c.run.load == load]
+        out.append(load if len(mine) == len(there) else f"{load} ({len(mine)} of its {len(there)}: {', '.join(mine)})")
+    return out
 
 
 def check_design(dep, runs: list[CalRun]) -> None:
