@@ -611,3 +611,23 @@ def test_trtllm_preset_names_the_backend_its_plans_serve_on():
     _, cmd, _ = TrtllmBench().server(plan, next(s for s in plan.servers.values() if s.steps is not None))
     assert cmd[cmd.index("--backend") + 1] == "pytorch"
     assert "PyTorch backend" in PRESETS[0].release and "C++" not in PRESETS[0].release
+
+
+@pytest.mark.parametrize(
+    "engine, draft, says",
+    [
+        ("vllm@0.20.0", "eagle3", "the acceptance rate and its per-position shape"),
+        ("sglang@0.5.3", "eagle3", "spec_accept_length"),
+        ("trtllm@1.3.0", "eagle3", "avg_decoded_tokens_per_iter"),
+    ],
+)
+def test_the_readme_says_what_each_engines_real_acceptance_runs_record(engine, draft, says):
+    """vLLM's spec_decode counters carry per-position shares; SGLang exports only the spec_accept_length gauge, and the
+    TensorRT-LLM plan's servers no speculative counters (the run's length is its client's avg_decoded_tokens_per_iter):
+    the README promised 'its per-position shape' for all three."""
+    plan = _plan(engine, draft)
+    assert any(s.pinned_accept_length is None for s in plan.servers.values() if s.steps is not None)
+    readme = plan_files(plan)["README.md"]
+    line = next(x for x in readme.splitlines() if x.startswith("* **Real-acceptance runs**"))
+    assert says in line, line
+    assert ("per-position shape" in line) == engine.startswith("vllm"), line

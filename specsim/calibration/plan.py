@@ -14,7 +14,7 @@ sequence and step) and the acceptance.  Which of them a set of runs can tell apa
   ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS``, documented together in SemiAnalysis InferenceX's
   ``golden_al_distribution/README.md``);
 * one run with real acceptance on the user's own prompts, whose ``/metrics`` page is saved before and after, for the
-  acceptance rate and its per-position shape on the user's workload.
+  acceptance on the user's workload (what each engine records of it: its writer's ``real_acceptance``).
 
 :func:`design_plan` lays the runs out; each engine's writer (:data:`WRITERS`) turns them into the engine's own server
 and benchmark-client commands, with the flags of the version named (each read from that version's source, cited
@@ -565,8 +565,8 @@ def readme(plan: BenchPlan) -> str:
     if real:
         out.append(
             '* **Real-acceptance runs** on your prompts (`PROMPTS` or `--prompts`, JSONL of `{"prompt": ...}` lines), '
-            "with the server's metrics page saved before and after: the acceptance rate and its per-position "
-            "shape on your workload (with their plain twins on the same prompts). Without a prompts file they are skipped."
+            f"with the server's metrics page saved before and after: {WRITERS[plan.engine].real_acceptance} on your "
+            "workload (with their plain twins on the same prompts). Without a prompts file they are skipped."
         )
     if plan.notes:
         out += ["", "## Notes", ""] + [f"* {n}" for n in plan.notes]

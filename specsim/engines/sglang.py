@@ -332,6 +332,9 @@ class SglangBench(BenchWriter):
     """
 
     name, newest = "sglang", "0.5.23"
+    real_acceptance = (
+        "the mean acceptance length (the spec_accept_length gauge, all specsim reads of SGLang's metrics pages)"
+    )
 
     def check(self, version, drafter, pins, topk):
         if version < (0, 4, 8):

@@ -14,6 +14,8 @@ class BenchWriter:
     newest: str
     health = "/health"
     metrics = "/metrics"
+    #: What a real-acceptance run records of the acceptance (its saved metrics pages, else its client), for the README.
+    real_acceptance = "the acceptance rate and its per-position shape (the spec_decode counters of the metrics pages)"
 
     def check(self, version: tuple, drafter: str, pins: list[float | None], topk: int) -> list[str]:
         """Refuse what this version cannot run; return notes on what it runs differently."""
