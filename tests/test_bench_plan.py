@@ -631,3 +631,14 @@ def test_the_readme_says_what_each_engines_real_acceptance_runs_record(engine, d
     line = next(x for x in readme.splitlines() if x.startswith("* **Real-acceptance runs**"))
     assert says in line, line
     assert ("per-position shape" in line) == engine.startswith("vllm"), line
+
+
+def test_a_plan_past_the_published_positions_says_which_steps_and_how_to_stay_within_them(capsys):
+    """DeepSeek-V3's MTP acceptance is published for one position; the default --steps 2,4 asked for 4, and the refusal
+    said 'not 4' without naming the flag that asked for it."""
+    argv = ["bench-plan", "--engine", "trtllm@1.3.0", "--hardware", "b200", "--tp", "8", "--target", "deepseek-v3"]
+    assert main(argv + ["--draft", "mtp", "--out", "never-written"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "covers 1 draft position, not the 4 of --steps 2,4" in err[0], err
+    assert "--pin-accept-length AL,AL" in err[0] and "--steps within" not in err[0], err  # two step counts need 2+
+    assert not Path("never-written").exists()

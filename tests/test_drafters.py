@@ -1035,3 +1035,12 @@ def test_an_ngram_deployment_has_no_network_to_replace_and_whole_rates_are_float
     assert str(err.value) == "n-gram drafting runs no network to replace"
     rates = Acceptance(cumulative=(1, 1, 0)).cumulative_rates(2)  # rates given as whole numbers read as probabilities
     assert rates.dtype == np.float64 and rates.tolist() == [1.0, 1.0]
+
+
+def test_the_note_on_a_search_stopped_at_one_measured_position_is_singular(capsys):
+    """DeepSeek-V3's MTP acceptance is published for one position: the note read 'measured for 1 positions: gamma is not
+    searched past them'."""
+    argv = ["optimal-gamma", "--hardware", "b200", "--tp", "8", "--target", "deepseek-v3", "--draft", "mtp"]
+    assert main(argv + ["--batch", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "note: acceptance is measured for 1 position: gamma is not searched past it (no extrapolation)" in out

@@ -322,9 +322,11 @@ def _pins(drafter: type, steps: list[int], pinned: list[float] | None, pin: bool
                 "lengths to pin with --pin-accept-length (one per step count), or --no-pin with --prompts"
             )
         if acc.max_gamma is not None and acc.max_gamma < max(steps):
+            within = f", or --steps within {acc.max_gamma}" if acc.max_gamma >= 2 else ""
             raise ValueError(
-                f"the published acceptance of this drafter covers {acc.max_gamma} draft position(s), not "
-                f"{max(steps)}: give the lengths to pin with --pin-accept-length (one per step count)"
+                f"the published acceptance of this drafter covers {counted(acc.max_gamma, 'draft position')}, not the "
+                f"{max(steps)} of --steps {','.join(map(str, steps))}: give the lengths to pin with --pin-accept-length "
+                f"AL,AL (one per step count){within}"
             )
         pinned = [round(float(tokens_per_round(acc, s)), 2) for s in steps]
     if len(pinned) != len(steps):

@@ -931,7 +931,8 @@ def _search_stopped(dep, searched: int, bound: str) -> str:
         return f"note: {dep.drafter.label} drafts at most {searched} tokens a round: gamma is not searched past them"
     if bound == LAST_MEASURED:
         return (
-            f"note: acceptance is measured for {searched} positions: gamma is not searched past them (no extrapolation)"
+            f"note: acceptance is measured for {counted(searched, 'position')}: gamma is not searched past "
+            f"{'it' if searched == 1 else 'them'} (no extrapolation)"
         )
     if bound == LAST_POSITIONS:
         return (
