@@ -642,3 +642,17 @@ def test_a_plan_past_the_published_positions_says_which_steps_and_how_to_stay_wi
     assert len(err) == 1 and "covers 1 draft position, not the 4 of --steps 2,4" in err[0], err
     assert "--pin-accept-length AL,AL" in err[0] and "--steps within" not in err[0], err  # two step counts need 2+
     assert not Path("never-written").exists()
+
+
+def test_the_trtllm_plan_note_on_counters_says_why_its_servers_have_none():
+    """The note said 'TensorRT-LLM's /prometheus/metrics carries no speculative counters' while specsim's own metric
+    names for 1.3 (METRIC_NAMES, collector.py at 050f80d) list them, exported where return_perf_metrics is set: what
+    is true is that the plan's servers do not set it."""
+    from specsim.engines.trtllm import METRIC_NAMES, TrtllmBench
+
+    plan = _plan("trtllm@1.3.0", "eagle3")
+    note = next(n for n in TrtllmBench().check((1, 3, 0), plan.drafter_type, [None], 1) if "counters" in n)
+    assert "return_perf_metrics" in note and METRIC_NAMES[0].draft_tokens.startswith("trtllm_spec_decode")
+    for server in plan.servers.values():
+        extra = yaml.safe_load(TrtllmBench().server(plan, server)[2][f"extra-{server.key}.yml"])
+        assert "return_perf_metrics" not in extra

@@ -352,8 +352,9 @@ class TrtllmBench(BenchWriter):
                         f"pyexecutor/sampler.py); pin whole acceptance lengths (--pin-accept-length), not {p:g}"
                     )
         return notes + [
-            "TensorRT-LLM's /prometheus/metrics carries no speculative counters: the real-acceptance run's "
-            "length is its client's avg_decoded_tokens_per_iter"
+            "the plan's servers leave return_perf_metrics off, without which TensorRT-LLM's /prometheus/metrics "
+            "carries no speculative counters (tensorrt_llm/metrics/collector.py at 050f80d; their first release is "
+            "not pinned): the real-acceptance run's length is its client's avg_decoded_tokens_per_iter"
         ]
 
     def server(self, plan, server):
