@@ -1066,7 +1066,8 @@ def _warnings(fit: EngineFit, preset: EnginePreset, model: RunModel, dep) -> lis
         and theirs - mine > PRESET_WARN_MARGIN
     ):
         out.append(
-            f"{preset.key} as shipped is off by {theirs:.1%} on these runs where the fit is off by {mine:.1%}: check "
+            f"{preset.key} as shipped is off by {theirs:.1%} on these runs where the fit is off by {mine:.1%} in "
+            "sample (on the runs it was fitted to; the held-out error is the table's): check "
             "that --engine names the engine and version that served them (and --hardware the GPU); if they do, your "
             "engine's host costs (its CPU, build and checkpoint) are not the public fit's, and the calibration carries yours"
         )
