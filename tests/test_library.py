@@ -685,7 +685,13 @@ def test_watch(day, capsys, tmp_path):
         expected.append({"type": "window"} | row.to_dict())
         expected += [{"type": "verdict"} | v.to_dict() for v in row.started]
     assert lines[1:-1] == as_json(_finite(expected))
-    assert lines[-1] == {"type": "summary", "exit_code": watcher.exit_code(), "holding": sorted(watcher.holding)}
+    assert lines[-1] == {
+        "type": "summary",
+        "exit_code": watcher.exit_code(),
+        "holding": sorted(watcher.holding),
+        "verdicts": watcher.tally(),  # the windows per verdict, against the answers' error (model_error)
+        "model_error": judge.error.record(),
+    }
     assert code == watcher.exit_code()
 
 

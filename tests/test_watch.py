@@ -726,18 +726,86 @@ def _loaded(**fields) -> Window:
 def test_a_gauge_window_with_no_spread_gets_no_verdict_a_hair_from_the_break_even(dep):
     """SGLang's gauge before the drift reference: no draft counts and no spread between windows yet, so no interval.
     It printed 'COSTS MORE: acceptance length 2.229 [2.229, 2.229] is below the break-even 2.266', a point 1.6% off
-    taken as certain.  Without an interval the window cannot tell; with one, the same point is judged by it."""
+    taken as certain.  Without an interval the window cannot tell; with one, the same point is judged by it (2% below
+    where the model's speedup is 1 less its error: "costs")."""
     from specsim.serving.steady import EngineLimits
     from specsim.watch.judge import Judge
 
     judge = Judge(dep, EngineLimits())
     window = _loaded(requests_per_s=8.0)
     (at,) = judge.judge([dataclasses.replace(window, acceptance_length=2.0)])
-    below = dataclasses.replace(window, acceptance_length=0.98 * at.break_even_length)
+    below = dataclasses.replace(window, acceptance_length=0.98 * at.costs_below[0])
     (blind,) = judge.judge([below])
     assert blind.interval is None and blind.verdict == "undecided"
     (tight,) = judge.judge([below], spread=[0.001])  # a spread the reference measured: the interval decides
     assert tight.interval is not None and tight.verdict == "costs"
+
+
+def _at_speedup(judge, window, target: float) -> Window:
+    """``window`` with the acceptance length at which ``judge``'s model gives the speedup ``target`` at its load
+    (bisection on the model's own speedup: no formula of the model's copied here)."""
+    lo, hi = 1.0, 1.0 + window.gamma
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        (j,) = judge.judge([dataclasses.replace(window, acceptance_length=mid)], spread=[0.001])
+        lo, hi = (mid, hi) if j.speedup < target else (lo, mid)
+    return dataclasses.replace(window, acceptance_length=(lo + hi) / 2)
+
+
+def test_a_window_pays_only_where_its_gain_clears_the_error_every_answer_carries(dep):
+    """A window whose modelled speedup is 1.04x, its acceptance known to +-0.002, said "pays" (the interval above the
+    break-even) where optimal-gamma at the same load and acceptance says "too close to call" (a review): the watch
+    judges by the answers' ModelError (specsim.answers.verdict, the corpus's +-6.85% uncalibrated).  1.04x and 0.96x
+    are too close to call, 1.2x pays, 0.8x costs; the rows say the error and its basis."""
+    from specsim.answers.verdict import CORPUS_SPEEDUP_ERROR, model_error
+    from specsim.serving.steady import EngineLimits
+    from specsim.watch.judge import Judge
+
+    judge = Judge(dep, EngineLimits())
+    assert judge.error == model_error(dep) and judge.error.share == CORPUS_SPEEDUP_ERROR
+    window = _loaded(requests_per_s=8.0)
+    seen = {}
+    for target in (1.04, 0.96, 1.2, 0.8):
+        (j,) = judge.judge([_at_speedup(judge, window, target)], spread=[0.001])
+        assert j.speedup == pytest.approx(target, abs=1e-3) and j.interval[1] - j.interval[0] < 0.005
+        seen[target] = j.verdict
+        assert j.to_dict()["error"] == CORPUS_SPEEDUP_ERROR
+    assert seen == {1.04: "too close to call", 0.96: "too close to call", 1.2: "pays", 0.8: "costs"}
+    # the thresholds sit either side of the break-even, at the speedups 1 + and 1 - the error
+    (j,) = judge.judge([_at_speedup(judge, window, 1.04)], spread=[0.001])
+    assert j.costs_below[0] < j.break_even_length < j.pays_above[0]
+    for length, speedup in ((j.pays_above[0], 1 + CORPUS_SPEEDUP_ERROR), (j.costs_below[0], 1 - CORPUS_SPEEDUP_ERROR)):
+        (at,) = judge.judge([dataclasses.replace(window, acceptance_length=length)], spread=[0.001])
+        assert at.speedup == pytest.approx(speedup, abs=2e-3)  # interpolated on the alpha grid's 0.005 steps
+    # an interval across a threshold is the acceptance's doubt, not the model's: undecided
+    (wide,) = judge.judge([dataclasses.replace(window, acceptance_length=j.pays_above[0])], spread=[0.05])
+    assert wide.verdict == "undecided"
+
+
+def test_the_watch_judges_by_a_calibrations_held_out_error(day, eagle3_calibration, capsys):
+    """With --calibration the verdicts' error is the calibration's held-out plain + speculative error (+-20.18% for
+    the example EAGLE-3 runs), said in the words optimal-gamma says it in (one ModelError, model_error), and carried by
+    every window's record; without one, the corpus's."""
+    from specsim.answers.verdict import CORPUS_SPEEDUP_ERROR
+
+    assert main(["optimal-gamma", "--calibration", str(eagle3_calibration)]) == 0
+    (answers,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("verdicts: ")]
+    for cal in ([], ["--calibration", str(eagle3_calibration)]):
+        with _serve(day, "vllm@0.26.0") as server:
+            argv = ["watch", "--url", server.url, "--interval", "0.25", "--once", "--json"]
+            code = main(argv + (cal or ["--engine", "vllm@0.26.0", "--draft", "llama-3.2-1b"]))
+        lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        header, rows, summary = lines[0], [x for x in lines if x["type"] == "window"], lines[-1]
+        assert header["type"] == "header", header
+        (said,) = [line for line in header["lines"] if line.startswith("verdicts: ")]
+        share = header["model_error"]["share"]
+        if cal:
+            assert answers.startswith(said) and "cal.yaml held out: plain" in said, (answers, said)
+            assert share == pytest.approx(0.2018, abs=1e-4) and header["model_error"]["basis"] in answers
+        else:
+            assert share == CORPUS_SPEEDUP_ERROR and "the corpus, uncalibrated" in said
+        assert summary["model_error"] == header["model_error"] and code == summary["exit_code"]
+        assert rows and all(r["model"]["error"] == share for r in rows if r["model"] is not None)
 
 
 def test_an_engine_running_past_the_models_max_num_seqs_is_said_once(dep):
@@ -1173,6 +1241,7 @@ def test_the_gauges_are_served_while_the_watch_runs(day):
     port = probe.getsockname()[1]
     probe.close()
     seen: dict = {}
+    info: dict = {}
 
     def scrape():
         for _ in range(400):
@@ -1184,6 +1253,8 @@ def test_the_gauges_are_served_while_the_watch_runs(day):
             for family in text_string_to_metric_families(text):
                 for s in family.samples:
                     seen[(s.name, s.labels.get("verdict"))] = s.value
+                    if s.name == "specsim_watch_build_info":  # what the watch models, and its verdicts' error
+                        info.update(s.labels)
             if seen.get(("specsim_watch_acceptance_length", None)):
                 return
             time.sleep(0.02)
@@ -1212,6 +1283,9 @@ def test_the_gauges_are_served_while_the_watch_runs(day):
     assert code in (0, 3, 5)
     assert seen[("specsim_watch_acceptance_length", None)] == pytest.approx(float(tokens_per_round(0.6, 3)), rel=0.03)
     assert ("specsim_watch_verdict", "costs") in seen and ("specsim_watch_break_even_acceptance_length", None) in seen
+    from specsim.answers.verdict import CORPUS_SPEEDUP_ERROR_SOURCE
+
+    assert info["model_error"] == "±6.85%" and info["model_error_basis"].endswith(CORPUS_SPEEDUP_ERROR_SOURCE), info
     with pytest.raises(OSError):
         urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2)
 

@@ -197,10 +197,10 @@ def _watch(url, start_s, job, capsys, *extra):
     return code, records
 
 
-def _break_even_rates(dep_engine, rows) -> np.ndarray:
-    """Per window, the request rate at which the serving model's speedup at that window's acceptance is 1 (inf where
-    it stays above 1 up to 40 requests/s): one call of the serving model on its own (rows: the windows' alphas at gamma
-    3, columns: a grid of rates), not the watch's judge."""
+def _break_even_rates(dep_engine, rows, level: float = 1.0) -> np.ndarray:
+    """Per window, the request rate at which the serving model's speedup at that window's acceptance falls below
+    ``level`` (1: the break-even; inf where it stays above up to 40 requests/s): one call of the serving model on its
+    own (rows: the windows' alphas at gamma 3, columns: a grid of rates), not the watch's judge."""
     from specsim.serving.capacity import free_kv_bytes
     from specsim.serving.steady import engine_limits, steady_state
 
@@ -222,7 +222,7 @@ def _break_even_rates(dep_engine, rows) -> np.ndarray:
     speedup = np.where(
         state.saturated[1:] & ~state.saturated[0], np.minimum(state.requests_per_s[1:] / rates, ratio), ratio
     )
-    below = speedup < 1.0
+    below = speedup < level
     return np.where(below.any(axis=1), rates[np.argmax(below, axis=1)], np.inf)
 
 
@@ -258,18 +258,24 @@ def test_the_verdicts_come_at_the_right_windows(prometheus, dep, job, capsys):
         <= float(verdict["text"].split(" to ")[1].split()[0]) / float(verdict["text"].split("from ")[1].split()[0])
         <= 0.92
     )
-    # "Costs more than it saves" where the model's own break-even rate is well below the window's rate, never where it
-    # is well above (15% either way: a window's rate and lengths are its own, the break-even's are the half hour's).
+    # "Costs more than it saves" where the rate at which the model's own speedup falls below 1 less its error (the
+    # corpus's, as every answer's: uncalibrated) is well below the window's rate, never where it is well above (15%
+    # either way: a window's rate and lengths are its own, the threshold's are the half hour's).
+    from specsim.answers.verdict import model_error
+
     engine = dataclasses.replace(dep, engine=get_engine(JOBS[job]).for_source(dep.source))
-    limit = _break_even_rates(engine, judged)
+    limit = _break_even_rates(engine, judged, 1.0 - model_error(engine).share)
     rate = np.array([r["window"]["requests_per_s"] for r in judged])
     verdicts = np.array([r["model"]["verdict"] for r in judged])
-    assert np.all(verdicts[rate > 1.15 * limit] == "costs")
+    assert np.all(verdicts[rate > 1.15 * limit] == "costs"), (verdicts, rate / limit)
     assert not np.any(verdicts[rate < limit / 1.15] == "costs")
     if job == "trtllm":  # its preset has no host time per round: speculation pays through the half hour's peak
         assert np.isinf(limit[rate > 10]).all() or (limit[rate > 10] > PEAK_RATE).all()
     else:
-        assert (rate > 1.15 * limit).sum() >= 6  # the peak is past the break-even
+        # the peak is past the break-even, and costs more in most of its windows (SGLang's preset falls below 1 less
+        # the error at 17.3 requests/s, below the 18 of the peak by less than 15%: the rows above test none of it)
+        past = rate > 1.15 * _break_even_rates(engine, judged)
+        assert past.sum() >= 6 and (verdicts[past] == "costs").sum() >= 6, verdicts[past]
     # A schedule in the engine's own format, and the exit status of what holds at the end.
     schedules = [v["detail"] for r in rows for v in r["started"] if v["kind"] == "schedule"]
     assert schedules
@@ -448,9 +454,11 @@ def test_alert_rules_and_dashboard_queries_pass_promtool(tmp_path, engine):
 
 
 def test_the_engine_only_rule_fires_past_the_break_even(tmp_path, dep):
-    """promtool's rule tests on vLLM counters: an acceptance length of 1.95 against the break-even the rules tabulate
-    (from the serving model): below it at 16 requests/s the alert fires after its 10 minutes, above it at 4 it does
-    not."""
+    """promtool's rule tests on vLLM counters: an acceptance length of 1.95 against the acceptance the rules tabulate
+    where the watch's "costs" starts (the serving model's speedup 1 less its error, as the watch judges): below it at
+    16 requests/s the alert fires after its 10 minutes, above it at 4 it does not, nor at 12.5, where 1.95 is below
+    the break-even (the speedup 1) but above that acceptance: a loss inside the model's error, as the watch says too
+    close to call."""
     from specsim.serving.steady import EngineLimits
     from specsim.watch.judge import Judge
     from specsim.watch.publish import break_even_table
@@ -461,18 +469,21 @@ def test_the_engine_only_rule_fires_past_the_break_even(tmp_path, dep):
 
     from specsim.engines import get_engine
 
+    judge = Judge(dataclasses.replace(dep, engine=get_engine("vllm@0.26.0").for_source(dep.source)), EngineLimits())
     table = break_even_table(
-        Judge(dataclasses.replace(dep, engine=get_engine("vllm@0.26.0").for_source(dep.source)), EngineLimits()),
+        judge,
         3,
         1000,
         256,
         60.0,
+        threshold="costs_below",
     )
 
     def at(rate):
         return [v for r, v, _ in table if r <= rate][-1]
 
     assert at(4.0) < 1.95 < at(16.0)
+    assert at(12.5) < 1.95 < [v for r, v, _ in break_even_table(judge, 3, 1000, 256, 60.0) if r <= 12.5][-1]
 
     def series(requests_per_min):
         m = 'model_name="m",engine="0"'
@@ -510,13 +521,16 @@ def test_the_engine_only_rule_fires_past_the_break_even(tmp_path, dep):
                     }
                 ],
             },
-            {
-                "interval": "1m",
-                "input_series": series(240),
-                "alert_rule_test": [
-                    {"eval_time": "25m", "alertname": "SpeculationCostsMoreThanItSavesEngineOnly", "exp_alerts": []}
-                ],
-            },
+            *(
+                {
+                    "interval": "1m",
+                    "input_series": series(per_min),
+                    "alert_rule_test": [
+                        {"eval_time": "25m", "alertname": "SpeculationCostsMoreThanItSavesEngineOnly", "exp_alerts": []}
+                    ],
+                }
+                for per_min in (240, 750)
+            ),
         ],
     }
     spec = tmp_path / "rules-test.yml"

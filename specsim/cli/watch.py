@@ -88,6 +88,7 @@ class _Output:
             for v in row.started:
                 self.emit("verdict", **v.to_dict())
             return
+        from specsim.watch.judge import SHOWN
         from specsim.watch.watcher import three_figures
 
         w, j = row.window, row.judgement
@@ -103,7 +104,7 @@ class _Output:
             pos = " ".join(f"{c:.2f}".lstrip("0") for c in (w.per_position or ())[:4]) or "-"
             running = "-" if w.running is None else f"{w.running:.1f}"
             be = {"never": "none pays", "always": "any pays"}.get(j.break_even, f"{j.break_even_length or 0:.3f}")
-            verdict = {"costs": "COSTS MORE", "pays": "pays", "undecided": "cannot tell"}[j.verdict]
+            verdict = SHOWN[j.verdict]
             print(
                 f"{when}  {length:<22} {pos:<15} {j.gamma:>2} {running + f' ({j.running_model:.1f})':>15} "
                 f"{three_figures(w.requests_per_s):>6} {w.input_tokens:>4.0f}/{w.output_tokens:<4.0f}  {j.speedup:>6.3f}x {be:>10}  {verdict}",
@@ -116,12 +117,24 @@ class _Output:
             if v.detail:
                 print("\n".join(f"{pad}     {line}" for line in v.detail.splitlines()), flush=True)
 
-    def footer(self, code: int, holding: dict, drift: str = "") -> None:
+    def footer(self, code: int, holding: dict, drift: str = "", tally: dict | None = None, error=None) -> None:
         """The exit status and what holds; ``drift``: where the drift test never set its reference, why (a watch that
-        ended before it could test a drop, which its status alone does not say)."""
+        ended before it could test a drop, which its status alone does not say); ``tally``: the windows judged per
+        verdict, against the model's ``error`` (a :class:`~specsim.answers.verdict.ModelError`)."""
         if self.json:
-            self.emit("summary", exit_code=code, holding=sorted(holding), **({"drift": drift} if drift else {}))
+            judged = {} if error is None else {"verdicts": tally or {}, "model_error": error.record()}
+            self.emit(
+                "summary", exit_code=code, holding=sorted(holding), **judged, **({"drift": drift} if drift else {})
+            )
             return
+        if error is not None and tally:
+            from specsim.watch.judge import SHOWN
+
+            print(
+                "\nwindows judged: "
+                + ", ".join(f"{n} {SHOWN[k]}" for k, n in tally.items())
+                + f" (too close to call: the model's speedup within its error, {error.shown}, of 1; {error.short})"
+            )
         if drift:
             print(f"\ndrift test: {drift}")
         if holding:
@@ -390,7 +403,7 @@ def _span(args, source) -> tuple[float, float]:
     return start, end
 
 
-def _header(args, source, names, shown, model, dep, limits, detector, said) -> list:
+def _header(args, source, names, shown, model, dep, limits, detector, judge, said) -> list:
     from specsim.cli import report
     from specsim.cli.args import calibration
 
@@ -407,9 +420,12 @@ def _header(args, source, names, shown, model, dep, limits, detector, said) -> l
         dep.brief() if not report.VERBOSE else "\n".join(dep.provenance()),
         "load: each window's finished requests/s per replica with its mean prompt and output tokens, as Poisson "
         f"arrivals (the serving model's open loop); {limits.label}{args.limits_said}",
-        "verdict: the acceptance length's 95% interval against the break-even (its unit the draft, widened by the "
-        "drift test's overdispersion; the request until a reference has measured it); a schedule change where another "
-        f"gamma gains {args.min_gain:.0%} or more",
+        "verdict: the acceptance length's 95% interval (its unit the draft, widened by the drift test's "
+        "overdispersion; the request until a reference has measured it) against the acceptance lengths where the "
+        "model's speedup is 1 plus and 1 less its error: pays above the first, COSTS MORE below the second, too close "
+        "to call between them (the model cannot tell), acceptance unsure where the interval crosses one; a schedule "
+        f"change where another gamma gains {args.min_gain:.0%} or more",
+        judge.error.said(rtol=False),
         detector.describe(),
     ] + [f"note: {s}" for s in said + getattr(args, "span_said", []) if s]
     if getattr(args, "names_note", ""):  # the release the page's names could not confirm
@@ -465,17 +481,18 @@ def run_watch(args: argparse.Namespace) -> int:
     if args.listen is not None:
         from specsim.watch.publish import Gauges
 
-        gauges = Gauges(model, shown, dep.brief())
+        gauges = Gauges(model, shown, dep.brief(), judge.error)
         server = gauges.serve(*args.listen)
         said.append(f"specsim's gauges on http://{args.listen[0]}:{args.listen[1]}/metrics while the watch runs")
     output.header(
-        _header(args, source, names, shown, model, dep, limits, detector, said),
+        _header(args, source, names, shown, model, dep, limits, detector, judge, said),
         {
             "model": model,
             "engine": shown,
             "source": source.describe(),
             "provenance": dep.provenance(),
             "deployment": dep.identity(),
+            "model_error": judge.error.record(),
         },
     )
     try:
@@ -496,7 +513,7 @@ def run_watch(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"wrote {args.plot}")
     code = watcher.exit_code()
-    output.footer(code, watcher.holding, watcher.untested_said())
+    output.footer(code, watcher.holding, watcher.untested_said(), watcher.tally(), judge.error)
     return code
 
 

@@ -12,9 +12,16 @@ length at which the speedup at that rate is 1: the model's speedup on a grid of 
 serving model for every window at once), the first crossing of 1 interpolated.  It may not exist: at a load where
 speculation never pays (the drafter's passes cost more than any acceptance saves) or where it always does.
 
-The verdict compares the window's acceptance length, with its interval, against the break-even: it costs more than it
-saves where the interval's top is below; it pays where its bottom is above; otherwise the window cannot tell.  The
-interval is the mean accepted tokens per draft over the window's drafts, 95%, normal (:func:`acceptance_interval`).  The
+The verdict (:func:`verdict_of`) allows the model's own error, as every answer's does: the error ``e`` of a speedup
+that :func:`specsim.answers.verdict.model_error` gives the deployment (a calibration's held-out plain + speculative
+error where its fit kept one, else the corpus's measured +-6.85%).  Two more crossings on the same grid, the acceptance
+lengths ``L+`` and ``L-`` where the speedup first reaches 1 + e and 1 - e, bound the break-even (the speedup rises
+with the acceptance at a load, the grid's assumption for the break-even too).  The window pays where its interval's
+bottom is above ``L+``; it costs more than it saves where its top is below ``L-``; where the interval lies between them
+it is too close to call (the acceptance is known, and the model cannot tell a gain from a loss there: the answers'
+words); where it crosses one of them the acceptance is not known well enough (undecided).  Against the break-even
+alone, the replayed day of docs/watch.md said "pays" at 12:00, a modelled 1.059x with the interval [2.110, 2.117],
+where the answers' verdict of a 5.9% gain is "too close to call" (a review); the rule is now one.  The interval is the mean accepted tokens per draft over the window's drafts, 95%, normal (:func:`acceptance_interval`).  The
 unit is the draft (a round), whose accepted tokens' variance ``v`` the per-position counts give whole
 (E[A^2] = sum (2k + 1) c_k: the tokens of one round are not independent, a token is accepted only after every earlier
 one).  Rounds are not independent either: those of one request share its prompt (code accepts more than chat), and
@@ -51,14 +58,31 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specsim.answers.verdict import VERDICTS
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
 
-__all__ = ["ALPHAS", "CONFIDENCE_Z", "Judgement", "Judge", "acceptance_interval", "window_sd"]
+__all__ = [
+    "ALPHAS",
+    "CONFIDENCE_Z",
+    "JUDGEMENTS",
+    "SHOWN",
+    "Judgement",
+    "Judge",
+    "acceptance_interval",
+    "verdict_of",
+    "window_sd",
+]
 
 #: The alphas on which the break-even is searched: 0 to 0.995, every 0.005.
 ALPHAS = np.round(np.arange(0.0, 0.9951, 0.005), 3)
 #: A two-sided 95% normal interval.
 CONFIDENCE_Z = 1.959964
+#: A window's verdicts: its interval above the acceptance where the speedup is 1 + the model's error; below the one
+#: where it is 1 - that error; inside the two (the model cannot tell: the answers' words, :data:`VERDICTS`); across
+#: either (the acceptance is not known well enough).
+JUDGEMENTS = ("pays", "costs", VERDICTS[2], "undecided")
+#: Each of :data:`JUDGEMENTS` as a watch's row and summary print it.
+SHOWN = dict(zip(JUDGEMENTS, ("pays", "COSTS MORE", VERDICTS[2], "acceptance unsure")))
 
 
 def _served_ratio(state) -> np.ndarray:
@@ -85,10 +109,15 @@ class Judgement:
     break_even_length: float | None  #: the acceptance length at which the speedup is 1 (None: see ``break_even``)
     break_even: str  #: "found", "never" (no acceptance pays at this load) or "always" (any does)
     interval: tuple | None  #: the window's acceptance length, 95% (low, high); None without a spread
-    verdict: str  #: "costs", "pays" or "undecided"
+    verdict: str  #: one of :data:`JUDGEMENTS`
     running_model: float  #: requests the model expects in the engine at this rate, speculating
     best_gamma: int  #: the gamma the model picks at this load and acceptance (0: plain decoding)
     best_speedup: float
+    error: float  #: the model's error of a speedup it is judged by (``ModelError.share``: 0.0685 is +-6.85%)
+    #: the acceptance length where the speedup is 1 + error ("pays" above it) and where it is 1 - error ("costs" below
+    #: it), each as :meth:`Judge._crossing` gives it: (length or None, "found" / "never" / "always")
+    pays_above: tuple
+    costs_below: tuple
 
     def to_dict(self) -> dict:
         return {
@@ -102,6 +131,11 @@ class Judgement:
             "running_model": self.running_model,
             "best_gamma": self.best_gamma,
             "best_speedup": self.best_speedup,
+            "error": self.error,
+            "pays_above_length": self.pays_above[0],
+            "pays_above": self.pays_above[1],
+            "costs_below_length": self.costs_below[0],
+            "costs_below": self.costs_below[1],
         }
 
 
@@ -159,6 +193,7 @@ class Judge:
     limit applies); ``memory_utilization``: the engine's share of GPU memory (the KV cache the model holds)."""
 
     def __init__(self, dep, limits, gamma_max: int = DEFAULT_GAMMA_MAX, memory_utilization: float | None = None):
+        from specsim.answers.verdict import model_error
         from specsim.serving.capacity import free_kv_bytes, memory_share, no_room_said
 
         # An engine whose weights leave no KV cache in its share cannot be the one serving the page: refused, as every
@@ -170,6 +205,8 @@ class Judge:
                 basis = memory_share(dep, memory_utilization, limits.max_batched_tokens, limits.max_num_seqs).where
                 raise ValueError(no_room_said(dep, speculating, free[speculating], basis))
         self.dep, self.limits, self.memory_utilization = dep, limits, memory_utilization
+        #: the error of the model's speedups, as every answer carries it (its calibration's held out, else the corpus's)
+        self.error = model_error(dep)
         top = gamma_max
         if dep.drafter is not None and dep.drafter.max_steps is not None:
             top = min(top, dep.drafter.max_steps)
@@ -226,44 +263,60 @@ class Judge:
                 np.r_[0.0, ALPHAS][:, None], np.r_[0, np.full(ALPHAS.size, gamma)][:, None], rates, P, O, gamma
             )
             curve = _served_ratio(grid)[1:]  # (alpha, window)
+            e = self.error.share
             for j, i in enumerate(idx):
                 w = ws[j]
-                length_be, kind = self._crossing(curve[:, j], gamma)
                 interval = acceptance_interval(w, spread[i])
-                # Without a spread (a gauge's window before the drift reference measures how windows vary) there is
-                # no interval, and a point a hair from the break-even cannot tell: undecided, as an interval across it.
-                low, high = interval if interval is not None else (-math.inf, math.inf)
-                if kind == "never" or (kind == "found" and high < length_be):
-                    verdict = "costs"
-                elif kind == "always" or (kind == "found" and low > length_be):
-                    verdict = "pays"
-                else:
-                    verdict = "undecided"
+                crossings = [self._crossing(curve[:, j], gamma, level) for level in (1.0, 1.0 + e, 1.0 - e)]
                 out[i] = Judgement(
                     float(alpha[j]),
                     gamma,
                     float(ratio[gamma, j]),
-                    length_be,
-                    kind,
+                    *crossings[0],
                     interval,
-                    verdict,
+                    verdict_of(interval, crossings[1], crossings[2]),
                     float(state.in_engine[gamma, j]),
                     int(best[j]),
                     float(ratio[best[j], j]),
+                    e,
+                    crossings[1],
+                    crossings[2],
                 )
         return out
 
     @staticmethod
-    def _crossing(curve: np.ndarray, gamma: int) -> tuple:
-        """(the acceptance length where the speedup first reaches 1 on the alpha grid, "found"), or (None, "never"
-        / "always")."""
+    def _crossing(curve: np.ndarray, gamma: int, level: float = 1.0) -> tuple:
+        """(the acceptance length where the speedup first reaches ``level`` on the alpha grid, "found"), or (None,
+        "never": no acceptance reaches it / "always": every one does)."""
         ok = np.isfinite(curve)
-        above = ok & (curve >= 1.0)
+        above = ok & (curve >= level)
         if not above.any():
             return None, "never"
         k = int(np.argmax(above))
         if k == 0:
             return None, "always"
         a0, a1, s0, s1 = ALPHAS[k - 1], ALPHAS[k], curve[k - 1], curve[k]
-        alpha = a0 + (1.0 - s0) * (a1 - a0) / (s1 - s0) if np.isfinite(s0) and s1 != s0 else a1
+        alpha = a0 + (level - s0) * (a1 - a0) / (s1 - s0) if np.isfinite(s0) and s1 != s0 else a1
         return float(_length(alpha, gamma)), "found"
+
+
+def verdict_of(interval: tuple | None, pays_above: tuple, costs_below: tuple) -> str:
+    """One of :data:`JUDGEMENTS` for a window's acceptance-length ``interval`` (None: no spread, every length
+    possible), the crossing of 1 + error (``pays_above``) and of 1 - error (``costs_below``), each (length or None,
+    "found" / "never" / "always") as :meth:`Judge._crossing` gives it.
+
+    >>> up, down = (2.10, "found"), (1.90, "found")  # speedup 1 + e at 2.10, 1 - e at 1.90
+    >>> [verdict_of(i, up, down) for i in ((2.2, 2.3), (1.7, 1.8), (1.95, 2.05), (2.05, 2.15), None)]
+    ['pays', 'costs', 'too close to call', 'undecided', 'undecided']
+    >>> verdict_of((1.0, 4.0), (None, "never"), (None, "always"))  # every acceptance within the error of 1
+    'too close to call'
+    """
+    low, high = interval if interval is not None else (-math.inf, math.inf)
+    (up, up_kind), (down, down_kind) = pays_above, costs_below
+    if down_kind == "never" or (down_kind == "found" and high < down):
+        return JUDGEMENTS[1]
+    if up_kind == "always" or (up_kind == "found" and low > up):
+        return JUDGEMENTS[0]
+    below_up = up_kind == "never" or high <= up
+    above_down = down_kind == "always" or low >= down
+    return JUDGEMENTS[2] if below_up and above_down else JUDGEMENTS[3]

@@ -24,7 +24,7 @@ _PREFIX = "specsim_watch_"
 class Gauges:
     """specsim's gauges of one watched model, in a registry of their own."""
 
-    def __init__(self, model: str, engine: str, deployment: str):
+    def __init__(self, model: str, engine: str, deployment: str, error=None):
         from prometheus_client import CollectorRegistry, Gauge, Info
 
         self.registry = CollectorRegistry(auto_describe=True)
@@ -50,14 +50,17 @@ class Gauges:
         self.best_gamma = gauge("best_gamma", "The draft length the model picks at the last window's load (0: none)")
         self.verdict = gauge(
             "verdict",
-            "1 while a verdict holds: costs (speculation costs more than it saves), dropped "
+            "1 while a verdict holds: costs (speculation costs more than it saves, beyond the model's error), dropped "
             "(acceptance dropped), schedule (another draft length is better)",
             ["verdict"],
         )
         self.window_end = gauge("window_end_seconds", "Unix time of the last window's end")
-        Info(_PREFIX + "build", "What the watch models", labels, registry=self.registry).labels(model).info(
-            {"engine": engine, "deployment": deployment}
-        )
+        # The verdicts' threshold and where it comes from (``error``, a ModelError, as the answers carry it): a
+        # window is judged "costs" below the acceptance where the model's speedup is 1 less it.
+        said = {} if error is None else {"model_error": error.shown, "model_error_basis": error.basis}
+        Info(
+            _PREFIX + "build", "What the watch models and the error its verdicts allow", labels, registry=self.registry
+        ).labels(model).info({"engine": engine, "deployment": deployment} | said)
         for kind in ("costs", "dropped", "schedule"):
             self.verdict.labels(model, kind).set(0)
 
@@ -141,9 +144,18 @@ def engine_queries(names, window: str = "5m", selector: str = "") -> dict:
 
 
 def break_even_table(
-    judge, gamma: int, input_tokens: float, output_tokens: float, max_rate: float, points: int = 24
+    judge,
+    gamma: int,
+    input_tokens: float,
+    output_tokens: float,
+    max_rate: float,
+    points: int = 24,
+    threshold: str = "break_even",
 ) -> list:
-    """[(request rate per replica, break-even acceptance length or None, how)] on a grid of rates up to ``max_rate``."""
+    """[(request rate per replica, acceptance length or None, how)] on a grid of rates up to ``max_rate``: the
+    break-even (``threshold`` "break_even": the speedup 1) or where the watch's "costs" verdict starts ("costs_below":
+    the speedup 1 less the model's error, the judge's ``error``), as :class:`~.judge.Judgement`
+    gives them."""
     from specsim.watch.windows import Window
 
     rates = np.unique(np.round(np.geomspace(max_rate / 64.0, max_rate, points), 4))
@@ -163,7 +175,10 @@ def break_even_table(
         )
         for r in rates
     ]
-    return [(float(r), j.break_even_length, j.break_even) for r, j in zip(rates, judge.judge(windows))]
+    judged = judge.judge(windows)
+    if threshold == "costs_below":
+        return [(float(r), *j.costs_below) for r, j in zip(rates, judged)]
+    return [(float(r), j.break_even_length, j.break_even) for r, j in zip(rates, judged)]
 
 
 def _step_function(table: list, rate: str, top: float) -> str:
@@ -208,6 +223,11 @@ def alert_rules(
         "specsim:acceptance_length:rate5m",
         "specsim:break_even_acceptance_length",
     )
+    # The engine-only alert fires where the watch's "costs" verdict would: below the acceptance where the model's
+    # speedup is 1 less its error (the break-even recorded beside it is the speedup 1, for the dashboard).
+    error, top = judge.error, float(gamma + 2)
+    costs_table = break_even_table(judge, gamma, input_tokens, output_tokens, max_rate, threshold="costs_below")
+    costs = _step_function(costs_table, rate_rule, top)
     hold = f"{int(max(2 * interval_s, 60))}s"
     watch = [
         {
@@ -217,8 +237,9 @@ def alert_rules(
             "labels": {"severity": "warning"},
             "annotations": {
                 "summary": "Speculative decoding costs more than it saves at this load ({{ $labels.%s }})" % label,
-                "description": "specsim watch: the acceptance length's 95% interval is below the break-even at the "
-                "running load; " + provenance,
+                "description": "specsim watch: the acceptance length's 95% interval is below the acceptance where "
+                "the model's speedup at the running load is 1 less its error (specsim_watch_build_info's model_error); "
+                + provenance,
             },
         },
         {
@@ -242,7 +263,6 @@ def alert_rules(
             },
         },
     ]
-    top = float(gamma + 2)
     engine = [
         {"record": length_rule, "expr": q["acceptance_length"]},
         {"record": rate_rule, "expr": q["request_rate"]},
@@ -253,15 +273,18 @@ def alert_rules(
         },
         {
             "alert": "SpeculationCostsMoreThanItSavesEngineOnly",
-            "expr": f"{length_rule} < ignoring(specsim_lengths, specsim_gamma) {be_rule}",
+            # (a step function with no step is a number, which takes no vector matching)
+            "expr": f"{length_rule} < " + (f"({costs})" if rate_rule in costs else costs),
             "for": "10m",
             "labels": {"severity": "warning"},
             "annotations": {
-                "summary": "Acceptance length below the break-even at this request rate ({{ $labels.%s }})" % label,
+                "summary": "Acceptance length below where speculation costs more than it saves at this request rate, "
+                "beyond the model's error ({{ $labels.%s }})" % label,
                 "description": (
-                    f"break-even tabulated by specsim for {input_tokens:.0f}-token prompts, "
+                    f"the acceptance length where the model's speedup is 1 less its error of {error.shown} "
+                    f"({error.short}), tabulated by specsim for {input_tokens:.0f}-token prompts, "
                     f"{output_tokens:.0f}-token outputs and gamma {gamma}; {provenance}. "
-                    f"{top:g} marks a load where no acceptance pays"
+                    f"{top:g} marks a load where no acceptance comes within the error of paying"
                 ),
             },
         },

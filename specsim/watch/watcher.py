@@ -4,9 +4,9 @@ Three verdicts, each with the window it starts in and its evidence:
 
 ``costs``
     speculation at the gamma in use costs more than it saves at this load: the window's acceptance length, with its
-    interval, is below the break-even acceptance length the serving model gives at the window's rate and lengths
-    (:mod:`.judge`), and the gamma that would pay there, if one does, is named; it holds until a window's interval is
-    above the break-even (a window that cannot tell changes nothing).
+    interval, is below the acceptance length where the serving model's speedup at the window's rate and lengths is
+    1 less the model's error (:mod:`.judge`), and the gamma that would pay there, if one does, is named; it holds until
+    a window pays or is too close to call (a window whose interval crosses a threshold changes nothing).
 ``dropped``
     acceptance dropped from a to b since a window: the change-point test flagged it (:mod:`.drift`); it holds until the
     test has a new reference.
@@ -213,13 +213,15 @@ class Watcher:
         out = []
         if j.verdict == "costs":
             if "costs" not in self.holding:
-                if j.break_even == "never":
-                    why = "no acceptance pays at this load in the model"
+                shown = self.judge.error.shown
+                if j.costs_below[1] == "never":
+                    why = f"no acceptance brings the model's speedup within {shown} of 1 at this load"
                 else:
                     low, high = j.interval  # (a window without an interval is undecided: specsim.watch.judge)
+                    even = f" (break-even {j.break_even_length:.3f})" if j.break_even_length is not None else ""
                     why = (
-                        f"acceptance length {window.acceptance_length:.3f} [{low:.3f}, {high:.3f}] is below the "
-                        f"break-even {j.break_even_length:.3f}"
+                        f"acceptance length {window.acceptance_length:.3f} [{low:.3f}, {high:.3f}] is below "
+                        f"{j.costs_below[0]:.3f}, where the model's speedup is 1 less its error of {shown}{even}"
                     )
                 running = (
                     f", {window.running:.1f} running (the model expects {j.running_model:.1f})"
@@ -241,7 +243,9 @@ class Watcher:
                         f"{j.speedup:.3f}{other}",
                     )
                 )
-        elif j.verdict == "pays":  # a window that cannot tell leaves the verdict as it was
+        elif j.verdict != "undecided":
+            # It pays, or the model cannot tell (too close to call): no longer shown to cost.  A window whose acceptance
+            # is not known well enough (undecided) leaves the verdict as it was.
             self.holding.pop("costs", None)
         # Hysteresis: a change is proposed at min_gain and withdrawn below half of it, so that a gain hovering at the
         # threshold does not start and end the verdict window after window.
@@ -306,6 +310,14 @@ class Watcher:
                 "the page does not say the draft length (no per-position counters or draft-length gauge): give --gamma"
             )
         return "no load figures in this window"
+
+    def tally(self) -> dict:
+        """Windows judged so far per verdict (:data:`specsim.watch.judge.JUDGEMENTS`, in its order; those with none
+        left out)."""
+        from specsim.watch.judge import JUDGEMENTS
+
+        seen = [r.judgement.verdict for r in self.rows if r.judgement is not None]
+        return {k: seen.count(k) for k in JUDGEMENTS if k in seen}
 
     def exit_code(self) -> int:
         """The most urgent verdict holding at the last window (:data:`EXIT_CODES`), 0 where none does."""
