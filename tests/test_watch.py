@@ -1316,6 +1316,41 @@ def test_the_plot_draws_the_watched_period(day, tmp_path):
     assert image.shape[0] > 500 and image.shape[1] > 800 and not math.isclose(float(image.std()), 0.0)
 
 
+def test_the_plot_draws_the_band_the_verdicts_allow(dep):
+    """The plot draws what the verdicts judge by: the acceptance lengths where the model's speedup is 1 less and 1 plus
+    its error (top), and the error about a speedup of 1 (bottom)."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
+    from specsim.figures.plots import plot_watch
+    from specsim.serving.steady import EngineLimits
+    from specsim.watch.drift import DropDetector
+    from specsim.watch.judge import Judge
+    from specsim.watch.watcher import Watcher
+
+    judge = Judge(dep, EngineLimits(1024, 8192))
+    windows = [
+        dataclasses.replace(
+            _loaded(drafts=20000.0, acceptance_length=2.0, per_position=(0.55, 0.3, 0.15), requests_per_s=r),
+            start_s=60.0 * k,
+            end_s=60.0 * (k + 1),
+        )
+        for k, r in enumerate((4.0, 12.0, 20.0))
+    ]
+    rows = [r.to_dict() for r in Watcher(judge, DropDetector(reference=3)).add_all(windows)]
+    drawn = plot_watch(rows, axes=Figure().subplots(3, 1))
+    e = judge.error.share
+    band = drawn["error_band"]  # axhspan: a Rectangle from matplotlib 3.9, a Polygon before (pyproject: >= 3.7)
+    ys = [band.get_y(), band.get_y() + band.get_height()] if isinstance(band, Rectangle) else band.get_xy()[:, 1]
+    assert min(ys) == pytest.approx(1 - e) and max(ys) == pytest.approx(1 + e)
+    low = [r["model"]["costs_below_length"] for r in rows]
+    high = [r["model"]["pays_above_length"] for r in rows]
+    (path,) = drawn["too_close"].get_paths()
+    ys = path.vertices[:, 1]
+    assert ys.min() == pytest.approx(min(low)) and ys.max() == pytest.approx(max(high))
+    assert judge.error.shown in drawn["too_close"].get_label()
+
+
 def test_the_rules_top_rate_is_what_the_plain_engine_serves_with_the_users_its_kv_cache_holds(dep):
     # rules_max_rate tabulates the break-even up to 1.5x the plain engine's closed-loop rate at max_num_seqs users; where
     # the KV cache holds fewer (a small share of memory, long requests), the engine serves fewer at once, and the top is

@@ -899,9 +899,11 @@ def plot_serve_sweep(
 
 def plot_watch(rows: list[dict], *, axes: Any = None, title: str | None = None) -> dict[str, Any]:
     """A watched period (``specsim watch --plot``; rows as :meth:`specsim.watch.watcher.Row.to_dict` gives them): top,
-    the acceptance length per window with its 95% interval and the break-even at each window's load, windows where
-    speculation costs more than it saves shaded, the start of a flagged drop marked; middle, the load per replica
-    (requests/s, and running requests as the engine shows them and as the model expects); bottom, the model's speedup."""
+    the acceptance length per window with its 95% interval and the break-even at each window's load, with the band
+    between the acceptance lengths where the model's speedup is 1 less and 1 plus its error (an interval inside it is
+    too close to call), windows where speculation costs more than it saves shaded, the start of a flagged drop marked;
+    middle, the load per replica (requests/s, and running requests as the engine shows them and as the model expects);
+    bottom, the model's speedup, with the band of its error about 1."""
     import matplotlib.dates as mdates
 
     if axes is None:
@@ -923,6 +925,22 @@ def plot_watch(rows: list[dict], *, axes: Any = None, title: str | None = None) 
     drawn["interval"] = top.fill_between(when, low, high, color=_COLORS[0], alpha=0.2, lw=0, label="95% interval")
     (drawn["break_even"],) = top.plot(
         when, be, color=_COLORS[1], lw=1.4, ls="--", label="break-even at the window's load (model)"
+    )
+    from specsim.answers.verdict import ModelError
+
+    error = judged[0]["model"]["error"] if judged else 0.0  # one watch, one model: one error for every window
+    shown = ModelError(error, "", "").shown
+    # where a crossing is not found ("never": no acceptance reaches it, "always": any does) the band runs to the axis
+    costs_below = np.array([_length_or(r["model"], "costs_below", np.nan) for r in judged], dtype=float)
+    pays_above = np.array([_length_or(r["model"], "pays_above", np.nan) for r in judged], dtype=float)
+    drawn["too_close"] = top.fill_between(
+        when,
+        costs_below,
+        pays_above,
+        color="black",
+        alpha=0.08,
+        lw=0,
+        label=f"too close to call: the model's speedup within {shown} of 1",
     )
     costs = [k for k, r in enumerate(judged) if r["model"]["verdict"] == "costs"]
     for k in costs:
@@ -962,6 +980,9 @@ def plot_watch(rows: list[dict], *, axes: Any = None, title: str | None = None) 
         when, speedup, color=_COLORS[5], lw=1.4, label="model speedup (TPOT, plain / speculating)"
     )
     bottom.axhline(1.0, color="black", lw=0.8, ls="--")
+    drawn["error_band"] = bottom.axhspan(
+        1.0 - error, 1.0 + error, color="black", alpha=0.08, lw=0, label=f"within the model's error ({shown})"
+    )
     bottom.set_ylabel("speedup (x)")
     bottom.legend(fontsize=8, loc="lower left")
     bottom.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
@@ -971,6 +992,12 @@ def plot_watch(rows: list[dict], *, axes: Any = None, title: str | None = None) 
     if title:
         top.set_title(title, fontsize=10)
     return drawn
+
+
+def _length_or(model: dict, key: str, missing: float) -> float:
+    """A :meth:`specsim.watch.judge.Judgement.to_dict` threshold's acceptance length, ``missing`` where not found."""
+    length = model.get(f"{key}_length")
+    return missing if length is None else float(length)
 
 
 def save_watch(rows: list[dict], path: str | Path, title: str | None = None) -> Path:
