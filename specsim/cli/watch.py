@@ -626,7 +626,9 @@ def _write_rules(args, names, judge, dep, gamma, matchers, watching: bool) -> No
             interval_s=args.interval,
             provenance=dep.brief(),
         )
-        files.append((args.alert_rules, yaml.safe_dump(rules, sort_keys=False, width=1000).encode()))
+        files.append(
+            (args.alert_rules, yaml.safe_dump(rules, sort_keys=False, width=1000, allow_unicode=True).encode())
+        )
     if args.dashboard:
         files.append((args.dashboard, to_json(dashboard(names, selector=matchers)).encode()))
     atomic_write_many(files)
