@@ -174,6 +174,24 @@ def test_hardware_list_and_show(capsys):
     assert "dense 16-bit peak         989 TFLOP/s" in out and "dense FP8 peak           1979 TFLOP/s" in out
 
 
+def test_engines_list_every_preset_and_show_one_with_its_drafters_releases(capsys):
+    # The presets lived in docs/model/engines.md's table alone: `specsim engines` was an invalid choice (a review).
+    from specsim.engines import PRESETS
+
+    code, out, _ = run(capsys, "engines")
+    rows = [line.split()[0] for line in out.splitlines()[2:] if line and not line.startswith("round:")]
+    assert code == 0 and rows == list(PRESETS)
+    sglang = next(line for line in out.splitlines() if line.startswith("sglang@latest "))
+    assert "0.5.11-0.5.23" in sglang and "2.62" in sglang and "50.3" in sglang  # its fitted round terms
+    code, out, _ = run(capsys, "engines", "show", "vllm@0.24.0")
+    assert code == 0 and out.startswith("engine: vllm 0.24.0 (preset vllm@0.14)")
+    assert "  --draft dspark: dspark from 0.25.0 (vllm/config/speculative.py" in out  # not in 0.24.0 itself
+    assert "  --draft eagle3: eagle3 (every release covered) (vllm/config/speculative.py)" in out
+    assert "  --draft pard: draft_model from 0.16.0 to 0.33.99" in out
+    code, _, err = run(capsys, "engines", "show", "vllm@9")
+    assert code == 2 and err.count("\n") == 1 and "no vllm preset for version '9'; known: " in err
+
+
 def test_reproduce_passes_and_exits_zero(capsys):
     code, out, _ = run(capsys, "reproduce", "--json")
     got = json.loads(out)

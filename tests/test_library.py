@@ -419,6 +419,19 @@ def test_hardware(capsys):
     assert all(set(profile_to_mapping(load_hardware(r["name"]))) < set(r) for r in listed)
 
 
+def test_engines(capsys):
+    listed = cli(capsys, "engines")
+    shown = cli(capsys, "engines", "show", "sglang@0.5.3")
+
+    from specsim.engines import PRESETS, engine_record, get_engine
+
+    assert listed == as_json([engine_record(p) for p in PRESETS.values()])
+    assert shown == as_json(engine_record(get_engine("sglang@0.5.3")))
+    assert shown["preset"] == "sglang@0.5" and shown["description"].startswith(
+        "engine: sglang 0.5.3 (preset sglang@0.5)"
+    )
+
+
 def test_models(capsys):
     listed = cli(capsys, "models")
     shown = cli(capsys, "models", "show", "deepseek-v3")

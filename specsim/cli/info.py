@@ -1,5 +1,5 @@
 """Commands that show or check what specsim holds or what a measurement implies: toy, acceptance, alpha, hardware,
-models, reproduce and figures."""
+engines, models, reproduce and figures."""
 
 from __future__ import annotations
 
@@ -10,7 +10,16 @@ from specsim.cli.flags import int_at_least, names, nonempty, nonneg_number, numb
 from specsim.cli.report import print_json, table
 from specsim.core.limits import MAX_GAMMA, MAX_SEED
 
-__all__ = ["run_acceptance", "run_alpha", "run_figures", "run_hardware", "run_models", "run_reproduce", "run_toy"]
+__all__ = [
+    "run_acceptance",
+    "run_alpha",
+    "run_engines",
+    "run_figures",
+    "run_hardware",
+    "run_models",
+    "run_reproduce",
+    "run_toy",
+]
 
 
 def run_toy(args: argparse.Namespace) -> int:
@@ -144,6 +153,52 @@ def run_acceptance(args: argparse.Namespace) -> int:
         )
     )
     print(f"\nnext: specsim optimal-gamma --alpha {alpha:.3f} ...")
+    return 0
+
+
+def run_engines(args: argparse.Namespace) -> int:
+    from specsim.engines import PRESETS, engine_record, get_engine
+
+    if args.action == "show":
+        if not args.name:
+            raise ValueError("engines show needs a preset: what --engine takes (vllm@0.24.0, sglang, trtllm@latest)")
+        preset = get_engine(args.name)
+        record = engine_record(preset)
+        if args.json:
+            print_json(record)
+            return 0
+        print(preset.describe())
+        if record["releases"]:
+            print(f"  releases: {record['releases']} ({record['release']})")
+        for kind, how in record["drafters"].items():
+            print(f"  --draft {kind}: {how}")
+        return 0
+    records = [engine_record(p) for p in PRESETS.values()]
+    if args.json:
+        print_json(records)
+        return 0
+    rows = []
+    for r in records:
+        terms = r["round_host_terms"]
+        rows.append(
+            [
+                r["preset"],
+                r["releases"] or "-",
+                f"{r['iteration_ms']:.2f} / {r['kernel_iteration_ms']:.2f}",
+                f"{r['collective_us']:.1f}",
+                f"{terms['round_ms']:.2f}",
+                f"{terms['draft_step_ms']:.3f}",
+                f"{terms['sequence_us']:.1f}",
+                f"{terms['sequence_step_us']:.1f}",
+                ", ".join(r["overlapped_for"]) or "-",
+            ]
+        )
+    head = ["preset", "releases", "iteration ms (roofline / GPU)", "collective us"]
+    print(table([*head, "round ms", "step ms", "seq us", "seq-step us", "round overlapped for"], rows, "<<>>>>>><"))
+    print(
+        "round: the host time a speculative round adds, per round, per draft step, per sequence and per sequence and "
+        "draft step; specsim engines show PRESET says where each term comes from and which drafters its engine takes"
+    )
     return 0
 
 
@@ -481,6 +536,20 @@ def _parser_hardware(sub) -> None:
     p.set_defaults(func=run_hardware)
 
 
+def _parser_engines(sub) -> None:
+    p = sub.add_parser(
+        "engines",
+        help="list engine presets (what --engine takes), or show one",
+        description="Each preset covers a span of an engine's releases that run a speculative round alike: its engine "
+        "time per iteration and per collective, the host time a round adds, what it overlaps, the drafters the engine "
+        "takes, and the public measurements each term comes from.",
+    )
+    p.add_argument("action", nargs="?", choices=["show"], help="show one preset")
+    p.add_argument("name", nargs="?", help="with show: what --engine takes (vllm@0.24.0, sglang, trtllm@latest)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_engines)
+
+
 def _parser_models(sub) -> None:
     p = sub.add_parser("models", help="list built-in model shapes, or show one")
     p.add_argument("action", nargs="?", choices=["show"], help="show one model")
@@ -534,6 +603,7 @@ PARSERS = {
     "acceptance": _parser_acceptance,
     "alpha": _parser_alpha,
     "hardware": _parser_hardware,
+    "engines": _parser_engines,
     "models": _parser_models,
     "figures": _parser_figures,
     "reproduce": _parser_reproduce,

@@ -47,6 +47,7 @@ COMMANDS = {
     "replay": "replay",
     "compose-kernels": "measure",
     "hardware": "info",
+    "engines": "info",
     "models": "info",
     "figures": "info",
     "reproduce": "info",

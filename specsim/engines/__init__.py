@@ -58,6 +58,7 @@ __all__ = [
     "named_release",
     "release_said",
     "release_text",
+    "engine_record",
     "parse_version",
     "source_and_engine",
 ]
@@ -135,6 +136,43 @@ def _resolve(spec: str, text: str) -> EnginePreset:
             if first <= number <= last:
                 return dataclasses.replace(PRESETS[f"{name}@{key}"], asked=version)
     raise ValueError(f"no {name} preset for version {version!r}; known: {_known(name)}")
+
+
+def engine_record(preset: EnginePreset) -> dict:
+    """What ``specsim engines`` shows of a preset: its terms, the releases it covers and the drafters its engine takes
+    (the first release that takes each, and the source that says so), as ``--json`` carries them.
+
+    >>> r = engine_record(get_engine("vllm@0.24.0"))
+    >>> r["preset"], r["releases"], r["drafters"]["eagle3"].split(" (")[0], r["drafters"]["dspark"].split(" (")[0]
+    ('vllm@0.14', '0.14.0-0.27.99', 'eagle3', 'dspark from 0.25.0')
+    """
+    engine = REGISTRY.get(preset.name)
+    drafters = {}
+    for kind, how in (engine.methods if engine else {}).items():
+        # A drafter taken by the oldest release specsim covers is said so, not dated: older ones were not read.
+        since = "" if how.since <= engine.ranges[0][0] else f" from {version_text(how.since)}"
+        until = f" to {version_text(how.until)}" if how.until else ""
+        drafters[kind] = f"{how.name}{since}{until}" + (" (every release covered)" if not since and not until else "")
+        drafters[kind] += f" ({how.where})"
+    return {
+        "preset": preset.key,
+        "engine": engine.title if engine else preset.name,
+        "releases": preset_releases(preset),
+        "release": release_said(preset) or preset.release,
+        "iteration_ms": preset.iteration_s * 1e3,
+        "kernel_iteration_ms": preset.kernel_iteration_s * 1e3,
+        "collective_us": preset.collective_s * 1e6,
+        "round_host": preset.spec.describe(),
+        "round_host_terms": {
+            "round_ms": preset.spec.round_s * 1e3,
+            "draft_step_ms": preset.spec.step_s * 1e3,
+            "sequence_us": preset.spec.seq_s * 1e6,
+            "sequence_step_us": preset.spec.seq_step_s * 1e6,
+        },
+        "overlapped_for": sorted(preset.overlap_kinds),
+        "drafters": drafters,
+        "description": preset.describe(),
+    }
 
 
 def preset_releases(preset: EnginePreset) -> str | None:
