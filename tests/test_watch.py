@@ -861,6 +861,43 @@ def test_two_gammas_within_noise_of_each_other_do_not_trade_places(dep):
     assert best == sorted(best) and best.count(best[0]) >= 8, best  # one gamma through the tie, and never back
 
 
+def test_a_held_schedule_proposal_is_not_replaced_by_a_gamma_within_noise_of_it(dep):
+    """At a steady load the best gamma traded 6, 5, 6, 5 window after window (speedups 2.05 and 2.02, both 10% over the
+    gamma 3 in use), and each trade printed a new 'the schedule should now be' (a review's replayed SGLang day).  A
+    proposal held is replaced only by a gamma that beats it by half of min_gain, as a held proposal is withdrawn."""
+    import dataclasses
+
+    from specsim.serving.steady import EngineLimits
+    from specsim.watch.drift import DropDetector
+    from specsim.watch.judge import Judge
+    from specsim.watch.watcher import Watcher
+
+    real = Judge(dep, EngineLimits(1024, 8192))
+
+    class Traded:  # the real judge's verdicts, with the best gamma's place traded as the review's day had it
+        limits, error = real.limits, real.error
+
+        def __init__(self, bests):
+            self.bests = list(bests)
+
+        def judge(self, windows, spread=None):
+            out = []
+            for j in real.judge(windows, spread):
+                best, speedups = self.bests.pop(0)
+                out.append(dataclasses.replace(j, best_gamma=best, best_speedup=speedups[best], speedups=speedups))
+            return out
+
+    near = (1.0, 1.5, 1.7, 1.84, 1.95, 2.02, 2.05)  # gamma 6 at 2.05, gamma 5 at 2.02: 1.5% apart
+    far = (1.0, 1.5, 1.7, 1.84, 1.95, 2.30, 2.05)  # gamma 5 at 2.30: 12% over gamma 6
+    windows = [_loaded(acceptance_length=2.7, requests_per_s=4.0) for _ in range(6)]
+    bests = [(6, near), (5, near), (6, near), (5, near), (5, far), (6, far)]
+    rows = Watcher(Traded(bests), DropDetector(reference=3)).add_all(windows)
+    proposed = [
+        (i, v.text.split(" at this load")[0]) for i, r in enumerate(rows) for v in r.started if v.kind == "schedule"
+    ]
+    assert proposed == [(0, "the schedule should now be gamma 6"), (4, "the schedule should now be gamma 5")], proposed
+
+
 def test_the_costs_verdict_names_the_gamma_in_use_and_the_one_that_would_pay(dep):
     from specsim.serving.steady import EngineLimits
     from specsim.watch.drift import DropDetector

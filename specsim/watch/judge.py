@@ -118,6 +118,9 @@ class Judgement:
     #: it), each as :meth:`Judge._crossing` gives it: (length or None, "found" / "never" / "always")
     pays_above: tuple
     costs_below: tuple
+    #: the model's speedup at each gamma from 0 (plain decoding, 1) to the judge's gamma_max at this window's load and
+    #: acceptance: what a held schedule proposal is weighed against (:meth:`specsim.watch.watcher.Watcher`)
+    speedups: tuple = ()
 
     def to_dict(self) -> dict:
         return {
@@ -281,6 +284,7 @@ class Judge:
                     e,
                     crossings[1],
                     crossings[2],
+                    tuple(float(v) for v in ratio[:, j]),
                 )
         return out
 

@@ -12,7 +12,8 @@ Three verdicts, each with the window it starts in and its evidence:
     test has a new reference.
 ``schedule``
     the schedule should now be another: the gamma the model picks at this load and acceptance beats the one in use by
-    ``min_gain`` or more; the schedule at the acceptance seen is written in the engine's own format.
+    ``min_gain`` or more; the schedule at the acceptance seen is written in the engine's own format.  Held, it ends
+    below half of ``min_gain``, and another gamma replaces the one proposed only where it beats it by that half.
 
 Exit codes for ``--once`` and bounded runs, from the verdicts that hold at the last window, the most urgent first:
 :data:`EXIT_CODES`.
@@ -251,8 +252,16 @@ class Watcher:
         # threshold does not start and end the verdict window after window.
         gain = j.best_speedup / j.speedup - 1.0 if j.best_gamma != j.gamma else 0.0
         better = gain >= (self.min_gain / 2.0 if "schedule" in self.holding else self.min_gain)
-        if better:
+        last = self._last_schedule
+        if better and "schedule" in self.holding and last is not None and last != j.best_gamma and j.speedups:
+            # A proposal held: another gamma replaces it only where it beats the proposed one by the same half of
+            # min_gain, not where the two trade the first place within noise window after window (6, 5, 6 at a steady
+            # load: a review's finding).
+            better_than_last = j.speedups[j.best_gamma] / j.speedups[last] - 1.0 >= self.min_gain / 2.0
+            key = j.best_gamma if better_than_last else last
+        else:
             key = j.best_gamma
+        if better:
             if "schedule" not in self.holding or self._last_schedule != key:
                 text, detail, written, notes = (
                     (f"gamma {j.best_gamma}" if j.best_gamma else "no speculation"),
