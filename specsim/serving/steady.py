@@ -48,7 +48,11 @@ engine (``lambda t_pf >= 1``) or more than the budget, the load is past the engi
 ``saturated``, served at the rate of the full engine (the closed loop at its limit), its TTFT unbounded (inf: the queue
 grows), never a negative or divergent number.  Where the KV cache holds that full engine and the engine preempts
 (vLLM), its queue never runs dry: it is charged as a closed loop of users that never run out
-(:func:`specsim.serving.preemption.saturated_charge`); below capacity nothing is charged.
+(:func:`specsim.serving.preemption.saturated_charge`); below capacity nothing is charged.  Below capacity the arrivals
+that find the engine at N_e (its admission bound) wait for a request to end: the engine as its flow-equivalent server,
+departures at the rate of a closed loop of n users for n up to N_e, a birth-death chain whose queue's mean wait is
+scaled by Allen and Cunneen's factor for the spread of a request's time in the engine
+(:func:`specsim.serving.arrivals.admission_wait_s`); it is in TTFT and end-to-end, not in N_e's in-engine count.
 
 An offline batch (``LLM.generate`` of ``N`` prompts at once, ``trtllm-bench``): every prompt prefills (in the budget),
 then the ``N`` sequences decode together, in waves of the N_e the engine holds; throughput is ``N O`` over the whole.
@@ -68,6 +72,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from specsim.core.defaults import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
+from specsim.serving.arrivals import admission_grid, admission_wait_s, landed_iteration_s, on_grid
 from specsim.serving.drain import batch_drains, drained_times
 from specsim.serving.limits import EngineLimits, check_limits, engine_limits
 from specsim.serving.preemption import closed_loop_charge, drained_charge, saturated_charge
@@ -957,23 +962,6 @@ def _closed_loop(
     )
 
 
-def landed_iteration_s(t_dec: object, rate_per_s: object, prefill_s: object) -> np.ndarray:
-    """The mean length of the iteration a Poisson arrival lands in, E[T^2] / E[T]: an iteration of mean ``t_dec`` lasts
-    its step plus the prompts that arrived during the one before, Poisson in number at ``rate_per_s`` with ``prefill_s``
-    each, so its variance V solves V = lambda t_dec t_pf^2 + (lambda t_pf)^2 V, and E[T^2] / E[T] = t_dec + V / t_dec.
-    Every prompt is taken to cost the mean one's time (their spread would lengthen it further); inf past the engine.
-
-    >>> round(float(landed_iteration_s(0.010, 20.0, 0.020)), 6)  # V = 20 x 0.01 x 0.0004 / (1 - 0.16)
-    0.019524
-    """
-    t, lam, t_pf = (np.asarray(v, dtype=float) for v in (t_dec, rate_per_s, prefill_s))
-    share = lam * t_pf
-    with np.errstate(invalid="ignore", divide="ignore"):
-        var = lam * t * t_pf**2 / (1.0 - share**2)
-        landed = t + np.where(t > 0.0, var / t, 0.0)
-    return np.where((share < 1.0) & np.isfinite(t), landed, np.inf)
-
-
 def open_loop_times(
     rate_per_s: object,
     rounds: object,
@@ -983,10 +971,12 @@ def open_loop_times(
     prefill_iterations: object,
     output_tokens: object,
     apart: tuple | None = None,
+    admission_s: object = 0.0,
 ) -> dict:
     """The times under Poisson arrivals at ``rate_per_s`` from the decoding step at its batch (``step_s``) and that of the
     iterations carrying a request's own prompt (``own_s``): t_dec = step / (1 - lambda t_pf), the others' prompts riding
     in each iteration; inf where the prompts alone need the whole engine.  The one home of an open loop's times.
+    ``admission_s``: the mean wait for admission where the engine is full (:func:`admission_wait_s`), in TTFT.
 
     ``apart``: (base pass, prompt tokens, budget) of an engine that runs prefill batches apart
     (:attr:`EngineLimits.prefill_apart`): a request's own prompt goes through prefill batches of the base pass, and
@@ -1015,7 +1005,7 @@ def open_loop_times(
     # x a request's time in it).  At a vanishing rate the engine is idle and TTFT is a lone request's.
     with np.errstate(invalid="ignore"):
         busy = -np.expm1(-lam * (D * t_dec + k_p * t_own))
-    ttft = OPEN_LOOP_WAIT * np.where(busy > 0.0, busy * landed, 0.0) + k_p * t_own
+    ttft = OPEN_LOOP_WAIT * np.where(busy > 0.0, busy * landed, 0.0) + k_p * t_own + admission_s
     O = np.asarray(output_tokens, dtype=float)
     shape = np.shape(t_dec)
     # Little's law over the time the engine is busy (idle left out), as the simulator's running batch counts it; a
@@ -1078,8 +1068,14 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
     b = 1.0 + lam * D * t_dec
     step, E, out = steps(np.minimum(b, cap))
     left = np.maximum(limits.prefill_budget(b, g), 1.0)
+    # Arrivals that find the engine full queue until a request ends (specsim.serving.arrivals): the engine as the
+    # closed loop of n users at each n up to its bound; service times spread as exponential's unless lengths are fixed.
+    wait = admission_wait_s(
+        lam, cap, b, lambda top: _engine_rates(steps, P, O, t_pf, top, limits), 1.0 - steps.fixed_lengths
+    )
     saturated = (
-        (share >= 1.0)
+        ~np.isfinite(wait)
+        | (share >= 1.0)
         | (b > cap + 1e-9)
         | (lam * P * t_dec > left)
         | (iteration_s(step, extra(t_dec)) > t_dec * (1 + 1e-6))
@@ -1091,7 +1087,7 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
     # them, not the request itself.
     others = np.minimum(lam * D * t_dec, cap)
     own = own_step_s(others, steps(np.maximum(others, 1.0))[0], step, steps.base_s)
-    t = open_loop_times(lam, D, step, own, t_pf, k_p, O, apart)
+    t = open_loop_times(lam, D, step, own, t_pf, k_p, O, apart, np.nan_to_num(wait, posinf=0.0))
 
     def held(name, value):
         """``value``, or where the load is past capacity the full engine's (computed only where one is)."""
@@ -1109,7 +1105,7 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
         held("tokens_per_round", E),
         D,
         held("decode_batch", b),
-        np.where(saturated, cap, lam * t["e2e_s"]),
+        np.where(saturated, cap, lam * (t["e2e_s"] - np.nan_to_num(wait, posinf=0.0))),
         k_p,
         step,
         t_pf,
@@ -1118,6 +1114,18 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
         outcome=out,
         **pick,
     )
+
+
+def _engine_rates(steps: _Steps, P, O, t_pf, bound, limits) -> np.ndarray:
+    """r(n): the requests/s of a closed loop of n users with none queued, per gamma and load, at the numbers n from 1 to
+    ``bound`` of :func:`admission_grid` (last axis): a Poisson load's engine as its flow-equivalent server
+    (:mod:`specsim.serving.arrivals`), whose r(bound) is the full engine's rate a load past capacity is served at."""
+    n = admission_grid(np.broadcast_to(bound, np.shape(t_pf)))
+    grid = [on_grid(x, n) for x in (P, O, t_pf, steps.context, steps.acceptance)]
+    users = n.reshape(len(n), -1)  # (gamma, load x grid point), as a closed loop takes its users
+    return _closed_loop(
+        _Steps(steps.dep, grid[4], steps.gamma, grid[3], steps.fixed_lengths), users, *grid[:3], users, "", limits
+    ).requests_per_s.reshape(n.shape)
 
 
 def offline_times(

@@ -1,0 +1,155 @@
+"""What a Poisson arrival waits for before its prompt runs: the rest of the iteration it lands in
+(:func:`landed_iteration_s`) and, where the engine is full, admission (:func:`admission_wait_s`), below capacity.
+
+An engine admits a request only where its limits leave room: ``max_num_seqs``, or the requests its KV cache holds as
+its policy counts them (:func:`specsim.serving.steady.engine_population`: the whole length where it reserves,
+TensorRT-LLM; the prompt and up to 4,096 promised tokens, SGLang).  Below capacity the mean number in the engine is
+under that bound c, but Poisson arrivals swing it past, and an arrival that finds the engine full queues, first come
+first served, until a request ends.  The mean-value steady state has no such term; this module is its one home.
+
+The engine is taken as its flow-equivalent server (Chandy, Herzog & Woo 1975, "Parametric analysis of queuing
+networks", IBM J. Res. Dev. 19(1), 36-42): with n requests in it, they leave at r(n), the rate of a closed loop of n
+users (the serving model's own, :func:`specsim.serving.steady.closed_loop_times`), which grows more slowly than n as
+each iteration carries more; past c, at r(c), the engine's capacity.  Arrivals at lambda make the number in the
+system a birth-death chain:
+
+    pi(n) = pi(0) prod_{k=1..n} lambda / r(min(k, c)),    rho = lambda / r(c) < 1 below capacity
+    L_q   = sum_{n > c} (n - c) pi(n) = pi(c) rho / (1 - rho)^2
+    W_M   = L_q / lambda                                   (Little's law)
+
+which is exact where the times in the engine are exponential.  They are not: a benchmark's requests all have the same
+lengths, so a request's time in the engine varies only with the batch it meets and the rounds its acceptance takes.
+Allen and Cunneen's approximation for a queue of c servers with Poisson arrivals scales the exponential wait by the
+spread of the service time (A. O. Allen, *Probability, Statistics, and Queueing Theory*, 2nd ed., 1990, Sec. 6.2;
+W. Whitt 1993, "Approximations for the GI/G/m queue", Prod. Oper. Manag. 2(2), 114-161):
+
+    W = W_M (1 + c_s^2) / 2,    c_s^2 the squared coefficient of variation of a request's time in the engine
+
+(0 for lengths fixed; 1, no correction, where they are drawn and their spread is not known to the steady state).  W
+grows without bound as rho -> 1, where the steady state marks the load past capacity (TTFT inf), and is never
+negative.  The engine's speed falling as it fills is what M/M/c with a fixed service time misses: with the N_e the
+cache holds as servers and the mean load's time in the engine, Erlang C gave 0.6 s where the simulator waited 2.1 s
+(``docs/serving.md``).
+
+r(n) is the closed loop's at ``GRID`` numbers from 1 to c, interpolated linearly in n between them (it is smooth in n);
+the birth-death sums run over every whole n up to c.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["GRID", "NEAR", "NEGLIGIBLE_S", "admission_grid", "admission_wait_s", "landed_iteration_s", "on_grid"]
+
+#: Numbers of requests in the engine at which the closed loop's rate is computed, from 1 to c.
+GRID = 24
+#: The rates are asked first up to this many times the mean number in the engine (:func:`admission_wait_s`) ...
+NEAR = 1.25
+#: ... and further only where the wait bounded from there may exceed this, seconds (below any printed digit of a TTFT).
+NEGLIGIBLE_S = 1e-5
+
+
+def admission_grid(bound: object) -> np.ndarray:
+    """The numbers in the engine, from 1 to ``bound`` (c, per cell), at which :func:`admission_wait_s` takes the closed
+    loop's rate: ``GRID`` of them on a new last axis.
+
+    >>> admission_grid(47.0)[[0, 1, -1]].tolist()
+    [1.0, 3.0, 47.0]
+    """
+    c = np.asarray(bound, dtype=float)[..., None]
+    return 1.0 + (c - 1.0) * np.linspace(0.0, 1.0, GRID)
+
+
+def on_grid(x: object, grid: np.ndarray) -> object:
+    """``x`` (per load on its last axis, or one for all loads) beside each point of ``grid`` (loads on its last axis but
+    one, the grid's points on its last): each load's value repeated once per point, the points of one load together;
+    a scalar or an object that is no array (an acceptance model) as it is.
+
+    >>> on_grid(np.array([1.0, 2.0]), np.zeros((2, 3))).tolist(), on_grid(0.8, np.zeros((2, 3)))
+    ([1.0, 1.0, 1.0, 2.0, 2.0, 2.0], 0.8)
+    """
+    if not isinstance(x, np.ndarray) or x.ndim == 0:
+        return x
+    return np.repeat(np.broadcast_to(x, (*x.shape[:-1], grid.shape[-2])), grid.shape[-1], axis=-1)
+
+
+def admission_wait_s(
+    rate_per_s: object, bound: object, in_engine: object, rates_of, service_scv: object = 0.0
+) -> np.ndarray:
+    """The mean wait for admission, seconds, of Poisson arrivals at ``rate_per_s`` to an engine that holds at most
+    ``bound`` (c) requests (the module's docstring); ``rates_of(top)`` gives the rates, per second, at which requests
+    leave with the numbers of :func:`admission_grid` (``top``) in the engine (last axis); ``service_scv`` the squared
+    coefficient of variation of a request's time in the engine.  inf where the rate reaches the full engine's, r(c).
+
+    The rates are first asked up to ``NEAR`` times ``in_engine`` (the mean number in it), the batches the load's answer
+    already asks of the step-time source: r grows with n, so past there the chain's weights fall at least as fast as
+    (lambda / r(top))^n, which bounds the wait; only where that bound is above ``NEGLIGIBLE_S`` are the rates asked
+    further, a quarter further each time, and c at last (so the source is not asked, nor notes anything, about batches
+    that cannot change the answer).
+
+    An engine of 4 whose requests each take 1 s however many are in it (r(n) = n, M/M/4) at 2 requests/s: Erlang C
+    gives the chance of waiting 4/23 and the mean wait 4/23 / (4 - 2) = 2/23 s, halved for fixed service times.
+
+    >>> round(float(admission_wait_s(2.0, 4.0, 2.0, admission_grid, 1.0)), 6), round(2 / 23, 6)
+    (0.086957, 0.086957)
+    >>> round(float(admission_wait_s(2.0, 4.0, 2.0, admission_grid)), 6)
+    0.043478
+    """
+    lam = np.asarray(rate_per_s, dtype=float)
+    c = np.asarray(bound, dtype=float)
+    scv = np.asarray(service_scv, dtype=float)
+    top = np.minimum(c, np.ceil(NEAR * np.maximum(np.asarray(in_engine, dtype=float), 1.0)) + 1.0)
+    for _ in range(64):  # top grows by a quarter where it moves: c (at most 65536) within 64 passes
+        r = np.asarray(rates_of(top), dtype=float)
+        part, weight = _birth_death(lam, top, r)
+        q = lam / r[..., -1]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            beyond = np.where(q < 1.0, part * q ** (c - top + 1.0) / (1.0 - q) ** 2 / weight / lam, np.inf)
+        more = (top < c) & (beyond * (1.0 + scv) / 2.0 > NEGLIGIBLE_S)
+        if not np.any(more):
+            break
+        top = np.where(more, np.minimum(c, np.ceil(NEAR * top)), top)
+    rho = lam / r[..., -1]
+    below = rho < 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho_b = np.where(below, rho, 0.5)
+        queued = part * rho_b / (1.0 - rho_b) ** 2 / (weight + part * rho_b / (1.0 - rho_b)) / lam
+    wait = np.where(top < c, 0.0, queued * (1.0 + scv) / 2.0)
+    return np.where(lam > 0.0, np.where(below | (top < c), wait, np.inf), 0.0)
+
+
+def _birth_death(lam: np.ndarray, top: np.ndarray, grid_rates: np.ndarray) -> tuple:
+    """(pi(top), sum of pi(n) for n <= top), each relative to the largest pi(n), of the chain pi(n) = pi(n - 1) lambda /
+    r(n) up to ``top`` (per cell), r at every whole n linear between the grid's points (:func:`admission_grid`)."""
+    shape = np.broadcast_shapes(np.shape(lam), np.shape(top), grid_rates.shape[:-1])
+    lam, top = np.broadcast_to(lam, shape), np.broadcast_to(top, shape)
+    r = np.broadcast_to(grid_rates, (*shape, grid_rates.shape[-1]))
+    n = np.arange(1.0, (int(np.max(top)) if top.size else 1) + 1.0)
+    at = (n - 1.0) / np.maximum(top[..., None] - 1.0, 1e-300) * (GRID - 1)  # the position in the grid's span
+    i = np.clip(np.floor(at).astype(int), 0, GRID - 2)
+    f = np.clip(at - i, 0.0, 1.0)
+    r_n = np.take_along_axis(r, i, axis=-1) * (1.0 - f) + np.take_along_axis(r, i + 1, axis=-1) * f
+    inside = n <= top[..., None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_pi = np.cumsum(np.where(inside, np.log(lam[..., None]) - np.log(r_n), 0.0), axis=-1)
+    log_pi = np.concatenate([np.zeros((*shape, 1)), log_pi], axis=-1)  # n = 0 .. max top, held at top past it
+    pi = np.exp(log_pi - np.max(log_pi, axis=-1, keepdims=True))
+    held = np.concatenate([np.ones((*shape, 1), dtype=bool), inside], axis=-1)
+    return pi[..., -1], np.sum(np.where(held, pi, 0.0), axis=-1)
+
+
+def landed_iteration_s(t_dec: object, rate_per_s: object, prefill_s: object) -> np.ndarray:
+    """The mean length of the iteration a Poisson arrival lands in, E[T^2] / E[T]: an iteration of mean ``t_dec`` lasts
+    its step plus the prompts that arrived during the one before, Poisson in number at ``rate_per_s`` with ``prefill_s``
+    each, so its variance V solves V = lambda t_dec t_pf^2 + (lambda t_pf)^2 V, and E[T^2] / E[T] = t_dec + V / t_dec.
+    Every prompt is taken to cost the mean one's time (their spread would lengthen it further); inf past the engine.
+
+    >>> round(float(landed_iteration_s(0.010, 20.0, 0.020)), 6)  # V = 20 x 0.01 x 0.0004 / (1 - 0.16)
+    0.019524
+    """
+    t, lam, t_pf = (np.asarray(v, dtype=float) for v in (t_dec, rate_per_s, prefill_s))
+    share = lam * t_pf
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = lam * t * t_pf**2 / (1.0 - share**2)
+        landed = t + np.where(t > 0.0, var / t, 0.0)
+    return np.where((share < 1.0) & np.isfinite(t), landed, np.inf)
