@@ -9,9 +9,13 @@ fixed lengths (seed 0); its steady part is the middle half: the mean TPOT and TT
 the first and the third quarter of the arrivals, and the output tokens of the requests finishing between the first
 and the third quarter of the finishes over that span.  An offline batch is every request arriving at 0 (serve-sim
 --trace of arrival_s 0; the steady state's ``kind="batch"``): its whole run's mean TPOT and TTFT and its output
-tokens over the makespan.  Both run at the engine's own limits on the GPU, as serve-sim and optimal-gamma do.
+tokens over the makespan.  Both run at the engine's own limits on the GPU, as serve-sim and optimal-gamma do, or at
+those a case sets (its options' ``limits``); a case whose options say ``own`` gives each arm the multiples of its own
+capacity (the rate of a closed loop of the N_e it holds).  ``--seeds N`` runs a rate's arrivals and acceptance from
+seeds 0 to N - 1 and prints the simulator's means over them, TTFT with its standard error over the seeds (a queue's
+waits swing from seed to seed near the admission bound: ``specsim.serving.arrivals``).
 
-    python benchmarks/steady_vs_sim_open.py [--requests 3000] [--only 0,2] [--cache DIR]
+    python benchmarks/steady_vs_sim_open.py [--requests 3000] [--only 0,2] [--cache DIR] [--seeds 20]
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # steady_vs_sim_kv beside it
 
 # (hardware, target, draft, engine, prompt, output, gamma, load kind, loads: rates as multiples of the KV-bound
-# capacity, or batch sizes)
+# capacity, or batch sizes[, options: "limits" to replace the engine's, "own" for each arm's own capacity])
 CASES = [
     ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "vllm", 1000, 2000, 3, "rate", (0.7, 0.9, 1.1, 1.5)),
     ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "vllm", 1000, 8000, 3, "rate", (0.7, 0.9, 1.1, 1.5)),
@@ -38,6 +42,22 @@ CASES = [
     # short outputs, the CLI's default 256 (added after a review found the charge over-counts there)
     ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "vllm", 1000, 256, 3, "rate", (1.1, 1.5)),
     ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "vllm", 1000, 256, 3, "batch", (2048,)),
+    # admission bounded below capacity (specsim.serving.arrivals): SGLang's cache at 0.8 (0.7 and 0.9 are case 2's),
+    # max_num_seqs (32 on vLLM, its cache holding far more) and a cache that reserves whole lengths (TensorRT-LLM)
+    ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "sglang", 1000, 8000, 3, "rate", (0.8,)),
+    (
+        "h100-sxm",
+        "llama-3.1-8b",
+        "llama-3.2-1b",
+        "vllm",
+        1000,
+        2000,
+        3,
+        "rate",
+        (0.7, 0.8, 0.9, 0.95),
+        {"limits": {"max_num_seqs": 32}, "own": True},
+    ),
+    ("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", "trtllm", 1000, 4000, 3, "rate", (0.7, 0.8, 0.9, 0.95), {"own": True}),
 ]
 
 
@@ -64,56 +84,96 @@ def whole(run) -> dict:
     }
 
 
-def one(case, requests: int, cache: str | None = None) -> list:
+def _runs(case, load: float, n: int, seed: int, limits, cache: str | None) -> tuple:
+    """(plain, speculating) simulator runs of ``n`` requests at ``load`` (a rate's arrivals drawn from ``seed``)."""
     from specsim.serving.simulator import serve_compare
-    from specsim.serving.steady import engine_limits, served_state
     from specsim.serving.workloads import Requests
     from specsim.speculation.deployment import Deployment
 
-    hw, target, draft, engine, P, O, gamma, kind, loads = case
+    hw, target, draft, engine, P, O, gamma, kind = case[:8]
+    tail = "" if len(case) < 10 else f"-{sorted(case[9].get('limits', {}).items())}".replace(" ", "")
+    name = f"{'-'.join(map(str, case[:7]))}{tail}-{kind}-{load:.6g}-{n}{f'-s{seed}' if seed else ''}.pkl"
+    key = None if cache is None else Path(cache) / name
+    if key is not None and key.exists():
+        return pickle.loads(key.read_bytes())
+    if kind == "rate":
+        arrivals = np.cumsum(np.random.default_rng(seed).exponential(1.0 / load, n))
+    else:
+        arrivals = np.zeros(n)
+    reqs = Requests(np.full(n, P), np.full(n, O), arrivals)
+    plain, spec, _ = serve_compare(
+        Deployment.build(hw, target, draft, engine=engine), reqs, 0.8, gamma, limits, seed=seed
+    )
+    if key is not None:
+        key.parent.mkdir(parents=True, exist_ok=True)
+        key.write_bytes(pickle.dumps((plain, spec)))
+    return plain, spec
+
+
+def _mean(runs: list) -> dict:
+    """The simulator's figures averaged over seeds' runs, with the standard error of TTFT over them."""
+    out = {k: float(np.mean([r[k] for r in runs])) for k in runs[0]}
+    ttft = [r["ttft"] for r in runs]
+    out["ttft_se"] = float(np.std(ttft, ddof=1) / np.sqrt(len(ttft))) if len(ttft) > 1 else float("nan")
+    return out
+
+
+def one(case, requests: int, cache: str | None = None, seeds: int = 1) -> list:
+    import dataclasses
+
+    from specsim.serving.steady import engine_limits, served_state
+    from specsim.speculation.deployment import Deployment
+
+    hw, target, draft, engine, P, O, gamma, kind, loads = case[:9]
+    options = case[9] if len(case) > 9 else {}
     dep = Deployment.build(hw, target, draft, engine=engine)
     limits, _ = engine_limits(dep.engine, dep.hardware)
+    limits = dataclasses.replace(limits, **options.get("limits", {}))
     rows = []
     for x in loads:
-        if kind == "rate":
-            # the KV-bound capacity: a closed loop of the N_e the cache holds (plain arm's, one rate for both arms)
-            big = served_state(dep, 0.8, [0], [4096], P, O, limits=limits)
-            cap = served_state(dep, 0.8, [0], [float(big.in_engine[0, 0])], P, O, limits=limits)
-            load, n = x * float(cap.requests_per_s[0, 0]), requests
-        else:
-            load, n = float(x), int(x)
-        s = served_state(dep, 0.8, [0, gamma], [load], P, O, limits=limits, kind=kind)
-        key = None if cache is None else Path(cache) / f"{'-'.join(map(str, case[:7]))}-{kind}-{load:.6g}-{n}.pkl"
-        if key is not None and key.exists():
-            plain, spec = pickle.loads(key.read_bytes())
-        else:
+        for arm in (0, 1) if options.get("own") else (None,):
             if kind == "rate":
-                arrivals = np.cumsum(np.random.default_rng(0).exponential(1.0 / load, n))
+                # the KV-bound capacity: a closed loop of the N_e the cache holds (plain arm's, one rate for both
+                # arms, unless each arm's own)
+                i = arm or 0
+                big = served_state(dep, 0.8, [0, gamma], [4096], P, O, limits=limits)
+                cap = served_state(dep, 0.8, [0, gamma], [float(big.in_engine[i, 0])], P, O, limits=limits)
+                load, n = x * float(cap.requests_per_s[i, 0]), requests
             else:
-                arrivals = np.zeros(n)
-            reqs = Requests(np.full(n, P), np.full(n, O), arrivals)
-            plain, spec, _ = serve_compare(dep, reqs, 0.8, gamma, limits)
-            if key is not None:
-                key.parent.mkdir(parents=True, exist_ok=True)
-                key.write_bytes(pickle.dumps((plain, spec)))
-        read = middle if kind == "rate" else whole
-        for i, run in enumerate((plain, spec)):
-            sim = read(run)
-            rows.append(
-                {
-                    "label": f"{hw} {engine} {P}/{O} {kind} {x:g} ({load:.3g}) g{gamma if i else 0}",
-                    "limited_by": str(np.ravel(s.limited_by)[i]) or "-",
-                    "saturated": bool(np.ravel(s.saturated)[i]),
-                    "steady": {
-                        "tpot": float(s.tpot_s[i, 0]),
-                        "ttft": float(s.ttft_s[i, 0]),
-                        "tok_s": float(s.output_tokens_per_s[i, 0]),
-                        "batch": float(s.mean_batch[i, 0]),
-                    },
-                    "sim": sim,
-                }
-            )
+                load, n = float(x), int(x)
+            rows += _rows(case, dep, limits, x, load, n, arm, cache, seeds if kind == "rate" else 1)
     return rows
+
+
+def _rows(case, dep, limits, x, load: float, n: int, arm, cache, seeds: int) -> list:
+    """The rows of one load: the steady state and the simulator's runs (means over ``seeds``), per arm (``arm``: one)."""
+    from specsim.serving.steady import served_state
+
+    hw, _, _, engine, P, O, gamma, kind = case[:8]
+    s = served_state(dep, 0.8, [0, gamma], [load], P, O, limits=limits, kind=kind)
+    runs = [_runs(case, load, n, seed, limits, cache) for seed in range(seeds)]
+    read = middle if kind == "rate" else whole
+    rows = []
+    for i in (0, 1) if arm is None else (arm,):
+        rows.append(
+            {
+                "label": f"{hw} {engine} {P}/{O} {kind} {x:g} ({load:.3g}) g{gamma if i else 0}",
+                "limited_by": str(np.ravel(s.limited_by)[i]) or "-",
+                "saturated": bool(np.ravel(s.saturated)[i]),
+                "steady": {
+                    "tpot": float(s.tpot_s[i, 0]),
+                    "ttft": float(s.ttft_s[i, 0]),
+                    "tok_s": float(s.output_tokens_per_s[i, 0]),
+                    "batch": float(s.mean_batch[i, 0]),
+                },
+                "sim": _mean([read(r[i]) for r in runs]),
+            }
+        )
+    return rows
+
+
+def _se(sim: dict) -> str:
+    return "" if not np.isfinite(sim["ttft_se"]) else f" ±{sim['ttft_se']:.2g}"
 
 
 def _gap(a: float, b: float) -> str:
@@ -125,6 +185,7 @@ def main(argv=None) -> int:
     ap.add_argument("--requests", type=int, default=3000, help="Poisson arrivals a rate's run simulates")
     ap.add_argument("--only", default=None, help="comma-separated case indices")
     ap.add_argument("--cache", default=None, help="a folder keeping the simulator's runs (the steady state is redone)")
+    ap.add_argument("--seeds", type=int, default=1, help="a rate's runs, from seeds 0 to N - 1 (their means)")
     args = ap.parse_args(argv)
     picks = range(len(CASES)) if args.only is None else [int(x) for x in args.only.split(",")]
     print(
@@ -132,14 +193,14 @@ def main(argv=None) -> int:
         " | batch steady / sim | preemptions"
     )
     for k in picks:
-        for r in one(CASES[k], args.requests, args.cache):
+        for r in one(CASES[k], args.requests, args.cache, args.seeds):
             a, b = r["steady"], r["sim"]
             print(
                 f"{k} {r['label']} | {r['limited_by']}{' saturated' if r['saturated'] else ''}"
                 f" | {a['tpot'] * 1e3:.2f} / {b['tpot'] * 1e3:.2f} ({_gap(a['tpot'], b['tpot'])})"
-                f" | {a['ttft']:.3g} / {b['ttft']:.3g} ({_gap(a['ttft'], b['ttft'])})"
+                f" | {a['ttft']:.3g} / {b['ttft']:.3g}{_se(b)} ({_gap(a['ttft'], b['ttft'])})"
                 f" | {a['tok_s']:,.0f} / {b['tok_s']:,.0f} ({_gap(a['tok_s'], b['tok_s'])})"
-                f" | {a['batch']:.1f} / {b['batch']:.1f} | {b['preemptions']}",
+                f" | {a['batch']:.1f} / {b['batch']:.1f} | {b['preemptions']:g}",
                 flush=True,
             )
     return 0
