@@ -20,14 +20,14 @@ system a birth-death chain:
 which is exact where the times in the engine are exponential.  They are not: a benchmark's requests all have the same
 lengths, so a request's time in the engine varies only with the batch it meets and the rounds its acceptance takes.
 Allen and Cunneen's approximation for a queue of c servers with Poisson arrivals scales the exponential wait by the
-spread of the service time (A. O. Allen, *Probability, Statistics, and Queueing Theory*, 2nd ed., 1990, Sec. 6.2;
+spread of the service time (A. O. Allen, *Probability, Statistics, and Queueing Theory*, 2nd ed., 1990;
 W. Whitt 1993, "Approximations for the GI/G/m queue", Prod. Oper. Manag. 2(2), 114-161):
 
     W = W_M (1 + c_s^2) / 2,    c_s^2 the squared coefficient of variation of a request's time in the engine
 
-(0 for lengths fixed; 1, no correction, where they are drawn and their spread is not known to the steady state).  W
-grows without bound as rho -> 1, where the steady state marks the load past capacity (TTFT inf), and is never
-negative.  The engine's speed falling as it fills is what M/M/c with a fixed service time misses: with the N_e the
+(0 for lengths fixed; 1, no correction, where they are drawn and their spread is not known to the steady state).  W is
+never negative and grows without bound as rho -> 1; the steady state's own rule marks a load past capacity (TTFT
+inf) a little before r(c) (at 0.97-0.99 of it in ``docs/serving.md``'s cases, where W is some seconds), as it did.  The engine's speed falling as it fills is what M/M/c with a fixed service time misses: with the N_e the
 cache holds as servers and the mean load's time in the engine, Erlang C gave 0.6 s where the simulator waited 2.1 s
 (``docs/serving.md``).
 
