@@ -96,3 +96,25 @@ def test_poisson_arrivals_that_find_max_num_seqs_full_wait_as_the_simulator_play
         )
         ttft.append(float(np.mean((run.first_token_s - run.arrival_s)[np.argsort(run.arrival_s)][n // 10 :])))
     assert float(model.ttft_s[0, 0]) == pytest.approx(np.mean(ttft), rel=0.30)
+
+
+def test_an_answer_at_a_rate_says_the_part_of_ttft_that_waits_for_admission(capsys):
+    """SGLang's plain engine at 0.3 requests/s of 1,000 in and 8,000 out is near the requests its cache admits: most of
+    its TTFT is the wait for admission.  The JSON gives that part, the text a note naming it and the one assumption a
+    user's lengths decide (fixed: Allen and Cunneen's factor 1/2); a closed loop has none."""
+    import json
+
+    from specsim.cli.main import main
+
+    args = ["optimal-gamma", "--engine", "sglang", "--input-len", "1000", "--output-len", "8000"]
+    assert main([*args, "--rate", "0.3", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    plain = row["plain"]
+    assert 0.9 * plain["ttft_s"] < plain["admission_wait_s"] < plain["ttft_s"], plain
+    assert main([*args, "--rate", "0.3"]) == 0
+    err = capsys.readouterr().err
+    assert f"note: TTFT waiting for admission at rate 0.3/s plain {plain['admission_wait_s'] * 1e3:,.0f} of " in err
+    assert "a request's time in the engine taken as fixed (Allen and Cunneen's factor 1/2)" in err
+    assert main([*args, "--concurrency", "16", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["plain"]["admission_wait_s"] == 0.0 == row["spec"]["admission_wait_s"]

@@ -150,6 +150,9 @@ class LoadAnswer:
     #: What stopped the search at its top gamma (:func:`specsim.speculation.search.search_bound`): a best gamma there
     #: says it, as the batch view's ("": not said).
     gamma_bound: str = ""
+    #: Every request of the given lengths (a benchmark's), not a workload's distribution of them: what the admission wait
+    #: takes as a request's spread of time in the engine (:func:`specsim.serving.arrivals.admission_said`).
+    fixed_lengths: bool = True
 
     def __repr__(self) -> str:  # a notebook's echo: the answer per load, not every field (rows holds the rest)
         picks = ", ".join(
@@ -416,6 +419,7 @@ def _figures(s: SteadyState, i: int, j: int) -> dict:
         "tpot_s": v(s.tpot_s),
         "itl_s": v(s.itl_s),
         "ttft_s": v(s.ttft_s),
+        "admission_wait_s": v(s.admission_s),
         "output_tokens_per_s": v(s.output_tokens_per_s),
         "requests_per_s": v(s.requests_per_s),
         "batch_a_request_sees": v(s.decode_batch),
@@ -523,7 +527,7 @@ def load_answer(
     best = _best(state, kind, gamma is not None, rtol)
     bound = "" if gamma is not None else search_bound(dep, acceptance, gamma_max)
     return LoadAnswer(
-        dep, label, kind, list(loads), P, O, lengths, limits, state, best, gamma, measured_steps, rtol, bound
+        dep, label, kind, list(loads), P, O, lengths, limits, state, best, gamma, measured_steps, rtol, bound, fixed
     )
 
 

@@ -1066,6 +1066,19 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
             "caching keeping a preempted request's blocks; serve-sim plays them and counts the preemptions",
             file=sys.stderr,
         )
+    waits = [  # an open loop's TTFT where a tenth or more of it is the wait for admission (specsim.serving.arrivals)
+        f"{r['load']} {arm} {r[key]['admission_wait_s'] * 1e3:,.0f} of {r[key]['ttft_s'] * 1e3:,.0f} ms"
+        for r in answer.rows
+        for arm, key in (("plain", "plain"), ("speculating", "spec"))
+        if r[key]["ttft_s"] and r[key]["admission_wait_s"] > 0.1 * r[key]["ttft_s"]
+    ]
+    if waits:
+        from specsim.serving.arrivals import admission_said
+
+        print(
+            f"note: TTFT waiting for admission at {'; '.join(waits)}: {admission_said(answer.fixed_lengths)}",
+            file=sys.stderr,
+        )
     for r in answer.rows:  # where only the speculating engine queues users: its TTFT carries the wait
         a, b = r["plain"], r["spec"]
         if b["limited_by"] in ("kv cache", "max_num_seqs") and not a["limited_by"] and answer.kind == "concurrency":

@@ -39,7 +39,16 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["GRID", "NEAR", "NEGLIGIBLE_S", "admission_grid", "admission_wait_s", "landed_iteration_s", "on_grid"]
+__all__ = [
+    "GRID",
+    "NEAR",
+    "NEGLIGIBLE_S",
+    "admission_grid",
+    "admission_said",
+    "admission_wait_s",
+    "landed_iteration_s",
+    "on_grid",
+]
 
 #: Numbers of requests in the engine at which the closed loop's rate is computed, from 1 to c.
 GRID = 24
@@ -153,3 +162,20 @@ def landed_iteration_s(t_dec: object, rate_per_s: object, prefill_s: object) -> 
         var = lam * t * t_pf**2 / (1.0 - share**2)
         landed = t + np.where(t > 0.0, var / t, 0.0)
     return np.where((share < 1.0) & np.isfinite(t), landed, np.inf)
+
+
+def admission_said(fixed_lengths: bool) -> str:
+    """How the answers name the admission wait in a TTFT, and the spread of a request's time in the engine it takes: the
+    one assumption of :func:`admission_wait_s` a user's lengths decide (its factor (1 + c_s^2) / 2 is 1/2 or 1)."""
+    spread = (
+        "every request's lengths the same, a request's time in the engine taken as fixed (Allen and Cunneen's factor 1/2)"
+        if fixed_lengths
+        else "a workload's lengths, whose spread of a request's time in the engine the steady state does not hold, "
+        "taken as an exponential's (factor 1; fixed times would halve the wait): an assumption"
+    )
+    return (
+        "Poisson arrivals that find the engine at its bound (max_num_seqs, or the requests its KV cache admits) queue "
+        "until a request ends, the engine taken as its flow-equivalent server (specsim.serving.arrivals); "
+        f"{spread}; against the request-level simulator's waits, -5% to +53%, most over near the engine's capacity "
+        "(docs/serving.md)"
+    )

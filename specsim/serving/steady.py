@@ -295,6 +295,9 @@ class SteadyState:
     outcome: object = None  #: the RoundOutcome at b (its parts), None for plain decoding only
     #: (plain, speculating) KV bytes per GPU beside the weights where the capacity model sized them (:func:`served_state`)
     kv_bytes: tuple | None = None
+    #: the part of ``ttft_s`` an arrival waits for admission where the engine is full (an open loop below capacity:
+    #: :func:`specsim.serving.arrivals.admission_wait_s`; 0 elsewhere)
+    admission_s: object = 0.0
 
     def to_rows(self) -> list[dict]:
         """One dict per (gamma, load), for tables and JSON."""
@@ -314,6 +317,7 @@ class SteadyState:
                         "tpot_s": v(self.tpot_s),
                         "itl_s": v(self.itl_s),
                         "ttft_s": v(self.ttft_s),
+                        "admission_wait_s": v(self.admission_s),
                         "e2e_s": v(self.e2e_s),
                         "output_tokens_per_s": v(self.output_tokens_per_s),
                         "requests_per_s": v(self.requests_per_s),
@@ -1094,8 +1098,7 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
         return value if full is None else np.where(saturated, np.broadcast_to(getattr(full, name), shape), value)
 
     pick = {k: held(k, v) for k, v in t.items()}
-    pick["ttft_s"] = np.where(saturated, np.inf, t["ttft_s"])
-    pick["e2e_s"] = np.where(saturated, np.inf, t["e2e_s"])
+    pick.update(ttft_s=np.where(saturated, np.inf, t["ttft_s"]), e2e_s=np.where(saturated, np.inf, t["e2e_s"]))
     return SteadyState(
         "rate",
         lam,
@@ -1112,6 +1115,7 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
         saturated=saturated,
         limited_by=np.broadcast_to(np.where((limited != "no room") & saturated, "capacity", limited), shape),
         outcome=out,
+        admission_s=np.where(saturated, 0.0, np.nan_to_num(wait, posinf=0.0)),
         **pick,
     )
 
