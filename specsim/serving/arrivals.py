@@ -134,7 +134,9 @@ def _birth_death(lam: np.ndarray, top: np.ndarray, grid_rates: np.ndarray) -> tu
     lam, top = np.broadcast_to(lam, shape), np.broadcast_to(top, shape)
     r = np.broadcast_to(grid_rates, (*shape, grid_rates.shape[-1]))
     n = np.arange(1.0, (int(np.max(top)) if top.size else 1) + 1.0)
-    at = (n - 1.0) / np.maximum(top[..., None] - 1.0, 1e-300) * (GRID - 1)  # the position in the grid's span
+    # The position in the grid's span; an engine that holds one request (a drafter with no room beside it) has a grid of
+    # one point, n = 1 at its start (a span below 1 would put the n past it, which the chain leaves out, at inf).
+    at = (n - 1.0) / np.maximum(top[..., None] - 1.0, 1.0) * (GRID - 1)
     i = np.clip(np.floor(at).astype(int), 0, GRID - 2)
     f = np.clip(at - i, 0.0, 1.0)
     r_n = np.take_along_axis(r, i, axis=-1) * (1.0 - f) + np.take_along_axis(r, i + 1, axis=-1) * f
