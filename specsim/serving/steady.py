@@ -299,39 +299,6 @@ class SteadyState:
     #: :func:`specsim.serving.arrivals.admission_wait_s`; 0 elsewhere)
     admission_s: object = 0.0
 
-    def to_rows(self) -> list[dict]:
-        """One dict per (gamma, load), for tables and JSON."""
-        rows = []
-        for i in range(self.gamma.shape[0]):
-            for j in range(self.load.shape[-1]):
-
-                def v(x, i=i, j=j):
-                    return float(np.broadcast_to(x, self.tpot_s.shape)[i, j])
-
-                rows.append(
-                    {
-                        self.kind: float(self.load[j]),
-                        "input_tokens": float(self.input_tokens[j]),
-                        "output_tokens": float(self.output_tokens[j]),
-                        "gamma": int(self.gamma[i, 0]),
-                        "tpot_s": v(self.tpot_s),
-                        "itl_s": v(self.itl_s),
-                        "ttft_s": v(self.ttft_s),
-                        "admission_wait_s": v(self.admission_s),
-                        "e2e_s": v(self.e2e_s),
-                        "output_tokens_per_s": v(self.output_tokens_per_s),
-                        "requests_per_s": v(self.requests_per_s),
-                        "tokens_per_round": v(self.tokens_per_round),
-                        "batch_a_request_sees": v(self.decode_batch),
-                        "mean_batch": v(self.mean_batch),
-                        "in_engine": v(self.in_engine),
-                        "prefill_share": v(self.prefill_share),
-                        "saturated": bool(np.broadcast_to(self.saturated, self.tpot_s.shape)[i, j]),
-                        "limited_by": str(np.broadcast_to(self.limited_by, self.tpot_s.shape)[i, j]),
-                    }
-                )
-        return rows
-
 
 def _step(dep, acceptance, gamma, batch, context):
     """(step seconds, tokens per round, outcome) of the decoding sequences at ``batch`` (plain where gamma is 0)."""
