@@ -9,11 +9,22 @@ same runs gets the command's fit, file and JSON.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["EngineCalibration", "calibrate_engine", "measured_acceptance", "recorded_shares", "timing_for"]
+import numpy as np
+
+__all__ = [
+    "EngineCalibration",
+    "PlainFloor",
+    "calibrate_engine",
+    "measured_acceptance",
+    "plain_floor",
+    "recorded_shares",
+    "timing_for",
+]
 
 
 def timing_for(
@@ -168,6 +179,7 @@ class EngineCalibration:
     target_options: dict  #: tp, weight and KV dtypes as given
     limits: object = None  #: the engine's limits the fit was made under (:class:`specsim.serving.steady.EngineLimits`)
     memory_utilization: float | None = None  #: the engine's memory setting the runs were served at (None: its own)
+    floor: PlainFloor | None = None  #: the plain runs under the least the model gives them (:func:`plain_floor`)
 
     def mapping(self) -> dict:
         """The calibration file's content (:func:`specsim.calibration.file.calibration_mapping`), with the acceptance
@@ -251,12 +263,92 @@ class EngineCalibration:
             "not_held_out": fit.not_held_out,
             "error_by_load": [{"load": load, "plain": _num(p), "spec": _num(s)} for load, p, s in fit.error_by_load()],
             "speedup": [{"group": g, "measured": m, "held_out": p} for g, m, p in fit.speedups(fit.held_out)],
+            "plain_floor": None if self.floor is None else self.floor.to_dict(fit),
             "warnings": list(fit.warnings),
             "notes": list(self.notes),
             "residual_dof": fit.dof,
             "calibration": str(out) if out else None,
             "use": f"specsim optimal-gamma --calibration {out or 'calibration.yaml'}",
         }
+
+
+@dataclass(frozen=True)
+class PlainFloor:
+    """The plain runs that took less than the least the model can give them: their step with every value a fit varies
+    to shorten it at its bound (no engine time per iteration or per sequence, prompts at the fastest the fit allows, a
+    roofline's efficiency at its highest), which leaves the step-time source's own pass and the engine time a fit holds
+    (its time per tensor-parallel collective, which calibrate-engine does not fit).  Their error, fitted or held out, is
+    that floor's at their loads, not a fit's scatter: no fitted term reaches them.
+
+    ``runs``: indices into the fit's runs; ``least``: the model's least for each, in the run's observable (seconds, or
+    output tokens per second, then the most); ``over``: how much slower than measured that least is (a share).  The
+    parts, at the first of them (the lowest load): ``batch`` sequences decoding over ``context`` cached tokens, the
+    source's GPU pass ``source_s`` and the engine's held ``collectives`` x ``collective_s``.
+    """
+
+    runs: tuple
+    least: tuple
+    over: tuple
+    source: str
+    batch: float
+    context: float
+    source_s: float
+    collective_s: float
+    collectives: int
+
+    def to_dict(self, fit) -> dict:
+        return {
+            "loads": [fit.runs[i].run.load for i in self.runs],
+            "least": list(self.least),
+            "over": list(self.over),
+            "source": self.source,
+            "batch": self.batch,
+            "context": self.context,
+            "source_s": self.source_s,
+            "collective_s": self.collective_s,
+            "collectives": self.collectives,
+        }
+
+
+def plain_floor(fit, dep, limits=None, kv_bytes=None) -> PlainFloor | None:
+    """The plain runs of ``fit`` (an :class:`~specsim.calibration.engine_fit.EngineFit` on ``dep``, under ``limits`` and
+    ``kv_bytes`` as it was fitted) more than the runs' noise under the model's least (:class:`PlainFloor`); None if
+    none is.  The noise is :data:`~specsim.calibration.engine_fit.WRONG_ENGINE_ERROR` (a percent or two, 3%)."""
+    from specsim.calibration.engine_fit import PREFILL_BOUNDS, WRONG_ENGINE_ERROR
+    from specsim.calibration.model import RunModel, scale_upper
+    from specsim.describe.parallel import collective_count
+
+    model = RunModel(dep, fit.runs, limits, kv_bytes)
+    plain = np.flatnonzero(model.kinds == "plain")
+    if not plain.size:
+        return None
+    scale = scale_upper(dep.hardware) if model.fit_scale else fit.values.scale
+    least = dataclasses.replace(
+        fit.values, scale=scale, iteration_s=0.0, iteration_seq_s=0.0, prefill_scale=PREFILL_BOUNDS[1]
+    )
+    model.settle(least)
+    predicted, measured = model.predict(least, plain), model.measured[plain]
+    rate = model.observable[plain] == "throughput"  # faster is more tokens per second
+    over = np.where(rate, measured / predicted, predicted / measured) - 1.0
+    under = np.flatnonzero(over > WRONG_ENGINE_ERROR)
+    if not under.size:
+        return None
+    first = plain[under[0]]
+    at = model.deployment(least)
+    b, L = float(model.batch[first]), float(model.context[first])
+    # The decode step at the least, less the engine's time in it (its held collectives: the iteration terms are at 0).
+    engine_s = at.engine.iteration_time(b) + at.engine.collectives_s(at.target)
+    return PlainFloor(
+        tuple(int(plain[k]) for k in under),
+        tuple(float(predicted[k]) for k in under),
+        tuple(float(over[k]) for k in under),
+        dep.source.name,
+        b,
+        L,
+        float(np.asarray(at.decode(b, L).total_s)) - float(engine_s),
+        float(at.engine.collective_s),
+        collective_count(at.target),  # none on one GPU
+    )
 
 
 def runs_kv_bytes(dep, runs: list, limits, memory_utilization: float | None = None) -> tuple:
@@ -431,4 +523,5 @@ def calibrate_engine(
         target_options,
         limits,
         memory_utilization,
+        plain_floor(fit, dep, limits, kv),
     )

@@ -153,7 +153,7 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
     if args.json:
         report.print_json(summary)
         return 0
-    _print_fit(result.fit, result.deployment, summary, result.notes, out)
+    _print_fit(result.fit, result.deployment, summary, result.notes, out, result.floor)
     return 0
 
 
@@ -178,7 +178,7 @@ def _pct(x: float) -> str:
     return "-" if x != x else f"{x:.1%}"
 
 
-def _print_fit(fit, dep, summary, notes, out) -> None:
+def _print_fit(fit, dep, summary, notes, out, floor=None) -> None:
     n_plain = sum(c.kind == "plain" for c in fit.runs)
     print(
         f"calibrate-engine: {n_plain} plain and {len(fit.runs) - n_plain} speculative runs of {dep.target.name} on "
@@ -268,7 +268,7 @@ def _print_fit(fit, dep, summary, notes, out) -> None:
             f"  {'acceptance':<28} {'alpha ' + _value(t):>10}  {_interval(t):<22} {t.status} for sweep {sweep}"
             + (f": {t.why}" if t.why else " (its runs recorded none)")
         )
-    _print_errors(fit, dep)
+    _print_errors(fit, dep, floor)
     for w in fit.warnings:
         print(f"warning: {w}")
     if out:
@@ -285,7 +285,7 @@ def _print_fit(fit, dep, summary, notes, out) -> None:
         )
 
 
-def _print_errors(fit, dep) -> None:
+def _print_errors(fit, dep, floor=None) -> None:
     import numpy as np
 
     print(
@@ -300,6 +300,8 @@ def _print_errors(fit, dep) -> None:
                 "<>>",
             )
         )
+    if floor is not None:
+        print(_floor_line(fit, floor))
     for which, what in (
         ("held_out", "each load"),
         ("held_out_steps", "each number of draft steps"),
@@ -319,6 +321,30 @@ def _print_errors(fit, dep) -> None:
         print("held-out speedup (each load fitted without its runs):")
         for group, measured, predicted in speedups:
             print(f"  {group}: measured {measured:.2f}x, predicted {predicted:.2f}x ({predicted / measured - 1:+.1%})")
+
+
+def _floor_line(fit, floor) -> str:
+    """The plain runs under the model's floor (:class:`~specsim.calibration.engine_calibration.PlainFloor`), said under
+    the held-out table: their error there is the step-time source's, which no fitted term absorbs."""
+    runs = [fit.runs[i].run for i in floor.runs]
+    label, unit = _UNITS[runs[0].observable]
+    said = ", ".join(f"{x * _UNITS[r.observable][1]:.2f}" for x, r in zip(floor.least, runs))
+    took = ", ".join(f"{r.value * _UNITS[r.observable][1]:.2f}" for r in runs)
+    held = floor.collective_s * floor.collectives
+    collectives = (
+        f", the engine's {held * 1e3:.2f} ms a pass of tensor-parallel collectives ({floor.collective_s * 1e6:.1f} "
+        f"us x {floor.collectives}, held: calibrate-engine fits no such term)"
+        if held
+        else ""
+    )
+    return (
+        f"  plain under the model's floor at {', '.join(r.load for r in runs)}: the least the model gives them, every "
+        f"value the fit varies at the bound that shortens a step, is {said} ({label}) against {took} measured "
+        f"({', '.join(f'{o:+.1%}' for o in floor.over)}); at {runs[0].load} that least is the step-time source's pass "
+        f"({floor.source}: {floor.source_s * 1e3:.2f} ms at batch {floor.batch:.1f} over {floor.context:,.0f} cached)"
+        f"{collectives} and the prompts' share: the plain error there is the step-time source's at these loads, not "
+        "the fit's, and no engine term absorbs it"
+    )
 
 
 # -- flags -------------------------------------------------------------------------------------------------------------
