@@ -325,7 +325,8 @@ def _print_errors(fit, dep, floor=None) -> None:
 
 def _floor_line(fit, floor) -> str:
     """The plain runs under the model's floor (:class:`~specsim.calibration.engine_calibration.PlainFloor`), said under
-    the held-out table: their error there is the step-time source's, which no fitted term absorbs."""
+    the held-out table: their error there is the floor's (the step-time source's pass and the engine time held), which
+    no fitted term reaches."""
     runs = [fit.runs[i].run for i in floor.runs]
     label, unit = _UNITS[runs[0].observable]
     said = ", ".join(f"{x * _UNITS[r.observable][1]:.2f}" for x, r in zip(floor.least, runs))
@@ -333,17 +334,17 @@ def _floor_line(fit, floor) -> str:
     held = floor.collective_s * floor.collectives
     collectives = (
         f", the engine's {held * 1e3:.2f} ms a pass of tensor-parallel collectives ({floor.collective_s * 1e6:.1f} "
-        f"us x {floor.collectives}, held: calibrate-engine fits no such term)"
+        f"us x {floor.collectives}, held at the preset: calibrate-engine fits no such term)"
         if held
         else ""
     )
     return (
-        f"  plain under the model's floor at {', '.join(r.load for r in runs)}: the least the model gives them, every "
-        f"value the fit varies at the bound that shortens a step, is {said} ({label}) against {took} measured "
-        f"({', '.join(f'{o:+.1%}' for o in floor.over)}); at {runs[0].load} that least is the step-time source's pass "
+        f"  plain under the model's floor at {', '.join(r.load for r in runs)}: the fastest the model gives them, every "
+        f"value the fit varies at the bound that shortens a step, is {said} ({label}) against {took} measured, slower "
+        f"by {', '.join(f'{o:.1%}' for o in floor.over)}; at {runs[0].load} that is the step-time source's pass "
         f"({floor.source}: {floor.source_s * 1e3:.2f} ms at batch {floor.batch:.1f} over {floor.context:,.0f} cached)"
-        f"{collectives} and the prompts' share: the plain error there is the step-time source's at these loads, not "
-        "the fit's, and no engine term absorbs it"
+        f"{collectives} and the prompts' share: no fitted term reaches these runs, and their error is that floor's, "
+        "not the fit's"
     )
 
 
