@@ -1096,3 +1096,28 @@ def test_a_sweeps_frame_carries_the_notes_and_provenance_the_commands_print():
     assert any(n.startswith("assumed: vllm@latest hides all of a round's host work") for n in table.attrs["notes"])
     (provenance,) = table.attrs["provenance"].values()
     assert any(line.startswith("engine: ") for line in provenance)
+
+
+def test_build_names_what_it_takes_where_a_notebook_passes_an_object_for_a_name():
+    """Deployment.build(..., make_drafter("eagle3", ...)) or a ModelShape for the target or draft raised OSError 'File
+    name too long' (the object's repr read as a path): now one TypeError naming the argument, what it takes, and the
+    constructor that takes the objects themselves."""
+    from specsim.describe.models import get_model
+    from specsim.speculation.deployment import Deployment
+    from specsim.speculation.drafters import make_drafter
+
+    shape = get_model("llama-3.2-1b")
+    head = make_drafter("eagle3", get_model("llama-3.1-8b"))
+    for kw, what, got in (
+        ({"draft": head}, "a draft", "Eagle3Head: an object goes to Deployment(hardware, target, drafter)"),
+        ({"draft": shape}, "a draft", "ModelShape: an object goes to Deployment(hardware, target, drafter)"),
+        ({"target": shape}, "a model", "ModelShape: an object goes to Deployment(hardware, target, drafter)"),
+        ({"hardware": 3}, "hardware", "int"),
+    ):
+        args = {"hardware": "h100-sxm", "target": "llama-3.1-8b", "draft": "llama-3.2-1b"} | kw
+        with pytest.raises(TypeError, match=rf"^{what} is .* \(a str or a Path\), got {re.escape(got)}$"):
+            Deployment.build(**args)
+    with pytest.raises(TypeError, match=r"^a model is .*, got ModelShape"):
+        get_model(shape)
+    # a Path is a path, as a str is
+    assert Deployment.build("h100-sxm", REPO / "examples" / "draft-1layer-llama-3.1-8b", timing="roofline").target

@@ -50,6 +50,7 @@ __all__ = [
     "MAX_WORKERS",
     "MAX_YAML_DEPTH",
     "check_int",
+    "as_name_or_path",
     "check_real",
     "is_real",
     "load_array",
@@ -182,6 +183,24 @@ def whole_batches(batches: Any) -> np.ndarray:
     [1.0, 8.0]
     """
     return np.array(whole_numbers("batch", batches, 1, MAX_BATCH, "batches"), dtype=float)
+
+
+def as_name_or_path(what: str, value: Any, takes: str) -> str:
+    """``value`` as text where it is a name or a path (a str or a Path), else TypeError naming ``what`` and what it
+    ``takes``: an object's repr was read as a file name (OSError 'File name too long'), a model's or a drafter's
+    object passed where its name belongs goes to the constructor that takes it, ``Deployment(hardware, target, drafter)``.
+
+    >>> as_name_or_path("a model", Path("m/config.json"), "a name or a config.json's path")
+    'm/config.json'
+    >>> as_name_or_path("a model", 3, "a name or a config.json's path")
+    Traceback (most recent call last):
+    ...
+    TypeError: a model is a name or a config.json's path (a str or a Path), got int
+    """
+    if not isinstance(value, (str, Path)):
+        hint = "" if isinstance(value, (int, float)) else ": an object goes to Deployment(hardware, target, drafter)"
+        raise TypeError(f"{what} is {takes} (a str or a Path), got {type(value).__name__}{hint}")
+    return str(value)
 
 
 def not_a_file(path: str | Path) -> str:

@@ -34,7 +34,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from specsim.core.files import builtin_dir
-from specsim.core.limits import UnknownName
+from specsim.core.limits import UnknownName, as_name_or_path
 
 __all__ = [
     "ALIASES",
@@ -471,7 +471,7 @@ def load_hardware(name_or_path: str | Path) -> HardwareProfile:
     ValueError
         A file that is not valid YAML or fails validation.
     """
-    given = str(name_or_path)
+    given = as_name_or_path("hardware", name_or_path, "a built-in profile's name or a YAML file's path")
     files = _builtin_files()
     text = ALIASES.get(given.lower(), given) if given.lower() in ALIASES else given
     if text not in files and text.lower() in files:

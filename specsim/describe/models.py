@@ -25,7 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from specsim.core.limits import MAX_CONTEXT, MAX_LAYERS, MAX_MODEL_DIM, UnknownName
+from specsim.core.limits import MAX_CONTEXT, MAX_LAYERS, MAX_MODEL_DIM, UnknownName, as_name_or_path
 from specsim.describe.layouts import HYBRID_FAMILIES, layout_fields
 from specsim.describe.shapes import (
     BYTES_PER_ELEMENT,
@@ -157,7 +157,7 @@ def get_model(
     ValueError
         A config.json that is missing keys, has bad values or an unsupported architecture.
     """
-    text = str(name_or_path)
+    text = as_name_or_path("a model", name_or_path, "a built-in model's name or a config.json's path")
     hub = _hub_ids().get(text.lower())
     if text not in _PRESETS and text not in _catalog_index() and text.lower() in set(builtin_model_names()):
         text = text.lower()  # built-in names match in any case, as hardware profiles and engines do

@@ -582,7 +582,7 @@ class Deployment:
             choices = (why,) if why else ()
             given["draft"] = "the catalog" if why else None  # the catalog's choice says so in its own note
         source, preset = source_and_engine(profile, timing, engine, engine_overhead_ms, progress, target_model)
-        kind = drafter_class(str(draft))
+        kind = drafter_class(draft)
         preset = as_run_here(preset, profile, target_model, None if decode_only else kind.kind)
         if not decode_only:
             kind.runs_on(preset)  # the release the preset was named by (EnginePreset.named)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from types import ModuleType
 
-from specsim.core.limits import UnknownName
+from specsim.core.limits import UnknownName, as_name_or_path
 from specsim.describe.models import ModelShape
 from specsim.speculation.drafters.base import EAGLE3_DRAFT_VOCAB, NGRAM_CPU_S_PER_TOKEN, Drafter, EngineSupport
 from specsim.speculation.drafters.draft_model import DraftModel
@@ -119,7 +119,8 @@ def drafter_class(spec: str | None) -> type[Drafter]:
     """
     from specsim.core.defaults import DEFAULT_DRAFT
 
-    kind = str(spec or DEFAULT_DRAFT).partition(":")[0].lower()
+    takes = "a model's name or config.json path, or a drafter's name (eagle3, mtp, ngram, ...)"
+    kind = as_name_or_path("a draft", spec or DEFAULT_DRAFT, takes).partition(":")[0].lower()
     return _BY_KIND.get(kind, DraftModel)
 
 
