@@ -116,3 +116,47 @@ def test_notebook_01s_calls_give_what_the_command_line_gives(tmp_path, capsys):
     assert [r["gamma"] for r in rows] == table.gamma.tolist()
     np.testing.assert_allclose([r["speedup"] for r in rows], table.speedup, rtol=1e-12)
     assert set(table.timing) == {rows[0]["timing_source"]} and set(table.engine) == {"vllm@latest"}
+
+
+def test_notebook_04s_prose_says_what_its_cells_compute():
+    """Its prose said the TP-2 draft on one GPU (vLLM 0.15's option) paid most, where its cell printed 1.00x at gamma 0
+    at every batch (vLLM 0.15 ran a draft model's passes without CUDA graphs), and that verification 'adds little' at
+    batch 16 of Qwen3-30B-A3B, where its figure shows 1.46x a decode step.  The claims, against the same calls."""
+    from specsim.describe.hardware import load_hardware
+    from specsim.describe.models import get_model
+    from specsim.engines import source_and_engine
+    from specsim.speculation.deployment import Deployment
+    from specsim.speculation.search import optimal_gamma
+
+    nb = nbformat.read(REPO / "notebooks" / "04-your-deployment.ipynb", as_version=4)
+    prose = " ".join(" ".join(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
+    assert "vLLM 0.15-0.16's option, and there it never pays" in prose
+    assert "Every curve that speculates peaks at batch 32" in prose
+    assert "At batch 16 a decode step already reads 82 of the 128 and verification still costs about 1.5 times" in prose
+    assert "by batch 64 a decode step reads nearly all of them and verification costs the same" in prose
+
+    config = REPO / "specsim" / "describe" / "catalog" / "qwen3-30b-a3b.json"  # the file the notebook copies
+    target = get_model(config)
+    batch = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256])
+    assert round(float(target.experts_touched(16))) == 82 and target.experts_touched(64) > 125
+    h100 = load_hardware("h100-sxm")
+    roofline, bare = source_and_engine(h100, "roofline", "none")
+    ratio = Deployment(h100, target, get_model("qwen3-0.6b"), source=roofline, engine=bare).outcome(0.8, 3, batch, 1128)
+    ratio = ratio.verify.total_s / ratio.target.total_s
+    assert 1.4 < ratio[4] < 1.55 and abs(ratio[6] - 1) < 0.02  # batch 16 and 64
+    options = {
+        "bf16, 1 GPU": ({}, {}, None),
+        "fp8, 1 GPU": ({"weight_dtype": "fp8"}, {}, None),
+        "fp8, TP 2, draft on 1 GPU": ({"weight_dtype": "fp8", "tp": 2}, {"tp": 1}, "vllm@0.15"),
+        "fp8, TP 2, draft on both": ({"weight_dtype": "fp8", "tp": 2}, {"tp": 2}, None),
+    }
+    assert all(f'"{label}"' in "".join(c.source for c in nb.cells) for label in options)
+    for label, (t_opts, d_opts, engine) in options.items():
+        dep = Deployment.build(
+            "h100-sxm", str(config), "qwen3-0.6b", target_options=t_opts, draft_options=d_opts, engine=engine
+        )
+        best = optimal_gamma(dep, 0.8, batch, 1128)
+        if label == "fp8, TP 2, draft on 1 GPU":
+            assert not best.gamma.any(), label  # it never pays
+        else:
+            assert batch[int(np.argmax(best.speedup))] == 32, label
