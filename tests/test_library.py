@@ -166,9 +166,16 @@ def test_optimal_gamma_at_a_load_and_with_a_calibration(capsys, tmp_path):
     kv = {"plain": float(answer.state.kv_bytes[0]), "speculating": float(answer.state.kv_bytes[1])}
     extra = {"acceptance": answer.acceptance, "acceptance_rates": acceptance_rates(acc), "kv_cache_bytes_per_gpu": kv}
     extra |= {"provenance": dep.provenance(), "deployment": dep.identity(), "lengths": lengths.description}
-    assert all(p["engine_limits"].startswith(answer.limits.label) for p in printed)
+    # records() is what --json prints (the command calls it), the engine's limits with where they come from: the
+    # command's clause adds the flags that set them
+    lib = answer.records()
+    assert lib == [r | extra | {"engine_limits": f"{answer.limits.label} ({answer.limits_from})"} for r in answer.rows]
+    assert all(
+        p["engine_limits"] == r["engine_limits"][:-1] + "; --max-num-seqs and --max-batched-tokens to set)"
+        for p, r in zip(printed, lib)
+    )
     assert [{k: v for k, v in p.items() if k != "engine_limits"} for p in printed] == as_json(
-        [r | extra for r in answer.rows]
+        [{k: v for k, v in r.items() if k != "engine_limits"} for r in lib]
     )
 
     cal = read_calibration(cal_path)
@@ -333,16 +340,20 @@ def test_compare(capsys):
     }
     assert largest["limits_from"].startswith("vLLM's defaults")
     assert _article_context(printed)
+    # records() is what --json prints (the command calls it): each row with its verdict, the acceptance and the
+    # sources of its numbers, which the frame alone does not carry
+    lib = answer.records()
     rates = {"acceptance": "alpha 0.8", "acceptance_rates": acceptance_rates(0.8)}
-    records = [r | {"context_tokens": 1128, "context_basis": "given"} | rates for r in records]
     error = answer.model_error.record()
-    records = [r | {"verdict": v, "model_error": error} for r, v in zip(records, answer.verdicts())]
-    assert printed == as_json(
-        [
-            r | {"at_largest_batch": largest, "provenance": dep.provenance(), "deployment": dep.identity()}
-            for r in records
-        ]
-    )
+    assert lib == [
+        r
+        | {"verdict": v, "model_error": error, "at_largest_batch": largest, "context_tokens": 1128}
+        | {"context_basis": "given"}
+        | rates
+        | {"provenance": dep.provenance(), "deployment": dep.identity()}
+        for r, v in zip(records, answer.verdicts())
+    ]
+    assert printed == as_json(lib)
 
 
 # -- serving --------------------------------------------------------------------------------------------------------

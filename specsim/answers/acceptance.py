@@ -14,7 +14,7 @@ import numpy as np
 
 from specsim.core.limits import is_real
 
-__all__ = ["checked_label", "resolve_acceptance"]
+__all__ = ["acceptance_label", "checked_label", "resolve_acceptance"]
 
 
 def resolve_acceptance(
@@ -80,7 +80,7 @@ def resolve_acceptance(
 
         acc = acceptance_from_page(metrics, metrics_gamma, metrics_model)
     elif alpha is not None:
-        return alpha, f"alpha {alpha:g}"
+        return alpha, acceptance_label(alpha)
     else:
         cal = calibration
         if cal is not None and cal.acceptance is not None and cal.drafts_with(draft):
@@ -106,7 +106,18 @@ def resolve_acceptance(
                 else f"; {cal.name}'s acceptance is of {cal.drafter}, not --draft {draft}"
             )
         return acc, label
-    return acc, acc.describe()
+    return acc, acceptance_label(acc)
+
+
+def acceptance_label(acceptance) -> str:
+    """What an acceptance given as it is (an alpha, or an :class:`~specsim.speculation.acceptance.Acceptance`) is called
+    where no label names it: an answer's ``acceptance`` key, as :func:`resolve_acceptance` labels ``--alpha``.
+
+    >>> acceptance_label(0.8)
+    'alpha 0.8'
+    """
+    describe = getattr(acceptance, "describe", None)
+    return describe() if describe is not None else f"alpha {acceptance:g}"
 
 
 def checked_label(acceptance, label: str) -> str:

@@ -25,10 +25,32 @@ class CompareAnswer:
     #: the largest batch as memory does (SGLang's speculating server runs 48 unless told).
     limits: object = None
     limits_from: str = ""
+    #: What the acceptance is called, as every row's ``acceptance`` says it (:func:`compare_answer`'s ``label``).
+    label: str = ""
 
     def __repr__(self) -> str:  # a notebook's echo: the batches compared, not the frame (frame holds it)
         batches = ", ".join(str(int(b)) for b in self.frame["batch"][:8]) if "batch" in self.frame else "?"
         return f"CompareAnswer({self.deployment!r}, batches {batches})"
+
+    def records(self) -> list[dict]:
+        """What ``compare --json`` prints, one record per batch: the row of :attr:`frame`, its verdict and the error it
+        is judged against, the largest batches (:meth:`largest_record`), the context and where it comes from, the
+        acceptance (its label and its rates), and the sources of every number (``provenance``, ``deployment``)."""
+        from specsim.answers.context import context_basis
+        from specsim.speculation.acceptance import acceptance_rates
+
+        dep, context, error = self.deployment, self.options[0], self.model_error.record()
+        shared = {
+            "at_largest_batch": self.largest_record(),
+            "context_tokens": int(context),
+            "context_basis": context_basis(context),
+            "acceptance": self.label,
+            "acceptance_rates": acceptance_rates(self.acceptance),
+            "provenance": dep.provenance(),
+            "deployment": dep.identity(),
+        }
+        rows = self.frame.to_dict(orient="records")
+        return [r | {"verdict": said, "model_error": error} | shared for r, said in zip(rows, self.verdicts())]
 
     def largest_batches(self) -> tuple | None:
         """(the largest batch the engine runs with the draft, the largest without it: what fits in memory, at most its
@@ -127,11 +149,14 @@ def compare_answer(
     max_num_seqs: int | None = None,
     limits: object = None,
     limits_from: str = "",
+    label: str | None = None,
 ) -> CompareAnswer:
-    """``max_batched_tokens`` and ``max_num_seqs``: the engine's, for its memory (None: its own,
+    """``label``: what the acceptance is called in each record (None: :func:`specsim.answers.acceptance.acceptance_label`,
+    "alpha 0.8"); ``max_batched_tokens`` and ``max_num_seqs``: the engine's, for its memory (None: its own,
     :func:`specsim.answers.deployment_capacity`); ``limits``: the limits that cap the largest batches
     (:class:`specsim.serving.steady.EngineLimits`, ``limits_from`` saying where they come from), None: those two, each
     not given at the engine's own on the GPU (:func:`specsim.serving.steady.engine_limits`)."""
+    from specsim.answers.acceptance import acceptance_label, checked_label
     from specsim.core.limits import MAX_GAMMA, check_int
     from specsim.serving.steady import check_limits, engine_limits
 
@@ -146,4 +171,5 @@ def compare_answer(
     dep.require_drafts_within_positions(context, 0, "--context")  # a context where the engine runs a decode step
     frame = throughput_table(dep, acceptance, batches, context, gamma, gamma_max, max_context, memory_utilization)
     options = (context, gamma, gamma_max, max_context, memory_utilization)
-    return CompareAnswer(frame, cap, dep, acceptance, options, limits, limits_from)
+    label = acceptance_label(acceptance) if label is None else checked_label(acceptance, label)
+    return CompareAnswer(frame, cap, dep, acceptance, options, limits, limits_from, label)

@@ -153,6 +153,11 @@ class LoadAnswer:
     #: Every request of the given lengths (a benchmark's), not a workload's distribution of them: what the admission wait
     #: takes as a request's spread of time in the engine (:func:`specsim.serving.arrivals.admission_said`).
     fixed_lengths: bool = True
+    #: The rates the answer was computed at, as every record's ``acceptance_rates`` gives them
+    #: (:func:`specsim.speculation.acceptance.acceptance_rates`).
+    rates: dict | None = None
+    #: Where the engine's limits not given come from (:func:`specsim.serving.steady.engine_limits`; "": all given).
+    limits_from: str = ""
 
     def __repr__(self) -> str:  # a notebook's echo: the answer per load, not every field (rows holds the rest)
         picks = ", ".join(
@@ -166,6 +171,25 @@ class LoadAnswer:
         )
         more = f", ... ({len(self.loads)} loads)" if len(self.loads) > 6 else ""
         return f"LoadAnswer({self.deployment!r}, {self.acceptance.split(' (')[0]}; {picks}{more})"
+
+    def records(self, limits_said: str | None = None) -> list[dict]:
+        """What ``optimal-gamma``, ``speedup`` and ``compare`` at a load print with ``--json``: each of :attr:`rows` with
+        the acceptance (its label and its rates), the engine's limits and where they come from (``limits_said``, the
+        clause after their label: None, :attr:`limits_from` in brackets), each arm's KV cache per GPU, the requests'
+        lengths and the sources of every number (``provenance``, ``deployment``)."""
+        if limits_said is None:
+            limits_said = f" ({self.limits_from})" if self.limits_from else ""
+        kv, dep = self.state.kv_bytes, self.deployment
+        shared = {
+            "acceptance": self.acceptance,
+            "acceptance_rates": self.rates,
+            "engine_limits": self.limits.label + limits_said,
+            "kv_cache_bytes_per_gpu": None if kv is None else {"plain": float(kv[0]), "speculating": float(kv[1])},
+            "provenance": dep.provenance(),
+            "deployment": dep.identity(),
+            "lengths": self.lengths,
+        }
+        return [r | shared for r in self.rows]
 
     @property
     def rows(self) -> list[dict]:
@@ -499,8 +523,9 @@ def load_answer(
         output_tokens = check_real("output_tokens", output_tokens, 2, MAX_CONTEXT)  # a TPOT needs a second token
     if measured_steps is None:
         measured_steps = getattr(acceptance, "measured_steps", None)
+    limits_from = ""
     if limits is None:  # the engine's own on the GPU (vLLM's), else the serving model's defaults
-        limits, _ = engine_limits(dep.engine, dep.hardware, kind == "batch")
+        limits, limits_from = engine_limits(dep.engine, dep.hardware, kind == "batch")
     check_limits(dep.engine, limits)
     P, O = float(input_tokens), float(output_tokens)
     context, fixed = None, prompt_sample is None
@@ -526,8 +551,26 @@ def load_answer(
         raise ValueError(f"rtol must be in [0, 0.5), got {rtol!r}")
     best = _best(state, kind, gamma is not None, rtol)
     bound = "" if gamma is not None else search_bound(dep, acceptance, gamma_max)
+    from specsim.speculation.acceptance import acceptance_rates
+
     return LoadAnswer(
-        dep, label, kind, list(loads), P, O, lengths, limits, state, best, gamma, measured_steps, rtol, bound, fixed
+        dep,
+        label,
+        kind,
+        list(loads),
+        P,
+        O,
+        lengths,
+        limits,
+        state,
+        best,
+        gamma,
+        measured_steps,
+        rtol,
+        bound,
+        fixed,
+        acceptance_rates(acceptance),
+        limits_from,
     )
 
 

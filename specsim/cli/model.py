@@ -46,7 +46,6 @@ from specsim.core.defaults import (
 )
 from specsim.core.limits import MAX_CONTEXT, MAX_GAMMA
 from specsim.core.words import counted
-from specsim.speculation.acceptance import acceptance_rates
 
 __all__ = [
     "run_at_load",
@@ -448,24 +447,11 @@ def run_compare(args: argparse.Namespace) -> int:
         *memory_limits(args, dep),
         limits=limits,
         limits_from="--max-num-seqs" if args.max_num_seqs is not None else limits_from.split(";")[0],
+        label=acc_label,
     )
     frame, cap = answer.frame, answer.capacity
     if args.json:
-        # What the text prints under its table, with each row: the device's throughput at the largest batch that fits
-        # with the draft and without it (None where the draft does not fit beside the target).
-        largest = answer.largest_record()
-        records = frame.to_dict(orient="records")
-        from specsim.answers.context import context_basis
-
-        error = answer.model_error.record()
-        for r, said in zip(records, answer.verdicts()):
-            r["verdict"], r["model_error"] = said, error  # as optimal-gamma's rows: whether to speculate at the batch
-            r["at_largest_batch"] = largest
-            r["context_tokens"], r["context_basis"] = int(args.context), context_basis(args.context)
-            r["acceptance"], r["acceptance_rates"] = acc_label, acceptance_rates(acc)  # (it named neither)
-            r["provenance"] = dep.provenance()
-            r["deployment"] = dep.identity()
-        print_json(records)
+        print_json(answer.records())
         print_notes(dep)
         return 0
     print(describe(dep, args.context))
@@ -876,17 +862,7 @@ def run_at_load(args: argparse.Namespace, kind: str, loads: list, gamma: int | N
     answer = load_answer_of(args, dep, acc, acc_label, kind, loads, lengths, gamma, getattr(args, "rtol", 0.0))
     short = _short_runs_said(args, kind, loads)
     if args.json:
-        kv = answer.state.kv_bytes
-        shared = {
-            "acceptance": answer.acceptance,
-            "acceptance_rates": acceptance_rates(acc),
-            "engine_limits": answer.limits.label + args.limits_said,
-            "kv_cache_bytes_per_gpu": None if kv is None else {"plain": float(kv[0]), "speculating": float(kv[1])},
-            "provenance": dep.provenance(),
-            "deployment": dep.identity(),
-            "lengths": lengths.description,
-        }
-        print_json([r | shared for r in answer.rows])
+        print_json(answer.records(args.limits_said))
         print_notes(dep, short)
         return 0
     _print_load(answer, dep, args.limits_said, getattr(args, "memory_util", None), "rtol" in vars(args))
