@@ -1132,3 +1132,39 @@ def test_build_names_what_it_takes_where_a_notebook_passes_an_object_for_a_name(
         get_model(shape)
     # a Path is a path, as a str is
     assert Deployment.build("h100-sxm", REPO / "examples" / "draft-1layer-llama-3.1-8b", timing="roofline").target
+
+
+def test_a_calibrations_serving_limits_give_the_commands_answer_at_a_load(capsys, tmp_path):
+    """--calibration takes the limits its runs were fitted under where --max-num-seqs is not given; docs/library.md's
+    calls passed none (the engine's own): from runs served at max_num_seqs 64, concurrency 128 was gamma 3 at 1.139x
+    from the library and gamma 4 at 1.265x from the command.  Calibration.limits is the rule both take."""
+    from specsim.answers import deployment_capacity, gamma_answer
+    from specsim.answers.acceptance import resolve_acceptance
+    from specsim.answers.load import load_answer, request_lengths
+    from specsim.calibration.file import read_calibration
+    from specsim.speculation.deployment import Deployment
+
+    bench, out = REPO / "examples" / "bench", tmp_path / "cal64.yaml"
+    argv = ["--plain", str(bench / "vllm-plain.jsonl"), "--spec", str(bench / "vllm-eagle3.jsonl"), "--hardware"]
+    argv += ["h100", "--draft", "eagle3", "--steps", "3", "--engine", "vllm@0.10", "--timing", "roofline"]
+    assert main(["calibrate-engine", *argv, "--max-num-seqs", "64", "--out", str(out)]) == 0
+    capsys.readouterr()
+    lengths = ["--input-len", "1000", "--output-len", "256"]
+    at_load = cli(capsys, "optimal-gamma", "--calibration", str(out), "--concurrency", "1,128", *lengths)
+    at_batch = cli(capsys, "optimal-gamma", "--calibration", str(out), "--batch", "1,64")
+
+    cal = read_calibration(out)
+    dep = Deployment.build(calibration=cal)
+    limits, where = cal.limits(dep.engine, dep.hardware)
+    assert (limits.max_num_seqs, where) == (64, "the limits cal64.yaml's runs were fitted under")
+    said = f" ({where}; --max-num-seqs and --max-batched-tokens to set)"  # the command's clause names its flags
+    given = request_lengths(1000, 256)
+    acc, label = resolve_acceptance(dep, calibration=cal, context=given.context_tokens)
+    answer = load_answer(dep, acc, label, "concurrency", [1, 128], 1000, 256, limits=limits, lengths=given.description)
+    assert at_load == as_json(answer.records(said))
+    context = cal.context_tokens
+    acc, label = resolve_acceptance(dep, calibration=cal, context=context)
+    cap = deployment_capacity(dep, context, None, None, limits.max_batched_tokens, limits.max_num_seqs)
+    rows = gamma_answer(dep, acc, label, [1, 64], context, 16, 0.0, cap).rows
+    assert {r.pop("context_basis") for r in at_batch} == {"the runs cal64.yaml was fitted to: 1,000 in, 256 out"}
+    assert at_batch == as_json([{k: v for k, v in r.items() if k != "context_basis"} for r in rows])

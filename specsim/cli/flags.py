@@ -5,7 +5,6 @@ and the other command modules); :mod:`specsim.cli.main` assembles the parser fro
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 from typing import Callable
 
@@ -402,7 +401,8 @@ def add_load_args(p: argparse.ArgumentParser, instead: str = "instead of --batch
 def limits_and_source(args: argparse.Namespace, preset, hardware, offline: bool = False):
     """(the engine's limits, where those not given come from, the flags not given): --max-num-seqs and
     --max-batched-tokens, each one not given at the limits a --calibration file's runs were fitted under (its
-    ``serving`` record), else at the engine's own default on ``hardware`` (:func:`specsim.serving.steady.engine_limits`)."""
+    ``serving`` record: :meth:`specsim.calibration.file.Calibration.limits`), else at the engine's own default on
+    ``hardware`` (:func:`specsim.serving.steady.engine_limits`)."""
     from specsim.cli.args import calibration
     from specsim.serving.steady import check_limits
     from specsim.serving.steady import engine_limits as limits_of
@@ -411,14 +411,9 @@ def limits_and_source(args: argparse.Namespace, preset, hardware, offline: bool 
     given = (getattr(args, "max_num_seqs", None), getattr(args, "max_batched_tokens", None))
     missing = [flag for flag, value in zip(flags, given) if value is None]
     cal = calibration(args) if missing else None
-    if cal is not None and cal.serving is not None:
-        fitted = (cal.serving["max_num_seqs"], cal.serving["max_batched_tokens"])
-        limits, _ = limits_of(preset, hardware, offline, *(f if g is None else g for g, f in zip(given, fitted)))
-        if given[0] is None:  # the speculating engine's own max_num_seqs as the runs had it (SGLang's 48)
-            limits = dataclasses.replace(limits, spec_max_num_seqs=cal.serving.get("spec_max_num_seqs"))
-        where = f"the limits {cal.name}'s runs were fitted under"
-    else:
-        limits, where = limits_of(preset, hardware, offline, *given)
+    limits, where = (
+        limits_of(preset, hardware, offline, *given) if cal is None else cal.limits(preset, hardware, offline, *given)
+    )
     if len(missing) < 2:
         check_limits(preset, limits, ("--max-batched-tokens", "--max-num-seqs"))
     return limits, where, missing
