@@ -1168,3 +1168,30 @@ def test_a_calibrations_serving_limits_give_the_commands_answer_at_a_load(capsys
     rows = gamma_answer(dep, acc, label, [1, 64], context, 16, 0.0, cap).rows
     assert {r.pop("context_basis") for r in at_batch} == {"the runs cal64.yaml was fitted to: 1,000 in, 256 out"}
     assert at_batch == as_json([{k: v for k, v in r.items() if k != "context_basis"} for r in rows])
+
+
+def test_a_notebook_shows_an_answer_as_a_table_with_its_sources_beside_it():
+    """An answer displayed in a notebook was its one-line repr; pd.DataFrame(answer.rows) repeated the provenance, the
+    deployment and the acceptance in every row, and a load's arms stayed dicts.  to_frame() gives one row per batch or
+    load, the arms' figures flattened, what every record repeats in attrs; _repr_html_ shows it under the echo."""
+    import specsim
+
+    dep = specsim.Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline")
+    cap = specsim.deployment_capacity(dep, 1128, None, None)
+    answers = (
+        specsim.gamma_answer(dep, 0.8, "alpha 0.8", [1, 64], 1128, 16, 0.0, cap),
+        specsim.load_answer(dep, 0.8, "alpha 0.8", "concurrency", [1, 8], 1000, 256),
+        specsim.compare_answer(dep, 0.8, [1, 64], 1128, None, 16, None, None),
+    )
+    for answer, records in zip(answers, (answers[0].rows, answers[1].records(), answers[2].records())):
+        frame = answer.to_frame()
+        assert len(frame) == len(records) and "verdict" in frame and "provenance" not in frame
+        assert frame.attrs["provenance"] == dep.provenance() and frame.attrs["deployment"] == dep.identity()
+        assert frame.attrs["model_error"] == answer.model_error.record() and frame.attrs["notes"] == dep.notes()
+        assert frame.attrs["acceptance"] == "alpha 0.8"
+        shown = answer._repr_html_()
+        assert shown.count("<table") == 1 and "llama-3.1-8b + llama-3.2-1b on h100-sxm" in shown
+        assert "too close to call" in shown  # the verdicts' threshold, with where it comes from
+    frame = answers[1].to_frame()
+    assert frame["spec.tpot_s"].tolist() == [r["spec"]["tpot_s"] for r in answers[1].rows]
+    assert frame["speedup_tpot"].tolist() == [r["speedup_tpot"] for r in answers[1].rows]

@@ -126,6 +126,19 @@ class GammaAnswer:
         """The error its verdicts are judged against (:func:`specsim.answers.verdict.model_error`)."""
         return model_error(self.deployment)
 
+    def to_frame(self):
+        """A pandas DataFrame of this answer, one row per batch: the figures of :attr:`rows` as columns (nested ones
+        flattened), and in ``attrs`` what every row repeats there (acceptance, model_error, provenance, deployment,
+        ...) and the deployment's notes (:func:`specsim.answers.frames.answer_frame`)."""
+        from specsim.answers.frames import answer_frame
+
+        return answer_frame(self.rows, self.deployment)
+
+    def _repr_html_(self) -> str:  # a notebook's display: the echo, the verdicts' threshold, the table
+        from specsim.answers.frames import answer_html
+
+        return answer_html(self, self.to_frame())
+
     @property
     def off_batches(self) -> list:
         return [r["batch"] for r in self.rows if r["gamma"] == 0]

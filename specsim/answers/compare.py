@@ -32,6 +32,19 @@ class CompareAnswer:
         batches = ", ".join(str(int(b)) for b in self.frame["batch"][:8]) if "batch" in self.frame else "?"
         return f"CompareAnswer({self.deployment!r}, batches {batches})"
 
+    def to_frame(self):
+        """A pandas DataFrame of this answer, one row per batch: the figures of :meth:`records` as columns (nested ones
+        flattened), and in ``attrs`` what every row repeats there (acceptance, model_error, provenance, deployment,
+        ...) and the deployment's notes (:func:`specsim.answers.frames.answer_frame`)."""
+        from specsim.answers.frames import answer_frame
+
+        return answer_frame(self.records(), self.deployment)
+
+    def _repr_html_(self) -> str:  # a notebook's display: the echo, the verdicts' threshold, the table
+        from specsim.answers.frames import answer_html
+
+        return answer_html(self, self.to_frame())
+
     def records(self) -> list[dict]:
         """What ``compare --json`` prints, one record per batch: the row of :attr:`frame`, its verdict and the error it
         is judged against, the largest batches (:meth:`largest_record`), the context and where it comes from, the

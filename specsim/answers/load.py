@@ -172,6 +172,19 @@ class LoadAnswer:
         more = f", ... ({len(self.loads)} loads)" if len(self.loads) > 6 else ""
         return f"LoadAnswer({self.deployment!r}, {self.acceptance.split(' (')[0]}; {picks}{more})"
 
+    def to_frame(self):
+        """A pandas DataFrame of this answer, one row per load: the figures of :meth:`records` as columns (nested ones
+        flattened), and in ``attrs`` what every row repeats there (acceptance, model_error, provenance, deployment,
+        ...) and the deployment's notes (:func:`specsim.answers.frames.answer_frame`)."""
+        from specsim.answers.frames import answer_frame
+
+        return answer_frame(self.records(), self.deployment)
+
+    def _repr_html_(self) -> str:  # a notebook's display: the echo, the verdicts' threshold, the table
+        from specsim.answers.frames import answer_html
+
+        return answer_html(self, self.to_frame())
+
     def records(self, limits_said: str | None = None) -> list[dict]:
         """What ``optimal-gamma``, ``speedup`` and ``compare`` at a load print with ``--json``: each of :attr:`rows` with
         the acceptance (its label and its rates), the engine's limits and where they come from (``limits_said``, the
