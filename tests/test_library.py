@@ -1195,3 +1195,26 @@ def test_a_notebook_shows_an_answer_as_a_table_with_its_sources_beside_it():
     frame = answers[1].to_frame()
     assert frame["spec.tpot_s"].tolist() == [r["spec"]["tpot_s"] for r in answers[1].rows]
     assert frame["speedup_tpot"].tolist() == [r["speedup_tpot"] for r in answers[1].rows]
+
+
+def test_a_notebooks_echo_of_a_deployments_parts_is_one_line():
+    """dep.engine echoed 1,540 characters (every fitted term and its basis), REGISTRY["vllm"] 12,808, the hardware 1,541
+    (its notes), the target 1,273 and an EAGLE-3 head 1,593 (every field of its network): each now says what it is in
+    one line; the fields are the dataclasses' as before (dataclasses.fields, describe(), specsim engines show)."""
+    import dataclasses
+
+    import specsim
+    from specsim.engines import REGISTRY, get_engine
+
+    dep = specsim.Deployment.build("h200", "qwen3-32b", "eagle3", engine="vllm")
+    assert repr(dep.engine) == "EnginePreset(vllm@latest, as vllm)"
+    assert repr(get_engine("vllm@0.24.0")) == "EnginePreset(vllm@0.14, as vllm@0.24.0)"
+    assert repr(REGISTRY["vllm"]).startswith("Engine(vllm: presets vllm@0.10, vllm@0.14, ")
+    assert repr(dep.hardware) == "HardwareProfile(h200: 989 TFLOP/s, 4.80 TB/s, 151 GB)"
+    assert repr(dep.target) == "ModelShape(qwen3-32b (32.8B params; weights bf16, KV bf16))"
+    assert repr(dep.drafter) == f"Eagle3Head({dep.drafter.step_model.describe()})"
+    others = [specsim.Deployment.build("h200", "qwen3-32b", d).drafter for d in ("qwen3-0.6b", "ngram", "suffix")]
+    assert [repr(d).split("(")[0] for d in others] == [type(d).__name__ for d in others]
+    parts = (dep.engine, REGISTRY["vllm"], dep.hardware, dep.target, dep.drafter, *others)
+    assert max(len(repr(x)) for x in parts) < 120
+    assert dataclasses.replace(dep.hardware, name="other") != dep.hardware  # still dataclasses, compared by field

@@ -167,6 +167,12 @@ class HardwareProfile:
     221.4
     """
 
+    def __repr__(self) -> str:  # a notebook's echo: the device's peaks (the fields in full: dataclasses.fields)
+        return (
+            f"HardwareProfile({self.name}: {self.peak_flop_per_s / 1e12:,.0f} TFLOP/s, "
+            f"{self.peak_bytes_per_s / 1e12:.2f} TB/s, {self.memory_bytes / 1e9:,.0f} GB)"
+        )
+
     name: str
     peak_flop_per_s: float
     peak_bytes_per_s: float

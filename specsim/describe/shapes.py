@@ -211,6 +211,9 @@ class ModelShape:
     (8, 29.1)
     """
 
+    def __repr__(self) -> str:  # a notebook's echo: the model in one line (the fields in full: dataclasses.fields)
+        return f"ModelShape({self.describe()})"
+
     name: str
     vocab_size: int
     hidden_size: int

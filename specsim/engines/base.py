@@ -197,6 +197,13 @@ TERMS = tuple(TERM_FLAGS)
 class EnginePreset:
     """Per-iteration and per-round times of one version of a serving engine, seconds."""
 
+    def __repr__(
+        self,
+    ) -> str:  # a notebook's echo: which preset (its terms: describe(), the fields: dataclasses.fields)
+        named = f", as {self.named}" if self.named and self.named != self.key else ""
+        calibrated = f", calibrated by {self.calibration_file}" if self.calibration_file else ""
+        return f"EnginePreset({self.key}{named}{calibrated})"
+
     name: str
     #: Which engine's kernels the kernel source reads for this preset.
     kernel_engine: str

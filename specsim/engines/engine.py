@@ -164,6 +164,9 @@ class Engine:
     engine does.
     """
 
+    def __repr__(self) -> str:  # a notebook's echo: the engine and its presets (each one's terms: specsim engines show)
+        return f"Engine({self.name}: presets {', '.join(p.key for p in self.presets)})"
+
     #: What ``--engine`` and ``--format`` take.
     name: str
     #: How prose names it (``vLLM``).

@@ -90,6 +90,15 @@ _EAGLE_ARCHITECTURES = {
 class Drafter:
     """A drafter: its name, the network one draft step runs (None for n-gram) and where the numbers come from."""
 
+    def __repr__(self) -> str:  # a notebook's echo: the drafter and the network its steps run
+        return f"{type(self).__name__}({self.name if self.step_model is None else self.step_model.describe()})"
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        # Each kind is a dataclass of its own, whose generated __repr__ would print every field of its network again:
+        # one defined in the class keeps @dataclass from writing one.
+        super().__init_subclass__(**kwargs)
+        cls.__repr__ = Drafter.__repr__
+
     name: str
     step_model: ModelShape | None
     basis: str = ""
