@@ -1218,3 +1218,19 @@ def test_a_notebooks_echo_of_a_deployments_parts_is_one_line():
     parts = (dep.engine, REGISTRY["vllm"], dep.hardware, dep.target, dep.drafter, *others)
     assert max(len(repr(x)) for x in parts) < 120
     assert dataclasses.replace(dep.hardware, name="other") != dep.hardware  # still dataclasses, compared by field
+
+
+def test_build_names_the_options_a_model_takes_where_one_is_unknown():
+    """target_options={"tpp": 2} raised Python's own "get_model() got an unexpected keyword argument 'tpp'", naming
+    neither the argument nor what it takes."""
+    from specsim.speculation.deployment import Deployment
+
+    takes = "it takes weight_dtype, kv_dtype, tp, routing_effective_experts, routing_correlation"
+    for kw, message in (
+        ({"target_options": {"tpp": 2}}, f"target_options: 'tpp' is not an option of a model; {takes}"),
+        ({"draft_options": {"dtype": "fp8"}}, f"draft_options: 'dtype' is not an option of a model; {takes}"),
+        ({"target_options": [("tp", 2)]}, "target_options must be a mapping of weight_dtype, kv_dtype, tp, "),
+    ):
+        with pytest.raises(ValueError, match="^" + re.escape(message)):
+            Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", **kw)
+    assert Deployment.build("h100-sxm", "llama-3.1-8b", target_options={"tp": 2}).target.tp == 2

@@ -49,6 +49,7 @@ __all__ = [
     "format_count",
     "get_model",
     "model_from_hf_config",
+    "model_options",
 ]
 
 # -- the catalog ------------------------------------------------------------------
@@ -130,6 +131,29 @@ def _refuse_shadowed(given: str, builtin: str) -> None:
         f"model {given!r} names both the file {str(local)!r} and the built-in shape {builtin}: give "
         f"./{local} for the file, or {other}"
     )
+
+
+def model_options(options: object, what: str) -> dict:
+    """``options`` (a mapping of :func:`get_model`'s keywords, or None) as a dict, refused in one line naming ``what``
+    and the keywords it takes where it holds another (Python's own TypeError named the key, not what was allowed).
+
+    >>> model_options({"tp": 2}, "target_options"), model_options(None, "draft_options")
+    ({'tp': 2}, {})
+    >>> model_options({"tpp": 2}, "target_options")
+    Traceback (most recent call last):
+    ...
+    ValueError: target_options: 'tpp' is not an option of a model; it takes weight_dtype, kv_dtype, tp, routing_effective_experts, routing_correlation
+    """
+    import inspect
+    from collections.abc import Mapping
+
+    taken = [p.name for p in inspect.signature(get_model).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    if options is not None and not isinstance(options, Mapping):
+        raise ValueError(f"{what} must be a mapping of {', '.join(taken)}, got {type(options).__name__}")
+    unknown = [k for k in options or {} if k not in taken]
+    if unknown:
+        raise ValueError(f"{what}: {unknown[0]!r} is not an option of a model; it takes {', '.join(taken)}")
+    return dict(options or {})
 
 
 def get_model(

@@ -47,7 +47,7 @@ from specsim.describe.hardware import (
     HardwareProfile,
     load_hardware,
 )
-from specsim.describe.models import ModelShape, get_model
+from specsim.describe.models import ModelShape, get_model, model_options
 from specsim.describe.parallel import check_tp
 from specsim.engines import (
     DEFAULT_ENGINE,
@@ -556,7 +556,7 @@ class Deployment:
         its drafter where ``draft`` is None; an argument naming another deployment is refused; the engine preset
         carries the fitted terms.
         """
-        t_opts, d_opts = dict(target_options or {}), dict(draft_options or {})
+        t_opts, d_opts = model_options(target_options, "target_options"), model_options(draft_options, "draft_options")
         given = {"hardware": hardware, "target": target, "draft": draft, "timing": timing, "engine": engine}
         if calibration is not None:
             fixed = calibration.fixes(hardware, target, timing, engine, engine_overhead_ms, t_opts)
