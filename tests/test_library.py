@@ -1234,3 +1234,13 @@ def test_build_names_the_options_a_model_takes_where_one_is_unknown():
         with pytest.raises(ValueError, match="^" + re.escape(message)):
             Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", **kw)
     assert Deployment.build("h100-sxm", "llama-3.1-8b", target_options={"tp": 2}).target.tp == 2
+
+
+def test_gamma_answer_takes_the_commands_defaults_for_what_it_is_not_given(capsys):
+    """gamma_answer took eight positional arguments, none defaulted (the label, the batches, the context, gamma_max, rtol
+    and a capacity the caller had to build): gamma_answer(dep, 0.8) is now optimal-gamma --alpha 0.8."""
+    from specsim.answers import gamma_answer
+
+    printed = cli(capsys, "optimal-gamma", *BASE, "--alpha", "0.8")
+    assert _article_context(printed)
+    assert printed == as_json(gamma_answer(deployment(), 0.8).rows)

@@ -18,7 +18,7 @@ import numpy as np
 
 from specsim.answers.context import context_basis
 from specsim.answers.verdict import VERDICTS, model_error, too_close_said, verdict
-from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS
+from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, DEFAULT_RTOL
 from specsim.core.limits import (
     MAX_BATCH,
     MAX_CONTEXT,
@@ -201,20 +201,29 @@ def _other_draft_tp(dep: Deployment) -> tuple[Deployment, str] | None:
 def gamma_answer(
     dep: Deployment,
     acceptance: object,
-    label: str,
-    batches: list,
-    context: int,
-    gamma_max: int,
-    rtol: float,
-    cap: Capacity,
+    label: str | None = None,
+    batches: list = DEFAULT_BATCHES,
+    context: int = DEFAULT_CONTEXT_TOKENS,
+    gamma_max: int = DEFAULT_GAMMA_MAX,
+    rtol: float = DEFAULT_RTOL,
+    cap: Capacity | None = None,
     measured_steps: int | None = None,
 ) -> GammaAnswer:
     """The best gamma per batch size, each row with its step times, bounds, memory fit and recommendation (which says
     where a gamma drafts past the ``measured_steps`` the acceptance was measured at: an
-    :class:`~specsim.speculation.acceptance.Acceptance`'s own where not given)."""
-    from specsim.answers.acceptance import checked_label
+    :class:`~specsim.speculation.acceptance.Acceptance`'s own where not given).
 
-    label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
+    ``acceptance`` an alpha or an :class:`~specsim.speculation.acceptance.Acceptance` and ``label`` what the rows call
+    it (None: :func:`specsim.answers.acceptance.acceptance_label`); ``batches`` decode batch sizes in sequences;
+    ``context`` cached tokens per sequence; ``gamma_max`` the largest gamma searched; ``rtol`` the share of the best
+    speedup within which the smallest gamma is picked; ``cap`` the memory the rows are checked against (None:
+    :func:`deployment_capacity` at ``context`` with the engine's own share and limits).  Each left out is what
+    ``specsim optimal-gamma`` takes without its flag (:mod:`specsim.core.defaults`)."""
+    from specsim.answers.acceptance import acceptance_label, checked_label
+
+    # a row shows it as the acceptance it was computed at
+    label = acceptance_label(acceptance) if label is None else checked_label(acceptance, label)
+    cap = deployment_capacity(dep, context, None, None) if cap is None else cap
     if measured_steps is None:  # a calibration's acceptance knows the steps it was measured at
         measured_steps = getattr(acceptance, "measured_steps", None)
     batches = whole_numbers("batch", batches, 1, MAX_BATCH, "batches")
