@@ -745,3 +745,93 @@ def test_the_judged_ranges_merge_back_into_the_engines_and_split_only_where_the_
     assert split.judged[0].min_speedup - 1 > error.share >= split.judged[1].min_speedup - 1
     whole = schedule_answer(dep, 0.8, "alpha 0.8", cap, max_batch=341, context=1128)
     assert whole.judged_ranges is None and whole.judged == whole.ranges
+
+
+def _rows_of(ranges_spec):
+    from specsim.speculation.schedule import ScheduleRange
+
+    return [ScheduleRange(a, b, g, lo, hi) for a, b, g, lo, hi in ranges_spec]
+
+
+def test_a_run_on_the_line_between_two_ranges_of_the_other_verdict_takes_theirs_and_is_named():
+    """A judged run whose gains all lie within 0.1 pp of the error (the corpus's ±6.85%) between two ranges of its gamma
+    that share the other verdict is folded into them, and named with its own verdict; the engine's ranges
+    (merge_ranges) are those of the unfolded schedule."""
+    from specsim.answers.schedule import fold_on_the_line
+    from specsim.answers.verdict import ModelError
+    from specsim.speculation.schedule import merge_ranges
+
+    e = ModelError(0.0685, "test", "test")
+    # too close at 6.76-6.83% between 6.86% and more either side (the --draft eagle3 --alpha 0.4 schedule)
+    judged = _rows_of([(1, 85, 2, 1.23, 1.35), (86, 254, 1, 1.069, 1.217), (255, 256, 1, 1.0676, 1.0683)])
+    judged += _rows_of([(257, 314, 1, 1.0686, 1.109), (315, 423, 1, 1.022, 1.068)])
+    out, folded = fold_on_the_line(judged, e)
+    assert [(r.batches, r.speedups) for r in out] == [("1-85", "1.230-1.350"), ("86-314", "1.068-1.217")] + [
+        ("315-423", "1.022-1.068")
+    ]
+    assert [(r.batches, said, [p.batches for p in parts]) for r, said, parts in folded] == [
+        ("86-314", "speculate", ["255-256"])
+    ]
+    assert merge_ranges(out) == merge_ranges(judged)
+    # speculate by a hair (6.9%) between too close either side: folded the other way
+    out, folded = fold_on_the_line(
+        _rows_of([(1, 9, 1, 1.03, 1.06), (10, 12, 1, 1.0686, 1.069), (13, 40, 1, 1.0, 1.06)]), e
+    )
+    assert [r.batches for r in out] == ["1-40"] and folded[0][1] == "too close to call"
+    # a flip and back, twice: one row, both parts named
+    flips = [(1, 9, 1, 1.1, 1.2), (10, 11, 1, 1.068, 1.068), (12, 20, 1, 1.07, 1.1), (21, 22, 1, 1.0677, 1.068)]
+    out, folded = fold_on_the_line(_rows_of([*flips, (23, 30, 1, 1.069, 1.09)]), e)
+    assert [r.batches for r in out] == ["1-30"] and [p.batches for p in folded[0][2]] == ["10-11", "21-22"]
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        # the middle run reaches 6.0%, outside the line (6.75-6.95%): a real dip, kept
+        [(1, 9, 1, 1.1, 1.2), (10, 11, 1, 1.06, 1.068), (12, 20, 1, 1.07, 1.1)],
+        # the neighbours have another gamma: an engine's range boundary, kept
+        [(1, 9, 2, 1.1, 1.2), (10, 11, 1, 1.068, 1.068), (12, 20, 1, 1.07, 1.1)],
+        # the neighbours' verdicts differ: a crossing, not a flip and back
+        [(1, 9, 1, 1.1, 1.2), (10, 11, 1, 1.068, 1.068), (12, 20, 1, 1.02, 1.06)],
+        # speculation off after it: nothing to take the verdict of
+        [(1, 9, 1, 1.1, 1.2), (10, 11, 1, 1.068, 1.068), (12, 20, 0, 1.0, 1.0)],
+    ],
+)
+def test_a_run_is_kept_apart_where_it_is_not_noise(rows):
+    from specsim.answers.schedule import fold_on_the_line
+    from specsim.answers.verdict import ModelError
+
+    out, folded = fold_on_the_line(_rows_of(rows), ModelError(0.0685, "test", "test"))
+    assert len(out) == 3 and folded == ()
+
+
+def test_the_schedule_does_not_flip_on_the_line_and_each_rows_verdict_is_optimal_gammas(capsys):
+    """schedule --draft eagle3 --alpha 0.4 printed gamma 1 as 86-254 / 255-256 / 257-314 / 315-423: speculate, too
+    close to call (1.068x, 6.76-6.83% against ±6.85%), speculate, too close: a flip and back for two batch sizes on
+    the line.  It now prints 86-314 (speculate, 255-256 named on the line) and 315-423; optimal-gamma at every batch
+    size gives the row's verdict, or, in a part on the line, the part's own; the vLLM file is one range."""
+    argv = ["schedule", "--draft", "eagle3", "--alpha", "0.4"]
+    assert main([*argv, "--format", "json"]) == 0
+    ranges = [r for r in json.loads(capsys.readouterr().out)["ranges"] if r["gamma"] == 1]
+    assert [r["verdict"] for r in ranges] == ["speculate", "too close to call"]
+    parts = ranges[0]["on_the_line"]
+    assert [p["verdict"] for p in parts] == ["too close to call"]
+    start, end = ranges[0]["start_batch"], ranges[-1]["end_batch"]
+    batches = ",".join(map(str, range(start, end + 1)))
+    assert main(["optimal-gamma", "--draft", "eagle3", "--alpha", "0.4", "--batch", batches, "--json"]) == 0
+    said = {b["batch"]: b["verdict"] for b in json.loads(capsys.readouterr().out)}
+    for r in ranges:
+        for b in range(r["start_batch"], r["end_batch"] + 1):
+            part = next((p for p in r.get("on_the_line", []) if p["start_batch"] <= b <= p["end_batch"]), None)
+            assert said[b] == (r if part is None else part)["verdict"], b
+    assert main([*argv, "--format", "vllm"]) == 0
+    config = json.loads(capsys.readouterr().out)
+    assert config["num_speculative_tokens_per_batch_size"][-1] == [start, end, 1]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    p = parts[0]
+    assert f"note: gamma 1 at batch {p['start_batch']}-{p['end_batch']}: its smallest predicted speedup" in err
+    assert (
+        f"too close to call taken alone (as optimal-gamma at it says), so its row {start}-{ranges[0]['end_batch']}"
+        in err
+    )

@@ -19,9 +19,9 @@ from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
 from specsim.serving.capacity import Capacity
 from specsim.speculation.acceptance import acceptance_rates
 from specsim.speculation.deployment import Deployment
-from specsim.speculation.schedule import DEFAULT_MAX_BATCH, DEFAULT_MIN_GAIN, DEFAULT_SCHEDULE_RTOL
+from specsim.speculation.schedule import DEFAULT_MAX_BATCH, DEFAULT_MIN_GAIN, DEFAULT_SCHEDULE_RTOL, merge_ranges
 
-__all__ = ["ScheduleAnswer", "schedule_answer"]
+__all__ = ["ScheduleAnswer", "fold_on_the_line", "schedule_answer"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,6 +44,10 @@ class ScheduleAnswer:
     max_batch_from: str = "given"  #: where :attr:`max_batch` came from
     #: The ranges split also where their verdict changes (:attr:`judged`); None: none split.
     judged_ranges: list | None = None
+    #: ``(range, verdict, parts)`` for each range of :attr:`judged` that holds parts on the line (their gains within
+    #: :data:`~specsim.answers.verdict.VERDICT_RESOLUTION` of the error, their own verdict another): ``verdict`` is
+    #: that of the rest of it (:func:`fold_on_the_line`).
+    on_the_line: tuple = ()
 
     @property
     def judged(self) -> list:
@@ -56,6 +60,8 @@ class ScheduleAnswer:
     def notes(self) -> list[str]:
         """Where the schedule runs past what fits in memory with the draft, and, at loads, past the largest decode
         batch they run at (the last load's gamma carried on: no load informs those batches)."""
+        from specsim.answers.verdict import model_error
+
         cap = self.capacity
         out = []
         if cap.max_batch_with_draft < self.max_batch:
@@ -67,6 +73,7 @@ class ScheduleAnswer:
         if self.load is not None:
             out += self._past_the_loads()
         out += self._too_close()
+        out += self._line_notes(model_error(self.deployment)) if self.on_the_line else []
         steps = getattr(self.acceptance, "measured_steps", None)  # a calibration's acceptance knows its steps
         past = sorted({r.gamma for r in self.ranges if self.tree is None and steps is not None and r.gamma > steps})
         if past:  # as optimal-gamma's recommendation says it (answers.load.past_measured)
@@ -113,13 +120,37 @@ class ScheduleAnswer:
         return "the chain" if label == "chain" else f"tree {label}" if label else ""
 
     def _verdict(self, r, error) -> str | None:
-        """:func:`specsim.answers.verdict.verdict` of a speculating range at its smallest predicted speedup; None where
-        the range is off or no speedup is known (an arm past capacity at every load of it)."""
+        """:func:`specsim.answers.verdict.verdict` of a speculating range at its smallest predicted speedup (a range
+        holding parts on the line: that of the rest of it, :attr:`on_the_line`); None where the range is off or no
+        speedup is known (an arm past capacity at every load of it)."""
         from specsim.answers.verdict import verdict
 
         if not self._what(r) or math.isnan(self._weighed(r)):
             return None
-        return verdict(self._weighed(r) - 1.0, error, True)
+        held = next((said for whole, said, _ in self.on_the_line if whole is r), None)
+        return held or verdict(self._weighed(r) - 1.0, error, True)
+
+    def _line_notes(self, error) -> list[str]:
+        """One line per part of a range taken on the line (:attr:`on_the_line`): its own verdict, which optimal-gamma
+        at it gives, and why its row says another."""
+        from specsim.answers.verdict import VERDICT_RESOLUTION
+
+        return [
+            f"{self._what(r)} at batch {part.batches}: {self._weighed_said(part)}, is within {VERDICT_RESOLUTION * 100:g} percentage point "
+            f"of specsim's measured error of {error.shown} ({error.short}), which is known no closer: on the line, "
+            f"{self._verdict_alone(part, error)} taken alone (as optimal-gamma at it says), so its row {r.batches} "
+            f"keeps the verdict of the {'loads' if self.load is not None else 'batch sizes'} either side, {said}, "
+            "rather than flip for it"
+            for r, said, parts in self.on_the_line
+            for part in parts
+        ]
+
+    def _verdict_alone(self, part, error) -> str:
+        """The verdict of a part on the line by its own smallest gain (or, a part called "speculate" between
+        too-close ranges, that too)."""
+        from specsim.answers.verdict import verdict
+
+        return verdict(self._weighed(part) - 1.0, error, True)
 
     @functools.cached_property
     def _fit_by_context(self) -> dict:
@@ -204,6 +235,21 @@ class ScheduleAnswer:
         )
         return [c | {"fits_in_memory": bool(c["batch"] <= fit[c["context"]])} for c in cells]
 
+    def _line_record(self, r, error) -> dict:
+        """What --json carries of a range's parts on the line (:attr:`on_the_line`): each one's batch sizes, gains and
+        own verdict; nothing where it holds none."""
+        parts = next((parts for whole, _, parts in self.on_the_line if whole is r), ())
+        if not parts:
+            return {}
+        return {
+            "on_the_line": [
+                {"start_batch": p.start_batch, "end_batch": p.end_batch, "min_speedup": p.min_speedup}
+                | ({} if p.min_objective is None else {"min_objective": p.min_objective})
+                | {"verdict": self._verdict_alone(p, error)}
+                for p in parts
+            ]
+        }
+
     def to_dict(self) -> dict:
         """What ``specsim schedule --format json`` prints."""
         from specsim.answers.verdict import model_error
@@ -223,6 +269,7 @@ class ScheduleAnswer:
                 | ({"shortfall": r.shortfall} if self.tree is None else {})
                 | ({} if r.min_objective is None else {"min_objective": r.min_objective})
                 | {"verdict": self._verdict(r, error)}
+                | self._line_record(r, error)
                 for r in self.judged
             ],
             "model_error": error.record(),
@@ -267,7 +314,7 @@ def schedule_answer(
     takes the smallest gamma within that fraction of the best; ``cap`` is the memory budget
     (:func:`specsim.answers.deployment_capacity`); ``max_batch_from`` says where ``max_batch`` came from."""
     from specsim.answers.verdict import model_error, verdict
-    from specsim.speculation.schedule import gamma_schedule, load_schedule, merge_ranges, tree_schedule
+    from specsim.speculation.schedule import gamma_schedule, load_schedule, tree_schedule
 
     error = model_error(dep)
 
@@ -285,6 +332,7 @@ def schedule_answer(
         judged = gamma_schedule(dep, acceptance, max_batch, context, gamma_max, min_gain, rtol, judge)
     else:
         judged = tree_schedule(dep, acceptance, tree, max_batch, context, min_gain, rtol, sibling, judge)
+    judged, folded = fold_on_the_line(judged, error)
     ranges = merge_ranges(judged)  # an engine's: split only where the gamma changes
     return ScheduleAnswer(
         dep,
@@ -302,4 +350,62 @@ def schedule_answer(
         load,
         max_batch_from,
         judged if len(judged) > len(ranges) else None,
+        folded,
     )
+
+
+def _gains(r) -> tuple[float, float]:
+    """A range's smallest and largest gain as its verdict weighs them: at loads by the load answer's objective, else
+    its predicted speedups."""
+    if r.min_objective is None:
+        return r.min_speedup, r.max_speedup
+    return r.min_objective, r.max_objective if r.max_objective is not None else r.min_objective
+
+
+def fold_on_the_line(judged: list, error) -> tuple[list, tuple]:
+    """``judged`` (ranges split where the gamma or the verdict changes) with each run whose gains all lie on the line
+    (:func:`specsim.answers.verdict.on_the_line`) between two ranges of its gamma (or tree) that share another verdict
+    folded into one range with them: the verdict of a gain 0.05 pp under the error is the other within what the error
+    is known to, and a schedule that flipped for it (speculate at batch 86-254, too close to call at 255-256, speculate
+    at 257-314) says nothing an engine or a user can act on.  Returns the ranges and, for each range that took parts,
+    ``(range, verdict, parts)``: its verdict, that of the ranges either side, and the parts, whose own verdict the notes
+    give.  A range whose gains are not all on the line is never folded: each row's verdict holds for every batch size
+    or load in it outside the parts named.
+
+    >>> from specsim.answers.verdict import ModelError
+    >>> from specsim.speculation.schedule import ScheduleRange
+    >>> e = ModelError(0.0685, "test", "test")
+    >>> rows = [ScheduleRange(1, 254, 1, 1.069, 1.2), ScheduleRange(255, 256, 1, 1.0676, 1.0683)]
+    >>> rows += [ScheduleRange(257, 314, 1, 1.0686, 1.11), ScheduleRange(315, 423, 1, 1.02, 1.068)]
+    >>> ranges, folded = fold_on_the_line(rows, e)
+    >>> [r.batches for r in ranges], [(r.batches, said, [p.batches for p in parts]) for r, said, parts in folded]
+    (['1-314', '315-423'], [('1-314', 'speculate', ['255-256'])])
+    """
+    from specsim.answers.verdict import on_the_line, verdict
+
+    def said(r) -> str | None:  # as ScheduleAnswer._verdict weighs a speculating range
+        low = _gains(r)[0]
+        on = getattr(r, "gamma", None) != 0 and getattr(r, "tree", True) is not None
+        return verdict(low - 1.0, error, True) if on and not math.isnan(low) else None
+
+    def key(r) -> tuple:
+        return getattr(r, "gamma", None), getattr(r, "tree", None)
+
+    out: list = []
+    held: dict = {}  # id of a folded range -> (verdict, parts)
+    for r in judged:
+        out.append(r)
+        if len(out) < 3:
+            continue
+        a, b, c = out[-3:]
+        va = held[id(a)][0] if id(a) in held else said(a)
+        vb = None if id(b) in held else said(b)  # (a range that took parts is no part itself)
+        if not (key(a) == key(b) == key(c) and va is not None and vb is not None and va == said(c) != vb):
+            continue
+        if not all(on_the_line(g - 1.0, error) for g in _gains(b)):
+            continue
+        whole = merge_ranges([a, b, c])[0]
+        held[id(whole)] = (va, held.pop(id(a), (va, []))[1] + [b])
+        out[-3:] = [whole]
+    folded = tuple((r, held[id(r)][0], tuple(held[id(r)][1])) for r in out if id(r) in held)
+    return out, folded

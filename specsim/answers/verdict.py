@@ -19,7 +19,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CORPUS_SPEEDUP_ERROR", "CORPUS_SPEEDUP_ERROR_SOURCE", "VERDICTS", "ModelError", "model_error", "verdict"]
+__all__ = [
+    "CORPUS_SPEEDUP_ERROR",
+    "CORPUS_SPEEDUP_ERROR_SOURCE",
+    "VERDICTS",
+    "VERDICT_RESOLUTION",
+    "ModelError",
+    "model_error",
+    "on_the_line",
+    "verdict",
+]
 
 #: The median, over the 8 deployments that record their acceptance, of the mean absolute error of the speedup at the
 #: load, uncalibrated (engine preset as shipped, acceptance from the record), whole sources held out: column (a) of
@@ -31,6 +40,12 @@ CORPUS_SPEEDUP_ERROR_SOURCE = (
     "the corpus, uncalibrated: the median of 8 public deployments' mean absolute speedup error, whole sources held out "
     "(benchmarks/validate_corpus.py column (a) at d6d6c12, 2026-12-06; docs/reports/2026-12-06-corpus-d6d6c12.txt)"
 )
+#: How close to the error a gain is on the line (0.001: 0.1 percentage point), where the verdict cannot be told from
+#: its neighbour's: the error is an estimate known no closer (:data:`CORPUS_SPEEDUP_ERROR` is the median of 6.7% and
+#: 7.0%, 0.15 pp either side of it).  A schedule takes a run of batch sizes or loads on the line with the verdict of
+#: the ranges either side of it (:func:`specsim.answers.schedule.schedule_answer`), so that it does not flip for a
+#: gain 0.05 pp under the error between two just over it.
+VERDICT_RESOLUTION = 0.001
 #: The verdicts, as --json carries them.
 VERDICTS = ("speculate", "do not speculate", "too close to call")
 
@@ -101,6 +116,17 @@ def verdict(gain: float, error: ModelError, picked: bool) -> str:
     if abs(gain) <= error.share:
         return VERDICTS[2]
     return VERDICTS[0] if picked else VERDICTS[1]
+
+
+def on_the_line(gain: float, error: ModelError) -> bool:
+    """Whether the relative gain ``gain`` lies within :data:`VERDICT_RESOLUTION` of ``error`` either side of 0, where
+    its :func:`verdict` could as well be the other.
+
+    >>> e = ModelError(0.0685, "test", "test")
+    >>> on_the_line(0.0676, e), on_the_line(0.0694, e), on_the_line(0.0670, e), on_the_line(-0.069, e)
+    (True, True, False, True)
+    """
+    return abs(abs(gain) - error.share) <= VERDICT_RESOLUTION + 1e-12
 
 
 def too_close_said(weighed: str, change: str, error: ModelError) -> str:

@@ -290,6 +290,8 @@ def _print_json(args, answer, checkpoint) -> None:
 
 
 def _print_table(args, answer, checkpoint) -> None:
+    from specsim.answers.verdict import VERDICT_RESOLUTION
+
     dep, tree = answer.deployment, answer.tree
     print(describe(dep, answer.context))
     print(f"{answer.label}; speculate only where the predicted speedup >= {args.min_gain:g}\n")
@@ -337,10 +339,12 @@ def _print_table(args, answer, checkpoint) -> None:
             )
         )
     if answer.judged_ranges is not None:  # (schedule_answer splits a range only where the verdict changes in it)
+        each = "load" if answer.load is not None else "batch size"
+        but = f" but the parts on the line the notes name (within {VERDICT_RESOLUTION * 100:g} pp of the error)"
         print(
             f"a {'gamma' if tree is None else 'tree'}'s batch sizes take more than one row where its verdict changes "
-            f"along them, each row's verdict holding for every {'load' if answer.load is not None else 'batch size'} "
-            "in it (the notes say where it is too close to call); --format writes them as one range"
+            f"along them, each row's verdict holding for every {each} in it{but if answer.on_the_line else ''} (the "
+            "notes say where it is too close to call); --format writes them as one range"
         )
     if not args.contexts:
         return

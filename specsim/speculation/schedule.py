@@ -109,6 +109,8 @@ class ScheduleRange(_RangeText):
     #: maximises and judges (:meth:`~specsim.answers.load.LoadAnswer.objective`), which its verdict weighs as
     #: optimal-gamma at those loads does; None per batch, where that is :attr:`min_speedup`.
     min_objective: float | None = None
+    #: At loads: the largest of its loads' gains by that objective (None per batch: :attr:`max_speedup`).
+    max_objective: float | None = None
 
 
 #: A schedule counts a shortfall within this fraction of a batch's best speedup as none: near the optimum the curve
@@ -143,6 +145,7 @@ def merge_ranges(ranges: list, labels: list | None = None) -> list:
             continue
         last = out[-1]
         gains = [g for g in (last.min_objective, r.min_objective) if g is not None]
+        tops = [g for g in (last.max_objective, r.max_objective) if g is not None]
         out[-1] = dataclasses.replace(
             last,
             end_batch=r.end_batch,
@@ -150,6 +153,7 @@ def merge_ranges(ranges: list, labels: list | None = None) -> list:
             max_speedup=float(np.fmax(last.max_speedup, r.max_speedup)),
             shortfall=max(last.shortfall, r.shortfall),
             min_objective=min(gains) if gains else None,
+            max_objective=max(tops) if tops else None,
         )
     return out
 
@@ -207,7 +211,7 @@ def load_schedule(
         # (--max-batch below the loads, or saturated loads whose plain arm holds more than fits with the draft).
         end = max_batch if k == len(keys) - 1 else min(max_batch, max(start, int((b + keys[k + 1]) / 2)))
         g, s_, f, o = int(gamma[k]), float(sp[k]), float(max(short[k], 0.0)), float(gained[k])
-        segments.append(ScheduleRange(start, end, g, s_, s_, f, o))
+        segments.append(ScheduleRange(start, end, g, s_, s_, f, o, o))
         start = end + 1
         if start > max_batch:
             break
@@ -344,6 +348,8 @@ class TreeRange(_RangeText):
     #: maximises and judges (:meth:`~specsim.answers.load.LoadAnswer.objective`), which its verdict weighs as
     #: optimal-gamma at those loads does; None per batch, where that is :attr:`min_speedup`.
     min_objective: float | None = None
+    #: At loads: the largest of its loads' gains by that objective (None per batch: :attr:`max_speedup`).
+    max_objective: float | None = None
 
 
 def tree_schedule(
