@@ -835,3 +835,27 @@ def test_the_schedule_does_not_flip_on_the_line_and_each_rows_verdict_is_optimal
         f"too close to call taken alone (as optimal-gamma at it says), so its row {start}-{ranges[0]['end_batch']}"
         in err
     )
+
+
+def test_a_schedule_at_loads_says_where_its_gamma_is_not_optimal_gammas_and_why(capsys):
+    """schedule and optimal-gamma pick a load's gamma by one rule (the smallest within --rtol of the most) on one
+    objective, at different --rtol defaults (0.01 and 0): at --concurrency 1,16,64 --alpha 0.8 the loads' table (and
+    optimal-gamma --concurrency 16) gives gamma 4 at 16 users and the schedule 3, 0.7% below it, with nothing said
+    of why but a general note.  The schedule now names each such load, its shortfall, both verdicts and what
+    optimal-gamma gives at the schedule's --rtol, which is the schedule's gamma there; at --rtol 0 they agree."""
+    argv = ["schedule", "--concurrency", "1,16,64", "--alpha", "0.8"]
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    own = {x["concurrency"]: (x["gamma"], x["verdict"]) for x in out["loads"]}
+    [line] = [n for n in out["notes"] if n.startswith("gamma here against optimal-gamma's at the load")]
+    named = re.findall(r"concurrency (\d+) gamma (\d+) against (\d+) \(([\d.]+)% below, within --rtol 0.01", line)
+    assert named, line
+    for users, here, best, _ in named:
+        assert own[int(users)][0] == int(best) != int(here)
+        at = ["optimal-gamma", "--concurrency", users, "--alpha", "0.8", "--json"]
+        assert main([*at, "--rtol", "0.01"]) == 0
+        [row] = json.loads(capsys.readouterr().out)
+        assert row["gamma"] == int(here)
+        assert f"both {row['verdict']}" in line and row["verdict"] == own[int(users)][1]
+    assert main([*argv, "--rtol", "0", "--json"]) == 0
+    assert not [n for n in json.loads(capsys.readouterr().out)["notes"] if n.startswith("gamma here against")]

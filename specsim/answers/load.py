@@ -290,6 +290,11 @@ class LoadAnswer:
         behind = np.broadcast_to(np.asarray(self.state.saturated, dtype=bool), self.state.tpot_s.shape)[:, j]
         return [arm for arm, row in (("plain", 0), ("speculating", i)) if behind[row]]
 
+    def best_within(self, rtol: float) -> np.ndarray:
+        """The row of the best gamma per load as :attr:`best` picks it, with ``rtol`` in place of :attr:`rtol` (what
+        optimal-gamma at these loads gives with that --rtol)."""
+        return _best(self.state, self.kind, self.fixed_gamma is not None, rtol)
+
     def tpot_speedup(self) -> np.ndarray:
         """Plain TPOT over each gamma's TPOT, per gamma searched (rows) and load (columns): the speedup printed."""
         tpot = self._grid(self.state.tpot_s)

@@ -14,6 +14,8 @@ import functools
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from specsim.answers.context import LOAD_CONTEXT, context_basis
 from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
 from specsim.serving.capacity import Capacity
@@ -48,6 +50,7 @@ class ScheduleAnswer:
     #: :data:`~specsim.answers.verdict.VERDICT_RESOLUTION` of the error, their own verdict another): ``verdict`` is
     #: that of the rest of it (:func:`fold_on_the_line`).
     on_the_line: tuple = ()
+    min_gain: float = DEFAULT_MIN_GAIN  #: speculation only where the predicted gain is at least this
 
     @property
     def judged(self) -> list:
@@ -72,6 +75,7 @@ class ScheduleAnswer:
         out += self._contexts_past_memory()
         if self.load is not None:
             out += self._past_the_loads()
+            out += self._off_their_best()
         out += self._too_close()
         out += self._line_notes(model_error(self.deployment)) if self.on_the_line else []
         steps = getattr(self.acceptance, "measured_steps", None)  # a calibration's acceptance knows its steps
@@ -214,6 +218,47 @@ class ScheduleAnswer:
             f"(schedule --context {self.context}, without --{load.kind}: gamma {there} at batch {self.max_batch})"
         ]
 
+    def _off_their_best(self) -> list[str]:
+        """At loads: the loads whose gamma here is not the one the loads' table and optimal-gamma at them give (each
+        one's own best, the smallest within optimal-gamma's --rtol of the most: 0 unless given), each with why (this
+        command's --rtol, where the smaller gamma wins; gamma never rising with the decode batch; --min-gain) and both
+        gammas' verdicts, and what optimal-gamma gives with this --rtol: the two commands pick by one rule
+        (:func:`specsim.speculation.schedule.load_gammas`) at different --rtol defaults."""
+        from specsim.answers.verdict import model_error, verdict
+        from specsim.speculation.schedule import load_gammas
+
+        load, error = self.load, model_error(self.deployment)
+        value = load.objective()
+        gammas = np.asarray(load.state.gamma)[:, 0].astype(int)
+        within = load.best_within(self.rtol)
+        order, rows = load_gammas(load, self.min_gain, self.rtol)
+        parts, theirs = [], []
+        for j, i in zip(order, rows):
+            own = int(load.best[j])
+            if gammas[i] == gammas[own]:
+                continue
+            short = 1.0 - value[i, j] / value[own, j]
+            if gammas[i] == 0:
+                why = f"off: its gain or a lighter load's is below --min-gain {self.min_gain:g}"
+            else:
+                why = f"{short:.1%} below, " + (
+                    f"within --rtol {self.rtol:g}, the smaller gamma winning"
+                    if short <= self.rtol + 1e-12
+                    else f"past --rtol {self.rtol:g}: gamma never rises with batch"
+                )
+            said = [verdict(value[k, j] - 1.0, error, True) for k in (i, own) if gammas[k] > 0]
+            if len(said) == 2:
+                why += f"; both {said[0]}" if said[0] == said[1] else f"; {said[0]} against {said[1]}"
+            parts.append(f"{load.kind} {load.loads[j]:g} gamma {gammas[i]} against {gammas[own]} ({why})")
+            theirs.append(str(gammas[int(within[j])]))
+        if not parts:
+            return []
+        return [
+            f"gamma here against optimal-gamma's at the load (its own best, the loads' table's, at optimal-gamma's "
+            f"--rtol {load.rtol:g}), by what optimal-gamma at a load maximises: {'; '.join(parts)}; one rule, another "
+            f"--rtol: optimal-gamma --rtol {self.rtol:g} gives gamma {', '.join(theirs)} there"
+        ]
+
     def by_context(self) -> list[dict] | None:
         """The best gamma (or tree) and its speedup per (batch, context) of :attr:`contexts`
         (:func:`specsim.speculation.schedule.context_table`), each cell saying whether its batch fits in memory with the
@@ -351,6 +396,7 @@ def schedule_answer(
         max_batch_from,
         judged if len(judged) > len(ranges) else None,
         folded,
+        min_gain,
     )
 
 

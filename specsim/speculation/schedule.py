@@ -64,6 +64,7 @@ __all__ = [
     "batch_grid",
     "context_table",
     "gamma_schedule",
+    "load_gammas",
     "load_schedule",
     "merge_ranges",
     "static_cost",
@@ -184,18 +185,11 @@ def load_schedule(
     range where the verdict of its loads changes, so that each range's verdict holds for every load in it; without
     it the ranges change only with the gamma (what an engine is configured with; :func:`merge_ranges` of the split
     ones)."""
-    value = answer.objective()
-    order = sorted(range(len(answer.loads)), key=lambda j: (max(answer.key_batch(j), 1.0), j))
-    surface = value[:, order]
+    order, row = load_gammas(answer, min_gain, rtol)
+    surface = answer.objective()[:, order]
     gammas = np.asarray(answer.state.gamma)[:, 0].astype(int)
     speed = answer.tpot_speedup()[:, order]
     columns = np.arange(len(order))
-    # A gamma that falls behind Poisson arrivals scores 0: floored so that a load where every gamma does still compares.
-    row = monotone_gammas(np.maximum(surface, 1e-12), rtol) if surface.shape[0] > 1 else np.zeros(len(order), int)
-    # Pays by what the load answer weighs (its objective, as optimal-gamma at loads picks and judges): a gamma that
-    # serves a closed loop more output per second pays there even where its TPOT is a hair longer (a shorter TTFT).
-    pays = surface[row, columns] >= min_gain * surface[0]
-    row = np.where(np.minimum.accumulate(pays.astype(int)) > 0, row, 0)
     gamma = gammas[row]
     # A load that one arm cannot serve (a rate past its capacity) has no TPOT speedup (LoadAnswer.past_capacity): nan,
     # which a range's spread leaves out and prints as n/a.
@@ -216,6 +210,25 @@ def load_schedule(
         if start > max_batch:
             break
     return merge_ranges(segments, _labels(judge, gained[: len(segments)]))  # where the gamma (or verdict) changes
+
+
+def load_gammas(
+    answer, min_gain: float = DEFAULT_MIN_GAIN, rtol: float = DEFAULT_SCHEDULE_RTOL
+) -> tuple[list[int], np.ndarray]:
+    """The loads of a :class:`~specsim.answers.load.LoadAnswer` in the order :func:`load_schedule` keys them (by the
+    decode batch each runs at) and, for each, the row of the gamma it gives the load (0: speculation off): the rule
+    its docstring states.  A load's own best (``answer.best``, optimal-gamma's at it) is the smallest gamma within
+    optimal-gamma's --rtol of the most (0 unless given); this one is the schedule's --rtol and never rises."""
+    value = answer.objective()
+    order = sorted(range(len(answer.loads)), key=lambda j: (max(answer.key_batch(j), 1.0), j))
+    surface = value[:, order]
+    columns = np.arange(len(order))
+    # A gamma that falls behind Poisson arrivals scores 0: floored so that a load where every gamma does still compares.
+    row = monotone_gammas(np.maximum(surface, 1e-12), rtol) if surface.shape[0] > 1 else np.zeros(len(order), int)
+    # Pays by what the load answer weighs (its objective, as optimal-gamma at loads picks and judges): a gamma that
+    # serves a closed loop more output per second pays there even where its TPOT is a hair longer (a shorter TTFT).
+    pays = surface[row, columns] >= min_gain * surface[0]
+    return order, np.where(np.minimum.accumulate(pays.astype(int)) > 0, row, 0)
 
 
 def static_cost(dep: Deployment, acceptance, gamma: int, ranges: list, context: int) -> list[dict]:
