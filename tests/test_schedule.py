@@ -848,7 +848,10 @@ def test_a_schedule_at_loads_says_where_its_gamma_is_not_optimal_gammas_and_why(
     out = json.loads(capsys.readouterr().out)
     own = {x["concurrency"]: (x["gamma"], x["verdict"]) for x in out["loads"]}
     [line] = [n for n in out["notes"] if n.startswith("gamma here against optimal-gamma's at the load")]
-    named = re.findall(r"concurrency (\d+) gamma (\d+) against (\d+) \(([\d.]+)% below, within --rtol 0.01", line)
+    winning = (
+        r"concurrency (\d+) gamma (\d+) against (\d+) \(([\d.]+)% below, within --rtol 0.01, the smaller gamma winning"
+    )
+    named = re.findall(winning, line)
     assert named, line
     for users, here, best, _ in named:
         assert own[int(users)][0] == int(best) != int(here)
@@ -859,3 +862,31 @@ def test_a_schedule_at_loads_says_where_its_gamma_is_not_optimal_gammas_and_why(
         assert f"both {row['verdict']}" in line and row["verdict"] == own[int(users)][1]
     assert main([*argv, "--rtol", "0", "--json"]) == 0
     assert not [n for n in json.loads(capsys.readouterr().out)["notes"] if n.startswith("gamma here against")]
+
+
+def test_the_note_says_where_a_heavier_loads_gamma_holds_a_load_up():
+    """Gamma never rises with the decode batch, so a load whose own best is smaller than a heavier load's is held up
+    to it (within --rtol here): the note says so, not "the smaller gamma winning", and gives what optimal-gamma --rtol
+    picks at it (its own, smaller gamma).  Loads keyed at batch 1, 4 and 16 whose gains over plain decoding are given
+    per gamma 0-3."""
+    from types import SimpleNamespace
+
+    from specsim.answers.schedule import ScheduleAnswer
+    from specsim.speculation.search import argmax_gamma
+
+    value = np.array([[1.0, 1.0, 1.0], [1.5, 1.5, 1.5], [1.6, 1.60, 1.55], [1.7, 1.595, 1.70]])
+    load = SimpleNamespace(
+        kind="concurrency",
+        loads=[1, 4, 16],
+        rtol=0.0,
+        best=np.argmax(value, axis=0),
+        state=SimpleNamespace(gamma=np.arange(4)[:, None]),
+        objective=lambda: value,
+        key_batch=lambda j: [1.0, 4.0, 16.0][j],
+        best_within=lambda rtol: argmax_gamma(value, rtol),
+    )
+    answer = ScheduleAnswer(SimpleNamespace(engine=None), 0.8, "", None, [], None, 16, 1128, 3, 0.01, None, (), load)
+    [line] = answer._off_their_best()
+    assert "concurrency 4 gamma 3 against 2 (0.3% below, within --rtol 0.01, held up there as gamma never rises" in line
+    assert "concurrency 1 " not in line and "concurrency 16 " not in line
+    assert "optimal-gamma --rtol 0.01 gives gamma 2 there" in line

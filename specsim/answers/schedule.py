@@ -230,7 +230,7 @@ class ScheduleAnswer:
         load, error = self.load, model_error(self.deployment)
         value = load.objective()
         gammas = np.asarray(load.state.gamma)[:, 0].astype(int)
-        within = load.best_within(self.rtol)
+        picks = load.best_within(self.rtol)
         order, rows = load_gammas(load, self.min_gain, self.rtol)
         parts, theirs = [], []
         for j, i in zip(order, rows):
@@ -240,23 +240,25 @@ class ScheduleAnswer:
             short = 1.0 - value[i, j] / value[own, j]
             if gammas[i] == 0:
                 why = f"off: its gain or a lighter load's is below --min-gain {self.min_gain:g}"
-            else:
-                why = f"{short:.1%} below, " + (
-                    f"within --rtol {self.rtol:g}, the smaller gamma winning"
-                    if short <= self.rtol + 1e-12
-                    else f"past --rtol {self.rtol:g}: gamma never rises with batch"
+            else:  # within --rtol the smaller gamma wins, unless a heavier load's holds it up (gamma never rises)
+                inside = short <= self.rtol + 1e-12
+                why = f"{short:.1%} below, {'within' if inside else 'past'} --rtol {self.rtol:g}" + (
+                    ", the smaller gamma winning"
+                    if inside and gammas[i] < gammas[own]
+                    else f", held {'up' if gammas[i] > gammas[own] else 'down'} there as gamma never rises with batch"
                 )
             said = [verdict(value[k, j] - 1.0, error, True) for k in (i, own) if gammas[k] > 0]
             if len(said) == 2:
                 why += f"; both {said[0]}" if said[0] == said[1] else f"; {said[0]} against {said[1]}"
             parts.append(f"{load.kind} {load.loads[j]:g} gamma {gammas[i]} against {gammas[own]} ({why})")
-            theirs.append(str(gammas[int(within[j])]))
+            theirs.append(str(gammas[int(picks[j])]))
         if not parts:
             return []
         return [
             f"gamma here against optimal-gamma's at the load (its own best, the loads' table's, at optimal-gamma's "
-            f"--rtol {load.rtol:g}), by what optimal-gamma at a load maximises: {'; '.join(parts)}; one rule, another "
-            f"--rtol: optimal-gamma --rtol {self.rtol:g} gives gamma {', '.join(theirs)} there"
+            f"--rtol {load.rtol:g}), by what optimal-gamma at a load maximises: {'; '.join(parts)}; optimal-gamma --rtol "
+            f"{self.rtol:g} gives gamma {', '.join(theirs)} there: one rule, the smallest gamma within --rtol of the "
+            "most, which the schedule keeps from rising with batch"
         ]
 
     def by_context(self) -> list[dict] | None:
