@@ -56,7 +56,8 @@ class ScheduleAnswer:
     def judged(self) -> list:
         """The ranges as the table and --json print them: :attr:`ranges` (what an engine is configured with, split
         where the gamma changes) split also where the verdict changes within one gamma, so that each range's verdict
-        (weighed at its smallest gain) holds at every batch size or load in it."""
+        (weighed at its smallest gain) holds at every batch size or load in it, but for the parts on the line it keeps
+        (:attr:`on_the_line`, :func:`fold_on_the_line`), whose own verdict the notes give."""
         return self.ranges if self.judged_ranges is None else self.judged_ranges
 
     @property
