@@ -1137,7 +1137,8 @@ def test_build_names_what_it_takes_where_a_notebook_passes_an_object_for_a_name(
 def test_a_calibrations_serving_limits_give_the_commands_answer_at_a_load(capsys, tmp_path):
     """--calibration takes the limits its runs were fitted under where --max-num-seqs is not given; docs/library.md's
     calls passed none (the engine's own): from runs served at max_num_seqs 64, concurrency 128 was gamma 3 at 1.139x
-    from the library and gamma 4 at 1.265x from the command.  Calibration.limits is the rule both take."""
+    from the library and gamma 4 at 1.265x from the command.  The calibrated preset carries them
+    (EnginePreset.served_limits), so the library's answers take them unasked, as the command does."""
     from specsim.answers import deployment_capacity, gamma_answer
     from specsim.answers.acceptance import resolve_acceptance
     from specsim.answers.load import load_answer, request_lengths
@@ -1155,16 +1156,17 @@ def test_a_calibrations_serving_limits_give_the_commands_answer_at_a_load(capsys
 
     cal = read_calibration(out)
     dep = Deployment.build(calibration=cal)
-    limits, where = cal.limits(dep.engine, dep.hardware)
-    assert (limits.max_num_seqs, where) == (64, "the limits cal64.yaml's runs were fitted under")
-    said = f" ({where}; --max-num-seqs and --max-batched-tokens to set)"  # the command's clause names its flags
+    assert dep.engine.served_limits[::3] == (64, "the limits cal64.yaml's runs were fitted under")
     given = request_lengths(1000, 256)
     acc, label = resolve_acceptance(dep, calibration=cal, context=given.context_tokens)
-    answer = load_answer(dep, acc, label, "concurrency", [1, 128], 1000, 256, limits=limits, lengths=given.description)
+    answer = load_answer(dep, acc, label, "concurrency", [1, 128], 1000, 256, lengths=given.description)  # no limits
+    assert answer.limits.max_num_seqs == 64
+    assert answer.limits_from == "the limits cal64.yaml's runs were fitted under"
+    said = f" ({answer.limits_from}; --max-num-seqs and --max-batched-tokens to set)"  # the command's clause
     assert at_load == as_json(answer.records(said))
     context = cal.context_tokens
     acc, label = resolve_acceptance(dep, calibration=cal, context=context)
-    cap = deployment_capacity(dep, context, None, None, limits.max_batched_tokens, limits.max_num_seqs)
+    cap = deployment_capacity(dep, context, None, None)  # no limits: the calibration's, as the command's
     rows = gamma_answer(dep, acc, label, [1, 64], context, 16, 0.0, cap).rows
     assert {r.pop("context_basis") for r in at_batch} == {"the runs cal64.yaml was fitted to: 1,000 in, 256 out"}
     assert at_batch == as_json([{k: v for k, v in r.items() if k != "context_basis"} for r in rows])

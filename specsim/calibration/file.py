@@ -221,30 +221,17 @@ class Calibration:
         except (KeyError, ValueError, OSError):  # a name or path that is no model: not this drafter
             return False
 
-    def limits(
-        self,
-        preset,
-        hardware,
-        offline: bool = False,
-        max_num_seqs: int | None = None,
-        max_batched_tokens: int | None = None,
-    ) -> tuple:
-        """(the engine's limits for answers from this file, where those not given come from), as ``--calibration``
-        takes them: ``max_num_seqs`` and ``max_batched_tokens`` as given, each one not given at the limits its runs
-        were fitted under (its ``serving`` record; the speculating server's own max_num_seqs too, SGLang's 48), or, in
-        a file with none, at the engine's own on ``hardware`` (:func:`specsim.serving.steady.engine_limits`).  The
-        answers take the engine's own unless told: give these to :func:`specsim.answers.deployment_capacity` and
-        :func:`specsim.answers.load.load_answer` (``limits=``) for the command's answer."""
-        from specsim.serving.steady import engine_limits
-
-        given = (max_num_seqs, max_batched_tokens)
-        if self.serving is None or None not in given:
-            return engine_limits(preset, hardware, offline, *given)
-        fitted = (self.serving["max_num_seqs"], self.serving["max_batched_tokens"])
-        limits, _ = engine_limits(preset, hardware, offline, *(f if g is None else g for g, f in zip(given, fitted)))
-        if max_num_seqs is None:  # the speculating engine's own max_num_seqs as the runs had it (SGLang's 48)
-            limits = dataclasses.replace(limits, spec_max_num_seqs=self.serving.get("spec_max_num_seqs"))
-        return limits, f"the limits {self.name}'s runs were fitted under"
+    @property
+    def served_limits(self) -> tuple | None:
+        """(max_num_seqs, max_batched_tokens, the speculating server's max_num_seqs where it differs, where they come
+        from): the limits its runs were served under (its ``serving`` record), which the preset it calibrates carries
+        (:attr:`specsim.engines.base.EnginePreset.served_limits`), so that every answer on it, the library's as the
+        commands', takes them for a limit not given; None in a file written before the record was."""
+        if self.serving is None:
+            return None
+        s = self.serving
+        where = f"the limits {self.name}'s runs were fitted under"
+        return s["max_num_seqs"], s["max_batched_tokens"], s.get("spec_max_num_seqs"), where
 
     def apply(self, preset, drafter: type | None = None):
         """``preset`` with this calibration's fitted terms (:func:`apply_to_engine`); ``drafter``: the class of the
@@ -722,6 +709,7 @@ def apply_to_engine(cal: Calibration, preset, drafter: type | None = None):
             calibration_sha256=cal.sha256,
             prefill_scale=cal.prefill_scale,
             held_out_error=cal.speedup_error(),
+            served_limits=cal.served_limits,
         ).unjudged(f"{cal.name}'s held-out error is of {theirs.label}'s rounds, not {drafter.label}'s")
     host = SpecHost(**cal.round_terms)
     terms = cal.record.get("terms") or {}
@@ -749,4 +737,5 @@ def apply_to_engine(cal: Calibration, preset, drafter: type | None = None):
         calibration_sha256=cal.sha256,
         prefill_scale=cal.prefill_scale,
         held_out_error=cal.speedup_error(),
+        served_limits=cal.served_limits,
     )

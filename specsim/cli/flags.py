@@ -400,34 +400,26 @@ def add_load_args(p: argparse.ArgumentParser, instead: str = "instead of --batch
 
 def limits_and_source(args: argparse.Namespace, preset, hardware, offline: bool = False):
     """(the engine's limits, where those not given come from, the flags not given): --max-num-seqs and
-    --max-batched-tokens, each one not given at the limits a --calibration file's runs were fitted under (its
-    ``serving`` record: :meth:`specsim.calibration.file.Calibration.limits`), else at the engine's own default on
-    ``hardware`` (:func:`specsim.serving.steady.engine_limits`)."""
-    from specsim.cli.args import calibration
+    --max-batched-tokens, each one not given at the engine's default on ``hardware``, which for a --calibration's
+    preset is the limits its runs were fitted under (:func:`specsim.serving.steady.engine_limits`)."""
     from specsim.serving.steady import check_limits
     from specsim.serving.steady import engine_limits as limits_of
 
     flags = ("--max-num-seqs", "--max-batched-tokens")
     given = (getattr(args, "max_num_seqs", None), getattr(args, "max_batched_tokens", None))
     missing = [flag for flag, value in zip(flags, given) if value is None]
-    cal = calibration(args) if missing else None
-    limits, where = (
-        limits_of(preset, hardware, offline, *given) if cal is None else cal.limits(preset, hardware, offline, *given)
-    )
+    limits, where = limits_of(preset, hardware, offline, *given)
     if len(missing) < 2:
         check_limits(preset, limits, ("--max-batched-tokens", "--max-num-seqs"))
     return limits, where, missing
 
 
 def memory_limits(args: argparse.Namespace, dep) -> tuple:
-    """(max_batched_tokens, max_num_seqs) for a memory check: those given, else a --calibration's (as
-    :func:`limits_and_source` has them, and watch's capacity), else None each: the engine's own
-    (:func:`specsim.serving.capacity.capacity`)."""
-    from specsim.cli.args import calibration
-
+    """(max_batched_tokens, max_num_seqs) for a memory check: those given, else a --calibration's (its preset's
+    :attr:`~specsim.engines.base.EnginePreset.served_limits`, as :func:`limits_and_source` has them, and watch's
+    capacity), else None each: the engine's own (:func:`specsim.serving.capacity.capacity`)."""
     given = (getattr(args, "max_batched_tokens", None), getattr(args, "max_num_seqs", None))
-    cal = calibration(args) if None in given else None
-    if cal is None or cal.serving is None:
+    if dep.engine.served_limits is None:
         return given
     limits, _, _ = limits_and_source(args, dep.engine, dep.hardware)
     return limits.max_batched_tokens, limits.max_num_seqs

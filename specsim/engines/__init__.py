@@ -284,12 +284,16 @@ def draft_tp(preset: EnginePreset, separate_model: bool, target_tp: int, request
 
 
 def default_limits(preset: EnginePreset, hardware, offline: bool = False) -> DefaultLimits:
-    """The limits of ``preset``'s engine on ``hardware`` when the user sets none: the engine's own where specsim has
-    read them (each engine's ``default_limits``), else the serving model's defaults, said so."""
+    """The limits of ``preset``'s engine on ``hardware`` when the user sets none: those a calibration's runs were served
+    under where ``preset`` carries them (:attr:`~specsim.engines.base.EnginePreset.served_limits`), else the engine's
+    own where specsim has read them (each engine's ``default_limits``), else the serving model's defaults, said so."""
     from specsim.core.defaults import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
 
     engine = REGISTRY.get(preset.name)
     own = None if engine is None else engine.default_limits(preset, hardware, offline)
+    if preset.served_limits is not None:  # a calibration's: its runs' server, whose prompts ride as the engine's do
+        seqs, tokens, spec_seqs, where = preset.served_limits
+        return DefaultLimits(seqs, tokens, where, spec_seqs, own is not None and own.prefill_apart)
     if own is not None:
         return own
     why = "specsim's defaults" + ("" if engine is None else f"; {engine.title}'s own are not read: give yours")

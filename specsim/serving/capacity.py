@@ -331,9 +331,13 @@ def memory_share(
     --gpu-memory-utilization and SGLang's --mem-fraction-static: a share of the device; TensorRT-LLM's
     free_gpu_memory_fraction: a share of what the weights leave); for engine none, :data:`DEFAULT_MEMORY_UTILIZATION`
     unless given.  The one place the share is chosen."""
-    from specsim.engines import REGISTRY
+    from specsim.engines import REGISTRY, default_limits
     from specsim.engines.engine import MemoryShare
 
+    if dep.engine.served_limits is not None:  # a calibration's: those its runs were served under, where none is given
+        served = default_limits(dep.engine, dep.hardware)
+        max_batched_tokens = served.max_batched_tokens if max_batched_tokens is None else max_batched_tokens
+        max_num_seqs = served.max_num_seqs if max_num_seqs is None else max_num_seqs
     given = memory_utilization
     if given is not None and not 0.0 < given <= 1.0:
         raise ValueError(f"memory utilization must be in (0, 1], got {given!r}")
