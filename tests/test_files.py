@@ -265,6 +265,43 @@ def test_several_files_are_written_all_or_none(tmp_path, monkeypatch):
     assert b.read_bytes() == b"2"
 
 
+def _drain(fifo: Path) -> tuple:
+    """A reader of the named pipe ``fifo`` on a thread (a pipe's writer waits for one), and what it read."""
+    import threading
+
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    return reader, got
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_pipe_or_device_is_written_in_place_never_replaced_by_a_file(tmp_path):
+    """--out /dev/null run as root replaced the null device with a regular file (the data staged beside it and moved
+    over it), for every program on the machine.  A destination that is a device or a pipe is written as a shell
+    writes it: it stays what it was and gets the data; its folder gets no staging file.  A named pipe stands in for
+    the device (making one needs no root)."""
+    for write in (
+        lambda path: atomic_write_bytes(path, b"one"),
+        lambda path: atomic_write_many([(path, b"one")]),
+    ):
+        folder = tmp_path / f"f{len(list(tmp_path.iterdir()))}"
+        folder.mkdir()
+        fifo = folder / "out.csv"
+        os.mkfifo(fifo)
+        assert check_output(fifo, (".csv",)) == fifo
+        reader, got = _drain(fifo)
+        write(fifo)
+        reader.join(timeout=60)
+        assert stat.S_ISFIFO(os.stat(fifo).st_mode), "the pipe was replaced by a file"
+        assert got == [b"one"] and sorted(p.name for p in folder.iterdir()) == ["out.csv"]
+    # the null device itself, where the machine has one: still a device after a write (no root needed to write it)
+    null = Path(os.devnull)
+    if null.exists() and stat.S_ISCHR(os.stat(null).st_mode):
+        atomic_write_bytes(null, b"gone")
+        assert stat.S_ISCHR(os.stat(null).st_mode)
+
+
 def test_every_text_reader_reads_a_utf8_file_with_a_byte_order_mark_as_its_text(tmp_path, capsys):
     # Windows tools save UTF-8 with a byte-order mark: a trace's header read as '\ufeffarrival_s' and was refused, a
     # saved /metrics page's first line was 'not a Prometheus sample'.  read_text is the one reader that drops it.

@@ -2,7 +2,9 @@
 
 Every file specsim writes goes through :func:`atomic_write_bytes` (or :func:`atomic_write_many`): the data is
 written to a temporary file in the destination folder, flushed to disk and moved over the destination with
-``os.replace`` (atomic on POSIX and Windows).  Built-in hardware profiles are refused as destinations.
+``os.replace`` (atomic on POSIX and Windows).  A destination that is a device or a pipe (``/dev/null``,
+``/dev/stdout``) is written in place, as a shell writes it: moving a file over it would replace the device.  Built-in
+hardware profiles are refused as destinations.
 
 Every failure to write is one :class:`OutputError` (a ``ValueError``, so the CLI prints it as one line and exits 2)
 that names the path the user gave, never the staging file, with the reason in plain words and what to do:
@@ -208,6 +210,8 @@ def check_output(path: str | Path, suffixes: tuple[str, ...] = (), flag: str = "
     with writing(path):
         if path.is_dir():
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        if _stream(path):  # written in place (a device or pipe): its folder need take no file
+            return path
         fd, tmp = _open_staging(path)
         try:
             os.close(fd)
@@ -272,6 +276,9 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     path = Path(path).expanduser()
     refuse_builtin(path)
     with writing(path):
+        if _stream(path):
+            _write_stream(path, data)
+            return path
         tmp = _stage(path, data)
         try:
             os.replace(tmp, path)
@@ -279,6 +286,27 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
             Path(tmp).unlink(missing_ok=True)
             raise
     return path
+
+
+def _stream(path: Path) -> bool:
+    """Whether ``path`` exists and is a device, pipe or socket (``/dev/null``, ``/dev/stdout``, a FIFO): written in
+    place, as a shell's redirection writes it, never staged and moved over, which would put a regular file where the
+    device was (run as root, ``--out /dev/null`` would have replaced the null device for every program on the machine).
+
+    >>> _stream(Path("/dev/null")), _stream(Path("/nonexistent/x.csv"))
+    (True, False)
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _write_stream(path: Path, data: bytes) -> None:
+    """Write ``data`` to the device or pipe ``path`` (:func:`_stream`) as it is: nothing to stage, nothing to move."""
+    with open(path, "wb") as handle:
+        handle.write(data)
 
 
 #: The most bytes of the destination's name a staging file's name repeats: ``.NAME.<8 random>.tmp`` must itself be a
@@ -324,15 +352,19 @@ def atomic_write_many(files: list[tuple[str | Path, bytes]]) -> list[Path]:
         for path, data in files:
             path = check_output(path)
             with writing(path):
-                staged.append((_stage(path, data), path))
-        for tmp, path in staged:
+                staged.append((None if _stream(path) else _stage(path, data), path, data))
+        for tmp, path, data in staged:
             with writing(path):
-                os.replace(tmp, path)
+                if tmp is None:
+                    _write_stream(path, data)
+                else:
+                    os.replace(tmp, path)
     except BaseException:
-        for tmp, _ in staged:  # those already moved into place are gone under this name
-            Path(tmp).unlink(missing_ok=True)
+        for tmp, _, _ in staged:  # those already moved into place are gone under this name
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
         raise
-    return [path for _, path in staged]
+    return [path for _, path, _ in staged]
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
