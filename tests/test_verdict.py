@@ -194,3 +194,25 @@ def test_the_verdicts_line_names_rtol_only_where_the_command_has_it(capsys):
         said[argv[0]] = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("verdicts:"))
     assert said["optimal-gamma"].endswith("(--rtol picks the gamma; this judges its gain)")
     assert not any("--rtol" in said[c] for c in ("compare", "speedup", "explain"))
+
+
+def test_the_library_sets_a_calibrations_error_aside_at_an_acceptance_the_caller_gives(plan_calibration):
+    """gamma_answer on a calibrated deployment at an alpha of the caller's: the fit's held-out error is of its runs at
+    their own acceptance, so the verdict takes the corpus's error, saying why, as the command does with --alpha; at the
+    calibration's own acceptance it keeps the fit's."""
+    from specsim.answers import deployment_capacity, gamma_answer
+    from specsim.answers.acceptance import resolve_acceptance
+    from specsim.calibration.file import read_calibration
+    from specsim.speculation.deployment import Deployment
+
+    cal = read_calibration(str(plan_calibration))
+    dep = Deployment.build(calibration=cal)
+    context = cal.context_tokens or 1128
+    cap = deployment_capacity(dep, context, None, None)
+    own, label = resolve_acceptance(dep, calibration=cal, context=context)
+    kept = gamma_answer(dep, own, label, [1], context, 8, 0.0, cap).rows[0]["model_error"]
+    assert kept["basis"].startswith("calibration.yaml held out: plain")
+    row = gamma_answer(dep, 0.7, "alpha 0.7", [1], context, 8, 0.0, cap).rows[0]
+    assert row["model_error"]["share"] == CORPUS_SPEEDUP_ERROR
+    why = "calibration.yaml's held-out error is of its runs' own acceptance, not alpha 0.7, the acceptance given: "
+    assert row["model_error"]["basis"] == why + CORPUS_SPEEDUP_ERROR_SOURCE

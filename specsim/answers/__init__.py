@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsim.answers.context import context_basis
-from specsim.answers.verdict import VERDICTS, model_error, too_close_said, verdict
+from specsim.answers.verdict import VERDICTS, judged_at, model_error, too_close_said, verdict
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, DEFAULT_RTOL
 from specsim.core.limits import (
     MAX_BATCH,
@@ -224,6 +224,7 @@ def gamma_answer(
     # a row shows it as the acceptance it was computed at
     label = acceptance_label(acceptance) if label is None else checked_label(acceptance, label)
     cap = deployment_capacity(dep, context, None, None) if cap is None else cap
+    dep = judged_at(dep, acceptance, label)  # a calibration's error is of its runs' own acceptance, not another's
     if measured_steps is None:  # a calibration's acceptance knows the steps it was measured at
         measured_steps = getattr(acceptance, "measured_steps", None)
     batches = whole_numbers("batch", batches, 1, MAX_BATCH, "batches")
@@ -498,6 +499,7 @@ def speedup_rows(
     from specsim.answers.acceptance import checked_label
 
     label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
+    dep = judged_at(dep, acceptance, label)  # a calibration's error is of its runs' own acceptance, not another's
     batches = whole_numbers("batch", DEFAULT_BATCHES if batches is None else batches, 1, MAX_BATCH, "batches")
     context = DEFAULT_CONTEXT_TOKENS if context is None else check_int("context", context, 0, MAX_CONTEXT)
     gamma = check_int("gamma", gamma, 0, MAX_GAMMA)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsim.answers.context import LOAD_CONTEXT, context_basis
-from specsim.answers.verdict import VERDICTS, model_error, verdict
+from specsim.answers.verdict import VERDICTS, judged_at, model_error, verdict
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, check_int, is_real
 from specsim.speculation.acceptance import acceptance_rates
@@ -91,6 +91,7 @@ def round_anatomy(
     from specsim.answers.acceptance import checked_label
 
     label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
+    dep = judged_at(dep, acceptance, label)  # a calibration's error is of its runs' own acceptance, not another's
     rates = acceptance_rates(acceptance)
     b = np.atleast_1d(np.asarray(batches, dtype=float))  # a load's mean decode batch is a fraction (load_anatomy)
     if b.ndim != 1 or b.size == 0 or not np.all(np.isfinite(b) & (b >= 1) & (b <= MAX_BATCH)):

@@ -530,9 +530,11 @@ def load_answer(
     ``rtol``: the best is the smallest gamma within that share of the most (plain decoding included), as
     :func:`specsim.speculation.search.optimal_gamma` takes it per decode batch."""
     from specsim.answers.acceptance import checked_label
+    from specsim.answers.verdict import judged_at
     from specsim.speculation.search import search_bound
 
     label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
+    dep = judged_at(dep, acceptance, label)  # a calibration's error is of its runs' own acceptance, not another's
     loads = checked_loads(kind, loads)
     gamma_max = check_int("gamma_max", gamma_max, 0, MAX_GAMMA)
     gamma = None if gamma is None else check_int("gamma", gamma, 0, MAX_GAMMA)

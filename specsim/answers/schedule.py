@@ -361,9 +361,10 @@ def schedule_answer(
     gamma keyed by its decode batch.  Speculation only where the predicted speedup is at least ``min_gain``; ``rtol``
     takes the smallest gamma within that fraction of the best; ``cap`` is the memory budget
     (:func:`specsim.answers.deployment_capacity`); ``max_batch_from`` says where ``max_batch`` came from."""
-    from specsim.answers.verdict import model_error, verdict
+    from specsim.answers.verdict import judged_at, model_error, verdict
     from specsim.speculation.schedule import gamma_schedule, load_schedule, tree_schedule
 
+    dep = judged_at(dep, acceptance, label)  # a calibration's error is of its runs' own acceptance, not another's
     error = model_error(dep)
 
     def judge(gain: float) -> str | None:  # as ScheduleAnswer._verdict weighs a range, at one batch or load

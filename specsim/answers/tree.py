@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specsim.answers.verdict import VERDICTS, model_error, too_close_said, verdict
+from specsim.answers.verdict import VERDICTS, judged_at, model_error, too_close_said, verdict
 from specsim.serving.capacity import Capacity
 from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR, TreeSpec, acceptance_rates
 from specsim.speculation.deployment import Deployment
@@ -53,6 +53,7 @@ def tree_answer(
     from specsim.answers.acceptance import checked_label
 
     label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
+    dep = judged_at(dep, acceptance, label)  # a calibration's error is of its runs' own acceptance, not another's
     rates = acceptance_rates(acceptance)
     from specsim.answers.context import context_basis
     from specsim.core.limits import whole_batches

@@ -17,6 +17,7 @@ this error then judges the gain of the gamma picked, or, where plain decoding is
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "VERDICTS",
     "VERDICT_RESOLUTION",
     "ModelError",
+    "judged_at",
     "model_error",
     "on_the_line",
     "verdict",
@@ -86,6 +88,16 @@ class ModelError:
             f"verdicts: a gain within {self.shown} is too close to call, specsim's measured error of a speedup: "
             f"{self.basis}" + (" (--rtol picks the gamma; this judges its gain)" if rtol else "")
         )
+
+
+def judged_at(dep, acceptance: object, label: str):
+    """``dep`` for an answer at ``acceptance`` (``label``: what the answer prints of it): with its calibration's
+    held-out error set aside where that error is of another acceptance, its runs' own
+    (:meth:`specsim.engines.base.EnginePreset.judged_at` decides it); ``dep`` itself otherwise.  Every answer that takes
+    an acceptance calls it, so that a library caller's verdicts fall back to the corpus's error as the command line's
+    do with ``--alpha`` beside ``--calibration``."""
+    engine = dep.engine.judged_at(acceptance, f"{label}, the acceptance given")
+    return dep if engine is dep.engine else dataclasses.replace(dep, engine=engine)
 
 
 def model_error(dep) -> ModelError:

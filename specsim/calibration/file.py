@@ -738,4 +738,5 @@ def apply_to_engine(cal: Calibration, preset, drafter: type | None = None):
         prefill_scale=cal.prefill_scale,
         held_out_error=cal.speedup_error(),
         served_limits=cal.served_limits,
+        judged_acceptance=cal.acceptance,  # its runs' own: an answer at another sets the error aside (judged_at)
     )

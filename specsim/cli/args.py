@@ -197,9 +197,7 @@ def deployment(args: argparse.Namespace, *, draft: bool = True):
     if cal is not None and given is not None and cal.acceptance is not None:
         # The fit's speculative held-out error is of its runs at their own acceptance (each load's predicted with the
         # acceptance of the others): an acceptance given in its place is one no run judged a speedup at.
-        engine = engine.unjudged(
-            f"{cal.name}'s held-out error is of its runs' own acceptance, not the one {given} gives"
-        )
+        engine = engine.judged_at(given, f"the one {given} gives")  # (the flag's text: not the runs' acceptance)
         unjudged.append(f"acceptance ({given})")
     if unjudged:  # the fit's held-out error no longer describes this answer
         held = cal.said()

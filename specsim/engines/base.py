@@ -252,6 +252,9 @@ class EnginePreset:
     #: what an answer on this preset takes for a limit not given (:func:`specsim.engines.default_limits`); None for a
     #: shipped preset, which takes the engine's own.
     served_limits: tuple | None = field(default=None, compare=False)
+    #: The acceptance the runs behind ``held_out_error`` were measured at (a calibration's, on its own prompts): an
+    #: answer at another is one no run judged (:meth:`judged_at`); None where the error is of no acceptance of its own.
+    judged_acceptance: object | None = field(default=None, compare=False)
     #: Engine time per running sequence per iteration (scheduling, sampling and output processing of each request) on
     #: top of ``iteration_s``: 0 in the shipped presets (their public rows do not separate it), fitted by calibrate-engine
     #: where the user's runs span batch sizes and prompt lengths.
@@ -428,6 +431,30 @@ class EnginePreset:
             return self
         share, said = self.held_out_error
         return dataclasses.replace(self, held_out_error=(None, why if share is not None else f"{said}; {why}"))
+
+    def judged_at(self, acceptance: object, given: str) -> "EnginePreset":
+        """This preset for an answer at ``acceptance`` (``given``: what gives it, in words): where its calibration's
+        held-out error is of its runs at their own measured acceptance (:attr:`judged_acceptance`) and ``acceptance``
+        is another, that error is set aside (:meth:`unjudged`), for the fit predicted each load with the acceptance its
+        runs measured, never at one given in its place.  The one place this is decided: the command line, which knows
+        only that a flag gives an acceptance before it reads it, passes the flag's text as ``acceptance``; the answers
+        pass the one they are at (:func:`specsim.answers.verdict.judged_at`, which each answer that takes an acceptance
+        calls), so that a library caller gets the same fall-back.  Once set aside, a second call changes nothing.
+
+        >>> from specsim.speculation.acceptance import Acceptance
+        >>> own = Acceptance(alpha=0.7)
+        >>> p = EnginePreset("x", "vllm", 0.0, 0.0, "test", calibration_file="f.yaml")
+        >>> p = dataclasses.replace(p, held_out_error=(0.03, "f.yaml held out"), judged_acceptance=own)
+        >>> p.judged_at(Acceptance(alpha=0.7), "its own").held_out_error
+        (0.03, 'f.yaml held out')
+        >>> p.judged_at(0.8, "alpha 0.8").held_out_error
+        (None, "f.yaml's held-out error is of its runs' own acceptance, not alpha 0.8")
+        """
+        own = self.judged_acceptance
+        if own is None or acceptance is own or (type(acceptance) is type(own) and acceptance == own):
+            return self
+        why = f"{self.calibration_file}'s held-out error is of its runs' own acceptance, not {given}"
+        return dataclasses.replace(self.unjudged(why), judged_acceptance=None)
 
     def with_spec(
         self,
