@@ -367,3 +367,19 @@ def test_serve_sim_past_the_shares_says_extrapolated_as_the_answering_commands_d
     assert max(ran) > 3 and record["gamma_policy"].endswith(past)  # its best gamma at 1-4 users is 4
     assert main(["serve-sweep", *base[:4], "--requests", "40", "--gamma", "5"]) == 0
     assert f"speculation: gamma 5{past}" in capsys.readouterr().out.splitlines()
+
+
+def test_serve_sweep_past_the_shares_says_extrapolated_per_load_without_gamma(calibrated, capsys):
+    """serve-sweep with no --gamma (the per-batch schedule) said only "(assumed)" in the acceptance line, keeping no
+    gamma per run: each load's row now keeps the deepest gamma its runs ran (``gamma_ran``), and the policy names the
+    loads past K = 3 in serve-sim's words (:func:`specsim.answers.load.past_measured`)."""
+    past = " (past the 3 draft steps its acceptance was measured at: extrapolated)"
+    base = ["serve-sweep", "--calibration", str(calibrated), "--concurrency", "4", "--requests", "40"]
+    assert main([*base, "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    (row,) = record["concurrencies"]
+    assert row["gamma_ran"] > 3  # serve-sim's schedule at 4 users runs gamma 4 (the test above)
+    assert record["gamma_policy"].endswith(f"; gamma {row['gamma_ran']} at 4 users{past}")
+    assert main(base) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("speculation: ")]
+    assert line == f"speculation: {record['gamma_policy']}"

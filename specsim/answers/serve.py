@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsim.core.words import counted
+from specsim.serving.runs import deepest_gamma
 from specsim.serving.simulator import DEFAULT_RUNS, requests_for, serve_compare_runs, summarize_runs
 from specsim.speculation.deployment import Deployment
 
@@ -40,11 +41,7 @@ class ServeSimAnswer:
     def deepest_gamma(self) -> int:
         """The largest gamma a round of the speculating arm ran at: the fixed gamma, or the schedule's at the batch
         sizes any run decoded at."""
-        policy = np.atleast_1d(self.meta["gamma_by_batch"])
-        if policy.size == 1:
-            return int(policy[0])
-        ran = [np.flatnonzero(spec.batch_time_s > 0) for _, spec, _ in self.results]
-        return max((int(policy[b].max()) for b in ran if b.size), default=0)
+        return deepest_gamma(self.meta["gamma_by_batch"], [spec for _, spec, _ in self.results])
 
     @property
     def gamma_policy(self) -> str:

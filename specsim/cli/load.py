@@ -549,19 +549,34 @@ def _served_against_offered(args: argparse.Namespace, summaries: list[dict], n: 
     return "\n".join(lines)
 
 
-def _gamma_policy(dep, acc, gamma, gamma_max: int) -> str:
+def _gamma_policy(dep, acc, gamma, gamma_max: int, frame) -> str:
     """serve_compare's words for a sweep's policy (serve-sim prints them): a fixed gamma, or the per-batch schedule over
     the range the search tries (a block's or a per-position acceptance's end), each load at its own mean context; a
-    fixed gamma past the steps a calibration's acceptance was measured at said as extrapolated, as serve-sim says it
-    (:attr:`specsim.answers.serve.ServeSimAnswer.gamma_policy`)."""
-    if gamma != "schedule":
-        from specsim.answers.load import past_measured
+    gamma past the steps a calibration's acceptance was measured at said as extrapolated, as serve-sim says it
+    (:attr:`specsim.answers.serve.ServeSimAnswer.gamma_policy`): the fixed gamma, or the schedule's deepest at each load
+    of ``frame`` (its ``gamma_ran``, :func:`specsim.serving.simulator.deepest_gamma`) that drafts past them."""
+    from specsim.answers.load import past_measured
 
-        return f"gamma {gamma}" + past_measured(int(gamma), getattr(acc, "measured_steps", None))
+    steps = getattr(acc, "measured_steps", None)
+    if gamma != "schedule":
+        return f"gamma {gamma}" + past_measured(int(gamma), steps)
+    from specsim.serving.simulator import sweep_load
     from specsim.speculation.acceptance import as_acceptance
     from specsim.speculation.search import searched_gamma_max
 
-    return f"per-batch optimal gamma (0..{searched_gamma_max(dep, as_acceptance(acc), gamma_max)}) at each load's mean context"
+    said = f"per-batch optimal gamma (0..{searched_gamma_max(dep, as_acceptance(acc), gamma_max)}) at each load's mean context"
+    load, unit, _ = sweep_load(frame)
+    past: dict = {}  # gamma -> the loads whose runs ran it as their deepest, past the steps measured
+    for value, ran in zip(frame[load], frame["gamma_ran"]):
+        if past_measured(int(ran), steps):
+            past.setdefault(int(ran), []).append(f"{value:g}")
+    if not past:
+        return said
+    loads = ", ".join(
+        f"gamma {g} at {', '.join(v)} {'user' if v == ['1'] and unit == 'users' else unit}"
+        for g, v in sorted(past.items())
+    )
+    return f"{said}; {loads}{past_measured(max(past), steps)}"
 
 
 def run_serve_sweep(args: argparse.Namespace) -> int:
@@ -621,7 +636,7 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
         )
     findings = sweep_findings(frame)
     load, unit, _ = sweep_load(frame)
-    policy = _gamma_policy(dep, acc, gamma, args.gamma_max)
+    policy = _gamma_policy(dep, acc, gamma, args.gamma_max, frame)
     if args.plot:
         from specsim.figures.plots import save_serve_sweep
         from specsim.speculation.acceptance import as_acceptance

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CONFIDENCE", "DEFAULT_RUNS", "past_capacity", "queue_verdict", "second_half_s", "summarize_runs"]
+__all__ = [
+    "CONFIDENCE",
+    "DEFAULT_RUNS",
+    "deepest_gamma",
+    "past_capacity",
+    "queue_verdict",
+    "second_half_s",
+    "summarize_runs",
+]
 
 
 #: Confidence level of the intervals serve-sim prints over independent runs.
@@ -16,6 +24,22 @@ CONFIDENCE = 0.95
 #: and put an interval over the acceptance draws alone).
 DEFAULT_RUNS = 10
 _SUMMED = ("requests", "served", "never_fit", "slo_met", "preemptions", "recomputed_tokens")
+
+
+def deepest_gamma(gamma_by_batch, spec_runs) -> int:
+    """The largest gamma a round of the speculating arm ran at: the fixed gamma (``gamma_by_batch`` one number, as
+    :func:`specsim.serving.simulator.serve_compare`'s meta keeps it), or the schedule's at the batch sizes any of
+    ``spec_runs`` (the speculating arm's runs) decoded at; 0 where none decoded.  serve-sim's and serve-sweep's one
+    home of it, which they set beside the steps an acceptance was measured at (:func:`specsim.answers.load.past_measured`).
+
+    >>> deepest_gamma([5], [])
+    5
+    """
+    policy = np.atleast_1d(gamma_by_batch)
+    if policy.size == 1:
+        return int(policy[0])
+    ran = [np.flatnonzero(np.asarray(run.batch_time_s) > 0) for run in spec_runs]
+    return max((int(policy[b].max()) for b in ran if b.size), default=0)
 
 
 def second_half_s(summary: dict) -> float:

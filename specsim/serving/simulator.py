@@ -47,7 +47,7 @@ from specsim.core.limits import MAX_GAMMA, check_int, is_real
 from specsim.core.workloads import LENGTHS_OR_WORKLOAD, mean_context_tokens
 from specsim.serving.capacity import capacity, no_room_said, sequence_kv_bytes
 from specsim.serving.kv_blocks import KvBlocks
-from specsim.serving.runs import CONFIDENCE, DEFAULT_RUNS, past_capacity, summarize_runs
+from specsim.serving.runs import CONFIDENCE, DEFAULT_RUNS, deepest_gamma, past_capacity, summarize_runs
 from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, EngineLimits, iteration_s
 from specsim.serving.step_table import StepTable
 from specsim.speculation.acceptance import as_acceptance
@@ -963,12 +963,16 @@ def _sweep_requests(
 
 def _sweep_point(args):
     """One run of one load (its requests drawn beforehand, :func:`_sweep_requests`; ``users`` None for Poisson
-    arrivals): the summaries without and with speculation."""
+    arrivals): the summaries without and with speculation, and the deepest gamma it ran (:func:`deepest_gamma`)."""
     dep, requests, users, acceptance, gamma, limits, seed, slo_ttft_s, slo_tpot_s, gamma_max, shared = args
-    plain, spec, _ = serve_compare(
+    plain, spec, meta = serve_compare(
         dep, requests, acceptance, gamma, limits, users, seed=seed, gamma_max=gamma_max, shared=shared
     )
-    return plain.summary(slo_ttft_s, slo_tpot_s), spec.summary(slo_ttft_s, slo_tpot_s)
+    return (
+        plain.summary(slo_ttft_s, slo_tpot_s),
+        spec.summary(slo_ttft_s, slo_tpot_s),
+        deepest_gamma(meta["gamma_by_batch"], [spec]),
+    )
 
 
 #: The columns of a sweep's row per arm (``off_`` and ``on_``), each with the summary figure it holds.
@@ -986,8 +990,8 @@ _SWEEP_COLUMNS = {
 def _sweep_row(load: str, value: float, runs: list) -> dict:
     """One row of a sweep from the (off, on) summaries of its runs at ``load`` ("rate" or "concurrency") ``value``:
     each figure the mean over the runs (:func:`summarize_runs`) and, with more than one run, ``<column>_ci``, the
-    half-width of its 95% interval."""
-    row = {load: value}
+    half-width of its 95% interval; ``gamma_ran`` the deepest gamma any of them ran."""
+    row = {load: value, "gamma_ran": max(r[2] for r in runs)}  # (past an acceptance's measured steps: extrapolated)
     for i, name in enumerate(("off", "on")):
         s = summarize_runs([r[i] for r in runs])
         for column, (key, q) in _SWEEP_COLUMNS.items():
