@@ -5,6 +5,7 @@ capture against a real Prometheus server holding it is compared in tests/test_wa
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -127,6 +128,24 @@ def test_watch_file_reads_the_capture_and_says_its_defaults(capture, capsys):
     assert _watch("--file", str(capture), "--interval", "2m", "--json") == code
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["window"]["end_s"] for r in rows if r["type"] == "window"] == [START_S + 120 * k for k in range(1, 6)]
+
+
+def test_the_table_shows_the_two_thresholds_the_verdict_uses(capture, capsys):
+    """The table showed the break-even alone, where the verdict weighs the window's interval against the acceptance
+    lengths where the model's speedup is 1 less and 1 plus its error (--json's costs_below_length, pays_above_length):
+    each row now shows both, under a header that names them, as --json gives them to 3 decimals."""
+    assert _watch("--file", str(capture), "--interval", "2m", "--json") in (0, 3, 4, 5)
+    judged = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    judged = [r["model"] for r in judged if r["type"] == "window"]
+    assert all(j["costs_below"] == j["pays_above"] == "found" for j in judged)  # (every window judged)
+    assert _watch("--file", str(capture), "--interval", "2m") in (0, 3, 4, 5)
+    lines = capsys.readouterr().out.splitlines()
+    (header,) = [x for x in lines if "window end" in x]
+    assert header.endswith("break-even     verdict thresholds  verdict")
+    rows = [x for x in lines if re.match(r"[0-9:]{8}  [0-9.]{5} \[", x)]  # a window's row: its end, then its length
+    assert len(rows) == len(judged)
+    for row, j in zip(rows, judged):
+        assert f"costs<{j['costs_below_length']:.3f} pays>{j['pays_above_length']:.3f}" in row
 
 
 def _bad(tmp_path, name, text):

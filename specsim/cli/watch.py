@@ -78,7 +78,7 @@ class _Output:
         width = len(self.clock(0.0))
         print(
             f"{'window end':>{width}}  {'accept. length [95%]':<22} {'by position':<15} {'g':>2} {'running (model)':>15} "
-            f"{'req/s':>6} {'in/out':>9}  {'speedup':>7} {'break-even':>10}  verdict",
+            f"{'req/s':>6} {'in/out':>9}  {'speedup':>7} {'break-even':>10} {'verdict thresholds':>22}  verdict",
             flush=True,
         )
 
@@ -107,7 +107,8 @@ class _Output:
             verdict = SHOWN[j.verdict]
             print(
                 f"{when}  {length:<22} {pos:<15} {j.gamma:>2} {running + f' ({j.running_model:.1f})':>15} "
-                f"{three_figures(w.requests_per_s):>6} {w.input_tokens:>4.0f}/{w.output_tokens:<4.0f}  {j.speedup:>6.3f}x {be:>10}  {verdict}",
+                f"{three_figures(w.requests_per_s):>6} {w.input_tokens:>4.0f}/{w.output_tokens:<4.0f}  {j.speedup:>6.3f}x {be:>10} "
+                f"{_thresholds(j):>22}  {verdict}",
                 flush=True,
             )
             if row.note:
@@ -146,6 +147,23 @@ class _Output:
             f"exit status {code}"
             + (" (3: costs more than it saves, 4: acceptance dropped, 5: schedule; the most urgent)" if code else "")
         )
+
+
+def _thresholds(j) -> str:
+    """The table's cell of the two acceptance lengths a window's verdict weighs its interval against
+    (:func:`specsim.watch.judge.verdict_of`): COSTS MORE below the first (the model's speedup 1 less its error), pays
+    above the second (1 plus it); where no acceptance reaches a speedup, or every one does, that said instead.
+
+    >>> _thresholds(type("J", (), {"costs_below": (2.2081, "found"), "pays_above": (2.3512, "found")}))
+    'costs<2.208 pays>2.351'
+    >>> _thresholds(type("J", (), {"costs_below": (None, "always"), "pays_above": (None, "never")}))
+    'costs never pays never'
+    """
+    (down, down_kind), (up, up_kind) = j.costs_below, j.pays_above
+    # costs below the length where the speedup reaches 1 - e: none where every length reaches it, any where none does
+    costs = {"always": "costs never", "never": "costs always"}.get(down_kind) or f"costs<{down:.3f}"
+    pays = {"always": "pays always", "never": "pays never"}.get(up_kind) or f"pays>{up:.3f}"
+    return f"{costs} {pays}"
 
 
 def _check(args) -> None:
@@ -422,8 +440,9 @@ def _header(args, source, names, shown, model, dep, limits, detector, judge, sai
         f"arrivals (the serving model's open loop); {limits.label}{args.limits_said}",
         "verdict: the acceptance length's 95% interval (its unit the draft, widened by the drift test's "
         "overdispersion; the request until a reference has measured it) against the acceptance lengths where the "
-        "model's speedup is 1 plus and 1 less its error: pays above the first, COSTS MORE below the second, too close "
-        "to call between them (the model cannot tell), acceptance unsure where the interval crosses one; a schedule "
+        "model's speedup is 1 plus and 1 less its error (the table's verdict thresholds, pays> and costs<): pays above "
+        "the first, COSTS MORE below the second, too close to call between them (the model cannot tell), acceptance "
+        "unsure where the interval crosses one; a schedule "
         f"change where another gamma gains {args.min_gain:.0%} or more",
         judge.error.said(rtol=False),
         detector.describe(),
