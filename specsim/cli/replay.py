@@ -45,20 +45,29 @@ def _profile(text: str) -> list:
     return pairs
 
 
-def _acceptance(args: argparse.Namespace) -> tuple[list, str]:
-    """Sets --alpha and --gamma not given: a calibration's measured acceptance (its per-token rate, at the steps it was
-    measured at), as every command that takes one uses it, else the example day's; (the flags taken, whose they are)."""
+def _acceptance(args: argparse.Namespace) -> tuple:
+    """Sets --gamma not given, and --alpha not given where the day plays one alpha: a calibration's measured acceptance
+    as every answer from the file takes it (:func:`specsim.calibration.file.read_calibration`: the per-position shares
+    its runs recorded, continued past their last position, where it has them, else its per-token rate), at the steps
+    it was measured at, else the example day's.  (the acceptance played: an alpha or those shares, what it is in words,
+    the flags taken, whose they are.)"""
+    from specsim.answers.load import past_measured
     from specsim.cli.args import calibration
     from specsim.watch.replay import EXAMPLE_ALPHA, EXAMPLE_GAMMA
 
-    taken = [name for name, value in (("alpha", args.alpha), ("gamma", args.gamma)) if value is None]
     measured = cal.acceptance if (cal := calibration(args)) is not None else None
+    shares = measured if measured is not None and measured.alpha is None and args.alpha is None else None
+    given = (("alpha" if shares is None else "acceptance", args.alpha), ("gamma", args.gamma))
+    taken = [name for name, value in given if value is None]
     if measured is not None:
-        args.alpha = round(float(measured.alpha), 4) if args.alpha is None else args.alpha
+        args.alpha = round(float(measured.alpha), 4) if args.alpha is None and shares is None else args.alpha
         args.gamma = (cal.acceptance_steps or EXAMPLE_GAMMA) if args.gamma is None else args.gamma
-    args.alpha = EXAMPLE_ALPHA if args.alpha is None else args.alpha
+    args.alpha = EXAMPLE_ALPHA if args.alpha is None and shares is None else args.alpha
     args.gamma = EXAMPLE_GAMMA if args.gamma is None else args.gamma
-    return taken, (f"{cal.name}'s measured acceptance" if measured is not None else "the example day's")
+    whose = f"{cal.name}'s measured acceptance" if measured is not None else "the example day's"
+    if shares is not None:  # past their positions the chain goes on at the last one's rate: said, as answers say it
+        return shares, shares.brief() + past_measured(args.gamma, shares.measured_steps), taken, whose
+    return args.alpha, f"alpha {args.alpha:g}", taken, whose
 
 
 def _lengths(args: argparse.Namespace, runs: tuple | None) -> list:
@@ -82,6 +91,7 @@ def _lengths(args: argparse.Namespace, runs: tuple | None) -> list:
 def run_replay(args: argparse.Namespace) -> int:
     from specsim.cli.args import calibrated_lengths, deployment, metric_names_of
     from specsim.core.files import atomic_write_text, check_output
+    from specsim.speculation.acceptance import acceptance_rates
     from specsim.speculation.deployment import BRIEF_HINT
     from specsim.watch.replay import ReplayServer, openmetrics, pages, simulate_day
     from specsim.watch.sources import parse_duration, parse_time
@@ -123,11 +133,11 @@ def run_replay(args: argparse.Namespace) -> int:
     dep = deployment(args)
     dep.drafter.support(names.engine, release)
     model = args.served_model or dep.target.source or dep.target.name
-    taken, whose = _acceptance(args)
+    played, accepted, taken, whose = _acceptance(args)
     lengths_said = [f"--{f} {v} ({where})" for f, v, where in _lengths(args, calibrated_lengths(args))]
     print(
         f"simulating {day_s / 3600:.3g} h of {shown} serving {model} ({dep.target.name} + {dep.drafter.label} on "
-        f"{dep.hardware.name}; alpha {args.alpha:g}, gamma {args.gamma}"
+        f"{dep.hardware.name}; {accepted}, gamma {args.gamma}"
         + (f" ({' and '.join(taken)}: {whose}, not given)" if taken else "")
         + (f", alpha {args.drop_to:g} from {args.drop_at}" if changes else "")
         + (f"; rates {DEFAULT_RATES} requests/s, specsim's example day" if args.rates is None else "")
@@ -140,7 +150,7 @@ def run_replay(args: argparse.Namespace) -> int:
     if report.VERBOSE:  # the day's one-line description names the step times briefly; here every source
         print("\n".join(dep.provenance()), file=sys.stderr)
     day = simulate_day(
-        dep, profile, args.alpha, args.gamma, args.input_len, args.output_len, changes=changes, seed=args.seed
+        dep, profile, played, args.gamma, args.input_len, args.output_len, changes=changes, seed=args.seed
     )
     described = day.description.replace(BRIEF_HINT, "")  # without "-v for every source": for -v and --json
     record = {
@@ -149,7 +159,9 @@ def run_replay(args: argparse.Namespace) -> int:
         "day": described,
         "seconds": day.seconds,
         "gamma": day.gamma,
-        "alpha": args.alpha,
+        "alpha": args.alpha,  # null where the day plays a calibration's per-position shares
+        "acceptance": accepted,
+        "acceptance_rates": acceptance_rates(played),
         "drop": None if not changes else {"at": args.drop_at, "to": args.drop_to},
         "start": start,
         "page_seconds": args.page_seconds,
@@ -206,8 +218,9 @@ def _parser_replay(sub) -> None:
     p.add_argument(
         "--alpha",
         type=alpha_type,
-        help=f"the drafter's per-token acceptance (default: a --calibration's measured one, else {EXAMPLE_ALPHA}, "
-        "the example day's)",
+        help="the drafter's per-token acceptance (default: a --calibration's measured acceptance as the answers take "
+        "it: the per-position shares its runs recorded, continued past their last position, where it has them, else "
+        f"its alpha; without one {EXAMPLE_ALPHA}, the example day's; the first line says which is played)",
     )
     p.add_argument(
         "--gamma",
