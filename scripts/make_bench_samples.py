@@ -175,7 +175,10 @@ def tool_files(rng) -> None:
                         },
                         "metrics": {
                             "request_totals": {"successful": PROMPTS, "incomplete": 0, "errored": 0, "total": PROMPTS},
-                            "time_per_output_token_ms": summary(t * 1e3),
+                            # GuideLLM's TPOT holds the first token, its ITL is the time per token after it
+                            # (src/guidellm/schemas/request_stats.py, 0.7.3)
+                            "time_per_output_token_ms": summary(latency * 1e3 / OUTPUT),
+                            "inter_token_latency_ms": summary(t * 1e3),
                             "request_latency": summary(latency),
                             "request_concurrency": summary(PROMPTS * latency / duration),
                             "prompt_token_count": summary(float(PROMPT)),

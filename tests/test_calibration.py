@@ -133,6 +133,37 @@ def test_each_tool_is_read_with_its_load_acceptance_latencies_and_what_it_is_jud
     assert read_bench_file(f"{BENCH}/sglang-plain.jsonl")[0].model is None  # SGLang's result names no model
 
 
+def test_a_guidellm_run_is_timed_by_its_inter_token_latency_not_its_tpot_that_holds_the_first_token(tmp_path):
+    # GuideLLM's time_per_output_token_ms is (last token - request start) / output tokens, the first token (TTFT, the
+    # queue included) in it; its inter_token_latency_ms is (last - first token) / (output - 1), what vLLM's
+    # mean_tpot_ms is (src/guidellm/schemas/request_stats.py, GuideLLM 0.6.0 and 0.7.3).  A run of 256 tokens with a
+    # TTFT of 1.7 s and 31.9 ms between tokens (Llama-3.3-70B at TP 4 under 64 users) has a GuideLLM TPOT of 38.4 ms.
+    report = json.loads(Path(f"{BENCH}/guidellm-plain.json").read_text())
+    metrics = report["benchmarks"][0]["metrics"]
+    itl_ms, ttft_ms, output = 31.9, 1700.0, 256
+    latency_s = (ttft_ms + itl_ms * (output - 1)) / 1e3
+    summary = {"mean": 0.0, "median": 0.0, "count": 200}
+    for key, value in (
+        ("inter_token_latency_ms", itl_ms),
+        ("time_per_output_token_ms", latency_s * 1e3 / output),
+        ("time_to_first_token_ms", ttft_ms),
+        ("request_latency", latency_s),
+        ("output_token_count", float(output)),
+    ):
+        metrics[key] = {"successful": summary | {"mean": value, "median": value}}
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(report))
+    run = read_bench_file(path)[0]
+    assert run.tpot_s == pytest.approx(itl_ms / 1e3, rel=1e-12)
+    assert run.decode_batch == pytest.approx(
+        max(1.0, metrics["request_concurrency"]["successful"]["mean"] * itl_ms / 1e3 * (output - 1) / latency_s)
+    )
+    del metrics["inter_token_latency_ms"]
+    path.write_text(json.dumps(report))
+    with pytest.raises(ValueError, match="inter_token_latency_ms.* is missing: GuideLLM's time_per_output_token_ms"):
+        read_bench_file(path)
+
+
 @pytest.mark.parametrize("name", ["vllm-plain.jsonl", "sglang-eagle3.jsonl", "guidellm-eagle3.json"])
 def test_a_file_with_a_utf8_byte_order_mark_is_read_as_its_json(name, tmp_path):
     # Windows tools (Notepad, PowerShell's Out-File -Encoding utf8 before PowerShell 6) save UTF-8 with a byte-order

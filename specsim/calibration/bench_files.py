@@ -20,9 +20,11 @@ Three tools, their formats taken from their source:
     acceptance length of a speculative run.
 ``guidellm benchmark --output-path *.json``  a report of several benchmarks; schema version 1 (GuideLLM 0.6)
     and 2 (0.7): ``benchmarks[].config.strategy`` (``type_``, ``streams`` or ``rate``) and, of the successful
-    requests, the means of ``metrics.time_per_output_token_ms``, ``request_latency``, ``request_concurrency``,
+    requests, the means of ``metrics.inter_token_latency_ms``, ``request_latency``, ``request_concurrency``,
     ``prompt_token_count`` and ``output_token_count`` (``src/guidellm/benchmark/schemas``), and the report's
-    ``args.data``, where it holds one.  GuideLLM records no acceptance: a speculative run needs a saved ``/metrics``
+    ``args.data``, where it holds one.  The time per token after the first is ``inter_token_latency_ms``, (last -
+    first token) / (output - 1), vLLM's TPOT; GuideLLM's ``time_per_output_token_ms`` is (last token - request start)
+    / output, the first token and its wait in it (``src/guidellm/schemas/request_stats.py``, 0.6.0 and 0.7.3).  GuideLLM records no acceptance: a speculative run needs a saved ``/metrics``
     page.
 
 Every latency the tool records is kept (TPOT, TTFT, ITL, end-to-end; the mean, else the median, said so), with the
@@ -661,7 +663,13 @@ def _guidellm_runs(path: Path, report: dict, prefer: str = "mean") -> list[Bench
         else:  # as many requests as the server takes: a closed loop at the concurrency it measured
             value = float(max(1, round(_mean(where, m, "request_concurrency"))))
             load, load_kind = f"concurrency {int(value)}", "concurrency"
-        tpot_ms, statistic = _latency_of(where, m, "time_per_output_token_ms", prefer)
+        if "inter_token_latency_ms" not in m:
+            raise ValueError(
+                f"{where}: metrics.inter_token_latency_ms is missing: GuideLLM's time_per_output_token_ms holds the "
+                "first token and its wait (src/guidellm/schemas/request_stats.py), so a run's time per token after the "
+                "first is its inter_token_latency_ms, which every GuideLLM 0.6 and 0.7 report holds"
+            )
+        tpot_ms, statistic = _latency_of(where, m, "inter_token_latency_ms", prefer)
         tpot_s = tpot_ms / 1e3
         latency = _latency_of(where, m, "request_latency", prefer)[0]
         concurrency = _mean(where, m, "request_concurrency")
@@ -672,7 +680,7 @@ def _guidellm_runs(path: Path, report: dict, prefer: str = "mean") -> list[Bench
         if isinstance(completed, bool) or not isinstance(completed, int) or completed < 1:
             raise ValueError(f"{where}: metrics.request_totals.successful must be a positive count, got {completed!r}")
         if tpot_s <= 0 or latency <= 0:
-            raise ValueError(f"{where}: time_per_output_token_ms and request_latency must be positive")
+            raise ValueError(f"{where}: inter_token_latency_ms and request_latency must be positive")
         if output < 2:
             raise ValueError(f"{where}: a mean of {output:g} output tokens per request leaves no decode steps to time")
         backend = (bench.get("config") or {}).get("backend")
@@ -692,7 +700,7 @@ def _guidellm_runs(path: Path, report: dict, prefer: str = "mean") -> list[Bench
             ttft_s = _latency_of(where, m, "time_to_first_token_ms", prefer)[0] / 1e3
         except ValueError:
             ttft_s = None
-        _check_first_token(where, ttft_s, tpot_s, ("time_to_first_token_ms", "time_per_output_token_ms"))
+        _check_first_token(where, ttft_s, tpot_s, ("time_to_first_token_ms", "inter_token_latency_ms"))
         runs.append(
             BenchRun(
                 str(path),
