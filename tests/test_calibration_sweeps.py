@@ -229,3 +229,36 @@ def test_the_files_alpha_is_its_sweeps_rate_pooled_as_the_fit_pools_it(tmp_path)
     weighted = pooled_alpha([(3, al, 51200 / al) for al in lengths])
     assert kept["alpha"] == pytest.approx(round(weighted, 4)) and weighted == pytest.approx(0.745, abs=1e-3)
     assert "each run's weighted by its verifications" in kept["source"]
+
+
+def test_a_guidellm_benchmarks_errored_and_incomplete_requests_are_named_too(tmp_path):
+    """GuideLLM counts a benchmark's requests by status (metrics.request_totals: successful, incomplete, errored, total;
+    src/guidellm/benchmark/schemas/metrics.py, GenerativeMetrics, 0.7.3) and its summaries are the successful ones'.
+    30 errored and 10 cut off at the benchmark's end, of 200, were read in silence, as vLLM's failed requests once were."""
+    from specsim.calibration.bench_files import read_bench_file
+    from specsim.calibration.inputs import runs_from_files
+
+    report = json.loads(Path(f"{BENCH}/guidellm-plain.json").read_text())
+    report["benchmarks"][1]["metrics"]["request_totals"] = {
+        "successful": 160,
+        "incomplete": 10,
+        "errored": 30,
+        "total": 200,
+    }
+    path = tmp_path / "plain.json"
+    path.write_text(json.dumps(report))
+    assert [r.failed for r in read_bench_file(path)] == [0, 40, 0, 0]
+    _, _, notes = runs_from_files([str(path)], [([f"{BENCH}/guidellm-eagle3.json"], 3)])
+    (said,) = [n for n in notes if "did not complete" in n]
+    assert "plain.json#2: 40 of 200" in said and "#1" not in said and "guidellm-eagle3" not in said
+
+
+def test_an_acceptance_from_a_metrics_page_is_said_to_be_the_pages_not_the_files(tmp_path):
+    """GuideLLM records no acceptance; --metrics gives the runs the page's length.  The calibration file's acceptance
+    said "the acceptance length 4 runs of guidellm-eagle3.json recorded": the reports record none."""
+    out = tmp_path / "cal.yaml"
+    args = f"--plain {BENCH}/guidellm-plain.json --spec {BENCH}/guidellm-eagle3.json --hardware h100 --draft eagle3"
+    args += f" --steps 3 --engine vllm@0.10 --metrics {Path(BENCH).parent}/vllm-metrics.txt --out {out}"
+    assert main(["calibrate-engine", *args.split()]) == 0
+    source = yaml.safe_load(out.read_text())["acceptance"]["source"]
+    assert "recorded" not in source and "vllm-metrics.txt gave 4 runs of guidellm-eagle3.json" in source, source

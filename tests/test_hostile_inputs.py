@@ -152,6 +152,8 @@ FILES = {
     "bench-c8.jsonl": '{"backend": "sglang", "total_output_tokens_retokenized": 1, "max_concurrency": 8, "completed": 10, '
     '"duration": 5, "total_input_tokens": 100, "total_output_tokens": 1000, "mean_tpot_ms": 5, "accept_length": 2.5}\n',
     "bench-v3.json": '{"metadata": {"version": 3}, "benchmarks": []}',
+    # GuideLLM 0.4's report: args and benchmarks, no metadata (src/guidellm/benchmark/schemas/generative/report.py)
+    "bench-guidellm04.json": '{"args": {}, "benchmarks": [{"metrics": {}}]}',
     "bench-nan.jsonl": '{"backend": "vllm", "model_id": "m", "date": "x", "max_concurrency": 4, "completed": 10, "duration": 5, '
     '"total_input_tokens": 100, "total_output_tokens": 1000, "mean_tpot_ms": NaN}\n',
     "bench-inf-tpot.jsonl": '{"backend": "sglang", "total_output_tokens_retokenized": 1, "max_concurrency": 4, "completed": 10, '
@@ -596,7 +598,12 @@ CASES = [
     ),
     (
         "calibrate-engine --plain {tmp}/bench-v3.json --hardware h100 --target llama-3.1-8b",
-        "GuideLLM report schema version 3; read: 1 (GuideLLM 0.6), 2 (0.7 and later)",
+        "GuideLLM report schema version 3; read: 1 (GuideLLM 0.5 and 0.6), 2 (0.7 and later)",
+    ),
+    (  # GuideLLM wrote metadata.version from 0.5.0: an older report was "not a benchmark file specsim reads"
+        "calibrate-engine --plain {tmp}/bench-guidellm04.json --hardware h100 --target llama-3.1-8b",
+        "bench-guidellm04.json: a GuideLLM report with no metadata.version, as GuideLLM 0.4 and older wrote; read: "
+        "schema version 1 (GuideLLM 0.5 and 0.6), 2 (0.7 and later)",
     ),
     (
         "calibrate-engine --plain {tmp}/bench-nan.jsonl --hardware h100 --target llama-3.1-8b",

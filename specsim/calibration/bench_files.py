@@ -18,8 +18,8 @@ Three tools, their formats taken from their source:
 ``python -m tensorrt_llm.serve.scripts.benchmark_serving --save-result``  vLLM's keys, and per run the summary of
     each request's ``avg_decoded_tokens_per_iter`` (``tensorrt_llm/serve/scripts/benchmark_serving.py``): its mean is the
     acceptance length of a speculative run.
-``guidellm benchmark --output-path *.json``  a report of several benchmarks; schema version 1 (GuideLLM 0.6)
-    and 2 (0.7): ``benchmarks[].config.strategy`` (``type_``, ``streams`` or ``rate``) and, of the successful
+``guidellm benchmark --output-path *.json``  a report of several benchmarks; schema version 1 (GuideLLM 0.5
+    and 0.6) and 2 (0.7): ``benchmarks[].config.strategy`` (``type_``, ``streams`` or ``rate``) and, of the successful
     requests, the means of ``metrics.inter_token_latency_ms``, ``request_latency``, ``request_concurrency``,
     ``prompt_token_count`` and ``output_token_count`` (``src/guidellm/benchmark/schemas``), and the report's
     ``args.data``, where it holds one.  The time per token after the first is ``inter_token_latency_ms``, (last -
@@ -61,7 +61,7 @@ __all__ = ["TOOLS", "BenchRun", "read_bench_file"]
 _CLIENTS = sorted((e for e in REGISTRY.values() if e.bench_files), key=lambda e: e.bench_files.precedence)
 #: The tools and versions read, as outputs name them: each engine's client (by the engine's name), and GuideLLM.
 TOOLS = {e.name: e.bench_files.describes for e in REGISTRY.values() if e.bench_files} | {
-    "guidellm": "GuideLLM benchmark report, schema version 1 (0.6) or 2 (0.7 and later)"
+    "guidellm": "GuideLLM benchmark report, schema version 1 (0.5 and 0.6) or 2 (0.7 and later)"
 }
 #: Most runs read from one file (a sweep of concurrencies is tens).
 MAX_RUNS_PER_FILE = 1000
@@ -121,6 +121,8 @@ class BenchRun:
     #: Whether the backend behind :attr:`server` names only the API spoken, an OpenAI-compatible client any server
     #: answers (vllm bench serve's "vllm"): the server is then a hint, not proof (:attr:`BenchFiles.api_backends`)
     server_hinted: bool = False
+    #: Where :attr:`accept_length` came from where the file records none: a saved /metrics page's name (None: the file)
+    accept_length_page: str | None = None
 
     @property
     def others_rate_per_s(self) -> float:
@@ -620,11 +622,23 @@ def _latency_of(where: str, metrics: dict, key: str, prefer: str) -> tuple[float
     return _mean(where, metrics, key), "mean"
 
 
+def _guidellm_failed(where: str, totals: dict) -> int:
+    """The requests of a GuideLLM benchmark that errored or were cut off at its end (GenerativeMetrics.request_totals,
+    src/guidellm/benchmark/schemas/metrics.py, 0.7.3): its summaries are the successful ones'."""
+    failed = 0
+    for status in ("errored", "incomplete"):
+        count = totals.get(status, 0)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError(f"{where}: metrics.request_totals.{status} must be a count, got {count!r}")
+        failed += count
+    return failed
+
+
 def _guidellm_runs(path: Path, report: dict, prefer: str = "mean") -> list[BenchRun]:
     version = (report.get("metadata") or {}).get("version") if isinstance(report.get("metadata"), dict) else None
     if version not in (1, 2):
         raise ValueError(
-            f"{path.name}: GuideLLM report schema version {version!r}; read: 1 (GuideLLM 0.6), 2 (0.7 and later)"
+            f"{path.name}: GuideLLM report schema version {version!r}; read: 1 (GuideLLM 0.5 and 0.6), 2 (0.7 and later)"
         )
     benchmarks = report.get("benchmarks")
     if not isinstance(benchmarks, list) or not benchmarks:
@@ -679,6 +693,7 @@ def _guidellm_runs(path: Path, report: dict, prefer: str = "mean") -> list[Bench
         completed = totals.get("successful") if isinstance(totals, dict) else None
         if isinstance(completed, bool) or not isinstance(completed, int) or completed < 1:
             raise ValueError(f"{where}: metrics.request_totals.successful must be a positive count, got {completed!r}")
+        failed = _guidellm_failed(where, totals)
         if tpot_s <= 0 or latency <= 0:
             raise ValueError(f"{where}: inter_token_latency_ms and request_latency must be positive")
         if output < 2:
@@ -725,6 +740,7 @@ def _guidellm_runs(path: Path, report: dict, prefer: str = "mean") -> list[Bench
                 None,
                 concurrency / latency * output,
                 statistic,
+                failed=failed,
                 dataset=dataset,
             )
         )
@@ -759,6 +775,13 @@ def _records(path: Path) -> list:
 def _tool_of(path: Path, record: dict) -> str:
     if "benchmarks" in record and "metadata" in record:
         return "guidellm"
+    if "benchmarks" in record and set(record) <= {"args", "benchmarks"}:
+        # GuideLLM writes metadata.version from 0.5.0; 0.4's report is args and benchmarks alone
+        # (src/guidellm/benchmark/schemas/generative/report.py at v0.4.0 and v0.5.0)
+        raise ValueError(
+            f"{path.name}: a GuideLLM report with no metadata.version, as GuideLLM 0.4 and older wrote; read: schema "
+            "version 1 (GuideLLM 0.5 and 0.6), 2 (0.7 and later)"
+        )
     for engine in _CLIENTS:
         if engine.bench_files.recognises(record):
             return engine.name

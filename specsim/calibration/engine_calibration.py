@@ -77,10 +77,9 @@ def measured_acceptance(fit):
         term = fit.acceptance.get(sweep)
         if recorded:
             alpha = pooled_alpha([(c.setup.steps, c.run.accept_length, verifications(c.run)) for c in recorded])
-            names = sorted({Path(c.run.path).name for c in recorded})
             label = (
-                f"alpha {alpha:.3f}, the per-token rate of the acceptance length {len(recorded)} runs of "
-                f"{', '.join(names)} recorded, each run's weighted by its verifications{_measured_at(recorded)}"
+                f"alpha {alpha:.3f}, the per-token rate of the acceptance length {_told_by(recorded)}, each run's "
+                f"weighted by its verifications{_measured_at(recorded)}"
             )
             shares = recorded_shares(fit, sweep)
             if shares is not None:
@@ -101,6 +100,23 @@ def measured_acceptance(fit):
             f"sweep {sweep} gave alpha {a:.3f} (--alpha {a:.3f} to answer for it)" for sweep, (a, _, _) in others
         )
     return Acceptance(alpha=round(alpha, 4)), label, deepest
+
+
+def _told_by(runs) -> str:
+    """Who gave these runs their acceptance length: their files ("4 runs of a.json recorded"), a saved /metrics page
+    where the files record none ("metrics.txt gave 4 runs of b.json"), or both."""
+    from specsim.core.words import counted
+
+    parts = []
+    for page in dict.fromkeys(c.run.accept_length_page for c in runs):
+        named = [c for c in runs if c.run.accept_length_page == page]
+        files = ", ".join(sorted({Path(c.run.path).name for c in named}))
+        parts.append(
+            f"{counted(len(named), 'run')} of {files} recorded"
+            if page is None
+            else f"{page} gave {counted(len(named), 'run')} of {files}"
+        )
+    return " and ".join(parts)
 
 
 def recorded_shares(fit, sweep: str | None = None) -> tuple[tuple, int] | None:

@@ -164,7 +164,7 @@ def runs_from_files(
             files.append(path)
             for r in next(read):
                 if r.accept_length is None and length is not None:
-                    r = dataclasses.replace(r, accept_length=length)
+                    r = dataclasses.replace(r, accept_length=length, accept_length_page=os.path.basename(metrics))
                     filled += 1
                 runs.append(CalRun(r, setup))
     if length is not None:
@@ -180,7 +180,8 @@ def runs_from_files(
     short = [f"{c.run.where}: {c.run.failed} of {c.run.completed + c.run.failed}" for c in runs if c.run.failed]
     if short:  # the tool's figures are of the completed requests; a failed one left its user's slot early
         notes.append(
-            f"requests that did not complete (sent, the file's num_prompts, less completed): {'; '.join(short)}: "
+            "requests that did not complete (sent less completed: vLLM's num_prompts - completed, GuideLLM's "
+            f"request_totals errored + incomplete): {'; '.join(short)}: "
             "their runs' figures are the completed requests', and a request that failed (a timeout, a prompt past the "
             "model's length) left its place early, which the serving model the fit uses does not know"
         )
