@@ -383,3 +383,16 @@ def test_serve_sweep_past_the_shares_says_extrapolated_per_load_without_gamma(ca
     assert main(base) == 0
     (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("speculation: ")]
     assert line == f"speculation: {record['gamma_policy']}"
+
+
+def test_a_guidellm_07_report_names_its_data_where_that_schema_keeps_it(tmp_path):
+    # Schema 2 (GuideLLM 0.7) keeps the benchmark's arguments in config.spec (BenchmarkScenario.spec, BenchmarkArgs.data:
+    # a list of DataArgs objects, src/guidellm/benchmark/schemas/entrypoints.py at 0.7.3), not in args as schema 1 did:
+    # a 0.7 report naming its data was said to name none.
+    from specsim.calibration.bench_files import read_bench_file
+
+    report = json.loads(Path(f"{BENCH}/guidellm-eagle3.json").read_text())
+    data = [{"kind": "synthetic_text", "prompt_tokens": 1000, "output_tokens": 256}]
+    gl = tmp_path / "gl.json"
+    gl.write_text(json.dumps(report | {"config": {"spec": {"data": data}}}))
+    assert {r.dataset for r in read_bench_file(gl)} == {"data kind=synthetic_text,prompt_tokens=1000,output_tokens=256"}

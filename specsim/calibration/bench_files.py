@@ -622,6 +622,25 @@ def _latency_of(where: str, metrics: dict, key: str, prefer: str) -> tuple[float
     return _mean(where, metrics, key), "mean"
 
 
+def _guidellm_data(name: str, report: dict) -> str | None:
+    """What a GuideLLM report names of the data its benchmarks drew from: schema 1's args.data, a list of strings
+    (src/guidellm/benchmark/schemas/base_args.py, BaseBenchmarkArgs.data, at vllm-project/guidellm 4e38be6), schema 2's
+    config.spec.data, a list of DataArgs objects (src/guidellm/benchmark/schemas/entrypoints.py, BenchmarkArgs.data,
+    0.7.3), each said as its scalar fields, key=value."""
+    config = report.get("config")
+    holder = report.get("args") if "args" in report else config.get("spec") if isinstance(config, dict) else None
+    data = holder.get("data") if isinstance(holder, dict) else None
+    if not isinstance(data, list):
+        return None
+    said = [
+        ",".join(f"{k}={v}" for k, v in item.items() if isinstance(v, (str, int, float)))
+        if isinstance(item, dict)
+        else str(item)
+        for item in data
+    ]
+    return _dataset(name, {"data": ", ".join(said)}, ("data",))
+
+
 def _guidellm_failed(where: str, totals: dict) -> int:
     """The requests of a GuideLLM benchmark that errored or were cut off at its end (GenerativeMetrics.request_totals,
     src/guidellm/benchmark/schemas/metrics.py, 0.7.3): its summaries are the successful ones'."""
@@ -644,11 +663,7 @@ def _guidellm_runs(path: Path, report: dict, prefer: str = "mean") -> list[Bench
     if not isinstance(benchmarks, list) or not benchmarks:
         raise ValueError(f"{path.name}: a GuideLLM report holds a non-empty list 'benchmarks'")
     runs = []
-    # the report's arguments name the data its benchmarks drew from (args.data, a list; src/guidellm/benchmark/schemas/
-    # base_args.py, BaseBenchmarkArgs.data, read at vllm-project/guidellm 4e38be6)
-    args = report.get("args")
-    data = args.get("data") if isinstance(args, dict) else None
-    dataset = _dataset(path.name, {"data": ", ".join(map(str, data))}, ("data",)) if isinstance(data, list) else None
+    dataset = _guidellm_data(path.name, report)
     for index, bench in enumerate(benchmarks, start=1):
         where = f"{path.name}#{index}"
         if not isinstance(bench, dict) or not isinstance(bench.get("metrics"), dict):
