@@ -262,3 +262,12 @@ def test_an_acceptance_from_a_metrics_page_is_said_to_be_the_pages_not_the_files
     assert main(["calibrate-engine", *args.split()]) == 0
     source = yaml.safe_load(out.read_text())["acceptance"]["source"]
     assert "recorded" not in source and "vllm-metrics.txt gave 4 runs of guidellm-eagle3.json" in source, source
+
+
+def test_the_fits_first_line_says_the_tensor_parallelism_no_benchmark_file_records(capsys):
+    """The fit's first line said "runs of llama-3.1-8b on h100-sxm" at --tp 2 as at 1: no file records the TP, so the
+    line is where a user checks that the fit is of the deployment served."""
+    args = f"--plain {BENCH}/guidellm-plain.json --spec {BENCH}/guidellm-eagle3.json --hardware h100 --draft eagle3"
+    assert main(["calibrate-engine", *args.split(), "--steps", "3", "--engine", "vllm@0.10", "--tp", "2"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "runs of llama-3.1-8b on h100-sxm x 2 (TP 2);" in first, first

@@ -180,9 +180,11 @@ def _pct(x: float) -> str:
 
 def _print_fit(fit, dep, summary, notes, out, floor=None) -> None:
     n_plain = sum(c.kind == "plain" for c in fit.runs)
+    tp = dep.target.tp  # no benchmark file records it: the line says what the fit took
+    gpus = f" x {tp} (TP {tp})" if tp > 1 else ""
     print(
         f"calibrate-engine: {n_plain} plain and {len(fit.runs) - n_plain} speculative runs of {dep.target.name} on "
-        f"{dep.hardware.name}; read as {'; '.join(summary['tools'])}"
+        f"{dep.hardware.name}{gpus}; read as {'; '.join(summary['tools'])}"
     )
     print("\n".join(f"  {line}" for line in (dep.provenance() if report.VERBOSE else [dep.brief()])))
     for note in notes:
