@@ -896,6 +896,10 @@ def test_a_held_schedule_proposal_is_not_replaced_by_a_gamma_within_noise_of_it(
         (i, v.text.split(" at this load")[0]) for i, r in enumerate(rows) for v in r.started if v.kind == "schedule"
     ]
     assert proposed == [(0, "the schedule should now be gamma 6"), (4, "the schedule should now be gamma 5")], proposed
+    (first,) = [v for v in rows[0].started if v.kind == "schedule"]
+    # gamma 6 from a window measured at the gamma 3 in use: optimal-gamma and schedule say such a gamma is extrapolated
+    # (one rate per token past the measured steps); the watcher's proposal said nothing of it
+    assert "gamma 6 is past the 3 draft steps the window's acceptance was measured at: extrapolated" in first.text
 
 
 def test_the_costs_verdict_names_the_gamma_in_use_and_the_one_that_would_pay(dep):

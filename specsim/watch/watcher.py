@@ -100,6 +100,18 @@ class Row:
         }
 
 
+def _extrapolated(proposed: int, measured: float | None) -> str:
+    """What a proposed gamma past the draft steps the window measured rests on, as optimal-gamma and schedule say it:
+    one rate per token (the alpha of the window's acceptance length) carried past them, which a drafter trained for a
+    few steps may not keep."""
+    if not measured or proposed <= int(measured):
+        return ""
+    return (
+        f"; gamma {proposed} is past the {int(measured)} draft steps the window's acceptance was measured at: "
+        "extrapolated, one rate per token"
+    )
+
+
 class Watcher:
     """The state of a watch: windows so far, the drift test, the verdicts that hold.
 
@@ -278,7 +290,8 @@ class Watcher:
                         index,
                         window.start_s,
                         f"the schedule should now be {text} at this load: the model's speedup {j.best_speedup:.3f} "
-                        f"against {j.speedup:.3f} at gamma {j.gamma} (acceptance length {window.acceptance_length:.3f})",
+                        f"against {j.speedup:.3f} at gamma {j.gamma} (acceptance length {window.acceptance_length:.3f})"
+                        + _extrapolated(j.best_gamma, window.gamma),
                         detail,
                         written,
                         tuple(notes),
