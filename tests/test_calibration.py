@@ -164,6 +164,23 @@ def test_a_guidellm_run_is_timed_by_its_inter_token_latency_not_its_tpot_that_ho
         read_bench_file(path)
 
 
+@pytest.mark.parametrize("in_flight, load", [(63.0, "concurrency 64"), (5.0, "rate 20/s")])
+def test_a_guidellm_rate_capped_by_max_concurrency_is_the_closed_loop_where_the_cap_binds(tmp_path, in_flight, load):
+    # GuideLLM's constant and poisson strategies take max_concurrency (src/guidellm/scheduler/strategies.py, 0.7.3), and
+    # its sweep profile passes --max-concurrency to every rate (src/guidellm/benchmark/profiles/sweep.py): a rate past
+    # what the server serves then holds the cap in flight, a closed loop, as vllm bench serve's --request-rate with
+    # --max-concurrency is read.  The cap was ignored: 20/s at 64 in flight was modelled as Poisson arrivals at 20/s.
+    report = json.loads(Path(f"{BENCH}/guidellm-plain.json").read_text())
+    bench = report["benchmarks"][3]
+    bench["config"]["strategy"] = {"type_": "constant", "rate": 20.0, "max_concurrency": 64}
+    bench["metrics"]["request_concurrency"]["successful"]["mean"] = in_flight
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(report))
+    run = read_bench_file(path)[3]
+    assert run.load == load and run.kind == load.split()[0]
+    assert run.concurrency == (64 if load.startswith("concurrency") else None)
+
+
 @pytest.mark.parametrize("name", ["vllm-plain.jsonl", "sglang-eagle3.jsonl", "guidellm-eagle3.json"])
 def test_a_file_with_a_utf8_byte_order_mark_is_read_as_its_json(name, tmp_path):
     # Windows tools (Notepad, PowerShell's Out-File -Encoding utf8 before PowerShell 6) save UTF-8 with a byte-order

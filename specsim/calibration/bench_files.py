@@ -19,13 +19,14 @@ Three tools, their formats taken from their source:
     each request's ``avg_decoded_tokens_per_iter`` (``tensorrt_llm/serve/scripts/benchmark_serving.py``): its mean is the
     acceptance length of a speculative run.
 ``guidellm benchmark --output-path *.json``  a report of several benchmarks; schema version 1 (GuideLLM 0.5
-    and 0.6) and 2 (0.7): ``benchmarks[].config.strategy`` (``type_``, ``streams`` or ``rate``) and, of the successful
-    requests, the means of ``metrics.inter_token_latency_ms``, ``request_latency``, ``request_concurrency``,
-    ``prompt_token_count`` and ``output_token_count`` (``src/guidellm/benchmark/schemas``), and the report's
-    ``args.data``, where it holds one.  The time per token after the first is ``inter_token_latency_ms``, (last -
-    first token) / (output - 1), vLLM's TPOT; GuideLLM's ``time_per_output_token_ms`` is (last token - request start)
-    / output, the first token and its wait in it (``src/guidellm/schemas/request_stats.py``, 0.6.0 and 0.7.3).  GuideLLM records no acceptance: a speculative run needs a saved ``/metrics``
-    page.
+    and 0.6) and 2 (0.7): ``benchmarks[].config.strategy`` (``type_``, ``streams`` or ``rate`` and
+    ``max_concurrency``) and, of the successful requests, the means of ``metrics.inter_token_latency_ms``,
+    ``request_latency``, ``request_concurrency``, ``prompt_token_count`` and ``output_token_count``
+    (``src/guidellm/benchmark/schemas``), and the data the report names (schema 1's ``args.data``, 2's
+    ``config.spec.data``).  The time per token after the first is ``inter_token_latency_ms``, (last - first token) /
+    (output - 1), vLLM's TPOT; GuideLLM's ``time_per_output_token_ms`` is (last token - request start) / output, the
+    first token and its wait in it (``src/guidellm/schemas/request_stats.py``, 0.6.0 and 0.7.3).  GuideLLM records no
+    acceptance: a speculative run needs a saved ``/metrics`` page.
 
 Every latency the tool records is kept (TPOT, TTFT, ITL, end-to-end; the mean, else the median, said so), with the
 run's output throughput: a run the tool timed only as a whole (an offline batch, ``vllm bench serve`` against a server
@@ -653,6 +654,33 @@ def _guidellm_failed(where: str, totals: dict) -> int:
     return failed
 
 
+def _guidellm_load(where: str, strategy: dict, metrics: dict) -> tuple[str, str, float]:
+    """(label, kind, value) of a GuideLLM benchmark's load (its strategy's type_: src/guidellm/scheduler/strategies.py,
+    0.7.3).  A constant or poisson rate with a max_concurrency (which GuideLLM's sweep passes to every rate:
+    src/guidellm/benchmark/profiles/sweep.py) is the rate where its requests in flight leave the cap unreached, and a
+    closed loop at the cap where they reach it (MIN_IN_FLIGHT_SHARE of it), as vllm bench serve's rate with
+    --max-concurrency is read."""
+    kind = strategy.get("type_")
+    if kind not in ("concurrent", "synchronous", "constant", "poisson", "throughput"):
+        raise ValueError(
+            f"{where}: strategy type_ {kind!r}; read: synchronous, concurrent, constant, poisson, throughput"
+        )
+    if kind == "synchronous":
+        return "concurrency 1", "concurrency", 1.0
+    if kind == "throughput":  # as many requests as the server takes: a closed loop at the concurrency it measured
+        value = float(max(1, round(_mean(where, metrics, "request_concurrency"))))
+        return f"concurrency {int(value)}", "concurrency", value
+    key = "streams" if kind == "concurrent" else "max_concurrency"
+    streams = _number(where, strategy, key, optional=kind != "concurrent")
+    if streams is not None and streams != int(streams):
+        raise ValueError(f"{where}: config.strategy.{key} must be a whole number of streams, got {strategy[key]!r}")
+    if kind != "concurrent":
+        rate = _number(where, strategy, "rate")
+        if streams is None or _mean(where, metrics, "request_concurrency") < MIN_IN_FLIGHT_SHARE * streams:
+            return f"rate {rate:g}/s", "rate", rate
+    return f"concurrency {int(streams)}", "concurrency", float(int(streams))
+
+
 def _guidellm_runs(path: Path, report: dict, prefer: str = "mean") -> list[BenchRun]:
     version = (report.get("metadata") or {}).get("version") if isinstance(report.get("metadata"), dict) else None
     if version not in (1, 2):
@@ -671,27 +699,8 @@ def _guidellm_runs(path: Path, report: dict, prefer: str = "mean") -> list[Bench
         strategy = (bench.get("config") or {}).get("strategy") if isinstance(bench.get("config"), dict) else None
         if not isinstance(strategy, dict):
             raise ValueError(f"{where}: config.strategy is missing")
-        kind = strategy.get("type_")
-        if kind not in ("concurrent", "synchronous", "constant", "poisson", "throughput"):
-            raise ValueError(
-                f"{where}: strategy type_ {kind!r}; read: synchronous, concurrent, constant, poisson, throughput"
-            )
         m = bench["metrics"]
-        if kind == "concurrent":
-            streams = _number(where, strategy, "streams")
-            if streams != int(streams):
-                raise ValueError(
-                    f"{where}: config.strategy.streams must be a whole number of streams, got {strategy['streams']!r}"
-                )
-            load, load_kind, value = f"concurrency {int(streams)}", "concurrency", float(int(streams))
-        elif kind == "synchronous":
-            load, load_kind, value = "concurrency 1", "concurrency", 1.0
-        elif kind in ("constant", "poisson"):
-            value = _number(where, strategy, "rate")
-            load, load_kind = f"rate {value:g}/s", "rate"
-        else:  # as many requests as the server takes: a closed loop at the concurrency it measured
-            value = float(max(1, round(_mean(where, m, "request_concurrency"))))
-            load, load_kind = f"concurrency {int(value)}", "concurrency"
+        load, load_kind, value = _guidellm_load(where, strategy, m)
         if "inter_token_latency_ms" not in m:
             raise ValueError(
                 f"{where}: metrics.inter_token_latency_ms is missing: GuideLLM's time_per_output_token_ms holds the "
