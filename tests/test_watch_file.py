@@ -266,3 +266,12 @@ def test_a_read_whose_counters_are_past_the_look_back_gives_no_window(capture, t
     assert [w.acceptance_length is None for w in windows] == [False, True, True, True, False]
     assert [w.requests_per_s is None or w.requests_per_s < 6 for w in windows] == [True] * 5
     assert windows[2].notes[0].startswith("no samples") and windows[3].notes[0].startswith("no samples")
+
+
+@pytest.mark.parametrize("start", ["0", "0s", "0h", "0m", "0.0"])
+def test_a_days_rates_start_at_zero_in_any_unit(start):
+    """--rates took its start as "0" or "0s" alone: "0h:1,2h:4,6h", written as the later times are, was refused with
+    "a duration must be > 0 and at most 366d, got '0h'", which the start is not."""
+    from specsim.cli.replay import _profile
+
+    assert _profile(f"{start}:1,2h:4,6h") == [(0.0, 1.0), (7200.0, 4.0), (21600.0, 0.0)]

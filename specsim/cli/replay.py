@@ -5,6 +5,7 @@ written as one OpenMetrics file for ``promtool tsdb create-blocks-from openmetri
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 
@@ -30,7 +31,8 @@ def _profile(text: str) -> list:
     for part in str(text).split(","):
         when, sep, rate = part.strip().partition(":")
         try:
-            start = 0.0 if when.strip() in ("0", "0s") else parse_duration(when)
+            # the day's start, in any unit the later times take ("0h"); a duration elsewhere is > 0
+            start = 0.0 if re.fullmatch(r"0+(\.0*)?(ms|s|m|h|d|w)?", when.strip()) else parse_duration(when)
             value = float(rate) if sep else 0.0
         except ValueError as err:
             raise argparse.ArgumentTypeError(f"--rates {text!r}: {err}") from None
