@@ -261,7 +261,8 @@ def test_an_acceptance_from_a_metrics_page_is_said_to_be_the_pages_not_the_files
     args += f" --steps 3 --engine vllm@0.10 --metrics {Path(BENCH).parent}/vllm-metrics.txt --out {out}"
     assert main(["calibrate-engine", *args.split()]) == 0
     source = yaml.safe_load(out.read_text())["acceptance"]["source"]
-    assert "recorded" not in source and "vllm-metrics.txt gave 4 runs of guidellm-eagle3.json" in source, source
+    assert "guidellm-eagle3.json recorded" not in source, source
+    assert "vllm-metrics.txt gave 4 runs of guidellm-eagle3.json" in source, source
 
 
 def test_the_fits_first_line_says_the_tensor_parallelism_no_benchmark_file_records(capsys):
@@ -271,3 +272,17 @@ def test_the_fits_first_line_says_the_tensor_parallelism_no_benchmark_file_recor
     assert main(["calibrate-engine", *args.split(), "--steps", "3", "--engine", "vllm@0.10", "--tp", "2"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert "runs of llama-3.1-8b on h100-sxm x 2 (TP 2);" in first, first
+
+
+def test_a_metrics_pages_per_position_counts_reach_the_calibration_as_a_files_do(tmp_path):
+    """vLLM's /metrics page counts each draft position's accepted tokens (vllm:spec_decode_num_accepted_tokens_per_pos;
+    vllm/v1/spec_decode/metrics.py, 0.30.0), which bench-plan's README promises the fit takes; calibrate-engine
+    --metrics took the page's acceptance length alone, so the file's acceptance had no per_position and answers from
+    it carried one rate per token past what the page measured.  examples/vllm-metrics.txt: 33,200, 25,600 and 18,900
+    of 40,000 drafts."""
+    out = tmp_path / "cal.yaml"
+    args = f"--plain {BENCH}/guidellm-plain.json --spec {BENCH}/guidellm-eagle3.json --hardware h100 --draft eagle3"
+    args += f" --steps 3 --engine vllm@0.10 --metrics {Path(BENCH).parent}/vllm-metrics.txt --out {out}"
+    assert main(["calibrate-engine", *args.split()]) == 0
+    acceptance = yaml.safe_load(out.read_text())["acceptance"]
+    assert acceptance["per_position"] == [0.83, 0.64, 0.4725], acceptance

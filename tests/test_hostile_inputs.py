@@ -587,6 +587,13 @@ CASES = [
         "h100 --draft eagle3 --steps 3 --engine vllm@0.10 --verify-tokens 2",
         "--verify-tokens 2 is fewer than --steps 3 plus the target's own token: a chain (--topk 1) verifies 4",
     ),
+    (  # the page counts 3 draft positions (vllm:spec_decode_num_accepted_tokens_per_pos): its length was given to runs
+        # said to be at 5 steps without a word
+        "calibrate-engine --plain examples/bench/guidellm-plain.json --spec examples/bench/guidellm-eagle3.json "
+        "--hardware h100 --draft eagle3 --steps 5 --engine vllm@0.10 --metrics examples/vllm-metrics.txt",
+        "--metrics vllm-metrics.txt counts 3 draft positions (vllm:spec_decode_num_accepted_tokens_per_pos), the runs "
+        "it would give its acceptance length are at --steps 5",
+    ),
     (  # every run records its acceptance length: the page was said to apply and applied to none
         "calibrate-engine --plain examples/bench/vllm-plain.jsonl --spec examples/bench/vllm-eagle3.jsonl --hardware "
         "h100 --draft eagle3 --steps 3 --engine vllm@0.10 --metrics examples/vllm-metrics.txt",

@@ -134,7 +134,7 @@ def runs_from_files(
 
     from specsim.calibration.bench_files import read_alike
     from specsim.core.limits import MAX_GAMMA, check_int
-    from specsim.speculation.metrics import accept_length_from_page
+    from specsim.speculation.metrics import accept_length_from_page, per_position_from_page
 
     one = (str, bytes, os.PathLike)
     if isinstance(plain, one) or any(isinstance(g[0], one) for g in spec_groups):
@@ -146,9 +146,10 @@ def runs_from_files(
     runs, notes = [], [said_statistic] if said_statistic else []
     for path in plain:
         runs += [CalRun(r) for r in next(read)]
-    length = None
+    length = shares = None
     if metrics:
         length, where = accept_length_from_page(metrics)
+        shares = per_position_from_page(metrics)
     filled = 0  # speculative runs that take the page's length
     files = list(plain)
     for paths, steps in spec_groups:
@@ -164,7 +165,12 @@ def runs_from_files(
             files.append(path)
             for r in next(read):
                 if r.accept_length is None and length is not None:
-                    r = dataclasses.replace(r, accept_length=length, accept_length_page=os.path.basename(metrics))
+                    _check_page_steps(metrics, shares, steps, topk)
+                    # the page's per-position shares: a chain's, one position a draft step (checked above)
+                    per = shares if shares is not None and topk <= 1 else r.per_position
+                    r = dataclasses.replace(
+                        r, accept_length=length, accept_length_page=os.path.basename(metrics), per_position=per
+                    )
                     filled += 1
                 runs.append(CalRun(r, setup))
     if length is not None:
@@ -188,6 +194,20 @@ def runs_from_files(
     runs, lines = group_sweeps(runs, sweep_by)
     runs, said = with_prompt_spreads(runs, acceptance_spread)
     return runs, files, notes + lines + said
+
+
+def _check_page_steps(metrics: str, shares: tuple | None, steps: int, topk: int) -> None:
+    """Refuse a /metrics page of another number of draft steps than the runs it gives its acceptance length: vLLM counts
+    one position a configured draft token (num_speculative_tokens, vllm:spec_decode_num_accepted_tokens_per_pos), so a
+    page of K positions measured drafts of K."""
+    import os
+
+    if shares is not None and topk <= 1 and len(shares) != steps:
+        raise ValueError(
+            f"--metrics {os.path.basename(metrics)} counts {len(shares)} draft positions "
+            f"(vllm:spec_decode_num_accepted_tokens_per_pos), the runs it would give its acceptance length are at "
+            f"--steps {steps}: save the page of the server that ran them"
+        )
 
 
 def _refuse_plain_as_spec(plain: list[str], spec: list[str]) -> None:

@@ -488,6 +488,18 @@ def _accept_length(name: str, text: str, model_name: str | None = None) -> tuple
     return m.mean_acceptance_length, f"{name}: vLLM 1 + accepted / drafts"
 
 
+def per_position_from_page(path: str | Path, model_name: str | None = None) -> tuple[float, ...] | None:
+    """c_1..c_K from a saved vLLM ``/metrics`` page: each draft position's accepted tokens over the drafts
+    (``vllm:spec_decode_num_accepted_tokens_per_pos`` over ``vllm:spec_decode_num_drafts``), what ``vllm bench
+    serve`` records as ``spec_decode_per_position_acceptance_rates``; None where the page counts no positions (SGLang's,
+    or a vLLM page without the counter)."""
+    name, text = _page(path)
+    if _is_sglang(text):
+        return None
+    m = acceptance_from_prometheus(text, source=name, model_name=model_name)
+    return tuple(float(c) for c in m.cumulative_rates) if m.accepted_per_position else None
+
+
 def acceptance_from_page(path: str | Path, sglang_gamma: int | None = None, model_name: str | None = None):
     """An :class:`~specsim.speculation.acceptance.Acceptance` from a saved ``/metrics`` page, read once.
 
