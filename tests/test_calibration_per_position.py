@@ -396,3 +396,13 @@ def test_a_guidellm_07_report_names_its_data_where_that_schema_keeps_it(tmp_path
     gl = tmp_path / "gl.json"
     gl.write_text(json.dumps(report | {"config": {"spec": {"data": data}}}))
     assert {r.dataset for r in read_bench_file(gl)} == {"data kind=synthetic_text,prompt_tokens=1000,output_tokens=256"}
+
+
+def test_a_capped_rate_and_the_conditional_rate_above_it_are_told_apart_in_print():
+    # A geometric chain's shares rounded to 4 places (0.72, 0.5184, 0.3733: a vLLM page at alpha 0.72) give a
+    # conditional rate 0.7201 a hair above the per-token rate 0.7200, and the line said "per-token rate 0.72 (position
+    # 3's conditional rate, 0.72, is higher)".
+    from specsim.speculation.acceptance import Acceptance
+
+    said = Acceptance(cumulative=(0.72, 0.5184, 0.3733), continued=True).beyond()
+    assert "per-token rate 0.72 (position 3's conditional rate, 0.7201, is higher)" in said, said

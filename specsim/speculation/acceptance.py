@@ -507,9 +507,12 @@ class Acceptance:
             return ""
         k = len(self.cumulative)
         if self._continued_capped:
+            conditional = float(self.cumulative[-1]) / float(self.cumulative[-2])
+            # as many digits as tell the two apart (shares rounded to 4 places give rates 1e-4 apart)
+            d = next((d for d in range(3, 7) if f"{self.continued_rate:.{d}g}" != f"{conditional:.{d}g}"), 6)
             return (
-                f"the chain continued at the measured positions' per-token rate {self.continued_rate:.3g} (position "
-                f"{k}'s conditional rate, {float(self.cumulative[-1]) / float(self.cumulative[-2]):.3g}, is higher)"
+                f"the chain continued at the measured positions' per-token rate {self.continued_rate:.{d}g} (position "
+                f"{k}'s conditional rate, {conditional:.{d}g}, is higher)"
             )
         return f"the chain continued at position {k}'s conditional rate {self.continued_rate:.3g}"
 
