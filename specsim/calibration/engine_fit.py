@@ -724,7 +724,7 @@ def fit_engine(dep, runs: list[CalRun], *, intervals: bool = True, limits=None, 
     preset = dep.engine
     alpha0 = _default_alpha(dep)
     start = Values.at_preset(preset, alpha0, len(model.sweeps))
-    model.settle(start)
+    model.settle_start(start, preset.key)
     design = identifiable(runs, model.fit_scale, dict(enumerate(model.batch)))
     everything = np.arange(len(runs))
     nudged = [RunModel(dep, nudged_runs(runs, e), limits, kv_bytes) for e in (NUDGE, -NUDGE)]

@@ -464,6 +464,22 @@ class RunModel:
                 out[key][sel] = t[key]
         return out
 
+    def settle_start(self, values: Values, preset_key: str) -> None:
+        """:meth:`settle` at ``values`` (the preset, where a fit starts), refusing runs the serving model cannot time
+        there: a rate past what the engine serves has no steady state (its queue grows), and the solver stopped on it
+        with scipy's "Residuals are not finite in the initial point"."""
+        self.settle(values)
+        times = self.predict(values, np.arange(len(self.runs)))
+        past = [c.run for c, t in zip(self.runs, times) if not np.isfinite(t)]
+        if past:
+            named = "; ".join(f"{r.where}: {r.load}" for r in past[:3]) + ("; ..." if len(past) > 3 else "")
+            raise ValueError(
+                f"{named} is past what the serving model's engine serves at the preset ({preset_key}'s terms, where "
+                "the fit starts): its steady state has no finite time, and a run whose queue grew is no steady state to "
+                "fit; leave it out, or run the rate with a concurrency cap (vllm bench serve --max-concurrency, "
+                "GuideLLM --max-concurrency), which makes it a closed loop"
+            )
+
     def predict(self, values: Values, index: np.ndarray) -> np.ndarray:
         """Each run's observable (its TPOT, end-to-end latency or output throughput, as recorded) at ``values``."""
         t = self.times(values, index)
